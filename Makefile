@@ -1,0 +1,43 @@
+# rjq: the two commands a new machine needs are `make demo` and `make test`.
+# Both install what is missing (scripts/install-deps.sh), configure and build.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_ARGS ?=
+
+.PHONY: all deps build build-asan test test-fast demo bench clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD)/Makefile: CMakeLists.txt | deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRJQ_WERROR=ON $(CMAKE_ARGS)
+
+$(ASAN_BUILD)/Makefile: CMakeLists.txt | deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DRJQ_WERROR=ON -DRJQ_SANITIZE=ON $(CMAKE_ARGS)
+
+build: deps $(BUILD)/Makefile
+	cmake --build $(BUILD) -j$(JOBS)
+
+build-asan: deps $(ASAN_BUILD)/Makefile
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+
+# The whole suite: a -Werror build, then the same tests under ASan+UBSan
+# (valgrind runs the demo inside the first pass).
+test: build build-asan
+	cd $(BUILD) && ctest --output-on-failure -j2
+	cd $(ASAN_BUILD) && RJQ_UNDER_ASAN=1 ctest --output-on-failure -j2 -LE valgrind
+
+test-fast: build
+	cd $(BUILD) && ctest --output-on-failure -j2
+
+demo: build
+	@bash scripts/demo.sh $(BUILD)
+
+bench: build
+	@echo "built $(BUILD)/rjq-bench"
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,428 @@
+/*
+ * rjq — reliable Redis job queues for event-loop programs.
+ *
+ * This header is the whole public API and its comments are the specification.
+ * Anything not declared here is internal and may change.
+ *
+ * Model
+ * -----
+ * A client (rjq_client) owns two Redis connections: a command connection that
+ * carries every command and script, pipelined, and a subscriber connection for
+ * pub/sub wake-ups. Every queue, worker and producer of the client shares them.
+ * No blocking Redis command is ever sent.
+ *
+ * The client runs on the caller's event loop through a small set of hooks
+ * (rjq_loop_ops); adapters/rjq/libevent.h provides them for libevent. A client
+ * is not thread-safe: use it from the loop's thread only.
+ *
+ * Conventions
+ * -----------
+ * - Functions return RJQ_OK (0) or a negative RJQ_E* code; rjq_strerror()
+ *   describes a code, rjq_client_errmsg() gives detail (e.g. Redis' text).
+ * - When a function that takes a callback returns an error, the callback is
+ *   never called. When it returns RJQ_OK, the callback is called exactly once:
+ *   with the outcome, or with RJQ_ECONN (the connection dropped while the
+ *   request was in flight: its outcome is unknown), or with RJQ_ECANCELED
+ *   (the client was freed first). Callbacks are never called from inside the
+ *   function that accepted them.
+ * - Inputs (strings, payloads, option structs) are copied during the call;
+ *   the caller may free them when it returns. Data handed to a callback is
+ *   owned by the library and valid only until the callback returns.
+ * - Every function may be called from inside any rjq callback, including
+ *   rjq_client_free() and rjq_worker_stop(): destruction is deferred until the
+ *   callback stack unwinds.
+ * - Option structs are zero-is-default: `rjq_x_options o = {0};` gives the
+ *   documented defaults, and a NULL options pointer means all defaults.
+ */
+#ifndef RJQ_H
+#define RJQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RJQ_VERSION_MAJOR 0
+#define RJQ_VERSION_MINOR 1
+#define RJQ_VERSION_PATCH 0
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define RJQ_API __attribute__((visibility("default")))
+#else
+#define RJQ_API
+#endif
+
+/* ------------------------------------------------------------------------
+ * Errors
+ * ---------------------------------------------------------------------- */
+
+/* One table generates the codes and rjq_strerror(). */
+#define RJQ_ERRNO_MAP(XX)                                                     \
+    XX(EINVAL, 1, "invalid argument")                                         \
+    XX(ENOMEM, 2, "out of memory")                                            \
+    XX(ECONN, 3, "connection to Redis lost; the outcome is unknown")          \
+    XX(ECANCELED, 4, "operation cancelled")                                   \
+    XX(ETIMEDOUT, 5, "timed out")                                             \
+    XX(ELEASELOST, 6, "lease lost: the job was reclaimed or finished elsewhere") \
+    XX(ENOTFOUND, 7, "no such job")                                           \
+    XX(ESTATE, 8, "the job is not in a state that allows this")               \
+    XX(EQUEUENAME, 9, "invalid queue name")                                   \
+    XX(ETOOBIG, 10, "payload larger than the configured limit")               \
+    XX(EWRONGTYPE, 11, "a queue key holds the wrong kind of value")           \
+    XX(EOOM, 12, "Redis is out of memory")                                    \
+    XX(EAUTH, 13, "Redis refused authentication or permission")              \
+    XX(EREDIS, 14, "Redis returned an error")                                 \
+    XX(EPROTO, 15, "unexpected reply from Redis")                             \
+    XX(ECLOSED, 16, "the client is closed or closing")                        \
+    XX(EURL, 17, "invalid Redis URL")                                         \
+    XX(EBUSY, 18, "already in progress")                                      \
+    XX(EJOBID, 19, "invalid job id")
+
+typedef enum rjq_status {
+    RJQ_OK = 0,
+#define RJQ_XX_(name, num, msg) RJQ_##name = -(num),
+    RJQ_ERRNO_MAP(RJQ_XX_)
+#undef RJQ_XX_
+} rjq_status;
+
+/* A static, never-NULL description of an RJQ_* code (unknown codes included). */
+RJQ_API const char *rjq_strerror(int code);
+
+/* The library version as MAJOR*10000 + MINOR*100 + PATCH, at run time. */
+RJQ_API int rjq_version(void);
+
+/* ------------------------------------------------------------------------
+ * Client
+ * ---------------------------------------------------------------------- */
+
+typedef struct rjq_client rjq_client;
+typedef struct rjq_queue rjq_queue;
+typedef struct rjq_worker rjq_worker;
+typedef struct rjq_job rjq_job;
+
+struct redisAsyncContext; /* hiredis */
+
+/*
+ * Event-loop hooks. The core never includes a loop header: it asks the loop
+ * to watch each new hiredis context and to run one one-shot timer.
+ *
+ * attach    called for every new hiredis context (hiredis frees its context
+ *           on disconnect, so this runs again on every reconnect). Wire the
+ *           context to the loop (e.g. redisLibeventAttach) and return 0, or
+ *           non-zero on failure.
+ * set_timer arm the client's single one-shot timer to fire in timeout_ms
+ *           milliseconds, replacing any earlier setting; -1 disarms it. When
+ *           it fires, call rjq_client_handle_timeout(). 0 means "on the next
+ *           loop iteration", never a synchronous call. Mandatory.
+ * cleanup   called once from rjq_client_free(), after which the core never
+ *           calls the hooks again; release the loop glue here. Optional.
+ */
+typedef struct rjq_loop_ops {
+    int (*attach)(void *loop, struct redisAsyncContext *ac);
+    void (*set_timer)(void *loop, long timeout_ms);
+    void (*cleanup)(void *loop);
+} rjq_loop_ops;
+
+/* Connection events reported to rjq_client_options.on_event. */
+typedef enum rjq_event {
+    RJQ_EVENT_CONNECTED = 1,    /* a connection is up and its session set */
+    RJQ_EVENT_DISCONNECTED = 2, /* a connection dropped; reconnect scheduled */
+    RJQ_EVENT_ERROR = 3         /* session set-up failed (e.g. AUTH refused) */
+} rjq_event;
+
+/* Which of the client's two connections an event is about. */
+#define RJQ_CONN_COMMAND 0
+#define RJQ_CONN_SUBSCRIBER 1
+
+typedef void rjq_event_cb(rjq_client *c, rjq_event ev, int conn,
+                          const char *detail, void *data);
+
+typedef struct rjq_client_options {
+    /* redis://[user[:password]@]host[:port][/db] or unix:///path[?db=N].
+     * host must be numeric or "localhost" (no blocking DNS lookups are made).
+     * NULL means redis://127.0.0.1:6379. */
+    const char *url;
+    const char *prefix;        /* key prefix; NULL means "rjq" */
+    const char *name;          /* CLIENT SETNAME; NULL means "rjq" */
+    long connect_timeout_ms;   /* default 5000 */
+    long reconnect_min_ms;     /* first reconnect delay; default 50 */
+    long reconnect_max_ms;     /* backoff cap; default 5000 */
+    size_t max_payload;        /* payload/result size limit; default 16 MiB */
+    rjq_event_cb *on_event;    /* optional connection event listener */
+    void *event_data;
+} rjq_client_options;
+
+/*
+ * Create a client and start connecting both connections. Commands issued
+ * before the connections are up are queued and sent once the session
+ * (AUTH, SELECT, CLIENT SETNAME, script loading) is set. After a disconnect
+ * the client reconnects with capped exponential backoff and replays the
+ * session and its subscriptions.
+ *
+ * On success *out owns the client; free it with rjq_client_free().
+ * Errors: RJQ_EINVAL (NULL out/ops/set_timer), RJQ_EURL, RJQ_ENOMEM.
+ * Not to be called from inside a callback of the same loop glue it creates.
+ */
+RJQ_API int rjq_client_new(rjq_client **out, const rjq_client_options *opts,
+                           const rjq_loop_ops *ops, void *loop);
+
+/* The adapter calls this when the timer armed by set_timer fires. */
+RJQ_API void rjq_client_handle_timeout(rjq_client *c);
+
+/*
+ * Free the client: every pending callback is called once with
+ * RJQ_ECANCELED, workers stop at once (their running jobs are abandoned and
+ * come back after their lease), both connections close, the loop glue is
+ * released. Safe from inside any callback (the free then completes when the
+ * callback returns). NULL is a harmless no-op.
+ */
+RJQ_API void rjq_client_free(rjq_client *c);
+
+/* Detail of the last error seen by this client (Redis' error text, the URL
+ * problem, ...). Owned by the client; valid until the next call on it. */
+RJQ_API const char *rjq_client_errmsg(const rjq_client *c);
+
+/* A user pointer stored in the client. */
+RJQ_API void rjq_client_set_data(rjq_client *c, void *data);
+RJQ_API void *rjq_client_data(const rjq_client *c);
+
+/* 1 when the command connection is up and its session set, else 0. */
+RJQ_API int rjq_client_connected(const rjq_client *c);
+
+/* ------------------------------------------------------------------------
+ * Queues
+ * ---------------------------------------------------------------------- */
+
+typedef struct rjq_queue_options {
+    long long retention_ms; /* completed job hashes expire after this; default
+                               3600000 (1 h); -1 keeps them forever */
+    long completed_max;     /* length of the completed history; default 1000;
+                               -1 keeps no history */
+    long dead_max;          /* dead jobs kept (oldest dropped and deleted past
+                               this); default 100000 */
+} rjq_queue_options;
+
+/*
+ * Open a queue handle. Names are 1..200 bytes, without '{', '}', spaces or
+ * control characters (RJQ_EQUEUENAME). The handle belongs to the client and
+ * is freed with it; opening the same name twice gives two handles to the
+ * same queue. All keys of queue Q live under "<prefix>:{Q}:" (one hash slot).
+ */
+RJQ_API int rjq_queue_open(rjq_client *c, const char *name,
+                           const rjq_queue_options *opts, rjq_queue **out);
+
+RJQ_API const char *rjq_queue_name(const rjq_queue *q);
+RJQ_API rjq_client *rjq_queue_client(const rjq_queue *q);
+
+/* ------------------------------------------------------------------------
+ * Enqueue
+ * ---------------------------------------------------------------------- */
+
+typedef enum rjq_backoff_type {
+    RJQ_BACKOFF_DEFAULT = 0,     /* exponential, base 1000 ms, cap 1 h */
+    RJQ_BACKOFF_EXPONENTIAL = 1, /* base*2^(attempt-1), capped, with jitter
+                                    (uniform in [delay/2, delay]) */
+    RJQ_BACKOFF_FIXED = 2        /* base every time */
+} rjq_backoff_type;
+
+typedef struct rjq_backoff {
+    rjq_backoff_type type;
+    long long base_ms; /* 0 means 1000 */
+    long long max_ms;  /* cap for exponential; 0 means 3600000 */
+} rjq_backoff;
+
+#define RJQ_PRIORITY_MAX 1000000
+#define RJQ_PRIORITY_MIN (-1000000)
+#define RJQ_BATCH_MAX 10000
+#define RJQ_JOB_ID_MAX 200
+
+typedef struct rjq_job_options {
+    /* Caller's id (1..RJQ_JOB_ID_MAX bytes, no spaces or control characters,
+     * not all digits: numeric ids are the server-assigned ones). Enqueueing
+     * an id that exists reports the existing job (existed = 1) and writes
+     * nothing. NULL lets the server assign a numeric id. */
+    const char *id;
+    long long delay_ms; /* run no earlier than this from now (server time) */
+    int priority;       /* RJQ_PRIORITY_MIN..MAX; higher first; 0 default;
+                           strict order, FIFO within one priority */
+    int max_attempts;   /* runs before the job goes dead; 0 means 3 */
+    rjq_backoff backoff;/* delay between attempts after a failure */
+} rjq_job_options;
+
+/* One job of a batch. opts may be NULL (defaults). */
+typedef struct rjq_enqueue_item {
+    const void *payload;
+    size_t len;
+    const rjq_job_options *opts;
+} rjq_enqueue_item;
+
+/* What enqueue reports per job, in request order. */
+typedef struct rjq_enqueued {
+    const char *id; /* NUL-terminated */
+    int existed;    /* 1 when the id already existed (nothing was written) */
+} rjq_enqueued;
+
+typedef void rjq_enqueue_cb(rjq_client *c, int status, const rjq_enqueued *jobs,
+                            size_t n, void *data);
+
+/*
+ * Enqueue one job (payload is binary-safe, may be empty). The job hash and
+ * its place in ready/delayed are written by one script: no half jobs.
+ * cb may be NULL. cb gets status RJQ_OK and n == 1, or an error and n == 0:
+ * RJQ_EWRONGTYPE, RJQ_EOOM, RJQ_EAUTH, RJQ_EREDIS (nothing written), or
+ * RJQ_ECONN (unknown: retry with an explicit id to stay idempotent).
+ * Returns RJQ_EINVAL, RJQ_EJOBID, RJQ_ETOOBIG, RJQ_ECLOSED, RJQ_ENOMEM
+ * synchronously (nothing sent).
+ */
+RJQ_API int rjq_enqueue(rjq_queue *q, const void *payload, size_t len,
+                        const rjq_job_options *opts, rjq_enqueue_cb *cb,
+                        void *data);
+
+/* Enqueue 1..RJQ_BATCH_MAX jobs atomically in one script call. Same errors
+ * as rjq_enqueue(); any invalid item fails the whole call synchronously. */
+RJQ_API int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items,
+                              size_t n, rjq_enqueue_cb *cb, void *data);
+
+/* ------------------------------------------------------------------------
+ * Workers and jobs
+ * ---------------------------------------------------------------------- */
+
+/*
+ * Called once per claimed job. The handler owns `job` until it calls
+ * rjq_job_complete() or rjq_job_fail(), exactly once, now or later from
+ * any callback (the job's lease is extended while it runs).
+ */
+typedef void rjq_handler_fn(rjq_job *job, void *data);
+
+typedef struct rjq_worker_options {
+    int concurrency;  /* jobs running at once; default 1 */
+    long lease_ms;    /* lease per claim, extended every lease_ms/3 while the
+                         job runs; default 30000 */
+    long poll_ms;     /* safety poll while idle; default 5000 */
+    long reclaim_ms;  /* how often expired leases are swept (one sweeper per
+                         queue at a time); default 1000 */
+} rjq_worker_options;
+
+/*
+ * Start a worker on queue q. It claims up to its free capacity in one script
+ * call, wakes on the queue's doorbell when idle, sets a timer for the next
+ * delayed job, and sweeps expired leases. *out is owned by the client until
+ * rjq_worker_stop() completes.
+ */
+RJQ_API int rjq_worker_start(rjq_queue *q, const rjq_worker_options *opts,
+                             rjq_handler_fn *handler, void *data,
+                             rjq_worker **out);
+
+typedef void rjq_stopped_cb(rjq_worker *w, int status, void *data);
+
+/*
+ * Stop claiming; cb (may be NULL) is called once when every job the worker
+ * handed out has been completed or failed (RJQ_OK), or with RJQ_ECANCELED if
+ * the client is freed first. The worker is freed after cb returns. Jobs that
+ * an in-flight claim still brings are handed to the handler as usual.
+ * Returns RJQ_EBUSY if a stop is already under way.
+ */
+RJQ_API int rjq_worker_stop(rjq_worker *w, rjq_stopped_cb *cb, void *data);
+
+/* Number of jobs this worker has handed out and not yet seen finished. */
+RJQ_API int rjq_worker_running(const rjq_worker *w);
+
+/* Job accessors: valid until rjq_job_complete()/rjq_job_fail() is called. */
+RJQ_API const char *rjq_job_id(const rjq_job *job);
+RJQ_API const void *rjq_job_payload(const rjq_job *job, size_t *len);
+RJQ_API int rjq_job_attempt(const rjq_job *job);      /* 1 on the first run */
+RJQ_API int rjq_job_max_attempts(const rjq_job *job);
+RJQ_API const char *rjq_job_token(const rjq_job *job); /* fencing token */
+RJQ_API rjq_worker *rjq_job_worker(const rjq_job *job); /* NULL if detached */
+
+typedef void rjq_done_cb(rjq_client *c, int status, void *data);
+
+/*
+ * Finish the job successfully with result bytes (may be empty). The job
+ * handle is released by this call, whatever it returns. cb (may be NULL)
+ * gets RJQ_OK, or RJQ_ELEASELOST when the job's lease was lost (reclaimed,
+ * or finished by another worker): nothing is changed then. A completion
+ * interrupted by a disconnect is retried on reconnect (the token makes it
+ * idempotent), so RJQ_ECONN is not reported here. Returns RJQ_ECLOSED if the
+ * client was freed since the job was handed out, RJQ_ETOOBIG for a result
+ * over max_payload.
+ */
+RJQ_API int rjq_job_complete(rjq_job *job, const void *result, size_t len,
+                             rjq_done_cb *cb, void *data);
+
+#define RJQ_FAIL_RETRY 0 /* retry after backoff while attempts remain */
+#define RJQ_FAIL_FATAL 1 /* go dead now, whatever attempts remain */
+
+/*
+ * Fail the job with an error text. With RJQ_FAIL_RETRY it runs again after
+ * retry_delay_ms, or after the job's backoff when retry_delay_ms < 0, until
+ * max_attempts is reached; then (or with RJQ_FAIL_FATAL) it goes dead and
+ * can be replayed. Handle release, cb and errors as rjq_job_complete().
+ */
+RJQ_API int rjq_job_fail(rjq_job *job, const char *error, int flags,
+                         long long retry_delay_ms, rjq_done_cb *cb, void *data);
+
+/* ------------------------------------------------------------------------
+ * Administration
+ * ---------------------------------------------------------------------- */
+
+typedef struct rjq_stats {
+    /* counters since the queue was created */
+    long long enqueued, completed, failed, retried, dead, reclaimed, replayed;
+    /* current depths */
+    long long ready, delayed, active, dead_depth;
+} rjq_stats;
+
+typedef void rjq_stats_cb(rjq_client *c, int status, const rjq_stats *stats,
+                          void *data);
+
+/* Read the queue's counters and depths in one script call. */
+RJQ_API int rjq_queue_stats(rjq_queue *q, rjq_stats_cb *cb, void *data);
+
+typedef void rjq_count_cb(rjq_client *c, int status, long long n, void *data);
+
+/*
+ * Move dead jobs back to ready with their attempts reset. id NULL replays up
+ * to `limit` of the oldest dead jobs (limit <= 0 means 1000); cb gets the
+ * number moved. For a single id, cb gets RJQ_ENOTFOUND (no such job) or
+ * RJQ_ESTATE (it is not dead).
+ */
+RJQ_API int rjq_queue_replay(rjq_queue *q, const char *id, long limit,
+                             rjq_count_cb *cb, void *data);
+
+/* Run one lease sweep now (workers do this on their own timer); cb gets the
+ * number of jobs reclaimed, or 0 when another sweeper held the guard. */
+RJQ_API int rjq_queue_reclaim(rjq_queue *q, rjq_count_cb *cb, void *data);
+
+/* A job's stored state, as read by rjq_queue_job(). */
+typedef struct rjq_job_info {
+    const char *id;
+    const char *state; /* "ready", "delayed", "active", "completed", "dead" */
+    int attempts, max_attempts;
+    const void *payload;
+    size_t payload_len;
+    const void *result; /* NULL unless completed */
+    size_t result_len;
+    const char *error;  /* last failure text, or NULL */
+} rjq_job_info;
+
+typedef void rjq_job_info_cb(rjq_client *c, int status, const rjq_job_info *info,
+                             void *data);
+
+/* Read one job (RJQ_ENOTFOUND when it does not exist or has expired). */
+RJQ_API int rjq_queue_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb,
+                          void *data);
+
+/* List up to `limit` ids of the dead set, oldest first, starting at offset.
+ * cb's ids array and strings are valid only during the callback. */
+typedef void rjq_ids_cb(rjq_client *c, int status, const char *const *ids,
+                        size_t n, void *data);
+RJQ_API int rjq_queue_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb,
+                           void *data);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RJQ_H */

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs what building and testing rjq needs on Debian/Ubuntu, only when missing.
+set -euo pipefail
+pkgs=(gcc make cmake pkg-config libhiredis-dev libevent-dev redis-server redis-tools valgrind)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+((${#missing[@]})) || exit 0
+echo "installing: ${missing[*]}"
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get install -y --no-install-recommends "${missing[@]}" ||
+  { $SUDO apt-get update && $SUDO apt-get install -y --no-install-recommends "${missing[@]}"; }

@@ -1,0 +1,212 @@
+/*
+ * Administration: stats, replay of dead jobs, an explicit reclaim sweep,
+ * reading one job, listing the dead set.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct admin_ctx {
+    void *cb;
+    void *data;
+} admin_ctx;
+
+static int send_admin(rjq_queue *q, int script, rjq__reply_fn *fn, void *cb, void *data,
+                      rjq__argv *a) {
+    admin_ctx *ctx = malloc(sizeof *ctx);
+    int rc = RJQ_ENOMEM;
+    if (ctx && !a->oom) {
+        ctx->cb = cb;
+        ctx->data = data;
+        rc = script >= 0 ? rjq__script(q->c, script, 0, fn, ctx, a->n, a->v, a->len)
+                         : rjq__command(q->c, 0, fn, ctx, a->n, a->v, a->len);
+    }
+    if (rc != RJQ_OK) free(ctx);
+    rjq__argv_free(a);
+    return rc;
+}
+
+static int usable(rjq_queue *q, const void *cb) {
+    if (q == NULL || cb == NULL) return RJQ_EINVAL;
+    return q->c->closing ? RJQ_ECLOSED : RJQ_OK;
+}
+
+/* ---- stats ------------------------------------------------------------- */
+
+static void on_stats(rjq_client *c, int status, redisReply *r, void *priv) {
+    admin_ctx *ctx = priv;
+    rjq_stats s;
+    memset(&s, 0, sizeof s);
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != 11))
+        status = RJQ_EPROTO;
+    if (status == RJQ_OK) {
+        long long *f[11] = {&s.enqueued, &s.completed, &s.failed, &s.retried, &s.dead, &s.reclaimed,
+                            &s.replayed, &s.ready, &s.delayed, &s.active, &s.dead_depth};
+        for (int i = 0; i < 11; i++) *f[i] = r->element[i]->integer;
+    }
+    ((rjq_stats_cb *)ctx->cb)(c, status, status == RJQ_OK ? &s : NULL, ctx->data);
+    free(ctx);
+}
+
+int rjq_queue_stats(rjq_queue *q, rjq_stats_cb *cb, void *data) {
+    int rc = usable(q, (const void *)cb);
+    if (rc != RJQ_OK) return rc;
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_str(&a, "6");
+    rjq__argv_key(&a, q, RJQ__K_STATS);
+    rjq__argv_key(&a, q, RJQ__K_READY);
+    rjq__argv_key(&a, q, RJQ__K_PRIO);
+    rjq__argv_key(&a, q, RJQ__K_DELAYED);
+    rjq__argv_key(&a, q, RJQ__K_ACTIVE);
+    rjq__argv_key(&a, q, RJQ__K_DEAD);
+    return send_admin(q, RJQ__S_STATS, on_stats, (void *)cb, data, &a);
+}
+
+/* ---- counts: replay, reclaim ------------------------------------------- */
+
+static void on_count(rjq_client *c, int status, redisReply *r, void *priv) {
+    admin_ctx *ctx = priv;
+    long long n = 0;
+    if (status == RJQ_OK && r->type != REDIS_REPLY_INTEGER) status = RJQ_EPROTO;
+    if (status == RJQ_OK) {
+        n = r->integer;
+        if (n == -1) status = RJQ_ENOTFOUND;
+        else if (n == -2) status = RJQ_ESTATE;
+        if (n < 0) n = 0;
+    }
+    ((rjq_count_cb *)ctx->cb)(c, status, n, ctx->data);
+    free(ctx);
+}
+
+int rjq_queue_replay(rjq_queue *q, const char *id, long limit, rjq_count_cb *cb, void *data) {
+    int rc = usable(q, (const void *)cb);
+    if (rc != RJQ_OK) return rc;
+    if (id && strlen(id) > RJQ_JOB_ID_MAX) return RJQ_EJOBID;
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_str(&a, "4");
+    rjq__argv_key(&a, q, RJQ__K_DEAD);
+    rjq__argv_key(&a, q, RJQ__K_READY);
+    rjq__argv_key(&a, q, RJQ__K_PRIO);
+    rjq__argv_key(&a, q, RJQ__K_STATS);
+    rjq__argv_key(&a, q, RJQ__K_JOB);
+    rjq__argv_key(&a, q, RJQ__K_WAKE);
+    rjq__argv_str(&a, id ? id : "");
+    rjq__argv_ll(&a, limit > 0 ? limit : 1000);
+    return send_admin(q, RJQ__S_REPLAY, on_count, (void *)cb, data, &a);
+}
+
+int rjq_queue_reclaim(rjq_queue *q, rjq_count_cb *cb, void *data) {
+    int rc = usable(q, (const void *)cb);
+    if (rc != RJQ_OK) return rc;
+    admin_ctx *ctx = malloc(sizeof *ctx);
+    if (ctx == NULL) return RJQ_ENOMEM;
+    ctx->cb = (void *)cb;
+    ctx->data = data;
+    rc = rjq__reclaim_send(q, 0, on_count, ctx);
+    if (rc != RJQ_OK) free(ctx);
+    return rc;
+}
+
+/* ---- one job ------------------------------------------------------------ */
+
+static const redisReply *str_or_null(const redisReply *e) {
+    return e->type == REDIS_REPLY_STRING ? e : NULL;
+}
+
+typedef struct job_ctx {
+    admin_ctx base;
+    char id[RJQ_JOB_ID_MAX + 1];
+} job_ctx;
+
+static void on_job(rjq_client *c, int status, redisReply *r, void *priv) {
+    job_ctx *ctx = priv;
+    rjq_job_info info;
+    memset(&info, 0, sizeof info);
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != 6)) status = RJQ_EPROTO;
+    if (status == RJQ_OK && str_or_null(r->element[0]) == NULL) status = RJQ_ENOTFOUND;
+    if (status == RJQ_OK) {
+        const redisReply *d = str_or_null(r->element[3]), *res = str_or_null(r->element[4]),
+                         *err = str_or_null(r->element[5]), *a = str_or_null(r->element[1]),
+                         *m = str_or_null(r->element[2]);
+        info.id = ctx->id;
+        info.state = r->element[0]->str;
+        info.attempts = a ? atoi(a->str) : 0;
+        info.max_attempts = m ? atoi(m->str) : 0;
+        info.payload = d ? d->str : "";
+        info.payload_len = d ? d->len : 0;
+        if (res && strcmp(info.state, "completed") == 0) {
+            info.result = res->str;
+            info.result_len = res->len;
+        }
+        info.error = err ? err->str : NULL;
+    }
+    ((rjq_job_info_cb *)ctx->base.cb)(c, status, status == RJQ_OK ? &info : NULL, ctx->base.data);
+    free(ctx);
+}
+
+int rjq_queue_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *data) {
+    int rc = usable(q, (const void *)cb);
+    if (rc != RJQ_OK) return rc;
+    if (id == NULL || id[0] == '\0' || strlen(id) > RJQ_JOB_ID_MAX) return RJQ_EJOBID;
+    job_ctx *ctx = malloc(sizeof *ctx);
+    if (ctx == NULL) return RJQ_ENOMEM;
+    ctx->base.cb = (void *)cb;
+    ctx->base.data = data;
+    strcpy(ctx->id, id);
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_str(&a, "HMGET");
+    rjq__argv_add(&a, q->keys[RJQ__K_JOB], q->key_lens[RJQ__K_JOB]);
+    const char *fields[6] = {"s", "a", "m", "d", "r", "e"};
+    for (int i = 0; i < 6; i++) rjq__argv_str(&a, fields[i]);
+    /* The job key is prefix + id: format it as one argument. */
+    size_t plen = q->key_lens[RJQ__K_JOB], ilen = strlen(id);
+    char *key = malloc(plen + ilen + 1);
+    if (key == NULL || a.oom) {
+        free(key);
+        free(ctx);
+        rjq__argv_free(&a);
+        return RJQ_ENOMEM;
+    }
+    memcpy(key, q->keys[RJQ__K_JOB], plen);
+    memcpy(key + plen, id, ilen + 1);
+    a.v[1] = key;
+    a.len[1] = plen + ilen;
+    rc = rjq__command(q->c, 0, on_job, ctx, a.n, a.v, a.len);
+    free(key);
+    rjq__argv_free(&a);
+    if (rc != RJQ_OK) free(ctx);
+    return rc;
+}
+
+/* ---- dead list -------------------------------------------------------------- */
+
+static void on_ids(rjq_client *c, int status, redisReply *r, void *priv) {
+    admin_ctx *ctx = priv;
+    const char **ids = NULL;
+    size_t n = 0;
+    if (status == RJQ_OK && r->type != REDIS_REPLY_ARRAY) status = RJQ_EPROTO;
+    if (status == RJQ_OK && r->elements && (ids = malloc(r->elements * sizeof *ids)) == NULL)
+        status = RJQ_ENOMEM;
+    if (status == RJQ_OK)
+        for (; n < r->elements; n++) ids[n] = r->element[n]->str;
+    ((rjq_ids_cb *)ctx->cb)(c, status, ids, n, ctx->data);
+    free(ids);
+    free(ctx);
+}
+
+int rjq_queue_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *data) {
+    int rc = usable(q, (const void *)cb);
+    if (rc != RJQ_OK) return rc;
+    if (offset < 0 || limit <= 0) return RJQ_EINVAL;
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_str(&a, "ZRANGE");
+    rjq__argv_key(&a, q, RJQ__K_DEAD);
+    rjq__argv_ll(&a, offset);
+    rjq__argv_ll(&a, offset + limit - 1);
+    return send_admin(q, -1, on_ids, (void *)cb, data, &a);
+}

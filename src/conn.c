@@ -1,0 +1,192 @@
+/*
+ * The client's two connections: connect, session set-up, reconnect with
+ * capped exponential backoff, connect timeout.
+ *
+ * hiredis rules this file follows (docs/hiredis-compat.md):
+ * - attach to the loop before setting callbacks or sending (1.x arms
+ *   nothing otherwise);
+ * - never free a context inside its connect or disconnect callback, nor
+ *   after a failed connect (hiredis frees it);
+ * - 0.14.1 has no async timeouts, so the connect timeout is our timer;
+ * - every callback may see a NULL reply when the context goes away.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+static void on_setup_reply(redisAsyncContext *ac, void *reply, void *priv);
+
+static const char *kind_name(const rjq__conn *conn) {
+    return conn->kind == RJQ_CONN_COMMAND ? "command" : "subscriber";
+}
+
+/* Queue one session set-up command on the new context. */
+static void setup_command(rjq__conn *conn, int argc, const char **argv, const size_t *lens) {
+    if (redisAsyncCommandArgv(conn->ac, on_setup_reply, conn, argc, argv, lens) == REDIS_OK)
+        conn->setup_pending++;
+}
+
+static void send_setup(rjq__conn *conn) {
+    rjq_client *c = conn->c;
+    char db[16], name[160];
+    if (c->url.password) {
+        const char *argv[3] = {"AUTH", c->url.user, c->url.password};
+        if (c->url.user) setup_command(conn, 3, argv, NULL);
+        else {
+            argv[1] = c->url.password;
+            setup_command(conn, 2, argv, NULL);
+        }
+    }
+    if (conn->kind == RJQ_CONN_COMMAND && c->url.db != 0) {
+        snprintf(db, sizeof db, "%d", c->url.db);
+        const char *argv[2] = {"SELECT", db};
+        setup_command(conn, 2, argv, NULL);
+    }
+    snprintf(name, sizeof name, "%s%s", c->name, conn->kind == RJQ_CONN_COMMAND ? "" : ":sub");
+    const char *setname[3] = {"CLIENT", "SETNAME", name};
+    setup_command(conn, 3, setname, NULL);
+    if (conn->kind == RJQ_CONN_COMMAND) {
+        for (int i = 0; i < RJQ__SCRIPT_COUNT; i++) {
+            const char *argv[3] = {"SCRIPT", "LOAD", rjq__scripts[i].body};
+            size_t lens[3] = {6, 4, rjq__scripts[i].len};
+            setup_command(conn, 3, argv, lens);
+        }
+    }
+}
+
+static void on_setup_reply(redisAsyncContext *ac, void *reply, void *priv) {
+    rjq__conn *conn = priv;
+    redisReply *r = reply;
+    if (ac->data == NULL || r == NULL) return; /* closed, or the loss is handled elsewhere */
+    rjq_client *c = conn->c;
+    rjq__enter(c);
+    if (r->type == REDIS_REPLY_ERROR) {
+        rjq__errmsg(c, "%s connection set-up: %s", kind_name(conn), r->str);
+        rjq__emit(c, RJQ_EVENT_ERROR, conn->kind, c->errmsg);
+    }
+    if (--conn->setup_pending == 0 && !conn->ready) {
+        conn->ready = 1;
+        conn->failures = 0;
+        rjq__emit(c, RJQ_EVENT_CONNECTED, conn->kind, kind_name(conn));
+        rjq__on_ready(c, conn->kind);
+    }
+    rjq__leave(c);
+}
+
+static void on_connect(const redisAsyncContext *cac, int status) {
+    redisAsyncContext *ac = (redisAsyncContext *)cac;
+    rjq__conn *conn = ac->data;
+    if (conn == NULL) return;
+    rjq_client *c = conn->c;
+    rjq__enter(c);
+    if (status == REDIS_OK) {
+        conn->connected = 1;
+        rjq__timer_stop(c, &conn->timer);
+    } else {
+        /* hiredis frees the context after this callback: drop it now.
+         * 0.14.1 leaves ac->err at 0 here; c.err/errstr are set. */
+        ac->data = NULL;
+        rjq__conn_lost(conn, ac->c.errstr[0] ? ac->c.errstr : "connect failed");
+    }
+    rjq__leave(c);
+}
+
+static void on_disconnect(const redisAsyncContext *cac, int status) {
+    redisAsyncContext *ac = (redisAsyncContext *)cac;
+    rjq__conn *conn = ac->data;
+    (void)status;
+    if (conn == NULL) return;
+    rjq_client *c = conn->c;
+    rjq__enter(c);
+    ac->data = NULL;
+    rjq__conn_lost(conn, ac->c.errstr[0] ? ac->c.errstr : "connection closed");
+    rjq__leave(c);
+}
+
+/* Connect timeout or reconnect delay. */
+static void on_timer(rjq__timer *t) {
+    rjq__conn *conn = t->owner;
+    if (conn->timer_is_reconnect) {
+        rjq__conn_start(conn);
+        return;
+    }
+    if (conn->ac && !conn->connected) {
+        redisAsyncContext *ac = conn->ac;
+        ac->data = NULL; /* set-up callbacks will see it and keep out */
+        conn->ac = NULL;
+        rjq__conn_lost(conn, "connect timed out");
+        redisAsyncFree(ac); /* not inside a hiredis callback: immediate */
+    }
+}
+
+void rjq__conn_init(rjq_client *c, rjq__conn *conn, int kind) {
+    memset(conn, 0, sizeof *conn);
+    conn->c = c;
+    conn->kind = kind;
+    rjq__timer_init(&conn->timer, on_timer, conn);
+}
+
+static void schedule_reconnect(rjq__conn *conn) {
+    rjq_client *c = conn->c;
+    long delay = c->reconnect_min_ms;
+    for (int i = 1; i < conn->failures && delay < c->reconnect_max_ms; i++) delay *= 2;
+    if (delay > c->reconnect_max_ms) delay = c->reconnect_max_ms;
+    delay = delay / 2 + (long)(rjq__random(c) % (uint64_t)(delay / 2 + 1)); /* jitter */
+    conn->timer_is_reconnect = 1;
+    rjq__timer_start(c, &conn->timer, (uint64_t)delay);
+}
+
+void rjq__conn_start(rjq__conn *conn) {
+    rjq_client *c = conn->c;
+    redisAsyncContext *ac = c->url.path ? redisAsyncConnectUnix(c->url.path)
+                                        : redisAsyncConnect(c->url.host, c->url.port);
+    conn->connected = conn->ready = 0;
+    conn->setup_pending = 0;
+    if (ac == NULL || ac->err || c->ops.attach(c->loop, ac) != 0) {
+        rjq__errmsg(c, "%s connection: %s", kind_name(conn),
+                    ac == NULL ? "out of memory" : ac->err ? ac->errstr : "loop attach failed");
+        if (ac) redisAsyncFree(ac);
+        conn->failures++;
+        rjq__emit(c, RJQ_EVENT_ERROR, conn->kind, c->errmsg);
+        schedule_reconnect(conn);
+        return;
+    }
+    ac->data = conn;
+    conn->ac = ac;
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    send_setup(conn);
+    if (conn->kind == RJQ_CONN_COMMAND) rjq__requests_flush_backlog(c);
+    else rjq__pubsub_resubscribe(c);
+    conn->timer_is_reconnect = 0;
+    rjq__timer_start(c, &conn->timer, (uint64_t)c->connect_timeout_ms);
+}
+
+void rjq__conn_lost(rjq__conn *conn, const char *why) {
+    rjq_client *c = conn->c;
+    if (c->closing) return;
+    if (conn->ac == NULL && conn->timer_is_reconnect && rjq__timer_armed(&conn->timer))
+        return; /* already handled */
+    int was_connected = conn->connected;
+    conn->ac = NULL;
+    conn->connected = conn->ready = 0;
+    conn->failures++;
+    if (conn->kind == RJQ_CONN_SUBSCRIBER)
+        for (rjq__channel *ch = c->channels; ch; ch = ch->next) ch->confirmed = 0;
+    rjq__errmsg(c, "%s connection: %s", kind_name(conn), why);
+    schedule_reconnect(conn);
+    rjq__emit(c, was_connected ? RJQ_EVENT_DISCONNECTED : RJQ_EVENT_ERROR, conn->kind, c->errmsg);
+    if (!was_connected && conn->kind == RJQ_CONN_COMMAND) rjq__requests_fail_backlog(c);
+}
+
+void rjq__conn_close(rjq__conn *conn) {
+    rjq__timer_stop(conn->c, &conn->timer);
+    redisAsyncContext *ac = conn->ac;
+    conn->ac = NULL;
+    if (ac == NULL) return;
+    ac->data = NULL;
+    /* Inside one of its own callbacks hiredis defers this until the
+     * callback returns; pending replies then reach orphaned requests. */
+    redisAsyncFree(ac);
+}

@@ -1,0 +1,306 @@
+/*
+ * Internal declarations shared by the files of src/. Not installed.
+ *
+ * One file per concern:
+ *   client.c   client lifetime, deferred free, timers, callback depth
+ *   conn.c     the two connections: connect, session set-up, reconnect
+ *   request.c  commands and scripts: send, backlog, NOSCRIPT, reply errors
+ *   pubsub.c   channel subscriptions on the subscriber connection
+ *   queue.c    queue handles, key names, enqueue
+ *   worker.c   claim loop, doorbell, leases, reclaim timer
+ *   job.c      job handles, complete (batched) and fail
+ *   admin.c    stats, replay, reclaim, job info, dead list
+ *   timer.c    the timer heap (pure)
+ *   url.c      Redis URL parsing (pure)
+ *   validate.c queue name / job id checks, options encoding (pure)
+ *   error.c    rjq_strerror, version
+ */
+#ifndef RJQ_INTERNAL_H
+#define RJQ_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
+
+#include "rjq.h"
+#include "rjq_scripts.h"
+#include "timer.h"
+#include "url.h"
+
+#define RJQ__ERRMSG_MAX 256
+#define RJQ__COMPLETE_BATCH 500 /* jobs per complete script call */
+#define RJQ__QUEUE_NAME_MAX 200
+
+/* ---- compat.h-style helpers for hiredis 0.14.1 and 1.x ---------------- */
+
+/* redisFormatCommandArgv returns int on 0.14 and long long on 1.x. */
+typedef long long rjq__fmtlen;
+
+/* ---- requests (request.c) ---------------------------------------------- */
+
+/*
+ * Completion of an internal request. status is RJQ_OK with a non-NULL
+ * reply, or an error code with reply NULL (ECONN, ECANCELED) or with the
+ * error reply (EWRONGTYPE, EOOM, EAUTH, EREDIS; detail in c->errmsg).
+ * Called exactly once per request. During client destruction status is
+ * RJQ_ECANCELED and c->closing is set: do not start new work then.
+ */
+typedef void rjq__reply_fn(rjq_client *c, int status, redisReply *reply,
+                           void *priv);
+
+/* Resend after a reconnect instead of failing with RJQ_ECONN. Only for
+ * requests that are idempotent (token-checked completions and failures). */
+#define RJQ__REQ_RETRY 1
+
+typedef struct rjq__req {
+    rjq_client *c;          /* NULL once orphaned by client destruction */
+    rjq__reply_fn *fn;
+    void *priv;
+    char *cmd;              /* formatted command, kept for resends */
+    size_t len;
+    int script;             /* index into rjq__scripts, or -1 */
+    int flags;
+    int resends;            /* NOSCRIPT resends so far */
+    struct rjq__req *prev, *next;
+} rjq__req;
+
+typedef struct rjq__reqlist {
+    rjq__req *head, *tail;
+    size_t n;
+} rjq__reqlist;
+
+/* Send a command built from argv. Takes nothing from the caller: argv is
+ * formatted (copied) during the call. Returns RJQ_OK (fn will be called
+ * once) or an error (fn never called). */
+int rjq__command(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv,
+                 int argc, const char **argv, const size_t *lens);
+
+/* Run a script with EVALSHA: argv[0..] are "numkeys, keys..., args..."
+ * (everything after the SHA). */
+int rjq__script(rjq_client *c, int script, int flags, rjq__reply_fn *fn,
+                void *priv, int argc, const char **argv, const size_t *lens);
+
+/* Send the backlog on a freshly (re)created command context. */
+void rjq__requests_flush_backlog(rjq_client *c);
+/* A connect attempt failed: fail the backlog's non-retryable requests. */
+void rjq__requests_fail_backlog(rjq_client *c);
+/* Fail or orphan every request (client destruction). */
+void rjq__requests_cancel_all(rjq_client *c);
+/* The hiredis reply callback for requests. */
+void rjq__request_on_reply(redisAsyncContext *ac, void *reply, void *priv);
+
+/* ---- argv builder (request.c) ---------------------------------------- */
+
+typedef struct rjq__argv {
+    const char **v;
+    size_t *len;
+    int n, cap;
+    char *nums;       /* chunks holding copied strings and numbers */
+    int oom;          /* an allocation failed: the command must not be sent */
+} rjq__argv;
+
+void rjq__argv_init(rjq__argv *a);
+void rjq__argv_free(rjq__argv *a);
+void rjq__argv_add(rjq__argv *a, const void *p, size_t len);
+void rjq__argv_str(rjq__argv *a, const char *s);
+void rjq__argv_ll(rjq__argv *a, long long x);
+/* Copy a short string into the builder (it may be freed afterwards). */
+void rjq__argv_copy(rjq__argv *a, const char *s);
+
+/* ---- connections (conn.c) ------------------------------------------- */
+
+typedef struct rjq__conn {
+    rjq_client *c;
+    int kind;                 /* RJQ_CONN_COMMAND or RJQ_CONN_SUBSCRIBER */
+    redisAsyncContext *ac;    /* NULL while down */
+    int connected;            /* TCP connect finished */
+    int ready;                /* session set-up replies all arrived */
+    int setup_pending;        /* set-up replies still expected */
+    int failures;             /* consecutive failed attempts, for backoff */
+    rjq__timer timer;         /* connect timeout, or reconnect delay */
+    int timer_is_reconnect;
+} rjq__conn;
+
+void rjq__conn_init(rjq_client *c, rjq__conn *conn, int kind);
+void rjq__conn_start(rjq__conn *conn);
+/* The hiredis context is gone or going (its callbacks saw NULL); stop
+ * using it and schedule a reconnect. Idempotent. */
+void rjq__conn_lost(rjq__conn *conn, const char *why);
+/* Detach and free both contexts for client destruction. */
+void rjq__conn_close(rjq__conn *conn);
+
+/* ---- pub/sub (pubsub.c) --------------------------------------------- */
+
+typedef void rjq__message_fn(rjq_client *c, const char *channel,
+                             const char *msg, size_t len, void *arg);
+
+typedef struct rjq__channel {
+    char *name;
+    rjq__message_fn *fn;      /* messages */
+    void *arg;
+    int confirmed;            /* SUBSCRIBE confirmed on the current conn */
+    struct rjq__channel *next;
+} rjq__channel;
+
+/* Listen on a channel (subscribing it if no listener had it). */
+int rjq__subscribe(rjq_client *c, const char *name, rjq__message_fn *fn,
+                   void *arg);
+/* Stop delivering to this listener (the subscription itself stays: see
+ * pubsub.c for why rjq never sends UNSUBSCRIBE). */
+void rjq__unsubscribe(rjq_client *c, const char *name, void *arg);
+/* Subscribe every channel again on a fresh subscriber connection. */
+void rjq__pubsub_resubscribe(rjq_client *c);
+void rjq__pubsub_free(rjq_client *c);
+
+/* ---- client (client.c) ---------------------------------------------- */
+
+struct rjq_client {
+    rjq_loop_ops ops;
+    void *loop;
+    rjq__url url;
+    char *prefix;
+    char *name;
+    long connect_timeout_ms, reconnect_min_ms, reconnect_max_ms;
+    size_t max_payload;
+    rjq_event_cb *on_event;
+    void *event_data;
+    void *data;
+
+    rjq__conn cmd, sub;
+    rjq__reqlist inflight;    /* sent on cmd.ac, reply pending */
+    rjq__reqlist backlog;     /* waiting for a command connection */
+    rjq__channel *channels;
+    rjq_queue *queues;
+
+    rjq__timers timers;
+    uint64_t armed_due;       /* what set_timer was last asked for */
+    int depth;                /* nesting of library entry points */
+    int free_pending;         /* rjq_client_free() called inside a callback */
+    int closing;              /* destruction under way */
+
+    uint64_t rng;             /* xorshift state for tokens and jitter */
+    char errmsg[RJQ__ERRMSG_MAX];
+};
+
+/* Entry points from the loop bracket their work with enter/leave; leave
+ * completes a deferred rjq_client_free() and may free c. */
+void rjq__enter(rjq_client *c);
+void rjq__leave(rjq_client *c);
+
+uint64_t rjq__now_ms(void);
+void rjq__timer_start(rjq_client *c, rjq__timer *t, uint64_t delay_ms);
+void rjq__timer_stop(rjq_client *c, rjq__timer *t);
+
+uint64_t rjq__random(rjq_client *c);
+void rjq__errmsg(rjq_client *c, const char *fmt, ...);
+void rjq__emit(rjq_client *c, rjq_event ev, int conn, const char *detail);
+/* A connection became ready: let workers claim (doorbells may be lost). */
+void rjq__on_ready(rjq_client *c, int kind);
+
+/* ---- queues (queue.c) ---------------------------------------------- */
+
+enum {
+    RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_DEAD,
+    RJQ__K_COMPLETED, RJQ__K_STATS, RJQ__K_GUARD, RJQ__K_JOB, RJQ__K_WAKE,
+    RJQ__K_COUNT
+};
+
+typedef struct rjq__complete_item {
+    rjq_worker *w;
+    char *id, *token;         /* id owns one block holding all three */
+    char *result;
+    size_t result_len;
+    rjq_done_cb *cb;
+    void *data;
+} rjq__complete_item;
+
+struct rjq_queue {
+    rjq_client *c;
+    char *name;
+    char *keys[RJQ__K_COUNT]; /* RJQ__K_JOB is the job key prefix */
+    size_t key_lens[RJQ__K_COUNT];
+    long long retention_ms;
+    long completed_max, dead_max;
+    rjq_worker *workers;
+    int wake_subscribed;
+    rjq__complete_item *pending; /* completions waiting for this tick */
+    size_t npending, cap_pending;
+    rjq__timer tick;          /* 0 ms: flush completions, let workers claim */
+    struct rjq_queue *next;
+};
+
+void rjq__queue_free(rjq_queue *q);
+
+/* Append one of the queue's key names to a command. */
+static inline void rjq__argv_key(rjq__argv *a, const rjq_queue *q, int k) {
+    rjq__argv_add(a, q->keys[k], q->key_lens[k]);
+}
+/* Schedule the queue's tick (idempotent). */
+void rjq__queue_kick(rjq_queue *q);
+
+/* ---- workers and jobs (worker.c, job.c) ----------------------------- */
+
+struct rjq_job {
+    rjq_worker *w;            /* NULL once detached (client freed) */
+    char *id;
+    char token[48];
+    const char *payload;
+    size_t len;
+    int attempt, max_attempts;
+    struct rjq_job *prev, *next;
+};
+
+struct rjq_worker {
+    rjq_queue *q;
+    rjq_handler_fn *handler;
+    void *data;
+    int concurrency;
+    long lease_ms, poll_ms, reclaim_ms;
+    int running;              /* handed out, not yet finished by the user */
+    int finishing;            /* finish requests in flight */
+    int claiming;             /* a claim is in flight */
+    int sweeping;             /* a reclaim is in flight */
+    int extending;            /* an extend is in flight */
+    int wake_pending;         /* doorbell heard while claiming */
+    int hungry;               /* the last claim filled all it asked for */
+    int want_claim;           /* claim on the next queue tick */
+    int stopping;
+    rjq_stopped_cb *stop_cb;
+    void *stop_data;
+    rjq_job *jobs;            /* running jobs, for lease extension */
+    rjq__timer poll_timer, extend_timer, reclaim_timer;
+    struct rjq_worker *next;
+};
+
+/* The queue's tick: let workers that asked for it claim. */
+void rjq__workers_tick(rjq_queue *q);
+/* A job was finished by the user (its finish request has been queued). */
+void rjq__worker_job_done(rjq_worker *w, rjq_job *job);
+/* A finish request of this worker got its reply. */
+void rjq__worker_finish_replied(rjq_worker *w);
+/* Doorbell or reconnect: claim if idle. */
+void rjq__worker_poke(rjq_worker *w);
+/* Client destruction: stop timers, detach jobs, call stop_cb, free. */
+void rjq__worker_destroy(rjq_worker *w);
+
+/* Send the reclaim script for q (guard_ms 0: no sweeper guard). */
+int rjq__reclaim_send(rjq_queue *q, long guard_ms, rjq__reply_fn *fn, void *priv);
+
+void rjq__complete_flush(rjq_queue *q);
+void rjq__complete_cancel_pending(rjq_queue *q);
+
+/* ---- validation and encoding (validate.c) --------------------------- */
+
+int rjq__valid_queue_name(const char *name);
+int rjq__valid_job_id(const char *id);
+int rjq__valid_client_name(const char *name);
+/* Encode job options as the enqueue script expects them ("" = defaults).
+ * buf must hold RJQ__OPTS_MAX bytes. Returns RJQ_OK or RJQ_EINVAL. */
+#define RJQ__OPTS_MAX 128
+int rjq__encode_job_options(const rjq_job_options *o, char *buf);
+/* Map a Redis error text to an RJQ_E* code. */
+int rjq__redis_error_code(const char *err);
+
+#endif /* RJQ_INTERNAL_H */

@@ -1,0 +1,73 @@
+-- claim: promote due delayed jobs, then move up to `want` ready jobs to
+-- active with a fresh fencing token and a lease each.
+-- KEYS: 1 ready, 2 prio, 3 delayed, 4 active, 5 stats
+-- ARGV: 1 job key prefix, 2 want, 3 lease ms, 4 token base (unique per
+--       call), 5 wake channel
+-- Returns { next, id, token, payload, attempt, max_attempts, ... } where
+-- next is -1, or (when no job was claimed) the ms until the next delayed
+-- job is due. A claim that filled `want` and left work behind rings the
+-- doorbell, so idle workers elsewhere join in (each full claim wakes the
+-- next: no herd, no stranded backlog).
+local ready, prio, delayed, active, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local prefix, want, lease, tbase, wake = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
+expect_types({ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset'})
+local now = now_ms()
+
+-- Due delayed jobs (and retries) become ready first.
+local due = redis.call('ZRANGEBYSCORE', delayed, '-inf', now, 'LIMIT', 0, 1000)
+if #due > 0 then
+  redis.call('ZREM', delayed, unpack(due))
+  local plain = {}
+  for _, id in ipairs(due) do
+    local k = prefix .. id
+    local p = tonumber(redis.call('HGET', k, 'p') or '0')
+    redis.call('HSET', k, 's', 'ready')
+    if p == 0 then plain[#plain + 1] = id
+    else redis.call('ZADD', prio, prio_score(p, redis.call('HINCRBY', stats, 'seq', 1)), id) end
+  end
+  if #plain > 0 then rpush_all(ready, plain) end
+end
+
+-- Strict priority: positive priorities, then priority 0, then negative.
+local ids = {}
+if redis.call('ZCARD', prio) > 0 then
+  ids = redis.call('ZRANGEBYSCORE', prio, '-inf', '(0', 'LIMIT', 0, want)
+  if #ids > 0 then redis.call('ZREM', prio, unpack(ids)) end
+end
+if #ids < want then
+  local got = redis.call('LPOP', ready, want - #ids)
+  if got then for _, id in ipairs(got) do ids[#ids + 1] = id end end
+end
+if #ids < want and redis.call('ZCARD', prio) > 0 then
+  local low = redis.call('ZPOPMIN', prio, want - #ids)
+  for i = 1, #low, 2 do ids[#ids + 1] = low[i] end
+end
+
+local out, za = {-1}, {}
+local deadline = int(now + lease)
+for i, id in ipairs(ids) do
+  local k = prefix .. id
+  local v = redis.call('HMGET', k, 'd', 'm')
+  if v[1] then -- a hash deleted behind rjq's back is skipped
+    local tok = tbase .. '.' .. i
+    local a = redis.call('HINCRBY', k, 'a', 1)
+    redis.call('HSET', k, 's', 'active', 't', tok)
+    za[#za + 1] = deadline
+    za[#za + 1] = id
+    out[#out + 1] = id
+    out[#out + 1] = tok
+    out[#out + 1] = v[1]
+    out[#out + 1] = a
+    out[#out + 1] = tonumber(v[2])
+  end
+end
+if #za > 0 then
+  redis.call('ZADD', active, unpack(za))
+  if #ids == want and (redis.call('LLEN', ready) > 0 or redis.call('ZCARD', prio) > 0) then
+    redis.call('PUBLISH', wake, '1')
+  end
+else
+  local nx = redis.call('ZRANGE', delayed, 0, 0, 'WITHSCORES')
+  if nx[2] then out[1] = math.max(0, tonumber(nx[2]) - now) end
+end
+return out

@@ -1,0 +1,40 @@
+-- fail: a claimed job failed. Retry after backoff while attempts remain,
+-- else (or when fatal) move it to dead. Checked against the fencing token.
+-- KEYS: 1 active, 2 ready, 3 prio, 4 delayed, 5 dead, 6 stats
+-- ARGV: 1 job key prefix, 2 wake channel, 3 id, 4 token, 5 error text,
+--       6 fatal (0/1), 7 retry delay ms (-1: the job's backoff),
+--       8 jitter in [0,1), 9 dead cap
+-- Returns 0 lease lost, 1 retry scheduled, 2 dead, 3 already failed with
+-- this token (a retried call whose first reply was lost).
+local active, ready, prio, delayed, dead, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local prefix, wake, id, tok, err = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local fatal, delay, jitter, dead_max = ARGV[6] == '1', tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+expect_types({active, 'zset', ready, 'list', prio, 'zset', delayed, 'zset', dead, 'zset', stats, 'hash'})
+local k = prefix .. id
+local v = redis.call('HMGET', k, 's', 't', 'a', 'm', 'b', 'p')
+if v[2] ~= tok then return 0 end
+if v[1] ~= 'active' then
+  if v[1] == 'dead' or v[1] == 'delayed' or v[1] == 'ready' then
+    if redis.call('HGET', k, 'e') == err then return 3 end
+  end
+  return 0
+end
+
+local now = now_ms()
+redis.call('ZREM', active, id)
+redis.call('HINCRBY', stats, 'failed', 1)
+local attempts, max = tonumber(v[3] or '0'), tonumber(v[4] or '1')
+if fatal or attempts >= max then
+  bury(dead, stats, prefix, k, id, now, err, dead_max)
+  return 2
+end
+if delay < 0 then delay = backoff_ms(v[5], attempts, jitter) end
+redis.call('HINCRBY', stats, 'retried', 1)
+if delay > 0 then
+  redis.call('HSET', k, 's', 'delayed', 'e', err)
+  push_delayed(delayed, wake, id, now + delay)
+else
+  redis.call('HSET', k, 's', 'ready', 'e', err)
+  push_ready(ready, prio, stats, wake, id, tonumber(v[6] or '0'), false)
+end
+return 1

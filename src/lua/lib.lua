@@ -1,0 +1,120 @@
+-- rjq shared helpers: prepended to every script at build time
+-- (cmake/embed_lua.cmake), so each script stays one atomic transition.
+--
+-- Keys of queue Q all share the hash tag {Q}: <prefix>:{Q}:<name>.
+--   ready    list  ids of priority 0, FIFO
+--   prio     zset  ids of other priorities; score = -priority*2^32 + seq
+--   delayed  zset  id -> due time (ms, server clock); also retries
+--   active   zset  id -> lease deadline (ms)
+--   dead     zset  id -> time of death
+--   completed zset id -> completion time (capped history)
+--   stats    hash  counters, and seq (the id/sequence counter)
+--   job:<id> hash  d payload, s state, a attempts started, m max attempts,
+--                  p priority (absent = 0), b backoff "kind,base,max"
+--                  (absent = default), t token of the current claim,
+--                  r result, e last error, n notify channel
+-- Job keys are <prefix>:{Q}:job:<id>; scripts build them from the prefix
+-- passed in ARGV[1] (same hash slot as every declared key).
+
+local PRIO_SHIFT = 4294967296
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Integral numbers as exact decimal strings (tostring() would switch to
+-- exponent notation past 1e14).
+local function int(x)
+  return string.format('%d', x)
+end
+
+-- Refuse, before anything is written, keys that hold the wrong type.
+-- spec = { key, type, key, type, ... }
+local function expect_types(spec)
+  for i = 1, #spec, 2 do
+    local t = redis.call('TYPE', spec[i])['ok']
+    if t ~= 'none' and t ~= spec[i + 1] then
+      error({err = 'WRONGTYPE ' .. spec[i] .. ' holds a ' .. t ..
+                   ', rjq expects a ' .. spec[i + 1]})
+    end
+  end
+end
+
+local function prio_score(p, seq)
+  return int(-p * PRIO_SHIFT + (seq % PRIO_SHIFT))
+end
+
+-- Make job `id` (priority p) ready. head puts it first in its class.
+-- Rings the doorbell when the queue had nothing ready, so a backlog costs
+-- no publishes and an idle worker always hears about new work.
+local function push_ready(ready, prio, stats, wake, id, p, head)
+  if p == 0 then
+    local n
+    if head then n = redis.call('LPUSH', ready, id)
+    else n = redis.call('RPUSH', ready, id) end
+    if n == 1 and redis.call('ZCARD', prio) == 0 then
+      redis.call('PUBLISH', wake, '1')
+    end
+  else
+    local seq = 0
+    if not head then seq = redis.call('HINCRBY', stats, 'seq', 1) end
+    redis.call('ZADD', prio, prio_score(p, seq), id)
+    if redis.call('ZCARD', prio) == 1 and redis.call('LLEN', ready) == 0 then
+      redis.call('PUBLISH', wake, '1')
+    end
+  end
+end
+
+-- Schedule `id` at `due`; ring the doorbell when it became the earliest,
+-- so idle workers re-arm their timer for it.
+local function push_delayed(delayed, wake, id, due)
+  redis.call('ZADD', delayed, int(due), id)
+  local first = redis.call('ZRANGE', delayed, 0, 0)
+  if first[1] == id then redis.call('PUBLISH', wake, '1') end
+end
+
+-- Delay before the next attempt. spec is "e,base,max" (exponential with
+-- jitter in [d/2, d]) or "f,base,0" (fixed); nil means exponential 1 s..1 h.
+local function backoff_ms(spec, attempt, jitter)
+  local kind, base, cap = 'e', 1000, 3600000
+  if spec then
+    local k, b, c = string.match(spec, '^(%a),(%d+),(%d+)$')
+    if k then kind, base, cap = k, tonumber(b), tonumber(c) end
+  end
+  if kind == 'f' then return base end
+  if attempt < 1 then attempt = 1 end
+  local d = base * 2 ^ (attempt - 1)
+  if d > cap then d = cap end
+  return math.floor(d / 2 + (d / 2) * jitter)
+end
+
+-- Publish a job's final outcome to the channel its producer asked for.
+local function notify(ch, id, state, body)
+  if ch and ch ~= '' then
+    redis.call('PUBLISH', ch, state .. ' ' .. id .. ' ' .. body)
+  end
+end
+
+-- Move job `id` (hash k) to the dead set with error text err; drop the
+-- oldest dead jobs (and their hashes) beyond dead_max.
+local function bury(dead, stats, prefix, k, id, now, err, dead_max)
+  redis.call('ZADD', dead, int(now), id)
+  redis.call('HSET', k, 's', 'dead', 'e', err)
+  redis.call('HINCRBY', stats, 'dead', 1)
+  notify(redis.call('HGET', k, 'n'), id, 'dead', err)
+  local extra = redis.call('ZCARD', dead) - dead_max
+  if extra > 0 then
+    local old = redis.call('ZRANGE', dead, 0, extra - 1)
+    for _, o in ipairs(old) do redis.call('DEL', prefix .. o) end
+    redis.call('ZREMRANGEBYRANK', dead, 0, extra - 1)
+  end
+end
+
+-- Push ids (priority 0) to the tail of ready in chunks (Lua's unpack limit).
+local function rpush_all(ready, ids)
+  for i = 1, #ids, 1000 do
+    redis.call('RPUSH', ready, unpack(ids, i, math.min(i + 999, #ids)))
+  end
+end
+

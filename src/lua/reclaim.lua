@@ -1,0 +1,33 @@
+-- reclaim: jobs whose lease expired (their worker died or hung) go back to
+-- the head of ready, or to dead when their attempts are spent. One sweeper
+-- per period: the guard key is taken with SET NX PX. Cost is proportional
+-- to the expired jobs, not to the active set.
+-- KEYS: 1 active, 2 ready, 3 prio, 4 dead, 5 stats, 6 guard
+-- ARGV: 1 job key prefix, 2 wake channel, 3 guard ms (0: no guard),
+--       4 max jobs, 5 dead cap
+-- Returns the number of jobs reclaimed, or -1 when another sweeper holds
+-- the guard.
+local active, ready, prio, dead, stats, guard = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local prefix, wake, guard_ms, limit, dead_max = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+expect_types({active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash'})
+if guard_ms > 0 and not redis.call('SET', guard, '1', 'NX', 'PX', guard_ms) then
+  return -1
+end
+local now = now_ms()
+local ids = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, limit)
+if #ids == 0 then return 0 end
+redis.call('ZREM', active, unpack(ids))
+redis.call('HINCRBY', stats, 'reclaimed', #ids)
+for _, id in ipairs(ids) do
+  local k = prefix .. id
+  local v = redis.call('HMGET', k, 's', 'a', 'm', 'p')
+  if v[1] == 'active' then
+    if tonumber(v[2] or '0') >= tonumber(v[3] or '1') then
+      bury(dead, stats, prefix, k, id, now, 'lease expired', dead_max)
+    else
+      redis.call('HSET', k, 's', 'ready', 'e', 'lease expired')
+      push_ready(ready, prio, stats, wake, id, tonumber(v[4] or '0'), true)
+    end
+  end
+end
+return #ids

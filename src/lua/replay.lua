@@ -1,0 +1,33 @@
+-- replay: dead jobs go back to ready with their attempts reset.
+-- KEYS: 1 dead, 2 ready, 3 prio, 4 stats
+-- ARGV: 1 job key prefix, 2 wake channel, 3 id ('' = the oldest ones),
+--       4 max jobs when no id is given
+-- Returns the number replayed; with an id: -1 no such job, -2 not dead.
+local dead, ready, prio, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local prefix, wake, id, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+expect_types({dead, 'zset', ready, 'list', prio, 'zset', stats, 'hash'})
+
+local function replay_one(jid)
+  local k = prefix .. jid
+  local v = redis.call('HMGET', k, 's', 'p')
+  if not v[1] then return -1 end
+  if v[1] ~= 'dead' then return -2 end
+  redis.call('ZREM', dead, jid)
+  redis.call('HSET', k, 's', 'ready', 'a', 0)
+  redis.call('HDEL', k, 't')
+  push_ready(ready, prio, stats, wake, jid, tonumber(v[2] or '0'), false)
+  return 1
+end
+
+local n = 0
+if id ~= '' then
+  n = replay_one(id)
+  if n < 0 then return n end
+else
+  for _, jid in ipairs(redis.call('ZRANGE', dead, 0, limit - 1)) do
+    if replay_one(jid) == 1 then n = n + 1
+    else redis.call('ZREM', dead, jid) end -- hash gone: drop the stale entry
+  end
+end
+if n > 0 then redis.call('HINCRBY', stats, 'replayed', n) end
+return n

@@ -1,0 +1,14 @@
+-- stats: the queue's counters and depths in one atomic read.
+-- KEYS: 1 stats, 2 ready, 3 prio, 4 delayed, 5 active, 6 dead
+-- Returns { enqueued, completed, failed, retried, dead, reclaimed,
+--           replayed, ready, delayed, active, dead_depth }.
+local stats, ready, prio, delayed, active, dead = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+expect_types({stats, 'hash', ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset', dead, 'zset'})
+local c = redis.call('HMGET', stats, 'enqueued', 'completed', 'failed', 'retried', 'dead', 'reclaimed', 'replayed')
+local out = {}
+for i = 1, 7 do out[i] = tonumber(c[i] or '0') end
+out[8] = redis.call('LLEN', ready) + redis.call('ZCARD', prio)
+out[9] = redis.call('ZCARD', delayed)
+out[10] = redis.call('ZCARD', active)
+out[11] = redis.call('ZCARD', dead)
+return out

@@ -1,0 +1,276 @@
+/*
+ * Commands and scripts on the command connection.
+ *
+ * Every request keeps its formatted command until its reply arrives, so
+ * it can be sent again: after NOSCRIPT (SCRIPT FLUSH, restart, failover:
+ * the script is loaded and the request re-sent) and, for idempotent
+ * requests (RJQ__REQ_RETRY), after a reconnect. Requests made while the
+ * command connection is down wait in the backlog; a failed connect
+ * attempt fails the non-retryable ones with RJQ_ECONN, so nothing waits
+ * longer than one reconnect attempt.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- request lists ------------------------------------------------------- */
+
+static void list_push(rjq__reqlist *l, rjq__req *r) {
+    r->next = NULL;
+    r->prev = l->tail;
+    if (l->tail) l->tail->next = r;
+    else l->head = r;
+    l->tail = r;
+    l->n++;
+}
+
+static void list_remove(rjq__reqlist *l, rjq__req *r) {
+    if (r->prev) r->prev->next = r->next;
+    else l->head = r->next;
+    if (r->next) r->next->prev = r->prev;
+    else l->tail = r->prev;
+    r->prev = r->next = NULL;
+    l->n--;
+}
+
+static rjq__reqlist list_take(rjq__reqlist *l) {
+    rjq__reqlist all = *l;
+    memset(l, 0, sizeof *l);
+    return all;
+}
+
+static rjq__req *list_pop(rjq__reqlist *l) {
+    rjq__req *r = l->head;
+    if (r) list_remove(l, r);
+    return r;
+}
+
+static void req_free(rjq__req *r) {
+    redisFreeCommand(r->cmd);
+    free(r);
+}
+
+/* Call the request's function once and free it. */
+static void deliver(rjq__req *r, rjq_client *c, int status, redisReply *reply) {
+    r->fn(c, status, reply, r->priv);
+    req_free(r);
+}
+
+/* ---- sending ----------------------------------------------------------- */
+
+static void send_req(rjq_client *c, rjq__req *r) {
+    redisAsyncContext *ac = c->cmd.ac;
+    if (ac && redisAsyncFormattedCommand(ac, rjq__request_on_reply, r, r->cmd, r->len) == REDIS_OK)
+        list_push(&c->inflight, r);
+    else
+        list_push(&c->backlog, r);
+}
+
+static int new_req(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
+                   int argc, const char **argv, const size_t *lens) {
+    if (c->closing) return RJQ_ECLOSED;
+    rjq__req *r = calloc(1, sizeof *r);
+    if (r == NULL) return RJQ_ENOMEM;
+    char *cmd = NULL;
+    rjq__fmtlen len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+    if (len < 0 || cmd == NULL) {
+        free(r);
+        return RJQ_ENOMEM;
+    }
+    r->c = c;
+    r->fn = fn;
+    r->priv = priv;
+    r->cmd = cmd;
+    r->len = (size_t)len;
+    r->script = script;
+    r->flags = flags;
+    send_req(c, r);
+    return RJQ_OK;
+}
+
+int rjq__command(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, int argc,
+                 const char **argv, const size_t *lens) {
+    return new_req(c, -1, flags, fn, priv, argc, argv, lens);
+}
+
+int rjq__script(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
+                int argc, const char **argv, const size_t *lens) {
+    const char *small_v[24];
+    size_t small_l[24];
+    const char **v = small_v;
+    size_t *l = small_l;
+    if (argc + 2 > 24) {
+        v = malloc((size_t)(argc + 2) * sizeof *v);
+        l = malloc((size_t)(argc + 2) * sizeof *l);
+        if (v == NULL || l == NULL) {
+            free(v);
+            free(l);
+            return RJQ_ENOMEM;
+        }
+    }
+    v[0] = "EVALSHA";
+    l[0] = 7;
+    v[1] = rjq__scripts[script].sha;
+    l[1] = 40;
+    for (int i = 0; i < argc; i++) {
+        v[i + 2] = argv[i];
+        l[i + 2] = lens ? lens[i] : strlen(argv[i]);
+    }
+    int rc = new_req(c, script, flags, fn, priv, argc + 2, v, l);
+    if (v != small_v) {
+        free(v);
+        free(l);
+    }
+    return rc;
+}
+
+static void ignore_reply(rjq_client *c, int status, redisReply *reply, void *priv) {
+    (void)c, (void)status, (void)reply, (void)priv;
+}
+
+/* NOSCRIPT: load the script, then send the request again behind it. */
+static void reload_and_resend(rjq_client *c, rjq__req *r) {
+    const rjq__script_def *s = &rjq__scripts[r->script];
+    const char *argv[3] = {"SCRIPT", "LOAD", s->body};
+    size_t lens[3] = {6, 4, s->len};
+    r->resends++;
+    rjq__command(c, 0, ignore_reply, NULL, 3, argv, lens);
+    send_req(c, r);
+}
+
+void rjq__request_on_reply(redisAsyncContext *ac, void *reply, void *priv) {
+    rjq__req *r = priv;
+    rjq_client *c = r->c;
+    redisReply *rep = reply;
+    if (c == NULL) { /* orphaned by client destruction */
+        req_free(r);
+        return;
+    }
+    rjq__enter(c);
+    list_remove(&c->inflight, r);
+    if (rep == NULL) {
+        rjq__conn_lost(&c->cmd, ac->c.errstr[0] ? ac->c.errstr : "connection lost");
+        if (r->flags & RJQ__REQ_RETRY) list_push(&c->backlog, r);
+        else deliver(r, c, RJQ_ECONN, NULL);
+    } else if (rep->type == REDIS_REPLY_ERROR) {
+        if (r->script >= 0 && strncmp(rep->str, "NOSCRIPT", 8) == 0 && r->resends < 3) {
+            reload_and_resend(c, r);
+        } else {
+            rjq__errmsg(c, "%s", rep->str);
+            deliver(r, c, rjq__redis_error_code(rep->str), rep);
+        }
+    } else {
+        deliver(r, c, RJQ_OK, rep);
+    }
+    rjq__leave(c);
+}
+
+void rjq__requests_flush_backlog(rjq_client *c) {
+    rjq__reqlist all = list_take(&c->backlog);
+    rjq__req *r;
+    while ((r = list_pop(&all)) != NULL) send_req(c, r);
+}
+
+void rjq__requests_fail_backlog(rjq_client *c) {
+    rjq__reqlist all = list_take(&c->backlog);
+    rjq__req *r;
+    while ((r = list_pop(&all)) != NULL) {
+        if (r->flags & RJQ__REQ_RETRY) list_push(&c->backlog, r);
+        else deliver(r, c, RJQ_ECONN, NULL);
+    }
+}
+
+void rjq__requests_cancel_all(rjq_client *c) {
+    rjq__req *r;
+    while ((r = list_pop(&c->backlog)) != NULL) deliver(r, c, RJQ_ECANCELED, NULL);
+    /* In-flight requests stay allocated until hiredis calls them back
+     * (with NULL, when the context is freed); they are orphaned here. */
+    while ((r = list_pop(&c->inflight)) != NULL) {
+        r->fn(c, RJQ_ECANCELED, NULL, r->priv);
+        r->c = NULL;
+    }
+}
+
+/* ---- argv builder -------------------------------------------------------- */
+
+#define CHUNK 4096
+
+/* Number and string copies live in chunks that never move, so pointers
+ * handed out stay valid while the array of pointers grows. */
+typedef struct chunk {
+    struct chunk *prev;
+    size_t used;
+    char data[CHUNK];
+} chunk;
+
+void rjq__argv_init(rjq__argv *a) {
+    memset(a, 0, sizeof *a);
+}
+
+void rjq__argv_free(rjq__argv *a) {
+    chunk *k = (chunk *)a->nums;
+    while (k) {
+        chunk *prev = k->prev;
+        free(k);
+        k = prev;
+    }
+    free(a->v);
+    free(a->len);
+    memset(a, 0, sizeof *a);
+}
+
+void rjq__argv_add(rjq__argv *a, const void *p, size_t len) {
+    if (a->oom) return;
+    if (a->n == a->cap) {
+        int cap = a->cap ? a->cap * 2 : 32;
+        const char **v = realloc(a->v, (size_t)cap * sizeof *v);
+        if (v) a->v = v;
+        size_t *l = realloc(a->len, (size_t)cap * sizeof *l);
+        if (l) a->len = l;
+        if (v == NULL || l == NULL) {
+            a->oom = 1;
+            return;
+        }
+        a->cap = cap;
+    }
+    a->v[a->n] = p ? p : "";
+    a->len[a->n] = len;
+    a->n++;
+}
+
+void rjq__argv_str(rjq__argv *a, const char *s) {
+    rjq__argv_add(a, s, strlen(s));
+}
+
+/* Copy a short string (< CHUNK bytes) into the builder's storage. */
+void rjq__argv_copy(rjq__argv *a, const char *s) {
+    size_t n = strlen(s);
+    chunk *k = (chunk *)a->nums;
+    if (a->oom || n >= CHUNK) {
+        a->oom = 1;
+        return;
+    }
+    if (k == NULL || k->used + n + 1 > CHUNK) {
+        chunk *fresh = malloc(sizeof *fresh);
+        if (fresh == NULL) {
+            a->oom = 1;
+            return;
+        }
+        fresh->prev = k;
+        fresh->used = 0;
+        a->nums = (char *)fresh;
+        k = fresh;
+    }
+    char *dst = k->data + k->used;
+    memcpy(dst, s, n + 1);
+    k->used += n + 1;
+    rjq__argv_add(a, dst, n);
+}
+
+void rjq__argv_ll(rjq__argv *a, long long x) {
+    char buf[24];
+    snprintf(buf, sizeof buf, "%lld", x);
+    rjq__argv_copy(a, buf);
+}

@@ -1,0 +1,164 @@
+#include "url.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rjq.h"
+
+static int hexval(int ch) {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    ch = tolower(ch);
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    return -1;
+}
+
+/* Copy s[0..n) percent-decoded into a new string; NULL on a bad escape
+ * or out of memory (*oom tells which). */
+static char *decode(const char *s, size_t n, int *oom) {
+    char *out = malloc(n + 1), *o = out;
+    if (out == NULL) {
+        *oom = 1;
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '%') {
+            *o++ = s[i];
+            continue;
+        }
+        if (i + 2 >= n || hexval(s[i + 1]) < 0 || hexval(s[i + 2]) < 0) {
+            free(out);
+            return NULL;
+        }
+        *o++ = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+        i += 2;
+    }
+    *o = '\0';
+    return out;
+}
+
+static int fail(rjq__url *u, char *err, size_t errlen, const char *why) {
+    rjq__url_free(u);
+    snprintf(err, errlen, "%s", why);
+    return RJQ_EURL;
+}
+
+static int parse_int(const char *s, size_t n, long lo, long hi, int *out) {
+    if (n == 0 || n > 9) return -1;
+    long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)s[i])) return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_unix(const char *rest, rjq__url *u, char *err, size_t errlen) {
+    const char *q = strchr(rest, '?');
+    size_t n = q ? (size_t)(q - rest) : strlen(rest);
+    int oom = 0;
+    if (n == 0 || rest[0] != '/') return fail(u, err, errlen, "unix URL needs an absolute path");
+    u->path = decode(rest, n, &oom);
+    if (u->path == NULL) return oom ? RJQ_ENOMEM : fail(u, err, errlen, "bad %-escape in path");
+    if (q) {
+        if (strncmp(q + 1, "db=", 3) != 0 || parse_int(q + 4, strlen(q + 4), 0, 1 << 20, &u->db))
+            return fail(u, err, errlen, "unix URL accepts only ?db=N");
+    }
+    return RJQ_OK;
+}
+
+static int parse_userinfo(const char *s, size_t n, rjq__url *u, char *err, size_t errlen) {
+    const char *colon = memchr(s, ':', n);
+    int oom = 0;
+    size_t ulen = colon ? (size_t)(colon - s) : n;
+    if (ulen > 0) {
+        u->user = decode(s, ulen, &oom);
+        if (u->user == NULL) return oom ? RJQ_ENOMEM : fail(u, err, errlen, "bad %-escape in user");
+    }
+    if (colon) {
+        u->password = decode(colon + 1, n - ulen - 1, &oom);
+        if (u->password == NULL) return oom ? RJQ_ENOMEM : fail(u, err, errlen, "bad %-escape in password");
+    }
+    if (u->user && u->password == NULL) {
+        /* redis://secret@host: a lone word is the password (legacy AUTH) */
+        u->password = u->user;
+        u->user = NULL;
+    }
+    return RJQ_OK;
+}
+
+static int parse_host(const char *s, size_t n, rjq__url *u, char *err, size_t errlen) {
+    const char *host = s, *port = NULL;
+    size_t hlen = n, plen = 0;
+    char buf[INET6_ADDRSTRLEN + 1];
+    unsigned char addr[16];
+    int v6 = n > 0 && s[0] == '[';
+    if (v6) {
+        const char *end = memchr(s, ']', n);
+        if (end == NULL) return fail(u, err, errlen, "unterminated [IPv6] host");
+        host = s + 1;
+        hlen = (size_t)(end - host);
+        const char *after = end + 1;
+        if (after < s + n) {
+            if (*after != ':') return fail(u, err, errlen, "junk after [IPv6] host");
+            port = after + 1;
+        }
+    } else {
+        const char *colon = memchr(s, ':', n);
+        if (colon) {
+            hlen = (size_t)(colon - s);
+            port = colon + 1;
+        }
+    }
+    if (port) plen = n - (size_t)(port - s);
+    if (port && parse_int(port, plen, 1, 65535, &u->port))
+        return fail(u, err, errlen, "port must be 1..65535");
+    if (hlen >= sizeof buf) return fail(u, err, errlen, "host too long");
+    memcpy(buf, host, hlen);
+    buf[hlen] = '\0';
+    if (hlen == 0 || strcmp(buf, "localhost") == 0) snprintf(buf, sizeof buf, "127.0.0.1");
+    if (inet_pton(v6 ? AF_INET6 : AF_INET, buf, addr) != 1)
+        return fail(u, err, errlen,
+                    "host must be a numeric IPv4/[IPv6] address or localhost "
+                    "(rjq makes no blocking DNS lookups)");
+    u->host = strdup(buf);
+    return u->host ? RJQ_OK : RJQ_ENOMEM;
+}
+
+int rjq__url_parse(const char *url, rjq__url *u, char *err, size_t errlen) {
+    memset(u, 0, sizeof *u);
+    u->port = 6379;
+    if (url == NULL) url = "redis://127.0.0.1:6379";
+    if (strncmp(url, "unix://", 7) == 0) return parse_unix(url + 7, u, err, errlen);
+    if (strncmp(url, "redis://", 8) != 0)
+        return fail(u, err, errlen, "URL must start with redis:// or unix://");
+    const char *s = url + 8;
+    const char *slash = strchr(s, '/');
+    size_t auth_end_limit = slash ? (size_t)(slash - s) : strlen(s);
+    const char *at = NULL;
+    for (size_t i = 0; i < auth_end_limit; i++)
+        if (s[i] == '@') at = s + i; /* the last '@' ends the userinfo */
+    int rc;
+    if (at) {
+        if ((rc = parse_userinfo(s, (size_t)(at - s), u, err, errlen)) != RJQ_OK) return rc;
+        s = at + 1;
+    }
+    size_t hostlen = slash ? (size_t)(slash - s) : strlen(s);
+    if ((rc = parse_host(s, hostlen, u, err, errlen)) != RJQ_OK) return rc;
+    if (slash && slash[1] != '\0' && parse_int(slash + 1, strlen(slash + 1), 0, 1 << 20, &u->db))
+        return fail(u, err, errlen, "database must be a number");
+    return RJQ_OK;
+}
+
+void rjq__url_free(rjq__url *u) {
+    free(u->host);
+    free(u->path);
+    free(u->user);
+    if (u->password) memset(u->password, 0, strlen(u->password));
+    free(u->password);
+    memset(u, 0, sizeof *u);
+}

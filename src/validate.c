@@ -1,0 +1,91 @@
+/* Input checks and encodings that need no Redis: pure, unit-tested. */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Bytes allowed in names and ids: printable, no space; rjq's braces would
+ * change the hash tag of every key, so queue names exclude them. */
+static int name_byte_ok(unsigned char ch) {
+    return ch > 0x20 && ch != 0x7f;
+}
+
+int rjq__valid_queue_name(const char *name) {
+    if (name == NULL) return 0;
+    size_t n = strlen(name);
+    if (n == 0 || n > RJQ__QUEUE_NAME_MAX) return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)name[i];
+        if (!name_byte_ok(ch) || ch == '{' || ch == '}') return 0;
+    }
+    return 1;
+}
+
+int rjq__valid_job_id(const char *id) {
+    if (id == NULL) return 0;
+    size_t n = strlen(id);
+    int digits = 1;
+    if (n == 0 || n > RJQ_JOB_ID_MAX) return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)id[i];
+        if (!name_byte_ok(ch)) return 0;
+        if (ch < '0' || ch > '9') digits = 0;
+    }
+    return !digits; /* all-digit ids are the server-assigned ones */
+}
+
+int rjq__valid_client_name(const char *name) {
+    size_t n = strlen(name);
+    if (n == 0 || n > 128) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!name_byte_ok((unsigned char)name[i])) return 0;
+    return 1;
+}
+
+static int backoff_spec(const rjq_backoff *b, char *buf, size_t len) {
+    long long base = b->base_ms ? b->base_ms : 1000;
+    long long cap = b->max_ms ? b->max_ms : 3600000;
+    if (base < 0 || cap < 0) return RJQ_EINVAL;
+    switch (b->type) {
+    case RJQ_BACKOFF_DEFAULT:
+    case RJQ_BACKOFF_EXPONENTIAL:
+        if (b->type == RJQ_BACKOFF_DEFAULT && b->base_ms == 0 && b->max_ms == 0) buf[0] = '\0';
+        else snprintf(buf, len, "e,%lld,%lld", base, cap);
+        return RJQ_OK;
+    case RJQ_BACKOFF_FIXED:
+        snprintf(buf, len, "f,%lld,0", base);
+        return RJQ_OK;
+    }
+    return RJQ_EINVAL;
+}
+
+int rjq__encode_job_options(const rjq_job_options *o, char *buf) {
+    char spec[64];
+    buf[0] = '\0';
+    if (o == NULL) return RJQ_OK;
+    if (o->delay_ms < 0 || o->priority < RJQ_PRIORITY_MIN ||
+        o->priority > RJQ_PRIORITY_MAX || o->max_attempts < 0)
+        return RJQ_EINVAL;
+    if (backoff_spec(&o->backoff, spec, sizeof spec) != RJQ_OK) return RJQ_EINVAL;
+    if (o->delay_ms == 0 && o->priority == 0 &&
+        (o->max_attempts == 0 || o->max_attempts == 3) && spec[0] == '\0')
+        return RJQ_OK;
+    snprintf(buf, RJQ__OPTS_MAX, "%lld,%d,%d,%s", o->delay_ms, o->priority,
+             o->max_attempts ? o->max_attempts : 3, spec);
+    return RJQ_OK;
+}
+
+int rjq__redis_error_code(const char *err) {
+    static const struct {
+        const char *needle;
+        int code;
+    } map[] = {
+        {"WRONGTYPE", RJQ_EWRONGTYPE}, {"OOM ", RJQ_EOOM},
+        {"NOAUTH", RJQ_EAUTH},         {"WRONGPASS", RJQ_EAUTH},
+        {"NOPERM", RJQ_EAUTH},         {"invalid password", RJQ_EAUTH},
+    };
+    if (err == NULL) return RJQ_EREDIS;
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strstr(err, map[i].needle)) return map[i].code;
+    return RJQ_EREDIS;
+}

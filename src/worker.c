@@ -1,0 +1,380 @@
+/*
+ * Workers: the claim loop, doorbell wake-ups, lease extension and the
+ * reclaim sweep timer.
+ *
+ * A worker claims while it has free capacity and its last claim filled
+ * everything it asked for (`hungry`). When a claim comes back short, the
+ * queue had nothing more ready at that instant, so the worker waits for:
+ * the doorbell (rung by any script that makes the queue non-empty), a
+ * timer for the next delayed job, or the slow safety poll. A doorbell
+ * heard while a claim is in flight triggers one more claim. Claims ride
+ * the queue's tick, behind the completions of the same loop turn, so the
+ * capacity they free is claimed in the same round trip.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define RECLAIM_LIMIT 1000
+
+static void claim(rjq_worker *w);
+
+static rjq_client *client_of(rjq_worker *w) {
+    return w->q->c;
+}
+
+/* ---- lifetime ----------------------------------------------------------- */
+
+static void unlink_worker(rjq_worker *w) {
+    for (rjq_worker **p = &w->q->workers; *p; p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+}
+
+static void stop_timers(rjq_worker *w) {
+    rjq_client *c = client_of(w);
+    rjq__timer_stop(c, &w->poll_timer);
+    rjq__timer_stop(c, &w->extend_timer);
+    rjq__timer_stop(c, &w->reclaim_timer);
+}
+
+/* Finish a stop once nothing of the worker is in flight. */
+static void check_stopped(rjq_worker *w) {
+    if (!w->stopping || w->running || w->finishing || w->claiming || w->sweeping || w->extending)
+        return;
+    rjq_stopped_cb *cb = w->stop_cb;
+    void *data = w->stop_data;
+    unlink_worker(w);
+    stop_timers(w);
+    if (cb) cb(w, RJQ_OK, data);
+    free(w);
+}
+
+void rjq__worker_destroy(rjq_worker *w) {
+    unlink_worker(w);
+    stop_timers(w);
+    for (rjq_job *j = w->jobs, *next; j; j = next) {
+        next = j->next;
+        j->w = NULL; /* the user still holds it; complete/fail release it */
+        j->prev = j->next = NULL;
+    }
+    if (w->stopping && w->stop_cb) w->stop_cb(w, RJQ_ECANCELED, w->stop_data);
+    free(w);
+}
+
+/* ---- doorbell and timers ------------------------------------------------ */
+
+void rjq__worker_poke(rjq_worker *w) {
+    if (w->claiming) w->wake_pending = 1;
+    else claim(w);
+}
+
+static void on_doorbell(rjq_client *c, const char *channel, const char *msg, size_t len,
+                        void *arg) {
+    rjq_queue *q = arg;
+    (void)c, (void)channel, (void)msg, (void)len;
+    /* msg NULL: (re)subscribed; doorbells may have been missed meanwhile. */
+    for (rjq_worker *w = q->workers, *next; w; w = next) {
+        next = w->next;
+        rjq__worker_poke(w);
+    }
+}
+
+static void on_poll_timer(rjq__timer *t) {
+    claim(t->owner);
+}
+
+void rjq__workers_tick(rjq_queue *q) {
+    for (rjq_worker *w = q->workers, *next; w; w = next) {
+        next = w->next;
+        if (w->want_claim) {
+            w->want_claim = 0;
+            claim(w);
+        }
+        check_stopped(w);
+    }
+}
+
+static void want_claim(rjq_worker *w) {
+    w->want_claim = 1;
+    rjq__queue_kick(w->q);
+}
+
+/* ---- claim ------------------------------------------------------------ */
+
+static rjq_job *new_job(rjq_worker *w, redisReply **e) {
+    redisReply *id = e[0], *tok = e[1], *payload = e[2];
+    if (id->type != REDIS_REPLY_STRING || tok->type != REDIS_REPLY_STRING ||
+        payload->type != REDIS_REPLY_STRING || tok->len >= sizeof(((rjq_job *)0)->token))
+        return NULL;
+    rjq_job *j = malloc(sizeof *j + id->len + 1 + payload->len + 1);
+    if (j == NULL) return NULL;
+    char *mem = (char *)(j + 1);
+    j->w = w;
+    j->id = mem;
+    memcpy(mem, id->str, id->len + 1);
+    memcpy(j->token, tok->str, tok->len + 1);
+    j->payload = mem + id->len + 1;
+    memcpy(mem + id->len + 1, payload->str, payload->len + 1);
+    j->len = payload->len;
+    j->attempt = (int)e[3]->integer;
+    j->max_attempts = (int)e[4]->integer;
+    j->prev = NULL;
+    j->next = w->jobs;
+    if (w->jobs) w->jobs->prev = j;
+    w->jobs = j;
+    w->running++;
+    return j;
+}
+
+static void unlink_job(rjq_worker *w, rjq_job *job) {
+    if (job->prev) job->prev->next = job->next;
+    else w->jobs = job->next;
+    if (job->next) job->next->prev = job->prev;
+    w->running--;
+}
+
+/* A job never handed to the handler. */
+static void drop_job(rjq_worker *w, rjq_job *job) {
+    unlink_job(w, job);
+    free(job);
+}
+
+/* Idle: wait for the doorbell, the next delayed job, or the safety poll. */
+static void go_idle(rjq_worker *w, long long next_due) {
+    long long wait = w->poll_ms;
+    if (next_due >= 0 && next_due + 1 < wait) wait = next_due + 1;
+    rjq__timer_start(client_of(w), &w->poll_timer, (uint64_t)wait);
+}
+
+typedef struct claim_ctx {
+    rjq_worker *w;
+    int asked;
+} claim_ctx;
+
+static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
+    claim_ctx *ctx = priv;
+    rjq_worker *w = ctx->w;
+    int asked = ctx->asked;
+    free(ctx);
+    w->claiming = 0;
+    if (c->closing) return;
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+                             (r->elements - 1) % 5 != 0)) {
+        rjq__errmsg(c, "claim: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    if (status != RJQ_OK) {
+        /* ECONN: the reconnect pokes us; anything else: the poll retries */
+        w->hungry = 0;
+        go_idle(w, -1);
+        check_stopped(w);
+        return;
+    }
+    size_t got = (r->elements - 1) / 5;
+    rjq_job **jobs = got ? malloc(got * sizeof *jobs) : NULL;
+    size_t made = 0;
+    for (size_t i = 0; i < got && (jobs || got == 0); i++) {
+        rjq_job *j = new_job(w, &r->element[1 + 5 * i]);
+        if (j) jobs[made++] = j;
+    }
+    /* Jobs that could not be handed out (out of memory) are left to their
+     * lease: they come back through the reclaim sweep. */
+    w->hungry = (int)got == asked;
+    if (w->hungry) rjq__timer_stop(c, &w->poll_timer);
+    else go_idle(w, r->element[0]->integer);
+    size_t i = 0;
+    for (; i < made && !c->free_pending; i++) w->handler(jobs[i], w->data);
+    for (; i < made; i++) drop_job(w, jobs[i]); /* client going: leave them to their lease */
+    free(jobs);
+    if (w->wake_pending || w->hungry) want_claim(w);
+    w->wake_pending = 0;
+    check_stopped(w);
+}
+
+static void claim(rjq_worker *w) {
+    rjq_client *c = client_of(w);
+    int free_slots = w->concurrency - w->running;
+    if (w->stopping || w->claiming || c->closing || free_slots <= 0) return;
+    rjq_queue *q = w->q;
+    claim_ctx *ctx = malloc(sizeof *ctx);
+    if (ctx == NULL) {
+        go_idle(w, -1);
+        return;
+    }
+    ctx->w = w;
+    ctx->asked = free_slots;
+    char tbase[24];
+    snprintf(tbase, sizeof tbase, "%016llx", (unsigned long long)rjq__random(c));
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_str(&a, "5");
+    rjq__argv_key(&a, q, RJQ__K_READY);
+    rjq__argv_key(&a, q, RJQ__K_PRIO);
+    rjq__argv_key(&a, q, RJQ__K_DELAYED);
+    rjq__argv_key(&a, q, RJQ__K_ACTIVE);
+    rjq__argv_key(&a, q, RJQ__K_STATS);
+    rjq__argv_key(&a, q, RJQ__K_JOB);
+    rjq__argv_ll(&a, free_slots);
+    rjq__argv_ll(&a, w->lease_ms);
+    rjq__argv_str(&a, tbase);
+    rjq__argv_key(&a, q, RJQ__K_WAKE);
+    int rc = a.oom ? RJQ_ENOMEM : rjq__script(c, RJQ__S_CLAIM, 0, on_claimed, ctx, a.n, a.v, a.len);
+    rjq__argv_free(&a);
+    if (rc != RJQ_OK) {
+        free(ctx);
+        go_idle(w, -1);
+        return;
+    }
+    w->claiming = 1;
+    w->wake_pending = 0;
+}
+
+/* ---- finishing jobs --------------------------------------------------- */
+
+void rjq__worker_job_done(rjq_worker *w, rjq_job *job) {
+    unlink_job(w, job);
+    free(job);
+    w->finishing++;
+    if (w->hungry) w->want_claim = 1; /* the queue tick is kicked by the caller */
+}
+
+void rjq__worker_finish_replied(rjq_worker *w) {
+    w->finishing--;
+    if (!client_of(w)->closing) check_stopped(w);
+}
+
+/* ---- lease extension ---------------------------------------------------- */
+
+static void on_extended(rjq_client *c, int status, redisReply *r, void *priv) {
+    rjq_worker *w = priv;
+    (void)r;
+    w->extending = 0;
+    if (status != RJQ_OK && status != RJQ_ECANCELED && status != RJQ_ECONN)
+        rjq__errmsg(c, "lease extension: %s", rjq_strerror(status));
+    if (!c->closing) check_stopped(w);
+}
+
+static void on_extend_timer(rjq__timer *t) {
+    rjq_worker *w = t->owner;
+    rjq_client *c = client_of(w);
+    rjq__timer_start(c, &w->extend_timer, (uint64_t)(w->lease_ms / 3));
+    if (w->jobs == NULL || w->extending) return;
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_str(&a, "1");
+    rjq__argv_key(&a, w->q, RJQ__K_ACTIVE);
+    rjq__argv_key(&a, w->q, RJQ__K_JOB);
+    rjq__argv_ll(&a, w->lease_ms);
+    for (rjq_job *j = w->jobs; j; j = j->next) {
+        rjq__argv_str(&a, j->id);
+        rjq__argv_str(&a, j->token);
+    }
+    if (!a.oom && rjq__script(c, RJQ__S_EXTEND, 0, on_extended, w, a.n, a.v, a.len) == RJQ_OK)
+        w->extending = 1;
+    rjq__argv_free(&a);
+}
+
+/* ---- reclaim sweep ------------------------------------------------------ */
+
+static void on_swept(rjq_client *c, int status, redisReply *r, void *priv) {
+    rjq_worker *w = priv;
+    (void)r;
+    w->sweeping = 0;
+    if (status != RJQ_OK && status != RJQ_ECANCELED && status != RJQ_ECONN)
+        rjq__errmsg(c, "reclaim: %s", rjq_strerror(status));
+    if (!c->closing) check_stopped(w);
+}
+
+/* Build the reclaim script call for queue q (shared with rjq_queue_reclaim). */
+int rjq__reclaim_send(rjq_queue *q, long guard_ms, rjq__reply_fn *fn, void *priv) {
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_str(&a, "6");
+    rjq__argv_key(&a, q, RJQ__K_ACTIVE);
+    rjq__argv_key(&a, q, RJQ__K_READY);
+    rjq__argv_key(&a, q, RJQ__K_PRIO);
+    rjq__argv_key(&a, q, RJQ__K_DEAD);
+    rjq__argv_key(&a, q, RJQ__K_STATS);
+    rjq__argv_key(&a, q, RJQ__K_GUARD);
+    rjq__argv_key(&a, q, RJQ__K_JOB);
+    rjq__argv_key(&a, q, RJQ__K_WAKE);
+    rjq__argv_ll(&a, guard_ms);
+    rjq__argv_ll(&a, RECLAIM_LIMIT);
+    rjq__argv_ll(&a, q->dead_max);
+    int rc = a.oom ? RJQ_ENOMEM : rjq__script(q->c, RJQ__S_RECLAIM, 0, fn, priv, a.n, a.v, a.len);
+    rjq__argv_free(&a);
+    return rc;
+}
+
+static void on_reclaim_timer(rjq__timer *t) {
+    rjq_worker *w = t->owner;
+    rjq__timer_start(client_of(w), &w->reclaim_timer, (uint64_t)w->reclaim_ms);
+    if (!w->sweeping && rjq__reclaim_send(w->q, w->reclaim_ms, on_swept, w) == RJQ_OK)
+        w->sweeping = 1;
+}
+
+/* ---- public API ---------------------------------------------------------- */
+
+int rjq_worker_start(rjq_queue *q, const rjq_worker_options *o, rjq_handler_fn *handler,
+                     void *data, rjq_worker **out) {
+    if (q == NULL || handler == NULL || out == NULL) return RJQ_EINVAL;
+    *out = NULL;
+    rjq_client *c = q->c;
+    if (c->closing) return RJQ_ECLOSED;
+    if (o && (o->concurrency < 0 || o->lease_ms < 0 || o->poll_ms < 0 || o->reclaim_ms < 0))
+        return RJQ_EINVAL;
+    if (o && o->lease_ms > 0 && o->lease_ms < 30) {
+        rjq__errmsg(c, "lease_ms must be at least 30");
+        return RJQ_EINVAL;
+    }
+    rjq_worker *w = calloc(1, sizeof *w);
+    if (w == NULL) return RJQ_ENOMEM;
+    w->q = q;
+    w->handler = handler;
+    w->data = data;
+    w->concurrency = o && o->concurrency ? o->concurrency : 1;
+    w->lease_ms = o && o->lease_ms ? o->lease_ms : 30000;
+    w->poll_ms = o && o->poll_ms ? o->poll_ms : 5000;
+    w->reclaim_ms = o && o->reclaim_ms ? o->reclaim_ms : 1000;
+    rjq__timer_init(&w->poll_timer, on_poll_timer, w);
+    rjq__timer_init(&w->extend_timer, on_extend_timer, w);
+    rjq__timer_init(&w->reclaim_timer, on_reclaim_timer, w);
+    if (!q->wake_subscribed) {
+        int rc = rjq__subscribe(c, q->keys[RJQ__K_WAKE], on_doorbell, q);
+        if (rc != RJQ_OK) {
+            free(w);
+            return rc;
+        }
+        q->wake_subscribed = 1;
+    }
+    w->next = q->workers;
+    q->workers = w;
+    rjq__timer_start(c, &w->extend_timer, (uint64_t)(w->lease_ms / 3));
+    rjq__timer_start(c, &w->reclaim_timer, (uint64_t)w->reclaim_ms);
+    want_claim(w);
+    *out = w;
+    return RJQ_OK;
+}
+
+int rjq_worker_stop(rjq_worker *w, rjq_stopped_cb *cb, void *data) {
+    if (w == NULL) return RJQ_EINVAL;
+    if (w->stopping) return RJQ_EBUSY;
+    if (client_of(w)->closing) return RJQ_ECLOSED;
+    w->stopping = 1;
+    w->stop_cb = cb;
+    w->stop_data = data;
+    /* Running jobs keep their lease extension until they finish. */
+    rjq__timer_stop(client_of(w), &w->poll_timer);
+    rjq__timer_stop(client_of(w), &w->reclaim_timer);
+    rjq__queue_kick(w->q); /* the tick finishes the stop if nothing is in flight */
+    return RJQ_OK;
+}
+
+int rjq_worker_running(const rjq_worker *w) {
+    return w->running;
+}

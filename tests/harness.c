@@ -1,0 +1,27 @@
+#include "harness.h"
+
+#include <signal.h>
+
+test_case test_cases[TEST_MAX];
+int test_count;
+
+int main(int argc, char **argv) {
+    int ran = 0;
+    signal(SIGPIPE, SIG_IGN);
+    for (int i = 0; i < test_count; i++) {
+        int wanted = argc < 2;
+        for (int a = 1; a < argc; a++)
+            if (strcmp(argv[a], test_cases[i].name) == 0) wanted = 1;
+        if (!wanted) continue;
+        fprintf(stderr, "-- %s\n", test_cases[i].name);
+        test_cases[i].fn();
+        ran++;
+    }
+    if (argc >= 2 && ran != argc - 1) {
+        fprintf(stderr, "unknown test name among the arguments\n");
+        return 2;
+    }
+    if (argc < 2 && ran == 0) return 2;
+    fprintf(stderr, "%d passed\n", ran);
+    return 0;
+}

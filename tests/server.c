@@ -1,0 +1,214 @@
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rjq/libevent.h>
+
+#include "harness.h"
+
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT(fd >= 0);
+    ASSERT(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    ASSERT(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void spawn(test_server *s, const char *const *extra) {
+    char port[16];
+    const char *argv[64];
+    int n = 0;
+    snprintf(port, sizeof port, "%d", s->port);
+    argv[n++] = "redis-server";
+    argv[n++] = "--port";
+    argv[n++] = port;
+    argv[n++] = "--bind";
+    argv[n++] = "127.0.0.1";
+    argv[n++] = "--dir";
+    argv[n++] = s->dir;
+    argv[n++] = "--save";
+    argv[n++] = "";
+    argv[n++] = "--appendonly";
+    argv[n++] = "no";
+    argv[n++] = "--daemonize";
+    argv[n++] = "no";
+    argv[n++] = "--logfile";
+    argv[n++] = "redis.log";
+    for (int i = 0; extra && extra[i] && n < 62; i++) argv[n++] = extra[i];
+    argv[n] = NULL;
+    s->pid = fork();
+    ASSERT(s->pid >= 0);
+    if (s->pid == 0) {
+        execvp("redis-server", (char *const *)argv);
+        _exit(127);
+    }
+    for (int i = 0; i < 500; i++) {
+        redisContext *rc = redisConnect("127.0.0.1", s->port);
+        if (rc && !rc->err) {
+            redisReply *r = redisCommand(rc, "PING");
+            int ok = r != NULL;
+            if (r) freeReplyObject(r);
+            redisFree(rc);
+            if (ok) return;
+        } else if (rc) {
+            redisFree(rc);
+        }
+        int status;
+        if (waitpid(s->pid, &status, WNOHANG) == s->pid) FAIL_AT(__FILE__, __LINE__, "redis-server exited");
+        sleep_ms(10);
+    }
+    FAIL_AT(__FILE__, __LINE__, "redis-server did not answer on port %d", s->port);
+}
+
+void server_start(test_server *s, const char *const *extra) {
+    memset(s, 0, sizeof *s);
+    snprintf(s->dir, sizeof s->dir, "/tmp/rjq-test-XXXXXX");
+    ASSERT(mkdtemp(s->dir) != NULL);
+    s->port = free_port();
+    snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", s->port);
+    spawn(s, extra);
+}
+
+static void stop_pid(test_server *s) {
+    if (s->pid <= 0) return;
+    kill(s->pid, SIGTERM);
+    for (int i = 0; i < 500; i++) {
+        if (waitpid(s->pid, NULL, WNOHANG) == s->pid) {
+            s->pid = 0;
+            return;
+        }
+        sleep_ms(10);
+    }
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, NULL, 0);
+    s->pid = 0;
+}
+
+void server_stop(test_server *s) {
+    char cmd[256];
+    stop_pid(s);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", s->dir);
+}
+
+void server_restart(test_server *s, const char *const *extra) {
+    stop_pid(s);
+    spawn(s, extra);
+}
+
+redisContext *server_connect(const test_server *s) {
+    redisContext *rc = redisConnect("127.0.0.1", s->port);
+    ASSERT(rc != NULL && rc->err == 0);
+    return rc;
+}
+
+redisReply *server_cmd(redisContext *rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(rc, fmt, ap);
+    va_end(ap);
+    ASSERT(r != NULL);
+    return r;
+}
+
+long long server_int(redisContext *rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(rc, fmt, ap);
+    va_end(ap);
+    ASSERT(r != NULL);
+    long long v = r->type == REDIS_REPLY_INTEGER ? r->integer
+                  : r->type == REDIS_REPLY_STRING ? atoll(r->str)
+                                                  : 0;
+    freeReplyObject(r);
+    return v;
+}
+
+long long server_calls(redisContext *rc, const char *command) {
+    redisReply *r = server_cmd(rc, "INFO commandstats");
+    char needle[64];
+    long long calls = 0;
+    snprintf(needle, sizeof needle, "cmdstat_%s:calls=", command);
+    const char *p = r->type == REDIS_REPLY_STRING ? strstr(r->str, needle) : NULL;
+    if (p) calls = atoll(p + strlen(needle));
+    freeReplyObject(r);
+    return calls;
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    *(int *)arg = 1;
+}
+
+static int loop_while(struct event_base *base, const int *flag, const long *counter, long target,
+                      long timeout_ms) {
+    int expired = 0;
+    struct event *deadline = evtimer_new(base, on_deadline, &expired);
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    evtimer_add(deadline, &tv);
+    for (;;) {
+        if (flag && *flag) break;
+        if (counter && *counter >= target) break;
+        if (expired) break;
+        event_base_loop(base, EVLOOP_ONCE);
+    }
+    event_free(deadline);
+    return flag ? *flag : (counter ? *counter >= target : 0);
+}
+
+int loop_until(struct event_base *base, const int *flag, long timeout_ms) {
+    return loop_while(base, flag, NULL, 0, timeout_ms);
+}
+
+int loop_until_count(struct event_base *base, const long *counter, long target, long timeout_ms) {
+    return loop_while(base, NULL, counter, target, timeout_ms);
+}
+
+void loop_for(struct event_base *base, long ms) {
+    int never = 0;
+    loop_while(base, &never, NULL, 0, ms);
+}
+
+rjq_client *client_for(struct event_base *base, const test_server *s) {
+    rjq_client_options o = {0};
+    rjq_client *c = NULL;
+    o.url = s->url;
+    o.prefix = "t";
+    o.reconnect_min_ms = 20;
+    o.reconnect_max_ms = 200;
+    ASSERT_OK(rjq_libevent_client_new(&c, base, &o));
+    return c;
+}
+
+rjq_queue *queue_for(rjq_client *c, const char *name) {
+    rjq_queue *q = NULL;
+    ASSERT_OK(rjq_queue_open(c, name, NULL, &q));
+    return q;
+}
+
+void wait_connected(struct event_base *base, rjq_client *c) {
+    for (int i = 0; i < 500 && !rjq_client_connected(c); i++) loop_for(base, 10);
+    ASSERT(rjq_client_connected(c));
+}

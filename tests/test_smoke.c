@@ -1,0 +1,59 @@
+/* End-to-end smoke: enqueue, work, complete, stats. */
+#include "harness.h"
+#include "server.h"
+
+static long done_count, handled;
+
+static void on_done(rjq_client *c, int status, void *data) {
+    (void)c, (void)data;
+    ASSERT_OK(status);
+    done_count++;
+}
+
+static void handler(rjq_job *job, void *data) {
+    (void)data;
+    size_t len;
+    const char *p = rjq_job_payload(job, &len);
+    handled++;
+    ASSERT_OK(rjq_job_complete(job, p, len, on_done, NULL));
+}
+
+static long enqueued;
+static void on_enq(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)jobs, (void)data;
+    ASSERT_OK(status);
+    enqueued += (long)n;
+}
+
+static int got_stats;
+static rjq_stats last;
+static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) {
+    (void)c, (void)data;
+    ASSERT_OK(status);
+    last = *s;
+    got_stats = 1;
+}
+
+TEST(smoke_enqueue_work_complete) {
+    test_server s;
+    server_start(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *q = queue_for(c, "smoke");
+    for (int i = 0; i < 100; i++) ASSERT_OK(rjq_enqueue(q, "hello", 5, NULL, on_enq, NULL));
+    ASSERT(loop_until_count(base, &enqueued, 100, 5000));
+    rjq_worker_options wo = {0};
+    wo.concurrency = 10;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, handler, NULL, &w));
+    ASSERT(loop_until_count(base, &done_count, 100, 5000));
+    ASSERT_OK(rjq_queue_stats(q, on_stats, NULL));
+    ASSERT(loop_until(base, &got_stats, 5000));
+    ASSERT_EQ(100, last.enqueued);
+    ASSERT_EQ(100, last.completed);
+    ASSERT_EQ(0, last.ready);
+    ASSERT_EQ(0, last.active);
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop(&s);
+}

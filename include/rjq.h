@@ -78,7 +78,8 @@ extern "C" {
     XX(ECLOSED, 16, "the client is closed or closing")                        \
     XX(EURL, 17, "invalid Redis URL")                                         \
     XX(EBUSY, 18, "already in progress")                                      \
-    XX(EJOBID, 19, "invalid job id")
+    XX(EJOBID, 19, "invalid job id")                                          \
+    XX(EJOBDEAD, 20, "the job failed for good (it is dead)")
 
 typedef enum rjq_status {
     RJQ_OK = 0,
@@ -340,8 +341,10 @@ RJQ_API rjq_worker *rjq_job_worker(const rjq_job *job); /* NULL if detached */
 typedef void rjq_done_cb(rjq_client *c, int status, void *data);
 
 /*
- * Finish the job successfully with result bytes (may be empty). The job
- * handle is released by this call, whatever it returns. cb (may be NULL)
+ * Finish the job successfully with result bytes (may be empty). On RJQ_OK
+ * and RJQ_ECLOSED the job handle is released; on RJQ_EINVAL, RJQ_ETOOBIG
+ * or RJQ_ENOMEM it stays the caller's (to try again, or fail it). cb (may
+ * be NULL)
  * gets RJQ_OK, or RJQ_ELEASELOST when the job's lease was lost (reclaimed,
  * or finished by another worker): nothing is changed then. A completion
  * interrupted by a disconnect is retried on reconnect (the token makes it
@@ -363,6 +366,81 @@ RJQ_API int rjq_job_complete(rjq_job *job, const void *result, size_t len,
  */
 RJQ_API int rjq_job_fail(rjq_job *job, const char *error, int flags,
                          long long retry_delay_ms, rjq_done_cb *cb, void *data);
+
+/* ------------------------------------------------------------------------
+ * Awaiting results
+ *
+ * A producer can wait for a job's outcome. Each client has its own reply
+ * channel on the subscriber connection; the job records it, and the
+ * scripts that finish the job publish the outcome to it in the same atomic
+ * step. An await can never miss its job's completion: a job that finished
+ * before the await was registered is answered from its stored state, and
+ * after the subscriber connection reconnects the state of every pending
+ * await is read again. Pending awaits cost a few hundred bytes each.
+ * ---------------------------------------------------------------------- */
+
+typedef struct rjq_await rjq_await;
+
+/* The outcome handed to an await callback (valid during the callback). */
+typedef struct rjq_outcome {
+    const char *id;      /* the job's id */
+    const void *result;  /* RJQ_OK: the result bytes (may be empty) */
+    size_t result_len;
+    const char *error;   /* RJQ_EJOBDEAD: the last error text */
+} rjq_outcome;
+
+/*
+ * status: RJQ_OK (completed; result set), RJQ_EJOBDEAD (dead; error set),
+ * RJQ_ETIMEDOUT, RJQ_ECANCELED (rjq_await_cancel() or client freed),
+ * RJQ_ENOTFOUND (rjq_await() of an id that does not exist), or an
+ * enqueue error for rjq_enqueue_await() (then outcome is NULL: no id).
+ * outcome is non-NULL whenever the job id is known.
+ */
+typedef void rjq_await_cb(rjq_client *c, int status, const rjq_outcome *outcome,
+                          void *data);
+
+/* Progress reported by the job's handler (rjq_job_progress). */
+typedef void rjq_progress_cb(rjq_client *c, const char *id, const void *progress,
+                             size_t len, void *data);
+
+typedef struct rjq_await_options {
+    long long timeout_ms;         /* 0: no timeout */
+    rjq_progress_cb *on_progress; /* optional; gets the await's data */
+} rjq_await_options;
+
+/*
+ * Enqueue one job and await its outcome: cb is called exactly once. The
+ * enqueue is sent once the client's reply channel is subscribed. out
+ * (optional) receives a handle for rjq_await_cancel(), valid until cb runs.
+ * Synchronous errors as rjq_enqueue().
+ */
+RJQ_API int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len,
+                              const rjq_job_options *opts,
+                              const rjq_await_options *aw, rjq_await_cb *cb,
+                              void *data, rjq_await **out);
+
+/*
+ * Await a job enqueued by anyone, by id. Once the reply channel is
+ * subscribed, one script adds this client to the job's watchers or, when
+ * it already finished, answers from its stored state. Unknown (or
+ * expired) ids end with RJQ_ENOTFOUND.
+ */
+RJQ_API int rjq_await(rjq_queue *q, const char *id, const rjq_await_options *aw,
+                      rjq_await_cb *cb, void *data, rjq_await **out);
+
+/* End an await now: its callback runs before this returns, with
+ * RJQ_ECANCELED. The job itself is not affected. */
+RJQ_API int rjq_await_cancel(rjq_await *a);
+
+/* Number of awaits pending on this client. */
+RJQ_API size_t rjq_client_awaits(const rjq_client *c);
+
+/*
+ * Report progress bytes for a running job to everyone awaiting it (a
+ * no-op on the server when nobody is). Fire-and-forget; the job stays the
+ * caller's.
+ */
+RJQ_API int rjq_job_progress(rjq_job *job, const void *progress, size_t len);
 
 /* ------------------------------------------------------------------------
  * Administration

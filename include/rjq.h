@@ -392,7 +392,7 @@ typedef struct rjq_outcome {
 /*
  * status: RJQ_OK (completed; result set), RJQ_EJOBDEAD (dead; error set),
  * RJQ_ETIMEDOUT, RJQ_ECANCELED (rjq_await_cancel() or client freed),
- * RJQ_ENOTFOUND (rjq_await() of an id that does not exist), or an
+ * RJQ_ENOTFOUND (rjq_queue_await() of an id that does not exist), or an
  * enqueue error for rjq_enqueue_await() (then outcome is NULL: no id).
  * outcome is non-NULL whenever the job id is known.
  */
@@ -425,7 +425,7 @@ RJQ_API int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len,
  * it already finished, answers from its stored state. Unknown (or
  * expired) ids end with RJQ_ENOTFOUND.
  */
-RJQ_API int rjq_await(rjq_queue *q, const char *id, const rjq_await_options *aw,
+RJQ_API int rjq_queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw,
                       rjq_await_cb *cb, void *data, rjq_await **out);
 
 /* End an await now: its callback runs before this returns, with

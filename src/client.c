@@ -136,6 +136,7 @@ int rjq_client_new(rjq_client **out, const rjq_client_options *opts,
         free(c);
         return rc;
     }
+    rjq__awaits_init(c);
     rjq__conn_init(c, &c->cmd, RJQ_CONN_COMMAND);
     rjq__conn_init(c, &c->sub, RJQ_CONN_SUBSCRIBER);
     rjq__conn_start(&c->cmd);
@@ -171,6 +172,7 @@ static void destroy(rjq_client *c) {
     c->depth++; /* user code run below cannot re-enter destroy */
     for (rjq_queue *q = c->queues; q; q = q->next) rjq__complete_cancel_pending(q);
     rjq__requests_cancel_all(c);
+    rjq__awaits_cancel_all(c);
     for (rjq_queue *q = c->queues; q; q = q->next)
         while (q->workers) rjq__worker_destroy(q->workers);
     rjq__conn_close(&c->cmd);
@@ -208,7 +210,7 @@ int rjq_client_connected(const rjq_client *c) {
 }
 
 void rjq__on_ready(rjq_client *c, int kind) {
-    (void)kind;
+    if (kind == RJQ_CONN_COMMAND) rjq__awaits_rewatch(c);
     for (rjq_queue *q = c->queues; q; q = q->next)
         for (rjq_worker *w = q->workers; w; w = w->next) rjq__worker_poke(w);
 }

@@ -10,6 +10,7 @@
  *   worker.c   claim loop, doorbell, leases, reclaim timer
  *   job.c      job handles, complete (batched) and fail
  *   admin.c    stats, replay, reclaim, job info, dead list
+ *   await.c    awaiting outcomes: reply channel, await table, progress
  *   timer.c    the timer heap (pure)
  *   url.c      Redis URL parsing (pure)
  *   validate.c queue name / job id checks, options encoding (pure)
@@ -154,6 +155,28 @@ void rjq__unsubscribe(rjq_client *c, const char *name, void *arg);
 void rjq__pubsub_resubscribe(rjq_client *c);
 void rjq__pubsub_free(rjq_client *c);
 
+/* ---- awaits (await.c) ------------------------------------------------ */
+
+typedef struct rjq__awaits {
+    char channel[96];          /* this client's reply channel */
+    int listening;             /* its listener is registered */
+    unsigned generation;       /* subscription confirmations so far */
+    struct rjq_await **buckets;/* awaits with a known job key, by key */
+    size_t nbuckets, indexed;
+    struct rjq_await *all;     /* every live await */
+    size_t count;
+    size_t enqueues_inflight;  /* enqueue_await requests in flight */
+    struct rjq__early *early;  /* outcomes that beat their enqueue reply */
+} rjq__awaits;
+
+int rjq__awaits_init(rjq_client *c);
+/* Client destruction: end every await with RJQ_ECANCELED. */
+void rjq__awaits_cancel_all(rjq_client *c);
+/* The command connection is back: watch awaits whose watch was lost. */
+void rjq__awaits_rewatch(rjq_client *c);
+/* 1 when a listener of `name` has its subscription confirmed. */
+int rjq__channel_confirmed(rjq_client *c, const char *name);
+
 /* ---- client (client.c) ---------------------------------------------- */
 
 struct rjq_client {
@@ -173,6 +196,7 @@ struct rjq_client {
     rjq__reqlist backlog;     /* waiting for a command connection */
     rjq__channel *channels;
     rjq_queue *queues;
+    rjq__awaits aw;
 
     rjq__timers timers;
     uint64_t armed_due;       /* what set_timer was last asked for */
@@ -232,6 +256,14 @@ struct rjq_queue {
 };
 
 void rjq__queue_free(rjq_queue *q);
+
+/* Check one enqueue item; opts receives its encoded options
+ * (RJQ__OPTS_MAX bytes). Sets the client's errmsg on failure. */
+int rjq__enqueue_check(rjq_client *c, const rjq_enqueue_item *it, char *opts);
+/* Validate and send items with the enqueue script; notify is the reply
+ * channel to record (NULL: none). fn gets the script's reply. */
+int rjq__enqueue_send(rjq_queue *q, const rjq_enqueue_item *items, size_t n, const char *notify,
+                      rjq__reply_fn *fn, void *priv);
 
 /* Append one of the queue's key names to a command. */
 static inline void rjq__argv_key(rjq__argv *a, const rjq_queue *q, int k) {

@@ -126,3 +126,9 @@ static void on_message(redisAsyncContext *ac, void *reply, void *priv) {
         dispatch(c, name->str, NULL, 0); /* confirmed: listeners re-check state */
     rjq__leave(c);
 }
+
+int rjq__channel_confirmed(rjq_client *c, const char *name) {
+    for (rjq__channel *ch = c->channels; ch; ch = ch->next)
+        if (strcmp(ch->name, name) == 0) return ch->confirmed;
+    return 0;
+}

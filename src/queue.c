@@ -111,7 +111,7 @@ static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
     free(ctx);
 }
 
-static int check_item(rjq_client *c, const rjq_enqueue_item *it, char *opts) {
+int rjq__enqueue_check(rjq_client *c, const rjq_enqueue_item *it, char *opts) {
     if (it->payload == NULL && it->len > 0) return RJQ_EINVAL;
     if (it->len > c->max_payload) {
         rjq__errmsg(c, "payload of %zu bytes exceeds max_payload %zu", it->len, c->max_payload);
@@ -129,11 +129,9 @@ static int check_item(rjq_client *c, const rjq_enqueue_item *it, char *opts) {
     return RJQ_OK;
 }
 
-int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
-                      rjq_enqueue_cb *cb, void *data) {
-    if (q == NULL || items == NULL || n == 0 || n > RJQ_BATCH_MAX) return RJQ_EINVAL;
+int rjq__enqueue_send(rjq_queue *q, const rjq_enqueue_item *items, size_t n, const char *notify,
+                      rjq__reply_fn *fn, void *priv) {
     rjq_client *c = q->c;
-    if (c->closing) return RJQ_ECLOSED;
     rjq__argv a;
     rjq__argv_init(&a);
     rjq__argv_str(&a, "4");
@@ -143,27 +141,33 @@ int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
     rjq__argv_key(&a, q, RJQ__K_STATS);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
-    rjq__argv_str(&a, ""); /* notify channel: none */
+    rjq__argv_str(&a, notify ? notify : "");
     int rc = RJQ_OK;
     for (size_t i = 0; i < n && rc == RJQ_OK; i++) {
         char opts[RJQ__OPTS_MAX];
-        if ((rc = check_item(c, &items[i], opts)) != RJQ_OK) break;
+        if ((rc = rjq__enqueue_check(c, &items[i], opts)) != RJQ_OK) break;
         const rjq_job_options *o = items[i].opts;
         rjq__argv_str(&a, o && o->id ? o->id : "");
         rjq__argv_add(&a, items[i].payload, items[i].len);
         if (opts[0]) rjq__argv_copy(&a, opts);
         else rjq__argv_str(&a, "");
     }
-    enqueue_ctx *ctx = NULL;
-    if (rc == RJQ_OK && (a.oom || (ctx = malloc(sizeof *ctx)) == NULL)) rc = RJQ_ENOMEM;
-    if (rc == RJQ_OK) {
-        ctx->cb = cb;
-        ctx->data = data;
-        ctx->n = n;
-        rc = rjq__script(c, RJQ__S_ENQUEUE, 0, on_enqueued, ctx, a.n, a.v, a.len);
-        if (rc != RJQ_OK) free(ctx);
-    }
+    if (rc == RJQ_OK) rc = a.oom ? RJQ_ENOMEM : rjq__script(c, RJQ__S_ENQUEUE, 0, fn, priv, a.n, a.v, a.len);
     rjq__argv_free(&a);
+    return rc;
+}
+
+int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
+                      rjq_enqueue_cb *cb, void *data) {
+    if (q == NULL || items == NULL || n == 0 || n > RJQ_BATCH_MAX) return RJQ_EINVAL;
+    if (q->c->closing) return RJQ_ECLOSED;
+    enqueue_ctx *ctx = malloc(sizeof *ctx);
+    if (ctx == NULL) return RJQ_ENOMEM;
+    ctx->cb = cb;
+    ctx->data = data;
+    ctx->n = n;
+    int rc = rjq__enqueue_send(q, items, n, NULL, on_enqueued, ctx);
+    if (rc != RJQ_OK) free(ctx);
     return rc;
 }
 

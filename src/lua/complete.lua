@@ -20,7 +20,7 @@ for i = 4, #ARGV, 3 do
     if retention >= 0 then redis.call('PEXPIRE', k, retention) end
     gone[#gone + 1] = id
     if cap > 0 then hist[#hist + 1] = int(now); hist[#hist + 1] = id end
-    notify(v[3], id, 'completed', res)
+    notify(v[3], k, 'completed', res)
     out[#out + 1] = 1
   elseif v[1] == 'completed' and v[2] == tok then
     out[#out + 1] = 1 -- a retried completion whose first reply was lost

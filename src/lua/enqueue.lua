@@ -1,6 +1,7 @@
 -- enqueue: write job hashes and make them ready or delayed, atomically.
 -- KEYS: 1 ready, 2 prio, 3 delayed, 4 stats
--- ARGV: 1 job key prefix, 2 wake channel, 3 notify channel ('' for none),
+-- ARGV: 1 job key prefix, 2 wake channel, 3 reply channel of an awaiting
+--       producer ('' for none),
 --       then per job: id ('' = assign the next number), payload, options
 --       ('' = defaults, else "delay_ms,priority,max_attempts,backoff").
 -- Returns { id1, existed1, id2, existed2, ... } in request order; an

@@ -12,7 +12,8 @@
 --   job:<id> hash  d payload, s state, a attempts started, m max attempts,
 --                  p priority (absent = 0), b backoff "kind,base,max"
 --                  (absent = default), t token of the current claim,
---                  r result, e last error, n notify channel
+--                  r result, e last error, n reply channels of the
+--                  producers awaiting it (space-separated)
 -- Job keys are <prefix>:{Q}:job:<id>; scripts build them from the prefix
 -- passed in ARGV[1] (same hash slot as every declared key).
 
@@ -89,11 +90,19 @@ local function backoff_ms(spec, attempt, jitter)
   return math.floor(d / 2 + (d / 2) * jitter)
 end
 
--- Publish a job's final outcome to the channel its producer asked for.
-local function notify(ch, id, state, body)
-  if ch and ch ~= '' then
-    redis.call('PUBLISH', ch, state .. ' ' .. id .. ' ' .. body)
+-- Results up to this size travel in the completion message; larger ones
+-- are announced as 'big' and the awaiting client fetches them once.
+local INLINE_RESULT_MAX = 65536
+
+-- Publish an outcome ('completed', 'dead', 'progress') of job key k to
+-- every reply channel in chs. Message: kind \n job key \n body.
+local function notify(chs, k, kind, body)
+  if not chs or chs == '' then return end
+  if kind == 'completed' and #body > INLINE_RESULT_MAX then
+    kind, body = 'big', ''
   end
+  local msg = kind .. '\n' .. k .. '\n' .. body
+  for ch in string.gmatch(chs, '%S+') do redis.call('PUBLISH', ch, msg) end
 end
 
 -- Move job `id` (hash k) to the dead set with error text err; drop the
@@ -102,7 +111,7 @@ local function bury(dead, stats, prefix, k, id, now, err, dead_max)
   redis.call('ZADD', dead, int(now), id)
   redis.call('HSET', k, 's', 'dead', 'e', err)
   redis.call('HINCRBY', stats, 'dead', 1)
-  notify(redis.call('HGET', k, 'n'), id, 'dead', err)
+  notify(redis.call('HGET', k, 'n'), k, 'dead', err)
   local extra = redis.call('ZCARD', dead) - dead_max
   if extra > 0 then
     local old = redis.call('ZRANGE', dead, 0, extra - 1)

@@ -443,6 +443,28 @@ RJQ_API size_t rjq_client_awaits(const rjq_client *c);
 RJQ_API int rjq_job_progress(rjq_job *job, const void *progress, size_t len);
 
 /* ------------------------------------------------------------------------
+ * Monitoring
+ * ---------------------------------------------------------------------- */
+
+typedef struct rjq_monitor rjq_monitor;
+
+/* One queue event: event is "enqueued", "active", "completed", "failed",
+ * "retried", "dead" or "reclaimed"; id is the job's. Valid during the call. */
+typedef void rjq_monitor_cb(rjq_client *c, const char *event, const char *id, void *data);
+
+/*
+ * Stream the queue's events to cb until rjq_monitor_stop() or the client is
+ * freed. Events travel by pub/sub (at most once) and are published only
+ * while some monitor is attached (it refreshes a flag key with a TTL), so
+ * an unwatched queue pays nothing measurable for this feature.
+ */
+RJQ_API int rjq_queue_monitor(rjq_queue *q, rjq_monitor_cb *cb, void *data,
+                              rjq_monitor **out);
+
+/* Detach a monitor (cb is not called again); the handle is freed. */
+RJQ_API int rjq_monitor_stop(rjq_monitor *m);
+
+/* ------------------------------------------------------------------------
  * Administration
  * ---------------------------------------------------------------------- */
 

@@ -182,6 +182,7 @@ static void destroy(rjq_client *c) {
         c->queues = q->next;
         rjq__queue_free(q);
     }
+    rjq__monitors_free(c);
     rjq__pubsub_free(c);
     rjq__timers_free(&c->timers);
     if (c->ops.cleanup) c->ops.cleanup(c->loop);

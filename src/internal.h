@@ -11,6 +11,7 @@
  *   job.c      job handles, complete (batched) and fail
  *   admin.c    stats, replay, reclaim, job info, dead list
  *   await.c    awaiting outcomes: reply channel, await table, progress
+ *   monitor.c  queue event streams for monitors
  *   timer.c    the timer heap (pure)
  *   url.c      Redis URL parsing (pure)
  *   validate.c queue name / job id checks, options encoding (pure)
@@ -177,6 +178,9 @@ void rjq__awaits_rewatch(rjq_client *c);
 /* 1 when a listener of `name` has its subscription confirmed. */
 int rjq__channel_confirmed(rjq_client *c, const char *name);
 
+/* Client destruction: free every monitor. */
+void rjq__monitors_free(rjq_client *c);
+
 /* ---- client (client.c) ---------------------------------------------- */
 
 struct rjq_client {
@@ -197,6 +201,7 @@ struct rjq_client {
     rjq__channel *channels;
     rjq_queue *queues;
     rjq__awaits aw;
+    struct rjq_monitor *monitors;
 
     rjq__timers timers;
     uint64_t armed_due;       /* what set_timer was last asked for */
@@ -228,7 +233,7 @@ void rjq__on_ready(rjq_client *c, int kind);
 enum {
     RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_DEAD,
     RJQ__K_COMPLETED, RJQ__K_STATS, RJQ__K_GUARD, RJQ__K_JOB, RJQ__K_WAKE,
-    RJQ__K_COUNT
+    RJQ__K_EVENTS, RJQ__K_MONITORED, RJQ__K_COUNT
 };
 
 typedef struct rjq__complete_item {

@@ -13,6 +13,7 @@ static const char *const key_suffix[RJQ__K_COUNT] = {
     [RJQ__K_DEAD] = "dead",           [RJQ__K_COMPLETED] = "completed",
     [RJQ__K_STATS] = "stats",         [RJQ__K_GUARD] = "sweep",
     [RJQ__K_JOB] = "job:",            [RJQ__K_WAKE] = "wake",
+    [RJQ__K_EVENTS] = "events",       [RJQ__K_MONITORED] = "monitored",
 };
 
 static void on_tick(rjq__timer *t) {

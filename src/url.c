@@ -32,7 +32,11 @@ static char *decode(const char *s, size_t n, int *oom) {
             free(out);
             return NULL;
         }
-        *o++ = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+        *o = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+        if (*o++ == '\0') { /* %00 would silently cut the string short */
+            free(out);
+            return NULL;
+        }
         i += 2;
     }
     *o = '\0';
@@ -129,8 +133,7 @@ static int parse_host(const char *s, size_t n, rjq__url *u, char *err, size_t er
     return u->host ? RJQ_OK : RJQ_ENOMEM;
 }
 
-int rjq__url_parse(const char *url, rjq__url *u, char *err, size_t errlen) {
-    memset(u, 0, sizeof *u);
+static int parse(const char *url, rjq__url *u, char *err, size_t errlen) {
     u->port = 6379;
     if (url == NULL) url = "redis://127.0.0.1:6379";
     if (strncmp(url, "unix://", 7) == 0) return parse_unix(url + 7, u, err, errlen);
@@ -161,4 +164,12 @@ void rjq__url_free(rjq__url *u) {
     if (u->password) memset(u->password, 0, strlen(u->password));
     free(u->password);
     memset(u, 0, sizeof *u);
+}
+
+int rjq__url_parse(const char *url, rjq__url *u, char *err, size_t errlen) {
+    memset(u, 0, sizeof *u);
+    int rc = parse(url, u, err, errlen);
+    if (rc == RJQ_ENOMEM) snprintf(err, errlen, "out of memory");
+    if (rc != RJQ_OK) rjq__url_free(u); /* *out is left empty on every error */
+    return rc;
 }

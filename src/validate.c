@@ -80,7 +80,7 @@ int rjq__redis_error_code(const char *err) {
         const char *needle;
         int code;
     } map[] = {
-        {"WRONGTYPE", RJQ_EWRONGTYPE}, {"OOM ", RJQ_EOOM},
+        {"WRONGTYPE", RJQ_EWRONGTYPE}, {"OOM command not allowed", RJQ_EOOM},
         {"NOAUTH", RJQ_EAUTH},         {"WRONGPASS", RJQ_EAUTH},
         {"NOPERM", RJQ_EAUTH},         {"invalid password", RJQ_EAUTH},
     };

@@ -44,6 +44,7 @@ if #ids < want and redis.call('ZCARD', prio) > 0 then
 end
 
 local out, za = {-1}, {}
+local emit = monitor(prefix)
 local deadline = int(now + lease)
 for i, id in ipairs(ids) do
   local k = prefix .. id
@@ -59,6 +60,7 @@ for i, id in ipairs(ids) do
     out[#out + 1] = v[1]
     out[#out + 1] = a
     out[#out + 1] = tonumber(v[2])
+    emit('active', id)
   end
 end
 if #za > 0 then

@@ -10,6 +10,7 @@ local prefix, retention, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 expect_types({active, 'zset', completed, 'zset', stats, 'hash'})
 local now = now_ms()
 local out, gone, hist = {}, {}, {}
+local emit = monitor(prefix)
 
 for i = 4, #ARGV, 3 do
   local id, tok, res = ARGV[i], ARGV[i + 1], ARGV[i + 2]
@@ -21,6 +22,7 @@ for i = 4, #ARGV, 3 do
     gone[#gone + 1] = id
     if cap > 0 then hist[#hist + 1] = int(now); hist[#hist + 1] = id end
     notify(v[3], k, 'completed', res)
+    emit('completed', id)
     out[#out + 1] = 1
   elseif v[1] == 'completed' and v[2] == tok then
     out[#out + 1] = 1 -- a retried completion whose first reply was lost

@@ -15,6 +15,7 @@ local seq = redis.call('HINCRBY', stats, 'seq', n) - n
 local nothing_ready = redis.call('LLEN', ready) == 0 and
                       redis.call('ZCARD', prio) == 0
 local now, ring = nil, false
+local emit = monitor(prefix)
 local out, plain, added = {}, {}, 0
 
 for i = 4, #ARGV, 3 do
@@ -52,6 +53,7 @@ for i = 4, #ARGV, 3 do
       if nothing_ready then ring = true end
     end
     added = added + 1
+    emit('enqueued', id)
   end
   out[#out + 1] = id
   out[#out + 1] = existed

@@ -21,15 +21,18 @@ if v[1] ~= 'active' then
 end
 
 local now = now_ms()
+local emit = monitor(prefix)
 redis.call('ZREM', active, id)
+emit('failed', id)
 redis.call('HINCRBY', stats, 'failed', 1)
 local attempts, max = tonumber(v[3] or '0'), tonumber(v[4] or '1')
 if fatal or attempts >= max then
-  bury(dead, stats, prefix, k, id, now, err, dead_max)
+  bury(dead, stats, prefix, k, id, now, err, dead_max, emit)
   return 2
 end
 if delay < 0 then delay = backoff_ms(v[5], attempts, jitter) end
 redis.call('HINCRBY', stats, 'retried', 1)
+emit('retried', id)
 if delay > 0 then
   redis.call('HSET', k, 's', 'delayed', 'e', err)
   push_delayed(delayed, wake, id, now + delay)

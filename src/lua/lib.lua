@@ -9,6 +9,8 @@
 --   dead     zset  id -> time of death
 --   completed zset id -> completion time (capped history)
 --   stats    hash  counters, and seq (the id/sequence counter)
+--   monitored string present while a monitor listens (TTL refreshed)
+--   events   channel of queue events for monitors
 --   job:<id> hash  d payload, s state, a attempts started, m max attempts,
 --                  p priority (absent = 0), b backoff "kind,base,max"
 --                  (absent = default), t token of the current claim,
@@ -105,10 +107,23 @@ local function notify(chs, k, kind, body)
   for ch in string.gmatch(chs, '%S+') do redis.call('PUBLISH', ch, msg) end
 end
 
+-- Queue events for monitors: published on <base>events only while a
+-- monitor holds <base>monitored, so when nobody listens a script pays one
+-- EXISTS per call, not a PUBLISH per job. Returns emit(event, id).
+local function monitor(prefix)
+  local base = string.sub(prefix, 1, -5) -- strip 'job:'
+  if redis.call('EXISTS', base .. 'monitored') == 1 then
+    local ch = base .. 'events'
+    return function(ev, id) redis.call('PUBLISH', ch, ev .. ' ' .. id) end
+  end
+  return function() end
+end
+
 -- Move job `id` (hash k) to the dead set with error text err; drop the
 -- oldest dead jobs (and their hashes) beyond dead_max.
-local function bury(dead, stats, prefix, k, id, now, err, dead_max)
+local function bury(dead, stats, prefix, k, id, now, err, dead_max, emit)
   redis.call('ZADD', dead, int(now), id)
+  emit('dead', id)
   redis.call('HSET', k, 's', 'dead', 'e', err)
   redis.call('HINCRBY', stats, 'dead', 1)
   notify(redis.call('HGET', k, 'n'), k, 'dead', err)

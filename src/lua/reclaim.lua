@@ -18,12 +18,14 @@ local ids = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, limit)
 if #ids == 0 then return 0 end
 redis.call('ZREM', active, unpack(ids))
 redis.call('HINCRBY', stats, 'reclaimed', #ids)
+local emit = monitor(prefix)
 for _, id in ipairs(ids) do
   local k = prefix .. id
   local v = redis.call('HMGET', k, 's', 'a', 'm', 'p')
   if v[1] == 'active' then
+    emit('reclaimed', id)
     if tonumber(v[2] or '0') >= tonumber(v[3] or '1') then
-      bury(dead, stats, prefix, k, id, now, 'lease expired', dead_max)
+      bury(dead, stats, prefix, k, id, now, 'lease expired', dead_max, emit)
     else
       redis.call('HSET', k, 's', 'ready', 'e', 'lease expired')
       push_ready(ready, prio, stats, wake, id, tonumber(v[4] or '0'), true)

@@ -1,0 +1,62 @@
+/* The queue event stream for monitors. */
+#include "harness.h"
+#include "server.h"
+
+static char seen[64][32];
+static long nseen, completed;
+
+static void on_event(rjq_client *c, const char *event, const char *id, void *data) {
+    (void)c, (void)data;
+    if (nseen < 64) snprintf(seen[nseen++], sizeof seen[0], "%s %s", event, id);
+}
+
+static void handler(rjq_job *job, void *data) {
+    (void)data;
+    if (rjq_job_attempt(job) == 1) ASSERT_OK(rjq_job_fail(job, "once", 0, 0, NULL, NULL));
+    else ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));
+    completed += rjq_job_attempt(job) == 2;
+}
+
+static int has(const char *what) {
+    for (long i = 0; i < nseen; i++)
+        if (strcmp(seen[i], what) == 0) return 1;
+    return 0;
+}
+
+TEST(monitor_sees_each_transition_of_a_retried_job) {
+    test_server s;
+    server_start(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *q = queue_for(c, "mon");
+    rjq_monitor *m;
+    ASSERT_OK(rjq_queue_monitor(q, on_event, NULL, &m));
+    redisContext *rc = server_connect(&s);
+    for (int i = 0; i < 200 && server_int(rc, "EXISTS t:{mon}:monitored") == 0; i++) loop_for(base, 10);
+    ASSERT_EQ(1, server_int(rc, "EXISTS t:{mon}:monitored"));
+    loop_for(base, 50); /* let the SUBSCRIBE be confirmed */
+    rjq_job_options o = {0};
+    o.id = "job-a";
+    ASSERT_OK(rjq_enqueue(q, "x", 1, &o, NULL, NULL));
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, NULL, handler, NULL, &w));
+    ASSERT(loop_until_count(base, &completed, 1, 5000));
+    for (int i = 0; i < 100 && !has("completed job-a"); i++) loop_for(base, 10);
+    ASSERT(has("enqueued job-a"));
+    ASSERT(has("active job-a"));
+    ASSERT(has("failed job-a"));
+    ASSERT(has("retried job-a"));
+    ASSERT(has("completed job-a"));
+    /* once stopped (and the flag gone), scripts publish nothing */
+    ASSERT_OK(rjq_monitor_stop(m));
+    freeReplyObject(server_cmd(rc, "DEL t:{mon}:monitored"));
+    o.id = "job-b";
+    ASSERT_OK(rjq_enqueue(q, "y", 1, &o, NULL, NULL));
+    ASSERT(loop_until_count(base, &completed, 2, 5000));
+    loop_for(base, 50);
+    ASSERT(!has("enqueued job-b"));
+    redisFree(rc);
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop(&s);
+}

@@ -1,0 +1,283 @@
+/* Unit tests for the Redis URL parser (src/url.c). No Redis. */
+#include "harness.h"
+#include "internal.h"
+
+static char err[256];
+
+static void parse_ok(const char *url, rjq__url *u) {
+    memset(err, 0, sizeof err);
+    int rc = rjq__url_parse(url, u, err, sizeof err);
+    if (rc != RJQ_OK)
+        FAIL_AT(__FILE__, __LINE__, "parse(\"%s\") = %d (%s), expected success",
+                url ? url : "(null)", rc, err);
+}
+
+#define ASSERT_NULL(p) ASSERT((p) == NULL)
+
+/* The URL is refused with RJQ_EURL, a message containing `needle` (when
+ * not NULL), and an empty *out. */
+static void expect_bad_at(const char *file, int line, const char *url, const char *needle) {
+    rjq__url u;
+    memset(err, 0, sizeof err);
+    memset(&u, 0x5a, sizeof u); /* garbage in: must come out empty */
+    int rc = rjq__url_parse(url, &u, err, sizeof err);
+    if (rc != RJQ_EURL)
+        FAIL_AT(file, line, "parse(\"%s\") = %d, expected RJQ_EURL (%d)", url, rc, RJQ_EURL);
+    if (err[0] == '\0') FAIL_AT(file, line, "parse(\"%s\"): empty error message", url);
+    if (needle && strstr(err, needle) == NULL)
+        FAIL_AT(file, line, "parse(\"%s\"): message \"%s\" lacks \"%s\"", url, err, needle);
+    if (u.host || u.path || u.user || u.password || u.db != 0)
+        FAIL_AT(file, line, "parse(\"%s\"): *out not left empty", url);
+    rjq__url_free(&u); /* harmless on an empty url */
+}
+#define expect_bad(url, needle) expect_bad_at(__FILE__, __LINE__, url, needle)
+
+TEST(url_host_port_db) {
+    rjq__url u;
+    parse_ok("redis://10.1.2.3:6380/5", &u);
+    ASSERT_STREQ("10.1.2.3", u.host);
+    ASSERT_EQ(6380, u.port);
+    ASSERT_EQ(5, u.db);
+    ASSERT_NULL(u.path);
+    ASSERT_NULL(u.user);
+    ASSERT_NULL(u.password);
+    rjq__url_free(&u);
+    ASSERT_NULL(u.host);
+
+    parse_ok("redis://127.0.0.1", &u);
+    ASSERT_STREQ("127.0.0.1", u.host);
+    ASSERT_EQ(6379, u.port);
+    ASSERT_EQ(0, u.db);
+    rjq__url_free(&u);
+
+    parse_ok("redis://127.0.0.1:1/", &u); /* trailing slash: db 0; port 1 ok */
+    ASSERT_EQ(1, u.port);
+    ASSERT_EQ(0, u.db);
+    rjq__url_free(&u);
+
+    parse_ok("redis://127.0.0.1:65535/15", &u);
+    ASSERT_EQ(65535, u.port);
+    ASSERT_EQ(15, u.db);
+    rjq__url_free(&u);
+}
+
+TEST(url_defaults) {
+    rjq__url u;
+    parse_ok(NULL, &u);
+    ASSERT_STREQ("127.0.0.1", u.host);
+    ASSERT_EQ(6379, u.port);
+    ASSERT_EQ(0, u.db);
+    ASSERT_NULL(u.path);
+    ASSERT_NULL(u.user);
+    ASSERT_NULL(u.password);
+    rjq__url_free(&u);
+}
+
+TEST(url_localhost) {
+    rjq__url u;
+    parse_ok("redis://localhost", &u);
+    ASSERT_STREQ("127.0.0.1", u.host);
+    ASSERT_EQ(6379, u.port);
+    rjq__url_free(&u);
+    parse_ok("redis://localhost:7000/2", &u);
+    ASSERT_STREQ("127.0.0.1", u.host);
+    ASSERT_EQ(7000, u.port);
+    ASSERT_EQ(2, u.db);
+    rjq__url_free(&u);
+}
+
+TEST(url_user_password) {
+    rjq__url u;
+    parse_ok("redis://alice:s3cret@127.0.0.1:6379/1", &u);
+    ASSERT_STREQ("alice", u.user);
+    ASSERT_STREQ("s3cret", u.password);
+    ASSERT_STREQ("127.0.0.1", u.host);
+    ASSERT_EQ(1, u.db);
+    rjq__url_free(&u);
+    ASSERT_NULL(u.password);
+
+    /* The password may hold ':' and, before the host, a raw '@'. */
+    parse_ok("redis://bob:a:b@c@127.0.0.1", &u);
+    ASSERT_STREQ("bob", u.user);
+    ASSERT_STREQ("a:b@c", u.password);
+    ASSERT_STREQ("127.0.0.1", u.host);
+    rjq__url_free(&u);
+}
+
+TEST(url_legacy_password_only) {
+    rjq__url u;
+    parse_ok("redis://secret@127.0.0.1", &u);
+    ASSERT_NULL(u.user);
+    ASSERT_STREQ("secret", u.password);
+    ASSERT_STREQ("127.0.0.1", u.host);
+    rjq__url_free(&u);
+
+    parse_ok("redis://secret@localhost:6390/3", &u);
+    ASSERT_NULL(u.user);
+    ASSERT_STREQ("secret", u.password);
+    ASSERT_EQ(6390, u.port);
+    ASSERT_EQ(3, u.db);
+    rjq__url_free(&u);
+}
+
+TEST(url_empty_user) {
+    rjq__url u;
+    parse_ok("redis://:pw@127.0.0.1", &u);
+    ASSERT_NULL(u.user);
+    ASSERT_STREQ("pw", u.password);
+    rjq__url_free(&u);
+}
+
+TEST(url_percent_decoding) {
+    rjq__url u;
+    parse_ok("redis://us%65r:p%40ss%3Aw%2F%25rd@127.0.0.1", &u);
+    ASSERT_STREQ("user", u.user);
+    ASSERT_STREQ("p@ss:w/%rd", u.password);
+    rjq__url_free(&u);
+
+    parse_ok("redis://:%7e%7E@127.0.0.1", &u); /* both hex cases */
+    ASSERT_STREQ("~~", u.password);
+    rjq__url_free(&u);
+
+    parse_ok("redis://%41bc@127.0.0.1", &u); /* legacy form decodes too */
+    ASSERT_NULL(u.user);
+    ASSERT_STREQ("Abc", u.password);
+    rjq__url_free(&u);
+}
+
+TEST(url_ipv6) {
+    rjq__url u;
+    parse_ok("redis://[::1]:6380", &u);
+    ASSERT_STREQ("::1", u.host);
+    ASSERT_EQ(6380, u.port);
+    rjq__url_free(&u);
+
+    parse_ok("redis://[::1]", &u);
+    ASSERT_STREQ("::1", u.host);
+    ASSERT_EQ(6379, u.port);
+    rjq__url_free(&u);
+
+    parse_ok("redis://u:p@[fe80::1:2]:7001/4", &u);
+    ASSERT_STREQ("fe80::1:2", u.host);
+    ASSERT_STREQ("u", u.user);
+    ASSERT_STREQ("p", u.password);
+    ASSERT_EQ(7001, u.port);
+    ASSERT_EQ(4, u.db);
+    rjq__url_free(&u);
+}
+
+TEST(url_unix) {
+    rjq__url u;
+    parse_ok("unix:///tmp/x.sock", &u);
+    ASSERT_STREQ("/tmp/x.sock", u.path);
+    ASSERT_NULL(u.host);
+    ASSERT_EQ(0, u.db);
+    rjq__url_free(&u);
+
+    parse_ok("unix:///tmp/x.sock?db=3", &u);
+    ASSERT_STREQ("/tmp/x.sock", u.path);
+    ASSERT_NULL(u.host);
+    ASSERT_EQ(3, u.db);
+    rjq__url_free(&u);
+
+    parse_ok("unix:///run/my%20redis.sock", &u);
+    ASSERT_STREQ("/run/my redis.sock", u.path);
+    rjq__url_free(&u);
+}
+
+TEST(url_err_scheme) {
+    expect_bad("http://127.0.0.1:6379", "redis://");
+    expect_bad("rediss://127.0.0.1:6379", "redis://");
+    expect_bad("REDIS://127.0.0.1", "redis://");
+    expect_bad("127.0.0.1:6379", "redis://");
+    expect_bad("", "redis://");
+    expect_bad("redis:/127.0.0.1", "redis://");
+}
+
+TEST(url_err_hostname) {
+    expect_bad("redis://example.com", "numeric");
+    expect_bad("redis://redis:6379/0", "numeric");
+    expect_bad("redis://user:pw@my-host", "numeric");
+    expect_bad("redis://1.2.3", "numeric");
+    expect_bad("redis://256.1.1.1", "numeric");
+    expect_bad("redis://[localhost]", "numeric");
+    expect_bad("redis://[1.2.3.4]", "numeric");
+}
+
+TEST(url_err_port) {
+    expect_bad("redis://127.0.0.1:0", "port");
+    expect_bad("redis://127.0.0.1:65536", "port");
+    expect_bad("redis://127.0.0.1:abc", "port");
+    expect_bad("redis://127.0.0.1:", "port");
+    expect_bad("redis://127.0.0.1:-1", "port");
+    expect_bad("redis://127.0.0.1:6379x/0", "port");
+    expect_bad("redis://127.0.0.1:99999999999", "port");
+    expect_bad("redis://[::1]:0", "port");
+    expect_bad("redis://[::1]:65536", "port");
+}
+
+TEST(url_err_percent) {
+    expect_bad("redis://:p%zzw@127.0.0.1", "%");
+    expect_bad("redis://:pw%4@127.0.0.1", "%");
+    expect_bad("redis://:pw%@127.0.0.1", "%");
+    expect_bad("redis://us%g1er:pw@127.0.0.1", "%");
+    expect_bad("redis://%4@127.0.0.1", "%");
+    expect_bad("unix:///tmp/a%2", "%");
+}
+
+TEST(url_err_ipv6) {
+    expect_bad("redis://[::1", "IPv6");
+    expect_bad("redis://[::1:6379/0", "IPv6");
+    expect_bad("redis://[::1]x", NULL);
+    expect_bad("redis://[]:6379", NULL);
+}
+
+TEST(url_err_db) {
+    expect_bad("redis://127.0.0.1/abc", "database");
+    expect_bad("redis://127.0.0.1:6379/-1", "database");
+    expect_bad("redis://127.0.0.1/1x", "database");
+    expect_bad("redis://127.0.0.1/0/", "database");
+    expect_bad("redis://127.0.0.1/99999999999", "database");
+    expect_bad("unix:///tmp/x.sock?db=x", "db");
+    expect_bad("unix:///tmp/x.sock?db=", "db");
+    expect_bad("unix:///tmp/x.sock?foo=1", "db");
+}
+
+TEST(url_err_unix_relative) {
+    expect_bad("unix://relative", "absolute");
+    expect_bad("unix://tmp/x.sock", "absolute");
+    expect_bad("unix://", "absolute");
+    expect_bad("unix://?db=1", "absolute");
+}
+
+/* A tiny err buffer truncates the message but stays NUL-terminated. */
+TEST(url_err_small_buffer) {
+    rjq__url u;
+    char small[8];
+    memset(small, 'x', sizeof small);
+    ASSERT_EQ(RJQ_EURL, rjq__url_parse("ftp://x", &u, small, sizeof small));
+    ASSERT(memchr(small, '\0', sizeof small) != NULL);
+    ASSERT(strlen(small) == sizeof small - 1);
+}
+
+/* Parse/free many times: leaks show under valgrind / ASan. */
+TEST(url_parse_free_loop) {
+    static const char *good[] = {
+        NULL, "redis://alice:pw@127.0.0.1:6380/2", "redis://secret@localhost",
+        "redis://:p%40@[::1]:6380", "unix:///tmp/x.sock?db=3"};
+    static const char *bad[] = {
+        "redis://alice:pw@example.com", "redis://u:p@127.0.0.1:0",
+        "redis://u:p@127.0.0.1/abc", "redis://u:%zz@127.0.0.1",
+        "redis://us%zz:p@127.0.0.1", "redis://u:p@[::1", "unix:///x?db=z"};
+    for (int round = 0; round < 50; round++) {
+        for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+            rjq__url u;
+            parse_ok(good[i], &u);
+            rjq__url_free(&u);
+        }
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            rjq__url u;
+            ASSERT_EQ(RJQ_EURL, rjq__url_parse(bad[i], &u, err, sizeof err));
+        }
+    }
+}

@@ -26,6 +26,7 @@
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
 
+#include "compat.h"
 #include "rjq.h"
 #include "rjq_scripts.h"
 #include "timer.h"
@@ -34,11 +35,6 @@
 #define RJQ__ERRMSG_MAX 256
 #define RJQ__COMPLETE_BATCH 500 /* jobs per complete script call */
 #define RJQ__QUEUE_NAME_MAX 200
-
-/* ---- compat.h-style helpers for hiredis 0.14.1 and 1.x ---------------- */
-
-/* redisFormatCommandArgv returns int on 0.14 and long long on 1.x. */
-typedef long long rjq__fmtlen;
 
 /* ---- requests (request.c) ---------------------------------------------- */
 

@@ -1,0 +1,34 @@
+/*
+ * hiredis 0.14.1 (Debian 12) and 1.x from one code base. What differs
+ * and how rjq steers around it (shared/docs/hiredis-compat.md):
+ *
+ * - redisFormatCommandArgv returns int on 0.14 and long long on 1.x:
+ *   always store it in rjq__fmtlen.
+ * - 0.14.1 has no async timeouts: connect timeouts and every other
+ *   deadline are rjq's own timer (one per client), on both versions.
+ * - 0.14.1 crashes when a context is freed inside its connect callback
+ *   (#946): rjq never calls user code from the connect callback, and
+ *   frees contexts only outside their connect/disconnect callbacks.
+ * - 0.14.1 aborts on UNSUBSCRIBE races (#1039, #968): rjq never
+ *   unsubscribes (see pubsub.c).
+ * - 1.x arms nothing when the connect callback is set before attaching:
+ *   rjq attaches first (conn.c).
+ * - RESP2 only: no HELLO 3 (0.14.1 drops the connection on it).
+ * - Only HIREDIS_MAJOR/MINOR are meaningful (1.4.1 still says PATCH 0).
+ */
+#ifndef RJQ_COMPAT_H
+#define RJQ_COMPAT_H
+
+#include <hiredis/hiredis.h>
+
+#define RJQ_HIREDIS_AT_LEAST(major, minor) \
+    (HIREDIS_MAJOR > (major) || (HIREDIS_MAJOR == (major) && HIREDIS_MINOR >= (minor)))
+
+#if !RJQ_HIREDIS_AT_LEAST(0, 14)
+#error "rjq needs hiredis >= 0.14.1"
+#endif
+
+/* redisFormatCommandArgv's return type differs (int / long long). */
+typedef long long rjq__fmtlen;
+
+#endif

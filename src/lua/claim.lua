@@ -4,8 +4,8 @@
 -- ARGV: 1 job key prefix, 2 want, 3 lease ms, 4 token base (unique per
 --       call), 5 wake channel
 -- Returns { next, id, token, payload, attempt, max_attempts, ... } where
--- next is -1, or (when no job was claimed) the ms until the next delayed
--- job is due. A claim that filled `want` and left work behind rings the
+-- next is -1, or (when fewer than `want` jobs were claimed) the ms until
+-- the next delayed job is due. A claim that filled `want` and left work behind rings the
 -- doorbell, so idle workers elsewhere join in (each full claim wakes the
 -- next: no herd, no stranded backlog).
 local ready, prio, delayed, active, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -63,9 +63,9 @@ for i, id in ipairs(ids) do
     emit('active', id)
   end
 end
-if #za > 0 then
-  redis.call('ZADD', active, unpack(za))
-  if #ids == want and (redis.call('LLEN', ready) > 0 or redis.call('ZCARD', prio) > 0) then
+if #za > 0 then redis.call('ZADD', active, unpack(za)) end
+if #ids == want then
+  if redis.call('LLEN', ready) > 0 or redis.call('ZCARD', prio) > 0 then
     redis.call('PUBLISH', wake, '1')
   end
 else

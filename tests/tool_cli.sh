@@ -1,0 +1,336 @@
+#!/usr/bin/env bash
+# End-to-end test of the rjq command-line tool against a private redis-server.
+#
+# Env: RJQ_BUILD (build dir holding the rjq binary), RJQ_SOURCE (unused here).
+# Optional: RJQ_TOOL_WRAP, a command prefix for every rjq run, e.g.
+#   RJQ_TOOL_WRAP="valgrind -q --leak-check=full --errors-for-leak-kinds=all --error-exitcode=99"
+set -u
+
+BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
+RJQ_BIN="$BUILD/rjq"
+WRAP=${RJQ_TOOL_WRAP:-}
+FAILURES=0
+CHECKS=0
+
+die() { echo "FATAL: $*" >&2; exit 1; }
+[ -x "$RJQ_BIN" ] || die "$RJQ_BIN is not built"
+command -v redis-server >/dev/null || die "redis-server not found"
+command -v redis-cli >/dev/null || die "redis-cli not found"
+
+DIR=$(mktemp -d "${TMPDIR:-/tmp}/rjq-tool-test.XXXXXX") || die "mktemp failed"
+PORT=
+
+cleanup() {
+    if [ -s "$DIR/pid" ]; then
+        local pid
+        pid=$(cat "$DIR/pid")
+        kill -CONT "$pid" 2>/dev/null
+        kill "$pid" 2>/dev/null
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    fi
+    rm -rf "$DIR"
+}
+trap cleanup EXIT
+
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# A port nobody listens on (checked; a race with other programs is retried).
+pick_port() {
+    local p
+    for _ in $(seq 100); do
+        p=$((20000 + RANDOM % 40000))
+        port_busy "$p" || { echo "$p"; return 0; }
+    done
+    return 1
+}
+
+start_redis() {
+    for _ in $(seq 10); do
+        PORT=$(pick_port) || die "no free port"
+        rm -f "$DIR/pid"
+        redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no \
+            --daemonize yes --pidfile "$DIR/pid" --dir "$DIR" --logfile "$DIR/redis.log" \
+            || continue
+        for _ in $(seq 100); do
+            if [ "$(redis-cli -p "$PORT" PING 2>/dev/null)" = PONG ] && [ -s "$DIR/pid" ]; then
+                return 0
+            fi
+            sleep 0.05
+        done
+        [ -s "$DIR/pid" ] && kill "$(cat "$DIR/pid")" 2>/dev/null
+    done
+    die "could not start redis-server (log: $(cat "$DIR/redis.log" 2>/dev/null))"
+}
+
+start_redis
+export RJQ_URL="redis://127.0.0.1:$PORT"
+rcli() { redis-cli -p "$PORT" "$@" >/dev/null; }
+
+# ---- helpers -----------------------------------------------------------------
+
+# run ARGS...: run the tool; sets OUT, ERR, RC and LAST (the command line).
+# Reads stdin from $IN_FILE when set.
+run() {
+    LAST="rjq $*"
+    # shellcheck disable=SC2086
+    $WRAP "$RJQ_BIN" "$@" <"${IN_FILE:-/dev/null}" >"$DIR/out" 2>"$DIR/err"
+    RC=$?
+    OUT=$(cat "$DIR/out")
+    ERR=$(cat "$DIR/err")
+}
+
+fail() {
+    FAILURES=$((FAILURES + 1))
+    echo "FAIL: $LAST: $*"
+    echo "  exit: $RC"
+    echo "  stdout: $(head -c 600 "$DIR/out")"
+    echo "  stderr: $(head -c 600 "$DIR/err")"
+}
+
+check() { CHECKS=$((CHECKS + 1)); }
+expect_rc() { check; [ "$RC" = "$1" ] || fail "expected exit $1"; }
+expect_out() { check; [ "$OUT" = "$1" ] || fail "expected stdout '$1'"; }
+expect_line() { check; grep -qxF -- "$1" "$DIR/out" || fail "expected a stdout line '$1'"; }
+expect_out_re() { check; [[ $OUT =~ $1 ]] || fail "stdout does not match /$1/"; }
+expect_err_has() { check; grep -qF -- "$1" "$DIR/err" || fail "expected stderr to contain '$1'"; }
+expect_err_empty() { check; [ -z "$ERR" ] || fail "expected empty stderr"; }
+expect_ok() { expect_rc 0; }
+
+now_ms() { date +%s%3N; }
+
+# ---- enqueue and stats ----------------------------------------------------------
+
+run enqueue q hello
+expect_ok
+expect_out_re '^[0-9]+$'
+expect_err_empty
+FIRST_ID=$OUT
+
+run stats q
+expect_ok
+expect_line "enqueued 1"
+expect_line "ready 1"
+expect_line "delayed 0"
+expect_line "dead_depth 0"
+check; [ "$(wc -l <"$DIR/out")" -eq 11 ] || fail "expected 11 stats lines"
+
+run stats q --json
+expect_ok
+expect_out_re '^\{"enqueued":1,.*"ready":1,.*"dead_depth":0\}$'
+check; [ "$(wc -l <"$DIR/out")" -eq 1 ] || fail "expected one JSON line"
+if command -v python3 >/dev/null; then
+    check
+    python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ready"]==1 and len(d)==11' \
+        <"$DIR/out" 2>/dev/null || fail "stats --json is not the expected JSON object"
+fi
+
+run job q "$FIRST_ID"
+expect_ok
+expect_line "id $FIRST_ID"
+expect_line "state ready"
+expect_line "attempts 0"
+expect_line "max_attempts 3"
+expect_line "payload hello"
+check; grep -q '^result' "$DIR/out" && fail "a ready job has no result line"
+
+# idempotent enqueue with an explicit id
+run enqueue q first --id job-1
+expect_ok
+expect_out "job-1"
+expect_err_empty
+run enqueue q second --id job-1
+expect_ok
+expect_out "job-1"
+expect_err_has "existed"
+run job q job-1
+expect_line "payload first"
+run stats q
+expect_line "enqueued 2"
+expect_line "ready 2"
+
+# options: delay, priority, attempts; a payload that looks like an option
+run enqueue q later --id later-1 --delay 60000 --priority 5 --attempts 7
+expect_ok
+run job q later-1 --json
+expect_ok
+expect_out '{"id":"later-1","state":"delayed","attempts":0,"max_attempts":7,'\
+'"payload":"later","result":null,"error":null}'
+run stats q
+expect_line "delayed 1"
+run enqueue q -- --dashed
+expect_ok
+run job q "$OUT"
+expect_line "payload --dashed"
+
+# JSON escaping of a payload with quotes, backslash and a tab
+run enqueue q "$(printf 'a"b\\c\td')" --id esc-1
+run job q esc-1 --json
+expect_out_re '"payload":"a\\"b\\\\c\\td"'
+
+# ---- batch enqueue from stdin ------------------------------------------------------
+
+seq -f 'line %g' 2500 >"$DIR/lines"
+IN_FILE="$DIR/lines" run enqueue big -
+expect_ok
+expect_out "2500"
+run stats big
+expect_line "enqueued 2500"
+expect_line "ready 2500"
+run job big 1001
+expect_line "payload line 1001"
+run job big 2500
+expect_line "payload line 2500"
+IN_FILE="$DIR/lines" run enqueue big - --delay 60000
+expect_out "2500"
+run stats big
+expect_line "enqueued 5000"
+expect_line "delayed 2500"
+# time spent waiting for stdin does not count against the deadline
+check
+out=$( (seq 1000; sleep 1.5; echo last) | $WRAP "$RJQ_BIN" -t 1 enqueue slow - 2>&1)
+[ "$out" = 1001 ] || { LAST="slow stdin"; RC=; fail "expected 1001, got '$out'"; }
+printf '' >"$DIR/empty"
+IN_FILE="$DIR/empty" run enqueue big -
+expect_ok
+expect_out "0"
+
+# ---- dead jobs, reclaim and replay ----------------------------------------------------
+# The tool cannot claim, so play a worker that crashed holding three jobs of
+# one attempt each: move them to the active set with an expired lease, as the
+# claim script would. The tool's reclaim then buries them.
+
+for id in d1 d2 d3; do
+    run enqueue dq "payload $id" --id "$id" --attempts 1
+    expect_out "$id"
+    rcli LREM 'rjq:{dq}:ready' 0 "$id"
+    rcli ZADD 'rjq:{dq}:active' 0 "$id"
+    rcli HSET "rjq:{dq}:job:$id" s active a 1 t crashed.1
+done
+run enqueue dq alive --id alive-1
+run reclaim dq
+expect_ok
+expect_out "3"
+run reclaim dq
+expect_out "0"
+
+run stats dq
+expect_line "reclaimed 3"
+expect_line "dead 3"
+expect_line "dead_depth 3"
+expect_line "ready 1"
+expect_line "active 0"
+
+run dead dq
+expect_ok
+expect_out "$(printf 'd1\nd2\nd3')"
+run dead dq --offset 1 --limit 1
+expect_out "d2"
+run dead dq --offset 5
+expect_ok
+expect_out ""
+
+run job dq d2
+expect_line "state dead"
+expect_line "attempts 1"
+expect_line "error lease expired"
+
+run replay dq d2
+expect_ok
+expect_out "1"
+run job dq d2
+expect_line "state ready"
+expect_line "attempts 0"
+run replay dq d2
+expect_rc 1
+expect_err_has "rjq: replay: the job is not in a state that allows this"
+run replay dq no-such-job
+expect_rc 1
+expect_err_has "rjq: replay: no such job"
+check; [ -z "$OUT" ] || fail "a failed replay prints nothing on stdout"
+
+run replay dq --all --limit 1
+expect_out "1"
+run dead dq
+expect_out "d3"
+run replay dq --all
+expect_out "1"
+run replay dq --all
+expect_ok
+expect_out "0"
+run stats dq
+expect_line "replayed 3"
+expect_line "dead_depth 0"
+expect_line "ready 4"
+
+# ---- errors -----------------------------------------------------------------------
+
+run stats 'a{b}'
+expect_rc 1
+expect_err_has "rjq: stats: invalid queue name ("
+run job q missing-job
+expect_rc 1
+expect_err_has "rjq: job: no such job"
+run enqueue q x --id 12345
+expect_rc 1
+expect_err_has "rjq: enqueue: invalid job id"
+
+rcli SET 'rjq:{wt}:ready' not-a-list
+run enqueue wt x
+expect_rc 1
+expect_err_has "rjq: enqueue: a queue key holds the wrong kind of value (WRONGTYPE"
+
+run -u 'nonsense://x' stats q
+expect_rc 1
+expect_err_has "invalid Redis URL"
+
+# another prefix is another keyspace; -u overrides RJQ_URL
+RJQ_URL=redis://127.0.0.1:1 run -u "redis://127.0.0.1:$PORT" -p other stats q
+expect_ok
+expect_line "enqueued 0"
+
+# nothing listens: fails fast, exit 1
+DEAD_PORT=$(pick_port)
+T0=$(now_ms)
+run -u "redis://127.0.0.1:$DEAD_PORT" stats q
+T1=$(now_ms)
+expect_rc 1
+expect_err_has "rjq: stats: "
+expect_err_has "could not connect to redis://127.0.0.1:$DEAD_PORT"
+check; [ $((T1 - T0)) -lt 10000 ] || fail "took $((T1 - T0)) ms"
+
+# a server that accepts connections but never answers: the deadline ends it
+kill -STOP "$(cat "$DIR/pid")"
+T0=$(now_ms)
+run -t 1 stats q
+T1=$(now_ms)
+kill -CONT "$(cat "$DIR/pid")"
+expect_rc 1
+expect_err_has "rjq: stats: timed out (no reply from redis://127.0.0.1:$PORT within 1 s"
+check; { [ $((T1 - T0)) -ge 900 ] && [ $((T1 - T0)) -lt 6000 ]; } || fail "took $((T1 - T0)) ms"
+
+# the password of a URL is not echoed in messages
+run -t 1 -u "redis://user:hunter2@127.0.0.1:$DEAD_PORT" stats q
+expect_rc 1
+check; grep -q hunter2 "$DIR/err" && fail "the password leaked into the message"
+
+# ---- usage ----------------------------------------------------------------------------
+
+for args in "help" "--help" "" "frobnicate q" "stats" "enqueue q" "enqueue q a b" \
+    "enqueue q - --id x" "enqueue q x --priority 2000000" "enqueue q x --delay -1" \
+    "enqueue q x --attempts zero" "enqueue q x --bogus" "replay q" "replay q id --all" \
+    "replay q id --limit 3" "dead q --limit 0" "job q" "-t 0 stats q" "-x stats q"; do
+    # shellcheck disable=SC2086
+    run $args
+    expect_rc 2
+    check; [ -z "$OUT" ] || fail "usage errors print nothing on stdout"
+    check; [ -n "$ERR" ] || fail "usage errors explain themselves on stderr"
+done
+run help
+expect_err_has "usage: rjq"
+
+# ---- the server survived it all ---------------------------------------------------------
+run stats q
+expect_ok
+
+echo "$CHECKS checks, $FAILURES failed"
+[ "$FAILURES" -eq 0 ]

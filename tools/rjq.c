@@ -1,0 +1,621 @@
+/*
+ * rjq — command-line tool for rjq queues: inspect, enqueue, replay, sweep.
+ *
+ *     rjq [-u URL] [-p PREFIX] [-t SECONDS] COMMAND ...
+ *
+ * Every command opens one client on a private libevent loop, sends its
+ * request(s), runs the loop until the replies are in, prints them and frees
+ * everything. A deadline timer (10 s by default, armed when the tool starts
+ * waiting and re-armed by every reply) ends a command that gets no answer, so an
+ * unreachable server never hangs the tool.
+ *
+ * Exit status: 0 success, 1 error (reported on stderr as
+ * "rjq: <what>: <description> (<detail>)"), 2 usage error.
+ *
+ * Only the public API (rjq.h and the libevent adapter) is used.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <rjq/libevent.h>
+
+#include "rjq.h"
+
+#define EXIT_USAGE 2
+#define DEFAULT_URL "redis://127.0.0.1:6379"
+#define DEFAULT_TIMEOUT_S 10
+#define STDIN_BATCH 1000   /* jobs per rjq_enqueue_batch() call */
+#define STDIN_INFLIGHT 4   /* batches sent and not yet answered */
+#define DEAD_LIMIT 100     /* default --limit of "dead" */
+
+static const char usage_text[] =
+    "usage: rjq [-u URL] [-p PREFIX] [-t SECONDS] COMMAND ...\n"
+    "\n"
+    "  -u URL      Redis URL (default: $RJQ_URL, else " DEFAULT_URL ")\n"
+    "  -p PREFIX   key prefix (default: rjq)\n"
+    "  -t SECONDS  give up when Redis does not answer for this long (default: 10)\n"
+    "\n"
+    "commands:\n"
+    "  stats QUEUE [--json]                 counters and depths, one \"name value\" per line\n"
+    "  enqueue QUEUE PAYLOAD [--id ID] [--delay MS] [--priority N] [--attempts N]\n"
+    "                                       enqueue one job, print its id\n"
+    "  enqueue QUEUE - [--delay MS] [--priority N] [--attempts N]\n"
+    "                                       one job per stdin line, print how many\n"
+    "  job QUEUE ID [--json]                a job's state, attempts, payload, result, error\n"
+    "  dead QUEUE [--offset N] [--limit N]  list dead job ids, oldest first (limit 100)\n"
+    "  replay QUEUE ID                      move a dead job back to ready\n"
+    "  replay QUEUE --all [--limit N]       replay the oldest dead jobs (limit 1000)\n"
+    "  reclaim QUEUE                        sweep expired leases now, print how many\n"
+    "  help                                 this text\n"
+    "\n"
+    "Exit status: 0 success, 1 error, 2 usage error. Use -- to end options\n"
+    "(e.g. rjq enqueue q -- --literal-payload).\n";
+
+/* ---- the tool's state ---------------------------------------------------- */
+
+typedef struct cli {
+    const char *url;         /* NULL: the library's default */
+    const char *prefix;
+    long timeout_s;
+    const char *what;        /* the command, for error messages */
+    int json;
+    struct event_base *base;
+    struct event *deadline;
+    rjq_client *c;
+    rjq_queue *q;
+    int pending;             /* replies still expected */
+    int failed;              /* an error was reported */
+    int timed_out;
+    int closing;             /* replies from here on are cancellations */
+    int ever_connected;      /* the command connection came up once */
+    char last_event[256];    /* detail of the last connection error */
+    long long count;         /* "enqueue -": jobs enqueued so far */
+} cli;
+
+static int usage(void) {
+    fputs(usage_text, stderr);
+    return EXIT_USAGE;
+}
+
+static int usage_error(const char *fmt, const char *arg) {
+    fputs("rjq: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs(" (see rjq help)\n", stderr);
+    return EXIT_USAGE;
+}
+
+/* The URL to show in messages, with any password masked. */
+static void display_url(const cli *t, char *out, size_t size) {
+    const char *u = t->url ? t->url : DEFAULT_URL;
+    const char *auth = strstr(u, "://");
+    const char *at = auth ? strchr(auth + 3, '@') : NULL;
+    const char *colon = at ? memchr(auth + 3, ':', (size_t)(at - auth - 3)) : NULL;
+    if (colon == NULL)
+        snprintf(out, size, "%s", u);
+    else
+        snprintf(out, size, "%.*s:***%s", (int)(colon - u), u, at);
+}
+
+/* ---- errors --------------------------------------------------------------- */
+
+static void report(cli *t, int code, const char *detail) {
+    t->failed = 1;
+    if (detail && detail[0])
+        fprintf(stderr, "rjq: %s: %s (%s)\n", t->what, rjq_strerror(code), detail);
+    else
+        fprintf(stderr, "rjq: %s: %s\n", t->what, rjq_strerror(code));
+}
+
+/* Report an error code with the client's detail; a request that failed
+ * because the server was never reached says so. */
+static void report_rc(cli *t, int code) {
+    const char *detail = t->c ? rjq_client_errmsg(t->c) : NULL;
+    char buf[1024], url[256];
+    if (detail && strcmp(detail, "no error") == 0) detail = NULL;
+    if (code == RJQ_ECONN && !t->ever_connected) {
+        display_url(t, url, sizeof url);
+        snprintf(buf, sizeof buf, "could not connect to %s: %s", url,
+                 detail ? detail : "connection failed");
+        detail = buf;
+    }
+    report(t, code, detail);
+}
+
+/* ---- event loop ------------------------------------------------------------ */
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg) {
+    cli *t = arg;
+    char buf[1024], url[256];
+    (void)fd;
+    (void)what;
+    display_url(t, url, sizeof url);
+    snprintf(buf, sizeof buf, "no reply from %s within %ld s%s%s", url, t->timeout_s,
+             t->last_event[0] ? "; last error: " : "", t->last_event);
+    report(t, RJQ_ETIMEDOUT, buf);
+    t->timed_out = 1;
+    event_base_loopbreak(t->base);
+}
+
+static void arm_deadline(cli *t) {
+    struct timeval tv = {t->timeout_s, 0};
+    evtimer_add(t->deadline, &tv);
+}
+
+static void on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
+    cli *t = data;
+    (void)c;
+    if (conn != RJQ_CONN_COMMAND) return;
+    if (ev == RJQ_EVENT_CONNECTED)
+        t->ever_connected = 1;
+    else if (detail)
+        snprintf(t->last_event, sizeof t->last_event, "%s", detail);
+}
+
+/* Run the loop until at most max_pending replies are outstanding.
+ * Returns 0, or 1 when an error was reported or the deadline passed. */
+static int wait_replies(cli *t, int max_pending) {
+    if (t->pending > max_pending) arm_deadline(t); /* time spent elsewhere does not count */
+    while (t->pending > max_pending && !t->timed_out)
+        if (event_base_loop(t->base, EVLOOP_ONCE) < 0) {
+            report(t, RJQ_EPROTO, "event loop failure");
+            break;
+        }
+    return t->failed || t->timed_out;
+}
+
+/* Account for a request just handed to the library (rc: what it returned).
+ * Returns 0, or 1 (error reported) when it was refused. */
+static int sent(cli *t, int rc) {
+    if (rc != RJQ_OK) {
+        report_rc(t, rc);
+        return 1;
+    }
+    t->pending++;
+    return 0;
+}
+
+/* Send one request and wait for its reply: the shape of most commands. */
+static int send_and_wait(cli *t, int rc) {
+    return sent(t, rc) || wait_replies(t, 0);
+}
+
+/* The common start of every reply callback. Returns 1 when the reply is
+ * good and should be printed; errors are reported here. */
+static int reply_ok(cli *t, int status) {
+    t->pending--;
+    if (t->closing || t->timed_out) return 0; /* cancellations while freeing */
+    arm_deadline(t);
+    if (status != RJQ_OK) {
+        report_rc(t, status);
+        return 0;
+    }
+    return 1;
+}
+
+/* Create the loop, the client and the queue handle. Returns 0 or 1. */
+static int cli_open(cli *t, const char *queue) {
+    rjq_client_options o = {0};
+    o.url = t->url;
+    o.prefix = t->prefix;
+    o.name = "rjq-cli";
+    o.on_event = on_event;
+    o.event_data = t;
+    t->base = event_base_new();
+    t->deadline = t->base ? evtimer_new(t->base, on_deadline, t) : NULL;
+    if (t->deadline == NULL) {
+        report(t, RJQ_ENOMEM, "cannot create the event loop");
+        return 1;
+    }
+    int rc = rjq_libevent_client_new(&t->c, t->base, &o);
+    if (rc != RJQ_OK) {
+        char url[256];
+        display_url(t, url, sizeof url);
+        report(t, rc, rc == RJQ_EURL ? url : NULL);
+        t->c = NULL;
+        return 1;
+    }
+    rc = rjq_queue_open(t->c, queue, NULL, &t->q);
+    if (rc != RJQ_OK) {
+        report_rc(t, rc);
+        return 1;
+    }
+    return 0;
+}
+
+static void cli_close(cli *t) {
+    t->closing = 1;
+    rjq_client_free(t->c); /* pending callbacks get RJQ_ECANCELED */
+    if (t->deadline) event_free(t->deadline);
+    if (t->base) event_base_free(t->base);
+}
+
+/* ---- argument parsing ------------------------------------------------------ */
+
+typedef struct optdef {
+    const char *name;   /* "--delay" */
+    const char **value; /* takes an argument, stored here */
+    int *flag;          /* or is a flag, set to 1 */
+} optdef;
+
+/* Split a command's arguments into options (defs, ended by a {NULL}) and
+ * min..max positionals. Returns 0 or EXIT_USAGE (reported). */
+static int parse_args(int argc, char **argv, const optdef *defs, char **pos, int min,
+                      int max, int *npos) {
+    int n = 0, options = 1;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const optdef *d = NULL;
+        if (options && strcmp(a, "--") == 0) {
+            options = 0;
+            continue;
+        }
+        if (options && a[0] == '-' && a[1] == '-') {
+            for (d = defs; d->name && strcmp(d->name, a) != 0; d++) {}
+            if (d->name == NULL) return usage_error("unknown option %s", a);
+            if (d->flag) {
+                *d->flag = 1;
+            } else if (i + 1 < argc) {
+                *d->value = argv[++i];
+            } else {
+                return usage_error("option %s needs a value", a);
+            }
+            continue;
+        }
+        if (n == max) return usage_error("unexpected argument '%s'", a);
+        pos[n++] = argv[i];
+    }
+    if (n < min) return usage_error("%s", "missing argument");
+    if (npos) *npos = n;
+    return 0;
+}
+
+/* Parse an optional integer option into *out (left alone when s is NULL).
+ * Returns 0 or EXIT_USAGE (reported). */
+static int parse_ll(const char *name, const char *s, long long lo, long long hi, long long *out) {
+    if (s == NULL) return 0;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < lo || v > hi) {
+        fprintf(stderr, "rjq: %s: expected an integer in [%lld, %lld], got '%s'\n", name, lo,
+                hi, s);
+        return EXIT_USAGE;
+    }
+    *out = v;
+    return 0;
+}
+
+/* ---- output ------------------------------------------------------------------ */
+
+static void print_json_string(const void *p, size_t len) {
+    const unsigned char *s = p;
+    putchar('"');
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = s[i];
+        if (ch == '"' || ch == '\\')
+            printf("\\%c", ch);
+        else if (ch == '\n')
+            fputs("\\n", stdout);
+        else if (ch == '\t')
+            fputs("\\t", stdout);
+        else if (ch < 0x20 || ch == 0x7f)
+            printf("\\u%04x", ch);
+        else
+            putchar(ch);
+    }
+    putchar('"');
+}
+
+/* One field of an object: plain "name value" line or a JSON member.
+ * NULL values are omitted in plain output and null in JSON. */
+static void print_field(const cli *t, int first, const char *name, const void *v, size_t len) {
+    if (t->json) {
+        printf("%s\"%s\":", first ? "{" : ",", name);
+        if (v)
+            print_json_string(v, len);
+        else
+            fputs("null", stdout);
+    } else if (v) {
+        printf("%s ", name);
+        fwrite(v, 1, len, stdout);
+        putchar('\n');
+    }
+}
+
+static void print_num(const cli *t, int first, const char *name, long long v) {
+    if (t->json)
+        printf("%s\"%s\":%lld", first ? "{" : ",", name, v);
+    else
+        printf("%s %lld\n", name, v);
+}
+
+static void end_object(const cli *t) {
+    if (t->json) puts("}");
+}
+
+/* ---- stats ------------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    size_t off;
+} stat_fields[] = {
+    {"enqueued", offsetof(rjq_stats, enqueued)},   {"completed", offsetof(rjq_stats, completed)},
+    {"failed", offsetof(rjq_stats, failed)},       {"retried", offsetof(rjq_stats, retried)},
+    {"dead", offsetof(rjq_stats, dead)},           {"reclaimed", offsetof(rjq_stats, reclaimed)},
+    {"replayed", offsetof(rjq_stats, replayed)},   {"ready", offsetof(rjq_stats, ready)},
+    {"delayed", offsetof(rjq_stats, delayed)},     {"active", offsetof(rjq_stats, active)},
+    {"dead_depth", offsetof(rjq_stats, dead_depth)},
+};
+
+static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) {
+    cli *t = data;
+    (void)c;
+    if (!reply_ok(t, status)) return;
+    for (size_t i = 0; i < sizeof stat_fields / sizeof stat_fields[0]; i++)
+        print_num(t, i == 0, stat_fields[i].name,
+                  *(const long long *)(const void *)((const char *)s + stat_fields[i].off));
+    end_object(t);
+}
+
+static int cmd_stats(cli *t, int argc, char **argv) {
+    char *pos[1];
+    const optdef defs[] = {{"--json", NULL, &t->json}, {NULL, NULL, NULL}};
+    int rc = parse_args(argc, argv, defs, pos, 1, 1, NULL);
+    if (rc) return rc;
+    if (cli_open(t, pos[0])) return 1;
+    return send_and_wait(t, rjq_queue_stats(t->q, on_stats, t));
+}
+
+/* ---- enqueue ----------------------------------------------------------------- */
+
+static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n,
+                        void *data) {
+    cli *t = data;
+    (void)c;
+    if (!reply_ok(t, status) || n != 1) return;
+    puts(jobs[0].id);
+    if (jobs[0].existed)
+        fprintf(stderr, "rjq: note: job %s existed already; nothing was written\n", jobs[0].id);
+}
+
+static void on_batch(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n,
+                     void *data) {
+    cli *t = data;
+    (void)c;
+    (void)jobs;
+    if (reply_ok(t, status)) t->count += (long long)n;
+}
+
+/* Lines read from stdin, waiting to be sent as one batch. */
+typedef struct batch {
+    char *buf;          /* the lines' bytes, back to back */
+    size_t used, cap;
+    size_t off[STDIN_BATCH], len[STDIN_BATCH];
+    size_t n;
+} batch;
+
+static int batch_add(batch *b, const char *line, size_t len) {
+    if (b->used + len > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->used + len) cap *= 2;
+        char *p = realloc(b->buf, cap);
+        if (p == NULL) return RJQ_ENOMEM;
+        b->buf = p;
+        b->cap = cap;
+    }
+    if (len) memcpy(b->buf + b->used, line, len);
+    b->off[b->n] = b->used;
+    b->len[b->n++] = len;
+    b->used += len;
+    return RJQ_OK;
+}
+
+/* Send the batch (the library copies it), then keep at most
+ * STDIN_INFLIGHT batches unanswered. Returns 0 or 1. */
+static int batch_send(cli *t, batch *b, const rjq_job_options *o) {
+    static rjq_enqueue_item items[STDIN_BATCH];
+    for (size_t i = 0; i < b->n; i++) {
+        items[i].payload = b->buf + b->off[i];
+        items[i].len = b->len[i];
+        items[i].opts = o;
+    }
+    int rc = rjq_enqueue_batch(t->q, items, b->n, on_batch, t);
+    b->n = b->used = 0;
+    return sent(t, rc) || wait_replies(t, STDIN_INFLIGHT - 1);
+}
+
+static int enqueue_stdin(cli *t, const rjq_job_options *o) {
+    batch *b = calloc(1, sizeof *b);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int err = b == NULL;
+    while (!err && (len = getline(&line, &cap, stdin)) >= 0) {
+        if (len > 0 && line[len - 1] == '\n') len--;
+        err = batch_add(b, line, (size_t)len) != RJQ_OK;
+        if (err) report(t, RJQ_ENOMEM, "reading stdin");
+        else if (b->n == STDIN_BATCH) err = batch_send(t, b, o);
+    }
+    if (!err && ferror(stdin)) {
+        report(t, RJQ_EINVAL, strerror(errno));
+        err = 1;
+    }
+    if (!err && b->n) err = batch_send(t, b, o);
+    if (!err) err = wait_replies(t, 0);
+    if (b) free(b->buf);
+    free(b);
+    free(line);
+    if (err && t->count)
+        fprintf(stderr, "rjq: at least %lld jobs were enqueued before the error\n", t->count);
+    if (!err) printf("%lld\n", t->count);
+    return err;
+}
+
+static int cmd_enqueue(cli *t, int argc, char **argv) {
+    char *pos[2];
+    const char *id = NULL, *delay = NULL, *prio = NULL, *attempts = NULL;
+    const optdef defs[] = {{"--id", &id, NULL},
+                           {"--delay", &delay, NULL},
+                           {"--priority", &prio, NULL},
+                           {"--attempts", &attempts, NULL},
+                           {NULL, NULL, NULL}};
+    long long d = 0, p = 0, a = 0;
+    int rc = parse_args(argc, argv, defs, pos, 2, 2, NULL);
+    if (rc || (rc = parse_ll("--delay", delay, 0, LLONG_MAX, &d)) ||
+        (rc = parse_ll("--priority", prio, RJQ_PRIORITY_MIN, RJQ_PRIORITY_MAX, &p)) ||
+        (rc = parse_ll("--attempts", attempts, 1, INT_MAX, &a)))
+        return rc;
+    int from_stdin = strcmp(pos[1], "-") == 0;
+    if (from_stdin && id) return usage_error("%s cannot be used with stdin payloads", "--id");
+    rjq_job_options o = {0};
+    o.id = id;
+    o.delay_ms = d;
+    o.priority = (int)p;
+    o.max_attempts = (int)a;
+    if (cli_open(t, pos[0])) return 1;
+    if (from_stdin) return enqueue_stdin(t, &o);
+    return send_and_wait(t, rjq_enqueue(t->q, pos[1], strlen(pos[1]), &o, on_enqueued, t));
+}
+
+/* ---- job ---------------------------------------------------------------------- */
+
+static void on_job(rjq_client *c, int status, const rjq_job_info *j, void *data) {
+    cli *t = data;
+    (void)c;
+    if (!reply_ok(t, status)) return;
+    print_field(t, 1, "id", j->id, strlen(j->id));
+    print_field(t, 0, "state", j->state, strlen(j->state));
+    print_num(t, 0, "attempts", j->attempts);
+    print_num(t, 0, "max_attempts", j->max_attempts);
+    print_field(t, 0, "payload", j->payload, j->payload_len);
+    print_field(t, 0, "result", j->result, j->result_len);
+    print_field(t, 0, "error", j->error, j->error ? strlen(j->error) : 0);
+    end_object(t);
+}
+
+static int cmd_job(cli *t, int argc, char **argv) {
+    char *pos[2];
+    const optdef defs[] = {{"--json", NULL, &t->json}, {NULL, NULL, NULL}};
+    int rc = parse_args(argc, argv, defs, pos, 2, 2, NULL);
+    if (rc) return rc;
+    if (cli_open(t, pos[0])) return 1;
+    return send_and_wait(t, rjq_queue_job(t->q, pos[1], on_job, t));
+}
+
+/* ---- dead ---------------------------------------------------------------------- */
+
+static void on_dead(rjq_client *c, int status, const char *const *ids, size_t n, void *data) {
+    cli *t = data;
+    (void)c;
+    if (!reply_ok(t, status)) return;
+    for (size_t i = 0; i < n; i++) puts(ids[i]);
+}
+
+static int cmd_dead(cli *t, int argc, char **argv) {
+    char *pos[1];
+    const char *offset = NULL, *limit = NULL;
+    const optdef defs[] = {{"--offset", &offset, NULL}, {"--limit", &limit, NULL},
+                           {NULL, NULL, NULL}};
+    long long off = 0, lim = DEAD_LIMIT;
+    int rc = parse_args(argc, argv, defs, pos, 1, 1, NULL);
+    if (rc || (rc = parse_ll("--offset", offset, 0, LONG_MAX, &off)) ||
+        (rc = parse_ll("--limit", limit, 1, LONG_MAX - off, &lim)))
+        return rc;
+    if (cli_open(t, pos[0])) return 1;
+    return send_and_wait(t, rjq_queue_dead(t->q, (long)off, (long)lim, on_dead, t));
+}
+
+/* ---- replay, reclaim -------------------------------------------------------------- */
+
+static void on_count(rjq_client *c, int status, long long n, void *data) {
+    cli *t = data;
+    (void)c;
+    if (reply_ok(t, status)) printf("%lld\n", n);
+}
+
+static int cmd_replay(cli *t, int argc, char **argv) {
+    char *pos[2] = {NULL, NULL};
+    const char *limit = NULL;
+    int all = 0, npos;
+    const optdef defs[] = {{"--all", NULL, &all}, {"--limit", &limit, NULL}, {NULL, NULL, NULL}};
+    long long lim = 0;
+    int rc = parse_args(argc, argv, defs, pos, 1, 2, &npos);
+    if (rc || (rc = parse_ll("--limit", limit, 1, LONG_MAX, &lim))) return rc;
+    if (all == (npos == 2)) return usage_error("%s", "replay needs either a job ID or --all");
+    if (limit && !all) return usage_error("%s only goes with --all", "--limit");
+    if (cli_open(t, pos[0])) return 1;
+    return send_and_wait(t, rjq_queue_replay(t->q, pos[1], (long)lim, on_count, t));
+}
+
+static int cmd_reclaim(cli *t, int argc, char **argv) {
+    char *pos[1];
+    const optdef defs[] = {{NULL, NULL, NULL}};
+    int rc = parse_args(argc, argv, defs, pos, 1, 1, NULL);
+    if (rc) return rc;
+    if (cli_open(t, pos[0])) return 1;
+    return send_and_wait(t, rjq_queue_reclaim(t->q, on_count, t));
+}
+
+/* ---- main ------------------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    int (*run)(cli *t, int argc, char **argv);
+} commands[] = {
+    {"stats", cmd_stats}, {"enqueue", cmd_enqueue}, {"job", cmd_job},
+    {"dead", cmd_dead},   {"replay", cmd_replay},   {"reclaim", cmd_reclaim},
+};
+
+/* Global options before the command. Returns the index of the command, or
+ * -1 after a usage error. */
+static int parse_global(cli *t, int argc, char **argv) {
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-' && argv[i][1] != '-' && argv[i][1]; i++) {
+        char o = argv[i][1];
+        const char *v = argv[i][2] ? argv[i] + 2 : (i + 1 < argc ? argv[++i] : NULL);
+        long long secs = 0;
+        if (o != 'u' && o != 'p' && o != 't') return -1;
+        if (v == NULL) {
+            fprintf(stderr, "rjq: option -%c needs a value\n", o);
+            return -1;
+        }
+        if (o == 'u') t->url = v;
+        if (o == 'p') t->prefix = v;
+        if (o == 't') {
+            if (parse_ll("-t", v, 1, 86400, &secs)) return -1;
+            t->timeout_s = (long)secs;
+        }
+    }
+    return i;
+}
+
+int main(int argc, char **argv) {
+    cli t;
+    memset(&t, 0, sizeof t);
+    t.url = getenv("RJQ_URL");
+    if (t.url && t.url[0] == '\0') t.url = NULL;
+    t.timeout_s = DEFAULT_TIMEOUT_S;
+    int i = parse_global(&t, argc, argv);
+    if (i < 0 || i >= argc) return usage();
+    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) {
+        if (strcmp(argv[i], commands[k].name) != 0) continue;
+        signal(SIGPIPE, SIG_IGN); /* a dropped connection is an error, not a kill */
+        t.what = commands[k].name;
+        int rc = commands[k].run(&t, argc - i - 1, argv + i + 1);
+        cli_close(&t);
+        if (fflush(stdout) != 0 && rc == 0) {
+            fprintf(stderr, "rjq: writing output: %s\n", strerror(errno));
+            rc = 1;
+        }
+        return rc;
+    }
+    if (strcmp(argv[i], "help") != 0 && strcmp(argv[i], "--help") != 0)
+        fprintf(stderr, "rjq: unknown command '%s'\n", argv[i]);
+    return usage();
+}

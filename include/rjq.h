@@ -158,7 +158,10 @@ typedef struct rjq_client_options {
 /*
  * Create a client and start connecting both connections. Commands issued
  * before the connections are up are queued and sent once the session
- * (AUTH, SELECT, CLIENT SETNAME, script loading) is set. After a disconnect
+ * (AUTH, SELECT, CLIENT SETNAME, script loading) is set. If the session is
+ * refused (wrong password, missing database), the queued commands fail
+ * with RJQ_EAUTH or RJQ_EREDIS and nothing runs on that connection; an
+ * RJQ_EVENT_ERROR event carries the server's words. After a disconnect
  * the client reconnects with capped exponential backoff and replays the
  * session and its subscriptions.
  *
@@ -181,8 +184,9 @@ RJQ_API void rjq_client_handle_timeout(rjq_client *c);
  */
 RJQ_API void rjq_client_free(rjq_client *c);
 
-/* Detail of the last error seen by this client (Redis' error text, the URL
- * problem, ...). Owned by the client; valid until the next call on it. */
+/* Detail of the last error seen by this client (Redis' error text, ...).
+ * Owned by the client; valid until the next call on it. With c NULL: why
+ * the last rjq_client_new() of the calling thread failed (bad URL ...). */
 RJQ_API const char *rjq_client_errmsg(const rjq_client *c);
 
 /* A user pointer stored in the client. */

@@ -43,8 +43,12 @@ static void on_stats(rjq_client *c, int status, redisReply *r, void *priv) {
     if (status == RJQ_OK) {
         long long *f[11] = {&s.enqueued, &s.completed, &s.failed, &s.retried, &s.dead, &s.reclaimed,
                             &s.replayed, &s.ready, &s.delayed, &s.active, &s.dead_depth};
-        for (int i = 0; i < 11; i++) *f[i] = r->element[i]->integer;
+        for (int i = 0; i < 11; i++) {
+            if (r->element[i]->type != REDIS_REPLY_INTEGER) status = RJQ_EPROTO;
+            else *f[i] = r->element[i]->integer;
+        }
     }
+    if (status == RJQ_EPROTO) rjq__errmsg(c, "stats: unexpected reply");
     ((rjq_stats_cb *)ctx->cb)(c, status, status == RJQ_OK ? &s : NULL, ctx->data);
     free(ctx);
 }

@@ -15,6 +15,9 @@
 
 #define DEFAULT_MAX_PAYLOAD (16u * 1024 * 1024)
 
+/* Why the last rjq_client_new() of this thread failed (rjq_client_errmsg(NULL)). */
+static _Thread_local char new_error[RJQ__ERRMSG_MAX];
+
 uint64_t rjq__now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -121,7 +124,10 @@ int rjq_client_new(rjq_client **out, const rjq_client_options *opts,
         return RJQ_EINVAL;
     *out = NULL;
     rjq_client *c = calloc(1, sizeof *c);
-    if (c == NULL) return RJQ_ENOMEM;
+    if (c == NULL) {
+        snprintf(new_error, sizeof new_error, "out of memory");
+        return RJQ_ENOMEM;
+    }
     c->ops = *ops;
     c->loop = loop;
     c->armed_due = UINT64_MAX;
@@ -130,7 +136,7 @@ int rjq_client_new(rjq_client **out, const rjq_client_options *opts,
     if (rc == RJQ_OK)
         rc = rjq__url_parse(opts ? opts->url : NULL, &c->url, c->errmsg, sizeof c->errmsg);
     if (rc != RJQ_OK) {
-        c->ops.cleanup = NULL; /* the loop glue stays the caller's */
+        snprintf(new_error, sizeof new_error, "%s", c->errmsg[0] ? c->errmsg : rjq_strerror(rc));
         free(c->prefix);
         free(c->name);
         free(c);
@@ -195,7 +201,8 @@ static void destroy(rjq_client *c) {
 /* ---- accessors ----------------------------------------------------------- */
 
 const char *rjq_client_errmsg(const rjq_client *c) {
-    return c && c->errmsg[0] ? c->errmsg : "no error";
+    if (c == NULL) return new_error[0] ? new_error : "no error";
+    return c->errmsg[0] ? c->errmsg : "no error";
 }
 
 void rjq_client_set_data(rjq_client *c, void *data) {

@@ -55,19 +55,42 @@ static void send_setup(rjq__conn *conn) {
     }
 }
 
+/* A session that cannot be set (AUTH refused, SELECT of a missing db):
+ * nothing may run on it. Fail the requests waiting for it with the error,
+ * drop the context and try again later. */
+static void setup_failed(rjq__conn *conn, redisAsyncContext *ac, int code) {
+    rjq_client *c = conn->c;
+    ac->data = NULL; /* its remaining callbacks keep out */
+    conn->ac = NULL;
+    char why[RJQ__ERRMSG_MAX];
+    snprintf(why, sizeof why, "%s", c->errmsg);
+    rjq__conn_lost(conn, why);
+    snprintf(c->errmsg, sizeof c->errmsg, "%s", why); /* keep the server's words */
+    if (conn->kind == RJQ_CONN_COMMAND) rjq__requests_fail_backlog_with(c, code);
+    redisAsyncFree(ac); /* inside its reply callback: deferred by hiredis */
+}
+
 static void on_setup_reply(redisAsyncContext *ac, void *reply, void *priv) {
     rjq__conn *conn = priv;
     redisReply *r = reply;
     if (ac->data == NULL || r == NULL) return; /* closed, or the loss is handled elsewhere */
     rjq_client *c = conn->c;
     rjq__enter(c);
+    int fatal = 0;
     if (r->type == REDIS_REPLY_ERROR) {
+        int code = rjq__redis_error_code(r->str);
         rjq__errmsg(c, "%s connection set-up: %s", kind_name(conn), r->str);
         rjq__emit(c, RJQ_EVENT_ERROR, conn->kind, c->errmsg);
+        /* AUTH/SELECT failures make the session unusable (commands would
+         * fail, or worse, run in database 0). */
+        fatal = code == RJQ_EAUTH || strncmp(r->str, "ERR DB index", 12) == 0 ||
+                strstr(r->str, "DB index is out of range") != NULL;
+        if (fatal && !c->closing) setup_failed(conn, ac, code == RJQ_EAUTH ? code : RJQ_EREDIS);
     }
-    if (--conn->setup_pending == 0 && !conn->ready) {
+    if (!fatal && --conn->setup_pending == 0 && !conn->ready) {
         conn->ready = 1;
         conn->failures = 0;
+        if (conn->kind == RJQ_CONN_COMMAND) rjq__requests_flush_backlog(c);
         rjq__emit(c, RJQ_EVENT_CONNECTED, conn->kind, kind_name(conn));
         rjq__on_ready(c, conn->kind);
     }
@@ -157,8 +180,9 @@ void rjq__conn_start(rjq__conn *conn) {
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     send_setup(conn);
-    if (conn->kind == RJQ_CONN_COMMAND) rjq__requests_flush_backlog(c);
-    else rjq__pubsub_resubscribe(c);
+    /* Commands wait in the backlog until the session is set (on_setup_reply);
+     * subscriptions may follow the set-up commands at once. */
+    if (conn->kind == RJQ_CONN_SUBSCRIBER) rjq__pubsub_resubscribe(c);
     conn->timer_is_reconnect = 0;
     rjq__timer_start(c, &conn->timer, (uint64_t)c->connect_timeout_ms);
 }

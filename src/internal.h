@@ -84,6 +84,8 @@ int rjq__script(rjq_client *c, int script, int flags, rjq__reply_fn *fn,
 void rjq__requests_flush_backlog(rjq_client *c);
 /* A connect attempt failed: fail the backlog's non-retryable requests. */
 void rjq__requests_fail_backlog(rjq_client *c);
+/* The same with another code (a refused session: RJQ_EAUTH ...). */
+void rjq__requests_fail_backlog_with(rjq_client *c, int code);
 /* Fail or orphan every request (client destruction). */
 void rjq__requests_cancel_all(rjq_client *c);
 /* The hiredis reply callback for requests. */

@@ -5,9 +5,10 @@
  * it can be sent again: after NOSCRIPT (SCRIPT FLUSH, restart, failover:
  * the script is loaded and the request re-sent) and, for idempotent
  * requests (RJQ__REQ_RETRY), after a reconnect. Requests made while the
- * command connection is down wait in the backlog; a failed connect
- * attempt fails the non-retryable ones with RJQ_ECONN, so nothing waits
- * longer than one reconnect attempt.
+ * command connection is down, or its session (AUTH, SELECT, scripts) is
+ * not yet set, wait in the backlog; a failed connect attempt fails the
+ * non-retryable ones with RJQ_ECONN (a refused session with its error),
+ * so nothing waits longer than one connection attempt.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +63,7 @@ static void deliver(rjq__req *r, rjq_client *c, int status, redisReply *reply) {
 
 static void send_req(rjq_client *c, rjq__req *r) {
     redisAsyncContext *ac = c->cmd.ac;
-    if (ac && redisAsyncFormattedCommand(ac, rjq__request_on_reply, r, r->cmd, r->len) == REDIS_OK)
+    if (ac && c->cmd.ready && redisAsyncFormattedCommand(ac, rjq__request_on_reply, r, r->cmd, r->len) == REDIS_OK)
         list_push(&c->inflight, r);
     else
         list_push(&c->backlog, r);
@@ -173,13 +174,17 @@ void rjq__requests_flush_backlog(rjq_client *c) {
     while ((r = list_pop(&all)) != NULL) send_req(c, r);
 }
 
-void rjq__requests_fail_backlog(rjq_client *c) {
+void rjq__requests_fail_backlog_with(rjq_client *c, int code) {
     rjq__reqlist all = list_take(&c->backlog);
     rjq__req *r;
     while ((r = list_pop(&all)) != NULL) {
         if (r->flags & RJQ__REQ_RETRY) list_push(&c->backlog, r);
-        else deliver(r, c, RJQ_ECONN, NULL);
+        else deliver(r, c, code, NULL);
     }
+}
+
+void rjq__requests_fail_backlog(rjq_client *c) {
+    rjq__requests_fail_backlog_with(c, RJQ_ECONN);
 }
 
 void rjq__requests_cancel_all(rjq_client *c) {

@@ -16,13 +16,15 @@ end
 local now = now_ms()
 local ids = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, limit)
 if #ids == 0 then return 0 end
+-- ids whose hash is gone or not active (stale entries) are dropped
 redis.call('ZREM', active, unpack(ids))
-redis.call('HINCRBY', stats, 'reclaimed', #ids)
 local emit = monitor(prefix)
+local n = 0
 for _, id in ipairs(ids) do
   local k = prefix .. id
   local v = redis.call('HMGET', k, 's', 'a', 'm', 'p')
   if v[1] == 'active' then
+    n = n + 1
     emit('reclaimed', id)
     if tonumber(v[2] or '0') >= tonumber(v[3] or '1') then
       bury(dead, stats, prefix, k, id, now, 'lease expired', dead_max, emit)
@@ -32,4 +34,5 @@ for _, id in ipairs(ids) do
     end
   end
 end
-return #ids
+if n > 0 then redis.call('HINCRBY', stats, 'reclaimed', n) end
+return n

@@ -247,10 +247,14 @@ static void on_big_result(rjq_client *c, int status, redisReply *r, void *priv) 
     (void)c;
     a->inflight--;
     if (status == RJQ_OK && r->type != REDIS_REPLY_STRING) status = RJQ_EPROTO;
-    if (status == RJQ_OK) resolve(a, RJQ_OK, r->str, r->len, NULL);
-    else if (status != RJQ_ECONN) resolve(a, status, NULL, 0, NULL);
-    else a->need_watch = 1; /* lost with the connection: read it again then */
-    maybe_free(a);
+    if (status == RJQ_ECONN) {
+        a->need_watch = 1; /* lost with the connection: read it again then */
+        maybe_free(a);     /* (resolve() below frees it itself) */
+    } else if (status == RJQ_OK) {
+        resolve(a, RJQ_OK, r->str, r->len, NULL);
+    } else {
+        resolve(a, status, NULL, 0, NULL);
+    }
 }
 
 /* Apply one outcome message (kind, body) to await a. */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -61,6 +62,7 @@ static void spawn(test_server *s, const char *const *extra) {
     s->pid = fork();
     ASSERT(s->pid >= 0);
     if (s->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a crashed test */
         execvp("redis-server", (char *const *)argv);
         _exit(127);
     }

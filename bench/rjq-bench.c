@@ -1,0 +1,940 @@
+/*
+ * rjq-bench: the peer benchmark cases (/work/shared/peers: BullMQ,
+ * bee-queue, ...) for rjq, printing the same one-line JSON result.
+ *
+ *   rjq-bench enqueue-bulk | enqueue-single | drain | depth | latency
+ *
+ * Configured by environment like the peer scripts (see bench/README.md):
+ * REDIS_HOST (127.0.0.1) REDIS_PORT (6390) N (50000) BULK (1000)
+ * BULK_WINDOW (4) WINDOW (100) CONC (50) RATE (1000) SECS (10)
+ * DEPTH (drain: jobs pre-enqueued, default N; `depth` case: 1000000)
+ * WARM (latency warm-up jobs, 10) TIMEOUT (s, 120) CMDSTATS (1: per-command
+ * Redis breakdown of the timed phase on stderr) VERBOSE (1: info on stderr);
+ * diagnostics only: RETENTION_MS, COMPLETED_MAX (queue options; unset or 0
+ * keeps the library defaults, which is what the comparison uses).
+ *
+ * The last stdout line is the JSON result. Each case measures only its own
+ * phase from inside the measured process: Redis INFO snapshots (a separate
+ * synchronous hiredis connection) before and after, getrusage() of the
+ * process, a monotonic clock. Queue "bench", key prefix "rjq"; the queue's
+ * keys are deleted first, so it runs on a dirty server too.
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+
+#include <rjq/libevent.h>
+
+#include "rjq.h"
+
+#define QNAME "bench"
+#define KEY_PATTERN "rjq:{" QNAME "}:*"
+#define PAYLOAD_MAX 48
+
+/* ---- configuration ------------------------------------------------------ */
+
+static struct config {
+    const char *host;
+    int port;
+    long n, bulk, bulk_window, window, conc, rate, secs, depth, warm, timeout_s;
+    long long retention_ms;
+    long completed_max;
+    int cmdstats, verbose, tty;
+} C;
+
+static long env_long(const char *name, long def) {
+    const char *s = getenv(name);
+    if (s == NULL || *s == '\0') return def;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end != '\0' || v < 0) {
+        fprintf(stderr, "rjq-bench: %s=%s is not a non-negative integer\n", name, s);
+        exit(2);
+    }
+    return v;
+}
+
+/* Signed knob; 0 or unset keeps the library default. */
+static long long env_signed(const char *name) {
+    const char *s = getenv(name);
+    if (s == NULL || *s == '\0') return 0;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end != '\0' || v < -1) {
+        fprintf(stderr, "rjq-bench: %s=%s is not an integer >= -1\n", name, s);
+        exit(2);
+    }
+    return v;
+}
+
+static void load_config(void) {
+    C.host = getenv("REDIS_HOST") && *getenv("REDIS_HOST") ? getenv("REDIS_HOST") : "127.0.0.1";
+    C.port = (int)env_long("REDIS_PORT", 6390);
+    C.n = env_long("N", 50000);
+    C.bulk = env_long("BULK", 1000);
+    C.bulk_window = env_long("BULK_WINDOW", 4);
+    C.window = env_long("WINDOW", 100);
+    C.conc = env_long("CONC", 50);
+    C.rate = env_long("RATE", 1000);
+    C.secs = env_long("SECS", 10);
+    C.depth = env_long("DEPTH", 0);
+    C.warm = env_long("WARM", 10);
+    C.timeout_s = env_long("TIMEOUT", 120);
+    C.retention_ms = env_signed("RETENTION_MS");
+    C.completed_max = (long)env_signed("COMPLETED_MAX");
+    C.cmdstats = (int)env_long("CMDSTATS", 0);
+    C.verbose = (int)env_long("VERBOSE", 0);
+    C.tty = isatty(STDERR_FILENO);
+    if (C.n < 1 || C.bulk < 1 || C.bulk > RJQ_BATCH_MAX || C.bulk_window < 1 || C.window < 1 ||
+        C.conc < 1 || C.rate < 1 || C.secs < 1) {
+        fprintf(stderr, "rjq-bench: N, WINDOW, BULK_WINDOW, CONC, RATE, SECS must be >= 1 "
+                        "and BULK in 1..%d\n", RJQ_BATCH_MAX);
+        exit(2);
+    }
+}
+
+static void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "rjq-bench: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(1);
+}
+
+static void info(const char *fmt, ...) {
+    if (!C.verbose && !C.tty) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "rjq-bench: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+}
+
+/* ---- clocks ---------------------------------------------------------------- */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double cpu_s(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static int payload(char *buf, long i) {
+    return snprintf(buf, PAYLOAD_MAX, "{\"i\":%ld,\"k\":\"v\"}", i);
+}
+
+/* ---- synchronous Redis: INFO snapshots and clean-up ------------------------ */
+
+static redisContext *sync_connect(void) {
+    struct timeval tv = {5, 0};
+    redisContext *r = redisConnectWithTimeout(C.host, C.port, tv);
+    if (r == NULL || r->err)
+        die("cannot connect to redis at %s:%d: %s", C.host, C.port, r ? r->errstr : "out of memory");
+    return r;
+}
+
+#define CMDSTAT_MAX 256
+
+typedef struct cmdstat {
+    char name[48];
+    long long calls;
+    double usec;
+} cmdstat;
+
+typedef struct snap {
+    double cpu;          /* used_cpu_user + used_cpu_sys */
+    long long cmds;      /* total_commands_processed */
+    long long lua;       /* eval/evalsha/fcall calls (and their _ro forms) */
+    long long mem;       /* used_memory */
+    int ncmd;
+    cmdstat cmd[CMDSTAT_MAX];
+} snap;
+
+static int is_lua_cmd(const char *name) {
+    static const char *const lua[] = {"evalsha", "eval", "evalsha_ro", "eval_ro", "fcall",
+                                      "fcall_ro"};
+    for (size_t i = 0; i < sizeof lua / sizeof lua[0]; i++)
+        if (strcmp(name, lua[i]) == 0) return 1;
+    return 0;
+}
+
+static void redis_snap(snap *s) {
+    redisContext *r = sync_connect();
+    redisReply *rep = redisCommand(r, "INFO all");
+    if (rep == NULL || rep->type != REDIS_REPLY_STRING) die("INFO all failed");
+    memset(s, 0, sizeof *s);
+    double user = 0, sys = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(rep->str, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
+        if (strncmp(line, "used_cpu_user:", 14) == 0) user = atof(line + 14);
+        else if (strncmp(line, "used_cpu_sys:", 13) == 0) sys = atof(line + 13);
+        else if (strncmp(line, "total_commands_processed:", 25) == 0) s->cmds = atoll(line + 25);
+        else if (strncmp(line, "used_memory:", 12) == 0) s->mem = atoll(line + 12);
+        else if (strncmp(line, "cmdstat_", 8) == 0) {
+            char *colon = strchr(line, ':');
+            const char *calls = strstr(line, "calls="), *usec = strstr(line, "usec=");
+            if (colon == NULL || calls == NULL) continue;
+            *colon = '\0';
+            const char *name = line + 8;
+            long long ncalls = atoll(calls + 6);
+            if (is_lua_cmd(name)) s->lua += ncalls;
+            if (s->ncmd < CMDSTAT_MAX) {
+                cmdstat *cs = &s->cmd[s->ncmd++];
+                snprintf(cs->name, sizeof cs->name, "%s", name);
+                cs->calls = ncalls;
+                cs->usec = usec ? atof(usec + 5) : 0;
+            }
+        }
+    }
+    s->cpu = user + sys;
+    freeReplyObject(rep);
+    redisFree(r);
+}
+
+/* Per-command breakdown of a timed phase (CMDSTATS=1), on stderr. Commands
+ * run inside scripts are counted too; evalsha's usec includes them. */
+static void print_cmdstats(const snap *a, const snap *b, long n) {
+    if (!C.cmdstats) return;
+    fprintf(stderr, "rjq-bench: redis commands in the timed phase (per job, n=%ld):\n", n);
+    fprintf(stderr, "  %-22s %12s %10s %12s %10s\n", "command", "calls", "calls/job", "usec", "usec/job");
+    for (int i = 0; i < b->ncmd; i++) {
+        const cmdstat *y = &b->cmd[i];
+        long long calls0 = 0;
+        double usec0 = 0;
+        for (int j = 0; j < a->ncmd; j++)
+            if (strcmp(a->cmd[j].name, y->name) == 0) {
+                calls0 = a->cmd[j].calls;
+                usec0 = a->cmd[j].usec;
+            }
+        long long dc = y->calls - calls0;
+        if (dc <= 0) continue;
+        fprintf(stderr, "  %-22s %12lld %10.3f %12.0f %10.3f\n", y->name, dc, (double)dc / (double)n,
+                y->usec - usec0, (y->usec - usec0) / (double)n);
+    }
+}
+
+/* Delete every key of the bench queue (SCAN + UNLINK), so a standalone run
+ * starts from an empty queue even without FLUSHALL. */
+static void clean_queue(void) {
+    redisContext *r = sync_connect();
+    char cursor[32] = "0";
+    long long deleted = 0;
+    do {
+        redisReply *rep = redisCommand(r, "SCAN %s MATCH %s COUNT 10000", cursor, KEY_PATTERN);
+        if (rep == NULL || rep->type != REDIS_REPLY_ARRAY || rep->elements != 2)
+            die("SCAN failed: %s", rep && rep->type == REDIS_REPLY_ERROR ? rep->str : r->errstr);
+        snprintf(cursor, sizeof cursor, "%s", rep->element[0]->str);
+        redisReply *keys = rep->element[1];
+        if (keys->elements > 0) {
+            const char **argv = malloc((keys->elements + 1) * sizeof *argv);
+            size_t *lens = malloc((keys->elements + 1) * sizeof *lens);
+            if (argv == NULL || lens == NULL) die("out of memory");
+            argv[0] = "UNLINK";
+            lens[0] = 6;
+            for (size_t i = 0; i < keys->elements; i++) {
+                argv[i + 1] = keys->element[i]->str;
+                lens[i + 1] = keys->element[i]->len;
+            }
+            redisReply *d = redisCommandArgv(r, (int)keys->elements + 1, argv, lens);
+            if (d == NULL || d->type == REDIS_REPLY_ERROR) die("UNLINK failed");
+            deleted += d->integer;
+            freeReplyObject(d);
+            free(argv);
+            free(lens);
+        }
+        freeReplyObject(rep);
+    } while (strcmp(cursor, "0") != 0);
+    redisFree(r);
+    if (deleted) info("deleted %lld old keys of queue %s", deleted, QNAME);
+}
+
+/* ---- event loop helpers -------------------------------------------------- */
+
+static struct event_base *base;
+static struct event *heartbeat;
+static rjq_client *client;
+static rjq_queue *queue;
+static int conn_up[2];
+static int conn_both; /* both connections up */
+
+/* Progress (only to a terminal), refreshed by the heartbeat. */
+static const char *prog_what;
+static const long *prog_done;
+static long prog_total;
+static int prog_shown;
+static double deadline; /* 0: none */
+static int timed_out;
+
+static void progress_print(void) {
+    if (prog_what == NULL || prog_done == NULL || !C.tty) return;
+    fprintf(stderr, "\r%s: %ld/%ld   ", prog_what, *prog_done, prog_total);
+    prog_shown = 1;
+}
+
+static void progress(const char *what, const long *done, long total) {
+    prog_what = what;
+    prog_done = done;
+    prog_total = total;
+}
+
+static void progress_end(void) {
+    if (prog_shown) {
+        progress_print();
+        fputc('\n', stderr);
+    }
+    prog_what = NULL;
+    prog_done = NULL;
+    prog_shown = 0;
+}
+
+static void on_heartbeat(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what, (void)arg;
+    progress_print();
+    if (deadline > 0 && now_s() > deadline) timed_out = 1;
+}
+
+static void loop_init(void) {
+    base = event_base_new();
+    if (base == NULL) die("event_base_new failed");
+    heartbeat = event_new(base, -1, EV_PERSIST, on_heartbeat, NULL);
+    struct timeval tv = {0, 200000};
+    if (heartbeat == NULL || event_add(heartbeat, &tv) != 0) die("cannot add the heartbeat timer");
+}
+
+static void loop_free(void) {
+    event_free(heartbeat);
+    event_base_free(base);
+    base = NULL;
+}
+
+/* Run the loop until *flag is set or `secs` pass (0: no limit). Returns 1
+ * when the flag was set, 0 on timeout. */
+static int loop_until(const volatile int *flag, double secs) {
+    double old = deadline;
+    deadline = secs > 0 ? now_s() + secs : 0;
+    timed_out = 0;
+    while (!*flag && !timed_out) event_base_loop(base, EVLOOP_ONCE);
+    deadline = old;
+    return *flag != 0;
+}
+
+static void on_sleep_done(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    *(int *)arg = 1;
+}
+
+static void loop_sleep(double secs) {
+    int done = 0;
+    struct event *ev = evtimer_new(base, on_sleep_done, &done);
+    struct timeval tv = {(time_t)secs, (suseconds_t)((secs - floor(secs)) * 1e6)};
+    evtimer_add(ev, &tv);
+    loop_until(&done, 0);
+    event_free(ev);
+}
+
+/* ---- the rjq client ------------------------------------------------------ */
+
+static void on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
+    (void)c, (void)data;
+    if (conn < 0 || conn > 1) return;
+    if (ev == RJQ_EVENT_CONNECTED) {
+        conn_up[conn] = 1;
+        conn_both = conn_up[0] && conn_up[1];
+    } else {
+        conn_up[conn] = 0;
+        conn_both = 0;
+        fprintf(stderr, "rjq-bench: %s connection %s: %s\n", conn ? "subscriber" : "command",
+                ev == RJQ_EVENT_DISCONNECTED ? "lost" : "error", detail ? detail : "");
+    }
+}
+
+/* Create the client and open the queue; wait for both connections (the
+ * command connection's session includes loading the scripts). */
+static void client_open(void) {
+    char url[300];
+    snprintf(url, sizeof url, "redis://%s:%d", C.host, C.port);
+    rjq_client_options o = {0};
+    o.url = url;
+    o.name = "rjq-bench";
+    o.on_event = on_event;
+    conn_up[0] = conn_up[1] = conn_both = 0;
+    int rc = rjq_libevent_client_new(&client, base, &o);
+    if (rc != RJQ_OK) die("rjq_client_new: %s", rjq_strerror(rc));
+    rjq_queue_options qo = {0};
+    qo.retention_ms = C.retention_ms;
+    qo.completed_max = C.completed_max;
+    rc = rjq_queue_open(client, QNAME, &qo, &queue);
+    if (rc != RJQ_OK) die("rjq_queue_open: %s", rjq_strerror(rc));
+    if (!loop_until(&conn_both, 10)) die("could not connect to redis at %s:%d", C.host, C.port);
+}
+
+static void client_close(void) {
+    rjq_client_free(client);
+    client = NULL;
+    queue = NULL;
+}
+
+typedef struct stats_wait {
+    int done, status;
+    rjq_stats st;
+} stats_wait;
+
+static void on_stats(rjq_client *c, int status, const rjq_stats *st, void *data) {
+    stats_wait *w = data;
+    (void)c;
+    w->status = status;
+    if (status == RJQ_OK) w->st = *st;
+    w->done = 1;
+}
+
+static int read_stats(rjq_stats *out) {
+    stats_wait w = {0, 0, {0}};
+    int rc = rjq_queue_stats(queue, on_stats, &w);
+    if (rc != RJQ_OK) return rc;
+    if (!loop_until(&w.done, 10)) return RJQ_ETIMEDOUT;
+    if (w.status == RJQ_OK) *out = w.st;
+    return w.status;
+}
+
+/* ---- JSON output ------------------------------------------------------------ */
+
+static char json[2048];
+static size_t json_len;
+
+static void jadd(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(json + json_len, sizeof json - json_len, fmt, ap);
+    va_end(ap);
+    if (n > 0) json_len += (size_t)n;
+    if (json_len >= sizeof json) json_len = sizeof json - 1;
+}
+
+static void jbegin(const char *case_name, long n, int ok) {
+    json_len = 0;
+    jadd("{\"lib\":\"rjq\",\"case\":\"%s\",\"n\":%ld,\"ok\":%s", case_name, n, ok ? "true" : "false");
+}
+
+static void jredis(const snap *a, const snap *b, long n) {
+    jadd(",\"redis_cpu_s\":%.3f,\"cmds_per_job\":%.2f,\"lua_per_job\":%.2f", b->cpu - a->cpu,
+         (double)(b->cmds - a->cmds) / (double)n, (double)(b->lua - a->lua) / (double)n);
+}
+
+static void jend(void) {
+    jadd("}");
+    printf("%s\n", json);
+    fflush(stdout);
+}
+
+/* ---- enqueue --------------------------------------------------------------- */
+
+static struct enq {
+    long total, next, finished, ok, inflight, errors;
+    int last_err, done;
+} E;
+
+static void enq_pump_bulk(void);
+static void enq_pump_single(void);
+
+static void enq_finish(long count, int status, size_t n) {
+    E.inflight--;
+    E.finished += count;
+    if (status == RJQ_OK) E.ok += (long)n;
+    else {
+        E.errors += count;
+        E.last_err = status;
+    }
+    if (E.finished >= E.total) E.done = 1;
+}
+
+static void on_bulk(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)jobs;
+    enq_finish((long)(intptr_t)data, status, n);
+    enq_pump_bulk();
+}
+
+static void enq_pump_bulk(void) {
+    static rjq_enqueue_item *items;
+    static char *buf;
+    if (items == NULL) {
+        items = calloc((size_t)C.bulk, sizeof *items);
+        buf = malloc((size_t)C.bulk * PAYLOAD_MAX);
+        if (items == NULL || buf == NULL) die("out of memory");
+    }
+    while (E.inflight < C.bulk_window && E.next < E.total) {
+        long m = E.total - E.next < C.bulk ? E.total - E.next : C.bulk;
+        for (long j = 0; j < m; j++) {
+            char *p = buf + j * PAYLOAD_MAX;
+            items[j].payload = p;
+            items[j].len = (size_t)payload(p, E.next + j);
+            items[j].opts = NULL;
+        }
+        /* inputs are copied during the call: buf is reused at once */
+        int rc = rjq_enqueue_batch(queue, items, (size_t)m, on_bulk, (void *)(intptr_t)m);
+        E.next += m;
+        E.inflight++;
+        if (rc != RJQ_OK) enq_finish(m, rc, 0);
+    }
+}
+
+static void on_single(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)jobs, (void)data;
+    enq_finish(1, status, n);
+    enq_pump_single();
+}
+
+static void enq_pump_single(void) {
+    char p[PAYLOAD_MAX];
+    while (E.inflight < C.window && E.next < E.total) {
+        int len = payload(p, E.next);
+        int rc = rjq_enqueue(queue, p, (size_t)len, NULL, on_single, NULL);
+        E.next++;
+        E.inflight++;
+        if (rc != RJQ_OK) enq_finish(1, rc, 0);
+    }
+}
+
+/* Enqueue `total` jobs (bulk or windowed single); returns jobs accepted. */
+static long enqueue_all(long total, int bulk, const char *what) {
+    memset(&E, 0, sizeof E);
+    E.total = total;
+    progress(what, &E.finished, total);
+    if (bulk) enq_pump_bulk();
+    else enq_pump_single();
+    loop_until(&E.done, (double)C.timeout_s);
+    progress_end();
+    if (E.errors) fprintf(stderr, "rjq-bench: %ld enqueue errors, last: %s (%s)\n", E.errors,
+                          rjq_strerror(E.last_err), rjq_client_errmsg(client));
+    if (!E.done) fprintf(stderr, "rjq-bench: enqueue timed out (%ld of %ld answered)\n", E.finished, total);
+    return E.ok;
+}
+
+static int case_enqueue(int bulk) {
+    char name[64];
+    if (bulk) snprintf(name, sizeof name, "enqueue-bulk(%ld)", C.bulk);
+    else snprintf(name, sizeof name, "enqueue-single(w=%ld)", C.window);
+    clean_queue();
+    loop_init();
+    client_open();
+    static snap r0, r1;
+    redis_snap(&r0);
+    double cpu0 = cpu_s(), t0 = now_s();
+    long got = enqueue_all(C.n, bulk, name);
+    double el = now_s() - t0, cpu = cpu_s() - cpu0;
+    redis_snap(&r1);
+    rjq_stats st;
+    int rc = read_stats(&st);
+    int ok = got == C.n && rc == RJQ_OK && st.enqueued == C.n && st.ready == C.n;
+    if (rc != RJQ_OK) fprintf(stderr, "rjq-bench: stats: %s\n", rjq_strerror(rc));
+    else if (!ok)
+        fprintf(stderr, "rjq-bench: accepted %ld, stats: enqueued %lld ready %lld\n", got, st.enqueued,
+                st.ready);
+    client_close();
+    loop_free();
+    print_cmdstats(&r0, &r1, C.n);
+    jbegin(name, C.n, ok);
+    jadd(",\"elapsed_s\":%.3f,\"jobs_per_s\":%.0f,\"client_cpu_s\":%.3f", el, round((double)C.n / el), cpu);
+    jredis(&r0, &r1, C.n);
+    if (bulk) jadd(",\"mem_per_job_bytes\":%.1f", (double)(r1.mem - r0.mem) / (double)C.n);
+    jend();
+    return 0;
+}
+
+/* ---- drain -------------------------------------------------------------------- */
+
+static struct drain {
+    long target, done, errors;
+    int reached, stopped, last_err;
+    double t1, cpu1;
+    snap r1;
+} D;
+
+static void on_job_done(rjq_client *c, int status, void *data) {
+    (void)c, (void)data;
+    if (status != RJQ_OK) {
+        D.errors++;
+        D.last_err = status;
+        return;
+    }
+    if (++D.done == D.target) {
+        D.t1 = now_s();
+        D.cpu1 = cpu_s();
+        redis_snap(&D.r1); /* synchronous: the phase ends here */
+        D.reached = 1;
+    }
+}
+
+static void drain_handler(rjq_job *job, void *data) {
+    (void)data;
+    int rc = rjq_job_complete(job, "", 0, on_job_done, NULL);
+    if (rc != RJQ_OK) {
+        D.errors++;
+        D.last_err = rc;
+    }
+}
+
+static void on_stopped(rjq_worker *w, int status, void *data) {
+    (void)w, (void)status, (void)data;
+    D.stopped = 1;
+}
+
+/* The worker process: consume, time until the target-th completion. */
+static int drain_worker(const char *name, long depth) {
+    loop_init();
+    client_open();
+    memset(&D, 0, sizeof D);
+    D.target = C.n;
+    static snap r0;
+    redis_snap(&r0);
+    double cpu0 = cpu_s(), t0 = now_s();
+    rjq_worker_options wo = {0};
+    wo.concurrency = (int)C.conc;
+    rjq_worker *w;
+    int rc = rjq_worker_start(queue, &wo, drain_handler, NULL, &w);
+    if (rc != RJQ_OK) die("rjq_worker_start: %s", rjq_strerror(rc));
+    progress(name, &D.done, D.target);
+    loop_until(&D.reached, (double)C.timeout_s);
+    progress_end();
+    if (!D.reached) { /* timed out: report what we have */
+        D.t1 = now_s();
+        D.cpu1 = cpu_s();
+        redis_snap(&D.r1);
+        fprintf(stderr, "rjq-bench: drain timed out after %ld s: %ld of %ld completed\n", C.timeout_s,
+                D.done, D.target);
+    }
+    if (rjq_worker_stop(w, on_stopped, NULL) == RJQ_OK) loop_until(&D.stopped, 30);
+    rjq_stats st;
+    rc = read_stats(&st);
+    int ok = D.reached && D.errors == 0 && rc == RJQ_OK &&
+             (depth > C.n ? st.completed >= C.n : st.completed == C.n && st.ready == 0 && st.active == 0);
+    if (D.errors)
+        fprintf(stderr, "rjq-bench: %ld completion errors, last: %s\n", D.errors, rjq_strerror(D.last_err));
+    if (rc != RJQ_OK) fprintf(stderr, "rjq-bench: stats: %s\n", rjq_strerror(rc));
+    else if (!ok)
+        fprintf(stderr, "rjq-bench: stats: completed %lld ready %lld active %lld dead %lld\n",
+                st.completed, st.ready, st.active, st.dead);
+    client_close();
+    loop_free();
+    double el = D.t1 - t0;
+    long measured = D.reached ? C.n : (D.done > 0 ? D.done : 1); /* per-job figures */
+    print_cmdstats(&r0, &D.r1, measured);
+    jbegin(name, C.n, ok);
+    jadd(",\"elapsed_s\":%.3f,\"jobs_per_s\":%.0f,\"worker_cpu_s\":%.3f", el,
+         round((double)measured / el), D.cpu1 - cpu0);
+    jredis(&r0, &D.r1, measured);
+    jend();
+    return 0;
+}
+
+/* In a forked worker: die with the parent (e.g. killed by a time limit). */
+static void child_init(pid_t parent) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(1);
+}
+
+static int wait_child(pid_t pid) {
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return 1;
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    fprintf(stderr, "rjq-bench: worker process killed by signal %d\n", WTERMSIG(status));
+    return 1;
+}
+
+static int case_drain(long depth) {
+    char name[96];
+    if (depth < C.n) depth = C.n;
+    if (depth > C.n) snprintf(name, sizeof name, "drain(c=%ld,depth=%ld)", C.conc, depth);
+    else snprintf(name, sizeof name, "drain(c=%ld)", C.conc);
+    clean_queue();
+    /* pre-enqueue (not timed) */
+    loop_init();
+    client_open();
+    static snap m0, m1;
+    redis_snap(&m0);
+    double t0 = now_s();
+    long got = enqueue_all(depth, 1, "pre-enqueue");
+    double el = now_s() - t0;
+    redis_snap(&m1);
+    client_close();
+    loop_free();
+    if (got != depth) die("pre-enqueue: only %ld of %ld jobs accepted", got, depth);
+    info("pre-enqueued %ld jobs in %.3f s (%.0f jobs/s); redis used_memory +%.1f bytes/job", depth, el,
+         (double)depth / el, (double)(m1.mem - m0.mem) / (double)depth);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t parent = getpid(), pid = fork();
+    if (pid < 0) die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        child_init(parent);
+        exit(drain_worker(name, depth));
+    }
+    return wait_child(pid);
+}
+
+/* ---- latency ------------------------------------------------------------------ */
+
+/* The serving worker process: start, warm, say "ready" on `ready_fd`, serve
+ * until `stop_fd` becomes readable (a byte, or EOF when the parent dies). */
+static int serve_stop_requested;
+
+static void on_stop_fd(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what, (void)arg;
+    serve_stop_requested = 1;
+}
+
+static long serve_done;
+
+static void serve_job_done(rjq_client *c, int status, void *data) {
+    (void)c, (void)data;
+    if (status == RJQ_OK) serve_done++;
+    else fprintf(stderr, "rjq-bench: worker: completion: %s\n", rjq_strerror(status));
+}
+
+static void serve_handler(rjq_job *job, void *data) {
+    (void)data;
+    int rc = rjq_job_complete(job, "", 0, serve_job_done, NULL);
+    if (rc != RJQ_OK) fprintf(stderr, "rjq-bench: worker: rjq_job_complete: %s\n", rjq_strerror(rc));
+}
+
+static int serve_worker(int ready_fd, int stop_fd) {
+    loop_init();
+    client_open();
+    rjq_worker_options wo = {0};
+    wo.concurrency = (int)C.conc;
+    rjq_worker *w;
+    int rc = rjq_worker_start(queue, &wo, serve_handler, NULL, &w);
+    if (rc != RJQ_OK) die("worker: rjq_worker_start: %s", rjq_strerror(rc));
+    loop_sleep(0.2);
+    struct event *ev = event_new(base, stop_fd, EV_READ, on_stop_fd, NULL);
+    event_add(ev, NULL);
+    if (write(ready_fd, "r", 1) != 1) die("worker: cannot signal readiness");
+    close(ready_fd);
+    loop_until(&serve_stop_requested, 0);
+    event_free(ev);
+    D.stopped = 0;
+    if (rjq_worker_stop(w, on_stopped, NULL) == RJQ_OK) loop_until(&D.stopped, 10);
+    client_close();
+    loop_free();
+    return 0;
+}
+
+static int cmp_double_(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* common.js pct(): sorted[min(len-1, ceil(p/100*len)-1)] */
+static double pct(const double *sorted, long n, double p) {
+    if (n <= 0) return 0;
+    long i = (long)ceil(p / 100.0 * (double)n) - 1;
+    if (i > n - 1) i = n - 1;
+    if (i < 0) i = 0;
+    return sorted[i];
+}
+
+static struct lat {
+    long total, sent, finished, completed, errors;
+    int last_err, all_done, sending_done;
+    double t0, send_s, *ts, *lat;
+    struct event *pace;
+} L;
+
+static void on_awaited(rjq_client *c, int status, const rjq_outcome *out, void *data) {
+    (void)c, (void)out;
+    double t = now_s();
+    long i = (long)(intptr_t)data;
+    if (i >= 0) {
+        if (status == RJQ_OK) L.lat[L.completed++] = (t - L.ts[i]) * 1000.0;
+        else {
+            L.errors++;
+            L.last_err = status;
+        }
+    }
+    if (++L.finished >= L.total) L.all_done = 1;
+}
+
+static void lat_send(long i) {
+    char p[PAYLOAD_MAX];
+    int len = payload(p, i);
+    L.ts[i] = now_s();
+    int rc = rjq_enqueue_await(queue, p, (size_t)len, NULL, NULL, on_awaited, (void *)(intptr_t)i, NULL);
+    if (rc != RJQ_OK) {
+        L.errors++;
+        L.last_err = rc;
+        if (++L.finished >= L.total) L.all_done = 1;
+    }
+}
+
+/* Like common.js paced(): at each 1 ms tick, send every job due by now
+ * (job i is due i/RATE s after the start), catching up when late. */
+static void on_pace(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what, (void)arg;
+    if (L.sent >= L.total) {
+        L.send_s = now_s() - L.t0;
+        L.sending_done = 1;
+        return;
+    }
+    double el = now_s() - L.t0;
+    long due = (long)floor(el * (double)C.rate) + 1;
+    if (due > L.total) due = L.total;
+    while (L.sent < due) lat_send(L.sent++);
+    struct timeval tv = {0, 1000};
+    evtimer_add(L.pace, &tv);
+}
+
+typedef struct warm_wait {
+    long left;
+    int done;
+} warm_wait;
+
+static void on_warm(rjq_client *c, int status, const rjq_outcome *out, void *data) {
+    warm_wait *w = data;
+    (void)c, (void)out;
+    if (status != RJQ_OK) fprintf(stderr, "rjq-bench: warm-up await: %s\n", rjq_strerror(status));
+    if (--w->left == 0) w->done = 1;
+}
+
+static int case_latency(void) {
+    char name[96];
+    snprintf(name, sizeof name, "latency(%ld/s,c=%ld)", C.rate, C.conc);
+    clean_queue();
+    int ready_pipe[2], stop_pipe[2];
+    if (pipe(ready_pipe) != 0 || pipe(stop_pipe) != 0) die("pipe: %s", strerror(errno));
+    fflush(stdout);
+    fflush(stderr);
+    pid_t parent = getpid(), pid = fork();
+    if (pid < 0) die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        child_init(parent);
+        close(ready_pipe[0]);
+        close(stop_pipe[1]);
+        exit(serve_worker(ready_pipe[1], stop_pipe[0]));
+    }
+    close(ready_pipe[1]);
+    close(stop_pipe[0]);
+    char byte;
+    if (read(ready_pipe[0], &byte, 1) != 1) {
+        close(stop_pipe[1]);
+        wait_child(pid);
+        die("the worker process did not start");
+    }
+    close(ready_pipe[0]);
+
+    loop_init();
+    client_open();
+    /* warm-up: subscribe the reply channel, run a few jobs end to end */
+    if (C.warm > 0) {
+        warm_wait ww = {C.warm, 0};
+        char p[PAYLOAD_MAX];
+        for (long i = 0; i < C.warm; i++) {
+            int len = payload(p, -1 - i);
+            int rc = rjq_enqueue_await(queue, p, (size_t)len, NULL, NULL, on_warm, &ww, NULL);
+            if (rc != RJQ_OK) die("rjq_enqueue_await: %s", rjq_strerror(rc));
+        }
+        if (!loop_until(&ww.done, 10)) die("warm-up jobs did not complete");
+    }
+    loop_sleep(0.2);
+
+    memset(&L, 0, sizeof L);
+    L.total = C.rate * C.secs;
+    L.ts = calloc((size_t)L.total, sizeof *L.ts);
+    L.lat = calloc((size_t)L.total, sizeof *L.lat);
+    L.pace = evtimer_new(base, on_pace, NULL);
+    if (L.ts == NULL || L.lat == NULL || L.pace == NULL) die("out of memory");
+    static snap r0, r1;
+    redis_snap(&r0);
+    double cpu0 = cpu_s();
+    L.t0 = now_s();
+    progress(name, &L.finished, L.total);
+    on_pace(-1, 0, NULL);
+    loop_until(&L.sending_done, (double)C.secs + (double)C.timeout_s);
+    loop_until(&L.all_done, 30); /* like common.js: up to 30 s more */
+    progress_end();
+    double cpu = cpu_s() - cpu0;
+    redis_snap(&r1);
+    if (!L.sending_done) L.send_s = now_s() - L.t0;
+
+    if (write(stop_pipe[1], "s", 1) != 1) { /* the child sees EOF anyway */
+    }
+    close(stop_pipe[1]);
+    int child_rc = wait_child(pid);
+    if (L.errors)
+        fprintf(stderr, "rjq-bench: %ld awaits failed, last: %s (%s)\n", L.errors, rjq_strerror(L.last_err),
+                rjq_client_errmsg(client));
+    if (L.completed < L.total)
+        fprintf(stderr, "rjq-bench: %ld of %ld awaited jobs completed (%zu awaits pending)\n", L.completed,
+                L.total, rjq_client_awaits(client));
+    event_free(L.pace);
+    client_close();
+    loop_free();
+
+    qsort(L.lat, (size_t)L.completed, sizeof *L.lat, cmp_double_);
+    print_cmdstats(&r0, &r1, L.total);
+    jbegin(name, L.total, L.completed == L.total && child_rc == 0);
+    jadd(",\"completed\":%ld,\"send_rate\":%.0f", L.completed, round((double)L.total / L.send_s));
+    jadd(",\"p50_ms\":%.3f,\"p90_ms\":%.3f,\"p99_ms\":%.3f,\"max_ms\":%.3f", pct(L.lat, L.completed, 50),
+         pct(L.lat, L.completed, 90), pct(L.lat, L.completed, 99),
+         L.completed ? L.lat[L.completed - 1] : 0.0);
+    jadd(",\"producer_cpu_s\":%.3f", cpu);
+    jredis(&r0, &r1, L.total);
+    jend();
+    free(L.ts);
+    free(L.lat);
+    return 0;
+}
+
+/* ---- main ---------------------------------------------------------------------- */
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: rjq-bench enqueue-bulk|enqueue-single|drain|depth|latency\n"
+            "env: REDIS_HOST=127.0.0.1 REDIS_PORT=6390 N=50000 BULK=1000 BULK_WINDOW=4 WINDOW=100\n"
+            "     CONC=50 RATE=1000 SECS=10 DEPTH=(drain: N; depth: 1000000) WARM=10 TIMEOUT=120\n"
+            "     CMDSTATS=1 (per-command breakdown on stderr) VERBOSE=1\n"
+            "     diagnostics: RETENTION_MS COMPLETED_MAX (queue options; default: library's)\n"
+            "The last stdout line is the JSON result (format of /work/shared/peers).\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        usage();
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    load_config();
+    const char *mode = argv[1];
+    if (strcmp(mode, "enqueue-bulk") == 0) return case_enqueue(1);
+    if (strcmp(mode, "enqueue-single") == 0) return case_enqueue(0);
+    if (strcmp(mode, "drain") == 0) return case_drain(C.depth);
+    if (strcmp(mode, "depth") == 0) return case_drain(C.depth ? C.depth : 1000000);
+    if (strcmp(mode, "latency") == 0) return case_latency();
+    usage();
+    return 2;
+}

@@ -121,6 +121,13 @@ static void maybe_free(rjq_await *a) {
     free(a);
 }
 
+/* Drop one request's reference (taken when it was sent); a reply handler
+ * calls this last, after anything that may have resolved the await. */
+static void unpin(rjq_await *a) {
+    a->inflight--;
+    maybe_free(a);
+}
+
 /* End the await: its callback runs exactly once, here. */
 static void resolve(rjq_await *a, int status, const void *result, size_t rlen, const char *error) {
     rjq_client *c = a->c;
@@ -245,16 +252,11 @@ static void keep_early(rjq_client *c, const char *key, size_t klen, const char *
 static void on_big_result(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq_await *a = priv;
     (void)c;
-    a->inflight--;
     if (status == RJQ_OK && r->type != REDIS_REPLY_STRING) status = RJQ_EPROTO;
-    if (status == RJQ_ECONN) {
-        a->need_watch = 1; /* lost with the connection: read it again then */
-        maybe_free(a);     /* (resolve() below frees it itself) */
-    } else if (status == RJQ_OK) {
-        resolve(a, RJQ_OK, r->str, r->len, NULL);
-    } else {
-        resolve(a, status, NULL, 0, NULL);
-    }
+    if (status == RJQ_ECONN) a->need_watch = 1; /* lost with the connection: read it again then */
+    else if (status == RJQ_OK) resolve(a, RJQ_OK, r->str, r->len, NULL);
+    else resolve(a, status, NULL, 0, NULL);
+    unpin(a);
 }
 
 /* Apply one outcome message (kind, body) to await a. */
@@ -327,8 +329,7 @@ static void on_reply_message(rjq_client *c, const char *ch, const char *msg, siz
     }
     for (size_t i = 0; i < n; i++) {
         if (hits[i]->state == AW_WATCHING && !c->closing) deliver(hits[i], kind, body, blen);
-        hits[i]->inflight--;
-        maybe_free(hits[i]);
+        unpin(hits[i]);
     }
     if (hits != stack) free(hits);
     if (n == 0 && c->aw.enqueues_inflight > 0 && strcmp(kind, "progress") != 0)
@@ -337,15 +338,12 @@ static void on_reply_message(rjq_client *c, const char *ch, const char *msg, siz
 
 /* ---- enqueue + await --------------------------------------------------- */
 
-static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
+static void on_enqueued(rjq_client *c, int status, const char *id, size_t idlen, int existed,
+                        void *priv) {
     rjq_await *a = priv;
-    a->inflight--;
     c->aw.enqueues_inflight--;
     if (a->state == AW_DONE) goto out;
-    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-                             r->element[0]->type != REDIS_REPLY_STRING))
-        status = RJQ_EPROTO;
-    if (status == RJQ_OK) status = set_key(a, r->element[0]->str, r->element[0]->len);
+    if (status == RJQ_OK) status = set_key(a, id, idlen);
     if (status == RJQ_OK) status = start_watching(a);
     if (status != RJQ_OK) {
         resolve(a, status, NULL, 0, NULL);
@@ -355,20 +353,20 @@ static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
     if (e) {
         deliver(a, e->kind, e->body, e->len);
         free_early(e);
-    } else if (r->element[1]->integer == 1 || a->sent_gen != c->aw.generation) {
+    } else if (existed || a->sent_gen != c->aw.generation) {
         /* an existing id (not ours to be notified of) or a resubscription
          * since the enqueue went out: read its state and watch it */
         send_watch(c, &a, 1);
     }
 out:
     if (c->aw.enqueues_inflight == 0) clear_early(c);
-    maybe_free(a);
+    unpin(a);
 }
 
 static void send_enqueue(rjq_await *a) {
     rjq_client *c = a->c;
     rjq_enqueue_item it = {a->payload, a->len, a->has_opts ? &a->opts : NULL};
-    int rc = rjq__enqueue_send(a->q, &it, 1, c->aw.channel, on_enqueued, a);
+    int rc = rjq__enqueue_add(a->q, &it, 1, on_enqueued, a);
     free(a->payload);
     a->payload = NULL;
     if (rc != RJQ_OK) {
@@ -430,7 +428,6 @@ static void on_watched(rjq_client *c, int status, redisReply *r, void *priv) {
         status = RJQ_EPROTO;
     for (size_t i = 0; i < b->n; i++) {
         rjq_await *a = b->a[i];
-        a->inflight--;
         if (status == RJQ_ECONN) {
             a->need_watch = 1; /* watched again when the connection is back */
         } else if (status != RJQ_OK) {
@@ -441,7 +438,7 @@ static void on_watched(rjq_client *c, int status, redisReply *r, void *priv) {
             else if (code->integer == 1) resolve(a, RJQ_OK, body->str, body->len, NULL);
             else if (code->integer == 2) resolve(a, RJQ_EJOBDEAD, NULL, 0, body->str);
         }
-        maybe_free(a);
+        unpin(a);
     }
     free(b);
 }

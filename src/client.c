@@ -176,7 +176,10 @@ void rjq_client_free(rjq_client *c) {
 static void destroy(rjq_client *c) {
     c->closing = 1;
     c->depth++; /* user code run below cannot re-enter destroy */
-    for (rjq_queue *q = c->queues; q; q = q->next) rjq__complete_cancel_pending(q);
+    for (rjq_queue *q = c->queues; q; q = q->next) {
+        rjq__enqueue_cancel_pending(q);
+        rjq__complete_cancel_pending(q);
+    }
     rjq__requests_cancel_all(c);
     rjq__awaits_cancel_all(c);
     for (rjq_queue *q = c->queues; q; q = q->next)

@@ -6,7 +6,8 @@
  *   conn.c     the two connections: connect, session set-up, reconnect
  *   request.c  commands and scripts: send, backlog, NOSCRIPT, reply errors
  *   pubsub.c   channel subscriptions on the subscriber connection
- *   queue.c    queue handles, key names, enqueue
+ *   queue.c    queue handles, key names, the per-queue tick
+ *   enqueue.c  enqueue, batched per queue and per loop turn
  *   worker.c   claim loop, doorbell, leases, reclaim timer
  *   job.c      job handles, complete (batched) and fail
  *   admin.c    stats, replay, reclaim, job info, dead list
@@ -60,6 +61,7 @@ typedef struct rjq__req {
     size_t len;
     int script;             /* index into rjq__scripts, or -1 */
     int flags;
+    int own_cmd;            /* cmd is ours (malloc), not hiredis' */
     int resends;            /* NOSCRIPT resends so far */
     struct rjq__req *prev, *next;
 } rjq__req;
@@ -108,6 +110,24 @@ void rjq__argv_str(rjq__argv *a, const char *s);
 void rjq__argv_ll(rjq__argv *a, long long x);
 /* Copy a short string into the builder (it may be freed afterwards). */
 void rjq__argv_copy(rjq__argv *a, const char *s);
+
+/* ---- RESP argument buffer (request.c) ---------------------------------- */
+
+/* Arguments already in RESP form ("$len\r\ndata\r\n" each): one copy of
+ * every input, sent as is behind an EVALSHA header. */
+typedef struct rjq__buf {
+    char *p;
+    size_t len, cap;
+    int oom;
+} rjq__buf;
+
+void rjq__buf_arg(rjq__buf *b, const void *data, size_t len);
+void rjq__buf_arg_str(rjq__buf *b, const char *s);
+void rjq__buf_free(rjq__buf *b);
+
+/* Run a script whose arguments (nargs of them, numkeys first) are in b. */
+int rjq__script_buf(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
+                    int nargs, const rjq__buf *b);
 
 /* ---- connections (conn.c) ------------------------------------------- */
 
@@ -200,6 +220,7 @@ struct rjq_client {
     rjq_queue *queues;
     rjq__awaits aw;
     struct rjq_monitor *monitors;
+    size_t enq_pending;       /* jobs in queues' enqueue batches */
 
     rjq__timers timers;
     uint64_t armed_due;       /* what set_timer was last asked for */
@@ -234,6 +255,26 @@ enum {
     RJQ__K_EVENTS, RJQ__K_MONITORED, RJQ__K_COUNT
 };
 
+/* One job's enqueue result, for internal callers (awaits). */
+typedef void rjq__enqueued_fn(rjq_client *c, int status, const char *id, size_t idlen,
+                              int existed, void *priv);
+
+/* Who gets the result of one enqueued job, or of a run of them. */
+typedef struct rjq__enq_item {
+    rjq_enqueue_cb *cb;       /* user callback (cb or fn) */
+    void *data;
+    rjq__enqueued_fn *fn;     /* internal callback */
+    size_t group;             /* jobs this entry reports (0: part of the previous) */
+} rjq__enq_item;
+
+/* Enqueues gathered during one loop turn, sent as one script call. */
+typedef struct rjq__enq_batch {
+    rjq__buf args;
+    int nargs;
+    rjq__enq_item *items;     /* one per job */
+    size_t n, cap;
+} rjq__enq_batch;
+
 typedef struct rjq__complete_item {
     rjq_worker *w;
     char *id, *token;         /* id owns one block holding all three */
@@ -252,6 +293,7 @@ struct rjq_queue {
     long completed_max, dead_max;
     rjq_worker *workers;
     int wake_subscribed;
+    rjq__enq_batch enq[2];    /* enqueues of this tick: [1] notify the reply channel */
     rjq__complete_item *pending; /* completions waiting for this tick */
     size_t npending, cap_pending;
     rjq__timer tick;          /* 0 ms: flush completions, let workers claim */
@@ -263,10 +305,17 @@ void rjq__queue_free(rjq_queue *q);
 /* Check one enqueue item; opts receives its encoded options
  * (RJQ__OPTS_MAX bytes). Sets the client's errmsg on failure. */
 int rjq__enqueue_check(rjq_client *c, const rjq_enqueue_item *it, char *opts);
-/* Validate and send items with the enqueue script; notify is the reply
- * channel to record (NULL: none). fn gets the script's reply. */
-int rjq__enqueue_send(rjq_queue *q, const rjq_enqueue_item *items, size_t n, const char *notify,
-                      rjq__reply_fn *fn, void *priv);
+/* Add one job to this tick's enqueue batch; notify: record the client's
+ * reply channel. fn(priv) gets its result once. */
+int rjq__enqueue_add(rjq_queue *q, const rjq_enqueue_item *it, int notify, rjq__enqueued_fn *fn,
+                     void *priv);
+/* Send the enqueues gathered this tick (queue tick). */
+void rjq__enqueue_flush(rjq_queue *q);
+/* ... of every queue (before any other request, to keep causal order). */
+void rjq__enqueue_flush_all(rjq_client *c);
+void rjq__enqueue_batch_free(rjq__enq_batch *b);
+/* Client destruction: fail batched enqueues with RJQ_ECANCELED. */
+void rjq__enqueue_cancel_pending(rjq_queue *q);
 
 /* Append one of the queue's key names to a command. */
 static inline void rjq__argv_key(rjq__argv *a, const rjq_queue *q, int k) {

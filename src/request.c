@@ -49,7 +49,8 @@ static rjq__req *list_pop(rjq__reqlist *l) {
 }
 
 static void req_free(rjq__req *r) {
-    redisFreeCommand(r->cmd);
+    if (r->own_cmd) free(r->cmd);
+    else redisFreeCommand(r->cmd);
     free(r);
 }
 
@@ -69,26 +70,51 @@ static void send_req(rjq_client *c, rjq__req *r) {
         list_push(&c->backlog, r);
 }
 
-static int new_req(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
-                   int argc, const char **argv, const size_t *lens) {
-    if (c->closing) return RJQ_ECLOSED;
+/* Take a formatted command (own_cmd: malloc'd by rjq, else by hiredis). */
+static int submit(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv, char *cmd,
+                  size_t len, int own_cmd) {
     rjq__req *r = calloc(1, sizeof *r);
-    if (r == NULL) return RJQ_ENOMEM;
-    char *cmd = NULL;
-    rjq__fmtlen len = redisFormatCommandArgv(&cmd, argc, argv, lens);
-    if (len < 0 || cmd == NULL) {
-        free(r);
+    if (r == NULL) {
+        if (own_cmd) free(cmd);
+        else redisFreeCommand(cmd);
         return RJQ_ENOMEM;
     }
     r->c = c;
     r->fn = fn;
     r->priv = priv;
     r->cmd = cmd;
-    r->len = (size_t)len;
+    r->len = len;
     r->script = script;
     r->flags = flags;
+    r->own_cmd = own_cmd;
     send_req(c, r);
     return RJQ_OK;
+}
+
+static int new_req(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
+                   int argc, const char **argv, const size_t *lens) {
+    if (c->closing) return RJQ_ECLOSED;
+    /* Enqueues batched for the tick go first: a request made after an
+     * enqueue (await it, read it, complete a job) must see it. */
+    if (c->enq_pending) rjq__enqueue_flush_all(c);
+    char *cmd = NULL;
+    rjq__fmtlen len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+    if (len < 0 || cmd == NULL) return RJQ_ENOMEM;
+    return submit(c, script, flags, fn, priv, cmd, (size_t)len, 0);
+}
+
+int rjq__script_buf(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
+                    int nargs, const rjq__buf *b) {
+    if (c->closing) return RJQ_ECLOSED;
+    if (b->oom) return RJQ_ENOMEM;
+    char head[96];
+    int hlen = snprintf(head, sizeof head, "*%d\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n", nargs + 2,
+                        rjq__scripts[script].sha);
+    char *cmd = malloc((size_t)hlen + b->len);
+    if (cmd == NULL) return RJQ_ENOMEM;
+    memcpy(cmd, head, (size_t)hlen);
+    if (b->len) memcpy(cmd + hlen, b->p, b->len);
+    return submit(c, script, flags, fn, priv, cmd, (size_t)hlen + b->len, 1);
 }
 
 int rjq__command(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, int argc,
@@ -278,4 +304,41 @@ void rjq__argv_ll(rjq__argv *a, long long x) {
     char buf[24];
     snprintf(buf, sizeof buf, "%lld", x);
     rjq__argv_copy(a, buf);
+}
+
+/* ---- RESP argument buffer ------------------------------------------------ */
+
+static void buf_reserve(rjq__buf *b, size_t more) {
+    if (b->oom || b->len + more <= b->cap) return;
+    size_t cap = b->cap ? b->cap : 1024;
+    while (cap < b->len + more) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (p == NULL) {
+        b->oom = 1;
+        return;
+    }
+    b->p = p;
+    b->cap = cap;
+}
+
+void rjq__buf_arg(rjq__buf *b, const void *data, size_t len) {
+    char head[32];
+    int hlen = snprintf(head, sizeof head, "$%zu\r\n", len);
+    buf_reserve(b, (size_t)hlen + len + 2);
+    if (b->oom) return;
+    memcpy(b->p + b->len, head, (size_t)hlen);
+    b->len += (size_t)hlen;
+    if (len) memcpy(b->p + b->len, data, len);
+    b->len += len;
+    b->p[b->len++] = '\r';
+    b->p[b->len++] = '\n';
+}
+
+void rjq__buf_arg_str(rjq__buf *b, const char *s) {
+    rjq__buf_arg(b, s, strlen(s));
+}
+
+void rjq__buf_free(rjq__buf *b) {
+    free(b->p);
+    memset(b, 0, sizeof *b);
 }

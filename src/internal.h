@@ -344,7 +344,8 @@ struct rjq_worker {
     long lease_ms, poll_ms, reclaim_ms;
     int running;              /* handed out, not yet finished by the user */
     int finishing;            /* finish requests in flight */
-    int claiming;             /* a claim is in flight */
+    int claiming;             /* claims in flight (at most 2) */
+    int asked;                /* jobs those claims asked for */
     int sweeping;             /* a reclaim is in flight */
     int extending;            /* an extend is in flight */
     int wake_pending;         /* doorbell heard while claiming */

@@ -9,7 +9,9 @@
  * timer for the next delayed job, or the slow safety poll. A doorbell
  * heard while a claim is in flight triggers one more claim. Claims ride
  * the queue's tick, behind the completions of the same loop turn, so the
- * capacity they free is claimed in the same round trip.
+ * capacity they free is claimed in the same round trip. A hungry worker
+ * keeps two claims (of half its capacity each) in flight, so Redis works
+ * on one while the worker runs the other's jobs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 #include "internal.h"
 
 #define RECLAIM_LIMIT 1000
+#define CLAIMS_IN_FLIGHT 2
 
 static void claim(rjq_worker *w);
 
@@ -161,7 +164,8 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq_worker *w = ctx->w;
     int asked = ctx->asked;
     free(ctx);
-    w->claiming = 0;
+    w->claiming--;
+    w->asked -= asked;
     if (c->closing) return;
     if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
                              (r->elements - 1) % 5 != 0)) {
@@ -178,7 +182,7 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     size_t got = (r->elements - 1) / 5;
     rjq_job **jobs = got ? malloc(got * sizeof *jobs) : NULL;
     size_t made = 0;
-    for (size_t i = 0; i < got && (jobs || got == 0); i++) {
+    for (size_t i = 0; i < got && jobs; i++) {
         rjq_job *j = new_job(w, &r->element[1 + 5 * i]);
         if (j) jobs[made++] = j;
     }
@@ -196,18 +200,14 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     check_stopped(w);
 }
 
-static void claim(rjq_worker *w) {
+/* Send one claim for up to `want` jobs. */
+static int send_claim(rjq_worker *w, int want) {
     rjq_client *c = client_of(w);
-    int free_slots = w->concurrency - w->running;
-    if (w->stopping || w->claiming || c->closing || free_slots <= 0) return;
     rjq_queue *q = w->q;
     claim_ctx *ctx = malloc(sizeof *ctx);
-    if (ctx == NULL) {
-        go_idle(w, -1);
-        return;
-    }
+    if (ctx == NULL) return RJQ_ENOMEM;
     ctx->w = w;
-    ctx->asked = free_slots;
+    ctx->asked = want;
     char tbase[24];
     snprintf(tbase, sizeof tbase, "%016llx", (unsigned long long)rjq__random(c));
     rjq__argv a;
@@ -219,7 +219,7 @@ static void claim(rjq_worker *w) {
     rjq__argv_key(&a, q, RJQ__K_ACTIVE);
     rjq__argv_key(&a, q, RJQ__K_STATS);
     rjq__argv_key(&a, q, RJQ__K_JOB);
-    rjq__argv_ll(&a, free_slots);
+    rjq__argv_ll(&a, want);
     rjq__argv_ll(&a, w->lease_ms);
     rjq__argv_str(&a, tbase);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
@@ -227,11 +227,28 @@ static void claim(rjq_worker *w) {
     rjq__argv_free(&a);
     if (rc != RJQ_OK) {
         free(ctx);
-        go_idle(w, -1);
-        return;
+        return rc;
     }
-    w->claiming = 1;
+    w->claiming++;
+    w->asked += want;
+    return RJQ_OK;
+}
+
+/* Claim up to the free capacity: one claim when waking up, two halves in
+ * flight while the queue has a backlog. */
+static void claim(rjq_worker *w) {
+    rjq_client *c = client_of(w);
+    int limit = w->hungry ? CLAIMS_IN_FLIGHT : 1;
+    int chunk = w->hungry && w->concurrency >= 4 ? (w->concurrency + 1) / 2 : w->concurrency;
     w->wake_pending = 0;
+    while (!w->stopping && !c->closing && w->claiming < limit) {
+        int free_slots = w->concurrency - w->running - w->asked;
+        if (free_slots <= 0) return;
+        if (send_claim(w, free_slots < chunk ? free_slots : chunk) != RJQ_OK) {
+            go_idle(w, -1);
+            return;
+        }
+    }
 }
 
 /* ---- finishing jobs --------------------------------------------------- */

@@ -48,11 +48,11 @@ local emit = monitor(prefix)
 local deadline = int(now + lease)
 for i, id in ipairs(ids) do
   local k = prefix .. id
-  local v = redis.call('HMGET', k, 'd', 'm')
+  local v = redis.call('HMGET', k, 'd', 'm', 'a')
   if v[1] then -- a hash deleted behind rjq's back is skipped
     local tok = tbase .. '.' .. i
-    local a = redis.call('HINCRBY', k, 'a', 1)
-    redis.call('HSET', k, 's', 'active', 't', tok)
+    local a = tonumber(v[3] or '0') + 1
+    redis.call('HSET', k, 's', 'active', 't', tok, 'a', a)
     za[#za + 1] = deadline
     za[#za + 1] = id
     out[#out + 1] = id

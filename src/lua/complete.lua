@@ -6,9 +6,10 @@
 -- Returns one code per job: 1 done (or already done with this token),
 -- 0 lease lost.
 local active, completed, stats = KEYS[1], KEYS[2], KEYS[3]
-local prefix, retention, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local prefix, retention, cap = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local keep = tonumber(retention) >= 0
 expect_types({active, 'zset', completed, 'zset', stats, 'hash'})
-local now = now_ms()
+local now = int(now_ms()) -- formatted once: number->string costs per call
 local out, gone, hist = {}, {}, {}
 local emit = monitor(prefix)
 
@@ -18,9 +19,9 @@ for i = 4, #ARGV, 3 do
   local v = redis.call('HMGET', k, 's', 't', 'n')
   if v[1] == 'active' and v[2] == tok then
     redis.call('HSET', k, 's', 'completed', 'r', res)
-    if retention >= 0 then redis.call('PEXPIRE', k, retention) end
+    if keep then redis.call('PEXPIRE', k, retention) end
     gone[#gone + 1] = id
-    if cap > 0 then hist[#hist + 1] = int(now); hist[#hist + 1] = id end
+    if cap > 0 then hist[#hist + 1] = now; hist[#hist + 1] = id end
     notify(v[3], k, 'completed', res)
     emit('completed', id)
     out[#out + 1] = 1

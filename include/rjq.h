@@ -433,7 +433,8 @@ RJQ_API int rjq_queue_await(rjq_queue *q, const char *id, const rjq_await_option
                       rjq_await_cb *cb, void *data, rjq_await **out);
 
 /* End an await now: its callback runs before this returns, with
- * RJQ_ECANCELED. The job itself is not affected. */
+ * RJQ_ECANCELED. The job itself is not affected (an enqueue still held
+ * for the subscription is sent all the same). */
 RJQ_API int rjq_await_cancel(rjq_await *a);
 
 /* Number of awaits pending on this client. */

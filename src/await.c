@@ -132,6 +132,12 @@ static void unpin(rjq_await *a) {
 static void resolve(rjq_await *a, int status, const void *result, size_t rlen, const char *error) {
     rjq_client *c = a->c;
     if (a->state == AW_DONE) return;
+    if (a->state == AW_WAIT_SUB && a->payload && !c->closing) {
+        /* Cancelled or timed out before its enqueue went out: the job is
+         * still the caller's to have, only nobody awaits it any more. */
+        rjq_enqueue_item it = {a->payload, a->len, a->has_opts ? &a->opts : NULL};
+        rjq__enqueue_add(a->q, &it, 0, NULL, NULL);
+    }
     int was_indexed = a->state == AW_WATCHING;
     a->state = AW_DONE;
     rjq__timer_stop(c, &a->timer);
@@ -171,6 +177,8 @@ static rjq_await *new_await(rjq_queue *q, const rjq_await_options *aw, rjq_await
 /* Undo new_await for a call that fails synchronously (no callback). */
 static void discard(rjq_await *a) {
     a->cb = NULL;
+    free(a->payload); /* nothing of a failed call is sent */
+    a->payload = NULL;
     resolve(a, RJQ_ECANCELED, NULL, 0, NULL);
 }
 

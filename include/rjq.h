@@ -177,7 +177,9 @@ RJQ_API void rjq_client_handle_timeout(rjq_client *c);
 
 /*
  * Free the client: every pending callback is called once with
- * RJQ_ECANCELED, workers stop at once (their running jobs are abandoned and
+ * RJQ_ECANCELED (outcomes that arrived in the same Redis reply as the
+ * callback that freed the client are still reported as they are), workers
+ * stop at once (their running jobs are abandoned and
  * come back after their lease), both connections close, the loop glue is
  * released. Safe from inside any callback (the free then completes when the
  * callback returns). NULL is a harmless no-op.

@@ -83,6 +83,7 @@ int rjq__redis_error_code(const char *err) {
         {"WRONGTYPE", RJQ_EWRONGTYPE}, {"OOM command not allowed", RJQ_EOOM},
         {"NOAUTH", RJQ_EAUTH},         {"WRONGPASS", RJQ_EAUTH},
         {"NOPERM", RJQ_EAUTH},         {"invalid password", RJQ_EAUTH},
+        {"unauthenticated", RJQ_EAUTH}, /* Redis 7: "Protocol error: unauthenticated ..." */
     };
     if (err == NULL) return RJQ_EREDIS;
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)

@@ -1,0 +1,693 @@
+/*
+ * Bad input gets a clear error and changes nothing in Redis: invalid queue
+ * names, oversize payloads and results, invalid job ids and options, keys
+ * of the wrong type, refused authentication, bad URLs, and the error
+ * table itself. "Nothing written" is checked with a separate synchronous
+ * connection (DBSIZE, or the keys concerned).
+ */
+#include <signal.h>
+#include <unistd.h>
+
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+#include <rjq/libevent.h>
+
+#include "harness.h"
+#include "server.h"
+
+/* ---- process hygiene: a failed ASSERT aborts (a crash or a sanitizer may
+ * end the process too); take the private redis-server along ---------- */
+
+static pid_t g_pid;
+
+static void kill_server(void) {
+    if (g_pid > 0) kill(g_pid, SIGKILL);
+}
+
+static void on_abort(int sig) {
+    kill_server();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void start_server(test_server *s, const char *const *extra) {
+    signal(SIGABRT, on_abort);
+#ifndef __SANITIZE_ADDRESS__
+    signal(SIGSEGV, on_abort);
+    signal(SIGBUS, on_abort);
+#else /* keep ASan's own reports of crashes */
+    __sanitizer_set_death_callback(kill_server);
+#endif
+    server_start(s, extra);
+    g_pid = s->pid;
+}
+
+static void stop_server(test_server *s) {
+    g_pid = 0;
+    server_stop(s);
+}
+
+/* ---- helpers --------------------------------------------------------------- */
+
+typedef struct enq_wait {
+    int calls, status;
+    size_t n;
+    int jobs_null;
+    char errmsg[160]; /* rjq_client_errmsg() as the callback saw it */
+} enq_wait;
+
+static void on_enq(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    enq_wait *w = data;
+    w->calls++;
+    w->status = status;
+    w->n = n;
+    w->jobs_null = jobs == NULL;
+    snprintf(w->errmsg, sizeof w->errmsg, "%s", rjq_client_errmsg(c));
+}
+
+static long never_calls;
+static void never_enq(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)status, (void)jobs, (void)n, (void)data;
+    never_calls++;
+}
+
+/* A round trip on the client's command connection: everything sent before
+ * it has been executed once it returns. */
+typedef struct stats_wait {
+    int done, status;
+    rjq_stats s;
+} stats_wait;
+
+static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) {
+    (void)c;
+    stats_wait *w = data;
+    w->done++;
+    w->status = status;
+    if (s) w->s = *s;
+}
+
+static stats_wait stats_of(struct event_base *base, rjq_queue *q) {
+    stats_wait w;
+    memset(&w, 0, sizeof w);
+    ASSERT_OK(rjq_queue_stats(q, on_stats, &w));
+    ASSERT(loop_until(base, &w.done, 10000));
+    ASSERT_EQ(1, w.done);
+    return w;
+}
+
+static long long dbsize(redisContext *rc) {
+    return server_int(rc, "DBSIZE");
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Every key and every field of every hash, as one string (for "nothing
+ * changed" comparisons). */
+static void snapshot(redisContext *rc, char *out, size_t cap) {
+    size_t used = 0;
+    out[0] = '\0';
+    redisReply *keys = server_cmd(rc, "KEYS *");
+    ASSERT(keys->type == REDIS_REPLY_ARRAY);
+    const char **names = calloc(keys->elements + 1, sizeof *names);
+    ASSERT(names != NULL);
+    for (size_t i = 0; i < keys->elements; i++) names[i] = keys->element[i]->str;
+    qsort(names, keys->elements, sizeof *names, cmp_str);
+    for (size_t i = 0; i < keys->elements; i++) {
+        const char *k = names[i];
+        redisReply *t = server_cmd(rc, "TYPE %s", k);
+        used += (size_t)snprintf(out + used, cap - used, "[%s:%s]", k, t->str);
+        ASSERT(used < cap);
+        if (strcmp(t->str, "hash") == 0) {
+            redisReply *h = server_cmd(rc, "HGETALL %s", k);
+            for (size_t f = 0; f < h->elements; f++) {
+                used += (size_t)snprintf(out + used, cap - used, "%s;", h->element[f]->str);
+                ASSERT(used < cap);
+            }
+            freeReplyObject(h);
+        } else if (strcmp(t->str, "string") == 0) {
+            redisReply *v = server_cmd(rc, "GET %s", k);
+            used += (size_t)snprintf(out + used, cap - used, "%s;", v->str ? v->str : "");
+            ASSERT(used < cap);
+            freeReplyObject(v);
+        } else if (strcmp(t->str, "list") == 0) {
+            used += (size_t)snprintf(out + used, cap - used, "%lld;", server_int(rc, "LLEN %s", k));
+        } else if (strcmp(t->str, "zset") == 0) {
+            used += (size_t)snprintf(out + used, cap - used, "%lld;", server_int(rc, "ZCARD %s", k));
+        }
+        ASSERT(used < cap);
+        freeReplyObject(t);
+    }
+    free(names);
+    freeReplyObject(keys);
+}
+
+/* =========================================================================
+ * Queue names
+ * ====================================================================== */
+
+TEST(invalid_queue_names_rejected) {
+    test_server s;
+    start_server(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    redisContext *rc = server_connect(&s);
+    char long_name[202];
+    memset(long_name, 'x', 201);
+    long_name[201] = '\0';
+    const char *bad[] = {"", "a{b", "a}b", "has space", long_name, "{q}", "tab\there",
+                         "new\nline", "del\x7f"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rjq_queue *q = (rjq_queue *)&s; /* must be reset to NULL */
+        int rc_open = rjq_queue_open(c, bad[i], NULL, &q);
+        if (rc_open != RJQ_EQUEUENAME)
+            FAIL_AT(__FILE__, __LINE__, "name #%zu: expected RJQ_EQUEUENAME, got %d", i, rc_open);
+        ASSERT(q == NULL);
+    }
+    ASSERT(strstr(rjq_client_errmsg(c), "queue name") != NULL);
+    wait_connected(base, c);
+    loop_for(base, 100);
+    ASSERT_EQ(0, dbsize(rc));
+
+    /* The limits themselves are fine: 200 bytes, any other printable byte. */
+    rjq_queue *q = NULL;
+    long_name[200] = '\0';
+    ASSERT_OK(rjq_queue_open(c, long_name, NULL, &q));
+    ASSERT(q != NULL);
+    ASSERT_STREQ(long_name, rjq_queue_name(q));
+    ASSERT_OK(rjq_queue_open(c, "a:b-c.d/e[f]", NULL, &q));
+    enq_wait e = {0};
+    ASSERT_OK(rjq_enqueue(q, "x", 1, NULL, on_enq, &e));
+    ASSERT(loop_until(base, &e.calls, 10000));
+    ASSERT_OK(e.status);
+    ASSERT_EQ(1, server_int(rc, "LLEN %s", "t:{a:b-c.d/e[f]}:ready"));
+
+    redisFree(rc);
+    rjq_client_free(c);
+    event_base_free(base);
+    stop_server(&s);
+}
+
+/* =========================================================================
+ * Sizes
+ * ====================================================================== */
+
+static rjq_client *client_with(struct event_base *base, const test_server *s, size_t max_payload) {
+    rjq_client_options o = {0};
+    rjq_client *c = NULL;
+    o.url = s->url;
+    o.prefix = "t";
+    o.max_payload = max_payload;
+    ASSERT_OK(rjq_libevent_client_new(&c, base, &o));
+    return c;
+}
+
+TEST(oversize_payload_rejected_nothing_written) {
+    test_server s;
+    start_server(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_with(base, &s, 100);
+    rjq_queue *q = queue_for(c, "big");
+    redisContext *rc = server_connect(&s);
+    char buf[101];
+    memset(buf, 'b', sizeof buf);
+
+    ASSERT_EQ(RJQ_ETOOBIG, rjq_enqueue(q, buf, 101, NULL, never_enq, NULL));
+    /* One bad item fails the whole batch. */
+    rjq_enqueue_item items[3] = {{buf, 10, NULL}, {buf, 101, NULL}, {buf, 1, NULL}};
+    ASSERT_EQ(RJQ_ETOOBIG, rjq_enqueue_batch(q, items, 3, never_enq, NULL));
+    stats_wait st = stats_of(base, q); /* anything sent would have run by now */
+    ASSERT_OK(st.status);
+    ASSERT_EQ(0, st.s.enqueued);
+    ASSERT_EQ(0, never_calls);
+    ASSERT_EQ(0, dbsize(rc));
+
+    /* Exactly the limit is accepted. */
+    enq_wait e = {0};
+    ASSERT_OK(rjq_enqueue(q, buf, 100, NULL, on_enq, &e));
+    ASSERT(loop_until(base, &e.calls, 10000));
+    ASSERT_OK(e.status);
+    ASSERT(dbsize(rc) > 0);
+
+    rjq_client_free(c);
+    event_base_free(base);
+    redisFree(rc);
+    stop_server(&s);
+}
+
+typedef struct result_ctx {
+    int handled;
+    int too_big, einval;
+    char id_after[64];
+    size_t payload_len_after;
+    long done;
+    int done_status;
+} result_ctx;
+
+static void on_fail_done(rjq_client *c, int status, void *data) {
+    (void)c;
+    result_ctx *x = data;
+    x->done++;
+    x->done_status = status;
+}
+
+static void big_result_handler(rjq_job *job, void *data) {
+    result_ctx *x = data;
+    char res[101];
+    memset(res, 'r', sizeof res);
+    x->handled++;
+    x->too_big = rjq_job_complete(job, res, 101, on_fail_done, x);
+    if (x->too_big != RJQ_ETOOBIG) return; /* released (or broken): hands off */
+    /* The handle is still ours: readable, and it can still be failed. */
+    snprintf(x->id_after, sizeof x->id_after, "%s", rjq_job_id(job));
+    rjq_job_payload(job, &x->payload_len_after);
+    x->einval = rjq_job_fail(job, "bad flags", 0x40, -1, on_fail_done, x);
+    ASSERT_OK(rjq_job_fail(job, "result too big", RJQ_FAIL_FATAL, -1, on_fail_done, x));
+}
+
+typedef struct info_wait {
+    int done, status;
+    char state[32], error[64];
+    int has_result;
+} info_wait;
+
+static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *data) {
+    (void)c;
+    info_wait *w = data;
+    w->done++;
+    w->status = status;
+    if (info) {
+        snprintf(w->state, sizeof w->state, "%s", info->state);
+        snprintf(w->error, sizeof w->error, "%s", info->error ? info->error : "");
+        w->has_result = info->result != NULL;
+    }
+}
+
+TEST(oversize_result_rejected_job_still_usable) {
+    test_server s;
+    start_server(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_with(base, &s, 100);
+    rjq_queue *q = queue_for(c, "bigres");
+    rjq_job_options o = {0};
+    o.id = "j1";
+    enq_wait e = {0};
+    ASSERT_OK(rjq_enqueue(q, "in", 2, &o, on_enq, &e));
+    ASSERT(loop_until(base, &e.calls, 10000));
+    ASSERT_OK(e.status);
+    result_ctx x;
+    memset(&x, 0, sizeof x);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, NULL, big_result_handler, &x, &w));
+    ASSERT(loop_until_count(base, &x.done, 1, 10000));
+    loop_for(base, 100);
+    ASSERT_EQ(1, x.handled);
+    ASSERT_EQ(RJQ_ETOOBIG, x.too_big);
+    ASSERT_EQ(RJQ_EINVAL, x.einval);
+    ASSERT_STREQ("j1", x.id_after);
+    ASSERT_EQ(2, x.payload_len_after);
+    ASSERT_EQ(1, x.done); /* only the accepted fail calls back */
+    ASSERT_OK(x.done_status);
+
+    info_wait info;
+    memset(&info, 0, sizeof info);
+    ASSERT_OK(rjq_queue_job(q, "j1", on_info, &info));
+    ASSERT(loop_until(base, &info.done, 10000));
+    ASSERT_OK(info.status);
+    ASSERT_STREQ("dead", info.state);
+    ASSERT_STREQ("result too big", info.error);
+    ASSERT(!info.has_result);
+    stats_wait st = stats_of(base, q);
+    ASSERT_EQ(0, st.s.completed);
+    ASSERT_EQ(1, st.s.dead);
+    rjq_client_free(c);
+    event_base_free(base);
+    stop_server(&s);
+}
+
+/* =========================================================================
+ * Job ids and options
+ * ====================================================================== */
+
+TEST(invalid_job_ids_and_options_rejected) {
+    test_server s;
+    start_server(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *q = queue_for(c, "ids");
+    redisContext *rc = server_connect(&s);
+    char long_id[202];
+    memset(long_id, 'i', 201);
+    long_id[201] = '\0';
+
+    const char *bad_ids[] = {"12345", "0", "has space", long_id, "", "tab\tid", "nl\n"};
+    for (size_t i = 0; i < sizeof bad_ids / sizeof bad_ids[0]; i++) {
+        rjq_job_options o = {0};
+        o.id = bad_ids[i];
+        int rc_enq = rjq_enqueue(q, "p", 1, &o, never_enq, NULL);
+        if (rc_enq != RJQ_EJOBID)
+            FAIL_AT(__FILE__, __LINE__, "id #%zu: expected RJQ_EJOBID, got %d", i, rc_enq);
+    }
+    /* A bad id anywhere fails the whole batch. */
+    rjq_job_options good = {0}, bad = {0};
+    good.id = "fine-1";
+    bad.id = "999";
+    rjq_enqueue_item items[2] = {{"a", 1, &good}, {"b", 1, &bad}};
+    ASSERT_EQ(RJQ_EJOBID, rjq_enqueue_batch(q, items, 2, never_enq, NULL));
+
+    struct {
+        const char *what;
+        rjq_job_options o;
+    } bad_opts[] = {
+        {"priority above max", {.priority = RJQ_PRIORITY_MAX + 1}},
+        {"priority below min", {.priority = RJQ_PRIORITY_MIN - 1}},
+        {"negative delay", {.delay_ms = -1}},
+        {"negative max_attempts", {.max_attempts = -1}},
+        {"unknown backoff type", {.backoff = {(rjq_backoff_type)7, 100, 0}}},
+        {"negative backoff base", {.backoff = {RJQ_BACKOFF_FIXED, -5, 0}}},
+        {"negative backoff cap", {.backoff = {RJQ_BACKOFF_EXPONENTIAL, 100, -1}}},
+    };
+    for (size_t i = 0; i < sizeof bad_opts / sizeof bad_opts[0]; i++) {
+        int rc_enq = rjq_enqueue(q, "p", 1, &bad_opts[i].o, never_enq, NULL);
+        if (rc_enq != RJQ_EINVAL)
+            FAIL_AT(__FILE__, __LINE__, "%s: expected RJQ_EINVAL, got %d", bad_opts[i].what, rc_enq);
+    }
+    /* Arguments of the calls themselves. */
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(q, NULL, 5, NULL, never_enq, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_batch(q, items, 0, never_enq, NULL));
+    rjq_enqueue_item *many = calloc(RJQ_BATCH_MAX + 1, sizeof *many);
+    ASSERT(many != NULL);
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_batch(q, many, RJQ_BATCH_MAX + 1, never_enq, NULL));
+    free(many);
+
+    stats_wait st = stats_of(base, q);
+    ASSERT_OK(st.status);
+    ASSERT_EQ(0, st.s.enqueued);
+    ASSERT_EQ(0, never_calls);
+    ASSERT_EQ(0, dbsize(rc));
+
+    /* The limits themselves are fine. */
+    long_id[200] = '\0';
+    rjq_job_options ok = {0};
+    ok.id = long_id;
+    ok.priority = RJQ_PRIORITY_MIN;
+    enq_wait e = {0};
+    ASSERT_OK(rjq_enqueue(q, "p", 1, &ok, on_enq, &e));
+    ok.id = "123a";
+    ok.priority = RJQ_PRIORITY_MAX;
+    ASSERT_OK(rjq_enqueue(q, "p", 1, &ok, on_enq, &e));
+    for (int i = 0; i < 1000 && e.calls < 2; i++) loop_for(base, 10);
+    ASSERT_EQ(2, e.calls);
+    ASSERT_OK(e.status);
+    ASSERT_EQ(2, stats_of(base, q).s.enqueued);
+
+    redisFree(rc);
+    rjq_client_free(c);
+    event_base_free(base);
+    stop_server(&s);
+}
+
+/* =========================================================================
+ * Keys of the wrong type
+ * ====================================================================== */
+
+TEST(wrongtype_key_reported_nothing_written) {
+    test_server s;
+    start_server(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *q = queue_for(c, "q");
+    redisContext *rc = server_connect(&s);
+
+    /* One job first, so the queue's stats exist and can be compared. */
+    rjq_job_options o = {0};
+    o.id = "before";
+    enq_wait e = {0};
+    ASSERT_OK(rjq_enqueue(q, "x", 1, &o, on_enq, &e));
+    ASSERT(loop_until(base, &e.calls, 10000));
+    ASSERT_OK(e.status);
+    redisReply *r = server_cmd(rc, "DEL t:{q}:ready");
+    freeReplyObject(r);
+    r = server_cmd(rc, "SET t:{q}:ready x");
+    freeReplyObject(r);
+    static char before[8192], after[8192];
+    snapshot(rc, before, sizeof before);
+
+    /* Explicit id, server-assigned id, delayed, batch: all refused. */
+    o.id = "j2";
+    memset(&e, 0, sizeof e);
+    ASSERT_OK(rjq_enqueue(q, "y", 1, &o, on_enq, &e));
+    ASSERT(loop_until(base, &e.calls, 10000));
+    ASSERT_EQ(1, e.calls);
+    ASSERT_EQ(RJQ_EWRONGTYPE, e.status);
+    ASSERT_EQ(0, e.n);
+    ASSERT(e.jobs_null);
+    ASSERT(strstr(rjq_client_errmsg(c), "WRONGTYPE") != NULL);
+
+    memset(&e, 0, sizeof e);
+    ASSERT_OK(rjq_enqueue(q, "z", 1, NULL, on_enq, &e));
+    rjq_job_options d = {0};
+    d.delay_ms = 1000;
+    enq_wait e2 = {0};
+    ASSERT_OK(rjq_enqueue(q, "d", 1, &d, on_enq, &e2));
+    rjq_enqueue_item items[2] = {{"b1", 2, NULL}, {"b2", 2, NULL}};
+    enq_wait e3 = {0};
+    ASSERT_OK(rjq_enqueue_batch(q, items, 2, on_enq, &e3));
+    ASSERT(loop_until(base, &e3.calls, 10000));
+    ASSERT_EQ(RJQ_EWRONGTYPE, e.status);
+    ASSERT_EQ(RJQ_EWRONGTYPE, e2.status);
+    ASSERT_EQ(RJQ_EWRONGTYPE, e3.status);
+    ASSERT_EQ(0, e3.n);
+
+    /* Stats read the same keys: refused too, not a crash or garbage. */
+    stats_wait st = stats_of(base, q);
+    ASSERT_EQ(RJQ_EWRONGTYPE, st.status);
+
+    ASSERT_EQ(0, server_int(rc, "EXISTS t:{q}:job:j2"));
+    snapshot(rc, after, sizeof after);
+    ASSERT_STREQ(before, after);
+
+    /* Another key of the queue: a hash where a zset belongs. */
+    r = server_cmd(rc, "DEL t:{q}:ready");
+    freeReplyObject(r);
+    r = server_cmd(rc, "HSET t:{q}:delayed f v");
+    freeReplyObject(r);
+    snapshot(rc, before, sizeof before);
+    memset(&e, 0, sizeof e);
+    ASSERT_OK(rjq_enqueue(q, "y", 1, &o, on_enq, &e));
+    ASSERT(loop_until(base, &e.calls, 10000));
+    ASSERT_EQ(RJQ_EWRONGTYPE, e.status);
+    snapshot(rc, after, sizeof after);
+    ASSERT_STREQ(before, after);
+
+    redisFree(rc);
+    rjq_client_free(c);
+    event_base_free(base);
+    stop_server(&s);
+}
+
+/* =========================================================================
+ * Authentication
+ * ====================================================================== */
+
+typedef struct ev_log {
+    int errors, connected;
+    int error_conn_cmd;
+    char detail[256];
+} ev_log;
+
+static void on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
+    (void)c;
+    ev_log *l = data;
+    if (ev == RJQ_EVENT_ERROR) {
+        l->errors++;
+        if (conn == RJQ_CONN_COMMAND) l->error_conn_cmd++;
+        snprintf(l->detail, sizeof l->detail, "%s", detail ? detail : "");
+    } else if (ev == RJQ_EVENT_CONNECTED) {
+        l->connected++;
+    }
+}
+
+static rjq_client *client_url(struct event_base *base, const char *url, ev_log *log) {
+    rjq_client_options o = {0};
+    rjq_client *c = NULL;
+    o.url = url;
+    o.prefix = "t";
+    o.reconnect_min_ms = 20;
+    o.reconnect_max_ms = 200;
+    o.on_event = on_event;
+    o.event_data = log;
+    ASSERT_OK(rjq_libevent_client_new(&c, base, &o));
+    return c;
+}
+
+static enq_wait enqueue_and_wait(struct event_base *base, rjq_queue *q) {
+    enq_wait e = {0};
+    ASSERT_OK(rjq_enqueue(q, "x", 1, NULL, on_enq, &e));
+    ASSERT(loop_until(base, &e.calls, 10000));
+    loop_for(base, 50);
+    ASSERT_EQ(1, e.calls);
+    return e;
+}
+
+/* A server with requirepass, and a synchronous connection that logged in. */
+static redisContext *auth_server(test_server *s) {
+    const char *const extra[] = {"--requirepass", "secret", NULL};
+    start_server(s, extra);
+    redisContext *rc = server_connect(s);
+    redisReply *r = server_cmd(rc, "AUTH secret");
+    ASSERT(r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    return rc;
+}
+
+TEST(noauth_without_password_reports_eauth) {
+    test_server s;
+    redisContext *rc = auth_server(&s);
+    struct event_base *base = event_base_new();
+    ev_log log = {0, 0, 0, ""};
+    rjq_client *c = client_url(base, s.url, &log);
+    rjq_queue *q = queue_for(c, "auth");
+    enq_wait e = enqueue_and_wait(base, q);
+    if (e.status != RJQ_EAUTH)
+        FAIL_AT(__FILE__, __LINE__, "no password: expected RJQ_EAUTH, got %d (%s)", e.status,
+                e.errmsg);
+    ASSERT_EQ(0, e.n);
+    ASSERT(log.error_conn_cmd >= 1); /* the session set-up was refused */
+    ASSERT_EQ(0, dbsize(rc));
+    rjq_client_free(c);
+    redisFree(rc);
+    event_base_free(base);
+    stop_server(&s);
+}
+
+TEST(wrong_password_reports_eauth_and_error_event) {
+    test_server s;
+    redisContext *rc = auth_server(&s);
+    struct event_base *base = event_base_new();
+    char url[128];
+    ev_log log = {0, 0, 0, ""};
+    snprintf(url, sizeof url, "redis://:wrong@127.0.0.1:%d", s.port);
+    rjq_client *c = client_url(base, url, &log);
+    rjq_queue *q = queue_for(c, "auth");
+    enq_wait e = enqueue_and_wait(base, q);
+    if (e.status != RJQ_EAUTH)
+        FAIL_AT(__FILE__, __LINE__, "wrong password: expected RJQ_EAUTH, got %d (%s)", e.status,
+                e.errmsg);
+    ASSERT(log.error_conn_cmd >= 1);
+    ASSERT(log.detail[0] != '\0');
+    ASSERT_EQ(0, dbsize(rc));
+    rjq_client_free(c);
+    redisFree(rc);
+    event_base_free(base);
+    stop_server(&s);
+}
+
+TEST(right_password_in_url_works) {
+    test_server s;
+    redisContext *rc = auth_server(&s);
+    struct event_base *base = event_base_new();
+    char url[128];
+    /* user-less userinfo ... */
+    ev_log right = {0, 0, 0, ""};
+    snprintf(url, sizeof url, "redis://:secret@127.0.0.1:%d", s.port);
+    rjq_client *c = client_url(base, url, &right);
+    rjq_queue *q = queue_for(c, "auth");
+    enq_wait e = enqueue_and_wait(base, q);
+    ASSERT_OK(e.status);
+    ASSERT_EQ(0, right.errors);
+    ASSERT(right.connected >= 1);
+    ASSERT_EQ(1, server_int(rc, "LLEN t:{auth}:ready"));
+    rjq_client_free(c);
+    /* ... and the legacy lone password word. */
+    ev_log word = {0, 0, 0, ""};
+    snprintf(url, sizeof url, "redis://secret@127.0.0.1:%d", s.port);
+    c = client_url(base, url, &word);
+    q = queue_for(c, "auth");
+    e = enqueue_and_wait(base, q);
+    ASSERT_OK(e.status);
+    ASSERT_EQ(0, word.errors);
+    ASSERT_EQ(2, server_int(rc, "LLEN t:{auth}:ready"));
+    rjq_client_free(c);
+    redisFree(rc);
+    event_base_free(base);
+    stop_server(&s);
+}
+
+/* =========================================================================
+ * URLs
+ * ====================================================================== */
+
+TEST(bad_urls_rejected_with_eurl) {
+    struct event_base *base = event_base_new();
+    const char *bad[] = {
+        "http://x",
+        "redis://host.example.com:6379", /* not numeric: no blocking DNS */
+        "redis://127.0.0.1:99999",
+        "redis://127.0.0.1:0",
+        "redis://127.0.0.1:abc",
+        "redis://127.0.0.1:",
+        "redis://127.0.0.1:6379/db",
+        "redis://[::1",
+        "redis://:%zz@127.0.0.1:6379",
+        "unix://relative/path",
+        "",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rjq_client_options o = {0};
+        rjq_client *c = (rjq_client *)base; /* must be reset to NULL */
+        o.url = bad[i];
+        int rc = rjq_libevent_client_new(&c, base, &o);
+        if (rc != RJQ_EURL) FAIL_AT(__FILE__, __LINE__, "\"%s\": expected RJQ_EURL, got %d", bad[i], rc);
+        ASSERT(c == NULL);
+    }
+    /* Good ones parse. Port 1 (tcpmux) is closed here: the connection
+     * attempts these start touch nobody's server. */
+    const char *good[] = {"redis://127.0.0.1:1", "redis://localhost:1", "redis://[::1]:1/2",
+                          "redis://u:p%40ss@127.0.0.1:1", "unix:///nonexistent/rjq.sock?db=3"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        rjq_client_options o = {0};
+        rjq_client *c = NULL;
+        o.url = good[i];
+        o.connect_timeout_ms = 100;
+        int rc = rjq_libevent_client_new(&c, base, &o);
+        if (rc != RJQ_OK) FAIL_AT(__FILE__, __LINE__, "\"%s\": expected RJQ_OK, got %d", good[i], rc);
+        rjq_client_free(c);
+    }
+    event_base_free(base);
+}
+
+/* =========================================================================
+ * The error table
+ * ====================================================================== */
+
+TEST(strerror_every_code_distinct_unknown_is_unknown) {
+    static const int codes[] = {
+#define XX(name, num, msg) RJQ_##name,
+        RJQ_ERRNO_MAP(XX)
+#undef XX
+    };
+    const size_t n = sizeof codes / sizeof codes[0];
+    ASSERT(n >= 20);
+    for (size_t i = 0; i < n; i++) {
+        const char *m = rjq_strerror(codes[i]);
+        ASSERT(m != NULL && m[0] != '\0');
+        ASSERT(codes[i] < 0);
+        if (strcmp(m, "unknown error") == 0)
+            FAIL_AT(__FILE__, __LINE__, "code %d described as unknown", codes[i]);
+        ASSERT(strcmp(m, rjq_strerror(RJQ_OK)) != 0);
+        for (size_t k = 0; k < i; k++) {
+            ASSERT(codes[k] != codes[i]);
+            if (strcmp(m, rjq_strerror(codes[k])) == 0)
+                FAIL_AT(__FILE__, __LINE__, "codes %d and %d share \"%s\"", codes[i], codes[k], m);
+        }
+    }
+    ASSERT(rjq_strerror(RJQ_OK)[0] != '\0');
+    static const int unknown[] = {1, 42, -999, -(int)(sizeof codes / sizeof codes[0]) - 1, -2147483647 - 1};
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
+        ASSERT_STREQ("unknown error", rjq_strerror(unknown[i]));
+    ASSERT_STREQ("invalid queue name", rjq_strerror(RJQ_EQUEUENAME));
+}

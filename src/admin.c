@@ -7,12 +7,20 @@
 
 #include "internal.h"
 
+/* The caller's callback: one of the admin callback types. */
+typedef union admin_cb {
+    rjq_stats_cb *stats;
+    rjq_count_cb *count;
+    rjq_job_info_cb *job;
+    rjq_ids_cb *ids;
+} admin_cb;
+
 typedef struct admin_ctx {
-    void *cb;
+    admin_cb cb;
     void *data;
 } admin_ctx;
 
-static int send_admin(rjq_queue *q, int script, rjq__reply_fn *fn, void *cb, void *data,
+static int send_admin(rjq_queue *q, int script, rjq__reply_fn *fn, admin_cb cb, void *data,
                       rjq__argv *a) {
     admin_ctx *ctx = malloc(sizeof *ctx);
     int rc = RJQ_ENOMEM;
@@ -27,8 +35,8 @@ static int send_admin(rjq_queue *q, int script, rjq__reply_fn *fn, void *cb, voi
     return rc;
 }
 
-static int usable(rjq_queue *q, const void *cb) {
-    if (q == NULL || cb == NULL) return RJQ_EINVAL;
+static int usable(rjq_queue *q, int has_cb) {
+    if (q == NULL || !has_cb) return RJQ_EINVAL;
     return q->c->closing ? RJQ_ECLOSED : RJQ_OK;
 }
 
@@ -49,12 +57,12 @@ static void on_stats(rjq_client *c, int status, redisReply *r, void *priv) {
         }
     }
     if (status == RJQ_EPROTO) rjq__errmsg(c, "stats: unexpected reply");
-    ((rjq_stats_cb *)ctx->cb)(c, status, status == RJQ_OK ? &s : NULL, ctx->data);
+    ctx->cb.stats(c, status, status == RJQ_OK ? &s : NULL, ctx->data);
     free(ctx);
 }
 
 int rjq_queue_stats(rjq_queue *q, rjq_stats_cb *cb, void *data) {
-    int rc = usable(q, (const void *)cb);
+    int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;
     rjq__argv a;
     rjq__argv_init(&a);
@@ -65,7 +73,7 @@ int rjq_queue_stats(rjq_queue *q, rjq_stats_cb *cb, void *data) {
     rjq__argv_key(&a, q, RJQ__K_DELAYED);
     rjq__argv_key(&a, q, RJQ__K_ACTIVE);
     rjq__argv_key(&a, q, RJQ__K_DEAD);
-    return send_admin(q, RJQ__S_STATS, on_stats, (void *)cb, data, &a);
+    return send_admin(q, RJQ__S_STATS, on_stats, (admin_cb){.stats = cb}, data, &a);
 }
 
 /* ---- counts: replay, reclaim ------------------------------------------- */
@@ -80,12 +88,12 @@ static void on_count(rjq_client *c, int status, redisReply *r, void *priv) {
         else if (n == -2) status = RJQ_ESTATE;
         if (n < 0) n = 0;
     }
-    ((rjq_count_cb *)ctx->cb)(c, status, n, ctx->data);
+    ctx->cb.count(c, status, n, ctx->data);
     free(ctx);
 }
 
 int rjq_queue_replay(rjq_queue *q, const char *id, long limit, rjq_count_cb *cb, void *data) {
-    int rc = usable(q, (const void *)cb);
+    int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;
     if (id && strlen(id) > RJQ_JOB_ID_MAX) return RJQ_EJOBID;
     rjq__argv a;
@@ -99,15 +107,15 @@ int rjq_queue_replay(rjq_queue *q, const char *id, long limit, rjq_count_cb *cb,
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_str(&a, id ? id : "");
     rjq__argv_ll(&a, limit > 0 ? limit : 1000);
-    return send_admin(q, RJQ__S_REPLAY, on_count, (void *)cb, data, &a);
+    return send_admin(q, RJQ__S_REPLAY, on_count, (admin_cb){.count = cb}, data, &a);
 }
 
 int rjq_queue_reclaim(rjq_queue *q, rjq_count_cb *cb, void *data) {
-    int rc = usable(q, (const void *)cb);
+    int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;
     admin_ctx *ctx = malloc(sizeof *ctx);
     if (ctx == NULL) return RJQ_ENOMEM;
-    ctx->cb = (void *)cb;
+    ctx->cb.count = cb;
     ctx->data = data;
     rc = rjq__reclaim_send(q, 0, on_count, ctx);
     if (rc != RJQ_OK) free(ctx);
@@ -147,17 +155,17 @@ static void on_job(rjq_client *c, int status, redisReply *r, void *priv) {
         }
         info.error = err ? err->str : NULL;
     }
-    ((rjq_job_info_cb *)ctx->base.cb)(c, status, status == RJQ_OK ? &info : NULL, ctx->base.data);
+    ctx->base.cb.job(c, status, status == RJQ_OK ? &info : NULL, ctx->base.data);
     free(ctx);
 }
 
 int rjq_queue_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *data) {
-    int rc = usable(q, (const void *)cb);
+    int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;
     if (id == NULL || id[0] == '\0' || strlen(id) > RJQ_JOB_ID_MAX) return RJQ_EJOBID;
     job_ctx *ctx = malloc(sizeof *ctx);
     if (ctx == NULL) return RJQ_ENOMEM;
-    ctx->base.cb = (void *)cb;
+    ctx->base.cb.job = cb;
     ctx->base.data = data;
     strcpy(ctx->id, id);
     rjq__argv a;
@@ -197,13 +205,13 @@ static void on_ids(rjq_client *c, int status, redisReply *r, void *priv) {
         status = RJQ_ENOMEM;
     if (status == RJQ_OK)
         for (; n < r->elements; n++) ids[n] = r->element[n]->str;
-    ((rjq_ids_cb *)ctx->cb)(c, status, ids, n, ctx->data);
+    ctx->cb.ids(c, status, ids, n, ctx->data);
     free(ids);
     free(ctx);
 }
 
 int rjq_queue_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *data) {
-    int rc = usable(q, (const void *)cb);
+    int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;
     if (offset < 0 || limit <= 0) return RJQ_EINVAL;
     rjq__argv a;
@@ -212,5 +220,5 @@ int rjq_queue_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *
     rjq__argv_key(&a, q, RJQ__K_DEAD);
     rjq__argv_ll(&a, offset);
     rjq__argv_ll(&a, offset + limit - 1);
-    return send_admin(q, -1, on_ids, (void *)cb, data, &a);
+    return send_admin(q, -1, on_ids, (admin_cb){.ids = cb}, data, &a);
 }

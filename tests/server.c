@@ -14,6 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 #include <rjq/libevent.h>
 
 #include "harness.h"
@@ -32,9 +36,15 @@ static int free_port(void) {
     return ntohs(a.sin_port);
 }
 
-static void sleep_ms(long ms) {
+void sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
+}
+
+double mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
 static void spawn(test_server *s, const char *const *extra) {
@@ -120,6 +130,70 @@ void server_restart(test_server *s, const char *const *extra) {
     spawn(s, extra);
 }
 
+/* ---- process hygiene ------------------------------------------------------ */
+
+#define GUARDED_MAX 16
+static pid_t guarded[GUARDED_MAX];
+
+static void kill_guarded(void) {
+    for (int i = 0; i < GUARDED_MAX; i++)
+        if (guarded[i] > 0) kill(guarded[i], SIGKILL);
+}
+
+static void kill_guarded_and_die(int sig) {
+    kill_guarded();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void install_guard(void) {
+    static int installed;
+    static const int crash[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+    if (installed) return;
+    installed = 1;
+    signal(SIGABRT, kill_guarded_and_die);
+    for (size_t i = 0; i < sizeof crash / sizeof crash[0]; i++) {
+        struct sigaction old;
+        if (sigaction(crash[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL &&
+            !(old.sa_flags & SA_SIGINFO))
+            signal(crash[i], kill_guarded_and_die);
+    }
+#ifdef __SANITIZE_ADDRESS__ /* a sanitizer's report ends the process without a signal */
+    __sanitizer_set_death_callback(kill_guarded);
+#endif
+}
+
+void kill_on_abort(pid_t pid) {
+    install_guard();
+    for (int i = 0; i < GUARDED_MAX; i++)
+        if (guarded[i] <= 0) {
+            guarded[i] = pid;
+            return;
+        }
+    FAIL_AT(__FILE__, __LINE__, "more than %d processes to kill on abort", GUARDED_MAX);
+}
+
+void forget_on_abort(pid_t pid) {
+    for (int i = 0; i < GUARDED_MAX; i++)
+        if (guarded[i] == pid) guarded[i] = 0;
+}
+
+void forget_all_on_abort(void) {
+    memset(guarded, 0, sizeof guarded);
+}
+
+void server_start_guarded(test_server *s, const char *const *extra) {
+    server_start(s, extra);
+    kill_on_abort(s->pid);
+}
+
+void server_stop_guarded(test_server *s) {
+    forget_on_abort(s->pid);
+    server_stop(s);
+}
+
+/* ---- synchronous commands ------------------------------------------------- */
+
 redisContext *server_connect(const test_server *s) {
     redisContext *rc = redisConnect("127.0.0.1", s->port);
     ASSERT(rc != NULL && rc->err == 0);
@@ -148,16 +222,31 @@ long long server_int(redisContext *rc, const char *fmt, ...) {
     return v;
 }
 
-long long server_calls(redisContext *rc, const char *command) {
-    redisReply *r = server_cmd(rc, "INFO commandstats");
-    char needle[64];
-    long long calls = 0;
-    snprintf(needle, sizeof needle, "cmdstat_%s:calls=", command);
+long long server_info_number(redisContext *rc, const char *section, const char *needle) {
+    redisReply *r = server_cmd(rc, "INFO %s", section);
+    long long v = 0;
     const char *p = r->type == REDIS_REPLY_STRING ? strstr(r->str, needle) : NULL;
-    if (p) calls = atoll(p + strlen(needle));
+    if (p) v = atoll(p + strlen(needle));
     freeReplyObject(r);
-    return calls;
+    return v;
 }
+
+long long server_calls(redisContext *rc, const char *command) {
+    char needle[64];
+    snprintf(needle, sizeof needle, "cmdstat_%s:calls=", command);
+    return server_info_number(rc, "commandstats", needle);
+}
+
+long long server_numsub(redisContext *rc, const char *channel) {
+    redisReply *r = server_cmd(rc, "PUBSUB NUMSUB %s", channel);
+    long long n = -1;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->type == REDIS_REPLY_INTEGER)
+        n = r->element[1]->integer;
+    freeReplyObject(r);
+    return n;
+}
+
+/* ---- the loop and rjq clients --------------------------------------------- */
 
 static void on_deadline(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
@@ -193,15 +282,24 @@ void loop_for(struct event_base *base, long ms) {
     loop_while(base, &never, NULL, 0, ms);
 }
 
-rjq_client *client_for(struct event_base *base, const test_server *s) {
+rjq_client_options client_options(const char *url) {
     rjq_client_options o = {0};
-    rjq_client *c = NULL;
-    o.url = s->url;
+    o.url = url;
     o.prefix = "t";
     o.reconnect_min_ms = 20;
     o.reconnect_max_ms = 200;
-    ASSERT_OK(rjq_libevent_client_new(&c, base, &o));
+    return o;
+}
+
+rjq_client *client_new(struct event_base *base, const rjq_client_options *o) {
+    rjq_client *c = NULL;
+    ASSERT_OK(rjq_libevent_client_new(&c, base, o));
     return c;
+}
+
+rjq_client *client_for(struct event_base *base, const test_server *s) {
+    rjq_client_options o = client_options(s->url);
+    return client_new(base, &o);
 }
 
 rjq_queue *queue_for(rjq_client *c, const char *name) {

@@ -1,7 +1,7 @@
 /*
  * Test helpers: a private redis-server per test (free port, temp dir,
- * stopped by its pid), a libevent loop, and a synchronous hiredis
- * connection for assertions.
+ * stopped by its pid), processes killed when a test aborts, a libevent
+ * loop, rjq clients, and a synchronous hiredis connection for assertions.
  */
 #ifndef RJQ_TEST_SERVER_H
 #define RJQ_TEST_SERVER_H
@@ -28,12 +28,35 @@ void server_stop(test_server *s);
 /* Stop and start again on the same port and directory. */
 void server_restart(test_server *s, const char *const *extra);
 
+/* Process hygiene: a failed ASSERT aborts (a crash or a sanitizer report
+ * may end the process too). SIGKILL the processes named here on the way
+ * out, so a failing test leaves no redis-server or worker child behind.
+ * Crash signals that already have a handler (the sanitizers') keep it;
+ * under AddressSanitizer its death callback does the killing. */
+void kill_on_abort(pid_t pid);
+void forget_on_abort(pid_t pid);
+/* In a forked child: the parent's processes are not the child's to kill. */
+void forget_all_on_abort(void);
+/* server_start and server_stop, with the server killed if the test aborts. */
+void server_start_guarded(test_server *s, const char *const *extra);
+void server_stop_guarded(test_server *s);
+
 /* A synchronous connection to the server; reply must be freed. */
 redisContext *server_connect(const test_server *s);
 redisReply *server_cmd(redisContext *rc, const char *fmt, ...);
 long long server_int(redisContext *rc, const char *fmt, ...);
+/* The number after needle (e.g. "errorstat_NOSCRIPT:count=") in INFO
+ * section (0 if absent). */
+long long server_info_number(redisContext *rc, const char *section, const char *needle);
 /* The number of calls of one command in INFO commandstats (0 if none). */
 long long server_calls(redisContext *rc, const char *command);
+/* The number of subscribers of a channel (PUBSUB NUMSUB; -1 if the reply
+ * is not the expected one). */
+long long server_numsub(redisContext *rc, const char *channel);
+
+/* A monotonic clock in milliseconds, and a sleep. */
+double mono_ms(void);
+void sleep_ms(long ms);
 
 /* Run the loop until *flag becomes non-zero or timeout_ms passes (a
  * safety net so a broken test fails instead of hanging). Returns *flag. */
@@ -43,7 +66,11 @@ void loop_for(struct event_base *base, long ms);
 /* Run until counter >= target or timeout. Returns 1 when reached. */
 int loop_until_count(struct event_base *base, const long *counter, long target, long timeout_ms);
 
-/* A client on base for s with default options (and prefix "t"). */
+/* The default test options: url, prefix "t", reconnects after 20..200 ms. */
+rjq_client_options client_options(const char *url);
+/* A client on base with options o (aborts the test if it cannot). */
+rjq_client *client_new(struct event_base *base, const rjq_client_options *o);
+/* A client on base for s with the default options. */
 rjq_client *client_for(struct event_base *base, const test_server *s);
 rjq_queue *queue_for(rjq_client *c, const char *name);
 /* Block until the client's command connection is up. */

@@ -5,49 +5,11 @@
  * table itself. "Nothing written" is checked with a separate synchronous
  * connection (DBSIZE, or the keys concerned).
  */
-#include <signal.h>
-#include <unistd.h>
-
-#ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/common_interface_defs.h>
-#endif
-
 #include <rjq/libevent.h>
 
 #include "harness.h"
 #include "server.h"
-
-/* ---- process hygiene: a failed ASSERT aborts (a crash or a sanitizer may
- * end the process too); take the private redis-server along ---------- */
-
-static pid_t g_pid;
-
-static void kill_server(void) {
-    if (g_pid > 0) kill(g_pid, SIGKILL);
-}
-
-static void on_abort(int sig) {
-    kill_server();
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static void start_server(test_server *s, const char *const *extra) {
-    signal(SIGABRT, on_abort);
-#ifndef __SANITIZE_ADDRESS__
-    signal(SIGSEGV, on_abort);
-    signal(SIGBUS, on_abort);
-#else /* keep ASan's own reports of crashes */
-    __sanitizer_set_death_callback(kill_server);
-#endif
-    server_start(s, extra);
-    g_pid = s->pid;
-}
-
-static void stop_server(test_server *s) {
-    g_pid = 0;
-    server_stop(s);
-}
+#include "waits.h"
 
 /* ---- helpers --------------------------------------------------------------- */
 
@@ -71,30 +33,6 @@ static long never_calls;
 static void never_enq(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
     (void)c, (void)status, (void)jobs, (void)n, (void)data;
     never_calls++;
-}
-
-/* A round trip on the client's command connection: everything sent before
- * it has been executed once it returns. */
-typedef struct stats_wait {
-    int done, status;
-    rjq_stats s;
-} stats_wait;
-
-static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) {
-    (void)c;
-    stats_wait *w = data;
-    w->done++;
-    w->status = status;
-    if (s) w->s = *s;
-}
-
-static stats_wait stats_of(struct event_base *base, rjq_queue *q) {
-    stats_wait w;
-    memset(&w, 0, sizeof w);
-    ASSERT_OK(rjq_queue_stats(q, on_stats, &w));
-    ASSERT(loop_until(base, &w.done, 10000));
-    ASSERT_EQ(1, w.done);
-    return w;
 }
 
 static long long dbsize(redisContext *rc) {
@@ -151,7 +89,7 @@ static void snapshot(redisContext *rc, char *out, size_t cap) {
 
 TEST(invalid_queue_names_rejected) {
     test_server s;
-    start_server(&s, NULL);
+    server_start_guarded(&s, NULL);
     struct event_base *base = event_base_new();
     rjq_client *c = client_for(base, &s);
     redisContext *rc = server_connect(&s);
@@ -188,7 +126,7 @@ TEST(invalid_queue_names_rejected) {
     redisFree(rc);
     rjq_client_free(c);
     event_base_free(base);
-    stop_server(&s);
+    server_stop_guarded(&s);
 }
 
 /* =========================================================================
@@ -197,17 +135,15 @@ TEST(invalid_queue_names_rejected) {
 
 static rjq_client *client_with(struct event_base *base, const test_server *s, size_t max_payload) {
     rjq_client_options o = {0};
-    rjq_client *c = NULL;
     o.url = s->url;
     o.prefix = "t";
     o.max_payload = max_payload;
-    ASSERT_OK(rjq_libevent_client_new(&c, base, &o));
-    return c;
+    return client_new(base, &o);
 }
 
 TEST(oversize_payload_rejected_nothing_written) {
     test_server s;
-    start_server(&s, NULL);
+    server_start_guarded(&s, NULL);
     struct event_base *base = event_base_new();
     rjq_client *c = client_with(base, &s, 100);
     rjq_queue *q = queue_for(c, "big");
@@ -235,7 +171,7 @@ TEST(oversize_payload_rejected_nothing_written) {
     rjq_client_free(c);
     event_base_free(base);
     redisFree(rc);
-    stop_server(&s);
+    server_stop_guarded(&s);
 }
 
 typedef struct result_ctx {
@@ -268,27 +204,9 @@ static void big_result_handler(rjq_job *job, void *data) {
     ASSERT_OK(rjq_job_fail(job, "result too big", RJQ_FAIL_FATAL, -1, on_fail_done, x));
 }
 
-typedef struct info_wait {
-    int done, status;
-    char state[32], error[64];
-    int has_result;
-} info_wait;
-
-static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *data) {
-    (void)c;
-    info_wait *w = data;
-    w->done++;
-    w->status = status;
-    if (info) {
-        snprintf(w->state, sizeof w->state, "%s", info->state);
-        snprintf(w->error, sizeof w->error, "%s", info->error ? info->error : "");
-        w->has_result = info->result != NULL;
-    }
-}
-
 TEST(oversize_result_rejected_job_still_usable) {
     test_server s;
-    start_server(&s, NULL);
+    server_start_guarded(&s, NULL);
     struct event_base *base = event_base_new();
     rjq_client *c = client_with(base, &s, 100);
     rjq_queue *q = queue_for(c, "bigres");
@@ -312,10 +230,7 @@ TEST(oversize_result_rejected_job_still_usable) {
     ASSERT_EQ(1, x.done); /* only the accepted fail calls back */
     ASSERT_OK(x.done_status);
 
-    info_wait info;
-    memset(&info, 0, sizeof info);
-    ASSERT_OK(rjq_queue_job(q, "j1", on_info, &info));
-    ASSERT(loop_until(base, &info.done, 10000));
+    info_wait info = get_info(base, q, "j1");
     ASSERT_OK(info.status);
     ASSERT_STREQ("dead", info.state);
     ASSERT_STREQ("result too big", info.error);
@@ -325,7 +240,7 @@ TEST(oversize_result_rejected_job_still_usable) {
     ASSERT_EQ(1, st.s.dead);
     rjq_client_free(c);
     event_base_free(base);
-    stop_server(&s);
+    server_stop_guarded(&s);
 }
 
 /* =========================================================================
@@ -334,7 +249,7 @@ TEST(oversize_result_rejected_job_still_usable) {
 
 TEST(invalid_job_ids_and_options_rejected) {
     test_server s;
-    start_server(&s, NULL);
+    server_start_guarded(&s, NULL);
     struct event_base *base = event_base_new();
     rjq_client *c = client_for(base, &s);
     rjq_queue *q = queue_for(c, "ids");
@@ -407,7 +322,7 @@ TEST(invalid_job_ids_and_options_rejected) {
     redisFree(rc);
     rjq_client_free(c);
     event_base_free(base);
-    stop_server(&s);
+    server_stop_guarded(&s);
 }
 
 /* =========================================================================
@@ -416,7 +331,7 @@ TEST(invalid_job_ids_and_options_rejected) {
 
 TEST(wrongtype_key_reported_nothing_written) {
     test_server s;
-    start_server(&s, NULL);
+    server_start_guarded(&s, NULL);
     struct event_base *base = event_base_new();
     rjq_client *c = client_for(base, &s);
     rjq_queue *q = queue_for(c, "q");
@@ -486,7 +401,7 @@ TEST(wrongtype_key_reported_nothing_written) {
     redisFree(rc);
     rjq_client_free(c);
     event_base_free(base);
-    stop_server(&s);
+    server_stop_guarded(&s);
 }
 
 /* =========================================================================
@@ -512,16 +427,10 @@ static void on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, 
 }
 
 static rjq_client *client_url(struct event_base *base, const char *url, ev_log *log) {
-    rjq_client_options o = {0};
-    rjq_client *c = NULL;
-    o.url = url;
-    o.prefix = "t";
-    o.reconnect_min_ms = 20;
-    o.reconnect_max_ms = 200;
+    rjq_client_options o = client_options(url);
     o.on_event = on_event;
     o.event_data = log;
-    ASSERT_OK(rjq_libevent_client_new(&c, base, &o));
-    return c;
+    return client_new(base, &o);
 }
 
 static enq_wait enqueue_and_wait(struct event_base *base, rjq_queue *q) {
@@ -536,7 +445,7 @@ static enq_wait enqueue_and_wait(struct event_base *base, rjq_queue *q) {
 /* A server with requirepass, and a synchronous connection that logged in. */
 static redisContext *auth_server(test_server *s) {
     const char *const extra[] = {"--requirepass", "secret", NULL};
-    start_server(s, extra);
+    server_start_guarded(s, extra);
     redisContext *rc = server_connect(s);
     redisReply *r = server_cmd(rc, "AUTH secret");
     ASSERT(r->type == REDIS_REPLY_STATUS);
@@ -561,7 +470,7 @@ TEST(noauth_without_password_reports_eauth) {
     rjq_client_free(c);
     redisFree(rc);
     event_base_free(base);
-    stop_server(&s);
+    server_stop_guarded(&s);
 }
 
 TEST(wrong_password_reports_eauth_and_error_event) {
@@ -583,7 +492,7 @@ TEST(wrong_password_reports_eauth_and_error_event) {
     rjq_client_free(c);
     redisFree(rc);
     event_base_free(base);
-    stop_server(&s);
+    server_stop_guarded(&s);
 }
 
 TEST(right_password_in_url_works) {
@@ -614,7 +523,7 @@ TEST(right_password_in_url_works) {
     rjq_client_free(c);
     redisFree(rc);
     event_base_free(base);
-    stop_server(&s);
+    server_stop_guarded(&s);
 }
 
 /* =========================================================================

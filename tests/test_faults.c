@@ -29,40 +29,9 @@
 
 #include "harness.h"
 #include "server.h"
+#include "waits.h"
 
-/* ---- process hygiene ------------------------------------------------------ */
-
-#define MAX_TRACKED 16
-static pid_t tracked[MAX_TRACKED];
-static int ntracked;
-
-static void kill_tracked_on_abort(int sig) {
-    for (int i = 0; i < ntracked; i++)
-        if (tracked[i] > 0) kill(tracked[i], SIGKILL);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-/* Kill pid (SIGKILL) if this test aborts or crashes. Crash signals that
- * already have a handler (the sanitizers') are left to it. */
-static void track(pid_t pid) {
-    if (ntracked == 0) {
-        static const int crash[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
-        signal(SIGABRT, kill_tracked_on_abort);
-        for (size_t i = 0; i < sizeof crash / sizeof crash[0]; i++) {
-            struct sigaction old;
-            if (sigaction(crash[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL &&
-                !(old.sa_flags & SA_SIGINFO))
-                signal(crash[i], kill_tracked_on_abort);
-        }
-    }
-    if (ntracked < MAX_TRACKED) tracked[ntracked++] = pid;
-}
-
-static void untrack(pid_t pid) {
-    for (int i = 0; i < ntracked; i++)
-        if (tracked[i] == pid) tracked[i] = 0;
-}
+/* ---- child processes ----------------------------------------------------- */
 
 /* fork() for a worker child: the child dies with its parent and does not
  * kill the parent's processes when it aborts itself. */
@@ -72,30 +41,19 @@ static pid_t fork_child(void) {
     pid_t pid = fork();
     ASSERT(pid >= 0);
     if (pid == 0) {
-        ntracked = 0; /* the handlers now kill nothing and re-raise */
+        forget_all_on_abort(); /* the handlers now kill nothing and re-raise */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent) _exit(99);
         return 0;
     }
-    track(pid);
+    kill_on_abort(pid);
     return pid;
-}
-
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static long long mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Wait for a child to exit (SIGKILL after timeout_ms); returns its status. */
 static int reap(pid_t pid, long timeout_ms) {
     int status = 0;
-    long long end = mono_ms() + timeout_ms;
+    double end = mono_ms() + (double)timeout_ms;
     for (;;) {
         pid_t r = waitpid(pid, &status, WNOHANG);
         if (r == pid) break;
@@ -103,12 +61,12 @@ static int reap(pid_t pid, long timeout_ms) {
         if (mono_ms() > end) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
-            untrack(pid);
+            forget_on_abort(pid);
             FAIL_AT(__FILE__, __LINE__, "child %d did not exit", (int)pid);
         }
         sleep_ms(10);
     }
-    untrack(pid);
+    forget_on_abort(pid);
     return status;
 }
 
@@ -120,25 +78,6 @@ static long long qcount(redisContext *rc, const char *cmd, const char *q, const 
 
 static long long stat_field(redisContext *rc, const char *q, const char *field) {
     return server_int(rc, "HGET t:{%s}:stats %s", q, field);
-}
-
-static long long pubsub_numsub(redisContext *rc, const char *channel) {
-    redisReply *r = server_cmd(rc, "PUBSUB NUMSUB %s", channel);
-    long long n = -1;
-    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->type == REDIS_REPLY_INTEGER)
-        n = r->element[1]->integer;
-    freeReplyObject(r);
-    return n;
-}
-
-/* A "name:value" or "name:count=value" style number from INFO (0 if absent). */
-static long long info_number(redisContext *rc, const char *section, const char *needle) {
-    redisReply *r = server_cmd(rc, "INFO %s", section);
-    long long v = 0;
-    const char *p = r->type == REDIS_REPLY_STRING ? strstr(r->str, needle) : NULL;
-    if (p) v = atoll(p + strlen(needle));
-    freeReplyObject(r);
-    return v;
 }
 
 static int client_list_has(redisContext *rc, const char *needle) {
@@ -251,16 +190,10 @@ static void on_conn_event(rjq_client *c, rjq_event ev, int conn, const char *det
 
 static rjq_client *client_with_events(struct event_base *base, const test_server *s,
                                       conn_events *ev) {
-    rjq_client_options o = {0};
-    rjq_client *c = NULL;
-    o.url = s->url;
-    o.prefix = "t";
-    o.reconnect_min_ms = 20;
-    o.reconnect_max_ms = 200;
+    rjq_client_options o = client_options(s->url);
     o.on_event = on_conn_event;
     o.event_data = ev;
-    ASSERT_OK(rjq_libevent_client_new(&c, base, &o));
-    return c;
+    return client_new(base, &o);
 }
 
 /* ---- small callback records ------------------------------------------------- */
@@ -304,73 +237,9 @@ static void on_status(rjq_client *c, int status, void *data) {
     r->done = 1;
 }
 
-typedef struct count_res {
-    int done, status;
-    long long n;
-} count_res;
-
-static void on_count(rjq_client *c, int status, long long n, void *data) {
-    count_res *r = data;
-    (void)c;
-    r->status = status;
-    r->n = n;
-    r->done = 1;
-}
-
-typedef struct stats_res {
-    int done, status;
-    rjq_stats s;
-} stats_res;
-
-static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) {
-    stats_res *r = data;
-    (void)c;
-    r->status = status;
-    if (status == RJQ_OK) r->s = *s;
-    r->done = 1;
-}
-
-static rjq_stats get_stats(struct event_base *base, rjq_queue *q) {
-    stats_res r = {0};
-    ASSERT_OK(rjq_queue_stats(q, on_stats, &r));
-    ASSERT(loop_until(base, &r.done, 10000));
-    ASSERT_OK(r.status);
-    return r.s;
-}
-
-typedef struct info_res {
-    int done, status;
-    char state[32];
-    int attempts;
-    int has_result, has_error;
-    char result[64];
-    size_t result_len;
-    char error[128];
-} info_res;
-
-static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *data) {
-    info_res *r = data;
-    (void)c;
-    r->status = status;
-    r->done = 1;
-    if (status != RJQ_OK) return;
-    snprintf(r->state, sizeof r->state, "%s", info->state);
-    r->attempts = info->attempts;
-    r->has_result = info->result != NULL;
-    if (info->result) {
-        r->result_len = info->result_len < sizeof r->result - 1 ? info->result_len : sizeof r->result - 1;
-        memcpy(r->result, info->result, r->result_len);
-        r->result[r->result_len] = '\0';
-    }
-    r->has_error = info->error != NULL;
-    if (info->error) snprintf(r->error, sizeof r->error, "%s", info->error);
-}
-
-static info_res get_job(struct event_base *base, rjq_queue *q, const char *id) {
-    info_res r;
-    memset(&r, 0, sizeof r);
-    ASSERT_OK(rjq_queue_job(q, id, on_info, &r));
-    ASSERT(loop_until(base, &r.done, 10000));
+/* A job read with get_info that must have been answered with RJQ_OK. */
+static info_wait get_job(struct event_base *base, rjq_queue *q, const char *id) {
+    info_wait r = get_info(base, q, id);
     ASSERT_OK(r.status);
     return r;
 }
@@ -494,8 +363,7 @@ static void run_holding_child(const test_server *s, const char *qname) {
 TEST(worker_killed_sigkill_jobs_reclaimed) {
     const char *qname = "killed";
     test_server s;
-    server_start(&s, NULL);
-    track(s.pid);
+    server_start_guarded(&s, NULL);
 
     /* Enqueue with a client that is gone before the fork. */
     char *ids[KILL_JOBS];
@@ -519,7 +387,7 @@ TEST(worker_killed_sigkill_jobs_reclaimed) {
 
     /* The child holds KILL_HELD jobs (its handler never finishes them). */
     redisContext *rc = server_connect(&s);
-    long long end = mono_ms() + 30000;
+    double end = mono_ms() + 30000;
     while (qcount(rc, "ZCARD", qname, "active") < KILL_HELD) {
         ASSERT(mono_ms() < end);
         ASSERT(waitpid(child, NULL, WNOHANG) == 0); /* still alive */
@@ -579,7 +447,7 @@ TEST(worker_killed_sigkill_jobs_reclaimed) {
     idmap_free(&held);
     for (int i = 0; i < KILL_JOBS; i++) free(ids[i]);
     redisFree(rc);
-    server_stop(&s);
+    server_stop_guarded(&s);
 }
 
 /* =========================================================================
@@ -637,9 +505,9 @@ static void claim_and_hang(struct event_base *ba, rjq_queue *qa, hold_one *a, rj
 
 /* Sweep from client B until the expired lease is reclaimed. */
 static void reclaim_from(struct event_base *bb, rjq_queue *qb) {
-    long long end = mono_ms() + 20000;
+    double end = mono_ms() + 20000;
     for (;;) {
-        count_res cr = {0};
+        count_wait cr = {0};
         ASSERT_OK(rjq_queue_reclaim(qb, on_count, &cr));
         ASSERT(loop_until(bb, &cr.done, 10000));
         ASSERT_OK(cr.status);
@@ -688,7 +556,7 @@ static void fence_round(const test_server *s, const char *qname, enum fence_kind
     rjq_worker *wa;
     claim_and_hang(ba, qa, &a, &wa);
     reclaim_from(bb, qb);
-    info_res ir = get_job(bb, qb, "fenced");
+    info_wait ir = get_job(bb, qb, "fenced");
     ASSERT_STREQ("ready", ir.state);
 
     rjq_worker *wb;
@@ -700,12 +568,12 @@ static void fence_round(const test_server *s, const char *qname, enum fence_kind
         ASSERT(loop_until(bb, &b.got, 10000));
         ASSERT_EQ(2, b.attempt);
         ASSERT(strcmp(a.token, b.token) != 0);
-        info_res before = get_job(bb, qb, "fenced");
+        info_wait before = get_job(bb, qb, "fenced");
         ASSERT_STREQ("active", before.state);
 
         finish_late(ba, &a, kind);
 
-        info_res after = get_job(bb, qb, "fenced");
+        info_wait after = get_job(bb, qb, "fenced");
         ASSERT_STREQ("active", after.state);
         ASSERT(!after.has_result);
         ASSERT_EQ(before.attempts, after.attempts);
@@ -733,13 +601,13 @@ static void fence_round(const test_server *s, const char *qname, enum fence_kind
         ASSERT_EQ(2, b.attempt);
         ASSERT(strcmp(a.token, b.token) != 0);
     }
-    info_res before = get_job(bb, qb, "fenced");
+    info_wait before = get_job(bb, qb, "fenced");
     ASSERT_STREQ("completed", before.state);
     ASSERT_STREQ("B", before.result);
 
     if (!b_holds) finish_late(ba, &a, kind);
 
-    info_res after = get_job(bb, qb, "fenced");
+    info_wait after = get_job(bb, qb, "fenced");
     ASSERT_STREQ("completed", after.state);
     ASSERT(after.has_result);
     ASSERT_EQ(1, (long)after.result_len);
@@ -765,15 +633,14 @@ static void fence_round(const test_server *s, const char *qname, enum fence_kind
 
 TEST(lease_lost_after_reclaim_is_fenced) {
     test_server s;
-    server_start(&s, NULL);
-    track(s.pid);
+    server_start_guarded(&s, NULL);
     fence_round(&s, "fence-complete", FENCE_COMPLETE, 0);
     fence_round(&s, "fence-fail", FENCE_FAIL_RETRY, 0);
     fence_round(&s, "fence-fatal", FENCE_FAIL_FATAL, 0);
     fence_round(&s, "fence-complete-held", FENCE_COMPLETE, 1);
     fence_round(&s, "fence-fail-held", FENCE_FAIL_RETRY, 1);
     fence_round(&s, "fence-fatal-held", FENCE_FAIL_FATAL, 1);
-    server_stop(&s);
+    server_stop_guarded(&s);
 }
 
 /* A stale completion that arrives while the reclaimed job waits in ready
@@ -781,8 +648,7 @@ TEST(lease_lost_after_reclaim_is_fenced) {
 TEST(stale_completion_of_requeued_job_is_fenced) {
     const char *qname = "fence-ready";
     test_server s;
-    server_start(&s, NULL);
-    track(s.pid);
+    server_start_guarded(&s, NULL);
     struct event_base *ba = event_base_new(), *bb = event_base_new();
     rjq_client *ca = client_for(ba, &s), *cb = client_for(bb, &s);
     rjq_queue *qa = queue_for(ca, qname), *qb = queue_for(cb, qname);
@@ -806,7 +672,7 @@ TEST(stale_completion_of_requeued_job_is_fenced) {
     ASSERT_OK(rjq_job_complete(a.job, "A", 1, on_status, &late));
     ASSERT(loop_until(ba, &late.done, 10000));
     ASSERT_EQ(RJQ_ELEASELOST, late.status);
-    info_res ir = get_job(bb, qb, "requeued");
+    info_wait ir = get_job(bb, qb, "requeued");
     ASSERT_STREQ("ready", ir.state);
     ASSERT(!ir.has_result);
     rjq_stats st = get_stats(bb, qb);
@@ -831,7 +697,7 @@ TEST(stale_completion_of_requeued_job_is_fenced) {
     rjq_client_free(cb);
     event_base_free(ba);
     event_base_free(bb);
-    server_stop(&s);
+    server_stop_guarded(&s);
 }
 
 /* =========================================================================
@@ -910,8 +776,7 @@ static void run_race_child(const test_server *s, const char *qname, int ctl_fd, 
 TEST(ten_thousand_jobs_three_worker_processes_exactly_once) {
     const char *qname = "race";
     test_server s;
-    server_start(&s, NULL);
-    track(s.pid);
+    server_start_guarded(&s, NULL);
 
     pid_t pids[RACE_PROCS];
     int ctl[RACE_PROCS];
@@ -934,8 +799,8 @@ TEST(ten_thousand_jobs_three_worker_processes_exactly_once) {
     redisContext *rc = server_connect(&s);
     char wake[64];
     snprintf(wake, sizeof wake, "t:{%s}:wake", qname);
-    long long end = mono_ms() + 30000;
-    while (pubsub_numsub(rc, wake) < RACE_PROCS) {
+    double end = mono_ms() + 30000;
+    while (server_numsub(rc, wake) < RACE_PROCS) {
         ASSERT(mono_ms() < end);
         for (int k = 0; k < RACE_PROCS; k++) ASSERT(waitpid(pids[k], NULL, WNOHANG) == 0);
         sleep_ms(10);
@@ -1032,7 +897,7 @@ TEST(ten_thousand_jobs_three_worker_processes_exactly_once) {
     for (long i = 0; i < RACE_JOBS; i++) free(ids[i]);
     free(ids);
     redisFree(rc);
-    server_stop(&s);
+    server_stop_guarded(&s);
 }
 
 /* =========================================================================
@@ -1081,8 +946,7 @@ static void chaos_run(chaos *ch, struct event_base *base, const char *cmd) {
 TEST(script_flush_and_client_kill_mid_run_lose_nothing) {
     const char *qname = "chaos";
     test_server s;
-    server_start(&s, NULL);
-    track(s.pid);
+    server_start_guarded(&s, NULL);
     redisContext *rc = server_connect(&s);
     struct event_base *base = event_base_new();
     conn_events ev = {0};
@@ -1115,7 +979,7 @@ TEST(script_flush_and_client_kill_mid_run_lose_nothing) {
     ASSERT_OK(rjq_worker_start(q, &wo, work_handler, &w, &wk));
 
     ASSERT(loop_until_count(base, &w.done_ok, 1000, 60000));
-    ASSERT_EQ(0, info_number(rc, "errorstats", "errorstat_NOSCRIPT:count="));
+    ASSERT_EQ(0, server_info_number(rc, "errorstats", "errorstat_NOSCRIPT:count="));
     chaos ch;
     chaos_open(&ch, base, &s);
     chaos_run(&ch, base, "SCRIPT FLUSH");
@@ -1123,7 +987,7 @@ TEST(script_flush_and_client_kill_mid_run_lose_nothing) {
     long at_flush = w.done_ok;
     ASSERT(loop_until_count(base, &w.done_ok, at_flush + 1000, 60000));
     /* the worker really met the flushed cache, and recovered */
-    ASSERT(info_number(rc, "errorstats", "errorstat_NOSCRIPT:count=") >= 1);
+    ASSERT(server_info_number(rc, "errorstats", "errorstat_NOSCRIPT:count=") >= 1);
 
     /* Kill the command connection mid-run. */
     long disc = ev.disconnected[RJQ_CONN_COMMAND], conn = ev.connected[RJQ_CONN_COMMAND];
@@ -1169,8 +1033,8 @@ TEST(script_flush_and_client_kill_mid_run_lose_nothing) {
     ASSERT(ch.integer >= 1);
     ASSERT(loop_until_count(base, &ev.disconnected[RJQ_CONN_SUBSCRIBER], sdisc + 1, 10000));
     ASSERT(loop_until_count(base, &ev.connected[RJQ_CONN_SUBSCRIBER], sconn + 1, 10000));
-    for (int i = 0; i < 500 && pubsub_numsub(rc, wake) < 1; i++) loop_for(base, 10);
-    ASSERT_EQ(1, pubsub_numsub(rc, wake));
+    for (int i = 0; i < 500 && server_numsub(rc, wake) < 1; i++) loop_for(base, 10);
+    ASSERT_EQ(1, server_numsub(rc, wake));
     loop_for(base, 100); /* let the post-resubscribe claim come back empty */
     jo.id = "after-sub-kill";
     enq_res after2 = {0};
@@ -1206,7 +1070,7 @@ TEST(script_flush_and_client_kill_mid_run_lose_nothing) {
     for (long i = 0; i < FLUSH_JOBS + 2; i++) free(ids[i]);
     free(ids);
     redisFree(rc);
-    server_stop(&s);
+    server_stop_guarded(&s);
 }
 
 /* =========================================================================
@@ -1273,8 +1137,7 @@ TEST(server_restart_work_resumes) {
     const char *qname = "restart";
     const char *const extra[] = {"--appendonly", "yes", NULL};
     test_server s;
-    server_start(&s, extra);
-    track(s.pid);
+    server_start_guarded(&s, extra);
     struct event_base *base = event_base_new();
     conn_events ev = {0};
     rjq_client *c = client_with_events(base, &s, &ev);
@@ -1323,7 +1186,7 @@ TEST(server_restart_work_resumes) {
     pid_t old_pid = s.pid;
     ASSERT(kill(old_pid, SIGTERM) == 0);
     ASSERT(waitpid(old_pid, NULL, 0) == old_pid);
-    untrack(old_pid);
+    forget_on_abort(old_pid);
     s.pid = 0;
     ASSERT_EQ(done_before, w.done_ok); /* their callbacks are still to come */
     for (int i = RESTART_BURST / 3; i < 2 * RESTART_BURST / 3; i++) burst_enqueue(q, i);
@@ -1340,7 +1203,7 @@ TEST(server_restart_work_resumes) {
     loop_for(base, 200);
     ASSERT_EQ(done_before, w.done_ok); /* retried, not failed */
     server_restart(&s, extra); /* start it again: same port, same files */
-    track(s.pid);
+    kill_on_abort(s.pid);
 
     /* The client comes back by itself, both connections. */
     ASSERT(loop_until_count(base, &ev.connected[RJQ_CONN_COMMAND], cmd_up + 1, 20000));
@@ -1408,7 +1271,7 @@ TEST(server_restart_work_resumes) {
      * scripts itself when it reconnected, before any call needed them. */
     redisContext *rc = server_connect(&s);
     ASSERT(server_calls(rc, "script|load") >= 1);
-    ASSERT_EQ(0, info_number(rc, "errorstats", "errorstat_NOSCRIPT:count="));
+    ASSERT_EQ(0, server_info_number(rc, "errorstats", "errorstat_NOSCRIPT:count="));
     ASSERT(server_calls(rc, "evalsha") >= 1);
     ASSERT(client_list_has(rc, "name=rjq "));
     ASSERT(client_list_has(rc, "name=rjq:sub "));
@@ -1417,5 +1280,5 @@ TEST(server_restart_work_resumes) {
     rjq_client_free(c);
     work_free(&w);
     event_base_free(base);
-    server_stop(&s);
+    server_stop_guarded(&s);
 }

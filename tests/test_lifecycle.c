@@ -10,63 +10,13 @@
  * that turns a hang into a failure. Backoff delays are checked on the
  * server (delayed zset score minus the server's TIME), not by wall clock.
  */
-#include <signal.h>
 #include <stdint.h>
-#include <time.h>
-#include <unistd.h>
-
-#ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/common_interface_defs.h>
-#endif
 
 #include "harness.h"
 #include "server.h"
-
-/* ---- process hygiene: a failed ASSERT aborts (a crash or a sanitizer may
- * end the process too); take the private redis-server along ---------- */
-
-static pid_t g_pids[4];
-
-static void kill_servers(void) {
-    for (int i = 0; i < 4; i++)
-        if (g_pids[i] > 0) kill(g_pids[i], SIGKILL);
-}
-
-static void on_abort(int sig) {
-    kill_servers();
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static void start_server(test_server *s, const char *const *extra) {
-    signal(SIGABRT, on_abort);
-#ifndef __SANITIZE_ADDRESS__
-    signal(SIGSEGV, on_abort);
-    signal(SIGBUS, on_abort);
-#else /* keep ASan's own reports of crashes */
-    __sanitizer_set_death_callback(kill_servers);
-#endif
-    server_start(s, extra);
-    for (int i = 0; i < 4; i++)
-        if (g_pids[i] <= 0) {
-            g_pids[i] = s->pid;
-            break;
-        }
-}
-
-static void stop_server(test_server *s) {
-    for (int i = 0; i < 4; i++)
-        if (g_pids[i] == s->pid) g_pids[i] = 0;
-    server_stop(s);
-}
+#include "waits.h"
 
 /* ---- small helpers ------------------------------------------------------ */
-
-static double mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
-}
 
 /* The server's clock in ms (the clock the scripts use). */
 static long long server_now_ms(redisContext *rc) {
@@ -83,82 +33,6 @@ static long long zscore(redisContext *rc, const char *key, const char *member) {
     long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
     freeReplyObject(r);
     return v;
-}
-
-typedef struct stats_wait {
-    int done, status;
-    rjq_stats s;
-} stats_wait;
-
-static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) {
-    (void)c;
-    stats_wait *w = data;
-    w->done++;
-    w->status = status;
-    if (s) w->s = *s;
-}
-
-static rjq_stats get_stats(struct event_base *base, rjq_queue *q) {
-    stats_wait w = {0};
-    ASSERT_OK(rjq_queue_stats(q, on_stats, &w));
-    ASSERT(loop_until(base, &w.done, 10000));
-    ASSERT_OK(w.status);
-    ASSERT_EQ(1, w.done);
-    return w.s;
-}
-
-typedef struct info_wait {
-    int done, status;
-    char state[32];
-    char error[256];
-    int has_error;
-    int attempts, max_attempts;
-    char payload[256];
-    size_t payload_len;
-    char result[256];
-    int has_result;
-} info_wait;
-
-static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *data) {
-    (void)c;
-    info_wait *w = data;
-    w->done++;
-    w->status = status;
-    if (info == NULL) return;
-    snprintf(w->state, sizeof w->state, "%s", info->state);
-    w->has_error = info->error != NULL;
-    snprintf(w->error, sizeof w->error, "%s", info->error ? info->error : "");
-    w->attempts = info->attempts;
-    w->max_attempts = info->max_attempts;
-    w->payload_len = info->payload_len;
-    snprintf(w->payload, sizeof w->payload, "%.*s", (int)info->payload_len,
-             (const char *)info->payload);
-    w->has_result = info->result != NULL;
-    if (info->result)
-        snprintf(w->result, sizeof w->result, "%.*s", (int)info->result_len,
-                 (const char *)info->result);
-}
-
-static info_wait get_info(struct event_base *base, rjq_queue *q, const char *id) {
-    info_wait w;
-    memset(&w, 0, sizeof w);
-    ASSERT_OK(rjq_queue_job(q, id, on_info, &w));
-    ASSERT(loop_until(base, &w.done, 10000));
-    ASSERT_EQ(1, w.done);
-    return w;
-}
-
-typedef struct count_wait {
-    int done, status;
-    long long n;
-} count_wait;
-
-static void on_count(rjq_client *c, int status, long long n, void *data) {
-    (void)c;
-    count_wait *w = data;
-    w->done++;
-    w->status = status;
-    w->n = n;
 }
 
 static count_wait replay(struct event_base *base, rjq_queue *q, const char *id, long limit) {
@@ -203,22 +77,13 @@ static enq_wait enqueue_sync(struct event_base *base, rjq_queue *q, const char *
     return w;
 }
 
-static void on_done_ok(rjq_client *c, int status, void *data) {
-    (void)c;
-    ASSERT_OK(status);
-    if (data) (*(long *)data)++;
-}
-
 /* Wait until the worker's wake channel is subscribed and its claims have
  * settled (no script call for a while). Used before testing what wakes an
  * idle worker. Being wrong here cannot make a test fail, only weaker: a
  * doorbell heard during a claim still triggers one more claim. */
 static void wait_idle(struct event_base *base, redisContext *rc, const char *wake) {
     for (int i = 0; i < 500; i++) {
-        redisReply *r = server_cmd(rc, "PUBSUB NUMSUB %s", wake);
-        long long subs = r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? r->element[1]->integer : 0;
-        freeReplyObject(r);
-        if (subs >= 1 && server_calls(rc, "evalsha") >= 1) break;
+        if (server_numsub(rc, wake) >= 1 && server_calls(rc, "evalsha") >= 1) break;
         loop_for(base, 10);
     }
     long long before;
@@ -303,7 +168,7 @@ static void on_ids(rjq_client *c, int status, const char *const *ids, size_t n, 
 
 TEST(retry_with_backoff_then_dead_then_replay_completes) {
     test_server s;
-    start_server(&s, NULL);
+    server_start_guarded(&s, NULL);
     struct event_base *base = event_base_new();
     rjq_client *c = client_for(base, &s);
     rjq_queue *q = queue_for(c, "retry");
@@ -404,30 +269,24 @@ TEST(retry_with_backoff_then_dead_then_replay_completes) {
     redisFree(x.rc);
     rjq_client_free(c);
     event_base_free(base);
-    stop_server(&s);
+    server_stop_guarded(&s);
 }
 
 /* ---- fatal failures ---------------------------------------------------- */
 
 static long fatal_handled, fatal_replies;
 
-static void on_fatal_failed(rjq_client *c, int status, void *data) {
-    (void)c, (void)data;
-    ASSERT_OK(status);
-    fatal_replies++;
-}
-
 static void fatal_handler(rjq_job *job, void *data) {
     (void)data;
     fatal_handled++;
     ASSERT_EQ(1, rjq_job_attempt(job));
     ASSERT_EQ(5, rjq_job_max_attempts(job));
-    ASSERT_OK(rjq_job_fail(job, "fatal!", RJQ_FAIL_FATAL, 0, on_fatal_failed, NULL));
+    ASSERT_OK(rjq_job_fail(job, "fatal!", RJQ_FAIL_FATAL, 0, on_done_ok, &fatal_replies));
 }
 
 TEST(fatal_failure_goes_dead_on_first_attempt) {
     test_server s;
-    start_server(&s, NULL);
+    server_start_guarded(&s, NULL);
     struct event_base *base = event_base_new();
     rjq_client *c = client_for(base, &s);
     rjq_queue *q = queue_for(c, "fatal");
@@ -456,7 +315,7 @@ TEST(fatal_failure_goes_dead_on_first_attempt) {
     ASSERT_EQ(0, st.ready + st.delayed + st.active);
     rjq_client_free(c);
     event_base_free(base);
-    stop_server(&s);
+    server_stop_guarded(&s);
 }
 
 /* ---- backoff policies, checked on the server's clock -------------------- */
@@ -540,7 +399,7 @@ static void bo_handler(rjq_job *job, void *data) {
 
 TEST(backoff_delay_follows_policy_and_grows_exponentially) {
     test_server s;
-    start_server(&s, NULL);
+    server_start_guarded(&s, NULL);
     struct event_base *base = event_base_new();
     rjq_client *c = client_for(base, &s);
     rjq_queue *q = queue_for(c, "backoff");
@@ -586,7 +445,7 @@ TEST(backoff_delay_follows_policy_and_grows_exponentially) {
     redisFree(bo_rc);
     rjq_client_free(c);
     event_base_free(base);
-    stop_server(&s);
+    server_stop_guarded(&s);
 }
 
 /* =========================================================================
@@ -614,7 +473,7 @@ static void delayed_handler(rjq_job *job, void *data) {
 
 TEST(delayed_job_not_before_due_and_promptly_after) {
     test_server s;
-    start_server(&s, NULL);
+    server_start_guarded(&s, NULL);
     struct event_base *base = event_base_new();
     rjq_client *c = client_for(base, &s);
     rjq_queue *q = queue_for(c, "delay");
@@ -667,7 +526,7 @@ TEST(delayed_job_not_before_due_and_promptly_after) {
     redisFree(x.rc);
     rjq_client_free(c);
     event_base_free(base);
-    stop_server(&s);
+    server_stop_guarded(&s);
 }
 
 /* =========================================================================
@@ -691,7 +550,7 @@ static void prio_handler(rjq_job *job, void *data) {
 
 TEST(priorities_strict_order_fifo_within_priority) {
     test_server s;
-    start_server(&s, NULL);
+    server_start_guarded(&s, NULL);
     struct event_base *base = event_base_new();
     rjq_client *c = client_for(base, &s);
     rjq_queue *q = queue_for(c, "prio");
@@ -737,7 +596,7 @@ TEST(priorities_strict_order_fifo_within_priority) {
     }
     rjq_client_free(c);
     event_base_free(base);
-    stop_server(&s);
+    server_stop_guarded(&s);
 }
 
 /* =========================================================================
@@ -754,7 +613,7 @@ static void bell_handler(rjq_job *job, void *data) {
 
 TEST(idle_worker_woken_by_doorbell_and_no_blocking_commands) {
     test_server s;
-    start_server(&s, NULL);
+    server_start_guarded(&s, NULL);
     struct event_base *base = event_base_new();
     rjq_client *wc = client_for(base, &s); /* worker's client */
     rjq_client *pc = client_for(base, &s); /* a separate producer */
@@ -801,7 +660,7 @@ TEST(idle_worker_woken_by_doorbell_and_no_blocking_commands) {
     rjq_client_free(wc);
     rjq_client_free(pc);
     event_base_free(base);
-    stop_server(&s);
+    server_stop_guarded(&s);
 }
 
 /* =========================================================================
@@ -838,7 +697,7 @@ static int all_digits(const char *s) {
 
 TEST(idempotent_id_reports_existing) {
     test_server s;
-    start_server(&s, NULL);
+    server_start_guarded(&s, NULL);
     struct event_base *base = event_base_new();
     rjq_client *c = client_for(base, &s);
     rjq_queue *q = queue_for(c, "idem");
@@ -921,7 +780,7 @@ TEST(idempotent_id_reports_existing) {
     free(bw);
     rjq_client_free(c);
     event_base_free(base);
-    stop_server(&s);
+    server_stop_guarded(&s);
 }
 
 /* =========================================================================
@@ -1006,7 +865,7 @@ static void free_in_handler(rjq_job *job, void *data) {
 
 TEST(free_client_inside_handler_is_safe) {
     test_server s;
-    start_server(&s, NULL);
+    server_start_guarded(&s, NULL);
     struct event_base *base = event_base_new();
     free_ctx x;
     memset(&x, 0, sizeof x);
@@ -1048,7 +907,7 @@ TEST(free_client_inside_handler_is_safe) {
     ASSERT_EQ(2, server_int(rc, "ZCARD t:{freeh}:active"));
     redisFree(rc);
     event_base_free(base);
-    stop_server(&s);
+    server_stop_guarded(&s);
 }
 
 /* A callback's record: how often, with what, and whether after the free. */
@@ -1104,7 +963,7 @@ static void free_in_enq_cb(rjq_client *c, int status, const rjq_enqueued *jobs, 
 
 TEST(free_client_inside_enqueue_callback) {
     test_server s;
-    start_server(&s, NULL);
+    server_start_guarded(&s, NULL);
     struct event_base *base = event_base_new();
     free_enq_ctx x;
     memset(&x, 0, sizeof x);
@@ -1138,7 +997,7 @@ TEST(free_client_inside_enqueue_callback) {
         ASSERT_EQ(0, x.late.calls);
     }
     event_base_free(base);
-    stop_server(&s);
+    server_stop_guarded(&s);
 }
 
 typedef struct stop_ctx {
@@ -1174,7 +1033,7 @@ static void stop_in_handler(rjq_job *job, void *data) {
 
 TEST(stop_worker_inside_handler) {
     test_server s;
-    start_server(&s, NULL);
+    server_start_guarded(&s, NULL);
     struct event_base *base = event_base_new();
     rjq_client *c = client_for(base, &s);
     rjq_queue *q = queue_for(c, "stoph");
@@ -1205,7 +1064,7 @@ TEST(stop_worker_inside_handler) {
     ASSERT_EQ(0, st.active);
     rjq_client_free(c);
     event_base_free(base);
-    stop_server(&s);
+    server_stop_guarded(&s);
 }
 
 typedef struct free_stop_ctx {
@@ -1236,7 +1095,7 @@ static void complete_handler(rjq_job *job, void *data) {
 
 TEST(free_client_inside_stopped_callback) {
     test_server s;
-    start_server(&s, NULL);
+    server_start_guarded(&s, NULL);
     struct event_base *base = event_base_new();
     free_stop_ctx x;
     memset(&x, 0, sizeof x);
@@ -1262,7 +1121,7 @@ TEST(free_client_inside_stopped_callback) {
         ASSERT_EQ(0, x.enq.calls);
     }
     event_base_free(base);
-    stop_server(&s);
+    server_stop_guarded(&s);
 }
 
 /* A handle held while the client is freed from outside any callback. */
@@ -1277,7 +1136,7 @@ static void hold_handler(rjq_job *job, void *data) {
 
 TEST(held_job_after_client_free_reports_eclosed) {
     test_server s;
-    start_server(&s, NULL);
+    server_start_guarded(&s, NULL);
     struct event_base *base = event_base_new();
     rjq_client *c = client_for(base, &s);
     rjq_queue *q = queue_for(c, "held");
@@ -1302,7 +1161,7 @@ TEST(held_job_after_client_free_reports_eclosed) {
     loop_for(base, 100);
     ASSERT_EQ(0, done.calls);
     event_base_free(base);
-    stop_server(&s);
+    server_stop_guarded(&s);
 }
 
 /* =========================================================================
@@ -1353,7 +1212,7 @@ static void mix_handler(rjq_job *job, void *data) {
 
 TEST(counters_and_depths_agree) {
     test_server s;
-    start_server(&s, NULL);
+    server_start_guarded(&s, NULL);
     struct event_base *base = event_base_new();
     rjq_client *c = client_for(base, &s);
     rjq_queue *q = queue_for(c, "mix");
@@ -1482,5 +1341,5 @@ TEST(counters_and_depths_agree) {
     ASSERT_EQ(0, st.active);
     rjq_client_free(c);
     event_base_free(base);
-    stop_server(&s);
+    server_stop_guarded(&s);
 }

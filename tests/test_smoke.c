@@ -1,21 +1,16 @@
 /* End-to-end smoke: enqueue, work, complete, stats. */
 #include "harness.h"
 #include "server.h"
+#include "waits.h"
 
 static long done_count, handled;
-
-static void on_done(rjq_client *c, int status, void *data) {
-    (void)c, (void)data;
-    ASSERT_OK(status);
-    done_count++;
-}
 
 static void handler(rjq_job *job, void *data) {
     (void)data;
     size_t len;
     const char *p = rjq_job_payload(job, &len);
     handled++;
-    ASSERT_OK(rjq_job_complete(job, p, len, on_done, NULL));
+    ASSERT_OK(rjq_job_complete(job, p, len, on_done_ok, &done_count));
 }
 
 static long enqueued;

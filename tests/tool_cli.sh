@@ -2,6 +2,7 @@
 # End-to-end test of the rjq command-line tool against a private redis-server.
 #
 # Env: RJQ_BUILD (build dir holding the rjq binary), RJQ_SOURCE (unused here).
+# The private redis-server comes from scripts/redis-private.sh.
 # Optional: RJQ_TOOL_WRAP, a command prefix for every rjq run, e.g.
 #   RJQ_TOOL_WRAP="valgrind -q --leak-check=full --errors-for-leak-kinds=all --error-exitcode=99"
 set -u
@@ -17,53 +18,19 @@ die() { echo "FATAL: $*" >&2; exit 1; }
 command -v redis-server >/dev/null || die "redis-server not found"
 command -v redis-cli >/dev/null || die "redis-cli not found"
 
-DIR=$(mktemp -d "${TMPDIR:-/tmp}/rjq-tool-test.XXXXXX") || die "mktemp failed"
-PORT=
+# shellcheck source=scripts/redis-private.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/redis-private.sh"
 
+DIR=$(mktemp -d "${TMPDIR:-/tmp}/rjq-tool-test.XXXXXX") || die "mktemp failed"
 cleanup() {
-    if [ -s "$DIR/pid" ]; then
-        local pid
-        pid=$(cat "$DIR/pid")
-        kill -CONT "$pid" 2>/dev/null
-        kill "$pid" 2>/dev/null
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    fi
+    redis_private_stop # SIGCONT first: a check below stops the server
     rm -rf "$DIR"
 }
 trap cleanup EXIT
 
-port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# A port nobody listens on (checked; a race with other programs is retried).
-pick_port() {
-    local p
-    for _ in $(seq 100); do
-        p=$((20000 + RANDOM % 40000))
-        port_busy "$p" || { echo "$p"; return 0; }
-    done
-    return 1
-}
-
-start_redis() {
-    for _ in $(seq 10); do
-        PORT=$(pick_port) || die "no free port"
-        rm -f "$DIR/pid"
-        redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no \
-            --daemonize yes --pidfile "$DIR/pid" --dir "$DIR" --logfile "$DIR/redis.log" \
-            || continue
-        for _ in $(seq 100); do
-            if [ "$(redis-cli -p "$PORT" PING 2>/dev/null)" = PONG ] && [ -s "$DIR/pid" ]; then
-                return 0
-            fi
-            sleep 0.05
-        done
-        [ -s "$DIR/pid" ] && kill "$(cat "$DIR/pid")" 2>/dev/null
-    done
-    die "could not start redis-server (log: $(cat "$DIR/redis.log" 2>/dev/null))"
-}
-
-start_redis
-export RJQ_URL="redis://127.0.0.1:$PORT"
+redis_private_start "$DIR" || die "could not start redis-server (log: $(cat "$DIR/redis.log" 2>/dev/null))"
+PORT=$redis_port
+export RJQ_URL=$redis_url
 rcli() { redis-cli -p "$PORT" "$@" >/dev/null; }
 
 # ---- helpers -----------------------------------------------------------------
@@ -289,7 +256,7 @@ expect_ok
 expect_line "enqueued 0"
 
 # nothing listens: fails fast, exit 1
-DEAD_PORT=$(pick_port)
+DEAD_PORT=$(redis_free_port)
 T0=$(now_ms)
 run -u "redis://127.0.0.1:$DEAD_PORT" stats q
 T1=$(now_ms)
@@ -299,11 +266,11 @@ expect_err_has "could not connect to redis://127.0.0.1:$DEAD_PORT"
 check; [ $((T1 - T0)) -lt 10000 ] || fail "took $((T1 - T0)) ms"
 
 # a server that accepts connections but never answers: the deadline ends it
-kill -STOP "$(cat "$DIR/pid")"
+kill -STOP "$redis_pid"
 T0=$(now_ms)
 run -t 1 stats q
 T1=$(now_ms)
-kill -CONT "$(cat "$DIR/pid")"
+kill -CONT "$redis_pid"
 expect_rc 1
 expect_err_has "rjq: stats: timed out (no reply from redis://127.0.0.1:$PORT within 1 s"
 check; { [ $((T1 - T0)) -ge 900 ] && [ $((T1 - T0)) -lt 6000 ]; } || fail "took $((T1 - T0)) ms"

@@ -1,0 +1,74 @@
+#include "waits.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+#include "server.h"
+
+static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) {
+    (void)c;
+    stats_wait *w = data;
+    w->done++;
+    w->status = status;
+    if (s) w->s = *s;
+}
+
+stats_wait stats_of(struct event_base *base, rjq_queue *q) {
+    stats_wait w;
+    memset(&w, 0, sizeof w);
+    ASSERT_OK(rjq_queue_stats(q, on_stats, &w));
+    ASSERT(loop_until(base, &w.done, 10000));
+    ASSERT_EQ(1, w.done);
+    return w;
+}
+
+rjq_stats get_stats(struct event_base *base, rjq_queue *q) {
+    stats_wait w = stats_of(base, q);
+    ASSERT_OK(w.status);
+    return w.s;
+}
+
+static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *data) {
+    (void)c;
+    info_wait *w = data;
+    w->done++;
+    w->status = status;
+    if (info == NULL) return;
+    snprintf(w->state, sizeof w->state, "%s", info->state);
+    w->has_error = info->error != NULL;
+    snprintf(w->error, sizeof w->error, "%s", info->error ? info->error : "");
+    w->attempts = info->attempts;
+    w->max_attempts = info->max_attempts;
+    w->payload_len = info->payload_len;
+    snprintf(w->payload, sizeof w->payload, "%.*s", (int)info->payload_len,
+             (const char *)info->payload);
+    w->has_result = info->result != NULL;
+    w->result_len = info->result_len;
+    if (info->result)
+        snprintf(w->result, sizeof w->result, "%.*s", (int)info->result_len,
+                 (const char *)info->result);
+}
+
+info_wait get_info(struct event_base *base, rjq_queue *q, const char *id) {
+    info_wait w;
+    memset(&w, 0, sizeof w);
+    ASSERT_OK(rjq_queue_job(q, id, on_info, &w));
+    ASSERT(loop_until(base, &w.done, 10000));
+    ASSERT_EQ(1, w.done);
+    return w;
+}
+
+void on_count(rjq_client *c, int status, long long n, void *data) {
+    (void)c;
+    count_wait *w = data;
+    w->done++;
+    w->status = status;
+    w->n = n;
+}
+
+void on_done_ok(rjq_client *c, int status, void *data) {
+    (void)c;
+    ASSERT_OK(status);
+    if (data) (*(long *)data)++;
+}

@@ -1,0 +1,58 @@
+/*
+ * Waiting for the answer of one rjq call: a record of what its callback
+ * got, the callback that fills it in, and helpers that make the call and
+ * run the loop until it is answered (the timeouts are safety nets only).
+ */
+#ifndef RJQ_TEST_WAITS_H
+#define RJQ_TEST_WAITS_H
+
+#include <stddef.h>
+
+#include <event2/event.h>
+
+#include "rjq.h"
+
+/* rjq_queue_stats */
+typedef struct stats_wait {
+    int done, status;
+    rjq_stats s;
+} stats_wait;
+
+/* Ask for q's stats and run the loop until they came (exactly once). Also
+ * a round trip on the client's command connection: everything sent before
+ * it has been executed once it returns. */
+stats_wait stats_of(struct event_base *base, rjq_queue *q);
+/* The same, asserting RJQ_OK; returns the stats. */
+rjq_stats get_stats(struct event_base *base, rjq_queue *q);
+
+/* rjq_queue_job */
+typedef struct info_wait {
+    int done, status;
+    char state[32];
+    char error[256];
+    int has_error;
+    int attempts, max_attempts;
+    char payload[256];
+    size_t payload_len;
+    char result[256];
+    size_t result_len;
+    int has_result;
+} info_wait;
+
+/* Read job id of q and run the loop until it came (exactly once; the
+ * status is the caller's to check). */
+info_wait get_info(struct event_base *base, rjq_queue *q, const char *id);
+
+/* Calls that answer with a number (rjq_queue_replay, rjq_queue_reclaim). */
+typedef struct count_wait {
+    int done, status;
+    long long n;
+} count_wait;
+
+void on_count(rjq_client *c, int status, long long n, void *data);
+
+/* A done callback (complete, fail) that asserts RJQ_OK and, when data is
+ * not NULL, counts the calls in the long it points to. */
+void on_done_ok(rjq_client *c, int status, void *data);
+
+#endif

@@ -1,0 +1,1014 @@
+/*
+ * Awaiting job outcomes: rjq_enqueue_await, rjq_queue_await,
+ * rjq_await_cancel, rjq_client_awaits, rjq_job_progress.
+ *
+ * Producers and workers run on separate clients (two connections each) on
+ * one loop, against a private redis-server. Every await records each call
+ * of its callback, so "exactly once" and "its own result" are checked per
+ * await. Timeouts passed to the loop helpers are only safety nets.
+ */
+#include <malloc.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include <rjq/libevent.h>
+
+#include "harness.h"
+#include "server.h"
+
+/* ---- shared fixtures -------------------------------------------------------- */
+
+/* One await as the test sees it. */
+typedef struct rec {
+    char *expect;         /* expected result (RJQ_OK) or error text (EJOBDEAD) */
+    size_t expect_len;
+    int want;             /* expected status */
+    int calls;            /* callback calls */
+    int status;           /* status of the last call */
+    int bad;              /* the last call carried the wrong result */
+    char id[64];          /* outcome->id of the last call ("" when NULL) */
+    int nprogress;        /* progress messages seen */
+    char progress[8][16];
+    int progress_at_end;  /* nprogress when the outcome arrived */
+} rec;
+
+static long resolved;     /* await callbacks, all awaits */
+
+/* Each test: fresh counters, a private redis-server killed if it aborts. */
+static void start(test_server *s) {
+    resolved = 0;
+    server_start_guarded(s, NULL);
+}
+
+static void stop(test_server *s) {
+    server_stop_guarded(s);
+}
+
+static void rec_set(rec *r, int want, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void rec_set(rec *r, int want, const char *fmt, ...) {
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    memset(r, 0, sizeof *r);
+    r->want = want;
+    r->expect = strdup(buf);
+    r->expect_len = (size_t)n;
+    ASSERT(r->expect != NULL);
+}
+
+static void recs_free(rec *r, size_t n) {
+    for (size_t i = 0; i < n; i++) free(r[i].expect);
+}
+
+static void on_outcome(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    rec *r = data;
+    (void)c;
+    r->calls++;
+    r->status = status;
+    r->progress_at_end = r->nprogress;
+    snprintf(r->id, sizeof r->id, "%s", o && o->id ? o->id : "");
+    r->bad = 0;
+    if (status == RJQ_OK)
+        r->bad = o == NULL || o->result_len != r->expect_len ||
+                 (r->expect_len && memcmp(o->result, r->expect, r->expect_len) != 0);
+    else if (status == RJQ_EJOBDEAD)
+        r->bad = o == NULL || o->error == NULL || strcmp(o->error, r->expect) != 0;
+    resolved++;
+}
+
+static void on_progress(rjq_client *c, const char *id, const void *p, size_t len, void *data) {
+    rec *r = data;
+    (void)c, (void)id;
+    if (r->nprogress < 8) snprintf(r->progress[r->nprogress], sizeof r->progress[0], "%.*s", (int)len, (const char *)p);
+    r->nprogress++;
+}
+
+/* Every await called exactly once, with its expected status and data. */
+static void check_recs(const rec *r, size_t n, const char *what) {
+    size_t wrong = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].calls == 1 && r[i].status == r[i].want && !r[i].bad) continue;
+        if (wrong++ < 5)
+            fprintf(stderr, "%s[%zu]: calls %d status %d (%s) want %d bad %d expect \"%.40s\"\n", what, i,
+                    r[i].calls, r[i].status, rjq_strerror(r[i].status), r[i].want, r[i].bad, r[i].expect);
+    }
+    if (wrong) FAIL_AT(__FILE__, __LINE__, "%s: %zu of %zu awaits wrong", what, wrong, n);
+}
+
+/* Client event counters (per client). */
+typedef struct events {
+    long sub_down, sub_up, cmd_up;
+} events;
+
+static void on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
+    events *e = data;
+    (void)c, (void)detail;
+    if (e == NULL) return;
+    if (conn == RJQ_CONN_SUBSCRIBER && ev == RJQ_EVENT_DISCONNECTED) e->sub_down++;
+    if (conn == RJQ_CONN_SUBSCRIBER && ev == RJQ_EVENT_CONNECTED) e->sub_up++;
+    if (conn == RJQ_CONN_COMMAND && ev == RJQ_EVENT_CONNECTED) e->cmd_up++;
+}
+
+static rjq_client *mk_client(struct event_base *base, const test_server *s, const char *name,
+                             long reconnect_ms, events *ev) {
+    rjq_client_options o = {0};
+    rjq_client *c = NULL;
+    o.url = s->url;
+    o.prefix = "t";
+    o.name = name;
+    o.reconnect_min_ms = reconnect_ms;
+    o.reconnect_max_ms = reconnect_ms * 10;
+    o.on_event = on_event;
+    o.event_data = ev;
+    ASSERT_OK(rjq_libevent_client_new(&c, base, &o));
+    return c;
+}
+
+/* ---- workers ----------------------------------------------------------------- */
+
+/* What the worker does with a job, decided by its payload:
+ *   "big:<n>"  completes with pattern(n) (binary, NULs included)
+ *   "prog"     reports progress "1/3" "2/3" "3/3", then completes "done"
+ *   "die"      fails with "attempt <a> of <m> failed: die" (retry at once)
+ *   otherwise  completes with "r:" + payload
+ * unless the worker holds jobs for the test to complete later. */
+typedef struct work {
+    long handled;         /* handler calls */
+    long acked;           /* completions/failures acknowledged by Redis */
+    long ack_errors;
+    int hold;             /* keep jobs in held[] instead of finishing them */
+    rjq_job **held;
+    size_t nheld, capheld, next_release;
+} work;
+
+static void pattern(char *buf, size_t n) {
+    for (size_t i = 0; i < n; i++) buf[i] = (char)((i * 31u + (i >> 8)) & 0xff);
+}
+
+static void on_done(rjq_client *c, int status, void *data) {
+    work *w = data;
+    (void)c;
+    if (status != RJQ_OK) w->ack_errors++;
+    w->acked++;
+}
+
+static void finish(rjq_job *job, work *w) {
+    size_t len;
+    const char *p = rjq_job_payload(job, &len);
+    if (len > 4 && memcmp(p, "big:", 4) == 0) {
+        size_t n = (size_t)atol(p + 4);
+        char *buf = malloc(n);
+        ASSERT(buf != NULL);
+        pattern(buf, n);
+        ASSERT_OK(rjq_job_complete(job, buf, n, on_done, w));
+        free(buf);
+    } else if (len == 4 && memcmp(p, "prog", 4) == 0) {
+        ASSERT_OK(rjq_job_progress(job, "1/3", 3));
+        ASSERT_OK(rjq_job_progress(job, "2/3", 3));
+        ASSERT_OK(rjq_job_progress(job, "3/3", 3));
+        ASSERT_OK(rjq_job_complete(job, "done", 4, on_done, w));
+    } else if (len == 3 && memcmp(p, "die", 3) == 0) {
+        char err[64];
+        snprintf(err, sizeof err, "attempt %d of %d failed: die", rjq_job_attempt(job),
+                 rjq_job_max_attempts(job));
+        ASSERT_OK(rjq_job_fail(job, err, RJQ_FAIL_RETRY, 0, on_done, w));
+    } else {
+        char *res = malloc(len + 2);
+        ASSERT(res != NULL);
+        memcpy(res, "r:", 2);
+        memcpy(res + 2, p, len);
+        ASSERT_OK(rjq_job_complete(job, res, len + 2, on_done, w));
+        free(res);
+    }
+}
+
+static void handler(rjq_job *job, void *data) {
+    work *w = data;
+    w->handled++;
+    if (!w->hold) {
+        finish(job, w);
+        return;
+    }
+    if (w->nheld == w->capheld) {
+        w->capheld = w->capheld ? w->capheld * 2 : 256;
+        w->held = realloc(w->held, w->capheld * sizeof *w->held);
+        ASSERT(w->held != NULL);
+    }
+    w->held[w->nheld++] = job;
+}
+
+/* Finish up to n held jobs, oldest first. Returns how many. */
+static size_t release(work *w, size_t n) {
+    size_t done = 0;
+    while (done < n && w->next_release < w->nheld) {
+        finish(w->held[w->next_release++], w);
+        done++;
+    }
+    return done;
+}
+
+static rjq_worker *start_worker(rjq_queue *q, int concurrency, work *w) {
+    rjq_worker_options o = {0};
+    rjq_worker *wk = NULL;
+    o.concurrency = concurrency;
+    ASSERT_OK(rjq_worker_start(q, &o, handler, w, &wk));
+    return wk;
+}
+
+static void on_stopped(rjq_worker *w, int status, void *data) {
+    (void)w;
+    *(int *)data = status == RJQ_OK ? 1 : -1;
+}
+
+static void stop_worker(struct event_base *base, rjq_worker *wk) {
+    int stopped = 0;
+    ASSERT_OK(rjq_worker_stop(wk, on_stopped, &stopped));
+    ASSERT(loop_until(base, &stopped, 10000));
+    ASSERT_EQ(1, stopped);
+}
+
+/* ---- small helpers ----------------------------------------------------------- */
+
+static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)jobs, (void)n;
+    long *count = data;
+    ASSERT_OK(status);
+    (*count)++;
+}
+
+/* Enqueue with an explicit id and wait until Redis has it. */
+static void enqueue_id(struct event_base *base, rjq_queue *q, const char *id, const char *payload,
+                       int max_attempts) {
+    long done = 0;
+    rjq_job_options o = {0};
+    o.id = id;
+    o.max_attempts = max_attempts;
+    ASSERT_OK(rjq_enqueue(q, payload, strlen(payload), &o, on_enqueued, &done));
+    ASSERT(loop_until_count(base, &done, 1, 5000));
+}
+
+static void on_job_info(rjq_client *c, int status, const rjq_job_info *info, void *data) {
+    (void)c;
+    ASSERT_OK(status);
+    *(int *)data = info->payload_len == (8u << 20) ? 1 : -1;
+}
+
+static void on_stats_sentinel(rjq_client *c, int status, const rjq_stats *st, void *data) {
+    (void)c, (void)st;
+    ASSERT_OK(status);
+    *(int *)data = 1;
+}
+
+/* A round trip on c's command connection: every reply to a command sent
+ * on it before this call has been processed when this returns. */
+static void sync_client(struct event_base *base, rjq_queue *q) {
+    int done = 0;
+    ASSERT_OK(rjq_queue_stats(q, on_stats_sentinel, &done));
+    ASSERT(loop_until(base, &done, 10000));
+}
+
+static int job_has_field(redisContext *rc, const char *queue, const char *id, const char *field) {
+    return (int)server_int(rc, "HEXISTS t:{%s}:job:%s %s", queue, id, field);
+}
+
+/* Wait until the job hash records a reply channel (an await is registered
+ * on the server side). Returns the number of channels recorded. */
+static int wait_watchers(struct event_base *base, redisContext *rc, const char *queue, const char *id,
+                         int want) {
+    for (int i = 0; i < 1000; i++) {
+        redisReply *r = server_cmd(rc, "HGET t:{%s}:job:%s n", queue, id);
+        int n = 0;
+        if (r->type == REDIS_REPLY_STRING && r->len > 0) {
+            n = 1;
+            for (size_t k = 0; k < r->len; k++) n += r->str[k] == ' ';
+        }
+        freeReplyObject(r);
+        if (n >= want) return n;
+        loop_for(base, 10);
+    }
+    FAIL_AT(__FILE__, __LINE__, "job %s never got %d watcher(s)", id, want);
+    return 0;
+}
+
+static long long llen(redisContext *rc, const char *queue) {
+    return server_int(rc, "LLEN t:{%s}:ready", queue);
+}
+
+/* ---- 1. no window: before, during and after registration ---------------------- */
+
+TEST(await_never_misses_completion_before_during_after_registration) {
+    test_server s;
+    start(&s);
+    struct event_base *base = event_base_new();
+    redisContext *rc = server_connect(&s);
+    rjq_client *pc = mk_client(base, &s, "producer", 20, NULL);
+    rjq_client *wc = mk_client(base, &s, "worker", 20, NULL);
+    rjq_queue *pq = queue_for(pc, "aw"), *wq = queue_for(wc, "aw");
+    work w = {0};
+    rjq_worker *wk = start_worker(wq, 50, &w);
+
+    /* Before: the job completed (Redis acknowledged it) before any await. */
+    rec before[2];
+    enqueue_id(base, pq, "before-1", "p-before", 0);
+    ASSERT(loop_until_count(base, &w.acked, 1, 5000));
+    ASSERT_EQ(0, w.ack_errors);
+    redisReply *st = server_cmd(rc, "HGET t:{aw}:job:before-1 s");
+    ASSERT_STREQ("completed", st->str);
+    freeReplyObject(st);
+    rec_set(&before[0], RJQ_OK, "r:p-before");
+    rec_set(&before[1], RJQ_OK, "r:p-before");
+    ASSERT_OK(rjq_queue_await(pq, "before-1", NULL, on_outcome, &before[0], NULL));
+    /* enqueue_await of an id that already finished: answered from its state */
+    rjq_job_options same = {0};
+    same.id = "before-1";
+    ASSERT_OK(rjq_enqueue_await(pq, "ignored", 7, &same, NULL, on_outcome, &before[1], NULL));
+    ASSERT(loop_until_count(base, &resolved, 2, 5000));
+    check_recs(before, 2, "before");
+    ASSERT_STREQ("before-1", before[0].id);
+    ASSERT_STREQ("before-1", before[1].id);
+
+    /* During: many awaits registered while the worker completes jobs as
+     * fast as it can, plus awaits by id racing their jobs' completion. */
+    enum { ND = 2000, NQ = 500 };
+    rec *during = calloc(ND + NQ, sizeof *during);
+    ASSERT(during != NULL);
+    unsigned salt = (unsigned)getpid();
+    long base_resolved = resolved;
+    for (int i = 0; i < ND; i++) {
+        char payload[64];
+        int n = snprintf(payload, sizeof payload, "during-%d-%08x", i, salt);
+        rec_set(&during[i], RJQ_OK, "r:%s", payload);
+        ASSERT_OK(rjq_enqueue_await(pq, payload, (size_t)n, NULL, NULL, on_outcome, &during[i], NULL));
+        if (i % 200 == 0) event_base_loop(base, EVLOOP_NONBLOCK); /* let the worker run meanwhile */
+    }
+    for (int i = 0; i < NQ; i++) {
+        char payload[64], id[32];
+        snprintf(id, sizeof id, "dq-%d", i);
+        int n = snprintf(payload, sizeof payload, "byid-%d-%08x", i, salt);
+        rjq_job_options o = {0};
+        o.id = id;
+        rec_set(&during[ND + i], RJQ_OK, "r:%s", payload);
+        ASSERT_OK(rjq_enqueue(pq, payload, (size_t)n, &o, NULL, NULL));
+        ASSERT_OK(rjq_queue_await(pq, id, NULL, on_outcome, &during[ND + i], NULL));
+        if (i % 100 == 0) event_base_loop(base, EVLOOP_NONBLOCK);
+    }
+    ASSERT(loop_until_count(base, &resolved, base_resolved + ND + NQ, 60000));
+    check_recs(during, ND + NQ, "during");
+    ASSERT_EQ(0, rjq_client_awaits(pc));
+
+    /* During, outcome first: each job's outcome reaches the producer while
+     * its enqueue reply still waits behind a big reply (a job info of
+     * several MiB) on the command connection. */
+    enum { NB = 50, BULK = 8 << 20 };
+    char *bulk = malloc(BULK);
+    ASSERT(bulk != NULL);
+    memset(bulk, 'b', BULK);
+    rjq_queue *bq = queue_for(pc, "bulk");
+    long bulk_done = 0;
+    rjq_job_options bo = {0};
+    bo.id = "bulk-1";
+    ASSERT_OK(rjq_enqueue(bq, bulk, BULK, &bo, on_enqueued, &bulk_done));
+    ASSERT(loop_until_count(base, &bulk_done, 1, 10000));
+    free(bulk);
+    rec *first = calloc(NB, sizeof *first);
+    ASSERT(first != NULL);
+    long before_first = resolved;
+    int info = 0;
+    ASSERT_OK(rjq_queue_job(bq, "bulk-1", on_job_info, &info));
+    for (int i = 0; i < NB; i++) {
+        char payload[32];
+        int n = snprintf(payload, sizeof payload, "first-%d", i);
+        rec_set(&first[i], RJQ_OK, "r:%s", payload);
+        ASSERT_OK(rjq_enqueue_await(pq, payload, (size_t)n, NULL, NULL, on_outcome, &first[i], NULL));
+    }
+    ASSERT(loop_until_count(base, &resolved, before_first + NB, 20000));
+    ASSERT(loop_until(base, &info, 10000));
+    ASSERT_EQ(1, info);
+    check_recs(first, NB, "outcome-first");
+    recs_free(first, NB);
+    free(first);
+    base_resolved = resolved - ND - NQ;
+
+    /* After: awaits registered (the server records the channel) while no
+     * worker runs; a worker started later completes the jobs. */
+    stop_worker(base, wk);
+    rec after[2];
+    rec_set(&after[0], RJQ_OK, "r:p-after-1");
+    rec_set(&after[1], RJQ_OK, "r:p-after-2");
+    rjq_job_options a1 = {0};
+    a1.id = "after-1";
+    ASSERT_OK(rjq_enqueue_await(pq, "p-after-1", 9, &a1, NULL, on_outcome, &after[0], NULL));
+    enqueue_id(base, pq, "after-2", "p-after-2", 0);
+    ASSERT_OK(rjq_queue_await(pq, "after-2", NULL, on_outcome, &after[1], NULL));
+    wait_watchers(base, rc, "aw", "after-1", 1);
+    wait_watchers(base, rc, "aw", "after-2", 1);
+    sync_client(base, pq); /* the enqueue and watch replies are processed */
+    loop_for(base, 50);
+    ASSERT_EQ(0, after[0].calls);
+    ASSERT_EQ(0, after[1].calls);
+    ASSERT_EQ(2, rjq_client_awaits(pc));
+    long handled = w.handled;
+    wk = start_worker(wq, 10, &w);
+    ASSERT(loop_until_count(base, &resolved, base_resolved + ND + NQ + 2, 10000));
+    check_recs(after, 2, "after");
+    ASSERT_EQ(handled + 2, w.handled);
+    ASSERT_EQ(0, rjq_client_awaits(pc));
+
+    recs_free(before, 2);
+    recs_free(during, ND + NQ);
+    free(during);
+    recs_free(after, 2);
+    rjq_client_free(pc);
+    rjq_client_free(wc);
+    free(w.held);
+    redisFree(rc);
+    event_base_free(base);
+    stop(&s);
+}
+
+/* ---- 2. ten thousand at once ------------------------------------------------------ */
+
+static long rss_kib(void) {
+    long pages = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f == NULL) return 0;
+    if (fscanf(f, "%ld %ld", &pages, &rss) != 2) rss = 0;
+    fclose(f);
+    return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+TEST(ten_thousand_concurrent_awaits_resolve_with_right_results) {
+    enum { N = 10000 };
+    test_server s;
+    start(&s);
+    struct event_base *base = event_base_new();
+    redisContext *rc = server_connect(&s);
+    rjq_client *pc = mk_client(base, &s, "producer", 20, NULL);
+    rjq_client *wc = mk_client(base, &s, "worker", 20, NULL);
+    rjq_queue *pq = queue_for(pc, "ten"), *wq = queue_for(wc, "ten");
+    wait_connected(base, pc);
+    wait_connected(base, wc);
+    rec *r = calloc(N, sizeof *r);
+    ASSERT(r != NULL);
+    unsigned salt = (unsigned)getpid() * 2654435761u;
+    char (*payloads)[48] = malloc(N * sizeof *payloads);
+    ASSERT(payloads != NULL);
+    for (int i = 0; i < N; i++) {
+        snprintf(payloads[i], sizeof payloads[i], "ten-%05d-%08x", i, salt ^ (unsigned)i * 40503u);
+        rec_set(&r[i], RJQ_OK, "r:%s", payloads[i]);
+    }
+
+    malloc_trim(0);
+    struct mallinfo2 m0 = mallinfo2();
+    long rss0 = rss_kib();
+    for (int i = 0; i < N; i++)
+        ASSERT_OK(rjq_enqueue_await(pq, payloads[i], strlen(payloads[i]), NULL, NULL, on_outcome, &r[i], NULL));
+    ASSERT_EQ(N, rjq_client_awaits(pc));
+    /* all enqueued on the server, and their replies processed */
+    for (int i = 0; i < 3000 && llen(rc, "ten") < N; i++) loop_for(base, 10);
+    ASSERT_EQ(N, llen(rc, "ten"));
+    sync_client(base, pq);
+    ASSERT_EQ(0, resolved);
+    ASSERT_EQ(N, rjq_client_awaits(pc));
+    malloc_trim(0);
+    struct mallinfo2 m1 = mallinfo2();
+    long rss1 = rss_kib();
+    if (m0.uordblks == 0 && m1.uordblks == 0) /* a sanitizer's allocator: no malloc stats */
+        fprintf(stderr, "memory per pending await: malloc stats unavailable; RSS delta %.0f bytes/await\n",
+                (double)(rss1 - rss0) * 1024.0 / N);
+    else
+        fprintf(stderr, "memory per pending await: %.0f bytes (malloc in use: %zu -> %zu), RSS delta %.0f bytes/await\n",
+                ((double)m1.uordblks - (double)m0.uordblks) / N, m0.uordblks, m1.uordblks,
+                (double)(rss1 - rss0) * 1024.0 / N);
+
+    work w = {0};
+    start_worker(wq, 200, &w);
+    ASSERT(loop_until_count(base, &resolved, N, 90000));
+    check_recs(r, N, "ten-thousand");
+    ASSERT_EQ(0, rjq_client_awaits(pc));
+    loop_for(base, 100);
+    ASSERT_EQ(N, resolved); /* nothing called twice afterwards */
+    ASSERT_EQ(N, w.handled);
+
+    recs_free(r, N);
+    free(r);
+    free(payloads);
+    rjq_client_free(pc);
+    rjq_client_free(wc);
+    redisFree(rc);
+    event_base_free(base);
+    stop(&s);
+}
+
+/* ---- 3. subscriber connection killed while jobs complete ---------------------------- */
+
+typedef struct trickle {
+    work *w;
+    struct event *ev;
+    size_t per_tick;
+    size_t limit;         /* release no further than this many jobs */
+} trickle;
+
+static void on_trickle(evutil_socket_t fd, short what, void *arg) {
+    trickle *t = arg;
+    (void)fd, (void)what;
+    size_t room = t->limit > t->w->next_release ? t->limit - t->w->next_release : 0;
+    release(t->w, room < t->per_tick ? room : t->per_tick);
+}
+
+static long long kill_pubsub(redisContext *rc) {
+    return server_int(rc, "CLIENT KILL TYPE pubsub");
+}
+
+TEST(subscriber_killed_while_jobs_complete_every_await_resolves_once) {
+    /* NE enqueue_awaits and NI awaits by id up front; NK more
+     * enqueue_awaits sent right after each kill (in flight while the
+     * subscriber connection is down). */
+    enum { NE = 400, NI = 200, N0 = NE + NI, NK = 50, N = N0 + 2 * NK, KILL_BATCH = 25 };
+    test_server s;
+    start(&s);
+    struct event_base *base = event_base_new();
+    redisContext *rc = server_connect(&s);
+    events pev = {0};
+    rjq_client *pc = mk_client(base, &s, "producer", 20, &pev);
+    rjq_client *wc = mk_client(base, &s, "worker", 20, NULL);
+    rjq_queue *pq = queue_for(pc, "kill"), *wq = queue_for(wc, "kill");
+    work w = {0};
+    w.hold = 1;
+    start_worker(wq, N, &w);
+
+    rec *r = calloc(N, sizeof *r);
+    ASSERT(r != NULL);
+    for (int i = 0; i < NE; i++) {
+        char payload[32];
+        int n = snprintf(payload, sizeof payload, "k-%d", i);
+        rec_set(&r[i], RJQ_OK, "r:%s", payload);
+        ASSERT_OK(rjq_enqueue_await(pq, payload, (size_t)n, NULL, NULL, on_outcome, &r[i], NULL));
+    }
+    for (int i = 0; i < NI; i++) {
+        char payload[32], id[32];
+        snprintf(id, sizeof id, "ki-%d", i);
+        int n = snprintf(payload, sizeof payload, "ki-payload-%d", i);
+        rjq_job_options o = {0};
+        o.id = id;
+        rec_set(&r[NE + i], RJQ_OK, "r:%s", payload);
+        ASSERT_OK(rjq_enqueue(pq, payload, (size_t)n, &o, NULL, NULL));
+        ASSERT_OK(rjq_queue_await(pq, id, NULL, on_outcome, &r[NE + i], NULL));
+    }
+    /* every job claimed and held, every await registered */
+    ASSERT(loop_until_count(base, &w.handled, N0, 30000));
+    sync_client(base, pq);
+    ASSERT_EQ(N0, rjq_client_awaits(pc));
+
+    /* A timer completes a few held jobs every 2 ms, keeping KILL_BATCH
+     * of the first N0 in reserve for each kill. */
+    trickle t = {&w, NULL, 4, N0 - 2 * KILL_BATCH};
+    t.ev = event_new(base, -1, EV_PERSIST, on_trickle, &t);
+    struct timeval tv = {0, 2000};
+    event_add(t.ev, &tv);
+
+    for (int round = 1; round <= 2; round++) {
+        ASSERT(loop_until_count(base, &resolved, round * N0 / 3, 20000));
+        ASSERT(kill_pubsub(rc) >= 1);
+        /* Completions that run now are published while the producer has no
+         * subscriber connection: their messages are lost for good. */
+        ASSERT_EQ(KILL_BATCH, release(&w, KILL_BATCH));
+        /* Enqueues that go out before the producer notices. */
+        for (int i = 0; i < NK; i++) {
+            int k = N0 + (round - 1) * NK + i;
+            char payload[32];
+            int n = snprintf(payload, sizeof payload, "kk-%d", k);
+            rec_set(&r[k], RJQ_OK, "r:%s", payload);
+            ASSERT_OK(rjq_enqueue_await(pq, payload, (size_t)n, NULL, NULL, on_outcome, &r[k], NULL));
+        }
+        ASSERT(loop_until_count(base, &pev.sub_up, round + 1, 10000)); /* back (first up + rounds) */
+    }
+    t.limit = (size_t)-1;
+    ASSERT(loop_until_count(base, &resolved, N, 20000));
+    loop_for(base, 100);
+    ASSERT_EQ(2, pev.sub_down);
+    check_recs(r, N, "killed");
+    ASSERT_EQ(N, resolved);
+    ASSERT_EQ(N, w.handled);
+    ASSERT_EQ(0, rjq_client_awaits(pc));
+    ASSERT_EQ(0, w.ack_errors);
+
+    event_free(t.ev);
+    recs_free(r, N);
+    free(r);
+    rjq_client_free(pc);
+    rjq_client_free(wc);
+    free(w.held);
+    redisFree(rc);
+    event_base_free(base);
+    stop(&s);
+}
+
+/* ---- 4. timeout ------------------------------------------------------------------- */
+
+TEST(timeout_fires_once_late_completion_ignored) {
+    test_server s;
+    start(&s);
+    struct event_base *base = event_base_new();
+    redisContext *rc = server_connect(&s);
+    rjq_client *pc = mk_client(base, &s, "producer", 20, NULL);
+    rjq_client *wc = mk_client(base, &s, "worker", 20, NULL);
+    rjq_queue *pq = queue_for(pc, "to"), *wq = queue_for(wc, "to");
+    enqueue_id(base, pq, "to-1", "p-1", 0);
+
+    rec r[2];
+    rec_set(&r[0], RJQ_ETIMEDOUT, "-");
+    rec_set(&r[1], RJQ_ETIMEDOUT, "-");
+    rjq_await_options ao = {0};
+    ao.timeout_ms = 200;
+    ASSERT_OK(rjq_queue_await(pq, "to-1", &ao, on_outcome, &r[0], NULL));
+    rjq_job_options o = {0};
+    o.id = "to-2";
+    ASSERT_OK(rjq_enqueue_await(pq, "p-2", 3, &o, &ao, on_outcome, &r[1], NULL));
+    int synced = 0;
+    ASSERT_OK(rjq_queue_stats(pq, on_stats_sentinel, &synced));
+    ASSERT(loop_until_count(base, &resolved, 2, 5000));
+    int id_known = synced && r[1].calls == 1; /* the enqueue reply came before the timeout */
+    check_recs(r, 2, "timeout");
+    ASSERT_STREQ("to-1", r[0].id);
+    if (id_known) ASSERT_STREQ("to-2", r[1].id);
+    ASSERT_EQ(0, rjq_client_awaits(pc));
+
+    /* The jobs complete late: the outcome is published to the producer
+     * (its channel is recorded on the job) and must be ignored. */
+    work w = {0};
+    start_worker(wq, 4, &w);
+    ASSERT(loop_until_count(base, &w.acked, 2, 10000));
+    ASSERT_EQ(0, w.ack_errors);
+    ASSERT_EQ(1, job_has_field(rc, "to", "to-2", "n"));
+    ASSERT_EQ(1, job_has_field(rc, "to", "to-1", "n"));
+    loop_for(base, 300);
+    ASSERT_EQ(1, r[0].calls);
+    ASSERT_EQ(1, r[1].calls);
+    ASSERT_EQ(2, resolved);
+    ASSERT_EQ(0, rjq_client_awaits(pc));
+
+    recs_free(r, 2);
+    rjq_client_free(pc);
+    rjq_client_free(wc);
+    redisFree(rc);
+    event_base_free(base);
+    stop(&s);
+}
+
+/* ---- 5. dead jobs and unknown ids ------------------------------------------------ */
+
+TEST(await_of_dead_job_reports_last_error) {
+    test_server s;
+    start(&s);
+    struct event_base *base = event_base_new();
+    rjq_client *pc = mk_client(base, &s, "producer", 20, NULL);
+    rjq_client *wc = mk_client(base, &s, "worker", 20, NULL);
+    rjq_queue *pq = queue_for(pc, "dead"), *wq = queue_for(wc, "dead");
+    work w = {0};
+    start_worker(wq, 4, &w);
+
+    rec r[3];
+    rec_set(&r[0], RJQ_EJOBDEAD, "attempt 2 of 2 failed: die");
+    rjq_job_options o = {0};
+    o.id = "d-1";
+    o.max_attempts = 2;
+    ASSERT_OK(rjq_enqueue_await(pq, "die", 3, &o, NULL, on_outcome, &r[0], NULL));
+    ASSERT(loop_until_count(base, &resolved, 1, 10000));
+    check_recs(r, 1, "dead");
+    ASSERT_STREQ("d-1", r[0].id);
+    ASSERT_EQ(2, w.handled); /* both attempts ran */
+
+    /* Awaited after it died: answered from the stored state. */
+    rec_set(&r[1], RJQ_EJOBDEAD, "attempt 2 of 2 failed: die");
+    ASSERT_OK(rjq_queue_await(pq, "d-1", NULL, on_outcome, &r[1], NULL));
+    rec_set(&r[2], RJQ_ENOTFOUND, "-");
+    ASSERT_OK(rjq_queue_await(pq, "no-such-job", NULL, on_outcome, &r[2], NULL));
+    ASSERT(loop_until_count(base, &resolved, 3, 10000));
+    check_recs(r, 3, "dead-after");
+    ASSERT_STREQ("d-1", r[1].id);
+    ASSERT_STREQ("no-such-job", r[2].id);
+    loop_for(base, 50);
+    ASSERT_EQ(3, resolved);
+    ASSERT_EQ(0, rjq_client_awaits(pc));
+
+    recs_free(r, 3);
+    rjq_client_free(pc);
+    rjq_client_free(wc);
+    event_base_free(base);
+    stop(&s);
+}
+
+/* ---- 6. free, cancel, free from inside a callback ---------------------------------- */
+
+typedef struct freer {
+    rjq_client *c;
+    long calls, ok, canceled_after_free, other_after_free, total;
+    int freed;
+    int *per;             /* calls per await */
+} freer;
+
+typedef struct freer_arg {
+    freer *f;
+    int i;
+} freer_arg;
+
+static void on_outcome_free(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    freer_arg *a = data;
+    freer *f = a->f;
+    (void)o;
+    f->calls++;
+    f->per[a->i]++;
+    if (f->freed) {
+        if (status == RJQ_ECANCELED) f->canceled_after_free++;
+        else f->other_after_free++;
+        return;
+    }
+    if (status == RJQ_OK) f->ok++;
+    ASSERT(c == f->c);
+    f->freed = 1;
+    rjq_client_free(c); /* deferred until this callback returns */
+    ASSERT_EQ(f->total - 1, rjq_client_awaits(c)); /* the others; still valid here */
+}
+
+TEST(free_client_with_awaits_pending_cancels_each_once) {
+    test_server s;
+    start(&s);
+    struct event_base *base = event_base_new();
+    redisContext *rc = server_connect(&s);
+
+    /* Client A: awaits registered before it even connects, watching, then
+     * more while its subscriber connection is down (waiting for the
+     * subscription). Long reconnect delay so it stays down. */
+    enum { A1 = 300, A2 = 100, A3 = 200, A4 = 100, NA = A1 + A2 + A3 + A4 };
+    events aev = {0};
+    rjq_client *ca = mk_client(base, &s, "client-a", 3000, &aev);
+    rjq_queue *qa = queue_for(ca, "free");
+    rec *ra = calloc(NA, sizeof *ra);
+    ASSERT(ra != NULL);
+    for (int i = 0; i < A1; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "fa-%d", i);
+        rjq_job_options o = {0};
+        o.id = id;
+        rec_set(&ra[i], RJQ_ECANCELED, "-");
+        ASSERT_OK(rjq_enqueue_await(qa, id, strlen(id), &o, NULL, on_outcome, &ra[i], NULL));
+    }
+    for (int i = 0; i < A2; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "fa-%d", i);
+        rec_set(&ra[A1 + i], RJQ_ECANCELED, "-");
+        ASSERT_OK(rjq_queue_await(qa, id, NULL, on_outcome, &ra[A1 + i], NULL));
+    }
+    ASSERT_EQ(A1 + A2, rjq_client_awaits(ca));
+    for (int i = 0; i < 3000 && llen(rc, "free") < A1; i++) loop_for(base, 10);
+    ASSERT_EQ(A1, llen(rc, "free"));
+    sync_client(base, qa);
+    ASSERT_EQ(0, resolved);
+    ASSERT(kill_pubsub(rc) >= 1);
+    for (int i = 0; i < 500 && aev.sub_down == 0; i++) loop_for(base, 10);
+    ASSERT_EQ(1, aev.sub_down);
+    for (int i = 0; i < A3; i++) {
+        char p[32];
+        int n = snprintf(p, sizeof p, "fb-%d", i);
+        rec_set(&ra[A1 + A2 + i], RJQ_ECANCELED, "-");
+        ASSERT_OK(rjq_enqueue_await(qa, p, (size_t)n, NULL, NULL, on_outcome, &ra[A1 + A2 + i], NULL));
+    }
+    for (int i = 0; i < A4; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "fa-%d", A1 - 1 - i);
+        rec_set(&ra[A1 + A2 + A3 + i], RJQ_ECANCELED, "-");
+        ASSERT_OK(rjq_queue_await(qa, id, NULL, on_outcome, &ra[A1 + A2 + A3 + i], NULL));
+    }
+    loop_for(base, 20);
+    ASSERT_EQ(A1, llen(rc, "free")); /* the held enqueues were not sent */
+    ASSERT_EQ(NA, rjq_client_awaits(ca));
+
+    /* Client B: connected and subscribed, then awaits whose enqueues and
+     * watches are in flight when it is freed. */
+    enum { B1 = 250, B2 = 50, NB = B1 + B2 };
+    rjq_client *cb = mk_client(base, &s, "client-b", 20, NULL);
+    rjq_queue *qb = queue_for(cb, "free");
+    rec warm;
+    rec_set(&warm, RJQ_ENOTFOUND, "-");
+    ASSERT_OK(rjq_queue_await(qb, "never-there", NULL, on_outcome, &warm, NULL));
+    ASSERT(loop_until_count(base, &resolved, 1, 5000)); /* the reply channel is confirmed */
+    check_recs(&warm, 1, "warm-up");
+    rec *rb = calloc(NB, sizeof *rb);
+    ASSERT(rb != NULL);
+    for (int i = 0; i < B1; i++) {
+        char p[32];
+        int n = snprintf(p, sizeof p, "fc-%d", i);
+        rec_set(&rb[i], RJQ_ECANCELED, "-");
+        ASSERT_OK(rjq_enqueue_await(qb, p, (size_t)n, NULL, NULL, on_outcome, &rb[i], NULL));
+    }
+    for (int i = 0; i < B2; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "fa-%d", i);
+        rec_set(&rb[B1 + i], RJQ_ECANCELED, "-");
+        ASSERT_OK(rjq_queue_await(qb, id, NULL, on_outcome, &rb[B1 + i], NULL));
+    }
+    ASSERT_EQ(NB, rjq_client_awaits(cb));
+
+    rjq_client_free(ca);
+    check_recs(ra, NA, "free-a");
+    rjq_client_free(cb);
+    check_recs(rb, NB, "free-b");
+    ASSERT_EQ(1 + NA + NB, resolved);
+    loop_for(base, 200); /* replies to the freed clients' requests arrive */
+    ASSERT_EQ(1 + NA + NB, resolved);
+    check_recs(ra, NA, "free-a-later");
+    check_recs(rb, NB, "free-b-later");
+    recs_free(ra, NA);
+    recs_free(rb, NB);
+    free(ra);
+    free(rb);
+    recs_free(&warm, 1);
+
+    /* rjq_await_cancel: ECANCELED before it returns, nothing afterwards,
+     * while the job itself still runs and completes. */
+    rjq_client *pc = mk_client(base, &s, "producer", 20, NULL);
+    rjq_client *wc = mk_client(base, &s, "worker", 20, NULL);
+    rjq_queue *pq = queue_for(pc, "cancel"), *wq = queue_for(wc, "cancel");
+    rec rc3[3];
+    rjq_await *h[3];
+    resolved = 0;
+    for (int i = 0; i < 3; i++) {
+        char p[16];
+        int n = snprintf(p, sizeof p, "c-%d", i);
+        rec_set(&rc3[i], RJQ_ECANCELED, "-");
+        ASSERT_OK(rjq_enqueue_await(pq, p, (size_t)n, NULL, NULL, on_outcome, &rc3[i], &h[i]));
+    }
+    ASSERT_OK(rjq_await_cancel(h[0])); /* waiting for the subscription */
+    ASSERT_EQ(1, rc3[0].calls);
+    for (int i = 0; i < 500 && llen(rc, "cancel") < 3; i++) loop_for(base, 10);
+    ASSERT_EQ(3, llen(rc, "cancel"));
+    ASSERT_OK(rjq_await_cancel(h[1])); /* enqueued: in flight or watching */
+    ASSERT_EQ(1, rc3[1].calls);
+    sync_client(base, pq);
+    ASSERT_OK(rjq_await_cancel(h[2])); /* watching */
+    ASSERT_EQ(1, rc3[2].calls);
+    ASSERT_EQ(0, rjq_client_awaits(pc));
+    work w = {0};
+    start_worker(wq, 4, &w);
+    ASSERT(loop_until_count(base, &w.acked, 3, 10000));
+    loop_for(base, 200);
+    check_recs(rc3, 3, "cancel");
+    ASSERT_EQ(3, resolved);
+    recs_free(rc3, 3);
+
+    /* rjq_client_free from inside an await callback: the rest are
+     * cancelled, each once, and nothing runs on the freed client. */
+    enum { NF = 50 };
+    rjq_client *cf = mk_client(base, &s, "producer-f", 20, NULL);
+    rjq_queue *qf = queue_for(cf, "cancel");
+    freer f = {0};
+    f.c = cf;
+    f.total = NF;
+    f.per = calloc(NF, sizeof *f.per);
+    freer_arg fa[NF];
+    for (int i = 0; i < NF; i++) {
+        char p[16];
+        int n = snprintf(p, sizeof p, "cf-%d", i);
+        fa[i] = (freer_arg){&f, i};
+        ASSERT_OK(rjq_enqueue_await(qf, p, (size_t)n, NULL, NULL, on_outcome_free, &fa[i], NULL));
+    }
+    ASSERT(loop_until_count(base, &f.calls, NF, 10000));
+    loop_for(base, 200);
+    ASSERT_EQ(NF, f.calls);
+    ASSERT_EQ(1, f.freed);
+    ASSERT_EQ(1, f.ok);
+    ASSERT_EQ(NF - 1, f.canceled_after_free);
+    ASSERT_EQ(0, f.other_after_free);
+    for (int i = 0; i < NF; i++) ASSERT_EQ(1, f.per[i]);
+    free(f.per);
+
+    rjq_client_free(pc);
+    rjq_client_free(wc);
+    redisFree(rc);
+    event_base_free(base);
+    stop(&s);
+}
+
+/* ---- 7. progress --------------------------------------------------------------- */
+
+TEST(progress_reaches_awaiting_producer) {
+    test_server s;
+    start(&s);
+    struct event_base *base = event_base_new();
+    redisContext *rc = server_connect(&s);
+    rjq_client *pc = mk_client(base, &s, "producer", 20, NULL);
+    rjq_client *pc2 = mk_client(base, &s, "producer2", 20, NULL);
+    rjq_client *wc = mk_client(base, &s, "worker", 20, NULL);
+    rjq_queue *pq = queue_for(pc, "prog"), *pq2 = queue_for(pc2, "prog"), *wq = queue_for(wc, "prog");
+
+    /* Three awaits on one job: its producer, a second await on the same
+     * client by id, and another client by id. */
+    rec r[3];
+    rjq_await_options ao = {0};
+    ao.on_progress = on_progress;
+    for (int i = 0; i < 3; i++) rec_set(&r[i], RJQ_OK, "done");
+    rjq_job_options o = {0};
+    o.id = "pg-1";
+    ASSERT_OK(rjq_enqueue_await(pq, "prog", 4, &o, &ao, on_outcome, &r[0], NULL));
+    wait_watchers(base, rc, "prog", "pg-1", 1);
+    ASSERT_OK(rjq_queue_await(pq, "pg-1", &ao, on_outcome, &r[1], NULL));
+    ASSERT_OK(rjq_queue_await(pq2, "pg-1", &ao, on_outcome, &r[2], NULL));
+    ASSERT_EQ(2, wait_watchers(base, rc, "prog", "pg-1", 2));
+    sync_client(base, pq);
+    sync_client(base, pq2);
+
+    work w = {0};
+    start_worker(wq, 1, &w);
+    ASSERT(loop_until_count(base, &resolved, 3, 10000));
+    check_recs(r, 3, "progress");
+    for (int i = 0; i < 3; i++) {
+        ASSERT_EQ(3, r[i].nprogress);
+        ASSERT_EQ(3, r[i].progress_at_end); /* all progress before the outcome */
+        ASSERT_STREQ("1/3", r[i].progress[0]);
+        ASSERT_STREQ("2/3", r[i].progress[1]);
+        ASSERT_STREQ("3/3", r[i].progress[2]);
+        ASSERT_STREQ("pg-1", r[i].id);
+    }
+    loop_for(base, 50);
+    ASSERT_EQ(3, resolved);
+    ASSERT_EQ(0, rjq_client_awaits(pc));
+    ASSERT_EQ(0, rjq_client_awaits(pc2));
+
+    recs_free(r, 3);
+    rjq_client_free(pc);
+    rjq_client_free(pc2);
+    rjq_client_free(wc);
+    redisFree(rc);
+    event_base_free(base);
+    stop(&s);
+}
+
+/* ---- 8. big results ---------------------------------------------------------- */
+
+TEST(big_result_fetched_once) {
+    enum { BIG = 200 * 1024, EDGE = 65536 };
+    test_server s;
+    start(&s);
+    struct event_base *base = event_base_new();
+    redisContext *rc = server_connect(&s);
+    rjq_client *pc = mk_client(base, &s, "producer", 20, NULL);
+    rjq_client *wc = mk_client(base, &s, "worker", 20, NULL);
+    rjq_queue *pq = queue_for(pc, "big"), *wq = queue_for(wc, "big");
+    work w = {0};
+    start_worker(wq, 2, &w);
+
+    rec r[3];
+    memset(r, 0, sizeof r);
+    r[0].want = RJQ_OK;
+    r[0].expect_len = BIG;
+    r[0].expect = malloc(BIG);
+    pattern(r[0].expect, BIG);
+    ASSERT(memchr(r[0].expect, 0, BIG) != NULL); /* binary, NULs included */
+
+    /* A 200 KiB result travels as a 'big' marker and one HGET. */
+    long long hget0 = server_calls(rc, "hget");
+    rjq_job_options o = {0};
+    o.id = "big-1";
+    char payload[32];
+    int n = snprintf(payload, sizeof payload, "big:%d", BIG);
+    ASSERT_OK(rjq_enqueue_await(pq, payload, (size_t)n, &o, NULL, on_outcome, &r[0], NULL));
+    ASSERT(loop_until_count(base, &resolved, 1, 10000));
+    check_recs(r, 1, "big");
+    ASSERT_STREQ("big-1", r[0].id);
+    loop_for(base, 50);
+    ASSERT_EQ(1, resolved);
+    ASSERT_EQ(hget0 + 1, server_calls(rc, "hget"));
+
+    /* Exactly 64 KiB still travels inline: no fetch. */
+    r[1].want = RJQ_OK;
+    r[1].expect_len = EDGE;
+    r[1].expect = malloc(EDGE);
+    pattern(r[1].expect, EDGE);
+    hget0 = server_calls(rc, "hget");
+    n = snprintf(payload, sizeof payload, "big:%d", EDGE);
+    ASSERT_OK(rjq_enqueue_await(pq, payload, (size_t)n, NULL, NULL, on_outcome, &r[1], NULL));
+    ASSERT(loop_until_count(base, &resolved, 2, 10000));
+    check_recs(&r[1], 1, "edge");
+    ASSERT_EQ(hget0, server_calls(rc, "hget"));
+
+    /* Awaited after completion: intact from the stored state. */
+    r[2].want = RJQ_OK;
+    r[2].expect_len = BIG;
+    r[2].expect = malloc(BIG);
+    pattern(r[2].expect, BIG);
+    ASSERT_OK(rjq_queue_await(pq, "big-1", NULL, on_outcome, &r[2], NULL));
+    ASSERT(loop_until_count(base, &resolved, 3, 10000));
+    check_recs(r, 3, "big-all");
+    ASSERT_EQ(0, rjq_client_awaits(pc));
+
+    recs_free(r, 3);
+    rjq_client_free(pc);
+    rjq_client_free(wc);
+    redisFree(rc);
+    event_base_free(base);
+    stop(&s);
+}

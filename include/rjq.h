@@ -240,6 +240,7 @@ typedef struct rjq_backoff {
     long long max_ms;  /* cap for exponential; 0 means 3600000 */
 } rjq_backoff;
 
+#define RJQ_DELAY_MAX 3153600000000LL /* 100 years, in ms */
 #define RJQ_PRIORITY_MAX 1000000
 #define RJQ_PRIORITY_MIN (-1000000)
 #define RJQ_BATCH_MAX 10000
@@ -251,7 +252,8 @@ typedef struct rjq_job_options {
      * an id that exists reports the existing job (existed = 1) and writes
      * nothing. NULL lets the server assign a numeric id. */
     const char *id;
-    long long delay_ms; /* run no earlier than this from now (server time) */
+    long long delay_ms; /* run no earlier than this from now (server time);
+                           0..RJQ_DELAY_MAX */
     int priority;       /* RJQ_PRIORITY_MIN..MAX; higher first; 0 default;
                            strict order, FIFO within one priority */
     int max_attempts;   /* runs before the job goes dead; 0 means 3 */

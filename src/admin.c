@@ -2,6 +2,7 @@
  * Administration: stats, replay of dead jobs, an explicit reclaim sweep,
  * reading one job, listing the dead set.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -213,7 +214,7 @@ static void on_ids(rjq_client *c, int status, redisReply *r, void *priv) {
 int rjq_queue_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *data) {
     int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;
-    if (offset < 0 || limit <= 0) return RJQ_EINVAL;
+    if (offset < 0 || limit <= 0 || limit > LONG_MAX - offset) return RJQ_EINVAL;
     rjq__argv a;
     rjq__argv_init(&a);
     rjq__argv_str(&a, "ZRANGE");

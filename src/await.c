@@ -303,7 +303,7 @@ static void on_confirmed(rjq_client *c);
 
 static void on_reply_message(rjq_client *c, const char *ch, const char *msg, size_t len,
                              void *arg) {
-    char kind[16], keybuf[512];
+    char kind[16], small[512], *keybuf = small;
     const char *key, *body;
     size_t klen, blen;
     (void)ch, (void)arg;
@@ -311,9 +311,8 @@ static void on_reply_message(rjq_client *c, const char *ch, const char *msg, siz
         on_confirmed(c);
         return;
     }
-    if (parse_message(msg, len, kind, sizeof kind, &key, &klen, &body, &blen) != 0 ||
-        klen >= sizeof keybuf)
-        return;
+    if (parse_message(msg, len, kind, sizeof kind, &key, &klen, &body, &blen) != 0) return;
+    if (klen >= sizeof small && (keybuf = malloc(klen + 1)) == NULL) return;
     memcpy(keybuf, key, klen);
     keybuf[klen] = '\0';
     /* Pin every await of this key first: a callback may end or cancel
@@ -342,6 +341,7 @@ static void on_reply_message(rjq_client *c, const char *ch, const char *msg, siz
     if (hits != stack) free(hits);
     if (n == 0 && c->aw.enqueues_inflight > 0 && strcmp(kind, "progress") != 0)
         keep_early(c, keybuf, klen, kind, body, blen);
+    if (keybuf != small) free(keybuf);
 }
 
 /* ---- enqueue + await --------------------------------------------------- */
@@ -371,20 +371,29 @@ out:
     unpin(a);
 }
 
-static void send_enqueue(rjq_await *a) {
+/* Queue the held enqueue; on failure nothing changed and nobody was called. */
+static int try_enqueue(rjq_await *a) {
     rjq_client *c = a->c;
     rjq_enqueue_item it = {a->payload, a->len, a->has_opts ? &a->opts : NULL};
     int rc = rjq__enqueue_add(a->q, &it, 1, on_enqueued, a);
+    if (rc != RJQ_OK) return rc;
     free(a->payload);
     a->payload = NULL;
-    if (rc != RJQ_OK) {
-        resolve(a, rc, NULL, 0, NULL);
-        return;
-    }
     a->inflight++;
     a->state = AW_ENQUEUEING;
     a->sent_gen = c->aw.generation;
     c->aw.enqueues_inflight++;
+    return RJQ_OK;
+}
+
+/* The deferred send (subscription confirmed): a failure ends the await. */
+static void send_enqueue(rjq_await *a) {
+    int rc = try_enqueue(a);
+    if (rc != RJQ_OK) {
+        free(a->payload); /* it could not be sent: don't send it on resolve */
+        a->payload = NULL;
+        resolve(a, rc, NULL, 0, NULL);
+    }
 }
 
 static int copy_inputs(rjq_await *a, const void *payload, size_t len, const rjq_job_options *o) {
@@ -417,8 +426,11 @@ int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_j
         discard(a);
         return rc;
     }
+    if (confirmed(c) && (rc = try_enqueue(a)) != RJQ_OK) {
+        discard(a); /* an error return: the callback is never called */
+        return rc;
+    }
     if (out) *out = a;
-    if (confirmed(c)) send_enqueue(a);
     return RJQ_OK;
 }
 
@@ -451,8 +463,9 @@ static void on_watched(rjq_client *c, int status, redisReply *r, void *priv) {
     free(b);
 }
 
-/* Watch up to WATCH_BATCH awaits of one queue in one script call. */
-static void send_watch_chunk(rjq_client *c, rjq_await **list, size_t n) {
+/* Watch up to WATCH_BATCH awaits of one queue in one script call. On
+ * failure nothing changed and nobody was called. */
+static int watch_chunk(rjq_client *c, rjq_await **list, size_t n) {
     watch_batch *b = malloc(sizeof *b + n * sizeof b->a[0]);
     rjq__argv v;
     rjq__argv_init(&v);
@@ -466,8 +479,7 @@ static void send_watch_chunk(rjq_client *c, rjq_await **list, size_t n) {
     rjq__argv_free(&v);
     if (rc != RJQ_OK) {
         free(b);
-        for (size_t i = 0; i < n; i++) resolve(list[i], rc, NULL, 0, NULL);
-        return;
+        return rc;
     }
     b->n = n;
     for (size_t i = 0; i < n; i++) {
@@ -475,6 +487,7 @@ static void send_watch_chunk(rjq_client *c, rjq_await **list, size_t n) {
         list[i]->inflight++;
         list[i]->need_watch = 0;
     }
+    return RJQ_OK;
 }
 
 /* Watch awaits (any queues): chunks of one queue each. */
@@ -483,7 +496,8 @@ static void send_watch(rjq_client *c, rjq_await **list, size_t n) {
     while (i < n) {
         size_t j = i + 1;
         while (j < n && j - i < WATCH_BATCH && list[j]->q == list[i]->q) j++;
-        send_watch_chunk(c, list + i, j - i);
+        int rc = watch_chunk(c, list + i, j - i);
+        for (size_t k = i; rc != RJQ_OK && k < j; k++) resolve(list[k], rc, NULL, 0, NULL);
         i = j;
     }
 }
@@ -533,15 +547,22 @@ int rjq_queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw, r
         discard(a);
         return rc;
     }
+    if (confirmed(c) && (rc = watch_chunk(c, &a, 1)) != RJQ_OK) {
+        discard(a); /* an error return: the callback is never called */
+        return rc;
+    }
+    if (!confirmed(c)) a->need_watch = 1;
     if (out) *out = a;
-    if (confirmed(c)) send_watch(c, &a, 1);
-    else a->need_watch = 1;
     return RJQ_OK;
 }
 
 int rjq_await_cancel(rjq_await *a) {
     if (a == NULL || a->state == AW_DONE) return RJQ_EINVAL;
+    rjq_client *c = a->c;
+    /* The callback runs here: a client freed from it is freed on leave. */
+    rjq__enter(c);
     resolve(a, RJQ_ECANCELED, NULL, 0, NULL);
+    rjq__leave(c);
     return RJQ_OK;
 }
 

@@ -186,12 +186,12 @@ static void destroy(rjq_client *c) {
         while (q->workers) rjq__worker_destroy(q->workers);
     rjq__conn_close(&c->cmd);
     rjq__conn_close(&c->sub);
+    rjq__monitors_free(c); /* they refer to their queues */
     while (c->queues) {
         rjq_queue *q = c->queues;
         c->queues = q->next;
         rjq__queue_free(q);
     }
-    rjq__monitors_free(c);
     rjq__pubsub_free(c);
     rjq__timers_free(&c->timers);
     if (c->ops.cleanup) c->ops.cleanup(c->loop);

@@ -127,9 +127,16 @@ static void on_disconnect(const redisAsyncContext *cac, int status) {
     rjq__leave(c);
 }
 
-/* Connect timeout or reconnect delay. */
+/* Connect timeout, reconnect delay, or a connect that failed at once. */
 static void on_timer(rjq__timer *t) {
     rjq__conn *conn = t->owner;
+    if (conn->failed_now[0]) {
+        char why[sizeof conn->failed_now];
+        memcpy(why, conn->failed_now, sizeof why);
+        conn->failed_now[0] = '\0';
+        rjq__conn_lost(conn, why);
+        return;
+    }
     if (conn->timer_is_reconnect) {
         rjq__conn_start(conn);
         return;
@@ -167,12 +174,13 @@ void rjq__conn_start(rjq__conn *conn) {
     conn->connected = conn->ready = 0;
     conn->setup_pending = 0;
     if (ac == NULL || ac->err || c->ops.attach(c->loop, ac) != 0) {
-        rjq__errmsg(c, "%s connection: %s", kind_name(conn),
-                    ac == NULL ? "out of memory" : ac->err ? ac->errstr : "loop attach failed");
+        /* Failed before any callback could: report it from the timer, like
+         * an asynchronous failure (no user code inside rjq_client_new). */
+        snprintf(conn->failed_now, sizeof conn->failed_now, "%s",
+                 ac == NULL ? "out of memory" : ac->err ? ac->errstr : "loop attach failed");
         if (ac) redisAsyncFree(ac);
-        conn->failures++;
-        rjq__emit(c, RJQ_EVENT_ERROR, conn->kind, c->errmsg);
-        schedule_reconnect(conn);
+        conn->timer_is_reconnect = 0;
+        rjq__timer_start(c, &conn->timer, 0);
         return;
     }
     ac->data = conn;
@@ -193,6 +201,9 @@ void rjq__conn_lost(rjq__conn *conn, const char *why) {
     if (conn->ac == NULL && conn->timer_is_reconnect && rjq__timer_armed(&conn->timer))
         return; /* already handled */
     int was_connected = conn->connected;
+    /* hiredis may still call this context's disconnect callback after we
+     * (and maybe the whole client) are gone: cut it loose now. */
+    if (conn->ac) conn->ac->data = NULL;
     conn->ac = NULL;
     conn->connected = conn->ready = 0;
     conn->failures++;

@@ -35,6 +35,7 @@
 
 #define RJQ__ERRMSG_MAX 256
 #define RJQ__COMPLETE_BATCH 500 /* jobs per complete script call */
+#define RJQ__COMPLETE_BYTES (8u << 20) /* result bytes per complete script call */
 #define RJQ__QUEUE_NAME_MAX 200
 
 /* ---- requests (request.c) ---------------------------------------------- */
@@ -141,6 +142,7 @@ typedef struct rjq__conn {
     int failures;             /* consecutive failed attempts, for backoff */
     rjq__timer timer;         /* connect timeout, or reconnect delay */
     int timer_is_reconnect;
+    char failed_now[128];     /* a connect that failed synchronously, to report */
 } rjq__conn;
 
 void rjq__conn_init(rjq_client *c, rjq__conn *conn, int kind);
@@ -177,7 +179,7 @@ void rjq__pubsub_free(rjq_client *c);
 /* ---- awaits (await.c) ------------------------------------------------ */
 
 typedef struct rjq__awaits {
-    char channel[96];          /* this client's reply channel */
+    char channel[256];         /* this client's reply channel (prefix <= 200) */
     int listening;             /* its listener is registered */
     unsigned generation;       /* subscription confirmations so far */
     struct rjq_await **buckets;/* awaits with a known job key, by key */
@@ -363,6 +365,8 @@ struct rjq_worker {
 void rjq__workers_tick(rjq_queue *q);
 /* A job was finished by the user (its finish request has been queued). */
 void rjq__worker_job_done(rjq_worker *w, rjq_job *job);
+/* A job handle the user gives back while the client closes: free it. */
+void rjq__worker_job_dropped(rjq_worker *w, rjq_job *job);
 /* A finish request of this worker got its reply. */
 void rjq__worker_finish_replied(rjq_worker *w);
 /* Doorbell or reconnect: claim if idle. */

@@ -61,40 +61,59 @@ static void on_completed(rjq_client *c, int status, redisReply *r, void *priv) {
     free(b);
 }
 
-/* Send up to RJQ__COMPLETE_BATCH queued completions as one script call. */
+/* How many queued completions go in one script call: up to
+ * RJQ__COMPLETE_BATCH jobs and RJQ__COMPLETE_BYTES of results (at least
+ * one), so a batch of big results stays far below Redis' query limits. */
+static size_t batch_size(const rjq_queue *q) {
+    size_t n = 0, bytes = 0;
+    while (n < q->npending && n < RJQ__COMPLETE_BATCH) {
+        bytes += q->pending[n].result_len;
+        if (n > 0 && bytes > RJQ__COMPLETE_BYTES) break;
+        n++;
+    }
+    return n;
+}
+
+/* Send the first n queued completions as one script call. */
+static int send_batch(rjq_queue *q, complete_batch *b) {
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_str(&a, "3");
+    rjq__argv_key(&a, q, RJQ__K_ACTIVE);
+    rjq__argv_key(&a, q, RJQ__K_COMPLETED);
+    rjq__argv_key(&a, q, RJQ__K_STATS);
+    rjq__argv_key(&a, q, RJQ__K_JOB);
+    rjq__argv_ll(&a, q->retention_ms);
+    rjq__argv_ll(&a, q->completed_max);
+    for (size_t i = 0; i < b->n; i++) {
+        rjq__argv_str(&a, b->items[i].id);
+        rjq__argv_str(&a, b->items[i].token);
+        rjq__argv_add(&a, b->items[i].result, b->items[i].result_len);
+    }
+    int rc = a.oom ? RJQ_ENOMEM
+                   : rjq__script(q->c, RJQ__S_COMPLETE, RJQ__REQ_RETRY, on_completed, b, a.n, a.v,
+                                 a.len);
+    rjq__argv_free(&a);
+    return rc;
+}
+
 static void flush_some(rjq_queue *q) {
     rjq_client *c = q->c;
-    size_t n = q->npending < RJQ__COMPLETE_BATCH ? q->npending : RJQ__COMPLETE_BATCH;
+    size_t n = batch_size(q);
     complete_batch *b = malloc(sizeof *b + n * sizeof b->items[0]);
-    rjq__argv a;
     int rc = RJQ_ENOMEM;
-    rjq__argv_init(&a);
     if (b) {
         b->n = n;
         memcpy(b->items, q->pending, n * sizeof b->items[0]);
-        rjq__argv_str(&a, "3");
-        rjq__argv_key(&a, q, RJQ__K_ACTIVE);
-        rjq__argv_key(&a, q, RJQ__K_COMPLETED);
-        rjq__argv_key(&a, q, RJQ__K_STATS);
-        rjq__argv_key(&a, q, RJQ__K_JOB);
-        rjq__argv_ll(&a, q->retention_ms);
-        rjq__argv_ll(&a, q->completed_max);
-        for (size_t i = 0; i < n; i++) {
-            rjq__argv_str(&a, b->items[i].id);
-            rjq__argv_str(&a, b->items[i].token);
-            rjq__argv_add(&a, b->items[i].result, b->items[i].result_len);
-        }
-        rc = a.oom ? RJQ_ENOMEM
-                   : rjq__script(c, RJQ__S_COMPLETE, RJQ__REQ_RETRY, on_completed, b, a.n, a.v, a.len);
+        rc = send_batch(q, b);
     }
-    rjq__argv_free(&a);
-    q->npending -= n;
-    memmove(q->pending, q->pending + n, q->npending * sizeof q->pending[0]);
     if (rc != RJQ_OK) {
         rjq__errmsg(c, "complete: %s", rjq_strerror(rc));
-        finish_items(c, b ? b->items : q->pending, n, rc, NULL);
+        finish_items(c, q->pending, n, rc, NULL); /* before they are shifted out */
         free(b);
     }
+    q->npending -= n;
+    memmove(q->pending, q->pending + n, q->npending * sizeof q->pending[0]);
 }
 
 void rjq__complete_flush(rjq_queue *q) {
@@ -134,16 +153,21 @@ static int queue_completion(rjq_queue *q, rjq_job *job, const void *result, size
     return RJQ_OK;
 }
 
-/* A job whose client is gone: release it and say so. */
-static int release_detached(rjq_job *job) {
-    free(job);
+/* A job whose client is gone or going: release it and say so. */
+static int release_closed(rjq_job *job) {
+    if (job->w) rjq__worker_job_dropped(job->w, job);
+    else free(job);
     return RJQ_ECLOSED;
+}
+
+static int closed(const rjq_job *job) {
+    return job->w == NULL || job->w->q->c->closing;
 }
 
 int rjq_job_complete(rjq_job *job, const void *result, size_t len, rjq_done_cb *cb,
                      void *data) {
     if (job == NULL || (result == NULL && len > 0)) return RJQ_EINVAL;
-    if (job->w == NULL) return release_detached(job);
+    if (closed(job)) return release_closed(job);
     rjq_queue *q = job->w->q;
     if (len > q->c->max_payload) {
         rjq__errmsg(q->c, "result of %zu bytes exceeds max_payload %zu", len, q->c->max_payload);
@@ -178,7 +202,8 @@ static void on_failed(rjq_client *c, int status, redisReply *r, void *priv) {
 int rjq_job_fail(rjq_job *job, const char *error, int flags, long long retry_delay_ms,
                  rjq_done_cb *cb, void *data) {
     if (job == NULL || (flags & ~RJQ_FAIL_FATAL) != 0) return RJQ_EINVAL;
-    if (job->w == NULL) return release_detached(job);
+    if (closed(job)) return release_closed(job);
+    if (retry_delay_ms > RJQ_DELAY_MAX) return RJQ_EINVAL;
     rjq_worker *w = job->w;
     rjq_queue *q = w->q;
     rjq_client *c = q->c;

@@ -45,7 +45,7 @@ int rjq__valid_client_name(const char *name) {
 static int backoff_spec(const rjq_backoff *b, char *buf, size_t len) {
     long long base = b->base_ms ? b->base_ms : 1000;
     long long cap = b->max_ms ? b->max_ms : 3600000;
-    if (base < 0 || cap < 0) return RJQ_EINVAL;
+    if (base < 0 || cap < 0 || base > RJQ_DELAY_MAX || cap > RJQ_DELAY_MAX) return RJQ_EINVAL;
     switch (b->type) {
     case RJQ_BACKOFF_DEFAULT:
     case RJQ_BACKOFF_EXPONENTIAL:
@@ -63,7 +63,7 @@ int rjq__encode_job_options(const rjq_job_options *o, char *buf) {
     char spec[64];
     buf[0] = '\0';
     if (o == NULL) return RJQ_OK;
-    if (o->delay_ms < 0 || o->priority < RJQ_PRIORITY_MIN ||
+    if (o->delay_ms < 0 || o->delay_ms > RJQ_DELAY_MAX || o->priority < RJQ_PRIORITY_MIN ||
         o->priority > RJQ_PRIORITY_MAX || o->max_attempts < 0)
         return RJQ_EINVAL;
     if (backoff_spec(&o->backoff, spec, sizeof spec) != RJQ_OK) return RJQ_EINVAL;

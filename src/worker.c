@@ -21,6 +21,9 @@
 
 #define RECLAIM_LIMIT 1000
 #define CLAIMS_IN_FLIGHT 2
+/* Jobs per claim script call: well inside Lua's unpack limit (~8000
+ * values; the claim unpacks two per job). Larger capacity takes more calls. */
+#define CLAIM_MAX 1000
 
 static void claim(rjq_worker *w);
 
@@ -147,6 +150,10 @@ static void drop_job(rjq_worker *w, rjq_job *job) {
     free(job);
 }
 
+void rjq__worker_job_dropped(rjq_worker *w, rjq_job *job) {
+    drop_job(w, job);
+}
+
 /* Idle: wait for the doorbell, the next delayed job, or the safety poll. */
 static void go_idle(rjq_worker *w, long long next_due) {
     long long wait = w->poll_ms;
@@ -196,7 +203,6 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     for (; i < made; i++) drop_job(w, jobs[i]); /* client going: leave them to their lease */
     free(jobs);
     if (w->wake_pending || w->hungry) want_claim(w);
-    w->wake_pending = 0;
     check_stopped(w);
 }
 
@@ -239,8 +245,9 @@ static int send_claim(rjq_worker *w, int want) {
 static void claim(rjq_worker *w) {
     rjq_client *c = client_of(w);
     int limit = w->hungry ? CLAIMS_IN_FLIGHT : 1;
-    int chunk = w->hungry && w->concurrency >= 4 ? (w->concurrency + 1) / 2 : w->concurrency;
-    w->wake_pending = 0;
+    int chunk = w->hungry && w->concurrency >= 4 ? w->concurrency / 2 + w->concurrency % 2
+                                                 : w->concurrency;
+    if (chunk > CLAIM_MAX) chunk = CLAIM_MAX;
     while (!w->stopping && !c->closing && w->claiming < limit) {
         int free_slots = w->concurrency - w->running - w->asked;
         if (free_slots <= 0) return;
@@ -248,6 +255,9 @@ static void claim(rjq_worker *w) {
             go_idle(w, -1);
             return;
         }
+        /* Only a claim that went out after the doorbell answers it: a
+         * doorbell heard while nothing could be sent stays pending. */
+        w->wake_pending = 0;
     }
 }
 
@@ -257,7 +267,7 @@ void rjq__worker_job_done(rjq_worker *w, rjq_job *job) {
     unlink_job(w, job);
     free(job);
     w->finishing++;
-    if (w->hungry) w->want_claim = 1; /* the queue tick is kicked by the caller */
+    if (w->hungry || w->wake_pending) w->want_claim = 1; /* the caller kicks the tick */
 }
 
 void rjq__worker_finish_replied(rjq_worker *w) {

@@ -194,8 +194,12 @@ TEST(encode_delay_priority_attempts) {
     o.max_attempts = INT_MAX;
     expect_encoding(&o, "0,0,2147483647,");
     o = (rjq_job_options){0};
+    o.delay_ms = RJQ_DELAY_MAX; /* the largest delay: 100 years */
+    expect_encoding(&o, "3153600000000,0,3,");
+    o.delay_ms = RJQ_DELAY_MAX + 1; /* beyond it the server's %d would overflow */
+    expect_einval(&o);
     o.delay_ms = LLONG_MAX;
-    expect_encoding(&o, "9223372036854775807,0,3,");
+    expect_einval(&o);
     o = (rjq_job_options){0};
     o.delay_ms = 250;
     o.priority = -3;

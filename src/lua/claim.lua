@@ -1,15 +1,16 @@
 -- claim: promote due delayed jobs, then move up to `want` ready jobs to
 -- active with a fresh fencing token and a lease each.
 -- KEYS: 1 ready, 2 prio, 3 delayed, 4 active, 5 stats
--- ARGV: 1 job key prefix, 2 want, 3 lease ms, 4 token base (unique per
---       call), 5 wake channel
+-- ARGV: 1 job key prefix, 2 want (<= 1000: unpack() below holds 2*want
+--       values, and Lua's limit is ~8000), 3 lease ms, 4 token base
+--       (unique per call), 5 wake channel
 -- Returns { next, id, token, payload, attempt, max_attempts, ... } where
 -- next is -1, or (when fewer than `want` jobs were claimed) the ms until
 -- the next delayed job is due. A claim that filled `want` and left work behind rings the
 -- doorbell, so idle workers elsewhere join in (each full claim wakes the
 -- next: no herd, no stranded backlog).
 local ready, prio, delayed, active, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local prefix, want, lease, tbase, wake = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
+local prefix, want, lease, tbase, wake = ARGV[1], math.min(tonumber(ARGV[2]), 1000), tonumber(ARGV[3]), ARGV[4], ARGV[5]
 expect_types({ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset'})
 local now = now_ms()
 

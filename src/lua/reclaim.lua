@@ -30,6 +30,7 @@ for _, id in ipairs(ids) do
       bury(dead, stats, prefix, k, id, now, 'lease expired', dead_max, emit)
     else
       redis.call('HSET', k, 's', 'ready', 'e', 'lease expired')
+      redis.call('HDEL', k, 't') -- the dead worker's token fences nothing now
       push_ready(ready, prio, stats, wake, id, tonumber(v[4] or '0'), true)
     end
   end

@@ -352,13 +352,14 @@ typedef void rjq_done_cb(rjq_client *c, int status, void *data);
  * Finish the job successfully with result bytes (may be empty). On RJQ_OK
  * and RJQ_ECLOSED the job handle is released; on RJQ_EINVAL, RJQ_ETOOBIG
  * or RJQ_ENOMEM it stays the caller's (to try again, or fail it). cb (may
- * be NULL)
- * gets RJQ_OK, or RJQ_ELEASELOST when the job's lease was lost (reclaimed,
- * or finished by another worker): nothing is changed then. A completion
- * interrupted by a disconnect is retried on reconnect (the token makes it
- * idempotent), so RJQ_ECONN is not reported here. Returns RJQ_ECLOSED if the
- * client was freed since the job was handed out, RJQ_ETOOBIG for a result
- * over max_payload.
+ * be NULL) gets RJQ_OK, or RJQ_ELEASELOST when the job's lease was lost
+ * (reclaimed, or finished by another worker): nothing is changed then. A
+ * completion interrupted by a disconnect is retried on reconnect, and one
+ * answered with a transient error (LOADING, BUSY, READONLY, MASTERDOWN,
+ * TRYAGAIN) is retried after 250 ms for up to a minute (the token makes it
+ * idempotent), so RJQ_ECONN is not reported here. Returns RJQ_ECLOSED if
+ * the client is freed or being freed, RJQ_ETOOBIG for a result over
+ * max_payload.
  */
 RJQ_API int rjq_job_complete(rjq_job *job, const void *result, size_t len,
                              rjq_done_cb *cb, void *data);

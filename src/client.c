@@ -142,6 +142,7 @@ int rjq_client_new(rjq_client **out, const rjq_client_options *opts,
         free(c);
         return rc;
     }
+    rjq__requests_init(c);
     rjq__awaits_init(c);
     rjq__conn_init(c, &c->cmd, RJQ_CONN_COMMAND);
     rjq__conn_init(c, &c->sub, RJQ_CONN_SUBSCRIBER);

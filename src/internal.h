@@ -64,6 +64,7 @@ typedef struct rjq__req {
     int flags;
     int own_cmd;            /* cmd is ours (malloc), not hiredis' */
     int resends;            /* NOSCRIPT resends so far */
+    int later;              /* re-sends after transient errors so far */
     struct rjq__req *prev, *next;
 } rjq__req;
 
@@ -91,6 +92,7 @@ void rjq__requests_fail_backlog(rjq_client *c);
 void rjq__requests_fail_backlog_with(rjq_client *c, int code);
 /* Fail or orphan every request (client destruction). */
 void rjq__requests_cancel_all(rjq_client *c);
+void rjq__requests_init(rjq_client *c);
 /* The hiredis reply callback for requests. */
 void rjq__request_on_reply(redisAsyncContext *ac, void *reply, void *priv);
 
@@ -218,6 +220,8 @@ struct rjq_client {
     rjq__conn cmd, sub;
     rjq__reqlist inflight;    /* sent on cmd.ac, reply pending */
     rjq__reqlist backlog;     /* waiting for a command connection */
+    rjq__reqlist later;       /* idempotent requests to re-send after a transient error */
+    rjq__timer retry_timer;   /* when `later` goes out */
     rjq__channel *channels;
     rjq_queue *queues;
     rjq__awaits aw;

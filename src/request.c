@@ -8,13 +8,18 @@
  * command connection is down, or its session (AUTH, SELECT, scripts) is
  * not yet set, wait in the backlog; a failed connect attempt fails the
  * non-retryable ones with RJQ_ECONN (a refused session with its error),
- * so nothing waits longer than one connection attempt.
+ * so nothing waits longer than one connection attempt. Idempotent requests
+ * answered with a transient error (LOADING, BUSY, READONLY...) are sent
+ * again after a short wait, for up to a minute.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+
+#define RETRY_LATER_MS 250   /* wait before re-sending after a transient error */
+#define RETRY_LATER_MAX 240  /* ... at most this often (a minute) */
 
 /* ---- request lists ------------------------------------------------------- */
 
@@ -167,6 +172,33 @@ static void reload_and_resend(rjq_client *c, rjq__req *r) {
     send_req(c, r);
 }
 
+/* Errors a server gives while it cannot serve for a moment: loading its
+ * data after a restart, running a long script, being a replica during a
+ * failover. Idempotent requests wait and try again. */
+static int transient_error(const char *err) {
+    static const char *const prefixes[] = {"LOADING", "BUSY", "READONLY", "MASTERDOWN", "TRYAGAIN"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(err, prefixes[i], strlen(prefixes[i])) == 0) return 1;
+    return 0;
+}
+
+static void on_retry_timer(rjq__timer *t) {
+    rjq_client *c = t->owner;
+    rjq__reqlist all = list_take(&c->later);
+    rjq__req *r;
+    while ((r = list_pop(&all)) != NULL) send_req(c, r);
+}
+
+/* Send r again after RETRY_LATER_MS, with the others waiting. */
+static void retry_later(rjq_client *c, rjq__req *r) {
+    list_push(&c->later, r);
+    if (!rjq__timer_armed(&c->retry_timer)) rjq__timer_start(c, &c->retry_timer, RETRY_LATER_MS);
+}
+
+void rjq__requests_init(rjq_client *c) {
+    rjq__timer_init(&c->retry_timer, on_retry_timer, c);
+}
+
 void rjq__request_on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     rjq__req *r = priv;
     rjq_client *c = r->c;
@@ -184,6 +216,11 @@ void rjq__request_on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     } else if (rep->type == REDIS_REPLY_ERROR) {
         if (r->script >= 0 && strncmp(rep->str, "NOSCRIPT", 8) == 0 && r->resends < 3) {
             reload_and_resend(c, r);
+        } else if ((r->flags & RJQ__REQ_RETRY) && transient_error(rep->str) &&
+                   r->later < RETRY_LATER_MAX) {
+            r->later++;
+            rjq__errmsg(c, "%s (will retry)", rep->str);
+            retry_later(c, r);
         } else {
             rjq__errmsg(c, "%s", rep->str);
             deliver(r, c, rjq__redis_error_code(rep->str), rep);
@@ -215,6 +252,8 @@ void rjq__requests_fail_backlog(rjq_client *c) {
 
 void rjq__requests_cancel_all(rjq_client *c) {
     rjq__req *r;
+    rjq__timer_stop(c, &c->retry_timer);
+    while ((r = list_pop(&c->later)) != NULL) deliver(r, c, RJQ_ECANCELED, NULL);
     while ((r = list_pop(&c->backlog)) != NULL) deliver(r, c, RJQ_ECANCELED, NULL);
     /* In-flight requests stay allocated until hiredis calls them back
      * (with NULL, when the context is freed); they are orphaned here. */

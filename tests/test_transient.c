@@ -1,0 +1,78 @@
+/* Transient error replies (BUSY, LOADING, READONLY) to token-fenced
+ * completions: they are retried, not dropped. */
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "server.h"
+
+static rjq_job *held;
+static int done, done_status = 1;
+
+static void hold(rjq_job *job, void *data) {
+    (void)data;
+    held = job;
+}
+
+static void on_done(rjq_client *c, int status, void *data) {
+    (void)c, (void)data;
+    done++;
+    done_status = status;
+}
+
+/* A child process keeps Redis busy with a script that never ends. */
+static pid_t start_busy_script(const test_server *s) {
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        forget_all_on_abort();
+        redisContext *rc = redisConnect("127.0.0.1", s->port);
+        if (rc == NULL || rc->err) _exit(1);
+        redisReply *r = redisCommand(rc, "EVAL %s 0", "local i = 0 while true do i = i + 1 end");
+        if (r) freeReplyObject(r);
+        _exit(0);
+    }
+    kill_on_abort(pid);
+    return pid;
+}
+
+TEST(completion_answered_busy_is_retried_not_lost) {
+    const char *const extra[] = {"--lua-time-limit", "50", NULL};
+    test_server s;
+    server_start_guarded(&s, extra);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *q = queue_for(c, "busy");
+    rjq_worker *w;
+    ASSERT_OK(rjq_enqueue(q, "x", 1, NULL, NULL, NULL));
+    ASSERT_OK(rjq_worker_start(q, NULL, hold, NULL, &w));
+    for (int i = 0; i < 500 && held == NULL; i++) loop_for(base, 10);
+    ASSERT(held != NULL);
+
+    redisContext *rc = server_connect(&s);
+    pid_t busy = start_busy_script(&s);
+    sleep_ms(300); /* past the busy threshold: Redis now answers -BUSY */
+    ASSERT_OK(rjq_job_complete(held, "done", 4, on_done, NULL));
+    loop_for(base, 700); /* the completion meets -BUSY, waits, meets it again */
+    ASSERT_EQ(0, done);
+
+    freeReplyObject(server_cmd(rc, "SCRIPT KILL"));
+    ASSERT_EQ(busy, waitpid(busy, NULL, 0));
+    /* (INFO itself is refused while the script runs) */
+    ASSERT(server_info_number(rc, "errorstats", "errorstat_BUSY:count=") > 0);
+    ASSERT(loop_until(base, &done, 10000));
+    ASSERT_EQ(1, done);
+    ASSERT_EQ(RJQ_OK, done_status);
+    redisReply *r = server_cmd(rc, "HMGET t:{busy}:job:1 s r");
+    ASSERT_STREQ("completed", r->element[0]->str);
+    ASSERT_STREQ("done", r->element[1]->str);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(rc, "HGET t:{busy}:stats completed"));
+    ASSERT_EQ(0, server_int(rc, "ZCARD t:{busy}:active"));
+
+    redisFree(rc);
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}

@@ -1,0 +1,692 @@
+/*
+ * Regression tests: one per defect found in review, named after what it
+ * guards. Memory errors (use-after-free) show as AddressSanitizer aborts
+ * and leaks as LeakSanitizer reports in a -DRJQ_SANITIZE=ON build; the
+ * other defects fail an assertion in any build.
+ *
+ * Timeouts below are safety nets only: nothing asserts how long anything
+ * took.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "harness.h"
+#include "server.h"
+#include "waits.h"
+
+/* ---- shared bits ------------------------------------------------------------ */
+
+/* Kill a guarded server at once (it may be stopped) and reap it; the test
+ * still calls server_stop() to remove its directory. */
+static void server_kill_now(test_server *s) {
+    forget_on_abort(s->pid);
+    kill(s->pid, SIGKILL);
+    kill(s->pid, SIGCONT);
+    ASSERT(waitpid(s->pid, NULL, 0) == s->pid);
+    s->pid = 0;
+}
+
+static long enq_ok;
+static void on_enq_ok(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)jobs, (void)data;
+    ASSERT_OK(status);
+    enq_ok += (long)n;
+}
+
+/* ---- 1. claims are capped per script call ----------------------------------- */
+
+#define BIG_JOBS 5000
+static long big_handled, big_done;
+
+static void big_handler(rjq_job *job, void *data) {
+    (void)data;
+    big_handled++;
+    ASSERT_OK(rjq_job_complete(job, "", 0, on_done_ok, &big_done));
+}
+
+/* A worker whose free capacity (5000) is far beyond what one Lua unpack()
+ * holds used to ask for all of it in one claim: the script popped the ids
+ * off ready, then failed ("too many results to unpack"), leaving them
+ * active in no set, never to run. Every job must run once. */
+TEST(claim_larger_than_lua_unpack_limit_loses_nothing) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *q = queue_for(c, "big");
+    static rjq_enqueue_item items[BIG_JOBS];
+    for (int i = 0; i < BIG_JOBS; i++) {
+        items[i].payload = "x";
+        items[i].len = 1;
+        items[i].opts = NULL;
+    }
+    enq_ok = 0;
+    ASSERT_OK(rjq_enqueue_batch(q, items, BIG_JOBS, on_enq_ok, NULL));
+    ASSERT(loop_until_count(base, &enq_ok, BIG_JOBS, 5000));
+
+    rjq_worker_options wo = {0};
+    wo.concurrency = BIG_JOBS; /* one claim would ask for every job at once */
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, big_handler, NULL, &w));
+    loop_until_count(base, &big_done, BIG_JOBS, 5000);
+    ASSERT_EQ(BIG_JOBS, big_handled);
+    ASSERT_EQ(BIG_JOBS, big_done);
+    rjq_stats st = get_stats(base, q);
+    ASSERT_EQ(BIG_JOBS, st.completed);
+    ASSERT_EQ(0, st.ready);
+    ASSERT_EQ(0, st.active);
+
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}
+
+/* ---- 2. freeing the client while the command connection drops ---------------- */
+
+static int disc_mode; /* 0: free in the request's ECONN callback; 1: in on_event */
+static int disc_freed, disc_stats_calls, disc_stats_status;
+
+static void disc_on_stats(rjq_client *c, int status, const rjq_stats *st, void *data) {
+    (void)st, (void)data;
+    disc_stats_calls++;
+    disc_stats_status = status;
+    if (disc_mode == 0 && status == RJQ_ECONN && !disc_freed) {
+        disc_freed = 1;
+        rjq_client_free(c);
+    }
+}
+
+static void disc_on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
+    (void)detail, (void)data;
+    if (disc_mode == 1 && ev == RJQ_EVENT_DISCONNECTED && conn == RJQ_CONN_COMMAND &&
+        !disc_freed) {
+        disc_freed = 1;
+        rjq_client_free(c);
+    }
+}
+
+static void free_client_during_disconnect(int mode) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    disc_mode = mode;
+    disc_freed = disc_stats_calls = 0;
+    disc_stats_status = 0;
+    rjq_client_options o = client_options(s.url);
+    o.on_event = disc_on_event;
+    rjq_client *c = client_new(base, &o);
+    rjq_queue *q = queue_for(c, "disc");
+    wait_connected(base, c);
+    get_stats(base, q); /* the session is fully set */
+
+    kill(s.pid, SIGSTOP); /* the request below goes out and stays unanswered */
+    ASSERT_OK(rjq_queue_stats(q, disc_on_stats, NULL));
+    loop_for(base, 100);
+    ASSERT_EQ(0, disc_stats_calls);
+    server_kill_now(&s); /* the connections drop with the request in flight */
+
+    ASSERT(loop_until(base, &disc_freed, 5000));
+    ASSERT_EQ(1, disc_stats_calls);
+    ASSERT(disc_stats_status == RJQ_ECONN || disc_stats_status == RJQ_ECANCELED);
+    loop_for(base, 100); /* nothing of the client may run any more */
+    ASSERT_EQ(1, disc_stats_calls);
+    event_base_free(base);
+    server_stop(&s);
+}
+
+/* rjq_client_free() from the RJQ_ECONN callback of a request in flight, or
+ * from on_event(DISCONNECTED), while the command connection drops: the
+ * deferred free ran inside hiredis' teardown, whose disconnect callback
+ * then read the freed client. */
+TEST(free_client_from_callback_during_disconnect_is_safe) {
+    free_client_during_disconnect(0);
+    free_client_during_disconnect(1);
+}
+
+/* ---- 3. freeing a client with a live monitor ------------------------------- */
+
+static int mon_seen, mon_free_in_cb;
+
+static void mon_cb(rjq_client *c, const char *event, const char *id, void *data) {
+    (void)data, (void)id;
+    if (strcmp(event, "enqueued") != 0) return;
+    mon_seen++;
+    if (mon_free_in_cb) rjq_client_free(c);
+}
+
+/* Enqueue until the monitor reports one (its subscription may not be
+ * confirmed when the first event is published). */
+static void until_monitor_event(struct event_base *base, rjq_queue *q) {
+    for (int i = 0; i < 50 && !mon_seen; i++) {
+        ASSERT_OK(rjq_enqueue(q, "m", 1, NULL, NULL, NULL));
+        loop_for(base, 100);
+    }
+    ASSERT(mon_seen > 0);
+}
+
+/* rjq_client_free() with a monitor still attached freed the queues before
+ * the monitors, which then read their freed queue. Freed from outside any
+ * callback, then from inside the monitor's own callback. */
+TEST(free_client_with_live_monitor_is_safe) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    for (int in_cb = 0; in_cb <= 1; in_cb++) {
+        mon_seen = 0;
+        mon_free_in_cb = 0;
+        rjq_client *c = client_for(base, &s);
+        rjq_queue *q = queue_for(c, "mon");
+        rjq_monitor *m;
+        ASSERT_OK(rjq_queue_monitor(q, mon_cb, NULL, &m));
+        if (!in_cb) {
+            until_monitor_event(base, q);
+            rjq_client_free(c);
+        } else {
+            mon_free_in_cb = 1;
+            until_monitor_event(base, q); /* frees the client */
+        }
+        loop_for(base, 50);
+    }
+    event_base_free(base);
+    server_stop_guarded(&s);
+}
+
+/* ---- 4. rjq_await_cancel with a callback that frees the client ---------------- */
+
+static int acancel_calls, acancel_status, acancel_warm;
+
+static void acancel_warm_cb(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    (void)c, (void)o, (void)data;
+    ASSERT_EQ(RJQ_ENOTFOUND, status);
+    acancel_warm = 1;
+}
+
+static void acancel_cb(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    (void)o, (void)data;
+    acancel_calls++;
+    acancel_status = status;
+    rjq_client_free(c);
+}
+
+/* rjq_await_cancel() runs the callback before it returns; a callback that
+ * frees the client (allowed in any callback) freed the await too while a
+ * watch request still referred to it, and cancel then used it. */
+TEST(await_cancel_callback_freeing_client_is_safe) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *q = queue_for(c, "acancel");
+    /* Once an await has been answered, the reply channel is subscribed and
+     * the next await's watch goes out at once. */
+    ASSERT_OK(rjq_queue_await(q, "nope", NULL, acancel_warm_cb, NULL, NULL));
+    ASSERT(loop_until(base, &acancel_warm, 5000));
+
+    rjq_await *a = NULL;
+    ASSERT_OK(rjq_queue_await(q, "pending", NULL, acancel_cb, NULL, &a));
+    ASSERT(a != NULL);
+    ASSERT_OK(rjq_await_cancel(a)); /* its watch is in flight */
+    ASSERT_EQ(1, acancel_calls);
+    ASSERT_EQ(RJQ_ECANCELED, acancel_status);
+    loop_for(base, 50);
+    ASSERT_EQ(1, acancel_calls);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}
+
+/* ---- 5. a connect that fails synchronously ---------------------------------- */
+
+static int usock_in_new, usock_events, usock_events_in_new, usock_free_in_event, usock_freed;
+static int usock_stats_done, usock_stats_status;
+
+static void usock_on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
+    (void)ev, (void)conn, (void)detail, (void)data;
+    usock_events++;
+    if (usock_in_new) usock_events_in_new++;
+    if (usock_free_in_event && !usock_freed) {
+        usock_freed = 1;
+        rjq_client_free(c);
+    }
+}
+
+static void usock_on_stats(rjq_client *c, int status, const rjq_stats *st, void *data) {
+    (void)c, (void)st, (void)data;
+    usock_stats_done++;
+    usock_stats_status = status;
+}
+
+/* A unix:// socket path that does not exist makes hiredis fail the connect
+ * inside redisAsyncConnectUnix(). That failure used to be reported from
+ * inside rjq_client_new() (on_event ran there: freeing the client in it was
+ * a use-after-free) and never failed the requests waiting for the
+ * connection. Now: no callback inside rjq_client_new(), RJQ_ECONN for
+ * waiting requests after each failed attempt, and a client freed from the
+ * event is freed safely. */
+TEST(unix_socket_missing_fails_requests_and_defers_events) {
+    char dir[64], url[128];
+    snprintf(dir, sizeof dir, "/tmp/rjq-test-XXXXXX");
+    ASSERT(mkdtemp(dir) != NULL);
+    snprintf(url, sizeof url, "unix://%s/missing.sock", dir);
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(url);
+    o.on_event = usock_on_event;
+
+    usock_events = usock_events_in_new = usock_free_in_event = usock_freed = 0;
+    usock_in_new = 1;
+    rjq_client *c = client_new(base, &o);
+    usock_in_new = 0;
+    ASSERT_EQ(0, usock_events_in_new);
+    rjq_queue *q = queue_for(c, "usock");
+    for (int round = 0; round < 2; round++) { /* the first attempt, then a reconnect */
+        usock_stats_done = 0;
+        ASSERT_OK(rjq_queue_stats(q, usock_on_stats, NULL));
+        ASSERT(loop_until(base, &usock_stats_done, 5000));
+        ASSERT_EQ(1, usock_stats_done);
+        ASSERT_EQ(RJQ_ECONN, usock_stats_status);
+    }
+    ASSERT(usock_events > 0);
+    rjq_client_free(c);
+
+    usock_events = usock_events_in_new = usock_freed = 0;
+    usock_free_in_event = 1;
+    usock_in_new = 1;
+    c = client_new(base, &o);
+    usock_in_new = 0;
+    ASSERT_EQ(0, usock_events_in_new);
+    ASSERT(loop_until(base, &usock_freed, 5000));
+    loop_for(base, 100);
+
+    event_base_free(base);
+    ASSERT(rmdir(dir) == 0);
+}
+
+/* ---- 6. finishing a job while the client is being freed --------------------- */
+
+static rjq_job *fin_held[2];
+static int fin_nheld, fin_done_calls, fin_complete_rc, fin_fail_rc, fin_enq_cb, fin_stats_cb;
+
+static void fin_handler(rjq_job *job, void *data) {
+    (void)data;
+    ASSERT(fin_nheld < 2);
+    fin_held[fin_nheld++] = job;
+}
+
+static void fin_done(rjq_client *c, int status, void *data) {
+    (void)c, (void)status, (void)data;
+    fin_done_calls++;
+}
+
+static void fin_on_enq(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)jobs, (void)n, (void)data;
+    ASSERT_EQ(RJQ_ECANCELED, status);
+    fin_enq_cb++;
+    fin_fail_rc = rjq_job_fail(fin_held[1], "x", RJQ_FAIL_RETRY, -1, fin_done, NULL);
+    fin_held[1] = NULL; /* released (or leaked: LeakSanitizer must see it) */
+}
+
+static void fin_on_stats(rjq_client *c, int status, const rjq_stats *st, void *data) {
+    (void)c, (void)st, (void)data;
+    ASSERT_EQ(RJQ_ECANCELED, status);
+    fin_stats_cb++;
+    fin_complete_rc = rjq_job_complete(fin_held[0], "r", 1, fin_done, NULL);
+    fin_held[0] = NULL;
+}
+
+/* rjq_job_complete() and rjq_job_fail() called from a callback that runs
+ * during rjq_client_free() (the RJQ_ECANCELED of a request in flight, of a
+ * batched enqueue): complete said RJQ_OK and its completion leaked, never
+ * answered; fail said RJQ_ECLOSED but kept (leaked) the job. Both must say
+ * RJQ_ECLOSED and release the handle, without calling their callback. The
+ * leaks show under LeakSanitizer (the test drops its pointers to the jobs). */
+TEST(finish_job_during_client_free_returns_eclosed_without_leak) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *q = queue_for(c, "fin");
+    rjq_enqueue_item items[2] = {{"a", 1, NULL}, {"b", 1, NULL}};
+    enq_ok = 0;
+    ASSERT_OK(rjq_enqueue_batch(q, items, 2, on_enq_ok, NULL));
+    ASSERT(loop_until_count(base, &enq_ok, 2, 5000));
+    rjq_worker_options wo = {0};
+    wo.concurrency = 2;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, fin_handler, NULL, &w));
+    for (int i = 0; i < 500 && fin_nheld < 2; i++) loop_for(base, 10);
+    ASSERT_EQ(2, fin_nheld);
+
+    fin_complete_rc = fin_fail_rc = 12345;
+    ASSERT_OK(rjq_queue_stats(q, fin_on_stats, NULL));           /* in flight */
+    ASSERT_OK(rjq_enqueue(q, "c", 1, NULL, fin_on_enq, NULL)); /* batched for the tick */
+    rjq_client_free(c); /* both callbacks run in here, with RJQ_ECANCELED */
+    ASSERT_EQ(1, fin_enq_cb);
+    ASSERT_EQ(1, fin_stats_cb);
+    ASSERT_EQ(RJQ_ECLOSED, fin_complete_rc);
+    ASSERT_EQ(RJQ_ECLOSED, fin_fail_rc);
+    loop_for(base, 50);
+    ASSERT_EQ(0, fin_done_calls);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}
+
+/* ---- 7. a doorbell heard while claims are in flight -------------------------- */
+
+/*
+ * A TCP proxy on the test's own loop, between the client and Redis, that
+ * can hold back what Redis sends on the command connection (the one that
+ * never sends SUBSCRIBE) while the subscriber connection flows. With it,
+ * claims run in Redis and their replies wait, so the order "claims ran,
+ * then the doorbell was heard, then the replies came" is made, not hoped
+ * for.
+ */
+#define PROXY_PAIRS 8
+
+typedef struct proxy proxy;
+typedef struct proxy_pair {
+    proxy *p;
+    struct bufferevent *cli, *srv;
+    int is_sub;
+} proxy_pair;
+
+struct proxy {
+    struct event_base *base;
+    evutil_socket_t lfd;
+    struct event *accept_ev;
+    int server_port;
+    int hold;
+    proxy_pair pairs[PROXY_PAIRS];
+    char url[64];
+};
+
+static void proxy_pair_close(proxy_pair *pp) {
+    if (pp->cli) bufferevent_free(pp->cli);
+    if (pp->srv) bufferevent_free(pp->srv);
+    pp->cli = pp->srv = NULL;
+}
+
+static void proxy_from_client(struct bufferevent *bev, void *arg) {
+    proxy_pair *pp = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    static const char sub[] = "$9\r\nSUBSCRIBE\r\n";
+    if (evbuffer_search(in, sub, sizeof sub - 1, NULL).pos >= 0) pp->is_sub = 1;
+    bufferevent_write_buffer(pp->srv, in);
+}
+
+static void proxy_from_server(struct bufferevent *bev, void *arg) {
+    proxy_pair *pp = arg;
+    if (pp->p->hold && !pp->is_sub) return; /* stays in the input buffer */
+    bufferevent_write_buffer(pp->cli, bufferevent_get_input(bev));
+}
+
+static void proxy_on_event(struct bufferevent *bev, short what, void *arg) {
+    (void)bev;
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) proxy_pair_close(arg);
+}
+
+static void proxy_accept(evutil_socket_t fd, short what, void *arg) {
+    proxy *p = arg;
+    (void)what;
+    int cfd = accept(fd, NULL, NULL);
+    if (cfd < 0) return;
+    int sfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons((uint16_t)p->server_port);
+    ASSERT(sfd >= 0);
+    ASSERT(connect(sfd, (struct sockaddr *)&a, sizeof a) == 0);
+    proxy_pair *pp = NULL;
+    for (int i = 0; i < PROXY_PAIRS && !pp; i++)
+        if (p->pairs[i].cli == NULL && p->pairs[i].srv == NULL) pp = &p->pairs[i];
+    ASSERT(pp != NULL);
+    evutil_make_socket_nonblocking(cfd);
+    evutil_make_socket_nonblocking(sfd);
+    pp->p = p;
+    pp->is_sub = 0;
+    pp->cli = bufferevent_socket_new(p->base, cfd, BEV_OPT_CLOSE_ON_FREE);
+    pp->srv = bufferevent_socket_new(p->base, sfd, BEV_OPT_CLOSE_ON_FREE);
+    ASSERT(pp->cli != NULL && pp->srv != NULL);
+    bufferevent_setcb(pp->cli, proxy_from_client, NULL, proxy_on_event, pp);
+    bufferevent_setcb(pp->srv, proxy_from_server, NULL, proxy_on_event, pp);
+    bufferevent_enable(pp->cli, EV_READ | EV_WRITE);
+    bufferevent_enable(pp->srv, EV_READ | EV_WRITE);
+}
+
+static void proxy_start(proxy *p, struct event_base *base, int server_port) {
+    memset(p, 0, sizeof *p);
+    p->base = base;
+    p->server_port = server_port;
+    p->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT(p->lfd >= 0);
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT(bind(p->lfd, (struct sockaddr *)&a, sizeof a) == 0);
+    ASSERT(listen(p->lfd, 16) == 0);
+    ASSERT(getsockname(p->lfd, (struct sockaddr *)&a, &len) == 0);
+    evutil_make_socket_nonblocking(p->lfd);
+    p->accept_ev = event_new(base, p->lfd, EV_READ | EV_PERSIST, proxy_accept, p);
+    ASSERT(p->accept_ev != NULL);
+    event_add(p->accept_ev, NULL);
+    snprintf(p->url, sizeof p->url, "redis://127.0.0.1:%d", ntohs(a.sin_port));
+}
+
+/* Hold back (1) or let through (0, with everything held so far) what Redis
+ * sends on the command connection. */
+static void proxy_hold(proxy *p, int on) {
+    p->hold = on;
+    if (on) return;
+    for (int i = 0; i < PROXY_PAIRS; i++) {
+        proxy_pair *pp = &p->pairs[i];
+        if (pp->cli && pp->srv) bufferevent_write_buffer(pp->cli, bufferevent_get_input(pp->srv));
+    }
+}
+
+static void proxy_stop(proxy *p) {
+    for (int i = 0; i < PROXY_PAIRS; i++) proxy_pair_close(&p->pairs[i]);
+    event_free(p->accept_ev);
+    close(p->lfd);
+}
+
+static rjq_job *bell_held[3];
+static int bell_nheld, bell_late, bell_sub_up, bell_marker;
+static char bell_marker_want[32];
+
+static void bell_handler(rjq_job *job, void *data) {
+    (void)data;
+    if (strcmp(rjq_job_id(job), "late") == 0) {
+        bell_late++;
+        ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));
+        return;
+    }
+    ASSERT(bell_nheld < 3);
+    bell_held[bell_nheld++] = job;
+}
+
+static void bell_on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
+    (void)c, (void)detail, (void)data;
+    if (ev == RJQ_EVENT_CONNECTED && conn == RJQ_CONN_SUBSCRIBER) bell_sub_up = 1;
+}
+
+static void bell_on_monitor(rjq_client *c, const char *event, const char *id, void *data) {
+    (void)c, (void)data;
+    if (strcmp(event, "enqueued") == 0 && strcmp(id, bell_marker_want) == 0) bell_marker = 1;
+}
+
+/* Enqueue a marker job on the monitored queue and wait for its event: what
+ * the subscriber connection carried before it has been handled. */
+static int bell_mark(struct event_base *base, rjq_queue *marker, const char *id) {
+    rjq_job_options jo = {0};
+    jo.id = id;
+    snprintf(bell_marker_want, sizeof bell_marker_want, "%s", id);
+    bell_marker = 0;
+    ASSERT_OK(rjq_enqueue(marker, "m", 1, &jo, NULL, NULL));
+    return loop_until(base, &bell_marker, 500);
+}
+
+/*
+ * A worker that keeps two claims in flight hears the doorbell of a job
+ * enqueued after both claims ran (so both come back empty). A job of the
+ * worker finishes before their replies: its tick calls claim(), which can
+ * send nothing (two claims in flight is the limit) but used to clear the
+ * doorbell all the same. The job then sat in ready until the safety poll.
+ */
+TEST(doorbell_heard_while_claim_in_flight_is_not_lost) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    proxy p;
+    proxy_start(&p, base, s.port);
+    rjq_client_options o = client_options(p.url);
+    o.on_event = bell_on_event;
+    rjq_client *c = client_new(base, &o);
+    rjq_queue *q = queue_for(c, "bell");
+    rjq_queue *marker = queue_for(c, "marker");
+    wait_connected(base, c);
+    ASSERT(loop_until(base, &bell_sub_up, 5000));
+
+    rjq_enqueue_item items[3] = {{"1", 1, NULL}, {"2", 1, NULL}, {"3", 1, NULL}};
+    enq_ok = 0;
+    ASSERT_OK(rjq_enqueue_batch(q, items, 3, on_enq_ok, NULL));
+    ASSERT(loop_until_count(base, &enq_ok, 3, 5000));
+    rjq_worker_options wo = {0};
+    wo.concurrency = 3;
+    wo.poll_ms = 60000; /* the safety poll must not be what finds the job */
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, bell_handler, NULL, &w)); /* subscribes the doorbell */
+    rjq_monitor *m;
+    ASSERT_OK(rjq_queue_monitor(marker, bell_on_monitor, NULL, &m)); /* subscribed after it */
+    int marked = 0;
+    for (int i = 0; i < 10 && !marked; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "warm%d", i);
+        marked = bell_mark(base, marker, id);
+    }
+    ASSERT(marked); /* both subscriptions are confirmed */
+    for (int i = 0; i < 500 && bell_nheld < 3; i++) loop_for(base, 10);
+    ASSERT_EQ(3, bell_nheld); /* one claim filled all it asked for: hungry */
+
+    proxy_hold(&p, 1);
+    /* Each finished job frees a slot that its queue tick claims at once:
+     * two claims in flight, in separate ticks. */
+    ASSERT_OK(rjq_job_complete(bell_held[0], "", 0, NULL, NULL));
+    loop_for(base, 30);
+    ASSERT_OK(rjq_job_complete(bell_held[1], "", 0, NULL, NULL));
+    loop_for(base, 30);
+    /* Sent behind both claims on the same connection: they ran first and
+     * found nothing; this enqueue rings the doorbell. */
+    rjq_job_options jo = {0};
+    jo.id = "late";
+    ASSERT_OK(rjq_enqueue(q, "x", 1, &jo, NULL, NULL));
+    loop_for(base, 30);
+    ASSERT(bell_mark(base, marker, "after")); /* the doorbell has been heard */
+    /* Its tick runs claim() with both claims in flight: nothing is sent. */
+    ASSERT_OK(rjq_job_complete(bell_held[2], "", 0, NULL, NULL));
+    loop_for(base, 30);
+    ASSERT_EQ(0, bell_late);
+    proxy_hold(&p, 0); /* the empty claims come back */
+
+    ASSERT(loop_until(base, &bell_late, 5000));
+    ASSERT_EQ(1, bell_late);
+
+    ASSERT_OK(rjq_monitor_stop(m));
+    rjq_client_free(c);
+    proxy_stop(&p);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}
+
+/* ---- 8. awaits of jobs with long keys ------------------------------------- */
+
+static void long_handler(rjq_job *job, void *data) {
+    (void)data;
+    ASSERT_OK(rjq_job_complete(job, "ok", 2, NULL, NULL));
+}
+
+static int long_done, long_status, long_nf;
+static char long_result[16];
+
+static void long_await_cb(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    (void)c, (void)data;
+    long_done++;
+    long_status = status;
+    if (status == RJQ_OK && o && o->result_len < sizeof long_result) {
+        memcpy(long_result, o->result, o->result_len);
+        long_result[o->result_len] = '\0';
+    }
+}
+
+static void long_nf_cb(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    (void)c, (void)o, (void)data;
+    ASSERT_EQ(RJQ_ENOTFOUND, status);
+    long_nf = 1;
+}
+
+/*
+ * Prefix, queue name and job id at their longest (200 bytes each) make a
+ * job key of 608 bytes. The outcome message was parsed into a 512-byte
+ * buffer and dropped, so the await never resolved; and the reply channel
+ * name, cut at 95 bytes, lost its random part with a long prefix: every
+ * client with that prefix shared one channel.
+ */
+TEST(await_with_long_job_key_resolves) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    char prefix[201], qname[201], id[201];
+    memset(prefix, 'p', 200);
+    prefix[200] = '\0';
+    memset(qname, 'q', 200);
+    qname[200] = '\0';
+    memset(id, 'i', 200);
+    id[200] = '\0';
+    rjq_client_options o = client_options(s.url);
+    o.prefix = prefix;
+    rjq_client *c = client_new(base, &o);
+    rjq_queue *q = queue_for(c, qname);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, NULL, long_handler, NULL, &w));
+
+    rjq_job_options jo = {0};
+    jo.id = id;
+    rjq_await_options ao = {0};
+    ao.timeout_ms = 5000; /* safety net */
+    ASSERT_OK(rjq_enqueue_await(q, "x", 1, &jo, &ao, long_await_cb, NULL, NULL));
+    ASSERT(loop_until(base, &long_done, 6000));
+    ASSERT_EQ(1, long_done);
+    ASSERT_OK(long_status);
+    ASSERT_STREQ("ok", long_result);
+
+    /* A second client with the same prefix gets a reply channel of its own. */
+    rjq_client *c2 = client_new(base, &o);
+    rjq_queue *q2 = queue_for(c2, qname);
+    ASSERT_OK(rjq_queue_await(q2, "missing", NULL, long_nf_cb, NULL, NULL));
+    ASSERT(loop_until(base, &long_nf, 5000)); /* its channel is subscribed */
+    redisContext *rc = server_connect(&s);
+    redisReply *r = server_cmd(rc, "PUBSUB CHANNELS");
+    ASSERT(r->type == REDIS_REPLY_ARRAY);
+    ASSERT_EQ(3, r->elements); /* c: doorbell and reply channel; c2: reply channel */
+    for (size_t i = 0; i < r->elements; i++) ASSERT_EQ(1, server_numsub(rc, r->element[i]->str));
+    freeReplyObject(r);
+    redisFree(rc);
+
+    rjq_client_free(c2);
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}

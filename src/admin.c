@@ -147,7 +147,7 @@ static void on_job(rjq_client *c, int status, redisReply *r, void *priv) {
         info.id = ctx->id;
         info.state = r->element[0]->str;
         info.attempts = a ? atoi(a->str) : 0;
-        info.max_attempts = m ? atoi(m->str) : 0;
+        info.max_attempts = m ? atoi(m->str) : 3; /* absent: the default */
         info.payload = d ? d->str : "";
         info.payload_len = d ? d->len : 0;
         if (res && strcmp(info.state, "completed") == 0) {

@@ -60,7 +60,7 @@ for i, id in ipairs(ids) do
     out[#out + 1] = tok
     out[#out + 1] = v[1]
     out[#out + 1] = a
-    out[#out + 1] = tonumber(v[2])
+    out[#out + 1] = max_attempts(v[2])
     emit('active', id)
   end
 end

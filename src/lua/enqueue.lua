@@ -28,13 +28,15 @@ for i = 4, #ARGV, 3 do
     existed = 1
   end
   if existed == 0 then
-    local delay, p, m, b = 0, 0, '3', ''
+    local delay, p, m, b = 0, 0, nil, ''
     if opts ~= '' then
       local d_, p_, m_, b_ = string.match(opts, '^(%d+),(%-?%d+),(%d+),(.*)$')
-      delay, p, m, b = tonumber(d_), tonumber(p_), m_, b_
+      delay, p, b = tonumber(d_), tonumber(p_), b_
+      if tonumber(m_) ~= DEFAULT_MAX_ATTEMPTS then m = m_ end
     end
     local k = prefix .. id
-    local f = {'d', payload, 'm', m}
+    local f = {'d', payload}
+    if m then f[#f + 1] = 'm'; f[#f + 1] = m end
     if p ~= 0 then f[#f + 1] = 'p'; f[#f + 1] = p end
     if b ~= '' then f[#f + 1] = 'b'; f[#f + 1] = b end
     if ch ~= '' then f[#f + 1] = 'n'; f[#f + 1] = ch end

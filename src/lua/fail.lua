@@ -25,7 +25,7 @@ local emit = monitor(prefix)
 redis.call('ZREM', active, id)
 emit('failed', id)
 redis.call('HINCRBY', stats, 'failed', 1)
-local attempts, max = tonumber(v[3] or '0'), tonumber(v[4] or '1')
+local attempts, max = tonumber(v[3] or '0'), max_attempts(v[4])
 if fatal or attempts >= max then
   bury(dead, stats, prefix, k, id, now, err, dead_max, emit)
   return 2

@@ -11,7 +11,8 @@
 --   stats    hash  counters, and seq (the id/sequence counter)
 --   monitored string present while a monitor listens (TTL refreshed)
 --   events   channel of queue events for monitors
---   job:<id> hash  d payload, s state, a attempts started, m max attempts,
+--   job:<id> hash  d payload, s state, a attempts started, m max attempts
+--                  (absent = DEFAULT_MAX_ATTEMPTS),
 --                  p priority (absent = 0), b backoff "kind,base,max"
 --                  (absent = default), t token of the current claim,
 --                  r result, e last error, n reply channels of the
@@ -20,6 +21,12 @@
 -- passed in ARGV[1] (same hash slot as every declared key).
 
 local PRIO_SHIFT = 4294967296
+local DEFAULT_MAX_ATTEMPTS = 3 -- also RJQ's C default; not stored per job
+
+-- A job's max attempts from its 'm' field (absent: the default).
+local function max_attempts(m)
+  return tonumber(m or DEFAULT_MAX_ATTEMPTS)
+end
 
 local function now_ms()
   local t = redis.call('TIME')

@@ -26,7 +26,7 @@ for _, id in ipairs(ids) do
   if v[1] == 'active' then
     n = n + 1
     emit('reclaimed', id)
-    if tonumber(v[2] or '0') >= tonumber(v[3] or '1') then
+    if tonumber(v[2] or '0') >= max_attempts(v[3]) then
       bury(dead, stats, prefix, k, id, now, 'lease expired', dead_max, emit)
     else
       redis.call('HSET', k, 's', 'ready', 'e', 'lease expired')

@@ -110,12 +110,16 @@ static void load_config(void) {
     }
 }
 
-static void die(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
+static void vsay(const char *fmt, va_list ap) {
     fprintf(stderr, "rjq-bench: ");
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
+}
+
+static void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(fmt, ap);
     va_end(ap);
     exit(1);
 }
@@ -124,9 +128,7 @@ static void info(const char *fmt, ...) {
     if (!C.verbose && !C.tty) return;
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "rjq-bench: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
+    vsay(fmt, ap);
     va_end(ap);
 }
 

@@ -29,6 +29,7 @@
 #include "internal.h"
 
 #define WATCH_BATCH 1000
+#define EARLY_MAX 1024 /* outcomes kept for enqueue replies still to come */
 
 enum { AW_WAIT_SUB, AW_ENQUEUEING, AW_WATCHING, AW_DONE };
 
@@ -218,6 +219,13 @@ static rjq__early *take_early(rjq_client *c, const char *key) {
         if (strcmp((*p)->key, key) == 0) {
             rjq__early *e = *p;
             *p = e->next;
+            if (c->aw.early_tail == e) {
+                /* find the new tail (rare: only when the last one is taken) */
+                rjq__early *t = c->aw.early;
+                while (t && t->next) t = t->next;
+                c->aw.early_tail = t;
+            }
+            c->aw.nearly--;
             return e;
         }
     }
@@ -231,14 +239,22 @@ static void free_early(rjq__early *e) {
     free(e);
 }
 
-static void clear_early(rjq_client *c) {
-    while (c->aw.early) {
-        rjq__early *e = c->aw.early;
-        c->aw.early = e->next;
-        free_early(e);
-    }
+static void drop_oldest_early(rjq_client *c) {
+    rjq__early *e = c->aw.early;
+    c->aw.early = e->next;
+    if (c->aw.early == NULL) c->aw.early_tail = NULL;
+    c->aw.nearly--;
+    free_early(e);
 }
 
+static void clear_early(rjq_client *c) {
+    while (c->aw.early) drop_oldest_early(c);
+}
+
+/* Keep an outcome no await knows (yet). Most belong to an enqueue whose
+ * reply is a round trip away; the rest (late outcomes of awaits that timed
+ * out or were cancelled) must not pile up while enqueues keep flowing, so
+ * the list is capped, oldest out first. */
 static void keep_early(rjq_client *c, const char *key, size_t klen, const char *kind,
                        const char *body, size_t blen) {
     rjq__early *e = calloc(1, sizeof *e);
@@ -253,8 +269,10 @@ static void keep_early(rjq_client *c, const char *key, size_t klen, const char *
     memcpy(e->body, body, blen);
     e->body[blen] = '\0';
     e->len = blen;
-    e->next = c->aw.early;
-    c->aw.early = e;
+    if (c->aw.early_tail) c->aw.early_tail->next = e;
+    else c->aw.early = e;
+    c->aw.early_tail = e;
+    if (++c->aw.nearly > EARLY_MAX) drop_oldest_early(c);
 }
 
 static void on_big_result(rjq_client *c, int status, redisReply *r, void *priv) {

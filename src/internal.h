@@ -189,7 +189,9 @@ typedef struct rjq__awaits {
     struct rjq_await *all;     /* every live await */
     size_t count;
     size_t enqueues_inflight;  /* enqueue_await requests in flight */
-    struct rjq__early *early;  /* outcomes that beat their enqueue reply */
+    struct rjq__early *early;  /* outcomes that beat their enqueue reply, oldest first */
+    struct rjq__early *early_tail;
+    size_t nearly;
 } rjq__awaits;
 
 int rjq__awaits_init(rjq_client *c);

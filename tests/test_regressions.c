@@ -23,6 +23,7 @@
 #include <event2/event.h>
 
 #include "harness.h"
+#include "internal.h" /* white-box: the await module's early-outcome list */
 #include "server.h"
 #include "waits.h"
 
@@ -687,6 +688,60 @@ TEST(await_with_long_job_key_resolves) {
 
     rjq_client_free(c2);
     rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}
+
+/* Late outcomes nobody awaits (an await timed out or was cancelled before
+ * its job finished) arrive while other enqueues are in flight: they are kept
+ * as possible early outcomes, but capped (1024, EARLY_MAX in await.c), and
+ * dropped once no enqueue is in flight. Before the cap, a gateway under
+ * constant load kept every one of them forever. */
+static int flood_calls, flood_status;
+
+static void flood_cb(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    (void)c, (void)o, (void)data;
+    flood_calls++;
+    flood_status = status;
+}
+
+TEST(stale_outcomes_do_not_pile_up_while_enqueues_are_in_flight) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    proxy p;
+    proxy_start(&p, base, s.port);
+    rjq_client_options o = client_options(p.url);
+    rjq_client *c = client_new(base, &o);
+    rjq_queue *q = queue_for(c, "flood");
+    wait_connected(base, c);
+
+    proxy_hold(&p, 1); /* the enqueue's reply will wait in the proxy */
+    ASSERT_OK(rjq_enqueue_await(q, "x", 1, NULL, NULL, flood_cb, NULL, NULL));
+    for (int i = 0; i < 500 && c->aw.enqueues_inflight == 0; i++) loop_for(base, 10);
+    ASSERT_EQ(1, c->aw.enqueues_inflight);
+
+    redisContext *rc = server_connect(&s);
+    for (int i = 0; i < 3000; i++) {
+        redisReply *r = server_cmd(rc, "PUBLISH %s completed\nt:{flood}:job:ghost-%d\nlate", c->aw.channel, i);
+        ASSERT_EQ(1, r->integer);
+        freeReplyObject(r);
+    }
+    for (int i = 0; i < 300 && c->aw.nearly < 1024; i++) loop_for(base, 10);
+    loop_for(base, 100); /* anything still coming */
+    ASSERT_EQ(1024, c->aw.nearly);
+
+    proxy_hold(&p, 0);
+    for (int i = 0; i < 500 && c->aw.enqueues_inflight > 0; i++) loop_for(base, 10);
+    ASSERT_EQ(0, c->aw.enqueues_inflight);
+    ASSERT_EQ(0, c->aw.nearly);
+    ASSERT_EQ(0, flood_calls);
+
+    redisFree(rc);
+    rjq_client_free(c);
+    ASSERT_EQ(1, flood_calls);
+    ASSERT_EQ(RJQ_ECANCELED, flood_status);
+    proxy_stop(&p);
     event_base_free(base);
     server_stop_guarded(&s);
 }

@@ -745,3 +745,72 @@ TEST(stale_outcomes_do_not_pile_up_while_enqueues_are_in_flight) {
     event_base_free(base);
     server_stop_guarded(&s);
 }
+
+/* A failure re-sent after its reply was lost (the library re-sends
+ * token-fenced failures after a reconnect) must be recognised as applied
+ * even when the retried job was claimed by another worker since: before,
+ * it reported RJQ_ELEASELOST for a failure that had been applied. The
+ * re-send is simulated by running the fail script again with the first
+ * claim's token. */
+static rjq_job *fres_held;
+static int fres_failed;
+
+static void fres_hold(rjq_job *job, void *data) {
+    (void)data;
+    fres_held = job;
+}
+
+static void fres_done(rjq_client *c, int status, void *data) {
+    (void)c, (void)data;
+    ASSERT_OK(status);
+    fres_failed++;
+}
+
+TEST(resent_failure_after_the_job_moved_on_is_recognised) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *ca = client_for(base, &s), *cb = client_for(base, &s);
+    rjq_queue *qa = queue_for(ca, "fres"), *qb = queue_for(cb, "fres");
+    rjq_job_options jo = {0};
+    jo.id = "fj";
+    ASSERT_OK(rjq_enqueue(qa, "x", 1, &jo, NULL, NULL));
+    rjq_worker *wa, *wb;
+    ASSERT_OK(rjq_worker_start(qa, NULL, fres_hold, NULL, &wa));
+    for (int i = 0; i < 500 && fres_held == NULL; i++) loop_for(base, 10);
+    ASSERT(fres_held != NULL);
+    char token[64];
+    snprintf(token, sizeof token, "%s", rjq_job_token(fres_held));
+    ASSERT_OK(rjq_worker_stop(wa, NULL, NULL)); /* A claims nothing more */
+    ASSERT_OK(rjq_job_fail(fres_held, "boom", RJQ_FAIL_RETRY, 0, fres_done, NULL));
+    fres_held = NULL;
+    ASSERT(loop_until(base, &fres_failed, 5000));
+    ASSERT_OK(rjq_worker_start(qb, NULL, fres_hold, NULL, &wb));
+    for (int i = 0; i < 500 && fres_held == NULL; i++) loop_for(base, 10);
+    ASSERT(fres_held != NULL);
+    ASSERT(strcmp(token, rjq_job_token(fres_held)) != 0); /* B holds it now */
+
+    redisContext *rc = server_connect(&s);
+    const char *argv[] = {"EVALSHA", rjq__scripts[RJQ__S_FAIL].sha, "6", "t:{fres}:active",
+                          "t:{fres}:ready", "t:{fres}:prio", "t:{fres}:delayed", "t:{fres}:dead",
+                          "t:{fres}:stats", "t:{fres}:job:", "t:{fres}:wake", "fj", token, "boom",
+                          "0", "0", "0.5", "100000"};
+    redisReply *r = redisCommandArgv(rc, (int)(sizeof argv / sizeof argv[0]), argv, NULL);
+    ASSERT(r != NULL && r->type == REDIS_REPLY_INTEGER);
+    ASSERT_EQ(3, r->integer); /* already applied, not "lease lost" */
+    freeReplyObject(r);
+    /* and nothing changed: B still holds it, one failure counted */
+    r = server_cmd(rc, "HMGET t:{fres}:job:fj s t");
+    ASSERT_STREQ("active", r->element[0]->str);
+    ASSERT_STREQ(rjq_job_token(fres_held), r->element[1]->str);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(rc, "HGET t:{fres}:stats failed"));
+    ASSERT_EQ(1, server_int(rc, "ZCARD t:{fres}:active"));
+
+    ASSERT_OK(rjq_job_complete(fres_held, "", 0, NULL, NULL));
+    redisFree(rc);
+    rjq_client_free(ca);
+    rjq_client_free(cb);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}

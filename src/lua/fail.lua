@@ -11,18 +11,18 @@ local prefix, wake, id, tok, err = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local fatal, delay, jitter, dead_max = ARGV[6] == '1', tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 expect_types({active, 'zset', ready, 'list', prio, 'zset', delayed, 'zset', dead, 'zset', stats, 'hash'})
 local k = prefix .. id
-local v = redis.call('HMGET', k, 's', 't', 'a', 'm', 'b', 'p')
-if v[2] ~= tok then return 0 end
-if v[1] ~= 'active' then
-  if v[1] == 'dead' or v[1] == 'delayed' or v[1] == 'ready' then
-    if redis.call('HGET', k, 'e') == err then return 3 end
-  end
+local v = redis.call('HMGET', k, 's', 't', 'a', 'm', 'b', 'p', 'f')
+if v[1] ~= 'active' or v[2] ~= tok then
+  -- 'f' is the token of the claim whose failure was applied last: a call
+  -- re-sent after a lost reply is recognised even if the job moved on
+  if v[7] == tok then return 3 end
   return 0
 end
 
 local now = now_ms()
 local emit = monitor(prefix)
 redis.call('ZREM', active, id)
+redis.call('HSET', k, 'f', tok)
 emit('failed', id)
 redis.call('HINCRBY', stats, 'failed', 1)
 local attempts, max = tonumber(v[3] or '0'), max_attempts(v[4])

@@ -15,7 +15,8 @@
 --                  (absent = DEFAULT_MAX_ATTEMPTS),
 --                  p priority (absent = 0), b backoff "kind,base,max"
 --                  (absent = default), t token of the current claim,
---                  r result, e last error, n reply channels of the
+--                  r result, e last error, f token of the claim whose
+--                  failure was applied last, n reply channels of the
 --                  producers awaiting it (space-separated)
 -- Job keys are <prefix>:{Q}:job:<id>; scripts build them from the prefix
 -- passed in ARGV[1] (same hash slot as every declared key).

@@ -67,13 +67,7 @@ int rjq_queue_stats(rjq_queue *q, rjq_stats_cb *cb, void *data) {
     if (rc != RJQ_OK) return rc;
     rjq__argv a;
     rjq__argv_init(&a);
-    rjq__argv_str(&a, "6");
-    rjq__argv_key(&a, q, RJQ__K_STATS);
-    rjq__argv_key(&a, q, RJQ__K_READY);
-    rjq__argv_key(&a, q, RJQ__K_PRIO);
-    rjq__argv_key(&a, q, RJQ__K_DELAYED);
-    rjq__argv_key(&a, q, RJQ__K_ACTIVE);
-    rjq__argv_key(&a, q, RJQ__K_DEAD);
+    RJQ__KEYS(&a, q, RJQ__K_STATS, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_DEAD);
     return send_admin(q, RJQ__S_STATS, on_stats, (admin_cb){.stats = cb}, data, &a);
 }
 
@@ -99,11 +93,7 @@ int rjq_queue_replay(rjq_queue *q, const char *id, long limit, rjq_count_cb *cb,
     if (id && strlen(id) > RJQ_JOB_ID_MAX) return RJQ_EJOBID;
     rjq__argv a;
     rjq__argv_init(&a);
-    rjq__argv_str(&a, "4");
-    rjq__argv_key(&a, q, RJQ__K_DEAD);
-    rjq__argv_key(&a, q, RJQ__K_READY);
-    rjq__argv_key(&a, q, RJQ__K_PRIO);
-    rjq__argv_key(&a, q, RJQ__K_STATS);
+    RJQ__KEYS(&a, q, RJQ__K_DEAD, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_STATS);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_str(&a, id ? id : "");
@@ -169,28 +159,16 @@ int rjq_queue_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *data)
     ctx->base.cb.job = cb;
     ctx->base.data = data;
     strcpy(ctx->id, id);
-    rjq__argv a;
-    rjq__argv_init(&a);
-    rjq__argv_str(&a, "HMGET");
-    rjq__argv_add(&a, q->keys[RJQ__K_JOB], q->key_lens[RJQ__K_JOB]);
-    const char *fields[6] = {"s", "a", "m", "d", "r", "e"};
-    for (int i = 0; i < 6; i++) rjq__argv_str(&a, fields[i]);
-    /* The job key is prefix + id: format it as one argument. */
-    size_t plen = q->key_lens[RJQ__K_JOB], ilen = strlen(id);
-    char *key = malloc(plen + ilen + 1);
-    if (key == NULL || a.oom) {
-        free(key);
+    size_t klen;
+    char *key = rjq__job_key(q, id, strlen(id), &klen);
+    if (key == NULL) {
         free(ctx);
-        rjq__argv_free(&a);
         return RJQ_ENOMEM;
     }
-    memcpy(key, q->keys[RJQ__K_JOB], plen);
-    memcpy(key + plen, id, ilen + 1);
-    a.v[1] = key;
-    a.len[1] = plen + ilen;
-    rc = rjq__command(q->c, 0, on_job, ctx, a.n, a.v, a.len);
+    const char *argv[8] = {"HMGET", key, "s", "a", "m", "d", "r", "e"};
+    size_t lens[8] = {5, klen, 1, 1, 1, 1, 1, 1};
+    rc = rjq__command(q->c, 0, on_job, ctx, 8, argv, lens);
     free(key);
-    rjq__argv_free(&a);
     if (rc != RJQ_OK) free(ctx);
     return rc;
 }

@@ -184,13 +184,9 @@ static void discard(rjq_await *a) {
 }
 
 static int set_key(rjq_await *a, const char *id, size_t idlen) {
-    size_t plen = a->q->key_lens[RJQ__K_JOB];
-    a->key = malloc(plen + idlen + 1);
+    a->key = rjq__job_key(a->q, id, idlen, NULL);
     if (a->key == NULL) return RJQ_ENOMEM;
-    memcpy(a->key, a->q->keys[RJQ__K_JOB], plen);
-    memcpy(a->key + plen, id, idlen);
-    a->key[plen + idlen] = '\0';
-    a->id = a->key + plen;
+    a->id = a->key + a->q->key_lens[RJQ__K_JOB];
     return RJQ_OK;
 }
 
@@ -599,13 +595,11 @@ int rjq_job_progress(rjq_job *job, const void *progress, size_t len) {
     if (job->w == NULL) return RJQ_ECLOSED;
     rjq_queue *q = job->w->q;
     if (len > q->c->max_payload) return RJQ_ETOOBIG;
-    size_t plen = q->key_lens[RJQ__K_JOB], ilen = strlen(job->id);
-    char *key = malloc(plen + ilen + 1);
+    size_t klen;
+    char *key = rjq__job_key(q, job->id, strlen(job->id), &klen);
     if (key == NULL) return RJQ_ENOMEM;
-    memcpy(key, q->keys[RJQ__K_JOB], plen);
-    memcpy(key + plen, job->id, ilen + 1);
     const char *argv[4] = {"1", key, job->token, progress ? progress : ""};
-    size_t lens[4] = {1, plen + ilen, strlen(job->token), len};
+    size_t lens[4] = {1, klen, strlen(job->token), len};
     int rc = rjq__script(q->c, RJQ__S_PROGRESS, 0, ignore, NULL, 4, argv, lens);
     free(key);
     return rc;

@@ -329,6 +329,19 @@ void rjq__enqueue_cancel_pending(rjq_queue *q);
 static inline void rjq__argv_key(rjq__argv *a, const rjq_queue *q, int k) {
     rjq__argv_add(a, q->keys[k], q->key_lens[k]);
 }
+
+/* Append a script's numkeys and its KEYS, taken from the list itself so
+ * the count cannot drift from the keys: RJQ__KEYS(&a, q, RJQ__K_ACTIVE, ...). */
+void rjq__argv_keys(rjq__argv *a, const rjq_queue *q, const int *keys, int n);
+#define RJQ__KEYS(a, q, ...)                                                   \
+    do {                                                                       \
+        static const int rjq_keys_[] = {__VA_ARGS__};                          \
+        rjq__argv_keys((a), (q), rjq_keys_, (int)(sizeof rjq_keys_ / sizeof rjq_keys_[0])); \
+    } while (0)
+
+/* The job key "<prefix>:{Q}:job:<id>" (malloc'd, NUL-terminated; its
+ * length in *len when len is not NULL), or NULL when out of memory. */
+char *rjq__job_key(const rjq_queue *q, const char *id, size_t idlen, size_t *len);
 /* Schedule the queue's tick (idempotent). */
 void rjq__queue_kick(rjq_queue *q);
 

@@ -78,10 +78,7 @@ static size_t batch_size(const rjq_queue *q) {
 static int send_batch(rjq_queue *q, complete_batch *b) {
     rjq__argv a;
     rjq__argv_init(&a);
-    rjq__argv_str(&a, "3");
-    rjq__argv_key(&a, q, RJQ__K_ACTIVE);
-    rjq__argv_key(&a, q, RJQ__K_COMPLETED);
-    rjq__argv_key(&a, q, RJQ__K_STATS);
+    RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_COMPLETED, RJQ__K_STATS);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_ll(&a, q->retention_ms);
     rjq__argv_ll(&a, q->completed_max);
@@ -216,13 +213,7 @@ int rjq_job_fail(rjq_job *job, const char *error, int flags, long long retry_del
     f->data = data;
     rjq__argv a;
     rjq__argv_init(&a);
-    rjq__argv_str(&a, "6");
-    rjq__argv_key(&a, q, RJQ__K_ACTIVE);
-    rjq__argv_key(&a, q, RJQ__K_READY);
-    rjq__argv_key(&a, q, RJQ__K_PRIO);
-    rjq__argv_key(&a, q, RJQ__K_DELAYED);
-    rjq__argv_key(&a, q, RJQ__K_DEAD);
-    rjq__argv_key(&a, q, RJQ__K_STATS);
+    RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_DEAD, RJQ__K_STATS);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_str(&a, job->id);

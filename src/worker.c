@@ -144,14 +144,11 @@ static void unlink_job(rjq_worker *w, rjq_job *job) {
     w->running--;
 }
 
-/* A job never handed to the handler. */
-static void drop_job(rjq_worker *w, rjq_job *job) {
+/* A job never handed to the handler, or handed back while the client
+ * closes: forget and free it (its lease brings it back). */
+void rjq__worker_job_dropped(rjq_worker *w, rjq_job *job) {
     unlink_job(w, job);
     free(job);
-}
-
-void rjq__worker_job_dropped(rjq_worker *w, rjq_job *job) {
-    drop_job(w, job);
 }
 
 /* Idle: wait for the doorbell, the next delayed job, or the safety poll. */
@@ -200,7 +197,7 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     else go_idle(w, r->element[0]->integer);
     size_t i = 0;
     for (; i < made && !c->free_pending; i++) w->handler(jobs[i], w->data);
-    for (; i < made; i++) drop_job(w, jobs[i]); /* client going: leave them to their lease */
+    for (; i < made; i++) rjq__worker_job_dropped(w, jobs[i]); /* client going: leave them to their lease */
     free(jobs);
     if (w->wake_pending || w->hungry) want_claim(w);
     check_stopped(w);
@@ -218,12 +215,7 @@ static int send_claim(rjq_worker *w, int want) {
     snprintf(tbase, sizeof tbase, "%016llx", (unsigned long long)rjq__random(c));
     rjq__argv a;
     rjq__argv_init(&a);
-    rjq__argv_str(&a, "5");
-    rjq__argv_key(&a, q, RJQ__K_READY);
-    rjq__argv_key(&a, q, RJQ__K_PRIO);
-    rjq__argv_key(&a, q, RJQ__K_DELAYED);
-    rjq__argv_key(&a, q, RJQ__K_ACTIVE);
-    rjq__argv_key(&a, q, RJQ__K_STATS);
+    RJQ__KEYS(&a, q, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_STATS);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_ll(&a, want);
     rjq__argv_ll(&a, w->lease_ms);
@@ -293,8 +285,7 @@ static void on_extend_timer(rjq__timer *t) {
     if (w->jobs == NULL || w->extending) return;
     rjq__argv a;
     rjq__argv_init(&a);
-    rjq__argv_str(&a, "1");
-    rjq__argv_key(&a, w->q, RJQ__K_ACTIVE);
+    RJQ__KEYS(&a, w->q, RJQ__K_ACTIVE);
     rjq__argv_key(&a, w->q, RJQ__K_JOB);
     rjq__argv_ll(&a, w->lease_ms);
     for (rjq_job *j = w->jobs; j; j = j->next) {
@@ -321,13 +312,7 @@ static void on_swept(rjq_client *c, int status, redisReply *r, void *priv) {
 int rjq__reclaim_send(rjq_queue *q, long guard_ms, rjq__reply_fn *fn, void *priv) {
     rjq__argv a;
     rjq__argv_init(&a);
-    rjq__argv_str(&a, "6");
-    rjq__argv_key(&a, q, RJQ__K_ACTIVE);
-    rjq__argv_key(&a, q, RJQ__K_READY);
-    rjq__argv_key(&a, q, RJQ__K_PRIO);
-    rjq__argv_key(&a, q, RJQ__K_DEAD);
-    rjq__argv_key(&a, q, RJQ__K_STATS);
-    rjq__argv_key(&a, q, RJQ__K_GUARD);
+    RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DEAD, RJQ__K_STATS, RJQ__K_GUARD);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_ll(&a, guard_ms);

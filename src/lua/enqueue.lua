@@ -44,9 +44,7 @@ for i = 4, #ARGV, 3 do
       now = now or now_ms()
       f[#f + 1] = 's'; f[#f + 1] = 'delayed'
       redis.call('HSET', k, unpack(f))
-      redis.call('ZADD', delayed, int(now + delay), id)
-      local first = redis.call('ZRANGE', delayed, 0, 0)
-      if first[1] == id then ring = true end
+      if push_delayed(delayed, id, now + delay) then ring = true end
     else
       f[#f + 1] = 's'; f[#f + 1] = 'ready'
       redis.call('HSET', k, unpack(f))

@@ -35,7 +35,7 @@ redis.call('HINCRBY', stats, 'retried', 1)
 emit('retried', id)
 if delay > 0 then
   redis.call('HSET', k, 's', 'delayed', 'e', err)
-  push_delayed(delayed, wake, id, now + delay)
+  if push_delayed(delayed, id, now + delay) then redis.call('PUBLISH', wake, '1') end
 else
   redis.call('HSET', k, 's', 'ready', 'e', err)
   push_ready(ready, prio, stats, wake, id, tonumber(v[6] or '0'), false)

@@ -77,12 +77,12 @@ local function push_ready(ready, prio, stats, wake, id, p, head)
   end
 end
 
--- Schedule `id` at `due`; ring the doorbell when it became the earliest,
--- so idle workers re-arm their timer for it.
-local function push_delayed(delayed, wake, id, due)
+-- Schedule `id` at `due`. Returns true when it became the earliest: the
+-- caller then rings the doorbell (once per script), so idle workers re-arm
+-- their timer for it.
+local function push_delayed(delayed, id, due)
   redis.call('ZADD', delayed, int(due), id)
-  local first = redis.call('ZRANGE', delayed, 0, 0)
-  if first[1] == id then redis.call('PUBLISH', wake, '1') end
+  return redis.call('ZRANGE', delayed, 0, 0)[1] == id
 end
 
 -- Delay before the next attempt. spec is "e,base,max" (exponential with

@@ -203,10 +203,13 @@ RJQ_API int rjq_client_connected(const rjq_client *c);
  * ---------------------------------------------------------------------- */
 
 typedef struct rjq_queue_options {
-    long long retention_ms; /* completed job hashes expire after this; default
-                               3600000 (1 h); -1 keeps them forever */
-    long completed_max;     /* length of the completed history; default 1000;
-                               -1 keeps no history */
+    long long retention_ms; /* completed jobs (their records and results) are
+                               deleted this long after completion; default
+                               3600000 (1 h); -1: no age limit */
+    long completed_max;     /* at most this many completed jobs are kept, the
+                               oldest deleted first; default 100000; -1: no
+                               count limit. Deletion happens in completion
+                               calls, a bounded number each time */
     long dead_max;          /* dead jobs kept (oldest dropped and deleted past
                                this); default 100000 */
 } rjq_queue_options;

@@ -165,9 +165,9 @@ int rjq_queue_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *data)
         free(ctx);
         return RJQ_ENOMEM;
     }
-    const char *argv[8] = {"HMGET", key, "s", "a", "m", "d", "r", "e"};
-    size_t lens[8] = {5, klen, 1, 1, 1, 1, 1, 1};
-    rc = rjq__command(q->c, 0, on_job, ctx, 8, argv, lens);
+    const char *argv[2] = {"1", key};
+    size_t lens[2] = {1, klen};
+    rc = rjq__script(q->c, RJQ__S_JOB, 0, on_job, ctx, 2, argv, lens);
     free(key);
     if (rc != RJQ_OK) free(ctx);
     return rc;

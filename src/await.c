@@ -274,6 +274,7 @@ static void keep_early(rjq_client *c, const char *key, size_t klen, const char *
 static void on_big_result(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq_await *a = priv;
     (void)c;
+    if (status == RJQ_OK && r->type == REDIS_REPLY_NIL) status = RJQ_ENOTFOUND; /* already deleted by retention */
     if (status == RJQ_OK && r->type != REDIS_REPLY_STRING) status = RJQ_EPROTO;
     if (status == RJQ_ECONN) a->need_watch = 1; /* lost with the connection: read it again then */
     else if (status == RJQ_OK) resolve(a, RJQ_OK, r->str, r->len, NULL);
@@ -291,7 +292,7 @@ static void deliver(rjq_await *a, const char *kind, const char *body, size_t len
     } else if (strcmp(kind, "progress") == 0) {
         if (a->on_progress) a->on_progress(c, a->id, body, len, a->data);
     } else if (strcmp(kind, "big") == 0) {
-        const char *argv[3] = {"HGET", a->key, "r"};
+        const char *argv[3] = {"HGET", a->q->keys[RJQ__K_RESULT], a->id};
         if (rjq__command(c, 0, on_big_result, a, 3, argv, NULL) == RJQ_OK) a->inflight++;
         else resolve(a, RJQ_ENOMEM, NULL, 0, NULL);
     }

@@ -260,7 +260,7 @@ void rjq__on_ready(rjq_client *c, int kind);
 enum {
     RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_DEAD,
     RJQ__K_COMPLETED, RJQ__K_STATS, RJQ__K_GUARD, RJQ__K_JOB, RJQ__K_WAKE,
-    RJQ__K_EVENTS, RJQ__K_MONITORED, RJQ__K_COUNT
+    RJQ__K_EVENTS, RJQ__K_MONITORED, RJQ__K_RESULT, RJQ__K_COUNT
 };
 
 /* One job's enqueue result, for internal callers (awaits). */
@@ -295,7 +295,7 @@ typedef struct rjq__complete_item {
 struct rjq_queue {
     rjq_client *c;
     char *name;
-    char *keys[RJQ__K_COUNT]; /* RJQ__K_JOB is the job key prefix */
+    char *keys[RJQ__K_COUNT]; /* RJQ__K_JOB is the job name prefix */
     size_t key_lens[RJQ__K_COUNT];
     long long retention_ms;
     long completed_max, dead_max;

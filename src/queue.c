@@ -16,6 +16,7 @@ static const char *const key_suffix[RJQ__K_COUNT] = {
     [RJQ__K_STATS] = "stats",         [RJQ__K_GUARD] = "sweep",
     [RJQ__K_JOB] = "job:",            [RJQ__K_WAKE] = "wake",
     [RJQ__K_EVENTS] = "events",       [RJQ__K_MONITORED] = "monitored",
+    [RJQ__K_RESULT] = "result", /* a column of job records (src/lua/lib.lua) */
 };
 
 static void on_tick(rjq__timer *t) {
@@ -65,7 +66,7 @@ int rjq_queue_open(rjq_client *c, const char *name, const rjq_queue_options *opt
     if (q == NULL) return RJQ_ENOMEM;
     q->c = c;
     q->retention_ms = opts && opts->retention_ms ? opts->retention_ms : 3600000;
-    q->completed_max = opts && opts->completed_max ? opts->completed_max : 1000;
+    q->completed_max = opts && opts->completed_max ? opts->completed_max : 100000;
     q->dead_max = opts && opts->dead_max ? opts->dead_max : 100000;
     rjq__timer_init(&q->tick, on_tick, q);
     if ((q->name = strdup(name)) == NULL || make_keys(q, c->prefix) != RJQ_OK) {

@@ -312,3 +312,7 @@ void wait_connected(struct event_base *base, rjq_client *c) {
     for (int i = 0; i < 500 && !rjq_client_connected(c); i++) loop_for(base, 10);
     ASSERT(rjq_client_connected(c));
 }
+
+long long server_active_jobs(redisContext *rc, const char *q) {
+    return server_int(rc, "ZCOUNT t:{%s}:active -inf (+inf", q);
+}

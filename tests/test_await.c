@@ -270,8 +270,9 @@ static void sync_client(struct event_base *base, rjq_queue *q) {
     ASSERT(loop_until(base, &done, 10000));
 }
 
+/* Whether job id has a value in column `field` (src/lua/lib.lua). */
 static int job_has_field(redisContext *rc, const char *queue, const char *id, const char *field) {
-    return (int)server_int(rc, "HEXISTS t:{%s}:job:%s %s", queue, id, field);
+    return (int)server_int(rc, "HEXISTS t:{%s}:%s %s", queue, field, id);
 }
 
 /* Wait until the job hash records a reply channel (an await is registered
@@ -279,7 +280,7 @@ static int job_has_field(redisContext *rc, const char *queue, const char *id, co
 static int wait_watchers(struct event_base *base, redisContext *rc, const char *queue, const char *id,
                          int want) {
     for (int i = 0; i < 1000; i++) {
-        redisReply *r = server_cmd(rc, "HGET t:{%s}:job:%s n", queue, id);
+        redisReply *r = server_cmd(rc, "HGET t:{%s}:watchers %s", queue, id);
         int n = 0;
         if (r->type == REDIS_REPLY_STRING && r->len > 0) {
             n = 1;
@@ -315,7 +316,7 @@ TEST(await_never_misses_completion_before_during_after_registration) {
     enqueue_id(base, pq, "before-1", "p-before", 0);
     ASSERT(loop_until_count(base, &w.acked, 1, 5000));
     ASSERT_EQ(0, w.ack_errors);
-    redisReply *st = server_cmd(rc, "HGET t:{aw}:job:before-1 s");
+    redisReply *st = server_cmd(rc, "HGET t:{aw}:state before-1");
     ASSERT_STREQ("completed", st->str);
     freeReplyObject(st);
     rec_set(&before[0], RJQ_OK, "r:p-before");
@@ -643,8 +644,8 @@ TEST(timeout_fires_once_late_completion_ignored) {
     start_worker(wq, 4, &w);
     ASSERT(loop_until_count(base, &w.acked, 2, 10000));
     ASSERT_EQ(0, w.ack_errors);
-    ASSERT_EQ(1, job_has_field(rc, "to", "to-2", "n"));
-    ASSERT_EQ(1, job_has_field(rc, "to", "to-1", "n"));
+    ASSERT_EQ(1, job_has_field(rc, "to", "to-2", "watchers"));
+    ASSERT_EQ(1, job_has_field(rc, "to", "to-1", "watchers"));
     loop_for(base, 300);
     ASSERT_EQ(1, r[0].calls);
     ASSERT_EQ(1, r[1].calls);

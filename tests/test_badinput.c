@@ -381,7 +381,7 @@ TEST(wrongtype_key_reported_nothing_written) {
     stats_wait st = stats_of(base, q);
     ASSERT_EQ(RJQ_EWRONGTYPE, st.status);
 
-    ASSERT_EQ(0, server_int(rc, "EXISTS t:{q}:job:j2"));
+    ASSERT_EQ(0, server_int(rc, "HEXISTS t:{q}:payload j2"));
     snapshot(rc, after, sizeof after);
     ASSERT_STREQ(before, after);
 

@@ -904,7 +904,7 @@ TEST(free_client_inside_handler_is_safe) {
     /* The two handed-out jobs were left active (they come back after
      * their lease); the other two were never claimed. */
     redisContext *rc = server_connect(&s);
-    ASSERT_EQ(2, server_int(rc, "ZCARD t:{freeh}:active"));
+    ASSERT_EQ(2, server_active_jobs(rc, "freeh"));
     redisFree(rc);
     event_base_free(base);
     server_stop_guarded(&s);
@@ -1324,7 +1324,7 @@ TEST(counters_and_depths_agree) {
     redisContext *rc = server_connect(&s);
     ASSERT_EQ(st.ready, server_int(rc, "LLEN t:{mix}:ready") + server_int(rc, "ZCARD t:{mix}:prio"));
     ASSERT_EQ(st.delayed, server_int(rc, "ZCARD t:{mix}:delayed"));
-    ASSERT_EQ(st.active, server_int(rc, "ZCARD t:{mix}:active"));
+    ASSERT_EQ(st.active, server_active_jobs(rc, "mix"));
     ASSERT_EQ(st.dead_depth, server_int(rc, "ZCARD t:{mix}:dead"));
     redisFree(rc);
 

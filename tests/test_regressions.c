@@ -800,12 +800,14 @@ TEST(resent_failure_after_the_job_moved_on_is_recognised) {
     ASSERT_EQ(3, r->integer); /* already applied, not "lease lost" */
     freeReplyObject(r);
     /* and nothing changed: B still holds it, one failure counted */
-    r = server_cmd(rc, "HMGET t:{fres}:job:fj s t");
-    ASSERT_STREQ("active", r->element[0]->str);
-    ASSERT_STREQ(rjq_job_token(fres_held), r->element[1]->str);
+    r = server_cmd(rc, "HGET t:{fres}:state fj");
+    ASSERT_STREQ("active", r->str);
+    freeReplyObject(r);
+    r = server_cmd(rc, "HGET t:{fres}:token fj");
+    ASSERT_STREQ(rjq_job_token(fres_held), r->str);
     freeReplyObject(r);
     ASSERT_EQ(1, server_int(rc, "HGET t:{fres}:stats failed"));
-    ASSERT_EQ(1, server_int(rc, "ZCARD t:{fres}:active"));
+    ASSERT_EQ(1, server_active_jobs(rc, "fres"));
 
     ASSERT_OK(rjq_job_complete(fres_held, "", 0, NULL, NULL));
     redisFree(rc);

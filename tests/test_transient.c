@@ -64,12 +64,14 @@ TEST(completion_answered_busy_is_retried_not_lost) {
     ASSERT(loop_until(base, &done, 10000));
     ASSERT_EQ(1, done);
     ASSERT_EQ(RJQ_OK, done_status);
-    redisReply *r = server_cmd(rc, "HMGET t:{busy}:job:1 s r");
-    ASSERT_STREQ("completed", r->element[0]->str);
-    ASSERT_STREQ("done", r->element[1]->str);
+    redisReply *r = server_cmd(rc, "HGET t:{busy}:state 1");
+    ASSERT_STREQ("completed", r->str);
+    freeReplyObject(r);
+    r = server_cmd(rc, "HGET t:{busy}:result 1");
+    ASSERT_STREQ("done", r->str);
     freeReplyObject(r);
     ASSERT_EQ(1, server_int(rc, "HGET t:{busy}:stats completed"));
-    ASSERT_EQ(0, server_int(rc, "ZCARD t:{busy}:active"));
+    ASSERT_EQ(0, server_active_jobs(rc, "busy"));
 
     redisFree(rc);
     rjq_client_free(c);

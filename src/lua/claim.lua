@@ -1,7 +1,7 @@
 -- claim: promote due delayed jobs, then move up to `want` ready jobs to
 -- active with a fresh fencing token and a lease each.
 -- KEYS: 1 ready, 2 prio, 3 delayed, 4 active, 5 stats
--- ARGV: 1 job key prefix, 2 want (<= 1000: unpack() below holds 2*want
+-- ARGV: 1 job name prefix, 2 want (<= 1000: unpack() below holds 2*want
 --       values, and Lua's limit is ~8000), 3 lease ms, 4 token base
 --       (unique per call), 5 wake channel
 -- Returns { next, id, token, payload, attempt, max_attempts, ... } where
@@ -11,18 +11,20 @@
 -- next: no herd, no stranded backlog).
 local ready, prio, delayed, active, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local prefix, want, lease, tbase, wake = ARGV[1], math.min(tonumber(ARGV[2]), 1000), tonumber(ARGV[3]), ARGV[4], ARGV[5]
-expect_types({ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset'})
+local J = columns(prefix)
+expect_types({ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset',
+              J.s, 'hash', J.t, 'hash', J.a, 'hash'})
 local now = now_ms()
 
 -- Due delayed jobs (and retries) become ready first.
 local due = redis.call('ZRANGEBYSCORE', delayed, '-inf', now, 'LIMIT', 0, 1000)
 if #due > 0 then
   redis.call('ZREM', delayed, unpack(due))
+  redis.call('HDEL', J.s, unpack(due)) -- ready
+  local o = redis.call('HMGET', J.o, unpack(due))
   local plain = {}
-  for _, id in ipairs(due) do
-    local k = prefix .. id
-    local p = tonumber(redis.call('HGET', k, 'p') or '0')
-    redis.call('HSET', k, 's', 'ready')
+  for i, id in ipairs(due) do
+    local p = parse_options(o[i])
     if p == 0 then plain[#plain + 1] = id
     else redis.call('ZADD', prio, prio_score(p, redis.call('HINCRBY', stats, 'seq', 1)), id) end
   end
@@ -44,27 +46,36 @@ if #ids < want and redis.call('ZCARD', prio) > 0 then
   for i = 1, #low, 2 do ids[#ids + 1] = low[i] end
 end
 
-local out, za = {-1}, {}
-local emit = monitor(prefix)
-local deadline = int(now + lease)
-for i, id in ipairs(ids) do
-  local k = prefix .. id
-  local v = redis.call('HMGET', k, 'd', 'm', 'a')
-  if v[1] then -- a hash deleted behind rjq's back is skipped
-    local tok = tbase .. '.' .. i
-    local a = tonumber(v[3] or '0') + 1
-    redis.call('HSET', k, 's', 'active', 't', tok, 'a', a)
-    za[#za + 1] = deadline
-    za[#za + 1] = id
-    out[#out + 1] = id
-    out[#out + 1] = tok
-    out[#out + 1] = v[1]
-    out[#out + 1] = a
-    out[#out + 1] = max_attempts(v[2])
-    emit('active', id)
+local out = {-1}
+if #ids > 0 then
+  local emit = monitor(prefix)
+  local deadline = int(now + lease)
+  local d, o, a = hmget(J.d, ids), hmget(J.o, ids), hmget(J.a, ids)
+  local za, st, tk, at = {'+inf', ACTIVE_PIN}, {}, {}, {}
+  for i, id in ipairs(ids) do
+    if d[i] then -- a record deleted behind rjq's back is skipped
+      local tok = tbase .. '.' .. i
+      local n = tonumber(a[i] or '0') + 1
+      local _, max = parse_options(o[i])
+      za[#za + 1] = deadline; za[#za + 1] = id
+      st[#st + 1] = id; st[#st + 1] = 'active'
+      tk[#tk + 1] = id; tk[#tk + 1] = tok
+      at[#at + 1] = id; at[#at + 1] = n
+      out[#out + 1] = id
+      out[#out + 1] = tok
+      out[#out + 1] = d[i]
+      out[#out + 1] = n
+      out[#out + 1] = max
+      emit('active', id)
+    end
+  end
+  if #st > 0 then
+    redis.call('ZADD', active, unpack(za))
+    redis.call('HSET', J.s, unpack(st))
+    redis.call('HSET', J.t, unpack(tk))
+    redis.call('HSET', J.a, unpack(at))
   end
 end
-if #za > 0 then redis.call('ZADD', active, unpack(za)) end
 if #ids == want then
   if redis.call('LLEN', ready) > 0 or redis.call('ZCARD', prio) > 0 then
     redis.call('PUBLISH', wake, '1')

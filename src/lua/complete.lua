@@ -1,44 +1,66 @@
 -- complete: finish a batch of claimed jobs with their results. Each job is
--- checked against its fencing token; a stale token changes nothing.
+-- checked against its fencing token; a stale token changes nothing. Then
+-- the records of completed jobs past the retention time or beyond the
+-- count cap are deleted (oldest first, a bounded number per call).
 -- KEYS: 1 active, 2 completed, 3 stats
--- ARGV: 1 job key prefix, 2 retention ms (-1 keeps forever), 3 completed
---       history cap (<= 0: none), then per job: id, token, result.
+-- ARGV: 1 job name prefix, 2 retention ms (-1: no age limit), 3 most
+--       completed jobs kept (<= 0: no count limit), then per job: id,
+--       token, result.
 -- Returns one code per job: 1 done (or already done with this token),
 -- 0 lease lost.
 local active, completed, stats = KEYS[1], KEYS[2], KEYS[3]
-local prefix, retention, cap = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local keep = tonumber(retention) >= 0
-expect_types({active, 'zset', completed, 'zset', stats, 'hash'})
-local now = int(now_ms()) -- formatted once: number->string costs per call
-local out, gone, hist = {}, {}, {}
+local prefix, retention, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local J = columns(prefix)
+expect_types({active, 'zset', completed, 'zset', stats, 'hash',
+              J.s, 'hash', J.r, 'hash'})
+local now = now_ms()
+local stamp = int(now) -- formatted once: number->string costs per call
 local emit = monitor(prefix)
 
-for i = 4, #ARGV, 3 do
-  local id, tok, res = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local k = prefix .. id
-  local v = redis.call('HMGET', k, 's', 't', 'n')
-  if v[1] == 'active' and v[2] == tok then
-    redis.call('HSET', k, 's', 'completed', 'r', res)
-    if keep then redis.call('PEXPIRE', k, retention) end
+local ids = {}
+for i = 4, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
+local s, t, n = hmget(J.s, ids), hmget(J.t, ids), hmget(J.n, ids)
+local out, gone, st, res, hist = {}, {}, {}, {}, {}
+for i, id in ipairs(ids) do
+  local tok, r = ARGV[3 * i + 2], ARGV[3 * i + 3]
+  if s[i] == 'active' and t[i] == tok then
     gone[#gone + 1] = id
-    if cap > 0 then hist[#hist + 1] = now; hist[#hist + 1] = id end
-    notify(v[3], k, 'completed', res)
+    st[#st + 1] = id; st[#st + 1] = 'completed'
+    res[#res + 1] = id; res[#res + 1] = r
+    hist[#hist + 1] = stamp; hist[#hist + 1] = id
+    notify(n[i], prefix .. id, 'completed', r)
     emit('completed', id)
-    out[#out + 1] = 1
-  elseif v[1] == 'completed' and v[2] == tok then
-    out[#out + 1] = 1 -- a retried completion whose first reply was lost
+    out[i] = 1
+  elseif s[i] == 'completed' and t[i] == tok then
+    out[i] = 1 -- a retried completion whose first reply was lost
   else
-    out[#out + 1] = 0
+    out[i] = 0
   end
 end
 
 if #gone > 0 then
-  redis.call('ZREM', active, unpack(gone))
+  call_all('ZREM', active, gone)
+  call_all('HSET', J.s, st, 2)
+  call_all('HSET', J.r, res, 2)
+  call_all('ZADD', completed, hist, 2)
   redis.call('HINCRBY', stats, 'completed', #gone)
 end
-if #hist > 0 then
-  redis.call('ZADD', completed, unpack(hist))
-  local extra = redis.call('ZCARD', completed) - cap
-  if extra > 0 then redis.call('ZREMRANGEBYRANK', completed, 0, extra - 1) end
+
+-- Retention: delete up to twice as many old records as were added.
+local budget = 2 * #gone + 100
+local old = {}
+if retention >= 0 then
+  old = redis.call('ZRANGEBYSCORE', completed, '-inf', int(now - retention), 'LIMIT', 0, budget)
+end
+if cap > 0 and #old < budget then
+  local extra = redis.call('ZCARD', completed) - #old - cap
+  if extra > 0 then
+    local more = redis.call('ZRANGE', completed, #old, #old + math.min(extra, budget - #old) - 1)
+    for _, id in ipairs(more) do old[#old + 1] = id end
+  end
+end
+if #old > 0 then
+  delete_jobs(J, old)
+  call_all('ZREM', completed, old)
 end
 return out

@@ -1,21 +1,28 @@
 -- extend: push back the lease deadline of running jobs still held with
 -- these tokens.
 -- KEYS: 1 active
--- ARGV: 1 job key prefix, 2 lease ms, then per job: id, token
+-- ARGV: 1 job name prefix, 2 lease ms, then per job: id, token
 -- Returns one code per job: 1 extended, 0 lease lost.
 local active = KEYS[1]
 local prefix, lease = ARGV[1], tonumber(ARGV[2])
+local J = columns(prefix)
 expect_types({active, 'zset'})
 local deadline = int(now_ms() + lease)
-local out = {}
-for i = 3, #ARGV, 2 do
-  local id, tok = ARGV[i], ARGV[i + 1]
-  local v = redis.call('HMGET', prefix .. id, 's', 't')
-  if v[1] == 'active' and v[2] == tok then
-    redis.call('ZADD', active, 'XX', deadline, id)
-    out[#out + 1] = 1
+local ids = {}
+for i = 3, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
+local s, t = hmget(J.s, ids), hmget(J.t, ids)
+local out, za = {}, {}
+for i, id in ipairs(ids) do
+  if s[i] == 'active' and t[i] == ARGV[2 * i + 2] then
+    za[#za + 1] = deadline; za[#za + 1] = id
+    out[i] = 1
   else
-    out[#out + 1] = 0
+    out[i] = 0
+  end
+end
+if #za > 0 then
+  for i = 1, #za, 2 * CHUNK do
+    redis.call('ZADD', active, 'XX', unpack(za, i, math.min(i + 2 * CHUNK - 1, #za)))
   end
 end
 return out

@@ -1,7 +1,7 @@
 -- fail: a claimed job failed. Retry after backoff while attempts remain,
 -- else (or when fatal) move it to dead. Checked against the fencing token.
 -- KEYS: 1 active, 2 ready, 3 prio, 4 delayed, 5 dead, 6 stats
--- ARGV: 1 job key prefix, 2 wake channel, 3 id, 4 token, 5 error text,
+-- ARGV: 1 job name prefix, 2 wake channel, 3 id, 4 token, 5 error text,
 --       6 fatal (0/1), 7 retry delay ms (-1: the job's backoff),
 --       8 jitter in [0,1), 9 dead cap
 -- Returns 0 lease lost, 1 retry scheduled, 2 dead, 3 already failed with
@@ -9,35 +9,38 @@
 local active, ready, prio, delayed, dead, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, wake, id, tok, err = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local fatal, delay, jitter, dead_max = ARGV[6] == '1', tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-expect_types({active, 'zset', ready, 'list', prio, 'zset', delayed, 'zset', dead, 'zset', stats, 'hash'})
-local k = prefix .. id
-local v = redis.call('HMGET', k, 's', 't', 'a', 'm', 'b', 'p', 'f')
+local J = columns(prefix)
+expect_types({active, 'zset', ready, 'list', prio, 'zset', delayed, 'zset', dead, 'zset', stats, 'hash',
+              J.s, 'hash', J.e, 'hash', J.f, 'hash'})
+local v = fields(J, id, 's', 't', 'a', 'o', 'f')
 if v[1] ~= 'active' or v[2] ~= tok then
-  -- 'f' is the token of the claim whose failure was applied last: a call
-  -- re-sent after a lost reply is recognised even if the job moved on
-  if v[7] == tok then return 3 end
+  -- failtoken is the token of the claim whose failure was applied last: a
+  -- call re-sent after a lost reply is recognised even if the job moved on
+  if v[5] == tok then return 3 end
   return 0
 end
 
 local now = now_ms()
 local emit = monitor(prefix)
 redis.call('ZREM', active, id)
-redis.call('HSET', k, 'f', tok)
+redis.call('HSET', J.f, id, tok)
 emit('failed', id)
 redis.call('HINCRBY', stats, 'failed', 1)
-local attempts, max = tonumber(v[3] or '0'), max_attempts(v[4])
+local attempts = tonumber(v[3] or '0')
+local p, max, backoff = parse_options(v[4])
 if fatal or attempts >= max then
-  bury(dead, stats, prefix, k, id, now, err, dead_max, emit)
+  bury(J, dead, stats, id, now, err, dead_max, emit)
   return 2
 end
-if delay < 0 then delay = backoff_ms(v[5], attempts, jitter) end
+if delay < 0 then delay = backoff_ms(backoff, attempts, jitter) end
 redis.call('HINCRBY', stats, 'retried', 1)
 emit('retried', id)
+redis.call('HSET', J.e, id, err)
 if delay > 0 then
-  redis.call('HSET', k, 's', 'delayed', 'e', err)
+  redis.call('HSET', J.s, id, 'delayed')
   if push_delayed(delayed, id, now + delay) then redis.call('PUBLISH', wake, '1') end
 else
-  redis.call('HSET', k, 's', 'ready', 'e', err)
-  push_ready(ready, prio, stats, wake, id, tonumber(v[6] or '0'), false)
+  redis.call('HDEL', J.s, id)
+  push_ready(ready, prio, stats, wake, id, p, false)
 end
 return 1

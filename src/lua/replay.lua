@@ -1,21 +1,23 @@
 -- replay: dead jobs go back to ready with their attempts reset.
 -- KEYS: 1 dead, 2 ready, 3 prio, 4 stats
--- ARGV: 1 job key prefix, 2 wake channel, 3 id ('' = the oldest ones),
+-- ARGV: 1 job name prefix, 2 wake channel, 3 id ('' = the oldest ones),
 --       4 max jobs when no id is given
 -- Returns the number replayed; with an id: -1 no such job, -2 not dead.
 local dead, ready, prio, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local prefix, wake, id, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-expect_types({dead, 'zset', ready, 'list', prio, 'zset', stats, 'hash'})
+local J = columns(prefix)
+expect_types({dead, 'zset', ready, 'list', prio, 'zset', stats, 'hash',
+              J.s, 'hash', J.a, 'hash', J.t, 'hash'})
 
 local function replay_one(jid)
-  local k = prefix .. jid
-  local v = redis.call('HMGET', k, 's', 'p')
-  if not v[1] then return -1 end
+  if redis.call('HEXISTS', J.d, jid) == 0 then return -1 end
+  local v = fields(J, jid, 's', 'o')
   if v[1] ~= 'dead' then return -2 end
   redis.call('ZREM', dead, jid)
-  redis.call('HSET', k, 's', 'ready', 'a', 0)
-  redis.call('HDEL', k, 't')
-  push_ready(ready, prio, stats, wake, jid, tonumber(v[2] or '0'), false)
+  redis.call('HDEL', J.s, jid) -- ready
+  redis.call('HDEL', J.a, jid)
+  redis.call('HDEL', J.t, jid)
+  push_ready(ready, prio, stats, wake, jid, (parse_options(v[2])), false)
   return 1
 end
 
@@ -26,7 +28,7 @@ if id ~= '' then
 else
   for _, jid in ipairs(redis.call('ZRANGE', dead, 0, limit - 1)) do
     if replay_one(jid) == 1 then n = n + 1
-    else redis.call('ZREM', dead, jid) end -- hash gone: drop the stale entry
+    else redis.call('ZREM', dead, jid) end -- record gone: drop the stale entry
   end
 end
 if n > 0 then redis.call('HINCRBY', stats, 'replayed', n) end

@@ -9,6 +9,6 @@ local out = {}
 for i = 1, 7 do out[i] = tonumber(c[i] or '0') end
 out[8] = redis.call('LLEN', ready) + redis.call('ZCARD', prio)
 out[9] = redis.call('ZCARD', delayed)
-out[10] = redis.call('ZCARD', active)
+out[10] = redis.call('ZCARD', active) - (redis.call('ZSCORE', active, ACTIVE_PIN) and 1 or 0)
 out[11] = redis.call('ZCARD', dead)
 return out

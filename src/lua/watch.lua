@@ -3,15 +3,17 @@
 -- running gets the client's reply channel added to its watchers, so the
 -- script that finishes it publishes to the client. Run only once the
 -- client's subscription is confirmed: no outcome can fall in between.
--- KEYS: job keys (all of one queue)
+-- KEYS: job names <prefix>:{Q}:job:<id> (all of one queue)
 -- ARGV: 1 reply channel
--- Returns { code, body, ... } per key: 0 no such job, 1 completed (body =
+-- Returns { code, body, ... } per name: 0 no such job, 1 completed (body =
 -- result), 2 dead (body = last error), 3 pending (now watched).
 local ch = ARGV[1]
 local out = {}
-for _, k in ipairs(KEYS) do
-  local v = redis.call('HMGET', k, 's', 'r', 'e', 'n')
-  if not v[1] then
+for _, name in ipairs(KEYS) do
+  local prefix, id = split_name(name)
+  local J = prefix and columns(prefix)
+  local v = J and fields(J, id, 's', 'r', 'e', 'n')
+  if not J or (not v[1] and redis.call('HEXISTS', J.d, id) == 0) then
     out[#out + 1] = 0; out[#out + 1] = ''
   elseif v[1] == 'completed' then
     out[#out + 1] = 1; out[#out + 1] = v[2] or ''
@@ -21,7 +23,7 @@ for _, k in ipairs(KEYS) do
     local n = v[4] or ''
     if not string.find(' ' .. n .. ' ', ' ' .. ch .. ' ', 1, true) then
       if n == '' then n = ch else n = n .. ' ' .. ch end
-      redis.call('HSET', k, 'n', n)
+      redis.call('HSET', J.n, id, n)
     end
     out[#out + 1] = 3; out[#out + 1] = ''
   end

@@ -19,7 +19,7 @@
  * only if they do.
  *
  * Each run uses its own queue (demo-<time>-<pid>), so runs against a shared
- * Redis do not see each other. Completed job hashes expire after a minute;
+ * Redis do not see each other. Completed jobs are deleted after a minute;
  * dead jobs (only with --dead) stay in the queue's dead set for replay.
  *
  * Environment: REDIS_URL (default redis://127.0.0.1:6379), DEMO_N,
@@ -564,7 +564,7 @@ static int setup(demo *d) {
     if (d->cfg.queue) snprintf(d->queue_name, sizeof d->queue_name, "%s", d->cfg.queue);
     else snprintf(d->queue_name, sizeof d->queue_name, "demo-%ld-%ld", (long)time(NULL), (long)getpid());
     rjq_queue_options qo = {0};
-    qo.retention_ms = 60000; /* finished job hashes go away after a minute */
+    qo.retention_ms = 60000; /* completed jobs are deleted after a minute */
     if ((rc = rjq_queue_open(d->c, d->queue_name, &qo, &d->q)) != RJQ_OK) {
         fprintf(stderr, "rjq-demo: cannot open queue %s: %s\n", d->queue_name, rjq_strerror(rc));
         return -1;

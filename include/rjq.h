@@ -208,8 +208,9 @@ typedef struct rjq_queue_options {
                                3600000 (1 h); -1: no age limit */
     long completed_max;     /* at most this many completed jobs are kept, the
                                oldest deleted first; default 100000; -1: no
-                               count limit. Deletion happens in completion
-                               calls, a bounded number each time */
+                               count limit. Records are deleted by
+                               completion calls and by the workers'
+                               reclaim sweep, a bounded number each time */
     long dead_max;          /* dead jobs kept (oldest dropped and deleted past
                                this); default 100000 */
 } rjq_queue_options;
@@ -280,7 +281,7 @@ typedef void rjq_enqueue_cb(rjq_client *c, int status, const rjq_enqueued *jobs,
                             size_t n, void *data);
 
 /*
- * Enqueue one job (payload is binary-safe, may be empty). The job hash and
+ * Enqueue one job (payload is binary-safe, may be empty). The job record and
  * its place in ready/delayed are written by one script: no half jobs.
  * cb may be NULL. cb gets status RJQ_OK and n == 1, or an error and n == 0:
  * RJQ_EWRONGTYPE, RJQ_EOOM, RJQ_EAUTH, RJQ_EREDIS (nothing written), or
@@ -506,7 +507,9 @@ RJQ_API int rjq_queue_replay(rjq_queue *q, const char *id, long limit,
                              rjq_count_cb *cb, void *data);
 
 /* Run one lease sweep now (workers do this on their own timer); cb gets the
- * number of jobs reclaimed, or 0 when another sweeper held the guard. */
+ * number of jobs reclaimed, or 0 when another sweeper held the guard. The
+ * sweep also deletes completed jobs past the queue's retention (up to 1000
+ * per call). */
 RJQ_API int rjq_queue_reclaim(rjq_queue *q, rjq_count_cb *cb, void *data);
 
 /* A job's stored state, as read by rjq_queue_job(). */

@@ -312,12 +312,15 @@ static void on_swept(rjq_client *c, int status, redisReply *r, void *priv) {
 int rjq__reclaim_send(rjq_queue *q, long guard_ms, rjq__reply_fn *fn, void *priv) {
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DEAD, RJQ__K_STATS, RJQ__K_GUARD);
+    RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DEAD, RJQ__K_STATS, RJQ__K_GUARD,
+              RJQ__K_COMPLETED);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_ll(&a, guard_ms);
     rjq__argv_ll(&a, RECLAIM_LIMIT);
     rjq__argv_ll(&a, q->dead_max);
+    rjq__argv_ll(&a, q->retention_ms);
+    rjq__argv_ll(&a, q->completed_max);
     int rc = a.oom ? RJQ_ENOMEM : rjq__script(q->c, RJQ__S_RECLAIM, 0, fn, priv, a.n, a.v, a.len);
     rjq__argv_free(&a);
     return rc;

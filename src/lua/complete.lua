@@ -1,7 +1,8 @@
 -- complete: finish a batch of claimed jobs with their results. Each job is
 -- checked against its fencing token; a stale token changes nothing. Then
 -- the records of completed jobs past the retention time or beyond the
--- count cap are deleted (oldest first, a bounded number per call).
+-- count cap are deleted (oldest first, a bounded number per call; the
+-- reclaim sweep deletes them too, so an idle queue is cleaned up as well).
 -- KEYS: 1 active, 2 completed, 3 stats
 -- ARGV: 1 job name prefix, 2 retention ms (-1: no age limit), 3 most
 --       completed jobs kept (<= 0: no count limit), then per job: id,
@@ -47,20 +48,5 @@ if #gone > 0 then
 end
 
 -- Retention: delete up to twice as many old records as were added.
-local budget = 2 * #gone + 100
-local old = {}
-if retention >= 0 then
-  old = redis.call('ZRANGEBYSCORE', completed, '-inf', int(now - retention), 'LIMIT', 0, budget)
-end
-if cap > 0 and #old < budget then
-  local extra = redis.call('ZCARD', completed) - #old - cap
-  if extra > 0 then
-    local more = redis.call('ZRANGE', completed, #old, #old + math.min(extra, budget - #old) - 1)
-    for _, id in ipairs(more) do old[#old + 1] = id end
-  end
-end
-if #old > 0 then
-  delete_jobs(J, old)
-  call_all('ZREM', completed, old)
-end
+sweep_completed(J, completed, retention, cap, now, 2 * #gone + 100)
 return out

@@ -223,6 +223,27 @@ local function bury(J, dead, stats, id, now, err, dead_max, emit)
   end
 end
 
+-- Retention: delete the records of up to `budget` completed jobs (oldest
+-- first) that are older than `retention` ms (-1: no age limit) or beyond
+-- the `cap` newest (<= 0: no count limit). `completed` is their index.
+local function sweep_completed(J, completed, retention, cap, now, budget)
+  local old = {}
+  if retention >= 0 then
+    old = redis.call('ZRANGEBYSCORE', completed, '-inf', int(now - retention), 'LIMIT', 0, budget)
+  end
+  if cap > 0 and #old < budget then
+    local extra = redis.call('ZCARD', completed) - #old - cap
+    if extra > 0 then
+      local more = redis.call('ZRANGE', completed, #old, #old + math.min(extra, budget - #old) - 1)
+      for _, id in ipairs(more) do old[#old + 1] = id end
+    end
+  end
+  if #old > 0 then
+    delete_jobs(J, old)
+    call_all('ZREM', completed, old)
+  end
+end
+
 -- Push ids (priority 0) to the tail of ready.
 local function rpush_all(ready, ids)
   call_all('RPUSH', ready, ids)

@@ -2,20 +2,24 @@
 -- the head of ready, or to dead when their attempts are spent. One sweeper
 -- per period: the guard key is taken with SET NX PX. Cost is proportional
 -- to the expired jobs, not to the active set.
--- KEYS: 1 active, 2 ready, 3 prio, 4 dead, 5 stats, 6 guard
+-- The sweeper also applies retention to completed jobs (see
+-- sweep_completed), so records go away even when no completions come.
+-- KEYS: 1 active, 2 ready, 3 prio, 4 dead, 5 stats, 6 guard, 7 completed
 -- ARGV: 1 job name prefix, 2 wake channel, 3 guard ms (0: no guard),
---       4 max jobs, 5 dead cap
+--       4 max jobs, 5 dead cap, 6 retention ms, 7 completed cap
 -- Returns the number of jobs reclaimed, or -1 when another sweeper holds
 -- the guard.
-local active, ready, prio, dead, stats, guard = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local active, ready, prio, dead, stats, guard, completed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local prefix, wake, guard_ms, limit, dead_max = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local retention, cap = tonumber(ARGV[6]), tonumber(ARGV[7])
 local J = columns(prefix)
-expect_types({active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash',
+expect_types({active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash', completed, 'zset',
               J.s, 'hash', J.e, 'hash', J.t, 'hash'})
 if guard_ms > 0 and not redis.call('SET', guard, '1', 'NX', 'PX', guard_ms) then
   return -1
 end
 local now = now_ms()
+sweep_completed(J, completed, retention, cap, now, limit)
 local ids = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, limit)
 if #ids == 0 then return 0 end
 -- ids whose record is gone or not active (stale entries) are dropped

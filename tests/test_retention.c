@@ -1,0 +1,173 @@
+/*
+ * Retention of completed jobs: their records (every column of
+ * src/lua/lib.lua) are deleted oldest first beyond the queue's
+ * completed_max, and past its retention_ms, by completion calls and by the
+ * reclaim sweep (so an idle queue is cleaned up too); jobs that have not
+ * completed are never touched, and -1/-1 keeps everything.
+ *
+ * No timing assertion: waits are safety nets; "past the retention time" is
+ * a retention of 1 ms and a 20 ms pause before the sweep is asked for.
+ */
+#include "harness.h"
+#include "server.h"
+#include "waits.h"
+
+static const char *const columns[] = {"payload", "state",  "attempts",  "options", "token",
+                                      "result",  "error",  "failtoken", "watchers"};
+
+/* Most entries any job column of queue q holds. */
+static long long max_column_len(redisContext *rc, const char *q) {
+    long long most = 0;
+    for (size_t i = 0; i < sizeof columns / sizeof columns[0]; i++) {
+        long long n = server_int(rc, "HLEN t:{%s}:%s", q, columns[i]);
+        if (n > most) most = n;
+    }
+    return most;
+}
+
+static void complete_handler(rjq_job *job, void *data) {
+    size_t len;
+    const char *p = rjq_job_payload(job, &len);
+    char res[64];
+    int n = snprintf(res, sizeof res, "r:%.*s", (int)len, p);
+    ASSERT_OK(rjq_job_complete(job, res, (size_t)n, on_done_ok, data));
+}
+
+static rjq_queue *open_queue(rjq_client *c, const char *name, long long retention_ms,
+                             long completed_max) {
+    rjq_queue_options o = {.retention_ms = retention_ms, .completed_max = completed_max};
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(c, name, &o, &q));
+    return q;
+}
+
+/* Enqueue jobs id<NN> (payload p<NN>) for NN in 1..n and wait for the
+ * replies. Zero-padded ids sort like their completion order, so ties of
+ * completion time (same ms) cannot reorder them. */
+static void enqueue_ids(struct event_base *base, rjq_queue *q, const char *id, int n) {
+    for (int i = 1; i <= n; i++) {
+        char jid[32], payload[32];
+        snprintf(jid, sizeof jid, "%s%02d", id, i);
+        snprintf(payload, sizeof payload, "p%02d", i);
+        rjq_job_options o = {.id = jid};
+        ASSERT_OK(rjq_enqueue(q, payload, strlen(payload), &o, NULL, NULL));
+    }
+    get_stats(base, q); /* a round trip: the enqueues are done */
+}
+
+static void on_stopped(rjq_worker *w, int status, void *data) {
+    (void)w;
+    ASSERT_OK(status);
+    *(int *)data = 1;
+}
+
+/* Run a worker (concurrency 1: completions in enqueue order) until n jobs
+ * completed, then stop it. */
+static void run_worker(struct event_base *base, rjq_queue *q, long n) {
+    long done = 0;
+    rjq_worker_options wo = {.concurrency = 1};
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, complete_handler, &done, &w));
+    ASSERT(loop_until_count(base, &done, n, 20000));
+    int stopped = 0;
+    ASSERT_OK(rjq_worker_stop(w, on_stopped, &stopped));
+    ASSERT(loop_until(base, &stopped, 10000));
+}
+
+static long long sweep(struct event_base *base, rjq_queue *q) {
+    count_wait cw = {0};
+    ASSERT_OK(rjq_queue_reclaim(q, on_count, &cw));
+    ASSERT(loop_until(base, &cw.done, 10000));
+    ASSERT_OK(cw.status);
+    return cw.n;
+}
+
+TEST(completed_beyond_count_cap_deleted_oldest_first) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *q = open_queue(c, "cap", -1, 5);
+    redisContext *rc = server_connect(&s);
+
+    enqueue_ids(base, q, "c", 12);
+    run_worker(base, q, 12);
+
+    ASSERT_EQ(12, get_stats(base, q).completed);
+    ASSERT_EQ(5, server_int(rc, "ZCARD t:{cap}:completed"));
+    ASSERT_EQ(5, server_int(rc, "HLEN t:{cap}:result"));
+    ASSERT_EQ(5, max_column_len(rc, "cap")); /* no column keeps a deleted job */
+    for (int i = 1; i <= 12; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "c%02d", i);
+        info_wait iw = get_info(base, q, id);
+        if (i <= 7) {
+            ASSERT_EQ(RJQ_ENOTFOUND, iw.status);
+        } else {
+            char want[8];
+            snprintf(want, sizeof want, "r:p%02d", i);
+            ASSERT_OK(iw.status);
+            ASSERT_STREQ("completed", iw.state);
+            ASSERT_STREQ(want, iw.result);
+        }
+    }
+    redisFree(rc);
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}
+
+TEST(completed_past_retention_deleted_by_sweep_on_idle_queue) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *q = open_queue(c, "age", 1, -1);
+    redisContext *rc = server_connect(&s);
+
+    enqueue_ids(base, q, "a", 3);
+    run_worker(base, q, 3);
+    /* The last completion call cannot have deleted its own job (completed
+     * "now", not 1 ms ago) and no completion comes after it. */
+    enqueue_ids(base, q, "waiting", 1); /* no worker: it stays ready */
+    loop_for(base, 20);
+    sweep(base, q);
+
+    ASSERT_EQ(0, server_int(rc, "ZCARD t:{age}:completed"));
+    ASSERT_EQ(0, server_int(rc, "HLEN t:{age}:result"));
+    ASSERT_EQ(1, server_int(rc, "HLEN t:{age}:payload")); /* the waiting job */
+    ASSERT_EQ(1, max_column_len(rc, "age"));
+    ASSERT_EQ(RJQ_ENOTFOUND, get_info(base, q, "a03").status);
+    info_wait iw = get_info(base, q, "waiting01");
+    ASSERT_OK(iw.status);
+    ASSERT_STREQ("ready", iw.state);
+    ASSERT_EQ(1, get_stats(base, q).ready);
+    redisFree(rc);
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}
+
+TEST(no_retention_limits_keep_every_completed_job) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *q = open_queue(c, "keep", -1, -1);
+    redisContext *rc = server_connect(&s);
+
+    enqueue_ids(base, q, "k", 20);
+    run_worker(base, q, 20);
+    loop_for(base, 20);
+    sweep(base, q);
+
+    ASSERT_EQ(20, server_int(rc, "ZCARD t:{keep}:completed"));
+    ASSERT_EQ(20, server_int(rc, "HLEN t:{keep}:result"));
+    info_wait iw = get_info(base, q, "k01");
+    ASSERT_OK(iw.status);
+    ASSERT_STREQ("r:p01", iw.result);
+    redisFree(rc);
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}

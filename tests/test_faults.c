@@ -87,7 +87,8 @@ static int client_list_has(redisContext *rc, const char *needle) {
     return found;
 }
 
-/* Pipelined HGET of the state of each job; every one must be "completed". */
+/* Pipelined HGET of the state of each job; every one must be "completed"
+ * ("completed <attempts> <token>", see src/lua/lib.lua). */
 static void assert_states_completed(redisContext *rc, const char *q, char **ids, long n) {
     for (long base = 0; base < n; base += 1000) {
         long end = base + 1000 < n ? base + 1000 : n;
@@ -96,7 +97,7 @@ static void assert_states_completed(redisContext *rc, const char *q, char **ids,
         for (long i = base; i < end; i++) {
             redisReply *r = NULL;
             ASSERT(redisGetReply(rc, (void **)&r) == REDIS_OK && r != NULL);
-            if (r->type != REDIS_REPLY_STRING || strcmp(r->str, "completed") != 0)
+            if (r->type != REDIS_REPLY_STRING || strncmp(r->str, "completed ", 10) != 0)
                 FAIL_AT(__FILE__, __LINE__, "job %s is in state \"%s\", not completed", ids[i],
                         r->type == REDIS_REPLY_STRING ? r->str : "(nil)");
             freeReplyObject(r);

@@ -12,8 +12,8 @@
 #include "server.h"
 #include "waits.h"
 
-static const char *const columns[] = {"payload", "state",  "attempts",  "options", "token",
-                                      "result",  "error",  "failtoken", "watchers"};
+static const char *const columns[] = {"payload", "state",     "options", "result",
+                                      "error",   "failtoken", "watchers"};
 
 /* Most entries any job column of queue q holds. */
 static long long max_column_len(redisContext *rc, const char *q) {

@@ -171,9 +171,7 @@ for id in d1 d2 d3; do
     expect_out "$id"
     rcli LREM 'rjq:{dq}:ready' 0 "$id"
     rcli ZADD 'rjq:{dq}:active' 0 "$id"
-    rcli HSET 'rjq:{dq}:state' "$id" active
-    rcli HSET 'rjq:{dq}:attempts' "$id" 1
-    rcli HSET 'rjq:{dq}:token' "$id" crashed.1
+    rcli HSET 'rjq:{dq}:state' "$id" 'active 1 crashed.1'  # state attempts token
 done
 run enqueue dq alive --id alive-1
 run reclaim dq

@@ -13,21 +13,23 @@ local ready, prio, delayed, active, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], 
 local prefix, want, lease, tbase, wake = ARGV[1], math.min(tonumber(ARGV[2]), 1000), tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local J = columns(prefix)
 expect_types({ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset',
-              J.s, 'hash', J.t, 'hash', J.a, 'hash'})
+              J.s, 'hash', J.o, 'hash'})
 local now = now_ms()
 
 -- Due delayed jobs (and retries) become ready first.
 local due = redis.call('ZRANGEBYSCORE', delayed, '-inf', now, 'LIMIT', 0, 1000)
 if #due > 0 then
   redis.call('ZREM', delayed, unpack(due))
-  redis.call('HDEL', J.s, unpack(due)) -- ready
-  local o = redis.call('HMGET', J.o, unpack(due))
-  local plain = {}
+  local o, s = redis.call('HMGET', J.o, unpack(due)), redis.call('HMGET', J.s, unpack(due))
+  local st, plain = {}, {}
   for i, id in ipairs(due) do
+    local _, a = state_of(s[i])
+    st[#st + 1] = id; st[#st + 1] = state_value('ready', a)
     local p = parse_options(o[i])
     if p == 0 then plain[#plain + 1] = id
     else redis.call('ZADD', prio, prio_score(p, redis.call('HINCRBY', stats, 'seq', 1)), id) end
   end
+  redis.call('HSET', J.s, unpack(st))
   if #plain > 0 then rpush_all(ready, plain) end
 end
 
@@ -50,17 +52,16 @@ local out = {-1}
 if #ids > 0 then
   local emit = monitor(prefix)
   local deadline = int(now + lease)
-  local d, o, a = hmget(J.d, ids), hmget(J.o, ids), hmget(J.a, ids)
-  local za, st, tk, at = {'+inf', ACTIVE_PIN}, {}, {}, {}
+  local d, o, s = hmget(J.d, ids), hmget(J.o, ids), hmget(J.s, ids)
+  local za, st = {'+inf', ACTIVE_PIN}, {}
   for i, id in ipairs(ids) do
     if d[i] then -- a record deleted behind rjq's back is skipped
       local tok = tbase .. '.' .. i
-      local n = tonumber(a[i] or '0') + 1
+      local _, a = state_of(s[i])
+      local n = a + 1
       local _, max = parse_options(o[i])
       za[#za + 1] = deadline; za[#za + 1] = id
-      st[#st + 1] = id; st[#st + 1] = 'active'
-      tk[#tk + 1] = id; tk[#tk + 1] = tok
-      at[#at + 1] = id; at[#at + 1] = n
+      st[#st + 1] = id; st[#st + 1] = 'active ' .. n .. ' ' .. tok
       out[#out + 1] = id
       out[#out + 1] = tok
       out[#out + 1] = d[i]
@@ -72,8 +73,6 @@ if #ids > 0 then
   if #st > 0 then
     redis.call('ZADD', active, unpack(za))
     redis.call('HSET', J.s, unpack(st))
-    redis.call('HSET', J.t, unpack(tk))
-    redis.call('HSET', J.a, unpack(at))
   end
 end
 if #ids == want then

@@ -20,19 +20,20 @@ local emit = monitor(prefix)
 
 local ids = {}
 for i = 4, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
-local s, t, n = hmget(J.s, ids), hmget(J.t, ids), hmget(J.n, ids)
+local s, n = hmget(J.s, ids), hmget(J.n, ids)
 local out, gone, st, res, hist = {}, {}, {}, {}, {}
 for i, id in ipairs(ids) do
   local tok, r = ARGV[3 * i + 2], ARGV[3 * i + 3]
-  if s[i] == 'active' and t[i] == tok then
+  local state, a, t = state_of(s[i])
+  if state == 'active' and t == tok then
     gone[#gone + 1] = id
-    st[#st + 1] = id; st[#st + 1] = 'completed'
+    st[#st + 1] = id; st[#st + 1] = state_value('completed', a, tok)
     res[#res + 1] = id; res[#res + 1] = r
     hist[#hist + 1] = stamp; hist[#hist + 1] = id
-    notify(n[i], prefix .. id, 'completed', r)
+    if n[i] then notify(n[i], prefix .. id, 'completed', r) end
     emit('completed', id)
     out[i] = 1
-  elseif s[i] == 'completed' and t[i] == tok then
+  elseif state == 'completed' and t == tok then
     out[i] = 1 -- a retried completion whose first reply was lost
   else
     out[i] = 0

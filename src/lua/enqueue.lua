@@ -55,7 +55,7 @@ for i = 4, #ARGV, 3 do
     if ch ~= '' then watch[#watch + 1] = id; watch[#watch + 1] = ch end
     if delay > 0 then
       now = now or now_ms()
-      states[#states + 1] = id; states[#states + 1] = 'delayed'
+      states[#states + 1] = id; states[#states + 1] = state_value('delayed', 0)
       if push_delayed(delayed, id, now + delay) then ring = true end
     else
       if p == 0 then plain[#plain + 1] = id

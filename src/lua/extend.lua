@@ -10,10 +10,11 @@ expect_types({active, 'zset'})
 local deadline = int(now_ms() + lease)
 local ids = {}
 for i = 3, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
-local s, t = hmget(J.s, ids), hmget(J.t, ids)
+local s = hmget(J.s, ids)
 local out, za = {}, {}
 for i, id in ipairs(ids) do
-  if s[i] == 'active' and t[i] == ARGV[2 * i + 2] then
+  local state, _, t = state_of(s[i])
+  if state == 'active' and t == ARGV[2 * i + 2] then
     za[#za + 1] = deadline; za[#za + 1] = id
     out[i] = 1
   else

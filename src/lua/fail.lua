@@ -12,11 +12,12 @@ local fatal, delay, jitter, dead_max = ARGV[6] == '1', tonumber(ARGV[7]), tonumb
 local J = columns(prefix)
 expect_types({active, 'zset', ready, 'list', prio, 'zset', delayed, 'zset', dead, 'zset', stats, 'hash',
               J.s, 'hash', J.e, 'hash', J.f, 'hash'})
-local v = fields(J, id, 's', 't', 'a', 'o', 'f')
-if v[1] ~= 'active' or v[2] ~= tok then
+local v = fields(J, id, 's', 'o', 'f')
+local state, attempts, t = state_of(v[1])
+if state ~= 'active' or t ~= tok then
   -- failtoken is the token of the claim whose failure was applied last: a
   -- call re-sent after a lost reply is recognised even if the job moved on
-  if v[5] == tok then return 3 end
+  if v[3] == tok then return 3 end
   return 0
 end
 
@@ -26,10 +27,9 @@ redis.call('ZREM', active, id)
 redis.call('HSET', J.f, id, tok)
 emit('failed', id)
 redis.call('HINCRBY', stats, 'failed', 1)
-local attempts = tonumber(v[3] or '0')
-local p, max, backoff = parse_options(v[4])
+local p, max, backoff = parse_options(v[2])
 if fatal or attempts >= max then
-  bury(J, dead, stats, id, now, err, dead_max, emit)
+  bury(J, dead, stats, id, attempts, now, err, dead_max, emit)
   return 2
 end
 if delay < 0 then delay = backoff_ms(backoff, attempts, jitter) end
@@ -37,10 +37,10 @@ redis.call('HINCRBY', stats, 'retried', 1)
 emit('retried', id)
 redis.call('HSET', J.e, id, err)
 if delay > 0 then
-  redis.call('HSET', J.s, id, 'delayed')
+  redis.call('HSET', J.s, id, state_value('delayed', attempts))
   if push_delayed(delayed, id, now + delay) then redis.call('PUBLISH', wake, '1') end
 else
-  redis.call('HDEL', J.s, id)
+  redis.call('HSET', J.s, id, state_value('ready', attempts))
   push_ready(ready, prio, stats, wake, id, p, false)
 end
 return 1

@@ -6,7 +6,8 @@ local prefix, id = split_name(KEYS[1])
 local none = {false, false, false, false, false, false}
 if not prefix then return none end
 local J = columns(prefix)
-local v = fields(J, id, 's', 'a', 'o', 'd', 'r', 'e')
-if not v[4] then return none end
-local _, max = parse_options(v[3])
-return {v[1] or 'ready', v[2] or '0', tostring(max), v[4], v[5], v[6]}
+local v = fields(J, id, 's', 'o', 'd', 'r', 'e')
+if not v[3] then return none end
+local state, attempts = state_of(v[1])
+local _, max = parse_options(v[2])
+return {state, tostring(attempts), tostring(max), v[3], v[4], v[5]}

@@ -18,12 +18,13 @@
 -- of one call per job (a redis.call costs ~1 us; five per job capped the
 -- drain rate):
 --   payload   the payload; a job exists while it has one
---   state     absent = ready (in ready or prio), else delayed, active,
---             completed or dead
---   attempts  attempts started (absent = 0)
+--   state     "<state> <attempts> [<token>]": state is ready, delayed,
+--             active, completed or dead, attempts the runs started, token
+--             that of the current claim (active, completed); absent means
+--             "ready 0" (see state_of). One field, so a claim writes one
+--             value per job and a completion reads one to check the token.
 --   options   "priority,max_attempts,backoff" when not all defaults;
 --             backoff is "kind,base,max" or empty
---   token     token of the current (or last) claim
 --   result    result of a completed job
 --   error     last error
 --   failtoken token of the claim whose failure was applied last
@@ -35,9 +36,8 @@
 local PRIO_SHIFT = 4294967296
 local DEFAULT_MAX_ATTEMPTS = 3 -- also RJQ's C default; not stored per job
 
-local COLUMNS = {d = 'payload', s = 'state', a = 'attempts', o = 'options',
-                 t = 'token', r = 'result', e = 'error', f = 'failtoken',
-                 n = 'watchers'}
+local COLUMNS = {d = 'payload', s = 'state', o = 'options', r = 'result',
+                 e = 'error', f = 'failtoken', n = 'watchers'}
 
 -- The column keys of a queue, from its "<prefix>:{Q}:job:" name prefix:
 -- J.d, J.s, ... (see COLUMNS), J.all (every column), J.prefix.
@@ -91,6 +91,20 @@ end
 local function delete_jobs(J, ids)
   if #ids == 0 then return end
   for _, col in ipairs(J.all) do call_all('HDEL', col, ids) end
+end
+
+-- A state column value: state, attempts, token (nil when none).
+local function state_of(v)
+  if not v then return 'ready', 0, nil end
+  local s, a, t = string.match(v, '^(%a+) (%d+) ?(.*)$')
+  if t == '' then t = nil end
+  return s, tonumber(a), t
+end
+
+-- The state column value for state s, attempts a, token t (may be nil).
+local function state_value(s, a, t)
+  if t then return s .. ' ' .. a .. ' ' .. t end
+  return s .. ' ' .. a
 end
 
 -- A job's options: priority, max attempts, backoff spec (nil = default).
@@ -207,12 +221,12 @@ local function monitor(prefix)
   return function() end
 end
 
--- Move job `id` to the dead set with error text err; drop the oldest dead
+-- Move job `id` (attempts spent so far) to the dead set with error text err; drop the oldest dead
 -- jobs (and their records) beyond dead_max.
-local function bury(J, dead, stats, id, now, err, dead_max, emit)
+local function bury(J, dead, stats, id, attempts, now, err, dead_max, emit)
   redis.call('ZADD', dead, int(now), id)
   emit('dead', id)
-  redis.call('HSET', J.s, id, 'dead')
+  redis.call('HSET', J.s, id, state_value('dead', attempts))
   redis.call('HSET', J.e, id, err)
   redis.call('HINCRBY', stats, 'dead', 1)
   notify(redis.call('HGET', J.n, id), J.prefix .. id, 'dead', err)

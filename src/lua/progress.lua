@@ -5,7 +5,8 @@
 local name = KEYS[1]
 local prefix, id = split_name(name)
 if not prefix then return 0 end
-local v = fields(columns(prefix), id, 's', 't', 'n')
-if v[1] ~= 'active' or v[2] ~= ARGV[1] then return 0 end
-notify(v[3], name, 'progress', ARGV[2])
+local v = fields(columns(prefix), id, 's', 'n')
+local state, _, t = state_of(v[1])
+if state ~= 'active' or t ~= ARGV[1] then return 0 end
+notify(v[2], name, 'progress', ARGV[2])
 return 1

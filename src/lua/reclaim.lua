@@ -14,7 +14,7 @@ local prefix, wake, guard_ms, limit, dead_max = ARGV[1], ARGV[2], tonumber(ARGV[
 local retention, cap = tonumber(ARGV[6]), tonumber(ARGV[7])
 local J = columns(prefix)
 expect_types({active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash', completed, 'zset',
-              J.s, 'hash', J.e, 'hash', J.t, 'hash'})
+              J.s, 'hash', J.e, 'hash'})
 if guard_ms > 0 and not redis.call('SET', guard, '1', 'NX', 'PX', guard_ms) then
   return -1
 end
@@ -27,17 +27,18 @@ redis.call('ZREM', active, unpack(ids))
 local emit = monitor(prefix)
 local n = 0
 for _, id in ipairs(ids) do
-  local v = fields(J, id, 's', 'a', 'o')
-  if v[1] == 'active' then
+  local v = fields(J, id, 's', 'o')
+  local state, attempts = state_of(v[1])
+  if state == 'active' then
     n = n + 1
     emit('reclaimed', id)
-    local p, max = parse_options(v[3])
-    if tonumber(v[2] or '0') >= max then
-      bury(J, dead, stats, id, now, 'lease expired', dead_max, emit)
+    local p, max = parse_options(v[2])
+    if attempts >= max then
+      bury(J, dead, stats, id, attempts, now, 'lease expired', dead_max, emit)
     else
-      redis.call('HDEL', J.s, id) -- ready
+      -- without the dead worker's token, which fences nothing now
+      redis.call('HSET', J.s, id, state_value('ready', attempts))
       redis.call('HSET', J.e, id, 'lease expired')
-      redis.call('HDEL', J.t, id) -- the dead worker's token fences nothing now
       push_ready(ready, prio, stats, wake, id, p, true)
     end
   end

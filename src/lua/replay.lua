@@ -7,16 +7,14 @@ local dead, ready, prio, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local prefix, wake, id, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local J = columns(prefix)
 expect_types({dead, 'zset', ready, 'list', prio, 'zset', stats, 'hash',
-              J.s, 'hash', J.a, 'hash', J.t, 'hash'})
+              J.s, 'hash'})
 
 local function replay_one(jid)
   if redis.call('HEXISTS', J.d, jid) == 0 then return -1 end
   local v = fields(J, jid, 's', 'o')
-  if v[1] ~= 'dead' then return -2 end
+  if state_of(v[1]) ~= 'dead' then return -2 end
   redis.call('ZREM', dead, jid)
-  redis.call('HDEL', J.s, jid) -- ready
-  redis.call('HDEL', J.a, jid)
-  redis.call('HDEL', J.t, jid)
+  redis.call('HDEL', J.s, jid) -- ready, attempts reset
   push_ready(ready, prio, stats, wake, jid, (parse_options(v[2])), false)
   return 1
 end

@@ -13,11 +13,12 @@ for _, name in ipairs(KEYS) do
   local prefix, id = split_name(name)
   local J = prefix and columns(prefix)
   local v = J and fields(J, id, 's', 'r', 'e', 'n')
+  local state = v and state_of(v[1])
   if not J or (not v[1] and redis.call('HEXISTS', J.d, id) == 0) then
     out[#out + 1] = 0; out[#out + 1] = ''
-  elseif v[1] == 'completed' then
+  elseif state == 'completed' then
     out[#out + 1] = 1; out[#out + 1] = v[2] or ''
-  elseif v[1] == 'dead' then
+  elseif state == 'dead' then
     out[#out + 1] = 2; out[#out + 1] = v[3] or ''
   else
     local n = v[4] or ''

@@ -97,6 +97,7 @@ end
 local function state_of(v)
   if not v then return 'ready', 0, nil end
   local s, a, t = string.match(v, '^(%a+) (%d+) ?(.*)$')
+  if not s then return v, 0, nil end -- not rjq's format: no token matches
   if t == '' then t = nil end
   return s, tonumber(a), t
 end

@@ -52,7 +52,7 @@ local out = {-1}
 if #ids > 0 then
   local emit = monitor(prefix)
   local deadline = int(now + lease)
-  local d, o, s = hmget(J.d, ids), hmget(J.o, ids), hmget(J.s, ids)
+  local d, o, s = hmget(J.d, ids), hmget_sparse(J.o, ids), hmget(J.s, ids)
   local za, st = {'+inf', ACTIVE_PIN}, {}
   for i, id in ipairs(ids) do
     if d[i] then -- a record deleted behind rjq's back is skipped

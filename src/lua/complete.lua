@@ -20,7 +20,7 @@ local emit = monitor(prefix)
 
 local ids = {}
 for i = 4, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
-local s, n = hmget(J.s, ids), hmget(J.n, ids)
+local s, n = hmget(J.s, ids), hmget_sparse(J.n, ids)
 local out, gone, st, res, hist = {}, {}, {}, {}, {}
 for i, id in ipairs(ids) do
   local tok, r = ARGV[3 * i + 2], ARGV[3 * i + 3]

@@ -87,6 +87,14 @@ local function hmget(key, ids)
   return out
 end
 
+-- HMGET key ids, or {} (every entry absent) when key does not exist: most
+-- queues never set options or watchers, and an EXISTS per batch is cheaper
+-- than passing every id through Lua once more.
+local function hmget_sparse(key, ids)
+  if redis.call('EXISTS', key) == 0 then return {} end
+  return hmget(key, ids)
+end
+
 -- Delete the records of jobs ids (every column).
 local function delete_jobs(J, ids)
   if #ids == 0 then return end

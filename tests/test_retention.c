@@ -15,6 +15,16 @@
 static const char *const columns[] = {"payload", "state",     "options", "result",
                                       "error",   "failtoken", "watchers"};
 
+/* Job ids in the retention index of queue q (entries "<time> <id> ..."). */
+static long long indexed(redisContext *rc, const char *q) {
+    redisReply *r = server_cmd(rc, "LRANGE t:{%s}:completed 0 -1", q);
+    long long n = 0;
+    for (size_t i = 0; i < r->elements; i++)
+        for (const char *p = r->element[i]->str; *p; p++) n += *p == ' ';
+    freeReplyObject(r);
+    return n;
+}
+
 /* Most entries any job column of queue q holds. */
 static long long max_column_len(redisContext *rc, const char *q) {
     long long most = 0;
@@ -94,7 +104,7 @@ TEST(completed_beyond_count_cap_deleted_oldest_first) {
     run_worker(base, q, 12);
 
     ASSERT_EQ(12, get_stats(base, q).completed);
-    ASSERT_EQ(5, server_int(rc, "ZCARD t:{cap}:completed"));
+    ASSERT_EQ(5, indexed(rc, "cap"));
     ASSERT_EQ(5, server_int(rc, "HLEN t:{cap}:result"));
     ASSERT_EQ(5, max_column_len(rc, "cap")); /* no column keeps a deleted job */
     for (int i = 1; i <= 12; i++) {
@@ -133,7 +143,7 @@ TEST(completed_past_retention_deleted_by_sweep_on_idle_queue) {
     loop_for(base, 20);
     sweep(base, q);
 
-    ASSERT_EQ(0, server_int(rc, "ZCARD t:{age}:completed"));
+    ASSERT_EQ(0, indexed(rc, "age"));
     ASSERT_EQ(0, server_int(rc, "HLEN t:{age}:result"));
     ASSERT_EQ(1, server_int(rc, "HLEN t:{age}:payload")); /* the waiting job */
     ASSERT_EQ(1, max_column_len(rc, "age"));
@@ -161,7 +171,7 @@ TEST(no_retention_limits_keep_every_completed_job) {
     loop_for(base, 20);
     sweep(base, q);
 
-    ASSERT_EQ(20, server_int(rc, "ZCARD t:{keep}:completed"));
+    ASSERT_EQ(20, indexed(rc, "keep"));
     ASSERT_EQ(20, server_int(rc, "HLEN t:{keep}:result"));
     info_wait iw = get_info(base, q, "k01");
     ASSERT_OK(iw.status);

@@ -12,7 +12,7 @@
 local active, completed, stats = KEYS[1], KEYS[2], KEYS[3]
 local prefix, retention, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local J = columns(prefix)
-expect_types({active, 'zset', completed, 'zset', stats, 'hash',
+expect_types({active, 'zset', completed, 'list', stats, 'hash',
               J.s, 'hash', J.r, 'hash'})
 local now = now_ms()
 local stamp = int(now) -- formatted once: number->string costs per call
@@ -21,7 +21,7 @@ local emit = monitor(prefix)
 local ids = {}
 for i = 4, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
 local s, n = hmget(J.s, ids), hmget_sparse(J.n, ids)
-local out, gone, st, res, hist = {}, {}, {}, {}, {}
+local out, gone, st, res = {}, {}, {}, {}
 for i, id in ipairs(ids) do
   local tok, r = ARGV[3 * i + 2], ARGV[3 * i + 3]
   local state, a, t = state_of(s[i])
@@ -29,7 +29,6 @@ for i, id in ipairs(ids) do
     gone[#gone + 1] = id
     st[#st + 1] = id; st[#st + 1] = state_value('completed', a, tok)
     res[#res + 1] = id; res[#res + 1] = r
-    hist[#hist + 1] = stamp; hist[#hist + 1] = id
     if n[i] then notify(n[i], prefix .. id, 'completed', r) end
     emit('completed', id)
     out[i] = 1
@@ -44,10 +43,10 @@ if #gone > 0 then
   call_all('ZREM', active, gone)
   call_all('HSET', J.s, st, 2)
   call_all('HSET', J.r, res, 2)
-  call_all('ZADD', completed, hist, 2)
+  index_completed(completed, stats, stamp, gone)
   redis.call('HINCRBY', stats, 'completed', #gone)
 end
 
 -- Retention: delete up to twice as many old records as were added.
-sweep_completed(J, completed, retention, cap, now, 2 * #gone + 100)
+sweep_completed(J, completed, stats, retention, cap, now, 2 * #gone + 100)
 return out

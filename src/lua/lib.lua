@@ -7,10 +7,12 @@
 --   delayed  zset  id -> due time (ms, server clock); also retries
 --   active   zset  id -> lease deadline (ms), plus ACTIVE_PIN (see below)
 --   dead     zset  id -> time of death
---   completed zset id -> completion time: the retention index (records
---                  older than the retention time or beyond the count cap
---                  are deleted by the complete script)
---   stats    hash  counters, and seq (the id/sequence counter)
+--   completed list  the retention index: one entry per completion call,
+--                  "<time ms> <id> <id> ...", oldest first (records older
+--                  than the retention time or beyond the count cap are
+--                  deleted a whole entry at a time, see sweep_completed)
+--   stats    hash  counters, seq (the id/sequence counter) and retained
+--                  (the number of ids in completed)
 --   monitored string present while a monitor listens (TTL refreshed)
 --   events   channel of queue events for monitors
 -- Job records are stored by column: one hash per field, keyed by job id,
@@ -246,25 +248,38 @@ local function bury(J, dead, stats, id, attempts, now, err, dead_max, emit)
   end
 end
 
--- Retention: delete the records of up to `budget` completed jobs (oldest
--- first) that are older than `retention` ms (-1: no age limit) or beyond
--- the `cap` newest (<= 0: no count limit). `completed` is their index.
-local function sweep_completed(J, completed, retention, cap, now, budget)
+-- Add the jobs ids, completed at `stamp`, to the retention index (one
+-- entry per call: cheaper than a sorted-set member per job).
+local function index_completed(completed, stats, stamp, ids)
+  redis.call('RPUSH', completed, stamp .. ' ' .. table.concat(ids, ' '))
+  redis.call('HINCRBY', stats, 'retained', #ids)
+end
+
+-- Retention: delete the records of completed jobs, oldest entry of the
+-- index first, while the entry is older than `retention` ms (-1: no age
+-- limit) or more than `cap` jobs are kept (<= 0: no count limit), until
+-- about `budget` records went. Whole entries go, so with a count cap a
+-- little less than `cap` may remain.
+local function sweep_completed(J, completed, stats, retention, cap, now, budget)
+  local kept = tonumber(redis.call('HMGET', stats, 'retained')[1] or '0')
   local old = {}
-  if retention >= 0 then
-    old = redis.call('ZRANGEBYSCORE', completed, '-inf', int(now - retention), 'LIMIT', 0, budget)
-  end
-  if cap > 0 and #old < budget then
-    local extra = redis.call('ZCARD', completed) - #old - cap
-    if extra > 0 then
-      local more = redis.call('ZRANGE', completed, #old, #old + math.min(extra, budget - #old) - 1)
-      for _, id in ipairs(more) do old[#old + 1] = id end
+  while #old < budget do
+    local head = redis.call('LINDEX', completed, 0)
+    if not head then
+      if kept ~= 0 then redis.call('HSET', stats, 'retained', 0) end
+      kept = 0
+      break
     end
+    local stamp = tonumber(string.match(head, '^%d+'))
+    local n = 0
+    for _ in string.gmatch(head, ' ') do n = n + 1 end
+    if not ((retention >= 0 and stamp <= now - retention) or (cap > 0 and kept > cap)) then break end
+    redis.call('LPOP', completed)
+    for id in string.gmatch(head, ' (%S+)') do old[#old + 1] = id end
+    kept = kept - n
+    redis.call('HINCRBY', stats, 'retained', -n)
   end
-  if #old > 0 then
-    delete_jobs(J, old)
-    call_all('ZREM', completed, old)
-  end
+  delete_jobs(J, old)
 end
 
 -- Push ids (priority 0) to the tail of ready.

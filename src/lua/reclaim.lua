@@ -13,13 +13,13 @@ local active, ready, prio, dead, stats, guard, completed = KEYS[1], KEYS[2], KEY
 local prefix, wake, guard_ms, limit, dead_max = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local retention, cap = tonumber(ARGV[6]), tonumber(ARGV[7])
 local J = columns(prefix)
-expect_types({active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash', completed, 'zset',
+expect_types({active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash', completed, 'list',
               J.s, 'hash', J.e, 'hash'})
 if guard_ms > 0 and not redis.call('SET', guard, '1', 'NX', 'PX', guard_ms) then
   return -1
 end
 local now = now_ms()
-sweep_completed(J, completed, retention, cap, now, limit)
+sweep_completed(J, completed, stats, retention, cap, now, limit)
 local ids = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, limit)
 if #ids == 0 then return 0 end
 -- ids whose record is gone or not active (stale entries) are dropped

@@ -93,7 +93,7 @@ int rjq_queue_replay(rjq_queue *q, const char *id, long limit, rjq_count_cb *cb,
     if (id && strlen(id) > RJQ_JOB_ID_MAX) return RJQ_EJOBID;
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_DEAD, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_STATS);
+    RJQ__KEYS(&a, q, RJQ__K_DEAD, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_STATS, RJQ__K_COLUMNS);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_str(&a, id ? id : "");
@@ -159,16 +159,12 @@ int rjq_queue_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *data)
     ctx->base.cb.job = cb;
     ctx->base.data = data;
     strcpy(ctx->id, id);
-    size_t klen;
-    char *key = rjq__job_key(q, id, strlen(id), &klen);
-    if (key == NULL) {
-        free(ctx);
-        return RJQ_ENOMEM;
-    }
-    const char *argv[2] = {"1", key};
-    size_t lens[2] = {1, klen};
-    rc = rjq__script(q->c, RJQ__S_JOB, 0, on_job, ctx, 2, argv, lens);
-    free(key);
+    rjq__argv a;
+    rjq__argv_init(&a);
+    RJQ__KEYS(&a, q, RJQ__K_COLUMNS);
+    rjq__argv_str(&a, id);
+    rc = a.oom ? RJQ_ENOMEM : rjq__script(q->c, RJQ__S_JOB, 0, on_job, ctx, a.n, a.v, a.len);
+    rjq__argv_free(&a);
     if (rc != RJQ_OK) free(ctx);
     return rc;
 }

@@ -485,9 +485,9 @@ static int watch_chunk(rjq_client *c, rjq_await **list, size_t n) {
     rjq__argv v;
     rjq__argv_init(&v);
     if (b) {
-        rjq__argv_ll(&v, (long long)n);
-        for (size_t i = 0; i < n; i++) rjq__argv_str(&v, list[i]->key);
+        RJQ__KEYS(&v, list[0]->q, RJQ__K_COLUMNS);
         rjq__argv_str(&v, c->aw.channel);
+        for (size_t i = 0; i < n; i++) rjq__argv_str(&v, list[i]->id);
     }
     int rc = b == NULL || v.oom ? RJQ_ENOMEM
                                 : rjq__script(c, RJQ__S_WATCH, 0, on_watched, b, v.n, v.v, v.len);
@@ -596,13 +596,15 @@ int rjq_job_progress(rjq_job *job, const void *progress, size_t len) {
     if (job->w == NULL) return RJQ_ECLOSED;
     rjq_queue *q = job->w->q;
     if (len > q->c->max_payload) return RJQ_ETOOBIG;
-    size_t klen;
-    char *key = rjq__job_key(q, job->id, strlen(job->id), &klen);
-    if (key == NULL) return RJQ_ENOMEM;
-    const char *argv[4] = {"1", key, job->token, progress ? progress : ""};
-    size_t lens[4] = {1, klen, strlen(job->token), len};
-    int rc = rjq__script(q->c, RJQ__S_PROGRESS, 0, ignore, NULL, 4, argv, lens);
-    free(key);
+    rjq__argv a;
+    rjq__argv_init(&a);
+    RJQ__KEYS(&a, q, RJQ__K_COLUMNS);
+    rjq__argv_key(&a, q, RJQ__K_JOB);
+    rjq__argv_str(&a, job->id);
+    rjq__argv_str(&a, job->token);
+    rjq__argv_add(&a, progress ? progress : "", len);
+    int rc = a.oom ? RJQ_ENOMEM : rjq__script(q->c, RJQ__S_PROGRESS, 0, ignore, NULL, a.n, a.v, a.len);
+    rjq__argv_free(&a);
     return rc;
 }
 

@@ -10,6 +10,7 @@
  * Two batches per queue: [0] plain, [1] recording the client's reply
  * channel (enqueue + await).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,16 +131,18 @@ void rjq__enqueue_batch_free(rjq__enq_batch *b) {
 
 /* The script's fixed arguments, written when a batch starts. */
 static void start_batch(rjq_queue *q, rjq__enq_batch *b, int notify) {
+    static const int keys[] = {RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_STATS, RJQ__K_COLUMNS,
+                               RJQ__K_MONITORED};
+    const int nkeys = (int)(sizeof keys / sizeof keys[0]);
     rjq__buf *a = &b->args;
-    rjq__buf_arg_str(a, "4");
-    rjq__buf_arg(a, q->keys[RJQ__K_READY], q->key_lens[RJQ__K_READY]);
-    rjq__buf_arg(a, q->keys[RJQ__K_PRIO], q->key_lens[RJQ__K_PRIO]);
-    rjq__buf_arg(a, q->keys[RJQ__K_DELAYED], q->key_lens[RJQ__K_DELAYED]);
-    rjq__buf_arg(a, q->keys[RJQ__K_STATS], q->key_lens[RJQ__K_STATS]);
+    char num[16];
+    snprintf(num, sizeof num, "%d", nkeys);
+    rjq__buf_arg_str(a, num);
+    for (int i = 0; i < nkeys; i++) rjq__buf_arg(a, q->keys[keys[i]], q->key_lens[keys[i]]);
     rjq__buf_arg(a, q->keys[RJQ__K_JOB], q->key_lens[RJQ__K_JOB]);
     rjq__buf_arg(a, q->keys[RJQ__K_WAKE], q->key_lens[RJQ__K_WAKE]);
     rjq__buf_arg_str(a, notify ? q->c->aw.channel : "");
-    b->nargs = 8;
+    b->nargs = 1 + nkeys + 3;
 }
 
 static int reserve_items(rjq__enq_batch *b, size_t more) {

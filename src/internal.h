@@ -260,8 +260,16 @@ void rjq__on_ready(rjq_client *c, int kind);
 enum {
     RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_DEAD,
     RJQ__K_COMPLETED, RJQ__K_STATS, RJQ__K_GUARD, RJQ__K_JOB, RJQ__K_WAKE,
-    RJQ__K_EVENTS, RJQ__K_MONITORED, RJQ__K_RESULT, RJQ__K_COUNT
+    RJQ__K_EVENTS, RJQ__K_MONITORED,
+    /* the job record columns (src/lua/lib.lua) */
+    RJQ__K_PAYLOAD, RJQ__K_STATE, RJQ__K_OPTIONS, RJQ__K_RESULT, RJQ__K_ERROR,
+    RJQ__K_FAILTOKEN, RJQ__K_WATCHERS, RJQ__K_COUNT
 };
+
+/* The job columns, in the order scripts take them as their last KEYS. */
+#define RJQ__K_COLUMNS                                                         \
+    RJQ__K_PAYLOAD, RJQ__K_STATE, RJQ__K_OPTIONS, RJQ__K_RESULT, RJQ__K_ERROR, \
+        RJQ__K_FAILTOKEN, RJQ__K_WATCHERS
 
 /* One job's enqueue result, for internal callers (awaits). */
 typedef void rjq__enqueued_fn(rjq_client *c, int status, const char *id, size_t idlen,

@@ -78,7 +78,7 @@ static size_t batch_size(const rjq_queue *q) {
 static int send_batch(rjq_queue *q, complete_batch *b) {
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_COMPLETED, RJQ__K_STATS);
+    RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_COMPLETED, RJQ__K_STATS, RJQ__K_COLUMNS, RJQ__K_MONITORED);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_ll(&a, q->retention_ms);
     rjq__argv_ll(&a, q->completed_max);
@@ -213,7 +213,8 @@ int rjq_job_fail(rjq_job *job, const char *error, int flags, long long retry_del
     f->data = data;
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_DEAD, RJQ__K_STATS);
+    RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_DEAD, RJQ__K_STATS,
+              RJQ__K_COLUMNS, RJQ__K_MONITORED);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_str(&a, job->id);

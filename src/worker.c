@@ -215,7 +215,8 @@ static int send_claim(rjq_worker *w, int want) {
     snprintf(tbase, sizeof tbase, "%016llx", (unsigned long long)rjq__random(c));
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_STATS);
+    RJQ__KEYS(&a, q, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_STATS, RJQ__K_COLUMNS,
+              RJQ__K_MONITORED);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_ll(&a, want);
     rjq__argv_ll(&a, w->lease_ms);
@@ -285,7 +286,7 @@ static void on_extend_timer(rjq__timer *t) {
     if (w->jobs == NULL || w->extending) return;
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, w->q, RJQ__K_ACTIVE);
+    RJQ__KEYS(&a, w->q, RJQ__K_ACTIVE, RJQ__K_COLUMNS);
     rjq__argv_key(&a, w->q, RJQ__K_JOB);
     rjq__argv_ll(&a, w->lease_ms);
     for (rjq_job *j = w->jobs; j; j = j->next) {
@@ -313,7 +314,7 @@ int rjq__reclaim_send(rjq_queue *q, long guard_ms, rjq__reply_fn *fn, void *priv
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DEAD, RJQ__K_STATS, RJQ__K_GUARD,
-              RJQ__K_COMPLETED);
+              RJQ__K_COMPLETED, RJQ__K_COLUMNS, RJQ__K_MONITORED);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_ll(&a, guard_ms);

@@ -1,6 +1,6 @@
 -- claim: promote due delayed jobs, then move up to `want` ready jobs to
 -- active with a fresh fencing token and a lease each.
--- KEYS: 1 ready, 2 prio, 3 delayed, 4 active, 5 stats
+-- KEYS: 1 ready, 2 prio, 3 delayed, 4 active, 5 stats, 6..12 the job columns, 13 monitored
 -- ARGV: 1 job name prefix, 2 want (<= 1000: unpack() below holds 2*want
 --       values, and Lua's limit is ~8000), 3 lease ms, 4 token base
 --       (unique per call), 5 wake channel
@@ -11,7 +11,7 @@
 -- next: no herd, no stranded backlog).
 local ready, prio, delayed, active, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local prefix, want, lease, tbase, wake = ARGV[1], math.min(tonumber(ARGV[2]), 1000), tonumber(ARGV[3]), ARGV[4], ARGV[5]
-local J = columns(prefix)
+local J = columns(6, prefix)
 expect_types({ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset',
               J.s, 'hash', J.o, 'hash'})
 local now = now_ms()
@@ -50,7 +50,7 @@ end
 
 local out = {-1}
 if #ids > 0 then
-  local emit = monitor(prefix)
+  local emit = monitor(KEYS[13], prefix)
   local deadline = int(now + lease)
   local d, o, s = hmget(J.d, ids), hmget_sparse(J.o, ids), hmget(J.s, ids)
   local za, st = {'+inf', ACTIVE_PIN}, {}

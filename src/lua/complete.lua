@@ -3,7 +3,7 @@
 -- the records of completed jobs past the retention time or beyond the
 -- count cap are deleted (oldest first, a bounded number per call; the
 -- reclaim sweep deletes them too, so an idle queue is cleaned up as well).
--- KEYS: 1 active, 2 completed, 3 stats
+-- KEYS: 1 active, 2 completed, 3 stats, 4..10 the job columns, 11 monitored
 -- ARGV: 1 job name prefix, 2 retention ms (-1: no age limit), 3 most
 --       completed jobs kept (<= 0: no count limit), then per job: id,
 --       token, result.
@@ -11,12 +11,12 @@
 -- 0 lease lost.
 local active, completed, stats = KEYS[1], KEYS[2], KEYS[3]
 local prefix, retention, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local J = columns(prefix)
+local J = columns(4, prefix)
 expect_types({active, 'zset', completed, 'list', stats, 'hash',
               J.s, 'hash', J.r, 'hash'})
 local now = now_ms()
 local stamp = int(now) -- formatted once: number->string costs per call
-local emit = monitor(prefix)
+local emit = monitor(KEYS[11], prefix)
 
 local ids = {}
 for i = 4, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end

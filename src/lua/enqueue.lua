@@ -1,5 +1,5 @@
 -- enqueue: write job records and make them ready or delayed, atomically.
--- KEYS: 1 ready, 2 prio, 3 delayed, 4 stats
+-- KEYS: 1 ready, 2 prio, 3 delayed, 4 stats, 5..11 the job columns, 12 monitored
 -- ARGV: 1 job name prefix, 2 wake channel, 3 reply channel of an awaiting
 --       producer ('' for none),
 --       then per job: id ('' = assign the next number), payload, options
@@ -8,7 +8,7 @@
 -- existing id is reported (existed = 1) and not touched.
 local ready, prio, delayed, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local prefix, wake, ch = ARGV[1], ARGV[2], ARGV[3]
-local J = columns(prefix)
+local J = columns(5, prefix)
 local n = (#ARGV - 3) / 3
 expect_types({ready, 'list', prio, 'zset', delayed, 'zset', stats, 'hash',
               J.d, 'hash', J.s, 'hash', J.o, 'hash', J.n, 'hash'})
@@ -29,7 +29,7 @@ if #given > 0 then
 end
 
 local now, ring = nil, false
-local emit = monitor(prefix)
+local emit = monitor(KEYS[12], prefix)
 local out, plain, payloads, opts, watch, states = {}, {}, {}, {}, {}, {}
 local added = 0
 

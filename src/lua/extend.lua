@@ -1,11 +1,11 @@
 -- extend: push back the lease deadline of running jobs still held with
 -- these tokens.
--- KEYS: 1 active
+-- KEYS: 1 active, 2.. the job columns
 -- ARGV: 1 job name prefix, 2 lease ms, then per job: id, token
 -- Returns one code per job: 1 extended, 0 lease lost.
 local active = KEYS[1]
 local prefix, lease = ARGV[1], tonumber(ARGV[2])
-local J = columns(prefix)
+local J = columns(2, prefix)
 expect_types({active, 'zset'})
 local deadline = int(now_ms() + lease)
 local ids = {}

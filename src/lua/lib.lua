@@ -31,32 +31,27 @@
 --   error     last error
 --   failtoken token of the claim whose failure was applied last
 --   watchers  reply channels of producers awaiting it (space-separated)
--- A job's name in messages is <prefix>:{Q}:job:<id>; scripts get the
--- "<prefix>:{Q}:job:" part in ARGV[1] and derive the column keys from it
--- (same hash slot as every declared key).
+-- Scripts that touch job records get the seven column keys as their last
+-- KEYS, in this order: payload, state, options, result, error, failtoken,
+-- watchers (src/internal.h RJQ__K_COLUMNS), so every key a script touches
+-- is declared. A job's name in messages is <prefix>:{Q}:job:<id>; scripts
+-- that publish get the "<prefix>:{Q}:job:" part in ARGV.
 
 local PRIO_SHIFT = 4294967296
 local DEFAULT_MAX_ATTEMPTS = 3 -- also RJQ's C default; not stored per job
 
-local COLUMNS = {d = 'payload', s = 'state', o = 'options', r = 'result',
-                 e = 'error', f = 'failtoken', n = 'watchers'}
+local COLUMNS = {'d', 's', 'o', 'r', 'e', 'f', 'n'} -- the KEYS order above
 
--- The column keys of a queue, from its "<prefix>:{Q}:job:" name prefix:
--- J.d, J.s, ... (see COLUMNS), J.all (every column), J.prefix.
-local function columns(prefix)
-  local base = string.sub(prefix, 1, -5) -- strip 'job:'
-  local J = {prefix = prefix, base = base, all = {}}
-  for f, name in pairs(COLUMNS) do
-    J[f] = base .. name
-    J.all[#J.all + 1] = base .. name
+-- The column keys, KEYS[first] .. KEYS[first + 6]: J.d payload, J.s state,
+-- J.o options, J.r result, J.e error, J.f failtoken, J.n watchers; J.all
+-- every column; J.prefix the job name prefix (for messages).
+local function columns(first, prefix)
+  local J = {prefix = prefix, all = {}}
+  for i, f in ipairs(COLUMNS) do
+    J[f] = KEYS[first + i - 1]
+    J.all[i] = J[f]
   end
   return J
-end
-
--- Split a job name "<prefix>:{Q}:job:<id>" into its name prefix and id
--- (prefix and queue names cannot hold '}').
-local function split_name(name)
-  return string.match(name, '^([^}]*}:job:)(.*)$')
 end
 
 -- Values of some fields of one job ({} entries are false when absent).
@@ -223,10 +218,10 @@ end
 -- Queue events for monitors: published on <base>events only while a
 -- monitor holds <base>monitored, so when nobody listens a script pays one
 -- EXISTS per call, not a PUBLISH per job. Returns emit(event, id).
-local function monitor(prefix)
-  local base = string.sub(prefix, 1, -5) -- strip 'job:'
-  if redis.call('EXISTS', base .. 'monitored') == 1 then
-    local ch = base .. 'events'
+-- monitored is that key (the KEYS entry after the job columns).
+local function monitor(monitored, prefix)
+  if redis.call('EXISTS', monitored) == 1 then
+    local ch = string.sub(prefix, 1, -5) .. 'events' -- <prefix>:{Q}:events
     return function(ev, id) redis.call('PUBLISH', ch, ev .. ' ' .. id) end
   end
   return function() end

@@ -4,7 +4,8 @@
 -- to the expired jobs, not to the active set.
 -- The sweeper also applies retention to completed jobs (see
 -- sweep_completed), so records go away even when no completions come.
--- KEYS: 1 active, 2 ready, 3 prio, 4 dead, 5 stats, 6 guard, 7 completed
+-- KEYS: 1 active, 2 ready, 3 prio, 4 dead, 5 stats, 6 guard, 7 completed,
+--       8..14 the job columns, 15 monitored
 -- ARGV: 1 job name prefix, 2 wake channel, 3 guard ms (0: no guard),
 --       4 max jobs, 5 dead cap, 6 retention ms, 7 completed cap
 -- Returns the number of jobs reclaimed, or -1 when another sweeper holds
@@ -12,7 +13,7 @@
 local active, ready, prio, dead, stats, guard, completed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local prefix, wake, guard_ms, limit, dead_max = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local retention, cap = tonumber(ARGV[6]), tonumber(ARGV[7])
-local J = columns(prefix)
+local J = columns(8, prefix)
 expect_types({active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash', completed, 'list',
               J.s, 'hash', J.e, 'hash'})
 if guard_ms > 0 and not redis.call('SET', guard, '1', 'NX', 'PX', guard_ms) then
@@ -24,7 +25,7 @@ local ids = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, limit)
 if #ids == 0 then return 0 end
 -- ids whose record is gone or not active (stale entries) are dropped
 redis.call('ZREM', active, unpack(ids))
-local emit = monitor(prefix)
+local emit = monitor(KEYS[15], prefix)
 local n = 0
 for _, id in ipairs(ids) do
   local v = fields(J, id, 's', 'o')

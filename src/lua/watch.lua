@@ -3,18 +3,18 @@
 -- running gets the client's reply channel added to its watchers, so the
 -- script that finishes it publishes to the client. Run only once the
 -- client's subscription is confirmed: no outcome can fall in between.
--- KEYS: job names <prefix>:{Q}:job:<id> (all of one queue)
--- ARGV: 1 reply channel
--- Returns { code, body, ... } per name: 0 no such job, 1 completed (body =
+-- KEYS: the job columns of the jobs' queue
+-- ARGV: 1 reply channel, then the job ids
+-- Returns { code, body, ... } per id: 0 no such job, 1 completed (body =
 -- result), 2 dead (body = last error), 3 pending (now watched).
 local ch = ARGV[1]
+local J = columns(1, '')
 local out = {}
-for _, name in ipairs(KEYS) do
-  local prefix, id = split_name(name)
-  local J = prefix and columns(prefix)
-  local v = J and fields(J, id, 's', 'r', 'e', 'n')
-  local state = v and state_of(v[1])
-  if not J or (not v[1] and redis.call('HEXISTS', J.d, id) == 0) then
+for i = 2, #ARGV do
+  local id = ARGV[i]
+  local v = fields(J, id, 's', 'r', 'e', 'n')
+  local state = state_of(v[1])
+  if not v[1] and redis.call('HEXISTS', J.d, id) == 0 then
     out[#out + 1] = 0; out[#out + 1] = ''
   elseif state == 'completed' then
     out[#out + 1] = 1; out[#out + 1] = v[2] or ''

@@ -207,8 +207,9 @@ typedef struct rjq_queue_options {
                                deleted this long after completion; default
                                3600000 (1 h); -1: no age limit */
     long completed_max;     /* at most this many completed jobs are kept, the
-                               oldest deleted first; default 100000; -1: no
-                               count limit. Records are deleted by
+                               oldest deleted first (a completion batch at a
+                               time, so a few less may remain); default
+                               100000; -1: no count limit. Records are deleted by
                                completion calls and by the workers'
                                reclaim sweep, a bounded number each time */
     long dead_max;          /* dead jobs kept (oldest dropped and deleted past

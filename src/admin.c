@@ -94,7 +94,6 @@ int rjq_queue_replay(rjq_queue *q, const char *id, long limit, rjq_count_cb *cb,
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_DEAD, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_STATS, RJQ__K_COLUMNS);
-    rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_str(&a, id ? id : "");
     rjq__argv_ll(&a, limit > 0 ? limit : 1000);

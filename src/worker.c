@@ -287,7 +287,6 @@ static void on_extend_timer(rjq__timer *t) {
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, w->q, RJQ__K_ACTIVE, RJQ__K_COLUMNS);
-    rjq__argv_key(&a, w->q, RJQ__K_JOB);
     rjq__argv_ll(&a, w->lease_ms);
     for (rjq_job *j = w->jobs; j; j = j->next) {
         rjq__argv_str(&a, j->id);

@@ -1,20 +1,20 @@
 -- extend: push back the lease deadline of running jobs still held with
 -- these tokens.
 -- KEYS: 1 active, 2.. the job columns
--- ARGV: 1 job name prefix, 2 lease ms, then per job: id, token
+-- ARGV: 1 lease ms, then per job: id, token
 -- Returns one code per job: 1 extended, 0 lease lost.
 local active = KEYS[1]
-local prefix, lease = ARGV[1], tonumber(ARGV[2])
-local J = columns(2, prefix)
+local lease = tonumber(ARGV[1])
+local J = columns(2)
 expect_types({active, 'zset'})
 local deadline = int(now_ms() + lease)
 local ids = {}
-for i = 3, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
+for i = 2, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
 local s = hmget(J.s, ids)
 local out, za = {}, {}
 for i, id in ipairs(ids) do
   local state, _, t = state_of(s[i])
-  if state == 'active' and t == ARGV[2 * i + 2] then
+  if state == 'active' and t == ARGV[2 * i + 1] then
     za[#za + 1] = deadline; za[#za + 1] = id
     out[i] = 1
   else

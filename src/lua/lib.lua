@@ -44,7 +44,7 @@ local COLUMNS = {'d', 's', 'o', 'r', 'e', 'f', 'n'} -- the KEYS order above
 
 -- The column keys, KEYS[first] .. KEYS[first + 6]: J.d payload, J.s state,
 -- J.o options, J.r result, J.e error, J.f failtoken, J.n watchers; J.all
--- every column; J.prefix the job name prefix (for messages).
+-- every column; J.prefix the job name prefix (for messages; may be nil).
 local function columns(first, prefix)
   local J = {prefix = prefix, all = {}}
   for i, f in ipairs(COLUMNS) do
@@ -257,22 +257,19 @@ end
 -- little less than `cap` may remain.
 local function sweep_completed(J, completed, stats, retention, cap, now, budget)
   local kept = tonumber(redis.call('HMGET', stats, 'retained')[1] or '0')
-  local old = {}
+  local old, empty = {}, false
   while #old < budget do
     local head = redis.call('LINDEX', completed, 0)
-    if not head then
-      if kept ~= 0 then redis.call('HSET', stats, 'retained', 0) end
-      kept = 0
-      break
-    end
+    if not head then empty = true; break end
     local stamp = tonumber(string.match(head, '^%d+'))
-    local n = 0
-    for _ in string.gmatch(head, ' ') do n = n + 1 end
-    if not ((retention >= 0 and stamp <= now - retention) or (cap > 0 and kept > cap)) then break end
+    if not ((retention >= 0 and stamp <= now - retention) or (cap > 0 and kept - #old > cap)) then break end
     redis.call('LPOP', completed)
     for id in string.gmatch(head, ' (%S+)') do old[#old + 1] = id end
-    kept = kept - n
-    redis.call('HINCRBY', stats, 'retained', -n)
+  end
+  if empty and kept ~= #old then
+    redis.call('HSET', stats, 'retained', 0) -- the index is empty: so is the count
+  elseif #old > 0 then
+    redis.call('HINCRBY', stats, 'retained', -#old)
   end
   delete_jobs(J, old)
 end

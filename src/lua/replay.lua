@@ -1,11 +1,11 @@
 -- replay: dead jobs go back to ready with their attempts reset.
 -- KEYS: 1 dead, 2 ready, 3 prio, 4 stats, 5.. the job columns
--- ARGV: 1 job name prefix, 2 wake channel, 3 id ('' = the oldest ones),
---       4 max jobs when no id is given
+-- ARGV: 1 wake channel, 2 id ('' = the oldest ones), 3 max jobs when no id
+--       is given
 -- Returns the number replayed; with an id: -1 no such job, -2 not dead.
 local dead, ready, prio, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local prefix, wake, id, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-local J = columns(5, prefix)
+local wake, id, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local J = columns(5)
 expect_types({dead, 'zset', ready, 'list', prio, 'zset', stats, 'hash',
               J.s, 'hash'})
 

@@ -3,7 +3,7 @@
  * backoff, dead letters and replay, delayed jobs, strict priorities, the
  * doorbell (and no blocking commands), idempotent ids, freeing the client
  * or stopping a worker from inside callbacks, and counters that agree with
- * the queue's contents.
+ * the queue's contents, and leases kept alive by extension.
  *
  * Timing: the only timing assertion is the lower bound of the delayed job
  * (never handed out before it is due). Every other wait is a safety net
@@ -1339,6 +1339,54 @@ TEST(counters_and_depths_agree) {
     st = get_stats(base, q);
     ASSERT_EQ(21, st.completed);
     ASSERT_EQ(0, st.active);
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}
+
+/* =========================================================================
+ * Lease extension
+ * ====================================================================== */
+
+static rjq_job *long_job;
+
+static void keep_handler(rjq_job *job, void *data) {
+    (void)data;
+    ASSERT(long_job == NULL);
+    long_job = job;
+}
+
+/* A job running four times its lease is never reclaimed while its worker
+ * lives: the worker extends the lease every lease/3, even while sweeps run
+ * every 100 ms. Margins: a sweep would need the loop stalled for 2/3 of a
+ * lease (400 ms) to see an expired lease. */
+TEST(running_job_keeps_its_lease_by_extension) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *q = queue_for(c, "ext");
+    long_job = NULL;
+    enqueue_sync(base, q, "long", NULL);
+    rjq_worker_options wo = {.concurrency = 1, .lease_ms = 600, .reclaim_ms = 100};
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, keep_handler, NULL, &w));
+    for (int i = 0; i < 500 && long_job == NULL; i++) loop_for(base, 10);
+    ASSERT(long_job != NULL);
+    for (int i = 0; i < 24; i++) {
+        loop_for(base, 100);
+        count_wait cw = {0};
+        ASSERT_OK(rjq_queue_reclaim(q, on_count, &cw));
+        ASSERT(loop_until(base, &cw.done, 10000));
+        ASSERT_OK(cw.status);
+        ASSERT_EQ(0, cw.n);
+    }
+    long finished = 0;
+    ASSERT_OK(rjq_job_complete(long_job, "ok", 2, on_done_ok, &finished));
+    ASSERT(loop_until_count(base, &finished, 1, 10000));
+    rjq_stats st = get_stats(base, q);
+    ASSERT_EQ(1, st.completed);
+    ASSERT_EQ(0, st.reclaimed);
     rjq_client_free(c);
     event_base_free(base);
     server_stop_guarded(&s);

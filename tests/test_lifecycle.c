@@ -2,8 +2,8 @@
  * Job lifecycle, end to end against a private redis-server: retries with
  * backoff, dead letters and replay, delayed jobs, strict priorities, the
  * doorbell (and no blocking commands), idempotent ids, freeing the client
- * or stopping a worker from inside callbacks, and counters that agree with
- * the queue's contents, and leases kept alive by extension.
+ * or stopping a worker from inside callbacks, counters that agree with the
+ * queue's contents, and leases kept alive by extension.
  *
  * Timing: the only timing assertion is the lower bound of the delayed job
  * (never handed out before it is due). Every other wait is a safety net

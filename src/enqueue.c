@@ -131,8 +131,8 @@ void rjq__enqueue_batch_free(rjq__enq_batch *b) {
 
 /* The script's fixed arguments, written when a batch starts. */
 static void start_batch(rjq_queue *q, rjq__enq_batch *b, int notify) {
-    static const int keys[] = {RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_STATS, RJQ__K_COLUMNS,
-                               RJQ__K_MONITORED};
+    static const int keys[] = {RJQ__K_READY,  RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_STATS,
+                               RJQ__K_ACTIVE, RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED};
     const int nkeys = (int)(sizeof keys / sizeof keys[0]);
     rjq__buf *a = &b->args;
     char num[16];
@@ -142,7 +142,10 @@ static void start_batch(rjq_queue *q, rjq__enq_batch *b, int notify) {
     rjq__buf_arg(a, q->keys[RJQ__K_JOB], q->key_lens[RJQ__K_JOB]);
     rjq__buf_arg(a, q->keys[RJQ__K_WAKE], q->key_lens[RJQ__K_WAKE]);
     rjq__buf_arg_str(a, notify ? q->c->aw.channel : "");
-    b->nargs = 1 + nkeys + 3;
+    char tbase[24]; /* tokens of jobs pushed to idle workers */
+    snprintf(tbase, sizeof tbase, "%016llxp", (unsigned long long)rjq__random(q->c));
+    rjq__buf_arg_str(a, tbase);
+    b->nargs = 1 + nkeys + 4;
 }
 
 static int reserve_items(rjq__enq_batch *b, size_t more) {

@@ -252,7 +252,8 @@ void rjq__timer_stop(rjq_client *c, rjq__timer *t);
 uint64_t rjq__random(rjq_client *c);
 void rjq__errmsg(rjq_client *c, const char *fmt, ...);
 void rjq__emit(rjq_client *c, rjq_event ev, int conn, const char *detail);
-/* A connection became ready: let workers claim (doorbells may be lost). */
+/* A connection became ready: workers claim and register afresh (doorbells,
+ * pushes or replies may be lost). */
 void rjq__on_ready(rjq_client *c, int kind);
 
 /* ---- queues (queue.c) ---------------------------------------------- */
@@ -260,7 +261,7 @@ void rjq__on_ready(rjq_client *c, int kind);
 enum {
     RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_DEAD,
     RJQ__K_COMPLETED, RJQ__K_STATS, RJQ__K_GUARD, RJQ__K_JOB, RJQ__K_WAKE,
-    RJQ__K_EVENTS, RJQ__K_MONITORED,
+    RJQ__K_EVENTS, RJQ__K_MONITORED, RJQ__K_IDLE,
     /* the job record columns (src/lua/lib.lua) */
     RJQ__K_PAYLOAD, RJQ__K_STATE, RJQ__K_OPTIONS, RJQ__K_RESULT, RJQ__K_ERROR,
     RJQ__K_FAILTOKEN, RJQ__K_WATCHERS, RJQ__K_COUNT
@@ -308,7 +309,9 @@ struct rjq_queue {
     long long retention_ms;
     long completed_max, dead_max;
     rjq_worker *workers;
+    unsigned next_worker_id;
     int wake_subscribed;
+    char *push_channel;       /* this client's push channel for the queue (push.c) */
     rjq__enq_batch enq[2];    /* enqueues of this tick: [1] notify the reply channel */
     rjq__complete_item *pending; /* completions waiting for this tick */
     size_t npending, cap_pending;
@@ -380,6 +383,14 @@ struct rjq_worker {
     int wake_pending;         /* doorbell heard while claiming */
     int hungry;               /* the last claim filled all it asked for */
     int want_claim;           /* claim on the next queue tick */
+    /* push delivery (push.c): slots registered in the queue's idle hash */
+    unsigned id;              /* names the worker in its idle field */
+    char *field;              /* "<id> <push channel>" */
+    unsigned epoch;           /* of the registration */
+    int offered;              /* registered slots not yet used by a push */
+    int reset_pending;        /* the next claim replaces the registration */
+    int want_offer;           /* slots were freed: offer them (or claim) */
+    int deregistering;        /* the stop's HDEL is in flight */
     int stopping;
     rjq_stopped_cb *stop_cb;
     void *stop_data;
@@ -387,6 +398,13 @@ struct rjq_worker {
     rjq__timer poll_timer, extend_timer, reclaim_timer;
     struct rjq_worker *next;
 };
+
+/* A job pushed to a worker, as parsed from the push message. */
+typedef struct rjq__pushed {
+    const char *id, *token, *payload;
+    size_t idlen, toklen, len;
+    int attempt, max_attempts;
+} rjq__pushed;
 
 /* The queue's tick: let workers that asked for it claim. */
 void rjq__workers_tick(rjq_queue *q);
@@ -400,6 +418,35 @@ void rjq__worker_finish_replied(rjq_worker *w);
 void rjq__worker_poke(rjq_worker *w);
 /* Client destruction: stop timers, detach jobs, call stop_cb, free. */
 void rjq__worker_destroy(rjq_worker *w);
+
+/* Free slots not running, asked for or registered. */
+int rjq__worker_free_slots(const rjq_worker *w);
+/* Jobs pushed to w under registration epoch: start those it has room for,
+ * hand back the others (push.c). */
+void rjq__worker_take_pushed(rjq_worker *w, unsigned epoch, const rjq__pushed *jobs, size_t n);
+/* The registration may be out of step: replace it with the next claim. */
+void rjq__worker_resync(rjq_worker *w);
+
+/* ---- push delivery (push.c) ------------------------------------------ */
+
+/* Subscribe the queue's push channel (once, for its first worker). */
+int rjq__push_listen(rjq_queue *q);
+/* Hand pushed jobs back to the queue; field/epoch: drop that registration
+ * ("" epoch: whatever its epoch; NULL field: none). */
+void rjq__push_release(rjq_queue *q, const char *field, const char *epoch,
+                       const rjq__pushed *jobs, size_t n);
+
+/* Slots an idle worker offers along with a complete batch (job.c). */
+typedef struct rjq__offer {
+    rjq_worker *w;
+    unsigned epoch;
+    int slots;
+} rjq__offer;
+/* The offers of the workers of items that freed slots while idle (at most
+ * n; the slots count as registered from now on). Returns how many. */
+size_t rjq__worker_offers(const rjq__complete_item *items, size_t n, rjq__offer *out);
+/* An offer's outcome: status of the call, registered 1/0. */
+void rjq__worker_offer_done(const rjq__offer *o, int status, int registered);
 
 /* Send the reclaim script for q (guard_ms 0: no sweeper guard). */
 int rjq__reclaim_send(rjq_queue *q, long guard_ms, rjq__reply_fn *fn, void *priv);

@@ -38,7 +38,8 @@ rjq_worker *rjq_job_worker(const rjq_job *job) {
 /* ---- complete ------------------------------------------------------------ */
 
 typedef struct complete_batch {
-    size_t n;
+    size_t n, noffers;
+    rjq__offer *offers;       /* freed slots offered for push delivery */
     rjq__complete_item items[];
 } complete_batch;
 
@@ -55,9 +56,14 @@ static void finish_items(rjq_client *c, rjq__complete_item *items, size_t n, int
 
 static void on_completed(rjq_client *c, int status, redisReply *r, void *priv) {
     complete_batch *b = priv;
-    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != b->n))
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != b->n + b->noffers))
         status = RJQ_EPROTO;
+    /* before the callbacks: they may stop the workers */
+    for (size_t i = 0; i < b->noffers && !c->closing; i++)
+        rjq__worker_offer_done(&b->offers[i], status,
+                               status == RJQ_OK && r->element[b->n + i]->integer == 1);
     finish_items(c, b->items, b->n, status, r);
+    free(b->offers);
     free(b);
 }
 
@@ -78,10 +84,18 @@ static size_t batch_size(const rjq_queue *q) {
 static int send_batch(rjq_queue *q, complete_batch *b) {
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_COMPLETED, RJQ__K_STATS, RJQ__K_COLUMNS, RJQ__K_MONITORED);
+    RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_COMPLETED, RJQ__K_STATS, RJQ__K_READY, RJQ__K_PRIO,
+              RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_ll(&a, q->retention_ms);
     rjq__argv_ll(&a, q->completed_max);
+    rjq__argv_ll(&a, (long long)b->noffers);
+    for (size_t i = 0; i < b->noffers; i++) {
+        rjq__argv_str(&a, b->offers[i].w->field);
+        rjq__argv_ll(&a, b->offers[i].epoch);
+        rjq__argv_ll(&a, b->offers[i].w->lease_ms);
+        rjq__argv_ll(&a, b->offers[i].slots);
+    }
     for (size_t i = 0; i < b->n; i++) {
         rjq__argv_str(&a, b->items[i].id);
         rjq__argv_str(&a, b->items[i].token);
@@ -102,11 +116,15 @@ static void flush_some(rjq_queue *q) {
     if (b) {
         b->n = n;
         memcpy(b->items, q->pending, n * sizeof b->items[0]);
+        b->offers = malloc(n * sizeof *b->offers);
+        b->noffers = b->offers ? rjq__worker_offers(b->items, n, b->offers) : 0;
         rc = send_batch(q, b);
     }
     if (rc != RJQ_OK) {
         rjq__errmsg(c, "complete: %s", rjq_strerror(rc));
+        for (size_t i = 0; b && i < b->noffers; i++) rjq__worker_offer_done(&b->offers[i], rc, 0);
         finish_items(c, q->pending, n, rc, NULL); /* before they are shifted out */
+        if (b) free(b->offers);
         free(b);
     }
     q->npending -= n;

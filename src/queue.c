@@ -16,6 +16,7 @@ static const char *const key_suffix[RJQ__K_COUNT] = {
     [RJQ__K_STATS] = "stats",         [RJQ__K_GUARD] = "sweep",
     [RJQ__K_JOB] = "job:",            [RJQ__K_WAKE] = "wake",
     [RJQ__K_EVENTS] = "events",       [RJQ__K_MONITORED] = "monitored",
+    [RJQ__K_IDLE] = "idle",
     [RJQ__K_PAYLOAD] = "payload",     [RJQ__K_STATE] = "state",
     [RJQ__K_OPTIONS] = "options",     [RJQ__K_RESULT] = "result",
     [RJQ__K_ERROR] = "error",         [RJQ__K_FAILTOKEN] = "failtoken",
@@ -38,6 +39,7 @@ void rjq__queue_free(rjq_queue *q) {
     for (int i = 0; i < 2; i++) rjq__enqueue_batch_free(&q->enq[i]);
     for (int i = 0; i < RJQ__K_COUNT; i++) free(q->keys[i]);
     free(q->pending);
+    free(q->push_channel);
     free(q->name);
     free(q);
 }

@@ -529,6 +529,12 @@ static void bell_on_monitor(rjq_client *c, const char *event, const char *id, vo
     if (strcmp(event, "enqueued") == 0 && strcmp(id, bell_marker_want) == 0) bell_marker = 1;
 }
 
+static void bell_replayed(rjq_client *c, int status, long long n, void *data) {
+    (void)c, (void)data;
+    ASSERT_OK(status);
+    ASSERT_EQ(1, n);
+}
+
 /* Enqueue a marker job on the monitored queue and wait for its event: what
  * the subscriber connection carried before it has been handled. */
 static int bell_mark(struct event_base *base, rjq_queue *marker, const char *id) {
@@ -542,7 +548,8 @@ static int bell_mark(struct event_base *base, rjq_queue *marker, const char *id)
 
 /*
  * A worker that keeps two claims in flight hears the doorbell of a job
- * enqueued after both claims ran (so both come back empty). A job of the
+ * made ready after both claims ran (so both come back empty; a replay, as
+ * an enqueue would hand the job to the worker directly). A job of the
  * worker finishes before their replies: its tick calls claim(), which can
  * send nothing (two claims in flight is the limit) but used to clear the
  * doorbell all the same. The job then sat in ready until the safety poll.
@@ -560,6 +567,11 @@ TEST(doorbell_heard_while_claim_in_flight_is_not_lost) {
     rjq_queue *marker = queue_for(c, "marker");
     wait_connected(base, c);
     ASSERT(loop_until(base, &bell_sub_up, 5000));
+    redisContext *rc = server_connect(&s); /* a dead job to replay later */
+    freeReplyObject(server_cmd(rc, "HSET t:{bell}:payload late x"));
+    freeReplyObject(server_cmd(rc, "HSET t:{bell}:state late %s", "dead 1"));
+    freeReplyObject(server_cmd(rc, "ZADD t:{bell}:dead 1 late"));
+    redisFree(rc);
 
     rjq_enqueue_item items[3] = {{"1", 1, NULL}, {"2", 1, NULL}, {"3", 1, NULL}};
     enq_ok = 0;
@@ -590,10 +602,8 @@ TEST(doorbell_heard_while_claim_in_flight_is_not_lost) {
     ASSERT_OK(rjq_job_complete(bell_held[1], "", 0, NULL, NULL));
     loop_for(base, 30);
     /* Sent behind both claims on the same connection: they ran first and
-     * found nothing; this enqueue rings the doorbell. */
-    rjq_job_options jo = {0};
-    jo.id = "late";
-    ASSERT_OK(rjq_enqueue(q, "x", 1, &jo, NULL, NULL));
+     * found nothing; this replay rings the doorbell. */
+    ASSERT_OK(rjq_queue_replay(q, "late", 0, bell_replayed, NULL));
     loop_for(base, 30);
     ASSERT(bell_mark(base, marker, "after")); /* the doorbell has been heard */
     /* Its tick runs claim() with both claims in flight: nothing is sent. */
@@ -681,7 +691,7 @@ TEST(await_with_long_job_key_resolves) {
     redisContext *rc = server_connect(&s);
     redisReply *r = server_cmd(rc, "PUBSUB CHANNELS");
     ASSERT(r->type == REDIS_REPLY_ARRAY);
-    ASSERT_EQ(3, r->elements); /* c: doorbell and reply channel; c2: reply channel */
+    ASSERT_EQ(4, r->elements); /* c: doorbell, push and reply channel; c2: reply channel */
     for (size_t i = 0; i < r->elements; i++) ASSERT_EQ(1, server_numsub(rc, r->element[i]->str));
     freeReplyObject(r);
     redisFree(rc);

@@ -3,27 +3,33 @@
 -- the records of completed jobs past the retention time or beyond the
 -- count cap are deleted (oldest first, a bounded number per call; the
 -- reclaim sweep deletes them too, so an idle queue is cleaned up as well).
--- KEYS: 1 active, 2 completed, 3 stats, 4..10 the job columns, 11 monitored
+-- Workers that were idle offer the slots these jobs free for push
+-- delivery (offer_slots in lib.lua), unless work is waiting.
+-- KEYS: 1 active, 2 completed, 3 stats, 4 ready, 5 prio, 6 idle,
+--       7..13 the job columns, 14 monitored
 -- ARGV: 1 job name prefix, 2 retention ms (-1: no age limit), 3 most
---       completed jobs kept (<= 0: no count limit), then per job: id,
---       token, result.
+--       completed jobs kept (<= 0: no count limit), 4 number of offers,
+--       then per offer: idle field, epoch, lease ms, slots; then per job:
+--       id, token, result.
 -- Returns one code per job: 1 done (or already done with this token),
--- 0 lease lost.
-local active, completed, stats = KEYS[1], KEYS[2], KEYS[3]
-local prefix, retention, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local J = columns(4, prefix)
-expect_types({active, 'zset', completed, 'list', stats, 'hash',
+-- 0 lease lost; then one per offer: 1 registered, 0 not (work is waiting,
+-- or the worker's registration has another epoch).
+local active, completed, stats, ready, prio, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local prefix, retention, cap, offers = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local FIRST = 5 + 4 * offers -- ARGV index of the first job
+local J = columns(7, prefix)
+expect_types({active, 'zset', completed, 'list', stats, 'hash', idle, 'hash',
               J.s, 'hash', J.r, 'hash'})
 local now = now_ms()
 local stamp = int(now) -- formatted once: number->string costs per call
-local emit = monitor(KEYS[11], prefix)
+local emit = monitor(KEYS[14], prefix)
 
 local ids = {}
-for i = 4, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
+for i = FIRST, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
 local s, n = hmget(J.s, ids), hmget_sparse(J.n, ids)
 local out, gone, st, res = {}, {}, {}, {}
 for i, id in ipairs(ids) do
-  local tok, r = ARGV[3 * i + 2], ARGV[3 * i + 3]
+  local tok, r = ARGV[FIRST + 3 * i - 2], ARGV[FIRST + 3 * i - 1]
   local state, a, t = state_of(s[i])
   if state == 'active' and t == tok then
     gone[#gone + 1] = id
@@ -45,6 +51,15 @@ if #gone > 0 then
   call_all('HSET', J.r, res, 2)
   index_completed(completed, stats, stamp, gone)
   redis.call('HINCRBY', stats, 'completed', #gone)
+end
+
+if offers > 0 then
+  local waiting = redis.call('LLEN', ready) > 0 or redis.call('ZCARD', prio) > 0
+  for i = 5, FIRST - 1, 4 do
+    local ok = not waiting and
+               offer_slots(idle, ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3]), false) > 0
+    out[#out + 1] = ok and 1 or 0
+  end
 end
 
 -- Retention: delete up to twice as many old records as were added.

@@ -1,16 +1,20 @@
--- enqueue: write job records and make them ready or delayed, atomically.
--- KEYS: 1 ready, 2 prio, 3 delayed, 4 stats, 5..11 the job columns, 12 monitored
+-- enqueue: write job records and make them ready or delayed, atomically;
+-- jobs made ready go straight to idle workers that registered free slots
+-- (push_to_idle in lib.lua), else the doorbell rings.
+-- KEYS: 1 ready, 2 prio, 3 delayed, 4 stats, 5 active, 6 idle,
+--       7..13 the job columns, 14 monitored
 -- ARGV: 1 job name prefix, 2 wake channel, 3 reply channel of an awaiting
---       producer ('' for none),
---       then per job: id ('' = assign the next number), payload, options
---       ('' = defaults, else "delay_ms,priority,max_attempts,backoff").
+--       producer ('' for none), 4 token base for pushed jobs (unique per
+--       call), then per job: id ('' = assign the next number), payload,
+--       options ('' = defaults, else "delay_ms,priority,max_attempts,backoff").
 -- Returns { id1, existed1, id2, existed2, ... } in request order; an
 -- existing id is reported (existed = 1) and not touched.
-local ready, prio, delayed, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local prefix, wake, ch = ARGV[1], ARGV[2], ARGV[3]
-local J = columns(5, prefix)
-local n = (#ARGV - 3) / 3
-expect_types({ready, 'list', prio, 'zset', delayed, 'zset', stats, 'hash',
+local ready, prio, delayed, stats, active, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local prefix, wake, ch, tbase = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local J = columns(7, prefix)
+local FIRST = 5 -- ARGV index of the first job
+local n = (#ARGV - FIRST + 1) / 3
+expect_types({ready, 'list', prio, 'zset', delayed, 'zset', stats, 'hash', active, 'zset', idle, 'hash',
               J.d, 'hash', J.s, 'hash', J.o, 'hash', J.n, 'hash'})
 
 local seq = redis.call('HINCRBY', stats, 'seq', n) - n
@@ -19,7 +23,7 @@ local nothing_ready = redis.call('LLEN', ready) == 0 and
 
 -- Ids given by the caller that exist already (or twice in this batch).
 local given = {}
-for i = 4, #ARGV, 3 do
+for i = FIRST, #ARGV, 3 do
   if ARGV[i] ~= '' then given[#given + 1] = ARGV[i] end
 end
 local taken = {}
@@ -28,12 +32,12 @@ if #given > 0 then
   for i, id in ipairs(given) do if v[i] then taken[id] = true end end
 end
 
-local now, ring = nil, false
-local emit = monitor(KEYS[12], prefix)
+local now, ring, became_ready = nil, false, 0
+local emit = monitor(KEYS[14], prefix)
 local out, plain, payloads, opts, watch, states = {}, {}, {}, {}, {}, {}
 local added = 0
 
-for i = 4, #ARGV, 3 do
+for i = FIRST, #ARGV, 3 do
   local id, payload, o = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   seq = seq + 1
   if id == '' then id = int(seq) end
@@ -60,7 +64,7 @@ for i = 4, #ARGV, 3 do
     else
       if p == 0 then plain[#plain + 1] = id
       else redis.call('ZADD', prio, prio_score(p, seq), id) end
-      if nothing_ready then ring = true end
+      became_ready = became_ready + 1
     end
     added = added + 1
     emit('enqueued', id)
@@ -76,6 +80,11 @@ if added > 0 then
   if #states > 0 then call_all('HSET', J.s, states, 2) end
   if #plain > 0 then rpush_all(ready, plain) end
   redis.call('HINCRBY', stats, 'enqueued', added)
+end
+if became_ready > 0 then
+  local pushed = push_to_idle(J, ready, prio, active, idle, tbase, became_ready, emit)
+  -- jobs left ready in a queue that had nothing ready: wake idle workers
+  if nothing_ready and pushed < became_ready then ring = true end
 end
 if ring then redis.call('PUBLISH', wake, '1') end
 return out

@@ -13,6 +13,7 @@
 --                  deleted a whole entry at a time, see sweep_completed)
 --   stats    hash  counters, seq (the id/sequence counter) and retained
 --                  (the number of ids in completed)
+--   idle     hash  push delivery: free slots of idle workers, see below
 --   monitored string present while a monitor listens (TTL refreshed)
 --   events   channel of queue events for monitors
 -- Job records are stored by column: one hash per field, keyed by job id,
@@ -279,3 +280,129 @@ local function rpush_all(ready, ids)
   call_all('RPUSH', ready, ids)
 end
 
+
+-- Take up to `want` ready ids in claim order (strict priority: positive
+-- priorities, then priority 0 FIFO, then negative).
+local function take_ready(ready, prio, want)
+  local ids = {}
+  if want <= 0 then return ids end
+  if redis.call('ZCARD', prio) > 0 then
+    ids = redis.call('ZRANGEBYSCORE', prio, '-inf', '(0', 'LIMIT', 0, want)
+    if #ids > 0 then redis.call('ZREM', prio, unpack(ids)) end
+  end
+  if #ids < want then
+    local got = redis.call('LPOP', ready, want - #ids)
+    if got then for _, id in ipairs(got) do ids[#ids + 1] = id end end
+  end
+  if #ids < want and redis.call('ZCARD', prio) > 0 then
+    local low = redis.call('ZPOPMIN', prio, want - #ids)
+    for i = 1, #low, 2 do ids[#ids + 1] = low[i] end
+  end
+  return ids
+end
+
+-- Start the taken jobs ids: active until `deadline` with token
+-- tbase.<i> and one more attempt. Appends id, token, payload, attempt,
+-- max_attempts of each started job to out (a record deleted behind rjq's
+-- back is skipped). Returns how many started.
+local function start_jobs(J, active, ids, deadline, tbase, out, emit)
+  if #ids == 0 then return 0 end
+  local d, o, s = hmget(J.d, ids), hmget_sparse(J.o, ids), hmget(J.s, ids)
+  local za, st = {'+inf', ACTIVE_PIN}, {}
+  for i, id in ipairs(ids) do
+    if d[i] then
+      local tok = tbase .. '.' .. i
+      local _, a = state_of(s[i])
+      local _, max = parse_options(o[i])
+      za[#za + 1] = deadline; za[#za + 1] = id
+      st[#st + 1] = id; st[#st + 1] = 'active ' .. (a + 1) .. ' ' .. tok
+      out[#out + 1] = id
+      out[#out + 1] = tok
+      out[#out + 1] = d[i]
+      out[#out + 1] = a + 1
+      out[#out + 1] = max
+      emit('active', id)
+    end
+  end
+  if #st == 0 then return 0 end
+  redis.call('ZADD', active, unpack(za))
+  redis.call('HSET', J.s, unpack(st))
+  return #st / 2
+end
+
+-- Push delivery. A worker whose claim came back short registers its free
+-- slots in the queue's idle hash: field "<worker> <channel>", value
+-- "<slots> <epoch> <lease ms>". Enqueue then claims new jobs for it and
+-- publishes them on the channel (its client's push channel for this
+-- queue), saving the doorbell and the claim round trip. The epoch tells a
+-- worker which registration a pushed job came from: a worker replaces its
+-- registration (a new epoch) whenever it cannot trust its own count of it
+-- (woken by the doorbell or the poll, after a reconnect), and it hands
+-- back (release.lua) jobs pushed under an old epoch it has no room for.
+
+-- Register `slots` free slots of worker `field`: reset replaces the
+-- registration (0 slots: removes it); otherwise they are added to a
+-- registration of the same epoch, or start one when there is none.
+-- Returns the slots registered (0 when the stored epoch differs).
+local function offer_slots(idle, field, epoch, lease, slots, reset)
+  if reset then
+    if slots > 0 then redis.call('HSET', idle, field, slots .. ' ' .. epoch .. ' ' .. lease)
+    else redis.call('HDEL', idle, field) end
+    return slots
+  end
+  if slots <= 0 then return 0 end
+  local have, v = 0, redis.call('HMGET', idle, field)[1]
+  if v then
+    local n, e = string.match(v, '^(%d+) (%S+)')
+    if e ~= epoch then return 0 end
+    have = tonumber(n)
+  end
+  redis.call('HSET', idle, field, (have + slots) .. ' ' .. epoch .. ' ' .. lease)
+  return slots
+end
+
+-- Hand ready jobs to registered idle workers while both remain (at most
+-- `budget` jobs). Each worker gets one message on its channel:
+-- "<worker> <epoch> <count>\n" then per job
+-- "<id len> <token len> <payload len> <attempt> <max attempts>\n" and the
+-- id, token and payload bytes. A worker whose channel has no subscriber
+-- (its client is gone or reconnecting) loses its registration instead.
+-- Returns how many jobs were taken from ready.
+local function push_to_idle(J, ready, prio, active, idle, tbase, budget, emit)
+  local now, k, taken = nil, 0, 0
+  while budget > 0 do
+    local pick = redis.call('HRANDFIELD', idle, 1, 'WITHVALUES')
+    if #pick == 0 then break end
+    local field, v = pick[1], pick[2]
+    local wid, ch = string.match(field, '^(%S+) (.+)$')
+    local slots, epoch, lease = string.match(v, '^(%d+) (%S+) (%d+)$')
+    slots = tonumber(slots or 0)
+    if not ch or slots < 1 or redis.call('PUBSUB', 'NUMSUB', ch)[2] == 0 then
+      redis.call('HDEL', idle, field)
+    else
+      local ids = take_ready(ready, prio, math.min(slots, budget))
+      if #ids == 0 then break end
+      taken = taken + #ids
+      now = now or now_ms()
+      k = k + 1
+      local out = {}
+      local n = start_jobs(J, active, ids, int(now + tonumber(lease)), tbase .. k, out, emit)
+      if slots - n > 0 then
+        redis.call('HSET', idle, field, (slots - n) .. ' ' .. epoch .. ' ' .. lease)
+      else
+        redis.call('HDEL', idle, field)
+      end
+      budget = budget - #ids
+      if n > 0 then
+        local msg = {wid .. ' ' .. epoch .. ' ' .. n .. '\n'}
+        for i = 1, #out, 5 do
+          msg[#msg + 1] = #out[i] .. ' ' .. #out[i + 1] .. ' ' .. #out[i + 2] .. ' ' ..
+                          out[i + 3] .. ' ' .. out[i + 4] .. '\n'
+          msg[#msg + 1] = out[i]; msg[#msg + 1] = out[i + 1]; msg[#msg + 1] = out[i + 2]
+        end
+        redis.call('PUBLISH', ch, table.concat(msg))
+      end
+    end
+  end
+  return taken
+end

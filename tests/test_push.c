@@ -1,0 +1,338 @@
+/*
+ * Push delivery: an idle worker registers its free slots in the queue's
+ * idle hash and enqueue hands it new jobs directly (src/push.c, lib.lua
+ * push_to_idle). What must hold: pushed jobs run and complete like claimed
+ * ones, a worker never runs more than its concurrency, a job pushed to a
+ * worker that has no room or is gone goes back to the queue unspent, and a
+ * lost subscriber connection loses nothing.
+ *
+ * No timing assertion: waits are safety nets; workers use a 60 s safety
+ * poll so it is never what delivers a job.
+ */
+#include "harness.h"
+#include "server.h"
+#include "waits.h"
+
+#define HELD_MAX 16
+
+typedef struct held {
+    rjq_job *jobs[HELD_MAX];
+    long n;        /* held now */
+    long most;     /* most held at once */
+    long handled;  /* handler calls */
+    int concurrency;
+    char last_id[64];
+    int last_attempt;
+} held;
+
+static void hold_handler(rjq_job *job, void *data) {
+    held *h = data;
+    ASSERT(h->n < HELD_MAX);
+    h->jobs[h->n++] = job;
+    if (h->n > h->most) h->most = h->n;
+    ASSERT(h->n <= h->concurrency);
+    h->handled++;
+    snprintf(h->last_id, sizeof h->last_id, "%s", rjq_job_id(job));
+    h->last_attempt = rjq_job_attempt(job);
+}
+
+/* Complete the oldest held job. */
+static void release_one(held *h, long *done) {
+    ASSERT(h->n > 0);
+    rjq_job *j = h->jobs[0];
+    memmove(h->jobs, h->jobs + 1, (size_t)(h->n - 1) * sizeof h->jobs[0]);
+    h->n--;
+    ASSERT_OK(rjq_job_complete(j, "ok", 2, on_done_ok, done));
+}
+
+static rjq_worker *start_worker(rjq_queue *q, int concurrency, held *h) {
+    rjq_worker_options wo = {0};
+    wo.concurrency = concurrency;
+    wo.poll_ms = 60000;
+    wo.reclaim_ms = 60000; /* its sweep would show as claims in claims_run() */
+    h->concurrency = concurrency;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, hold_handler, h, &w));
+    return w;
+}
+
+/* The single registration in queue q's idle hash: its slots (-1 when
+ * there is none) and field/epoch when asked for. */
+static long registration(redisContext *rc, const char *q, char *field, size_t fsize,
+                         long *epoch) {
+    redisReply *r = server_cmd(rc, "HGETALL t:{%s}:idle", q);
+    long slots = -1;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2) {
+        long e = 0;
+        if (sscanf(r->element[1]->str, "%ld %ld", &slots, &e) != 2) slots = -1;
+        if (epoch) *epoch = e;
+        if (field) snprintf(field, fsize, "%s", r->element[0]->str);
+    }
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements <= 2);
+    freeReplyObject(r);
+    return slots;
+}
+
+/* Run the loop until queue q's registration has `slots` slots. */
+static int wait_registration(struct event_base *base, redisContext *rc, const char *q,
+                             long slots) {
+    for (int i = 0; i < 500; i++) {
+        if (registration(rc, q, NULL, 0, NULL) == slots) return 1;
+        loop_for(base, 10);
+    }
+    return 0;
+}
+
+static void enqueue_id(rjq_queue *q, const char *id) {
+    rjq_job_options jo = {0};
+    jo.id = id;
+    ASSERT_OK(rjq_enqueue(q, "x", 1, &jo, NULL, NULL));
+}
+
+/* The claim script's calls so far (its KEYS name the idle hash and the
+ * delayed set; only claims promote delayed jobs with ZRANGEBYSCORE). */
+static long long claims_run(redisContext *rc) {
+    return server_calls(rc, "zrangebyscore");
+}
+
+TEST(idle_worker_gets_new_jobs_pushed_and_offers_freed_slots) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *q = queue_for(c, "push");
+    redisContext *rc = server_connect(&s);
+    held h = {0};
+    rjq_worker *w = start_worker(q, 3, &h);
+    ASSERT(wait_registration(base, rc, "push", 3)); /* its first claim found nothing */
+
+    long long claims = claims_run(rc);
+    enqueue_id(q, "a");
+    ASSERT(loop_until_count(base, &h.handled, 1, 5000));
+    ASSERT_STREQ("a", h.last_id);
+    ASSERT_EQ(1, h.last_attempt);
+    ASSERT_EQ(2, registration(rc, "push", NULL, 0, NULL)); /* one slot used by the push */
+    ASSERT_EQ(claims, claims_run(rc));                     /* no claim was needed */
+    ASSERT_EQ(1, server_active_jobs(rc, "push"));          /* leased like a claimed job */
+
+    long done = 0;
+    release_one(&h, &done);
+    ASSERT(loop_until_count(base, &done, 1, 5000));
+    ASSERT_EQ(3, registration(rc, "push", NULL, 0, NULL)); /* offered with the completion */
+    ASSERT_EQ(claims, claims_run(rc));
+    info_wait i = get_info(base, q, "a");
+    ASSERT_OK(i.status);
+    ASSERT_STREQ("completed", i.state);
+
+    /* A batch bigger than the free slots: three pushed, the other two
+     * claimed as slots free up. */
+    rjq_enqueue_item items[5] = {{"1", 1, NULL}, {"2", 1, NULL}, {"3", 1, NULL},
+                                 {"4", 1, NULL}, {"5", 1, NULL}};
+    ASSERT_OK(rjq_enqueue_batch(q, items, 5, NULL, NULL));
+    ASSERT(loop_until_count(base, &h.handled, 4, 5000));
+    ASSERT_EQ(3, h.n);
+    ASSERT_EQ(3, h.most);
+    for (int k = 0; k < 5; k++) {
+        for (int t = 0; t < 500 && h.n == 0; t++) loop_for(base, 10);
+        release_one(&h, &done);
+    }
+    ASSERT(loop_until_count(base, &done, 6, 5000));
+    ASSERT_EQ(6, h.handled);
+    ASSERT_EQ(3, h.most);
+
+    int stopped = 0;
+    ASSERT_OK(rjq_worker_stop(w, NULL, NULL));
+    for (int k = 0; k < 200 && !stopped; k++) {
+        loop_for(base, 10);
+        stopped = registration(rc, "push", NULL, 0, NULL) == -1;
+    }
+    ASSERT(stopped); /* a stopped worker is no longer offered jobs */
+
+    redisFree(rc);
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}
+
+/* Jobs enqueued in bursts while a worker completes them at its own pace:
+ * pushes, offers and claims interleave, and the worker never holds more
+ * than its concurrency; every job runs once. */
+TEST(pushes_and_claims_never_exceed_concurrency) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_client *pc = client_for(base, &s);
+    rjq_queue *q = queue_for(c, "cap");
+    rjq_queue *pq = queue_for(pc, "cap");
+    redisContext *rc = server_connect(&s);
+    held h = {0};
+    start_worker(q, 2, &h);
+    ASSERT(wait_registration(base, rc, "cap", 2));
+
+    const long total = 120;
+    long sent = 0, done = 0;
+    unsigned seed = 7;
+    for (int round = 0; round < 2000 && done < total; round++) {
+        seed = seed * 1103515245u + 12345u;
+        int burst = (int)(seed >> 16) % 4; /* 0..3 jobs this turn */
+        for (int k = 0; k < burst && sent < total; k++) {
+            char id[32];
+            snprintf(id, sizeof id, "j%ld", ++sent);
+            enqueue_id(pq, id);
+        }
+        loop_for(base, 1 + (int)(seed >> 20) % 3);
+        if (h.n > 0 && (seed >> 8) % 3 != 0) release_one(&h, &done);
+    }
+    while (done < total && h.n > 0) {
+        release_one(&h, &done);
+        loop_for(base, 2);
+        if (h.n == 0) loop_for(base, 20);
+    }
+    ASSERT(loop_until_count(base, &done, total, 10000));
+    ASSERT_EQ(total, h.handled); /* each job once */
+    ASSERT(h.most <= 2);
+    rjq_stats st = get_stats(base, q);
+    ASSERT_EQ(total, st.completed);
+    ASSERT_EQ(0, st.ready);
+    ASSERT_EQ(0, st.active);
+
+    redisFree(rc);
+    rjq_client_free(pc);
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}
+
+/* A registration left behind by a worker that has stopped (its HDEL raced
+ * a push): the job pushed to it goes back to ready at once, its attempt
+ * not spent, and the stale registration is dropped. */
+TEST(job_pushed_to_a_stopped_worker_goes_back_unspent) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *q = queue_for(c, "gone");
+    redisContext *rc = server_connect(&s);
+    held h = {0};
+    rjq_worker *w = start_worker(q, 1, &h);
+    char field[256];
+    ASSERT(wait_registration(base, rc, "gone", 1));
+    ASSERT_EQ(1, registration(rc, "gone", field, sizeof field, NULL));
+    ASSERT_OK(rjq_worker_stop(w, NULL, NULL));
+    for (int k = 0; k < 200 && registration(rc, "gone", NULL, 0, NULL) != -1; k++) loop_for(base, 10);
+    ASSERT_EQ(-1, registration(rc, "gone", NULL, 0, NULL));
+
+    freeReplyObject(server_cmd(rc, "HSET t:{gone}:idle %s %s", field, "5 1 30000"));
+    enqueue_id(q, "orphan");
+    int back = 0;
+    for (int k = 0; k < 500 && !back; k++) {
+        loop_for(base, 10);
+        back = server_int(rc, "LLEN t:{gone}:ready") == 1;
+    }
+    ASSERT(back);
+    ASSERT_EQ(0, h.handled);
+    ASSERT_EQ(0, server_active_jobs(rc, "gone"));
+    ASSERT_EQ(-1, registration(rc, "gone", NULL, 0, NULL));
+    info_wait i = get_info(base, q, "orphan");
+    ASSERT_OK(i.status);
+    ASSERT_STREQ("ready", i.state);
+    ASSERT_EQ(0, i.attempts);
+
+    redisFree(rc);
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}
+
+/* Redis believes the worker has a free slot it does not have (planted):
+ * the job pushed into it is handed back, not run beyond the concurrency,
+ * and runs once the worker has room; so does one pushed under an old
+ * registration epoch. */
+TEST(job_pushed_beyond_free_slots_is_handed_back) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *q = queue_for(c, "full");
+    redisContext *rc = server_connect(&s);
+    held h = {0};
+    start_worker(q, 1, &h);
+    char field[256];
+    long epoch = 0;
+    ASSERT(wait_registration(base, rc, "full", 1));
+    ASSERT_EQ(1, registration(rc, "full", field, sizeof field, &epoch));
+    enqueue_id(q, "first");
+    ASSERT(loop_until_count(base, &h.handled, 1, 5000));
+    ASSERT_EQ(-1, registration(rc, "full", NULL, 0, NULL)); /* its only slot is used */
+
+    const char *ids[2] = {"same-epoch", "old-epoch"};
+    long epochs[2] = {epoch, epoch - 1};
+    long done = 0;
+    for (int k = 0; k < 2; k++) {
+        char v[64];
+        snprintf(v, sizeof v, "1 %ld 30000", epochs[k]);
+        freeReplyObject(server_cmd(rc, "HSET t:{full}:idle %s %s", field, v));
+        enqueue_id(q, ids[k]);
+        int back = 0;
+        for (int n = 0; n < 500 && !back; n++) {
+            loop_for(base, 10);
+            back = server_int(rc, "LLEN t:{full}:ready") == 1;
+        }
+        ASSERT(back); /* handed back: the worker is full */
+        ASSERT_EQ(1, h.n);
+        ASSERT_EQ((long)k + 1, h.handled);
+        ASSERT_EQ(1, server_active_jobs(rc, "full"));
+        release_one(&h, &done); /* room again: it claims the job */
+        ASSERT(loop_until_count(base, &h.handled, k + 2, 5000));
+        ASSERT_STREQ(ids[k], h.last_id);
+        ASSERT_EQ(1, h.last_attempt); /* the push's attempt was given back */
+        loop_for(base, 20);
+    }
+    ASSERT_EQ(1, h.most);
+    release_one(&h, &done);
+    ASSERT(loop_until_count(base, &done, 3, 5000));
+
+    redisFree(rc);
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}
+
+/* The subscriber connection of an idle worker's client is killed and a job
+ * is enqueued at once by another client: the push finds no subscriber (the
+ * registration is dropped, the job stays ready) or lands after the
+ * reconnect; either way the worker gets it once it has re-registered. */
+TEST(idle_worker_losing_its_subscriber_connection_still_gets_the_job) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_client *pc = client_for(base, &s);
+    rjq_queue *q = queue_for(c, "sub");
+    rjq_queue *pq = queue_for(pc, "sub");
+    redisContext *rc = server_connect(&s);
+    held h = {0};
+    start_worker(q, 2, &h);
+    ASSERT(wait_registration(base, rc, "sub", 2));
+
+    for (int round = 0; round < 3; round++) {
+        ASSERT(server_int(rc, "CLIENT KILL TYPE pubsub") >= 1);
+        char id[32];
+        snprintf(id, sizeof id, "after-kill-%d", round);
+        enqueue_id(pq, id);
+        ASSERT(loop_until_count(base, &h.handled, round + 1, 10000));
+        ASSERT_STREQ(id, h.last_id);
+        long done = 0;
+        release_one(&h, &done);
+        ASSERT(loop_until_count(base, &done, 1, 5000));
+        ASSERT(wait_registration(base, rc, "sub", 2)); /* registered again */
+    }
+    ASSERT_EQ(3, h.handled);
+
+    redisFree(rc);
+    rjq_client_free(pc);
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}

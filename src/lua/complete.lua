@@ -18,8 +18,9 @@ local active, completed, stats, ready, prio, idle = KEYS[1], KEYS[2], KEYS[3], K
 local prefix, retention, cap, offers = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local FIRST = 5 + 4 * offers -- ARGV index of the first job
 local J = columns(7, prefix)
-expect_types({active, 'zset', completed, 'list', stats, 'hash', idle, 'hash',
-              J.s, 'hash', J.r, 'hash'})
+local spec = {active, 'zset', completed, 'list', stats, 'hash', J.s, 'hash', J.r, 'hash'}
+if offers > 0 then spec[#spec + 1] = idle; spec[#spec + 1] = 'hash' end
+expect_types(spec)
 local now = now_ms()
 local stamp = int(now) -- formatted once: number->string costs per call
 local emit = monitor(KEYS[14], prefix)

@@ -46,11 +46,12 @@ for i, id in ipairs(ids) do
   end
 end
 
+local kept -- ids in the retention index, when this call added some
 if #gone > 0 then
   call_all('ZREM', active, gone)
   call_all('HSET', J.s, st, 2)
   call_all('HSET', J.r, res, 2)
-  index_completed(completed, stats, stamp, gone)
+  kept = index_completed(completed, stats, stamp, gone)
   redis.call('HINCRBY', stats, 'completed', #gone)
 end
 
@@ -64,5 +65,5 @@ if offers > 0 then
 end
 
 -- Retention: delete up to twice as many old records as were added.
-sweep_completed(J, completed, stats, retention, cap, now, 2 * #gone + 100)
+sweep_completed(J, completed, stats, retention, cap, now, 2 * #gone + 100, kept)
 return out

@@ -245,19 +245,21 @@ local function bury(J, dead, stats, id, attempts, now, err, dead_max, emit)
 end
 
 -- Add the jobs ids, completed at `stamp`, to the retention index (one
--- entry per call: cheaper than a sorted-set member per job).
+-- entry per call: cheaper than a sorted-set member per job). Returns the
+-- number of ids the index holds now.
 local function index_completed(completed, stats, stamp, ids)
   redis.call('RPUSH', completed, stamp .. ' ' .. table.concat(ids, ' '))
-  redis.call('HINCRBY', stats, 'retained', #ids)
+  return redis.call('HINCRBY', stats, 'retained', #ids)
 end
 
 -- Retention: delete the records of completed jobs, oldest entry of the
 -- index first, while the entry is older than `retention` ms (-1: no age
 -- limit) or more than `cap` jobs are kept (<= 0: no count limit), until
 -- about `budget` records went. Whole entries go, so with a count cap a
--- little less than `cap` may remain.
-local function sweep_completed(J, completed, stats, retention, cap, now, budget)
-  local kept = tonumber(redis.call('HMGET', stats, 'retained')[1] or '0')
+-- little less than `cap` may remain. kept: the number of ids in the index
+-- when the caller knows it (nil: read it).
+local function sweep_completed(J, completed, stats, retention, cap, now, budget, kept)
+  kept = kept or tonumber(redis.call('HMGET', stats, 'retained')[1] or '0')
   local old, empty = {}, false
   while #old < budget do
     local head = redis.call('LINDEX', completed, 0)

@@ -321,9 +321,14 @@ typedef struct rjq_worker_options {
 
 /*
  * Start a worker on queue q. It claims up to its free capacity in one script
- * call, wakes on the queue's doorbell when idle, sets a timer for the next
- * delayed job, and sweeps expired leases. *out is owned by the client until
- * rjq_worker_stop() completes.
+ * call. When a claim comes back short it registers the free slots with the
+ * queue, and enqueues hand new jobs to it directly over the subscriber
+ * connection (push delivery: already claimed and leased, no claim round
+ * trip); it never runs more than `concurrency` jobs, and a job pushed to it
+ * without room goes back to the queue with its attempt not counted. It also
+ * wakes on the queue's doorbell (jobs made ready by retries, replays,
+ * reclaims), sets a timer for the next delayed job, and sweeps expired
+ * leases. *out is owned by the client until rjq_worker_stop() completes.
  */
 RJQ_API int rjq_worker_start(rjq_queue *q, const rjq_worker_options *opts,
                              rjq_handler_fn *handler, void *data,
@@ -332,11 +337,13 @@ RJQ_API int rjq_worker_start(rjq_queue *q, const rjq_worker_options *opts,
 typedef void rjq_stopped_cb(rjq_worker *w, int status, void *data);
 
 /*
- * Stop claiming; cb (may be NULL) is called once when every job the worker
- * handed out has been completed or failed (RJQ_OK), or with RJQ_ECANCELED if
- * the client is freed first. The worker is freed after cb returns. Jobs that
- * an in-flight claim still brings are handed to the handler as usual.
- * Returns RJQ_EBUSY if a stop is already under way.
+ * Stop claiming and withdraw the worker's registered slots; cb (may be NULL)
+ * is called once when every job the worker handed out has been completed or
+ * failed (RJQ_OK), or with RJQ_ECANCELED if the client is freed first. The
+ * worker is freed after cb returns. Jobs that an in-flight claim still
+ * brings are handed to the handler as usual; jobs pushed to it meanwhile go
+ * back to the queue unstarted. Returns RJQ_EBUSY if a stop is already under
+ * way.
  */
 RJQ_API int rjq_worker_stop(rjq_worker *w, rjq_stopped_cb *cb, void *data);
 
@@ -464,7 +471,8 @@ RJQ_API int rjq_job_progress(rjq_job *job, const void *progress, size_t len);
 typedef struct rjq_monitor rjq_monitor;
 
 /* One queue event: event is "enqueued", "active", "completed", "failed",
- * "retried", "dead" or "reclaimed"; id is the job's. Valid during the call. */
+ * "retried", "dead", "reclaimed" or "released" (pushed to a worker that had
+ * no room for it: back to ready); id is the job's. Valid during the call. */
 typedef void rjq_monitor_cb(rjq_client *c, const char *event, const char *id, void *data);
 
 /*

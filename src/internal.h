@@ -426,6 +426,8 @@ int rjq__worker_free_slots(const rjq_worker *w);
 void rjq__worker_take_pushed(rjq_worker *w, unsigned epoch, const rjq__pushed *jobs, size_t n);
 /* The registration may be out of step: replace it with the next claim. */
 void rjq__worker_resync(rjq_worker *w);
+/* The same for every worker of q (a subscription of q was (re)confirmed). */
+void rjq__workers_resync(rjq_queue *q);
 
 /* ---- push delivery (push.c) ------------------------------------------ */
 

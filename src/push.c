@@ -63,10 +63,7 @@ static void on_push(rjq_client *c, const char *channel, const char *msg, size_t 
                     void *arg) {
     rjq_queue *q = arg;
     if (msg == NULL) { /* (re)subscribed: pushes may have been lost */
-        for (rjq_worker *w = q->workers, *next; w; w = next) {
-            next = w->next;
-            rjq__worker_resync(w);
-        }
+        rjq__workers_resync(q);
         return;
     }
     const char *p = msg, *end = msg + len;

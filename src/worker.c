@@ -107,15 +107,24 @@ void rjq__worker_resync(rjq_worker *w) {
     rjq__worker_poke(w);
 }
 
+void rjq__workers_resync(rjq_queue *q) {
+    for (rjq_worker *w = q->workers, *next; w; w = next) {
+        next = w->next;
+        rjq__worker_resync(w);
+    }
+}
+
 static void on_doorbell(rjq_client *c, const char *channel, const char *msg, size_t len,
                         void *arg) {
     rjq_queue *q = arg;
     (void)c, (void)channel, (void)len;
-    /* msg NULL: (re)subscribed; doorbells may have been missed meanwhile. */
+    if (msg == NULL) { /* (re)subscribed: doorbells may have been missed */
+        rjq__workers_resync(q);
+        return;
+    }
     for (rjq_worker *w = q->workers, *next; w; w = next) {
         next = w->next;
-        if (msg) rjq__worker_poke(w);
-        else rjq__worker_resync(w);
+        rjq__worker_poke(w);
     }
 }
 

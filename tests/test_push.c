@@ -95,32 +95,71 @@ static long long claims_run(redisContext *rc) {
     return server_calls(rc, "zrangebyscore");
 }
 
-TEST(idle_worker_gets_new_jobs_pushed_and_offers_freed_slots) {
+/* A server, a client whose worker (held jobs in h) has registered its
+ * free slots on queue `name`, optionally a second client producing to the
+ * same queue (pc, pq), and a connection for assertions. */
+typedef struct push_env {
     test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "push");
-    redisContext *rc = server_connect(&s);
-    held h = {0};
-    rjq_worker *w = start_worker(q, 3, &h);
-    ASSERT(wait_registration(base, rc, "push", 3)); /* its first claim found nothing */
+    struct event_base *base;
+    rjq_client *c, *pc;
+    rjq_queue *q, *pq;
+    redisContext *rc;
+    rjq_worker *w;
+    held h;
+} push_env;
 
-    long long claims = claims_run(rc);
-    enqueue_id(q, "a");
-    ASSERT(loop_until_count(base, &h.handled, 1, 5000));
-    ASSERT_STREQ("a", h.last_id);
-    ASSERT_EQ(1, h.last_attempt);
-    ASSERT_EQ(2, registration(rc, "push", NULL, 0, NULL)); /* one slot used by the push */
-    ASSERT_EQ(claims, claims_run(rc));                     /* no claim was needed */
-    ASSERT_EQ(1, server_active_jobs(rc, "push"));          /* leased like a claimed job */
+static void env_start(push_env *e, const char *name, int concurrency, int producer) {
+    memset(e, 0, sizeof *e);
+    server_start_guarded(&e->s, NULL);
+    e->base = event_base_new();
+    e->c = client_for(e->base, &e->s);
+    e->q = queue_for(e->c, name);
+    if (producer) {
+        e->pc = client_for(e->base, &e->s);
+        e->pq = queue_for(e->pc, name);
+    }
+    e->rc = server_connect(&e->s);
+    e->w = start_worker(e->q, concurrency, &e->h);
+    /* its first claim found nothing */
+    ASSERT(wait_registration(e->base, e->rc, name, concurrency));
+}
+
+static void env_stop(push_env *e) {
+    redisFree(e->rc);
+    if (e->pc) rjq_client_free(e->pc);
+    rjq_client_free(e->c);
+    event_base_free(e->base);
+    server_stop_guarded(&e->s);
+}
+
+/* Run the loop until queue q has n ready jobs. */
+static int wait_ready(struct event_base *base, redisContext *rc, const char *q, long long n) {
+    for (int i = 0; i < 500; i++) {
+        if (server_int(rc, "LLEN t:{%s}:ready", q) == n) return 1;
+        loop_for(base, 10);
+    }
+    return 0;
+}
+
+TEST(idle_worker_gets_new_jobs_pushed_and_offers_freed_slots) {
+    push_env e;
+    env_start(&e, "push", 3, 0);
+
+    long long claims = claims_run(e.rc);
+    enqueue_id(e.q, "a");
+    ASSERT(loop_until_count(e.base, &e.h.handled, 1, 5000));
+    ASSERT_STREQ("a", e.h.last_id);
+    ASSERT_EQ(1, e.h.last_attempt);
+    ASSERT_EQ(2, registration(e.rc, "push", NULL, 0, NULL)); /* one slot used by the push */
+    ASSERT_EQ(claims, claims_run(e.rc));                     /* no claim was needed */
+    ASSERT_EQ(1, server_active_jobs(e.rc, "push"));          /* leased like a claimed job */
 
     long done = 0;
-    release_one(&h, &done);
-    ASSERT(loop_until_count(base, &done, 1, 5000));
-    ASSERT_EQ(3, registration(rc, "push", NULL, 0, NULL)); /* offered with the completion */
-    ASSERT_EQ(claims, claims_run(rc));
-    info_wait i = get_info(base, q, "a");
+    release_one(&e.h, &done);
+    ASSERT(loop_until_count(e.base, &done, 1, 5000));
+    ASSERT_EQ(3, registration(e.rc, "push", NULL, 0, NULL)); /* offered with the completion */
+    ASSERT_EQ(claims, claims_run(e.rc));
+    info_wait i = get_info(e.base, e.q, "a");
     ASSERT_OK(i.status);
     ASSERT_STREQ("completed", i.state);
 
@@ -128,47 +167,31 @@ TEST(idle_worker_gets_new_jobs_pushed_and_offers_freed_slots) {
      * claimed as slots free up. */
     rjq_enqueue_item items[5] = {{"1", 1, NULL}, {"2", 1, NULL}, {"3", 1, NULL},
                                  {"4", 1, NULL}, {"5", 1, NULL}};
-    ASSERT_OK(rjq_enqueue_batch(q, items, 5, NULL, NULL));
-    ASSERT(loop_until_count(base, &h.handled, 4, 5000));
-    ASSERT_EQ(3, h.n);
-    ASSERT_EQ(3, h.most);
+    ASSERT_OK(rjq_enqueue_batch(e.q, items, 5, NULL, NULL));
+    ASSERT(loop_until_count(e.base, &e.h.handled, 4, 5000));
+    ASSERT_EQ(3, e.h.n);
+    ASSERT_EQ(3, e.h.most);
     for (int k = 0; k < 5; k++) {
-        for (int t = 0; t < 500 && h.n == 0; t++) loop_for(base, 10);
-        release_one(&h, &done);
+        for (int t = 0; t < 500 && e.h.n == 0; t++) loop_for(e.base, 10);
+        release_one(&e.h, &done);
     }
-    ASSERT(loop_until_count(base, &done, 6, 5000));
-    ASSERT_EQ(6, h.handled);
-    ASSERT_EQ(3, h.most);
+    ASSERT(loop_until_count(e.base, &done, 6, 5000));
+    ASSERT_EQ(6, e.h.handled);
+    ASSERT_EQ(3, e.h.most);
 
-    int stopped = 0;
-    ASSERT_OK(rjq_worker_stop(w, NULL, NULL));
-    for (int k = 0; k < 200 && !stopped; k++) {
-        loop_for(base, 10);
-        stopped = registration(rc, "push", NULL, 0, NULL) == -1;
-    }
-    ASSERT(stopped); /* a stopped worker is no longer offered jobs */
+    ASSERT_OK(rjq_worker_stop(e.w, NULL, NULL));
+    /* a stopped worker is no longer offered jobs */
+    ASSERT(wait_registration(e.base, e.rc, "push", -1));
 
-    redisFree(rc);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&e);
 }
 
 /* Jobs enqueued in bursts while a worker completes them at its own pace:
  * pushes, offers and claims interleave, and the worker never holds more
  * than its concurrency; every job runs once. */
 TEST(pushes_and_claims_never_exceed_concurrency) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_client *pc = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "cap");
-    rjq_queue *pq = queue_for(pc, "cap");
-    redisContext *rc = server_connect(&s);
-    held h = {0};
-    start_worker(q, 2, &h);
-    ASSERT(wait_registration(base, rc, "cap", 2));
+    push_env e;
+    env_start(&e, "cap", 2, 1);
 
     const long total = 120;
     long sent = 0, done = 0;
@@ -179,70 +202,50 @@ TEST(pushes_and_claims_never_exceed_concurrency) {
         for (int k = 0; k < burst && sent < total; k++) {
             char id[32];
             snprintf(id, sizeof id, "j%ld", ++sent);
-            enqueue_id(pq, id);
+            enqueue_id(e.pq, id);
         }
-        loop_for(base, 1 + (int)(seed >> 20) % 3);
-        if (h.n > 0 && (seed >> 8) % 3 != 0) release_one(&h, &done);
+        loop_for(e.base, 1 + (int)(seed >> 20) % 3);
+        if (e.h.n > 0 && (seed >> 8) % 3 != 0) release_one(&e.h, &done);
     }
-    while (done < total && h.n > 0) {
-        release_one(&h, &done);
-        loop_for(base, 2);
-        if (h.n == 0) loop_for(base, 20);
+    while (done < total && e.h.n > 0) {
+        release_one(&e.h, &done);
+        loop_for(e.base, 2);
+        if (e.h.n == 0) loop_for(e.base, 20);
     }
-    ASSERT(loop_until_count(base, &done, total, 10000));
-    ASSERT_EQ(total, h.handled); /* each job once */
-    ASSERT(h.most <= 2);
-    rjq_stats st = get_stats(base, q);
+    ASSERT(loop_until_count(e.base, &done, total, 10000));
+    ASSERT_EQ(total, e.h.handled); /* each job once */
+    ASSERT(e.h.most <= 2);
+    rjq_stats st = get_stats(e.base, e.q);
     ASSERT_EQ(total, st.completed);
     ASSERT_EQ(0, st.ready);
     ASSERT_EQ(0, st.active);
 
-    redisFree(rc);
-    rjq_client_free(pc);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&e);
 }
 
 /* A registration left behind by a worker that has stopped (its HDEL raced
  * a push): the job pushed to it goes back to ready at once, its attempt
  * not spent, and the stale registration is dropped. */
 TEST(job_pushed_to_a_stopped_worker_goes_back_unspent) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "gone");
-    redisContext *rc = server_connect(&s);
-    held h = {0};
-    rjq_worker *w = start_worker(q, 1, &h);
+    push_env e;
+    env_start(&e, "gone", 1, 0);
     char field[256];
-    ASSERT(wait_registration(base, rc, "gone", 1));
-    ASSERT_EQ(1, registration(rc, "gone", field, sizeof field, NULL));
-    ASSERT_OK(rjq_worker_stop(w, NULL, NULL));
-    for (int k = 0; k < 200 && registration(rc, "gone", NULL, 0, NULL) != -1; k++) loop_for(base, 10);
-    ASSERT_EQ(-1, registration(rc, "gone", NULL, 0, NULL));
+    ASSERT_EQ(1, registration(e.rc, "gone", field, sizeof field, NULL));
+    ASSERT_OK(rjq_worker_stop(e.w, NULL, NULL));
+    ASSERT(wait_registration(e.base, e.rc, "gone", -1));
 
-    freeReplyObject(server_cmd(rc, "HSET t:{gone}:idle %s %s", field, "5 1 30000"));
-    enqueue_id(q, "orphan");
-    int back = 0;
-    for (int k = 0; k < 500 && !back; k++) {
-        loop_for(base, 10);
-        back = server_int(rc, "LLEN t:{gone}:ready") == 1;
-    }
-    ASSERT(back);
-    ASSERT_EQ(0, h.handled);
-    ASSERT_EQ(0, server_active_jobs(rc, "gone"));
-    ASSERT_EQ(-1, registration(rc, "gone", NULL, 0, NULL));
-    info_wait i = get_info(base, q, "orphan");
+    freeReplyObject(server_cmd(e.rc, "HSET t:{gone}:idle %s %s", field, "5 1 30000"));
+    enqueue_id(e.q, "orphan");
+    ASSERT(wait_ready(e.base, e.rc, "gone", 1));
+    ASSERT_EQ(0, e.h.handled);
+    ASSERT_EQ(0, server_active_jobs(e.rc, "gone"));
+    ASSERT_EQ(-1, registration(e.rc, "gone", NULL, 0, NULL));
+    info_wait i = get_info(e.base, e.q, "orphan");
     ASSERT_OK(i.status);
     ASSERT_STREQ("ready", i.state);
     ASSERT_EQ(0, i.attempts);
 
-    redisFree(rc);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&e);
 }
 
 /* Redis believes the worker has a free slot it does not have (planted):
@@ -250,21 +253,14 @@ TEST(job_pushed_to_a_stopped_worker_goes_back_unspent) {
  * and runs once the worker has room; so does one pushed under an old
  * registration epoch. */
 TEST(job_pushed_beyond_free_slots_is_handed_back) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "full");
-    redisContext *rc = server_connect(&s);
-    held h = {0};
-    start_worker(q, 1, &h);
+    push_env e;
+    env_start(&e, "full", 1, 0);
     char field[256];
     long epoch = 0;
-    ASSERT(wait_registration(base, rc, "full", 1));
-    ASSERT_EQ(1, registration(rc, "full", field, sizeof field, &epoch));
-    enqueue_id(q, "first");
-    ASSERT(loop_until_count(base, &h.handled, 1, 5000));
-    ASSERT_EQ(-1, registration(rc, "full", NULL, 0, NULL)); /* its only slot is used */
+    ASSERT_EQ(1, registration(e.rc, "full", field, sizeof field, &epoch));
+    enqueue_id(e.q, "first");
+    ASSERT(loop_until_count(e.base, &e.h.handled, 1, 5000));
+    ASSERT_EQ(-1, registration(e.rc, "full", NULL, 0, NULL)); /* its only slot is used */
 
     const char *ids[2] = {"same-epoch", "old-epoch"};
     long epochs[2] = {epoch, epoch - 1};
@@ -272,31 +268,23 @@ TEST(job_pushed_beyond_free_slots_is_handed_back) {
     for (int k = 0; k < 2; k++) {
         char v[64];
         snprintf(v, sizeof v, "1 %ld 30000", epochs[k]);
-        freeReplyObject(server_cmd(rc, "HSET t:{full}:idle %s %s", field, v));
-        enqueue_id(q, ids[k]);
-        int back = 0;
-        for (int n = 0; n < 500 && !back; n++) {
-            loop_for(base, 10);
-            back = server_int(rc, "LLEN t:{full}:ready") == 1;
-        }
-        ASSERT(back); /* handed back: the worker is full */
-        ASSERT_EQ(1, h.n);
-        ASSERT_EQ((long)k + 1, h.handled);
-        ASSERT_EQ(1, server_active_jobs(rc, "full"));
-        release_one(&h, &done); /* room again: it claims the job */
-        ASSERT(loop_until_count(base, &h.handled, k + 2, 5000));
-        ASSERT_STREQ(ids[k], h.last_id);
-        ASSERT_EQ(1, h.last_attempt); /* the push's attempt was given back */
-        loop_for(base, 20);
+        freeReplyObject(server_cmd(e.rc, "HSET t:{full}:idle %s %s", field, v));
+        enqueue_id(e.q, ids[k]);
+        ASSERT(wait_ready(e.base, e.rc, "full", 1)); /* handed back: the worker is full */
+        ASSERT_EQ(1, e.h.n);
+        ASSERT_EQ((long)k + 1, e.h.handled);
+        ASSERT_EQ(1, server_active_jobs(e.rc, "full"));
+        release_one(&e.h, &done); /* room again: it claims the job */
+        ASSERT(loop_until_count(e.base, &e.h.handled, k + 2, 5000));
+        ASSERT_STREQ(ids[k], e.h.last_id);
+        ASSERT_EQ(1, e.h.last_attempt); /* the push's attempt was given back */
+        loop_for(e.base, 20);
     }
-    ASSERT_EQ(1, h.most);
-    release_one(&h, &done);
-    ASSERT(loop_until_count(base, &done, 3, 5000));
+    ASSERT_EQ(1, e.h.most);
+    release_one(&e.h, &done);
+    ASSERT(loop_until_count(e.base, &done, 3, 5000));
 
-    redisFree(rc);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&e);
 }
 
 /* The subscriber connection of an idle worker's client is killed and a job
@@ -304,35 +292,22 @@ TEST(job_pushed_beyond_free_slots_is_handed_back) {
  * registration is dropped, the job stays ready) or lands after the
  * reconnect; either way the worker gets it once it has re-registered. */
 TEST(idle_worker_losing_its_subscriber_connection_still_gets_the_job) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_client *pc = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "sub");
-    rjq_queue *pq = queue_for(pc, "sub");
-    redisContext *rc = server_connect(&s);
-    held h = {0};
-    start_worker(q, 2, &h);
-    ASSERT(wait_registration(base, rc, "sub", 2));
+    push_env e;
+    env_start(&e, "sub", 2, 1);
 
     for (int round = 0; round < 3; round++) {
-        ASSERT(server_int(rc, "CLIENT KILL TYPE pubsub") >= 1);
+        ASSERT(server_int(e.rc, "CLIENT KILL TYPE pubsub") >= 1);
         char id[32];
         snprintf(id, sizeof id, "after-kill-%d", round);
-        enqueue_id(pq, id);
-        ASSERT(loop_until_count(base, &h.handled, round + 1, 10000));
-        ASSERT_STREQ(id, h.last_id);
+        enqueue_id(e.pq, id);
+        ASSERT(loop_until_count(e.base, &e.h.handled, round + 1, 10000));
+        ASSERT_STREQ(id, e.h.last_id);
         long done = 0;
-        release_one(&h, &done);
-        ASSERT(loop_until_count(base, &done, 1, 5000));
-        ASSERT(wait_registration(base, rc, "sub", 2)); /* registered again */
+        release_one(&e.h, &done);
+        ASSERT(loop_until_count(e.base, &done, 1, 5000));
+        ASSERT(wait_registration(e.base, e.rc, "sub", 2)); /* registered again */
     }
-    ASSERT_EQ(3, h.handled);
+    ASSERT_EQ(3, e.h.handled);
 
-    redisFree(rc);
-    rjq_client_free(pc);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&e);
 }

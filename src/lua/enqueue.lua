@@ -14,8 +14,12 @@ local prefix, wake, ch, tbase = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local J = columns(7, prefix)
 local FIRST = 5 -- ARGV index of the first job
 local n = (#ARGV - FIRST + 1) / 3
-expect_types({ready, 'list', prio, 'zset', delayed, 'zset', stats, 'hash', active, 'zset', idle, 'hash',
+expect_types({ready, 'list', prio, 'zset', delayed, 'zset', stats, 'hash',
               J.d, 'hash', J.s, 'hash', J.o, 'hash', J.n, 'hash'})
+-- An idle worker to push to. Reading it also refuses a wrongly typed idle
+-- hash before anything is written; active is only touched when there is one.
+local idle_pick = redis.call('HRANDFIELD', idle, 1, 'WITHVALUES')
+if #idle_pick > 0 then expect_types({active, 'zset'}) end
 
 local seq = redis.call('HINCRBY', stats, 'seq', n) - n
 local nothing_ready = redis.call('LLEN', ready) == 0 and
@@ -82,7 +86,7 @@ if added > 0 then
   redis.call('HINCRBY', stats, 'enqueued', added)
 end
 if became_ready > 0 then
-  local pushed = push_to_idle(J, ready, prio, active, idle, tbase, became_ready, emit)
+  local pushed = push_to_idle(J, ready, prio, active, idle, tbase, became_ready, emit, idle_pick)
   -- jobs left ready in a queue that had nothing ready: wake idle workers
   if nothing_ready and pushed < became_ready then ring = true end
 end

@@ -369,13 +369,15 @@ end
 -- "<id len> <token len> <payload len> <attempt> <max attempts>\n" and the
 -- id, token and payload bytes. A worker whose channel has no subscriber
 -- (its client is gone or reconnecting) loses its registration instead.
+-- pick: the caller's HRANDFIELD idle 1 WITHVALUES, the first worker tried.
 -- Returns how many jobs were taken from ready.
-local function push_to_idle(J, ready, prio, active, idle, tbase, budget, emit)
+local function push_to_idle(J, ready, prio, active, idle, tbase, budget, emit, pick)
   local now, k, taken = nil, 0, 0
   while budget > 0 do
-    local pick = redis.call('HRANDFIELD', idle, 1, 'WITHVALUES')
+    pick = pick or redis.call('HRANDFIELD', idle, 1, 'WITHVALUES')
     if #pick == 0 then break end
     local field, v = pick[1], pick[2]
+    pick = nil
     local wid, ch = string.match(field, '^(%S+) (.+)$')
     local slots, epoch, lease = string.match(v, '^(%d+) (%S+) (%d+)$')
     slots = tonumber(slots or 0)

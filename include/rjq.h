@@ -58,7 +58,14 @@ extern "C" {
  * Errors
  * ---------------------------------------------------------------------- */
 
-/* One table generates the codes and rjq_strerror(). */
+/* One table generates the codes and rjq_strerror().
+ *
+ * RJQ_EWRONGTYPE: a key of the queue that the call would read or write
+ * holds another Redis type (something other than rjq wrote it). The call
+ * is refused before it writes anything; the error message names the key.
+ * Keys the call does not touch are not checked (an enqueue without delay
+ * does not look at the delayed set); rjq_queue_stats() checks the
+ * queue's lists, sets and counters. */
 #define RJQ_ERRNO_MAP(XX)                                                     \
     XX(EINVAL, 1, "invalid argument")                                         \
     XX(ENOMEM, 2, "out of memory")                                            \

@@ -385,19 +385,140 @@ TEST(wrongtype_key_reported_nothing_written) {
     snapshot(rc, after, sizeof after);
     ASSERT_STREQ(before, after);
 
-    /* Another key of the queue: a hash where a zset belongs. */
     r = server_cmd(rc, "DEL t:{q}:ready");
     freeReplyObject(r);
-    r = server_cmd(rc, "HSET t:{q}:delayed f v");
+
+    /* Each other key an enqueue reads or writes, given the wrong type in
+     * turn: refused, the key named in the message, nothing changed. */
+    static const struct {
+        const char *key, *plant; /* plant: a command putting another type at key */
+        long long delay_ms;
+        int priority;
+    } cases[] = {
+        {"t:{q}:delayed", "HSET %s f v", 1000, 0},
+        {"t:{q}:prio", "SET %s x", 0, 0},
+        {"t:{q}:stats", "SET %s x", 0, 0},
+        {"t:{q}:idle", "SADD %s x", 0, 0},
+        {"t:{q}:payload", "SET %s x", 0, 0},
+        {"t:{q}:options", "LPUSH %s x", 0, 5},
+        {"t:{q}:state", "SET %s x", 1000, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        r = server_cmd(rc, "DEL %s", cases[i].key);
+        freeReplyObject(r);
+        r = server_cmd(rc, cases[i].plant, cases[i].key);
+        freeReplyObject(r);
+        snapshot(rc, before, sizeof before);
+        rjq_job_options k = {0};
+        k.id = "j3";
+        k.delay_ms = cases[i].delay_ms;
+        k.priority = cases[i].priority;
+        memset(&e, 0, sizeof e);
+        ASSERT_OK(rjq_enqueue(q, "y", 1, &k, on_enq, &e));
+        ASSERT(loop_until(base, &e.calls, 10000));
+        ASSERT_EQ(RJQ_EWRONGTYPE, e.status);
+        ASSERT(strstr(e.errmsg, cases[i].key) != NULL);
+        snapshot(rc, after, sizeof after);
+        ASSERT_STREQ(before, after);
+        r = server_cmd(rc, "DEL %s", cases[i].key);
+        freeReplyObject(r);
+    }
+
+    /* A key the call does not touch is not its business: an enqueue
+     * without delay goes through with a wrongly typed delayed set. */
+    r = server_cmd(rc, "HSET %s f v");
     freeReplyObject(r);
-    snapshot(rc, before, sizeof before);
     memset(&e, 0, sizeof e);
     ASSERT_OK(rjq_enqueue(q, "y", 1, &o, on_enq, &e));
     ASSERT(loop_until(base, &e.calls, 10000));
-    ASSERT_EQ(RJQ_EWRONGTYPE, e.status);
+    ASSERT_OK(e.status);
+    ASSERT_EQ(1, server_int(rc, "HEXISTS t:{q}:payload j2"));
+
+    redisFree(rc);
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}
+
+typedef struct held_job {
+    rjq_job *job;
+    int handled, awaited, await_status;
+    int done, done_status;
+} held_job;
+
+static void hold_handler(rjq_job *job, void *data) {
+    held_job *h = data;
+    h->job = job;
+    h->handled++;
+}
+
+static void on_held_outcome(rjq_client *c, int status, const rjq_outcome *out, void *data) {
+    (void)c, (void)out;
+    held_job *h = data;
+    h->awaited++;
+    h->await_status = status;
+}
+
+static void on_held_done(rjq_client *c, int status, void *data) {
+    (void)c;
+    held_job *h = data;
+    h->done++;
+    h->done_status = status;
+}
+
+/* A completion refused for a wrongly typed active set must not announce
+ * the job as completed (to its awaiting producer or to monitors) before
+ * refusing: the script checks before it writes or publishes anything. */
+TEST(complete_on_wrongtype_active_announces_nothing) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *q = queue_for(c, "w");
+    redisContext *rc = server_connect(&s);
+    redisContext *sub = server_connect(&s);
+    struct timeval tv = {10, 0};
+    redisSetTimeout(sub, tv);
+    redisReply *r = redisCommand(sub, "PSUBSCRIBE *");
+    ASSERT(r != NULL);
+    freeReplyObject(r);
+
+    held_job h = {0};
+    ASSERT_OK(rjq_enqueue_await(q, "p", 1, NULL, NULL, on_held_outcome, &h, NULL));
+    rjq_worker_options wo = {0};
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(q, &wo, hold_handler, &h, &w));
+    ASSERT(loop_until(base, &h.handled, 10000));
+
+    r = server_cmd(rc, "DEL t:{w}:active");
+    freeReplyObject(r);
+    r = server_cmd(rc, "SET t:{w}:active x");
+    freeReplyObject(r);
+    static char before[8192], after[8192];
+    snapshot(rc, before, sizeof before);
+    ASSERT_OK(rjq_job_complete(h.job, "res", 3, on_held_done, &h));
+    ASSERT(loop_until(base, &h.done, 10000));
+    ASSERT_EQ(RJQ_EWRONGTYPE, h.done_status);
     snapshot(rc, after, sizeof after);
     ASSERT_STREQ(before, after);
 
+    /* Messages reach a subscriber in publish order: whatever the refused
+     * call published arrived before this marker. */
+    r = server_cmd(rc, "PUBLISH rjq-test-marker end");
+    freeReplyObject(r);
+    int completions = 0;
+    for (;;) {
+        ASSERT_EQ(REDIS_OK, redisGetReply(sub, (void **)&r));
+        ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4);
+        int marker = strcmp(r->element[2]->str, "rjq-test-marker") == 0;
+        if (strncmp(r->element[3]->str, "completed", 9) == 0) completions++;
+        freeReplyObject(r);
+        if (marker) break;
+    }
+    ASSERT_EQ(0, completions);
+    ASSERT_EQ(0, h.awaited);
+
+    redisFree(sub);
     redisFree(rc);
     rjq_client_free(c);
     event_base_free(base);

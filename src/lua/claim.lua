@@ -18,12 +18,12 @@ local ready, prio, delayed, active, stats, idle = KEYS[1], KEYS[2], KEYS[3], KEY
 local prefix, want, lease, tbase, wake = ARGV[1], math.min(tonumber(ARGV[2]), 1000), tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local field, epoch, reset = ARGV[6], ARGV[7], ARGV[8] == '1'
 local J = columns(7, prefix)
-expect_types({ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset', idle, 'hash',
-              J.s, 'hash', J.o, 'hash'})
+expect_types({ready, 'list', prio, 'zset', active, 'zset', idle, 'hash', J.s, 'hash', J.o, 'hash'})
 local now = now_ms()
 
--- Due delayed jobs (and retries) become ready first.
-local due = redis.call('ZRANGEBYSCORE', delayed, '-inf', now, 'LIMIT', 0, 1000)
+-- Due delayed jobs (and retries) become ready first. (Reading them checks
+-- the delayed set's type: nothing is written yet.)
+local due = typed('zset', 'ZRANGEBYSCORE', delayed, '-inf', now, 'LIMIT', 0, 1000)
 if #due > 0 then
   redis.call('ZREM', delayed, unpack(due))
   local o, s = redis.call('HMGET', J.o, unpack(due)), redis.call('HMGET', J.s, unpack(due))
@@ -42,7 +42,10 @@ end
 local ids = take_ready(ready, prio, want)
 local out = {-1, 0}
 local got = 0
-if #ids > 0 then got = start_jobs(J, active, ids, int(now + lease), tbase, out, monitor(KEYS[14], prefix)) end
+if #ids > 0 then
+  local d, o, s = load_jobs(J, ids)
+  got = start_jobs(J, active, ids, d, o, s, int(now + lease), tbase, out, monitor(KEYS[14], prefix))
+end
 if #ids == want and (redis.call('LLEN', ready) > 0 or redis.call('ZCARD', prio) > 0) then
   redis.call('PUBLISH', wake, '1')
 end

@@ -18,7 +18,9 @@ local active, completed, stats, ready, prio, idle = KEYS[1], KEYS[2], KEYS[3], K
 local prefix, retention, cap, offers = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local FIRST = 5 + 4 * offers -- ARGV index of the first job
 local J = columns(7, prefix)
-local spec = {active, 'zset', completed, 'list', stats, 'hash', J.s, 'hash', J.r, 'hash'}
+-- Wrongly typed keys are refused before the first write: the reads below
+-- check theirs, ZREM active is that first write, the rest get a TYPE.
+local spec = {completed, 'list', stats, 'hash', J.r, 'hash'}
 if offers > 0 then spec[#spec + 1] = idle; spec[#spec + 1] = 'hash' end
 expect_types(spec)
 local now = now_ms()
@@ -27,8 +29,11 @@ local emit = monitor(KEYS[14], prefix)
 
 local ids = {}
 for i = FIRST, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
-local s, n = hmget(J.s, ids), hmget_sparse(J.n, ids)
-local out, gone, st, res = {}, {}, {}, {}
+local s, n = hmget(J.s, ids, 'hash'), hmget_sparse(J.n, ids, 'hash')
+-- Idle workers offer their slots only while no work is waiting.
+local waiting = offers > 0 and
+                (typed('list', 'LLEN', ready) > 0 or typed('zset', 'ZCARD', prio) > 0)
+local out, gone, st, res, fresh = {}, {}, {}, {}, {}
 for i, id in ipairs(ids) do
   local tok, r = ARGV[FIRST + 3 * i - 2], ARGV[FIRST + 3 * i - 1]
   local state, a, t = state_of(s[i])
@@ -36,8 +41,7 @@ for i, id in ipairs(ids) do
     gone[#gone + 1] = id
     st[#st + 1] = id; st[#st + 1] = state_value('completed', a, tok)
     res[#res + 1] = id; res[#res + 1] = r
-    if n[i] then notify(n[i], prefix .. id, 'completed', r) end
-    emit('completed', id)
+    fresh[#fresh + 1] = i
     out[i] = 1
   elseif state == 'completed' and t == tok then
     out[i] = 1 -- a retried completion whose first reply was lost
@@ -48,15 +52,20 @@ end
 
 local kept -- ids in the retention index, when this call added some
 if #gone > 0 then
-  call_all('ZREM', active, gone)
+  if #gone <= CHUNK then typed('zset', 'ZREM', active, unpack(gone))
+  else expect_types({active, 'zset'}); call_all('ZREM', active, gone) end
   call_all('HSET', J.s, st, 2)
   call_all('HSET', J.r, res, 2)
   kept = index_completed(completed, stats, stamp, gone)
   redis.call('HINCRBY', stats, 'completed', #gone)
+  -- announced once the writes went through
+  for _, i in ipairs(fresh) do
+    if n[i] then notify(n[i], prefix .. ids[i], 'completed', ARGV[FIRST + 3 * i - 1]) end
+    emit('completed', ids[i])
+  end
 end
 
 if offers > 0 then
-  local waiting = redis.call('LLEN', ready) > 0 or redis.call('ZCARD', prio) > 0
   for i = 5, FIRST - 1, 4 do
     local ok = not waiting and
                offer_slots(idle, ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3]), false) > 0

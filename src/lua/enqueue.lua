@@ -14,16 +14,39 @@ local prefix, wake, ch, tbase = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local J = columns(7, prefix)
 local FIRST = 5 -- ARGV index of the first job
 local n = (#ARGV - FIRST + 1) / 3
-expect_types({ready, 'list', prio, 'zset', delayed, 'zset', stats, 'hash',
-              J.d, 'hash', J.s, 'hash', J.o, 'hash', J.n, 'hash'})
--- An idle worker to push to. Reading it also refuses a wrongly typed idle
--- hash before anything is written; active is only touched when there is one.
-local idle_pick = redis.call('HRANDFIELD', idle, 1, 'WITHVALUES')
-if #idle_pick > 0 then expect_types({active, 'zset'}) end
 
-local seq = redis.call('HINCRBY', stats, 'seq', n) - n
-local nothing_ready = redis.call('LLEN', ready) == 0 and
-                      redis.call('ZCARD', prio) == 0
+-- Options first (no writes yet): delay, priority and the options column
+-- value (false: defaults) of each job, so the type checks below cover
+-- exactly the keys this call may write.
+local delay, pri, stored = {}, {}, {}
+local any_delay, any_opts, any_prio = false, false, false
+for i = 1, n do
+  local o = ARGV[FIRST + 3 * i - 1]
+  delay[i], pri[i], stored[i] = 0, 0, false
+  if o ~= '' then
+    local d_, p_, m_, b_ = string.match(o, '^(%d+),(%-?%d+),(%d+),(.*)$')
+    delay[i], pri[i] = tonumber(d_), tonumber(p_)
+    if pri[i] ~= 0 or tonumber(m_) ~= DEFAULT_MAX_ATTEMPTS or b_ ~= '' then
+      if tonumber(m_) == DEFAULT_MAX_ATTEMPTS then m_ = '' end
+      stored[i] = p_ .. ',' .. m_ .. ',' .. b_
+      any_opts = true
+    end
+    if delay[i] > 0 then any_delay = true elseif pri[i] ~= 0 then any_prio = true end
+  end
+end
+
+-- Refuse wrongly typed keys before the first write: the reads below check
+-- theirs; keys this call only writes get a TYPE each.
+local idle_pick = typed('hash', 'HRANDFIELD', idle, 1, 'WITHVALUES')
+local nothing_ready = typed('list', 'LLEN', ready) == 0
+nothing_ready = typed('zset', 'ZCARD', prio) == 0 and nothing_ready
+local spec = {J.d, 'hash'}
+if ch ~= '' then spec[#spec + 1] = J.n; spec[#spec + 1] = 'hash' end
+if any_opts then spec[#spec + 1] = J.o; spec[#spec + 1] = 'hash' end
+if any_delay then spec[#spec + 1] = delayed; spec[#spec + 1] = 'zset' end
+if any_delay or #idle_pick > 0 then spec[#spec + 1] = J.s; spec[#spec + 1] = 'hash' end
+if #idle_pick > 0 then spec[#spec + 1] = active; spec[#spec + 1] = 'zset' end
+expect_types(spec)
 
 -- Ids given by the caller that exist already (or twice in this batch).
 local given = {}
@@ -36,13 +59,15 @@ if #given > 0 then
   for i, id in ipairs(given) do if v[i] then taken[id] = true end end
 end
 
-local now, ring, became_ready = nil, false, 0
+local seq = typed('hash', 'HINCRBY', stats, 'seq', n) - n -- the first write
+local now, ring = nil, false
 local emit = monitor(KEYS[14], prefix)
-local out, plain, payloads, opts, watch, states = {}, {}, {}, {}, {}, {}
-local added = 0
+local out, payloads, opts, watch, states = {}, {}, {}, {}, {}
+local plain, plain_d, plain_o = {}, {}, {} -- new priority 0 jobs made ready
+local added, became_ready = 0, 0
 
-for i = FIRST, #ARGV, 3 do
-  local id, payload, o = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+for i = 1, n do
+  local id, payload = ARGV[FIRST + 3 * i - 3], ARGV[FIRST + 3 * i - 2]
   seq = seq + 1
   if id == '' then id = int(seq) end
   local existed = 0
@@ -50,24 +75,19 @@ for i = FIRST, #ARGV, 3 do
     existed = 1
   else
     taken[id] = true
-    local delay, p = 0, 0
-    if o ~= '' then
-      local d_, p_, m_, b_ = string.match(o, '^(%d+),(%-?%d+),(%d+),(.*)$')
-      delay, p = tonumber(d_), tonumber(p_)
-      if p ~= 0 or tonumber(m_) ~= DEFAULT_MAX_ATTEMPTS or b_ ~= '' then
-        if tonumber(m_) == DEFAULT_MAX_ATTEMPTS then m_ = '' end
-        opts[#opts + 1] = id; opts[#opts + 1] = p_ .. ',' .. m_ .. ',' .. b_
-      end
-    end
     payloads[#payloads + 1] = id; payloads[#payloads + 1] = payload
+    if stored[i] then opts[#opts + 1] = id; opts[#opts + 1] = stored[i] end
     if ch ~= '' then watch[#watch + 1] = id; watch[#watch + 1] = ch end
-    if delay > 0 then
+    if delay[i] > 0 then
       now = now or now_ms()
       states[#states + 1] = id; states[#states + 1] = state_value('delayed', 0)
-      if push_delayed(delayed, id, now + delay) then ring = true end
+      if push_delayed(delayed, id, now + delay[i]) then ring = true end
     else
-      if p == 0 then plain[#plain + 1] = id
-      else redis.call('ZADD', prio, prio_score(p, seq), id) end
+      if pri[i] == 0 then
+        plain[#plain + 1] = id; plain_d[#plain] = payload; plain_o[#plain] = stored[i]
+      else
+        redis.call('ZADD', prio, prio_score(pri[i], seq), id)
+      end
       became_ready = became_ready + 1
     end
     added = added + 1
@@ -82,11 +102,19 @@ if added > 0 then
   if #opts > 0 then call_all('HSET', J.o, opts, 2) end
   if #watch > 0 then call_all('HSET', J.n, watch, 2) end
   if #states > 0 then call_all('HSET', J.s, states, 2) end
-  if #plain > 0 then rpush_all(ready, plain) end
   redis.call('HINCRBY', stats, 'enqueued', added)
 end
-if became_ready > 0 then
-  local pushed = push_to_idle(J, ready, prio, active, idle, tbase, became_ready, emit, idle_pick)
+if became_ready > 0 and nothing_ready and not any_prio then
+  -- Nothing was waiting: new jobs go straight to idle workers, in order,
+  -- and only the rest is queued (waking idle workers elsewhere).
+  local take, rest = new_jobs(plain, plain_d, plain_o)
+  push_to_idle(J, active, idle, tbase, became_ready, emit, idle_pick, take)
+  local left = rest()
+  if #left > 0 then rpush_all(ready, left); ring = true end
+elseif became_ready > 0 then
+  if #plain > 0 then rpush_all(ready, plain) end
+  local pushed = push_to_idle(J, active, idle, tbase, became_ready, emit, idle_pick,
+                              from_ready(J, ready, prio))
   -- jobs left ready in a queue that had nothing ready: wake idle workers
   if nothing_ready and pushed < became_ready then ring = true end
 end

@@ -55,6 +55,33 @@ local function columns(first, prefix)
   return J
 end
 
+-- Refuse, before anything is written, keys that hold the wrong type.
+-- spec = { key, type, key, type, ... }
+local function expect_types(spec)
+  for i = 1, #spec, 2 do
+    local t = redis.call('TYPE', spec[i])['ok']
+    if t ~= 'none' and t ~= spec[i + 1] then
+      error({err = 'WRONGTYPE ' .. spec[i] .. ' holds a ' .. t ..
+                   ', rjq expects a ' .. spec[i + 1]})
+    end
+  end
+end
+
+-- redis.call(cmd, key, ...) on a key that should hold type `want`: a
+-- wrongly typed key is refused with expect_types' error. The command itself
+-- is the type check (a failed command writes nothing), which saves a TYPE
+-- call, so use it for reads before the script's first write, or for that
+-- first write.
+-- want may be nil: errors are then passed on as they are.
+local function typed(want, cmd, key, ...)
+  local r = redis.pcall(cmd, key, ...)
+  if type(r) == 'table' and r.err then
+    if want and string.sub(r.err, 1, 9) == 'WRONGTYPE' then expect_types({key, want}) end
+    error(r)
+  end
+  return r
+end
+
 -- Values of some fields of one job ({} entries are false when absent).
 local function fields(J, id, ...)
   local out = {}
@@ -74,23 +101,26 @@ local function call_all(cmd, key, args, width)
   end
 end
 
--- HMGET key ids (any number of ids); absent fields are false.
-local function hmget(key, ids)
-  if #ids <= CHUNK then return redis.call('HMGET', key, unpack(ids)) end
+-- HMGET key ids (any number of ids); absent fields are false. With want
+-- ('hash'), a wrongly typed key is refused as typed() does (see there).
+local function hmget(key, ids, want)
+  if #ids <= CHUNK then return typed(want, 'HMGET', key, unpack(ids)) end
   local out = {}
   for i = 1, #ids, CHUNK do
-    local part = redis.call('HMGET', key, unpack(ids, i, math.min(i + CHUNK - 1, #ids)))
+    local part = typed(want, 'HMGET', key, unpack(ids, i, math.min(i + CHUNK - 1, #ids)))
     for j = 1, #part do out[#out + 1] = part[j] end
   end
   return out
 end
 
 -- HMGET key ids, or {} (every entry absent) when key does not exist: most
--- queues never set options or watchers, and an EXISTS per batch is cheaper
--- than passing every id through Lua once more.
-local function hmget_sparse(key, ids)
-  if redis.call('EXISTS', key) == 0 then return {} end
-  return hmget(key, ids)
+-- queues never set options or watchers, and for a batch an EXISTS is
+-- cheaper than passing every id through Lua once more. A few ids go
+-- straight to HMGET: one call either way.
+local SPARSE_MIN = 4
+local function hmget_sparse(key, ids, want)
+  if #ids >= SPARSE_MIN and redis.call('EXISTS', key) == 0 then return {} end
+  return hmget(key, ids, want)
 end
 
 -- Delete the records of jobs ids (every column).
@@ -139,18 +169,6 @@ end
 -- exponent notation past 1e14).
 local function int(x)
   return string.format('%d', x)
-end
-
--- Refuse, before anything is written, keys that hold the wrong type.
--- spec = { key, type, key, type, ... }
-local function expect_types(spec)
-  for i = 1, #spec, 2 do
-    local t = redis.call('TYPE', spec[i])['ok']
-    if t ~= 'none' and t ~= spec[i + 1] then
-      error({err = 'WRONGTYPE ' .. spec[i] .. ' holds a ' .. t ..
-                   ', rjq expects a ' .. spec[i + 1]})
-    end
-  end
 end
 
 local function prio_score(p, seq)
@@ -303,13 +321,18 @@ local function take_ready(ready, prio, want)
   return ids
 end
 
--- Start the taken jobs ids: active until `deadline` with token
--- tbase.<i> and one more attempt. Appends id, token, payload, attempt,
--- max_attempts of each started job to out (a record deleted behind rjq's
--- back is skipped). Returns how many started.
-local function start_jobs(J, active, ids, deadline, tbase, out, emit)
+-- The records of jobs ids that start_jobs needs: payloads, options and
+-- states (parallel to ids; false where absent).
+local function load_jobs(J, ids)
+  return hmget(J.d, ids), hmget_sparse(J.o, ids), hmget(J.s, ids)
+end
+
+-- Start jobs ids (records d, o, s as load_jobs reads them): active until
+-- `deadline` with token tbase.<i> and one more attempt. Appends id, token,
+-- payload, attempt, max_attempts of each started job to out (a record
+-- deleted behind rjq's back is skipped). Returns how many started.
+local function start_jobs(J, active, ids, d, o, s, deadline, tbase, out, emit)
   if #ids == 0 then return 0 end
-  local d, o, s = hmget(J.d, ids), hmget_sparse(J.o, ids), hmget(J.s, ids)
   local za, st = {'+inf', ACTIVE_PIN}, {}
   for i, id in ipairs(ids) do
     if d[i] then
@@ -370,8 +393,10 @@ end
 -- id, token and payload bytes. A worker whose channel has no subscriber
 -- (its client is gone or reconnecting) loses its registration instead.
 -- pick: the caller's HRANDFIELD idle 1 WITHVALUES, the first worker tried.
--- Returns how many jobs were taken from ready.
-local function push_to_idle(J, ready, prio, active, idle, tbase, budget, emit, pick)
+-- take(n): up to n jobs to start, as ids and their records d, o, s (see
+-- load_jobs), in claim order; from_ready or new_jobs below.
+-- Returns how many jobs were taken.
+local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take)
   local now, k, taken = nil, 0, 0
   while budget > 0 do
     pick = pick or redis.call('HRANDFIELD', idle, 1, 'WITHVALUES')
@@ -384,13 +409,13 @@ local function push_to_idle(J, ready, prio, active, idle, tbase, budget, emit, p
     if not ch or slots < 1 or redis.call('PUBSUB', 'NUMSUB', ch)[2] == 0 then
       redis.call('HDEL', idle, field)
     else
-      local ids = take_ready(ready, prio, math.min(slots, budget))
+      local ids, d, o, s = take(math.min(slots, budget))
       if #ids == 0 then break end
       taken = taken + #ids
       now = now or now_ms()
       k = k + 1
       local out = {}
-      local n = start_jobs(J, active, ids, int(now + tonumber(lease)), tbase .. k, out, emit)
+      local n = start_jobs(J, active, ids, d, o, s, int(now + tonumber(lease)), tbase .. k, out, emit)
       if slots - n > 0 then
         redis.call('HSET', idle, field, (slots - n) .. ' ' .. epoch .. ' ' .. lease)
       else
@@ -409,4 +434,36 @@ local function push_to_idle(J, ready, prio, active, idle, tbase, budget, emit, p
     end
   end
   return taken
+end
+
+-- A take() for push_to_idle: jobs waiting in ready and prio.
+local function from_ready(J, ready, prio)
+  return function(want)
+    local ids = take_ready(ready, prio, want)
+    if #ids == 0 then return ids end
+    return ids, load_jobs(J, ids)
+  end
+end
+
+-- A take() for push_to_idle over jobs this script just created (ids with
+-- payloads d and stored options o, false for defaults; never started), so
+-- they go to a worker without passing through ready. rest() returns the
+-- ids not taken.
+local function new_jobs(ids, d, o)
+  local at = 1
+  local function take(want)
+    local last = math.min(at + want - 1, #ids)
+    local a, b, c = {}, {}, {}
+    for i = at, last do
+      a[#a + 1] = ids[i]; b[#b + 1] = d[i]; c[#c + 1] = o[i]
+    end
+    at = last + 1
+    return a, b, c, {}
+  end
+  local function rest()
+    local r = {}
+    for i = at, #ids do r[#r + 1] = ids[i] end
+    return r
+  end
+  return take, rest
 end

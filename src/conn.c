@@ -16,6 +16,7 @@
 #include "internal.h"
 
 static void on_setup_reply(redisAsyncContext *ac, void *reply, void *priv);
+static void on_library_reply(redisAsyncContext *ac, void *reply, void *priv);
 
 static const char *kind_name(const rjq__conn *conn) {
     return conn->kind == RJQ_CONN_COMMAND ? "command" : "subscriber";
@@ -47,11 +48,21 @@ static void send_setup(rjq__conn *conn) {
     const char *setname[3] = {"CLIENT", "SETNAME", name};
     setup_command(conn, 3, setname, NULL);
     if (conn->kind == RJQ_CONN_COMMAND) {
-        for (int i = 0; i < RJQ__SCRIPT_COUNT; i++) {
-            const char *argv[3] = {"SCRIPT", "LOAD", rjq__scripts[i].body};
-            size_t lens[3] = {6, 4, rjq__scripts[i].len};
-            setup_command(conn, 3, argv, lens);
-        }
+        /* Until the answer says otherwise, scripts wait for EVALSHA. */
+        const char *argv[3] = {"FUNCTION", "LOAD", rjq__library};
+        size_t lens[3] = {8, 4, rjq__library_len};
+        c->fcall = 0;
+        if (redisAsyncCommandArgv(conn->ac, on_library_reply, conn, 3, argv, lens) == REDIS_OK)
+            conn->setup_pending++;
+    }
+}
+
+/* Without the function library, every script is loaded for EVALSHA. */
+static void load_scripts(rjq__conn *conn) {
+    for (int i = 0; i < RJQ__SCRIPT_COUNT; i++) {
+        const char *argv[3] = {"SCRIPT", "LOAD", rjq__scripts[i].body};
+        size_t lens[3] = {6, 4, rjq__scripts[i].len};
+        setup_command(conn, 3, argv, lens);
     }
 }
 
@@ -68,6 +79,18 @@ static void setup_failed(rjq__conn *conn, redisAsyncContext *ac, int code) {
     snprintf(c->errmsg, sizeof c->errmsg, "%s", why); /* keep the server's words */
     if (conn->kind == RJQ_CONN_COMMAND) rjq__requests_fail_backlog_with(c, code);
     redisAsyncFree(ac); /* inside its reply callback: deferred by hiredis */
+}
+
+/* One set-up reply arrived; with the last one the connection is ready. */
+static void setup_step_done(rjq__conn *conn) {
+    rjq_client *c = conn->c;
+    if (--conn->setup_pending == 0 && !conn->ready) {
+        conn->ready = 1;
+        conn->failures = 0;
+        if (conn->kind == RJQ_CONN_COMMAND) rjq__requests_flush_backlog(c);
+        rjq__emit(c, RJQ_EVENT_CONNECTED, conn->kind, kind_name(conn));
+        rjq__on_ready(c, conn->kind);
+    }
 }
 
 static void on_setup_reply(redisAsyncContext *ac, void *reply, void *priv) {
@@ -87,13 +110,22 @@ static void on_setup_reply(redisAsyncContext *ac, void *reply, void *priv) {
                 strstr(r->str, "DB index is out of range") != NULL;
         if (fatal && !c->closing) setup_failed(conn, ac, code == RJQ_EAUTH ? code : RJQ_EREDIS);
     }
-    if (!fatal && --conn->setup_pending == 0 && !conn->ready) {
-        conn->ready = 1;
-        conn->failures = 0;
-        if (conn->kind == RJQ_CONN_COMMAND) rjq__requests_flush_backlog(c);
-        rjq__emit(c, RJQ_EVENT_CONNECTED, conn->kind, kind_name(conn));
-        rjq__on_ready(c, conn->kind);
-    }
+    if (!fatal) setup_step_done(conn);
+    rjq__leave(c);
+}
+
+/* FUNCTION LOAD of rjq's library: loaded now or before, else (no functions
+ * on this server, or not permitted) the scripts are loaded for EVALSHA.
+ * Neither is an error. */
+static void on_library_reply(redisAsyncContext *ac, void *reply, void *priv) {
+    rjq__conn *conn = priv;
+    redisReply *r = reply;
+    if (ac->data == NULL || r == NULL) return;
+    rjq_client *c = conn->c;
+    rjq__enter(c);
+    rjq__library_loaded(c, r);
+    if (!c->fcall) load_scripts(conn);
+    setup_step_done(conn);
     rjq__leave(c);
 }
 

@@ -63,7 +63,10 @@ typedef struct rjq__req {
     int script;             /* index into rjq__scripts, or -1 */
     int flags;
     int own_cmd;            /* cmd is ours (malloc), not hiredis' */
-    int resends;            /* NOSCRIPT resends so far */
+    int nargs;              /* script: arguments after the head */
+    size_t head_len;        /* script: bytes of cmd before them */
+    int fcall;              /* script: the head is FCALL (else EVALSHA) */
+    int resends;            /* resends to load what it needs so far */
     int later;              /* re-sends after transient errors so far */
     struct rjq__req *prev, *next;
 } rjq__req;
@@ -79,10 +82,15 @@ typedef struct rjq__reqlist {
 int rjq__command(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv,
                  int argc, const char **argv, const size_t *lens);
 
-/* Run a script with EVALSHA: argv[0..] are "numkeys, keys..., args..."
- * (everything after the SHA). */
+/* Run a script (FCALL of its function in rjq's library, or EVALSHA where
+ * the server has no functions): argv[0..] are "numkeys, keys..., args..."
+ * (everything after the function name or SHA). */
 int rjq__script(rjq_client *c, int script, int flags, rjq__reply_fn *fn,
                 void *priv, int argc, const char **argv, const size_t *lens);
+
+/* The reply to FUNCTION LOAD of rjq's library (rjq__library) sets whether
+ * scripts run with FCALL or EVALSHA. */
+void rjq__library_loaded(rjq_client *c, const redisReply *reply);
 
 /* Send the backlog on a freshly (re)created command context. */
 void rjq__requests_flush_backlog(rjq_client *c);
@@ -235,6 +243,7 @@ struct rjq_client {
     int depth;                /* nesting of library entry points */
     int free_pending;         /* rjq_client_free() called inside a callback */
     int closing;              /* destruction under way */
+    int fcall;                /* the command session has rjq's function library */
 
     uint64_t rng;             /* xorshift state for tokens and jitter */
     char errmsg[RJQ__ERRMSG_MAX];

@@ -67,21 +67,23 @@ static void deliver(rjq__req *r, rjq_client *c, int status, redisReply *reply) {
 
 /* ---- sending ----------------------------------------------------------- */
 
+static void reformat_head(rjq_client *c, rjq__req *r);
+
 static void send_req(rjq_client *c, rjq__req *r) {
     redisAsyncContext *ac = c->cmd.ac;
+    reformat_head(c, r);
     if (ac && c->cmd.ready && redisAsyncFormattedCommand(ac, rjq__request_on_reply, r, r->cmd, r->len) == REDIS_OK)
         list_push(&c->inflight, r);
     else
         list_push(&c->backlog, r);
 }
 
-/* Take a formatted command (own_cmd: malloc'd by rjq, else by hiredis). */
-static int submit(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv, char *cmd,
-                  size_t len, int own_cmd) {
+/* Take a command formatted by hiredis. */
+static int submit(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, char *cmd,
+                  size_t len) {
     rjq__req *r = calloc(1, sizeof *r);
     if (r == NULL) {
-        if (own_cmd) free(cmd);
-        else redisFreeCommand(cmd);
+        redisFreeCommand(cmd);
         return RJQ_ENOMEM;
     }
     r->c = c;
@@ -89,15 +91,14 @@ static int submit(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void 
     r->priv = priv;
     r->cmd = cmd;
     r->len = len;
-    r->script = script;
+    r->script = -1;
     r->flags = flags;
-    r->own_cmd = own_cmd;
     send_req(c, r);
     return RJQ_OK;
 }
 
-static int new_req(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
-                   int argc, const char **argv, const size_t *lens) {
+static int new_req(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, int argc,
+                   const char **argv, const size_t *lens) {
     if (c->closing) return RJQ_ECLOSED;
     /* Enqueues batched for the tick go first: a request made after an
      * enqueue (await it, read it, complete a job) must see it. */
@@ -105,56 +106,83 @@ static int new_req(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void
     char *cmd = NULL;
     rjq__fmtlen len = redisFormatCommandArgv(&cmd, argc, argv, lens);
     if (len < 0 || cmd == NULL) return RJQ_ENOMEM;
-    return submit(c, script, flags, fn, priv, cmd, (size_t)len, 0);
+    return submit(c, flags, fn, priv, cmd, (size_t)len);
+}
+
+/* The command head that runs `script`: FCALL of its function in rjq's
+ * library when the session has it, else EVALSHA. */
+static int script_head(int script, int nargs, int fcall, char *out, size_t cap) {
+    const rjq__script_def *s = &rjq__scripts[script];
+    if (fcall)
+        return snprintf(out, cap, "*%d\r\n$5\r\nFCALL\r\n$%zu\r\n%s\r\n", nargs + 2,
+                        strlen(s->function), s->function);
+    return snprintf(out, cap, "*%d\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n", nargs + 2, s->sha);
+}
+
+/* A script request whose head is not in the session's form (made before
+ * the session said whether it has the library, or kept across a switch to
+ * EVALSHA) gets the other head. Out of memory: sent as it is (its error
+ * comes back to it). */
+static void reformat_head(rjq_client *c, rjq__req *r) {
+    if (r->script < 0 || r->fcall == c->fcall) return;
+    char head[160];
+    int hlen = script_head(r->script, r->nargs, c->fcall, head, sizeof head);
+    size_t body = r->len - r->head_len;
+    char *cmd = malloc((size_t)hlen + body);
+    if (cmd == NULL) return;
+    memcpy(cmd, head, (size_t)hlen);
+    memcpy(cmd + hlen, r->cmd + r->head_len, body);
+    free(r->cmd);
+    r->cmd = cmd;
+    r->len = (size_t)hlen + body;
+    r->head_len = (size_t)hlen;
+    r->fcall = c->fcall;
 }
 
 int rjq__script_buf(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
                     int nargs, const rjq__buf *b) {
     if (c->closing) return RJQ_ECLOSED;
     if (b->oom) return RJQ_ENOMEM;
-    char head[96];
-    int hlen = snprintf(head, sizeof head, "*%d\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n", nargs + 2,
-                        rjq__scripts[script].sha);
+    char head[160];
+    int hlen = script_head(script, nargs, c->fcall, head, sizeof head);
     char *cmd = malloc((size_t)hlen + b->len);
     if (cmd == NULL) return RJQ_ENOMEM;
     memcpy(cmd, head, (size_t)hlen);
     if (b->len) memcpy(cmd + hlen, b->p, b->len);
-    return submit(c, script, flags, fn, priv, cmd, (size_t)hlen + b->len, 1);
+    rjq__req *r = calloc(1, sizeof *r);
+    if (r == NULL) {
+        free(cmd);
+        return RJQ_ENOMEM;
+    }
+    r->c = c;
+    r->fn = fn;
+    r->priv = priv;
+    r->cmd = cmd;
+    r->len = (size_t)hlen + b->len;
+    r->script = script;
+    r->flags = flags;
+    r->own_cmd = 1;
+    r->nargs = nargs;
+    r->head_len = (size_t)hlen;
+    r->fcall = c->fcall;
+    send_req(c, r);
+    return RJQ_OK;
 }
 
 int rjq__command(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, int argc,
                  const char **argv, const size_t *lens) {
-    return new_req(c, -1, flags, fn, priv, argc, argv, lens);
+    return new_req(c, flags, fn, priv, argc, argv, lens);
 }
 
 int rjq__script(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
                 int argc, const char **argv, const size_t *lens) {
-    const char *small_v[24];
-    size_t small_l[24];
-    const char **v = small_v;
-    size_t *l = small_l;
-    if (argc + 2 > 24) {
-        v = malloc((size_t)(argc + 2) * sizeof *v);
-        l = malloc((size_t)(argc + 2) * sizeof *l);
-        if (v == NULL || l == NULL) {
-            free(v);
-            free(l);
-            return RJQ_ENOMEM;
-        }
-    }
-    v[0] = "EVALSHA";
-    l[0] = 7;
-    v[1] = rjq__scripts[script].sha;
-    l[1] = 40;
-    for (int i = 0; i < argc; i++) {
-        v[i + 2] = argv[i];
-        l[i + 2] = lens ? lens[i] : strlen(argv[i]);
-    }
-    int rc = new_req(c, script, flags, fn, priv, argc + 2, v, l);
-    if (v != small_v) {
-        free(v);
-        free(l);
-    }
+    if (c->closing) return RJQ_ECLOSED;
+    /* Enqueues batched for the tick go first (see new_req). */
+    if (c->enq_pending) rjq__enqueue_flush_all(c);
+    rjq__buf b = {0};
+    for (int i = 0; i < argc; i++) rjq__buf_arg(&b, argv[i], lens ? lens[i] : strlen(argv[i]));
+    int rc = rjq__script_buf(c, script, flags, fn, priv, argc, &b);
+    rjq__buf_free(&b);
     return rc;
 }
 
@@ -170,6 +198,63 @@ static void reload_and_resend(rjq_client *c, rjq__req *r) {
     r->resends++;
     rjq__command(c, 0, ignore_reply, NULL, 3, argv, lens);
     send_req(c, r);
+}
+
+/* The answer to FUNCTION LOAD of rjq's library: it is there, or functions
+ * are not to be had (before Redis 7, or not permitted): use EVALSHA. */
+void rjq__library_loaded(rjq_client *c, const redisReply *reply) {
+    c->fcall = reply->type != REDIS_REPLY_ERROR || strstr(reply->str, "already exists") != NULL;
+}
+
+static void on_library_loaded(rjq_client *c, int status, redisReply *reply, void *priv) {
+    (void)status, (void)priv;
+    if (reply) rjq__library_loaded(c, reply);
+}
+
+/* FUNCTION LOAD rjq's library, answered to on_library_loaded. */
+static void load_library(rjq_client *c) {
+    const char *argv[3] = {"FUNCTION", "LOAD", rjq__library};
+    size_t lens[3] = {8, 4, rjq__library_len};
+    rjq__req *r = calloc(1, sizeof *r);
+    char *cmd = NULL;
+    rjq__fmtlen len = redisFormatCommandArgv(&cmd, 3, argv, lens);
+    if (r == NULL || len < 0 || cmd == NULL) {
+        free(r);
+        if (cmd) redisFreeCommand(cmd);
+        c->fcall = 0; /* cannot load it now: EVALSHA needs nothing more */
+        return;
+    }
+    r->c = c;
+    r->fn = on_library_loaded;
+    r->cmd = cmd;
+    r->len = (size_t)len;
+    r->script = -1;
+    send_req(c, r);
+}
+
+/* A script request the server could not run as sent. Returns 1 when it
+ * was sent again behind what it needs: the library loaded (FUNCTION FLUSH,
+ * or the library is gone), EVALSHA instead of FCALL (no functions here),
+ * the script loaded (NOSCRIPT). */
+static int script_resent(rjq_client *c, rjq__req *r, const char *err) {
+    if (r->script < 0 || r->resends >= 4) return 0;
+    if (r->fcall && strncmp(err, "ERR Function not found", 22) == 0) {
+        r->resends++;
+        if (c->fcall) load_library(c);
+        send_req(c, r); /* as EVALSHA if the library could not be loaded */
+        return 1;
+    }
+    if (r->fcall && (strncmp(err, "ERR unknown command", 19) == 0 || strncmp(err, "NOPERM", 6) == 0)) {
+        r->resends++;
+        c->fcall = 0;
+        send_req(c, r);
+        return 1;
+    }
+    if (!r->fcall && strncmp(err, "NOSCRIPT", 8) == 0) {
+        reload_and_resend(c, r);
+        return 1;
+    }
+    return 0;
 }
 
 /* Errors a server gives while it cannot serve for a moment: loading its
@@ -214,8 +299,7 @@ void rjq__request_on_reply(redisAsyncContext *ac, void *reply, void *priv) {
         if (r->flags & RJQ__REQ_RETRY) list_push(&c->backlog, r);
         else deliver(r, c, RJQ_ECONN, NULL);
     } else if (rep->type == REDIS_REPLY_ERROR) {
-        if (r->script >= 0 && strncmp(rep->str, "NOSCRIPT", 8) == 0 && r->resends < 3) {
-            reload_and_resend(c, r);
+        if (script_resent(c, r, rep->str)) {
         } else if ((r->flags & RJQ__REQ_RETRY) && transient_error(rep->str) &&
                    r->later < RETRY_LATER_MAX) {
             r->later++;

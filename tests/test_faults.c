@@ -902,7 +902,8 @@ TEST(ten_thousand_jobs_three_worker_processes_exactly_once) {
 }
 
 /* =========================================================================
- * 4. SCRIPT FLUSH, then CLIENT KILL of the command and the subscriber
+ * 4. FUNCTION FLUSH (or SCRIPT FLUSH, where the client runs its scripts
+ *    with EVALSHA), then CLIENT KILL of the command and the subscriber
  *    connections while a worker drains a backlog: nothing is lost, nothing
  *    runs twice, and the client comes back on its own.
  * ========================================================================= */
@@ -944,14 +945,28 @@ static void chaos_run(chaos *ch, struct event_base *base, const char *cmd) {
     ASSERT(ch->type != REDIS_REPLY_ERROR);
 }
 
-TEST(script_flush_and_client_kill_mid_run_lose_nothing) {
+/* The scenario in one of the two ways scripts run: from rjq's function
+ * library (FCALL; the fault is FUNCTION FLUSH, answered "Function not
+ * found"), or, for a user the server does not let use functions, with
+ * EVALSHA (the fault is SCRIPT FLUSH, answered NOSCRIPT). */
+static void flush_and_kill_scenario(int evalsha) {
     const char *qname = "chaos";
     test_server s;
     server_start_guarded(&s, NULL);
     redisContext *rc = server_connect(&s);
     struct event_base *base = event_base_new();
     conn_events ev = {0};
-    rjq_client *c = client_with_events(base, &s, &ev);
+    rjq_client_options o = client_options(s.url);
+    char url[128];
+    if (evalsha) {
+        redisReply *r = server_cmd(rc, "ACL SETUSER noscripts on >pw ~* &* +@all -function -fcall -fcall_ro");
+        freeReplyObject(r);
+        snprintf(url, sizeof url, "redis://noscripts:pw@%s", s.url + strlen("redis://"));
+        o.url = url;
+    }
+    o.on_event = on_conn_event;
+    o.event_data = &ev;
+    rjq_client *c = client_new(base, &o);
     rjq_queue *q = queue_for(c, qname);
     wait_connected(base, c);
 
@@ -981,14 +996,18 @@ TEST(script_flush_and_client_kill_mid_run_lose_nothing) {
 
     ASSERT(loop_until_count(base, &w.done_ok, 1000, 60000));
     ASSERT_EQ(0, server_info_number(rc, "errorstats", "errorstat_NOSCRIPT:count="));
+    long long loads = server_calls(rc, "function|load");
+    ASSERT_EQ(evalsha ? 0 : 1, server_calls(rc, "fcall") > 0);
+    ASSERT_EQ(evalsha ? 1 : 0, server_calls(rc, "evalsha") > 0);
     chaos ch;
     chaos_open(&ch, base, &s);
-    chaos_run(&ch, base, "SCRIPT FLUSH");
+    chaos_run(&ch, base, evalsha ? "SCRIPT FLUSH" : "FUNCTION FLUSH");
     ASSERT_EQ(REDIS_REPLY_STATUS, ch.type);
     long at_flush = w.done_ok;
     ASSERT(loop_until_count(base, &w.done_ok, at_flush + 1000, 60000));
-    /* the worker really met the flushed cache, and recovered */
-    ASSERT(server_info_number(rc, "errorstats", "errorstat_NOSCRIPT:count=") >= 1);
+    /* the worker really met the flushed scripts, and recovered */
+    if (evalsha) ASSERT(server_info_number(rc, "errorstats", "errorstat_NOSCRIPT:count=") >= 1);
+    else ASSERT(server_calls(rc, "function|load") > loads);
 
     /* Kill the command connection mid-run. */
     long disc = ev.disconnected[RJQ_CONN_COMMAND], conn = ev.connected[RJQ_CONN_COMMAND];
@@ -1072,6 +1091,14 @@ TEST(script_flush_and_client_kill_mid_run_lose_nothing) {
     free(ids);
     redisFree(rc);
     server_stop_guarded(&s);
+}
+
+TEST(function_flush_and_client_kill_mid_run_lose_nothing) {
+    flush_and_kill_scenario(0);
+}
+
+TEST(script_flush_and_client_kill_mid_run_lose_nothing_without_functions) {
+    flush_and_kill_scenario(1);
 }
 
 /* =========================================================================
@@ -1268,12 +1295,13 @@ TEST(server_restart_work_resumes) {
     ASSERT_EQ(0, st.active);
     ASSERT_EQ(0, st.delayed);
     ASSERT_EQ(0, st.dead);
-    /* The new server's script cache started empty: the client loaded the
-     * scripts itself when it reconnected, before any call needed them. */
+    /* The client offered its function library again when it reconnected
+     * (a server that kept it, as this one in its append-only file, answers
+     * that it exists), and scripts ran as functions before and after. */
     redisContext *rc = server_connect(&s);
-    ASSERT(server_calls(rc, "script|load") >= 1);
+    ASSERT(server_calls(rc, "function|load") >= 1);
     ASSERT_EQ(0, server_info_number(rc, "errorstats", "errorstat_NOSCRIPT:count="));
-    ASSERT(server_calls(rc, "evalsha") >= 1);
+    ASSERT(server_calls(rc, "fcall") >= 1);
     ASSERT(client_list_has(rc, "name=rjq "));
     ASSERT(client_list_has(rc, "name=rjq:sub "));
     redisFree(rc);

@@ -652,7 +652,7 @@ TEST(idle_worker_woken_by_doorbell_and_no_blocking_commands) {
         if (n != 0) FAIL_AT(__FILE__, __LINE__, "%s called %lld times", blocking[i], n);
     }
     /* The counts above are read from a working INFO commandstats. */
-    ASSERT(server_calls(rc, "evalsha") > 0);
+    ASSERT(server_calls(rc, "fcall") > 0);
     ASSERT(server_calls(rc, "publish") > 0);
     ASSERT(server_calls(rc, "subscribe") > 0);
 

@@ -801,7 +801,7 @@ TEST(resent_failure_after_the_job_moved_on_is_recognised) {
     ASSERT(strcmp(token, rjq_job_token(fres_held)) != 0); /* B holds it now */
 
     redisContext *rc = server_connect(&s);
-    const char *argv[] = {"EVALSHA", rjq__scripts[RJQ__S_FAIL].sha, "14", "t:{fres}:active",
+    const char *argv[] = {"FCALL", rjq__scripts[RJQ__S_FAIL].function, "14", "t:{fres}:active",
                           "t:{fres}:ready", "t:{fres}:prio", "t:{fres}:delayed", "t:{fres}:dead",
                           "t:{fres}:stats", "t:{fres}:payload", "t:{fres}:state", "t:{fres}:options",
                           "t:{fres}:result", "t:{fres}:error", "t:{fres}:failtoken", "t:{fres}:watchers",

@@ -17,7 +17,7 @@
 local ready, prio, delayed, active, stats, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, want, lease, tbase, wake = ARGV[1], math.min(tonumber(ARGV[2]), 1000), tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local field, epoch, reset = ARGV[6], ARGV[7], ARGV[8] == '1'
-local J = columns(7, prefix)
+local J = columns(KEYS, 7, prefix)
 expect_types({ready, 'list', prio, 'zset', active, 'zset', idle, 'hash', J.s, 'hash', J.o, 'hash'})
 local now = now_ms()
 

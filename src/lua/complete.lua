@@ -17,7 +17,7 @@
 local active, completed, stats, ready, prio, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, retention, cap, offers = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local FIRST = 5 + 4 * offers -- ARGV index of the first job
-local J = columns(7, prefix)
+local J = columns(KEYS, 7, prefix)
 -- Wrongly typed keys are refused before the first write: the reads below
 -- check theirs, ZREM active is that first write, the rest get a TYPE.
 local spec = {completed, 'list', stats, 'hash', J.r, 'hash'}

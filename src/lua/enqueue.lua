@@ -11,7 +11,7 @@
 -- existing id is reported (existed = 1) and not touched.
 local ready, prio, delayed, stats, active, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, wake, ch, tbase = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local J = columns(7, prefix)
+local J = columns(KEYS, 7, prefix)
 local FIRST = 5 -- ARGV index of the first job
 local n = (#ARGV - FIRST + 1) / 3
 

@@ -5,7 +5,7 @@
 -- Returns one code per job: 1 extended, 0 lease lost.
 local active = KEYS[1]
 local lease = tonumber(ARGV[1])
-local J = columns(2)
+local J = columns(KEYS, 2)
 expect_types({active, 'zset'})
 local deadline = int(now_ms() + lease)
 local ids = {}

@@ -9,7 +9,7 @@
 local active, ready, prio, delayed, dead, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, wake, id, tok, err = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local fatal, delay, jitter, dead_max = ARGV[6] == '1', tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-local J = columns(7, prefix)
+local J = columns(KEYS, 7, prefix)
 expect_types({active, 'zset', ready, 'list', prio, 'zset', delayed, 'zset', dead, 'zset', stats, 'hash',
               J.s, 'hash', J.e, 'hash', J.f, 'hash'})
 local v = fields(J, id, 's', 'o', 'f')

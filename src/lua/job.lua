@@ -3,7 +3,7 @@
 -- ARGV: 1 id
 -- Returns { state, attempts, max_attempts, payload, result, error } with
 -- nil entries when absent; all nil when there is no such job.
-local J = columns(1)
+local J = columns(KEYS, 1)
 local v = fields(J, ARGV[1], 's', 'o', 'd', 'r', 'e')
 if not v[3] then return {false, false, false, false, false, false} end
 local state, attempts = state_of(v[1])

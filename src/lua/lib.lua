@@ -1,5 +1,9 @@
--- rjq shared helpers: prepended to every script at build time
--- (cmake/embed_lua.cmake), so each script stays one atomic transition.
+-- rjq shared helpers. cmake/embed_lua.cmake builds two forms of the
+-- scripts from them: one Redis function library (this file, then every
+-- script as a function of KEYS and ARGV; loaded once, run with FCALL), and
+-- for servers without functions (before Redis 7, or not permitted) each
+-- script with this file prepended (EVALSHA). Either way a script is one
+-- atomic transition, and this file only defines: it calls no command.
 --
 -- Keys of queue Q all share the hash tag {Q}: <prefix>:{Q}:<name>.
 --   ready    list  ids of priority 0, FIFO
@@ -43,13 +47,14 @@ local DEFAULT_MAX_ATTEMPTS = 3 -- also RJQ's C default; not stored per job
 
 local COLUMNS = {'d', 's', 'o', 'r', 'e', 'f', 'n'} -- the KEYS order above
 
--- The column keys, KEYS[first] .. KEYS[first + 6]: J.d payload, J.s state,
--- J.o options, J.r result, J.e error, J.f failtoken, J.n watchers; J.all
--- every column; J.prefix the job name prefix (for messages; may be nil).
-local function columns(first, prefix)
+-- The column keys, keys[first] .. keys[first + 6] (keys: the script's KEYS):
+-- J.d payload, J.s state, J.o options, J.r result, J.e error, J.f
+-- failtoken, J.n watchers; J.all every column; J.prefix the job name
+-- prefix (for messages; may be nil).
+local function columns(keys, first, prefix)
   local J = {prefix = prefix, all = {}}
   for i, f in ipairs(COLUMNS) do
-    J[f] = KEYS[first + i - 1]
+    J[f] = keys[first + i - 1]
     J.all[i] = J[f]
   end
   return J

@@ -13,7 +13,7 @@
 local active, ready, prio, dead, stats, guard, completed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local prefix, wake, guard_ms, limit, dead_max = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local retention, cap = tonumber(ARGV[6]), tonumber(ARGV[7])
-local J = columns(8, prefix)
+local J = columns(KEYS, 8, prefix)
 expect_types({active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash', completed, 'list',
               J.s, 'hash', J.e, 'hash'})
 if guard_ms > 0 and not redis.call('SET', guard, '1', 'NX', 'PX', guard_ms) then

@@ -10,7 +10,7 @@
 -- Returns the number of jobs released.
 local active, ready, prio, stats, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local prefix, wake, field, epoch = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local J = columns(6, prefix)
+local J = columns(KEYS, 6, prefix)
 expect_types({active, 'zset', ready, 'list', prio, 'zset', stats, 'hash', idle, 'hash', J.s, 'hash'})
 
 if field ~= '' then

@@ -5,7 +5,7 @@
 -- Returns the number replayed; with an id: -1 no such job, -2 not dead.
 local dead, ready, prio, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local wake, id, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local J = columns(5)
+local J = columns(KEYS, 5)
 expect_types({dead, 'zset', ready, 'list', prio, 'zset', stats, 'hash',
               J.s, 'hash'})
 

@@ -8,7 +8,7 @@
 -- Returns { code, body, ... } per id: 0 no such job, 1 completed (body =
 -- result), 2 dead (body = last error), 3 pending (now watched).
 local ch = ARGV[1]
-local J = columns(1)
+local J = columns(KEYS, 1)
 local out = {}
 for i = 2, #ARGV do
   local id = ARGV[i]

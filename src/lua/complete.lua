@@ -33,15 +33,16 @@ local s, n = hmget(J.s, ids, 'hash'), hmget_sparse(J.n, ids, 'hash')
 -- Idle workers offer their slots only while no work is waiting.
 local waiting = offers > 0 and
                 (typed('list', 'LLEN', ready) > 0 or typed('zset', 'ZCARD', prio) > 0)
-local out, gone, st, res, fresh = {}, {}, {}, {}, {}
+-- (Per-job appends use a counter: #t is a search on every call.)
+local out, gone, st, res, fresh, k = {}, {}, {}, {}, {}, 0
 for i, id in ipairs(ids) do
   local tok, r = ARGV[FIRST + 3 * i - 2], ARGV[FIRST + 3 * i - 1]
-  local state, a, t = state_of(s[i])
+  local state, a, t = state_text(s[i])
   if state == 'active' and t == tok then
-    gone[#gone + 1] = id
-    st[#st + 1] = id; st[#st + 1] = state_value('completed', a, tok)
-    res[#res + 1] = id; res[#res + 1] = r
-    fresh[#fresh + 1] = i
+    k = k + 1
+    gone[k] = id; fresh[k] = i
+    st[2 * k - 1] = id; st[2 * k] = state_value('completed', a, tok)
+    res[2 * k - 1] = id; res[2 * k] = r
     out[i] = 1
   elseif state == 'completed' and t == tok then
     out[i] = 1 -- a retried completion whose first reply was lost

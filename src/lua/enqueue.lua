@@ -64,7 +64,7 @@ local now, ring = nil, false
 local emit = monitor(KEYS[14], prefix)
 local out, payloads, opts, watch, states = {}, {}, {}, {}, {}
 local plain, plain_d, plain_o = {}, {}, {} -- new priority 0 jobs made ready
-local added, became_ready = 0, 0
+local added, became_ready, nplain = 0, 0, 0 -- (counters: #t searches)
 
 for i = 1, n do
   local id, payload = ARGV[FIRST + 3 * i - 3], ARGV[FIRST + 3 * i - 2]
@@ -75,26 +75,27 @@ for i = 1, n do
     existed = 1
   else
     taken[id] = true
-    payloads[#payloads + 1] = id; payloads[#payloads + 1] = payload
+    added = added + 1
+    payloads[2 * added - 1] = id; payloads[2 * added] = payload
     if stored[i] then opts[#opts + 1] = id; opts[#opts + 1] = stored[i] end
-    if ch ~= '' then watch[#watch + 1] = id; watch[#watch + 1] = ch end
+    if ch ~= '' then watch[2 * added - 1] = id; watch[2 * added] = ch end
     if delay[i] > 0 then
       now = now or now_ms()
       states[#states + 1] = id; states[#states + 1] = state_value('delayed', 0)
       if push_delayed(delayed, id, now + delay[i]) then ring = true end
     else
       if pri[i] == 0 then
-        plain[#plain + 1] = id; plain_d[#plain] = payload; plain_o[#plain] = stored[i]
+        nplain = nplain + 1
+        plain[nplain] = id; plain_d[nplain] = payload; plain_o[nplain] = stored[i]
       else
         redis.call('ZADD', prio, prio_score(pri[i], seq), id)
       end
       became_ready = became_ready + 1
     end
-    added = added + 1
     emit('enqueued', id)
   end
-  out[#out + 1] = id
-  out[#out + 1] = existed
+  out[2 * i - 1] = id
+  out[2 * i] = existed
 end
 
 if added > 0 then

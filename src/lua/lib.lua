@@ -88,9 +88,11 @@ local function typed(want, cmd, key, ...)
 end
 
 -- Values of some fields of one job ({} entries are false when absent).
+-- Scripts read with HMGET, never HGET: the client's own HGET (the fetch of
+-- a big result) is then told apart in INFO commandstats.
 local function fields(J, id, ...)
   local out = {}
-  for i, f in ipairs({...}) do out[i] = redis.call('HGET', J[f], id) end
+  for i, f in ipairs({...}) do out[i] = redis.call('HMGET', J[f], id)[1] end
   return out
 end
 
@@ -134,12 +136,18 @@ local function delete_jobs(J, ids)
   for _, col in ipairs(J.all) do call_all('HDEL', col, ids) end
 end
 
--- A state column value: state, attempts, token (nil when none).
-local function state_of(v)
-  if not v then return 'ready', 0, nil end
+-- A state column value: state, attempts (as text), token (nil when none).
+local function state_text(v)
+  if not v then return 'ready', '0', nil end
   local s, a, t = string.match(v, '^(%a+) (%d+) ?(.*)$')
-  if not s then return v, 0, nil end -- not rjq's format: no token matches
+  if not s then return v, '0', nil end -- not rjq's format: no token matches
   if t == '' then t = nil end
+  return s, a, t
+end
+
+-- The same with attempts as a number.
+local function state_of(v)
+  local s, a, t = state_text(v)
   return s, tonumber(a), t
 end
 
@@ -259,7 +267,7 @@ local function bury(J, dead, stats, id, attempts, now, err, dead_max, emit)
   redis.call('HSET', J.s, id, state_value('dead', attempts))
   redis.call('HSET', J.e, id, err)
   redis.call('HINCRBY', stats, 'dead', 1)
-  notify(redis.call('HGET', J.n, id), J.prefix .. id, 'dead', err)
+  notify(redis.call('HMGET', J.n, id)[1], J.prefix .. id, 'dead', err)
   local extra = redis.call('ZCARD', dead) - dead_max
   if extra > 0 then
     delete_jobs(J, redis.call('ZRANGE', dead, 0, extra - 1))
@@ -338,26 +346,25 @@ end
 -- deleted behind rjq's back is skipped). Returns how many started.
 local function start_jobs(J, active, ids, d, o, s, deadline, tbase, out, emit)
   if #ids == 0 then return 0 end
-  local za, st = {'+inf', ACTIVE_PIN}, {}
+  -- Per-job appends use counters: #t is a search on every call.
+  local za, st, n, k = {'+inf', ACTIVE_PIN}, {}, 0, #out
   for i, id in ipairs(ids) do
     if d[i] then
       local tok = tbase .. '.' .. i
       local _, a = state_of(s[i])
       local _, max = parse_options(o[i])
-      za[#za + 1] = deadline; za[#za + 1] = id
-      st[#st + 1] = id; st[#st + 1] = 'active ' .. (a + 1) .. ' ' .. tok
-      out[#out + 1] = id
-      out[#out + 1] = tok
-      out[#out + 1] = d[i]
-      out[#out + 1] = a + 1
-      out[#out + 1] = max
+      a = a + 1
+      za[2 * n + 3] = deadline; za[2 * n + 4] = id
+      st[2 * n + 1] = id; st[2 * n + 2] = 'active ' .. a .. ' ' .. tok
+      out[k + 1] = id; out[k + 2] = tok; out[k + 3] = d[i]; out[k + 4] = a; out[k + 5] = max
+      n, k = n + 1, k + 5
       emit('active', id)
     end
   end
-  if #st == 0 then return 0 end
+  if n == 0 then return 0 end
   redis.call('ZADD', active, unpack(za))
   redis.call('HSET', J.s, unpack(st))
-  return #st / 2
+  return n
 end
 
 -- Push delivery. A worker whose claim came back short registers its free

@@ -125,7 +125,7 @@ void rjq__argv_copy(rjq__argv *a, const char *s);
 /* ---- RESP argument buffer (request.c) ---------------------------------- */
 
 /* Arguments already in RESP form ("$len\r\ndata\r\n" each): one copy of
- * every input, sent as is behind an EVALSHA header. */
+ * every input, sent as is behind the FCALL (or EVALSHA) head. */
 typedef struct rjq__buf {
     char *p;
     size_t len, cap;

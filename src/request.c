@@ -215,21 +215,8 @@ static void on_library_loaded(rjq_client *c, int status, redisReply *reply, void
 static void load_library(rjq_client *c) {
     const char *argv[3] = {"FUNCTION", "LOAD", rjq__library};
     size_t lens[3] = {8, 4, rjq__library_len};
-    rjq__req *r = calloc(1, sizeof *r);
-    char *cmd = NULL;
-    rjq__fmtlen len = redisFormatCommandArgv(&cmd, 3, argv, lens);
-    if (r == NULL || len < 0 || cmd == NULL) {
-        free(r);
-        if (cmd) redisFreeCommand(cmd);
+    if (rjq__command(c, 0, on_library_loaded, NULL, 3, argv, lens) != RJQ_OK)
         c->fcall = 0; /* cannot load it now: EVALSHA needs nothing more */
-        return;
-    }
-    r->c = c;
-    r->fn = on_library_loaded;
-    r->cmd = cmd;
-    r->len = (size_t)len;
-    r->script = -1;
-    send_req(c, r);
 }
 
 /* A script request the server could not run as sent. Returns 1 when it

@@ -78,14 +78,11 @@ static void send_req(rjq_client *c, rjq__req *r) {
         list_push(&c->backlog, r);
 }
 
-/* Take a command formatted by hiredis. */
-static int submit(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, char *cmd,
-                  size_t len) {
+/* A request for the formatted command cmd (not sent yet), or NULL. */
+static rjq__req *req_new(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, char *cmd,
+                         size_t len) {
     rjq__req *r = calloc(1, sizeof *r);
-    if (r == NULL) {
-        redisFreeCommand(cmd);
-        return RJQ_ENOMEM;
-    }
+    if (r == NULL) return NULL;
     r->c = c;
     r->fn = fn;
     r->priv = priv;
@@ -93,6 +90,17 @@ static int submit(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, char 
     r->len = len;
     r->script = -1;
     r->flags = flags;
+    return r;
+}
+
+/* Take a command formatted by hiredis. */
+static int submit(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, char *cmd,
+                  size_t len) {
+    rjq__req *r = req_new(c, flags, fn, priv, cmd, len);
+    if (r == NULL) {
+        redisFreeCommand(cmd);
+        return RJQ_ENOMEM;
+    }
     send_req(c, r);
     return RJQ_OK;
 }
@@ -119,52 +127,46 @@ static int script_head(int script, int nargs, int fcall, char *out, size_t cap) 
     return snprintf(out, cap, "*%d\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n", nargs + 2, s->sha);
 }
 
+/* Give script request r (its arguments: the len bytes at args) the head
+ * for the session's mode, in a new buffer. 0, or -1 out of memory (r
+ * unchanged). */
+static int set_head(rjq_client *c, rjq__req *r, const char *args, size_t len) {
+    char head[160];
+    int hlen = script_head(r->script, r->nargs, c->fcall, head, sizeof head);
+    char *cmd = malloc((size_t)hlen + len);
+    if (cmd == NULL) return -1;
+    memcpy(cmd, head, (size_t)hlen);
+    if (len) memcpy(cmd + hlen, args, len);
+    if (r->own_cmd) free(r->cmd);
+    r->cmd = cmd;
+    r->own_cmd = 1;
+    r->len = (size_t)hlen + len;
+    r->head_len = (size_t)hlen;
+    r->fcall = c->fcall;
+    return 0;
+}
+
 /* A script request whose head is not in the session's form (made before
  * the session said whether it has the library, or kept across a switch to
  * EVALSHA) gets the other head. Out of memory: sent as it is (its error
  * comes back to it). */
 static void reformat_head(rjq_client *c, rjq__req *r) {
-    if (r->script < 0 || r->fcall == c->fcall) return;
-    char head[160];
-    int hlen = script_head(r->script, r->nargs, c->fcall, head, sizeof head);
-    size_t body = r->len - r->head_len;
-    char *cmd = malloc((size_t)hlen + body);
-    if (cmd == NULL) return;
-    memcpy(cmd, head, (size_t)hlen);
-    memcpy(cmd + hlen, r->cmd + r->head_len, body);
-    free(r->cmd);
-    r->cmd = cmd;
-    r->len = (size_t)hlen + body;
-    r->head_len = (size_t)hlen;
-    r->fcall = c->fcall;
+    if (r->script >= 0 && r->fcall != c->fcall)
+        set_head(c, r, r->cmd + r->head_len, r->len - r->head_len);
 }
 
 int rjq__script_buf(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
                     int nargs, const rjq__buf *b) {
     if (c->closing) return RJQ_ECLOSED;
     if (b->oom) return RJQ_ENOMEM;
-    char head[160];
-    int hlen = script_head(script, nargs, c->fcall, head, sizeof head);
-    char *cmd = malloc((size_t)hlen + b->len);
-    if (cmd == NULL) return RJQ_ENOMEM;
-    memcpy(cmd, head, (size_t)hlen);
-    if (b->len) memcpy(cmd + hlen, b->p, b->len);
-    rjq__req *r = calloc(1, sizeof *r);
-    if (r == NULL) {
-        free(cmd);
+    rjq__req *r = req_new(c, flags, fn, priv, NULL, 0);
+    if (r == NULL) return RJQ_ENOMEM;
+    r->script = script;
+    r->nargs = nargs;
+    if (set_head(c, r, b->p, b->len) != 0) {
+        free(r);
         return RJQ_ENOMEM;
     }
-    r->c = c;
-    r->fn = fn;
-    r->priv = priv;
-    r->cmd = cmd;
-    r->len = (size_t)hlen + b->len;
-    r->script = script;
-    r->flags = flags;
-    r->own_cmd = 1;
-    r->nargs = nargs;
-    r->head_len = (size_t)hlen;
-    r->fcall = c->fcall;
     send_req(c, r);
     return RJQ_OK;
 }

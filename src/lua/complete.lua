@@ -53,8 +53,7 @@ end
 
 local kept -- ids in the retention index, when this call added some
 if #gone > 0 then
-  if #gone <= CHUNK then typed('zset', 'ZREM', active, unpack(gone))
-  else expect_types({active, 'zset'}); call_all('ZREM', active, gone) end
+  call_all('ZREM', active, gone, 1, 'zset') -- the first write
   call_all('HSET', J.s, st, 2)
   call_all('HSET', J.r, res, 2)
   kept = index_completed(completed, stats, stamp, gone)

@@ -100,11 +100,12 @@ end
 -- chunks of `step` values (a multiple of the group width).
 local CHUNK = 1000
 
--- cmd key args..., in chunks of CHUNK groups of `width` values.
-local function call_all(cmd, key, args, width)
+-- cmd key args..., in chunks of CHUNK groups of `width` values. With want
+-- (the key's type), a wrongly typed key is refused as typed() does.
+local function call_all(cmd, key, args, width, want)
   local step = CHUNK * (width or 1)
   for i = 1, #args, step do
-    redis.call(cmd, key, unpack(args, i, math.min(i + step - 1, #args)))
+    typed(want, cmd, key, unpack(args, i, math.min(i + step - 1, #args)))
   end
 end
 

@@ -122,8 +122,12 @@ struct redisAsyncContext; /* hiredis */
  *           non-zero on failure.
  * set_timer arm the client's single one-shot timer to fire in timeout_ms
  *           milliseconds, replacing any earlier setting; -1 disarms it. When
- *           it fires, call rjq_client_handle_timeout(). 0 means "on the next
- *           loop iteration", never a synchronous call. Mandatory.
+ *           it fires, call rjq_client_handle_timeout(). 0 means "soon",
+ *           never a synchronous call: once the code that armed it returned
+ *           to the loop (later in the same loop pass is best: batches go
+ *           out before the loop sleeps); when armed from inside
+ *           rjq_client_handle_timeout(), not before the next loop iteration
+ *           (a timer that re-arms itself must not starve I/O). Mandatory.
  * cleanup   called once from rjq_client_free(), after which the core never
  *           calls the hooks again; release the loop glue here. Optional.
  */

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <rjq/libevent.h>
+#include <hiredis/adapters/libevent.h> /* the chaos connection: plain hiredis */
 
 #include "harness.h"
 #include "server.h"
@@ -1195,8 +1196,9 @@ TEST(server_restart_work_resumes) {
     /* Requests in flight, a third each: sent before the server goes away;
      * queued on the old connection after it went away; issued while the
      * server is down and the client knows it. Completions of held jobs are
-     * handed to the connection just before the server stops, too late to
-     * be written: their replies can only come after a resend. */
+     * handed to the connection after the server stopped, before the client
+     * noticed: written into a dead connection or not at all, their replies
+     * can only come after a resend. */
     long cmd_up = ev.connected[RJQ_CONN_COMMAND], sub_up = ev.connected[RJQ_CONN_SUBSCRIBER];
     for (int i = 0; i < 1000 && w.npending == 0; i++) event_base_loop(base, EVLOOP_ONCE);
     ASSERT(w.npending > 0);
@@ -1206,9 +1208,6 @@ TEST(server_restart_work_resumes) {
     event_base_loop(base, EVLOOP_NONBLOCK); /* writes them */
     long held = (long)w.npending, done_before = w.done_ok;
     ASSERT(held > 0);
-    on_flush_timer(-1, 0, &w);
-    /* One pass: the queue tick hands them to hiredis, nothing writes them. */
-    event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
 
     /* Stop the server (data kept in the append-only file) ... */
     pid_t old_pid = s.pid;
@@ -1216,6 +1215,10 @@ TEST(server_restart_work_resumes) {
     ASSERT(waitpid(old_pid, NULL, 0) == old_pid);
     forget_on_abort(old_pid);
     s.pid = 0;
+    on_flush_timer(-1, 0, &w);
+    /* One pass: the queue tick hands them to hiredis, which writes them to
+     * the dead connection (or finds it closed first). */
+    event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
     ASSERT_EQ(done_before, w.done_ok); /* their callbacks are still to come */
     for (int i = RESTART_BURST / 3; i < 2 * RESTART_BURST / 3; i++) burst_enqueue(q, i);
     for (int i = RESTART_STATS / 3; i < 2 * RESTART_STATS / 3; i++)

@@ -215,14 +215,18 @@ RJQ_API int rjq_client_connected(const rjq_client *c);
 
 typedef struct rjq_queue_options {
     long long retention_ms; /* completed jobs (their records and results) are
-                               deleted this long after completion; default
-                               3600000 (1 h); -1: no age limit */
+                               deleted this long after completion (at the
+                               latest 64 completions or one reclaim period
+                               later); default 3600000 (1 h); -1: no age
+                               limit */
     long completed_max;     /* at most this many completed jobs are kept, the
-                               oldest deleted first (a completion batch at a
-                               time, so a few less may remain); default
-                               100000; -1: no count limit. Records are deleted by
-                               completion calls and by the workers'
-                               reclaim sweep, a bounded number each time */
+                               oldest deleted first, a completion batch at a
+                               time and, for caps of 64 or more, down to
+                               cap/64 (at most 64) below the cap: so a few
+                               less may remain; default 100000; -1: no count
+                               limit. Records are deleted by completion calls
+                               and by the workers' reclaim sweep, a bounded
+                               number each time */
     long dead_max;          /* dead jobs kept (oldest dropped and deleted past
                                this); default 100000 */
 } rjq_queue_options;

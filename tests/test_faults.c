@@ -77,7 +77,14 @@ static long long qcount(redisContext *rc, const char *cmd, const char *q, const 
     return server_int(rc, "%s t:{%s}:%s", cmd, q, key);
 }
 
+/* A counter of q's stats hash, read directly (rjq_queue_stats needs a
+ * loop). enqueued and completed are derived from two fields each (see
+ * "stats" in src/lua/lib.lua). */
 static long long stat_field(redisContext *rc, const char *q, const char *field) {
+    if (strcmp(field, "enqueued") == 0)
+        return server_int(rc, "HGET t:{%s}:stats seq", q) - server_int(rc, "HGET t:{%s}:stats skipped", q);
+    if (strcmp(field, "completed") == 0)
+        return server_int(rc, "HGET t:{%s}:stats retained", q) + server_int(rc, "HGET t:{%s}:stats swept", q);
     return server_int(rc, "HGET t:{%s}:stats %s", q, field);
 }
 

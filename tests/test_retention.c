@@ -71,17 +71,22 @@ static void on_stopped(rjq_worker *w, int status, void *data) {
     *(int *)data = 1;
 }
 
-/* Run a worker (concurrency 1: completions in enqueue order) until n jobs
- * completed, then stop it. */
-static void run_worker(struct event_base *base, rjq_queue *q, long n) {
+/* Run a worker (concurrency 1: completions in enqueue order, one per
+ * completion call) until n jobs completed, then stop it. reclaim_ms: its
+ * sweep period (0: the default). */
+static void run_worker_with(struct event_base *base, rjq_queue *q, long n, long reclaim_ms) {
     long done = 0;
-    rjq_worker_options wo = {.concurrency = 1};
+    rjq_worker_options wo = {.concurrency = 1, .reclaim_ms = reclaim_ms};
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, complete_handler, &done, &w));
     ASSERT(loop_until_count(base, &done, n, 20000));
     int stopped = 0;
     ASSERT_OK(rjq_worker_stop(w, on_stopped, &stopped));
     ASSERT(loop_until(base, &stopped, 10000));
+}
+
+static void run_worker(struct event_base *base, rjq_queue *q, long n) {
+    run_worker_with(base, q, n, 0);
 }
 
 static long long sweep(struct event_base *base, rjq_queue *q) {
@@ -176,6 +181,66 @@ TEST(no_retention_limits_keep_every_completed_job) {
     info_wait iw = get_info(base, q, "k01");
     ASSERT_OK(iw.status);
     ASSERT_STREQ("r:p01", iw.result);
+    redisFree(rc);
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}
+
+/* Completion calls apply the age limit in batches: a record past its time
+ * is deleted once 64 more jobs completed (lib.lua, sweep_due), without
+ * the workers' reclaim sweep (its period here is far beyond the test). */
+TEST(completion_calls_delete_records_past_retention_within_64_jobs) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *q = open_queue(c, "batch", 1, -1);
+    redisContext *rc = server_connect(&s);
+
+    enqueue_ids(base, q, "a", 10);
+    run_worker_with(base, q, 10, 600000);
+    loop_for(base, 20); /* the a jobs are now past the 1 ms retention */
+    enqueue_ids(base, q, "b", 64);
+    run_worker_with(base, q, 64, 600000);
+
+    for (int i = 1; i <= 10; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "a%02d", i);
+        ASSERT_EQ(RJQ_ENOTFOUND, get_info(base, q, id).status);
+    }
+    ASSERT(indexed(rc, "batch") < 64);
+    ASSERT_EQ(74, get_stats(base, q).completed); /* deleted, still counted */
+    ASSERT_EQ(0, server_int(rc, "EXISTS t:{batch}:sweep")); /* no reclaim sweep ran */
+    redisFree(rc);
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}
+
+/* A count cap of 64 jobs or more is applied in batches: past the cap, the
+ * oldest go down to 1/64 of the cap below it (at most 64), so the index
+ * stays within [cap - cap/64, cap]. Here the sweeps come at 641 kept and
+ * then every 11 jobs, and the 700th job leaves 634 (640 would mean a
+ * sweep on every call). */
+TEST(large_count_cap_kept_within_one_64th_below_it) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *q = open_queue(c, "bigcap", -1, 640); /* slack 10 */
+    redisContext *rc = server_connect(&s);
+
+    enqueue_ids(base, q, "j", 700);
+    run_worker(base, q, 700);
+
+    long long kept = indexed(rc, "bigcap");
+    ASSERT(kept >= 630 && kept < 640);
+    ASSERT_EQ(kept, server_int(rc, "HLEN t:{bigcap}:result"));
+    ASSERT_EQ(kept, max_column_len(rc, "bigcap"));
+    ASSERT_EQ(RJQ_ENOTFOUND, get_info(base, q, "j01").status);
+    ASSERT_EQ(RJQ_OK, get_info(base, q, "j700").status);
+    ASSERT_EQ(700, get_stats(base, q).completed);
     redisFree(rc);
     rjq_client_free(c);
     event_base_free(base);

@@ -33,7 +33,7 @@ if #due > 0 then
     st[#st + 1] = id; st[#st + 1] = state_value('ready', a)
     local p = parse_options(o[i])
     if p == 0 then plain[#plain + 1] = id
-    else redis.call('ZADD', prio, prio_score(p, redis.call('HINCRBY', stats, 'seq', 1)), id) end
+    else redis.call('ZADD', prio, prio_score(p, next_seq(stats)), id) end
   end
   redis.call('HSET', J.s, unpack(st))
   if #plain > 0 then rpush_all(ready, plain) end

@@ -1,8 +1,9 @@
 -- complete: finish a batch of claimed jobs with their results. Each job is
--- checked against its fencing token; a stale token changes nothing. Then
--- the records of completed jobs past the retention time or beyond the
--- count cap are deleted (oldest first, a bounded number per call; the
--- reclaim sweep deletes them too, so an idle queue is cleaned up as well).
+-- checked against its fencing token; a stale token changes nothing. Then,
+-- in batches (sweep_due in lib.lua), the records of completed jobs past
+-- the retention time or beyond the count cap are deleted (oldest first, a
+-- bounded number per call; the reclaim sweep deletes them too, so an idle
+-- queue is cleaned up as well).
 -- Workers that were idle offer the slots these jobs free for push
 -- delivery (offer_slots in lib.lua), unless work is waiting.
 -- KEYS: 1 active, 2 completed, 3 stats, 4 ready, 5 prio, 6 idle,
@@ -57,7 +58,6 @@ if #gone > 0 then
   call_all('HSET', J.s, st, 2)
   call_all('HSET', J.r, res, 2)
   kept = index_completed(completed, stats, stamp, gone)
-  redis.call('HINCRBY', stats, 'completed', #gone)
   -- announced once the writes went through
   for _, i in ipairs(fresh) do
     if n[i] then notify(n[i], prefix .. ids[i], 'completed', ARGV[FIRST + 3 * i - 1]) end
@@ -73,6 +73,9 @@ if offers > 0 then
   end
 end
 
--- Retention: delete up to twice as many old records as were added.
-sweep_completed(J, completed, stats, retention, cap, now, 2 * #gone + 100, kept)
+-- Retention, in batches (sweep_due): delete up to twice as many old
+-- records as can have come since the last look.
+if kept and sweep_due(kept, #gone, retention, cap) then
+  sweep_completed(J, completed, stats, retention, cap, now, 2 * (#gone + SWEEP_EVERY), kept)
+end
 return out

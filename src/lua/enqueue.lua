@@ -103,8 +103,9 @@ if added > 0 then
   if #opts > 0 then call_all('HSET', J.o, opts, 2) end
   if #watch > 0 then call_all('HSET', J.n, watch, 2) end
   if #states > 0 then call_all('HSET', J.s, states, 2) end
-  redis.call('HINCRBY', stats, 'enqueued', added)
 end
+-- enqueued is seq - skipped (lib.lua): only ids that existed need counting
+if added < n then redis.call('HINCRBY', stats, 'skipped', n - added) end
 if became_ready > 0 and nothing_ready and not any_prio then
   -- Nothing was waiting: new jobs go straight to idle workers, in order,
   -- and only the rest is queued (waking idle workers elsewhere).

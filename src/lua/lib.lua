@@ -15,8 +15,13 @@
 --                  "<time ms> <id> <id> ...", oldest first (records older
 --                  than the retention time or beyond the count cap are
 --                  deleted a whole entry at a time, see sweep_completed)
---   stats    hash  counters, seq (the id/sequence counter) and retained
---                  (the number of ids in completed)
+--   stats    hash  counters. Two are derived, so that the hot paths
+--                  count with one HINCRBY each: enqueued = seq - skipped
+--                  (seq: the id/sequence counter; skipped: the sequence
+--                  numbers that added no job: an id that existed, a
+--                  re-queued priority job) and completed = retained +
+--                  swept (retained: the ids in completed; swept: the ids
+--                  removed from it)
 --   idle     hash  push delivery: free slots of idle workers, see below
 --   monitored string present while a monitor listens (TTL refreshed)
 --   events   channel of queue events for monitors
@@ -189,6 +194,13 @@ local function prio_score(p, seq)
   return int(-p * PRIO_SHIFT + (seq % PRIO_SHIFT))
 end
 
+-- A sequence number for a re-queued priority job (it adds no job, so it
+-- counts as skipped: see stats above).
+local function next_seq(stats)
+  redis.call('HINCRBY', stats, 'skipped', 1)
+  return redis.call('HINCRBY', stats, 'seq', 1)
+end
+
 -- Make job `id` (priority p) ready. head puts it first in its class.
 -- Rings the doorbell when the queue had nothing ready, so a backlog costs
 -- no publishes and an idle worker always hears about new work.
@@ -202,7 +214,7 @@ local function push_ready(ready, prio, stats, wake, id, p, head)
     end
   else
     local seq = 0
-    if not head then seq = redis.call('HINCRBY', stats, 'seq', 1) end
+    if not head then seq = next_seq(stats) end
     redis.call('ZADD', prio, prio_score(p, seq), id)
     if redis.call('ZCARD', prio) == 1 and redis.call('LLEN', ready) == 0 then
       redis.call('PUBLISH', wake, '1')
@@ -277,34 +289,60 @@ local function bury(J, dead, stats, id, attempts, now, err, dead_max, emit)
 end
 
 -- Add the jobs ids, completed at `stamp`, to the retention index (one
--- entry per call: cheaper than a sorted-set member per job). Returns the
--- number of ids the index holds now.
+-- entry per call: cheaper than a sorted-set member per job) and count
+-- them. Returns the number of ids the index holds now.
 local function index_completed(completed, stats, stamp, ids)
   redis.call('RPUSH', completed, stamp .. ' ' .. table.concat(ids, ' '))
   return redis.call('HINCRBY', stats, 'retained', #ids)
 end
 
+-- Retention is applied in batches: past the count cap, a sweep deletes
+-- down to `slack` below it (caps of 64 jobs or more: 1/64 of the cap, at
+-- most 64; smaller caps are kept exactly), and for the age limit a
+-- completion call looks at the oldest entry only when its jobs take the
+-- index past a multiple of 64. So one look and one batch of deletions
+-- serve ~64 jobs instead of one call; a record past its time waits at
+-- most for those 64 completions, or for the workers' reclaim sweep.
+local SWEEP_EVERY = 64
+
+local function cap_slack(cap)
+  return math.min(SWEEP_EVERY, math.floor(cap / SWEEP_EVERY))
+end
+
+-- Whether a completion call that took the index from kept - added to kept
+-- ids must sweep.
+local function sweep_due(kept, added, retention, cap)
+  if cap > 0 and kept > cap then return true end
+  return retention >= 0 and math.floor(kept / SWEEP_EVERY) ~= math.floor((kept - added) / SWEEP_EVERY)
+end
+
 -- Retention: delete the records of completed jobs, oldest entry of the
 -- index first, while the entry is older than `retention` ms (-1: no age
--- limit) or more than `cap` jobs are kept (<= 0: no count limit), until
--- about `budget` records went. Whole entries go, so with a count cap a
--- little less than `cap` may remain. kept: the number of ids in the index
--- when the caller knows it (nil: read it).
+-- limit) or more than `cap` jobs are kept (<= 0: no count limit; past it,
+-- down to cap_slack below it), until about `budget` records went. Whole
+-- entries go, so a little less may remain. kept: the number of ids in the
+-- index when the caller knows it (nil: read it).
 local function sweep_completed(J, completed, stats, retention, cap, now, budget, kept)
   kept = kept or tonumber(redis.call('HMGET', stats, 'retained')[1] or '0')
+  local limit = cap
+  if cap > 0 and kept > cap then limit = cap - cap_slack(cap) end
   local old, empty = {}, false
   while #old < budget do
     local head = redis.call('LINDEX', completed, 0)
     if not head then empty = true; break end
     local stamp = tonumber(string.match(head, '^%d+'))
-    if not ((retention >= 0 and stamp <= now - retention) or (cap > 0 and kept - #old > cap)) then break end
+    if not ((retention >= 0 and stamp <= now - retention) or (cap > 0 and kept - #old > limit)) then break end
     redis.call('LPOP', completed)
     for id in string.gmatch(head, ' (%S+)') do old[#old + 1] = id end
   end
   if empty and kept ~= #old then
-    redis.call('HSET', stats, 'retained', 0) -- the index is empty: so is the count
+    -- the index is empty: so is the count (completed stays: its ids count
+    -- as swept)
+    redis.call('HSET', stats, 'retained', 0)
+    redis.call('HINCRBY', stats, 'swept', kept)
   elseif #old > 0 then
     redis.call('HINCRBY', stats, 'retained', -#old)
+    redis.call('HINCRBY', stats, 'swept', #old)
   end
   delete_jobs(J, old)
 end

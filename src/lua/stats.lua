@@ -4,9 +4,13 @@
 --           replayed, ready, delayed, active, dead_depth }.
 local stats, ready, prio, delayed, active, dead = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 expect_types({stats, 'hash', ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset', dead, 'zset'})
-local c = redis.call('HMGET', stats, 'enqueued', 'completed', 'failed', 'retried', 'dead', 'reclaimed', 'replayed')
+local c = redis.call('HMGET', stats, 'seq', 'retained', 'failed', 'retried', 'dead', 'reclaimed', 'replayed',
+                    'skipped', 'swept')
 local out = {}
 for i = 1, 7 do out[i] = tonumber(c[i] or '0') end
+-- derived counters (see stats in lib.lua)
+out[1] = out[1] - tonumber(c[8] or '0') -- enqueued = seq - skipped
+out[2] = out[2] + tonumber(c[9] or '0') -- completed = retained + swept
 out[8] = redis.call('LLEN', ready) + redis.call('ZCARD', prio)
 out[9] = redis.call('ZCARD', delayed)
 out[10] = redis.call('ZCARD', active) - (redis.call('ZSCORE', active, ACTIVE_PIN) and 1 or 0)

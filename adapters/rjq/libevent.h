@@ -79,15 +79,24 @@ static void rjq_libevent_on_flush_(evutil_socket_t fd, short what, void *arg) {
     if (!e->waiting) rjq_libevent_write_(e);
 }
 
+/* Watch (or stop watching) with event ev; *on says whether it is added. */
+static void rjq_libevent_watch_(struct event *ev, int *on) {
+    if (!*on && event_add(ev, NULL) == 0) *on = 1;
+}
+
+static void rjq_libevent_unwatch_(struct event *ev, int *on) {
+    if (*on) event_del(ev);
+    *on = 0;
+}
+
 static void rjq_libevent_add_read_(void *data) {
     rjq_libevent_io *e = (rjq_libevent_io *)data;
-    if (!e->reading && event_add(e->rev, NULL) == 0) e->reading = 1;
+    rjq_libevent_watch_(e->rev, &e->reading);
 }
 
 static void rjq_libevent_del_read_(void *data) {
     rjq_libevent_io *e = (rjq_libevent_io *)data;
-    if (e->reading) event_del(e->rev);
-    e->reading = 0;
+    rjq_libevent_unwatch_(e->rev, &e->reading);
 }
 
 /* hiredis has output to send. While connecting, or when a write just left
@@ -97,7 +106,7 @@ static void rjq_libevent_add_write_(void *data) {
     rjq_libevent_io *e = (rjq_libevent_io *)data;
     if (e->waiting) return;
     if (e->in_write || !(e->ac->c.flags & REDIS_CONNECTED)) {
-        if (event_add(e->wev, NULL) == 0) e->waiting = 1;
+        rjq_libevent_watch_(e->wev, &e->waiting);
         return;
     }
     if (!e->flushing) {
@@ -108,8 +117,7 @@ static void rjq_libevent_add_write_(void *data) {
 
 static void rjq_libevent_del_write_(void *data) {
     rjq_libevent_io *e = (rjq_libevent_io *)data;
-    if (e->waiting) event_del(e->wev);
-    e->waiting = 0;
+    rjq_libevent_unwatch_(e->wev, &e->waiting);
 }
 
 /* hiredis calls this before it closes the socket: the events go now,

@@ -466,10 +466,12 @@ static void on_held_done(rjq_client *c, int status, void *data) {
     h->done_status = status;
 }
 
-/* A completion refused for a wrongly typed active set must not announce
- * the job as completed (to its awaiting producer or to monitors) before
- * refusing: the script checks before it writes or publishes anything. */
-TEST(complete_on_wrongtype_active_announces_nothing) {
+/* A completion refused for a wrongly typed key must not announce the job
+ * as completed (to its awaiting producer or to monitors) before refusing:
+ * the script checks before it writes or publishes anything. The worker
+ * (concurrency 2, one job held) is registered idle with its other slot,
+ * so the completion also offers the freed slot: the idle hash is read. */
+static void complete_on_wrongtype_announces_nothing(const char *key) {
     test_server s;
     server_start_guarded(&s, NULL);
     struct event_base *base = event_base_new();
@@ -486,13 +488,15 @@ TEST(complete_on_wrongtype_active_announces_nothing) {
     held_job h = {0};
     ASSERT_OK(rjq_enqueue_await(q, "p", 1, NULL, NULL, on_held_outcome, &h, NULL));
     rjq_worker_options wo = {0};
+    wo.concurrency = 2;
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(q, &wo, hold_handler, &h, &w));
     ASSERT(loop_until(base, &h.handled, 10000));
+    get_stats(base, q); /* a round trip: the short claim registered the slot */
 
-    r = server_cmd(rc, "DEL t:{w}:active");
+    r = server_cmd(rc, "DEL %s", key);
     freeReplyObject(r);
-    r = server_cmd(rc, "SET t:{w}:active x");
+    r = server_cmd(rc, "SET %s x", key);
     freeReplyObject(r);
     static char before[8192], after[8192];
     snapshot(rc, before, sizeof before);
@@ -523,6 +527,16 @@ TEST(complete_on_wrongtype_active_announces_nothing) {
     rjq_client_free(c);
     event_base_free(base);
     server_stop_guarded(&s);
+}
+
+TEST(complete_on_wrongtype_active_announces_nothing) {
+    complete_on_wrongtype_announces_nothing("t:{w}:active");
+}
+
+/* The idle hash is checked by the read of the registrations the offer
+ * updates (no TYPE call), still before the first write. */
+TEST(complete_offering_a_slot_on_wrongtype_idle_announces_nothing) {
+    complete_on_wrongtype_announces_nothing("t:{w}:idle");
 }
 
 /* =========================================================================

@@ -21,9 +21,7 @@ local FIRST = 5 + 4 * offers -- ARGV index of the first job
 local J = columns(KEYS, 7, prefix)
 -- Wrongly typed keys are refused before the first write: the reads below
 -- check theirs, ZREM active is that first write, the rest get a TYPE.
-local spec = {completed, 'list', stats, 'hash', J.r, 'hash'}
-if offers > 0 then spec[#spec + 1] = idle; spec[#spec + 1] = 'hash' end
-expect_types(spec)
+expect_types({completed, 'list', stats, 'hash', J.r, 'hash'})
 local now = now_ms()
 local stamp = int(now) -- formatted once: number->string costs per call
 local emit = monitor(KEYS[14], prefix)
@@ -31,9 +29,18 @@ local emit = monitor(KEYS[14], prefix)
 local ids = {}
 for i = FIRST, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
 local s, n = hmget(J.s, ids, 'hash'), hmget_sparse(J.n, ids, 'hash')
--- Idle workers offer their slots only while no work is waiting.
+-- Idle workers offer their slots only while no work is waiting; then
+-- their registrations are read here, before the first write (idle_v:
+-- field -> value, false when absent).
 local waiting = offers > 0 and
                 (typed('list', 'LLEN', ready) > 0 or typed('zset', 'ZCARD', prio) > 0)
+local idle_v = {}
+if offers > 0 and not waiting then
+  local f = {}
+  for i = 5, FIRST - 1, 4 do f[#f + 1] = ARGV[i] end
+  local v = typed('hash', 'HMGET', idle, unpack(f))
+  for j, field in ipairs(f) do idle_v[field] = v[j] end
+end
 -- (Per-job appends use a counter: #t is a search on every call.)
 local out, gone, st, res, fresh, k = {}, {}, {}, {}, {}, 0
 for i, id in ipairs(ids) do
@@ -67,9 +74,12 @@ end
 
 if offers > 0 then
   for i = 5, FIRST - 1, 4 do
-    local ok = not waiting and
-               offer_slots(idle, ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3]), false) > 0
-    out[#out + 1] = ok and 1 or 0
+    local got = 0
+    if not waiting then
+      got, idle_v[ARGV[i]] = offer_slots(idle, ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3]),
+                                         false, idle_v[ARGV[i]])
+    end
+    out[#out + 1] = got > 0 and 1 or 0
   end
 end
 

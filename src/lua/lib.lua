@@ -419,22 +419,26 @@ end
 -- Register `slots` free slots of worker `field`: reset replaces the
 -- registration (0 slots: removes it); otherwise they are added to a
 -- registration of the same epoch, or start one when there is none.
--- Returns the slots registered (0 when the stored epoch differs).
-local function offer_slots(idle, field, epoch, lease, slots, reset)
+-- v: the field's value when the caller already read it (false: absent;
+-- nil: read it here). Returns the slots registered (0 when the stored
+-- epoch differs) and, without reset, the field's value now.
+local function offer_slots(idle, field, epoch, lease, slots, reset, v)
   if reset then
     if slots > 0 then redis.call('HSET', idle, field, slots .. ' ' .. epoch .. ' ' .. lease)
     else redis.call('HDEL', idle, field) end
     return slots
   end
-  if slots <= 0 then return 0 end
-  local have, v = 0, redis.call('HMGET', idle, field)[1]
+  if slots <= 0 then return 0, v end
+  if v == nil then v = redis.call('HMGET', idle, field)[1] end
+  local have = 0
   if v then
     local n, e = string.match(v, '^(%d+) (%S+)')
-    if e ~= epoch then return 0 end
+    if e ~= epoch then return 0, v end
     have = tonumber(n)
   end
-  redis.call('HSET', idle, field, (have + slots) .. ' ' .. epoch .. ' ' .. lease)
-  return slots
+  v = (have + slots) .. ' ' .. epoch .. ' ' .. lease
+  redis.call('HSET', idle, field, v)
+  return slots, v
 end
 
 -- Hand ready jobs to registered idle workers while both remain (at most

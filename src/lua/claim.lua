@@ -25,6 +25,7 @@ local now = now_ms()
 -- the delayed set's type: nothing is written yet.)
 local due = typed('zset', 'ZRANGEBYSCORE', delayed, '-inf', now, 'LIMIT', 0, 1000)
 if #due > 0 then
+  expect_types({stats, 'hash'}) -- a due priority job takes a sequence number
   redis.call('ZREM', delayed, unpack(due))
   local o, s = redis.call('HMGET', J.o, unpack(due)), redis.call('HMGET', J.s, unpack(due))
   local st, plain = {}, {}

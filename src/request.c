@@ -203,9 +203,13 @@ static void reload_and_resend(rjq_client *c, rjq__req *r) {
 }
 
 /* The answer to FUNCTION LOAD of rjq's library: it is there, or functions
- * are not to be had (before Redis 7, or not permitted): use EVALSHA. */
+ * are not to be had (before Redis 7, or not permitted): use EVALSHA. A
+ * server still loading its data (or busy) says nothing about functions:
+ * keep FCALL, and "Function not found" loads the library when it is
+ * missing. */
 void rjq__library_loaded(rjq_client *c, const redisReply *reply) {
-    c->fcall = reply->type != REDIS_REPLY_ERROR || strstr(reply->str, "already exists") != NULL;
+    c->fcall = reply->type != REDIS_REPLY_ERROR || strstr(reply->str, "already exists") != NULL ||
+               strncmp(reply->str, "LOADING", 7) == 0 || strncmp(reply->str, "BUSY", 4) == 0;
 }
 
 static void on_library_loaded(rjq_client *c, int status, redisReply *reply, void *priv) {

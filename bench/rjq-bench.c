@@ -669,6 +669,18 @@ static void child_init(pid_t parent) {
     if (getppid() != parent) _exit(1);
 }
 
+/* fork() for a worker process: output flushed first (the child must not
+ * print the parent's buffers again); in the child (0 returned) it dies
+ * with the parent. */
+static pid_t fork_worker(void) {
+    fflush(stdout);
+    fflush(stderr);
+    pid_t parent = getpid(), pid = fork();
+    if (pid < 0) die("fork: %s", strerror(errno));
+    if (pid == 0) child_init(parent);
+    return pid;
+}
+
 static int wait_child(pid_t pid) {
     int status;
     while (waitpid(pid, &status, 0) < 0)
@@ -698,14 +710,8 @@ static int case_drain(long depth) {
     if (got != depth) die("pre-enqueue: only %ld of %ld jobs accepted", got, depth);
     info("pre-enqueued %ld jobs in %.3f s (%.0f jobs/s); redis used_memory +%.1f bytes/job", depth, el,
          (double)depth / el, (double)(m1.mem - m0.mem) / (double)depth);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t parent = getpid(), pid = fork();
-    if (pid < 0) die("fork: %s", strerror(errno));
-    if (pid == 0) {
-        child_init(parent);
-        exit(drain_worker(name, depth));
-    }
+    pid_t pid = fork_worker();
+    if (pid == 0) exit(drain_worker(name, depth));
     return wait_child(pid);
 }
 
@@ -838,12 +844,8 @@ static int case_latency(void) {
     clean_queue();
     int ready_pipe[2], stop_pipe[2];
     if (pipe(ready_pipe) != 0 || pipe(stop_pipe) != 0) die("pipe: %s", strerror(errno));
-    fflush(stdout);
-    fflush(stderr);
-    pid_t parent = getpid(), pid = fork();
-    if (pid < 0) die("fork: %s", strerror(errno));
+    pid_t pid = fork_worker();
     if (pid == 0) {
-        child_init(parent);
         close(ready_pipe[0]);
         close(stop_pipe[1]);
         exit(serve_worker(ready_pipe[1], stop_pipe[0]));

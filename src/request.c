@@ -202,14 +202,24 @@ static void reload_and_resend(rjq_client *c, rjq__req *r) {
     send_req(c, r);
 }
 
+/* Errors a server gives while it cannot serve for a moment: loading its
+ * data after a restart, running a long script, being a replica during a
+ * failover. Idempotent requests wait and try again. */
+static int transient_error(const char *err) {
+    static const char *const prefixes[] = {"LOADING", "BUSY", "READONLY", "MASTERDOWN", "TRYAGAIN"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(err, prefixes[i], strlen(prefixes[i])) == 0) return 1;
+    return 0;
+}
+
 /* The answer to FUNCTION LOAD of rjq's library: it is there, or functions
  * are not to be had (before Redis 7, or not permitted): use EVALSHA. A
- * server still loading its data (or busy) says nothing about functions:
- * keep FCALL, and "Function not found" loads the library when it is
- * missing. */
+ * transient error (a server still loading its data, say) says nothing
+ * about functions: keep FCALL, and "Function not found" loads the library
+ * when it is missing. */
 void rjq__library_loaded(rjq_client *c, const redisReply *reply) {
     c->fcall = reply->type != REDIS_REPLY_ERROR || strstr(reply->str, "already exists") != NULL ||
-               strncmp(reply->str, "LOADING", 7) == 0 || strncmp(reply->str, "BUSY", 4) == 0;
+               transient_error(reply->str);
 }
 
 static void on_library_loaded(rjq_client *c, int status, redisReply *reply, void *priv) {
@@ -247,16 +257,6 @@ static int script_resent(rjq_client *c, rjq__req *r, const char *err) {
         reload_and_resend(c, r);
         return 1;
     }
-    return 0;
-}
-
-/* Errors a server gives while it cannot serve for a moment: loading its
- * data after a restart, running a long script, being a replica during a
- * failover. Idempotent requests wait and try again. */
-static int transient_error(const char *err) {
-    static const char *const prefixes[] = {"LOADING", "BUSY", "READONLY", "MASTERDOWN", "TRYAGAIN"};
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-        if (strncmp(err, prefixes[i], strlen(prefixes[i])) == 0) return 1;
     return 0;
 }
 

@@ -554,6 +554,45 @@ static void finish_late(struct event_base *ba, hold_one *a, enum fence_kind kind
     ASSERT_EQ(1, late.calls);
 }
 
+/* Two clients on queue qname: B enqueues job `id`, A claims it and hangs,
+ * and B's reclaim sweep takes A's expired lease back. A still holds its
+ * stale copy (a, wa). */
+typedef struct fence_pair {
+    struct event_base *ba, *bb;
+    rjq_client *ca, *cb;
+    rjq_queue *qa, *qb;
+    hold_one a;
+    rjq_worker *wa;
+} fence_pair;
+
+static void fence_pair_open(fence_pair *f, const test_server *s, const char *qname, const char *id) {
+    memset(f, 0, sizeof *f);
+    f->ba = event_base_new();
+    f->bb = event_base_new();
+    f->ca = client_for(f->ba, s);
+    f->cb = client_for(f->bb, s);
+    f->qa = queue_for(f->ca, qname);
+    f->qb = queue_for(f->cb, qname);
+    wait_connected(f->ba, f->ca);
+    wait_connected(f->bb, f->cb);
+
+    rjq_job_options jo = {0};
+    jo.id = id;
+    enq_res e = {0};
+    ASSERT_OK(rjq_enqueue(f->qb, "work", 4, &jo, on_enq, &e));
+    ASSERT(loop_until_count(f->bb, &e.ok_jobs, 1, 10000));
+
+    claim_and_hang(f->ba, f->qa, &f->a, &f->wa);
+    reclaim_from(f->bb, f->qb);
+}
+
+static void fence_pair_close(fence_pair *f) {
+    rjq_client_free(f->ca);
+    rjq_client_free(f->cb);
+    event_base_free(f->ba);
+    event_base_free(f->bb);
+}
+
 /*
  * One round on queue qname: A claims and hangs, its lease is reclaimed, B
  * claims the job. b_holds 0: B completes it with "B", then A finishes
@@ -561,22 +600,11 @@ static void finish_late(struct event_base *ba, hold_one *a, enum fence_kind kind
  * the token tells them apart), then B completes it.
  */
 static void fence_round(const test_server *s, const char *qname, enum fence_kind kind, int b_holds) {
-    struct event_base *ba = event_base_new(), *bb = event_base_new();
-    rjq_client *ca = client_for(ba, s), *cb = client_for(bb, s);
-    rjq_queue *qa = queue_for(ca, qname), *qb = queue_for(cb, qname);
-    wait_connected(ba, ca);
-    wait_connected(bb, cb);
-
-    rjq_job_options jo = {0};
-    jo.id = "fenced";
-    enq_res e = {0};
-    ASSERT_OK(rjq_enqueue(qb, "work", 4, &jo, on_enq, &e));
-    ASSERT(loop_until_count(bb, &e.ok_jobs, 1, 10000));
-
-    hold_one a = {0};
-    rjq_worker *wa;
-    claim_and_hang(ba, qa, &a, &wa);
-    reclaim_from(bb, qb);
+    fence_pair f;
+    fence_pair_open(&f, s, qname, "fenced");
+    struct event_base *ba = f.ba, *bb = f.bb;
+    rjq_queue *qb = f.qb;
+    hold_one *a = &f.a;
     info_wait ir = get_job(bb, qb, "fenced");
     ASSERT_STREQ("ready", ir.state);
 
@@ -588,11 +616,11 @@ static void fence_round(const test_server *s, const char *qname, enum fence_kind
         ASSERT_OK(rjq_worker_start(qb, &o, hold_one_handler, &b, &wb));
         ASSERT(loop_until(bb, &b.got, 10000));
         ASSERT_EQ(2, b.attempt);
-        ASSERT(strcmp(a.token, b.token) != 0);
+        ASSERT(strcmp(a->token, b.token) != 0);
         info_wait before = get_job(bb, qb, "fenced");
         ASSERT_STREQ("active", before.state);
 
-        finish_late(ba, &a, kind);
+        finish_late(ba, a, kind);
 
         info_wait after = get_job(bb, qb, "fenced");
         ASSERT_STREQ("active", after.state);
@@ -620,13 +648,13 @@ static void fence_round(const test_server *s, const char *qname, enum fence_kind
         ASSERT(loop_until(bb, &b.done.done, 10000));
         ASSERT_OK(b.done.status);
         ASSERT_EQ(2, b.attempt);
-        ASSERT(strcmp(a.token, b.token) != 0);
+        ASSERT(strcmp(a->token, b.token) != 0);
     }
     info_wait before = get_job(bb, qb, "fenced");
     ASSERT_STREQ("completed", before.state);
     ASSERT_STREQ("B", before.result);
 
-    if (!b_holds) finish_late(ba, &a, kind);
+    if (!b_holds) finish_late(ba, a, kind);
 
     info_wait after = get_job(bb, qb, "fenced");
     ASSERT_STREQ("completed", after.state);
@@ -646,10 +674,7 @@ static void fence_round(const test_server *s, const char *qname, enum fence_kind
     ASSERT_EQ(0, st.active);
     ASSERT_EQ(0, st.dead_depth);
 
-    rjq_client_free(ca);
-    rjq_client_free(cb);
-    event_base_free(ba);
-    event_base_free(bb);
+    fence_pair_close(&f);
 }
 
 TEST(lease_lost_after_reclaim_is_fenced) {
@@ -670,27 +695,16 @@ TEST(stale_completion_of_requeued_job_is_fenced) {
     const char *qname = "fence-ready";
     test_server s;
     server_start_guarded(&s, NULL);
-    struct event_base *ba = event_base_new(), *bb = event_base_new();
-    rjq_client *ca = client_for(ba, &s), *cb = client_for(bb, &s);
-    rjq_queue *qa = queue_for(ca, qname), *qb = queue_for(cb, qname);
-    wait_connected(ba, ca);
-    wait_connected(bb, cb);
-    rjq_job_options jo = {0};
-    jo.id = "requeued";
-    enq_res e = {0};
-    ASSERT_OK(rjq_enqueue(qb, "work", 4, &jo, on_enq, &e));
-    ASSERT(loop_until_count(bb, &e.ok_jobs, 1, 10000));
-
-    hold_one a = {0};
-    rjq_worker *wa;
-    claim_and_hang(ba, qa, &a, &wa);
-    reclaim_from(bb, qb);
+    fence_pair f;
+    fence_pair_open(&f, &s, qname, "requeued");
+    struct event_base *ba = f.ba, *bb = f.bb;
+    rjq_queue *qb = f.qb;
     /* A stops claiming (it would take the requeued job again), but still
      * holds its stale copy. */
-    ASSERT_OK(rjq_worker_stop(wa, NULL, NULL));
+    ASSERT_OK(rjq_worker_stop(f.wa, NULL, NULL));
 
     status_res late = {0};
-    ASSERT_OK(rjq_job_complete(a.job, "A", 1, on_status, &late));
+    ASSERT_OK(rjq_job_complete(f.a.job, "A", 1, on_status, &late));
     ASSERT(loop_until(ba, &late.done, 10000));
     ASSERT_EQ(RJQ_ELEASELOST, late.status);
     info_wait ir = get_job(bb, qb, "requeued");
@@ -714,10 +728,7 @@ TEST(stale_completion_of_requeued_job_is_fenced) {
     ASSERT_EQ(1, st.completed);
     ASSERT_EQ(0, st.active);
 
-    rjq_client_free(ca);
-    rjq_client_free(cb);
-    event_base_free(ba);
-    event_base_free(bb);
+    fence_pair_close(&f);
     server_stop_guarded(&s);
 }
 

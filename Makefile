@@ -26,12 +26,15 @@ build-asan: deps $(ASAN_BUILD)/Makefile
 
 # The whole suite: a -Werror build, then the same tests under ASan+UBSan
 # (valgrind runs the demo inside the first pass).
+# A failed run ends by repeating the failed tests' output (failure_recap.sh).
+CTEST = ctest --output-on-failure -j2
+
 test: build build-asan
-	cd $(BUILD) && ctest --output-on-failure -j2
-	cd $(ASAN_BUILD) && RJQ_UNDER_ASAN=1 ctest --output-on-failure -j2 -LE valgrind
+	cd $(BUILD) && $(CTEST) || { bash $(CURDIR)/tests/failure_recap.sh .; exit 1; }
+	cd $(ASAN_BUILD) && RJQ_UNDER_ASAN=1 $(CTEST) -LE valgrind || { bash $(CURDIR)/tests/failure_recap.sh .; exit 1; }
 
 test-fast: build
-	cd $(BUILD) && ctest --output-on-failure -j2
+	cd $(BUILD) && $(CTEST) || { bash $(CURDIR)/tests/failure_recap.sh .; exit 1; }
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)

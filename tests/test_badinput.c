@@ -539,6 +539,70 @@ TEST(complete_offering_a_slot_on_wrongtype_idle_announces_nothing) {
     complete_on_wrongtype_announces_nothing("t:{w}:idle");
 }
 
+static void count_handled(rjq_job *job, void *data) {
+    ++*(int *)data;
+    ASSERT_OK(rjq_job_complete(job, NULL, 0, NULL, NULL));
+}
+
+/* A claim that promotes a due priority job gives it a sequence number from
+ * the stats hash: with stats of the wrong type it is refused before its
+ * first write (the job stays delayed, nothing changes), and once stats is
+ * fixed the job runs. */
+TEST(claim_promoting_a_due_priority_job_on_wrongtype_stats_changes_nothing) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *q = queue_for(c, "p");
+    redisContext *rc = server_connect(&s);
+
+    rjq_job_options o = {0};
+    o.id = "due";
+    o.priority = 5;
+    o.delay_ms = 50;
+    enq_wait e = {0};
+    ASSERT_OK(rjq_enqueue(q, "x", 1, &o, on_enq, &e));
+    ASSERT(loop_until(base, &e.calls, 10000));
+    ASSERT_OK(e.status);
+    long long due = server_int(rc, "ZSCORE t:{p}:delayed due");
+    for (;;) { /* due on the server's clock */
+        redisReply *t = server_cmd(rc, "TIME");
+        long long now = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
+        freeReplyObject(t);
+        if (now > due) break;
+        loop_for(base, 10);
+    }
+    redisReply *r = server_cmd(rc, "DEL t:{p}:stats");
+    freeReplyObject(r);
+    r = server_cmd(rc, "SET t:{p}:stats x");
+    freeReplyObject(r);
+    static char before[8192], after[8192];
+    snapshot(rc, before, sizeof before);
+
+    int handled = 0;
+    rjq_worker_options wo = {0};
+    wo.concurrency = 1;
+    wo.poll_ms = 50; /* each poll claims again */
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(q, &wo, count_handled, &handled, &w));
+    for (int i = 0; i < 1000 && !strstr(rjq_client_errmsg(c), "t:{p}:stats"); i++) loop_for(base, 10);
+    ASSERT(strstr(rjq_client_errmsg(c), "WRONGTYPE") != NULL);
+    ASSERT(strstr(rjq_client_errmsg(c), "t:{p}:stats") != NULL);
+    loop_for(base, 200); /* a few more polls */
+    ASSERT_EQ(0, handled);
+    snapshot(rc, after, sizeof after);
+    ASSERT_STREQ(before, after);
+
+    r = server_cmd(rc, "DEL t:{p}:stats");
+    freeReplyObject(r);
+    for (int i = 0; i < 1000 && handled == 0; i++) loop_for(base, 10);
+    ASSERT_EQ(1, handled);
+
+    redisFree(rc);
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}
 /* =========================================================================
  * Authentication
  * ====================================================================== */

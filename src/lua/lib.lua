@@ -52,6 +52,24 @@ local DEFAULT_MAX_ATTEMPTS = 3 -- also RJQ's C default; not stored per job
 
 local COLUMNS = {'d', 's', 'o', 'r', 'e', 'f', 'n'} -- the KEYS order above
 
+-- Integral numbers as exact decimal strings (tostring() would switch to
+-- exponent notation past 1e14).
+local function int(x)
+  return string.format('%d', x)
+end
+
+-- The same for small non-negative integers (token suffixes, attempt
+-- counts, lengths), memoised: Lua turns a number into text with sprintf
+-- (~0.1 us), and the hot paths make a few per job.
+local SMALL_TEXT = {}
+local function num(n)
+  local s = SMALL_TEXT[n]
+  if s then return s end
+  s = int(n)
+  if n >= 0 and n < 4096 then SMALL_TEXT[n] = s end
+  return s
+end
+
 -- The column keys, keys[first] .. keys[first + 6] (keys: the script's KEYS):
 -- J.d payload, J.s state, J.o options, J.r result, J.e error, J.f
 -- failtoken, J.n watchers; J.all every column; J.prefix the job name
@@ -159,6 +177,7 @@ end
 
 -- The state column value for state s, attempts a, token t (may be nil).
 local function state_value(s, a, t)
+  if type(a) == 'number' then a = num(a) end
   if t then return s .. ' ' .. a .. ' ' .. t end
   return s .. ' ' .. a
 end
@@ -182,12 +201,6 @@ local ACTIVE_PIN = 'rjq: keeps this set a skiplist (longer than zset-max-listpac
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
--- Integral numbers as exact decimal strings (tostring() would switch to
--- exponent notation past 1e14).
-local function int(x)
-  return string.format('%d', x)
 end
 
 local function prio_score(p, seq)
@@ -389,12 +402,12 @@ local function start_jobs(J, active, ids, d, o, s, deadline, tbase, out, emit)
   local za, st, n, k = {'+inf', ACTIVE_PIN}, {}, 0, #out
   for i, id in ipairs(ids) do
     if d[i] then
-      local tok = tbase .. '.' .. i
+      local tok = tbase .. '.' .. num(i)
       local _, a = state_of(s[i])
       local _, max = parse_options(o[i])
       a = a + 1
       za[2 * n + 3] = deadline; za[2 * n + 4] = id
-      st[2 * n + 1] = id; st[2 * n + 2] = 'active ' .. a .. ' ' .. tok
+      st[2 * n + 1] = id; st[2 * n + 2] = 'active ' .. num(a) .. ' ' .. tok
       out[k + 1] = id; out[k + 2] = tok; out[k + 3] = d[i]; out[k + 4] = a; out[k + 5] = max
       n, k = n + 1, k + 5
       emit('active', id)
@@ -480,8 +493,8 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take)
       if n > 0 then
         local msg = {wid .. ' ' .. epoch .. ' ' .. n .. '\n'}
         for i = 1, #out, 5 do
-          msg[#msg + 1] = #out[i] .. ' ' .. #out[i + 1] .. ' ' .. #out[i + 2] .. ' ' ..
-                          out[i + 3] .. ' ' .. out[i + 4] .. '\n'
+          msg[#msg + 1] = num(#out[i]) .. ' ' .. num(#out[i + 1]) .. ' ' .. num(#out[i + 2]) .. ' ' ..
+                          num(out[i + 3]) .. ' ' .. num(out[i + 4]) .. '\n'
           msg[#msg + 1] = out[i]; msg[#msg + 1] = out[i + 1]; msg[#msg + 1] = out[i + 2]
         end
         redis.call('PUBLISH', ch, table.concat(msg))

@@ -222,6 +222,14 @@ long long server_int(redisContext *rc, const char *fmt, ...) {
     return v;
 }
 
+long long server_now_ms(redisContext *rc) {
+    redisReply *r = server_cmd(rc, "TIME");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    long long ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+    freeReplyObject(r);
+    return ms;
+}
+
 long long server_info_number(redisContext *rc, const char *section, const char *needle) {
     redisReply *r = server_cmd(rc, "INFO %s", section);
     long long v = 0;

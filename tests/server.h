@@ -45,6 +45,8 @@ void server_stop_guarded(test_server *s);
 redisContext *server_connect(const test_server *s);
 redisReply *server_cmd(redisContext *rc, const char *fmt, ...);
 long long server_int(redisContext *rc, const char *fmt, ...);
+/* The server's clock in ms (the clock the scripts use). */
+long long server_now_ms(redisContext *rc);
 /* Jobs in the active set of queue q (key prefix "t"), without the member
  * that keeps the set a skiplist (ACTIVE_PIN in src/lua/lib.lua). */
 long long server_active_jobs(redisContext *rc, const char *q);

@@ -565,13 +565,7 @@ TEST(claim_promoting_a_due_priority_job_on_wrongtype_stats_changes_nothing) {
     ASSERT(loop_until(base, &e.calls, 10000));
     ASSERT_OK(e.status);
     long long due = server_int(rc, "ZSCORE t:{p}:delayed due");
-    for (;;) { /* due on the server's clock */
-        redisReply *t = server_cmd(rc, "TIME");
-        long long now = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
-        freeReplyObject(t);
-        if (now > due) break;
-        loop_for(base, 10);
-    }
+    while (server_now_ms(rc) <= due) loop_for(base, 10); /* due on the server's clock */
     redisReply *r = server_cmd(rc, "DEL t:{p}:stats");
     freeReplyObject(r);
     r = server_cmd(rc, "SET t:{p}:stats x");

@@ -18,15 +18,6 @@
 
 /* ---- small helpers ------------------------------------------------------ */
 
-/* The server's clock in ms (the clock the scripts use). */
-static long long server_now_ms(redisContext *rc) {
-    redisReply *r = server_cmd(rc, "TIME");
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
-    long long ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
-    freeReplyObject(r);
-    return ms;
-}
-
 /* ZSCORE as an integer; -1 when the member is absent. */
 static long long zscore(redisContext *rc, const char *key, const char *member) {
     redisReply *r = server_cmd(rc, "ZSCORE %s %s", key, member);

@@ -31,7 +31,7 @@ if #due > 0 then
   local st, plain = {}, {}
   for i, id in ipairs(due) do
     local _, a = state_of(s[i])
-    st[#st + 1] = id; st[#st + 1] = state_value('ready', a)
+    st[#st + 1] = id; st[#st + 1] = state_value('ready', num(a))
     local p = parse_options(o[i])
     if p == 0 then plain[#plain + 1] = id
     else redis.call('ZADD', prio, prio_score(p, next_seq(stats)), id) end

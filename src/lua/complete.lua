@@ -68,7 +68,7 @@ if #gone > 0 then
   -- announced once the writes went through
   for _, i in ipairs(fresh) do
     if n[i] then notify(n[i], prefix .. ids[i], 'completed', ARGV[FIRST + 3 * i - 1]) end
-    emit('completed', ids[i])
+    if emit ~= UNMONITORED then emit('completed', ids[i]) end
   end
 end
 

@@ -81,7 +81,7 @@ for i = 1, n do
     if ch ~= '' then watch[2 * added - 1] = id; watch[2 * added] = ch end
     if delay[i] > 0 then
       now = now or now_ms()
-      states[#states + 1] = id; states[#states + 1] = state_value('delayed', 0)
+      states[#states + 1] = id; states[#states + 1] = state_value('delayed', '0')
       if push_delayed(delayed, id, now + delay[i]) then ring = true end
     else
       if pri[i] == 0 then
@@ -92,7 +92,7 @@ for i = 1, n do
       end
       became_ready = became_ready + 1
     end
-    emit('enqueued', id)
+    if emit ~= UNMONITORED then emit('enqueued', id) end
   end
   out[2 * i - 1] = id
   out[2 * i] = existed

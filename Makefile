@@ -28,13 +28,14 @@ build-asan: deps $(ASAN_BUILD)/Makefile
 # (valgrind runs the demo inside the first pass).
 # A failed run ends by repeating the failed tests' output (failure_recap.sh).
 CTEST = ctest --output-on-failure -j2
+RECAP = || { bash $(CURDIR)/tests/failure_recap.sh .; exit 1; }
 
 test: build build-asan
-	cd $(BUILD) && $(CTEST) || { bash $(CURDIR)/tests/failure_recap.sh .; exit 1; }
-	cd $(ASAN_BUILD) && RJQ_UNDER_ASAN=1 $(CTEST) -LE valgrind || { bash $(CURDIR)/tests/failure_recap.sh .; exit 1; }
+	cd $(BUILD) && $(CTEST) $(RECAP)
+	cd $(ASAN_BUILD) && RJQ_UNDER_ASAN=1 $(CTEST) -LE valgrind $(RECAP)
 
 test-fast: build
-	cd $(BUILD) && $(CTEST) || { bash $(CURDIR)/tests/failure_recap.sh .; exit 1; }
+	cd $(BUILD) && $(CTEST) $(RECAP)
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)

@@ -52,6 +52,11 @@ void rjq__errmsg(rjq_client *c, const char *fmt, ...) {
     va_end(ap);
 }
 
+void rjq__background_failed(rjq_client *c, int status, const char *what) {
+    if (status != RJQ_OK && status != RJQ_ECANCELED && status != RJQ_ECONN)
+        rjq__errmsg(c, "%s: %s", what, rjq_strerror(status));
+}
+
 void rjq__emit(rjq_client *c, rjq_event ev, int conn, const char *detail) {
     if (c->on_event && !c->closing) c->on_event(c, ev, conn, detail, c->event_data);
 }

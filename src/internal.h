@@ -260,6 +260,9 @@ void rjq__timer_stop(rjq_client *c, rjq__timer *t);
 
 uint64_t rjq__random(rjq_client *c);
 void rjq__errmsg(rjq_client *c, const char *fmt, ...);
+/* A background request (no caller to tell) answered status: anything but
+ * success, a cancel or a lost connection goes to errmsg as "<what>: ...". */
+void rjq__background_failed(rjq_client *c, int status, const char *what);
 void rjq__emit(rjq_client *c, rjq_event ev, int conn, const char *detail);
 /* A connection became ready: workers claim and register afresh (doorbells,
  * pushes or replies may be lost). */

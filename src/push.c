@@ -113,8 +113,7 @@ int rjq__push_listen(rjq_queue *q) {
 
 static void on_released(rjq_client *c, int status, redisReply *r, void *priv) {
     (void)r, (void)priv;
-    if (status != RJQ_OK && status != RJQ_ECANCELED && status != RJQ_ECONN)
-        rjq__errmsg(c, "release: %s", rjq_strerror(status));
+    rjq__background_failed(c, status, "release");
 }
 
 void rjq__push_release(rjq_queue *q, const char *field, const char *epoch,

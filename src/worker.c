@@ -413,15 +413,20 @@ void rjq__worker_finish_replied(rjq_worker *w) {
     if (!client_of(w)->closing) check_stopped(w);
 }
 
+/* A background request of w (lease extension, reclaim sweep, stop) was
+ * answered: report a failure, and see whether a stopping w is done. */
+static void background_done(rjq_client *c, rjq_worker *w, int status, const char *what) {
+    rjq__background_failed(c, status, what);
+    if (!c->closing) check_stopped(w);
+}
+
 /* ---- lease extension ---------------------------------------------------- */
 
 static void on_extended(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq_worker *w = priv;
     (void)r;
     w->extending = 0;
-    if (status != RJQ_OK && status != RJQ_ECANCELED && status != RJQ_ECONN)
-        rjq__errmsg(c, "lease extension: %s", rjq_strerror(status));
-    if (!c->closing) check_stopped(w);
+    background_done(c, w, status, "lease extension");
 }
 
 static void on_extend_timer(rjq__timer *t) {
@@ -448,9 +453,7 @@ static void on_swept(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq_worker *w = priv;
     (void)r;
     w->sweeping = 0;
-    if (status != RJQ_OK && status != RJQ_ECANCELED && status != RJQ_ECONN)
-        rjq__errmsg(c, "reclaim: %s", rjq_strerror(status));
-    if (!c->closing) check_stopped(w);
+    background_done(c, w, status, "reclaim");
 }
 
 /* Build the reclaim script call for queue q (shared with rjq_queue_reclaim). */
@@ -534,9 +537,7 @@ static void on_deregistered(rjq_client *c, int status, redisReply *r, void *priv
     rjq_worker *w = priv;
     (void)r;
     w->deregistering = 0;
-    if (status != RJQ_OK && status != RJQ_ECANCELED && status != RJQ_ECONN)
-        rjq__errmsg(c, "worker stop: %s", rjq_strerror(status));
-    if (!c->closing) check_stopped(w);
+    background_done(c, w, status, "worker stop");
 }
 
 /* No more pushes: drop the registration (jobs pushed meanwhile are handed

@@ -43,12 +43,30 @@ static void complete_handler(rjq_job *job, void *data) {
     ASSERT_OK(rjq_job_complete(job, res, (size_t)n, on_done_ok, data));
 }
 
-static rjq_queue *open_queue(rjq_client *c, const char *name, long long retention_ms,
-                             long completed_max) {
-    rjq_queue_options o = {.retention_ms = retention_ms, .completed_max = completed_max};
+/* A private server, a client with queue `name` under the given retention
+ * limits, and a synchronous connection for looking at the keys. */
+typedef struct ret_env {
+    test_server s;
+    struct event_base *base;
+    rjq_client *c;
     rjq_queue *q;
-    ASSERT_OK(rjq_queue_open(c, name, &o, &q));
-    return q;
+    redisContext *rc;
+} ret_env;
+
+static void env_start(ret_env *e, const char *name, long long retention_ms, long completed_max) {
+    server_start_guarded(&e->s, NULL);
+    e->base = event_base_new();
+    e->c = client_for(e->base, &e->s);
+    rjq_queue_options o = {.retention_ms = retention_ms, .completed_max = completed_max};
+    ASSERT_OK(rjq_queue_open(e->c, name, &o, &e->q));
+    e->rc = server_connect(&e->s);
+}
+
+static void env_stop(ret_env *e) {
+    redisFree(e->rc);
+    rjq_client_free(e->c);
+    event_base_free(e->base);
+    server_stop_guarded(&e->s);
 }
 
 /* Enqueue jobs id<NN> (payload p<NN>) for NN in 1..n and wait for the
@@ -98,24 +116,20 @@ static long long sweep(struct event_base *base, rjq_queue *q) {
 }
 
 TEST(completed_beyond_count_cap_deleted_oldest_first) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = open_queue(c, "cap", -1, 5);
-    redisContext *rc = server_connect(&s);
+    ret_env e;
+    env_start(&e, "cap", -1, 5);
 
-    enqueue_ids(base, q, "c", 12);
-    run_worker(base, q, 12);
+    enqueue_ids(e.base, e.q, "c", 12);
+    run_worker(e.base, e.q, 12);
 
-    ASSERT_EQ(12, get_stats(base, q).completed);
-    ASSERT_EQ(5, indexed(rc, "cap"));
-    ASSERT_EQ(5, server_int(rc, "HLEN t:{cap}:result"));
-    ASSERT_EQ(5, max_column_len(rc, "cap")); /* no column keeps a deleted job */
+    ASSERT_EQ(12, get_stats(e.base, e.q).completed);
+    ASSERT_EQ(5, indexed(e.rc, "cap"));
+    ASSERT_EQ(5, server_int(e.rc, "HLEN t:{cap}:result"));
+    ASSERT_EQ(5, max_column_len(e.rc, "cap")); /* no column keeps a deleted job */
     for (int i = 1; i <= 12; i++) {
         char id[8];
         snprintf(id, sizeof id, "c%02d", i);
-        info_wait iw = get_info(base, q, id);
+        info_wait iw = get_info(e.base, e.q, id);
         if (i <= 7) {
             ASSERT_EQ(RJQ_ENOTFOUND, iw.status);
         } else {
@@ -126,96 +140,72 @@ TEST(completed_beyond_count_cap_deleted_oldest_first) {
             ASSERT_STREQ(want, iw.result);
         }
     }
-    redisFree(rc);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&e);
 }
 
 TEST(completed_past_retention_deleted_by_sweep_on_idle_queue) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = open_queue(c, "age", 1, -1);
-    redisContext *rc = server_connect(&s);
+    ret_env e;
+    env_start(&e, "age", 1, -1);
 
-    enqueue_ids(base, q, "a", 3);
-    run_worker(base, q, 3);
+    enqueue_ids(e.base, e.q, "a", 3);
+    run_worker(e.base, e.q, 3);
     /* The last completion call cannot have deleted its own job (completed
      * "now", not 1 ms ago) and no completion comes after it. */
-    enqueue_ids(base, q, "waiting", 1); /* no worker: it stays ready */
-    loop_for(base, 20);
-    sweep(base, q);
+    enqueue_ids(e.base, e.q, "waiting", 1); /* no worker: it stays ready */
+    loop_for(e.base, 20);
+    sweep(e.base, e.q);
 
-    ASSERT_EQ(0, indexed(rc, "age"));
-    ASSERT_EQ(0, server_int(rc, "HLEN t:{age}:result"));
-    ASSERT_EQ(1, server_int(rc, "HLEN t:{age}:payload")); /* the waiting job */
-    ASSERT_EQ(1, max_column_len(rc, "age"));
-    ASSERT_EQ(RJQ_ENOTFOUND, get_info(base, q, "a03").status);
-    info_wait iw = get_info(base, q, "waiting01");
+    ASSERT_EQ(0, indexed(e.rc, "age"));
+    ASSERT_EQ(0, server_int(e.rc, "HLEN t:{age}:result"));
+    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{age}:payload")); /* the waiting job */
+    ASSERT_EQ(1, max_column_len(e.rc, "age"));
+    ASSERT_EQ(RJQ_ENOTFOUND, get_info(e.base, e.q, "a03").status);
+    info_wait iw = get_info(e.base, e.q, "waiting01");
     ASSERT_OK(iw.status);
     ASSERT_STREQ("ready", iw.state);
-    ASSERT_EQ(1, get_stats(base, q).ready);
-    redisFree(rc);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    ASSERT_EQ(1, get_stats(e.base, e.q).ready);
+    env_stop(&e);
 }
 
 TEST(no_retention_limits_keep_every_completed_job) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = open_queue(c, "keep", -1, -1);
-    redisContext *rc = server_connect(&s);
+    ret_env e;
+    env_start(&e, "keep", -1, -1);
 
-    enqueue_ids(base, q, "k", 20);
-    run_worker(base, q, 20);
-    loop_for(base, 20);
-    sweep(base, q);
+    enqueue_ids(e.base, e.q, "k", 20);
+    run_worker(e.base, e.q, 20);
+    loop_for(e.base, 20);
+    sweep(e.base, e.q);
 
-    ASSERT_EQ(20, indexed(rc, "keep"));
-    ASSERT_EQ(20, server_int(rc, "HLEN t:{keep}:result"));
-    info_wait iw = get_info(base, q, "k01");
+    ASSERT_EQ(20, indexed(e.rc, "keep"));
+    ASSERT_EQ(20, server_int(e.rc, "HLEN t:{keep}:result"));
+    info_wait iw = get_info(e.base, e.q, "k01");
     ASSERT_OK(iw.status);
     ASSERT_STREQ("r:p01", iw.result);
-    redisFree(rc);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&e);
 }
 
 /* Completion calls apply the age limit in batches: a record past its time
  * is deleted once 64 more jobs completed (lib.lua, sweep_due), without
  * the workers' reclaim sweep (its period here is far beyond the test). */
 TEST(completion_calls_delete_records_past_retention_within_64_jobs) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = open_queue(c, "batch", 1, -1);
-    redisContext *rc = server_connect(&s);
+    ret_env e;
+    env_start(&e, "batch", 1, -1);
 
-    enqueue_ids(base, q, "a", 10);
-    run_worker_with(base, q, 10, 600000);
-    loop_for(base, 20); /* the a jobs are now past the 1 ms retention */
-    enqueue_ids(base, q, "b", 64);
-    run_worker_with(base, q, 64, 600000);
+    enqueue_ids(e.base, e.q, "a", 10);
+    run_worker_with(e.base, e.q, 10, 600000);
+    loop_for(e.base, 20); /* the a jobs are now past the 1 ms retention */
+    enqueue_ids(e.base, e.q, "b", 64);
+    run_worker_with(e.base, e.q, 64, 600000);
 
     for (int i = 1; i <= 10; i++) {
         char id[8];
         snprintf(id, sizeof id, "a%02d", i);
-        ASSERT_EQ(RJQ_ENOTFOUND, get_info(base, q, id).status);
+        ASSERT_EQ(RJQ_ENOTFOUND, get_info(e.base, e.q, id).status);
     }
-    ASSERT(indexed(rc, "batch") < 64);
-    ASSERT_EQ(74, get_stats(base, q).completed); /* deleted, still counted */
-    ASSERT_EQ(0, server_int(rc, "EXISTS t:{batch}:sweep")); /* no reclaim sweep ran */
-    redisFree(rc);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    ASSERT(indexed(e.rc, "batch") < 64);
+    ASSERT_EQ(74, get_stats(e.base, e.q).completed); /* deleted, still counted */
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{batch}:sweep")); /* no reclaim sweep ran */
+    env_stop(&e);
 }
 
 /* A count cap of 64 jobs or more is applied in batches: past the cap, the
@@ -224,25 +214,18 @@ TEST(completion_calls_delete_records_past_retention_within_64_jobs) {
  * then every 11 jobs, and the 700th job leaves 634 (640 would mean a
  * sweep on every call). */
 TEST(large_count_cap_kept_within_one_64th_below_it) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = open_queue(c, "bigcap", -1, 640); /* slack 10 */
-    redisContext *rc = server_connect(&s);
+    ret_env e;
+    env_start(&e, "bigcap", -1, 640); /* slack 10 */
 
-    enqueue_ids(base, q, "j", 700);
-    run_worker(base, q, 700);
+    enqueue_ids(e.base, e.q, "j", 700);
+    run_worker(e.base, e.q, 700);
 
-    long long kept = indexed(rc, "bigcap");
+    long long kept = indexed(e.rc, "bigcap");
     ASSERT(kept >= 630 && kept < 640);
-    ASSERT_EQ(kept, server_int(rc, "HLEN t:{bigcap}:result"));
-    ASSERT_EQ(kept, max_column_len(rc, "bigcap"));
-    ASSERT_EQ(RJQ_ENOTFOUND, get_info(base, q, "j01").status);
-    ASSERT_EQ(RJQ_OK, get_info(base, q, "j700").status);
-    ASSERT_EQ(700, get_stats(base, q).completed);
-    redisFree(rc);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    ASSERT_EQ(kept, server_int(e.rc, "HLEN t:{bigcap}:result"));
+    ASSERT_EQ(kept, max_column_len(e.rc, "bigcap"));
+    ASSERT_EQ(RJQ_ENOTFOUND, get_info(e.base, e.q, "j01").status);
+    ASSERT_EQ(RJQ_OK, get_info(e.base, e.q, "j700").status);
+    ASSERT_EQ(700, get_stats(e.base, e.q).completed);
+    env_stop(&e);
 }

@@ -1,0 +1,37 @@
+/*
+ * The set-up most integration tests share: a private redis-server (killed
+ * if the test aborts), a libevent loop, one rjq client with the default
+ * test options and one queue on it, and a synchronous connection for
+ * assertions. Tests that need more (a second client, other options) add
+ * it to the fields here; env_stop frees only what env_start made.
+ */
+#ifndef RJQ_TEST_FIXTURE_H
+#define RJQ_TEST_FIXTURE_H
+
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+
+#include "rjq.h"
+#include "server.h"
+
+typedef struct test_env {
+    test_server s;
+    struct event_base *base;
+    rjq_client *c;    /* NULL it after freeing it in the test */
+    rjq_queue *q;     /* the queue named in env_start (NULL when none) */
+    redisContext *rc; /* synchronous, for assertions */
+} test_env;
+
+/* Start all of the above; queue: its name, or NULL for none. Returns once
+ * the client's command connection is up. */
+void env_start(test_env *e, const char *queue);
+/* The same with queue options. */
+void env_start_queue(test_env *e, const char *queue, const rjq_queue_options *o);
+/* Free in reverse order: rc, the client (unless NULL), the loop, the server. */
+void env_stop(test_env *e);
+
+/* Worker options where only what a test exercises can wake the worker in
+ * time: the safety poll a minute away, the reclaim sweep ten minutes. */
+rjq_worker_options quiet_worker_options(int concurrency);
+
+#endif

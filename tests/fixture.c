@@ -4,7 +4,7 @@
 #include "fixture.h"
 #include "harness.h"
 
-void env_start_queue(test_env *e, const char *queue, const rjq_queue_options *o) {
+void env_open(test_env *e, const char *queue, const rjq_queue_options *o) {
     memset(e, 0, sizeof *e);
     server_start_guarded(&e->s, NULL);
     e->base = event_base_new();
@@ -12,6 +12,10 @@ void env_start_queue(test_env *e, const char *queue, const rjq_queue_options *o)
     e->c = client_for(e->base, &e->s);
     if (queue) ASSERT_OK(rjq_queue_open(e->c, queue, o, &e->q));
     e->rc = server_connect(&e->s);
+}
+
+void env_start_queue(test_env *e, const char *queue, const rjq_queue_options *o) {
+    env_open(e, queue, o);
     wait_connected(e->base, e->c);
 }
 

@@ -27,6 +27,9 @@ typedef struct test_env {
 void env_start(test_env *e, const char *queue);
 /* The same with queue options. */
 void env_start_queue(test_env *e, const char *queue, const rjq_queue_options *o);
+/* The same without waiting: the client is still connecting (calls made
+ * now are queued until it is up, as in an application's first turn). */
+void env_open(test_env *e, const char *queue, const rjq_queue_options *o);
 /* Free in reverse order: rc, the client (unless NULL), the loop, the server. */
 void env_stop(test_env *e);
 

@@ -35,16 +35,6 @@ typedef struct rec {
 
 static long resolved;     /* await callbacks, all awaits */
 
-/* Each test: fresh counters, a private redis-server killed if it aborts. */
-static void start(test_server *s) {
-    resolved = 0;
-    server_start_guarded(s, NULL);
-}
-
-static void stop(test_server *s) {
-    server_stop_guarded(s);
-}
-
 static void rec_set(rec *r, int want, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void rec_set(rec *r, int want, const char *fmt, ...) {
     char buf[256];
@@ -125,6 +115,45 @@ static rjq_client *mk_client(struct event_base *base, const test_server *s, cons
     o.event_data = ev;
     ASSERT_OK(rjq_libevent_client_new(&c, base, &o));
     return c;
+}
+
+/* Each test: fresh counters, a private redis-server killed if it aborts, a
+ * loop, a synchronous connection for assertions, and a producer and a
+ * worker client on one queue (their own clients, named, so the fixture of
+ * fixture.h does not fit). */
+typedef struct aw_env {
+    test_server s;
+    struct event_base *base;
+    redisContext *rc;
+    rjq_client *pc, *wc; /* producer, worker (NULL until aw_clients) */
+    rjq_queue *pq, *wq;  /* their queues */
+} aw_env;
+
+/* The producer (its events counted in pev unless NULL) and the worker on queue. */
+static void aw_clients(aw_env *e, const char *queue, events *pev) {
+    e->pc = mk_client(e->base, &e->s, "producer", 20, pev);
+    e->wc = mk_client(e->base, &e->s, "worker", 20, NULL);
+    e->pq = queue_for(e->pc, queue);
+    e->wq = queue_for(e->wc, queue);
+}
+
+/* queue: the producer's and the worker's, or NULL for no clients yet. */
+static void aw_start(aw_env *e, const char *queue, events *pev) {
+    memset(e, 0, sizeof *e);
+    resolved = 0;
+    server_start_guarded(&e->s, NULL);
+    e->base = event_base_new();
+    e->rc = server_connect(&e->s);
+    if (queue) aw_clients(e, queue, pev);
+}
+
+/* Free the producer and the worker (unless NULL), rc, the loop, the server. */
+static void aw_stop(aw_env *e) {
+    if (e->pc) rjq_client_free(e->pc);
+    if (e->wc) rjq_client_free(e->wc);
+    redisFree(e->rc);
+    event_base_free(e->base);
+    server_stop_guarded(&e->s);
 }
 
 /* ---- workers ----------------------------------------------------------------- */
@@ -301,32 +330,27 @@ static long long llen(redisContext *rc, const char *queue) {
 /* ---- 1. no window: before, during and after registration ---------------------- */
 
 TEST(await_never_misses_completion_before_during_after_registration) {
-    test_server s;
-    start(&s);
-    struct event_base *base = event_base_new();
-    redisContext *rc = server_connect(&s);
-    rjq_client *pc = mk_client(base, &s, "producer", 20, NULL);
-    rjq_client *wc = mk_client(base, &s, "worker", 20, NULL);
-    rjq_queue *pq = queue_for(pc, "aw"), *wq = queue_for(wc, "aw");
+    aw_env e;
+    aw_start(&e, "aw", NULL);
     work w = {0};
-    rjq_worker *wk = start_worker(wq, 50, &w);
+    rjq_worker *wk = start_worker(e.wq, 50, &w);
 
     /* Before: the job completed (Redis acknowledged it) before any await. */
     rec before[2];
-    enqueue_id(base, pq, "before-1", "p-before", 0);
-    ASSERT(loop_until_count(base, &w.acked, 1, 5000));
+    enqueue_id(e.base, e.pq, "before-1", "p-before", 0);
+    ASSERT(loop_until_count(e.base, &w.acked, 1, 5000));
     ASSERT_EQ(0, w.ack_errors);
-    redisReply *st = server_cmd(rc, "HGET t:{aw}:state before-1"); /* "completed 1 <token>" */
+    redisReply *st = server_cmd(e.rc, "HGET t:{aw}:state before-1"); /* "completed 1 <token>" */
     ASSERT(st->type == REDIS_REPLY_STRING && strncmp(st->str, "completed ", 10) == 0);
     freeReplyObject(st);
     rec_set(&before[0], RJQ_OK, "r:p-before");
     rec_set(&before[1], RJQ_OK, "r:p-before");
-    ASSERT_OK(rjq_queue_await(pq, "before-1", NULL, on_outcome, &before[0], NULL));
+    ASSERT_OK(rjq_queue_await(e.pq, "before-1", NULL, on_outcome, &before[0], NULL));
     /* enqueue_await of an id that already finished: answered from its state */
     rjq_job_options same = {0};
     same.id = "before-1";
-    ASSERT_OK(rjq_enqueue_await(pq, "ignored", 7, &same, NULL, on_outcome, &before[1], NULL));
-    ASSERT(loop_until_count(base, &resolved, 2, 5000));
+    ASSERT_OK(rjq_enqueue_await(e.pq, "ignored", 7, &same, NULL, on_outcome, &before[1], NULL));
+    ASSERT(loop_until_count(e.base, &resolved, 2, 5000));
     check_recs(before, 2, "before");
     ASSERT_STREQ("before-1", before[0].id);
     ASSERT_STREQ("before-1", before[1].id);
@@ -342,8 +366,8 @@ TEST(await_never_misses_completion_before_during_after_registration) {
         char payload[64];
         int n = snprintf(payload, sizeof payload, "during-%d-%08x", i, salt);
         rec_set(&during[i], RJQ_OK, "r:%s", payload);
-        ASSERT_OK(rjq_enqueue_await(pq, payload, (size_t)n, NULL, NULL, on_outcome, &during[i], NULL));
-        if (i % 200 == 0) event_base_loop(base, EVLOOP_NONBLOCK); /* let the worker run meanwhile */
+        ASSERT_OK(rjq_enqueue_await(e.pq, payload, (size_t)n, NULL, NULL, on_outcome, &during[i], NULL));
+        if (i % 200 == 0) event_base_loop(e.base, EVLOOP_NONBLOCK); /* let the worker run meanwhile */
     }
     for (int i = 0; i < NQ; i++) {
         char payload[64], id[32];
@@ -352,13 +376,13 @@ TEST(await_never_misses_completion_before_during_after_registration) {
         rjq_job_options o = {0};
         o.id = id;
         rec_set(&during[ND + i], RJQ_OK, "r:%s", payload);
-        ASSERT_OK(rjq_enqueue(pq, payload, (size_t)n, &o, NULL, NULL));
-        ASSERT_OK(rjq_queue_await(pq, id, NULL, on_outcome, &during[ND + i], NULL));
-        if (i % 100 == 0) event_base_loop(base, EVLOOP_NONBLOCK);
+        ASSERT_OK(rjq_enqueue(e.pq, payload, (size_t)n, &o, NULL, NULL));
+        ASSERT_OK(rjq_queue_await(e.pq, id, NULL, on_outcome, &during[ND + i], NULL));
+        if (i % 100 == 0) event_base_loop(e.base, EVLOOP_NONBLOCK);
     }
-    ASSERT(loop_until_count(base, &resolved, base_resolved + ND + NQ, 60000));
+    ASSERT(loop_until_count(e.base, &resolved, base_resolved + ND + NQ, 60000));
     check_recs(during, ND + NQ, "during");
-    ASSERT_EQ(0, rjq_client_awaits(pc));
+    ASSERT_EQ(0, rjq_client_awaits(e.pc));
 
     /* During, outcome first: each job's outcome reaches the producer while
      * its enqueue reply still waits behind a big reply (a job info of
@@ -367,12 +391,12 @@ TEST(await_never_misses_completion_before_during_after_registration) {
     char *bulk = malloc(BULK);
     ASSERT(bulk != NULL);
     memset(bulk, 'b', BULK);
-    rjq_queue *bq = queue_for(pc, "bulk");
+    rjq_queue *bq = queue_for(e.pc, "bulk");
     long bulk_done = 0;
     rjq_job_options bo = {0};
     bo.id = "bulk-1";
     ASSERT_OK(rjq_enqueue(bq, bulk, BULK, &bo, on_enqueued, &bulk_done));
-    ASSERT(loop_until_count(base, &bulk_done, 1, 10000));
+    ASSERT(loop_until_count(e.base, &bulk_done, 1, 10000));
     free(bulk);
     rec *first = calloc(NB, sizeof *first);
     ASSERT(first != NULL);
@@ -383,10 +407,10 @@ TEST(await_never_misses_completion_before_during_after_registration) {
         char payload[32];
         int n = snprintf(payload, sizeof payload, "first-%d", i);
         rec_set(&first[i], RJQ_OK, "r:%s", payload);
-        ASSERT_OK(rjq_enqueue_await(pq, payload, (size_t)n, NULL, NULL, on_outcome, &first[i], NULL));
+        ASSERT_OK(rjq_enqueue_await(e.pq, payload, (size_t)n, NULL, NULL, on_outcome, &first[i], NULL));
     }
-    ASSERT(loop_until_count(base, &resolved, before_first + NB, 20000));
-    ASSERT(loop_until(base, &info, 10000));
+    ASSERT(loop_until_count(e.base, &resolved, before_first + NB, 20000));
+    ASSERT(loop_until(e.base, &info, 10000));
     ASSERT_EQ(1, info);
     check_recs(first, NB, "outcome-first");
     recs_free(first, NB);
@@ -395,39 +419,35 @@ TEST(await_never_misses_completion_before_during_after_registration) {
 
     /* After: awaits registered (the server records the channel) while no
      * worker runs; a worker started later completes the jobs. */
-    stop_worker(base, wk);
+    stop_worker(e.base, wk);
     rec after[2];
     rec_set(&after[0], RJQ_OK, "r:p-after-1");
     rec_set(&after[1], RJQ_OK, "r:p-after-2");
     rjq_job_options a1 = {0};
     a1.id = "after-1";
-    ASSERT_OK(rjq_enqueue_await(pq, "p-after-1", 9, &a1, NULL, on_outcome, &after[0], NULL));
-    enqueue_id(base, pq, "after-2", "p-after-2", 0);
-    ASSERT_OK(rjq_queue_await(pq, "after-2", NULL, on_outcome, &after[1], NULL));
-    wait_watchers(base, rc, "aw", "after-1", 1);
-    wait_watchers(base, rc, "aw", "after-2", 1);
-    sync_client(base, pq); /* the enqueue and watch replies are processed */
-    loop_for(base, 50);
+    ASSERT_OK(rjq_enqueue_await(e.pq, "p-after-1", 9, &a1, NULL, on_outcome, &after[0], NULL));
+    enqueue_id(e.base, e.pq, "after-2", "p-after-2", 0);
+    ASSERT_OK(rjq_queue_await(e.pq, "after-2", NULL, on_outcome, &after[1], NULL));
+    wait_watchers(e.base, e.rc, "aw", "after-1", 1);
+    wait_watchers(e.base, e.rc, "aw", "after-2", 1);
+    sync_client(e.base, e.pq); /* the enqueue and watch replies are processed */
+    loop_for(e.base, 50);
     ASSERT_EQ(0, after[0].calls);
     ASSERT_EQ(0, after[1].calls);
-    ASSERT_EQ(2, rjq_client_awaits(pc));
+    ASSERT_EQ(2, rjq_client_awaits(e.pc));
     long handled = w.handled;
-    wk = start_worker(wq, 10, &w);
-    ASSERT(loop_until_count(base, &resolved, base_resolved + ND + NQ + 2, 10000));
+    wk = start_worker(e.wq, 10, &w);
+    ASSERT(loop_until_count(e.base, &resolved, base_resolved + ND + NQ + 2, 10000));
     check_recs(after, 2, "after");
     ASSERT_EQ(handled + 2, w.handled);
-    ASSERT_EQ(0, rjq_client_awaits(pc));
+    ASSERT_EQ(0, rjq_client_awaits(e.pc));
 
     recs_free(before, 2);
     recs_free(during, ND + NQ);
     free(during);
     recs_free(after, 2);
-    rjq_client_free(pc);
-    rjq_client_free(wc);
+    aw_stop(&e);
     free(w.held);
-    redisFree(rc);
-    event_base_free(base);
-    stop(&s);
 }
 
 /* ---- 2. ten thousand at once ------------------------------------------------------ */
@@ -443,15 +463,10 @@ static long rss_kib(void) {
 
 TEST(ten_thousand_concurrent_awaits_resolve_with_right_results) {
     enum { N = 10000 };
-    test_server s;
-    start(&s);
-    struct event_base *base = event_base_new();
-    redisContext *rc = server_connect(&s);
-    rjq_client *pc = mk_client(base, &s, "producer", 20, NULL);
-    rjq_client *wc = mk_client(base, &s, "worker", 20, NULL);
-    rjq_queue *pq = queue_for(pc, "ten"), *wq = queue_for(wc, "ten");
-    wait_connected(base, pc);
-    wait_connected(base, wc);
+    aw_env e;
+    aw_start(&e, "ten", NULL);
+    wait_connected(e.base, e.pc);
+    wait_connected(e.base, e.wc);
     rec *r = calloc(N, sizeof *r);
     ASSERT(r != NULL);
     unsigned salt = (unsigned)getpid() * 2654435761u;
@@ -466,14 +481,14 @@ TEST(ten_thousand_concurrent_awaits_resolve_with_right_results) {
     struct mallinfo2 m0 = mallinfo2();
     long rss0 = rss_kib();
     for (int i = 0; i < N; i++)
-        ASSERT_OK(rjq_enqueue_await(pq, payloads[i], strlen(payloads[i]), NULL, NULL, on_outcome, &r[i], NULL));
-    ASSERT_EQ(N, rjq_client_awaits(pc));
+        ASSERT_OK(rjq_enqueue_await(e.pq, payloads[i], strlen(payloads[i]), NULL, NULL, on_outcome, &r[i], NULL));
+    ASSERT_EQ(N, rjq_client_awaits(e.pc));
     /* all enqueued on the server, and their replies processed */
-    for (int i = 0; i < 3000 && llen(rc, "ten") < N; i++) loop_for(base, 10);
-    ASSERT_EQ(N, llen(rc, "ten"));
-    sync_client(base, pq);
+    for (int i = 0; i < 3000 && llen(e.rc, "ten") < N; i++) loop_for(e.base, 10);
+    ASSERT_EQ(N, llen(e.rc, "ten"));
+    sync_client(e.base, e.pq);
     ASSERT_EQ(0, resolved);
-    ASSERT_EQ(N, rjq_client_awaits(pc));
+    ASSERT_EQ(N, rjq_client_awaits(e.pc));
     malloc_trim(0);
     struct mallinfo2 m1 = mallinfo2();
     long rss1 = rss_kib();
@@ -486,22 +501,18 @@ TEST(ten_thousand_concurrent_awaits_resolve_with_right_results) {
                 (double)(rss1 - rss0) * 1024.0 / N);
 
     work w = {0};
-    start_worker(wq, 200, &w);
-    ASSERT(loop_until_count(base, &resolved, N, 90000));
+    start_worker(e.wq, 200, &w);
+    ASSERT(loop_until_count(e.base, &resolved, N, 90000));
     check_recs(r, N, "ten-thousand");
-    ASSERT_EQ(0, rjq_client_awaits(pc));
-    loop_for(base, 100);
+    ASSERT_EQ(0, rjq_client_awaits(e.pc));
+    loop_for(e.base, 100);
     ASSERT_EQ(N, resolved); /* nothing called twice afterwards */
     ASSERT_EQ(N, w.handled);
 
     recs_free(r, N);
     free(r);
     free(payloads);
-    rjq_client_free(pc);
-    rjq_client_free(wc);
-    redisFree(rc);
-    event_base_free(base);
-    stop(&s);
+    aw_stop(&e);
 }
 
 /* ---- 3. subscriber connection killed while jobs complete ---------------------------- */
@@ -529,17 +540,12 @@ TEST(subscriber_killed_while_jobs_complete_every_await_resolves_once) {
      * enqueue_awaits sent right after each kill (in flight while the
      * subscriber connection is down). */
     enum { NE = 400, NI = 200, N0 = NE + NI, NK = 50, N = N0 + 2 * NK, KILL_BATCH = 25 };
-    test_server s;
-    start(&s);
-    struct event_base *base = event_base_new();
-    redisContext *rc = server_connect(&s);
     events pev = {0};
-    rjq_client *pc = mk_client(base, &s, "producer", 20, &pev);
-    rjq_client *wc = mk_client(base, &s, "worker", 20, NULL);
-    rjq_queue *pq = queue_for(pc, "kill"), *wq = queue_for(wc, "kill");
+    aw_env e;
+    aw_start(&e, "kill", &pev);
     work w = {0};
     w.hold = 1;
-    start_worker(wq, N, &w);
+    start_worker(e.wq, N, &w);
 
     rec *r = calloc(N, sizeof *r);
     ASSERT(r != NULL);
@@ -547,7 +553,7 @@ TEST(subscriber_killed_while_jobs_complete_every_await_resolves_once) {
         char payload[32];
         int n = snprintf(payload, sizeof payload, "k-%d", i);
         rec_set(&r[i], RJQ_OK, "r:%s", payload);
-        ASSERT_OK(rjq_enqueue_await(pq, payload, (size_t)n, NULL, NULL, on_outcome, &r[i], NULL));
+        ASSERT_OK(rjq_enqueue_await(e.pq, payload, (size_t)n, NULL, NULL, on_outcome, &r[i], NULL));
     }
     for (int i = 0; i < NI; i++) {
         char payload[32], id[32];
@@ -556,24 +562,24 @@ TEST(subscriber_killed_while_jobs_complete_every_await_resolves_once) {
         rjq_job_options o = {0};
         o.id = id;
         rec_set(&r[NE + i], RJQ_OK, "r:%s", payload);
-        ASSERT_OK(rjq_enqueue(pq, payload, (size_t)n, &o, NULL, NULL));
-        ASSERT_OK(rjq_queue_await(pq, id, NULL, on_outcome, &r[NE + i], NULL));
+        ASSERT_OK(rjq_enqueue(e.pq, payload, (size_t)n, &o, NULL, NULL));
+        ASSERT_OK(rjq_queue_await(e.pq, id, NULL, on_outcome, &r[NE + i], NULL));
     }
     /* every job claimed and held, every await registered */
-    ASSERT(loop_until_count(base, &w.handled, N0, 30000));
-    sync_client(base, pq);
-    ASSERT_EQ(N0, rjq_client_awaits(pc));
+    ASSERT(loop_until_count(e.base, &w.handled, N0, 30000));
+    sync_client(e.base, e.pq);
+    ASSERT_EQ(N0, rjq_client_awaits(e.pc));
 
     /* A timer completes a few held jobs every 2 ms, keeping KILL_BATCH
      * of the first N0 in reserve for each kill. */
     trickle t = {&w, NULL, 4, N0 - 2 * KILL_BATCH};
-    t.ev = event_new(base, -1, EV_PERSIST, on_trickle, &t);
+    t.ev = event_new(e.base, -1, EV_PERSIST, on_trickle, &t);
     struct timeval tv = {0, 2000};
     event_add(t.ev, &tv);
 
     for (int round = 1; round <= 2; round++) {
-        ASSERT(loop_until_count(base, &resolved, round * N0 / 3, 20000));
-        ASSERT(kill_pubsub(rc) >= 1);
+        ASSERT(loop_until_count(e.base, &resolved, round * N0 / 3, 20000));
+        ASSERT(kill_pubsub(e.rc) >= 1);
         /* Completions that run now are published while the producer has no
          * subscriber connection: their messages are lost for good. */
         ASSERT_EQ(KILL_BATCH, release(&w, KILL_BATCH));
@@ -583,124 +589,104 @@ TEST(subscriber_killed_while_jobs_complete_every_await_resolves_once) {
             char payload[32];
             int n = snprintf(payload, sizeof payload, "kk-%d", k);
             rec_set(&r[k], RJQ_OK, "r:%s", payload);
-            ASSERT_OK(rjq_enqueue_await(pq, payload, (size_t)n, NULL, NULL, on_outcome, &r[k], NULL));
+            ASSERT_OK(rjq_enqueue_await(e.pq, payload, (size_t)n, NULL, NULL, on_outcome, &r[k], NULL));
         }
-        ASSERT(loop_until_count(base, &pev.sub_up, round + 1, 10000)); /* back (first up + rounds) */
+        ASSERT(loop_until_count(e.base, &pev.sub_up, round + 1, 10000)); /* back (first up + rounds) */
     }
     t.limit = (size_t)-1;
-    ASSERT(loop_until_count(base, &resolved, N, 20000));
-    loop_for(base, 100);
+    ASSERT(loop_until_count(e.base, &resolved, N, 20000));
+    loop_for(e.base, 100);
     ASSERT_EQ(2, pev.sub_down);
     check_recs(r, N, "killed");
     ASSERT_EQ(N, resolved);
     ASSERT_EQ(N, w.handled);
-    ASSERT_EQ(0, rjq_client_awaits(pc));
+    ASSERT_EQ(0, rjq_client_awaits(e.pc));
     ASSERT_EQ(0, w.ack_errors);
 
     event_free(t.ev);
     recs_free(r, N);
     free(r);
-    rjq_client_free(pc);
-    rjq_client_free(wc);
+    aw_stop(&e);
     free(w.held);
-    redisFree(rc);
-    event_base_free(base);
-    stop(&s);
 }
 
 /* ---- 4. timeout ------------------------------------------------------------------- */
 
 TEST(timeout_fires_once_late_completion_ignored) {
-    test_server s;
-    start(&s);
-    struct event_base *base = event_base_new();
-    redisContext *rc = server_connect(&s);
-    rjq_client *pc = mk_client(base, &s, "producer", 20, NULL);
-    rjq_client *wc = mk_client(base, &s, "worker", 20, NULL);
-    rjq_queue *pq = queue_for(pc, "to"), *wq = queue_for(wc, "to");
-    enqueue_id(base, pq, "to-1", "p-1", 0);
+    aw_env e;
+    aw_start(&e, "to", NULL);
+    enqueue_id(e.base, e.pq, "to-1", "p-1", 0);
 
     rec r[2];
     rec_set(&r[0], RJQ_ETIMEDOUT, "-");
     rec_set(&r[1], RJQ_ETIMEDOUT, "-");
     rjq_await_options ao = {0};
     ao.timeout_ms = 200;
-    ASSERT_OK(rjq_queue_await(pq, "to-1", &ao, on_outcome, &r[0], NULL));
+    ASSERT_OK(rjq_queue_await(e.pq, "to-1", &ao, on_outcome, &r[0], NULL));
     rjq_job_options o = {0};
     o.id = "to-2";
-    ASSERT_OK(rjq_enqueue_await(pq, "p-2", 3, &o, &ao, on_outcome, &r[1], NULL));
+    ASSERT_OK(rjq_enqueue_await(e.pq, "p-2", 3, &o, &ao, on_outcome, &r[1], NULL));
     int synced = 0;
-    ASSERT_OK(rjq_queue_stats(pq, on_stats_sentinel, &synced));
-    ASSERT(loop_until_count(base, &resolved, 2, 5000));
+    ASSERT_OK(rjq_queue_stats(e.pq, on_stats_sentinel, &synced));
+    ASSERT(loop_until_count(e.base, &resolved, 2, 5000));
     int id_known = synced && r[1].calls == 1; /* the enqueue reply came before the timeout */
     check_recs(r, 2, "timeout");
     ASSERT_STREQ("to-1", r[0].id);
     if (id_known) ASSERT_STREQ("to-2", r[1].id);
-    ASSERT_EQ(0, rjq_client_awaits(pc));
+    ASSERT_EQ(0, rjq_client_awaits(e.pc));
 
     /* The jobs complete late: the outcome is published to the producer
      * (its channel is recorded on the job) and must be ignored. */
     work w = {0};
-    start_worker(wq, 4, &w);
-    ASSERT(loop_until_count(base, &w.acked, 2, 10000));
+    start_worker(e.wq, 4, &w);
+    ASSERT(loop_until_count(e.base, &w.acked, 2, 10000));
     ASSERT_EQ(0, w.ack_errors);
-    ASSERT_EQ(1, job_has_field(rc, "to", "to-2", "watchers"));
-    ASSERT_EQ(1, job_has_field(rc, "to", "to-1", "watchers"));
-    loop_for(base, 300);
+    ASSERT_EQ(1, job_has_field(e.rc, "to", "to-2", "watchers"));
+    ASSERT_EQ(1, job_has_field(e.rc, "to", "to-1", "watchers"));
+    loop_for(e.base, 300);
     ASSERT_EQ(1, r[0].calls);
     ASSERT_EQ(1, r[1].calls);
     ASSERT_EQ(2, resolved);
-    ASSERT_EQ(0, rjq_client_awaits(pc));
+    ASSERT_EQ(0, rjq_client_awaits(e.pc));
 
     recs_free(r, 2);
-    rjq_client_free(pc);
-    rjq_client_free(wc);
-    redisFree(rc);
-    event_base_free(base);
-    stop(&s);
+    aw_stop(&e);
 }
 
 /* ---- 5. dead jobs and unknown ids ------------------------------------------------ */
 
 TEST(await_of_dead_job_reports_last_error) {
-    test_server s;
-    start(&s);
-    struct event_base *base = event_base_new();
-    rjq_client *pc = mk_client(base, &s, "producer", 20, NULL);
-    rjq_client *wc = mk_client(base, &s, "worker", 20, NULL);
-    rjq_queue *pq = queue_for(pc, "dead"), *wq = queue_for(wc, "dead");
+    aw_env e;
+    aw_start(&e, "dead", NULL);
     work w = {0};
-    start_worker(wq, 4, &w);
+    start_worker(e.wq, 4, &w);
 
     rec r[3];
     rec_set(&r[0], RJQ_EJOBDEAD, "attempt 2 of 2 failed: die");
     rjq_job_options o = {0};
     o.id = "d-1";
     o.max_attempts = 2;
-    ASSERT_OK(rjq_enqueue_await(pq, "die", 3, &o, NULL, on_outcome, &r[0], NULL));
-    ASSERT(loop_until_count(base, &resolved, 1, 10000));
+    ASSERT_OK(rjq_enqueue_await(e.pq, "die", 3, &o, NULL, on_outcome, &r[0], NULL));
+    ASSERT(loop_until_count(e.base, &resolved, 1, 10000));
     check_recs(r, 1, "dead");
     ASSERT_STREQ("d-1", r[0].id);
     ASSERT_EQ(2, w.handled); /* both attempts ran */
 
     /* Awaited after it died: answered from the stored state. */
     rec_set(&r[1], RJQ_EJOBDEAD, "attempt 2 of 2 failed: die");
-    ASSERT_OK(rjq_queue_await(pq, "d-1", NULL, on_outcome, &r[1], NULL));
+    ASSERT_OK(rjq_queue_await(e.pq, "d-1", NULL, on_outcome, &r[1], NULL));
     rec_set(&r[2], RJQ_ENOTFOUND, "-");
-    ASSERT_OK(rjq_queue_await(pq, "no-such-job", NULL, on_outcome, &r[2], NULL));
-    ASSERT(loop_until_count(base, &resolved, 3, 10000));
+    ASSERT_OK(rjq_queue_await(e.pq, "no-such-job", NULL, on_outcome, &r[2], NULL));
+    ASSERT(loop_until_count(e.base, &resolved, 3, 10000));
     check_recs(r, 3, "dead-after");
     ASSERT_STREQ("d-1", r[1].id);
     ASSERT_STREQ("no-such-job", r[2].id);
-    loop_for(base, 50);
+    loop_for(e.base, 50);
     ASSERT_EQ(3, resolved);
-    ASSERT_EQ(0, rjq_client_awaits(pc));
+    ASSERT_EQ(0, rjq_client_awaits(e.pc));
 
     recs_free(r, 3);
-    rjq_client_free(pc);
-    rjq_client_free(wc);
-    event_base_free(base);
-    stop(&s);
+    aw_stop(&e);
 }
 
 /* ---- 6. free, cancel, free from inside a callback ---------------------------------- */
@@ -736,17 +722,15 @@ static void on_outcome_free(rjq_client *c, int status, const rjq_outcome *o, voi
 }
 
 TEST(free_client_with_awaits_pending_cancels_each_once) {
-    test_server s;
-    start(&s);
-    struct event_base *base = event_base_new();
-    redisContext *rc = server_connect(&s);
+    aw_env e;
+    aw_start(&e, NULL, NULL);
 
     /* Client A: awaits registered before it even connects, watching, then
      * more while its subscriber connection is down (waiting for the
      * subscription). Long reconnect delay so it stays down. */
     enum { A1 = 300, A2 = 100, A3 = 200, A4 = 100, NA = A1 + A2 + A3 + A4 };
     events aev = {0};
-    rjq_client *ca = mk_client(base, &s, "client-a", 3000, &aev);
+    rjq_client *ca = mk_client(e.base, &e.s, "client-a", 3000, &aev);
     rjq_queue *qa = queue_for(ca, "free");
     rec *ra = calloc(NA, sizeof *ra);
     ASSERT(ra != NULL);
@@ -765,12 +749,12 @@ TEST(free_client_with_awaits_pending_cancels_each_once) {
         ASSERT_OK(rjq_queue_await(qa, id, NULL, on_outcome, &ra[A1 + i], NULL));
     }
     ASSERT_EQ(A1 + A2, rjq_client_awaits(ca));
-    for (int i = 0; i < 3000 && llen(rc, "free") < A1; i++) loop_for(base, 10);
-    ASSERT_EQ(A1, llen(rc, "free"));
-    sync_client(base, qa);
+    for (int i = 0; i < 3000 && llen(e.rc, "free") < A1; i++) loop_for(e.base, 10);
+    ASSERT_EQ(A1, llen(e.rc, "free"));
+    sync_client(e.base, qa);
     ASSERT_EQ(0, resolved);
-    ASSERT(kill_pubsub(rc) >= 1);
-    for (int i = 0; i < 500 && aev.sub_down == 0; i++) loop_for(base, 10);
+    ASSERT(kill_pubsub(e.rc) >= 1);
+    for (int i = 0; i < 500 && aev.sub_down == 0; i++) loop_for(e.base, 10);
     ASSERT_EQ(1, aev.sub_down);
     for (int i = 0; i < A3; i++) {
         char p[32];
@@ -784,19 +768,19 @@ TEST(free_client_with_awaits_pending_cancels_each_once) {
         rec_set(&ra[A1 + A2 + A3 + i], RJQ_ECANCELED, "-");
         ASSERT_OK(rjq_queue_await(qa, id, NULL, on_outcome, &ra[A1 + A2 + A3 + i], NULL));
     }
-    loop_for(base, 20);
-    ASSERT_EQ(A1, llen(rc, "free")); /* the held enqueues were not sent */
+    loop_for(e.base, 20);
+    ASSERT_EQ(A1, llen(e.rc, "free")); /* the held enqueues were not sent */
     ASSERT_EQ(NA, rjq_client_awaits(ca));
 
     /* Client B: connected and subscribed, then awaits whose enqueues and
      * watches are in flight when it is freed. */
     enum { B1 = 250, B2 = 50, NB = B1 + B2 };
-    rjq_client *cb = mk_client(base, &s, "client-b", 20, NULL);
+    rjq_client *cb = mk_client(e.base, &e.s, "client-b", 20, NULL);
     rjq_queue *qb = queue_for(cb, "free");
     rec warm;
     rec_set(&warm, RJQ_ENOTFOUND, "-");
     ASSERT_OK(rjq_queue_await(qb, "never-there", NULL, on_outcome, &warm, NULL));
-    ASSERT(loop_until_count(base, &resolved, 1, 5000)); /* the reply channel is confirmed */
+    ASSERT(loop_until_count(e.base, &resolved, 1, 5000)); /* the reply channel is confirmed */
     check_recs(&warm, 1, "warm-up");
     rec *rb = calloc(NB, sizeof *rb);
     ASSERT(rb != NULL);
@@ -819,7 +803,7 @@ TEST(free_client_with_awaits_pending_cancels_each_once) {
     rjq_client_free(cb);
     check_recs(rb, NB, "free-b");
     ASSERT_EQ(1 + NA + NB, resolved);
-    loop_for(base, 200); /* replies to the freed clients' requests arrive */
+    loop_for(e.base, 200); /* replies to the freed clients' requests arrive */
     ASSERT_EQ(1 + NA + NB, resolved);
     check_recs(ra, NA, "free-a-later");
     check_recs(rb, NB, "free-b-later");
@@ -831,9 +815,7 @@ TEST(free_client_with_awaits_pending_cancels_each_once) {
 
     /* rjq_await_cancel: ECANCELED before it returns, nothing afterwards,
      * while the job itself still runs and completes. */
-    rjq_client *pc = mk_client(base, &s, "producer", 20, NULL);
-    rjq_client *wc = mk_client(base, &s, "worker", 20, NULL);
-    rjq_queue *pq = queue_for(pc, "cancel"), *wq = queue_for(wc, "cancel");
+    aw_clients(&e, "cancel", NULL);
     rec rc3[3];
     rjq_await *h[3];
     resolved = 0;
@@ -841,22 +823,22 @@ TEST(free_client_with_awaits_pending_cancels_each_once) {
         char p[16];
         int n = snprintf(p, sizeof p, "c-%d", i);
         rec_set(&rc3[i], RJQ_ECANCELED, "-");
-        ASSERT_OK(rjq_enqueue_await(pq, p, (size_t)n, NULL, NULL, on_outcome, &rc3[i], &h[i]));
+        ASSERT_OK(rjq_enqueue_await(e.pq, p, (size_t)n, NULL, NULL, on_outcome, &rc3[i], &h[i]));
     }
     ASSERT_OK(rjq_await_cancel(h[0])); /* waiting for the subscription */
     ASSERT_EQ(1, rc3[0].calls);
-    for (int i = 0; i < 500 && llen(rc, "cancel") < 3; i++) loop_for(base, 10);
-    ASSERT_EQ(3, llen(rc, "cancel"));
+    for (int i = 0; i < 500 && llen(e.rc, "cancel") < 3; i++) loop_for(e.base, 10);
+    ASSERT_EQ(3, llen(e.rc, "cancel"));
     ASSERT_OK(rjq_await_cancel(h[1])); /* enqueued: in flight or watching */
     ASSERT_EQ(1, rc3[1].calls);
-    sync_client(base, pq);
+    sync_client(e.base, e.pq);
     ASSERT_OK(rjq_await_cancel(h[2])); /* watching */
     ASSERT_EQ(1, rc3[2].calls);
-    ASSERT_EQ(0, rjq_client_awaits(pc));
+    ASSERT_EQ(0, rjq_client_awaits(e.pc));
     work w = {0};
-    start_worker(wq, 4, &w);
-    ASSERT(loop_until_count(base, &w.acked, 3, 10000));
-    loop_for(base, 200);
+    start_worker(e.wq, 4, &w);
+    ASSERT(loop_until_count(e.base, &w.acked, 3, 10000));
+    loop_for(e.base, 200);
     check_recs(rc3, 3, "cancel");
     ASSERT_EQ(3, resolved);
     recs_free(rc3, 3);
@@ -864,7 +846,7 @@ TEST(free_client_with_awaits_pending_cancels_each_once) {
     /* rjq_client_free from inside an await callback: the rest are
      * cancelled, each once, and nothing runs on the freed client. */
     enum { NF = 50 };
-    rjq_client *cf = mk_client(base, &s, "producer-f", 20, NULL);
+    rjq_client *cf = mk_client(e.base, &e.s, "producer-f", 20, NULL);
     rjq_queue *qf = queue_for(cf, "cancel");
     freer f = {0};
     f.c = cf;
@@ -877,8 +859,8 @@ TEST(free_client_with_awaits_pending_cancels_each_once) {
         fa[i] = (freer_arg){&f, i};
         ASSERT_OK(rjq_enqueue_await(qf, p, (size_t)n, NULL, NULL, on_outcome_free, &fa[i], NULL));
     }
-    ASSERT(loop_until_count(base, &f.calls, NF, 10000));
-    loop_for(base, 200);
+    ASSERT(loop_until_count(e.base, &f.calls, NF, 10000));
+    loop_for(e.base, 200);
     ASSERT_EQ(NF, f.calls);
     ASSERT_EQ(1, f.freed);
     ASSERT_EQ(1, f.ok);
@@ -887,24 +869,16 @@ TEST(free_client_with_awaits_pending_cancels_each_once) {
     for (int i = 0; i < NF; i++) ASSERT_EQ(1, f.per[i]);
     free(f.per);
 
-    rjq_client_free(pc);
-    rjq_client_free(wc);
-    redisFree(rc);
-    event_base_free(base);
-    stop(&s);
+    aw_stop(&e);
 }
 
 /* ---- 7. progress --------------------------------------------------------------- */
 
 TEST(progress_reaches_awaiting_producer) {
-    test_server s;
-    start(&s);
-    struct event_base *base = event_base_new();
-    redisContext *rc = server_connect(&s);
-    rjq_client *pc = mk_client(base, &s, "producer", 20, NULL);
-    rjq_client *pc2 = mk_client(base, &s, "producer2", 20, NULL);
-    rjq_client *wc = mk_client(base, &s, "worker", 20, NULL);
-    rjq_queue *pq = queue_for(pc, "prog"), *pq2 = queue_for(pc2, "prog"), *wq = queue_for(wc, "prog");
+    aw_env e;
+    aw_start(&e, "prog", NULL);
+    rjq_client *pc2 = mk_client(e.base, &e.s, "producer2", 20, NULL);
+    rjq_queue *pq2 = queue_for(pc2, "prog");
 
     /* Three awaits on one job: its producer, a second await on the same
      * client by id, and another client by id. */
@@ -914,17 +888,17 @@ TEST(progress_reaches_awaiting_producer) {
     for (int i = 0; i < 3; i++) rec_set(&r[i], RJQ_OK, "done");
     rjq_job_options o = {0};
     o.id = "pg-1";
-    ASSERT_OK(rjq_enqueue_await(pq, "prog", 4, &o, &ao, on_outcome, &r[0], NULL));
-    wait_watchers(base, rc, "prog", "pg-1", 1);
-    ASSERT_OK(rjq_queue_await(pq, "pg-1", &ao, on_outcome, &r[1], NULL));
+    ASSERT_OK(rjq_enqueue_await(e.pq, "prog", 4, &o, &ao, on_outcome, &r[0], NULL));
+    wait_watchers(e.base, e.rc, "prog", "pg-1", 1);
+    ASSERT_OK(rjq_queue_await(e.pq, "pg-1", &ao, on_outcome, &r[1], NULL));
     ASSERT_OK(rjq_queue_await(pq2, "pg-1", &ao, on_outcome, &r[2], NULL));
-    ASSERT_EQ(2, wait_watchers(base, rc, "prog", "pg-1", 2));
-    sync_client(base, pq);
-    sync_client(base, pq2);
+    ASSERT_EQ(2, wait_watchers(e.base, e.rc, "prog", "pg-1", 2));
+    sync_client(e.base, e.pq);
+    sync_client(e.base, pq2);
 
     work w = {0};
-    start_worker(wq, 1, &w);
-    ASSERT(loop_until_count(base, &resolved, 3, 10000));
+    start_worker(e.wq, 1, &w);
+    ASSERT(loop_until_count(e.base, &resolved, 3, 10000));
     check_recs(r, 3, "progress");
     for (int i = 0; i < 3; i++) {
         ASSERT_EQ(3, r[i].nprogress);
@@ -934,33 +908,24 @@ TEST(progress_reaches_awaiting_producer) {
         ASSERT_STREQ("3/3", r[i].progress[2]);
         ASSERT_STREQ("pg-1", r[i].id);
     }
-    loop_for(base, 50);
+    loop_for(e.base, 50);
     ASSERT_EQ(3, resolved);
-    ASSERT_EQ(0, rjq_client_awaits(pc));
+    ASSERT_EQ(0, rjq_client_awaits(e.pc));
     ASSERT_EQ(0, rjq_client_awaits(pc2));
 
     recs_free(r, 3);
-    rjq_client_free(pc);
     rjq_client_free(pc2);
-    rjq_client_free(wc);
-    redisFree(rc);
-    event_base_free(base);
-    stop(&s);
+    aw_stop(&e);
 }
 
 /* ---- 8. big results ---------------------------------------------------------- */
 
 TEST(big_result_fetched_once) {
     enum { BIG = 200 * 1024, EDGE = 65536 };
-    test_server s;
-    start(&s);
-    struct event_base *base = event_base_new();
-    redisContext *rc = server_connect(&s);
-    rjq_client *pc = mk_client(base, &s, "producer", 20, NULL);
-    rjq_client *wc = mk_client(base, &s, "worker", 20, NULL);
-    rjq_queue *pq = queue_for(pc, "big"), *wq = queue_for(wc, "big");
+    aw_env e;
+    aw_start(&e, "big", NULL);
     work w = {0};
-    start_worker(wq, 2, &w);
+    start_worker(e.wq, 2, &w);
 
     rec r[3];
     memset(r, 0, sizeof r);
@@ -971,45 +936,41 @@ TEST(big_result_fetched_once) {
     ASSERT(memchr(r[0].expect, 0, BIG) != NULL); /* binary, NULs included */
 
     /* A 200 KiB result travels as a 'big' marker and one HGET. */
-    long long hget0 = server_calls(rc, "hget");
+    long long hget0 = server_calls(e.rc, "hget");
     rjq_job_options o = {0};
     o.id = "big-1";
     char payload[32];
     int n = snprintf(payload, sizeof payload, "big:%d", BIG);
-    ASSERT_OK(rjq_enqueue_await(pq, payload, (size_t)n, &o, NULL, on_outcome, &r[0], NULL));
-    ASSERT(loop_until_count(base, &resolved, 1, 10000));
+    ASSERT_OK(rjq_enqueue_await(e.pq, payload, (size_t)n, &o, NULL, on_outcome, &r[0], NULL));
+    ASSERT(loop_until_count(e.base, &resolved, 1, 10000));
     check_recs(r, 1, "big");
     ASSERT_STREQ("big-1", r[0].id);
-    loop_for(base, 50);
+    loop_for(e.base, 50);
     ASSERT_EQ(1, resolved);
-    ASSERT_EQ(hget0 + 1, server_calls(rc, "hget"));
+    ASSERT_EQ(hget0 + 1, server_calls(e.rc, "hget"));
 
     /* Exactly 64 KiB still travels inline: no fetch. */
     r[1].want = RJQ_OK;
     r[1].expect_len = EDGE;
     r[1].expect = malloc(EDGE);
     pattern(r[1].expect, EDGE);
-    hget0 = server_calls(rc, "hget");
+    hget0 = server_calls(e.rc, "hget");
     n = snprintf(payload, sizeof payload, "big:%d", EDGE);
-    ASSERT_OK(rjq_enqueue_await(pq, payload, (size_t)n, NULL, NULL, on_outcome, &r[1], NULL));
-    ASSERT(loop_until_count(base, &resolved, 2, 10000));
+    ASSERT_OK(rjq_enqueue_await(e.pq, payload, (size_t)n, NULL, NULL, on_outcome, &r[1], NULL));
+    ASSERT(loop_until_count(e.base, &resolved, 2, 10000));
     check_recs(&r[1], 1, "edge");
-    ASSERT_EQ(hget0, server_calls(rc, "hget"));
+    ASSERT_EQ(hget0, server_calls(e.rc, "hget"));
 
     /* Awaited after completion: intact from the stored state. */
     r[2].want = RJQ_OK;
     r[2].expect_len = BIG;
     r[2].expect = malloc(BIG);
     pattern(r[2].expect, BIG);
-    ASSERT_OK(rjq_queue_await(pq, "big-1", NULL, on_outcome, &r[2], NULL));
-    ASSERT(loop_until_count(base, &resolved, 3, 10000));
+    ASSERT_OK(rjq_queue_await(e.pq, "big-1", NULL, on_outcome, &r[2], NULL));
+    ASSERT(loop_until_count(e.base, &resolved, 3, 10000));
     check_recs(r, 3, "big-all");
-    ASSERT_EQ(0, rjq_client_awaits(pc));
+    ASSERT_EQ(0, rjq_client_awaits(e.pc));
 
     recs_free(r, 3);
-    rjq_client_free(pc);
-    rjq_client_free(wc);
-    redisFree(rc);
-    event_base_free(base);
-    stop(&s);
+    aw_stop(&e);
 }

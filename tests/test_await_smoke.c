@@ -1,4 +1,5 @@
 /* Smoke test of awaits: enqueue+await, await by id, dead outcome. */
+#include "fixture.h"
 #include "harness.h"
 #include "server.h"
 
@@ -24,30 +25,25 @@ static void on_outcome(rjq_client *c, int status, const rjq_outcome *o, void *da
 }
 
 TEST(await_smoke_complete_dead_and_by_id) {
-    test_server s;
-    server_start(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "aw");
+    test_env e;
+    env_open(&e, "aw", NULL); /* the worker and awaits start before the connection is up */
     rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(q, NULL, handler, NULL, &w));
-    ASSERT_OK(rjq_enqueue_await(q, "hi", 2, NULL, NULL, on_outcome, NULL, NULL));
-    ASSERT(loop_until_count(base, &resolved, 1, 5000));
+    ASSERT_OK(rjq_worker_start(e.q, NULL, handler, NULL, &w));
+    ASSERT_OK(rjq_enqueue_await(e.q, "hi", 2, NULL, NULL, on_outcome, NULL, NULL));
+    ASSERT(loop_until_count(e.base, &resolved, 1, 5000));
     ASSERT_EQ(RJQ_OK, last_status);
     ASSERT_STREQ("hi", last_body);
-    ASSERT_OK(rjq_enqueue_await(q, "fail", 4, NULL, NULL, on_outcome, NULL, NULL));
-    ASSERT(loop_until_count(base, &resolved, 2, 5000));
+    ASSERT_OK(rjq_enqueue_await(e.q, "fail", 4, NULL, NULL, on_outcome, NULL, NULL));
+    ASSERT(loop_until_count(e.base, &resolved, 2, 5000));
     ASSERT_EQ(RJQ_EJOBDEAD, last_status);
     ASSERT_STREQ("boom", last_body);
     rjq_job_options o = {0};
     o.id = "known-1";
-    ASSERT_OK(rjq_enqueue(q, "x", 1, &o, NULL, NULL));
-    ASSERT_OK(rjq_queue_await(q, "known-1", NULL, on_outcome, NULL, NULL));
-    ASSERT(loop_until_count(base, &resolved, 3, 5000));
+    ASSERT_OK(rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));
+    ASSERT_OK(rjq_queue_await(e.q, "known-1", NULL, on_outcome, NULL, NULL));
+    ASSERT(loop_until_count(e.base, &resolved, 3, 5000));
     ASSERT_EQ(RJQ_OK, last_status);
     ASSERT_STREQ("x", last_body);
-    ASSERT_EQ(0, rjq_client_awaits(c));
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop(&s);
+    ASSERT_EQ(0, rjq_client_awaits(e.c));
+    env_stop(&e);
 }

@@ -7,6 +7,7 @@
  */
 #include <rjq/libevent.h>
 
+#include "fixture.h"
 #include "harness.h"
 #include "server.h"
 #include "waits.h"
@@ -83,50 +84,50 @@ static void snapshot(redisContext *rc, char *out, size_t cap) {
     freeReplyObject(keys);
 }
 
+/* Give key a value of another type: plant is a command with the key as its
+ * one %s (e.g. "SET %s x"). */
+static void plant_wrongtype(redisContext *rc, const char *key, const char *plant) {
+    freeReplyObject(server_cmd(rc, "DEL %s", key));
+    freeReplyObject(server_cmd(rc, plant, key));
+}
+
 /* =========================================================================
  * Queue names
  * ====================================================================== */
 
 TEST(invalid_queue_names_rejected) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    redisContext *rc = server_connect(&s);
+    test_env env;
+    env_start(&env, NULL);
     char long_name[202];
     memset(long_name, 'x', 201);
     long_name[201] = '\0';
     const char *bad[] = {"", "a{b", "a}b", "has space", long_name, "{q}", "tab\there",
                          "new\nline", "del\x7f"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        rjq_queue *q = (rjq_queue *)&s; /* must be reset to NULL */
-        int rc_open = rjq_queue_open(c, bad[i], NULL, &q);
+        rjq_queue *q = (rjq_queue *)&env.s; /* must be reset to NULL */
+        int rc_open = rjq_queue_open(env.c, bad[i], NULL, &q);
         if (rc_open != RJQ_EQUEUENAME)
             FAIL_AT(__FILE__, __LINE__, "name #%zu: expected RJQ_EQUEUENAME, got %d", i, rc_open);
         ASSERT(q == NULL);
     }
-    ASSERT(strstr(rjq_client_errmsg(c), "queue name") != NULL);
-    wait_connected(base, c);
-    loop_for(base, 100);
-    ASSERT_EQ(0, dbsize(rc));
+    ASSERT(strstr(rjq_client_errmsg(env.c), "queue name") != NULL);
+    loop_for(env.base, 100);
+    ASSERT_EQ(0, dbsize(env.rc));
 
     /* The limits themselves are fine: 200 bytes, any other printable byte. */
     rjq_queue *q = NULL;
     long_name[200] = '\0';
-    ASSERT_OK(rjq_queue_open(c, long_name, NULL, &q));
+    ASSERT_OK(rjq_queue_open(env.c, long_name, NULL, &q));
     ASSERT(q != NULL);
     ASSERT_STREQ(long_name, rjq_queue_name(q));
-    ASSERT_OK(rjq_queue_open(c, "a:b-c.d/e[f]", NULL, &q));
+    ASSERT_OK(rjq_queue_open(env.c, "a:b-c.d/e[f]", NULL, &q));
     enq_wait e = {0};
     ASSERT_OK(rjq_enqueue(q, "x", 1, NULL, on_enq, &e));
-    ASSERT(loop_until(base, &e.calls, 10000));
+    ASSERT(loop_until(env.base, &e.calls, 10000));
     ASSERT_OK(e.status);
-    ASSERT_EQ(1, server_int(rc, "LLEN %s", "t:{a:b-c.d/e[f]}:ready"));
+    ASSERT_EQ(1, server_int(env.rc, "LLEN %s", "t:{a:b-c.d/e[f]}:ready"));
 
-    redisFree(rc);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&env);
 }
 
 /* =========================================================================
@@ -248,12 +249,8 @@ TEST(oversize_result_rejected_job_still_usable) {
  * ====================================================================== */
 
 TEST(invalid_job_ids_and_options_rejected) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "ids");
-    redisContext *rc = server_connect(&s);
+    test_env env;
+    env_start(&env, "ids");
     char long_id[202];
     memset(long_id, 'i', 201);
     long_id[201] = '\0';
@@ -262,7 +259,7 @@ TEST(invalid_job_ids_and_options_rejected) {
     for (size_t i = 0; i < sizeof bad_ids / sizeof bad_ids[0]; i++) {
         rjq_job_options o = {0};
         o.id = bad_ids[i];
-        int rc_enq = rjq_enqueue(q, "p", 1, &o, never_enq, NULL);
+        int rc_enq = rjq_enqueue(env.q, "p", 1, &o, never_enq, NULL);
         if (rc_enq != RJQ_EJOBID)
             FAIL_AT(__FILE__, __LINE__, "id #%zu: expected RJQ_EJOBID, got %d", i, rc_enq);
     }
@@ -271,7 +268,7 @@ TEST(invalid_job_ids_and_options_rejected) {
     good.id = "fine-1";
     bad.id = "999";
     rjq_enqueue_item items[2] = {{"a", 1, &good}, {"b", 1, &bad}};
-    ASSERT_EQ(RJQ_EJOBID, rjq_enqueue_batch(q, items, 2, never_enq, NULL));
+    ASSERT_EQ(RJQ_EJOBID, rjq_enqueue_batch(env.q, items, 2, never_enq, NULL));
 
     struct {
         const char *what;
@@ -286,23 +283,23 @@ TEST(invalid_job_ids_and_options_rejected) {
         {"negative backoff cap", {.backoff = {RJQ_BACKOFF_EXPONENTIAL, 100, -1}}},
     };
     for (size_t i = 0; i < sizeof bad_opts / sizeof bad_opts[0]; i++) {
-        int rc_enq = rjq_enqueue(q, "p", 1, &bad_opts[i].o, never_enq, NULL);
+        int rc_enq = rjq_enqueue(env.q, "p", 1, &bad_opts[i].o, never_enq, NULL);
         if (rc_enq != RJQ_EINVAL)
             FAIL_AT(__FILE__, __LINE__, "%s: expected RJQ_EINVAL, got %d", bad_opts[i].what, rc_enq);
     }
     /* Arguments of the calls themselves. */
-    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(q, NULL, 5, NULL, never_enq, NULL));
-    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_batch(q, items, 0, never_enq, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(env.q, NULL, 5, NULL, never_enq, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_batch(env.q, items, 0, never_enq, NULL));
     rjq_enqueue_item *many = calloc(RJQ_BATCH_MAX + 1, sizeof *many);
     ASSERT(many != NULL);
-    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_batch(q, many, RJQ_BATCH_MAX + 1, never_enq, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_batch(env.q, many, RJQ_BATCH_MAX + 1, never_enq, NULL));
     free(many);
 
-    stats_wait st = stats_of(base, q);
+    stats_wait st = stats_of(env.base, env.q);
     ASSERT_OK(st.status);
     ASSERT_EQ(0, st.s.enqueued);
     ASSERT_EQ(0, never_calls);
-    ASSERT_EQ(0, dbsize(rc));
+    ASSERT_EQ(0, dbsize(env.rc));
 
     /* The limits themselves are fine. */
     long_id[200] = '\0';
@@ -310,19 +307,16 @@ TEST(invalid_job_ids_and_options_rejected) {
     ok.id = long_id;
     ok.priority = RJQ_PRIORITY_MIN;
     enq_wait e = {0};
-    ASSERT_OK(rjq_enqueue(q, "p", 1, &ok, on_enq, &e));
+    ASSERT_OK(rjq_enqueue(env.q, "p", 1, &ok, on_enq, &e));
     ok.id = "123a";
     ok.priority = RJQ_PRIORITY_MAX;
-    ASSERT_OK(rjq_enqueue(q, "p", 1, &ok, on_enq, &e));
-    for (int i = 0; i < 1000 && e.calls < 2; i++) loop_for(base, 10);
+    ASSERT_OK(rjq_enqueue(env.q, "p", 1, &ok, on_enq, &e));
+    for (int i = 0; i < 1000 && e.calls < 2; i++) loop_for(env.base, 10);
     ASSERT_EQ(2, e.calls);
     ASSERT_OK(e.status);
-    ASSERT_EQ(2, stats_of(base, q).s.enqueued);
+    ASSERT_EQ(2, stats_of(env.base, env.q).s.enqueued);
 
-    redisFree(rc);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&env);
 }
 
 /* =========================================================================
@@ -330,63 +324,55 @@ TEST(invalid_job_ids_and_options_rejected) {
  * ====================================================================== */
 
 TEST(wrongtype_key_reported_nothing_written) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "q");
-    redisContext *rc = server_connect(&s);
+    test_env env;
+    env_start(&env, "q");
 
     /* One job first, so the queue's stats exist and can be compared. */
     rjq_job_options o = {0};
     o.id = "before";
     enq_wait e = {0};
-    ASSERT_OK(rjq_enqueue(q, "x", 1, &o, on_enq, &e));
-    ASSERT(loop_until(base, &e.calls, 10000));
+    ASSERT_OK(rjq_enqueue(env.q, "x", 1, &o, on_enq, &e));
+    ASSERT(loop_until(env.base, &e.calls, 10000));
     ASSERT_OK(e.status);
-    redisReply *r = server_cmd(rc, "DEL t:{q}:ready");
-    freeReplyObject(r);
-    r = server_cmd(rc, "SET t:{q}:ready x");
-    freeReplyObject(r);
+    plant_wrongtype(env.rc, "t:{q}:ready", "SET %s x");
     static char before[8192], after[8192];
-    snapshot(rc, before, sizeof before);
+    snapshot(env.rc, before, sizeof before);
 
     /* Explicit id, server-assigned id, delayed, batch: all refused. */
     o.id = "j2";
     memset(&e, 0, sizeof e);
-    ASSERT_OK(rjq_enqueue(q, "y", 1, &o, on_enq, &e));
-    ASSERT(loop_until(base, &e.calls, 10000));
+    ASSERT_OK(rjq_enqueue(env.q, "y", 1, &o, on_enq, &e));
+    ASSERT(loop_until(env.base, &e.calls, 10000));
     ASSERT_EQ(1, e.calls);
     ASSERT_EQ(RJQ_EWRONGTYPE, e.status);
     ASSERT_EQ(0, e.n);
     ASSERT(e.jobs_null);
-    ASSERT(strstr(rjq_client_errmsg(c), "WRONGTYPE") != NULL);
+    ASSERT(strstr(rjq_client_errmsg(env.c), "WRONGTYPE") != NULL);
 
     memset(&e, 0, sizeof e);
-    ASSERT_OK(rjq_enqueue(q, "z", 1, NULL, on_enq, &e));
+    ASSERT_OK(rjq_enqueue(env.q, "z", 1, NULL, on_enq, &e));
     rjq_job_options d = {0};
     d.delay_ms = 1000;
     enq_wait e2 = {0};
-    ASSERT_OK(rjq_enqueue(q, "d", 1, &d, on_enq, &e2));
+    ASSERT_OK(rjq_enqueue(env.q, "d", 1, &d, on_enq, &e2));
     rjq_enqueue_item items[2] = {{"b1", 2, NULL}, {"b2", 2, NULL}};
     enq_wait e3 = {0};
-    ASSERT_OK(rjq_enqueue_batch(q, items, 2, on_enq, &e3));
-    ASSERT(loop_until(base, &e3.calls, 10000));
+    ASSERT_OK(rjq_enqueue_batch(env.q, items, 2, on_enq, &e3));
+    ASSERT(loop_until(env.base, &e3.calls, 10000));
     ASSERT_EQ(RJQ_EWRONGTYPE, e.status);
     ASSERT_EQ(RJQ_EWRONGTYPE, e2.status);
     ASSERT_EQ(RJQ_EWRONGTYPE, e3.status);
     ASSERT_EQ(0, e3.n);
 
     /* Stats read the same keys: refused too, not a crash or garbage. */
-    stats_wait st = stats_of(base, q);
+    stats_wait st = stats_of(env.base, env.q);
     ASSERT_EQ(RJQ_EWRONGTYPE, st.status);
 
-    ASSERT_EQ(0, server_int(rc, "HEXISTS t:{q}:payload j2"));
-    snapshot(rc, after, sizeof after);
+    ASSERT_EQ(0, server_int(env.rc, "HEXISTS t:{q}:payload j2"));
+    snapshot(env.rc, after, sizeof after);
     ASSERT_STREQ(before, after);
 
-    r = server_cmd(rc, "DEL t:{q}:ready");
-    freeReplyObject(r);
+    freeReplyObject(server_cmd(env.rc, "DEL t:{q}:ready"));
 
     /* Each other key an enqueue reads or writes, given the wrong type in
      * turn: refused, the key named in the message, nothing changed. */
@@ -404,40 +390,32 @@ TEST(wrongtype_key_reported_nothing_written) {
         {"t:{q}:state", "SET %s x", 1000, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        r = server_cmd(rc, "DEL %s", cases[i].key);
-        freeReplyObject(r);
-        r = server_cmd(rc, cases[i].plant, cases[i].key);
-        freeReplyObject(r);
-        snapshot(rc, before, sizeof before);
+        plant_wrongtype(env.rc, cases[i].key, cases[i].plant);
+        snapshot(env.rc, before, sizeof before);
         rjq_job_options k = {0};
         k.id = "j3";
         k.delay_ms = cases[i].delay_ms;
         k.priority = cases[i].priority;
         memset(&e, 0, sizeof e);
-        ASSERT_OK(rjq_enqueue(q, "y", 1, &k, on_enq, &e));
-        ASSERT(loop_until(base, &e.calls, 10000));
+        ASSERT_OK(rjq_enqueue(env.q, "y", 1, &k, on_enq, &e));
+        ASSERT(loop_until(env.base, &e.calls, 10000));
         ASSERT_EQ(RJQ_EWRONGTYPE, e.status);
         ASSERT(strstr(e.errmsg, cases[i].key) != NULL);
-        snapshot(rc, after, sizeof after);
+        snapshot(env.rc, after, sizeof after);
         ASSERT_STREQ(before, after);
-        r = server_cmd(rc, "DEL %s", cases[i].key);
-        freeReplyObject(r);
+        freeReplyObject(server_cmd(env.rc, "DEL %s", cases[i].key));
     }
 
     /* A key the call does not touch is not its business: an enqueue
      * without delay goes through with a wrongly typed delayed set. */
-    r = server_cmd(rc, "HSET %s f v");
-    freeReplyObject(r);
+    freeReplyObject(server_cmd(env.rc, "HSET %s f v"));
     memset(&e, 0, sizeof e);
-    ASSERT_OK(rjq_enqueue(q, "y", 1, &o, on_enq, &e));
-    ASSERT(loop_until(base, &e.calls, 10000));
+    ASSERT_OK(rjq_enqueue(env.q, "y", 1, &o, on_enq, &e));
+    ASSERT(loop_until(env.base, &e.calls, 10000));
     ASSERT_OK(e.status);
-    ASSERT_EQ(1, server_int(rc, "HEXISTS t:{q}:payload j2"));
+    ASSERT_EQ(1, server_int(env.rc, "HEXISTS t:{q}:payload j2"));
 
-    redisFree(rc);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&env);
 }
 
 typedef struct held_job {
@@ -472,13 +450,9 @@ static void on_held_done(rjq_client *c, int status, void *data) {
  * (concurrency 2, one job held) is registered idle with its other slot,
  * so the completion also offers the freed slot: the idle hash is read. */
 static void complete_on_wrongtype_announces_nothing(const char *key) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "w");
-    redisContext *rc = server_connect(&s);
-    redisContext *sub = server_connect(&s);
+    test_env env;
+    env_start(&env, "w");
+    redisContext *sub = server_connect(&env.s);
     struct timeval tv = {10, 0};
     redisSetTimeout(sub, tv);
     redisReply *r = redisCommand(sub, "PSUBSCRIBE *");
@@ -486,29 +460,26 @@ static void complete_on_wrongtype_announces_nothing(const char *key) {
     freeReplyObject(r);
 
     held_job h = {0};
-    ASSERT_OK(rjq_enqueue_await(q, "p", 1, NULL, NULL, on_held_outcome, &h, NULL));
+    ASSERT_OK(rjq_enqueue_await(env.q, "p", 1, NULL, NULL, on_held_outcome, &h, NULL));
     rjq_worker_options wo = {0};
     wo.concurrency = 2;
     rjq_worker *w = NULL;
-    ASSERT_OK(rjq_worker_start(q, &wo, hold_handler, &h, &w));
-    ASSERT(loop_until(base, &h.handled, 10000));
-    get_stats(base, q); /* a round trip: the short claim registered the slot */
+    ASSERT_OK(rjq_worker_start(env.q, &wo, hold_handler, &h, &w));
+    ASSERT(loop_until(env.base, &h.handled, 10000));
+    get_stats(env.base, env.q); /* a round trip: the short claim registered the slot */
 
-    r = server_cmd(rc, "DEL %s", key);
-    freeReplyObject(r);
-    r = server_cmd(rc, "SET %s x", key);
-    freeReplyObject(r);
+    plant_wrongtype(env.rc, key, "SET %s x");
     static char before[8192], after[8192];
-    snapshot(rc, before, sizeof before);
+    snapshot(env.rc, before, sizeof before);
     ASSERT_OK(rjq_job_complete(h.job, "res", 3, on_held_done, &h));
-    ASSERT(loop_until(base, &h.done, 10000));
+    ASSERT(loop_until(env.base, &h.done, 10000));
     ASSERT_EQ(RJQ_EWRONGTYPE, h.done_status);
-    snapshot(rc, after, sizeof after);
+    snapshot(env.rc, after, sizeof after);
     ASSERT_STREQ(before, after);
 
     /* Messages reach a subscriber in publish order: whatever the refused
      * call published arrived before this marker. */
-    r = server_cmd(rc, "PUBLISH rjq-test-marker end");
+    r = server_cmd(env.rc, "PUBLISH rjq-test-marker end");
     freeReplyObject(r);
     int completions = 0;
     for (;;) {
@@ -523,10 +494,7 @@ static void complete_on_wrongtype_announces_nothing(const char *key) {
     ASSERT_EQ(0, h.awaited);
 
     redisFree(sub);
-    redisFree(rc);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&env);
 }
 
 TEST(complete_on_wrongtype_active_announces_nothing) {
@@ -549,53 +517,42 @@ static void count_handled(rjq_job *job, void *data) {
  * first write (the job stays delayed, nothing changes), and once stats is
  * fixed the job runs. */
 TEST(claim_promoting_a_due_priority_job_on_wrongtype_stats_changes_nothing) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "p");
-    redisContext *rc = server_connect(&s);
+    test_env env;
+    env_start(&env, "p");
 
     rjq_job_options o = {0};
     o.id = "due";
     o.priority = 5;
     o.delay_ms = 50;
     enq_wait e = {0};
-    ASSERT_OK(rjq_enqueue(q, "x", 1, &o, on_enq, &e));
-    ASSERT(loop_until(base, &e.calls, 10000));
+    ASSERT_OK(rjq_enqueue(env.q, "x", 1, &o, on_enq, &e));
+    ASSERT(loop_until(env.base, &e.calls, 10000));
     ASSERT_OK(e.status);
-    long long due = server_int(rc, "ZSCORE t:{p}:delayed due");
-    while (server_now_ms(rc) <= due) loop_for(base, 10); /* due on the server's clock */
-    redisReply *r = server_cmd(rc, "DEL t:{p}:stats");
-    freeReplyObject(r);
-    r = server_cmd(rc, "SET t:{p}:stats x");
-    freeReplyObject(r);
+    long long due = server_int(env.rc, "ZSCORE t:{p}:delayed due");
+    while (server_now_ms(env.rc) <= due) loop_for(env.base, 10); /* due on the server's clock */
+    plant_wrongtype(env.rc, "t:{p}:stats", "SET %s x");
     static char before[8192], after[8192];
-    snapshot(rc, before, sizeof before);
+    snapshot(env.rc, before, sizeof before);
 
     int handled = 0;
     rjq_worker_options wo = {0};
     wo.concurrency = 1;
     wo.poll_ms = 50; /* each poll claims again */
     rjq_worker *w = NULL;
-    ASSERT_OK(rjq_worker_start(q, &wo, count_handled, &handled, &w));
-    for (int i = 0; i < 1000 && !strstr(rjq_client_errmsg(c), "t:{p}:stats"); i++) loop_for(base, 10);
-    ASSERT(strstr(rjq_client_errmsg(c), "WRONGTYPE") != NULL);
-    ASSERT(strstr(rjq_client_errmsg(c), "t:{p}:stats") != NULL);
-    loop_for(base, 200); /* a few more polls */
+    ASSERT_OK(rjq_worker_start(env.q, &wo, count_handled, &handled, &w));
+    for (int i = 0; i < 1000 && !strstr(rjq_client_errmsg(env.c), "t:{p}:stats"); i++) loop_for(env.base, 10);
+    ASSERT(strstr(rjq_client_errmsg(env.c), "WRONGTYPE") != NULL);
+    ASSERT(strstr(rjq_client_errmsg(env.c), "t:{p}:stats") != NULL);
+    loop_for(env.base, 200); /* a few more polls */
     ASSERT_EQ(0, handled);
-    snapshot(rc, after, sizeof after);
+    snapshot(env.rc, after, sizeof after);
     ASSERT_STREQ(before, after);
 
-    r = server_cmd(rc, "DEL t:{p}:stats");
-    freeReplyObject(r);
-    for (int i = 0; i < 1000 && handled == 0; i++) loop_for(base, 10);
+    freeReplyObject(server_cmd(env.rc, "DEL t:{p}:stats"));
+    for (int i = 0; i < 1000 && handled == 0; i++) loop_for(env.base, 10);
     ASSERT_EQ(1, handled);
 
-    redisFree(rc);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&env);
 }
 /* =========================================================================
  * Authentication
@@ -619,104 +576,87 @@ static void on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, 
     }
 }
 
-static rjq_client *client_url(struct event_base *base, const char *url, ev_log *log) {
+/* A server with requirepass, a synchronous connection that logged in, and
+ * a loop: the fixture without its client (enqueue_as makes it). */
+static void auth_env_start(test_env *env) {
+    const char *const extra[] = {"--requirepass", "secret", NULL};
+    memset(env, 0, sizeof *env);
+    server_start_guarded(&env->s, extra);
+    env->rc = server_connect(&env->s);
+    redisReply *r = server_cmd(env->rc, "AUTH secret");
+    ASSERT(r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    env->base = event_base_new();
+    ASSERT(env->base != NULL);
+}
+
+/* A client for url (env->c, its events in log) and one enqueue on its
+ * queue "auth" (env->q): the enqueue's answer. */
+static enq_wait enqueue_as(test_env *env, const char *url, ev_log *log) {
     rjq_client_options o = client_options(url);
     o.on_event = on_event;
     o.event_data = log;
-    return client_new(base, &o);
-}
-
-static enq_wait enqueue_and_wait(struct event_base *base, rjq_queue *q) {
+    env->c = client_new(env->base, &o);
+    env->q = queue_for(env->c, "auth");
     enq_wait e = {0};
-    ASSERT_OK(rjq_enqueue(q, "x", 1, NULL, on_enq, &e));
-    ASSERT(loop_until(base, &e.calls, 10000));
-    loop_for(base, 50);
+    ASSERT_OK(rjq_enqueue(env->q, "x", 1, NULL, on_enq, &e));
+    ASSERT(loop_until(env->base, &e.calls, 10000));
+    loop_for(env->base, 50);
     ASSERT_EQ(1, e.calls);
     return e;
 }
 
-/* A server with requirepass, and a synchronous connection that logged in. */
-static redisContext *auth_server(test_server *s) {
-    const char *const extra[] = {"--requirepass", "secret", NULL};
-    server_start_guarded(s, extra);
-    redisContext *rc = server_connect(s);
-    redisReply *r = server_cmd(rc, "AUTH secret");
-    ASSERT(r->type == REDIS_REPLY_STATUS);
-    freeReplyObject(r);
-    return rc;
-}
-
 TEST(noauth_without_password_reports_eauth) {
-    test_server s;
-    redisContext *rc = auth_server(&s);
-    struct event_base *base = event_base_new();
+    test_env env;
+    auth_env_start(&env);
     ev_log log = {0, 0, 0, ""};
-    rjq_client *c = client_url(base, s.url, &log);
-    rjq_queue *q = queue_for(c, "auth");
-    enq_wait e = enqueue_and_wait(base, q);
+    enq_wait e = enqueue_as(&env, env.s.url, &log);
     if (e.status != RJQ_EAUTH)
         FAIL_AT(__FILE__, __LINE__, "no password: expected RJQ_EAUTH, got %d (%s)", e.status,
                 e.errmsg);
     ASSERT_EQ(0, e.n);
     ASSERT(log.error_conn_cmd >= 1); /* the session set-up was refused */
-    ASSERT_EQ(0, dbsize(rc));
-    rjq_client_free(c);
-    redisFree(rc);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    ASSERT_EQ(0, dbsize(env.rc));
+    env_stop(&env);
 }
 
 TEST(wrong_password_reports_eauth_and_error_event) {
-    test_server s;
-    redisContext *rc = auth_server(&s);
-    struct event_base *base = event_base_new();
+    test_env env;
+    auth_env_start(&env);
     char url[128];
     ev_log log = {0, 0, 0, ""};
-    snprintf(url, sizeof url, "redis://:wrong@127.0.0.1:%d", s.port);
-    rjq_client *c = client_url(base, url, &log);
-    rjq_queue *q = queue_for(c, "auth");
-    enq_wait e = enqueue_and_wait(base, q);
+    snprintf(url, sizeof url, "redis://:wrong@127.0.0.1:%d", env.s.port);
+    enq_wait e = enqueue_as(&env, url, &log);
     if (e.status != RJQ_EAUTH)
         FAIL_AT(__FILE__, __LINE__, "wrong password: expected RJQ_EAUTH, got %d (%s)", e.status,
                 e.errmsg);
     ASSERT(log.error_conn_cmd >= 1);
     ASSERT(log.detail[0] != '\0');
-    ASSERT_EQ(0, dbsize(rc));
-    rjq_client_free(c);
-    redisFree(rc);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    ASSERT_EQ(0, dbsize(env.rc));
+    env_stop(&env);
 }
 
 TEST(right_password_in_url_works) {
-    test_server s;
-    redisContext *rc = auth_server(&s);
-    struct event_base *base = event_base_new();
+    test_env env;
+    auth_env_start(&env);
     char url[128];
     /* user-less userinfo ... */
     ev_log right = {0, 0, 0, ""};
-    snprintf(url, sizeof url, "redis://:secret@127.0.0.1:%d", s.port);
-    rjq_client *c = client_url(base, url, &right);
-    rjq_queue *q = queue_for(c, "auth");
-    enq_wait e = enqueue_and_wait(base, q);
+    snprintf(url, sizeof url, "redis://:secret@127.0.0.1:%d", env.s.port);
+    enq_wait e = enqueue_as(&env, url, &right);
     ASSERT_OK(e.status);
     ASSERT_EQ(0, right.errors);
     ASSERT(right.connected >= 1);
-    ASSERT_EQ(1, server_int(rc, "LLEN t:{auth}:ready"));
-    rjq_client_free(c);
+    ASSERT_EQ(1, server_int(env.rc, "LLEN t:{auth}:ready"));
+    rjq_client_free(env.c);
     /* ... and the legacy lone password word. */
     ev_log word = {0, 0, 0, ""};
-    snprintf(url, sizeof url, "redis://secret@127.0.0.1:%d", s.port);
-    c = client_url(base, url, &word);
-    q = queue_for(c, "auth");
-    e = enqueue_and_wait(base, q);
+    snprintf(url, sizeof url, "redis://secret@127.0.0.1:%d", env.s.port);
+    e = enqueue_as(&env, url, &word);
     ASSERT_OK(e.status);
     ASSERT_EQ(0, word.errors);
-    ASSERT_EQ(2, server_int(rc, "LLEN t:{auth}:ready"));
-    rjq_client_free(c);
-    redisFree(rc);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    ASSERT_EQ(2, server_int(env.rc, "LLEN t:{auth}:ready"));
+    env_stop(&env);
 }
 
 /* =========================================================================

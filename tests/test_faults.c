@@ -354,6 +354,15 @@ static void work_free(work_ctx *w) {
     idmap_free(&w->ids);
 }
 
+/* A worker on q that records every job in w, with the options in o but its
+ * safety poll ten minutes away: only the doorbell and reconnects wake it. */
+static rjq_worker *start_doorbell_worker(rjq_queue *q, rjq_worker_options o, work_ctx *w) {
+    rjq_worker *wk;
+    o.poll_ms = 600000;
+    ASSERT_OK(rjq_worker_start(q, &o, work_handler, w, &wk));
+    return wk;
+}
+
 /* =========================================================================
  * 1. A worker process killed with SIGKILL while holding jobs: their leases
  *    expire, the sweep of another worker reclaims them, and that worker
@@ -1017,13 +1026,8 @@ static void flush_and_kill_scenario(int evalsha) {
      * long, so only the doorbell and reconnects wake the worker. */
     work_ctx w;
     work_init(&w, base, 1, 2);
-    rjq_worker_options wo = {0};
-    rjq_worker *wk;
-    wo.concurrency = 20;
-    wo.lease_ms = 1000;
-    wo.reclaim_ms = 100;
-    wo.poll_ms = 600000;
-    ASSERT_OK(rjq_worker_start(q, &wo, work_handler, &w, &wk));
+    rjq_worker_options wo = {.concurrency = 20, .lease_ms = 1000, .reclaim_ms = 100};
+    rjq_worker *wk = start_doorbell_worker(q, wo, &w);
 
     ASSERT(loop_until_count(base, &w.done_ok, 1000, 60000));
     ASSERT_EQ(0, server_info_number(rc, "errorstats", "errorstat_NOSCRIPT:count="));
@@ -1209,13 +1213,8 @@ TEST(server_restart_work_resumes) {
      * worker. */
     work_ctx w;
     work_init(&w, base, 2, 5);
-    rjq_worker_options wo = {0};
-    rjq_worker *wk;
-    wo.concurrency = 10;
-    wo.lease_ms = 10000;
-    wo.reclaim_ms = 200;
-    wo.poll_ms = 600000;
-    ASSERT_OK(rjq_worker_start(q, &wo, work_handler, &w, &wk));
+    rjq_worker_options wo = {.concurrency = 10, .lease_ms = 10000, .reclaim_ms = 200};
+    rjq_worker *wk = start_doorbell_worker(q, wo, &w);
 
     enq_res pre = {0};
     enqueue_named(q, "pre", RESTART_PRE, &pre);

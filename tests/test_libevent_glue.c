@@ -9,6 +9,7 @@
 
 #include <rjq/libevent.h>
 
+#include "fixture.h"
 #include "harness.h"
 #include "server.h"
 #include "waits.h"
@@ -44,29 +45,21 @@ static int server_hlen_reaches(redisContext *rc, const char *key, long long want
  * for the socket to report writable, one pass is not enough and the job
  * never reaches the server. */
 TEST(enqueue_is_written_within_one_loop_pass) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "glue");
-    redisContext *rc = server_connect(&s);
-    wait_connected(base, c);
+    test_env e;
+    env_start(&e, "glue");
     enq_done = 0;
     enq_count = 0;
-    enqueue_again = q;
+    enqueue_again = e.q;
 
-    ASSERT_OK(rjq_enqueue(q, "x", 1, NULL, on_enq, NULL));
-    event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
-    ASSERT(server_hlen_reaches(rc, "t:{glue}:payload", 1));
+    ASSERT_OK(rjq_enqueue(e.q, "x", 1, NULL, on_enq, NULL));
+    event_base_loop(e.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+    ASSERT(server_hlen_reaches(e.rc, "t:{glue}:payload", 1));
 
     /* The same from inside a callback: the first reply's callback enqueues
      * again, and the pass that ran it (loop_until stops after it) wrote it. */
-    ASSERT(loop_until(base, &enq_done, 10000));
+    ASSERT(loop_until(e.base, &enq_done, 10000));
     ASSERT_EQ(1, enq_count);
-    ASSERT(server_hlen_reaches(rc, "t:{glue}:payload", 2));
-    ASSERT(loop_until_count(base, &enq_count, 2, 10000));
-    redisFree(rc);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    ASSERT(server_hlen_reaches(e.rc, "t:{glue}:payload", 2));
+    ASSERT(loop_until_count(e.base, &enq_count, 2, 10000));
+    env_stop(&e);
 }

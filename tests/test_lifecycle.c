@@ -12,6 +12,7 @@
  */
 #include <stdint.h>
 
+#include "fixture.h"
 #include "harness.h"
 #include "server.h"
 #include "waits.h"
@@ -156,14 +157,13 @@ static void on_ids(rjq_client *c, int status, const char *const *ids, size_t n, 
 }
 
 TEST(retry_with_backoff_then_dead_then_replay_completes) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "retry");
+    test_env env;
+    env_start(&env, "retry");
+    struct event_base *base = env.base;
+    rjq_queue *q = env.q;
     retry_ctx x;
     memset(&x, 0, sizeof x);
-    x.rc = server_connect(&s);
+    x.rc = env.rc;
     x.max_remaining = -1;
 
     rjq_job_options o = {0};
@@ -255,10 +255,7 @@ TEST(retry_with_backoff_then_dead_then_replay_completes) {
     ASSERT_EQ(RJQ_ENOTFOUND, r.status);
     ASSERT_EQ(1, get_stats(base, q).replayed);
 
-    redisFree(x.rc);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&env);
 }
 
 /* ---- fatal failures ---------------------------------------------------- */
@@ -274,11 +271,10 @@ static void fatal_handler(rjq_job *job, void *data) {
 }
 
 TEST(fatal_failure_goes_dead_on_first_attempt) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "fatal");
+    test_env env;
+    env_start(&env, "fatal");
+    struct event_base *base = env.base;
+    rjq_queue *q = env.q;
     rjq_job_options o = {0};
     o.id = "job-fatal";
     o.max_attempts = 5;
@@ -302,9 +298,7 @@ TEST(fatal_failure_goes_dead_on_first_attempt) {
     ASSERT_EQ(1, st.dead);
     ASSERT_EQ(1, st.dead_depth);
     ASSERT_EQ(0, st.ready + st.delayed + st.active);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&env);
 }
 
 /* ---- backoff policies, checked on the server's clock -------------------- */
@@ -404,12 +398,11 @@ static void bo_handler(rjq_job *job, void *data) {
 }
 
 TEST(backoff_delay_follows_policy_and_grows_exponentially) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "backoff");
-    bo_rc = server_connect(&s);
+    test_env env;
+    env_start(&env, "backoff");
+    struct event_base *base = env.base;
+    rjq_queue *q = env.q;
+    bo_rc = env.rc;
     /* exp: 200..400, 400..800, 800..1600 ms, then dead. The third window
      * lies wholly above the first: a delay that does not grow fails. */
     bo_jobs[0] = (bo_job){"exp", {RJQ_BACKOFF_EXPONENTIAL, 400, 100000}, 4, -1, 0, 0, -1};
@@ -448,10 +441,7 @@ TEST(backoff_delay_follows_policy_and_grows_exponentially) {
     info_wait info = get_info(base, q, "exp");
     ASSERT_STREQ("dead", info.state);
     ASSERT_EQ(4, info.attempts);
-    redisFree(bo_rc);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&env);
 }
 
 /* =========================================================================
@@ -478,22 +468,17 @@ static void delayed_handler(rjq_job *job, void *data) {
 }
 
 TEST(delayed_job_not_before_due_and_promptly_after) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "delay");
+    test_env env;
+    env_start(&env, "delay");
+    struct event_base *base = env.base;
+    rjq_queue *q = env.q;
     delayed_ctx x;
     memset(&x, 0, sizeof x);
-    x.rc = server_connect(&s);
-    wait_connected(base, c);
+    x.rc = env.rc;
 
     /* Only the timer for the next delayed job can wake this worker in time:
      * the safety poll is a minute away, past the test's safety net. */
-    rjq_worker_options wo = {0};
-    wo.concurrency = 1;
-    wo.poll_ms = 60000;
-    wo.reclaim_ms = 600000;
+    rjq_worker_options wo = quiet_worker_options(1);
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, delayed_handler, &x, &w));
     wait_idle(base, x.rc, "t:{delay}:wake");
@@ -503,21 +488,13 @@ TEST(delayed_job_not_before_due_and_promptly_after) {
     rjq_job_options o = {0};
     o.id = "d300";
     o.delay_ms = 300;
-    enq_wait e300;
-    memset(&e300, 0, sizeof e300);
     double sent300 = mono_ms();
-    ASSERT_OK(rjq_enqueue(q, "a", 1, &o, on_enq, &e300));
-    ASSERT(loop_until(base, &e300.done, 10000));
-    ASSERT_OK(e300.status);
+    enqueue_sync(base, q, "a", &o);
     long long due300 = zscore(x.rc, "t:{delay}:delayed", "d300");
     o.id = "d150";
     o.delay_ms = 150;
-    enq_wait e150;
-    memset(&e150, 0, sizeof e150);
     double sent150 = mono_ms();
-    ASSERT_OK(rjq_enqueue(q, "b", 1, &o, on_enq, &e150));
-    ASSERT(loop_until(base, &e150.done, 10000));
-    ASSERT_OK(e150.status);
+    enqueue_sync(base, q, "b", &o);
     long long due150 = zscore(x.rc, "t:{delay}:delayed", "d150");
 
     for (int i = 0; i < 1000 && x.handled < 2; i++) loop_for(base, 10);
@@ -531,10 +508,7 @@ TEST(delayed_job_not_before_due_and_promptly_after) {
     /* And on the server's own clock, exactly. */
     if (due150 >= 0) ASSERT(x.server_at_handler[0] >= due150);
     if (due300 >= 0) ASSERT(x.server_at_handler[1] >= due300);
-    redisFree(x.rc);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&env);
 }
 
 /* =========================================================================
@@ -557,11 +531,10 @@ static void prio_handler(rjq_job *job, void *data) {
 }
 
 TEST(priorities_strict_order_fifo_within_priority) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "prio");
+    test_env env;
+    env_start(&env, "prio");
+    struct event_base *base = env.base;
+    rjq_queue *q = env.q;
     long replies = 0;
     char names[PRIO_N][16];
     enq_wait waits[PRIO_N];
@@ -602,9 +575,7 @@ TEST(priorities_strict_order_fifo_within_priority) {
             FAIL_AT(__FILE__, __LINE__, "position %d: expected %s (priority %d), got %s", i,
                     names[order[i]], prio_values[order[i]], prio_seen[i]);
     }
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&env);
 }
 
 /* =========================================================================
@@ -620,24 +591,19 @@ static void bell_handler(rjq_job *job, void *data) {
 }
 
 TEST(idle_worker_woken_by_doorbell_and_no_blocking_commands) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *wc = client_for(base, &s); /* worker's client */
-    rjq_client *pc = client_for(base, &s); /* a separate producer */
-    rjq_queue *wq = queue_for(wc, "bell");
+    test_env env;
+    env_start(&env, "bell"); /* the worker's client and queue */
+    struct event_base *base = env.base;
+    redisContext *rc = env.rc;
+    rjq_client *pc = client_for(base, &env.s); /* a separate producer */
     rjq_queue *pq = queue_for(pc, "bell");
-    redisContext *rc = server_connect(&s);
     wait_connected(base, pc);
 
     /* poll_ms far beyond the safety net below: only the doorbell can wake
      * the worker in time. */
-    rjq_worker_options wo = {0};
-    wo.concurrency = 2;
-    wo.poll_ms = 60000;
-    wo.reclaim_ms = 600000;
+    rjq_worker_options wo = quiet_worker_options(2);
     rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(wq, &wo, bell_handler, NULL, &w));
+    ASSERT_OK(rjq_worker_start(env.q, &wo, bell_handler, NULL, &w));
     wait_idle(base, rc, "t:{bell}:wake");
     ASSERT_EQ(0, bell_handled);
 
@@ -664,11 +630,8 @@ TEST(idle_worker_woken_by_doorbell_and_no_blocking_commands) {
     ASSERT(server_calls(rc, "publish") > 0);
     ASSERT(server_calls(rc, "subscribe") > 0);
 
-    redisFree(rc);
-    rjq_client_free(wc);
     rjq_client_free(pc);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&env);
 }
 
 /* =========================================================================
@@ -704,11 +667,10 @@ static int all_digits(const char *s) {
 }
 
 TEST(idempotent_id_reports_existing) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "idem");
+    test_env env;
+    env_start(&env, "idem");
+    struct event_base *base = env.base;
+    rjq_queue *q = env.q;
 
     rjq_job_options o = {0};
     o.id = "order-42";
@@ -786,9 +748,7 @@ TEST(idempotent_id_reports_existing) {
     ASSERT_EQ(1 + BATCH_N - 2, st.enqueued);
     ASSERT_EQ(1 + BATCH_N - 2, st.ready);
     free(bw);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&env);
 }
 
 /* =========================================================================
@@ -872,18 +832,19 @@ static void free_in_handler(rjq_job *job, void *data) {
 }
 
 TEST(free_client_inside_handler_is_safe) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
+    test_env env;
+    env_start(&env, "freeh");
+    struct event_base *base = env.base;
     free_ctx x;
     memset(&x, 0, sizeof x);
-    x.c = client_for(base, &s);
-    x.q = queue_for(x.c, "freeh");
+    x.c = env.c;
+    x.q = env.q;
     enqueue_n(base, x.q, 4);
     rjq_worker_options wo = {0};
     wo.concurrency = 2;
     ASSERT_OK(rjq_worker_start(x.q, &wo, free_in_handler, &x, &x.w));
     ASSERT(loop_until(base, &x.stop.calls, 10000));
+    env.c = NULL; /* freed by the handler */
     loop_for(base, 300); /* nothing may run after the free but its cancellations */
 
     ASSERT_EQ(2, x.handled);
@@ -911,11 +872,8 @@ TEST(free_client_inside_handler_is_safe) {
 
     /* The two handed-out jobs were left active (they come back after
      * their lease); the other two were never claimed. */
-    redisContext *rc = server_connect(&s);
-    ASSERT_EQ(2, server_active_jobs(rc, "freeh"));
-    redisFree(rc);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    ASSERT_EQ(2, server_active_jobs(env.rc, "freeh"));
+    env_stop(&env);
 }
 
 /* A callback's record: how often, with what, and whether after the free. */
@@ -970,21 +928,22 @@ static void free_in_enq_cb(rjq_client *c, int status, const rjq_enqueued *jobs, 
 }
 
 TEST(free_client_inside_enqueue_callback) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
+    test_env env;
+    env_start(&env, "freee");
+    struct event_base *base = env.base;
     free_enq_ctx x;
     memset(&x, 0, sizeof x);
     tracked *all[5] = {&x.e2, &x.e3, &x.st, &x.st_inside, &x.late};
     for (int i = 0; i < 5; i++) all[i]->freed = &x.freed;
-    x.c = client_for(base, &s);
-    x.q = queue_for(x.c, "freee");
+    x.c = env.c;
+    x.q = env.q;
     /* Pipelined behind the first: still in flight when it is answered. */
     ASSERT_OK(rjq_enqueue(x.q, "1", 1, NULL, free_in_enq_cb, &x));
     ASSERT_OK(rjq_enqueue(x.q, "2", 1, NULL, tracked_enq, &x.e2));
     ASSERT_OK(rjq_queue_stats(x.q, tracked_stats, &x.st));
     ASSERT_OK(rjq_enqueue(x.q, "3", 1, NULL, tracked_enq, &x.e3));
     ASSERT(loop_until(base, &x.e1_calls, 10000));
+    env.c = NULL; /* freed by the callback */
     loop_for(base, 300);
     ASSERT_EQ(1, x.e1_calls);
     /* Every callback ran exactly once. Those still waiting for Redis when
@@ -1004,8 +963,7 @@ TEST(free_client_inside_enqueue_callback) {
     } else {
         ASSERT_EQ(0, x.late.calls);
     }
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&env);
 }
 
 typedef struct stop_ctx {
@@ -1040,11 +998,10 @@ static void stop_in_handler(rjq_job *job, void *data) {
 }
 
 TEST(stop_worker_inside_handler) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "stoph");
+    test_env env;
+    env_start(&env, "stoph");
+    struct event_base *base = env.base;
+    rjq_queue *q = env.q;
     enqueue_n(base, q, 3);
     stop_ctx x;
     memset(&x, 0, sizeof x);
@@ -1070,9 +1027,7 @@ TEST(stop_worker_inside_handler) {
     ASSERT_EQ(2, st.completed);
     ASSERT_EQ(1, st.ready);
     ASSERT_EQ(0, st.active);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&env);
 }
 
 typedef struct free_stop_ctx {
@@ -1102,13 +1057,13 @@ static void complete_handler(rjq_job *job, void *data) {
 }
 
 TEST(free_client_inside_stopped_callback) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
+    test_env env;
+    env_start(&env, "frees");
+    struct event_base *base = env.base;
     free_stop_ctx x;
     memset(&x, 0, sizeof x);
-    x.c = client_for(base, &s);
-    x.q = queue_for(x.c, "frees");
+    x.c = env.c;
+    x.q = env.q;
     enqueue_n(base, x.q, 2);
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(x.q, NULL, complete_handler, &x, &w));
@@ -1116,6 +1071,7 @@ TEST(free_client_inside_stopped_callback) {
     ASSERT_OK(rjq_worker_stop(w, free_in_stopped, &x));
     ASSERT_EQ(0, x.stop.calls); /* never from inside the call */
     ASSERT(loop_until(base, &x.stop.calls, 10000));
+    env.c = NULL; /* freed by the stopped callback */
     loop_for(base, 300);
     ASSERT_EQ(1, x.stop.calls);
     ASSERT_OK(x.stop.status);
@@ -1128,8 +1084,7 @@ TEST(free_client_inside_stopped_callback) {
     } else {
         ASSERT_EQ(0, x.enq.calls);
     }
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&env);
 }
 
 /* A handle held while the client is freed from outside any callback. */
@@ -1143,11 +1098,10 @@ static void hold_handler(rjq_job *job, void *data) {
 }
 
 TEST(held_job_after_client_free_reports_eclosed) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "held");
+    test_env env;
+    env_start(&env, "held");
+    struct event_base *base = env.base;
+    rjq_queue *q = env.q;
     enqueue_n(base, q, 2);
     rjq_worker_options wo = {0};
     wo.concurrency = 2;
@@ -1158,7 +1112,8 @@ TEST(held_job_after_client_free_reports_eclosed) {
     ASSERT(rjq_job_worker(held_jobs[0]) == w);
     char id0[64];
     snprintf(id0, sizeof id0, "%s", rjq_job_id(held_jobs[0]));
-    rjq_client_free(c);
+    rjq_client_free(env.c);
+    env.c = NULL;
     /* Readable until released; detached from the freed worker. */
     ASSERT_STREQ(id0, rjq_job_id(held_jobs[0]));
     ASSERT(rjq_job_worker(held_jobs[0]) == NULL);
@@ -1168,8 +1123,7 @@ TEST(held_job_after_client_free_reports_eclosed) {
     ASSERT_EQ(RJQ_ECLOSED, rjq_job_fail(held_jobs[1], "x", RJQ_FAIL_FATAL, -1, count_done, &done));
     loop_for(base, 100);
     ASSERT_EQ(0, done.calls);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&env);
 }
 
 /* =========================================================================
@@ -1219,11 +1173,10 @@ static void mix_handler(rjq_job *job, void *data) {
 }
 
 TEST(counters_and_depths_agree) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "mix");
+    test_env env;
+    env_start(&env, "mix");
+    struct event_base *base = env.base;
+    rjq_queue *q = env.q;
     static const struct {
         char kind;
         int n;
@@ -1329,12 +1282,11 @@ TEST(counters_and_depths_agree) {
     ASSERT_EQ(st.failed, st.retried + st.dead);
 
     /* ... and with the keys themselves. */
-    redisContext *rc = server_connect(&s);
+    redisContext *rc = env.rc;
     ASSERT_EQ(st.ready, server_int(rc, "LLEN t:{mix}:ready") + server_int(rc, "ZCARD t:{mix}:prio"));
     ASSERT_EQ(st.delayed, server_int(rc, "ZCARD t:{mix}:delayed"));
     ASSERT_EQ(st.active, server_active_jobs(rc, "mix"));
     ASSERT_EQ(st.dead_depth, server_int(rc, "ZCARD t:{mix}:dead"));
-    redisFree(rc);
 
     /* Stop the holder (it waits for its job), then finish the job. */
     cb_count stopped2 = {0, 0};
@@ -1347,9 +1299,7 @@ TEST(counters_and_depths_agree) {
     st = get_stats(base, q);
     ASSERT_EQ(21, st.completed);
     ASSERT_EQ(0, st.active);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&env);
 }
 
 /* =========================================================================
@@ -1369,11 +1319,10 @@ static void keep_handler(rjq_job *job, void *data) {
  * every 100 ms. Margins: a sweep would need the loop stalled for 2/3 of a
  * lease (400 ms) to see an expired lease. */
 TEST(running_job_keeps_its_lease_by_extension) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "ext");
+    test_env env;
+    env_start(&env, "ext");
+    struct event_base *base = env.base;
+    rjq_queue *q = env.q;
     long_job = NULL;
     enqueue_sync(base, q, "long", NULL);
     rjq_worker_options wo = {.concurrency = 1, .lease_ms = 600, .reclaim_ms = 100};
@@ -1395,7 +1344,5 @@ TEST(running_job_keeps_its_lease_by_extension) {
     rjq_stats st = get_stats(base, q);
     ASSERT_EQ(1, st.completed);
     ASSERT_EQ(0, st.reclaimed);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&env);
 }

@@ -1,4 +1,5 @@
 /* The queue event stream for monitors. */
+#include "fixture.h"
 #include "harness.h"
 #include "server.h"
 
@@ -25,24 +26,20 @@ static int has(const char *what) {
 }
 
 TEST(monitor_sees_each_transition_of_a_retried_job) {
-    test_server s;
-    server_start(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "mon");
+    test_env e;
+    env_open(&e, "mon", NULL); /* the monitor starts before the connection is up */
     rjq_monitor *m;
-    ASSERT_OK(rjq_queue_monitor(q, on_event, NULL, &m));
-    redisContext *rc = server_connect(&s);
-    for (int i = 0; i < 200 && server_int(rc, "EXISTS t:{mon}:monitored") == 0; i++) loop_for(base, 10);
-    ASSERT_EQ(1, server_int(rc, "EXISTS t:{mon}:monitored"));
-    loop_for(base, 50); /* let the SUBSCRIBE be confirmed */
+    ASSERT_OK(rjq_queue_monitor(e.q, on_event, NULL, &m));
+    for (int i = 0; i < 200 && server_int(e.rc, "EXISTS t:{mon}:monitored") == 0; i++) loop_for(e.base, 10);
+    ASSERT_EQ(1, server_int(e.rc, "EXISTS t:{mon}:monitored"));
+    loop_for(e.base, 50); /* let the SUBSCRIBE be confirmed */
     rjq_job_options o = {0};
     o.id = "job-a";
-    ASSERT_OK(rjq_enqueue(q, "x", 1, &o, NULL, NULL));
+    ASSERT_OK(rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));
     rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(q, NULL, handler, NULL, &w));
-    ASSERT(loop_until_count(base, &completed, 1, 5000));
-    for (int i = 0; i < 100 && !has("completed job-a"); i++) loop_for(base, 10);
+    ASSERT_OK(rjq_worker_start(e.q, NULL, handler, NULL, &w));
+    ASSERT(loop_until_count(e.base, &completed, 1, 5000));
+    for (int i = 0; i < 100 && !has("completed job-a"); i++) loop_for(e.base, 10);
     ASSERT(has("enqueued job-a"));
     ASSERT(has("active job-a"));
     ASSERT(has("failed job-a"));
@@ -50,14 +47,11 @@ TEST(monitor_sees_each_transition_of_a_retried_job) {
     ASSERT(has("completed job-a"));
     /* once stopped (and the flag gone), scripts publish nothing */
     ASSERT_OK(rjq_monitor_stop(m));
-    freeReplyObject(server_cmd(rc, "DEL t:{mon}:monitored"));
+    freeReplyObject(server_cmd(e.rc, "DEL t:{mon}:monitored"));
     o.id = "job-b";
-    ASSERT_OK(rjq_enqueue(q, "y", 1, &o, NULL, NULL));
-    ASSERT(loop_until_count(base, &completed, 2, 5000));
-    loop_for(base, 50);
+    ASSERT_OK(rjq_enqueue(e.q, "y", 1, &o, NULL, NULL));
+    ASSERT(loop_until_count(e.base, &completed, 2, 5000));
+    loop_for(e.base, 50);
     ASSERT(!has("enqueued job-b"));
-    redisFree(rc);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop(&s);
+    env_stop(&e);
 }

@@ -9,6 +9,7 @@
  * No timing assertion: waits are safety nets; workers use a 60 s safety
  * poll so it is never what delivers a job.
  */
+#include "fixture.h"
 #include "harness.h"
 #include "server.h"
 #include "waits.h"
@@ -46,10 +47,8 @@ static void release_one(held *h, long *done) {
 }
 
 static rjq_worker *start_worker(rjq_queue *q, int concurrency, held *h) {
-    rjq_worker_options wo = {0};
-    wo.concurrency = concurrency;
-    wo.poll_ms = 60000;
-    wo.reclaim_ms = 60000; /* its sweep would show as claims in claims_run() */
+    /* quiet: its reclaim sweep would show as claims in claims_run() */
+    rjq_worker_options wo = quiet_worker_options(concurrency);
     h->concurrency = concurrency;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, hold_handler, h, &w));
@@ -95,41 +94,38 @@ static long long claims_run(redisContext *rc) {
     return server_calls(rc, "zrangebyscore");
 }
 
-/* A server, a client whose worker (held jobs in h) has registered its
- * free slots on queue `name`, optionally a second client producing to the
- * same queue (pc, pq), and a connection for assertions. */
+/* The shared environment (test_env) on queue `name`, whose client's worker
+ * (held jobs in h) has registered its free slots, and optionally a second
+ * client producing to the same queue (pc, pq). */
 typedef struct push_env {
-    test_server s;
-    struct event_base *base;
-    rjq_client *c, *pc;
-    rjq_queue *q, *pq;
-    redisContext *rc;
+    test_env env;
+    rjq_client *pc;
+    rjq_queue *pq;
     rjq_worker *w;
     held h;
 } push_env;
 
-static void env_start(push_env *e, const char *name, int concurrency, int producer) {
+static void push_start(push_env *e, const char *name, int concurrency, int producer) {
     memset(e, 0, sizeof *e);
-    server_start_guarded(&e->s, NULL);
-    e->base = event_base_new();
-    e->c = client_for(e->base, &e->s);
-    e->q = queue_for(e->c, name);
+    env_start(&e->env, name);
     if (producer) {
-        e->pc = client_for(e->base, &e->s);
+        e->pc = client_for(e->env.base, &e->env.s);
         e->pq = queue_for(e->pc, name);
     }
-    e->rc = server_connect(&e->s);
-    e->w = start_worker(e->q, concurrency, &e->h);
+    e->w = start_worker(e->env.q, concurrency, &e->h);
     /* its first claim found nothing */
-    ASSERT(wait_registration(e->base, e->rc, name, concurrency));
+    ASSERT(wait_registration(e->env.base, e->env.rc, name, concurrency));
 }
 
-static void env_stop(push_env *e) {
-    redisFree(e->rc);
+static void push_stop(push_env *e) {
     if (e->pc) rjq_client_free(e->pc);
-    rjq_client_free(e->c);
-    event_base_free(e->base);
-    server_stop_guarded(&e->s);
+    env_stop(&e->env);
+}
+
+/* push_start with a one-slot worker; its registration's field (and epoch). */
+static void start_one_slot(push_env *e, const char *q, char *field, size_t n, long *epoch) {
+    push_start(e, q, 1, 0);
+    ASSERT_EQ(1, registration(e->env.rc, q, field, n, epoch));
 }
 
 /* Run the loop until queue q has n ready jobs. */
@@ -143,23 +139,23 @@ static int wait_ready(struct event_base *base, redisContext *rc, const char *q, 
 
 TEST(idle_worker_gets_new_jobs_pushed_and_offers_freed_slots) {
     push_env e;
-    env_start(&e, "push", 3, 0);
+    push_start(&e, "push", 3, 0);
 
-    long long claims = claims_run(e.rc);
-    enqueue_id(e.q, "a");
-    ASSERT(loop_until_count(e.base, &e.h.handled, 1, 5000));
+    long long claims = claims_run(e.env.rc);
+    enqueue_id(e.env.q, "a");
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 1, 5000));
     ASSERT_STREQ("a", e.h.last_id);
     ASSERT_EQ(1, e.h.last_attempt);
-    ASSERT_EQ(2, registration(e.rc, "push", NULL, 0, NULL)); /* one slot used by the push */
-    ASSERT_EQ(claims, claims_run(e.rc));                     /* no claim was needed */
-    ASSERT_EQ(1, server_active_jobs(e.rc, "push"));          /* leased like a claimed job */
+    ASSERT_EQ(2, registration(e.env.rc, "push", NULL, 0, NULL)); /* one slot used by the push */
+    ASSERT_EQ(claims, claims_run(e.env.rc));                     /* no claim was needed */
+    ASSERT_EQ(1, server_active_jobs(e.env.rc, "push"));          /* leased like a claimed job */
 
     long done = 0;
     release_one(&e.h, &done);
-    ASSERT(loop_until_count(e.base, &done, 1, 5000));
-    ASSERT_EQ(3, registration(e.rc, "push", NULL, 0, NULL)); /* offered with the completion */
-    ASSERT_EQ(claims, claims_run(e.rc));
-    info_wait i = get_info(e.base, e.q, "a");
+    ASSERT(loop_until_count(e.env.base, &done, 1, 5000));
+    ASSERT_EQ(3, registration(e.env.rc, "push", NULL, 0, NULL)); /* offered with the completion */
+    ASSERT_EQ(claims, claims_run(e.env.rc));
+    info_wait i = get_info(e.env.base, e.env.q, "a");
     ASSERT_OK(i.status);
     ASSERT_STREQ("completed", i.state);
 
@@ -167,23 +163,23 @@ TEST(idle_worker_gets_new_jobs_pushed_and_offers_freed_slots) {
      * claimed as slots free up. */
     rjq_enqueue_item items[5] = {{"1", 1, NULL}, {"2", 1, NULL}, {"3", 1, NULL},
                                  {"4", 1, NULL}, {"5", 1, NULL}};
-    ASSERT_OK(rjq_enqueue_batch(e.q, items, 5, NULL, NULL));
-    ASSERT(loop_until_count(e.base, &e.h.handled, 4, 5000));
+    ASSERT_OK(rjq_enqueue_batch(e.env.q, items, 5, NULL, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 4, 5000));
     ASSERT_EQ(3, e.h.n);
     ASSERT_EQ(3, e.h.most);
     for (int k = 0; k < 5; k++) {
-        for (int t = 0; t < 500 && e.h.n == 0; t++) loop_for(e.base, 10);
+        for (int t = 0; t < 500 && e.h.n == 0; t++) loop_for(e.env.base, 10);
         release_one(&e.h, &done);
     }
-    ASSERT(loop_until_count(e.base, &done, 6, 5000));
+    ASSERT(loop_until_count(e.env.base, &done, 6, 5000));
     ASSERT_EQ(6, e.h.handled);
     ASSERT_EQ(3, e.h.most);
 
     ASSERT_OK(rjq_worker_stop(e.w, NULL, NULL));
     /* a stopped worker is no longer offered jobs */
-    ASSERT(wait_registration(e.base, e.rc, "push", -1));
+    ASSERT(wait_registration(e.env.base, e.env.rc, "push", -1));
 
-    env_stop(&e);
+    push_stop(&e);
 }
 
 /* Jobs enqueued in bursts while a worker completes them at its own pace:
@@ -191,7 +187,7 @@ TEST(idle_worker_gets_new_jobs_pushed_and_offers_freed_slots) {
  * than its concurrency; every job runs once. */
 TEST(pushes_and_claims_never_exceed_concurrency) {
     push_env e;
-    env_start(&e, "cap", 2, 1);
+    push_start(&e, "cap", 2, 1);
 
     const long total = 120;
     long sent = 0, done = 0;
@@ -204,23 +200,23 @@ TEST(pushes_and_claims_never_exceed_concurrency) {
             snprintf(id, sizeof id, "j%ld", ++sent);
             enqueue_id(e.pq, id);
         }
-        loop_for(e.base, 1 + (int)(seed >> 20) % 3);
+        loop_for(e.env.base, 1 + (int)(seed >> 20) % 3);
         if (e.h.n > 0 && (seed >> 8) % 3 != 0) release_one(&e.h, &done);
     }
     while (done < total && e.h.n > 0) {
         release_one(&e.h, &done);
-        loop_for(e.base, 2);
-        if (e.h.n == 0) loop_for(e.base, 20);
+        loop_for(e.env.base, 2);
+        if (e.h.n == 0) loop_for(e.env.base, 20);
     }
-    ASSERT(loop_until_count(e.base, &done, total, 10000));
+    ASSERT(loop_until_count(e.env.base, &done, total, 10000));
     ASSERT_EQ(total, e.h.handled); /* each job once */
     ASSERT(e.h.most <= 2);
-    rjq_stats st = get_stats(e.base, e.q);
+    rjq_stats st = get_stats(e.env.base, e.env.q);
     ASSERT_EQ(total, st.completed);
     ASSERT_EQ(0, st.ready);
     ASSERT_EQ(0, st.active);
 
-    env_stop(&e);
+    push_stop(&e);
 }
 
 /* A registration left behind by a worker that has stopped (its HDEL raced
@@ -228,24 +224,23 @@ TEST(pushes_and_claims_never_exceed_concurrency) {
  * not spent, and the stale registration is dropped. */
 TEST(job_pushed_to_a_stopped_worker_goes_back_unspent) {
     push_env e;
-    env_start(&e, "gone", 1, 0);
     char field[256];
-    ASSERT_EQ(1, registration(e.rc, "gone", field, sizeof field, NULL));
+    start_one_slot(&e, "gone", field, sizeof field, NULL);
     ASSERT_OK(rjq_worker_stop(e.w, NULL, NULL));
-    ASSERT(wait_registration(e.base, e.rc, "gone", -1));
+    ASSERT(wait_registration(e.env.base, e.env.rc, "gone", -1));
 
-    freeReplyObject(server_cmd(e.rc, "HSET t:{gone}:idle %s %s", field, "5 1 30000"));
-    enqueue_id(e.q, "orphan");
-    ASSERT(wait_ready(e.base, e.rc, "gone", 1));
+    freeReplyObject(server_cmd(e.env.rc, "HSET t:{gone}:idle %s %s", field, "5 1 30000"));
+    enqueue_id(e.env.q, "orphan");
+    ASSERT(wait_ready(e.env.base, e.env.rc, "gone", 1));
     ASSERT_EQ(0, e.h.handled);
-    ASSERT_EQ(0, server_active_jobs(e.rc, "gone"));
-    ASSERT_EQ(-1, registration(e.rc, "gone", NULL, 0, NULL));
-    info_wait i = get_info(e.base, e.q, "orphan");
+    ASSERT_EQ(0, server_active_jobs(e.env.rc, "gone"));
+    ASSERT_EQ(-1, registration(e.env.rc, "gone", NULL, 0, NULL));
+    info_wait i = get_info(e.env.base, e.env.q, "orphan");
     ASSERT_OK(i.status);
     ASSERT_STREQ("ready", i.state);
     ASSERT_EQ(0, i.attempts);
 
-    env_stop(&e);
+    push_stop(&e);
 }
 
 /* Redis believes the worker has a free slot it does not have (planted):
@@ -254,13 +249,12 @@ TEST(job_pushed_to_a_stopped_worker_goes_back_unspent) {
  * registration epoch. */
 TEST(job_pushed_beyond_free_slots_is_handed_back) {
     push_env e;
-    env_start(&e, "full", 1, 0);
     char field[256];
     long epoch = 0;
-    ASSERT_EQ(1, registration(e.rc, "full", field, sizeof field, &epoch));
-    enqueue_id(e.q, "first");
-    ASSERT(loop_until_count(e.base, &e.h.handled, 1, 5000));
-    ASSERT_EQ(-1, registration(e.rc, "full", NULL, 0, NULL)); /* its only slot is used */
+    start_one_slot(&e, "full", field, sizeof field, &epoch);
+    enqueue_id(e.env.q, "first");
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 1, 5000));
+    ASSERT_EQ(-1, registration(e.env.rc, "full", NULL, 0, NULL)); /* its only slot is used */
 
     const char *ids[2] = {"same-epoch", "old-epoch"};
     long epochs[2] = {epoch, epoch - 1};
@@ -268,23 +262,23 @@ TEST(job_pushed_beyond_free_slots_is_handed_back) {
     for (int k = 0; k < 2; k++) {
         char v[64];
         snprintf(v, sizeof v, "1 %ld 30000", epochs[k]);
-        freeReplyObject(server_cmd(e.rc, "HSET t:{full}:idle %s %s", field, v));
-        enqueue_id(e.q, ids[k]);
-        ASSERT(wait_ready(e.base, e.rc, "full", 1)); /* handed back: the worker is full */
+        freeReplyObject(server_cmd(e.env.rc, "HSET t:{full}:idle %s %s", field, v));
+        enqueue_id(e.env.q, ids[k]);
+        ASSERT(wait_ready(e.env.base, e.env.rc, "full", 1)); /* handed back: the worker is full */
         ASSERT_EQ(1, e.h.n);
         ASSERT_EQ((long)k + 1, e.h.handled);
-        ASSERT_EQ(1, server_active_jobs(e.rc, "full"));
+        ASSERT_EQ(1, server_active_jobs(e.env.rc, "full"));
         release_one(&e.h, &done); /* room again: it claims the job */
-        ASSERT(loop_until_count(e.base, &e.h.handled, k + 2, 5000));
+        ASSERT(loop_until_count(e.env.base, &e.h.handled, k + 2, 5000));
         ASSERT_STREQ(ids[k], e.h.last_id);
         ASSERT_EQ(1, e.h.last_attempt); /* the push's attempt was given back */
-        loop_for(e.base, 20);
+        loop_for(e.env.base, 20);
     }
     ASSERT_EQ(1, e.h.most);
     release_one(&e.h, &done);
-    ASSERT(loop_until_count(e.base, &done, 3, 5000));
+    ASSERT(loop_until_count(e.env.base, &done, 3, 5000));
 
-    env_stop(&e);
+    push_stop(&e);
 }
 
 /* The subscriber connection of an idle worker's client is killed and a job
@@ -293,21 +287,21 @@ TEST(job_pushed_beyond_free_slots_is_handed_back) {
  * reconnect; either way the worker gets it once it has re-registered. */
 TEST(idle_worker_losing_its_subscriber_connection_still_gets_the_job) {
     push_env e;
-    env_start(&e, "sub", 2, 1);
+    push_start(&e, "sub", 2, 1);
 
     for (int round = 0; round < 3; round++) {
-        ASSERT(server_int(e.rc, "CLIENT KILL TYPE pubsub") >= 1);
+        ASSERT(server_int(e.env.rc, "CLIENT KILL TYPE pubsub") >= 1);
         char id[32];
         snprintf(id, sizeof id, "after-kill-%d", round);
         enqueue_id(e.pq, id);
-        ASSERT(loop_until_count(e.base, &e.h.handled, round + 1, 10000));
+        ASSERT(loop_until_count(e.env.base, &e.h.handled, round + 1, 10000));
         ASSERT_STREQ(id, e.h.last_id);
         long done = 0;
         release_one(&e.h, &done);
-        ASSERT(loop_until_count(e.base, &done, 1, 5000));
-        ASSERT(wait_registration(e.base, e.rc, "sub", 2)); /* registered again */
+        ASSERT(loop_until_count(e.env.base, &done, 1, 5000));
+        ASSERT(wait_registration(e.env.base, e.env.rc, "sub", 2)); /* registered again */
     }
     ASSERT_EQ(3, e.h.handled);
 
-    env_stop(&e);
+    push_stop(&e);
 }

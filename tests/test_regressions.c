@@ -22,6 +22,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "fixture.h"
 #include "harness.h"
 #include "internal.h" /* white-box: the await module's early-outcome list */
 #include "server.h"
@@ -62,11 +63,8 @@ static void big_handler(rjq_job *job, void *data) {
  * off ready, then failed ("too many results to unpack"), leaving them
  * active in no set, never to run. Every job must run once. */
 TEST(claim_larger_than_lua_unpack_limit_loses_nothing) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "big");
+    test_env e;
+    env_start(&e, "big");
     static rjq_enqueue_item items[BIG_JOBS];
     for (int i = 0; i < BIG_JOBS; i++) {
         items[i].payload = "x";
@@ -74,24 +72,22 @@ TEST(claim_larger_than_lua_unpack_limit_loses_nothing) {
         items[i].opts = NULL;
     }
     enq_ok = 0;
-    ASSERT_OK(rjq_enqueue_batch(q, items, BIG_JOBS, on_enq_ok, NULL));
-    ASSERT(loop_until_count(base, &enq_ok, BIG_JOBS, 5000));
+    ASSERT_OK(rjq_enqueue_batch(e.q, items, BIG_JOBS, on_enq_ok, NULL));
+    ASSERT(loop_until_count(e.base, &enq_ok, BIG_JOBS, 5000));
 
     rjq_worker_options wo = {0};
     wo.concurrency = BIG_JOBS; /* one claim would ask for every job at once */
     rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(q, &wo, big_handler, NULL, &w));
-    loop_until_count(base, &big_done, BIG_JOBS, 5000);
+    ASSERT_OK(rjq_worker_start(e.q, &wo, big_handler, NULL, &w));
+    loop_until_count(e.base, &big_done, BIG_JOBS, 5000);
     ASSERT_EQ(BIG_JOBS, big_handled);
     ASSERT_EQ(BIG_JOBS, big_done);
-    rjq_stats st = get_stats(base, q);
+    rjq_stats st = get_stats(e.base, e.q);
     ASSERT_EQ(BIG_JOBS, st.completed);
     ASSERT_EQ(0, st.ready);
     ASSERT_EQ(0, st.active);
 
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&e);
 }
 
 /* ---- 2. freeing the client while the command connection drops ---------------- */
@@ -225,26 +221,23 @@ static void acancel_cb(rjq_client *c, int status, const rjq_outcome *o, void *da
  * frees the client (allowed in any callback) freed the await too while a
  * watch request still referred to it, and cancel then used it. */
 TEST(await_cancel_callback_freeing_client_is_safe) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "acancel");
+    test_env e;
+    env_start(&e, "acancel");
     /* Once an await has been answered, the reply channel is subscribed and
      * the next await's watch goes out at once. */
-    ASSERT_OK(rjq_queue_await(q, "nope", NULL, acancel_warm_cb, NULL, NULL));
-    ASSERT(loop_until(base, &acancel_warm, 5000));
+    ASSERT_OK(rjq_queue_await(e.q, "nope", NULL, acancel_warm_cb, NULL, NULL));
+    ASSERT(loop_until(e.base, &acancel_warm, 5000));
 
     rjq_await *a = NULL;
-    ASSERT_OK(rjq_queue_await(q, "pending", NULL, acancel_cb, NULL, &a));
+    ASSERT_OK(rjq_queue_await(e.q, "pending", NULL, acancel_cb, NULL, &a));
     ASSERT(a != NULL);
     ASSERT_OK(rjq_await_cancel(a)); /* its watch is in flight */
+    e.c = NULL;                     /* acancel_cb freed it */
     ASSERT_EQ(1, acancel_calls);
     ASSERT_EQ(RJQ_ECANCELED, acancel_status);
-    loop_for(base, 50);
+    loop_for(e.base, 50);
     ASSERT_EQ(1, acancel_calls);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&e);
 }
 
 /* ---- 5. a connect that fails synchronously ---------------------------------- */
@@ -352,34 +345,31 @@ static void fin_on_stats(rjq_client *c, int status, const rjq_stats *st, void *d
  * RJQ_ECLOSED and release the handle, without calling their callback. The
  * leaks show under LeakSanitizer (the test drops its pointers to the jobs). */
 TEST(finish_job_during_client_free_returns_eclosed_without_leak) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "fin");
+    test_env e;
+    env_start(&e, "fin");
     rjq_enqueue_item items[2] = {{"a", 1, NULL}, {"b", 1, NULL}};
     enq_ok = 0;
-    ASSERT_OK(rjq_enqueue_batch(q, items, 2, on_enq_ok, NULL));
-    ASSERT(loop_until_count(base, &enq_ok, 2, 5000));
+    ASSERT_OK(rjq_enqueue_batch(e.q, items, 2, on_enq_ok, NULL));
+    ASSERT(loop_until_count(e.base, &enq_ok, 2, 5000));
     rjq_worker_options wo = {0};
     wo.concurrency = 2;
     rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(q, &wo, fin_handler, NULL, &w));
-    for (int i = 0; i < 500 && fin_nheld < 2; i++) loop_for(base, 10);
+    ASSERT_OK(rjq_worker_start(e.q, &wo, fin_handler, NULL, &w));
+    for (int i = 0; i < 500 && fin_nheld < 2; i++) loop_for(e.base, 10);
     ASSERT_EQ(2, fin_nheld);
 
     fin_complete_rc = fin_fail_rc = 12345;
-    ASSERT_OK(rjq_queue_stats(q, fin_on_stats, NULL));           /* in flight */
-    ASSERT_OK(rjq_enqueue(q, "c", 1, NULL, fin_on_enq, NULL)); /* batched for the tick */
-    rjq_client_free(c); /* both callbacks run in here, with RJQ_ECANCELED */
+    ASSERT_OK(rjq_queue_stats(e.q, fin_on_stats, NULL));           /* in flight */
+    ASSERT_OK(rjq_enqueue(e.q, "c", 1, NULL, fin_on_enq, NULL)); /* batched for the tick */
+    rjq_client_free(e.c); /* both callbacks run in here, with RJQ_ECANCELED */
+    e.c = NULL;
     ASSERT_EQ(1, fin_enq_cb);
     ASSERT_EQ(1, fin_stats_cb);
     ASSERT_EQ(RJQ_ECLOSED, fin_complete_rc);
     ASSERT_EQ(RJQ_ECLOSED, fin_fail_rc);
-    loop_for(base, 50);
+    loop_for(e.base, 50);
     ASSERT_EQ(0, fin_done_calls);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&e);
 }
 
 /* ---- 7. a doorbell heard while claims are in flight -------------------------- */
@@ -504,6 +494,23 @@ static void proxy_stop(proxy *p) {
     close(p->lfd);
 }
 
+/* env_start with the proxy between the client and Redis, and on_event
+ * (may be NULL) in the client's options. The test frees the client (and
+ * NULLs e->c), then proxy_stop, then env_stop. */
+static void env_start_proxied(test_env *e, proxy *p, const char *queue, rjq_event_cb *on_event) {
+    memset(e, 0, sizeof *e);
+    server_start_guarded(&e->s, NULL);
+    e->base = event_base_new();
+    ASSERT(e->base != NULL);
+    proxy_start(p, e->base, e->s.port);
+    rjq_client_options o = client_options(p->url);
+    o.on_event = on_event;
+    e->c = client_new(e->base, &o);
+    e->q = queue_for(e->c, queue);
+    e->rc = server_connect(&e->s);
+    wait_connected(e->base, e->c);
+}
+
 static rjq_job *bell_held[3];
 static int bell_nheld, bell_late, bell_sub_up, bell_marker;
 static char bell_marker_want[32];
@@ -555,71 +562,63 @@ static int bell_mark(struct event_base *base, rjq_queue *marker, const char *id)
  * doorbell all the same. The job then sat in ready until the safety poll.
  */
 TEST(doorbell_heard_while_claim_in_flight_is_not_lost) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
+    test_env e;
     proxy p;
-    proxy_start(&p, base, s.port);
-    rjq_client_options o = client_options(p.url);
-    o.on_event = bell_on_event;
-    rjq_client *c = client_new(base, &o);
-    rjq_queue *q = queue_for(c, "bell");
-    rjq_queue *marker = queue_for(c, "marker");
-    wait_connected(base, c);
-    ASSERT(loop_until(base, &bell_sub_up, 5000));
-    redisContext *rc = server_connect(&s); /* a dead job to replay later */
-    freeReplyObject(server_cmd(rc, "HSET t:{bell}:payload late x"));
-    freeReplyObject(server_cmd(rc, "HSET t:{bell}:state late %s", "dead 1"));
-    freeReplyObject(server_cmd(rc, "ZADD t:{bell}:dead 1 late"));
-    redisFree(rc);
+    env_start_proxied(&e, &p, "bell", bell_on_event);
+    rjq_queue *marker = queue_for(e.c, "marker");
+    ASSERT(loop_until(e.base, &bell_sub_up, 5000));
+    /* a dead job to replay later */
+    freeReplyObject(server_cmd(e.rc, "HSET t:{bell}:payload late x"));
+    freeReplyObject(server_cmd(e.rc, "HSET t:{bell}:state late %s", "dead 1"));
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{bell}:dead 1 late"));
 
     rjq_enqueue_item items[3] = {{"1", 1, NULL}, {"2", 1, NULL}, {"3", 1, NULL}};
     enq_ok = 0;
-    ASSERT_OK(rjq_enqueue_batch(q, items, 3, on_enq_ok, NULL));
-    ASSERT(loop_until_count(base, &enq_ok, 3, 5000));
+    ASSERT_OK(rjq_enqueue_batch(e.q, items, 3, on_enq_ok, NULL));
+    ASSERT(loop_until_count(e.base, &enq_ok, 3, 5000));
     rjq_worker_options wo = {0};
     wo.concurrency = 3;
     wo.poll_ms = 60000; /* the safety poll must not be what finds the job */
     rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(q, &wo, bell_handler, NULL, &w)); /* subscribes the doorbell */
+    ASSERT_OK(rjq_worker_start(e.q, &wo, bell_handler, NULL, &w)); /* subscribes the doorbell */
     rjq_monitor *m;
     ASSERT_OK(rjq_queue_monitor(marker, bell_on_monitor, NULL, &m)); /* subscribed after it */
     int marked = 0;
     for (int i = 0; i < 10 && !marked; i++) {
         char id[32];
         snprintf(id, sizeof id, "warm%d", i);
-        marked = bell_mark(base, marker, id);
+        marked = bell_mark(e.base, marker, id);
     }
     ASSERT(marked); /* both subscriptions are confirmed */
-    for (int i = 0; i < 500 && bell_nheld < 3; i++) loop_for(base, 10);
+    for (int i = 0; i < 500 && bell_nheld < 3; i++) loop_for(e.base, 10);
     ASSERT_EQ(3, bell_nheld); /* one claim filled all it asked for: hungry */
 
     proxy_hold(&p, 1);
     /* Each finished job frees a slot that its queue tick claims at once:
      * two claims in flight, in separate ticks. */
     ASSERT_OK(rjq_job_complete(bell_held[0], "", 0, NULL, NULL));
-    loop_for(base, 30);
+    loop_for(e.base, 30);
     ASSERT_OK(rjq_job_complete(bell_held[1], "", 0, NULL, NULL));
-    loop_for(base, 30);
+    loop_for(e.base, 30);
     /* Sent behind both claims on the same connection: they ran first and
      * found nothing; this replay rings the doorbell. */
-    ASSERT_OK(rjq_queue_replay(q, "late", 0, bell_replayed, NULL));
-    loop_for(base, 30);
-    ASSERT(bell_mark(base, marker, "after")); /* the doorbell has been heard */
+    ASSERT_OK(rjq_queue_replay(e.q, "late", 0, bell_replayed, NULL));
+    loop_for(e.base, 30);
+    ASSERT(bell_mark(e.base, marker, "after")); /* the doorbell has been heard */
     /* Its tick runs claim() with both claims in flight: nothing is sent. */
     ASSERT_OK(rjq_job_complete(bell_held[2], "", 0, NULL, NULL));
-    loop_for(base, 30);
+    loop_for(e.base, 30);
     ASSERT_EQ(0, bell_late);
     proxy_hold(&p, 0); /* the empty claims come back */
 
-    ASSERT(loop_until(base, &bell_late, 5000));
+    ASSERT(loop_until(e.base, &bell_late, 5000));
     ASSERT_EQ(1, bell_late);
 
     ASSERT_OK(rjq_monitor_stop(m));
-    rjq_client_free(c);
+    rjq_client_free(e.c);
+    e.c = NULL;
     proxy_stop(&p);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&e);
 }
 
 /* ---- 8. awaits of jobs with long keys ------------------------------------- */
@@ -716,44 +715,37 @@ static void flood_cb(rjq_client *c, int status, const rjq_outcome *o, void *data
 }
 
 TEST(stale_outcomes_do_not_pile_up_while_enqueues_are_in_flight) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
+    test_env e;
     proxy p;
-    proxy_start(&p, base, s.port);
-    rjq_client_options o = client_options(p.url);
-    rjq_client *c = client_new(base, &o);
-    rjq_queue *q = queue_for(c, "flood");
-    wait_connected(base, c);
+    env_start_proxied(&e, &p, "flood", NULL);
+    rjq_client *c = e.c;
 
     proxy_hold(&p, 1); /* the enqueue's reply will wait in the proxy */
-    ASSERT_OK(rjq_enqueue_await(q, "x", 1, NULL, NULL, flood_cb, NULL, NULL));
-    for (int i = 0; i < 500 && c->aw.enqueues_inflight == 0; i++) loop_for(base, 10);
+    ASSERT_OK(rjq_enqueue_await(e.q, "x", 1, NULL, NULL, flood_cb, NULL, NULL));
+    for (int i = 0; i < 500 && c->aw.enqueues_inflight == 0; i++) loop_for(e.base, 10);
     ASSERT_EQ(1, c->aw.enqueues_inflight);
 
-    redisContext *rc = server_connect(&s);
     for (int i = 0; i < 3000; i++) {
-        redisReply *r = server_cmd(rc, "PUBLISH %s completed\nt:{flood}:job:ghost-%d\nlate", c->aw.channel, i);
+        redisReply *r = server_cmd(e.rc, "PUBLISH %s completed\nt:{flood}:job:ghost-%d\nlate", c->aw.channel, i);
         ASSERT_EQ(1, r->integer);
         freeReplyObject(r);
     }
-    for (int i = 0; i < 300 && c->aw.nearly < 1024; i++) loop_for(base, 10);
-    loop_for(base, 100); /* anything still coming */
+    for (int i = 0; i < 300 && c->aw.nearly < 1024; i++) loop_for(e.base, 10);
+    loop_for(e.base, 100); /* anything still coming */
     ASSERT_EQ(1024, c->aw.nearly);
 
     proxy_hold(&p, 0);
-    for (int i = 0; i < 500 && c->aw.enqueues_inflight > 0; i++) loop_for(base, 10);
+    for (int i = 0; i < 500 && c->aw.enqueues_inflight > 0; i++) loop_for(e.base, 10);
     ASSERT_EQ(0, c->aw.enqueues_inflight);
     ASSERT_EQ(0, c->aw.nearly);
     ASSERT_EQ(0, flood_calls);
 
-    redisFree(rc);
     rjq_client_free(c);
+    e.c = NULL;
     ASSERT_EQ(1, flood_calls);
     ASSERT_EQ(RJQ_ECANCELED, flood_status);
     proxy_stop(&p);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&e);
 }
 
 /* A failure re-sent after its reply was lost (the library re-sends
@@ -777,53 +769,48 @@ static void fres_done(rjq_client *c, int status, void *data) {
 }
 
 TEST(resent_failure_after_the_job_moved_on_is_recognised) {
-    test_server s;
-    server_start_guarded(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *ca = client_for(base, &s), *cb = client_for(base, &s);
-    rjq_queue *qa = queue_for(ca, "fres"), *qb = queue_for(cb, "fres");
+    test_env e; /* client A */
+    env_start(&e, "fres");
+    rjq_client *cb = client_for(e.base, &e.s);
+    rjq_queue *qb = queue_for(cb, "fres");
     rjq_job_options jo = {0};
     jo.id = "fj";
-    ASSERT_OK(rjq_enqueue(qa, "x", 1, &jo, NULL, NULL));
+    ASSERT_OK(rjq_enqueue(e.q, "x", 1, &jo, NULL, NULL));
     rjq_worker *wa, *wb;
-    ASSERT_OK(rjq_worker_start(qa, NULL, fres_hold, NULL, &wa));
-    for (int i = 0; i < 500 && fres_held == NULL; i++) loop_for(base, 10);
+    ASSERT_OK(rjq_worker_start(e.q, NULL, fres_hold, NULL, &wa));
+    for (int i = 0; i < 500 && fres_held == NULL; i++) loop_for(e.base, 10);
     ASSERT(fres_held != NULL);
     char token[64];
     snprintf(token, sizeof token, "%s", rjq_job_token(fres_held));
     ASSERT_OK(rjq_worker_stop(wa, NULL, NULL)); /* A claims nothing more */
     ASSERT_OK(rjq_job_fail(fres_held, "boom", RJQ_FAIL_RETRY, 0, fres_done, NULL));
     fres_held = NULL;
-    ASSERT(loop_until(base, &fres_failed, 5000));
+    ASSERT(loop_until(e.base, &fres_failed, 5000));
     ASSERT_OK(rjq_worker_start(qb, NULL, fres_hold, NULL, &wb));
-    for (int i = 0; i < 500 && fres_held == NULL; i++) loop_for(base, 10);
+    for (int i = 0; i < 500 && fres_held == NULL; i++) loop_for(e.base, 10);
     ASSERT(fres_held != NULL);
     ASSERT(strcmp(token, rjq_job_token(fres_held)) != 0); /* B holds it now */
 
-    redisContext *rc = server_connect(&s);
     const char *argv[] = {"FCALL", rjq__scripts[RJQ__S_FAIL].function, "14", "t:{fres}:active",
                           "t:{fres}:ready", "t:{fres}:prio", "t:{fres}:delayed", "t:{fres}:dead",
                           "t:{fres}:stats", "t:{fres}:payload", "t:{fres}:state", "t:{fres}:options",
                           "t:{fres}:result", "t:{fres}:error", "t:{fres}:failtoken", "t:{fres}:watchers",
                           "t:{fres}:monitored",
                           "t:{fres}:job:", "t:{fres}:wake", "fj", token, "boom", "0", "0", "0.5", "100000"};
-    redisReply *r = redisCommandArgv(rc, (int)(sizeof argv / sizeof argv[0]), argv, NULL);
+    redisReply *r = redisCommandArgv(e.rc, (int)(sizeof argv / sizeof argv[0]), argv, NULL);
     ASSERT(r != NULL && r->type == REDIS_REPLY_INTEGER);
     ASSERT_EQ(3, r->integer); /* already applied, not "lease lost" */
     freeReplyObject(r);
     /* and nothing changed: B still holds it, one failure counted */
     char want[128];
     snprintf(want, sizeof want, "active 2 %s", rjq_job_token(fres_held)); /* state attempts token */
-    r = server_cmd(rc, "HGET t:{fres}:state fj");
+    r = server_cmd(e.rc, "HGET t:{fres}:state fj");
     ASSERT_STREQ(want, r->str);
     freeReplyObject(r);
-    ASSERT_EQ(1, server_int(rc, "HGET t:{fres}:stats failed"));
-    ASSERT_EQ(1, server_active_jobs(rc, "fres"));
+    ASSERT_EQ(1, server_int(e.rc, "HGET t:{fres}:stats failed"));
+    ASSERT_EQ(1, server_active_jobs(e.rc, "fres"));
 
     ASSERT_OK(rjq_job_complete(fres_held, "", 0, NULL, NULL));
-    redisFree(rc);
-    rjq_client_free(ca);
     rjq_client_free(cb);
-    event_base_free(base);
-    server_stop_guarded(&s);
+    env_stop(&e);
 }

@@ -8,6 +8,7 @@
  * No timing assertion: waits are safety nets; "past the retention time" is
  * a retention of 1 ms and a 20 ms pause before the sweep is asked for.
  */
+#include "fixture.h"
 #include "harness.h"
 #include "server.h"
 #include "waits.h"
@@ -43,30 +44,11 @@ static void complete_handler(rjq_job *job, void *data) {
     ASSERT_OK(rjq_job_complete(job, res, (size_t)n, on_done_ok, data));
 }
 
-/* A private server, a client with queue `name` under the given retention
- * limits, and a synchronous connection for looking at the keys. */
-typedef struct ret_env {
-    test_server s;
-    struct event_base *base;
-    rjq_client *c;
-    rjq_queue *q;
-    redisContext *rc;
-} ret_env;
-
-static void env_start(ret_env *e, const char *name, long long retention_ms, long completed_max) {
-    server_start_guarded(&e->s, NULL);
-    e->base = event_base_new();
-    e->c = client_for(e->base, &e->s);
+/* The shared environment (test_env) with queue `name` under the given
+ * retention limits. */
+static void ret_start(test_env *e, const char *name, long long retention_ms, long completed_max) {
     rjq_queue_options o = {.retention_ms = retention_ms, .completed_max = completed_max};
-    ASSERT_OK(rjq_queue_open(e->c, name, &o, &e->q));
-    e->rc = server_connect(&e->s);
-}
-
-static void env_stop(ret_env *e) {
-    redisFree(e->rc);
-    rjq_client_free(e->c);
-    event_base_free(e->base);
-    server_stop_guarded(&e->s);
+    env_start_queue(e, name, &o);
 }
 
 /* Enqueue jobs id<NN> (payload p<NN>) for NN in 1..n and wait for the
@@ -116,8 +98,8 @@ static long long sweep(struct event_base *base, rjq_queue *q) {
 }
 
 TEST(completed_beyond_count_cap_deleted_oldest_first) {
-    ret_env e;
-    env_start(&e, "cap", -1, 5);
+    test_env e;
+    ret_start(&e, "cap", -1, 5);
 
     enqueue_ids(e.base, e.q, "c", 12);
     run_worker(e.base, e.q, 12);
@@ -144,8 +126,8 @@ TEST(completed_beyond_count_cap_deleted_oldest_first) {
 }
 
 TEST(completed_past_retention_deleted_by_sweep_on_idle_queue) {
-    ret_env e;
-    env_start(&e, "age", 1, -1);
+    test_env e;
+    ret_start(&e, "age", 1, -1);
 
     enqueue_ids(e.base, e.q, "a", 3);
     run_worker(e.base, e.q, 3);
@@ -168,8 +150,8 @@ TEST(completed_past_retention_deleted_by_sweep_on_idle_queue) {
 }
 
 TEST(no_retention_limits_keep_every_completed_job) {
-    ret_env e;
-    env_start(&e, "keep", -1, -1);
+    test_env e;
+    ret_start(&e, "keep", -1, -1);
 
     enqueue_ids(e.base, e.q, "k", 20);
     run_worker(e.base, e.q, 20);
@@ -188,8 +170,8 @@ TEST(no_retention_limits_keep_every_completed_job) {
  * is deleted once 64 more jobs completed (lib.lua, sweep_due), without
  * the workers' reclaim sweep (its period here is far beyond the test). */
 TEST(completion_calls_delete_records_past_retention_within_64_jobs) {
-    ret_env e;
-    env_start(&e, "batch", 1, -1);
+    test_env e;
+    ret_start(&e, "batch", 1, -1);
 
     enqueue_ids(e.base, e.q, "a", 10);
     run_worker_with(e.base, e.q, 10, 600000);
@@ -214,8 +196,8 @@ TEST(completion_calls_delete_records_past_retention_within_64_jobs) {
  * then every 11 jobs, and the 700th job leaves 634 (640 would mean a
  * sweep on every call). */
 TEST(large_count_cap_kept_within_one_64th_below_it) {
-    ret_env e;
-    env_start(&e, "bigcap", -1, 640); /* slack 10 */
+    test_env e;
+    ret_start(&e, "bigcap", -1, 640); /* slack 10 */
 
     enqueue_ids(e.base, e.q, "j", 700);
     run_worker(e.base, e.q, 700);

@@ -1,4 +1,5 @@
 /* End-to-end smoke: enqueue, work, complete, stats. */
+#include "fixture.h"
 #include "harness.h"
 #include "server.h"
 #include "waits.h"
@@ -30,25 +31,20 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) 
 }
 
 TEST(smoke_enqueue_work_complete) {
-    test_server s;
-    server_start(&s, NULL);
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, "smoke");
-    for (int i = 0; i < 100; i++) ASSERT_OK(rjq_enqueue(q, "hello", 5, NULL, on_enq, NULL));
-    ASSERT(loop_until_count(base, &enqueued, 100, 5000));
+    test_env e;
+    env_open(&e, "smoke", NULL); /* the enqueues wait for the connection */
+    for (int i = 0; i < 100; i++) ASSERT_OK(rjq_enqueue(e.q, "hello", 5, NULL, on_enq, NULL));
+    ASSERT(loop_until_count(e.base, &enqueued, 100, 5000));
     rjq_worker_options wo = {0};
     wo.concurrency = 10;
     rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(q, &wo, handler, NULL, &w));
-    ASSERT(loop_until_count(base, &done_count, 100, 5000));
-    ASSERT_OK(rjq_queue_stats(q, on_stats, NULL));
-    ASSERT(loop_until(base, &got_stats, 5000));
+    ASSERT_OK(rjq_worker_start(e.q, &wo, handler, NULL, &w));
+    ASSERT(loop_until_count(e.base, &done_count, 100, 5000));
+    ASSERT_OK(rjq_queue_stats(e.q, on_stats, NULL));
+    ASSERT(loop_until(e.base, &got_stats, 5000));
     ASSERT_EQ(100, last.enqueued);
     ASSERT_EQ(100, last.completed);
     ASSERT_EQ(0, last.ready);
     ASSERT_EQ(0, last.active);
-    rjq_client_free(c);
-    event_base_free(base);
-    server_stop(&s);
+    env_stop(&e);
 }

@@ -67,20 +67,27 @@ static enq_wait enqueue_sync(struct event_base *base, rjq_queue *q, const char *
     return w;
 }
 
+/* Script calls so far (FCALL, or EVALSHA where functions are refused). */
+static long long script_calls(redisContext *rc) {
+    return server_calls(rc, "fcall") + server_calls(rc, "evalsha");
+}
+
 /* Wait until the worker's wake channel is subscribed and its claims have
  * settled (no script call for a while). Used before testing what wakes an
- * idle worker. Being wrong here cannot make a test fail, only weaker: a
+ * idle worker. Settling too early cannot make a test fail, only weaker: a
  * doorbell heard during a claim still triggers one more claim. */
 static void wait_idle(struct event_base *base, redisContext *rc, const char *wake) {
-    for (int i = 0; i < 500; i++) {
-        if (server_numsub(rc, wake) >= 1 && server_calls(rc, "evalsha") >= 1) break;
+    int i = 0;
+    for (; i < 500; i++) {
+        if (server_numsub(rc, wake) >= 1 && script_calls(rc) >= 1) break;
         loop_for(base, 10);
     }
+    ASSERT(i < 500); /* subscribed, and its first claim ran */
     long long before;
     do {
-        before = server_calls(rc, "evalsha");
+        before = script_calls(rc);
         loop_for(base, 150);
-    } while (server_calls(rc, "evalsha") != before);
+    } while (script_calls(rc) != before);
 }
 
 /* =========================================================================

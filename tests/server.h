@@ -43,8 +43,11 @@ void server_stop_guarded(test_server *s);
 
 /* A synchronous connection to the server; reply must be freed. */
 redisContext *server_connect(const test_server *s);
-redisReply *server_cmd(redisContext *rc, const char *fmt, ...);
-long long server_int(redisContext *rc, const char *fmt, ...);
+/* fmt: hiredis' format without %b (checked as printf's, so a missing
+ * argument is a compile error). */
+redisReply *server_cmd(redisContext *rc, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+long long server_int(redisContext *rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The server's clock in ms (the clock the scripts use). */
 long long server_now_ms(redisContext *rc);
 /* Jobs in the active set of queue q (key prefix "t"), without the member

@@ -408,7 +408,8 @@ TEST(wrongtype_key_reported_nothing_written) {
 
     /* A key the call does not touch is not its business: an enqueue
      * without delay goes through with a wrongly typed delayed set. */
-    freeReplyObject(server_cmd(env.rc, "HSET %s f v"));
+    freeReplyObject(server_cmd(env.rc, "HSET %s f v", "t:{q}:delayed"));
+    ASSERT_EQ(1, server_int(env.rc, "HEXISTS t:{q}:delayed f")); /* planted */
     memset(&e, 0, sizeof e);
     ASSERT_OK(rjq_enqueue(env.q, "y", 1, &o, on_enq, &e));
     ASSERT(loop_until(env.base, &e.calls, 10000));

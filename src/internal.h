@@ -306,7 +306,9 @@ typedef struct rjq__enq_batch {
 
 typedef struct rjq__complete_item {
     rjq_worker *w;
-    char *id, *token;         /* id owns one block holding all three */
+    char *id;                 /* owns one block holding all three strings */
+    char *tail;               /* "<attempt> <token>": how the job's state ends
+                               * while this claim holds it (complete.lua) */
     char *result;
     size_t result_len;
     rjq_done_cb *cb;

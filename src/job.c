@@ -98,7 +98,7 @@ static int send_batch(rjq_queue *q, complete_batch *b) {
     }
     for (size_t i = 0; i < b->n; i++) {
         rjq__argv_str(&a, b->items[i].id);
-        rjq__argv_str(&a, b->items[i].token);
+        rjq__argv_str(&a, b->items[i].tail);
         rjq__argv_add(&a, b->items[i].result, b->items[i].result_len);
     }
     int rc = a.oom ? RJQ_ENOMEM
@@ -150,16 +150,18 @@ static int queue_completion(rjq_queue *q, rjq_job *job, const void *result, size
         q->pending = p;
         q->cap_pending = cap;
     }
-    size_t idlen = strlen(job->id), toklen = strlen(job->token);
-    char *mem = malloc(idlen + toklen + len + 3);
+    size_t idlen = strlen(job->id);
+    int taillen = snprintf(NULL, 0, "%d %s", job->attempt, job->token);
+    if (taillen < 0) return RJQ_ENOMEM;
+    char *mem = malloc(idlen + (size_t)taillen + len + 3);
     if (mem == NULL) return RJQ_ENOMEM;
     rjq__complete_item *it = &q->pending[q->npending++];
     it->w = job->w;
     it->id = mem;
     memcpy(mem, job->id, idlen + 1);
-    it->token = mem + idlen + 1;
-    memcpy(it->token, job->token, toklen + 1);
-    it->result = it->token + toklen + 1;
+    it->tail = mem + idlen + 1;
+    snprintf(it->tail, (size_t)taillen + 1, "%d %s", job->attempt, job->token);
+    it->result = it->tail + taillen + 1;
     if (len) memcpy(it->result, result, len);
     it->result[len] = '\0';
     it->result_len = len;

@@ -6,9 +6,10 @@
  * "<prefix>:{Q}:push:<random>", on the subscriber connection. Enqueue
  * claims new jobs for workers that registered free slots and publishes
  * them there, one message per worker:
- *     "<worker> <epoch> <count>\n" then per job
- *     "<id len> <token len> <payload len> <attempt> <max attempts>\n"
- *     followed by the id, token and payload bytes.
+ *     "<worker> <epoch> <count> <token>\n" then per job
+ *     "<id len> <payload len> <attempt> <max attempts>\n"
+ *     followed by the id and payload bytes (the jobs of one message share
+ *     their fencing token).
  * Jobs for a worker that is gone (stopped meanwhile) go back to the queue
  * at once (release.lua), so they do not wait for their lease.
  */
@@ -33,20 +34,28 @@ static int parse_num(const char **p, const char *end, char stop, unsigned long l
     return 0;
 }
 
-/* One job's header and bytes. */
+/* A non-empty word without spaces ending in `stop`; advances *p past it. */
+static int parse_word(const char **p, const char *end, char stop, const char **word,
+                      size_t *len) {
+    const char *s = memchr(*p, stop, (size_t)(end - *p));
+    if (s == NULL || s == *p || memchr(*p, ' ', (size_t)(s - *p))) return -1;
+    *word = *p;
+    *len = (size_t)(s - *p);
+    *p = s + 1;
+    return 0;
+}
+
+/* One job's header and bytes (its token is the message's). */
 static int parse_job(const char **p, const char *end, rjq__pushed *d) {
-    unsigned long long idlen, toklen, len, attempt, max;
-    if (parse_num(p, end, ' ', &idlen) || parse_num(p, end, ' ', &toklen) ||
-        parse_num(p, end, ' ', &len) || parse_num(p, end, ' ', &attempt) ||
-        parse_num(p, end, '\n', &max))
+    unsigned long long idlen, len, attempt, max;
+    if (parse_num(p, end, ' ', &idlen) || parse_num(p, end, ' ', &len) ||
+        parse_num(p, end, ' ', &attempt) || parse_num(p, end, '\n', &max))
         return -1;
-    if (idlen == 0 || attempt > 1000000 || max > 1000000 ||
-        (size_t)(end - *p) < idlen || (size_t)(end - *p) - idlen < toklen ||
-        (size_t)(end - *p) - idlen - toklen < len)
+    if (idlen == 0 || attempt > 1000000 || max > 1000000 || (size_t)(end - *p) < idlen ||
+        (size_t)(end - *p) - idlen < len)
         return -1;
     d->id = *p, d->idlen = (size_t)idlen;
-    d->token = d->id + idlen, d->toklen = (size_t)toklen;
-    d->payload = d->token + toklen, d->len = (size_t)len;
+    d->payload = d->id + idlen, d->len = (size_t)len;
     d->attempt = (int)attempt;
     d->max_attempts = (int)max;
     *p = d->payload + len;
@@ -66,17 +75,22 @@ static void on_push(rjq_client *c, const char *channel, const char *msg, size_t 
         rjq__workers_resync(q);
         return;
     }
-    const char *p = msg, *end = msg + len;
+    const char *p = msg, *end = msg + len, *token;
     unsigned long long wid, epoch, n;
+    size_t toklen;
     if (parse_num(&p, end, ' ', &wid) || parse_num(&p, end, ' ', &epoch) ||
-        parse_num(&p, end, '\n', &n) || n == 0 || n > len) {
+        parse_num(&p, end, ' ', &n) || n == 0 || n > len ||
+        parse_word(&p, end, '\n', &token, &toklen)) {
         rjq__errmsg(c, "push on %s: malformed message", channel);
         return; /* its jobs come back when their lease expires */
     }
     rjq__pushed *jobs = malloc((size_t)n * sizeof *jobs);
     if (jobs == NULL) return; /* the same */
     size_t got = 0;
-    while (got < n && parse_job(&p, end, &jobs[got]) == 0) got++;
+    while (got < n && parse_job(&p, end, &jobs[got]) == 0) {
+        jobs[got].token = token, jobs[got].toklen = toklen;
+        got++;
+    }
     if (got < n || p != end) {
         rjq__errmsg(c, "push on %s: malformed message", channel);
     } else {

@@ -152,17 +152,15 @@ static void want_claim(rjq_worker *w) {
 
 /* ---- claim ------------------------------------------------------------ */
 
-/* A job from one entry of a claim reply (id, token, payload, attempt,
- * max_attempts); 0 on success. */
-static int reply_job(redisReply **e, rjq__pushed *d) {
-    if (e[0]->type != REDIS_REPLY_STRING || e[1]->type != REDIS_REPLY_STRING ||
-        e[2]->type != REDIS_REPLY_STRING)
-        return -1;
+/* A job from one entry of a claim reply (id, payload, attempt,
+ * max_attempts) and the reply's token; 0 on success. */
+static int reply_job(redisReply **e, const redisReply *token, rjq__pushed *d) {
+    if (e[0]->type != REDIS_REPLY_STRING || e[1]->type != REDIS_REPLY_STRING) return -1;
     d->id = e[0]->str, d->idlen = e[0]->len;
-    d->token = e[1]->str, d->toklen = e[1]->len;
-    d->payload = e[2]->str, d->len = e[2]->len;
-    d->attempt = (int)e[3]->integer;
-    d->max_attempts = (int)e[4]->integer;
+    d->token = token->str, d->toklen = token->len;
+    d->payload = e[1]->str, d->len = e[1]->len;
+    d->attempt = (int)e[2]->integer;
+    d->max_attempts = (int)e[3]->integer;
     return 0;
 }
 
@@ -236,9 +234,10 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     w->claiming--;
     w->asked -= asked;
     if (c->closing) return;
-    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-                             (r->elements - 2) % 5 != 0 ||
-                             r->element[1]->type != REDIS_REPLY_INTEGER)) {
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
+                             (r->elements - 3) % 4 != 0 ||
+                             r->element[1]->type != REDIS_REPLY_INTEGER ||
+                             r->element[2]->type != REDIS_REPLY_STRING)) {
         rjq__errmsg(c, "claim: unexpected reply");
         status = RJQ_EPROTO;
     }
@@ -252,12 +251,13 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
         return;
     }
     if (ctx_epoch == w->epoch) w->offered += (int)r->element[1]->integer;
-    size_t got = (r->elements - 2) / 5;
+    size_t got = (r->elements - 3) / 4;
     rjq_job **jobs = got ? malloc(got * sizeof *jobs) : NULL;
     size_t made = 0;
     for (size_t i = 0; i < got && jobs; i++) {
         rjq__pushed d;
-        rjq_job *j = reply_job(&r->element[2 + 5 * i], &d) == 0 ? new_job(w, &d) : NULL;
+        rjq_job *j =
+            reply_job(&r->element[3 + 4 * i], r->element[2], &d) == 0 ? new_job(w, &d) : NULL;
         if (j) jobs[made++] = j;
     }
     /* Jobs that could not be handed out (out of memory) are left to their

@@ -305,3 +305,55 @@ TEST(idle_worker_losing_its_subscriber_connection_still_gets_the_job) {
 
     push_stop(&e);
 }
+
+/* Malformed messages on a worker's push channel (a foreign publisher, a
+ * client of another version) run nothing and say why; the worker keeps
+ * its registration and the next real push still reaches it. */
+TEST(malformed_push_message_runs_nothing_and_worker_keeps_working) {
+    push_env e;
+    push_start(&e, "bad", 2, 0);
+    redisReply *r = server_cmd(e.env.rc, "PUBSUB CHANNELS t:{bad}:push:*");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1);
+    char ch[128];
+    snprintf(ch, sizeof ch, "%s", r->element[0]->str);
+    freeReplyObject(r);
+    char field[256];
+    long epoch = 0;
+    ASSERT_EQ(2, registration(e.env.rc, "bad", field, sizeof field, &epoch));
+    long wid = atol(field);
+
+    /* Each is refused as a whole (none of its jobs run). All but the first
+     * start with this worker's "<worker> <epoch>". */
+    const char *bodies[] = {
+        NULL,                     /* "garbage" */
+        " 1\n1 3 1 1 3\nabcx",    /* no token: the format before tokens per message */
+        " 0 tok\n",               /* no jobs */
+        " 1 to k\n1 1 1 3\nax",   /* a space in the token */
+        " 1 tok\n1 5 1 3\nax",    /* payload cut short */
+        " 1 tok\n1 1 1 3\naxy",   /* bytes after the last job */
+        " 2 tok\n1 1 1 3\nax",    /* fewer jobs than announced */
+        " 1 tok\n0 1 1 3\nx",     /* empty id */
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        char msg[256];
+        if (bodies[i]) snprintf(msg, sizeof msg, "%ld %ld%s", wid, epoch, bodies[i]);
+        else snprintf(msg, sizeof msg, "garbage");
+        ASSERT_EQ(1, server_int(e.env.rc, "PUBLISH %s %s", ch, msg));
+    }
+    /* Pushed after them on the same connection: once it ran, all of them
+     * were read. */
+    enqueue_id(e.env.q, "real");
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 1, 5000));
+    ASSERT_STREQ("real", e.h.last_id);
+    ASSERT_EQ(1, e.h.handled);
+    ASSERT(strstr(rjq_client_errmsg(e.env.c), "malformed") != NULL);
+    ASSERT(strstr(rjq_client_errmsg(e.env.c), ch) != NULL);
+    ASSERT_EQ(1, registration(e.env.rc, "bad", NULL, 0, NULL)); /* one slot taken by "real" */
+    long done = 0;
+    release_one(&e.h, &done);
+    ASSERT(loop_until_count(e.env.base, &done, 1, 5000));
+    info_wait i = get_info(e.env.base, e.env.q, "real");
+    ASSERT_STREQ("completed", i.state);
+
+    push_stop(&e);
+}

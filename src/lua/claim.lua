@@ -5,17 +5,18 @@
 -- KEYS: 1 ready, 2 prio, 3 delayed, 4 active, 5 stats, 6 idle,
 --       7..13 the job columns, 14 monitored
 -- ARGV: 1 job name prefix, 2 want (<= 1000: unpack() below holds 2*want
---       values, and Lua's limit is ~8000), 3 lease ms, 4 token base
---       (unique per call), 5 wake channel, 6 the worker's idle field,
+--       values, and Lua's limit is ~8000), 3 lease ms, 4 token (new for
+--       every call), 5 wake channel, 6 the worker's idle field,
 --       7 its registration epoch, 8 reset (1: replace the registration)
--- Returns { next, registered, id, token, payload, attempt, max_attempts, ... }
+-- Returns { next, registered, token, id, payload, attempt, max_attempts, ... }
 -- where next is -1, or (when fewer than `want` jobs were claimed) the ms
--- until the next delayed job is due, and registered the slots registered.
+-- until the next delayed job is due, registered the slots registered, and
+-- token the fencing token of every job this call claimed (the token base).
 -- A claim that filled `want` and left work behind rings the doorbell, so
 -- idle workers elsewhere join in (each full claim wakes the next: no herd,
 -- no stranded backlog).
 local ready, prio, delayed, active, stats, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local prefix, want, lease, tbase, wake = ARGV[1], math.min(tonumber(ARGV[2]), 1000), tonumber(ARGV[3]), ARGV[4], ARGV[5]
+local prefix, want, lease, tok, wake = ARGV[1], math.min(tonumber(ARGV[2]), 1000), tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local field, epoch, reset = ARGV[6], ARGV[7], ARGV[8] == '1'
 local J = columns(KEYS, 7, prefix)
 expect_types({ready, 'list', prio, 'zset', active, 'zset', idle, 'hash', J.s, 'hash', J.o, 'hash'})
@@ -41,11 +42,11 @@ if #due > 0 then
 end
 
 local ids = take_ready(ready, prio, want)
-local out = {-1, 0}
+local out = {-1, 0, tok}
 local got = 0
 if #ids > 0 then
   local d, o, s = load_jobs(J, ids)
-  got = start_jobs(J, active, ids, d, o, s, int(now + lease), tbase, out, monitor(KEYS[14], prefix))
+  got = start_jobs(J, active, ids, d, o, s, int(now + lease), tok, out, monitor(KEYS[14], prefix))
 end
 if #ids == want and (redis.call('LLEN', ready) > 0 or redis.call('ZCARD', prio) > 0) then
   redis.call('PUBLISH', wake, '1')

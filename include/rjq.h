@@ -370,7 +370,11 @@ RJQ_API const char *rjq_job_id(const rjq_job *job);
 RJQ_API const void *rjq_job_payload(const rjq_job *job, size_t *len);
 RJQ_API int rjq_job_attempt(const rjq_job *job);      /* 1 on the first run */
 RJQ_API int rjq_job_max_attempts(const rjq_job *job);
-RJQ_API const char *rjq_job_token(const rjq_job *job); /* fencing token */
+/* The fencing token of this claim of the job: new for every claim call,
+ * so a job claimed again gets another one; jobs claimed by the same call
+ * (or pushed in one message) share it. Together with the job's id it
+ * identifies the claim. */
+RJQ_API const char *rjq_job_token(const rjq_job *job);
 RJQ_API rjq_worker *rjq_job_worker(const rjq_job *job); /* NULL if detached */
 
 typedef void rjq_done_cb(rjq_client *c, int status, void *data);

@@ -281,8 +281,8 @@ static int send_claim(rjq_worker *w, int want, int reset) {
     ctx->w = w;
     ctx->asked = want;
     ctx->epoch = reset ? w->epoch + 1 : w->epoch;
-    char tbase[24];
-    snprintf(tbase, sizeof tbase, "%016llx", (unsigned long long)rjq__random(c));
+    char token[24];
+    snprintf(token, sizeof token, "%016llx", (unsigned long long)rjq__random(c));
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_STATS,
@@ -290,7 +290,7 @@ static int send_claim(rjq_worker *w, int want, int reset) {
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_ll(&a, want);
     rjq__argv_ll(&a, w->lease_ms);
-    rjq__argv_str(&a, tbase);
+    rjq__argv_str(&a, token);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_str(&a, w->field);
     rjq__argv_ll(&a, ctx->epoch);

@@ -229,7 +229,7 @@ TEST(job_pushed_to_a_stopped_worker_goes_back_unspent) {
     ASSERT_OK(rjq_worker_stop(e.w, NULL, NULL));
     ASSERT(wait_registration(e.env.base, e.env.rc, "gone", -1));
 
-    freeReplyObject(server_cmd(e.env.rc, "HSET t:{gone}:idle %s %s", field, "5 1 30000"));
+    freeReplyObject(server_cmd(e.env.rc, "HSET t:{gone}:idle %s %s", field, "5 1 30000 2"));
     enqueue_id(e.env.q, "orphan");
     ASSERT(wait_ready(e.env.base, e.env.rc, "gone", 1));
     ASSERT_EQ(0, e.h.handled);
@@ -261,7 +261,7 @@ TEST(job_pushed_beyond_free_slots_is_handed_back) {
     long done = 0;
     for (int k = 0; k < 2; k++) {
         char v[64];
-        snprintf(v, sizeof v, "1 %ld 30000", epochs[k]);
+        snprintf(v, sizeof v, "1 %ld 30000 2", epochs[k]);
         freeReplyObject(server_cmd(e.env.rc, "HSET t:{full}:idle %s %s", field, v));
         enqueue_id(e.env.q, ids[k]);
         ASSERT(wait_ready(e.env.base, e.env.rc, "full", 1)); /* handed back: the worker is full */
@@ -354,6 +354,46 @@ TEST(malformed_push_message_runs_nothing_and_worker_keeps_working) {
     ASSERT(loop_until_count(e.env.base, &done, 1, 5000));
     info_wait i = get_info(e.env.base, e.env.q, "real");
     ASSERT_STREQ("completed", i.state);
+
+    push_stop(&e);
+}
+
+/* A registration in another push format (a worker of an older rjq on the
+ * same queue, with no format, or of a newer one): enqueue does not push
+ * to it but drops it, so the job is claimed after the doorbell instead of
+ * being sent in a format that worker would refuse. */
+TEST(registration_of_another_push_format_gets_no_push) {
+    push_env e;
+    char field[256];
+    long epoch = 0;
+    start_one_slot(&e, "fmt", field, sizeof field, &epoch);
+    const char *formats[] = {"", " 3"};
+    long done = 0;
+    for (int k = 0; k < 2; k++) {
+        ASSERT(wait_registration(e.env.base, e.env.rc, "fmt", 1));
+        ASSERT_EQ(1, registration(e.env.rc, "fmt", field, sizeof field, &epoch));
+        char v[64];
+        snprintf(v, sizeof v, "1 %ld 30000%s", epoch, formats[k]);
+        freeReplyObject(server_cmd(e.env.rc, "HSET t:{fmt}:idle %s %s", field, v));
+        long long claims = claims_run(e.env.rc);
+        char id[16];
+        snprintf(id, sizeof id, "claimed%d", k);
+        enqueue_id(e.env.q, id);
+        ASSERT(loop_until_count(e.env.base, &e.h.handled, k + 1, 5000));
+        ASSERT_STREQ(id, e.h.last_id);
+        ASSERT(claims_run(e.env.rc) > claims); /* claimed, not pushed */
+        release_one(&e.h, &done);
+        ASSERT(loop_until_count(e.env.base, &done, k + 1, 5000));
+    }
+    /* registered again in the current format: the next job is pushed */
+    ASSERT(wait_registration(e.env.base, e.env.rc, "fmt", 1));
+    long long claims = claims_run(e.env.rc);
+    enqueue_id(e.env.q, "pushed");
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 3, 5000));
+    ASSERT_STREQ("pushed", e.h.last_id);
+    ASSERT_EQ(claims, claims_run(e.env.rc));
+    release_one(&e.h, &done);
+    ASSERT(loop_until_count(e.env.base, &done, 3, 5000));
 
     push_stop(&e);
 }

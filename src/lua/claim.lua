@@ -1,7 +1,7 @@
 -- claim: promote due delayed jobs, then move up to `want` ready jobs to
--- active with a fresh fencing token and a lease each. A claim that comes
--- back short registers the slots it could not fill for push delivery
--- (offer_slots in lib.lua).
+-- active under the call's fencing token, each with a lease. A claim that
+-- comes back short registers the slots it could not fill for push
+-- delivery (offer_slots in lib.lua).
 -- KEYS: 1 ready, 2 prio, 3 delayed, 4 active, 5 stats, 6 idle,
 --       7..13 the job columns, 14 monitored
 -- ARGV: 1 job name prefix, 2 want (<= 1000: unpack() below holds 2*want
@@ -11,7 +11,7 @@
 -- Returns { next, registered, token, id, payload, attempt, max_attempts, ... }
 -- where next is -1, or (when fewer than `want` jobs were claimed) the ms
 -- until the next delayed job is due, registered the slots registered, and
--- token the fencing token of every job this call claimed (the token base).
+-- token the fencing token of every job this call claimed (ARGV 4).
 -- A claim that filled `want` and left work behind rings the doorbell, so
 -- idle workers elsewhere join in (each full claim wakes the next: no herd,
 -- no stranded backlog).

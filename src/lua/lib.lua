@@ -56,8 +56,8 @@ local function int(x)
   return string.format('%d', x)
 end
 
--- The same for small non-negative integers (token suffixes, attempt
--- counts, lengths), memoised: Lua turns a number into text with sprintf
+-- The same for small non-negative integers (attempt counts, lengths),
+-- memoised: Lua turns a number into text with sprintf
 -- (~0.1 us), and the hot paths make a few per job.
 local SMALL_TEXT = {}
 local function num(n)
@@ -403,9 +403,12 @@ end
 local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit)
   if #ids == 0 then return 0 end
   -- Per-job appends use counters: #t is a search on every call.
-  local za, st, n, k, sv = {'+inf', ACTIVE_PIN}, {}, 0, #out, {}
+  local za, st, n, k, sv, seen = {'+inf', ACTIVE_PIN}, {}, 0, #out, {}, {}
   for i, id in ipairs(ids) do
-    if d[i] then
+    -- (an id twice in ids, which only a change behind rjq's back can do,
+    -- starts once: the copies would share a token)
+    if d[i] and not seen[id] then
+      seen[id] = true
       -- a job never started has no state ("ready 0") and mostly no options
       local a, max = 1, DEFAULT_MAX_ATTEMPTS
       if s[i] then a = select(2, state_of(s[i])) + 1 end
@@ -427,13 +430,24 @@ end
 
 -- Push delivery. A worker whose claim came back short registers its free
 -- slots in the queue's idle hash: field "<worker> <channel>", value
--- "<slots> <epoch> <lease ms>". Enqueue then claims new jobs for it and
--- publishes them on the channel (its client's push channel for this
+-- "<slots> <epoch> <lease ms> <format>". Enqueue then claims new jobs for
+-- it and publishes them on the channel (its client's push channel for this
 -- queue), saving the doorbell and the claim round trip. The epoch tells a
 -- worker which registration a pushed job came from: a worker replaces its
 -- registration (a new epoch) whenever it cannot trust its own count of it
 -- (woken by the doorbell or the poll, after a reconnect), and it hands
 -- back (release.lua) jobs pushed under an old epoch it has no room for.
+-- <format> is PUSH_FORMAT, the push message format the worker reads: an
+-- enqueue pushes only to registrations of its own format and drops the
+-- others (that worker then hears the doorbell and claims), so clients of
+-- two versions on one queue never push to each other (a refused push
+-- would have spent an attempt of its jobs).
+local PUSH_FORMAT = '2'
+
+-- The value of a registration.
+local function registration(slots, epoch, lease)
+  return slots .. ' ' .. epoch .. ' ' .. lease .. ' ' .. PUSH_FORMAT
+end
 
 -- Register `slots` free slots of worker `field`: reset replaces the
 -- registration (0 slots: removes it); otherwise they are added to a
@@ -443,7 +457,7 @@ end
 -- epoch differs) and, without reset, the field's value now.
 local function offer_slots(idle, field, epoch, lease, slots, reset, v)
   if reset then
-    if slots > 0 then redis.call('HSET', idle, field, slots .. ' ' .. epoch .. ' ' .. lease)
+    if slots > 0 then redis.call('HSET', idle, field, registration(slots, epoch, lease))
     else redis.call('HDEL', idle, field) end
     return slots
   end
@@ -455,7 +469,7 @@ local function offer_slots(idle, field, epoch, lease, slots, reset, v)
     if e ~= epoch then return 0, v end
     have = tonumber(n)
   end
-  v = (have + slots) .. ' ' .. epoch .. ' ' .. lease
+  v = registration(have + slots, epoch, lease)
   redis.call('HSET', idle, field, v)
   return slots, v
 end
@@ -479,9 +493,10 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take)
     local field, v = pick[1], pick[2]
     pick = nil
     local wid, ch = string.match(field, '^(%S+) (.+)$')
-    local slots, epoch, lease = string.match(v, '^(%d+) (%S+) (%d+)$')
+    local slots, epoch, lease, format = string.match(v, '^(%d+) (%S+) (%d+) (%S+)$')
     slots = tonumber(slots or 0)
-    if not ch or slots < 1 or redis.call('PUBSUB', 'NUMSUB', ch)[2] == 0 then
+    if not ch or slots < 1 or format ~= PUSH_FORMAT or
+       redis.call('PUBSUB', 'NUMSUB', ch)[2] == 0 then
       redis.call('HDEL', idle, field)
     else
       local ids, d, o, s = take(math.min(slots, budget))
@@ -492,7 +507,7 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take)
       local out, tok = {}, tbase .. k
       local n = start_jobs(J, active, ids, d, o, s, int(now + tonumber(lease)), tok, out, emit)
       if slots - n > 0 then
-        redis.call('HSET', idle, field, (slots - n) .. ' ' .. epoch .. ' ' .. lease)
+        redis.call('HSET', idle, field, registration(slots - n, epoch, lease))
       else
         redis.call('HDEL', idle, field)
       end

@@ -382,6 +382,15 @@ struct rjq_job {
     struct rjq_job *prev, *next;
 };
 
+/* A worker's background request (lease extension, reclaim sweep, the
+ * stop's deregistration): at most one of each kind in flight; its reply
+ * callback gets this as its data. */
+typedef struct rjq__background {
+    rjq_worker *w;
+    const char *what;         /* names it in error messages */
+    int busy;                 /* in flight */
+} rjq__background;
+
 struct rjq_worker {
     rjq_queue *q;
     rjq_handler_fn *handler;
@@ -392,8 +401,7 @@ struct rjq_worker {
     int finishing;            /* finish requests in flight */
     int claiming;             /* claims in flight (at most 2) */
     int asked;                /* jobs those claims asked for */
-    int sweeping;             /* a reclaim is in flight */
-    int extending;            /* an extend is in flight */
+    rjq__background sweep, extend; /* reclaim sweep, lease extension */
     int wake_pending;         /* doorbell heard while claiming */
     int hungry;               /* the last claim filled all it asked for */
     int want_claim;           /* claim on the next queue tick */
@@ -404,7 +412,7 @@ struct rjq_worker {
     int offered;              /* registered slots not yet used by a push */
     int reset_pending;        /* the next claim replaces the registration */
     int want_offer;           /* slots were freed: offer them (or claim) */
-    int deregistering;        /* the stop's HDEL is in flight */
+    rjq__background deregister; /* the stop's HDEL */
     int stopping;
     rjq_stopped_cb *stop_cb;
     void *stop_data;

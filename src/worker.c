@@ -64,8 +64,8 @@ static void stop_timers(rjq_worker *w) {
 
 /* Finish a stop once nothing of the worker is in flight. */
 static void check_stopped(rjq_worker *w) {
-    if (!w->stopping || w->running || w->finishing || w->claiming || w->sweeping || w->extending ||
-        w->deregistering)
+    if (!w->stopping || w->running || w->finishing || w->claiming || w->sweep.busy ||
+        w->extend.busy || w->deregister.busy)
         return;
     rjq_stopped_cb *cb = w->stop_cb;
     void *data = w->stop_data;
@@ -413,27 +413,28 @@ void rjq__worker_finish_replied(rjq_worker *w) {
     if (!client_of(w)->closing) check_stopped(w);
 }
 
-/* A background request of w (lease extension, reclaim sweep, stop) was
- * answered: report a failure, and see whether a stopping w is done. */
-static void background_done(rjq_client *c, rjq_worker *w, int status, const char *what) {
-    rjq__background_failed(c, status, what);
-    if (!c->closing) check_stopped(w);
+/* A background request (priv: its rjq__background) was answered: report
+ * a failure, and see whether a stopping worker is done. */
+static void on_background_done(rjq_client *c, int status, redisReply *r, void *priv) {
+    rjq__background *b = priv;
+    (void)r;
+    b->busy = 0;
+    rjq__background_failed(c, status, b->what);
+    if (!c->closing) check_stopped(b->w);
+}
+
+static void background_init(rjq__background *b, rjq_worker *w, const char *what) {
+    b->w = w;
+    b->what = what;
 }
 
 /* ---- lease extension ---------------------------------------------------- */
-
-static void on_extended(rjq_client *c, int status, redisReply *r, void *priv) {
-    rjq_worker *w = priv;
-    (void)r;
-    w->extending = 0;
-    background_done(c, w, status, "lease extension");
-}
 
 static void on_extend_timer(rjq__timer *t) {
     rjq_worker *w = t->owner;
     rjq_client *c = client_of(w);
     rjq__timer_start(c, &w->extend_timer, (uint64_t)(w->lease_ms / 3));
-    if (w->jobs == NULL || w->extending) return;
+    if (w->jobs == NULL || w->extend.busy) return;
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, w->q, RJQ__K_ACTIVE, RJQ__K_COLUMNS);
@@ -442,19 +443,13 @@ static void on_extend_timer(rjq__timer *t) {
         rjq__argv_str(&a, j->id);
         rjq__argv_str(&a, j->token);
     }
-    if (!a.oom && rjq__script(c, RJQ__S_EXTEND, 0, on_extended, w, a.n, a.v, a.len) == RJQ_OK)
-        w->extending = 1;
+    if (!a.oom &&
+        rjq__script(c, RJQ__S_EXTEND, 0, on_background_done, &w->extend, a.n, a.v, a.len) == RJQ_OK)
+        w->extend.busy = 1;
     rjq__argv_free(&a);
 }
 
 /* ---- reclaim sweep ------------------------------------------------------ */
-
-static void on_swept(rjq_client *c, int status, redisReply *r, void *priv) {
-    rjq_worker *w = priv;
-    (void)r;
-    w->sweeping = 0;
-    background_done(c, w, status, "reclaim");
-}
 
 /* Build the reclaim script call for queue q (shared with rjq_queue_reclaim). */
 int rjq__reclaim_send(rjq_queue *q, long guard_ms, rjq__reply_fn *fn, void *priv) {
@@ -477,8 +472,9 @@ int rjq__reclaim_send(rjq_queue *q, long guard_ms, rjq__reply_fn *fn, void *priv
 static void on_reclaim_timer(rjq__timer *t) {
     rjq_worker *w = t->owner;
     rjq__timer_start(client_of(w), &w->reclaim_timer, (uint64_t)w->reclaim_ms);
-    if (!w->sweeping && rjq__reclaim_send(w->q, w->reclaim_ms, on_swept, w) == RJQ_OK)
-        w->sweeping = 1;
+    if (!w->sweep.busy &&
+        rjq__reclaim_send(w->q, w->reclaim_ms, on_background_done, &w->sweep) == RJQ_OK)
+        w->sweep.busy = 1;
 }
 
 /* ---- public API ---------------------------------------------------------- */
@@ -505,6 +501,9 @@ int rjq_worker_start(rjq_queue *q, const rjq_worker_options *o, rjq_handler_fn *
     w->poll_ms = o && o->poll_ms ? o->poll_ms : 5000;
     w->reclaim_ms = o && o->reclaim_ms ? o->reclaim_ms : 1000;
     w->reset_pending = 1; /* the first claim registers from scratch */
+    background_init(&w->extend, w, "lease extension");
+    background_init(&w->sweep, w, "reclaim");
+    background_init(&w->deregister, w, "worker stop");
     rjq__timer_init(&w->poll_timer, on_poll_timer, w);
     rjq__timer_init(&w->extend_timer, on_extend_timer, w);
     rjq__timer_init(&w->reclaim_timer, on_reclaim_timer, w);
@@ -533,19 +532,13 @@ int rjq_worker_start(rjq_queue *q, const rjq_worker_options *o, rjq_handler_fn *
     return RJQ_OK;
 }
 
-static void on_deregistered(rjq_client *c, int status, redisReply *r, void *priv) {
-    rjq_worker *w = priv;
-    (void)r;
-    w->deregistering = 0;
-    background_done(c, w, status, "worker stop");
-}
-
 /* No more pushes: drop the registration (jobs pushed meanwhile are handed
  * back as they arrive). */
 static void deregister(rjq_worker *w) {
     rjq_queue *q = w->q;
     const char *argv[3] = {"HDEL", q->keys[RJQ__K_IDLE], w->field};
-    if (rjq__command(q->c, 0, on_deregistered, w, 3, argv, NULL) == RJQ_OK) w->deregistering = 1;
+    if (rjq__command(q->c, 0, on_background_done, &w->deregister, 3, argv, NULL) == RJQ_OK)
+        w->deregister.busy = 1;
 }
 
 int rjq_worker_stop(rjq_worker *w, rjq_stopped_cb *cb, void *data) {

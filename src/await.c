@@ -184,7 +184,7 @@ static void discard(rjq_await *a) {
 }
 
 static int set_key(rjq_await *a, const char *id, size_t idlen) {
-    a->key = rjq__job_key(a->q, id, idlen, NULL);
+    a->key = rjq__job_key(a->q, id, idlen);
     if (a->key == NULL) return RJQ_ENOMEM;
     a->id = a->key + a->q->key_lens[RJQ__K_JOB];
     return RJQ_OK;

@@ -228,6 +228,5 @@ int rjq_client_connected(const rjq_client *c) {
 
 void rjq__on_ready(rjq_client *c, int kind) {
     if (kind == RJQ_CONN_COMMAND) rjq__awaits_rewatch(c);
-    for (rjq_queue *q = c->queues; q; q = q->next)
-        for (rjq_worker *w = q->workers; w; w = w->next) rjq__worker_resync(w);
+    for (rjq_queue *q = c->queues; q; q = q->next) rjq__workers_resync(q);
 }

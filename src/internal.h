@@ -364,9 +364,9 @@ void rjq__argv_keys(rjq__argv *a, const rjq_queue *q, const int *keys, int n);
         rjq__argv_keys((a), (q), rjq_keys_, (int)(sizeof rjq_keys_ / sizeof rjq_keys_[0])); \
     } while (0)
 
-/* The job key "<prefix>:{Q}:job:<id>" (malloc'd, NUL-terminated; its
- * length in *len when len is not NULL), or NULL when out of memory. */
-char *rjq__job_key(const rjq_queue *q, const char *id, size_t idlen, size_t *len);
+/* The job key "<prefix>:{Q}:job:<id>" (malloc'd, NUL-terminated), or
+ * NULL when out of memory. */
+char *rjq__job_key(const rjq_queue *q, const char *id, size_t idlen);
 /* Schedule the queue's tick (idempotent). */
 void rjq__queue_kick(rjq_queue *q);
 
@@ -455,10 +455,12 @@ void rjq__workers_resync(rjq_queue *q);
 
 /* Subscribe the queue's push channel (once, for its first worker). */
 int rjq__push_listen(rjq_queue *q);
-/* Hand pushed jobs back to the queue; field/epoch: drop that registration
- * ("" epoch: whatever its epoch; NULL field: none). */
-void rjq__push_release(rjq_queue *q, const char *field, const char *epoch,
-                       const rjq__pushed *jobs, size_t n);
+/* Hand pushed jobs back to the queue; field: drop that registration too
+ * (NULL: none). */
+void rjq__push_release(rjq_queue *q, const char *field, const rjq__pushed *jobs, size_t n);
+/* The idle field of worker wid of q: "<wid> <push channel>" (malloc'd;
+ * NULL when out of memory). */
+char *rjq__push_field(const rjq_queue *q, unsigned long long wid);
 
 /* Slots an idle worker offers along with a complete batch (job.c). */
 typedef struct rjq__offer {

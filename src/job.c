@@ -151,8 +151,9 @@ static int queue_completion(rjq_queue *q, rjq_job *job, const void *result, size
         q->cap_pending = cap;
     }
     size_t idlen = strlen(job->id);
-    int taillen = snprintf(NULL, 0, "%d %s", job->attempt, job->token);
-    if (taillen < 0) return RJQ_ENOMEM;
+    char tail[16 + sizeof job->token]; /* an int, a space and the token */
+    int taillen = snprintf(tail, sizeof tail, "%d %s", job->attempt, job->token);
+    if (taillen < 0 || (size_t)taillen >= sizeof tail) return RJQ_EINVAL;
     char *mem = malloc(idlen + (size_t)taillen + len + 3);
     if (mem == NULL) return RJQ_ENOMEM;
     rjq__complete_item *it = &q->pending[q->npending++];
@@ -160,7 +161,7 @@ static int queue_completion(rjq_queue *q, rjq_job *job, const void *result, size
     it->id = mem;
     memcpy(mem, job->id, idlen + 1);
     it->tail = mem + idlen + 1;
-    snprintf(it->tail, (size_t)taillen + 1, "%d %s", job->attempt, job->token);
+    memcpy(it->tail, tail, (size_t)taillen + 1);
     it->result = it->tail + taillen + 1;
     if (len) memcpy(it->result, result, len);
     it->result[len] = '\0';

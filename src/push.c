@@ -98,10 +98,8 @@ static void on_push(rjq_client *c, const char *channel, const char *msg, size_t 
         if (w) {
             rjq__worker_take_pushed(w, (unsigned)epoch, jobs, got);
         } else { /* stopped: hand them back and drop what is left of its registration */
-            int flen = snprintf(NULL, 0, "%llu %s", wid, q->push_channel);
-            char *field = malloc((size_t)flen + 1);
-            if (field) snprintf(field, (size_t)flen + 1, "%llu %s", wid, q->push_channel);
-            rjq__push_release(q, field, "", jobs, got);
+            char *field = rjq__push_field(q, wid);
+            rjq__push_release(q, field, jobs, got);
             free(field);
         }
     }
@@ -130,8 +128,14 @@ static void on_released(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq__background_failed(c, status, "release");
 }
 
-void rjq__push_release(rjq_queue *q, const char *field, const char *epoch,
-                       const rjq__pushed *jobs, size_t n) {
+char *rjq__push_field(const rjq_queue *q, unsigned long long wid) {
+    int len = snprintf(NULL, 0, "%llu %s", wid, q->push_channel);
+    char *field = len < 0 ? NULL : malloc((size_t)len + 1);
+    if (field) snprintf(field, (size_t)len + 1, "%llu %s", wid, q->push_channel);
+    return field;
+}
+
+void rjq__push_release(rjq_queue *q, const char *field, const rjq__pushed *jobs, size_t n) {
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_STATS, RJQ__K_IDLE,
@@ -139,7 +143,6 @@ void rjq__push_release(rjq_queue *q, const char *field, const char *epoch,
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_str(&a, field ? field : "");
-    rjq__argv_str(&a, epoch ? epoch : "");
     for (size_t i = 0; i < n; i++) {
         rjq__argv_add(&a, jobs[i].id, jobs[i].idlen);
         rjq__argv_add(&a, jobs[i].token, jobs[i].toklen);

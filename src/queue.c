@@ -97,13 +97,12 @@ void rjq__argv_keys(rjq__argv *a, const rjq_queue *q, const int *keys, int n) {
     for (int i = 0; i < n; i++) rjq__argv_key(a, q, keys[i]);
 }
 
-char *rjq__job_key(const rjq_queue *q, const char *id, size_t idlen, size_t *len) {
+char *rjq__job_key(const rjq_queue *q, const char *id, size_t idlen) {
     size_t plen = q->key_lens[RJQ__K_JOB];
     char *key = malloc(plen + idlen + 1);
     if (key == NULL) return NULL;
     memcpy(key, q->keys[RJQ__K_JOB], plen);
     memcpy(key + plen, id, idlen);
     key[plen + idlen] = '\0';
-    if (len) *len = plen + idlen;
     return key;
 }

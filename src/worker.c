@@ -362,7 +362,7 @@ void rjq__worker_take_pushed(rjq_worker *w, unsigned epoch, const rjq__pushed *d
         else if (back) back[nback++] = d[i];
     }
     /* Out of memory for the list itself: the jobs wait for their lease. */
-    if (nback) rjq__push_release(w->q, NULL, NULL, back, nback);
+    if (nback) rjq__push_release(w->q, NULL, back, nback);
     free(back);
     run_jobs(w, jobs, made);
     free(jobs);
@@ -515,9 +515,7 @@ int rjq_worker_start(rjq_queue *q, const rjq_worker_options *o, rjq_handler_fn *
     if (rc == RJQ_OK) rc = rjq__push_listen(q);
     if (rc == RJQ_OK) {
         w->id = ++q->next_worker_id;
-        size_t len = strlen(q->push_channel) + 16;
-        if ((w->field = malloc(len)) == NULL) rc = RJQ_ENOMEM;
-        else snprintf(w->field, len, "%u %s", w->id, q->push_channel);
+        if ((w->field = rjq__push_field(q, w->id)) == NULL) rc = RJQ_ENOMEM;
     }
     if (rc != RJQ_OK) {
         free(w);

@@ -5,25 +5,19 @@
 -- KEYS: 1 active, 2 ready, 3 prio, 4 stats, 5 idle, 6..12 the job columns,
 --       13 monitored
 -- ARGV: 1 job name prefix, 2 wake channel, 3 the worker's idle field ('' for
---       none), 4 drop the registration only if it has this epoch ('' any),
---       then per job: id, token.
+--       none), then per job: id, token.
 -- Returns the number of jobs released.
 local active, ready, prio, stats, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local prefix, wake, field, epoch = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local prefix, wake, field = ARGV[1], ARGV[2], ARGV[3]
 local J = columns(KEYS, 6, prefix)
 expect_types({active, 'zset', ready, 'list', prio, 'zset', stats, 'hash', idle, 'hash', J.s, 'hash'})
 
-if field ~= '' then
-  local v = redis.call('HMGET', idle, field)[1]
-  if v and (epoch == '' or string.match(v, '^%d+ (%S+)') == epoch) then
-    redis.call('HDEL', idle, field)
-  end
-end
+if field ~= '' then redis.call('HDEL', idle, field) end
 
 local emit = monitor(KEYS[13], prefix)
 local n = 0
 -- in reverse, so that jobs pushed together keep their order at the head
-for i = #ARGV - 1, 5, -2 do
+for i = #ARGV - 1, 4, -2 do
   local id, tok = ARGV[i], ARGV[i + 1]
   local v = fields(J, id, 's', 'o')
   local state, attempts, t = state_of(v[1])

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "reclaim.h"
 
 /* The caller's callback: one of the admin callback types. */
 typedef union admin_cb {
@@ -21,15 +21,28 @@ typedef struct admin_ctx {
     void *data;
 } admin_ctx;
 
+/* Send a request for an admin call. Sending may flush enqueues, whose
+ * callbacks may free the client: the call enters it (freed on leave, after
+ * which nothing here touches it). */
+static int send_request(rjq_queue *q, int script, rjq__reply_fn *fn, void *priv, rjq__argv *a) {
+    rjq_client *c = rjq_queue_client(q);
+    int rc = RJQ_ENOMEM;
+    rjq__enter(c);
+    if (!a->oom)
+        rc = script >= 0 ? rjq__script(c, script, 0, fn, priv, a->n, a->v, a->len)
+                         : rjq__command(c, 0, fn, priv, a->n, a->v, a->len);
+    rjq__leave(c);
+    return rc;
+}
+
 static int send_admin(rjq_queue *q, int script, rjq__reply_fn *fn, admin_cb cb, void *data,
                       rjq__argv *a) {
     admin_ctx *ctx = malloc(sizeof *ctx);
     int rc = RJQ_ENOMEM;
-    if (ctx && !a->oom) {
+    if (ctx) {
         ctx->cb = cb;
         ctx->data = data;
-        rc = script >= 0 ? rjq__script(q->c, script, 0, fn, ctx, a->n, a->v, a->len)
-                         : rjq__command(q->c, 0, fn, ctx, a->n, a->v, a->len);
+        rc = send_request(q, script, fn, ctx, a);
     }
     if (rc != RJQ_OK) free(ctx);
     rjq__argv_free(a);
@@ -38,7 +51,7 @@ static int send_admin(rjq_queue *q, int script, rjq__reply_fn *fn, admin_cb cb, 
 
 static int usable(rjq_queue *q, int has_cb) {
     if (q == NULL || !has_cb) return RJQ_EINVAL;
-    return q->c->closing ? RJQ_ECLOSED : RJQ_OK;
+    return rjq__closing(rjq_queue_client(q)) ? RJQ_ECLOSED : RJQ_OK;
 }
 
 /* ---- stats ------------------------------------------------------------- */
@@ -107,7 +120,10 @@ int rjq_queue_reclaim(rjq_queue *q, rjq_count_cb *cb, void *data) {
     if (ctx == NULL) return RJQ_ENOMEM;
     ctx->cb.count = cb;
     ctx->data = data;
+    rjq_client *c = rjq_queue_client(q);
+    rjq__enter(c);
     rc = rjq__reclaim_send(q, 0, on_count, ctx);
+    rjq__leave(c);
     if (rc != RJQ_OK) free(ctx);
     return rc;
 }
@@ -162,7 +178,7 @@ int rjq_queue_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *data)
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_COLUMNS);
     rjq__argv_str(&a, id);
-    rc = a.oom ? RJQ_ENOMEM : rjq__script(q->c, RJQ__S_JOB, 0, on_job, ctx, a.n, a.v, a.len);
+    rc = send_request(q, RJQ__S_JOB, on_job, ctx, &a);
     rjq__argv_free(&a);
     if (rc != RJQ_OK) free(ctx);
     return rc;
@@ -177,6 +193,8 @@ static void on_ids(rjq_client *c, int status, redisReply *r, void *priv) {
     if (status == RJQ_OK && r->type != REDIS_REPLY_ARRAY) status = RJQ_EPROTO;
     if (status == RJQ_OK && r->elements && (ids = malloc(r->elements * sizeof *ids)) == NULL)
         status = RJQ_ENOMEM;
+    for (size_t i = 0; status == RJQ_OK && i < r->elements; i++)
+        if (r->element[i]->type != REDIS_REPLY_STRING) status = RJQ_EPROTO;
     if (status == RJQ_OK)
         for (; n < r->elements; n++) ids[n] = r->element[n]->str;
     ctx->cb.ids(c, status, ids, n, ctx->data);

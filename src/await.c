@@ -18,28 +18,57 @@
  *   so outcomes published while it was down are read from the job hashes.
  *   An enqueue whose reply arrives after such a resubscription watches its
  *   job right away for the same reason.
+ * - The early list is capped (await_early.c): an enqueue whose reply
+ *   comes after the cap pushed outcomes out reads its job's state too.
  *
- * An await may be referenced by requests in flight (`inflight`); it is
- * freed once it has ended and no request refers to it.
+ * An await may be referenced by requests in flight and by loops that run
+ * callbacks (`inflight`, its pins); it is freed once it has ended and
+ * nothing refers to it. A loop over awaits that runs user code pins them
+ * all first: a callback may cancel any await.
+ *
+ * The feature's state lives with the client (registered with the first
+ * await): the reply channel, the table of awaits by job key
+ * (await_table.c), the early list, and every live await.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "await.h"
+#include "await_early.h"
+#include "await_table.h"
+#include "enqueue.h"
 
 #define WATCH_BATCH 1000
-#define EARLY_MAX 1024 /* outcomes kept for enqueue replies still to come */
+#define RETRY_MS 100 /* a watch pass that ran out of memory tries again */
 
 enum { AW_WAIT_SUB, AW_ENQUEUEING, AW_WATCHING, AW_DONE };
 
+/* The client's awaits (the feature's state). */
+typedef struct awaits {
+    rjq_client *c;
+    char channel[256];         /* this client's reply channel (prefix <= 200) */
+    int listening;             /* its listener is registered */
+    unsigned generation;       /* subscription confirmations so far */
+    rjq__table table;          /* awaits with a known job key, by key */
+    struct rjq_await *all;     /* every live await */
+    size_t count;
+    size_t enqueues_inflight;  /* enqueue_await requests in flight */
+    rjq__early_list early;     /* outcomes that beat their enqueue reply */
+    rjq__timer retry;          /* a watch pass that ran out of memory */
+} awaits;
+
 struct rjq_await {
     rjq_client *c;
+    awaits *s;
     rjq_queue *q;
     int state;
-    int inflight;            /* requests that point at this await */
+    int inflight;            /* pins: requests and loops that point at it */
     int need_watch;          /* watch once the subscription is confirmed */
     unsigned sent_gen;       /* subscription generation when enqueued */
+    unsigned long long sent_drops; /* early outcomes dropped when enqueued */
+    rjq__tentry entry;       /* in the table; entry.key is key */
     char *key;               /* job key; NULL until the id is known */
     const char *id;          /* the id inside key */
     rjq_await_cb *cb;
@@ -51,79 +80,29 @@ struct rjq_await {
     size_t len;
     rjq_job_options opts;
     int has_opts;
-    struct rjq_await *hnext;        /* table chain */
     struct rjq_await *prev, *next;  /* every live await */
 };
 
-typedef struct rjq__early {
-    char *key;
-    char *kind;
-    char *body;
-    size_t len;
-    struct rjq__early *next;
-} rjq__early;
-
 static void on_reply_message(rjq_client *c, const char *ch, const char *msg, size_t len, void *arg);
 static void send_watch(rjq_client *c, rjq_await **list, size_t n);
-
-/* ---- table of awaits by job key ---------------------------------------- */
-
-static size_t hash_key(const char *s) {
-    size_t h = 1469598103934665603ULL;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
-
-static int table_grow(rjq__awaits *t) {
-    size_t nb = t->nbuckets ? t->nbuckets * 2 : 64;
-    rjq_await **b = calloc(nb, sizeof *b);
-    if (b == NULL) return -1;
-    for (size_t i = 0; i < t->nbuckets; i++) {
-        for (rjq_await *a = t->buckets[i], *next; a; a = next) {
-            next = a->hnext;
-            size_t j = hash_key(a->key) & (nb - 1);
-            a->hnext = b[j];
-            b[j] = a;
-        }
-    }
-    free(t->buckets);
-    t->buckets = b;
-    t->nbuckets = nb;
-    return 0;
-}
-
-static int table_add(rjq__awaits *t, rjq_await *a) {
-    if (t->indexed + 1 > t->nbuckets && table_grow(t) != 0) return RJQ_ENOMEM;
-    size_t i = hash_key(a->key) & (t->nbuckets - 1);
-    a->hnext = t->buckets[i];
-    t->buckets[i] = a;
-    t->indexed++;
-    return RJQ_OK;
-}
-
-static void table_remove(rjq__awaits *t, rjq_await *a) {
-    if (a->key == NULL || t->nbuckets == 0) return;
-    for (rjq_await **p = &t->buckets[hash_key(a->key) & (t->nbuckets - 1)]; *p; p = &(*p)->hnext) {
-        if (*p == a) {
-            *p = a->hnext;
-            t->indexed--;
-            return;
-        }
-    }
-}
 
 /* ---- lifetime --------------------------------------------------------- */
 
 static void maybe_free(rjq_await *a) {
     if (a->state != AW_DONE || a->inflight > 0) return;
+    rjq__timer_teardown(a->c, &a->timer);
     free(a->key);
     free(a->payload);
     free((char *)a->opts.id);
     free(a);
 }
 
-/* Drop one request's reference (taken when it was sent); a reply handler
- * calls this last, after anything that may have resolved the await. */
+/* Pins: a request or a loop that will look at the await again. A reply
+ * handler unpins last, after anything that may have resolved the await. */
+static void pin(rjq_await *a) {
+    a->inflight++;
+}
+
 static void unpin(rjq_await *a) {
     a->inflight--;
     maybe_free(a);
@@ -132,21 +111,22 @@ static void unpin(rjq_await *a) {
 /* End the await: its callback runs exactly once, here. */
 static void resolve(rjq_await *a, int status, const void *result, size_t rlen, const char *error) {
     rjq_client *c = a->c;
+    awaits *s = a->s;
     if (a->state == AW_DONE) return;
-    if (a->state == AW_WAIT_SUB && a->payload && !c->closing) {
+    if (a->state == AW_WAIT_SUB && a->payload && !rjq__closing(c)) {
         /* Cancelled or timed out before its enqueue went out: the job is
          * still the caller's to have, only nobody awaits it any more. */
         rjq_enqueue_item it = {a->payload, a->len, a->has_opts ? &a->opts : NULL};
-        rjq__enqueue_add(a->q, &it, 0, NULL, NULL);
+        rjq__enqueue_add(a->q, &it, NULL, NULL, NULL);
     }
     int was_indexed = a->state == AW_WATCHING;
     a->state = AW_DONE;
     rjq__timer_stop(c, &a->timer);
-    if (was_indexed) table_remove(&c->aw, a);
+    if (was_indexed) rjq__table_remove(&s->table, &a->entry);
     if (a->prev) a->prev->next = a->next;
-    else c->aw.all = a->next;
+    else s->all = a->next;
     if (a->next) a->next->prev = a->prev;
-    c->aw.count--;
+    s->count--;
     rjq_outcome o = {a->id, result, rlen, error};
     if (a->cb) a->cb(c, status, a->id ? &o : NULL, a->data);
     maybe_free(a);
@@ -156,21 +136,25 @@ static void on_timeout(rjq__timer *t) {
     resolve(t->owner, RJQ_ETIMEDOUT, NULL, 0, NULL);
 }
 
-static rjq_await *new_await(rjq_queue *q, const rjq_await_options *aw, rjq_await_cb *cb,
-                            void *data) {
+static rjq_await *new_await(awaits *s, rjq_queue *q, const rjq_await_options *aw,
+                            rjq_await_cb *cb, void *data) {
     rjq_await *a = calloc(1, sizeof *a);
     if (a == NULL) return NULL;
-    rjq_client *c = q->c;
+    rjq_client *c = s->c;
+    if (rjq__timer_setup(c, &a->timer, on_timeout, a) != RJQ_OK) {
+        free(a);
+        return NULL;
+    }
     a->c = c;
+    a->s = s;
     a->q = q;
     a->cb = cb;
     a->data = data;
     a->on_progress = aw ? aw->on_progress : NULL;
-    rjq__timer_init(&a->timer, on_timeout, a);
-    a->next = c->aw.all;
+    a->next = s->all;
     if (a->next) a->next->prev = a;
-    c->aw.all = a;
-    c->aw.count++;
+    s->all = a;
+    s->count++;
     if (aw && aw->timeout_ms > 0) rjq__timer_start(c, &a->timer, (uint64_t)aw->timeout_ms);
     return a;
 }
@@ -186,89 +170,31 @@ static void discard(rjq_await *a) {
 static int set_key(rjq_await *a, const char *id, size_t idlen) {
     a->key = rjq__job_key(a->q, id, idlen);
     if (a->key == NULL) return RJQ_ENOMEM;
-    a->id = a->key + a->q->key_lens[RJQ__K_JOB];
+    size_t plen;
+    rjq__queue_key(a->q, RJQ__K_JOB, &plen);
+    a->id = a->key + plen;
+    a->entry.key = a->key;
     return RJQ_OK;
 }
 
 /* Make the await findable by its job key and wait for the outcome. */
 static int start_watching(rjq_await *a) {
-    int rc = table_add(&a->c->aw, a);
-    if (rc == RJQ_OK) a->state = AW_WATCHING;
-    return rc;
+    if (rjq__table_add(&a->s->table, &a->entry) != 0) return RJQ_ENOMEM;
+    a->state = AW_WATCHING;
+    return RJQ_OK;
 }
 
 /* ---- the reply channel ------------------------------------------------- */
 
-static int confirmed(rjq_client *c) {
-    return c->aw.listening && rjq__channel_confirmed(c, c->aw.channel);
+static int confirmed(const awaits *s) {
+    return s->listening && rjq__channel_confirmed(s->c, s->channel);
 }
 
-static int ensure_listening(rjq_client *c) {
-    if (c->aw.listening) return RJQ_OK;
-    int rc = rjq__subscribe(c, c->aw.channel, on_reply_message, c);
-    if (rc == RJQ_OK) c->aw.listening = 1;
+static int ensure_listening(awaits *s) {
+    if (s->listening) return RJQ_OK;
+    int rc = rjq__subscribe(s->c, s->channel, on_reply_message, s);
+    if (rc == RJQ_OK) s->listening = 1;
     return rc;
-}
-
-static rjq__early *take_early(rjq_client *c, const char *key) {
-    for (rjq__early **p = &c->aw.early; *p; p = &(*p)->next) {
-        if (strcmp((*p)->key, key) == 0) {
-            rjq__early *e = *p;
-            *p = e->next;
-            if (c->aw.early_tail == e) {
-                /* find the new tail (rare: only when the last one is taken) */
-                rjq__early *t = c->aw.early;
-                while (t && t->next) t = t->next;
-                c->aw.early_tail = t;
-            }
-            c->aw.nearly--;
-            return e;
-        }
-    }
-    return NULL;
-}
-
-static void free_early(rjq__early *e) {
-    free(e->key);
-    free(e->kind);
-    free(e->body);
-    free(e);
-}
-
-static void drop_oldest_early(rjq_client *c) {
-    rjq__early *e = c->aw.early;
-    c->aw.early = e->next;
-    if (c->aw.early == NULL) c->aw.early_tail = NULL;
-    c->aw.nearly--;
-    free_early(e);
-}
-
-static void clear_early(rjq_client *c) {
-    while (c->aw.early) drop_oldest_early(c);
-}
-
-/* Keep an outcome no await knows (yet). Most belong to an enqueue whose
- * reply is a round trip away; the rest (late outcomes of awaits that timed
- * out or were cancelled) must not pile up while enqueues keep flowing, so
- * the list is capped, oldest out first. */
-static void keep_early(rjq_client *c, const char *key, size_t klen, const char *kind,
-                       const char *body, size_t blen) {
-    rjq__early *e = calloc(1, sizeof *e);
-    if (e == NULL) return;
-    e->key = strndup(key, klen);
-    e->kind = strdup(kind);
-    e->body = malloc(blen + 1);
-    if (e->key == NULL || e->kind == NULL || e->body == NULL) {
-        free_early(e);
-        return;
-    }
-    memcpy(e->body, body, blen);
-    e->body[blen] = '\0';
-    e->len = blen;
-    if (c->aw.early_tail) c->aw.early_tail->next = e;
-    else c->aw.early = e;
-    c->aw.early_tail = e;
-    if (++c->aw.nearly > EARLY_MAX) drop_oldest_early(c);
 }
 
 static void on_big_result(rjq_client *c, int status, redisReply *r, void *priv) {
@@ -292,13 +218,16 @@ static void deliver(rjq_await *a, const char *kind, const char *body, size_t len
     } else if (strcmp(kind, "progress") == 0) {
         if (a->on_progress) a->on_progress(c, a->id, body, len, a->data);
     } else if (strcmp(kind, "big") == 0) {
-        const char *argv[3] = {"HGET", a->q->keys[RJQ__K_RESULT], a->id};
-        if (rjq__command(c, 0, on_big_result, a, 3, argv, NULL) == RJQ_OK) a->inflight++;
+        size_t klen;
+        const char *key = rjq__queue_key(a->q, RJQ__K_RESULT, &klen);
+        const char *argv[3] = {"HGET", key, a->id};
+        size_t lens[3] = {4, klen, strlen(a->id)};
+        if (rjq__command(c, 0, on_big_result, a, 3, argv, lens) == RJQ_OK) pin(a);
         else resolve(a, RJQ_ENOMEM, NULL, 0, NULL);
     }
 }
 
-/* Split "kind\nkey\nbody" in place-free fashion. */
+/* Split "kind\nkey\nbody". */
 static int parse_message(const char *msg, size_t len, char *kind, size_t kindcap,
                          const char **key, size_t *klen, const char **body, size_t *blen) {
     const char *nl1 = memchr(msg, '\n', len);
@@ -314,16 +243,21 @@ static int parse_message(const char *msg, size_t len, char *kind, size_t kindcap
     return 0;
 }
 
-static void on_confirmed(rjq_client *c);
+static void on_confirmed(awaits *s);
+
+static rjq_await *of_entry(rjq__tentry *e) {
+    return (rjq_await *)((char *)e - offsetof(rjq_await, entry));
+}
 
 static void on_reply_message(rjq_client *c, const char *ch, const char *msg, size_t len,
                              void *arg) {
+    awaits *s = arg;
     char kind[16], small[512], *keybuf = small;
     const char *key, *body;
     size_t klen, blen;
-    (void)ch, (void)arg;
+    (void)ch;
     if (msg == NULL) {
-        on_confirmed(c);
+        on_confirmed(s);
         return;
     }
     if (parse_message(msg, len, kind, sizeof kind, &key, &klen, &body, &blen) != 0) return;
@@ -334,28 +268,26 @@ static void on_reply_message(rjq_client *c, const char *ch, const char *msg, siz
      * others, and a pinned await is not freed under us. */
     rjq_await *stack[8], **hits = stack;
     size_t n = 0, cap = 8;
-    if (c->aw.nbuckets) {
-        for (rjq_await *a = c->aw.buckets[hash_key(keybuf) & (c->aw.nbuckets - 1)]; a; a = a->hnext) {
-            if (strcmp(a->key, keybuf) != 0) continue;
-            if (n == cap) {
-                rjq_await **grown = malloc(2 * cap * sizeof *grown);
-                if (grown == NULL) break;
-                memcpy(grown, hits, n * sizeof *hits);
-                if (hits != stack) free(hits);
-                hits = grown;
-                cap *= 2;
-            }
-            a->inflight++;
-            hits[n++] = a;
+    for (rjq__tentry *e = rjq__table_chain(&s->table, keybuf); e; e = e->hnext) {
+        if (strcmp(e->key, keybuf) != 0) continue;
+        if (n == cap) {
+            rjq_await **grown = malloc(2 * cap * sizeof *grown);
+            if (grown == NULL) break;
+            memcpy(grown, hits, n * sizeof *hits);
+            if (hits != stack) free(hits);
+            hits = grown;
+            cap *= 2;
         }
+        pin(of_entry(e));
+        hits[n++] = of_entry(e);
     }
     for (size_t i = 0; i < n; i++) {
-        if (hits[i]->state == AW_WATCHING && !c->closing) deliver(hits[i], kind, body, blen);
+        if (hits[i]->state == AW_WATCHING && !rjq__closing(c)) deliver(hits[i], kind, body, blen);
         unpin(hits[i]);
     }
     if (hits != stack) free(hits);
-    if (n == 0 && c->aw.enqueues_inflight > 0 && strcmp(kind, "progress") != 0)
-        keep_early(c, keybuf, klen, kind, body, blen);
+    if (n == 0 && s->enqueues_inflight > 0 && strcmp(kind, "progress") != 0)
+        rjq__early_keep(&s->early, keybuf, klen, kind, body, blen);
     if (keybuf != small) free(keybuf);
 }
 
@@ -364,7 +296,9 @@ static void on_reply_message(rjq_client *c, const char *ch, const char *msg, siz
 static void on_enqueued(rjq_client *c, int status, const char *id, size_t idlen, int existed,
                         void *priv) {
     rjq_await *a = priv;
-    c->aw.enqueues_inflight--;
+    awaits *s = a->s;
+    (void)c;
+    s->enqueues_inflight--;
     if (a->state == AW_DONE) goto out;
     if (status == RJQ_OK) status = set_key(a, id, idlen);
     if (status == RJQ_OK) status = start_watching(a);
@@ -372,32 +306,34 @@ static void on_enqueued(rjq_client *c, int status, const char *id, size_t idlen,
         resolve(a, status, NULL, 0, NULL);
         goto out;
     }
-    rjq__early *e = take_early(c, a->key);
+    rjq__early *e = rjq__early_take(&s->early, a->key);
     if (e) {
         deliver(a, e->kind, e->body, e->len);
-        free_early(e);
-    } else if (existed || a->sent_gen != c->aw.generation) {
-        /* an existing id (not ours to be notified of) or a resubscription
-         * since the enqueue went out: read its state and watch it */
+        rjq__early_free(e);
+    } else if (existed || a->sent_gen != s->generation || a->sent_drops != s->early.dropped) {
+        /* an existing id (not ours to be notified of), a resubscription
+         * since the enqueue went out, or outcomes pushed out of the early
+         * list meanwhile (maybe this one's): read its state and watch it */
         send_watch(c, &a, 1);
     }
 out:
-    if (c->aw.enqueues_inflight == 0) clear_early(c);
+    if (s->enqueues_inflight == 0) rjq__early_clear(&s->early);
     unpin(a);
 }
 
 /* Queue the held enqueue; on failure nothing changed and nobody was called. */
 static int try_enqueue(rjq_await *a) {
-    rjq_client *c = a->c;
+    awaits *s = a->s;
     rjq_enqueue_item it = {a->payload, a->len, a->has_opts ? &a->opts : NULL};
-    int rc = rjq__enqueue_add(a->q, &it, 1, on_enqueued, a);
+    int rc = rjq__enqueue_add(a->q, &it, s->channel, on_enqueued, a);
     if (rc != RJQ_OK) return rc;
     free(a->payload);
     a->payload = NULL;
-    a->inflight++;
+    pin(a);
     a->state = AW_ENQUEUEING;
-    a->sent_gen = c->aw.generation;
-    c->aw.enqueues_inflight++;
+    a->sent_gen = s->generation;
+    a->sent_drops = s->early.dropped;
+    s->enqueues_inflight++;
     return RJQ_OK;
 }
 
@@ -425,28 +361,44 @@ static int copy_inputs(rjq_await *a, const void *payload, size_t len, const rjq_
     return RJQ_OK;
 }
 
-int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *opts,
-                      const rjq_await_options *aw, rjq_await_cb *cb, void *data, rjq_await **out) {
-    if (q == NULL || cb == NULL || (aw && aw->timeout_ms < 0)) return RJQ_EINVAL;
-    rjq_client *c = q->c;
-    if (c->closing) return RJQ_ECLOSED;
+static awaits *state_of(rjq_client *c);
+
+static int enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *opts,
+                         const rjq_await_options *aw, rjq_await_cb *cb, void *data,
+                         rjq_await **out) {
+    rjq_client *c = rjq_queue_client(q);
     char enc[RJQ__OPTS_MAX];
     rjq_enqueue_item it = {payload, len, opts};
     int rc = rjq__enqueue_check(c, &it, enc);
     if (rc != RJQ_OK) return rc;
-    if ((rc = ensure_listening(c)) != RJQ_OK) return rc;
-    rjq_await *a = new_await(q, aw, cb, data);
+    awaits *s = state_of(c);
+    if (s == NULL) return RJQ_ENOMEM;
+    if ((rc = ensure_listening(s)) != RJQ_OK) return rc;
+    rjq_await *a = new_await(s, q, aw, cb, data);
     if (a == NULL) return RJQ_ENOMEM;
     if ((rc = copy_inputs(a, payload, len, opts)) != RJQ_OK) {
         discard(a);
         return rc;
     }
-    if (confirmed(c) && (rc = try_enqueue(a)) != RJQ_OK) {
+    if (confirmed(s) && (rc = try_enqueue(a)) != RJQ_OK) {
         discard(a); /* an error return: the callback is never called */
         return rc;
     }
     if (out) *out = a;
     return RJQ_OK;
+}
+
+/* The public calls enter the client: sending may flush enqueues, whose
+ * callbacks may free the client (then freed on leave). */
+int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *opts,
+                      const rjq_await_options *aw, rjq_await_cb *cb, void *data, rjq_await **out) {
+    if (q == NULL || cb == NULL || (aw && aw->timeout_ms < 0)) return RJQ_EINVAL;
+    rjq_client *c = rjq_queue_client(q);
+    if (rjq__closing(c)) return RJQ_ECLOSED;
+    rjq__enter(c);
+    int rc = enqueue_await(q, payload, len, opts, aw, cb, data, out);
+    rjq__leave(c);
+    return rc;
 }
 
 /* ---- await by id ---------------------------------------------------------- */
@@ -456,11 +408,25 @@ typedef struct watch_batch {
     rjq_await *a[];
 } watch_batch;
 
+/* Per await: a code (0 no such job, 1 completed, 2 dead, 3 watching) and a
+ * body (the result or the error) where the code has one. */
+static int watch_reply_ok(const redisReply *r, size_t n) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 * n) return 0;
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *code = r->element[2 * i], *body = r->element[2 * i + 1];
+        if (code->type != REDIS_REPLY_INTEGER) return 0;
+        if ((code->integer == 1 || code->integer == 2) && body->type != REDIS_REPLY_STRING)
+            return 0;
+    }
+    return 1;
+}
+
 static void on_watched(rjq_client *c, int status, redisReply *r, void *priv) {
     watch_batch *b = priv;
-    (void)c;
-    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != 2 * b->n))
+    if (status == RJQ_OK && !watch_reply_ok(r, b->n)) {
+        rjq__errmsg(c, "await: unexpected reply");
         status = RJQ_EPROTO;
+    }
     for (size_t i = 0; i < b->n; i++) {
         rjq_await *a = b->a[i];
         if (status == RJQ_ECONN) {
@@ -486,7 +452,7 @@ static int watch_chunk(rjq_client *c, rjq_await **list, size_t n) {
     rjq__argv_init(&v);
     if (b) {
         RJQ__KEYS(&v, list[0]->q, RJQ__K_COLUMNS);
-        rjq__argv_str(&v, c->aw.channel);
+        rjq__argv_str(&v, list[0]->s->channel);
         for (size_t i = 0; i < n; i++) rjq__argv_str(&v, list[i]->id);
     }
     int rc = b == NULL || v.oom ? RJQ_ENOMEM
@@ -499,13 +465,14 @@ static int watch_chunk(rjq_client *c, rjq_await **list, size_t n) {
     b->n = n;
     for (size_t i = 0; i < n; i++) {
         b->a[i] = list[i];
-        list[i]->inflight++;
+        pin(list[i]);
         list[i]->need_watch = 0;
     }
     return RJQ_OK;
 }
 
-/* Watch awaits (any queues): chunks of one queue each. */
+/* Watch awaits (any queues; the caller holds a pin on each): chunks of
+ * one queue each. */
 static void send_watch(rjq_client *c, rjq_await **list, size_t n) {
     size_t i = 0;
     while (i < n) {
@@ -522,53 +489,79 @@ static int by_queue(const void *x, const void *y) {
     return a->q < b->q ? -1 : a->q > b->q;
 }
 
-/* Watch the awaits that need it (all when `all`); sends held enqueues. */
-static void watch_pending(rjq_client *c, int all) {
-    size_t n = 0, cap = c->aw.count;
-    rjq_await **list = cap ? malloc(cap * sizeof *list) : NULL;
-    for (rjq_await *a = c->aw.all, *next; a; a = next) {
-        next = a->next;
-        if (a->state == AW_WAIT_SUB) send_enqueue(a);
-        else if (a->state == AW_WATCHING && (all || a->need_watch) && list && n < cap)
-            list[n++] = a;
+/* Send held enqueues and watch the awaits that need it (all when `all`).
+ * Every await is pinned first: callbacks run here (a failed send ends
+ * its await) and may cancel any other. Out of memory for the list: mark
+ * them and try again shortly. */
+static void watch_pending(awaits *s, int all) {
+    rjq_client *c = s->c;
+    size_t n = s->count;
+    if (n == 0) return;
+    rjq_await **snap = malloc(2 * n * sizeof *snap), **watch = snap + n;
+    if (snap == NULL) {
+        for (rjq_await *a = s->all; a; a = a->next) a->need_watch |= all;
+        rjq__timer_start(c, &s->retry, RETRY_MS);
+        return;
     }
-    if (n > 1) qsort(list, n, sizeof *list, by_queue);
-    if (n) send_watch(c, list, n);
-    free(list);
+    size_t k = 0, m = 0;
+    for (rjq_await *a = s->all; a; a = a->next) {
+        pin(a);
+        snap[k++] = a;
+    }
+    for (size_t i = 0; i < k; i++)
+        if (snap[i]->state == AW_WAIT_SUB) send_enqueue(snap[i]);
+    for (size_t i = 0; i < k; i++)
+        if (snap[i]->state == AW_WATCHING && (all || snap[i]->need_watch)) watch[m++] = snap[i];
+    if (m > 1) qsort(watch, m, sizeof *watch, by_queue);
+    if (m) send_watch(c, watch, m);
+    for (size_t i = 0; i < k; i++) unpin(snap[i]);
+    free(snap);
+}
+
+static void on_retry(rjq__timer *t) {
+    awaits *s = t->owner;
+    if (confirmed(s)) watch_pending(s, 0);
 }
 
 /* The reply channel is (again) subscribed: send held enqueues and, after
  * a resubscription, watch every await (outcomes published meanwhile). */
-static void on_confirmed(rjq_client *c) {
-    int again = c->aw.generation++ > 0;
-    watch_pending(c, again);
+static void on_confirmed(awaits *s) {
+    int again = s->generation++ > 0;
+    watch_pending(s, again);
 }
 
-void rjq__awaits_rewatch(rjq_client *c) {
-    if (confirmed(c)) watch_pending(c, 0);
-}
-
-int rjq_queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw, rjq_await_cb *cb,
-              void *data, rjq_await **out) {
-    if (q == NULL || cb == NULL || (aw && aw->timeout_ms < 0)) return RJQ_EINVAL;
-    rjq_client *c = q->c;
-    if (c->closing) return RJQ_ECLOSED;
-    if (id == NULL || id[0] == '\0' || strlen(id) > RJQ_JOB_ID_MAX) return RJQ_EJOBID;
-    int rc = ensure_listening(c);
+static int queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw,
+                       rjq_await_cb *cb, void *data, rjq_await **out) {
+    rjq_client *c = rjq_queue_client(q);
+    awaits *s = state_of(c);
+    if (s == NULL) return RJQ_ENOMEM;
+    int rc = ensure_listening(s);
     if (rc != RJQ_OK) return rc;
-    rjq_await *a = new_await(q, aw, cb, data);
+    rjq_await *a = new_await(s, q, aw, cb, data);
     if (a == NULL) return RJQ_ENOMEM;
     if ((rc = set_key(a, id, strlen(id))) != RJQ_OK || (rc = start_watching(a)) != RJQ_OK) {
         discard(a);
         return rc;
     }
-    if (confirmed(c) && (rc = watch_chunk(c, &a, 1)) != RJQ_OK) {
+    if (confirmed(s) && (rc = watch_chunk(c, &a, 1)) != RJQ_OK) {
         discard(a); /* an error return: the callback is never called */
         return rc;
     }
-    if (!confirmed(c)) a->need_watch = 1;
+    if (!confirmed(s)) a->need_watch = 1;
     if (out) *out = a;
     return RJQ_OK;
+}
+
+int rjq_queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw, rjq_await_cb *cb,
+                    void *data, rjq_await **out) {
+    if (q == NULL || cb == NULL || (aw && aw->timeout_ms < 0)) return RJQ_EINVAL;
+    rjq_client *c = rjq_queue_client(q);
+    if (rjq__closing(c)) return RJQ_ECLOSED;
+    if (id == NULL || id[0] == '\0' || strlen(id) > RJQ_JOB_ID_MAX) return RJQ_EJOBID;
+    rjq__enter(c);
+    int rc = queue_await(q, id, aw, cb, data, out);
+    rjq__leave(c);
+    return rc;
 }
 
 int rjq_await_cancel(rjq_await *a) {
@@ -581,45 +574,58 @@ int rjq_await_cancel(rjq_await *a) {
     return RJQ_OK;
 }
 
-size_t rjq_client_awaits(const rjq_client *c) {
-    return c->aw.count;
+/* ---- the feature ------------------------------------------------------------ */
+
+/* The command connection is back: watch awaits whose watch was lost. */
+static void awaits_ready(rjq_client *c, void *state, int kind) {
+    awaits *s = state;
+    (void)c;
+    if (kind == RJQ_CONN_COMMAND && confirmed(s)) watch_pending(s, 0);
 }
 
-/* ---- progress ------------------------------------------------------------ */
-
-static void ignore(rjq_client *c, int status, redisReply *r, void *priv) {
-    (void)c, (void)status, (void)r, (void)priv;
+/* Client destruction: every await ends with RJQ_ECANCELED. */
+static void awaits_close(rjq_client *c, void *state) {
+    awaits *s = state;
+    while (s->all) resolve(s->all, RJQ_ECANCELED, NULL, 0, NULL);
+    rjq__early_clear(&s->early);
+    rjq__table_free(&s->table);
+    rjq__timer_teardown(c, &s->retry);
+    free(s);
 }
 
-int rjq_job_progress(rjq_job *job, const void *progress, size_t len) {
-    if (job == NULL || (progress == NULL && len > 0)) return RJQ_EINVAL;
-    if (job->w == NULL) return RJQ_ECLOSED;
-    rjq_queue *q = job->w->q;
-    if (len > q->c->max_payload) return RJQ_ETOOBIG;
-    rjq__argv a;
-    rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_COLUMNS);
-    rjq__argv_key(&a, q, RJQ__K_JOB);
-    rjq__argv_str(&a, job->id);
-    rjq__argv_str(&a, job->token);
-    rjq__argv_add(&a, progress ? progress : "", len);
-    int rc = a.oom ? RJQ_ENOMEM : rjq__script(q->c, RJQ__S_PROGRESS, 0, ignore, NULL, a.n, a.v, a.len);
-    rjq__argv_free(&a);
-    return rc;
-}
+static const rjq__feature awaits_feature = {
+    .name = "awaits", .ready = awaits_ready, .close = awaits_close};
 
-/* ---- client integration -------------------------------------------------- */
-
-int rjq__awaits_init(rjq_client *c) {
-    snprintf(c->aw.channel, sizeof c->aw.channel, "%s:reply:%016llx%08llx", c->prefix,
+/* The client's awaits, made with the first await. */
+static awaits *state_of(rjq_client *c) {
+    awaits *s = rjq__feature_state(c, &awaits_feature);
+    if (s) return s;
+    if ((s = calloc(1, sizeof *s)) == NULL) return NULL;
+    s->c = c;
+    snprintf(s->channel, sizeof s->channel, "%s:reply:%016llx%08llx", rjq__client_prefix(c),
              (unsigned long long)rjq__random(c), (unsigned long long)(rjq__random(c) & 0xffffffffu));
-    return RJQ_OK;
+    if (rjq__timer_setup(c, &s->retry, on_retry, s) != RJQ_OK) {
+        free(s);
+        return NULL;
+    }
+    if (rjq__feature_add(c, &awaits_feature, s) != RJQ_OK) {
+        rjq__timer_teardown(c, &s->retry);
+        free(s);
+        return NULL;
+    }
+    return s;
 }
 
-void rjq__awaits_cancel_all(rjq_client *c) {
-    while (c->aw.all) resolve(c->aw.all, RJQ_ECANCELED, NULL, 0, NULL);
-    clear_early(c);
-    free(c->aw.buckets);
-    c->aw.buckets = NULL;
-    c->aw.nbuckets = 0;
+size_t rjq_client_awaits(const rjq_client *c) {
+    const awaits *s = rjq__feature_state(c, &awaits_feature);
+    return s ? s->count : 0;
+}
+
+void rjq__awaits_inspect(const rjq_client *c, const char **channel, size_t *enqueues_inflight,
+                         size_t *early, unsigned long long *early_dropped) {
+    const awaits *s = rjq__feature_state(c, &awaits_feature);
+    *channel = s ? s->channel : "";
+    *enqueues_inflight = s ? s->enqueues_inflight : 0;
+    *early = s ? s->early.n : 0;
+    *early_dropped = s ? s->early.dropped : 0;
 }

@@ -1,6 +1,7 @@
 /*
  * hiredis 0.14.1 (Debian 12) and 1.x from one code base. What differs
- * and how rjq steers around it (shared/docs/hiredis-compat.md):
+ * and how rjq steers around it (this list is the reference; the issue
+ * numbers are hiredis'):
  *
  * - redisFormatCommandArgv returns int on 0.14 and long long on 1.x:
  *   always store it in rjq__fmtlen.

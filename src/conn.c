@@ -1,8 +1,19 @@
 /*
  * The client's two connections: connect, session set-up, reconnect with
- * capped exponential backoff, connect timeout.
+ * capped exponential backoff, connect timeout. A connection knows nothing
+ * of requests or channels: the layer that owns it (request.c, pubsub.c)
+ * adds its own set-up steps and hears about readiness and loss through
+ * rjq__conn_hooks.
  *
- * hiredis rules this file follows (docs/hiredis-compat.md):
+ * Set-up: AUTH and SELECT must succeed or nothing may run on the session
+ * (commands would fail, or worse, run in database 0). Every other step
+ * (CLIENT SETNAME, the owner's steps) may fail without making the session
+ * unusable: a user without +@connection gets NOPERM on CLIENT SETNAME and
+ * still has a working session. Which step failed decides, not the error's
+ * class; the one exception is NOAUTH, which a server that wants AUTH gives
+ * to every command of a session that sent none: the session is refused.
+ *
+ * hiredis rules this file follows (the 0.14.1 / 1.x differences):
  * - attach to the loop before setting callbacks or sending (1.x arms
  *   nothing otherwise);
  * - never free a context inside its connect or disconnect callback, nor
@@ -11,123 +22,130 @@
  * - every callback may see a NULL reply when the context goes away.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-
-static void on_setup_reply(redisAsyncContext *ac, void *reply, void *priv);
-static void on_library_reply(redisAsyncContext *ac, void *reply, void *priv);
+#include "core_private.h"
+#include "validate.h"
 
 static const char *kind_name(const rjq__conn *conn) {
     return conn->kind == RJQ_CONN_COMMAND ? "command" : "subscriber";
 }
 
-/* Queue one session set-up command on the new context. */
-static void setup_command(rjq__conn *conn, int argc, const char **argv, const size_t *lens) {
-    if (redisAsyncCommandArgv(conn->ac, on_setup_reply, conn, argc, argv, lens) == REDIS_OK)
-        conn->setup_pending++;
+/* ---- set-up steps ----------------------------------------------------------- */
+
+typedef struct step {
+    rjq__conn *conn;
+    rjq__step_fn *fn;
+    void *arg;
+} step;
+
+static void step_done(rjq__conn *conn) {
+    rjq_client *c = conn->c;
+    if (--conn->setup_pending == 0 && !conn->ready && conn->ac) {
+        conn->ready = 1;
+        conn->failures = 0;
+        conn->hooks->ready(conn);
+        rjq__emit(c, RJQ_EVENT_CONNECTED, conn->kind, kind_name(conn));
+        rjq__features_ready(c, conn->kind);
+    }
 }
 
-static void send_setup(rjq__conn *conn) {
+static void on_step_reply(redisAsyncContext *ac, void *reply, void *priv) {
+    step *s = priv;
+    rjq__conn *conn = s->conn;
+    /* closed, or lost (the loss is handled by the disconnect callback) */
+    if (ac->data == NULL || reply == NULL || conn->ac != ac) {
+        free(s);
+        return;
+    }
+    rjq_client *c = conn->c;
+    rjq__enter(c);
+    s->fn(conn, reply, s->arg);
+    free(s);
+    if (conn->ac == ac) step_done(conn); /* unless the step refused the session */
+    rjq__leave(c);
+}
+
+int rjq__conn_step(rjq__conn *conn, rjq__step_fn *fn, void *arg, int argc, const char **argv,
+                   const size_t *lens) {
+    step *s = malloc(sizeof *s);
+    if (s == NULL) return RJQ_ENOMEM;
+    s->conn = conn;
+    s->fn = fn;
+    s->arg = arg;
+    if (redisAsyncCommandArgv(conn->ac, on_step_reply, s, argc, argv, lens) != REDIS_OK) {
+        free(s);
+        return RJQ_ENOMEM;
+    }
+    conn->setup_pending++;
+    return RJQ_OK;
+}
+
+void rjq__conn_report(rjq__conn *conn, const char *what, const char *err) {
+    rjq_client *c = conn->c;
+    rjq__errmsg(c, "%s connection set-up: %s: %s", kind_name(conn), what, err);
+    rjq__emit(c, RJQ_EVENT_ERROR, conn->kind, c->errmsg);
+}
+
+void rjq__conn_refuse(rjq__conn *conn, int code) {
+    rjq_client *c = conn->c;
+    if (c->closing || conn->ac == NULL) return;
+    redisAsyncContext *ac = conn->ac;
+    char why[RJQ__ERRMSG_MAX];
+    snprintf(why, sizeof why, "%s", c->errmsg);
+    ac->data = NULL; /* its remaining callbacks keep out */
+    conn->ac = NULL;
+    rjq__conn_lost(conn, why);
+    snprintf(c->errmsg, sizeof c->errmsg, "%s", why); /* keep the server's words */
+    conn->hooks->down(conn, code);
+    redisAsyncFree(ac); /* inside a reply callback: deferred by hiredis */
+}
+
+/* AUTH and SELECT: a refusal makes the session unusable. */
+static void on_vital_step(rjq__conn *conn, redisReply *r, void *arg) {
+    const char *what = arg;
+    if (r->type != REDIS_REPLY_ERROR) return;
+    rjq__conn_report(conn, what, r->str);
+    int code = rjq__redis_error_code(r->str);
+    rjq__conn_refuse(conn, code == RJQ_EAUTH ? RJQ_EAUTH : RJQ_EREDIS);
+}
+
+void rjq__conn_step_failed(rjq__conn *conn, const char *what, const char *err) {
+    rjq__conn_report(conn, what, err);
+    if (strncmp(err, "NOAUTH", 6) == 0) rjq__conn_refuse(conn, RJQ_EAUTH);
+}
+
+/* CLIENT SETNAME: a refusal (NOPERM without +@connection) is reported. */
+static void on_optional_step(rjq__conn *conn, redisReply *r, void *arg) {
+    if (r->type == REDIS_REPLY_ERROR) rjq__conn_step_failed(conn, arg, r->str);
+}
+
+static int send_setup(rjq__conn *conn) {
     rjq_client *c = conn->c;
     char db[16], name[160];
+    int rc = RJQ_OK;
     if (c->url.password) {
         const char *argv[3] = {"AUTH", c->url.user, c->url.password};
-        if (c->url.user) setup_command(conn, 3, argv, NULL);
+        if (c->url.user) rc = rjq__conn_step(conn, on_vital_step, "AUTH", 3, argv, NULL);
         else {
             argv[1] = c->url.password;
-            setup_command(conn, 2, argv, NULL);
+            rc = rjq__conn_step(conn, on_vital_step, "AUTH", 2, argv, NULL);
         }
     }
-    if (conn->kind == RJQ_CONN_COMMAND && c->url.db != 0) {
+    if (rc == RJQ_OK && conn->kind == RJQ_CONN_COMMAND && c->url.db != 0) {
         snprintf(db, sizeof db, "%d", c->url.db);
         const char *argv[2] = {"SELECT", db};
-        setup_command(conn, 2, argv, NULL);
+        rc = rjq__conn_step(conn, on_vital_step, "SELECT", 2, argv, NULL);
     }
     snprintf(name, sizeof name, "%s%s", c->name, conn->kind == RJQ_CONN_COMMAND ? "" : ":sub");
     const char *setname[3] = {"CLIENT", "SETNAME", name};
-    setup_command(conn, 3, setname, NULL);
-    if (conn->kind == RJQ_CONN_COMMAND) {
-        /* Until the answer says otherwise, scripts wait for EVALSHA. */
-        const char *argv[3] = {"FUNCTION", "LOAD", rjq__library};
-        size_t lens[3] = {8, 4, rjq__library_len};
-        c->fcall = 0;
-        if (redisAsyncCommandArgv(conn->ac, on_library_reply, conn, 3, argv, lens) == REDIS_OK)
-            conn->setup_pending++;
-    }
+    if (rc == RJQ_OK) rc = rjq__conn_step(conn, on_optional_step, "CLIENT SETNAME", 3, setname, NULL);
+    if (rc == RJQ_OK) rc = conn->hooks->setup(conn);
+    return rc;
 }
 
-/* Without the function library, every script is loaded for EVALSHA. */
-static void load_scripts(rjq__conn *conn) {
-    for (int i = 0; i < RJQ__SCRIPT_COUNT; i++) {
-        const char *argv[3] = {"SCRIPT", "LOAD", rjq__scripts[i].body};
-        size_t lens[3] = {6, 4, rjq__scripts[i].len};
-        setup_command(conn, 3, argv, lens);
-    }
-}
-
-/* A session that cannot be set (AUTH refused, SELECT of a missing db):
- * nothing may run on it. Fail the requests waiting for it with the error,
- * drop the context and try again later. */
-static void setup_failed(rjq__conn *conn, redisAsyncContext *ac, int code) {
-    rjq_client *c = conn->c;
-    ac->data = NULL; /* its remaining callbacks keep out */
-    conn->ac = NULL;
-    char why[RJQ__ERRMSG_MAX];
-    snprintf(why, sizeof why, "%s", c->errmsg);
-    rjq__conn_lost(conn, why);
-    snprintf(c->errmsg, sizeof c->errmsg, "%s", why); /* keep the server's words */
-    if (conn->kind == RJQ_CONN_COMMAND) rjq__requests_fail_backlog_with(c, code);
-    redisAsyncFree(ac); /* inside its reply callback: deferred by hiredis */
-}
-
-/* One set-up reply arrived; with the last one the connection is ready. */
-static void setup_step_done(rjq__conn *conn) {
-    rjq_client *c = conn->c;
-    if (--conn->setup_pending == 0 && !conn->ready) {
-        conn->ready = 1;
-        conn->failures = 0;
-        if (conn->kind == RJQ_CONN_COMMAND) rjq__requests_flush_backlog(c);
-        rjq__emit(c, RJQ_EVENT_CONNECTED, conn->kind, kind_name(conn));
-        rjq__on_ready(c, conn->kind);
-    }
-}
-
-static void on_setup_reply(redisAsyncContext *ac, void *reply, void *priv) {
-    rjq__conn *conn = priv;
-    redisReply *r = reply;
-    if (ac->data == NULL || r == NULL) return; /* closed, or the loss is handled elsewhere */
-    rjq_client *c = conn->c;
-    rjq__enter(c);
-    int fatal = 0;
-    if (r->type == REDIS_REPLY_ERROR) {
-        int code = rjq__redis_error_code(r->str);
-        rjq__errmsg(c, "%s connection set-up: %s", kind_name(conn), r->str);
-        rjq__emit(c, RJQ_EVENT_ERROR, conn->kind, c->errmsg);
-        /* AUTH/SELECT failures make the session unusable (commands would
-         * fail, or worse, run in database 0). */
-        fatal = code == RJQ_EAUTH || strncmp(r->str, "ERR DB index", 12) == 0 ||
-                strstr(r->str, "DB index is out of range") != NULL;
-        if (fatal && !c->closing) setup_failed(conn, ac, code == RJQ_EAUTH ? code : RJQ_EREDIS);
-    }
-    if (!fatal) setup_step_done(conn);
-    rjq__leave(c);
-}
-
-/* FUNCTION LOAD of rjq's library: loaded now or before, else (no functions
- * on this server, or not permitted) the scripts are loaded for EVALSHA.
- * Neither is an error. */
-static void on_library_reply(redisAsyncContext *ac, void *reply, void *priv) {
-    rjq__conn *conn = priv;
-    redisReply *r = reply;
-    if (ac->data == NULL || r == NULL) return;
-    rjq_client *c = conn->c;
-    rjq__enter(c);
-    rjq__library_loaded(c, r);
-    if (!c->fcall) load_scripts(conn);
-    setup_step_done(conn);
-    rjq__leave(c);
-}
+/* ---- connect, loss, reconnect -------------------------------------------- */
 
 static void on_connect(const redisAsyncContext *cac, int status) {
     redisAsyncContext *ac = (redisAsyncContext *)cac;
@@ -159,6 +177,15 @@ static void on_disconnect(const redisAsyncContext *cac, int status) {
     rjq__leave(c);
 }
 
+void rjq__conn_drop(rjq__conn *conn, const char *why) {
+    redisAsyncContext *ac = conn->ac;
+    if (ac == NULL) return;
+    ac->data = NULL; /* set-up and reply callbacks will see it and keep out */
+    conn->ac = NULL;
+    rjq__conn_lost(conn, why);
+    redisAsyncFree(ac); /* deferred by hiredis inside its own callbacks */
+}
+
 /* Connect timeout, reconnect delay, or a connect that failed at once. */
 static void on_timer(rjq__timer *t) {
     rjq__conn *conn = t->owner;
@@ -173,20 +200,15 @@ static void on_timer(rjq__timer *t) {
         rjq__conn_start(conn);
         return;
     }
-    if (conn->ac && !conn->connected) {
-        redisAsyncContext *ac = conn->ac;
-        ac->data = NULL; /* set-up callbacks will see it and keep out */
-        conn->ac = NULL;
-        rjq__conn_lost(conn, "connect timed out");
-        redisAsyncFree(ac); /* not inside a hiredis callback: immediate */
-    }
+    if (conn->ac && !conn->connected) rjq__conn_drop(conn, "connect timed out");
 }
 
-void rjq__conn_init(rjq_client *c, rjq__conn *conn, int kind) {
+int rjq__conn_init(rjq_client *c, rjq__conn *conn, int kind, const rjq__conn_hooks *hooks) {
     memset(conn, 0, sizeof *conn);
     conn->c = c;
     conn->kind = kind;
-    rjq__timer_init(&conn->timer, on_timer, conn);
+    conn->hooks = hooks;
+    return rjq__timer_setup(c, &conn->timer, on_timer, conn);
 }
 
 static void schedule_reconnect(rjq__conn *conn) {
@@ -199,6 +221,14 @@ static void schedule_reconnect(rjq__conn *conn) {
     rjq__timer_start(c, &conn->timer, (uint64_t)delay);
 }
 
+/* Report a connect that failed before any callback could, from the timer,
+ * like an asynchronous failure (no user code inside rjq_client_new). */
+static void failed_now(rjq__conn *conn, const char *why) {
+    snprintf(conn->failed_now, sizeof conn->failed_now, "%s", why);
+    conn->timer_is_reconnect = 0;
+    rjq__timer_start(conn->c, &conn->timer, 0);
+}
+
 void rjq__conn_start(rjq__conn *conn) {
     rjq_client *c = conn->c;
     redisAsyncContext *ac = c->url.path ? redisAsyncConnectUnix(c->url.path)
@@ -206,23 +236,23 @@ void rjq__conn_start(rjq__conn *conn) {
     conn->connected = conn->ready = 0;
     conn->setup_pending = 0;
     if (ac == NULL || ac->err || c->ops.attach(c->loop, ac) != 0) {
-        /* Failed before any callback could: report it from the timer, like
-         * an asynchronous failure (no user code inside rjq_client_new). */
-        snprintf(conn->failed_now, sizeof conn->failed_now, "%s",
-                 ac == NULL ? "out of memory" : ac->err ? ac->errstr : "loop attach failed");
+        failed_now(conn, ac == NULL ? "out of memory" : ac->err ? ac->errstr : "loop attach failed");
         if (ac) redisAsyncFree(ac);
-        conn->timer_is_reconnect = 0;
-        rjq__timer_start(c, &conn->timer, 0);
         return;
     }
     ac->data = conn;
     conn->ac = ac;
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
-    send_setup(conn);
-    /* Commands wait in the backlog until the session is set (on_setup_reply);
+    /* Commands wait in the request backlog until the session is set;
      * subscriptions may follow the set-up commands at once. */
-    if (conn->kind == RJQ_CONN_SUBSCRIBER) rjq__pubsub_resubscribe(c);
+    if (send_setup(conn) != RJQ_OK) {
+        ac->data = NULL;
+        conn->ac = NULL;
+        redisAsyncFree(ac); /* not inside a callback: immediate */
+        failed_now(conn, "out of memory");
+        return;
+    }
     conn->timer_is_reconnect = 0;
     rjq__timer_start(c, &conn->timer, (uint64_t)c->connect_timeout_ms);
 }
@@ -239,16 +269,14 @@ void rjq__conn_lost(rjq__conn *conn, const char *why) {
     conn->ac = NULL;
     conn->connected = conn->ready = 0;
     conn->failures++;
-    if (conn->kind == RJQ_CONN_SUBSCRIBER)
-        for (rjq__channel *ch = c->channels; ch; ch = ch->next) ch->confirmed = 0;
     rjq__errmsg(c, "%s connection: %s", kind_name(conn), why);
     schedule_reconnect(conn);
     rjq__emit(c, was_connected ? RJQ_EVENT_DISCONNECTED : RJQ_EVENT_ERROR, conn->kind, c->errmsg);
-    if (!was_connected && conn->kind == RJQ_CONN_COMMAND) rjq__requests_fail_backlog(c);
+    conn->hooks->down(conn, was_connected ? 0 : RJQ_ECONN);
 }
 
 void rjq__conn_close(rjq__conn *conn) {
-    rjq__timer_stop(conn->c, &conn->timer);
+    rjq__timer_teardown(conn->c, &conn->timer);
     redisAsyncContext *ac = conn->ac;
     conn->ac = NULL;
     if (ac == NULL) return;

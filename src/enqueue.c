@@ -5,21 +5,51 @@
  * a hundred (the per-call cost of a script dwarfs the per-job cost).
  * Inputs are copied at call time straight into RESP form. A batch from
  * rjq_enqueue_batch() always lands whole in one script call (atomic), and
- * enqueues keep their call order.
+ * enqueues keep their call order. A batch goes out early when it would
+ * pass RJQ__BATCH_MAX jobs or RJQ__ENQUEUE_BYTES of arguments, and before
+ * any other request of the client (the before_send hook), so a request
+ * made after an enqueue sees it.
  *
- * Two batches per queue: [0] plain, [1] recording the client's reply
- * channel (enqueue + await).
+ * Two batches per queue: [0] plain, [1] recording a reply channel
+ * (enqueue + await; the channel is the client's, so it is one per batch).
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "enqueue.h"
+
+/* Who gets the result of one enqueued job, or of a run of them. */
+typedef struct item {
+    rjq_enqueue_cb *cb;       /* user callback (cb or fn) */
+    void *data;
+    rjq__enqueued_fn *fn;     /* internal callback */
+    size_t group;             /* jobs this entry reports (0: part of the previous) */
+} item;
+
+/* Enqueues gathered during one loop turn, sent as one script call. */
+typedef struct batch {
+    rjq__buf args;
+    int nargs;
+    item *items;              /* one per job */
+    size_t n, cap;
+} batch;
+
+typedef struct part {
+    batch b[2];
+} part;
+
+/* The client's enqueue state: jobs batched on all its queues. */
+typedef struct enqueues {
+    size_t pending;
+} enqueues;
 
 int rjq__enqueue_check(rjq_client *c, const rjq_enqueue_item *it, char *opts) {
     if (it->payload == NULL && it->len > 0) return RJQ_EINVAL;
-    if (it->len > c->max_payload) {
-        rjq__errmsg(c, "payload of %zu bytes exceeds max_payload %zu", it->len, c->max_payload);
+    size_t max = rjq__client_max_payload(c);
+    if (it->len > max) {
+        rjq__errmsg(c, "payload of %zu bytes exceeds max_payload %zu", it->len, max);
         return RJQ_ETOOBIG;
     }
     if (it->opts && it->opts->id && !rjq__valid_job_id(it->opts->id)) {
@@ -38,14 +68,25 @@ int rjq__enqueue_check(rjq_client *c, const rjq_enqueue_item *it, char *opts) {
 
 typedef struct sent_batch {
     size_t n;
-    rjq__enq_item items[];
+    item items[];
 } sent_batch;
 
-/* Hand each entry its jobs' results (or the error). */
-static void report(rjq_client *c, const rjq__enq_item *items, size_t n, int status, redisReply *r) {
+/* The reply has, per job, its id (a string) and whether it existed (0/1). */
+static int reply_ok(const redisReply *r, size_t n) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 * n) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (r->element[2 * i]->type != REDIS_REPLY_STRING ||
+            r->element[2 * i + 1]->type != REDIS_REPLY_INTEGER)
+            return 0;
+    return 1;
+}
+
+/* Hand each entry its jobs' results (or the error). items must not be a
+ * live batch: the callbacks may enqueue again. */
+static void report(rjq_client *c, const item *items, size_t n, int status, redisReply *r) {
     size_t i = 0;
     while (i < n) {
-        const rjq__enq_item *it = &items[i];
+        const item *it = &items[i];
         size_t g = it->group ? it->group : 1;
         if (it->fn) {
             redisReply *id = status == RJQ_OK ? r->element[2 * i] : NULL;
@@ -68,7 +109,7 @@ static void report(rjq_client *c, const rjq__enq_item *items, size_t n, int stat
 
 static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
     sent_batch *b = priv;
-    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != 2 * b->n)) {
+    if (status == RJQ_OK && !reply_ok(r, b->n)) {
         rjq__errmsg(c, "enqueue: unexpected reply");
         status = RJQ_EPROTO;
     }
@@ -78,17 +119,37 @@ static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
 
 /* ---- the per-tick batch -------------------------------------------------- */
 
-static void reset(rjq_client *c, rjq__enq_batch *b) {
-    c->enq_pending -= b->n;
+static enqueues *state_of(rjq_client *c);
+
+/* Take the batch's jobs out of it (it is empty and reusable after). */
+static void take(rjq_client *c, batch *b) {
+    enqueues *e = state_of(c);
+    assert(e && e->pending >= b->n);
+    e->pending -= b->n;
     b->args.len = 0;
     b->args.oom = 0;
     b->nargs = 0;
     b->n = 0;
+    if (b->args.cap > (1u << 20)) rjq__buf_free(&b->args); /* don't hoard a big batch's memory */
 }
 
-static void flush_batch(rjq_queue *q, rjq__enq_batch *b) {
+/* End the batch's jobs with status: its entries are detached from it
+ * before their callbacks run, so a callback that enqueues again starts a
+ * fresh batch instead of growing (and reallocating) the one reported. */
+static void fail_batch(rjq_client *c, batch *b, int status) {
+    size_t n = b->n;
+    item *items = b->items;
+    b->items = NULL;
+    b->cap = 0;
+    take(c, b);
+    report(c, items, n, status, NULL);
+    free(items);
+}
+
+/* Send the batch as one script call. */
+static void flush_batch(rjq_queue *q, batch *b) {
     if (b->n == 0) return;
-    rjq_client *c = q->c;
+    rjq_client *c = rjq_queue_client(q);
     sent_batch *s = malloc(sizeof *s + b->n * sizeof s->items[0]);
     int rc = RJQ_ENOMEM;
     if (s) {
@@ -96,41 +157,80 @@ static void flush_batch(rjq_queue *q, rjq__enq_batch *b) {
         memcpy(s->items, b->items, b->n * sizeof s->items[0]);
         rc = rjq__script_buf(c, RJQ__S_ENQUEUE, 0, on_enqueued, s, b->nargs, &b->args);
     }
-    if (rc != RJQ_OK) {
-        rjq__errmsg(c, "enqueue: %s", rjq_strerror(rc));
-        report(c, s ? s->items : b->items, b->n, rc, NULL);
-        free(s);
+    if (rc == RJQ_OK) {
+        take(c, b);
+        return;
     }
-    reset(q->c, b);
-    if (b->args.cap > (1u << 20)) rjq__buf_free(&b->args); /* don't hoard a big batch's memory */
+    free(s);
+    rjq__errmsg(c, "enqueue: %s", rjq_strerror(rc));
+    fail_batch(c, b, rc);
 }
 
-void rjq__enqueue_flush(rjq_queue *q) {
-    flush_batch(q, &q->enq[0]);
-    flush_batch(q, &q->enq[1]);
+static void part_tick(rjq_queue *q, void *state) {
+    part *p = state;
+    flush_batch(q, &p->b[0]);
+    flush_batch(q, &p->b[1]);
 }
 
-void rjq__enqueue_flush_all(rjq_client *c) {
-    for (rjq_queue *q = c->queues; q && c->enq_pending; q = q->next) rjq__enqueue_flush(q);
+static void part_abort(rjq_queue *q, void *state) {
+    part *p = state;
+    rjq_client *c = rjq_queue_client(q);
+    for (int i = 0; i < 2; i++)
+        if (p->b[i].n) fail_batch(c, &p->b[i], RJQ_ECANCELED);
 }
 
-void rjq__enqueue_cancel_pending(rjq_queue *q) {
+static void part_close(rjq_queue *q, void *state) {
+    part *p = state;
+    (void)q;
     for (int i = 0; i < 2; i++) {
-        rjq__enq_batch *b = &q->enq[i];
-        size_t n = b->n;
-        reset(q->c, b);
-        report(q->c, b->items, n, RJQ_ECANCELED, NULL);
+        rjq__buf_free(&p->b[i].args);
+        free(p->b[i].items);
+    }
+    free(p);
+}
+
+static const rjq__part_ops part_ops = {part_tick, part_abort, part_close};
+
+/* Every queue's batches go out ahead of a later request. */
+static void before_send(rjq_client *c, void *state) {
+    enqueues *e = state;
+    for (rjq_queue *q = rjq__queue_first(c); q && e->pending; q = rjq__queue_next(q)) {
+        part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
+        if (p) part_tick(q, p);
     }
 }
 
-void rjq__enqueue_batch_free(rjq__enq_batch *b) {
-    rjq__buf_free(&b->args);
-    free(b->items);
-    memset(b, 0, sizeof *b);
+static void enqueues_close(rjq_client *c, void *state) {
+    (void)c;
+    free(state);
+}
+
+static const rjq__feature enqueue_feature = {
+    .name = "enqueue", .before_send = before_send, .close = enqueues_close};
+
+static enqueues *state_of(rjq_client *c) {
+    return rjq__feature_state(c, &enqueue_feature);
+}
+
+/* The queue's enqueue part (made with the client's state on first use). */
+static part *part_of(rjq_queue *q) {
+    part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
+    if (p) return p;
+    rjq_client *c = rjq_queue_client(q);
+    if (state_of(c) == NULL) {
+        enqueues *e = calloc(1, sizeof *e);
+        if (e == NULL || rjq__feature_add(c, &enqueue_feature, e) != RJQ_OK) {
+            free(e);
+            return NULL;
+        }
+    }
+    if ((p = calloc(1, sizeof *p)) == NULL) return NULL;
+    rjq__queue_set_part(q, RJQ__PART_ENQUEUE, &part_ops, p);
+    return p;
 }
 
 /* The script's fixed arguments, written when a batch starts. */
-static void start_batch(rjq_queue *q, rjq__enq_batch *b, int notify) {
+static void start_batch(rjq_queue *q, batch *b, const char *reply_channel) {
     static const int keys[] = {RJQ__K_READY,  RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_STATS,
                                RJQ__K_ACTIVE, RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED};
     const int nkeys = (int)(sizeof keys / sizeof keys[0]);
@@ -138,38 +238,52 @@ static void start_batch(rjq_queue *q, rjq__enq_batch *b, int notify) {
     char num[16];
     snprintf(num, sizeof num, "%d", nkeys);
     rjq__buf_arg_str(a, num);
-    for (int i = 0; i < nkeys; i++) rjq__buf_arg(a, q->keys[keys[i]], q->key_lens[keys[i]]);
-    rjq__buf_arg(a, q->keys[RJQ__K_JOB], q->key_lens[RJQ__K_JOB]);
-    rjq__buf_arg(a, q->keys[RJQ__K_WAKE], q->key_lens[RJQ__K_WAKE]);
-    rjq__buf_arg_str(a, notify ? q->c->aw.channel : "");
+    for (int i = 0; i < nkeys; i++) rjq__buf_key(a, q, keys[i]);
+    rjq__buf_key(a, q, RJQ__K_JOB);
+    rjq__buf_key(a, q, RJQ__K_WAKE);
+    rjq__buf_arg_str(a, reply_channel ? reply_channel : "");
     char tbase[24]; /* tokens of jobs pushed to idle workers */
-    snprintf(tbase, sizeof tbase, "%016llxp", (unsigned long long)rjq__random(q->c));
+    snprintf(tbase, sizeof tbase, "%016llxp", (unsigned long long)rjq__random(rjq_queue_client(q)));
     rjq__buf_arg_str(a, tbase);
     b->nargs = 1 + nkeys + 4;
 }
 
-static int reserve_items(rjq__enq_batch *b, size_t more) {
+static int reserve_items(batch *b, size_t more) {
     if (b->n + more <= b->cap) return RJQ_OK;
     size_t cap = b->cap ? b->cap : 64;
     while (cap < b->n + more) cap *= 2;
-    rjq__enq_item *p = realloc(b->items, cap * sizeof *p);
+    item *p = realloc(b->items, cap * sizeof *p);
     if (p == NULL) return RJQ_ENOMEM;
     b->items = p;
     b->cap = cap;
     return RJQ_OK;
 }
 
+static size_t group_bytes(const rjq_enqueue_item *items, size_t n) {
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++) bytes += items[i].len + 64; /* id, options, framing */
+    return bytes;
+}
+
 /* Append n jobs reported to one entry (cb or fn); all or nothing. */
-static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n, int notify,
-                     rjq_enqueue_cb *cb, rjq__enqueued_fn *fn, void *data) {
-    rjq_client *c = q->c;
-    if (c->closing) return RJQ_ECLOSED;
-    rjq__enq_batch *b = &q->enq[notify];
-    if (b->n + n > RJQ_BATCH_MAX) flush_batch(q, b); /* a batch lands whole in one call */
+static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
+                     const char *reply_channel, rjq_enqueue_cb *cb, rjq__enqueued_fn *fn,
+                     void *data) {
+    rjq_client *c = rjq_queue_client(q);
+    if (rjq__closing(c)) return RJQ_ECLOSED;
+    part *p = part_of(q);
+    if (p == NULL) return RJQ_ENOMEM;
+    batch *b = &p->b[reply_channel ? 1 : 0];
+    /* A batch lands whole in one call: send what is gathered first when
+     * this one would make the call too long or too big. */
+    if (b->n > 0 &&
+        (b->n + n > RJQ_BATCH_MAX || b->args.len + group_bytes(items, n) > RJQ__ENQUEUE_BYTES))
+        flush_batch(q, b);
+    if (rjq__closing(c)) return RJQ_ECLOSED; /* a callback of that flush freed the client */
     if (reserve_items(b, n) != RJQ_OK) return RJQ_ENOMEM;
     size_t save_len = b->args.len, save_n = b->n;
     int save_nargs = b->nargs, rc = RJQ_OK;
-    if (b->n == 0) start_batch(q, b, notify);
+    if (b->n == 0) start_batch(q, b, reply_channel);
     for (size_t i = 0; i < n && rc == RJQ_OK; i++) {
         char opts[RJQ__OPTS_MAX];
         if ((rc = rjq__enqueue_check(c, &items[i], opts)) != RJQ_OK) break;
@@ -177,7 +291,7 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n, int 
         rjq__buf_arg_str(&b->args, o && o->id ? o->id : "");
         rjq__buf_arg(&b->args, items[i].payload, items[i].len);
         rjq__buf_arg_str(&b->args, opts);
-        rjq__enq_item *it = &b->items[b->n++];
+        item *it = &b->items[b->n++];
         it->cb = cb;
         it->fn = fn;
         it->data = data;
@@ -192,25 +306,32 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n, int 
         return rc;
     }
     b->nargs += 3 * (int)n;
-    c->enq_pending += n;
+    state_of(c)->pending += n;
+    rjq__want_flush(c);
     rjq__queue_kick(q);
     return RJQ_OK;
 }
 
-int rjq__enqueue_add(rjq_queue *q, const rjq_enqueue_item *it, int notify, rjq__enqueued_fn *fn,
-                     void *priv) {
-    return add_group(q, it, 1, notify ? 1 : 0, NULL, fn, priv);
+int rjq__enqueue_add(rjq_queue *q, const rjq_enqueue_item *it, const char *reply_channel,
+                     rjq__enqueued_fn *fn, void *priv) {
+    return add_group(q, it, 1, reply_channel, NULL, fn, priv);
 }
 
+/* The public calls enter the client: a flush inside may run callbacks of
+ * earlier enqueues, which may free the client (then freed on leave). */
 int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n, rjq_enqueue_cb *cb,
                       void *data) {
     if (q == NULL || items == NULL || n == 0 || n > RJQ_BATCH_MAX) return RJQ_EINVAL;
-    return add_group(q, items, n, 0, cb, NULL, data);
+    rjq_client *c = rjq_queue_client(q);
+    rjq__enter(c);
+    int rc = add_group(q, items, n, NULL, cb, NULL, data);
+    rjq__leave(c);
+    return rc;
 }
 
 int rjq_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *opts,
                 rjq_enqueue_cb *cb, void *data) {
     if (q == NULL) return RJQ_EINVAL;
     rjq_enqueue_item it = {payload, len, opts};
-    return add_group(q, &it, 1, 0, cb, NULL, data);
+    return rjq_enqueue_batch(q, &it, 1, cb, data);
 }

@@ -1,4 +1,8 @@
+/* Error codes: rjq_strerror(), the version, and Redis error texts as codes. */
+#include <string.h>
+
 #include "rjq.h"
+#include "validate.h"
 
 const char *rjq_strerror(int code) {
     switch (code) {
@@ -15,4 +19,20 @@ const char *rjq_strerror(int code) {
 
 int rjq_version(void) {
     return RJQ_VERSION_MAJOR * 10000 + RJQ_VERSION_MINOR * 100 + RJQ_VERSION_PATCH;
+}
+
+int rjq__redis_error_code(const char *err) {
+    static const struct {
+        const char *needle;
+        int code;
+    } map[] = {
+        {"WRONGTYPE", RJQ_EWRONGTYPE}, {"OOM command not allowed", RJQ_EOOM},
+        {"NOAUTH", RJQ_EAUTH},         {"WRONGPASS", RJQ_EAUTH},
+        {"NOPERM", RJQ_EAUTH},         {"invalid password", RJQ_EAUTH},
+        {"unauthenticated", RJQ_EAUTH}, /* Redis 7: "Protocol error: unauthenticated ..." */
+    };
+    if (err == NULL) return RJQ_EREDIS;
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strstr(err, map[i].needle)) return map[i].code;
+    return RJQ_EREDIS;
 }

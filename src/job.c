@@ -1,14 +1,19 @@
 /*
- * Job handles and how they finish: completions are batched per queue and
- * per loop turn into one script call (the queue's tick); failures go out
- * at once. Both are token-checked on the server and retried across a
- * reconnect (a repeat with the same token is recognised as done).
+ * Finishing jobs: complete, fail, progress, and the job handle's
+ * accessors. Completions are batched per queue and per loop turn into one
+ * script call (the queue's tick); failures go out at once. Both are
+ * token-checked on the server and retried across a reconnect (a repeat
+ * with the same token is recognised as done). A completion batch also
+ * carries the slots its idle workers offer for push delivery.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "worker.h"
+
+#define COMPLETE_BATCH 500           /* jobs per complete script call */
+#define COMPLETE_BYTES (8u << 20)    /* result bytes per complete script call */
 
 const char *rjq_job_id(const rjq_job *job) {
     return job->id;
@@ -37,14 +42,31 @@ rjq_worker *rjq_job_worker(const rjq_job *job) {
 
 /* ---- complete ------------------------------------------------------------ */
 
+typedef struct item {
+    rjq_worker *w;
+    char *id;                 /* owns one block holding all three strings */
+    char *tail;               /* "<attempt> <token>": how the job's state ends
+                               * while this claim holds it (complete.lua) */
+    char *result;
+    size_t result_len;
+    rjq_done_cb *cb;
+    void *data;
+} item;
+
+/* The queue's completions waiting for its tick. */
+typedef struct part {
+    item *pending;
+    size_t n, cap;
+} part;
+
 typedef struct complete_batch {
     size_t n, noffers;
     rjq__offer *offers;       /* freed slots offered for push delivery */
-    rjq__complete_item items[];
+    item items[];
 } complete_batch;
 
-static void finish_items(rjq_client *c, rjq__complete_item *items, size_t n, int status,
-                         redisReply *r) {
+/* items must not be a live list: the callbacks may complete more jobs. */
+static void finish_items(rjq_client *c, item *items, size_t n, int status, redisReply *r) {
     for (size_t i = 0; i < n; i++) {
         int code = status;
         if (status == RJQ_OK) code = r->element[i]->integer == 1 ? RJQ_OK : RJQ_ELEASELOST;
@@ -54,12 +76,21 @@ static void finish_items(rjq_client *c, rjq__complete_item *items, size_t n, int
     }
 }
 
+static int reply_ok(const redisReply *r, size_t n) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != n) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (r->element[i]->type != REDIS_REPLY_INTEGER) return 0;
+    return 1;
+}
+
 static void on_completed(rjq_client *c, int status, redisReply *r, void *priv) {
     complete_batch *b = priv;
-    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != b->n + b->noffers))
+    if (status == RJQ_OK && !reply_ok(r, b->n + b->noffers)) {
+        rjq__errmsg(c, "complete: unexpected reply");
         status = RJQ_EPROTO;
+    }
     /* before the callbacks: they may stop the workers */
-    for (size_t i = 0; i < b->noffers && !c->closing; i++)
+    for (size_t i = 0; i < b->noffers && !rjq__closing(c); i++)
         rjq__worker_offer_done(&b->offers[i], status,
                                status == RJQ_OK && r->element[b->n + i]->integer == 1);
     finish_items(c, b->items, b->n, status, r);
@@ -68,32 +99,31 @@ static void on_completed(rjq_client *c, int status, redisReply *r, void *priv) {
 }
 
 /* How many queued completions go in one script call: up to
- * RJQ__COMPLETE_BATCH jobs and RJQ__COMPLETE_BYTES of results (at least
- * one), so a batch of big results stays far below Redis' query limits. */
-static size_t batch_size(const rjq_queue *q) {
+ * COMPLETE_BATCH jobs and COMPLETE_BYTES of results (at least one), so a
+ * batch of big results stays far below Redis' query limits. */
+static size_t batch_size(const part *p) {
     size_t n = 0, bytes = 0;
-    while (n < q->npending && n < RJQ__COMPLETE_BATCH) {
-        bytes += q->pending[n].result_len;
-        if (n > 0 && bytes > RJQ__COMPLETE_BYTES) break;
+    while (n < p->n && n < COMPLETE_BATCH) {
+        bytes += p->pending[n].result_len;
+        if (n > 0 && bytes > COMPLETE_BYTES) break;
         n++;
     }
     return n;
 }
 
-/* Send the first n queued completions as one script call. */
 static int send_batch(rjq_queue *q, complete_batch *b) {
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_COMPLETED, RJQ__K_STATS, RJQ__K_READY, RJQ__K_PRIO,
               RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED);
     rjq__argv_key(&a, q, RJQ__K_JOB);
-    rjq__argv_ll(&a, q->retention_ms);
-    rjq__argv_ll(&a, q->completed_max);
+    rjq__argv_ll(&a, rjq__queue_retention_ms(q));
+    rjq__argv_ll(&a, rjq__queue_completed_max(q));
     rjq__argv_ll(&a, (long long)b->noffers);
     for (size_t i = 0; i < b->noffers; i++) {
-        rjq__argv_str(&a, b->offers[i].w->field);
+        rjq__argv_str(&a, b->offers[i].field);
         rjq__argv_ll(&a, b->offers[i].epoch);
-        rjq__argv_ll(&a, b->offers[i].w->lease_ms);
+        rjq__argv_ll(&a, b->offers[i].lease_ms);
         rjq__argv_ll(&a, b->offers[i].slots);
     }
     for (size_t i = 0; i < b->n; i++) {
@@ -102,53 +132,89 @@ static int send_batch(rjq_queue *q, complete_batch *b) {
         rjq__argv_add(&a, b->items[i].result, b->items[i].result_len);
     }
     int rc = a.oom ? RJQ_ENOMEM
-                   : rjq__script(q->c, RJQ__S_COMPLETE, RJQ__REQ_RETRY, on_completed, b, a.n, a.v,
-                                 a.len);
+                   : rjq__script(rjq_queue_client(q), RJQ__S_COMPLETE, RJQ__REQ_RETRY,
+                                 on_completed, b, a.n, a.v, a.len);
     rjq__argv_free(&a);
     return rc;
 }
 
-static void flush_some(rjq_queue *q) {
-    rjq_client *c = q->c;
-    size_t n = batch_size(q);
+/* Send the first queued completions as one script call. They leave the
+ * queue's list before anything is reported, so callbacks that complete
+ * more jobs append to a list nobody is walking. */
+static void flush_some(rjq_queue *q, part *p) {
+    rjq_client *c = rjq_queue_client(q);
+    size_t n = batch_size(p);
     complete_batch *b = malloc(sizeof *b + n * sizeof b->items[0]);
-    int rc = RJQ_ENOMEM;
-    if (b) {
-        b->n = n;
-        memcpy(b->items, q->pending, n * sizeof b->items[0]);
-        b->offers = malloc(n * sizeof *b->offers);
-        b->noffers = b->offers ? rjq__worker_offers(b->items, n, b->offers) : 0;
-        rc = send_batch(q, b);
+    if (b == NULL) {
+        /* Detach the whole list: it becomes the failed items' array. */
+        item *failed = p->pending;
+        size_t total = p->n;
+        p->pending = NULL;
+        p->n = p->cap = 0;
+        rjq__errmsg(c, "complete: %s", rjq_strerror(RJQ_ENOMEM));
+        finish_items(c, failed, total, RJQ_ENOMEM, NULL);
+        free(failed);
+        return;
     }
+    b->n = n;
+    memcpy(b->items, p->pending, n * sizeof b->items[0]);
+    p->n -= n;
+    memmove(p->pending, p->pending + n, p->n * sizeof p->pending[0]);
+    b->noffers = 0;
+    b->offers = malloc(n * sizeof *b->offers);
+    for (size_t i = 0; b->offers && i < n; i++)
+        b->noffers += (size_t)rjq__worker_offer(b->items[i].w, &b->offers[b->noffers]);
+    int rc = send_batch(q, b);
     if (rc != RJQ_OK) {
         rjq__errmsg(c, "complete: %s", rjq_strerror(rc));
-        for (size_t i = 0; b && i < b->noffers; i++) rjq__worker_offer_done(&b->offers[i], rc, 0);
-        finish_items(c, q->pending, n, rc, NULL); /* before they are shifted out */
-        if (b) free(b->offers);
+        for (size_t i = 0; i < b->noffers; i++) rjq__worker_offer_done(&b->offers[i], rc, 0);
+        finish_items(c, b->items, b->n, rc, NULL);
+        free(b->offers);
         free(b);
     }
-    q->npending -= n;
-    memmove(q->pending, q->pending + n, q->npending * sizeof q->pending[0]);
 }
 
-void rjq__complete_flush(rjq_queue *q) {
-    while (q->npending > 0 && !q->c->closing) flush_some(q);
+static void part_tick(rjq_queue *q, void *state) {
+    part *p = state;
+    while (p->n > 0 && !rjq__closing(rjq_queue_client(q))) flush_some(q, p);
 }
 
-void rjq__complete_cancel_pending(rjq_queue *q) {
-    size_t n = q->npending;
-    q->npending = 0;
-    finish_items(q->c, q->pending, n, RJQ_ECANCELED, NULL);
+static void part_abort(rjq_queue *q, void *state) {
+    part *p = state;
+    item *items = p->pending;
+    size_t n = p->n;
+    p->pending = NULL;
+    p->n = p->cap = 0;
+    finish_items(rjq_queue_client(q), items, n, RJQ_ECANCELED, NULL);
+    free(items);
+}
+
+static void part_close(rjq_queue *q, void *state) {
+    part *p = state;
+    (void)q;
+    free(p->pending);
+    free(p);
+}
+
+static const rjq__part_ops part_ops = {part_tick, part_abort, part_close};
+
+static part *part_of(rjq_queue *q) {
+    part *p = rjq__queue_part(q, RJQ__PART_FINISH);
+    if (p == NULL && (p = calloc(1, sizeof *p)) != NULL)
+        rjq__queue_set_part(q, RJQ__PART_FINISH, &part_ops, p);
+    return p;
 }
 
 static int queue_completion(rjq_queue *q, rjq_job *job, const void *result, size_t len,
                             rjq_done_cb *cb, void *data) {
-    if (q->npending == q->cap_pending) {
-        size_t cap = q->cap_pending ? q->cap_pending * 2 : 64;
-        rjq__complete_item *p = realloc(q->pending, cap * sizeof *p);
-        if (p == NULL) return RJQ_ENOMEM;
-        q->pending = p;
-        q->cap_pending = cap;
+    part *p = part_of(q);
+    if (p == NULL) return RJQ_ENOMEM;
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 64;
+        item *grown = realloc(p->pending, cap * sizeof *grown);
+        if (grown == NULL) return RJQ_ENOMEM;
+        p->pending = grown;
+        p->cap = cap;
     }
     size_t idlen = strlen(job->id);
     char tail[16 + sizeof job->token]; /* an int, a space and the token */
@@ -156,7 +222,7 @@ static int queue_completion(rjq_queue *q, rjq_job *job, const void *result, size
     if (taillen < 0 || (size_t)taillen >= sizeof tail) return RJQ_EINVAL;
     char *mem = malloc(idlen + (size_t)taillen + len + 3);
     if (mem == NULL) return RJQ_ENOMEM;
-    rjq__complete_item *it = &q->pending[q->npending++];
+    item *it = &p->pending[p->n++];
     it->w = job->w;
     it->id = mem;
     memcpy(mem, job->id, idlen + 1);
@@ -179,21 +245,23 @@ static int release_closed(rjq_job *job) {
 }
 
 static int closed(const rjq_job *job) {
-    return job->w == NULL || job->w->q->c->closing;
+    return job->w == NULL || rjq__closing(rjq_queue_client(rjq__worker_queue(job->w)));
 }
 
 int rjq_job_complete(rjq_job *job, const void *result, size_t len, rjq_done_cb *cb,
                      void *data) {
     if (job == NULL || (result == NULL && len > 0)) return RJQ_EINVAL;
     if (closed(job)) return release_closed(job);
-    rjq_queue *q = job->w->q;
-    if (len > q->c->max_payload) {
-        rjq__errmsg(q->c, "result of %zu bytes exceeds max_payload %zu", len, q->c->max_payload);
+    rjq_queue *q = rjq__worker_queue(job->w);
+    rjq_client *c = rjq_queue_client(q);
+    if (len > rjq__client_max_payload(c)) {
+        rjq__errmsg(c, "result of %zu bytes exceeds max_payload %zu", len,
+                    rjq__client_max_payload(c));
         return RJQ_ETOOBIG;
     }
     int rc = queue_completion(q, job, result, len, cb, data);
     if (rc != RJQ_OK) return rc;
-    rjq__worker_job_done(job->w, job);
+    rjq__worker_job_done(job);
     rjq__queue_kick(q);
     return RJQ_OK;
 }
@@ -217,14 +285,11 @@ static void on_failed(rjq_client *c, int status, redisReply *r, void *priv) {
     free(f);
 }
 
-int rjq_job_fail(rjq_job *job, const char *error, int flags, long long retry_delay_ms,
-                 rjq_done_cb *cb, void *data) {
-    if (job == NULL || (flags & ~RJQ_FAIL_FATAL) != 0) return RJQ_EINVAL;
-    if (closed(job)) return release_closed(job);
-    if (retry_delay_ms > RJQ_DELAY_MAX) return RJQ_EINVAL;
+static int send_fail(rjq_job *job, const char *error, int flags, long long retry_delay_ms,
+                     rjq_done_cb *cb, void *data) {
     rjq_worker *w = job->w;
-    rjq_queue *q = w->q;
-    rjq_client *c = q->c;
+    rjq_queue *q = rjq__worker_queue(w);
+    rjq_client *c = rjq_queue_client(q);
     char jitter[32];
     snprintf(jitter, sizeof jitter, "%.6f", (double)(rjq__random(c) >> 11) / 9007199254740992.0);
     fail_ctx *f = malloc(sizeof *f);
@@ -234,8 +299,8 @@ int rjq_job_fail(rjq_job *job, const char *error, int flags, long long retry_del
     f->data = data;
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_DEAD, RJQ__K_STATS,
-              RJQ__K_COLUMNS, RJQ__K_MONITORED);
+    RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_DEAD,
+              RJQ__K_STATS, RJQ__K_COLUMNS, RJQ__K_MONITORED);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_str(&a, job->id);
@@ -244,7 +309,7 @@ int rjq_job_fail(rjq_job *job, const char *error, int flags, long long retry_del
     rjq__argv_str(&a, flags & RJQ_FAIL_FATAL ? "1" : "0");
     rjq__argv_ll(&a, retry_delay_ms < 0 ? -1 : retry_delay_ms);
     rjq__argv_str(&a, jitter);
-    rjq__argv_ll(&a, q->dead_max);
+    rjq__argv_ll(&a, rjq__queue_dead_max(q));
     int rc = a.oom ? RJQ_ENOMEM
                    : rjq__script(c, RJQ__S_FAIL, RJQ__REQ_RETRY, on_failed, f, a.n, a.v, a.len);
     rjq__argv_free(&a);
@@ -252,7 +317,46 @@ int rjq_job_fail(rjq_job *job, const char *error, int flags, long long retry_del
         free(f);
         return rc;
     }
-    rjq__worker_job_done(w, job);
+    rjq__worker_job_done(job);
     rjq__queue_kick(q);
     return RJQ_OK;
+}
+
+int rjq_job_fail(rjq_job *job, const char *error, int flags, long long retry_delay_ms,
+                 rjq_done_cb *cb, void *data) {
+    if (job == NULL || (flags & ~RJQ_FAIL_FATAL) != 0) return RJQ_EINVAL;
+    if (closed(job)) return release_closed(job);
+    if (retry_delay_ms > RJQ_DELAY_MAX) return RJQ_EINVAL;
+    /* Sending may flush enqueues, whose callbacks may free the client. */
+    rjq_client *c = rjq_queue_client(rjq__worker_queue(job->w));
+    rjq__enter(c);
+    int rc = send_fail(job, error, flags, retry_delay_ms, cb, data);
+    rjq__leave(c);
+    return rc;
+}
+
+/* ---- progress ------------------------------------------------------------ */
+
+static void ignore(rjq_client *c, int status, redisReply *r, void *priv) {
+    (void)c, (void)status, (void)r, (void)priv;
+}
+
+int rjq_job_progress(rjq_job *job, const void *progress, size_t len) {
+    if (job == NULL || (progress == NULL && len > 0)) return RJQ_EINVAL;
+    if (job->w == NULL) return RJQ_ECLOSED;
+    rjq_queue *q = rjq__worker_queue(job->w);
+    rjq_client *c = rjq_queue_client(q);
+    if (len > rjq__client_max_payload(c)) return RJQ_ETOOBIG;
+    rjq__argv a;
+    rjq__argv_init(&a);
+    RJQ__KEYS(&a, q, RJQ__K_COLUMNS);
+    rjq__argv_key(&a, q, RJQ__K_JOB);
+    rjq__argv_str(&a, job->id);
+    rjq__argv_str(&a, job->token);
+    rjq__argv_add(&a, progress ? progress : "", len);
+    rjq__enter(c);
+    int rc = a.oom ? RJQ_ENOMEM : rjq__script(c, RJQ__S_PROGRESS, 0, ignore, NULL, a.n, a.v, a.len);
+    rjq__leave(c);
+    rjq__argv_free(&a);
+    return rc;
 }

@@ -2,12 +2,12 @@
  * Queue event streams for monitors. A monitor listens on the queue's
  * events channel and keeps the queue's `monitored` flag key alive (SET PX,
  * refreshed at a third of its TTL); the scripts publish events only while
- * that key exists.
+ * that key exists. The client's monitors are the feature's state.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "queue.h"
 
 #define FLAG_TTL_MS 15000
 
@@ -18,6 +18,10 @@ struct rjq_monitor {
     rjq__timer refresh;
     struct rjq_monitor *next;
 };
+
+typedef struct monitors {
+    rjq_monitor *head;
+} monitors;
 
 static void on_event(rjq_client *c, const char *channel, const char *msg, size_t len, void *arg) {
     rjq_monitor *m = arg;
@@ -42,44 +46,79 @@ static void ignore(rjq_client *c, int status, redisReply *r, void *priv) {
 static void on_refresh(rjq__timer *t) {
     rjq_monitor *m = t->owner;
     rjq_queue *q = m->q;
-    const char *argv[5] = {"SET", q->keys[RJQ__K_MONITORED], "1", "PX", "15000"};
-    rjq__command(q->c, 0, ignore, NULL, 5, argv, NULL);
-    rjq__timer_start(q->c, &m->refresh, FLAG_TTL_MS / 3);
+    size_t klen;
+    const char *key = rjq__queue_key(q, RJQ__K_MONITORED, &klen);
+    const char *argv[5] = {"SET", key, "1", "PX", "15000"};
+    size_t lens[5] = {3, klen, 1, 2, 5};
+    rjq__command(rjq_queue_client(q), 0, ignore, NULL, 5, argv, lens);
+    rjq__timer_start(rjq_queue_client(q), &m->refresh, FLAG_TTL_MS / 3);
+}
+
+static void monitor_free(rjq_monitor *m) {
+    rjq_client *c = rjq_queue_client(m->q);
+    rjq__timer_teardown(c, &m->refresh);
+    rjq__unsubscribe(c, rjq__queue_key(m->q, RJQ__K_EVENTS, NULL), m);
+    free(m);
+}
+
+static void monitors_close(rjq_client *c, void *state) {
+    monitors *ms = state;
+    (void)c;
+    while (ms->head) {
+        rjq_monitor *m = ms->head;
+        ms->head = m->next;
+        monitor_free(m);
+    }
+    free(ms);
+}
+
+static const rjq__feature monitors_feature = {.name = "monitors", .close = monitors_close};
+
+static monitors *monitors_of(rjq_client *c) {
+    monitors *ms = rjq__feature_state(c, &monitors_feature);
+    if (ms) return ms;
+    if ((ms = calloc(1, sizeof *ms)) == NULL) return NULL;
+    if (rjq__feature_add(c, &monitors_feature, ms) != RJQ_OK) {
+        free(ms);
+        return NULL;
+    }
+    return ms;
 }
 
 int rjq_queue_monitor(rjq_queue *q, rjq_monitor_cb *cb, void *data, rjq_monitor **out) {
     if (q == NULL || cb == NULL || out == NULL) return RJQ_EINVAL;
-    rjq_client *c = q->c;
-    if (c->closing) return RJQ_ECLOSED;
-    rjq_monitor *m = calloc(1, sizeof *m);
+    rjq_client *c = rjq_queue_client(q);
+    if (rjq__closing(c)) return RJQ_ECLOSED;
+    monitors *ms = monitors_of(c);
+    rjq_monitor *m = ms ? calloc(1, sizeof *m) : NULL;
     if (m == NULL) return RJQ_ENOMEM;
     m->q = q;
     m->cb = cb;
     m->data = data;
-    int rc = rjq__subscribe(c, q->keys[RJQ__K_EVENTS], on_event, m);
+    if (rjq__timer_setup(c, &m->refresh, on_refresh, m) != RJQ_OK) {
+        free(m);
+        return RJQ_ENOMEM;
+    }
+    int rc = rjq__subscribe(c, rjq__queue_key(q, RJQ__K_EVENTS, NULL), on_event, m);
     if (rc != RJQ_OK) {
+        rjq__timer_teardown(c, &m->refresh);
         free(m);
         return rc;
     }
-    rjq__timer_init(&m->refresh, on_refresh, m);
-    on_refresh(&m->refresh);
-    m->next = c->monitors;
-    c->monitors = m;
+    m->next = ms->head;
+    ms->head = m;
     *out = m;
+    /* The flag's SET may flush enqueues, whose callbacks may free c. */
+    rjq__enter(c);
+    on_refresh(&m->refresh);
+    rjq__leave(c);
     return RJQ_OK;
-}
-
-static void monitor_free(rjq_monitor *m) {
-    rjq_client *c = m->q->c;
-    rjq__timer_stop(c, &m->refresh);
-    rjq__unsubscribe(c, m->q->keys[RJQ__K_EVENTS], m);
-    free(m);
 }
 
 int rjq_monitor_stop(rjq_monitor *m) {
     if (m == NULL) return RJQ_EINVAL;
-    rjq_client *c = m->q->c;
-    for (rjq_monitor **p = &c->monitors; *p; p = &(*p)->next) {
+    monitors *ms = rjq__feature_state(rjq_queue_client(m->q), &monitors_feature);
+    for (rjq_monitor **p = &ms->head; *p; p = &(*p)->next) {
         if (*p == m) {
             *p = m->next;
             monitor_free(m);
@@ -87,12 +126,4 @@ int rjq_monitor_stop(rjq_monitor *m) {
         }
     }
     return RJQ_EINVAL;
-}
-
-void rjq__monitors_free(rjq_client *c) {
-    while (c->monitors) {
-        rjq_monitor *m = c->monitors;
-        c->monitors = m->next;
-        monitor_free(m);
-    }
 }

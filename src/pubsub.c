@@ -6,11 +6,24 @@
  * racing other traffic can abort the process (hiredis #1039/#968), so a
  * channel without listeners simply stays subscribed, and its messages are
  * dropped, until the client is freed.
+ *
+ * This file owns the subscriber connection: every new context subscribes
+ * every channel again, and a lost one marks them unconfirmed. A SUBSCRIBE
+ * that cannot be queued (out of memory) fails rjq__subscribe(), or, on a
+ * new context, drops it so the whole set is tried again.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core_private.h"
+
+struct rjq__channel {
+    char *name;
+    rjq__message_fn *fn;      /* messages, and NULL for a confirmation */
+    void *arg;
+    int confirmed;            /* SUBSCRIBE confirmed on the current conn */
+    struct rjq__channel *next;
+};
 
 static void on_message(redisAsyncContext *ac, void *reply, void *priv);
 
@@ -20,10 +33,18 @@ static int has_listener(rjq_client *c, const char *name, const rjq__channel *exc
     return 0;
 }
 
-static void send_subscribe(rjq_client *c, const char *name) {
-    if (c->sub.ac == NULL) return; /* resubscribed on connect */
+/* RJQ_OK, or RJQ_ENOMEM when hiredis could not queue it. */
+static int send_subscribe(rjq_client *c, const char *name) {
+    if (c->sub.ac == NULL) return RJQ_OK; /* resubscribed on connect */
     const char *argv[2] = {"SUBSCRIBE", name};
-    redisAsyncCommandArgv(c->sub.ac, on_message, NULL, 2, argv, NULL);
+    return redisAsyncCommandArgv(c->sub.ac, on_message, NULL, 2, argv, NULL) == REDIS_OK
+               ? RJQ_OK
+               : RJQ_ENOMEM;
+}
+
+static void channel_free(rjq__channel *ch) {
+    free(ch->name);
+    free(ch);
 }
 
 int rjq__subscribe(rjq_client *c, const char *name, rjq__message_fn *fn, void *arg) {
@@ -34,14 +55,13 @@ int rjq__subscribe(rjq_client *c, const char *name, rjq__message_fn *fn, void *a
     }
     ch->fn = fn;
     ch->arg = arg;
-    int first = !has_listener(c, name, NULL);
+    if (!has_listener(c, name, NULL) && send_subscribe(c, name) != RJQ_OK) {
+        channel_free(ch);
+        return RJQ_ENOMEM;
+    }
+    ch->confirmed = rjq__channel_confirmed(c, name);
     ch->next = c->channels;
     c->channels = ch;
-    if (first) send_subscribe(c, name);
-    else {
-        for (rjq__channel *o = ch->next; o; o = o->next)
-            if (strcmp(o->name, name) == 0) ch->confirmed = o->confirmed;
-    }
     return RJQ_OK;
 }
 
@@ -50,8 +70,7 @@ void rjq__unsubscribe(rjq_client *c, const char *name, void *arg) {
         rjq__channel *ch = *p;
         if (ch->arg == arg && strcmp(ch->name, name) == 0) {
             *p = ch->next;
-            free(ch->name);
-            free(ch);
+            channel_free(ch);
             return;
         }
     }
@@ -64,19 +83,37 @@ static int has_listener_before(rjq_client *c, const rjq__channel *ch) {
     return 0;
 }
 
-void rjq__pubsub_resubscribe(rjq_client *c) {
+/* A new subscriber context: subscribe every channel again. */
+static int sub_setup(rjq__conn *conn) {
+    rjq_client *c = conn->c;
     for (rjq__channel *ch = c->channels; ch; ch = ch->next) {
         ch->confirmed = 0;
-        if (!has_listener_before(c, ch)) send_subscribe(c, ch->name);
+        if (!has_listener_before(c, ch) && send_subscribe(c, ch->name) != RJQ_OK)
+            return RJQ_ENOMEM;
     }
+    return RJQ_OK;
+}
+
+static void sub_ready(rjq__conn *conn) {
+    (void)conn;
+}
+
+static void sub_down(rjq__conn *conn, int fail) {
+    (void)fail;
+    for (rjq__channel *ch = conn->c->channels; ch; ch = ch->next) ch->confirmed = 0;
+}
+
+static const rjq__conn_hooks sub_hooks = {sub_setup, sub_ready, sub_down};
+
+int rjq__pubsub_init(rjq_client *c) {
+    return rjq__conn_init(c, &c->sub, RJQ_CONN_SUBSCRIBER, &sub_hooks);
 }
 
 void rjq__pubsub_free(rjq_client *c) {
     while (c->channels) {
         rjq__channel *ch = c->channels;
         c->channels = ch->next;
-        free(ch->name);
-        free(ch);
+        channel_free(ch);
     }
 }
 
@@ -127,7 +164,7 @@ static void on_message(redisAsyncContext *ac, void *reply, void *priv) {
     rjq__leave(c);
 }
 
-int rjq__channel_confirmed(rjq_client *c, const char *name) {
+int rjq__channel_confirmed(const rjq_client *c, const char *name) {
     for (rjq__channel *ch = c->channels; ch; ch = ch->next)
         if (strcmp(ch->name, name) == 0) return ch->confirmed;
     return 0;

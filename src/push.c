@@ -1,23 +1,122 @@
 /*
- * Push delivery, the client's side (the server's is push_to_idle in
- * src/lua/lib.lua; the worker's ledger is in worker.c).
+ * Push delivery, the client's side (push.h; the server's is push_to_idle
+ * in src/lua/lib.lua).
  *
  * Each queue with workers has one push channel per client,
- * "<prefix>:{Q}:push:<random>", on the subscriber connection. Enqueue
- * claims new jobs for workers that registered free slots and publishes
- * them there, one message per worker:
+ * "<prefix>:{Q}:push:<random>", on the subscriber connection. A worker
+ * registers free slots in the queue's idle hash under the field
+ * "<worker id> <push channel>" (its registration), with the epoch of the
+ * claim that registered them. Enqueue claims new jobs for registered
+ * slots and publishes them there, one message per worker:
  *     "<worker> <epoch> <count> <token>\n" then per job
  *     "<id len> <payload len> <attempt> <max attempts>\n"
  *     followed by the id and payload bytes (the jobs of one message share
  *     their fencing token).
- * Jobs for a worker that is gone (stopped meanwhile) go back to the queue
- * at once (release.lua), so they do not wait for their lease.
+ * Jobs for a registration that is gone (its worker stopped meanwhile) go
+ * back to the queue at once (release.lua), so they do not wait for their
+ * lease.
+ *
+ * The ledger. A claim that comes back short registers the slots it could
+ * not fill (`offered`); a push moves one from offered to running; a job
+ * finished while idle offers its slot again with the completion batch
+ * (job.c). Whenever the ledger may be out of step with Redis (a
+ * reconnect, a lost reply, the safety poll, pushes beyond what was
+ * registered) or the offered slots are wanted for claiming (the
+ * doorbell), the next claim replaces the registration under a new epoch;
+ * jobs pushed under an older epoch are only started if there is room,
+ * else handed back.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "push.h"
+
+/* The queue's push state. */
+typedef struct part {
+    char *channel;
+    rjq__reg *regs;           /* registrations routed to */
+    unsigned next_id;
+} part;
+
+struct rjq__reg {
+    rjq_queue *q;
+    unsigned id;              /* names the registration in its field */
+    char *field;              /* "<id> <push channel>" */
+    unsigned epoch;           /* of the registration */
+    int offered;              /* registered slots not yet used by a push */
+    int out_of_step;          /* the next claim replaces the registration */
+    int linked;               /* in the queue's routing list */
+    const rjq__reg_ops *ops;
+    void *arg;
+    rjq__reg *next;
+};
+
+/* ---- the ledger ------------------------------------------------------------ */
+
+const char *rjq__reg_field(const rjq__reg *r) {
+    return r->field;
+}
+
+int rjq__reg_offered(const rjq__reg *r) {
+    return r->offered;
+}
+
+void rjq__reg_resync(rjq__reg *r) {
+    r->out_of_step = 1;
+}
+
+int rjq__reg_out_of_step(const rjq__reg *r) {
+    return r->out_of_step;
+}
+
+unsigned rjq__reg_claim_epoch(const rjq__reg *r, int reset) {
+    return reset ? r->epoch + 1 : r->epoch;
+}
+
+void rjq__reg_claim_sent(rjq__reg *r, unsigned epoch, int reset) {
+    assert(epoch == rjq__reg_claim_epoch(r, reset));
+    if (!reset) return;
+    r->epoch = epoch;
+    r->offered = 0;
+    r->out_of_step = 0;
+}
+
+void rjq__reg_claim_replied(rjq__reg *r, unsigned epoch, int status, long long registered) {
+    if (status != RJQ_OK) {
+        r->out_of_step = 1; /* whether it registered slots is unknown */
+        return;
+    }
+    assert(registered >= 0);
+    if (epoch == r->epoch) r->offered += (int)registered;
+}
+
+int rjq__reg_accept(rjq__reg *r, unsigned epoch, int free_slots, int can_run) {
+    if (epoch != r->epoch) return free_slots > 0; /* an older registration's */
+    if (can_run) {
+        r->offered--; /* below 0 until the reply of the claim that registered it */
+        return 1;
+    }
+    r->out_of_step = 1; /* pushed beyond what we registered */
+    return 0;
+}
+
+unsigned rjq__reg_offer(rjq__reg *r, int slots) {
+    assert(slots > 0);
+    r->offered += slots;
+    return r->epoch;
+}
+
+int rjq__reg_offer_done(rjq__reg *r, unsigned epoch, int slots, int status, int registered) {
+    if (status == RJQ_OK && registered) return 0;
+    /* Work is waiting, or the registration changed: claim instead. */
+    if (epoch == r->epoch) r->offered -= slots;
+    if (status != RJQ_OK) r->out_of_step = 1; /* it may have been registered */
+    return 1;
+}
+
+/* ---- messages ---------------------------------------------------------------- */
 
 /* Parse a decimal number ending in `stop`; advances *p past the stop. */
 static int parse_num(const char **p, const char *end, char stop, unsigned long long *out) {
@@ -62,17 +161,35 @@ static int parse_job(const char **p, const char *end, rjq__pushed *d) {
     return 0;
 }
 
-static rjq_worker *find_worker(rjq_queue *q, unsigned long long id) {
-    for (rjq_worker *w = q->workers; w; w = w->next)
-        if (w->id == id) return w;
+static rjq__reg *find_reg(part *p, unsigned long long id) {
+    for (rjq__reg *r = p->regs; r; r = r->next)
+        if (r->id == id) return r;
     return NULL;
+}
+
+static char *make_field(const part *p, unsigned long long id) {
+    int len = snprintf(NULL, 0, "%llu %s", id, p->channel);
+    char *field = len < 0 ? NULL : malloc((size_t)len + 1);
+    if (field) snprintf(field, (size_t)len + 1, "%llu %s", id, p->channel);
+    return field;
+}
+
+/* (Re)subscribed: pushes may have been lost. Each registration is marked
+ * out of step and its worker told (it claims, replacing it). */
+static void resync_all(part *p) {
+    for (rjq__reg *r = p->regs, *next; r; r = next) {
+        next = r->next;
+        r->out_of_step = 1;
+        r->ops->resync(r->arg);
+    }
 }
 
 static void on_push(rjq_client *c, const char *channel, const char *msg, size_t len,
                     void *arg) {
     rjq_queue *q = arg;
-    if (msg == NULL) { /* (re)subscribed: pushes may have been lost */
-        rjq__workers_resync(q);
+    part *pp = rjq__queue_part(q, RJQ__PART_PUSH);
+    if (msg == NULL) {
+        resync_all(pp);
         return;
     }
     const char *p = msg, *end = msg + len, *token;
@@ -94,11 +211,11 @@ static void on_push(rjq_client *c, const char *channel, const char *msg, size_t 
     if (got < n || p != end) {
         rjq__errmsg(c, "push on %s: malformed message", channel);
     } else {
-        rjq_worker *w = find_worker(q, wid);
-        if (w) {
-            rjq__worker_take_pushed(w, (unsigned)epoch, jobs, got);
-        } else { /* stopped: hand them back and drop what is left of its registration */
-            char *field = rjq__push_field(q, wid);
+        rjq__reg *r = find_reg(pp, wid);
+        if (r) {
+            r->ops->take(r->arg, (unsigned)epoch, jobs, got);
+        } else { /* left: hand them back and drop what is left of its registration */
+            char *field = make_field(pp, wid);
             rjq__push_release(q, field, jobs, got);
             free(field);
         }
@@ -106,33 +223,91 @@ static void on_push(rjq_client *c, const char *channel, const char *msg, size_t 
     free(jobs);
 }
 
-int rjq__push_listen(rjq_queue *q) {
-    if (q->push_channel) return RJQ_OK;
-    rjq_client *c = q->c;
-    size_t len = strlen(c->prefix) + strlen(q->name) + 32;
-    char *name = malloc(len);
-    if (name == NULL) return RJQ_ENOMEM;
-    snprintf(name, len, "%s:{%s}:push:%016llx", c->prefix, q->name,
-             (unsigned long long)rjq__random(c));
-    int rc = rjq__subscribe(c, name, on_push, q);
-    if (rc != RJQ_OK) {
-        free(name);
-        return rc;
-    }
-    q->push_channel = name;
-    return RJQ_OK;
+/* ---- joining and leaving ------------------------------------------------- */
+
+static void part_close(rjq_queue *q, void *state) {
+    part *p = state;
+    (void)q;
+    assert(p->regs == NULL); /* the workers left first */
+    free(p->channel);
+    free(p);
 }
+
+static const rjq__part_ops part_ops = {NULL, NULL, part_close};
+
+/* The queue's push state, its channel subscribed, made on first use. */
+static part *part_of(rjq_queue *q) {
+    part *p = rjq__queue_part(q, RJQ__PART_PUSH);
+    if (p) return p;
+    rjq_client *c = rjq_queue_client(q);
+    const char *prefix = rjq__client_prefix(c), *name = rjq_queue_name(q);
+    size_t len = strlen(prefix) + strlen(name) + 32;
+    if ((p = calloc(1, sizeof *p)) == NULL || (p->channel = malloc(len)) == NULL) {
+        free(p);
+        return NULL;
+    }
+    snprintf(p->channel, len, "%s:{%s}:push:%016llx", prefix, name,
+             (unsigned long long)rjq__random(c));
+    if (rjq__subscribe(c, p->channel, on_push, q) != RJQ_OK) {
+        free(p->channel);
+        free(p);
+        return NULL;
+    }
+    rjq__queue_set_part(q, RJQ__PART_PUSH, &part_ops, p);
+    return p;
+}
+
+rjq__reg *rjq__push_join(rjq_queue *q, const rjq__reg_ops *ops, void *arg) {
+    part *p = part_of(q);
+    rjq__reg *r = p ? calloc(1, sizeof *r) : NULL;
+    if (r == NULL) return NULL;
+    r->q = q;
+    r->id = ++p->next_id;
+    if ((r->field = make_field(p, r->id)) == NULL) {
+        free(r);
+        return NULL;
+    }
+    r->out_of_step = 1; /* the first claim registers from scratch */
+    r->ops = ops;
+    r->arg = arg;
+    r->linked = 1;
+    r->next = p->regs;
+    p->regs = r;
+    return r;
+}
+
+static void unlink_reg(rjq__reg *r) {
+    if (!r->linked) return;
+    part *p = rjq__queue_part(r->q, RJQ__PART_PUSH);
+    for (rjq__reg **pp = &p->regs; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+    r->linked = 0;
+}
+
+int rjq__push_leave(rjq__reg *r, rjq__reply_fn *fn, void *priv) {
+    unlink_reg(r);
+    size_t klen;
+    const char *key = rjq__queue_key(r->q, RJQ__K_IDLE, &klen);
+    const char *argv[3] = {"HDEL", key, r->field};
+    size_t lens[3] = {4, klen, strlen(r->field)};
+    return rjq__command(rjq_queue_client(r->q), 0, fn, priv, 3, argv, lens);
+}
+
+void rjq__push_free(rjq__reg *r) {
+    if (r == NULL) return;
+    unlink_reg(r);
+    free(r->field);
+    free(r);
+}
+
+/* ---- handing jobs back ---------------------------------------------------- */
 
 static void on_released(rjq_client *c, int status, redisReply *r, void *priv) {
     (void)r, (void)priv;
     rjq__background_failed(c, status, "release");
-}
-
-char *rjq__push_field(const rjq_queue *q, unsigned long long wid) {
-    int len = snprintf(NULL, 0, "%llu %s", wid, q->push_channel);
-    char *field = len < 0 ? NULL : malloc((size_t)len + 1);
-    if (field) snprintf(field, (size_t)len + 1, "%llu %s", wid, q->push_channel);
-    return field;
 }
 
 void rjq__push_release(rjq_queue *q, const char *field, const rjq__pushed *jobs, size_t n) {
@@ -149,6 +324,8 @@ void rjq__push_release(rjq_queue *q, const char *field, const rjq__pushed *jobs,
     }
     /* Token-checked, so safe to re-send; failing that, the lease brings
      * the jobs back. */
-    if (!a.oom) rjq__script(q->c, RJQ__S_RELEASE, RJQ__REQ_RETRY, on_released, NULL, a.n, a.v, a.len);
+    if (!a.oom)
+        rjq__script(rjq_queue_client(q), RJQ__S_RELEASE, RJQ__REQ_RETRY, on_released, NULL, a.n,
+                    a.v, a.len);
     rjq__argv_free(&a);
 }

@@ -1,13 +1,31 @@
 /*
- * Queue handles: key names, settings, and the per-queue tick that sends
- * what the loop turn gathered (enqueues, completions) and lets workers
- * claim behind it.
+ * Queue handles: key names, settings, the client's list of queues, the
+ * per-queue tick and the parts features hang on a queue (queue.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "queue.h"
+#include "validate.h"
+
+struct rjq_queue {
+    rjq_client *c;
+    char *name;
+    char *keys[RJQ__K_COUNT]; /* RJQ__K_JOB is the job name prefix */
+    size_t key_lens[RJQ__K_COUNT];
+    long long retention_ms;
+    long completed_max, dead_max;
+    const rjq__part_ops *ops[RJQ__PART_COUNT];
+    void *parts[RJQ__PART_COUNT];
+    rjq__timer tick;          /* 0 ms: send what this loop turn gathered */
+    struct rjq_queue *next;
+};
+
+/* The client's queues (the feature's state). */
+typedef struct queues {
+    rjq_queue *head;
+} queues;
 
 static const char *const key_suffix[RJQ__K_COUNT] = {
     [RJQ__K_READY] = "ready",         [RJQ__K_PRIO] = "prio",
@@ -23,26 +41,61 @@ static const char *const key_suffix[RJQ__K_COUNT] = {
     [RJQ__K_WATCHERS] = "watchers",
 };
 
+/* ---- parts and the tick ------------------------------------------------- */
+
+void *rjq__queue_part(const rjq_queue *q, int which) {
+    return q->parts[which];
+}
+
+void rjq__queue_set_part(rjq_queue *q, int which, const rjq__part_ops *ops, void *state) {
+    q->ops[which] = ops;
+    q->parts[which] = state;
+}
+
 static void on_tick(rjq__timer *t) {
     rjq_queue *q = t->owner;
-    rjq__enqueue_flush(q);
-    rjq__complete_flush(q);
-    rjq__workers_tick(q);
+    for (int i = 0; i < RJQ__PART_COUNT && !rjq__closing(q->c); i++)
+        if (q->ops[i] && q->ops[i]->tick) q->ops[i]->tick(q, q->parts[i]);
 }
 
 void rjq__queue_kick(rjq_queue *q) {
     if (!rjq__timer_armed(&q->tick)) rjq__timer_start(q->c, &q->tick, 0);
 }
 
-void rjq__queue_free(rjq_queue *q) {
-    rjq__timer_stop(q->c, &q->tick);
-    for (int i = 0; i < 2; i++) rjq__enqueue_batch_free(&q->enq[i]);
+/* ---- lifetime --------------------------------------------------------------- */
+
+static void queue_free(rjq_queue *q) {
     for (int i = 0; i < RJQ__K_COUNT; i++) free(q->keys[i]);
-    free(q->pending);
-    free(q->push_channel);
     free(q->name);
     free(q);
 }
+
+static void queues_abort(rjq_client *c, void *state) {
+    queues *qs = state;
+    (void)c;
+    for (rjq_queue *q = qs->head; q; q = q->next)
+        for (int i = 0; i < RJQ__PART_COUNT; i++)
+            if (q->ops[i] && q->ops[i]->abort) q->ops[i]->abort(q, q->parts[i]);
+}
+
+/* Every queue's parts close (workers before the push channel they use,
+ * completions and enqueues last), then every queue goes. */
+static void queues_close(rjq_client *c, void *state) {
+    queues *qs = state;
+    for (rjq_queue *q = qs->head; q; q = q->next)
+        for (int i = RJQ__PART_COUNT - 1; i >= 0; i--)
+            if (q->ops[i] && q->ops[i]->close) q->ops[i]->close(q, q->parts[i]);
+    while (qs->head) {
+        rjq_queue *q = qs->head;
+        qs->head = q->next;
+        rjq__timer_teardown(c, &q->tick);
+        queue_free(q);
+    }
+    free(qs);
+}
+
+static const rjq__feature queues_feature = {
+    .name = "queues", .abort = queues_abort, .close = queues_close};
 
 static int make_keys(rjq_queue *q, const char *prefix) {
     for (int i = 0; i < RJQ__K_COUNT; i++) {
@@ -55,11 +108,23 @@ static int make_keys(rjq_queue *q, const char *prefix) {
     return RJQ_OK;
 }
 
+/* The client's queue list, registered with the first queue. */
+static queues *queues_of(rjq_client *c) {
+    queues *qs = rjq__feature_state(c, &queues_feature);
+    if (qs) return qs;
+    if ((qs = calloc(1, sizeof *qs)) == NULL) return NULL;
+    if (rjq__feature_add(c, &queues_feature, qs) != RJQ_OK) {
+        free(qs);
+        return NULL;
+    }
+    return qs;
+}
+
 int rjq_queue_open(rjq_client *c, const char *name, const rjq_queue_options *opts,
                    rjq_queue **out) {
     if (c == NULL || out == NULL) return RJQ_EINVAL;
     *out = NULL;
-    if (c->closing) return RJQ_ECLOSED;
+    if (rjq__closing(c)) return RJQ_ECLOSED;
     if (!rjq__valid_queue_name(name)) {
         rjq__errmsg(c, "queue names are 1..%d bytes without '{', '}', spaces or control characters",
                     RJQ__QUEUE_NAME_MAX);
@@ -67,22 +132,28 @@ int rjq_queue_open(rjq_client *c, const char *name, const rjq_queue_options *opt
     }
     if (opts && (opts->retention_ms < -1 || opts->completed_max < -1 || opts->dead_max < 0))
         return RJQ_EINVAL;
-    rjq_queue *q = calloc(1, sizeof *q);
+    queues *qs = queues_of(c);
+    rjq_queue *q = qs ? calloc(1, sizeof *q) : NULL;
     if (q == NULL) return RJQ_ENOMEM;
     q->c = c;
     q->retention_ms = opts && opts->retention_ms ? opts->retention_ms : 3600000;
     q->completed_max = opts && opts->completed_max ? opts->completed_max : 100000;
     q->dead_max = opts && opts->dead_max ? opts->dead_max : 100000;
-    rjq__timer_init(&q->tick, on_tick, q);
-    if ((q->name = strdup(name)) == NULL || make_keys(q, c->prefix) != RJQ_OK) {
-        rjq__queue_free(q);
+    if ((q->name = strdup(name)) == NULL || make_keys(q, rjq__client_prefix(c)) != RJQ_OK) {
+        queue_free(q);
         return RJQ_ENOMEM;
     }
-    q->next = c->queues;
-    c->queues = q;
+    if (rjq__timer_setup(c, &q->tick, on_tick, q) != RJQ_OK) {
+        queue_free(q);
+        return RJQ_ENOMEM;
+    }
+    q->next = qs->head;
+    qs->head = q;
     *out = q;
     return RJQ_OK;
 }
+
+/* ---- accessors -------------------------------------------------------------- */
 
 const char *rjq_queue_name(const rjq_queue *q) {
     return q->name;
@@ -90,6 +161,40 @@ const char *rjq_queue_name(const rjq_queue *q) {
 
 rjq_client *rjq_queue_client(const rjq_queue *q) {
     return q->c;
+}
+
+rjq_queue *rjq__queue_first(const rjq_client *c) {
+    queues *qs = rjq__feature_state(c, &queues_feature);
+    return qs ? qs->head : NULL;
+}
+
+rjq_queue *rjq__queue_next(const rjq_queue *q) {
+    return q->next;
+}
+
+const char *rjq__queue_key(const rjq_queue *q, int k, size_t *len) {
+    if (len) *len = q->key_lens[k];
+    return q->keys[k];
+}
+
+long long rjq__queue_retention_ms(const rjq_queue *q) {
+    return q->retention_ms;
+}
+
+long rjq__queue_completed_max(const rjq_queue *q) {
+    return q->completed_max;
+}
+
+long rjq__queue_dead_max(const rjq_queue *q) {
+    return q->dead_max;
+}
+
+void rjq__argv_key(rjq__argv *a, const rjq_queue *q, int k) {
+    rjq__argv_add(a, q->keys[k], q->key_lens[k]);
+}
+
+void rjq__buf_key(rjq__buf *b, const rjq_queue *q, int k) {
+    rjq__buf_arg(b, q->keys[k], q->key_lens[k]);
 }
 
 void rjq__argv_keys(rjq__argv *a, const rjq_queue *q, const int *keys, int n) {

@@ -11,15 +11,43 @@
  * so nothing waits longer than one connection attempt. Idempotent requests
  * answered with a transient error (LOADING, BUSY, READONLY...) are sent
  * again after a short wait, for up to a minute.
+ *
+ * This file owns the command connection: its set-up step loads rjq's
+ * function library (or, where the server has no functions, the scripts
+ * for EVALSHA), its readiness sends the backlog, its loss fails what
+ * cannot wait. Before a request is sent, features that batch work (the
+ * enqueue batches) flush it through their before_send hooks, so a later
+ * request always sees it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core_private.h"
+#include "validate.h"
 
 #define RETRY_LATER_MS 250   /* wait before re-sending after a transient error */
 #define RETRY_LATER_MAX 240  /* ... at most this often (a minute) */
+
+/* A request keeps its formatted command until its reply arrives. */
+struct rjq__req {
+    rjq_client *c;          /* NULL once orphaned by client destruction */
+    rjq__reply_fn *fn;
+    void *priv;
+    char *cmd;              /* formatted command, kept for resends */
+    size_t len;
+    int script;             /* index into rjq__scripts, or -1 */
+    int flags;
+    int own_cmd;            /* cmd is ours (malloc), not hiredis' */
+    int nargs;              /* script: arguments after the head */
+    size_t head_len;        /* script: bytes of cmd before them */
+    int fcall;              /* script: the head is FCALL (else EVALSHA) */
+    int resends;            /* resends to load what it needs so far */
+    int later;              /* re-sends after transient errors so far */
+    struct rjq__req *prev, *next;
+};
+
+static void on_reply(redisAsyncContext *ac, void *reply, void *priv);
 
 /* ---- request lists ------------------------------------------------------- */
 
@@ -72,7 +100,7 @@ static void reformat_head(rjq_client *c, rjq__req *r);
 static void send_req(rjq_client *c, rjq__req *r) {
     redisAsyncContext *ac = c->cmd.ac;
     reformat_head(c, r);
-    if (ac && c->cmd.ready && redisAsyncFormattedCommand(ac, rjq__request_on_reply, r, r->cmd, r->len) == REDIS_OK)
+    if (ac && c->cmd.ready && redisAsyncFormattedCommand(ac, on_reply, r, r->cmd, r->len) == REDIS_OK)
         list_push(&c->inflight, r);
     else
         list_push(&c->backlog, r);
@@ -108,9 +136,9 @@ static int submit(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, char 
 static int new_req(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, int argc,
                    const char **argv, const size_t *lens) {
     if (c->closing) return RJQ_ECLOSED;
-    /* Enqueues batched for the tick go first: a request made after an
+    /* Work batched for the tick goes first: a request made after an
      * enqueue (await it, read it, complete a job) must see it. */
-    if (c->enq_pending) rjq__enqueue_flush_all(c);
+    if (c->flush_wanted) rjq__features_before_send(c);
     char *cmd = NULL;
     rjq__fmtlen len = redisFormatCommandArgv(&cmd, argc, argv, lens);
     if (len < 0 || cmd == NULL) return RJQ_ENOMEM;
@@ -179,8 +207,8 @@ int rjq__command(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, int ar
 int rjq__script(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
                 int argc, const char **argv, const size_t *lens) {
     if (c->closing) return RJQ_ECLOSED;
-    /* Enqueues batched for the tick go first (see new_req). */
-    if (c->enq_pending) rjq__enqueue_flush_all(c);
+    /* Work batched for the tick goes first (see new_req). */
+    if (c->flush_wanted) rjq__features_before_send(c);
     rjq__buf b = {0};
     for (int i = 0; i < argc; i++) rjq__buf_arg(&b, argv[i], lens ? lens[i] : strlen(argv[i]));
     int rc = rjq__script_buf(c, script, flags, fn, priv, argc, &b);
@@ -217,14 +245,14 @@ static int transient_error(const char *err) {
  * transient error (a server still loading its data, say) says nothing
  * about functions: keep FCALL, and "Function not found" loads the library
  * when it is missing. */
-void rjq__library_loaded(rjq_client *c, const redisReply *reply) {
+static void library_loaded(rjq_client *c, const redisReply *reply) {
     c->fcall = reply->type != REDIS_REPLY_ERROR || strstr(reply->str, "already exists") != NULL ||
                transient_error(reply->str);
 }
 
 static void on_library_loaded(rjq_client *c, int status, redisReply *reply, void *priv) {
     (void)status, (void)priv;
-    if (reply) rjq__library_loaded(c, reply);
+    if (reply) library_loaded(c, reply);
 }
 
 /* FUNCTION LOAD rjq's library, answered to on_library_loaded. */
@@ -273,11 +301,7 @@ static void retry_later(rjq_client *c, rjq__req *r) {
     if (!rjq__timer_armed(&c->retry_timer)) rjq__timer_start(c, &c->retry_timer, RETRY_LATER_MS);
 }
 
-void rjq__requests_init(rjq_client *c) {
-    rjq__timer_init(&c->retry_timer, on_retry_timer, c);
-}
-
-void rjq__request_on_reply(redisAsyncContext *ac, void *reply, void *priv) {
+static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     rjq__req *r = priv;
     rjq_client *c = r->c;
     redisReply *rep = reply;
@@ -308,13 +332,13 @@ void rjq__request_on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     rjq__leave(c);
 }
 
-void rjq__requests_flush_backlog(rjq_client *c) {
+static void flush_backlog(rjq_client *c) {
     rjq__reqlist all = list_take(&c->backlog);
     rjq__req *r;
     while ((r = list_pop(&all)) != NULL) send_req(c, r);
 }
 
-void rjq__requests_fail_backlog_with(rjq_client *c, int code) {
+static void fail_backlog(rjq_client *c, int code) {
     rjq__reqlist all = list_take(&c->backlog);
     rjq__req *r;
     while ((r = list_pop(&all)) != NULL) {
@@ -323,13 +347,9 @@ void rjq__requests_fail_backlog_with(rjq_client *c, int code) {
     }
 }
 
-void rjq__requests_fail_backlog(rjq_client *c) {
-    rjq__requests_fail_backlog_with(c, RJQ_ECONN);
-}
-
 void rjq__requests_cancel_all(rjq_client *c) {
     rjq__req *r;
-    rjq__timer_stop(c, &c->retry_timer);
+    rjq__timer_teardown(c, &c->retry_timer);
     while ((r = list_pop(&c->later)) != NULL) deliver(r, c, RJQ_ECANCELED, NULL);
     while ((r = list_pop(&c->backlog)) != NULL) deliver(r, c, RJQ_ECANCELED, NULL);
     /* In-flight requests stay allocated until hiredis calls them back
@@ -340,121 +360,56 @@ void rjq__requests_cancel_all(rjq_client *c) {
     }
 }
 
-/* ---- argv builder -------------------------------------------------------- */
+/* ---- the command connection --------------------------------------------- */
 
-#define CHUNK 4096
-
-/* Number and string copies live in chunks that never move, so pointers
- * handed out stay valid while the array of pointers grows. */
-typedef struct chunk {
-    struct chunk *prev;
-    size_t used;
-    char data[CHUNK];
-} chunk;
-
-void rjq__argv_init(rjq__argv *a) {
-    memset(a, 0, sizeof *a);
+/* Without the function library, every script is loaded for EVALSHA. A
+ * refusal is reported; a script call then fails with the server's words. */
+static void on_script_loaded(rjq__conn *conn, redisReply *r, void *arg) {
+    if (r->type == REDIS_REPLY_ERROR) rjq__conn_step_failed(conn, arg, r->str);
 }
 
-void rjq__argv_free(rjq__argv *a) {
-    chunk *k = (chunk *)a->nums;
-    while (k) {
-        chunk *prev = k->prev;
-        free(k);
-        k = prev;
-    }
-    free(a->v);
-    free(a->len);
-    memset(a, 0, sizeof *a);
-}
-
-void rjq__argv_add(rjq__argv *a, const void *p, size_t len) {
-    if (a->oom) return;
-    if (a->n == a->cap) {
-        int cap = a->cap ? a->cap * 2 : 32;
-        const char **v = realloc(a->v, (size_t)cap * sizeof *v);
-        if (v) a->v = v;
-        size_t *l = realloc(a->len, (size_t)cap * sizeof *l);
-        if (l) a->len = l;
-        if (v == NULL || l == NULL) {
-            a->oom = 1;
-            return;
-        }
-        a->cap = cap;
-    }
-    a->v[a->n] = p ? p : "";
-    a->len[a->n] = len;
-    a->n++;
-}
-
-void rjq__argv_str(rjq__argv *a, const char *s) {
-    rjq__argv_add(a, s, strlen(s));
-}
-
-/* Copy a short string (< CHUNK bytes) into the builder's storage. */
-void rjq__argv_copy(rjq__argv *a, const char *s) {
-    size_t n = strlen(s);
-    chunk *k = (chunk *)a->nums;
-    if (a->oom || n >= CHUNK) {
-        a->oom = 1;
+/* FUNCTION LOAD of rjq's library: loaded now or before, else (no functions
+ * on this server, or not permitted) the scripts are loaded for EVALSHA.
+ * Neither is an error. */
+static void on_library_step(rjq__conn *conn, redisReply *r, void *arg) {
+    rjq_client *c = conn->c;
+    (void)arg;
+    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOAUTH", 6) == 0) {
+        rjq__conn_step_failed(conn, "FUNCTION LOAD", r->str);
         return;
     }
-    if (k == NULL || k->used + n + 1 > CHUNK) {
-        chunk *fresh = malloc(sizeof *fresh);
-        if (fresh == NULL) {
-            a->oom = 1;
+    library_loaded(c, r);
+    for (int i = 0; !c->fcall && i < RJQ__SCRIPT_COUNT; i++) {
+        const char *argv[3] = {"SCRIPT", "LOAD", rjq__scripts[i].body};
+        size_t lens[3] = {6, 4, rjq__scripts[i].len};
+        if (rjq__conn_step(conn, on_script_loaded, "SCRIPT LOAD", 3, argv, lens) != RJQ_OK) {
+            rjq__conn_drop(conn, "out of memory");
             return;
         }
-        fresh->prev = k;
-        fresh->used = 0;
-        a->nums = (char *)fresh;
-        k = fresh;
     }
-    char *dst = k->data + k->used;
-    memcpy(dst, s, n + 1);
-    k->used += n + 1;
-    rjq__argv_add(a, dst, n);
 }
 
-void rjq__argv_ll(rjq__argv *a, long long x) {
-    char buf[24];
-    snprintf(buf, sizeof buf, "%lld", x);
-    rjq__argv_copy(a, buf);
+static int cmd_setup(rjq__conn *conn) {
+    rjq_client *c = conn->c;
+    /* Until the answer says otherwise, scripts wait for EVALSHA. */
+    const char *argv[3] = {"FUNCTION", "LOAD", rjq__library};
+    size_t lens[3] = {8, 4, rjq__library_len};
+    c->fcall = 0;
+    return rjq__conn_step(conn, on_library_step, NULL, 3, argv, lens);
 }
 
-/* ---- RESP argument buffer ------------------------------------------------ */
-
-static void buf_reserve(rjq__buf *b, size_t more) {
-    if (b->oom || b->len + more <= b->cap) return;
-    size_t cap = b->cap ? b->cap : 1024;
-    while (cap < b->len + more) cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (p == NULL) {
-        b->oom = 1;
-        return;
-    }
-    b->p = p;
-    b->cap = cap;
+static void cmd_ready(rjq__conn *conn) {
+    flush_backlog(conn->c);
 }
 
-void rjq__buf_arg(rjq__buf *b, const void *data, size_t len) {
-    char head[32];
-    int hlen = snprintf(head, sizeof head, "$%zu\r\n", len);
-    buf_reserve(b, (size_t)hlen + len + 2);
-    if (b->oom) return;
-    memcpy(b->p + b->len, head, (size_t)hlen);
-    b->len += (size_t)hlen;
-    if (len) memcpy(b->p + b->len, data, len);
-    b->len += len;
-    b->p[b->len++] = '\r';
-    b->p[b->len++] = '\n';
+static void cmd_down(rjq__conn *conn, int fail) {
+    if (fail) fail_backlog(conn->c, fail);
 }
 
-void rjq__buf_arg_str(rjq__buf *b, const char *s) {
-    rjq__buf_arg(b, s, strlen(s));
-}
+static const rjq__conn_hooks cmd_hooks = {cmd_setup, cmd_ready, cmd_down};
 
-void rjq__buf_free(rjq__buf *b) {
-    free(b->p);
-    memset(b, 0, sizeof *b);
+int rjq__requests_init(rjq_client *c) {
+    int rc = rjq__timer_setup(c, &c->retry_timer, on_retry_timer, c);
+    if (rc == RJQ_OK) rc = rjq__conn_init(c, &c->cmd, RJQ_CONN_COMMAND, &cmd_hooks);
+    return rc;
 }

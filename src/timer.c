@@ -1,3 +1,4 @@
+/* The timer heap (timer.h): pure, unit-tested. */
 #include "timer.h"
 
 #include <stdlib.h>
@@ -43,6 +44,27 @@ static void sift_down(rjq__timers *h, size_t i) {
     place(h, i, t);
 }
 
+static int grow(rjq__timers *h, size_t need) {
+    if (need <= h->cap) return 0;
+    size_t cap = h->cap ? h->cap : 16;
+    while (cap < need) cap *= 2;
+    rjq__timer **heap = realloc(h->heap, cap * sizeof(*heap));
+    if (heap == NULL) return -1;
+    h->heap = heap;
+    h->cap = cap;
+    return 0;
+}
+
+int rjq__timers_reserve(rjq__timers *h, size_t n) {
+    if (grow(h, h->reserved + n) != 0) return -1;
+    h->reserved += n;
+    return 0;
+}
+
+void rjq__timers_unreserve(rjq__timers *h, size_t n) {
+    h->reserved = n < h->reserved ? h->reserved - n : 0;
+}
+
 int rjq__timers_add(rjq__timers *h, rjq__timer *t, uint64_t due) {
     if (rjq__timer_armed(t)) {
         uint64_t old = t->due;
@@ -51,13 +73,7 @@ int rjq__timers_add(rjq__timers *h, rjq__timer *t, uint64_t due) {
         else sift_down(h, t->idx);
         return 0;
     }
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 16;
-        rjq__timer **heap = realloc(h->heap, cap * sizeof(*heap));
-        if (heap == NULL) return -1;
-        h->heap = heap;
-        h->cap = cap;
-    }
+    if (grow(h, h->n + 1) != 0) return -1;
     t->due = due;
     place(h, h->n++, t);
     sift_up(h, t->idx);
@@ -90,5 +106,5 @@ void rjq__timers_free(rjq__timers *h) {
     for (size_t i = 0; i < h->n; i++) h->heap[i]->idx = RJQ__TIMER_IDLE;
     free(h->heap);
     h->heap = NULL;
-    h->n = h->cap = 0;
+    h->n = h->cap = h->reserved = 0;
 }

@@ -25,13 +25,22 @@ struct rjq__timer {
 typedef struct rjq__timers {
     rjq__timer **heap;
     size_t n, cap;
+    size_t reserved;     /* slots owners reserved: arming within them never allocates */
 } rjq__timers;
 
 /* Prepare a timer for use; it starts disarmed. */
 void rjq__timer_init(rjq__timer *t, rjq__timer_fn *fn, void *owner);
 int rjq__timer_armed(const rjq__timer *t);
 
-/* Arm (or re-arm) t for `due`. Returns 0, or -1 when out of memory. */
+/* Reserve room for n more timers (each owner reserves its timers when it
+ * is created), so that arming them later cannot fail. 0, or -1 when out
+ * of memory (nothing reserved). */
+int rjq__timers_reserve(rjq__timers *h, size_t n);
+/* Give back n reserved slots (the owner is gone; its timers are disarmed). */
+void rjq__timers_unreserve(rjq__timers *h, size_t n);
+
+/* Arm (or re-arm) t for `due`. Returns 0, or -1 when out of memory (only
+ * possible beyond the reserved slots). */
 int rjq__timers_add(rjq__timers *h, rjq__timer *t, uint64_t due);
 /* Disarm t; a no-op when it is not armed. */
 void rjq__timers_del(rjq__timers *h, rjq__timer *t);

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "validate.h"
 
 /* Bytes allowed in names and ids: printable, no space; rjq's braces would
  * change the hash tag of every key, so queue names exclude them. */
@@ -73,20 +73,4 @@ int rjq__encode_job_options(const rjq_job_options *o, char *buf) {
     snprintf(buf, RJQ__OPTS_MAX, "%lld,%d,%d,%s", o->delay_ms, o->priority,
              o->max_attempts ? o->max_attempts : 3, spec);
     return RJQ_OK;
-}
-
-int rjq__redis_error_code(const char *err) {
-    static const struct {
-        const char *needle;
-        int code;
-    } map[] = {
-        {"WRONGTYPE", RJQ_EWRONGTYPE}, {"OOM command not allowed", RJQ_EOOM},
-        {"NOAUTH", RJQ_EAUTH},         {"WRONGPASS", RJQ_EAUTH},
-        {"NOPERM", RJQ_EAUTH},         {"invalid password", RJQ_EAUTH},
-        {"unauthenticated", RJQ_EAUTH}, /* Redis 7: "Protocol error: unauthenticated ..." */
-    };
-    if (err == NULL) return RJQ_EREDIS;
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (strstr(err, map[i].needle)) return map[i].code;
-    return RJQ_EREDIS;
 }

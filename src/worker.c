@@ -2,147 +2,186 @@
  * Workers: the claim loop, doorbell wake-ups, lease extension and the
  * reclaim sweep timer.
  *
- * A worker claims while it has free capacity and its last claim filled
- * everything it asked for (`hungry`). When a claim comes back short, the
- * queue had nothing more ready at that instant, so the worker waits for:
- * the doorbell (rung by any script that makes the queue non-empty), a
- * timer for the next delayed job, or the slow safety poll. A doorbell
- * heard while a claim is in flight triggers one more claim. Claims ride
- * the queue's tick, behind the completions of the same loop turn, so the
- * capacity they free is claimed in the same round trip. A hungry worker
- * keeps two claims (of half its capacity each) in flight, so Redis works
- * on one while the worker runs the other's jobs.
+ * The claim loop is a small state machine. Its mode says what the last
+ * claim found:
+ *   HUNGRY  it was filled: the queue has a backlog. The worker keeps up
+ *           to two claims (of half its capacity each) in flight, so Redis
+ *           works on one while the worker runs the other's jobs.
+ *   IDLE    it came back short: the queue had nothing more ready. The
+ *           unfilled slots were registered for push delivery (push.c), so
+ *           enqueue hands new jobs straight to the worker; besides pushes
+ *           the worker waits for the doorbell (rung by any script that
+ *           makes the queue non-empty), a timer for the next delayed job,
+ *           or the slow safety poll. A doorbell heard while a claim is in
+ *           flight triggers one more claim.
+ * Claims ride the queue's tick, behind the completions of the same loop
+ * turn, so the capacity they free is claimed in the same round trip.
+ * Its lifecycle: ACTIVE, then STOPPING after rjq_worker_stop() (no more
+ * claims; running jobs finish) until nothing of it is in flight, when it
+ * is freed.
  *
- * Push delivery (lib.lua push_to_idle): a claim that comes back short
- * registers the slots it could not fill in the queue's idle hash, and
- * enqueue then hands new jobs straight to the worker on its push channel
- * (push.c): no doorbell, no claim round trip. The worker keeps the ledger
- *     running + asked + offered <= concurrency
- * where `offered` counts its registered slots not yet used by a push: a
- * short claim adds the slots it registered, a push moves one from offered
- * to running, a job finished while idle offers its slot again with the
- * completion batch (job.c). Whenever the ledger may be out of step with
- * Redis (a reconnect, a lost reply, the safety poll) or the offered slots
- * are wanted for claiming (the doorbell), the next claim replaces the
- * registration under a new epoch; jobs pushed under an older epoch are
- * only started if there is room, else handed back (release.lua).
+ * Invariants (check_invariants, asserted at every step):
+ *   0 <= claiming <= CLAIMS_IN_FLIGHT; asked == 0 when claiming == 0;
+ *   running + asked + offered <= concurrency (offered: the push ledger's);
+ *   a STOPPING worker sends no claim.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "push.h"
+#include "reclaim.h"
+#include "worker.h"
 
-#define RECLAIM_LIMIT 1000
 #define CLAIMS_IN_FLIGHT 2
 /* Jobs per claim script call: well inside Lua's unpack limit (~8000
  * values; the claim unpacks two per job). Larger capacity takes more calls. */
 #define CLAIM_MAX 1000
 
+typedef enum { W_ACTIVE, W_STOPPING } wstate;
+typedef enum { CL_IDLE, CL_HUNGRY } cmode;
+
+/* A worker's background request (lease extension, reclaim sweep, the
+ * stop's deregistration): at most one of each kind in flight; its reply
+ * callback gets this as its data. */
+typedef struct background {
+    rjq_worker *w;
+    const char *what;         /* names it in error messages */
+    int busy;                 /* in flight */
+} background;
+
+struct rjq_worker {
+    rjq_queue *q;
+    rjq_handler_fn *handler;
+    void *data;
+    int concurrency;
+    long lease_ms, poll_ms, reclaim_ms;
+    wstate state;
+    cmode mode;
+    int running;              /* handed out, not yet finished by the user */
+    int finishing;            /* finish requests in flight */
+    int claiming;             /* claims in flight */
+    int asked;                /* jobs those claims asked for */
+    int wake_pending;         /* doorbell heard, no claim sent since */
+    int want_claim;           /* claim on the next queue tick */
+    int want_offer;           /* slots were freed while idle: offer them */
+    rjq__reg *reg;            /* push delivery registration and ledger */
+    background sweep, extend, deregister;
+    rjq_stopped_cb *stop_cb;
+    void *stop_data;
+    rjq_job *jobs;            /* running jobs, for lease extension */
+    rjq__timer poll_timer, extend_timer, reclaim_timer;
+    struct rjq_worker *next;
+};
+
+/* The queue's workers. */
+typedef struct part {
+    rjq_worker *workers;
+} part;
+
 static void claim(rjq_worker *w);
 
-static rjq_client *client_of(rjq_worker *w) {
-    return w->q->c;
+static rjq_client *client_of(const rjq_worker *w) {
+    return rjq_queue_client(w->q);
+}
+
+static void check_invariants(const rjq_worker *w) {
+    assert(w->running >= 0 && w->finishing >= 0);
+    assert(w->claiming >= 0 && w->claiming <= CLAIMS_IN_FLIGHT);
+    assert(w->asked >= 0 && (w->claiming > 0 || w->asked == 0));
+    assert(w->running + w->asked + rjq__reg_offered(w->reg) <= w->concurrency);
+    (void)w;
+}
+
+rjq_queue *rjq__worker_queue(const rjq_worker *w) {
+    return w->q;
+}
+
+long rjq__worker_lease_ms(const rjq_worker *w) {
+    return w->lease_ms;
 }
 
 /* ---- lifetime ----------------------------------------------------------- */
 
 static void unlink_worker(rjq_worker *w) {
-    for (rjq_worker **p = &w->q->workers; *p; p = &(*p)->next)
-        if (*p == w) {
-            *p = w->next;
+    part *p = rjq__queue_part(w->q, RJQ__PART_WORKERS);
+    for (rjq_worker **pp = &p->workers; *pp; pp = &(*pp)->next)
+        if (*pp == w) {
+            *pp = w->next;
             break;
         }
 }
 
-static void stop_timers(rjq_worker *w) {
+/* Out of its queue's list, its timers and registration gone; the memory
+ * itself is freed by the caller (after the stop callback). */
+static void detach(rjq_worker *w) {
     rjq_client *c = client_of(w);
-    rjq__timer_stop(c, &w->poll_timer);
-    rjq__timer_stop(c, &w->extend_timer);
-    rjq__timer_stop(c, &w->reclaim_timer);
+    unlink_worker(w);
+    rjq__timer_teardown(c, &w->poll_timer);
+    rjq__timer_teardown(c, &w->extend_timer);
+    rjq__timer_teardown(c, &w->reclaim_timer);
+    rjq__push_free(w->reg);
+    w->reg = NULL;
 }
 
 /* Finish a stop once nothing of the worker is in flight. */
 static void check_stopped(rjq_worker *w) {
-    if (!w->stopping || w->running || w->finishing || w->claiming || w->sweep.busy ||
+    check_invariants(w);
+    if (w->state != W_STOPPING || w->running || w->finishing || w->claiming || w->sweep.busy ||
         w->extend.busy || w->deregister.busy)
         return;
-    rjq_stopped_cb *cb = w->stop_cb;
-    void *data = w->stop_data;
-    unlink_worker(w);
-    stop_timers(w);
-    if (cb) cb(w, RJQ_OK, data);
-    free(w->field);
+    detach(w);
+    if (w->stop_cb) w->stop_cb(w, RJQ_OK, w->stop_data);
     free(w);
 }
 
-void rjq__worker_destroy(rjq_worker *w) {
-    unlink_worker(w);
-    stop_timers(w);
+/* Client destruction: running jobs are detached (the user still holds
+ * them; complete/fail release them), a pending stop is cancelled. */
+static void destroy(rjq_worker *w) {
     for (rjq_job *j = w->jobs, *next; j; j = next) {
         next = j->next;
-        j->w = NULL; /* the user still holds it; complete/fail release it */
+        j->w = NULL;
         j->prev = j->next = NULL;
     }
-    if (w->stopping && w->stop_cb) w->stop_cb(w, RJQ_ECANCELED, w->stop_data);
-    free(w->field);
+    detach(w);
+    if (w->state == W_STOPPING && w->stop_cb) w->stop_cb(w, RJQ_ECANCELED, w->stop_data);
     free(w);
 }
 
-/* ---- doorbell and timers ------------------------------------------------ */
+/* ---- wake-ups ------------------------------------------------------------- */
 
-int rjq__worker_free_slots(const rjq_worker *w) {
-    return w->concurrency - w->running - w->asked - w->offered;
+static int free_slots(const rjq_worker *w) {
+    return w->concurrency - w->running - w->asked - rjq__reg_offered(w->reg);
 }
 
 /* Work is ready: claim (with the registered slots too, see claim()). A
  * doorbell that no claim could answer yet stays pending. */
-void rjq__worker_poke(rjq_worker *w) {
+static void poke(rjq_worker *w) {
     w->wake_pending = 1;
     claim(w);
 }
 
-void rjq__worker_resync(rjq_worker *w) {
-    w->reset_pending = 1;
-    rjq__worker_poke(w);
-}
-
-void rjq__workers_resync(rjq_queue *q) {
-    for (rjq_worker *w = q->workers, *next; w; w = next) {
-        next = w->next;
-        rjq__worker_resync(w);
-    }
+static void resync(rjq_worker *w) {
+    rjq__reg_resync(w->reg);
+    poke(w);
 }
 
 static void on_doorbell(rjq_client *c, const char *channel, const char *msg, size_t len,
                         void *arg) {
-    rjq_queue *q = arg;
+    part *p = rjq__queue_part(arg, RJQ__PART_WORKERS);
     (void)c, (void)channel, (void)len;
-    if (msg == NULL) { /* (re)subscribed: doorbells may have been missed */
-        rjq__workers_resync(q);
-        return;
-    }
-    for (rjq_worker *w = q->workers, *next; w; w = next) {
+    for (rjq_worker *w = p->workers, *next; w; w = next) {
         next = w->next;
-        rjq__worker_poke(w);
+        if (msg == NULL) resync(w); /* (re)subscribed: doorbells may have been missed */
+        else poke(w);
     }
 }
 
 static void on_poll_timer(rjq__timer *t) {
     rjq_worker *w = t->owner;
-    w->reset_pending = 1;
+    rjq__reg_resync(w->reg);
     claim(w);
-}
-
-void rjq__workers_tick(rjq_queue *q) {
-    for (rjq_worker *w = q->workers, *next; w; w = next) {
-        next = w->next;
-        if (w->want_claim || w->want_offer) {
-            w->want_claim = w->want_offer = 0;
-            claim(w);
-        }
-        check_stopped(w);
-    }
 }
 
 static void want_claim(rjq_worker *w) {
@@ -150,12 +189,14 @@ static void want_claim(rjq_worker *w) {
     rjq__queue_kick(w->q);
 }
 
-/* ---- claim ------------------------------------------------------------ */
+/* ---- jobs ------------------------------------------------------------------ */
 
 /* A job from one entry of a claim reply (id, payload, attempt,
  * max_attempts) and the reply's token; 0 on success. */
 static int reply_job(redisReply **e, const redisReply *token, rjq__pushed *d) {
-    if (e[0]->type != REDIS_REPLY_STRING || e[1]->type != REDIS_REPLY_STRING) return -1;
+    if (e[0]->type != REDIS_REPLY_STRING || e[1]->type != REDIS_REPLY_STRING ||
+        e[2]->type != REDIS_REPLY_INTEGER || e[3]->type != REDIS_REPLY_INTEGER)
+        return -1;
     d->id = e[0]->str, d->idlen = e[0]->len;
     d->token = token->str, d->toklen = token->len;
     d->payload = e[1]->str, d->len = e[1]->len;
@@ -196,18 +237,9 @@ static void unlink_job(rjq_worker *w, rjq_job *job) {
     w->running--;
 }
 
-/* A job never handed to the handler, or handed back while the client
- * closes: forget and free it (its lease brings it back). */
 void rjq__worker_job_dropped(rjq_worker *w, rjq_job *job) {
     unlink_job(w, job);
     free(job);
-}
-
-/* Idle: wait for the doorbell, the next delayed job, or the safety poll. */
-static void go_idle(rjq_worker *w, long long next_due) {
-    long long wait = w->poll_ms;
-    if (next_due >= 0 && next_due + 1 < wait) wait = next_due + 1;
-    rjq__timer_start(client_of(w), &w->poll_timer, (uint64_t)wait);
 }
 
 /* Hand jobs to the handler; once the client is being freed, leave the
@@ -215,8 +247,18 @@ static void go_idle(rjq_worker *w, long long next_due) {
 static void run_jobs(rjq_worker *w, rjq_job **jobs, size_t n) {
     rjq_client *c = client_of(w);
     size_t i = 0;
-    for (; i < n && !c->free_pending; i++) w->handler(jobs[i], w->data);
+    for (; i < n && !rjq__free_pending(c); i++) w->handler(jobs[i], w->data);
     for (; i < n; i++) rjq__worker_job_dropped(w, jobs[i]);
+}
+
+/* ---- claim ------------------------------------------------------------ */
+
+/* Idle: wait for the doorbell, the next delayed job, or the safety poll. */
+static void go_idle(rjq_worker *w, long long next_due) {
+    long long wait = w->poll_ms;
+    w->mode = CL_IDLE;
+    if (next_due >= 0 && next_due + 1 < wait) wait = next_due + 1;
+    rjq__timer_start(client_of(w), &w->poll_timer, (uint64_t)wait);
 }
 
 typedef struct claim_ctx {
@@ -225,32 +267,31 @@ typedef struct claim_ctx {
     unsigned epoch;
 } claim_ctx;
 
+static int claim_reply_ok(const redisReply *r) {
+    return r->type == REDIS_REPLY_ARRAY && r->elements >= 3 && (r->elements - 3) % 4 == 0 &&
+           r->element[0]->type == REDIS_REPLY_INTEGER &&
+           r->element[1]->type == REDIS_REPLY_INTEGER &&
+           r->element[2]->type == REDIS_REPLY_STRING;
+}
+
 static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
-    claim_ctx *ctx = priv;
-    rjq_worker *w = ctx->w;
-    int asked = ctx->asked;
-    unsigned ctx_epoch = ctx->epoch;
-    free(ctx);
+    claim_ctx x = *(claim_ctx *)priv;
+    free(priv);
+    rjq_worker *w = x.w;
     w->claiming--;
-    w->asked -= asked;
-    if (c->closing) return;
-    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
-                             (r->elements - 3) % 4 != 0 ||
-                             r->element[1]->type != REDIS_REPLY_INTEGER ||
-                             r->element[2]->type != REDIS_REPLY_STRING)) {
+    w->asked -= x.asked;
+    if (rjq__closing(c)) return;
+    if (status == RJQ_OK && !claim_reply_ok(r)) {
         rjq__errmsg(c, "claim: unexpected reply");
         status = RJQ_EPROTO;
     }
+    rjq__reg_claim_replied(w->reg, x.epoch, status, status == RJQ_OK ? r->element[1]->integer : 0);
     if (status != RJQ_OK) {
-        /* ECONN: the reconnect pokes us; anything else: the poll retries.
-         * Whether it registered slots is unknown: replace the registration. */
-        w->hungry = 0;
-        w->reset_pending = 1;
+        /* ECONN: the reconnect pokes us; anything else: the poll retries. */
         go_idle(w, -1);
         check_stopped(w);
         return;
     }
-    if (ctx_epoch == w->epoch) w->offered += (int)r->element[1]->integer;
     size_t got = (r->elements - 3) / 4;
     rjq_job **jobs = got ? malloc(got * sizeof *jobs) : NULL;
     size_t made = 0;
@@ -262,25 +303,30 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     }
     /* Jobs that could not be handed out (out of memory) are left to their
      * lease: they come back through the reclaim sweep. */
-    w->hungry = (int)got == asked;
-    if (w->hungry) rjq__timer_stop(c, &w->poll_timer);
-    else go_idle(w, r->element[0]->integer);
+    check_invariants(w);
+    if ((int)got == x.asked) {
+        w->mode = CL_HUNGRY;
+        rjq__timer_stop(c, &w->poll_timer);
+    } else {
+        go_idle(w, r->element[0]->integer);
+    }
     run_jobs(w, jobs, made);
     free(jobs);
-    if (w->wake_pending || w->hungry || w->reset_pending) want_claim(w);
+    if (w->wake_pending || w->mode == CL_HUNGRY || rjq__reg_out_of_step(w->reg)) want_claim(w);
     check_stopped(w);
 }
 
-/* Send one claim for up to `want` jobs; reset: under a new epoch, its
- * unfilled slots replace the registration. */
+/* Send one claim for up to `want` jobs; reset: its unfilled slots replace
+ * the registration (under a new epoch). */
 static int send_claim(rjq_worker *w, int want, int reset) {
     rjq_client *c = client_of(w);
     rjq_queue *q = w->q;
+    assert(w->state == W_ACTIVE && want > 0);
     claim_ctx *ctx = malloc(sizeof *ctx);
     if (ctx == NULL) return RJQ_ENOMEM;
     ctx->w = w;
     ctx->asked = want;
-    ctx->epoch = reset ? w->epoch + 1 : w->epoch;
+    ctx->epoch = rjq__reg_claim_epoch(w->reg, reset);
     char token[24];
     snprintf(token, sizeof token, "%016llx", (unsigned long long)rjq__random(c));
     rjq__argv a;
@@ -292,7 +338,7 @@ static int send_claim(rjq_worker *w, int want, int reset) {
     rjq__argv_ll(&a, w->lease_ms);
     rjq__argv_str(&a, token);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
-    rjq__argv_str(&a, w->field);
+    rjq__argv_str(&a, rjq__reg_field(w->reg));
     rjq__argv_ll(&a, ctx->epoch);
     rjq__argv_str(&a, reset ? "1" : "0");
     int rc = a.oom ? RJQ_ENOMEM : rjq__script(c, RJQ__S_CLAIM, 0, on_claimed, ctx, a.n, a.v, a.len);
@@ -301,33 +347,31 @@ static int send_claim(rjq_worker *w, int want, int reset) {
         free(ctx);
         return rc;
     }
-    if (reset) {
-        w->epoch = ctx->epoch;
-        w->offered = 0;
-        w->reset_pending = 0;
-    }
+    rjq__reg_claim_sent(w->reg, ctx->epoch, reset);
     w->claiming++;
     w->asked += want;
+    check_invariants(w);
     return RJQ_OK;
 }
 
-/* Claim up to the free capacity: one claim when waking up, two halves in
- * flight while the queue has a backlog. A claim that replaces the
- * registration waits for those in flight and takes the offered slots too. */
+/* Claim up to the free capacity: one claim when idle, two halves in
+ * flight while hungry. A claim that replaces the registration waits for
+ * those in flight and takes the offered slots too. */
 static void claim(rjq_worker *w) {
     rjq_client *c = client_of(w);
-    int limit = w->hungry ? CLAIMS_IN_FLIGHT : 1;
-    int chunk = w->hungry && w->concurrency >= 4 ? w->concurrency / 2 + w->concurrency % 2
-                                                 : w->concurrency;
+    int limit = w->mode == CL_HUNGRY ? CLAIMS_IN_FLIGHT : 1;
+    int chunk = w->mode == CL_HUNGRY && w->concurrency >= 4
+                    ? w->concurrency / 2 + w->concurrency % 2
+                    : w->concurrency;
     if (chunk > CLAIM_MAX) chunk = CLAIM_MAX;
     /* Woken for work that was not pushed: take the offered slots back. */
-    if (w->wake_pending && w->offered != 0) w->reset_pending = 1;
-    while (!w->stopping && !c->closing && w->claiming < limit) {
-        int reset = w->reset_pending;
+    if (w->wake_pending && rjq__reg_offered(w->reg) != 0) rjq__reg_resync(w->reg);
+    while (w->state == W_ACTIVE && !rjq__closing(c) && w->claiming < limit) {
+        int reset = rjq__reg_out_of_step(w->reg);
         if (reset && w->claiming) return; /* on_claimed comes back here */
-        int free_slots = rjq__worker_free_slots(w) + (reset ? w->offered : 0);
-        if (free_slots <= 0) return;
-        if (send_claim(w, free_slots < chunk ? free_slots : chunk, reset) != RJQ_OK) {
+        int slots = free_slots(w) + (reset ? rjq__reg_offered(w->reg) : 0);
+        if (slots <= 0) return;
+        if (send_claim(w, slots < chunk ? slots : chunk, reset) != RJQ_OK) {
             go_idle(w, -1);
             return;
         }
@@ -337,98 +381,94 @@ static void claim(rjq_worker *w) {
     }
 }
 
-/* ---- push delivery ------------------------------------------------------ */
+/* ---- push delivery --------------------------------------------------------- */
 
-/* Room for one pushed job: one of the registration's slots (epoch is the
- * current one), or any free slot for a job pushed under an older epoch. */
-static int room_for_push(rjq_worker *w, unsigned epoch) {
-    if (w->stopping) return 0;
-    if (epoch != w->epoch) return rjq__worker_free_slots(w) > 0;
-    if (w->running < w->concurrency) {
-        w->offered--; /* below 0 until the reply of the claim that registered it */
-        return 1;
-    }
-    w->reset_pending = 1; /* pushed beyond what we registered: out of step */
-    return 0;
-}
-
-void rjq__worker_take_pushed(rjq_worker *w, unsigned epoch, const rjq__pushed *d, size_t n) {
+/* Jobs pushed under epoch: start those there is room for, hand back the
+ * others. */
+static void take_pushed(void *arg, unsigned epoch, const rjq__pushed *d, size_t n) {
+    rjq_worker *w = arg;
     rjq_job **jobs = malloc(n * sizeof *jobs);
     rjq__pushed *back = malloc(n * sizeof *back);
     size_t made = 0, nback = 0;
     for (size_t i = 0; i < n; i++) {
-        rjq_job *j = jobs && back && room_for_push(w, epoch) ? new_job(w, &d[i]) : NULL;
+        int room = jobs && back && w->state == W_ACTIVE &&
+                   rjq__reg_accept(w->reg, epoch, free_slots(w), w->running < w->concurrency);
+        rjq_job *j = room ? new_job(w, &d[i]) : NULL;
         if (j) jobs[made++] = j;
         else if (back) back[nback++] = d[i];
     }
+    check_invariants(w);
     /* Out of memory for the list itself: the jobs wait for their lease. */
     if (nback) rjq__push_release(w->q, NULL, back, nback);
     free(back);
     run_jobs(w, jobs, made);
     free(jobs);
-    if (w->reset_pending) want_claim(w);
+    if (rjq__reg_out_of_step(w->reg)) want_claim(w);
     check_stopped(w);
 }
 
-size_t rjq__worker_offers(const rjq__complete_item *items, size_t n, rjq__offer *out) {
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        rjq_worker *w = items[i].w;
-        if (!w->want_offer || w->hungry || w->stopping || w->reset_pending || w->wake_pending)
-            continue; /* left to the tick: it claims */
-        w->want_offer = 0;
-        int slots = rjq__worker_free_slots(w);
-        if (slots <= 0) continue;
-        w->offered += slots;
-        out[k].w = w;
-        out[k].epoch = w->epoch;
-        out[k].slots = slots;
-        k++;
-    }
-    return k;
+static void reg_resync(void *arg) {
+    poke(arg); /* the push module marked the registration out of step */
+}
+
+static const rjq__reg_ops reg_ops = {take_pushed, reg_resync};
+
+int rjq__worker_offer(rjq_worker *w, rjq__offer *o) {
+    if (!w->want_offer || w->mode == CL_HUNGRY || w->state != W_ACTIVE ||
+        rjq__reg_out_of_step(w->reg) || w->wake_pending)
+        return 0; /* left to the tick: it claims */
+    w->want_offer = 0;
+    int slots = free_slots(w);
+    if (slots <= 0) return 0;
+    o->w = w;
+    o->field = rjq__reg_field(w->reg);
+    o->lease_ms = w->lease_ms;
+    o->slots = slots;
+    o->epoch = rjq__reg_offer(w->reg, slots);
+    check_invariants(w);
+    return 1;
 }
 
 void rjq__worker_offer_done(const rjq__offer *o, int status, int registered) {
     rjq_worker *w = o->w;
-    if (status == RJQ_OK && registered) return;
-    /* Work is waiting, or the registration changed: claim instead. */
-    if (o->epoch == w->epoch) w->offered -= o->slots;
-    if (status != RJQ_OK) w->reset_pending = 1; /* it may have been registered */
-    if (!w->stopping && !client_of(w)->closing) want_claim(w);
+    if (rjq__reg_offer_done(w->reg, o->epoch, o->slots, status, registered) &&
+        w->state == W_ACTIVE && !rjq__closing(client_of(w)))
+        want_claim(w);
 }
 
 /* ---- finishing jobs --------------------------------------------------- */
 
-void rjq__worker_job_done(rjq_worker *w, rjq_job *job) {
+void rjq__worker_job_done(rjq_job *job) {
+    rjq_worker *w = job->w;
     unlink_job(w, job);
     free(job);
     w->finishing++;
     /* the caller kicks the tick */
-    if (w->hungry || w->wake_pending) w->want_claim = 1;
+    if (w->mode == CL_HUNGRY || w->wake_pending) w->want_claim = 1;
     else w->want_offer = 1;
 }
 
 void rjq__worker_finish_replied(rjq_worker *w) {
     w->finishing--;
-    if (!client_of(w)->closing) check_stopped(w);
+    if (!rjq__closing(client_of(w))) check_stopped(w);
 }
 
-/* A background request (priv: its rjq__background) was answered: report
- * a failure, and see whether a stopping worker is done. */
+/* A background request (priv: its background) was answered: report a
+ * failure, and see whether a stopping worker is done. */
 static void on_background_done(rjq_client *c, int status, redisReply *r, void *priv) {
-    rjq__background *b = priv;
+    background *b = priv;
     (void)r;
     b->busy = 0;
     rjq__background_failed(c, status, b->what);
-    if (!c->closing) check_stopped(b->w);
+    if (!rjq__closing(c)) check_stopped(b->w);
 }
 
-static void background_init(rjq__background *b, rjq_worker *w, const char *what) {
+static void background_init(background *b, rjq_worker *w, const char *what) {
     b->w = w;
     b->what = what;
 }
 
-/* ---- lease extension ---------------------------------------------------- */
+/* ---- lease extension and the reclaim sweep ------------------------------- */
 
 static void on_extend_timer(rjq__timer *t) {
     rjq_worker *w = t->owner;
@@ -449,26 +489,6 @@ static void on_extend_timer(rjq__timer *t) {
     rjq__argv_free(&a);
 }
 
-/* ---- reclaim sweep ------------------------------------------------------ */
-
-/* Build the reclaim script call for queue q (shared with rjq_queue_reclaim). */
-int rjq__reclaim_send(rjq_queue *q, long guard_ms, rjq__reply_fn *fn, void *priv) {
-    rjq__argv a;
-    rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DEAD, RJQ__K_STATS, RJQ__K_GUARD,
-              RJQ__K_COMPLETED, RJQ__K_COLUMNS, RJQ__K_MONITORED);
-    rjq__argv_key(&a, q, RJQ__K_JOB);
-    rjq__argv_key(&a, q, RJQ__K_WAKE);
-    rjq__argv_ll(&a, guard_ms);
-    rjq__argv_ll(&a, RECLAIM_LIMIT);
-    rjq__argv_ll(&a, q->dead_max);
-    rjq__argv_ll(&a, q->retention_ms);
-    rjq__argv_ll(&a, q->completed_max);
-    int rc = a.oom ? RJQ_ENOMEM : rjq__script(q->c, RJQ__S_RECLAIM, 0, fn, priv, a.n, a.v, a.len);
-    rjq__argv_free(&a);
-    return rc;
-}
-
 static void on_reclaim_timer(rjq__timer *t) {
     rjq_worker *w = t->owner;
     rjq__timer_start(client_of(w), &w->reclaim_timer, (uint64_t)w->reclaim_ms);
@@ -477,21 +497,92 @@ static void on_reclaim_timer(rjq__timer *t) {
         w->sweep.busy = 1;
 }
 
+/* ---- the queue's workers and the client's ------------------------------- */
+
+static void part_tick(rjq_queue *q, void *state) {
+    part *p = state;
+    (void)q;
+    for (rjq_worker *w = p->workers, *next; w; w = next) {
+        next = w->next;
+        if (w->want_claim || w->want_offer) {
+            w->want_claim = w->want_offer = 0;
+            claim(w);
+        }
+        check_stopped(w);
+    }
+}
+
+static void part_close(rjq_queue *q, void *state) {
+    part *p = state;
+    (void)q;
+    while (p->workers) destroy(p->workers);
+    free(p);
+}
+
+static const rjq__part_ops part_ops = {part_tick, NULL, part_close};
+
+/* A connection is back: doorbells, pushes or replies may have been lost;
+ * every worker claims and registers afresh. */
+static void workers_ready(rjq_client *c, void *state, int kind) {
+    (void)state, (void)kind;
+    for (rjq_queue *q = rjq__queue_first(c); q; q = rjq__queue_next(q)) {
+        part *p = rjq__queue_part(q, RJQ__PART_WORKERS);
+        for (rjq_worker *w = p ? p->workers : NULL, *next; w; w = next) {
+            next = w->next;
+            resync(w);
+        }
+    }
+}
+
+static const rjq__feature workers_feature = {.name = "workers", .ready = workers_ready};
+
+/* The queue's worker list, with its doorbell subscribed, made on first use. */
+static part *part_of(rjq_queue *q) {
+    part *p = rjq__queue_part(q, RJQ__PART_WORKERS);
+    if (p) return p;
+    rjq_client *c = rjq_queue_client(q);
+    /* The feature has no state of its own: a marker that it is registered. */
+    static char registered;
+    if (rjq__feature_add(c, &workers_feature, &registered) != RJQ_OK) return NULL;
+    if ((p = calloc(1, sizeof *p)) == NULL) return NULL;
+    if (rjq__subscribe(c, rjq__queue_key(q, RJQ__K_WAKE, NULL), on_doorbell, q) != RJQ_OK) {
+        free(p);
+        return NULL;
+    }
+    rjq__queue_set_part(q, RJQ__PART_WORKERS, &part_ops, p);
+    return p;
+}
+
 /* ---- public API ---------------------------------------------------------- */
+
+static int setup_timers(rjq_client *c, rjq_worker *w) {
+    if (rjq__timer_setup(c, &w->poll_timer, on_poll_timer, w) != RJQ_OK) return RJQ_ENOMEM;
+    if (rjq__timer_setup(c, &w->extend_timer, on_extend_timer, w) != RJQ_OK) {
+        rjq__timer_teardown(c, &w->poll_timer);
+        return RJQ_ENOMEM;
+    }
+    if (rjq__timer_setup(c, &w->reclaim_timer, on_reclaim_timer, w) != RJQ_OK) {
+        rjq__timer_teardown(c, &w->poll_timer);
+        rjq__timer_teardown(c, &w->extend_timer);
+        return RJQ_ENOMEM;
+    }
+    return RJQ_OK;
+}
 
 int rjq_worker_start(rjq_queue *q, const rjq_worker_options *o, rjq_handler_fn *handler,
                      void *data, rjq_worker **out) {
     if (q == NULL || handler == NULL || out == NULL) return RJQ_EINVAL;
     *out = NULL;
-    rjq_client *c = q->c;
-    if (c->closing) return RJQ_ECLOSED;
+    rjq_client *c = rjq_queue_client(q);
+    if (rjq__closing(c)) return RJQ_ECLOSED;
     if (o && (o->concurrency < 0 || o->lease_ms < 0 || o->poll_ms < 0 || o->reclaim_ms < 0))
         return RJQ_EINVAL;
     if (o && o->lease_ms > 0 && o->lease_ms < 30) {
         rjq__errmsg(c, "lease_ms must be at least 30");
         return RJQ_EINVAL;
     }
-    rjq_worker *w = calloc(1, sizeof *w);
+    part *p = part_of(q);
+    rjq_worker *w = p ? calloc(1, sizeof *w) : NULL;
     if (w == NULL) return RJQ_ENOMEM;
     w->q = q;
     w->handler = handler;
@@ -500,29 +591,24 @@ int rjq_worker_start(rjq_queue *q, const rjq_worker_options *o, rjq_handler_fn *
     w->lease_ms = o && o->lease_ms ? o->lease_ms : 30000;
     w->poll_ms = o && o->poll_ms ? o->poll_ms : 5000;
     w->reclaim_ms = o && o->reclaim_ms ? o->reclaim_ms : 1000;
-    w->reset_pending = 1; /* the first claim registers from scratch */
+    w->state = W_ACTIVE;
+    w->mode = CL_IDLE;
     background_init(&w->extend, w, "lease extension");
     background_init(&w->sweep, w, "reclaim");
     background_init(&w->deregister, w, "worker stop");
-    rjq__timer_init(&w->poll_timer, on_poll_timer, w);
-    rjq__timer_init(&w->extend_timer, on_extend_timer, w);
-    rjq__timer_init(&w->reclaim_timer, on_reclaim_timer, w);
-    int rc = RJQ_OK;
-    if (!q->wake_subscribed) {
-        rc = rjq__subscribe(c, q->keys[RJQ__K_WAKE], on_doorbell, q);
-        q->wake_subscribed = rc == RJQ_OK;
-    }
-    if (rc == RJQ_OK) rc = rjq__push_listen(q);
-    if (rc == RJQ_OK) {
-        w->id = ++q->next_worker_id;
-        if ((w->field = rjq__push_field(q, w->id)) == NULL) rc = RJQ_ENOMEM;
-    }
-    if (rc != RJQ_OK) {
+    if (setup_timers(c, w) != RJQ_OK) {
         free(w);
-        return rc;
+        return RJQ_ENOMEM;
     }
-    w->next = q->workers;
-    q->workers = w;
+    if ((w->reg = rjq__push_join(q, &reg_ops, w)) == NULL) {
+        rjq__timer_teardown(c, &w->poll_timer);
+        rjq__timer_teardown(c, &w->extend_timer);
+        rjq__timer_teardown(c, &w->reclaim_timer);
+        free(w);
+        return RJQ_ENOMEM;
+    }
+    w->next = p->workers;
+    p->workers = w;
     rjq__timer_start(c, &w->extend_timer, (uint64_t)(w->lease_ms / 3));
     rjq__timer_start(c, &w->reclaim_timer, (uint64_t)w->reclaim_ms);
     want_claim(w);
@@ -530,27 +616,24 @@ int rjq_worker_start(rjq_queue *q, const rjq_worker_options *o, rjq_handler_fn *
     return RJQ_OK;
 }
 
-/* No more pushes: drop the registration (jobs pushed meanwhile are handed
- * back as they arrive). */
-static void deregister(rjq_worker *w) {
-    rjq_queue *q = w->q;
-    const char *argv[3] = {"HDEL", q->keys[RJQ__K_IDLE], w->field};
-    if (rjq__command(q->c, 0, on_background_done, &w->deregister, 3, argv, NULL) == RJQ_OK)
-        w->deregister.busy = 1;
-}
-
 int rjq_worker_stop(rjq_worker *w, rjq_stopped_cb *cb, void *data) {
     if (w == NULL) return RJQ_EINVAL;
-    if (w->stopping) return RJQ_EBUSY;
-    if (client_of(w)->closing) return RJQ_ECLOSED;
-    w->stopping = 1;
+    if (w->state == W_STOPPING) return RJQ_EBUSY;
+    rjq_client *c = client_of(w);
+    if (rjq__closing(c)) return RJQ_ECLOSED;
+    rjq__enter(c); /* the HDEL may flush enqueues, whose callbacks may free c */
+    w->state = W_STOPPING;
     w->stop_cb = cb;
     w->stop_data = data;
-    deregister(w);
+    /* No more pushes: drop the registration (jobs pushed meanwhile are
+     * handed back as they arrive). */
+    if (rjq__push_leave(w->reg, on_background_done, &w->deregister) == RJQ_OK)
+        w->deregister.busy = 1;
     /* Running jobs keep their lease extension until they finish. */
-    rjq__timer_stop(client_of(w), &w->poll_timer);
-    rjq__timer_stop(client_of(w), &w->reclaim_timer);
+    rjq__timer_stop(c, &w->poll_timer);
+    rjq__timer_stop(c, &w->reclaim_timer);
     rjq__queue_kick(w->q); /* the tick finishes the stop if nothing is in flight */
+    rjq__leave(c);
     return RJQ_OK;
 }
 

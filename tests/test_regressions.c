@@ -24,7 +24,8 @@
 
 #include "fixture.h"
 #include "harness.h"
-#include "internal.h" /* white-box: the await module's early-outcome list */
+#include "await.h" /* white-box: the await module's early-outcome list */
+#include "rjq_scripts.h"
 #include "server.h"
 #include "waits.h"
 
@@ -714,6 +715,19 @@ static void flood_cb(rjq_client *c, int status, const rjq_outcome *o, void *data
     flood_status = status;
 }
 
+/* The await module's counts (await.h). */
+typedef struct aw_counts {
+    const char *channel;
+    size_t inflight, early;
+    unsigned long long dropped;
+} aw_counts;
+
+static aw_counts aw_inspect(const rjq_client *c) {
+    aw_counts k;
+    rjq__awaits_inspect(c, &k.channel, &k.inflight, &k.early, &k.dropped);
+    return k;
+}
+
 TEST(stale_outcomes_do_not_pile_up_while_enqueues_are_in_flight) {
     test_env e;
     proxy p;
@@ -722,22 +736,23 @@ TEST(stale_outcomes_do_not_pile_up_while_enqueues_are_in_flight) {
 
     proxy_hold(&p, 1); /* the enqueue's reply will wait in the proxy */
     ASSERT_OK(rjq_enqueue_await(e.q, "x", 1, NULL, NULL, flood_cb, NULL, NULL));
-    for (int i = 0; i < 500 && c->aw.enqueues_inflight == 0; i++) loop_for(e.base, 10);
-    ASSERT_EQ(1, c->aw.enqueues_inflight);
+    for (int i = 0; i < 500 && aw_inspect(c).inflight == 0; i++) loop_for(e.base, 10);
+    ASSERT_EQ(1, aw_inspect(c).inflight);
 
     for (int i = 0; i < 3000; i++) {
-        redisReply *r = server_cmd(e.rc, "PUBLISH %s completed\nt:{flood}:job:ghost-%d\nlate", c->aw.channel, i);
+        redisReply *r = server_cmd(e.rc, "PUBLISH %s completed\nt:{flood}:job:ghost-%d\nlate",
+                                   aw_inspect(c).channel, i);
         ASSERT_EQ(1, r->integer);
         freeReplyObject(r);
     }
-    for (int i = 0; i < 300 && c->aw.nearly < 1024; i++) loop_for(e.base, 10);
+    for (int i = 0; i < 300 && aw_inspect(c).early < 1024; i++) loop_for(e.base, 10);
     loop_for(e.base, 100); /* anything still coming */
-    ASSERT_EQ(1024, c->aw.nearly);
+    ASSERT_EQ(1024, aw_inspect(c).early);
 
     proxy_hold(&p, 0);
-    for (int i = 0; i < 500 && c->aw.enqueues_inflight > 0; i++) loop_for(e.base, 10);
-    ASSERT_EQ(0, c->aw.enqueues_inflight);
-    ASSERT_EQ(0, c->aw.nearly);
+    for (int i = 0; i < 500 && aw_inspect(c).inflight > 0; i++) loop_for(e.base, 10);
+    ASSERT_EQ(0, aw_inspect(c).inflight);
+    ASSERT_EQ(0, aw_inspect(c).early);
     ASSERT_EQ(0, flood_calls);
 
     rjq_client_free(c);

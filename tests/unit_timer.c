@@ -2,7 +2,7 @@
 #include <stdint.h>
 
 #include "harness.h"
-#include "internal.h"
+#include "timer.h"
 
 /* Deterministic xorshift64*, so a failure reproduces. */
 static uint64_t rng_state;

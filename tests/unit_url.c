@@ -1,6 +1,7 @@
 /* Unit tests for the Redis URL parser (src/url.c). No Redis. */
 #include "harness.h"
-#include "internal.h"
+#include "rjq.h"
+#include "url.h"
 
 static char err[256];
 

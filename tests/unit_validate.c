@@ -4,7 +4,7 @@
 #include <limits.h>
 
 #include "harness.h"
-#include "internal.h"
+#include "validate.h"
 
 static char *repeat(char ch, size_t n) {
     char *s = malloc(n + 1);

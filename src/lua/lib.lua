@@ -43,7 +43,7 @@
 --   watchers  reply channels of producers awaiting it (space-separated)
 -- Scripts that touch job records get the seven column keys as their last
 -- KEYS, in this order: payload, state, options, result, error, failtoken,
--- watchers (src/internal.h RJQ__K_COLUMNS), so every key a script touches
+-- watchers (src/queue.h RJQ__K_COLUMNS), so every key a script touches
 -- is declared. A job's name in messages is <prefix>:{Q}:job:<id>; scripts
 -- that publish get the "<prefix>:{Q}:job:" part in ARGV.
 

@@ -1,0 +1,133 @@
+/*
+ * The core, as features see it (DESIGN.md section 10).
+ *
+ * The core is the client's runtime (runtime.c: callback depth, the timer
+ * heap and the loop timer, errors, features), its two connections
+ * (conn.c), requests on the command connection (request.c), channels on
+ * the subscriber connection (pubsub.c) and the public client lifetime
+ * (client.c). It knows nothing of queues or jobs. Features (queue,
+ * enqueue, push, worker, job, await, monitor, admin) call down into it
+ * through this header only; where the core must run feature code it
+ * calls the hooks a feature registered (rjq__feature), never a feature
+ * function by name. The client's struct body is not visible here.
+ */
+#ifndef RJQ_CORE_H
+#define RJQ_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "argv.h"
+#include "resp.h"
+#include "rjq.h"
+#include "rjq_scripts.h"
+#include "timer.h"
+
+/* ---- runtime (runtime.c) ------------------------------------------------ */
+
+/* Library code that may run user callbacks brackets itself with enter and
+ * leave; leave completes a deferred rjq_client_free() and may free c, so
+ * nothing may touch c after it. Public entry points that can reach user
+ * code (directly or through a flush) enter first and leave last. */
+void rjq__enter(rjq_client *c);
+void rjq__leave(rjq_client *c);
+/* Destruction under way: start no new work. */
+int rjq__closing(const rjq_client *c);
+/* rjq_client_free() was called inside a callback: stop handing out work. */
+int rjq__free_pending(const rjq_client *c);
+
+uint64_t rjq__now_ms(void);
+
+/* Timers on the client's one loop timer. An owner sets its timers up when
+ * it is created (this reserves their heap slots, so arming can never
+ * fail later) and tears them down when it goes. */
+int rjq__timer_setup(rjq_client *c, rjq__timer *t, rjq__timer_fn *fn, void *owner);
+void rjq__timer_teardown(rjq_client *c, rjq__timer *t);
+void rjq__timer_start(rjq_client *c, rjq__timer *t, uint64_t delay_ms);
+void rjq__timer_stop(rjq_client *c, rjq__timer *t);
+
+uint64_t rjq__random(rjq_client *c);
+void rjq__errmsg(rjq_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A background request (no caller to tell) answered status: anything but
+ * success, a cancel or a lost connection goes to errmsg as "<what>: ...". */
+void rjq__background_failed(rjq_client *c, int status, const char *what);
+
+const char *rjq__client_prefix(const rjq_client *c);
+size_t rjq__client_max_payload(const rjq_client *c);
+
+/* ---- features (runtime.c) ----------------------------------------------- */
+
+/* What a feature plugs into the core. Every hook is optional; state is
+ * what the feature registered with it. */
+typedef struct rjq__feature {
+    const char *name;
+    /* A connection (RJQ_CONN_COMMAND or RJQ_CONN_SUBSCRIBER) is up and its
+     * session set, first or again: doorbells, pushes and replies may have
+     * been lost. Run in registration order. */
+    void (*ready)(rjq_client *c, void *state, int kind);
+    /* A request is about to be sent and rjq__want_flush() was called:
+     * send batched work first, so later requests see it. */
+    void (*before_send)(rjq_client *c, void *state);
+    /* Client destruction, before pending requests are cancelled: end
+     * work not yet sent with RJQ_ECANCELED. Registration order. */
+    void (*abort)(rjq_client *c, void *state);
+    /* Client destruction, after requests were cancelled: end every handle
+     * (callbacks get RJQ_ECANCELED) and free the state. Reverse order. */
+    void (*close)(rjq_client *c, void *state);
+} rjq__feature;
+
+/* Register feature f with its state (once per client; a second call with
+ * the same f changes nothing and returns RJQ_OK). */
+int rjq__feature_add(rjq_client *c, const rjq__feature *f, void *state);
+/* The state f registered on c, or NULL. */
+void *rjq__feature_state(const rjq_client *c, const rjq__feature *f);
+/* A feature holds batched work: run the before_send hooks ahead of the
+ * next request. */
+void rjq__want_flush(rjq_client *c);
+
+/* ---- requests (request.c) ------------------------------------------------ */
+
+/*
+ * Completion of a request. status is RJQ_OK with a non-NULL reply, or an
+ * error code with reply NULL (ECONN, ECANCELED, ENOMEM) or with the error
+ * reply (EWRONGTYPE, EOOM, EAUTH, EREDIS; detail in the client's errmsg).
+ * Called exactly once per request. During client destruction status is
+ * RJQ_ECANCELED and rjq__closing() is true: start no new work then.
+ */
+typedef void rjq__reply_fn(rjq_client *c, int status, redisReply *reply, void *priv);
+
+/* May be re-sent after a reconnect or a transient server error instead of
+ * failing: only for requests that are idempotent (token-checked). */
+#define RJQ__REQ_RETRY 1
+
+/* Send a command built from argv (copied during the call). Returns RJQ_OK
+ * (fn will be called once) or an error (fn never called). */
+int rjq__command(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, int argc,
+                 const char **argv, const size_t *lens);
+/* Run one of rjq's scripts (FCALL of its function, or EVALSHA where the
+ * server has no functions): argv are "numkeys, keys..., args...". */
+int rjq__script(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv, int argc,
+                const char **argv, const size_t *lens);
+/* The same with the nargs arguments already in RESP form in b. */
+int rjq__script_buf(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
+                    int nargs, const rjq__buf *b);
+
+/* ---- channels (pubsub.c) -------------------------------------------------- */
+
+/* A message on a channel; msg NULL: the subscription was (re)confirmed on
+ * a (new) subscriber connection, so messages may have been missed. */
+typedef void rjq__message_fn(rjq_client *c, const char *channel, const char *msg, size_t len,
+                             void *arg);
+
+/* Listen on a channel (subscribing it if no listener had it). RJQ_OK, or
+ * RJQ_ENOMEM with nothing changed. */
+int rjq__subscribe(rjq_client *c, const char *name, rjq__message_fn *fn, void *arg);
+/* Stop delivering to this listener (the subscription itself stays: see
+ * pubsub.c for why rjq never sends UNSUBSCRIBE). */
+void rjq__unsubscribe(rjq_client *c, const char *name, void *arg);
+/* 1 when the subscription of `name` is confirmed on the current connection. */
+int rjq__channel_confirmed(const rjq_client *c, const char *name);
+
+#endif /* RJQ_CORE_H */

@@ -1,0 +1,153 @@
+/*
+ * The core's private header: the struct bodies shared by the core's own
+ * files (runtime.c, conn.c, request.c, pubsub.c, client.c). Features
+ * include core.h, never this.
+ *
+ * Inside the core, calls go one way only:
+ *     client.c -> request.c, pubsub.c -> conn.c -> runtime.c
+ * Upward notifications (a connection is ready, lost, wants its owner's
+ * set-up steps) go through rjq__conn_hooks, which request.c (command
+ * connection) and pubsub.c (subscriber connection) register; the deferred
+ * free goes through rjq_client.destroy, which client.c sets.
+ */
+#ifndef RJQ_CORE_PRIVATE_H
+#define RJQ_CORE_PRIVATE_H
+
+#include <hiredis/async.h>
+
+#include "compat.h"
+#include "core.h"
+#include "url.h"
+
+#define RJQ__ERRMSG_MAX 256
+#define RJQ__FEATURES_MAX 8
+
+/* ---- connections (conn.c) ------------------------------------------------ */
+
+typedef struct rjq__conn rjq__conn;
+
+/* What a connection tells the layer that owns it (request.c for the
+ * command connection, pubsub.c for the subscriber connection). */
+typedef struct rjq__conn_hooks {
+    /* A new context: send the owner's set-up steps (rjq__conn_step) or
+     * commands. Non-zero: it could not (out of memory): drop and retry. */
+    int (*setup)(rjq__conn *conn);
+    /* Every set-up step was answered: the session is usable. */
+    void (*ready)(rjq__conn *conn);
+    /* The context is gone. fail: 0 when requests waiting for the session
+     * may keep waiting (it had connected), else the code to fail the
+     * waiting non-retryable ones with (RJQ_ECONN: the connect attempt
+     * failed; RJQ_EAUTH/RJQ_EREDIS: the session was refused). */
+    void (*down)(rjq__conn *conn, int fail);
+} rjq__conn_hooks;
+
+struct rjq__conn {
+    rjq_client *c;
+    int kind;                 /* RJQ_CONN_COMMAND or RJQ_CONN_SUBSCRIBER */
+    const rjq__conn_hooks *hooks;
+    redisAsyncContext *ac;    /* NULL while down */
+    int connected;            /* TCP connect finished */
+    int ready;                /* session set-up replies all arrived */
+    int setup_pending;        /* set-up replies still expected */
+    int failures;             /* consecutive failed attempts, for backoff */
+    rjq__timer timer;         /* connect timeout, or reconnect delay */
+    int timer_is_reconnect;
+    char failed_now[128];     /* a connect that failed synchronously, to report */
+};
+
+/* The reply to one set-up step (NULL never: a lost context ends it). */
+typedef void rjq__step_fn(rjq__conn *conn, redisReply *reply, void *arg);
+
+int rjq__conn_init(rjq_client *c, rjq__conn *conn, int kind, const rjq__conn_hooks *hooks);
+void rjq__conn_start(rjq__conn *conn);
+/* Send one session set-up step on the new context (from the setup hook or
+ * from a step's reply): the session is ready when every step is answered. */
+int rjq__conn_step(rjq__conn *conn, rjq__step_fn *fn, void *arg, int argc, const char **argv,
+                   const size_t *lens);
+/* Say what went wrong in a set-up step (an RJQ_EVENT_ERROR event). */
+void rjq__conn_report(rjq__conn *conn, const char *what, const char *err);
+/* An optional set-up step failed: reported; NOAUTH refuses the session
+ * (it wants AUTH), anything else leaves it usable. */
+void rjq__conn_step_failed(rjq__conn *conn, const char *what, const char *err);
+/* A set-up step was refused so that nothing may run on this session
+ * (AUTH, SELECT): drop it, fail what waits with code, retry later. */
+void rjq__conn_refuse(rjq__conn *conn, int code);
+/* The hiredis context is gone or going (its callbacks saw NULL); stop
+ * using it and schedule a reconnect. Idempotent. */
+void rjq__conn_lost(rjq__conn *conn, const char *why);
+/* Drop a live context ourselves (outside or inside its callbacks). */
+void rjq__conn_drop(rjq__conn *conn, const char *why);
+/* Detach and free the context for client destruction. */
+void rjq__conn_close(rjq__conn *conn);
+
+/* ---- requests (request.c) ---------------------------------------------- */
+
+typedef struct rjq__req rjq__req;
+
+typedef struct rjq__reqlist {
+    rjq__req *head, *tail;
+    size_t n;
+} rjq__reqlist;
+
+int rjq__requests_init(rjq_client *c);
+/* Client destruction: fail every request with RJQ_ECANCELED (in-flight
+ * ones are orphaned until hiredis hands them back). */
+void rjq__requests_cancel_all(rjq_client *c);
+
+/* ---- channels (pubsub.c) -------------------------------------------------- */
+
+typedef struct rjq__channel rjq__channel;
+
+int rjq__pubsub_init(rjq_client *c);
+void rjq__pubsub_free(rjq_client *c);
+
+/* ---- the client (runtime.c, client.c) ------------------------------------ */
+
+typedef struct rjq__feature_reg {
+    const rjq__feature *f;
+    void *state;
+} rjq__feature_reg;
+
+struct rjq_client {
+    rjq_loop_ops ops;
+    void *loop;
+    rjq__url url;
+    char *prefix;
+    char *name;
+    long connect_timeout_ms, reconnect_min_ms, reconnect_max_ms;
+    size_t max_payload;
+    rjq_event_cb *on_event;
+    void *event_data;
+    void *data;
+
+    rjq__conn cmd, sub;
+    rjq__reqlist inflight;    /* sent on cmd.ac, reply pending */
+    rjq__reqlist backlog;     /* waiting for a command connection */
+    rjq__reqlist later;       /* idempotent requests to re-send after a transient error */
+    rjq__timer retry_timer;   /* when `later` goes out */
+    int fcall;                /* the command session has rjq's function library */
+    rjq__channel *channels;
+
+    rjq__feature_reg features[RJQ__FEATURES_MAX];
+    int nfeatures;
+    int flush_wanted;         /* run before_send hooks ahead of the next request */
+
+    rjq__timers timers;
+    uint64_t armed_due;       /* what set_timer was last asked for */
+    int depth;                /* nesting of library entry points */
+    int free_pending;         /* rjq_client_free() called inside a callback */
+    int closing;              /* destruction under way */
+    void (*destroy)(rjq_client *c); /* client.c's teardown, for the deferred free */
+
+    uint64_t rng;             /* xorshift state for tokens and jitter */
+    char errmsg[RJQ__ERRMSG_MAX];
+};
+
+void rjq__emit(rjq_client *c, rjq_event ev, int conn, const char *detail);
+/* Run the features' hooks (see rjq__feature). */
+void rjq__features_ready(rjq_client *c, int kind);
+void rjq__features_before_send(rjq_client *c);
+void rjq__features_abort(rjq_client *c);
+void rjq__features_close(rjq_client *c);
+
+#endif /* RJQ_CORE_PRIVATE_H */

@@ -1,0 +1,28 @@
+/*
+ * Enqueue (enqueue.c), as the await feature uses it: one job added to its
+ * queue's batch with an internal callback for its result.
+ */
+#ifndef RJQ_ENQUEUE_H
+#define RJQ_ENQUEUE_H
+
+#include "queue.h"
+#include "validate.h"
+
+/* Bytes of arguments one enqueue script call carries at most, unless a
+ * single rjq_enqueue_batch() needs more (a batch lands whole). */
+#define RJQ__ENQUEUE_BYTES (4u << 20)
+
+/* One job's enqueue result, for internal callers. */
+typedef void rjq__enqueued_fn(rjq_client *c, int status, const char *id, size_t idlen,
+                              int existed, void *priv);
+
+/* Check one enqueue item; opts receives its encoded options
+ * (RJQ__OPTS_MAX bytes). Sets the client's errmsg on failure. */
+int rjq__enqueue_check(rjq_client *c, const rjq_enqueue_item *it, char *opts);
+/* Add one job to this tick's batch. reply_channel: where the finishing
+ * script publishes its outcome (NULL: nowhere). fn(priv) gets the result
+ * once. RJQ_OK, or an error with nothing added and fn never called. */
+int rjq__enqueue_add(rjq_queue *q, const rjq_enqueue_item *it, const char *reply_channel,
+                     rjq__enqueued_fn *fn, void *priv);
+
+#endif /* RJQ_ENQUEUE_H */

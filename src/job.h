@@ -1,0 +1,31 @@
+/*
+ * Job records (plain data, no behaviour): a job as read from a claim reply
+ * or a push message (rjq__pushed), and the handle a handler gets (struct
+ * rjq_job), made and listed by its worker (worker.c) and finished by
+ * job.c (complete, fail, progress).
+ */
+#ifndef RJQ_JOB_H
+#define RJQ_JOB_H
+
+#include <stddef.h>
+
+#include "rjq.h"
+
+/* A job as Redis handed it out (pointers into the reply or message). */
+typedef struct rjq__pushed {
+    const char *id, *token, *payload;
+    size_t idlen, toklen, len;
+    int attempt, max_attempts;
+} rjq__pushed;
+
+struct rjq_job {
+    rjq_worker *w;            /* NULL once detached (client freed) */
+    char *id;
+    char token[48];
+    const char *payload;
+    size_t len;
+    int attempt, max_attempts;
+    struct rjq_job *prev, *next; /* the worker's running jobs */
+};
+
+#endif /* RJQ_JOB_H */

@@ -1,0 +1,75 @@
+/*
+ * Push delivery (push.c): one module owns the client's side of it: the
+ * queue's push channel and message format, the registrations of workers
+ * in the queue's idle hash, and each registration's ledger of offered
+ * slots. The server's side is push_to_idle in src/lua/lib.lua.
+ *
+ * A worker joins with two callbacks (take pushed jobs, resync) and asks
+ * the ledger at each step of its claim loop; it never reads the ledger's
+ * fields. The ledger's rule, with the worker's counts:
+ *     running + asked + offered <= concurrency
+ * where `offered` counts the registration's slots not yet used by a push
+ * (it may dip below 0 while the claim that registered them is in flight).
+ */
+#ifndef RJQ_PUSH_H
+#define RJQ_PUSH_H
+
+#include "job.h"
+#include "queue.h"
+
+typedef struct rjq__reg rjq__reg;
+
+typedef struct rjq__reg_ops {
+    /* Jobs pushed under `epoch` arrived for this registration: take those
+     * there is room for (rjq__reg_accept per job), hand back the others
+     * (rjq__push_release). */
+    void (*take)(void *arg, unsigned epoch, const rjq__pushed *jobs, size_t n);
+    /* The push channel was (re)subscribed: pushes may have been lost, and
+     * the registration was marked for replacement: claim. */
+    void (*resync)(void *arg);
+} rjq__reg_ops;
+
+/* Join q's push delivery: subscribes the queue's push channel with the
+ * first registration. The registration starts out of step (the first
+ * claim registers from scratch). NULL when out of memory. */
+rjq__reg *rjq__push_join(rjq_queue *q, const rjq__reg_ops *ops, void *arg);
+/* Leave: no more pushes are routed here (jobs still pushed to it are
+ * handed back as they arrive), and the registration is dropped from the
+ * idle hash (HDEL; fn(priv) gets its reply). Returns what sending it
+ * returned. */
+int rjq__push_leave(rjq__reg *r, rjq__reply_fn *fn, void *priv);
+/* Free the registration (its worker is gone; left or not). */
+void rjq__push_free(rjq__reg *r);
+
+/* The registration's idle-hash field, "<id> <push channel>". */
+const char *rjq__reg_field(const rjq__reg *r);
+/* Registered slots not yet used by a push. */
+int rjq__reg_offered(const rjq__reg *r);
+/* Mark the registration out of step: the next claim replaces it. */
+void rjq__reg_resync(rjq__reg *r);
+int rjq__reg_out_of_step(const rjq__reg *r);
+
+/* The epoch a claim registers under: a new one when it resets (replaces
+ * the registration with its unfilled slots). */
+unsigned rjq__reg_claim_epoch(const rjq__reg *r, int reset);
+/* That claim went out. */
+void rjq__reg_claim_sent(rjq__reg *r, unsigned epoch, int reset);
+/* Its reply: status, and the slots it registered under epoch. */
+void rjq__reg_claim_replied(rjq__reg *r, unsigned epoch, int status, long long registered);
+/* Room for one job pushed under epoch? free_slots: the worker's free
+ * slots (offered ones excluded), can_run: it runs fewer than its
+ * concurrency. Accepting uses one offered slot of the current epoch. */
+int rjq__reg_accept(rjq__reg *r, unsigned epoch, int free_slots, int can_run);
+
+/* Slots offered along with a completion batch (job.c): they count as
+ * registered from now on. Returns the epoch they are offered under. */
+unsigned rjq__reg_offer(rjq__reg *r, int slots);
+/* The offer's outcome. Returns 1 when the worker should claim instead
+ * (work is waiting, or the registration is in doubt). */
+int rjq__reg_offer_done(rjq__reg *r, unsigned epoch, int slots, int status, int registered);
+
+/* Hand pushed jobs back to the queue; field: drop that registration too
+ * (NULL: none). Token-checked on the server. */
+void rjq__push_release(rjq_queue *q, const char *field, const rjq__pushed *jobs, size_t n);
+
+#endif /* RJQ_PUSH_H */

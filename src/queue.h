@@ -1,0 +1,74 @@
+/*
+ * Queue handles (queue.c): the base every feature builds on. A queue has
+ * its key names and settings, and the per-queue tick: a 0 ms timer that
+ * sends what one loop turn gathered. Features keep their per-queue state
+ * in the queue's parts (enqueue batches, pending completions, push
+ * channel, workers), registered with the hooks the tick and the client's
+ * teardown run; queue.c calls no feature by name.
+ */
+#ifndef RJQ_QUEUE_H
+#define RJQ_QUEUE_H
+
+#include "core.h"
+
+enum {
+    RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_DEAD,
+    RJQ__K_COMPLETED, RJQ__K_STATS, RJQ__K_GUARD, RJQ__K_JOB, RJQ__K_WAKE,
+    RJQ__K_EVENTS, RJQ__K_MONITORED, RJQ__K_IDLE,
+    /* the job record columns (src/lua/lib.lua) */
+    RJQ__K_PAYLOAD, RJQ__K_STATE, RJQ__K_OPTIONS, RJQ__K_RESULT, RJQ__K_ERROR,
+    RJQ__K_FAILTOKEN, RJQ__K_WATCHERS, RJQ__K_COUNT
+};
+
+/* The job columns, in the order scripts take them as their last KEYS. */
+#define RJQ__K_COLUMNS                                                         \
+    RJQ__K_PAYLOAD, RJQ__K_STATE, RJQ__K_OPTIONS, RJQ__K_RESULT, RJQ__K_ERROR, \
+        RJQ__K_FAILTOKEN, RJQ__K_WATCHERS
+
+/* The parts a queue has, in the order its tick runs them: enqueues first,
+ * completions next, claims last (so the capacity that completions free is
+ * claimed in the same round trip). */
+enum { RJQ__PART_ENQUEUE, RJQ__PART_FINISH, RJQ__PART_PUSH, RJQ__PART_WORKERS, RJQ__PART_COUNT };
+
+typedef struct rjq__part_ops {
+    void (*tick)(rjq_queue *q, void *state);  /* the queue's tick */
+    /* client destruction, before requests are cancelled: end unsent work */
+    void (*abort)(rjq_queue *q, void *state);
+    /* client destruction, after: end handles, free state (reverse order) */
+    void (*close)(rjq_queue *q, void *state);
+} rjq__part_ops;
+
+/* The state of part `which` of q, or NULL before the feature set it. */
+void *rjq__queue_part(const rjq_queue *q, int which);
+/* Give q part `which` (once; the queue owns it from now on and closes it). */
+void rjq__queue_set_part(rjq_queue *q, int which, const rjq__part_ops *ops, void *state);
+/* Schedule the queue's tick (idempotent). */
+void rjq__queue_kick(rjq_queue *q);
+
+/* The client's queues, newest first. */
+rjq_queue *rjq__queue_first(const rjq_client *c);
+rjq_queue *rjq__queue_next(const rjq_queue *q);
+
+const char *rjq__queue_key(const rjq_queue *q, int k, size_t *len);
+long long rjq__queue_retention_ms(const rjq_queue *q);
+long rjq__queue_completed_max(const rjq_queue *q);
+long rjq__queue_dead_max(const rjq_queue *q);
+
+/* The job key "<prefix>:{Q}:job:<id>" (malloc'd, NUL-terminated), or
+ * NULL when out of memory. */
+char *rjq__job_key(const rjq_queue *q, const char *id, size_t idlen);
+
+/* Append one of the queue's key names to a command. */
+void rjq__argv_key(rjq__argv *a, const rjq_queue *q, int k);
+void rjq__buf_key(rjq__buf *b, const rjq_queue *q, int k);
+
+/* Append a script's numkeys and its KEYS, taken from the list itself so
+ * the count cannot drift from the keys: RJQ__KEYS(&a, q, RJQ__K_ACTIVE, ...). */
+void rjq__argv_keys(rjq__argv *a, const rjq_queue *q, const int *keys, int n);
+#define RJQ__KEYS(a, q, ...)                                                   \
+    do {                                                                       \
+        static const int rjq_keys_[] = {__VA_ARGS__};                          \
+        rjq__argv_keys((a), (q), rjq_keys_, (int)(sizeof rjq_keys_ / sizeof rjq_keys_[0])); \
+    } while (0)
+
+#endif /* RJQ_QUEUE_H */

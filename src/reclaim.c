@@ -1,0 +1,22 @@
+/* The reclaim sweep's script call (reclaim.h). */
+#include "reclaim.h"
+
+#define RECLAIM_LIMIT 1000 /* jobs one sweep returns at most */
+
+int rjq__reclaim_send(rjq_queue *q, long guard_ms, rjq__reply_fn *fn, void *priv) {
+    rjq__argv a;
+    rjq__argv_init(&a);
+    RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DEAD, RJQ__K_STATS,
+              RJQ__K_GUARD, RJQ__K_COMPLETED, RJQ__K_COLUMNS, RJQ__K_MONITORED);
+    rjq__argv_key(&a, q, RJQ__K_JOB);
+    rjq__argv_key(&a, q, RJQ__K_WAKE);
+    rjq__argv_ll(&a, guard_ms);
+    rjq__argv_ll(&a, RECLAIM_LIMIT);
+    rjq__argv_ll(&a, rjq__queue_dead_max(q));
+    rjq__argv_ll(&a, rjq__queue_retention_ms(q));
+    rjq__argv_ll(&a, rjq__queue_completed_max(q));
+    int rc = a.oom ? RJQ_ENOMEM
+                   : rjq__script(rjq_queue_client(q), RJQ__S_RECLAIM, 0, fn, priv, a.n, a.v, a.len);
+    rjq__argv_free(&a);
+    return rc;
+}

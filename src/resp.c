@@ -1,0 +1,41 @@
+/* The RESP argument buffer (resp.h). */
+#include "resp.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void reserve(rjq__buf *b, size_t more) {
+    if (b->oom || b->len + more <= b->cap) return;
+    size_t cap = b->cap ? b->cap : 1024;
+    while (cap < b->len + more) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (p == NULL) {
+        b->oom = 1;
+        return;
+    }
+    b->p = p;
+    b->cap = cap;
+}
+
+void rjq__buf_arg(rjq__buf *b, const void *data, size_t len) {
+    char head[32];
+    int hlen = snprintf(head, sizeof head, "$%zu\r\n", len);
+    reserve(b, (size_t)hlen + len + 2);
+    if (b->oom) return;
+    memcpy(b->p + b->len, head, (size_t)hlen);
+    b->len += (size_t)hlen;
+    if (len) memcpy(b->p + b->len, data, len);
+    b->len += len;
+    b->p[b->len++] = '\r';
+    b->p[b->len++] = '\n';
+}
+
+void rjq__buf_arg_str(rjq__buf *b, const char *s) {
+    rjq__buf_arg(b, s, strlen(s));
+}
+
+void rjq__buf_free(rjq__buf *b) {
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}

@@ -1,0 +1,22 @@
+/*
+ * Command arguments already in RESP form ("$len\r\ndata\r\n" each): one
+ * copy of every input, sent as is behind a script's FCALL or EVALSHA head
+ * (rjq__script_buf). A leaf. An allocation failure sets `oom`; later
+ * appends are no-ops until the buffer is reset.
+ */
+#ifndef RJQ_RESP_H
+#define RJQ_RESP_H
+
+#include <stddef.h>
+
+typedef struct rjq__buf {
+    char *p;
+    size_t len, cap;
+    int oom;
+} rjq__buf;
+
+void rjq__buf_arg(rjq__buf *b, const void *data, size_t len);
+void rjq__buf_arg_str(rjq__buf *b, const char *s);
+void rjq__buf_free(rjq__buf *b);
+
+#endif

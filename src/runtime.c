@@ -1,0 +1,165 @@
+/*
+ * The client's runtime, the bottom of the core: callback depth and the
+ * deferred free, the timer heap behind the client's one loop timer,
+ * errors and events, randomness, and the registry of features and their
+ * hooks. Everything above calls down into this file; it calls up only
+ * through what was registered (features, rjq_client.destroy).
+ */
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "core_private.h"
+
+uint64_t rjq__now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* xorshift64*: tokens and jitter need unpredictability across clients,
+ * not cryptographic strength; the seed comes from the kernel (client.c). */
+uint64_t rjq__random(rjq_client *c) {
+    uint64_t x = c->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    c->rng = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+void rjq__errmsg(rjq_client *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->errmsg, sizeof c->errmsg, fmt, ap);
+    va_end(ap);
+}
+
+void rjq__background_failed(rjq_client *c, int status, const char *what) {
+    if (status != RJQ_OK && status != RJQ_ECANCELED && status != RJQ_ECONN)
+        rjq__errmsg(c, "%s: %s", what, rjq_strerror(status));
+}
+
+void rjq__emit(rjq_client *c, rjq_event ev, int conn, const char *detail) {
+    if (c->on_event && !c->closing) c->on_event(c, ev, conn, detail, c->event_data);
+}
+
+const char *rjq__client_prefix(const rjq_client *c) {
+    return c->prefix;
+}
+
+size_t rjq__client_max_payload(const rjq_client *c) {
+    return c->max_payload;
+}
+
+/* ---- depth and the deferred free ---------------------------------------- */
+
+void rjq__enter(rjq_client *c) {
+    c->depth++;
+}
+
+void rjq__leave(rjq_client *c) {
+    assert(c->depth > 0);
+    if (--c->depth == 0 && c->free_pending && !c->closing) c->destroy(c);
+}
+
+int rjq__closing(const rjq_client *c) {
+    return c->closing;
+}
+
+int rjq__free_pending(const rjq_client *c) {
+    return c->free_pending;
+}
+
+/* ---- timers -------------------------------------------------------------- */
+
+/* Ask the loop for a wake-up at the earliest due timer, unless one at or
+ * before it is already armed. Deletions never disarm: an early wake-up
+ * finds nothing due and re-arms. */
+static void arm(rjq_client *c) {
+    rjq__timer *t = rjq__timers_peek(&c->timers);
+    if (t == NULL || c->closing || t->due >= c->armed_due) return;
+    uint64_t now = rjq__now_ms();
+    c->armed_due = t->due;
+    c->ops.set_timer(c->loop, t->due > now ? (long)(t->due - now) : 0);
+}
+
+int rjq__timer_setup(rjq_client *c, rjq__timer *t, rjq__timer_fn *fn, void *owner) {
+    rjq__timer_init(t, fn, owner);
+    return rjq__timers_reserve(&c->timers, 1) == 0 ? RJQ_OK : RJQ_ENOMEM;
+}
+
+void rjq__timer_teardown(rjq_client *c, rjq__timer *t) {
+    rjq__timers_del(&c->timers, t);
+    rjq__timers_unreserve(&c->timers, 1);
+}
+
+void rjq__timer_start(rjq_client *c, rjq__timer *t, uint64_t delay_ms) {
+    int rc = rjq__timers_add(&c->timers, t, rjq__now_ms() + delay_ms);
+    assert(rc == 0); /* its slot was reserved by rjq__timer_setup */
+    (void)rc;
+    arm(c);
+}
+
+void rjq__timer_stop(rjq_client *c, rjq__timer *t) {
+    rjq__timers_del(&c->timers, t);
+}
+
+void rjq_client_handle_timeout(rjq_client *c) {
+    rjq__enter(c);
+    c->armed_due = UINT64_MAX;
+    uint64_t now = rjq__now_ms();
+    rjq__timer *t;
+    /* A timer re-armed for "now" by its own callback waits for the next
+     * loop turn: only timers due before this pass started run in it. */
+    while (!c->closing && (t = rjq__timers_pop_due(&c->timers, now)) != NULL) t->fn(t);
+    arm(c);
+    rjq__leave(c);
+}
+
+/* ---- features ------------------------------------------------------------- */
+
+int rjq__feature_add(rjq_client *c, const rjq__feature *f, void *state) {
+    if (rjq__feature_state(c, f) != NULL) return RJQ_OK;
+    assert(c->nfeatures < RJQ__FEATURES_MAX); /* one slot per kind of feature */
+    if (c->nfeatures >= RJQ__FEATURES_MAX) return RJQ_ENOMEM;
+    c->features[c->nfeatures].f = f;
+    c->features[c->nfeatures].state = state;
+    c->nfeatures++;
+    return RJQ_OK;
+}
+
+void *rjq__feature_state(const rjq_client *c, const rjq__feature *f) {
+    for (int i = 0; i < c->nfeatures; i++)
+        if (c->features[i].f == f) return c->features[i].state;
+    return NULL;
+}
+
+void rjq__want_flush(rjq_client *c) {
+    c->flush_wanted = 1;
+}
+
+/* A hook may register another feature: walk by index, re-reading the count. */
+void rjq__features_ready(rjq_client *c, int kind) {
+    for (int i = 0; i < c->nfeatures && !c->closing; i++)
+        if (c->features[i].f->ready) c->features[i].f->ready(c, c->features[i].state, kind);
+}
+
+void rjq__features_before_send(rjq_client *c) {
+    c->flush_wanted = 0;
+    for (int i = 0; i < c->nfeatures && !c->closing; i++)
+        if (c->features[i].f->before_send) c->features[i].f->before_send(c, c->features[i].state);
+}
+
+void rjq__features_abort(rjq_client *c) {
+    for (int i = 0; i < c->nfeatures; i++)
+        if (c->features[i].f->abort) c->features[i].f->abort(c, c->features[i].state);
+}
+
+void rjq__features_close(rjq_client *c) {
+    while (c->nfeatures > 0) {
+        rjq__feature_reg *r = &c->features[--c->nfeatures];
+        if (r->f->close) r->f->close(c, r->state);
+    }
+}

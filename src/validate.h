@@ -1,0 +1,24 @@
+/*
+ * Input checks and encodings that need no Redis (validate.c), and the map
+ * from Redis error texts to RJQ_E* codes (error.c). Leaves: pure,
+ * unit-tested.
+ */
+#ifndef RJQ_VALIDATE_H
+#define RJQ_VALIDATE_H
+
+#include "rjq.h"
+
+#define RJQ__QUEUE_NAME_MAX 200
+/* Bytes an encoded job options string takes at most (with its NUL). */
+#define RJQ__OPTS_MAX 128
+
+int rjq__valid_queue_name(const char *name);
+int rjq__valid_job_id(const char *id);
+int rjq__valid_client_name(const char *name);
+/* Encode job options as the enqueue script expects them ("" = defaults).
+ * buf must hold RJQ__OPTS_MAX bytes. Returns RJQ_OK or RJQ_EINVAL. */
+int rjq__encode_job_options(const rjq_job_options *o, char *buf);
+/* Map a Redis error text to an RJQ_E* code (error.c). */
+int rjq__redis_error_code(const char *err);
+
+#endif

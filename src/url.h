@@ -17,8 +17,9 @@ typedef struct rjq__url {
 } rjq__url;
 
 /* Parse url into *out (all strings malloc'd, percent-decoded). On error
- * returns RJQ_EURL (or RJQ_ENOMEM) and writes a reason to err (errlen
- * bytes); *out is then left empty. NULL url means redis://127.0.0.1:6379. */
+ * returns RJQ_EURL (or RJQ_ENOMEM, "out of memory") and writes a reason to
+ * err (errlen bytes); *out is then left empty and nothing is leaked. NULL
+ * url means redis://127.0.0.1:6379. */
 int rjq__url_parse(const char *url, rjq__url *out, char *err, size_t errlen);
 void rjq__url_free(rjq__url *u);
 

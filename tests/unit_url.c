@@ -1,4 +1,5 @@
 /* Unit tests for the Redis URL parser (src/url.c). No Redis. */
+#include "failalloc.h"
 #include "harness.h"
 #include "rjq.h"
 #include "url.h"
@@ -279,6 +280,60 @@ TEST(url_parse_free_loop) {
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             rjq__url u;
             ASSERT_EQ(RJQ_EURL, rjq__url_parse(bad[i], &u, err, sizeof err));
+        }
+    }
+}
+
+/* Each allocation of a parse made to fail in turn (once, then from there
+ * on): every failing parse returns RJQ_ENOMEM with "out of memory" and an
+ * empty *out, having freed what it had allocated (LeakSanitizer checks
+ * that in the ASan build). */
+TEST(url_parse_frees_everything_when_allocation_fails) {
+    static const struct {
+        const char *url;
+        long strings; /* allocations a parse makes at least: its strings */
+    } cases[] = {
+        {NULL, 1},
+        {"redis://alice:s3cret@127.0.0.1:6380/2", 3},
+        {"redis://us%65r:p%40ss@[::1]:6380", 3},
+        {"redis://secret@localhost/3", 2},
+        {"redis://:pw@127.0.0.1", 2},
+        {"unix:///tmp/x%20y.sock?db=3", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *url = cases[i].url ? cases[i].url : "(null)";
+        for (int from = 0; from <= 1; from++) {
+            long n;
+            for (n = 0;; n++) {
+                rjq__url u;
+                memset(&u, 0x5a, sizeof u); /* garbage in: must come out empty */
+                memset(err, 0, sizeof err);
+                if (from)
+                    failalloc_arm_from(n);
+                else
+                    failalloc_arm_once(n);
+                int rc = rjq__url_parse(cases[i].url, &u, err, sizeof err);
+                failalloc_disarm();
+                if (failalloc_failures() == 0) { /* needed no more than n */
+                    if (rc != RJQ_OK)
+                        FAIL_AT(__FILE__, __LINE__, "parse(\"%s\") = %d (%s) without a failed allocation",
+                                url, rc, err);
+                    rjq__url_free(&u);
+                    break;
+                }
+                if (rc != RJQ_ENOMEM)
+                    FAIL_AT(__FILE__, __LINE__, "parse(\"%s\"), allocation %ld failing: %d, expected RJQ_ENOMEM",
+                            url, n, rc);
+                if (strcmp(err, "out of memory") != 0)
+                    FAIL_AT(__FILE__, __LINE__, "parse(\"%s\"), allocation %ld failing: message \"%s\"",
+                            url, n, err);
+                if (u.host || u.path || u.user || u.password || u.db != 0)
+                    FAIL_AT(__FILE__, __LINE__, "parse(\"%s\"), allocation %ld failing: *out not left empty",
+                            url, n);
+            }
+            if (n < cases[i].strings) /* the wrapping is not in place */
+                FAIL_AT(__FILE__, __LINE__, "parse(\"%s\"): %ld allocations seen, expected %ld or more",
+                        url, n, cases[i].strings);
         }
     }
 }

@@ -35,7 +35,7 @@ if #due > 0 then
     st[#st + 1] = id; st[#st + 1] = state_value('ready', num(a))
     local p = parse_options(o[i])
     if p == 0 then plain[#plain + 1] = id
-    else redis.call('ZADD', prio, prio_score(p, next_seq(stats)), id) end
+    else redis.call('ZADD', prio, prio_score(p, next_seq(stats, prio)), id) end
   end
   redis.call('HSET', J.s, unpack(st))
   if #plain > 0 then rpush_all(ready, plain) end

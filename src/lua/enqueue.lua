@@ -60,6 +60,7 @@ if #given > 0 then
 end
 
 local seq = typed('hash', 'HINCRBY', stats, 'seq', n) - n -- the first write
+local window = rank_window_in(seq + 1, seq + n) -- see "Order within a priority"
 local now, ring = nil, false
 local emit = monitor(KEYS[14], prefix)
 local out, payloads, opts, watch, states = {}, {}, {}, {}, {}
@@ -69,6 +70,7 @@ local added, became_ready, nplain = 0, 0, 0 -- (counters: #t searches)
 for i = 1, n do
   local id, payload = ARGV[FIRST + 3 * i - 3], ARGV[FIRST + 3 * i - 2]
   seq = seq + 1
+  if seq == window then renumber_prio(prio) end
   if id == '' then id = int(seq) end
   local existed = 0
   if taken[id] then

@@ -7,7 +7,8 @@
 --
 -- Keys of queue Q all share the hash tag {Q}: <prefix>:{Q}:<name>.
 --   ready    list  ids of priority 0, FIFO
---   prio     zset  ids of other priorities; score = -priority*2^32 + seq
+--   prio     zset  ids of other priorities; score = -priority*2^32 + rank,
+--                  rank in [0, 2^32): see "Order within a priority" below
 --   delayed  zset  id -> due time (ms, server clock); also retries
 --   active   zset  id -> lease deadline (ms), plus ACTIVE_PIN (see below)
 --   dead     zset  id -> time of death
@@ -46,8 +47,41 @@
 -- watchers (src/queue.h RJQ__K_COLUMNS), so every key a script touches
 -- is declared. A job's name in messages is <prefix>:{Q}:job:<id>; scripts
 -- that publish get the "<prefix>:{Q}:job:" part in ARGV.
+--
+-- Order within a priority. Priority p owns the scores [-p*2^32, -p*2^32 +
+-- 2^32): |p| <= 1e6 keeps every score an exact integer (|score| < 2^52; a
+-- double is exact below 2^53), and classes never overlap, so score order
+-- is strict priority. Within a class the rank orders the jobs: 0 for a
+-- job put back at the head (handed back, reclaimed; several tie, and Redis
+-- orders those by id), else one made from the job's sequence number s
+-- (stats seq; a re-queued job takes a new one, see next_seq):
+--   rank = s                 while s < 2^32 (what seq % 2^32 gave before)
+--   rank = 2^31 + s % 2^31   from 2^32 on
+-- So from 2^32 on, new jobs rank in [2^31, 2^32), and s % 2^31 starts again
+-- at 0 once per 2^31 sequence numbers, a new rank window (the first at
+-- 2^32, where seq % 2^32 used to wrap to 0 and put later jobs first: issue
+-- 12). The script that takes the number that starts a window (a multiple
+-- of 2^31, from 2^32 on) first renumbers the waiting jobs of prio not at the head 1, 2, 3... in
+-- their current order (renumber_prio): they then all rank below 2^31,
+-- below every job ranked after them. Nothing is stored for this (a base
+-- kept in stats would cost a read per call): the rank is a function of s,
+-- which the scripts have anyway, so an enqueue or a claim makes no extra
+-- Redis call (~0.1 us of Lua per call). The renumbering costs O(waiting
+-- priority jobs) once per ~2.1 billion enqueues and re-queues, in the one
+-- call that takes the number: ~2.6 us per waiting priority job (a million:
+-- 2.6 s on Redis 7.0), during which the server serves nothing else (past
+-- busy-reply-threshold, 5 s, others get BUSY, which rjq retries). Order
+-- stays exact while fewer than 2^31 - 1 priority jobs wait at a
+-- renumbering (a zset that size needs ~200 GB); any beyond that share
+-- rank 2^31 - 1 (ordered by id among themselves, still before every later
+-- job).
+-- Queues written by earlier versions need nothing: below 2^32 their ranks
+-- are these; one already past 2^32 keeps the order those versions gave
+-- its waiting jobs (theirs since their last wrap rank below every new
+-- job), and its next renumbering carries that order on.
 
-local PRIO_SHIFT = 4294967296
+local PRIO_SHIFT = 4294967296 -- 2^32: the score span of one priority
+local RANK_WINDOW = 2147483648 -- 2^31 (see "Order within a priority")
 local DEFAULT_MAX_ATTEMPTS = 3 -- also RJQ's C default; not stored per job
 
 -- Integral numbers as exact decimal strings (tostring() would switch to
@@ -199,15 +233,55 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- The score of a job of priority p with sequence number seq (0: at the
+-- head of its class). See "Order within a priority" above.
 local function prio_score(p, seq)
-  return int(-p * PRIO_SHIFT + (seq % PRIO_SHIFT))
+  local rank = seq
+  if seq >= PRIO_SHIFT then rank = RANK_WINDOW + seq % RANK_WINDOW end
+  return int(-p * PRIO_SHIFT + rank)
+end
+
+-- The sequence number in first..last that starts a rank window (a
+-- multiple of 2^31 from 2^32 on; a call takes far fewer than 2^31 numbers,
+-- so at most one), or false. A script that takes it runs renumber_prio
+-- before it ranks a job with it.
+local function rank_window_in(first, last)
+  local s = last - last % RANK_WINDOW
+  if s >= first and s >= PRIO_SHIFT then return s end
+  return false
+end
+
+-- Give the jobs waiting in prio that are not at the head the ranks 1, 2,
+-- 3... in their order (a page at a time: the order, hence every member's
+-- index, stays as it is while the scores change).
+local function renumber_prio(prio)
+  local rank, total = 0, redis.call('ZCARD', prio)
+  for first = 0, total - 1, CHUNK do
+    local page = redis.call('ZRANGE', prio, first, first + CHUNK - 1, 'WITHSCORES')
+    local za, k = {}, 0
+    for i = 1, #page, 2 do
+      local score = tonumber(page[i + 1])
+      local r = score % PRIO_SHIFT -- exact: scores are integers below 2^53
+      if r ~= 0 then
+        if rank < RANK_WINDOW - 1 then rank = rank + 1 end
+        if r ~= rank then
+          za[k + 1] = int(score - r + rank); za[k + 2] = page[i]
+          k = k + 2
+        end
+      end
+    end
+    if k > 0 then redis.call('ZADD', prio, unpack(za)) end
+  end
 end
 
 -- A sequence number for a re-queued priority job (it adds no job, so it
--- counts as skipped: see stats above).
-local function next_seq(stats)
+-- counts as skipped: see stats above). prio: the queue's prio zset,
+-- renumbered when the number starts a rank window.
+local function next_seq(stats, prio)
   redis.call('HINCRBY', stats, 'skipped', 1)
-  return redis.call('HINCRBY', stats, 'seq', 1)
+  local s = redis.call('HINCRBY', stats, 'seq', 1)
+  if rank_window_in(s, s) then renumber_prio(prio) end
+  return s
 end
 
 -- Make job `id` (priority p) ready. head puts it first in its class.
@@ -223,7 +297,7 @@ local function push_ready(ready, prio, stats, wake, id, p, head)
     end
   else
     local seq = 0
-    if not head then seq = next_seq(stats) end
+    if not head then seq = next_seq(stats, prio) end
     redis.call('ZADD', prio, prio_score(p, seq), id)
     if redis.call('ZCARD', prio) == 1 and redis.call('LLEN', ready) == 0 then
       redis.call('PUBLISH', wake, '1')

@@ -637,6 +637,34 @@ TEST(wrong_password_reports_eauth_and_error_event) {
     env_stop(&env);
 }
 
+/* A user whose ACL forbids CLIENT (no +@connection) gets NOPERM on the
+ * CLIENT SETNAME of the session set-up. Only AUTH and SELECT refusals make
+ * a session unusable: before, the NOPERM was taken for a refused AUTH, the
+ * session was torn down and the client reconnected forever while every
+ * request failed with RJQ_EAUTH. */
+TEST(setname_refused_by_acl_keeps_the_session) {
+    test_env env;
+    auth_env_start(&env);
+    redisReply *r = server_cmd(env.rc, "ACL SETUSER worker on >pw ~* &* +@all -client");
+    ASSERT(r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    char url[128];
+    ev_log log = {0, 0, 0, ""};
+    snprintf(url, sizeof url, "redis://worker:pw@127.0.0.1:%d", env.s.port);
+    enq_wait e = enqueue_as(&env, url, &log);
+    if (e.status != RJQ_OK)
+        FAIL_AT(__FILE__, __LINE__, "expected the enqueue to work, got %d (%s)", e.status,
+                e.errmsg);
+    ASSERT_EQ(1, dbsize(env.rc) > 0);
+    /* The refusal is reported, and the session stays up: no reconnects. */
+    ASSERT(log.error_conn_cmd >= 1);
+    ASSERT(strstr(log.detail, "NOPERM") != NULL || strstr(log.detail, "CLIENT") != NULL);
+    loop_for(env.base, 300);
+    ASSERT_EQ(2, log.connected); /* command and subscriber connection, once each */
+    ASSERT(rjq_client_connected(env.c));
+    env_stop(&env);
+}
+
 TEST(right_password_in_url_works) {
     test_env env;
     auth_env_start(&env);

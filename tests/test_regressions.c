@@ -829,3 +829,113 @@ TEST(resent_failure_after_the_job_moved_on_is_recognised) {
     rjq_client_free(cb);
     env_stop(&e);
 }
+
+/* ---- issue 12: the layered core's fixes ------------------------------------- */
+
+/* An outcome that beat its enqueue's reply waits in the early list; the
+ * list is capped, and a flood of outcomes nobody awaits pushed it out.
+ * Before, the await whose outcome was dropped never looked at its job
+ * again and waited forever. Now drops are counted and an enqueue whose
+ * reply comes after one reads its job's state. */
+static int lost_calls, lost_status;
+static char lost_result[16];
+
+static void lost_await_cb(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    (void)c, (void)data;
+    lost_calls++;
+    lost_status = status;
+    if (status == RJQ_OK && o && o->result_len < sizeof lost_result) {
+        memcpy(lost_result, o->result, o->result_len);
+        lost_result[o->result_len] = '\0';
+    }
+}
+
+static void lost_handler(rjq_job *job, void *data) {
+    (void)data;
+    ASSERT_OK(rjq_job_complete(job, "R", 1, on_done_ok, NULL));
+}
+
+TEST(await_whose_early_outcome_was_pushed_out_by_the_cap_still_resolves) {
+    test_env e;
+    proxy p;
+    env_start_proxied(&e, &p, "lost", NULL);
+    rjq_client *c = e.c;
+    lost_calls = 0;
+    /* A worker on a second client, straight to Redis, runs the job. */
+    rjq_client *c2 = client_for(e.base, &e.s);
+    rjq_queue *q2 = queue_for(c2, "lost");
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w2;
+    ASSERT_OK(rjq_worker_start(q2, &wo, lost_handler, NULL, &w2));
+    loop_for(e.base, 200); /* registered idle: the job will be pushed to it */
+
+    proxy_hold(&p, 1); /* the enqueue's reply will wait in the proxy */
+    rjq_job_options jo = {0};
+    jo.id = "mine";
+    ASSERT_OK(rjq_enqueue_await(e.q, "x", 1, &jo, NULL, lost_await_cb, NULL, NULL));
+    /* The job runs and completes; its outcome reaches the reply channel
+     * before the enqueue's reply and is kept early. */
+    for (int i = 0; i < 500 && aw_inspect(c).early == 0; i++) loop_for(e.base, 10);
+    ASSERT_EQ(1, aw_inspect(c).early);
+    ASSERT_EQ(1, aw_inspect(c).inflight);
+    ASSERT_EQ(0, lost_calls);
+
+    /* Outcomes of jobs nobody awaits push it out of the list. */
+    for (int i = 0; i < 1100; i++) {
+        redisReply *r = server_cmd(e.rc, "PUBLISH %s completed\nt:{lost}:job:ghost-%d\nlate",
+                                   aw_inspect(c).channel, i);
+        freeReplyObject(r);
+    }
+    for (int i = 0; i < 300 && aw_inspect(c).dropped < 77; i++) loop_for(e.base, 10);
+    ASSERT(aw_inspect(c).dropped >= 77); /* 1 + 1100 kept, 1024 at most */
+
+    proxy_hold(&p, 0);
+    for (int i = 0; i < 500 && lost_calls == 0; i++) loop_for(e.base, 10);
+    ASSERT_EQ(1, lost_calls);
+    ASSERT_OK(lost_status);
+    ASSERT_STREQ("R", lost_result);
+
+    rjq_client_free(c2);
+    rjq_client_free(c);
+    e.c = NULL;
+    proxy_stop(&p);
+    env_stop(&e);
+}
+
+/* Every rjq_enqueue of one loop turn on one queue used to merge into one
+ * command, whatever its size (70 enqueues of 16 MiB made one command over
+ * 1 GB). Batches now go out early past 4 MiB of arguments. */
+static long capped_ok;
+
+static void capped_cb(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)jobs, (void)data;
+    ASSERT_OK(status);
+    capped_ok += (long)n;
+}
+
+TEST(enqueue_batches_are_capped_by_bytes) {
+    test_env e;
+    env_start(&e, "capped");
+    enum { JOBS = 12, SIZE = 1 << 20 };
+    char *payload = malloc(SIZE);
+    ASSERT(payload != NULL);
+    memset(payload, 'p', SIZE);
+    capped_ok = 0;
+    long long before = server_calls(e.rc, "fcall") + server_calls(e.rc, "evalsha");
+    for (int i = 0; i < JOBS; i++) ASSERT_OK(rjq_enqueue(e.q, payload, SIZE, NULL, capped_cb, NULL));
+    ASSERT(loop_until_count(e.base, &capped_ok, JOBS, 10000));
+    long long calls = server_calls(e.rc, "fcall") + server_calls(e.rc, "evalsha") - before;
+    /* 1 MiB each, 4 MiB a call at most: at least 3 calls, and still batched */
+    ASSERT(calls >= 3);
+    ASSERT(calls <= JOBS / 2);
+    ASSERT_EQ(JOBS, server_int(e.rc, "HLEN t:{capped}:payload"));
+    /* A single batch lands whole, even past the cap. */
+    rjq_enqueue_item items[6];
+    for (int i = 0; i < 6; i++) items[i] = (rjq_enqueue_item){payload, SIZE, NULL};
+    before = server_calls(e.rc, "fcall") + server_calls(e.rc, "evalsha");
+    ASSERT_OK(rjq_enqueue_batch(e.q, items, 6, capped_cb, NULL));
+    ASSERT(loop_until_count(e.base, &capped_ok, JOBS + 6, 10000));
+    ASSERT_EQ(1, server_calls(e.rc, "fcall") + server_calls(e.rc, "evalsha") - before);
+    free(payload);
+    env_stop(&e);
+}

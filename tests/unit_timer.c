@@ -1,6 +1,7 @@
 /* Unit tests for the timer min-heap (src/timer.c). No Redis. */
 #include <stdint.h>
 
+#include "failalloc.h"
 #include "harness.h"
 #include "timer.h"
 
@@ -285,4 +286,37 @@ TEST(timer_free_leaves_idle) {
     rjq__timers_free(&h);
     ASSERT(!rjq__timer_armed(&t[5]));
     rjq__timers_free(&h); /* twice is fine */
+}
+
+static void noop_timer(rjq__timer *t) {
+    (void)t;
+}
+
+/* Owners reserve their timers' heap slots when they are created, so that
+ * arming later (the reconnect delay, a worker's poll) cannot fail: a timer
+ * that failed to arm used to be ignored, and a connection could stay down
+ * for good. With every allocation failing, the reserved timers still arm;
+ * one beyond the reservation is refused. */
+TEST(arming_reserved_timers_never_allocates) {
+    rjq__timers h = {0};
+    enum { N = 40 };
+    rjq__timer t[N];
+    for (int i = 0; i < N; i++) rjq__timer_init(&t[i], noop_timer, NULL);
+    for (int i = 0; i < N; i++) ASSERT_EQ(0, rjq__timers_reserve(&h, 1));
+    failalloc_arm_from(0);
+    for (int i = 0; i < N; i++) ASSERT_EQ(0, rjq__timers_add(&h, &t[i], (uint64_t)(N - i)));
+    for (int i = 0; i < N; i++) ASSERT_EQ(0, rjq__timers_add(&h, &t[i], (uint64_t)i)); /* re-arm */
+    failalloc_disarm();
+    ASSERT_EQ(0, failalloc_count()); /* not one allocation was tried */
+    ASSERT(rjq__timers_peek(&h) == &t[0]);
+    for (int i = 0; i < N; i++) rjq__timers_del(&h, &t[i]);
+    rjq__timers_unreserve(&h, N);
+    ASSERT_EQ(0, (long)h.reserved);
+    /* A failed reservation reserves nothing. */
+    failalloc_arm_from(0);
+    int rc = rjq__timers_reserve(&h, 1000);
+    failalloc_disarm();
+    ASSERT_EQ(-1, rc);
+    ASSERT_EQ(0, (long)h.reserved);
+    rjq__timers_free(&h);
 }

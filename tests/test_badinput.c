@@ -8,6 +8,7 @@
 #include <rjq/libevent.h>
 
 #include "fixture.h"
+#include "rjq_scripts.h"
 #include "harness.h"
 #include "server.h"
 #include "waits.h"
@@ -691,6 +692,58 @@ TEST(right_password_in_url_works) {
 /* =========================================================================
  * URLs
  * ====================================================================== */
+
+/* Replies of an unexpected shape (another program's library under rjq's
+ * name, a proxy that mangles replies) end the call with RJQ_EPROTO. Before,
+ * element types were assumed: an enqueue reply with an integer where the
+ * id belongs handed the callback a NULL id, and a watch reply with a
+ * string where its code belongs was read as "no such job". The test loads
+ * a library of rjq's name whose functions answer in the wrong shapes. */
+static int shape_calls[3], shape_status[3];
+
+static void shape_enq(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)jobs, (void)n, (void)data;
+    shape_calls[0]++;
+    shape_status[0] = status;
+}
+
+static void shape_await(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    int i = *(int *)data;
+    (void)c, (void)o;
+    shape_calls[i]++;
+    shape_status[i] = status;
+}
+
+TEST(replies_of_unexpected_shape_end_in_eproto) {
+    test_env e;
+    env_start(&e, "shape");
+    size_t namelen = (size_t)(strchr(rjq__library, '\n') - rjq__library);
+    char lib[1024];
+    snprintf(lib, sizeof lib,
+             "%.*s\n"
+             "redis.register_function('%s', function(KEYS, ARGV) return {1, 1} end)\n"
+             "redis.register_function('%s', function(KEYS, ARGV) return {'code', 'body'} end)\n",
+             (int)namelen, rjq__library, rjq__scripts[RJQ__S_ENQUEUE].function,
+             rjq__scripts[RJQ__S_WATCH].function);
+    const char *argv[4] = {"FUNCTION", "LOAD", "REPLACE", lib};
+    redisReply *r = redisCommandArgv(e.rc, 4, argv, NULL);
+    ASSERT(r != NULL && r->type == REDIS_REPLY_STRING);
+    freeReplyObject(r);
+
+    memset(shape_calls, 0, sizeof shape_calls);
+    static int one = 1, two = 2;
+    ASSERT_OK(rjq_enqueue(e.q, "x", 1, NULL, shape_enq, NULL));
+    ASSERT_OK(rjq_enqueue_await(e.q, "y", 1, NULL, NULL, shape_await, &one, NULL));
+    ASSERT_OK(rjq_queue_await(e.q, "some-job", NULL, shape_await, &two, NULL));
+    for (int i = 0; i < 500 && shape_calls[0] + shape_calls[1] + shape_calls[2] < 3; i++)
+        loop_for(e.base, 10);
+    loop_for(e.base, 50);
+    for (int i = 0; i < 3; i++) {
+        ASSERT_EQ(1, shape_calls[i]);
+        ASSERT_EQ(RJQ_EPROTO, shape_status[i]);
+    }
+    env_stop(&e);
+}
 
 TEST(bad_urls_rejected_with_eurl) {
     struct event_base *base = event_base_new();

@@ -1,3 +1,4 @@
+/* Redis URL parsing (url.h): pure, unit-tested. */
 #include "url.h"
 
 #include <arpa/inet.h>

@@ -83,6 +83,9 @@ typedef struct rjq__feature {
 int rjq__feature_add(rjq_client *c, const rjq__feature *f, void *state);
 /* The state f registered on c, or NULL. */
 void *rjq__feature_state(const rjq_client *c, const rjq__feature *f);
+/* The state f registered on c; the first call registers f with `size`
+ * zeroed bytes (its close hook frees them). NULL when out of memory. */
+void *rjq__feature_ensure(rjq_client *c, const rjq__feature *f, size_t size);
 /* A feature holds batched work: run the before_send hooks ahead of the
  * next request. */
 void rjq__want_flush(rjq_client *c);

@@ -216,15 +216,9 @@ static enqueues *state_of(rjq_client *c) {
 static part *part_of(rjq_queue *q) {
     part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
     if (p) return p;
-    rjq_client *c = rjq_queue_client(q);
-    if (state_of(c) == NULL) {
-        enqueues *e = calloc(1, sizeof *e);
-        if (e == NULL || rjq__feature_add(c, &enqueue_feature, e) != RJQ_OK) {
-            free(e);
-            return NULL;
-        }
-    }
-    if ((p = calloc(1, sizeof *p)) == NULL) return NULL;
+    if (rjq__feature_ensure(rjq_queue_client(q), &enqueue_feature, sizeof(enqueues)) == NULL ||
+        (p = calloc(1, sizeof *p)) == NULL)
+        return NULL;
     rjq__queue_set_part(q, RJQ__PART_ENQUEUE, &part_ops, p);
     return p;
 }

@@ -74,22 +74,12 @@ static void monitors_close(rjq_client *c, void *state) {
 
 static const rjq__feature monitors_feature = {.name = "monitors", .close = monitors_close};
 
-static monitors *monitors_of(rjq_client *c) {
-    monitors *ms = rjq__feature_state(c, &monitors_feature);
-    if (ms) return ms;
-    if ((ms = calloc(1, sizeof *ms)) == NULL) return NULL;
-    if (rjq__feature_add(c, &monitors_feature, ms) != RJQ_OK) {
-        free(ms);
-        return NULL;
-    }
-    return ms;
-}
 
 int rjq_queue_monitor(rjq_queue *q, rjq_monitor_cb *cb, void *data, rjq_monitor **out) {
     if (q == NULL || cb == NULL || out == NULL) return RJQ_EINVAL;
     rjq_client *c = rjq_queue_client(q);
     if (rjq__closing(c)) return RJQ_ECLOSED;
-    monitors *ms = monitors_of(c);
+    monitors *ms = rjq__feature_ensure(c, &monitors_feature, sizeof *ms);
     rjq_monitor *m = ms ? calloc(1, sizeof *m) : NULL;
     if (m == NULL) return RJQ_ENOMEM;
     m->q = q;

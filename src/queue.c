@@ -108,17 +108,6 @@ static int make_keys(rjq_queue *q, const char *prefix) {
     return RJQ_OK;
 }
 
-/* The client's queue list, registered with the first queue. */
-static queues *queues_of(rjq_client *c) {
-    queues *qs = rjq__feature_state(c, &queues_feature);
-    if (qs) return qs;
-    if ((qs = calloc(1, sizeof *qs)) == NULL) return NULL;
-    if (rjq__feature_add(c, &queues_feature, qs) != RJQ_OK) {
-        free(qs);
-        return NULL;
-    }
-    return qs;
-}
 
 int rjq_queue_open(rjq_client *c, const char *name, const rjq_queue_options *opts,
                    rjq_queue **out) {
@@ -132,7 +121,7 @@ int rjq_queue_open(rjq_client *c, const char *name, const rjq_queue_options *opt
     }
     if (opts && (opts->retention_ms < -1 || opts->completed_max < -1 || opts->dead_max < 0))
         return RJQ_EINVAL;
-    queues *qs = queues_of(c);
+    queues *qs = rjq__feature_ensure(c, &queues_feature, sizeof *qs);
     rjq_queue *q = qs ? calloc(1, sizeof *q) : NULL;
     if (q == NULL) return RJQ_ENOMEM;
     q->c = c;

@@ -8,6 +8,7 @@
 #include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "core_private.h"
@@ -134,6 +135,17 @@ void *rjq__feature_state(const rjq_client *c, const rjq__feature *f) {
     for (int i = 0; i < c->nfeatures; i++)
         if (c->features[i].f == f) return c->features[i].state;
     return NULL;
+}
+
+void *rjq__feature_ensure(rjq_client *c, const rjq__feature *f, size_t size) {
+    void *state = rjq__feature_state(c, f);
+    if (state) return state;
+    if ((state = calloc(1, size)) == NULL) return NULL;
+    if (rjq__feature_add(c, f, state) != RJQ_OK) {
+        free(state);
+        return NULL;
+    }
+    return state;
 }
 
 void rjq__want_flush(rjq_client *c) {

@@ -24,14 +24,26 @@
  * An allocation call is malloc, calloc, strdup, strndup, or realloc with a
  * size > 0 (realloc(NULL, n) included); realloc(p, 0) frees and is only
  * forwarded. Not thread-safe: arm and disarm around single-threaded code.
+ *
+ * Where the allocation to fail is not the Nth of a known sequence (it runs
+ * inside the event loop, after other work), failalloc_arm_min_size() picks
+ * it by its size instead: a test makes the one it targets big (a payload,
+ * a result, a long argument list) and every other allocation stays small.
+ * Its size is what the call asks for: calloc's nmemb * size, the length of
+ * strdup's and strndup's copy plus its terminating NUL.
  */
 #ifndef RJQ_TEST_FAILALLOC_H
 #define RJQ_TEST_FAILALLOC_H
+
+#include <stddef.h>
 
 /* Let n more allocations succeed, fail the next one, succeed afterwards. */
 void failalloc_arm_once(long n);
 /* Let n more allocations succeed, then fail every one until disarmed. */
 void failalloc_arm_from(long n);
+/* Fail every allocation of at least min_size bytes until disarmed; smaller
+ * ones succeed. All are counted. */
+void failalloc_arm_min_size(size_t min_size);
 /* Stop failing and counting; the counts stay readable until the next arm. */
 void failalloc_disarm(void);
 /* Allocation calls seen since the last arm (failed ones included). */

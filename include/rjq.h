@@ -194,6 +194,9 @@ RJQ_API void rjq_client_handle_timeout(rjq_client *c);
  * come back after their lease), both connections close, the loop glue is
  * released. Safe from inside any callback (the free then completes when the
  * callback returns). NULL is a harmless no-op.
+ * From the call on, also inside the callback that made it, calls that
+ * would start work return RJQ_ECLOSED (so no callback is ever accepted
+ * and then called from inside the call that accepted it).
  */
 RJQ_API void rjq_client_free(rjq_client *c);
 
@@ -300,8 +303,10 @@ typedef void rjq_enqueue_cb(rjq_client *c, int status, const rjq_enqueued *jobs,
  * Enqueue one job (payload is binary-safe, may be empty). The job record and
  * its place in ready/delayed are written by one script: no half jobs.
  * cb may be NULL. cb gets status RJQ_OK and n == 1, or an error and n == 0:
- * RJQ_EWRONGTYPE, RJQ_EOOM, RJQ_EAUTH, RJQ_EREDIS (nothing written), or
- * RJQ_ECONN (unknown: retry with an explicit id to stay idempotent).
+ * RJQ_EWRONGTYPE, RJQ_EOOM, RJQ_EAUTH, RJQ_EREDIS, RJQ_EPROTO (nothing
+ * written), RJQ_ENOMEM (the batch could not be sent; nothing written),
+ * RJQ_ECANCELED (the client was freed first), or RJQ_ECONN (unknown:
+ * retry with an explicit id to stay idempotent).
  * Returns RJQ_EINVAL, RJQ_EJOBID, RJQ_ETOOBIG, RJQ_ECLOSED, RJQ_ENOMEM
  * synchronously (nothing sent).
  */
@@ -384,7 +389,9 @@ typedef void rjq_done_cb(rjq_client *c, int status, void *data);
  * and RJQ_ECLOSED the job handle is released; on RJQ_EINVAL, RJQ_ETOOBIG
  * or RJQ_ENOMEM it stays the caller's (to try again, or fail it). cb (may
  * be NULL) gets RJQ_OK, or RJQ_ELEASELOST when the job's lease was lost
- * (reclaimed, or finished by another worker): nothing is changed then. A
+ * (reclaimed, or finished by another worker): nothing is changed then;
+ * RJQ_ENOMEM when the completion batch could not be sent, RJQ_ECANCELED
+ * when the client was freed first (the job comes back after its lease). A
  * completion interrupted by a disconnect is retried on reconnect, and one
  * answered with a transient error (LOADING, BUSY, READONLY, MASTERDOWN,
  * TRYAGAIN) is retried after 250 ms for up to a minute (the token makes it

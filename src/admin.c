@@ -51,7 +51,7 @@ static int send_admin(rjq_queue *q, int script, rjq__reply_fn *fn, admin_cb cb, 
 
 static int usable(rjq_queue *q, int has_cb) {
     if (q == NULL || !has_cb) return RJQ_EINVAL;
-    return rjq__closing(rjq_queue_client(q)) ? RJQ_ECLOSED : RJQ_OK;
+    return rjq__accepting(rjq_queue_client(q)) ? RJQ_OK : RJQ_ECLOSED;
 }
 
 /* ---- stats ------------------------------------------------------------- */

@@ -394,7 +394,7 @@ int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_j
                       const rjq_await_options *aw, rjq_await_cb *cb, void *data, rjq_await **out) {
     if (q == NULL || cb == NULL || (aw && aw->timeout_ms < 0)) return RJQ_EINVAL;
     rjq_client *c = rjq_queue_client(q);
-    if (rjq__closing(c)) return RJQ_ECLOSED;
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
     rjq__enter(c);
     int rc = enqueue_await(q, payload, len, opts, aw, cb, data, out);
     rjq__leave(c);
@@ -556,7 +556,7 @@ int rjq_queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw, r
                     void *data, rjq_await **out) {
     if (q == NULL || cb == NULL || (aw && aw->timeout_ms < 0)) return RJQ_EINVAL;
     rjq_client *c = rjq_queue_client(q);
-    if (rjq__closing(c)) return RJQ_ECLOSED;
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
     if (id == NULL || id[0] == '\0' || strlen(id) > RJQ_JOB_ID_MAX) return RJQ_EJOBID;
     rjq__enter(c);
     int rc = queue_await(q, id, aw, cb, data, out);

@@ -37,6 +37,11 @@ void rjq__leave(rjq_client *c);
 int rjq__closing(const rjq_client *c);
 /* rjq_client_free() was called inside a callback: stop handing out work. */
 int rjq__free_pending(const rjq_client *c);
+/* Neither: the client takes new work. Once a free is requested, calls
+ * that would start work return RJQ_ECLOSED, so no callback accepted after
+ * it can be called from inside the call that accepted it (the deferred
+ * free may run when that call leaves). */
+int rjq__accepting(const rjq_client *c);
 
 uint64_t rjq__now_ms(void);
 

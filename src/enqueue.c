@@ -264,7 +264,7 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
                      const char *reply_channel, rjq_enqueue_cb *cb, rjq__enqueued_fn *fn,
                      void *data) {
     rjq_client *c = rjq_queue_client(q);
-    if (rjq__closing(c)) return RJQ_ECLOSED;
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
     part *p = part_of(q);
     if (p == NULL) return RJQ_ENOMEM;
     batch *b = &p->b[reply_channel ? 1 : 0];
@@ -273,7 +273,7 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
     if (b->n > 0 &&
         (b->n + n > RJQ_BATCH_MAX || b->args.len + group_bytes(items, n) > RJQ__ENQUEUE_BYTES))
         flush_batch(q, b);
-    if (rjq__closing(c)) return RJQ_ECLOSED; /* a callback of that flush freed the client */
+    if (!rjq__accepting(c)) return RJQ_ECLOSED; /* a callback of that flush freed the client */
     if (reserve_items(b, n) != RJQ_OK) return RJQ_ENOMEM;
     size_t save_len = b->args.len, save_n = b->n;
     int save_nargs = b->nargs, rc = RJQ_OK;

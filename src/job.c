@@ -245,7 +245,7 @@ static int release_closed(rjq_job *job) {
 }
 
 static int closed(const rjq_job *job) {
-    return job->w == NULL || rjq__closing(rjq_queue_client(rjq__worker_queue(job->w)));
+    return job->w == NULL || !rjq__accepting(rjq_queue_client(rjq__worker_queue(job->w)));
 }
 
 int rjq_job_complete(rjq_job *job, const void *result, size_t len, rjq_done_cb *cb,

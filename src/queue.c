@@ -113,7 +113,7 @@ int rjq_queue_open(rjq_client *c, const char *name, const rjq_queue_options *opt
                    rjq_queue **out) {
     if (c == NULL || out == NULL) return RJQ_EINVAL;
     *out = NULL;
-    if (rjq__closing(c)) return RJQ_ECLOSED;
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
     if (!rjq__valid_queue_name(name)) {
         rjq__errmsg(c, "queue names are 1..%d bytes without '{', '}', spaces or control characters",
                     RJQ__QUEUE_NAME_MAX);

@@ -135,10 +135,11 @@ static int submit(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, char 
 
 static int new_req(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, int argc,
                    const char **argv, const size_t *lens) {
-    if (c->closing) return RJQ_ECLOSED;
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
     /* Work batched for the tick goes first: a request made after an
      * enqueue (await it, read it, complete a job) must see it. */
     if (c->flush_wanted) rjq__features_before_send(c);
+    if (!rjq__accepting(c)) return RJQ_ECLOSED; /* a flushed callback freed the client */
     char *cmd = NULL;
     rjq__fmtlen len = redisFormatCommandArgv(&cmd, argc, argv, lens);
     if (len < 0 || cmd == NULL) return RJQ_ENOMEM;
@@ -185,7 +186,7 @@ static void reformat_head(rjq_client *c, rjq__req *r) {
 
 int rjq__script_buf(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
                     int nargs, const rjq__buf *b) {
-    if (c->closing) return RJQ_ECLOSED;
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
     if (b->oom) return RJQ_ENOMEM;
     rjq__req *r = req_new(c, flags, fn, priv, NULL, 0);
     if (r == NULL) return RJQ_ENOMEM;
@@ -206,9 +207,10 @@ int rjq__command(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, int ar
 
 int rjq__script(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
                 int argc, const char **argv, const size_t *lens) {
-    if (c->closing) return RJQ_ECLOSED;
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
     /* Work batched for the tick goes first (see new_req). */
     if (c->flush_wanted) rjq__features_before_send(c);
+    if (!rjq__accepting(c)) return RJQ_ECLOSED; /* a flushed callback freed the client */
     rjq__buf b = {0};
     for (int i = 0; i < argc; i++) rjq__buf_arg(&b, argv[i], lens ? lens[i] : strlen(argv[i]));
     int rc = rjq__script_buf(c, script, flags, fn, priv, argc, &b);

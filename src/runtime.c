@@ -73,6 +73,10 @@ int rjq__free_pending(const rjq_client *c) {
     return c->free_pending;
 }
 
+int rjq__accepting(const rjq_client *c) {
+    return !c->closing && !c->free_pending;
+}
+
 /* ---- timers -------------------------------------------------------------- */
 
 /* Ask the loop for a wake-up at the earliest due timer, unless one at or

@@ -574,7 +574,7 @@ int rjq_worker_start(rjq_queue *q, const rjq_worker_options *o, rjq_handler_fn *
     if (q == NULL || handler == NULL || out == NULL) return RJQ_EINVAL;
     *out = NULL;
     rjq_client *c = rjq_queue_client(q);
-    if (rjq__closing(c)) return RJQ_ECLOSED;
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
     if (o && (o->concurrency < 0 || o->lease_ms < 0 || o->poll_ms < 0 || o->reclaim_ms < 0))
         return RJQ_EINVAL;
     if (o && o->lease_ms > 0 && o->lease_ms < 30) {
@@ -620,7 +620,7 @@ int rjq_worker_stop(rjq_worker *w, rjq_stopped_cb *cb, void *data) {
     if (w == NULL) return RJQ_EINVAL;
     if (w->state == W_STOPPING) return RJQ_EBUSY;
     rjq_client *c = client_of(w);
-    if (rjq__closing(c)) return RJQ_ECLOSED;
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
     rjq__enter(c); /* the HDEL may flush enqueues, whose callbacks may free c */
     w->state = W_STOPPING;
     w->stop_cb = cb;

@@ -584,9 +584,14 @@ static void awaits_ready(rjq_client *c, void *state, int kind) {
 }
 
 /* Client destruction: every await ends with RJQ_ECANCELED. */
+static void awaits_cancel(rjq_client *c, void *state) {
+    awaits *s = state;
+    (void)c;
+    while (s->all) resolve(s->all, RJQ_ECANCELED, NULL, 0, NULL);
+}
+
 static void awaits_close(rjq_client *c, void *state) {
     awaits *s = state;
-    while (s->all) resolve(s->all, RJQ_ECANCELED, NULL, 0, NULL);
     rjq__early_clear(&s->early);
     rjq__table_free(&s->table);
     rjq__timer_teardown(c, &s->retry);
@@ -594,7 +599,7 @@ static void awaits_close(rjq_client *c, void *state) {
 }
 
 static const rjq__feature awaits_feature = {
-    .name = "awaits", .ready = awaits_ready, .close = awaits_close};
+    .name = "awaits", .ready = awaits_ready, .cancel = awaits_cancel, .close = awaits_close};
 
 /* The client's awaits, made with the first await. */
 static awaits *state_of(rjq_client *c) {

@@ -107,14 +107,17 @@ void rjq_client_free(rjq_client *c) {
 }
 
 /* Work not yet sent is cancelled first (features' abort), then requests,
- * then the features end their handles and free their state (close, in
- * reverse order of registration: awaits and monitors before the queues
- * they refer to); only then do the contexts and our memory go. */
+ * then the features end their handles (cancel: every callback runs here,
+ * while every feature's state still exists, in reverse order of
+ * registration: awaits before the workers of the queues they refer to),
+ * then they free their state (close, no callbacks); only then do the
+ * contexts and our memory go. */
 static void destroy(rjq_client *c) {
     c->closing = 1;
     c->depth++; /* user code run below cannot re-enter destroy */
     rjq__features_abort(c);
     rjq__requests_cancel_all(c);
+    rjq__features_cancel(c);
     rjq__features_close(c);
     rjq__conn_close(&c->cmd);
     rjq__conn_close(&c->sub);

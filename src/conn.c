@@ -5,8 +5,8 @@
  * adds its own set-up steps and hears about readiness and loss through
  * rjq__conn_hooks.
  *
- * Set-up: AUTH and SELECT must succeed or nothing may run on the session
- * (commands would fail, or worse, run in database 0). Every other step
+ * Set-up: a refused AUTH (wrong password, NOPERM) or SELECT makes the
+ * session unusable (commands would fail, or worse, run in database 0). Every other step
  * (CLIENT SETNAME, the owner's steps) may fail without making the session
  * unusable: a user without +@connection gets NOPERM on CLIENT SETNAME and
  * still has a working session. Which step failed decides, not the error's
@@ -102,11 +102,19 @@ void rjq__conn_refuse(rjq__conn *conn, int code) {
     redisAsyncFree(ac); /* inside a reply callback: deferred by hiredis */
 }
 
-/* AUTH and SELECT: a refusal makes the session unusable. */
-static void on_vital_step(rjq__conn *conn, redisReply *r, void *arg) {
-    const char *what = arg;
+/* AUTH: a refused login makes the session unusable. Other AUTH errors
+ * (a password sent to a server that has none) are reported only. */
+static void on_auth_step(rjq__conn *conn, redisReply *r, void *arg) {
     if (r->type != REDIS_REPLY_ERROR) return;
-    rjq__conn_report(conn, what, r->str);
+    rjq__conn_report(conn, arg, r->str);
+    if (rjq__redis_error_code(r->str) == RJQ_EAUTH) rjq__conn_refuse(conn, RJQ_EAUTH);
+}
+
+/* SELECT: any refusal makes the session unusable (commands would run in
+ * database 0). */
+static void on_select_step(rjq__conn *conn, redisReply *r, void *arg) {
+    if (r->type != REDIS_REPLY_ERROR) return;
+    rjq__conn_report(conn, arg, r->str);
     int code = rjq__redis_error_code(r->str);
     rjq__conn_refuse(conn, code == RJQ_EAUTH ? RJQ_EAUTH : RJQ_EREDIS);
 }
@@ -127,16 +135,16 @@ static int send_setup(rjq__conn *conn) {
     int rc = RJQ_OK;
     if (c->url.password) {
         const char *argv[3] = {"AUTH", c->url.user, c->url.password};
-        if (c->url.user) rc = rjq__conn_step(conn, on_vital_step, "AUTH", 3, argv, NULL);
+        if (c->url.user) rc = rjq__conn_step(conn, on_auth_step, "AUTH", 3, argv, NULL);
         else {
             argv[1] = c->url.password;
-            rc = rjq__conn_step(conn, on_vital_step, "AUTH", 2, argv, NULL);
+            rc = rjq__conn_step(conn, on_auth_step, "AUTH", 2, argv, NULL);
         }
     }
     if (rc == RJQ_OK && conn->kind == RJQ_CONN_COMMAND && c->url.db != 0) {
         snprintf(db, sizeof db, "%d", c->url.db);
         const char *argv[2] = {"SELECT", db};
-        rc = rjq__conn_step(conn, on_vital_step, "SELECT", 2, argv, NULL);
+        rc = rjq__conn_step(conn, on_select_step, "SELECT", 2, argv, NULL);
     }
     snprintf(name, sizeof name, "%s%s", c->name, conn->kind == RJQ_CONN_COMMAND ? "" : ":sub");
     const char *setname[3] = {"CLIENT", "SETNAME", name};

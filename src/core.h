@@ -79,7 +79,11 @@ typedef struct rjq__feature {
      * work not yet sent with RJQ_ECANCELED. Registration order. */
     void (*abort)(rjq_client *c, void *state);
     /* Client destruction, after requests were cancelled: end every handle
-     * (callbacks get RJQ_ECANCELED) and free the state. Reverse order. */
+     * (callbacks get RJQ_ECANCELED). Reverse order. Every feature's state
+     * is still there: a callback may use any handle of any feature. */
+    void (*cancel)(rjq_client *c, void *state);
+    /* Client destruction, after every cancel: free the state. No callback
+     * may run here. Reverse order. */
     void (*close)(rjq_client *c, void *state);
 } rjq__feature;
 

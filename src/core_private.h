@@ -148,6 +148,7 @@ void rjq__emit(rjq_client *c, rjq_event ev, int conn, const char *detail);
 void rjq__features_ready(rjq_client *c, int kind);
 void rjq__features_before_send(rjq_client *c);
 void rjq__features_abort(rjq_client *c);
+void rjq__features_cancel(rjq_client *c);
 void rjq__features_close(rjq_client *c);
 
 #endif /* RJQ_CORE_PRIVATE_H */

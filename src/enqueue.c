@@ -189,7 +189,7 @@ static void part_close(rjq_queue *q, void *state) {
     free(p);
 }
 
-static const rjq__part_ops part_ops = {part_tick, part_abort, part_close};
+static const rjq__part_ops part_ops = {part_tick, part_abort, NULL, part_close};
 
 /* Every queue's batches go out ahead of a later request. */
 static void before_send(rjq_client *c, void *state) {

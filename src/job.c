@@ -196,7 +196,7 @@ static void part_close(rjq_queue *q, void *state) {
     free(p);
 }
 
-static const rjq__part_ops part_ops = {part_tick, part_abort, part_close};
+static const rjq__part_ops part_ops = {part_tick, part_abort, NULL, part_close};
 
 static part *part_of(rjq_queue *q) {
     part *p = rjq__queue_part(q, RJQ__PART_FINISH);
@@ -331,6 +331,7 @@ int rjq_job_fail(rjq_job *job, const char *error, int flags, long long retry_del
     rjq_client *c = rjq_queue_client(rjq__worker_queue(job->w));
     rjq__enter(c);
     int rc = send_fail(job, error, flags, retry_delay_ms, cb, data);
+    if (rc == RJQ_ECLOSED) release_closed(job); /* a flushed callback freed the client */
     rjq__leave(c);
     return rc;
 }

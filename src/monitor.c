@@ -97,12 +97,14 @@ int rjq_queue_monitor(rjq_queue *q, rjq_monitor_cb *cb, void *data, rjq_monitor 
     }
     m->next = ms->head;
     ms->head = m;
-    *out = m;
-    /* The flag's SET may flush enqueues, whose callbacks may free c. */
+    /* The flag's SET may flush enqueues, whose callbacks may free c: then
+     * the monitor goes with c and the call fails. */
     rjq__enter(c);
     on_refresh(&m->refresh);
+    rc = rjq__accepting(c) ? RJQ_OK : RJQ_ECLOSED;
+    if (rc == RJQ_OK) *out = m;
     rjq__leave(c);
-    return RJQ_OK;
+    return rc;
 }
 
 int rjq_monitor_stop(rjq_monitor *m) {

@@ -233,7 +233,7 @@ static void part_close(rjq_queue *q, void *state) {
     free(p);
 }
 
-static const rjq__part_ops part_ops = {NULL, NULL, part_close};
+static const rjq__part_ops part_ops = {NULL, NULL, NULL, part_close};
 
 /* The queue's push state, its channel subscribed, made on first use. */
 static part *part_of(rjq_queue *q) {

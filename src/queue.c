@@ -78,6 +78,14 @@ static void queues_abort(rjq_client *c, void *state) {
             if (q->ops[i] && q->ops[i]->abort) q->ops[i]->abort(q, q->parts[i]);
 }
 
+static void queues_cancel(rjq_client *c, void *state) {
+    queues *qs = state;
+    (void)c;
+    for (rjq_queue *q = qs->head; q; q = q->next)
+        for (int i = RJQ__PART_COUNT - 1; i >= 0; i--)
+            if (q->ops[i] && q->ops[i]->cancel) q->ops[i]->cancel(q, q->parts[i]);
+}
+
 /* Every queue's parts close (workers before the push channel they use,
  * completions and enqueues last), then every queue goes. */
 static void queues_close(rjq_client *c, void *state) {
@@ -95,7 +103,7 @@ static void queues_close(rjq_client *c, void *state) {
 }
 
 static const rjq__feature queues_feature = {
-    .name = "queues", .abort = queues_abort, .close = queues_close};
+    .name = "queues", .abort = queues_abort, .cancel = queues_cancel, .close = queues_close};
 
 static int make_keys(rjq_queue *q, const char *prefix) {
     for (int i = 0; i < RJQ__K_COUNT; i++) {

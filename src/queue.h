@@ -34,7 +34,9 @@ typedef struct rjq__part_ops {
     void (*tick)(rjq_queue *q, void *state);  /* the queue's tick */
     /* client destruction, before requests are cancelled: end unsent work */
     void (*abort)(rjq_queue *q, void *state);
-    /* client destruction, after: end handles, free state (reverse order) */
+    /* client destruction, after: end handles, callbacks allowed (reverse order) */
+    void (*cancel)(rjq_queue *q, void *state);
+    /* client destruction, after every cancel: free state, no callbacks */
     void (*close)(rjq_queue *q, void *state);
 } rjq__part_ops;
 

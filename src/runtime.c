@@ -173,6 +173,11 @@ void rjq__features_abort(rjq_client *c) {
         if (c->features[i].f->abort) c->features[i].f->abort(c, c->features[i].state);
 }
 
+void rjq__features_cancel(rjq_client *c) {
+    for (int i = c->nfeatures - 1; i >= 0; i--)
+        if (c->features[i].f->cancel) c->features[i].f->cancel(c, c->features[i].state);
+}
+
 void rjq__features_close(rjq_client *c) {
     while (c->nfeatures > 0) {
         rjq__feature_reg *r = &c->features[--c->nfeatures];

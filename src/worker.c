@@ -253,10 +253,9 @@ static void run_jobs(rjq_worker *w, rjq_job **jobs, size_t n) {
 
 /* ---- claim ------------------------------------------------------------ */
 
-/* Idle: wait for the doorbell, the next delayed job, or the safety poll. */
+/* Wait for the doorbell, the next delayed job, or the safety poll. */
 static void go_idle(rjq_worker *w, long long next_due) {
     long long wait = w->poll_ms;
-    w->mode = CL_IDLE;
     if (next_due >= 0 && next_due + 1 < wait) wait = next_due + 1;
     rjq__timer_start(client_of(w), &w->poll_timer, (uint64_t)wait);
 }
@@ -267,11 +266,15 @@ typedef struct claim_ctx {
     unsigned epoch;
 } claim_ctx;
 
-static int claim_reply_ok(const redisReply *r) {
-    return r->type == REDIS_REPLY_ARRAY && r->elements >= 3 && (r->elements - 3) % 4 == 0 &&
-           r->element[0]->type == REDIS_REPLY_INTEGER &&
-           r->element[1]->type == REDIS_REPLY_INTEGER &&
-           r->element[2]->type == REDIS_REPLY_STRING;
+/* [next due, slots registered, token, then 4 per job]: a claim registers
+ * at most the slots it did not fill. */
+static int claim_reply_ok(const redisReply *r, int asked) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 || (r->elements - 3) % 4 != 0 ||
+        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER ||
+        r->element[2]->type != REDIS_REPLY_STRING)
+        return 0;
+    long long got = (long long)(r->elements - 3) / 4, registered = r->element[1]->integer;
+    return got <= asked && registered >= 0 && registered <= asked - got;
 }
 
 static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
@@ -281,13 +284,14 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     w->claiming--;
     w->asked -= x.asked;
     if (rjq__closing(c)) return;
-    if (status == RJQ_OK && !claim_reply_ok(r)) {
+    if (status == RJQ_OK && !claim_reply_ok(r, x.asked)) {
         rjq__errmsg(c, "claim: unexpected reply");
         status = RJQ_EPROTO;
     }
     rjq__reg_claim_replied(w->reg, x.epoch, status, status == RJQ_OK ? r->element[1]->integer : 0);
     if (status != RJQ_OK) {
         /* ECONN: the reconnect pokes us; anything else: the poll retries. */
+        w->mode = CL_IDLE;
         go_idle(w, -1);
         check_stopped(w);
         return;
@@ -308,6 +312,7 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
         w->mode = CL_HUNGRY;
         rjq__timer_stop(c, &w->poll_timer);
     } else {
+        w->mode = CL_IDLE;
         go_idle(w, r->element[0]->integer);
     }
     run_jobs(w, jobs, made);
@@ -512,14 +517,18 @@ static void part_tick(rjq_queue *q, void *state) {
     }
 }
 
-static void part_close(rjq_queue *q, void *state) {
+static void part_cancel(rjq_queue *q, void *state) {
     part *p = state;
     (void)q;
     while (p->workers) destroy(p->workers);
-    free(p);
 }
 
-static const rjq__part_ops part_ops = {part_tick, NULL, part_close};
+static void part_close(rjq_queue *q, void *state) {
+    (void)q;
+    free(state);
+}
+
+static const rjq__part_ops part_ops = {part_tick, NULL, part_cancel, part_close};
 
 /* A connection is back: doorbells, pushes or replies may have been lost;
  * every worker claims and registers afresh. */
@@ -622,13 +631,17 @@ int rjq_worker_stop(rjq_worker *w, rjq_stopped_cb *cb, void *data) {
     rjq_client *c = client_of(w);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     rjq__enter(c); /* the HDEL may flush enqueues, whose callbacks may free c */
+    /* No more pushes: drop the registration (jobs pushed meanwhile are
+     * handed back as they arrive). */
+    int sent = rjq__push_leave(w->reg, on_background_done, &w->deregister);
+    if (!rjq__accepting(c)) { /* a flushed callback freed the client */
+        rjq__leave(c);
+        return RJQ_ECLOSED; /* cb is never called; the worker goes with c */
+    }
+    if (sent == RJQ_OK) w->deregister.busy = 1;
     w->state = W_STOPPING;
     w->stop_cb = cb;
     w->stop_data = data;
-    /* No more pushes: drop the registration (jobs pushed meanwhile are
-     * handed back as they arrive). */
-    if (rjq__push_leave(w->reg, on_background_done, &w->deregister) == RJQ_OK)
-        w->deregister.busy = 1;
     /* Running jobs keep their lease extension until they finish. */
     rjq__timer_stop(c, &w->poll_timer);
     rjq__timer_stop(c, &w->reclaim_timer);

@@ -666,6 +666,29 @@ TEST(setname_refused_by_acl_keeps_the_session) {
     env_stop(&env);
 }
 
+/* A URL with a password for a server that has none: Redis answers AUTH
+ * with "ERR AUTH <password> called without any password configured". That
+ * is reported (RJQ_EVENT_ERROR) but refuses nothing: only a refused login
+ * (wrong password, NOPERM) makes a session unusable. */
+TEST(password_sent_to_a_server_without_one_keeps_the_session) {
+    test_env env;
+    memset(&env, 0, sizeof env);
+    server_start_guarded(&env.s, NULL);
+    env.rc = server_connect(&env.s);
+    env.base = event_base_new();
+    ASSERT(env.base != NULL);
+    char url[128];
+    ev_log log = {0, 0, 0, ""};
+    snprintf(url, sizeof url, "redis://:secret@127.0.0.1:%d", env.s.port);
+    enq_wait e = enqueue_as(&env, url, &log);
+    ASSERT_OK(e.status);
+    ASSERT(log.error_conn_cmd >= 1);
+    ASSERT(strstr(log.detail, "AUTH") != NULL);
+    loop_for(env.base, 300);
+    ASSERT_EQ(2, log.connected); /* once each: no reconnects */
+    env_stop(&env);
+}
+
 TEST(right_password_in_url_works) {
     test_env env;
     auth_env_start(&env);

@@ -939,3 +939,70 @@ TEST(enqueue_batches_are_capped_by_bytes) {
     free(payload);
     env_stop(&e);
 }
+
+/* rjq_client_free() runs every callback before it frees any handle: a
+ * stop or await callback that stops a monitor (any function may be called
+ * from any callback) found it freed, because each feature used to free its
+ * state right after ending its own handles, monitors first. */
+static rjq_monitor *td_monitor;
+static int td_stop_calls, td_stop_status, td_await_calls, td_monitor_rc;
+
+static void td_monitor_cb(rjq_client *c, const char *event, const char *id, void *data) {
+    (void)c, (void)event, (void)id, (void)data;
+}
+
+static void td_stopped(rjq_worker *w, int status, void *data) {
+    (void)w, (void)data;
+    td_stop_calls++;
+    td_stop_status = status;
+    if (td_monitor) {
+        td_monitor_rc = rjq_monitor_stop(td_monitor);
+        td_monitor = NULL;
+    }
+}
+
+static void td_await_cb(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    (void)c, (void)o, (void)data;
+    td_await_calls++;
+    ASSERT_EQ(RJQ_ECANCELED, status);
+    if (td_monitor) {
+        td_monitor_rc = rjq_monitor_stop(td_monitor);
+        td_monitor = NULL;
+    }
+}
+
+static void td_handler(rjq_job *job, void *data) {
+    (void)job, (void)data;
+}
+
+TEST(monitor_stopped_from_a_teardown_callback_is_still_there) {
+    for (int round = 0; round < 2; round++) {
+        test_env e;
+        env_start(&e, "td");
+        td_stop_calls = td_await_calls = 0;
+        td_monitor_rc = 1;
+        rjq_worker *w;
+        rjq_worker_options wo = quiet_worker_options(1);
+        if (round == 0) { /* the worker's stop callback stops the monitor */
+            ASSERT_OK(rjq_worker_start(e.q, &wo, td_handler, NULL, &w));
+            ASSERT_OK(rjq_queue_monitor(e.q, td_monitor_cb, NULL, &td_monitor));
+            loop_for(e.base, 50);
+            ASSERT_OK(rjq_worker_stop(w, td_stopped, NULL));
+        } else { /* an await registered before the monitor stops it */
+            ASSERT_OK(rjq_enqueue_await(e.q, "x", 1, NULL, NULL, td_await_cb, NULL, NULL));
+            ASSERT_OK(rjq_queue_monitor(e.q, td_monitor_cb, NULL, &td_monitor));
+            loop_for(e.base, 50);
+        }
+        rjq_client_free(e.c); /* the stop is still in flight: cancelled */
+        e.c = NULL;
+        ASSERT_EQ(RJQ_OK, td_monitor_rc);
+        ASSERT(td_monitor == NULL);
+        if (round == 0) {
+            ASSERT_EQ(1, td_stop_calls);
+            ASSERT_EQ(RJQ_ECANCELED, td_stop_status);
+        } else {
+            ASSERT_EQ(1, td_await_calls);
+        }
+        env_stop(&e);
+    }
+}

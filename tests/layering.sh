@@ -2,23 +2,30 @@
 # The layering of src/ (DESIGN.md section 10, README "How it works"), as
 # the linker sees it: which object uses a symbol another object defines.
 #  - the graph has no cycle (tsort);
-#  - leaves use only leaves; the core uses only the core and leaves;
-#    features use anything below them. A src/*.c file in no layer fails
-#    the check, so a new file has to be placed.
+#  - nothing uses a file of a higher rank: leaves (0) use only leaves;
+#    inside the core, runtime (1) < conn (2) < request, pubsub (3) <
+#    client (4); features (5) use anything below them (their own order is
+#    kept by the no-cycle rule). A src/*.c file in no layer fails the
+#    check, so a new file has to be placed.
 set -euo pipefail
 build=${RJQ_BUILD:?}
 src=${RJQ_SOURCE:?}/src
 objdir=$build/CMakeFiles/rjq_obj.dir/src
 
-leaves="timer url validate error argv resp"
-core="runtime conn request pubsub client"
-features="queue enqueue push worker reclaim job await await_table await_early monitor admin"
+ranks=(
+    "timer url validate error argv resp"          # 0 leaves
+    "runtime"                                     # 1 core: depth, timers, features
+    "conn"                                        # 2 core: connections
+    "request pubsub"                              # 3 core: the connections' owners
+    "client"                                      # 4 core: the public lifetime
+    "queue enqueue push worker reclaim job await await_table await_early monitor admin" # 5
+)
 
 layer_of() {
     local f=$1
-    for x in $leaves; do [[ $x == "$f" ]] && { echo 0; return; }; done
-    for x in $core; do [[ $x == "$f" ]] && { echo 1; return; }; done
-    for x in $features; do [[ $x == "$f" ]] && { echo 2; return; }; done
+    for r in "${!ranks[@]}"; do
+        for x in ${ranks[$r]}; do [[ $x == "$f" ]] && { echo "$r"; return; }; done
+    done
     echo none
 }
 
@@ -61,7 +68,7 @@ while read -r user definer sym; do
     lu=$(layer_of "$user")
     ld=$(layer_of "$definer")
     if (( ld > lu )); then
-        echo "src/$user.c (layer $lu) uses $sym of src/$definer.c (layer $ld): a call up"
+        echo "src/$user.c (rank $lu) uses $sym of src/$definer.c (rank $ld): a call up"
         fail=1
     fi
 done < "$edges"

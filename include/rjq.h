@@ -22,9 +22,13 @@
  * - When a function that takes a callback returns an error, the callback is
  *   never called. When it returns RJQ_OK, the callback is called exactly once:
  *   with the outcome, or with RJQ_ECONN (the connection dropped while the
- *   request was in flight: its outcome is unknown), or with RJQ_ECANCELED
- *   (the client was freed first). Callbacks are never called from inside the
- *   function that accepted them.
+ *   request was in flight: its outcome is unknown), RJQ_ETIMEDOUT (no reply
+ *   within command_timeout_ms, or no connection for that long: unknown too),
+ *   or with RJQ_ECANCELED (the client was freed first). Errors that prove a
+ *   request did not run (LOADING, BUSY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN,
+ *   READONLY) are not reported: the request is sent again with backoff for
+ *   up to a minute. Callbacks are never called from inside the function
+ *   that accepted them.
  * - Inputs (strings, payloads, option structs) are copied during the call;
  *   the caller may free them when it returns. Data handed to a callback is
  *   owned by the library and valid only until the callback returns.
@@ -158,7 +162,18 @@ typedef struct rjq_client_options {
     const char *url;
     const char *prefix;        /* key prefix; NULL means "rjq" */
     const char *name;          /* CLIENT SETNAME; NULL means "rjq" */
-    long connect_timeout_ms;   /* default 5000 */
+    long connect_timeout_ms;   /* TCP connect and session set-up; default 5000 */
+    /* A request in flight that has no reply after this long means the
+     * connection is dead (a stopped server, a half-open TCP connection):
+     * it is dropped and made again, and the requests that may not be
+     * re-sent end with RJQ_ETIMEDOUT, as do those that waited this long
+     * for a connection. Default 10000; -1 turns it off. */
+    long command_timeout_ms;
+    /* A connection with nothing to read for this long is probed (PING on
+     * the command connection, a message to itself on the subscriber
+     * connection), so a dead one is found while idle too. Default 5000;
+     * -1 turns it off. TCP keepalive is always on. */
+    long ping_interval_ms;
     long reconnect_min_ms;     /* first reconnect delay; default 50 */
     long reconnect_max_ms;     /* backoff cap; default 5000 */
     size_t max_payload;        /* payload/result size limit; default 16 MiB */

@@ -202,7 +202,8 @@ static void on_big_result(rjq_client *c, int status, redisReply *r, void *priv) 
     (void)c;
     if (status == RJQ_OK && r->type == REDIS_REPLY_NIL) status = RJQ_ENOTFOUND; /* already deleted by retention */
     if (status == RJQ_OK && r->type != REDIS_REPLY_STRING) status = RJQ_EPROTO;
-    if (status == RJQ_ECONN) a->need_watch = 1; /* lost with the connection: read it again then */
+    if (status == RJQ_ECONN || status == RJQ_ETIMEDOUT)
+        a->need_watch = 1; /* lost with the connection: read it again then */
     else if (status == RJQ_OK) resolve(a, RJQ_OK, r->str, r->len, NULL);
     else resolve(a, status, NULL, 0, NULL);
     unpin(a);
@@ -429,7 +430,7 @@ static void on_watched(rjq_client *c, int status, redisReply *r, void *priv) {
     }
     for (size_t i = 0; i < b->n; i++) {
         rjq_await *a = b->a[i];
-        if (status == RJQ_ECONN) {
+        if (status == RJQ_ECONN || status == RJQ_ETIMEDOUT) {
             a->need_watch = 1; /* watched again when the connection is back */
         } else if (status != RJQ_OK) {
             resolve(a, status, NULL, 0, NULL);

@@ -49,6 +49,9 @@ static int copy_options(rjq_client *c, const rjq_client_options *o) {
     c->reconnect_min_ms = o && o->reconnect_min_ms > 0 ? o->reconnect_min_ms : 50;
     c->reconnect_max_ms = o && o->reconnect_max_ms > 0 ? o->reconnect_max_ms : 5000;
     if (c->reconnect_max_ms < c->reconnect_min_ms) c->reconnect_max_ms = c->reconnect_min_ms;
+    long ct = o ? o->command_timeout_ms : 0, pi = o ? o->ping_interval_ms : 0;
+    c->command_timeout_ms = ct > 0 ? ct : ct < 0 ? 0 : 10000;
+    c->ping_interval_ms = pi > 0 ? pi : pi < 0 ? 0 : 5000;
     c->max_payload = o && o->max_payload ? o->max_payload : DEFAULT_MAX_PAYLOAD;
     c->on_event = o ? o->on_event : NULL;
     c->event_data = o ? o->event_data : NULL;
@@ -86,8 +89,10 @@ int rjq_client_new(rjq_client **out, const rjq_client_options *opts, const rjq_l
         rc = rjq__url_parse(opts ? opts->url : NULL, &c->url, c->errmsg, sizeof c->errmsg);
     if (rc == RJQ_OK) rc = rjq__requests_init(c);
     if (rc == RJQ_OK) rc = rjq__pubsub_init(c);
+    if (rc == RJQ_OK) rc = rjq__liveness_init(c);
     if (rc != RJQ_OK) {
         snprintf(new_error, sizeof new_error, "%s", c->errmsg[0] ? c->errmsg : rjq_strerror(rc));
+        rjq__pubsub_free(c);
         discard(c);
         return rc;
     }
@@ -119,6 +124,7 @@ static void destroy(rjq_client *c) {
     rjq__requests_cancel_all(c);
     rjq__features_cancel(c);
     rjq__features_close(c);
+    rjq__liveness_free(c);
     rjq__conn_close(&c->cmd);
     rjq__conn_close(&c->sub);
     rjq__pubsub_free(c);

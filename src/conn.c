@@ -13,6 +13,10 @@
  * class; the one exception is NOAUTH, which a server that wants AUTH gives
  * to every command of a session that sent none: the session is refused.
  *
+ * Liveness: TCP keepalive is on; connect_timeout_ms covers the TCP connect
+ * and the whole session set-up (a server that accepts but never answers,
+ * SIGSTOPped say, is dropped too); liveness.c watches a ready connection.
+ *
  * hiredis rules this file follows (the 0.14.1 / 1.x differences):
  * - attach to the loop before setting callbacks or sending (1.x arms
  *   nothing otherwise);
@@ -45,6 +49,7 @@ static void step_done(rjq__conn *conn) {
     if (--conn->setup_pending == 0 && !conn->ready && conn->ac) {
         conn->ready = 1;
         conn->failures = 0;
+        rjq__timer_stop(c, &conn->timer); /* the set-up is done in time */
         conn->hooks->ready(conn);
         rjq__emit(c, RJQ_EVENT_CONNECTED, conn->kind, kind_name(conn));
         rjq__features_ready(c, conn->kind);
@@ -61,6 +66,7 @@ static void on_step_reply(redisAsyncContext *ac, void *reply, void *priv) {
     }
     rjq_client *c = conn->c;
     rjq__enter(c);
+    conn->last_io_ms = rjq__now_ms();
     s->fn(conn, reply, s->arg);
     free(s);
     if (conn->ac == ac) step_done(conn); /* unless the step refused the session */
@@ -162,8 +168,7 @@ static void on_connect(const redisAsyncContext *cac, int status) {
     rjq_client *c = conn->c;
     rjq__enter(c);
     if (status == REDIS_OK) {
-        conn->connected = 1;
-        rjq__timer_stop(c, &conn->timer);
+        conn->connected = 1; /* the timer goes on until the session is set */
     } else {
         /* hiredis frees the context after this callback: drop it now.
          * 0.14.1 leaves ac->err at 0 here; c.err/errstr are set. */
@@ -208,7 +213,8 @@ static void on_timer(rjq__timer *t) {
         rjq__conn_start(conn);
         return;
     }
-    if (conn->ac && !conn->connected) rjq__conn_drop(conn, "connect timed out");
+    if (conn->ac && !conn->ready)
+        rjq__conn_drop(conn, conn->connected ? "session set-up timed out" : "connect timed out");
 }
 
 int rjq__conn_init(rjq_client *c, rjq__conn *conn, int kind, const rjq__conn_hooks *hooks) {
@@ -243,6 +249,8 @@ void rjq__conn_start(rjq__conn *conn) {
                                         : redisAsyncConnect(c->url.host, c->url.port);
     conn->connected = conn->ready = 0;
     conn->setup_pending = 0;
+    conn->timed_out = 0;
+    conn->last_io_ms = rjq__now_ms();
     if (ac == NULL || ac->err || c->ops.attach(c->loop, ac) != 0) {
         failed_now(conn, ac == NULL ? "out of memory" : ac->err ? ac->errstr : "loop attach failed");
         if (ac) redisAsyncFree(ac);
@@ -250,6 +258,7 @@ void rjq__conn_start(rjq__conn *conn) {
     }
     ac->data = conn;
     conn->ac = ac;
+    redisEnableKeepAlive(&ac->c); /* a dead peer is found even when idle */
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     /* Commands wait in the request backlog until the session is set;

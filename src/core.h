@@ -56,7 +56,8 @@ void rjq__timer_stop(rjq_client *c, rjq__timer *t);
 uint64_t rjq__random(rjq_client *c);
 void rjq__errmsg(rjq_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A background request (no caller to tell) answered status: anything but
- * success, a cancel or a lost connection goes to errmsg as "<what>: ...". */
+ * success, a cancel, a lost or timed-out connection goes to errmsg as
+ * "<what>: ...". */
 void rjq__background_failed(rjq_client *c, int status, const char *what);
 
 const char *rjq__client_prefix(const rjq_client *c);

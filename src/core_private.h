@@ -4,7 +4,7 @@
  * include core.h, never this.
  *
  * Inside the core, calls go one way only:
- *     client.c -> request.c, pubsub.c -> conn.c -> runtime.c
+ *     client.c, liveness.c -> request.c, pubsub.c -> conn.c -> runtime.c
  * Upward notifications (a connection is ready, lost, wants its owner's
  * set-up steps) go through rjq__conn_hooks, which request.c (command
  * connection) and pubsub.c (subscriber connection) register; the deferred
@@ -50,7 +50,9 @@ struct rjq__conn {
     int ready;                /* session set-up replies all arrived */
     int setup_pending;        /* set-up replies still expected */
     int failures;             /* consecutive failed attempts, for backoff */
-    rjq__timer timer;         /* connect timeout, or reconnect delay */
+    uint64_t last_io_ms;      /* when the context last gave us a reply */
+    int timed_out;            /* dropped for want of a reply (liveness.c) */
+    rjq__timer timer;         /* connect and set-up timeout, or reconnect delay */
     int timer_is_reconnect;
     char failed_now[128];     /* a connect that failed synchronously, to report */
 };
@@ -90,6 +92,11 @@ typedef struct rjq__reqlist {
 } rjq__reqlist;
 
 int rjq__requests_init(rjq_client *c);
+/* When the oldest request in flight was sent (0: none in flight). */
+uint64_t rjq__requests_oldest_sent(const rjq_client *c);
+/* End the requests that have waited for a connection since before
+ * `made_before` and may not be re-sent, with RJQ_ETIMEDOUT. */
+void rjq__requests_expire(rjq_client *c, uint64_t made_before);
 /* Client destruction: fail every request with RJQ_ECANCELED (in-flight
  * ones are orphaned until hiredis hands them back). */
 void rjq__requests_cancel_all(rjq_client *c);
@@ -100,6 +107,12 @@ typedef struct rjq__channel rjq__channel;
 
 int rjq__pubsub_init(rjq_client *c);
 void rjq__pubsub_free(rjq_client *c);
+
+/* ---- liveness (liveness.c) ------------------------------------------------ */
+
+/* The watchdog of both connections (command timeout, probes). */
+int rjq__liveness_init(rjq_client *c);
+void rjq__liveness_free(rjq_client *c);
 
 /* ---- the client (runtime.c, client.c) ------------------------------------ */
 
@@ -115,6 +128,8 @@ struct rjq_client {
     char *prefix;
     char *name;
     long connect_timeout_ms, reconnect_min_ms, reconnect_max_ms;
+    long command_timeout_ms;  /* 0: off */
+    long ping_interval_ms;    /* 0: off */
     size_t max_payload;
     rjq_event_cb *on_event;
     void *event_data;
@@ -127,6 +142,9 @@ struct rjq_client {
     rjq__timer retry_timer;   /* when `later` goes out */
     int fcall;                /* the command session has rjq's function library */
     rjq__channel *channels;
+    rjq__timer watchdog;      /* liveness.c */
+    char live_channel[256];   /* the subscriber connection's probe channel */
+    uint64_t probe_sent_ms;   /* a probe went out then, not yet heard (0: none) */
 
     rjq__feature_reg features[RJQ__FEATURES_MAX];
     int nfeatures;

@@ -157,6 +157,7 @@ static void on_message(redisAsyncContext *ac, void *reply, void *priv) {
     if (kind->type != REDIS_REPLY_STRING || name->type != REDIS_REPLY_STRING) return;
     rjq_client *c = conn->c;
     rjq__enter(c);
+    conn->last_io_ms = rjq__now_ms();
     if (strcmp(kind->str, "message") == 0 && body->type == REDIS_REPLY_STRING)
         dispatch(c, name->str, body->str, body->len);
     else if (strcmp(kind->str, "subscribe") == 0)

@@ -8,9 +8,12 @@
  * command connection is down, or its session (AUTH, SELECT, scripts) is
  * not yet set, wait in the backlog; a failed connect attempt fails the
  * non-retryable ones with RJQ_ECONN (a refused session with its error),
- * so nothing waits longer than one connection attempt. Idempotent requests
- * answered with a transient error (LOADING, BUSY, READONLY...) are sent
- * again after a short wait, for up to a minute.
+ * so nothing waits longer than one connection attempt (nor longer than
+ * command_timeout_ms: liveness.c ends them with RJQ_ETIMEDOUT). A request
+ * answered with an error that proves it did not run (a server loading its
+ * data, running a long script, a replica during a failover: LOADING, BUSY,
+ * READONLY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN) is sent again with backoff
+ * (50 ms doubling to 1 s) for up to a minute, whatever its kind.
  *
  * This file owns the command connection: its set-up step loads rjq's
  * function library (or, where the server has no functions, the scripts
@@ -26,8 +29,9 @@
 #include "core_private.h"
 #include "validate.h"
 
-#define RETRY_LATER_MS 250   /* wait before re-sending after a transient error */
-#define RETRY_LATER_MAX 240  /* ... at most this often (a minute) */
+#define RETRY_FIRST_MS 50       /* first wait before re-sending after a transient error */
+#define RETRY_MAX_MS 1000       /* ... doubling up to this */
+#define RETRY_DEADLINE_MS 60000 /* ... for this long after the first one */
 
 /* A request keeps its formatted command until its reply arrives. */
 struct rjq__req {
@@ -44,6 +48,10 @@ struct rjq__req {
     int fcall;              /* script: the head is FCALL (else EVALSHA) */
     int resends;            /* resends to load what it needs so far */
     int later;              /* re-sends after transient errors so far */
+    uint64_t made_ms;       /* when the request was made */
+    uint64_t sent_ms;       /* when it was last written to a context */
+    uint64_t first_error_ms;/* its first transient error (0: none) */
+    uint64_t due_ms;        /* waiting in `later`: when to send it again */
     struct rjq__req *prev, *next;
 };
 
@@ -100,8 +108,10 @@ static void reformat_head(rjq_client *c, rjq__req *r);
 static void send_req(rjq_client *c, rjq__req *r) {
     redisAsyncContext *ac = c->cmd.ac;
     reformat_head(c, r);
-    if (ac && c->cmd.ready && redisAsyncFormattedCommand(ac, on_reply, r, r->cmd, r->len) == REDIS_OK)
+    if (ac && c->cmd.ready && redisAsyncFormattedCommand(ac, on_reply, r, r->cmd, r->len) == REDIS_OK) {
+        r->sent_ms = rjq__now_ms();
         list_push(&c->inflight, r);
+    }
     else
         list_push(&c->backlog, r);
 }
@@ -118,6 +128,7 @@ static rjq__req *req_new(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv
     r->len = len;
     r->script = -1;
     r->flags = flags;
+    r->made_ms = rjq__now_ms();
     return r;
 }
 
@@ -232,11 +243,12 @@ static void reload_and_resend(rjq_client *c, rjq__req *r) {
     send_req(c, r);
 }
 
-/* Errors a server gives while it cannot serve for a moment: loading its
- * data after a restart, running a long script, being a replica during a
- * failover. Idempotent requests wait and try again. */
+/* Errors a server gives while it cannot serve for a moment, before it
+ * runs the command: loading its data after a restart, running a long
+ * script, being a replica during a failover, a cluster resharding. */
 static int transient_error(const char *err) {
-    static const char *const prefixes[] = {"LOADING", "BUSY", "READONLY", "MASTERDOWN", "TRYAGAIN"};
+    static const char *const prefixes[] = {"LOADING ", "BUSY ",     "READONLY ",
+                                           "MASTERDOWN ", "TRYAGAIN ", "CLUSTERDOWN "};
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
         if (strncmp(err, prefixes[i], strlen(prefixes[i])) == 0) return 1;
     return 0;
@@ -290,17 +302,38 @@ static int script_resent(rjq_client *c, rjq__req *r, const char *err) {
     return 0;
 }
 
+/* Send the requests whose wait is over; wake again for the next one. */
 static void on_retry_timer(rjq__timer *t) {
     rjq_client *c = t->owner;
+    uint64_t now = rjq__now_ms(), next = 0;
     rjq__reqlist all = list_take(&c->later);
     rjq__req *r;
-    while ((r = list_pop(&all)) != NULL) send_req(c, r);
+    while ((r = list_pop(&all)) != NULL) {
+        if (r->due_ms <= now) {
+            send_req(c, r);
+            continue;
+        }
+        list_push(&c->later, r);
+        if (next == 0 || r->due_ms < next) next = r->due_ms;
+    }
+    if (next) rjq__timer_start(c, &c->retry_timer, next - now);
 }
 
-/* Send r again after RETRY_LATER_MS, with the others waiting. */
-static void retry_later(rjq_client *c, rjq__req *r) {
+/* Send r again after its backoff (50 ms doubling to 1 s, with jitter).
+ * Returns 0 when its minute is over: the error is the outcome then. */
+static int retry_later(rjq_client *c, rjq__req *r) {
+    uint64_t now = rjq__now_ms();
+    if (r->first_error_ms == 0) r->first_error_ms = now;
+    if (now - r->first_error_ms >= RETRY_DEADLINE_MS) return 0;
+    uint64_t wait = RETRY_FIRST_MS << (r->later < 5 ? r->later : 5);
+    if (wait > RETRY_MAX_MS) wait = RETRY_MAX_MS;
+    wait = wait / 2 + rjq__random(c) % (wait / 2 + 1);
+    r->later++;
+    r->due_ms = now + wait;
     list_push(&c->later, r);
-    if (!rjq__timer_armed(&c->retry_timer)) rjq__timer_start(c, &c->retry_timer, RETRY_LATER_MS);
+    if (!rjq__timer_armed(&c->retry_timer) || c->retry_timer.due > r->due_ms)
+        rjq__timer_start(c, &c->retry_timer, wait);
+    return 1;
 }
 
 static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
@@ -316,19 +349,18 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     if (rep == NULL) {
         rjq__conn_lost(&c->cmd, ac->c.errstr[0] ? ac->c.errstr : "connection lost");
         if (r->flags & RJQ__REQ_RETRY) list_push(&c->backlog, r);
-        else deliver(r, c, RJQ_ECONN, NULL);
+        else deliver(r, c, c->cmd.timed_out ? RJQ_ETIMEDOUT : RJQ_ECONN, NULL);
     } else if (rep->type == REDIS_REPLY_ERROR) {
+        c->cmd.last_io_ms = rjq__now_ms();
         if (script_resent(c, r, rep->str)) {
-        } else if ((r->flags & RJQ__REQ_RETRY) && transient_error(rep->str) &&
-                   r->later < RETRY_LATER_MAX) {
-            r->later++;
+        } else if (transient_error(rep->str) && retry_later(c, r)) {
             rjq__errmsg(c, "%s (will retry)", rep->str);
-            retry_later(c, r);
         } else {
             rjq__errmsg(c, "%s", rep->str);
             deliver(r, c, rjq__redis_error_code(rep->str), rep);
         }
     } else {
+        c->cmd.last_io_ms = rjq__now_ms();
         deliver(r, c, RJQ_OK, rep);
     }
     rjq__leave(c);
@@ -340,13 +372,30 @@ static void flush_backlog(rjq_client *c) {
     while ((r = list_pop(&all)) != NULL) send_req(c, r);
 }
 
-static void fail_backlog(rjq_client *c, int code) {
-    rjq__reqlist all = list_take(&c->backlog);
+/* End the backlog's requests made before made_before (UINT64_MAX: all)
+ * that may not be re-sent with code. The others stay, in their order; the
+ * ended ones are taken out before any callback runs, so requests made by
+ * those callbacks queue behind them. */
+static void fail_backlog_if(rjq_client *c, int code, uint64_t made_before) {
+    rjq__reqlist all = list_take(&c->backlog), failed = {0};
     rjq__req *r;
     while ((r = list_pop(&all)) != NULL) {
-        if (r->flags & RJQ__REQ_RETRY) list_push(&c->backlog, r);
-        else deliver(r, c, code, NULL);
+        if ((r->flags & RJQ__REQ_RETRY) || r->made_ms >= made_before) list_push(&c->backlog, r);
+        else list_push(&failed, r);
     }
+    while ((r = list_pop(&failed)) != NULL) deliver(r, c, code, NULL);
+}
+
+static void fail_backlog(rjq_client *c, int code) {
+    fail_backlog_if(c, code, UINT64_MAX);
+}
+
+uint64_t rjq__requests_oldest_sent(const rjq_client *c) {
+    return c->inflight.head ? c->inflight.head->sent_ms : 0;
+}
+
+void rjq__requests_expire(rjq_client *c, uint64_t made_before) {
+    fail_backlog_if(c, RJQ_ETIMEDOUT, made_before);
 }
 
 void rjq__requests_cancel_all(rjq_client *c) {

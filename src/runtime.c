@@ -38,7 +38,8 @@ void rjq__errmsg(rjq_client *c, const char *fmt, ...) {
 }
 
 void rjq__background_failed(rjq_client *c, int status, const char *what) {
-    if (status != RJQ_OK && status != RJQ_ECANCELED && status != RJQ_ECONN)
+    if (status != RJQ_OK && status != RJQ_ECANCELED && status != RJQ_ECONN &&
+        status != RJQ_ETIMEDOUT)
         rjq__errmsg(c, "%s: %s", what, rjq_strerror(status));
 }
 

@@ -4,7 +4,7 @@
 #  - the graph has no cycle (tsort);
 #  - nothing uses a file of a higher rank: leaves (0) use only leaves;
 #    inside the core, runtime (1) < conn (2) < request, pubsub (3) <
-#    client (4); features (5) use anything below them (their own order is
+#    client, liveness (4); features (5) use anything below them (their own order is
 #    kept by the no-cycle rule). A src/*.c file in no layer fails the
 #    check, so a new file has to be placed.
 set -euo pipefail
@@ -17,7 +17,7 @@ ranks=(
     "runtime"                                     # 1 core: depth, timers, features
     "conn"                                        # 2 core: connections
     "request pubsub"                              # 3 core: the connections' owners
-    "client"                                      # 4 core: the public lifetime
+    "client liveness"                             # 4 core: the public lifetime, the watchdog
     "queue enqueue push worker reclaim job await await_table await_early monitor admin" # 5
 )
 

@@ -24,6 +24,7 @@
 
 #include "fixture.h"
 #include "harness.h"
+#include "proxy.h"
 #include "await.h" /* white-box: the await module's early-outcome list */
 #include "rjq_scripts.h"
 #include "server.h"
@@ -375,143 +376,6 @@ TEST(finish_job_during_client_free_returns_eclosed_without_leak) {
 
 /* ---- 7. a doorbell heard while claims are in flight -------------------------- */
 
-/*
- * A TCP proxy on the test's own loop, between the client and Redis, that
- * can hold back what Redis sends on the command connection (the one that
- * never sends SUBSCRIBE) while the subscriber connection flows. With it,
- * claims run in Redis and their replies wait, so the order "claims ran,
- * then the doorbell was heard, then the replies came" is made, not hoped
- * for.
- */
-#define PROXY_PAIRS 8
-
-typedef struct proxy proxy;
-typedef struct proxy_pair {
-    proxy *p;
-    struct bufferevent *cli, *srv;
-    int is_sub;
-} proxy_pair;
-
-struct proxy {
-    struct event_base *base;
-    evutil_socket_t lfd;
-    struct event *accept_ev;
-    int server_port;
-    int hold;
-    proxy_pair pairs[PROXY_PAIRS];
-    char url[64];
-};
-
-static void proxy_pair_close(proxy_pair *pp) {
-    if (pp->cli) bufferevent_free(pp->cli);
-    if (pp->srv) bufferevent_free(pp->srv);
-    pp->cli = pp->srv = NULL;
-}
-
-static void proxy_from_client(struct bufferevent *bev, void *arg) {
-    proxy_pair *pp = arg;
-    struct evbuffer *in = bufferevent_get_input(bev);
-    static const char sub[] = "$9\r\nSUBSCRIBE\r\n";
-    if (evbuffer_search(in, sub, sizeof sub - 1, NULL).pos >= 0) pp->is_sub = 1;
-    bufferevent_write_buffer(pp->srv, in);
-}
-
-static void proxy_from_server(struct bufferevent *bev, void *arg) {
-    proxy_pair *pp = arg;
-    if (pp->p->hold && !pp->is_sub) return; /* stays in the input buffer */
-    bufferevent_write_buffer(pp->cli, bufferevent_get_input(bev));
-}
-
-static void proxy_on_event(struct bufferevent *bev, short what, void *arg) {
-    (void)bev;
-    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) proxy_pair_close(arg);
-}
-
-static void proxy_accept(evutil_socket_t fd, short what, void *arg) {
-    proxy *p = arg;
-    (void)what;
-    int cfd = accept(fd, NULL, NULL);
-    if (cfd < 0) return;
-    int sfd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons((uint16_t)p->server_port);
-    ASSERT(sfd >= 0);
-    ASSERT(connect(sfd, (struct sockaddr *)&a, sizeof a) == 0);
-    proxy_pair *pp = NULL;
-    for (int i = 0; i < PROXY_PAIRS && !pp; i++)
-        if (p->pairs[i].cli == NULL && p->pairs[i].srv == NULL) pp = &p->pairs[i];
-    ASSERT(pp != NULL);
-    evutil_make_socket_nonblocking(cfd);
-    evutil_make_socket_nonblocking(sfd);
-    pp->p = p;
-    pp->is_sub = 0;
-    pp->cli = bufferevent_socket_new(p->base, cfd, BEV_OPT_CLOSE_ON_FREE);
-    pp->srv = bufferevent_socket_new(p->base, sfd, BEV_OPT_CLOSE_ON_FREE);
-    ASSERT(pp->cli != NULL && pp->srv != NULL);
-    bufferevent_setcb(pp->cli, proxy_from_client, NULL, proxy_on_event, pp);
-    bufferevent_setcb(pp->srv, proxy_from_server, NULL, proxy_on_event, pp);
-    bufferevent_enable(pp->cli, EV_READ | EV_WRITE);
-    bufferevent_enable(pp->srv, EV_READ | EV_WRITE);
-}
-
-static void proxy_start(proxy *p, struct event_base *base, int server_port) {
-    memset(p, 0, sizeof *p);
-    p->base = base;
-    p->server_port = server_port;
-    p->lfd = socket(AF_INET, SOCK_STREAM, 0);
-    ASSERT(p->lfd >= 0);
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT(bind(p->lfd, (struct sockaddr *)&a, sizeof a) == 0);
-    ASSERT(listen(p->lfd, 16) == 0);
-    ASSERT(getsockname(p->lfd, (struct sockaddr *)&a, &len) == 0);
-    evutil_make_socket_nonblocking(p->lfd);
-    p->accept_ev = event_new(base, p->lfd, EV_READ | EV_PERSIST, proxy_accept, p);
-    ASSERT(p->accept_ev != NULL);
-    event_add(p->accept_ev, NULL);
-    snprintf(p->url, sizeof p->url, "redis://127.0.0.1:%d", ntohs(a.sin_port));
-}
-
-/* Hold back (1) or let through (0, with everything held so far) what Redis
- * sends on the command connection. */
-static void proxy_hold(proxy *p, int on) {
-    p->hold = on;
-    if (on) return;
-    for (int i = 0; i < PROXY_PAIRS; i++) {
-        proxy_pair *pp = &p->pairs[i];
-        if (pp->cli && pp->srv) bufferevent_write_buffer(pp->cli, bufferevent_get_input(pp->srv));
-    }
-}
-
-static void proxy_stop(proxy *p) {
-    for (int i = 0; i < PROXY_PAIRS; i++) proxy_pair_close(&p->pairs[i]);
-    event_free(p->accept_ev);
-    close(p->lfd);
-}
-
-/* env_start with the proxy between the client and Redis, and on_event
- * (may be NULL) in the client's options. The test frees the client (and
- * NULLs e->c), then proxy_stop, then env_stop. */
-static void env_start_proxied(test_env *e, proxy *p, const char *queue, rjq_event_cb *on_event) {
-    memset(e, 0, sizeof *e);
-    server_start_guarded(&e->s, NULL);
-    e->base = event_base_new();
-    ASSERT(e->base != NULL);
-    proxy_start(p, e->base, e->s.port);
-    rjq_client_options o = client_options(p->url);
-    o.on_event = on_event;
-    e->c = client_new(e->base, &o);
-    e->q = queue_for(e->c, queue);
-    e->rc = server_connect(&e->s);
-    wait_connected(e->base, e->c);
-}
-
 static rjq_job *bell_held[3];
 static int bell_nheld, bell_late, bell_sub_up, bell_marker;
 static char bell_marker_want[32];
@@ -691,7 +555,8 @@ TEST(await_with_long_job_key_resolves) {
     redisContext *rc = server_connect(&s);
     redisReply *r = server_cmd(rc, "PUBSUB CHANNELS");
     ASSERT(r->type == REDIS_REPLY_ARRAY);
-    ASSERT_EQ(4, r->elements); /* c: doorbell, push and reply channel; c2: reply channel */
+    /* c: doorbell, push, reply and probe channel; c2: reply and probe channel */
+    ASSERT_EQ(6, r->elements);
     for (size_t i = 0; i < r->elements; i++) ASSERT_EQ(1, server_numsub(rc, r->element[i]->str));
     freeReplyObject(r);
     redisFree(rc);

@@ -1,0 +1,125 @@
+/*
+ * Liveness of the client's two connections, whatever loop glue runs them
+ * (it needs only the client's own timer).
+ *
+ * A watchdog ticks a few times per command timeout (at most once a
+ * second, and no Redis command when there is traffic):
+ * - Command connection: when the oldest request in flight has waited
+ *   longer than command_timeout_ms, the connection is dead (a stopped
+ *   server, a half-open TCP connection that no error will ever end): it is
+ *   dropped and made again; requests that may be re-sent are, the others
+ *   end with RJQ_ETIMEDOUT. Requests that waited that long for a
+ *   connection end the same way. A connection with nothing to read for
+ *   ping_interval_ms is sent a PING, so an idle one is checked too.
+ * - Subscriber connection: it only ever receives, so it is probed with a
+ *   message to itself: when it has been silent for ping_interval_ms the
+ *   command connection PUBLISHes to a channel only this client listens on.
+ *   If the message does not arrive within command_timeout_ms, or the
+ *   server says nobody is subscribed to it (the subscriber connection is
+ *   gone on the server's side), the subscriber connection is dropped and
+ *   made again (its channels are subscribed again and their listeners
+ *   catch up).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "core_private.h"
+
+#define TICK_MIN_MS 25
+#define TICK_MAX_MS 1000
+
+static void ignore(rjq_client *c, int status, redisReply *r, void *priv) {
+    (void)c, (void)status, (void)r, (void)priv;
+}
+
+static void drop(rjq__conn *conn, const char *what, uint64_t waited) {
+    char why[96];
+    snprintf(why, sizeof why, "%s for %llu ms", what, (unsigned long long)waited);
+    if (conn->kind == RJQ_CONN_COMMAND) conn->timed_out = 1; /* requests end with ETIMEDOUT */
+    rjq__conn_drop(conn, why);
+}
+
+/* The probe's PUBLISH was answered: 0 receivers means the subscriber
+ * connection is not subscribed on this server any more. */
+static void on_probe_published(rjq_client *c, int status, redisReply *r, void *priv) {
+    (void)priv;
+    if (status != RJQ_OK || r->type != REDIS_REPLY_INTEGER || r->integer != 0) return;
+    if (c->sub.ready && rjq__channel_confirmed(c, c->live_channel)) {
+        c->probe_sent_ms = 0;
+        rjq__conn_drop(&c->sub, "not subscribed on the server any more");
+    }
+}
+
+static void on_live_message(rjq_client *c, const char *ch, const char *msg, size_t len, void *arg) {
+    (void)c, (void)ch, (void)msg, (void)len, (void)arg; /* pubsub.c noted the activity */
+}
+
+static void watch_command(rjq_client *c, uint64_t now) {
+    rjq__conn *cmd = &c->cmd;
+    if (c->command_timeout_ms > 0)
+        rjq__requests_expire(c, now - (uint64_t)c->command_timeout_ms);
+    if (!cmd->ready) return;
+    uint64_t oldest = rjq__requests_oldest_sent(c);
+    if (c->command_timeout_ms > 0 && oldest && now - oldest > (uint64_t)c->command_timeout_ms) {
+        drop(cmd, "no reply", now - oldest);
+        return;
+    }
+    if (c->ping_interval_ms > 0 && oldest == 0 &&
+        now - cmd->last_io_ms >= (uint64_t)c->ping_interval_ms) {
+        const char *argv[1] = {"PING"};
+        rjq__command(c, 0, ignore, NULL, 1, argv, NULL);
+    }
+}
+
+static void watch_subscriber(rjq_client *c, uint64_t now) {
+    rjq__conn *sub = &c->sub;
+    if (!sub->ready || !rjq__channel_confirmed(c, c->live_channel)) {
+        c->probe_sent_ms = 0;
+        return;
+    }
+    int heard = c->probe_sent_ms == 0 || sub->last_io_ms >= c->probe_sent_ms;
+    if (!heard) {
+        if (c->command_timeout_ms > 0 && now - c->probe_sent_ms > (uint64_t)c->command_timeout_ms) {
+            uint64_t waited = now - c->probe_sent_ms;
+            c->probe_sent_ms = 0;
+            drop(sub, "no message", waited);
+        }
+        return;
+    }
+    if (c->ping_interval_ms > 0 && c->cmd.ready &&
+        now - sub->last_io_ms >= (uint64_t)c->ping_interval_ms) {
+        const char *argv[3] = {"PUBLISH", c->live_channel, "ping"};
+        if (rjq__command(c, 0, on_probe_published, NULL, 3, argv, NULL) == RJQ_OK)
+            c->probe_sent_ms = now;
+    }
+}
+
+static uint64_t tick_ms(const rjq_client *c) {
+    long t = TICK_MAX_MS;
+    if (c->command_timeout_ms > 0 && c->command_timeout_ms / 4 < t) t = c->command_timeout_ms / 4;
+    if (c->ping_interval_ms > 0 && c->ping_interval_ms / 4 < t) t = c->ping_interval_ms / 4;
+    return (uint64_t)(t < TICK_MIN_MS ? TICK_MIN_MS : t);
+}
+
+static void on_watchdog(rjq__timer *t) {
+    rjq_client *c = t->owner;
+    uint64_t now = rjq__now_ms();
+    rjq__timer_start(c, &c->watchdog, tick_ms(c));
+    watch_command(c, now);
+    if (!c->closing) watch_subscriber(c, now);
+}
+
+int rjq__liveness_init(rjq_client *c) {
+    if (c->command_timeout_ms <= 0 && c->ping_interval_ms <= 0) return RJQ_OK;
+    snprintf(c->live_channel, sizeof c->live_channel, "%s:live:%016llx", c->prefix,
+             (unsigned long long)rjq__random(c)); /* prefix <= 200 bytes */
+    int rc = rjq__timer_setup(c, &c->watchdog, on_watchdog, c);
+    if (rc == RJQ_OK) rc = rjq__subscribe(c, c->live_channel, on_live_message, c);
+    if (rc != RJQ_OK) return rc;
+    rjq__timer_start(c, &c->watchdog, tick_ms(c));
+    return RJQ_OK;
+}
+
+void rjq__liveness_free(rjq_client *c) {
+    rjq__timer_stop(c, &c->watchdog);
+}

@@ -1,0 +1,54 @@
+/*
+ * A TCP proxy on the test's own loop, between a client and Redis (a test
+ * helper, not a test).
+ *
+ * - proxy_hold(p, 1) holds back what Redis sends on command connections
+ *   (those that never sent SUBSCRIBE) while subscriber connections flow:
+ *   requests run in Redis and their replies wait, so an order such as
+ *   "claims ran, then the doorbell was heard, then the replies came" is
+ *   made, not hoped for. proxy_hold(p, 0) lets everything held through.
+ * - proxy_blackhole(p) makes every connection open now half-open: nothing
+ *   more is forwarded either way and nothing is closed (a peer gone
+ *   without a FIN, a stalled NAT). Connections made afterwards work.
+ */
+#ifndef RJQ_TEST_PROXY_H
+#define RJQ_TEST_PROXY_H
+
+#include <event2/event.h>
+
+#include "fixture.h"
+
+#define PROXY_PAIRS 16
+
+typedef struct proxy proxy;
+typedef struct proxy_pair {
+    proxy *p;
+    struct bufferevent *cli, *srv;
+    int is_sub;
+    int dead;                 /* blackholed: forwards nothing */
+} proxy_pair;
+
+struct proxy {
+    struct event_base *base;
+    int lfd;
+    struct event *accept_ev;
+    int server_port;
+    int hold;
+    proxy_pair pairs[PROXY_PAIRS];
+    char url[64];
+};
+
+/* Listen on a free loopback port (p->url) and forward to server_port. */
+void proxy_start(proxy *p, struct event_base *base, int server_port);
+void proxy_hold(proxy *p, int on);
+void proxy_blackhole(proxy *p);
+void proxy_stop(proxy *p);
+
+/* env_start with the proxy between the client and Redis, and opts (may be
+ * NULL: the test defaults) for the client. The test frees the client (and
+ * NULLs e->c), then proxy_stop, then env_stop. */
+void env_start_proxied_opts(test_env *e, proxy *p, const char *queue, rjq_client_options *opts);
+/* The same with on_event (may be NULL) as the only change to the defaults. */
+void env_start_proxied(test_env *e, proxy *p, const char *queue, rjq_event_cb *on_event);
+
+#endif

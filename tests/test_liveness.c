@@ -1,0 +1,252 @@
+/*
+ * Liveness on real networks (issue 13): a server that stops answering, a
+ * TCP connection that goes half-open, a server still loading its data
+ * after a restart. Nothing may hang, nothing may end with an error its
+ * work did not produce, and work resumes by itself.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "fixture.h"
+#include "harness.h"
+#include "proxy.h"
+#include "server.h"
+#include "waits.h"
+
+#define TIMEOUT_MS 500 /* command_timeout_ms of these tests */
+
+static rjq_client_options live_options(const char *url) {
+    rjq_client_options o = client_options(url);
+    o.command_timeout_ms = TIMEOUT_MS;
+    o.ping_interval_ms = 200;
+    o.connect_timeout_ms = TIMEOUT_MS;
+    return o;
+}
+
+/* One await and what it got. */
+typedef struct aw_wait {
+    int calls, status;
+    char result[32];
+} aw_wait;
+
+static void aw_cb(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    aw_wait *w = data;
+    (void)c;
+    w->calls++;
+    w->status = status;
+    if (status == RJQ_OK && o && o->result_len < sizeof w->result) {
+        memcpy(w->result, o->result, o->result_len);
+        w->result[o->result_len] = '\0';
+    }
+}
+
+static void await_job(rjq_queue *q, const char *id, aw_wait *w) {
+    rjq_job_options jo = {0};
+    jo.id = id;
+    memset(w, 0, sizeof *w);
+    ASSERT_OK(rjq_enqueue_await(q, "x", 1, &jo, NULL, aw_cb, w, NULL));
+}
+
+static void complete_r1(rjq_job *job, void *data) {
+    (void)data;
+    ASSERT_OK(rjq_job_complete(job, "r1", 2, on_done_ok, NULL));
+}
+
+static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) {
+    stats_wait *w = data;
+    (void)c;
+    w->done++;
+    w->status = status;
+    if (s) w->s = *s;
+}
+
+/* Ask for stats and return how long the answer took. */
+static double timed_stats(struct event_base *base, rjq_queue *q, stats_wait *w) {
+    memset(w, 0, sizeof *w);
+    double t0 = mono_ms();
+    ASSERT_OK(rjq_queue_stats(q, on_stats, w));
+    ASSERT(loop_until(base, &w->done, 10000));
+    return mono_ms() - t0;
+}
+
+/* A server that stops answering (SIGSTOP, a paused VM): requests end with
+ * RJQ_ETIMEDOUT within the command timeout and a second; when it comes
+ * back, work resumes by itself and an await without a timeout gets its
+ * job's outcome, once. Before, nothing timed out: callbacks waited as long
+ * as the server was stopped, and a worker's claim in flight kept its
+ * claim slot busy. */
+TEST(stopped_server_times_out_requests_and_work_resumes) {
+    test_env e;
+    memset(&e, 0, sizeof e);
+    server_start_guarded(&e.s, NULL);
+    e.base = event_base_new();
+    rjq_client_options o = live_options(e.s.url);
+    e.c = client_new(e.base, &o);
+    e.q = queue_for(e.c, "stop");
+    e.rc = server_connect(&e.s);
+    wait_connected(e.base, e.c);
+    aw_wait aw;
+    await_job(e.q, "j1", &aw);
+    loop_for(e.base, 200); /* enqueued and watched */
+
+    ASSERT_EQ(0, kill(e.s.pid, SIGSTOP));
+    stats_wait sw;
+    double took = timed_stats(e.base, e.q, &sw);
+    ASSERT_EQ(RJQ_ETIMEDOUT, sw.status);
+    ASSERT(took < TIMEOUT_MS + 1000);
+    rjq_worker *w;
+    rjq_worker_options wo = quiet_worker_options(1);
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_r1, NULL, &w));
+    loop_for(e.base, 1500); /* claims time out, reconnects find no session */
+    ASSERT_EQ(0, aw.calls);
+    ASSERT_EQ(0, kill(e.s.pid, SIGCONT));
+
+    ASSERT(loop_until(e.base, &aw.calls, 10000));
+    ASSERT_OK(aw.status);
+    ASSERT_STREQ("r1", aw.result);
+    took = timed_stats(e.base, e.q, &sw);
+    ASSERT_OK(sw.status);
+    ASSERT_EQ(1, sw.s.completed);
+    loop_for(e.base, 200);
+    ASSERT_EQ(1, aw.calls);
+    env_stop(&e);
+}
+
+typedef struct ev_count {
+    int down[2];
+} ev_count;
+
+static void count_events(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
+    ev_count *n = data;
+    (void)c, (void)detail;
+    if (ev == RJQ_EVENT_DISCONNECTED) n->down[conn]++;
+}
+
+/* Both connections go half-open (no FIN, no RST: a peer gone, a NAT that
+ * forgot the flow): nothing ever reports an error on them. The command
+ * connection is found by its request that gets no reply, the idle
+ * subscriber connection by the message it sends itself that never
+ * arrives; both are replaced, and the outcome published while the
+ * subscriber connection was dead reaches its await anyway. */
+TEST(half_open_connections_are_found_and_replaced) {
+    test_env e;
+    proxy p;
+    ev_count ev = {{0, 0}};
+    rjq_client_options o = live_options("");
+    o.on_event = count_events;
+    o.event_data = &ev;
+    env_start_proxied_opts(&e, &p, "half", &o);
+    aw_wait aw;
+    await_job(e.q, "j1", &aw);
+    loop_for(e.base, 200);
+
+    proxy_blackhole(&p);
+    stats_wait sw;
+    double took = timed_stats(e.base, e.q, &sw);
+    ASSERT_EQ(RJQ_ETIMEDOUT, sw.status);
+    ASSERT(took < TIMEOUT_MS + 1000);
+
+    /* Another client runs the job; its outcome is published to this
+     * client's reply channel, into the dead subscriber connection. */
+    rjq_client *c2 = client_for(e.base, &e.s);
+    rjq_queue *q2 = queue_for(c2, "half");
+    rjq_worker *w2;
+    rjq_worker_options wo = quiet_worker_options(1);
+    ASSERT_OK(rjq_worker_start(q2, &wo, complete_r1, NULL, &w2));
+    ASSERT(loop_until(e.base, &aw.calls, 10000));
+    ASSERT_OK(aw.status);
+    ASSERT_STREQ("r1", aw.result);
+    ASSERT(ev.down[RJQ_CONN_COMMAND] >= 1);
+    ASSERT(ev.down[RJQ_CONN_SUBSCRIBER] >= 1);
+    took = timed_stats(e.base, e.q, &sw); /* the new connections work */
+    ASSERT_OK(sw.status);
+    loop_for(e.base, 200);
+    ASSERT_EQ(1, aw.calls);
+
+    rjq_client_free(c2);
+    rjq_client_free(e.c);
+    e.c = NULL;
+    proxy_stop(&p);
+    env_stop(&e);
+}
+
+/* Redis restarted with data to load answers LOADING for a while. Every
+ * request then is one that did not run: it is sent again until the server
+ * serves. Before, enqueues failed with RJQ_EREDIS (a producer had to send
+ * them again), and an await whose watch went out during the load ended
+ * with RJQ_EREDIS and missed its job's completion. */
+static long loading_ok, loading_err;
+
+static void on_loading_enq(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n,
+                           void *data) {
+    (void)c, (void)jobs, (void)n, (void)data;
+    if (status == RJQ_OK) loading_ok++;
+    else loading_err++;
+}
+
+TEST(server_loading_its_data_delays_requests_instead_of_failing_them) {
+    /* key-load-delay (µs per key) makes loading 20 000 keys take ~2 s, and
+     * the server answers (LOADING) every KiB loaded instead of every 2 MiB */
+    static const char *const extra[] = {"--appendonly", "yes", "--key-load-delay", "100",
+                                        "--loading-process-events-interval-bytes", "1024",
+                                        NULL};
+    test_env e;
+    memset(&e, 0, sizeof e);
+    server_start_guarded(&e.s, extra);
+    e.base = event_base_new();
+    ev_count ev = {{0, 0}};
+    rjq_client_options o = client_options(e.s.url);
+    o.on_event = count_events;
+    o.event_data = &ev;
+    e.c = client_new(e.base, &o);
+    e.q = queue_for(e.c, "load");
+    e.rc = server_connect(&e.s);
+    wait_connected(e.base, e.c);
+    for (int i = 0; i < 20000; i++) redisAppendCommand(e.rc, "SET junk:%d x", i);
+    for (int i = 0; i < 20000; i++) {
+        redisReply *r;
+        ASSERT(redisGetReply(e.rc, (void **)&r) == REDIS_OK);
+        freeReplyObject(r);
+    }
+    aw_wait aw;
+    await_job(e.q, "j1", &aw);
+    loop_for(e.base, 200);
+    freeReplyObject(server_cmd(e.rc, "BGREWRITEAOF"));
+    for (int i = 0; i < 1000; i++) {
+        if (server_info_number(e.rc, "persistence", "aof_rewrite_in_progress:") == 0 &&
+            server_info_number(e.rc, "persistence", "aof_rewrite_scheduled:") == 0)
+            break;
+        sleep_ms(10);
+    }
+    redisFree(e.rc);
+
+    forget_on_abort(e.s.pid);
+    server_restart(&e.s, extra); /* back as soon as it answers: LOADING */
+    kill_on_abort(e.s.pid);
+    e.rc = server_connect(&e.s);
+    ASSERT_EQ(1, server_info_number(e.rc, "persistence", "loading:")); /* the test tests something */
+    /* once the client is connected to the loading server */
+    for (int i = 0; i < 500 && !(ev.down[RJQ_CONN_COMMAND] && rjq_client_connected(e.c)); i++)
+        loop_for(e.base, 5);
+    ASSERT(rjq_client_connected(e.c));
+    ASSERT_EQ(1, server_info_number(e.rc, "persistence", "loading:"));
+    loading_ok = loading_err = 0;
+    for (int i = 0; i < 50; i++) ASSERT_OK(rjq_enqueue(e.q, "y", 1, NULL, on_loading_enq, NULL));
+    rjq_worker *w;
+    rjq_worker_options wo = quiet_worker_options(4);
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_r1, NULL, &w));
+
+    ASSERT(loop_until_count(e.base, &loading_ok, 50, 20000));
+    ASSERT(loop_until(e.base, &aw.calls, 20000));
+    ASSERT_EQ(0, loading_err);
+    ASSERT_OK(aw.status);
+    ASSERT_STREQ("r1", aw.result);
+    ASSERT_EQ(0, server_info_number(e.rc, "persistence", "loading:"));
+    loop_for(e.base, 200);
+    ASSERT_EQ(1, aw.calls);
+    env_stop(&e);
+}

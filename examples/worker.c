@@ -4,11 +4,19 @@
  *     REDIS_URL=redis://127.0.0.1:6379 rjq-worker QUEUE [CONCURRENCY]
  *
  * Runs jobs from QUEUE, up to CONCURRENCY (default 4) at a time: prints
- * each job's payload and completes it with the result "ok". SIGINT (Ctrl-C)
- * or SIGTERM stops it cleanly: it claims no more jobs, lets the running ones
- * finish, then frees the client and returns from the event loop. A second
- * signal quits at once; jobs still running then are not lost, they come
- * back to the queue when their lease runs out.
+ * each job's payload and completes it with the result "ok" after JOB_MS
+ * milliseconds (env, default 0: a job that takes time, as real ones do).
+ *
+ * SIGINT (Ctrl-C) or SIGTERM closes it gracefully (rjq_client_close): it
+ * takes no more jobs, lets the running ones finish for up to CLOSE_MS
+ * (env, default 10000), hands back those still running then (first in
+ * line, their attempt not counted: nothing waits for a lease), sends every
+ * completion, and returns from the event loop. A second signal quits at
+ * once (rjq_client_free); jobs still running then come back when their
+ * lease runs out.
+ *
+ * A program that runs rjq must ignore SIGPIPE (a connection dropped while
+ * writing would otherwise kill it): see main().
  *
  * Try it with rjq-producer:
  *
@@ -22,13 +30,32 @@
 #include <event2/event.h>
 #include <rjq/libevent.h> /* header-only glue: rjq on a libevent loop */
 
+struct app;
+
+/* A job being worked on (JOB_MS > 0): it completes when its timer fires. */
+typedef struct work {
+    struct app *app;
+    rjq_job *job;
+    struct event *timer;
+    struct work *prev, *next;
+} work;
+
 typedef struct app {
     struct event_base *base;
     struct event *sigint, *sigterm;
     rjq_client *client;
-    rjq_worker *worker;
-    int stopping;
+    int closing;
+    long job_ms;
+    work *working;            /* jobs being worked on */
 } app;
+
+static void work_unlink(app *a, work *w) {
+    if (w->prev) w->prev->next = w->next;
+    else a->working = w->next;
+    if (w->next) w->next->prev = w->prev;
+    event_free(w->timer);
+    free(w);
+}
 
 /* Print bytes, escaping anything that is not printable ASCII (payloads are
  * binary-safe bytes, not strings). */
@@ -49,15 +76,33 @@ static void on_completed(rjq_client *c, int status, void *data) {
         fprintf(stderr, "rjq-worker: complete: %s\n", rjq_strerror(status));
 }
 
+static void complete(rjq_job *job) {
+    int rc = rjq_job_complete(job, "ok", 2, on_completed, NULL);
+    if (rc == RJQ_ECLOSED) return; /* handed back at the close's deadline: not ours any more */
+    if (rc != RJQ_OK) {
+        /* Nothing was sent; the job is still ours: fail it so it does not
+         * wait for its lease. */
+        fprintf(stderr, "rjq-worker: complete: %s\n", rjq_strerror(rc));
+        rjq_job_fail(job, rjq_strerror(rc), RJQ_FAIL_RETRY, -1, NULL, NULL);
+    }
+}
+
+static void on_work_done(evutil_socket_t fd, short what, void *arg) {
+    work *w = arg;
+    (void)fd, (void)what;
+    complete(w->job);
+    work_unlink(w->app, w);
+}
+
 /*
  * The job handler. The job is ours until we call rjq_job_complete() or
  * rjq_job_fail(), exactly once: here, or later from any callback (rjq keeps
  * extending the job's lease meanwhile). The payload is valid until then.
  */
 static void handle_job(rjq_job *job, void *data) {
+    app *a = data;
     size_t len;
     const void *payload = rjq_job_payload(job, &len);
-    (void)data;
 
     printf("job %s (attempt %d of %d): ", rjq_job_id(job), rjq_job_attempt(job),
            rjq_job_max_attempts(job));
@@ -67,48 +112,56 @@ static void handle_job(rjq_job *job, void *data) {
 
     /* To fail it instead, and have it retried after its backoff:
      *     rjq_job_fail(job, "reason", RJQ_FAIL_RETRY, -1, NULL, NULL); */
-    int rc = rjq_job_complete(job, "ok", 2, on_completed, NULL);
-    if (rc != RJQ_OK) {
-        /* Nothing was sent. Unless the client is closed (RJQ_ECLOSED),
-         * the job is still ours: fail it so it does not wait for its lease. */
-        fprintf(stderr, "rjq-worker: complete: %s\n", rjq_strerror(rc));
-        if (rc != RJQ_ECLOSED) rjq_job_fail(job, rjq_strerror(rc), RJQ_FAIL_RETRY, -1, NULL, NULL);
+    work *w = a->job_ms > 0 ? malloc(sizeof *w) : NULL;
+    if (w == NULL) {
+        complete(job);
+        return;
     }
+    w->app = a;
+    w->job = job;
+    w->prev = NULL;
+    w->next = a->working;
+    if (a->working) a->working->prev = w;
+    a->working = w;
+    w->timer = evtimer_new(a->base, on_work_done, w);
+    struct timeval tv = {a->job_ms / 1000, (a->job_ms % 1000) * 1000};
+    evtimer_add(w->timer, &tv);
 }
 
-/* Leave the loop: free the client (safe inside an rjq callback: the free
- * completes when the callback returns) and drop our own events. */
-static void shut_down(app *a) {
-    rjq_client_free(a->client);
+/* Leave the loop (jobs whose timers are still pending are abandoned with
+ * it: the close handed them back). */
+static void leave_loop(app *a) {
     a->client = NULL;
-    a->worker = NULL;
     event_del(a->sigint);
     event_del(a->sigterm);
     event_base_loopexit(a->base, NULL);
 }
 
-/* Every job the worker handed out has been finished: we are done. */
-static void on_stopped(rjq_worker *w, int status, void *data) {
+/* The close is done and the client freed. */
+static void on_closed(const rjq_close_report *r, void *data) {
     app *a = data;
-    (void)w; /* freed by rjq when we return */
-    a->worker = NULL;
-    if (status == RJQ_ECANCELED) return; /* client freed meanwhile */
-    fprintf(stderr, "rjq-worker: stopped\n");
-    shut_down(a);
+    fprintf(stderr, "rjq-worker: closed (%s; %zu running jobs handed back)\n",
+            rjq_strerror(r->status), r->handed_back);
+    leave_loop(a);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg) {
     app *a = arg;
     (void)sig, (void)what;
-    if (a->stopping || a->worker == NULL) {
+    if (a->closing) {
         fprintf(stderr, "rjq-worker: quitting now\n");
-        shut_down(a);
+        rjq_client_free(a->client); /* on_closed comes, with RJQ_ECANCELED */
         return;
     }
-    a->stopping = 1;
-    fprintf(stderr, "rjq-worker: stopping (running jobs: %d; signal again to quit now)\n",
-            rjq_worker_running(a->worker));
-    if (rjq_worker_stop(a->worker, on_stopped, a) != RJQ_OK) shut_down(a);
+    a->closing = 1;
+    const char *env = getenv("CLOSE_MS");
+    long deadline = env ? atol(env) : 10000;
+    fprintf(stderr, "rjq-worker: closing (running jobs get %ld ms; signal again to quit now)\n",
+            deadline);
+    if (rjq_client_close(a->client, deadline, on_closed, a) != RJQ_OK) {
+        rjq_client_free(a->client);
+        leave_loop(a);
+    }
 }
 
 /* Connection news: rjq reconnects by itself, this is only for the log. */
@@ -134,6 +187,7 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN); /* a dropped connection must not kill us */
 
     app a = {0};
+    a.job_ms = getenv("JOB_MS") ? atol(getenv("JOB_MS")) : 0;
     a.base = event_base_new();
     if (a.base == NULL) return 1;
 
@@ -155,7 +209,8 @@ int main(int argc, char **argv) {
     if (rc == RJQ_OK) {
         rjq_worker_options wo = {0};
         wo.concurrency = concurrency;
-        rc = rjq_worker_start(q, &wo, handle_job, &a, &a.worker);
+        rjq_worker *w; /* freed by the close */
+        rc = rjq_worker_start(q, &wo, handle_job, &a, &w);
     }
     if (rc != RJQ_OK) {
         fprintf(stderr, "rjq-worker: %s: %s\n", argv[1], rjq_strerror(rc));
@@ -175,6 +230,12 @@ int main(int argc, char **argv) {
     event_base_dispatch(a.base);
 
     rjq_client_free(a.client); /* NULL (already freed) is a no-op */
+    /* Jobs still being worked on were handed back by the close: drop them
+     * (completing a handle of a freed client only frees it). */
+    while (a.working) {
+        rjq_job_complete(a.working->job, NULL, 0, NULL, NULL);
+        work_unlink(&a, a.working);
+    }
     event_free(a.sigint);
     event_free(a.sigterm);
     event_base_free(a.base);

@@ -215,6 +215,42 @@ RJQ_API void rjq_client_handle_timeout(rjq_client *c);
  */
 RJQ_API void rjq_client_free(rjq_client *c);
 
+/* What a graceful close did (rjq_client_close). */
+typedef struct rjq_close_report {
+    /* RJQ_OK: everything finished or was handed back; RJQ_ETIMEDOUT: some
+     * requests were still unanswered (Redis unreachable) when the client
+     * was freed; RJQ_ECANCELED: rjq_client_free() was called meanwhile. */
+    int status;
+    size_t handed_back; /* running jobs handed back to their queue at the
+                           deadline, their attempt not counted */
+    size_t cancelled;   /* requests that had no reply when the client was freed */
+} rjq_close_report;
+
+typedef void rjq_closed_cb(const rjq_close_report *report, void *data);
+
+/*
+ * Close the client gracefully, then free it:
+ * - every worker stops taking work (its registration for pushes is
+ *   dropped; jobs that still reach it are handed back, their attempt not
+ *   counted), and is freed once its jobs are finished;
+ * - running handlers may finish until deadline_ms from now: completions
+ *   and failures are sent, as are enqueues already made;
+ * - at the deadline, jobs still running are handed back to their queue
+ *   (first in their priority, attempt not counted): nothing waits for a
+ *   lease. Their handles are the caller's to drop: completing or failing
+ *   one then returns RJQ_ECLOSED and frees it;
+ * - once nothing is in flight (or command_timeout_ms after the deadline,
+ *   when Redis does not answer) the client is freed as by
+ *   rjq_client_free() (awaits end with RJQ_ECANCELED) and cb (may be NULL)
+ *   gets the report, exactly once.
+ * New work may still be given during the close (it is sent and answered if
+ * there is time); rjq_worker_start() returns RJQ_ECLOSED. rjq_client_free()
+ * during the close frees at once (cb gets RJQ_ECANCELED).
+ * Returns RJQ_EINVAL (deadline_ms < 0), RJQ_EBUSY (already closing), or
+ * RJQ_ECLOSED (being freed).
+ */
+RJQ_API int rjq_client_close(rjq_client *c, long deadline_ms, rjq_closed_cb *cb, void *data);
+
 /* Detail of the last error seen by this client (Redis' error text, ...).
  * Owned by the client; valid until the next call on it. With c NULL: why
  * the last rjq_client_new() of the calling thread failed (bad URL ...). */

@@ -3,8 +3,10 @@
  * builds the runtime, the request layer (command connection) and the
  * channel layer (subscriber connection) and starts connecting;
  * rjq_client_free() tears down in an order where every user callback
- * still sees a valid client. Features are torn down through the hooks they
- * registered (rjq__feature), never by name.
+ * still sees a valid client; rjq_client_close() first lets the work under
+ * way finish (or hands it back) and then frees. Features are torn down
+ * and drained through the hooks they registered (rjq__feature), never by
+ * name.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 #include "validate.h"
 
 #define DEFAULT_MAX_PAYLOAD (16u * 1024 * 1024)
+#define DRAIN_TICK_MS 10 /* how often a graceful close looks whether it is done */
 
 /* Why the last rjq_client_new() of this thread failed (rjq_client_errmsg(NULL)). */
 static _Thread_local char new_error[RJQ__ERRMSG_MAX];
@@ -59,6 +62,7 @@ static int copy_options(rjq_client *c, const rjq_client_options *o) {
 }
 
 static void destroy(rjq_client *c);
+static void on_drain_timer(rjq__timer *t);
 
 /* Free what a failed rjq_client_new() made (nothing was started). */
 static void discard(rjq_client *c) {
@@ -87,6 +91,7 @@ int rjq_client_new(rjq_client **out, const rjq_client_options *opts, const rjq_l
     int rc = copy_options(c, opts);
     if (rc == RJQ_OK)
         rc = rjq__url_parse(opts ? opts->url : NULL, &c->url, c->errmsg, sizeof c->errmsg);
+    if (rc == RJQ_OK) rc = rjq__timer_setup(c, &c->drain_timer, on_drain_timer, c);
     if (rc == RJQ_OK) rc = rjq__requests_init(c);
     if (rc == RJQ_OK) rc = rjq__pubsub_init(c);
     if (rc == RJQ_OK) rc = rjq__liveness_init(c);
@@ -118,6 +123,10 @@ void rjq_client_free(rjq_client *c) {
  * then they free their state (close, no callbacks); only then do the
  * contexts and our memory go. */
 static void destroy(rjq_client *c) {
+    rjq_closed_cb *close_cb = c->draining ? c->close_cb : NULL;
+    void *close_data = c->close_data;
+    rjq_close_report report = c->close_report;
+    if (c->draining && !c->drain_done) report.status = RJQ_ECANCELED; /* rjq_client_free() came first */
     c->closing = 1;
     c->depth++; /* user code run below cannot re-enter destroy */
     rjq__features_abort(c);
@@ -125,6 +134,7 @@ static void destroy(rjq_client *c) {
     rjq__features_cancel(c);
     rjq__features_close(c);
     rjq__liveness_free(c);
+    rjq__timer_stop(c, &c->drain_timer);
     rjq__conn_close(&c->cmd);
     rjq__conn_close(&c->sub);
     rjq__pubsub_free(c);
@@ -134,6 +144,51 @@ static void destroy(rjq_client *c) {
     free(c->prefix);
     free(c->name);
     free(c);
+    if (close_cb) close_cb(&report, close_data);
+}
+
+/* ---- graceful close -------------------------------------------------------- */
+
+/* Hand back at the deadline; free once nothing is busy and no request is
+ * unanswered, or command_timeout_ms after the deadline regardless. */
+static void on_drain_timer(rjq__timer *t) {
+    rjq_client *c = t->owner;
+    uint64_t now = rjq__now_ms();
+    if (!c->drain_give_up && now >= c->drain_deadline) {
+        c->close_report.handed_back += rjq__features_hand_back(c);
+        c->drain_give_up = now + (uint64_t)(c->command_timeout_ms > 0 ? c->command_timeout_ms : 10000);
+    }
+    if (c->flush_wanted) rjq__features_before_send(c);
+    size_t pending = rjq__requests_pending(c);
+    int quiet = pending == 0 && rjq__features_busy(c) == 0;
+    if (quiet || (c->drain_give_up && now >= c->drain_give_up)) {
+        c->close_report.status = quiet ? RJQ_OK : RJQ_ETIMEDOUT;
+        c->close_report.cancelled = pending;
+        c->drain_done = 1;
+        c->free_pending = 1; /* freed as the timer's callback returns */
+        return;
+    }
+    rjq__timer_start(c, &c->drain_timer, DRAIN_TICK_MS);
+}
+
+int rjq_client_close(rjq_client *c, long deadline_ms, rjq_closed_cb *cb, void *data) {
+    if (c == NULL || deadline_ms < 0) return RJQ_EINVAL;
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    if (c->draining) return RJQ_EBUSY;
+    rjq__enter(c); /* stopping workers sends requests: flushed callbacks may free c */
+    c->draining = 1;
+    c->close_cb = cb;
+    c->close_data = data;
+    c->drain_deadline = rjq__now_ms() + (uint64_t)deadline_ms;
+    rjq__features_drain(c);
+    if (!rjq__accepting(c)) {
+        c->close_cb = NULL; /* refused: cb is never called */
+        rjq__leave(c);
+        return RJQ_ECLOSED;
+    }
+    rjq__timer_start(c, &c->drain_timer, 0);
+    rjq__leave(c);
+    return RJQ_OK;
 }
 
 const char *rjq_client_errmsg(const rjq_client *c) {

@@ -42,6 +42,8 @@ int rjq__free_pending(const rjq_client *c);
  * it can be called from inside the call that accepted it (the deferred
  * free may run when that call leaves). */
 int rjq__accepting(const rjq_client *c);
+/* A graceful close is under way (rjq_client_close). */
+int rjq__draining(const rjq_client *c);
 
 uint64_t rjq__now_ms(void);
 
@@ -86,6 +88,12 @@ typedef struct rjq__feature {
     /* Client destruction, after every cancel: free the state. No callback
      * may run here. Reverse order. */
     void (*close)(rjq_client *c, void *state);
+    /* A graceful close (rjq_client_close) began: take no more work. */
+    void (*drain)(rjq_client *c, void *state);
+    /* During it: how many handles are still working (the close waits). */
+    size_t (*busy)(rjq_client *c, void *state);
+    /* Its deadline came: hand running work back; returns how many jobs. */
+    size_t (*hand_back)(rjq_client *c, void *state);
 } rjq__feature;
 
 /* Register feature f with its state (once per client; a second call with

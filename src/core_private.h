@@ -97,6 +97,9 @@ uint64_t rjq__requests_oldest_sent(const rjq_client *c);
 /* End the requests that have waited for a connection since before
  * `made_before` and may not be re-sent, with RJQ_ETIMEDOUT. */
 void rjq__requests_expire(rjq_client *c, uint64_t made_before);
+/* Requests not yet answered (in flight, waiting for a connection or for
+ * another try). */
+size_t rjq__requests_pending(const rjq_client *c);
 /* Client destruction: fail every request with RJQ_ECANCELED (in-flight
  * ones are orphaned until hiredis hands them back). */
 void rjq__requests_cancel_all(rjq_client *c);
@@ -157,6 +160,16 @@ struct rjq_client {
     int closing;              /* destruction under way */
     void (*destroy)(rjq_client *c); /* client.c's teardown, for the deferred free */
 
+    /* a graceful close (client.c) */
+    int draining;
+    int drain_done;           /* it decided to free: the report is final */
+    uint64_t drain_deadline;  /* running jobs are handed back then */
+    uint64_t drain_give_up;   /* 0 before the deadline; then: free regardless */
+    rjq__timer drain_timer;
+    rjq_closed_cb *close_cb;
+    void *close_data;
+    rjq_close_report close_report;
+
     uint64_t rng;             /* xorshift state for tokens and jitter */
     char errmsg[RJQ__ERRMSG_MAX];
 };
@@ -168,5 +181,8 @@ void rjq__features_before_send(rjq_client *c);
 void rjq__features_abort(rjq_client *c);
 void rjq__features_cancel(rjq_client *c);
 void rjq__features_close(rjq_client *c);
+void rjq__features_drain(rjq_client *c);
+size_t rjq__features_busy(rjq_client *c);
+size_t rjq__features_hand_back(rjq_client *c);
 
 #endif /* RJQ_CORE_PRIVATE_H */

@@ -390,6 +390,10 @@ static void fail_backlog(rjq_client *c, int code) {
     fail_backlog_if(c, code, UINT64_MAX);
 }
 
+size_t rjq__requests_pending(const rjq_client *c) {
+    return c->inflight.n + c->backlog.n + c->later.n;
+}
+
 uint64_t rjq__requests_oldest_sent(const rjq_client *c) {
     return c->inflight.head ? c->inflight.head->sent_ms : 0;
 }

@@ -78,6 +78,10 @@ int rjq__accepting(const rjq_client *c) {
     return !c->closing && !c->free_pending;
 }
 
+int rjq__draining(const rjq_client *c) {
+    return c->draining;
+}
+
 /* ---- timers -------------------------------------------------------------- */
 
 /* Ask the loop for a wake-up at the earliest due timer, unless one at or
@@ -172,6 +176,25 @@ void rjq__features_before_send(rjq_client *c) {
 void rjq__features_abort(rjq_client *c) {
     for (int i = 0; i < c->nfeatures; i++)
         if (c->features[i].f->abort) c->features[i].f->abort(c, c->features[i].state);
+}
+
+void rjq__features_drain(rjq_client *c) {
+    for (int i = 0; i < c->nfeatures; i++)
+        if (c->features[i].f->drain) c->features[i].f->drain(c, c->features[i].state);
+}
+
+size_t rjq__features_busy(rjq_client *c) {
+    size_t n = 0;
+    for (int i = 0; i < c->nfeatures; i++)
+        if (c->features[i].f->busy) n += c->features[i].f->busy(c, c->features[i].state);
+    return n;
+}
+
+size_t rjq__features_hand_back(rjq_client *c) {
+    size_t n = 0;
+    for (int i = 0; i < c->nfeatures && !c->closing; i++)
+        if (c->features[i].f->hand_back) n += c->features[i].f->hand_back(c, c->features[i].state);
+    return n;
 }
 
 void rjq__features_cancel(rjq_client *c) {

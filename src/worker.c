@@ -16,9 +16,11 @@
  *           flight triggers one more claim.
  * Claims ride the queue's tick, behind the completions of the same loop
  * turn, so the capacity they free is claimed in the same round trip.
- * Its lifecycle: ACTIVE, then STOPPING after rjq_worker_stop() (no more
- * claims; running jobs finish) until nothing of it is in flight, when it
- * is freed.
+ * Its lifecycle: ACTIVE, then STOPPING after rjq_worker_stop() or when the
+ * client closes gracefully (no more claims; jobs that still arrive, by a
+ * claim in flight or a push, are handed back, their attempt not counted;
+ * running jobs finish, or are handed back at the close's deadline) until
+ * nothing of it is in flight, when it is freed.
  *
  * Invariants (check_invariants, asserted at every step):
  *   0 <= claiming <= CLAIMS_IN_FLIGHT; asked == 0 when claiming == 0;
@@ -297,6 +299,16 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
         return;
     }
     size_t got = (r->elements - 3) / 4;
+    if (w->state == W_STOPPING && got) { /* it starts nothing more: hand them back */
+        rjq__pushed *back = malloc(got * sizeof *back);
+        size_t n = 0;
+        for (size_t i = 0; back && i < got; i++)
+            if (reply_job(&r->element[3 + 4 * i], r->element[2], &back[n]) == 0) n++;
+        if (n) rjq__push_release(w->q, NULL, back, n); /* else: their lease */
+        free(back);
+        check_stopped(w);
+        return;
+    }
     rjq_job **jobs = got ? malloc(got * sizeof *jobs) : NULL;
     size_t made = 0;
     for (size_t i = 0; i < got && jobs; i++) {
@@ -530,6 +542,84 @@ static void part_close(rjq_queue *q, void *state) {
 
 static const rjq__part_ops part_ops = {part_tick, NULL, part_cancel, part_close};
 
+/* Stop: no more claims or pushes; cb (may be NULL) once nothing is in flight. */
+static void stop(rjq_worker *w, rjq_stopped_cb *cb, void *data) {
+    rjq_client *c = client_of(w);
+    /* No more pushes: drop the registration (jobs pushed meanwhile are
+     * handed back as they arrive). */
+    if (rjq__push_leave(w->reg, on_background_done, &w->deregister) == RJQ_OK)
+        w->deregister.busy = 1;
+    w->state = W_STOPPING;
+    w->stop_cb = cb;
+    w->stop_data = data;
+    /* Running jobs keep their lease extension until they finish. */
+    rjq__timer_stop(c, &w->poll_timer);
+    rjq__timer_stop(c, &w->reclaim_timer);
+    rjq__queue_kick(w->q); /* the tick finishes the stop if nothing is in flight */
+}
+
+/* Hand w's running jobs back to the queue (attempt not counted) and let
+ * go of their handles: the user's complete/fail then returns ECLOSED. */
+static size_t hand_back(rjq_worker *w) {
+    size_t n = 0;
+    for (rjq_job *j = w->jobs; j; j = j->next) n++;
+    rjq__pushed *back = n ? malloc(n * sizeof *back) : NULL;
+    size_t k = 0;
+    for (rjq_job *j = w->jobs; back && j; j = j->next) {
+        back[k].id = j->id, back[k].idlen = strlen(j->id);
+        back[k].token = j->token, back[k].toklen = strlen(j->token);
+        k++;
+    }
+    if (k) rjq__push_release(w->q, NULL, back, k); /* out of memory: their lease */
+    free(back);
+    while (w->jobs) {
+        rjq_job *j = w->jobs;
+        unlink_job(w, j);
+        j->w = NULL;
+        j->prev = j->next = NULL;
+    }
+    check_stopped(w);
+    return k;
+}
+
+/* The client's workers, queue by queue (fn may free the worker it gets). */
+static size_t each_worker(rjq_client *c, size_t (*fn)(rjq_worker *w)) {
+    size_t n = 0;
+    for (rjq_queue *q = rjq__queue_first(c); q && !rjq__closing(c); q = rjq__queue_next(q)) {
+        part *p = rjq__queue_part(q, RJQ__PART_WORKERS);
+        for (rjq_worker *w = p ? p->workers : NULL, *next; w; w = next) {
+            next = w->next;
+            n += fn(w);
+        }
+    }
+    return n;
+}
+
+static size_t drain_one(rjq_worker *w) {
+    if (w->state == W_ACTIVE && rjq__accepting(client_of(w))) stop(w, NULL, NULL);
+    return 0;
+}
+
+static size_t count_one(rjq_worker *w) {
+    (void)w;
+    return 1; /* a worker exists until nothing of it is in flight */
+}
+
+static void workers_drain(rjq_client *c, void *state) {
+    (void)state;
+    each_worker(c, drain_one);
+}
+
+static size_t workers_busy(rjq_client *c, void *state) {
+    (void)state;
+    return each_worker(c, count_one);
+}
+
+static size_t workers_hand_back(rjq_client *c, void *state) {
+    (void)state;
+    return each_worker(c, hand_back);
+}
+
 /* A connection is back: doorbells, pushes or replies may have been lost;
  * every worker claims and registers afresh. */
 static void workers_ready(rjq_client *c, void *state, int kind) {
@@ -543,7 +633,11 @@ static void workers_ready(rjq_client *c, void *state, int kind) {
     }
 }
 
-static const rjq__feature workers_feature = {.name = "workers", .ready = workers_ready};
+static const rjq__feature workers_feature = {.name = "workers",
+                                             .ready = workers_ready,
+                                             .drain = workers_drain,
+                                             .busy = workers_busy,
+                                             .hand_back = workers_hand_back};
 
 /* The queue's worker list, with its doorbell subscribed, made on first use. */
 static part *part_of(rjq_queue *q) {
@@ -583,7 +677,7 @@ int rjq_worker_start(rjq_queue *q, const rjq_worker_options *o, rjq_handler_fn *
     if (q == NULL || handler == NULL || out == NULL) return RJQ_EINVAL;
     *out = NULL;
     rjq_client *c = rjq_queue_client(q);
-    if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    if (!rjq__accepting(c) || rjq__draining(c)) return RJQ_ECLOSED;
     if (o && (o->concurrency < 0 || o->lease_ms < 0 || o->poll_ms < 0 || o->reclaim_ms < 0))
         return RJQ_EINVAL;
     if (o && o->lease_ms > 0 && o->lease_ms < 30) {
@@ -631,21 +725,12 @@ int rjq_worker_stop(rjq_worker *w, rjq_stopped_cb *cb, void *data) {
     rjq_client *c = client_of(w);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     rjq__enter(c); /* the HDEL may flush enqueues, whose callbacks may free c */
-    /* No more pushes: drop the registration (jobs pushed meanwhile are
-     * handed back as they arrive). */
-    int sent = rjq__push_leave(w->reg, on_background_done, &w->deregister);
+    stop(w, cb, data);
     if (!rjq__accepting(c)) { /* a flushed callback freed the client */
+        w->stop_cb = NULL;    /* cb is never called; the worker goes with c */
         rjq__leave(c);
-        return RJQ_ECLOSED; /* cb is never called; the worker goes with c */
+        return RJQ_ECLOSED;
     }
-    if (sent == RJQ_OK) w->deregister.busy = 1;
-    w->state = W_STOPPING;
-    w->stop_cb = cb;
-    w->stop_data = data;
-    /* Running jobs keep their lease extension until they finish. */
-    rjq__timer_stop(c, &w->poll_timer);
-    rjq__timer_stop(c, &w->reclaim_timer);
-    rjq__queue_kick(w->q); /* the tick finishes the stop if nothing is in flight */
     rjq__leave(c);
     return RJQ_OK;
 }

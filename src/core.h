@@ -47,6 +47,15 @@ int rjq__draining(const rjq_client *c);
 
 uint64_t rjq__now_ms(void);
 
+/* The server's clock, as the client knows it: replies that carry the
+ * server's time (TIME, a claim's lease deadline) are samples. A sample can
+ * only be late (the message waited somewhere), so the estimate keeps the
+ * largest offset seen over the last minute or two; it follows a server
+ * clock that was set back within two minutes. */
+void rjq__server_time_sample(rjq_client *c, long long server_ms);
+/* The server's time now (ms since the epoch), or 0 before any sample. */
+long long rjq__server_now(const rjq_client *c);
+
 /* Timers on the client's one loop timer. An owner sets its timers up when
  * it is created (this reserves their heap slots, so arming can never
  * fail later) and tears them down when it goes. */

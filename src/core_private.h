@@ -170,6 +170,11 @@ struct rjq_client {
     void *close_data;
     rjq_close_report close_report;
 
+    /* the server's clock (runtime.c): offsets server ms - local ms */
+    int have_offset;
+    long long offset_cur, offset_prev; /* largest of this window, of the last */
+    uint64_t offset_window;   /* when this window began (local ms) */
+
     uint64_t rng;             /* xorshift state for tokens and jitter */
     char errmsg[RJQ__ERRMSG_MAX];
 };

@@ -16,6 +16,7 @@ typedef struct rjq__pushed {
     const char *id, *token, *payload;
     size_t idlen, toklen, len;
     int attempt, max_attempts;
+    long long deadline;       /* its lease's end, server time (ms) */
 } rjq__pushed;
 
 struct rjq_job {
@@ -25,6 +26,7 @@ struct rjq_job {
     const char *payload;
     size_t len;
     int attempt, max_attempts;
+    long long deadline;       /* its lease's end when it was handed out, server time (ms) */
     struct rjq_job *prev, *next; /* the worker's running jobs */
 };
 

@@ -10,7 +10,8 @@
  *   dropped and made again; requests that may be re-sent are, the others
  *   end with RJQ_ETIMEDOUT. Requests that waited that long for a
  *   connection end the same way. A connection with nothing to read for
- *   ping_interval_ms is sent a PING, so an idle one is checked too.
+ *   ping_interval_ms is sent TIME (a ping that also tells the client the
+ *   server's clock), so an idle one is checked too.
  * - Subscriber connection: it only ever receives, so it is probed with a
  *   message to itself: when it has been silent for ping_interval_ms the
  *   command connection PUBLISHes to a channel only this client listens on.
@@ -21,6 +22,7 @@
  *   catch up).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core_private.h"
@@ -28,8 +30,13 @@
 #define TICK_MIN_MS 25
 #define TICK_MAX_MS 1000
 
-static void ignore(rjq_client *c, int status, redisReply *r, void *priv) {
-    (void)c, (void)status, (void)r, (void)priv;
+/* TIME: [seconds, microseconds], as strings. */
+static void on_time(rjq_client *c, int status, redisReply *r, void *priv) {
+    (void)priv;
+    if (status != RJQ_OK || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
+        return;
+    rjq__server_time_sample(c, atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000);
 }
 
 static void drop(rjq__conn *conn, const char *what, uint64_t waited) {
@@ -66,8 +73,8 @@ static void watch_command(rjq_client *c, uint64_t now) {
     }
     if (c->ping_interval_ms > 0 && oldest == 0 &&
         now - cmd->last_io_ms >= (uint64_t)c->ping_interval_ms) {
-        const char *argv[1] = {"PING"};
-        rjq__command(c, 0, ignore, NULL, 1, argv, NULL);
+        const char *argv[1] = {"TIME"};
+        rjq__command(c, 0, on_time, NULL, 1, argv, NULL);
     }
 }
 

@@ -8,10 +8,10 @@
  * "<worker id> <push channel>" (its registration), with the epoch of the
  * claim that registered them. Enqueue claims new jobs for registered
  * slots and publishes them there, one message per worker:
- *     "<worker> <epoch> <count> <token>\n" then per job
+ *     "<worker> <epoch> <count> <token> <deadline>\n" then per job
  *     "<id len> <payload len> <attempt> <max attempts>\n"
  *     followed by the id and payload bytes (the jobs of one message share
- *     their fencing token).
+ *     their fencing token and their lease's end, in server time).
  * Jobs for a registration that is gone (its worker stopped meanwhile) go
  * back to the queue at once (release.lua), so they do not wait for their
  * lease.
@@ -193,11 +193,12 @@ static void on_push(rjq_client *c, const char *channel, const char *msg, size_t 
         return;
     }
     const char *p = msg, *end = msg + len, *token;
-    unsigned long long wid, epoch, n;
+    unsigned long long wid, epoch, n, deadline;
     size_t toklen;
     if (parse_num(&p, end, ' ', &wid) || parse_num(&p, end, ' ', &epoch) ||
         parse_num(&p, end, ' ', &n) || n == 0 || n > len ||
-        parse_word(&p, end, '\n', &token, &toklen)) {
+        parse_word(&p, end, ' ', &token, &toklen) || parse_num(&p, end, '\n', &deadline) ||
+        deadline > (1ULL << 62)) {
         rjq__errmsg(c, "push on %s: malformed message", channel);
         return; /* its jobs come back when their lease expires */
     }
@@ -206,6 +207,7 @@ static void on_push(rjq_client *c, const char *channel, const char *msg, size_t 
     size_t got = 0;
     while (got < n && parse_job(&p, end, &jobs[got]) == 0) {
         jobs[got].token = token, jobs[got].toklen = toklen;
+        jobs[got].deadline = (long long)deadline;
         got++;
     }
     if (got < n || p != end) {

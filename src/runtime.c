@@ -55,6 +55,34 @@ size_t rjq__client_max_payload(const rjq_client *c) {
     return c->max_payload;
 }
 
+/* ---- the server's clock -------------------------------------------------- */
+
+#define OFFSET_WINDOW_MS 60000
+
+void rjq__server_time_sample(rjq_client *c, long long server_ms) {
+    uint64_t now = rjq__now_ms();
+    long long off = server_ms - (long long)now;
+    if (!c->have_offset) {
+        c->have_offset = 1;
+        c->offset_cur = c->offset_prev = off;
+        c->offset_window = now;
+        return;
+    }
+    if (now - c->offset_window >= OFFSET_WINDOW_MS) {
+        c->offset_prev = c->offset_cur;
+        c->offset_cur = off;
+        c->offset_window = now;
+    } else if (off > c->offset_cur) {
+        c->offset_cur = off;
+    }
+}
+
+long long rjq__server_now(const rjq_client *c) {
+    if (!c->have_offset) return 0;
+    long long off = c->offset_cur > c->offset_prev ? c->offset_cur : c->offset_prev;
+    return (long long)rjq__now_ms() + off;
+}
+
 /* ---- depth and the deferred free ---------------------------------------- */
 
 void rjq__enter(rjq_client *c) {

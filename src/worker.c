@@ -62,6 +62,7 @@ struct rjq_worker {
     wstate state;
     cmode mode;
     int running;              /* handed out, not yet finished by the user */
+    unsigned long stale;      /* jobs not started: their lease had ended */
     int finishing;            /* finish requests in flight */
     int claiming;             /* claims in flight */
     int asked;                /* jobs those claims asked for */
@@ -194,8 +195,8 @@ static void want_claim(rjq_worker *w) {
 /* ---- jobs ------------------------------------------------------------------ */
 
 /* A job from one entry of a claim reply (id, payload, attempt,
- * max_attempts) and the reply's token; 0 on success. */
-static int reply_job(redisReply **e, const redisReply *token, rjq__pushed *d) {
+ * max_attempts) and the reply's token and deadline; 0 on success. */
+static int reply_job(redisReply **e, const redisReply *token, long long deadline, rjq__pushed *d) {
     if (e[0]->type != REDIS_REPLY_STRING || e[1]->type != REDIS_REPLY_STRING ||
         e[2]->type != REDIS_REPLY_INTEGER || e[3]->type != REDIS_REPLY_INTEGER)
         return -1;
@@ -204,6 +205,7 @@ static int reply_job(redisReply **e, const redisReply *token, rjq__pushed *d) {
     d->payload = e[1]->str, d->len = e[1]->len;
     d->attempt = (int)e[2]->integer;
     d->max_attempts = (int)e[3]->integer;
+    d->deadline = deadline;
     return 0;
 }
 
@@ -224,6 +226,7 @@ static rjq_job *new_job(rjq_worker *w, const rjq__pushed *d) {
     j->len = d->len;
     j->attempt = d->attempt;
     j->max_attempts = d->max_attempts;
+    j->deadline = d->deadline;
     j->prev = NULL;
     j->next = w->jobs;
     if (w->jobs) w->jobs->prev = j;
@@ -244,12 +247,32 @@ void rjq__worker_job_dropped(rjq_worker *w, rjq_job *job) {
     free(job);
 }
 
-/* Hand jobs to the handler; once the client is being freed, leave the
- * rest to their lease. */
+/* The job's lease has ended by the server's clock: it must not start
+ * (a worker paused longer than its lease, SIGSTOP or a frozen VM, finds
+ * jobs handed to it before the pause; they were or will be reclaimed and
+ * run elsewhere). */
+static int stale(rjq_client *c, const rjq_job *j) {
+    long long now = rjq__server_now(c);
+    return now > 0 && j->deadline > 0 && now >= j->deadline;
+}
+
+/* Hand jobs to the handler. A stale one is handed back instead (token-
+ * checked: if it was reclaimed meanwhile, nothing changes). Once the
+ * client is being freed, the rest are left to their lease. */
 static void run_jobs(rjq_worker *w, rjq_job **jobs, size_t n) {
     rjq_client *c = client_of(w);
     size_t i = 0;
-    for (; i < n && !rjq__free_pending(c); i++) w->handler(jobs[i], w->data);
+    for (; i < n && !rjq__free_pending(c); i++) {
+        if (!stale(c, jobs[i])) {
+            w->handler(jobs[i], w->data);
+            continue;
+        }
+        rjq__pushed back = {.id = jobs[i]->id, .idlen = strlen(jobs[i]->id),
+                            .token = jobs[i]->token, .toklen = strlen(jobs[i]->token)};
+        rjq__push_release(w->q, NULL, &back, 1);
+        w->stale++;
+        rjq__worker_job_dropped(w, jobs[i]);
+    }
     for (; i < n; i++) rjq__worker_job_dropped(w, jobs[i]);
 }
 
@@ -268,14 +291,16 @@ typedef struct claim_ctx {
     unsigned epoch;
 } claim_ctx;
 
-/* [next due, slots registered, token, then 4 per job]: a claim registers
- * at most the slots it did not fill. */
+/* [next due, slots registered, token, deadline, then 4 per job]: a claim
+ * registers at most the slots it did not fill. */
+#define CLAIM_HEAD 4
 static int claim_reply_ok(const redisReply *r, int asked) {
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 || (r->elements - 3) % 4 != 0 ||
-        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER ||
-        r->element[2]->type != REDIS_REPLY_STRING)
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < CLAIM_HEAD ||
+        (r->elements - CLAIM_HEAD) % 4 != 0 || r->element[0]->type != REDIS_REPLY_INTEGER ||
+        r->element[1]->type != REDIS_REPLY_INTEGER || r->element[2]->type != REDIS_REPLY_STRING ||
+        r->element[3]->type != REDIS_REPLY_INTEGER)
         return 0;
-    long long got = (long long)(r->elements - 3) / 4, registered = r->element[1]->integer;
+    long long got = (long long)(r->elements - CLAIM_HEAD) / 4, registered = r->element[1]->integer;
     return got <= asked && registered >= 0 && registered <= asked - got;
 }
 
@@ -298,12 +323,15 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
         check_stopped(w);
         return;
     }
-    size_t got = (r->elements - 3) / 4;
+    size_t got = (r->elements - CLAIM_HEAD) / 4;
+    long long deadline = r->element[3]->integer;
+    rjq__server_time_sample(c, deadline - w->lease_ms);
     if (w->state == W_STOPPING && got) { /* it starts nothing more: hand them back */
         rjq__pushed *back = malloc(got * sizeof *back);
         size_t n = 0;
         for (size_t i = 0; back && i < got; i++)
-            if (reply_job(&r->element[3 + 4 * i], r->element[2], &back[n]) == 0) n++;
+            if (reply_job(&r->element[CLAIM_HEAD + 4 * i], r->element[2], deadline, &back[n]) == 0)
+                n++;
         if (n) rjq__push_release(w->q, NULL, back, n); /* else: their lease */
         free(back);
         check_stopped(w);
@@ -313,8 +341,9 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     size_t made = 0;
     for (size_t i = 0; i < got && jobs; i++) {
         rjq__pushed d;
-        rjq_job *j =
-            reply_job(&r->element[3 + 4 * i], r->element[2], &d) == 0 ? new_job(w, &d) : NULL;
+        rjq_job *j = reply_job(&r->element[CLAIM_HEAD + 4 * i], r->element[2], deadline, &d) == 0
+                         ? new_job(w, &d)
+                         : NULL;
         if (j) jobs[made++] = j;
     }
     /* Jobs that could not be handed out (out of memory) are left to their
@@ -404,6 +433,8 @@ static void claim(rjq_worker *w) {
  * others. */
 static void take_pushed(void *arg, unsigned epoch, const rjq__pushed *d, size_t n) {
     rjq_worker *w = arg;
+    /* registered with the worker's lease: the push was made at deadline - lease */
+    if (n) rjq__server_time_sample(client_of(w), d[0].deadline - w->lease_ms);
     rjq_job **jobs = malloc(n * sizeof *jobs);
     rjq__pushed *back = malloc(n * sizeof *back);
     size_t made = 0, nback = 0;

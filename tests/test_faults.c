@@ -14,6 +14,7 @@
  * took.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 #include <rjq/libevent.h>
 #include <hiredis/adapters/libevent.h> /* the chaos connection: plain hiredis */
 
+#include "fixture.h"
 #include "harness.h"
 #include "server.h"
 #include "waits.h"
@@ -1343,5 +1345,110 @@ TEST(server_restart_work_resumes) {
     rjq_client_free(c);
     work_free(&w);
     event_base_free(base);
+    server_stop_guarded(&s);
+}
+
+/* =========================================================================
+ * A worker paused longer than its lease (SIGSTOP, a frozen VM) finds, when
+ * it wakes, jobs pushed to it before the pause. They were reclaimed and
+ * run elsewhere meanwhile: it must start none of them. Before, it ran
+ * them (their completions were refused, but the work ran twice). Now the
+ * worker knows the server's clock from its replies and hands back, instead
+ * of starting, a job whose lease has ended.
+ * ========================================================================= */
+
+static int stale_fd = -1;
+
+static void stale_handler(rjq_job *job, void *data) {
+    (void)data;
+    char line[256];
+    int n = snprintf(line, sizeof line, "%s\n", rjq_job_id(job));
+    ASSERT(write(stale_fd, line, (size_t)n) == n);
+    rjq_job_complete(job, "child", 5, NULL, NULL);
+}
+
+static void run_stale_child(const test_server *s, const char *qname) {
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, s);
+    rjq_queue *q = queue_for(c, qname);
+    rjq_worker_options wo = quiet_worker_options(2);
+    wo.lease_ms = 1000;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, stale_handler, NULL, &w));
+    loop_for(base, 100000); /* the parent kills us long before this */
+    _exit(3);
+}
+
+static long stale_done;
+
+static void parent_handler(rjq_job *job, void *data) {
+    (void)data;
+    ASSERT_OK(rjq_job_complete(job, "parent", 6, on_done_ok, &stale_done));
+}
+
+TEST(worker_paused_past_its_lease_starts_none_of_its_stale_jobs) {
+    const char *qname = "paused";
+    test_server s;
+    server_start_guarded(&s, NULL);
+    int fds[2];
+    ASSERT(pipe(fds) == 0);
+    pid_t child = fork_child();
+    if (child == 0) {
+        close(fds[0]);
+        stale_fd = fds[1];
+        run_stale_child(&s, qname);
+    }
+    close(fds[1]);
+    redisContext *rc = server_connect(&s);
+    /* The child registered its two slots for pushes (its first claim came
+     * back empty: that reply also told it the server's clock). */
+    double end = mono_ms() + 10000;
+    while (qcount(rc, "HLEN", qname, "idle") < 1) {
+        ASSERT(mono_ms() < end);
+        sleep_ms(10);
+    }
+    ASSERT(kill(child, SIGSTOP) == 0);
+
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *q = queue_for(c, qname);
+    rjq_job_options jo = {0};
+    jo.id = "p1";
+    ASSERT_OK(rjq_enqueue(q, "x", 1, &jo, NULL, NULL));
+    jo.id = "p2";
+    ASSERT_OK(rjq_enqueue(q, "x", 1, &jo, NULL, NULL));
+    loop_for(base, 200);
+    ASSERT_EQ(2, server_active_jobs(rc, qname)); /* pushed to the stopped child */
+
+    sleep_ms(1300); /* their lease (1 s) ends */
+    count_wait rw = {0};
+    ASSERT_OK(rjq_queue_reclaim(q, on_count, &rw));
+    ASSERT(loop_until(base, &rw.done, 5000));
+    ASSERT_OK(rw.status);
+    ASSERT_EQ(2, rw.n);
+    stale_done = 0;
+    rjq_worker *w;
+    rjq_worker_options wo = quiet_worker_options(2);
+    ASSERT_OK(rjq_worker_start(q, &wo, parent_handler, NULL, &w));
+    ASSERT(loop_until_count(base, &stale_done, 2, 5000));
+
+    ASSERT(kill(child, SIGCONT) == 0); /* it reads the two pushes now */
+    loop_for(base, 1000);
+    char buf[256];
+    ASSERT(fcntl(fds[0], F_SETFL, O_NONBLOCK) == 0);
+    ssize_t n = read(fds[0], buf, sizeof buf - 1);
+    if (n > 0) {
+        buf[n] = '\0';
+        FAIL_AT(__FILE__, __LINE__, "the woken worker started stale jobs: %s", buf);
+    }
+    ASSERT_EQ(2, stat_field(rc, qname, "completed"));
+    ASSERT_EQ(0, server_active_jobs(rc, qname));
+
+    ASSERT(kill(child, SIGKILL) == 0);
+    reap(child, 10000);
+    close(fds[0]);
+    rjq_client_free(c);
+    event_base_free(base);
+    redisFree(rc);
     server_stop_guarded(&s);
 }

@@ -8,10 +8,12 @@
 --       values, and Lua's limit is ~8000), 3 lease ms, 4 token (new for
 --       every call), 5 wake channel, 6 the worker's idle field,
 --       7 its registration epoch, 8 reset (1: replace the registration)
--- Returns { next, registered, token, id, payload, attempt, max_attempts, ... }
--- where next is -1, or (when fewer than `want` jobs were claimed) the ms
--- until the next delayed job is due, registered the slots registered, and
--- token the fencing token of every job this call claimed (ARGV 4).
+-- Returns { next, registered, token, deadline, id, payload, attempt,
+-- max_attempts, ... } where next is -1, or (when fewer than `want` jobs
+-- were claimed) the ms until the next delayed job is due, registered the
+-- slots registered, token the fencing token of every job this call claimed
+-- (ARGV 4) and deadline their lease's end in server time (ms; the worker
+-- learns the server's clock from it, and starts no job past it).
 -- A claim that filled `want` and left work behind rings the doorbell, so
 -- idle workers elsewhere join in (each full claim wakes the next: no herd,
 -- no stranded backlog).
@@ -42,7 +44,7 @@ if #due > 0 then
 end
 
 local ids = take_ready(ready, prio, want)
-local out = {-1, 0, tok}
+local out = {-1, 0, tok, now + lease} -- a number: an integer reply
 local got = 0
 if #ids > 0 then
   local d, o, s = load_jobs(J, ids)

@@ -516,7 +516,7 @@ end
 -- others (that worker then hears the doorbell and claims), so clients of
 -- two versions on one queue never push to each other (a refused push
 -- would have spent an attempt of its jobs).
-local PUSH_FORMAT = '2'
+local PUSH_FORMAT = '3'
 
 -- The value of a registration.
 local function registration(slots, epoch, lease)
@@ -550,10 +550,11 @@ end
 
 -- Hand ready jobs to registered idle workers while both remain (at most
 -- `budget` jobs). Each worker gets one message on its channel:
--- "<worker> <epoch> <count> <token>\n" then per job
+-- "<worker> <epoch> <count> <token> <deadline>\n" then per job
 -- "<id len> <payload len> <attempt> <max attempts>\n" and the id and
 -- payload bytes (the jobs of a message share their token, see
--- start_jobs). A worker whose channel has no subscriber (its client is
+-- start_jobs, and their lease's end, in server time). A worker whose
+-- channel has no subscriber (its client is
 -- gone or reconnecting) loses its registration instead.
 -- pick: the caller's HRANDFIELD idle 1 WITHVALUES, the first worker tried.
 -- take(n): up to n jobs to start, as ids and their records d, o, s (see
@@ -579,7 +580,8 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take)
       now = now or now_ms()
       k = k + 1
       local out, tok = {}, tbase .. k
-      local n = start_jobs(J, active, ids, d, o, s, int(now + tonumber(lease)), tok, out, emit)
+      local deadline = int(now + tonumber(lease))
+      local n = start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit)
       if slots - n > 0 then
         redis.call('HSET', idle, field, registration(slots - n, epoch, lease))
       else
@@ -587,7 +589,7 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take)
       end
       budget = budget - #ids
       if n > 0 then
-        local msg = {wid .. ' ' .. epoch .. ' ' .. n .. ' ' .. tok .. '\n'}
+        local msg = {wid .. ' ' .. epoch .. ' ' .. n .. ' ' .. tok .. ' ' .. deadline .. '\n'}
         for i = 1, #out, 4 do
           msg[#msg + 1] = num(#out[i]) .. ' ' .. num(#out[i + 1]) .. ' ' .. num(out[i + 2]) .. ' ' ..
                           num(out[i + 3]) .. '\n'

@@ -356,8 +356,11 @@ typedef void rjq_enqueue_cb(rjq_client *c, int status, const rjq_enqueued *jobs,
  * cb may be NULL. cb gets status RJQ_OK and n == 1, or an error and n == 0:
  * RJQ_EWRONGTYPE, RJQ_EOOM, RJQ_EAUTH, RJQ_EREDIS, RJQ_EPROTO (nothing
  * written), RJQ_ENOMEM (the batch could not be sent; nothing written),
- * RJQ_ECANCELED (the client was freed first), or RJQ_ECONN (unknown:
- * retry with an explicit id to stay idempotent).
+ * RJQ_ECANCELED (the client was freed first), or RJQ_ECONN / RJQ_ETIMEDOUT
+ * (unknown: retry with an explicit id to stay idempotent). A job with an
+ * explicit id never gets those two: its enqueue is idempotent, so it is
+ * sent again after a reconnect, and its callback gets the outcome (existed
+ * is 1 when the first send had written it).
  * Returns RJQ_EINVAL, RJQ_EJOBID, RJQ_ETOOBIG, RJQ_ECLOSED, RJQ_ENOMEM
  * synchronously (nothing sent).
  */

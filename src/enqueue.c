@@ -10,6 +10,11 @@
  * any other request of the client (the before_send hook), so a request
  * made after an enqueue sees it.
  *
+ * A batch whose jobs all have caller ids is idempotent (an existing id is
+ * reported, never written twice), so it is re-sent after a reconnect
+ * instead of failing with RJQ_ECONN. Jobs with and without ids never share
+ * a batch: the batch gathered so far goes out first, so call order holds.
+ *
  * Two batches per queue: [0] plain, [1] recording a reply channel
  * (enqueue + await; the channel is the client's, so it is one per batch).
  */
@@ -32,6 +37,7 @@ typedef struct item {
 typedef struct batch {
     rjq__buf args;
     int nargs;
+    int all_ids;              /* every job has a caller id: re-sendable */
     item *items;              /* one per job */
     size_t n, cap;
 } batch;
@@ -155,7 +161,8 @@ static void flush_batch(rjq_queue *q, batch *b) {
     if (s) {
         s->n = b->n;
         memcpy(s->items, b->items, b->n * sizeof s->items[0]);
-        rc = rjq__script_buf(c, RJQ__S_ENQUEUE, 0, on_enqueued, s, b->nargs, &b->args);
+        rc = rjq__script_buf(c, RJQ__S_ENQUEUE, b->all_ids ? RJQ__REQ_RETRY : 0, on_enqueued, s,
+                             b->nargs, &b->args);
     }
     if (rc == RJQ_OK) {
         take(c, b);
@@ -242,6 +249,13 @@ static void start_batch(rjq_queue *q, batch *b, const char *reply_channel) {
     b->nargs = 1 + nkeys + 4;
 }
 
+/* 1 when every job of the group has a caller id. */
+static int group_all_ids(const rjq_enqueue_item *items, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (items[i].opts == NULL || items[i].opts->id == NULL) return 0;
+    return 1;
+}
+
 static int reserve_items(batch *b, size_t more) {
     if (b->n + more <= b->cap) return RJQ_OK;
     size_t cap = b->cap ? b->cap : 64;
@@ -268,16 +282,21 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
     part *p = part_of(q);
     if (p == NULL) return RJQ_ENOMEM;
     batch *b = &p->b[reply_channel ? 1 : 0];
+    int ids = group_all_ids(items, n);
     /* A batch lands whole in one call: send what is gathered first when
-     * this one would make the call too long or too big. */
-    if (b->n > 0 &&
-        (b->n + n > RJQ_BATCH_MAX || b->args.len + group_bytes(items, n) > RJQ__ENQUEUE_BYTES))
+     * this one would make the call too long or too big, or when one of
+     * them may be re-sent and the other may not. */
+    if (b->n > 0 && (b->n + n > RJQ_BATCH_MAX ||
+                     b->args.len + group_bytes(items, n) > RJQ__ENQUEUE_BYTES || b->all_ids != ids))
         flush_batch(q, b);
     if (!rjq__accepting(c)) return RJQ_ECLOSED; /* a callback of that flush freed the client */
     if (reserve_items(b, n) != RJQ_OK) return RJQ_ENOMEM;
     size_t save_len = b->args.len, save_n = b->n;
     int save_nargs = b->nargs, rc = RJQ_OK;
-    if (b->n == 0) start_batch(q, b, reply_channel);
+    if (b->n == 0) {
+        start_batch(q, b, reply_channel);
+        b->all_ids = ids;
+    }
     for (size_t i = 0; i < n && rc == RJQ_OK; i++) {
         char opts[RJQ__OPTS_MAX];
         if ((rc = rjq__enqueue_check(c, &items[i], opts)) != RJQ_OK) break;

@@ -871,3 +871,70 @@ TEST(monitor_stopped_from_a_teardown_callback_is_still_there) {
         env_stop(&e);
     }
 }
+
+/* An enqueue whose reply is lost with its connection: jobs with caller ids
+ * are idempotent, so such an enqueue is sent again after the reconnect and
+ * its callback gets the real outcome (the id exists: existed = 1, nothing
+ * written twice). Before, it ended with RJQ_ECONN like any other. An
+ * enqueue without an id still does (its outcome is unknown). */
+typedef struct lost_enq {
+    int calls, status, existed;
+    char id[32];
+} lost_enq;
+
+static void on_lost_enq(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    lost_enq *l = data;
+    (void)c;
+    l->calls++;
+    l->status = status;
+    if (status == RJQ_OK && n == 1) {
+        l->existed = jobs[0].existed;
+        snprintf(l->id, sizeof l->id, "%s", jobs[0].id);
+    }
+}
+
+/* Kill the command connection of the client named `name`. */
+static void kill_command_connection(redisContext *rc, const char *name) {
+    redisReply *r = server_cmd(rc, "CLIENT LIST");
+    char needle[64];
+    snprintf(needle, sizeof needle, " name=%s ", name);
+    const char *line = strstr(r->str, needle);
+    ASSERT(line != NULL);
+    while (line > r->str && line[-1] != '\n') line--;
+    long long id = atoll(line + 3); /* "id=<n> ..." */
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(rc, "CLIENT KILL ID %lld", id));
+}
+
+TEST(enqueue_with_an_id_whose_reply_was_lost_is_sent_again) {
+    test_env e;
+    proxy p;
+    env_start_proxied(&e, &p, "lostreply", NULL);
+    lost_enq with_id = {0}, without = {0};
+    proxy_hold(&p, 1); /* the replies will wait in the proxy */
+    rjq_job_options jo = {0};
+    jo.id = "keep";
+    ASSERT_OK(rjq_enqueue(e.q, "x", 1, &jo, on_lost_enq, &with_id));
+    ASSERT_OK(rjq_enqueue(e.q, "y", 1, NULL, on_lost_enq, &without));
+    for (int i = 0; i < 500 && server_int(e.rc, "LLEN t:{lostreply}:ready") < 2; i++)
+        loop_for(e.base, 10);
+    ASSERT_EQ(2, server_int(e.rc, "LLEN t:{lostreply}:ready")); /* both ran */
+
+    kill_command_connection(e.rc, "rjq");
+    proxy_hold(&p, 0); /* the new connection's replies flow */
+    for (int i = 0; i < 500 && (with_id.calls == 0 || without.calls == 0); i++) loop_for(e.base, 10);
+    ASSERT_EQ(1, with_id.calls);
+    ASSERT_OK(with_id.status);
+    ASSERT_STREQ("keep", with_id.id);
+    ASSERT_EQ(1, with_id.existed); /* the first send had written it */
+    ASSERT_EQ(1, without.calls);
+    ASSERT_EQ(RJQ_ECONN, without.status);
+    ASSERT_EQ(2, server_int(e.rc, "LLEN t:{lostreply}:ready")); /* nothing written twice */
+    loop_for(e.base, 100);
+    ASSERT_EQ(1, with_id.calls);
+
+    rjq_client_free(e.c);
+    e.c = NULL;
+    proxy_stop(&p);
+    env_stop(&e);
+}

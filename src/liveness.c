@@ -117,11 +117,12 @@ static void on_watchdog(rjq__timer *t) {
 }
 
 int rjq__liveness_init(rjq_client *c) {
-    if (c->command_timeout_ms <= 0 && c->ping_interval_ms <= 0) return RJQ_OK;
+    /* set up even when off: rjq__liveness_free stops it either way */
+    int rc = rjq__timer_setup(c, &c->watchdog, on_watchdog, c);
+    if (rc != RJQ_OK || (c->command_timeout_ms <= 0 && c->ping_interval_ms <= 0)) return rc;
     snprintf(c->live_channel, sizeof c->live_channel, "%s:live:%016llx", c->prefix,
              (unsigned long long)rjq__random(c)); /* prefix <= 200 bytes */
-    int rc = rjq__timer_setup(c, &c->watchdog, on_watchdog, c);
-    if (rc == RJQ_OK) rc = rjq__subscribe(c, c->live_channel, on_live_message, c);
+    rc = rjq__subscribe(c, c->live_channel, on_live_message, c);
     if (rc != RJQ_OK) return rc;
     rjq__timer_start(c, &c->watchdog, tick_ms(c));
     return RJQ_OK;

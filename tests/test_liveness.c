@@ -250,3 +250,29 @@ TEST(server_loading_its_data_delays_requests_instead_of_failing_them) {
     ASSERT_EQ(1, aw.calls);
     env_stop(&e);
 }
+
+/* Both liveness options off (-1): the client works and frees cleanly.
+ * Before, its free stopped a watchdog timer that had never been set up,
+ * and a zeroed timer looks armed: the timer heap was corrupted. */
+TEST(client_with_liveness_off_works_and_frees_cleanly) {
+    test_env e;
+    memset(&e, 0, sizeof e);
+    server_start_guarded(&e.s, NULL);
+    e.base = event_base_new();
+    rjq_client_options o = client_options(e.s.url);
+    o.command_timeout_ms = -1;
+    o.ping_interval_ms = -1;
+    e.c = client_new(e.base, &o);
+    e.q = queue_for(e.c, "off");
+    e.rc = server_connect(&e.s);
+    wait_connected(e.base, e.c);
+    stats_wait sw;
+    timed_stats(e.base, e.q, &sw);
+    ASSERT_OK(sw.status);
+    redisReply *r = server_cmd(e.rc, "PUBSUB CHANNELS t:live:*");
+    ASSERT_EQ(0, (long long)r->elements); /* no probe channel */
+    freeReplyObject(r);
+    rjq_client_free(e.c);
+    e.c = NULL;
+    env_stop(&e);
+}

@@ -95,14 +95,20 @@ static stats_res stats(glue *g, rjq_queue *q, double *took) {
     return r;
 }
 
+/* A private server, a client on the libuv glue and a queue that answers. */
+static rjq_queue *uv_env_start(test_server *s, glue *g) {
+    server_start_guarded(s, NULL);
+    glue_start(g, s);
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(g->c, "uv", NULL, &q));
+    ASSERT_OK(stats(g, q, NULL).status);
+    return q;
+}
+
 TEST(stopped_server_times_out_on_hiredis_libuv_adapter) {
     test_server s;
-    server_start_guarded(&s, NULL);
     glue g;
-    glue_start(&g, &s);
-    rjq_queue *q;
-    ASSERT_OK(rjq_queue_open(g.c, "uv", NULL, &q));
-    ASSERT_OK(stats(&g, q, NULL).status);
+    rjq_queue *q = uv_env_start(&s, &g);
 
     ASSERT_EQ(0, kill(s.pid, SIGSTOP));
     double took;
@@ -124,12 +130,8 @@ static void on_await(rjq_client *c, int status, const rjq_outcome *o, void *data
 
 TEST(killed_connections_are_replaced_on_hiredis_libuv_adapter) {
     test_server s;
-    server_start_guarded(&s, NULL);
     glue g;
-    glue_start(&g, &s);
-    rjq_queue *q;
-    ASSERT_OK(rjq_queue_open(g.c, "uv", NULL, &q));
-    ASSERT_OK(stats(&g, q, NULL).status);
+    rjq_queue *q = uv_env_start(&s, &g);
     int awaited = 0; /* an await subscribes the reply channel */
     ASSERT_OK(rjq_queue_await(q, "missing", NULL, on_await, &awaited, NULL));
     ASSERT(run_until(&g, &awaited, 5000));

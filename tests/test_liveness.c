@@ -27,6 +27,19 @@ static rjq_client_options live_options(const char *url) {
     return o;
 }
 
+/* env_start with the client made from options o (url filled in here). */
+static void env_start_with(test_env *e, const char *queue, rjq_client_options o,
+                           const char *const *server_extra) {
+    memset(e, 0, sizeof *e);
+    server_start_guarded(&e->s, server_extra);
+    e->base = event_base_new();
+    o.url = e->s.url;
+    e->c = client_new(e->base, &o);
+    e->q = queue_for(e->c, queue);
+    e->rc = server_connect(&e->s);
+    wait_connected(e->base, e->c);
+}
+
 /* One await and what it got. */
 typedef struct aw_wait {
     int calls, status;
@@ -81,14 +94,7 @@ static double timed_stats(struct event_base *base, rjq_queue *q, stats_wait *w) 
  * claim slot busy. */
 TEST(stopped_server_times_out_requests_and_work_resumes) {
     test_env e;
-    memset(&e, 0, sizeof e);
-    server_start_guarded(&e.s, NULL);
-    e.base = event_base_new();
-    rjq_client_options o = live_options(e.s.url);
-    e.c = client_new(e.base, &o);
-    e.q = queue_for(e.c, "stop");
-    e.rc = server_connect(&e.s);
-    wait_connected(e.base, e.c);
+    env_start_with(&e, "stop", live_options(""), NULL);
     aw_wait aw;
     await_job(e.q, "j1", &aw);
     loop_for(e.base, 200); /* enqueued and watched */
@@ -195,17 +201,11 @@ TEST(server_loading_its_data_delays_requests_instead_of_failing_them) {
                                         "--loading-process-events-interval-bytes", "1024",
                                         NULL};
     test_env e;
-    memset(&e, 0, sizeof e);
-    server_start_guarded(&e.s, extra);
-    e.base = event_base_new();
     ev_count ev = {{0, 0}};
-    rjq_client_options o = client_options(e.s.url);
+    rjq_client_options o = client_options("");
     o.on_event = count_events;
     o.event_data = &ev;
-    e.c = client_new(e.base, &o);
-    e.q = queue_for(e.c, "load");
-    e.rc = server_connect(&e.s);
-    wait_connected(e.base, e.c);
+    env_start_with(&e, "load", o, extra);
     for (int i = 0; i < 20000; i++) redisAppendCommand(e.rc, "SET junk:%d x", i);
     for (int i = 0; i < 20000; i++) {
         redisReply *r;
@@ -256,16 +256,10 @@ TEST(server_loading_its_data_delays_requests_instead_of_failing_them) {
  * and a zeroed timer looks armed: the timer heap was corrupted. */
 TEST(client_with_liveness_off_works_and_frees_cleanly) {
     test_env e;
-    memset(&e, 0, sizeof e);
-    server_start_guarded(&e.s, NULL);
-    e.base = event_base_new();
-    rjq_client_options o = client_options(e.s.url);
+    rjq_client_options o = client_options("");
     o.command_timeout_ms = -1;
     o.ping_interval_ms = -1;
-    e.c = client_new(e.base, &o);
-    e.q = queue_for(e.c, "off");
-    e.rc = server_connect(&e.s);
-    wait_connected(e.base, e.c);
+    env_start_with(&e, "off", o, NULL);
     stats_wait sw;
     timed_stats(e.base, e.q, &sw);
     ASSERT_OK(sw.status);

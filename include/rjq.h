@@ -167,12 +167,18 @@ typedef struct rjq_client_options {
      * connection is dead (a stopped server, a half-open TCP connection):
      * it is dropped and made again, and the requests that may not be
      * re-sent end with RJQ_ETIMEDOUT, as do those that waited this long
-     * for a connection. Default 10000; -1 turns it off. */
+     * for a connection (completions, failures and enqueues of jobs with
+     * ids are re-sent instead, however long Redis is away). A reply that
+     * takes longer than this to transfer (many MiB over a slow link) also
+     * counts as none: set it above the longest transfer. Default 10000;
+     * -1 turns it off. */
     long command_timeout_ms;
-    /* A connection with nothing to read for this long is probed (PING on
-     * the command connection, a message to itself on the subscriber
-     * connection), so a dead one is found while idle too. Default 5000;
-     * -1 turns it off. TCP keepalive is always on. */
+    /* A connection with nothing to read for this long is probed (TIME on
+     * the command connection, which also tells the client the server's
+     * clock; on the subscriber connection a message to itself, on the
+     * channel "<prefix>:reply:<random>:live": an ACL user needs +time and
+     * the channels "<prefix>:reply:*"), so a dead one is found while idle
+     * too. Default 5000; -1 turns it off. TCP keepalive is on (TCP). */
     long ping_interval_ms;
     long reconnect_min_ms;     /* first reconnect delay; default 50 */
     long reconnect_max_ms;     /* backoff cap; default 5000 */
@@ -250,6 +256,8 @@ typedef void rjq_closed_cb(const rjq_close_report *report, void *data);
  * RJQ_ECLOSED (being freed).
  */
 RJQ_API int rjq_client_close(rjq_client *c, long deadline_ms, rjq_closed_cb *cb, void *data);
+/* (Workers the close stops are freed by it: their handles must not be
+ * used once rjq_client_close() returned RJQ_OK.) */
 
 /* Detail of the last error seen by this client (Redis' error text, ...).
  * Owned by the client; valid until the next call on it. With c NULL: why

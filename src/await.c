@@ -509,8 +509,8 @@ static void watch_pending(awaits *s, int all) {
         pin(a);
         snap[k++] = a;
     }
-    for (size_t i = 0; i < k; i++)
-        if (snap[i]->state == AW_WAIT_SUB) send_enqueue(snap[i]);
+    for (size_t i = 0; i < k; i++) /* (a close may have sent its job already) */
+        if (snap[i]->state == AW_WAIT_SUB && snap[i]->payload) send_enqueue(snap[i]);
     for (size_t i = 0; i < k; i++)
         if (snap[i]->state == AW_WATCHING && (all || snap[i]->need_watch)) watch[m++] = snap[i];
     if (m > 1) qsort(watch, m, sizeof *watch, by_queue);
@@ -584,6 +584,34 @@ static void awaits_ready(rjq_client *c, void *state, int kind) {
     if (kind == RJQ_CONN_COMMAND && confirmed(s)) watch_pending(s, 0);
 }
 
+/* A graceful close began: an await still holding its enqueue (its reply
+ * channel not yet confirmed) gets its job sent now, as a plain enqueue
+ * (what a cancel does too): the close sends what was asked for. The
+ * await itself ends with the client (RJQ_ECANCELED). */
+static void awaits_drain(rjq_client *c, void *state) {
+    awaits *s = state;
+    size_t n = 0;
+    for (rjq_await *a = s->all; a; a = a->next) n += a->state == AW_WAIT_SUB && a->payload;
+    rjq_await **held = n ? malloc(n * sizeof *held) : NULL;
+    if (held == NULL) return; /* none, or out of memory: they end with the client */
+    /* pinned: a flush inside rjq__enqueue_add may run callbacks that
+     * cancel any await */
+    size_t k = 0;
+    for (rjq_await *a = s->all; a && k < n; a = a->next)
+        if (a->state == AW_WAIT_SUB && a->payload) pin(held[k++] = a);
+    for (size_t i = 0; i < k; i++) {
+        rjq_await *a = held[i];
+        if (a->state != AW_WAIT_SUB || a->payload == NULL || !rjq__accepting(c)) continue;
+        rjq_enqueue_item it = {a->payload, a->len, a->has_opts ? &a->opts : NULL};
+        if (rjq__enqueue_add(a->q, &it, NULL, NULL, NULL) == RJQ_OK) {
+            free(a->payload);
+            a->payload = NULL;
+        }
+    }
+    for (size_t i = 0; i < k; i++) unpin(held[i]);
+    free(held);
+}
+
 /* Client destruction: every await ends with RJQ_ECANCELED. */
 static void awaits_cancel(rjq_client *c, void *state) {
     awaits *s = state;
@@ -600,7 +628,11 @@ static void awaits_close(rjq_client *c, void *state) {
 }
 
 static const rjq__feature awaits_feature = {
-    .name = "awaits", .ready = awaits_ready, .cancel = awaits_cancel, .close = awaits_close};
+    .name = "awaits",
+    .ready = awaits_ready,
+    .cancel = awaits_cancel,
+    .close = awaits_close,
+    .drain = awaits_drain};
 
 /* The client's awaits, made with the first await. */
 static awaits *state_of(rjq_client *c) {

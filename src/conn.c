@@ -48,7 +48,7 @@ static void step_done(rjq__conn *conn) {
     rjq_client *c = conn->c;
     if (--conn->setup_pending == 0 && !conn->ready && conn->ac) {
         conn->ready = 1;
-        conn->failures = 0;
+        conn->ready_ms = rjq__now_ms(); /* failures reset once it stays up (conn_lost) */
         rjq__timer_stop(c, &conn->timer); /* the set-up is done in time */
         conn->hooks->ready(conn);
         rjq__emit(c, RJQ_EVENT_CONNECTED, conn->kind, kind_name(conn));
@@ -258,7 +258,9 @@ void rjq__conn_start(rjq__conn *conn) {
     }
     ac->data = conn;
     conn->ac = ac;
-    redisEnableKeepAlive(&ac->c); /* a dead peer is found even when idle */
+    /* TCP keepalive finds a dead peer even when idle (not for unix
+     * sockets: hiredis 0.14.1 fails the context on them). */
+    if (c->url.path == NULL && redisEnableKeepAlive(&ac->c) != REDIS_OK) ac->c.err = 0;
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     /* Commands wait in the request backlog until the session is set;
@@ -280,6 +282,10 @@ void rjq__conn_lost(rjq__conn *conn, const char *why) {
     if (conn->ac == NULL && conn->timer_is_reconnect && rjq__timer_armed(&conn->timer))
         return; /* already handled */
     int was_connected = conn->connected;
+    /* A session that stayed up a while ends the run of failures; one that
+     * drops right after its set-up (a refused SUBSCRIBE, say) keeps its
+     * backoff, so it cannot reconnect in a tight loop. */
+    if (conn->ready && rjq__now_ms() - conn->ready_ms >= 1000) conn->failures = 0;
     /* hiredis may still call this context's disconnect callback after we
      * (and maybe the whole client) are gone: cut it loose now. */
     if (conn->ac) conn->ac->data = NULL;

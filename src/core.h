@@ -55,6 +55,9 @@ uint64_t rjq__now_ms(void);
 void rjq__server_time_sample(rjq_client *c, long long server_ms);
 /* The server's time now (ms since the epoch), or 0 before any sample. */
 long long rjq__server_now(const rjq_client *c);
+/* The estimate may be too high (every job looked stale): ask the server
+ * (TIME) at once and let its answer replace the estimate. */
+void rjq__server_time_doubt(rjq_client *c);
 
 /* Timers on the client's one loop timer. An owner sets its timers up when
  * it is created (this reserves their heap slots, so arming can never

@@ -51,6 +51,7 @@ struct rjq__conn {
     int setup_pending;        /* set-up replies still expected */
     int failures;             /* consecutive failed attempts, for backoff */
     uint64_t last_io_ms;      /* when the context last gave us a reply */
+    uint64_t ready_ms;        /* when its session was last set */
     int timed_out;            /* dropped for want of a reply (liveness.c) */
     rjq__timer timer;         /* connect and set-up timeout, or reconnect delay */
     int timer_is_reconnect;
@@ -113,6 +114,8 @@ void rjq__pubsub_free(rjq_client *c);
 
 /* ---- liveness (liveness.c) ------------------------------------------------ */
 
+/* Replace the server-time estimate with this sample (runtime.c). */
+void rjq__server_time_rebase(rjq_client *c, long long server_ms);
 /* The watchdog of both connections (command timeout, probes). */
 int rjq__liveness_init(rjq_client *c);
 void rjq__liveness_free(rjq_client *c);
@@ -174,6 +177,7 @@ struct rjq_client {
     int have_offset;
     long long offset_cur, offset_prev; /* largest of this window, of the last */
     uint64_t offset_window;   /* when this window began (local ms) */
+    int rebase_wanted, rebase_sent; /* rjq__server_time_doubt: a TIME to replace it */
 
     uint64_t rng;             /* xorshift state for tokens and jitter */
     char errmsg[RJQ__ERRMSG_MAX];

@@ -14,12 +14,18 @@
  *   server's clock), so an idle one is checked too.
  * - Subscriber connection: it only ever receives, so it is probed with a
  *   message to itself: when it has been silent for ping_interval_ms the
- *   command connection PUBLISHes to a channel only this client listens on.
- *   If the message does not arrive within command_timeout_ms, or the
- *   server says nobody is subscribed to it (the subscriber connection is
- *   gone on the server's side), the subscriber connection is dropped and
- *   made again (its channels are subscribed again and their listeners
- *   catch up).
+ *   command connection PUBLISHes to a channel only this client listens on
+ *   ("<prefix>:reply:<random>:live", in the namespace of the await reply
+ *   channels, so an ACL that lets a client await lets it probe). If the
+ *   message does not arrive within command_timeout_ms, or the server says
+ *   nobody is subscribed to it (the subscriber connection is gone on the
+ *   server's side), the subscriber connection is dropped and made again
+ *   (its channels are subscribed again and their listeners catch up). A
+ *   subscriber connection whose probe channel is still not confirmed
+ *   command_timeout_ms after its set-up is dropped too.
+ * - A job found stale (worker.c) asks for TIME at once, and its answer
+ *   replaces the server-time estimate: a server clock set back cannot make
+ *   every job look stale for long.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +42,9 @@ static void on_time(rjq_client *c, int status, redisReply *r, void *priv) {
     if (status != RJQ_OK || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
         r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
         return;
-    rjq__server_time_sample(c, atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000);
+    long long ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+    if (c->rebase_sent) rjq__server_time_rebase(c, ms);
+    else rjq__server_time_sample(c, ms);
 }
 
 static void drop(rjq__conn *conn, const char *what, uint64_t waited) {
@@ -50,7 +58,11 @@ static void drop(rjq__conn *conn, const char *what, uint64_t waited) {
  * connection is not subscribed on this server any more. */
 static void on_probe_published(rjq_client *c, int status, redisReply *r, void *priv) {
     (void)priv;
-    if (status != RJQ_OK || r->type != REDIS_REPLY_INTEGER || r->integer != 0) return;
+    if (status != RJQ_OK) { /* lost with the command connection: says nothing */
+        c->probe_sent_ms = 0;
+        return;
+    }
+    if (r->type != REDIS_REPLY_INTEGER || r->integer != 0) return;
     if (c->sub.ready && rjq__channel_confirmed(c, c->live_channel)) {
         c->probe_sent_ms = 0;
         rjq__conn_drop(&c->sub, "not subscribed on the server any more");
@@ -61,9 +73,14 @@ static void on_live_message(rjq_client *c, const char *ch, const char *msg, size
     (void)c, (void)ch, (void)msg, (void)len, (void)arg; /* pubsub.c noted the activity */
 }
 
+static void send_time(rjq_client *c) {
+    const char *argv[1] = {"TIME"};
+    rjq__command(c, 0, on_time, NULL, 1, argv, NULL);
+}
+
 static void watch_command(rjq_client *c, uint64_t now) {
     rjq__conn *cmd = &c->cmd;
-    if (c->command_timeout_ms > 0)
+    if (c->command_timeout_ms > 0 && now > (uint64_t)c->command_timeout_ms)
         rjq__requests_expire(c, now - (uint64_t)c->command_timeout_ms);
     if (!cmd->ready) return;
     uint64_t oldest = rjq__requests_oldest_sent(c);
@@ -73,8 +90,7 @@ static void watch_command(rjq_client *c, uint64_t now) {
     }
     if (c->ping_interval_ms > 0 && oldest == 0 &&
         now - cmd->last_io_ms >= (uint64_t)c->ping_interval_ms) {
-        const char *argv[1] = {"TIME"};
-        rjq__command(c, 0, on_time, NULL, 1, argv, NULL);
+        send_time(c);
     }
 }
 
@@ -82,6 +98,9 @@ static void watch_subscriber(rjq_client *c, uint64_t now) {
     rjq__conn *sub = &c->sub;
     if (!sub->ready || !rjq__channel_confirmed(c, c->live_channel)) {
         c->probe_sent_ms = 0;
+        if (sub->ready && c->command_timeout_ms > 0 &&
+            now - sub->ready_ms > (uint64_t)c->command_timeout_ms)
+            drop(sub, "no subscription confirmed", now - sub->ready_ms);
         return;
     }
     int heard = c->probe_sent_ms == 0 || sub->last_io_ms >= c->probe_sent_ms;
@@ -112,6 +131,10 @@ static void on_watchdog(rjq__timer *t) {
     rjq_client *c = t->owner;
     uint64_t now = rjq__now_ms();
     rjq__timer_start(c, &c->watchdog, tick_ms(c));
+    if (c->rebase_wanted && !c->rebase_sent && c->cmd.ready) {
+        c->rebase_sent = 1;
+        send_time(c);
+    }
     watch_command(c, now);
     if (!c->closing) watch_subscriber(c, now);
 }
@@ -120,7 +143,7 @@ int rjq__liveness_init(rjq_client *c) {
     /* set up even when off: rjq__liveness_free stops it either way */
     int rc = rjq__timer_setup(c, &c->watchdog, on_watchdog, c);
     if (rc != RJQ_OK || (c->command_timeout_ms <= 0 && c->ping_interval_ms <= 0)) return rc;
-    snprintf(c->live_channel, sizeof c->live_channel, "%s:live:%016llx", c->prefix,
+    snprintf(c->live_channel, sizeof c->live_channel, "%s:reply:%016llx:live", c->prefix,
              (unsigned long long)rjq__random(c)); /* prefix <= 200 bytes */
     rc = rjq__subscribe(c, c->live_channel, on_live_message, c);
     if (rc != RJQ_OK) return rc;

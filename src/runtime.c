@@ -77,6 +77,18 @@ void rjq__server_time_sample(rjq_client *c, long long server_ms) {
     }
 }
 
+void rjq__server_time_doubt(rjq_client *c) {
+    c->rebase_wanted = 1;
+}
+
+void rjq__server_time_rebase(rjq_client *c, long long server_ms) {
+    long long off = server_ms - (long long)rjq__now_ms();
+    c->have_offset = 1;
+    c->offset_cur = c->offset_prev = off;
+    c->offset_window = rjq__now_ms();
+    c->rebase_wanted = c->rebase_sent = 0;
+}
+
 long long rjq__server_now(const rjq_client *c) {
     if (!c->have_offset) return 0;
     long long off = c->offset_cur > c->offset_prev ? c->offset_cur : c->offset_prev;

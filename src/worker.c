@@ -270,6 +270,7 @@ static void run_jobs(rjq_worker *w, rjq_job **jobs, size_t n) {
         rjq__pushed back = {.id = jobs[i]->id, .idlen = strlen(jobs[i]->id),
                             .token = jobs[i]->token, .toklen = strlen(jobs[i]->token)};
         rjq__push_release(w->q, NULL, &back, 1);
+        rjq__server_time_doubt(c); /* unless the server clock went back */
         w->stale++;
         rjq__worker_job_dropped(w, jobs[i]);
     }

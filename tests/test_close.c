@@ -198,3 +198,34 @@ TEST(free_during_close_reports_ecanceled_once) {
     ASSERT_EQ(RJQ_ECLOSED, rjq_job_complete(held[0], "", 0, NULL, NULL));
     env_stop(&e);
 }
+
+/* An rjq_enqueue_await whose enqueue still waits for the reply channel's
+ * subscription when the client closes: the job is sent anyway (the close
+ * sends what was asked for); the await ends with RJQ_ECANCELED. Before,
+ * the job was dropped and the close reported success. */
+static int held_calls, held_status;
+
+static void on_held_await(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    (void)c, (void)o, (void)data;
+    held_calls++;
+    held_status = status;
+}
+
+TEST(close_sends_an_enqueue_still_held_by_its_await) {
+    test_env e;
+    env_start(&e, "cheld");
+    held_calls = 0;
+    rjq_job_options jo = {0};
+    jo.id = "held";
+    /* the reply channel is subscribed with the first await: not yet confirmed */
+    ASSERT_OK(rjq_enqueue_await(e.q, "x", 1, &jo, NULL, on_held_await, NULL, NULL));
+    close_wait cw = {0};
+    ASSERT_OK(rjq_client_close(e.c, 1000, on_closed, &cw));
+    ASSERT(loop_until(e.base, &cw.calls, 5000));
+    e.c = NULL;
+    ASSERT_OK(cw.r.status);
+    ASSERT_EQ(1, held_calls);
+    ASSERT_EQ(RJQ_ECANCELED, held_status);
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{cheld}:payload held"));
+    env_stop(&e);
+}

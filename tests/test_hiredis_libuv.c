@@ -143,9 +143,15 @@ TEST(killed_connections_are_replaced_on_hiredis_libuv_adapter) {
     int ok = 0;
     for (int i = 0; i < 10 && !ok; i++) ok = stats(&g, q, NULL).status == RJQ_OK;
     ASSERT(ok);
-    /* and both connections are back on the server */
-    run_for(&g, 300);
-    ASSERT(server_int(rc, "CLIENT KILL TYPE pubsub") >= 1); /* the new subscriber connection */
+    /* and the subscriber connection is back on the server */
+    int subs = 0;
+    for (int i = 0; i < 100 && !subs; i++) {
+        run_for(&g, 50);
+        redisReply *r = server_cmd(rc, "CLIENT LIST TYPE pubsub");
+        subs = r->type == REDIS_REPLY_STRING && strstr(r->str, "name=") != NULL;
+        freeReplyObject(r);
+    }
+    ASSERT(subs);
     redisFree(rc);
     glue_stop(&g);
     server_stop_guarded(&s);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <hiredis/hiredis.h>
 
@@ -263,10 +264,73 @@ TEST(client_with_liveness_off_works_and_frees_cleanly) {
     stats_wait sw;
     timed_stats(e.base, e.q, &sw);
     ASSERT_OK(sw.status);
-    redisReply *r = server_cmd(e.rc, "PUBSUB CHANNELS t:live:*");
+    redisReply *r = server_cmd(e.rc, "PUBSUB CHANNELS t:reply:*:live");
     ASSERT_EQ(0, (long long)r->elements); /* no probe channel */
     freeReplyObject(r);
     rjq_client_free(e.c);
     e.c = NULL;
+    env_stop(&e);
+}
+
+/* A unix socket URL works. TCP keepalive made the connection fail on
+ * hiredis 0.14.1 (setting it on a unix socket is an error there). */
+TEST(unix_socket_url_connects_and_works) {
+    test_env e;
+    char dir[] = "/tmp/rjq-sock-XXXXXX", sock[64];
+    ASSERT(mkdtemp(dir) != NULL);
+    snprintf(sock, sizeof sock, "%s/r.sock", dir);
+    const char *const extra[] = {"--unixsocket", sock, "--unixsocketperm", "700", NULL};
+    env_start_with(&e, "unix", client_options(""), extra);
+    rjq_client_free(e.c);
+    char url[200];
+    snprintf(url, sizeof url, "unix://%s", sock);
+    e.c = client_new(e.base, &(rjq_client_options){.url = url, .prefix = "t"});
+    e.q = queue_for(e.c, "unix");
+    wait_connected(e.base, e.c);
+    stats_wait sw;
+    timed_stats(e.base, e.q, &sw);
+    ASSERT_OK(sw.status);
+    env_stop(&e);
+    unlink(sock);
+    rmdir(dir);
+}
+
+/* A user allowed only rjq's keys and channels (its queues' "{...}" ones
+ * and the reply namespace): the subscriber connection's probe channel is
+ * in that namespace, so it is not refused. A refused SUBSCRIBE drops the
+ * connection (hiredis), and the probe used to be outside it: the
+ * subscriber connection reconnected ~50 times a second. */
+TEST(acl_user_limited_to_rjq_channels_keeps_its_connections) {
+    test_env e;
+    memset(&e, 0, sizeof e);
+    server_start_guarded(&e.s, NULL);
+    redisContext *rc = server_connect(&e.s);
+    redisReply *r = server_cmd(rc, "ACL SETUSER w on >pw resetchannels ~t:* &t:{* &t:reply:* +@all");
+    ASSERT(r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    redisFree(rc);
+    ev_count ev = {{0, 0}};
+    int up = 0;
+    (void)up;
+    char url[128];
+    snprintf(url, sizeof url, "redis://w:pw@127.0.0.1:%d", e.s.port);
+    rjq_client_options o = live_options(url);
+    o.on_event = count_events;
+    o.event_data = &ev;
+    e.base = event_base_new();
+    e.c = client_new(e.base, &o);
+    e.q = queue_for(e.c, "acl");
+    e.rc = server_connect(&e.s);
+    wait_connected(e.base, e.c);
+    aw_wait aw;
+    await_job(e.q, "j1", &aw); /* the reply channel too */
+    rjq_worker *w;
+    rjq_worker_options wo = quiet_worker_options(1);
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_r1, NULL, &w));
+    ASSERT(loop_until(e.base, &aw.calls, 5000));
+    ASSERT_OK(aw.status);
+    loop_for(e.base, 1500); /* probes come and go */
+    ASSERT_EQ(0, ev.down[RJQ_CONN_SUBSCRIBER]);
+    ASSERT_EQ(0, ev.down[RJQ_CONN_COMMAND]);
     env_stop(&e);
 }

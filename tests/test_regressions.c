@@ -906,10 +906,18 @@ static void kill_command_connection(redisContext *rc, const char *name) {
     ASSERT_EQ(1, server_int(rc, "CLIENT KILL ID %lld", id));
 }
 
+static int lost_down;
+
+static void on_lost_event(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
+    (void)c, (void)detail, (void)data;
+    if (ev == RJQ_EVENT_DISCONNECTED && conn == RJQ_CONN_COMMAND) lost_down++;
+}
+
 TEST(enqueue_with_an_id_whose_reply_was_lost_is_sent_again) {
     test_env e;
     proxy p;
-    env_start_proxied(&e, &p, "lostreply", NULL);
+    lost_down = 0;
+    env_start_proxied(&e, &p, "lostreply", on_lost_event);
     lost_enq with_id = {0}, without = {0};
     proxy_hold(&p, 1); /* the replies will wait in the proxy */
     rjq_job_options jo = {0};
@@ -921,6 +929,7 @@ TEST(enqueue_with_an_id_whose_reply_was_lost_is_sent_again) {
     ASSERT_EQ(2, server_int(e.rc, "LLEN t:{lostreply}:ready")); /* both ran */
 
     kill_command_connection(e.rc, "rjq");
+    ASSERT(loop_until(e.base, &lost_down, 5000)); /* the held replies died with it */
     proxy_hold(&p, 0); /* the new connection's replies flow */
     for (int i = 0; i < 500 && (with_id.calls == 0 || without.calls == 0); i++) loop_for(e.base, 10);
     ASSERT_EQ(1, with_id.calls);

@@ -59,8 +59,11 @@ run_case() {
     local t0 t1
     t0=$(date +%s%N)
     kill -TERM "$WPID"
+    for _ in $(seq 1 200); do kill -0 "$WPID" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$WPID" 2>/dev/null # never wait forever (20 s)
     wait "$WPID"
     RC=$?
+    STARTED=$(grep '^job ' "$DIR/worker.out" | sed 's/^job \([^ ]*\) .*/\1/' | sort | tr '\n' ' ')
     t1=$(date +%s%N)
     WPID=
     ELAPSED_MS=$(((t1 - t0) / 1000000))
@@ -68,11 +71,12 @@ run_case() {
     ACTIVE=$(rcli ZRANGEBYSCORE "rjq:{$q}:active" -inf +inf | grep -c '^j')
 }
 
-# 1. Jobs that finish in time (300 ms, deadline 5 s): the 4 running complete.
-run_case fin 300 5000
+# 1. Jobs that finish in time (1 s, deadline 5 s): those running complete
+#    (4, or more if the signal came late), the others wait untouched.
+run_case fin 1000 5000
 check '[ "$RC" = 0 ]' "worker exits 0"
-check '[ "$COMPLETED" = 4 ]' "the 4 running jobs completed ($COMPLETED)"
-check '[ "$WAITING" = 8 ] && [ "$OTHER" = 0 ]' "the 8 others wait, no attempt spent ($WAITING/$OTHER)"
+check '[ "$COMPLETED" -ge 4 ]' "the running jobs completed ($COMPLETED)"
+check '[ $((COMPLETED + WAITING)) = 12 ] && [ "$OTHER" = 0 ]' "the others wait, no attempt spent ($WAITING/$OTHER)"
 check '[ "$ACTIVE" = 0 ]' "nothing active ($ACTIVE)"
 check '[ "$ELAPSED_MS" -lt 4000 ]' "it did not wait for the deadline ($ELAPSED_MS ms)"
 check 'grep -q "closed (success; 0 running jobs handed back)" "$DIR/worker.err"' "report"
@@ -85,7 +89,8 @@ check '[ "$WAITING" = 12 ] && [ "$OTHER" = 0 ]' "all 12 wait, no attempt spent (
 check '[ "$ACTIVE" = 0 ]' "nothing waits for a lease ($ACTIVE)"
 check '[ "$ELAPSED_MS" -lt 4000 ]' "it left soon after the deadline ($ELAPSED_MS ms)"
 check 'grep -q "4 running jobs handed back" "$DIR/worker.err"' "report"
-check '[ "$(rcli LINDEX "rjq:{back}:ready" 0 | cut -c1)" = j ]' "handed-back jobs are first in line"
+HEAD=$(rcli LRANGE "rjq:{back}:ready" 0 3 | sort | tr '\n' ' ')
+check '[ "$HEAD" = "$STARTED" ]' "the handed-back jobs are first in line ($HEAD / $STARTED)"
 
 echo "$CHECKS checks, $FAILURES failed"
 [ "$FAILURES" -eq 0 ]

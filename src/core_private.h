@@ -146,6 +146,8 @@ struct rjq_client {
     rjq__reqlist backlog;     /* waiting for a command connection */
     rjq__reqlist later;       /* idempotent requests to re-send after a transient error */
     rjq__timer retry_timer;   /* when `later` goes out */
+    uint64_t retry_wait_ms;   /* the next wait of `later` (shared backoff) */
+    int sending_later;        /* on_retry_timer is sending `later` */
     int fcall;                /* the command session has rjq's function library */
     rjq__channel *channels;
     rjq__timer watchdog;      /* liveness.c */

@@ -13,7 +13,10 @@
  * answered with an error that proves it did not run (a server loading its
  * data, running a long script, a replica during a failover: LOADING, BUSY,
  * READONLY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN) is sent again with backoff
- * (50 ms doubling to 1 s) for up to a minute, whatever its kind.
+ * (50 ms doubling to 1 s while such errors go on) for up to a minute,
+ * whatever its kind. The requests waiting to be sent again go out
+ * together, in their order, and a request made meanwhile queues behind
+ * them, so enqueues keep their order through it.
  *
  * This file owns the command connection: its set-up step loads rjq's
  * function library (or, where the server has no functions, the scripts
@@ -51,7 +54,6 @@ struct rjq__req {
     uint64_t made_ms;       /* when the request was made */
     uint64_t sent_ms;       /* when it was last written to a context */
     uint64_t first_error_ms;/* its first transient error (0: none) */
-    uint64_t due_ms;        /* waiting in `later`: when to send it again */
     struct rjq__req *prev, *next;
 };
 
@@ -107,6 +109,10 @@ static void reformat_head(rjq_client *c, rjq__req *r);
 
 static void send_req(rjq_client *c, rjq__req *r) {
     redisAsyncContext *ac = c->cmd.ac;
+    if (c->later.n > 0 && !c->sending_later) { /* behind those waiting for another try */
+        list_push(&c->later, r);
+        return;
+    }
     reformat_head(c, r);
     if (ac && c->cmd.ready && redisAsyncFormattedCommand(ac, on_reply, r, r->cmd, r->len) == REDIS_OK) {
         r->sent_ms = rjq__now_ms();
@@ -302,37 +308,29 @@ static int script_resent(rjq_client *c, rjq__req *r, const char *err) {
     return 0;
 }
 
-/* Send the requests whose wait is over; wake again for the next one. */
+/* Send every request waiting for another try, in order. */
 static void on_retry_timer(rjq__timer *t) {
     rjq_client *c = t->owner;
-    uint64_t now = rjq__now_ms(), next = 0;
     rjq__reqlist all = list_take(&c->later);
     rjq__req *r;
-    while ((r = list_pop(&all)) != NULL) {
-        if (r->due_ms <= now) {
-            send_req(c, r);
-            continue;
-        }
-        list_push(&c->later, r);
-        if (next == 0 || r->due_ms < next) next = r->due_ms;
-    }
-    if (next) rjq__timer_start(c, &c->retry_timer, next - now);
+    c->sending_later = 1;
+    while ((r = list_pop(&all)) != NULL) send_req(c, r);
+    c->sending_later = 0;
 }
 
-/* Send r again after its backoff (50 ms doubling to 1 s, with jitter).
- * Returns 0 when its minute is over: the error is the outcome then. */
+/* Send r again with the others waiting, after the shared backoff (50 ms
+ * doubling to 1 s while transient errors go on; a success resets it).
+ * Returns 0 when r's minute is over: the error is its outcome then. */
 static int retry_later(rjq_client *c, rjq__req *r) {
     uint64_t now = rjq__now_ms();
     if (r->first_error_ms == 0) r->first_error_ms = now;
     if (now - r->first_error_ms >= RETRY_DEADLINE_MS) return 0;
-    uint64_t wait = RETRY_FIRST_MS << (r->later < 5 ? r->later : 5);
-    if (wait > RETRY_MAX_MS) wait = RETRY_MAX_MS;
-    wait = wait / 2 + rjq__random(c) % (wait / 2 + 1);
     r->later++;
-    r->due_ms = now + wait;
     list_push(&c->later, r);
-    if (!rjq__timer_armed(&c->retry_timer) || c->retry_timer.due > r->due_ms)
-        rjq__timer_start(c, &c->retry_timer, wait);
+    if (!rjq__timer_armed(&c->retry_timer)) {
+        rjq__timer_start(c, &c->retry_timer, c->retry_wait_ms);
+        c->retry_wait_ms = c->retry_wait_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : c->retry_wait_ms * 2;
+    }
     return 1;
 }
 
@@ -361,6 +359,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
         }
     } else {
         c->cmd.last_io_ms = rjq__now_ms();
+        c->retry_wait_ms = RETRY_FIRST_MS; /* the server serves: back to short waits */
         deliver(r, c, RJQ_OK, rep);
     }
     rjq__leave(c);
@@ -464,6 +463,7 @@ static void cmd_down(rjq__conn *conn, int fail) {
 static const rjq__conn_hooks cmd_hooks = {cmd_setup, cmd_ready, cmd_down};
 
 int rjq__requests_init(rjq_client *c) {
+    c->retry_wait_ms = RETRY_FIRST_MS;
     int rc = rjq__timer_setup(c, &c->retry_timer, on_retry_timer, c);
     if (rc == RJQ_OK) rc = rjq__conn_init(c, &c->cmd, RJQ_CONN_COMMAND, &cmd_hooks);
     return rc;

@@ -59,8 +59,17 @@ size_t rjq__client_max_payload(const rjq_client *c) {
 
 #define OFFSET_WINDOW_MS 60000
 
+/* The local clock behind the estimate: CLOCK_BOOTTIME goes on while the
+ * machine is suspended (CLOCK_MONOTONIC does not), so a worker resumed
+ * from a suspend does not think its stale jobs fresh. */
+static uint64_t boot_ms(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0) return rjq__now_ms();
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 void rjq__server_time_sample(rjq_client *c, long long server_ms) {
-    uint64_t now = rjq__now_ms();
+    uint64_t now = boot_ms();
     long long off = server_ms - (long long)now;
     if (!c->have_offset) {
         c->have_offset = 1;
@@ -82,17 +91,18 @@ void rjq__server_time_doubt(rjq_client *c) {
 }
 
 void rjq__server_time_rebase(rjq_client *c, long long server_ms) {
-    long long off = server_ms - (long long)rjq__now_ms();
+    uint64_t now = boot_ms();
+    long long off = server_ms - (long long)now;
     c->have_offset = 1;
     c->offset_cur = c->offset_prev = off;
-    c->offset_window = rjq__now_ms();
+    c->offset_window = now;
     c->rebase_wanted = c->rebase_sent = 0;
 }
 
 long long rjq__server_now(const rjq_client *c) {
     if (!c->have_offset) return 0;
     long long off = c->offset_cur > c->offset_prev ? c->offset_cur : c->offset_prev;
-    return (long long)rjq__now_ms() + off;
+    return (long long)boot_ms() + off;
 }
 
 /* ---- depth and the deferred free ---------------------------------------- */

@@ -257,8 +257,10 @@ static int stale(rjq_client *c, const rjq_job *j) {
 }
 
 /* Hand jobs to the handler. A stale one is handed back instead (token-
- * checked: if it was reclaimed meanwhile, nothing changes). Once the
- * client is being freed, the rest are left to their lease. */
+ * checked: if it was reclaimed meanwhile, nothing changes). Jobs of a
+ * batch are handed out even when an earlier handler of it stopped the
+ * worker (rjq_worker_stop's contract). Once the client is being freed,
+ * the rest are left to their lease. */
 static void run_jobs(rjq_worker *w, rjq_job **jobs, size_t n) {
     rjq_client *c = client_of(w);
     size_t i = 0;

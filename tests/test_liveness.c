@@ -236,12 +236,34 @@ TEST(server_loading_its_data_delays_requests_instead_of_failing_them) {
     ASSERT(rjq_client_connected(e.c));
     ASSERT_EQ(1, server_info_number(e.rc, "persistence", "loading:"));
     loading_ok = loading_err = 0;
+    /* 20 enqueues in 20 loop turns (20 requests, each answered LOADING at
+     * first) on a queue without workers: they must land in call order */
+    rjq_queue *q2 = queue_for(e.c, "load2");
+    for (int i = 0; i < 20; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "o%02d", i);
+        rjq_job_options jo = {0};
+        jo.id = id;
+        ASSERT_OK(rjq_enqueue(q2, id, strlen(id), &jo, on_loading_enq, NULL));
+        loop_for(e.base, 20);
+    }
+    ASSERT_EQ(1, server_info_number(e.rc, "persistence", "loading:")); /* still loading */
     for (int i = 0; i < 50; i++) ASSERT_OK(rjq_enqueue(e.q, "y", 1, NULL, on_loading_enq, NULL));
     rjq_worker *w;
     rjq_worker_options wo = quiet_worker_options(4);
     ASSERT_OK(rjq_worker_start(e.q, &wo, complete_r1, NULL, &w));
 
-    ASSERT(loop_until_count(e.base, &loading_ok, 50, 20000));
+    ASSERT(loop_until_count(e.base, &loading_ok, 70, 20000));
+    redisReply *r = server_cmd(e.rc, "LRANGE t:{load2}:ready 0 -1");
+    ASSERT_EQ(20, (long long)r->elements);
+    for (int i = 0; i < 20; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "o%02d", i);
+        if (strcmp(r->element[i]->str, id) != 0)
+            FAIL_AT(__FILE__, __LINE__, "ready[%d] is %s, want %s: out of order", i,
+                    r->element[i]->str, id);
+    }
+    freeReplyObject(r);
     ASSERT(loop_until(e.base, &aw.calls, 20000));
     ASSERT_EQ(0, loading_err);
     ASSERT_OK(aw.status);

@@ -312,7 +312,7 @@ static void on_released(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq__background_failed(c, status, "release");
 }
 
-void rjq__push_release(rjq_queue *q, const char *field, const rjq__pushed *jobs, size_t n) {
+int rjq__push_release(rjq_queue *q, const char *field, const rjq__pushed *jobs, size_t n) {
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_STATS, RJQ__K_IDLE,
@@ -326,8 +326,9 @@ void rjq__push_release(rjq_queue *q, const char *field, const rjq__pushed *jobs,
     }
     /* Token-checked, so safe to re-send; failing that, the lease brings
      * the jobs back. */
-    if (!a.oom)
-        rjq__script(rjq_queue_client(q), RJQ__S_RELEASE, RJQ__REQ_RETRY, on_released, NULL, a.n,
-                    a.v, a.len);
+    int rc = a.oom ? RJQ_ENOMEM
+                   : rjq__script(rjq_queue_client(q), RJQ__S_RELEASE, RJQ__REQ_RETRY, on_released,
+                                 NULL, a.n, a.v, a.len);
     rjq__argv_free(&a);
+    return rc;
 }

@@ -69,7 +69,8 @@ unsigned rjq__reg_offer(rjq__reg *r, int slots);
 int rjq__reg_offer_done(rjq__reg *r, unsigned epoch, int slots, int status, int registered);
 
 /* Hand pushed jobs back to the queue; field: drop that registration too
- * (NULL: none). Token-checked on the server. */
-void rjq__push_release(rjq_queue *q, const char *field, const rjq__pushed *jobs, size_t n);
+ * (NULL: none). Token-checked on the server. Returns RJQ_OK when it was
+ * sent (else the jobs come back when their lease ends). */
+int rjq__push_release(rjq_queue *q, const char *field, const rjq__pushed *jobs, size_t n);
 
 #endif /* RJQ_PUSH_H */

@@ -604,8 +604,8 @@ static size_t hand_back(rjq_worker *w) {
         back[k].token = j->token, back[k].toklen = strlen(j->token);
         k++;
     }
-    if (k) rjq__push_release(w->q, NULL, back, k); /* out of memory: their lease */
-    free(back);
+    size_t sent = k && rjq__push_release(w->q, NULL, back, k) == RJQ_OK ? k : 0;
+    free(back); /* not sent (out of memory): they come back after their lease */
     while (w->jobs) {
         rjq_job *j = w->jobs;
         unlink_job(w, j);
@@ -613,7 +613,7 @@ static size_t hand_back(rjq_worker *w) {
         j->prev = j->next = NULL;
     }
     check_stopped(w);
-    return k;
+    return sent;
 }
 
 /* The client's workers, queue by queue (fn may free the worker it gets). */

@@ -365,10 +365,10 @@ typedef void rjq_enqueue_cb(rjq_client *c, int status, const rjq_enqueued *jobs,
  * RJQ_EWRONGTYPE, RJQ_EOOM, RJQ_EAUTH, RJQ_EREDIS, RJQ_EPROTO (nothing
  * written), RJQ_ENOMEM (the batch could not be sent; nothing written),
  * RJQ_ECANCELED (the client was freed first), or RJQ_ECONN / RJQ_ETIMEDOUT
- * (unknown: retry with an explicit id to stay idempotent). A job with an
- * explicit id never gets those two: its enqueue is idempotent, so it is
- * sent again after a reconnect, and its callback gets the outcome (existed
- * is 1 when the first send had written it).
+ * (unknown: retry with an explicit id to stay idempotent). A call whose
+ * jobs all have explicit ids never gets those two: it is idempotent, so it
+ * is sent again after a reconnect, and its callback gets the outcome
+ * (existed is 1 when the first send had written the job).
  * Returns RJQ_EINVAL, RJQ_EJOBID, RJQ_ETOOBIG, RJQ_ECLOSED, RJQ_ENOMEM
  * synchronously (nothing sent).
  */
@@ -410,7 +410,11 @@ typedef struct rjq_worker_options {
  * without room goes back to the queue with its attempt not counted. It also
  * wakes on the queue's doorbell (jobs made ready by retries, replays,
  * reclaims), sets a timer for the next delayed job, and sweeps expired
- * leases. *out is owned by the client until rjq_worker_stop() completes.
+ * leases. A job whose lease has already ended (by the server's clock, as
+ * the client knows it from its replies) when the worker gets to start it
+ * (the process was paused longer than the lease) is not started but handed
+ * back: it was or will be reclaimed. *out is owned by the client until
+ * rjq_worker_stop() completes (or rjq_client_close() stops it).
  */
 RJQ_API int rjq_worker_start(rjq_queue *q, const rjq_worker_options *opts,
                              rjq_handler_fn *handler, void *data,
@@ -422,10 +426,10 @@ typedef void rjq_stopped_cb(rjq_worker *w, int status, void *data);
  * Stop claiming and withdraw the worker's registered slots; cb (may be NULL)
  * is called once when every job the worker handed out has been completed or
  * failed (RJQ_OK), or with RJQ_ECANCELED if the client is freed first. The
- * worker is freed after cb returns. Jobs that an in-flight claim still
- * brings are handed to the handler as usual; jobs pushed to it meanwhile go
- * back to the queue unstarted. Returns RJQ_EBUSY if a stop is already under
- * way.
+ * worker is freed after cb returns. Jobs that an in-flight claim or a push
+ * still brings go back to the queue unstarted, their attempt not counted
+ * (jobs of a batch a handler of which called this are still handed out).
+ * Returns RJQ_EBUSY if a stop is already under way.
  */
 RJQ_API int rjq_worker_stop(rjq_worker *w, rjq_stopped_cb *cb, void *data);
 

@@ -947,3 +947,53 @@ TEST(enqueue_with_an_id_whose_reply_was_lost_is_sent_again) {
     proxy_stop(&p);
     env_stop(&e);
 }
+
+/* Jobs a claim in flight still brings to a worker that was stopped
+ * meanwhile go back to the queue unstarted, their attempt not counted
+ * (rjq_worker_stop; a graceful close relies on it). */
+static int late_handled, late_stopped, late_stop_status;
+
+static void late_handler(rjq_job *job, void *data) {
+    (void)job, (void)data;
+    late_handled++;
+}
+
+static void late_stop_cb(rjq_worker *w, int status, void *data) {
+    (void)w, (void)data;
+    late_stopped++;
+    late_stop_status = status;
+}
+
+TEST(claim_arriving_after_stop_hands_its_jobs_back) {
+    test_env e;
+    proxy p;
+    env_start_proxied(&e, &p, "late", NULL);
+    late_handled = late_stopped = 0;
+    rjq_job_options jo = {0};
+    jo.id = "l1";
+    ASSERT_OK(rjq_enqueue(e.q, "x", 1, &jo, NULL, NULL));
+    jo.id = "l2";
+    ASSERT_OK(rjq_enqueue(e.q, "x", 1, &jo, NULL, NULL));
+    loop_for(e.base, 100);
+    proxy_hold(&p, 1); /* the claim runs in Redis; its reply waits */
+    rjq_worker *w;
+    rjq_worker_options wo = quiet_worker_options(2);
+    ASSERT_OK(rjq_worker_start(e.q, &wo, late_handler, NULL, &w));
+    for (int i = 0; i < 500 && server_active_jobs(e.rc, "late") < 2; i++) loop_for(e.base, 10);
+    ASSERT_EQ(2, server_active_jobs(e.rc, "late"));
+    ASSERT_OK(rjq_worker_stop(w, late_stop_cb, NULL));
+    proxy_hold(&p, 0);
+    ASSERT(loop_until(e.base, &late_stopped, 5000));
+    ASSERT_OK(late_stop_status);
+    ASSERT_EQ(0, late_handled);
+    for (int i = 0; i < 500 && server_active_jobs(e.rc, "late") > 0; i++) loop_for(e.base, 10);
+    ASSERT_EQ(0, server_active_jobs(e.rc, "late"));
+    ASSERT_EQ(2, server_int(e.rc, "LLEN t:{late}:ready"));
+    redisReply *r = server_cmd(e.rc, "HGET t:{late}:state l1");
+    ASSERT_STREQ("ready 0", r->str); /* no attempt spent */
+    freeReplyObject(r);
+    rjq_client_free(e.c);
+    e.c = NULL;
+    proxy_stop(&p);
+    env_stop(&e);
+}

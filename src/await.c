@@ -108,6 +108,11 @@ static void unpin(rjq_await *a) {
     maybe_free(a);
 }
 
+/* The job an await still holds (its enqueue waits for the reply channel). */
+static rjq_enqueue_item held_item(const rjq_await *a) {
+    return (rjq_enqueue_item){a->payload, a->len, a->has_opts ? &a->opts : NULL};
+}
+
 /* End the await: its callback runs exactly once, here. */
 static void resolve(rjq_await *a, int status, const void *result, size_t rlen, const char *error) {
     rjq_client *c = a->c;
@@ -116,7 +121,7 @@ static void resolve(rjq_await *a, int status, const void *result, size_t rlen, c
     if (a->state == AW_WAIT_SUB && a->payload && !rjq__closing(c)) {
         /* Cancelled or timed out before its enqueue went out: the job is
          * still the caller's to have, only nobody awaits it any more. */
-        rjq_enqueue_item it = {a->payload, a->len, a->has_opts ? &a->opts : NULL};
+        rjq_enqueue_item it = held_item(a);
         rjq__enqueue_add(a->q, &it, NULL, NULL, NULL);
     }
     int was_indexed = a->state == AW_WATCHING;
@@ -325,7 +330,7 @@ out:
 /* Queue the held enqueue; on failure nothing changed and nobody was called. */
 static int try_enqueue(rjq_await *a) {
     awaits *s = a->s;
-    rjq_enqueue_item it = {a->payload, a->len, a->has_opts ? &a->opts : NULL};
+    rjq_enqueue_item it = held_item(a);
     int rc = rjq__enqueue_add(a->q, &it, s->channel, on_enqueued, a);
     if (rc != RJQ_OK) return rc;
     free(a->payload);
@@ -602,7 +607,7 @@ static void awaits_drain(rjq_client *c, void *state) {
     for (size_t i = 0; i < k; i++) {
         rjq_await *a = held[i];
         if (a->state != AW_WAIT_SUB || a->payload == NULL || !rjq__accepting(c)) continue;
-        rjq_enqueue_item it = {a->payload, a->len, a->has_opts ? &a->opts : NULL};
+        rjq_enqueue_item it = held_item(a);
         if (rjq__enqueue_add(a->q, &it, NULL, NULL, NULL) == RJQ_OK) {
             free(a->payload);
             a->payload = NULL;

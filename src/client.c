@@ -133,8 +133,6 @@ static void destroy(rjq_client *c) {
     rjq__requests_cancel_all(c);
     rjq__features_cancel(c);
     rjq__features_close(c);
-    rjq__liveness_free(c);
-    rjq__timer_stop(c, &c->drain_timer);
     rjq__conn_close(&c->cmd);
     rjq__conn_close(&c->sub);
     rjq__pubsub_free(c);

@@ -117,8 +117,7 @@ void rjq__pubsub_free(rjq_client *c);
 /* Replace the server-time estimate with this sample (runtime.c). */
 void rjq__server_time_rebase(rjq_client *c, long long server_ms);
 /* The watchdog of both connections (command timeout, probes). */
-int rjq__liveness_init(rjq_client *c);
-void rjq__liveness_free(rjq_client *c);
+int rjq__liveness_init(rjq_client *c); /* its timer goes with the heap */
 
 /* ---- the client (runtime.c, client.c) ------------------------------------ */
 

@@ -138,6 +138,17 @@ static int send_batch(rjq_queue *q, complete_batch *b) {
     return rc;
 }
 
+/* End every queued completion with status. The list is detached first:
+ * callbacks that complete more jobs start a new one. */
+static void fail_pending(rjq_queue *q, part *p, int status) {
+    item *items = p->pending;
+    size_t n = p->n;
+    p->pending = NULL;
+    p->n = p->cap = 0;
+    finish_items(rjq_queue_client(q), items, n, status, NULL);
+    free(items);
+}
+
 /* Send the first queued completions as one script call. They leave the
  * queue's list before anything is reported, so callbacks that complete
  * more jobs append to a list nobody is walking. */
@@ -146,14 +157,8 @@ static void flush_some(rjq_queue *q, part *p) {
     size_t n = batch_size(p);
     complete_batch *b = malloc(sizeof *b + n * sizeof b->items[0]);
     if (b == NULL) {
-        /* Detach the whole list: it becomes the failed items' array. */
-        item *failed = p->pending;
-        size_t total = p->n;
-        p->pending = NULL;
-        p->n = p->cap = 0;
         rjq__errmsg(c, "complete: %s", rjq_strerror(RJQ_ENOMEM));
-        finish_items(c, failed, total, RJQ_ENOMEM, NULL);
-        free(failed);
+        fail_pending(q, p, RJQ_ENOMEM);
         return;
     }
     b->n = n;
@@ -180,13 +185,7 @@ static void part_tick(rjq_queue *q, void *state) {
 }
 
 static void part_abort(rjq_queue *q, void *state) {
-    part *p = state;
-    item *items = p->pending;
-    size_t n = p->n;
-    p->pending = NULL;
-    p->n = p->cap = 0;
-    finish_items(rjq_queue_client(q), items, n, RJQ_ECANCELED, NULL);
-    free(items);
+    fail_pending(q, state, RJQ_ECANCELED);
 }
 
 static void part_close(rjq_queue *q, void *state) {

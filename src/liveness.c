@@ -140,7 +140,7 @@ static void on_watchdog(rjq__timer *t) {
 }
 
 int rjq__liveness_init(rjq_client *c) {
-    /* set up even when off: rjq__liveness_free stops it either way */
+    /* set up even when off: a timer is set up before anyone may stop it */
     int rc = rjq__timer_setup(c, &c->watchdog, on_watchdog, c);
     if (rc != RJQ_OK || (c->command_timeout_ms <= 0 && c->ping_interval_ms <= 0)) return rc;
     snprintf(c->live_channel, sizeof c->live_channel, "%s:reply:%016llx:live", c->prefix,
@@ -149,8 +149,4 @@ int rjq__liveness_init(rjq_client *c) {
     if (rc != RJQ_OK) return rc;
     rjq__timer_start(c, &c->watchdog, tick_ms(c));
     return RJQ_OK;
-}
-
-void rjq__liveness_free(rjq_client *c) {
-    rjq__timer_stop(c, &c->watchdog);
 }

@@ -50,7 +50,6 @@ struct rjq__req {
     size_t head_len;        /* script: bytes of cmd before them */
     int fcall;              /* script: the head is FCALL (else EVALSHA) */
     int resends;            /* resends to load what it needs so far */
-    int later;              /* re-sends after transient errors so far */
     uint64_t made_ms;       /* when the request was made */
     uint64_t sent_ms;       /* when it was last written to a context */
     uint64_t first_error_ms;/* its first transient error (0: none) */
@@ -325,7 +324,6 @@ static int retry_later(rjq_client *c, rjq__req *r) {
     uint64_t now = rjq__now_ms();
     if (r->first_error_ms == 0) r->first_error_ms = now;
     if (now - r->first_error_ms >= RETRY_DEADLINE_MS) return 0;
-    r->later++;
     list_push(&c->later, r);
     if (!rjq__timer_armed(&c->retry_timer)) {
         rjq__timer_start(c, &c->retry_timer, c->retry_wait_ms);

@@ -68,15 +68,21 @@ static uint64_t boot_ms(void) {
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-void rjq__server_time_sample(rjq_client *c, long long server_ms) {
+void rjq__server_time_rebase(rjq_client *c, long long server_ms) {
     uint64_t now = boot_ms();
-    long long off = server_ms - (long long)now;
+    c->have_offset = 1;
+    c->offset_cur = c->offset_prev = server_ms - (long long)now;
+    c->offset_window = now;
+    c->rebase_wanted = c->rebase_sent = 0;
+}
+
+void rjq__server_time_sample(rjq_client *c, long long server_ms) {
     if (!c->have_offset) {
-        c->have_offset = 1;
-        c->offset_cur = c->offset_prev = off;
-        c->offset_window = now;
+        rjq__server_time_rebase(c, server_ms);
         return;
     }
+    uint64_t now = boot_ms();
+    long long off = server_ms - (long long)now;
     if (now - c->offset_window >= OFFSET_WINDOW_MS) {
         c->offset_prev = c->offset_cur;
         c->offset_cur = off;
@@ -88,15 +94,6 @@ void rjq__server_time_sample(rjq_client *c, long long server_ms) {
 
 void rjq__server_time_doubt(rjq_client *c) {
     c->rebase_wanted = 1;
-}
-
-void rjq__server_time_rebase(rjq_client *c, long long server_ms) {
-    uint64_t now = boot_ms();
-    long long off = server_ms - (long long)now;
-    c->have_offset = 1;
-    c->offset_cur = c->offset_prev = off;
-    c->offset_window = now;
-    c->rebase_wanted = c->rebase_sent = 0;
 }
 
 long long rjq__server_now(const rjq_client *c) {

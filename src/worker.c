@@ -62,7 +62,6 @@ struct rjq_worker {
     wstate state;
     cmode mode;
     int running;              /* handed out, not yet finished by the user */
-    unsigned long stale;      /* jobs not started: their lease had ended */
     int finishing;            /* finish requests in flight */
     int claiming;             /* claims in flight */
     int asked;                /* jobs those claims asked for */
@@ -99,10 +98,6 @@ static void check_invariants(const rjq_worker *w) {
 
 rjq_queue *rjq__worker_queue(const rjq_worker *w) {
     return w->q;
-}
-
-long rjq__worker_lease_ms(const rjq_worker *w) {
-    return w->lease_ms;
 }
 
 /* ---- lifetime ----------------------------------------------------------- */
@@ -256,26 +251,39 @@ static int stale(rjq_client *c, const rjq_job *j) {
     return now > 0 && j->deadline > 0 && now >= j->deadline;
 }
 
-/* Hand jobs to the handler. A stale one is handed back instead (token-
- * checked: if it was reclaimed meanwhile, nothing changes). Jobs of a
+/* What a release needs of a job handle (its id and token). */
+static rjq__pushed job_ref(const rjq_job *j) {
+    return (rjq__pushed){.id = j->id, .idlen = strlen(j->id), .token = j->token,
+                         .toklen = strlen(j->token)};
+}
+
+/* Hand jobs to the handler. Stale ones are handed back instead, in one
+ * call (token-checked: one reclaimed meanwhile is left alone). Jobs of a
  * batch are handed out even when an earlier handler of it stopped the
  * worker (rjq_worker_stop's contract). Once the client is being freed,
  * the rest are left to their lease. */
 static void run_jobs(rjq_worker *w, rjq_job **jobs, size_t n) {
     rjq_client *c = client_of(w);
-    size_t i = 0;
+    rjq__pushed *back = NULL;
+    size_t i = 0, nback = 0;
     for (; i < n && !rjq__free_pending(c); i++) {
         if (!stale(c, jobs[i])) {
             w->handler(jobs[i], w->data);
             continue;
         }
-        rjq__pushed back = {.id = jobs[i]->id, .idlen = strlen(jobs[i]->id),
-                            .token = jobs[i]->token, .toklen = strlen(jobs[i]->token)};
-        rjq__push_release(w->q, NULL, &back, 1);
-        rjq__server_time_doubt(c); /* unless the server clock went back */
-        w->stale++;
-        rjq__worker_job_dropped(w, jobs[i]);
+        if (back == NULL && (back = malloc((n - i) * sizeof *back)) == NULL) {
+            rjq__worker_job_dropped(w, jobs[i]); /* out of memory: its lease */
+            continue;
+        }
+        back[nback] = job_ref(jobs[i]);
+        jobs[nback++] = jobs[i]; /* kept (slots before i are done with) until it is sent */
     }
+    if (nback) {
+        rjq__push_release(w->q, NULL, back, nback);
+        rjq__server_time_doubt(c); /* unless the server clock went back */
+    }
+    free(back);
+    for (size_t k = 0; k < nback; k++) rjq__worker_job_dropped(w, jobs[k]);
     for (; i < n; i++) rjq__worker_job_dropped(w, jobs[i]);
 }
 
@@ -599,11 +607,7 @@ static size_t hand_back(rjq_worker *w) {
     for (rjq_job *j = w->jobs; j; j = j->next) n++;
     rjq__pushed *back = n ? malloc(n * sizeof *back) : NULL;
     size_t k = 0;
-    for (rjq_job *j = w->jobs; back && j; j = j->next) {
-        back[k].id = j->id, back[k].idlen = strlen(j->id);
-        back[k].token = j->token, back[k].toklen = strlen(j->token);
-        k++;
-    }
+    for (rjq_job *j = w->jobs; back && j; j = j->next) back[k++] = job_ref(j);
     size_t sent = k && rjq__push_release(w->q, NULL, back, k) == RJQ_OK ? k : 0;
     free(back); /* not sent (out of memory): they come back after their lease */
     while (w->jobs) {

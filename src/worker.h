@@ -10,7 +10,6 @@
 #include "queue.h"
 
 rjq_queue *rjq__worker_queue(const rjq_worker *w);
-long rjq__worker_lease_ms(const rjq_worker *w);
 
 /* The user finished job (its finish request is queued): it stops running
  * and is freed; the worker counts one finish in flight. */

@@ -608,6 +608,13 @@ static enq_wait enqueue_as(test_env *env, const char *url, ev_log *log) {
     return e;
 }
 
+/* enqueue_as with redis://<userinfo>@127.0.0.1:<the server's port>. */
+static enq_wait enqueue_with_userinfo(test_env *env, const char *userinfo, ev_log *log) {
+    char url[128];
+    snprintf(url, sizeof url, "redis://%s@127.0.0.1:%d", userinfo, env->s.port);
+    return enqueue_as(env, url, log);
+}
+
 TEST(noauth_without_password_reports_eauth) {
     test_env env;
     auth_env_start(&env);
@@ -625,10 +632,8 @@ TEST(noauth_without_password_reports_eauth) {
 TEST(wrong_password_reports_eauth_and_error_event) {
     test_env env;
     auth_env_start(&env);
-    char url[128];
     ev_log log = {0, 0, 0, ""};
-    snprintf(url, sizeof url, "redis://:wrong@127.0.0.1:%d", env.s.port);
-    enq_wait e = enqueue_as(&env, url, &log);
+    enq_wait e = enqueue_with_userinfo(&env, ":wrong", &log);
     if (e.status != RJQ_EAUTH)
         FAIL_AT(__FILE__, __LINE__, "wrong password: expected RJQ_EAUTH, got %d (%s)", e.status,
                 e.errmsg);
@@ -649,10 +654,8 @@ TEST(setname_refused_by_acl_keeps_the_session) {
     redisReply *r = server_cmd(env.rc, "ACL SETUSER worker on >pw ~* &* +@all -client");
     ASSERT(r->type == REDIS_REPLY_STATUS);
     freeReplyObject(r);
-    char url[128];
     ev_log log = {0, 0, 0, ""};
-    snprintf(url, sizeof url, "redis://worker:pw@127.0.0.1:%d", env.s.port);
-    enq_wait e = enqueue_as(&env, url, &log);
+    enq_wait e = enqueue_with_userinfo(&env, "worker:pw", &log);
     if (e.status != RJQ_OK)
         FAIL_AT(__FILE__, __LINE__, "expected the enqueue to work, got %d (%s)", e.status,
                 e.errmsg);
@@ -677,10 +680,8 @@ TEST(password_sent_to_a_server_without_one_keeps_the_session) {
     env.rc = server_connect(&env.s);
     env.base = event_base_new();
     ASSERT(env.base != NULL);
-    char url[128];
     ev_log log = {0, 0, 0, ""};
-    snprintf(url, sizeof url, "redis://:secret@127.0.0.1:%d", env.s.port);
-    enq_wait e = enqueue_as(&env, url, &log);
+    enq_wait e = enqueue_with_userinfo(&env, ":secret", &log);
     ASSERT_OK(e.status);
     ASSERT(log.error_conn_cmd >= 1);
     ASSERT(strstr(log.detail, "AUTH") != NULL);

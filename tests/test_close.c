@@ -63,6 +63,19 @@ static void hold(rjq_job *job, void *data) {
     held[nheld++] = job;
 }
 
+/* A worker of concurrency k that holds what it gets, n jobs j1..jn, and
+ * the loop run until it holds k of them. */
+static void start_holding(test_env *e, const char *queue, int k, int n) {
+    env_start(e, queue);
+    nheld = 0;
+    rjq_worker *w;
+    rjq_worker_options wo = quiet_worker_options(k);
+    ASSERT_OK(rjq_worker_start(e->q, &wo, hold, NULL, &w));
+    enqueue_ids(e->q, n);
+    for (int i = 0; i < 500 && nheld < k; i++) loop_for(e->base, 10);
+    ASSERT_EQ(k, nheld);
+}
+
 static void finish_first(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what, (void)arg;
     ASSERT_OK(rjq_job_complete(held[0], "done", 4, on_done_ok, &done_ok));
@@ -70,15 +83,8 @@ static void finish_first(evutil_socket_t fd, short what, void *arg) {
 
 TEST(close_lets_running_jobs_finish_and_hands_back_the_rest) {
     test_env e;
-    env_start(&e, "close");
-    nheld = 0;
     done_ok = 0;
-    rjq_worker *w;
-    rjq_worker_options wo = quiet_worker_options(3);
-    ASSERT_OK(rjq_worker_start(e.q, &wo, hold, NULL, &w));
-    enqueue_ids(e.q, 5);
-    for (int i = 0; i < 500 && nheld < 3; i++) loop_for(e.base, 10);
-    ASSERT_EQ(3, nheld);
+    start_holding(&e, "close", 3, 5);
 
     close_wait cw = {0};
     ASSERT_OK(rjq_client_close(e.c, 400, on_closed, &cw));
@@ -180,13 +186,7 @@ TEST(close_sends_what_was_asked_for_before_it) {
  * still comes, once, with RJQ_ECANCELED. */
 TEST(free_during_close_reports_ecanceled_once) {
     test_env e;
-    env_start(&e, "cfree");
-    nheld = 0;
-    rjq_worker *w;
-    rjq_worker_options wo = quiet_worker_options(1);
-    ASSERT_OK(rjq_worker_start(e.q, &wo, hold, NULL, &w));
-    enqueue_ids(e.q, 1);
-    for (int i = 0; i < 500 && nheld < 1; i++) loop_for(e.base, 10);
+    start_holding(&e, "cfree", 1, 1);
     close_wait cw = {0};
     ASSERT_OK(rjq_client_close(e.c, 60000, on_closed, &cw));
     loop_for(e.base, 50);

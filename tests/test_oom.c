@@ -139,15 +139,21 @@ static long fail_early_send(test_env *e, rjq_queue **qp, char *name, size_t cap,
  * callback that enqueued again, into that batch, lost its job (its
  * callback was never called, nothing reached Redis). The batch is now
  * detached before its jobs are reported. */
+/* A client, and an early send that fails with the callback in `mode`. */
+static long start_failed_send(test_env *e, int mode, rjq_queue **q, char *name, size_t cap,
+                              int *rc) {
+    env_start(e, NULL);
+    memset(big, 'b', sizeof big);
+    ef.mode = mode;
+    return fail_early_send(e, q, name, cap, rc);
+}
+
 TEST(enqueue_callback_that_enqueues_again_after_a_failed_send_is_kept) {
     test_env e;
-    env_start(&e, NULL);
-    memset(big, 'b', sizeof big);
-    ef.mode = EF_ENQUEUE_AGAIN;
     char name[32];
     rjq_queue *q;
     int rc;
-    long n = fail_early_send(&e, &q, name, sizeof name, &rc);
+    long n = start_failed_send(&e, EF_ENQUEUE_AGAIN, &q, name, sizeof name, &rc);
 
     /* the failed allocation was the last one before the report */
     ASSERT_EQ(1, ef.failures_at_report);
@@ -187,13 +193,10 @@ TEST(enqueue_callback_that_enqueues_again_after_a_failed_send_is_kept) {
  * deferred free ran on the way out: rjq.h forbids that.) */
 TEST(client_freed_in_a_callback_run_inside_rjq_enqueue_is_freed_after_it_returns) {
     test_env e;
-    env_start(&e, NULL);
-    memset(big, 'b', sizeof big);
-    ef.mode = EF_FREE_CLIENT;
     char name[32];
     rjq_queue *q;
     int rc;
-    long n = fail_early_send(&e, &q, name, sizeof name, &rc);
+    long n = start_failed_send(&e, EF_FREE_CLIENT, &q, name, sizeof name, &rc);
     e.c = NULL; /* freed by the callback, q with it */
 
     ASSERT_EQ(1, ef.failures_at_report);

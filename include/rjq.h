@@ -185,6 +185,17 @@ typedef struct rjq_client_options {
     size_t max_payload;        /* payload/result size limit; default 16 MiB */
     rjq_event_cb *on_event;    /* optional connection event listener */
     void *event_data;
+    /* A client with workers renews a liveness entry in Redis every second
+     * (one script call, from its loop); when its entry has not been renewed
+     * for this long (the process died, hangs, or lost Redis), another
+     * client returns the jobs it held to their queues at once, without
+     * waiting for their leases, so leases can be long. A loop blocked
+     * longer than this (a handler doing long work on the loop's thread)
+     * has its jobs taken and run elsewhere: raise it, or run long work off
+     * the loop. Default 5000 (at least 1000); -1 turns it off (jobs of a
+     * dead worker then come back when their lease ends). An ACL user
+     * needs the keys "<prefix>:{clients}:*". */
+    long liveness_ms;
 } rjq_client_options;
 
 /*

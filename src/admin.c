@@ -122,7 +122,7 @@ int rjq_queue_reclaim(rjq_queue *q, rjq_count_cb *cb, void *data) {
     ctx->data = data;
     rjq_client *c = rjq_queue_client(q);
     rjq__enter(c);
-    rc = rjq__reclaim_send(q, 0, on_count, ctx);
+    rc = rjq__reclaim_send(q, 0, 0, on_count, ctx);
     rjq__leave(c);
     if (rc != RJQ_OK) free(ctx);
     return rc;

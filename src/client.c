@@ -55,6 +55,12 @@ static int copy_options(rjq_client *c, const rjq_client_options *o) {
     long ct = o ? o->command_timeout_ms : 0, pi = o ? o->ping_interval_ms : 0;
     c->command_timeout_ms = ct > 0 ? ct : ct < 0 ? 0 : 10000;
     c->ping_interval_ms = pi > 0 ? pi : pi < 0 ? 0 : 5000;
+    long lv = o ? o->liveness_ms : 0;
+    c->liveness_ms = lv > 0 ? lv : lv < 0 ? 0 : 5000;
+    if (lv > 0 && lv < 1000) {
+        rjq__errmsg(c, "liveness_ms must be at least 1000");
+        return RJQ_EINVAL;
+    }
     c->max_payload = o && o->max_payload ? o->max_payload : DEFAULT_MAX_PAYLOAD;
     c->on_event = o ? o->on_event : NULL;
     c->event_data = o ? o->event_data : NULL;
@@ -87,6 +93,7 @@ int rjq_client_new(rjq_client **out, const rjq_client_options *opts, const rjq_l
     c->loop = loop;
     c->armed_due = UINT64_MAX;
     c->rng = seed();
+    snprintf(c->id, sizeof c->id, "%016llx", (unsigned long long)rjq__random(c));
     c->destroy = destroy;
     int rc = copy_options(c, opts);
     if (rc == RJQ_OK)

@@ -76,6 +76,11 @@ void rjq__background_failed(rjq_client *c, int status, const char *what);
 
 const char *rjq__client_prefix(const rjq_client *c);
 size_t rjq__client_max_payload(const rjq_client *c);
+/* The client's random id (16 hex digits): names its push channels and
+ * starts the fencing tokens of its jobs. */
+const char *rjq__client_id(const rjq_client *c);
+/* How long the client's liveness entry lasts (upkeep.c); 0: none. */
+long rjq__client_liveness_ms(const rjq_client *c);
 
 /* ---- features (runtime.c) ----------------------------------------------- */
 

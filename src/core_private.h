@@ -135,6 +135,8 @@ struct rjq_client {
     long connect_timeout_ms, reconnect_min_ms, reconnect_max_ms;
     long command_timeout_ms;  /* 0: off */
     long ping_interval_ms;    /* 0: off */
+    long liveness_ms;         /* of the liveness entry (upkeep.c); 0: off */
+    char id[17];              /* the client's random id (tokens, channels) */
     size_t max_payload;
     rjq_event_cb *on_event;
     void *event_data;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "held.h"
 #include "worker.h"
 
 #define COMPLETE_BATCH 500           /* jobs per complete script call */
@@ -115,17 +116,22 @@ static int send_batch(rjq_queue *q, complete_batch *b) {
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_COMPLETED, RJQ__K_STATS, RJQ__K_READY, RJQ__K_PRIO,
-              RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED);
+              RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_HELD);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_ll(&a, rjq__queue_retention_ms(q));
     rjq__argv_ll(&a, rjq__queue_completed_max(q));
     rjq__argv_ll(&a, (long long)b->noffers);
+    /* the tokens these completions (and earlier finishes) left nothing of */
+    size_t forgets = rjq__held_pending(q);
+    if (forgets > COMPLETE_BATCH) forgets = COMPLETE_BATCH;
+    rjq__argv_ll(&a, (long long)forgets);
     for (size_t i = 0; i < b->noffers; i++) {
         rjq__argv_str(&a, b->offers[i].field);
         rjq__argv_ll(&a, b->offers[i].epoch);
         rjq__argv_ll(&a, b->offers[i].lease_ms);
         rjq__argv_ll(&a, b->offers[i].slots);
     }
+    rjq__held_take(q, &a, forgets);
     for (size_t i = 0; i < b->n; i++) {
         rjq__argv_str(&a, b->items[i].id);
         rjq__argv_str(&a, b->items[i].tail);

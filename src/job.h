@@ -22,11 +22,12 @@ typedef struct rjq__pushed {
 struct rjq_job {
     rjq_worker *w;            /* NULL once detached (client freed) */
     char *id;
-    char token[48];
+    char token[64];
     const char *payload;
     size_t len;
     int attempt, max_attempts;
     long long deadline;       /* its lease's end when it was handed out, server time (ms) */
+    struct rjq__tok *tok;     /* its token's record (held.h), while its worker has it */
     struct rjq_job *prev, *next; /* the worker's running jobs */
 };
 

@@ -3,7 +3,7 @@
  * in src/lua/lib.lua).
  *
  * Each queue with workers has one push channel per client,
- * "<prefix>:{Q}:push:<random>", on the subscriber connection. A worker
+ * "<prefix>:{Q}:push:<client id>", on the subscriber connection. A worker
  * registers free slots in the queue's idle hash under the field
  * "<worker id> <push channel>" (its registration), with the epoch of the
  * claim that registered them. Enqueue claims new jobs for registered
@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "held.h"
 #include "push.h"
 
 /* The queue's push state. */
@@ -47,6 +48,8 @@ struct rjq__reg {
     unsigned epoch;           /* of the registration */
     int offered;              /* registered slots not yet used by a push */
     int out_of_step;          /* the next claim replaces the registration */
+    int lost;                 /* pushes may have been lost: the next claim recovers */
+    unsigned ignore_below;    /* pushes of older epochs come back by recovery */
     int linked;               /* in the queue's routing list */
     const rjq__reg_ops *ops;
     void *arg;
@@ -71,21 +74,39 @@ int rjq__reg_out_of_step(const rjq__reg *r) {
     return r->out_of_step;
 }
 
+unsigned rjq__reg_id(const rjq__reg *r) {
+    return r->id;
+}
+
 unsigned rjq__reg_claim_epoch(const rjq__reg *r, int reset) {
     return reset ? r->epoch + 1 : r->epoch;
 }
 
-void rjq__reg_claim_sent(rjq__reg *r, unsigned epoch, int reset) {
+int rjq__reg_claim_recovers(const rjq__reg *r, int reset) {
+    return reset && r->lost;
+}
+
+void rjq__reg_claim_sent(rjq__reg *r, unsigned epoch, int reset, int recovers) {
     assert(epoch == rjq__reg_claim_epoch(r, reset));
+    assert(!recovers || reset);
     if (!reset) return;
     r->epoch = epoch;
     r->offered = 0;
     r->out_of_step = 0;
+    if (recovers) {
+        /* Every push of an older epoch was published before this claim
+         * runs (it replaces the registration): one not heard of by now
+         * comes back in its reply. */
+        r->lost = 0;
+        r->ignore_below = epoch;
+    }
 }
 
-void rjq__reg_claim_replied(rjq__reg *r, unsigned epoch, int status, long long registered) {
+void rjq__reg_claim_replied(rjq__reg *r, unsigned epoch, int status, long long registered,
+                            int recovers) {
     if (status != RJQ_OK) {
         r->out_of_step = 1; /* whether it registered slots is unknown */
+        if (recovers) r->lost = 1; /* what it recovered never came */
         return;
     }
     assert(registered >= 0);
@@ -175,11 +196,13 @@ static char *make_field(const part *p, unsigned long long id) {
 }
 
 /* (Re)subscribed: pushes may have been lost. Each registration is marked
- * out of step and its worker told (it claims, replacing it). */
+ * out of step and to recover, and its worker told (it claims, replacing
+ * the registration and recovering what was pushed to it unheard). */
 static void resync_all(part *p) {
     for (rjq__reg *r = p->regs, *next; r; r = next) {
         next = r->next;
         r->out_of_step = 1;
+        r->lost = 1;
         r->ops->resync(r->arg);
     }
 }
@@ -214,11 +237,14 @@ static void on_push(rjq_client *c, const char *channel, const char *msg, size_t 
         rjq__errmsg(c, "push on %s: malformed message", channel);
     } else {
         rjq__reg *r = find_reg(pp, wid);
-        if (r) {
+        if (r && epoch < r->ignore_below) {
+            /* a recovering claim returned (or returns) these jobs */
+        } else if (r) {
             r->ops->take(r->arg, (unsigned)epoch, jobs, got);
         } else { /* left: hand them back and drop what is left of its registration */
             char *field = make_field(pp, wid);
             rjq__push_release(q, field, jobs, got);
+            rjq__held_forget(q, token, toklen);
             free(field);
         }
     }
@@ -248,8 +274,9 @@ static part *part_of(rjq_queue *q) {
         free(p);
         return NULL;
     }
-    snprintf(p->channel, len, "%s:{%s}:push:%016llx", prefix, name,
-             (unsigned long long)rjq__random(c));
+    /* its last part is the client's id: push tokens start with it (the
+     * held index, lib.lua) */
+    snprintf(p->channel, len, "%s:{%s}:push:%s", prefix, name, rjq__client_id(c));
     if (rjq__subscribe(c, p->channel, on_push, q) != RJQ_OK) {
         free(p->channel);
         free(p);

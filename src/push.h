@@ -49,13 +49,23 @@ int rjq__reg_offered(const rjq__reg *r);
 void rjq__reg_resync(rjq__reg *r);
 int rjq__reg_out_of_step(const rjq__reg *r);
 
+/* The registration's number in its queue (also the worker's, in tokens). */
+unsigned rjq__reg_id(const rjq__reg *r);
+
 /* The epoch a claim registers under: a new one when it resets (replaces
  * the registration with its unfilled slots). */
 unsigned rjq__reg_claim_epoch(const rjq__reg *r, int reset);
-/* That claim went out. */
-void rjq__reg_claim_sent(rjq__reg *r, unsigned epoch, int reset);
+/* Whether that claim must recover: the push channel was resubscribed
+ * since the last recovering claim went out, so pushes may have been lost
+ * (claim.lua returns the jobs held under the worker's tokens it does not
+ * name). Only a resetting claim recovers. */
+int rjq__reg_claim_recovers(const rjq__reg *r, int reset);
+/* That claim went out. A recovering one makes pushes of older epochs
+ * that arrive from now on ignored: its reply brings their jobs. */
+void rjq__reg_claim_sent(rjq__reg *r, unsigned epoch, int reset, int recovers);
 /* Its reply: status, and the slots it registered under epoch. */
-void rjq__reg_claim_replied(rjq__reg *r, unsigned epoch, int status, long long registered);
+void rjq__reg_claim_replied(rjq__reg *r, unsigned epoch, int status, long long registered,
+                            int recovers);
 /* Room for one job pushed under epoch? free_slots: the worker's free
  * slots (offered ones excluded), can_run: it runs fewer than its
  * concurrency. Accepting uses one offered slot of the current epoch. */

@@ -14,7 +14,7 @@
 enum {
     RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_DEAD,
     RJQ__K_COMPLETED, RJQ__K_STATS, RJQ__K_GUARD, RJQ__K_JOB, RJQ__K_WAKE,
-    RJQ__K_EVENTS, RJQ__K_MONITORED, RJQ__K_IDLE,
+    RJQ__K_EVENTS, RJQ__K_MONITORED, RJQ__K_IDLE, RJQ__K_HELD,
     /* the job record columns (src/lua/lib.lua) */
     RJQ__K_PAYLOAD, RJQ__K_STATE, RJQ__K_OPTIONS, RJQ__K_RESULT, RJQ__K_ERROR,
     RJQ__K_FAILTOKEN, RJQ__K_WATCHERS, RJQ__K_COUNT
@@ -26,9 +26,13 @@ enum {
         RJQ__K_FAILTOKEN, RJQ__K_WATCHERS
 
 /* The parts a queue has, in the order its tick runs them: enqueues first,
- * completions next, claims last (so the capacity that completions free is
- * claimed in the same round trip). */
-enum { RJQ__PART_ENQUEUE, RJQ__PART_FINISH, RJQ__PART_PUSH, RJQ__PART_WORKERS, RJQ__PART_COUNT };
+ * completions next, then the held index's forgets no completion carried,
+ * claims last (so the capacity that completions free is claimed in the
+ * same round trip). */
+enum {
+    RJQ__PART_ENQUEUE, RJQ__PART_FINISH, RJQ__PART_HELD, RJQ__PART_PUSH, RJQ__PART_WORKERS,
+    RJQ__PART_COUNT
+};
 
 typedef struct rjq__part_ops {
     void (*tick)(rjq_queue *q, void *state);  /* the queue's tick */

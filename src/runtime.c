@@ -51,6 +51,14 @@ const char *rjq__client_prefix(const rjq_client *c) {
     return c->prefix;
 }
 
+const char *rjq__client_id(const rjq_client *c) {
+    return c->id;
+}
+
+long rjq__client_liveness_ms(const rjq_client *c) {
+    return c->liveness_ms;
+}
+
 size_t rjq__client_max_payload(const rjq_client *c) {
     return c->max_payload;
 }

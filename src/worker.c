@@ -1,6 +1,7 @@
 /*
- * Workers: the claim loop, doorbell wake-ups, lease extension and the
- * reclaim sweep timer.
+ * Workers: the claim loop, doorbell wake-ups, lease extension, and the
+ * jobs a lost reply or push left with them (claims are re-sent by token;
+ * a resubscribed push channel makes the next claim recover).
  *
  * The claim loop is a small state machine. Its mode says what the last
  * claim found:
@@ -12,8 +13,9 @@
  *           enqueue hands new jobs straight to the worker; besides pushes
  *           the worker waits for the doorbell (rung by any script that
  *           makes the queue non-empty), a timer for the next delayed job,
- *           or the slow safety poll. A doorbell heard while a claim is in
- *           flight triggers one more claim.
+ *           or the client's periodic visit of the queue (upkeep.c) finding
+ *           jobs waiting. A doorbell heard while a claim is in flight
+ *           triggers one more claim.
  * Claims ride the queue's tick, behind the completions of the same loop
  * turn, so the capacity they free is claimed in the same round trip.
  * Its lifecycle: ACTIVE, then STOPPING after rjq_worker_stop() or when the
@@ -32,8 +34,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "held.h"
 #include "push.h"
-#include "reclaim.h"
+#include "upkeep.h"
 #include "worker.h"
 
 #define CLAIMS_IN_FLIGHT 2
@@ -44,8 +47,8 @@
 typedef enum { W_ACTIVE, W_STOPPING } wstate;
 typedef enum { CL_IDLE, CL_HUNGRY } cmode;
 
-/* A worker's background request (lease extension, reclaim sweep, the
- * stop's deregistration): at most one of each kind in flight; its reply
+/* A worker's background request (lease extension, the stop's
+ * deregistration): at most one of each kind in flight; its reply
  * callback gets this as its data. */
 typedef struct background {
     rjq_worker *w;
@@ -69,11 +72,12 @@ struct rjq_worker {
     int want_claim;           /* claim on the next queue tick */
     int want_offer;           /* slots were freed while idle: offer them */
     rjq__reg *reg;            /* push delivery registration and ledger */
-    background sweep, extend, deregister;
+    rjq__holder *held;        /* the tokens it holds jobs of */
+    background extend, deregister;
     rjq_stopped_cb *stop_cb;
     void *stop_data;
     rjq_job *jobs;            /* running jobs, for lease extension */
-    rjq__timer poll_timer, extend_timer, reclaim_timer;
+    rjq__timer poll_timer, extend_timer;
     struct rjq_worker *next;
 };
 
@@ -118,16 +122,17 @@ static void detach(rjq_worker *w) {
     unlink_worker(w);
     rjq__timer_teardown(c, &w->poll_timer);
     rjq__timer_teardown(c, &w->extend_timer);
-    rjq__timer_teardown(c, &w->reclaim_timer);
     rjq__push_free(w->reg);
     w->reg = NULL;
+    rjq__held_leave(w->held);
+    w->held = NULL;
 }
 
 /* Finish a stop once nothing of the worker is in flight. */
 static void check_stopped(rjq_worker *w) {
     check_invariants(w);
-    if (w->state != W_STOPPING || w->running || w->finishing || w->claiming || w->sweep.busy ||
-        w->extend.busy || w->deregister.busy)
+    if (w->state != W_STOPPING || w->running || w->finishing || w->claiming || w->extend.busy ||
+        w->deregister.busy)
         return;
     detach(w);
     if (w->stop_cb) w->stop_cb(w, RJQ_OK, w->stop_data);
@@ -141,6 +146,8 @@ static void destroy(rjq_worker *w) {
         next = j->next;
         j->w = NULL;
         j->prev = j->next = NULL;
+        rjq__tok_drop(j->tok);
+        j->tok = NULL;
     }
     detach(w);
     if (w->state == W_STOPPING && w->stop_cb) w->stop_cb(w, RJQ_ECANCELED, w->stop_data);
@@ -176,6 +183,7 @@ static void on_doorbell(rjq_client *c, const char *channel, const char *msg, siz
     }
 }
 
+/* The next delayed job is due, or a failed claim is retried. */
 static void on_poll_timer(rjq__timer *t) {
     rjq_worker *w = t->owner;
     rjq__reg_resync(w->reg);
@@ -204,8 +212,9 @@ static int reply_job(redisReply **e, const redisReply *token, long long deadline
     return 0;
 }
 
-static rjq_job *new_job(rjq_worker *w, const rjq__pushed *d) {
-    if (d->toklen >= sizeof(((rjq_job *)0)->token)) return NULL;
+/* A running job (tok: the record of its token, which it holds). */
+static rjq_job *new_job(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok) {
+    if (tok == NULL || d->toklen >= sizeof(((rjq_job *)0)->token)) return NULL;
     rjq_job *j = malloc(sizeof *j + d->idlen + 1 + d->len + 1);
     if (j == NULL) return NULL;
     char *mem = (char *)(j + 1);
@@ -222,6 +231,8 @@ static rjq_job *new_job(rjq_worker *w, const rjq__pushed *d) {
     j->attempt = d->attempt;
     j->max_attempts = d->max_attempts;
     j->deadline = d->deadline;
+    j->tok = tok;
+    rjq__tok_hold(tok);
     j->prev = NULL;
     j->next = w->jobs;
     if (w->jobs) w->jobs->prev = j;
@@ -235,6 +246,8 @@ static void unlink_job(rjq_worker *w, rjq_job *job) {
     else w->jobs = job->next;
     if (job->next) job->next->prev = job->prev;
     w->running--;
+    rjq__tok_drop(job->tok); /* its last job: the token is forgotten */
+    job->tok = NULL;
 }
 
 void rjq__worker_job_dropped(rjq_worker *w, rjq_job *job) {
@@ -289,83 +302,129 @@ static void run_jobs(rjq_worker *w, rjq_job **jobs, size_t n) {
 
 /* ---- claim ------------------------------------------------------------ */
 
-/* Wait for the doorbell, the next delayed job, or the safety poll. */
+/* Wait for a push, the doorbell, the next delayed job (next_due ms; -1:
+ * none) or the queue's visit. */
 static void go_idle(rjq_worker *w, long long next_due) {
-    long long wait = w->poll_ms;
-    if (next_due >= 0 && next_due + 1 < wait) wait = next_due + 1;
-    rjq__timer_start(client_of(w), &w->poll_timer, (uint64_t)wait);
+    if (next_due >= 0) rjq__timer_start(client_of(w), &w->poll_timer, (uint64_t)next_due + 1);
+    else rjq__timer_stop(client_of(w), &w->poll_timer);
+}
+
+/* A claim failed: try again after poll_ms (ECONN: the reconnect pokes
+ * sooner). */
+static void retry_later(rjq_worker *w) {
+    rjq__timer_start(client_of(w), &w->poll_timer, (uint64_t)w->poll_ms);
 }
 
 typedef struct claim_ctx {
     rjq_worker *w;
     int asked;
     unsigned epoch;
+    int recovers;             /* it recovers jobs pushed unheard */
 } claim_ctx;
 
-/* [next due, slots registered, token, deadline, then 4 per job]: a claim
- * registers at most the slots it did not fill. */
-#define CLAIM_HEAD 4
-static int claim_reply_ok(const redisReply *r, int asked) {
+/* [next due, slots registered, token, deadline, recovered, then 4 per
+ * claimed job, then 6 per recovered job] (claim.lua): a claim registers
+ * at most the slots it did not fill. */
+#define CLAIM_HEAD 5
+static int claim_reply_ok(const redisReply *r, int asked, size_t *got, size_t *nrec) {
     if (r->type != REDIS_REPLY_ARRAY || r->elements < CLAIM_HEAD ||
-        (r->elements - CLAIM_HEAD) % 4 != 0 || r->element[0]->type != REDIS_REPLY_INTEGER ||
-        r->element[1]->type != REDIS_REPLY_INTEGER || r->element[2]->type != REDIS_REPLY_STRING ||
-        r->element[3]->type != REDIS_REPLY_INTEGER)
+        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER ||
+        r->element[2]->type != REDIS_REPLY_STRING || r->element[3]->type != REDIS_REPLY_INTEGER ||
+        r->element[4]->type != REDIS_REPLY_INTEGER)
         return 0;
-    long long got = (long long)(r->elements - CLAIM_HEAD) / 4, registered = r->element[1]->integer;
-    return got <= asked && registered >= 0 && registered <= asked - got;
+    long long rec = r->element[4]->integer, registered = r->element[1]->integer;
+    size_t rest = r->elements - CLAIM_HEAD;
+    if (rec < 0 || rec > asked || rest < 6 * (size_t)rec || (rest - 6 * (size_t)rec) % 4 != 0)
+        return 0;
+    *nrec = (size_t)rec;
+    *got = (rest - 6 * (size_t)rec) / 4;
+    for (size_t i = 0; i < *nrec; i++) {
+        redisReply **e = &r->element[CLAIM_HEAD + 4 * *got + 6 * i];
+        if (e[4]->type != REDIS_REPLY_STRING || e[5]->type != REDIS_REPLY_INTEGER) return 0;
+    }
+    return (long long)(*got + *nrec) <= asked && registered >= 0 &&
+           registered <= asked - (long long)(*got + *nrec);
+}
+
+/* The jobs of a claim reply (claimed, then recovered) as d[], each with
+ * the record of its token in toks[] (one new record per token, each with
+ * its arrival reference, listed in recs[]; NULL when out of memory).
+ * Returns how many jobs were read (a malformed entry is skipped: it comes
+ * back after its lease); *nrecs the records made. */
+static size_t read_claim(rjq_worker *w, const redisReply *r, size_t got, size_t nrec,
+                         rjq__pushed *d, rjq__tok **toks, rjq__tok **recs, size_t *nrecs) {
+    size_t n = 0;
+    long long deadline = r->element[3]->integer;
+    rjq__tok *cur = NULL;
+    *nrecs = 0;
+    if (got && (cur = rjq__tok_new(w->held, r->element[2]->str, r->element[2]->len)))
+        recs[(*nrecs)++] = cur;
+    for (size_t i = 0; i < got; i++)
+        if (reply_job(&r->element[CLAIM_HEAD + 4 * i], r->element[2], deadline, &d[n]) == 0)
+            toks[n++] = cur;
+    const redisReply *last = NULL;
+    for (size_t i = 0; i < nrec; i++) {
+        redisReply **e = &r->element[CLAIM_HEAD + 4 * got + 6 * i];
+        if (last == NULL || last->len != e[4]->len || memcmp(last->str, e[4]->str, e[4]->len)) {
+            /* the next token's group */
+            if ((cur = rjq__tok_new(w->held, e[4]->str, e[4]->len))) recs[(*nrecs)++] = cur;
+            last = e[4];
+        }
+        if (reply_job(e, e[4], e[5]->integer, &d[n]) == 0) toks[n++] = cur;
+    }
+    return n;
 }
 
 static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     claim_ctx x = *(claim_ctx *)priv;
     free(priv);
     rjq_worker *w = x.w;
+    size_t got = 0, nrec = 0;
     w->claiming--;
     w->asked -= x.asked;
     if (rjq__closing(c)) return;
-    if (status == RJQ_OK && !claim_reply_ok(r, x.asked)) {
+    if (status == RJQ_OK && !claim_reply_ok(r, x.asked, &got, &nrec)) {
         rjq__errmsg(c, "claim: unexpected reply");
         status = RJQ_EPROTO;
     }
-    rjq__reg_claim_replied(w->reg, x.epoch, status, status == RJQ_OK ? r->element[1]->integer : 0);
+    rjq__reg_claim_replied(w->reg, x.epoch, status, status == RJQ_OK ? r->element[1]->integer : 0,
+                           x.recovers);
     if (status != RJQ_OK) {
-        /* ECONN: the reconnect pokes us; anything else: the poll retries. */
+        /* ECONN: the reconnect pokes us; anything else: retried later. */
         w->mode = CL_IDLE;
-        go_idle(w, -1);
+        retry_later(w);
         check_stopped(w);
         return;
     }
-    size_t got = (r->elements - CLAIM_HEAD) / 4;
-    long long deadline = r->element[3]->integer;
-    rjq__server_time_sample(c, deadline - w->lease_ms);
-    if (w->state == W_STOPPING && got) { /* it starts nothing more: hand them back */
-        rjq__pushed *back = malloc(got * sizeof *back);
-        size_t n = 0;
-        for (size_t i = 0; back && i < got; i++)
-            if (reply_job(&r->element[CLAIM_HEAD + 4 * i], r->element[2], deadline, &back[n]) == 0)
-                n++;
-        if (n) rjq__push_release(w->q, NULL, back, n); /* else: their lease */
-        free(back);
-        check_stopped(w);
-        return;
+    if (got) rjq__server_time_sample(c, r->element[3]->integer - w->lease_ms);
+    size_t total = got + nrec, n = 0, made = 0, nback = 0, nrecs = 0;
+    rjq__pushed *d = total ? malloc(total * sizeof *d) : NULL;
+    rjq__tok **toks = total ? malloc(2 * total * sizeof *toks) : NULL, **recs = NULL;
+    rjq_job **jobs = total ? malloc(total * sizeof *jobs) : NULL;
+    if (d && toks && jobs) {
+        recs = toks + total;
+        n = read_claim(w, r, got, nrec, d, toks, recs, &nrecs);
     }
-    rjq_job **jobs = got ? malloc(got * sizeof *jobs) : NULL;
-    size_t made = 0;
-    for (size_t i = 0; i < got && jobs; i++) {
-        rjq__pushed d;
-        rjq_job *j = reply_job(&r->element[CLAIM_HEAD + 4 * i], r->element[2], deadline, &d) == 0
-                         ? new_job(w, &d)
-                         : NULL;
+    /* Out of memory: the jobs are left to their lease. */
+    for (size_t i = 0; i < n; i++) {
+        /* a stopping worker starts nothing more: they go back */
+        rjq_job *j = w->state == W_ACTIVE ? new_job(w, &d[i], toks[i]) : NULL;
         if (j) jobs[made++] = j;
+        else d[nback++] = d[i];
     }
-    /* Jobs that could not be handed out (out of memory) are left to their
-     * lease: they come back through the reclaim sweep. */
+    if (nback) rjq__push_release(w->q, NULL, d, nback);
+    for (size_t i = 0; i < nrecs; i++) rjq__tok_drop(recs[i]); /* the arrivals */
+    free(d);
+    free(toks);
     check_invariants(w);
-    if ((int)got == x.asked) {
-        w->mode = CL_HUNGRY;
-        rjq__timer_stop(c, &w->poll_timer);
-    } else {
-        w->mode = CL_IDLE;
-        go_idle(w, r->element[0]->integer);
+    if (w->state == W_ACTIVE) {
+        if ((int)got == x.asked) {
+            w->mode = CL_HUNGRY;
+            rjq__timer_stop(c, &w->poll_timer);
+        } else {
+            w->mode = CL_IDLE;
+            go_idle(w, r->element[0]->integer);
+        }
     }
     run_jobs(w, jobs, made);
     free(jobs);
@@ -374,7 +433,8 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
 }
 
 /* Send one claim for up to `want` jobs; reset: its unfilled slots replace
- * the registration (under a new epoch). */
+ * the registration (under a new epoch). It is re-sent after a reconnect:
+ * its token makes it idempotent (claim.lua). */
 static int send_claim(rjq_worker *w, int want, int reset) {
     rjq_client *c = client_of(w);
     rjq_queue *q = w->q;
@@ -384,12 +444,14 @@ static int send_claim(rjq_worker *w, int want, int reset) {
     ctx->w = w;
     ctx->asked = want;
     ctx->epoch = rjq__reg_claim_epoch(w->reg, reset);
-    char token[24];
-    snprintf(token, sizeof token, "%016llx", (unsigned long long)rjq__random(c));
+    ctx->recovers = rjq__reg_claim_recovers(w->reg, reset);
+    char token[64];
+    snprintf(token, sizeof token, "%s%016llx", rjq__held_prefix(w->held),
+             (unsigned long long)rjq__random(c));
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_STATS,
-              RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED);
+              RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_HELD);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_ll(&a, want);
     rjq__argv_ll(&a, w->lease_ms);
@@ -398,13 +460,20 @@ static int send_claim(rjq_worker *w, int want, int reset) {
     rjq__argv_str(&a, rjq__reg_field(w->reg));
     rjq__argv_ll(&a, ctx->epoch);
     rjq__argv_str(&a, reset ? "1" : "0");
-    int rc = a.oom ? RJQ_ENOMEM : rjq__script(c, RJQ__S_CLAIM, 0, on_claimed, ctx, a.n, a.v, a.len);
+    rjq__argv_str(&a, ctx->recovers ? "1" : "0");
+    /* what it knows of: the tokens it holds jobs of, or has yet to forget */
+    for (const rjq__tok *t = ctx->recovers ? rjq__held_first(w->held) : NULL; t;
+         t = rjq__held_next(t))
+        rjq__argv_str(&a, rjq__tok_str(t));
+    int rc = a.oom ? RJQ_ENOMEM
+                   : rjq__script(c, RJQ__S_CLAIM, RJQ__REQ_RETRY, on_claimed, ctx, a.n, a.v,
+                                 a.len);
     rjq__argv_free(&a);
     if (rc != RJQ_OK) {
         free(ctx);
         return rc;
     }
-    rjq__reg_claim_sent(w->reg, ctx->epoch, reset);
+    rjq__reg_claim_sent(w->reg, ctx->epoch, reset, ctx->recovers);
     w->claiming++;
     w->asked += want;
     check_invariants(w);
@@ -429,7 +498,7 @@ static void claim(rjq_worker *w) {
         int slots = free_slots(w) + (reset ? rjq__reg_offered(w->reg) : 0);
         if (slots <= 0) return;
         if (send_claim(w, slots < chunk ? slots : chunk, reset) != RJQ_OK) {
-            go_idle(w, -1);
+            retry_later(w);
             return;
         }
         /* Only a claim that went out after the doorbell answers it: a
@@ -448,17 +517,20 @@ static void take_pushed(void *arg, unsigned epoch, const rjq__pushed *d, size_t 
     if (n) rjq__server_time_sample(client_of(w), d[0].deadline - w->lease_ms);
     rjq_job **jobs = malloc(n * sizeof *jobs);
     rjq__pushed *back = malloc(n * sizeof *back);
+    /* the jobs of a message share their token */
+    rjq__tok *tok = n ? rjq__tok_new(w->held, d[0].token, d[0].toklen) : NULL;
     size_t made = 0, nback = 0;
     for (size_t i = 0; i < n; i++) {
-        int room = jobs && back && w->state == W_ACTIVE &&
+        int room = jobs && back && tok && w->state == W_ACTIVE &&
                    rjq__reg_accept(w->reg, epoch, free_slots(w), w->running < w->concurrency);
-        rjq_job *j = room ? new_job(w, &d[i]) : NULL;
+        rjq_job *j = room ? new_job(w, &d[i], tok) : NULL;
         if (j) jobs[made++] = j;
         else if (back) back[nback++] = d[i];
     }
     check_invariants(w);
     /* Out of memory for the list itself: the jobs wait for their lease. */
     if (nback) rjq__push_release(w->q, NULL, back, nback);
+    if (tok) rjq__tok_drop(tok); /* the arrival */
     free(back);
     run_jobs(w, jobs, made);
     free(jobs);
@@ -527,7 +599,7 @@ static void background_init(background *b, rjq_worker *w, const char *what) {
     b->what = what;
 }
 
-/* ---- lease extension and the reclaim sweep ------------------------------- */
+/* ---- lease extension ------------------------------------------------------ */
 
 static void on_extend_timer(rjq__timer *t) {
     rjq_worker *w = t->owner;
@@ -548,13 +620,6 @@ static void on_extend_timer(rjq__timer *t) {
     rjq__argv_free(&a);
 }
 
-static void on_reclaim_timer(rjq__timer *t) {
-    rjq_worker *w = t->owner;
-    rjq__timer_start(client_of(w), &w->reclaim_timer, (uint64_t)w->reclaim_ms);
-    if (!w->sweep.busy &&
-        rjq__reclaim_send(w->q, w->reclaim_ms, on_background_done, &w->sweep) == RJQ_OK)
-        w->sweep.busy = 1;
-}
 
 /* ---- the queue's workers and the client's ------------------------------- */
 
@@ -596,7 +661,6 @@ static void stop(rjq_worker *w, rjq_stopped_cb *cb, void *data) {
     w->stop_data = data;
     /* Running jobs keep their lease extension until they finish. */
     rjq__timer_stop(c, &w->poll_timer);
-    rjq__timer_stop(c, &w->reclaim_timer);
     rjq__queue_kick(w->q); /* the tick finishes the stop if nothing is in flight */
 }
 
@@ -677,6 +741,24 @@ static const rjq__feature workers_feature = {.name = "workers",
                                              .busy = workers_busy,
                                              .hand_back = workers_hand_back};
 
+/* The client's visit of the queue (upkeep.c). */
+static int visit_wanted(rjq_queue *q, void *arg) {
+    (void)q;
+    return ((part *)arg)->workers != NULL;
+}
+
+/* The visit found jobs that no doorbell or push brought: claim. */
+static void visit_waiting(rjq_queue *q, void *arg) {
+    part *p = arg;
+    (void)q;
+    for (rjq_worker *w = p->workers, *next; w; w = next) {
+        next = w->next;
+        if (w->mode == CL_IDLE && !w->claiming) resync(w);
+    }
+}
+
+static const rjq__visit_ops visit_ops = {visit_wanted, visit_waiting};
+
 /* The queue's worker list, with its doorbell subscribed, made on first use. */
 static part *part_of(rjq_queue *q) {
     part *p = rjq__queue_part(q, RJQ__PART_WORKERS);
@@ -700,11 +782,6 @@ static int setup_timers(rjq_client *c, rjq_worker *w) {
     if (rjq__timer_setup(c, &w->poll_timer, on_poll_timer, w) != RJQ_OK) return RJQ_ENOMEM;
     if (rjq__timer_setup(c, &w->extend_timer, on_extend_timer, w) != RJQ_OK) {
         rjq__timer_teardown(c, &w->poll_timer);
-        return RJQ_ENOMEM;
-    }
-    if (rjq__timer_setup(c, &w->reclaim_timer, on_reclaim_timer, w) != RJQ_OK) {
-        rjq__timer_teardown(c, &w->poll_timer);
-        rjq__timer_teardown(c, &w->extend_timer);
         return RJQ_ENOMEM;
     }
     return RJQ_OK;
@@ -735,23 +812,25 @@ int rjq_worker_start(rjq_queue *q, const rjq_worker_options *o, rjq_handler_fn *
     w->state = W_ACTIVE;
     w->mode = CL_IDLE;
     background_init(&w->extend, w, "lease extension");
-    background_init(&w->sweep, w, "reclaim");
     background_init(&w->deregister, w, "worker stop");
     if (setup_timers(c, w) != RJQ_OK) {
         free(w);
         return RJQ_ENOMEM;
     }
-    if ((w->reg = rjq__push_join(q, &reg_ops, w)) == NULL) {
+    if ((w->reg = rjq__push_join(q, &reg_ops, w)) == NULL ||
+        (w->held = rjq__held_join(q, rjq__reg_id(w->reg))) == NULL) {
+        rjq__push_free(w->reg);
         rjq__timer_teardown(c, &w->poll_timer);
         rjq__timer_teardown(c, &w->extend_timer);
-        rjq__timer_teardown(c, &w->reclaim_timer);
         free(w);
         return RJQ_ENOMEM;
     }
     w->next = p->workers;
     p->workers = w;
+    /* (out of memory here: the queue is not visited; doorbells and pushes
+     * still reach the worker) */
+    rjq__upkeep_join(q, &visit_ops, p, w->reclaim_ms);
     rjq__timer_start(c, &w->extend_timer, (uint64_t)(w->lease_ms / 3));
-    rjq__timer_start(c, &w->reclaim_timer, (uint64_t)w->reclaim_ms);
     want_claim(w);
     *out = w;
     return RJQ_OK;

@@ -18,7 +18,7 @@ ranks=(
     "conn"                                        # 2 core: connections
     "request pubsub"                              # 3 core: the connections' owners
     "client liveness"                             # 4 core: the public lifetime, the watchdog
-    "queue enqueue push worker reclaim job await await_table await_early monitor admin" # 5
+    "queue enqueue held push worker reclaim upkeep job await await_table await_early monitor admin" # 5
 )
 
 layer_of() {

@@ -31,7 +31,7 @@ static void proxy_from_client(struct bufferevent *bev, void *arg) {
 
 static void proxy_from_server(struct bufferevent *bev, void *arg) {
     proxy_pair *pp = arg;
-    if (pp->dead || (pp->p->hold && !pp->is_sub)) return; /* stays in the input buffer */
+    if (pp->dead || (pp->is_sub ? pp->p->hold_sub : pp->p->hold)) return; /* stays in the input buffer */
     bufferevent_write_buffer(pp->cli, bufferevent_get_input(bev));
 }
 
@@ -94,14 +94,23 @@ void proxy_start(proxy *p, struct event_base *base, int server_port) {
 
 /* Hold back (1) or let through (0, with everything held so far) what Redis
  * sends on the command connection. */
-void proxy_hold(proxy *p, int on) {
-    p->hold = on;
-    if (on) return;
+static void release_held(proxy *p) {
     for (int i = 0; i < PROXY_PAIRS; i++) {
         proxy_pair *pp = &p->pairs[i];
-        if (pp->cli && pp->srv && !pp->dead)
+        if (pp->cli && pp->srv && !pp->dead && !(pp->is_sub ? p->hold_sub : p->hold))
             bufferevent_write_buffer(pp->cli, bufferevent_get_input(pp->srv));
     }
+}
+
+void proxy_hold(proxy *p, int on) {
+    p->hold = on;
+    if (!on) release_held(p);
+}
+
+/* The same on subscriber connections. */
+void proxy_hold_sub(proxy *p, int on) {
+    p->hold_sub = on;
+    if (!on) release_held(p);
 }
 
 void proxy_blackhole(proxy *p) {

@@ -7,6 +7,8 @@
  *   requests run in Redis and their replies wait, so an order such as
  *   "claims ran, then the doorbell was heard, then the replies came" is
  *   made, not hoped for. proxy_hold(p, 0) lets everything held through.
+ * - proxy_hold_sub(p, 1) does the same on subscriber connections (pushes
+ *   and doorbells wait; command replies flow).
  * - proxy_blackhole(p) makes every connection open now half-open: nothing
  *   more is forwarded either way and nothing is closed (a peer gone
  *   without a FIN, a stalled NAT). Connections made afterwards work.
@@ -33,7 +35,7 @@ struct proxy {
     int lfd;
     struct event *accept_ev;
     int server_port;
-    int hold;
+    int hold, hold_sub;
     proxy_pair pairs[PROXY_PAIRS];
     char url[64];
 };
@@ -41,6 +43,7 @@ struct proxy {
 /* Listen on a free loopback port (p->url) and forward to server_port. */
 void proxy_start(proxy *p, struct event_base *base, int server_port);
 void proxy_hold(proxy *p, int on);
+void proxy_hold_sub(proxy *p, int on);
 void proxy_blackhole(proxy *p);
 void proxy_stop(proxy *p);
 

@@ -45,12 +45,13 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Every key and every field of every hash, as one string (for "nothing
- * changed" comparisons). */
+/* Every key of the queues and every field of every hash, as one string
+ * (for "nothing changed" comparisons). The clients' liveness keys
+ * ("<prefix>:{clients}:*") change with every beat of a client with workers. */
 static void snapshot(redisContext *rc, char *out, size_t cap) {
     size_t used = 0;
     out[0] = '\0';
-    redisReply *keys = server_cmd(rc, "KEYS *");
+    redisReply *keys = server_cmd(rc, "EVAL %s 0", "local o = {} for _, k in ipairs(redis.call('KEYS', '*')) do if not string.find(k, ':{clients}:', 1, true) then o[#o + 1] = k end end return o");
     ASSERT(keys->type == REDIS_REPLY_ARRAY);
     const char **names = calloc(keys->elements + 1, sizeof *names);
     ASSERT(names != NULL);

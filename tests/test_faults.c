@@ -1233,6 +1233,7 @@ TEST(server_restart_work_resumes) {
     long cmd_up = ev.connected[RJQ_CONN_COMMAND], sub_up = ev.connected[RJQ_CONN_SUBSCRIBER];
     for (int i = 0; i < 1000 && w.npending == 0; i++) event_base_loop(base, EVLOOP_ONCE);
     ASSERT(w.npending > 0);
+    event_del(w.flush_ev); /* they stay held until the server is gone (flushed below) */
     for (int i = 0; i < RESTART_BURST / 3; i++) burst_enqueue(q, i);
     for (int i = 0; i < RESTART_STATS / 3; i++)
         ASSERT_OK(rjq_queue_stats(q, on_burst_stats, &burst_stats[i]));
@@ -1247,6 +1248,8 @@ TEST(server_restart_work_resumes) {
     forget_on_abort(old_pid);
     s.pid = 0;
     on_flush_timer(-1, 0, &w);
+    struct timeval flush_every = {0, 5000};
+    event_add(w.flush_ev, &flush_every);
     /* One pass: the queue tick hands them to hiredis, which writes them to
      * the dead connection (or finds it closed first). */
     event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);

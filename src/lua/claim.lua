@@ -2,27 +2,106 @@
 -- active under the call's fencing token, each with a lease. A claim that
 -- comes back short registers the slots it could not fill for push
 -- delivery (offer_slots in lib.lua).
+-- A claim is idempotent by its token: sent again after its reply was lost,
+-- it finds the jobs its first run started (the held index, lib.lua) and
+-- returns those still held under the token, claiming nothing more, so no
+-- attempt is spent by a lost reply.
+-- A recovering claim (after the worker's push channel was resubscribed,
+-- when pushes may have been lost) first returns the jobs held under the
+-- worker's other tokens that it did not know of (ARGV 10..), up to `want`
+-- (the rest go back to the queue, their attempt undone), and claims for
+-- the slots left.
 -- KEYS: 1 ready, 2 prio, 3 delayed, 4 active, 5 stats, 6 idle,
---       7..13 the job columns, 14 monitored
+--       7..13 the job columns, 14 monitored, 15 held
 -- ARGV: 1 job name prefix, 2 want (<= 1000: unpack() below holds 2*want
---       values, and Lua's limit is ~8000), 3 lease ms, 4 token (new for
---       every call), 5 wake channel, 6 the worker's idle field,
---       7 its registration epoch, 8 reset (1: replace the registration)
--- Returns { next, registered, token, deadline, id, payload, attempt,
--- max_attempts, ... } where next is -1, or (when fewer than `want` jobs
--- were claimed) the ms until the next delayed job is due, registered the
--- slots registered, token the fencing token of every job this call claimed
--- (ARGV 4) and deadline their lease's end in server time (ms; the worker
--- learns the server's clock from it, and starts no job past it).
+--       values, and Lua's limit is ~8000), 3 lease ms, 4 token
+--       ("<client>.<worker>.<unique>", new for every call), 5 wake channel,
+--       6 the worker's idle field, 7 its registration epoch, 8 reset (1:
+--       replace the registration), 9 recover (1/0), 10.. the tokens the
+--       worker holds jobs of (a recovering claim leaves those alone)
+-- Returns { next, registered, token, deadline, recovered, then 4 per
+-- claimed job: id, payload, attempt, max_attempts, then 6 per recovered
+-- job: id, payload, attempt, max_attempts, token, deadline } where next is
+-- -1, or (when fewer than `want` jobs were claimed) the ms until the next
+-- delayed job is due, registered the slots registered, token the fencing
+-- token of every job this call claimed (ARGV 4), deadline their lease's
+-- end in server time (ms; the worker learns the server's clock from it,
+-- and starts no job past it) and recovered the number of recovered jobs.
 -- A claim that filled `want` and left work behind rings the doorbell, so
 -- idle workers elsewhere join in (each full claim wakes the next: no herd,
 -- no stranded backlog).
 local ready, prio, delayed, active, stats, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local held = KEYS[15]
 local prefix, want, lease, tok, wake = ARGV[1], math.min(tonumber(ARGV[2]), 1000), tonumber(ARGV[3]), ARGV[4], ARGV[5]
-local field, epoch, reset = ARGV[6], ARGV[7], ARGV[8] == '1'
+local field, epoch, reset, recover = ARGV[6], ARGV[7], ARGV[8] == '1', ARGV[9] == '1'
 local J = columns(KEYS, 7, prefix)
-expect_types({ready, 'list', prio, 'zset', active, 'zset', idle, 'hash', J.s, 'hash', J.o, 'hash'})
+expect_types({ready, 'list', prio, 'zset', active, 'zset', idle, 'hash', held, 'zset', J.s, 'hash',
+              J.o, 'hash'})
 local now = now_ms()
+local emit = monitor(KEYS[14], prefix)
+local out = {-1, 0, tok, now + lease, 0} -- a number: an integer reply
+
+-- The jobs among ids still active under token t, as parallel lists (ids,
+-- payloads, attempts, options, lease deadlines).
+local function still_held(ids, t)
+  local s = hmget(J.s, ids)
+  local keep, a = {}, {}
+  for i, id in ipairs(ids) do
+    local state, n, t2 = state_of(s[i])
+    if state == 'active' and t2 == t then keep[#keep + 1] = id; a[#keep] = n end
+  end
+  if #keep == 0 then return keep end
+  return keep, hmget(J.d, keep), a, hmget(J.o, keep), redis.call('ZMSCORE', active, unpack(keep))
+end
+
+-- Recovery: the worker's members it does not know of. Each job still held
+-- under its token is returned while `want` allows, else handed back; a
+-- member none of whose jobs the worker keeps is dropped.
+local rec = {}
+if recover then
+  local known = {[tok] = true}
+  for i = 10, #ARGV do known[ARGV[i]] = true end
+  for _, m in ipairs(held_members(held, string.match(tok, '^[^.]+%.[^.]+%.'))) do
+    local t, ids = held_split(m)
+    if not known[t] then
+      local keep, d, a, o, dl = still_held(ids, t)
+      local kept = 0
+      for i, id in ipairs(keep) do
+        if want > 0 then
+          want = want - 1
+          kept = kept + 1
+          rec[#rec + 1] = id; rec[#rec + 1] = d[i]; rec[#rec + 1] = a[i]
+          rec[#rec + 1] = select(2, parse_options(o[i])); rec[#rec + 1] = t
+          rec[#rec + 1] = tonumber(dl[i])
+        else
+          hand_back(J, active, ready, prio, stats, wake, id, a[i], o[i], emit)
+        end
+      end
+      if kept == 0 then redis.call('ZREM', held, m) end
+    end
+  end
+  out[5] = #rec / 6
+end
+
+local function finish()
+  for i = 1, #rec do out[#out + 1] = rec[i] end
+  return out
+end
+
+-- A re-sent claim: what its first run started, nothing more (the worker
+-- replaces its registration after a reconnect).
+local first = held_members(held, tok .. ' ', 1)
+if #first > 0 then
+  local _, ids = held_split(first[1])
+  local keep, d, a, o, dl = still_held(ids, tok)
+  for i, id in ipairs(keep) do
+    out[#out + 1] = id; out[#out + 1] = d[i]; out[#out + 1] = a[i]
+    out[#out + 1] = select(2, parse_options(o[i]))
+    out[4] = tonumber(dl[i])
+  end
+  if #keep == 0 then redis.call('ZREM', held, first[1]) end
+  return finish()
+end
 
 -- Due delayed jobs (and retries) become ready first. (Reading them checks
 -- the delayed set's type: nothing is written yet.)
@@ -44,13 +123,12 @@ if #due > 0 then
 end
 
 local ids = take_ready(ready, prio, want)
-local out = {-1, 0, tok, now + lease} -- a number: an integer reply
 local got = 0
 if #ids > 0 then
   local d, o, s = load_jobs(J, ids)
-  got = start_jobs(J, active, ids, d, o, s, int(now + lease), tok, out, monitor(KEYS[14], prefix))
+  got = start_jobs(J, active, ids, d, o, s, int(now + lease), tok, out, emit, held)
 end
-if #ids == want and (redis.call('LLEN', ready) > 0 or redis.call('ZCARD', prio) > 0) then
+if want > 0 and #ids == want and (redis.call('LLEN', ready) > 0 or redis.call('ZCARD', prio) > 0) then
   redis.call('PUBLISH', wake, '1')
 end
 if got < want then
@@ -60,4 +138,4 @@ if got < want then
 elseif reset then
   offer_slots(idle, field, epoch, lease, 0, true)
 end
-return out
+return finish()

@@ -6,11 +6,14 @@
 -- queue is cleaned up as well).
 -- Workers that were idle offer the slots these jobs free for push
 -- delivery (offer_slots in lib.lua), unless work is waiting.
+-- The batch also drops the held index's members of tokens whose jobs have
+-- all left their worker (forget in lib.lua).
 -- KEYS: 1 active, 2 completed, 3 stats, 4 ready, 5 prio, 6 idle,
---       7..13 the job columns, 14 monitored
+--       7..13 the job columns, 14 monitored, 15 held
 -- ARGV: 1 job name prefix, 2 retention ms (-1: no age limit), 3 most
 --       completed jobs kept (<= 0: no count limit), 4 number of offers,
---       then per offer: idle field, epoch, lease ms, slots; then per job:
+--       5 number of tokens to forget, then per offer: idle field, epoch,
+--       lease ms, slots; then the tokens to forget; then per job:
 --       id, "<attempt> <token>" (the tail of the state the claim wrote,
 --       see the state column in lib.lua), result.
 -- Returns one code per job: 1 done (or already done with this token),
@@ -18,11 +21,13 @@
 -- or the worker's registration has another epoch).
 local active, completed, stats, ready, prio, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, retention, cap, offers = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local FIRST = 5 + 4 * offers -- ARGV index of the first job
+local OFFERS = 6 -- ARGV index of the first offer
+local FORGET = OFFERS + 4 * offers -- of the first token to forget
+local FIRST = FORGET + tonumber(ARGV[5]) -- of the first job
 local J = columns(KEYS, 7, prefix)
 -- Wrongly typed keys are refused before the first write: the reads below
 -- check theirs, ZREM active is that first write, the rest get a TYPE.
-expect_types({completed, 'list', stats, 'hash', J.r, 'hash'})
+expect_types({completed, 'list', stats, 'hash', J.r, 'hash', KEYS[15], 'zset'})
 local now = now_ms()
 local stamp = int(now) -- formatted once: number->string costs per call
 local emit = monitor(KEYS[14], prefix)
@@ -38,7 +43,7 @@ local waiting = offers > 0 and
 local idle_v = {}
 if offers > 0 and not waiting then
   local f = {}
-  for i = 5, FIRST - 1, 4 do f[#f + 1] = ARGV[i] end
+  for i = OFFERS, FORGET - 1, 4 do f[#f + 1] = ARGV[i] end
   local v = typed('hash', 'HMGET', idle, unpack(f))
   for j, field in ipairs(f) do idle_v[field] = v[j] end
 end
@@ -76,7 +81,7 @@ if #gone > 0 then
 end
 
 if offers > 0 then
-  for i = 5, FIRST - 1, 4 do
+  for i = OFFERS, FORGET - 1, 4 do
     local got = 0
     if not waiting then
       got, idle_v[ARGV[i]] = offer_slots(idle, ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3]),
@@ -84,6 +89,11 @@ if offers > 0 then
     end
     out[#out + 1] = got > 0 and 1 or 0
   end
+end
+
+for i = FORGET, FIRST - 1 do
+  local lo, hi = held_range(ARGV[i] .. ' ')
+  redis.call('ZREMRANGEBYLEX', KEYS[15], lo, hi)
 end
 
 -- Retention, in batches (sweep_due): delete up to twice as many old

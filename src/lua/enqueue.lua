@@ -2,7 +2,7 @@
 -- jobs made ready go straight to idle workers that registered free slots
 -- (push_to_idle in lib.lua), else the doorbell rings.
 -- KEYS: 1 ready, 2 prio, 3 delayed, 4 stats, 5 active, 6 idle,
---       7..13 the job columns, 14 monitored
+--       7..13 the job columns, 14 monitored, 15 held
 -- ARGV: 1 job name prefix, 2 wake channel, 3 reply channel of an awaiting
 --       producer ('' for none), 4 token base for pushed jobs (unique per
 --       call), then per job: id ('' = assign the next number), payload,
@@ -12,6 +12,7 @@
 local ready, prio, delayed, stats, active, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, wake, ch, tbase = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local J = columns(KEYS, 7, prefix)
+local held = KEYS[15]
 local FIRST = 5 -- ARGV index of the first job
 local n = (#ARGV - FIRST + 1) / 3
 
@@ -45,7 +46,10 @@ if ch ~= '' then spec[#spec + 1] = J.n; spec[#spec + 1] = 'hash' end
 if any_opts then spec[#spec + 1] = J.o; spec[#spec + 1] = 'hash' end
 if any_delay then spec[#spec + 1] = delayed; spec[#spec + 1] = 'zset' end
 if any_delay or #idle_pick > 0 then spec[#spec + 1] = J.s; spec[#spec + 1] = 'hash' end
-if #idle_pick > 0 then spec[#spec + 1] = active; spec[#spec + 1] = 'zset' end
+if #idle_pick > 0 then
+  spec[#spec + 1] = active; spec[#spec + 1] = 'zset'
+  spec[#spec + 1] = held; spec[#spec + 1] = 'zset'
+end
 expect_types(spec)
 
 -- Ids given by the caller that exist already (or twice in this batch).
@@ -112,12 +116,12 @@ if became_ready > 0 and nothing_ready and not any_prio then
   -- Nothing was waiting: new jobs go straight to idle workers, in order,
   -- and only the rest is queued (waking idle workers elsewhere).
   local take, rest = new_jobs(plain, plain_d, plain_o)
-  push_to_idle(J, active, idle, tbase, became_ready, emit, idle_pick, take)
+  push_to_idle(J, active, idle, held, tbase, became_ready, emit, idle_pick, take)
   local left = rest()
   if #left > 0 then rpush_all(ready, left); ring = true end
 elseif became_ready > 0 then
   if #plain > 0 then rpush_all(ready, plain) end
-  local pushed = push_to_idle(J, active, idle, tbase, became_ready, emit, idle_pick,
+  local pushed = push_to_idle(J, active, idle, held, tbase, became_ready, emit, idle_pick,
                               from_ready(J, ready, prio))
   -- jobs left ready in a queue that had nothing ready: wake idle workers
   if nothing_ready and pushed < became_ready then ring = true end

@@ -305,6 +305,16 @@ local function push_ready(ready, prio, stats, wake, id, p, head)
   end
 end
 
+-- Hand back active job `id` (attempts: its count, o: its options column)
+-- that its holder did not start: back to the head of its priority class,
+-- the attempt its start counted undone.
+local function hand_back(J, active, ready, prio, stats, wake, id, attempts, o, emit)
+  redis.call('ZREM', active, id)
+  redis.call('HSET', J.s, id, state_value('ready', math.max(attempts - 1, 0)))
+  push_ready(ready, prio, stats, wake, id, (parse_options(o)), true)
+  emit('released', id)
+end
+
 -- Schedule `id` at `due`. Returns true when it became the earliest: the
 -- caller then rings the doorbell (once per script), so idle workers re-arm
 -- their timer for it.
@@ -371,6 +381,23 @@ local function bury(J, dead, stats, id, attempts, now, err, dead_max, emit)
   if extra > 0 then
     delete_jobs(J, redis.call('ZRANGE', dead, 0, extra - 1))
     redis.call('ZREMRANGEBYRANK', dead, 0, extra - 1)
+  end
+end
+
+-- A job whose holder is gone (its lease ended, or its client was found
+-- dead) and that is out of the active set: the attempt it started counts
+-- (it may be what killed its worker); back to the head of its class, or
+-- dead when its attempts are spent. err says why.
+local function return_lost(J, ready, prio, dead, stats, wake, id, attempts, o, now, err, dead_max, emit)
+  emit('reclaimed', id)
+  local p, max = parse_options(o)
+  if attempts >= max then
+    bury(J, dead, stats, id, attempts, now, err, dead_max, emit)
+  else
+    -- without the lost holder's token, which fences nothing now
+    redis.call('HSET', J.s, id, state_value('ready', attempts))
+    redis.call('HSET', J.e, id, err)
+    push_ready(ready, prio, stats, wake, id, p, true)
   end
 end
 
@@ -465,6 +492,52 @@ local function load_jobs(J, ids)
   return hmget(J.d, ids), hmget_sparse(J.o, ids), hmget(J.s, ids)
 end
 
+-- The held index (zset `held`, every score 0): one member per claim call
+-- or push message that started jobs, "<token> <id> <id> ...". Tokens are
+-- "<client>.<worker>.<unique>" (the client's id, its worker's number in the
+-- queue), so what one token, one worker or one client holds is a lex
+-- range of the index, found in O(log n) without scanning the active set:
+--   - a claim re-sent after its reply was lost finds the jobs it started
+--     (claim.lua), so no attempt is spent by a lost reply;
+--   - a worker whose push channel was resubscribed finds the jobs pushed
+--     to it that it never heard of (recover_jobs);
+--   - the jobs of a client found dead go back to the queue at once
+--     (orphans.lua), without waiting for their leases.
+-- A member is only a pointer: each of its jobs counts only while its state
+-- is still "active <attempts> <token>". The holder removes its member once
+-- no job of the token is with it any more (forget: complete.lua, forget.lua);
+-- the orphan sweep removes a dead client's.
+
+-- The lex range of the members under token prefix p: an exact token when
+-- p ends in a space, a worker's or a client's when it ends in '.'.
+local function held_range(p)
+  return '[' .. p, '(' .. string.sub(p, 1, -2) .. string.char(string.byte(p, -1) + 1)
+end
+
+-- Members of held under token prefix p (at most limit; nil: all).
+local function held_members(held, p, limit)
+  local lo, hi = held_range(p)
+  if limit then return redis.call('ZRANGEBYLEX', held, lo, hi, 'LIMIT', 0, limit) end
+  return redis.call('ZRANGEBYLEX', held, lo, hi)
+end
+
+-- Drop the members of the given tokens (their holder has none of their jobs).
+local function forget(held, tokens, first)
+  for i = first or 1, #tokens do
+    local lo, hi = held_range(tokens[i] .. ' ')
+    redis.call('ZREMRANGEBYLEX', held, lo, hi)
+  end
+end
+
+-- A member's token and ids.
+local function held_split(m)
+  local ids, tok = {}, nil
+  for w in string.gmatch(m, '%S+') do
+    if tok then ids[#ids + 1] = w else tok = w end
+  end
+  return tok, ids
+end
+
 -- Start jobs ids (records d, o, s as load_jobs reads them): active until
 -- `deadline` under fencing token tok, with one more attempt. Appends id,
 -- payload, attempt, max_attempts of each started job to out (a record
@@ -474,10 +547,11 @@ end
 -- with the job's id, and a shared token spares a string per job (a
 -- claim's Redis instructions per job -13% with the reply's token once
 -- per call, callgrind). The state values are made once per attempt count.
-local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit)
+-- The started jobs are entered in the held index under tok (see hold).
+local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, held)
   if #ids == 0 then return 0 end
   -- Per-job appends use counters: #t is a search on every call.
-  local za, st, n, k, sv, seen = {'+inf', ACTIVE_PIN}, {}, 0, #out, {}, {}
+  local za, st, n, k, sv, seen, hi = {'+inf', ACTIVE_PIN}, {}, 0, #out, {}, {}, {tok}
   for i, id in ipairs(ids) do
     -- (an id twice in ids, which only a change behind rjq's back can do,
     -- starts once: the copies would share a token)
@@ -492,6 +566,7 @@ local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit)
       za[2 * n + 3] = deadline; za[2 * n + 4] = id
       st[2 * n + 1] = id; st[2 * n + 2] = v
       out[k + 1] = id; out[k + 2] = d[i]; out[k + 3] = a; out[k + 4] = max
+      hi[n + 2] = id
       n, k = n + 1, k + 4
       if emit ~= UNMONITORED then emit('active', id) end
     end
@@ -499,6 +574,7 @@ local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit)
   if n == 0 then return 0 end
   redis.call('ZADD', active, unpack(za))
   redis.call('HSET', J.s, unpack(st))
+  redis.call('ZADD', held, 0, table.concat(hi, ' '))
   return n
 end
 
@@ -516,7 +592,7 @@ end
 -- others (that worker then hears the doorbell and claims), so clients of
 -- two versions on one queue never push to each other (a refused push
 -- would have spent an attempt of its jobs).
-local PUSH_FORMAT = '3'
+local PUSH_FORMAT = '4'
 
 -- The value of a registration.
 local function registration(slots, epoch, lease)
@@ -559,8 +635,10 @@ end
 -- pick: the caller's HRANDFIELD idle 1 WITHVALUES, the first worker tried.
 -- take(n): up to n jobs to start, as ids and their records d, o, s (see
 -- load_jobs), in claim order; from_ready or new_jobs below.
+-- The token of a message is "<client>.<worker>.<tbase><k>" (the client's
+-- id ends its push channel's name), entered in the held index (`held`).
 -- Returns how many jobs were taken.
-local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take)
+local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, take)
   local now, k, taken = nil, 0, 0
   while budget > 0 do
     pick = pick or redis.call('HRANDFIELD', idle, 1, 'WITHVALUES')
@@ -579,9 +657,9 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take)
       taken = taken + #ids
       now = now or now_ms()
       k = k + 1
-      local out, tok = {}, tbase .. k
+      local out, tok = {}, string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. k
       local deadline = int(now + tonumber(lease))
-      local n = start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit)
+      local n = start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, held)
       if slots - n > 0 then
         redis.call('HSET', idle, field, registration(slots - n, epoch, lease))
       else

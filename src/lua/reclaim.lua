@@ -5,24 +5,32 @@
 -- The sweeper also applies retention to completed jobs (see
 -- sweep_completed), so records go away even when no completions come.
 -- KEYS: 1 active, 2 ready, 3 prio, 4 dead, 5 stats, 6 guard, 7 completed,
---       8..14 the job columns, 15 monitored
+--       8..14 the job columns, 15 monitored, 16 delayed
 -- ARGV: 1 job name prefix, 2 wake channel, 3 guard ms (0: no guard),
---       4 max jobs, 5 dead cap, 6 retention ms, 7 completed cap
+--       4 max jobs, 5 dead cap, 6 retention ms, 7 completed cap, 8 look
+--       (1: also say how many jobs wait)
 -- Returns the number of jobs reclaimed, or -1 when another sweeper holds
--- the guard.
+-- the guard; with look, { that, the jobs ready or due } (a client's
+-- periodic visit: its idle workers claim when jobs wait that no doorbell
+-- announced to them).
 local active, ready, prio, dead, stats, guard, completed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local prefix, wake, guard_ms, limit, dead_max = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local retention, cap = tonumber(ARGV[6]), tonumber(ARGV[7])
+local retention, cap, look = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8] == '1'
 local J = columns(KEYS, 8, prefix)
 expect_types({active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash', completed, 'list',
               J.s, 'hash', J.e, 'hash'})
-if guard_ms > 0 and not redis.call('SET', guard, '1', 'NX', 'PX', guard_ms) then
-  return -1
-end
 local now = now_ms()
+local function result(n)
+  if not look then return n end
+  return {n, redis.call('LLEN', ready) + redis.call('ZCARD', prio) +
+             typed('zset', 'ZCOUNT', KEYS[16], '-inf', now)}
+end
+if guard_ms > 0 and not redis.call('SET', guard, '1', 'NX', 'PX', guard_ms) then
+  return result(-1)
+end
 sweep_completed(J, completed, stats, retention, cap, now, limit)
 local ids = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, limit)
-if #ids == 0 then return 0 end
+if #ids == 0 then return result(0) end
 -- ids whose record is gone or not active (stale entries) are dropped
 redis.call('ZREM', active, unpack(ids))
 local emit = monitor(KEYS[15], prefix)
@@ -32,17 +40,8 @@ for _, id in ipairs(ids) do
   local state, attempts = state_of(v[1])
   if state == 'active' then
     n = n + 1
-    emit('reclaimed', id)
-    local p, max = parse_options(v[2])
-    if attempts >= max then
-      bury(J, dead, stats, id, attempts, now, 'lease expired', dead_max, emit)
-    else
-      -- without the dead worker's token, which fences nothing now
-      redis.call('HSET', J.s, id, state_value('ready', attempts))
-      redis.call('HSET', J.e, id, 'lease expired')
-      push_ready(ready, prio, stats, wake, id, p, true)
-    end
+    return_lost(J, ready, prio, dead, stats, wake, id, attempts, v[2], now, 'lease expired', dead_max, emit)
   end
 end
 if n > 0 then redis.call('HINCRBY', stats, 'reclaimed', n) end
-return n
+return result(n)

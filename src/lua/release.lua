@@ -22,10 +22,7 @@ for i = #ARGV - 1, 4, -2 do
   local v = fields(J, id, 's', 'o')
   local state, attempts, t = state_of(v[1])
   if state == 'active' and t == tok then
-    redis.call('ZREM', active, id)
-    redis.call('HSET', J.s, id, state_value('ready', math.max(attempts - 1, 0)))
-    push_ready(ready, prio, stats, wake, id, (parse_options(v[2])), true)
-    emit('released', id)
+    hand_back(J, active, ready, prio, stats, wake, id, attempts, v[2], emit)
     n = n + 1
   end
 end

@@ -1,0 +1,32 @@
+-- beat: a client with workers says it is alive, and takes on the sweep of
+-- clients that stopped saying so. The liveness set holds each such client's
+-- id with the server time its entry runs out; the queues hash the names of
+-- the queues it has had workers on (where it may hold jobs).
+-- A client whose entry ran out is swept by the first client to see it:
+-- its entry is pushed forward by the sweep's own lease (so another client
+-- takes over if this one dies while sweeping), the caller returns its
+-- jobs queue by queue (orphans.lua) and then removes it (gone.lua).
+-- KEYS: 1 liveness set (zset), 2 queues (hash); in their own slot
+-- ARGV: 1 client id, 2 its entry's lifetime ms, 3 its queue names
+--       (space-separated; '' when unchanged since the last beat that
+--       reported it known), 4 the sweep's lease ms, 5 most clients to sweep
+-- Returns { server time ms, 1 when the queue names are stored else 0, then
+-- per client to sweep: id, the lease's end (for gone.lua), queue names }.
+local live, queues = KEYS[1], KEYS[2]
+local me, ttl, names, lease, most = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+expect_types({live, 'zset', queues, 'hash'})
+local now = now_ms()
+redis.call('ZADD', live, int(now + ttl), me)
+if names ~= '' then redis.call('HSET', queues, me, names) end
+local out = {now, redis.call('HEXISTS', queues, me)}
+local until_ = now + lease
+for _, who in ipairs(redis.call('ZRANGEBYSCORE', live, '-inf', now, 'LIMIT', 0, most)) do
+  local q = redis.call('HMGET', queues, who)[1]
+  if q then
+    redis.call('ZADD', live, int(until_), who)
+    out[#out + 1] = who; out[#out + 1] = until_; out[#out + 1] = q
+  else -- it held nothing anywhere
+    redis.call('ZREM', live, who)
+  end
+end
+return out

@@ -1,0 +1,12 @@
+-- gone: a swept client's jobs are all back (orphans.lua): forget it, unless
+-- its entry changed since the sweep took it on (it came back, or another
+-- sweeper took over).
+-- KEYS: 1 liveness set, 2 queues (beat.lua)
+-- ARGV: 1 client id, 2 the sweep's lease end that beat.lua returned
+-- Returns 1 when it was forgotten, else 0.
+local live, queues, who = KEYS[1], KEYS[2], ARGV[1]
+local score = redis.call('ZSCORE', live, who)
+if not score or tonumber(score) ~= tonumber(ARGV[2]) then return 0 end
+redis.call('ZREM', live, who)
+redis.call('HDEL', queues, who)
+return 1

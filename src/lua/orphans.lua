@@ -1,0 +1,35 @@
+-- orphans: the jobs a client held in this queue when it was found dead
+-- (its liveness entry ran out, beat.lua) go back at once, without waiting
+-- for their leases (which may be long), as the reclaim sweep would return
+-- them: the attempt counts; dead when attempts are spent. Its members of
+-- the held index (lib.lua) go too.
+-- KEYS: 1 held, 2 active, 3 ready, 4 prio, 5 dead, 6 stats,
+--       7..13 the job columns, 14 monitored
+-- ARGV: 1 job name prefix, 2 wake channel, 3 the client's token prefix
+--       "<client>.", 4 most members per call, 5 dead cap
+-- Returns { jobs returned, 1 when members are left (call again) else 0 }.
+local held, active, ready, prio, dead, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local prefix, wake, who, limit, dead_max = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local J = columns(KEYS, 7, prefix)
+expect_types({held, 'zset', active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash',
+              J.s, 'hash', J.e, 'hash'})
+local members = held_members(held, who, limit)
+local now = now_ms()
+local emit = monitor(KEYS[14], prefix)
+local n = 0
+for _, m in ipairs(members) do
+  local t, ids = held_split(m)
+  local s = hmget(J.s, ids)
+  for i, id in ipairs(ids) do
+    local state, attempts, t2 = state_of(s[i])
+    if state == 'active' and t2 == t then
+      n = n + 1
+      redis.call('ZREM', active, id)
+      return_lost(J, ready, prio, dead, stats, wake, id, attempts, redis.call('HMGET', J.o, id)[1], now,
+                  'worker lost', dead_max, emit)
+    end
+  end
+  redis.call('ZREM', held, m)
+end
+if n > 0 then redis.call('HINCRBY', stats, 'reclaimed', n) end
+return {n, #members == limit and 1 or 0}

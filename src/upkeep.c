@@ -1,0 +1,369 @@
+/*
+ * The client's upkeep (upkeep.h): the liveness beat with the sweep of dead
+ * clients, and the visits of its queues in turn.
+ *
+ * Liveness. The keys "<prefix>:{clients}:live" (a sorted set: client id ->
+ * the server time its entry runs out) and "<prefix>:{clients}:queues" (a
+ * hash: client id -> the names of the queues it has had workers on) share
+ * one slot. A client with workers renews its entry every beat (a third of
+ * liveness_ms, at most a second). A beat also hands the caller up to
+ * SWEEPS_PER_BEAT clients whose entry ran out, each taken on for
+ * SWEEP_LEASE_MS (their entry is pushed forward by that much, so another
+ * client takes over if this one dies meanwhile). For each, the jobs it
+ * held in each of its queues go back (orphans.lua, through the held index:
+ * O(its jobs)), and once every queue answered it is forgotten (gone.lua,
+ * unless it came back meanwhile: its own beat changed its entry).
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reclaim.h"
+#include "upkeep.h"
+
+#define BEAT_MAX_MS 1000
+#define SWEEP_LEASE_MS 30000
+#define SWEEPS_PER_BEAT 4
+
+typedef struct visitee {
+    struct upkeep *u;
+    rjq_queue *q;
+    const rjq__visit_ops *ops;
+    void *arg;
+    long period;
+    uint64_t due;             /* next visit, local ms */
+    int busy;                 /* a visit in flight */
+    struct visitee *next;
+} visitee;
+
+/* A dead client being swept. */
+typedef struct sweep {
+    struct upkeep *u;
+    char *id;                 /* its id */
+    char who[32];             /* its token prefix, "<id>." */
+    long long until;          /* the sweep's lease, as beat.lua set it */
+    int pending;              /* queues not yet answered */
+    int failed;
+} sweep;
+
+/* One queue of a sweep. */
+typedef struct orphan_call {
+    sweep *s;
+    rjq_queue *q;
+} orphan_call;
+
+typedef struct upkeep {
+    rjq_client *c;
+    visitee *queues, *cursor;
+    rjq__timer beat_timer, visit_timer;
+    int beat_busy;
+    int names_stored;         /* the server has our queue names */
+    uint64_t last_visit;
+    char *live_key, *names_key;
+} upkeep;
+
+static void upkeep_close(rjq_client *c, void *state);
+static const rjq__feature upkeep_feature = {.name = "upkeep", .close = upkeep_close};
+
+static int wanted(const visitee *v) {
+    return v->ops->wanted(v->q, v->arg);
+}
+
+static int any_wanted(const upkeep *u) {
+    for (const visitee *v = u->queues; v; v = v->next)
+        if (wanted(v)) return 1;
+    return 0;
+}
+
+/* ---- sweeping dead clients ---------------------------------------------- */
+
+static void on_gone(rjq_client *c, int status, redisReply *r, void *priv) {
+    (void)r, (void)priv;
+    rjq__background_failed(c, status, "orphan sweep");
+}
+
+/* Every queue of s answered: forget the client unless a queue failed (its
+ * entry then runs out again after the sweep's lease, and is retried). */
+static void sweep_done(sweep *s) {
+    rjq_client *c = s->u->c;
+    if (!s->failed && !rjq__closing(c)) {
+        char until[32];
+        snprintf(until, sizeof until, "%lld", s->until);
+        const char *argv[] = {"2", s->u->live_key, s->u->names_key, s->id, until};
+        size_t lens[] = {1, strlen(argv[1]), strlen(argv[2]), strlen(s->id), strlen(until)};
+        rjq__script(c, RJQ__S_GONE, RJQ__REQ_RETRY, on_gone, NULL, 5, argv, lens);
+    }
+    free(s->id);
+    free(s);
+}
+
+static void on_orphans(rjq_client *c, int status, redisReply *r, void *priv) {
+    orphan_call *o = priv;
+    sweep *s = o->s;
+    if (status == RJQ_OK &&
+        (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+         r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER)) {
+        rjq__errmsg(c, "orphan sweep: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    if (status == RJQ_OK && r->element[1]->integer == 1 && !rjq__closing(c) &&
+        rjq__orphans_send(o->q, s->who, on_orphans, o) == RJQ_OK)
+        return; /* more of its members in this queue */
+    if (status != RJQ_OK) {
+        s->failed = 1;
+        rjq__background_failed(c, status, "orphan sweep");
+    }
+    free(o);
+    if (--s->pending == 0) sweep_done(s);
+}
+
+/* The queue named `name` (opened here when the client has no handle). */
+static rjq_queue *queue_named(rjq_client *c, const char *name, size_t len) {
+    for (rjq_queue *q = rjq__queue_first(c); q; q = rjq__queue_next(q)) {
+        const char *n = rjq_queue_name(q);
+        if (strlen(n) == len && memcmp(n, name, len) == 0) return q;
+    }
+    char *copy = strndup(name, len);
+    rjq_queue *q = NULL;
+    if (copy) rjq_queue_open(c, copy, NULL, &q);
+    free(copy);
+    return q;
+}
+
+/* Take on the sweep of client `id` (until: its lease) in the queues names. */
+static void start_sweep(upkeep *u, const redisReply *id, long long until, const redisReply *names) {
+    sweep *s = calloc(1, sizeof *s);
+    if (s == NULL || id->len + 2 > sizeof s->who || (s->id = strndup(id->str, id->len)) == NULL) {
+        free(s);
+        return; /* another beat takes it on after the lease */
+    }
+    s->u = u;
+    s->until = until;
+    snprintf(s->who, sizeof s->who, "%s.", s->id);
+    s->pending = 1; /* this loop's own, dropped below */
+    const char *p = names->str, *end = names->str + names->len;
+    while (p < end) {
+        const char *sp = memchr(p, ' ', (size_t)(end - p));
+        size_t len = sp ? (size_t)(sp - p) : (size_t)(end - p);
+        rjq_queue *q = len ? queue_named(u->c, p, len) : NULL;
+        orphan_call *o = q ? malloc(sizeof *o) : NULL;
+        if (o) {
+            o->s = s;
+            o->q = q;
+        }
+        if (o && rjq__orphans_send(q, s->who, on_orphans, o) == RJQ_OK) {
+            s->pending++;
+        } else if (len) {
+            free(o);
+            s->failed = 1;
+        }
+        p += len + 1;
+    }
+    if (--s->pending == 0) sweep_done(s);
+}
+
+/* ---- the beat ---------------------------------------------------------------- */
+
+static long beat_ms(const upkeep *u) {
+    long ms = rjq__client_liveness_ms(u->c) / 3;
+    return ms < BEAT_MAX_MS ? ms : BEAT_MAX_MS;
+}
+
+static int beat_reply_ok(const redisReply *r) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 || (r->elements - 2) % 3 != 0 ||
+        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER)
+        return 0;
+    for (size_t i = 2; i < r->elements; i += 3)
+        if (r->element[i]->type != REDIS_REPLY_STRING ||
+            r->element[i + 1]->type != REDIS_REPLY_INTEGER ||
+            r->element[i + 2]->type != REDIS_REPLY_STRING)
+            return 0;
+    return 1;
+}
+
+static void on_beat(rjq_client *c, int status, redisReply *r, void *priv) {
+    upkeep *u = priv;
+    u->beat_busy = 0;
+    if (rjq__closing(c)) return;
+    if (status == RJQ_OK && !beat_reply_ok(r)) {
+        rjq__errmsg(c, "liveness beat: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    if (status != RJQ_OK) {
+        u->names_stored = 0;
+        rjq__background_failed(c, status, "liveness beat");
+        return;
+    }
+    rjq__server_time_sample(c, r->element[0]->integer);
+    if (r->element[1]->integer != 1) u->names_stored = 0; /* the next beat sends them */
+    for (size_t i = 2; i < r->elements && !rjq__closing(c); i += 3)
+        start_sweep(u, r->element[i], r->element[i + 1]->integer, r->element[i + 2]);
+}
+
+/* The names of the queues the client has had workers on. */
+static char *queue_names(const upkeep *u) {
+    size_t len = 1;
+    for (const visitee *v = u->queues; v; v = v->next) len += strlen(rjq_queue_name(v->q)) + 1;
+    char *s = malloc(len), *p = s;
+    if (s == NULL) return NULL;
+    for (const visitee *v = u->queues; v; v = v->next) {
+        size_t n = strlen(rjq_queue_name(v->q));
+        if (p != s) *p++ = ' ';
+        memcpy(p, rjq_queue_name(v->q), n);
+        p += n;
+    }
+    *p = '\0';
+    return s;
+}
+
+static void on_beat_timer(rjq__timer *t) {
+    upkeep *u = t->owner;
+    rjq_client *c = u->c;
+    if (rjq__client_liveness_ms(c) <= 0 || !any_wanted(u)) return; /* a join starts it again */
+    rjq__timer_start(c, &u->beat_timer, (uint64_t)beat_ms(u));
+    if (u->beat_busy) return;
+    char *names = u->names_stored ? NULL : queue_names(u);
+    if (!u->names_stored && names == NULL) return;
+    char ttl[32], lease[32], most[16];
+    snprintf(ttl, sizeof ttl, "%ld", rjq__client_liveness_ms(c));
+    snprintf(lease, sizeof lease, "%d", SWEEP_LEASE_MS);
+    snprintf(most, sizeof most, "%d", SWEEPS_PER_BEAT);
+    const char *argv[] = {"2", u->live_key, u->names_key, rjq__client_id(c), ttl,
+                          names ? names : "", lease, most};
+    size_t lens[8];
+    for (int i = 0; i < 8; i++) lens[i] = strlen(argv[i]);
+    if (rjq__script(c, RJQ__S_BEAT, 0, on_beat, u, 8, argv, lens) == RJQ_OK) {
+        u->beat_busy = 1;
+        if (names) u->names_stored = 1; /* unless the reply says otherwise */
+    }
+    free(names);
+}
+
+/* ---- visits --------------------------------------------------------------- */
+
+/* Arm the visit timer for the next visit due, at most one per shortest
+ * period. */
+static void schedule_visit(upkeep *u) {
+    uint64_t due = UINT64_MAX;
+    long gap = LONG_MAX;
+    for (const visitee *v = u->queues; v; v = v->next) {
+        if (!wanted(v)) continue;
+        if (v->due < due) due = v->due;
+        if (v->period < gap) gap = v->period;
+    }
+    if (due == UINT64_MAX) {
+        rjq__timer_stop(u->c, &u->visit_timer); /* a join starts it again */
+        return;
+    }
+    uint64_t now = rjq__now_ms(), at = due;
+    if (u->last_visit && u->last_visit + (uint64_t)gap > at) at = u->last_visit + (uint64_t)gap;
+    rjq__timer_start(u->c, &u->visit_timer, at > now ? at - now : 0);
+}
+
+static void on_visited(rjq_client *c, int status, redisReply *r, void *priv) {
+    visitee *v = priv;
+    v->busy = 0;
+    if (rjq__closing(c)) return;
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+                             r->element[1]->type != REDIS_REPLY_INTEGER)) {
+        rjq__errmsg(c, "reclaim: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    if (status != RJQ_OK) {
+        rjq__background_failed(c, status, "reclaim");
+        return;
+    }
+    if (r->element[1]->integer > 0 && wanted(v)) v->ops->waiting(v->q, v->arg);
+}
+
+/* Visit the next queue due, in turn. */
+static void on_visit_timer(rjq__timer *t) {
+    upkeep *u = t->owner;
+    uint64_t now = rjq__now_ms();
+    visitee *start = u->cursor ? u->cursor : u->queues, *v = start;
+    do {
+        if (v == NULL) break;
+        if (wanted(v) && !v->busy && v->due <= now) {
+            if (rjq__reclaim_send(v->q, v->period, 1, on_visited, v) == RJQ_OK) v->busy = 1;
+            v->due = now + (uint64_t)v->period;
+            u->last_visit = now;
+            u->cursor = v->next;
+            break;
+        }
+        v = v->next ? v->next : u->queues;
+    } while (v != start);
+    schedule_visit(u);
+}
+
+/* ---- joining ------------------------------------------------------------------ */
+
+static void upkeep_close(rjq_client *c, void *state) {
+    upkeep *u = state;
+    rjq__timer_teardown(c, &u->beat_timer);
+    rjq__timer_teardown(c, &u->visit_timer);
+    while (u->queues) {
+        visitee *v = u->queues;
+        u->queues = v->next;
+        free(v);
+    }
+    free(u->live_key);
+    free(u->names_key);
+    free(u);
+}
+
+static char *key(rjq_client *c, const char *name) {
+    size_t len = strlen(rjq__client_prefix(c)) + strlen(name) + 16;
+    char *k = malloc(len);
+    if (k) snprintf(k, len, "%s:{clients}:%s", rjq__client_prefix(c), name);
+    return k;
+}
+
+static upkeep *upkeep_of(rjq_client *c) {
+    upkeep *u = rjq__feature_state(c, &upkeep_feature);
+    if (u) return u;
+    if ((u = calloc(1, sizeof *u)) == NULL) return NULL;
+    u->c = c;
+    u->live_key = key(c, "live");
+    u->names_key = key(c, "queues");
+    if (u->live_key == NULL || u->names_key == NULL ||
+        rjq__timer_setup(c, &u->beat_timer, on_beat_timer, u) != RJQ_OK) {
+        free(u->live_key);
+        free(u->names_key);
+        free(u);
+        return NULL;
+    }
+    if (rjq__timer_setup(c, &u->visit_timer, on_visit_timer, u) != RJQ_OK ||
+        rjq__feature_add(c, &upkeep_feature, u) != RJQ_OK) {
+        upkeep_close(c, u);
+        return NULL;
+    }
+    return u;
+}
+
+int rjq__upkeep_join(rjq_queue *q, const rjq__visit_ops *ops, void *arg, long period_ms) {
+    rjq_client *c = rjq_queue_client(q);
+    upkeep *u = upkeep_of(c);
+    if (u == NULL) return RJQ_ENOMEM;
+    visitee *v = u->queues;
+    while (v && v->q != q) v = v->next;
+    if (v == NULL) {
+        if ((v = calloc(1, sizeof *v)) == NULL) return RJQ_ENOMEM;
+        v->u = u;
+        v->q = q;
+        v->ops = ops;
+        v->arg = arg;
+        v->period = period_ms;
+        v->due = rjq__now_ms() + (uint64_t)period_ms;
+        v->next = u->queues;
+        u->queues = v;
+        u->names_stored = 0; /* a new queue name */
+    } else if (period_ms < v->period) {
+        v->period = period_ms;
+        if (v->due > rjq__now_ms() + (uint64_t)period_ms) v->due = rjq__now_ms() + (uint64_t)period_ms;
+    }
+    if (rjq__client_liveness_ms(c) > 0 && !rjq__timer_armed(&u->beat_timer))
+        rjq__timer_start(c, &u->beat_timer, 0);
+    schedule_visit(u);
+    return RJQ_OK;
+}

@@ -1,0 +1,29 @@
+/*
+ * The client's upkeep (upkeep.c): one timer per client, whatever the
+ * number of its queues, for what workers need done in the background:
+ *   - the liveness beat: while it has workers, the client renews its
+ *     liveness entry (beat.lua) and sweeps clients whose entry ran out,
+ *     returning the jobs they held at once (orphans.lua);
+ *   - visits: queue by queue, in turn, the reclaim sweep of expired leases,
+ *     which also says whether jobs wait that no doorbell announced (the
+ *     queue's idle workers then claim). At most one visit per period (the
+ *     shortest its queues ask for, 1 s by default): the idle cost of a
+ *     process does not grow with its queues.
+ */
+#ifndef RJQ_UPKEEP_H
+#define RJQ_UPKEEP_H
+
+#include "queue.h"
+
+typedef struct rjq__visit_ops {
+    /* Visit the queue at all (it has workers)? */
+    int (*wanted)(rjq_queue *q, void *arg);
+    /* A visit found jobs ready or due. */
+    void (*waiting)(rjq_queue *q, void *arg);
+} rjq__visit_ops;
+
+/* Visit q at most every period_ms (a second call for q keeps its hooks and
+ * the shorter period), and beat while q is wanted. RJQ_OK or RJQ_ENOMEM. */
+int rjq__upkeep_join(rjq_queue *q, const rjq__visit_ops *ops, void *arg, long period_ms);
+
+#endif /* RJQ_UPKEEP_H */

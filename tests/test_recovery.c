@@ -1,0 +1,237 @@
+/*
+ * Recovery without waiting for leases (issue 13): a claim reply lost to a
+ * killed connection, a push message lost with the subscriber connection,
+ * a worker's client that died holding jobs with a long lease. The jobs run
+ * promptly, and no attempt is spent by a lost reply or message. The held
+ * index that makes this possible is left empty by finished work.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "fixture.h"
+#include "harness.h"
+#include "proxy.h"
+#include "server.h"
+#include "waits.h"
+
+/* Jobs a handler got: their attempts, and whether to finish them. */
+typedef struct runs {
+    long ran;
+    int attempt_max;
+    int keep;                 /* hold the jobs (never finish them) */
+    rjq_job *held[64];
+    long nheld;
+    long done;
+} runs;
+
+static void on_run(rjq_job *job, void *data) {
+    runs *r = data;
+    r->ran++;
+    if (rjq_job_attempt(job) > r->attempt_max) r->attempt_max = rjq_job_attempt(job);
+    if (r->keep && r->nheld < 64) {
+        r->held[r->nheld++] = job;
+        return;
+    }
+    ASSERT_OK(rjq_job_complete(job, "ok", 2, on_done_ok, &r->done));
+}
+
+static void on_stopped(rjq_worker *w, int status, void *data) {
+    (void)w;
+    ASSERT_OK(status);
+    *(int *)data = 1;
+}
+
+static void enqueue_n(test_env *e, rjq_queue *q, int n) {
+    for (int i = 0; i < n; i++) ASSERT_OK(rjq_enqueue(q, "x", 1, NULL, NULL, NULL));
+    (void)get_stats(e->base, q); /* a round trip: they ran */
+}
+
+/* The client's command (or subscriber) connection through the proxy is
+ * gone. */
+static void wait_pair_closed(test_env *e, proxy *p, int sub) {
+    for (int i = 0; i < 500; i++) {
+        int open = 0;
+        for (int k = 0; k < PROXY_PAIRS; k++)
+            if (p->pairs[k].cli && p->pairs[k].is_sub == sub) open++;
+        if (open == 0) return;
+        loop_for(e->base, 10);
+    }
+    FAIL_AT(__FILE__, __LINE__, "the proxied connection was not closed");
+}
+
+static long long state_attempts(test_env *e, const char *queue, long long id) {
+    redisReply *r = server_cmd(e->rc, "HGET t:{%s}:state %lld", queue, id);
+    long long a = -1;
+    if (r->type == REDIS_REPLY_STRING) sscanf(r->str, "%*s %lld", &a);
+    freeReplyObject(r);
+    return a;
+}
+
+/* A claim ran in Redis; its reply was held by the proxy and lost with the
+ * connection (CLIENT KILL). The claim is re-sent on the new connection and,
+ * by its token, returns the jobs its first run started: they run at once,
+ * with the attempt they were claimed with. (Without it they sat in active
+ * under a token nobody held until the lease ended, and the reclaim spent
+ * an attempt.) */
+TEST(claim_whose_reply_was_lost_runs_its_jobs_with_their_attempt) {
+    test_env e;
+    proxy p;
+    env_start_proxied(&e, &p, "lostclaim", NULL);
+    /* A first worker makes the queue's push channel subscribed, so that the
+     * worker under test starts with nothing to recover: only the claim's
+     * re-send can bring its jobs back. */
+    runs r = {0};
+    rjq_worker_options wo = quiet_worker_options(5);
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
+    for (int i = 0; i < 500 && server_int(e.rc, "HLEN t:{lostclaim}:idle") == 0; i++)
+        loop_for(e.base, 10);
+    int stopped = 0;
+    ASSERT_OK(rjq_worker_stop(w, on_stopped, &stopped));
+    ASSERT(loop_until(e.base, &stopped, 5000));
+    enqueue_n(&e, e.q, 5);
+
+    proxy_hold(&p, 1);
+    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
+    for (int i = 0; i < 500 && server_active_jobs(e.rc, "lostclaim") < 5; i++) loop_for(e.base, 10);
+    ASSERT_EQ(5, server_active_jobs(e.rc, "lostclaim"));
+    ASSERT_EQ(0, r.ran); /* the reply is held */
+
+    freeReplyObject(server_cmd(e.rc, "CLIENT KILL TYPE normal SKIPME yes"));
+    wait_pair_closed(&e, &p, 0);
+    proxy_hold(&p, 0);
+
+    ASSERT(loop_until_count(e.base, &r.done, 5, 5000));
+    ASSERT_EQ(5, r.ran);
+    ASSERT_EQ(1, r.attempt_max);
+    for (long long id = 1; id <= 5; id++) ASSERT_EQ(1, state_attempts(&e, "lostclaim", id));
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{lostclaim}:held"));
+
+    rjq_client_free(e.c);
+    e.c = NULL;
+    proxy_stop(&p);
+    env_stop(&e);
+}
+
+/* A job pushed to an idle worker whose message was lost with the
+ * subscriber connection: the worker's next claim after resubscribing
+ * recovers it (it runs with its attempt unchanged), instead of it waiting
+ * out its lease. */
+TEST(push_lost_with_the_subscriber_connection_is_recovered) {
+    test_env e;
+    proxy p;
+    env_start_proxied(&e, &p, "lostpush", NULL);
+    runs r = {0};
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
+    /* idle and registered for pushes */
+    for (int i = 0; i < 500 && server_int(e.rc, "HLEN t:{lostpush}:idle") == 0; i++)
+        loop_for(e.base, 10);
+    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{lostpush}:idle"));
+
+    proxy_hold_sub(&p, 1);
+    ASSERT_OK(rjq_enqueue(e.q, "x", 1, NULL, NULL, NULL));
+    for (int i = 0; i < 500 && server_active_jobs(e.rc, "lostpush") < 1; i++) loop_for(e.base, 10);
+    ASSERT_EQ(1, server_active_jobs(e.rc, "lostpush")); /* pushed: claimed for the worker */
+    ASSERT_EQ(0, r.ran);
+
+    freeReplyObject(server_cmd(e.rc, "CLIENT KILL TYPE pubsub SKIPME yes"));
+    wait_pair_closed(&e, &p, 1);
+    proxy_hold_sub(&p, 0);
+
+    ASSERT(loop_until_count(e.base, &r.done, 1, 5000));
+    ASSERT_EQ(1, r.ran);
+    ASSERT_EQ(1, r.attempt_max);
+    ASSERT_EQ(1, state_attempts(&e, "lostpush", 1));
+    loop_for(e.base, 100);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{lostpush}:held"));
+
+    rjq_client_free(e.c);
+    e.c = NULL;
+    proxy_stop(&p);
+    env_stop(&e);
+}
+
+/* A client holding jobs under a five-minute lease dies (freed without a
+ * graceful close: to Redis the same as a SIGKILL): another client's beat
+ * finds its liveness entry run out and returns its jobs at once, and they
+ * run there within seconds, not minutes. The dead client is forgotten. */
+TEST(jobs_of_a_dead_client_run_elsewhere_long_before_their_lease_ends) {
+    test_env e;
+    env_start(&e, "orphan");
+    rjq_client_options o = client_options(e.s.url);
+    o.liveness_ms = 1000;
+    rjq_client *a = client_new(e.base, &o);
+    rjq_queue *qa = queue_for(a, "orphan");
+    wait_connected(e.base, a);
+    enqueue_n(&e, e.q, 3);
+
+    runs ra = {.keep = 1};
+    rjq_worker_options wo = quiet_worker_options(3);
+    wo.lease_ms = 300000;
+    rjq_worker *wa = NULL;
+    ASSERT_OK(rjq_worker_start(qa, &wo, on_run, &ra, &wa));
+    ASSERT(loop_until_count(e.base, &ra.ran, 3, 5000));
+    for (int i = 0; i < 500 && server_int(e.rc, "ZCARD t:{clients}:live") == 0; i++)
+        loop_for(e.base, 10);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{clients}:live"));
+    rjq_client_free(a); /* its jobs stay active under its tokens */
+    for (long i = 0; i < ra.nheld; i++) rjq_job_fail(ra.held[i], "x", 0, -1, NULL, NULL);
+
+    runs rb = {0};
+    rjq_worker *wb = NULL;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &rb, &wb));
+    if (!loop_until_count(e.base, &rb.done, 3, 10000)) { /* (their lease: 300 s) */
+        fprintf(stderr, "errmsg: %s; live %lld held %lld active %lld ran %ld\n", rjq_client_errmsg(e.c),
+                server_int(e.rc, "ZCARD t:{clients}:live"), server_int(e.rc, "ZCARD t:{orphan}:held"),
+                server_active_jobs(e.rc, "orphan"), rb.ran);
+        ASSERT(0);
+    }
+    ASSERT_EQ(2, rb.attempt_max); /* the dead client's run counts */
+    rjq_stats s = get_stats(e.base, e.q);
+    ASSERT_EQ(3, s.reclaimed);
+    /* the dead client is forgotten once its jobs are back; b stays */
+    for (int i = 0; i < 500 && server_int(e.rc, "ZCARD t:{clients}:live") != 1; i++)
+        loop_for(e.base, 10);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{clients}:live"));
+    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{clients}:queues"));
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{orphan}:held"));
+    env_stop(&e);
+}
+
+/* Claims, pushes, failures with retries, hand-backs of pushes beyond a
+ * worker's room: once every job is finished the held index is empty (each
+ * token forgotten once no job of it is left with its worker). */
+static void fail_odd_once(rjq_job *job, void *data) {
+    runs *r = data;
+    r->ran++;
+    if (rjq_job_attempt(job) == 1 && atoi(rjq_job_id(job)) % 2 == 1)
+        ASSERT_OK(rjq_job_fail(job, "again", 0, 0, NULL, NULL));
+    else
+        ASSERT_OK(rjq_job_complete(job, "ok", 2, on_done_ok, &r->done));
+}
+
+TEST(held_index_is_empty_once_all_work_is_finished) {
+    test_env e;
+    env_start(&e, "heldempty");
+    runs r = {0};
+    rjq_worker_options wo = quiet_worker_options(4);
+    rjq_worker *w1 = NULL, *w2 = NULL;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, fail_odd_once, &r, &w1));
+    ASSERT_OK(rjq_worker_start(e.q, &wo, fail_odd_once, &r, &w2));
+    loop_for(e.base, 50); /* idle: enqueues push to them */
+    for (int round = 0; round < 20; round++) {
+        for (int i = 0; i < 10; i++) ASSERT_OK(rjq_enqueue(e.q, "x", 1, NULL, NULL, NULL));
+        loop_for(e.base, 5);
+    }
+    ASSERT(loop_until_count(e.base, &r.done, 200, 20000));
+    loop_for(e.base, 50); /* the last forgets */
+    (void)get_stats(e.base, e.q);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{heldempty}:held"));
+    ASSERT_EQ(0, server_active_jobs(e.rc, "heldempty"));
+    env_stop(&e);
+}

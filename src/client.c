@@ -93,7 +93,7 @@ int rjq_client_new(rjq_client **out, const rjq_client_options *opts, const rjq_l
     c->loop = loop;
     c->armed_due = UINT64_MAX;
     c->rng = seed();
-    snprintf(c->id, sizeof c->id, "%016llx", (unsigned long long)rjq__random(c));
+    rjq__random_word(c, c->id, RJQ__CLIENT_ID_LEN);
     c->destroy = destroy;
     int rc = copy_options(c, opts);
     if (rc == RJQ_OK)

@@ -68,6 +68,8 @@ void rjq__timer_start(rjq_client *c, rjq__timer *t, uint64_t delay_ms);
 void rjq__timer_stop(rjq_client *c, rjq__timer *t);
 
 uint64_t rjq__random(rjq_client *c);
+/* n random letters and digits (base 62: ~5.95 bits each) and a NUL into out. */
+void rjq__random_word(rjq_client *c, char *out, int n);
 void rjq__errmsg(rjq_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A background request (no caller to tell) answered status: anything but
  * success, a cancel, a lost or timed-out connection goes to errmsg as
@@ -76,8 +78,10 @@ void rjq__background_failed(rjq_client *c, int status, const char *what);
 
 const char *rjq__client_prefix(const rjq_client *c);
 size_t rjq__client_max_payload(const rjq_client *c);
-/* The client's random id (16 hex digits): names its push channels and
- * starts the fencing tokens of its jobs. */
+/* The client's random id (RJQ__CLIENT_ID_LEN letters and digits: ~59
+ * bits): names its push channels and starts the fencing tokens of its
+ * jobs, so it is short (every job's state and completion carries one). */
+#define RJQ__CLIENT_ID_LEN 10
 const char *rjq__client_id(const rjq_client *c);
 /* How long the client's liveness entry lasts (upkeep.c); 0: none. */
 long rjq__client_liveness_ms(const rjq_client *c);

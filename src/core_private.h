@@ -136,7 +136,7 @@ struct rjq_client {
     long command_timeout_ms;  /* 0: off */
     long ping_interval_ms;    /* 0: off */
     long liveness_ms;         /* of the liveness entry (upkeep.c); 0: off */
-    char id[17];              /* the client's random id (tokens, channels) */
+    char id[RJQ__CLIENT_ID_LEN + 1]; /* the client's random id (tokens, channels) */
     size_t max_payload;
     rjq_event_cb *on_event;
     void *event_data;

@@ -244,8 +244,9 @@ static void start_batch(rjq_queue *q, batch *b, const char *reply_channel) {
     rjq__buf_key(a, q, RJQ__K_JOB);
     rjq__buf_key(a, q, RJQ__K_WAKE);
     rjq__buf_arg_str(a, reply_channel ? reply_channel : "");
-    char tbase[24]; /* tokens of jobs pushed to idle workers */
-    snprintf(tbase, sizeof tbase, "%016llxp", (unsigned long long)rjq__random(rjq_queue_client(q)));
+    char tbase[16]; /* tokens of jobs pushed to idle workers */
+    rjq__random_word(rjq_queue_client(q), tbase, 10);
+    strcat(tbase, "p"); /* then the message's number */
     rjq__buf_arg_str(a, tbase);
     b->nargs = 1 + nkeys + 4;
 }

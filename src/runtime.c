@@ -30,6 +30,17 @@ uint64_t rjq__random(rjq_client *c) {
     return x * 0x2545F4914F6CDD1DULL;
 }
 
+void rjq__random_word(rjq_client *c, char *out, int n) {
+    static const char digits[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    uint64_t x = rjq__random(c);
+    for (int i = 0; i < n; i++) {
+        if (i == 10) x = rjq__random(c); /* 62^10 < 2^64 */
+        out[i] = digits[x % 62];
+        x /= 62;
+    }
+    out[n] = '\0';
+}
+
 void rjq__errmsg(rjq_client *c, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

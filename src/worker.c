@@ -445,9 +445,9 @@ static int send_claim(rjq_worker *w, int want, int reset) {
     ctx->asked = want;
     ctx->epoch = rjq__reg_claim_epoch(w->reg, reset);
     ctx->recovers = rjq__reg_claim_recovers(w->reg, reset);
-    char token[64];
-    snprintf(token, sizeof token, "%s%016llx", rjq__held_prefix(w->held),
-             (unsigned long long)rjq__random(c));
+    char token[64], word[12];
+    rjq__random_word(c, word, 10); /* ~59 bits: new for every call of this worker */
+    snprintf(token, sizeof token, "%s%s", rjq__held_prefix(w->held), word);
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_STATS,

@@ -510,9 +510,47 @@ TEST(complete_offering_a_slot_on_wrongtype_idle_announces_nothing) {
     complete_on_wrongtype_announces_nothing("t:{w}:idle");
 }
 
+/* The held index is checked before the first write when the batch drops
+ * members of it (the completed job's token is forgotten with it). */
+TEST(complete_on_wrongtype_held_announces_nothing) {
+    complete_on_wrongtype_announces_nothing("t:{w}:held");
+}
+
 static void count_handled(rjq_job *job, void *data) {
     ++*(int *)data;
     ASSERT_OK(rjq_job_complete(job, NULL, 0, NULL, NULL));
+}
+
+/* A claim reads the held index first (is it a re-send?): a wrongly typed
+ * one refuses the claim before anything is written; once fixed, the job
+ * runs. */
+TEST(claim_on_wrongtype_held_changes_nothing) {
+    test_env env;
+    env_start(&env, "h");
+    enq_wait e = {0};
+    ASSERT_OK(rjq_enqueue(env.q, "x", 1, NULL, on_enq, &e));
+    ASSERT(loop_until(env.base, &e.calls, 10000));
+    ASSERT_OK(e.status);
+    plant_wrongtype(env.rc, "t:{h}:held", "SET %s x");
+    static char before[8192], after[8192];
+    snapshot(env.rc, before, sizeof before);
+
+    int handled = 0;
+    rjq_worker_options wo = {0};
+    wo.poll_ms = 50; /* a failed claim is tried again after poll_ms */
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(env.q, &wo, count_handled, &handled, &w));
+    for (int i = 0; i < 1000 && !strstr(rjq_client_errmsg(env.c), "t:{h}:held"); i++) loop_for(env.base, 10);
+    ASSERT(strstr(rjq_client_errmsg(env.c), "WRONGTYPE") != NULL);
+    loop_for(env.base, 200); /* a few more tries */
+    ASSERT_EQ(0, handled);
+    snapshot(env.rc, after, sizeof after);
+    ASSERT_STREQ(before, after);
+
+    freeReplyObject(server_cmd(env.rc, "DEL t:{h}:held"));
+    for (int i = 0; i < 1000 && handled == 0; i++) loop_for(env.base, 10);
+    ASSERT_EQ(1, handled);
+    env_stop(&env);
 }
 
 /* A claim that promotes a due priority job gives it a sequence number from

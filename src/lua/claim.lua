@@ -35,8 +35,9 @@ local held = KEYS[15]
 local prefix, want, lease, tok, wake = ARGV[1], math.min(tonumber(ARGV[2]), 1000), tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local field, epoch, reset, recover = ARGV[6], ARGV[7], ARGV[8] == '1', ARGV[9] == '1'
 local J = columns(KEYS, 7, prefix)
-expect_types({ready, 'list', prio, 'zset', active, 'zset', idle, 'hash', held, 'zset', J.s, 'hash',
-              J.o, 'hash'})
+expect_types({ready, 'list', prio, 'zset', active, 'zset', idle, 'hash', J.s, 'hash', J.o, 'hash'})
+-- (a read before any write: its type check is the command's own, see typed)
+local first = typed('zset', 'ZRANGEBYLEX', held, held_range(tok .. ' ')) -- a re-send's first run
 local now = now_ms()
 local emit = monitor(KEYS[14], prefix)
 local out = {-1, 0, tok, now + lease, 0} -- a number: an integer reply
@@ -90,7 +91,6 @@ end
 
 -- A re-sent claim: what its first run started, nothing more (the worker
 -- replaces its registration after a reconnect).
-local first = held_members(held, tok .. ' ', 1)
 if #first > 0 then
   local _, ids = held_split(first[1])
   local keep, d, a, o, dl = still_held(ids, tok)

@@ -407,9 +407,16 @@ typedef struct rjq_worker_options {
     int concurrency;  /* jobs running at once; default 1 */
     long lease_ms;    /* lease per claim, extended every lease_ms/3 while the
                          job runs; default 30000 */
-    long poll_ms;     /* safety poll while idle; default 5000 */
-    long reclaim_ms;  /* how often expired leases are swept (one sweeper per
-                         queue at a time); default 1000 */
+    long poll_ms;     /* wait before a failed claim is tried again;
+                         default 5000 */
+    /* How often the client visits the queue: it sweeps expired leases (one
+     * sweeper per queue at a time) and looks for jobs waiting that no
+     * doorbell or push announced (idle workers then claim). One timer per
+     * client visits its queues in turn, at most one visit per this period
+     * (the shortest its workers ask for), so with many queues each is
+     * visited less often and the idle cost of a process stays a few
+     * commands per second. Default 1000. */
+    long reclaim_ms;
 } rjq_worker_options;
 
 /*
@@ -420,8 +427,14 @@ typedef struct rjq_worker_options {
  * trip); it never runs more than `concurrency` jobs, and a job pushed to it
  * without room goes back to the queue with its attempt not counted. It also
  * wakes on the queue's doorbell (jobs made ready by retries, replays,
- * reclaims), sets a timer for the next delayed job, and sweeps expired
- * leases. A job whose lease has already ended (by the server's clock, as
+ * reclaims), sets a timer for the next delayed job, and the client visits
+ * the queue (reclaim_ms). A claim whose reply was lost (a dropped
+ * connection) is sent again and returns the jobs it claimed, with their
+ * attempt; after its push channel was resubscribed the worker's next claim
+ * returns the jobs pushed to it meanwhile: no attempt is spent by a lost
+ * reply or message. While the client has workers it renews a liveness
+ * entry (liveness_ms), and its upkeep returns the jobs of clients whose
+ * entry ran out. A job whose lease has already ended (by the server's clock, as
  * the client knows it from its replies) when the worker gets to start it
  * (the process was paused longer than the lease) is not started but handed
  * back: it was or will be reclaimed. *out is owned by the client until

@@ -13,6 +13,11 @@
  * held in each of its queues go back (orphans.lua, through the held index:
  * O(its jobs)), and once every queue answered it is forgotten (gone.lua,
  * unless it came back meanwhile: its own beat changed its entry).
+ * A client sweeps others only once its own beats have been answered
+ * without a gap for liveness_ms: after a restart of Redis, a stall or a
+ * partition, every live client first gets the time to renew its entry.
+ * Its own jobs it stops starting once its entry may have run out (the
+ * worker's stale check, rjq__upkeep_alive_until).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -21,6 +26,7 @@
 
 #include "reclaim.h"
 #include "upkeep.h"
+#include "validate.h"
 
 #define BEAT_MAX_MS 1000
 #define SWEEP_LEASE_MS 30000
@@ -59,6 +65,9 @@ typedef struct upkeep {
     rjq__timer beat_timer, visit_timer;
     int beat_busy;
     int names_stored;         /* the server has our queue names */
+    long long alive_until;    /* our entry's expiry as the last beat set it (server ms) */
+    uint64_t last_beat;       /* local ms of the last beat answered (0: none, or failed) */
+    uint64_t steady_since;    /* local ms since when beats were answered without a gap */
     uint64_t last_visit;
     char *live_key, *names_key;
 } upkeep;
@@ -118,15 +127,19 @@ static void on_orphans(rjq_client *c, int status, redisReply *r, void *priv) {
     if (--s->pending == 0) sweep_done(s);
 }
 
-/* The queue named `name` (opened here when the client has no handle). */
-static rjq_queue *queue_named(rjq_client *c, const char *name, size_t len) {
+/* The queue named `name` (opened here when the client has no handle).
+ * NULL when out of memory; *bad when it is no queue name (written by
+ * something else: skipped). */
+static rjq_queue *queue_named(rjq_client *c, const char *name, size_t len, int *bad) {
+    *bad = 0;
     for (rjq_queue *q = rjq__queue_first(c); q; q = rjq__queue_next(q)) {
         const char *n = rjq_queue_name(q);
         if (strlen(n) == len && memcmp(n, name, len) == 0) return q;
     }
     char *copy = strndup(name, len);
     rjq_queue *q = NULL;
-    if (copy) rjq_queue_open(c, copy, NULL, &q);
+    if (copy && !rjq__valid_queue_name(copy)) *bad = 1;
+    else if (copy) rjq_queue_open(c, copy, NULL, &q);
     free(copy);
     return q;
 }
@@ -146,7 +159,8 @@ static void start_sweep(upkeep *u, const redisReply *id, long long until, const 
     while (p < end) {
         const char *sp = memchr(p, ' ', (size_t)(end - p));
         size_t len = sp ? (size_t)(sp - p) : (size_t)(end - p);
-        rjq_queue *q = len ? queue_named(u->c, p, len) : NULL;
+        int bad = 0;
+        rjq_queue *q = len ? queue_named(u->c, p, len, &bad) : NULL;
         orphan_call *o = q ? malloc(sizeof *o) : NULL;
         if (o) {
             o->s = s;
@@ -154,9 +168,11 @@ static void start_sweep(upkeep *u, const redisReply *id, long long until, const 
         }
         if (o && rjq__orphans_send(q, s->who, on_orphans, o) == RJQ_OK) {
             s->pending++;
-        } else if (len) {
+        } else if (len && !bad) {
             free(o);
-            s->failed = 1;
+            s->failed = 1; /* the client is swept again after the lease */
+        } else {
+            free(o);
         }
         p += len + 1;
     }
@@ -190,12 +206,20 @@ static void on_beat(rjq_client *c, int status, redisReply *r, void *priv) {
         rjq__errmsg(c, "liveness beat: unexpected reply");
         status = RJQ_EPROTO;
     }
+    uint64_t now = rjq__now_ms();
     if (status != RJQ_OK) {
         u->names_stored = 0;
+        u->last_beat = 0;
         rjq__background_failed(c, status, "liveness beat");
         return;
     }
     rjq__server_time_sample(c, r->element[0]->integer);
+    u->alive_until = r->element[0]->integer + rjq__client_liveness_ms(c);
+    /* A gap (the server or this process stalled, a reconnect) starts the
+     * wait before sweeping again. */
+    if (u->last_beat == 0 || now - u->last_beat > 2 * (uint64_t)beat_ms(u) + 1000)
+        u->steady_since = now;
+    u->last_beat = now;
     if (r->element[1]->integer != 1) u->names_stored = 0; /* the next beat sends them */
     for (size_t i = 2; i < r->elements && !rjq__closing(c); i += 3)
         start_sweep(u, r->element[i], r->element[i + 1]->integer, r->element[i + 2]);
@@ -228,7 +252,13 @@ static void on_beat_timer(rjq__timer *t) {
     char ttl[32], lease[32], most[16];
     snprintf(ttl, sizeof ttl, "%ld", rjq__client_liveness_ms(c));
     snprintf(lease, sizeof lease, "%d", SWEEP_LEASE_MS);
-    snprintf(most, sizeof most, "%d", SWEEPS_PER_BEAT);
+    /* Sweep others only after beating without a gap for liveness_ms: an
+     * entry that ran out while the server (or the network, or this
+     * process) stalled for everyone belongs to a client that had no chance
+     * to renew it; past that wait, every live client has. */
+    uint64_t now = rjq__now_ms();
+    int steady = u->last_beat && now - u->steady_since >= (uint64_t)rjq__client_liveness_ms(c);
+    snprintf(most, sizeof most, "%d", steady ? SWEEPS_PER_BEAT : 0);
     const char *argv[] = {"2", u->live_key, u->names_key, rjq__client_id(c), ttl,
                           names ? names : "", lease, most};
     size_t lens[8];
@@ -339,6 +369,11 @@ static upkeep *upkeep_of(rjq_client *c) {
         return NULL;
     }
     return u;
+}
+
+long long rjq__upkeep_alive_until(const rjq_client *c) {
+    const upkeep *u = rjq__feature_state(c, &upkeep_feature);
+    return u && rjq__client_liveness_ms(c) > 0 ? u->alive_until : 0;
 }
 
 int rjq__upkeep_join(rjq_queue *q, const rjq__visit_ops *ops, void *arg, long period_ms) {

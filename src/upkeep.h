@@ -26,4 +26,9 @@ typedef struct rjq__visit_ops {
  * the shorter period), and beat while q is wanted. RJQ_OK or RJQ_ENOMEM. */
 int rjq__upkeep_join(rjq_queue *q, const rjq__visit_ops *ops, void *arg, long period_ms);
 
+/* The server time (ms) the client's liveness entry runs out, as its last
+ * answered beat set it; 0 when it has none (no beat yet, or liveness off).
+ * Past it, other clients may have returned its jobs. */
+long long rjq__upkeep_alive_until(const rjq_client *c);
+
 #endif /* RJQ_UPKEEP_H */

@@ -255,13 +255,19 @@ void rjq__worker_job_dropped(rjq_worker *w, rjq_job *job) {
     free(job);
 }
 
-/* The job's lease has ended by the server's clock: it must not start
- * (a worker paused longer than its lease, SIGSTOP or a frozen VM, finds
- * jobs handed to it before the pause; they were or will be reclaimed and
- * run elsewhere). */
+/* Within this much of its liveness entry's end a client starts no job
+ * (its estimate of the server's clock may be late by about that much). */
+#define ALIVE_MARGIN_MS 500
+
+/* The job must not start, by the server's clock: its lease has ended, or
+ * the client's liveness entry may have run out (other clients may then
+ * have returned its jobs). A worker paused longer than that, SIGSTOP or a
+ * frozen VM, finds jobs handed to it before the pause; they were or will
+ * be reclaimed and run elsewhere. */
 static int stale(rjq_client *c, const rjq_job *j) {
-    long long now = rjq__server_now(c);
-    return now > 0 && j->deadline > 0 && now >= j->deadline;
+    long long now = rjq__server_now(c), alive = rjq__upkeep_alive_until(c);
+    if (now <= 0) return 0;
+    return (j->deadline > 0 && now >= j->deadline) || (alive > 0 && now + ALIVE_MARGIN_MS >= alive);
 }
 
 /* What a release needs of a job handle (its id and token). */

@@ -1370,12 +1370,16 @@ static void stale_handler(rjq_job *job, void *data) {
     rjq_job_complete(job, "child", 5, NULL, NULL);
 }
 
-static void run_stale_child(const test_server *s, const char *qname) {
+static void run_stale_child(const test_server *s, const char *qname, long lease_ms,
+                            long liveness_ms) {
     struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, s);
+    rjq_client_options o = client_options(s->url);
+    o.liveness_ms = liveness_ms;
+    rjq_client *c = client_new(base, &o);
     rjq_queue *q = queue_for(c, qname);
+    wait_connected(base, c);
     rjq_worker_options wo = quiet_worker_options(2);
-    wo.lease_ms = 1000;
+    wo.lease_ms = lease_ms;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, stale_handler, NULL, &w));
     loop_for(base, 100000); /* the parent kills us long before this */
@@ -1399,7 +1403,7 @@ TEST(worker_paused_past_its_lease_starts_none_of_its_stale_jobs) {
     if (child == 0) {
         close(fds[0]);
         stale_fd = fds[1];
-        run_stale_child(&s, qname);
+        run_stale_child(&s, qname, 1000, 0);
     }
     close(fds[1]);
     redisContext *rc = server_connect(&s);
@@ -1443,6 +1447,75 @@ TEST(worker_paused_past_its_lease_starts_none_of_its_stale_jobs) {
     if (n > 0) {
         buf[n] = '\0';
         FAIL_AT(__FILE__, __LINE__, "the woken worker started stale jobs: %s", buf);
+    }
+    ASSERT_EQ(2, stat_field(rc, qname, "completed"));
+    ASSERT_EQ(0, server_active_jobs(rc, qname));
+
+    ASSERT(kill(child, SIGKILL) == 0);
+    reap(child, 10000);
+    close(fds[0]);
+    rjq_client_free(c);
+    event_base_free(base);
+    redisFree(rc);
+    server_stop_guarded(&s);
+}
+
+/* The same with a long lease: the paused worker's liveness entry runs out
+ * first (liveness_ms 1 s), another client returns its jobs and runs them;
+ * when it wakes it starts none of them, although their lease has not
+ * ended: it knows its entry may have run out. */
+TEST(worker_paused_past_its_liveness_starts_none_of_the_jobs_taken_meanwhile) {
+    const char *qname = "paused2";
+    test_server s;
+    server_start_guarded(&s, NULL);
+    int fds[2];
+    ASSERT(pipe(fds) == 0);
+    pid_t child = fork_child();
+    if (child == 0) {
+        close(fds[0]);
+        stale_fd = fds[1];
+        run_stale_child(&s, qname, 60000, 1000);
+    }
+    close(fds[1]);
+    redisContext *rc = server_connect(&s);
+    double end = mono_ms() + 10000;
+    while (qcount(rc, "HLEN", qname, "idle") < 1 || server_int(rc, "ZCARD t:{clients}:live") < 1) {
+        ASSERT(mono_ms() < end);
+        sleep_ms(10);
+    }
+    /* The jobs are pushed to the stopped child; the parent's worker,
+     * started after, sweeps the child once it has beaten steadily for its
+     * own liveness_ms (1 s) and the child's entry ran out. */
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(s.url);
+    o.liveness_ms = 1000;
+    rjq_client *c = client_new(base, &o);
+    rjq_queue *q = queue_for(c, qname);
+    wait_connected(base, c);
+    ASSERT(kill(child, SIGSTOP) == 0);
+    rjq_job_options jo = {0};
+    jo.id = "p1";
+    ASSERT_OK(rjq_enqueue(q, "x", 1, &jo, NULL, NULL));
+    jo.id = "p2";
+    ASSERT_OK(rjq_enqueue(q, "x", 1, &jo, NULL, NULL));
+    loop_for(base, 200);
+    ASSERT_EQ(2, server_active_jobs(rc, qname)); /* pushed to the stopped child */
+
+    stale_done = 0;
+    rjq_worker *w;
+    rjq_worker_options wo = quiet_worker_options(2);
+    ASSERT_OK(rjq_worker_start(q, &wo, parent_handler, NULL, &w));
+    ASSERT(loop_until_count(base, &stale_done, 2, 10000)); /* swept, run here */
+    ASSERT_EQ(2, stat_field(rc, qname, "reclaimed"));
+
+    ASSERT(kill(child, SIGCONT) == 0); /* it reads the two pushes now */
+    loop_for(base, 1000);
+    char buf[256];
+    ASSERT(fcntl(fds[0], F_SETFL, O_NONBLOCK) == 0);
+    ssize_t n = read(fds[0], buf, sizeof buf - 1);
+    if (n > 0) {
+        buf[n] = '\0';
+        FAIL_AT(__FILE__, __LINE__, "the woken worker started jobs taken meanwhile: %s", buf);
     }
     ASSERT_EQ(2, stat_field(rc, qname, "completed"));
     ASSERT_EQ(0, server_active_jobs(rc, qname));

@@ -1393,6 +1393,33 @@ static void parent_handler(rjq_job *job, void *data) {
     ASSERT_OK(rjq_job_complete(job, "parent", 6, on_done_ok, &stale_done));
 }
 
+/* Continue the stopped child (it reads the two pushes now): it must start
+ * neither (its handler writes each job it starts to fd); both completed
+ * here. Then everything goes. */
+static void wake_and_check_started_nothing(pid_t child, int fd, struct event_base *base,
+                                           rjq_client *c, redisContext *rc, test_server *s,
+                                           const char *qname) {
+    ASSERT(kill(child, SIGCONT) == 0);
+    loop_for(base, 1000);
+    char buf[256];
+    ASSERT(fcntl(fd, F_SETFL, O_NONBLOCK) == 0);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    if (n > 0) {
+        buf[n] = '\0';
+        FAIL_AT(__FILE__, __LINE__, "the woken worker started jobs taken meanwhile: %s", buf);
+    }
+    ASSERT_EQ(2, stat_field(rc, qname, "completed"));
+    ASSERT_EQ(0, server_active_jobs(rc, qname));
+
+    ASSERT(kill(child, SIGKILL) == 0);
+    reap(child, 10000);
+    close(fd);
+    rjq_client_free(c);
+    event_base_free(base);
+    redisFree(rc);
+    server_stop_guarded(s);
+}
+
 TEST(worker_paused_past_its_lease_starts_none_of_its_stale_jobs) {
     const char *qname = "paused";
     test_server s;
@@ -1439,25 +1466,7 @@ TEST(worker_paused_past_its_lease_starts_none_of_its_stale_jobs) {
     ASSERT_OK(rjq_worker_start(q, &wo, parent_handler, NULL, &w));
     ASSERT(loop_until_count(base, &stale_done, 2, 5000));
 
-    ASSERT(kill(child, SIGCONT) == 0); /* it reads the two pushes now */
-    loop_for(base, 1000);
-    char buf[256];
-    ASSERT(fcntl(fds[0], F_SETFL, O_NONBLOCK) == 0);
-    ssize_t n = read(fds[0], buf, sizeof buf - 1);
-    if (n > 0) {
-        buf[n] = '\0';
-        FAIL_AT(__FILE__, __LINE__, "the woken worker started stale jobs: %s", buf);
-    }
-    ASSERT_EQ(2, stat_field(rc, qname, "completed"));
-    ASSERT_EQ(0, server_active_jobs(rc, qname));
-
-    ASSERT(kill(child, SIGKILL) == 0);
-    reap(child, 10000);
-    close(fds[0]);
-    rjq_client_free(c);
-    event_base_free(base);
-    redisFree(rc);
-    server_stop_guarded(&s);
+    wake_and_check_started_nothing(child, fds[0], base, c, rc, &s, qname);
 }
 
 /* The same with a long lease: the paused worker's liveness entry runs out
@@ -1508,23 +1517,5 @@ TEST(worker_paused_past_its_liveness_starts_none_of_the_jobs_taken_meanwhile) {
     ASSERT(loop_until_count(base, &stale_done, 2, 10000)); /* swept, run here */
     ASSERT_EQ(2, stat_field(rc, qname, "reclaimed"));
 
-    ASSERT(kill(child, SIGCONT) == 0); /* it reads the two pushes now */
-    loop_for(base, 1000);
-    char buf[256];
-    ASSERT(fcntl(fds[0], F_SETFL, O_NONBLOCK) == 0);
-    ssize_t n = read(fds[0], buf, sizeof buf - 1);
-    if (n > 0) {
-        buf[n] = '\0';
-        FAIL_AT(__FILE__, __LINE__, "the woken worker started jobs taken meanwhile: %s", buf);
-    }
-    ASSERT_EQ(2, stat_field(rc, qname, "completed"));
-    ASSERT_EQ(0, server_active_jobs(rc, qname));
-
-    ASSERT(kill(child, SIGKILL) == 0);
-    reap(child, 10000);
-    close(fds[0]);
-    rjq_client_free(c);
-    event_base_free(base);
-    redisFree(rc);
-    server_stop_guarded(&s);
+    wake_and_check_started_nothing(child, fds[0], base, c, rc, &s, qname);
 }

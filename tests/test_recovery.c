@@ -62,6 +62,29 @@ static void wait_pair_closed(test_env *e, proxy *p, int sub) {
     FAIL_AT(__FILE__, __LINE__, "the proxied connection was not closed");
 }
 
+/* Run the loop until queue has n registrations for pushes (idle workers). */
+static void wait_registered(test_env *e, const char *queue, long long n) {
+    for (int i = 0; i < 500 && server_int(e->rc, "HLEN t:{%s}:idle", queue) < n; i++)
+        loop_for(e->base, 10);
+    ASSERT_EQ(n, server_int(e->rc, "HLEN t:{%s}:idle", queue));
+}
+
+/* Run the loop until queue has n jobs active (claimed or pushed in Redis). */
+static void wait_active(test_env *e, const char *queue, long long n) {
+    for (int i = 0; i < 500 && server_active_jobs(e->rc, queue) < n; i++) loop_for(e->base, 10);
+    ASSERT_EQ(n, server_active_jobs(e->rc, queue));
+}
+
+/* Kill the client's proxied connections of one kind (sub: the subscriber
+ * connection) from the server side, wait until the proxy closed them, and
+ * stop holding what Redis sends on them. */
+static void kill_held(test_env *e, proxy *p, int sub) {
+    freeReplyObject(server_cmd(e->rc, "CLIENT KILL TYPE %s SKIPME yes", sub ? "pubsub" : "normal"));
+    wait_pair_closed(e, p, sub);
+    if (sub) proxy_hold_sub(p, 0);
+    else proxy_hold(p, 0);
+}
+
 static long long state_attempts(test_env *e, const char *queue, long long id) {
     redisReply *r = server_cmd(e->rc, "HGET t:{%s}:state %lld", queue, id);
     long long a = -1;
@@ -87,8 +110,7 @@ TEST(claim_whose_reply_was_lost_runs_its_jobs_with_their_attempt) {
     rjq_worker_options wo = quiet_worker_options(5);
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
-    for (int i = 0; i < 500 && server_int(e.rc, "HLEN t:{lostclaim}:idle") == 0; i++)
-        loop_for(e.base, 10);
+    wait_registered(&e, "lostclaim", 1);
     int stopped = 0;
     ASSERT_OK(rjq_worker_stop(w, on_stopped, &stopped));
     ASSERT(loop_until(e.base, &stopped, 5000));
@@ -96,13 +118,9 @@ TEST(claim_whose_reply_was_lost_runs_its_jobs_with_their_attempt) {
 
     proxy_hold(&p, 1);
     ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
-    for (int i = 0; i < 500 && server_active_jobs(e.rc, "lostclaim") < 5; i++) loop_for(e.base, 10);
-    ASSERT_EQ(5, server_active_jobs(e.rc, "lostclaim"));
+    wait_active(&e, "lostclaim", 5);
     ASSERT_EQ(0, r.ran); /* the reply is held */
-
-    freeReplyObject(server_cmd(e.rc, "CLIENT KILL TYPE normal SKIPME yes"));
-    wait_pair_closed(&e, &p, 0);
-    proxy_hold(&p, 0);
+    kill_held(&e, &p, 0);
 
     ASSERT(loop_until_count(e.base, &r.done, 5, 5000));
     ASSERT_EQ(5, r.ran);
@@ -128,20 +146,13 @@ TEST(push_lost_with_the_subscriber_connection_is_recovered) {
     rjq_worker_options wo = quiet_worker_options(2);
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
-    /* idle and registered for pushes */
-    for (int i = 0; i < 500 && server_int(e.rc, "HLEN t:{lostpush}:idle") == 0; i++)
-        loop_for(e.base, 10);
-    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{lostpush}:idle"));
+    wait_registered(&e, "lostpush", 1); /* idle and registered for pushes */
 
     proxy_hold_sub(&p, 1);
     ASSERT_OK(rjq_enqueue(e.q, "x", 1, NULL, NULL, NULL));
-    for (int i = 0; i < 500 && server_active_jobs(e.rc, "lostpush") < 1; i++) loop_for(e.base, 10);
-    ASSERT_EQ(1, server_active_jobs(e.rc, "lostpush")); /* pushed: claimed for the worker */
+    wait_active(&e, "lostpush", 1); /* pushed: claimed for the worker */
     ASSERT_EQ(0, r.ran);
-
-    freeReplyObject(server_cmd(e.rc, "CLIENT KILL TYPE pubsub SKIPME yes"));
-    wait_pair_closed(&e, &p, 1);
-    proxy_hold_sub(&p, 0);
+    kill_held(&e, &p, 1);
 
     ASSERT(loop_until_count(e.base, &r.done, 1, 5000));
     ASSERT_EQ(1, r.ran);

@@ -29,7 +29,7 @@
 #include "validate.h"
 
 #define BEAT_MAX_MS 1000
-#define SWEEP_LEASE_MS 30000
+#define SWEEP_LEASE_MS 5000 /* long enough for a sweep's calls; a lost reply delays one this long */
 #define SWEEPS_PER_BEAT 4
 
 typedef struct visitee {
@@ -66,6 +66,7 @@ typedef struct upkeep {
     int beat_busy;
     int names_stored;         /* the server has our queue names */
     long long alive_until;    /* our entry's expiry as the last beat set it (server ms) */
+    long long beat_server;    /* the server time of the last answered beat (0: none, or failed) */
     uint64_t last_beat;       /* local ms of the last beat answered (0: none, or failed) */
     uint64_t steady_since;    /* local ms since when beats were answered without a gap */
     uint64_t last_visit;
@@ -186,6 +187,9 @@ static long beat_ms(const upkeep *u) {
     return ms < BEAT_MAX_MS ? ms : BEAT_MAX_MS;
 }
 
+/* The longest gap between two answered beats that is no stall. */
+#define STALL_GAP_MS(u) (2 * beat_ms(u) + 1000)
+
 static int beat_reply_ok(const redisReply *r) {
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 || (r->elements - 2) % 3 != 0 ||
         r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER)
@@ -210,15 +214,16 @@ static void on_beat(rjq_client *c, int status, redisReply *r, void *priv) {
     if (status != RJQ_OK) {
         u->names_stored = 0;
         u->last_beat = 0;
+        u->beat_server = 0;
         rjq__background_failed(c, status, "liveness beat");
         return;
     }
     rjq__server_time_sample(c, r->element[0]->integer);
     u->alive_until = r->element[0]->integer + rjq__client_liveness_ms(c);
+    u->beat_server = r->element[0]->integer;
     /* A gap (the server or this process stalled, a reconnect) starts the
      * wait before sweeping again. */
-    if (u->last_beat == 0 || now - u->last_beat > 2 * (uint64_t)beat_ms(u) + 1000)
-        u->steady_since = now;
+    if (u->last_beat == 0 || now - u->last_beat > (uint64_t)STALL_GAP_MS(u)) u->steady_since = now;
     u->last_beat = now;
     if (r->element[1]->integer != 1) u->names_stored = 0; /* the next beat sends them */
     for (size_t i = 2; i < r->elements && !rjq__closing(c); i += 3)
@@ -249,7 +254,7 @@ static void on_beat_timer(rjq__timer *t) {
     if (u->beat_busy) return;
     char *names = u->names_stored ? NULL : queue_names(u);
     if (!u->names_stored && names == NULL) return;
-    char ttl[32], lease[32], most[16];
+    char ttl[32], lease[32], most[16], prev[32], gap[32];
     snprintf(ttl, sizeof ttl, "%ld", rjq__client_liveness_ms(c));
     snprintf(lease, sizeof lease, "%d", SWEEP_LEASE_MS);
     /* Sweep others only after beating without a gap for liveness_ms: an
@@ -259,11 +264,13 @@ static void on_beat_timer(rjq__timer *t) {
     uint64_t now = rjq__now_ms();
     int steady = u->last_beat && now - u->steady_since >= (uint64_t)rjq__client_liveness_ms(c);
     snprintf(most, sizeof most, "%d", steady ? SWEEPS_PER_BEAT : 0);
+    snprintf(prev, sizeof prev, "%lld", u->beat_server);
+    snprintf(gap, sizeof gap, "%ld", STALL_GAP_MS(u));
     const char *argv[] = {"2", u->live_key, u->names_key, rjq__client_id(c), ttl,
-                          names ? names : "", lease, most};
-    size_t lens[8];
-    for (int i = 0; i < 8; i++) lens[i] = strlen(argv[i]);
-    if (rjq__script(c, RJQ__S_BEAT, 0, on_beat, u, 8, argv, lens) == RJQ_OK) {
+                          names ? names : "", lease, most, prev, gap};
+    size_t lens[10];
+    for (int i = 0; i < 10; i++) lens[i] = strlen(argv[i]);
+    if (rjq__script(c, RJQ__S_BEAT, 0, on_beat, u, 10, argv, lens) == RJQ_OK) {
         u->beat_busy = 1;
         if (names) u->names_stored = 1; /* unless the reply says otherwise */
     }

@@ -9,13 +9,21 @@
 -- KEYS: 1 liveness set (zset), 2 queues (hash); in their own slot
 -- ARGV: 1 client id, 2 its entry's lifetime ms, 3 its queue names
 --       (space-separated; '' when unchanged since the last beat that
---       reported it known), 4 the sweep's lease ms, 5 most clients to sweep
+--       reported it known), 4 the sweep's lease ms, 5 most clients to sweep,
+--       6 the server time of the caller's previous answered beat (0: none),
+--       7 the longest gap between two beats that is no stall
+-- A beat that comes more than that after the previous one sweeps nobody:
+-- the server (or the caller) stalled, and the clients whose entries ran
+-- out meanwhile had no chance to renew them (their beats may be queued
+-- right behind this one).
 -- Returns { server time ms, 1 when the queue names are stored else 0, then
 -- per client to sweep: id, the lease's end (for gone.lua), queue names }.
 local live, queues = KEYS[1], KEYS[2]
 local me, ttl, names, lease, most = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local prev, gap = tonumber(ARGV[6]), tonumber(ARGV[7])
 expect_types({live, 'zset', queues, 'hash'})
 local now = now_ms()
+if prev <= 0 or now - prev > gap then most = 0 end
 redis.call('ZADD', live, int(now + ttl), me)
 if names ~= '' then redis.call('HSET', queues, me, names) end
 local out = {now, redis.call('HEXISTS', queues, me)}

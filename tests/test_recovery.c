@@ -5,6 +5,7 @@
  * promptly, and no attempt is spent by a lost reply or message. The held
  * index that makes this possible is left empty by finished work.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,5 +245,49 @@ TEST(held_index_is_empty_once_all_work_is_finished) {
     (void)get_stats(e.base, e.q);
     ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{heldempty}:held"));
     ASSERT_EQ(0, server_active_jobs(e.rc, "heldempty"));
+    env_stop(&e);
+}
+
+/* Redis stops answering (SIGSTOP) for longer than the clients' liveness_ms
+ * but shorter than their command timeout: every entry runs out meanwhile,
+ * and each client's beats wait in the server. When it resumes, the first
+ * beat it runs must not take the others for dead: they had no chance to
+ * renew. Nothing is reclaimed, the held jobs stay with their worker. */
+TEST(a_stalled_server_makes_no_live_client_look_dead) {
+    test_env e;
+    env_start(&e, "stall");
+    rjq_client_options o = client_options(e.s.url);
+    o.liveness_ms = 1000;
+    rjq_client *a = client_new(e.base, &o), *b = client_new(e.base, &o);
+    rjq_queue *qa = queue_for(a, "stall"), *qb = queue_for(b, "stall");
+    wait_connected(e.base, a);
+    wait_connected(e.base, b);
+    enqueue_n(&e, e.q, 4);
+    runs ra = {.keep = 1}, rb = {.keep = 1};
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *wa = NULL, *wb = NULL;
+    ASSERT_OK(rjq_worker_start(qa, &wo, on_run, &ra, &wa));
+    ASSERT_OK(rjq_worker_start(qb, &wo, on_run, &rb, &wb));
+    ASSERT(loop_until_count(e.base, &ra.ran, 2, 5000));
+    ASSERT(loop_until_count(e.base, &rb.ran, 2, 5000));
+    loop_for(e.base, 1500); /* both beat steadily: either may sweep the other */
+
+    ASSERT(kill(e.s.pid, SIGSTOP) == 0);
+    loop_for(e.base, 2500); /* beats pile up in the server */
+    ASSERT(kill(e.s.pid, SIGCONT) == 0);
+    loop_for(e.base, 2000);
+
+    rjq_stats s = get_stats(e.base, e.q);
+    ASSERT_EQ(0, s.reclaimed);
+    ASSERT_EQ(4, s.active);
+    ASSERT_EQ(2, ra.ran);
+    ASSERT_EQ(2, rb.ran);
+    ASSERT_EQ(2, server_int(e.rc, "ZCARD t:{clients}:live"));
+    for (long i = 0; i < ra.nheld; i++) ASSERT_OK(rjq_job_complete(ra.held[i], "ok", 2, on_done_ok, &ra.done));
+    for (long i = 0; i < rb.nheld; i++) ASSERT_OK(rjq_job_complete(rb.held[i], "ok", 2, on_done_ok, &rb.done));
+    ASSERT(loop_until_count(e.base, &ra.done, 2, 5000));
+    ASSERT(loop_until_count(e.base, &rb.done, 2, 5000));
+    rjq_client_free(a);
+    rjq_client_free(b);
     env_stop(&e);
 }

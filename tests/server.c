@@ -324,3 +324,7 @@ void wait_connected(struct event_base *base, rjq_client *c) {
 long long server_active_jobs(redisContext *rc, const char *q) {
     return server_int(rc, "ZCOUNT t:{%s}:active -inf (+inf", q);
 }
+
+long long server_held_members(redisContext *rc, const char *q) {
+    return server_int(rc, "ZLEXCOUNT t:{%s}:held - (~", q);
+}

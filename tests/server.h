@@ -53,6 +53,8 @@ long long server_now_ms(redisContext *rc);
 /* Jobs in the active set of queue q (key prefix "t"), without the member
  * that keeps the set a skiplist (ACTIVE_PIN in src/lua/lib.lua). */
 long long server_active_jobs(redisContext *rc, const char *q);
+/* Members of queue q's held index (its pin member excluded). */
+long long server_held_members(redisContext *rc, const char *q);
 /* The number after needle (e.g. "errorstat_NOSCRIPT:count=") in INFO
  * section (0 if absent). */
 long long server_info_number(redisContext *rc, const char *section, const char *needle);

@@ -861,7 +861,7 @@ TEST(chaos_loses_nothing_and_spends_no_attempt_on_a_lost_reply) {
         ASSERT(kill(r.slot[k], SIGKILL) == 0);
         reap(r.slot[k], 5000);
     }
-    long long held_left = server_int(r.rc, "ZCARD t:{%s}:held", QNAME);
+    long long held_left = server_held_members(r.rc, QNAME);
 
     /* ---- nothing lost ---- */
     ASSERT_EQ(0, prod.bad_status);

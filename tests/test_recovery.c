@@ -127,7 +127,7 @@ TEST(claim_whose_reply_was_lost_runs_its_jobs_with_their_attempt) {
     ASSERT_EQ(5, r.ran);
     ASSERT_EQ(1, r.attempt_max);
     for (long long id = 1; id <= 5; id++) ASSERT_EQ(1, state_attempts(&e, "lostclaim", id));
-    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{lostclaim}:held"));
+    ASSERT_EQ(0, server_held_members(e.rc, "lostclaim"));
 
     rjq_client_free(e.c);
     e.c = NULL;
@@ -160,7 +160,7 @@ TEST(push_lost_with_the_subscriber_connection_is_recovered) {
     ASSERT_EQ(1, r.attempt_max);
     ASSERT_EQ(1, state_attempts(&e, "lostpush", 1));
     loop_for(e.base, 100);
-    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{lostpush}:held"));
+    ASSERT_EQ(0, server_held_members(e.rc, "lostpush"));
 
     rjq_client_free(e.c);
     e.c = NULL;
@@ -199,7 +199,7 @@ TEST(jobs_of_a_dead_client_run_elsewhere_long_before_their_lease_ends) {
     ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &rb, &wb));
     if (!loop_until_count(e.base, &rb.done, 3, 10000)) { /* (their lease: 300 s) */
         fprintf(stderr, "errmsg: %s; live %lld held %lld active %lld ran %ld\n", rjq_client_errmsg(e.c),
-                server_int(e.rc, "ZCARD t:{clients}:live"), server_int(e.rc, "ZCARD t:{orphan}:held"),
+                server_int(e.rc, "ZCARD t:{clients}:live"), server_held_members(e.rc, "orphan"),
                 server_active_jobs(e.rc, "orphan"), rb.ran);
         ASSERT(0);
     }
@@ -211,7 +211,7 @@ TEST(jobs_of_a_dead_client_run_elsewhere_long_before_their_lease_ends) {
         loop_for(e.base, 10);
     ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{clients}:live"));
     ASSERT_EQ(1, server_int(e.rc, "HLEN t:{clients}:queues"));
-    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{orphan}:held"));
+    ASSERT_EQ(0, server_held_members(e.rc, "orphan"));
     env_stop(&e);
 }
 
@@ -243,7 +243,7 @@ TEST(held_index_is_empty_once_all_work_is_finished) {
     ASSERT(loop_until_count(e.base, &r.done, 200, 20000));
     loop_for(e.base, 50); /* the last forgets */
     (void)get_stats(e.base, e.q);
-    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{heldempty}:held"));
+    ASSERT_EQ(0, server_held_members(e.rc, "heldempty"));
     ASSERT_EQ(0, server_active_jobs(e.rc, "heldempty"));
     env_stop(&e);
 }

@@ -508,6 +508,13 @@ end
 -- no job of the token is with it any more (forget: complete.lua, forget.lua);
 -- the orphan sweep removes a dead client's.
 
+-- The index keeps this member (never in a token's range: tokens start with
+-- a letter or digit) so Redis stores it as a skiplist from its first
+-- member on, as the active set's pin does: one-job pushes make members
+-- shorter than zset-max-listpack-value, and a listpack makes every ZADD
+-- and ZREMRANGEBYLEX a scan of the whole set.
+local HELD_PIN = '~ rjq: keeps this set a skiplist (longer than zset-max-listpack-value)'
+
 -- The lex range of the members under token prefix p: an exact token when
 -- p ends in a space, a worker's or a client's when it ends in '.'.
 local function held_range(p)
@@ -574,7 +581,7 @@ local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, hel
   if n == 0 then return 0 end
   redis.call('ZADD', active, unpack(za))
   redis.call('HSET', J.s, unpack(st))
-  redis.call('ZADD', held, 0, table.concat(hi, ' '))
+  redis.call('ZADD', held, 0, HELD_PIN, 0, table.concat(hi, ' '))
   return n
 end
 

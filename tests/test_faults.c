@@ -385,7 +385,7 @@ static void run_holding_child(const test_server *s, const char *qname) {
     rjq_worker_options wo = {0};
     rjq_worker *w;
     wo.concurrency = KILL_HELD;
-    wo.lease_ms = 300;
+    wo.lease_ms = 300000; /* five minutes: only its liveness entry brings them back soon */
     wo.reclaim_ms = 100;
     ASSERT_OK(rjq_worker_start(q, &wo, holding_handler, NULL, &w));
     loop_for(base, 100000); /* the parent kills us long before this */
@@ -439,7 +439,10 @@ TEST(worker_killed_sigkill_jobs_reclaimed) {
     /* Nothing came back on its own: the jobs are still held by the dead worker. */
     ASSERT_EQ(0, stat_field(rc, qname, "completed"));
 
-    /* Another worker (created after the fork) recovers everything. */
+    /* Another worker (created after the fork) recovers everything, within
+     * seconds (the killed client's liveness entry runs out after 5 s, and
+     * a client sweeps others once it has beaten steadily for as long), not
+     * after the five-minute lease: the wait below is bounded well below it. */
     struct event_base *base = event_base_new();
     rjq_client *c = client_for(base, &s);
     rjq_queue *q = queue_for(c, qname);
@@ -450,7 +453,7 @@ TEST(worker_killed_sigkill_jobs_reclaimed) {
     wo.concurrency = 5;
     wo.reclaim_ms = 100;
     ASSERT_OK(rjq_worker_start(q, &wo, work_handler, &w, &wk));
-    ASSERT(loop_until_count(base, &w.done_ok, KILL_JOBS, 60000));
+    ASSERT(loop_until_count(base, &w.done_ok, KILL_JOBS, 30000));
     loop_for(base, 300); /* room for a wrong extra run or callback to show */
 
     ASSERT_EQ(KILL_JOBS, (long)w.ids.n);

@@ -12,6 +12,9 @@ all: build
 deps:
 	@bash scripts/install-deps.sh
 
+# A build folder is configured when it is new, and again whenever
+# CMAKE_ARGS is given (so `make test CMAKE_ARGS=...` takes effect on an
+# existing folder too).
 $(BUILD)/Makefile: CMakeLists.txt | deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRJQ_WERROR=ON $(CMAKE_ARGS)
 
@@ -19,9 +22,11 @@ $(ASAN_BUILD)/Makefile: CMakeLists.txt | deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DRJQ_WERROR=ON -DRJQ_SANITIZE=ON $(CMAKE_ARGS)
 
 build: deps $(BUILD)/Makefile
+	$(if $(strip $(CMAKE_ARGS)),cmake -S . -B $(BUILD) $(CMAKE_ARGS))
 	cmake --build $(BUILD) -j$(JOBS)
 
 build-asan: deps $(ASAN_BUILD)/Makefile
+	$(if $(strip $(CMAKE_ARGS)),cmake -S . -B $(ASAN_BUILD) $(CMAKE_ARGS))
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 
 # The whole suite: a -Werror build, then the same tests under ASan+UBSan

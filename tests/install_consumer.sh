@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installing and linking: `cmake --install` of this build into a scratch
+# prefix, then a program outside the tree (tests/consumer) built against it
+# four ways: pkg-config (shared and static) and find_package(rjq)
+# (rjq::rjq and rjq::rjq_static). Each must compile warning-free, link and
+# run. A sanitized build's library needs the sanitizers in the consumer too.
+#
+# ctest sets RJQ_BUILD (build folder) and RJQ_SOURCE (source folder).
+set -eu
+
+build=${RJQ_BUILD:?RJQ_BUILD must name the build folder}
+src=${RJQ_SOURCE:?RJQ_SOURCE must name the source folder}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+cmake --install "$build" --prefix "$tmp/prefix" > "$tmp/install.log"
+pc=$(find "$tmp/prefix" -name rjq.pc)
+[ -n "$pc" ] || { echo "FAIL: no rjq.pc installed" >&2; exit 1; }
+libdir=$(dirname "$(dirname "$pc")")
+san=""
+if grep -q '^RJQ_SANITIZE:BOOL=ON' "$build/CMakeCache.txt"; then san="-fsanitize=address,undefined"; fi
+
+export PKG_CONFIG_PATH="$(dirname "$pc")"
+cc=${CC:-cc}
+# shellcheck disable=SC2046
+$cc -std=c11 -Wall -Wextra -Werror $san -o "$tmp/pc_shared" "$src/tests/consumer/consumer.c" \
+    $(pkg-config --cflags --libs rjq) -Wl,-rpath,"$libdir"
+"$tmp/pc_shared"
+# shellcheck disable=SC2046
+$cc -std=c11 -Wall -Wextra -Werror $san -o "$tmp/pc_static" "$src/tests/consumer/consumer.c" \
+    $(pkg-config --cflags rjq) "$libdir/librjq.a" $(pkg-config --libs hiredis libevent_core)
+"$tmp/pc_static"
+ldd "$tmp/pc_static" | grep -q librjq && { echo "FAIL: the static consumer links librjq.so" >&2; exit 1; }
+
+cmake -S "$src/tests/consumer" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
+    -DCMAKE_C_FLAGS="$san" -DCMAKE_EXE_LINKER_FLAGS="$san" > "$tmp/configure.log" ||
+    { cat "$tmp/configure.log" >&2; exit 1; }
+cmake --build "$tmp/cmake" > "$tmp/build.log" || { cat "$tmp/build.log" >&2; exit 1; }
+"$tmp/cmake/consumer_shared"
+"$tmp/cmake/consumer_static"
+echo "PASS: pkg-config and find_package consumers, shared and static"

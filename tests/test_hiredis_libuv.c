@@ -1,6 +1,7 @@
 /*
- * rjq on hiredis' own libuv adapter (redisLibuvAttach) with a uv_timer as
- * the client's timer: liveness must not depend on rjq's libevent glue
+ * rjq on hiredis' own libuv adapter (redisLibuvAttach, through
+ * adapters/rjq/libuv.h) with a uv_timer as the client's timer: liveness
+ * must not depend on rjq's libevent glue
  * (issue 13). hiredis 0.14.1's libuv adapter never reports some losses (a
  * CLIENT KILL left the client calling itself connected while nothing
  * moved); the client's own watchdog finds them.
@@ -9,9 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <hiredis/adapters/libuv.h>
 #include <hiredis/hiredis.h>
-#include <uv.h>
+#include <rjq/libuv.h>
 
 #include "harness.h"
 #include "rjq.h"
@@ -19,29 +19,12 @@
 
 #define TIMEOUT_MS 500
 
-/* The loop glue: hiredis attaches contexts, one uv_timer is the client's. */
+/* The loop and the client on it (adapters/rjq/libuv.h: hiredis' own libuv
+ * adapter attaches the contexts, a uv_timer is the client's timer). */
 typedef struct glue {
     uv_loop_t loop;
-    uv_timer_t timer;
     rjq_client *c;
 } glue;
-
-static int glue_attach(void *loop, struct redisAsyncContext *ac) {
-    return redisLibuvAttach(ac, &((glue *)loop)->loop) == REDIS_OK ? 0 : -1;
-}
-
-static void on_uv_timer(uv_timer_t *t) {
-    glue *g = t->data;
-    rjq_client_handle_timeout(g->c);
-}
-
-static void glue_set_timer(void *loop, long ms) {
-    glue *g = loop;
-    if (ms < 0) uv_timer_stop(&g->timer);
-    else uv_timer_start(&g->timer, on_uv_timer, (uint64_t)ms, 0);
-}
-
-static const rjq_loop_ops glue_ops = {glue_attach, glue_set_timer, NULL};
 
 /* Run the loop until *flag or timeout_ms. */
 static int run_until(glue *g, const int *flag, long timeout_ms) {
@@ -68,21 +51,18 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) 
 
 static void glue_start(glue *g, const test_server *s) {
     ASSERT(uv_loop_init(&g->loop) == 0);
-    ASSERT(uv_timer_init(&g->loop, &g->timer) == 0);
-    g->timer.data = g;
     rjq_client_options o = client_options(s->url);
     o.command_timeout_ms = TIMEOUT_MS;
     o.ping_interval_ms = 200;
     o.connect_timeout_ms = TIMEOUT_MS;
-    ASSERT_OK(rjq_client_new(&g->c, &o, &glue_ops, g));
+    ASSERT_OK(rjq_libuv_client_new(&g->c, &g->loop, &o));
     for (int i = 0; i < 5000 && !rjq_client_connected(g->c); i++) run_for(g, 1);
     ASSERT(rjq_client_connected(g->c));
 }
 
 static void glue_stop(glue *g) {
     rjq_client_free(g->c);
-    uv_close((uv_handle_t *)&g->timer, NULL);
-    uv_run(&g->loop, UV_RUN_DEFAULT); /* the adapter's handles close */
+    uv_run(&g->loop, UV_RUN_DEFAULT); /* the adapters' handles close */
     ASSERT(uv_loop_close(&g->loop) == 0);
 }
 

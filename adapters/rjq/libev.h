@@ -1,0 +1,90 @@
+/*
+ * rjq on libev: header-only glue (static functions), so only programs that
+ * use libev link it. Include it in one .c file of your program.
+ *
+ *     struct ev_loop *loop = EV_DEFAULT;
+ *     rjq_client *c;
+ *     int rc = rjq_libev_client_new(&c, loop, &opts);
+ *     ...
+ *     ev_run(loop, 0);
+ *
+ * Each hiredis context is attached with hiredis' own libev adapter; the
+ * client's single timer is an ev_timer. rjq_client_free() stops and frees
+ * it (also from inside any callback).
+ */
+#ifndef RJQ_LIBEV_H
+#define RJQ_LIBEV_H
+
+#include <stdlib.h>
+
+#include <ev.h>
+#include <hiredis/adapters/libev.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+#include "rjq.h"
+
+typedef struct rjq_libev_glue {
+    struct ev_loop *loop;
+    ev_timer timer;
+    rjq_client *client;
+    int firing, freed;
+} rjq_libev_glue;
+
+static int rjq_libev_attach_(void *loop, struct redisAsyncContext *ac) {
+    rjq_libev_glue *g = (rjq_libev_glue *)loop;
+    return redisLibevAttach(g->loop, ac) == REDIS_OK ? 0 : -1;
+}
+
+static void rjq_libev_fire_(struct ev_loop *loop, ev_timer *t, int revents) {
+    rjq_libev_glue *g = (rjq_libev_glue *)t->data;
+    (void)loop;
+    (void)revents;
+    g->firing = 1;
+    rjq_client_handle_timeout(g->client); /* may free the client: cleanup */
+    if (g->freed) {
+        free(g);
+        return;
+    }
+    g->firing = 0;
+}
+
+static void rjq_libev_set_timer_(void *loop, long timeout_ms) {
+    rjq_libev_glue *g = (rjq_libev_glue *)loop;
+    ev_timer_stop(g->loop, &g->timer);
+    if (timeout_ms < 0) return;
+    if (timeout_ms == 0 && g->firing) timeout_ms = 1; /* the next loop pass */
+    ev_timer_set(&g->timer, (double)timeout_ms / 1000.0, 0.0);
+    ev_timer_start(g->loop, &g->timer);
+}
+
+static void rjq_libev_cleanup_(void *loop) {
+    rjq_libev_glue *g = (rjq_libev_glue *)loop;
+    ev_timer_stop(g->loop, &g->timer);
+    if (g->firing) g->freed = 1; /* rjq_libev_fire_ frees it */
+    else free(g);
+}
+
+/*
+ * Create a client running on `loop`. Same contract as rjq_client_new();
+ * the glue is freed by rjq_client_free().
+ */
+static inline int rjq_libev_client_new(rjq_client **out, struct ev_loop *loop,
+                                       const rjq_client_options *opts) {
+    static const rjq_loop_ops ops = {rjq_libev_attach_, rjq_libev_set_timer_, rjq_libev_cleanup_};
+    if (out == NULL || loop == NULL) return RJQ_EINVAL;
+    rjq_libev_glue *g = (rjq_libev_glue *)calloc(1, sizeof *g);
+    if (g == NULL) return RJQ_ENOMEM;
+    g->loop = loop;
+    ev_init(&g->timer, rjq_libev_fire_);
+    g->timer.data = g;
+    int rc = rjq_client_new(out, opts, &ops, g);
+    if (rc != RJQ_OK) {
+        free(g);
+        return rc;
+    }
+    g->client = *out;
+    return RJQ_OK;
+}
+
+#endif /* RJQ_LIBEV_H */

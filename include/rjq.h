@@ -44,6 +44,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A cast that is a static_cast in C++ (so the header-only loop glue in
+ * adapters/rjq/ compiles warning-free with -Wold-style-cast) and a plain
+ * cast in C. */
+#ifdef __cplusplus
+#define RJQ_CAST(type, x) (static_cast<type>(x))
+#else
+#define RJQ_CAST(type, x) ((type)(x))
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif

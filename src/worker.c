@@ -328,68 +328,27 @@ typedef struct claim_ctx {
     int recovers;             /* it recovers jobs pushed unheard */
 } claim_ctx;
 
-/* [next due, slots registered, token, deadline, recovered, then 4 per
- * claimed job, then 6 per recovered job] (claim.lua): a claim registers
- * at most the slots it did not fill. */
-#define CLAIM_HEAD 5
-static int claim_reply_ok(const redisReply *r, int asked, size_t *got, size_t *nrec) {
+/* [next due, slots registered, token, deadline, then 4 per job]
+ * (claim.lua): a claim registers at most the slots it did not fill. */
+#define CLAIM_HEAD 4
+static int claim_reply_ok(const redisReply *r, int asked) {
     if (r->type != REDIS_REPLY_ARRAY || r->elements < CLAIM_HEAD ||
-        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER ||
-        r->element[2]->type != REDIS_REPLY_STRING || r->element[3]->type != REDIS_REPLY_INTEGER ||
-        r->element[4]->type != REDIS_REPLY_INTEGER)
+        (r->elements - CLAIM_HEAD) % 4 != 0 || r->element[0]->type != REDIS_REPLY_INTEGER ||
+        r->element[1]->type != REDIS_REPLY_INTEGER || r->element[2]->type != REDIS_REPLY_STRING ||
+        r->element[3]->type != REDIS_REPLY_INTEGER)
         return 0;
-    long long rec = r->element[4]->integer, registered = r->element[1]->integer;
-    size_t rest = r->elements - CLAIM_HEAD;
-    if (rec < 0 || rec > asked || rest < 6 * (size_t)rec || (rest - 6 * (size_t)rec) % 4 != 0)
-        return 0;
-    *nrec = (size_t)rec;
-    *got = (rest - 6 * (size_t)rec) / 4;
-    for (size_t i = 0; i < *nrec; i++) {
-        redisReply **e = &r->element[CLAIM_HEAD + 4 * *got + 6 * i];
-        if (e[4]->type != REDIS_REPLY_STRING || e[5]->type != REDIS_REPLY_INTEGER) return 0;
-    }
-    return (long long)(*got + *nrec) <= asked && registered >= 0 &&
-           registered <= asked - (long long)(*got + *nrec);
-}
-
-/* The jobs of a claim reply (claimed, then recovered) as d[], each with
- * the record of its token in toks[] (one new record per token, each with
- * its arrival reference, listed in recs[]; NULL when out of memory).
- * Returns how many jobs were read (a malformed entry is skipped: it comes
- * back after its lease); *nrecs the records made. */
-static size_t read_claim(rjq_worker *w, const redisReply *r, size_t got, size_t nrec,
-                         rjq__pushed *d, rjq__tok **toks, rjq__tok **recs, size_t *nrecs) {
-    size_t n = 0;
-    long long deadline = r->element[3]->integer;
-    rjq__tok *cur = NULL;
-    *nrecs = 0;
-    if (got && (cur = rjq__tok_new(w->held, r->element[2]->str, r->element[2]->len)))
-        recs[(*nrecs)++] = cur;
-    for (size_t i = 0; i < got; i++)
-        if (reply_job(&r->element[CLAIM_HEAD + 4 * i], r->element[2], deadline, &d[n]) == 0)
-            toks[n++] = cur;
-    const redisReply *last = NULL;
-    for (size_t i = 0; i < nrec; i++) {
-        redisReply **e = &r->element[CLAIM_HEAD + 4 * got + 6 * i];
-        if (last == NULL || last->len != e[4]->len || memcmp(last->str, e[4]->str, e[4]->len)) {
-            /* the next token's group */
-            if ((cur = rjq__tok_new(w->held, e[4]->str, e[4]->len))) recs[(*nrecs)++] = cur;
-            last = e[4];
-        }
-        if (reply_job(e, e[4], e[5]->integer, &d[n]) == 0) toks[n++] = cur;
-    }
-    return n;
+    long long got = (long long)(r->elements - CLAIM_HEAD) / 4, registered = r->element[1]->integer;
+    return got <= asked && registered >= 0 && registered <= asked - got;
 }
 
 static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     claim_ctx x = *(claim_ctx *)priv;
     free(priv);
     rjq_worker *w = x.w;
-    size_t got = 0, nrec = 0;
     w->claiming--;
     w->asked -= x.asked;
     if (rjq__closing(c)) return;
-    if (status == RJQ_OK && !claim_reply_ok(r, x.asked, &got, &nrec)) {
+    if (status == RJQ_OK && !claim_reply_ok(r, x.asked)) {
         rjq__errmsg(c, "claim: unexpected reply");
         status = RJQ_EPROTO;
     }
@@ -402,26 +361,28 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
         check_stopped(w);
         return;
     }
-    if (got) rjq__server_time_sample(c, r->element[3]->integer - w->lease_ms);
-    size_t total = got + nrec, n = 0, made = 0, nback = 0, nrecs = 0;
-    rjq__pushed *d = total ? malloc(total * sizeof *d) : NULL;
-    rjq__tok **toks = total ? malloc(2 * total * sizeof *toks) : NULL, **recs = NULL;
-    rjq_job **jobs = total ? malloc(total * sizeof *jobs) : NULL;
-    if (d && toks && jobs) {
-        recs = toks + total;
-        n = read_claim(w, r, got, nrec, d, toks, recs, &nrecs);
-    }
-    /* Out of memory: the jobs are left to their lease. */
-    for (size_t i = 0; i < n; i++) {
+    size_t got = (r->elements - CLAIM_HEAD) / 4, made = 0, nback = 0;
+
+    long long deadline = r->element[3]->integer;
+    if (got) rjq__server_time_sample(c, deadline - w->lease_ms);
+    /* The token's record: the claim entered its jobs in the held index (a
+     * recovering one its member even with none), the worker forgets it
+     * once none of them is left with it. Out of memory: the jobs go back. */
+    rjq__tok *tok = got || x.recovers ? rjq__tok_new(w->held, r->element[2]->str, r->element[2]->len)
+                                      : NULL;
+    rjq__pushed *d = got ? malloc(got * sizeof *d) : NULL;
+    rjq_job **jobs = got ? malloc(got * sizeof *jobs) : NULL;
+    for (size_t i = 0; d && jobs && i < got; i++) {
+        if (reply_job(&r->element[CLAIM_HEAD + 4 * i], r->element[2], deadline, &d[nback]) != 0)
+            continue; /* malformed: it comes back after its lease */
         /* a stopping worker starts nothing more: they go back */
-        rjq_job *j = w->state == W_ACTIVE ? new_job(w, &d[i], toks[i]) : NULL;
+        rjq_job *j = w->state == W_ACTIVE ? new_job(w, &d[nback], tok) : NULL;
         if (j) jobs[made++] = j;
-        else d[nback++] = d[i];
+        else nback++;
     }
     if (nback) rjq__push_release(w->q, NULL, d, nback);
-    for (size_t i = 0; i < nrecs; i++) rjq__tok_drop(recs[i]); /* the arrivals */
+    if (tok) rjq__tok_drop(tok); /* the arrival */
     free(d);
-    free(toks);
     check_invariants(w);
     if (w->state == W_ACTIVE) {
         if ((int)got == x.asked) {

@@ -2,8 +2,8 @@
 # Installing and linking: `cmake --install` of this build into a scratch
 # prefix, then a program outside the tree (tests/consumer) built against it
 # four ways: pkg-config (shared and static) and find_package(rjq)
-# (rjq::rjq and rjq::rjq_static). Each must compile warning-free, link and
-# run. A sanitized build's library needs the sanitizers in the consumer too.
+# (rjq::rjq and rjq::rjq_static), and a C++ program on each loop glue
+# (-Wold-style-cast). Each must compile warning-free, link and run. A sanitized build's library needs the sanitizers in the consumer too.
 #
 # ctest sets RJQ_BUILD (build folder) and RJQ_SOURCE (source folder).
 set -eu
@@ -32,10 +32,23 @@ $cc -std=c11 -Wall -Wextra -Werror $san -o "$tmp/pc_static" "$src/tests/consumer
 "$tmp/pc_static"
 ldd "$tmp/pc_static" | grep -q librjq && { echo "FAIL: the static consumer links librjq.so" >&2; exit 1; }
 
+# C++: rjq.h and each loop glue, warning-free with -Wold-style-cast
+cxx=${CXX:-c++}
+if command -v "$cxx" >/dev/null; then
+    for glue in "LIBEVENT libevent_core" "LIBEV -lev" "LIBUV libuv"; do
+        set -- $glue
+        case $2 in -l*) libs=$2 ;; *) libs=$(pkg-config --libs "$2") ;; esac
+        # shellcheck disable=SC2046,SC2086
+        $cxx -std=c++11 -Wall -Wextra -Wold-style-cast -Werror $san -DGLUE_$1 -o "$tmp/cxx_$1" \
+            "$src/tests/consumer/glue.cc" $(pkg-config --cflags --libs rjq) $libs -Wl,-rpath,"$libdir"
+        "$tmp/cxx_$1"
+    done
+fi
+
 cmake -S "$src/tests/consumer" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
     -DCMAKE_C_FLAGS="$san" -DCMAKE_EXE_LINKER_FLAGS="$san" > "$tmp/configure.log" ||
     { cat "$tmp/configure.log" >&2; exit 1; }
 cmake --build "$tmp/cmake" > "$tmp/build.log" || { cat "$tmp/build.log" >&2; exit 1; }
 "$tmp/cmake/consumer_shared"
 "$tmp/cmake/consumer_static"
-echo "PASS: pkg-config and find_package consumers, shared and static"
+echo "PASS: pkg-config and find_package consumers, shared and static; C++ on each glue"

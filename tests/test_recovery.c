@@ -17,6 +17,7 @@
 #include "proxy.h"
 #include "server.h"
 #include "waits.h"
+#include "rjq_scripts.h"
 
 /* Jobs a handler got: their attempts, and whether to finish them. */
 typedef struct runs {
@@ -290,4 +291,58 @@ TEST(a_stalled_server_makes_no_live_client_look_dead) {
     rjq_client_free(a);
     rjq_client_free(b);
     env_stop(&e);
+}
+
+/* The claim script itself (as the library embeds it, lib.lua included),
+ * run with EVAL on queue "lua" for worker "c1.1." with token tok. */
+static redisReply *claim_eval(redisContext *rc, const char *tok, int want, int recover) {
+    const char *body = rjq__scripts[RJQ__S_CLAIM].body;
+    char wants[16];
+    snprintf(wants, sizeof wants, "%d", want);
+    const char *argv[] = {"EVAL", body, "15",
+                          "t:{lua}:ready", "t:{lua}:prio", "t:{lua}:delayed", "t:{lua}:active",
+                          "t:{lua}:stats", "t:{lua}:idle", "t:{lua}:payload", "t:{lua}:state",
+                          "t:{lua}:options", "t:{lua}:result", "t:{lua}:error", "t:{lua}:failtoken",
+                          "t:{lua}:watchers", "t:{lua}:monitored", "t:{lua}:held",
+                          "t:{lua}:job:", wants, "30000", tok, "t:{lua}:wake",
+                          "1 t:{lua}:push:c1", "7", "1", recover ? "1" : "0"};
+    redisReply *r = redisCommandArgv(rc, (int)(sizeof argv / sizeof argv[0]), argv, NULL);
+    ASSERT(r != NULL && r->type == REDIS_REPLY_ARRAY);
+    return r;
+}
+
+/* A recovering claim (sent after its push channel was resubscribed) whose
+ * reply was lost is sent again. Meanwhile a job was pushed to the worker
+ * under the registration that claim made, and the worker runs it. The
+ * re-sent claim must not recover a second time with its list of known
+ * tokens from back then: it would take the running job as never heard of
+ * and hand it over again (it would run twice). It returns what its first
+ * run took, nothing more. */
+TEST(resent_recovering_claim_does_not_recover_what_was_pushed_after_it) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    redisReply *r = claim_eval(rc, "c1.1.C", 2, 1); /* first run: nothing to take */
+    ASSERT_EQ(4, r->elements);
+    freeReplyObject(r);
+    /* then a push: job j1 under token c1.1.P1, as push_to_idle leaves it */
+    freeReplyObject(server_cmd(rc, "HSET t:{lua}:payload j1 x"));
+    freeReplyObject(server_cmd(rc, "HSET t:{lua}:state j1 %s", "active 1 c1.1.P1"));
+    freeReplyObject(server_cmd(rc, "ZADD t:{lua}:active 9999999999999 j1"));
+    freeReplyObject(server_cmd(rc, "ZADD t:{lua}:held 0 %s", "c1.1.P1 j1"));
+
+    r = claim_eval(rc, "c1.1.C", 2, 1); /* the re-send */
+    ASSERT_EQ(4, r->elements);         /* no job */
+    freeReplyObject(r);
+    redisReply *st = server_cmd(rc, "HGET t:{lua}:state j1");
+    ASSERT_STREQ("active 1 c1.1.P1", st->str); /* still the push's */
+    freeReplyObject(st);
+
+    /* A new recovering claim that does not know the push does take it. */
+    r = claim_eval(rc, "c1.1.D", 2, 1);
+    ASSERT_EQ(8, r->elements);
+    ASSERT_STREQ("j1", r->element[4]->str);
+    freeReplyObject(r);
+    redisFree(rc);
+    server_stop_guarded(&s);
 }

@@ -32,12 +32,12 @@ typedef struct rjq_libev_glue {
 } rjq_libev_glue;
 
 static int rjq_libev_attach_(void *loop, struct redisAsyncContext *ac) {
-    rjq_libev_glue *g = (rjq_libev_glue *)loop;
+    rjq_libev_glue *g = RJQ_CAST(rjq_libev_glue *, loop);
     return redisLibevAttach(g->loop, ac) == REDIS_OK ? 0 : -1;
 }
 
 static void rjq_libev_fire_(struct ev_loop *loop, ev_timer *t, int revents) {
-    rjq_libev_glue *g = (rjq_libev_glue *)t->data;
+    rjq_libev_glue *g = RJQ_CAST(rjq_libev_glue *, t->data);
     (void)loop;
     (void)revents;
     g->firing = 1;
@@ -50,16 +50,16 @@ static void rjq_libev_fire_(struct ev_loop *loop, ev_timer *t, int revents) {
 }
 
 static void rjq_libev_set_timer_(void *loop, long timeout_ms) {
-    rjq_libev_glue *g = (rjq_libev_glue *)loop;
+    rjq_libev_glue *g = RJQ_CAST(rjq_libev_glue *, loop);
     ev_timer_stop(g->loop, &g->timer);
     if (timeout_ms < 0) return;
     if (timeout_ms == 0 && g->firing) timeout_ms = 1; /* the next loop pass */
-    ev_timer_set(&g->timer, (double)timeout_ms / 1000.0, 0.0);
+    ev_timer_set(&g->timer, RJQ_CAST(double, timeout_ms) / 1000.0, 0.0);
     ev_timer_start(g->loop, &g->timer);
 }
 
 static void rjq_libev_cleanup_(void *loop) {
-    rjq_libev_glue *g = (rjq_libev_glue *)loop;
+    rjq_libev_glue *g = RJQ_CAST(rjq_libev_glue *, loop);
     ev_timer_stop(g->loop, &g->timer);
     if (g->firing) g->freed = 1; /* rjq_libev_fire_ frees it */
     else free(g);
@@ -73,7 +73,7 @@ static inline int rjq_libev_client_new(rjq_client **out, struct ev_loop *loop,
                                        const rjq_client_options *opts) {
     static const rjq_loop_ops ops = {rjq_libev_attach_, rjq_libev_set_timer_, rjq_libev_cleanup_};
     if (out == NULL || loop == NULL) return RJQ_EINVAL;
-    rjq_libev_glue *g = (rjq_libev_glue *)calloc(1, sizeof *g);
+    rjq_libev_glue *g = RJQ_CAST(rjq_libev_glue *, calloc(1, sizeof *g));
     if (g == NULL) return RJQ_ENOMEM;
     g->loop = loop;
     ev_init(&g->timer, rjq_libev_fire_);

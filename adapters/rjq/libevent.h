@@ -47,7 +47,7 @@ typedef struct rjq_libevent_io {
 
 
 static void rjq_libevent_on_read_(evutil_socket_t fd, short what, void *arg) {
-    rjq_libevent_io *e = (rjq_libevent_io *)arg;
+    rjq_libevent_io *e = RJQ_CAST(rjq_libevent_io *, arg);
     (void)fd;
     (void)what;
     redisAsyncHandleRead(e->ac); /* may free e (cleanup); e unused after */
@@ -68,11 +68,11 @@ static void rjq_libevent_write_(rjq_libevent_io *e) {
 static void rjq_libevent_on_writable_(evutil_socket_t fd, short what, void *arg) {
     (void)fd;
     (void)what;
-    rjq_libevent_write_((rjq_libevent_io *)arg);
+    rjq_libevent_write_(RJQ_CAST(rjq_libevent_io *, arg));
 }
 
 static void rjq_libevent_on_flush_(evutil_socket_t fd, short what, void *arg) {
-    rjq_libevent_io *e = (rjq_libevent_io *)arg;
+    rjq_libevent_io *e = RJQ_CAST(rjq_libevent_io *, arg);
     (void)fd;
     (void)what;
     e->flushing = 0;
@@ -90,12 +90,12 @@ static void rjq_libevent_unwatch_(struct event *ev, int *on) {
 }
 
 static void rjq_libevent_add_read_(void *data) {
-    rjq_libevent_io *e = (rjq_libevent_io *)data;
+    rjq_libevent_io *e = RJQ_CAST(rjq_libevent_io *, data);
     rjq_libevent_watch_(e->rev, &e->reading);
 }
 
 static void rjq_libevent_del_read_(void *data) {
-    rjq_libevent_io *e = (rjq_libevent_io *)data;
+    rjq_libevent_io *e = RJQ_CAST(rjq_libevent_io *, data);
     rjq_libevent_unwatch_(e->rev, &e->reading);
 }
 
@@ -103,7 +103,7 @@ static void rjq_libevent_del_read_(void *data) {
  * output behind (the socket is full), wait for writability; otherwise
  * write later in this loop pass. */
 static void rjq_libevent_add_write_(void *data) {
-    rjq_libevent_io *e = (rjq_libevent_io *)data;
+    rjq_libevent_io *e = RJQ_CAST(rjq_libevent_io *, data);
     if (e->waiting) return;
     if (e->in_write || !(e->ac->c.flags & REDIS_CONNECTED)) {
         rjq_libevent_watch_(e->wev, &e->waiting);
@@ -116,14 +116,14 @@ static void rjq_libevent_add_write_(void *data) {
 }
 
 static void rjq_libevent_del_write_(void *data) {
-    rjq_libevent_io *e = (rjq_libevent_io *)data;
+    rjq_libevent_io *e = RJQ_CAST(rjq_libevent_io *, data);
     rjq_libevent_unwatch_(e->wev, &e->waiting);
 }
 
 /* hiredis calls this before it closes the socket: the events go now,
  * while their fd is still open. */
 static void rjq_libevent_io_cleanup_(void *data) {
-    rjq_libevent_io *e = (rjq_libevent_io *)data;
+    rjq_libevent_io *e = RJQ_CAST(rjq_libevent_io *, data);
     event_free(e->rev);
     event_free(e->wev);
     event_free(e->flush);
@@ -133,7 +133,7 @@ static void rjq_libevent_io_cleanup_(void *data) {
 
 static int rjq_libevent_io_attach_(redisAsyncContext *ac, struct event_base *base) {
     if (ac->ev.data != NULL) return -1;
-    rjq_libevent_io *e = (rjq_libevent_io *)calloc(1, sizeof *e);
+    rjq_libevent_io *e = RJQ_CAST(rjq_libevent_io *, calloc(1, sizeof *e));
     if (e == NULL) return -1;
     e->ac = ac;
     e->rev = event_new(base, ac->c.fd, EV_READ | EV_PERSIST, rjq_libevent_on_read_, e);
@@ -168,12 +168,12 @@ typedef struct rjq_libevent_glue {
 } rjq_libevent_glue;
 
 static int rjq_libevent_attach_(void *loop, struct redisAsyncContext *ac) {
-    rjq_libevent_glue *g = (rjq_libevent_glue *)loop;
+    rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, loop);
     return rjq_libevent_io_attach_(ac, g->base);
 }
 
 static void rjq_libevent_fire_(evutil_socket_t fd, short what, void *arg) {
-    rjq_libevent_glue *g = (rjq_libevent_glue *)arg;
+    rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, arg);
     (void)fd;
     (void)what;
     g->firing = 1;
@@ -187,7 +187,7 @@ static void rjq_libevent_fire_(evutil_socket_t fd, short what, void *arg) {
 }
 
 static void rjq_libevent_set_timer_(void *loop, long timeout_ms) {
-    rjq_libevent_glue *g = (rjq_libevent_glue *)loop;
+    rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, loop);
     evtimer_del(g->timer);
     if (timeout_ms < 0) return;
     if (timeout_ms == 0 && !g->firing) {
@@ -201,7 +201,7 @@ static void rjq_libevent_set_timer_(void *loop, long timeout_ms) {
 }
 
 static void rjq_libevent_cleanup_(void *loop) {
-    rjq_libevent_glue *g = (rjq_libevent_glue *)loop;
+    rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, loop);
     if (g->firing) {
         g->freed = 1; /* rjq_libevent_fire_ frees it */
         return;
@@ -219,7 +219,7 @@ static inline int rjq_libevent_client_new(rjq_client **out, struct event_base *b
     static const rjq_loop_ops ops = {rjq_libevent_attach_, rjq_libevent_set_timer_,
                                      rjq_libevent_cleanup_};
     if (out == NULL || base == NULL) return RJQ_EINVAL;
-    rjq_libevent_glue *g = (rjq_libevent_glue *)calloc(1, sizeof *g);
+    rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, calloc(1, sizeof *g));
     if (g == NULL) return RJQ_ENOMEM;
     g->base = base;
     g->timer = evtimer_new(base, rjq_libevent_fire_, g);

@@ -35,19 +35,19 @@ typedef struct rjq_libuv_glue {
 } rjq_libuv_glue;
 
 static int rjq_libuv_attach_(void *loop, struct redisAsyncContext *ac) {
-    rjq_libuv_glue *g = (rjq_libuv_glue *)loop;
+    rjq_libuv_glue *g = RJQ_CAST(rjq_libuv_glue *, loop);
     return redisLibuvAttach(ac, g->loop) == REDIS_OK ? 0 : -1;
 }
 
 static void rjq_libuv_fire_(uv_timer_t *t) {
-    rjq_libuv_glue *g = (rjq_libuv_glue *)t->data;
+    rjq_libuv_glue *g = RJQ_CAST(rjq_libuv_glue *, t->data);
     g->firing = 1;
     rjq_client_handle_timeout(g->client); /* may free the client: cleanup */
     g->firing = 0;                        /* (g lives until the close callback) */
 }
 
 static void rjq_libuv_set_timer_(void *loop, long timeout_ms) {
-    rjq_libuv_glue *g = (rjq_libuv_glue *)loop;
+    rjq_libuv_glue *g = RJQ_CAST(rjq_libuv_glue *, loop);
     if (timeout_ms < 0) {
         uv_timer_stop(&g->timer);
         return;
@@ -56,7 +56,7 @@ static void rjq_libuv_set_timer_(void *loop, long timeout_ms) {
      * (the loop-ops contract): libuv before 1.45 would run it again in the
      * same pass. */
     if (timeout_ms == 0 && g->firing) timeout_ms = 1;
-    uv_timer_start(&g->timer, rjq_libuv_fire_, (uint64_t)timeout_ms, 0);
+    uv_timer_start(&g->timer, rjq_libuv_fire_, RJQ_CAST(uint64_t, timeout_ms), 0);
 }
 
 static void rjq_libuv_closed_(uv_handle_t *h) {
@@ -64,9 +64,9 @@ static void rjq_libuv_closed_(uv_handle_t *h) {
 }
 
 static void rjq_libuv_cleanup_(void *loop) {
-    rjq_libuv_glue *g = (rjq_libuv_glue *)loop;
+    rjq_libuv_glue *g = RJQ_CAST(rjq_libuv_glue *, loop);
     uv_timer_stop(&g->timer);
-    uv_close((uv_handle_t *)&g->timer, rjq_libuv_closed_);
+    uv_close(RJQ_CAST(uv_handle_t *, RJQ_CAST(void *, &g->timer)), rjq_libuv_closed_);
 }
 
 /*
@@ -78,7 +78,7 @@ static inline int rjq_libuv_client_new(rjq_client **out, uv_loop_t *loop,
                                        const rjq_client_options *opts) {
     static const rjq_loop_ops ops = {rjq_libuv_attach_, rjq_libuv_set_timer_, rjq_libuv_cleanup_};
     if (out == NULL || loop == NULL) return RJQ_EINVAL;
-    rjq_libuv_glue *g = (rjq_libuv_glue *)calloc(1, sizeof *g);
+    rjq_libuv_glue *g = RJQ_CAST(rjq_libuv_glue *, calloc(1, sizeof *g));
     if (g == NULL) return RJQ_ENOMEM;
     g->loop = loop;
     if (uv_timer_init(loop, &g->timer) != 0) {
@@ -88,7 +88,7 @@ static inline int rjq_libuv_client_new(rjq_client **out, uv_loop_t *loop,
     g->timer.data = g;
     int rc = rjq_client_new(out, opts, &ops, g);
     if (rc != RJQ_OK) {
-        uv_close((uv_handle_t *)&g->timer, rjq_libuv_closed_);
+        uv_close(RJQ_CAST(uv_handle_t *, RJQ_CAST(void *, &g->timer)), rjq_libuv_closed_);
         return rc;
     }
     g->client = *out;

@@ -3,14 +3,16 @@
 -- comes back short registers the slots it could not fill for push
 -- delivery (offer_slots in lib.lua).
 -- A claim is idempotent by its token: sent again after its reply was lost,
--- it finds the jobs its first run started (the held index, lib.lua) and
--- returns those still held under the token, claiming nothing more, so no
--- attempt is spent by a lost reply.
+-- it finds its first run's member of the held index (lib.lua) and returns
+-- the jobs still held under the token, doing nothing more, so no attempt
+-- is spent by a lost reply.
 -- A recovering claim (after the worker's push channel was resubscribed,
--- when pushes may have been lost) first returns the jobs held under the
--- worker's other tokens that it did not know of (ARGV 10..), up to `want`
--- (the rest go back to the queue, their attempt undone), and claims for
--- the slots left.
+-- when pushes may have been lost) first takes over the jobs held under the
+-- worker's other tokens that it does not name as known (ARGV 10..): up to
+-- `want` of them go under this claim's token with a fresh lease (the rest
+-- back to the queue, attempt undone), then it claims for the slots left.
+-- Its member is written even when it got nothing, so a re-send never
+-- recovers a second time.
 -- KEYS: 1 ready, 2 prio, 3 delayed, 4 active, 5 stats, 6 idle,
 --       7..13 the job columns, 14 monitored, 15 held
 -- ARGV: 1 job name prefix, 2 want (<= 1000: unpack() below holds 2*want
@@ -19,14 +21,12 @@
 --       6 the worker's idle field, 7 its registration epoch, 8 reset (1:
 --       replace the registration), 9 recover (1/0), 10.. the tokens the
 --       worker holds jobs of (a recovering claim leaves those alone)
--- Returns { next, registered, token, deadline, recovered, then 4 per
--- claimed job: id, payload, attempt, max_attempts, then 6 per recovered
--- job: id, payload, attempt, max_attempts, token, deadline } where next is
--- -1, or (when fewer than `want` jobs were claimed) the ms until the next
--- delayed job is due, registered the slots registered, token the fencing
--- token of every job this call claimed (ARGV 4), deadline their lease's
--- end in server time (ms; the worker learns the server's clock from it,
--- and starts no job past it) and recovered the number of recovered jobs.
+-- Returns { next, registered, token, deadline, then 4 per job: id, payload,
+-- attempt, max_attempts } where next is -1, or (when fewer than `want`
+-- jobs were claimed) the ms until the next delayed job is due, registered
+-- the slots registered, token the fencing token of every job returned
+-- (ARGV 4) and deadline their lease's end in server time (ms; the worker
+-- learns the server's clock from it, and starts no job past it).
 -- A claim that filled `want` and left work behind rings the doorbell, so
 -- idle workers elsewhere join in (each full claim wakes the next: no herd,
 -- no stranded backlog).
@@ -40,11 +40,12 @@ expect_types({ready, 'list', prio, 'zset', active, 'zset', idle, 'hash', J.s, 'h
 local first = typed('zset', 'ZRANGEBYLEX', held, held_range(tok .. ' ')) -- a re-send's first run
 local now = now_ms()
 local emit = monitor(KEYS[14], prefix)
-local out = {-1, 0, tok, now + lease, 0} -- a number: an integer reply
+local out = {-1, 0, tok, now + lease} -- a number: an integer reply
 
 -- The jobs among ids still active under token t, as parallel lists (ids,
 -- payloads, attempts, options, lease deadlines).
 local function still_held(ids, t)
+  if #ids == 0 then return ids end
   local s = hmget(J.s, ids)
   local keep, a = {}, {}
   for i, id in ipairs(ids) do
@@ -55,42 +56,9 @@ local function still_held(ids, t)
   return keep, hmget(J.d, keep), a, hmget(J.o, keep), redis.call('ZMSCORE', active, unpack(keep))
 end
 
--- Recovery: the worker's members it does not know of. Each job still held
--- under its token is returned while `want` allows, else handed back; a
--- member none of whose jobs the worker keeps is dropped.
-local rec = {}
-if recover then
-  local known = {[tok] = true}
-  for i = 10, #ARGV do known[ARGV[i]] = true end
-  for _, m in ipairs(held_members(held, string.match(tok, '^[^.]+%.[^.]+%.'))) do
-    local t, ids = held_split(m)
-    if not known[t] then
-      local keep, d, a, o, dl = still_held(ids, t)
-      local kept = 0
-      for i, id in ipairs(keep) do
-        if want > 0 then
-          want = want - 1
-          kept = kept + 1
-          rec[#rec + 1] = id; rec[#rec + 1] = d[i]; rec[#rec + 1] = a[i]
-          rec[#rec + 1] = select(2, parse_options(o[i])); rec[#rec + 1] = t
-          rec[#rec + 1] = tonumber(dl[i])
-        else
-          hand_back(J, active, ready, prio, stats, wake, id, a[i], o[i], emit)
-        end
-      end
-      if kept == 0 then redis.call('ZREM', held, m) end
-    end
-  end
-  out[5] = #rec / 6
-end
-
-local function finish()
-  for i = 1, #rec do out[#out + 1] = rec[i] end
-  return out
-end
-
--- A re-sent claim: what its first run started, nothing more (the worker
--- replaces its registration after a reconnect).
+-- A re-sent claim: what its first run started or recovered (all under its
+-- token), nothing more: no second recovery with a known list that is out
+-- of date by now (the worker replaces its registration after a reconnect).
 if #first > 0 then
   local _, ids = held_split(first[1])
   local keep, d, a, o, dl = still_held(ids, tok)
@@ -99,8 +67,45 @@ if #first > 0 then
     out[#out + 1] = select(2, parse_options(o[i]))
     out[4] = tonumber(dl[i])
   end
-  if #keep == 0 then redis.call('ZREM', held, first[1]) end
-  return finish()
+  -- (a recovering claim's member is the worker's to forget, whatever came back)
+  if #keep == 0 and not recover then redis.call('ZREM', held, first[1]) end
+  return out
+end
+
+-- Recovery: the jobs still held under the worker's tokens it does not know
+-- of go under this claim's token with a fresh lease, while `want` allows
+-- (their attempt unchanged: they never ran), the rest back to the queue
+-- (attempt undone); their old members go. A re-send then finds them with
+-- the claimed ones (above).
+local rec
+if recover then
+  rec = {}
+  local known = {[tok] = true}
+  for i = 10, #ARGV do known[ARGV[i]] = true end
+  local st, za, deadline = {}, {}, int(now + lease)
+  for _, m in ipairs(held_members(held, string.match(tok, '^[^.]+%.[^.]+%.'))) do
+    local t, ids = held_split(m)
+    if not known[t] then
+      local keep, d, a, o = still_held(ids, t)
+      for i, id in ipairs(keep) do
+        if want > 0 then
+          want = want - 1
+          rec[#rec + 1] = id
+          out[#out + 1] = id; out[#out + 1] = d[i]; out[#out + 1] = a[i]
+          out[#out + 1] = select(2, parse_options(o[i]))
+          st[#st + 1] = id; st[#st + 1] = state_value('active', a[i], tok)
+          za[#za + 1] = deadline; za[#za + 1] = id
+        else
+          hand_back(J, active, ready, prio, stats, wake, id, a[i], o[i], emit)
+        end
+      end
+      redis.call('ZREM', held, m)
+    end
+  end
+  if #st > 0 then
+    redis.call('HSET', J.s, unpack(st))
+    redis.call('ZADD', active, unpack(za))
+  end
 end
 
 -- Due delayed jobs (and retries) become ready first. (Reading them checks
@@ -126,7 +131,9 @@ local ids = take_ready(ready, prio, want)
 local got = 0
 if #ids > 0 then
   local d, o, s = load_jobs(J, ids)
-  got = start_jobs(J, active, ids, d, o, s, int(now + lease), tok, out, emit, held)
+  got = start_jobs(J, active, ids, d, o, s, int(now + lease), tok, out, emit, held, rec)
+elseif rec then
+  start_jobs(J, active, ids, nil, nil, nil, 0, tok, out, emit, held, rec) -- the member alone
 end
 if want > 0 and #ids == want and (redis.call('LLEN', ready) > 0 or redis.call('ZCARD', prio) > 0) then
   redis.call('PUBLISH', wake, '1')
@@ -138,4 +145,4 @@ if got < want then
 elseif reset then
   offer_slots(idle, field, epoch, lease, 0, true)
 end
-return finish()
+return out

@@ -554,11 +554,23 @@ end
 -- with the job's id, and a shared token spares a string per job (a
 -- claim's Redis instructions per job -13% with the reply's token once
 -- per call, callgrind). The state values are made once per attempt count.
--- The started jobs are entered in the held index under tok (see hold).
-local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, held)
-  if #ids == 0 then return 0 end
+-- The started jobs are entered in the held index under tok, with the ids
+-- in `also` (jobs the caller already put under tok; nil: none). With
+-- `also`, the member is written even when nothing started: it marks that
+-- this token's call ran (a re-sent claim finds it).
+local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, held, also)
+  local hi = {}
+  if also then for i = 1, #also do hi[i] = also[i] end end
+  local base = #hi
+  local function enter(n)
+    if n > 0 or also then
+      redis.call('ZADD', held, 0, HELD_PIN, 0, tok .. ' ' .. table.concat(hi, ' '))
+    end
+    return n
+  end
+  if #ids == 0 then return enter(0) end
   -- Per-job appends use counters: #t is a search on every call.
-  local za, st, n, k, sv, seen, hi = {'+inf', ACTIVE_PIN}, {}, 0, #out, {}, {}, {tok}
+  local za, st, n, k, sv, seen = {'+inf', ACTIVE_PIN}, {}, 0, #out, {}, {}
   for i, id in ipairs(ids) do
     -- (an id twice in ids, which only a change behind rjq's back can do,
     -- starts once: the copies would share a token)
@@ -573,16 +585,15 @@ local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, hel
       za[2 * n + 3] = deadline; za[2 * n + 4] = id
       st[2 * n + 1] = id; st[2 * n + 2] = v
       out[k + 1] = id; out[k + 2] = d[i]; out[k + 3] = a; out[k + 4] = max
-      hi[n + 2] = id
+      hi[base + n + 1] = id
       n, k = n + 1, k + 4
       if emit ~= UNMONITORED then emit('active', id) end
     end
   end
-  if n == 0 then return 0 end
+  if n == 0 then return enter(0) end
   redis.call('ZADD', active, unpack(za))
   redis.call('HSET', J.s, unpack(st))
-  redis.call('ZADD', held, 0, HELD_PIN, 0, table.concat(hi, ' '))
-  return n
+  return enter(n)
 end
 
 -- Push delivery. A worker whose claim came back short registers its free

@@ -85,6 +85,9 @@ size_t rjq__client_max_payload(const rjq_client *c);
 const char *rjq__client_id(const rjq_client *c);
 /* How long the client's liveness entry lasts (upkeep.c); 0: none. */
 long rjq__client_liveness_ms(const rjq_client *c);
+/* The longest the client may take to reconnect: its backoff cap plus its
+ * connect timeout. */
+long rjq__client_reconnect_span_ms(const rjq_client *c);
 
 /* ---- features (runtime.c) ----------------------------------------------- */
 

@@ -70,6 +70,11 @@ void rjq__reg_resync(rjq__reg *r) {
     r->out_of_step = 1;
 }
 
+void rjq__reg_lost(rjq__reg *r) {
+    r->out_of_step = 1;
+    r->lost = 1;
+}
+
 int rjq__reg_out_of_step(const rjq__reg *r) {
     return r->out_of_step;
 }

@@ -47,6 +47,8 @@ const char *rjq__reg_field(const rjq__reg *r);
 int rjq__reg_offered(const rjq__reg *r);
 /* Mark the registration out of step: the next claim replaces it. */
 void rjq__reg_resync(rjq__reg *r);
+/* The same, and pushes to it may have been lost: the next claim recovers. */
+void rjq__reg_lost(rjq__reg *r);
 int rjq__reg_out_of_step(const rjq__reg *r);
 
 /* The registration's number in its queue (also the worker's, in tokens). */

@@ -23,7 +23,8 @@ int rjq__reclaim_send(rjq_queue *q, long guard_ms, int look, rjq__reply_fn *fn, 
     return rc;
 }
 
-int rjq__orphans_send(rjq_queue *q, const char *who, rjq__reply_fn *fn, void *priv) {
+int rjq__orphans_send(rjq_queue *q, const char *who, long long until, rjq__reply_fn *fn,
+                      void *priv) {
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_HELD, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DEAD,
@@ -33,6 +34,7 @@ int rjq__orphans_send(rjq_queue *q, const char *who, rjq__reply_fn *fn, void *pr
     rjq__argv_str(&a, who);
     rjq__argv_ll(&a, ORPHAN_LIMIT);
     rjq__argv_ll(&a, rjq__queue_dead_max(q));
+    rjq__argv_ll(&a, until);
     int rc = a.oom ? RJQ_ENOMEM
                    : rjq__script(rjq_queue_client(q), RJQ__S_ORPHANS, RJQ__REQ_RETRY, fn, priv,
                                  a.n, a.v, a.len);

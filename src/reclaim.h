@@ -15,7 +15,8 @@ int rjq__reclaim_send(rjq_queue *q, long guard_ms, int look, rjq__reply_fn *fn, 
 
 /* Send the orphan sweep for q: the jobs held by the client whose token
  * prefix is who ("<client id>.") go back at once (orphans.lua; the reply
- * is { returned, more }). */
-int rjq__orphans_send(rjq_queue *q, const char *who, rjq__reply_fn *fn, void *priv);
+ * is { returned, more }), unless the sweep's lease (until, server ms) ended. */
+int rjq__orphans_send(rjq_queue *q, const char *who, long long until, rjq__reply_fn *fn,
+                      void *priv);
 
 #endif

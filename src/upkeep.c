@@ -14,8 +14,11 @@
  * O(its jobs)), and once every queue answered it is forgotten (gone.lua,
  * unless it came back meanwhile: its own beat changed its entry).
  * A client sweeps others only once its own beats have been answered
- * without a gap for liveness_ms: after a restart of Redis, a stall or a
- * partition, every live client first gets the time to renew its entry.
+ * without a gap for liveness_ms plus its reconnect span (backoff cap and
+ * connect timeout): after a restart of Redis, a stall or a partition,
+ * every live client first gets the time to reconnect and renew its entry.
+ * A sweep is fenced by its lease: orphans.lua does nothing past it, and
+ * the swept client, if it comes back, starts no job until then.
  * Its own jobs it stops starting once its entry may have run out (the
  * worker's stale check, rjq__upkeep_alive_until).
  */
@@ -70,7 +73,7 @@ typedef struct upkeep {
     uint64_t last_beat;       /* local ms of the last beat answered (0: none, or failed) */
     uint64_t steady_since;    /* local ms since when beats were answered without a gap */
     uint64_t last_visit;
-    char *live_key, *names_key;
+    char *live_key, *names_key, *sweeps_key;
 } upkeep;
 
 static void upkeep_close(rjq_client *c, void *state);
@@ -100,9 +103,10 @@ static void sweep_done(sweep *s) {
     if (!s->failed && !rjq__closing(c)) {
         char until[32];
         snprintf(until, sizeof until, "%lld", s->until);
-        const char *argv[] = {"2", s->u->live_key, s->u->names_key, s->id, until};
-        size_t lens[] = {1, strlen(argv[1]), strlen(argv[2]), strlen(s->id), strlen(until)};
-        rjq__script(c, RJQ__S_GONE, RJQ__REQ_RETRY, on_gone, NULL, 5, argv, lens);
+        const char *argv[] = {"3", s->u->live_key, s->u->names_key, s->u->sweeps_key, s->id, until};
+        size_t lens[6];
+        for (int i = 0; i < 6; i++) lens[i] = strlen(argv[i]);
+        rjq__script(c, RJQ__S_GONE, RJQ__REQ_RETRY, on_gone, NULL, 6, argv, lens);
     }
     free(s->id);
     free(s);
@@ -117,9 +121,11 @@ static void on_orphans(rjq_client *c, int status, redisReply *r, void *priv) {
         rjq__errmsg(c, "orphan sweep: unexpected reply");
         status = RJQ_EPROTO;
     }
-    if (status == RJQ_OK && r->element[1]->integer == 1 && !rjq__closing(c) &&
-        rjq__orphans_send(o->q, s->who, on_orphans, o) == RJQ_OK)
-        return; /* more of its members in this queue */
+    if (status == RJQ_OK && r->element[1]->integer == 1 && !rjq__closing(c)) {
+        if (rjq__orphans_send(o->q, s->who, s->until, on_orphans, o) == RJQ_OK)
+            return; /* more of its members in this queue */
+        s->failed = 1; /* its members stay: swept again after the lease */
+    }
     if (status != RJQ_OK) {
         s->failed = 1;
         rjq__background_failed(c, status, "orphan sweep");
@@ -167,7 +173,7 @@ static void start_sweep(upkeep *u, const redisReply *id, long long until, const 
             o->s = s;
             o->q = q;
         }
-        if (o && rjq__orphans_send(q, s->who, on_orphans, o) == RJQ_OK) {
+        if (o && rjq__orphans_send(q, s->who, s->until, on_orphans, o) == RJQ_OK) {
             s->pending++;
         } else if (len && !bad) {
             free(o);
@@ -182,6 +188,13 @@ static void start_sweep(upkeep *u, const redisReply *id, long long until, const 
 
 /* ---- the beat ---------------------------------------------------------------- */
 
+/* How long beats must be answered without a gap before sweeping others:
+ * a live client gets its liveness time plus the longest it may take to
+ * reconnect (backoff cap and connect timeout) to renew its entry. */
+static long sweep_wait_ms(const rjq_client *c) {
+    return rjq__client_liveness_ms(c) + rjq__client_reconnect_span_ms(c);
+}
+
 static long beat_ms(const upkeep *u) {
     long ms = rjq__client_liveness_ms(u->c) / 3;
     return ms < BEAT_MAX_MS ? ms : BEAT_MAX_MS;
@@ -190,11 +203,15 @@ static long beat_ms(const upkeep *u) {
 /* The longest gap between two answered beats that is no stall. */
 #define STALL_GAP_MS(u) (2 * beat_ms(u) + 1000)
 
+/* [server time, queue names stored, a sweep of us under way until, then 3
+ * per client to sweep] (beat.lua) */
+#define BEAT_HEAD 3
 static int beat_reply_ok(const redisReply *r) {
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 || (r->elements - 2) % 3 != 0 ||
-        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER)
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < BEAT_HEAD ||
+        (r->elements - BEAT_HEAD) % 3 != 0 || r->element[0]->type != REDIS_REPLY_INTEGER ||
+        r->element[1]->type != REDIS_REPLY_INTEGER || r->element[2]->type != REDIS_REPLY_INTEGER)
         return 0;
-    for (size_t i = 2; i < r->elements; i += 3)
+    for (size_t i = BEAT_HEAD; i < r->elements; i += 3)
         if (r->element[i]->type != REDIS_REPLY_STRING ||
             r->element[i + 1]->type != REDIS_REPLY_INTEGER ||
             r->element[i + 2]->type != REDIS_REPLY_STRING)
@@ -219,14 +236,18 @@ static void on_beat(rjq_client *c, int status, redisReply *r, void *priv) {
         return;
     }
     rjq__server_time_sample(c, r->element[0]->integer);
-    u->alive_until = r->element[0]->integer + rjq__client_liveness_ms(c);
+    /* Being swept (we were taken for dead): start no job until the sweep's
+     * lease ends, as if our entry had run out. */
+    u->alive_until = r->element[2]->integer > 0
+                         ? r->element[0]->integer
+                         : r->element[0]->integer + rjq__client_liveness_ms(c);
     u->beat_server = r->element[0]->integer;
     /* A gap (the server or this process stalled, a reconnect) starts the
      * wait before sweeping again. */
     if (u->last_beat == 0 || now - u->last_beat > (uint64_t)STALL_GAP_MS(u)) u->steady_since = now;
     u->last_beat = now;
     if (r->element[1]->integer != 1) u->names_stored = 0; /* the next beat sends them */
-    for (size_t i = 2; i < r->elements && !rjq__closing(c); i += 3)
+    for (size_t i = BEAT_HEAD; i < r->elements && !rjq__closing(c); i += 3)
         start_sweep(u, r->element[i], r->element[i + 1]->integer, r->element[i + 2]);
 }
 
@@ -257,20 +278,20 @@ static void on_beat_timer(rjq__timer *t) {
     char ttl[32], lease[32], most[16], prev[32], gap[32];
     snprintf(ttl, sizeof ttl, "%ld", rjq__client_liveness_ms(c));
     snprintf(lease, sizeof lease, "%d", SWEEP_LEASE_MS);
-    /* Sweep others only after beating without a gap for liveness_ms: an
+    /* Sweep others only after beating without a gap for sweep_wait_ms: an
      * entry that ran out while the server (or the network, or this
      * process) stalled for everyone belongs to a client that had no chance
      * to renew it; past that wait, every live client has. */
     uint64_t now = rjq__now_ms();
-    int steady = u->last_beat && now - u->steady_since >= (uint64_t)rjq__client_liveness_ms(c);
+    int steady = u->last_beat && now - u->steady_since >= (uint64_t)sweep_wait_ms(c);
     snprintf(most, sizeof most, "%d", steady ? SWEEPS_PER_BEAT : 0);
     snprintf(prev, sizeof prev, "%lld", u->beat_server);
     snprintf(gap, sizeof gap, "%ld", STALL_GAP_MS(u));
-    const char *argv[] = {"2", u->live_key, u->names_key, rjq__client_id(c), ttl,
+    const char *argv[] = {"3", u->live_key, u->names_key, u->sweeps_key, rjq__client_id(c), ttl,
                           names ? names : "", lease, most, prev, gap};
-    size_t lens[10];
-    for (int i = 0; i < 10; i++) lens[i] = strlen(argv[i]);
-    if (rjq__script(c, RJQ__S_BEAT, 0, on_beat, u, 10, argv, lens) == RJQ_OK) {
+    size_t lens[11];
+    for (int i = 0; i < 11; i++) lens[i] = strlen(argv[i]);
+    if (rjq__script(c, RJQ__S_BEAT, 0, on_beat, u, 11, argv, lens) == RJQ_OK) {
         u->beat_busy = 1;
         if (names) u->names_stored = 1; /* unless the reply says otherwise */
     }
@@ -346,6 +367,7 @@ static void upkeep_close(rjq_client *c, void *state) {
     }
     free(u->live_key);
     free(u->names_key);
+    free(u->sweeps_key);
     free(u);
 }
 
@@ -363,10 +385,12 @@ static upkeep *upkeep_of(rjq_client *c) {
     u->c = c;
     u->live_key = key(c, "live");
     u->names_key = key(c, "queues");
-    if (u->live_key == NULL || u->names_key == NULL ||
+    u->sweeps_key = key(c, "sweeps");
+    if (u->live_key == NULL || u->names_key == NULL || u->sweeps_key == NULL ||
         rjq__timer_setup(c, &u->beat_timer, on_beat_timer, u) != RJQ_OK) {
         free(u->live_key);
         free(u->names_key);
+        free(u->sweeps_key);
         free(u);
         return NULL;
     }

@@ -71,6 +71,7 @@ struct rjq_worker {
     int wake_pending;         /* doorbell heard, no claim sent since */
     int want_claim;           /* claim on the next queue tick */
     int want_offer;           /* slots were freed while idle: offer them */
+    int last_recovery;        /* a stopping worker's recovering claim went out */
     rjq__reg *reg;            /* push delivery registration and ledger */
     rjq__holder *held;        /* the tokens it holds jobs of */
     background extend, deregister;
@@ -128,12 +129,23 @@ static void detach(rjq_worker *w) {
     w->held = NULL;
 }
 
-/* Finish a stop once nothing of the worker is in flight. */
+static int send_claim(rjq_worker *w, int want, int reset);
+
+/* Finish a stop once nothing of the worker is in flight. Once its
+ * registration is gone (no push is made for it any more), a recovering
+ * claim that takes nothing hands back every job pushed to it that it
+ * never heard of (lost with the subscriber connection, or still on the
+ * way: those are then handed back on arrival, token-checked), attempt
+ * undone, instead of leaving them to their lease. */
 static void check_stopped(rjq_worker *w) {
     check_invariants(w);
-    if (w->state != W_STOPPING || w->running || w->finishing || w->claiming || w->extend.busy ||
-        w->deregister.busy)
-        return;
+    if (w->state != W_STOPPING || w->claiming || w->deregister.busy) return;
+    if (!w->last_recovery && !rjq__closing(client_of(w))) {
+        w->last_recovery = 1; /* once: a failed one leaves them to their lease */
+        rjq__reg_lost(w->reg);
+        if (send_claim(w, 0, 1) == RJQ_OK) return; /* its reply comes back here */
+    }
+    if (w->running || w->finishing || w->extend.busy) return;
     detach(w);
     if (w->stop_cb) w->stop_cb(w, RJQ_OK, w->stop_data);
     free(w);
@@ -405,7 +417,8 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
 static int send_claim(rjq_worker *w, int want, int reset) {
     rjq_client *c = client_of(w);
     rjq_queue *q = w->q;
-    assert(w->state == W_ACTIVE && want > 0);
+    /* (want 0: a stopping worker's last recovery, see check_stopped()) */
+    assert(want > 0 ? w->state == W_ACTIVE : reset && w->state == W_STOPPING);
     claim_ctx *ctx = malloc(sizeof *ctx);
     if (ctx == NULL) return RJQ_ENOMEM;
     ctx->w = w;

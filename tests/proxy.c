@@ -31,8 +31,7 @@ static void proxy_from_client(struct bufferevent *bev, void *arg) {
 
 static void proxy_from_server(struct bufferevent *bev, void *arg) {
     proxy_pair *pp = arg;
-    if (pp->dead || (pp->is_sub ? pp->p->hold_sub : pp->p->hold || pp->held))
-        return; /* stays in the input buffer */
+    if (pp->dead || (pp->is_sub ? pp->p->hold_sub : pp->p->hold)) return; /* stays in the input buffer */
     bufferevent_write_buffer(pp->cli, bufferevent_get_input(bev));
 }
 
@@ -63,7 +62,6 @@ static void proxy_accept(evutil_socket_t fd, short what, void *arg) {
     pp->p = p;
     pp->is_sub = 0;
     pp->dead = 0;
-    pp->held = 0;
     pp->cli = bufferevent_socket_new(p->base, cfd, BEV_OPT_CLOSE_ON_FREE);
     pp->srv = bufferevent_socket_new(p->base, sfd, BEV_OPT_CLOSE_ON_FREE);
     ASSERT(pp->cli != NULL && pp->srv != NULL);
@@ -99,21 +97,14 @@ void proxy_start(proxy *p, struct event_base *base, int server_port) {
 static void release_held(proxy *p) {
     for (int i = 0; i < PROXY_PAIRS; i++) {
         proxy_pair *pp = &p->pairs[i];
-        if (pp->cli && pp->srv && !pp->dead && !(pp->is_sub ? p->hold_sub : p->hold || pp->held))
+        if (pp->cli && pp->srv && !pp->dead && !(pp->is_sub ? p->hold_sub : p->hold))
             bufferevent_write_buffer(pp->cli, bufferevent_get_input(pp->srv));
     }
 }
 
 void proxy_hold(proxy *p, int on) {
     p->hold = on;
-    if (on) return;
-    for (int i = 0; i < PROXY_PAIRS; i++) p->pairs[i].held = 0;
-    release_held(p);
-}
-
-void proxy_hold_open(proxy *p) {
-    for (int i = 0; i < PROXY_PAIRS; i++)
-        if (p->pairs[i].cli && !p->pairs[i].is_sub) p->pairs[i].held = 1;
+    if (!on) release_held(p);
 }
 
 /* The same on subscriber connections. */

@@ -28,7 +28,6 @@ typedef struct proxy_pair {
     struct bufferevent *cli, *srv;
     int is_sub;
     int dead;                 /* blackholed: forwards nothing */
-    int held;                 /* proxy_hold_open: what Redis sends waits */
 } proxy_pair;
 
 struct proxy {
@@ -45,9 +44,6 @@ struct proxy {
 void proxy_start(proxy *p, struct event_base *base, int server_port);
 void proxy_hold(proxy *p, int on);
 void proxy_hold_sub(proxy *p, int on);
-/* Hold what Redis sends on the command connections open now only
- * (connections made afterwards flow); proxy_hold(p, 0) lets it through. */
-void proxy_hold_open(proxy *p);
 void proxy_blackhole(proxy *p);
 void proxy_stop(proxy *p);
 

@@ -296,6 +296,7 @@ rjq_client_options client_options(const char *url) {
     o.prefix = "t";
     o.reconnect_min_ms = 20;
     o.reconnect_max_ms = 200;
+    o.connect_timeout_ms = 2000; /* (a client sweeps others after liveness + this + the backoff cap) */
     return o;
 }
 

@@ -169,6 +169,42 @@ TEST(push_lost_with_the_subscriber_connection_is_recovered) {
     env_stop(&e);
 }
 
+/* A job pushed to an idle worker whose message is still on the way (held
+ * by the proxy) when the worker is stopped, and then lost with the
+ * subscriber connection: the stop's last, recovering claim has handed it
+ * back (attempt undone), so another worker runs it at once instead of
+ * after its lease. */
+TEST(push_unheard_by_a_stopped_worker_goes_back_at_once) {
+    test_env e;
+    proxy p;
+    env_start_proxied(&e, &p, "stoppush", NULL);
+    runs r = {0};
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
+    wait_registered(&e, "stoppush", 1);
+
+    proxy_hold_sub(&p, 1);
+    ASSERT_OK(rjq_enqueue(e.q, "x", 1, NULL, NULL, NULL));
+    wait_active(&e, "stoppush", 1); /* pushed: the message waits in the proxy */
+    int stopped = 0;
+    ASSERT_OK(rjq_worker_stop(w, on_stopped, &stopped));
+    ASSERT(loop_until(e.base, &stopped, 5000));
+    ASSERT_EQ(0, server_active_jobs(e.rc, "stoppush")); /* handed back */
+    kill_held(&e, &p, 1); /* the message is lost */
+
+    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
+    ASSERT(loop_until_count(e.base, &r.done, 1, 5000));
+    ASSERT_EQ(1, r.ran);
+    ASSERT_EQ(1, r.attempt_max);
+    loop_for(e.base, 100);
+    ASSERT_EQ(0, server_held_members(e.rc, "stoppush"));
+    rjq_client_free(e.c);
+    e.c = NULL;
+    proxy_stop(&p);
+    env_stop(&e);
+}
+
 /* A client holding jobs under a five-minute lease dies (freed without a
  * graceful close: to Redis the same as a SIGKILL): another client's beat
  * finds its liveness entry run out and returns its jobs at once, and they
@@ -195,9 +231,13 @@ TEST(jobs_of_a_dead_client_run_elsewhere_long_before_their_lease_ends) {
     rjq_client_free(a); /* its jobs stay active under its tokens */
     for (long i = 0; i < ra.nheld; i++) rjq_job_fail(ra.held[i], "x", 0, -1, NULL, NULL);
 
+    /* b sweeps once its beats were answered for its liveness_ms plus its
+     * reconnect span (3.2 s here) */
+    rjq_client *b = client_new(e.base, &o);
+    rjq_queue *qb = queue_for(b, "orphan");
     runs rb = {0};
     rjq_worker *wb = NULL;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &rb, &wb));
+    ASSERT_OK(rjq_worker_start(qb, &wo, on_run, &rb, &wb));
     if (!loop_until_count(e.base, &rb.done, 3, 10000)) { /* (their lease: 300 s) */
         fprintf(stderr, "errmsg: %s; live %lld held %lld active %lld ran %ld\n", rjq_client_errmsg(e.c),
                 server_int(e.rc, "ZCARD t:{clients}:live"), server_held_members(e.rc, "orphan"),
@@ -213,6 +253,8 @@ TEST(jobs_of_a_dead_client_run_elsewhere_long_before_their_lease_ends) {
     ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{clients}:live"));
     ASSERT_EQ(1, server_int(e.rc, "HLEN t:{clients}:queues"));
     ASSERT_EQ(0, server_held_members(e.rc, "orphan"));
+    ASSERT_EQ(0, server_int(e.rc, "HLEN t:{clients}:sweeps"));
+    rjq_client_free(b);
     env_stop(&e);
 }
 
@@ -343,6 +385,50 @@ TEST(resent_recovering_claim_does_not_recover_what_was_pushed_after_it) {
     ASSERT_EQ(8, r->elements);
     ASSERT_STREQ("j1", r->element[4]->str);
     freeReplyObject(r);
+    redisFree(rc);
+    server_stop_guarded(&s);
+}
+
+/* The orphan sweep script on queue "lua" for client prefix who, with the
+ * sweep's lease ending at until (server ms). */
+static redisReply *orphans_eval(redisContext *rc, const char *who, long long until) {
+    char u[32];
+    snprintf(u, sizeof u, "%lld", until);
+    const char *argv[] = {"EVAL", rjq__scripts[RJQ__S_ORPHANS].body, "14",
+                          "t:{lua}:held", "t:{lua}:active", "t:{lua}:ready", "t:{lua}:prio",
+                          "t:{lua}:dead", "t:{lua}:stats", "t:{lua}:payload", "t:{lua}:state",
+                          "t:{lua}:options", "t:{lua}:result", "t:{lua}:error", "t:{lua}:failtoken",
+                          "t:{lua}:watchers", "t:{lua}:monitored",
+                          "t:{lua}:job:", "t:{lua}:wake", who, "100", "1000", u};
+    redisReply *r = redisCommandArgv(rc, (int)(sizeof argv / sizeof argv[0]), argv, NULL);
+    ASSERT(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    return r;
+}
+
+/* An orphan sweep call that runs after its sweep's lease ended does
+ * nothing: the swept client may be back (it was paused or cut off) and
+ * hold new jobs under the same id; the beat told it to start none until
+ * the lease's end, not later. Within the lease, the jobs go back. */
+TEST(orphan_sweep_past_its_lease_returns_nothing) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    freeReplyObject(server_cmd(rc, "HSET t:{lua}:payload j1 x"));
+    freeReplyObject(server_cmd(rc, "HSET t:{lua}:state j1 %s", "active 1 c9.1.T"));
+    freeReplyObject(server_cmd(rc, "ZADD t:{lua}:active 9999999999999 j1"));
+    freeReplyObject(server_cmd(rc, "ZADD t:{lua}:held 0 %s", "c9.1.T j1"));
+    long long now = server_now_ms(rc);
+
+    redisReply *r = orphans_eval(rc, "c9.", now - 1);
+    ASSERT_EQ(0, r->element[0]->integer);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(rc, "ZCOUNT t:{lua}:active -inf +inf"));
+
+    r = orphans_eval(rc, "c9.", now + 60000);
+    ASSERT_EQ(1, r->element[0]->integer);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(rc, "ZCOUNT t:{lua}:active -inf +inf"));
+    ASSERT_EQ(1, server_int(rc, "LLEN t:{lua}:ready"));
     redisFree(rc);
     server_stop_guarded(&s);
 }

@@ -6,7 +6,13 @@
 -- its entry is pushed forward by the sweep's own lease (so another client
 -- takes over if this one dies while sweeping), the caller returns its
 -- jobs queue by queue (orphans.lua) and then removes it (gone.lua).
--- KEYS: 1 liveness set (zset), 2 queues (hash); in their own slot
+-- A sweep is fenced against the swept client coming back (it was only
+-- paused, or cut off): the sweeps hash holds each client being swept with
+-- the sweep's lease end, past which orphans.lua refuses to run; a client
+-- that finds itself there is told to start no job until then (a job it
+-- claimed meanwhile could be returned by the sweep too).
+-- KEYS: 1 liveness set (zset), 2 queues (hash), 3 sweeps (hash); in their
+--       own slot
 -- ARGV: 1 client id, 2 its entry's lifetime ms, 3 its queue names
 --       (space-separated; '' when unchanged since the last beat that
 --       reported it known), 4 the sweep's lease ms, 5 most clients to sweep,
@@ -16,22 +22,27 @@
 -- the server (or the caller) stalled, and the clients whose entries ran
 -- out meanwhile had no chance to renew them (their beats may be queued
 -- right behind this one).
--- Returns { server time ms, 1 when the queue names are stored else 0, then
--- per client to sweep: id, the lease's end (for gone.lua), queue names }.
-local live, queues = KEYS[1], KEYS[2]
+-- Returns { server time ms, 1 when the queue names are stored else 0, the
+-- end of a sweep of the caller under way (0: none), then per client to
+-- sweep: id, the sweep's lease end (for orphans.lua and gone.lua), queue
+-- names }.
+local live, queues, sweeps = KEYS[1], KEYS[2], KEYS[3]
 local me, ttl, names, lease, most = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local prev, gap = tonumber(ARGV[6]), tonumber(ARGV[7])
-expect_types({live, 'zset', queues, 'hash'})
+expect_types({live, 'zset', queues, 'hash', sweeps, 'hash'})
 local now = now_ms()
 if prev <= 0 or now - prev > gap then most = 0 end
 redis.call('ZADD', live, int(now + ttl), me)
 if names ~= '' then redis.call('HSET', queues, me, names) end
-local out = {now, redis.call('HEXISTS', queues, me)}
+local held_off = tonumber(redis.call('HMGET', sweeps, me)[1] or '0')
+if held_off > 0 and held_off < now then redis.call('HDEL', sweeps, me); held_off = 0 end
+local out = {now, redis.call('HEXISTS', queues, me), held_off}
 local until_ = now + lease
 for _, who in ipairs(redis.call('ZRANGEBYSCORE', live, '-inf', now, 'LIMIT', 0, most)) do
   local q = redis.call('HMGET', queues, who)[1]
   if q then
     redis.call('ZADD', live, int(until_), who)
+    redis.call('HSET', sweeps, who, int(until_))
     out[#out + 1] = who; out[#out + 1] = until_; out[#out + 1] = q
   else -- it held nothing anywhere
     redis.call('ZREM', live, who)

@@ -40,6 +40,13 @@ void forget_all_on_abort(void);
 /* server_start and server_stop, with the server killed if the test aborts. */
 void server_start_guarded(test_server *s, const char *const *extra);
 void server_stop_guarded(test_server *s);
+/* fork() for a child process of a test (a worker): the child dies with its
+ * parent and does not kill the parent's processes when it aborts itself;
+ * the parent kills it if it aborts. Returns 0 in the child. */
+pid_t fork_child(void);
+/* Wait for a child to exit (SIGKILL after timeout_ms, then the test
+ * fails); returns its status. */
+int reap(pid_t pid, long timeout_ms);
 
 /* A synchronous connection to the server; reply must be freed. */
 redisContext *server_connect(const test_server *s);

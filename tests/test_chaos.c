@@ -91,42 +91,6 @@ static long rng_range(uint64_t *s, long lo, long hi) {
 
 /* ---- child processes ----------------------------------------------------- */
 
-/* fork() for a worker child: the child dies with its parent and does not
- * kill the parent's processes when it aborts itself (as in test_faults.c). */
-static pid_t fork_child(void) {
-    fflush(NULL);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    ASSERT(pid >= 0);
-    if (pid == 0) {
-        forget_all_on_abort();
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) _exit(99);
-        return 0;
-    }
-    kill_on_abort(pid);
-    return pid;
-}
-
-/* Wait for a child to exit (SIGKILL after timeout_ms); returns its status. */
-static int reap(pid_t pid, long timeout_ms) {
-    int status = 0;
-    double end = mono_ms() + (double)timeout_ms;
-    for (;;) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid) break;
-        ASSERT(r == 0 || errno == EINTR);
-        if (mono_ms() > end) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            forget_on_abort(pid);
-            FAIL_AT(__FILE__, __LINE__, "child %d did not exit", (int)pid);
-        }
-        sleep_ms(5);
-    }
-    forget_on_abort(pid);
-    return status;
-}
 
 /* The options of every client of this test: short command and connect
  * timeouts, frequent probes. */

@@ -36,42 +36,6 @@
 
 /* ---- child processes ----------------------------------------------------- */
 
-/* fork() for a worker child: the child dies with its parent and does not
- * kill the parent's processes when it aborts itself. */
-static pid_t fork_child(void) {
-    fflush(NULL);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    ASSERT(pid >= 0);
-    if (pid == 0) {
-        forget_all_on_abort(); /* the handlers now kill nothing and re-raise */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) _exit(99);
-        return 0;
-    }
-    kill_on_abort(pid);
-    return pid;
-}
-
-/* Wait for a child to exit (SIGKILL after timeout_ms); returns its status. */
-static int reap(pid_t pid, long timeout_ms) {
-    int status = 0;
-    double end = mono_ms() + (double)timeout_ms;
-    for (;;) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid) break;
-        ASSERT(r == 0 || errno == EINTR);
-        if (mono_ms() > end) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            forget_on_abort(pid);
-            FAIL_AT(__FILE__, __LINE__, "child %d did not exit", (int)pid);
-        }
-        sleep_ms(10);
-    }
-    forget_on_abort(pid);
-    return status;
-}
 
 /* ---- synchronous inspection (prefix "t", see src/lua/lib.lua) ------------ */
 

@@ -77,7 +77,9 @@ typedef struct upkeep {
 } upkeep;
 
 static void upkeep_close(rjq_client *c, void *state);
-static const rjq__feature upkeep_feature = {.name = "upkeep", .close = upkeep_close};
+static void upkeep_ready(rjq_client *c, void *state, int kind);
+static const rjq__feature upkeep_feature = {
+    .name = "upkeep", .ready = upkeep_ready, .close = upkeep_close};
 
 static int wanted(const visitee *v) {
     return v->ops->wanted(v->q, v->arg);
@@ -200,8 +202,11 @@ static long beat_ms(const upkeep *u) {
     return ms < BEAT_MAX_MS ? ms : BEAT_MAX_MS;
 }
 
-/* The longest gap between two answered beats that is no stall. */
-#define STALL_GAP_MS(u) (2 * beat_ms(u) + 1000)
+/* The longest gap between two answered beats that is no stall: half the
+ * liveness time. Beats come every third of it (at most a second), and a
+ * stall of more than liveness_ms - beat_ms may have let a live client's
+ * entry run out. */
+#define STALL_GAP_MS(u) (rjq__client_liveness_ms((u)->c) / 2)
 
 /* [server time, queue names stored, a sweep of us under way until, then 3
  * per client to sweep] (beat.lua) */
@@ -296,6 +301,18 @@ static void on_beat_timer(rjq__timer *t) {
         if (names) u->names_stored = 1; /* unless the reply says otherwise */
     }
     free(names);
+}
+
+/* The command connection is back (made again: Redis restarted, or the
+ * connection was lost): every other client had to reconnect too, so the
+ * wait before sweeping starts over (and the next beat says it has no
+ * previous one). */
+static void upkeep_ready(rjq_client *c, void *state, int kind) {
+    upkeep *u = state;
+    (void)c;
+    if (kind != RJQ_CONN_COMMAND) return;
+    u->last_beat = 0;
+    u->beat_server = 0;
 }
 
 /* ---- visits --------------------------------------------------------------- */

@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build build-asan test test-fast demo bench clean
+.PHONY: all deps build build-asan test test-fast test-hiredis demo bench clean
 
 all: build
 
@@ -39,6 +39,11 @@ test: build build-asan
 	cd $(BUILD) && $(CTEST) $(RECAP)
 	cd $(ASAN_BUILD) && RJQ_UNDER_ASAN=1 $(CTEST) -LE valgrind $(RECAP)
 
+# The suite against hiredis 1.2.0 and 1.4.1 built from source with SSL
+# (TLS tests included); .ci/run runs it after `make test`.
+test-hiredis: deps
+	bash scripts/test-hiredis.sh
+
 test-fast: build
 	cd $(BUILD) && $(CTEST) $(RECAP)
 
@@ -49,4 +54,4 @@ bench: build
 	@echo "built $(BUILD)/rjq-bench"
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) build-hiredis-*

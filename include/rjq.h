@@ -99,7 +99,8 @@ extern "C" {
     XX(EURL, 17, "invalid Redis URL")                                         \
     XX(EBUSY, 18, "already in progress")                                      \
     XX(EJOBID, 19, "invalid job id")                                          \
-    XX(EJOBDEAD, 20, "the job failed for good (it is dead)")
+    XX(EJOBDEAD, 20, "the job failed for good (it is dead)")                  \
+    XX(ETLS, 21, "TLS set-up failed, or this build has no TLS")
 
 typedef enum rjq_status {
     RJQ_OK = 0,
@@ -143,11 +144,28 @@ struct redisAsyncContext; /* hiredis */
  *           (a timer that re-arms itself must not starve I/O). Mandatory.
  * cleanup   called once from rjq_client_free(), after which the core never
  *           calls the hooks again; release the loop glue here. Optional.
+ * resolve   look up a host name (never a numeric address) without blocking
+ *           the loop. Optional: without it, a URL's host must be numeric
+ *           or "localhost" (127.0.0.1). Call done(arg, NULL, addrs, n)
+ *           with the n >= 1 numeric addresses ("10.1.2.3", "fd00::7") in
+ *           the order to try them, or done(arg, reason, NULL, 0) when the
+ *           name cannot be resolved; exactly once, from inside resolve or
+ *           later from the loop, unless resolve_cancel came first. The
+ *           strings need only live during the call. Return a handle for
+ *           resolve_cancel while the lookup is pending, NULL when done was
+ *           already called. Every connect attempt resolves again (DNS
+ *           fail-over of managed endpoints) and tries the addresses in turn.
+ * resolve_cancel  end a pending lookup: done is not called for it. Needed
+ *           with resolve.
  */
+typedef void rjq_resolved_fn(void *arg, const char *error, const char *const *addrs, size_t n);
+
 typedef struct rjq_loop_ops {
     int (*attach)(void *loop, struct redisAsyncContext *ac);
     void (*set_timer)(void *loop, long timeout_ms);
     void (*cleanup)(void *loop);
+    void *(*resolve)(void *loop, const char *host, rjq_resolved_fn *done, void *arg);
+    void (*resolve_cancel)(void *loop, void *handle);
 } rjq_loop_ops;
 
 /* Connection events reported to rjq_client_options.on_event. */
@@ -164,10 +182,38 @@ typedef enum rjq_event {
 typedef void rjq_event_cb(rjq_client *c, rjq_event ev, int conn,
                           const char *detail, void *data);
 
+/*
+ * TLS (rediss:// URLs). Needs an rjq built with TLS (rjq_tls_available():
+ * hiredis >= 1.0 made with SSL). The files are read by rjq_client_new();
+ * a file that cannot be used fails it with RJQ_ETLS and a message naming
+ * the file. By default the server's certificate must chain to a trusted
+ * CA (ca_file / ca_dir, else the system's) and hold the server name (a
+ * DNS name, or an IP address for a numeric host); a handshake that fails
+ * is reported (RJQ_EVENT_ERROR, rjq_client_errmsg) with the cause.
+ */
+typedef struct rjq_tls_options {
+    int enable;              /* 1: TLS for a redis:// URL too */
+    const char *ca_file;     /* PEM file of trusted CA certificates */
+    const char *ca_dir;      /* OpenSSL CA directory (hashed names) */
+    const char *cert_file;   /* client certificate (PEM chain), for mutual
+                                TLS; needs key_file */
+    const char *key_file;    /* its private key (PEM, unencrypted) */
+    const char *server_name; /* the name sent for SNI and checked in the
+                                certificate; NULL: the URL's host */
+    int insecure;            /* 1: check neither the certificate nor the
+                                name (tests only: anyone in the path can
+                                read and change everything) */
+} rjq_tls_options;
+
+/* 1 when this build of rjq has TLS, else 0. */
+RJQ_API int rjq_tls_available(void);
+
 typedef struct rjq_client_options {
-    /* redis://[user[:password]@]host[:port][/db] or unix:///path[?db=N].
-     * host must be numeric or "localhost" (no blocking DNS lookups are made).
-     * NULL means redis://127.0.0.1:6379. */
+    /* redis://[user[:password]@]host[:port][/db], rediss://... (TLS) or
+     * unix:///path[?db=N]. host is a name or a numeric address ([..] for
+     * IPv6); names need a loop glue that resolves them (rjq_loop_ops
+     * resolve: rjq_libevent_client_new_dns), without one only "localhost"
+     * (127.0.0.1). NULL means redis://127.0.0.1:6379. */
     const char *url;
     const char *prefix;        /* key prefix; NULL means "rjq" */
     const char *name;          /* CLIENT SETNAME; NULL means "rjq" */
@@ -205,6 +251,9 @@ typedef struct rjq_client_options {
      * dead worker then come back when their lease ends). An ACL user
      * needs the keys "<prefix>:{clients}:*". */
     long liveness_ms;
+    /* TLS settings (see rjq_tls_options); NULL: defaults, TLS only for
+     * rediss:// URLs. */
+    const rjq_tls_options *tls;
 } rjq_client_options;
 
 /*
@@ -218,7 +267,11 @@ typedef struct rjq_client_options {
  * session and its subscriptions.
  *
  * On success *out owns the client; free it with rjq_client_free().
- * Errors: RJQ_EINVAL (NULL out/ops/set_timer), RJQ_EURL, RJQ_ENOMEM.
+ * ops is copied (it need not outlive the call).
+ * Errors: RJQ_EINVAL (NULL out/ops/set_timer/attach, resolve without
+ * resolve_cancel), RJQ_EURL, RJQ_ETLS (TLS
+ * asked for without TLS in this build, or its files unusable),
+ * RJQ_ENOMEM; rjq_client_errmsg(NULL) says why.
  * Not to be called from inside a callback of the same loop glue it creates.
  */
 RJQ_API int rjq_client_new(rjq_client **out, const rjq_client_options *opts,

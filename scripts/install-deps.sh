@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing rjq needs on Debian/Ubuntu, only when missing.
 set -euo pipefail
-pkgs=(gcc make cmake pkg-config libhiredis-dev libevent-dev libuv1-dev libev-dev redis-server redis-tools valgrind)
+pkgs=(gcc g++ make cmake pkg-config libhiredis-dev libevent-dev libuv1-dev libev-dev libssl-dev openssl
+      redis-server redis-tools valgrind)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 ((${#missing[@]})) || exit 0

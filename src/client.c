@@ -67,12 +67,37 @@ static int copy_options(rjq_client *c, const rjq_client_options *o) {
     return RJQ_OK;
 }
 
+/* A host name needs a glue that resolves it ("localhost" excepted). */
+static int check_host(rjq_client *c) {
+    if (c->url.path || c->url.numeric || c->ops.resolve || strcmp(c->url.host, "localhost") == 0)
+        return RJQ_OK;
+    rjq__errmsg(c, "host %s is a name, and this loop glue resolves no names (rjq never blocks "
+                   "the loop on a lookup): use a numeric address, or a glue with a resolver "
+                   "(rjq_libevent_client_new_dns)", c->url.host);
+    return RJQ_EURL;
+}
+
+/* TLS for a rediss:// URL, or when the options ask for it. */
+static int setup_tls(rjq_client *c, const rjq_tls_options *o) {
+    if (!c->url.tls && !(o && o->enable)) return RJQ_OK;
+    if (c->url.path) {
+        rjq__errmsg(c, "TLS: Redis serves TLS on TCP ports only, not on a unix socket");
+        return RJQ_ETLS;
+    }
+    return rjq__tls_new(&c->tls, o, c->url.host, c->url.numeric, c->errmsg, sizeof c->errmsg);
+}
+
+int rjq_tls_available(void) {
+    return rjq__tls_built();
+}
+
 static void destroy(rjq_client *c);
 static void on_drain_timer(rjq__timer *t);
 
 /* Free what a failed rjq_client_new() made (nothing was started). */
 static void discard(rjq_client *c) {
     rjq__timers_free(&c->timers);
+    rjq__tls_free(c->tls);
     rjq__url_free(&c->url);
     free(c->prefix);
     free(c->name);
@@ -81,7 +106,8 @@ static void discard(rjq_client *c) {
 
 int rjq_client_new(rjq_client **out, const rjq_client_options *opts, const rjq_loop_ops *ops,
                    void *loop) {
-    if (out == NULL || ops == NULL || ops->set_timer == NULL || ops->attach == NULL)
+    if (out == NULL || ops == NULL || ops->set_timer == NULL || ops->attach == NULL ||
+        (ops->resolve && ops->resolve_cancel == NULL))
         return RJQ_EINVAL;
     *out = NULL;
     rjq_client *c = calloc(1, sizeof *c);
@@ -98,6 +124,8 @@ int rjq_client_new(rjq_client **out, const rjq_client_options *opts, const rjq_l
     int rc = copy_options(c, opts);
     if (rc == RJQ_OK)
         rc = rjq__url_parse(opts ? opts->url : NULL, &c->url, c->errmsg, sizeof c->errmsg);
+    if (rc == RJQ_OK) rc = check_host(c);
+    if (rc == RJQ_OK) rc = setup_tls(c, opts ? opts->tls : NULL);
     if (rc == RJQ_OK) rc = rjq__timer_setup(c, &c->drain_timer, on_drain_timer, c);
     if (rc == RJQ_OK) rc = rjq__requests_init(c);
     if (rc == RJQ_OK) rc = rjq__pubsub_init(c);
@@ -146,6 +174,7 @@ static void destroy(rjq_client *c) {
     rjq__timers_free(&c->timers);
     if (c->ops.cleanup) c->ops.cleanup(c->loop);
     rjq__url_free(&c->url);
+    rjq__tls_free(c->tls);
     free(c->prefix);
     free(c->name);
     free(c);

@@ -161,6 +161,42 @@ static int send_setup(rjq__conn *conn) {
 
 /* ---- connect, loss, reconnect -------------------------------------------- */
 
+/* Why a context failed, in the most useful words: a TLS handshake that
+ * failed says why (then it never was connected: the session could not
+ * start); else hiredis' words, else `otherwise`. */
+static void failure_words(rjq__conn *conn, redisAsyncContext *ac, char *buf, size_t len,
+                          const char *otherwise) {
+    const char *io = ac->c.errstr[0] ? ac->c.errstr : otherwise;
+    if (conn->tls_session &&
+        rjq__tls_why(conn->c->tls, conn->tls_session, conn->ready, io, buf, len)) {
+        conn->connected = 0;
+        return;
+    }
+    snprintf(buf, len, "%s", io);
+}
+
+static int more_addresses(const rjq__conn *conn) {
+    return conn->next_addr < conn->naddrs;
+}
+
+/* This address failed before the session started: the next one, from the
+ * timer (never inside hiredis' callbacks), or the attempt failed. */
+static void address_failed(rjq__conn *conn, const char *why) {
+    rjq_client *c = conn->c;
+    if (!more_addresses(conn) || c->closing) {
+        rjq__conn_lost(conn, why);
+        return;
+    }
+    rjq__errmsg(c, "%s connection: %s (trying the next address)", kind_name(conn), why);
+    if (conn->ac) conn->ac->data = NULL;
+    conn->ac = NULL;
+    conn->tls_session = NULL;
+    conn->connected = 0;
+    conn->try_next = 1;
+    conn->timer_is_reconnect = 0;
+    rjq__timer_start(c, &conn->timer, 0);
+}
+
 static void on_connect(const redisAsyncContext *cac, int status) {
     redisAsyncContext *ac = (redisAsyncContext *)cac;
     rjq__conn *conn = ac->data;
@@ -172,8 +208,10 @@ static void on_connect(const redisAsyncContext *cac, int status) {
     } else {
         /* hiredis frees the context after this callback: drop it now.
          * 0.14.1 leaves ac->err at 0 here; c.err/errstr are set. */
+        char why[RJQ__ERRMSG_MAX];
+        failure_words(conn, ac, why, sizeof why, "connect failed");
         ac->data = NULL;
-        rjq__conn_lost(conn, ac->c.errstr[0] ? ac->c.errstr : "connect failed");
+        address_failed(conn, why);
     }
     rjq__leave(c);
 }
@@ -185,8 +223,11 @@ static void on_disconnect(const redisAsyncContext *cac, int status) {
     if (conn == NULL) return;
     rjq_client *c = conn->c;
     rjq__enter(c);
+    char why[RJQ__ERRMSG_MAX];
+    failure_words(conn, ac, why, sizeof why, "connection closed");
     ac->data = NULL;
-    rjq__conn_lost(conn, ac->c.errstr[0] ? ac->c.errstr : "connection closed");
+    if (!conn->connected) address_failed(conn, why); /* the TLS handshake failed */
+    else rjq__conn_lost(conn, why);
     rjq__leave(c);
 }
 
@@ -199,22 +240,47 @@ void rjq__conn_drop(rjq__conn *conn, const char *why) {
     redisAsyncFree(ac); /* deferred by hiredis inside its own callbacks */
 }
 
-/* Connect timeout, reconnect delay, or a connect that failed at once. */
+static void connect_next(rjq__conn *conn);
+
+/* Connect timeout, reconnect delay, the next address, or a connect that
+ * failed at once. */
 static void on_timer(rjq__timer *t) {
     rjq__conn *conn = t->owner;
     if (conn->failed_now[0]) {
         char why[sizeof conn->failed_now];
         memcpy(why, conn->failed_now, sizeof why);
         conn->failed_now[0] = '\0';
-        rjq__conn_lost(conn, why);
+        address_failed(conn, why);
+        return;
+    }
+    if (conn->try_next) {
+        conn->try_next = 0;
+        connect_next(conn);
         return;
     }
     if (conn->timer_is_reconnect) {
         rjq__conn_start(conn);
         return;
     }
-    if (conn->ac && !conn->ready)
-        rjq__conn_drop(conn, conn->connected ? "session set-up timed out" : "connect timed out");
+    if (conn->resolving) {
+        rjq__conn_lost(conn, "resolving the host name timed out");
+        return;
+    }
+    if (conn->ac && !conn->ready) {
+        if (conn->connected && !rjq__tls_handshaking(conn->tls_session)) {
+            rjq__conn_drop(conn, "session set-up timed out");
+            return;
+        }
+        /* this address does not answer, or no TLS handshake: the next one */
+        const char *why = conn->connected ? "TLS handshake timed out (is the port a TLS port?)"
+                                          : "connect timed out";
+        redisAsyncContext *ac = conn->ac;
+        ac->data = NULL;
+        conn->ac = NULL;
+        conn->connected = 0; /* no session ever started */
+        address_failed(conn, why);
+        redisAsyncFree(ac);
+    }
 }
 
 int rjq__conn_init(rjq_client *c, rjq__conn *conn, int kind, const rjq__conn_hooks *hooks) {
@@ -243,24 +309,52 @@ static void failed_now(rjq__conn *conn, const char *why) {
     rjq__timer_start(conn->c, &conn->timer, 0);
 }
 
-void rjq__conn_start(rjq__conn *conn) {
+static void forget_addresses(rjq__conn *conn) {
+    for (size_t i = 0; i < conn->naddrs; i++) free(conn->addrs[i]);
+    free(conn->addrs);
+    conn->addrs = NULL;
+    conn->naddrs = conn->next_addr = 0;
+}
+
+static void cancel_lookup(rjq__conn *conn) {
     rjq_client *c = conn->c;
-    redisAsyncContext *ac = c->url.path ? redisAsyncConnectUnix(c->url.path)
-                                        : redisAsyncConnect(c->url.host, c->url.port);
+    if (!conn->resolving) return;
+    conn->resolving = 0;
+    if (conn->lookup) c->ops.resolve_cancel(c->loop, conn->lookup);
+    conn->lookup = NULL;
+}
+
+/* Connect to one address (NULL: the unix socket), TLS first when asked. */
+static void connect_to(rjq__conn *conn, const char *ip) {
+    rjq_client *c = conn->c;
+    redisAsyncContext *ac = ip ? redisAsyncConnect(ip, c->url.port) : redisAsyncConnectUnix(c->url.path);
+    char why[RJQ__ERRMSG_MAX];
     conn->connected = conn->ready = 0;
     conn->setup_pending = 0;
     conn->timed_out = 0;
+    conn->tls_session = NULL;
     conn->last_io_ms = rjq__now_ms();
-    if (ac == NULL || ac->err || c->ops.attach(c->loop, ac) != 0) {
-        failed_now(conn, ac == NULL ? "out of memory" : ac->err ? ac->errstr : "loop attach failed");
+    if (ac == NULL || ac->err) {
+        failed_now(conn, ac == NULL ? "out of memory" : ac->errstr);
         if (ac) redisAsyncFree(ac);
+        return;
+    }
+    if (c->tls && rjq__tls_start(c->tls, ac, &conn->tls_session, why, sizeof why) != RJQ_OK) {
+        redisAsyncFree(ac);
+        failed_now(conn, why);
+        return;
+    }
+    if (c->ops.attach(c->loop, ac) != 0) {
+        conn->tls_session = NULL;
+        redisAsyncFree(ac);
+        failed_now(conn, "loop attach failed");
         return;
     }
     ac->data = conn;
     conn->ac = ac;
     /* TCP keepalive finds a dead peer even when idle (not for unix
      * sockets: hiredis 0.14.1 fails the context on them). */
-    if (c->url.path == NULL && redisEnableKeepAlive(&ac->c) != REDIS_OK) ac->c.err = 0;
+    if (ip && redisEnableKeepAlive(&ac->c) != REDIS_OK) ac->c.err = 0;
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     /* Commands wait in the request backlog until the session is set;
@@ -268,6 +362,7 @@ void rjq__conn_start(rjq__conn *conn) {
     if (send_setup(conn) != RJQ_OK) {
         ac->data = NULL;
         conn->ac = NULL;
+        conn->tls_session = NULL;
         redisAsyncFree(ac); /* not inside a callback: immediate */
         failed_now(conn, "out of memory");
         return;
@@ -276,11 +371,62 @@ void rjq__conn_start(rjq__conn *conn) {
     rjq__timer_start(c, &conn->timer, (uint64_t)c->connect_timeout_ms);
 }
 
+static void connect_next(rjq__conn *conn) {
+    connect_to(conn, conn->addrs[conn->next_addr++]);
+}
+
+static void on_resolved(void *arg, const char *error, const char *const *addrs, size_t n) {
+    rjq__conn *conn = arg;
+    rjq_client *c = conn->c;
+    if (!conn->resolving) return; /* a glue that broke the contract */
+    rjq__enter(c);
+    conn->resolving = 0;
+    conn->lookup = NULL;
+    forget_addresses(conn);
+    char why[RJQ__ERRMSG_MAX];
+    if (error || n == 0) {
+        snprintf(why, sizeof why, "cannot resolve %s: %s", c->url.host, error ? error : "no address");
+        rjq__conn_lost(conn, why);
+    } else if ((conn->addrs = calloc(n, sizeof *conn->addrs)) == NULL) {
+        rjq__conn_lost(conn, "out of memory");
+    } else {
+        for (size_t i = 0; i < n; i++)
+            if ((conn->addrs[conn->naddrs] = strdup(addrs[i])) != NULL) conn->naddrs++;
+        if (conn->naddrs == 0) rjq__conn_lost(conn, "out of memory");
+        else connect_next(conn);
+    }
+    rjq__leave(c);
+}
+
+void rjq__conn_start(rjq__conn *conn) {
+    rjq_client *c = conn->c;
+    forget_addresses(conn);
+    conn->try_next = 0;
+    if (c->url.path) {
+        connect_to(conn, NULL);
+    } else if (c->url.numeric || c->ops.resolve == NULL) {
+        connect_to(conn, c->url.numeric ? c->url.host : "127.0.0.1"); /* localhost */
+    } else {
+        /* the connect timeout covers the lookup too */
+        conn->ac = NULL;
+        conn->connected = conn->ready = 0;
+        conn->timer_is_reconnect = 0;
+        rjq__timer_start(c, &conn->timer, (uint64_t)c->connect_timeout_ms);
+        conn->resolving = 1;
+        void *h = c->ops.resolve(c->loop, c->url.host, on_resolved, conn);
+        if (conn->resolving) conn->lookup = h; /* else done was called inside */
+    }
+}
+
 void rjq__conn_lost(rjq__conn *conn, const char *why) {
     rjq_client *c = conn->c;
     if (c->closing) return;
     if (conn->ac == NULL && conn->timer_is_reconnect && rjq__timer_armed(&conn->timer))
         return; /* already handled */
+    cancel_lookup(conn);
+    forget_addresses(conn);
+    conn->try_next = 0;
+    conn->tls_session = NULL;
     int was_connected = conn->connected;
     /* A session that stayed up a while ends the run of failures; one that
      * drops right after its set-up (a refused SUBSCRIBE, say) keeps its
@@ -300,6 +446,8 @@ void rjq__conn_lost(rjq__conn *conn, const char *why) {
 
 void rjq__conn_close(rjq__conn *conn) {
     rjq__timer_teardown(conn->c, &conn->timer);
+    cancel_lookup(conn);
+    forget_addresses(conn);
     redisAsyncContext *ac = conn->ac;
     conn->ac = NULL;
     if (ac == NULL) return;

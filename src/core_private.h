@@ -17,6 +17,7 @@
 
 #include "compat.h"
 #include "core.h"
+#include "tls.h"
 #include "url.h"
 
 #define RJQ__ERRMSG_MAX 256
@@ -55,7 +56,14 @@ struct rjq__conn {
     int timed_out;            /* dropped for want of a reply (liveness.c) */
     rjq__timer timer;         /* connect and set-up timeout, or reconnect delay */
     int timer_is_reconnect;
-    char failed_now[128];     /* a connect that failed synchronously, to report */
+    char failed_now[RJQ__ERRMSG_MAX]; /* a connect that failed synchronously, to report */
+    void *tls_session;        /* the context's TLS session (tls.c); NULL: plain */
+    /* a host name's addresses, resolved again for every attempt */
+    int resolving;            /* a lookup is pending (its handle: lookup) */
+    void *lookup;
+    char **addrs;             /* this attempt's addresses, tried in turn */
+    size_t naddrs, next_addr;
+    int try_next;             /* the timer tries addrs[next_addr] */
 };
 
 /* The reply to one set-up step (NULL never: a lost context ends it). */
@@ -130,6 +138,7 @@ struct rjq_client {
     rjq_loop_ops ops;
     void *loop;
     rjq__url url;
+    rjq__tls *tls;            /* NULL: plain TCP */
     char *prefix;
     char *name;
     long connect_timeout_ms, reconnect_min_ms, reconnect_max_ms;

@@ -96,10 +96,33 @@ static int parse_userinfo(const char *s, size_t n, rjq__url *u, char *err, size_
     return RJQ_OK;
 }
 
+/* A DNS name: labels of letters, digits, '-' and '_' (seen in the wild),
+ * 1..63 bytes each, not starting or ending with '-'; a name of only
+ * digits and dots is a mistyped IPv4 address, not a name. */
+static int valid_name(const char *s) {
+    size_t n = strlen(s), label = 0;
+    int letter = 0;
+    if (n > 0 && s[n - 1] == '.') n--; /* "redis.example." is fully qualified */
+    if (n == 0) return 0;
+    for (size_t i = 0; i <= n; i++) {
+        char ch = i < n ? s[i] : '.';
+        if (ch == '.') {
+            if (label == 0 || s[i - 1] == '-') return 0;
+            label = 0;
+            continue;
+        }
+        if (!isalnum((unsigned char)ch) && ch != '-' && ch != '_') return 0;
+        if (label == 0 && ch == '-') return 0;
+        if (++label > 63) return 0;
+        if (!isdigit((unsigned char)ch)) letter = 1;
+    }
+    return letter;
+}
+
 static int parse_host(const char *s, size_t n, rjq__url *u, char *err, size_t errlen) {
     const char *host = s, *port = NULL;
     size_t hlen = n, plen = 0;
-    char buf[INET6_ADDRSTRLEN + 1];
+    char buf[RJQ__HOST_MAX];
     unsigned char addr[16];
     int v6 = n > 0 && s[0] == '[';
     if (v6) {
@@ -122,14 +145,19 @@ static int parse_host(const char *s, size_t n, rjq__url *u, char *err, size_t er
     if (port) plen = n - (size_t)(port - s);
     if (port && parse_int(port, plen, 1, 65535, &u->port))
         return fail(u, err, errlen, "port must be 1..65535");
-    if (hlen >= sizeof buf) return fail(u, err, errlen, "host too long");
+    if (hlen >= RJQ__HOST_MAX) return fail(u, err, errlen, "host too long");
+    if (hlen == 0) {
+        host = "127.0.0.1";
+        hlen = 9;
+    }
     memcpy(buf, host, hlen);
     buf[hlen] = '\0';
-    if (hlen == 0 || strcmp(buf, "localhost") == 0) snprintf(buf, sizeof buf, "127.0.0.1");
-    if (inet_pton(v6 ? AF_INET6 : AF_INET, buf, addr) != 1)
+    u->numeric = inet_pton(v6 ? AF_INET6 : AF_INET, buf, addr) == 1;
+    if (!u->numeric && (v6 || !valid_name(buf)))
         return fail(u, err, errlen,
-                    "host must be a numeric IPv4/[IPv6] address or localhost "
-                    "(rjq makes no blocking DNS lookups)");
+                    v6 ? "[IPv6] host must be a numeric IPv6 address"
+                       : "host must be a host name (letters, digits, '-', '.', '_') or a "
+                         "numeric IPv4/[IPv6] address");
     u->host = strdup(buf);
     return u->host ? RJQ_OK : RJQ_ENOMEM;
 }
@@ -138,9 +166,12 @@ static int parse(const char *url, rjq__url *u, char *err, size_t errlen) {
     u->port = 6379;
     if (url == NULL) url = "redis://127.0.0.1:6379";
     if (strncmp(url, "unix://", 7) == 0) return parse_unix(url + 7, u, err, errlen);
-    if (strncmp(url, "redis://", 8) != 0)
-        return fail(u, err, errlen, "URL must start with redis:// or unix://");
-    const char *s = url + 8;
+    if (strncmp(url, "rediss://", 9) == 0) {
+        u->tls = 1;
+    } else if (strncmp(url, "redis://", 8) != 0) {
+        return fail(u, err, errlen, "URL must start with redis://, rediss:// or unix://");
+    }
+    const char *s = url + (u->tls ? 9 : 8);
     const char *slash = strchr(s, '/');
     size_t auth_end_limit = slash ? (size_t)(slash - s) : strlen(s);
     const char *at = NULL;

@@ -1,14 +1,21 @@
 /*
- * Redis URLs: redis://[user[:password]@]host[:port][/db] and
- * unix:///path[?db=N]. Pure parsing, no I/O.
+ * Redis URLs: redis[s]://[user[:password]@]host[:port][/db] and
+ * unix:///path[?db=N]. Pure parsing, no I/O: a host name is checked for
+ * its form only (the loop glue resolves it, client.c decides whether one
+ * may be given).
  */
 #ifndef RJQ_URL_H
 #define RJQ_URL_H
 
 #include <stddef.h>
 
+#define RJQ__HOST_MAX 256 /* a host name's bytes, with its NUL */
+
 typedef struct rjq__url {
-    char *host;      /* numeric address (IPv4 or IPv6); NULL for unix */
+    char *host;      /* as written, without [] (an empty host is 127.0.0.1);
+                        NULL for unix */
+    int numeric;     /* host is a numeric IPv4/IPv6 address */
+    int tls;         /* rediss:// */
     int port;
     char *path;      /* unix socket path; NULL for TCP */
     char *user;      /* NULL when absent */

@@ -20,15 +20,25 @@ libdir=$(dirname "$(dirname "$pc")")
 san=""
 if grep -q '^RJQ_SANITIZE:BOOL=ON' "$build/CMakeCache.txt"; then san="-fsanitize=address,undefined"; fi
 
-export PKG_CONFIG_PATH="$(dirname "$pc")"
+# A hiredis outside the system paths (the 1.x builds of .ci/run): the
+# build's CMAKE_PREFIX_PATH is the consumer's too, for pkg-config, CMake
+# and the run-time linker.
+hiredis_prefix=$(sed -n 's/^CMAKE_PREFIX_PATH:[A-Z]*=//p' "$build/CMakeCache.txt")
+# (old-style RPATH: it also serves librjq.so's own dependencies)
+extra_pc="" rpaths="-Wl,--disable-new-dtags -Wl,-rpath,$libdir"
+for p in ${hiredis_prefix//;/ }; do
+    for d in "$p"/lib*/pkgconfig; do if [ -d "$d" ]; then extra_pc="$extra_pc:$d"; fi; done
+    for d in "$p"/lib*; do if [ -d "$d" ]; then rpaths="$rpaths -Wl,-rpath,$d"; fi; done
+done
+export PKG_CONFIG_PATH="$(dirname "$pc")$extra_pc"
 cc=${CC:-cc}
 # shellcheck disable=SC2046
 $cc -std=c11 -Wall -Wextra -Werror $san -o "$tmp/pc_shared" "$src/tests/consumer/consumer.c" \
-    $(pkg-config --cflags --libs rjq) -Wl,-rpath,"$libdir"
+    $(pkg-config --cflags --libs rjq) $rpaths
 "$tmp/pc_shared"
 # shellcheck disable=SC2046
 $cc -std=c11 -Wall -Wextra -Werror $san -o "$tmp/pc_static" "$src/tests/consumer/consumer.c" \
-    $(pkg-config --cflags rjq) "$libdir/librjq.a" $(pkg-config --libs hiredis libevent_core)
+    $(pkg-config --cflags rjq) "$libdir/librjq.a" $(pkg-config --static --libs rjq | sed 's/-lrjq//') $rpaths
 "$tmp/pc_static"
 ldd "$tmp/pc_static" | grep -q librjq && { echo "FAIL: the static consumer links librjq.so" >&2; exit 1; }
 
@@ -39,14 +49,17 @@ if command -v "$cxx" >/dev/null; then
         set -- $glue
         case $2 in -l*) libs=$2 ;; *) libs=$(pkg-config --libs "$2") ;; esac
         # shellcheck disable=SC2046,SC2086
+        # hiredis' own headers are not ours to judge (1.x's sds.h has C
+        # casts): they are system headers here, as they are in /usr/include.
         $cxx -std=c++11 -Wall -Wextra -Wold-style-cast -Werror $san -DGLUE_$1 -o "$tmp/cxx_$1" \
-            "$src/tests/consumer/glue.cc" $(pkg-config --cflags --libs rjq) $libs -Wl,-rpath,"$libdir"
+            $(pkg-config --cflags-only-I hiredis | sed 's/-I/-isystem /g') \
+            "$src/tests/consumer/glue.cc" $(pkg-config --cflags --libs rjq) $libs $rpaths
         "$tmp/cxx_$1"
     done
 fi
 
-cmake -S "$src/tests/consumer" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
-    -DCMAKE_C_FLAGS="$san" -DCMAKE_EXE_LINKER_FLAGS="$san" > "$tmp/configure.log" ||
+cmake -S "$src/tests/consumer" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$tmp/prefix${hiredis_prefix:+;$hiredis_prefix}" \
+    -DCMAKE_C_FLAGS="$san" -DCMAKE_EXE_LINKER_FLAGS="$san $rpaths" > "$tmp/configure.log" ||
     { cat "$tmp/configure.log" >&2; exit 1; }
 cmake --build "$tmp/cmake" > "$tmp/build.log" || { cat "$tmp/build.log" >&2; exit 1; }
 "$tmp/cmake/consumer_shared"

@@ -13,7 +13,7 @@ src=${RJQ_SOURCE:?}/src
 objdir=$build/CMakeFiles/rjq_obj.dir/src
 
 ranks=(
-    "timer url validate error argv resp"          # 0 leaves
+    "timer url validate error argv resp tls"      # 0 leaves
     "runtime"                                     # 1 core: depth, timers, features
     "conn"                                        # 2 core: connections
     "request pubsub"                              # 3 core: the connections' owners

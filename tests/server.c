@@ -47,16 +47,33 @@ double mono_ms(void) {
     return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
+static int tcp_listening(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return 0;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    return ok;
+}
+
 static void spawn(test_server *s, const char *const *extra) {
     char port[16];
     const char *argv[64];
     int n = 0;
     snprintf(port, sizeof port, "%d", s->port);
     argv[n++] = "redis-server";
-    argv[n++] = "--port";
+    argv[n++] = s->tls ? "--tls-port" : "--port";
     argv[n++] = port;
+    if (s->tls) {
+        argv[n++] = "--port";
+        argv[n++] = "0";
+    }
     argv[n++] = "--bind";
-    argv[n++] = "127.0.0.1";
+    argv[n++] = s->bind[0] ? s->bind : "127.0.0.1";
     argv[n++] = "--dir";
     argv[n++] = s->dir;
     argv[n++] = "--save";
@@ -76,8 +93,14 @@ static void spawn(test_server *s, const char *const *extra) {
         execvp("redis-server", (char *const *)argv);
         _exit(127);
     }
-    for (int i = 0; i < 500; i++) {
-        redisContext *rc = redisConnect("127.0.0.1", s->port);
+    for (int i = 0; i < 500 && s->tls; i++) { /* TLS only: listening is enough */
+        if (tcp_listening(s->port)) return;
+        int status;
+        if (waitpid(s->pid, &status, WNOHANG) == s->pid) FAIL_AT(__FILE__, __LINE__, "redis-server exited");
+        sleep_ms(10);
+    }
+    for (int i = 0; i < 500 && !s->tls; i++) {
+        redisContext *rc = redisConnect(s->bind[0] ? s->bind : "127.0.0.1", s->port);
         if (rc && !rc->err) {
             redisReply *r = redisCommand(rc, "PING");
             int ok = r != NULL;
@@ -101,6 +124,43 @@ void server_start(test_server *s, const char *const *extra) {
     s->port = free_port();
     snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", s->port);
     spawn(s, extra);
+}
+
+void server_start_at(test_server *s, const char *bind, int port) {
+    memset(s, 0, sizeof *s);
+    snprintf(s->dir, sizeof s->dir, "/tmp/rjq-test-XXXXXX");
+    ASSERT(mkdtemp(s->dir) != NULL);
+    snprintf(s->bind, sizeof s->bind, "%s", bind);
+    s->port = port ? port : free_port();
+    snprintf(s->url, sizeof s->url, "redis://%s:%d", bind, s->port);
+    spawn(s, NULL);
+    kill_on_abort(s->pid);
+}
+
+const char *server_file(const test_server *s, const char *name) {
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", s->dir, name);
+    return path;
+}
+
+void server_start_tls(test_server *s, int client_certs) {
+    memset(s, 0, sizeof *s);
+    snprintf(s->dir, sizeof s->dir, "/tmp/rjq-test-XXXXXX");
+    ASSERT(mkdtemp(s->dir) != NULL);
+    s->port = free_port();
+    s->tls = 1;
+    snprintf(s->url, sizeof s->url, "rediss://127.0.0.1:%d", s->port);
+    char cmd[512], cert[200], key[200], ca[200];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/certs' && bash '%s/tests/certs/make_certs.sh' '%s/certs'",
+             s->dir, RJQ_SOURCE_DIR, s->dir);
+    if (system(cmd) != 0) FAIL_AT(__FILE__, __LINE__, "could not make certificates: %s", cmd);
+    snprintf(cert, sizeof cert, "%s/certs/server.crt", s->dir);
+    snprintf(key, sizeof key, "%s/certs/server.key", s->dir);
+    snprintf(ca, sizeof ca, "%s/certs/ca.crt", s->dir);
+    const char *extra[] = {"--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-cert-file", ca,
+                           "--tls-auth-clients", client_certs ? "yes" : "no", NULL};
+    spawn(s, extra);
+    kill_on_abort(s->pid);
 }
 
 static void stop_pid(test_server *s) {
@@ -195,7 +255,7 @@ void server_stop_guarded(test_server *s) {
 /* ---- synchronous commands ------------------------------------------------- */
 
 redisContext *server_connect(const test_server *s) {
-    redisContext *rc = redisConnect("127.0.0.1", s->port);
+    redisContext *rc = redisConnect(s->bind[0] ? s->bind : "127.0.0.1", s->port);
     ASSERT(rc != NULL && rc->err == 0);
     return rc;
 }

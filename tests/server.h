@@ -18,11 +18,27 @@ typedef struct test_server {
     int port;
     char dir[128];
     char url[64];
+    int tls;          /* server_start_tls: TLS only, on port */
+    char bind[32];    /* the address it listens on ("" : 127.0.0.1) */
 } test_server;
 
 /* Start redis-server with optional extra "--name value" arguments
  * (NULL-terminated). Aborts the test if it cannot. */
 void server_start(test_server *s, const char *const *extra);
+/* A server on another loopback address and a given port (0: a free one),
+ * killed if the test aborts: two servers on one port, at 127.0.0.1 and
+ * 127.0.0.2, are one host name's two addresses. */
+void server_start_at(test_server *s, const char *bind, int port);
+/* A TLS-only server (port 0, tls-port = s->port; url rediss://127.0.0.1:port)
+ * with certificates made by tests/certs/make_certs.sh in <dir>/certs (CA
+ * "ca", server for localhost / redis.test / 127.0.0.1, a client certificate,
+ * and "otherca" that signed nothing). client_certs: clients must show a
+ * certificate of the CA (mutual TLS). server_connect does not work on it;
+ * server_file(s, "certs/ca.crt") gives a file's path. Killed if the test
+ * aborts; stop it with server_stop_guarded. */
+void server_start_tls(test_server *s, int client_certs);
+/* A path inside the server's directory (static buffer, one at a time). */
+const char *server_file(const test_server *s, const char *name);
 /* Stop it (SIGTERM, then SIGKILL after 5 s) and remove its directory. */
 void server_stop(test_server *s);
 /* Stop and start again on the same port and directory. */

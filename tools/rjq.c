@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,11 +34,22 @@
 #define DEAD_LIMIT 100     /* default --limit of "dead" */
 
 static const char usage_text[] =
-    "usage: rjq [-u URL] [-p PREFIX] [-t SECONDS] COMMAND ...\n"
+    "usage: rjq [-u URL] [-p PREFIX] [-t SECONDS] [TLS options] COMMAND ...\n"
     "\n"
-    "  -u URL      Redis URL (default: $RJQ_URL, else " DEFAULT_URL ")\n"
+    "  -u URL      Redis URL (default: $RJQ_URL, else " DEFAULT_URL "):\n"
+    "              redis://[user[:password]@]host[:port][/db], rediss://... (TLS),\n"
+    "              unix:///path[?db=N]; host may be a name\n"
     "  -p PREFIX   key prefix (default: rjq)\n"
     "  -t SECONDS  give up when Redis does not answer for this long (default: 10)\n"
+    "\n"
+    "TLS options (redis-cli's names; rediss:// URLs are TLS without --tls):\n"
+    "  --tls             TLS for a redis:// URL too\n"
+    "  --cacert FILE     trusted CA certificates (PEM); default: the system's\n"
+    "  --cacertdir DIR   a directory of trusted CA certificates (also --cacert-dir)\n"
+    "  --cert FILE       client certificate, for mutual TLS (with --key)\n"
+    "  --key FILE        its private key\n"
+    "  --sni NAME        server name to send and to check (default: the URL's host)\n"
+    "  --insecure        check neither certificate nor name (never in production)\n"
     "\n"
     "commands:\n"
     "  stats QUEUE [--json]                 counters and depths, one \"name value\" per line\n"
@@ -61,6 +71,8 @@ static const char usage_text[] =
 
 typedef struct cli {
     const char *url;         /* NULL: the library's default */
+    rjq_tls_options tls;     /* --tls, --cacert ... */
+    int tls_given;           /* any TLS option was given */
     const char *prefix;
     long timeout_s;
     const char *what;        /* the command, for error messages */
@@ -206,17 +218,19 @@ static int cli_open(cli *t, const char *queue) {
     o.name = "rjq-cli";
     o.on_event = on_event;
     o.event_data = t;
+    o.tls = t->tls_given ? &t->tls : NULL;
     t->base = event_base_new();
     t->deadline = t->base ? evtimer_new(t->base, on_deadline, t) : NULL;
     if (t->deadline == NULL) {
         report(t, RJQ_ENOMEM, "cannot create the event loop");
         return 1;
     }
-    int rc = rjq_libevent_client_new(&t->c, t->base, &o);
+    int rc = rjq_libevent_client_new_dns(&t->c, t->base, NULL, &o);
     if (rc != RJQ_OK) {
-        char url[256];
+        char url[256], why[768];
         display_url(t, url, sizeof url);
-        report(t, rc, rc == RJQ_EURL ? url : NULL);
+        snprintf(why, sizeof why, "%s: %s", url, rjq_client_errmsg(NULL));
+        report(t, rc, rc == RJQ_EURL || rc == RJQ_ETLS ? why : NULL);
         t->c = NULL;
         return 1;
     }
@@ -572,11 +586,48 @@ static const struct {
     {"dead", cmd_dead},   {"replay", cmd_replay},   {"reclaim", cmd_reclaim},
 };
 
+/* A TLS option (--tls ...): 1 taken (*i moved past its value), 0 not one,
+ * -1 after a usage error. */
+static int parse_tls_option(cli *t, int argc, char **argv, int *i) {
+    const struct {
+        const char *name;
+        const char **to;
+    } opts[] = {
+        {"--cacert", &t->tls.ca_file},  {"--cacertdir", &t->tls.ca_dir},
+        {"--cacert-dir", &t->tls.ca_dir}, {"--cert", &t->tls.cert_file},
+        {"--key", &t->tls.key_file},    {"--sni", &t->tls.server_name},
+    };
+    const char *a = argv[*i];
+    if (strcmp(a, "--tls") == 0 || strcmp(a, "--insecure") == 0) {
+        if (a[2] == 't') t->tls.enable = 1;
+        else t->tls.insecure = 1;
+        t->tls_given = 1;
+        return 1;
+    }
+    for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
+        if (strcmp(a, opts[k].name) != 0) continue;
+        if (*i + 1 >= argc) {
+            fprintf(stderr, "rjq: option %s needs a value\n", a);
+            return -1;
+        }
+        *opts[k].to = argv[++*i];
+        t->tls_given = 1;
+        return 1;
+    }
+    return 0;
+}
+
 /* Global options before the command. Returns the index of the command, or
  * -1 after a usage error. */
 static int parse_global(cli *t, int argc, char **argv) {
     int i = 1;
-    for (; i < argc && argv[i][0] == '-' && argv[i][1] != '-' && argv[i][1]; i++) {
+    for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+        if (argv[i][1] == '-') {
+            int taken = parse_tls_option(t, argc, argv, &i);
+            if (taken < 0) return -1;
+            if (taken == 0) break; /* --help, or an unknown option: the command's turn */
+            continue;
+        }
         char o = argv[i][1];
         const char *v = argv[i][2] ? argv[i] + 2 : (i + 1 < argc ? argv[++i] : NULL);
         long long secs = 0;

@@ -71,7 +71,8 @@ static void rjq_libev_cleanup_(void *loop) {
  */
 static inline int rjq_libev_client_new(rjq_client **out, struct ev_loop *loop,
                                        const rjq_client_options *opts) {
-    static const rjq_loop_ops ops = {rjq_libev_attach_, rjq_libev_set_timer_, rjq_libev_cleanup_};
+    static const rjq_loop_ops ops = {rjq_libev_attach_, rjq_libev_set_timer_, rjq_libev_cleanup_,
+                                     NULL, NULL};
     if (out == NULL || loop == NULL) return RJQ_EINVAL;
     rjq_libev_glue *g = RJQ_CAST(rjq_libev_glue *, calloc(1, sizeof *g));
     if (g == NULL) return RJQ_ENOMEM;

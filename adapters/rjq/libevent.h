@@ -8,6 +8,14 @@
  *     ...
  *     event_base_dispatch(base);
  *
+ * rjq_libevent_client_new_dns() also resolves host names (redis://redis:6379),
+ * with libevent's asynchronous resolver, evdns: link libevent_extra too
+ * (or -levent). rjq_libevent_client_new() needs only libevent_core and
+ * takes numeric addresses and "localhost". The resolver needs POSIX's
+ * struct addrinfo: in strict ISO C (-std=c11) define _POSIX_C_SOURCE
+ * 200112L (or _DEFAULT_SOURCE) before the first #include, else only
+ * rjq_libevent_client_new() is there (RJQ_LIBEVENT_HAVE_DNS tells).
+ *
  * Two things here are about latency and system calls, not correctness;
  * hiredis' own adapter (redisLibeventAttach) and an evtimer would work too:
  *
@@ -28,8 +36,21 @@
 #define RJQ_LIBEVENT_H
 
 #include <stdlib.h>
+#include <string.h>
 
 #include <event2/event.h>
+
+/* struct addrinfo is there (glibc says so once its first header was read:
+ * <stdlib.h> above) */
+#if (defined(__GLIBC__) && defined(__USE_XOPEN2K)) || (!defined(__GLIBC__) && !defined(__STRICT_ANSI__))
+#define RJQ_LIBEVENT_HAVE_DNS 1
+#include <netdb.h>
+#include <netinet/in.h>
+#include <event2/dns.h>
+#include <event2/util.h>
+#else
+struct evdns_base;
+#endif
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
 
@@ -165,11 +186,23 @@ typedef struct rjq_libevent_glue {
     struct event *timer;
     rjq_client *client;
     int firing, freed;
+    struct evdns_base *dns; /* rjq_libevent_client_new_dns */
+    /* evdns_base_free for a resolver made here (a pointer, so that the
+     * glue without names links without libevent_extra) */
+    void (*free_dns)(struct evdns_base *, int);
+    int in_lookup;          /* inside a lookup's callback */
+    int dns_freed;          /* cleanup ran meanwhile: free on the way out */
 } rjq_libevent_glue;
 
 static int rjq_libevent_attach_(void *loop, struct redisAsyncContext *ac) {
     rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, loop);
     return rjq_libevent_io_attach_(ac, g->base);
+}
+
+static void rjq_libevent_glue_free_(rjq_libevent_glue *g) {
+    if (g->free_dns) g->free_dns(g->dns, 0);
+    event_free(g->timer);
+    free(g);
 }
 
 static void rjq_libevent_fire_(evutil_socket_t fd, short what, void *arg) {
@@ -179,8 +212,7 @@ static void rjq_libevent_fire_(evutil_socket_t fd, short what, void *arg) {
     g->firing = 1;
     rjq_client_handle_timeout(g->client); /* may free the client: cleanup */
     if (g->freed) {
-        event_free(g->timer);
-        free(g);
+        rjq_libevent_glue_free_(g);
         return;
     }
     g->firing = 0;
@@ -200,41 +232,172 @@ static void rjq_libevent_set_timer_(void *loop, long timeout_ms) {
     evtimer_add(g->timer, &tv);
 }
 
+#ifdef RJQ_LIBEVENT_HAVE_DNS
+/* ---- host names (evdns) ----------------------------------------------------
+ * All static inline, so that a program that never calls
+ * rjq_libevent_client_new_dns links without libevent_extra. */
+
+typedef struct rjq_libevent_lookup {
+    rjq_libevent_glue *g;
+    struct evdns_getaddrinfo_request *req;
+    rjq_resolved_fn *done;
+    void *arg;
+    int starting;  /* inside evdns_getaddrinfo */
+    int answered;  /* its callback ran */
+    int cancelled;
+} rjq_libevent_lookup;
+
+static inline void rjq_libevent_resolved_(int err, struct evutil_addrinfo *res, void *arg) {
+    rjq_libevent_lookup *l = RJQ_CAST(rjq_libevent_lookup *, arg);
+    rjq_libevent_glue *g = l->g;
+    char text[16][64];
+    const char *addrs[16];
+    size_t n = 0;
+    l->answered = 1;
+    if (!l->cancelled) {
+        for (struct evutil_addrinfo *a = res; a != NULL && n < 16; a = a->ai_next) {
+            const void *where = NULL;
+            if (a->ai_family == AF_INET)
+                where = &RJQ_CAST(struct sockaddr_in *, RJQ_CAST(void *, a->ai_addr))->sin_addr;
+            else if (a->ai_family == AF_INET6)
+                where = &RJQ_CAST(struct sockaddr_in6 *, RJQ_CAST(void *, a->ai_addr))->sin6_addr;
+            if (where == NULL ||
+                evutil_inet_ntop(a->ai_family, where, text[n], sizeof text[n]) == NULL)
+                continue;
+            size_t i = 0;
+            while (i < n && strcmp(addrs[i], text[n]) != 0) i++;
+            if (i == n) { /* one of each */
+                addrs[n] = text[n];
+                n++;
+            }
+        }
+        g->in_lookup++;
+        if (err != 0) l->done(l->arg, evutil_gai_strerror(err), NULL, 0);
+        else if (n == 0) l->done(l->arg, "no IPv4 or IPv6 address", NULL, 0);
+        else l->done(l->arg, NULL, addrs, n);
+        g->in_lookup--;
+    }
+    if (res) evutil_freeaddrinfo(res);
+    if (!l->starting) free(l); /* else rjq_libevent_resolve_ frees it */
+    if (g->dns_freed && g->in_lookup == 0) rjq_libevent_glue_free_(g);
+}
+
+static inline void *rjq_libevent_resolve_(void *loop, const char *host, rjq_resolved_fn *done,
+                                   void *arg) {
+    rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, loop);
+    rjq_libevent_lookup *l = RJQ_CAST(rjq_libevent_lookup *, calloc(1, sizeof *l));
+    if (l == NULL) {
+        done(arg, "out of memory", NULL, 0);
+        return NULL;
+    }
+    struct evutil_addrinfo hints;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_protocol = IPPROTO_TCP;
+    l->g = g;
+    l->done = done;
+    l->arg = arg;
+    l->starting = 1;
+    l->req = evdns_getaddrinfo(g->dns, host, NULL, &hints, rjq_libevent_resolved_, l);
+    l->starting = 0;
+    if (l->answered) { /* answered inside (a hosts file entry, an error) */
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+static inline void rjq_libevent_resolve_cancel_(void *loop, void *handle) {
+    rjq_libevent_lookup *l = RJQ_CAST(rjq_libevent_lookup *, handle);
+    (void)loop;
+    l->cancelled = 1;
+    evdns_getaddrinfo_cancel(l->req); /* its callback frees l */
+}
+
+#endif /* RJQ_LIBEVENT_HAVE_DNS */
+
 static void rjq_libevent_cleanup_(void *loop) {
     rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, loop);
+    if (g->in_lookup) { /* evdns is not to be freed from its own callback */
+        g->dns_freed = 1;
+        return;
+    }
     if (g->firing) {
         g->freed = 1; /* rjq_libevent_fire_ frees it */
         return;
     }
-    event_free(g->timer);
-    free(g);
+    rjq_libevent_glue_free_(g);
 }
 
-/*
- * Create a client running on `base`. Same contract as rjq_client_new();
- * the glue is freed by rjq_client_free().
- */
-static inline int rjq_libevent_client_new(rjq_client **out, struct event_base *base,
-                                          const rjq_client_options *opts) {
-    static const rjq_loop_ops ops = {rjq_libevent_attach_, rjq_libevent_set_timer_,
-                                     rjq_libevent_cleanup_};
-    if (out == NULL || base == NULL) return RJQ_EINVAL;
+static inline int rjq_libevent_client_make_(rjq_client **out, struct event_base *base,
+                                            struct evdns_base *dns,
+                                            void (*free_dns)(struct evdns_base *, int),
+                                            const rjq_client_options *opts,
+                                            const rjq_loop_ops *ops) {
     rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, calloc(1, sizeof *g));
-    if (g == NULL) return RJQ_ENOMEM;
+    if (g == NULL) {
+        if (free_dns) free_dns(dns, 0);
+        return RJQ_ENOMEM;
+    }
     g->base = base;
+    g->dns = dns;
+    g->free_dns = free_dns;
     g->timer = evtimer_new(base, rjq_libevent_fire_, g);
     if (g->timer == NULL) {
+        if (free_dns) free_dns(dns, 0);
         free(g);
         return RJQ_ENOMEM;
     }
-    int rc = rjq_client_new(out, opts, &ops, g);
+    int rc = rjq_client_new(out, opts, ops, g);
     if (rc != RJQ_OK) {
-        event_free(g->timer);
-        free(g);
+        rjq_libevent_glue_free_(g);
         return rc;
     }
     g->client = *out;
     return RJQ_OK;
 }
+
+/*
+ * Create a client running on `base`. Same contract as rjq_client_new();
+ * the glue is freed by rjq_client_free(). Host names other than
+ * "localhost" are refused (RJQ_EURL): see rjq_libevent_client_new_dns.
+ */
+static inline int rjq_libevent_client_new(rjq_client **out, struct event_base *base,
+                                          const rjq_client_options *opts) {
+    static const rjq_loop_ops ops = {rjq_libevent_attach_, rjq_libevent_set_timer_,
+                                     rjq_libevent_cleanup_, NULL, NULL};
+    if (out == NULL || base == NULL) return RJQ_EINVAL;
+    return rjq_libevent_client_make_(out, base, NULL, NULL, opts, &ops);
+}
+
+#ifdef RJQ_LIBEVENT_HAVE_DNS
+/*
+ * The same, resolving host names with evdns on `base`, again for every
+ * connect attempt (IPv4 and IPv6 addresses, tried in turn). dns: your
+ * evdns_base (kept; free it after the client), or NULL for one made here
+ * from the system's resolver settings (/etc/resolv.conf, /etc/hosts),
+ * freed with the client. Link libevent_extra.
+ */
+static inline int rjq_libevent_client_new_dns(rjq_client **out, struct event_base *base,
+                                              struct evdns_base *dns,
+                                              const rjq_client_options *opts) {
+    /* not static: nothing here may be emitted unless this is called (the
+     * glue without names must link without libevent_extra); the client
+     * keeps a copy */
+    const rjq_loop_ops ops = {rjq_libevent_attach_, rjq_libevent_set_timer_,
+                              rjq_libevent_cleanup_, rjq_libevent_resolve_,
+                              rjq_libevent_resolve_cancel_};
+    int own = dns == NULL;
+    if (out == NULL || base == NULL) return RJQ_EINVAL;
+    if (own) {
+        /* DISABLE_WHEN_INACTIVE: an idle resolver keeps no loop running */
+        dns = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
+                                       EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+        if (dns == NULL) return RJQ_ENOMEM;
+    }
+    return rjq_libevent_client_make_(out, base, dns, own ? evdns_base_free : NULL, opts, &ops);
+}
+#endif /* RJQ_LIBEVENT_HAVE_DNS */
 
 #endif /* RJQ_LIBEVENT_H */

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The test suite against hiredis 1.x: Debian 12 ships hiredis 0.14.1 only,
+# so each 1.x release tree (unmodified upstream sources, kept outside the
+# project) is built with SSL into a scratch prefix inside its own build
+# folder, rjq is built against it (TLS on), and the suite runs there.
+#
+#   scripts/test-hiredis.sh [VERSION...]     default: 1.2.0 1.4.1
+#
+# The trees are looked up in $RJQ_HIREDIS_SOURCES, else ../shared/third_party
+# beside the repository. Build folders: build-hiredis-<version>/.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+versions=("$@")
+((${#versions[@]})) || versions=(1.2.0 1.4.1)
+jobs=$(nproc 2>/dev/null || echo 2)
+
+sources=${RJQ_HIREDIS_SOURCES:-}
+if [ -z "$sources" ]; then
+    for d in "$root/../shared/third_party" "$root/../../shared/third_party"; do
+        if [ -d "$d/hiredis-${versions[0]}" ]; then sources=$(cd "$d" && pwd); break; fi
+    done
+fi
+if [ -z "$sources" ] || [ ! -d "$sources/hiredis-${versions[0]}" ]; then
+    echo "test-hiredis: no hiredis source trees found (set RJQ_HIREDIS_SOURCES to the folder" >&2
+    echo "holding hiredis-<version>/); the hiredis 1.x runs are skipped" >&2
+    exit 0
+fi
+
+for v in "${versions[@]}"; do
+    tree="$sources/hiredis-$v"
+    [ -d "$tree" ] || { echo "test-hiredis: $tree is missing" >&2; exit 1; }
+    out="$root/build-hiredis-$v"
+    prefix="$out/hiredis-prefix"
+    echo "== hiredis $v: building it (SSL on) into $prefix"
+    if [ ! -f "$prefix/.built" ]; then
+        cmake -S "$tree" -B "$out/hiredis-build" -DENABLE_SSL=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+            -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_INSTALL_LIBDIR=lib > "$out.hiredis.log" 2>&1 &&
+            cmake --build "$out/hiredis-build" -j"$jobs" --target install >> "$out.hiredis.log" 2>&1 ||
+            { cat "$out.hiredis.log" >&2; exit 1; }
+        touch "$prefix/.built"
+    fi
+    echo "== hiredis $v: building rjq against it"
+    cmake -S . -B "$out/rjq" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRJQ_WERROR=ON \
+        -DCMAKE_PREFIX_PATH="$prefix" | grep -E '^-- rjq:' || true
+    grep -q '^RJQ_TLS:INTERNAL=ON' "$out/rjq/CMakeCache.txt" ||
+        { echo "test-hiredis: hiredis $v with SSL gave no TLS build" >&2; exit 1; }
+    cmake --build "$out/rjq" -j"$jobs"
+    echo "== hiredis $v: the test suite"
+    (cd "$out/rjq" && ctest --output-on-failure -j2) ||
+        { bash "$root/tests/failure_recap.sh" "$out/rjq"; exit 1; }
+done

@@ -30,6 +30,16 @@ for p in ${hiredis_prefix//;/ }; do
     for d in "$p"/lib*/pkgconfig; do if [ -d "$d" ]; then extra_pc="$extra_pc:$d"; fi; done
     for d in "$p"/lib*; do if [ -d "$d" ]; then rpaths="$rpaths -Wl,-rpath,$d"; fi; done
 done
+# the CLI and its man page, which names every command of its usage text
+man=$(find "$tmp/prefix" -name rjq.1)
+[ -n "$man" ] && [ -x "$tmp/prefix/bin/rjq" ] || { echo "FAIL: the rjq tool or its man page is not installed" >&2; exit 1; }
+for cmd in $("$tmp/prefix/bin/rjq" help 2>&1 | sed -n 's/^  \([a-z][a-z]*\) .*/\1/p'); do
+    grep -qE "^\.B[IR]? \"?$cmd( |\"|$)" "$man" || { echo "FAIL: the man page lacks the command $cmd" >&2; exit 1; }
+done
+if command -v groff >/dev/null; then
+    warnings=$(groff -man -Tutf8 -ww -z "$man" 2>&1)
+    [ -z "$warnings" ] || { echo "FAIL: groff warns about rjq.1: $warnings" >&2; exit 1; }
+fi
 export PKG_CONFIG_PATH="$(dirname "$pc")$extra_pc"
 cc=${CC:-cc}
 # shellcheck disable=SC2046

@@ -24,6 +24,7 @@
 #include <event2/event.h>
 #include <rjq/libevent.h>
 
+#include "acl.h"
 #include "rjq.h"
 
 #define EXIT_USAGE 2
@@ -62,6 +63,8 @@ static const char usage_text[] =
     "  replay QUEUE ID                      move a dead job back to ready\n"
     "  replay QUEUE --all [--limit N]       replay the oldest dead jobs (limit 1000)\n"
     "  reclaim QUEUE                        sweep expired leases now, print how many\n"
+    "  acl [--queues PATTERN] [--role R]    print the ACL SETUSER lines of rjq's roles\n"
+    "                                       (producer, worker, monitor); no Redis needed\n"
     "  help                                 this text\n"
     "\n"
     "Exit status: 0 success, 1 error, 2 usage error. Use -- to end options\n"
@@ -576,6 +579,28 @@ static int cmd_reclaim(cli *t, int argc, char **argv) {
     return send_and_wait(t, rjq_queue_reclaim(t->q, on_count, t));
 }
 
+/* rjq acl [--queues PATTERN] [--role producer|worker|monitor]: no Redis. */
+static int cmd_acl(cli *t, int argc, char **argv) {
+    const char *queues = "*", *role = NULL;
+    const optdef defs[] = {{"--queues", &queues, NULL}, {"--role", &role, NULL}, {NULL, NULL, NULL}};
+    int rc = parse_args(argc, argv, defs, NULL, 0, 0, NULL);
+    if (rc) return rc;
+    int roles = RJQ_ACL_ALL;
+    if (role) {
+        roles = strcmp(role, "producer") == 0 ? RJQ_ACL_PRODUCER
+                : strcmp(role, "worker") == 0 ? RJQ_ACL_WORKER
+                : strcmp(role, "monitor") == 0 ? RJQ_ACL_MONITOR
+                                               : 0;
+        if (roles == 0) return usage_error("--role is producer, worker or monitor, not '%s'", role);
+    }
+    char why[160];
+    if (rjq_acl_print(stdout, t->prefix ? t->prefix : "rjq", queues, roles, why, sizeof why)) {
+        fprintf(stderr, "rjq: acl: %s\n", why);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
 /* ---- main ------------------------------------------------------------------------- */
 
 static const struct {
@@ -584,6 +609,7 @@ static const struct {
 } commands[] = {
     {"stats", cmd_stats}, {"enqueue", cmd_enqueue}, {"job", cmd_job},
     {"dead", cmd_dead},   {"replay", cmd_replay},   {"reclaim", cmd_reclaim},
+    {"acl", cmd_acl},
 };
 
 /* A TLS option (--tls ...): 1 taken (*i moved past its value), 0 not one,

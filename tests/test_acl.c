@@ -1,0 +1,192 @@
+/*
+ * Least privilege: the users `rjq acl` prints (producer, worker, monitor)
+ * each do their job through rjq (enqueue and await; run jobs, fail and
+ * retry them, let one die; read stats, a job, the dead list, watch events),
+ * and are refused everything else: another prefix's keys, FLUSHALL,
+ * CONFIG, and for the monitor any write.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rjq/libevent.h>
+
+#include "harness.h"
+#include "server.h"
+
+#define PW "acl-test-pw"
+
+/* Create the users of `rjq -p t acl` on the server (CHANGE-ME -> PW). */
+static void create_users(redisContext *rc) {
+    FILE *p = popen(RJQ_BUILD_DIR "/rjq -p t acl", "r");
+    ASSERT(p != NULL);
+    char line[4096];
+    int users = 0;
+    while (fgets(line, sizeof line, p)) {
+        if (strncmp(line, "ACL SETUSER ", 12) != 0) continue;
+        const char *argv[128];
+        size_t n = 0;
+        for (char *tok = strtok(line, " \n"); tok && n < 128; tok = strtok(NULL, " \n"))
+            argv[n++] = strcmp(tok, ">CHANGE-ME") == 0 ? ">" PW : tok;
+        redisReply *r = redisCommandArgv(rc, (int)n, argv, NULL);
+        ASSERT(r != NULL);
+        if (r->type == REDIS_REPLY_ERROR) FAIL_AT(__FILE__, __LINE__, "%s: %s", argv[2], r->str);
+        freeReplyObject(r);
+        users++;
+    }
+    ASSERT_EQ(0, pclose(p));
+    ASSERT_EQ(3, users);
+}
+
+static rjq_client *client_as(struct event_base *base, const test_server *s, const char *user,
+                             const char *prefix) {
+    static char url[8][128];
+    static int next;
+    char *u = url[next++ % 8];
+    snprintf(u, 128, "redis://%s:%s@127.0.0.1:%d", user, PW, s->port);
+    rjq_client_options o = client_options(u);
+    o.prefix = prefix;
+    return client_new(base, &o);
+}
+
+/* The worker: "fail" fails for good, "retry" fails its first attempt. */
+static void handler(rjq_job *job, void *data) {
+    (void)data;
+    size_t len;
+    const char *p = rjq_job_payload(job, &len);
+    if (len == 4 && memcmp(p, "fail", 4) == 0)
+        ASSERT_OK(rjq_job_fail(job, "no", RJQ_FAIL_FATAL, -1, NULL, NULL));
+    else if (len == 5 && memcmp(p, "retry", 5) == 0 && rjq_job_attempt(job) == 1)
+        ASSERT_OK(rjq_job_fail(job, "again", RJQ_FAIL_RETRY, 0, NULL, NULL));
+    else
+        ASSERT_OK(rjq_job_complete(job, p, len, NULL, NULL));
+}
+
+static long ok_outcomes, dead_outcomes, stats_seen, job_seen, dead_listed, events_seen;
+static long refused;
+
+static void on_outcome(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    (void)c, (void)o, (void)data;
+    if (status == RJQ_OK) ok_outcomes++;
+    else if (status == RJQ_EJOBDEAD) dead_outcomes++;
+    else FAIL_AT(__FILE__, __LINE__, "await ended with %d: %s", status, rjq_client_errmsg(c));
+}
+
+static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) {
+    (void)c, (void)data;
+    ASSERT_OK(status);
+    ASSERT(s->completed >= 1);
+    stats_seen++;
+}
+
+static void on_job(rjq_client *c, int status, const rjq_job_info *info, void *data) {
+    (void)c, (void)data, (void)info;
+    ASSERT_OK(status);
+    job_seen++;
+}
+
+static void on_dead(rjq_client *c, int status, const char *const *ids, size_t n, void *data) {
+    (void)c, (void)ids, (void)data;
+    ASSERT_OK(status);
+    ASSERT_EQ(1, n);
+    dead_listed++;
+}
+
+static void on_monitor(rjq_client *c, const char *event, const char *id, void *data) {
+    (void)c, (void)event, (void)id, (void)data;
+    events_seen++;
+}
+
+static void on_refused(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)jobs, (void)n, (void)data;
+    ASSERT(status != RJQ_OK);
+    refused++;
+}
+
+/* A synchronous command as `user` is refused with NOPERM. */
+static void expect_noperm(const test_server *s, const char *user, const char *fmt) {
+    redisContext *rc = server_connect(s);
+    redisReply *r = redisCommand(rc, "AUTH %s %s", user, PW);
+    ASSERT(r && r->type != REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    r = redisCommand(rc, fmt);
+    ASSERT(r != NULL);
+    if (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "NOPERM", 6) != 0)
+        FAIL_AT(__FILE__, __LINE__, "%s: \"%s\" was not refused", user, fmt);
+    freeReplyObject(r);
+    redisFree(rc);
+}
+
+TEST(each_acl_role_does_its_job_and_nothing_else) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *admin = server_connect(&s);
+    create_users(admin);
+    struct event_base *base = event_base_new();
+    rjq_client *producer = client_as(base, &s, "rjq-producer", "t");
+    rjq_client *worker = client_as(base, &s, "rjq-worker", "t");
+    rjq_client *monitor = client_as(base, &s, "rjq-monitor", "t");
+    wait_connected(base, producer);
+    wait_connected(base, worker);
+    wait_connected(base, monitor);
+    rjq_queue *pq = queue_for(producer, "jobs"), *wq = queue_for(worker, "jobs"),
+              *mq = queue_for(monitor, "jobs");
+    rjq_monitor *m;
+    ASSERT_OK(rjq_queue_monitor(mq, on_monitor, NULL, &m));
+    loop_for(base, 100);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(wq, NULL, handler, NULL, &w));
+    /* plain, delayed, prioritised, retried and dead jobs, all awaited */
+    rjq_job_options delayed = {0}, urgent = {0};
+    delayed.delay_ms = 50;
+    urgent.priority = 5;
+    for (int i = 0; i < 20; i++) {
+        const char *payload = i == 7 ? "fail" : i % 5 == 1 ? "retry" : "work";
+        const rjq_job_options *o = i % 3 == 0 ? &delayed : i % 3 == 1 ? &urgent : NULL;
+        ASSERT_OK(rjq_enqueue_await(pq, payload, strlen(payload), o, NULL, on_outcome, NULL, NULL));
+    }
+    ASSERT(loop_until_count(base, &ok_outcomes, 19, 10000));
+    ASSERT(loop_until_count(base, &dead_outcomes, 1, 5000));
+    ASSERT_OK(rjq_queue_stats(mq, on_stats, NULL));
+    ASSERT(loop_until_count(base, &stats_seen, 1, 5000));
+    rjq_job_options id = {0};
+    id.id = "known";
+    ASSERT_OK(rjq_enqueue(pq, "x", 1, &id, NULL, NULL));
+    loop_for(base, 100);
+    ASSERT_OK(rjq_queue_job(mq, "known", on_job, NULL));
+    ASSERT(loop_until_count(base, &job_seen, 1, 5000));
+    ASSERT_OK(rjq_queue_dead(mq, 0, 10, on_dead, NULL));
+    ASSERT(loop_until_count(base, &dead_listed, 1, 5000));
+    ASSERT(events_seen > 0);
+
+    /* through rjq: the monitor cannot enqueue, nobody can use another prefix */
+    ASSERT_OK(rjq_enqueue(mq, "x", 1, NULL, on_refused, NULL));
+    ASSERT(loop_until_count(base, &refused, 1, 5000));
+    rjq_client *other = client_as(base, &s, "rjq-producer", "other");
+    rjq_queue *oq = queue_for(other, "jobs");
+    ASSERT_OK(rjq_enqueue(oq, "x", 1, NULL, on_refused, NULL));
+    ASSERT(loop_until_count(base, &refused, 2, 5000));
+    ASSERT_EQ(0, server_int(admin, "EXISTS other:{jobs}:ready"));
+    rjq_client_free(other);
+
+    /* and directly */
+    static const char *const users[] = {"rjq-producer", "rjq-worker", "rjq-monitor"};
+    for (int i = 0; i < 3; i++) {
+        expect_noperm(&s, users[i], "FLUSHALL");
+        expect_noperm(&s, users[i], "CONFIG GET maxmemory");
+        expect_noperm(&s, users[i], "HGET other:{jobs}:payload 1");
+        expect_noperm(&s, users[i], "FUNCTION FLUSH");
+        expect_noperm(&s, users[i], "KEYS *");
+    }
+    expect_noperm(&s, "rjq-monitor", "HSET t:{jobs}:payload 1 x");
+    expect_noperm(&s, "rjq-monitor", "DEL t:{jobs}:ready");
+    expect_noperm(&s, "rjq-monitor", "SET t:{jobs}:ready x"); /* SET reaches only the flag */
+    expect_noperm(&s, "rjq-producer", "DEL t:{jobs}:ready");
+    ASSERT_OK(rjq_monitor_stop(m));
+    rjq_client_free(monitor);
+    rjq_client_free(worker);
+    rjq_client_free(producer);
+    event_base_free(base);
+    redisFree(admin);
+    server_stop_guarded(&s);
+}

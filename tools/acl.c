@@ -1,0 +1,84 @@
+/*
+ * The ACL lines of `rjq acl`. What each role runs:
+ *
+ * - every client: CLIENT SETNAME and SELECT (its session), TIME (the
+ *   command connection's liveness probe and the server clock), PUBLISH
+ *   and SUBSCRIBE (the subscriber connection's probe on
+ *   "<prefix>:reply:<random>:live", awaits, pushes), SCRIPT LOAD and
+ *   EVALSHA (rjq's scripts; FUNCTION LOAD is an administrator's command,
+ *   so the roles run the scripts with EVALSHA, which rjq falls back to by
+ *   itself);
+ * - inside the scripts, the commands of the scripts the role calls (Redis
+ *   checks them against the user's ACL too): the producer enqueues and
+ *   watches (awaits), the worker claims, completes, fails, extends,
+ *   reclaims, releases, forgets, and beats and sweeps (liveness), the
+ *   monitor reads stats and jobs. tests/acl_covers_scripts.sh fails when
+ *   a script uses a command no role has;
+ * - outside scripts: HGET (an await reads a stored result), HDEL (a
+ *   worker drops its push registration), ZRANGE (the dead list), SET (a
+ *   monitor marks its queue monitored).
+ * Keys: the queues' own ("<prefix>:{<queue>}:*"), plus the liveness keys
+ * "<prefix>:{clients}:*" for workers. The monitor has only commands that
+ * read (a script it runs can write nothing), and SET in a selector that
+ * reaches no key but the "monitored" flags (its keys are not read-only
+ * "%R~" ones: EVALSHA asks for write access to the keys it is given). Channels: the queues' ("<prefix>:{<queue>}:*": wake,
+ * push, events) and the replies ("<prefix>:reply:*").
+ */
+#include "acl.h"
+
+#include <string.h>
+
+#define SESSION "+client|setname +select +time +publish +subscribe +script|load +evalsha"
+
+/* The commands the scripts of each role run (the scripts' lib functions
+ * included). */
+#define PRODUCER_SCRIPTS                                                                  \
+    "+exists +hdel +hexists +hincrby +hmget +hrandfield +hset +llen +lpop +pubsub|numsub +rpush " \
+    "+type +zadd +zcard +zpopmin +zrange +zrangebyscore +zrem +zremrangebylex +zscore"
+#define WORKER_SCRIPTS                                                                    \
+    "+exists +hdel +hexists +hincrby +hmget +hrandfield +hset +lindex +llen +lpop +lpush " \
+    "+pubsub|numsub +rpush +set +type +zadd +zcard +zcount +zmscore +zpopmin +zrange "     \
+    "+zrangebylex +zrangebyscore +zrem +zremrangebylex +zremrangebyrank +zscore"
+#define MONITOR_SCRIPTS "+hmget +llen +type +zcard +zscore"
+
+static int fits(const char *s) {
+    if (s[0] == '\0') return 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p <= ' ' || *p == '{' || *p == '}' || *p == 0x7f) return 0;
+    return 1;
+}
+
+int rjq_acl_print(FILE *out, const char *prefix, const char *queues, int roles, char *why,
+                  size_t whylen) {
+    if (!fits(prefix) || !fits(queues)) {
+        snprintf(why, whylen, "%s cannot go into an ACL rule (no spaces, '{', '}' or control "
+                              "characters)", fits(prefix) ? "the queue pattern" : "the prefix");
+        return -1;
+    }
+    const char *p = prefix, *q = queues;
+    fprintf(out, "# rjq's users for the prefix \"%s\" and the queues \"%s\"; give each its own\n"
+                 "# password in place of CHANGE-ME (ACL SETUSER takes >password or #sha256).\n",
+            p, q);
+    if (roles & RJQ_ACL_PRODUCER)
+        fprintf(out,
+                "# producer: enqueues and awaits results\n"
+                "ACL SETUSER rjq-producer reset on >CHANGE-ME ~%s:{%s}:* resetchannels "
+                "&%s:{%s}:* &%s:reply:* " SESSION " +hget " PRODUCER_SCRIPTS "\n",
+                p, q, p, q, p);
+    if (roles & RJQ_ACL_WORKER)
+        fprintf(out,
+                "# worker: runs jobs (also what rjq replay and rjq reclaim need)\n"
+                "ACL SETUSER rjq-worker reset on >CHANGE-ME ~%s:{%s}:* ~%s:{clients}:* "
+                "resetchannels &%s:{%s}:* &%s:reply:* " SESSION " +hget " WORKER_SCRIPTS
+                "\n",
+                p, q, p, p, q, p);
+    if (roles & RJQ_ACL_MONITOR)
+        fprintf(out,
+                "# monitor: reads stats, jobs and the dead list, watches events; writes nothing "
+                "but its \"monitored\" flag\n"
+                "ACL SETUSER rjq-monitor reset on >CHANGE-ME ~%s:{%s}:* resetchannels "
+                "&%s:{%s}:events &%s:reply:* " SESSION " +zrange " MONITOR_SCRIPTS
+                " (~%s:{%s}:monitored +set)\n",
+                p, q, p, q, p, p, q);
+    return 0;
+}

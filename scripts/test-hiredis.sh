@@ -6,8 +6,9 @@
 #
 #   scripts/test-hiredis.sh [VERSION...]     default: 1.2.0 1.4.1
 #
-# The trees are looked up in $RJQ_HIREDIS_SOURCES, else ../shared/third_party
-# beside the repository. Build folders: build-hiredis-<version>/.
+# The trees are looked up in $RJQ_HIREDIS_SOURCES, else shared/third_party
+# beside the repository (or its parent), else /work/shared/third_party (the
+# development machines' layout). Build folders: build-hiredis-<version>/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -17,7 +18,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 sources=${RJQ_HIREDIS_SOURCES:-}
 if [ -z "$sources" ]; then
-    for d in "$root/../shared/third_party" "$root/../../shared/third_party"; do
+    for d in "$root/../shared/third_party" "$root/../../shared/third_party" /work/shared/third_party; do
         if [ -d "$d/hiredis-${versions[0]}" ]; then sources=$(cd "$d" && pwd); break; fi
     done
 fi

@@ -209,8 +209,12 @@ typedef struct rjq_tls_options {
 RJQ_API int rjq_tls_available(void);
 
 typedef struct rjq_client_options {
-    /* redis://[user[:password]@]host[:port][/db], rediss://... (TLS) or
-     * unix:///path[?db=N]. host is a name or a numeric address ([..] for
+    /* redis://[user[:password]@]host[:port][/db], rediss://... (TLS),
+     * redis+sentinel://[user[:password]@]host[:port][,host[:port]...]/master[/db]
+     * (sentinels at numeric addresses or localhost, port 26379 by default:
+     * before every connect attempt the client asks them for the master's
+     * address and checks with ROLE that it is the master; a READONLY reply
+     * makes it ask again), or unix:///path[?db=N]. host is a name or a numeric address ([..] for
      * IPv6); names need a loop glue that resolves them (rjq_loop_ops
      * resolve: rjq_libevent_client_new_dns), without one only "localhost"
      * (127.0.0.1). NULL means redis://127.0.0.1:6379. */
@@ -254,6 +258,10 @@ typedef struct rjq_client_options {
     /* TLS settings (see rjq_tls_options); NULL: defaults, TLS only for
      * rediss:// URLs. */
     const rjq_tls_options *tls;
+    /* redis+sentinel:// URLs: the sentinels' own AUTH (the URL's user and
+     * password are the master's); NULL: none. */
+    const char *sentinel_user;
+    const char *sentinel_password;
 } rjq_client_options;
 
 /*

@@ -62,6 +62,14 @@ static int copy_options(rjq_client *c, const rjq_client_options *o) {
         return RJQ_EINVAL;
     }
     c->max_payload = o && o->max_payload ? o->max_payload : DEFAULT_MAX_PAYLOAD;
+    if (o && o->sentinel_password) {
+        c->sentinel_password = strdup(o->sentinel_password);
+        if (c->sentinel_password == NULL) return RJQ_ENOMEM;
+    }
+    if (o && o->sentinel_user) {
+        c->sentinel_user = strdup(o->sentinel_user);
+        if (c->sentinel_user == NULL) return RJQ_ENOMEM;
+    }
     c->on_event = o ? o->on_event : NULL;
     c->event_data = o ? o->event_data : NULL;
     return RJQ_OK;
@@ -69,7 +77,8 @@ static int copy_options(rjq_client *c, const rjq_client_options *o) {
 
 /* A host name needs a glue that resolves it ("localhost" excepted). */
 static int check_host(rjq_client *c) {
-    if (c->url.path || c->url.numeric || c->ops.resolve || strcmp(c->url.host, "localhost") == 0)
+    if (c->url.master || c->url.path || c->url.numeric || c->ops.resolve ||
+        strcmp(c->url.host, "localhost") == 0)
         return RJQ_OK;
     rjq__errmsg(c, "host %s is a name, and this loop glue resolves no names (rjq never blocks "
                    "the loop on a lookup): use a numeric address, or a glue with a resolver "
@@ -84,6 +93,11 @@ static int setup_tls(rjq_client *c, const rjq_tls_options *o) {
         rjq__errmsg(c, "TLS: Redis serves TLS on TCP ports only, not on a unix socket");
         return RJQ_ETLS;
     }
+    if (c->url.master && (o == NULL || o->server_name == NULL)) {
+        rjq__errmsg(c, "TLS: with Sentinel, set the TLS server name (the name the masters' "
+                       "certificates hold): the master's address changes");
+        return RJQ_ETLS;
+    }
     return rjq__tls_new(&c->tls, o, c->url.host, c->url.numeric, c->errmsg, sizeof c->errmsg);
 }
 
@@ -95,9 +109,16 @@ static void destroy(rjq_client *c);
 static void on_drain_timer(rjq__timer *t);
 
 /* Free what a failed rjq_client_new() made (nothing was started). */
+static void free_secrets(rjq_client *c) {
+    if (c->sentinel_password) memset(c->sentinel_password, 0, strlen(c->sentinel_password));
+    free(c->sentinel_password);
+    free(c->sentinel_user);
+}
+
 static void discard(rjq_client *c) {
     rjq__timers_free(&c->timers);
     rjq__tls_free(c->tls);
+    free_secrets(c);
     rjq__url_free(&c->url);
     free(c->prefix);
     free(c->name);
@@ -175,6 +196,7 @@ static void destroy(rjq_client *c) {
     if (c->ops.cleanup) c->ops.cleanup(c->loop);
     rjq__url_free(&c->url);
     rjq__tls_free(c->tls);
+    free_secrets(c);
     free(c->prefix);
     free(c->name);
     free(c);

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "core_private.h"
+#include "sentinel.h"
 #include "validate.h"
 
 static const char *kind_name(const rjq__conn *conn) {
@@ -130,6 +131,20 @@ void rjq__conn_step_failed(rjq__conn *conn, const char *what, const char *err) {
     if (strncmp(err, "NOAUTH", 6) == 0) rjq__conn_refuse(conn, RJQ_EAUTH);
 }
 
+/* ROLE (Sentinel): the sentinels named a server that is no master (a
+ * failover under way, a stale answer): drop it and ask them again. A
+ * refused ROLE (an ACL without it) proves nothing: it is reported only. */
+static void on_role_step(rjq__conn *conn, redisReply *r, void *arg) {
+    if (r->type == REDIS_REPLY_ERROR) {
+        rjq__conn_step_failed(conn, arg, r->str);
+        return;
+    }
+    if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 && r->element[0]->type == REDIS_REPLY_STRING &&
+        strcmp(r->element[0]->str, "master") == 0)
+        return;
+    rjq__conn_drop(conn, "the server the sentinels named is not the master (ROLE): asking again");
+}
+
 /* CLIENT SETNAME: a refusal (NOPERM without +@connection) is reported. */
 static void on_optional_step(rjq__conn *conn, redisReply *r, void *arg) {
     if (r->type == REDIS_REPLY_ERROR) rjq__conn_step_failed(conn, arg, r->str);
@@ -151,6 +166,10 @@ static int send_setup(rjq__conn *conn) {
         snprintf(db, sizeof db, "%d", c->url.db);
         const char *argv[2] = {"SELECT", db};
         rc = rjq__conn_step(conn, on_select_step, "SELECT", 2, argv, NULL);
+    }
+    if (rc == RJQ_OK && c->url.master) {
+        const char *argv[1] = {"ROLE"};
+        rc = rjq__conn_step(conn, on_role_step, "ROLE", 1, argv, NULL);
     }
     snprintf(name, sizeof name, "%s%s", c->name, conn->kind == RJQ_CONN_COMMAND ? "" : ":sub");
     const char *setname[3] = {"CLIENT", "SETNAME", name};
@@ -320,14 +339,16 @@ static void cancel_lookup(rjq__conn *conn) {
     rjq_client *c = conn->c;
     if (!conn->resolving) return;
     conn->resolving = 0;
-    if (conn->lookup) c->ops.resolve_cancel(c->loop, conn->lookup);
+    if (conn->lookup && c->url.master) rjq__sentinel_cancel(conn->lookup);
+    else if (conn->lookup) c->ops.resolve_cancel(c->loop, conn->lookup);
     conn->lookup = NULL;
 }
 
 /* Connect to one address (NULL: the unix socket), TLS first when asked. */
 static void connect_to(rjq__conn *conn, const char *ip) {
     rjq_client *c = conn->c;
-    redisAsyncContext *ac = ip ? redisAsyncConnect(ip, c->url.port) : redisAsyncConnectUnix(c->url.path);
+    int port = conn->addr_port ? conn->addr_port : c->url.port;
+    redisAsyncContext *ac = ip ? redisAsyncConnect(ip, port) : redisAsyncConnectUnix(c->url.path);
     char why[RJQ__ERRMSG_MAX];
     conn->connected = conn->ready = 0;
     conn->setup_pending = 0;
@@ -398,11 +419,46 @@ static void on_resolved(void *arg, const char *error, const char *const *addrs, 
     rjq__leave(c);
 }
 
+/* The sentinels' answer: the master's address, or why there is none. */
+static void on_master_found(void *arg, const char *error, const char *ip, int port) {
+    rjq__conn *conn = arg;
+    rjq_client *c = conn->c;
+    rjq__enter(c);
+    conn->resolving = 0;
+    conn->lookup = NULL;
+    forget_addresses(conn);
+    if (error) {
+        rjq__conn_lost(conn, error);
+    } else if ((conn->addrs = calloc(1, sizeof *conn->addrs)) == NULL ||
+               (conn->addrs[0] = strdup(ip)) == NULL) {
+        rjq__conn_lost(conn, "out of memory");
+    } else {
+        conn->naddrs = 1;
+        conn->addr_port = port;
+        connect_next(conn);
+    }
+    rjq__leave(c);
+}
+
 void rjq__conn_start(rjq__conn *conn) {
     rjq_client *c = conn->c;
     forget_addresses(conn);
     conn->try_next = 0;
-    if (c->url.path) {
+    conn->addr_port = 0;
+    if (c->url.master) {
+        conn->ac = NULL;
+        conn->connected = conn->ready = 0;
+        conn->timer_is_reconnect = 0;
+        /* each sentinel has connect_timeout_ms; this covers them all */
+        rjq__timer_start(c, &conn->timer,
+                         (uint64_t)c->connect_timeout_ms * (c->url.nsentinels + 1));
+        conn->resolving = 1;
+        conn->lookup = rjq__sentinel_ask(c, on_master_found, conn);
+        if (conn->lookup == NULL) {
+            conn->resolving = 0;
+            failed_now(conn, "out of memory");
+        }
+    } else if (c->url.path) {
         connect_to(conn, NULL);
     } else if (c->url.numeric || c->ops.resolve == NULL) {
         connect_to(conn, c->url.numeric ? c->url.host : "127.0.0.1"); /* localhost */

@@ -63,6 +63,7 @@ struct rjq__conn {
     void *lookup;
     char **addrs;             /* this attempt's addresses, tried in turn */
     size_t naddrs, next_addr;
+    int addr_port;            /* their port (Sentinel); 0: the URL's */
     int try_next;             /* the timer tries addrs[next_addr] */
 };
 
@@ -139,6 +140,8 @@ struct rjq_client {
     void *loop;
     rjq__url url;
     rjq__tls *tls;            /* NULL: plain TCP */
+    char *sentinel_user, *sentinel_password; /* the sentinels' own AUTH */
+    size_t sentinel_first;    /* the sentinel that answered last (sentinel.c) */
     char *prefix;
     char *name;
     long connect_timeout_ms, reconnect_min_ms, reconnect_max_ms;

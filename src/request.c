@@ -351,6 +351,10 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
         if (script_resent(c, r, rep->str)) {
         } else if (transient_error(rep->str) && retry_later(c, r)) {
             rjq__errmsg(c, "%s (will retry)", rep->str);
+            /* With Sentinel, a master that became a replica: ask again. */
+            if (c->url.master && strncmp(rep->str, "READONLY ", 9) == 0)
+                rjq__conn_drop(&c->cmd, "READONLY: the master became a replica: asking the "
+                                        "sentinels again");
         } else {
             rjq__errmsg(c, "%s", rep->str);
             deliver(r, c, rjq__redis_error_code(rep->str), rep);

@@ -162,14 +162,64 @@ static int parse_host(const char *s, size_t n, rjq__url *u, char *err, size_t er
     return u->host ? RJQ_OK : RJQ_ENOMEM;
 }
 
+/* The sentinels' list "h[:p],h[:p]..." (n bytes), then "/name[/db]". */
+static int parse_sentinel(const char *s, rjq__url *u, char *err, size_t errlen) {
+    const char *slash = strchr(s, '/');
+    const char *at = NULL;
+    for (const char *p = s; *p && p != slash; p++)
+        if (*p == '@') at = p;
+    int rc;
+    if (at) {
+        if ((rc = parse_userinfo(s, (size_t)(at - s), u, err, errlen)) != RJQ_OK) return rc;
+        s = at + 1;
+    }
+    if (slash == NULL || slash[1] == '\0' || slash[1] == '/')
+        return fail(u, err, errlen, "a Sentinel URL names its master: redis+sentinel://host:port/NAME");
+    u->sentinels = calloc(RJQ__SENTINELS_MAX, sizeof *u->sentinels);
+    if (u->sentinels == NULL) return RJQ_ENOMEM;
+    while (s < slash) {
+        const char *comma = memchr(s, ',', (size_t)(slash - s));
+        const char *end = comma ? comma : slash;
+        if (u->nsentinels == RJQ__SENTINELS_MAX) return fail(u, err, errlen, "at most 16 sentinels");
+        if (end == s) return fail(u, err, errlen, "an empty sentinel address");
+        rjq__url one;
+        memset(&one, 0, sizeof one);
+        one.port = 26379;
+        char why[160];
+        rc = parse_host(s, (size_t)(end - s), &one, why, sizeof why);
+        if (rc == RJQ_OK && !one.numeric && strcmp(one.host, "localhost") != 0) {
+            snprintf(why, sizeof why, "sentinel hosts must be numeric addresses or localhost");
+            rc = RJQ_EURL;
+        }
+        if (rc != RJQ_OK) {
+            free(one.host);
+            if (rc == RJQ_ENOMEM) return rc;
+            return fail(u, err, errlen, why);
+        }
+        u->sentinels[u->nsentinels].host = one.host;
+        u->sentinels[u->nsentinels++].port = one.port;
+        s = comma ? comma + 1 : slash;
+    }
+    const char *name = slash + 1, *db = strchr(name, '/');
+    size_t nlen = db ? (size_t)(db - name) : strlen(name);
+    int oom = 0;
+    u->master = decode(name, nlen, &oom);
+    if (u->master == NULL) return oom ? RJQ_ENOMEM : fail(u, err, errlen, "bad %-escape in the master's name");
+    if (db && parse_int(db + 1, strlen(db + 1), 0, 1 << 20, &u->db))
+        return fail(u, err, errlen, "database must be a number");
+    return RJQ_OK;
+}
+
 static int parse(const char *url, rjq__url *u, char *err, size_t errlen) {
     u->port = 6379;
+    if (url && strncmp(url, "redis+sentinel://", 17) == 0) return parse_sentinel(url + 17, u, err, errlen);
     if (url == NULL) url = "redis://127.0.0.1:6379";
     if (strncmp(url, "unix://", 7) == 0) return parse_unix(url + 7, u, err, errlen);
     if (strncmp(url, "rediss://", 9) == 0) {
         u->tls = 1;
     } else if (strncmp(url, "redis://", 8) != 0) {
-        return fail(u, err, errlen, "URL must start with redis://, rediss:// or unix://");
+        return fail(u, err, errlen,
+                    "URL must start with redis://, rediss://, redis+sentinel:// or unix://");
     }
     const char *s = url + (u->tls ? 9 : 8);
     const char *slash = strchr(s, '/');
@@ -190,6 +240,9 @@ static int parse(const char *url, rjq__url *u, char *err, size_t errlen) {
 }
 
 void rjq__url_free(rjq__url *u) {
+    for (size_t i = 0; i < u->nsentinels; i++) free(u->sentinels[i].host);
+    free(u->sentinels);
+    free(u->master);
     free(u->host);
     free(u->path);
     free(u->user);

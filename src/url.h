@@ -1,6 +1,7 @@
 /*
- * Redis URLs: redis[s]://[user[:password]@]host[:port][/db] and
- * unix:///path[?db=N]. Pure parsing, no I/O: a host name is checked for
+ * Redis URLs: redis[s]://[user[:password]@]host[:port][/db],
+ * redis+sentinel://[user[:password]@]host[:port][,host[:port]...]/name[/db]
+ * and unix:///path[?db=N]. Pure parsing, no I/O: a host name is checked for
  * its form only (the loop glue resolves it, client.c decides whether one
  * may be given).
  */
@@ -11,11 +12,24 @@
 
 #define RJQ__HOST_MAX 256 /* a host name's bytes, with its NUL */
 
+typedef struct rjq__url_host {
+    char *host; /* numeric, or "localhost" */
+    int port;
+} rjq__url_host;
+
+#define RJQ__SENTINELS_MAX 16
+
 typedef struct rjq__url {
     char *host;      /* as written, without [] (an empty host is 127.0.0.1);
                         NULL for unix */
     int numeric;     /* host is a numeric IPv4/IPv6 address */
     int tls;         /* rediss:// */
+    /* redis+sentinel://[user[:password]@]host[:port][,host[:port]...]/name[/db]:
+     * the sentinels (port 26379 by default) and the master's name; user
+     * and password are the master's */
+    rjq__url_host *sentinels;
+    size_t nsentinels;
+    char *master;    /* NULL unless Sentinel */
     int port;
     char *path;      /* unix socket path; NULL for TCP */
     char *user;      /* NULL when absent */

@@ -3,7 +3,7 @@
 # the linker sees it: which object uses a symbol another object defines.
 #  - the graph has no cycle (tsort);
 #  - nothing uses a file of a higher rank: leaves (0) use only leaves;
-#    inside the core, runtime (1) < conn (2) < request, pubsub (3) <
+#    inside the core, runtime (1) < conn, sentinel (2) < request, pubsub (3) <
 #    client, liveness (4); features (5) use anything below them (their own order is
 #    kept by the no-cycle rule). A src/*.c file in no layer fails the
 #    check, so a new file has to be placed.
@@ -15,7 +15,7 @@ objdir=$build/CMakeFiles/rjq_obj.dir/src
 ranks=(
     "timer url validate error argv resp tls"      # 0 leaves
     "runtime"                                     # 1 core: depth, timers, features
-    "conn"                                        # 2 core: connections
+    "conn sentinel"                               # 2 core: connections, and where the master is
     "request pubsub"                              # 3 core: the connections' owners
     "client liveness"                             # 4 core: the public lifetime, the watchdog
     "queue enqueue held push worker reclaim upkeep job await await_table await_early monitor admin" # 5

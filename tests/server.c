@@ -22,7 +22,7 @@
 
 #include "harness.h"
 
-static int free_port(void) {
+int free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a;
     socklen_t len = sizeof a;

@@ -87,6 +87,10 @@ long long server_calls(redisContext *rc, const char *command);
  * is not the expected one). */
 long long server_numsub(redisContext *rc, const char *channel);
 
+/* A TCP port of 127.0.0.1 nobody listens on (a race with another program
+ * is possible). */
+int free_port(void);
+
 /* A monotonic clock in milliseconds, and a sleep. */
 double mono_ms(void);
 void sleep_ms(long ms);

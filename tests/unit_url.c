@@ -130,6 +130,39 @@ TEST(url_rediss_is_tls) {
     rjq__url_free(&u);
 }
 
+TEST(url_sentinel) {
+    rjq__url u;
+    parse_ok("redis+sentinel://app:pw@10.0.0.1,10.0.0.2:26380,[::1]:5000,localhost/mymaster/3", &u);
+    ASSERT_STREQ("mymaster", u.master);
+    ASSERT_EQ(4, u.nsentinels);
+    ASSERT_STREQ("10.0.0.1", u.sentinels[0].host);
+    ASSERT_EQ(26379, u.sentinels[0].port);
+    ASSERT_EQ(26380, u.sentinels[1].port);
+    ASSERT_STREQ("::1", u.sentinels[2].host);
+    ASSERT_EQ(5000, u.sentinels[2].port);
+    ASSERT_STREQ("localhost", u.sentinels[3].host);
+    ASSERT_STREQ("app", u.user);
+    ASSERT_STREQ("pw", u.password);
+    ASSERT_EQ(3, u.db);
+    ASSERT_NULL(u.host);
+    rjq__url_free(&u);
+    parse_ok("redis+sentinel://127.0.0.1:26379/m%2F1", &u);
+    ASSERT_STREQ("m/1", u.master);
+    ASSERT_EQ(0, u.db);
+    rjq__url_free(&u);
+}
+
+TEST(url_err_sentinel) {
+    expect_bad("redis+sentinel://127.0.0.1:26379", "names its master");
+    expect_bad("redis+sentinel://127.0.0.1:26379/", "names its master");
+    expect_bad("redis+sentinel://sentinel.example:26379/m", "numeric addresses or localhost");
+    expect_bad("redis+sentinel://127.0.0.1:0/m", "port");
+    expect_bad("redis+sentinel://127.0.0.1,,127.0.0.2/m", "empty sentinel");
+    expect_bad("redis+sentinel://127.0.0.1/m/x", "database");
+    expect_bad("redis+sentinel://1.1.1.1,1.1.1.2,1.1.1.3,1.1.1.4,1.1.1.5,1.1.1.6,1.1.1.7,1.1.1.8,1.1.1.9,"
+               "1.1.1.10,1.1.1.11,1.1.1.12,1.1.1.13,1.1.1.14,1.1.1.15,1.1.1.16,1.1.1.17/m", "16");
+}
+
 TEST(url_user_password) {
     rjq__url u;
     parse_ok("redis://alice:s3cret@127.0.0.1:6379/1", &u);
@@ -316,11 +349,13 @@ TEST(url_err_small_buffer) {
 TEST(url_parse_free_loop) {
     static const char *good[] = {
         NULL, "redis://alice:pw@127.0.0.1:6380/2", "redis://secret@localhost",
-        "redis://:p%40@[::1]:6380", "unix:///tmp/x.sock?db=3"};
+        "redis://:p%40@[::1]:6380", "unix:///tmp/x.sock?db=3",
+        "redis+sentinel://u:p@127.0.0.1,[::1]:26380/m/2"};
     static const char *bad[] = {
         "redis://alice:pw@exa$mple.com", "redis://u:p@127.0.0.1:0",
         "redis://u:p@127.0.0.1/abc", "redis://u:%zz@127.0.0.1",
-        "redis://us%zz:p@127.0.0.1", "redis://u:p@[::1", "unix:///x?db=z"};
+        "redis://us%zz:p@127.0.0.1", "redis://u:p@[::1", "unix:///x?db=z",
+        "redis+sentinel://u:p@127.0.0.1,x y/m", "redis+sentinel://127.0.0.1/m/db"};
     for (int round = 0; round < 50; round++) {
         for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
             rjq__url u;
@@ -348,6 +383,7 @@ TEST(url_parse_frees_everything_when_allocation_fails) {
         {"redis://us%65r:p%40ss@[::1]:6380", 3},
         {"redis://secret@localhost/3", 2},
         {"redis://:pw@127.0.0.1", 2},
+        {"redis+sentinel://u:p@127.0.0.1,[::1]:26380/m/2", 6},
         {"unix:///tmp/x%20y.sock?db=3", 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

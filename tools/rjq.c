@@ -39,6 +39,7 @@ static const char usage_text[] =
     "\n"
     "  -u URL      Redis URL (default: $RJQ_URL, else " DEFAULT_URL "):\n"
     "              redis://[user[:password]@]host[:port][/db], rediss://... (TLS),\n"
+    "              redis+sentinel://host:port[,host:port...]/MASTER[/db],\n"
     "              unix:///path[?db=N]; host may be a name\n"
     "  -p PREFIX   key prefix (default: rjq)\n"
     "  -t SECONDS  give up when Redis does not answer for this long (default: 10)\n"

@@ -1,0 +1,184 @@
+/* The master's address from the sentinels (sentinel.h). */
+#include "sentinel.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core_private.h"
+
+struct rjq__sentinel_lookup {
+    rjq_client *c;
+    rjq__sentinel_found_fn *fn;
+    void *arg;
+    size_t tried;             /* sentinels asked so far */
+    size_t at;                /* the one being asked */
+    redisAsyncContext *ac;    /* its connection (NULL between two) */
+    rjq__timer timer;         /* its deadline, or "ask the next one" (0 ms) */
+    int finished;             /* the answer is in: the timer reports it */
+    char ip[64];
+    int port;
+    char error[RJQ__ERRMSG_MAX];
+};
+
+static const rjq__url_host *sentinel_at(const rjq__sentinel_lookup *l) {
+    return &l->c->url.sentinels[l->at];
+}
+
+static const char *numeric(const char *host) {
+    return strcmp(host, "localhost") == 0 ? "127.0.0.1" : host;
+}
+
+/* Drop the connection of the current question (not from its own connect
+ * or disconnect callback: hiredis frees the context there). */
+static void hang_up(rjq__sentinel_lookup *l) {
+    redisAsyncContext *ac = l->ac;
+    l->ac = NULL;
+    if (ac == NULL) return;
+    ac->data = NULL;
+    redisAsyncFree(ac); /* deferred by hiredis inside its callbacks */
+}
+
+static void note(rjq__sentinel_lookup *l, const char *why) {
+    const rjq__url_host *s = sentinel_at(l);
+    snprintf(l->error, sizeof l->error, "sentinel %s:%d: %s", s->host, s->port, why);
+}
+
+/* This sentinel could not say: the next one, from the timer. */
+static void next(rjq__sentinel_lookup *l, const char *why) {
+    note(l, why);
+    hang_up(l);
+    rjq__timer_start(l->c, &l->timer, 0);
+}
+
+static void on_master(redisAsyncContext *ac, void *reply, void *priv) {
+    rjq__sentinel_lookup *l = priv;
+    redisReply *r = reply;
+    if (ac->data != l || r == NULL) return; /* hung up, or lost (the disconnect callback says) */
+    rjq__enter(l->c);
+    unsigned char addr[16];
+    if (r->type == REDIS_REPLY_ERROR) {
+        next(l, r->str);
+    } else if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+               r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING) {
+        char why[200];
+        snprintf(why, sizeof why, "knows no master named %s", l->c->url.master);
+        next(l, why);
+    } else if (r->element[0]->len >= sizeof l->ip ||
+               (inet_pton(AF_INET, r->element[0]->str, addr) != 1 &&
+                inet_pton(AF_INET6, r->element[0]->str, addr) != 1)) {
+        next(l, "announces the master by host name; rjq needs its address "
+                "(sentinel announce-hostnames no)");
+    } else {
+        snprintf(l->ip, sizeof l->ip, "%s", r->element[0]->str);
+        l->port = atoi(r->element[1]->str);
+        l->finished = 1;
+        l->c->sentinel_first = l->at; /* ask it first next time */
+        hang_up(l);
+        rjq__timer_start(l->c, &l->timer, 0);
+    }
+    rjq__leave(l->c);
+}
+
+static void on_auth(redisAsyncContext *ac, void *reply, void *priv) {
+    (void)ac, (void)reply, (void)priv; /* a refusal shows in the next reply (NOAUTH) */
+}
+
+static void on_connect(const redisAsyncContext *cac, int status) {
+    rjq__sentinel_lookup *l = cac->data;
+    if (l == NULL || status == REDIS_OK) return;
+    rjq__enter(l->c);
+    l->ac = NULL; /* hiredis frees it */
+    next(l, cac->c.errstr[0] ? cac->c.errstr : "connect failed");
+    rjq__leave(l->c);
+}
+
+static void on_disconnect(const redisAsyncContext *cac, int status) {
+    rjq__sentinel_lookup *l = cac->data;
+    (void)status;
+    if (l == NULL) return;
+    rjq__enter(l->c);
+    l->ac = NULL; /* hiredis frees it */
+    next(l, cac->c.errstr[0] ? cac->c.errstr : "connection closed");
+    rjq__leave(l->c);
+}
+
+static void ask(rjq__sentinel_lookup *l) {
+    rjq_client *c = l->c;
+    l->at = (c->sentinel_first + l->tried++) % c->url.nsentinels;
+    const rjq__url_host *s = sentinel_at(l);
+    redisAsyncContext *ac = redisAsyncConnect(numeric(s->host), s->port);
+    if (ac == NULL || ac->err || c->ops.attach(c->loop, ac) != 0) {
+        note(l, ac == NULL ? "out of memory" : ac->err ? ac->errstr : "loop attach failed");
+        if (ac) redisAsyncFree(ac);
+        rjq__timer_start(c, &l->timer, 0);
+        return;
+    }
+    ac->data = l;
+    l->ac = ac;
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    int ok = 1;
+    if (c->sentinel_password) {
+        const char *auth[3] = {"AUTH", c->sentinel_user, c->sentinel_password};
+        ok = c->sentinel_user ? redisAsyncCommandArgv(ac, on_auth, l, 3, auth, NULL) == REDIS_OK
+                              : redisAsyncCommandArgv(ac, on_auth, l, 2, (const char *[]){"AUTH",
+                                                      c->sentinel_password}, NULL) == REDIS_OK;
+    }
+    const char *argv[3] = {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", c->url.master};
+    if (ok) ok = redisAsyncCommandArgv(ac, on_master, l, 3, argv, NULL) == REDIS_OK;
+    if (!ok) {
+        note(l, "out of memory");
+        hang_up(l);
+        rjq__timer_start(c, &l->timer, 0);
+        return;
+    }
+    rjq__timer_start(c, &l->timer, (uint64_t)c->connect_timeout_ms);
+}
+
+static void lookup_free(rjq__sentinel_lookup *l) {
+    hang_up(l);
+    rjq__timer_teardown(l->c, &l->timer);
+    free(l);
+}
+
+/* The deadline of a question, the next question, or the end. */
+static void on_timer(rjq__timer *t) {
+    rjq__sentinel_lookup *l = t->owner;
+    if (l->ac) { /* no answer in time */
+        note(l, "no answer in time");
+        hang_up(l);
+    }
+    if (!l->finished && l->tried < l->c->url.nsentinels) {
+        ask(l);
+        return;
+    }
+    rjq__sentinel_found_fn *fn = l->fn;
+    void *arg = l->arg;
+    char ip[sizeof l->ip], error[sizeof l->error + 160];
+    int port = l->port, found = l->finished;
+    memcpy(ip, l->ip, sizeof ip);
+    snprintf(error, sizeof error, "no sentinel knows the master %.100s (last: %s)", l->c->url.master,
+             l->error);
+    lookup_free(l);
+    fn(arg, found ? NULL : error, ip, port);
+}
+
+rjq__sentinel_lookup *rjq__sentinel_ask(rjq_client *c, rjq__sentinel_found_fn *fn, void *arg) {
+    rjq__sentinel_lookup *l = calloc(1, sizeof *l);
+    if (l == NULL) return NULL;
+    l->c = c;
+    l->fn = fn;
+    l->arg = arg;
+    if (rjq__timer_setup(c, &l->timer, on_timer, l) != RJQ_OK) {
+        free(l);
+        return NULL;
+    }
+    ask(l);
+    return l;
+}
+
+void rjq__sentinel_cancel(rjq__sentinel_lookup *l) {
+    if (l) lookup_free(l);
+}

@@ -1,0 +1,396 @@
+/*
+ * Sentinel: a master, a replica and three sentinels (Debian's
+ * redis-sentinel, down-after-milliseconds 1000), all private, on loopback.
+ * The client finds the master through redis+sentinel:// (a dead sentinel
+ * skipped, an unknown master name reported), refuses a replica named as
+ * master (ROLE), and, under load (a producer awaiting results, two worker
+ * processes), survives the master's SIGKILL by itself: work resumes on the
+ * promoted replica, every await ends exactly once.
+ */
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <rjq/libevent.h>
+
+#include "harness.h"
+#include "server.h"
+
+#define MASTER "mymaster"
+
+typedef struct sentinel {
+    pid_t pid;
+    int port;
+    char dir[128];
+} sentinel;
+
+static void sentinel_start(sentinel *s, int master_port) {
+    memset(s, 0, sizeof *s);
+    snprintf(s->dir, sizeof s->dir, "/tmp/rjq-sentinel-XXXXXX");
+    ASSERT(mkdtemp(s->dir) != NULL);
+    s->port = free_port();
+    char conf[256];
+    snprintf(conf, sizeof conf, "%s/sentinel.conf", s->dir);
+    FILE *f = fopen(conf, "w");
+    ASSERT(f != NULL);
+    fprintf(f,
+            "port %d\nbind 127.0.0.1\ndir %s\nlogfile sentinel.log\n"
+            "sentinel monitor " MASTER " 127.0.0.1 %d 2\n"
+            "sentinel down-after-milliseconds " MASTER " 1000\n"
+            "sentinel failover-timeout " MASTER " 5000\n"
+            "sentinel parallel-syncs " MASTER " 1\n",
+            s->port, s->dir, master_port);
+    fclose(f);
+    s->pid = fork();
+    ASSERT(s->pid >= 0);
+    if (s->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        execlp("redis-sentinel", "redis-sentinel", conf, (char *)NULL);
+        _exit(127);
+    }
+    kill_on_abort(s->pid);
+    for (int i = 0; i < 500; i++) {
+        redisContext *rc = redisConnect("127.0.0.1", s->port);
+        int ok = rc && !rc->err;
+        if (rc) redisFree(rc);
+        if (ok) return;
+        sleep_ms(10);
+    }
+    FAIL_AT(__FILE__, __LINE__, "redis-sentinel did not start on %d", s->port);
+}
+
+static void sentinel_stop(sentinel *s) {
+    if (s->pid > 0) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        forget_on_abort(s->pid);
+    }
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", s->dir);
+}
+
+static long long sentinel_number(const sentinel *s, const char *what) {
+    redisContext *rc = redisConnect("127.0.0.1", s->port);
+    ASSERT(rc && !rc->err);
+    redisReply *r = redisCommand(rc, "SENTINEL %s " MASTER, what);
+    long long n = r && r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
+    if (r) freeReplyObject(r);
+    redisFree(rc);
+    return n;
+}
+
+typedef struct cluster {
+    test_server master, replica;
+    sentinel sentinels[3];
+    char url[256];
+} cluster;
+
+/* Master, replica, three sentinels that know each other and the replica
+ * (so that a failover can be agreed on). */
+static void cluster_start(cluster *k) {
+    memset(k, 0, sizeof *k);
+    /* no 5 s wait before a full sync (Redis 7's diskless default) */
+    const char *master_args[] = {"--repl-diskless-sync-delay", "0", NULL};
+    server_start_guarded(&k->master, master_args);
+    char port[16];
+    snprintf(port, sizeof port, "%d", k->master.port);
+    const char *replica_args[] = {"--replicaof", "127.0.0.1", port, "--repl-diskless-sync-delay", "0",
+                                  NULL};
+    server_start_guarded(&k->replica, replica_args);
+    redisContext *rc = server_connect(&k->replica);
+    for (int i = 0;; i++) { /* synced */
+        redisReply *r = server_cmd(rc, "INFO replication");
+        int up = strstr(r->str, "master_link_status:up") != NULL;
+        freeReplyObject(r);
+        if (up) break;
+        ASSERT(i < 500);
+        sleep_ms(10);
+    }
+    redisFree(rc);
+    for (int i = 0; i < 3; i++) sentinel_start(&k->sentinels[i], k->master.port);
+    for (int i = 0; i < 1500; i++) {
+        int ready = 1;
+        for (int j = 0; j < 3; j++)
+            ready = ready && sentinel_number(&k->sentinels[j], "sentinels") == 2 &&
+                    sentinel_number(&k->sentinels[j], "replicas") == 1;
+        if (ready) break;
+        ASSERT(i < 1499);
+        sleep_ms(20);
+    }
+    snprintf(k->url, sizeof k->url, "redis+sentinel://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d/" MASTER,
+             k->sentinels[0].port, k->sentinels[1].port, k->sentinels[2].port);
+}
+
+static void cluster_stop(cluster *k) {
+    for (int i = 0; i < 3; i++) sentinel_stop(&k->sentinels[i]);
+    server_stop_guarded(&k->replica);
+    if (k->master.pid > 0) server_stop_guarded(&k->master);
+}
+
+static rjq_client_options sentinel_options(const char *url) {
+    rjq_client_options o = client_options(url);
+    o.reconnect_min_ms = 50;
+    o.reconnect_max_ms = 250;
+    o.connect_timeout_ms = 1000;
+    return o;
+}
+
+static char events[8192];
+static void on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
+    (void)c, (void)conn, (void)data;
+    size_t n = strlen(events);
+    snprintf(events + n, sizeof events - n, "[%d] %s\n", (int)ev, detail ? detail : "");
+}
+
+static long enqueued;
+static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)jobs, (void)n, (void)data;
+    ASSERT_OK(status);
+    enqueued++;
+}
+
+TEST(sentinel_url_finds_the_master) {
+    cluster k;
+    cluster_start(&k);
+    struct event_base *base = event_base_new();
+    /* the first sentinel named is dead: the next one answers */
+    char url[300];
+    snprintf(url, sizeof url, "redis+sentinel://127.0.0.1:%d,%s", free_port(), k.url + 17);
+    rjq_client_options o = sentinel_options(url);
+    rjq_client *c = client_new(base, &o);
+    wait_connected(base, c);
+    rjq_queue *q = queue_for(c, "s");
+    ASSERT_OK(rjq_enqueue(q, "x", 1, NULL, on_enqueued, NULL));
+    ASSERT(loop_until_count(base, &enqueued, 1, 5000));
+    redisContext *rc = server_connect(&k.master);
+    ASSERT_EQ(1, server_int(rc, "LLEN t:{s}:ready"));
+    redisFree(rc);
+    rjq_client_free(c);
+    /* a master no sentinel knows: said, and retried */
+    events[0] = '\0';
+    snprintf(url, sizeof url, "redis+sentinel://127.0.0.1:%d/nosuchmaster", k.sentinels[0].port);
+    o = sentinel_options(url);
+    o.on_event = on_event;
+    c = client_new(base, &o);
+    for (int i = 0; i < 300 && strstr(events, "no sentinel knows the master nosuchmaster") == NULL; i++)
+        loop_for(base, 10);
+    if (strstr(events, "no sentinel knows the master nosuchmaster") == NULL)
+        FAIL_AT(__FILE__, __LINE__, "expected the unknown master reported, got:\n%s", events);
+    ASSERT_EQ(0, rjq_client_connected(c));
+    rjq_client_free(c);
+    event_base_free(base);
+    cluster_stop(&k);
+}
+
+/* A sentinel that names a replica (here: one that monitors the replica
+ * under the master's name): ROLE says so, the client does not use it. */
+TEST(a_replica_named_as_master_is_refused) {
+    cluster k;
+    cluster_start(&k);
+    sentinel liar;
+    sentinel_start(&liar, k.replica.port);
+    struct event_base *base = event_base_new();
+    char url[128];
+    snprintf(url, sizeof url, "redis+sentinel://127.0.0.1:%d/" MASTER, liar.port);
+    rjq_client_options o = sentinel_options(url);
+    o.on_event = on_event;
+    events[0] = '\0';
+    rjq_client *c = client_new(base, &o);
+    for (int i = 0; i < 300 && strstr(events, "not the master (ROLE)") == NULL; i++) loop_for(base, 10);
+    if (strstr(events, "not the master (ROLE)") == NULL)
+        FAIL_AT(__FILE__, __LINE__, "expected the replica refused, got:\n%s", events);
+    ASSERT_EQ(0, rjq_client_connected(c));
+    rjq_client_free(c);
+    event_base_free(base);
+    sentinel_stop(&liar);
+    cluster_stop(&k);
+}
+
+/* ---- failover under load ----------------------------------------------------------- */
+
+static void handler(rjq_job *job, void *data) {
+    (void)data;
+    size_t len;
+    const char *p = rjq_job_payload(job, &len);
+    rjq_job_complete(job, p, len, NULL, NULL); /* may fail during the failover */
+}
+
+/* A worker process: its own loop and client, until killed. */
+static void worker_process(const char *url) {
+    struct event_base *base = event_base_new();
+    rjq_client_options o = sentinel_options(url);
+    rjq_client *c = client_new(base, &o);
+    rjq_worker_options wo = {0};
+    wo.concurrency = 20;
+    wo.lease_ms = 5000;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(queue_for(c, "load"), &wo, handler, NULL, &w));
+    event_base_dispatch(base);
+    _exit(0);
+}
+
+#define JOBS 400
+static int outcome[JOBS];   /* 0: open; else the status + 1000 */
+static int ended_twice;
+static double completed_at[JOBS];
+static long ended;
+
+static void on_outcome(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    (void)c, (void)o;
+    intptr_t i = (intptr_t)data;
+    if (outcome[i]) ended_twice++;
+    outcome[i] = status + 1000;
+    completed_at[i] = mono_ms();
+    ended++;
+}
+
+typedef struct producer {
+    struct event_base *base;
+    rjq_queue *q;
+    int next;
+    struct event *tick;
+} producer;
+
+/* 20 awaited jobs every 10 ms (ids: an enqueue is re-sent, never doubled). */
+static void produce(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    producer *p = arg;
+    for (int n = 0; n < 20 && p->next < JOBS; n++, p->next++) {
+        char id[32];
+        snprintf(id, sizeof id, "job-%d", p->next);
+        rjq_job_options o = {0};
+        o.id = id;
+        ASSERT_OK(rjq_enqueue_await(p->q, id, strlen(id), &o, NULL, on_outcome,
+                                    (void *)(intptr_t)p->next, NULL));
+    }
+    if (p->next < JOBS) {
+        struct timeval tv = {0, 10000};
+        evtimer_add(p->tick, &tv);
+    }
+}
+
+TEST(master_killed_under_load_work_resumes_on_the_new_master) {
+    cluster k;
+    cluster_start(&k);
+    pid_t workers[2];
+    for (int i = 0; i < 2; i++)
+        if ((workers[i] = fork_child()) == 0) worker_process(k.url);
+    struct event_base *base = event_base_new();
+    rjq_client_options o = sentinel_options(k.url);
+    rjq_client *c = client_new(base, &o);
+    wait_connected(base, c);
+    producer p = {base, queue_for(c, "load"), 0, NULL};
+    p.tick = evtimer_new(base, produce, &p);
+    produce(-1, 0, &p);
+    /* a quarter of the jobs done, then the master dies */
+    ASSERT(loop_until_count(base, &ended, JOBS / 4, 10000));
+    double killed = mono_ms();
+    kill(k.master.pid, SIGKILL);
+    waitpid(k.master.pid, NULL, 0);
+    forget_on_abort(k.master.pid);
+    k.master.pid = 0;
+    loop_until_count(base, &ended, JOBS, 30000);
+    double first_after = 0;
+    long ok = 0, lost = 0, other = 0;
+    for (int i = 0; i < JOBS; i++) {
+        if (outcome[i] == RJQ_OK + 1000) ok++;
+        else if (outcome[i] == RJQ_ENOTFOUND + 1000) lost++;
+        else other++;
+        if (outcome[i] == RJQ_OK + 1000 && completed_at[i] > killed &&
+            (first_after == 0 || completed_at[i] < first_after))
+            first_after = completed_at[i];
+    }
+    fprintf(stderr,
+            "failover: first completion %.0f ms after the master's SIGKILL; %ld ok, %ld lost "
+            "(acknowledged on the old master, not replicated), %ld other\n",
+            first_after - killed, ok, lost, other);
+    ASSERT_EQ(0, ended_twice);
+    ASSERT_EQ(JOBS, ended);     /* every await ended, exactly once */
+    ASSERT(first_after > 0);   /* work resumed by itself */
+    ASSERT_EQ(0, other);
+    evtimer_del(p.tick);
+    event_free(p.tick);
+    rjq_client_free(c);
+    event_base_free(base);
+    for (int i = 0; i < 2; i++) {
+        kill(workers[i], SIGKILL);
+        reap(workers[i], 5000);
+    }
+    cluster_stop(&k);
+}
+
+/* A failover with the old master alive (SENTINEL FAILOVER: it becomes a
+ * replica): its READONLY replies, or the sentinels' new answer, move the
+ * client to the new master; work goes on, no await is lost. */
+TEST(manual_failover_moves_the_client_to_the_new_master) {
+    cluster k;
+    cluster_start(&k);
+    struct event_base *base = event_base_new();
+    rjq_client_options o = sentinel_options(k.url);
+    o.on_event = on_event;
+    events[0] = '\0';
+    rjq_client *c = client_new(base, &o);
+    wait_connected(base, c);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(queue_for(c, "manual"), NULL, handler, NULL, &w));
+    rjq_queue *q = queue_for(c, "manual");
+    memset(outcome, 0, sizeof outcome);
+    ended = ended_twice = 0;
+    for (int i = 0; i < 10; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "before-%d", i);
+        rjq_job_options jo = {0};
+        jo.id = id;
+        ASSERT_OK(rjq_enqueue_await(q, id, strlen(id), &jo, NULL, on_outcome, (void *)(intptr_t)i, NULL));
+    }
+    ASSERT(loop_until_count(base, &ended, 10, 5000));
+    redisContext *rc = redisConnect("127.0.0.1", k.sentinels[0].port);
+    ASSERT(rc && !rc->err);
+    redisReply *r = redisCommand(rc, "SENTINEL FAILOVER " MASTER);
+    ASSERT(r && r->type != REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    /* the replica is promoted: wait for the sentinels to say so */
+    for (int i = 0; i < 500; i++) {
+        r = redisCommand(rc, "SENTINEL GET-MASTER-ADDR-BY-NAME " MASTER);
+        int moved = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                    atoi(r->element[1]->str) == k.replica.port;
+        if (r) freeReplyObject(r);
+        if (moved) break;
+        ASSERT(i < 499);
+        sleep_ms(20);
+    }
+    redisFree(rc);
+    /* the old master is demoted, as Sentinel does once it reaches it (it
+     * may take its time; until then the old master takes writes that its
+     * demotion drops: Sentinel's window, not the client's) */
+    rc = server_connect(&k.master);
+    r = server_cmd(rc, "REPLICAOF 127.0.0.1 %d", k.replica.port);
+    freeReplyObject(r);
+    redisFree(rc);
+    for (int i = 10; i < 30; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "after-%d", i);
+        rjq_job_options jo = {0};
+        jo.id = id;
+        ASSERT_OK(rjq_enqueue_await(q, id, strlen(id), &jo, NULL, on_outcome, (void *)(intptr_t)i, NULL));
+    }
+    if (!loop_until_count(base, &ended, 30, 20000))
+        FAIL_AT(__FILE__, __LINE__, "%ld of 30 awaits ended; events:\n%s", ended, events);
+    ASSERT_EQ(0, ended_twice);
+    for (int i = 0; i < 30; i++) ASSERT_EQ(RJQ_OK + 1000, outcome[i]);
+    /* the jobs after the failover are on the new master */
+    redisContext *nm = server_connect(&k.replica);
+    ASSERT_EQ(1, server_int(nm, "EXISTS t:{manual}:stats"));
+    r = server_cmd(nm, "ROLE");
+    ASSERT_STREQ("master", r->element[0]->str);
+    freeReplyObject(r);
+    redisFree(nm);
+    rjq_client_free(c);
+    event_base_free(base);
+    cluster_stop(&k);
+}

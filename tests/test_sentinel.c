@@ -154,6 +154,19 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
     enqueued++;
 }
 
+/* A client on url never connects, and its events say `needle`. */
+static void expect_refused(struct event_base *base, const char *url, const char *needle) {
+    rjq_client_options o = sentinel_options(url);
+    o.on_event = on_event;
+    events[0] = '\0';
+    rjq_client *c = client_new(base, &o);
+    for (int i = 0; i < 300 && strstr(events, needle) == NULL; i++) loop_for(base, 10);
+    if (strstr(events, needle) == NULL)
+        FAIL_AT(__FILE__, __LINE__, "expected \"%s\" in the events, got:\n%s", needle, events);
+    ASSERT_EQ(0, rjq_client_connected(c));
+    rjq_client_free(c);
+}
+
 TEST(sentinel_url_finds_the_master) {
     cluster k;
     cluster_start(&k);
@@ -172,17 +185,8 @@ TEST(sentinel_url_finds_the_master) {
     redisFree(rc);
     rjq_client_free(c);
     /* a master no sentinel knows: said, and retried */
-    events[0] = '\0';
     snprintf(url, sizeof url, "redis+sentinel://127.0.0.1:%d/nosuchmaster", k.sentinels[0].port);
-    o = sentinel_options(url);
-    o.on_event = on_event;
-    c = client_new(base, &o);
-    for (int i = 0; i < 300 && strstr(events, "no sentinel knows the master nosuchmaster") == NULL; i++)
-        loop_for(base, 10);
-    if (strstr(events, "no sentinel knows the master nosuchmaster") == NULL)
-        FAIL_AT(__FILE__, __LINE__, "expected the unknown master reported, got:\n%s", events);
-    ASSERT_EQ(0, rjq_client_connected(c));
-    rjq_client_free(c);
+    expect_refused(base, url, "no sentinel knows the master nosuchmaster");
     event_base_free(base);
     cluster_stop(&k);
 }
@@ -197,15 +201,7 @@ TEST(a_replica_named_as_master_is_refused) {
     struct event_base *base = event_base_new();
     char url[128];
     snprintf(url, sizeof url, "redis+sentinel://127.0.0.1:%d/" MASTER, liar.port);
-    rjq_client_options o = sentinel_options(url);
-    o.on_event = on_event;
-    events[0] = '\0';
-    rjq_client *c = client_new(base, &o);
-    for (int i = 0; i < 300 && strstr(events, "not the master (ROLE)") == NULL; i++) loop_for(base, 10);
-    if (strstr(events, "not the master (ROLE)") == NULL)
-        FAIL_AT(__FILE__, __LINE__, "expected the replica refused, got:\n%s", events);
-    ASSERT_EQ(0, rjq_client_connected(c));
-    rjq_client_free(c);
+    expect_refused(base, url, "not the master (ROLE)");
     event_base_free(base);
     sentinel_stop(&liar);
     cluster_stop(&k);

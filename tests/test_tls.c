@@ -89,6 +89,16 @@ static certs paths(const test_server *s) {
     return p;
 }
 
+/* A TLS-only server, its certificates' paths in *p, and options that
+ * trust its CA. */
+static rjq_tls_options start_with_ca(test_server *s, int client_certs, certs *p) {
+    server_start_tls(s, client_certs);
+    *p = paths(s);
+    rjq_tls_options t = {0};
+    t.ca_file = p->ca;
+    return t;
+}
+
 static long done_jobs, outcomes;
 
 static void handler(rjq_job *job, void *data) {
@@ -130,23 +140,38 @@ static void run_work(struct event_base *base, rjq_client *producer, rjq_client *
     ASSERT_OK(rjq_worker_stop(w, NULL, NULL));
 }
 
-TEST(work_and_awaits_over_tls) {
-    TLS_ONLY();
-    test_server s;
-    server_start_tls(&s, 0);
-    certs p = paths(&s);
-    rjq_tls_options t = {0};
-    t.ca_file = p.ca;
+/* Clients with these settings connect (and the server answers them). */
+static void expect_connects(const char *url, const rjq_tls_options *t) {
     struct event_base *base = event_base_new();
-    rjq_client_options o = tls_client_options(s.url, &t);
+    rjq_client_options o = tls_client_options(url, t);
+    rjq_client *c = client_new(base, &o);
+    wait_connected(base, c);
+    ASSERT_EQ(0, errors_seen);
+    rjq_client_free(c);
+    event_base_free(base);
+}
+
+/* n awaited jobs from one client to a worker on another, both with these
+ * settings, without one connection error. */
+static void work_between_two_clients(const char *url, const rjq_tls_options *t, int n) {
+    struct event_base *base = event_base_new();
+    rjq_client_options o = tls_client_options(url, t);
     rjq_client *a = client_new(base, &o), *b = client_new(base, &o);
     wait_connected(base, a);
     wait_connected(base, b);
-    run_work(base, a, b, 200);
+    run_work(base, a, b, n);
     ASSERT_EQ(0, errors_seen);
     rjq_client_free(a);
     rjq_client_free(b);
     event_base_free(base);
+}
+
+TEST(work_and_awaits_over_tls) {
+    TLS_ONLY();
+    test_server s;
+    certs p;
+    rjq_tls_options t = start_with_ca(&s, 0, &p);
+    work_between_two_clients(s.url, &t, 200);
     server_stop_guarded(&s);
 }
 
@@ -154,27 +179,17 @@ TEST(work_and_awaits_over_tls) {
 TEST(tls_checks_the_url_host_name) {
     TLS_ONLY();
     test_server s;
-    server_start_tls(&s, 0);
-    certs p = paths(&s);
-    rjq_tls_options t = {0};
-    t.ca_file = p.ca;
+    certs p;
+    rjq_tls_options t = start_with_ca(&s, 0, &p);
     char url[96];
     snprintf(url, sizeof url, "rediss://localhost:%d", s.port);
-    struct event_base *base = event_base_new();
-    rjq_client_options o = tls_client_options(url, &t);
-    rjq_client *c = client_new(base, &o);
-    wait_connected(base, c);
-    rjq_client_free(c);
+    expect_connects(url, &t);
     /* redis:// with enable = 1 is TLS too; server_name picks another name
      * the certificate holds */
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", s.port);
     t.enable = 1;
     t.server_name = "redis.test";
-    o = tls_client_options(url, &t);
-    c = client_new(base, &o);
-    wait_connected(base, c);
-    rjq_client_free(c);
-    event_base_free(base);
+    expect_connects(url, &t);
     server_stop_guarded(&s);
 }
 
@@ -197,9 +212,8 @@ static void expect_refused(const char *url, const rjq_tls_options *t, const char
 TEST(wrong_ca_fails_naming_the_certificate) {
     TLS_ONLY();
     test_server s;
-    server_start_tls(&s, 0);
-    certs p = paths(&s);
-    rjq_tls_options t = {0};
+    certs p;
+    rjq_tls_options t = start_with_ca(&s, 0, &p);
     t.ca_file = p.otherca;
     char url[128];
     snprintf(url, sizeof url, "rediss://alice:" PASSWORD "@127.0.0.1:%d", s.port);
@@ -210,22 +224,15 @@ TEST(wrong_ca_fails_naming_the_certificate) {
     expect_refused(url, &t, "the server's certificate was refused");
     /* insecure: anything goes (the test says why it is not for production) */
     t.insecure = 1;
-    struct event_base *base = event_base_new();
-    rjq_client_options o = tls_client_options(s.url, &t);
-    rjq_client *c = client_new(base, &o);
-    wait_connected(base, c);
-    rjq_client_free(c);
-    event_base_free(base);
+    expect_connects(s.url, &t);
     server_stop_guarded(&s);
 }
 
 TEST(wrong_server_name_fails_naming_the_name) {
     TLS_ONLY();
     test_server s;
-    server_start_tls(&s, 0);
-    certs p = paths(&s);
-    rjq_tls_options t = {0};
-    t.ca_file = p.ca;
+    certs p;
+    rjq_tls_options t = start_with_ca(&s, 0, &p);
     t.server_name = "other.example";
     expect_refused(s.url, &t, "hostname mismatch, checked for other.example");
     t.server_name = "10.9.9.9";
@@ -236,24 +243,14 @@ TEST(wrong_server_name_fails_naming_the_name) {
 TEST(mutual_tls_needs_the_client_certificate) {
     TLS_ONLY();
     test_server s;
-    server_start_tls(&s, 1);
-    certs p = paths(&s);
-    rjq_tls_options t = {0};
-    t.ca_file = p.ca;
+    certs p;
+    rjq_tls_options t = start_with_ca(&s, 1, &p);
     char url[128];
     snprintf(url, sizeof url, "rediss://:" PASSWORD "@127.0.0.1:%d", s.port);
     expect_refused(url, &t, "does the server want a client certificate?");
     t.cert_file = p.cert;
     t.key_file = p.key;
-    struct event_base *base = event_base_new();
-    rjq_client_options o = tls_client_options(s.url, &t);
-    rjq_client *a = client_new(base, &o), *b = client_new(base, &o);
-    wait_connected(base, a);
-    run_work(base, a, b, 20);
-    ASSERT_EQ(0, errors_seen);
-    rjq_client_free(a);
-    rjq_client_free(b);
-    event_base_free(base);
+    work_between_two_clients(s.url, &t, 20);
     server_stop_guarded(&s);
 }
 

@@ -100,7 +100,8 @@ extern "C" {
     XX(EBUSY, 18, "already in progress")                                      \
     XX(EJOBID, 19, "invalid job id")                                          \
     XX(EJOBDEAD, 20, "the job failed for good (it is dead)")                  \
-    XX(ETLS, 21, "TLS set-up failed, or this build has no TLS")
+    XX(ETLS, 21, "TLS set-up failed, or this build has no TLS")               \
+    XX(EREPLICAS, 22, "done on the master, but fewer replicas than asked confirmed it")
 
 typedef enum rjq_status {
     RJQ_OK = 0,
@@ -262,6 +263,19 @@ typedef struct rjq_client_options {
      * password are the master's); NULL: none. */
     const char *sentinel_user;
     const char *sentinel_password;
+    /* Durability: with wait_replicas > 0, an enqueue, a completion and a
+     * failure report RJQ_OK only once WAIT says that many replicas have
+     * it, so a failover cannot lose it; when fewer confirm within
+     * wait_timeout_ms (default 1000, below command_timeout_ms) the
+     * callback gets RJQ_EREPLICAS instead: the write is done on the
+     * master (an enqueue's jobs are given as for RJQ_OK) but a failover
+     * now may lose it. Awaited enqueues (rjq_enqueue_await) are not
+     * reported short: their await ends RJQ_ENOTFOUND if the job is lost.
+     * WAIT holds the command connection until the replicas answer: every
+     * request behind it waits (about one replica round trip when they
+     * are healthy, wait_timeout_ms when they are not). 0: no WAIT. */
+    int wait_replicas;
+    long wait_timeout_ms;
 } rjq_client_options;
 
 /*

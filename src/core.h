@@ -146,6 +146,16 @@ typedef void rjq__reply_fn(rjq_client *c, int status, redisReply *reply, void *p
 /* May be re-sent after a reconnect or a transient server error instead of
  * failing: only for requests that are idempotent (token-checked). */
 #define RJQ__REQ_RETRY 1
+/* A write the user is told of (enqueue, completion, failure): with the
+ * option wait_replicas, a WAIT follows it and its function is called only
+ * once the WAIT answered; rjq__write_short() then says whether fewer
+ * replicas than asked confirmed it (the status stays RJQ_OK: the write
+ * is done on the master). */
+#define RJQ__REQ_DURABLE 2
+
+/* Inside a request's function: 1 when its write was confirmed by fewer
+ * replicas than wait_replicas asks for (see RJQ__REQ_DURABLE), else 0. */
+int rjq__write_short(const rjq_client *c);
 
 /* Send a command built from argv (copied during the call). Returns RJQ_OK
  * (fn will be called once) or an error (fn never called). */

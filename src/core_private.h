@@ -148,6 +148,9 @@ struct rjq_client {
     long command_timeout_ms;  /* 0: off */
     long ping_interval_ms;    /* 0: off */
     long liveness_ms;         /* of the liveness entry (upkeep.c); 0: off */
+    int wait_replicas;        /* WAIT for this many after durable writes; 0: none */
+    long wait_timeout_ms;
+    int write_short;          /* set while a short durable write is delivered */
     char id[RJQ__CLIENT_ID_LEN + 1]; /* the client's random id (tokens, channels) */
     size_t max_payload;
     rjq_event_cb *on_event;

@@ -106,7 +106,9 @@ static void report(rjq_client *c, const item *items, size_t n, int status, redis
                 jobs[j].id = r->element[2 * (i + j)]->str;
                 jobs[j].existed = r->element[2 * (i + j) + 1]->integer == 1;
             }
-            it->cb(c, st, st == RJQ_OK ? jobs : NULL, st == RJQ_OK ? g : 0, it->data);
+            /* done, but fewer replicas than asked have it: said, with the jobs */
+            int told = st == RJQ_OK && rjq__write_short(c) ? RJQ_EREPLICAS : st;
+            it->cb(c, told, st == RJQ_OK ? jobs : NULL, st == RJQ_OK ? g : 0, it->data);
             if (jobs != &one) free(jobs);
         }
         i += g;
@@ -161,7 +163,8 @@ static void flush_batch(rjq_queue *q, batch *b) {
     if (s) {
         s->n = b->n;
         memcpy(s->items, b->items, b->n * sizeof s->items[0]);
-        rc = rjq__script_buf(c, RJQ__S_ENQUEUE, b->all_ids ? RJQ__REQ_RETRY : 0, on_enqueued, s,
+        rc = rjq__script_buf(c, RJQ__S_ENQUEUE, (b->all_ids ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
+                             on_enqueued, s,
                              b->nargs, &b->args);
     }
     if (rc == RJQ_OK) {

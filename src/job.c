@@ -71,6 +71,7 @@ static void finish_items(rjq_client *c, item *items, size_t n, int status, redis
     for (size_t i = 0; i < n; i++) {
         int code = status;
         if (status == RJQ_OK) code = r->element[i]->integer == 1 ? RJQ_OK : RJQ_ELEASELOST;
+        if (code == RJQ_OK && rjq__write_short(c)) code = RJQ_EREPLICAS;
         if (items[i].cb) items[i].cb(c, code, items[i].data);
         rjq__worker_finish_replied(items[i].w);
         free(items[i].id);
@@ -138,7 +139,8 @@ static int send_batch(rjq_queue *q, complete_batch *b) {
         rjq__argv_add(&a, b->items[i].result, b->items[i].result_len);
     }
     int rc = a.oom ? RJQ_ENOMEM
-                   : rjq__script(rjq_queue_client(q), RJQ__S_COMPLETE, RJQ__REQ_RETRY,
+                   : rjq__script(rjq_queue_client(q), RJQ__S_COMPLETE,
+                                 RJQ__REQ_RETRY | RJQ__REQ_DURABLE,
                                  on_completed, b, a.n, a.v, a.len);
     rjq__argv_free(&a);
     return rc;
@@ -284,6 +286,7 @@ static void on_failed(rjq_client *c, int status, redisReply *r, void *priv) {
     if (status == RJQ_OK)
         status = r->type != REDIS_REPLY_INTEGER ? RJQ_EPROTO
                  : r->integer == 0             ? RJQ_ELEASELOST
+                 : rjq__write_short(c)         ? RJQ_EREPLICAS
                                                : RJQ_OK;
     if (f->cb) f->cb(c, status, f->data);
     rjq__worker_finish_replied(f->w);
@@ -316,7 +319,8 @@ static int send_fail(rjq_job *job, const char *error, int flags, long long retry
     rjq__argv_str(&a, jitter);
     rjq__argv_ll(&a, rjq__queue_dead_max(q));
     int rc = a.oom ? RJQ_ENOMEM
-                   : rjq__script(c, RJQ__S_FAIL, RJQ__REQ_RETRY, on_failed, f, a.n, a.v, a.len);
+                   : rjq__script(c, RJQ__S_FAIL, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_failed, f,
+                                 a.n, a.v, a.len);
     rjq__argv_free(&a);
     if (rc != RJQ_OK) {
         free(f);

@@ -53,8 +53,17 @@ struct rjq__req {
     uint64_t made_ms;       /* when the request was made */
     uint64_t sent_ms;       /* when it was last written to a context */
     uint64_t first_error_ms;/* its first transient error (0: none) */
+    struct wait_slot *wait; /* its WAIT, sent after it (wait_replicas) */
+    redisReply *held;       /* its reply (a copy), kept until the WAIT answers */
     struct rjq__req *prev, *next;
 };
+
+/* The WAIT after a durable request: the request it is for, or NULL when
+ * that one no longer waits for it (answered with an error, sent again,
+ * freed). Freed by the WAIT's callback, which hiredis calls exactly once. */
+typedef struct wait_slot {
+    rjq__req *r;
+} wait_slot;
 
 static void on_reply(redisAsyncContext *ac, void *reply, void *priv);
 
@@ -90,7 +99,50 @@ static rjq__req *list_pop(rjq__reqlist *l) {
     return r;
 }
 
+static void reply_free(redisReply *r);
+
+/* A deep copy of a RESP2 reply (hiredis frees its own when the callback
+ * returns), freed by reply_free. NULL: out of memory. */
+static redisReply *reply_copy(const redisReply *r) {
+    redisReply *c = calloc(1, sizeof *c);
+    if (c == NULL) return NULL;
+    c->type = r->type;
+    c->integer = r->integer;
+    if (r->str) {
+        c->len = r->len;
+        if ((c->str = malloc(r->len + 1)) == NULL) {
+            free(c);
+            return NULL;
+        }
+        memcpy(c->str, r->str, r->len + 1);
+    }
+    if (r->elements) {
+        if ((c->element = calloc(r->elements, sizeof *c->element)) == NULL) {
+            free(c->str);
+            free(c);
+            return NULL;
+        }
+        for (c->elements = 0; c->elements < r->elements; c->elements++) {
+            if ((c->element[c->elements] = reply_copy(r->element[c->elements])) == NULL) {
+                reply_free(c);
+                return NULL;
+            }
+        }
+    }
+    return c;
+}
+
+static void reply_free(redisReply *r) {
+    if (r == NULL) return;
+    for (size_t i = 0; i < r->elements; i++) reply_free(r->element[i]);
+    free(r->element);
+    free(r->str);
+    free(r);
+}
+
 static void req_free(rjq__req *r) {
+    if (r->wait) r->wait->r = NULL;
+    reply_free(r->held);
     if (r->own_cmd) free(r->cmd);
     else redisFreeCommand(r->cmd);
     free(r);
@@ -102,9 +154,41 @@ static void deliver(rjq__req *r, rjq_client *c, int status, redisReply *reply) {
     req_free(r);
 }
 
+/* The same for a durable write fewer replicas than asked confirmed. */
+static void deliver_short(rjq__req *r, rjq_client *c, redisReply *reply) {
+    c->write_short = 1;
+    r->fn(c, RJQ_OK, reply, r->priv);
+    c->write_short = 0;
+    req_free(r);
+}
+
+int rjq__write_short(const rjq_client *c) {
+    return c->write_short;
+}
+
 /* ---- sending ----------------------------------------------------------- */
 
 static void reformat_head(rjq_client *c, rjq__req *r);
+static void on_wait_reply(redisAsyncContext *ac, void *reply, void *priv);
+
+/* WAIT for the replicas after a durable request. If it cannot be sent,
+ * the request's slot stays NULL: its reply then counts as short. */
+static void send_wait(rjq_client *c, rjq__req *r) {
+    char n[24], ms[24];
+    snprintf(n, sizeof n, "%d", c->wait_replicas);
+    snprintf(ms, sizeof ms, "%ld", c->wait_timeout_ms);
+    const char *argv[3] = {"WAIT", n, ms};
+    wait_slot *w = malloc(sizeof *w);
+    if (r->wait) r->wait->r = NULL; /* an earlier send's WAIT is not for this one */
+    r->wait = NULL;
+    if (w == NULL) return;
+    w->r = r;
+    if (redisAsyncCommandArgv(c->cmd.ac, on_wait_reply, w, 3, argv, NULL) != REDIS_OK) {
+        free(w);
+        return;
+    }
+    r->wait = w;
+}
 
 static void send_req(rjq_client *c, rjq__req *r) {
     redisAsyncContext *ac = c->cmd.ac;
@@ -116,6 +200,7 @@ static void send_req(rjq_client *c, rjq__req *r) {
     if (ac && c->cmd.ready && redisAsyncFormattedCommand(ac, on_reply, r, r->cmd, r->len) == REDIS_OK) {
         r->sent_ms = rjq__now_ms();
         list_push(&c->inflight, r);
+        if ((r->flags & RJQ__REQ_DURABLE) && c->wait_replicas > 0) send_wait(c, r);
     }
     else
         list_push(&c->backlog, r);
@@ -342,6 +427,9 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     }
     rjq__enter(c);
     list_remove(&c->inflight, r);
+    wait_slot *w = r->wait; /* its WAIT, if any, is for this answer only */
+    r->wait = NULL;
+    if (w) w->r = NULL;
     if (rep == NULL) {
         rjq__conn_lost(&c->cmd, ac->c.errstr[0] ? ac->c.errstr : "connection lost");
         if (r->flags & RJQ__REQ_RETRY) list_push(&c->backlog, r);
@@ -362,7 +450,60 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     } else {
         c->cmd.last_io_ms = rjq__now_ms();
         c->retry_wait_ms = RETRY_FIRST_MS; /* the server serves: back to short waits */
-        deliver(r, c, RJQ_OK, rep);
+        if ((r->flags & RJQ__REQ_DURABLE) && c->wait_replicas > 0 && w &&
+            (r->held = reply_copy(rep)) != NULL) {
+            w->r = r; /* done on the master: its WAIT says the rest */
+            r->wait = w;
+            list_push(&c->inflight, r);
+        } else if ((r->flags & RJQ__REQ_DURABLE) && c->wait_replicas > 0) {
+            deliver_short(r, c, rep); /* no WAIT could be sent or kept: unconfirmed */
+        } else {
+            deliver(r, c, RJQ_OK, rep);
+        }
+    }
+    rjq__leave(c);
+}
+
+/* The WAIT after a durable request: how many replicas have its write. */
+static void on_wait_reply(redisAsyncContext *ac, void *reply, void *priv) {
+    wait_slot *w = priv;
+    rjq__req *r = w->r;
+    redisReply *rep = reply;
+    free(w);
+    if (r == NULL) return; /* not waited for any more */
+    r->wait = NULL;
+    rjq_client *c = r->c;
+    if (c == NULL) { /* orphaned by client destruction */
+        req_free(r);
+        return;
+    }
+    rjq__enter(c);
+    list_remove(&c->inflight, r);
+    if (rep == NULL || rep->type == REDIS_REPLY_ERROR) {
+        /* done on the master, unconfirmed: a request that may be re-sent
+         * is (it finds its write done), the others are told the outcome
+         * is unknown, as for any reply lost with its connection */
+        if (rep == NULL) rjq__conn_lost(&c->cmd, ac->c.errstr[0] ? ac->c.errstr : "connection lost");
+        if (rep == NULL && (r->flags & RJQ__REQ_RETRY)) {
+            reply_free(r->held);
+            r->held = NULL;
+            list_push(&c->backlog, r);
+        } else if (rep == NULL) {
+            deliver(r, c, c->cmd.timed_out ? RJQ_ETIMEDOUT : RJQ_ECONN, NULL);
+        } else {
+            rjq__errmsg(c, "WAIT: %s", rep->str);
+            deliver_short(r, c, r->held);
+        }
+    } else {
+        c->cmd.last_io_ms = rjq__now_ms();
+        if (rep->type == REDIS_REPLY_INTEGER && rep->integer >= c->wait_replicas) {
+            deliver(r, c, RJQ_OK, r->held);
+        } else {
+            rjq__errmsg(c, "WAIT: %lld of %d replicas confirmed the write within %ld ms",
+                        rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1LL, c->wait_replicas,
+                        c->wait_timeout_ms);
+            deliver_short(r, c, r->held);
+        }
     }
     rjq__leave(c);
 }

@@ -390,3 +390,67 @@ TEST(manual_failover_moves_the_client_to_the_new_master) {
     event_base_free(base);
     cluster_stop(&k);
 }
+
+/* wait_replicas = 1: every enqueue reported RJQ_OK is on the new master
+ * after the old one was SIGKILLed mid-stream (the others are reported
+ * RJQ_EREPLICAS, or fail with the connection, and are counted). */
+static long acked, short_acks, failed_enqueues;
+static char acked_ids[JOBS][32];
+
+static void on_durable(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)data;
+    if (status == RJQ_OK && n == 1) snprintf(acked_ids[acked++], sizeof acked_ids[0], "%s", jobs[0].id);
+    else if (status == RJQ_EREPLICAS) short_acks++;
+    else failed_enqueues++;
+}
+
+static void produce_durable(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    producer *p = arg;
+    for (int n = 0; n < 20 && p->next < JOBS; n++, p->next++) {
+        char id[32];
+        snprintf(id, sizeof id, "durable-%d", p->next);
+        rjq_job_options o = {0};
+        o.id = id;
+        ASSERT_OK(rjq_enqueue(p->q, id, strlen(id), &o, on_durable, NULL));
+    }
+    if (p->next < JOBS) {
+        struct timeval tv = {0, 10000};
+        evtimer_add(p->tick, &tv);
+    }
+}
+
+TEST(with_wait_replicas_no_acknowledged_job_is_lost) {
+    cluster k;
+    cluster_start(&k);
+    struct event_base *base = event_base_new();
+    rjq_client_options o = sentinel_options(k.url);
+    o.wait_replicas = 1;
+    o.wait_timeout_ms = 500;
+    rjq_client *c = client_new(base, &o);
+    wait_connected(base, c);
+    producer p = {base, queue_for(c, "durable"), 0, NULL};
+    p.tick = evtimer_new(base, produce_durable, &p);
+    produce_durable(-1, 0, &p);
+    while (acked < JOBS / 4) ASSERT(loop_until_count(base, &acked, JOBS / 4, 10000));
+    kill(k.master.pid, SIGKILL);
+    waitpid(k.master.pid, NULL, 0);
+    forget_on_abort(k.master.pid);
+    k.master.pid = 0;
+    for (int i = 0; i < 3000 && acked + short_acks + failed_enqueues < JOBS; i++) loop_for(base, 10);
+    ASSERT_EQ(JOBS, acked + short_acks + failed_enqueues);
+    redisContext *nm = server_connect(&k.replica);
+    long missing = 0;
+    for (long i = 0; i < acked; i++)
+        missing += server_int(nm, "HEXISTS t:{durable}:payload %s", acked_ids[i]) == 0;
+    fprintf(stderr, "wait_replicas=1: %ld acknowledged, %ld reported short, %ld failed; %ld of the "
+                    "acknowledged missing on the new master\n",
+            acked, short_acks, failed_enqueues, missing);
+    ASSERT_EQ(0, missing);
+    redisFree(nm);
+    evtimer_del(p.tick);
+    event_free(p.tick);
+    rjq_client_free(c);
+    event_base_free(base);
+    cluster_stop(&k);
+}

@@ -214,8 +214,10 @@ typedef struct rjq_client_options {
      * redis+sentinel://[user[:password]@]host[:port][,host[:port]...]/master[/db]
      * (sentinels at numeric addresses or localhost, port 26379 by default:
      * before every connect attempt the client asks them for the master's
-     * address and checks with ROLE that it is the master; a READONLY reply
-     * makes it ask again), or unix:///path[?db=N]. host is a name or a numeric address ([..] for
+     * address and checks with ROLE that it is the master; a third
+     * connection, to one sentinel, follows +switch-master and moves both
+     * connections at once; a READONLY reply makes it ask again), or
+     * unix:///path[?db=N]. host is a name or a numeric address ([..] for
      * IPv6); names need a loop glue that resolves them (rjq_loop_ops
      * resolve: rjq_libevent_client_new_dns), without one only "localhost"
      * (127.0.0.1). NULL means redis://127.0.0.1:6379. */

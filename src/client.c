@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core_private.h"
+#include "sentinel.h"
 #include "validate.h"
 
 #define DEFAULT_MAX_PAYLOAD (16u * 1024 * 1024)
@@ -112,6 +113,20 @@ int rjq_tls_available(void) {
     return rjq__tls_built();
 }
 
+/* The sentinels announced a failover: both connections go and ask them
+ * again (a connection still connecting checks ROLE anyway). Without the
+ * watch (out of memory) a failover is still found: a dead master drops
+ * the connections, a demoted one answers writes with READONLY. */
+static void on_master_switched(void *arg, const char *to) {
+    rjq_client *c = arg;
+    char why[160], ip[64];
+    int port = 0;
+    if (sscanf(to, "%63s %d", ip, &port) != 2) return;
+    snprintf(why, sizeof why, "+switch-master: the master is now %s:%d", ip, port);
+    if (!rjq__conn_is_at(&c->cmd, ip, port)) rjq__conn_drop(&c->cmd, why);
+    if (!rjq__conn_is_at(&c->sub, ip, port)) rjq__conn_drop(&c->sub, why);
+}
+
 static void destroy(rjq_client *c);
 static void on_drain_timer(rjq__timer *t);
 
@@ -166,6 +181,7 @@ int rjq_client_new(rjq_client **out, const rjq_client_options *opts, const rjq_l
     }
     rjq__conn_start(&c->cmd);
     rjq__conn_start(&c->sub);
+    if (c->url.master) c->sentinel_watch = rjq__sentinel_watch_start(c, on_master_switched, c);
     *out = c;
     return RJQ_OK;
 }
@@ -196,6 +212,7 @@ static void destroy(rjq_client *c) {
     rjq__requests_cancel_all(c);
     rjq__features_cancel(c);
     rjq__features_close(c);
+    rjq__sentinel_watch_stop(c->sentinel_watch);
     rjq__conn_close(&c->cmd);
     rjq__conn_close(&c->sub);
     rjq__pubsub_free(c);

@@ -261,6 +261,12 @@ void rjq__conn_drop(rjq__conn *conn, const char *why) {
 
 static void connect_next(rjq__conn *conn);
 
+int rjq__conn_is_at(const rjq__conn *conn, const char *ip, int port) {
+    if (conn->ac == NULL || conn->next_addr == 0 || conn->addrs == NULL) return 0;
+    int at = conn->addr_port ? conn->addr_port : conn->c->url.port;
+    return at == port && strcmp(conn->addrs[conn->next_addr - 1], ip) == 0;
+}
+
 /* Connect timeout, reconnect delay, the next address, or a connect that
  * failed at once. */
 static void on_timer(rjq__timer *t) {

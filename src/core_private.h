@@ -89,6 +89,8 @@ void rjq__conn_refuse(rjq__conn *conn, int code);
 void rjq__conn_lost(rjq__conn *conn, const char *why);
 /* Drop a live context ourselves (outside or inside its callbacks). */
 void rjq__conn_drop(rjq__conn *conn, const char *why);
+/* 1 when the connection is up (or connecting) to ip:port. */
+int rjq__conn_is_at(const rjq__conn *conn, const char *ip, int port);
 /* Detach and free the context for client destruction. */
 void rjq__conn_close(rjq__conn *conn);
 
@@ -142,6 +144,7 @@ struct rjq_client {
     rjq__tls *tls;            /* NULL: plain TCP */
     char *sentinel_user, *sentinel_password; /* the sentinels' own AUTH */
     size_t sentinel_first;    /* the sentinel that answered last (sentinel.c) */
+    struct rjq__sentinel_watch *sentinel_watch; /* +switch-master (client.c) */
     char *prefix;
     char *name;
     long connect_timeout_ms, reconnect_min_ms, reconnect_max_ms;

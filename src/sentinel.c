@@ -121,10 +121,9 @@ static void ask(rjq__sentinel_lookup *l) {
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     int ok = 1;
     if (c->sentinel_password) {
-        const char *auth[3] = {"AUTH", c->sentinel_user, c->sentinel_password};
-        ok = c->sentinel_user ? redisAsyncCommandArgv(ac, on_auth, l, 3, auth, NULL) == REDIS_OK
-                              : redisAsyncCommandArgv(ac, on_auth, l, 2, (const char *[]){"AUTH",
-                                                      c->sentinel_password}, NULL) == REDIS_OK;
+        const char *auth[3] = {"AUTH", c->sentinel_user ? c->sentinel_user : c->sentinel_password,
+                               c->sentinel_password};
+        ok = redisAsyncCommandArgv(ac, on_auth, l, c->sentinel_user ? 3 : 2, auth, NULL) == REDIS_OK;
     }
     const char *argv[3] = {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", c->url.master};
     if (ok) ok = redisAsyncCommandArgv(ac, on_master, l, 3, argv, NULL) == REDIS_OK;
@@ -181,4 +180,117 @@ rjq__sentinel_lookup *rjq__sentinel_ask(rjq_client *c, rjq__sentinel_found_fn *f
 
 void rjq__sentinel_cancel(rjq__sentinel_lookup *l) {
     if (l) lookup_free(l);
+}
+
+/* ---- following failovers: +switch-master ------------------------------------ */
+
+struct rjq__sentinel_watch {
+    rjq_client *c;
+    rjq__sentinel_switch_fn *fn;
+    void *arg;
+    size_t at;              /* the sentinel listened to */
+    redisAsyncContext *ac;
+    rjq__timer timer;       /* the next try after a failure */
+};
+
+static void watch_retry(rjq__sentinel_watch *w) {
+    w->ac = NULL;
+    w->at = (w->at + 1) % w->c->url.nsentinels; /* another one */
+    rjq__timer_start(w->c, &w->timer, (uint64_t)w->c->reconnect_max_ms);
+}
+
+static void on_switch_message(redisAsyncContext *ac, void *reply, void *priv) {
+    redisReply *r = reply;
+    if (ac->data == NULL || r == NULL) return; /* stopped, or lost (the disconnect callback says) */
+    rjq__sentinel_watch *w = priv;
+    const char *master = w->c->url.master;
+    size_t n = strlen(master);
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 || r->element[2]->type != REDIS_REPLY_STRING ||
+        strcmp(r->element[0]->str, "message") != 0)
+        return;
+    const char *msg = r->element[2]->str; /* "<name> <old ip> <old port> <new ip> <new port>" */
+    if (strncmp(msg, master, n) != 0 || msg[n] != ' ') return;
+    const char *to = msg + n + 1;
+    for (int skip = 0; skip < 2 && to; skip++) {
+        to = strchr(to, ' ');
+        if (to) to++;
+    }
+    if (to == NULL) return;
+    rjq__enter(w->c);
+    w->fn(w->arg, to);
+    rjq__leave(w->c);
+}
+
+static void on_watch_connect(const redisAsyncContext *cac, int status) {
+    rjq__sentinel_watch *w = cac->data;
+    if (w == NULL || status == REDIS_OK) return;
+    watch_retry(w); /* hiredis frees the context */
+}
+
+static void on_watch_disconnect(const redisAsyncContext *cac, int status) {
+    rjq__sentinel_watch *w = cac->data;
+    (void)status;
+    if (w == NULL) return;
+    watch_retry(w); /* hiredis frees the context */
+}
+
+static void watch_connect(rjq__sentinel_watch *w) {
+    rjq_client *c = w->c;
+    const rjq__url_host *s = &c->url.sentinels[w->at];
+    redisAsyncContext *ac = redisAsyncConnect(numeric(s->host), s->port);
+    if (ac == NULL || ac->err || c->ops.attach(c->loop, ac) != 0) {
+        if (ac) redisAsyncFree(ac);
+        watch_retry(w);
+        return;
+    }
+    ac->data = w;
+    w->ac = ac;
+    redisAsyncSetConnectCallback(ac, on_watch_connect);
+    redisAsyncSetDisconnectCallback(ac, on_watch_disconnect);
+    int ok = 1;
+    if (c->sentinel_password) {
+        const char *auth[3] = {"AUTH", c->sentinel_user ? c->sentinel_user : c->sentinel_password,
+                               c->sentinel_password};
+        ok = redisAsyncCommandArgv(ac, on_auth, w, c->sentinel_user ? 3 : 2, auth, NULL) == REDIS_OK;
+    }
+    const char *argv[2] = {"SUBSCRIBE", "+switch-master"};
+    if (ok) ok = redisAsyncCommandArgv(ac, on_switch_message, w, 2, argv, NULL) == REDIS_OK;
+    if (!ok) {
+        ac->data = NULL;
+        w->ac = NULL;
+        redisAsyncFree(ac);
+        watch_retry(w);
+    }
+}
+
+static void on_watch_timer(rjq__timer *t) {
+    watch_connect(t->owner);
+}
+
+rjq__sentinel_watch *rjq__sentinel_watch_start(rjq_client *c, rjq__sentinel_switch_fn *fn,
+                                               void *arg) {
+    rjq__sentinel_watch *w = calloc(1, sizeof *w);
+    if (w == NULL) return NULL;
+    w->c = c;
+    w->fn = fn;
+    w->arg = arg;
+    w->at = c->sentinel_first;
+    if (rjq__timer_setup(c, &w->timer, on_watch_timer, w) != RJQ_OK) {
+        free(w);
+        return NULL;
+    }
+    rjq__timer_start(c, &w->timer, 0); /* from the loop, as the connections start */
+    return w;
+}
+
+void rjq__sentinel_watch_stop(rjq__sentinel_watch *w) {
+    if (w == NULL) return;
+    redisAsyncContext *ac = w->ac;
+    w->ac = NULL;
+    if (ac) {
+        ac->data = NULL;
+        redisAsyncFree(ac);
+    }
+    rjq__timer_teardown(w->c, &w->timer);
+    free(w);
 }

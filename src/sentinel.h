@@ -20,4 +20,18 @@ typedef void rjq__sentinel_found_fn(void *arg, const char *error, const char *ip
 rjq__sentinel_lookup *rjq__sentinel_ask(rjq_client *c, rjq__sentinel_found_fn *fn, void *arg);
 void rjq__sentinel_cancel(rjq__sentinel_lookup *l);
 
+
+/* ---- following failovers ------------------------------------------------ */
+
+typedef struct rjq__sentinel_watch rjq__sentinel_watch;
+
+/* A failover moved the master to `to` ("ip port"). */
+typedef void rjq__sentinel_switch_fn(void *arg, const char *to);
+
+/* Subscribe to +switch-master on one sentinel (another one, after a
+ * reconnect delay, when that connection fails) and call fn for each
+ * switch of the URL's master. NULL: out of memory. */
+rjq__sentinel_watch *rjq__sentinel_watch_start(rjq_client *c, rjq__sentinel_switch_fn *fn,
+                                               void *arg);
+void rjq__sentinel_watch_stop(rjq__sentinel_watch *w);
 #endif

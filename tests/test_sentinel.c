@@ -85,6 +85,7 @@ static long long sentinel_number(const sentinel *s, const char *what) {
 }
 
 typedef struct cluster {
+    int undemotable; /* set before cluster_start: see there */
     test_server master, replica;
     sentinel sentinels[3];
     char url[256];
@@ -93,9 +94,18 @@ typedef struct cluster {
 /* Master, replica, three sentinels that know each other and the replica
  * (so that a failover can be agreed on). */
 static void cluster_start(cluster *k) {
+    int undemotable = k->undemotable;
     memset(k, 0, sizeof *k);
-    /* no 5 s wait before a full sync (Redis 7's diskless default) */
-    const char *master_args[] = {"--repl-diskless-sync-delay", "0", NULL};
+    k->undemotable = undemotable;
+    /* no 5 s wait before a full sync (Redis 7's diskless default); a
+     * master that Sentinel cannot demote (and so cannot kill its clients)
+     * when asked: an old master a partition keeps out of Sentinel's reach */
+    const char *master_args[] = {"--repl-diskless-sync-delay", "0", NULL, NULL, NULL, NULL, NULL};
+    if (k->undemotable) {
+        master_args[2] = "--rename-command";
+        master_args[3] = "SLAVEOF";
+        master_args[4] = "";
+    }
     server_start_guarded(&k->master, master_args);
     char port[16];
     snprintf(port, sizeof port, "%d", k->master.port);
@@ -168,7 +178,7 @@ static void expect_refused(struct event_base *base, const char *url, const char 
 }
 
 TEST(sentinel_url_finds_the_master) {
-    cluster k;
+    cluster k = {0};
     cluster_start(&k);
     struct event_base *base = event_base_new();
     /* the first sentinel named is dead: the next one answers */
@@ -194,7 +204,7 @@ TEST(sentinel_url_finds_the_master) {
 /* A sentinel that names a replica (here: one that monitors the replica
  * under the master's name): ROLE says so, the client does not use it. */
 TEST(a_replica_named_as_master_is_refused) {
-    cluster k;
+    cluster k = {0};
     cluster_start(&k);
     sentinel liar;
     sentinel_start(&liar, k.replica.port);
@@ -271,7 +281,7 @@ static void produce(evutil_socket_t fd, short what, void *arg) {
 }
 
 TEST(master_killed_under_load_work_resumes_on_the_new_master) {
-    cluster k;
+    cluster k = {0};
     cluster_start(&k);
     pid_t workers[2];
     for (int i = 0; i < 2; i++)
@@ -324,7 +334,7 @@ TEST(master_killed_under_load_work_resumes_on_the_new_master) {
  * replica): its READONLY replies, or the sentinels' new answer, move the
  * client to the new master; work goes on, no await is lost. */
 TEST(manual_failover_moves_the_client_to_the_new_master) {
-    cluster k;
+    cluster k = {0};
     cluster_start(&k);
     struct event_base *base = event_base_new();
     rjq_client_options o = sentinel_options(k.url);
@@ -421,7 +431,7 @@ static void produce_durable(evutil_socket_t fd, short what, void *arg) {
 }
 
 TEST(with_wait_replicas_no_acknowledged_job_is_lost) {
-    cluster k;
+    cluster k = {0};
     cluster_start(&k);
     struct event_base *base = event_base_new();
     rjq_client_options o = sentinel_options(k.url);
@@ -450,6 +460,42 @@ TEST(with_wait_replicas_no_acknowledged_job_is_lost) {
     redisFree(nm);
     evtimer_del(p.tick);
     event_free(p.tick);
+    rjq_client_free(c);
+    event_base_free(base);
+    cluster_stop(&k);
+}
+
+/* A client that writes nothing follows a failover too: the sentinels'
+ * +switch-master moves both its connections to the new master. */
+TEST(switch_master_moves_an_idle_client) {
+    cluster k = {0};
+    k.undemotable = 1; /* the old master keeps its clients: only the announcement moves them */
+    cluster_start(&k);
+    struct event_base *base = event_base_new();
+    rjq_client_options o = sentinel_options(k.url);
+    o.name = "idle-client";
+    rjq_client *c = client_new(base, &o);
+    wait_connected(base, c);
+    loop_for(base, 200); /* the watch is subscribed */
+    redisContext *rc = redisConnect("127.0.0.1", k.sentinels[1].port);
+    ASSERT(rc && !rc->err);
+    redisReply *r = redisCommand(rc, "SENTINEL FAILOVER " MASTER);
+    ASSERT(r && r->type != REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    redisFree(rc);
+    int moved = 0;
+    for (int i = 0; i < 1000 && !moved; i++) {
+        loop_for(base, 10);
+        /* a new connection each time: the promotion kills the clients */
+        redisContext *nm = server_connect(&k.replica);
+        r = redisCommand(nm, "CLIENT LIST");
+        moved = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "name=idle-client ") != NULL &&
+                strstr(r->str, "name=idle-client:sub ") != NULL;
+        if (r) freeReplyObject(r);
+        redisFree(nm);
+    }
+    ASSERT(moved);
+    wait_connected(base, c);
     rjq_client_free(c);
     event_base_free(base);
     cluster_stop(&k);

@@ -212,7 +212,7 @@ RJQ_API int rjq_tls_available(void);
 typedef struct rjq_client_options {
     /* redis://[user[:password]@]host[:port][/db], rediss://... (TLS),
      * redis+sentinel://[user[:password]@]host[:port][,host[:port]...]/master[/db]
-     * (sentinels at numeric addresses or localhost, port 26379 by default:
+     * (sentinels by address or by name, port 26379 by default:
      * before every connect attempt the client asks them for the master's
      * address and checks with ROLE that it is the master; a third
      * connection, to one sentinel, follows +switch-master and moves both

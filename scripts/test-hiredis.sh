@@ -6,7 +6,8 @@
 #
 #   scripts/test-hiredis.sh [VERSION...]     default: 1.2.0 1.4.1
 #
-# The trees are looked up in $RJQ_HIREDIS_SOURCES, else shared/third_party
+# The last version's suite runs under ASan+UBSan (RJQ_HIREDIS_SANITIZE=0:
+# not). The trees are looked up in $RJQ_HIREDIS_SOURCES, else shared/third_party
 # beside the repository (or its parent), else /work/shared/third_party (the
 # development machines' layout). Build folders: build-hiredis-<version>/.
 set -euo pipefail
@@ -41,13 +42,19 @@ for v in "${versions[@]}"; do
             { cat "$out.hiredis.log" >&2; exit 1; }
         touch "$prefix/.built"
     fi
-    echo "== hiredis $v: building rjq against it"
-    cmake -S . -B "$out/rjq" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRJQ_WERROR=ON \
+    # The newest release runs under ASan+UBSan (TLS and OpenSSL's paths
+    # sanitized too); the others as the normal -Werror build.
+    kind=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) env=() labels=()
+    if [ "$v" = "${versions[$((${#versions[@]} - 1))]}" ] && [ "${RJQ_HIREDIS_SANITIZE:-1}" = 1 ]; then
+        kind=(-DCMAKE_BUILD_TYPE=Debug -DRJQ_SANITIZE=ON) env=(RJQ_UNDER_ASAN=1) labels=(-LE valgrind)
+    fi
+    echo "== hiredis $v: building rjq against it (${kind[*]})"
+    cmake -S . -B "$out/rjq" "${kind[@]}" -DRJQ_WERROR=ON \
         -DCMAKE_PREFIX_PATH="$prefix" | grep -E '^-- rjq:' || true
     grep -q '^RJQ_TLS:INTERNAL=ON' "$out/rjq/CMakeCache.txt" ||
         { echo "test-hiredis: hiredis $v with SSL gave no TLS build" >&2; exit 1; }
     cmake --build "$out/rjq" -j"$jobs"
     echo "== hiredis $v: the test suite"
-    (cd "$out/rjq" && ctest --output-on-failure -j2) ||
+    (cd "$out/rjq" && env "${env[@]}" ctest --output-on-failure -j2 "${labels[@]}") ||
         { bash "$root/tests/failure_recap.sh" "$out/rjq"; exit 1; }
 done

@@ -8,7 +8,54 @@
 
 #include "core_private.h"
 
+/* Reaching one sentinel: its name resolved first when it is one (by the
+ * loop glue's resolver; rjq_client_new refused names without one), then
+ * a connection to its first address. The owner embeds it first and says
+ * what comes next (reached) or why not (failed). */
+typedef struct dial {
+    rjq_client *c;
+    int resolving;
+    void *dns;
+    void (*reached)(struct dial *d, const char *ip);
+    void (*failed)(struct dial *d, const char *why);
+} dial;
+
+static void dial_resolved(void *arg, const char *error, const char *const *addrs, size_t n) {
+    dial *d = arg;
+    if (!d->resolving) return; /* a glue that broke the contract */
+    rjq__enter(d->c);
+    d->resolving = 0;
+    d->dns = NULL;
+    if (error || n == 0) {
+        char why[RJQ__ERRMSG_MAX];
+        snprintf(why, sizeof why, "cannot resolve it: %s", error ? error : "no address");
+        d->failed(d, why);
+    } else {
+        d->reached(d, addrs[0]);
+    }
+    rjq__leave(d->c);
+}
+
+static void dial_start(dial *d, const rjq__url_host *s) {
+    rjq_client *c = d->c;
+    if (s->numeric || strcmp(s->host, "localhost") == 0 || c->ops.resolve == NULL) {
+        d->reached(d, strcmp(s->host, "localhost") == 0 ? "127.0.0.1" : s->host);
+        return;
+    }
+    d->resolving = 1;
+    void *h = c->ops.resolve(c->loop, s->host, dial_resolved, d);
+    if (d->resolving) d->dns = h; /* else answered inside */
+}
+
+static void dial_cancel(dial *d) {
+    if (!d->resolving) return;
+    d->resolving = 0;
+    if (d->dns) d->c->ops.resolve_cancel(d->c->loop, d->dns);
+    d->dns = NULL;
+}
+
 struct rjq__sentinel_lookup {
+    dial dial;                /* first: the dial's callbacks find the lookup */
     rjq_client *c;
     rjq__sentinel_found_fn *fn;
     void *arg;
@@ -24,10 +71,6 @@ struct rjq__sentinel_lookup {
 
 static const rjq__url_host *sentinel_at(const rjq__sentinel_lookup *l) {
     return &l->c->url.sentinels[l->at];
-}
-
-static const char *numeric(const char *host) {
-    return strcmp(host, "localhost") == 0 ? "127.0.0.1" : host;
 }
 
 /* Drop the connection of the current question (not from its own connect
@@ -104,11 +147,12 @@ static void on_disconnect(const redisAsyncContext *cac, int status) {
     rjq__leave(l->c);
 }
 
-static void ask(rjq__sentinel_lookup *l) {
+/* Connected (or not) to the sentinel's address: the question. */
+static void ask_at(dial *d, const char *ip) {
+    rjq__sentinel_lookup *l = (rjq__sentinel_lookup *)d;
     rjq_client *c = l->c;
-    l->at = (c->sentinel_first + l->tried++) % c->url.nsentinels;
     const rjq__url_host *s = sentinel_at(l);
-    redisAsyncContext *ac = redisAsyncConnect(numeric(s->host), s->port);
+    redisAsyncContext *ac = redisAsyncConnect(ip, s->port);
     if (ac == NULL || ac->err || c->ops.attach(c->loop, ac) != 0) {
         note(l, ac == NULL ? "out of memory" : ac->err ? ac->errstr : "loop attach failed");
         if (ac) redisAsyncFree(ac);
@@ -131,12 +175,23 @@ static void ask(rjq__sentinel_lookup *l) {
         note(l, "out of memory");
         hang_up(l);
         rjq__timer_start(c, &l->timer, 0);
-        return;
     }
+}
+
+static void ask_failed(dial *d, const char *why) {
+    next((rjq__sentinel_lookup *)d, why);
+}
+
+/* Ask the next sentinel: its deadline covers resolving its name too. */
+static void ask(rjq__sentinel_lookup *l) {
+    rjq_client *c = l->c;
+    l->at = (c->sentinel_first + l->tried++) % c->url.nsentinels;
     rjq__timer_start(c, &l->timer, (uint64_t)c->connect_timeout_ms);
+    dial_start(&l->dial, sentinel_at(l));
 }
 
 static void lookup_free(rjq__sentinel_lookup *l) {
+    dial_cancel(&l->dial);
     hang_up(l);
     rjq__timer_teardown(l->c, &l->timer);
     free(l);
@@ -145,6 +200,10 @@ static void lookup_free(rjq__sentinel_lookup *l) {
 /* The deadline of a question, the next question, or the end. */
 static void on_timer(rjq__timer *t) {
     rjq__sentinel_lookup *l = t->owner;
+    if (l->dial.resolving) { /* no address in time */
+        dial_cancel(&l->dial);
+        note(l, "resolving its name timed out");
+    }
     if (l->ac) { /* no answer in time */
         note(l, "no answer in time");
         hang_up(l);
@@ -170,6 +229,9 @@ rjq__sentinel_lookup *rjq__sentinel_ask(rjq_client *c, rjq__sentinel_found_fn *f
     l->c = c;
     l->fn = fn;
     l->arg = arg;
+    l->dial.c = c;
+    l->dial.reached = ask_at;
+    l->dial.failed = ask_failed;
     if (rjq__timer_setup(c, &l->timer, on_timer, l) != RJQ_OK) {
         free(l);
         return NULL;
@@ -185,6 +247,7 @@ void rjq__sentinel_cancel(rjq__sentinel_lookup *l) {
 /* ---- following failovers: +switch-master ------------------------------------ */
 
 struct rjq__sentinel_watch {
+    dial dial;              /* first: the dial's callbacks find the watch */
     rjq_client *c;
     rjq__sentinel_switch_fn *fn;
     void *arg;
@@ -234,10 +297,10 @@ static void on_watch_disconnect(const redisAsyncContext *cac, int status) {
     watch_retry(w); /* hiredis frees the context */
 }
 
-static void watch_connect(rjq__sentinel_watch *w) {
+static void watch_at(dial *d, const char *ip) {
+    rjq__sentinel_watch *w = (rjq__sentinel_watch *)d;
     rjq_client *c = w->c;
-    const rjq__url_host *s = &c->url.sentinels[w->at];
-    redisAsyncContext *ac = redisAsyncConnect(numeric(s->host), s->port);
+    redisAsyncContext *ac = redisAsyncConnect(ip, c->url.sentinels[w->at].port);
     if (ac == NULL || ac->err || c->ops.attach(c->loop, ac) != 0) {
         if (ac) redisAsyncFree(ac);
         watch_retry(w);
@@ -263,8 +326,14 @@ static void watch_connect(rjq__sentinel_watch *w) {
     }
 }
 
+static void watch_failed(dial *d, const char *why) {
+    (void)why;
+    watch_retry((rjq__sentinel_watch *)d);
+}
+
 static void on_watch_timer(rjq__timer *t) {
-    watch_connect(t->owner);
+    rjq__sentinel_watch *w = t->owner;
+    dial_start(&w->dial, &w->c->url.sentinels[w->at]);
 }
 
 rjq__sentinel_watch *rjq__sentinel_watch_start(rjq_client *c, rjq__sentinel_switch_fn *fn,
@@ -275,6 +344,9 @@ rjq__sentinel_watch *rjq__sentinel_watch_start(rjq_client *c, rjq__sentinel_swit
     w->fn = fn;
     w->arg = arg;
     w->at = c->sentinel_first;
+    w->dial.c = c;
+    w->dial.reached = watch_at;
+    w->dial.failed = watch_failed;
     if (rjq__timer_setup(c, &w->timer, on_watch_timer, w) != RJQ_OK) {
         free(w);
         return NULL;
@@ -285,6 +357,7 @@ rjq__sentinel_watch *rjq__sentinel_watch_start(rjq_client *c, rjq__sentinel_swit
 
 void rjq__sentinel_watch_stop(rjq__sentinel_watch *w) {
     if (w == NULL) return;
+    dial_cancel(&w->dial);
     redisAsyncContext *ac = w->ac;
     w->ac = NULL;
     if (ac) {

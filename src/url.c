@@ -187,16 +187,13 @@ static int parse_sentinel(const char *s, rjq__url *u, char *err, size_t errlen) 
         one.port = 26379;
         char why[160];
         rc = parse_host(s, (size_t)(end - s), &one, why, sizeof why);
-        if (rc == RJQ_OK && !one.numeric && strcmp(one.host, "localhost") != 0) {
-            snprintf(why, sizeof why, "sentinel hosts must be numeric addresses or localhost");
-            rc = RJQ_EURL;
-        }
         if (rc != RJQ_OK) {
             free(one.host);
             if (rc == RJQ_ENOMEM) return rc;
             return fail(u, err, errlen, why);
         }
         u->sentinels[u->nsentinels].host = one.host;
+        u->sentinels[u->nsentinels].numeric = one.numeric;
         u->sentinels[u->nsentinels++].port = one.port;
         s = comma ? comma + 1 : slash;
     }

@@ -13,8 +13,9 @@
 #define RJQ__HOST_MAX 256 /* a host name's bytes, with its NUL */
 
 typedef struct rjq__url_host {
-    char *host; /* numeric, or "localhost" */
+    char *host;
     int port;
+    int numeric; /* host is an address */
 } rjq__url_host;
 
 #define RJQ__SENTINELS_MAX 16

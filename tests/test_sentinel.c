@@ -500,3 +500,46 @@ TEST(switch_master_moves_an_idle_client) {
     event_base_free(base);
     cluster_stop(&k);
 }
+
+/* Sentinels by name (a service name, say): resolved by the loop glue's
+ * resolver before each question; without one, refused clearly. */
+static long names_resolved;
+
+static void *resolve_to_loopback(void *loop, const char *host, rjq_resolved_fn *done, void *arg) {
+    (void)loop;
+    static const char *const lo[] = {"127.0.0.1"};
+    names_resolved++;
+    if (strncmp(host, "sentinel-", 9) == 0) done(arg, NULL, lo, 1);
+    else done(arg, "no such name (test resolver)", NULL, 0);
+    return NULL;
+}
+
+static void never_cancelled(void *loop, void *handle) {
+    (void)loop, (void)handle;
+    FAIL_AT(__FILE__, __LINE__, "nothing was pending");
+}
+
+TEST(sentinels_by_name_are_resolved) {
+    cluster k = {0};
+    cluster_start(&k);
+    struct event_base *base = event_base_new();
+    char url[256];
+    snprintf(url, sizeof url, "redis+sentinel://nowhere.test:%d,sentinel-1.test:%d/" MASTER,
+             k.sentinels[0].port, k.sentinels[1].port);
+    rjq_client_options o = sentinel_options(url);
+    rjq_client *c = NULL;
+    ASSERT_EQ(RJQ_EURL, rjq_libevent_client_new(&c, base, &o));
+    ASSERT(strstr(rjq_client_errmsg(NULL), "sentinel host nowhere.test is a name") != NULL);
+    static const rjq_loop_ops ops = {rjq_libevent_attach_, rjq_libevent_set_timer_,
+                                     rjq_libevent_cleanup_, resolve_to_loopback, never_cancelled};
+    ASSERT_OK(rjq_libevent_client_make_(&c, base, NULL, NULL, &o, &ops));
+    wait_connected(base, c);
+    ASSERT(names_resolved >= 2); /* the unknown name, then the one that answered */
+    rjq_queue *q = queue_for(c, "named");
+    ASSERT_OK(rjq_enqueue(q, "x", 1, NULL, on_enqueued, NULL));
+    long target = enqueued + 1;
+    ASSERT(loop_until_count(base, &enqueued, target, 5000));
+    rjq_client_free(c);
+    event_base_free(base);
+    cluster_stop(&k);
+}

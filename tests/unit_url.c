@@ -146,7 +146,10 @@ TEST(url_sentinel) {
     ASSERT_EQ(3, u.db);
     ASSERT_NULL(u.host);
     rjq__url_free(&u);
-    parse_ok("redis+sentinel://127.0.0.1:26379/m%2F1", &u);
+    parse_ok("redis+sentinel://sentinel-0.redis:26379,10.0.0.9/m%2F1", &u);
+    ASSERT_STREQ("sentinel-0.redis", u.sentinels[0].host);
+    ASSERT_EQ(0, u.sentinels[0].numeric);
+    ASSERT_EQ(1, u.sentinels[1].numeric);
     ASSERT_STREQ("m/1", u.master);
     ASSERT_EQ(0, u.db);
     rjq__url_free(&u);
@@ -155,7 +158,7 @@ TEST(url_sentinel) {
 TEST(url_err_sentinel) {
     expect_bad("redis+sentinel://127.0.0.1:26379", "names its master");
     expect_bad("redis+sentinel://127.0.0.1:26379/", "names its master");
-    expect_bad("redis+sentinel://sentinel.example:26379/m", "numeric addresses or localhost");
+    expect_bad("redis+sentinel://sentinel..example:26379/m", "host name");
     expect_bad("redis+sentinel://127.0.0.1:0/m", "port");
     expect_bad("redis+sentinel://127.0.0.1,,127.0.0.2/m", "empty sentinel");
     expect_bad("redis+sentinel://127.0.0.1/m/x", "database");

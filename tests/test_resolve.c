@@ -260,6 +260,15 @@ static void on_dns_request(struct evdns_server_request *req, void *arg) {
     ASSERT_EQ(0, evdns_server_request_respond(req, rcode));
 }
 
+static int freed_in_event;
+static void free_on_error(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
+    (void)conn, (void)data;
+    if (ev == RJQ_EVENT_ERROR && strstr(detail, "cannot resolve") && !freed_in_event) {
+        freed_in_event = 1;
+        rjq_client_free(c);
+    }
+}
+
 TEST(evdns_resolves_names_through_a_dns_server) {
     test_server s;
     server_start_guarded(&s, NULL);
@@ -303,6 +312,15 @@ TEST(evdns_resolves_names_through_a_dns_server) {
     if (strstr(events, "cannot resolve nowhere.test") == NULL)
         FAIL_AT(__FILE__, __LINE__, "expected a failed lookup, got:\n%s", events);
     rjq_client_free(c);
+    /* freed from inside the event its failed lookup reported: the glue
+     * goes once evdns' callback is done with it */
+    o = client_options("redis://nowhere.test:6399");
+    o.on_event = free_on_error;
+    freed_in_event = 0;
+    ASSERT_OK(rjq_libevent_client_new_dns(&c, base, dns, &o));
+    ASSERT(loop_until(base, &freed_in_event, 3000));
+    /* a cancelled lookup's parts end from the loop: let them, then free */
+    loop_for(base, 100);
     evdns_base_free(dns, 0);
     evdns_close_server_port(port);
     evutil_closesocket(fd);

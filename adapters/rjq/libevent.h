@@ -247,6 +247,12 @@ typedef struct rjq_libevent_lookup {
     int cancelled;
 } rjq_libevent_lookup;
 
+static inline void rjq_libevent_dns_free_later_(evutil_socket_t fd, short what, void *dns) {
+    (void)fd;
+    (void)what;
+    evdns_base_free(RJQ_CAST(struct evdns_base *, dns), 1);
+}
+
 static inline void rjq_libevent_resolved_(int err, struct evutil_addrinfo *res, void *arg) {
     rjq_libevent_lookup *l = RJQ_CAST(rjq_libevent_lookup *, arg);
     rjq_libevent_glue *g = l->g;
@@ -254,7 +260,12 @@ static inline void rjq_libevent_resolved_(int err, struct evutil_addrinfo *res, 
     const char *addrs[16];
     size_t n = 0;
     l->answered = 1;
-    if (!l->cancelled) {
+    if (l->cancelled) { /* evdns may say so later, from the loop: the glue may be gone */
+        if (res) evutil_freeaddrinfo(res);
+        free(l);
+        return;
+    }
+    {
         for (struct evutil_addrinfo *a = res; a != NULL && n < 16; a = a->ai_next) {
             const void *where = NULL;
             if (a->ai_family == AF_INET)
@@ -279,7 +290,24 @@ static inline void rjq_libevent_resolved_(int err, struct evutil_addrinfo *res, 
     }
     if (res) evutil_freeaddrinfo(res);
     if (!l->starting) free(l); /* else rjq_libevent_resolve_ frees it */
-    if (g->dns_freed && g->in_lookup == 0) rjq_libevent_glue_free_(g);
+    if (g->dns_freed && g->in_lookup == 0) {
+        /* the client was freed in there: the glue goes now, its resolver
+         * once evdns is out of its callback */
+        struct event_base *base = g->base;
+        struct evdns_base *dns = g->free_dns ? g->dns : NULL;
+        struct timeval now = {0, 0};
+        g->free_dns = NULL;
+        rjq_libevent_glue_free_(g);
+        if (dns) event_base_once(base, -1, EV_TIMEOUT, rjq_libevent_dns_free_later_, dns, &now);
+    }
+}
+
+/* A resolver made here goes with the client: lookups still pending (a
+ * cancelled one's end may be queued in the loop) end now, with their
+ * callbacks, which free their records. */
+static inline void rjq_libevent_dns_free_(struct evdns_base *dns, int fail_requests) {
+    (void)fail_requests;
+    evdns_base_free(dns, 1);
 }
 
 static inline void *rjq_libevent_resolve_(void *loop, const char *host, rjq_resolved_fn *done,
@@ -312,7 +340,7 @@ static inline void rjq_libevent_resolve_cancel_(void *loop, void *handle) {
     rjq_libevent_lookup *l = RJQ_CAST(rjq_libevent_lookup *, handle);
     (void)loop;
     l->cancelled = 1;
-    evdns_getaddrinfo_cancel(l->req); /* its callback frees l */
+    evdns_getaddrinfo_cancel(l->req); /* its callback (now or later) frees l */
 }
 
 #endif /* RJQ_LIBEVENT_HAVE_DNS */
@@ -396,7 +424,7 @@ static inline int rjq_libevent_client_new_dns(rjq_client **out, struct event_bas
                                        EVDNS_BASE_DISABLE_WHEN_INACTIVE);
         if (dns == NULL) return RJQ_ENOMEM;
     }
-    return rjq_libevent_client_make_(out, base, dns, own ? evdns_base_free : NULL, opts, &ops);
+    return rjq_libevent_client_make_(out, base, dns, own ? rjq_libevent_dns_free_ : NULL, opts, &ops);
 }
 #endif /* RJQ_LIBEVENT_HAVE_DNS */
 

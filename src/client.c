@@ -132,6 +132,7 @@ static void on_master_switched(void *arg, const char *to) {
     if (sscanf(to, "%63s %d", ip, &port) != 2) return;
     snprintf(why, sizeof why, "+switch-master: the master is now %s:%d", ip, port);
     if (!rjq__conn_is_at(&c->cmd, ip, port)) rjq__conn_drop(&c->cmd, why);
+    if (!rjq__accepting(c)) return; /* freed by an event handler of the first */
     if (!rjq__conn_is_at(&c->sub, ip, port)) rjq__conn_drop(&c->sub, why);
 }
 

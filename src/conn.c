@@ -186,7 +186,8 @@ static int send_setup(rjq__conn *conn) {
 static void failure_words(rjq__conn *conn, redisAsyncContext *ac, char *buf, size_t len,
                           const char *otherwise) {
     const char *io = ac->c.errstr[0] ? ac->c.errstr : otherwise;
-    if (conn->tls_session &&
+    /* (a TCP connect that failed is no TLS matter) */
+    if (conn->tls_session && conn->connected &&
         rjq__tls_why(conn->c->tls, conn->tls_session, conn->ready, io, buf, len)) {
         conn->connected = 0;
         return;
@@ -288,7 +289,8 @@ static void on_timer(rjq__timer *t) {
         return;
     }
     if (conn->resolving) {
-        rjq__conn_lost(conn, "resolving the host name timed out");
+        rjq__conn_lost(conn, conn->c->url.master ? "no sentinel answered in time"
+                                                 : "resolving the host name timed out");
         return;
     }
     if (conn->ac && !conn->ready) {
@@ -402,6 +404,9 @@ static void connect_next(rjq__conn *conn) {
     connect_to(conn, conn->addrs[conn->next_addr++]);
 }
 
+/* A lookup answered from inside the resolve hook (the contract allows it)
+ * may be inside rjq_client_new: what it starts waits for the timer, so no
+ * user code runs in there (as for failed_now). */
 static void on_resolved(void *arg, const char *error, const char *const *addrs, size_t n) {
     rjq__conn *conn = arg;
     rjq_client *c = conn->c;
@@ -413,14 +418,21 @@ static void on_resolved(void *arg, const char *error, const char *const *addrs, 
     char why[RJQ__ERRMSG_MAX];
     if (error || n == 0) {
         snprintf(why, sizeof why, "cannot resolve %s: %s", c->url.host, error ? error : "no address");
-        rjq__conn_lost(conn, why);
     } else if ((conn->addrs = calloc(n, sizeof *conn->addrs)) == NULL) {
-        rjq__conn_lost(conn, "out of memory");
+        snprintf(why, sizeof why, "out of memory");
     } else {
         for (size_t i = 0; i < n; i++)
             if ((conn->addrs[conn->naddrs] = strdup(addrs[i])) != NULL) conn->naddrs++;
-        if (conn->naddrs == 0) rjq__conn_lost(conn, "out of memory");
-        else connect_next(conn);
+        snprintf(why, sizeof why, "%s", conn->naddrs ? "" : "out of memory");
+    }
+    if (why[0] && conn->resolve_inside) failed_now(conn, why);
+    else if (why[0]) rjq__conn_lost(conn, why);
+    else if (conn->resolve_inside) { /* from the timer */
+        conn->try_next = 1;
+        conn->timer_is_reconnect = 0;
+        rjq__timer_start(c, &conn->timer, 0);
+    } else {
+        connect_next(conn);
     }
     rjq__leave(c);
 }
@@ -475,7 +487,9 @@ void rjq__conn_start(rjq__conn *conn) {
         conn->timer_is_reconnect = 0;
         rjq__timer_start(c, &conn->timer, (uint64_t)c->connect_timeout_ms);
         conn->resolving = 1;
+        conn->resolve_inside = 1;
         void *h = c->ops.resolve(c->loop, c->url.host, on_resolved, conn);
+        conn->resolve_inside = 0;
         if (conn->resolving) conn->lookup = h; /* else done was called inside */
     }
 }

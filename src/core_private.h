@@ -60,6 +60,7 @@ struct rjq__conn {
     void *tls_session;        /* the context's TLS session (tls.c); NULL: plain */
     /* a host name's addresses, resolved again for every attempt */
     int resolving;            /* a lookup is pending (its handle: lookup) */
+    int resolve_inside;       /* inside the glue's resolve hook */
     void *lookup;
     char **addrs;             /* this attempt's addresses, tried in turn */
     size_t naddrs, next_addr;

@@ -43,6 +43,11 @@ static int refuse(rjq__tls *t, char *err, size_t errlen, const char *what, const
     return RJQ_ETLS;
 }
 
+static int no_passphrase(char *buf, int size, int rwflag, void *data) {
+    (void)buf, (void)size, (void)rwflag, (void)data;
+    return 0;
+}
+
 int rjq__tls_new(rjq__tls **out, const rjq_tls_options *o, const char *host, int numeric,
                  char *err, size_t errlen) {
     static const rjq_tls_options none;
@@ -88,6 +93,8 @@ int rjq__tls_new(rjq__tls **out, const rjq_tls_options *o, const char *host, int
     } else if (SSL_CTX_set_default_verify_paths(t->ctx) != 1) {
         return refuse(t, err, errlen, "cannot load the system's CA certificates", "");
     }
+    /* an encrypted key would make OpenSSL ask on the terminal: refuse it */
+    SSL_CTX_set_default_passwd_cb(t->ctx, no_passphrase);
     if (o->cert_file) {
         t->has_cert = 1;
         if (SSL_CTX_use_certificate_chain_file(t->ctx, o->cert_file) != 1)
@@ -161,7 +168,10 @@ int rjq__tls_why(const rjq__tls *t, void *session, int ready, const char *io_err
         ERR_clear_error();
         return 1;
     }
-    if (ready) return 0;
+    if (ready) {
+        ERR_clear_error(); /* what hiredis' SSL_read left there */
+        return 0;
+    }
     /* The server may refuse us after our side of the handshake is done
      * (TLS 1.3: a missing client certificate shows at the first read). */
     const char *hint = t->has_cert ? "" : " (does the server want a client certificate? cert_file/key_file)";

@@ -103,6 +103,28 @@ static void on_refused(rjq_client *c, int status, const rjq_enqueued *jobs, size
     refused++;
 }
 
+static long shorts;
+static void on_short(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)data;
+    ASSERT_EQ(RJQ_EREPLICAS, status);
+    ASSERT_EQ(1, n);
+    ASSERT(jobs[0].id != NULL);
+    shorts++;
+}
+
+/* A synchronous command as `user` is allowed. */
+static void expect_allowed(const test_server *s, const char *user, const char *cmd) {
+    redisContext *rc = server_connect(s);
+    redisReply *r = redisCommand(rc, "AUTH %s %s", user, PW);
+    ASSERT(r && r->type != REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    r = redisCommand(rc, cmd);
+    ASSERT(r != NULL);
+    if (r->type == REDIS_REPLY_ERROR) FAIL_AT(__FILE__, __LINE__, "%s: %s: %s", user, cmd, r->str);
+    freeReplyObject(r);
+    redisFree(rc);
+}
+
 /* A synchronous command as `user` is refused with NOPERM. */
 static void expect_noperm(const test_server *s, const char *user, const char *fmt) {
     redisContext *rc = server_connect(s);
@@ -168,6 +190,22 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     ASSERT(loop_until_count(base, &refused, 2, 5000));
     ASSERT_EQ(0, server_int(admin, "EXISTS other:{jobs}:ready"));
     rjq_client_free(other);
+
+    /* WAIT (wait_replicas) and ROLE (Sentinel) are the users' too: no
+     * replica here, so the write is reported short, not refused */
+    rjq_client_options po = client_options(NULL);
+    char url[128];
+    snprintf(url, sizeof url, "redis://rjq-producer:%s@127.0.0.1:%d", PW, s.port);
+    po.url = url;
+    po.prefix = "t";
+    po.wait_replicas = 1;
+    po.wait_timeout_ms = 50;
+    rjq_client *durable = client_new(base, &po);
+    ASSERT_OK(rjq_enqueue(queue_for(durable, "jobs"), "x", 1, NULL, on_short, NULL));
+    ASSERT(loop_until_count(base, &shorts, 1, 5000));
+    ASSERT(strstr(rjq_client_errmsg(durable), "0 of 1 replicas confirmed") != NULL);
+    rjq_client_free(durable);
+    expect_allowed(&s, "rjq-worker", "ROLE");
 
     /* and directly */
     static const char *const users[] = {"rjq-producer", "rjq-worker", "rjq-monitor"};

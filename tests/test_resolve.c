@@ -345,3 +345,68 @@ TEST(evdns_with_system_settings_resolves_localhost) {
     event_base_free(base);
     server_stop_guarded(&s);
 }
+
+/* A resolver that fails from inside its resolve hook (allowed): the
+ * failure is reported from the loop, never from inside rjq_client_new,
+ * and a handler that frees the client on it is safe. */
+static void *fail_inside(void *loop, const char *host, rjq_resolved_fn *done, void *arg) {
+    (void)loop, (void)host;
+    done(arg, "no such name (test resolver)", NULL, 0);
+    return NULL;
+}
+
+static int events_inside_new;
+static void free_on_any_error(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
+    (void)conn, (void)detail, (void)data;
+    events_inside_new++;
+    if (ev == RJQ_EVENT_ERROR && !freed_in_event) {
+        freed_in_event = 1;
+        rjq_client_free(c);
+    }
+}
+
+TEST(resolver_failing_inside_its_hook_reports_from_the_loop) {
+    struct event_base *base = event_base_new();
+    static const rjq_loop_ops ops = {rjq_libevent_attach_, rjq_libevent_set_timer_,
+                                     rjq_libevent_cleanup_, fail_inside, fake_cancel};
+    rjq_client_options o = client_options("redis://nowhere.test:6399");
+    o.on_event = free_on_any_error;
+    freed_in_event = events_inside_new = 0;
+    rjq_client *c = NULL;
+    ASSERT_OK(rjq_libevent_client_make_(&c, base, NULL, NULL, &o, &ops));
+    ASSERT_EQ(0, events_inside_new); /* no user code inside rjq_client_new */
+    ASSERT(loop_until(base, &freed_in_event, 3000));
+    event_base_free(base);
+}
+
+/* Freed with lookups pending on a resolver the glue made: the lookups'
+ * ends come from the loop later, and find the glue (and evdns) still
+ * there; then both go. */
+TEST(client_freed_with_lookups_pending_on_its_own_resolver) {
+    struct event_base *base = event_base_new();
+    evutil_socket_t fd = socket(AF_INET, SOCK_DGRAM, 0); /* a name server that never answers */
+    ASSERT(fd >= 0);
+    struct sockaddr_in sin;
+    memset(&sin, 0, sizeof sin);
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(0, bind(fd, (struct sockaddr *)&sin, sizeof sin));
+    socklen_t sl = sizeof sin;
+    ASSERT_EQ(0, getsockname(fd, (struct sockaddr *)&sin, &sl));
+    struct evdns_base *dns = evdns_base_new(base, 0);
+    ASSERT(dns != NULL);
+    char ns[64];
+    snprintf(ns, sizeof ns, "127.0.0.1:%d", ntohs(sin.sin_port));
+    ASSERT_EQ(0, evdns_base_nameserver_ip_add(dns, ns));
+    const rjq_loop_ops ops = {rjq_libevent_attach_, rjq_libevent_set_timer_, rjq_libevent_cleanup_,
+                              rjq_libevent_resolve_, rjq_libevent_resolve_cancel_};
+    rjq_client_options o = client_options("redis://slow.test:6399");
+    rjq_client *c = NULL;
+    /* as rjq_libevent_client_new_dns(NULL) makes it: the glue owns dns */
+    ASSERT_OK(rjq_libevent_client_make_(&c, base, dns, rjq_libevent_dns_free_, &o, &ops));
+    loop_for(base, 20);
+    rjq_client_free(c);
+    loop_for(base, 50);
+    event_base_free(base);
+    evutil_closesocket(fd);
+}

@@ -41,6 +41,13 @@ expect() { # rc, then a text stdout or stderr must hold ("" for none)
     if grep -qF "s3cret" "$DIR/out" "$DIR/err"; then fail "the password is shown"; fi
 }
 
+# passwords stay out of messages, a lone one and one holding '@' too
+# (nobody listens on port 1)
+run -u "redis://s3cret@127.0.0.1:1" -t 1 stats q
+expect 1 "redis://***@127.0.0.1:1"
+run -u "redis://u:s3cret@x@127.0.0.1:1" -t 1 stats q
+expect 1 "redis://u:***@127.0.0.1:1"
+
 if ! grep -q '^RJQ_TLS:INTERNAL=ON' "$BUILD/CMakeCache.txt"; then
     run -u "rediss://:s3cret@127.0.0.1:6380" stats q
     expect 1 "built without TLS"

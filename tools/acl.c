@@ -1,7 +1,8 @@
 /*
  * The ACL lines of `rjq acl`. What each role runs:
  *
- * - every client: CLIENT SETNAME and SELECT (its session), TIME (the
+ * - every client: CLIENT SETNAME and SELECT (its session), ROLE (with
+ *   Sentinel: is it the master?), WAIT (the option wait_replicas), TIME (the
  *   command connection's liveness probe and the server clock), PUBLISH
  *   and SUBSCRIBE (the subscriber connection's probe on
  *   "<prefix>:reply:<random>:live", awaits, pushes), SCRIPT LOAD and
@@ -28,7 +29,8 @@
 
 #include <string.h>
 
-#define SESSION "+client|setname +select +time +publish +subscribe +script|load +evalsha"
+#define SESSION                                                                              \
+    "+client|setname +select +time +publish +subscribe +script|load +evalsha +role +wait"
 
 /* The commands the scripts of each role run (the scripts' lib functions
  * included). */

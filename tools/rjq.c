@@ -106,16 +106,29 @@ static int usage_error(const char *fmt, const char *arg) {
     return EXIT_USAGE;
 }
 
-/* The URL to show in messages, with any password masked. */
+/* The URL to show in messages, with any password masked: the userinfo
+ * ends at the last '@' before the path (as the library reads it), and a
+ * lone word there is a password too (redis://secret@host). */
 static void display_url(const cli *t, char *out, size_t size) {
     const char *u = t->url ? t->url : DEFAULT_URL;
     const char *auth = strstr(u, "://");
-    const char *at = auth ? strchr(auth + 3, '@') : NULL;
-    const char *colon = at ? memchr(auth + 3, ':', (size_t)(at - auth - 3)) : NULL;
-    if (colon == NULL)
+    if (auth == NULL) {
         snprintf(out, size, "%s", u);
-    else
+        return;
+    }
+    auth += 3;
+    const char *end = auth + strcspn(auth, "/"), *at = NULL;
+    for (const char *p = auth; p < end; p++)
+        if (*p == '@') at = p;
+    if (at == NULL) {
+        snprintf(out, size, "%s", u);
+        return;
+    }
+    const char *colon = memchr(auth, ':', (size_t)(at - auth));
+    if (colon) /* user:password */
         snprintf(out, size, "%.*s:***%s", (int)(colon - u), u, at);
+    else /* a lone password */
+        snprintf(out, size, "%.*s***%s", (int)(auth - u), u, at);
 }
 
 /* ---- errors --------------------------------------------------------------- */

@@ -185,13 +185,15 @@ typedef struct rjq_libevent_glue {
     struct event_base *base;
     struct event *timer;
     rjq_client *client;
-    int firing, freed;
     struct evdns_base *dns; /* rjq_libevent_client_new_dns */
     /* evdns_base_free for a resolver made here (a pointer, so that the
      * glue without names links without libevent_extra) */
     void (*free_dns)(struct evdns_base *, int);
-    int in_lookup;          /* inside a lookup's callback */
-    int dns_freed;          /* cleanup ran meanwhile: free on the way out */
+    /* The glue goes once cleanup ran (closing) and nothing still needs
+     * it: not its timer's callback (firing), not a lookup's callback
+     * (in_lookup), no lookup evdns has yet to end (pending: a cancelled
+     * one's end may be queued in the loop). */
+    int closing, firing, in_lookup, pending;
 } rjq_libevent_glue;
 
 static int rjq_libevent_attach_(void *loop, struct redisAsyncContext *ac) {
@@ -205,17 +207,19 @@ static void rjq_libevent_glue_free_(rjq_libevent_glue *g) {
     free(g);
 }
 
+/* Free the glue if it is closing and nothing needs it any more. */
+static void rjq_libevent_release_(rjq_libevent_glue *g) {
+    if (g->closing && !g->firing && !g->in_lookup && !g->pending) rjq_libevent_glue_free_(g);
+}
+
 static void rjq_libevent_fire_(evutil_socket_t fd, short what, void *arg) {
     rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, arg);
     (void)fd;
     (void)what;
     g->firing = 1;
     rjq_client_handle_timeout(g->client); /* may free the client: cleanup */
-    if (g->freed) {
-        rjq_libevent_glue_free_(g);
-        return;
-    }
     g->firing = 0;
+    rjq_libevent_release_(g);
 }
 
 static void rjq_libevent_set_timer_(void *loop, long timeout_ms) {
@@ -253,6 +257,18 @@ static inline void rjq_libevent_dns_free_later_(evutil_socket_t fd, short what, 
     evdns_base_free(RJQ_CAST(struct evdns_base *, dns), 1);
 }
 
+/* rjq_libevent_release_ from inside an evdns callback: a resolver made
+ * here is freed once evdns is out of it. */
+static inline void rjq_libevent_release_dns_inside_(rjq_libevent_glue *g) {
+    if (!g->closing || g->firing || g->in_lookup || g->pending) return;
+    struct evdns_base *dns = g->free_dns ? g->dns : NULL;
+    struct event_base *base = g->base;
+    struct timeval now = {0, 0};
+    g->free_dns = NULL;
+    rjq_libevent_glue_free_(g);
+    if (dns) event_base_once(base, -1, EV_TIMEOUT, rjq_libevent_dns_free_later_, dns, &now);
+}
+
 static inline void rjq_libevent_resolved_(int err, struct evutil_addrinfo *res, void *arg) {
     rjq_libevent_lookup *l = RJQ_CAST(rjq_libevent_lookup *, arg);
     rjq_libevent_glue *g = l->g;
@@ -260,46 +276,36 @@ static inline void rjq_libevent_resolved_(int err, struct evutil_addrinfo *res, 
     const char *addrs[16];
     size_t n = 0;
     l->answered = 1;
-    if (l->cancelled) { /* evdns may say so later, from the loop: the glue may be gone */
+    g->pending--;
+    if (l->cancelled) { /* evdns may say so later, from the loop */
         if (res) evutil_freeaddrinfo(res);
         free(l);
+        rjq_libevent_release_dns_inside_(g);
         return;
     }
-    {
-        for (struct evutil_addrinfo *a = res; a != NULL && n < 16; a = a->ai_next) {
-            const void *where = NULL;
-            if (a->ai_family == AF_INET)
-                where = &RJQ_CAST(struct sockaddr_in *, RJQ_CAST(void *, a->ai_addr))->sin_addr;
-            else if (a->ai_family == AF_INET6)
-                where = &RJQ_CAST(struct sockaddr_in6 *, RJQ_CAST(void *, a->ai_addr))->sin6_addr;
-            if (where == NULL ||
-                evutil_inet_ntop(a->ai_family, where, text[n], sizeof text[n]) == NULL)
-                continue;
-            size_t i = 0;
-            while (i < n && strcmp(addrs[i], text[n]) != 0) i++;
-            if (i == n) { /* one of each */
-                addrs[n] = text[n];
-                n++;
-            }
+    for (struct evutil_addrinfo *a = res; a != NULL && n < 16; a = a->ai_next) {
+        const void *where = NULL;
+        if (a->ai_family == AF_INET)
+            where = &RJQ_CAST(struct sockaddr_in *, RJQ_CAST(void *, a->ai_addr))->sin_addr;
+        else if (a->ai_family == AF_INET6)
+            where = &RJQ_CAST(struct sockaddr_in6 *, RJQ_CAST(void *, a->ai_addr))->sin6_addr;
+        if (where == NULL || evutil_inet_ntop(a->ai_family, where, text[n], sizeof text[n]) == NULL)
+            continue;
+        size_t i = 0;
+        while (i < n && strcmp(addrs[i], text[n]) != 0) i++;
+        if (i == n) { /* one of each */
+            addrs[n] = text[n];
+            n++;
         }
-        g->in_lookup++;
-        if (err != 0) l->done(l->arg, evutil_gai_strerror(err), NULL, 0);
-        else if (n == 0) l->done(l->arg, "no IPv4 or IPv6 address", NULL, 0);
-        else l->done(l->arg, NULL, addrs, n);
-        g->in_lookup--;
     }
+    g->in_lookup++;
+    if (err != 0) l->done(l->arg, evutil_gai_strerror(err), NULL, 0);
+    else if (n == 0) l->done(l->arg, "no IPv4 or IPv6 address", NULL, 0);
+    else l->done(l->arg, NULL, addrs, n);
+    g->in_lookup--;
     if (res) evutil_freeaddrinfo(res);
     if (!l->starting) free(l); /* else rjq_libevent_resolve_ frees it */
-    if (g->dns_freed && g->in_lookup == 0) {
-        /* the client was freed in there: the glue goes now, its resolver
-         * once evdns is out of its callback */
-        struct event_base *base = g->base;
-        struct evdns_base *dns = g->free_dns ? g->dns : NULL;
-        struct timeval now = {0, 0};
-        g->free_dns = NULL;
-        rjq_libevent_glue_free_(g);
-        if (dns) event_base_once(base, -1, EV_TIMEOUT, rjq_libevent_dns_free_later_, dns, &now);
-    }
+    rjq_libevent_release_dns_inside_(g);
 }
 
 /* A resolver made here goes with the client: lookups still pending (a
@@ -327,6 +333,7 @@ static inline void *rjq_libevent_resolve_(void *loop, const char *host, rjq_reso
     l->done = done;
     l->arg = arg;
     l->starting = 1;
+    g->pending++;
     l->req = evdns_getaddrinfo(g->dns, host, NULL, &hints, rjq_libevent_resolved_, l);
     l->starting = 0;
     if (l->answered) { /* answered inside (a hosts file entry, an error) */
@@ -347,15 +354,8 @@ static inline void rjq_libevent_resolve_cancel_(void *loop, void *handle) {
 
 static void rjq_libevent_cleanup_(void *loop) {
     rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, loop);
-    if (g->in_lookup) { /* evdns is not to be freed from its own callback */
-        g->dns_freed = 1;
-        return;
-    }
-    if (g->firing) {
-        g->freed = 1; /* rjq_libevent_fire_ frees it */
-        return;
-    }
-    rjq_libevent_glue_free_(g);
+    g->closing = 1;
+    rjq_libevent_release_(g); /* else the last callback that needs it does */
 }
 
 static inline int rjq_libevent_client_make_(rjq_client **out, struct event_base *base,
@@ -403,9 +403,11 @@ static inline int rjq_libevent_client_new(rjq_client **out, struct event_base *b
 /*
  * The same, resolving host names with evdns on `base`, again for every
  * connect attempt (IPv4 and IPv6 addresses, tried in turn). dns: your
- * evdns_base (kept; free it after the client), or NULL for one made here
- * from the system's resolver settings (/etc/resolv.conf, /etc/hosts),
- * freed with the client. Link libevent_extra.
+ * evdns_base, or NULL for one made here from the system's resolver
+ * settings (/etc/resolv.conf, /etc/hosts), freed with the client. Link
+ * libevent_extra. Lookups cancelled by rjq_client_free() end from the
+ * loop: run it once more before freeing your evdns_base or the
+ * event_base (else the glue's last bytes stay allocated).
  */
 static inline int rjq_libevent_client_new_dns(rjq_client **out, struct event_base *base,
                                               struct evdns_base *dns,

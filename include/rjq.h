@@ -268,14 +268,16 @@ typedef struct rjq_client_options {
     /* Durability: with wait_replicas > 0, an enqueue, a completion and a
      * failure report RJQ_OK only once WAIT says that many replicas have
      * it, so a failover cannot lose it; when fewer confirm within
-     * wait_timeout_ms (default 1000, below command_timeout_ms) the
+     * wait_timeout_ms (default 1000, below half of command_timeout_ms) the
      * callback gets RJQ_EREPLICAS instead: the write is done on the
      * master (an enqueue's jobs are given as for RJQ_OK) but a failover
      * now may lose it. Awaited enqueues (rjq_enqueue_await) are not
      * reported short: their await ends RJQ_ENOTFOUND if the job is lost.
-     * WAIT holds the command connection until the replicas answer: every
-     * request behind it waits (about one replica round trip when they
-     * are healthy, wait_timeout_ms when they are not). 0: no WAIT. */
+     * One WAIT follows each burst of such writes (a loop pass), one at a
+     * time: it holds the command connection until the replicas answer,
+     * so every request behind it waits (about one replica round trip when
+     * they are healthy, up to wait_timeout_ms when they are not). 0: no
+     * WAIT. */
     int wait_replicas;
     long wait_timeout_ms;
 } rjq_client_options;

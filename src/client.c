@@ -65,9 +65,9 @@ static int copy_options(rjq_client *c, const rjq_client_options *o) {
     c->max_payload = o && o->max_payload ? o->max_payload : DEFAULT_MAX_PAYLOAD;
     c->wait_replicas = o && o->wait_replicas > 0 ? o->wait_replicas : 0;
     c->wait_timeout_ms = o && o->wait_timeout_ms > 0 ? o->wait_timeout_ms : 1000;
-    if (c->wait_replicas && c->command_timeout_ms && c->wait_timeout_ms >= c->command_timeout_ms) {
-        rjq__errmsg(c, "wait_timeout_ms must be below command_timeout_ms (a WAIT holds the "
-                       "connection that long)");
+    if (c->wait_replicas && c->command_timeout_ms && 2 * c->wait_timeout_ms >= c->command_timeout_ms) {
+        rjq__errmsg(c, "wait_timeout_ms must be below half of command_timeout_ms (a write may "
+                       "wait behind one WAIT for its own)");
         return RJQ_EINVAL;
     }
     if (o && o->sentinel_password) {

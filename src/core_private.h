@@ -155,6 +155,9 @@ struct rjq_client {
     int wait_replicas;        /* WAIT for this many after durable writes; 0: none */
     long wait_timeout_ms;
     int write_short;          /* set while a short durable write is delivered */
+    struct wait_slot *open_wait;  /* the WAIT durable writes join (request.c) */
+    struct wait_slot *sent_waits; /* WAITs sent, not answered */
+    rjq__timer wait_timer;    /* sends open_wait */
     char id[RJQ__CLIENT_ID_LEN + 1]; /* the client's random id (tokens, channels) */
     size_t max_payload;
     rjq_event_cb *on_event;

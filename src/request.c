@@ -53,18 +53,27 @@ struct rjq__req {
     uint64_t made_ms;       /* when the request was made */
     uint64_t sent_ms;       /* when it was last written to a context */
     uint64_t first_error_ms;/* its first transient error (0: none) */
-    struct wait_slot *wait; /* its WAIT, sent after it (wait_replicas) */
+    struct wait_slot *wait; /* the WAIT that confirms it (wait_replicas) */
+    size_t wait_idx;        /* its place in that WAIT's list */
     redisReply *held;       /* its reply (a copy), kept until the WAIT answers */
     struct rjq__req *prev, *next;
 };
 
-/* The WAIT after a durable request: the request it is for, or NULL when
- * that one no longer waits for it (answered with an error, sent again,
- * freed). Freed by the WAIT's callback, which hiredis calls exactly once. */
+/* One WAIT confirms every durable write sent before it on the connection:
+ * the writes of a burst join the open slot, and one WAIT goes out for
+ * all of them from the client's wait timer (0 ms: after the code that
+ * made them returned), so WAITs never queue behind one another. A write
+ * whose reply came is held (a copy of its reply) until the WAIT answers.
+ * A member that leaves (answered with an error, lost and re-sent, freed)
+ * leaves a NULL. A sent slot is freed by its WAIT's callback, which
+ * hiredis calls exactly once; the client's sent slots are orphaned (c
+ * NULL) when it is destroyed. */
 typedef struct wait_slot {
-    rjq__req *r;
+    rjq_client *c;
+    rjq__req **m;
+    size_t n, cap;
+    struct wait_slot *prev, *next; /* the client's sent slots */
 } wait_slot;
-
 static void on_reply(redisAsyncContext *ac, void *reply, void *priv);
 
 /* ---- request lists ------------------------------------------------------- */
@@ -140,8 +149,14 @@ static void reply_free(redisReply *r) {
     free(r);
 }
 
+/* Leave its WAIT's list (a WAIT no longer waited for by it). */
+static void leave_wait(rjq__req *r) {
+    if (r->wait) r->wait->m[r->wait_idx] = NULL;
+    r->wait = NULL;
+}
+
 static void req_free(rjq__req *r) {
-    if (r->wait) r->wait->r = NULL;
+    leave_wait(r);
     reply_free(r->held);
     if (r->own_cmd) free(r->cmd);
     else redisFreeCommand(r->cmd);
@@ -169,25 +184,32 @@ int rjq__write_short(const rjq_client *c) {
 /* ---- sending ----------------------------------------------------------- */
 
 static void reformat_head(rjq_client *c, rjq__req *r);
-static void on_wait_reply(redisAsyncContext *ac, void *reply, void *priv);
-
-/* WAIT for the replicas after a durable request. If it cannot be sent,
- * the request's slot stays NULL: its reply then counts as short. */
-static void send_wait(rjq_client *c, rjq__req *r) {
-    char n[24], ms[24];
-    snprintf(n, sizeof n, "%d", c->wait_replicas);
-    snprintf(ms, sizeof ms, "%ld", c->wait_timeout_ms);
-    const char *argv[3] = {"WAIT", n, ms};
-    wait_slot *w = malloc(sizeof *w);
-    if (r->wait) r->wait->r = NULL; /* an earlier send's WAIT is not for this one */
-    r->wait = NULL;
-    if (w == NULL) return;
-    w->r = r;
-    if (redisAsyncCommandArgv(c->cmd.ac, on_wait_reply, w, 3, argv, NULL) != REDIS_OK) {
-        free(w);
-        return;
+/* A durable write just sent: it joins the open WAIT (made, and the wait
+ * timer armed, by the first of a burst). Out of memory: it joins none,
+ * and its reply is reported unconfirmed. */
+static void join_wait(rjq_client *c, rjq__req *r) {
+    wait_slot *w = c->open_wait;
+    if (w == NULL) {
+        if ((w = calloc(1, sizeof *w)) == NULL) return;
+        w->c = c;
+        c->open_wait = w;
+        rjq__timer_start(c, &c->wait_timer, 0);
+    }
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 16;
+        rjq__req **m = realloc(w->m, cap * sizeof *m);
+        if (m == NULL) return;
+        w->m = m;
+        w->cap = cap;
     }
     r->wait = w;
+    r->wait_idx = w->n;
+    w->m[w->n++] = r;
+}
+
+static void slot_free(wait_slot *w) {
+    free(w->m);
+    free(w);
 }
 
 static void send_req(rjq_client *c, rjq__req *r) {
@@ -200,7 +222,7 @@ static void send_req(rjq_client *c, rjq__req *r) {
     if (ac && c->cmd.ready && redisAsyncFormattedCommand(ac, on_reply, r, r->cmd, r->len) == REDIS_OK) {
         r->sent_ms = rjq__now_ms();
         list_push(&c->inflight, r);
-        if ((r->flags & RJQ__REQ_DURABLE) && c->wait_replicas > 0) send_wait(c, r);
+        if ((r->flags & RJQ__REQ_DURABLE) && c->wait_replicas > 0) join_wait(c, r);
     }
     else
         list_push(&c->backlog, r);
@@ -427,9 +449,8 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     }
     rjq__enter(c);
     list_remove(&c->inflight, r);
-    wait_slot *w = r->wait; /* its WAIT, if any, is for this answer only */
-    r->wait = NULL;
-    if (w) w->r = NULL;
+    int waits = r->wait != NULL; /* a WAIT will confirm this answer */
+    if (rep == NULL || rep->type == REDIS_REPLY_ERROR) leave_wait(r); /* nothing to confirm */
     if (rep == NULL) {
         rjq__conn_lost(&c->cmd, ac->c.errstr[0] ? ac->c.errstr : "connection lost");
         if (r->flags & RJQ__REQ_RETRY) list_push(&c->backlog, r);
@@ -450,13 +471,10 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     } else {
         c->cmd.last_io_ms = rjq__now_ms();
         c->retry_wait_ms = RETRY_FIRST_MS; /* the server serves: back to short waits */
-        if ((r->flags & RJQ__REQ_DURABLE) && c->wait_replicas > 0 && w &&
-            (r->held = reply_copy(rep)) != NULL) {
-            w->r = r; /* done on the master: its WAIT says the rest */
-            r->wait = w;
-            list_push(&c->inflight, r);
+        if (waits && (r->held = reply_copy(rep)) != NULL) {
+            list_push(&c->inflight, r); /* done on the master: its WAIT says the rest */
         } else if ((r->flags & RJQ__REQ_DURABLE) && c->wait_replicas > 0) {
-            deliver_short(r, c, rep); /* no WAIT could be sent or kept: unconfirmed */
+            deliver_short(r, c, rep); /* no WAIT for it (out of memory): unconfirmed */
         } else {
             deliver(r, c, RJQ_OK, rep);
         }
@@ -464,48 +482,88 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     rjq__leave(c);
 }
 
-/* The WAIT after a durable request: how many replicas have its write. */
-static void on_wait_reply(redisAsyncContext *ac, void *reply, void *priv) {
-    wait_slot *w = priv;
-    rjq__req *r = w->r;
-    redisReply *rep = reply;
-    free(w);
-    if (r == NULL) return; /* not waited for any more */
-    r->wait = NULL;
-    rjq_client *c = r->c;
-    if (c == NULL) { /* orphaned by client destruction */
-        req_free(r);
-        return;
-    }
-    rjq__enter(c);
-    list_remove(&c->inflight, r);
-    if (rep == NULL || rep->type == REDIS_REPLY_ERROR) {
-        /* done on the master, unconfirmed: a request that may be re-sent
-         * is (it finds its write done), the others are told the outcome
-         * is unknown, as for any reply lost with its connection */
-        if (rep == NULL) rjq__conn_lost(&c->cmd, ac->c.errstr[0] ? ac->c.errstr : "connection lost");
+/* End the members of a WAIT: rep is its reply (NULL: lost with the
+ * connection, or never sent). A held write is done on the master: it is
+ * confirmed (enough replicas), or reported unconfirmed, or, lost with the
+ * connection, re-sent when it may be (it finds its write done). A member
+ * still waiting for its own reply is only let go (that reply, when it
+ * comes, is reported unconfirmed). */
+static void end_members(rjq_client *c, wait_slot *w, redisReply *rep) {
+    int confirmed = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer >= c->wait_replicas;
+    if (rep && rep->type == REDIS_REPLY_ERROR) rjq__errmsg(c, "WAIT: %s", rep->str);
+    else if (rep && !confirmed)
+        rjq__errmsg(c, "WAIT: %lld of %d replicas confirmed the write within %ld ms",
+                    rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1LL, c->wait_replicas,
+                    c->wait_timeout_ms);
+    for (size_t i = 0; i < w->n; i++) {
+        rjq__req *r = w->m[i];
+        if (r == NULL) continue;
+        leave_wait(r);
+        if (r->held == NULL) continue;
+        list_remove(&c->inflight, r);
         if (rep == NULL && (r->flags & RJQ__REQ_RETRY)) {
             reply_free(r->held);
             r->held = NULL;
             list_push(&c->backlog, r);
-        } else if (rep == NULL) {
-            deliver(r, c, c->cmd.timed_out ? RJQ_ETIMEDOUT : RJQ_ECONN, NULL);
-        } else {
-            rjq__errmsg(c, "WAIT: %s", rep->str);
-            deliver_short(r, c, r->held);
-        }
-    } else {
-        c->cmd.last_io_ms = rjq__now_ms();
-        if (rep->type == REDIS_REPLY_INTEGER && rep->integer >= c->wait_replicas) {
+        } else if (confirmed) {
             deliver(r, c, RJQ_OK, r->held);
         } else {
-            rjq__errmsg(c, "WAIT: %lld of %d replicas confirmed the write within %ld ms",
-                        rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1LL, c->wait_replicas,
-                        c->wait_timeout_ms);
             deliver_short(r, c, r->held);
         }
     }
+}
+
+static void on_wait_reply(redisAsyncContext *ac, void *reply, void *priv) {
+    wait_slot *w = priv;
+    rjq_client *c = w->c;
+    redisReply *rep = reply;
+    if (c == NULL) { /* orphaned by client destruction: its held writes are ours to free */
+        for (size_t i = 0; i < w->n; i++) {
+            rjq__req *r = w->m[i];
+            if (r == NULL) continue;
+            leave_wait(r);
+            if (r->held) req_free(r); /* else its own reply's callback frees it */
+        }
+        slot_free(w);
+        return;
+    }
+    rjq__enter(c);
+    if (w->prev) w->prev->next = w->next;
+    else c->sent_waits = w->next;
+    if (w->next) w->next->prev = w->prev;
+    if (rep == NULL) rjq__conn_lost(&c->cmd, ac->c.errstr[0] ? ac->c.errstr : "connection lost");
+    else c->cmd.last_io_ms = rjq__now_ms();
+    end_members(c, w, rep);
+    slot_free(w);
+    if (c->open_wait) rjq__timer_start(c, &c->wait_timer, 0); /* the writes that gathered */
     rjq__leave(c);
+}
+
+/* The open WAIT goes out (the burst of durable writes is over). */
+static void on_wait_timer(rjq__timer *t) {
+    rjq_client *c = t->owner;
+    wait_slot *w = c->open_wait;
+    /* one WAIT at a time: while one holds the connection, the writes
+     * behind it gather for the next (its reply sends it), so a write
+     * waits at most two WAITs (hence wait_timeout_ms < command_timeout_ms/2) */
+    if (w == NULL || c->sent_waits) return;
+    c->open_wait = NULL;
+    size_t live = 0;
+    for (size_t i = 0; i < w->n; i++) live += w->m[i] != NULL;
+    char n[24], ms[24];
+    snprintf(n, sizeof n, "%d", c->wait_replicas);
+    snprintf(ms, sizeof ms, "%ld", c->wait_timeout_ms);
+    const char *argv[3] = {"WAIT", n, ms};
+    if (live && c->cmd.ac && c->cmd.ready &&
+        redisAsyncCommandArgv(c->cmd.ac, on_wait_reply, w, 3, argv, NULL) == REDIS_OK) {
+        w->prev = NULL;
+        w->next = c->sent_waits;
+        if (w->next) w->next->prev = w;
+        c->sent_waits = w;
+        return;
+    }
+    end_members(c, w, NULL); /* no connection to ask on (its writes were lost with it) */
+    slot_free(w);
 }
 
 static void flush_backlog(rjq_client *c) {
@@ -547,6 +605,13 @@ void rjq__requests_expire(rjq_client *c, uint64_t made_before) {
 void rjq__requests_cancel_all(rjq_client *c) {
     rjq__req *r;
     rjq__timer_teardown(c, &c->retry_timer);
+    rjq__timer_teardown(c, &c->wait_timer);
+    /* WAITs sent: orphaned (their callbacks free them and their held
+     * writes); the open one: never sent, its held writes freed here */
+    for (wait_slot *w = c->sent_waits; w; w = w->next) w->c = NULL;
+    c->sent_waits = NULL;
+    wait_slot *open = c->open_wait;
+    c->open_wait = NULL;
     while ((r = list_pop(&c->later)) != NULL) deliver(r, c, RJQ_ECANCELED, NULL);
     while ((r = list_pop(&c->backlog)) != NULL) deliver(r, c, RJQ_ECANCELED, NULL);
     /* In-flight requests stay allocated until hiredis calls them back
@@ -554,6 +619,15 @@ void rjq__requests_cancel_all(rjq_client *c) {
     while ((r = list_pop(&c->inflight)) != NULL) {
         r->fn(c, RJQ_ECANCELED, NULL, r->priv);
         r->c = NULL;
+    }
+    if (open) {
+        for (size_t i = 0; i < open->n; i++) {
+            rjq__req *m = open->m[i];
+            if (m == NULL) continue;
+            leave_wait(m);
+            if (m->held) req_free(m); /* answered: no callback of its own will come */
+        }
+        slot_free(open);
     }
 }
 
@@ -608,6 +682,7 @@ static const rjq__conn_hooks cmd_hooks = {cmd_setup, cmd_ready, cmd_down};
 int rjq__requests_init(rjq_client *c) {
     c->retry_wait_ms = RETRY_FIRST_MS;
     int rc = rjq__timer_setup(c, &c->retry_timer, on_retry_timer, c);
+    if (rc == RJQ_OK) rc = rjq__timer_setup(c, &c->wait_timer, on_wait_timer, c);
     if (rc == RJQ_OK) rc = rjq__conn_init(c, &c->cmd, RJQ_CONN_COMMAND, &cmd_hooks);
     return rc;
 }

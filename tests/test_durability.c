@@ -159,11 +159,11 @@ TEST(too_few_replicas_is_reported_with_the_jobs) {
     pair_stop(&p);
 }
 
-TEST(wait_timeout_must_be_below_the_command_timeout) {
+TEST(wait_timeout_must_be_below_half_the_command_timeout) {
     struct event_base *base = event_base_new();
     rjq_client_options o = client_options("redis://127.0.0.1:1");
     o.wait_replicas = 1;
-    o.wait_timeout_ms = 10000; /* the default command timeout */
+    o.wait_timeout_ms = 5000; /* half the default command timeout */
     rjq_client *c = NULL;
     ASSERT_EQ(RJQ_EINVAL, rjq_libevent_client_new(&c, base, &o));
     ASSERT(strstr(rjq_client_errmsg(NULL), "wait_timeout_ms") != NULL);
@@ -171,4 +171,74 @@ TEST(wait_timeout_must_be_below_the_command_timeout) {
     ASSERT_OK(rjq_libevent_client_new(&c, base, &o));
     rjq_client_free(c);
     event_base_free(base);
+}
+
+/* Writes made together share a WAIT, one WAIT at a time: with no replica
+ * at all, five enqueues on five queues (five script calls, which may go
+ * out in two loop passes) take at most two WAITs (each with its own they
+ * took five wait_timeout_ms, and the connection was dropped as dead),
+ * all reported short with their jobs, none lost or doubled. */
+static long shorts_seen;
+static void on_short(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)data;
+    ASSERT_EQ(RJQ_EREPLICAS, status);
+    ASSERT_EQ(1, n);
+    ASSERT(jobs[0].id != NULL);
+    shorts_seen++;
+}
+
+TEST(writes_made_together_share_one_wait) {
+    test_server s;
+    server_start_guarded(&s, NULL); /* no replica */
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(s.url);
+    o.wait_replicas = 1;
+    o.wait_timeout_ms = 400;
+    o.command_timeout_ms = 1000;
+    rjq_client *c = client_new(base, &o);
+    wait_connected(base, c);
+    redisContext *rc = server_connect(&s);
+    long long waits = server_calls(rc, "wait");
+    for (int i = 0; i < 5; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "q%d", i);
+        ASSERT_OK(rjq_enqueue(queue_for(c, name), "x", 1, NULL, on_short, NULL));
+    }
+    ASSERT(loop_until_count(base, &shorts_seen, 5, 5000));
+    ASSERT(server_calls(rc, "wait") - waits <= 2);
+    for (int i = 0; i < 5; i++) ASSERT_EQ(1, server_int(rc, "LLEN t:{q%d}:ready", i));
+    ASSERT_EQ(1, rjq_client_connected(c)); /* never taken for dead */
+    redisFree(rc);
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
+}
+
+/* The connection lost while a WAIT holds it: the writes it was to confirm
+ * are done on the master, so they are reported RJQ_EREPLICAS with their
+ * jobs (an enqueue without an id is never re-sent, so never doubled). */
+TEST(connection_lost_during_the_wait_reports_the_write_short) {
+    test_server s;
+    server_start_guarded(&s, NULL); /* no replica: the WAIT waits its full time */
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(s.url);
+    o.wait_replicas = 1;
+    o.wait_timeout_ms = 3000;
+    o.name = "held";
+    rjq_client *c = client_new(base, &o);
+    wait_connected(base, c);
+    redisContext *rc = server_connect(&s);
+    shorts_seen = 0;
+    ASSERT_OK(rjq_enqueue(queue_for(c, "k"), "x", 1, NULL, on_short, NULL));
+    for (int i = 0; i < 200 && server_int(rc, "LLEN t:{k}:ready") == 0; i++) loop_for(base, 5);
+    loop_for(base, 50); /* the WAIT is holding the connection */
+    ASSERT_EQ(0, shorts_seen);
+    redisReply *r = server_cmd(rc, "CLIENT KILL TYPE normal SKIPME yes");
+    freeReplyObject(r);
+    ASSERT(loop_until_count(base, &shorts_seen, 1, 2000));
+    ASSERT_EQ(1, server_int(rc, "LLEN t:{k}:ready"));
+    redisFree(rc);
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
 }

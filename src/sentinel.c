@@ -85,7 +85,7 @@ static void hang_up(rjq__sentinel_lookup *l) {
 
 static void note(rjq__sentinel_lookup *l, const char *why) {
     const rjq__url_host *s = sentinel_at(l);
-    snprintf(l->error, sizeof l->error, "sentinel %s:%d: %s", s->host, s->port, why);
+    snprintf(l->error, sizeof l->error, "sentinel %.64s:%d: %.160s", s->host, s->port, why);
 }
 
 /* This sentinel could not say: the next one, from the timer. */
@@ -147,33 +147,48 @@ static void on_disconnect(const redisAsyncContext *cac, int status) {
     rjq__leave(l->c);
 }
 
-/* Connected (or not) to the sentinel's address: the question. */
-static void ask_at(dial *d, const char *ip) {
-    rjq__sentinel_lookup *l = (rjq__sentinel_lookup *)d;
-    rjq_client *c = l->c;
-    const rjq__url_host *s = sentinel_at(l);
-    redisAsyncContext *ac = redisAsyncConnect(ip, s->port);
+/* A connection to a sentinel at ip:port for owner, its callbacks set,
+ * AUTH (the sentinels' password) and then argv sent, the answer going to
+ * fn. NULL when it could not be made (why says why, nothing is left). */
+static redisAsyncContext *sentinel_open(rjq_client *c, const char *ip, int port, void *owner,
+                                        redisConnectCallback *on_up, redisDisconnectCallback *on_down,
+                                        redisCallbackFn *fn, int argc, const char **argv,
+                                        char *why, size_t whylen) {
+    redisAsyncContext *ac = redisAsyncConnect(ip, port);
     if (ac == NULL || ac->err || c->ops.attach(c->loop, ac) != 0) {
-        note(l, ac == NULL ? "out of memory" : ac->err ? ac->errstr : "loop attach failed");
-        if (ac) redisAsyncFree(ac);
-        rjq__timer_start(c, &l->timer, 0);
-        return;
+        snprintf(why, whylen, "%s", ac == NULL ? "out of memory" : ac->err ? ac->errstr : "loop attach failed");
+        if (ac) redisAsyncFree(ac); /* not inside its callbacks: at once */
+        return NULL;
     }
-    ac->data = l;
-    l->ac = ac;
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    ac->data = owner;
+    redisAsyncSetConnectCallback(ac, on_up);
+    redisAsyncSetDisconnectCallback(ac, on_down);
     int ok = 1;
     if (c->sentinel_password) {
         const char *auth[3] = {"AUTH", c->sentinel_user ? c->sentinel_user : c->sentinel_password,
                                c->sentinel_password};
-        ok = redisAsyncCommandArgv(ac, on_auth, l, c->sentinel_user ? 3 : 2, auth, NULL) == REDIS_OK;
+        ok = redisAsyncCommandArgv(ac, on_auth, owner, c->sentinel_user ? 3 : 2, auth, NULL) == REDIS_OK;
     }
-    const char *argv[3] = {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", c->url.master};
-    if (ok) ok = redisAsyncCommandArgv(ac, on_master, l, 3, argv, NULL) == REDIS_OK;
+    if (ok) ok = redisAsyncCommandArgv(ac, fn, owner, argc, argv, NULL) == REDIS_OK;
     if (!ok) {
-        note(l, "out of memory");
-        hang_up(l);
+        snprintf(why, whylen, "out of memory");
+        ac->data = NULL;
+        redisAsyncFree(ac);
+        return NULL;
+    }
+    return ac;
+}
+
+/* The sentinel's address: the question. */
+static void ask_at(dial *d, const char *ip) {
+    rjq__sentinel_lookup *l = (rjq__sentinel_lookup *)d;
+    rjq_client *c = l->c;
+    const char *argv[3] = {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", c->url.master};
+    char why[RJQ__ERRMSG_MAX];
+    l->ac = sentinel_open(c, ip, sentinel_at(l)->port, l, on_connect, on_disconnect, on_master, 3,
+                          argv, why, sizeof why);
+    if (l->ac == NULL) {
+        note(l, why);
         rjq__timer_start(c, &l->timer, 0);
     }
 }
@@ -299,31 +314,11 @@ static void on_watch_disconnect(const redisAsyncContext *cac, int status) {
 
 static void watch_at(dial *d, const char *ip) {
     rjq__sentinel_watch *w = (rjq__sentinel_watch *)d;
-    rjq_client *c = w->c;
-    redisAsyncContext *ac = redisAsyncConnect(ip, c->url.sentinels[w->at].port);
-    if (ac == NULL || ac->err || c->ops.attach(c->loop, ac) != 0) {
-        if (ac) redisAsyncFree(ac);
-        watch_retry(w);
-        return;
-    }
-    ac->data = w;
-    w->ac = ac;
-    redisAsyncSetConnectCallback(ac, on_watch_connect);
-    redisAsyncSetDisconnectCallback(ac, on_watch_disconnect);
-    int ok = 1;
-    if (c->sentinel_password) {
-        const char *auth[3] = {"AUTH", c->sentinel_user ? c->sentinel_user : c->sentinel_password,
-                               c->sentinel_password};
-        ok = redisAsyncCommandArgv(ac, on_auth, w, c->sentinel_user ? 3 : 2, auth, NULL) == REDIS_OK;
-    }
     const char *argv[2] = {"SUBSCRIBE", "+switch-master"};
-    if (ok) ok = redisAsyncCommandArgv(ac, on_switch_message, w, 2, argv, NULL) == REDIS_OK;
-    if (!ok) {
-        ac->data = NULL;
-        w->ac = NULL;
-        redisAsyncFree(ac);
-        watch_retry(w);
-    }
+    char why[RJQ__ERRMSG_MAX];
+    w->ac = sentinel_open(w->c, ip, w->c->url.sentinels[w->at].port, w, on_watch_connect,
+                          on_watch_disconnect, on_switch_message, 2, argv, why, sizeof why);
+    if (w->ac == NULL) watch_retry(w);
 }
 
 static void watch_failed(dial *d, const char *why) {

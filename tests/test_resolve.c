@@ -240,6 +240,19 @@ TEST(glue_without_resolver_refuses_names) {
 
 /* ---- libevent's evdns ----------------------------------------------------------- */
 
+/* A UDP socket bound to a free port of 127.0.0.1 (its address in *sin). */
+static evutil_socket_t udp_on_loopback(struct sockaddr_in *sin) {
+    evutil_socket_t fd = socket(AF_INET, SOCK_DGRAM, 0);
+    ASSERT(fd >= 0);
+    memset(sin, 0, sizeof *sin);
+    sin->sin_family = AF_INET;
+    sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(0, bind(fd, (struct sockaddr *)sin, sizeof *sin));
+    socklen_t sl = sizeof *sin;
+    ASSERT_EQ(0, getsockname(fd, (struct sockaddr *)sin, &sl));
+    return fd;
+}
+
 /* A DNS server on loopback (libevent's evdns server side): redis.test has
  * the A record 127.0.0.1 and no AAAA record; other names do not exist. */
 static long dns_queries;
@@ -273,15 +286,8 @@ TEST(evdns_resolves_names_through_a_dns_server) {
     test_server s;
     server_start_guarded(&s, NULL);
     struct event_base *base = event_base_new();
-    evutil_socket_t fd = socket(AF_INET, SOCK_DGRAM, 0);
-    ASSERT(fd >= 0);
     struct sockaddr_in sin;
-    memset(&sin, 0, sizeof sin);
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(0, bind(fd, (struct sockaddr *)&sin, sizeof sin));
-    socklen_t sl = sizeof sin;
-    ASSERT_EQ(0, getsockname(fd, (struct sockaddr *)&sin, &sl));
+    evutil_socket_t fd = udp_on_loopback(&sin);
     ASSERT_EQ(0, evutil_make_socket_nonblocking(fd));
     struct evdns_server_port *port = evdns_add_server_port_with_base(base, fd, 0, on_dns_request, NULL);
     ASSERT(port != NULL);
@@ -384,15 +390,8 @@ TEST(resolver_failing_inside_its_hook_reports_from_the_loop) {
  * there; then both go. */
 TEST(client_freed_with_lookups_pending_on_its_own_resolver) {
     struct event_base *base = event_base_new();
-    evutil_socket_t fd = socket(AF_INET, SOCK_DGRAM, 0); /* a name server that never answers */
-    ASSERT(fd >= 0);
     struct sockaddr_in sin;
-    memset(&sin, 0, sizeof sin);
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(0, bind(fd, (struct sockaddr *)&sin, sizeof sin));
-    socklen_t sl = sizeof sin;
-    ASSERT_EQ(0, getsockname(fd, (struct sockaddr *)&sin, &sl));
+    evutil_socket_t fd = udp_on_loopback(&sin); /* a name server that never answers */
     struct evdns_base *dns = evdns_base_new(base, 0);
     ASSERT(dns != NULL);
     char ns[64];

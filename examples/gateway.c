@@ -11,6 +11,8 @@
  *                            504  no outcome within the timeout
  *                            400  bad queue name, job id or timeout
  *                            413  payload too large
+ *                            429  the queue is full (--max-waiting), with
+ *                                 Retry-After: 1; nothing was enqueued
  *                            503  the job could not be enqueued (Redis
  *                                 down, out of memory, shutting down,
  *                                 more than 10000 distinct queue names)
@@ -69,6 +71,7 @@ typedef struct config {
     long timeout_ms;
     long grace_ms;
     size_t max_payload;
+    long max_waiting;     /* queues' bound (0: none): full -> 429 */
 } config;
 
 typedef struct qent {
@@ -139,7 +142,9 @@ static int get_queue(gateway *g, const char *name, rjq_queue **out) {
     /* Handles live until the client is freed: keep their number bounded. */
     if (g->nqueues >= QUEUES_MAX) return RJQ_EBUSY;
     rjq_queue *q;
-    int rc = rjq_queue_open(g->c, name, NULL, &q);
+    rjq_queue_options qo = {0};
+    qo.max_waiting = g->cfg.max_waiting;
+    int rc = rjq_queue_open(g->c, name, &qo, &q);
     if (rc != RJQ_OK) return rc;
     qent *e = calloc(1, sizeof *e);
     if (e == NULL || (e->name = strdup(name)) == NULL) {
@@ -220,6 +225,11 @@ static void on_outcome(rjq_client *c, int status, const rjq_outcome *o, void *da
             break;
         case RJQ_ECANCELED:
             reply_text(req, 503, "Service Unavailable", "gateway shutting down\n");
+            g->failed++;
+            break;
+        case RJQ_EFULL: /* a bounded queue at its bound: come back later */
+            evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+            reply_text(req, 429, "Too Many Requests", "queue full: %s\n", rjq_client_errmsg(g->c));
             g->failed++;
             break;
         default: /* the enqueue failed (EOOM, EWRONGTYPE, ECONN, ...) */
@@ -483,6 +493,8 @@ static void usage(FILE *f) {
             "  -t, --timeout MS       await timeout per request (GATEWAY_TIMEOUT_MS, default 30000)\n"
             "  -g, --grace MS         time pending requests get on shutdown (default 5000)\n"
             "  -m, --max-payload N    largest request body in bytes (default 16 MiB)\n"
+            "  -w, --max-waiting N    bound every queue at N waiting jobs: past it, 429\n"
+            "                         (GATEWAY_MAX_WAITING, default 0: none)\n"
             "  -h, --help\n");
 }
 
@@ -497,6 +509,7 @@ static int parse_args(config *cfg, int argc, char **argv) {
         {"redis", required_argument, NULL, 'r'},  {"prefix", required_argument, NULL, 'P'},
         {"name", required_argument, NULL, 'n'},   {"timeout", required_argument, NULL, 't'},
         {"grace", required_argument, NULL, 'g'},  {"max-payload", required_argument, NULL, 'm'},
+        {"max-waiting", required_argument, NULL, 'w'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     cfg->host = getenv("GATEWAY_HOST") && *getenv("GATEWAY_HOST") ? getenv("GATEWAY_HOST") : "127.0.0.1";
     cfg->port = (int)env_long("GATEWAY_PORT", 8080);
@@ -506,8 +519,9 @@ static int parse_args(config *cfg, int argc, char **argv) {
     cfg->timeout_ms = env_long("GATEWAY_TIMEOUT_MS", 30000);
     cfg->grace_ms = 5000;
     cfg->max_payload = 16u << 20;
+    cfg->max_waiting = env_long("GATEWAY_MAX_WAITING", 0);
     int ch;
-    while ((ch = getopt_long(argc, argv, "l:p:r:P:n:t:g:m:h", longs, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "l:p:r:P:n:t:g:m:w:h", longs, NULL)) != -1) {
         switch (ch) {
         case 'l': cfg->host = optarg; break;
         case 'p': cfg->port = atoi(optarg); break;
@@ -517,12 +531,13 @@ static int parse_args(config *cfg, int argc, char **argv) {
         case 't': cfg->timeout_ms = atol(optarg); break;
         case 'g': cfg->grace_ms = atol(optarg); break;
         case 'm': cfg->max_payload = (size_t)atol(optarg); break;
+        case 'w': cfg->max_waiting = atol(optarg); break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
         }
     }
     if (optind != argc || cfg->port < 0 || cfg->port > 65535 || cfg->timeout_ms < 1 ||
-        cfg->timeout_ms > TIMEOUT_MAX_MS || cfg->grace_ms < 0 || cfg->max_payload == 0) {
+        cfg->timeout_ms > TIMEOUT_MAX_MS || cfg->grace_ms < 0 || cfg->max_payload == 0 || cfg->max_waiting < 0) {
         usage(stderr);
         return -1;
     }

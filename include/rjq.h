@@ -101,7 +101,8 @@ extern "C" {
     XX(EJOBID, 19, "invalid job id")                                          \
     XX(EJOBDEAD, 20, "the job failed for good (it is dead)")                  \
     XX(ETLS, 21, "TLS set-up failed, or this build has no TLS")               \
-    XX(EREPLICAS, 22, "done on the master, but fewer replicas than asked confirmed it")
+    XX(EREPLICAS, 22, "done on the master, but fewer replicas than asked confirmed it") \
+    XX(EFULL, 23, "the queue is full (max_waiting)")
 
 typedef enum rjq_status {
     RJQ_OK = 0,
@@ -390,6 +391,13 @@ typedef struct rjq_queue_options {
                                number each time */
     long dead_max;          /* dead jobs kept (oldest dropped and deleted past
                                this); default 100000 */
+    long max_waiting;       /* a bounded queue: an enqueue that would make
+                               more than this many jobs wait (ready,
+                               prioritised and delayed; jobs whose id exists
+                               do not count) is refused with RJQ_EFULL, a
+                               batch as a whole, nothing written; checked
+                               on the server, so every producer of the
+                               queue should give the same bound; 0: none */
 } rjq_queue_options;
 
 /*

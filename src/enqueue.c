@@ -251,7 +251,10 @@ static void start_batch(rjq_queue *q, batch *b, const char *reply_channel) {
     rjq__random_word(rjq_queue_client(q), tbase, 10);
     strcat(tbase, "p"); /* then the message's number */
     rjq__buf_arg_str(a, tbase);
-    b->nargs = 1 + nkeys + 4;
+    char max[24];
+    snprintf(max, sizeof max, "%ld", rjq__queue_max_waiting(q));
+    rjq__buf_arg_str(a, max);
+    b->nargs = 1 + nkeys + 5;
 }
 
 /* 1 when every job of the group has a caller id. */

@@ -30,6 +30,7 @@ int rjq__redis_error_code(const char *err) {
         {"NOAUTH", RJQ_EAUTH},         {"WRONGPASS", RJQ_EAUTH},
         {"NOPERM", RJQ_EAUTH},         {"invalid password", RJQ_EAUTH},
         {"unauthenticated", RJQ_EAUTH}, /* Redis 7: "Protocol error: unauthenticated ..." */
+        {"RJQFULL", RJQ_EFULL},         /* enqueue.lua: a bounded queue is full */
     };
     if (err == NULL) return RJQ_EREDIS;
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)

@@ -16,6 +16,7 @@ struct rjq_queue {
     size_t key_lens[RJQ__K_COUNT];
     long long retention_ms;
     long completed_max, dead_max;
+    long max_waiting;         /* 0: no bound */
     const rjq__part_ops *ops[RJQ__PART_COUNT];
     void *parts[RJQ__PART_COUNT];
     rjq__timer tick;          /* 0 ms: send what this loop turn gathered */
@@ -127,7 +128,8 @@ int rjq_queue_open(rjq_client *c, const char *name, const rjq_queue_options *opt
                     RJQ__QUEUE_NAME_MAX);
         return RJQ_EQUEUENAME;
     }
-    if (opts && (opts->retention_ms < -1 || opts->completed_max < -1 || opts->dead_max < 0))
+    if (opts && (opts->retention_ms < -1 || opts->completed_max < -1 || opts->dead_max < 0 ||
+                 opts->max_waiting < 0))
         return RJQ_EINVAL;
     queues *qs = rjq__feature_ensure(c, &queues_feature, sizeof *qs);
     rjq_queue *q = qs ? calloc(1, sizeof *q) : NULL;
@@ -136,6 +138,7 @@ int rjq_queue_open(rjq_client *c, const char *name, const rjq_queue_options *opt
     q->retention_ms = opts && opts->retention_ms ? opts->retention_ms : 3600000;
     q->completed_max = opts && opts->completed_max ? opts->completed_max : 100000;
     q->dead_max = opts && opts->dead_max ? opts->dead_max : 100000;
+    q->max_waiting = opts ? opts->max_waiting : 0;
     if ((q->name = strdup(name)) == NULL || make_keys(q, rjq__client_prefix(c)) != RJQ_OK) {
         queue_free(q);
         return RJQ_ENOMEM;
@@ -180,6 +183,10 @@ long long rjq__queue_retention_ms(const rjq_queue *q) {
 
 long rjq__queue_completed_max(const rjq_queue *q) {
     return q->completed_max;
+}
+
+long rjq__queue_max_waiting(const rjq_queue *q) {
+    return q->max_waiting;
 }
 
 long rjq__queue_dead_max(const rjq_queue *q) {

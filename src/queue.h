@@ -59,6 +59,8 @@ const char *rjq__queue_key(const rjq_queue *q, int k, size_t *len);
 long long rjq__queue_retention_ms(const rjq_queue *q);
 long rjq__queue_completed_max(const rjq_queue *q);
 long rjq__queue_dead_max(const rjq_queue *q);
+/* The queue's bound on waiting jobs (0: none). */
+long rjq__queue_max_waiting(const rjq_queue *q);
 
 /* The job key "<prefix>:{Q}:job:<id>" (malloc'd, NUL-terminated), or
  * NULL when out of memory. */

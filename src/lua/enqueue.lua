@@ -5,15 +5,19 @@
 --       7..13 the job columns, 14 monitored, 15 held
 -- ARGV: 1 job name prefix, 2 wake channel, 3 reply channel of an awaiting
 --       producer ('' for none), 4 token base for pushed jobs (unique per
---       call), then per job: id ('' = assign the next number), payload,
---       options ('' = defaults, else "delay_ms,priority,max_attempts,backoff").
+--       call), 5 max waiting jobs (0: no bound), then per job: id ('' =
+--       assign the next number), payload, options ('' = defaults, else
+--       "delay_ms,priority,max_attempts,backoff").
 -- Returns { id1, existed1, id2, existed2, ... } in request order; an
--- existing id is reported (existed = 1) and not touched.
+-- existing id is reported (existed = 1) and not touched. A batch that
+-- would make more than ARGV 5 jobs wait is refused whole, before any
+-- write: the error "RJQFULL ...".
 local ready, prio, delayed, stats, active, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, wake, ch, tbase = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local max_waiting = tonumber(ARGV[5])
 local J = columns(KEYS, 7, prefix)
 local held = KEYS[15]
-local FIRST = 5 -- ARGV index of the first job
+local FIRST = 6 -- ARGV index of the first job
 local n = (#ARGV - FIRST + 1) / 3
 
 -- Options first (no writes yet): delay, priority and the options column
@@ -61,6 +65,22 @@ local taken = {}
 if #given > 0 then
   local v = hmget(J.d, given)
   for i, id in ipairs(given) do if v[i] then taken[id] = true end end
+end
+
+-- A bounded queue: the jobs this batch adds (new ids, each once) must fit.
+if max_waiting > 0 then
+  local adds, seen = 0, {}
+  for i = FIRST, #ARGV, 3 do
+    local id = ARGV[i]
+    if id == '' then adds = adds + 1
+    elseif not taken[id] and not seen[id] then adds = adds + 1; seen[id] = true end
+  end
+  local waiting = typed('list', 'LLEN', ready) + typed('zset', 'ZCARD', prio) +
+                  typed('zset', 'ZCARD', delayed)
+  if adds > 0 and waiting + adds > max_waiting then
+    return redis.error_reply(string.format('RJQFULL the queue has %d waiting jobs; %d more '
+      .. 'would pass max_waiting %d', waiting, adds, max_waiting))
+  end
 end
 
 local seq = typed('hash', 'HINCRBY', stats, 'seq', n) - n -- the first write

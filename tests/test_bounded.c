@@ -1,0 +1,117 @@
+/*
+ * Bounded queues (max_waiting): an enqueue that would make more jobs wait
+ * than the bound is refused with RJQ_EFULL, a batch as a whole, nothing
+ * written (no job, no counter); ids that exist do not count; delayed and
+ * prioritised jobs do; room made by workers is taken again; the bound
+ * costs nothing when unset (no extra read: the default path is unchanged).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "harness.h"
+#include "server.h"
+
+static int last_status;
+static size_t last_n;
+static long answers;
+
+static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)jobs, (void)data;
+    last_status = status;
+    last_n = n;
+    answers++;
+}
+
+static int enqueue_one(test_env *e, const char *id, long long delay, int priority) {
+    rjq_job_options o = {0};
+    o.id = id;
+    o.delay_ms = delay;
+    o.priority = priority;
+    long target = answers + 1;
+    ASSERT_OK(rjq_enqueue(e->q, "x", 1, &o, on_enqueued, NULL));
+    ASSERT(loop_until_count(e->base, &answers, target, 5000));
+    return last_status;
+}
+
+static long long seq_of(test_env *e) {
+    return server_int(e->rc, "HGET t:{b}:stats seq");
+}
+
+TEST(bounded_queue_refuses_what_would_pass_the_bound) {
+    test_env e;
+    rjq_queue_options qo = {0};
+    qo.max_waiting = 5;
+    env_start_queue(&e, "b", &qo);
+    ASSERT_EQ(RJQ_OK, enqueue_one(&e, "a", 0, 0));
+    ASSERT_EQ(RJQ_OK, enqueue_one(&e, "b", 60000, 0)); /* delayed counts */
+    ASSERT_EQ(RJQ_OK, enqueue_one(&e, "c", 0, 7));     /* prioritised counts */
+    ASSERT_EQ(RJQ_OK, enqueue_one(&e, NULL, 0, 0));
+    ASSERT_EQ(RJQ_OK, enqueue_one(&e, NULL, 0, 0));
+    long long seq = seq_of(&e);
+    ASSERT_EQ(RJQ_EFULL, enqueue_one(&e, NULL, 0, 0));
+    ASSERT_EQ(0, last_n);
+    ASSERT(strstr(rjq_client_errmsg(e.c), "max_waiting 5") != NULL);
+    ASSERT_EQ(RJQ_EFULL, enqueue_one(&e, "d", 5000, 0));
+    ASSERT_EQ(seq, seq_of(&e)); /* nothing written */
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{b}:payload d"));
+    /* an id that exists is no new job: reported as it is */
+    ASSERT_EQ(RJQ_OK, enqueue_one(&e, "a", 0, 0));
+
+    /* a batch that would pass the bound is refused whole */
+    rjq_client_free(e.c);
+    e.c = client_for(e.base, &e.s);
+    wait_connected(e.base, e.c);
+    qo.max_waiting = 8;
+    ASSERT_OK(rjq_queue_open(e.c, "b", &qo, &e.q));
+    rjq_enqueue_item items[4];
+    memset(items, 0, sizeof items);
+    for (int i = 0; i < 4; i++) {
+        items[i].payload = "y";
+        items[i].len = 1;
+    }
+    seq = seq_of(&e);
+    long target = answers + 1;
+    ASSERT_OK(rjq_enqueue_batch(e.q, items, 4, on_enqueued, NULL));
+    ASSERT(loop_until_count(e.base, &answers, target, 5000));
+    ASSERT_EQ(RJQ_EFULL, last_status);
+    ASSERT_EQ(seq, seq_of(&e));
+    ASSERT_EQ(3, server_int(e.rc, "LLEN t:{b}:ready")); /* a and the two numbered */
+    target = answers + 1;
+    ASSERT_OK(rjq_enqueue_batch(e.q, items, 3, on_enqueued, NULL)); /* fits exactly */
+    ASSERT(loop_until_count(e.base, &answers, target, 5000));
+    ASSERT_EQ(RJQ_OK, last_status);
+    ASSERT_EQ(3, last_n);
+    ASSERT_EQ(RJQ_EFULL, enqueue_one(&e, NULL, 0, 0));
+    env_stop(&e);
+}
+
+static void handler(rjq_job *job, void *data) {
+    (void)data;
+    ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));
+}
+
+/* Workers make room, and the room is taken again. */
+TEST(bounded_queue_takes_jobs_again_once_workers_made_room) {
+    test_env e;
+    rjq_queue_options qo = {0};
+    qo.max_waiting = 3;
+    env_start_queue(&e, "b", &qo);
+    for (int i = 0; i < 3; i++) ASSERT_EQ(RJQ_OK, enqueue_one(&e, NULL, 0, 0));
+    ASSERT_EQ(RJQ_EFULL, enqueue_one(&e, NULL, 0, 0));
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, NULL, handler, NULL, &w));
+    for (int i = 0; i < 200 && server_int(e.rc, "LLEN t:{b}:ready") > 0; i++) loop_for(e.base, 10);
+    ASSERT_EQ(RJQ_OK, enqueue_one(&e, NULL, 0, 0));
+    env_stop(&e);
+}
+
+TEST(negative_bound_is_refused) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue_options qo = {0};
+    qo.max_waiting = -1;
+    rjq_queue *q = NULL;
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_open(e.c, "b", &qo, &q));
+    env_stop(&e);
+}

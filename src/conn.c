@@ -186,8 +186,9 @@ static int send_setup(rjq__conn *conn) {
 static void failure_words(rjq__conn *conn, redisAsyncContext *ac, char *buf, size_t len,
                           const char *otherwise) {
     const char *io = ac->c.errstr[0] ? ac->c.errstr : otherwise;
-    /* (a TCP connect that failed is no TLS matter) */
-    if (conn->tls_session && conn->connected &&
+    /* (a TCP connect that failed is no TLS matter; hiredis may report a
+     * handshake already under way through the connect callback) */
+    if (conn->tls_session && (conn->connected || rjq__tls_heard(conn->tls_session)) &&
         rjq__tls_why(conn->c->tls, conn->tls_session, conn->ready, io, buf, len)) {
         conn->connected = 0;
         return;

@@ -136,9 +136,15 @@ int rjq__tls_start(rjq__tls *t, redisAsyncContext *ac, void **session, char *err
         return RJQ_ETLS;
     }
     if (redisInitiateSSL(&ac->c, ssl) != REDIS_OK) { /* the SSL object stays ours */
-        /* on loopback the whole handshake may happen in there */
-        if (!rjq__tls_why(t, ssl, 0, ac->c.errstr, err, errlen))
-            snprintf(err, errlen, "TLS: %s", ac->c.errstr[0] ? ac->c.errstr : "cannot start");
+        /* on loopback the whole handshake may happen in there; or the TCP
+         * connect failed at once (nothing heard: no TLS matter) */
+        const char *io = ac->c.errstr[0] ? ac->c.errstr : "cannot start";
+        if (!rjq__tls_heard(ssl)) {
+            const char *colon = strncmp(io, "SSL_connect failed: ", 20) == 0 ? io + 20 : io;
+            snprintf(err, errlen, "%s", colon);
+        } else if (!rjq__tls_why(t, ssl, 0, io, err, errlen)) {
+            snprintf(err, errlen, "TLS: %s", io);
+        }
         SSL_free(ssl);
         return RJQ_ETLS;
     }
@@ -148,6 +154,11 @@ int rjq__tls_start(rjq__tls *t, redisAsyncContext *ac, void **session, char *err
 
 int rjq__tls_handshaking(void *session) {
     return session != NULL && !SSL_is_init_finished((SSL *)session);
+}
+
+int rjq__tls_heard(void *session) {
+    BIO *rbio = session ? SSL_get_rbio((SSL *)session) : NULL;
+    return rbio != NULL && BIO_number_read(rbio) > 0;
 }
 
 int rjq__tls_why(const rjq__tls *t, void *session, int ready, const char *io_error, char *buf,
@@ -216,6 +227,11 @@ int rjq__tls_start(rjq__tls *t, struct redisAsyncContext *ac, void **session, ch
 }
 
 int rjq__tls_handshaking(void *session) {
+    (void)session;
+    return 0;
+}
+
+int rjq__tls_heard(void *session) {
     (void)session;
     return 0;
 }

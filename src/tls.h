@@ -39,6 +39,10 @@ int rjq__tls_start(rjq__tls *t, struct redisAsyncContext *ac, void **session, ch
 /* 1 while the session's handshake has not finished. */
 int rjq__tls_handshaking(void *session);
 
+/* 1 once the session read anything from the server (a TCP connect that
+ * failed never did: its failure is no TLS matter). */
+int rjq__tls_heard(void *session);
+
 /* Why a connection with this session failed, when TLS may be the cause:
  * the server's certificate was refused, or the session failed before it
  * was ready (its set-up unanswered: the handshake, or the server refusing

@@ -269,6 +269,10 @@ TEST(tls_and_plain_mixed_up_fail_clearly) {
     expect_refused(url, &t, "TLS handshake"); /* failed, or timed out: the server waits for a line */
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", s.port);
     expect_refused(url, NULL, "connection");
+    /* nobody listening: a refused connect, no TLS matter */
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", free_port());
+    expect_refused(url, &t, "Connection refused");
+    if (strstr(events, "TLS")) FAIL_AT(__FILE__, __LINE__, "a refused connect called a TLS failure:\n%s", events);
     server_stop_guarded(&plain);
     server_stop_guarded(&s);
 }

@@ -100,7 +100,7 @@ extern "C" {
     XX(EBUSY, 18, "already in progress")                                      \
     XX(EJOBID, 19, "invalid job id")                                          \
     XX(EJOBDEAD, 20, "the job failed for good (it is dead)")                  \
-    XX(ETLS, 21, "TLS set-up failed, or this build has no TLS")               \
+    XX(ETLS, 21, "TLS could not be set up")               \
     XX(EREPLICAS, 22, "done on the master, but fewer replicas than asked confirmed it") \
     XX(EFULL, 23, "the queue is full (max_waiting)")
 

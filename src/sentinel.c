@@ -64,6 +64,7 @@ struct rjq__sentinel_lookup {
     redisAsyncContext *ac;    /* its connection (NULL between two) */
     rjq__timer timer;         /* its deadline, or "ask the next one" (0 ms) */
     int finished;             /* the answer is in: the timer reports it */
+    int heard;                /* some sentinel answered (if not with the master) */
     char ip[64];
     int port;
     char error[RJQ__ERRMSG_MAX];
@@ -101,6 +102,7 @@ static void on_master(redisAsyncContext *ac, void *reply, void *priv) {
     if (ac->data != l || r == NULL) return; /* hung up, or lost (the disconnect callback says) */
     rjq__enter(l->c);
     unsigned char addr[16];
+    l->heard = 1;
     if (r->type == REDIS_REPLY_ERROR) {
         next(l, r->str);
     } else if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
@@ -232,8 +234,11 @@ static void on_timer(rjq__timer *t) {
     char ip[sizeof l->ip], error[sizeof l->error + 160];
     int port = l->port, found = l->finished;
     memcpy(ip, l->ip, sizeof ip);
-    snprintf(error, sizeof error, "no sentinel knows the master %.100s (last: %s)", l->c->url.master,
-             l->error);
+    if (l->heard)
+        snprintf(error, sizeof error, "no sentinel knows the master %.100s (last: %s)",
+                 l->c->url.master, l->error);
+    else
+        snprintf(error, sizeof error, "no sentinel answered (last: %s)", l->error);
     lookup_free(l);
     fn(arg, found ? NULL : error, ip, port);
 }

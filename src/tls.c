@@ -86,6 +86,11 @@ int rjq__tls_new(rjq__tls **out, const rjq_tls_options *o, const char *host, int
             return RJQ_ETLS;
         }
     }
+    if (o->ca_file && stat(o->ca_file, &st) != 0) { /* OpenSSL would say "system lib" */
+        snprintf(err, errlen, "TLS: cannot use the CA file %s: %s", o->ca_file, strerror(errno));
+        rjq__tls_free(t);
+        return RJQ_ETLS;
+    }
     if (o->ca_file || o->ca_dir) {
         if (SSL_CTX_load_verify_locations(t->ctx, o->ca_file, o->ca_dir) != 1)
             return refuse(t, err, errlen, "cannot load the CA certificates from",

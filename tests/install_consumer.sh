@@ -34,7 +34,8 @@ done
 man=$(find "$tmp/prefix" -name rjq.1)
 [ -n "$man" ] && [ -x "$tmp/prefix/bin/rjq" ] || { echo "FAIL: the rjq tool or its man page is not installed" >&2; exit 1; }
 for cmd in $("$tmp/prefix/bin/rjq" help 2>&1 | sed -n 's/^  \([a-z][a-z]*\) .*/\1/p'); do
-    grep -qE "^\.B[IR]? \"?$cmd( |\"|$)" "$man" || { echo "FAIL: the man page lacks the command $cmd" >&2; exit 1; }
+    grep -qE "^(\.B[IR]? \"?|\\\\fB)$cmd( |\"|\\\\fR|$)" "$man" ||
+        { echo "FAIL: the man page lacks the command $cmd" >&2; exit 1; }
 done
 if command -v groff >/dev/null; then
     warnings=$(groff -man -Tutf8 -ww -z "$man" 2>&1)

@@ -282,7 +282,7 @@ check; grep -q hunter2 "$DIR/err" && fail "the password leaked into the message"
 
 # ---- usage ----------------------------------------------------------------------------
 
-for args in "help" "--help" "" "frobnicate q" "stats" "enqueue q" "enqueue q a b" \
+for args in "" "frobnicate q" "stats" "enqueue q" "enqueue q a b" \
     "enqueue q - --id x" "enqueue q x --priority 2000000" "enqueue q x --delay -1" \
     "enqueue q x --attempts zero" "enqueue q x --bogus" "replay q" "replay q id --all" \
     "replay q id --limit 3" "dead q --limit 0" "job q" "-t 0 stats q" "-x stats q"; do
@@ -292,8 +292,12 @@ for args in "help" "--help" "" "frobnicate q" "stats" "enqueue q" "enqueue q a b
     check; [ -z "$OUT" ] || fail "usage errors print nothing on stdout"
     check; [ -n "$ERR" ] || fail "usage errors explain themselves on stderr"
 done
-run help
-expect_err_has "usage: rjq"
+# asked for, the usage text is the answer: stdout, exit 0
+for args in "help" "--help" "-h"; do
+    run $args
+    expect_rc 0
+    check; grep -q "usage: rjq" "$DIR/out" || fail "help prints the usage on stdout"
+done
 
 # ---- the server survived it all ---------------------------------------------------------
 run stats q

@@ -145,13 +145,14 @@ static void report(cli *t, int code, const char *detail) {
  * because the server was never reached says so. */
 static void report_rc(cli *t, int code) {
     const char *detail = t->c ? rjq_client_errmsg(t->c) : NULL;
-    char buf[1024], url[256];
+    char url[256];
     if (detail && strcmp(detail, "no error") == 0) detail = NULL;
-    if (code == RJQ_ECONN && !t->ever_connected) {
+    if (code == RJQ_ECONN && !t->ever_connected) { /* nothing was sent: no "outcome unknown" */
         display_url(t, url, sizeof url);
-        snprintf(buf, sizeof buf, "could not connect to %s: %s", url,
-                 detail ? detail : "connection failed");
-        detail = buf;
+        t->failed = 1;
+        fprintf(stderr, "rjq: %s: could not connect to %s: %s\n", t->what, url,
+                detail ? detail : "connection failed");
+        return;
     }
     report(t, code, detail);
 }
@@ -236,6 +237,10 @@ static int cli_open(cli *t, const char *queue) {
     o.on_event = on_event;
     o.event_data = t;
     o.tls = t->tls_given ? &t->tls : NULL;
+    /* a connect or TLS handshake that never ends is named before -t ends
+     * (2 s at least: reading a slow stdin holds the loop) */
+    long half = t->timeout_s * 1000 / 2;
+    o.connect_timeout_ms = half < 2000 ? 2000 : half > 5000 ? 5000 : half;
     t->base = event_base_new();
     t->deadline = t->base ? evtimer_new(t->base, on_deadline, t) : NULL;
     if (t->deadline == NULL) {
@@ -692,8 +697,18 @@ int main(int argc, char **argv) {
     t.url = getenv("RJQ_URL");
     if (t.url && t.url[0] == '\0') t.url = NULL;
     t.timeout_s = DEFAULT_TIMEOUT_S;
+    if (argc == 2 && (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
+                      strcmp(argv[1], "-h") == 0)) {
+        fputs(usage_text, stdout); /* asked for: not an error */
+        return 0;
+    }
     int i = parse_global(&t, argc, argv);
     if (i < 0 || i >= argc) return usage();
+    if (t.tls_given && !t.tls.enable && strncmp(t.url ? t.url : DEFAULT_URL, "rediss://", 9) != 0) {
+        fprintf(stderr, "rjq: TLS options given for a plain URL: use rediss:// or --tls "
+                        "(see rjq help)\n");
+        return EXIT_USAGE;
+    }
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) {
         if (strcmp(argv[i], commands[k].name) != 0) continue;
         signal(SIGPIPE, SIG_IGN); /* a dropped connection is an error, not a kill */

@@ -405,29 +405,25 @@ static void connect_next(rjq__conn *conn) {
     connect_to(conn, conn->addrs[conn->next_addr++]);
 }
 
-/* A lookup answered from inside the resolve hook (the contract allows it)
- * may be inside rjq_client_new: what it starts waits for the timer, so no
- * user code runs in there (as for failed_now). */
-static void on_resolved(void *arg, const char *error, const char *const *addrs, size_t n) {
-    rjq__conn *conn = arg;
+/* The addresses of this attempt (port 0: the URL's), or why there are
+ * none: connect to the first, or report. A lookup answered from inside
+ * the resolve hook (the contract allows it) may be inside rjq_client_new:
+ * what it starts then waits for the timer, so no user code runs in there
+ * (as for failed_now). */
+static void take_addresses(rjq__conn *conn, const char *failure, const char *const *addrs, size_t n,
+                           int port) {
     rjq_client *c = conn->c;
-    if (!conn->resolving) return; /* a glue that broke the contract */
-    rjq__enter(c);
     conn->resolving = 0;
     conn->lookup = NULL;
     forget_addresses(conn);
-    char why[RJQ__ERRMSG_MAX];
-    if (error || n == 0) {
-        snprintf(why, sizeof why, "cannot resolve %s: %s", c->url.host, error ? error : "no address");
-    } else if ((conn->addrs = calloc(n, sizeof *conn->addrs)) == NULL) {
-        snprintf(why, sizeof why, "out of memory");
-    } else {
+    conn->addr_port = port;
+    const char *why = failure;
+    if (why == NULL && (conn->addrs = calloc(n, sizeof *conn->addrs)) != NULL)
         for (size_t i = 0; i < n; i++)
             if ((conn->addrs[conn->naddrs] = strdup(addrs[i])) != NULL) conn->naddrs++;
-        snprintf(why, sizeof why, "%s", conn->naddrs ? "" : "out of memory");
-    }
-    if (why[0] && conn->resolve_inside) failed_now(conn, why);
-    else if (why[0]) rjq__conn_lost(conn, why);
+    if (why == NULL && conn->naddrs == 0) why = "out of memory";
+    if (why && conn->resolve_inside) failed_now(conn, why);
+    else if (why) rjq__conn_lost(conn, why);
     else if (conn->resolve_inside) { /* from the timer */
         conn->try_next = 1;
         conn->timer_is_reconnect = 0;
@@ -435,28 +431,26 @@ static void on_resolved(void *arg, const char *error, const char *const *addrs, 
     } else {
         connect_next(conn);
     }
+}
+
+static void on_resolved(void *arg, const char *error, const char *const *addrs, size_t n) {
+    rjq__conn *conn = arg;
+    rjq_client *c = conn->c;
+    if (!conn->resolving) return; /* a glue that broke the contract */
+    rjq__enter(c);
+    char why[RJQ__ERRMSG_MAX];
+    if (error || n == 0)
+        snprintf(why, sizeof why, "cannot resolve %s: %s", c->url.host, error ? error : "no address");
+    take_addresses(conn, error || n == 0 ? why : NULL, addrs, n, 0);
     rjq__leave(c);
 }
 
 /* The sentinels' answer: the master's address, or why there is none. */
 static void on_master_found(void *arg, const char *error, const char *ip, int port) {
     rjq__conn *conn = arg;
-    rjq_client *c = conn->c;
-    rjq__enter(c);
-    conn->resolving = 0;
-    conn->lookup = NULL;
-    forget_addresses(conn);
-    if (error) {
-        rjq__conn_lost(conn, error);
-    } else if ((conn->addrs = calloc(1, sizeof *conn->addrs)) == NULL ||
-               (conn->addrs[0] = strdup(ip)) == NULL) {
-        rjq__conn_lost(conn, "out of memory");
-    } else {
-        conn->naddrs = 1;
-        conn->addr_port = port;
-        connect_next(conn);
-    }
-    rjq__leave(c);
+    rjq__enter(conn->c);
+    take_addresses(conn, error, &ip, error ? 0 : 1, port);
+    rjq__leave(conn->c);
 }
 
 void rjq__conn_start(rjq__conn *conn) {

@@ -55,8 +55,8 @@ static void dial_cancel(dial *d) {
 }
 
 struct rjq__sentinel_lookup {
-    dial dial;                /* first: the dial's callbacks find the lookup */
-    rjq_client *c;
+    dial dial;                /* first: the dial's callbacks find the lookup; its
+                                 client is the lookup's (dial.c) */
     rjq__sentinel_found_fn *fn;
     void *arg;
     size_t tried;             /* sentinels asked so far */
@@ -71,7 +71,7 @@ struct rjq__sentinel_lookup {
 };
 
 static const rjq__url_host *sentinel_at(const rjq__sentinel_lookup *l) {
-    return &l->c->url.sentinels[l->at];
+    return &l->dial.c->url.sentinels[l->at];
 }
 
 /* Drop the connection of the current question (not from its own connect
@@ -93,14 +93,14 @@ static void note(rjq__sentinel_lookup *l, const char *why) {
 static void next(rjq__sentinel_lookup *l, const char *why) {
     note(l, why);
     hang_up(l);
-    rjq__timer_start(l->c, &l->timer, 0);
+    rjq__timer_start(l->dial.c, &l->timer, 0);
 }
 
 static void on_master(redisAsyncContext *ac, void *reply, void *priv) {
     rjq__sentinel_lookup *l = priv;
     redisReply *r = reply;
     if (ac->data != l || r == NULL) return; /* hung up, or lost (the disconnect callback says) */
-    rjq__enter(l->c);
+    rjq__enter(l->dial.c);
     unsigned char addr[16];
     l->heard = 1;
     if (r->type == REDIS_REPLY_ERROR) {
@@ -108,7 +108,7 @@ static void on_master(redisAsyncContext *ac, void *reply, void *priv) {
     } else if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
                r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING) {
         char why[200];
-        snprintf(why, sizeof why, "knows no master named %s", l->c->url.master);
+        snprintf(why, sizeof why, "knows no master named %s", l->dial.c->url.master);
         next(l, why);
     } else if (r->element[0]->len >= sizeof l->ip ||
                (inet_pton(AF_INET, r->element[0]->str, addr) != 1 &&
@@ -119,11 +119,11 @@ static void on_master(redisAsyncContext *ac, void *reply, void *priv) {
         snprintf(l->ip, sizeof l->ip, "%s", r->element[0]->str);
         l->port = atoi(r->element[1]->str);
         l->finished = 1;
-        l->c->sentinel_first = l->at; /* ask it first next time */
+        l->dial.c->sentinel_first = l->at; /* ask it first next time */
         hang_up(l);
-        rjq__timer_start(l->c, &l->timer, 0);
+        rjq__timer_start(l->dial.c, &l->timer, 0);
     }
-    rjq__leave(l->c);
+    rjq__leave(l->dial.c);
 }
 
 static void on_auth(redisAsyncContext *ac, void *reply, void *priv) {
@@ -133,20 +133,20 @@ static void on_auth(redisAsyncContext *ac, void *reply, void *priv) {
 static void on_connect(const redisAsyncContext *cac, int status) {
     rjq__sentinel_lookup *l = cac->data;
     if (l == NULL || status == REDIS_OK) return;
-    rjq__enter(l->c);
+    rjq__enter(l->dial.c);
     l->ac = NULL; /* hiredis frees it */
     next(l, cac->c.errstr[0] ? cac->c.errstr : "connect failed");
-    rjq__leave(l->c);
+    rjq__leave(l->dial.c);
 }
 
 static void on_disconnect(const redisAsyncContext *cac, int status) {
     rjq__sentinel_lookup *l = cac->data;
     (void)status;
     if (l == NULL) return;
-    rjq__enter(l->c);
+    rjq__enter(l->dial.c);
     l->ac = NULL; /* hiredis frees it */
     next(l, cac->c.errstr[0] ? cac->c.errstr : "connection closed");
-    rjq__leave(l->c);
+    rjq__leave(l->dial.c);
 }
 
 /* A connection to a sentinel at ip:port for owner, its callbacks set,
@@ -184,7 +184,7 @@ static redisAsyncContext *sentinel_open(rjq_client *c, const char *ip, int port,
 /* The sentinel's address: the question. */
 static void ask_at(dial *d, const char *ip) {
     rjq__sentinel_lookup *l = (rjq__sentinel_lookup *)d;
-    rjq_client *c = l->c;
+    rjq_client *c = l->dial.c;
     const char *argv[3] = {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", c->url.master};
     char why[RJQ__ERRMSG_MAX];
     l->ac = sentinel_open(c, ip, sentinel_at(l)->port, l, on_connect, on_disconnect, on_master, 3,
@@ -201,7 +201,7 @@ static void ask_failed(dial *d, const char *why) {
 
 /* Ask the next sentinel: its deadline covers resolving its name too. */
 static void ask(rjq__sentinel_lookup *l) {
-    rjq_client *c = l->c;
+    rjq_client *c = l->dial.c;
     l->at = (c->sentinel_first + l->tried++) % c->url.nsentinels;
     rjq__timer_start(c, &l->timer, (uint64_t)c->connect_timeout_ms);
     dial_start(&l->dial, sentinel_at(l));
@@ -210,7 +210,7 @@ static void ask(rjq__sentinel_lookup *l) {
 static void lookup_free(rjq__sentinel_lookup *l) {
     dial_cancel(&l->dial);
     hang_up(l);
-    rjq__timer_teardown(l->c, &l->timer);
+    rjq__timer_teardown(l->dial.c, &l->timer);
     free(l);
 }
 
@@ -225,7 +225,7 @@ static void on_timer(rjq__timer *t) {
         note(l, "no answer in time");
         hang_up(l);
     }
-    if (!l->finished && l->tried < l->c->url.nsentinels) {
+    if (!l->finished && l->tried < l->dial.c->url.nsentinels) {
         ask(l);
         return;
     }
@@ -236,7 +236,7 @@ static void on_timer(rjq__timer *t) {
     memcpy(ip, l->ip, sizeof ip);
     if (l->heard)
         snprintf(error, sizeof error, "no sentinel knows the master %.100s (last: %s)",
-                 l->c->url.master, l->error);
+                 l->dial.c->url.master, l->error);
     else
         snprintf(error, sizeof error, "no sentinel answered (last: %s)", l->error);
     lookup_free(l);
@@ -246,7 +246,6 @@ static void on_timer(rjq__timer *t) {
 rjq__sentinel_lookup *rjq__sentinel_ask(rjq_client *c, rjq__sentinel_found_fn *fn, void *arg) {
     rjq__sentinel_lookup *l = calloc(1, sizeof *l);
     if (l == NULL) return NULL;
-    l->c = c;
     l->fn = fn;
     l->arg = arg;
     l->dial.c = c;
@@ -267,8 +266,8 @@ void rjq__sentinel_cancel(rjq__sentinel_lookup *l) {
 /* ---- following failovers: +switch-master ------------------------------------ */
 
 struct rjq__sentinel_watch {
-    dial dial;              /* first: the dial's callbacks find the watch */
-    rjq_client *c;
+    dial dial;              /* first: the dial's callbacks find the watch; its
+                               client is the watch's (dial.c) */
     rjq__sentinel_switch_fn *fn;
     void *arg;
     size_t at;              /* the sentinel listened to */
@@ -278,15 +277,15 @@ struct rjq__sentinel_watch {
 
 static void watch_retry(rjq__sentinel_watch *w) {
     w->ac = NULL;
-    w->at = (w->at + 1) % w->c->url.nsentinels; /* another one */
-    rjq__timer_start(w->c, &w->timer, (uint64_t)w->c->reconnect_max_ms);
+    w->at = (w->at + 1) % w->dial.c->url.nsentinels; /* another one */
+    rjq__timer_start(w->dial.c, &w->timer, (uint64_t)w->dial.c->reconnect_max_ms);
 }
 
 static void on_switch_message(redisAsyncContext *ac, void *reply, void *priv) {
     redisReply *r = reply;
     if (ac->data == NULL || r == NULL) return; /* stopped, or lost (the disconnect callback says) */
     rjq__sentinel_watch *w = priv;
-    const char *master = w->c->url.master;
+    const char *master = w->dial.c->url.master;
     size_t n = strlen(master);
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 || r->element[2]->type != REDIS_REPLY_STRING ||
         strcmp(r->element[0]->str, "message") != 0)
@@ -299,9 +298,9 @@ static void on_switch_message(redisAsyncContext *ac, void *reply, void *priv) {
         if (to) to++;
     }
     if (to == NULL) return;
-    rjq__enter(w->c);
+    rjq__enter(w->dial.c);
     w->fn(w->arg, to);
-    rjq__leave(w->c);
+    rjq__leave(w->dial.c);
 }
 
 static void on_watch_connect(const redisAsyncContext *cac, int status) {
@@ -321,7 +320,7 @@ static void watch_at(dial *d, const char *ip) {
     rjq__sentinel_watch *w = (rjq__sentinel_watch *)d;
     const char *argv[2] = {"SUBSCRIBE", "+switch-master"};
     char why[RJQ__ERRMSG_MAX];
-    w->ac = sentinel_open(w->c, ip, w->c->url.sentinels[w->at].port, w, on_watch_connect,
+    w->ac = sentinel_open(w->dial.c, ip, w->dial.c->url.sentinels[w->at].port, w, on_watch_connect,
                           on_watch_disconnect, on_switch_message, 2, argv, why, sizeof why);
     if (w->ac == NULL) watch_retry(w);
 }
@@ -333,14 +332,13 @@ static void watch_failed(dial *d, const char *why) {
 
 static void on_watch_timer(rjq__timer *t) {
     rjq__sentinel_watch *w = t->owner;
-    dial_start(&w->dial, &w->c->url.sentinels[w->at]);
+    dial_start(&w->dial, &w->dial.c->url.sentinels[w->at]);
 }
 
 rjq__sentinel_watch *rjq__sentinel_watch_start(rjq_client *c, rjq__sentinel_switch_fn *fn,
                                                void *arg) {
     rjq__sentinel_watch *w = calloc(1, sizeof *w);
     if (w == NULL) return NULL;
-    w->c = c;
     w->fn = fn;
     w->arg = arg;
     w->at = c->sentinel_first;
@@ -364,6 +362,6 @@ void rjq__sentinel_watch_stop(rjq__sentinel_watch *w) {
         ac->data = NULL;
         redisAsyncFree(ac);
     }
-    rjq__timer_teardown(w->c, &w->timer);
+    rjq__timer_teardown(w->dial.c, &w->timer);
     free(w);
 }

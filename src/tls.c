@@ -75,21 +75,23 @@ int rjq__tls_new(rjq__tls **out, const rjq_tls_options *o, const char *host, int
     }
     SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
     SSL_CTX_set_verify(t->ctx, t->verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, NULL);
-    struct stat st;
-    if (o->ca_dir) { /* OpenSSL looks into it only when verifying */
-        const char *why = stat(o->ca_dir, &st) != 0 ? strerror(errno)
-                          : !S_ISDIR(st.st_mode)    ? "not a directory"
-                                                    : NULL;
+    /* OpenSSL looks into a CA directory only when verifying, and calls a
+     * missing file "system lib": both are checked here first */
+    const struct {
+        const char *path, *what;
+        int dir;
+    } ca[2] = {{o->ca_dir, "directory", 1}, {o->ca_file, "file", 0}};
+    for (int i = 0; i < 2; i++) {
+        struct stat st;
+        if (ca[i].path == NULL) continue;
+        const char *why = stat(ca[i].path, &st) != 0         ? strerror(errno)
+                          : ca[i].dir && !S_ISDIR(st.st_mode) ? "not a directory"
+                                                              : NULL;
         if (why) {
-            snprintf(err, errlen, "TLS: cannot use the CA directory %s: %s", o->ca_dir, why);
+            snprintf(err, errlen, "TLS: cannot use the CA %s %s: %s", ca[i].what, ca[i].path, why);
             rjq__tls_free(t);
             return RJQ_ETLS;
         }
-    }
-    if (o->ca_file && stat(o->ca_file, &st) != 0) { /* OpenSSL would say "system lib" */
-        snprintf(err, errlen, "TLS: cannot use the CA file %s: %s", o->ca_file, strerror(errno));
-        rjq__tls_free(t);
-        return RJQ_ETLS;
     }
     if (o->ca_file || o->ca_dir) {
         if (SSL_CTX_load_verify_locations(t->ctx, o->ca_file, o->ca_dir) != 1)

@@ -1387,19 +1387,39 @@ static void wake_and_check_started_nothing(pid_t child, int fd, struct event_bas
     server_stop_guarded(s);
 }
 
-TEST(worker_paused_past_its_lease_starts_none_of_its_stale_jobs) {
-    const char *qname = "paused";
-    test_server s;
-    server_start_guarded(&s, NULL);
-    int fds[2];
+/* The stale-job child (run_stale_child) with its pipe: fds[0] is the
+ * parent's end, fds[1] closed here. */
+static pid_t spawn_stale_child(test_server *s, const char *qname, long lease_ms, long liveness_ms,
+                               int fds[2]) {
     ASSERT(pipe(fds) == 0);
     pid_t child = fork_child();
     if (child == 0) {
         close(fds[0]);
         stale_fd = fds[1];
-        run_stale_child(&s, qname, 1000, 0);
+        run_stale_child(s, qname, lease_ms, liveness_ms);
     }
     close(fds[1]);
+    return child;
+}
+
+/* Two jobs, both pushed to the stopped child (its slots are registered). */
+static void push_two_to_the_stopped_child(struct event_base *base, rjq_queue *q, redisContext *rc,
+                                          const char *qname) {
+    rjq_job_options jo = {0};
+    jo.id = "p1";
+    ASSERT_OK(rjq_enqueue(q, "x", 1, &jo, NULL, NULL));
+    jo.id = "p2";
+    ASSERT_OK(rjq_enqueue(q, "x", 1, &jo, NULL, NULL));
+    loop_for(base, 200);
+    ASSERT_EQ(2, server_active_jobs(rc, qname));
+}
+
+TEST(worker_paused_past_its_lease_starts_none_of_its_stale_jobs) {
+    const char *qname = "paused";
+    test_server s;
+    server_start_guarded(&s, NULL);
+    int fds[2];
+    pid_t child = spawn_stale_child(&s, qname, 1000, 0, fds);
     redisContext *rc = server_connect(&s);
     /* The child registered its two slots for pushes (its first claim came
      * back empty: that reply also told it the server's clock). */
@@ -1413,13 +1433,7 @@ TEST(worker_paused_past_its_lease_starts_none_of_its_stale_jobs) {
     struct event_base *base = event_base_new();
     rjq_client *c = client_for(base, &s);
     rjq_queue *q = queue_for(c, qname);
-    rjq_job_options jo = {0};
-    jo.id = "p1";
-    ASSERT_OK(rjq_enqueue(q, "x", 1, &jo, NULL, NULL));
-    jo.id = "p2";
-    ASSERT_OK(rjq_enqueue(q, "x", 1, &jo, NULL, NULL));
-    loop_for(base, 200);
-    ASSERT_EQ(2, server_active_jobs(rc, qname)); /* pushed to the stopped child */
+    push_two_to_the_stopped_child(base, q, rc, qname);
 
     sleep_ms(1300); /* their lease (1 s) ends */
     count_wait rw = {0};
@@ -1445,14 +1459,7 @@ TEST(worker_paused_past_its_liveness_starts_none_of_the_jobs_taken_meanwhile) {
     test_server s;
     server_start_guarded(&s, NULL);
     int fds[2];
-    ASSERT(pipe(fds) == 0);
-    pid_t child = fork_child();
-    if (child == 0) {
-        close(fds[0]);
-        stale_fd = fds[1];
-        run_stale_child(&s, qname, 60000, 1000);
-    }
-    close(fds[1]);
+    pid_t child = spawn_stale_child(&s, qname, 60000, 1000, fds);
     redisContext *rc = server_connect(&s);
     double end = mono_ms() + 10000;
     while (qcount(rc, "HLEN", qname, "idle") < 1 || server_int(rc, "ZCARD t:{clients}:live") < 1) {
@@ -1469,13 +1476,7 @@ TEST(worker_paused_past_its_liveness_starts_none_of_the_jobs_taken_meanwhile) {
     rjq_queue *q = queue_for(c, qname);
     wait_connected(base, c);
     ASSERT(kill(child, SIGSTOP) == 0);
-    rjq_job_options jo = {0};
-    jo.id = "p1";
-    ASSERT_OK(rjq_enqueue(q, "x", 1, &jo, NULL, NULL));
-    jo.id = "p2";
-    ASSERT_OK(rjq_enqueue(q, "x", 1, &jo, NULL, NULL));
-    loop_for(base, 200);
-    ASSERT_EQ(2, server_active_jobs(rc, qname)); /* pushed to the stopped child */
+    push_two_to_the_stopped_child(base, q, rc, qname);
 
     stale_done = 0;
     rjq_worker *w;

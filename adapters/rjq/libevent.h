@@ -207,9 +207,15 @@ static void rjq_libevent_glue_free_(rjq_libevent_glue *g) {
     free(g);
 }
 
-/* Free the glue if it is closing and nothing needs it any more. */
+/* 1 when the glue is closing and nothing needs it any more. */
+static int rjq_libevent_done_(const rjq_libevent_glue *g) {
+    return g->closing && !g->firing && !g->in_lookup && !g->pending;
+}
+
+/* Free the glue once done (not from inside an evdns callback: see
+ * rjq_libevent_release_dns_inside_). */
 static void rjq_libevent_release_(rjq_libevent_glue *g) {
-    if (g->closing && !g->firing && !g->in_lookup && !g->pending) rjq_libevent_glue_free_(g);
+    if (rjq_libevent_done_(g)) rjq_libevent_glue_free_(g);
 }
 
 static void rjq_libevent_fire_(evutil_socket_t fd, short what, void *arg) {
@@ -260,7 +266,7 @@ static inline void rjq_libevent_dns_free_later_(evutil_socket_t fd, short what, 
 /* rjq_libevent_release_ from inside an evdns callback: a resolver made
  * here is freed once evdns is out of it. */
 static inline void rjq_libevent_release_dns_inside_(rjq_libevent_glue *g) {
-    if (!g->closing || g->firing || g->in_lookup || g->pending) return;
+    if (!rjq_libevent_done_(g)) return;
     struct evdns_base *dns = g->free_dns ? g->dns : NULL;
     struct event_base *base = g->base;
     struct timeval now = {0, 0};

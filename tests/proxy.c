@@ -143,3 +143,10 @@ void env_start_proxied(test_env *e, proxy *p, const char *queue, rjq_event_cb *o
     o.on_event = on_event;
     env_start_proxied_opts(e, p, queue, &o);
 }
+
+void env_stop_proxied(test_env *e, proxy *p) {
+    rjq_client_free(e->c); /* NULL: a harmless no-op */
+    e->c = NULL;
+    proxy_stop(p);
+    env_stop(e);
+}

@@ -48,10 +48,12 @@ void proxy_blackhole(proxy *p);
 void proxy_stop(proxy *p);
 
 /* env_start with the proxy between the client and Redis, and opts (may be
- * NULL: the test defaults) for the client. The test frees the client (and
- * NULLs e->c), then proxy_stop, then env_stop. */
+ * NULL: the test defaults) for the client. Stop with env_stop_proxied (or:
+ * free the client and NULL e->c, then proxy_stop, then env_stop). */
 void env_start_proxied_opts(test_env *e, proxy *p, const char *queue, rjq_client_options *opts);
 /* The same with on_event (may be NULL) as the only change to the defaults. */
 void env_start_proxied(test_env *e, proxy *p, const char *queue, rjq_event_cb *on_event);
+/* Free the client (unless NULL already), stop the proxy, then env_stop. */
+void env_stop_proxied(test_env *e, proxy *p);
 
 #endif

@@ -175,10 +175,7 @@ TEST(half_open_connections_are_found_and_replaced) {
     ASSERT_EQ(1, aw.calls);
 
     rjq_client_free(c2);
-    rjq_client_free(e.c);
-    e.c = NULL;
-    proxy_stop(&p);
-    env_stop(&e);
+    env_stop_proxied(&e, &p);
 }
 
 /* Redis restarted with data to load answers LOADING for a while. Every

@@ -130,10 +130,7 @@ TEST(claim_whose_reply_was_lost_runs_its_jobs_with_their_attempt) {
     for (long long id = 1; id <= 5; id++) ASSERT_EQ(1, state_attempts(&e, "lostclaim", id));
     ASSERT_EQ(0, server_held_members(e.rc, "lostclaim"));
 
-    rjq_client_free(e.c);
-    e.c = NULL;
-    proxy_stop(&p);
-    env_stop(&e);
+    env_stop_proxied(&e, &p);
 }
 
 /* A job pushed to an idle worker whose message was lost with the
@@ -163,10 +160,7 @@ TEST(push_lost_with_the_subscriber_connection_is_recovered) {
     loop_for(e.base, 100);
     ASSERT_EQ(0, server_held_members(e.rc, "lostpush"));
 
-    rjq_client_free(e.c);
-    e.c = NULL;
-    proxy_stop(&p);
-    env_stop(&e);
+    env_stop_proxied(&e, &p);
 }
 
 /* A job pushed to an idle worker whose message is still on the way (held
@@ -199,10 +193,7 @@ TEST(push_unheard_by_a_stopped_worker_goes_back_at_once) {
     ASSERT_EQ(1, r.attempt_max);
     loop_for(e.base, 100);
     ASSERT_EQ(0, server_held_members(e.rc, "stoppush"));
-    rjq_client_free(e.c);
-    e.c = NULL;
-    proxy_stop(&p);
-    env_stop(&e);
+    env_stop_proxied(&e, &p);
 }
 
 /* A client holding jobs under a five-minute lease dies (freed without a

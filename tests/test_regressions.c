@@ -480,10 +480,7 @@ TEST(doorbell_heard_while_claim_in_flight_is_not_lost) {
     ASSERT_EQ(1, bell_late);
 
     ASSERT_OK(rjq_monitor_stop(m));
-    rjq_client_free(e.c);
-    e.c = NULL;
-    proxy_stop(&p);
-    env_stop(&e);
+    env_stop_proxied(&e, &p);
 }
 
 /* ---- 8. awaits of jobs with long keys ------------------------------------- */
@@ -942,10 +939,7 @@ TEST(enqueue_with_an_id_whose_reply_was_lost_is_sent_again) {
     loop_for(e.base, 100);
     ASSERT_EQ(1, with_id.calls);
 
-    rjq_client_free(e.c);
-    e.c = NULL;
-    proxy_stop(&p);
-    env_stop(&e);
+    env_stop_proxied(&e, &p);
 }
 
 /* Jobs a claim in flight still brings to a worker that was stopped
@@ -992,8 +986,5 @@ TEST(claim_arriving_after_stop_hands_its_jobs_back) {
     redisReply *r = server_cmd(e.rc, "HGET t:{late}:state l1");
     ASSERT_STREQ("ready 0", r->str); /* no attempt spent */
     freeReplyObject(r);
-    rjq_client_free(e.c);
-    e.c = NULL;
-    proxy_stop(&p);
-    env_stop(&e);
+    env_stop_proxied(&e, &p);
 }

@@ -18,9 +18,6 @@ cleanup() {
 }
 trap cleanup EXIT
 redis_private_start "$DIR" || { echo "FAIL: redis-server"; exit 1; }
-PORT=$(redis_free_port)
-"$GW" --port "$PORT" --redis "$redis_url" --prefix gwf --max-waiting 2 >"$DIR/gw.log" 2>&1 &
-GWPID=$!
 healthy() {
     { exec 3<>"/dev/tcp/127.0.0.1/$PORT"; } 2>/dev/null || return 1
     printf 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' >&3
@@ -29,7 +26,20 @@ healthy() {
     exec 3<&-
     return $ok
 }
-for _ in $(seq 100); do healthy && break; sleep 0.05; done
+# Start it, healthy within 20 s (a sanitized build is slow to start);
+# another port when the one picked was taken meanwhile.
+for _ in 1 2 3; do
+    PORT=$(redis_free_port)
+    "$GW" --port "$PORT" --redis "$redis_url" --prefix gwf --max-waiting 2 >"$DIR/gw.log" 2>&1 &
+    GWPID=$!
+    for _ in $(seq 400); do
+        healthy && break 2
+        kill -0 "$GWPID" 2>/dev/null || break
+        sleep 0.05
+    done
+    kill "$GWPID" 2>/dev/null; wait "$GWPID" 2>/dev/null; GWPID=
+done
+[ -n "$GWPID" ] || { echo "FAIL: the gateway did not start: $(tail -5 "$DIR/gw.log")"; exit 1; }
 
 post() { # body -> the whole response in $DIR/resp
     exec 3<>"/dev/tcp/127.0.0.1/$PORT"

@@ -102,7 +102,8 @@ extern "C" {
     XX(EJOBDEAD, 20, "the job failed for good (it is dead)")                  \
     XX(ETLS, 21, "TLS could not be set up")               \
     XX(EREPLICAS, 22, "done on the master, but fewer replicas than asked confirmed it") \
-    XX(EFULL, 23, "the queue is full (max_waiting)")
+    XX(EFULL, 23, "the queue is full (max_waiting)")                        \
+    XX(EJOBCANCELED, 24, "the job was cancelled")
 
 typedef enum rjq_status {
     RJQ_OK = 0,
@@ -390,7 +391,8 @@ typedef struct rjq_queue_options {
                                and by the workers' reclaim sweep, a bounded
                                number each time */
     long dead_max;          /* dead jobs kept (oldest dropped and deleted past
-                               this); default 100000 */
+                               this); default 100000. Also caps the cancelled
+                               jobs kept */
     long max_waiting;       /* a bounded queue: an enqueue that would make
                                more than this many jobs wait (ready,
                                prioritised and delayed; jobs whose id exists
@@ -499,6 +501,9 @@ RJQ_API int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items,
  */
 typedef void rjq_handler_fn(rjq_job *job, void *data);
 
+/* A running job must stop: see rjq_worker_options.on_notice. */
+typedef void rjq_notice_fn(rjq_job *job, int reason, void *data);
+
 typedef struct rjq_worker_options {
     int concurrency;  /* jobs running at once; default 1 */
     long lease_ms;    /* lease per claim, extended every lease_ms/3 while the
@@ -513,6 +518,15 @@ typedef struct rjq_worker_options {
      * visited less often and the idle cost of a process stays a few
      * commands per second. Default 1000. */
     long reclaim_ms;
+    /* Told when a running job of this worker must stop (optional; gets the
+     * handler's data): reason RJQ_EJOBCANCELED (rjq_queue_cancel() from
+     * any process). Called at most once per job, only while the handler
+     * still holds it (before rjq_job_complete()/rjq_job_fail()), from the
+     * event loop. The job stays the handler's: it stops its work and still
+     * completes or fails the job, which is then refused with the reason
+     * (the job is not retried). A handler that never listens is refused
+     * the same way when it finishes. See also rjq_job_notice(). */
+    rjq_notice_fn *on_notice;
 } rjq_worker_options;
 
 /*
@@ -567,6 +581,10 @@ RJQ_API int rjq_job_max_attempts(const rjq_job *job);
  * identifies the claim. */
 RJQ_API const char *rjq_job_token(const rjq_job *job);
 RJQ_API rjq_worker *rjq_job_worker(const rjq_job *job); /* NULL if detached */
+/* 0 while the job may run on, else why it must stop (the reason the
+ * worker's on_notice got: RJQ_EJOBCANCELED), for handlers that look
+ * rather than listen. */
+RJQ_API int rjq_job_notice(const rjq_job *job);
 
 typedef void rjq_done_cb(rjq_client *c, int status, void *data);
 
@@ -576,6 +594,8 @@ typedef void rjq_done_cb(rjq_client *c, int status, void *data);
  * or RJQ_ENOMEM it stays the caller's (to try again, or fail it). cb (may
  * be NULL) gets RJQ_OK, or RJQ_ELEASELOST when the job's lease was lost
  * (reclaimed, or finished by another worker): nothing is changed then;
+ * RJQ_EJOBCANCELED when the job was cancelled meanwhile (nothing changed;
+ * it is not retried);
  * RJQ_ENOMEM when the completion batch could not be sent, RJQ_ECANCELED
  * when the client was freed first (the job comes back after its lease). A
  * completion interrupted by a disconnect is retried on reconnect, and one
@@ -624,7 +644,7 @@ typedef struct rjq_outcome {
 
 /*
  * status: RJQ_OK (completed; result set), RJQ_EJOBDEAD (dead; error set),
- * RJQ_ETIMEDOUT, RJQ_ECANCELED (rjq_await_cancel() or client freed),
+ * RJQ_EJOBCANCELED (rjq_queue_cancel() ended the job), RJQ_ETIMEDOUT, RJQ_ECANCELED (rjq_await_cancel() or client freed),
  * RJQ_ENOTFOUND (rjq_queue_await() of an id that does not exist), or an
  * enqueue error for rjq_enqueue_await() (then outcome is NULL: no id).
  * outcome is non-NULL whenever the job id is known.
@@ -683,8 +703,9 @@ RJQ_API int rjq_job_progress(rjq_job *job, const void *progress, size_t len);
 typedef struct rjq_monitor rjq_monitor;
 
 /* One queue event: event is "enqueued", "active", "completed", "failed",
- * "retried", "dead", "reclaimed" or "released" (pushed to a worker that had
- * no room for it: back to ready); id is the job's. Valid during the call. */
+ * "retried", "dead", "reclaimed", "released" (pushed to a worker that had
+ * no room for it: back to ready) or "cancelled"; id is the job's. For
+ * "paused" and "resumed" (the queue's) id is "". Valid during the call. */
 typedef void rjq_monitor_cb(rjq_client *c, const char *event, const char *id, void *data);
 
 /*
@@ -708,6 +729,9 @@ typedef struct rjq_stats {
     long long enqueued, completed, failed, retried, dead, reclaimed, replayed;
     /* current depths */
     long long ready, delayed, active, dead_depth;
+    long long cancelled;       /* counter: jobs cancelled */
+    long long cancelled_depth; /* cancelled jobs kept (see dead_max) */
+    int paused;                /* 1 while the queue is paused */
 } rjq_stats;
 
 typedef void rjq_stats_cb(rjq_client *c, int status, const rjq_stats *stats,
@@ -733,10 +757,41 @@ RJQ_API int rjq_queue_replay(rjq_queue *q, const char *id, long limit,
  * per call). */
 RJQ_API int rjq_queue_reclaim(rjq_queue *q, rjq_count_cb *cb, void *data);
 
+/*
+ * Pause the queue: from the reply on, no job starts (no claim takes one,
+ * no enqueue pushes one to a worker) until rjq_queue_resume(), from any
+ * process. Enqueues are still accepted; running jobs run on; due delayed
+ * jobs wait. Stored in Redis (it outlives every client); idle workers wait
+ * for the resume at no cost and start at once when it comes. rjq_stats
+ * says paused, monitors get "paused" and "resumed". cb gets 1 when the
+ * queue's state changed, 0 when it already was so.
+ */
+RJQ_API int rjq_queue_pause(rjq_queue *q, rjq_count_cb *cb, void *data);
+RJQ_API int rjq_queue_resume(rjq_queue *q, rjq_count_cb *cb, void *data);
+
+/* state: for RJQ_OK the state the job left ("ready", "delayed",
+ * "active"), for RJQ_ESTATE the final one it already had ("completed",
+ * "dead", "cancelled"); else NULL. Valid during the call. */
+typedef void rjq_cancel_cb(rjq_client *c, int status, const char *state, void *data);
+
+/*
+ * Cancel a job by id, from any process: it ends in the final state
+ * "cancelled" and is not retried. A waiting or delayed job is taken off
+ * the queue. A running job's worker is told at once on its subscriber
+ * connection (or, if it missed that, by its next lease extension): its
+ * on_notice gets RJQ_EJOBCANCELED, and its completion or failure is
+ * refused with that code. Awaits of the job end with RJQ_EJOBCANCELED.
+ * Cancelled jobs are kept as dead ones are (dead_max, oldest deleted).
+ * cb gets RJQ_OK, RJQ_ENOTFOUND (no such job) or RJQ_ESTATE (it had
+ * already finished). Returns RJQ_EJOBID for an invalid id.
+ */
+RJQ_API int rjq_queue_cancel(rjq_queue *q, const char *id, rjq_cancel_cb *cb, void *data);
+
 /* A job's stored state, as read by rjq_queue_job(). */
 typedef struct rjq_job_info {
     const char *id;
-    const char *state; /* "ready", "delayed", "active", "completed", "dead" */
+    const char *state; /* "ready", "delayed", "active", "completed", "dead",
+                          "cancelled" */
     int attempts, max_attempts;
     const void *payload;
     size_t payload_len;

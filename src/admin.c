@@ -1,6 +1,6 @@
 /*
  * Administration: stats, replay of dead jobs, an explicit reclaim sweep,
- * reading one job, listing the dead set.
+ * pause and resume, cancel, reading one job, listing the dead set.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -14,6 +14,7 @@ typedef union admin_cb {
     rjq_count_cb *count;
     rjq_job_info_cb *job;
     rjq_ids_cb *ids;
+    rjq_cancel_cb *cancel;
 } admin_cb;
 
 typedef struct admin_ctx {
@@ -60,16 +61,18 @@ static void on_stats(rjq_client *c, int status, redisReply *r, void *priv) {
     admin_ctx *ctx = priv;
     rjq_stats s;
     memset(&s, 0, sizeof s);
-    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != 11))
+    long long paused = 0;
+    long long *f[] = {&s.enqueued, &s.completed, &s.failed,   &s.retried,   &s.dead,
+                      &s.reclaimed, &s.replayed, &s.ready,    &s.delayed,   &s.active,
+                      &s.dead_depth, &s.cancelled, &paused,   &s.cancelled_depth};
+    size_t nf = sizeof f / sizeof f[0];
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != nf))
         status = RJQ_EPROTO;
-    if (status == RJQ_OK) {
-        long long *f[11] = {&s.enqueued, &s.completed, &s.failed, &s.retried, &s.dead, &s.reclaimed,
-                            &s.replayed, &s.ready, &s.delayed, &s.active, &s.dead_depth};
-        for (int i = 0; i < 11; i++) {
-            if (r->element[i]->type != REDIS_REPLY_INTEGER) status = RJQ_EPROTO;
-            else *f[i] = r->element[i]->integer;
-        }
+    for (size_t i = 0; status == RJQ_OK && i < nf; i++) {
+        if (r->element[i]->type != REDIS_REPLY_INTEGER) status = RJQ_EPROTO;
+        else *f[i] = r->element[i]->integer;
     }
+    s.paused = paused != 0;
     if (status == RJQ_EPROTO) rjq__errmsg(c, "stats: unexpected reply");
     ctx->cb.stats(c, status, status == RJQ_OK ? &s : NULL, ctx->data);
     free(ctx);
@@ -80,8 +83,45 @@ int rjq_queue_stats(rjq_queue *q, rjq_stats_cb *cb, void *data) {
     if (rc != RJQ_OK) return rc;
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_STATS, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_DEAD);
+    RJQ__KEYS(&a, q, RJQ__K_STATS, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_DEAD,
+              RJQ__K_META, RJQ__K_CANCELLED);
     return send_admin(q, RJQ__S_STATS, on_stats, (admin_cb){.stats = cb}, data, &a);
+}
+
+/* ---- cancel ------------------------------------------------------------------ */
+
+static void on_cancel(rjq_client *c, int status, redisReply *r, void *priv) {
+    admin_ctx *ctx = priv;
+    const char *state = NULL;
+    if (status == RJQ_OK &&
+        (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+         r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_STRING ||
+         r->element[0]->integer < 0 || r->element[0]->integer > 2)) {
+        rjq__errmsg(c, "cancel: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    if (status == RJQ_OK) {
+        long long code = r->element[0]->integer;
+        status = code == 1 ? RJQ_OK : code == 0 ? RJQ_ENOTFOUND : RJQ_ESTATE;
+        if (code != 0) state = r->element[1]->str;
+    }
+    if (ctx->cb.cancel) ctx->cb.cancel(c, status, state, ctx->data);
+    free(ctx);
+}
+
+int rjq_queue_cancel(rjq_queue *q, const char *id, rjq_cancel_cb *cb, void *data) {
+    int rc = usable(q, 1);
+    if (rc != RJQ_OK) return rc;
+    if (id == NULL || id[0] == '\0' || strlen(id) > RJQ_JOB_ID_MAX || strpbrk(id, " \t\r\n"))
+        return RJQ_EJOBID;
+    rjq__argv a;
+    rjq__argv_init(&a);
+    RJQ__KEYS(&a, q, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_STATS,
+              RJQ__K_CANCELLED, RJQ__K_COLUMNS, RJQ__K_MONITORED);
+    rjq__argv_key(&a, q, RJQ__K_JOB);
+    rjq__argv_str(&a, id);
+    rjq__argv_ll(&a, rjq__queue_dead_max(q));
+    return send_admin(q, RJQ__S_CANCEL, on_cancel, (admin_cb){.cancel = cb}, data, &a);
 }
 
 /* ---- counts: replay, reclaim ------------------------------------------- */
@@ -96,7 +136,7 @@ static void on_count(rjq_client *c, int status, redisReply *r, void *priv) {
         else if (n == -2) status = RJQ_ESTATE;
         if (n < 0) n = 0;
     }
-    ctx->cb.count(c, status, n, ctx->data);
+    if (ctx->cb.count) ctx->cb.count(c, status, n, ctx->data);
     free(ctx);
 }
 
@@ -126,6 +166,28 @@ int rjq_queue_reclaim(rjq_queue *q, rjq_count_cb *cb, void *data) {
     rjq__leave(c);
     if (rc != RJQ_OK) free(ctx);
     return rc;
+}
+
+/* ---- pause, resume -------------------------------------------------------- */
+
+static int set_paused(rjq_queue *q, int pause, rjq_count_cb *cb, void *data) {
+    int rc = usable(q, 1);
+    if (rc != RJQ_OK) return rc;
+    rjq__argv a;
+    rjq__argv_init(&a);
+    RJQ__KEYS(&a, q, RJQ__K_META, RJQ__K_IDLE, RJQ__K_MONITORED);
+    rjq__argv_key(&a, q, RJQ__K_JOB);
+    rjq__argv_key(&a, q, RJQ__K_WAKE);
+    rjq__argv_str(&a, pause ? "1" : "0");
+    return send_admin(q, RJQ__S_PAUSE, on_count, (admin_cb){.count = cb}, data, &a);
+}
+
+int rjq_queue_pause(rjq_queue *q, rjq_count_cb *cb, void *data) {
+    return set_paused(q, 1, cb, data);
+}
+
+int rjq_queue_resume(rjq_queue *q, rjq_count_cb *cb, void *data) {
+    return set_paused(q, 0, cb, data);
 }
 
 /* ---- one job ------------------------------------------------------------ */

@@ -221,6 +221,8 @@ static void deliver(rjq_await *a, const char *kind, const char *body, size_t len
         resolve(a, RJQ_OK, body, len, NULL);
     } else if (strcmp(kind, "dead") == 0) {
         resolve(a, RJQ_EJOBDEAD, NULL, 0, body);
+    } else if (strcmp(kind, "cancelled") == 0) {
+        resolve(a, RJQ_EJOBCANCELED, NULL, 0, NULL);
     } else if (strcmp(kind, "progress") == 0) {
         if (a->on_progress) a->on_progress(c, a->id, body, len, a->data);
     } else if (strcmp(kind, "big") == 0) {
@@ -444,6 +446,7 @@ static void on_watched(rjq_client *c, int status, redisReply *r, void *priv) {
             if (code->integer == 0) resolve(a, RJQ_ENOTFOUND, NULL, 0, NULL);
             else if (code->integer == 1) resolve(a, RJQ_OK, body->str, body->len, NULL);
             else if (code->integer == 2) resolve(a, RJQ_EJOBDEAD, NULL, 0, body->str);
+            else if (code->integer == 4) resolve(a, RJQ_EJOBCANCELED, NULL, 0, NULL);
         }
         unpin(a);
     }

@@ -41,6 +41,10 @@ rjq_worker *rjq_job_worker(const rjq_job *job) {
     return job->w;
 }
 
+int rjq_job_notice(const rjq_job *job) {
+    return job->notice;
+}
+
 /* ---- complete ------------------------------------------------------------ */
 
 typedef struct item {
@@ -70,7 +74,10 @@ typedef struct complete_batch {
 static void finish_items(rjq_client *c, item *items, size_t n, int status, redisReply *r) {
     for (size_t i = 0; i < n; i++) {
         int code = status;
-        if (status == RJQ_OK) code = r->element[i]->integer == 1 ? RJQ_OK : RJQ_ELEASELOST;
+        if (status == RJQ_OK)
+            code = r->element[i]->integer == 1   ? RJQ_OK
+                   : r->element[i]->integer == 2 ? RJQ_EJOBCANCELED
+                                                 : RJQ_ELEASELOST;
         if (code == RJQ_OK && rjq__write_short(c)) code = RJQ_EREPLICAS;
         if (items[i].cb) items[i].cb(c, code, items[i].data);
         rjq__worker_finish_replied(items[i].w);
@@ -117,7 +124,7 @@ static int send_batch(rjq_queue *q, complete_batch *b) {
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_COMPLETED, RJQ__K_STATS, RJQ__K_READY, RJQ__K_PRIO,
-              RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_HELD);
+              RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_HELD, RJQ__K_META);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_ll(&a, rjq__queue_retention_ms(q));
     rjq__argv_ll(&a, rjq__queue_completed_max(q));
@@ -286,6 +293,7 @@ static void on_failed(rjq_client *c, int status, redisReply *r, void *priv) {
     if (status == RJQ_OK)
         status = r->type != REDIS_REPLY_INTEGER ? RJQ_EPROTO
                  : r->integer == 0             ? RJQ_ELEASELOST
+                 : r->integer == 4             ? RJQ_EJOBCANCELED
                  : rjq__write_short(c)         ? RJQ_EREPLICAS
                                                : RJQ_OK;
     if (f->cb) f->cb(c, status, f->data);

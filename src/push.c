@@ -12,6 +12,8 @@
  *     "<id len> <payload len> <attempt> <max attempts>\n"
  *     followed by the id and payload bytes (the jobs of one message share
  *     their fencing token and their lease's end, in server time).
+ * Notices for running jobs start with '!' ("!cancel <token> <id>": the
+ * job was cancelled) and go to the worker named in the token.
  * Jobs for a registration that is gone (its worker stopped meanwhile) go
  * back to the queue at once (release.lua), so they do not wait for their
  * lease.
@@ -212,12 +214,35 @@ static void resync_all(part *p) {
     }
 }
 
+/* A notice ("!cancel <token> <id>"): routed to the worker of the token
+ * ("<client>.<worker>.<unique>"); one that left has no job to tell. */
+static void on_notice(rjq_client *c, part *pp, const char *channel, const char *msg, size_t len) {
+    static const char cancel[] = "!cancel ";
+    const char *p = msg + sizeof cancel - 1, *end = msg + len, *token, *dot;
+    size_t toklen;
+    unsigned long long wid;
+    if (len <= sizeof cancel - 1 || memcmp(msg, cancel, sizeof cancel - 1) != 0 ||
+        parse_word(&p, end, ' ', &token, &toklen) || p == end || memchr(p, ' ', (size_t)(end - p)) ||
+        (dot = memchr(token, '.', toklen)) == NULL) {
+        rjq__errmsg(c, "push on %s: malformed notice", channel);
+        return;
+    }
+    const char *w = dot + 1;
+    if (parse_num(&w, token + toklen, '.', &wid)) return; /* not one of our tokens */
+    rjq__reg *r = find_reg(pp, wid);
+    if (r) r->ops->notice(r->arg, RJQ_EJOBCANCELED, token, toklen, p, (size_t)(end - p));
+}
+
 static void on_push(rjq_client *c, const char *channel, const char *msg, size_t len,
                     void *arg) {
     rjq_queue *q = arg;
     part *pp = rjq__queue_part(q, RJQ__PART_PUSH);
     if (msg == NULL) {
         resync_all(pp);
+        return;
+    }
+    if (len > 0 && msg[0] == '!') {
+        on_notice(c, pp, channel, msg, len);
         return;
     }
     const char *p = msg, *end = msg + len, *token;

@@ -27,6 +27,10 @@ typedef struct rjq__reg_ops {
     /* The push channel was (re)subscribed: pushes may have been lost, and
      * the registration was marked for replacement: claim. */
     void (*resync)(void *arg);
+    /* The job id, held under token, must stop for `reason` (a notice on
+     * the push channel: "!cancel <token> <id>", from cancel.lua). */
+    void (*notice)(void *arg, int reason, const char *token, size_t toklen, const char *id,
+                   size_t idlen);
 } rjq__reg_ops;
 
 /* Join q's push delivery: subscribes the queue's push channel with the

@@ -59,6 +59,7 @@ typedef struct background {
 struct rjq_worker {
     rjq_queue *q;
     rjq_handler_fn *handler;
+    rjq_notice_fn *on_notice;
     void *data;
     int concurrency;
     long lease_ms, poll_ms, reclaim_ms;
@@ -243,6 +244,7 @@ static rjq_job *new_job(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok) {
     j->attempt = d->attempt;
     j->max_attempts = d->max_attempts;
     j->deadline = d->deadline;
+    j->notice = 0;
     j->tok = tok;
     rjq__tok_hold(tok);
     j->prev = NULL;
@@ -431,7 +433,7 @@ static int send_claim(rjq_worker *w, int want, int reset) {
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_STATS,
-              RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_HELD);
+              RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_HELD, RJQ__K_META);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_ll(&a, want);
     rjq__argv_ll(&a, w->lease_ms);
@@ -522,7 +524,29 @@ static void reg_resync(void *arg) {
     poke(arg); /* the push module marked the registration out of step */
 }
 
-static const rjq__reg_ops reg_ops = {take_pushed, reg_resync};
+/* ---- notices ---------------------------------------------------------------- */
+
+/* The running job id held under token must stop: tell its handler, once.
+ * (The callback may finish the job, stop the worker or free the client.) */
+static void notice_job(rjq_worker *w, int reason, const char *token, size_t toklen,
+                       const char *id, size_t idlen) {
+    for (rjq_job *j = w->jobs; j; j = j->next) {
+        if (strncmp(j->token, token, toklen) != 0 || j->token[toklen] != '\0' ||
+            strncmp(j->id, id, idlen) != 0 || j->id[idlen] != '\0')
+            continue;
+        if (j->notice) return;
+        j->notice = reason;
+        if (w->on_notice) w->on_notice(j, reason, w->data);
+        return;
+    }
+}
+
+static void reg_notice(void *arg, int reason, const char *token, size_t toklen, const char *id,
+                       size_t idlen) {
+    notice_job(arg, reason, token, toklen, id, idlen);
+}
+
+static const rjq__reg_ops reg_ops = {take_pushed, reg_resync, reg_notice};
 
 int rjq__worker_offer(rjq_worker *w, rjq__offer *o) {
     if (!w->want_offer || w->mode == CL_HUNGRY || w->state != W_ACTIVE ||
@@ -581,11 +605,44 @@ static void background_init(background *b, rjq_worker *w, const char *what) {
 
 /* ---- lease extension ------------------------------------------------------ */
 
+/* An extension in flight: the ids and tokens it sent ("id\0token\0" n
+ * times), to tell the handlers of jobs it finds cancelled. */
+typedef struct extend_ctx {
+    rjq_worker *w;
+    size_t n;
+    char sent[];
+} extend_ctx;
+
+static void on_extended(rjq_client *c, int status, redisReply *r, void *priv) {
+    extend_ctx *x = priv;
+    rjq_worker *w = x->w;
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != x->n))
+        status = RJQ_EPROTO;
+    const char *p = x->sent;
+    for (size_t i = 0; status == RJQ_OK && i < x->n && !rjq__closing(c) && !rjq__free_pending(c);
+         i++) {
+        const char *id = p, *token = id + strlen(id) + 1;
+        p = token + strlen(token) + 1;
+        /* 2: cancelled, and the notice on the push channel was missed */
+        if (r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 2)
+            notice_job(w, RJQ_EJOBCANCELED, token, strlen(token), id, strlen(id));
+    }
+    free(x);
+    on_background_done(c, status, r, &w->extend);
+}
+
 static void on_extend_timer(rjq__timer *t) {
     rjq_worker *w = t->owner;
     rjq_client *c = client_of(w);
     rjq__timer_start(c, &w->extend_timer, (uint64_t)(w->lease_ms / 3));
     if (w->jobs == NULL || w->extend.busy) return;
+    size_t n = 0, size = 0;
+    for (rjq_job *j = w->jobs; j; j = j->next, n++) size += strlen(j->id) + strlen(j->token) + 2;
+    extend_ctx *x = malloc(sizeof *x + size);
+    if (x == NULL) return; /* tried again next period */
+    x->w = w;
+    x->n = n;
+    char *p = x->sent;
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, w->q, RJQ__K_ACTIVE, RJQ__K_COLUMNS);
@@ -593,10 +650,15 @@ static void on_extend_timer(rjq__timer *t) {
     for (rjq_job *j = w->jobs; j; j = j->next) {
         rjq__argv_str(&a, j->id);
         rjq__argv_str(&a, j->token);
+        size_t il = strlen(j->id) + 1, tl = strlen(j->token) + 1;
+        memcpy(p, j->id, il);
+        memcpy(p + il, j->token, tl);
+        p += il + tl;
     }
-    if (!a.oom &&
-        rjq__script(c, RJQ__S_EXTEND, 0, on_background_done, &w->extend, a.n, a.v, a.len) == RJQ_OK)
+    if (!a.oom && rjq__script(c, RJQ__S_EXTEND, 0, on_extended, x, a.n, a.v, a.len) == RJQ_OK)
         w->extend.busy = 1;
+    else
+        free(x);
     rjq__argv_free(&a);
 }
 
@@ -784,6 +846,7 @@ int rjq_worker_start(rjq_queue *q, const rjq_worker_options *o, rjq_handler_fn *
     if (w == NULL) return RJQ_ENOMEM;
     w->q = q;
     w->handler = handler;
+    w->on_notice = o ? o->on_notice : NULL;
     w->data = data;
     w->concurrency = o && o->concurrency ? o->concurrency : 1;
     w->lease_ms = o && o->lease_ms ? o->lease_ms : 30000;

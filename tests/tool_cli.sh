@@ -79,15 +79,17 @@ expect_line "enqueued 1"
 expect_line "ready 1"
 expect_line "delayed 0"
 expect_line "dead_depth 0"
-check; [ "$(wc -l <"$DIR/out")" -eq 11 ] || fail "expected 11 stats lines"
+expect_line "cancelled 0"
+expect_line "paused 0"
+check; [ "$(wc -l <"$DIR/out")" -eq 14 ] || fail "expected 14 stats lines"
 
 run stats q --json
 expect_ok
-expect_out_re '^\{"enqueued":1,.*"ready":1,.*"dead_depth":0\}$'
+expect_out_re '^\{"enqueued":1,.*"ready":1,.*"dead_depth":0,.*"paused":0\}$'
 check; [ "$(wc -l <"$DIR/out")" -eq 1 ] || fail "expected one JSON line"
 if command -v python3 >/dev/null; then
     check
-    python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ready"]==1 and len(d)==11' \
+    python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ready"]==1 and d["paused"]==0 and len(d)==14' \
         <"$DIR/out" 2>/dev/null || fail "stats --json is not the expected JSON object"
 fi
 
@@ -228,6 +230,48 @@ run stats dq
 expect_line "replayed 3"
 expect_line "dead_depth 0"
 expect_line "ready 4"
+
+# ---- pause, resume, cancel ----------------------------------------------------------
+
+run pause pq
+expect_ok
+expect_out "paused"
+run pause pq
+expect_ok
+expect_out "already paused"
+run stats pq
+expect_line "paused 1"
+check; [ "$(redis-cli -p "$PORT" HEXISTS 'rjq:{pq}:meta' paused)" = 1 ] || fail "paused is not stored"
+run enqueue pq one --id c1
+expect_ok
+run enqueue pq two --id c2 --delay 60000
+run cancel pq c1
+expect_ok
+expect_out "cancelled (was ready)"
+run cancel pq c2
+expect_out "cancelled (was delayed)"
+run cancel pq c1
+expect_rc 1
+expect_err_has "rjq: cancel: the job is not in a state that allows this (it is cancelled already)"
+run cancel pq nope
+expect_rc 1
+expect_err_has "rjq: cancel: no such job"
+run cancel pq
+expect_rc 2
+run job pq c1
+expect_line "state cancelled"
+run stats pq
+expect_line "cancelled 2"
+expect_line "cancelled_depth 2"
+expect_line "ready 0"
+expect_line "delayed 0"
+run resume pq
+expect_ok
+expect_out "resumed"
+run resume pq
+expect_out "not paused"
+run stats pq --json
+expect_out_re '"paused":0'
 
 # ---- errors -----------------------------------------------------------------------
 

@@ -10,10 +10,11 @@
  *   so the roles run the scripts with EVALSHA, which rjq falls back to by
  *   itself);
  * - inside the scripts, the commands of the scripts the role calls (Redis
- *   checks them against the user's ACL too): the producer enqueues and
- *   watches (awaits), the worker claims, completes, fails, extends,
- *   reclaims, releases, forgets, and beats and sweeps (liveness), the
- *   monitor reads stats and jobs. tests/acl_covers_scripts.sh fails when
+ *   checks them against the user's ACL too): the producer enqueues,
+ *   watches (awaits) and cancels, the worker claims, completes, fails,
+ *   extends, reclaims, releases, forgets, beats and sweeps (liveness),
+ *   and pauses, resumes and cancels (what an operator's rjq pause, resume
+ *   and cancel need), the monitor reads stats and jobs. tests/acl_covers_scripts.sh fails when
  *   a script uses a command no role has;
  * - outside scripts: HGET (an await reads a stored result), HDEL (a
  *   worker drops its push registration), ZRANGE (the dead list), SET (a
@@ -35,13 +36,14 @@
 /* The commands the scripts of each role run (the scripts' lib functions
  * included). */
 #define PRODUCER_SCRIPTS                                                                  \
-    "+exists +hdel +hexists +hincrby +hmget +hrandfield +hset +llen +lpop +pubsub|numsub +rpush " \
-    "+type +zadd +zcard +zpopmin +zrange +zrangebyscore +zrem +zremrangebylex +zscore"
+    "+exists +hdel +hexists +hincrby +hmget +hrandfield +hset +llen +lpop +lrem +pubsub|numsub " \
+    "+rpush +type +zadd +zcard +zpopmin +zrange +zrangebyscore +zrem +zremrangebylex "       \
+    "+zremrangebyrank +zscore"
 #define WORKER_SCRIPTS                                                                    \
-    "+exists +hdel +hexists +hincrby +hmget +hrandfield +hset +lindex +llen +lpop +lpush " \
-    "+pubsub|numsub +rpush +set +type +zadd +zcard +zcount +zmscore +zpopmin +zrange "     \
+    "+del +exists +hdel +hexists +hincrby +hmget +hrandfield +hset +hsetnx +lindex +llen +lpop " \
+    "+lpush +lrem +pubsub|numsub +rpush +set +type +zadd +zcard +zcount +zmscore +zpopmin +zrange "     \
     "+zrangebylex +zrangebyscore +zrem +zremrangebylex +zremrangebyrank +zscore"
-#define MONITOR_SCRIPTS "+hmget +llen +type +zcard +zscore"
+#define MONITOR_SCRIPTS "+hexists +hmget +llen +type +zcard +zscore"
 
 static int fits(const char *s) {
     if (s[0] == '\0') return 0;
@@ -63,13 +65,13 @@ int rjq_acl_print(FILE *out, const char *prefix, const char *queues, int roles, 
             p, q);
     if (roles & RJQ_ACL_PRODUCER)
         fprintf(out,
-                "# producer: enqueues and awaits results\n"
+                "# producer: enqueues, awaits results and cancels jobs\n"
                 "ACL SETUSER rjq-producer reset on >CHANGE-ME ~%s:{%s}:* resetchannels "
                 "&%s:{%s}:* &%s:reply:* " SESSION " +hget " PRODUCER_SCRIPTS "\n",
                 p, q, p, q, p);
     if (roles & RJQ_ACL_WORKER)
         fprintf(out,
-                "# worker: runs jobs (also what rjq replay and rjq reclaim need)\n"
+                "# worker: runs jobs (also what rjq replay, reclaim, pause, resume and cancel need)\n"
                 "ACL SETUSER rjq-worker reset on >CHANGE-ME ~%s:{%s}:* ~%s:{clients}:* "
                 "resetchannels &%s:{%s}:* &%s:reply:* " SESSION " +hget " WORKER_SCRIPTS
                 "\n",

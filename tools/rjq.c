@@ -64,6 +64,9 @@ static const char usage_text[] =
     "  replay QUEUE ID                      move a dead job back to ready\n"
     "  replay QUEUE --all [--limit N]       replay the oldest dead jobs (limit 1000)\n"
     "  reclaim QUEUE                        sweep expired leases now, print how many\n"
+    "  pause QUEUE                          start no job until resumed (enqueues go on)\n"
+    "  resume QUEUE                         start jobs again\n"
+    "  cancel QUEUE ID                      end a job for good (a running one's worker is told)\n"
     "  acl [--queues PATTERN] [--role R]    print the ACL SETUSER lines of rjq's roles\n"
     "                                       (producer, worker, monitor); no Redis needed\n"
     "  help                                 this text\n"
@@ -217,15 +220,21 @@ static int send_and_wait(cli *t, int rc) {
 
 /* The common start of every reply callback. Returns 1 when the reply is
  * good and should be printed; errors are reported here. */
-static int reply_ok(cli *t, int status) {
+/* The same, naming `why` (not NULL) as the detail of an error. */
+static int reply_ok_why(cli *t, int status, const char *why) {
     t->pending--;
     if (t->closing || t->timed_out) return 0; /* cancellations while freeing */
     arm_deadline(t);
     if (status != RJQ_OK) {
-        report_rc(t, status);
+        if (why) report(t, status, why);
+        else report_rc(t, status);
         return 0;
     }
     return 1;
+}
+
+static int reply_ok(cli *t, int status) {
+    return reply_ok_why(t, status, NULL);
 }
 
 /* Create the loop, the client and the queue handle. Returns 0 or 1. */
@@ -386,7 +395,8 @@ static const struct {
     {"dead", offsetof(rjq_stats, dead)},           {"reclaimed", offsetof(rjq_stats, reclaimed)},
     {"replayed", offsetof(rjq_stats, replayed)},   {"ready", offsetof(rjq_stats, ready)},
     {"delayed", offsetof(rjq_stats, delayed)},     {"active", offsetof(rjq_stats, active)},
-    {"dead_depth", offsetof(rjq_stats, dead_depth)},
+    {"dead_depth", offsetof(rjq_stats, dead_depth)}, {"cancelled", offsetof(rjq_stats, cancelled)},
+    {"cancelled_depth", offsetof(rjq_stats, cancelled_depth)},
 };
 
 static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) {
@@ -396,6 +406,7 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) 
     for (size_t i = 0; i < sizeof stat_fields / sizeof stat_fields[0]; i++)
         print_num(t, i == 0, stat_fields[i].name,
                   *(const long long *)(const void *)((const char *)s + stat_fields[i].off));
+    print_num(t, 0, "paused", s->paused);
     end_object(t);
 }
 
@@ -598,6 +609,44 @@ static int cmd_reclaim(cli *t, int argc, char **argv) {
     return send_and_wait(t, rjq_queue_reclaim(t->q, on_count, t));
 }
 
+/* ---- pause, resume, cancel ------------------------------------------------------ */
+
+static void on_paused(rjq_client *c, int status, long long n, void *data) {
+    cli *t = data;
+    (void)c;
+    if (!reply_ok(t, status)) return;
+    puts(n ? (strcmp(t->what, "pause") == 0 ? "paused" : "resumed")
+           : (strcmp(t->what, "pause") == 0 ? "already paused" : "not paused"));
+}
+
+static int cmd_pause(cli *t, int argc, char **argv) {
+    char *pos[1];
+    const optdef defs[] = {{NULL, NULL, NULL}};
+    int rc = parse_args(argc, argv, defs, pos, 1, 1, NULL);
+    if (rc) return rc;
+    if (cli_open(t, pos[0])) return 1;
+    return send_and_wait(t, strcmp(t->what, "pause") == 0 ? rjq_queue_pause(t->q, on_paused, t)
+                                                           : rjq_queue_resume(t->q, on_paused, t));
+}
+
+static void on_cancelled(rjq_client *c, int status, const char *state, void *data) {
+    cli *t = data;
+    char why[64];
+    (void)c;
+    if (status == RJQ_ESTATE && state) snprintf(why, sizeof why, "it is %s already", state);
+    if (reply_ok_why(t, status, status == RJQ_ESTATE && state ? why : NULL))
+        printf("cancelled (was %s)\n", state);
+}
+
+static int cmd_cancel(cli *t, int argc, char **argv) {
+    char *pos[2];
+    const optdef defs[] = {{NULL, NULL, NULL}};
+    int rc = parse_args(argc, argv, defs, pos, 2, 2, NULL);
+    if (rc) return rc;
+    if (cli_open(t, pos[0])) return 1;
+    return send_and_wait(t, rjq_queue_cancel(t->q, pos[1], on_cancelled, t));
+}
+
 /* rjq acl [--queues PATTERN] [--role producer|worker|monitor]: no Redis. */
 static int cmd_acl(cli *t, int argc, char **argv) {
     const char *queues = "*", *role = NULL;
@@ -628,6 +677,7 @@ static const struct {
 } commands[] = {
     {"stats", cmd_stats}, {"enqueue", cmd_enqueue}, {"job", cmd_job},
     {"dead", cmd_dead},   {"replay", cmd_replay},   {"reclaim", cmd_reclaim},
+    {"pause", cmd_pause}, {"resume", cmd_pause},   {"cancel", cmd_cancel},
     {"acl", cmd_acl},
 };
 

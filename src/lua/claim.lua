@@ -13,8 +13,11 @@
 -- back to the queue, attempt undone), then it claims for the slots left.
 -- Its member is written even when it got nothing, so a re-send never
 -- recovers a second time.
+-- A paused queue (pause.lua) starts nothing: the claim registers no slots
+-- and returns next = -2 (the worker waits for the doorbell that resuming
+-- rings); a re-sent or recovering claim still returns the jobs it holds.
 -- KEYS: 1 ready, 2 prio, 3 delayed, 4 active, 5 stats, 6 idle,
---       7..13 the job columns, 14 monitored, 15 held
+--       7..13 the job columns, 14 monitored, 15 held, 16 meta
 -- ARGV: 1 job name prefix, 2 want (<= 1000: unpack() below holds 2*want
 --       values, and Lua's limit is ~8000), 3 lease ms, 4 token
 --       ("<client>.<worker>.<unique>", new for every call), 5 wake channel,
@@ -22,8 +25,8 @@
 --       replace the registration), 9 recover (1/0), 10.. the tokens the
 --       worker holds jobs of (a recovering claim leaves those alone)
 -- Returns { next, registered, token, deadline, then 4 per job: id, payload,
--- attempt, max_attempts } where next is -1, or (when fewer than `want`
--- jobs were claimed) the ms until the next delayed job is due, registered
+-- attempt, max_attempts } where next is -1, -2 (paused), or (when fewer
+-- than `want` jobs were claimed) the ms until the next delayed job is due, registered
 -- the slots registered, token the fencing token of every job returned
 -- (ARGV 4) and deadline their lease's end in server time (ms; the worker
 -- learns the server's clock from it, and starts no job past it).
@@ -38,6 +41,7 @@ local J = columns(KEYS, 7, prefix)
 expect_types({ready, 'list', prio, 'zset', active, 'zset', idle, 'hash', J.s, 'hash', J.o, 'hash'})
 -- (a read before any write: its type check is the command's own, see typed)
 local first = typed('zset', 'ZRANGEBYLEX', held, held_range(tok .. ' ')) -- a re-send's first run
+local paused = typed('hash', 'HEXISTS', KEYS[16], 'paused') == 1
 local now = now_ms()
 local emit = monitor(KEYS[14], prefix)
 local out = {-1, 0, tok, now + lease} -- a number: an integer reply
@@ -106,6 +110,13 @@ if recover then
     redis.call('HSET', J.s, unpack(st))
     redis.call('ZADD', active, unpack(za))
   end
+end
+
+if paused then
+  if rec then start_jobs(J, active, {}, nil, nil, nil, 0, tok, out, emit, held, rec) end
+  if reset then offer_slots(idle, field, epoch, lease, 0, true) end
+  out[1] = -2
+  return out
 end
 
 -- Due delayed jobs (and retries) become ready first. (Reading them checks

@@ -9,7 +9,7 @@
 -- The batch also drops the held index's members of tokens whose jobs have
 -- all left their worker (forget in lib.lua).
 -- KEYS: 1 active, 2 completed, 3 stats, 4 ready, 5 prio, 6 idle,
---       7..13 the job columns, 14 monitored, 15 held
+--       7..13 the job columns, 14 monitored, 15 held, 16 meta
 -- ARGV: 1 job name prefix, 2 retention ms (-1: no age limit), 3 most
 --       completed jobs kept (<= 0: no count limit), 4 number of offers,
 --       5 number of tokens to forget, then per offer: idle field, epoch,
@@ -17,8 +17,9 @@
 --       id, "<attempt> <token>" (the tail of the state the claim wrote,
 --       see the state column in lib.lua), result.
 -- Returns one code per job: 1 done (or already done with this token),
--- 0 lease lost; then one per offer: 1 registered, 0 not (work is waiting,
--- or the worker's registration has another epoch).
+-- 0 lease lost, 2 cancelled (cancel.lua); then one per offer: 1
+-- registered, 0 not (work is waiting, the queue is paused, or the
+-- worker's registration has another epoch).
 local active, completed, stats, ready, prio, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, retention, cap, offers = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local OFFERS = 6 -- ARGV index of the first offer
@@ -40,7 +41,8 @@ local s, n = hmget(J.s, ids, 'hash'), hmget_sparse(J.n, ids, 'hash')
 -- their registrations are read here, before the first write (idle_v:
 -- field -> value, false when absent).
 local waiting = offers > 0 and
-                (typed('list', 'LLEN', ready) > 0 or typed('zset', 'ZCARD', prio) > 0)
+                (typed('list', 'LLEN', ready) > 0 or typed('zset', 'ZCARD', prio) > 0 or
+                 typed('hash', 'HEXISTS', KEYS[16], 'paused') == 1)
 local idle_v = {}
 if offers > 0 and not waiting then
   local f = {}
@@ -63,6 +65,8 @@ for i, id in ipairs(ids) do
     out[i] = 1
   elseif s[i] == 'completed ' .. tail then
     out[i] = 1 -- a retried completion whose first reply was lost
+  elseif s[i] == 'cancelled ' .. tail then
+    out[i] = 2
   else
     out[i] = 0
   end

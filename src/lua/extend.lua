@@ -2,7 +2,8 @@
 -- these tokens.
 -- KEYS: 1 active, 2.. the job columns
 -- ARGV: 1 lease ms, then per job: id, token
--- Returns one code per job: 1 extended, 0 lease lost.
+-- Returns one code per job: 1 extended, 0 lease lost, 2 cancelled
+-- (cancel.lua: the worker missed the notice on its push channel).
 local active = KEYS[1]
 local lease = tonumber(ARGV[1])
 local J = columns(KEYS, 2)
@@ -17,6 +18,8 @@ for i, id in ipairs(ids) do
   if state == 'active' and t == ARGV[2 * i + 1] then
     za[#za + 1] = deadline; za[#za + 1] = id
     out[i] = 1
+  elseif state == 'cancelled' and t == ARGV[2 * i + 1] then
+    out[i] = 2
   else
     out[i] = 0
   end

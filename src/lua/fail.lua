@@ -5,7 +5,8 @@
 --       6 fatal (0/1), 7 retry delay ms (-1: the job's backoff),
 --       8 jitter in [0,1), 9 dead cap
 -- Returns 0 lease lost, 1 retry scheduled, 2 dead, 3 already failed with
--- this token (a retried call whose first reply was lost).
+-- this token (a retried call whose first reply was lost), 4 cancelled
+-- (cancel.lua).
 local active, ready, prio, delayed, dead, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, wake, id, tok, err = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local fatal, delay, jitter, dead_max = ARGV[6] == '1', tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
@@ -18,6 +19,7 @@ if state ~= 'active' or t ~= tok then
   -- failtoken is the token of the claim whose failure was applied last: a
   -- call re-sent after a lost reply is recognised even if the job moved on
   if v[3] == tok then return 3 end
+  if state == 'cancelled' and t == tok then return 4 end
   return 0
 end
 

@@ -5,14 +5,14 @@
 -- The sweeper also applies retention to completed jobs (see
 -- sweep_completed), so records go away even when no completions come.
 -- KEYS: 1 active, 2 ready, 3 prio, 4 dead, 5 stats, 6 guard, 7 completed,
---       8..14 the job columns, 15 monitored, 16 delayed
+--       8..14 the job columns, 15 monitored, 16 delayed, 17 meta
 -- ARGV: 1 job name prefix, 2 wake channel, 3 guard ms (0: no guard),
 --       4 max jobs, 5 dead cap, 6 retention ms, 7 completed cap, 8 look
 --       (1: also say how many jobs wait)
 -- Returns the number of jobs reclaimed, or -1 when another sweeper holds
 -- the guard; with look, { that, the jobs ready or due } (a client's
 -- periodic visit: its idle workers claim when jobs wait that no doorbell
--- announced to them).
+-- announced to them; a paused queue has none for them).
 local active, ready, prio, dead, stats, guard, completed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local prefix, wake, guard_ms, limit, dead_max = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local retention, cap, look = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8] == '1'
@@ -22,6 +22,7 @@ expect_types({active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 
 local now = now_ms()
 local function result(n)
   if not look then return n end
+  if redis.call('HEXISTS', KEYS[17], 'paused') == 1 then return {n, 0} end
   return {n, redis.call('LLEN', ready) + redis.call('ZCARD', prio) +
              typed('zset', 'ZCOUNT', KEYS[16], '-inf', now)}
 end

@@ -1,13 +1,19 @@
 -- stats: the queue's counters and depths in one atomic read.
--- KEYS: 1 stats, 2 ready, 3 prio, 4 delayed, 5 active, 6 dead
+-- KEYS: 1 stats, 2 ready, 3 prio, 4 delayed, 5 active, 6 dead, 7 meta,
+--       8 cancelled
 -- Returns { enqueued, completed, failed, retried, dead, reclaimed,
---           replayed, ready, delayed, active, dead_depth }.
+--           replayed, ready, delayed, active, dead_depth, cancelled,
+--           paused (0/1), cancelled_depth }.
 local stats, ready, prio, delayed, active, dead = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-expect_types({stats, 'hash', ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset', dead, 'zset'})
+expect_types({stats, 'hash', ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset', dead, 'zset',
+              KEYS[7], 'hash', KEYS[8], 'zset'})
 local c = redis.call('HMGET', stats, 'seq', 'retained', 'failed', 'retried', 'dead', 'reclaimed', 'replayed',
-                    'skipped', 'swept')
+                    'skipped', 'swept', 'cancelled')
 local out = {}
 for i = 1, 7 do out[i] = tonumber(c[i] or '0') end
+out[12] = tonumber(c[10] or '0')
+out[13] = redis.call('HEXISTS', KEYS[7], 'paused')
+out[14] = redis.call('ZCARD', KEYS[8])
 -- derived counters (see stats in lib.lua)
 out[1] = out[1] - tonumber(c[8] or '0') -- enqueued = seq - skipped
 out[2] = out[2] + tonumber(c[9] or '0') -- completed = retained + swept

@@ -6,7 +6,8 @@
 -- KEYS: the job columns of the jobs' queue
 -- ARGV: 1 reply channel, then the job ids
 -- Returns { code, body, ... } per id: 0 no such job, 1 completed (body =
--- result), 2 dead (body = last error), 3 pending (now watched).
+-- result), 2 dead (body = last error), 3 pending (now watched), 4
+-- cancelled.
 local ch = ARGV[1]
 local J = columns(KEYS, 1)
 local out = {}
@@ -20,6 +21,8 @@ for i = 2, #ARGV do
     out[#out + 1] = 1; out[#out + 1] = v[2] or ''
   elseif state == 'dead' then
     out[#out + 1] = 2; out[#out + 1] = v[3] or ''
+  elseif state == 'cancelled' then
+    out[#out + 1] = 4; out[#out + 1] = ''
   else
     local n = v[4] or ''
     if not string.find(' ' .. n .. ' ', ' ' .. ch .. ' ', 1, true) then

@@ -1,0 +1,54 @@
+-- cancel: end a job for good, whatever it is doing short of having
+-- finished. A waiting or delayed job leaves its list; a running one
+-- leaves the active set, so its worker's completion or failure is refused
+-- (the state no longer matches its token) and no reclaim returns it; the
+-- worker's client is told on its push channel ("!cancel <token> <id>"),
+-- and a worker that missed that hears it from its next lease extension
+-- (extend.lua). The job's final state is "cancelled <attempts> [<token>]";
+-- it is listed in the cancelled set (id -> time), of which the newest
+-- `most` are kept (the oldest records are deleted past that); awaiting
+-- producers are told ('cancelled').
+-- KEYS: 1 ready, 2 prio, 3 delayed, 4 active, 5 stats, 6 cancelled,
+--       7..13 the job columns, 14 monitored
+-- ARGV: 1 job name prefix, 2 id, 3 most cancelled jobs kept
+-- Returns { code, state }: 1 cancelled (state: the one it left: ready,
+-- delayed or active), 0 no such job, 2 already finished (state: completed,
+-- dead or cancelled).
+local ready, prio, delayed, active, stats, cancelled = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local prefix, id, most = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local J = columns(KEYS, 7, prefix)
+expect_types({ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset', stats, 'hash',
+              cancelled, 'zset', J.s, 'hash', J.d, 'hash', J.o, 'hash', J.n, 'hash'})
+local v = fields(J, id, 'd', 's', 'o', 'n')
+if not v[1] then return {0, ''} end
+local state, attempts, tok = state_text(v[2])
+if state == 'completed' or state == 'dead' or state == 'cancelled' then return {2, state} end
+if state == 'active' then
+  redis.call('ZREM', active, id)
+  if tok then
+    -- its holder's client: the first part of the token (held index, lib.lua)
+    local cid = string.match(tok, '^([^.]+)%.')
+    if cid then
+      redis.call('PUBLISH', string.sub(prefix, 1, -5) .. 'push:' .. cid, '!cancel ' .. tok .. ' ' .. id)
+    end
+  end
+elseif state == 'delayed' then
+  redis.call('ZREM', delayed, id)
+elseif (parse_options(v[3])) == 0 then
+  redis.call('LREM', ready, 1, id)
+else
+  redis.call('ZREM', prio, id)
+end
+local now = now_ms()
+redis.call('HSET', J.s, id, state_value('cancelled', attempts, state == 'active' and tok or nil))
+redis.call('ZADD', cancelled, int(now), id)
+redis.call('HINCRBY', stats, 'cancelled', 1)
+local emit = monitor(KEYS[14], prefix)
+emit('cancelled', id)
+notify(v[4], prefix .. id, 'cancelled', '')
+local extra = redis.call('ZCARD', cancelled) - most
+if extra > 0 then
+  delete_jobs(J, redis.call('ZRANGE', cancelled, 0, extra - 1))
+  redis.call('ZREMRANGEBYRANK', cancelled, 0, extra - 1)
+end
+return {1, state}

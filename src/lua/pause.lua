@@ -1,0 +1,24 @@
+-- pause: pause or resume a queue. The queue's meta hash holds `paused`
+-- (the server time it was paused) while it is paused; claims then start
+-- nothing (claim.lua), completions register no idle slots (complete.lua)
+-- and the client's visits see no work waiting (reclaim.lua), so idle
+-- workers wait on the doorbell at no cost. Pausing drops every idle
+-- registration, so no enqueue pushes a job either; enqueues are still
+-- accepted. Resuming rings the doorbell: idle workers claim at once.
+-- KEYS: 1 meta, 2 idle, 3 monitored
+-- ARGV: 1 job name prefix, 2 wake channel, 3 1 pause / 0 resume
+-- Returns 1 when the queue's state changed, 0 when it already was so.
+local meta, idle = KEYS[1], KEYS[2]
+local prefix, wake, pause = ARGV[1], ARGV[2], ARGV[3] == '1'
+expect_types({meta, 'hash', idle, 'hash'})
+local emit = monitor(KEYS[3], prefix)
+if pause then
+  if redis.call('HSETNX', meta, 'paused', int(now_ms())) == 0 then return 0 end
+  redis.call('DEL', idle)
+  emit('paused', '')
+  return 1
+end
+if redis.call('HDEL', meta, 'paused') == 0 then return 0 end
+redis.call('PUBLISH', wake, '1')
+emit('resumed', '')
+return 1

@@ -1,0 +1,510 @@
+/*
+ * Controls: pause and resume a queue, cancel a job (waiting, delayed,
+ * prioritised or running, from this process or another; the notice on
+ * the worker's push channel, or with its next lease extension when that
+ * was missed).
+ */
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "harness.h"
+#include "server.h"
+#include "waits.h"
+
+/* ---- helpers --------------------------------------------------------------- */
+
+/* What a monitor saw. */
+typedef struct seen {
+    long paused, resumed, cancelled, active;
+    long active_while_paused; /* "active" events while `paused_phase` */
+    int paused_phase;
+} seen;
+
+static void on_event(rjq_client *c, const char *ev, const char *id, void *data) {
+    seen *s = data;
+    (void)c;
+    if (strcmp(ev, "paused") == 0) {
+        ASSERT_EQ(0, (long)strlen(id));
+        s->paused++;
+    } else if (strcmp(ev, "resumed") == 0) {
+        s->resumed++;
+    } else if (strcmp(ev, "cancelled") == 0) {
+        s->cancelled++;
+    } else if (strcmp(ev, "active") == 0) {
+        s->active++;
+        if (s->paused_phase) s->active_while_paused++;
+    }
+}
+
+/* Pause (pause 1) or resume q; returns what the callback got (1: changed). */
+static long long set_paused(test_env *e, int pause) {
+    count_wait w = {0};
+    ASSERT_OK(pause ? rjq_queue_pause(e->q, on_count, &w) : rjq_queue_resume(e->q, on_count, &w));
+    ASSERT(loop_until(e->base, &w.done, 5000));
+    ASSERT_OK(w.status);
+    return w.n;
+}
+
+typedef struct cancel_wait {
+    int done, status;
+    char state[32];
+} cancel_wait;
+
+static void on_cancelled(rjq_client *c, int status, const char *state, void *data) {
+    cancel_wait *w = data;
+    (void)c;
+    w->done++;
+    w->status = status;
+    snprintf(w->state, sizeof w->state, "%s", state ? state : "(null)");
+}
+
+static cancel_wait cancel_job(test_env *e, const char *id) {
+    cancel_wait w = {0};
+    ASSERT_OK(rjq_queue_cancel(e->q, id, on_cancelled, &w));
+    ASSERT(loop_until(e->base, &w.done, 5000));
+    ASSERT_EQ(1, w.done);
+    return w;
+}
+
+static long answers;
+static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)jobs, (void)n;
+    ASSERT_OK(status);
+    if (data) *(int *)data = jobs[0].existed;
+    answers++;
+}
+
+static void enqueue(test_env *e, const char *id, long long delay, int priority) {
+    rjq_job_options o = {0};
+    o.id = id;
+    o.delay_ms = delay;
+    o.priority = priority;
+    long target = answers + 1;
+    ASSERT_OK(rjq_enqueue(e->q, "x", 1, &o, on_enqueued, NULL));
+    ASSERT(loop_until_count(e->base, &answers, target, 5000));
+}
+
+/* An await's outcomes. */
+typedef struct await_rec {
+    int calls, status;
+} await_rec;
+
+static void on_awaited(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    await_rec *a = data;
+    (void)c;
+    a->calls++;
+    a->status = status;
+    if (status == RJQ_EJOBCANCELED) ASSERT(o != NULL && o->id != NULL);
+}
+
+/* Channels of q's push delivery with a subscriber (the workers' clients). */
+static long long push_channels(redisContext *rc, const char *q) {
+    redisReply *r = server_cmd(rc, "PUBSUB CHANNELS t:{%s}:push:*", q);
+    long long n = r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
+    freeReplyObject(r);
+    return n;
+}
+
+/* ---- pause and resume -------------------------------------------------------- */
+
+static rjq_job *held_job; /* the job the handlers below keep */
+static long started, finished;
+
+/* Keeps the job named "a" (held_job), completes the others. */
+static void keep_a_handler(rjq_job *job, void *data) {
+    (void)data;
+    started++;
+    if (strcmp(rjq_job_id(job), "a") == 0) {
+        held_job = job;
+        return;
+    }
+    ASSERT_OK(rjq_job_complete(job, "", 0, on_done_ok, &finished));
+}
+
+TEST(pause_starts_nothing_until_resume_with_workers_idle_and_busy) {
+    test_env e;
+    env_start(&e, "pz");
+    seen s = {0};
+    rjq_monitor *m;
+    ASSERT_OK(rjq_queue_monitor(e.q, on_event, &s, &m));
+    loop_for(e.base, 100); /* the monitor's flag is set */
+    started = finished = 0;
+    held_job = NULL;
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *busy, *idle;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, keep_a_handler, NULL, &busy));
+    enqueue(&e, "a", 0, 0);
+    ASSERT(loop_until_count(e.base, &started, 1, 5000));
+    ASSERT_OK(rjq_worker_start(e.q, &wo, keep_a_handler, NULL, &idle));
+    loop_for(e.base, 100); /* both idle workers registered their slots */
+    ASSERT(server_int(e.rc, "HLEN t:{pz}:idle") >= 1);
+
+    ASSERT_EQ(1, set_paused(&e, 1));
+    ASSERT_EQ(0, set_paused(&e, 1)); /* already */
+    s.paused_phase = 1;
+    ASSERT_EQ(0, server_int(e.rc, "HLEN t:{pz}:idle")); /* no push can go out */
+    /* the busy worker finishes while paused: it registers no slot */
+    ASSERT(held_job != NULL);
+    ASSERT_OK(rjq_job_complete(held_job, "", 0, on_done_ok, &finished));
+    held_job = NULL;
+    ASSERT(loop_until_count(e.base, &finished, 1, 5000));
+    loop_for(e.base, 100);
+    ASSERT_EQ(0, server_int(e.rc, "HLEN t:{pz}:idle"));
+    for (int i = 0; i < 4; i++) enqueue(&e, NULL, 0, 0);
+    enqueue(&e, NULL, 0, 3);
+    enqueue(&e, "later", 100, 0);
+    loop_for(e.base, 600);
+    ASSERT_EQ(1, started);
+    ASSERT_EQ(0, s.active_while_paused);
+    rjq_stats st = get_stats(e.base, e.q);
+    ASSERT_EQ(1, st.paused);
+    ASSERT_EQ(5, st.ready);
+    ASSERT_EQ(1, st.delayed); /* due, but nothing is promoted while paused */
+    ASSERT_EQ(0, st.active);
+    ASSERT_EQ(1, st.completed);
+    ASSERT_EQ(1, s.paused);
+
+    s.paused_phase = 0;
+    ASSERT_EQ(1, set_paused(&e, 0));
+    ASSERT_EQ(0, set_paused(&e, 0));
+    ASSERT(loop_until_count(e.base, &finished, 7, 5000));
+    ASSERT_EQ(7, started);
+    st = get_stats(e.base, e.q);
+    ASSERT_EQ(0, st.paused);
+    ASSERT_EQ(7, st.completed);
+    ASSERT_EQ(1, s.resumed);
+    env_stop(&e);
+}
+
+static void complete_handler(rjq_job *job, void *data) {
+    (void)data;
+    started++;
+    ASSERT_OK(rjq_job_complete(job, "", 0, on_done_ok, &finished));
+}
+
+/* How many calls of the script named `name` (FCALL rjq_<version>_<name>)
+ * a MONITOR connection logged (it reads what the server sent so far). */
+static long monitored_calls(redisContext *mon, const char *name) {
+    char needle[64];
+    snprintf(needle, sizeof needle, "_%s\"", name);
+    struct timeval tv = {0, 200000};
+    redisSetTimeout(mon, tv);
+    long n = 0;
+    redisReply *r;
+    while (redisGetReply(mon, (void **)&r) == REDIS_OK) {
+        if (r->type == REDIS_REPLY_STATUS && strstr(r->str, needle)) n++;
+        freeReplyObject(r);
+    }
+    return n;
+}
+
+/* Idle workers of a paused queue claim nothing, even when the client's
+ * visits (every 50 ms here) see jobs waiting. */
+TEST(paused_queue_costs_idle_workers_no_claims) {
+    test_env e;
+    env_start(&e, "pc");
+    started = finished = 0;
+    rjq_worker_options wo = quiet_worker_options(3);
+    wo.reclaim_ms = 50;
+    rjq_worker *w1, *w2;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_handler, NULL, &w1));
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_handler, NULL, &w2));
+    loop_for(e.base, 100);
+    ASSERT_EQ(1, set_paused(&e, 1));
+    for (int i = 0; i < 5; i++) enqueue(&e, NULL, 0, 0);
+    loop_for(e.base, 100); /* the doorbell's claims */
+    redisContext *mon = server_connect(&e.s);
+    redisReply *r = redisCommand(mon, "MONITOR");
+    ASSERT(r != NULL);
+    freeReplyObject(r);
+    loop_for(e.base, 1000);
+    long visits = monitored_calls(mon, "reclaim");
+    redisFree(mon);
+    ASSERT(visits >= 5);
+    mon = server_connect(&e.s);
+    r = redisCommand(mon, "MONITOR");
+    freeReplyObject(r);
+    loop_for(e.base, 500);
+    ASSERT_EQ(0, monitored_calls(mon, "claim"));
+    redisFree(mon);
+    ASSERT_EQ(0, started);
+    ASSERT_EQ(1, set_paused(&e, 0));
+    ASSERT(loop_until_count(e.base, &finished, 5, 5000));
+    env_stop(&e);
+}
+
+/* ---- cancel ------------------------------------------------------------------- */
+
+TEST(cancel_waiting_delayed_and_prioritised_jobs_ends_them_for_good) {
+    test_env e;
+    env_start(&e, "cw");
+    seen s = {0};
+    rjq_monitor *m;
+    ASSERT_OK(rjq_queue_monitor(e.q, on_event, &s, &m));
+    loop_for(e.base, 100);
+    enqueue(&e, "w", 0, 0);
+    enqueue(&e, "d", 60000, 0);
+    enqueue(&e, "p", 0, 5);
+    enqueue(&e, "keep", 0, 0);
+    await_rec aw = {0};
+    ASSERT_OK(rjq_queue_await(e.q, "w", NULL, on_awaited, &aw, NULL));
+    loop_for(e.base, 100); /* it is watched */
+    ASSERT_EQ(0, aw.calls);
+
+    cancel_wait c = cancel_job(&e, "w");
+    ASSERT_OK(c.status);
+    ASSERT_STREQ("ready", c.state);
+    c = cancel_job(&e, "d");
+    ASSERT_OK(c.status);
+    ASSERT_STREQ("delayed", c.state);
+    c = cancel_job(&e, "p");
+    ASSERT_OK(c.status);
+    ASSERT_STREQ("ready", c.state);
+    ASSERT(loop_until(e.base, &aw.calls, 2000));
+    loop_for(e.base, 100);
+    ASSERT_EQ(1, aw.calls);
+    ASSERT_EQ(RJQ_EJOBCANCELED, aw.status);
+
+    rjq_stats st = get_stats(e.base, e.q);
+    ASSERT_EQ(1, st.ready); /* keep */
+    ASSERT_EQ(0, st.delayed);
+    ASSERT_EQ(3, st.cancelled);
+    ASSERT_EQ(3, st.cancelled_depth);
+    ASSERT_EQ(3, s.cancelled);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{cw}:ready"));
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{cw}:prio"));
+    info_wait i = get_info(e.base, e.q, "d");
+    ASSERT_OK(i.status);
+    ASSERT_STREQ("cancelled", i.state);
+
+    /* again, unknown, invalid */
+    c = cancel_job(&e, "w");
+    ASSERT_EQ(RJQ_ESTATE, c.status);
+    ASSERT_STREQ("cancelled", c.state);
+    c = cancel_job(&e, "nope");
+    ASSERT_EQ(RJQ_ENOTFOUND, c.status);
+    ASSERT_EQ(RJQ_EJOBID, rjq_queue_cancel(e.q, "a b", on_cancelled, NULL));
+    ASSERT_EQ(RJQ_EJOBID, rjq_queue_cancel(e.q, "", on_cancelled, NULL));
+
+    /* an await that comes later is answered from the stored state */
+    await_rec late = {0};
+    ASSERT_OK(rjq_queue_await(e.q, "d", NULL, on_awaited, &late, NULL));
+    ASSERT(loop_until(e.base, &late.calls, 2000));
+    ASSERT_EQ(RJQ_EJOBCANCELED, late.status);
+
+    /* the id stays taken while the record is kept */
+    int existed = 0;
+    rjq_job_options o = {0};
+    o.id = "w";
+    long target = answers + 1;
+    ASSERT_OK(rjq_enqueue(e.q, "x", 1, &o, on_enqueued, &existed));
+    ASSERT(loop_until_count(e.base, &answers, target, 5000));
+    ASSERT_EQ(1, existed);
+
+    /* a worker runs only what was not cancelled */
+    started = finished = 0;
+    rjq_worker_options wo = quiet_worker_options(4);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_handler, NULL, &w));
+    ASSERT(loop_until_count(e.base, &finished, 1, 5000));
+    loop_for(e.base, 200);
+    ASSERT_EQ(1, started);
+    c = cancel_job(&e, "keep");
+    ASSERT_EQ(RJQ_ESTATE, c.status);
+    ASSERT_STREQ("completed", c.state);
+    env_stop(&e);
+}
+
+TEST(cancelled_jobs_kept_are_capped_by_dead_max) {
+    test_env e;
+    rjq_queue_options qo = {0};
+    qo.dead_max = 2;
+    env_start_queue(&e, "cm", &qo);
+    enqueue(&e, "j1", 0, 0);
+    enqueue(&e, "j2", 0, 0);
+    enqueue(&e, "j3", 0, 0);
+    ASSERT_OK(cancel_job(&e, "j1").status);
+    ASSERT_OK(cancel_job(&e, "j2").status);
+    ASSERT_OK(cancel_job(&e, "j3").status);
+    rjq_stats st = get_stats(e.base, e.q);
+    ASSERT_EQ(3, st.cancelled);
+    ASSERT_EQ(2, st.cancelled_depth);
+    ASSERT_EQ(RJQ_ENOTFOUND, get_info(e.base, e.q, "j1").status); /* the oldest went */
+    ASSERT_OK(get_info(e.base, e.q, "j3").status);
+    env_stop(&e);
+}
+
+/* A running job, cancelled from another process. The child runs the worker:
+ * its handler keeps the job until the notice comes, then completes it and
+ * writes what it saw to the pipe. */
+typedef struct child_report {
+    int reason, looked;       /* on_notice's reason, rjq_job_notice() then */
+    double noticed_ms;        /* mono_ms() at the notice */
+    int complete_status;      /* what the late completion got */
+} child_report;
+
+static child_report report;
+static int report_fd = -1;
+
+static void on_late_complete(rjq_client *c, int status, void *data) {
+    (void)c, (void)data;
+    report.complete_status = status;
+    ASSERT(write(report_fd, &report, sizeof report) == (ssize_t)sizeof report);
+}
+
+static void keep_handler(rjq_job *job, void *data) {
+    (void)data; /* kept until the notice */
+    held_job = job;
+    started++;
+}
+
+static void notice_then_complete(rjq_job *job, int reason, void *data) {
+    (void)data;
+    report.noticed_ms = mono_ms();
+    report.reason = reason;
+    report.looked = rjq_job_notice(job);
+    ASSERT_OK(rjq_job_complete(job, "late", 4, on_late_complete, NULL));
+}
+
+static void run_cancel_child(const test_server *s, const char *qname, int fd) {
+    report_fd = fd;
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, s);
+    rjq_queue *q = queue_for(c, qname);
+    rjq_worker_options wo = quiet_worker_options(2);
+    wo.on_notice = notice_then_complete;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, keep_handler, NULL, &w));
+    loop_for(base, 60000); /* the parent kills us long before this */
+    _exit(3);
+}
+
+TEST(cancel_of_a_running_job_from_another_process_tells_its_handler_and_refuses_its_completion) {
+    test_env e;
+    env_start(&e, "cr");
+    int fds[2];
+    ASSERT(pipe(fds) == 0);
+    pid_t child = fork_child();
+    if (child == 0) {
+        close(fds[0]);
+        run_cancel_child(&e.s, "cr", fds[1]);
+    }
+    close(fds[1]);
+    /* Once the child's worker is idle and registered, the job is pushed to
+     * it, and the notice follows the push on the same connection. */
+    double end = mono_ms() + 10000;
+    while (server_int(e.rc, "HLEN t:{cr}:idle") < 1) {
+        ASSERT(mono_ms() < end);
+        sleep_ms(10);
+    }
+    await_rec aw = {0};
+    rjq_job_options o = {0};
+    o.id = "r";
+    ASSERT_OK(rjq_enqueue_await(e.q, "x", 1, &o, NULL, on_awaited, &aw, NULL));
+    end = mono_ms() + 10000;
+    while (server_active_jobs(e.rc, "cr") < 1) {
+        ASSERT(mono_ms() < end);
+        loop_for(e.base, 10);
+    }
+    double t0 = mono_ms();
+    cancel_wait c = cancel_job(&e, "r");
+    ASSERT_OK(c.status);
+    ASSERT_STREQ("active", c.state);
+    ASSERT(loop_until(e.base, &aw.calls, 5000));
+
+    struct pollfd pfd = {fds[0], POLLIN, 0};
+    ASSERT(poll(&pfd, 1, 5000) == 1);
+    child_report got;
+    ASSERT(read(fds[0], &got, sizeof got) == (ssize_t)sizeof got);
+    ASSERT_EQ(RJQ_EJOBCANCELED, got.reason);
+    ASSERT_EQ(RJQ_EJOBCANCELED, got.looked);
+    ASSERT(got.noticed_ms - t0 < 100); /* over the push channel, not a lease extension */
+    ASSERT_EQ(RJQ_EJOBCANCELED, got.complete_status);
+
+    loop_for(e.base, 300); /* nothing more comes: no retry, no second outcome */
+    ASSERT_EQ(1, aw.calls);
+    ASSERT_EQ(RJQ_EJOBCANCELED, aw.status);
+    rjq_stats st = get_stats(e.base, e.q);
+    ASSERT_EQ(0, st.completed);
+    ASSERT_EQ(0, st.failed);
+    ASSERT_EQ(0, st.active);
+    ASSERT_EQ(0, st.ready);
+    ASSERT_EQ(1, st.cancelled);
+    ASSERT_STREQ("cancelled", get_info(e.base, e.q, "r").state);
+    ASSERT_EQ(0, get_info(e.base, e.q, "r").has_result);
+
+    kill(child, SIGKILL);
+    reap(child, 5000);
+    close(fds[0]);
+    env_stop(&e);
+}
+
+/* The worker's subscriber connection is down when the job is cancelled:
+ * its next lease extension brings the notice. Then its failure is
+ * refused (and the job is not retried). */
+static int notices, notice_reason;
+static long long channels_at_notice = -1;
+static redisContext *notice_rc;
+static int fail_status;
+static long failed_calls;
+
+static void on_fail_refused(rjq_client *c, int status, void *data) {
+    (void)c, (void)data;
+    fail_status = status;
+    failed_calls++;
+}
+
+static void notice_then_fail(rjq_job *job, int reason, void *data) {
+    (void)data;
+    notices++;
+    notice_reason = reason;
+    channels_at_notice = push_channels(notice_rc, "cx");
+    ASSERT_OK(rjq_job_fail(job, "stopped", RJQ_FAIL_RETRY, 0, on_fail_refused, NULL));
+}
+
+TEST(cancel_missed_by_the_subscriber_arrives_with_the_next_lease_extension) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_client_options co = client_options(e.s.url);
+    co.reconnect_min_ms = co.reconnect_max_ms = 5000; /* the subscriber stays down */
+    rjq_client *wc = client_new(e.base, &co);
+    wait_connected(e.base, wc);
+    rjq_queue *wq = queue_for(wc, "cx");
+    e.q = queue_for(e.c, "cx");
+    notice_rc = e.rc;
+    notices = 0;
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.lease_ms = 600; /* extended every 200 ms */
+    wo.on_notice = notice_then_fail;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(wq, &wo, keep_handler, NULL, &w));
+    started = 0;
+    enqueue(&e, "k", 0, 0);
+    ASSERT(loop_until_count(e.base, &started, 1, 5000)); /* its handler has it */
+    ASSERT_EQ(1, push_channels(e.rc, "cx"));
+    /* e.c has no subscription: only the worker's client's goes */
+    freeReplyObject(server_cmd(e.rc, "CLIENT KILL TYPE pubsub"));
+    ASSERT_EQ(0, push_channels(e.rc, "cx"));
+    ASSERT_OK(cancel_job(&e, "k").status);
+    ASSERT_EQ(0, notices);
+    ASSERT(loop_until_count(e.base, &failed_calls, 1, 3000));
+    ASSERT_EQ(1, notices);
+    ASSERT_EQ(RJQ_EJOBCANCELED, notice_reason);
+    ASSERT_EQ(0, channels_at_notice); /* it came with the extension */
+    ASSERT_EQ(RJQ_EJOBCANCELED, fail_status);
+    rjq_stats st = get_stats(e.base, e.q);
+    ASSERT_EQ(0, st.failed);
+    ASSERT_EQ(0, st.retried);
+    ASSERT_EQ(0, st.ready + st.delayed + st.active);
+    ASSERT_STREQ("cancelled", get_info(e.base, e.q, "k").state);
+    rjq_client_free(wc);
+    env_stop(&e);
+}
+
+

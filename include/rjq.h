@@ -400,6 +400,8 @@ typedef struct rjq_queue_options {
                                batch as a whole, nothing written; checked
                                on the server, so every producer of the
                                queue should give the same bound; 0: none */
+    long long job_timeout_ms; /* the timeout_ms of jobs enqueued through this
+                                 handle that give none; 0: none */
 } rjq_queue_options;
 
 /*
@@ -449,6 +451,17 @@ typedef struct rjq_job_options {
                            strict order, FIFO within one priority */
     int max_attempts;   /* runs before the job goes dead; 0 means 3 */
     rjq_backoff backoff;/* delay between attempts after a failure */
+    long long timeout_ms; /* run time limit of each attempt, from its start
+                             (server time); 0: the queue's job_timeout_ms;
+                             0..RJQ_DELAY_MAX. Past it the job's lease is
+                             not extended: the reclaim sweep fails it with
+                             "timed out after N ms" under its retry policy
+                             (backoff, then dead), the handler's on_notice
+                             gets RJQ_ETIMEDOUT with its worker's next lease
+                             extension (lease_ms/3 apart), and a late
+                             completion is refused (RJQ_ELEASELOST). A
+                             holder that hangs loses the job at the limit,
+                             whatever its lease */
 } rjq_job_options;
 
 /* One job of a batch. opts may be NULL (defaults). */
@@ -520,12 +533,14 @@ typedef struct rjq_worker_options {
     long reclaim_ms;
     /* Told when a running job of this worker must stop (optional; gets the
      * handler's data): reason RJQ_EJOBCANCELED (rjq_queue_cancel() from
-     * any process). Called at most once per job, only while the handler
+     * any process) or RJQ_ETIMEDOUT (its timeout_ms is over: the job is
+     * failed under its retry policy). Called at most once per job, only while the handler
      * still holds it (before rjq_job_complete()/rjq_job_fail()), from the
      * event loop. The job stays the handler's: it stops its work and still
      * completes or fails the job, which is then refused with the reason
      * (the job is not retried). A handler that never listens is refused
-     * the same way when it finishes. See also rjq_job_notice(). */
+     * the same way when it finishes (RJQ_ELEASELOST after a timeout).
+     * See also rjq_job_notice(). */
     rjq_notice_fn *on_notice;
 } rjq_worker_options;
 
@@ -582,8 +597,8 @@ RJQ_API int rjq_job_max_attempts(const rjq_job *job);
 RJQ_API const char *rjq_job_token(const rjq_job *job);
 RJQ_API rjq_worker *rjq_job_worker(const rjq_job *job); /* NULL if detached */
 /* 0 while the job may run on, else why it must stop (the reason the
- * worker's on_notice got: RJQ_EJOBCANCELED), for handlers that look
- * rather than listen. */
+ * worker's on_notice got: RJQ_EJOBCANCELED or RJQ_ETIMEDOUT), for
+ * handlers that look rather than listen. */
 RJQ_API int rjq_job_notice(const rjq_job *job);
 
 typedef void rjq_done_cb(rjq_client *c, int status, void *data);

@@ -377,7 +377,7 @@ static int enqueue_await(rjq_queue *q, const void *payload, size_t len, const rj
     rjq_client *c = rjq_queue_client(q);
     char enc[RJQ__OPTS_MAX];
     rjq_enqueue_item it = {payload, len, opts};
-    int rc = rjq__enqueue_check(c, &it, enc);
+    int rc = rjq__enqueue_check(q, &it, enc);
     if (rc != RJQ_OK) return rc;
     awaits *s = state_of(c);
     if (s == NULL) return RJQ_ENOMEM;

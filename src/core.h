@@ -70,6 +70,9 @@ void rjq__timer_stop(rjq_client *c, rjq__timer *t);
 uint64_t rjq__random(rjq_client *c);
 /* n random letters and digits (base 62: ~5.95 bits each) and a NUL into out. */
 void rjq__random_word(rjq_client *c, char *out, int n);
+/* A random fraction in [0,1) as decimal text (e.g. a script's jitter);
+ * out holds at least 16 bytes. */
+void rjq__random_fraction(rjq_client *c, char *out, size_t len);
 void rjq__errmsg(rjq_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A background request (no caller to tell) answered status: anything but
  * success, a cancel, a lost or timed-out connection goes to errmsg as

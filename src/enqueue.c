@@ -51,7 +51,8 @@ typedef struct enqueues {
     size_t pending;
 } enqueues;
 
-int rjq__enqueue_check(rjq_client *c, const rjq_enqueue_item *it, char *opts) {
+int rjq__enqueue_check(rjq_queue *q, const rjq_enqueue_item *it, char *opts) {
+    rjq_client *c = rjq_queue_client(q);
     if (it->payload == NULL && it->len > 0) return RJQ_EINVAL;
     size_t max = rjq__client_max_payload(c);
     if (it->len > max) {
@@ -63,8 +64,11 @@ int rjq__enqueue_check(rjq_client *c, const rjq_enqueue_item *it, char *opts) {
                        "and not all digits", RJQ_JOB_ID_MAX);
         return RJQ_EJOBID;
     }
-    if (rjq__encode_job_options(it->opts, opts) != RJQ_OK) {
-        rjq__errmsg(c, "invalid job options (delay, priority, attempts or backoff)");
+    rjq_job_options o = {0};
+    if (it->opts) o = *it->opts;
+    if (o.timeout_ms == 0) o.timeout_ms = rjq__queue_job_timeout_ms(q);
+    if (rjq__encode_job_options(&o, opts) != RJQ_OK) {
+        rjq__errmsg(c, "invalid job options (delay, priority, attempts, backoff or timeout)");
         return RJQ_EINVAL;
     }
     return RJQ_OK;
@@ -237,7 +241,7 @@ static part *part_of(rjq_queue *q) {
 static void start_batch(rjq_queue *q, batch *b, const char *reply_channel) {
     static const int keys[] = {RJQ__K_READY,  RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_STATS,
                                RJQ__K_ACTIVE, RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED,
-                               RJQ__K_HELD};
+                               RJQ__K_HELD, RJQ__K_DEADLINES};
     const int nkeys = (int)(sizeof keys / sizeof keys[0]);
     rjq__buf *a = &b->args;
     char num[16];
@@ -307,7 +311,7 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
     }
     for (size_t i = 0; i < n && rc == RJQ_OK; i++) {
         char opts[RJQ__OPTS_MAX];
-        if ((rc = rjq__enqueue_check(c, &items[i], opts)) != RJQ_OK) break;
+        if ((rc = rjq__enqueue_check(q, &items[i], opts)) != RJQ_OK) break;
         const rjq_job_options *o = items[i].opts;
         rjq__buf_arg_str(&b->args, o && o->id ? o->id : "");
         rjq__buf_arg(&b->args, items[i].payload, items[i].len);

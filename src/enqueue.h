@@ -16,9 +16,10 @@
 typedef void rjq__enqueued_fn(rjq_client *c, int status, const char *id, size_t idlen,
                               int existed, void *priv);
 
-/* Check one enqueue item; opts receives its encoded options
- * (RJQ__OPTS_MAX bytes). Sets the client's errmsg on failure. */
-int rjq__enqueue_check(rjq_client *c, const rjq_enqueue_item *it, char *opts);
+/* Check one enqueue item for queue q; opts receives its encoded options
+ * (RJQ__OPTS_MAX bytes; the queue's job_timeout_ms for a job that gives
+ * none). Sets the client's errmsg on failure. */
+int rjq__enqueue_check(rjq_queue *q, const rjq_enqueue_item *it, char *opts);
 /* Add one job to this tick's batch. reply_channel: where the finishing
  * script publishes its outcome (NULL: nowhere). fn(priv) gets the result
  * once. RJQ_OK, or an error with nothing added and fn never called. */

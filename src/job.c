@@ -307,7 +307,7 @@ static int send_fail(rjq_job *job, const char *error, int flags, long long retry
     rjq_queue *q = rjq__worker_queue(w);
     rjq_client *c = rjq_queue_client(q);
     char jitter[32];
-    snprintf(jitter, sizeof jitter, "%.6f", (double)(rjq__random(c) >> 11) / 9007199254740992.0);
+    rjq__random_fraction(c, jitter, sizeof jitter);
     fail_ctx *f = malloc(sizeof *f);
     if (f == NULL) return RJQ_ENOMEM;
     f->w = w;

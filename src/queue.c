@@ -17,6 +17,7 @@ struct rjq_queue {
     long long retention_ms;
     long completed_max, dead_max;
     long max_waiting;         /* 0: no bound */
+    long long job_timeout_ms; /* 0: none */
     const rjq__part_ops *ops[RJQ__PART_COUNT];
     void *parts[RJQ__PART_COUNT];
     rjq__timer tick;          /* 0 ms: send what this loop turn gathered */
@@ -37,6 +38,7 @@ static const char *const key_suffix[RJQ__K_COUNT] = {
     [RJQ__K_EVENTS] = "events",       [RJQ__K_MONITORED] = "monitored",
     [RJQ__K_IDLE] = "idle",         [RJQ__K_HELD] = "held",
     [RJQ__K_META] = "meta",           [RJQ__K_CANCELLED] = "cancelled",
+    [RJQ__K_DEADLINES] = "deadlines",
     [RJQ__K_PAYLOAD] = "payload",     [RJQ__K_STATE] = "state",
     [RJQ__K_OPTIONS] = "options",     [RJQ__K_RESULT] = "result",
     [RJQ__K_ERROR] = "error",         [RJQ__K_FAILTOKEN] = "failtoken",
@@ -130,7 +132,8 @@ int rjq_queue_open(rjq_client *c, const char *name, const rjq_queue_options *opt
         return RJQ_EQUEUENAME;
     }
     if (opts && (opts->retention_ms < -1 || opts->completed_max < -1 || opts->dead_max < 0 ||
-                 opts->max_waiting < 0))
+                 opts->max_waiting < 0 || opts->job_timeout_ms < 0 ||
+                 opts->job_timeout_ms > RJQ_DELAY_MAX))
         return RJQ_EINVAL;
     queues *qs = rjq__feature_ensure(c, &queues_feature, sizeof *qs);
     rjq_queue *q = qs ? calloc(1, sizeof *q) : NULL;
@@ -140,6 +143,7 @@ int rjq_queue_open(rjq_client *c, const char *name, const rjq_queue_options *opt
     q->completed_max = opts && opts->completed_max ? opts->completed_max : 100000;
     q->dead_max = opts && opts->dead_max ? opts->dead_max : 100000;
     q->max_waiting = opts ? opts->max_waiting : 0;
+    q->job_timeout_ms = opts ? opts->job_timeout_ms : 0;
     if ((q->name = strdup(name)) == NULL || make_keys(q, rjq__client_prefix(c)) != RJQ_OK) {
         queue_free(q);
         return RJQ_ENOMEM;
@@ -188,6 +192,10 @@ long rjq__queue_completed_max(const rjq_queue *q) {
 
 long rjq__queue_max_waiting(const rjq_queue *q) {
     return q->max_waiting;
+}
+
+long long rjq__queue_job_timeout_ms(const rjq_queue *q) {
+    return q->job_timeout_ms;
 }
 
 long rjq__queue_dead_max(const rjq_queue *q) {

@@ -15,6 +15,7 @@ enum {
     RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_DEAD,
     RJQ__K_COMPLETED, RJQ__K_STATS, RJQ__K_GUARD, RJQ__K_JOB, RJQ__K_WAKE,
     RJQ__K_EVENTS, RJQ__K_MONITORED, RJQ__K_IDLE, RJQ__K_HELD, RJQ__K_META, RJQ__K_CANCELLED,
+    RJQ__K_DEADLINES,
     /* the job record columns (src/lua/lib.lua) */
     RJQ__K_PAYLOAD, RJQ__K_STATE, RJQ__K_OPTIONS, RJQ__K_RESULT, RJQ__K_ERROR,
     RJQ__K_FAILTOKEN, RJQ__K_WATCHERS, RJQ__K_COUNT
@@ -61,6 +62,8 @@ long rjq__queue_completed_max(const rjq_queue *q);
 long rjq__queue_dead_max(const rjq_queue *q);
 /* The queue's bound on waiting jobs (0: none). */
 long rjq__queue_max_waiting(const rjq_queue *q);
+/* The run time limit of its jobs when they give none (0: none). */
+long long rjq__queue_job_timeout_ms(const rjq_queue *q);
 
 /* The job key "<prefix>:{Q}:job:<id>" (malloc'd, NUL-terminated), or
  * NULL when out of memory. */

@@ -9,7 +9,7 @@ int rjq__reclaim_send(rjq_queue *q, long guard_ms, int look, rjq__reply_fn *fn, 
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DEAD, RJQ__K_STATS,
               RJQ__K_GUARD, RJQ__K_COMPLETED, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_DELAYED,
-              RJQ__K_META);
+              RJQ__K_META, RJQ__K_DEADLINES);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_ll(&a, guard_ms);
@@ -18,6 +18,9 @@ int rjq__reclaim_send(rjq_queue *q, long guard_ms, int look, rjq__reply_fn *fn, 
     rjq__argv_ll(&a, rjq__queue_retention_ms(q));
     rjq__argv_ll(&a, rjq__queue_completed_max(q));
     rjq__argv_str(&a, look ? "1" : "0");
+    char jitter[32];
+    rjq__random_fraction(rjq_queue_client(q), jitter, sizeof jitter);
+    rjq__argv_str(&a, jitter);
     int rc = a.oom ? RJQ_ENOMEM
                    : rjq__script(rjq_queue_client(q), RJQ__S_RECLAIM, 0, fn, priv, a.n, a.v, a.len);
     rjq__argv_free(&a);

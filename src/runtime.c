@@ -41,6 +41,10 @@ void rjq__random_word(rjq_client *c, char *out, int n) {
     out[n] = '\0';
 }
 
+void rjq__random_fraction(rjq_client *c, char *out, size_t len) {
+    snprintf(out, len, "%.6f", (double)(rjq__random(c) >> 11) / 9007199254740992.0);
+}
+
 void rjq__errmsg(rjq_client *c, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

@@ -64,13 +64,15 @@ int rjq__encode_job_options(const rjq_job_options *o, char *buf) {
     buf[0] = '\0';
     if (o == NULL) return RJQ_OK;
     if (o->delay_ms < 0 || o->delay_ms > RJQ_DELAY_MAX || o->priority < RJQ_PRIORITY_MIN ||
-        o->priority > RJQ_PRIORITY_MAX || o->max_attempts < 0)
+        o->priority > RJQ_PRIORITY_MAX || o->max_attempts < 0 || o->timeout_ms < 0 ||
+        o->timeout_ms > RJQ_DELAY_MAX)
         return RJQ_EINVAL;
     if (backoff_spec(&o->backoff, spec, sizeof spec) != RJQ_OK) return RJQ_EINVAL;
     if (o->delay_ms == 0 && o->priority == 0 &&
-        (o->max_attempts == 0 || o->max_attempts == 3) && spec[0] == '\0')
+        (o->max_attempts == 0 || o->max_attempts == 3) && spec[0] == '\0' && o->timeout_ms == 0)
         return RJQ_OK;
-    snprintf(buf, RJQ__OPTS_MAX, "%lld,%d,%d,%s", o->delay_ms, o->priority,
-             o->max_attempts ? o->max_attempts : 3, spec);
+    int n = snprintf(buf, RJQ__OPTS_MAX, "%lld,%d,%d,%s", o->delay_ms, o->priority,
+                     o->max_attempts ? o->max_attempts : 3, spec);
+    if (o->timeout_ms > 0) snprintf(buf + n, RJQ__OPTS_MAX - (size_t)n, ";%lld", o->timeout_ms);
     return RJQ_OK;
 }

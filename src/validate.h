@@ -15,7 +15,8 @@
 int rjq__valid_queue_name(const char *name);
 int rjq__valid_job_id(const char *id);
 int rjq__valid_client_name(const char *name);
-/* Encode job options as the enqueue script expects them ("" = defaults).
+/* Encode job options as the enqueue script expects them ("" = defaults;
+ * "delay,priority,max_attempts,backoff[;timeout]").
  * buf must hold RJQ__OPTS_MAX bytes. Returns RJQ_OK or RJQ_EINVAL. */
 int rjq__encode_job_options(const rjq_job_options *o, char *buf);
 /* Map a Redis error text to an RJQ_E* code (error.c). */

@@ -433,7 +433,8 @@ static int send_claim(rjq_worker *w, int want, int reset) {
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_STATS,
-              RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_HELD, RJQ__K_META);
+              RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_HELD, RJQ__K_META,
+              RJQ__K_DEADLINES);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_ll(&a, want);
     rjq__argv_ll(&a, w->lease_ms);
@@ -623,9 +624,12 @@ static void on_extended(rjq_client *c, int status, redisReply *r, void *priv) {
          i++) {
         const char *id = p, *token = id + strlen(id) + 1;
         p = token + strlen(token) + 1;
-        /* 2: cancelled, and the notice on the push channel was missed */
-        if (r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == 2)
-            notice_job(w, RJQ_EJOBCANCELED, token, strlen(token), id, strlen(id));
+        /* 2: cancelled, and the notice on the push channel was missed;
+         * 3: its run time is over (its timeout) */
+        long long code = r->element[i]->type == REDIS_REPLY_INTEGER ? r->element[i]->integer : 0;
+        if (code == 2 || code == 3)
+            notice_job(w, code == 2 ? RJQ_EJOBCANCELED : RJQ_ETIMEDOUT, token, strlen(token), id,
+                       strlen(id));
     }
     free(x);
     on_background_done(c, status, r, &w->extend);
@@ -645,7 +649,7 @@ static void on_extend_timer(rjq__timer *t) {
     char *p = x->sent;
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, w->q, RJQ__K_ACTIVE, RJQ__K_COLUMNS);
+    RJQ__KEYS(&a, w->q, RJQ__K_ACTIVE, RJQ__K_COLUMNS, RJQ__K_DEADLINES);
     rjq__argv_ll(&a, w->lease_ms);
     for (rjq_job *j = w->jobs; j; j = j->next) {
         rjq__argv_str(&a, j->id);

@@ -2,7 +2,8 @@
  * Controls: pause and resume a queue, cancel a job (waiting, delayed,
  * prioritised or running, from this process or another; the notice on
  * the worker's push channel, or with its next lease extension when that
- * was missed).
+ * was missed), job timeouts (failed under the retry policy; the holder
+ * can neither extend nor complete the job past its run time).
  */
 #include <poll.h>
 #include <signal.h>
@@ -508,3 +509,161 @@ TEST(cancel_missed_by_the_subscriber_arrives_with_the_next_lease_extension) {
 }
 
 
+
+/* ---- timeouts ------------------------------------------------------------------ */
+
+static int timeout_notices, timeout_reason;
+static int late_status;
+static long late_calls;
+
+static void on_timeout_notice(rjq_job *job, int reason, void *data) {
+    (void)job, (void)data;
+    timeout_notices++;
+    timeout_reason = reason;
+}
+
+static void on_late(rjq_client *c, int status, void *data) {
+    (void)c, (void)data;
+    late_status = status;
+    late_calls++;
+}
+
+/* A job runs past its timeout while its worker keeps extending its lease:
+ * the extension stops at the run time's end, the sweep fails the job as
+ * timed out and retries it (a second worker completes it), the holder is
+ * told, and its late completion is refused. */
+TEST(job_past_its_timeout_is_failed_and_retried_and_its_holder_can_neither_extend_nor_complete_it) {
+    test_env e;
+    env_start(&e, "to");
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.lease_ms = 600; /* extended every 200 ms */
+    wo.reclaim_ms = 100;
+    wo.on_notice = on_timeout_notice;
+    started = finished = 0;
+    held_job = NULL;
+    timeout_notices = 0;
+    rjq_worker *wa;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, keep_handler, NULL, &wa));
+    rjq_job_options o = {0};
+    o.id = "t";
+    o.timeout_ms = 400;
+    o.max_attempts = 2;
+    o.backoff.type = RJQ_BACKOFF_FIXED;
+    o.backoff.base_ms = 50;
+    long target = answers + 1;
+    ASSERT_OK(rjq_enqueue(e.q, "x", 1, &o, on_enqueued, NULL));
+    ASSERT(loop_until_count(e.base, &answers, target, 5000));
+    ASSERT(loop_until_count(e.base, &started, 1, 5000));
+    rjq_job *zombie = held_job;
+    ASSERT(loop_until(e.base, &timeout_notices, 5000));
+    ASSERT_EQ(RJQ_ETIMEDOUT, timeout_reason);
+    ASSERT_EQ(RJQ_ETIMEDOUT, rjq_job_notice(zombie));
+    /* (the notice may come before the sweep failed the job) */
+    double end = mono_ms() + 5000;
+    rjq_stats st;
+    while ((st = get_stats(e.base, e.q)).failed == 0) {
+        ASSERT(mono_ms() < end);
+        loop_for(e.base, 20);
+    }
+    ASSERT_EQ(1, st.failed);
+    ASSERT_EQ(1, st.retried);
+    ASSERT_EQ(0, st.reclaimed); /* failed as timed out, not returned as lost */
+    info_wait i = get_info(e.base, e.q, "t");
+    ASSERT_STREQ("timed out after 400 ms", i.error);
+
+    /* a second worker runs the retry */
+    rjq_client *c2 = client_for(e.base, &e.s);
+    rjq_worker_options wo2 = quiet_worker_options(1);
+    rjq_worker *wb;
+    ASSERT_OK(rjq_worker_start(queue_for(c2, "to"), &wo2, complete_handler, NULL, &wb));
+    ASSERT(loop_until_count(e.base, &finished, 1, 5000));
+    i = get_info(e.base, e.q, "t");
+    ASSERT_STREQ("completed", i.state);
+    ASSERT_EQ(2, i.attempts);
+
+    late_calls = 0;
+    ASSERT_OK(rjq_job_complete(zombie, "late", 4, on_late, NULL));
+    ASSERT(loop_until_count(e.base, &late_calls, 1, 5000));
+    ASSERT_EQ(RJQ_ELEASELOST, late_status);
+    ASSERT_EQ(1, timeout_notices); /* told once */
+    /* the run time's end is dropped once past (the sweep) */
+    end = mono_ms() + 5000;
+    while (server_int(e.rc, "ZCARD t:{to}:deadlines") != 0) {
+        ASSERT(mono_ms() < end);
+        loop_for(e.base, 50);
+    }
+    rjq_client_free(c2);
+    env_stop(&e);
+}
+
+/* A holder that hangs with a long lease (3 s, its first extension 1 s
+ * away) loses a job at its timeout: the queue's default here (300 ms).
+ * Its attempts spent, it goes dead as timed out; the holder's extension
+ * then finds it failed under its token and tells it. */
+TEST(hung_holder_loses_a_job_at_its_timeout_not_at_its_lease) {
+    test_env e;
+    rjq_queue_options qo = {0};
+    qo.job_timeout_ms = 300;
+    env_start_queue(&e, "th", &qo);
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.lease_ms = 3000;
+    wo.on_notice = on_timeout_notice;
+    started = finished = 0;
+    held_job = NULL;
+    timeout_notices = 0;
+    rjq_worker *wa;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, keep_handler, NULL, &wa));
+    rjq_job_options o = {0};
+    o.id = "h";
+    o.max_attempts = 1;
+    long target = answers + 1;
+    ASSERT_OK(rjq_enqueue(e.q, "x", 1, &o, on_enqueued, NULL));
+    ASSERT(loop_until_count(e.base, &answers, target, 5000));
+    ASSERT(loop_until_count(e.base, &started, 1, 5000));
+    /* its lease ends with its run time, not 3 s from now */
+    long long score = server_int(e.rc, "ZSCORE t:{th}:active h");
+    ASSERT(score <= server_now_ms(e.rc) + 300);
+
+    /* another client sweeps (every 100 ms) */
+    rjq_client *c2 = client_for(e.base, &e.s);
+    rjq_worker_options wo2 = quiet_worker_options(1);
+    wo2.reclaim_ms = 100;
+    rjq_worker *wb;
+    ASSERT_OK(rjq_worker_start(queue_for(c2, "th"), &wo2, complete_handler, NULL, &wb));
+    double end = mono_ms() + 5000;
+    rjq_stats st;
+    do {
+        ASSERT(mono_ms() < end);
+        loop_for(e.base, 50);
+        st = get_stats(e.base, e.q);
+    } while (st.dead_depth == 0);
+    ASSERT_EQ(1, st.failed);
+    ASSERT_EQ(0, st.completed);
+    info_wait i = get_info(e.base, e.q, "h");
+    ASSERT_STREQ("dead", i.state);
+    ASSERT_STREQ("timed out after 300 ms", i.error);
+    ASSERT_EQ(0, timeout_notices);
+    ASSERT(loop_until(e.base, &timeout_notices, 3000)); /* its extension, 1 s after the start */
+    ASSERT_EQ(RJQ_ETIMEDOUT, timeout_reason);
+    late_calls = 0;
+    ASSERT_OK(rjq_job_complete(held_job, "", 0, on_late, NULL));
+    ASSERT(loop_until_count(e.base, &late_calls, 1, 5000));
+    ASSERT_EQ(RJQ_ELEASELOST, late_status);
+    rjq_client_free(c2);
+    env_stop(&e);
+}
+
+TEST(invalid_timeouts_are_refused) {
+    test_env e;
+    env_start(&e, "ti");
+    rjq_job_options o = {0};
+    o.timeout_ms = -1;
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));
+    o.timeout_ms = RJQ_DELAY_MAX + 1;
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));
+    rjq_queue_options qo = {0};
+    qo.job_timeout_ms = -5;
+    rjq_queue *q;
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_open(e.c, "ti2", &qo, &q));
+    env_stop(&e);
+}

@@ -244,7 +244,11 @@ expect_line "paused 1"
 check; [ "$(redis-cli -p "$PORT" HEXISTS 'rjq:{pq}:meta' paused)" = 1 ] || fail "paused is not stored"
 run enqueue pq one --id c1
 expect_ok
-run enqueue pq two --id c2 --delay 60000
+run enqueue pq two --id c2 --delay 60000 --timeout 5000
+expect_ok
+check; [ "$(redis-cli -p "$PORT" HGET 'rjq:{pq}:options' c2)" = "0,,;5000" ] || fail "the timeout is not stored"
+run enqueue pq three --timeout 0
+expect_rc 2
 run cancel pq c1
 expect_ok
 expect_out "cancelled (was ready)"

@@ -93,7 +93,7 @@ TEST(job_id_length) {
 /* ---- job options -------------------------------------------------------- */
 
 /* What enqueue.lua does with the string:
- *   string.match(opts, '^(%d+),(%-?%d+),(%d+),(.*)$')
+ *   string.match(opts, '^(%d+),(%-?%d+),(%d+),([^;]*);?(%d*)$')
  * and, for the backoff part, lib.lua's backoff_ms:
  *   string.match(spec, '^(%a),(%d+),(%d+)$')
  * Returns 1 when `s` matches; fills the fields. */
@@ -110,12 +110,19 @@ static int digits(const char **p, int allow_minus, long long *out) {
 }
 
 static int lua_match_opts(const char *s, long long *delay, long long *prio,
-                          long long *attempts, const char **backoff) {
+                          long long *attempts, char *backoff, size_t blen, long long *timeout) {
     if (!digits(&s, 0, delay) || *s++ != ',') return 0;
     if (!digits(&s, 1, prio) || *s++ != ',') return 0;
     if (!digits(&s, 0, attempts) || *s++ != ',') return 0;
-    *backoff = s;
-    return 1;
+    size_t n = strcspn(s, ";");
+    if (n >= blen) return 0;
+    memcpy(backoff, s, n);
+    backoff[n] = '\0';
+    s += n;
+    *timeout = 0;
+    if (*s == ';') s++;
+    if (*s && !digits(&s, 0, timeout)) return 0;
+    return *s == '\0';
 }
 
 static int lua_match_backoff(const char *s, char *kind, long long *base, long long *cap) {
@@ -137,11 +144,12 @@ static void expect_encoding_at(const char *file, int line, const rjq_job_options
         FAIL_AT(file, line, "encoded \"%s\", expected \"%s\"", buf, want);
     if (buf[0] == '\0') return;
     /* Parse it the way the scripts do and compare with the inputs. */
-    long long d, p, m;
-    const char *b;
-    if (!lua_match_opts(buf, &d, &p, &m, &b))
+    long long d, p, m, t;
+    char b[RJQ__OPTS_MAX];
+    if (!lua_match_opts(buf, &d, &p, &m, b, sizeof b, &t))
         FAIL_AT(file, line, "\"%s\" does not match enqueue.lua's pattern", buf);
-    if (d != o->delay_ms || p != o->priority || m != (o->max_attempts ? o->max_attempts : 3))
+    if (d != o->delay_ms || p != o->priority || m != (o->max_attempts ? o->max_attempts : 3) ||
+        t != o->timeout_ms)
         FAIL_AT(file, line, "\"%s\" does not round-trip", buf);
     if (b[0] != '\0') {
         char kind;
@@ -240,6 +248,24 @@ TEST(encode_backoff) {
     o.backoff.type = RJQ_BACKOFF_FIXED;
     o.backoff.base_ms = 30;
     expect_encoding(&o, "1,2,4,f,30,0");
+}
+
+TEST(encode_timeout) {
+    rjq_job_options o = {0};
+    o.timeout_ms = 5000;
+    expect_encoding(&o, "0,0,3,;5000");
+    o.delay_ms = 1;
+    o.priority = 2;
+    o.max_attempts = 4;
+    o.backoff.type = RJQ_BACKOFF_FIXED;
+    o.backoff.base_ms = 30;
+    expect_encoding(&o, "1,2,4,f,30,0;5000");
+    o.timeout_ms = RJQ_DELAY_MAX;
+    expect_encoding(&o, "1,2,4,f,30,0;3153600000000");
+    o.timeout_ms = RJQ_DELAY_MAX + 1;
+    expect_einval(&o);
+    o.timeout_ms = -1;
+    expect_einval(&o);
 }
 
 TEST(encode_invalid) {

@@ -42,7 +42,8 @@
 #define WORKER_SCRIPTS                                                                    \
     "+del +exists +hdel +hexists +hincrby +hmget +hrandfield +hset +hsetnx +lindex +llen +lpop " \
     "+lpush +lrem +pubsub|numsub +rpush +set +type +zadd +zcard +zcount +zmscore +zpopmin +zrange "     \
-    "+zrangebylex +zrangebyscore +zrem +zremrangebylex +zremrangebyrank +zscore"
+    "+zrangebylex +zrangebyscore +zrem +zremrangebylex +zremrangebyrank +zremrangebyscore "  \
+    "+zscore"
 #define MONITOR_SCRIPTS "+hexists +hmget +llen +type +zcard +zscore"
 
 static int fits(const char *s) {

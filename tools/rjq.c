@@ -56,8 +56,8 @@ static const char usage_text[] =
     "commands:\n"
     "  stats QUEUE [--json]                 counters and depths, one \"name value\" per line\n"
     "  enqueue QUEUE PAYLOAD [--id ID] [--delay MS] [--priority N] [--attempts N]\n"
-    "                                       enqueue one job, print its id\n"
-    "  enqueue QUEUE - [--delay MS] [--priority N] [--attempts N]\n"
+    "          [--timeout MS]               enqueue one job, print its id\n"
+    "  enqueue QUEUE - [--delay MS] [--priority N] [--attempts N] [--timeout MS]\n"
     "                                       one job per stdin line, print how many\n"
     "  job QUEUE ID [--json]                a job's state, attempts, payload, result, error\n"
     "  dead QUEUE [--offset N] [--limit N]  list dead job ids, oldest first (limit 100)\n"
@@ -506,17 +506,19 @@ static int enqueue_stdin(cli *t, const rjq_job_options *o) {
 
 static int cmd_enqueue(cli *t, int argc, char **argv) {
     char *pos[2];
-    const char *id = NULL, *delay = NULL, *prio = NULL, *attempts = NULL;
+    const char *id = NULL, *delay = NULL, *prio = NULL, *attempts = NULL, *timeout = NULL;
     const optdef defs[] = {{"--id", &id, NULL},
                            {"--delay", &delay, NULL},
                            {"--priority", &prio, NULL},
                            {"--attempts", &attempts, NULL},
+                           {"--timeout", &timeout, NULL},
                            {NULL, NULL, NULL}};
-    long long d = 0, p = 0, a = 0;
+    long long d = 0, p = 0, a = 0, to = 0;
     int rc = parse_args(argc, argv, defs, pos, 2, 2, NULL);
     if (rc || (rc = parse_ll("--delay", delay, 0, LLONG_MAX, &d)) ||
         (rc = parse_ll("--priority", prio, RJQ_PRIORITY_MIN, RJQ_PRIORITY_MAX, &p)) ||
-        (rc = parse_ll("--attempts", attempts, 1, INT_MAX, &a)))
+        (rc = parse_ll("--attempts", attempts, 1, INT_MAX, &a)) ||
+        (rc = parse_ll("--timeout", timeout, 1, RJQ_DELAY_MAX, &to)))
         return rc;
     int from_stdin = strcmp(pos[1], "-") == 0;
     if (from_stdin && id) return usage_error("%s cannot be used with stdin payloads", "--id");
@@ -525,6 +527,7 @@ static int cmd_enqueue(cli *t, int argc, char **argv) {
     o.delay_ms = d;
     o.priority = (int)p;
     o.max_attempts = (int)a;
+    o.timeout_ms = to;
     if (cli_open(t, pos[0])) return 1;
     if (from_stdin) return enqueue_stdin(t, &o);
     return send_and_wait(t, rjq_enqueue(t->q, pos[1], strlen(pos[1]), &o, on_enqueued, t));

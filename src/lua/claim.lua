@@ -17,7 +17,7 @@
 -- and returns next = -2 (the worker waits for the doorbell that resuming
 -- rings); a re-sent or recovering claim still returns the jobs it holds.
 -- KEYS: 1 ready, 2 prio, 3 delayed, 4 active, 5 stats, 6 idle,
---       7..13 the job columns, 14 monitored, 15 held, 16 meta
+--       7..13 the job columns, 14 monitored, 15 held, 16 meta, 17 deadlines
 -- ARGV: 1 job name prefix, 2 want (<= 1000: unpack() below holds 2*want
 --       values, and Lua's limit is ~8000), 3 lease ms, 4 token
 --       ("<client>.<worker>.<unique>", new for every call), 5 wake channel,
@@ -38,7 +38,9 @@ local held = KEYS[15]
 local prefix, want, lease, tok, wake = ARGV[1], math.min(tonumber(ARGV[2]), 1000), tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local field, epoch, reset, recover = ARGV[6], ARGV[7], ARGV[8] == '1', ARGV[9] == '1'
 local J = columns(KEYS, 7, prefix)
-expect_types({ready, 'list', prio, 'zset', active, 'zset', idle, 'hash', J.s, 'hash', J.o, 'hash'})
+local deadlines = KEYS[17]
+expect_types({ready, 'list', prio, 'zset', active, 'zset', idle, 'hash', J.s, 'hash', J.o, 'hash',
+              deadlines, 'zset'})
 -- (a read before any write: its type check is the command's own, see typed)
 local first = typed('zset', 'ZRANGEBYLEX', held, held_range(tok .. ' ')) -- a re-send's first run
 local paused = typed('hash', 'HEXISTS', KEYS[16], 'paused') == 1
@@ -91,6 +93,7 @@ if recover then
     local t, ids = held_split(m)
     if not known[t] then
       local keep, d, a, o = still_held(ids, t)
+      local ends = zmscore_sparse(deadlines, keep) -- (their run time's end stays)
       for i, id in ipairs(keep) do
         if want > 0 then
           want = want - 1
@@ -99,6 +102,7 @@ if recover then
           out[#out + 1] = select(2, parse_options(o[i]))
           st[#st + 1] = id; st[#st + 1] = state_value('active', a[i], tok)
           za[#za + 1] = deadline; za[#za + 1] = id
+          if ends[i] and tonumber(ends[i]) < now + lease then za[#za - 1] = ends[i] end
         else
           hand_back(J, active, ready, prio, stats, wake, id, a[i], o[i], emit)
         end
@@ -142,7 +146,7 @@ local ids = take_ready(ready, prio, want)
 local got = 0
 if #ids > 0 then
   local d, o, s = load_jobs(J, ids)
-  got = start_jobs(J, active, ids, d, o, s, int(now + lease), tok, out, emit, held, rec)
+  got = start_jobs(J, active, ids, d, o, s, int(now + lease), tok, out, emit, held, rec, deadlines, now)
 elseif rec then
   start_jobs(J, active, ids, nil, nil, nil, 0, tok, out, emit, held, rec) -- the member alone
 end

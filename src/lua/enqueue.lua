@@ -2,12 +2,12 @@
 -- jobs made ready go straight to idle workers that registered free slots
 -- (push_to_idle in lib.lua), else the doorbell rings.
 -- KEYS: 1 ready, 2 prio, 3 delayed, 4 stats, 5 active, 6 idle,
---       7..13 the job columns, 14 monitored, 15 held
+--       7..13 the job columns, 14 monitored, 15 held, 16 deadlines
 -- ARGV: 1 job name prefix, 2 wake channel, 3 reply channel of an awaiting
 --       producer ('' for none), 4 token base for pushed jobs (unique per
 --       call), 5 max waiting jobs (0: no bound), then per job: id ('' =
 --       assign the next number), payload, options ('' = defaults, else
---       "delay_ms,priority,max_attempts,backoff").
+--       "delay_ms,priority,max_attempts,backoff[;timeout_ms]").
 -- Returns { id1, existed1, id2, existed2, ... } in request order; an
 -- existing id is reported (existed = 1) and not touched. A batch that
 -- would make more than ARGV 5 jobs wait is refused whole, before any
@@ -24,16 +24,17 @@ local n = (#ARGV - FIRST + 1) / 3
 -- value (false: defaults) of each job, so the type checks below cover
 -- exactly the keys this call may write.
 local delay, pri, stored = {}, {}, {}
-local any_delay, any_opts, any_prio = false, false, false
+local any_delay, any_opts, any_prio, any_timeout = false, false, false, false
 for i = 1, n do
   local o = ARGV[FIRST + 3 * i - 1]
   delay[i], pri[i], stored[i] = 0, 0, false
   if o ~= '' then
-    local d_, p_, m_, b_ = string.match(o, '^(%d+),(%-?%d+),(%d+),(.*)$')
+    local d_, p_, m_, b_, t_ = string.match(o, '^(%d+),(%-?%d+),(%d+),([^;]*);?(%d*)$')
     delay[i], pri[i] = tonumber(d_), tonumber(p_)
-    if pri[i] ~= 0 or tonumber(m_) ~= DEFAULT_MAX_ATTEMPTS or b_ ~= '' then
+    if pri[i] ~= 0 or tonumber(m_) ~= DEFAULT_MAX_ATTEMPTS or b_ ~= '' or t_ ~= '' then
       if tonumber(m_) == DEFAULT_MAX_ATTEMPTS then m_ = '' end
       stored[i] = p_ .. ',' .. m_ .. ',' .. b_
+      if t_ ~= '' then stored[i] = stored[i] .. ';' .. t_; any_timeout = true end
       any_opts = true
     end
     if delay[i] > 0 then any_delay = true elseif pri[i] ~= 0 then any_prio = true end
@@ -53,6 +54,9 @@ if any_delay or #idle_pick > 0 then spec[#spec + 1] = J.s; spec[#spec + 1] = 'ha
 if #idle_pick > 0 then
   spec[#spec + 1] = active; spec[#spec + 1] = 'zset'
   spec[#spec + 1] = held; spec[#spec + 1] = 'zset'
+  -- (jobs with a timeout enter deadlines when pushed; those already ready
+  -- may have one too)
+  if any_timeout or not nothing_ready then spec[#spec + 1] = KEYS[16]; spec[#spec + 1] = 'zset' end
 end
 expect_types(spec)
 
@@ -136,13 +140,13 @@ if became_ready > 0 and nothing_ready and not any_prio then
   -- Nothing was waiting: new jobs go straight to idle workers, in order,
   -- and only the rest is queued (waking idle workers elsewhere).
   local take, rest = new_jobs(plain, plain_d, plain_o)
-  push_to_idle(J, active, idle, held, tbase, became_ready, emit, idle_pick, take)
+  push_to_idle(J, active, idle, held, tbase, became_ready, emit, idle_pick, take, KEYS[16])
   local left = rest()
   if #left > 0 then rpush_all(ready, left); ring = true end
 elseif became_ready > 0 then
   if #plain > 0 then rpush_all(ready, plain) end
   local pushed = push_to_idle(J, active, idle, held, tbase, became_ready, emit, idle_pick,
-                              from_ready(J, ready, prio))
+                              from_ready(J, ready, prio), KEYS[16])
   -- jobs left ready in a queue that had nothing ready: wake idle workers
   if nothing_ready and pushed < became_ready then ring = true end
 end

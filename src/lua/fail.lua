@@ -26,23 +26,5 @@ end
 local now = now_ms()
 local emit = monitor(KEYS[14], prefix)
 redis.call('ZREM', active, id)
-redis.call('HSET', J.f, id, tok)
-emit('failed', id)
-redis.call('HINCRBY', stats, 'failed', 1)
-local p, max, backoff = parse_options(v[2])
-if fatal or attempts >= max then
-  bury(J, dead, stats, id, attempts, now, err, dead_max, emit)
-  return 2
-end
-if delay < 0 then delay = backoff_ms(backoff, attempts, jitter) end
-redis.call('HINCRBY', stats, 'retried', 1)
-emit('retried', id)
-redis.call('HSET', J.e, id, err)
-if delay > 0 then
-  redis.call('HSET', J.s, id, state_value('delayed', attempts))
-  if push_delayed(delayed, id, now + delay) then redis.call('PUBLISH', wake, '1') end
-else
-  redis.call('HSET', J.s, id, state_value('ready', attempts))
-  push_ready(ready, prio, stats, wake, id, p, false)
-end
-return 1
+return fail_job(J, ready, prio, delayed, dead, stats, wake, id, tok, attempts, v[2], now, err, fatal, delay,
+                jitter, dead_max, emit)

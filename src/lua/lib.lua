@@ -24,6 +24,11 @@
 --                  swept (retained: the ids in completed; swept: the ids
 --                  removed from it)
 --   idle     hash  push delivery: free slots of idle workers, see below
+--   deadlines zset id -> the end of its run time (ms) for running jobs
+--                  with a timeout (see start_jobs; entries of jobs that
+--                  finished are dropped by the reclaim sweep once past)
+--   meta     hash  the queue's settings: paused (pause.lua)
+--   cancelled zset id -> time of its cancel (cancel.lua)
 --   monitored string present while a monitor listens (TTL refreshed)
 --   events   channel of queue events for monitors
 -- Job records are stored by column: one hash per field, keyed by job id,
@@ -36,8 +41,9 @@
 --             that of the current claim (active, completed); absent means
 --             "ready 0" (see state_of). One field, so a claim writes one
 --             value per job and a completion reads one to check the token.
---   options   "priority,max_attempts,backoff" when not all defaults;
---             backoff is "kind,base,max" or empty
+--   options   "priority,max_attempts,backoff[;timeout]" when not all
+--             defaults; backoff is "kind,base,max" or empty, timeout the
+--             job's run time limit in ms (absent: none)
 --   result    result of a completed job
 --   error     last error
 --   failtoken token of the claim whose failure was applied last
@@ -212,13 +218,25 @@ local function state_value(s, a, t)
   return s .. ' ' .. a
 end
 
--- A job's options: priority, max attempts, backoff spec (nil = default).
+-- A job's options: priority, max attempts, backoff spec (nil = default),
+-- timeout ms (nil = none).
 local function parse_options(o)
-  if not o then return 0, DEFAULT_MAX_ATTEMPTS, nil end
-  local p, m, b = string.match(o, '^(%-?%d+),(%d*),(.*)$')
-  if not p then return 0, DEFAULT_MAX_ATTEMPTS, nil end
+  if not o then return 0, DEFAULT_MAX_ATTEMPTS, nil, nil end
+  local p, m, b, t = string.match(o, '^(%-?%d+),(%d*),([^;]*);?(%d*)$')
+  if not p then return 0, DEFAULT_MAX_ATTEMPTS, nil, nil end
   if b == '' then b = nil end
-  return tonumber(p), tonumber(m) or DEFAULT_MAX_ATTEMPTS, b
+  return tonumber(p), tonumber(m) or DEFAULT_MAX_ATTEMPTS, b, tonumber(t)
+end
+
+-- ZMSCORE key ids, or {} (every entry absent) when key does not exist.
+local function zmscore_sparse(key, ids)
+  if #ids == 0 or redis.call('EXISTS', key) == 0 then return {} end
+  local out = {}
+  for i = 1, #ids, CHUNK do
+    local part = redis.call('ZMSCORE', key, unpack(ids, i, math.min(i + CHUNK - 1, #ids)))
+    for j = 1, #part do out[#out + 1] = part[j] end
+  end
+  return out
 end
 
 -- With at most 128 members Redis keeps a zset as a listpack, where every
@@ -401,6 +419,34 @@ local function return_lost(J, ready, prio, dead, stats, wake, id, attempts, o, n
   end
 end
 
+-- A failure of job `id` (out of the active set; attempts: its count, o:
+-- its options column) under token tok: dead when fatal or its attempts
+-- are spent, else retried after `delay` ms (< 0: its backoff, with
+-- jitter in [0,1)). Returns 1 retried, 2 dead.
+local function fail_job(J, ready, prio, delayed, dead, stats, wake, id, tok, attempts, o, now, err, fatal,
+                        delay, jitter, dead_max, emit)
+  redis.call('HSET', J.f, id, tok)
+  emit('failed', id)
+  redis.call('HINCRBY', stats, 'failed', 1)
+  local p, max, backoff = parse_options(o)
+  if fatal or attempts >= max then
+    bury(J, dead, stats, id, attempts, now, err, dead_max, emit)
+    return 2
+  end
+  if delay < 0 then delay = backoff_ms(backoff, attempts, jitter) end
+  redis.call('HINCRBY', stats, 'retried', 1)
+  emit('retried', id)
+  redis.call('HSET', J.e, id, err)
+  if delay > 0 then
+    redis.call('HSET', J.s, id, state_value('delayed', attempts))
+    if push_delayed(delayed, id, now + delay) then redis.call('PUBLISH', wake, '1') end
+  else
+    redis.call('HSET', J.s, id, state_value('ready', attempts))
+    push_ready(ready, prio, stats, wake, id, p, false)
+  end
+  return 1
+end
+
 -- Add the jobs ids, completed at `stamp`, to the retention index (one
 -- entry per call: cheaper than a sorted-set member per job) and count
 -- them. Returns the number of ids the index holds now.
@@ -558,7 +604,11 @@ end
 -- in `also` (jobs the caller already put under tok; nil: none). With
 -- `also`, the member is written even when nothing started: it marks that
 -- this token's call ran (a re-sent claim finds it).
-local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, held, also)
+-- A job with a timeout (its options) must end by now + timeout: that is
+-- entered in `deadlines` (the queue's zset), and its lease never runs
+-- past it (extend.lua caps it too), so a holder that hangs loses it then,
+-- and the reclaim sweep fails it as timed out (reclaim.lua).
+local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, held, also, deadlines, now)
   local hi = {}
   if also then for i = 1, #also do hi[i] = also[i] end end
   local base = #hi
@@ -571,18 +621,28 @@ local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, hel
   if #ids == 0 then return enter(0) end
   -- Per-job appends use counters: #t is a search on every call.
   local za, st, n, k, sv, seen = {'+inf', ACTIVE_PIN}, {}, 0, #out, {}, {}
+  local dz -- ZADD arguments for deadlines
   for i, id in ipairs(ids) do
     -- (an id twice in ids, which only a change behind rjq's back can do,
     -- starts once: the copies would share a token)
     if d[i] and not seen[id] then
       seen[id] = true
       -- a job never started has no state ("ready 0") and mostly no options
-      local a, max = 1, DEFAULT_MAX_ATTEMPTS
+      local a, max, tmo = 1, DEFAULT_MAX_ATTEMPTS, nil
       if s[i] then a = select(2, state_of(s[i])) + 1 end
-      if o[i] then max = select(2, parse_options(o[i])) end
+      if o[i] then
+        local _, m_, _b, t_ = parse_options(o[i])
+        max, tmo = m_, t_
+      end
       local v = sv[a]
       if not v then v = 'active ' .. num(a) .. ' ' .. tok; sv[a] = v end
       za[2 * n + 3] = deadline; za[2 * n + 4] = id
+      if tmo and deadlines then
+        local ends = now + tmo
+        if ends < tonumber(deadline) then za[2 * n + 3] = int(ends) end
+        dz = dz or {}
+        dz[#dz + 1] = int(ends); dz[#dz + 1] = id
+      end
       st[2 * n + 1] = id; st[2 * n + 2] = v
       out[k + 1] = id; out[k + 2] = d[i]; out[k + 3] = a; out[k + 4] = max
       hi[base + n + 1] = id
@@ -593,6 +653,7 @@ local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, hel
   if n == 0 then return enter(0) end
   redis.call('ZADD', active, unpack(za))
   redis.call('HSET', J.s, unpack(st))
+  if dz then redis.call('ZADD', deadlines, unpack(dz)) end
   return enter(n)
 end
 
@@ -655,8 +716,9 @@ end
 -- load_jobs), in claim order; from_ready or new_jobs below.
 -- The token of a message is "<client>.<worker>.<tbase><k>" (the client's
 -- id ends its push channel's name), entered in the held index (`held`).
+-- deadlines: the queue's zset of run time ends (see start_jobs).
 -- Returns how many jobs were taken.
-local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, take)
+local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, take, deadlines)
   local now, k, taken = nil, 0, 0
   while budget > 0 do
     pick = pick or redis.call('HRANDFIELD', idle, 1, 'WITHVALUES')
@@ -677,7 +739,7 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
       k = k + 1
       local out, tok = {}, string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. k
       local deadline = int(now + tonumber(lease))
-      local n = start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, held)
+      local n = start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, held, nil, deadlines, now)
       if slots - n > 0 then
         redis.call('HSET', idle, field, registration(slots - n, epoch, lease))
       else

@@ -5,20 +5,26 @@
 -- The sweeper also applies retention to completed jobs (see
 -- sweep_completed), so records go away even when no completions come.
 -- KEYS: 1 active, 2 ready, 3 prio, 4 dead, 5 stats, 6 guard, 7 completed,
---       8..14 the job columns, 15 monitored, 16 delayed, 17 meta
+--       8..14 the job columns, 15 monitored, 16 delayed, 17 meta, 18 deadlines
 -- ARGV: 1 job name prefix, 2 wake channel, 3 guard ms (0: no guard),
 --       4 max jobs, 5 dead cap, 6 retention ms, 7 completed cap, 8 look
---       (1: also say how many jobs wait)
+--       (1: also say how many jobs wait), 9 jitter in [0,1) (backoff)
+-- A job whose run time is over (its timeout: deadlines, see start_jobs)
+-- is failed as timed out, under its retry policy (backoff, then dead once
+-- its attempts are spent), not returned as lost; its failtoken keeps the
+-- claim's token, so the holder's next extension tells it (extend.lua).
+-- Entries of deadlines that are past are dropped (jobs that finished).
 -- Returns the number of jobs reclaimed, or -1 when another sweeper holds
 -- the guard; with look, { that, the jobs ready or due } (a client's
 -- periodic visit: its idle workers claim when jobs wait that no doorbell
 -- announced to them; a paused queue has none for them).
 local active, ready, prio, dead, stats, guard, completed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local prefix, wake, guard_ms, limit, dead_max = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local retention, cap, look = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8] == '1'
+local retention, cap, look, jitter = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8] == '1', tonumber(ARGV[9])
 local J = columns(KEYS, 8, prefix)
+local delayed, deadlines = KEYS[16], KEYS[18]
 expect_types({active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash', completed, 'list',
-              J.s, 'hash', J.e, 'hash'})
+              J.s, 'hash', J.e, 'hash', J.f, 'hash', delayed, 'zset', deadlines, 'zset'})
 local now = now_ms()
 local function result(n)
   if not look then return n end
@@ -31,18 +37,31 @@ if guard_ms > 0 and not redis.call('SET', guard, '1', 'NX', 'PX', guard_ms) then
 end
 sweep_completed(J, completed, stats, retention, cap, now, limit)
 local ids = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, limit)
-if #ids == 0 then return result(0) end
+-- (every job whose run time is over is among these: its lease ends then)
+local function drop_past_deadlines()
+  if #ids < limit then redis.call('ZREMRANGEBYSCORE', deadlines, '-inf', now) end
+end
+if #ids == 0 then drop_past_deadlines(); return result(0) end
+local ends = zmscore_sparse(deadlines, ids)
 -- ids whose record is gone or not active (stale entries) are dropped
 redis.call('ZREM', active, unpack(ids))
 local emit = monitor(KEYS[15], prefix)
 local n = 0
-for _, id in ipairs(ids) do
+for i, id in ipairs(ids) do
   local v = fields(J, id, 's', 'o')
-  local state, attempts = state_of(v[1])
+  local state, attempts, tok = state_of(v[1])
   if state == 'active' then
-    n = n + 1
-    return_lost(J, ready, prio, dead, stats, wake, id, attempts, v[2], now, 'lease expired', dead_max, emit)
+    local e = ends[i] and tonumber(ends[i])
+    if e and e <= now then
+      local _, _m, _b, tmo = parse_options(v[2])
+      fail_job(J, ready, prio, delayed, dead, stats, wake, id, tok or '', attempts, v[2], now,
+               'timed out after ' .. int(tmo or 0) .. ' ms', false, -1, jitter, dead_max, emit)
+    else
+      n = n + 1
+      return_lost(J, ready, prio, dead, stats, wake, id, attempts, v[2], now, 'lease expired', dead_max, emit)
+    end
   end
 end
+drop_past_deadlines()
 if n > 0 then redis.call('HINCRBY', stats, 'reclaimed', n) end
 return result(n)

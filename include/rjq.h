@@ -735,6 +735,11 @@ RJQ_API int rjq_queue_monitor(rjq_queue *q, rjq_monitor_cb *cb, void *data,
 /* Detach a monitor (cb is not called again); the handle is freed. */
 RJQ_API int rjq_monitor_stop(rjq_monitor *m);
 
+/* During m's callback: the server time (ms) of the event, the time of the
+ * script that made it (for "active", the start that rate limits count);
+ * 0 from an rjq before event times. */
+RJQ_API long long rjq_monitor_time(const rjq_monitor *m);
+
 /* ------------------------------------------------------------------------
  * Administration
  * ---------------------------------------------------------------------- */
@@ -747,6 +752,8 @@ typedef struct rjq_stats {
     long long cancelled;       /* counter: jobs cancelled */
     long long cancelled_depth; /* cancelled jobs kept (see dead_max) */
     int paused;                /* 1 while the queue is paused */
+    /* the queue's limits (rjq_queue_set_limits); 0: none */
+    long long limit_concurrency, limit_rate, limit_rate_window_ms;
 } rjq_stats;
 
 typedef void rjq_stats_cb(rjq_client *c, int status, const rjq_stats *stats,
@@ -783,6 +790,28 @@ RJQ_API int rjq_queue_reclaim(rjq_queue *q, rjq_count_cb *cb, void *data);
  */
 RJQ_API int rjq_queue_pause(rjq_queue *q, rjq_count_cb *cb, void *data);
 RJQ_API int rjq_queue_resume(rjq_queue *q, rjq_count_cb *cb, void *data);
+
+/* A queue's limits, enforced on the server by the claim script, for every
+ * worker of every process alike. */
+typedef struct rjq_limits {
+    long concurrency;    /* at most this many of its jobs active at once; 0: none */
+    long rate;           /* at most this many starts ... */
+    long rate_window_ms; /* ... in any window of this length (sliding, server
+                            time); 0 means 1000. rate 0: none */
+} rjq_limits;
+
+/*
+ * Set the queue's limits (NULL or all 0: none), stored in Redis: from the
+ * reply on, claims start only what they allow. A worker held back by the
+ * rate is told by its claim when the next start is allowed and wakes then
+ * (no polling); one held back by the concurrency claims again when one of
+ * its own jobs finishes (others at their next doorbell or visit). A
+ * limited queue has no push delivery (jobs wait in the queue for claims):
+ * limits cost their queue the push's latency, and nothing to others. cb
+ * (may be NULL) gets 1. RJQ_EINVAL for negative numbers.
+ */
+RJQ_API int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *l, rjq_count_cb *cb,
+                                 void *data);
 
 /* state: for RJQ_OK the state the job left ("ready", "delayed",
  * "active"), for RJQ_ESTATE the final one it already had ("completed",

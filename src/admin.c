@@ -62,9 +62,11 @@ static void on_stats(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq_stats s;
     memset(&s, 0, sizeof s);
     long long paused = 0;
-    long long *f[] = {&s.enqueued, &s.completed, &s.failed,   &s.retried,   &s.dead,
-                      &s.reclaimed, &s.replayed, &s.ready,    &s.delayed,   &s.active,
-                      &s.dead_depth, &s.cancelled, &paused,   &s.cancelled_depth};
+    long long *f[] = {&s.enqueued,  &s.completed,        &s.failed,     &s.retried,
+                      &s.dead,      &s.reclaimed,        &s.replayed,   &s.ready,
+                      &s.delayed,   &s.active,           &s.dead_depth, &s.cancelled,
+                      &paused,      &s.cancelled_depth,  &s.limit_concurrency,
+                      &s.limit_rate, &s.limit_rate_window_ms};
     size_t nf = sizeof f / sizeof f[0];
     if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != nf))
         status = RJQ_EPROTO;
@@ -188,6 +190,26 @@ int rjq_queue_pause(rjq_queue *q, rjq_count_cb *cb, void *data) {
 
 int rjq_queue_resume(rjq_queue *q, rjq_count_cb *cb, void *data) {
     return set_paused(q, 0, cb, data);
+}
+
+/* ---- limits ------------------------------------------------------------------ */
+
+int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *l, rjq_count_cb *cb, void *data) {
+    int rc = usable(q, 1);
+    if (rc != RJQ_OK) return rc;
+    rjq_limits none = {0, 0, 0};
+    if (l == NULL) l = &none;
+    if (l->concurrency < 0 || l->rate < 0 || l->rate_window_ms < 0 ||
+        l->rate_window_ms > RJQ_DELAY_MAX)
+        return RJQ_EINVAL;
+    rjq__argv a;
+    rjq__argv_init(&a);
+    RJQ__KEYS(&a, q, RJQ__K_META, RJQ__K_IDLE, RJQ__K_STARTS);
+    rjq__argv_key(&a, q, RJQ__K_WAKE);
+    rjq__argv_ll(&a, l->concurrency);
+    rjq__argv_ll(&a, l->rate);
+    rjq__argv_ll(&a, l->rate_window_ms ? l->rate_window_ms : 1000);
+    return send_admin(q, RJQ__S_LIMITS, on_count, (admin_cb){.count = cb}, data, &a);
 }
 
 /* ---- one job ------------------------------------------------------------ */

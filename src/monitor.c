@@ -4,6 +4,7 @@
  * refreshed at a third of its TTL); the scripts publish events only while
  * that key exists. The client's monitors are the feature's state.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,7 @@ struct rjq_monitor {
     rjq_queue *q;
     rjq_monitor_cb *cb;
     void *data;
+    long long time;           /* server ms of the event being delivered */
     rjq__timer refresh;
     struct rjq_monitor *next;
 };
@@ -28,14 +30,23 @@ static void on_event(rjq_client *c, const char *channel, const char *msg, size_t
     char ev[16], id[RJQ_JOB_ID_MAX + 1];
     (void)channel;
     if (msg == NULL) return; /* subscription confirmed */
-    const char *sp = memchr(msg, ' ', len);
-    if (sp == NULL || (size_t)(sp - msg) >= sizeof ev || len - (size_t)(sp - msg) - 1 > RJQ_JOB_ID_MAX)
-        return;
+    /* "<event> <id> <server ms>" (ids have no spaces; "<event> <id>" from
+     * an rjq before event times) */
+    const char *sp = memchr(msg, ' ', len), *end = msg + len;
+    if (sp == NULL || (size_t)(sp - msg) >= sizeof ev) return;
+    const char *rest = sp + 1, *sp2 = memchr(rest, ' ', (size_t)(end - rest));
+    const char *id_end = sp2 ? sp2 : end;
+    if ((size_t)(id_end - rest) > RJQ_JOB_ID_MAX) return;
+    long long t = 0;
+    for (const char *p = sp2 ? sp2 + 1 : end; p < end; p++) {
+        if (*p < '0' || *p > '9' || t > LLONG_MAX / 10 - 9) return;
+        t = t * 10 + (*p - '0');
+    }
     memcpy(ev, msg, (size_t)(sp - msg));
     ev[sp - msg] = '\0';
-    size_t idlen = len - (size_t)(sp - msg) - 1;
-    memcpy(id, sp + 1, idlen);
-    id[idlen] = '\0';
+    memcpy(id, rest, (size_t)(id_end - rest));
+    id[id_end - rest] = '\0';
+    m->time = t;
     m->cb(c, ev, id, m->data);
 }
 
@@ -118,4 +129,8 @@ int rjq_monitor_stop(rjq_monitor *m) {
         }
     }
     return RJQ_EINVAL;
+}
+
+long long rjq_monitor_time(const rjq_monitor *m) {
+    return m->time;
 }

@@ -434,7 +434,7 @@ static int send_claim(rjq_worker *w, int want, int reset) {
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_STATS,
               RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_HELD, RJQ__K_META,
-              RJQ__K_DEADLINES);
+              RJQ__K_DEADLINES, RJQ__K_STARTS);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_ll(&a, want);
     rjq__argv_ll(&a, w->lease_ms);

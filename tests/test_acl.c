@@ -103,6 +103,23 @@ static void on_refused(rjq_client *c, int status, const rjq_enqueued *jobs, size
     refused++;
 }
 
+static long controls_ok, controls_refused;
+static void on_control(rjq_client *c, int status, long long n, void *data) {
+    (void)c, (void)n;
+    if (data) {
+        ASSERT(status != RJQ_OK);
+        controls_refused++;
+    } else {
+        ASSERT_OK(status);
+        controls_ok++;
+    }
+}
+static void on_cancel_ok(rjq_client *c, int status, const char *state, void *data) {
+    (void)c, (void)state, (void)data;
+    ASSERT_OK(status);
+    controls_ok++;
+}
+
 static long shorts;
 static void on_short(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
     (void)c, (void)data;
@@ -180,6 +197,34 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     ASSERT_OK(rjq_queue_dead(mq, 0, 10, on_dead, NULL));
     ASSERT(loop_until_count(base, &dead_listed, 1, 5000));
     ASSERT(events_seen > 0);
+
+    /* controls: the producer cancels; the worker role also pauses,
+     * resumes, limits and cancels; the monitor does none of it */
+    rjq_job_options later = {0};
+    later.delay_ms = 60000;
+    later.id = "to-cancel";
+    ASSERT_OK(rjq_enqueue(pq, "x", 1, &later, NULL, NULL));
+    later.id = "to-cancel-2";
+    ASSERT_OK(rjq_enqueue(pq, "x", 1, &later, NULL, NULL));
+    loop_for(base, 100);
+    ASSERT_OK(rjq_queue_cancel(pq, "to-cancel", on_cancel_ok, NULL));
+    ASSERT_OK(rjq_queue_cancel(wq, "to-cancel-2", on_cancel_ok, NULL));
+    ASSERT_OK(rjq_queue_pause(wq, on_control, NULL));
+    ASSERT_OK(rjq_queue_resume(wq, on_control, NULL));
+    rjq_limits lim = {3, 100, 1000};
+    ASSERT_OK(rjq_queue_set_limits(wq, &lim, on_control, NULL));
+    ASSERT(loop_until_count(base, &controls_ok, 5, 5000));
+    rjq_job_options timed = {0};
+    timed.timeout_ms = 5000;
+    ASSERT_OK(rjq_enqueue_await(pq, "work", 4, &timed, NULL, on_outcome, NULL, NULL));
+    ASSERT(loop_until_count(base, &ok_outcomes, 20, 5000)); /* a limited claim */
+    ASSERT_OK(rjq_queue_set_limits(wq, NULL, on_control, NULL));
+    ASSERT(loop_until_count(base, &controls_ok, 6, 5000));
+    ASSERT_OK(rjq_enqueue_await(pq, "work", 4, &timed, NULL, on_outcome, NULL, NULL));
+    ASSERT(loop_until_count(base, &ok_outcomes, 21, 5000)); /* pushed: deadlines written */
+    ASSERT_OK(rjq_queue_pause(mq, on_control, &controls_refused));
+    ASSERT_OK(rjq_queue_set_limits(mq, NULL, on_control, &controls_refused));
+    ASSERT(loop_until_count(base, &controls_refused, 2, 5000));
 
     /* through rjq: the monitor cannot enqueue, nobody can use another prefix */
     ASSERT_OK(rjq_enqueue(mq, "x", 1, NULL, on_refused, NULL));

@@ -3,8 +3,10 @@
  * prioritised or running, from this process or another; the notice on
  * the worker's push channel, or with its next lease extension when that
  * was missed), job timeouts (failed under the retry policy; the holder
- * can neither extend nor complete the job past its run time).
+ * can neither extend nor complete the job past its run time), rate and
+ * concurrency limits over several worker processes.
  */
+#include <event2/event.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -665,5 +667,169 @@ TEST(invalid_timeouts_are_refused) {
     qo.job_timeout_ms = -5;
     rjq_queue *q;
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_open(e.c, "ti2", &qo, &q));
+    env_stop(&e);
+}
+
+/* ---- limits ----------------------------------------------------------------------- */
+
+static long long set_limits(test_env *e, long concurrency, long rate, long window) {
+    rjq_limits l = {concurrency, rate, window};
+    count_wait w = {0};
+    ASSERT_OK(rjq_queue_set_limits(e->q, &l, on_count, &w));
+    ASSERT(loop_until(e->base, &w.done, 5000));
+    ASSERT_OK(w.status);
+    return w.n;
+}
+
+static void enqueue_many(test_env *e, int n) {
+    static rjq_enqueue_item items[1000];
+    ASSERT(n <= 1000);
+    for (int i = 0; i < n; i++) items[i] = (rjq_enqueue_item){"x", 1, NULL};
+    long target = answers + 1;
+    ASSERT_OK(rjq_enqueue_batch(e->q, items, (size_t)n, on_enqueued, NULL));
+    ASSERT(loop_until_count(e->base, &answers, target, 5000));
+}
+
+/* A child process with one worker of the given concurrency whose jobs
+ * take hold_ms (0: completed at once); runs until killed. Its worker has
+ * no safety poll and no visits: only what the scripts tell it wakes it. */
+static struct event_base *child_base;
+static long child_hold_ms;
+
+static void finish_later(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    ASSERT_OK(rjq_job_complete(arg, "", 0, NULL, NULL));
+}
+
+static void timed_handler(rjq_job *job, void *data) {
+    (void)data;
+    if (child_hold_ms == 0) {
+        ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));
+        return;
+    }
+    struct timeval tv = {0, child_hold_ms * 1000};
+    ASSERT(event_base_once(child_base, -1, EV_TIMEOUT, finish_later, job, &tv) == 0);
+}
+
+static pid_t spawn_worker(const test_server *s, const char *qname, int concurrency, long hold_ms) {
+    pid_t pid = fork_child();
+    if (pid != 0) return pid;
+    child_base = event_base_new();
+    child_hold_ms = hold_ms;
+    rjq_client *c = client_for(child_base, s);
+    rjq_worker_options wo = quiet_worker_options(concurrency);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(queue_for(c, qname), &wo, timed_handler, NULL, &w));
+    loop_for(child_base, 60000); /* the parent kills us long before this */
+    _exit(3);
+}
+
+/* Start times, in server time, from the monitor stream. */
+typedef struct starts_log {
+    rjq_monitor *m;
+    long long t[2000];
+    long n;
+} starts_log;
+
+static void on_start_event(rjq_client *c, const char *ev, const char *id, void *data) {
+    starts_log *l = data;
+    (void)c, (void)id;
+    if (strcmp(ev, "active") == 0 && l->n < 2000) l->t[l->n++] = rjq_monitor_time(l->m);
+}
+
+#define RATE_JOBS 400
+
+TEST(rate_limit_of_100_per_second_over_3_worker_processes_is_kept_and_used) {
+    test_env e;
+    env_start(&e, "rl");
+    static starts_log log;
+    memset(&log, 0, sizeof log);
+    ASSERT_OK(rjq_queue_monitor(e.q, on_start_event, &log, &log.m));
+    loop_for(e.base, 100);
+    ASSERT_EQ(1, set_limits(&e, 0, 100, 1000));
+    rjq_stats st = get_stats(e.base, e.q);
+    ASSERT_EQ(100, st.limit_rate);
+    ASSERT_EQ(1000, st.limit_rate_window_ms);
+    pid_t pids[3];
+    for (int k = 0; k < 3; k++) pids[k] = spawn_worker(&e.s, "rl", 10, 0);
+    enqueue_many(&e, RATE_JOBS);
+    double end = mono_ms() + 20000;
+    while (log.n < RATE_JOBS) {
+        ASSERT(mono_ms() < end);
+        loop_for(e.base, 50);
+    }
+    for (int k = 0; k < 3; k++) {
+        kill(pids[k], SIGKILL);
+        reap(pids[k], 5000);
+    }
+    /* never more than 100 starts in any second (events come in server order) */
+    long most = 0;
+    for (long i = 0, j = 0; i < log.n; i++) {
+        ASSERT(i == 0 || log.t[i] >= log.t[i - 1]);
+        while (log.t[j] <= log.t[i] - 1000) j++;
+        if (i - j + 1 > most) most = i - j + 1;
+    }
+    ASSERT(most <= 100);
+    ASSERT_EQ(100, most); /* the window is filled */
+    /* and the limit is used: after the first window's 100, >= 90 per second */
+    double span_s = (double)(log.t[log.n - 1] - log.t[0]) / 1000.0;
+    double rate = (double)(RATE_JOBS - 100) / span_s;
+    fprintf(stderr, "rate limit 100/s: %ld starts in %.3f s after the first, %.1f/s sustained, "
+                    "most in one second %ld\n", log.n, span_s, rate, most);
+    ASSERT(rate >= 90);
+    env_stop(&e);
+}
+
+TEST(global_concurrency_of_5_over_3_workers_of_10_never_has_more_than_5_active) {
+    test_env e;
+    env_start(&e, "gc");
+    ASSERT_EQ(1, set_limits(&e, 5, 0, 0));
+    ASSERT_EQ(5, get_stats(e.base, e.q).limit_concurrency);
+    pid_t pids[3];
+    for (int k = 0; k < 3; k++) pids[k] = spawn_worker(&e.s, "gc", 10, 20);
+    enqueue_many(&e, 150);
+    long long most = 0, samples = 0;
+    double end = mono_ms() + 30000;
+    while (server_int(e.rc, "HGET t:{gc}:stats retained") < 150) {
+        ASSERT(mono_ms() < end);
+        long long n = server_active_jobs(e.rc, "gc");
+        if (n > most) most = n;
+        samples++;
+    }
+    /* idle workers of a limited queue register no slots: new jobs are not
+     * pushed past the limit either */
+    loop_for(e.base, 300);
+    ASSERT_EQ(0, server_int(e.rc, "HLEN t:{gc}:idle"));
+    enqueue_many(&e, 30);
+    while (server_int(e.rc, "HGET t:{gc}:stats retained") < 180) {
+        ASSERT(mono_ms() < end);
+        long long n = server_active_jobs(e.rc, "gc");
+        if (n > most) most = n;
+        samples++;
+    }
+    for (int k = 0; k < 3; k++) {
+        kill(pids[k], SIGKILL);
+        reap(pids[k], 5000);
+    }
+    fprintf(stderr, "concurrency 5: at most %lld active in %lld samples\n", most, samples);
+    ASSERT(most <= 5);
+    ASSERT_EQ(5, most); /* and used */
+    /* lifted: push delivery and full concurrency come back */
+    ASSERT_EQ(1, set_limits(&e, 0, 0, 0));
+    rjq_stats st = get_stats(e.base, e.q);
+    ASSERT_EQ(0, st.limit_concurrency);
+    ASSERT_EQ(0, st.limit_rate);
+    env_stop(&e);
+}
+
+TEST(invalid_limits_are_refused) {
+    test_env e;
+    env_start(&e, "li");
+    rjq_limits l = {-1, 0, 0};
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_set_limits(e.q, &l, NULL, NULL));
+    l = (rjq_limits){0, -5, 0};
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_set_limits(e.q, &l, NULL, NULL));
+    l = (rjq_limits){0, 5, -1};
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_set_limits(e.q, &l, NULL, NULL));
     env_stop(&e);
 }

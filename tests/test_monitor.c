@@ -4,11 +4,16 @@
 #include "server.h"
 
 static char seen[64][32];
+static long long seen_at[64];
 static long nseen, completed;
+static rjq_monitor *the_monitor;
 
 static void on_event(rjq_client *c, const char *event, const char *id, void *data) {
     (void)c, (void)data;
-    if (nseen < 64) snprintf(seen[nseen++], sizeof seen[0], "%s %s", event, id);
+    if (nseen < 64) {
+        seen_at[nseen] = rjq_monitor_time(the_monitor);
+        snprintf(seen[nseen++], sizeof seen[0], "%s %s", event, id);
+    }
 }
 
 static void handler(rjq_job *job, void *data) {
@@ -30,6 +35,8 @@ TEST(monitor_sees_each_transition_of_a_retried_job) {
     env_open(&e, "mon", NULL); /* the monitor starts before the connection is up */
     rjq_monitor *m;
     ASSERT_OK(rjq_queue_monitor(e.q, on_event, NULL, &m));
+    the_monitor = m;
+    long long before = server_now_ms(e.rc);
     for (int i = 0; i < 200 && server_int(e.rc, "EXISTS t:{mon}:monitored") == 0; i++) loop_for(e.base, 10);
     ASSERT_EQ(1, server_int(e.rc, "EXISTS t:{mon}:monitored"));
     loop_for(e.base, 50); /* let the SUBSCRIBE be confirmed */
@@ -45,6 +52,12 @@ TEST(monitor_sees_each_transition_of_a_retried_job) {
     ASSERT(has("failed job-a"));
     ASSERT(has("retried job-a"));
     ASSERT(has("completed job-a"));
+    /* each event carries its script's server time, in order */
+    long long after = server_now_ms(e.rc);
+    for (long i = 0; i < nseen; i++) {
+        ASSERT(seen_at[i] >= before && seen_at[i] <= after);
+        if (i > 0) ASSERT(seen_at[i] >= seen_at[i - 1]);
+    }
     /* once stopped (and the flag gone), scripts publish nothing */
     ASSERT_OK(rjq_monitor_stop(m));
     freeReplyObject(server_cmd(e.rc, "DEL t:{mon}:monitored"));

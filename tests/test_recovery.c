@@ -332,12 +332,12 @@ static redisReply *claim_eval(redisContext *rc, const char *tok, int want, int r
     const char *body = rjq__scripts[RJQ__S_CLAIM].body;
     char wants[16];
     snprintf(wants, sizeof wants, "%d", want);
-    const char *argv[] = {"EVAL", body, "17",
+    const char *argv[] = {"EVAL", body, "18",
                           "t:{lua}:ready", "t:{lua}:prio", "t:{lua}:delayed", "t:{lua}:active",
                           "t:{lua}:stats", "t:{lua}:idle", "t:{lua}:payload", "t:{lua}:state",
                           "t:{lua}:options", "t:{lua}:result", "t:{lua}:error", "t:{lua}:failtoken",
                           "t:{lua}:watchers", "t:{lua}:monitored", "t:{lua}:held",
-                          "t:{lua}:meta", "t:{lua}:deadlines", "t:{lua}:job:", wants, "30000", tok, "t:{lua}:wake",
+                          "t:{lua}:meta", "t:{lua}:deadlines", "t:{lua}:starts", "t:{lua}:job:", wants, "30000", tok, "t:{lua}:wake",
                           "1 t:{lua}:push:c1", "7", "1", recover ? "1" : "0"};
     redisReply *r = redisCommandArgv(rc, (int)(sizeof argv / sizeof argv[0]), argv, NULL);
     ASSERT(r != NULL && r->type == REDIS_REPLY_ARRAY);

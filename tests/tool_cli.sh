@@ -81,7 +81,7 @@ expect_line "delayed 0"
 expect_line "dead_depth 0"
 expect_line "cancelled 0"
 expect_line "paused 0"
-check; [ "$(wc -l <"$DIR/out")" -eq 14 ] || fail "expected 14 stats lines"
+check; [ "$(wc -l <"$DIR/out")" -eq 17 ] || fail "expected 17 stats lines"
 
 run stats q --json
 expect_ok
@@ -89,7 +89,7 @@ expect_out_re '^\{"enqueued":1,.*"ready":1,.*"dead_depth":0,.*"paused":0\}$'
 check; [ "$(wc -l <"$DIR/out")" -eq 1 ] || fail "expected one JSON line"
 if command -v python3 >/dev/null; then
     check
-    python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ready"]==1 and d["paused"]==0 and len(d)==14' \
+    python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ready"]==1 and d["paused"]==0 and len(d)==17' \
         <"$DIR/out" 2>/dev/null || fail "stats --json is not the expected JSON object"
 fi
 
@@ -276,6 +276,30 @@ run resume pq
 expect_out "not paused"
 run stats pq --json
 expect_out_re '"paused":0'
+
+run limit pq --concurrency 4 --rate 50/2000
+expect_ok
+expect_out "limits set"
+run stats pq
+expect_line "limit_concurrency 4"
+expect_line "limit_rate 50"
+expect_line "limit_rate_window_ms 2000"
+run limit pq --rate 7
+run stats pq
+expect_line "limit_concurrency 0"
+expect_line "limit_rate 7"
+expect_line "limit_rate_window_ms 1000"
+run limit pq --rate 7/
+expect_rc 2
+run limit pq --rate /5
+expect_rc 2
+run limit pq --concurrency 0
+expect_rc 2
+run limit pq
+expect_ok
+expect_out "limits lifted"
+run stats pq
+expect_line "limit_rate 0"
 
 # ---- errors -----------------------------------------------------------------------
 

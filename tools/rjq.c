@@ -67,6 +67,9 @@ static const char usage_text[] =
     "  pause QUEUE                          start no job until resumed (enqueues go on)\n"
     "  resume QUEUE                         start jobs again\n"
     "  cancel QUEUE ID                      end a job for good (a running one's worker is told)\n"
+    "  limit QUEUE [--concurrency N] [--rate N[/MS]]\n"
+    "                                       at most N jobs active at once, at most N starts\n"
+    "                                       per MS (default 1000) ms; no option: no limits\n"
     "  acl [--queues PATTERN] [--role R]    print the ACL SETUSER lines of rjq's roles\n"
     "                                       (producer, worker, monitor); no Redis needed\n"
     "  help                                 this text\n"
@@ -95,6 +98,7 @@ typedef struct cli {
     int ever_connected;      /* the command connection came up once */
     char last_event[256];    /* detail of the last connection error */
     long long count;         /* "enqueue -": jobs enqueued so far */
+    int limits_set;          /* "limit": some limit was given */
 } cli;
 
 static int usage(void) {
@@ -397,6 +401,9 @@ static const struct {
     {"delayed", offsetof(rjq_stats, delayed)},     {"active", offsetof(rjq_stats, active)},
     {"dead_depth", offsetof(rjq_stats, dead_depth)}, {"cancelled", offsetof(rjq_stats, cancelled)},
     {"cancelled_depth", offsetof(rjq_stats, cancelled_depth)},
+    {"limit_concurrency", offsetof(rjq_stats, limit_concurrency)},
+    {"limit_rate", offsetof(rjq_stats, limit_rate)},
+    {"limit_rate_window_ms", offsetof(rjq_stats, limit_rate_window_ms)},
 };
 
 static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) {
@@ -650,6 +657,38 @@ static int cmd_cancel(cli *t, int argc, char **argv) {
     return send_and_wait(t, rjq_queue_cancel(t->q, pos[1], on_cancelled, t));
 }
 
+/* rjq limit QUEUE [--concurrency N] [--rate N[/MS]]: no option lifts them. */
+static void on_limited(rjq_client *c, int status, long long n, void *data) {
+    cli *t = data;
+    (void)c, (void)n;
+    if (reply_ok(t, status)) puts(t->limits_set ? "limits set" : "limits lifted");
+}
+
+static int cmd_limit(cli *t, int argc, char **argv) {
+    char *pos[1];
+    const char *conc = NULL, *rate = NULL;
+    const optdef defs[] = {{"--concurrency", &conc, NULL}, {"--rate", &rate, NULL},
+                           {NULL, NULL, NULL}};
+    long long cn = 0, rn = 0, rw = 1000;
+    int rc = parse_args(argc, argv, defs, pos, 1, 1, NULL);
+    if (rc || (rc = parse_ll("--concurrency", conc, 1, LONG_MAX, &cn))) return rc;
+    if (rate) {
+        char num[32];
+        const char *slash = strchr(rate, '/');
+        size_t len = slash ? (size_t)(slash - rate) : strlen(rate);
+        if (len == 0 || len >= sizeof num) return usage_error("--rate is N or N/MS, not '%s'", rate);
+        memcpy(num, rate, len);
+        num[len] = '\0';
+        if ((rc = parse_ll("--rate", num, 1, LONG_MAX, &rn)) ||
+            (slash && (rc = parse_ll("--rate's window", slash + 1, 1, RJQ_DELAY_MAX, &rw))))
+            return rc;
+    }
+    rjq_limits l = {(long)cn, (long)rn, (long)rw};
+    t->limits_set = cn || rn;
+    if (cli_open(t, pos[0])) return 1;
+    return send_and_wait(t, rjq_queue_set_limits(t->q, &l, on_limited, t));
+}
+
 /* rjq acl [--queues PATTERN] [--role producer|worker|monitor]: no Redis. */
 static int cmd_acl(cli *t, int argc, char **argv) {
     const char *queues = "*", *role = NULL;
@@ -681,6 +720,7 @@ static const struct {
     {"stats", cmd_stats}, {"enqueue", cmd_enqueue}, {"job", cmd_job},
     {"dead", cmd_dead},   {"replay", cmd_replay},   {"reclaim", cmd_reclaim},
     {"pause", cmd_pause}, {"resume", cmd_pause},   {"cancel", cmd_cancel},
+    {"limit", cmd_limit},
     {"acl", cmd_acl},
 };
 

@@ -16,8 +16,17 @@
 -- A paused queue (pause.lua) starts nothing: the claim registers no slots
 -- and returns next = -2 (the worker waits for the doorbell that resuming
 -- rings); a re-sent or recovering claim still returns the jobs it holds.
+-- A queue with limits (limits.lua) starts at most what they allow: no
+-- more jobs active than its concurrency, no more starts than its rate in
+-- any window of its length (server time; the starts set logs each start
+-- of the window). A claim held back by the rate returns as next the ms
+-- until the window lets the next start in, so the worker wakes exactly
+-- then; one held back by the concurrency is woken by a completion (its
+-- worker's own, see complete.lua). A limited queue has no push delivery:
+-- its claims register no slots.
 -- KEYS: 1 ready, 2 prio, 3 delayed, 4 active, 5 stats, 6 idle,
---       7..13 the job columns, 14 monitored, 15 held, 16 meta, 17 deadlines
+--       7..13 the job columns, 14 monitored, 15 held, 16 meta, 17 deadlines,
+--       18 starts
 -- ARGV: 1 job name prefix, 2 want (<= 1000: unpack() below holds 2*want
 --       values, and Lua's limit is ~8000), 3 lease ms, 4 token
 --       ("<client>.<worker>.<unique>", new for every call), 5 wake channel,
@@ -43,9 +52,10 @@ expect_types({ready, 'list', prio, 'zset', active, 'zset', idle, 'hash', J.s, 'h
               deadlines, 'zset'})
 -- (a read before any write: its type check is the command's own, see typed)
 local first = typed('zset', 'ZRANGEBYLEX', held, held_range(tok .. ' ')) -- a re-send's first run
-local paused = typed('hash', 'HEXISTS', KEYS[16], 'paused') == 1
+local meta = typed('hash', 'HMGET', KEYS[16], 'paused', 'concurrency', 'rate')
+local paused, conc, rmax, rwin = meta[1], tonumber(meta[2]), limits_rate(meta[3])
 local now = now_ms()
-local emit = monitor(KEYS[14], prefix)
+local emit = monitor(KEYS[14], prefix, now)
 local out = {-1, 0, tok, now + lease} -- a number: an integer reply
 
 -- The jobs among ids still active under token t, as parallel lists (ids,
@@ -142,11 +152,39 @@ if #due > 0 then
   if #plain > 0 then rpush_all(ready, plain) end
 end
 
-local ids = take_ready(ready, prio, want)
+-- Limits: the room they leave (and when the rate lets the next start in).
+local room, freed = want, nil
+if conc then
+  local n = redis.call('ZCARD', active) - (redis.call('ZSCORE', active, ACTIVE_PIN) and 1 or 0)
+  room = math.max(math.min(room, conc - n), 0)
+end
+if rmax then
+  expect_types({KEYS[18], 'zset'})
+  redis.call('ZREMRANGEBYSCORE', KEYS[18], '-inf', now - rwin)
+  local used = redis.call('ZCARD', KEYS[18])
+  if rmax - used < room then
+    room = math.max(rmax - used, 0)
+    -- the next start comes in once the window holds one less than rmax
+    -- starts (with this claim's): when its oldest entry beyond that leaves
+    local k = math.max(used - rmax, 0)
+    local e = redis.call('ZRANGE', KEYS[18], k, k, 'WITHSCORES')
+    freed = e[2] and tonumber(e[2]) + rwin - now or 0
+  end
+end
+
+local ids = take_ready(ready, prio, room)
 local got = 0
 if #ids > 0 then
   local d, o, s = load_jobs(J, ids)
   got = start_jobs(J, active, ids, d, o, s, int(now + lease), tok, out, emit, held, rec, deadlines, now)
+  if rmax and got > 0 then
+    -- one entry per start (its token and id: unique), at this call's time
+    local za, t = {}, int(now)
+    for i = 5, #out, 4 do
+      if out[i] then za[#za + 1] = t; za[#za + 1] = tok .. ' ' .. out[i] end
+    end
+    call_all('ZADD', KEYS[18], za, 2)
+  end
 elseif rec then
   start_jobs(J, active, ids, nil, nil, nil, 0, tok, out, emit, held, rec) -- the member alone
 end
@@ -154,9 +192,14 @@ if want > 0 and #ids == want and (redis.call('LLEN', ready) > 0 or redis.call('Z
   redis.call('PUBLISH', wake, '1')
 end
 if got < want then
-  out[2] = offer_slots(idle, field, epoch, lease, want - got, reset)
+  if conc or rmax then
+    if reset then offer_slots(idle, field, epoch, lease, 0, true) end
+  else
+    out[2] = offer_slots(idle, field, epoch, lease, want - got, reset)
+  end
   local nx = redis.call('ZRANGE', delayed, 0, 0, 'WITHSCORES')
   if nx[2] then out[1] = math.max(0, tonumber(nx[2]) - now) end
+  if freed and (out[1] < 0 or freed < out[1]) then out[1] = math.max(freed, 0) end
 elseif reset then
   offer_slots(idle, field, epoch, lease, 0, true)
 end

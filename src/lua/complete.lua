@@ -18,8 +18,8 @@
 --       see the state column in lib.lua), result.
 -- Returns one code per job: 1 done (or already done with this token),
 -- 0 lease lost, 2 cancelled (cancel.lua); then one per offer: 1
--- registered, 0 not (work is waiting, the queue is paused, or the
--- worker's registration has another epoch).
+-- registered, 0 not (work is waiting, the queue is paused or limited, or
+-- the worker's registration has another epoch: the worker then claims).
 local active, completed, stats, ready, prio, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, retention, cap, offers = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local OFFERS = 6 -- ARGV index of the first offer
@@ -40,9 +40,12 @@ local s, n = hmget(J.s, ids, 'hash'), hmget_sparse(J.n, ids, 'hash')
 -- Idle workers offer their slots only while no work is waiting; then
 -- their registrations are read here, before the first write (idle_v:
 -- field -> value, false when absent).
+local function controlled() -- paused, or limited (no push delivery then)
+  local m = typed('hash', 'HMGET', KEYS[16], 'paused', 'concurrency', 'rate')
+  return (m[1] or m[2] or m[3]) and true or false
+end
 local waiting = offers > 0 and
-                (typed('list', 'LLEN', ready) > 0 or typed('zset', 'ZCARD', prio) > 0 or
-                 typed('hash', 'HEXISTS', KEYS[16], 'paused') == 1)
+                (typed('list', 'LLEN', ready) > 0 or typed('zset', 'ZCARD', prio) > 0 or controlled())
 local idle_v = {}
 if offers > 0 and not waiting then
   local f = {}

@@ -27,7 +27,10 @@
 --   deadlines zset id -> the end of its run time (ms) for running jobs
 --                  with a timeout (see start_jobs; entries of jobs that
 --                  finished are dropped by the reclaim sweep once past)
---   meta     hash  the queue's settings: paused (pause.lua)
+--   meta     hash  the queue's settings: paused (pause.lua), concurrency
+--                  and rate (limits.lua)
+--   starts   zset  "<token> <id>" -> start time (ms) of each start of the
+--                  rate limit's window (claim.lua)
 --   cancelled zset id -> time of its cancel (cancel.lua)
 --   monitored string present while a monitor listens (TTL refreshed)
 --   events   channel of queue events for monitors
@@ -228,6 +231,14 @@ local function parse_options(o)
   return tonumber(p), tonumber(m) or DEFAULT_MAX_ATTEMPTS, b, tonumber(t)
 end
 
+-- A queue's rate limit (the meta field `rate`, "<starts> <window ms>"):
+-- starts, window; nil when none.
+local function limits_rate(v)
+  local n, w = string.match(v or '', '^(%d+) (%d+)$')
+  if not n then return nil end
+  return tonumber(n), tonumber(w)
+end
+
 -- ZMSCORE key ids, or {} (every entry absent) when key does not exist.
 local function zmscore_sparse(key, ids)
   if #ids == 0 or redis.call('EXISTS', key) == 0 then return {} end
@@ -377,11 +388,17 @@ local function UNMONITORED() end
 -- Queue events for monitors: published on <base>events only while a
 -- monitor holds <base>monitored, so when nobody listens a script pays one
 -- EXISTS per call, not a PUBLISH per job. Returns emit(event, id).
--- monitored is that key (the KEYS entry after the job columns).
-local function monitor(monitored, prefix)
+-- monitored is that key (the KEYS entry after the job columns). A message
+-- is "<event> <id> <server time ms>": the script's time, now when given
+-- (the time its transitions use), else read once at the first event.
+local function monitor(monitored, prefix, now)
   if redis.call('EXISTS', monitored) == 1 then
     local ch = string.sub(prefix, 1, -5) .. 'events' -- <prefix>:{Q}:events
-    return function(ev, id) redis.call('PUBLISH', ch, ev .. ' ' .. id) end
+    local t = now and int(now)
+    return function(ev, id)
+      t = t or int(now_ms())
+      redis.call('PUBLISH', ch, ev .. ' ' .. id .. ' ' .. t)
+    end
   end
   return UNMONITORED
 end

@@ -1,0 +1,25 @@
+-- limits: set or clear a queue's limits, stored in its meta hash:
+-- concurrency (at most this many of its jobs active at once, across all
+-- workers) and rate ("<starts> <window ms>": at most that many starts in
+-- any window of that length, server time). claim.lua enforces them. A
+-- limited queue has no push delivery (a push would bypass them): the idle
+-- registrations are dropped, and the doorbell rung so idle workers claim
+-- under the new limits (also when limits are lifted: push delivery
+-- resumes with their claims).
+-- KEYS: 1 meta, 2 idle, 3 starts
+-- ARGV: 1 wake channel, 2 concurrency (0: none), 3 rate starts (0: none),
+--       4 rate window ms
+-- Returns 1.
+local meta, idle, starts = KEYS[1], KEYS[2], KEYS[3]
+local wake, conc, rmax, rwin = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+expect_types({meta, 'hash', idle, 'hash', starts, 'zset'})
+if conc > 0 then redis.call('HSET', meta, 'concurrency', int(conc))
+else redis.call('HDEL', meta, 'concurrency') end
+if rmax > 0 then redis.call('HSET', meta, 'rate', int(rmax) .. ' ' .. int(rwin))
+else
+  redis.call('HDEL', meta, 'rate')
+  redis.call('DEL', starts)
+end
+redis.call('DEL', idle)
+redis.call('PUBLISH', wake, '1')
+return 1

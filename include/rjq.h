@@ -858,6 +858,79 @@ typedef void rjq_ids_cb(rjq_client *c, int status, const char *const *ids,
 RJQ_API int rjq_queue_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb,
                            void *data);
 
+/* ------------------------------------------------------------------------
+ * Schedules: repeatable and cron jobs
+ *
+ * A schedule is stored in Redis with its queue; any client may set, remove
+ * or list them. A scheduler (rjq_scheduler_start, on any client, as many
+ * as wanted) enqueues their jobs: one runs at a time (a lease in Redis,
+ * renewed a third of the way through; another takes over when it runs
+ * out), and each fire time's job has the id "<name>@<fire time ms>", so
+ * two schedulers, a failover or a restart never enqueue one fire twice.
+ * The scheduler wakes on the loop's timer at each fire time.
+ * ---------------------------------------------------------------------- */
+
+#define RJQ_MISSED_SKIP 0 /* fires missed beyond catchup_ms are skipped */
+#define RJQ_MISSED_ONCE 1 /* they are run once, as one job */
+
+typedef struct rjq_schedule {
+    long long every_ms;   /* fire every this many ms, at the multiples of it
+                             since the epoch (1000: each second); or 0 and: */
+    const char *cron;     /* a cron expression: 5 fields (minute hour day
+                             month weekday), or 6 with seconds first, with
+                             numbers, ranges a-b, lists a,b, steps a-b/n or
+                             (after a star) /n, names JAN..DEC and SUN..SAT,
+                             or @yearly @monthly @weekly @daily @hourly */
+    int utc_offset_min;   /* the cron expression's clock: UTC plus this many
+                             minutes (-1440..1440); no daylight saving */
+    const void *payload;  /* its jobs' payload */
+    size_t len;
+    const rjq_job_options *opts; /* its jobs' options (NULL: defaults; the id
+                             is ignored) */
+    long long catchup_ms; /* a fire time at most this late is still
+                             enqueued, each one (a scheduler's failover, a
+                             restart); 0 means 60000 */
+    int missed;           /* older fire times: RJQ_MISSED_SKIP (default) or
+                             RJQ_MISSED_ONCE (one job, named by the first
+                             of them) */
+} rjq_schedule;
+
+/* Set schedule `name` (1..179 bytes, no spaces or control characters) of
+ * q, replacing one of that name. cb (may be NULL) gets 1 when it is new or
+ * changed (its next fire time is computed again, from now), 0 when it was
+ * the same. RJQ_EINVAL (neither or both of every_ms and cron, a bad cron
+ * expression: rjq_client_errmsg says why, bad numbers), RJQ_EJOBID (bad
+ * name), RJQ_ETOOBIG (payload). */
+RJQ_API int rjq_schedule_set(rjq_queue *q, const char *name, const rjq_schedule *s,
+                             rjq_count_cb *cb, void *data);
+/* Remove schedule `name`: cb gets 1, or 0 when there was none. Jobs it
+ * enqueued are not touched. */
+RJQ_API int rjq_schedule_remove(rjq_queue *q, const char *name, rjq_count_cb *cb, void *data);
+
+typedef struct rjq_schedule_info {
+    const char *name;
+    const char *spec;     /* "every <ms>" or "cron <expr> (UTC+<min>)" */
+    long long next_ms;    /* its next fire time (server ms); 0 until a
+                             scheduler computed it */
+} rjq_schedule_info;
+typedef void rjq_schedules_cb(rjq_client *c, int status, const rjq_schedule_info *list, size_t n,
+                              void *data);
+/* List q's schedules, by name (valid during the callback). */
+RJQ_API int rjq_schedule_list(rjq_queue *q, rjq_schedules_cb *cb, void *data);
+
+typedef struct rjq_scheduler rjq_scheduler;
+
+/* Run a scheduler for q's schedules on this client until
+ * rjq_scheduler_stop() or the client is freed. lease_ms (0 means 3000):
+ * how long its lease lasts without renewal, so how soon another takes
+ * over when this one dies. */
+RJQ_API int rjq_scheduler_start(rjq_queue *q, long lease_ms, rjq_scheduler **out);
+/* Stop it (the handle is freed); a lease it holds is given up, so another
+ * scheduler takes over at once. */
+RJQ_API int rjq_scheduler_stop(rjq_scheduler *s);
+/* 1 while it holds the lease (it is the one that enqueues), else 0. */
+RJQ_API int rjq_scheduler_leading(const rjq_scheduler *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,12 +13,12 @@ src=${RJQ_SOURCE:?}/src
 objdir=$build/CMakeFiles/rjq_obj.dir/src
 
 ranks=(
-    "timer url validate error argv resp tls"      # 0 leaves
+    "timer url validate error argv resp tls cron" # 0 leaves
     "runtime"                                     # 1 core: depth, timers, features
     "conn sentinel"                               # 2 core: connections, and where the master is
     "request pubsub"                              # 3 core: the connections' owners
     "client liveness"                             # 4 core: the public lifetime, the watchdog
-    "queue enqueue held push worker reclaim upkeep job await await_table await_early monitor admin" # 5
+    "queue enqueue held push worker reclaim upkeep job await await_table await_early monitor admin schedule scheduler" # 5
 )
 
 layer_of() {

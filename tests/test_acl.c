@@ -120,6 +120,14 @@ static void on_cancel_ok(rjq_client *c, int status, const char *state, void *dat
     controls_ok++;
 }
 
+static void on_listed(rjq_client *c, int status, const rjq_schedule_info *l, size_t n, void *data) {
+    (void)c, (void)data;
+    ASSERT_OK(status);
+    ASSERT_EQ(1, n);
+    ASSERT_STREQ("tick", l[0].name);
+    controls_ok++;
+}
+
 static long shorts;
 static void on_short(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
     (void)c, (void)data;
@@ -222,6 +230,25 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     ASSERT(loop_until_count(base, &controls_ok, 6, 5000));
     ASSERT_OK(rjq_enqueue_await(pq, "work", 4, &timed, NULL, on_outcome, NULL, NULL));
     ASSERT(loop_until_count(base, &ok_outcomes, 21, 5000)); /* pushed: deadlines written */
+    /* schedules: the worker role sets them and runs the scheduler, the
+     * monitor lists them */
+    rjq_schedule sch = {0};
+    sch.every_ms = 100;
+    ASSERT_OK(rjq_schedule_set(wq, "tick", &sch, on_control, NULL));
+    ASSERT(loop_until_count(base, &controls_ok, 7, 5000));
+    rjq_scheduler *sched;
+    ASSERT_OK(rjq_scheduler_start(wq, 0, &sched));
+    for (int i = 0; i < 100 && server_int(admin, "ZCOUNT t:{jobs}:schednext 1 +inf") == 0; i++)
+        loop_for(base, 20);
+    loop_for(base, 300);
+    ASSERT(rjq_scheduler_leading(sched));
+    ASSERT(server_int(admin, "HLEN t:{jobs}:payload") > 0);
+    redisReply *fired = server_cmd(admin, "HSCAN t:{jobs}:payload 0 MATCH tick@* COUNT 10000");
+    ASSERT(fired->type == REDIS_REPLY_ARRAY && fired->element[1]->elements >= 2);
+    freeReplyObject(fired);
+    ASSERT_OK(rjq_scheduler_stop(sched));
+    ASSERT_OK(rjq_schedule_list(mq, on_listed, NULL));
+    ASSERT(loop_until_count(base, &controls_ok, 8, 5000));
     ASSERT_OK(rjq_queue_pause(mq, on_control, &controls_refused));
     ASSERT_OK(rjq_queue_set_limits(mq, NULL, on_control, &controls_refused));
     ASSERT(loop_until_count(base, &controls_refused, 2, 5000));

@@ -301,6 +301,37 @@ expect_out "limits lifted"
 run stats pq
 expect_line "limit_rate 0"
 
+# ---- schedules -----------------------------------------------------------------------
+
+run schedule sq nightly --cron "30 2 * * *" --utc-offset 60 --payload backup --attempts 5
+expect_ok
+expect_out "set"
+run schedule sq nightly --cron "30 2 * * *" --utc-offset 60 --payload backup --attempts 5
+expect_out "unchanged"
+run schedule sq beat --every 60000
+expect_ok
+run schedules sq
+expect_ok
+expect_line "$(printf 'beat\tevery 60000\t0')"
+expect_line "$(printf 'nightly\tcron 30 2 * * * (UTC+60)\t0')"
+run schedules sq --json
+expect_out_re '^\{"name":"beat","spec":"every 60000","next_ms":0\}'
+run schedule sq bad --cron "61 * * * *"
+expect_rc 1
+expect_err_has "minute"
+run schedule sq bad
+expect_rc 2
+run schedule sq bad --every 5 --cron "* * * * *"
+expect_rc 2
+run schedule sq bad --every 5 --missed never
+expect_rc 2
+run unschedule sq beat
+expect_out "removed"
+run unschedule sq beat
+expect_out "no such schedule"
+run schedules sq
+expect_out "$(printf 'nightly\tcron 30 2 * * * (UTC+60)\t0')"
+
 # ---- errors -----------------------------------------------------------------------
 
 run stats 'a{b}'

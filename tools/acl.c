@@ -13,8 +13,9 @@
  *   checks them against the user's ACL too): the producer enqueues,
  *   watches (awaits) and cancels, the worker claims, completes, fails,
  *   extends, reclaims, releases, forgets, beats and sweeps (liveness),
- *   and pauses, resumes and cancels (what an operator's rjq pause, resume
- *   and cancel need), the monitor reads stats and jobs. tests/acl_covers_scripts.sh fails when
+ *   pauses, resumes, cancels, limits and schedules (what an operator's
+ *   rjq pause, resume, cancel, limit and schedule need) and runs
+ *   schedulers, the monitor reads stats, jobs and schedules. tests/acl_covers_scripts.sh fails when
  *   a script uses a command no role has;
  * - outside scripts: HGET (an await reads a stored result), HDEL (a
  *   worker drops its push registration), ZRANGE (the dead list), SET (a
@@ -40,11 +41,12 @@
     "+rpush +type +zadd +zcard +zpopmin +zrange +zrangebyscore +zrem +zremrangebylex "       \
     "+zremrangebyrank +zscore"
 #define WORKER_SCRIPTS                                                                    \
-    "+del +exists +hdel +hexists +hincrby +hmget +hrandfield +hset +hsetnx +lindex +llen +lpop " \
-    "+lpush +lrem +pubsub|numsub +rpush +set +type +zadd +zcard +zcount +zmscore +zpopmin +zrange "     \
+    "+del +exists +get +hdel +hexists +hgetall +hincrby +hmget +hrandfield +hset +hsetnx +lindex " \
+    "+llen +lpop +lpush +lrem +pttl +pubsub|numsub +rpush +set +type +zadd +zcard +zcount +zmscore " \
+    "+zpopmin +zrange "                                                                    \
     "+zrangebylex +zrangebyscore +zrem +zremrangebylex +zremrangebyrank +zremrangebyscore "  \
     "+zscore"
-#define MONITOR_SCRIPTS "+hexists +hmget +llen +type +zcard +zscore"
+#define MONITOR_SCRIPTS "+hexists +hgetall +hmget +llen +type +zcard +zscore"
 
 static int fits(const char *s) {
     if (s[0] == '\0') return 0;
@@ -72,7 +74,7 @@ int rjq_acl_print(FILE *out, const char *prefix, const char *queues, int roles, 
                 p, q, p, q, p);
     if (roles & RJQ_ACL_WORKER)
         fprintf(out,
-                "# worker: runs jobs (also what rjq replay, reclaim, pause, resume and cancel need)\n"
+                "# worker: runs jobs (also what rjq replay, reclaim, pause, resume, cancel, limit and schedule need; runs schedulers)\n"
                 "ACL SETUSER rjq-worker reset on >CHANGE-ME ~%s:{%s}:* ~%s:{clients}:* "
                 "resetchannels &%s:{%s}:* &%s:reply:* " SESSION " +hget " WORKER_SCRIPTS
                 "\n",

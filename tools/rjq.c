@@ -70,6 +70,12 @@ static const char usage_text[] =
     "  limit QUEUE [--concurrency N] [--rate N[/MS]]\n"
     "                                       at most N jobs active at once, at most N starts\n"
     "                                       per MS (default 1000) ms; no option: no limits\n"
+    "  schedule QUEUE NAME (--every MS | --cron EXPR) [--utc-offset MIN] [--payload DATA]\n"
+    "          [--catchup MS] [--missed skip|once] [--priority N] [--attempts N] [--timeout MS]\n"
+    "                                       set a repeatable or cron job (a scheduler enqueues\n"
+    "                                       it: rjq_scheduler_start in a program)\n"
+    "  unschedule QUEUE NAME                remove a schedule\n"
+    "  schedules QUEUE [--json]             list schedules: name, spec, next fire time (ms)\n"
     "  acl [--queues PATTERN] [--role R]    print the ACL SETUSER lines of rjq's roles\n"
     "                                       (producer, worker, monitor); no Redis needed\n"
     "  help                                 this text\n"
@@ -689,6 +695,90 @@ static int cmd_limit(cli *t, int argc, char **argv) {
     return send_and_wait(t, rjq_queue_set_limits(t->q, &l, on_limited, t));
 }
 
+/* ---- schedules ------------------------------------------------------------------- */
+
+static void on_scheduled(rjq_client *c, int status, long long n, void *data) {
+    cli *t = data;
+    (void)c;
+    if (!reply_ok(t, status)) return;
+    if (strcmp(t->what, "schedule") == 0) puts(n ? "set" : "unchanged");
+    else puts(n ? "removed" : "no such schedule");
+}
+
+static int cmd_schedule(cli *t, int argc, char **argv) {
+    char *pos[2];
+    const char *every = NULL, *cron = NULL, *offset = NULL, *payload = "", *catchup = NULL,
+               *missed = NULL, *prio = NULL, *attempts = NULL, *timeout = NULL;
+    const optdef defs[] = {{"--every", &every, NULL},       {"--cron", &cron, NULL},
+                           {"--utc-offset", &offset, NULL}, {"--payload", &payload, NULL},
+                           {"--catchup", &catchup, NULL},   {"--missed", &missed, NULL},
+                           {"--priority", &prio, NULL},     {"--attempts", &attempts, NULL},
+                           {"--timeout", &timeout, NULL},   {NULL, NULL, NULL}};
+    long long ev = 0, off = 0, cu = 0, p = 0, a = 0, to = 0;
+    int rc = parse_args(argc, argv, defs, pos, 2, 2, NULL);
+    if (rc || (rc = parse_ll("--every", every, 1, RJQ_DELAY_MAX, &ev)) ||
+        (rc = parse_ll("--utc-offset", offset, -1440, 1440, &off)) ||
+        (rc = parse_ll("--catchup", catchup, 1, RJQ_DELAY_MAX, &cu)) ||
+        (rc = parse_ll("--priority", prio, RJQ_PRIORITY_MIN, RJQ_PRIORITY_MAX, &p)) ||
+        (rc = parse_ll("--attempts", attempts, 1, INT_MAX, &a)) ||
+        (rc = parse_ll("--timeout", timeout, 1, RJQ_DELAY_MAX, &to)))
+        return rc;
+    if ((every != NULL) == (cron != NULL))
+        return usage_error("%s", "schedule needs either --every MS or --cron EXPR");
+    if (missed && strcmp(missed, "skip") != 0 && strcmp(missed, "once") != 0)
+        return usage_error("--missed is skip or once, not '%s'", missed);
+    rjq_job_options o = {0};
+    o.priority = (int)p;
+    o.max_attempts = (int)a;
+    o.timeout_ms = to;
+    rjq_schedule s = {0};
+    s.every_ms = ev;
+    s.cron = cron;
+    s.utc_offset_min = (int)off;
+    s.payload = payload;
+    s.len = strlen(payload);
+    s.opts = &o;
+    s.catchup_ms = cu;
+    s.missed = missed && strcmp(missed, "once") == 0 ? RJQ_MISSED_ONCE : RJQ_MISSED_SKIP;
+    if (cli_open(t, pos[0])) return 1;
+    return send_and_wait(t, rjq_schedule_set(t->q, pos[1], &s, on_scheduled, t));
+}
+
+static int cmd_unschedule(cli *t, int argc, char **argv) {
+    char *pos[2];
+    const optdef defs[] = {{NULL, NULL, NULL}};
+    int rc = parse_args(argc, argv, defs, pos, 2, 2, NULL);
+    if (rc) return rc;
+    if (cli_open(t, pos[0])) return 1;
+    return send_and_wait(t, rjq_schedule_remove(t->q, pos[1], on_scheduled, t));
+}
+
+static void on_schedules(rjq_client *c, int status, const rjq_schedule_info *l, size_t n,
+                         void *data) {
+    cli *t = data;
+    (void)c;
+    if (!reply_ok(t, status)) return;
+    for (size_t i = 0; i < n; i++) {
+        if (t->json) {
+            print_field(t, 1, "name", l[i].name, strlen(l[i].name));
+            print_field(t, 0, "spec", l[i].spec, strlen(l[i].spec));
+            print_num(t, 0, "next_ms", l[i].next_ms);
+            end_object(t);
+        } else {
+            printf("%s\t%s\t%lld\n", l[i].name, l[i].spec, l[i].next_ms);
+        }
+    }
+}
+
+static int cmd_schedules(cli *t, int argc, char **argv) {
+    char *pos[1];
+    const optdef defs[] = {{"--json", NULL, &t->json}, {NULL, NULL, NULL}};
+    int rc = parse_args(argc, argv, defs, pos, 1, 1, NULL);
+    if (rc) return rc;
+    if (cli_open(t, pos[0])) return 1;
+    return send_and_wait(t, rjq_schedule_list(t->q, on_schedules, t));
+}
+
 /* rjq acl [--queues PATTERN] [--role producer|worker|monitor]: no Redis. */
 static int cmd_acl(cli *t, int argc, char **argv) {
     const char *queues = "*", *role = NULL;
@@ -720,7 +810,8 @@ static const struct {
     {"stats", cmd_stats}, {"enqueue", cmd_enqueue}, {"job", cmd_job},
     {"dead", cmd_dead},   {"replay", cmd_replay},   {"reclaim", cmd_reclaim},
     {"pause", cmd_pause}, {"resume", cmd_pause},   {"cancel", cmd_cancel},
-    {"limit", cmd_limit},
+    {"limit", cmd_limit}, {"schedule", cmd_schedule}, {"unschedule", cmd_unschedule},
+    {"schedules", cmd_schedules},
     {"acl", cmd_acl},
 };
 

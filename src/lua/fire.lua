@@ -1,0 +1,69 @@
+-- fire: the scheduler enqueues the jobs of due schedules and moves their
+-- next fire time on. Fenced twice: by the lease (a scheduler whose lease
+-- another took over changes nothing) and per schedule by its next fire
+-- time (the one the scheduler read: a schedule changed or fired meanwhile
+-- is left alone). Each job's id is "<schedule name>@<fire time ms>", so a
+-- fire time is enqueued once even across schedulers and restarts (an
+-- existing id is not touched). Jobs are created as enqueue.lua creates
+-- them (without push delivery: idle workers hear the doorbell).
+-- KEYS: 1 lease, 2 schedules, 3 schedpayload, 4 schednext, 5 ready,
+--       6 prio, 7 delayed, 8 stats, 9..15 the job columns, 16 monitored
+-- ARGV: 1 job name prefix, 2 wake channel, 3 token, then per schedule:
+--       name, the next fire time read, the new one (-1: it never fires
+--       again), the number k of fire times to enqueue, then those k times.
+-- Returns the number of jobs enqueued, or -1 when the lease is not held.
+local lease, specs, payloads, nexts = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local ready, prio, delayed, stats = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local prefix, wake, token = ARGV[1], ARGV[2], ARGV[3]
+local J = columns(KEYS, 9, prefix)
+expect_types({lease, 'string', specs, 'hash', payloads, 'hash', nexts, 'zset', ready, 'list',
+              prio, 'zset', delayed, 'zset', stats, 'hash', J.d, 'hash', J.o, 'hash', J.s, 'hash'})
+if redis.call('GET', lease) ~= token then return -1 end
+local emit = monitor(KEYS[16], prefix)
+local now, made, ring = nil, 0, false
+local i = 4
+while i <= #ARGV do
+  local name, seen, nxt, k = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
+  local cur = redis.call('ZSCORE', nexts, name)
+  local spec = redis.call('HMGET', specs, name)[1]
+  if cur and spec and tonumber(cur) == tonumber(seen) then
+    local o = string.match(spec, '^%S+ %S+ %S+ %S+ (%S+)')
+    local payload = redis.call('HMGET', payloads, name)[1] or ''
+    local delay, p, stored = 0, 0, false
+    if o and o ~= '-' then
+      local d_, p_, m_, b_, t_ = string.match(o, '^(%d+),(%-?%d+),(%d+),([^;]*);?(%d*)$')
+      if d_ then
+        delay, p = tonumber(d_), tonumber(p_)
+        if tonumber(m_) == DEFAULT_MAX_ATTEMPTS then m_ = '' end
+        stored = p_ .. ',' .. m_ .. ',' .. b_
+        if t_ ~= '' then stored = stored .. ';' .. t_ end
+      end
+    end
+    for f = 1, k do
+      local id = name .. '@' .. ARGV[i + 3 + f]
+      if redis.call('HEXISTS', J.d, id) == 0 then
+        local seq = redis.call('HINCRBY', stats, 'seq', 1)
+        if rank_window_in(seq, seq) then renumber_prio(prio) end
+        redis.call('HSET', J.d, id, payload)
+        if stored then redis.call('HSET', J.o, id, stored) end
+        if delay > 0 then
+          now = now or now_ms()
+          redis.call('HSET', J.s, id, state_value('delayed', '0'))
+          if push_delayed(delayed, id, now + delay) then ring = true end
+        elseif p == 0 then
+          if redis.call('RPUSH', ready, id) == 1 and redis.call('ZCARD', prio) == 0 then ring = true end
+        else
+          redis.call('ZADD', prio, prio_score(p, seq), id)
+          if redis.call('ZCARD', prio) == 1 and redis.call('LLEN', ready) == 0 then ring = true end
+        end
+        emit('enqueued', id)
+        made = made + 1
+      end
+    end
+    if nxt >= 0 then redis.call('ZADD', nexts, int(nxt), name)
+    else redis.call('ZREM', nexts, name) end
+  end
+  i = i + 4 + k
+end
+if ring then redis.call('PUBLISH', wake, '1') end
+return made

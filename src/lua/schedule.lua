@@ -1,0 +1,38 @@
+-- schedule: set, remove or list a queue's schedules (repeatable and cron
+-- jobs). A schedule is its spec (schedules: name -> "<every ms> <utc
+-- offset min> <catchup ms> <missed: skip|once> <job options or -> <cron
+-- expression or ->"), its jobs' payload (schedpayload) and its next fire
+-- time (schednext, server ms; 0 until a scheduler computes the first, see
+-- tick.lua and fire.lua).
+-- KEYS: 1 schedules, 2 schedpayload, 3 schednext
+-- ARGV: 1 'set', 2 name, 3 spec, 4 payload: returns 1 when new or changed
+--         (its next fire time is computed again), 0 when unchanged;
+--       1 'remove', 2 name: returns 1 when it existed, else 0;
+--       1 'list': returns { name, spec, next, ... } in name order.
+local specs, payloads, nexts = KEYS[1], KEYS[2], KEYS[3]
+expect_types({specs, 'hash', payloads, 'hash', nexts, 'zset'})
+local op = ARGV[1]
+if op == 'set' then
+  local name, spec = ARGV[2], ARGV[3]
+  local old = redis.call('HMGET', specs, name)[1]
+  redis.call('HSET', payloads, name, ARGV[4])
+  if old == spec and redis.call('ZSCORE', nexts, name) then return 0 end
+  redis.call('HSET', specs, name, spec)
+  redis.call('ZADD', nexts, 0, name)
+  return 1
+elseif op == 'remove' then
+  local name = ARGV[2]
+  redis.call('HDEL', payloads, name)
+  redis.call('ZREM', nexts, name)
+  return redis.call('HDEL', specs, name)
+end
+local all = redis.call('HGETALL', specs)
+local names, spec_of = {}, {}
+for i = 1, #all, 2 do names[#names + 1] = all[i]; spec_of[all[i]] = all[i + 1] end
+table.sort(names)
+local out = {}
+for _, name in ipairs(names) do
+  out[#out + 1] = name; out[#out + 1] = spec_of[name]
+  out[#out + 1] = tonumber(redis.call('ZSCORE', nexts, name) or '-1')
+end
+return out

@@ -1,0 +1,27 @@
+/*
+ * Schedules (schedule.c), as the scheduler (scheduler.c) reads them: the
+ * stored spec "<every ms> <utc offset min> <catchup ms> <skip|once>
+ * <job options or -> <cron expression or ->" (see src/lua/schedule.lua)
+ * and the fire times it gives.
+ */
+#ifndef RJQ_SCHEDULE_H
+#define RJQ_SCHEDULE_H
+
+#include "cron.h"
+#include "queue.h"
+
+typedef struct rjq__spec {
+    long long every_ms;       /* > 0: every this many ms; else cron */
+    int offset_min;
+    long long catchup_ms;
+    int once;                 /* missed fire times: run once (else skip) */
+    int is_cron;
+    rjq__cron cron;
+} rjq__spec;
+
+/* Read a stored spec; 0, or -1 when it is not one. */
+int rjq__schedule_parse(const char *spec, rjq__spec *out);
+/* Its first fire time after t (ms); -1: none (a cron date that never comes). */
+long long rjq__schedule_after(const rjq__spec *s, long long t);
+
+#endif

@@ -1,0 +1,268 @@
+/*
+ * The scheduler: enqueues the jobs of a queue's schedules at their fire
+ * times. A small loop on one timer:
+ *   tick   (tick.lua) take or keep the lease; a standby waits for the
+ *          holder's lease to run out; the holder gets the schedules due;
+ *   fire   (fire.lua) for each, the fire times to enqueue and the next
+ *          one, computed here from the server's time: fire times at most
+ *          catchup_ms late are each enqueued; older ones are missed
+ *          (skipped, or run once as one job named by the first of them);
+ *          a schedule's first fire time is computed once a scheduler sees
+ *          it (next 0). Then tick again;
+ *   sleep  until the earliest next fire time, or a third of the lease
+ *          (renewal), whichever comes first.
+ * One request is in flight at a time (busy). States: a scheduler is
+ * running, or stopping (stopped while busy: freed by the reply).
+ */
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "schedule.h"
+
+#define DUE_MAX 100       /* schedules one tick handles */
+#define FIRES_MAX 1000    /* fire times one schedule enqueues per fire call */
+
+struct rjq_scheduler {
+    rjq_queue *q;
+    long lease_ms;
+    char token[48];
+    int leading;              /* holds the lease (as of the last reply) */
+    int busy;                 /* a tick or fire in flight */
+    int stopping;             /* stopped while busy */
+    rjq__timer timer;
+    rjq_scheduler *next;
+};
+
+typedef struct schedulers {
+    rjq_scheduler *head;
+} schedulers;
+
+static void tick(rjq_scheduler *s);
+
+static rjq_client *client_of(const rjq_scheduler *s) {
+    return rjq_queue_client(s->q);
+}
+
+static void scheduler_free(rjq_scheduler *s) {
+    rjq__timer_teardown(client_of(s), &s->timer);
+    free(s);
+}
+
+static void schedulers_close(rjq_client *c, void *state) {
+    schedulers *all = state;
+    (void)c;
+    while (all->head) {
+        rjq_scheduler *s = all->head;
+        all->head = s->next;
+        scheduler_free(s);
+    }
+    free(all);
+}
+
+static const rjq__feature schedulers_feature = {.name = "schedulers", .close = schedulers_close};
+
+static void remove_from_list(rjq_scheduler *s) {
+    schedulers *all = rjq__feature_state(client_of(s), &schedulers_feature);
+    for (rjq_scheduler **pp = &all->head; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+}
+
+static void sleep_for(rjq_scheduler *s, long long ms) {
+    long long renew = s->lease_ms / 3;
+    if (ms < 0 || ms > renew) ms = renew;
+    rjq__timer_start(client_of(s), &s->timer, (uint64_t)ms);
+}
+
+/* A reply came: 1 when the scheduler may go on (not stopped, client not
+ * being freed); a stopped one is freed here. */
+static int replied(rjq_scheduler *s) {
+    s->busy = 0;
+    if (rjq__closing(client_of(s))) return 0; /* freed with the client */
+    if (s->stopping) {
+        remove_from_list(s);
+        scheduler_free(s);
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- fire ---------------------------------------------------------------------- */
+
+static void on_fired(rjq_client *c, int status, redisReply *r, void *priv) {
+    rjq_scheduler *s = priv;
+    if (!replied(s)) return;
+    if (status != RJQ_OK) {
+        rjq__background_failed(c, status, "scheduler");
+        sleep_for(s, s->lease_ms / 3);
+        return;
+    }
+    if (r->type == REDIS_REPLY_INTEGER && r->integer < 0) s->leading = 0; /* taken over */
+    tick(s);
+}
+
+/* Append one due schedule to the fire call: name, the next fire time read
+ * (seen), the new one, and the fire times to enqueue. */
+static void add_fires(rjq__argv *a, const char *name, long long seen, const char *spec,
+                      long long now) {
+    rjq__spec sp;
+    long long fires[FIRES_MAX + 1], next;
+    int k = 0;
+    if (rjq__schedule_parse(spec, &sp) != 0) {
+        next = -1; /* not a spec rjq wrote: it never fires (and stays listed) */
+    } else if (seen == 0) {
+        next = rjq__schedule_after(&sp, now); /* new or changed: from now on */
+    } else {
+        long long f = seen, late = now - sp.catchup_ms;
+        if (f < late) { /* missed: older than the catch-up allows */
+            if (sp.once) fires[k++] = f;
+            f = sp.is_cron ? rjq__schedule_after(&sp, late - 1000)
+                           : (late + sp.every_ms - 1) / sp.every_ms * sp.every_ms;
+            while (f >= 0 && f < late) f = rjq__schedule_after(&sp, f);
+        }
+        while (f >= 0 && f <= now && k < FIRES_MAX + (sp.once ? 1 : 0)) {
+            fires[k++] = f;
+            f = rjq__schedule_after(&sp, f);
+        }
+        next = f; /* past now only when capped: due again at the next tick */
+    }
+    rjq__argv_copy(a, name);
+    rjq__argv_ll(a, seen);
+    rjq__argv_ll(a, next);
+    rjq__argv_ll(a, k);
+    for (int i = 0; i < k; i++) rjq__argv_ll(a, fires[i]);
+}
+
+/* ---- tick ----------------------------------------------------------------------- */
+
+static int tick_reply_ok(const redisReply *r) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 || (r->elements - 3) % 3 != 0) return 0;
+    for (size_t i = 0; i < 3; i++)
+        if (r->element[i]->type != REDIS_REPLY_INTEGER) return 0;
+    for (size_t i = 3; i < r->elements; i += 3)
+        if (r->element[i]->type != REDIS_REPLY_STRING ||
+            r->element[i + 1]->type != REDIS_REPLY_INTEGER ||
+            r->element[i + 2]->type != REDIS_REPLY_STRING)
+            return 0;
+    return 1;
+}
+
+static void on_tick(rjq_client *c, int status, redisReply *r, void *priv) {
+    rjq_scheduler *s = priv;
+    if (!replied(s)) return;
+    if (status == RJQ_OK && !tick_reply_ok(r)) {
+        rjq__errmsg(c, "scheduler: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    if (status != RJQ_OK) {
+        rjq__background_failed(c, status, "scheduler");
+        sleep_for(s, s->lease_ms / 3);
+        return;
+    }
+    long long now = r->element[1]->integer, third = r->element[2]->integer;
+    s->leading = r->element[0]->integer == 1;
+    if (!s->leading) { /* standby: until the holder's lease runs out */
+        sleep_for(s, third > 0 ? third + 1 : s->lease_ms / 3);
+        return;
+    }
+    if (r->elements == 3) { /* nothing due: until the earliest fire time */
+        sleep_for(s, third >= 0 ? third - now : -1);
+        return;
+    }
+    rjq_queue *q = s->q;
+    rjq__argv a;
+    rjq__argv_init(&a);
+    RJQ__KEYS(&a, q, RJQ__K_SCHEDLEASE, RJQ__K_SCHEDULES, RJQ__K_SCHEDPAYLOAD, RJQ__K_SCHEDNEXT,
+              RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_STATS, RJQ__K_COLUMNS,
+              RJQ__K_MONITORED);
+    rjq__argv_key(&a, q, RJQ__K_JOB);
+    rjq__argv_key(&a, q, RJQ__K_WAKE);
+    rjq__argv_str(&a, s->token);
+    for (size_t i = 3; i < r->elements; i += 3)
+        add_fires(&a, r->element[i]->str, r->element[i + 1]->integer, r->element[i + 2]->str, now);
+    if (!a.oom && rjq__script(c, RJQ__S_FIRE, 0, on_fired, s, a.n, a.v, a.len) == RJQ_OK)
+        s->busy = 1;
+    else
+        sleep_for(s, s->lease_ms / 3); /* out of memory: again later */
+    rjq__argv_free(&a);
+}
+
+static void tick(rjq_scheduler *s) {
+    rjq_client *c = client_of(s);
+    if (s->busy) return; /* its reply ticks */
+    rjq__argv a;
+    rjq__argv_init(&a);
+    RJQ__KEYS(&a, s->q, RJQ__K_SCHEDLEASE, RJQ__K_SCHEDNEXT, RJQ__K_SCHEDULES);
+    rjq__argv_str(&a, s->token);
+    rjq__argv_ll(&a, s->lease_ms);
+    rjq__argv_ll(&a, DUE_MAX);
+    if (!a.oom && rjq__script(c, RJQ__S_TICK, 0, on_tick, s, a.n, a.v, a.len) == RJQ_OK)
+        s->busy = 1;
+    else
+        sleep_for(s, s->lease_ms / 3);
+    rjq__argv_free(&a);
+}
+
+static void on_timer(rjq__timer *t) {
+    tick(t->owner);
+}
+
+/* ---- the handle ------------------------------------------------------------------- */
+
+int rjq_scheduler_start(rjq_queue *q, long lease_ms, rjq_scheduler **out) {
+    if (q == NULL || out == NULL || lease_ms < 0) return RJQ_EINVAL;
+    rjq_client *c = rjq_queue_client(q);
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    schedulers *all = rjq__feature_ensure(c, &schedulers_feature, sizeof *all);
+    rjq_scheduler *s = all ? calloc(1, sizeof *s) : NULL;
+    if (s == NULL) return RJQ_ENOMEM;
+    s->q = q;
+    s->lease_ms = lease_ms ? lease_ms : 3000;
+    if (s->lease_ms < 30) s->lease_ms = 30;
+    char word[16];
+    rjq__random_word(c, word, 12);
+    snprintf(s->token, sizeof s->token, "%s.%s", rjq__client_id(c), word);
+    if (rjq__timer_setup(c, &s->timer, on_timer, s) != RJQ_OK) {
+        free(s);
+        return RJQ_ENOMEM;
+    }
+    s->next = all->head;
+    all->head = s;
+    rjq__timer_start(c, &s->timer, 0);
+    *out = s;
+    return RJQ_OK;
+}
+
+static void ignore(rjq_client *c, int status, redisReply *r, void *priv) {
+    (void)c, (void)status, (void)r, (void)priv;
+}
+
+int rjq_scheduler_stop(rjq_scheduler *s) {
+    if (s == NULL) return RJQ_EINVAL;
+    if (s->stopping) return RJQ_EBUSY;
+    rjq_client *c = client_of(s);
+    if (s->leading && rjq__accepting(c)) { /* give the lease up: another takes over at once */
+        rjq__argv a;
+        rjq__argv_init(&a);
+        RJQ__KEYS(&a, s->q, RJQ__K_SCHEDLEASE);
+        rjq__argv_str(&a, s->token);
+        if (!a.oom) rjq__script(c, RJQ__S_UNLEASE, 0, ignore, NULL, a.n, a.v, a.len);
+        rjq__argv_free(&a);
+    }
+    rjq__timer_stop(c, &s->timer);
+    if (s->busy) {
+        s->stopping = 1; /* freed by the reply */
+        return RJQ_OK;
+    }
+    remove_from_list(s);
+    scheduler_free(s);
+    return RJQ_OK;
+}
+
+int rjq_scheduler_leading(const rjq_scheduler *s) {
+    return s->leading;
+}

@@ -1,0 +1,310 @@
+/*
+ * Schedules: set, list and remove them; schedulers enqueue one job per
+ * fire time, at its time, one scheduler at a time (two in two processes,
+ * the leader SIGKILLed midway: no fire time missing or twice); missed fire
+ * times skipped or run once.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "harness.h"
+#include "server.h"
+#include "waits.h"
+
+static count_wait set_schedule(test_env *e, const char *name, const rjq_schedule *s) {
+    count_wait w = {0};
+    ASSERT_OK(rjq_schedule_set(e->q, name, s, on_count, &w));
+    ASSERT(loop_until(e->base, &w.done, 5000));
+    return w;
+}
+
+typedef struct list_wait {
+    int done, status;
+    size_t n;
+    char names[8][64], specs[8][128];
+    long long next[8];
+} list_wait;
+
+static void on_list(rjq_client *c, int status, const rjq_schedule_info *l, size_t n, void *data) {
+    list_wait *w = data;
+    (void)c;
+    w->done++;
+    w->status = status;
+    w->n = n;
+    for (size_t i = 0; i < n && i < 8; i++) {
+        snprintf(w->names[i], sizeof w->names[i], "%s", l[i].name);
+        snprintf(w->specs[i], sizeof w->specs[i], "%s", l[i].spec);
+        w->next[i] = l[i].next_ms;
+    }
+}
+
+static list_wait list_schedules(test_env *e) {
+    list_wait w;
+    memset(&w, 0, sizeof w);
+    ASSERT_OK(rjq_schedule_list(e->q, on_list, &w));
+    ASSERT(loop_until(e->base, &w.done, 5000));
+    ASSERT_OK(w.status);
+    return w;
+}
+
+TEST(schedules_are_set_listed_and_removed) {
+    test_env e;
+    env_start(&e, "sl");
+    rjq_schedule s = {0};
+    s.every_ms = 1000;
+    s.payload = "p";
+    s.len = 1;
+    count_wait w = set_schedule(&e, "tick", &s);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(1, w.n);
+    ASSERT_EQ(0, set_schedule(&e, "tick", &s).n); /* the same */
+    rjq_schedule cr = {0};
+    cr.cron = "*/5 9-17 * * MON-FRI";
+    cr.utc_offset_min = 60;
+    ASSERT_EQ(1, set_schedule(&e, "report", &cr).n);
+    list_wait l = list_schedules(&e);
+    ASSERT_EQ(2, l.n);
+    ASSERT_STREQ("report", l.names[0]);
+    ASSERT_STREQ("cron */5 9-17 * * MON-FRI (UTC+60)", l.specs[0]);
+    ASSERT_STREQ("tick", l.names[1]);
+    ASSERT_STREQ("every 1000", l.specs[1]);
+    ASSERT_EQ(0, l.next[1]); /* no scheduler ran yet */
+
+    /* refused */
+    rjq_schedule bad = {0};
+    ASSERT_EQ(RJQ_EINVAL, rjq_schedule_set(e.q, "x", &bad, NULL, NULL)); /* neither */
+    bad.every_ms = 10;
+    bad.cron = "* * * * *";
+    ASSERT_EQ(RJQ_EINVAL, rjq_schedule_set(e.q, "x", &bad, NULL, NULL)); /* both */
+    bad.every_ms = 0;
+    bad.cron = "61 * * * *";
+    ASSERT_EQ(RJQ_EINVAL, rjq_schedule_set(e.q, "x", &bad, NULL, NULL));
+    ASSERT(strstr(rjq_client_errmsg(e.c), "minute") != NULL);
+    bad.cron = "* * * * *";
+    bad.utc_offset_min = 2000;
+    ASSERT_EQ(RJQ_EINVAL, rjq_schedule_set(e.q, "x", &bad, NULL, NULL));
+    bad.utc_offset_min = 0;
+    bad.missed = 7;
+    ASSERT_EQ(RJQ_EINVAL, rjq_schedule_set(e.q, "x", &bad, NULL, NULL));
+    bad.missed = 0;
+    ASSERT_EQ(RJQ_EJOBID, rjq_schedule_set(e.q, "a b", &bad, NULL, NULL));
+    ASSERT_EQ(RJQ_EJOBID, rjq_schedule_set(e.q, "123", &bad, NULL, NULL));
+    char longname[200];
+    memset(longname, 'n', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    ASSERT_EQ(RJQ_EJOBID, rjq_schedule_set(e.q, longname, &bad, NULL, NULL));
+    ASSERT_EQ(2, list_schedules(&e).n); /* nothing written */
+
+    count_wait r = {0};
+    ASSERT_OK(rjq_schedule_remove(e.q, "report", on_count, &r));
+    ASSERT(loop_until(e.base, &r.done, 5000));
+    ASSERT_EQ(1, r.n);
+    r = (count_wait){0};
+    ASSERT_OK(rjq_schedule_remove(e.q, "report", on_count, &r));
+    ASSERT(loop_until(e.base, &r.done, 5000));
+    ASSERT_EQ(0, r.n);
+    ASSERT_EQ(1, list_schedules(&e).n);
+    env_stop(&e);
+}
+
+/* The fire times of the jobs of schedule `name` in q's ready list, sorted;
+ * returns how many (duplicates included: ids are unique, so none). */
+static int fire_times(redisContext *rc, const char *q, const char *name, long long *out, int max) {
+    redisReply *r = server_cmd(rc, "LRANGE t:{%s}:ready 0 -1", q);
+    int n = 0;
+    size_t len = strlen(name);
+    for (size_t i = 0; i < r->elements && n < max; i++) {
+        const char *id = r->element[i]->str;
+        if (strncmp(id, name, len) == 0 && id[len] == '@') out[n++] = atoll(id + len + 1);
+    }
+    freeReplyObject(r);
+    for (int i = 1; i < n; i++) /* insertion sort */
+        for (int j = i; j > 0 && out[j] < out[j - 1]; j--) {
+            long long t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+    return n;
+}
+
+/* Monitor: how late each "enqueued" came after its fire time. */
+static long long worst_lateness;
+static long enqueued_events;
+static rjq_monitor *mon;
+
+static void on_event(rjq_client *c, const char *ev, const char *id, void *data) {
+    (void)c, (void)data;
+    const char *at = strchr(id, '@');
+    if (strcmp(ev, "enqueued") != 0 || at == NULL) return;
+    long long late = rjq_monitor_time(mon) - atoll(at + 1);
+    ASSERT(late >= 0); /* never early */
+    if (late > worst_lateness) worst_lateness = late;
+    enqueued_events++;
+}
+
+TEST(scheduler_enqueues_one_job_per_fire_time_at_its_time) {
+    test_env e;
+    env_start(&e, "se");
+    ASSERT_OK(rjq_queue_monitor(e.q, on_event, NULL, &mon));
+    loop_for(e.base, 100);
+    rjq_job_options o = {0};
+    o.priority = 0;
+    o.max_attempts = 5;
+    rjq_schedule s = {0};
+    s.every_ms = 200;
+    s.payload = "beat";
+    s.len = 4;
+    s.opts = &o;
+    ASSERT_EQ(1, set_schedule(&e, "beat", &s).n);
+    rjq_scheduler *sch;
+    ASSERT_OK(rjq_scheduler_start(e.q, 0, &sch));
+    worst_lateness = 0;
+    enqueued_events = 0;
+    ASSERT(loop_until_count(e.base, &enqueued_events, 6, 5000));
+    ASSERT(rjq_scheduler_leading(sch));
+    long long t[64];
+    int n = fire_times(e.rc, "se", "beat", t, 64);
+    ASSERT(n >= 6);
+    for (int i = 0; i < n; i++) {
+        ASSERT_EQ(0, t[i] % 200);
+        if (i) ASSERT_EQ(200, t[i] - t[i - 1]); /* each fire time once, none missing */
+    }
+    fprintf(stderr, "scheduler: %d fires, at most %lld ms after their time\n", n, worst_lateness);
+    ASSERT(worst_lateness < 200); /* woken at the time, not by a poll */
+    char id[64];
+    snprintf(id, sizeof id, "beat@%lld", t[0]);
+    info_wait j = get_info(e.base, e.q, id);
+    ASSERT_OK(j.status);
+    ASSERT_STREQ("beat", j.payload);
+    ASSERT_EQ(5, j.max_attempts);
+    list_wait l = list_schedules(&e);
+    ASSERT(l.next[0] > t[n - 1]);
+    ASSERT_OK(rjq_scheduler_stop(sch));
+    loop_for(e.base, 100);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{se}:scheduler")); /* the lease was given up */
+    env_stop(&e);
+}
+
+/* Two schedulers in two processes; the first leads, and is SIGKILLed
+ * midway through ten seconds of a cron schedule firing every second. */
+static void run_scheduler_child(const test_server *s, const char *qname) {
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, s);
+    rjq_scheduler *sch;
+    ASSERT_OK(rjq_scheduler_start(queue_for(c, qname), 1500, &sch));
+    loop_for(base, 60000); /* the parent kills us long before this */
+    _exit(3);
+}
+
+TEST(two_schedulers_one_killed_midway_enqueue_each_fire_time_exactly_once) {
+    test_env e;
+    env_start(&e, "s2");
+    rjq_schedule s = {0};
+    s.cron = "* * * * * *"; /* every second */
+    ASSERT_EQ(1, set_schedule(&e, "sec", &s).n);
+    pid_t a = fork_child();
+    if (a == 0) run_scheduler_child(&e.s, "s2");
+    double end = mono_ms() + 10000;
+    while (server_int(e.rc, "EXISTS t:{s2}:scheduler") == 0) {
+        ASSERT(mono_ms() < end);
+        sleep_ms(10);
+    }
+    redisReply *r = server_cmd(e.rc, "GET t:{s2}:scheduler");
+    char first[64];
+    snprintf(first, sizeof first, "%s", r->str);
+    freeReplyObject(r);
+    pid_t b = fork_child();
+    if (b == 0) run_scheduler_child(&e.s, "s2");
+    long long start = server_now_ms(e.rc);
+    sleep_ms(4000);
+    ASSERT(kill(a, SIGKILL) == 0);
+    reap(a, 5000);
+    sleep_ms(6000);
+    long long stop = server_now_ms(e.rc);
+    r = server_cmd(e.rc, "GET t:{s2}:scheduler");
+    ASSERT(r->type == REDIS_REPLY_STRING && strcmp(r->str, first) != 0); /* the second took over */
+    freeReplyObject(r);
+    kill(b, SIGKILL);
+    reap(b, 5000);
+
+    long long t[64];
+    int n = fire_times(e.rc, "s2", "sec", t, 64);
+    fprintf(stderr, "two schedulers: %d fires from %lld to %lld\n", n, t[0] - start,
+            t[n - 1] - start);
+    for (int i = 1; i < n; i++) ASSERT_EQ(1000, t[i] - t[i - 1]); /* once each, none missing */
+    ASSERT(t[0] <= start + 1000);      /* from the start ... */
+    ASSERT(t[n - 1] >= stop - 2000);   /* ... to the end (the lease is 1.5 s) */
+    ASSERT(n >= 9);
+    ASSERT_EQ(n, get_stats(e.base, e.q).enqueued); /* nothing else was enqueued */
+    env_stop(&e);
+}
+
+/* Fire times older than catchup_ms (no scheduler ran) are skipped, or run
+ * once. The schedule's next fire time is put 10 s back, as if no
+ * scheduler had run since. */
+static void missed_case(int missed) {
+    test_env e;
+    env_start(&e, "sm");
+    rjq_schedule s = {0};
+    s.every_ms = 1000;
+    s.catchup_ms = 2500;
+    s.missed = missed;
+    ASSERT_EQ(1, set_schedule(&e, "m", &s).n);
+    long long now = server_now_ms(e.rc);
+    long long back = (now - 10000) / 1000 * 1000;
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{sm}:schednext %lld m", back));
+    rjq_scheduler *sch;
+    ASSERT_OK(rjq_scheduler_start(e.q, 0, &sch));
+    loop_for(e.base, 300);
+    ASSERT_OK(rjq_scheduler_stop(sch));
+    long long t[64];
+    int n = fire_times(e.rc, "sm", "m", t, 64);
+    int k = 0;
+    if (missed == RJQ_MISSED_ONCE) {
+        ASSERT(n >= 1);
+        ASSERT_EQ(back, t[0]); /* one job for the missed ones, named by the first */
+        k = 1;
+    }
+    ASSERT(n - k >= 2 && n - k <= 4); /* the ones at most 2.5 s late */
+    for (int i = k; i < n; i++) {
+        ASSERT(t[i] >= now - 2500 - 1000);
+        if (i > k) ASSERT_EQ(1000, t[i] - t[i - 1]);
+    }
+    env_stop(&e);
+}
+
+TEST(missed_fire_times_are_skipped) {
+    missed_case(RJQ_MISSED_SKIP);
+}
+
+TEST(missed_fire_times_are_run_once) {
+    missed_case(RJQ_MISSED_ONCE);
+}
+
+/* A stopped leader gives its lease up: the standby takes over within a
+ * third of its lease, not when the lease would have run out. */
+TEST(stopped_leader_hands_over_within_a_third_of_the_lease) {
+    test_env e;
+    env_start(&e, "sh");
+    rjq_client *c2 = client_for(e.base, &e.s);
+    rjq_scheduler *a, *b;
+    ASSERT_OK(rjq_scheduler_start(e.q, 9000, &a));
+    loop_for(e.base, 200);
+    ASSERT(rjq_scheduler_leading(a));
+    ASSERT_OK(rjq_scheduler_start(queue_for(c2, "sh"), 9000, &b));
+    loop_for(e.base, 200);
+    ASSERT(!rjq_scheduler_leading(b));
+    ASSERT_OK(rjq_scheduler_stop(a));
+    double t0 = mono_ms();
+    while (!rjq_scheduler_leading(b)) {
+        ASSERT(mono_ms() - t0 < 4500); /* 3 s: a third of 9 */
+        loop_for(e.base, 20);
+    }
+    rjq_client_free(c2); /* frees b */
+    env_stop(&e);
+}

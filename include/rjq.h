@@ -462,6 +462,18 @@ typedef struct rjq_job_options {
                              completion is refused (RJQ_ELEASELOST). A
                              holder that hangs loses the job at the limit,
                              whatever its lease */
+    long long dedup_ms;   /* with an id: the id stays reserved at least this
+                             long after the job finished (completed, dead or
+                             cancelled), even when its record is deleted
+                             sooner (retention, the dead cap): an enqueue of
+                             it meanwhile reports it existing (existed = 1)
+                             and writes nothing. An id is reserved anyway
+                             while its record is kept. 0..RJQ_DELAY_MAX */
+    int debounce;         /* with an id: when a job of that id still waits
+                             (ready or delayed, not running), it takes this
+                             payload (and options, when given) and its due
+                             time moves to delay_ms from now; reported as
+                             existed = 1, replaced = 1 */
 } rjq_job_options;
 
 /* One job of a batch. opts may be NULL (defaults). */
@@ -474,7 +486,9 @@ typedef struct rjq_enqueue_item {
 /* What enqueue reports per job, in request order. */
 typedef struct rjq_enqueued {
     const char *id; /* NUL-terminated */
-    int existed;    /* 1 when the id already existed (nothing was written) */
+    int existed;    /* 1 when the id already existed (nothing was written,
+                       unless replaced) */
+    int replaced;   /* 1 when a debounce replaced the waiting job's payload */
 } rjq_enqueued;
 
 typedef void rjq_enqueue_cb(rjq_client *c, int status, const rjq_enqueued *jobs,

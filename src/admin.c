@@ -119,7 +119,7 @@ int rjq_queue_cancel(rjq_queue *q, const char *id, rjq_cancel_cb *cb, void *data
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_STATS,
-              RJQ__K_CANCELLED, RJQ__K_COLUMNS, RJQ__K_MONITORED);
+              RJQ__K_CANCELLED, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_DEDUP);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_str(&a, id);
     rjq__argv_ll(&a, rjq__queue_dead_max(q));

@@ -81,7 +81,8 @@ typedef struct sent_batch {
     item items[];
 } sent_batch;
 
-/* The reply has, per job, its id (a string) and whether it existed (0/1). */
+/* The reply has, per job, its id (a string) and whether it existed (0; 1;
+ * 2: existed, and a debounce replaced its payload). */
 static int reply_ok(const redisReply *r, size_t n) {
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 * n) return 0;
     for (size_t i = 0; i < n; i++)
@@ -101,14 +102,15 @@ static void report(rjq_client *c, const item *items, size_t n, int status, redis
         if (it->fn) {
             redisReply *id = status == RJQ_OK ? r->element[2 * i] : NULL;
             it->fn(c, status, id ? id->str : NULL, id ? id->len : 0,
-                   id ? r->element[2 * i + 1]->integer == 1 : 0, it->data);
+                   id ? r->element[2 * i + 1]->integer != 0 : 0, it->data);
         } else if (it->cb) {
             rjq_enqueued one, *jobs = &one;
             int st = status;
             if (st == RJQ_OK && g > 1 && (jobs = malloc(g * sizeof *jobs)) == NULL) st = RJQ_ENOMEM;
             for (size_t j = 0; st == RJQ_OK && j < g; j++) {
                 jobs[j].id = r->element[2 * (i + j)]->str;
-                jobs[j].existed = r->element[2 * (i + j) + 1]->integer == 1;
+                jobs[j].existed = r->element[2 * (i + j) + 1]->integer != 0;
+                jobs[j].replaced = r->element[2 * (i + j) + 1]->integer == 2;
             }
             /* done, but fewer replicas than asked have it: said, with the jobs */
             int told = st == RJQ_OK && rjq__write_short(c) ? RJQ_EREPLICAS : st;
@@ -241,7 +243,7 @@ static part *part_of(rjq_queue *q) {
 static void start_batch(rjq_queue *q, batch *b, const char *reply_channel) {
     static const int keys[] = {RJQ__K_READY,  RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_STATS,
                                RJQ__K_ACTIVE, RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED,
-                               RJQ__K_HELD, RJQ__K_DEADLINES};
+                               RJQ__K_HELD, RJQ__K_DEADLINES, RJQ__K_DEDUP};
     const int nkeys = (int)(sizeof keys / sizeof keys[0]);
     rjq__buf *a = &b->args;
     char num[16];

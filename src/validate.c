@@ -65,14 +65,23 @@ int rjq__encode_job_options(const rjq_job_options *o, char *buf) {
     if (o == NULL) return RJQ_OK;
     if (o->delay_ms < 0 || o->delay_ms > RJQ_DELAY_MAX || o->priority < RJQ_PRIORITY_MIN ||
         o->priority > RJQ_PRIORITY_MAX || o->max_attempts < 0 || o->timeout_ms < 0 ||
-        o->timeout_ms > RJQ_DELAY_MAX)
+        o->timeout_ms > RJQ_DELAY_MAX || o->dedup_ms < 0 || o->dedup_ms > RJQ_DELAY_MAX ||
+        ((o->dedup_ms || o->debounce) && o->id == NULL))
         return RJQ_EINVAL;
     if (backoff_spec(&o->backoff, spec, sizeof spec) != RJQ_OK) return RJQ_EINVAL;
     if (o->delay_ms == 0 && o->priority == 0 &&
-        (o->max_attempts == 0 || o->max_attempts == 3) && spec[0] == '\0' && o->timeout_ms == 0)
+        (o->max_attempts == 0 || o->max_attempts == 3) && spec[0] == '\0' && o->timeout_ms == 0 &&
+        o->dedup_ms == 0 && !o->debounce)
         return RJQ_OK;
-    int n = snprintf(buf, RJQ__OPTS_MAX, "%lld,%d,%d,%s", o->delay_ms, o->priority,
-                     o->max_attempts ? o->max_attempts : 3, spec);
-    if (o->timeout_ms > 0) snprintf(buf + n, RJQ__OPTS_MAX - (size_t)n, ";%lld", o->timeout_ms);
+    size_t n = (size_t)snprintf(buf, RJQ__OPTS_MAX, "%lld,%d,%d,%s", o->delay_ms, o->priority,
+                                o->max_attempts ? o->max_attempts : 3, spec);
+    /* then ";timeout;dedup;1" as far as needed (empty: none) */
+    if (o->timeout_ms || o->dedup_ms || o->debounce)
+        n += (size_t)(o->timeout_ms ? snprintf(buf + n, RJQ__OPTS_MAX - n, ";%lld", o->timeout_ms)
+                                    : snprintf(buf + n, RJQ__OPTS_MAX - n, ";"));
+    if (o->dedup_ms || o->debounce)
+        n += (size_t)(o->dedup_ms ? snprintf(buf + n, RJQ__OPTS_MAX - n, ";%lld", o->dedup_ms)
+                                  : snprintf(buf + n, RJQ__OPTS_MAX - n, ";"));
+    if (o->debounce) snprintf(buf + n, RJQ__OPTS_MAX - n, ";1");
     return RJQ_OK;
 }

@@ -833,3 +833,148 @@ TEST(invalid_limits_are_refused) {
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_set_limits(e.q, &l, NULL, NULL));
     env_stop(&e);
 }
+
+/* ---- dedup window and debounce --------------------------------------------------- */
+
+typedef struct enq_rec {
+    long calls;
+    int status, existed, replaced;
+} enq_rec;
+
+static void on_enq_rec(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    enq_rec *r = data;
+    (void)c;
+    r->calls++;
+    r->status = status;
+    r->existed = n ? jobs[0].existed : -1;
+    r->replaced = n ? jobs[0].replaced : -1;
+}
+
+static enq_rec enqueue_opts(test_env *e, const char *payload, const rjq_job_options *o) {
+    enq_rec r = {0};
+    ASSERT_OK(rjq_enqueue(e->q, payload, strlen(payload), o, on_enq_rec, &r));
+    ASSERT(loop_until_count(e->base, &r.calls, 1, 5000));
+    ASSERT_OK(r.status);
+    return r;
+}
+
+TEST(dedup_window_keeps_an_id_reserved_after_its_record_is_deleted) {
+    test_env e;
+    rjq_queue_options qo = {0};
+    qo.completed_max = 1; /* records of completed jobs go at once */
+    env_start_queue(&e, "dd", &qo);
+    started = finished = 0;
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_handler, NULL, &w));
+    rjq_job_options o = {0};
+    o.id = "once";
+    o.dedup_ms = 1500;
+    ASSERT_EQ(0, enqueue_opts(&e, "x", &o).existed);
+    rjq_job_options plain = {0};
+    plain.id = "plain";
+    ASSERT_EQ(0, enqueue_opts(&e, "x", &plain).existed);
+    ASSERT(loop_until_count(e.base, &finished, 2, 5000));
+    rjq_job_options third = {0};
+    third.id = "third"; /* its completion sweeps the older records */
+    enqueue_opts(&e, "x", &third);
+    ASSERT(loop_until_count(e.base, &finished, 3, 5000));
+    loop_for(e.base, 100);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{dd}:payload once")); /* the record is gone */
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{dd}:payload plain"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{dd}:dedup"));
+    long long seq = server_int(e.rc, "HGET t:{dd}:stats seq");
+    enq_rec r = enqueue_opts(&e, "again", &o);
+    ASSERT_EQ(1, r.existed); /* still reserved */
+    ASSERT_EQ(0, r.replaced);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{dd}:payload once"));
+    ASSERT_EQ(seq + 1, server_int(e.rc, "HGET t:{dd}:stats seq")); /* no job: skipped */
+    ASSERT_EQ(0, enqueue_opts(&e, "again", &plain).existed); /* no dedup: a new job */
+    sleep_ms(1500);
+    ASSERT_EQ(0, enqueue_opts(&e, "again", &o).existed); /* the window is over */
+    ASSERT(loop_until_count(e.base, &finished, 5, 5000));
+    env_stop(&e);
+}
+
+TEST(dedup_window_covers_dead_and_cancelled_jobs_past_their_cap) {
+    test_env e;
+    rjq_queue_options qo = {0};
+    qo.dead_max = 1;
+    env_start_queue(&e, "dc", &qo);
+    rjq_job_options o = {0};
+    o.dedup_ms = 60000;
+    o.id = "c1";
+    enqueue_opts(&e, "x", &o);
+    o.id = "c2";
+    enqueue_opts(&e, "x", &o);
+    ASSERT_OK(cancel_job(&e, "c1").status);
+    ASSERT_OK(cancel_job(&e, "c2").status); /* c1's record goes: the cap is 1 */
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{dc}:payload c1"));
+    o.id = "c1";
+    ASSERT_EQ(1, enqueue_opts(&e, "x", &o).existed);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{dc}:payload c1"));
+    env_stop(&e);
+}
+
+static char run_payload[64];
+static void payload_handler(rjq_job *job, void *data) {
+    (void)data;
+    size_t len;
+    const char *p = rjq_job_payload(job, &len);
+    if (strcmp(rjq_job_id(job), "d") == 0) snprintf(run_payload, sizeof run_payload, "%.*s", (int)len, p);
+    started++;
+    ASSERT_OK(rjq_job_complete(job, "", 0, on_done_ok, &finished));
+}
+
+TEST(debounce_replaces_a_waiting_jobs_payload_and_pushes_it_back) {
+    test_env e;
+    env_start(&e, "db");
+    rjq_job_options o = {0};
+    o.id = "d";
+    o.delay_ms = 400;
+    o.debounce = 1;
+    enq_rec r = enqueue_opts(&e, "v1", &o);
+    ASSERT_EQ(0, r.existed);
+    long long due1 = server_int(e.rc, "ZSCORE t:{db}:delayed d");
+    sleep_ms(100);
+    r = enqueue_opts(&e, "v2", &o);
+    ASSERT_EQ(1, r.existed);
+    ASSERT_EQ(1, r.replaced);
+    long long due2 = server_int(e.rc, "ZSCORE t:{db}:delayed d");
+    ASSERT(due2 >= due1 + 100); /* pushed back */
+    info_wait i = get_info(e.base, e.q, "d");
+    ASSERT_STREQ("v2", i.payload);
+
+    /* a ready job is moved back to delayed */
+    rjq_job_options now_ = {0};
+    now_.id = "r";
+    enqueue_opts(&e, "r1", &now_);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{db}:ready"));
+    rjq_job_options later = {0};
+    later.id = "r";
+    later.delay_ms = 200;
+    later.debounce = 1;
+    r = enqueue_opts(&e, "r2", &later);
+    ASSERT_EQ(1, r.replaced);
+    ASSERT_EQ(0, server_int(e.rc, "LLEN t:{db}:ready"));
+    ASSERT_STREQ("delayed", get_info(e.base, e.q, "r").state);
+
+    /* each runs once, with the last payload */
+    started = finished = 0;
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.poll_ms = 100;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, payload_handler, NULL, &w));
+    ASSERT(loop_until_count(e.base, &finished, 2, 5000));
+    loop_for(e.base, 200);
+    ASSERT_EQ(2, started);
+    ASSERT_STREQ("v2", run_payload); /* the handler saw the replacement */
+
+    /* a finished job is not replaced: reported as it is */
+    r = enqueue_opts(&e, "v3", &o);
+    ASSERT_EQ(1, r.existed);
+    ASSERT_EQ(0, r.replaced);
+    ASSERT_STREQ("v2", get_info(e.base, e.q, "d").payload);
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "x", 1, &(rjq_job_options){.debounce = 1}, NULL, NULL));
+    env_stop(&e);
+}

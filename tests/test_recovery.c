@@ -385,11 +385,11 @@ TEST(resent_recovering_claim_does_not_recover_what_was_pushed_after_it) {
 static redisReply *orphans_eval(redisContext *rc, const char *who, long long until) {
     char u[32];
     snprintf(u, sizeof u, "%lld", until);
-    const char *argv[] = {"EVAL", rjq__scripts[RJQ__S_ORPHANS].body, "14",
+    const char *argv[] = {"EVAL", rjq__scripts[RJQ__S_ORPHANS].body, "15",
                           "t:{lua}:held", "t:{lua}:active", "t:{lua}:ready", "t:{lua}:prio",
                           "t:{lua}:dead", "t:{lua}:stats", "t:{lua}:payload", "t:{lua}:state",
                           "t:{lua}:options", "t:{lua}:result", "t:{lua}:error", "t:{lua}:failtoken",
-                          "t:{lua}:watchers", "t:{lua}:monitored",
+                          "t:{lua}:watchers", "t:{lua}:monitored", "t:{lua}:dedup",
                           "t:{lua}:job:", "t:{lua}:wake", who, "100", "1000", u};
     redisReply *r = redisCommandArgv(rc, (int)(sizeof argv / sizeof argv[0]), argv, NULL);
     ASSERT(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2);

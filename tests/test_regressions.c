@@ -668,11 +668,11 @@ TEST(resent_failure_after_the_job_moved_on_is_recognised) {
     ASSERT(fres_held != NULL);
     ASSERT(strcmp(token, rjq_job_token(fres_held)) != 0); /* B holds it now */
 
-    const char *argv[] = {"FCALL", rjq__scripts[RJQ__S_FAIL].function, "14", "t:{fres}:active",
+    const char *argv[] = {"FCALL", rjq__scripts[RJQ__S_FAIL].function, "15", "t:{fres}:active",
                           "t:{fres}:ready", "t:{fres}:prio", "t:{fres}:delayed", "t:{fres}:dead",
                           "t:{fres}:stats", "t:{fres}:payload", "t:{fres}:state", "t:{fres}:options",
                           "t:{fres}:result", "t:{fres}:error", "t:{fres}:failtoken", "t:{fres}:watchers",
-                          "t:{fres}:monitored",
+                          "t:{fres}:monitored", "t:{fres}:dedup",
                           "t:{fres}:job:", "t:{fres}:wake", "fj", token, "boom", "0", "0", "0.5", "100000"};
     redisReply *r = redisCommandArgv(e.rc, (int)(sizeof argv / sizeof argv[0]), argv, NULL);
     ASSERT(r != NULL && r->type == REDIS_REPLY_INTEGER);

@@ -249,6 +249,16 @@ expect_ok
 check; [ "$(redis-cli -p "$PORT" HGET 'rjq:{pq}:options' c2)" = "0,,;5000" ] || fail "the timeout is not stored"
 run enqueue pq three --timeout 0
 expect_rc 2
+run enqueue pq four --dedup 1000
+expect_rc 2
+expect_err_has "--dedup needs --id"
+run enqueue debq four --id deb --delay 60000 --debounce
+expect_ok
+run enqueue debq five --id deb --delay 60000 --debounce
+expect_ok
+expect_err_has "was waiting; it takes this payload"
+run job debq deb
+expect_line "payload five"
 run cancel pq c1
 expect_ok
 expect_out "cancelled (was ready)"

@@ -93,7 +93,7 @@ TEST(job_id_length) {
 /* ---- job options -------------------------------------------------------- */
 
 /* What enqueue.lua does with the string:
- *   string.match(opts, '^(%d+),(%-?%d+),(%d+),([^;]*);?(%d*)$')
+ *   string.match(opts, '^(%d+),(%-?%d+),(%d+),([^;]*);?(%d*);?(%d*);?(%d*)$')
  * and, for the backoff part, lib.lua's backoff_ms:
  *   string.match(spec, '^(%a),(%d+),(%d+)$')
  * Returns 1 when `s` matches; fills the fields. */
@@ -110,7 +110,7 @@ static int digits(const char **p, int allow_minus, long long *out) {
 }
 
 static int lua_match_opts(const char *s, long long *delay, long long *prio,
-                          long long *attempts, char *backoff, size_t blen, long long *timeout) {
+                          long long *attempts, char *backoff, size_t blen, long long tail[3]) {
     if (!digits(&s, 0, delay) || *s++ != ',') return 0;
     if (!digits(&s, 1, prio) || *s++ != ',') return 0;
     if (!digits(&s, 0, attempts) || *s++ != ',') return 0;
@@ -119,9 +119,12 @@ static int lua_match_opts(const char *s, long long *delay, long long *prio,
     memcpy(backoff, s, n);
     backoff[n] = '\0';
     s += n;
-    *timeout = 0;
-    if (*s == ';') s++;
-    if (*s && !digits(&s, 0, timeout)) return 0;
+    for (int i = 0; i < 3; i++) { /* timeout, dedup, debounce: ";digits" each, all optional */
+        tail[i] = 0;
+        if (*s == ';') s++;
+        if (isdigit((unsigned char)*s) && !digits(&s, 0, &tail[i])) return 0;
+        if (*s && *s != ';') return 0;
+    }
     return *s == '\0';
 }
 
@@ -144,12 +147,12 @@ static void expect_encoding_at(const char *file, int line, const rjq_job_options
         FAIL_AT(file, line, "encoded \"%s\", expected \"%s\"", buf, want);
     if (buf[0] == '\0') return;
     /* Parse it the way the scripts do and compare with the inputs. */
-    long long d, p, m, t;
+    long long d, p, m, t[3];
     char b[RJQ__OPTS_MAX];
-    if (!lua_match_opts(buf, &d, &p, &m, b, sizeof b, &t))
+    if (!lua_match_opts(buf, &d, &p, &m, b, sizeof b, t))
         FAIL_AT(file, line, "\"%s\" does not match enqueue.lua's pattern", buf);
     if (d != o->delay_ms || p != o->priority || m != (o->max_attempts ? o->max_attempts : 3) ||
-        t != o->timeout_ms)
+        t[0] != o->timeout_ms || t[1] != o->dedup_ms || t[2] != (o->debounce ? 1 : 0))
         FAIL_AT(file, line, "\"%s\" does not round-trip", buf);
     if (b[0] != '\0') {
         char kind;
@@ -265,6 +268,30 @@ TEST(encode_timeout) {
     o.timeout_ms = RJQ_DELAY_MAX + 1;
     expect_einval(&o);
     o.timeout_ms = -1;
+    expect_einval(&o);
+}
+
+TEST(encode_dedup_and_debounce) {
+    rjq_job_options o = {0};
+    o.id = "x";
+    o.dedup_ms = 60000;
+    expect_encoding(&o, "0,0,3,;;60000");
+    o.timeout_ms = 500;
+    expect_encoding(&o, "0,0,3,;500;60000");
+    o.debounce = 1;
+    expect_encoding(&o, "0,0,3,;500;60000;1");
+    o.timeout_ms = o.dedup_ms = 0;
+    o.delay_ms = 2000;
+    expect_encoding(&o, "2000,0,3,;;;1");
+    o.id = NULL; /* both need an id */
+    expect_einval(&o);
+    o.debounce = 0;
+    o.dedup_ms = 5;
+    expect_einval(&o);
+    o.id = "x";
+    o.dedup_ms = -1;
+    expect_einval(&o);
+    o.dedup_ms = RJQ_DELAY_MAX + 1;
     expect_einval(&o);
 }
 

@@ -38,7 +38,7 @@
  * included). */
 #define PRODUCER_SCRIPTS                                                                  \
     "+exists +hdel +hexists +hincrby +hmget +hrandfield +hset +llen +lpop +lrem +pubsub|numsub " \
-    "+rpush +type +zadd +zcard +zpopmin +zrange +zrangebyscore +zrem +zremrangebylex "       \
+    "+rpush +type +zadd +zcard +zmscore +zpopmin +zrange +zrangebyscore +zrem +zremrangebylex " \
     "+zremrangebyrank +zscore"
 #define WORKER_SCRIPTS                                                                    \
     "+del +exists +get +hdel +hexists +hgetall +hincrby +hmget +hrandfield +hset +hsetnx +lindex " \

@@ -56,7 +56,8 @@ static const char usage_text[] =
     "commands:\n"
     "  stats QUEUE [--json]                 counters and depths, one \"name value\" per line\n"
     "  enqueue QUEUE PAYLOAD [--id ID] [--delay MS] [--priority N] [--attempts N]\n"
-    "          [--timeout MS]               enqueue one job, print its id\n"
+    "          [--timeout MS] [--dedup MS] [--debounce]\n"
+    "                                       enqueue one job, print its id\n"
     "  enqueue QUEUE - [--delay MS] [--priority N] [--attempts N] [--timeout MS]\n"
     "                                       one job per stdin line, print how many\n"
     "  job QUEUE ID [--json]                a job's state, attempts, payload, result, error\n"
@@ -440,7 +441,10 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
     (void)c;
     if (!reply_ok(t, status) || n != 1) return;
     puts(jobs[0].id);
-    if (jobs[0].existed)
+    if (jobs[0].replaced)
+        fprintf(stderr, "rjq: note: job %s was waiting; it takes this payload and waits again\n",
+                jobs[0].id);
+    else if (jobs[0].existed)
         fprintf(stderr, "rjq: note: job %s existed already; nothing was written\n", jobs[0].id);
 }
 
@@ -519,20 +523,27 @@ static int enqueue_stdin(cli *t, const rjq_job_options *o) {
 
 static int cmd_enqueue(cli *t, int argc, char **argv) {
     char *pos[2];
-    const char *id = NULL, *delay = NULL, *prio = NULL, *attempts = NULL, *timeout = NULL;
+    const char *id = NULL, *delay = NULL, *prio = NULL, *attempts = NULL, *timeout = NULL,
+               *dedup = NULL;
+    int debounce = 0;
     const optdef defs[] = {{"--id", &id, NULL},
                            {"--delay", &delay, NULL},
                            {"--priority", &prio, NULL},
                            {"--attempts", &attempts, NULL},
                            {"--timeout", &timeout, NULL},
+                           {"--dedup", &dedup, NULL},
+                           {"--debounce", NULL, &debounce},
                            {NULL, NULL, NULL}};
-    long long d = 0, p = 0, a = 0, to = 0;
+    long long d = 0, p = 0, a = 0, to = 0, dd = 0;
     int rc = parse_args(argc, argv, defs, pos, 2, 2, NULL);
     if (rc || (rc = parse_ll("--delay", delay, 0, LLONG_MAX, &d)) ||
         (rc = parse_ll("--priority", prio, RJQ_PRIORITY_MIN, RJQ_PRIORITY_MAX, &p)) ||
         (rc = parse_ll("--attempts", attempts, 1, INT_MAX, &a)) ||
-        (rc = parse_ll("--timeout", timeout, 1, RJQ_DELAY_MAX, &to)))
+        (rc = parse_ll("--timeout", timeout, 1, RJQ_DELAY_MAX, &to)) ||
+        (rc = parse_ll("--dedup", dedup, 1, RJQ_DELAY_MAX, &dd)))
         return rc;
+    if ((dedup || debounce) && id == NULL)
+        return usage_error("%s needs --id", dedup ? "--dedup" : "--debounce");
     int from_stdin = strcmp(pos[1], "-") == 0;
     if (from_stdin && id) return usage_error("%s cannot be used with stdin payloads", "--id");
     rjq_job_options o = {0};
@@ -541,6 +552,8 @@ static int cmd_enqueue(cli *t, int argc, char **argv) {
     o.priority = (int)p;
     o.max_attempts = (int)a;
     o.timeout_ms = to;
+    o.dedup_ms = dd;
+    o.debounce = debounce;
     if (cli_open(t, pos[0])) return 1;
     if (from_stdin) return enqueue_stdin(t, &o);
     return send_and_wait(t, rjq_enqueue(t->q, pos[1], strlen(pos[1]), &o, on_enqueued, t));

@@ -9,7 +9,7 @@
 -- `most` are kept (the oldest records are deleted past that); awaiting
 -- producers are told ('cancelled').
 -- KEYS: 1 ready, 2 prio, 3 delayed, 4 active, 5 stats, 6 cancelled,
---       7..13 the job columns, 14 monitored
+--       7..13 the job columns, 14 monitored, 15 dedup
 -- ARGV: 1 job name prefix, 2 id, 3 most cancelled jobs kept
 -- Returns { code, state }: 1 cancelled (state: the one it left: ready,
 -- delayed or active), 0 no such job, 2 already finished (state: completed,
@@ -17,8 +17,9 @@
 local ready, prio, delayed, active, stats, cancelled = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, id, most = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local J = columns(KEYS, 7, prefix)
+J.u = KEYS[15]
 expect_types({ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset', stats, 'hash',
-              cancelled, 'zset', J.s, 'hash', J.d, 'hash', J.o, 'hash', J.n, 'hash'})
+              cancelled, 'zset', J.s, 'hash', J.d, 'hash', J.o, 'hash', J.n, 'hash', J.u, 'zset'})
 local v = fields(J, id, 'd', 's', 'o', 'n')
 if not v[1] then return {0, ''} end
 local state, attempts, tok = state_text(v[2])
@@ -47,8 +48,5 @@ local emit = monitor(KEYS[14], prefix)
 emit('cancelled', id)
 notify(v[4], prefix .. id, 'cancelled', '')
 local extra = redis.call('ZCARD', cancelled) - most
-if extra > 0 then
-  delete_jobs(J, redis.call('ZRANGE', cancelled, 0, extra - 1))
-  redis.call('ZREMRANGEBYRANK', cancelled, 0, extra - 1)
-end
+if extra > 0 then trim_oldest(J, cancelled, extra) end
 return {1, state}

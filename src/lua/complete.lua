@@ -9,7 +9,7 @@
 -- The batch also drops the held index's members of tokens whose jobs have
 -- all left their worker (forget in lib.lua).
 -- KEYS: 1 active, 2 completed, 3 stats, 4 ready, 5 prio, 6 idle,
---       7..13 the job columns, 14 monitored, 15 held, 16 meta
+--       7..13 the job columns, 14 monitored, 15 held, 16 meta, 17 dedup
 -- ARGV: 1 job name prefix, 2 retention ms (-1: no age limit), 3 most
 --       completed jobs kept (<= 0: no count limit), 4 number of offers,
 --       5 number of tokens to forget, then per offer: idle field, epoch,
@@ -26,6 +26,7 @@ local OFFERS = 6 -- ARGV index of the first offer
 local FORGET = OFFERS + 4 * offers -- of the first token to forget
 local FIRST = FORGET + tonumber(ARGV[5]) -- of the first job
 local J = columns(KEYS, 7, prefix)
+J.u = KEYS[17]
 -- Wrongly typed keys are refused before the first write: the reads below
 -- check theirs, ZREM active is that first write, the rest get a TYPE.
 expect_types({completed, 'list', stats, 'hash', J.r, 'hash'})

@@ -2,14 +2,18 @@
 -- jobs made ready go straight to idle workers that registered free slots
 -- (push_to_idle in lib.lua), else the doorbell rings.
 -- KEYS: 1 ready, 2 prio, 3 delayed, 4 stats, 5 active, 6 idle,
---       7..13 the job columns, 14 monitored, 15 held, 16 deadlines
+--       7..13 the job columns, 14 monitored, 15 held, 16 deadlines, 17 dedup
 -- ARGV: 1 job name prefix, 2 wake channel, 3 reply channel of an awaiting
 --       producer ('' for none), 4 token base for pushed jobs (unique per
 --       call), 5 max waiting jobs (0: no bound), then per job: id ('' =
 --       assign the next number), payload, options ('' = defaults, else
---       "delay_ms,priority,max_attempts,backoff[;timeout_ms]").
+--       "delay_ms,priority,max_attempts,backoff[;timeout_ms[;dedup_ms[;1]]]",
+--       the last 1 for debounce).
 -- Returns { id1, existed1, id2, existed2, ... } in request order; an
--- existing id is reported (existed = 1) and not touched. A batch that
+-- existing id is reported (existed = 1) and not touched, as is one still
+-- reserved in the dedup set (its record is gone: lib.lua). With debounce,
+-- an existing job that waits (ready or delayed, not running) gets the new
+-- payload, and its due time is pushed back to now + delay: existed = 2. A batch that
 -- would make more than ARGV 5 jobs wait is refused whole, before any
 -- write: the error "RJQFULL ...".
 local ready, prio, delayed, stats, active, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
@@ -24,17 +28,22 @@ local n = (#ARGV - FIRST + 1) / 3
 -- value (false: defaults) of each job, so the type checks below cover
 -- exactly the keys this call may write.
 local delay, pri, stored = {}, {}, {}
-local any_delay, any_opts, any_prio, any_timeout = false, false, false, false
+local any_delay, any_opts, any_prio, any_timeout, any_debounce = false, false, false, false, false
+local deb = {}
 for i = 1, n do
   local o = ARGV[FIRST + 3 * i - 1]
   delay[i], pri[i], stored[i] = 0, 0, false
   if o ~= '' then
-    local d_, p_, m_, b_, t_ = string.match(o, '^(%d+),(%-?%d+),(%d+),([^;]*);?(%d*)$')
+    local d_, p_, m_, b_, t_, u_, x_ =
+      string.match(o, '^(%d+),(%-?%d+),(%d+),([^;]*);?(%d*);?(%d*);?(%d*)$')
     delay[i], pri[i] = tonumber(d_), tonumber(p_)
-    if pri[i] ~= 0 or tonumber(m_) ~= DEFAULT_MAX_ATTEMPTS or b_ ~= '' or t_ ~= '' then
+    if x_ == '1' then deb[i] = true; any_debounce = true end
+    if pri[i] ~= 0 or tonumber(m_) ~= DEFAULT_MAX_ATTEMPTS or b_ ~= '' or t_ ~= '' or u_ ~= '' then
       if tonumber(m_) == DEFAULT_MAX_ATTEMPTS then m_ = '' end
       stored[i] = p_ .. ',' .. m_ .. ',' .. b_
-      if t_ ~= '' then stored[i] = stored[i] .. ';' .. t_; any_timeout = true end
+      if u_ ~= '' then stored[i] = stored[i] .. ';' .. t_ .. ';' .. u_
+      elseif t_ ~= '' then stored[i] = stored[i] .. ';' .. t_ end
+      if t_ ~= '' then any_timeout = true end
       any_opts = true
     end
     if delay[i] > 0 then any_delay = true elseif pri[i] ~= 0 then any_prio = true end
@@ -50,7 +59,11 @@ local spec = {J.d, 'hash'}
 if ch ~= '' then spec[#spec + 1] = J.n; spec[#spec + 1] = 'hash' end
 if any_opts then spec[#spec + 1] = J.o; spec[#spec + 1] = 'hash' end
 if any_delay then spec[#spec + 1] = delayed; spec[#spec + 1] = 'zset' end
-if any_delay or #idle_pick > 0 then spec[#spec + 1] = J.s; spec[#spec + 1] = 'hash' end
+if any_delay or any_debounce or #idle_pick > 0 then spec[#spec + 1] = J.s; spec[#spec + 1] = 'hash' end
+if any_debounce then
+  spec[#spec + 1] = delayed; spec[#spec + 1] = 'zset'
+  spec[#spec + 1] = J.o; spec[#spec + 1] = 'hash'
+end
 if #idle_pick > 0 then
   spec[#spec + 1] = active; spec[#spec + 1] = 'zset'
   spec[#spec + 1] = held; spec[#spec + 1] = 'zset'
@@ -65,10 +78,22 @@ local given = {}
 for i = FIRST, #ARGV, 3 do
   if ARGV[i] ~= '' then given[#given + 1] = ARGV[i] end
 end
-local taken = {}
+local taken, recorded = {}, {}
 if #given > 0 then
   local v = hmget(J.d, given)
-  for i, id in ipairs(given) do if v[i] then taken[id] = true end end
+  local fresh = {}
+  for i, id in ipairs(given) do
+    if v[i] then taken[id] = true; recorded[id] = true else fresh[#fresh + 1] = id end
+  end
+  -- ids still reserved after their record went (dedup, see lib.lua)
+  local until_ = zmscore_sparse(KEYS[17], fresh)
+  local t_now
+  for i, id in ipairs(fresh) do
+    if until_[i] then
+      t_now = t_now or now_ms()
+      if tonumber(until_[i]) > t_now then taken[id] = true end
+    end
+  end
 end
 
 -- A bounded queue: the jobs this batch adds (new ids, each once) must fit.
@@ -103,6 +128,24 @@ for i = 1, n do
   local existed = 0
   if taken[id] then
     existed = 1
+    if deb[i] and recorded[id] then
+      -- debounce: a job still waiting takes the new payload and waits again
+      local state, attempts = state_text(redis.call('HMGET', J.s, id)[1])
+      if state == 'ready' or state == 'delayed' then
+        local was = parse_options(redis.call('HMGET', J.o, id)[1]) -- its priority
+        redis.call('HSET', J.d, id, payload)
+        if stored[i] then redis.call('HSET', J.o, id, stored[i]) end
+        if delay[i] > 0 then
+          if state == 'ready' then
+            if was == 0 then redis.call('LREM', ready, 1, id) else redis.call('ZREM', prio, id) end
+            redis.call('HSET', J.s, id, state_value('delayed', attempts))
+          end
+          now = now or now_ms()
+          if push_delayed(delayed, id, now + delay[i]) then ring = true end
+        end
+        existed = 2
+      end
+    end
   else
     taken[id] = true
     added = added + 1

@@ -1,6 +1,7 @@
 -- fail: a claimed job failed. Retry after backoff while attempts remain,
 -- else (or when fatal) move it to dead. Checked against the fencing token.
--- KEYS: 1 active, 2 ready, 3 prio, 4 delayed, 5 dead, 6 stats, 7..13 the job columns, 14 monitored
+-- KEYS: 1 active, 2 ready, 3 prio, 4 delayed, 5 dead, 6 stats, 7..13 the job columns, 14 monitored,
+--       15 dedup
 -- ARGV: 1 job name prefix, 2 wake channel, 3 id, 4 token, 5 error text,
 --       6 fatal (0/1), 7 retry delay ms (-1: the job's backoff),
 --       8 jitter in [0,1), 9 dead cap
@@ -11,8 +12,9 @@ local active, ready, prio, delayed, dead, stats = KEYS[1], KEYS[2], KEYS[3], KEY
 local prefix, wake, id, tok, err = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local fatal, delay, jitter, dead_max = ARGV[6] == '1', tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 local J = columns(KEYS, 7, prefix)
+J.u = KEYS[15]
 expect_types({active, 'zset', ready, 'list', prio, 'zset', delayed, 'zset', dead, 'zset', stats, 'hash',
-              J.s, 'hash', J.e, 'hash', J.f, 'hash'})
+              J.s, 'hash', J.e, 'hash', J.f, 'hash', J.u, 'zset'})
 local v = fields(J, id, 's', 'o', 'f')
 local state, attempts, t = state_of(v[1])
 if state ~= 'active' or t ~= tok then

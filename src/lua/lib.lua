@@ -32,6 +32,11 @@
 --   starts   zset  "<token> <id>" -> start time (ms) of each start of the
 --                  rate limit's window (claim.lua)
 --   cancelled zset id -> time of its cancel (cancel.lua)
+--   dedup    zset  id -> until when it stays reserved: ids of jobs with a
+--                  dedup time whose record was deleted (retention, the
+--                  dead or cancelled cap) before that time was over; an
+--                  enqueue of such an id reports it as existing
+--                  (forget_jobs, enqueue.lua)
 --   monitored string present while a monitor listens (TTL refreshed)
 --   events   channel of queue events for monitors
 -- Job records are stored by column: one hash per field, keyed by job id,
@@ -44,9 +49,11 @@
 --             that of the current claim (active, completed); absent means
 --             "ready 0" (see state_of). One field, so a claim writes one
 --             value per job and a completion reads one to check the token.
---   options   "priority,max_attempts,backoff[;timeout]" when not all
---             defaults; backoff is "kind,base,max" or empty, timeout the
---             job's run time limit in ms (absent: none)
+--   options   "priority,max_attempts,backoff[;timeout[;dedup]]" when
+--             not all defaults; backoff is "kind,base,max" or empty,
+--             timeout the job's run time limit in ms, dedup how long its
+--             id stays reserved after it finished (ms); empty or absent:
+--             none
 --   result    result of a completed job
 --   error     last error
 --   failtoken token of the claim whose failure was applied last
@@ -222,14 +229,15 @@ local function state_value(s, a, t)
 end
 
 -- A job's options: priority, max attempts, backoff spec (nil = default),
--- timeout ms (nil = none).
+-- timeout ms (nil = none), dedup ms (nil = none).
 local function parse_options(o)
-  if not o then return 0, DEFAULT_MAX_ATTEMPTS, nil, nil end
-  local p, m, b, t = string.match(o, '^(%-?%d+),(%d*),([^;]*);?(%d*)$')
-  if not p then return 0, DEFAULT_MAX_ATTEMPTS, nil, nil end
+  if not o then return 0, DEFAULT_MAX_ATTEMPTS, nil, nil, nil end
+  local p, m, b, t, u = string.match(o, '^(%-?%d+),(%d*),([^;]*);?(%d*);?(%d*)$')
+  if not p then return 0, DEFAULT_MAX_ATTEMPTS, nil, nil, nil end
   if b == '' then b = nil end
-  return tonumber(p), tonumber(m) or DEFAULT_MAX_ATTEMPTS, b, tonumber(t)
+  return tonumber(p), tonumber(m) or DEFAULT_MAX_ATTEMPTS, b, tonumber(t), tonumber(u)
 end
+
 
 -- A queue's rate limit (the meta field `rate`, "<starts> <window ms>"):
 -- starts, window; nil when none.
@@ -403,6 +411,37 @@ local function monitor(monitored, prefix, now)
   return UNMONITORED
 end
 
+-- Delete the records of finished jobs ids (finished: when each finished,
+-- ms). An id whose job has a dedup time not yet over stays reserved in
+-- the dedup set (J.u, which every script that deletes records declares)
+-- until then.
+local function forget_jobs(J, ids, finished)
+  if #ids == 0 then return end
+  local o = hmget_sparse(J.o, ids)
+  local now, za = nil, {}
+  for i = 1, #ids do
+    if o[i] then
+      local u = select(5, parse_options(o[i]))
+      if u then
+        now = now or now_ms()
+        if finished[i] + u > now then za[#za + 1] = int(finished[i] + u); za[#za + 1] = ids[i] end
+      end
+    end
+  end
+  if #za > 0 then call_all('ZADD', J.u, za, 2, 'zset') end
+  delete_jobs(J, ids)
+end
+
+-- The oldest `n` members of zset key (id -> time), trimmed: their records
+-- are forgotten (forget_jobs) and they leave the set.
+local function trim_oldest(J, key, n)
+  local page = redis.call('ZRANGE', key, 0, n - 1, 'WITHSCORES')
+  local ids, at = {}, {}
+  for i = 1, #page, 2 do ids[#ids + 1] = page[i]; at[#at + 1] = tonumber(page[i + 1]) end
+  forget_jobs(J, ids, at)
+  redis.call('ZREMRANGEBYRANK', key, 0, n - 1)
+end
+
 -- Move job `id` (attempts spent so far) to the dead set with error text err; drop the oldest dead
 -- jobs (and their records) beyond dead_max.
 local function bury(J, dead, stats, id, attempts, now, err, dead_max, emit)
@@ -413,10 +452,7 @@ local function bury(J, dead, stats, id, attempts, now, err, dead_max, emit)
   redis.call('HINCRBY', stats, 'dead', 1)
   notify(redis.call('HMGET', J.n, id)[1], J.prefix .. id, 'dead', err)
   local extra = redis.call('ZCARD', dead) - dead_max
-  if extra > 0 then
-    delete_jobs(J, redis.call('ZRANGE', dead, 0, extra - 1))
-    redis.call('ZREMRANGEBYRANK', dead, 0, extra - 1)
-  end
+  if extra > 0 then trim_oldest(J, dead, extra) end
 end
 
 -- A job whose holder is gone (its lease ended, or its client was found
@@ -502,14 +538,14 @@ local function sweep_completed(J, completed, stats, retention, cap, now, budget,
   kept = kept or tonumber(redis.call('HMGET', stats, 'retained')[1] or '0')
   local limit = cap
   if cap > 0 and kept > cap then limit = cap - cap_slack(cap) end
-  local old, empty = {}, false
+  local old, at, empty = {}, {}, false
   while #old < budget do
     local head = redis.call('LINDEX', completed, 0)
     if not head then empty = true; break end
     local stamp = tonumber(string.match(head, '^%d+'))
     if not ((retention >= 0 and stamp <= now - retention) or (cap > 0 and kept - #old > limit)) then break end
     redis.call('LPOP', completed)
-    for id in string.gmatch(head, ' (%S+)') do old[#old + 1] = id end
+    for id in string.gmatch(head, ' (%S+)') do old[#old + 1] = id; at[#old] = stamp end
   end
   if empty and kept ~= #old then
     -- the index is empty: so is the count (completed stays: its ids count
@@ -520,7 +556,7 @@ local function sweep_completed(J, completed, stats, retention, cap, now, budget,
     redis.call('HINCRBY', stats, 'retained', -#old)
     redis.call('HINCRBY', stats, 'swept', #old)
   end
-  delete_jobs(J, old)
+  forget_jobs(J, old, at)
 end
 
 -- Push ids (priority 0) to the tail of ready.

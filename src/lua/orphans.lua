@@ -4,7 +4,7 @@
 -- them: the attempt counts; dead when attempts are spent. Its members of
 -- the held index (lib.lua) go too.
 -- KEYS: 1 held, 2 active, 3 ready, 4 prio, 5 dead, 6 stats,
---       7..13 the job columns, 14 monitored
+--       7..13 the job columns, 14 monitored, 15 dedup
 -- ARGV: 1 job name prefix, 2 wake channel, 3 the client's token prefix
 --       "<client>.", 4 most members per call, 5 dead cap, 6 the sweep's
 --       lease end (server ms): a call that runs later does nothing (the
@@ -16,8 +16,9 @@ local prefix, wake, who, limit, dead_max = ARGV[1], ARGV[2], ARGV[3], tonumber(A
 local now = now_ms()
 if now >= tonumber(ARGV[6]) then return {0, 0} end
 local J = columns(KEYS, 7, prefix)
+J.u = KEYS[15]
 expect_types({held, 'zset', active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash',
-              J.s, 'hash', J.e, 'hash'})
+              J.s, 'hash', J.e, 'hash', J.u, 'zset'})
 local members = held_members(held, who, limit)
 local emit = monitor(KEYS[14], prefix)
 local n = 0

@@ -5,7 +5,8 @@
 -- The sweeper also applies retention to completed jobs (see
 -- sweep_completed), so records go away even when no completions come.
 -- KEYS: 1 active, 2 ready, 3 prio, 4 dead, 5 stats, 6 guard, 7 completed,
---       8..14 the job columns, 15 monitored, 16 delayed, 17 meta, 18 deadlines
+--       8..14 the job columns, 15 monitored, 16 delayed, 17 meta, 18 deadlines,
+--       19 dedup
 -- ARGV: 1 job name prefix, 2 wake channel, 3 guard ms (0: no guard),
 --       4 max jobs, 5 dead cap, 6 retention ms, 7 completed cap, 8 look
 --       (1: also say how many jobs wait), 9 jitter in [0,1) (backoff)
@@ -13,7 +14,8 @@
 -- is failed as timed out, under its retry policy (backoff, then dead once
 -- its attempts are spent), not returned as lost; its failtoken keeps the
 -- claim's token, so the holder's next extension tells it (extend.lua).
--- Entries of deadlines that are past are dropped (jobs that finished).
+-- Entries of deadlines that are past are dropped (jobs that finished), as
+-- are reservations of the dedup set that are over.
 -- Returns the number of jobs reclaimed, or -1 when another sweeper holds
 -- the guard; with look, { that, the jobs ready or due } (a client's
 -- periodic visit: its idle workers claim when jobs wait that no doorbell
@@ -22,9 +24,10 @@ local active, ready, prio, dead, stats, guard, completed = KEYS[1], KEYS[2], KEY
 local prefix, wake, guard_ms, limit, dead_max = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local retention, cap, look, jitter = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8] == '1', tonumber(ARGV[9])
 local J = columns(KEYS, 8, prefix)
+J.u = KEYS[19]
 local delayed, deadlines = KEYS[16], KEYS[18]
 expect_types({active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash', completed, 'list',
-              J.s, 'hash', J.e, 'hash', J.f, 'hash', delayed, 'zset', deadlines, 'zset'})
+              J.s, 'hash', J.e, 'hash', J.f, 'hash', delayed, 'zset', deadlines, 'zset', J.u, 'zset'})
 local now = now_ms()
 local function result(n)
   if not look then return n end
@@ -40,6 +43,7 @@ local ids = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, limit)
 -- (every job whose run time is over is among these: its lease ends then)
 local function drop_past_deadlines()
   if #ids < limit then redis.call('ZREMRANGEBYSCORE', deadlines, '-inf', now) end
+  redis.call('ZREMRANGEBYSCORE', J.u, '-inf', now)
 end
 if #ids == 0 then drop_past_deadlines(); return result(0) end
 local ends = zmscore_sparse(deadlines, ids)

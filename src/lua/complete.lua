@@ -9,7 +9,7 @@
 -- The batch also drops the held index's members of tokens whose jobs have
 -- all left their worker (forget in lib.lua).
 -- KEYS: 1 active, 2 completed, 3 stats, 4 ready, 5 prio, 6 idle,
---       7..13 the job columns, 14 monitored, 15 held, 16 meta, 17 dedup
+--       7..13 the job columns, 14 monitored, 15 held, 16 dedup
 -- ARGV: 1 job name prefix, 2 retention ms (-1: no age limit), 3 most
 --       completed jobs kept (<= 0: no count limit), 4 number of offers,
 --       5 number of tokens to forget, then per offer: idle field, epoch,
@@ -26,7 +26,7 @@ local OFFERS = 6 -- ARGV index of the first offer
 local FORGET = OFFERS + 4 * offers -- of the first token to forget
 local FIRST = FORGET + tonumber(ARGV[5]) -- of the first job
 local J = columns(KEYS, 7, prefix)
-J.u = KEYS[17]
+J.u = KEYS[16]
 -- Wrongly typed keys are refused before the first write: the reads below
 -- check theirs, ZREM active is that first write, the rest get a TYPE.
 expect_types({completed, 'list', stats, 'hash', J.r, 'hash'})
@@ -41,18 +41,16 @@ local s, n = hmget(J.s, ids, 'hash'), hmget_sparse(J.n, ids, 'hash')
 -- Idle workers offer their slots only while no work is waiting; then
 -- their registrations are read here, before the first write (idle_v:
 -- field -> value, false when absent).
-local function controlled() -- paused, or limited (no push delivery then)
-  local m = typed('hash', 'HMGET', KEYS[16], 'paused', 'concurrency', 'rate')
-  return (m[1] or m[2] or m[3]) and true or false
-end
 local waiting = offers > 0 and
-                (typed('list', 'LLEN', ready) > 0 or typed('zset', 'ZCARD', prio) > 0 or controlled())
+                (typed('list', 'LLEN', ready) > 0 or typed('zset', 'ZCARD', prio) > 0)
 local idle_v = {}
 if offers > 0 and not waiting then
   local f = {}
   for i = OFFERS, FORGET - 1, 4 do f[#f + 1] = ARGV[i] end
+  f[#f + 1] = CONTROL_MARK -- a paused or limited queue takes no offers
   local v = typed('hash', 'HMGET', idle, unpack(f))
-  for j, field in ipairs(f) do idle_v[field] = v[j] end
+  if v[#f] then waiting = true end
+  for j = 1, #f - 1 do idle_v[f[j]] = v[j] end
 end
 -- (Per-job appends use a counter: #t is a search on every call.) The
 -- token check compares whole state values: the claim's is "active " plus

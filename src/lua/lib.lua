@@ -726,6 +726,21 @@ end
 -- would have spent an attempt of its jobs).
 local PUSH_FORMAT = '4'
 
+-- While a queue is paused or limited (pause.lua, limits.lua) its idle hash
+-- holds only this field (never a registration's: those start with a
+-- number): completions, which read the hash anyway, then register no
+-- slots (complete.lua) at no extra call, and an enqueue that picks it
+-- pushes nothing.
+local CONTROL_MARK = '~ paused or limited: no push delivery'
+
+-- Drop every registration of idle; mark it when the queue is paused or
+-- limited (meta), else unmark it.
+local function reset_idle(idle, meta)
+  redis.call('DEL', idle)
+  local m = redis.call('HMGET', meta, 'paused', 'concurrency', 'rate')
+  if m[1] or m[2] or m[3] then redis.call('HSET', idle, CONTROL_MARK, '1') end
+end
+
 -- The value of a registration.
 local function registration(slots, epoch, lease)
   return slots .. ' ' .. epoch .. ' ' .. lease .. ' ' .. PUSH_FORMAT
@@ -778,6 +793,7 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
     if #pick == 0 then break end
     local field, v = pick[1], pick[2]
     pick = nil
+    if field == CONTROL_MARK then break end -- paused or limited: no registrations
     local wid, ch = string.match(field, '^(%S+) (.+)$')
     local slots, epoch, lease, format = string.match(v, '^(%d+) (%S+) (%d+) (%S+)$')
     slots = tonumber(slots or 0)

@@ -20,6 +20,6 @@ else
   redis.call('HDEL', meta, 'rate')
   redis.call('DEL', starts)
 end
-redis.call('DEL', idle)
+reset_idle(idle, meta)
 redis.call('PUBLISH', wake, '1')
 return 1

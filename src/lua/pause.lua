@@ -1,6 +1,7 @@
 -- pause: pause or resume a queue. The queue's meta hash holds `paused`
 -- (the server time it was paused) while it is paused; claims then start
--- nothing (claim.lua), completions register no idle slots (complete.lua)
+-- nothing (claim.lua), completions register no idle slots (complete.lua:
+-- the idle hash holds CONTROL_MARK, lib.lua)
 -- and the client's visits see no work waiting (reclaim.lua), so idle
 -- workers wait on the doorbell at no cost. Pausing drops every idle
 -- registration, so no enqueue pushes a job either; enqueues are still
@@ -14,11 +15,12 @@ expect_types({meta, 'hash', idle, 'hash'})
 local emit = monitor(KEYS[3], prefix)
 if pause then
   if redis.call('HSETNX', meta, 'paused', int(now_ms())) == 0 then return 0 end
-  redis.call('DEL', idle)
+  reset_idle(idle, meta)
   emit('paused', '')
   return 1
 end
 if redis.call('HDEL', meta, 'paused') == 0 then return 0 end
+reset_idle(idle, meta)
 redis.call('PUBLISH', wake, '1')
 emit('resumed', '')
 return 1

@@ -342,6 +342,26 @@ expect_out "no such schedule"
 run schedules sq
 expect_out "$(printf 'nightly\tcron 30 2 * * * (UTC+60)\t0')"
 
+# a scheduler process: it leads, enqueues each fire time, and gives its
+# lease up on SIGTERM
+run schedule schq beat --every 200 --payload tick
+LAST="rjq scheduler schq"
+# shellcheck disable=SC2086
+$WRAP "$RJQ_BIN" scheduler schq >"$DIR/out" 2>"$DIR/err" &
+SCHED=$!
+for _ in $(seq 1 100); do
+    [ "$(redis-cli -p "$PORT" LLEN 'rjq:{schq}:ready')" -ge 4 ] && break
+    sleep 0.1
+done
+kill -TERM "$SCHED"
+wait "$SCHED"
+RC=$?
+expect_ok
+expect_err_has "rjq: scheduler: leading schq"
+check; [ "$(redis-cli -p "$PORT" LLEN 'rjq:{schq}:ready')" -ge 4 ] || fail "fewer than 4 fire times enqueued"
+check; [ "$(redis-cli -p "$PORT" EXISTS 'rjq:{schq}:scheduler')" = 0 ] || fail "the lease was not given up"
+check; redis-cli -p "$PORT" LRANGE 'rjq:{schq}:ready' 0 0 | grep -qE '^beat@[0-9]+$' || fail "job ids are not beat@<time>"
+
 # ---- errors -----------------------------------------------------------------------
 
 run stats 'a{b}'

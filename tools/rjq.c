@@ -74,9 +74,11 @@ static const char usage_text[] =
     "  schedule QUEUE NAME (--every MS | --cron EXPR) [--utc-offset MIN] [--payload DATA]\n"
     "          [--catchup MS] [--missed skip|once] [--priority N] [--attempts N] [--timeout MS]\n"
     "                                       set a repeatable or cron job (a scheduler enqueues\n"
-    "                                       it: rjq_scheduler_start in a program)\n"
+    "                                       its jobs: rjq scheduler, or rjq_scheduler_start)\n"
     "  unschedule QUEUE NAME                remove a schedule\n"
     "  schedules QUEUE [--json]             list schedules: name, spec, next fire time (ms)\n"
+    "  scheduler QUEUE [--lease MS]         run a scheduler until SIGINT/SIGTERM (one of all\n"
+    "                                       running leads; default lease 3000 ms)\n"
     "  acl [--queues PATTERN] [--role R]    print the ACL SETUSER lines of rjq's roles\n"
     "                                       (producer, worker, monitor); no Redis needed\n"
     "  help                                 this text\n"
@@ -792,6 +794,75 @@ static int cmd_schedules(cli *t, int argc, char **argv) {
     return send_and_wait(t, rjq_schedule_list(t->q, on_schedules, t));
 }
 
+/* rjq scheduler QUEUE [--lease MS]: runs a scheduler until SIGINT or
+ * SIGTERM, saying on stderr when it leads and when it stands by. */
+typedef struct sched_run {
+    cli *t;
+    rjq_scheduler *s;
+    int leading, stopping;
+    struct event *tick, *sigint, *sigterm;
+} sched_run;
+
+static void on_sched_tick(evutil_socket_t fd, short what, void *arg) {
+    sched_run *r = arg;
+    (void)fd, (void)what;
+    int now = rjq_scheduler_leading(r->s);
+    if (now != r->leading)
+        fprintf(stderr, "rjq: scheduler: %s %s\n", now ? "leading" : "standing by for",
+                rjq_queue_name(r->t->q));
+    r->leading = now;
+}
+
+static void on_sched_closed(const rjq_close_report *report, void *data) {
+    sched_run *r = data;
+    (void)report;
+    r->t->c = NULL; /* freed by the close */
+    event_base_loopbreak(r->t->base);
+}
+
+static void on_sched_signal(evutil_socket_t fd, short what, void *arg) {
+    sched_run *r = arg;
+    (void)fd, (void)what;
+    if (r->stopping) return;
+    r->stopping = 1;
+    rjq_scheduler_stop(r->s); /* gives the lease up: another takes over at once */
+    if (rjq_client_close(r->t->c, 2000, on_sched_closed, r) != RJQ_OK)
+        event_base_loopbreak(r->t->base);
+}
+
+static int cmd_scheduler(cli *t, int argc, char **argv) {
+    char *pos[1];
+    const char *lease = NULL;
+    const optdef defs[] = {{"--lease", &lease, NULL}, {NULL, NULL, NULL}};
+    long long l = 0;
+    int rc = parse_args(argc, argv, defs, pos, 1, 1, NULL);
+    if (rc || (rc = parse_ll("--lease", lease, 30, 3600000, &l))) return rc;
+    if (cli_open(t, pos[0])) return 1;
+    sched_run r = {.t = t};
+    rc = rjq_scheduler_start(t->q, (long)l, &r.s);
+    if (rc != RJQ_OK) {
+        report_rc(t, rc);
+        return 1;
+    }
+    r.tick = event_new(t->base, -1, EV_PERSIST, on_sched_tick, &r);
+    r.sigint = evsignal_new(t->base, SIGINT, on_sched_signal, &r);
+    r.sigterm = evsignal_new(t->base, SIGTERM, on_sched_signal, &r);
+    struct timeval tv = {0, 200000};
+    if (!r.tick || !r.sigint || !r.sigterm || event_add(r.tick, &tv) || evsignal_add(r.sigint, NULL) ||
+        evsignal_add(r.sigterm, NULL)) {
+        report(t, RJQ_ENOMEM, "cannot set up the event loop");
+        rc = 1;
+    } else {
+        fprintf(stderr, "rjq: scheduler for %s started (SIGINT or SIGTERM stops it)\n",
+                rjq_queue_name(t->q));
+        event_base_dispatch(t->base);
+    }
+    if (r.tick) event_free(r.tick);
+    if (r.sigint) event_free(r.sigint);
+    if (r.sigterm) event_free(r.sigterm);
+    return rc;
+}
+
 /* rjq acl [--queues PATTERN] [--role producer|worker|monitor]: no Redis. */
 static int cmd_acl(cli *t, int argc, char **argv) {
     const char *queues = "*", *role = NULL;
@@ -824,7 +895,7 @@ static const struct {
     {"dead", cmd_dead},   {"replay", cmd_replay},   {"reclaim", cmd_reclaim},
     {"pause", cmd_pause}, {"resume", cmd_pause},   {"cancel", cmd_cancel},
     {"limit", cmd_limit}, {"schedule", cmd_schedule}, {"unschedule", cmd_unschedule},
-    {"schedules", cmd_schedules},
+    {"schedules", cmd_schedules}, {"scheduler", cmd_scheduler},
     {"acl", cmd_acl},
 };
 

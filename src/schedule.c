@@ -66,12 +66,19 @@ static int send(rjq_queue *q, rjq__reply_fn *fn, ctx *x, rjq__argv *a) {
     return rc;
 }
 
-static int start(rjq_queue *q, ctx **x, rjq__argv *a) {
+/* Begin a schedule.lua call of operation op: its context (with the
+ * caller's callback, one of count and list) and its KEYS and op. */
+static int start(rjq_queue *q, const char *op, rjq_count_cb *count, rjq_schedules_cb *list,
+                 void *data, ctx **x, rjq__argv *a) {
     if (q == NULL) return RJQ_EINVAL;
     if (!rjq__accepting(rjq_queue_client(q))) return RJQ_ECLOSED;
     if ((*x = calloc(1, sizeof **x)) == NULL) return RJQ_ENOMEM;
+    (*x)->count = count;
+    (*x)->list = list;
+    (*x)->data = data;
     rjq__argv_init(a);
     RJQ__KEYS(a, q, RJQ__K_SCHEDULES, RJQ__K_SCHEDPAYLOAD, RJQ__K_SCHEDNEXT);
+    rjq__argv_str(a, op);
     return RJQ_OK;
 }
 
@@ -114,11 +121,8 @@ int rjq_schedule_set(rjq_queue *q, const char *name, const rjq_schedule *s, rjq_
              opts[0] ? opts : "-", s->cron ? s->cron : "-");
     ctx *x;
     rjq__argv a;
-    int rc = start(q, &x, &a);
+    int rc = start(q, "set", cb, NULL, data, &x, &a);
     if (rc == RJQ_OK) {
-        x->count = cb;
-        x->data = data;
-        rjq__argv_str(&a, "set");
         rjq__argv_str(&a, name);
         rjq__argv_str(&a, spec);
         rjq__argv_add(&a, s->payload ? s->payload : "", s->len);
@@ -133,11 +137,8 @@ int rjq_schedule_remove(rjq_queue *q, const char *name, rjq_count_cb *cb, void *
     if (!valid_name(name)) return RJQ_EJOBID;
     ctx *x;
     rjq__argv a;
-    int rc = start(q, &x, &a);
+    int rc = start(q, "remove", cb, NULL, data, &x, &a);
     if (rc != RJQ_OK) return rc;
-    x->count = cb;
-    x->data = data;
-    rjq__argv_str(&a, "remove");
     rjq__argv_str(&a, name);
     return send(q, on_count, x, &a);
 }
@@ -188,10 +189,6 @@ int rjq_schedule_list(rjq_queue *q, rjq_schedules_cb *cb, void *data) {
     if (cb == NULL) return RJQ_EINVAL;
     ctx *x;
     rjq__argv a;
-    int rc = start(q, &x, &a);
-    if (rc != RJQ_OK) return rc;
-    x->list = cb;
-    x->data = data;
-    rjq__argv_str(&a, "list");
-    return send(q, on_list, x, &a);
+    int rc = start(q, "list", NULL, cb, data, &x, &a);
+    return rc != RJQ_OK ? rc : send(q, on_list, x, &a);
 }

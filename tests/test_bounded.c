@@ -11,6 +11,7 @@
 #include "fixture.h"
 #include "harness.h"
 #include "server.h"
+#include "waits.h"
 
 static int last_status;
 static size_t last_n;
@@ -28,10 +29,9 @@ static int enqueue_one(test_env *e, const char *id, long long delay, int priorit
     o.id = id;
     o.delay_ms = delay;
     o.priority = priority;
-    long target = answers + 1;
-    ASSERT_OK(rjq_enqueue(e->q, "x", 1, &o, on_enqueued, NULL));
-    ASSERT(loop_until_count(e->base, &answers, target, 5000));
-    return last_status;
+    enqueue_wait w = enqueue_job(e->base, e->q, "x", &o);
+    last_n = w.n;
+    return w.status;
 }
 
 static long long seq_of(test_env *e) {

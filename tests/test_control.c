@@ -77,9 +77,8 @@ static cancel_wait cancel_job(test_env *e, const char *id) {
 
 static long answers;
 static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
-    (void)c, (void)jobs, (void)n;
+    (void)c, (void)jobs, (void)n, (void)data;
     ASSERT_OK(status);
-    if (data) *(int *)data = jobs[0].existed;
     answers++;
 }
 
@@ -88,9 +87,7 @@ static void enqueue(test_env *e, const char *id, long long delay, int priority) 
     o.id = id;
     o.delay_ms = delay;
     o.priority = priority;
-    long target = answers + 1;
-    ASSERT_OK(rjq_enqueue(e->q, "x", 1, &o, on_enqueued, NULL));
-    ASSERT(loop_until_count(e->base, &answers, target, 5000));
+    ASSERT_OK(enqueue_job(e->base, e->q, "x", &o).status);
 }
 
 /* An await's outcomes. */
@@ -312,13 +309,9 @@ TEST(cancel_waiting_delayed_and_prioritised_jobs_ends_them_for_good) {
     ASSERT_EQ(RJQ_EJOBCANCELED, late.status);
 
     /* the id stays taken while the record is kept */
-    int existed = 0;
     rjq_job_options o = {0};
     o.id = "w";
-    long target = answers + 1;
-    ASSERT_OK(rjq_enqueue(e.q, "x", 1, &o, on_enqueued, &existed));
-    ASSERT(loop_until_count(e.base, &answers, target, 5000));
-    ASSERT_EQ(1, existed);
+    ASSERT_EQ(1, enqueue_job(e.base, e.q, "x", &o).existed);
 
     /* a worker runs only what was not cancelled */
     started = finished = 0;
@@ -846,24 +839,8 @@ TEST(invalid_limits_are_refused) {
 
 /* ---- dedup window and debounce --------------------------------------------------- */
 
-typedef struct enq_rec {
-    long calls;
-    int status, existed, replaced;
-} enq_rec;
-
-static void on_enq_rec(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
-    enq_rec *r = data;
-    (void)c;
-    r->calls++;
-    r->status = status;
-    r->existed = n ? jobs[0].existed : -1;
-    r->replaced = n ? jobs[0].replaced : -1;
-}
-
-static enq_rec enqueue_opts(test_env *e, const char *payload, const rjq_job_options *o) {
-    enq_rec r = {0};
-    ASSERT_OK(rjq_enqueue(e->q, payload, strlen(payload), o, on_enq_rec, &r));
-    ASSERT(loop_until_count(e->base, &r.calls, 1, 5000));
+static enqueue_wait enqueue_opts(test_env *e, const char *payload, const rjq_job_options *o) {
+    enqueue_wait r = enqueue_job(e->base, e->q, payload, o);
     ASSERT_OK(r.status);
     return r;
 }
@@ -894,7 +871,7 @@ TEST(dedup_window_keeps_an_id_reserved_after_its_record_is_deleted) {
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{dd}:payload plain"));
     ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{dd}:dedup"));
     long long seq = server_int(e.rc, "HGET t:{dd}:stats seq");
-    enq_rec r = enqueue_opts(&e, "again", &o);
+    enqueue_wait r = enqueue_opts(&e, "again", &o);
     ASSERT_EQ(1, r.existed); /* still reserved */
     ASSERT_EQ(0, r.replaced);
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{dd}:payload once"));
@@ -943,7 +920,7 @@ TEST(debounce_replaces_a_waiting_jobs_payload_and_pushes_it_back) {
     o.id = "d";
     o.delay_ms = 400;
     o.debounce = 1;
-    enq_rec r = enqueue_opts(&e, "v1", &o);
+    enqueue_wait r = enqueue_opts(&e, "v1", &o);
     ASSERT_EQ(0, r.existed);
     long long due1 = server_int(e.rc, "ZSCORE t:{db}:delayed d");
     sleep_ms(100);

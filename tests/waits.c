@@ -29,6 +29,26 @@ rjq_stats get_stats(struct event_base *base, rjq_queue *q) {
     return w.s;
 }
 
+static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    enqueue_wait *w = data;
+    (void)c;
+    w->done++;
+    w->status = status;
+    w->n = n;
+    w->existed = n ? jobs[0].existed : 0;
+    w->replaced = n ? jobs[0].replaced : 0;
+}
+
+enqueue_wait enqueue_job(struct event_base *base, rjq_queue *q, const char *payload,
+                         const rjq_job_options *o) {
+    enqueue_wait w;
+    memset(&w, 0, sizeof w);
+    ASSERT_OK(rjq_enqueue(q, payload, strlen(payload), o, on_enqueued, &w));
+    ASSERT(loop_until(base, &w.done, 5000));
+    ASSERT_EQ(1, w.done);
+    return w;
+}
+
 static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *data) {
     (void)c;
     info_wait *w = data;

@@ -43,6 +43,18 @@ typedef struct info_wait {
  * status is the caller's to check). */
 info_wait get_info(struct event_base *base, rjq_queue *q, const char *id);
 
+/* rjq_enqueue of one job */
+typedef struct enqueue_wait {
+    int done, status;
+    size_t n;
+    int existed, replaced;
+} enqueue_wait;
+
+/* Enqueue payload with options o (may be NULL) and run the loop until it
+ * is answered (exactly once; the status is the caller's to check). */
+enqueue_wait enqueue_job(struct event_base *base, rjq_queue *q, const char *payload,
+                         const rjq_job_options *o);
+
 /* Calls that answer with a number (rjq_queue_replay, rjq_queue_reclaim). */
 typedef struct count_wait {
     int done, status;

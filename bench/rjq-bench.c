@@ -44,7 +44,7 @@
 
 #define QNAME "bench"
 #define KEY_PATTERN "rjq:{" QNAME "}:*"
-#define PAYLOAD_MAX 48
+#define PAYLOAD_TINY 48 /* room for the default payload */
 
 /* ---- configuration ------------------------------------------------------ */
 
@@ -52,6 +52,8 @@ static struct config {
     const char *host;
     int port;
     long n, bulk, bulk_window, window, conc, rate, secs, depth, warm, timeout_s;
+    long payload_bytes;       /* PAYLOAD_BYTES: each payload's length (0: tiny) */
+    size_t payload_max;       /* room for one payload and its NUL */
     long long retention_ms;
     long completed_max;
     int cmdstats, verbose, tty;
@@ -101,6 +103,13 @@ static void load_config(void) {
     C.completed_max = (long)env_signed("COMPLETED_MAX");
     C.cmdstats = (int)env_long("CMDSTATS", 0);
     C.verbose = (int)env_long("VERBOSE", 0);
+    /* as the peers read it (../shared/peers/common.js): the JSON's length */
+    C.payload_bytes = env_long("PAYLOAD_BYTES", 0);
+    if (C.payload_bytes > 64L * 1024 * 1024) {
+        fprintf(stderr, "rjq-bench: PAYLOAD_BYTES is at most 64 MiB\n");
+        exit(2);
+    }
+    C.payload_max = (size_t)(C.payload_bytes > PAYLOAD_TINY ? C.payload_bytes : PAYLOAD_TINY) + 1;
     C.tty = isatty(STDERR_FILENO);
     if (C.n < 1 || C.bulk < 1 || C.bulk > RJQ_BATCH_MAX || C.bulk_window < 1 || C.window < 1 ||
         C.conc < 1 || C.rate < 1 || C.secs < 1) {
@@ -147,8 +156,26 @@ static double cpu_s(void) {
            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
+/* Job i's payload into buf (C.payload_max bytes): {"i":i,"k":"v..."},
+ * with as many v as make it PAYLOAD_BYTES long (one at least), as the
+ * peers' payloads. Returns its length. */
 static int payload(char *buf, long i) {
-    return snprintf(buf, PAYLOAD_MAX, "{\"i\":%ld,\"k\":\"v\"}", i);
+    int head = snprintf(buf, C.payload_max, "{\"i\":%ld,\"k\":\"", i);
+    long vs = C.payload_bytes - head - 2;
+    if (vs < 1) vs = 1;
+    memset(buf + head, 'v', (size_t)vs);
+    memcpy(buf + head + vs, "\"}", 3);
+    return head + (int)vs + 2;
+}
+
+/* A buffer for one payload (the program's lifetime). */
+static char *payload_buf(void) {
+    char *p = malloc(C.payload_max);
+    if (p == NULL) {
+        fprintf(stderr, "rjq-bench: out of memory\n");
+        exit(1);
+    }
+    return p;
 }
 
 /* ---- synchronous Redis: INFO snapshots and clean-up ------------------------ */
@@ -450,6 +477,7 @@ static void jadd(const char *fmt, ...) {
 static void jbegin(const char *case_name, long n, int ok) {
     json_len = 0;
     jadd("{\"lib\":\"rjq\",\"case\":\"%s\",\"n\":%ld,\"ok\":%s", case_name, n, ok ? "true" : "false");
+    if (C.payload_bytes > 0) jadd(",\"payload_bytes\":%ld", C.payload_bytes);
 }
 
 static void jredis(const snap *a, const snap *b, long n) {
@@ -495,13 +523,13 @@ static void enq_pump_bulk(void) {
     static char *buf;
     if (items == NULL) {
         items = calloc((size_t)C.bulk, sizeof *items);
-        buf = malloc((size_t)C.bulk * PAYLOAD_MAX);
+        buf = malloc((size_t)C.bulk * C.payload_max);
         if (items == NULL || buf == NULL) die("out of memory");
     }
     while (E.inflight < C.bulk_window && E.next < E.total) {
         long m = E.total - E.next < C.bulk ? E.total - E.next : C.bulk;
         for (long j = 0; j < m; j++) {
-            char *p = buf + j * PAYLOAD_MAX;
+            char *p = buf + (size_t)j * C.payload_max;
             items[j].payload = p;
             items[j].len = (size_t)payload(p, E.next + j);
             items[j].opts = NULL;
@@ -521,7 +549,8 @@ static void on_single(rjq_client *c, int status, const rjq_enqueued *jobs, size_
 }
 
 static void enq_pump_single(void) {
-    char p[PAYLOAD_MAX];
+    static char *p;
+    if (p == NULL) p = payload_buf();
     while (E.inflight < C.window && E.next < E.total) {
         int len = payload(p, E.next);
         int rc = rjq_enqueue(queue, p, (size_t)len, NULL, on_single, NULL);
@@ -798,7 +827,8 @@ static void on_awaited(rjq_client *c, int status, const rjq_outcome *out, void *
 }
 
 static void lat_send(long i) {
-    char p[PAYLOAD_MAX];
+    static char *p;
+    if (p == NULL) p = payload_buf();
     int len = payload(p, i);
     L.ts[i] = now_s();
     int rc = rjq_enqueue_await(queue, p, (size_t)len, NULL, NULL, on_awaited, (void *)(intptr_t)i, NULL);
@@ -865,12 +895,13 @@ static int case_latency(void) {
     /* warm-up: subscribe the reply channel, run a few jobs end to end */
     if (C.warm > 0) {
         warm_wait ww = {C.warm, 0};
-        char p[PAYLOAD_MAX];
+        char *p = payload_buf();
         for (long i = 0; i < C.warm; i++) {
             int len = payload(p, -1 - i);
             int rc = rjq_enqueue_await(queue, p, (size_t)len, NULL, NULL, on_warm, &ww, NULL);
             if (rc != RJQ_OK) die("rjq_enqueue_await: %s", rjq_strerror(rc));
         }
+        free(p); /* (copied by each call) */
         if (!loop_until(&ww.done, 10)) die("warm-up jobs did not complete");
     }
     loop_sleep(0.2);
@@ -925,12 +956,77 @@ static int case_latency(void) {
 
 /* ---- main ---------------------------------------------------------------------- */
 
+/* ---- reference: the same data work with plain pipelined commands -------------- */
+
+/* What a drain does to Redis, without rjq: N payloads pushed onto a list
+ * (untimed), then each taken with LMOVE onto an "active" list and acked
+ * with LREM, PIPELINE (16) at a time, from one connection: the limit
+ * redis-benchmark measures with LPUSH+LMOVE+LREM at pipeline 16. A queue
+ * that does more per job (leases, attempts, tokens, retries) is reported as
+ * its ratio to this. */
+static int case_reference(void) {
+    const long pipe = env_long("PIPELINE", 16);
+    char case_name[64];
+    snprintf(case_name, sizeof case_name, "reference(pipeline=%ld)", pipe);
+    redisContext *r = sync_connect();
+    freeReplyObject(redisCommand(r, "DEL rjq:{ref}:ready rjq:{ref}:active"));
+    char *p = payload_buf();
+    for (long i = 0; i < C.n;) {
+        long m = C.n - i < 1000 ? C.n - i : 1000;
+        for (long k = 0; k < m; k++) {
+            int len = payload(p, i + k);
+            redisAppendCommand(r, "LPUSH rjq:{ref}:ready %b", p, (size_t)len);
+        }
+        for (long k = 0; k < m; k++) {
+            redisReply *x;
+            if (redisGetReply(r, (void **)&x) != REDIS_OK) die("LPUSH failed: %s", r->errstr);
+            freeReplyObject(x);
+        }
+        i += m;
+    }
+    free(p);
+    snap a, b;
+    redis_snap(&a);
+    double t0 = now_s(), c0 = cpu_s();
+    long done = 0;
+    redisReply **got = calloc((size_t)pipe, sizeof *got);
+    if (got == NULL) die("out of memory");
+    while (done < C.n) {
+        long m = C.n - done < pipe ? C.n - done : pipe;
+        for (long k = 0; k < m; k++)
+            redisAppendCommand(r, "LMOVE rjq:{ref}:ready rjq:{ref}:active RIGHT LEFT");
+        for (long k = 0; k < m; k++)
+            if (redisGetReply(r, (void **)&got[k]) != REDIS_OK || got[k]->type != REDIS_REPLY_STRING)
+                die("LMOVE failed");
+        for (long k = 0; k < m; k++)
+            redisAppendCommand(r, "LREM rjq:{ref}:active 1 %b", got[k]->str, got[k]->len);
+        for (long k = 0; k < m; k++) {
+            redisReply *x;
+            if (redisGetReply(r, (void **)&x) != REDIS_OK) die("LREM failed");
+            freeReplyObject(x);
+            freeReplyObject(got[k]);
+        }
+        done += m;
+    }
+    double elapsed = now_s() - t0, cpu = cpu_s() - c0;
+    redis_snap(&b);
+    free(got);
+    redisFree(r);
+    jbegin(case_name, C.n, 1);
+    jadd(",\"elapsed_s\":%.3f,\"jobs_per_s\":%.0f,\"client_cpu_s\":%.3f", elapsed,
+         (double)C.n / elapsed, cpu);
+    jredis(&a, &b, C.n);
+    jend();
+    return 0;
+}
+
 static void usage(void) {
     fprintf(stderr,
-            "usage: rjq-bench enqueue-bulk|enqueue-single|drain|depth|latency\n"
+            "usage: rjq-bench enqueue-bulk|enqueue-single|drain|depth|latency|reference\n"
             "env: REDIS_HOST=127.0.0.1 REDIS_PORT=6390 N=50000 BULK=1000 BULK_WINDOW=4 WINDOW=100\n"
             "     CONC=50 RATE=1000 SECS=10 DEPTH=(drain: N; depth: 1000000) WARM=10 TIMEOUT=120\n"
             "     CMDSTATS=1 (per-command breakdown on stderr) VERBOSE=1\n"
+            "     PAYLOAD_BYTES=0 (each payload's length; 0: a tiny JSON) PIPELINE=16 (reference)\n"
             "     diagnostics: RETENTION_MS COMPLETED_MAX (queue options; default: library's)\n"
             "The last stdout line is the JSON result (format of /work/shared/peers).\n");
 }
@@ -948,6 +1044,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "drain") == 0) return case_drain(C.depth);
     if (strcmp(mode, "depth") == 0) return case_drain(C.depth ? C.depth : 1000000);
     if (strcmp(mode, "latency") == 0) return case_latency();
+    if (strcmp(mode, "reference") == 0) return case_reference();
     usage();
     return 2;
 }

@@ -960,58 +960,84 @@ static int case_latency(void) {
 
 /* What a drain does to Redis, without rjq: N payloads pushed onto a list
  * (untimed), then each taken with LMOVE onto an "active" list and acked
- * with LREM, PIPELINE (16) at a time, from one connection: the limit
- * redis-benchmark measures with LPUSH+LMOVE+LREM at pipeline 16. A queue
- * that does more per job (leases, attempts, tokens, retries) is reported as
- * its ratio to this. */
+ * with LREM, by CLIENTS (50) connections with PIPELINE (16) commands in
+ * flight on each: the data work of redis-benchmark's LPUSH+LMOVE+LREM at
+ * pipeline 16 and 50 clients, from one thread (every connection's
+ * commands written, then every reply read). A queue does more per job
+ * (leases, attempts, tokens, retries); its drain is reported as a ratio
+ * to this. */
+/* Write what every connection has buffered (hiredis writes a context's
+ * buffer only when a reply is read from it). */
+static void flush_all(redisContext **r, long n) {
+    for (long c = 0; c < n; c++)
+        for (int done = 0; !done;)
+            if (redisBufferWrite(r[c], &done) != REDIS_OK) die("write failed: %s", r[c]->errstr);
+}
+
 static int case_reference(void) {
-    const long pipe = env_long("PIPELINE", 16);
-    char case_name[64];
-    snprintf(case_name, sizeof case_name, "reference(pipeline=%ld)", pipe);
-    redisContext *r = sync_connect();
-    freeReplyObject(redisCommand(r, "DEL rjq:{ref}:ready rjq:{ref}:active"));
+    const long pipe = env_long("PIPELINE", 16), nconn = env_long("CLIENTS", 50);
+    if (pipe < 1 || nconn < 1) die("PIPELINE and CLIENTS must be >= 1");
+    char case_name[96];
+    snprintf(case_name, sizeof case_name, "reference(pipeline=%ld,clients=%ld)", pipe, nconn);
+    redisContext **r = calloc((size_t)nconn, sizeof *r);
+    redisReply **got = calloc((size_t)(nconn * pipe), sizeof *got);
+    long *m = calloc((size_t)nconn, sizeof *m);
+    if (r == NULL || got == NULL || m == NULL) die("out of memory");
+    for (long k = 0; k < nconn; k++) r[k] = sync_connect();
+    freeReplyObject(redisCommand(r[0], "DEL rjq:{ref}:ready rjq:{ref}:active"));
     char *p = payload_buf();
     for (long i = 0; i < C.n;) {
-        long m = C.n - i < 1000 ? C.n - i : 1000;
-        for (long k = 0; k < m; k++) {
+        long b = C.n - i < 1000 ? C.n - i : 1000;
+        for (long k = 0; k < b; k++) {
             int len = payload(p, i + k);
-            redisAppendCommand(r, "LPUSH rjq:{ref}:ready %b", p, (size_t)len);
+            redisAppendCommand(r[0], "LPUSH rjq:{ref}:ready %b", p, (size_t)len);
         }
-        for (long k = 0; k < m; k++) {
+        for (long k = 0; k < b; k++) {
             redisReply *x;
-            if (redisGetReply(r, (void **)&x) != REDIS_OK) die("LPUSH failed: %s", r->errstr);
+            if (redisGetReply(r[0], (void **)&x) != REDIS_OK) die("LPUSH failed: %s", r[0]->errstr);
             freeReplyObject(x);
         }
-        i += m;
+        i += b;
     }
     free(p);
     snap a, b;
     redis_snap(&a);
     double t0 = now_s(), c0 = cpu_s();
-    long done = 0;
-    redisReply **got = calloc((size_t)pipe, sizeof *got);
-    if (got == NULL) die("out of memory");
-    while (done < C.n) {
-        long m = C.n - done < pipe ? C.n - done : pipe;
-        for (long k = 0; k < m; k++)
-            redisAppendCommand(r, "LMOVE rjq:{ref}:ready rjq:{ref}:active RIGHT LEFT");
-        for (long k = 0; k < m; k++)
-            if (redisGetReply(r, (void **)&got[k]) != REDIS_OK || got[k]->type != REDIS_REPLY_STRING)
-                die("LMOVE failed");
-        for (long k = 0; k < m; k++)
-            redisAppendCommand(r, "LREM rjq:{ref}:active 1 %b", got[k]->str, got[k]->len);
-        for (long k = 0; k < m; k++) {
-            redisReply *x;
-            if (redisGetReply(r, (void **)&x) != REDIS_OK) die("LREM failed");
-            freeReplyObject(x);
-            freeReplyObject(got[k]);
+    long taken = 0;
+    while (taken < C.n) {
+        for (long c = 0; c < nconn; c++) { /* LMOVEs: as many as are left, pipe per connection */
+            m[c] = C.n - taken < pipe ? C.n - taken : pipe;
+            taken += m[c];
+            for (long k = 0; k < m[c]; k++)
+                redisAppendCommand(r[c], "LMOVE rjq:{ref}:ready rjq:{ref}:active RIGHT LEFT");
         }
-        done += m;
+        flush_all(r, nconn);
+        for (long c = 0; c < nconn; c++)
+            for (long k = 0; k < m[c]; k++) {
+                redisReply **x = &got[c * pipe + k];
+                if (redisGetReply(r[c], (void **)x) != REDIS_OK || (*x)->type != REDIS_REPLY_STRING)
+                    die("LMOVE failed");
+            }
+        for (long c = 0; c < nconn; c++)
+            for (long k = 0; k < m[c]; k++) {
+                redisReply *x = got[c * pipe + k];
+                redisAppendCommand(r[c], "LREM rjq:{ref}:active 1 %b", x->str, x->len);
+            }
+        flush_all(r, nconn);
+        for (long c = 0; c < nconn; c++)
+            for (long k = 0; k < m[c]; k++) {
+                redisReply *x;
+                if (redisGetReply(r[c], (void **)&x) != REDIS_OK) die("LREM failed");
+                freeReplyObject(x);
+                freeReplyObject(got[c * pipe + k]);
+            }
     }
     double elapsed = now_s() - t0, cpu = cpu_s() - c0;
     redis_snap(&b);
+    for (long k = 0; k < nconn; k++) redisFree(r[k]);
+    free(r);
     free(got);
-    redisFree(r);
+    free(m);
     jbegin(case_name, C.n, 1);
     jadd(",\"elapsed_s\":%.3f,\"jobs_per_s\":%.0f,\"client_cpu_s\":%.3f", elapsed,
          (double)C.n / elapsed, cpu);
@@ -1026,7 +1052,8 @@ static void usage(void) {
             "env: REDIS_HOST=127.0.0.1 REDIS_PORT=6390 N=50000 BULK=1000 BULK_WINDOW=4 WINDOW=100\n"
             "     CONC=50 RATE=1000 SECS=10 DEPTH=(drain: N; depth: 1000000) WARM=10 TIMEOUT=120\n"
             "     CMDSTATS=1 (per-command breakdown on stderr) VERBOSE=1\n"
-            "     PAYLOAD_BYTES=0 (each payload's length; 0: a tiny JSON) PIPELINE=16 (reference)\n"
+            "     PAYLOAD_BYTES=0 (each payload's length; 0: a tiny JSON)\n"
+            "     reference: PIPELINE=16 CLIENTS=50\n"
             "     diagnostics: RETENTION_MS COMPLETED_MAX (queue options; default: library's)\n"
             "The last stdout line is the JSON result (format of /work/shared/peers).\n");
 }

@@ -894,7 +894,9 @@ typedef struct rjq_schedule {
                              month weekday), or 6 with seconds first, with
                              numbers, ranges a-b, lists a,b, steps a-b/n or
                              (after a star) /n, names JAN..DEC and SUN..SAT,
-                             or @yearly @monthly @weekly @daily @hourly */
+                             or @yearly @monthly @weekly @daily @hourly; as
+                             in Vixie cron a day matches either day field
+                             when both are restricted, else both */
     int utc_offset_min;   /* the cron expression's clock: UTC plus this many
                              minutes (-1440..1440); no daylight saving */
     const void *payload;  /* its jobs' payload */
@@ -911,8 +913,9 @@ typedef struct rjq_schedule {
 
 /* Set schedule `name` (1..179 bytes, no spaces or control characters) of
  * q, replacing one of that name. cb (may be NULL) gets 1 when it is new or
- * changed (its next fire time is computed again, from now), 0 when it was
- * the same. RJQ_EINVAL (neither or both of every_ms and cron, a bad cron
+ * changed (a new timing has its next fire time computed again, from now; a
+ * new payload or job options count as a new timing too, a new payload
+ * alone does not), 0 when it was the same. RJQ_EINVAL (neither or both of every_ms and cron, a bad cron
  * expression: rjq_client_errmsg says why, bad numbers), RJQ_EJOBID (bad
  * name), RJQ_ETOOBIG (payload). */
 RJQ_API int rjq_schedule_set(rjq_queue *q, const char *name, const rjq_schedule *s,

@@ -39,7 +39,7 @@ static int parse_field(const char **p, int lo, int hi, const char *const *names,
                        int name_base, uint64_t *bits, int *star) {
     const char *s = *p;
     *bits = 0;
-    *star = s[0] == '*' && (s[1] == '\0' || s[1] == ' ');
+    *star = s[0] == '*'; /* as Vixie cron: "*" or a step of it leaves a day field unrestricted */
     for (;;) {
         int a, b, step = 1, single = 0;
         if (*s == '*') {

@@ -3,8 +3,9 @@
  * (minute hour day-of-month month day-of-week) or six with seconds first;
  * each field "*", a number, a range "a-b", a list "a,b", or a step: "/n"
  * after "*", a range or a start; months and weekdays also by name (JAN..DEC, SUN..SAT; 7 is
- * Sunday too). As in Vixie cron, when both day fields are restricted a
- * day matches either. Macros: @yearly (@annually), @monthly, @weekly,
+ * Sunday too). As in Vixie cron, when both day fields are restricted
+ * (neither starts with "*") a day matches either; else it matches both.
+ * Macros: @yearly (@annually), @monthly, @weekly,
  * @daily (@midnight), @hourly. Times are ms since the epoch; the
  * expression is read in UTC shifted by a fixed offset (minutes east).
  */
@@ -19,7 +20,7 @@ typedef struct rjq__cron {
     uint32_t hour, dom;       /* bit n: hour n, day of month n (1..31) */
     uint16_t month;           /* bit n: month n (1..12) */
     uint8_t dow;              /* bit n: weekday n (0 = Sunday) */
-    int dom_star, dow_star;   /* the day fields were "*" (unrestricted) */
+    int dom_star, dow_star;   /* the day field starts with "*" (as Vixie cron: unrestricted) */
 } rjq__cron;
 
 /* Parse expr. Returns 0, or -1 with why (a short text) set. */

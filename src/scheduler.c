@@ -106,7 +106,8 @@ static void on_fired(rjq_client *c, int status, redisReply *r, void *priv) {
 }
 
 /* Append one due schedule to the fire call: name, the next fire time read
- * (seen), the new one, and the fire times to enqueue. */
+ * (seen), the spec read, the new next fire time, and the fire times to
+ * enqueue. */
 static void add_fires(rjq__argv *a, const char *name, long long seen, const char *spec,
                       long long now) {
     rjq__spec sp;
@@ -132,6 +133,7 @@ static void add_fires(rjq__argv *a, const char *name, long long seen, const char
     }
     rjq__argv_copy(a, name);
     rjq__argv_ll(a, seen);
+    rjq__argv_add(a, spec, strlen(spec)); /* (the reply it points into outlives the call) */
     rjq__argv_ll(a, next);
     rjq__argv_ll(a, k);
     for (int i = 0; i < k; i++) rjq__argv_ll(a, fires[i]);

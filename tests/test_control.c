@@ -518,7 +518,7 @@ TEST(cancel_missed_by_the_subscriber_arrives_with_the_next_lease_extension) {
 
 /* ---- timeouts ------------------------------------------------------------------ */
 
-static int timeout_notices, timeout_reason;
+static int timeout_notices, timeout_reason, timed_out_notices;
 static int late_status;
 static long late_calls;
 
@@ -526,6 +526,7 @@ static void on_timeout_notice(rjq_job *job, int reason, void *data) {
     (void)job, (void)data;
     timeout_notices++;
     timeout_reason = reason;
+    timed_out_notices += reason == RJQ_ETIMEDOUT;
 }
 
 static void on_late(rjq_client *c, int status, void *data) {
@@ -651,10 +652,11 @@ TEST(hung_holder_loses_a_job_at_its_timeout_not_at_its_lease) {
     ASSERT_EQ(0, timeout_notices);
     ASSERT(loop_until(e.base, &timeout_notices, 3000)); /* its extension, 1 s after the start */
     ASSERT_EQ(RJQ_ETIMEDOUT, timeout_reason);
-    late_calls = 0;
-    ASSERT_OK(rjq_job_complete(held_job, "", 0, on_late, NULL));
+    late_calls = 0; /* its late failure is refused too (not taken for a re-sent one) */
+    ASSERT_OK(rjq_job_fail(held_job, "late", RJQ_FAIL_RETRY, 0, on_late, NULL));
     ASSERT(loop_until_count(e.base, &late_calls, 1, 5000));
     ASSERT_EQ(RJQ_ELEASELOST, late_status);
+    ASSERT_STREQ("timed out after 300 ms", get_info(e.base, e.q, "h").error);
     rjq_client_free(c2);
     env_stop(&e);
 }
@@ -799,6 +801,7 @@ TEST(global_concurrency_of_5_over_3_workers_of_10_never_has_more_than_5_active) 
         long long n = server_active_jobs(e.rc, "gc");
         if (n > most) most = n;
         samples++;
+        sleep_ms(1); /* (a sampler that spins starves the tests beside it) */
     }
     /* idle workers of a limited queue register no slots: new jobs are not
      * pushed past the limit either */
@@ -810,6 +813,7 @@ TEST(global_concurrency_of_5_over_3_workers_of_10_never_has_more_than_5_active) 
         long long n = server_active_jobs(e.rc, "gc");
         if (n > most) most = n;
         samples++;
+        sleep_ms(1);
     }
     for (int k = 0; k < 3; k++) {
         kill(pids[k], SIGKILL);
@@ -964,5 +968,83 @@ TEST(debounce_replaces_a_waiting_jobs_payload_and_pushes_it_back) {
     ASSERT_EQ(0, r.replaced);
     ASSERT_STREQ("v2", get_info(e.base, e.q, "d").payload);
     ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "x", 1, &(rjq_job_options){.debounce = 1}, NULL, NULL));
+    env_stop(&e);
+}
+
+/* Regression: a debounce that gives a waiting job another priority (delay
+ * 0) moves it where that priority waits, so a cancel then finds it and no
+ * claim starts it. */
+TEST(debounce_to_another_priority_then_cancel_leaves_nothing_to_claim) {
+    test_env e;
+    env_start(&e, "dp");
+    rjq_job_options o = {0};
+    o.id = "x";
+    enqueue_opts(&e, "a", &o);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{dp}:ready"));
+    o.priority = 5;
+    o.debounce = 1;
+    ASSERT_EQ(1, enqueue_opts(&e, "b", &o).replaced);
+    ASSERT_EQ(0, server_int(e.rc, "LLEN t:{dp}:ready"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{dp}:prio"));
+    ASSERT_OK(cancel_job(&e, "x").status);
+    ASSERT_EQ(0, server_int(e.rc, "LLEN t:{dp}:ready") + server_int(e.rc, "ZCARD t:{dp}:prio"));
+    /* and a delayed job debounced with delay 0 is ready now */
+    rjq_job_options d = {0};
+    d.id = "y";
+    d.delay_ms = 60000;
+    enqueue_opts(&e, "a", &d);
+    d.delay_ms = 0;
+    d.debounce = 1;
+    ASSERT_EQ(1, enqueue_opts(&e, "b", &d).replaced);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "y").state);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{dp}:delayed"));
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{dp}:ready"));
+    env_stop(&e);
+}
+
+/* Regression: the run time's end of a job with a timeout outlives it in
+ * the deadlines set until past; a job that reuses its id without a
+ * timeout must not inherit it. */
+TEST(reused_id_does_not_inherit_an_old_run_time_end) {
+    test_env e;
+    rjq_queue_options qo = {0};
+    qo.dead_max = 1; /* cancelled records go at once */
+    env_start_queue(&e, "rd", &qo);
+    rjq_job_options o = {0};
+    o.id = "r";
+    o.timeout_ms = 600;
+    enqueue_opts(&e, "x", &o);
+    started = 0;
+    held_job = NULL;
+    timeout_notices = 0;
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.lease_ms = 300; /* extended every 100 ms */
+    wo.on_notice = on_timeout_notice;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, keep_handler, NULL, &w));
+    ASSERT(loop_until_count(e.base, &started, 1, 5000));
+    rjq_job *first = held_job;
+    ASSERT_OK(cancel_job(&e, "r").status);
+    late_calls = 0;
+    ASSERT_OK(rjq_job_complete(first, "", 0, on_late, NULL));
+    ASSERT(loop_until_count(e.base, &late_calls, 1, 5000));
+    rjq_job_options other = {0};
+    other.id = "z";
+    other.delay_ms = 60000; /* (not for the worker) */
+    enqueue_opts(&e, "x", &other);
+    ASSERT_OK(cancel_job(&e, "z").status); /* the cap of 1 deletes r's record */
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{rd}:payload r"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{rd}:deadlines")); /* r's entry is still there */
+    rjq_job_options again = {0};
+    again.id = "r"; /* no timeout this time */
+    enqueue_opts(&e, "x", &again);
+    ASSERT(loop_until_count(e.base, &started, 2, 5000));
+    timed_out_notices = 0;
+    loop_for(e.base, 1000); /* past the old end, extended every 100 ms */
+    ASSERT_EQ(0, timed_out_notices);
+    ASSERT_STREQ("active", get_info(e.base, e.q, "r").state);
+    ASSERT_OK(rjq_job_complete(held_job, "", 0, on_done_ok, NULL));
+    loop_for(e.base, 100);
+    ASSERT_STREQ("completed", get_info(e.base, e.q, "r").state);
     env_stop(&e);
 }

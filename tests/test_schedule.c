@@ -15,6 +15,7 @@
 #include "harness.h"
 #include "server.h"
 #include "waits.h"
+#include "rjq_scripts.h"
 
 static count_wait set_schedule(test_env *e, const char *name, const rjq_schedule *s) {
     count_wait w = {0};
@@ -63,6 +64,9 @@ TEST(schedules_are_set_listed_and_removed) {
     ASSERT_OK(w.status);
     ASSERT_EQ(1, w.n);
     ASSERT_EQ(0, set_schedule(&e, "tick", &s).n); /* the same */
+    s.payload = "q"; /* a new payload is a change (its next fire time stays) */
+    ASSERT_EQ(1, set_schedule(&e, "tick", &s).n);
+    ASSERT_EQ(0, set_schedule(&e, "tick", &s).n);
     rjq_schedule cr = {0};
     cr.cron = "*/5 9-17 * * MON-FRI";
     cr.utc_offset_min = 60;
@@ -306,5 +310,43 @@ TEST(stopped_leader_hands_over_within_a_third_of_the_lease) {
         loop_for(e.base, 20);
     }
     rjq_client_free(c2); /* frees b */
+    env_stop(&e);
+}
+
+/* Regression: the fire script is fenced by the spec the scheduler read,
+ * not only by the next fire time (a schedule set again between tick and
+ * fire has next 0 both times). fire.lua run directly. */
+static long long fire_call(redisContext *rc, const char *spec, const char *next) {
+    const char *argv[] = {"FCALL", rjq__scripts[RJQ__S_FIRE].function, "16",
+                          "t:{sf}:scheduler", "t:{sf}:schedules", "t:{sf}:schedpayload",
+                          "t:{sf}:schednext", "t:{sf}:ready", "t:{sf}:prio", "t:{sf}:delayed",
+                          "t:{sf}:stats", "t:{sf}:payload", "t:{sf}:state", "t:{sf}:options",
+                          "t:{sf}:result", "t:{sf}:error", "t:{sf}:failtoken", "t:{sf}:watchers",
+                          "t:{sf}:monitored", "t:{sf}:job:", "t:{sf}:wake", "tok",
+                          "s", "0", spec, next, "1", "1000"};
+    redisReply *r = redisCommandArgv(rc, (int)(sizeof argv / sizeof argv[0]), argv, NULL);
+    ASSERT(r != NULL && r->type == REDIS_REPLY_INTEGER);
+    long long n = r->integer;
+    freeReplyObject(r);
+    return n;
+}
+
+TEST(fire_leaves_a_schedule_set_again_since_its_tick_alone) {
+    test_env e;
+    env_start(&e, "sf");
+    rjq_schedule s = {0};
+    s.every_ms = 1000;
+    ASSERT_EQ(1, set_schedule(&e, "s", &s).n); /* loads the scripts too */
+    freeReplyObject(server_cmd(e.rc, "SET t:{sf}:scheduler tok"));
+    ASSERT_EQ(0, fire_call(e.rc, "1 0 60000 skip - * * * * *", "5000")); /* another spec was read */
+    ASSERT_EQ(0, server_int(e.rc, "ZSCORE t:{sf}:schednext s"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{sf}:payload s@1000"));
+    redisReply *r = server_cmd(e.rc, "HGET t:{sf}:schedules s");
+    char spec[256];
+    snprintf(spec, sizeof spec, "%s", r->str);
+    freeReplyObject(r);
+    ASSERT_EQ(1, fire_call(e.rc, spec, "5000"));
+    ASSERT_EQ(5000, server_int(e.rc, "ZSCORE t:{sf}:schednext s"));
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{sf}:payload s@1000"));
     env_stop(&e);
 }

@@ -806,6 +806,7 @@ typedef struct sched_run {
 static void on_sched_tick(evutil_socket_t fd, short what, void *arg) {
     sched_run *r = arg;
     (void)fd, (void)what;
+    if (r->stopping) return; /* r->s is gone */
     int now = rjq_scheduler_leading(r->s);
     if (now != r->leading)
         fprintf(stderr, "rjq: scheduler: %s %s\n", now ? "leading" : "standing by for",
@@ -825,7 +826,9 @@ static void on_sched_signal(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
     if (r->stopping) return;
     r->stopping = 1;
+    event_del(r->tick);
     rjq_scheduler_stop(r->s); /* gives the lease up: another takes over at once */
+    r->s = NULL;
     if (rjq_client_close(r->t->c, 2000, on_sched_closed, r) != RJQ_OK)
         event_base_loopbreak(r->t->base);
 }

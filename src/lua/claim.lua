@@ -54,6 +54,7 @@ expect_types({ready, 'list', prio, 'zset', active, 'zset', idle, 'hash', J.s, 'h
 local first = typed('zset', 'ZRANGEBYLEX', held, held_range(tok .. ' ')) -- a re-send's first run
 local meta = typed('hash', 'HMGET', KEYS[16], 'paused', 'concurrency', 'rate')
 local paused, conc, rmax, rwin = meta[1], tonumber(meta[2]), limits_rate(meta[3])
+if rmax then expect_types({KEYS[18], 'zset'}) end -- (before the first write)
 local now = now_ms()
 local emit = monitor(KEYS[14], prefix, now)
 local out = {-1, 0, tok, now + lease} -- a number: an integer reply
@@ -112,7 +113,9 @@ if recover then
           out[#out + 1] = select(2, parse_options(o[i]))
           st[#st + 1] = id; st[#st + 1] = state_value('active', a[i], tok)
           za[#za + 1] = deadline; za[#za + 1] = id
-          if ends[i] and tonumber(ends[i]) < now + lease then za[#za - 1] = ends[i] end
+          if ends[i] and tonumber(ends[i]) < now + lease and select(4, parse_options(o[i])) then
+            za[#za - 1] = ends[i]
+          end
         else
           hand_back(J, active, ready, prio, stats, wake, id, a[i], o[i], emit)
         end
@@ -159,7 +162,6 @@ if conc then
   room = math.max(math.min(room, conc - n), 0)
 end
 if rmax then
-  expect_types({KEYS[18], 'zset'})
   redis.call('ZREMRANGEBYSCORE', KEYS[18], '-inf', now - rwin)
   local used = redis.call('ZCARD', KEYS[18])
   if rmax - used < room then
@@ -178,9 +180,10 @@ if #ids > 0 then
   local d, o, s = load_jobs(J, ids)
   got = start_jobs(J, active, ids, d, o, s, int(now + lease), tok, out, emit, held, rec, deadlines, now)
   if rmax and got > 0 then
-    -- one entry per start (its token and id: unique), at this call's time
+    -- one entry per start (its token and id: unique), at this call's time;
+    -- the jobs a recovery took over (first in out) started before
     local za, t = {}, int(now)
-    for i = 5, #out, 4 do
+    for i = 5 + 4 * (rec and #rec or 0), #out, 4 do
       if out[i] then za[#za + 1] = t; za[#za + 1] = tok .. ' ' .. out[i] end
     end
     call_all('ZADD', KEYS[18], za, 2)

@@ -132,16 +132,22 @@ for i = 1, n do
       -- debounce: a job still waiting takes the new payload and waits again
       local state, attempts = state_text(redis.call('HMGET', J.s, id)[1])
       if state == 'ready' or state == 'delayed' then
-        local was = parse_options(redis.call('HMGET', J.o, id)[1]) -- its priority
+        -- out of where it waits (by the priority it waits under), then in
+        -- again with the options it has now, due delay from now
+        local was = parse_options(redis.call('HMGET', J.o, id)[1])
+        local p = was
+        if stored[i] then redis.call('HSET', J.o, id, stored[i]); p = pri[i] end
         redis.call('HSET', J.d, id, payload)
-        if stored[i] then redis.call('HSET', J.o, id, stored[i]) end
+        if state == 'delayed' then redis.call('ZREM', delayed, id)
+        elseif was == 0 then redis.call('LREM', ready, 1, id)
+        else redis.call('ZREM', prio, id) end
         if delay[i] > 0 then
-          if state == 'ready' then
-            if was == 0 then redis.call('LREM', ready, 1, id) else redis.call('ZREM', prio, id) end
-            redis.call('HSET', J.s, id, state_value('delayed', attempts))
-          end
           now = now or now_ms()
+          redis.call('HSET', J.s, id, state_value('delayed', attempts))
           if push_delayed(delayed, id, now + delay[i]) then ring = true end
+        else
+          redis.call('HSET', J.s, id, state_value('ready', attempts))
+          push_ready(ready, prio, stats, wake, id, p, false)
         end
         existed = 2
       end

@@ -19,6 +19,16 @@ local ids = {}
 for i = 2, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
 local s = hmget(J.s, ids)
 local ends = zmscore_sparse(KEYS[9], ids)
+local entries = false
+for i = 1, #ids do if ends[i] then entries = true; break end end
+if entries then
+  -- an entry counts only for a job with a timeout: one left by an earlier
+  -- job of the id (it ended before its time) does not
+  local o = hmget(J.o, ids)
+  for i = 1, #ids do
+    if ends[i] and not select(4, parse_options(o[i])) then ends[i] = false end
+  end
+end
 local out, za, lost = {}, {}, {}
 for i, id in ipairs(ids) do
   local state, _, t = state_of(s[i])
@@ -39,14 +49,13 @@ for i, id in ipairs(ids) do
   end
 end
 -- A lost lease may be the sweep's doing: a job it failed as timed out
--- keeps the token of that claim in failtoken (and its holder, which
--- extends it, has not failed it itself: it extends only what runs).
+-- keeps "<the claim's token> timeout" in failtoken (reclaim.lua).
 if #lost > 0 then
   local l = {}
   for k, i in ipairs(lost) do l[k] = ids[i] end
   local f = hmget(J.f, l)
   for k, i in ipairs(lost) do
-    if f[k] == ARGV[2 * i + 1] then out[i] = 3 end
+    if f[k] == ARGV[2 * i + 1] .. ' timeout' then out[i] = 3 end
   end
 end
 if #za > 0 then

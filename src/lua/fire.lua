@@ -9,8 +9,10 @@
 -- KEYS: 1 lease, 2 schedules, 3 schedpayload, 4 schednext, 5 ready,
 --       6 prio, 7 delayed, 8 stats, 9..15 the job columns, 16 monitored
 -- ARGV: 1 job name prefix, 2 wake channel, 3 token, then per schedule:
---       name, the next fire time read, the new one (-1: it never fires
---       again), the number k of fire times to enqueue, then those k times.
+--       name, the next fire time read, the spec read (a schedule set again
+--       since is left alone, even when both next times are 0), the new
+--       next fire time (-1: it never fires again), the number k of fire
+--       times to enqueue, then those k times.
 -- Returns the number of jobs enqueued, or -1 when the lease is not held.
 local lease, specs, payloads, nexts = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local ready, prio, delayed, stats = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
@@ -23,10 +25,11 @@ local emit = monitor(KEYS[16], prefix)
 local now, made, ring = nil, 0, false
 local i = 4
 while i <= #ARGV do
-  local name, seen, nxt, k = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
+  local name, seen, seen_spec = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local nxt, k = tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
   local cur = redis.call('ZSCORE', nexts, name)
   local spec = redis.call('HMGET', specs, name)[1]
-  if cur and spec and tonumber(cur) == tonumber(seen) then
+  if cur and spec == seen_spec and tonumber(cur) == tonumber(seen) then
     local o = string.match(spec, '^%S+ %S+ %S+ %S+ (%S+)')
     local payload = redis.call('HMGET', payloads, name)[1] or ''
     local delay, p, stored = 0, 0, false
@@ -40,7 +43,7 @@ while i <= #ARGV do
       end
     end
     for f = 1, k do
-      local id = name .. '@' .. ARGV[i + 3 + f]
+      local id = name .. '@' .. ARGV[i + 4 + f]
       if redis.call('HEXISTS', J.d, id) == 0 then
         local seq = redis.call('HINCRBY', stats, 'seq', 1)
         if rank_window_in(seq, seq) then renumber_prio(prio) end
@@ -63,7 +66,7 @@ while i <= #ARGV do
     if nxt >= 0 then redis.call('ZADD', nexts, int(nxt), name)
     else redis.call('ZREM', nexts, name) end
   end
-  i = i + 4 + k
+  i = i + 5 + k
 end
 if ring then redis.call('PUBLISH', wake, '1') end
 return made

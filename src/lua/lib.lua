@@ -473,7 +473,7 @@ local function return_lost(J, ready, prio, dead, stats, wake, id, attempts, o, n
 end
 
 -- A failure of job `id` (out of the active set; attempts: its count, o:
--- its options column) under token tok: dead when fatal or its attempts
+-- its options column) recorded as token tok (failtoken): dead when fatal or its attempts
 -- are spent, else retried after `delay` ms (< 0: its backoff, with
 -- jitter in [0,1)). Returns 1 retried, 2 dead.
 local function fail_job(J, ready, prio, delayed, dead, stats, wake, id, tok, attempts, o, now, err, fatal,
@@ -535,6 +535,7 @@ end
 -- entries go, so a little less may remain. kept: the number of ids in the
 -- index when the caller knows it (nil: read it).
 local function sweep_completed(J, completed, stats, retention, cap, now, budget, kept)
+  expect_types({J.u, 'zset'}) -- (forget_jobs writes it; checked before this sweep's writes)
   kept = kept or tonumber(redis.call('HMGET', stats, 'retained')[1] or '0')
   local limit = cap
   if cap > 0 and kept > cap then limit = cap - cap_slack(cap) end

@@ -12,8 +12,9 @@
 --       (1: also say how many jobs wait), 9 jitter in [0,1) (backoff)
 -- A job whose run time is over (its timeout: deadlines, see start_jobs)
 -- is failed as timed out, under its retry policy (backoff, then dead once
--- its attempts are spent), not returned as lost; its failtoken keeps the
--- claim's token, so the holder's next extension tells it (extend.lua).
+-- its attempts are spent), not returned as lost; its failtoken is "<the
+-- claim's token> timeout", so the holder's next extension tells it
+-- (extend.lua) and its late failure is refused (fail.lua: lease lost).
 -- Entries of deadlines that are past are dropped (jobs that finished), as
 -- are reservations of the dedup set that are over.
 -- Returns the number of jobs reclaimed, or -1 when another sweeper holds
@@ -56,10 +57,12 @@ for i, id in ipairs(ids) do
   local state, attempts, tok = state_of(v[1])
   if state == 'active' then
     local e = ends[i] and tonumber(ends[i])
-    if e and e <= now then
-      local _, _m, _b, tmo = parse_options(v[2])
-      fail_job(J, ready, prio, delayed, dead, stats, wake, id, tok or '', attempts, v[2], now,
-               'timed out after ' .. int(tmo or 0) .. ' ms', false, -1, jitter, dead_max, emit)
+    local tmo = select(4, parse_options(v[2])) -- (an entry of a job without one is stale)
+    if e and e <= now and tmo then
+      -- failtoken "<token> timeout": the holder's extension tells it (extend.lua),
+      -- and its own late failure is refused (fail.lua)
+      fail_job(J, ready, prio, delayed, dead, stats, wake, id, (tok or '') .. ' timeout', attempts, v[2],
+               now, 'timed out after ' .. int(tmo) .. ' ms', false, -1, jitter, dead_max, emit)
     else
       n = n + 1
       return_lost(J, ready, prio, dead, stats, wake, id, attempts, v[2], now, 'lease expired', dead_max, emit)

@@ -6,7 +6,8 @@
 -- tick.lua and fire.lua).
 -- KEYS: 1 schedules, 2 schedpayload, 3 schednext
 -- ARGV: 1 'set', 2 name, 3 spec, 4 payload: returns 1 when new or changed
---         (its next fire time is computed again), 0 when unchanged;
+--         (a changed spec has its next fire time computed again), 0 when
+--         unchanged;
 --       1 'remove', 2 name: returns 1 when it existed, else 0;
 --       1 'list': returns { name, spec, next, ... } in name order.
 local specs, payloads, nexts = KEYS[1], KEYS[2], KEYS[3]
@@ -15,8 +16,9 @@ local op = ARGV[1]
 if op == 'set' then
   local name, spec = ARGV[2], ARGV[3]
   local old = redis.call('HMGET', specs, name)[1]
-  redis.call('HSET', payloads, name, ARGV[4])
-  if old == spec and redis.call('ZSCORE', nexts, name) then return 0 end
+  local same_payload = redis.call('HMGET', payloads, name)[1] == ARGV[4]
+  if not same_payload then redis.call('HSET', payloads, name, ARGV[4]) end
+  if old == spec and redis.call('ZSCORE', nexts, name) then return same_payload and 0 or 1 end
   redis.call('HSET', specs, name, spec)
   redis.call('ZADD', nexts, 0, name)
   return 1

@@ -21,6 +21,7 @@ int rjq__schedule_parse(const char *spec, rjq__spec *out) {
         used == 0)
         return -1;
     out->once = strcmp(missed, "once") == 0;
+    out->expr_at = (size_t)used;
     const char *expr = spec + used;
     if (out->every_ms > 0) return strcmp(expr, "-") == 0 ? 0 : -1;
     const char *why;
@@ -146,14 +147,9 @@ int rjq_schedule_remove(rjq_queue *q, const char *name, rjq_count_cb *cb, void *
 /* "every <ms>" or "cron <expr> (UTC+<min>)" from a stored spec. */
 static void describe(const char *spec, char *out, size_t len) {
     rjq__spec s;
-    const char *expr = spec;
-    for (int i = 0; i < 5 && expr; i++) {
-        expr = strchr(expr, ' ');
-        if (expr) expr++;
-    }
-    if (rjq__schedule_parse(spec, &s) != 0 || expr == NULL) snprintf(out, len, "? %s", spec);
+    if (rjq__schedule_parse(spec, &s) != 0) snprintf(out, len, "? %s", spec);
     else if (!s.is_cron) snprintf(out, len, "every %lld", s.every_ms);
-    else snprintf(out, len, "cron %s (UTC%+d)", expr, s.offset_min);
+    else snprintf(out, len, "cron %s (UTC%+d)", spec + s.expr_at, s.offset_min);
 }
 
 static void on_list(rjq_client *c, int status, redisReply *r, void *priv) {

@@ -17,6 +17,7 @@ typedef struct rjq__spec {
     int once;                 /* missed fire times: run once (else skip) */
     int is_cron;
     rjq__cron cron;
+    size_t expr_at;           /* where the cron expression starts in the spec */
 } rjq__spec;
 
 /* Read a stored spec; 0, or -1 when it is not one. */

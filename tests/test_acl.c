@@ -137,14 +137,23 @@ static void on_short(rjq_client *c, int status, const rjq_enqueued *jobs, size_t
     shorts++;
 }
 
-/* A synchronous command as `user` is allowed. */
-static void expect_allowed(const test_server *s, const char *user, const char *cmd) {
-    redisContext *rc = server_connect(s);
-    redisReply *r = redisCommand(rc, "AUTH %s %s", user, PW);
+/* The reply to a synchronous command as `user` (the caller frees it and
+ * *rc). */
+static redisReply *as_user(const test_server *s, const char *user, const char *cmd,
+                           redisContext **rc) {
+    *rc = server_connect(s);
+    redisReply *r = redisCommand(*rc, "AUTH %s %s", user, PW);
     ASSERT(r && r->type != REDIS_REPLY_ERROR);
     freeReplyObject(r);
-    r = redisCommand(rc, cmd);
+    r = redisCommand(*rc, cmd);
     ASSERT(r != NULL);
+    return r;
+}
+
+/* A synchronous command as `user` is allowed. */
+static void expect_allowed(const test_server *s, const char *user, const char *cmd) {
+    redisContext *rc;
+    redisReply *r = as_user(s, user, cmd, &rc);
     if (r->type == REDIS_REPLY_ERROR) FAIL_AT(__FILE__, __LINE__, "%s: %s: %s", user, cmd, r->str);
     freeReplyObject(r);
     redisFree(rc);
@@ -152,12 +161,8 @@ static void expect_allowed(const test_server *s, const char *user, const char *c
 
 /* A synchronous command as `user` is refused with NOPERM. */
 static void expect_noperm(const test_server *s, const char *user, const char *fmt) {
-    redisContext *rc = server_connect(s);
-    redisReply *r = redisCommand(rc, "AUTH %s %s", user, PW);
-    ASSERT(r && r->type != REDIS_REPLY_ERROR);
-    freeReplyObject(r);
-    r = redisCommand(rc, fmt);
-    ASSERT(r != NULL);
+    redisContext *rc;
+    redisReply *r = as_user(s, user, fmt, &rc);
     if (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "NOPERM", 6) != 0)
         FAIL_AT(__FILE__, __LINE__, "%s: \"%s\" was not refused", user, fmt);
     freeReplyObject(r);

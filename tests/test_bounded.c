@@ -25,11 +25,7 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
 }
 
 static int enqueue_one(test_env *e, const char *id, long long delay, int priority) {
-    rjq_job_options o = {0};
-    o.id = id;
-    o.delay_ms = delay;
-    o.priority = priority;
-    enqueue_wait w = enqueue_job(e->base, e->q, "x", &o);
+    enqueue_wait w = enqueue_x(e->base, e->q, id, delay, priority);
     last_n = w.n;
     return w.status;
 }

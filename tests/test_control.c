@@ -83,11 +83,7 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
 }
 
 static void enqueue(test_env *e, const char *id, long long delay, int priority) {
-    rjq_job_options o = {0};
-    o.id = id;
-    o.delay_ms = delay;
-    o.priority = priority;
-    ASSERT_OK(enqueue_job(e->base, e->q, "x", &o).status);
+    ASSERT_OK(enqueue_x(e->base, e->q, id, delay, priority).status);
 }
 
 /* An await's outcomes. */

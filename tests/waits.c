@@ -49,6 +49,15 @@ enqueue_wait enqueue_job(struct event_base *base, rjq_queue *q, const char *payl
     return w;
 }
 
+enqueue_wait enqueue_x(struct event_base *base, rjq_queue *q, const char *id, long long delay,
+                       int priority) {
+    rjq_job_options o = {0};
+    o.id = id;
+    o.delay_ms = delay;
+    o.priority = priority;
+    return enqueue_job(base, q, "x", &o);
+}
+
 static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *data) {
     (void)c;
     info_wait *w = data;

@@ -54,6 +54,9 @@ typedef struct enqueue_wait {
  * is answered (exactly once; the status is the caller's to check). */
 enqueue_wait enqueue_job(struct event_base *base, rjq_queue *q, const char *payload,
                          const rjq_job_options *o);
+/* The same for payload "x" with an id (NULL: assigned), delay and priority. */
+enqueue_wait enqueue_x(struct event_base *base, rjq_queue *q, const char *id, long long delay,
+                       int priority);
 
 /* Calls that answer with a number (rjq_queue_replay, rjq_queue_reclaim). */
 typedef struct count_wait {

@@ -33,12 +33,8 @@ if state == 'active' then
       redis.call('PUBLISH', string.sub(prefix, 1, -5) .. 'push:' .. cid, '!cancel ' .. tok .. ' ' .. id)
     end
   end
-elseif state == 'delayed' then
-  redis.call('ZREM', delayed, id)
-elseif (parse_options(v[3])) == 0 then
-  redis.call('LREM', ready, 1, id)
 else
-  redis.call('ZREM', prio, id)
+  unqueue(ready, prio, delayed, id, state, v[3])
 end
 local now = now_ms()
 redis.call('HSET', J.s, id, state_value('cancelled', attempts, state == 'active' and tok or nil))

@@ -134,13 +134,11 @@ for i = 1, n do
       if state == 'ready' or state == 'delayed' then
         -- out of where it waits (by the priority it waits under), then in
         -- again with the options it has now, due delay from now
-        local was = parse_options(redis.call('HMGET', J.o, id)[1])
-        local p = was
+        local was = redis.call('HMGET', J.o, id)[1]
+        unqueue(ready, prio, delayed, id, state, was)
+        local p = parse_options(was)
         if stored[i] then redis.call('HSET', J.o, id, stored[i]); p = pri[i] end
         redis.call('HSET', J.d, id, payload)
-        if state == 'delayed' then redis.call('ZREM', delayed, id)
-        elseif was == 0 then redis.call('LREM', ready, 1, id)
-        else redis.call('ZREM', prio, id) end
         if delay[i] > 0 then
           now = now or now_ms()
           redis.call('HSET', J.s, id, state_value('delayed', attempts))

@@ -355,6 +355,15 @@ end
 -- Schedule `id` at `due`. Returns true when it became the earliest: the
 -- caller then rings the doorbell (once per script), so idle workers re-arm
 -- their timer for it.
+-- Take waiting job `id` (state "ready" or "delayed", options column o)
+-- off where it waits: the delayed set, or by its priority the ready list
+-- (LREM: O(its length)) or the prio set.
+local function unqueue(ready, prio, delayed, id, state, o)
+  if state == 'delayed' then redis.call('ZREM', delayed, id)
+  elseif (parse_options(o)) == 0 then redis.call('LREM', ready, 1, id)
+  else redis.call('ZREM', prio, id) end
+end
+
 local function push_delayed(delayed, id, due)
   redis.call('ZADD', delayed, int(due), id)
   return redis.call('ZRANGE', delayed, 0, 0)[1] == id

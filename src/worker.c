@@ -26,7 +26,8 @@
  *
  * Invariants (check_invariants, asserted at every step):
  *   0 <= claiming <= CLAIMS_IN_FLIGHT; asked == 0 when claiming == 0;
- *   running + asked + offered <= concurrency (offered: the push ledger's);
+ *   running + asked + fetching + offered <= concurrency (offered: the push
+ *   ledger's; fetching: claimed jobs whose payloads are on the way);
  *   a STOPPING worker sends no claim.
  */
 #include <assert.h>
@@ -43,6 +44,15 @@
 /* Jobs per claim script call: well inside Lua's unpack limit (~8000
  * values; the claim unpacks two per job). Larger capacity takes more calls. */
 #define CLAIM_MAX 1000
+/* A claim carries its jobs' payloads in its reply while the worker's
+ * recent payloads average below this many bytes; above, it asks for ids
+ * only and reads the payloads with one plain HMGET (see fetch below):
+ * bytes that pass through the claim script are copied twice more by Lua,
+ * which costs more Redis CPU than the extra command from ~1 KiB on
+ * (bench/README.md "Payload sizes"). */
+#ifndef RJQ__CLAIM_INLINE_MAX
+#define RJQ__CLAIM_INLINE_MAX 2048
+#endif
 
 typedef enum { W_ACTIVE, W_STOPPING } wstate;
 typedef enum { CL_IDLE, CL_HUNGRY } cmode;
@@ -69,6 +79,8 @@ struct rjq_worker {
     int finishing;            /* finish requests in flight */
     int claiming;             /* claims in flight */
     int asked;                /* jobs those claims asked for */
+    int fetching;             /* claimed jobs whose payloads are being read */
+    long payload_avg;         /* recent payloads' length (moving average) */
     int wake_pending;         /* doorbell heard, no claim sent since */
     int want_claim;           /* claim on the next queue tick */
     int want_offer;           /* slots were freed while idle: offer them */
@@ -98,7 +110,8 @@ static void check_invariants(const rjq_worker *w) {
     assert(w->running >= 0 && w->finishing >= 0);
     assert(w->claiming >= 0 && w->claiming <= CLAIMS_IN_FLIGHT);
     assert(w->asked >= 0 && (w->claiming > 0 || w->asked == 0));
-    assert(w->running + w->asked + rjq__reg_offered(w->reg) <= w->concurrency);
+    assert(w->fetching >= 0);
+    assert(w->running + w->asked + w->fetching + rjq__reg_offered(w->reg) <= w->concurrency);
     (void)w;
 }
 
@@ -140,7 +153,7 @@ static int send_claim(rjq_worker *w, int want, int reset);
  * undone, instead of leaving them to their lease. */
 static void check_stopped(rjq_worker *w) {
     check_invariants(w);
-    if (w->state != W_STOPPING || w->claiming || w->deregister.busy) return;
+    if (w->state != W_STOPPING || w->claiming || w->fetching || w->deregister.busy) return;
     if (!w->last_recovery && !rjq__closing(client_of(w))) {
         w->last_recovery = 1; /* once: a failed one leaves them to their lease */
         rjq__reg_lost(w->reg);
@@ -170,7 +183,7 @@ static void destroy(rjq_worker *w) {
 /* ---- wake-ups ------------------------------------------------------------- */
 
 static int free_slots(const rjq_worker *w) {
-    return w->concurrency - w->running - w->asked - rjq__reg_offered(w->reg);
+    return w->concurrency - w->running - w->asked - w->fetching - rjq__reg_offered(w->reg);
 }
 
 /* Work is ready: claim (with the registered slots too, see claim()). A
@@ -211,9 +224,11 @@ static void want_claim(rjq_worker *w) {
 /* ---- jobs ------------------------------------------------------------------ */
 
 /* A job from one entry of a claim reply (id, payload, attempt,
- * max_attempts) and the reply's token and deadline; 0 on success. */
+ * max_attempts) and the reply's token and deadline; 0 on success, 1 when
+ * the payload was left out (nil: the worker reads it, see fetch). */
 static int reply_job(redisReply **e, const redisReply *token, long long deadline, rjq__pushed *d) {
-    if (e[0]->type != REDIS_REPLY_STRING || e[1]->type != REDIS_REPLY_STRING ||
+    if (e[0]->type != REDIS_REPLY_STRING ||
+        (e[1]->type != REDIS_REPLY_STRING && e[1]->type != REDIS_REPLY_NIL) ||
         e[2]->type != REDIS_REPLY_INTEGER || e[3]->type != REDIS_REPLY_INTEGER)
         return -1;
     d->id = e[0]->str, d->idlen = e[0]->len;
@@ -222,7 +237,7 @@ static int reply_job(redisReply **e, const redisReply *token, long long deadline
     d->attempt = (int)e[2]->integer;
     d->max_attempts = (int)e[3]->integer;
     d->deadline = deadline;
-    return 0;
+    return e[1]->type == REDIS_REPLY_NIL;
 }
 
 /* A running job (tok: the record of its token, which it holds). */
@@ -241,6 +256,7 @@ static rjq_job *new_job(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok) {
     memcpy(mem + d->idlen + 1, d->payload, d->len);
     mem[d->idlen + 1 + d->len] = '\0';
     j->len = d->len;
+    w->payload_avg += ((long)(d->len > (1u << 30) ? 1u << 30 : d->len) - w->payload_avg) / 8;
     j->attempt = d->attempt;
     j->max_attempts = d->max_attempts;
     j->deadline = d->deadline;
@@ -335,6 +351,102 @@ static void retry_later(rjq_worker *w) {
     rjq__timer_start(client_of(w), &w->poll_timer, (uint64_t)w->poll_ms);
 }
 
+/* ---- payload fetch --------------------------------------------------------- */
+
+/* Jobs a claim started without their payloads (claim.lua, ARGV 10): the
+ * worker reads those with one HMGET of the payload column, sent as the
+ * claim's reply comes in, and starts them when it is answered. They count
+ * as `fetching` meanwhile; their token is held (a recovering claim leaves
+ * it alone). A job whose payload is gone by then (cancelled and deleted, or
+ * its record deleted behind rjq's back) is not started: its lease ends it.
+ * A fetch that fails leaves its jobs to their lease too. */
+typedef struct fetch_job {
+    const char *id;
+    size_t idlen;
+    int attempt, max_attempts;
+} fetch_job;
+
+typedef struct fetch {
+    rjq_worker *w;
+    rjq__tok *tok;
+    long long deadline;
+    size_t n;
+    fetch_job jobs[];         /* then their ids */
+} fetch;
+
+static void on_fetched(rjq_client *c, int status, redisReply *r, void *priv) {
+    fetch *f = priv;
+    rjq_worker *w = f->w;
+    w->fetching -= (int)f->n;
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != f->n)) {
+        rjq__errmsg(c, "payload fetch: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    if (status != RJQ_OK && !rjq__closing(c)) rjq__background_failed(c, status, "payload fetch");
+    rjq_job **jobs = status == RJQ_OK && !rjq__closing(c) ? malloc(f->n * sizeof *jobs) : NULL;
+    rjq__pushed *back = jobs ? malloc(f->n * sizeof *back) : NULL;
+    size_t made = 0, nback = 0;
+    const char *tokstr = rjq__tok_str(f->tok);
+    for (size_t i = 0; back && i < f->n; i++) {
+        const redisReply *e = r->element[i];
+        if (e->type != REDIS_REPLY_STRING) continue; /* gone: its lease ends it */
+        rjq__pushed d = {.id = f->jobs[i].id, .idlen = f->jobs[i].idlen, .token = tokstr,
+                         .toklen = strlen(tokstr), .payload = e->str, .len = e->len,
+                         .attempt = f->jobs[i].attempt,
+                         .max_attempts = f->jobs[i].max_attempts, .deadline = f->deadline};
+        /* a stopping worker starts nothing more: they go back */
+        rjq_job *j = w->state == W_ACTIVE ? new_job(w, &d, f->tok) : NULL;
+        if (j) jobs[made++] = j;
+        else back[nback++] = d;
+    }
+    if (nback) rjq__push_release(w->q, NULL, back, nback);
+    free(back);
+    rjq__tok_drop(f->tok); /* the fetch's hold */
+    free(f);
+    check_invariants(w);
+    if (rjq__closing(c)) {
+        free(jobs);
+        return;
+    }
+    run_jobs(w, jobs, made);
+    free(jobs);
+    if (w->state == W_ACTIVE && (w->wake_pending || w->mode == CL_HUNGRY)) want_claim(w);
+    check_stopped(w);
+}
+
+/* Read the payloads of the n jobs in d (all under tok); 0 when sent. */
+static int fetch_payloads(rjq_worker *w, rjq__tok *tok, const rjq__pushed *d, size_t n) {
+    size_t bytes = sizeof(fetch) + n * sizeof(fetch_job);
+    for (size_t i = 0; i < n; i++) bytes += d[i].idlen;
+    fetch *f = malloc(bytes);
+    if (f == NULL) return -1;
+    f->w = w;
+    f->tok = tok;
+    f->deadline = n ? d[0].deadline : 0;
+    f->n = n;
+    char *mem = (char *)&f->jobs[n];
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_str(&a, "HMGET");
+    rjq__argv_key(&a, w->q, RJQ__K_PAYLOAD);
+    for (size_t i = 0; i < n; i++) {
+        memcpy(mem, d[i].id, d[i].idlen);
+        f->jobs[i] = (fetch_job){mem, d[i].idlen, d[i].attempt, d[i].max_attempts};
+        rjq__argv_add(&a, mem, d[i].idlen);
+        mem += d[i].idlen;
+    }
+    int rc = a.oom ? RJQ_ENOMEM
+                   : rjq__command(client_of(w), RJQ__REQ_RETRY, on_fetched, f, a.n, a.v, a.len);
+    rjq__argv_free(&a);
+    if (rc != RJQ_OK) {
+        free(f);
+        return -1;
+    }
+    rjq__tok_hold(tok);
+    w->fetching += (int)n;
+    return 0;
+}
+
 typedef struct claim_ctx {
     rjq_worker *w;
     int asked;
@@ -375,7 +487,7 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
         check_stopped(w);
         return;
     }
-    size_t got = (r->elements - CLAIM_HEAD) / 4, made = 0, nback = 0;
+    size_t got = (r->elements - CLAIM_HEAD) / 4, made = 0, nback = 0, nfetch = 0;
 
     long long deadline = r->element[3]->integer;
     if (got) rjq__server_time_sample(c, deadline - w->lease_ms);
@@ -386,14 +498,22 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
                                       : NULL;
     rjq__pushed *d = got ? malloc(got * sizeof *d) : NULL;
     rjq_job **jobs = got ? malloc(got * sizeof *jobs) : NULL;
-    for (size_t i = 0; d && jobs && i < got; i++) {
-        if (reply_job(&r->element[CLAIM_HEAD + 4 * i], r->element[2], deadline, &d[nback]) != 0)
-            continue; /* malformed: it comes back after its lease */
+    rjq__pushed *f = got ? malloc(got * sizeof *f) : NULL; /* payloads to read */
+    for (size_t i = 0; d && jobs && f && i < got; i++) {
+        int rc = reply_job(&r->element[CLAIM_HEAD + 4 * i], r->element[2], deadline, &d[nback]);
+        if (rc < 0) continue; /* malformed: it comes back after its lease */
+        if (rc == 1 && w->state == W_ACTIVE && tok) {
+            f[nfetch++] = d[nback];
+            continue;
+        }
         /* a stopping worker starts nothing more: they go back */
-        rjq_job *j = w->state == W_ACTIVE ? new_job(w, &d[nback], tok) : NULL;
+        rjq_job *j = rc == 0 && w->state == W_ACTIVE ? new_job(w, &d[nback], tok) : NULL;
         if (j) jobs[made++] = j;
         else nback++;
     }
+    /* (out of memory: the jobs to fetch are left to their lease) */
+    if (nfetch) fetch_payloads(w, tok, f, nfetch);
+    free(f);
     if (nback) rjq__push_release(w->q, NULL, d, nback);
     if (tok) rjq__tok_drop(tok); /* the arrival */
     free(d);
@@ -444,6 +564,7 @@ static int send_claim(rjq_worker *w, int want, int reset) {
     rjq__argv_ll(&a, ctx->epoch);
     rjq__argv_str(&a, reset ? "1" : "0");
     rjq__argv_str(&a, ctx->recovers ? "1" : "0");
+    rjq__argv_str(&a, w->payload_avg < RJQ__CLAIM_INLINE_MAX ? "1" : "0");
     /* what it knows of: the tokens it holds jobs of, or has yet to forget */
     for (const rjq__tok *t = ctx->recovers ? rjq__held_first(w->held) : NULL; t;
          t = rjq__held_next(t))

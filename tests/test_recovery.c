@@ -338,7 +338,7 @@ static redisReply *claim_eval(redisContext *rc, const char *tok, int want, int r
                           "t:{lua}:options", "t:{lua}:result", "t:{lua}:error", "t:{lua}:failtoken",
                           "t:{lua}:watchers", "t:{lua}:monitored", "t:{lua}:held",
                           "t:{lua}:meta", "t:{lua}:deadlines", "t:{lua}:starts", "t:{lua}:job:", wants, "30000", tok, "t:{lua}:wake",
-                          "1 t:{lua}:push:c1", "7", "1", recover ? "1" : "0"};
+                          "1 t:{lua}:push:c1", "7", "1", recover ? "1" : "0", "1"};
     redisReply *r = redisCommandArgv(rc, (int)(sizeof argv / sizeof argv[0]), argv, NULL);
     ASSERT(r != NULL && r->type == REDIS_REPLY_ARRAY);
     return r;

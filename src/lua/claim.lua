@@ -8,7 +8,7 @@
 -- is spent by a lost reply.
 -- A recovering claim (after the worker's push channel was resubscribed,
 -- when pushes may have been lost) first takes over the jobs held under the
--- worker's other tokens that it does not name as known (ARGV 10..): up to
+-- worker's other tokens that it does not name as known (ARGV 11..): up to
 -- `want` of them go under this claim's token with a fresh lease (the rest
 -- back to the queue, attempt undone), then it claims for the slots left.
 -- Its member is written even when it got nothing, so a re-send never
@@ -31,10 +31,19 @@
 --       values, and Lua's limit is ~8000), 3 lease ms, 4 token
 --       ("<client>.<worker>.<unique>", new for every call), 5 wake channel,
 --       6 the worker's idle field, 7 its registration epoch, 8 reset (1:
---       replace the registration), 9 recover (1/0), 10.. the tokens the
---       worker holds jobs of (a recovering claim leaves those alone)
+--       replace the registration), 9 recover (1/0), 10 payloads (1: in
+--       the reply; 0: not, the worker reads them itself), 11.. the tokens
+--       the worker holds jobs of (a recovering claim leaves those alone)
 -- Returns { next, registered, token, deadline, then 4 per job: id, payload,
--- attempt, max_attempts } where next is -1, -2 (paused), or (when fewer
+-- attempt, max_attempts } where the payload of a job this call started
+-- is nil when ARGV 10 is 0: the worker reads the payloads with one HMGET
+-- of the payload column, so their bytes never pass through Lua (twice
+-- copied, in and out: most of a claim's Redis CPU with payloads of some
+-- KiB). A payload is never changed while its job is active, so that read
+-- is as good as this one (a job cancelled and deleted meanwhile: nil).
+-- Without payloads a record deleted behind rjq's back is not noticed here:
+-- its job starts, the worker finds no payload and leaves it to its lease.
+-- Where next is -1, -2 (paused), or (when fewer
 -- than `want` jobs were claimed) the ms until the next delayed job is due, registered
 -- the slots registered, token the fencing token of every job returned
 -- (ARGV 4) and deadline their lease's end in server time (ms; the worker
@@ -46,6 +55,7 @@ local ready, prio, delayed, active, stats, idle = KEYS[1], KEYS[2], KEYS[3], KEY
 local held = KEYS[15]
 local prefix, want, lease, tok, wake = ARGV[1], math.min(tonumber(ARGV[2]), 1000), tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local field, epoch, reset, recover = ARGV[6], ARGV[7], ARGV[8] == '1', ARGV[9] == '1'
+local no_payload = ARGV[10] == '0'
 local J = columns(KEYS, 7, prefix)
 local deadlines = KEYS[17]
 expect_types({ready, 'list', prio, 'zset', active, 'zset', idle, 'hash', J.s, 'hash', J.o, 'hash',
@@ -98,7 +108,7 @@ local rec
 if recover then
   rec = {}
   local known = {[tok] = true}
-  for i = 10, #ARGV do known[ARGV[i]] = true end
+  for i = 11, #ARGV do known[ARGV[i]] = true end
   local st, za, deadline = {}, {}, int(now + lease)
   for _, m in ipairs(held_members(held, string.match(tok, '^[^.]+%.[^.]+%.'))) do
     local t, ids = held_split(m)
@@ -177,7 +187,7 @@ end
 local ids = take_ready(ready, prio, room)
 local got = 0
 if #ids > 0 then
-  local d, o, s = load_jobs(J, ids)
+  local d, o, s = load_jobs(J, ids, no_payload)
   got = start_jobs(J, active, ids, d, o, s, int(now + lease), tok, out, emit, held, rec, deadlines, now)
   if rmax and got > 0 then
     -- one entry per start (its token and id: unique), at this call's time;

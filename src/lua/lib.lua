@@ -596,9 +596,10 @@ local function take_ready(ready, prio, want)
 end
 
 -- The records of jobs ids that start_jobs needs: payloads, options and
--- states (parallel to ids; false where absent).
-local function load_jobs(J, ids)
-  return hmget(J.d, ids), hmget_sparse(J.o, ids), hmget(J.s, ids)
+-- states (parallel to ids; false where absent). Without payloads
+-- (no_payload), d is nil: see start_jobs.
+local function load_jobs(J, ids, no_payload)
+  return not no_payload and hmget(J.d, ids) or nil, hmget_sparse(J.o, ids), hmget(J.s, ids)
 end
 
 -- The held index (zset `held`, every score 0): one member per claim call
@@ -688,7 +689,7 @@ local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, hel
   for i, id in ipairs(ids) do
     -- (an id twice in ids, which only a change behind rjq's back can do,
     -- starts once: the copies would share a token)
-    if d[i] and not seen[id] then
+    if (not d or d[i]) and not seen[id] then
       seen[id] = true
       -- a job never started has no state ("ready 0") and mostly no options
       local a, max, tmo = 1, DEFAULT_MAX_ATTEMPTS, nil
@@ -707,7 +708,7 @@ local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, hel
         dz[#dz + 1] = int(ends); dz[#dz + 1] = id
       end
       st[2 * n + 1] = id; st[2 * n + 2] = v
-      out[k + 1] = id; out[k + 2] = d[i]; out[k + 3] = a; out[k + 4] = max
+      out[k + 1] = id; out[k + 2] = d and d[i] or false; out[k + 3] = a; out[k + 4] = max
       hi[base + n + 1] = id
       n, k = n + 1, k + 4
       if emit ~= UNMONITORED then emit('active', id) end

@@ -199,6 +199,20 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     }
     ASSERT(loop_until_count(base, &ok_outcomes, 19, 10000));
     ASSERT(loop_until_count(base, &dead_outcomes, 1, 5000));
+    /* big payloads: after the first, the worker claims ids only and reads
+     * the payloads itself (a plain HMGET); paused, so that a claim (not a
+     * push) takes them */
+    static char big[24 * 1024];
+    memset(big, 'b', sizeof big);
+    ASSERT_OK(rjq_enqueue_await(pq, big, sizeof big, NULL, NULL, on_outcome, NULL, NULL));
+    ASSERT(loop_until_count(base, &ok_outcomes, 20, 10000));
+    ASSERT_OK(rjq_queue_pause(wq, on_control, NULL));
+    ASSERT(loop_until_count(base, &controls_ok, 1, 5000));
+    for (int i = 0; i < 2; i++)
+        ASSERT_OK(rjq_enqueue_await(pq, big, sizeof big, NULL, NULL, on_outcome, NULL, NULL));
+    ASSERT_OK(rjq_queue_resume(wq, on_control, NULL));
+    ASSERT(loop_until_count(base, &ok_outcomes, 22, 10000));
+    ASSERT(loop_until_count(base, &controls_ok, 2, 5000));
     ASSERT_OK(rjq_queue_stats(mq, on_stats, NULL));
     ASSERT(loop_until_count(base, &stats_seen, 1, 5000));
     rjq_job_options id = {0};
@@ -226,21 +240,21 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     ASSERT_OK(rjq_queue_resume(wq, on_control, NULL));
     rjq_limits lim = {3, 100, 1000};
     ASSERT_OK(rjq_queue_set_limits(wq, &lim, on_control, NULL));
-    ASSERT(loop_until_count(base, &controls_ok, 5, 5000));
+    ASSERT(loop_until_count(base, &controls_ok, 7, 5000));
     rjq_job_options timed = {0};
     timed.timeout_ms = 5000;
     ASSERT_OK(rjq_enqueue_await(pq, "work", 4, &timed, NULL, on_outcome, NULL, NULL));
-    ASSERT(loop_until_count(base, &ok_outcomes, 20, 5000)); /* a limited claim */
+    ASSERT(loop_until_count(base, &ok_outcomes, 23, 5000)); /* a limited claim */
     ASSERT_OK(rjq_queue_set_limits(wq, NULL, on_control, NULL));
-    ASSERT(loop_until_count(base, &controls_ok, 6, 5000));
+    ASSERT(loop_until_count(base, &controls_ok, 8, 5000));
     ASSERT_OK(rjq_enqueue_await(pq, "work", 4, &timed, NULL, on_outcome, NULL, NULL));
-    ASSERT(loop_until_count(base, &ok_outcomes, 21, 5000)); /* pushed: deadlines written */
+    ASSERT(loop_until_count(base, &ok_outcomes, 24, 5000)); /* pushed: deadlines written */
     /* schedules: the worker role sets them and runs the scheduler, the
      * monitor lists them */
     rjq_schedule sch = {0};
     sch.every_ms = 100;
     ASSERT_OK(rjq_schedule_set(wq, "tick", &sch, on_control, NULL));
-    ASSERT(loop_until_count(base, &controls_ok, 7, 5000));
+    ASSERT(loop_until_count(base, &controls_ok, 9, 5000));
     rjq_scheduler *sched;
     ASSERT_OK(rjq_scheduler_start(wq, 0, &sched));
     for (int i = 0; i < 100 && server_int(admin, "ZCOUNT t:{jobs}:schednext 1 +inf") == 0; i++)
@@ -253,7 +267,7 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     freeReplyObject(fired);
     ASSERT_OK(rjq_scheduler_stop(sched));
     ASSERT_OK(rjq_schedule_list(mq, on_listed, NULL));
-    ASSERT(loop_until_count(base, &controls_ok, 8, 5000));
+    ASSERT(loop_until_count(base, &controls_ok, 10, 5000));
     ASSERT_OK(rjq_queue_pause(mq, on_control, &controls_refused));
     ASSERT_OK(rjq_queue_set_limits(mq, NULL, on_control, &controls_refused));
     ASSERT(loop_until_count(base, &controls_refused, 2, 5000));

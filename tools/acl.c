@@ -17,8 +17,9 @@
  *   rjq pause, resume, cancel, limit and schedule need) and runs
  *   schedulers, the monitor reads stats, jobs and schedules. tests/acl_covers_scripts.sh fails when
  *   a script uses a command no role has;
- * - outside scripts: HGET (an await reads a stored result), HDEL (a
- *   worker drops its push registration), ZRANGE (the dead list), SET (a
+ * - outside scripts: HGET (an await reads a stored result), HMGET (a
+ *   worker reads the payloads of big jobs it claimed), HDEL (a worker
+ *   drops its push registration), ZRANGE (the dead list), SET (a
  *   monitor marks its queue monitored).
  * Keys: the queues' own ("<prefix>:{<queue>}:*"), plus the liveness keys
  * "<prefix>:{clients}:*" for workers. The monitor has only commands that

@@ -513,7 +513,11 @@ RJQ_API int rjq_enqueue(rjq_queue *q, const void *payload, size_t len,
                         void *data);
 
 /* Enqueue 1..RJQ_BATCH_MAX jobs atomically in one script call. Same errors
- * as rjq_enqueue(); any invalid item fails the whole call synchronously. */
+ * as rjq_enqueue(); any invalid item fails the whole call synchronously.
+ * A batch is one call whatever its size, and a call of many MiB costs
+ * Redis (and the client) more per job: with payloads of some KiB, keep
+ * batches near 1 MiB in all (1000 jobs of 16 KiB: 1.8x the jobs/s in
+ * batches of 64), or use rjq_enqueue(), which caps its calls by bytes. */
 RJQ_API int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items,
                               size_t n, rjq_enqueue_cb *cb, void *data);
 

@@ -40,7 +40,9 @@
 #include "upkeep.h"
 #include "worker.h"
 
+#ifndef CLAIMS_IN_FLIGHT
 #define CLAIMS_IN_FLIGHT 2
+#endif
 /* Jobs per claim script call: well inside Lua's unpack limit (~8000
  * values; the claim unpacks two per job). Larger capacity takes more calls. */
 #define CLAIM_MAX 1000

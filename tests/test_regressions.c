@@ -766,7 +766,7 @@ TEST(await_whose_early_outcome_was_pushed_out_by_the_cap_still_resolves) {
 
 /* Every rjq_enqueue of one loop turn on one queue used to merge into one
  * command, whatever its size (70 enqueues of 16 MiB made one command over
- * 1 GB). Batches now go out early past 4 MiB of arguments. */
+ * 1 GB). Batches now go out early past 1 MiB of arguments. */
 static long capped_ok;
 
 static void capped_cb(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
@@ -778,7 +778,7 @@ static void capped_cb(rjq_client *c, int status, const rjq_enqueued *jobs, size_
 TEST(enqueue_batches_are_capped_by_bytes) {
     test_env e;
     env_start(&e, "capped");
-    enum { JOBS = 12, SIZE = 1 << 20 };
+    enum { JOBS = 12, SIZE = 256 << 10 };
     char *payload = malloc(SIZE);
     ASSERT(payload != NULL);
     memset(payload, 'p', SIZE);
@@ -787,7 +787,7 @@ TEST(enqueue_batches_are_capped_by_bytes) {
     for (int i = 0; i < JOBS; i++) ASSERT_OK(rjq_enqueue(e.q, payload, SIZE, NULL, capped_cb, NULL));
     ASSERT(loop_until_count(e.base, &capped_ok, JOBS, 10000));
     long long calls = server_calls(e.rc, "fcall") + server_calls(e.rc, "evalsha") - before;
-    /* 1 MiB each, 4 MiB a call at most: at least 3 calls, and still batched */
+    /* 256 KiB each, 1 MiB a call at most: at least 3 calls, still batched */
     ASSERT(calls >= 3);
     ASSERT(calls <= JOBS / 2);
     ASSERT_EQ(JOBS, server_int(e.rc, "HLEN t:{capped}:payload"));

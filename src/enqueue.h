@@ -12,9 +12,7 @@
  * single rjq_enqueue_batch() needs more (a batch lands whole). 1 MiB: with
  * 16 KiB payloads, calls of 4 MiB took 17% more Redis CPU per job than
  * calls of 1 MiB or 256 KiB (memory churn of big calls; bench, issue 18). */
-#ifndef RJQ__ENQUEUE_BYTES
 #define RJQ__ENQUEUE_BYTES (1u << 20)
-#endif
 
 /* One job's enqueue result, for internal callers. */
 typedef void rjq__enqueued_fn(rjq_client *c, int status, const char *id, size_t idlen,

@@ -553,6 +553,43 @@ TEST(claim_on_wrongtype_held_changes_nothing) {
     env_stop(&env);
 }
 
+/* A claim takes its jobs off the ready list, then reads their payloads (or
+ * leaves that to the worker): with the payload column of the wrong type it
+ * used to pop the ids and fail on that read, losing them. It is refused
+ * before its first write, and once the column is back, the job runs. */
+TEST(claim_on_wrongtype_payload_column_loses_nothing) {
+    test_env env;
+    env_start(&env, "pl");
+    enq_wait e = {0};
+    ASSERT_OK(rjq_enqueue(env.q, "x", 1, NULL, on_enq, &e));
+    ASSERT(loop_until(env.base, &e.calls, 10000));
+    ASSERT_OK(e.status);
+    freeReplyObject(server_cmd(env.rc, "RENAME t:{pl}:payload t:{pl}:saved"));
+    freeReplyObject(server_cmd(env.rc, "SET t:{pl}:payload x"));
+    static char before[8192], after[8192];
+    snapshot(env.rc, before, sizeof before);
+
+    int handled = 0;
+    rjq_worker_options wo = {0};
+    wo.poll_ms = 50; /* a failed claim is tried again after poll_ms */
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(env.q, &wo, count_handled, &handled, &w));
+    for (int i = 0; i < 1000 && !strstr(rjq_client_errmsg(env.c), "t:{pl}:payload"); i++)
+        loop_for(env.base, 10);
+    ASSERT(strstr(rjq_client_errmsg(env.c), "WRONGTYPE") != NULL);
+    loop_for(env.base, 200); /* a few more tries */
+    ASSERT_EQ(0, handled);
+    snapshot(env.rc, after, sizeof after);
+    ASSERT_STREQ(before, after);
+    ASSERT_EQ(1, server_int(env.rc, "LLEN t:{pl}:ready"));
+
+    freeReplyObject(server_cmd(env.rc, "DEL t:{pl}:payload"));
+    freeReplyObject(server_cmd(env.rc, "RENAME t:{pl}:saved t:{pl}:payload"));
+    for (int i = 0; i < 1000 && handled == 0; i++) loop_for(env.base, 10);
+    ASSERT_EQ(1, handled);
+    env_stop(&env);
+}
+
 /* A claim that promotes a due priority job gives it a sequence number from
  * the stats hash: with stats of the wrong type it is refused before its
  * first write (the job stays delayed, nothing changes), and once stats is

@@ -58,7 +58,7 @@ local field, epoch, reset, recover = ARGV[6], ARGV[7], ARGV[8] == '1', ARGV[9] =
 local no_payload = ARGV[10] == '0'
 local J = columns(KEYS, 7, prefix)
 local deadlines = KEYS[17]
-expect_types({ready, 'list', prio, 'zset', active, 'zset', idle, 'hash', J.s, 'hash', J.o, 'hash',
+expect_types({ready, 'list', prio, 'zset', active, 'zset', idle, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash',
               deadlines, 'zset'})
 -- (a read before any write: its type check is the command's own, see typed)
 local first = typed('zset', 'ZRANGEBYLEX', held, held_range(tok .. ' ')) -- a re-send's first run

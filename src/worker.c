@@ -80,7 +80,9 @@ struct rjq_worker {
     int claiming;             /* claims in flight */
     int asked;                /* jobs those claims asked for */
     int fetching;             /* claimed jobs whose payloads are being read */
+    int ids_only;             /* ids-only claims and fetches in flight */
     long payload_avg;         /* recent payloads' length (moving average) */
+    struct fetch *fetches;    /* fetches in flight */
     int wake_pending;         /* doorbell heard, no claim sent since */
     int want_claim;           /* claim on the next queue tick */
     int want_offer;           /* slots were freed while idle: offer them */
@@ -110,7 +112,7 @@ static void check_invariants(const rjq_worker *w) {
     assert(w->running >= 0 && w->finishing >= 0);
     assert(w->claiming >= 0 && w->claiming <= CLAIMS_IN_FLIGHT);
     assert(w->asked >= 0 && (w->claiming > 0 || w->asked == 0));
-    assert(w->fetching >= 0);
+    assert(w->fetching >= 0 && w->ids_only >= 0);
     assert(w->running + w->asked + w->fetching + rjq__reg_offered(w->reg) <= w->concurrency);
     (void)w;
 }
@@ -357,60 +359,98 @@ static void retry_later(rjq_worker *w) {
  * worker reads those with one HMGET of the payload column, sent as the
  * claim's reply comes in, and starts them when it is answered. They count
  * as `fetching` meanwhile; their token is held (a recovering claim leaves
- * it alone). A job whose payload is gone by then (cancelled and deleted, or
- * its record deleted behind rjq's back) is not started: its lease ends it.
- * A fetch that fails leaves its jobs to their lease too. */
+ * it alone), and a cancel notice for one of them (notice_job) marks it, so
+ * it is not started. A job whose payload is gone by then (cancelled and
+ * deleted, or its record deleted behind rjq's back) is not started either:
+ * its lease ends it. A fetch that fails hands its jobs back (token-checked,
+ * attempt undone), as does a worker that is stopping.
+ * Order: while an ids-only claim or a fetch is in flight, every claim asks
+ * for ids only (w->ids_only), so that no claim's jobs overtake those of an
+ * earlier one by skipping its fetch. */
 typedef struct fetch_job {
     const char *id;
     size_t idlen;
     int attempt, max_attempts;
+    int cancelled;            /* a cancel notice came for it meanwhile */
 } fetch_job;
 
 typedef struct fetch {
     rjq_worker *w;
     rjq__tok *tok;
     long long deadline;
+    struct fetch *prev, *next; /* the worker's fetches in flight */
     size_t n;
     fetch_job jobs[];         /* then their ids */
 } fetch;
+
+static void fetch_unlink(rjq_worker *w, fetch *f) {
+    if (f->prev) f->prev->next = f->next;
+    else w->fetches = f->next;
+    if (f->next) f->next->prev = f->prev;
+}
+
+/* Hand the n jobs in d back to the queue (attempt undone); out of memory
+ * or not sent: they wait for their lease. */
+static void fetch_give_back(rjq_worker *w, const rjq__pushed *d, size_t n) {
+    if (n) rjq__push_release(w->q, NULL, d, n);
+}
 
 static void on_fetched(rjq_client *c, int status, redisReply *r, void *priv) {
     fetch *f = priv;
     rjq_worker *w = f->w;
     w->fetching -= (int)f->n;
+    w->ids_only--;
+    fetch_unlink(w, f);
     if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != f->n)) {
         rjq__errmsg(c, "payload fetch: unexpected reply");
         status = RJQ_EPROTO;
     }
-    if (status != RJQ_OK && !rjq__closing(c)) rjq__background_failed(c, status, "payload fetch");
-    rjq_job **jobs = status == RJQ_OK && !rjq__closing(c) ? malloc(f->n * sizeof *jobs) : NULL;
+    int closing = rjq__closing(c);
+    if (status != RJQ_OK && !closing) {
+        rjq__background_failed(c, status, "payload fetch");
+        /* the server refuses the read (not a lost connection, which the
+         * request outlives): claim with payloads again */
+        if (status != RJQ_ECONN) w->payload_avg = 0;
+    }
+    rjq_job **jobs = !closing ? malloc(f->n * sizeof *jobs) : NULL;
     rjq__pushed *back = jobs ? malloc(f->n * sizeof *back) : NULL;
     size_t made = 0, nback = 0;
     const char *tokstr = rjq__tok_str(f->tok);
     for (size_t i = 0; back && i < f->n; i++) {
-        const redisReply *e = r->element[i];
-        if (e->type != REDIS_REPLY_STRING) continue; /* gone: its lease ends it */
+        const redisReply *e = status == RJQ_OK ? r->element[i] : NULL;
+        if (f->jobs[i].cancelled) continue; /* cancelled: nothing to run */
+        if (e && e->type != REDIS_REPLY_STRING) continue; /* gone: its lease ends it */
         rjq__pushed d = {.id = f->jobs[i].id, .idlen = f->jobs[i].idlen, .token = tokstr,
-                         .toklen = strlen(tokstr), .payload = e->str, .len = e->len,
-                         .attempt = f->jobs[i].attempt,
+                         .toklen = strlen(tokstr), .payload = e ? e->str : NULL,
+                         .len = e ? e->len : 0, .attempt = f->jobs[i].attempt,
                          .max_attempts = f->jobs[i].max_attempts, .deadline = f->deadline};
-        /* a stopping worker starts nothing more: they go back */
-        rjq_job *j = w->state == W_ACTIVE ? new_job(w, &d, f->tok) : NULL;
+        /* a stopping worker starts nothing more, a failed read nothing:
+         * they go back */
+        rjq_job *j = e && w->state == W_ACTIVE ? new_job(w, &d, f->tok) : NULL;
         if (j) jobs[made++] = j;
         else back[nback++] = d;
     }
-    if (nback) rjq__push_release(w->q, NULL, back, nback);
+    fetch_give_back(w, back, nback);
     free(back);
     rjq__tok_drop(f->tok); /* the fetch's hold */
+    size_t fetched = f->n;
     free(f);
     check_invariants(w);
-    if (rjq__closing(c)) {
+    if (closing) {
         free(jobs);
         return;
     }
     run_jobs(w, jobs, made);
     free(jobs);
-    if (w->state == W_ACTIVE && (w->wake_pending || w->mode == CL_HUNGRY)) want_claim(w);
+    if (w->state == W_ACTIVE) {
+        /* slots of jobs not started are free again: claim, or offer them */
+        if (w->wake_pending || w->mode == CL_HUNGRY || rjq__reg_out_of_step(w->reg))
+            want_claim(w);
+        else if (made < fetched) {
+            w->want_offer = 1;
+            rjq__queue_kick(w->q);
+        }
+    }
     check_stopped(w);
 }
 
@@ -431,7 +471,7 @@ static int fetch_payloads(rjq_worker *w, rjq__tok *tok, const rjq__pushed *d, si
     rjq__argv_key(&a, w->q, RJQ__K_PAYLOAD);
     for (size_t i = 0; i < n; i++) {
         memcpy(mem, d[i].id, d[i].idlen);
-        f->jobs[i] = (fetch_job){mem, d[i].idlen, d[i].attempt, d[i].max_attempts};
+        f->jobs[i] = (fetch_job){mem, d[i].idlen, d[i].attempt, d[i].max_attempts, 0};
         rjq__argv_add(&a, mem, d[i].idlen);
         mem += d[i].idlen;
     }
@@ -444,7 +484,24 @@ static int fetch_payloads(rjq_worker *w, rjq__tok *tok, const rjq__pushed *d, si
     }
     rjq__tok_hold(tok);
     w->fetching += (int)n;
+    w->ids_only++;
+    f->prev = NULL;
+    f->next = w->fetches;
+    if (w->fetches) w->fetches->prev = f;
+    w->fetches = f;
     return 0;
+}
+
+/* A cancel notice for a job whose payload is being read: it is not started. */
+static void fetch_notice(rjq_worker *w, const char *token, size_t toklen, const char *id,
+                         size_t idlen) {
+    for (fetch *f = w->fetches; f; f = f->next) {
+        const char *t = rjq__tok_str(f->tok);
+        if (strncmp(t, token, toklen) != 0 || t[toklen] != '\0') continue;
+        for (size_t i = 0; i < f->n; i++)
+            if (f->jobs[i].idlen == idlen && memcmp(f->jobs[i].id, id, idlen) == 0)
+                f->jobs[i].cancelled = 1;
+    }
 }
 
 typedef struct claim_ctx {
@@ -452,6 +509,7 @@ typedef struct claim_ctx {
     int asked;
     unsigned epoch;
     int recovers;             /* it recovers jobs pushed unheard */
+    int ids_only;             /* it asked for ids only (payloads: fetch) */
 } claim_ctx;
 
 /* [next due, slots registered, token, deadline, then 4 per job]
@@ -473,6 +531,7 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq_worker *w = x.w;
     w->claiming--;
     w->asked -= x.asked;
+    w->ids_only -= x.ids_only;
     if (rjq__closing(c)) return;
     if (status == RJQ_OK && !claim_reply_ok(r, x.asked)) {
         rjq__errmsg(c, "claim: unexpected reply");
@@ -511,8 +570,8 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
         if (j) jobs[made++] = j;
         else nback++;
     }
-    /* (out of memory: the jobs to fetch are left to their lease) */
-    if (nfetch) fetch_payloads(w, tok, f, nfetch);
+    /* (not sent, out of memory: they go back) */
+    if (nfetch && fetch_payloads(w, tok, f, nfetch) != 0) fetch_give_back(w, f, nfetch);
     free(f);
     if (nback) rjq__push_release(w->q, NULL, d, nback);
     if (tok) rjq__tok_drop(tok); /* the arrival */
@@ -547,6 +606,7 @@ static int send_claim(rjq_worker *w, int want, int reset) {
     ctx->asked = want;
     ctx->epoch = rjq__reg_claim_epoch(w->reg, reset);
     ctx->recovers = rjq__reg_claim_recovers(w->reg, reset);
+    ctx->ids_only = w->payload_avg >= CLAIM_INLINE_MAX || w->ids_only > 0;
     char token[64], word[12];
     rjq__random_word(c, word, 10); /* ~59 bits: new for every call of this worker */
     snprintf(token, sizeof token, "%s%s", rjq__held_prefix(w->held), word);
@@ -564,7 +624,7 @@ static int send_claim(rjq_worker *w, int want, int reset) {
     rjq__argv_ll(&a, ctx->epoch);
     rjq__argv_str(&a, reset ? "1" : "0");
     rjq__argv_str(&a, ctx->recovers ? "1" : "0");
-    rjq__argv_str(&a, w->payload_avg < CLAIM_INLINE_MAX ? "1" : "0");
+    rjq__argv_str(&a, ctx->ids_only ? "0" : "1");
     /* what it knows of: the tokens it holds jobs of, or has yet to forget */
     for (const rjq__tok *t = ctx->recovers ? rjq__held_first(w->held) : NULL; t;
          t = rjq__held_next(t))
@@ -580,6 +640,7 @@ static int send_claim(rjq_worker *w, int want, int reset) {
     rjq__reg_claim_sent(w->reg, ctx->epoch, reset, ctx->recovers);
     w->claiming++;
     w->asked += want;
+    w->ids_only += ctx->ids_only;
     check_invariants(w);
     return RJQ_OK;
 }
@@ -652,6 +713,7 @@ static void reg_resync(void *arg) {
  * (The callback may finish the job, stop the worker or free the client.) */
 static void notice_job(rjq_worker *w, int reason, const char *token, size_t toklen,
                        const char *id, size_t idlen) {
+    fetch_notice(w, token, toklen, id, idlen);
     for (rjq_job *j = w->jobs; j; j = j->next) {
         if (strncmp(j->token, token, toklen) != 0 || j->token[toklen] != '\0' ||
             strncmp(j->id, id, idlen) != 0 || j->id[idlen] != '\0')

@@ -11,14 +11,17 @@
 
 #include "fixture.h"
 #include "harness.h"
+#include "proxy.h"
 #include "server.h"
 #include "waits.h"
 
 /* The payload of job i: its number, then filler bytes that depend on i,
- * so a payload handed to the wrong job (id "p<i>") is noticed. Big (24 KiB), or when
- * mixed big for i in the first half of every 16 and tiny for the rest. */
+ * so a payload handed to the wrong job (id "p<i>") is noticed. Big (24
+ * KiB), or when mixed big for the first 4 of every 44 and tiny for the
+ * rest: the worker's average payload passes 2 KiB within the big ones and
+ * falls below it within the tiny ones, so its claims switch both ways. */
 static size_t make_payload(long i, int mixed, char *buf, size_t cap) {
-    size_t len = !mixed || (i % 16) < 8 ? 24 * 1024 : 16;
+    size_t len = !mixed || (i % 44) < 4 ? 24 * 1024 : 16;
     ASSERT(len <= cap);
     int n = snprintf(buf, cap, "%ld:", i);
     for (size_t k = (size_t)n; k < len; k++) buf[k] = (char)('a' + (k * 7 + (size_t)i) % 26);
@@ -68,63 +71,52 @@ static void check_handler(rjq_job *job, void *data) {
     ASSERT_OK(rjq_job_complete(job, "ok", 2, on_completed, x));
 }
 
-/* One worker of concurrency 1 drains a backlog of jobs whose payloads
- * alternate between 24 KiB and 16 bytes, so its claims switch between
- * payloads in the reply and payloads read afterwards. Each job runs once
- * with its own payload, in FIFO order (one job per claim). */
-TEST(big_and_small_payloads_each_reach_their_job_once_in_order) {
+/* A backlog of N jobs (mixed or all big) drained by one worker of the
+ * given concurrency: each job runs once, with its own payload, in FIFO
+ * order (claims and payload reads are answered in the order they were
+ * sent, and no claim's jobs may overtake an earlier claim's by skipping
+ * its payload read). */
+static void drain_backlog(const char *queue, int mixed, int concurrency, long n) {
     test_env e;
-    env_start(&e, "pay");
-    enum { N = 160 };
+    env_start(&e, queue);
     static char buf[32 * 1024];
-    for (long i = 0; i < N; i++) {
-        size_t len = make_payload(i, 1, buf, sizeof buf);
+    for (long i = 0; i < n; i++) {
+        size_t len = make_payload(i, mixed, buf, sizeof buf);
         ASSERT_OK(rjq_enqueue(e.q, buf, len, job_id(i), NULL, NULL));
     }
-    ASSERT_EQ(N, get_stats(e.base, e.q).ready);
-    run_ctx x = {.mixed = 1, .total = N, .last = -1};
-    x.seen = calloc(N, 1);
-    rjq_worker_options wo = quiet_worker_options(1);
+    ASSERT_EQ(n, get_stats(e.base, e.q).ready);
+    run_ctx x = {.mixed = mixed, .total = n, .last = -1};
+    x.seen = calloc((size_t)n, 1);
+    rjq_worker_options wo = quiet_worker_options(concurrency);
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(e.q, &wo, check_handler, &x, &w));
-    for (int k = 0; k < 1000 && x.completed < N; k++) loop_for(e.base, 10);
-    ASSERT_EQ(N, x.completed);
-    ASSERT_EQ(N, x.handled);
+    for (int k = 0; k < 1000 && x.completed < n; k++) loop_for(e.base, 10);
+    ASSERT_EQ(n, x.completed);
+    ASSERT_EQ(n, x.handled);
     ASSERT_EQ(0, x.bad);
     ASSERT_EQ(0, x.dup);
     ASSERT_EQ(0, x.out_of_order);
     rjq_stats s = get_stats(e.base, e.q);
-    ASSERT_EQ(N, s.completed);
+    ASSERT_EQ(n, s.completed);
     ASSERT_EQ(0, s.ready + s.active);
     free(x.seen);
     env_stop(&e);
 }
 
-/* The same backlog, all 24 KiB, drained by a worker of concurrency 16
- * (claims of 8 while the backlog lasts, two in flight): every job once,
- * with its own payload. */
+/* One job per claim: every claim switches or keeps the way it gets its
+ * payloads. */
+TEST(big_and_small_payloads_each_reach_their_job_once_in_order) {
+    drain_backlog("pay", 1, 1, 176);
+}
+
+/* Two claims in flight, their ways switching as the payloads change. */
+TEST(big_and_small_payloads_by_two_claims_in_flight_keep_fifo_order) {
+    drain_backlog("pay4", 1, 4, 440);
+}
+
+/* All big, claims of 8 (two in flight): every payload to its own job. */
 TEST(big_payloads_by_batch_each_reach_their_job_once) {
-    test_env e;
-    env_start(&e, "batch");
-    enum { N = 400 };
-    static char buf[32 * 1024];
-    for (long i = 0; i < N; i++) {
-        size_t len = make_payload(i, 0, buf, sizeof buf);
-        ASSERT_OK(rjq_enqueue(e.q, buf, len, job_id(i), NULL, NULL));
-    }
-    ASSERT_EQ(N, get_stats(e.base, e.q).ready);
-    run_ctx x = {.total = N, .last = -1};
-    x.seen = calloc(N, 1);
-    rjq_worker_options wo = quiet_worker_options(16);
-    rjq_worker *w = NULL;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, check_handler, &x, &w));
-    for (int k = 0; k < 1000 && x.completed < N; k++) loop_for(e.base, 10);
-    ASSERT_EQ(N, x.completed);
-    ASSERT_EQ(N, x.handled);
-    ASSERT_EQ(0, x.dup);
-    ASSERT_EQ(0, x.bad);
-    free(x.seen);
-    env_stop(&e);
+    drain_backlog("batch", 0, 16, 400);
 }
 
 typedef struct gone_ctx {
@@ -292,4 +284,81 @@ TEST(worker_stopped_while_reading_payloads_hands_its_jobs_back) {
 
 TEST(client_freed_while_reading_payloads_leaks_nothing) {
     stop_while_reading(1);
+}
+
+typedef struct refused_ctx {
+    long handled_x, attempt_x, len_x, completed;
+} refused_ctx;
+
+static void refused_handler(rjq_job *job, void *data) {
+    refused_ctx *x = data;
+    if (strcmp(rjq_job_id(job), "x") == 0) {
+        size_t len;
+        rjq_job_payload(job, &len);
+        x->handled_x++;
+        x->attempt_x = rjq_job_attempt(job);
+        x->len_x = (long)len;
+    }
+    ASSERT_OK(rjq_job_complete(job, "ok", 2, on_done_ok, &x->completed));
+}
+
+/* The server refuses a worker's payload read (here the payload column has
+ * the wrong type just then): the jobs go back to the queue at once, their
+ * attempt undone, not left to their lease (30 s here), and the worker
+ * claims with payloads again. The order is made with a proxy that holds
+ * the command connection's replies: the claim runs, its reply waits while
+ * the column is swapped, then everything flows. */
+TEST(refused_payload_read_hands_the_jobs_back_at_once) {
+    test_env e;
+    proxy p;
+    env_start_proxied(&e, &p, "ff", NULL);
+    static char big[24 * 1024 + 1];
+    memset(big, 'b', sizeof big - 1);
+    refused_ctx x = {0};
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.poll_ms = 50; /* a claim refused meanwhile (the same column) is tried again */
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, refused_handler, &x, &w));
+    ASSERT_EQ(0, enqueue_job(e.base, e.q, big, NULL).status); /* its average: big */
+    for (int k = 0; k < 500 && x.completed < 1; k++) loop_for(e.base, 10);
+    ASSERT_EQ(1, x.completed);
+    int paused = 0;
+    ASSERT_OK(rjq_queue_pause(e.q, on_counted, &paused));
+    for (int k = 0; k < 500 && paused < 1; k++) loop_for(e.base, 10);
+    rjq_job_options o = {.id = "x"};
+    ASSERT_EQ(0, enqueue_job(e.base, e.q, big, &o).status);
+    /* its doorbell makes the worker claim (and hear "paused"): let that
+     * settle, so the claim after the resume is the one that takes x */
+    long long calls = -1;
+    while (calls != server_calls(e.rc, "fcall") + server_calls(e.rc, "evalsha")) {
+        calls = server_calls(e.rc, "fcall") + server_calls(e.rc, "evalsha");
+        loop_for(e.base, 150);
+    }
+
+    proxy_hold(&p, 1);
+    ASSERT_OK(rjq_queue_resume(e.q, NULL, NULL)); /* the doorbell flows: it claims */
+    int k = 0;
+    for (; k < 500; k++) {
+        redisReply *r = server_cmd(e.rc, "HGET t:{ff}:state x");
+        int active = r->type == REDIS_REPLY_STRING && strncmp(r->str, "active ", 7) == 0;
+        freeReplyObject(r);
+        if (active) break;
+        loop_for(e.base, 10);
+    }
+    ASSERT(k < 500);
+    freeReplyObject(server_cmd(e.rc, "RENAME t:{ff}:payload t:{ff}:saved"));
+    freeReplyObject(server_cmd(e.rc, "SET t:{ff}:payload oops"));
+    proxy_hold(&p, 0);
+    for (k = 0; k < 500 && server_int(e.rc, "LLEN t:{ff}:ready") < 1; k++) loop_for(e.base, 10);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{ff}:ready"));
+    ASSERT(strstr(rjq_client_errmsg(e.c), "WRONGTYPE") != NULL);
+    ASSERT_EQ(0, x.handled_x);
+
+    freeReplyObject(server_cmd(e.rc, "DEL t:{ff}:payload"));
+    freeReplyObject(server_cmd(e.rc, "RENAME t:{ff}:saved t:{ff}:payload"));
+    for (k = 0; k < 500 && x.handled_x < 1; k++) loop_for(e.base, 10);
+    ASSERT_EQ(1, x.handled_x);
+    ASSERT_EQ(1, x.attempt_x); /* the refused read spent no attempt */
+    ASSERT_EQ((long)sizeof big - 1, x.len_x);
+    env_stop_proxied(&e, &p);
 }

@@ -311,6 +311,43 @@ expect_out "limits lifted"
 run stats pq
 expect_line "limit_rate 0"
 
+# ---- metrics (Prometheus text format) -------------------------------------------------
+
+run enqueue mq one
+run enqueue 'm"q' two
+run limit mq --concurrency 3 --rate 10/1500
+run pause 'm"q'
+run metrics mq 'm"q' q
+expect_ok
+expect_err_empty
+# every sample line is name{labels} value; every family is declared once
+check; grep -v '^#' "$DIR/out" | grep -qvE '^rjq_[a-z_]+\{queue="([^"\\]|\\.)*"(,(outcome|state)="[a-z]+")?\} [0-9.e+-]+$' &&
+    fail "a sample line is not in the exposition format"
+check; [ "$(grep -c '^# TYPE rjq_jobs_total counter$' "$DIR/out")" = 1 ] || fail "rjq_jobs_total declared once"
+check; [ "$(grep -c '^# TYPE rjq_jobs gauge$' "$DIR/out")" = 1 ] || fail "rjq_jobs declared once"
+check; [ "$(grep -c '^# HELP ' "$DIR/out")" = "$(grep -c '^# TYPE ' "$DIR/out")" ] || fail "a HELP per TYPE"
+expect_line 'rjq_jobs_total{queue="mq",outcome="enqueued"} 1'
+expect_line 'rjq_jobs{queue="mq",state="ready"} 1'
+expect_line 'rjq_jobs{queue="m\"q",state="ready"} 1'
+expect_line 'rjq_queue_paused{queue="m\"q"} 1'
+expect_line 'rjq_queue_paused{queue="mq"} 0'
+expect_line 'rjq_queue_limit_concurrency{queue="mq"} 3'
+expect_line 'rjq_queue_limit_rate{queue="mq"} 10'
+expect_line 'rjq_queue_limit_rate_window_seconds{queue="mq"} 1.5'
+expect_line 'rjq_queue_limit_rate_window_seconds{queue="q"} 0'
+# the same numbers as rjq stats
+run stats q
+q_completed=$(awk '$1 == "completed" {print $2}' "$DIR/out")
+q_dead=$(awk '$1 == "dead_depth" {print $2}' "$DIR/out")
+run metrics q
+expect_line "rjq_jobs_total{queue=\"q\",outcome=\"completed\"} $q_completed"
+expect_line "rjq_jobs{queue=\"q\",state=\"dead\"} $q_dead"
+run metrics
+expect_rc 2
+run metrics 'a{b}'
+expect_rc 1
+expect_err_has "invalid queue name"
+
 # ---- schedules -----------------------------------------------------------------------
 
 run schedule sq nightly --cron "30 2 * * *" --utc-offset 60 --payload backup --attempts 5

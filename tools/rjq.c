@@ -55,6 +55,8 @@ static const char usage_text[] =
     "\n"
     "commands:\n"
     "  stats QUEUE [--json]                 counters and depths, one \"name value\" per line\n"
+    "  metrics QUEUE...                     the queues' counters and depths in Prometheus'\n"
+    "                                       text format (rjq_jobs_total, rjq_jobs, ...)\n"
     "  enqueue QUEUE PAYLOAD [--id ID] [--delay MS] [--priority N] [--attempts N]\n"
     "          [--timeout MS] [--dedup MS] [--debounce]\n"
     "                                       enqueue one job, print its id\n"
@@ -433,6 +435,123 @@ static int cmd_stats(cli *t, int argc, char **argv) {
     if (rc) return rc;
     if (cli_open(t, pos[0])) return 1;
     return send_and_wait(t, rjq_queue_stats(t->q, on_stats, t));
+}
+
+/* ---- metrics ----------------------------------------------------------------- */
+
+/* rjq metrics QUEUE...: the queues' stats in the Prometheus text exposition
+ * format (version 0.0.4), every family once with its samples for all the
+ * queues, so a node exporter's textfile collector or a scrape wrapper can
+ * serve it as it is. */
+#define METRICS_QUEUES_MAX 256
+
+typedef struct metrics_q {
+    cli *t;
+    const char *name;
+    rjq_stats s;
+} metrics_q;
+
+static void on_metrics_stats(rjq_client *c, int status, const rjq_stats *s, void *data) {
+    metrics_q *m = data;
+    (void)c;
+    if (reply_ok(m->t, status)) m->s = *s;
+}
+
+/* A label value: backslash, double quote and newline escaped. */
+static void print_label_value(const char *v) {
+    for (; *v; v++) {
+        if (*v == '\\' || *v == '"')
+            printf("\\%c", *v);
+        else if (*v == '\n')
+            fputs("\\n", stdout);
+        else
+            putchar(*v);
+    }
+}
+
+static void print_family(const char *name, const char *type, const char *help) {
+    printf("# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* One sample per queue of family `name`: the rjq_stats member at `off`
+ * (a long long; int for paused), divided by `div`, with an extra label
+ * (NULL: none). */
+static void print_samples(const metrics_q *m, size_t n, const char *name, const char *label,
+                          const char *value, size_t off, int is_int, long long div) {
+    for (size_t i = 0; i < n; i++) {
+        const char *p = (const char *)&m[i].s + off;
+        long long v = is_int ? *(const int *)(const void *)p : *(const long long *)(const void *)p;
+        printf("%s{queue=\"", name);
+        print_label_value(m[i].name);
+        if (label) printf("\",%s=\"%s", label, value);
+        if (div == 1) printf("\"} %lld\n", v);
+        else printf("\"} %g\n", (double)v / (double)div);
+    }
+}
+
+static void print_metrics(const metrics_q *m, size_t n) {
+    static const struct {
+        const char *outcome;
+        size_t off;
+    } outcomes[] = {
+        {"enqueued", offsetof(rjq_stats, enqueued)},   {"completed", offsetof(rjq_stats, completed)},
+        {"failed", offsetof(rjq_stats, failed)},       {"retried", offsetof(rjq_stats, retried)},
+        {"dead", offsetof(rjq_stats, dead)},           {"reclaimed", offsetof(rjq_stats, reclaimed)},
+        {"replayed", offsetof(rjq_stats, replayed)},   {"cancelled", offsetof(rjq_stats, cancelled)},
+    };
+    static const struct {
+        const char *state;
+        size_t off;
+    } states[] = {
+        {"ready", offsetof(rjq_stats, ready)},         {"delayed", offsetof(rjq_stats, delayed)},
+        {"active", offsetof(rjq_stats, active)},       {"dead", offsetof(rjq_stats, dead_depth)},
+        {"cancelled", offsetof(rjq_stats, cancelled_depth)},
+    };
+    print_family("rjq_jobs_total", "counter",
+                 "Jobs of the queue by outcome since it was created (failed: failed "
+                 "attempts; retried: of those, retried; dead: jobs that went dead).");
+    for (size_t k = 0; k < sizeof outcomes / sizeof outcomes[0]; k++)
+        print_samples(m, n, "rjq_jobs_total", "outcome", outcomes[k].outcome, outcomes[k].off, 0, 1);
+    print_family("rjq_jobs", "gauge",
+                 "Jobs of the queue by state now (ready includes prioritised jobs; dead and "
+                 "cancelled: those kept, see dead_max).");
+    for (size_t k = 0; k < sizeof states / sizeof states[0]; k++)
+        print_samples(m, n, "rjq_jobs", "state", states[k].state, states[k].off, 0, 1);
+    print_family("rjq_queue_paused", "gauge", "1 while the queue is paused.");
+    print_samples(m, n, "rjq_queue_paused", NULL, NULL, offsetof(rjq_stats, paused), 1, 1);
+    print_family("rjq_queue_limit_concurrency", "gauge",
+                 "Most jobs of the queue active at once (0: no limit).");
+    print_samples(m, n, "rjq_queue_limit_concurrency", NULL, NULL,
+                  offsetof(rjq_stats, limit_concurrency), 0, 1);
+    print_family("rjq_queue_limit_rate", "gauge",
+                 "Most job starts of the queue per rate window (0: no limit).");
+    print_samples(m, n, "rjq_queue_limit_rate", NULL, NULL, offsetof(rjq_stats, limit_rate), 0, 1);
+    print_family("rjq_queue_limit_rate_window_seconds", "gauge",
+                 "The rate limit's window (0: no limit).");
+    print_samples(m, n, "rjq_queue_limit_rate_window_seconds", NULL, NULL,
+                  offsetof(rjq_stats, limit_rate_window_ms), 0, 1000);
+}
+
+static int cmd_metrics(cli *t, int argc, char **argv) {
+    char *pos[METRICS_QUEUES_MAX];
+    int n = 0;
+    const optdef defs[] = {{NULL, NULL, NULL}};
+    int rc = parse_args(argc, argv, defs, pos, 1, METRICS_QUEUES_MAX, &n);
+    if (rc) return rc;
+    static metrics_q m[METRICS_QUEUES_MAX];
+    if (cli_open(t, pos[0])) return 1;
+    for (int i = 0; i < n; i++) {
+        rjq_queue *q = t->q;
+        m[i] = (metrics_q){.t = t, .name = pos[i]};
+        if (i > 0 && (rc = rjq_queue_open(t->c, pos[i], NULL, &q)) != RJQ_OK) {
+            report_rc(t, rc);
+            return 1;
+        }
+        if (sent(t, rjq_queue_stats(q, on_metrics_stats, &m[i]))) return 1;
+    }
+    if (wait_replies(t, 0)) return 1;
+    print_metrics(m, (size_t)n);
+    return 0;
 }
 
 /* ---- enqueue ----------------------------------------------------------------- */
@@ -899,7 +1018,7 @@ static const struct {
     {"pause", cmd_pause}, {"resume", cmd_pause},   {"cancel", cmd_cancel},
     {"limit", cmd_limit}, {"schedule", cmd_schedule}, {"unschedule", cmd_unschedule},
     {"schedules", cmd_schedules}, {"scheduler", cmd_scheduler},
-    {"acl", cmd_acl},
+    {"metrics", cmd_metrics}, {"acl", cmd_acl},
 };
 
 /* A TLS option (--tls ...): 1 taken (*i moved past its value), 0 not one,

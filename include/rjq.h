@@ -512,12 +512,14 @@ RJQ_API int rjq_enqueue(rjq_queue *q, const void *payload, size_t len,
                         const rjq_job_options *opts, rjq_enqueue_cb *cb,
                         void *data);
 
-/* Enqueue 1..RJQ_BATCH_MAX jobs atomically in one script call. Same errors
- * as rjq_enqueue(); any invalid item fails the whole call synchronously.
- * A batch is one call whatever its size, and a call of many MiB costs
- * Redis (and the client) more per job: with payloads of some KiB, keep
- * batches near 1 MiB in all (1000 jobs of 16 KiB: 1.8x the jobs/s in
- * batches of 64), or use rjq_enqueue(), which caps its calls by bytes. */
+/* Enqueue 1..RJQ_BATCH_MAX jobs atomically: one script call, or, past 1 MiB
+ * of arguments, several calls of at most 1 MiB in one transaction (MULTI/
+ * EXEC: nothing runs between them; a bounded queue takes or refuses the
+ * batch whole). Same errors as rjq_enqueue(); any invalid item fails the
+ * whole call synchronously. Batches of many MiB still cost the client more
+ * per job (its copies of the whole batch): with payloads of some KiB,
+ * batches near 1 MiB are faster (1000 jobs of 16 KiB: 1.3x the jobs/s in
+ * batches of 64). */
 RJQ_API int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items,
                               size_t n, rjq_enqueue_cb *cb, void *data);
 

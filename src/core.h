@@ -171,6 +171,16 @@ int rjq__script(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *p
 /* The same with the nargs arguments already in RESP form in b. */
 int rjq__script_buf(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
                     int nargs, const rjq__buf *b);
+/* Several calls of one script as one transaction (MULTI, the calls, EXEC:
+ * nothing else runs between them), call i with the nargs[i] arguments in
+ * parts[i] (their memory is taken, leaving those buffers empty; free the
+ * buffers after the call either way). fn gets the EXEC's array, one reply per call; an
+ * error answered to MULTI or a call, or the calls' error when all of them
+ * failed, is the request's error (retried or re-sent like a single
+ * script's). So a big batch is several script calls of bounded size that
+ * land together. */
+int rjq__script_parts(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
+                      int nparts, rjq__buf *parts, const int *nargs);
 
 /* ---- channels (pubsub.c) -------------------------------------------------- */
 

@@ -31,6 +31,7 @@ typedef struct item {
     void *data;
     rjq__enqueued_fn *fn;     /* internal callback */
     size_t group;             /* jobs this entry reports (0: part of the previous) */
+    size_t off;               /* where the job's arguments start in the batch's */
 } item;
 
 /* Enqueues gathered during one loop turn, sent as one script call. */
@@ -38,6 +39,8 @@ typedef struct batch {
     rjq__buf args;
     int nargs;
     int all_ids;              /* every job has a caller id: re-sendable */
+    size_t fixed_len;         /* the arguments every call repeats (up to ARGV 3) */
+    int fixed_nargs;
     item *items;              /* one per job */
     size_t n, cap;
 } batch;
@@ -78,6 +81,7 @@ int rjq__enqueue_check(rjq_queue *q, const rjq_enqueue_item *it, char *opts) {
 
 typedef struct sent_batch {
     size_t n;
+    int nparts;               /* > 0: sent as that many calls (flush_parts) */
     item items[];
 } sent_batch;
 
@@ -121,13 +125,43 @@ static void report(rjq_client *c, const item *items, size_t n, int status, redis
     }
 }
 
+/* The replies of a batch sent as several calls (the EXEC's array) as one
+ * reply in *flat (its elements borrowed; free flat->element): RJQ_OK, or
+ * the status of the first call that failed, or RJQ_EPROTO. */
+static int join_parts(rjq_client *c, const redisReply *r, int nparts, redisReply *flat) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != (size_t)nparts) return RJQ_EPROTO;
+    size_t n = 0;
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        if (e->type == REDIS_REPLY_ERROR) {
+            rjq__errmsg(c, "%s", e->str);
+            return rjq__redis_error_code(e->str);
+        }
+        if (e->type != REDIS_REPLY_ARRAY) return RJQ_EPROTO;
+        n += e->elements;
+    }
+    memset(flat, 0, sizeof *flat);
+    flat->type = REDIS_REPLY_ARRAY;
+    if ((flat->element = malloc((n ? n : 1) * sizeof *flat->element)) == NULL) return RJQ_ENOMEM;
+    for (size_t i = 0; i < r->elements; i++)
+        for (size_t j = 0; j < r->element[i]->elements; j++)
+            flat->element[flat->elements++] = r->element[i]->element[j];
+    return RJQ_OK;
+}
+
 static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
     sent_batch *b = priv;
+    redisReply flat = {0};
+    if (status == RJQ_OK && b->nparts) {
+        status = join_parts(c, r, b->nparts, &flat);
+        r = &flat;
+    }
     if (status == RJQ_OK && !reply_ok(r, b->n)) {
         rjq__errmsg(c, "enqueue: unexpected reply");
         status = RJQ_EPROTO;
     }
     report(c, b->items, b->n, status, r);
+    free(flat.element);
     free(b);
 }
 
@@ -160,7 +194,73 @@ static void fail_batch(rjq_client *c, batch *b, int status) {
     free(items);
 }
 
-/* Send the batch as one script call. */
+/* The arguments of one call after the fixed ones: its token base for
+ * pushed jobs, the bound, the jobs of later calls, the part ("" alone). */
+static void call_args(rjq_queue *q, rjq__buf *a, long long later, const char *which) {
+    char tbase[16]; /* tokens of jobs pushed to idle workers */
+    rjq__random_word(rjq_queue_client(q), tbase, 10);
+    strcat(tbase, "p"); /* then the message's number */
+    rjq__buf_arg_str(a, tbase);
+    char num[24];
+    snprintf(num, sizeof num, "%ld", rjq__queue_max_waiting(q));
+    rjq__buf_arg_str(a, num);
+    snprintf(num, sizeof num, "%lld", later);
+    rjq__buf_arg_str(a, num);
+    rjq__buf_arg_str(a, which);
+}
+#define CALL_NARGS 4
+
+/* The bytes of job i's arguments in the batch. */
+static size_t job_bytes(const batch *b, size_t i) {
+    return (i + 1 < b->n ? b->items[i + 1].off : b->args.len) - b->items[i].off;
+}
+
+/* Send a batch of more than RJQ__ENQUEUE_BYTES of arguments as several
+ * calls of at most that much (one job at least) in one transaction: big
+ * calls cost Redis more per job (with 16 KiB payloads, 1.4x the CPU of
+ * 1 MiB calls), and the batch still lands whole (enqueue.lua, "One batch,
+ * several calls"). */
+static int flush_parts(rjq_queue *q, batch *b, sent_batch *s) {
+    rjq_client *c = rjq_queue_client(q);
+    size_t nparts = 0;
+    for (size_t i = 0, bytes = 0; i < b->n; i++) { /* count them */
+        if (i == 0 || bytes + job_bytes(b, i) > RJQ__ENQUEUE_BYTES) {
+            nparts++;
+            bytes = 0;
+        }
+        bytes += job_bytes(b, i);
+    }
+    rjq__buf *parts = calloc(nparts, sizeof *parts);
+    int *nargs = calloc(nparts, sizeof *nargs);
+    char mark[16];
+    rjq__random_word(c, mark, 10);
+    int rc = parts && nargs ? RJQ_OK : RJQ_ENOMEM;
+    for (size_t k = 0, i = 0; rc == RJQ_OK && k < nparts; k++) {
+        size_t first = i, bytes = 0;
+        while (i < b->n && (i == first || bytes + job_bytes(b, i) <= RJQ__ENQUEUE_BYTES))
+            bytes += job_bytes(b, i++);
+        char which[80];
+        snprintf(which, sizeof which, "%zu %zu %s", k + 1, nparts, mark);
+        rjq__buf *a = &parts[k];
+        rjq__buf_raw(a, b->args.p, b->fixed_len);
+        call_args(q, a, (long long)(b->n - i), which);
+        rjq__buf_raw(a, b->args.p + b->items[first].off, bytes);
+        nargs[k] = b->fixed_nargs + CALL_NARGS + 3 * (int)(i - first);
+        if (a->oom) rc = RJQ_ENOMEM;
+    }
+    if (rc == RJQ_OK) {
+        s->nparts = (int)nparts;
+        rc = rjq__script_parts(c, RJQ__S_ENQUEUE,
+                               (b->all_ids ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE, on_enqueued,
+                               s, (int)nparts, parts, nargs);
+    }
+    for (size_t k = 0; parts && k < nparts; k++) rjq__buf_free(&parts[k]);
+    free(parts);
+    free(nargs);
+    return rc;
+}
+
+/* Send the batch: one script call, or several in one transaction. */
 static void flush_batch(rjq_queue *q, batch *b) {
     if (b->n == 0) return;
     rjq_client *c = rjq_queue_client(q);
@@ -168,10 +268,15 @@ static void flush_batch(rjq_queue *q, batch *b) {
     int rc = RJQ_ENOMEM;
     if (s) {
         s->n = b->n;
+        s->nparts = 0;
         memcpy(s->items, b->items, b->n * sizeof s->items[0]);
-        rc = rjq__script_buf(c, RJQ__S_ENQUEUE, (b->all_ids ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
-                             on_enqueued, s,
-                             b->nargs, &b->args);
+        if (b->n > 1 && b->args.len > RJQ__ENQUEUE_BYTES) {
+            rc = flush_parts(q, b, s);
+        } else {
+            rc = rjq__script_buf(c, RJQ__S_ENQUEUE,
+                                 (b->all_ids ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
+                                 on_enqueued, s, b->nargs, &b->args);
+        }
     }
     if (rc == RJQ_OK) {
         take(c, b);
@@ -253,14 +358,10 @@ static void start_batch(rjq_queue *q, batch *b, const char *reply_channel) {
     rjq__buf_key(a, q, RJQ__K_JOB);
     rjq__buf_key(a, q, RJQ__K_WAKE);
     rjq__buf_arg_str(a, reply_channel ? reply_channel : "");
-    char tbase[16]; /* tokens of jobs pushed to idle workers */
-    rjq__random_word(rjq_queue_client(q), tbase, 10);
-    strcat(tbase, "p"); /* then the message's number */
-    rjq__buf_arg_str(a, tbase);
-    char max[24];
-    snprintf(max, sizeof max, "%ld", rjq__queue_max_waiting(q));
-    rjq__buf_arg_str(a, max);
-    b->nargs = 1 + nkeys + 5;
+    b->fixed_len = a->len;
+    b->fixed_nargs = 1 + nkeys + 3;
+    call_args(q, a, 0, ""); /* one call (flush_parts makes its own) */
+    b->nargs = b->fixed_nargs + CALL_NARGS;
 }
 
 /* 1 when every job of the group has a caller id. */
@@ -315,6 +416,7 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
         char opts[RJQ__OPTS_MAX];
         if ((rc = rjq__enqueue_check(q, &items[i], opts)) != RJQ_OK) break;
         const rjq_job_options *o = items[i].opts;
+        size_t off = b->args.len;
         rjq__buf_arg_str(&b->args, o && o->id ? o->id : "");
         rjq__buf_arg(&b->args, items[i].payload, items[i].len);
         rjq__buf_arg_str(&b->args, opts);
@@ -323,6 +425,7 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
         it->fn = fn;
         it->data = data;
         it->group = i == 0 ? n : 0;
+        it->off = off;
     }
     if (rc == RJQ_OK && b->args.oom) rc = RJQ_ENOMEM;
     if (rc != RJQ_OK) { /* undo: nothing of this call is sent */

@@ -25,6 +25,7 @@
  * enqueue batches) flush it through their before_send hooks, so a later
  * request always sees it.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,12 @@ struct rjq__req {
     int nargs;              /* script: arguments after the head */
     size_t head_len;        /* script: bytes of cmd before them */
     int fcall;              /* script: the head is FCALL (else EVALSHA) */
+    int nparts;             /* > 0: a transaction of that many calls of the
+                               script (rjq__script_parts); cmd is MULTI, the
+                               calls, EXEC */
+    struct part_args *parts;/* their arguments, kept to rebuild cmd */
+    size_t *part_end;       /* the end in cmd of MULTI, of each call */
+    char *part_err;         /* the first error answered to MULTI or a call */
     int resends;            /* resends to load what it needs so far */
     uint64_t made_ms;       /* when the request was made */
     uint64_t sent_ms;       /* when it was last written to a context */
@@ -58,6 +65,13 @@ struct rjq__req {
     redisReply *held;       /* its reply (a copy), kept until the WAIT answers */
     struct rjq__req *prev, *next;
 };
+
+/* The arguments of one call of a transaction (a copy, owned by it). */
+typedef struct part_args {
+    char *p;
+    size_t len;
+    int nargs;
+} part_args;
 
 /* One WAIT confirms every durable write sent before it on the connection:
  * the writes of a burst join the open slot, and one WAIT goes out for
@@ -158,6 +172,10 @@ static void leave_wait(rjq__req *r) {
 static void req_free(rjq__req *r) {
     leave_wait(r);
     reply_free(r->held);
+    for (int i = 0; i < r->nparts; i++) free(r->parts[i].p);
+    free(r->parts);
+    free(r->part_end);
+    free(r->part_err);
     if (r->own_cmd) free(r->cmd);
     else redisFreeCommand(r->cmd);
     free(r);
@@ -212,6 +230,35 @@ static void slot_free(wait_slot *w) {
     free(w);
 }
 
+/* The answer to MULTI or to one call of a transaction (QUEUED, or an error
+ * that makes its EXEC fail): the first error is kept for the EXEC's
+ * callback, which reports it (see on_reply). */
+static void on_part(redisAsyncContext *ac, void *reply, void *priv) {
+    rjq__req *r = priv;
+    redisReply *rep = reply;
+    (void)ac;
+    if (r->c == NULL || rep == NULL || rep->type != REDIS_REPLY_ERROR || r->part_err) return;
+    r->part_err = malloc(rep->len + 1);
+    if (r->part_err) memcpy(r->part_err, rep->str, rep->len + 1);
+}
+
+/* Write r's command to the context: one command, or a transaction's
+ * MULTI, calls and EXEC, each with its callback (hiredis answers them in
+ * order, the EXEC's last). REDIS_ERR: nothing was written (the context is
+ * going away). */
+static int send_formatted(redisAsyncContext *ac, rjq__req *r) {
+    if (r->nparts == 0) return redisAsyncFormattedCommand(ac, on_reply, r, r->cmd, r->len);
+    free(r->part_err);
+    r->part_err = NULL;
+    size_t at = 0;
+    for (int i = 0; i <= r->nparts; i++) { /* MULTI, then the calls */
+        if (redisAsyncFormattedCommand(ac, on_part, r, r->cmd + at, r->part_end[i] - at) != REDIS_OK)
+            return REDIS_ERR; /* (only the first can fail: the context is going away) */
+        at = r->part_end[i];
+    }
+    return redisAsyncFormattedCommand(ac, on_reply, r, r->cmd + at, r->len - at);
+}
+
 static void send_req(rjq_client *c, rjq__req *r) {
     redisAsyncContext *ac = c->cmd.ac;
     if (c->later.n > 0 && !c->sending_later) { /* behind those waiting for another try */
@@ -219,7 +266,7 @@ static void send_req(rjq_client *c, rjq__req *r) {
         return;
     }
     reformat_head(c, r);
-    if (ac && c->cmd.ready && redisAsyncFormattedCommand(ac, on_reply, r, r->cmd, r->len) == REDIS_OK) {
+    if (ac && c->cmd.ready && send_formatted(ac, r) == REDIS_OK) {
         r->sent_ms = rjq__now_ms();
         list_push(&c->inflight, r);
         if ((r->flags & RJQ__REQ_DURABLE) && c->wait_replicas > 0) join_wait(c, r);
@@ -302,9 +349,66 @@ static int set_head(rjq_client *c, rjq__req *r, const char *args, size_t len) {
  * the session said whether it has the library, or kept across a switch to
  * EVALSHA) gets the other head. Out of memory: sent as it is (its error
  * comes back to it). */
+static int build_parts(rjq_client *c, rjq__req *r);
 static void reformat_head(rjq_client *c, rjq__req *r) {
-    if (r->script >= 0 && r->fcall != c->fcall)
-        set_head(c, r, r->cmd + r->head_len, r->len - r->head_len);
+    if (r->script < 0 || r->fcall == c->fcall) return;
+    if (r->nparts) build_parts(c, r);
+    else set_head(c, r, r->cmd + r->head_len, r->len - r->head_len);
+}
+
+/* A transaction's command for the session's mode: MULTI, each call (its
+ * head and arguments), EXEC. 0, or -1 out of memory (r unchanged). */
+static int build_parts(rjq_client *c, rjq__req *r) {
+    static const char multi[] = "*1\r\n$5\r\nMULTI\r\n", exec[] = "*1\r\n$4\r\nEXEC\r\n";
+    char head[160];
+    size_t len = sizeof multi - 1 + sizeof exec - 1;
+    for (int i = 0; i < r->nparts; i++)
+        len += (size_t)script_head(r->script, r->parts[i].nargs, c->fcall, head, sizeof head) +
+               r->parts[i].len;
+    char *cmd = malloc(len);
+    if (cmd == NULL) return -1;
+    size_t at = sizeof multi - 1;
+    memcpy(cmd, multi, at);
+    r->part_end[0] = at;
+    for (int i = 0; i < r->nparts; i++) {
+        int hlen = script_head(r->script, r->parts[i].nargs, c->fcall, head, sizeof head);
+        memcpy(cmd + at, head, (size_t)hlen);
+        at += (size_t)hlen;
+        memcpy(cmd + at, r->parts[i].p, r->parts[i].len);
+        at += r->parts[i].len;
+        r->part_end[i + 1] = at;
+    }
+    memcpy(cmd + at, exec, sizeof exec - 1);
+    if (r->own_cmd) free(r->cmd);
+    r->cmd = cmd;
+    r->own_cmd = 1;
+    r->len = len;
+    r->fcall = c->fcall;
+    return 0;
+}
+
+int rjq__script_parts(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
+                      int nparts, rjq__buf *parts, const int *nargs) {
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    assert(nparts > 0);
+    for (int i = 0; i < nparts; i++)
+        if (parts[i].oom) return RJQ_ENOMEM;
+    rjq__req *r = req_new(c, flags, fn, priv, NULL, 0);
+    if (r == NULL) return RJQ_ENOMEM;
+    r->script = script;
+    r->parts = calloc((size_t)nparts, sizeof *r->parts);
+    r->part_end = calloc((size_t)nparts + 1, sizeof *r->part_end);
+    int ok = r->parts && r->part_end;
+    for (int i = 0; ok && i < nparts; i++, r->nparts++) { /* taken, not copied */
+        r->parts[i] = (part_args){parts[i].p, parts[i].len, nargs[i]};
+        memset(&parts[i], 0, sizeof parts[i]);
+    }
+    if (!ok || build_parts(c, r) != 0) {
+        req_free(r);
+        return RJQ_ENOMEM;
+    }
+    send_req(c, r);
+    return RJQ_OK;
 }
 
 int rjq__script_buf(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
@@ -439,6 +543,26 @@ static int retry_later(rjq_client *c, rjq__req *r) {
     return 1;
 }
 
+/* A transaction's outcome from its EXEC reply: an error answered to MULTI
+ * or a call (the EXEC then failed: nothing ran), or the error of its calls
+ * when every one failed (nothing they would write was written: the script
+ * or library was missing, say), is the request's error, handled as a
+ * single command's is (retried, re-sent after loading the script...);
+ * else the EXEC's array, one reply per call. err: room for the error. */
+static redisReply *transaction_outcome(rjq__req *r, redisReply *rep, redisReply *err) {
+    if (r->part_err) {
+        memset(err, 0, sizeof *err);
+        err->type = REDIS_REPLY_ERROR;
+        err->str = r->part_err;
+        err->len = strlen(r->part_err);
+        return err;
+    }
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements == 0) return rep;
+    for (size_t i = 0; i < rep->elements; i++)
+        if (rep->element[i]->type != REDIS_REPLY_ERROR) return rep;
+    return rep->element[0];
+}
+
 static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     rjq__req *r = priv;
     rjq_client *c = r->c;
@@ -449,6 +573,8 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     }
     rjq__enter(c);
     list_remove(&c->inflight, r);
+    redisReply err;
+    if (r->nparts && rep) rep = transaction_outcome(r, rep, &err);
     int waits = r->wait != NULL; /* a WAIT will confirm this answer */
     if (rep == NULL || rep->type == REDIS_REPLY_ERROR) leave_wait(r); /* nothing to confirm */
     if (rep == NULL) {

@@ -31,6 +31,13 @@ void rjq__buf_arg(rjq__buf *b, const void *data, size_t len) {
     b->p[b->len++] = '\n';
 }
 
+void rjq__buf_raw(rjq__buf *b, const void *resp, size_t len) {
+    reserve(b, len);
+    if (b->oom || len == 0) return;
+    memcpy(b->p + b->len, resp, len);
+    b->len += len;
+}
+
 void rjq__buf_arg_str(rjq__buf *b, const char *s) {
     rjq__buf_arg(b, s, strlen(s));
 }

@@ -17,6 +17,8 @@ typedef struct rjq__buf {
 
 void rjq__buf_arg(rjq__buf *b, const void *data, size_t len);
 void rjq__buf_arg_str(rjq__buf *b, const char *s);
+/* Append len bytes already in RESP form (arguments of another buffer). */
+void rjq__buf_raw(rjq__buf *b, const void *resp, size_t len);
 void rjq__buf_free(rjq__buf *b);
 
 #endif

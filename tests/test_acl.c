@@ -63,6 +63,14 @@ static void handler(rjq_job *job, void *data) {
 }
 
 static long ok_outcomes, dead_outcomes, stats_seen, job_seen, dead_listed, events_seen;
+static long big_batches;
+
+static void on_big_batch(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)jobs, (void)data;
+    if (status != RJQ_OK) FAIL_AT(__FILE__, __LINE__, "big batch: %d: %s", status, rjq_client_errmsg(c));
+    ASSERT_EQ(4, n);
+    big_batches++;
+}
 static long refused;
 
 static void on_outcome(rjq_client *c, int status, const rjq_outcome *o, void *data) {
@@ -199,6 +207,13 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     }
     ASSERT(loop_until_count(base, &ok_outcomes, 19, 10000));
     ASSERT(loop_until_count(base, &dead_outcomes, 1, 5000));
+    /* a batch of more than 1 MiB: several calls in one transaction */
+    static char chunk[400 << 10];
+    memset(chunk, 'c', sizeof chunk);
+    rjq_enqueue_item items[4];
+    for (int i = 0; i < 4; i++) items[i] = (rjq_enqueue_item){chunk, sizeof chunk, NULL};
+    ASSERT_OK(rjq_enqueue_batch(pq, items, 4, on_big_batch, NULL));
+    ASSERT(loop_until_count(base, &big_batches, 1, 10000));
     /* big payloads: after the first, the worker claims ids only and reads
      * the payloads itself (a plain HMGET); paused, so that a claim (not a
      * push) takes them */

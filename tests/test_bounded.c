@@ -82,6 +82,45 @@ TEST(bounded_queue_refuses_what_would_pass_the_bound) {
     env_stop(&e);
 }
 
+/* A batch too big for one call goes as several in one transaction
+ * (enqueue.c, flush_parts): the bound still takes or refuses it whole. */
+TEST(bounded_queue_takes_or_refuses_a_batch_of_several_calls_whole) {
+    test_env e;
+    rjq_queue_options qo = {0};
+    qo.max_waiting = 6;
+    env_start_queue(&e, "b", &qo);
+    ASSERT_EQ(RJQ_OK, enqueue_one(&e, NULL, 0, 0));
+    ASSERT_EQ(RJQ_OK, enqueue_one(&e, NULL, 0, 0));
+    enum { SIZE = 400 << 10 }; /* two a call: 6 jobs are 3 calls */
+    char *big = malloc(SIZE);
+    ASSERT(big != NULL);
+    memset(big, 'z', SIZE);
+    rjq_enqueue_item items[6];
+    for (int i = 0; i < 6; i++) items[i] = (rjq_enqueue_item){big, SIZE, NULL};
+    long long seq = seq_of(&e), execs = server_calls(e.rc, "exec");
+    long target = answers + 1;
+    ASSERT_OK(rjq_enqueue_batch(e.q, items, 6, on_enqueued, NULL)); /* 2 + 6 > 6 */
+    ASSERT(loop_until_count(e.base, &answers, target, 5000));
+    ASSERT_EQ(RJQ_EFULL, last_status);
+    ASSERT_EQ(1, server_calls(e.rc, "exec") - execs);
+    ASSERT_EQ(seq, seq_of(&e)); /* nothing written by any call */
+    ASSERT_EQ(2, server_int(e.rc, "HLEN t:{b}:payload"));
+    redisReply *r = server_cmd(e.rc, "HKEYS t:{b}:stats");
+    for (size_t i = 0; i < r->elements; i++) /* the refusal's mark is gone */
+        ASSERT(strncmp(r->element[i]->str, "refused", 7) != 0);
+    freeReplyObject(r);
+    target = answers + 1;
+    ASSERT_OK(rjq_enqueue_batch(e.q, items, 4, on_enqueued, NULL)); /* fits exactly */
+    ASSERT(loop_until_count(e.base, &answers, target, 5000));
+    ASSERT_EQ(RJQ_OK, last_status);
+    ASSERT_EQ(4, last_n);
+    ASSERT_EQ(6, server_int(e.rc, "LLEN t:{b}:ready"));
+    ASSERT_EQ(seq + 4, seq_of(&e));
+    ASSERT_EQ(RJQ_EFULL, enqueue_one(&e, NULL, 0, 0));
+    free(big);
+    env_stop(&e);
+}
+
 static void handler(rjq_job *job, void *data) {
     (void)data;
     ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));

@@ -791,13 +791,53 @@ TEST(enqueue_batches_are_capped_by_bytes) {
     ASSERT(calls >= 3);
     ASSERT(calls <= JOBS / 2);
     ASSERT_EQ(JOBS, server_int(e.rc, "HLEN t:{capped}:payload"));
-    /* A single batch lands whole, even past the cap. */
+    /* A single batch past the cap lands whole: several capped calls in one
+     * transaction (6 x 256 KiB: 3 a call). */
     rjq_enqueue_item items[6];
     for (int i = 0; i < 6; i++) items[i] = (rjq_enqueue_item){payload, SIZE, NULL};
     before = server_calls(e.rc, "fcall") + server_calls(e.rc, "evalsha");
+    long long execs = server_calls(e.rc, "exec");
     ASSERT_OK(rjq_enqueue_batch(e.q, items, 6, capped_cb, NULL));
     ASSERT(loop_until_count(e.base, &capped_ok, JOBS + 6, 10000));
-    ASSERT_EQ(1, server_calls(e.rc, "fcall") + server_calls(e.rc, "evalsha") - before);
+    ASSERT_EQ(2, server_calls(e.rc, "fcall") + server_calls(e.rc, "evalsha") - before);
+    ASSERT_EQ(1, server_calls(e.rc, "exec") - execs);
+    ASSERT_EQ(JOBS + 6, server_int(e.rc, "HLEN t:{capped}:payload"));
+    free(payload);
+    env_stop(&e);
+}
+
+/* A batch of several calls in one transaction (past the byte cap) finds
+ * rjq's function library gone (FUNCTION FLUSH): every call fails alike
+ * inside the EXEC, nothing is written, and the request is handled as one
+ * script call's would be: the library is loaded again and the batch sent
+ * again, and it lands whole, in order. */
+static long flushed_ok;
+static char flushed_first[32], flushed_last[32];
+
+static void flushed_cb(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)data;
+    ASSERT_OK(status);
+    flushed_ok += (long)n;
+    snprintf(flushed_first, sizeof flushed_first, "%s", jobs[0].id);
+    snprintf(flushed_last, sizeof flushed_last, "%s", jobs[n - 1].id);
+}
+
+TEST(batch_of_several_calls_survives_function_flush) {
+    test_env e;
+    env_start(&e, "fl");
+    enum { SIZE = 300 << 10 };
+    char *payload = malloc(SIZE);
+    ASSERT(payload != NULL);
+    memset(payload, 'f', SIZE);
+    freeReplyObject(server_cmd(e.rc, "FUNCTION FLUSH"));
+    rjq_enqueue_item items[8];
+    for (int i = 0; i < 8; i++) items[i] = (rjq_enqueue_item){payload, SIZE, NULL};
+    ASSERT_OK(rjq_enqueue_batch(e.q, items, 8, flushed_cb, NULL));
+    ASSERT(loop_until_count(e.base, &flushed_ok, 8, 10000));
+    ASSERT_STREQ("1", flushed_first);
+    ASSERT_STREQ("8", flushed_last);
+    ASSERT_EQ(8, server_int(e.rc, "LLEN t:{fl}:ready"));
+    ASSERT_EQ(8, server_int(e.rc, "HGET t:{fl}:stats seq"));
     free(payload);
     env_stop(&e);
 }
@@ -939,6 +979,65 @@ TEST(enqueue_with_an_id_whose_reply_was_lost_is_sent_again) {
     loop_for(e.base, 100);
     ASSERT_EQ(1, with_id.calls);
 
+    env_stop_proxied(&e, &p);
+}
+
+/* The same for a batch of several calls in one transaction (past the byte
+ * cap): with caller ids it is re-sent whole and reports every job as
+ * existing; without, it ends with RJQ_ECONN; nothing is written twice. */
+typedef struct lost_batch {
+    int calls, status;
+    size_t n, existed;
+} lost_batch;
+
+static void on_lost_batch(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n,
+                          void *data) {
+    lost_batch *l = data;
+    (void)c;
+    l->calls++;
+    l->status = status;
+    l->n = n;
+    for (size_t i = 0; i < n; i++) l->existed += jobs[i].existed;
+}
+
+TEST(batch_of_several_calls_whose_reply_was_lost_is_sent_again_whole) {
+    test_env e;
+    proxy p;
+    lost_down = 0;
+    env_start_proxied(&e, &p, "lostbatch", on_lost_event);
+    enum { SIZE = 300 << 10, N = 6 };
+    char *payload = malloc(SIZE);
+    ASSERT(payload != NULL);
+    memset(payload, 'b', SIZE);
+    static char ids[N][8];
+    rjq_job_options jo[N];
+    rjq_enqueue_item with[N], without[N];
+    for (int i = 0; i < N; i++) {
+        snprintf(ids[i], sizeof ids[i], "k%d", i);
+        jo[i] = (rjq_job_options){.id = ids[i]};
+        with[i] = (rjq_enqueue_item){payload, SIZE, &jo[i]};
+        without[i] = (rjq_enqueue_item){payload, SIZE, NULL};
+    }
+    lost_batch a = {0}, b = {0};
+    proxy_hold(&p, 1); /* the replies will wait in the proxy */
+    ASSERT_OK(rjq_enqueue_batch(e.q, with, N, on_lost_batch, &a));
+    ASSERT_OK(rjq_enqueue_batch(e.q, without, N, on_lost_batch, &b));
+    for (int i = 0; i < 500 && server_int(e.rc, "LLEN t:{lostbatch}:ready") < 2 * N; i++)
+        loop_for(e.base, 10);
+    ASSERT_EQ(2 * N, server_int(e.rc, "LLEN t:{lostbatch}:ready")); /* both ran */
+
+    kill_command_connection(e.rc, "rjq");
+    ASSERT(loop_until(e.base, &lost_down, 5000)); /* the held replies died with it */
+    proxy_hold(&p, 0);
+    for (int i = 0; i < 500 && (a.calls == 0 || b.calls == 0); i++) loop_for(e.base, 10);
+    ASSERT_EQ(1, a.calls);
+    ASSERT_OK(a.status);
+    ASSERT_EQ(N, a.n);
+    ASSERT_EQ(N, a.existed); /* the first send had written them all */
+    ASSERT_EQ(1, b.calls);
+    ASSERT_EQ(RJQ_ECONN, b.status);
+    ASSERT_EQ(2 * N, server_int(e.rc, "LLEN t:{lostbatch}:ready")); /* nothing twice */
+    free(payload);
     env_stop_proxied(&e, &p);
 }
 

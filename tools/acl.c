@@ -17,7 +17,9 @@
  *   rjq pause, resume, cancel, limit and schedule need) and runs
  *   schedulers, the monitor reads stats, jobs and schedules. tests/acl_covers_scripts.sh fails when
  *   a script uses a command no role has;
- * - outside scripts: HGET (an await reads a stored result), HMGET (a
+ * - outside scripts: MULTI and EXEC (the producer's batches of more than
+ *   1 MiB go as several script calls in one transaction), HGET (an await
+ *   reads a stored result), HMGET (a
  *   worker reads the payloads of big jobs it claimed), HDEL (a worker
  *   drops its push registration), ZRANGE (the dead list), SET (a
  *   monitor marks its queue monitored).
@@ -71,7 +73,7 @@ int rjq_acl_print(FILE *out, const char *prefix, const char *queues, int roles, 
         fprintf(out,
                 "# producer: enqueues, awaits results and cancels jobs\n"
                 "ACL SETUSER rjq-producer reset on >CHANGE-ME ~%s:{%s}:* resetchannels "
-                "&%s:{%s}:* &%s:reply:* " SESSION " +hget " PRODUCER_SCRIPTS "\n",
+                "&%s:{%s}:* &%s:reply:* " SESSION " +hget +multi +exec " PRODUCER_SCRIPTS "\n",
                 p, q, p, q, p);
     if (roles & RJQ_ACL_WORKER)
         fprintf(out,

@@ -5,7 +5,9 @@
 --       7..13 the job columns, 14 monitored, 15 held, 16 deadlines, 17 dedup
 -- ARGV: 1 job name prefix, 2 wake channel, 3 reply channel of an awaiting
 --       producer ('' for none), 4 token base for pushed jobs (unique per
---       call), 5 max waiting jobs (0: no bound), then per job: id ('' =
+--       call), 5 max waiting jobs (0: no bound), 6 jobs of the calls after
+--       this one, 7 '' or "<i> <k> <mark>" (see "One batch, several calls"
+--       below), then per job: id ('' =
 --       assign the next number), payload, options ('' = defaults, else
 --       "delay_ms,priority,max_attempts,backoff[;timeout_ms[;dedup_ms[;1]]]",
 --       the last 1 for debounce).
@@ -16,12 +18,20 @@
 -- payload, and its due time is pushed back to now + delay: existed = 2. A batch that
 -- would make more than ARGV 5 jobs wait is refused whole, before any
 -- write: the error "RJQFULL ...".
+-- One batch, several calls: a batch too big for one call (enqueue.c: more
+-- than 1 MiB of arguments) comes as k calls in one transaction (MULTI ..
+-- EXEC: nothing runs between them). Call i of k gets ARGV 7 "<i> <k>
+-- <mark>" and in ARGV 6 the number of jobs of the calls after it, which
+-- its bound counts as new; when one refuses the batch, it records its
+-- error in stats under "refused <mark>", the calls after it find that and
+-- refuse too, and the last removes it: the batch lands whole or not at all.
 local ready, prio, delayed, stats, active, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, wake, ch, tbase = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local max_waiting = tonumber(ARGV[5])
+local max_waiting, later = tonumber(ARGV[5]), tonumber(ARGV[6])
+local part, parts, mark = string.match(ARGV[7], '^(%d+) (%d+) (%S+)$')
 local J = columns(KEYS, 7, prefix)
 local held = KEYS[15]
-local FIRST = 6 -- ARGV index of the first job
+local FIRST = 8 -- ARGV index of the first job
 local n = (#ARGV - FIRST + 1) / 3
 
 -- Options first (no writes yet): delay, priority and the options column
@@ -96,9 +106,19 @@ if #given > 0 then
   end
 end
 
+-- A call of a batch that an earlier call refused refuses too.
+if mark then
+  mark = 'refused ' .. mark
+  local why = typed('hash', 'HMGET', stats, mark)[1]
+  if why then
+    if part == parts then redis.call('HDEL', stats, mark) end
+    return redis.error_reply(why)
+  end
+end
+
 -- A bounded queue: the jobs this batch adds (new ids, each once) must fit.
 if max_waiting > 0 then
-  local adds, seen = 0, {}
+  local adds, seen = later, {}
   for i = FIRST, #ARGV, 3 do
     local id = ARGV[i]
     if id == '' then adds = adds + 1
@@ -107,8 +127,10 @@ if max_waiting > 0 then
   local waiting = typed('list', 'LLEN', ready) + typed('zset', 'ZCARD', prio) +
                   typed('zset', 'ZCARD', delayed)
   if adds > 0 and waiting + adds > max_waiting then
-    return redis.error_reply(string.format('RJQFULL the queue has %d waiting jobs; %d more '
-      .. 'would pass max_waiting %d', waiting, adds, max_waiting))
+    local why = string.format('RJQFULL the queue has %d waiting jobs; %d more '
+      .. 'would pass max_waiting %d', waiting, adds, max_waiting)
+    if mark and part ~= parts then typed('hash', 'HSET', stats, mark, why) end
+    return redis.error_reply(why)
   end
 end
 

@@ -521,17 +521,19 @@ static void count_handled(rjq_job *job, void *data) {
     ASSERT_OK(rjq_job_complete(job, NULL, 0, NULL, NULL));
 }
 
-/* A claim reads the held index first (is it a re-send?): a wrongly typed
- * one refuses the claim before anything is written; once fixed, the job
- * runs. */
-TEST(claim_on_wrongtype_held_changes_nothing) {
+/* A worker's claim on queue q, with a wrongly typed key that plant() made
+ * (its name in the error: key), is refused before anything is written,
+ * however often it is tried; once restore() undid it, the job runs. */
+static void claim_refused_by_wrongtype(const char *q, const char *key,
+                                       void (*plant)(redisContext *rc),
+                                       void (*restore)(redisContext *rc)) {
     test_env env;
-    env_start(&env, "h");
+    env_start(&env, q);
     enq_wait e = {0};
     ASSERT_OK(rjq_enqueue(env.q, "x", 1, NULL, on_enq, &e));
     ASSERT(loop_until(env.base, &e.calls, 10000));
     ASSERT_OK(e.status);
-    plant_wrongtype(env.rc, "t:{h}:held", "SET %s x");
+    plant(env.rc);
     static char before[8192], after[8192];
     snapshot(env.rc, before, sizeof before);
 
@@ -540,17 +542,42 @@ TEST(claim_on_wrongtype_held_changes_nothing) {
     wo.poll_ms = 50; /* a failed claim is tried again after poll_ms */
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(env.q, &wo, count_handled, &handled, &w));
-    for (int i = 0; i < 1000 && !strstr(rjq_client_errmsg(env.c), "t:{h}:held"); i++) loop_for(env.base, 10);
+    for (int i = 0; i < 1000 && !strstr(rjq_client_errmsg(env.c), key); i++) loop_for(env.base, 10);
     ASSERT(strstr(rjq_client_errmsg(env.c), "WRONGTYPE") != NULL);
     loop_for(env.base, 200); /* a few more tries */
     ASSERT_EQ(0, handled);
     snapshot(env.rc, after, sizeof after);
     ASSERT_STREQ(before, after);
 
-    freeReplyObject(server_cmd(env.rc, "DEL t:{h}:held"));
+    restore(env.rc);
     for (int i = 0; i < 1000 && handled == 0; i++) loop_for(env.base, 10);
     ASSERT_EQ(1, handled);
     env_stop(&env);
+}
+
+static void plant_held(redisContext *rc) {
+    plant_wrongtype(rc, "t:{h}:held", "SET %s x");
+}
+
+static void restore_held(redisContext *rc) {
+    freeReplyObject(server_cmd(rc, "DEL t:{h}:held"));
+}
+
+/* A claim reads the held index first (is it a re-send?): a wrongly typed
+ * one refuses the claim before anything is written; once fixed, the job
+ * runs. */
+TEST(claim_on_wrongtype_held_changes_nothing) {
+    claim_refused_by_wrongtype("h", "t:{h}:held", plant_held, restore_held);
+}
+
+static void plant_payload(redisContext *rc) {
+    freeReplyObject(server_cmd(rc, "RENAME t:{pl}:payload t:{pl}:saved"));
+    freeReplyObject(server_cmd(rc, "SET t:{pl}:payload x"));
+}
+
+static void restore_payload(redisContext *rc) {
+    freeReplyObject(server_cmd(rc, "DEL t:{pl}:payload"));
+    freeReplyObject(server_cmd(rc, "RENAME t:{pl}:saved t:{pl}:payload"));
 }
 
 /* A claim takes its jobs off the ready list, then reads their payloads (or
@@ -558,36 +585,7 @@ TEST(claim_on_wrongtype_held_changes_nothing) {
  * used to pop the ids and fail on that read, losing them. It is refused
  * before its first write, and once the column is back, the job runs. */
 TEST(claim_on_wrongtype_payload_column_loses_nothing) {
-    test_env env;
-    env_start(&env, "pl");
-    enq_wait e = {0};
-    ASSERT_OK(rjq_enqueue(env.q, "x", 1, NULL, on_enq, &e));
-    ASSERT(loop_until(env.base, &e.calls, 10000));
-    ASSERT_OK(e.status);
-    freeReplyObject(server_cmd(env.rc, "RENAME t:{pl}:payload t:{pl}:saved"));
-    freeReplyObject(server_cmd(env.rc, "SET t:{pl}:payload x"));
-    static char before[8192], after[8192];
-    snapshot(env.rc, before, sizeof before);
-
-    int handled = 0;
-    rjq_worker_options wo = {0};
-    wo.poll_ms = 50; /* a failed claim is tried again after poll_ms */
-    rjq_worker *w = NULL;
-    ASSERT_OK(rjq_worker_start(env.q, &wo, count_handled, &handled, &w));
-    for (int i = 0; i < 1000 && !strstr(rjq_client_errmsg(env.c), "t:{pl}:payload"); i++)
-        loop_for(env.base, 10);
-    ASSERT(strstr(rjq_client_errmsg(env.c), "WRONGTYPE") != NULL);
-    loop_for(env.base, 200); /* a few more tries */
-    ASSERT_EQ(0, handled);
-    snapshot(env.rc, after, sizeof after);
-    ASSERT_STREQ(before, after);
-    ASSERT_EQ(1, server_int(env.rc, "LLEN t:{pl}:ready"));
-
-    freeReplyObject(server_cmd(env.rc, "DEL t:{pl}:payload"));
-    freeReplyObject(server_cmd(env.rc, "RENAME t:{pl}:saved t:{pl}:payload"));
-    for (int i = 0; i < 1000 && handled == 0; i++) loop_for(env.base, 10);
-    ASSERT_EQ(1, handled);
-    env_stop(&env);
+    claim_refused_by_wrongtype("pl", "t:{pl}:payload", plant_payload, restore_payload);
 }
 
 /* A claim that promotes a due priority job gives it a sequence number from

@@ -45,12 +45,6 @@ typedef struct run_ctx {
     unsigned char *seen;
 } run_ctx;
 
-static void on_completed(rjq_client *c, int status, void *data) {
-    (void)c;
-    ASSERT_OK(status);
-    ((run_ctx *)data)->completed++;
-}
-
 static void check_handler(rjq_job *job, void *data) {
     run_ctx *x = data;
     static char want[32 * 1024];
@@ -68,7 +62,7 @@ static void check_handler(rjq_job *job, void *data) {
         if (i != x->last + 1) x->out_of_order++;
         x->last = i;
     }
-    ASSERT_OK(rjq_job_complete(job, "ok", 2, on_completed, x));
+    ASSERT_OK(rjq_job_complete(job, "ok", 2, on_done_ok, &x->completed));
 }
 
 /* A backlog of N jobs (mixed or all big) drained by one worker of the
@@ -125,18 +119,12 @@ typedef struct gone_ctx {
     long handled;
 } gone_ctx;
 
-static void on_gone_completed(rjq_client *c, int status, void *data) {
-    (void)c;
-    ASSERT_OK(status);
-    ((gone_ctx *)data)->completed++;
-}
-
 static void gone_handler(rjq_job *job, void *data) {
     gone_ctx *x = data;
     x->handled++;
     if (strcmp(rjq_job_id(job), "victim") == 0) x->handled_victim++;
     if (strcmp(rjq_job_id(job), "first") == 0) x->held = job;
-    else ASSERT_OK(rjq_job_complete(job, "ok", 2, on_gone_completed, x));
+    else ASSERT_OK(rjq_job_complete(job, "ok", 2, on_done_ok, &x->completed));
 }
 
 /* A job whose payload is gone when its worker reads it (deleted behind
@@ -168,7 +156,7 @@ TEST(claimed_job_without_payload_is_not_run_and_left_to_its_lease) {
     freeReplyObject(r);
     rjq_job_options oa = {.id = "after"};
     ASSERT_EQ(0, enqueue_job(e.base, e.q, "a", &oa).status);
-    ASSERT_OK(rjq_job_complete(x.held, "ok", 2, on_gone_completed, &x));
+    ASSERT_OK(rjq_job_complete(x.held, "ok", 2, on_done_ok, &x.completed));
     for (int k = 0; k < 500 && get_stats(e.base, e.q).dead < 1; k++) loop_for(e.base, 10);
     rjq_stats s = get_stats(e.base, e.q);
     ASSERT_EQ(1, s.dead);

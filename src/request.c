@@ -66,7 +66,7 @@ struct rjq__req {
     struct rjq__req *prev, *next;
 };
 
-/* The arguments of one call of a transaction (a copy, owned by it). */
+/* The arguments of one call of a transaction (taken from the caller). */
 typedef struct part_args {
     char *p;
     size_t len;

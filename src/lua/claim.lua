@@ -37,9 +37,9 @@
 -- Returns { next, registered, token, deadline, then 4 per job: id, payload,
 -- attempt, max_attempts } where the payload of a job this call started
 -- is nil when ARGV 10 is 0: the worker reads the payloads with one HMGET
--- of the payload column, so their bytes never pass through Lua (twice
--- copied, in and out: most of a claim's Redis CPU with payloads of some
--- KiB). A payload is never changed while its job is active, so that read
+-- of the payload column, so their bytes never pass through Lua (which
+-- hashes every byte of a string that enters it, and copies it in and out:
+-- most of a claim's Redis CPU with payloads of some KiB). A payload is never changed while its job is active, so that read
 -- is as good as this one (a job cancelled and deleted meanwhile: nil).
 -- Without payloads a record deleted behind rjq's back is not noticed here:
 -- its job starts, the worker finds no payload and leaves it to its lease.

@@ -878,6 +878,27 @@ typedef void rjq_ids_cb(rjq_client *c, int status, const char *const *ids,
 RJQ_API int rjq_queue_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb,
                            void *data);
 
+/* The states rjq_queue_jobs() lists. */
+typedef enum rjq_job_state {
+    RJQ_STATE_READY,     /* waiting, in claim order: higher priorities first,
+                            FIFO within one */
+    RJQ_STATE_DELAYED,   /* delayed or waiting for a retry, by due time */
+    RJQ_STATE_ACTIVE,    /* running, by lease end */
+    RJQ_STATE_DEAD,      /* oldest first */
+    RJQ_STATE_CANCELLED, /* oldest first (those kept, see dead_max) */
+    RJQ_STATE_COMPLETED  /* oldest first (those kept, see retention_ms) */
+} rjq_job_state;
+
+#define RJQ_JOBS_PAGE_MAX 1000
+
+/* List up to `limit` (1..RJQ_JOBS_PAGE_MAX) ids of the queue's jobs in
+ * `state`, in the order above, from `offset` on: one script call that
+ * only reads, O(log n + limit) (completed: O(offset + limit)). The ids
+ * are valid only during the callback. RJQ_EINVAL for a bad state, offset
+ * or limit. */
+RJQ_API int rjq_queue_jobs(rjq_queue *q, rjq_job_state state, long offset, long limit,
+                           rjq_ids_cb *cb, void *data);
+
 /* ------------------------------------------------------------------------
  * Schedules: repeatable and cron jobs
  *

@@ -286,6 +286,25 @@ static void on_ids(rjq_client *c, int status, redisReply *r, void *priv) {
     free(ctx);
 }
 
+int rjq_queue_jobs(rjq_queue *q, rjq_job_state state, long offset, long limit, rjq_ids_cb *cb,
+                   void *data) {
+    static const char *const names[] = {"ready", "delayed", "active",
+                                        "dead",  "cancelled", "completed"};
+    int rc = usable(q, cb != NULL);
+    if (rc != RJQ_OK) return rc;
+    if ((unsigned)state >= sizeof names / sizeof names[0] || offset < 0 || limit <= 0 ||
+        limit > RJQ_JOBS_PAGE_MAX)
+        return RJQ_EINVAL;
+    rjq__argv a;
+    rjq__argv_init(&a);
+    RJQ__KEYS(&a, q, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_DEAD,
+              RJQ__K_CANCELLED, RJQ__K_COMPLETED);
+    rjq__argv_str(&a, names[state]);
+    rjq__argv_ll(&a, offset);
+    rjq__argv_ll(&a, limit);
+    return send_admin(q, RJQ__S_JOBS, on_ids, (admin_cb){.ids = cb}, data, &a);
+}
+
 int rjq_queue_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *data) {
     int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;

@@ -100,6 +100,15 @@ static void on_dead(rjq_client *c, int status, const char *const *ids, size_t n,
     dead_listed++;
 }
 
+static long ids_listed;
+
+static void on_ids_listed(rjq_client *c, int status, const char *const *ids, size_t n, void *data) {
+    (void)ids, (void)data;
+    if (status != RJQ_OK) FAIL_AT(__FILE__, __LINE__, "listing: %d: %s", status, rjq_client_errmsg(c));
+    ASSERT(n <= 10);
+    ids_listed++;
+}
+
 static void on_monitor(rjq_client *c, const char *event, const char *id, void *data) {
     (void)c, (void)event, (void)id, (void)data;
     events_seen++;
@@ -238,6 +247,11 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     ASSERT(loop_until_count(base, &job_seen, 1, 5000));
     ASSERT_OK(rjq_queue_dead(mq, 0, 10, on_dead, NULL));
     ASSERT(loop_until_count(base, &dead_listed, 1, 5000));
+    ASSERT_OK(rjq_queue_jobs(mq, RJQ_STATE_DEAD, 0, 10, on_dead, NULL)); /* the script */
+    ASSERT(loop_until_count(base, &dead_listed, 2, 5000));
+    ASSERT_OK(rjq_queue_jobs(mq, RJQ_STATE_READY, 0, 10, on_ids_listed, NULL));
+    ASSERT_OK(rjq_queue_jobs(mq, RJQ_STATE_COMPLETED, 0, 10, on_ids_listed, NULL));
+    ASSERT(loop_until_count(base, &ids_listed, 2, 5000));
     ASSERT(events_seen > 0);
 
     /* controls: the producer cancels; the worker role also pauses,

@@ -344,6 +344,31 @@ expect_line "rjq_jobs_total{queue=\"q\",outcome=\"completed\"} $q_completed"
 expect_line "rjq_jobs{queue=\"q\",state=\"dead\"} $q_dead"
 run metrics
 expect_rc 2
+
+# ---- jobs of a state -------------------------------------------------------------------
+
+run enqueue lq first
+first_id=$OUT
+run enqueue lq second --priority 3
+second_id=$OUT
+run enqueue lq later --delay 60000
+later_id=$OUT
+run jobs lq ready
+expect_ok
+expect_out "$second_id
+$first_id"
+run jobs lq ready --offset 1 --limit 1
+expect_out "$first_id"
+run jobs lq delayed
+expect_out "$later_id"
+run jobs lq completed
+expect_ok
+expect_out ""
+run jobs lq waiting
+expect_rc 2
+expect_err_has "unknown state 'waiting'"
+run jobs lq ready --limit 1001
+expect_rc 2
 run metrics 'a{b}'
 expect_rc 1
 expect_err_has "invalid queue name"

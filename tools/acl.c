@@ -45,11 +45,11 @@
     "+zremrangebyrank +zscore"
 #define WORKER_SCRIPTS                                                                    \
     "+del +exists +get +hdel +hexists +hgetall +hincrby +hmget +hrandfield +hset +hsetnx +lindex " \
-    "+llen +lpop +lpush +lrem +pttl +pubsub|numsub +rpush +set +type +zadd +zcard +zcount +zmscore " \
+    "+llen +lpop +lpush +lrange +lrem +pttl +pubsub|numsub +rpush +set +type +zadd +zcard +zcount +zmscore " \
     "+zpopmin +zrange "                                                                    \
     "+zrangebylex +zrangebyscore +zrem +zremrangebylex +zremrangebyrank +zremrangebyscore "  \
     "+zscore"
-#define MONITOR_SCRIPTS "+hexists +hgetall +hmget +llen +type +zcard +zscore"
+#define MONITOR_SCRIPTS "+hexists +hgetall +hmget +llen +lrange +type +zcard +zcount +zscore"
 
 static int fits(const char *s) {
     if (s[0] == '\0') return 0;

@@ -63,6 +63,10 @@ static const char usage_text[] =
     "  enqueue QUEUE - [--delay MS] [--priority N] [--attempts N] [--timeout MS]\n"
     "                                       one job per stdin line, print how many\n"
     "  job QUEUE ID [--json]                a job's state, attempts, payload, result, error\n"
+    "  jobs QUEUE STATE [--offset N] [--limit N]\n"
+    "                                       list job ids of a state (ready, delayed, active,\n"
+    "                                       dead, cancelled, completed) in queue order\n"
+    "                                       (limit 100, at most 1000)\n"
     "  dead QUEUE [--offset N] [--limit N]  list dead job ids, oldest first (limit 100)\n"
     "  replay QUEUE ID                      move a dead job back to ready\n"
     "  replay QUEUE --all [--limit N]       replay the oldest dead jobs (limit 1000)\n"
@@ -728,6 +732,32 @@ static int cmd_dead(cli *t, int argc, char **argv) {
     return send_and_wait(t, rjq_queue_dead(t->q, (long)off, (long)lim, on_dead, t));
 }
 
+/* rjq jobs QUEUE STATE [--offset N] [--limit N]: one id per line. */
+static int cmd_jobs(cli *t, int argc, char **argv) {
+    static const struct {
+        const char *name;
+        rjq_job_state state;
+    } states[] = {{"ready", RJQ_STATE_READY},   {"delayed", RJQ_STATE_DELAYED},
+                  {"active", RJQ_STATE_ACTIVE}, {"dead", RJQ_STATE_DEAD},
+                  {"cancelled", RJQ_STATE_CANCELLED}, {"completed", RJQ_STATE_COMPLETED}};
+    char *pos[2];
+    const char *offset = NULL, *limit = NULL;
+    const optdef defs[] = {{"--offset", &offset, NULL}, {"--limit", &limit, NULL},
+                           {NULL, NULL, NULL}};
+    long long off = 0, lim = DEAD_LIMIT;
+    int rc = parse_args(argc, argv, defs, pos, 2, 2, NULL);
+    if (rc || (rc = parse_ll("--offset", offset, 0, LONG_MAX, &off)) ||
+        (rc = parse_ll("--limit", limit, 1, RJQ_JOBS_PAGE_MAX, &lim)))
+        return rc;
+    size_t k = 0;
+    while (k < sizeof states / sizeof states[0] && strcmp(states[k].name, pos[1]) != 0) k++;
+    if (k == sizeof states / sizeof states[0])
+        return usage_error("unknown state '%s' (ready, delayed, active, dead, cancelled, "
+                           "completed)", pos[1]);
+    if (cli_open(t, pos[0])) return 1;
+    return send_and_wait(t, rjq_queue_jobs(t->q, states[k].state, (long)off, (long)lim, on_dead, t));
+}
+
 /* ---- replay, reclaim -------------------------------------------------------------- */
 
 static void on_count(rjq_client *c, int status, long long n, void *data) {
@@ -1018,7 +1048,7 @@ static const struct {
     {"pause", cmd_pause}, {"resume", cmd_pause},   {"cancel", cmd_cancel},
     {"limit", cmd_limit}, {"schedule", cmd_schedule}, {"unschedule", cmd_unschedule},
     {"schedules", cmd_schedules}, {"scheduler", cmd_scheduler},
-    {"metrics", cmd_metrics}, {"acl", cmd_acl},
+    {"metrics", cmd_metrics}, {"jobs", cmd_jobs}, {"acl", cmd_acl},
 };
 
 /* A TLS option (--tls ...): 1 taken (*i moved past its value), 0 not one,

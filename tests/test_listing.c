@@ -1,0 +1,128 @@
+/*
+ * rjq_queue_jobs(): the ids of a queue's jobs in one state, in queue order,
+ * paged. Ready jobs come in claim order across the priority set and the
+ * ready list; each other state in the order its structure keeps.
+ */
+#include "fixture.h"
+#include "harness.h"
+#include "server.h"
+#include "waits.h"
+
+typedef struct page {
+    int done, status;
+    char ids[1024];           /* "a,b,c" */
+} page;
+
+static void on_page(rjq_client *c, int status, const char *const *ids, size_t n, void *data) {
+    page *p = data;
+    (void)c;
+    p->done++;
+    p->status = status;
+    p->ids[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        size_t used = strlen(p->ids);
+        snprintf(p->ids + used, sizeof p->ids - used, "%s%s", i ? "," : "", ids[i]);
+    }
+}
+
+/* The ids of page (state, offset, limit) as "a,b,c". */
+static const char *list(test_env *e, rjq_queue *q, rjq_job_state state, long offset, long limit) {
+    static page p;
+    memset(&p, 0, sizeof p);
+    ASSERT_OK(rjq_queue_jobs(q, state, offset, limit, on_page, &p));
+    ASSERT(loop_until(e->base, &p.done, 5000));
+    ASSERT_OK(p.status);
+    return p.ids;
+}
+
+static void enqueue(test_env *e, const char *id, long long delay, int priority) {
+    ASSERT_OK(enqueue_x(e->base, e->q, id, delay, priority).status);
+}
+
+TEST(ready_jobs_are_listed_in_claim_order_across_priorities_and_pages) {
+    test_env e;
+    env_start(&e, "ls");
+    enqueue(&e, "p5a", 0, 5);
+    enqueue(&e, "z1", 0, 0);
+    enqueue(&e, "p5b", 0, 5);
+    enqueue(&e, "z2", 0, 0);
+    enqueue(&e, "n3", 0, -3);
+    enqueue(&e, "p9", 0, 9);
+    enqueue(&e, "z3", 0, 0);
+    enqueue(&e, "d1", 60000, 0);
+    enqueue(&e, "d2", 30000, 0);
+    ASSERT_STREQ("p9,p5a,p5b,z1,z2,z3,n3", list(&e, e.q, RJQ_STATE_READY, 0, 100));
+    ASSERT_STREQ("p9,p5a,p5b", list(&e, e.q, RJQ_STATE_READY, 0, 3));
+    ASSERT_STREQ("p5b,z1", list(&e, e.q, RJQ_STATE_READY, 2, 2)); /* across segments */
+    ASSERT_STREQ("z3,n3", list(&e, e.q, RJQ_STATE_READY, 5, 10));
+    ASSERT_STREQ("n3", list(&e, e.q, RJQ_STATE_READY, 6, 1));
+    ASSERT_STREQ("", list(&e, e.q, RJQ_STATE_READY, 7, 5));
+    ASSERT_STREQ("d2,d1", list(&e, e.q, RJQ_STATE_DELAYED, 0, 100));
+    ASSERT_STREQ("d1", list(&e, e.q, RJQ_STATE_DELAYED, 1, 100));
+    ASSERT_STREQ("", list(&e, e.q, RJQ_STATE_ACTIVE, 0, 100));
+    /* bad arguments, refused before anything is sent */
+    page p = {0};
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_jobs(e.q, (rjq_job_state)99, 0, 10, on_page, &p));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_jobs(e.q, RJQ_STATE_READY, 0, 0, on_page, &p));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_jobs(e.q, RJQ_STATE_READY, 0, RJQ_JOBS_PAGE_MAX + 1, on_page, &p));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_jobs(e.q, RJQ_STATE_READY, -1, 10, on_page, &p));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_jobs(e.q, RJQ_STATE_READY, 0, 10, NULL, NULL));
+    ASSERT_EQ(0, p.done);
+    env_stop(&e);
+}
+
+typedef struct run_ctx {
+    rjq_job *held;
+    long done;
+} run_ctx;
+
+/* x1, x4 complete; x2 fails for good; x3 is held (active). */
+static void handler(rjq_job *job, void *data) {
+    run_ctx *x = data;
+    const char *id = rjq_job_id(job);
+    if (strcmp(id, "x2") == 0)
+        ASSERT_OK(rjq_job_fail(job, "no", RJQ_FAIL_FATAL, -1, on_done_ok, &x->done));
+    else if (strcmp(id, "x3") == 0)
+        x->held = job;
+    else
+        ASSERT_OK(rjq_job_complete(job, "ok", 2, on_done_ok, &x->done));
+}
+
+static void on_cancelled(rjq_client *c, int status, const char *state, void *data) {
+    (void)c, (void)state;
+    ASSERT_OK(status);
+    ++*(int *)data;
+}
+
+TEST(active_dead_cancelled_and_completed_jobs_are_listed_in_their_order) {
+    test_env e;
+    env_start(&e, "ls2");
+    enqueue(&e, "c1", 60000, 0);
+    int cancelled = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "c1", on_cancelled, &cancelled));
+    ASSERT(loop_until(e.base, &cancelled, 5000));
+    for (int i = 1; i <= 4; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "x%d", i);
+        enqueue(&e, id, 0, 0);
+    }
+    run_ctx x = {0};
+    rjq_worker_options wo = quiet_worker_options(4); /* one claim: x1..x4, in order */
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, handler, &x, &w));
+    for (int k = 0; k < 500 && (x.done < 3 || x.held == NULL); k++) loop_for(e.base, 10);
+    ASSERT_EQ(3, x.done);
+    ASSERT(x.held != NULL);
+    ASSERT_STREQ("", list(&e, e.q, RJQ_STATE_READY, 0, 100));
+    ASSERT_STREQ("x3", list(&e, e.q, RJQ_STATE_ACTIVE, 0, 100));
+    ASSERT_STREQ("x2", list(&e, e.q, RJQ_STATE_DEAD, 0, 100));
+    ASSERT_STREQ("c1", list(&e, e.q, RJQ_STATE_CANCELLED, 0, 100));
+    ASSERT_STREQ("x1,x4", list(&e, e.q, RJQ_STATE_COMPLETED, 0, 100));
+    ASSERT_STREQ("x4", list(&e, e.q, RJQ_STATE_COMPLETED, 1, 100));
+    ASSERT_STREQ("x1", list(&e, e.q, RJQ_STATE_COMPLETED, 0, 1));
+    ASSERT_OK(rjq_job_complete(x.held, "ok", 2, on_done_ok, &x.done));
+    ASSERT(loop_until_count(e.base, &x.done, 4, 5000));
+    ASSERT_STREQ("x1,x4,x3", list(&e, e.q, RJQ_STATE_COMPLETED, 0, 100));
+    ASSERT_STREQ("", list(&e, e.q, RJQ_STATE_ACTIVE, 0, 100));
+    env_stop(&e);
+}

@@ -477,6 +477,13 @@ check; grep -q hunter2 "$DIR/err" && fail "the password leaked into the message"
 
 # ---- usage ----------------------------------------------------------------------------
 
+run --version
+expect_ok
+expect_out_re '^rjq [0-9]+\.[0-9]+\.[0-9]+$'
+run version
+expect_ok
+expect_out_re '^rjq [0-9]+\.[0-9]+\.[0-9]+$'
+
 for args in "" "frobnicate q" "stats" "enqueue q" "enqueue q a b" \
     "enqueue q - --id x" "enqueue q x --priority 2000000" "enqueue q x --delay -1" \
     "enqueue q x --attempts zero" "enqueue q x --bogus" "replay q" "replay q id --all" \

@@ -87,6 +87,7 @@ static const char usage_text[] =
     "                                       running leads; default lease 3000 ms)\n"
     "  acl [--queues PATTERN] [--role R]    print the ACL SETUSER lines of rjq's roles\n"
     "                                       (producer, worker, monitor); no Redis needed\n"
+    "  version, --version                   the library's version\n"
     "  help                                 this text\n"
     "\n"
     "Exit status: 0 success, 1 error, 2 usage error. Use -- to end options\n"
@@ -1120,6 +1121,11 @@ int main(int argc, char **argv) {
     if (argc == 2 && (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
                       strcmp(argv[1], "-h") == 0)) {
         fputs(usage_text, stdout); /* asked for: not an error */
+        return 0;
+    }
+    if (argc == 2 && (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0)) {
+        int v = rjq_version(); /* the library's, which may be newer than the tool's header */
+        printf("rjq %d.%d.%d\n", v / 10000, v / 100 % 100, v % 100);
         return 0;
     }
     int i = parse_global(&t, argc, argv);

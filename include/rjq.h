@@ -774,6 +774,8 @@ typedef struct rjq_stats {
     int paused;                /* 1 while the queue is paused */
     /* the queue's limits (rjq_queue_set_limits); 0: none */
     long long limit_concurrency, limit_rate, limit_rate_window_ms;
+    int exists;                /* 1 when anything of the queue is in Redis (0: it
+                                  was never written to, or was deleted) */
 } rjq_stats;
 
 typedef void rjq_stats_cb(rjq_client *c, int status, const rjq_stats *stats,

@@ -61,12 +61,12 @@ static void on_stats(rjq_client *c, int status, redisReply *r, void *priv) {
     admin_ctx *ctx = priv;
     rjq_stats s;
     memset(&s, 0, sizeof s);
-    long long paused = 0;
+    long long paused = 0, exists = 0;
     long long *f[] = {&s.enqueued,  &s.completed,        &s.failed,     &s.retried,
                       &s.dead,      &s.reclaimed,        &s.replayed,   &s.ready,
                       &s.delayed,   &s.active,           &s.dead_depth, &s.cancelled,
                       &paused,      &s.cancelled_depth,  &s.limit_concurrency,
-                      &s.limit_rate, &s.limit_rate_window_ms};
+                      &s.limit_rate, &s.limit_rate_window_ms, &exists};
     size_t nf = sizeof f / sizeof f[0];
     if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != nf))
         status = RJQ_EPROTO;
@@ -75,6 +75,7 @@ static void on_stats(rjq_client *c, int status, redisReply *r, void *priv) {
         else *f[i] = r->element[i]->integer;
     }
     s.paused = paused != 0;
+    s.exists = exists != 0;
     if (status == RJQ_EPROTO) rjq__errmsg(c, "stats: unexpected reply");
     ctx->cb.stats(c, status, status == RJQ_OK ? &s : NULL, ctx->data);
     free(ctx);

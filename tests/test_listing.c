@@ -42,7 +42,9 @@ static void enqueue(test_env *e, const char *id, long long delay, int priority) 
 TEST(ready_jobs_are_listed_in_claim_order_across_priorities_and_pages) {
     test_env e;
     env_start(&e, "ls");
+    ASSERT_EQ(0, get_stats(e.base, e.q).exists); /* nothing of it in Redis yet */
     enqueue(&e, "p5a", 0, 5);
+    ASSERT_EQ(1, get_stats(e.base, e.q).exists);
     enqueue(&e, "z1", 0, 0);
     enqueue(&e, "p5b", 0, 5);
     enqueue(&e, "z2", 0, 0);

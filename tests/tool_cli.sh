@@ -344,6 +344,10 @@ expect_line "rjq_jobs_total{queue=\"q\",outcome=\"completed\"} $q_completed"
 expect_line "rjq_jobs{queue=\"q\",state=\"dead\"} $q_dead"
 run metrics
 expect_rc 2
+run stats never-written
+expect_rc 1
+expect_err_has "queue 'never-written' does not exist"
+check; [ -z "$OUT" ] || fail "no stats for a queue that does not exist"
 
 # ---- jobs of a state -------------------------------------------------------------------
 
@@ -447,8 +451,10 @@ expect_err_has "invalid Redis URL"
 
 # another prefix is another keyspace; -u overrides RJQ_URL
 RJQ_URL=redis://127.0.0.1:1 run -u "redis://127.0.0.1:$PORT" -p other stats q
+expect_rc 1
+expect_err_has "queue 'q' does not exist"
+RJQ_URL=redis://127.0.0.1:1 run -u "redis://127.0.0.1:$PORT" stats q
 expect_ok
-expect_line "enqueued 0"
 
 # nothing listens: fails fast, exit 1
 DEAD_PORT=$(redis_free_port)

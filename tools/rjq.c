@@ -426,6 +426,12 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) 
     cli *t = data;
     (void)c;
     if (!reply_ok(t, status)) return;
+    if (!s->exists) {
+        t->failed = 1;
+        fprintf(stderr, "rjq: %s: queue '%s' does not exist (nothing of it is in Redis)\n",
+                t->what, rjq_queue_name(t->q));
+        return;
+    }
     for (size_t i = 0; i < sizeof stat_fields / sizeof stat_fields[0]; i++)
         print_num(t, i == 0, stat_fields[i].name,
                   *(const long long *)(const void *)((const char *)s + stat_fields[i].off));

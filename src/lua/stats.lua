@@ -4,7 +4,9 @@
 -- Returns { enqueued, completed, failed, retried, dead, reclaimed,
 --           replayed, ready, delayed, active, dead_depth, cancelled,
 --           paused (0/1), cancelled_depth, concurrency limit, rate limit
---           starts, its window ms } (limits 0: none).
+--           starts, its window ms, exists } (limits 0: none; exists 1
+--           when any of these keys is there: a queue never written to has
+--           none).
 local stats, ready, prio, delayed, active, dead = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 expect_types({stats, 'hash', ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset', dead, 'zset',
               KEYS[7], 'hash', KEYS[8], 'zset'})
@@ -26,4 +28,5 @@ out[8] = redis.call('LLEN', ready) + redis.call('ZCARD', prio)
 out[9] = redis.call('ZCARD', delayed)
 out[10] = redis.call('ZCARD', active) - (redis.call('ZSCORE', active, ACTIVE_PIN) and 1 or 0)
 out[11] = redis.call('ZCARD', dead)
+out[18] = redis.call('EXISTS', stats, ready, prio, delayed, active, dead, KEYS[7], KEYS[8]) > 0 and 1 or 0
 return out

@@ -901,6 +901,19 @@ typedef enum rjq_job_state {
 RJQ_API int rjq_queue_jobs(rjq_queue *q, rjq_job_state state, long offset, long limit,
                            rjq_ids_cb *cb, void *data);
 
+/* Delete a dead or cancelled job for good (its record; an id with a dedup
+ * time stays reserved until that is over). cb gets 1, or RJQ_ENOTFOUND (no
+ * such job) or RJQ_ESTATE (it waits, runs or completed: cancel a waiting
+ * or running job; completed ones leave by retention). */
+RJQ_API int rjq_queue_delete(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data);
+
+/* Delete the oldest `limit` (1..RJQ_JOBS_PAGE_MAX) jobs of the dead
+ * (RJQ_STATE_DEAD) or cancelled (RJQ_STATE_CANCELLED) set, as
+ * rjq_queue_delete() does one; cb gets how many. Call again until it gets
+ * 0 to empty the set. RJQ_EINVAL for another state or limit. */
+RJQ_API int rjq_queue_purge(rjq_queue *q, rjq_job_state state, long limit, rjq_count_cb *cb,
+                            void *data);
+
 /* ------------------------------------------------------------------------
  * Schedules: repeatable and cron jobs
  *

@@ -156,6 +156,36 @@ int rjq_queue_replay(rjq_queue *q, const char *id, long limit, rjq_count_cb *cb,
     return send_admin(q, RJQ__S_REPLAY, on_count, (admin_cb){.count = cb}, data, &a);
 }
 
+/* delete.lua: one job by id, or a page of the oldest of a set. */
+static int send_delete(rjq_queue *q, const char *what, const char *arg, rjq_count_cb *cb,
+                       void *data) {
+    rjq__argv a;
+    rjq__argv_init(&a);
+    RJQ__KEYS(&a, q, RJQ__K_DEAD, RJQ__K_CANCELLED, RJQ__K_COLUMNS, RJQ__K_DEDUP);
+    rjq__argv_str(&a, what);
+    rjq__argv_str(&a, arg);
+    return send_admin(q, RJQ__S_DELETE, on_count, (admin_cb){.count = cb}, data, &a);
+}
+
+int rjq_queue_delete(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data) {
+    int rc = usable(q, cb != NULL);
+    if (rc != RJQ_OK) return rc;
+    if (id == NULL || id[0] == '\0' || strlen(id) > RJQ_JOB_ID_MAX) return RJQ_EJOBID;
+    return send_delete(q, "id", id, cb, data);
+}
+
+int rjq_queue_purge(rjq_queue *q, rjq_job_state state, long limit, rjq_count_cb *cb,
+                    void *data) {
+    int rc = usable(q, cb != NULL);
+    if (rc != RJQ_OK) return rc;
+    if ((state != RJQ_STATE_DEAD && state != RJQ_STATE_CANCELLED) || limit <= 0 ||
+        limit > RJQ_JOBS_PAGE_MAX)
+        return RJQ_EINVAL;
+    char n[24];
+    snprintf(n, sizeof n, "%ld", limit);
+    return send_delete(q, state == RJQ_STATE_DEAD ? "dead" : "cancelled", n, cb, data);
+}
+
 int rjq_queue_reclaim(rjq_queue *q, rjq_count_cb *cb, void *data) {
     int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;

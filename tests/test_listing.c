@@ -128,3 +128,94 @@ TEST(active_dead_cancelled_and_completed_jobs_are_listed_in_their_order) {
     ASSERT_STREQ("", list(&e, e.q, RJQ_STATE_ACTIVE, 0, 100));
     env_stop(&e);
 }
+
+/* Every job fails for good. */
+static void fail_handler(rjq_job *job, void *data) {
+    ASSERT_OK(rjq_job_fail(job, "no", RJQ_FAIL_FATAL, -1, on_done_ok, data));
+}
+
+typedef struct counted {
+    int done, status;
+    long long n;
+} counted;
+
+static void on_counted(rjq_client *c, int status, long long n, void *data) {
+    counted *k = data;
+    (void)c;
+    k->done++;
+    k->status = status;
+    k->n = n;
+}
+
+static counted delete_one(test_env *e, const char *id) {
+    counted k = {0};
+    ASSERT_OK(rjq_queue_delete(e->q, id, on_counted, &k));
+    ASSERT(loop_until(e->base, &k.done, 5000));
+    return k;
+}
+
+static counted purge(test_env *e, rjq_job_state state, long limit) {
+    counted k = {0};
+    ASSERT_OK(rjq_queue_purge(e->q, state, limit, on_counted, &k));
+    ASSERT(loop_until(e->base, &k.done, 5000));
+    return k;
+}
+
+/* Dead and cancelled jobs are deleted one by one or a page of the oldest
+ * at a time; waiting jobs are not (cancel them); an id with a dedup time
+ * stays reserved after its record went. */
+TEST(dead_and_cancelled_jobs_are_deleted_by_id_or_purged_oldest_first) {
+    test_env e;
+    env_start(&e, "del");
+    rjq_job_options o = {.id = "a0", .dedup_ms = 60000};
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    enqueue(&e, "a1", 0, 0);
+    enqueue(&e, "a2", 0, 0);
+    enqueue(&e, "a3", 0, 0);
+    long failed = 0;
+    rjq_worker_options wo = quiet_worker_options(1); /* one at a time: dead in this order (ties in
+                                                        * time: by id, the same order) */
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, fail_handler, &failed, &w));
+    ASSERT(loop_until_count(e.base, &failed, 4, 5000));
+    rjq_worker_stop(w, NULL, NULL);
+    loop_for(e.base, 50);
+    enqueue(&e, "c1", 60000, 0);
+    enqueue(&e, "waits", 60000, 0);
+    int cancelled = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "c1", on_cancelled, &cancelled));
+    ASSERT(loop_until(e.base, &cancelled, 5000));
+    ASSERT_STREQ("a0,a1,a2,a3", list(&e, e.q, RJQ_STATE_DEAD, 0, 100));
+
+    counted k = delete_one(&e, "a2");
+    ASSERT_OK(k.status);
+    ASSERT_EQ(1, k.n);
+    ASSERT_STREQ("a0,a1,a3", list(&e, e.q, RJQ_STATE_DEAD, 0, 100));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{del}:payload a2"));
+    ASSERT_EQ(RJQ_ENOTFOUND, delete_one(&e, "a2").status);
+    ASSERT_EQ(RJQ_ESTATE, delete_one(&e, "waits").status);
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{del}:payload waits")); /* untouched */
+    ASSERT_STREQ("waits", list(&e, e.q, RJQ_STATE_DELAYED, 0, 100));
+
+    k = delete_one(&e, "a0"); /* its id stays reserved: dedup_ms */
+    ASSERT_OK(k.status);
+    enqueue_wait again = enqueue_job(e.base, e.q, "again", &o);
+    ASSERT_OK(again.status);
+    ASSERT_EQ(1, again.existed);
+
+    k = purge(&e, RJQ_STATE_DEAD, 1); /* the oldest */
+    ASSERT_OK(k.status);
+    ASSERT_EQ(1, k.n);
+    ASSERT_STREQ("a3", list(&e, e.q, RJQ_STATE_DEAD, 0, 100));
+    ASSERT_EQ(1, purge(&e, RJQ_STATE_DEAD, 1000).n);
+    ASSERT_EQ(0, purge(&e, RJQ_STATE_DEAD, 1000).n);
+    ASSERT_EQ(1, purge(&e, RJQ_STATE_CANCELLED, 1000).n);
+    ASSERT_STREQ("", list(&e, e.q, RJQ_STATE_CANCELLED, 0, 100));
+    ASSERT_EQ(0, get_stats(e.base, e.q).dead_depth);
+    counted bad = {0};
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_purge(e.q, RJQ_STATE_READY, 10, on_counted, &bad));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_purge(e.q, RJQ_STATE_DEAD, 0, on_counted, &bad));
+    ASSERT_EQ(RJQ_EJOBID, rjq_queue_delete(e.q, "", on_counted, &bad));
+    ASSERT_EQ(0, bad.done);
+    env_stop(&e);
+}

@@ -231,6 +231,47 @@ expect_line "replayed 3"
 expect_line "dead_depth 0"
 expect_line "ready 4"
 
+# ---- delete and purge ----------------------------------------------------------------
+# three dead jobs again (as above), one waiting
+
+for id in e1 e2 e3; do
+    run enqueue xq "payload $id" --id "$id" --attempts 1
+    rcli LREM 'rjq:{xq}:ready' 0 "$id"
+    rcli ZADD 'rjq:{xq}:active' 0 "$id"
+    rcli HSET 'rjq:{xq}:state' "$id" 'active 1 crashed.1'
+done
+run enqueue xq waiting --id w1
+run reclaim xq
+expect_out "3"
+run delete xq e2
+expect_ok
+expect_out "deleted"
+run dead xq
+expect_out "e1
+e3"
+run delete xq e2
+expect_rc 1
+expect_err_has "no such job"
+run delete xq w1
+expect_rc 1
+expect_err_has "only dead and cancelled jobs are deleted"
+run purge xq dead
+expect_rc 2
+expect_err_has "give --yes"
+run dead xq
+expect_out "e1
+e3"
+run purge xq dead --yes
+expect_ok
+expect_out "2"
+run dead xq
+expect_out ""
+run purge xq ready --yes
+expect_rc 2
+run stats xq
+expect_line "dead_depth 0"
+expect_line "ready 1"
+
 # ---- pause, resume, cancel ----------------------------------------------------------
 
 run pause pq

@@ -49,7 +49,7 @@
     "+zpopmin +zrange "                                                                    \
     "+zrangebylex +zrangebyscore +zrem +zremrangebylex +zremrangebyrank +zremrangebyscore "  \
     "+zscore"
-#define MONITOR_SCRIPTS "+hexists +hgetall +hmget +llen +lrange +type +zcard +zcount +zscore"
+#define MONITOR_SCRIPTS "+exists +hexists +hgetall +hmget +llen +lrange +type +zcard +zcount +zscore"
 
 static int fits(const char *s) {
     if (s[0] == '\0') return 0;

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 #include <rjq/libevent.h>
@@ -68,6 +69,9 @@ static const char usage_text[] =
     "                                       dead, cancelled, completed) in queue order\n"
     "                                       (limit 100, at most 1000)\n"
     "  dead QUEUE [--offset N] [--limit N]  list dead job ids, oldest first (limit 100)\n"
+    "  delete QUEUE ID                      delete a dead or cancelled job for good\n"
+    "  purge QUEUE dead|cancelled [--yes]   delete every dead (or cancelled) job, print how\n"
+    "                                       many; asks first unless --yes\n"
     "  replay QUEUE ID                      move a dead job back to ready\n"
     "  replay QUEUE --all [--limit N]       replay the oldest dead jobs (limit 1000)\n"
     "  reclaim QUEUE                        sweep expired leases now, print how many\n"
@@ -113,7 +117,8 @@ typedef struct cli {
     int closing;             /* replies from here on are cancellations */
     int ever_connected;      /* the command connection came up once */
     char last_event[256];    /* detail of the last connection error */
-    long long count;         /* "enqueue -": jobs enqueued so far */
+    long long count;         /* "enqueue -": jobs enqueued so far; "purge": deleted */
+    long long last_page;     /* "purge": deleted by the last call */
     int limits_set;          /* "limit": some limit was given */
 } cli;
 
@@ -765,6 +770,65 @@ static int cmd_jobs(cli *t, int argc, char **argv) {
     return send_and_wait(t, rjq_queue_jobs(t->q, states[k].state, (long)off, (long)lim, on_dead, t));
 }
 
+/* ---- delete, purge ---------------------------------------------------------------- */
+
+static void on_deleted(rjq_client *c, int status, long long n, void *data) {
+    cli *t = data;
+    (void)c, (void)n;
+    if (!reply_ok_why(t, status, status == RJQ_ESTATE
+                                     ? "only dead and cancelled jobs are deleted: cancel a "
+                                       "waiting or running job; completed jobs leave by retention"
+                                     : NULL))
+        return;
+    puts("deleted");
+}
+
+static int cmd_delete(cli *t, int argc, char **argv) {
+    char *pos[2];
+    const optdef defs[] = {{NULL, NULL, NULL}};
+    int rc = parse_args(argc, argv, defs, pos, 2, 2, NULL);
+    if (rc) return rc;
+    if (cli_open(t, pos[0])) return 1;
+    return send_and_wait(t, rjq_queue_delete(t->q, pos[1], on_deleted, t));
+}
+
+static void on_purged(rjq_client *c, int status, long long n, void *data) {
+    cli *t = data;
+    (void)c;
+    if (reply_ok(t, status)) t->count += n, t->last_page = n;
+}
+
+/* rjq purge QUEUE dead|cancelled [--yes]: asks at a terminal unless --yes. */
+static int cmd_purge(cli *t, int argc, char **argv) {
+    char *pos[2];
+    int yes = 0;
+    const optdef defs[] = {{"--yes", NULL, &yes}, {NULL, NULL, NULL}};
+    int rc = parse_args(argc, argv, defs, pos, 2, 2, NULL);
+    if (rc) return rc;
+    rjq_job_state state;
+    if (strcmp(pos[1], "dead") == 0) state = RJQ_STATE_DEAD;
+    else if (strcmp(pos[1], "cancelled") == 0) state = RJQ_STATE_CANCELLED;
+    else return usage_error("purge takes dead or cancelled, not '%s'", pos[1]);
+    if (!yes) {
+        if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO))
+            return usage_error("%s", "purge deletes jobs for good: give --yes (no terminal to ask on)");
+        fprintf(stderr, "Delete every %s job of queue '%s' for good? [y/N] ", pos[1], pos[0]);
+        char answer[16] = "";
+        if (fgets(answer, sizeof answer, stdin) == NULL || (answer[0] != 'y' && answer[0] != 'Y')) {
+            fprintf(stderr, "rjq: purge: not confirmed: nothing deleted\n");
+            return 1;
+        }
+    }
+    if (cli_open(t, pos[0])) return 1;
+    do { /* a page per call, until one comes back short */
+        t->last_page = 0;
+        if (send_and_wait(t, rjq_queue_purge(t->q, state, RJQ_JOBS_PAGE_MAX, on_purged, t)))
+            return 1;
+    } while (t->last_page == RJQ_JOBS_PAGE_MAX);
+    printf("%lld\n", t->count);
+    return 0;
+}
+
 /* ---- replay, reclaim -------------------------------------------------------------- */
 
 static void on_count(rjq_client *c, int status, long long n, void *data) {
@@ -1055,7 +1119,8 @@ static const struct {
     {"pause", cmd_pause}, {"resume", cmd_pause},   {"cancel", cmd_cancel},
     {"limit", cmd_limit}, {"schedule", cmd_schedule}, {"unschedule", cmd_unschedule},
     {"schedules", cmd_schedules}, {"scheduler", cmd_scheduler},
-    {"metrics", cmd_metrics}, {"jobs", cmd_jobs}, {"acl", cmd_acl},
+    {"metrics", cmd_metrics}, {"jobs", cmd_jobs}, {"delete", cmd_delete},
+    {"purge", cmd_purge},     {"acl", cmd_acl},
 };
 
 /* A TLS option (--tls ...): 1 taken (*i moved past its value), 0 not one,

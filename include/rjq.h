@@ -515,7 +515,8 @@ RJQ_API int rjq_enqueue(rjq_queue *q, const void *payload, size_t len,
 /* Enqueue 1..RJQ_BATCH_MAX jobs atomically: one script call, or, past 1 MiB
  * of arguments, several calls of at most 1 MiB in one transaction (MULTI/
  * EXEC: nothing runs between them; a bounded queue takes or refuses the
- * batch whole). Same errors as rjq_enqueue(); any invalid item fails the
+ * batch whole; the Redis user needs MULTI and EXEC, which the producer
+ * role of `rjq acl` has). Same errors as rjq_enqueue(); any invalid item fails the
  * whole call synchronously. Batches of many MiB still cost the client more
  * per job (its copies of the whole batch): with payloads of some KiB,
  * batches near 1 MiB are faster (1000 jobs of 16 KiB: 1.3x the jobs/s in
@@ -892,9 +893,11 @@ typedef enum rjq_job_state {
 } rjq_job_state;
 
 #define RJQ_JOBS_PAGE_MAX 1000
+#define RJQ_JOBS_OFFSET_MAX (1LL << 50) /* exact in Lua's numbers */
 
 /* List up to `limit` (1..RJQ_JOBS_PAGE_MAX) ids of the queue's jobs in
- * `state`, in the order above, from `offset` on: one script call that
+ * `state`, in the order above, from `offset` (0..RJQ_JOBS_OFFSET_MAX) on:
+ * one script call that
  * only reads, O(log n + limit) (completed: O(offset + limit)). The ids
  * are valid only during the callback. RJQ_EINVAL for a bad state, offset
  * or limit. */

@@ -323,8 +323,8 @@ int rjq_queue_jobs(rjq_queue *q, rjq_job_state state, long offset, long limit, r
                                         "dead",  "cancelled", "completed"};
     int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;
-    if ((unsigned)state >= sizeof names / sizeof names[0] || offset < 0 || limit <= 0 ||
-        limit > RJQ_JOBS_PAGE_MAX)
+    if ((unsigned)state >= sizeof names / sizeof names[0] || offset < 0 ||
+        offset > RJQ_JOBS_OFFSET_MAX || limit <= 0 || limit > RJQ_JOBS_PAGE_MAX)
         return RJQ_EINVAL;
     rjq__argv a;
     rjq__argv_init(&a);

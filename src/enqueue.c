@@ -194,9 +194,27 @@ static void fail_batch(rjq_client *c, batch *b, int status) {
     free(items);
 }
 
-/* The arguments of one call after the fixed ones: its token base for
- * pushed jobs, the bound, the jobs of later calls, the part ("" alone). */
-static void call_args(rjq_queue *q, rjq__buf *a, long long later, const char *which) {
+/* The bytes of job i's arguments in the batch. */
+static size_t job_bytes(const batch *b, size_t i) {
+    return (i + 1 < b->n ? b->items[i + 1].off : b->args.len) - b->items[i].off;
+}
+
+/* Job i's caller id (its first argument, "$<len>\r\n<id>\r\n"); length 0:
+ * none. */
+static size_t job_id(const batch *b, size_t i, const char **id) {
+    const char *p = b->args.p + b->items[i].off + 1;
+    size_t len = (size_t)strtoul(p, NULL, 10);
+    *id = strchr(p, '\n') + 1;
+    return len;
+}
+
+/* The arguments of one call after the fixed ones (enqueue.lua ARGV 4..):
+ * its token base for pushed jobs, the bound, then for a batch's first call
+ * of several the later calls' jobs (b's from the item `later` on: how many
+ * have no id, and the ids of the others), else 0 and none; the part ("":
+ * alone). Returns how many arguments. */
+static int call_args(rjq_queue *q, rjq__buf *a, const char *which, const batch *b,
+                     size_t later) {
     char tbase[16]; /* tokens of jobs pushed to idle workers */
     rjq__random_word(rjq_queue_client(q), tbase, 10);
     strcat(tbase, "p"); /* then the message's number */
@@ -204,15 +222,22 @@ static void call_args(rjq_queue *q, rjq__buf *a, long long later, const char *wh
     char num[24];
     snprintf(num, sizeof num, "%ld", rjq__queue_max_waiting(q));
     rjq__buf_arg_str(a, num);
-    snprintf(num, sizeof num, "%lld", later);
+    size_t anonymous = 0, ids = 0;
+    const char *id;
+    for (size_t i = later; b && i < b->n; i++) {
+        if (job_id(b, i, &id)) ids++;
+        else anonymous++;
+    }
+    snprintf(num, sizeof num, "%zu", anonymous);
     rjq__buf_arg_str(a, num);
     rjq__buf_arg_str(a, which);
-}
-#define CALL_NARGS 4
-
-/* The bytes of job i's arguments in the batch. */
-static size_t job_bytes(const batch *b, size_t i) {
-    return (i + 1 < b->n ? b->items[i + 1].off : b->args.len) - b->items[i].off;
+    snprintf(num, sizeof num, "%zu", ids);
+    rjq__buf_arg_str(a, num);
+    for (size_t i = later; b && i < b->n; i++) {
+        size_t len = job_id(b, i, &id);
+        if (len) rjq__buf_arg(a, id, len);
+    }
+    return 5 + (int)ids;
 }
 
 /* Send a batch of more than RJQ__ENQUEUE_BYTES of arguments as several
@@ -243,9 +268,9 @@ static int flush_parts(rjq_queue *q, batch *b, sent_batch *s) {
         snprintf(which, sizeof which, "%zu %zu %s", k + 1, nparts, mark);
         rjq__buf *a = &parts[k];
         rjq__buf_raw(a, b->args.p, b->fixed_len);
-        call_args(q, a, (long long)(b->n - i), which);
+        int n = call_args(q, a, which, k == 0 ? b : NULL, i);
         rjq__buf_raw(a, b->args.p + b->items[first].off, bytes);
-        nargs[k] = b->fixed_nargs + CALL_NARGS + 3 * (int)(i - first);
+        nargs[k] = b->fixed_nargs + n + 3 * (int)(i - first);
         if (a->oom) rc = RJQ_ENOMEM;
     }
     if (rc == RJQ_OK) {
@@ -360,8 +385,8 @@ static void start_batch(rjq_queue *q, batch *b, const char *reply_channel) {
     rjq__buf_arg_str(a, reply_channel ? reply_channel : "");
     b->fixed_len = a->len;
     b->fixed_nargs = 1 + nkeys + 3;
-    call_args(q, a, 0, ""); /* one call (flush_parts makes its own) */
-    b->nargs = b->fixed_nargs + CALL_NARGS;
+    /* one call (flush_parts makes its own) */
+    b->nargs = b->fixed_nargs + call_args(q, a, "", NULL, 0);
 }
 
 /* 1 when every job of the group has a caller id. */

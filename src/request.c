@@ -237,26 +237,34 @@ static void on_part(redisAsyncContext *ac, void *reply, void *priv) {
     rjq__req *r = priv;
     redisReply *rep = reply;
     (void)ac;
-    if (r->c == NULL || rep == NULL || rep->type != REDIS_REPLY_ERROR || r->part_err) return;
+    /* (no reply: the connection went; r may be gone too, see send_formatted) */
+    if (rep == NULL || r->c == NULL || rep->type != REDIS_REPLY_ERROR || r->part_err) return;
     r->part_err = malloc(rep->len + 1);
     if (r->part_err) memcpy(r->part_err, rep->str, rep->len + 1);
 }
 
 /* Write r's command to the context: one command, or a transaction's
  * MULTI, calls and EXEC, each with its callback (hiredis answers them in
- * order, the EXEC's last). REDIS_ERR: nothing was written (the context is
- * going away). */
+ * order, the EXEC's last). REDIS_ERR: r was not sent (it waits for the
+ * next connection). A transaction cut short (hiredis out of memory after
+ * its MULTI went in) leaves the connection inside MULTI: it is dropped,
+ * so nothing more is written on it, and the callbacks of what went in get
+ * no reply (on_part then leaves r alone: it may be freed by then). */
 static int send_formatted(redisAsyncContext *ac, rjq__req *r) {
     if (r->nparts == 0) return redisAsyncFormattedCommand(ac, on_reply, r, r->cmd, r->len);
     free(r->part_err);
     r->part_err = NULL;
     size_t at = 0;
-    for (int i = 0; i <= r->nparts; i++) { /* MULTI, then the calls */
-        if (redisAsyncFormattedCommand(ac, on_part, r, r->cmd + at, r->part_end[i] - at) != REDIS_OK)
-            return REDIS_ERR; /* (only the first can fail: the context is going away) */
-        at = r->part_end[i];
+    for (int i = 0; i <= r->nparts + 1; i++) { /* MULTI, the calls, EXEC */
+        size_t end = i <= r->nparts ? r->part_end[i] : r->len;
+        if (redisAsyncFormattedCommand(ac, i <= r->nparts ? on_part : on_reply, r, r->cmd + at,
+                                       end - at) != REDIS_OK) {
+            if (i > 0) rjq__conn_drop(&r->c->cmd, "out of memory");
+            return REDIS_ERR;
+        }
+        at = end;
     }
-    return redisAsyncFormattedCommand(ac, on_reply, r, r->cmd + at, r->len - at);
+    return REDIS_OK;
 }
 
 static void send_req(rjq_client *c, rjq__req *r) {
@@ -505,7 +513,9 @@ static int script_resent(rjq_client *c, rjq__req *r, const char *err) {
         send_req(c, r); /* as EVALSHA if the library could not be loaded */
         return 1;
     }
-    if (r->fcall && (strncmp(err, "ERR unknown command", 19) == 0 || strncmp(err, "NOPERM", 6) == 0)) {
+    /* (a NOPERM of a transaction may be its MULTI's: only FCALL's counts) */
+    if (r->fcall && (strncmp(err, "ERR unknown command", 19) == 0 ||
+                     (strncmp(err, "NOPERM", 6) == 0 && strstr(err, "'fcall'")))) {
         r->resends++;
         c->fcall = 0;
         send_req(c, r);

@@ -117,6 +117,28 @@ TEST(bounded_queue_takes_or_refuses_a_batch_of_several_calls_whole) {
     ASSERT_EQ(6, server_int(e.rc, "LLEN t:{b}:ready"));
     ASSERT_EQ(seq + 4, seq_of(&e));
     ASSERT_EQ(RJQ_EFULL, enqueue_one(&e, NULL, 0, 0));
+
+    /* jobs with ids that exist are no new jobs, in whichever call they
+     * come: a batch sent again (a lost reply) fits, as one call would */
+    rjq_queue_options qo2 = {0};
+    qo2.max_waiting = 8;
+    rjq_queue *q8 = NULL;
+    ASSERT_OK(rjq_queue_open(e.c, "b8", &qo2, &q8));
+    static char ids[6][8];
+    rjq_job_options jo[6];
+    for (int i = 0; i < 6; i++) {
+        snprintf(ids[i], sizeof ids[i], "k%d", i);
+        jo[i] = (rjq_job_options){.id = ids[i]};
+        items[i] = (rjq_enqueue_item){big, SIZE, &jo[i]};
+    }
+    for (int round = 0; round < 2; round++) {
+        target = answers + 1;
+        ASSERT_OK(rjq_enqueue_batch(q8, items, 6, on_enqueued, NULL));
+        ASSERT(loop_until_count(e.base, &answers, target, 5000));
+        ASSERT_EQ(RJQ_OK, last_status);
+        ASSERT_EQ(6, last_n);
+    }
+    ASSERT_EQ(6, server_int(e.rc, "LLEN t:{b8}:ready"));
     free(big);
     env_stop(&e);
 }

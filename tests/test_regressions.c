@@ -842,6 +842,38 @@ TEST(batch_of_several_calls_survives_function_flush) {
     env_stop(&e);
 }
 
+/* A batch of several calls whose later calls would write a key of the
+ * wrong type (its delayed jobs, the delayed set) is refused whole: every
+ * call checks every key any of them may write. */
+static int wt_status, wt_calls;
+
+static void wt_cb(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)jobs, (void)n, (void)data;
+    wt_status = status;
+    wt_calls++;
+}
+
+TEST(batch_of_several_calls_on_a_wrongtype_key_writes_nothing) {
+    test_env e;
+    env_start(&e, "wt");
+    enum { SIZE = 300 << 10 };
+    char *payload = malloc(SIZE);
+    ASSERT(payload != NULL);
+    memset(payload, 'w', SIZE);
+    freeReplyObject(server_cmd(e.rc, "SET t:{wt}:delayed x"));
+    rjq_job_options later = {.delay_ms = 60000};
+    rjq_enqueue_item items[6];
+    for (int i = 0; i < 6; i++) items[i] = (rjq_enqueue_item){payload, SIZE, i >= 3 ? &later : NULL};
+    ASSERT_OK(rjq_enqueue_batch(e.q, items, 6, wt_cb, NULL));
+    ASSERT(loop_until(e.base, &wt_calls, 10000));
+    ASSERT_EQ(RJQ_EWRONGTYPE, wt_status);
+    ASSERT_EQ(0, server_int(e.rc, "LLEN t:{wt}:ready"));
+    ASSERT_EQ(0, server_int(e.rc, "HLEN t:{wt}:payload"));
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{wt}:stats"));
+    free(payload);
+    env_stop(&e);
+}
+
 /* rjq_client_free() runs every callback before it frees any handle: a
  * stop or await callback that stops a monitor (any function may be called
  * from any callback) found it freed, because each feature used to free its

@@ -385,6 +385,14 @@ expect_line "rjq_jobs_total{queue=\"q\",outcome=\"completed\"} $q_completed"
 expect_line "rjq_jobs{queue=\"q\",state=\"dead\"} $q_dead"
 run metrics
 expect_rc 2
+run metrics mq mq
+expect_rc 2
+expect_err_has "named twice"
+run jobs mq delayed --offset 100000000000000
+expect_ok
+expect_out ""
+run jobs mq delayed --offset 100000000000000000
+expect_rc 2
 run stats never-written
 expect_rc 1
 expect_err_has "queue 'never-written' does not exist"
@@ -528,6 +536,9 @@ run --version
 expect_ok
 expect_out_re '^rjq [0-9]+\.[0-9]+\.[0-9]+$'
 run version
+expect_ok
+expect_out_re '^rjq [0-9]+\.[0-9]+\.[0-9]+$'
+run -u redis://127.0.0.1:1 version
 expect_ok
 expect_out_re '^rjq [0-9]+\.[0-9]+\.[0-9]+$'
 

@@ -556,6 +556,9 @@ static int cmd_metrics(cli *t, int argc, char **argv) {
     if (rc) return rc;
     static metrics_q m[METRICS_QUEUES_MAX];
     if (cli_open(t, pos[0])) return 1;
+    for (int i = 0; i < n; i++) /* a name twice would make a series twice */
+        for (int j = 0; j < i; j++)
+            if (strcmp(pos[i], pos[j]) == 0) return usage_error("queue '%s' named twice", pos[i]);
     for (int i = 0; i < n; i++) {
         rjq_queue *q = t->q;
         m[i] = (metrics_q){.t = t, .name = pos[i]};
@@ -758,7 +761,7 @@ static int cmd_jobs(cli *t, int argc, char **argv) {
                            {NULL, NULL, NULL}};
     long long off = 0, lim = DEAD_LIMIT;
     int rc = parse_args(argc, argv, defs, pos, 2, 2, NULL);
-    if (rc || (rc = parse_ll("--offset", offset, 0, LONG_MAX, &off)) ||
+    if (rc || (rc = parse_ll("--offset", offset, 0, RJQ_JOBS_OFFSET_MAX, &off)) ||
         (rc = parse_ll("--limit", limit, 1, RJQ_JOBS_PAGE_MAX, &lim)))
         return rc;
     size_t k = 0;
@@ -768,6 +771,15 @@ static int cmd_jobs(cli *t, int argc, char **argv) {
                            "completed)", pos[1]);
     if (cli_open(t, pos[0])) return 1;
     return send_and_wait(t, rjq_queue_jobs(t->q, states[k].state, (long)off, (long)lim, on_dead, t));
+}
+
+/* rjq version: the library's, which may be newer than the tool's header. */
+static int cmd_version(cli *t, int argc, char **argv) {
+    (void)t, (void)argv;
+    if (argc) return usage_error("unexpected argument '%s'", argv[0]);
+    int v = rjq_version();
+    printf("rjq %d.%d.%d\n", v / 10000, v / 100 % 100, v % 100);
+    return 0;
 }
 
 /* ---- delete, purge ---------------------------------------------------------------- */
@@ -1120,7 +1132,7 @@ static const struct {
     {"limit", cmd_limit}, {"schedule", cmd_schedule}, {"unschedule", cmd_unschedule},
     {"schedules", cmd_schedules}, {"scheduler", cmd_scheduler},
     {"metrics", cmd_metrics}, {"jobs", cmd_jobs}, {"delete", cmd_delete},
-    {"purge", cmd_purge},     {"acl", cmd_acl},
+    {"purge", cmd_purge},     {"version", cmd_version}, {"acl", cmd_acl},
 };
 
 /* A TLS option (--tls ...): 1 taken (*i moved past its value), 0 not one,
@@ -1194,11 +1206,7 @@ int main(int argc, char **argv) {
         fputs(usage_text, stdout); /* asked for: not an error */
         return 0;
     }
-    if (argc == 2 && (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0)) {
-        int v = rjq_version(); /* the library's, which may be newer than the tool's header */
-        printf("rjq %d.%d.%d\n", v / 10000, v / 100 % 100, v % 100);
-        return 0;
-    }
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) return cmd_version(&t, 0, NULL);
     int i = parse_global(&t, argc, argv);
     if (i < 0 || i >= argc) return usage();
     if (t.tls_given && !t.tls.enable && strncmp(t.url ? t.url : DEFAULT_URL, "rediss://", 9) != 0) {

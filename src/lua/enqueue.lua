@@ -5,9 +5,10 @@
 --       7..13 the job columns, 14 monitored, 15 held, 16 deadlines, 17 dedup
 -- ARGV: 1 job name prefix, 2 wake channel, 3 reply channel of an awaiting
 --       producer ('' for none), 4 token base for pushed jobs (unique per
---       call), 5 max waiting jobs (0: no bound), 6 jobs of the calls after
---       this one, 7 '' or "<i> <k> <mark>" (see "One batch, several calls"
---       below), then per job: id ('' =
+--       call), 5 max waiting jobs (0: no bound), 6 jobs without an id in
+--       the calls after this one, 7 '' or "<i> <k> <mark>", 8 K, 9..8+K
+--       the caller ids of the jobs in the calls after this one (see "One
+--       batch, several calls" below), then per job: id ('' =
 --       assign the next number), payload, options ('' = defaults, else
 --       "delay_ms,priority,max_attempts,backoff[;timeout_ms[;dedup_ms[;1]]]",
 --       the last 1 for debounce).
@@ -21,17 +22,32 @@
 -- One batch, several calls: a batch too big for one call (enqueue.c: more
 -- than 1 MiB of arguments) comes as k calls in one transaction (MULTI ..
 -- EXEC: nothing runs between them). Call i of k gets ARGV 7 "<i> <k>
--- <mark>" and in ARGV 6 the number of jobs of the calls after it, which
--- its bound counts as new; when one refuses the batch, it records its
--- error in stats under "refused <mark>", the calls after it find that and
--- refuse too, and the last removes it: the batch lands whole or not at all.
+-- <mark>". The first call checks the bound for the whole batch: ARGV 6
+-- and 8.. describe the later calls' jobs (how many have no id; the ids of
+-- the others, which count as new unless they exist, as a single call's
+-- would), and when it refuses the batch it records its error in stats
+-- under "refused <mark>": each later call finds that first, refuses too,
+-- and the last removes it. Every call checks the type of every key any of
+-- them may write, before anything else, so they fail alike: the batch
+-- lands whole or not at all.
 local ready, prio, delayed, stats, active, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, wake, ch, tbase = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local max_waiting, later = tonumber(ARGV[5]), tonumber(ARGV[6])
 local part, parts, mark = string.match(ARGV[7], '^(%d+) (%d+) (%S+)$')
+local LATER = 9 -- ARGV index of the first id of a later call's job
+local FIRST = LATER + tonumber(ARGV[8]) -- of the first job
 local J = columns(KEYS, 7, prefix)
 local held = KEYS[15]
-local FIRST = 8 -- ARGV index of the first job
+
+-- A call of a batch that an earlier call refused refuses too.
+if mark then
+  mark = 'refused ' .. mark
+  local why = typed('hash', 'HMGET', stats, mark)[1]
+  if why then
+    if part == parts then redis.call('HDEL', stats, mark) end
+    return redis.error_reply(why)
+  end
+end
 local n = (#ARGV - FIRST + 1) / 3
 
 -- Options first (no writes yet): delay, priority and the options column
@@ -81,13 +97,19 @@ if #idle_pick > 0 then
   -- may have one too)
   if any_timeout or not nothing_ready then spec[#spec + 1] = KEYS[16]; spec[#spec + 1] = 'zset' end
 end
+if mark then -- one of several calls: every key any of them may write
+  spec = {J.d, 'hash', J.n, 'hash', J.o, 'hash', J.s, 'hash', delayed, 'zset', active, 'zset',
+          held, 'zset', KEYS[16], 'zset', KEYS[17], 'zset', stats, 'hash'}
+end
 expect_types(spec)
 
--- Ids given by the caller that exist already (or twice in this batch).
+-- Ids given by the caller that exist already (or twice in this batch);
+-- with those of later calls' jobs, for the bound (see above).
 local given = {}
 for i = FIRST, #ARGV, 3 do
   if ARGV[i] ~= '' then given[#given + 1] = ARGV[i] end
 end
+for i = LATER, FIRST - 1 do given[#given + 1] = ARGV[i] end
 local taken, recorded = {}, {}
 if #given > 0 then
   local v = hmget(J.d, given)
@@ -106,24 +128,16 @@ if #given > 0 then
   end
 end
 
--- A call of a batch that an earlier call refused refuses too.
-if mark then
-  mark = 'refused ' .. mark
-  local why = typed('hash', 'HMGET', stats, mark)[1]
-  if why then
-    if part == parts then redis.call('HDEL', stats, mark) end
-    return redis.error_reply(why)
-  end
-end
-
--- A bounded queue: the jobs this batch adds (new ids, each once) must fit.
-if max_waiting > 0 then
+-- A bounded queue: the jobs this batch adds (new ids, each once) must fit
+-- (checked by a batch's first call for all of it).
+if max_waiting > 0 and (not part or part == '1') then
   local adds, seen = later, {}
-  for i = FIRST, #ARGV, 3 do
-    local id = ARGV[i]
+  local function count(id)
     if id == '' then adds = adds + 1
     elseif not taken[id] and not seen[id] then adds = adds + 1; seen[id] = true end
   end
+  for i = FIRST, #ARGV, 3 do count(ARGV[i]) end
+  for i = LATER, FIRST - 1 do count(ARGV[i]) end
   local waiting = typed('list', 'LLEN', ready) + typed('zset', 'ZCARD', prio) +
                   typed('zset', 'ZCARD', delayed)
   if adds > 0 and waiting + adds > max_waiting then

@@ -16,7 +16,7 @@ local out = {}
 -- Append ids [from, from + count) of a sorted set (by rank).
 local function zpage(key, from, count)
   if count <= 0 then return end
-  for _, id in ipairs(typed('zset', 'ZRANGE', key, from, from + count - 1)) do
+  for _, id in ipairs(typed('zset', 'ZRANGE', key, int(from), int(from + count - 1))) do
     if id ~= ACTIVE_PIN then out[#out + 1] = id end
   end
 end
@@ -41,7 +41,9 @@ if state == 'ready' then
   end
   segment(high, function(from, n) zpage(KEYS[2], from, n) end)
   segment(plain, function(from, n)
-    for _, id in ipairs(redis.call('LRANGE', KEYS[1], from, from + n - 1)) do out[#out + 1] = id end
+    for _, id in ipairs(redis.call('LRANGE', KEYS[1], int(from), int(from + n - 1))) do
+      out[#out + 1] = id
+    end
   end)
   segment(low, function(from, n) zpage(KEYS[2], high + from, n) end)
 elseif state == 'delayed' then

@@ -645,6 +645,10 @@ static void on_stopped(rjq_worker *w, int status, void *data) {
 }
 
 /* The worker process: consume, time until the target-th completion. */
+/* drain with REFERENCE=1: the reference's jobs/s, measured first (the
+ * drain's JSON then gives the ratio to it); 0: not asked for. */
+static double drain_reference;
+
 static int drain_worker(const char *name, long depth) {
     loop_init(0);
     client_open();
@@ -688,6 +692,9 @@ static int drain_worker(const char *name, long depth) {
     jadd(",\"elapsed_s\":%.3f,\"jobs_per_s\":%.0f,\"worker_cpu_s\":%.3f", el,
          round((double)measured / el), D.cpu1 - cpu0);
     jredis(&r0, &D.r1, measured);
+    if (drain_reference > 0)
+        jadd(",\"reference_jobs_per_s\":%.0f,\"ratio_to_reference\":%.3f", drain_reference,
+             (double)measured / el / drain_reference);
     jend();
     return 0;
 }
@@ -719,8 +726,15 @@ static int wait_child(pid_t pid) {
     return 1;
 }
 
+static double reference_jobs_per_s(double rps[3]);
+
 static int case_drain(long depth) {
     char name[96];
+    if (env_long("REFERENCE", 0)) {
+        double rps[3];
+        drain_reference = reference_jobs_per_s(rps);
+        info("reference: %.0f jobs/s", drain_reference);
+    }
     if (depth < C.n) depth = C.n;
     if (depth > C.n) snprintf(name, sizeof name, "drain(c=%ld,depth=%ld)", C.conc, depth);
     else snprintf(name, sizeof name, "drain(c=%ld)", C.conc);
@@ -1012,11 +1026,10 @@ static double benchmark_rps(const char *const *cmd, int ncmd, long depth, long n
     return rps;
 }
 
-static int case_reference(void) {
+/* The reference's jobs/s (and each command's requests/s in rps[3]). */
+static double reference_jobs_per_s(double rps[3]) {
     const long pipe = env_long("PIPELINE", 16), nconn = env_long("CLIENTS", 50);
     if (pipe < 1 || nconn < 1) die("PIPELINE and CLIENTS must be >= 1");
-    char case_name[96];
-    snprintf(case_name, sizeof case_name, "reference(pipeline=%ld,clients=%ld)", pipe, nconn);
     redisContext *r = sync_connect();
     freeReplyObject(redisCommand(r, "DEL rjq:{ref}:ready rjq:{ref}:active"));
     char *p = payload_buf();
@@ -1024,14 +1037,9 @@ static int case_reference(void) {
     const char *lpush[] = {"LPUSH", "rjq:{ref}:ready", p};
     const char *lmove[] = {"LMOVE", "rjq:{ref}:ready", "rjq:{ref}:active", "RIGHT", "LEFT"};
     const char *lrem[] = {"LREM", "rjq:{ref}:active", "1", p};
-    snap a, b;
-    redis_snap(&a);
-    double t0 = now_s();
-    double r1 = benchmark_rps(lpush, 3, pipe, nconn);
-    double r2 = benchmark_rps(lmove, 5, pipe, nconn);
-    double r3 = benchmark_rps(lrem, 4, pipe, nconn);
-    double elapsed = now_s() - t0;
-    redis_snap(&b);
+    rps[0] = benchmark_rps(lpush, 3, pipe, nconn);
+    rps[1] = benchmark_rps(lmove, 5, pipe, nconn);
+    rps[2] = benchmark_rps(lrem, 4, pipe, nconn);
     redisReply *left = redisCommand(r, "LLEN rjq:{ref}:active");
     if (left == NULL || left->type != REDIS_REPLY_INTEGER || left->integer != 0)
         die("reference: the active list is not empty after the LREMs");
@@ -1039,10 +1047,23 @@ static int case_reference(void) {
     freeReplyObject(redisCommand(r, "DEL rjq:{ref}:ready rjq:{ref}:active"));
     redisFree(r);
     free(p);
-    double jobs = 1.0 / (1.0 / r1 + 1.0 / r2 + 1.0 / r3);
+    return 1.0 / (1.0 / rps[0] + 1.0 / rps[1] + 1.0 / rps[2]);
+}
+
+static int case_reference(void) {
+    char case_name[96];
+    snprintf(case_name, sizeof case_name, "reference(pipeline=%ld,clients=%ld)",
+             env_long("PIPELINE", 16), env_long("CLIENTS", 50));
+    snap a, b;
+    double rps[3];
+    redis_snap(&a);
+    double t0 = now_s();
+    double jobs = reference_jobs_per_s(rps);
+    double elapsed = now_s() - t0;
+    redis_snap(&b);
     jbegin(case_name, C.n, 1);
     jadd(",\"elapsed_s\":%.3f,\"jobs_per_s\":%.0f,\"lpush_per_s\":%.0f,\"lmove_per_s\":%.0f,"
-         "\"lrem_per_s\":%.0f", elapsed, jobs, r1, r2, r3);
+         "\"lrem_per_s\":%.0f", elapsed, jobs, rps[0], rps[1], rps[2]);
     jredis(&a, &b, C.n);
     jend();
     return 0;
@@ -1055,7 +1076,8 @@ static void usage(void) {
             "     CONC=50 RATE=1000 SECS=10 DEPTH=(drain: N; depth: 1000000) WARM=10 TIMEOUT=120\n"
             "     CMDSTATS=1 (per-command breakdown on stderr) VERBOSE=1\n"
             "     PAYLOAD_BYTES=0 (each payload's length; 0: a tiny JSON)\n"
-            "     reference: PIPELINE=16 CLIENTS=50\n"
+            "     reference: PIPELINE=16 CLIENTS=50; drain: REFERENCE=1 runs it first and\n"
+            "       adds reference_jobs_per_s and ratio_to_reference to the drain's result\n"
             "     diagnostics: RETENTION_MS COMPLETED_MAX (queue options; default: library's)\n"
             "The last stdout line is the JSON result (format of /work/shared/peers).\n");
 }

@@ -261,11 +261,15 @@ expect_err_has "give --yes"
 run dead xq
 expect_out "e1
 e3"
+run dead xq --json
+expect_out '["e1","e3"]'
 run purge xq dead --yes
 expect_ok
 expect_out "2"
 run dead xq
 expect_out ""
+run dead xq --json
+expect_out "[]"
 run purge xq ready --yes
 expect_rc 2
 run stats xq
@@ -414,6 +418,11 @@ run jobs lq ready --offset 1 --limit 1
 expect_out "$first_id"
 run jobs lq delayed
 expect_out "$later_id"
+run jobs lq ready --json
+expect_ok
+expect_out "[\"$second_id\",\"$first_id\"]"
+run jobs lq completed --json
+expect_out "[]"
 run jobs lq completed
 expect_ok
 expect_out ""

@@ -64,11 +64,12 @@ static const char usage_text[] =
     "  enqueue QUEUE - [--delay MS] [--priority N] [--attempts N] [--timeout MS]\n"
     "                                       one job per stdin line, print how many\n"
     "  job QUEUE ID [--json]                a job's state, attempts, payload, result, error\n"
-    "  jobs QUEUE STATE [--offset N] [--limit N]\n"
+    "  jobs QUEUE STATE [--offset N] [--limit N] [--json]\n"
     "                                       list job ids of a state (ready, delayed, active,\n"
     "                                       dead, cancelled, completed) in queue order\n"
     "                                       (limit 100, at most 1000)\n"
-    "  dead QUEUE [--offset N] [--limit N]  list dead job ids, oldest first (limit 100)\n"
+    "  dead QUEUE [--offset N] [--limit N] [--json]\n"
+    "                                       list dead job ids, oldest first (limit 100)\n"
     "  delete QUEUE ID                      delete a dead or cancelled job for good\n"
     "  purge QUEUE dead|cancelled [--yes]   delete every dead (or cancelled) job, print how\n"
     "                                       many; asks first unless --yes\n"
@@ -726,18 +727,28 @@ static int cmd_job(cli *t, int argc, char **argv) {
 
 /* ---- dead ---------------------------------------------------------------------- */
 
+/* Ids: one per line, or (--json) a JSON array of strings. */
 static void on_dead(rjq_client *c, int status, const char *const *ids, size_t n, void *data) {
     cli *t = data;
     (void)c;
     if (!reply_ok(t, status)) return;
-    for (size_t i = 0; i < n; i++) puts(ids[i]);
+    if (!t->json) {
+        for (size_t i = 0; i < n; i++) puts(ids[i]);
+        return;
+    }
+    putchar('[');
+    for (size_t i = 0; i < n; i++) {
+        if (i) putchar(',');
+        print_json_string(ids[i], strlen(ids[i]));
+    }
+    puts("]");
 }
 
 static int cmd_dead(cli *t, int argc, char **argv) {
     char *pos[1];
     const char *offset = NULL, *limit = NULL;
     const optdef defs[] = {{"--offset", &offset, NULL}, {"--limit", &limit, NULL},
-                           {NULL, NULL, NULL}};
+                           {"--json", NULL, &t->json}, {NULL, NULL, NULL}};
     long long off = 0, lim = DEAD_LIMIT;
     int rc = parse_args(argc, argv, defs, pos, 1, 1, NULL);
     if (rc || (rc = parse_ll("--offset", offset, 0, LONG_MAX, &off)) ||
@@ -758,7 +769,7 @@ static int cmd_jobs(cli *t, int argc, char **argv) {
     char *pos[2];
     const char *offset = NULL, *limit = NULL;
     const optdef defs[] = {{"--offset", &offset, NULL}, {"--limit", &limit, NULL},
-                           {NULL, NULL, NULL}};
+                           {"--json", NULL, &t->json}, {NULL, NULL, NULL}};
     long long off = 0, lim = DEAD_LIMIT;
     int rc = parse_args(argc, argv, defs, pos, 2, 2, NULL);
     if (rc || (rc = parse_ll("--offset", offset, 0, RJQ_JOBS_OFFSET_MAX, &off)) ||

@@ -389,12 +389,6 @@ static void fetch_unlink(rjq_worker *w, fetch *f) {
     if (f->next) f->next->prev = f->prev;
 }
 
-/* Hand the n jobs in d back to the queue (attempt undone); out of memory
- * or not sent: they wait for their lease. */
-static void fetch_give_back(rjq_worker *w, const rjq__pushed *d, size_t n) {
-    if (n) rjq__push_release(w->q, NULL, d, n);
-}
-
 static void on_fetched(rjq_client *c, int status, redisReply *r, void *priv) {
     fetch *f = priv;
     rjq_worker *w = f->w;
@@ -430,7 +424,7 @@ static void on_fetched(rjq_client *c, int status, redisReply *r, void *priv) {
         if (j) jobs[made++] = j;
         else back[nback++] = d;
     }
-    fetch_give_back(w, back, nback);
+    if (nback) rjq__push_release(w->q, NULL, back, nback);
     free(back);
     rjq__tok_drop(f->tok); /* the fetch's hold */
     size_t fetched = f->n;
@@ -571,7 +565,7 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
         else nback++;
     }
     /* (not sent, out of memory: they go back) */
-    if (nfetch && fetch_payloads(w, tok, f, nfetch) != 0) fetch_give_back(w, f, nfetch);
+    if (nfetch && fetch_payloads(w, tok, f, nfetch) != 0) rjq__push_release(w->q, NULL, f, nfetch);
     free(f);
     if (nback) rjq__push_release(w->q, NULL, d, nback);
     if (tok) rjq__tok_drop(tok); /* the arrival */

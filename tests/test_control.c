@@ -82,10 +82,6 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
     answers++;
 }
 
-static void enqueue(test_env *e, const char *id, long long delay, int priority) {
-    ASSERT_OK(enqueue_x(e->base, e->q, id, delay, priority).status);
-}
-
 /* An await's outcomes. */
 typedef struct await_rec {
     int calls, status;
@@ -145,7 +141,7 @@ TEST(pause_starts_nothing_until_resume_with_workers_idle_and_busy) {
     rjq_worker_options wo = quiet_worker_options(2);
     rjq_worker *busy, *idle;
     ASSERT_OK(rjq_worker_start(e.q, &wo, keep_a_handler, NULL, &busy));
-    enqueue(&e, "a", 0, 0);
+    enqueue_x_ok(e.base, e.q, "a", 0, 0);
     ASSERT(loop_until_count(e.base, &started, 1, 5000));
     ASSERT_OK(rjq_worker_start(e.q, &wo, keep_a_handler, NULL, &idle));
     loop_for(e.base, 100); /* both idle workers registered their slots */
@@ -162,9 +158,9 @@ TEST(pause_starts_nothing_until_resume_with_workers_idle_and_busy) {
     ASSERT(loop_until_count(e.base, &finished, 1, 5000));
     loop_for(e.base, 100);
     ASSERT_EQ(0, registrations(e.rc, "pz"));
-    for (int i = 0; i < 4; i++) enqueue(&e, NULL, 0, 0);
-    enqueue(&e, NULL, 0, 3);
-    enqueue(&e, "later", 100, 0);
+    for (int i = 0; i < 4; i++) enqueue_x_ok(e.base, e.q, NULL, 0, 0);
+    enqueue_x_ok(e.base, e.q, NULL, 0, 3);
+    enqueue_x_ok(e.base, e.q, "later", 100, 0);
     loop_for(e.base, 600);
     ASSERT_EQ(1, started);
     ASSERT_EQ(0, s.active_while_paused);
@@ -223,7 +219,7 @@ TEST(paused_queue_costs_idle_workers_no_claims) {
     ASSERT_OK(rjq_worker_start(e.q, &wo, complete_handler, NULL, &w2));
     loop_for(e.base, 100);
     ASSERT_EQ(1, set_paused(&e, 1));
-    for (int i = 0; i < 5; i++) enqueue(&e, NULL, 0, 0);
+    for (int i = 0; i < 5; i++) enqueue_x_ok(e.base, e.q, NULL, 0, 0);
     loop_for(e.base, 100); /* the doorbell's claims */
     redisContext *mon = server_connect(&e.s);
     redisReply *r = redisCommand(mon, "MONITOR");
@@ -254,10 +250,10 @@ TEST(cancel_waiting_delayed_and_prioritised_jobs_ends_them_for_good) {
     rjq_monitor *m;
     ASSERT_OK(rjq_queue_monitor(e.q, on_event, &s, &m));
     loop_for(e.base, 100);
-    enqueue(&e, "w", 0, 0);
-    enqueue(&e, "d", 60000, 0);
-    enqueue(&e, "p", 0, 5);
-    enqueue(&e, "keep", 0, 0);
+    enqueue_x_ok(e.base, e.q, "w", 0, 0);
+    enqueue_x_ok(e.base, e.q, "d", 60000, 0);
+    enqueue_x_ok(e.base, e.q, "p", 0, 5);
+    enqueue_x_ok(e.base, e.q, "keep", 0, 0);
     await_rec aw = {0};
     ASSERT_OK(rjq_queue_await(e.q, "w", NULL, on_awaited, &aw, NULL));
     loop_for(e.base, 100); /* it is watched */
@@ -328,9 +324,9 @@ TEST(cancelled_jobs_kept_are_capped_by_dead_max) {
     rjq_queue_options qo = {0};
     qo.dead_max = 2;
     env_start_queue(&e, "cm", &qo);
-    enqueue(&e, "j1", 0, 0);
-    enqueue(&e, "j2", 0, 0);
-    enqueue(&e, "j3", 0, 0);
+    enqueue_x_ok(e.base, e.q, "j1", 0, 0);
+    enqueue_x_ok(e.base, e.q, "j2", 0, 0);
+    enqueue_x_ok(e.base, e.q, "j3", 0, 0);
     ASSERT_OK(cancel_job(&e, "j1").status);
     ASSERT_OK(cancel_job(&e, "j2").status);
     ASSERT_OK(cancel_job(&e, "j3").status);
@@ -488,7 +484,7 @@ TEST(cancel_missed_by_the_subscriber_arrives_with_the_next_lease_extension) {
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(wq, &wo, keep_handler, NULL, &w));
     started = 0;
-    enqueue(&e, "k", 0, 0);
+    enqueue_x_ok(e.base, e.q, "k", 0, 0);
     ASSERT(loop_until_count(e.base, &started, 1, 5000)); /* its handler has it */
     ASSERT_EQ(1, push_channels(e.rc, "cx"));
     /* e.c has no subscription: only the worker's client's goes */

@@ -35,33 +35,10 @@ static count_wait replay(struct event_base *base, rjq_queue *q, const char *id, 
     return w;
 }
 
-typedef struct enq_wait {
-    int done, status;
-    size_t n;
-    char id[256];
-    int existed;
-} enq_wait;
-
-static void on_enq(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
-    (void)c;
-    enq_wait *w = data;
-    w->done++;
-    w->status = status;
-    w->n = n;
-    if (status == RJQ_OK && n >= 1) {
-        snprintf(w->id, sizeof w->id, "%s", jobs[0].id);
-        w->existed = jobs[0].existed;
-    }
-}
-
-/* Enqueue one job and wait for its reply; returns the reply. */
-static enq_wait enqueue_sync(struct event_base *base, rjq_queue *q, const char *payload,
-                             const rjq_job_options *o) {
-    enq_wait w;
-    memset(&w, 0, sizeof w);
-    ASSERT_OK(rjq_enqueue(q, payload, strlen(payload), o, on_enq, &w));
-    ASSERT(loop_until(base, &w.done, 10000));
-    ASSERT_EQ(1, w.done);
+/* Enqueue one job and wait for its reply (RJQ_OK, one job); returns it. */
+static enqueue_wait enqueue_sync(struct event_base *base, rjq_queue *q, const char *payload,
+                                 const rjq_job_options *o) {
+    enqueue_wait w = enqueue_job(base, q, payload, o);
     ASSERT_OK(w.status);
     ASSERT_EQ(1, w.n);
     return w;
@@ -178,7 +155,7 @@ TEST(retry_with_backoff_then_dead_then_replay_completes) {
     o.max_attempts = 3;
     o.backoff.type = RJQ_BACKOFF_FIXED;
     o.backoff.base_ms = 50;
-    enq_wait e = enqueue_sync(base, q, "payload", &o);
+    enqueue_wait e = enqueue_sync(base, q, "payload", &o);
     ASSERT_STREQ("job-retry", e.id);
     ASSERT_EQ(0, e.existed);
 
@@ -544,13 +521,13 @@ TEST(priorities_strict_order_fifo_within_priority) {
     rjq_queue *q = env.q;
     long replies = 0;
     char names[PRIO_N][16];
-    enq_wait waits[PRIO_N];
+    enqueue_wait waits[PRIO_N];
     memset(waits, 0, sizeof waits);
     for (int i = 0; i < PRIO_N; i++) {
         rjq_job_options o = {0};
         o.priority = prio_values[i];
         snprintf(names[i], sizeof names[i], "j%02d", i);
-        ASSERT_OK(rjq_enqueue(q, names[i], strlen(names[i]), &o, on_enq, &waits[i]));
+        ASSERT_OK(rjq_enqueue(q, names[i], strlen(names[i]), &o, on_enqueue_wait, &waits[i]));
     }
     for (int i = 0; i < 1000; i++) {
         replies = 0;
@@ -681,7 +658,7 @@ TEST(idempotent_id_reports_existing) {
 
     rjq_job_options o = {0};
     o.id = "order-42";
-    enq_wait e = enqueue_sync(base, q, "first", &o);
+    enqueue_wait e = enqueue_sync(base, q, "first", &o);
     ASSERT_STREQ("order-42", e.id);
     ASSERT_EQ(0, e.existed);
     /* Same id, other payload and options: reported, nothing written. */
@@ -1195,7 +1172,7 @@ TEST(counters_and_depths_agree) {
             char p[8] = {plan[k].kind, (char)('0' + i), '\0'};
             rjq_job_options o = {0};
             if (plan[k].kind == 'E') o.max_attempts = 2;
-            enq_wait e = enqueue_sync(base, q, p, &o);
+            enqueue_wait e = enqueue_sync(base, q, p, &o);
             snprintf(ids[nids++], sizeof ids[0], "%s", e.id);
         }
     mix_ctx x;
@@ -1232,14 +1209,14 @@ TEST(counters_and_depths_agree) {
     ASSERT_EQ(3, r.n);
     for (int i = 0; i < 3; i++) {
         char p[8] = {'H', (char)('0' + i), '\0'};
-        enq_wait e = enqueue_sync(base, q, p, NULL);
+        enqueue_wait e = enqueue_sync(base, q, p, NULL);
         snprintf(ids[nids++], sizeof ids[0], "%s", e.id);
     }
     for (int i = 0; i < 4; i++) {
         rjq_job_options o = {0};
         o.delay_ms = 600000;
         char p[8] = {'H', 'd', (char)('0' + i), '\0'};
-        enq_wait e = enqueue_sync(base, q, p, &o);
+        enqueue_wait e = enqueue_sync(base, q, p, &o);
         snprintf(ids[nids++], sizeof ids[0], "%s", e.id);
     }
     mix_ctx y;

@@ -35,24 +35,20 @@ static const char *list(test_env *e, rjq_queue *q, rjq_job_state state, long off
     return p.ids;
 }
 
-static void enqueue(test_env *e, const char *id, long long delay, int priority) {
-    ASSERT_OK(enqueue_x(e->base, e->q, id, delay, priority).status);
-}
-
 TEST(ready_jobs_are_listed_in_claim_order_across_priorities_and_pages) {
     test_env e;
     env_start(&e, "ls");
     ASSERT_EQ(0, get_stats(e.base, e.q).exists); /* nothing of it in Redis yet */
-    enqueue(&e, "p5a", 0, 5);
+    enqueue_x_ok(e.base, e.q, "p5a", 0, 5);
     ASSERT_EQ(1, get_stats(e.base, e.q).exists);
-    enqueue(&e, "z1", 0, 0);
-    enqueue(&e, "p5b", 0, 5);
-    enqueue(&e, "z2", 0, 0);
-    enqueue(&e, "n3", 0, -3);
-    enqueue(&e, "p9", 0, 9);
-    enqueue(&e, "z3", 0, 0);
-    enqueue(&e, "d1", 60000, 0);
-    enqueue(&e, "d2", 30000, 0);
+    enqueue_x_ok(e.base, e.q, "z1", 0, 0);
+    enqueue_x_ok(e.base, e.q, "p5b", 0, 5);
+    enqueue_x_ok(e.base, e.q, "z2", 0, 0);
+    enqueue_x_ok(e.base, e.q, "n3", 0, -3);
+    enqueue_x_ok(e.base, e.q, "p9", 0, 9);
+    enqueue_x_ok(e.base, e.q, "z3", 0, 0);
+    enqueue_x_ok(e.base, e.q, "d1", 60000, 0);
+    enqueue_x_ok(e.base, e.q, "d2", 30000, 0);
     ASSERT_STREQ("p9,p5a,p5b,z1,z2,z3,n3", list(&e, e.q, RJQ_STATE_READY, 0, 100));
     ASSERT_STREQ("p9,p5a,p5b", list(&e, e.q, RJQ_STATE_READY, 0, 3));
     ASSERT_STREQ("p5b,z1", list(&e, e.q, RJQ_STATE_READY, 2, 2)); /* across segments */
@@ -99,14 +95,14 @@ static void on_cancelled(rjq_client *c, int status, const char *state, void *dat
 TEST(active_dead_cancelled_and_completed_jobs_are_listed_in_their_order) {
     test_env e;
     env_start(&e, "ls2");
-    enqueue(&e, "c1", 60000, 0);
+    enqueue_x_ok(e.base, e.q, "c1", 60000, 0);
     int cancelled = 0;
     ASSERT_OK(rjq_queue_cancel(e.q, "c1", on_cancelled, &cancelled));
     ASSERT(loop_until(e.base, &cancelled, 5000));
     for (int i = 1; i <= 4; i++) {
         char id[8];
         snprintf(id, sizeof id, "x%d", i);
-        enqueue(&e, id, 0, 0);
+        enqueue_x_ok(e.base, e.q, id, 0, 0);
     }
     run_ctx x = {0};
     rjq_worker_options wo = quiet_worker_options(4); /* one claim: x1..x4, in order */
@@ -169,9 +165,9 @@ TEST(dead_and_cancelled_jobs_are_deleted_by_id_or_purged_oldest_first) {
     env_start(&e, "del");
     rjq_job_options o = {.id = "a0", .dedup_ms = 60000};
     ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
-    enqueue(&e, "a1", 0, 0);
-    enqueue(&e, "a2", 0, 0);
-    enqueue(&e, "a3", 0, 0);
+    enqueue_x_ok(e.base, e.q, "a1", 0, 0);
+    enqueue_x_ok(e.base, e.q, "a2", 0, 0);
+    enqueue_x_ok(e.base, e.q, "a3", 0, 0);
     long failed = 0;
     rjq_worker_options wo = quiet_worker_options(1); /* one at a time: dead in this order (ties in
                                                         * time: by id, the same order) */
@@ -180,8 +176,8 @@ TEST(dead_and_cancelled_jobs_are_deleted_by_id_or_purged_oldest_first) {
     ASSERT(loop_until_count(e.base, &failed, 4, 5000));
     rjq_worker_stop(w, NULL, NULL);
     loop_for(e.base, 50);
-    enqueue(&e, "c1", 60000, 0);
-    enqueue(&e, "waits", 60000, 0);
+    enqueue_x_ok(e.base, e.q, "c1", 60000, 0);
+    enqueue_x_ok(e.base, e.q, "waits", 60000, 0);
     int cancelled = 0;
     ASSERT_OK(rjq_queue_cancel(e.q, "c1", on_cancelled, &cancelled));
     ASSERT(loop_until(e.base, &cancelled, 5000));

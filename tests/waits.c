@@ -29,7 +29,7 @@ rjq_stats get_stats(struct event_base *base, rjq_queue *q) {
     return w.s;
 }
 
-static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+void on_enqueue_wait(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
     enqueue_wait *w = data;
     (void)c;
     w->done++;
@@ -37,14 +37,15 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
     w->n = n;
     w->existed = n ? jobs[0].existed : 0;
     w->replaced = n ? jobs[0].replaced : 0;
+    if (n) snprintf(w->id, sizeof w->id, "%s", jobs[0].id);
 }
 
 enqueue_wait enqueue_job(struct event_base *base, rjq_queue *q, const char *payload,
                          const rjq_job_options *o) {
     enqueue_wait w;
     memset(&w, 0, sizeof w);
-    ASSERT_OK(rjq_enqueue(q, payload, strlen(payload), o, on_enqueued, &w));
-    ASSERT(loop_until(base, &w.done, 5000));
+    ASSERT_OK(rjq_enqueue(q, payload, strlen(payload), o, on_enqueue_wait, &w));
+    ASSERT(loop_until(base, &w.done, 10000));
     ASSERT_EQ(1, w.done);
     return w;
 }
@@ -56,6 +57,11 @@ enqueue_wait enqueue_x(struct event_base *base, rjq_queue *q, const char *id, lo
     o.delay_ms = delay;
     o.priority = priority;
     return enqueue_job(base, q, "x", &o);
+}
+
+void enqueue_x_ok(struct event_base *base, rjq_queue *q, const char *id, long long delay,
+                  int priority) {
+    ASSERT_OK(enqueue_x(base, q, id, delay, priority).status);
 }
 
 static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *data) {

@@ -48,7 +48,12 @@ typedef struct enqueue_wait {
     int done, status;
     size_t n;
     int existed, replaced;
+    char id[256];             /* the (first) job's id */
 } enqueue_wait;
+
+/* An rjq_enqueue callback filling in the enqueue_wait at data (its first
+ * job's). */
+void on_enqueue_wait(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data);
 
 /* Enqueue payload with options o (may be NULL) and run the loop until it
  * is answered (exactly once; the status is the caller's to check). */
@@ -57,6 +62,9 @@ enqueue_wait enqueue_job(struct event_base *base, rjq_queue *q, const char *payl
 /* The same for payload "x" with an id (NULL: assigned), delay and priority. */
 enqueue_wait enqueue_x(struct event_base *base, rjq_queue *q, const char *id, long long delay,
                        int priority);
+/* The same, asserting RJQ_OK. */
+void enqueue_x_ok(struct event_base *base, rjq_queue *q, const char *id, long long delay,
+                  int priority);
 
 /* Calls that answer with a number (rjq_queue_replay, rjq_queue_reclaim). */
 typedef struct count_wait {

@@ -412,20 +412,32 @@ static void end_object(const cli *t) {
 
 /* ---- stats ------------------------------------------------------------------- */
 
+/* The long long members of rjq_stats: their names in `rjq stats`, and in
+ * `rjq metrics` the label value of a counter of rjq_jobs_total (COUNTER,
+ * label outcome) or a gauge of rjq_jobs (DEPTH, label state). */
+enum { OTHER, COUNTER, DEPTH };
 static const struct {
     const char *name;
     size_t off;
+    int kind;
+    const char *label;
 } stat_fields[] = {
-    {"enqueued", offsetof(rjq_stats, enqueued)},   {"completed", offsetof(rjq_stats, completed)},
-    {"failed", offsetof(rjq_stats, failed)},       {"retried", offsetof(rjq_stats, retried)},
-    {"dead", offsetof(rjq_stats, dead)},           {"reclaimed", offsetof(rjq_stats, reclaimed)},
-    {"replayed", offsetof(rjq_stats, replayed)},   {"ready", offsetof(rjq_stats, ready)},
-    {"delayed", offsetof(rjq_stats, delayed)},     {"active", offsetof(rjq_stats, active)},
-    {"dead_depth", offsetof(rjq_stats, dead_depth)}, {"cancelled", offsetof(rjq_stats, cancelled)},
-    {"cancelled_depth", offsetof(rjq_stats, cancelled_depth)},
-    {"limit_concurrency", offsetof(rjq_stats, limit_concurrency)},
-    {"limit_rate", offsetof(rjq_stats, limit_rate)},
-    {"limit_rate_window_ms", offsetof(rjq_stats, limit_rate_window_ms)},
+    {"enqueued", offsetof(rjq_stats, enqueued), COUNTER, "enqueued"},
+    {"completed", offsetof(rjq_stats, completed), COUNTER, "completed"},
+    {"failed", offsetof(rjq_stats, failed), COUNTER, "failed"},
+    {"retried", offsetof(rjq_stats, retried), COUNTER, "retried"},
+    {"dead", offsetof(rjq_stats, dead), COUNTER, "dead"},
+    {"reclaimed", offsetof(rjq_stats, reclaimed), COUNTER, "reclaimed"},
+    {"replayed", offsetof(rjq_stats, replayed), COUNTER, "replayed"},
+    {"ready", offsetof(rjq_stats, ready), DEPTH, "ready"},
+    {"delayed", offsetof(rjq_stats, delayed), DEPTH, "delayed"},
+    {"active", offsetof(rjq_stats, active), DEPTH, "active"},
+    {"dead_depth", offsetof(rjq_stats, dead_depth), DEPTH, "dead"},
+    {"cancelled", offsetof(rjq_stats, cancelled), COUNTER, "cancelled"},
+    {"cancelled_depth", offsetof(rjq_stats, cancelled_depth), DEPTH, "cancelled"},
+    {"limit_concurrency", offsetof(rjq_stats, limit_concurrency), OTHER, NULL},
+    {"limit_rate", offsetof(rjq_stats, limit_rate), OTHER, NULL},
+    {"limit_rate_window_ms", offsetof(rjq_stats, limit_rate_window_ms), OTHER, NULL},
 };
 
 static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) {
@@ -506,34 +518,23 @@ static void print_samples(const metrics_q *m, size_t n, const char *name, const 
     }
 }
 
+/* Every sample of the stat_fields of one kind, in their order. */
+static void print_kind(const metrics_q *m, size_t n, int kind, const char *name,
+                       const char *label) {
+    for (size_t k = 0; k < sizeof stat_fields / sizeof stat_fields[0]; k++)
+        if (stat_fields[k].kind == kind)
+            print_samples(m, n, name, label, stat_fields[k].label, stat_fields[k].off, 0, 1);
+}
+
 static void print_metrics(const metrics_q *m, size_t n) {
-    static const struct {
-        const char *outcome;
-        size_t off;
-    } outcomes[] = {
-        {"enqueued", offsetof(rjq_stats, enqueued)},   {"completed", offsetof(rjq_stats, completed)},
-        {"failed", offsetof(rjq_stats, failed)},       {"retried", offsetof(rjq_stats, retried)},
-        {"dead", offsetof(rjq_stats, dead)},           {"reclaimed", offsetof(rjq_stats, reclaimed)},
-        {"replayed", offsetof(rjq_stats, replayed)},   {"cancelled", offsetof(rjq_stats, cancelled)},
-    };
-    static const struct {
-        const char *state;
-        size_t off;
-    } states[] = {
-        {"ready", offsetof(rjq_stats, ready)},         {"delayed", offsetof(rjq_stats, delayed)},
-        {"active", offsetof(rjq_stats, active)},       {"dead", offsetof(rjq_stats, dead_depth)},
-        {"cancelled", offsetof(rjq_stats, cancelled_depth)},
-    };
     print_family("rjq_jobs_total", "counter",
                  "Jobs of the queue by outcome since it was created (failed: failed "
                  "attempts; retried: of those, retried; dead: jobs that went dead).");
-    for (size_t k = 0; k < sizeof outcomes / sizeof outcomes[0]; k++)
-        print_samples(m, n, "rjq_jobs_total", "outcome", outcomes[k].outcome, outcomes[k].off, 0, 1);
+    print_kind(m, n, COUNTER, "rjq_jobs_total", "outcome");
     print_family("rjq_jobs", "gauge",
                  "Jobs of the queue by state now (ready includes prioritised jobs; dead and "
                  "cancelled: those kept, see dead_max).");
-    for (size_t k = 0; k < sizeof states / sizeof states[0]; k++)
-        print_samples(m, n, "rjq_jobs", "state", states[k].state, states[k].off, 0, 1);
+    print_kind(m, n, DEPTH, "rjq_jobs", "state");
     print_family("rjq_queue_paused", "gauge", "1 while the queue is paused.");
     print_samples(m, n, "rjq_queue_paused", NULL, NULL, offsetof(rjq_stats, paused), 1, 1);
     print_family("rjq_queue_limit_concurrency", "gauge",

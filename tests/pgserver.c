@@ -1,0 +1,162 @@
+/* A private PostgreSQL server for tests: see pgserver.h. */
+#include "pgserver.h"
+
+#include <errno.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "server.h"
+
+/* Run a command (argv) as the postgres user when root; output to log. */
+static int run_as_pg(char *const *argv, const char *log) {
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        if (log) {
+            FILE *f = freopen(log, "a", stdout);
+            if (f) dup2(fileno(f), 2);
+        }
+        if (geteuid() == 0) {
+            struct passwd *pw = getpwnam("postgres");
+            if (pw == NULL || setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0) _exit(126);
+        }
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static const char *bindir(void) {
+    static char dir[256];
+    if (dir[0]) return dir;
+    FILE *f = popen("pg_config --bindir 2>/dev/null", "r");
+    if (f == NULL || fgets(dir, sizeof dir, f) == NULL) dir[0] = '\0';
+    if (f) pclose(f);
+    dir[strcspn(dir, "\n")] = '\0';
+    char initdb[300];
+    snprintf(initdb, sizeof initdb, "%s/initdb", dir);
+    if (access(initdb, X_OK) != 0)
+        FAIL_AT(__FILE__, __LINE__, "no initdb (pg_config --bindir says \"%s\"): install postgresql", dir);
+    return dir;
+}
+
+static void pg_connect(pg_server *p) {
+    if (p->conn) PQfinish(p->conn);
+    p->conn = PQconnectdb(p->conninfo);
+    if (PQstatus(p->conn) != CONNECTION_OK)
+        FAIL_AT(__FILE__, __LINE__, "connecting to %s: %s", p->conninfo, PQerrorMessage(p->conn));
+}
+
+static void pg_launch(pg_server *p) {
+    char pgctl[300], data[200], log[200], opts[400], pidfile[220];
+    snprintf(pgctl, sizeof pgctl, "%s/pg_ctl", bindir());
+    snprintf(data, sizeof data, "%s/data", p->dir);
+    snprintf(log, sizeof log, "%s/server.log", p->dir);
+    /* no durability needed here: fsync off keeps the tests fast */
+    snprintf(opts, sizeof opts,
+             "-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off "
+             "-c max_connections=40 -c shared_buffers=32MB",
+             p->port, p->dir);
+    char *argv[] = {pgctl, "-s", "-D", data, "-l", log, "-o", opts, "-w", "-t", "60", "start", NULL};
+    if (run_as_pg(argv, NULL) != 0) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "cat %s >&2", log);
+        if (system(cmd) != 0) {}
+        FAIL_AT(__FILE__, __LINE__, "pg_ctl start failed");
+    }
+    snprintf(pidfile, sizeof pidfile, "%s/postmaster.pid", data);
+    FILE *f = fopen(pidfile, "r");
+    long pid = 0;
+    if (f == NULL || fscanf(f, "%ld", &pid) != 1 || pid <= 0)
+        FAIL_AT(__FILE__, __LINE__, "no postmaster.pid in %s", data);
+    fclose(f);
+    p->pid = (pid_t)pid;
+    kill_on_abort(p->pid);
+    pg_connect(p);
+}
+
+void pg_start(pg_server *p) {
+    memset(p, 0, sizeof *p);
+    snprintf(p->dir, sizeof p->dir, "/tmp/rjq-pg-XXXXXX");
+    if (mkdtemp(p->dir) == NULL) FAIL_AT(__FILE__, __LINE__, "mkdtemp: %s", strerror(errno));
+    if (geteuid() == 0) {
+        struct passwd *pw = getpwnam("postgres");
+        if (pw == NULL) FAIL_AT(__FILE__, __LINE__, "no postgres user: install postgresql");
+        if (chown(p->dir, pw->pw_uid, pw->pw_gid) != 0)
+            FAIL_AT(__FILE__, __LINE__, "chown %s: %s", p->dir, strerror(errno));
+    }
+    p->port = free_port();
+    char initdb[300], data[200], log[200];
+    snprintf(initdb, sizeof initdb, "%s/initdb", bindir());
+    snprintf(data, sizeof data, "%s/data", p->dir);
+    snprintf(log, sizeof log, "%s/initdb.log", p->dir);
+    char *argv[] = {initdb, "-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8",
+                    "--no-sync", "--locale=C", NULL};
+    if (run_as_pg(argv, log) != 0) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "cat %s >&2", log);
+        if (system(cmd) != 0) {}
+        FAIL_AT(__FILE__, __LINE__, "initdb failed");
+    }
+    snprintf(p->conninfo, sizeof p->conninfo,
+             "host=127.0.0.1 port=%d user=postgres dbname=postgres connect_timeout=5", p->port);
+    pg_launch(p);
+}
+
+/* A fast shutdown, waited for (the postmaster is not our child). */
+static void pg_shutdown(pg_server *p) {
+    if (p->conn) PQfinish(p->conn);
+    p->conn = NULL;
+    if (p->pid <= 0) return;
+    kill(p->pid, SIGINT);
+    for (int i = 0; i < 600 && kill(p->pid, 0) == 0; i++) usleep(50 * 1000);
+    if (kill(p->pid, 0) == 0) kill(p->pid, SIGKILL);
+    for (int i = 0; i < 100 && kill(p->pid, 0) == 0; i++) usleep(50 * 1000);
+    forget_on_abort(p->pid);
+    p->pid = 0;
+}
+
+void pg_restart(pg_server *p) {
+    pg_shutdown(p);
+    pg_launch(p);
+}
+
+void pg_stop(pg_server *p) {
+    pg_shutdown(p);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", p->dir);
+    if (system(cmd) != 0) {}
+}
+
+static PGresult *query(pg_server *p, const char *sql, int line) {
+    PGresult *r = PQexec(p->conn, sql);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        FAIL_AT(__FILE__, line, "%s: %s", sql, PQresultErrorMessage(r));
+    return r;
+}
+
+void pg_exec(pg_server *p, const char *sql) {
+    PQclear(query(p, sql, __LINE__));
+}
+
+const char *pg_text(pg_server *p, const char *sql) {
+    static char buf[4096];
+    PGresult *r = query(p, sql, __LINE__);
+    snprintf(buf, sizeof buf, "%s", PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "");
+    PQclear(r);
+    return buf;
+}
+
+long long pg_int(pg_server *p, const char *sql) {
+    return atoll(pg_text(p, sql));
+}

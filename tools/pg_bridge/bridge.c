@@ -1,0 +1,1227 @@
+/*
+ * The PostgreSQL outbox bridge (bridge.h).
+ *
+ * Two PostgreSQL connections and one rjq client share the loop:
+ *
+ * - the claimer moves rows. A claim is a transaction held open across
+ *   the Redis round trip: BEGIN and SELECT ... FOR UPDATE SKIP LOCKED
+ *   (one segment), the rows enqueued with "pg-<id>" as job ids, then the
+ *   rows Redis acknowledged marked migrated (and rows that cannot become
+ *   jobs marked failed) with COMMIT (one segment). A crash or a lost
+ *   connection before the COMMIT rolls the rows back to queued; whoever
+ *   claims them next enqueues the same ids, which rjq reports as
+ *   existing (and keeps reserved dedup_ms after the job ends), so each
+ *   row reaches Redis once. Claim states: IDLE -> SELECTING -> ENQUEUING
+ *   -> MARKING -> IDLE; one claim at a time.
+ * - the writer LISTENs for new rows and writes outcomes back, in
+ *   batches, each batch one implicit transaction.
+ * - outcomes come from one await per migrated row (race-free, read again
+ *   after every subscriber reconnect: a job Redis lost answers "not
+ *   found", and its row goes back to queued to be moved again) and from
+ *   each queue's monitor (processing, retry_scheduled: at most once, so
+ *   only for those in-between states). Rows the bridge did not migrate in
+ *   this run (a restart, another bridge's crash) are found by a periodic
+ *   scan of open rows.
+ */
+#include "bridge.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include <rjq/libevent.h>
+
+#include "idmap.h"
+#include "pgconn.h"
+#include "rjq.h"
+#include "schema.h"
+
+#define WRITE_BATCH 1000
+#define RETRY_MS 1000 /* after a refused claim or enqueue */
+
+enum { C_IDLE, C_SELECTING, C_ENQUEUING, C_MARKING };
+
+/* What a write does to a row (schema.h: PGB_SQL_ACTIVE, PGB_SQL_SET). */
+enum { W_ACTIVE, W_REPLAYED, W_RETRY, W_COMPLETED, W_FAILED, W_CANCELLED, W_REQUEUE, W_UNKNOWN };
+
+typedef struct qent {
+    bridge *b;
+    char *name;
+    rjq_queue *q;
+    rjq_monitor *m;
+} qent;
+
+typedef struct row {
+    int64_t id;
+    char job_id[32];
+    qent *q;
+    const char *payload;
+    size_t len;
+    int priority, max_attempts;
+    long long delay_ms;
+    char *bad;   /* why the row cannot become a job (owned) */
+    int acked;   /* Redis has its job */
+    int existed; /* ... from before this claim */
+} row;
+
+typedef struct claim {
+    bridge *b;
+    row *rows;
+    int n;
+    int pending;  /* enqueue callbacks still due, plus one while sending */
+    unsigned gen; /* the claimer's connection when the transaction began */
+    int refused;  /* Redis refused a group: its rows stay queued */
+} claim;
+
+typedef struct group {
+    claim *cl;
+    int *idx; /* rows of one queue, in claim order */
+    int n;
+} group;
+
+typedef struct follow {
+    bridge *b;
+    int64_t id;
+    qent *q;
+    int existed; /* the enqueue found the job existing */
+} follow;
+
+typedef struct final_read {
+    bridge *b;
+    int64_t id;
+    int status;
+    char *blob; /* the await's result or error */
+    size_t len;
+} final_read;
+
+typedef struct wentry {
+    int64_t id;
+    int kind;
+    char *blob; /* result (W_COMPLETED) or error text */
+    size_t len;
+    int attempts; /* -1: unchanged */
+    size_t seq;   /* place in its batch before sorting */
+} wentry;
+
+typedef struct wbatch {
+    bridge *b;
+    wentry *e;
+    size_t n;
+    unsigned gen;
+} wbatch;
+
+struct bridge {
+    bridge_options o;
+    struct event_base *base;
+    rjq_client *c;
+    pgconn *claimer, *writer;
+    qent **queues;
+    size_t nq, capq;
+    char *queues_param; /* text[] literal of o.queues, or NULL */
+    /* claims */
+    int cstate;
+    int want;           /* claim again when the current one ends */
+    claim *cur;
+    struct event *poll, *retry;
+    /* follows */
+    idmap follows;
+    int reconciling;
+    int64_t scan_after;
+    struct event *reconcile;
+    /* writes */
+    wentry *w;
+    size_t wn, wcap;
+    wbatch *writing;
+    /* report */
+    struct event *report;
+    int reporting;
+    long long moved, existed, bad, requeued, unknown, completed, failed, cancelled;
+    long long moved_at_report;
+    double report_at;
+    /* stop */
+    int stopping, closing, freeing;
+    struct event *deadline;
+};
+
+static void claim_next(bridge *b);
+static void flush_writes(bridge *b);
+static void stop_check(bridge *b);
+static void follow_row(bridge *b, int64_t id, qent *q, int existed);
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logf_(const char *fmt, ...) {
+    char when[32];
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    struct tm tm;
+    gmtime_r(&tv.tv_sec, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    fprintf(stderr, "%s.%03ldZ rjq-pg-bridge: ", when, (long)(tv.tv_usec / 1000));
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A libpq message without its trailing newline. */
+static const char *oneline(const char *s, char *buf, size_t size) {
+    snprintf(buf, size, "%s", s ? s : "");
+    size_t n = strlen(buf);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ')) buf[--n] = '\0';
+    return buf;
+}
+
+static int64_t be64(const char *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = v << 8 | (unsigned char)p[i];
+    return (int64_t)v;
+}
+
+static int32_t be32(const char *p) {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) v = v << 8 | (unsigned char)p[i];
+    return (int32_t)v;
+}
+
+/* Bytes that are not valid UTF-8 become '?' (a text column takes UTF-8
+ * only); a NUL ends the text. */
+static char *utf8_text(const char *s, size_t len) {
+    char *out = malloc(len + 1);
+    if (out == NULL) return NULL;
+    size_t i = 0, o = 0;
+    while (i < len && s[i] != '\0') {
+        unsigned char c = (unsigned char)s[i];
+        size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        int ok = n > 0 && i + n <= len;
+        for (size_t k = 1; ok && k < n; k++) ok = ((unsigned char)s[i + k] >> 6) == 2;
+        if (ok && n == 2) ok = c >= 0xC2;
+        if (ok && n == 3) {
+            unsigned char c1 = (unsigned char)s[i + 1];
+            ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);
+        }
+        if (ok && n == 4) {
+            unsigned char c1 = (unsigned char)s[i + 1];
+            ok = c <= 0xF4 && !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90);
+        }
+        if (!ok) {
+            out[o++] = '?';
+            i++;
+            continue;
+        }
+        memcpy(out + o, s + i, n);
+        o += n;
+        i += n;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static int parse_job_id(const char *job_id, int64_t *id) {
+    size_t plen = sizeof PGB_JOB_PREFIX - 1;
+    if (strncmp(job_id, PGB_JOB_PREFIX, plen) != 0) return -1;
+    const char *s = job_id + plen;
+    if (*s < '1' || *s > '9') return -1;
+    int64_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > (INT64_MAX - 9) / 10) return -1;
+        v = v * 10 + (*s - '0');
+    }
+    *id = v;
+    return 0;
+}
+
+static void job_id_of(int64_t id, char *buf, size_t size) {
+    snprintf(buf, size, PGB_JOB_PREFIX "%" PRId64, id);
+}
+
+/* ---- queues ----------------------------------------------------------------- */
+
+static void on_monitor(rjq_client *c, const char *event, const char *job_id, void *data);
+
+/* The handle of queue `name`, opened (and monitored) on first use; NULL
+ * with why set when rjq refuses the name. */
+static qent *queue_of(bridge *b, const char *name, char *why, size_t size) {
+    for (size_t i = 0; i < b->nq; i++)
+        if (strcmp(b->queues[i]->name, name) == 0) return b->queues[i];
+    if (b->nq == b->capq) {
+        size_t cap = b->capq ? b->capq * 2 : 8;
+        qent **q = realloc(b->queues, cap * sizeof *q);
+        if (q == NULL) {
+            snprintf(why, size, "out of memory");
+            return NULL;
+        }
+        b->queues = q;
+        b->capq = cap;
+    }
+    qent *e = calloc(1, sizeof *e);
+    if (e == NULL || (e->name = strdup(name)) == NULL) {
+        free(e);
+        snprintf(why, size, "out of memory");
+        return NULL;
+    }
+    e->b = b;
+    int rc = rjq_queue_open(b->c, name, NULL, &e->q);
+    if (rc != RJQ_OK) {
+        if (rc == RJQ_EQUEUENAME)
+            snprintf(why, size, "queue name \"%.200s\" is not valid for rjq (1..200 bytes, "
+                                "no spaces, braces or control characters)", name);
+        else
+            snprintf(why, size, "queue \"%.200s\": %s", name, rjq_strerror(rc));
+        free(e->name);
+        free(e);
+        return NULL;
+    }
+    rc = rjq_queue_monitor(e->q, on_monitor, e, &e->m);
+    if (rc != RJQ_OK) logf_("queue %s: no monitor (%s): processing and retry_scheduled are not written", name, rjq_strerror(rc));
+    b->queues[b->nq++] = e;
+    return e;
+}
+
+/* ---- writes ----------------------------------------------------------------- */
+
+static const char *status_of_kind(int kind) {
+    switch (kind) {
+    case W_RETRY: return "retry_scheduled";
+    case W_COMPLETED: return "completed";
+    case W_CANCELLED: return "cancelled";
+    case W_REQUEUE: return "queued";
+    default: return "failed"; /* W_FAILED, W_UNKNOWN */
+    }
+}
+
+/* The statuses a write may follow. */
+static const char *from_of_kind(int kind) {
+    switch (kind) {
+    case W_REPLAYED: return "{failed}";
+    case W_RETRY: return "{migrated,processing}";
+    case W_REQUEUE:
+    case W_UNKNOWN: return "{migrated,processing,retry_scheduled}";
+    default: return "{migrated,processing,retry_scheduled,failed}"; /* failed: a replayed dead job */
+    }
+}
+
+/* Queue a write (blob copied; an error text made valid UTF-8). */
+static void add_write(bridge *b, int64_t id, int kind, const void *blob, size_t len, int attempts) {
+    if (b->freeing) return;
+    if (b->wn == b->wcap) {
+        size_t cap = b->wcap ? b->wcap * 2 : 256;
+        wentry *w = realloc(b->w, cap * sizeof *w);
+        if (w == NULL) {
+            logf_("out of memory: the outcome of row %" PRId64 " waits for the next scan", id);
+            return;
+        }
+        b->w = w;
+        b->wcap = cap;
+    }
+    wentry *e = &b->w[b->wn];
+    memset(e, 0, sizeof *e);
+    e->id = id;
+    e->kind = kind;
+    e->attempts = attempts;
+    if (blob) {
+        if (kind == W_COMPLETED) {
+            e->blob = malloc(len ? len : 1);
+            if (e->blob) memcpy(e->blob, blob, len);
+            e->len = len;
+        } else {
+            e->blob = utf8_text(blob, len);
+            e->len = e->blob ? strlen(e->blob) : 0;
+        }
+        if (e->blob == NULL) {
+            logf_("out of memory: the outcome of row %" PRId64 " waits for the next scan", id);
+            return;
+        }
+    }
+    b->wn++;
+    flush_writes(b);
+}
+
+static void free_entries(wentry *e, size_t n) {
+    for (size_t i = 0; i < n; i++) free(e[i].blob);
+    free(e);
+}
+
+/* Count the rows a write changed. */
+static void count_written(bridge *b, const wentry *e, PGresult *r) {
+    if (r == NULL || strcmp(PQcmdTuples(r), "1") != 0) return;
+    switch (e->kind) {
+    case W_COMPLETED: b->completed++; break;
+    case W_FAILED: b->failed++; break;
+    case W_CANCELLED: b->cancelled++; break;
+    case W_REQUEUE: b->requeued++; break;
+    case W_UNKNOWN: b->unknown++; break;
+    default: break;
+    }
+}
+
+/* Put a batch back in front of the writes waiting. */
+static void unshift_writes(bridge *b, wbatch *wb) {
+    wentry *w = b->wcap >= b->wn + wb->n ? b->w : realloc(b->w, (b->wn + wb->n) * sizeof *w);
+    if (w == NULL) {
+        logf_("out of memory: %zu outcomes wait for the next scan", wb->n);
+        free_entries(wb->e, wb->n);
+        return;
+    }
+    if (w != b->w || b->wcap < b->wn + wb->n) b->wcap = b->wn + wb->n;
+    b->w = w;
+    memmove(b->w + wb->n, b->w, b->wn * sizeof *b->w);
+    memcpy(b->w, wb->e, wb->n * sizeof *b->w);
+    b->wn += wb->n;
+    free(wb->e);
+}
+
+static void on_written(void *arg, PGresult **res, int n, const char *err,
+                      const char *sqlstate) {
+    wbatch *wb = arg;
+    bridge *b = wb->b;
+    b->writing = NULL;
+    if (b->freeing) {
+        free_entries(wb->e, wb->n);
+        free(wb);
+        return;
+    }
+    if (err) {
+        char msg[512];
+        int same = pgconn_up(b->writer) && pgconn_generation(b->writer) == wb->gen;
+        if (same && strncmp(sqlstate, "40", 2) != 0) {
+            /* the server refused the batch: give it up; the open rows are
+             * followed again by the next scan */
+            logf_("writing %zu outcomes failed: %s", wb->n, oneline(err, msg, sizeof msg));
+            free_entries(wb->e, wb->n);
+        } else {
+            /* the connection was lost (the writes wait for the next one),
+             * or the transaction met another (a deadlock with another
+             * bridge's writes, a serialization failure): again, first */
+            if (same) logf_("writing %zu outcomes: %s; again", wb->n, oneline(err, msg, sizeof msg));
+            unshift_writes(b, wb);
+        }
+        free(wb);
+        if (same) flush_writes(b);
+        stop_check(b);
+        return;
+    }
+    for (size_t i = 0; i < wb->n; i++) {
+        wentry *e = &wb->e[i];
+        PGresult *r = (int)i < n ? res[i] : NULL;
+        count_written(b, e, r);
+        /* a replayed dead job started: follow it again */
+        if ((e->kind == W_ACTIVE || e->kind == W_REPLAYED) && r && PQntuples(r) == 1 &&
+            strcmp(PQgetvalue(r, 0, 1), "failed") == 0 && idmap_get(&b->follows, e->id) == NULL) {
+            char why[256];
+            qent *q = queue_of(b, PQgetvalue(res[i], 0, 0), why, sizeof why);
+            if (q) follow_row(b, e->id, q, 0);
+        }
+    }
+    free_entries(wb->e, wb->n);
+    free(wb);
+    flush_writes(b);
+    stop_check(b);
+}
+
+static int by_id(const void *x, const void *y) {
+    const wentry *a = x, *c = y;
+    if (a->id != c->id) return a->id < c->id ? -1 : 1;
+    return a->seq < c->seq ? -1 : a->seq > c->seq;
+}
+
+static void flush_writes(bridge *b) {
+    if (b->writing || b->wn == 0 || b->freeing || !pgconn_up(b->writer)) return;
+    size_t k = b->wn < WRITE_BATCH ? b->wn : WRITE_BATCH;
+    wbatch *wb = calloc(1, sizeof *wb);
+    wentry *e = wb ? malloc(k * sizeof *e) : NULL;
+    if (e == NULL) {
+        free(wb);
+        return; /* tried again with the next write */
+    }
+    memcpy(e, b->w, k * sizeof *e);
+    memmove(b->w, b->w + k, (b->wn - k) * sizeof *b->w);
+    b->wn -= k;
+    /* rows in id order (each row's writes in their order): two bridges'
+     * batches then lock shared rows in the same order, never in a cycle */
+    for (size_t i = 0; i < k; i++) e[i].seq = i;
+    qsort(e, k, sizeof *e, by_id);
+    wb->b = b;
+    wb->e = e;
+    wb->n = k;
+    wb->gen = pgconn_generation(b->writer);
+    for (size_t i = 0; i < k; i++) {
+        char id[24], attempts[16];
+        snprintf(id, sizeof id, "%" PRId64, e[i].id);
+        if (e[i].kind == W_ACTIVE || e[i].kind == W_REPLAYED) {
+            const char *v[2] = {id, from_of_kind(e[i].kind)};
+            pgconn_query(b->writer, PGB_SQL_ACTIVE, 2, v, NULL, NULL, 0);
+            continue;
+        }
+        snprintf(attempts, sizeof attempts, "%d", e[i].attempts);
+        int result = e[i].kind == W_COMPLETED;
+        const char *v[6] = {id, status_of_kind(e[i].kind), result ? e[i].blob : NULL,
+                            result ? NULL : e[i].blob, attempts, from_of_kind(e[i].kind)};
+        int lens[6] = {0, 0, result ? (int)e[i].len : 0, 0, 0, 0};
+        int fmts[6] = {0, 0, 1, 0, 0, 0};
+        if (result && e[i].blob == NULL) v[2] = ""; /* an empty result, not NULL */
+        pgconn_query(b->writer, PGB_SQL_SET, 6, v, lens, fmts, 0);
+    }
+    b->writing = wb;
+    if (pgconn_sync(b->writer, on_written, wb) != 0) { /* down: back first */
+        b->writing = NULL;
+        on_written(wb, NULL, 0, "connection lost", "");
+    }
+}
+
+/* ---- following outcomes -------------------------------------------------------- */
+
+static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *data) {
+    (void)c;
+    final_read *f = data;
+    bridge *b = f->b;
+    int kind = f->status == RJQ_OK ? W_COMPLETED : f->status == RJQ_EJOBDEAD ? W_FAILED : W_CANCELLED;
+    const char *want = kind == W_COMPLETED ? "completed" : kind == W_FAILED ? "dead" : "cancelled";
+    if (status == RJQ_OK && strcmp(info->state, want) == 0) {
+        if (kind == W_COMPLETED)
+            add_write(b, f->id, kind, info->result ? info->result : "", info->result_len,
+                      info->attempts);
+        else
+            add_write(b, f->id, kind, info->error ? info->error : f->blob,
+                      info->error ? strlen(info->error) : f->len, info->attempts);
+    } else if (status != RJQ_ECANCELED) { /* the record is gone: what the await said */
+        add_write(b, f->id, kind, f->blob, f->len, -1);
+    }
+    free(f->blob);
+    free(f);
+}
+
+/* A final outcome: read the job once more for its attempts (and the
+ * stored result or error), then write. */
+static void final_outcome(bridge *b, follow *fw, int status, const rjq_outcome *out) {
+    final_read *f = calloc(1, sizeof *f);
+    const char *text = status == RJQ_OK ? out->result
+                       : status == RJQ_EJOBDEAD ? out->error
+                                                : "cancelled";
+    size_t len = status == RJQ_OK ? out->result_len : text ? strlen(text) : 0;
+    if (f == NULL || (f->blob = malloc(len + 1)) == NULL) {
+        free(f);
+        logf_("out of memory: the outcome of row %" PRId64 " waits for the next scan", fw->id);
+        return;
+    }
+    if (len) memcpy(f->blob, text, len);
+    f->blob[len] = '\0';
+    f->len = len;
+    f->b = b;
+    f->id = fw->id;
+    f->status = status;
+    char job_id[32];
+    job_id_of(fw->id, job_id, sizeof job_id);
+    if (rjq_queue_job(fw->q->q, job_id, on_info, f) != RJQ_OK) on_info(b->c, RJQ_ENOTFOUND, NULL, f);
+}
+
+static void on_outcome(rjq_client *c, int status, const rjq_outcome *out, void *data) {
+    (void)c;
+    follow *fw = data;
+    bridge *b = fw->b;
+    if (idmap_get(&b->follows, fw->id) == fw) idmap_del(&b->follows, fw->id);
+    if (b->freeing || status == RJQ_ECANCELED) {
+        free(fw);
+        return;
+    }
+    switch (status) {
+    case RJQ_OK:
+    case RJQ_EJOBDEAD:
+    case RJQ_EJOBCANCELED:
+        final_outcome(b, fw, status, out);
+        break;
+    case RJQ_ENOTFOUND:
+        if (fw->existed) {
+            /* its id is still reserved, but its record is gone: the job
+             * ended before anyone read its outcome */
+            static const char why[] = "outcome unknown: the job had finished and its record "
+                                      "was deleted (retention) before the bridge read it";
+            add_write(b, fw->id, W_UNKNOWN, why, sizeof why - 1, -1);
+        } else {
+            add_write(b, fw->id, W_REQUEUE, NULL, 0, -1); /* Redis lost it: move it again */
+        }
+        break;
+    default:
+        logf_("awaiting row %" PRId64 ": %s (the next scan follows it again)", fw->id,
+              rjq_strerror(status));
+    }
+    free(fw);
+}
+
+static void follow_row(bridge *b, int64_t id, qent *q, int existed) {
+    if (b->stopping || idmap_get(&b->follows, id)) return;
+    if (b->follows.n >= b->o.max_follow) return; /* the next scan after some end */
+    follow *fw = calloc(1, sizeof *fw);
+    if (fw == NULL || idmap_put(&b->follows, id, fw) != 0) {
+        free(fw);
+        return;
+    }
+    fw->b = b;
+    fw->id = id;
+    fw->q = q;
+    fw->existed = existed;
+    char job_id[32];
+    job_id_of(id, job_id, sizeof job_id);
+    int rc = rjq_queue_await(q->q, job_id, NULL, on_outcome, fw, NULL);
+    if (rc != RJQ_OK) {
+        idmap_del(&b->follows, id);
+        free(fw);
+        logf_("awaiting row %" PRId64 ": %s", id, rjq_strerror(rc));
+    }
+}
+
+static void on_monitor(rjq_client *c, const char *event, const char *job_id, void *data) {
+    (void)c;
+    qent *q = data;
+    int64_t id;
+    if (parse_job_id(job_id, &id) != 0) return; /* not a job of the bridge */
+    /* the rows this bridge follows; of the others (another bridge's) only
+     * a failed one that starts again (its dead job was replayed) */
+    int mine = idmap_get(&q->b->follows, id) != NULL;
+    if (strcmp(event, "active") == 0) add_write(q->b, id, mine ? W_ACTIVE : W_REPLAYED, NULL, 0, -1);
+    else if (mine && (strcmp(event, "retried") == 0 || strcmp(event, "reclaimed") == 0))
+        add_write(q->b, id, W_RETRY, NULL, 0, -1);
+}
+
+/* ---- the scan of open rows ------------------------------------------------------ */
+
+static void scan_page(bridge *b);
+
+static void on_scanned(void *arg, PGresult **res, int n, const char *err,
+                      const char *sqlstate) {
+    (void)sqlstate;
+    bridge *b = arg;
+    if (b->freeing) return;
+    if (err || n < 1) {
+        char msg[512];
+        if (err) logf_("scanning open rows: %s", oneline(err, msg, sizeof msg));
+        b->reconciling = 0;
+        return;
+    }
+    PGresult *r = res[0];
+    int rows = PQntuples(r);
+    for (int i = 0; i < rows && b->follows.n < b->o.max_follow; i++) {
+        int64_t id = be64(PQgetvalue(r, i, 0));
+        char why[256];
+        qent *q = queue_of(b, PQgetvalue(r, i, 1), why, sizeof why);
+        if (q) follow_row(b, id, q, 0);
+        b->scan_after = id;
+    }
+    if (rows == PGB_FOLLOW_PAGE && b->follows.n < b->o.max_follow && !b->stopping) scan_page(b);
+    else b->reconciling = 0;
+}
+
+static void scan_page(bridge *b) {
+    char after[24];
+    snprintf(after, sizeof after, "%" PRId64, b->scan_after);
+    const char *v[1] = {after};
+    if (pgconn_query(b->writer, PGB_SQL_FOLLOW_SCAN, 1, v, NULL, NULL, 1) != 0 ||
+        pgconn_sync(b->writer, on_scanned, b) != 0)
+        b->reconciling = 0;
+}
+
+static void reconcile(bridge *b) {
+    if (b->reconciling || b->stopping || !pgconn_up(b->writer)) return;
+    b->reconciling = 1;
+    b->scan_after = 0;
+    scan_page(b);
+}
+
+static void on_reconcile_timer(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    reconcile(arg);
+}
+
+/* ---- claims ------------------------------------------------------------------- */
+
+static void claim_free(claim *cl) {
+    for (int i = 0; i < cl->n; i++) free(cl->rows[i].bad);
+    free(cl->rows);
+    free(cl);
+}
+
+static void claim_idle(bridge *b, int again_now, int later_ms) {
+    b->cstate = C_IDLE;
+    if (b->stopping) {
+        stop_check(b);
+        return;
+    }
+    if (later_ms > 0) {
+        struct timeval tv = {later_ms / 1000, (later_ms % 1000) * 1000};
+        evtimer_add(b->retry, &tv);
+        return;
+    }
+    if (again_now || b->want) claim_next(b);
+}
+
+static void rollback(bridge *b) {
+    /* ends a transaction left open or aborted (no-op otherwise) */
+    if (pgconn_up(b->claimer) && pgconn_query(b->claimer, PGB_SQL_ROLLBACK, 0, NULL, NULL, NULL, 0) == 0)
+        pgconn_sync(b->claimer, NULL, NULL);
+}
+
+static void on_marked(void *arg, PGresult **res, int n, const char *err,
+                      const char *sqlstate) {
+    (void)sqlstate;
+    (void)res;
+    (void)n;
+    claim *cl = arg;
+    bridge *b = cl->b;
+    if (b->freeing) {
+        claim_free(cl);
+        return;
+    }
+    b->cur = NULL;
+    if (err) {
+        char msg[512];
+        logf_("marking %d rows failed (%s): they stay queued and are moved again (Redis reports "
+              "their jobs as existing)",
+              cl->n, oneline(err, msg, sizeof msg));
+        rollback(b);
+        claim_free(cl);
+        claim_idle(b, 0, RETRY_MS);
+        return;
+    }
+    int full = cl->n >= b->o.batch;
+    for (int i = 0; i < cl->n; i++) {
+        row *r = &cl->rows[i];
+        if (r->bad) {
+            b->bad++;
+            logf_("row %" PRId64 " failed: %s", r->id, r->bad);
+        } else if (r->acked) {
+            if (r->existed) b->existed++;
+            else b->moved++;
+            follow_row(b, r->id, r->q, r->existed);
+        }
+    }
+    int refused = cl->refused;
+    claim_free(cl);
+    claim_idle(b, full && !refused, refused ? RETRY_MS : 0);
+}
+
+/* Every enqueue answered (or the claim lost its transaction): mark. */
+static void mark(claim *cl) {
+    bridge *b = cl->b;
+    if (b->freeing) {
+        claim_free(cl);
+        return;
+    }
+    if (!pgconn_up(b->claimer) || pgconn_generation(b->claimer) != cl->gen) {
+        logf_("the claim of %d rows lost its transaction (PostgreSQL connection): they stay "
+              "queued and are moved again",
+              cl->n);
+        b->cur = NULL;
+        claim_free(cl);
+        claim_idle(b, 0, 0);
+        return;
+    }
+    b->cstate = C_MARKING;
+    /* "{1,2,3}" of the acknowledged rows */
+    size_t cap = 3 + (size_t)cl->n * 21, len = 0;
+    char *ids = malloc(cap);
+    if (ids == NULL) {
+        logf_("out of memory marking %d rows: they stay queued", cl->n);
+        rollback(b);
+        b->cur = NULL;
+        claim_free(cl);
+        claim_idle(b, 0, RETRY_MS);
+        return;
+    }
+    ids[len++] = '{';
+    int acked = 0;
+    for (int i = 0; i < cl->n; i++) {
+        if (!cl->rows[i].acked) continue;
+        len += (size_t)snprintf(ids + len, cap - len, "%s%" PRId64, acked ? "," : "", cl->rows[i].id);
+        acked++;
+    }
+    ids[len++] = '}';
+    ids[len] = '\0';
+    if (acked) {
+        const char *v[1] = {ids};
+        pgconn_query(b->claimer, PGB_SQL_MIGRATED, 1, v, NULL, NULL, 0);
+    }
+    free(ids);
+    for (int i = 0; i < cl->n; i++) {
+        row *r = &cl->rows[i];
+        if (!r->bad) continue;
+        char id[24];
+        snprintf(id, sizeof id, "%" PRId64, r->id);
+        const char *v[2] = {id, r->bad};
+        pgconn_query(b->claimer, PGB_SQL_BAD, 2, v, NULL, NULL, 0);
+    }
+    pgconn_query(b->claimer, PGB_SQL_COMMIT, 0, NULL, NULL, NULL, 0);
+    if (pgconn_sync(b->claimer, on_marked, cl) != 0) on_marked(cl, NULL, 0, "connection lost", "");
+}
+
+static void claim_settle(claim *cl) {
+    if (--cl->pending == 0) mark(cl);
+}
+
+static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c;
+    group *g = data;
+    claim *cl = g->cl;
+    if (status == RJQ_OK) {
+        for (int k = 0; k < g->n && (size_t)k < n; k++) {
+            row *r = &cl->rows[g->idx[k]];
+            r->acked = 1;
+            r->existed = jobs[k].existed;
+        }
+    } else if (!cl->b->freeing && status != RJQ_ECANCELED) {
+        logf_("enqueueing %d rows into %s: %s (%s): they stay queued", g->n,
+              cl->rows[g->idx[0]].q->name, rjq_strerror(status), rjq_client_errmsg(c));
+        cl->refused = 1;
+    }
+    free(g->idx);
+    free(g);
+    claim_settle(cl);
+}
+
+/* Enqueue rows idx[0..n) (one queue) as one batch; 0 or rjq's code. */
+static int enqueue_group(claim *cl, const int *idx, int n) {
+    bridge *b = cl->b;
+    group *g = calloc(1, sizeof *g);
+    rjq_enqueue_item *items = calloc((size_t)n, sizeof *items);
+    rjq_job_options *opts = calloc((size_t)n, sizeof *opts);
+    int *gidx = malloc((size_t)n * sizeof *gidx);
+    int rc = RJQ_ENOMEM;
+    if (g && items && opts && gidx) {
+        memcpy(gidx, idx, (size_t)n * sizeof *gidx);
+        for (int k = 0; k < n; k++) {
+            row *r = &cl->rows[idx[k]];
+            opts[k].id = r->job_id;
+            opts[k].delay_ms = r->delay_ms;
+            opts[k].priority = r->priority;
+            opts[k].max_attempts = r->max_attempts;
+            opts[k].dedup_ms = b->o.dedup_ms;
+            items[k].payload = r->payload;
+            items[k].len = r->len;
+            items[k].opts = &opts[k];
+        }
+        g->cl = cl;
+        g->idx = gidx;
+        g->n = n;
+        cl->pending++;
+        rc = rjq_enqueue_batch(cl->rows[idx[0]].q->q, items, (size_t)n, on_enqueued, g);
+        if (rc != RJQ_OK) cl->pending--;
+    }
+    free(items);
+    free(opts);
+    if (rc != RJQ_OK) {
+        free(gidx);
+        free(g);
+    }
+    return rc;
+}
+
+/* Check one claimed row; sets r->bad when it cannot become a job. */
+static void check_row(bridge *b, row *r, PGresult *res, int i) {
+    char why[512];
+    r->id = be64(PQgetvalue(res, i, 0));
+    job_id_of(r->id, r->job_id, sizeof r->job_id);
+    r->payload = PQgetvalue(res, i, 2);
+    r->len = (size_t)PQgetlength(res, i, 2);
+    r->priority = be32(PQgetvalue(res, i, 3));
+    r->max_attempts = be32(PQgetvalue(res, i, 4));
+    r->delay_ms = be64(PQgetvalue(res, i, 5));
+    why[0] = '\0';
+    r->q = queue_of(b, PQgetvalue(res, i, 1), why, sizeof why);
+    if (r->q == NULL) {
+        /* why says it */
+    } else if (r->len > b->o.max_payload) {
+        snprintf(why, sizeof why, "payload of %zu bytes is over the limit of %zu bytes", r->len,
+                 b->o.max_payload);
+    } else if (r->max_attempts < 1) {
+        snprintf(why, sizeof why, "max_attempts %d is below 1", r->max_attempts);
+    } else if (r->priority < RJQ_PRIORITY_MIN || r->priority > RJQ_PRIORITY_MAX) {
+        snprintf(why, sizeof why, "priority %d is outside %d..%d", r->priority, RJQ_PRIORITY_MIN,
+                 RJQ_PRIORITY_MAX);
+    } else if (r->delay_ms > RJQ_DELAY_MAX) {
+        snprintf(why, sizeof why, "run_at is more than %lld ms away", (long long)RJQ_DELAY_MAX);
+    }
+    if (why[0]) r->bad = strdup(why);
+}
+
+static void enqueue_rows(claim *cl) {
+    bridge *b = cl->b;
+    int *idx = malloc((size_t)cl->n * sizeof *idx);
+    char *done = calloc((size_t)cl->n, 1);
+    cl->pending = 1; /* until every group is sent */
+    for (int i = 0; idx && done && i < cl->n; i++) {
+        if (done[i] || cl->rows[i].bad) continue;
+        /* the rows of this queue, in claim order (priority, then id) */
+        int n = 0;
+        for (int j = i; j < cl->n; j++) {
+            if (done[j] || cl->rows[j].bad || cl->rows[j].q != cl->rows[i].q) continue;
+            idx[n++] = j;
+            done[j] = 1;
+        }
+        int rc = enqueue_group(cl, idx, n);
+        for (int k = 0; rc != RJQ_OK && k < n; k++) { /* find the row rjq refuses */
+            int rk = enqueue_group(cl, &idx[k], 1);
+            if (rk != RJQ_OK) {
+                char why[256];
+                snprintf(why, sizeof why, "refused by rjq: %s", rjq_strerror(rk));
+                cl->rows[idx[k]].bad = strdup(why);
+            }
+        }
+    }
+    if (idx == NULL || done == NULL) {
+        logf_("out of memory: %d claimed rows stay queued", cl->n);
+        cl->refused = 1;
+    }
+    free(idx);
+    free(done);
+    (void)b;
+    claim_settle(cl);
+}
+
+static void on_claimed(void *arg, PGresult **res, int n, const char *err,
+                      const char *sqlstate) {
+    (void)sqlstate;
+    bridge *b = arg;
+    if (b->freeing) return;
+    if (err || n < 2) {
+        char msg[512];
+        if (err) logf_("claiming rows: %s", oneline(err, msg, sizeof msg));
+        rollback(b);
+        claim_idle(b, 0, RETRY_MS);
+        return;
+    }
+    PGresult *r = res[1];
+    int rows = PQntuples(r);
+    if (rows == 0) { /* nothing queued: end the transaction */
+        b->cstate = C_MARKING;
+        claim *cl = calloc(1, sizeof *cl);
+        if (cl == NULL) {
+            rollback(b);
+            claim_idle(b, 0, RETRY_MS);
+            return;
+        }
+        cl->b = b;
+        cl->gen = pgconn_generation(b->claimer);
+        b->cur = cl;
+        mark(cl);
+        return;
+    }
+    claim *cl = calloc(1, sizeof *cl);
+    if (cl == NULL || (cl->rows = calloc((size_t)rows, sizeof *cl->rows)) == NULL) {
+        free(cl);
+        logf_("out of memory: %d claimed rows stay queued", rows);
+        rollback(b);
+        claim_idle(b, 0, RETRY_MS);
+        return;
+    }
+    cl->b = b;
+    cl->n = rows;
+    cl->gen = pgconn_generation(b->claimer);
+    for (int i = 0; i < rows; i++) check_row(b, &cl->rows[i], r, i);
+    b->cur = cl;
+    b->cstate = C_ENQUEUING;
+    enqueue_rows(cl); /* the payloads are copied by rjq: r may go after this */
+}
+
+static void claim_next(bridge *b) {
+    if (b->stopping || b->freeing) return;
+    if (b->cstate != C_IDLE || evtimer_pending(b->retry, NULL)) {
+        b->want = 1;
+        return;
+    }
+    if (!pgconn_up(b->claimer) || !rjq_client_connected(b->c)) {
+        b->want = 1; /* the connection's return claims */
+        return;
+    }
+    b->want = 0;
+    char batch[16];
+    snprintf(batch, sizeof batch, "%d", b->o.batch);
+    const char *v[2] = {batch, b->queues_param};
+    b->cstate = C_SELECTING;
+    if (pgconn_query(b->claimer, PGB_SQL_BEGIN, 0, NULL, NULL, NULL, 0) != 0 ||
+        pgconn_query(b->claimer, PGB_SQL_CLAIM, 2, v, NULL, NULL, 1) != 0 ||
+        pgconn_sync(b->claimer, on_claimed, b) != 0) {
+        /* the connection went down: its return claims */
+        if (b->cstate == C_SELECTING) b->cstate = C_IDLE;
+        b->want = 1;
+    }
+}
+
+static void on_poll(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    claim_next(arg);
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    bridge *b = arg;
+    b->want = 0;
+    claim_next(b);
+}
+
+/* ---- connections ------------------------------------------------------------ */
+
+static void on_claimer_state(pgconn *p, int up, const char *err, void *arg) {
+    (void)p;
+    bridge *b = arg;
+    char msg[512];
+    if (up) {
+        logf_("PostgreSQL connected (claims)");
+        claim_next(b);
+    } else {
+        logf_("PostgreSQL connection lost (claims): %s", oneline(err, msg, sizeof msg));
+    }
+}
+
+static void on_writer_state(pgconn *p, int up, const char *err, void *arg) {
+    (void)p;
+    bridge *b = arg;
+    char msg[512];
+    if (up) {
+        logf_("PostgreSQL connected (outcomes, LISTEN " PGB_CHANNEL ")");
+        flush_writes(b);
+        reconcile(b);
+        claim_next(b); /* notifications may have been missed meanwhile */
+    } else {
+        logf_("PostgreSQL connection lost (outcomes): %s", oneline(err, msg, sizeof msg));
+        b->reconciling = 0;
+        b->reporting = 0;
+    }
+}
+
+static void on_notify(pgconn *p, const char *channel, void *arg) {
+    (void)p;
+    (void)channel;
+    claim_next(arg);
+}
+
+static void on_redis_event(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
+    (void)c;
+    bridge *b = data;
+    const char *which = conn == RJQ_CONN_COMMAND ? "commands" : "subscriber";
+    if (ev == RJQ_EVENT_CONNECTED) {
+        logf_("Redis connected (%s)", which);
+        if (conn == RJQ_CONN_COMMAND) claim_next(b);
+    } else if (ev == RJQ_EVENT_DISCONNECTED) {
+        logf_("Redis connection lost (%s): %s", which, detail ? detail : "");
+    } else {
+        logf_("Redis: %s", detail ? detail : "error");
+    }
+}
+
+/* ---- the report line --------------------------------------------------------------- */
+
+static void print_report(bridge *b, PGresult *depth, PGresult *lag) {
+    char line[4096];
+    size_t len = 0;
+    double t = now_s(), dt = t - b->report_at;
+    double rate = dt > 0 ? (double)(b->moved - b->moved_at_report) / dt : 0;
+    b->report_at = t;
+    b->moved_at_report = b->moved;
+    len += (size_t)snprintf(line + len, sizeof line - len,
+                            "moved %lld (%.0f/s), existing %lld, bad %lld; completed %lld, "
+                            "failed %lld, cancelled %lld, moved again %lld, unknown %lld; "
+                            "following %zu, writes waiting %zu; postgres %s, redis %s",
+                            b->moved, rate, b->existed, b->bad, b->completed, b->failed,
+                            b->cancelled, b->requeued, b->unknown, b->follows.n, b->wn,
+                            pgconn_up(b->claimer) && pgconn_up(b->writer) ? "up" : "down",
+                            rjq_client_connected(b->c) ? "up" : "down");
+    if (lag && PQntuples(lag) == 1)
+        len += (size_t)snprintf(line + len, sizeof line - len, "; lag %.3f s",
+                                atof(PQgetvalue(lag, 0, 0)));
+    for (int i = 0; depth && i < PQntuples(depth) && len < sizeof line - 64; i++)
+        len += (size_t)snprintf(line + len, sizeof line - len, "%s %.60s/%s=%s", i ? "" : ";",
+                                PQgetvalue(depth, i, 0), PQgetvalue(depth, i, 1),
+                                PQgetvalue(depth, i, 2));
+    logf_("%s", line);
+}
+
+static void on_report_rows(void *arg, PGresult **res, int n, const char *err,
+                      const char *sqlstate) {
+    (void)sqlstate;
+    bridge *b = arg;
+    if (b->freeing) return;
+    b->reporting = 0;
+    print_report(b, !err && n >= 1 ? res[0] : NULL, !err && n >= 2 ? res[1] : NULL);
+}
+
+static void on_report(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    bridge *b = arg;
+    if (b->reporting) return;
+    if (!pgconn_up(b->writer) || pgconn_query(b->writer, PGB_SQL_DEPTH, 0, NULL, NULL, NULL, 0) != 0 ||
+        pgconn_query(b->writer, PGB_SQL_LAG, 0, NULL, NULL, NULL, 0) != 0 ||
+        pgconn_sync(b->writer, on_report_rows, b) != 0) {
+        print_report(b, NULL, NULL);
+        return;
+    }
+    b->reporting = 1;
+}
+
+/* ---- start, stop ------------------------------------------------------------------ */
+
+void bridge_defaults(bridge_options *o) {
+    memset(o, 0, sizeof *o);
+    o->pg = "";
+    o->batch = 500;
+    o->poll_ms = 30000;
+    o->reconcile_ms = 60000;
+    o->report_ms = 10000;
+    o->dedup_ms = 24LL * 3600 * 1000;
+    o->max_payload = 16 * 1024 * 1024;
+    o->max_follow = 100000;
+}
+
+static struct event *periodic(bridge *b, long ms, event_callback_fn fn) {
+    struct event *ev = event_new(b->base, -1, EV_PERSIST, fn, b);
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    if (ev) event_add(ev, &tv);
+    return ev;
+}
+
+/* "{a,b}" with each name quoted for an array literal. */
+static char *array_literal(char **names, size_t n) {
+    size_t cap = 3;
+    for (size_t i = 0; i < n; i++) cap += 2 * strlen(names[i]) + 3;
+    char *s = malloc(cap), *p = s;
+    if (s == NULL) return NULL;
+    *p++ = '{';
+    for (size_t i = 0; i < n; i++) {
+        if (i) *p++ = ',';
+        *p++ = '"';
+        for (const char *c = names[i]; *c; c++) {
+            if (*c == '"' || *c == '\\') *p++ = '\\';
+            *p++ = *c;
+        }
+        *p++ = '"';
+    }
+    *p++ = '}';
+    *p = '\0';
+    return s;
+}
+
+bridge *bridge_start(struct event_base *base, const bridge_options *o) {
+    bridge *b = calloc(1, sizeof *b);
+    if (b == NULL) return NULL;
+    b->o = *o;
+    b->base = base;
+    b->report_at = now_s();
+    if (o->queues && (b->queues_param = array_literal(o->queues, o->nqueues)) == NULL) goto fail;
+    rjq_client_options co = {0};
+    co.url = o->redis_url;
+    co.prefix = o->prefix;
+    co.name = "rjq-pg-bridge";
+    co.max_payload = o->max_payload;
+    co.on_event = on_redis_event;
+    co.event_data = b;
+    int rc = rjq_libevent_client_new_dns(&b->c, base, NULL, &co);
+    if (rc != RJQ_OK) {
+        fprintf(stderr, "rjq-pg-bridge: Redis: %s (%s)\n", rjq_strerror(rc), rjq_client_errmsg(NULL));
+        b->c = NULL;
+        goto fail;
+    }
+    b->retry = evtimer_new(base, on_retry, b);
+    b->poll = periodic(b, o->poll_ms, on_poll);
+    b->reconcile = periodic(b, o->reconcile_ms, on_reconcile_timer);
+    b->report = o->report_ms > 0 ? periodic(b, o->report_ms, on_report) : NULL;
+    if (b->retry == NULL || b->poll == NULL || b->reconcile == NULL || (o->report_ms > 0 && !b->report))
+        goto fail;
+    /* the served queues are opened (and monitored) now: their events are
+     * seen from the start */
+    for (size_t i = 0; i < o->nqueues; i++) {
+        char why[256];
+        if (queue_of(b, o->queues[i], why, sizeof why) == NULL) {
+            fprintf(stderr, "rjq-pg-bridge: --queues: %s\n", why);
+            goto fail;
+        }
+    }
+    b->claimer = pgconn_new(base, o->pg, NULL, on_claimer_state, NULL, b);
+    b->writer = pgconn_new(base, o->pg, PGB_CHANNEL, on_writer_state, on_notify, b);
+    if (b->claimer == NULL || b->writer == NULL) goto fail;
+    return b;
+fail:
+    bridge_free(b);
+    return NULL;
+}
+
+static void on_closed(const rjq_close_report *report, void *data) {
+    (void)report;
+    bridge *b = data;
+    b->c = NULL;
+    event_base_loopbreak(b->base);
+}
+
+/* Stopping: once no claim and no write is in flight, close the client. */
+static void stop_check(bridge *b) {
+    if (!b->stopping || b->closing || b->freeing || b->c == NULL || b->deadline == NULL) return;
+    if (b->cstate != C_IDLE || b->writing || (b->wn > 0 && pgconn_up(b->writer))) return;
+    b->closing = 1;
+    if (rjq_client_close(b->c, 0, on_closed, b) != RJQ_OK) event_base_loopbreak(b->base);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    bridge *b = arg;
+    logf_("stopping: the deadline passed with %s in flight",
+          b->cstate != C_IDLE ? "a claim" : "outcome writes");
+    event_base_loopbreak(b->base);
+}
+
+void bridge_stop(bridge *b, long deadline_ms) {
+    if (b->stopping) return;
+    b->stopping = 1;
+    if (b->poll) event_del(b->poll);
+    if (b->retry) event_del(b->retry);
+    if (b->reconcile) event_del(b->reconcile);
+    b->deadline = evtimer_new(b->base, on_deadline, b);
+    struct timeval tv = {deadline_ms / 1000, (deadline_ms % 1000) * 1000};
+    if (b->deadline == NULL) {
+        event_base_loopbreak(b->base);
+        return;
+    }
+    evtimer_add(b->deadline, &tv);
+    logf_("stopping (%s in flight, %zu writes waiting)", b->cstate != C_IDLE ? "a claim" : "no claim",
+          b->wn);
+    stop_check(b);
+}
+
+void bridge_free(bridge *b) {
+    if (b == NULL) return;
+    b->freeing = 1;
+    rjq_client_free(b->c); /* awaits and reads end with RJQ_ECANCELED */
+    b->c = NULL;
+    pgconn_free(b->claimer); /* a claim in flight ends (and is freed) here */
+    pgconn_free(b->writer);
+    for (size_t i = 0; i < b->nq; i++) {
+        free(b->queues[i]->name);
+        free(b->queues[i]);
+    }
+    free(b->queues);
+    free(b->queues_param);
+    free_entries(b->w, b->wn); /* the batch in flight was freed with its connection */
+    idmap_free(&b->follows);
+    if (b->poll) event_free(b->poll);
+    if (b->retry) event_free(b->retry);
+    if (b->reconcile) event_free(b->reconcile);
+    if (b->report) event_free(b->report);
+    if (b->deadline) event_free(b->deadline);
+    free(b);
+}

@@ -1,0 +1,41 @@
+/*
+ * The PostgreSQL outbox bridge: moves rows of rjq_jobs into rjq queues
+ * exactly once and writes the jobs' outcomes back (README.md,
+ * "PostgreSQL outbox bridge"; the statements are in schema.h).
+ */
+#ifndef RJQ_PG_BRIDGE_H
+#define RJQ_PG_BRIDGE_H
+
+#include <stddef.h>
+
+#include <event2/event.h>
+
+typedef struct bridge_options {
+    const char *pg;            /* libpq connection string ("" : the PG* variables) */
+    const char *redis_url;     /* NULL: rjq's default */
+    const char *prefix;        /* NULL: "rjq" */
+    char **queues;             /* the queues served; NULL: every queue */
+    size_t nqueues;
+    int batch;                 /* rows per claim (1..10000) */
+    long poll_ms;              /* safety poll when no notification comes */
+    long reconcile_ms;         /* how often open rows are looked for to follow */
+    long report_ms;            /* the log line; 0: none */
+    long long dedup_ms;        /* job ids stay reserved this long after they finish */
+    size_t max_payload;        /* larger payloads make the row fail */
+    size_t max_follow;         /* outcome awaits at most pending at once */
+} bridge_options;
+
+/* Defaults for every field. */
+void bridge_defaults(bridge_options *o);
+
+typedef struct bridge bridge;
+
+/* Start on base (the options are copied where needed: queues must live as
+ * long as the bridge). NULL and a message on stderr when it cannot. */
+bridge *bridge_start(struct event_base *base, const bridge_options *o);
+/* Stop taking rows, finish the claim and the writes in flight (at most
+ * deadline_ms), then break the loop. */
+void bridge_stop(bridge *b, long deadline_ms);
+void bridge_free(bridge *b);
+
+#endif

@@ -1,0 +1,228 @@
+/*
+ * rjq-pg-bridge: moves jobs from a PostgreSQL outbox table into rjq
+ * queues, exactly once, and writes their outcomes back (bridge.c).
+ *
+ * Exit status: 0 after SIGINT/SIGTERM (or --init done), 1 on a runtime
+ * error, 2 on a usage error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <libpq-fe.h>
+
+#include "bridge.h"
+#include "rjq.h"
+#include "schema.h"
+
+#define EXIT_USAGE 2
+
+static const char usage_text[] =
+    "usage: rjq-pg-bridge [options]\n"
+    "       rjq-pg-bridge --init [--pg CONNINFO]\n"
+    "\n"
+    "Moves the rows of the PostgreSQL table rjq_jobs into rjq queues (each row\n"
+    "once, job id \"pg-<row id>\") and writes the jobs' outcomes back to them.\n"
+    "\n"
+    "  --pg CONNINFO        libpq connection string or URI (default: $RJQ_PG, else\n"
+    "                       libpq's PG* environment variables)\n"
+    "  -u, --url URL        Redis URL (default: $RJQ_URL, else redis://127.0.0.1:6379)\n"
+    "  -p, --prefix PREFIX  rjq key prefix (default: rjq)\n"
+    "  --init               create the table, its indexes and triggers (idempotent),\n"
+    "                       then exit\n"
+    "  --queues A,B,...     move the rows of these queues only (default: every queue)\n"
+    "  --batch N            rows per claim, 1..10000 (default 500)\n"
+    "  --poll-ms MS         look for rows this often without a notification\n"
+    "                       (default 30000; new rows notify at once)\n"
+    "  --scan-ms MS         look for open rows to follow this often (default 60000)\n"
+    "  --report-ms MS       a status line this often, 0: none (default 10000)\n"
+    "  --dedup-ms MS        a row's job id stays reserved this long after its job\n"
+    "                       ended (default 86400000: one day)\n"
+    "  --max-payload BYTES  rows with larger payloads fail (default 16777216)\n"
+    "  --max-follow N       outcomes awaited at once (default 100000)\n"
+    "  -h, --help           this text\n"
+    "  --version            the rjq library's version\n";
+
+static int usage_error(const char *fmt, const char *arg) {
+    fprintf(stderr, "rjq-pg-bridge: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(rjq-pg-bridge --help lists the options)\n");
+    return EXIT_USAGE;
+}
+
+static int parse_num(const char *name, const char *s, long long lo, long long hi, long long *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "rjq-pg-bridge: %s: \"%s\" is not a number in %lld..%lld\n", name, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Split "a,b" into names (owned by the returned array's one buffer). */
+static char **split_queues(const char *list, size_t *n) {
+    size_t count = 1;
+    for (const char *p = list; *p; p++) count += *p == ',';
+    char **names = calloc(count + 1, sizeof *names);
+    char *copy = strdup(list);
+    if (names == NULL || copy == NULL) {
+        free(names);
+        free(copy);
+        return NULL;
+    }
+    size_t k = 0;
+    for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        names[k++] = t;
+    names[k] = copy; /* after the last name: freed by the caller */
+    *n = k;
+    return names;
+}
+
+static void quiet(void *arg, const char *message) {
+    (void)arg;
+    (void)message;
+}
+
+static int run_init(const char *conninfo) {
+    PGconn *pg = PQconnectdb(conninfo);
+    if (PQstatus(pg) != CONNECTION_OK) {
+        fprintf(stderr, "rjq-pg-bridge: --init: %s", PQerrorMessage(pg));
+        PQfinish(pg);
+        return 1;
+    }
+    PQsetNoticeProcessor(pg, quiet, NULL); /* "already exists, skipping" */
+    PGresult *r = PQexec(pg, PGB_SQL_INIT);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    if (!ok) fprintf(stderr, "rjq-pg-bridge: --init: %s", PQresultErrorMessage(r));
+    else printf("rjq_jobs is ready\n");
+    PQclear(r);
+    PQfinish(pg);
+    return ok ? 0 : 1;
+}
+
+static bridge *running;
+
+static void on_signal(evutil_socket_t sig, short what, void *arg) {
+    (void)sig;
+    (void)what;
+    (void)arg;
+    if (running) bridge_stop(running, 10000);
+}
+
+int main(int argc, char **argv) {
+    bridge_options o;
+    bridge_defaults(&o);
+    const char *env_pg = getenv("RJQ_PG");
+    if (env_pg) o.pg = env_pg;
+    o.redis_url = getenv("RJQ_URL");
+    int init = 0;
+    char **queues = NULL;
+    enum { O_PG = 256, O_INIT, O_QUEUES, O_BATCH, O_POLL, O_SCAN, O_REPORT, O_DEDUP, O_MAXP, O_MAXF, O_VER };
+    static const struct option longopts[] = {
+        {"pg", required_argument, NULL, O_PG},
+        {"url", required_argument, NULL, 'u'},
+        {"prefix", required_argument, NULL, 'p'},
+        {"init", no_argument, NULL, O_INIT},
+        {"queues", required_argument, NULL, O_QUEUES},
+        {"batch", required_argument, NULL, O_BATCH},
+        {"poll-ms", required_argument, NULL, O_POLL},
+        {"scan-ms", required_argument, NULL, O_SCAN},
+        {"report-ms", required_argument, NULL, O_REPORT},
+        {"dedup-ms", required_argument, NULL, O_DEDUP},
+        {"max-payload", required_argument, NULL, O_MAXP},
+        {"max-follow", required_argument, NULL, O_MAXF},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, O_VER},
+        {NULL, 0, NULL, 0},
+    };
+    int opt, rc = 0;
+    long long v = 0;
+    opterr = 0;
+    while (rc == 0 && (opt = getopt_long(argc, argv, ":u:p:h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case O_PG: o.pg = optarg; break;
+        case 'u': o.redis_url = optarg; break;
+        case 'p': o.prefix = optarg; break;
+        case O_INIT: init = 1; break;
+        case O_QUEUES:
+            free(queues ? queues[o.nqueues] : NULL);
+            free(queues);
+            queues = split_queues(optarg, &o.nqueues);
+            if (queues == NULL || o.nqueues == 0) rc = usage_error("--queues: no queue in \"%s\"", optarg);
+            o.queues = queues;
+            break;
+        case O_BATCH:
+            if ((rc = parse_num("--batch", optarg, 1, RJQ_BATCH_MAX, &v)) == 0) o.batch = (int)v;
+            break;
+        case O_POLL:
+            if ((rc = parse_num("--poll-ms", optarg, 10, 86400000, &v)) == 0) o.poll_ms = (long)v;
+            break;
+        case O_SCAN:
+            if ((rc = parse_num("--scan-ms", optarg, 10, 86400000, &v)) == 0) o.reconcile_ms = (long)v;
+            break;
+        case O_REPORT:
+            if ((rc = parse_num("--report-ms", optarg, 0, 86400000, &v)) == 0) o.report_ms = (long)v;
+            break;
+        case O_DEDUP:
+            if ((rc = parse_num("--dedup-ms", optarg, 0, RJQ_DELAY_MAX, &v)) == 0) o.dedup_ms = v;
+            break;
+        case O_MAXP:
+            if ((rc = parse_num("--max-payload", optarg, 0, 1LL << 31, &v)) == 0) o.max_payload = (size_t)v;
+            break;
+        case O_MAXF:
+            if ((rc = parse_num("--max-follow", optarg, 1, 100000000, &v)) == 0) o.max_follow = (size_t)v;
+            break;
+        case 'h': fputs(usage_text, stdout); return 0;
+        case O_VER:
+            printf("rjq-pg-bridge %d.%d.%d\n", rjq_version() / 10000, rjq_version() / 100 % 100,
+                   rjq_version() % 100);
+            return 0;
+        case ':': rc = usage_error("%s needs a value", argv[optind - 1]); break;
+        default: rc = usage_error("unknown option %s", argv[optind - 1]); break;
+        }
+    }
+    if (rc == 0 && optind < argc) rc = usage_error("unexpected argument \"%s\"", argv[optind]);
+    if (rc != 0) {
+        if (queues) free(queues[o.nqueues]);
+        free(queues);
+        return rc < 0 ? EXIT_USAGE : rc;
+    }
+    if (init) {
+        rc = run_init(o.pg);
+        if (queues) free(queues[o.nqueues]);
+        free(queues);
+        return rc;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    struct event_base *base = event_base_new();
+    struct event *sigint = base ? evsignal_new(base, SIGINT, on_signal, NULL) : NULL;
+    struct event *sigterm = base ? evsignal_new(base, SIGTERM, on_signal, NULL) : NULL;
+    if (sigint == NULL || sigterm == NULL) {
+        fprintf(stderr, "rjq-pg-bridge: cannot create the event loop\n");
+        return 1;
+    }
+    event_add(sigint, NULL);
+    event_add(sigterm, NULL);
+    running = bridge_start(base, &o);
+    if (running == NULL) {
+        rc = 1;
+    } else {
+        event_base_dispatch(base);
+        bridge_free(running);
+        running = NULL;
+    }
+    event_free(sigint);
+    event_free(sigterm);
+    event_base_free(base);
+    if (queues) free(queues[o.nqueues]);
+    free(queues);
+    return rc;
+}

@@ -1,0 +1,106 @@
+/*
+ * The bridge's table and the statements it runs on it (README.md,
+ * "PostgreSQL outbox bridge", documents the table).
+ *
+ * Statuses: queued -> migrated -> processing <-> retry_scheduled ->
+ * completed | failed | cancelled. A row is "open" while queued, migrated,
+ * processing or retry_scheduled. Every write of an outcome names the
+ * statuses it may follow, so a late or repeated write never moves a row
+ * back from a final status.
+ */
+#ifndef RJQ_PG_SCHEMA_H
+#define RJQ_PG_SCHEMA_H
+
+#define PGB_CHANNEL "rjq_jobs"
+#define PGB_JOB_PREFIX "pg-" /* job id = "pg-<row id>" (rjq ids are not all digits) */
+
+/* --init: idempotent (IF NOT EXISTS / OR REPLACE). The partial indexes
+ * hold open rows only, so the hot queries stay small however many
+ * finished rows the table keeps: the claim reads rjq_jobs_queued in
+ * claim order, the lag is the first entry of rjq_jobs_lag, the depth and
+ * the follow scan are index-only scans of rjq_jobs_open. */
+#define PGB_SQL_INIT                                                                          \
+    "CREATE TABLE IF NOT EXISTS rjq_jobs (\n"                                                 \
+    "  id           bigserial PRIMARY KEY,\n"                                                 \
+    "  queue        text NOT NULL,\n"                                                         \
+    "  payload      bytea NOT NULL DEFAULT '',\n"                                             \
+    "  priority     integer NOT NULL DEFAULT 0,\n"                                            \
+    "  run_at       timestamptz NOT NULL DEFAULT now(),\n"                                    \
+    "  max_attempts integer NOT NULL DEFAULT 3,\n"                                            \
+    "  status       text NOT NULL DEFAULT 'queued' CHECK (status IN ('queued', 'migrated',\n" \
+    "                 'processing', 'retry_scheduled', 'completed', 'failed', 'cancelled')),\n" \
+    "  attempts     integer NOT NULL DEFAULT 0,\n"                                            \
+    "  result       bytea,\n"                                                                 \
+    "  error        text,\n"                                                                  \
+    "  created_at   timestamptz NOT NULL DEFAULT now(),\n"                                    \
+    "  updated_at   timestamptz NOT NULL DEFAULT now()\n"                                     \
+    ");\n"                                                                                    \
+    "CREATE INDEX IF NOT EXISTS rjq_jobs_queued ON rjq_jobs (priority DESC, id)\n"            \
+    "  WHERE status = 'queued';\n"                                                            \
+    "CREATE INDEX IF NOT EXISTS rjq_jobs_lag ON rjq_jobs (created_at)\n"                      \
+    "  WHERE status = 'queued';\n"                                                            \
+    "CREATE INDEX IF NOT EXISTS rjq_jobs_open ON rjq_jobs (status, id) INCLUDE (queue)\n"     \
+    "  WHERE status IN ('queued', 'migrated', 'processing', 'retry_scheduled');\n"            \
+    "CREATE OR REPLACE FUNCTION rjq_jobs_notify() RETURNS trigger LANGUAGE plpgsql AS $$\n"   \
+    "BEGIN PERFORM pg_notify('" PGB_CHANNEL "', ''); RETURN NULL; END $$;\n"                  \
+    "CREATE OR REPLACE TRIGGER rjq_jobs_inserted AFTER INSERT ON rjq_jobs\n"                  \
+    "  FOR EACH STATEMENT EXECUTE FUNCTION rjq_jobs_notify();\n"                              \
+    "CREATE OR REPLACE TRIGGER rjq_jobs_requeued AFTER UPDATE OF status ON rjq_jobs\n"        \
+    "  FOR EACH ROW WHEN (NEW.status = 'queued' AND OLD.status <> 'queued')\n"                \
+    "  EXECUTE FUNCTION rjq_jobs_notify();\n"
+
+/* Claim: in a transaction held open until the rows are marked.
+ * $1 batch size, $2 the queues served (text[]; NULL: all). Binary results:
+ * id int8, queue text, payload bytea, priority int4, max_attempts int4,
+ * delay_ms int8. */
+#define PGB_SQL_BEGIN "BEGIN"
+#define PGB_SQL_CLAIM                                                                   \
+    "SELECT id, queue, payload, priority, max_attempts,\n"                              \
+    "  CASE WHEN run_at > now()\n"                                                      \
+    "    THEN ceil(extract(epoch FROM run_at - now()) * 1000)::bigint ELSE 0 END\n"     \
+    "FROM rjq_jobs WHERE status = 'queued' AND ($2::text[] IS NULL OR queue = ANY($2))\n" \
+    "ORDER BY priority DESC, id LIMIT $1 FOR UPDATE SKIP LOCKED"
+/* $1 bigint[] of the rows acknowledged by Redis */
+#define PGB_SQL_MIGRATED \
+    "UPDATE rjq_jobs SET status = 'migrated', updated_at = now() WHERE id = ANY($1::bigint[])"
+/* $1 id, $2 error: a row that cannot become a job */
+#define PGB_SQL_BAD \
+    "UPDATE rjq_jobs SET status = 'failed', error = $2, updated_at = now() WHERE id = $1"
+#define PGB_SQL_COMMIT "COMMIT"
+#define PGB_SQL_ROLLBACK "ROLLBACK"
+
+/* A job started: $1 id, $2 the statuses it may follow (text[]). Returns
+ * the row's queue and its status before (a row that was failed had its
+ * dead job replayed). */
+#define PGB_SQL_ACTIVE                                                                        \
+    "UPDATE rjq_jobs j SET status = 'processing', attempts = j.attempts + 1, updated_at = now()\n" \
+    "FROM (SELECT id, status FROM rjq_jobs WHERE id = $1 AND status = ANY($2::text[])\n"      \
+    "      FOR UPDATE) old\n"                                                                 \
+    "WHERE j.id = old.id\n"                                                                   \
+    "RETURNING j.queue, old.status"
+/* Any other outcome: $1 id, $2 status, $3 result (bytea, binary; NULL:
+ * unchanged), $4 error (NULL: unchanged), $5 attempts (-1: unchanged),
+ * $6 the statuses it may follow (text[]). */
+#define PGB_SQL_SET                                                                    \
+    "UPDATE rjq_jobs SET status = $2, result = COALESCE($3, result),\n"                 \
+    "  error = COALESCE($4, error),\n"                                                  \
+    "  attempts = CASE WHEN $5::int >= 0 THEN $5::int ELSE attempts END,\n"             \
+    "  updated_at = now()\n"                                                            \
+    "WHERE id = $1 AND status = ANY($6::text[])"
+
+/* Open rows the bridge follows, after id $1 (binary: id int8, queue text). */
+#define PGB_SQL_FOLLOW_SCAN                                                                \
+    "SELECT id, queue FROM rjq_jobs\n"                                                     \
+    "WHERE status IN ('migrated', 'processing', 'retry_scheduled') AND id > $1\n"          \
+    "ORDER BY id LIMIT 1000"
+#define PGB_FOLLOW_PAGE 1000
+
+/* The report (text results). */
+#define PGB_SQL_DEPTH                                                                  \
+    "SELECT queue, status, count(*) FROM rjq_jobs\n"                                    \
+    "WHERE status IN ('queued', 'migrated', 'processing', 'retry_scheduled')\n"         \
+    "GROUP BY 1, 2 ORDER BY 1, 2"
+#define PGB_SQL_LAG \
+    "SELECT COALESCE(extract(epoch FROM now() - min(created_at)), 0) FROM rjq_jobs WHERE status = 'queued'"
+
+#endif

@@ -629,8 +629,8 @@ static void on_scanned(void *arg, PGresult **res, int n, const char *err,
 static void scan_page(bridge *b) {
     char after[24];
     snprintf(after, sizeof after, "%" PRId64, b->scan_after);
-    const char *v[1] = {after};
-    if (pgconn_query(b->writer, PGB_SQL_FOLLOW_SCAN, 1, v, NULL, NULL, 1) != 0 ||
+    const char *v[2] = {after, b->queues_param};
+    if (pgconn_query(b->writer, PGB_SQL_FOLLOW_SCAN, 2, v, NULL, NULL, 1) != 0 ||
         pgconn_sync(b->writer, on_scanned, b) != 0)
         b->reconciling = 0;
 }
@@ -897,14 +897,14 @@ static void on_claimed(void *arg, PGresult **res, int n, const char *err,
     (void)sqlstate;
     bridge *b = arg;
     if (b->freeing) return;
-    if (err || n < 2) {
+    if (err || n < 3) {
         char msg[512];
         if (err) logf_("claiming rows: %s", oneline(err, msg, sizeof msg));
         rollback(b);
         claim_idle(b, 0, RETRY_MS);
         return;
     }
-    PGresult *r = res[1];
+    PGresult *r = res[2]; /* after BEGIN and SET */
     int rows = PQntuples(r);
     if (rows == 0) { /* nothing queued: end the transaction */
         b->cstate = C_MARKING;
@@ -953,6 +953,7 @@ static void claim_next(bridge *b) {
     const char *v[2] = {batch, b->queues_param};
     b->cstate = C_SELECTING;
     if (pgconn_query(b->claimer, PGB_SQL_BEGIN, 0, NULL, NULL, NULL, 0) != 0 ||
+        pgconn_query(b->claimer, PGB_SQL_CLAIM_PLAN, 0, NULL, NULL, NULL, 0) != 0 ||
         pgconn_query(b->claimer, PGB_SQL_CLAIM, 2, v, NULL, NULL, 1) != 0 ||
         pgconn_sync(b->claimer, on_claimed, b) != 0) {
         /* the connection went down: its return claims */

@@ -22,17 +22,82 @@
 #define BRIDGE RJQ_BUILD_DIR "/rjq-pg-bridge"
 #define MAX_ROWS 10001
 
+/* ---- workers in this process -------------------------------------------------------- */
+
+typedef struct workers {
+    rjq_client *c[3];
+    rjq_worker *w[3];
+    int n;
+    long runs[MAX_ROWS]; /* starts per row id */
+    long total;
+    long sleep_us;       /* work per job */
+    int fail_pattern;    /* payloads starting "fail" are failed fatally */
+    long order[MAX_ROWS];/* row ids in start order */
+    long started;
+} workers;
+
+/* A private PostgreSQL with the table, a private redis-server with a
+ * client and the queue "jobs", and (not started) workers. Static: the
+ * workers' arrays are large. */
+static struct {
+    pg_server p;
+    test_env e;
+    workers ws;
+} F;
+
+static long row_of(const rjq_job *job) {
+    const char *id = rjq_job_id(job);
+    ASSERT(strncmp(id, "pg-", 3) == 0);
+    long row = atol(id + 3);
+    ASSERT(row > 0 && row < MAX_ROWS);
+    return row;
+}
+
+static void handler(rjq_job *job, void *data) {
+    workers *ws = data;
+    long row = row_of(job);
+    ws->runs[row]++;
+    ws->total++;
+    ws->order[ws->started++ % MAX_ROWS] = row;
+    size_t len;
+    const char *p = rjq_job_payload(job, &len);
+    if (ws->sleep_us) usleep((useconds_t)ws->sleep_us);
+    if (ws->fail_pattern && len >= 4 && memcmp(p, "fail", 4) == 0) {
+        ASSERT_OK(rjq_job_fail(job, "it failed on purpose", RJQ_FAIL_FATAL, 0, on_done_ok, NULL));
+        return;
+    }
+    char result[256];
+    int n = snprintf(result, sizeof result, "r:%.*s", (int)(len < 200 ? len : 200), p);
+    ASSERT_OK(rjq_job_complete(job, result, (size_t)n, on_done_ok, NULL));
+}
+
+static void workers_start(const char *queue, int n, int concurrency) {
+    workers *ws = &F.ws;
+    ws->n = n;
+    for (int i = 0; i < n; i++) {
+        ws->c[i] = client_for(F.e.base, &F.e.s);
+        rjq_worker_options o = quiet_worker_options(concurrency);
+        o.poll_ms = 200;
+        ASSERT_OK(rjq_worker_start(queue_for(ws->c[i], queue), &o, handler, ws, &ws->w[i]));
+    }
+}
+
+static void workers_free(workers *ws) {
+    for (int i = 0; i < ws->n; i++) rjq_client_free(ws->c[i]);
+    ws->n = 0;
+}
+
 /* ---- the bridge as a child process ---------------------------------------------- */
 
 /* Start a bridge; extra: more arguments (NULL-terminated, may be NULL). */
-static pid_t bridge_spawn(const pg_server *p, const test_env *e, const char *const *extra) {
+static pid_t bridge_spawn(const char *const *extra) {
     const char *argv[32];
     int n = 0;
     argv[n++] = BRIDGE;
     argv[n++] = "--pg";
-    argv[n++] = p->conninfo;
+    argv[n++] = F.p.conninfo;
     argv[n++] = "-u";
-    argv[n++] = e->s.url;
+    argv[n++] = F.e.s.url;
     argv[n++] = "-p";
     argv[n++] = "t";
     argv[n++] = "--poll-ms";
@@ -78,257 +143,170 @@ static void init_table(pg_server *p) {
     ASSERT_EQ(0, bridge_run(args));
 }
 
-/* ---- workers in this process -------------------------------------------------------- */
+/* ---- the set-up every test shares ------------------------------------------------------ */
 
-typedef struct workers {
-    rjq_client *c[3];
-    rjq_worker *w[3];
-    int n;
-    long runs[MAX_ROWS]; /* starts per row id */
-    long total;
-    long sleep_us;       /* work per job */
-    int fail_pattern;    /* payloads starting "fail" are failed fatally */
-    long order[MAX_ROWS];/* row ids in start order */
-    long started;
-} workers;
-
-static long row_of(const rjq_job *job) {
-    const char *id = rjq_job_id(job);
-    ASSERT(strncmp(id, "pg-", 3) == 0);
-    long row = atol(id + 3);
-    ASSERT(row > 0 && row < MAX_ROWS);
-    return row;
+static void setup(void) {
+    memset(&F.ws, 0, sizeof F.ws);
+    pg_start(&F.p);
+    init_table(&F.p);
+    env_start(&F.e, "jobs");
 }
 
-static void handler(rjq_job *job, void *data) {
-    workers *ws = data;
-    long row = row_of(job);
-    ws->runs[row]++;
-    ws->total++;
-    ws->order[ws->started++ % MAX_ROWS] = row;
-    size_t len;
-    const char *p = rjq_job_payload(job, &len);
-    if (ws->sleep_us) usleep((useconds_t)ws->sleep_us);
-    if (ws->fail_pattern && len >= 4 && memcmp(p, "fail", 4) == 0) {
-        ASSERT_OK(rjq_job_fail(job, "it failed on purpose", RJQ_FAIL_FATAL, 0, on_done_ok, NULL));
-        return;
-    }
-    char result[256];
-    int n = snprintf(result, sizeof result, "r:%.*s", (int)(len < 200 ? len : 200), p);
-    ASSERT_OK(rjq_job_complete(job, result, (size_t)n, on_done_ok, NULL));
-}
-
-static void workers_start(workers *ws, test_env *e, const char *queue, int n, int concurrency) {
-    ws->n = n;
-    for (int i = 0; i < n; i++) {
-        ws->c[i] = client_for(e->base, &e->s);
-        rjq_worker_options o = quiet_worker_options(concurrency);
-        o.poll_ms = 200;
-        ASSERT_OK(rjq_worker_start(queue_for(ws->c[i], queue), &o, handler, ws, &ws->w[i]));
-    }
-}
-
-static void workers_free(workers *ws) {
-    for (int i = 0; i < ws->n; i++) rjq_client_free(ws->c[i]);
-    ws->n = 0;
+static void teardown(void) {
+    workers_free(&F.ws);
+    env_stop(&F.e);
+    pg_stop(&F.p);
 }
 
 /* ---- waiting on PostgreSQL while the loop runs ------------------------------------------ */
 
 /* Run the loop until the query's number is `want` (or fail after timeout). */
-static void wait_pg(test_env *e, pg_server *p, const char *sql, long long want, long timeout_ms) {
+static void wait_pg(const char *sql, long long want, long timeout_ms) {
     double end = mono_ms() + (double)timeout_ms;
     long long got = -1;
     while (mono_ms() < end) {
-        if ((got = pg_int(p, sql)) == want) return;
-        loop_for(e->base, 50);
+        if ((got = pg_int(&F.p, sql)) == want) return;
+        loop_for(F.e.base, 50);
     }
     FAIL_AT(__FILE__, __LINE__, "%s: expected %lld, got %lld", sql, want, got);
 }
 
-static void insert_rows(pg_server *p, const char *queue, long first, long n, const char *prio) {
+static void insert_rows(const char *queue, long first, long n, const char *prio) {
     char sql[512];
     snprintf(sql, sizeof sql,
              "INSERT INTO rjq_jobs (queue, payload, priority) "
              "SELECT '%s', convert_to('p' || g, 'UTF8'), %s FROM generate_series(%ld, %ld) g ORDER BY g",
              queue, prio, first, first + n - 1);
-    pg_exec(p, sql);
+    pg_exec(&F.p, sql);
 }
 
 /* Every row completed once, with the worker's result of its payload. */
-static void assert_all_completed_once(pg_server *p, workers *ws, long rows) {
-    ASSERT_EQ(rows, pg_int(p, "SELECT count(*) FROM rjq_jobs WHERE status = 'completed' AND "
+static void assert_all_completed_once(long rows) {
+    ASSERT_EQ(rows, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status = 'completed' AND "
                               "result = convert_to('r:', 'UTF8') || payload AND attempts = 1"));
     for (long i = 1; i <= rows; i++)
-        if (ws->runs[i] != 1) FAIL_AT(__FILE__, __LINE__, "row %ld ran %ld times", i, ws->runs[i]);
+        if (F.ws.runs[i] != 1) FAIL_AT(__FILE__, __LINE__, "row %ld ran %ld times", i, F.ws.runs[i]);
 }
 
 /* ---- the tests --------------------------------------------------------------------- */
 
 TEST(ten_thousand_rows_two_bridges_three_workers_each_job_runs_once) {
-    pg_server p;
-    test_env e;
-    pg_start(&p);
-    init_table(&p);
-    env_start(&e, "jobs");
-    static workers ws;
-    memset(&ws, 0, sizeof ws);
-    workers_start(&ws, &e, "jobs", 3, 8);
+    setup();
+    workers_start("jobs", 3, 8);
     const char *extra[] = {"--batch", "200", NULL};
-    pid_t b1 = bridge_spawn(&p, &e, extra), b2 = bridge_spawn(&p, &e, extra);
+    pid_t b1 = bridge_spawn(extra), b2 = bridge_spawn(extra);
     for (long t = 0; t < 100; t++) { /* 100 transactions of 100 rows */
-        insert_rows(&p, "jobs", t * 100 + 1, 100, "g % 7");
-        loop_for(e.base, 5);
+        insert_rows("jobs", t * 100 + 1, 100, "g % 7");
+        loop_for(F.e.base, 5);
     }
-    wait_pg(&e, &p, "SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 90000);
-    assert_all_completed_once(&p, &ws, 10000);
-    ASSERT_EQ(10000, get_stats(e.base, e.q).enqueued); /* no id enqueued twice */
-    ASSERT_EQ(10000, ws.total);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 90000);
+    assert_all_completed_once(10000);
+    ASSERT_EQ(10000, get_stats(F.e.base, F.e.q).enqueued); /* no id enqueued twice */
+    ASSERT_EQ(10000, F.ws.total);
     bridge_stop(b1);
     bridge_stop(b2);
-    workers_free(&ws);
-    env_stop(&e);
-    pg_stop(&p);
+    teardown();
 }
 
 TEST(rows_of_one_batch_start_by_priority_then_in_insert_order) {
-    pg_server p;
-    test_env e;
-    pg_start(&p);
-    init_table(&p);
-    env_start(&e, "jobs");
+    setup();
     count_wait cw = {0};
-    ASSERT_OK(rjq_queue_pause(e.q, on_count, &cw));
-    ASSERT(loop_until(e.base, &cw.done, 5000));
-    pid_t b = bridge_spawn(&p, &e, NULL);
+    ASSERT_OK(rjq_queue_pause(F.e.q, on_count, &cw));
+    ASSERT(loop_until(F.e.base, &cw.done, 5000));
+    pid_t b = bridge_spawn(NULL);
     /* one transaction, priorities -5..5 in a scrambled order */
-    insert_rows(&p, "jobs", 1, 300, "(g * 7) % 11 - 5");
-    wait_pg(&e, &p, "SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", 300, 30000);
-    static workers ws;
-    memset(&ws, 0, sizeof ws);
-    workers_start(&ws, &e, "jobs", 1, 1);
+    insert_rows("jobs", 1, 300, "(g * 7) % 11 - 5");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", 300, 30000);
+    workers_start("jobs", 1, 1);
     cw.done = 0;
-    ASSERT_OK(rjq_queue_resume(e.q, on_count, &cw));
-    ASSERT(loop_until(e.base, &cw.done, 5000));
-    wait_pg(&e, &p, "SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 30000);
-    ASSERT_EQ(300, ws.started);
-    for (long i = 1; i < ws.started; i++) {
-        long a = ws.order[i - 1], c = ws.order[i];
+    ASSERT_OK(rjq_queue_resume(F.e.q, on_count, &cw));
+    ASSERT(loop_until(F.e.base, &cw.done, 5000));
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 30000);
+    ASSERT_EQ(300, F.ws.started);
+    for (long i = 1; i < F.ws.started; i++) {
+        long a = F.ws.order[i - 1], c = F.ws.order[i];
         long pa = (a * 7) % 11 - 5, pc = (c * 7) % 11 - 5; /* row id g = payload g */
         if (pa < pc || (pa == pc && a > c))
             FAIL_AT(__FILE__, __LINE__, "row %ld (priority %ld) started before row %ld (priority %ld)",
                     a, pa, c, pc);
     }
     bridge_stop(b);
-    workers_free(&ws);
-    env_stop(&e);
-    pg_stop(&p);
+    teardown();
 }
 
 TEST(bridge_killed_between_enqueue_and_marking_loses_and_duplicates_nothing) {
-    pg_server p;
-    test_env e;
-    pg_start(&p);
-    init_table(&p);
-    env_start(&e, "jobs");
+    setup();
     /* the bridge's "migrated" update waits on an advisory lock the test
      * holds: the jobs are in Redis, the rows still queued */
-    pg_exec(&p, "CREATE FUNCTION hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+    pg_exec(&F.p, "CREATE FUNCTION hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
                 "PERFORM pg_advisory_lock_shared(4242); RETURN NEW; END $$;"
                 "CREATE TRIGGER hold BEFORE UPDATE ON rjq_jobs FOR EACH ROW "
                 "WHEN (NEW.status = 'migrated') EXECUTE FUNCTION hold();"
                 "SELECT pg_advisory_lock(4242)");
-    pid_t b1 = bridge_spawn(&p, &e, NULL);
-    insert_rows(&p, "jobs", 1, 500, "0");
+    pid_t b1 = bridge_spawn(NULL);
+    insert_rows("jobs", 1, 500, "0");
     double end = mono_ms() + 30000;
-    while (get_stats(e.base, e.q).enqueued < 500 && mono_ms() < end) loop_for(e.base, 50);
-    ASSERT_EQ(500, get_stats(e.base, e.q).enqueued);
-    wait_pg(&e, &p,
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted",
+    while (get_stats(F.e.base, F.e.q).enqueued < 500 && mono_ms() < end) loop_for(F.e.base, 50);
+    ASSERT_EQ(500, get_stats(F.e.base, F.e.q).enqueued);
+    wait_pg("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted",
             1, 10000);
     kill(b1, SIGKILL);
     reap(b1, 10000);
     /* its transaction dies with its backend */
-    pg_exec(&p, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+    pg_exec(&F.p, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                 "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'");
-    pg_exec(&p, "SELECT pg_advisory_unlock(4242); DROP TRIGGER hold ON rjq_jobs");
-    wait_pg(&e, &p, "SELECT count(*) FROM rjq_jobs WHERE status = 'queued'", 500, 10000);
+    pg_exec(&F.p, "SELECT pg_advisory_unlock(4242); DROP TRIGGER hold ON rjq_jobs");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'queued'", 500, 10000);
     /* the next bridge sends the same ids: Redis has them, nothing doubles */
-    static workers ws;
-    memset(&ws, 0, sizeof ws);
-    workers_start(&ws, &e, "jobs", 2, 8);
-    pid_t b2 = bridge_spawn(&p, &e, NULL);
-    wait_pg(&e, &p, "SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 30000);
-    assert_all_completed_once(&p, &ws, 500);
-    ASSERT_EQ(500, get_stats(e.base, e.q).enqueued);
+    workers_start("jobs", 2, 8);
+    pid_t b2 = bridge_spawn(NULL);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 30000);
+    assert_all_completed_once(500);
+    ASSERT_EQ(500, get_stats(F.e.base, F.e.q).enqueued);
     bridge_stop(b2);
-    workers_free(&ws);
-    env_stop(&e);
-    pg_stop(&p);
+    teardown();
 }
 
 TEST(rows_whose_jobs_redis_lost_are_moved_again_and_complete) {
-    pg_server p;
-    test_env e;
-    pg_start(&p);
-    init_table(&p);
-    env_start(&e, "jobs");
-    pid_t b = bridge_spawn(&p, &e, NULL);
-    insert_rows(&p, "jobs", 1, 300, "0");
-    wait_pg(&e, &p, "SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", 300, 30000);
-    ASSERT_EQ(300, get_stats(e.base, e.q).ready);
-    server_restart(&e.s, NULL); /* no persistence: every job is gone */
-    redisFree(e.rc);
-    e.rc = server_connect(&e.s);
-    static workers ws;
-    memset(&ws, 0, sizeof ws);
-    workers_start(&ws, &e, "jobs", 2, 8);
-    wait_pg(&e, &p, "SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 60000);
-    assert_all_completed_once(&p, &ws, 300);
+    setup();
+    pid_t b = bridge_spawn(NULL);
+    insert_rows("jobs", 1, 300, "0");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", 300, 30000);
+    ASSERT_EQ(300, get_stats(F.e.base, F.e.q).ready);
+    server_restart(&F.e.s, NULL); /* no persistence: every job is gone */
+    redisFree(F.e.rc);
+    F.e.rc = server_connect(&F.e.s);
+    workers_start("jobs", 2, 8);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 60000);
+    assert_all_completed_once(300);
     bridge_stop(b);
-    workers_free(&ws);
-    env_stop(&e);
-    pg_stop(&p);
+    teardown();
 }
 
 TEST(postgres_restarted_mid_run_loses_nothing) {
-    pg_server p;
-    test_env e;
-    pg_start(&p);
-    init_table(&p);
-    env_start(&e, "jobs");
-    static workers ws;
-    memset(&ws, 0, sizeof ws);
-    ws.sleep_us = 2000; /* 2 ms a job, one at a time: the restart falls mid-run */
-    workers_start(&ws, &e, "jobs", 1, 1);
-    pid_t b = bridge_spawn(&p, &e, NULL);
-    for (long t = 0; t < 10; t++) insert_rows(&p, "jobs", t * 100 + 1, 100, "0");
+    setup();
+    F.ws.sleep_us = 2000; /* 2 ms a job, one at a time: the restart falls mid-run */
+    workers_start("jobs", 1, 1);
+    pid_t b = bridge_spawn(NULL);
+    for (long t = 0; t < 10; t++) insert_rows("jobs", t * 100 + 1, 100, "0");
     double end = mono_ms() + 30000;
-    while (ws.total < 200 && mono_ms() < end) loop_for(e.base, 10);
-    ASSERT(ws.total >= 200);
-    pg_restart(&p);
-    ASSERT(ws.total < 1000); /* outcomes arrived while PostgreSQL was away */
-    insert_rows(&p, "jobs", 1001, 100, "0"); /* and rows come after it */
-    wait_pg(&e, &p, "SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 60000);
-    assert_all_completed_once(&p, &ws, 1100);
+    while (F.ws.total < 200 && mono_ms() < end) loop_for(F.e.base, 10);
+    ASSERT(F.ws.total >= 200);
+    pg_restart(&F.p);
+    ASSERT(F.ws.total < 1000); /* outcomes arrived while PostgreSQL was away */
+    insert_rows("jobs", 1001, 100, "0"); /* and rows come after it */
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 60000);
+    assert_all_completed_once(1100);
     bridge_stop(b);
-    workers_free(&ws);
-    env_stop(&e);
-    pg_stop(&p);
+    teardown();
 }
 
 TEST(bad_rows_fail_with_a_clear_error_and_the_others_go_on) {
-    pg_server p;
-    test_env e;
-    pg_start(&p);
-    init_table(&p);
-    env_start(&e, "jobs");
-    static workers ws;
-    memset(&ws, 0, sizeof ws);
-    workers_start(&ws, &e, "jobs", 1, 4);
+    setup();
+    workers_start("jobs", 1, 4);
     const char *extra[] = {"--max-payload", "1000", NULL};
-    pid_t b = bridge_spawn(&p, &e, extra);
-    pg_exec(&p, "BEGIN;"
+    pid_t b = bridge_spawn(extra);
+    pg_exec(&F.p, "BEGIN;"
                 "INSERT INTO rjq_jobs (queue, payload) SELECT 'jobs', convert_to('p' || g, 'UTF8') "
                 "  FROM generate_series(1, 10) g ORDER BY g;"
                 "INSERT INTO rjq_jobs (queue, payload) VALUES ('jobs', convert_to(repeat('x', 1001), 'UTF8'));"
@@ -339,122 +317,94 @@ TEST(bad_rows_fail_with_a_clear_error_and_the_others_go_on) {
                 "INSERT INTO rjq_jobs (queue, payload) SELECT 'jobs', convert_to('q' || g, 'UTF8') "
                 "  FROM generate_series(1, 10) g ORDER BY g;"
                 "COMMIT");
-    wait_pg(&e, &p,
-            "SELECT count(*) FROM rjq_jobs WHERE status NOT IN ('completed', 'failed')", 0, 30000);
-    ASSERT_EQ(20, pg_int(&p, "SELECT count(*) FROM rjq_jobs WHERE status = 'completed'"));
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status NOT IN ('completed', 'failed')", 0, 30000);
+    ASSERT_EQ(20, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status = 'completed'"));
     ASSERT_STREQ("payload of 1001 bytes is over the limit of 1000 bytes",
-                 pg_text(&p, "SELECT error FROM rjq_jobs WHERE id = 11 AND status = 'failed'"));
-    ASSERT(strstr(pg_text(&p, "SELECT error FROM rjq_jobs WHERE id = 12 AND status = 'failed'"),
+                 pg_text(&F.p, "SELECT error FROM rjq_jobs WHERE id = 11 AND status = 'failed'"));
+    ASSERT(strstr(pg_text(&F.p, "SELECT error FROM rjq_jobs WHERE id = 12 AND status = 'failed'"),
                   "queue name \"no such{queue}\" is not valid for rjq"));
-    ASSERT(strstr(pg_text(&p, "SELECT error FROM rjq_jobs WHERE id = 13 AND status = 'failed'"),
+    ASSERT(strstr(pg_text(&F.p, "SELECT error FROM rjq_jobs WHERE id = 13 AND status = 'failed'"),
                   "queue name \"\" is not valid for rjq"));
     ASSERT_STREQ("max_attempts -1 is below 1",
-                 pg_text(&p, "SELECT error FROM rjq_jobs WHERE id = 14 AND status = 'failed'"));
+                 pg_text(&F.p, "SELECT error FROM rjq_jobs WHERE id = 14 AND status = 'failed'"));
     ASSERT_STREQ("priority 2000000 is outside -1000000..1000000",
-                 pg_text(&p, "SELECT error FROM rjq_jobs WHERE id = 15 AND status = 'failed'"));
-    ASSERT_EQ(20, get_stats(e.base, e.q).enqueued); /* nothing of the bad rows in Redis */
+                 pg_text(&F.p, "SELECT error FROM rjq_jobs WHERE id = 15 AND status = 'failed'"));
+    ASSERT_EQ(20, get_stats(F.e.base, F.e.q).enqueued); /* nothing of the bad rows in Redis */
     bridge_stop(b);
-    workers_free(&ws);
-    env_stop(&e);
-    pg_stop(&p);
+    teardown();
 }
 
 TEST(dead_and_cancelled_jobs_are_written_back_and_a_replay_brings_a_row_back) {
-    pg_server p;
-    test_env e;
-    pg_start(&p);
-    init_table(&p);
-    env_start(&e, "jobs");
-    static workers ws;
-    memset(&ws, 0, sizeof ws);
-    ws.fail_pattern = 1;
-    workers_start(&ws, &e, "jobs", 1, 2);
-    pid_t b = bridge_spawn(&p, &e, NULL);
-    pg_exec(&p, "INSERT INTO rjq_jobs (queue, payload) VALUES ('jobs', 'fail me'), ('jobs', 'fine');"
+    setup();
+    F.ws.fail_pattern = 1;
+    workers_start("jobs", 1, 2);
+    pid_t b = bridge_spawn(NULL);
+    pg_exec(&F.p, "INSERT INTO rjq_jobs (queue, payload) VALUES ('jobs', 'fail me'), ('jobs', 'fine');"
                 "INSERT INTO rjq_jobs (queue, payload, run_at) "
                 "  VALUES ('jobs', 'later', now() + interval '1 hour')");
-    wait_pg(&e, &p, "SELECT count(*) FROM rjq_jobs WHERE id = 1 AND status = 'failed' "
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE id = 1 AND status = 'failed' "
                     "AND error = 'it failed on purpose' AND attempts = 1", 1, 30000);
-    wait_pg(&e, &p, "SELECT count(*) FROM rjq_jobs WHERE id = 2 AND status = 'completed'", 1, 30000);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE id = 2 AND status = 'completed'", 1, 30000);
     /* the delayed one waits in Redis; cancel it there */
-    wait_pg(&e, &p, "SELECT count(*) FROM rjq_jobs WHERE id = 3 AND status = 'migrated'", 1, 30000);
-    ASSERT_EQ(1, get_stats(e.base, e.q).delayed);
-    ASSERT_OK(rjq_queue_cancel(e.q, "pg-3", NULL, NULL));
-    wait_pg(&e, &p, "SELECT count(*) FROM rjq_jobs WHERE id = 3 AND status = 'cancelled'", 1, 30000);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE id = 3 AND status = 'migrated'", 1, 30000);
+    ASSERT_EQ(1, get_stats(F.e.base, F.e.q).delayed);
+    ASSERT_OK(rjq_queue_cancel(F.e.q, "pg-3", NULL, NULL));
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE id = 3 AND status = 'cancelled'", 1, 30000);
     /* replayed, the dead job runs again and now succeeds */
-    ws.fail_pattern = 0;
+    F.ws.fail_pattern = 0;
     count_wait cw = {0};
-    ASSERT_OK(rjq_queue_replay(e.q, "pg-1", 0, on_count, &cw));
-    ASSERT(loop_until(e.base, &cw.done, 5000));
+    ASSERT_OK(rjq_queue_replay(F.e.q, "pg-1", 0, on_count, &cw));
+    ASSERT(loop_until(F.e.base, &cw.done, 5000));
     ASSERT_EQ(1, cw.n);
-    wait_pg(&e, &p, "SELECT count(*) FROM rjq_jobs WHERE id = 1 AND status = 'completed' "
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE id = 1 AND status = 'completed' "
                     "AND result = convert_to('r:fail me', 'UTF8') AND attempts = 1",
             1, 30000);
     bridge_stop(b);
-    workers_free(&ws);
-    env_stop(&e);
-    pg_stop(&p);
+    teardown();
 }
 
 TEST(a_restarted_bridge_follows_the_rows_it_had_moved) {
-    pg_server p;
-    test_env e;
-    pg_start(&p);
-    init_table(&p);
-    env_start(&e, "jobs");
-    pid_t b1 = bridge_spawn(&p, &e, NULL);
-    insert_rows(&p, "jobs", 1, 200, "0");
-    wait_pg(&e, &p, "SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", 200, 30000);
+    setup();
+    pid_t b1 = bridge_spawn(NULL);
+    insert_rows("jobs", 1, 200, "0");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", 200, 30000);
     bridge_stop(b1);
     /* the jobs run while no bridge follows them */
-    static workers ws;
-    memset(&ws, 0, sizeof ws);
-    workers_start(&ws, &e, "jobs", 1, 8);
+    workers_start("jobs", 1, 8);
     double end = mono_ms() + 30000;
-    while (ws.total < 200 && mono_ms() < end) loop_for(e.base, 20);
-    ASSERT_EQ(200, ws.total);
-    ASSERT_EQ(200, pg_int(&p, "SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'"));
-    pid_t b2 = bridge_spawn(&p, &e, NULL); /* reads their stored outcomes */
-    wait_pg(&e, &p, "SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 30000);
-    assert_all_completed_once(&p, &ws, 200);
+    while (F.ws.total < 200 && mono_ms() < end) loop_for(F.e.base, 20);
+    ASSERT_EQ(200, F.ws.total);
+    ASSERT_EQ(200, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'"));
+    pid_t b2 = bridge_spawn(NULL); /* reads their stored outcomes */
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 30000);
+    assert_all_completed_once(200);
     bridge_stop(b2);
-    workers_free(&ws);
-    env_stop(&e);
-    pg_stop(&p);
+    teardown();
 }
 
 TEST(a_bridge_with_queues_moves_only_their_rows) {
-    pg_server p;
-    test_env e;
-    pg_start(&p);
-    init_table(&p);
-    env_start(&e, "jobs");
-    static workers ws;
-    memset(&ws, 0, sizeof ws);
-    workers_start(&ws, &e, "jobs", 1, 4);
+    setup();
+    workers_start("jobs", 1, 4);
     const char *extra[] = {"--queues", "jobs,more", NULL};
-    pid_t b = bridge_spawn(&p, &e, extra);
-    insert_rows(&p, "jobs", 1, 20, "0");
-    insert_rows(&p, "others", 21, 20, "0");
-    wait_pg(&e, &p, "SELECT count(*) FROM rjq_jobs WHERE queue = 'jobs' AND status = 'completed'", 20,
+    pid_t b = bridge_spawn(extra);
+    insert_rows("jobs", 1, 20, "0");
+    insert_rows("others", 21, 20, "0");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE queue = 'jobs' AND status = 'completed'", 20,
             30000);
     /* another bridge's rows: untouched (not failed, not moved) */
-    ASSERT_EQ(20, pg_int(&p, "SELECT count(*) FROM rjq_jobs WHERE queue = 'others' AND status = 'queued'"));
-    rjq_queue *others = queue_for(e.c, "others");
-    ASSERT_EQ(0, get_stats(e.base, others).enqueued);
+    ASSERT_EQ(20, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE queue = 'others' AND status = 'queued'"));
+    rjq_queue *others = queue_for(F.e.c, "others");
+    ASSERT_EQ(0, get_stats(F.e.base, others).enqueued);
     bridge_stop(b);
-    workers_free(&ws);
-    env_stop(&e);
-    pg_stop(&p);
+    teardown();
 }
 
 TEST(init_is_idempotent_and_bad_options_exit_2) {
-    pg_server p;
-    pg_start(&p);
-    init_table(&p);
-    init_table(&p); /* again: nothing changes, no error */
-    ASSERT_EQ(1, pg_int(&p, "SELECT count(*) FROM pg_trigger WHERE tgname = 'rjq_jobs_inserted'"));
-    ASSERT_EQ(2, pg_int(&p, "SELECT count(*) FROM pg_indexes WHERE tablename = 'rjq_jobs' "
+    pg_start(&F.p);
+    init_table(&F.p);
+    init_table(&F.p); /* again: nothing changes, no error */
+    ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM pg_trigger WHERE tgname = 'rjq_jobs_inserted'"));
+    ASSERT_EQ(2, pg_int(&F.p, "SELECT count(*) FROM pg_indexes WHERE tablename = 'rjq_jobs' "
                             "AND indexname IN ('rjq_jobs_queued', 'rjq_jobs_open')"));
     const char *bad_batch[] = {"--batch", "0", NULL};
     ASSERT_EQ(2, bridge_run(bad_batch));
@@ -464,5 +414,5 @@ TEST(init_is_idempotent_and_bad_options_exit_2) {
     ASSERT_EQ(0, bridge_run(help));
     const char *bad_pg[] = {"--pg", "host=127.0.0.1 port=1 connect_timeout=2", "--init", NULL};
     ASSERT_EQ(1, bridge_run(bad_pg));
-    pg_stop(&p);
+    pg_stop(&F.p);
 }

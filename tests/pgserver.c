@@ -125,8 +125,11 @@ static void pg_shutdown(pg_server *p) {
     p->pid = 0;
 }
 
-void pg_restart(pg_server *p) {
+void pg_halt(pg_server *p) {
     pg_shutdown(p);
+}
+
+void pg_resume(pg_server *p) {
     pg_launch(p);
 }
 

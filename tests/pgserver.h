@@ -22,9 +22,11 @@ typedef struct pg_server {
 /* Start it (killed if the test aborts) and connect. Aborts the test if it
  * cannot. */
 void pg_start(pg_server *p);
-/* A fast shutdown (SIGINT to the postmaster), waited for; then start
- * again on the same port and data. The test's connection is made again. */
-void pg_restart(pg_server *p);
+/* A fast shutdown (SIGINT to the postmaster), waited for (the test's
+ * connection goes too); pg_resume starts it again on the same port and
+ * data and connects again. */
+void pg_halt(pg_server *p);
+void pg_resume(pg_server *p);
 /* Stop it and remove its directory. */
 void pg_stop(pg_server *p);
 

@@ -32,6 +32,9 @@ typedef struct workers {
     long total;
     long sleep_us;       /* work per job */
     int fail_pattern;    /* payloads starting "fail" are failed fatally */
+    int hold;            /* jobs are kept in held[] (the test ends them) */
+    rjq_job *held[MAX_ROWS];
+    long nheld;
     long order[MAX_ROWS];/* row ids in start order */
     long started;
 } workers;
@@ -61,6 +64,10 @@ static void handler(rjq_job *job, void *data) {
     ws->order[ws->started++ % MAX_ROWS] = row;
     size_t len;
     const char *p = rjq_job_payload(job, &len);
+    if (ws->hold) {
+        ws->held[ws->nheld++] = job;
+        return;
+    }
     if (ws->sleep_us) usleep((useconds_t)ws->sleep_us);
     if (ws->fail_pattern && len >= 4 && memcmp(p, "fail", 4) == 0) {
         ASSERT_OK(rjq_job_fail(job, "it failed on purpose", RJQ_FAIL_FATAL, 0, on_done_ok, NULL));
@@ -168,6 +175,7 @@ static void wait_pg(const char *sql, long long want, long timeout_ms) {
         if ((got = pg_int(&F.p, sql)) == want) return;
         loop_for(F.e.base, 50);
     }
+    fprintf(stderr, "rows: %s\n", pg_text(&F.p, "SELECT string_agg(s, ' ') FROM (SELECT status || '/' || attempts || '=' || count(*) AS s FROM rjq_jobs GROUP BY status, attempts) x"));
     FAIL_AT(__FILE__, __LINE__, "%s: expected %lld, got %lld", sql, want, got);
 }
 
@@ -292,8 +300,12 @@ TEST(postgres_restarted_mid_run_loses_nothing) {
     double end = mono_ms() + 30000;
     while (F.ws.total < 200 && mono_ms() < end) loop_for(F.e.base, 10);
     ASSERT(F.ws.total >= 200);
-    pg_restart(&F.p);
-    ASSERT(F.ws.total < 1000); /* outcomes arrived while PostgreSQL was away */
+    pg_halt(&F.p);
+    long before = F.ws.total;
+    loop_for(F.e.base, 1500); /* jobs end while PostgreSQL is away */
+    ASSERT(F.ws.total > before);
+    ASSERT(F.ws.total < 1000);
+    pg_resume(&F.p);
     insert_rows("jobs", 1001, 100, "0"); /* and rows come after it */
     wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 60000);
     assert_all_completed_once(1100);
@@ -314,11 +326,13 @@ TEST(bad_rows_fail_with_a_clear_error_and_the_others_go_on) {
                 "INSERT INTO rjq_jobs (queue, payload) VALUES ('', 'x');"
                 "INSERT INTO rjq_jobs (queue, payload, max_attempts) VALUES ('jobs', 'x', -1);"
                 "INSERT INTO rjq_jobs (queue, payload, priority) VALUES ('jobs', 'x', 2000000);"
+                "INSERT INTO rjq_jobs (queue, payload, run_at) VALUES ('jobs', 'x', 'infinity');"
+                "INSERT INTO rjq_jobs (queue, payload, run_at) VALUES ('jobs', 'p-inf', '-infinity');"
                 "INSERT INTO rjq_jobs (queue, payload) SELECT 'jobs', convert_to('q' || g, 'UTF8') "
                 "  FROM generate_series(1, 10) g ORDER BY g;"
                 "COMMIT");
     wait_pg("SELECT count(*) FROM rjq_jobs WHERE status NOT IN ('completed', 'failed')", 0, 30000);
-    ASSERT_EQ(20, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status = 'completed'"));
+    ASSERT_EQ(21, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status = 'completed'"));
     ASSERT_STREQ("payload of 1001 bytes is over the limit of 1000 bytes",
                  pg_text(&F.p, "SELECT error FROM rjq_jobs WHERE id = 11 AND status = 'failed'"));
     ASSERT(strstr(pg_text(&F.p, "SELECT error FROM rjq_jobs WHERE id = 12 AND status = 'failed'"),
@@ -329,7 +343,9 @@ TEST(bad_rows_fail_with_a_clear_error_and_the_others_go_on) {
                  pg_text(&F.p, "SELECT error FROM rjq_jobs WHERE id = 14 AND status = 'failed'"));
     ASSERT_STREQ("priority 2000000 is outside -1000000..1000000",
                  pg_text(&F.p, "SELECT error FROM rjq_jobs WHERE id = 15 AND status = 'failed'"));
-    ASSERT_EQ(20, get_stats(F.e.base, F.e.q).enqueued); /* nothing of the bad rows in Redis */
+    ASSERT_STREQ("run_at is more than 3153600000000 ms away",
+                 pg_text(&F.p, "SELECT error FROM rjq_jobs WHERE id = 16 AND status = 'failed'"));
+    ASSERT_EQ(21, get_stats(F.e.base, F.e.q).enqueued); /* nothing of the bad rows in Redis */
     bridge_stop(b);
     teardown();
 }
@@ -379,6 +395,98 @@ TEST(a_restarted_bridge_follows_the_rows_it_had_moved) {
     wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 30000);
     assert_all_completed_once(200);
     bridge_stop(b2);
+    teardown();
+}
+
+TEST(running_and_retrying_jobs_show_in_their_rows_each_start_counted_once) {
+    setup();
+    F.ws.hold = 1; /* the jobs start as soon as they are enqueued, and stay */
+    workers_start("jobs", 1, 100);
+    /* two bridges, each following every open row after its scan */
+    const char *extra[] = {"--scan-ms", "200", NULL};
+    pid_t b1 = bridge_spawn(extra), b2 = bridge_spawn(extra);
+    insert_rows("jobs", 1, 50, "0");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'processing' AND attempts = 1", 50, 30000);
+    loop_for(F.e.base, 600); /* scans: both bridges follow every row now */
+    /* failed with a retry: each row waits for it, then runs again */
+    long held = F.ws.nheld;
+    ASSERT_EQ(50, held);
+    F.ws.nheld = 0;
+    for (long i = 0; i < held; i++)
+        ASSERT_OK(rjq_job_fail(F.ws.held[i], "again", RJQ_FAIL_RETRY, 1500, on_done_ok, NULL));
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'retry_scheduled' AND attempts = 1", 50, 30000);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'processing' AND attempts = 2", 50, 30000);
+    ASSERT_EQ(50, F.ws.nheld);
+    for (long i = 0; i < F.ws.nheld; i++)
+        ASSERT_OK(rjq_job_complete(F.ws.held[i], "done", 4, on_done_ok, NULL));
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'completed' AND attempts = 2 "
+            "AND result = 'done'",
+            50, 30000);
+    bridge_stop(b1);
+    bridge_stop(b2);
+    teardown();
+}
+
+TEST(a_queue_redis_refuses_waits_in_postgres_and_holds_no_other_queue) {
+    setup();
+    workers_start("jobs", 1, 8);
+    redisReply *r = server_cmd(F.e.rc, "SET t:{blocked}:ready x"); /* enqueues into it fail */
+    freeReplyObject(r);
+    const char *extra[] = {"--batch", "10", NULL};
+    pid_t b = bridge_spawn(extra);
+    /* the refused queue's rows come first in claim order */
+    pg_exec(&F.p, "BEGIN;"
+                  "INSERT INTO rjq_jobs (queue, payload, priority) SELECT 'blocked', 'x', 1 "
+                  "  FROM generate_series(1, 30);"
+                  "INSERT INTO rjq_jobs (queue, payload) SELECT 'jobs', convert_to('p' || g, 'UTF8') "
+                  "  FROM generate_series(31, 60) g ORDER BY g;"
+                  "COMMIT");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE queue = 'jobs' AND status = 'completed'", 30, 30000);
+    ASSERT_EQ(30, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE queue = 'blocked' AND status = 'queued'"));
+    r = server_cmd(F.e.rc, "DEL t:{blocked}:ready");
+    freeReplyObject(r);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE queue = 'blocked' AND status = 'migrated'", 30, 30000);
+    ASSERT_EQ(30, get_stats(F.e.base, queue_for(F.e.c, "blocked")).ready);
+    bridge_stop(b);
+    teardown();
+}
+
+TEST(rows_whose_finished_jobs_were_trimmed_meanwhile_are_not_run_again) {
+    setup();
+    pid_t b1 = bridge_spawn(NULL);
+    insert_rows("jobs", 1, 100, "0");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", 100, 30000);
+    bridge_stop(b1);
+    /* no bridge runs; the jobs complete and their records are deleted at once */
+    rjq_client *wc = client_for(F.e.base, &F.e.s);
+    rjq_queue_options qo = {0};
+    qo.retention_ms = 1;
+    rjq_queue *wq;
+    ASSERT_OK(rjq_queue_open(wc, "jobs", &qo, &wq));
+    rjq_worker_options wo = quiet_worker_options(8);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(wq, &wo, handler, &F.ws, &w));
+    double end = mono_ms() + 30000;
+    while (F.ws.total < 100 && mono_ms() < end) loop_for(F.e.base, 20);
+    ASSERT_EQ(100, F.ws.total);
+    loop_for(F.e.base, 50);
+    count_wait cw = {0};
+    ASSERT_OK(rjq_queue_reclaim(F.e.q, on_count, &cw)); /* the retention sweep */
+    ASSERT(loop_until(F.e.base, &cw.done, 5000));
+    ASSERT_EQ(0, get_stats(F.e.base, F.e.q).ready);
+    pid_t b2 = bridge_spawn(NULL);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status NOT IN ('completed', 'failed')", 0, 30000);
+    /* each row: its outcome, or "unknown" when its record was gone; never run again */
+    ASSERT(pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status = 'failed' "
+                        "AND error LIKE 'outcome unknown:%'") > 0);
+    ASSERT_EQ(100, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status = 'completed' "
+                                "OR error LIKE 'outcome unknown:%'"));
+    loop_for(F.e.base, 500);
+    for (long i = 1; i <= 100; i++)
+        if (F.ws.runs[i] != 1) FAIL_AT(__FILE__, __LINE__, "row %ld ran %ld times", i, F.ws.runs[i]);
+    ASSERT_EQ(100, get_stats(F.e.base, F.e.q).enqueued);
+    bridge_stop(b2);
+    rjq_client_free(wc);
     teardown();
 }
 

@@ -49,13 +49,24 @@
 enum { C_IDLE, C_SELECTING, C_ENQUEUING, C_MARKING };
 
 /* What a write does to a row (schema.h: PGB_SQL_ACTIVE, PGB_SQL_SET). */
-enum { W_ACTIVE, W_REPLAYED, W_RETRY, W_COMPLETED, W_FAILED, W_CANCELLED, W_REQUEUE, W_UNKNOWN };
+enum {
+    W_ACTIVE = 1, /* a followed job started (0: no write) */
+    W_CHECK,     /* another job started: read whether its row is failed */
+    W_REVIVE,    /* a failed row's job was replayed */
+    W_RETRY,
+    W_COMPLETED,
+    W_FAILED,
+    W_CANCELLED,
+    W_REQUEUE,
+    W_UNKNOWN
+};
 
 typedef struct qent {
     bridge *b;
     char *name;
     rjq_queue *q;
     rjq_monitor *m;
+    double backoff_until; /* Redis refused its enqueue: left out of claims until then */
 } qent;
 
 typedef struct row {
@@ -77,7 +88,6 @@ typedef struct claim {
     int n;
     int pending;  /* enqueue callbacks still due, plus one while sending */
     unsigned gen; /* the claimer's connection when the transaction began */
-    int refused;  /* Redis refused a group: its rows stay queued */
 } claim;
 
 typedef struct group {
@@ -91,11 +101,14 @@ typedef struct follow {
     int64_t id;
     qent *q;
     int existed; /* the enqueue found the job existing */
+    int pending; /* enqueued, its row not yet marked: no await yet */
+    int seen;    /* meanwhile: the last start or retry seen (W_ACTIVE, W_RETRY), or 0 */
 } follow;
 
 typedef struct final_read {
     bridge *b;
     int64_t id;
+    qent *q;
     int status;
     char *blob; /* the await's result or error */
     size_t len;
@@ -130,6 +143,7 @@ struct bridge {
     int want;           /* claim again when the current one ends */
     claim *cur;
     struct event *poll, *retry;
+    struct event *backoff;  /* a queue's backoff ends */
     /* follows */
     idmap follows;
     int reconciling;
@@ -139,6 +153,9 @@ struct bridge {
     wentry *w;
     size_t wn, wcap;
     wbatch *writing;
+    size_t write_single;    /* this many writes go one per batch (to find a bad one) */
+    struct event *write_retry;
+    int reads;              /* job reads in flight (their writes are still to come) */
     /* report */
     struct event *report;
     int reporting;
@@ -146,7 +163,7 @@ struct bridge {
     long long moved_at_report;
     double report_at;
     /* stop */
-    int stopping, closing, freeing;
+    int stopping, closing, closed, freeing;
     struct event *deadline;
 };
 
@@ -154,6 +171,7 @@ static void claim_next(bridge *b);
 static void flush_writes(bridge *b);
 static void stop_check(bridge *b);
 static void follow_row(bridge *b, int64_t id, qent *q, int existed);
+static char *array_literal(char **names, size_t n);
 
 /* ---- small helpers ---------------------------------------------------------- */
 
@@ -308,7 +326,8 @@ static const char *status_of_kind(int kind) {
 /* The statuses a write may follow. */
 static const char *from_of_kind(int kind) {
     switch (kind) {
-    case W_REPLAYED: return "{failed}";
+    case W_ACTIVE: return "{migrated,processing,retry_scheduled}";
+    case W_REVIVE: return "{failed}";
     case W_RETRY: return "{migrated,processing}";
     case W_REQUEUE:
     case W_UNKNOWN: return "{migrated,processing,retry_scheduled}";
@@ -386,6 +405,29 @@ static void unshift_writes(bridge *b, wbatch *wb) {
     free(wb->e);
 }
 
+static void on_revive_info(rjq_client *c, int status, const rjq_job_info *info, void *data);
+
+/* A failed row whose job started: read the job; replayed, it lives again. */
+static void check_revived(bridge *b, int64_t id, const char *queue) {
+    char why[256], job_id[32];
+    qent *q = queue_of(b, queue, why, sizeof why);
+    final_read *f = q ? calloc(1, sizeof *f) : NULL;
+    if (f == NULL) return;
+    f->b = b;
+    f->id = id;
+    f->q = q;
+    job_id_of(id, job_id, sizeof job_id);
+    if (rjq_queue_job(q->q, job_id, on_revive_info, f) == RJQ_OK) b->reads++;
+    else free(f);
+}
+
+/* SQLSTATE classes that pass: a deadlock or serialization failure (40),
+ * insufficient resources (53), a lock or statement timeout (55, 57). */
+static int transient(const char *sqlstate) {
+    return strncmp(sqlstate, "40", 2) == 0 || strncmp(sqlstate, "53", 2) == 0 ||
+           strncmp(sqlstate, "55", 2) == 0 || strncmp(sqlstate, "57", 2) == 0;
+}
+
 static void on_written(void *arg, PGresult **res, int n, const char *err,
                       const char *sqlstate) {
     wbatch *wb = arg;
@@ -399,17 +441,21 @@ static void on_written(void *arg, PGresult **res, int n, const char *err,
     if (err) {
         char msg[512];
         int same = pgconn_up(b->writer) && pgconn_generation(b->writer) == wb->gen;
-        if (same && strncmp(sqlstate, "40", 2) != 0) {
-            /* the server refused the batch: give it up; the open rows are
-             * followed again by the next scan */
-            logf_("writing %zu outcomes failed: %s", wb->n, oneline(err, msg, sizeof msg));
-            free_entries(wb->e, wb->n);
-        } else {
-            /* the connection was lost (the writes wait for the next one),
-             * or the transaction met another (a deadlock with another
-             * bridge's writes, a serialization failure): again, first */
-            if (same) logf_("writing %zu outcomes: %s; again", wb->n, oneline(err, msg, sizeof msg));
+        if (!same) { /* the connection was lost: the writes wait for the next one, first */
             unshift_writes(b, wb);
+        } else if (transient(sqlstate)) { /* again, first, in a moment */
+            logf_("writing %zu outcomes: %s; again", wb->n, oneline(err, msg, sizeof msg));
+            unshift_writes(b, wb);
+            struct timeval tv = {0, 200 * 1000};
+            evtimer_add(b->write_retry, &tv);
+        } else if (wb->n > 1) { /* one of them is refused: find it, one at a time */
+            logf_("writing %zu outcomes: %s; again one by one", wb->n, oneline(err, msg, sizeof msg));
+            b->write_single = wb->n;
+            unshift_writes(b, wb);
+        } else { /* this one is refused: drop it (the next scan follows its row again) */
+            logf_("the outcome of row %" PRId64 " cannot be written: %s", wb->e[0].id,
+                  oneline(err, msg, sizeof msg));
+            free_entries(wb->e, wb->n);
         }
         free(wb);
         if (same) flush_writes(b);
@@ -420,18 +466,18 @@ static void on_written(void *arg, PGresult **res, int n, const char *err,
         wentry *e = &wb->e[i];
         PGresult *r = (int)i < n ? res[i] : NULL;
         count_written(b, e, r);
-        /* a replayed dead job started: follow it again */
-        if ((e->kind == W_ACTIVE || e->kind == W_REPLAYED) && r && PQntuples(r) == 1 &&
-            strcmp(PQgetvalue(r, 0, 1), "failed") == 0 && idmap_get(&b->follows, e->id) == NULL) {
-            char why[256];
-            qent *q = queue_of(b, PQgetvalue(res[i], 0, 0), why, sizeof why);
-            if (q) follow_row(b, e->id, q, 0);
-        }
+        if (e->kind == W_CHECK && r && PQntuples(r) == 1) check_revived(b, e->id, PQgetvalue(r, 0, 0));
     }
     free_entries(wb->e, wb->n);
     free(wb);
     flush_writes(b);
     stop_check(b);
+}
+
+static void on_write_retry(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    flush_writes(arg);
 }
 
 static int by_id(const void *x, const void *y) {
@@ -442,7 +488,12 @@ static int by_id(const void *x, const void *y) {
 
 static void flush_writes(bridge *b) {
     if (b->writing || b->wn == 0 || b->freeing || !pgconn_up(b->writer)) return;
+    if (evtimer_pending(b->write_retry, NULL)) return;
     size_t k = b->wn < WRITE_BATCH ? b->wn : WRITE_BATCH;
+    if (b->write_single > 0) {
+        k = 1;
+        b->write_single--;
+    }
     wbatch *wb = calloc(1, sizeof *wb);
     wentry *e = wb ? malloc(k * sizeof *e) : NULL;
     if (e == NULL) {
@@ -463,9 +514,14 @@ static void flush_writes(bridge *b) {
     for (size_t i = 0; i < k; i++) {
         char id[24], attempts[16];
         snprintf(id, sizeof id, "%" PRId64, e[i].id);
-        if (e[i].kind == W_ACTIVE || e[i].kind == W_REPLAYED) {
+        if (e[i].kind == W_ACTIVE || e[i].kind == W_REVIVE) {
             const char *v[2] = {id, from_of_kind(e[i].kind)};
             pgconn_query(b->writer, PGB_SQL_ACTIVE, 2, v, NULL, NULL, 0);
+            continue;
+        }
+        if (e[i].kind == W_CHECK) {
+            const char *v[1] = {id};
+            pgconn_query(b->writer, PGB_SQL_FAILED_ROW, 1, v, NULL, NULL, 0);
             continue;
         }
         snprintf(attempts, sizeof attempts, "%d", e[i].attempts);
@@ -478,32 +534,44 @@ static void flush_writes(bridge *b) {
         pgconn_query(b->writer, PGB_SQL_SET, 6, v, lens, fmts, 0);
     }
     b->writing = wb;
-    if (pgconn_sync(b->writer, on_written, wb) != 0) { /* down: back first */
-        b->writing = NULL;
+    if (pgconn_sync(b->writer, on_written, wb) != 0) /* down: back first */
         on_written(wb, NULL, 0, "connection lost", "");
-    }
 }
 
 /* ---- following outcomes -------------------------------------------------------- */
+
+/* The kind of write for a job's stored final state; -1 when it runs on
+ * (replayed since the await ended) or the state is not a final one. */
+static int final_kind(const char *state) {
+    if (strcmp(state, "completed") == 0) return W_COMPLETED;
+    if (strcmp(state, "dead") == 0) return W_FAILED;
+    if (strcmp(state, "cancelled") == 0) return W_CANCELLED;
+    return -1;
+}
 
 static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *data) {
     (void)c;
     final_read *f = data;
     bridge *b = f->b;
+    b->reads--;
     int kind = f->status == RJQ_OK ? W_COMPLETED : f->status == RJQ_EJOBDEAD ? W_FAILED : W_CANCELLED;
-    const char *want = kind == W_COMPLETED ? "completed" : kind == W_FAILED ? "dead" : "cancelled";
-    if (status == RJQ_OK && strcmp(info->state, want) == 0) {
-        if (kind == W_COMPLETED)
-            add_write(b, f->id, kind, info->result ? info->result : "", info->result_len,
+    if (status == RJQ_OK) {
+        int now = final_kind(info->state);
+        if (now == W_COMPLETED)
+            add_write(b, f->id, now, info->result ? info->result : "", info->result_len, info->attempts);
+        else if (now == W_FAILED)
+            add_write(b, f->id, now, info->error ? info->error : "dead", strlen(info->error ? info->error : "dead"),
                       info->attempts);
-        else
-            add_write(b, f->id, kind, info->error ? info->error : f->blob,
-                      info->error ? strlen(info->error) : f->len, info->attempts);
+        else if (now == W_CANCELLED)
+            add_write(b, f->id, now, "cancelled", 9, info->attempts);
+        else /* replayed meanwhile: it runs again */
+            follow_row(b, f->id, f->q, 0);
     } else if (status != RJQ_ECANCELED) { /* the record is gone: what the await said */
         add_write(b, f->id, kind, f->blob, f->len, -1);
     }
     free(f->blob);
     free(f);
+    stop_check(b);
 }
 
 /* A final outcome: read the job once more for its attempts (and the
@@ -524,10 +592,29 @@ static void final_outcome(bridge *b, follow *fw, int status, const rjq_outcome *
     f->len = len;
     f->b = b;
     f->id = fw->id;
+    f->q = fw->q;
     f->status = status;
     char job_id[32];
     job_id_of(fw->id, job_id, sizeof job_id);
+    b->reads++;
     if (rjq_queue_job(fw->q->q, job_id, on_info, f) != RJQ_OK) on_info(b->c, RJQ_ENOTFOUND, NULL, f);
+}
+
+/* A failed row's job, read after it started: running again (replayed),
+ * its row is processing again. Followed in any case: a replayed job that
+ * already ended answers from its stored state (and a dead one, whose
+ * start was an old one, writes what the row says already). */
+static void on_revive_info(rjq_client *c, int status, const rjq_job_info *info, void *data) {
+    (void)c;
+    final_read *f = data;
+    bridge *b = f->b;
+    b->reads--;
+    if (status == RJQ_OK && !b->stopping) {
+        if (final_kind(info->state) < 0) add_write(b, f->id, W_REVIVE, NULL, 0, -1);
+        follow_row(b, f->id, f->q, 0);
+    }
+    free(f);
+    stop_check(b);
 }
 
 static void on_outcome(rjq_client *c, int status, const rjq_outcome *out, void *data) {
@@ -563,18 +650,52 @@ static void on_outcome(rjq_client *c, int status, const rjq_outcome *out, void *
     free(fw);
 }
 
-static void follow_row(bridge *b, int64_t id, qent *q, int existed) {
-    if (b->stopping || idmap_get(&b->follows, id)) return;
-    if (b->follows.n >= b->o.max_follow) return; /* the next scan after some end */
+/* A row enqueued by a claim not yet committed: its job's events are this
+ * bridge's to write from now on; the await starts once the row is marked
+ * (follow_row), or the entry goes when the claim fails (unpend_row). */
+static void pend_row(bridge *b, int64_t id) {
+    if (idmap_get(&b->follows, id) || b->follows.n >= b->o.max_follow) return;
     follow *fw = calloc(1, sizeof *fw);
-    if (fw == NULL || idmap_put(&b->follows, id, fw) != 0) {
+    if (fw == NULL) return;
+    fw->b = b;
+    fw->id = id;
+    fw->pending = 1;
+    if (idmap_put(&b->follows, id, fw) != 0) free(fw);
+}
+
+static void unpend_row(bridge *b, int64_t id) {
+    follow *fw = idmap_get(&b->follows, id);
+    if (fw && fw->pending) {
+        idmap_del(&b->follows, id);
         free(fw);
+    }
+}
+
+static void follow_row(bridge *b, int64_t id, qent *q, int existed) {
+    follow *fw = idmap_get(&b->follows, id);
+    if (fw && !fw->pending) return; /* followed already */
+    if (b->stopping) {
+        unpend_row(b, id);
         return;
     }
+    if (fw == NULL) {
+        if (b->follows.n >= b->o.max_follow) return; /* the next scan, after some end */
+        if ((fw = calloc(1, sizeof *fw)) == NULL) return;
+        if (idmap_put(&b->follows, id, fw) != 0) {
+            free(fw);
+            return;
+        }
+    }
+    int seen = fw->pending ? fw->seen : 0;
     fw->b = b;
     fw->id = id;
     fw->q = q;
     fw->existed = existed;
+    fw->pending = 0;
+    fw->seen = 0;
+    /* what its job did while the row was not yet marked (a write then
+     * would have found the row still queued) */
+    if (seen) add_write(b, id, seen, NULL, 0, -1);
     char job_id[32];
     job_id_of(id, job_id, sizeof job_id);
     int rc = rjq_queue_await(q->q, job_id, NULL, on_outcome, fw, NULL);
@@ -590,12 +711,16 @@ static void on_monitor(rjq_client *c, const char *event, const char *job_id, voi
     qent *q = data;
     int64_t id;
     if (parse_job_id(job_id, &id) != 0) return; /* not a job of the bridge */
-    /* the rows this bridge follows; of the others (another bridge's) only
-     * a failed one that starts again (its dead job was replayed) */
-    int mine = idmap_get(&q->b->follows, id) != NULL;
-    if (strcmp(event, "active") == 0) add_write(q->b, id, mine ? W_ACTIVE : W_REPLAYED, NULL, 0, -1);
-    else if (mine && (strcmp(event, "retried") == 0 || strcmp(event, "reclaimed") == 0))
-        add_write(q->b, id, W_RETRY, NULL, 0, -1);
+    /* the rows this bridge moves or follows; of any other, whether it was
+     * failed (its dead job replayed) */
+    follow *fw = idmap_get(&q->b->follows, id);
+    int kind = strcmp(event, "active") == 0 ? W_ACTIVE
+               : strcmp(event, "retried") == 0 || strcmp(event, "reclaimed") == 0 ? W_RETRY
+                                                                                  : 0;
+    if (kind == 0) return;
+    if (fw && fw->pending) fw->seen = kind; /* written once its row is marked */
+    else if (fw) add_write(q->b, id, kind, NULL, 0, -1);
+    else if (kind == W_ACTIVE) add_write(q->b, id, W_CHECK, NULL, 0, -1);
 }
 
 /* ---- the scan of open rows ------------------------------------------------------ */
@@ -630,9 +755,8 @@ static void scan_page(bridge *b) {
     char after[24];
     snprintf(after, sizeof after, "%" PRId64, b->scan_after);
     const char *v[2] = {after, b->queues_param};
-    if (pgconn_query(b->writer, PGB_SQL_FOLLOW_SCAN, 2, v, NULL, NULL, 1) != 0 ||
-        pgconn_sync(b->writer, on_scanned, b) != 0)
-        b->reconciling = 0;
+    pgconn_query(b->writer, PGB_SQL_FOLLOW_SCAN, 2, v, NULL, NULL, 1);
+    if (pgconn_sync(b->writer, on_scanned, b) != 0) b->reconciling = 0;
 }
 
 static void reconcile(bridge *b) {
@@ -672,8 +796,9 @@ static void claim_idle(bridge *b, int again_now, int later_ms) {
 
 static void rollback(bridge *b) {
     /* ends a transaction left open or aborted (no-op otherwise) */
-    if (pgconn_up(b->claimer) && pgconn_query(b->claimer, PGB_SQL_ROLLBACK, 0, NULL, NULL, NULL, 0) == 0)
-        pgconn_sync(b->claimer, NULL, NULL);
+    if (!pgconn_up(b->claimer)) return;
+    pgconn_query(b->claimer, PGB_SQL_ROLLBACK, 0, NULL, NULL, NULL, 0);
+    pgconn_sync(b->claimer, NULL, NULL);
 }
 
 static void on_marked(void *arg, PGresult **res, int n, const char *err,
@@ -690,9 +815,10 @@ static void on_marked(void *arg, PGresult **res, int n, const char *err,
     b->cur = NULL;
     if (err) {
         char msg[512];
-        logf_("marking %d rows failed (%s): they stay queued and are moved again (Redis reports "
-              "their jobs as existing)",
+        logf_("marking %d rows failed (%s): rows still queued are moved again (their jobs exist "
+              "in Redis: nothing runs twice), rows marked are followed by the next scan",
               cl->n, oneline(err, msg, sizeof msg));
+        for (int i = 0; i < cl->n; i++) unpend_row(b, cl->rows[i].id);
         rollback(b);
         claim_free(cl);
         claim_idle(b, 0, RETRY_MS);
@@ -710,9 +836,8 @@ static void on_marked(void *arg, PGresult **res, int n, const char *err,
             follow_row(b, r->id, r->q, r->existed);
         }
     }
-    int refused = cl->refused;
     claim_free(cl);
-    claim_idle(b, full && !refused, refused ? RETRY_MS : 0);
+    claim_idle(b, full, 0);
 }
 
 /* Every enqueue answered (or the claim lost its transaction): mark. */
@@ -726,6 +851,7 @@ static void mark(claim *cl) {
         logf_("the claim of %d rows lost its transaction (PostgreSQL connection): they stay "
               "queued and are moved again",
               cl->n);
+        for (int i = 0; i < cl->n; i++) unpend_row(b, cl->rows[i].id);
         b->cur = NULL;
         claim_free(cl);
         claim_idle(b, 0, 0);
@@ -773,20 +899,32 @@ static void claim_settle(claim *cl) {
     if (--cl->pending == 0) mark(cl);
 }
 
+/* Redis refused a queue's enqueue: its rows stay queued, and claims
+ * leave the queue out for RETRY_MS (the others go on). */
+static void back_off(bridge *b, qent *q) {
+    q->backoff_until = now_s() + RETRY_MS / 1000.0;
+    struct timeval tv = {RETRY_MS / 1000, (RETRY_MS % 1000) * 1000};
+    if (!evtimer_pending(b->backoff, NULL)) evtimer_add(b->backoff, &tv);
+}
+
 static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
     (void)c;
     group *g = data;
     claim *cl = g->cl;
+    bridge *b = cl->b;
     if (status == RJQ_OK) {
         for (int k = 0; k < g->n && (size_t)k < n; k++) {
             row *r = &cl->rows[g->idx[k]];
             r->acked = 1;
             r->existed = jobs[k].existed;
         }
-    } else if (!cl->b->freeing && status != RJQ_ECANCELED) {
-        logf_("enqueueing %d rows into %s: %s (%s): they stay queued", g->n,
-              cl->rows[g->idx[0]].q->name, rjq_strerror(status), rjq_client_errmsg(c));
-        cl->refused = 1;
+    } else if (!b->freeing && status != RJQ_ECANCELED) {
+        qent *q = cl->rows[g->idx[0]].q;
+        for (int k = 0; k < g->n; k++) unpend_row(b, cl->rows[g->idx[k]].id);
+        logf_("enqueueing %d rows into %s: %s (%s): they stay queued; the queue is tried again "
+              "in %d ms",
+              g->n, q->name, rjq_strerror(status), rjq_client_errmsg(c), RETRY_MS);
+        back_off(b, q);
     }
     free(g->idx);
     free(g);
@@ -818,8 +956,14 @@ static int enqueue_group(claim *cl, const int *idx, int n) {
         g->idx = gidx;
         g->n = n;
         cl->pending++;
+        /* a job may start (and say so) before its enqueue is answered:
+         * its events are this bridge's from the send on */
+        for (int k = 0; k < n; k++) pend_row(b, cl->rows[idx[k]].id);
         rc = rjq_enqueue_batch(cl->rows[idx[0]].q->q, items, (size_t)n, on_enqueued, g);
-        if (rc != RJQ_OK) cl->pending--;
+        if (rc != RJQ_OK) {
+            cl->pending--;
+            for (int k = 0; k < n; k++) unpend_row(b, cl->rows[idx[k]].id);
+        }
     }
     free(items);
     free(opts);
@@ -858,6 +1002,11 @@ static void check_row(bridge *b, row *r, PGresult *res, int i) {
     if (why[0]) r->bad = strdup(why);
 }
 
+/* rjq refuses one of the items itself (not Redis, not memory). */
+static int invalid_item(int rc) {
+    return rc == RJQ_EINVAL || rc == RJQ_ETOOBIG || rc == RJQ_EJOBID;
+}
+
 static void enqueue_rows(claim *cl) {
     bridge *b = cl->b;
     int *idx = malloc((size_t)cl->n * sizeof *idx);
@@ -873,22 +1022,25 @@ static void enqueue_rows(claim *cl) {
             done[j] = 1;
         }
         int rc = enqueue_group(cl, idx, n);
-        for (int k = 0; rc != RJQ_OK && k < n; k++) { /* find the row rjq refuses */
+        for (int k = 0; invalid_item(rc) && k < n; k++) { /* find the row rjq refuses */
             int rk = enqueue_group(cl, &idx[k], 1);
-            if (rk != RJQ_OK) {
+            if (invalid_item(rk)) {
                 char why[256];
                 snprintf(why, sizeof why, "refused by rjq: %s", rjq_strerror(rk));
                 cl->rows[idx[k]].bad = strdup(why);
+            } else if (rk != RJQ_OK) {
+                back_off(b, cl->rows[i].q);
             }
         }
+        if (rc != RJQ_OK && !invalid_item(rc)) { /* out of memory ...: the rows stay queued */
+            logf_("enqueueing %d rows into %s: %s: they stay queued", n, cl->rows[i].q->name,
+                  rjq_strerror(rc));
+            back_off(b, cl->rows[i].q);
+        }
     }
-    if (idx == NULL || done == NULL) {
-        logf_("out of memory: %d claimed rows stay queued", cl->n);
-        cl->refused = 1;
-    }
+    if (idx == NULL || done == NULL) logf_("out of memory: %d claimed rows stay queued", cl->n);
     free(idx);
     free(done);
-    (void)b;
     claim_settle(cl);
 }
 
@@ -950,16 +1102,43 @@ static void claim_next(bridge *b) {
     b->want = 0;
     char batch[16];
     snprintf(batch, sizeof batch, "%d", b->o.batch);
-    const char *v[2] = {batch, b->queues_param};
+    /* the queues whose last enqueue Redis refused wait their turn */
+    char **names = malloc((b->nq + 1) * sizeof *names);
+    size_t nb = 0;
+    double now = now_s();
+    for (size_t i = 0; names && i < b->nq; i++)
+        if (b->queues[i]->backoff_until > now) names[nb++] = b->queues[i]->name;
+    char *left_out = nb ? array_literal(names, nb) : NULL;
+    free(names);
+    const char *v[3] = {batch, b->queues_param, left_out};
     b->cstate = C_SELECTING;
-    if (pgconn_query(b->claimer, PGB_SQL_BEGIN, 0, NULL, NULL, NULL, 0) != 0 ||
-        pgconn_query(b->claimer, PGB_SQL_CLAIM_PLAN, 0, NULL, NULL, NULL, 0) != 0 ||
-        pgconn_query(b->claimer, PGB_SQL_CLAIM, 2, v, NULL, NULL, 1) != 0 ||
-        pgconn_sync(b->claimer, on_claimed, b) != 0) {
+    /* (a statement libpq cannot send fails the segment: on_claimed hears it) */
+    pgconn_query(b->claimer, PGB_SQL_BEGIN, 0, NULL, NULL, NULL, 0);
+    pgconn_query(b->claimer, PGB_SQL_CLAIM_PLAN, 0, NULL, NULL, NULL, 0);
+    pgconn_query(b->claimer, PGB_SQL_CLAIM, 3, v, NULL, NULL, 1);
+    free(left_out);
+    if (pgconn_sync(b->claimer, on_claimed, b) != 0) {
         /* the connection went down: its return claims */
-        if (b->cstate == C_SELECTING) b->cstate = C_IDLE;
+        b->cstate = C_IDLE;
         b->want = 1;
     }
+}
+
+static void on_backoff(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    bridge *b = arg;
+    double now = now_s(), next = 0;
+    for (size_t i = 0; i < b->nq; i++) { /* another queue's backoff ends later */
+        double until = b->queues[i]->backoff_until;
+        if (until > now && (next == 0 || until < next)) next = until;
+    }
+    if (next > 0) {
+        long ms = (long)((next - now) * 1000) + 1;
+        struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+        evtimer_add(b->backoff, &tv);
+    }
+    claim_next(b);
 }
 
 static void on_poll(evutil_socket_t fd, short what, void *arg) {
@@ -1067,13 +1246,15 @@ static void on_report(evutil_socket_t fd, short what, void *arg) {
     (void)what;
     bridge *b = arg;
     if (b->reporting) return;
-    if (!pgconn_up(b->writer) || pgconn_query(b->writer, PGB_SQL_DEPTH, 0, NULL, NULL, NULL, 0) != 0 ||
-        pgconn_query(b->writer, PGB_SQL_LAG, 0, NULL, NULL, NULL, 0) != 0 ||
-        pgconn_sync(b->writer, on_report_rows, b) != 0) {
-        print_report(b, NULL, NULL);
-        return;
+    if (pgconn_up(b->writer)) {
+        pgconn_query(b->writer, PGB_SQL_DEPTH, 0, NULL, NULL, NULL, 0);
+        pgconn_query(b->writer, PGB_SQL_LAG, 0, NULL, NULL, NULL, 0);
+        if (pgconn_sync(b->writer, on_report_rows, b) == 0) {
+            b->reporting = 1;
+            return;
+        }
     }
-    b->reporting = 1;
+    print_report(b, NULL, NULL);
 }
 
 /* ---- start, stop ------------------------------------------------------------------ */
@@ -1139,10 +1320,12 @@ bridge *bridge_start(struct event_base *base, const bridge_options *o) {
         goto fail;
     }
     b->retry = evtimer_new(base, on_retry, b);
+    b->backoff = evtimer_new(base, on_backoff, b);
+    b->write_retry = evtimer_new(base, on_write_retry, b);
     b->poll = periodic(b, o->poll_ms, on_poll);
     b->reconcile = periodic(b, o->reconcile_ms, on_reconcile_timer);
     b->report = o->report_ms > 0 ? periodic(b, o->report_ms, on_report) : NULL;
-    if (b->retry == NULL || b->poll == NULL || b->reconcile == NULL || (o->report_ms > 0 && !b->report))
+    if (b->retry == NULL || b->backoff == NULL || b->write_retry == NULL || b->poll == NULL || b->reconcile == NULL || (o->report_ms > 0 && !b->report))
         goto fail;
     /* the served queues are opened (and monitored) now: their events are
      * seen from the start */
@@ -1166,23 +1349,32 @@ static void on_closed(const rjq_close_report *report, void *data) {
     (void)report;
     bridge *b = data;
     b->c = NULL;
-    event_base_loopbreak(b->base);
+    b->closed = 1;
+    stop_check(b);
 }
 
-/* Stopping: once no claim and no write is in flight, close the client. */
+/* Stopping: once the claim in flight ended and no job read is pending,
+ * close the client (awaits end); once it is closed and the outcomes it
+ * still brought are written (or PostgreSQL is away), end the loop. */
 static void stop_check(bridge *b) {
-    if (!b->stopping || b->closing || b->freeing || b->c == NULL || b->deadline == NULL) return;
-    if (b->cstate != C_IDLE || b->writing || (b->wn > 0 && pgconn_up(b->writer))) return;
-    b->closing = 1;
-    if (rjq_client_close(b->c, 0, on_closed, b) != RJQ_OK) event_base_loopbreak(b->base);
+    if (!b->stopping || b->freeing || b->deadline == NULL) return;
+    if (b->cstate != C_IDLE || b->reads > 0) return;
+    if (!b->closing) {
+        b->closing = 1;
+        if (rjq_client_close(b->c, 0, on_closed, b) != RJQ_OK) event_base_loopbreak(b->base);
+        return;
+    }
+    if (b->closed && !b->writing && (b->wn == 0 || !pgconn_up(b->writer)))
+        event_base_loopbreak(b->base);
 }
 
 static void on_deadline(evutil_socket_t fd, short what, void *arg) {
     (void)fd;
     (void)what;
     bridge *b = arg;
-    logf_("stopping: the deadline passed with %s in flight",
-          b->cstate != C_IDLE ? "a claim" : "outcome writes");
+    logf_("stopping: the deadline passed with %s in flight (%zu outcomes not written: the "
+          "next start follows their rows again)",
+          b->cstate != C_IDLE ? "a claim" : "outcomes", b->wn);
     event_base_loopbreak(b->base);
 }
 
@@ -1209,6 +1401,8 @@ void bridge_free(bridge *b) {
     b->freeing = 1;
     rjq_client_free(b->c); /* awaits and reads end with RJQ_ECANCELED */
     b->c = NULL;
+    for (size_t i = 0; i < b->follows.cap; i++) /* what is left: entries of unmarked rows */
+        free(b->follows.slots[i].value);
     pgconn_free(b->claimer); /* a claim in flight ends (and is freed) here */
     pgconn_free(b->writer);
     for (size_t i = 0; i < b->nq; i++) {
@@ -1221,6 +1415,8 @@ void bridge_free(bridge *b) {
     idmap_free(&b->follows);
     if (b->poll) event_free(b->poll);
     if (b->retry) event_free(b->retry);
+    if (b->backoff) event_free(b->backoff);
+    if (b->write_retry) event_free(b->write_retry);
     if (b->reconcile) event_free(b->reconcile);
     if (b->report) event_free(b->report);
     if (b->deadline) event_free(b->deadline);

@@ -122,7 +122,7 @@ static void finish(pgconn *p, segment *s) {
             p->depth--;
         } else if (s->err && p->state == SETUP) {
             char why[512];
-            snprintf(why, sizeof why, "LISTEN failed: %s", s->err);
+            snprintf(why, sizeof why, "session set-up (encoding, LISTEN) failed: %s", s->err);
             segment_free(s);
             lost(p, why);
             return;
@@ -214,19 +214,22 @@ static int flush_out(pgconn *p) {
     return 0;
 }
 
-static void send_listen(pgconn *p) {
+/* The session: text in UTF-8 both ways (whatever the server's default
+ * client encoding), and the LISTEN. */
+static void send_setup(pgconn *p) {
     char sql[256];
     segment *s = segment_new();
-    char *ident = s ? PQescapeIdentifier(p->conn, p->channel, strlen(p->channel)) : NULL;
-    if (s == NULL || ident == NULL) {
+    char *ident = s && p->channel ? PQescapeIdentifier(p->conn, p->channel, strlen(p->channel)) : NULL;
+    if (s == NULL || (p->channel && ident == NULL)) {
         free(s);
         lost(p, "out of memory");
         return;
     }
-    snprintf(sql, sizeof sql, "LISTEN %s", ident);
+    snprintf(sql, sizeof sql, "LISTEN %s", ident ? ident : "");
     PQfreemem(ident);
     s->internal = 1;
-    if (!PQsendQueryParams(p->conn, sql, 0, NULL, NULL, NULL, NULL, 0) ||
+    if (!PQsendQueryParams(p->conn, "SET client_encoding TO 'UTF8'", 0, NULL, NULL, NULL, NULL, 0) ||
+        (p->channel && !PQsendQueryParams(p->conn, sql, 0, NULL, NULL, NULL, NULL, 0)) ||
         !PQpipelineSync(p->conn)) {
         segment_free(s);
         lost(p, PQerrorMessage(p->conn));
@@ -254,15 +257,7 @@ static void connected(pgconn *p) {
     event_add(p->io, NULL);
     p->generation++;
     p->state = SETUP;
-    if (p->channel) {
-        send_listen(p);
-    } else {
-        p->state = UP;
-        p->backoff_ms = BACKOFF_MIN_MS;
-        p->depth++;
-        p->on_state(p, 1, NULL, p->arg);
-        p->depth--;
-    }
+    send_setup(p);
 }
 
 static void on_connect_io(evutil_socket_t fd, short what, void *arg);
@@ -347,6 +342,14 @@ static void read_results(pgconn *p) {
     }
 }
 
+static void drain_notifies(pgconn *p) {
+    PGnotify *n;
+    while (p->conn && !p->freed && (n = PQnotifies(p->conn)) != NULL) {
+        if (p->on_notify) p->on_notify(p, n->relname, p->arg);
+        PQfreemem(n);
+    }
+}
+
 static void on_io(evutil_socket_t fd, short what, void *arg) {
     (void)fd;
     (void)what;
@@ -359,12 +362,10 @@ static void on_io(evutil_socket_t fd, short what, void *arg) {
         leave(p);
         return;
     }
-    PGnotify *n;
-    while (p->conn && (n = PQnotifies(p->conn)) != NULL) {
-        if (p->on_notify && !p->freed) p->on_notify(p, n->relname, p->arg);
-        PQfreemem(n);
-    }
+    drain_notifies(p);
     if (p->conn && !p->freed) read_results(p);
+    /* reading results parses what follows them, notifications too */
+    drain_notifies(p);
     if (p->conn && !p->freed) flush_out(p);
     leave(p);
 }
@@ -431,8 +432,12 @@ int pgconn_sync(pgconn *p, pgconn_done_fn *cb, void *arg) {
     s->cb = cb;
     s->arg = arg;
     if (!PQpipelineSync(p->conn)) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", PQerrorMessage(p->conn));
         segment_free(s);
-        lost(p, PQerrorMessage(p->conn));
+        enter(p);
+        lost(p, why);
+        leave(p);
         return -1;
     }
     if (p->tail) p->tail->next = s;

@@ -14,8 +14,9 @@
  * 5 s); segments in flight then end with an error. Nothing is queued while
  * the connection is down: pgconn_query() fails (-1) then, and the caller
  * keeps its intent until the connection is back (the state callback says
- * when). After each (re)connect the connection LISTENs on the channel
- * given, and every notification is handed to the notify callback.
+ * when). After each (re)connect the session sets client_encoding UTF8
+ * and LISTENs on the channel given; every notification is handed to the
+ * notify callback.
  */
 #ifndef RJQ_PGCONN_H
 #define RJQ_PGCONN_H

@@ -51,7 +51,8 @@
     "  EXECUTE FUNCTION rjq_jobs_notify();\n"
 
 /* Claim: in a transaction held open until the rows are marked.
- * $1 batch size, $2 the queues served (text[]; NULL: all). Binary results:
+ * $1 batch size, $2 the queues served (text[]; NULL: all), $3 queues to
+ * leave out for now (Redis refused their last enqueue). Binary results:
  * id int8, queue text, payload bytea, priority int4, max_attempts int4,
  * delay_ms int8. */
 #define PGB_SQL_BEGIN "BEGIN"
@@ -60,11 +61,13 @@
  * rather collect every queued row and sort them (40x slower with 50 000
  * rows queued, and growing with the backlog). */
 #define PGB_SQL_CLAIM_PLAN "SET LOCAL enable_bitmapscan = off"
-#define PGB_SQL_CLAIM                                                                   \
-    "SELECT id, queue, payload, priority, max_attempts,\n"                              \
-    "  CASE WHEN run_at > now()\n"                                                      \
-    "    THEN ceil(extract(epoch FROM run_at - now()) * 1000)::bigint ELSE 0 END\n"     \
-    "FROM rjq_jobs WHERE status = 'queued' AND ($2::text[] IS NULL OR queue = ANY($2))\n" \
+#define PGB_SQL_CLAIM                                                                      \
+    "SELECT id, queue, payload, priority, max_attempts,\n"                                 \
+    "  CASE WHEN run_at <= now() THEN 0\n"                                                 \
+    "    WHEN NOT isfinite(run_at) THEN 9223372036854775807\n"                             \
+    "    ELSE LEAST(ceil(extract(epoch FROM run_at - now()) * 1000), 9e18)::bigint END\n"  \
+    "FROM rjq_jobs WHERE status = 'queued' AND ($2::text[] IS NULL OR queue = ANY($2))\n"  \
+    "  AND ($3::text[] IS NULL OR queue <> ALL($3))\n"                                     \
     "ORDER BY priority DESC, id LIMIT $1 FOR UPDATE SKIP LOCKED"
 /* $1 bigint[] of the rows acknowledged by Redis */
 #define PGB_SQL_MIGRATED \
@@ -75,15 +78,16 @@
 #define PGB_SQL_COMMIT "COMMIT"
 #define PGB_SQL_ROLLBACK "ROLLBACK"
 
-/* A job started: $1 id, $2 the statuses it may follow (text[]). Returns
- * the row's queue and its status before (a row that was failed had its
- * dead job replayed). */
-#define PGB_SQL_ACTIVE                                                                        \
-    "UPDATE rjq_jobs j SET status = 'processing', attempts = j.attempts + 1, updated_at = now()\n" \
-    "FROM (SELECT id, status FROM rjq_jobs WHERE id = $1 AND status = ANY($2::text[])\n"      \
-    "      FOR UPDATE) old\n"                                                                 \
-    "WHERE j.id = old.id\n"                                                                   \
-    "RETURNING j.queue, old.status"
+/* A job started: $1 id, $2 the statuses it may follow (text[]). A start
+ * counts as an attempt when the row was not processing already (another
+ * bridge may write the same start). */
+#define PGB_SQL_ACTIVE                                                                  \
+    "UPDATE rjq_jobs SET status = 'processing', updated_at = now(),\n"                  \
+    "  attempts = attempts + CASE WHEN status = 'processing' THEN 0 ELSE 1 END\n"       \
+    "WHERE id = $1 AND status = ANY($2::text[])"
+/* A job this bridge does not follow started: is its row failed (its dead
+ * job was replayed)? $1 id; the row's queue when so. */
+#define PGB_SQL_FAILED_ROW "SELECT queue FROM rjq_jobs WHERE id = $1 AND status = 'failed'"
 /* Any other outcome: $1 id, $2 status, $3 result (bytea, binary; NULL:
  * unchanged), $4 error (NULL: unchanged), $5 attempts (-1: unchanged),
  * $6 the statuses it may follow (text[]). */

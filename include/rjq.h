@@ -711,8 +711,10 @@ RJQ_API int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len,
 /*
  * Await a job enqueued by anyone, by id. Once the reply channel is
  * subscribed, one script adds this client to the job's watchers or, when
- * it already finished, answers from its stored state. Unknown (or
- * expired) ids end with RJQ_ENOTFOUND.
+ * it already finished, answers from its stored state: the awaits made in
+ * one loop pass share that script call (one per queue and 1000 awaits),
+ * sent at the end of the pass. Unknown (or expired) ids end with
+ * RJQ_ENOTFOUND.
  */
 RJQ_API int rjq_queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw,
                       rjq_await_cb *cb, void *data, rjq_await **out);

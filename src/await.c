@@ -57,6 +57,11 @@ typedef struct awaits {
     size_t enqueues_inflight;  /* enqueue_await requests in flight */
     rjq__early_list early;     /* outcomes that beat their enqueue reply */
     rjq__timer retry;          /* a watch pass that ran out of memory */
+    /* rjq_queue_await()s of this loop pass (pinned), watched together at
+     * its end: one script call per queue, not one per await */
+    struct rjq_await **fresh;
+    size_t nfresh, capfresh;
+    rjq__timer tick;
 } awaits;
 
 struct rjq_await {
@@ -539,6 +544,45 @@ static void on_confirmed(awaits *s) {
     watch_pending(s, again);
 }
 
+/* Hold a new await for the watch at the end of this loop pass. */
+static int add_fresh(awaits *s, rjq_await *a) {
+    if (s->nfresh == s->capfresh) {
+        size_t cap = s->capfresh ? 2 * s->capfresh : 64;
+        rjq_await **f = realloc(s->fresh, cap * sizeof *f);
+        if (f == NULL) return RJQ_ENOMEM;
+        s->fresh = f;
+        s->capfresh = cap;
+    }
+    pin(a);
+    s->fresh[s->nfresh++] = a;
+    if (!rjq__timer_armed(&s->tick)) rjq__timer_start(s->c, &s->tick, 0);
+    return RJQ_OK;
+}
+
+/* The end of the pass: watch the new awaits still waiting for it (a
+ * resubscription may have watched them already), grouped by queue. */
+static void on_tick(rjq__timer *t) {
+    awaits *s = t->owner;
+    rjq_await **list = s->fresh;
+    size_t n = s->nfresh, m = 0;
+    s->fresh = NULL;
+    s->nfresh = s->capfresh = 0;
+    rjq_await **send = malloc(n * sizeof *send);
+    for (size_t i = 0; i < n; i++)
+        if (list[i]->state == AW_WATCHING && list[i]->need_watch) {
+            if (send) send[m++] = list[i];
+        }
+    if (send == NULL) { /* they keep need_watch: a full pass finds them */
+        rjq__timer_start(s->c, &s->retry, RETRY_MS);
+    } else if (m && confirmed(s)) {
+        if (m > 1) qsort(send, m, sizeof *send, by_queue);
+        send_watch(s->c, send, m);
+    }
+    for (size_t i = 0; i < n; i++) unpin(list[i]);
+    free(list);
+    free(send);
+}
+
 static int queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw,
                        rjq_await_cb *cb, void *data, rjq_await **out) {
     rjq_client *c = rjq_queue_client(q);
@@ -552,11 +596,11 @@ static int queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw
         discard(a);
         return rc;
     }
-    if (confirmed(s) && (rc = watch_chunk(c, &a, 1)) != RJQ_OK) {
+    a->need_watch = 1; /* watched at the end of the pass, or once subscribed */
+    if (confirmed(s) && add_fresh(s, a) != RJQ_OK && (rc = watch_chunk(c, &a, 1)) != RJQ_OK) {
         discard(a); /* an error return: the callback is never called */
         return rc;
     }
-    if (!confirmed(s)) a->need_watch = 1;
     if (out) *out = a;
     return RJQ_OK;
 }
@@ -629,6 +673,9 @@ static void awaits_cancel(rjq_client *c, void *state) {
 
 static void awaits_close(rjq_client *c, void *state) {
     awaits *s = state;
+    for (size_t i = 0; i < s->nfresh; i++) unpin(s->fresh[i]); /* ended by the cancel */
+    free(s->fresh);
+    rjq__timer_teardown(c, &s->tick);
     rjq__early_clear(&s->early);
     rjq__table_free(&s->table);
     rjq__timer_teardown(c, &s->retry);
@@ -654,8 +701,14 @@ static awaits *state_of(rjq_client *c) {
         free(s);
         return NULL;
     }
+    if (rjq__timer_setup(c, &s->tick, on_tick, s) != RJQ_OK) {
+        rjq__timer_teardown(c, &s->retry);
+        free(s);
+        return NULL;
+    }
     if (rjq__feature_add(c, &awaits_feature, s) != RJQ_OK) {
         rjq__timer_teardown(c, &s->retry);
+        rjq__timer_teardown(c, &s->tick);
         free(s);
         return NULL;
     }

@@ -920,6 +920,45 @@ TEST(progress_reaches_awaiting_producer) {
 
 /* ---- 8. big results ---------------------------------------------------------- */
 
+/* Script calls of the server so far (functions on Redis 7, else EVALSHA). */
+static long long script_calls(redisContext *rc) {
+    return server_calls(rc, "fcall") + server_calls(rc, "evalsha");
+}
+
+TEST(awaits_of_one_loop_pass_share_one_watch_call) {
+    enum { N = 300 };
+    aw_env e;
+    aw_start(&e, "co", NULL);
+    rec warm[1];
+    memset(warm, 0, sizeof warm);
+    warm[0].want = RJQ_ENOTFOUND;
+    ASSERT_OK(rjq_queue_await(e.pq, "nothing", NULL, on_outcome, &warm[0], NULL));
+    ASSERT(loop_until_count(e.base, &resolved, 1, 5000)); /* the reply channel is subscribed */
+    rec *r = calloc(N, sizeof *r);
+    char id[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(id, sizeof id, "co-%d", i);
+        enqueue_id(e.base, e.pq, id, id, 0);
+        rec_set(&r[i], RJQ_OK, "r:%s", id);
+    }
+    long long calls = script_calls(e.rc);
+    for (int i = 0; i < N; i++) { /* one pass */
+        snprintf(id, sizeof id, "co-%d", i);
+        ASSERT_OK(rjq_queue_await(e.pq, id, NULL, on_outcome, &r[i], NULL));
+    }
+    loop_for(e.base, 200);
+    ASSERT_EQ(calls + 1, script_calls(e.rc)); /* not one call per await */
+    ASSERT_EQ(1, resolved);
+    work w = {0};
+    start_worker(e.wq, 20, &w); /* every await watches its job: each gets its result */
+    ASSERT(loop_until_count(e.base, &resolved, 1 + N, 20000));
+    check_recs(r, N, "coalesced");
+    recs_free(r, N);
+    free(r);
+    recs_free(warm, 1);
+    aw_stop(&e);
+}
+
 TEST(big_result_fetched_once) {
     enum { BIG = 200 * 1024, EDGE = 65536 };
     aw_env e;

@@ -196,6 +196,21 @@ static void assert_all_completed_once(long rows) {
         if (F.ws.runs[i] != 1) FAIL_AT(__FILE__, __LINE__, "row %ld ran %ld times", i, F.ws.runs[i]);
 }
 
+/* Run the loop until the workers started n jobs (or fail). */
+static void wait_runs(long n) {
+    double end = mono_ms() + 30000;
+    while (F.ws.total < n && mono_ms() < end) loop_for(F.e.base, 10);
+    ASSERT(F.ws.total >= n);
+}
+
+/* A bridge moves rows 1..n of "jobs" and stops: nobody follows them now. */
+static void move_rows_then_stop_bridge(long n) {
+    pid_t b = bridge_spawn(NULL);
+    insert_rows("jobs", 1, n, "0");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", n, 30000);
+    bridge_stop(b);
+}
+
 /* ---- the tests --------------------------------------------------------------------- */
 
 TEST(ten_thousand_rows_two_bridges_three_workers_each_job_runs_once) {
@@ -297,9 +312,7 @@ TEST(postgres_restarted_mid_run_loses_nothing) {
     workers_start("jobs", 1, 1);
     pid_t b = bridge_spawn(NULL);
     for (long t = 0; t < 10; t++) insert_rows("jobs", t * 100 + 1, 100, "0");
-    double end = mono_ms() + 30000;
-    while (F.ws.total < 200 && mono_ms() < end) loop_for(F.e.base, 10);
-    ASSERT(F.ws.total >= 200);
+    wait_runs(200);
     pg_halt(&F.p);
     long before = F.ws.total;
     loop_for(F.e.base, 1500); /* jobs end while PostgreSQL is away */
@@ -381,14 +394,10 @@ TEST(dead_and_cancelled_jobs_are_written_back_and_a_replay_brings_a_row_back) {
 
 TEST(a_restarted_bridge_follows_the_rows_it_had_moved) {
     setup();
-    pid_t b1 = bridge_spawn(NULL);
-    insert_rows("jobs", 1, 200, "0");
-    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", 200, 30000);
-    bridge_stop(b1);
+    move_rows_then_stop_bridge(200);
     /* the jobs run while no bridge follows them */
     workers_start("jobs", 1, 8);
-    double end = mono_ms() + 30000;
-    while (F.ws.total < 200 && mono_ms() < end) loop_for(F.e.base, 20);
+    wait_runs(200);
     ASSERT_EQ(200, F.ws.total);
     ASSERT_EQ(200, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'"));
     pid_t b2 = bridge_spawn(NULL); /* reads their stored outcomes */
@@ -453,10 +462,7 @@ TEST(a_queue_redis_refuses_waits_in_postgres_and_holds_no_other_queue) {
 
 TEST(rows_whose_finished_jobs_were_trimmed_meanwhile_are_not_run_again) {
     setup();
-    pid_t b1 = bridge_spawn(NULL);
-    insert_rows("jobs", 1, 100, "0");
-    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", 100, 30000);
-    bridge_stop(b1);
+    move_rows_then_stop_bridge(100);
     /* no bridge runs; the jobs complete and their records are deleted at once */
     rjq_client *wc = client_for(F.e.base, &F.e.s);
     rjq_queue_options qo = {0};
@@ -466,8 +472,7 @@ TEST(rows_whose_finished_jobs_were_trimmed_meanwhile_are_not_run_again) {
     rjq_worker_options wo = quiet_worker_options(8);
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(wq, &wo, handler, &F.ws, &w));
-    double end = mono_ms() + 30000;
-    while (F.ws.total < 100 && mono_ms() < end) loop_for(F.e.base, 20);
+    wait_runs(100);
     ASSERT_EQ(100, F.ws.total);
     loop_for(F.e.base, 50);
     count_wait cw = {0};

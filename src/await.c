@@ -493,6 +493,7 @@ static void send_watch(rjq_client *c, rjq_await **list, size_t n) {
         size_t j = i + 1;
         while (j < n && j - i < WATCH_BATCH && list[j]->q == list[i]->q) j++;
         int rc = watch_chunk(c, list + i, j - i);
+        if (rc == RJQ_ECLOSED) rc = RJQ_ECANCELED; /* the client is being freed */
         for (size_t k = i; rc != RJQ_OK && k < j; k++) resolve(list[k], rc, NULL, 0, NULL);
         i = j;
     }

@@ -495,6 +495,32 @@ TEST(rows_whose_finished_jobs_were_trimmed_meanwhile_are_not_run_again) {
     teardown();
 }
 
+TEST(a_bridge_stopped_while_a_write_waits_on_a_lock_exits_cleanly) {
+    setup();
+    workers_start("jobs", 1, 4);
+    count_wait cw = {0};
+    ASSERT_OK(rjq_queue_pause(F.e.q, on_count, &cw));
+    ASSERT(loop_until(F.e.base, &cw.done, 5000));
+    /* reports go on while it stops; its writes give up on the lock after
+     * 100 ms (and are tried again) */
+    char pg[400];
+    snprintf(pg, sizeof pg, "%s options='-c lock_timeout=100'", F.p.conninfo);
+    const char *extra[] = {"--report-ms", "50", "--pg", pg, NULL};
+    pid_t b = bridge_spawn(extra);
+    insert_rows("jobs", 1, 1, "0");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", 1, 30000);
+    /* the test holds the row: the bridge's next write of it waits */
+    pg_exec(&F.p, "BEGIN; SELECT id FROM rjq_jobs WHERE id = 1 FOR UPDATE");
+    cw.done = 0;
+    ASSERT_OK(rjq_queue_resume(F.e.q, on_count, &cw));
+    ASSERT(loop_until(F.e.base, &cw.done, 5000));
+    wait_runs(1);
+    loop_for(F.e.base, 300); /* its writes are in flight, held by the lock */
+    bridge_stop(b);          /* closes the client, waits for the write, its deadline ends it: exit 0 */
+    pg_exec(&F.p, "COMMIT");
+    teardown();
+}
+
 TEST(a_bridge_with_queues_moves_only_their_rows) {
     setup();
     workers_start("jobs", 1, 4);

@@ -170,7 +170,7 @@ struct bridge {
 static void claim_next(bridge *b);
 static void flush_writes(bridge *b);
 static void stop_check(bridge *b);
-static void follow_row(bridge *b, int64_t id, qent *q, int existed);
+static void follow_row(bridge *b, int64_t id, qent *q, int existed, int claimed);
 static char *array_literal(char **names, size_t n);
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -268,6 +268,11 @@ static void job_id_of(int64_t id, char *buf, size_t size) {
     snprintf(buf, size, PGB_JOB_PREFIX "%" PRId64, id);
 }
 
+/* The client takes new requests (not once the stop began closing it). */
+static int client_open(const bridge *b) {
+    return b->c != NULL && !b->closing && !b->freeing;
+}
+
 /* ---- queues ----------------------------------------------------------------- */
 
 static void on_monitor(rjq_client *c, const char *event, const char *job_id, void *data);
@@ -275,6 +280,10 @@ static void on_monitor(rjq_client *c, const char *event, const char *job_id, voi
 /* The handle of queue `name`, opened (and monitored) on first use; NULL
  * with why set when rjq refuses the name. */
 static qent *queue_of(bridge *b, const char *name, char *why, size_t size) {
+    if (!client_open(b)) {
+        snprintf(why, size, "stopping");
+        return NULL;
+    }
     for (size_t i = 0; i < b->nq; i++)
         if (strcmp(b->queues[i]->name, name) == 0) return b->queues[i];
     if (b->nq == b->capq) {
@@ -565,7 +574,7 @@ static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *d
         else if (now == W_CANCELLED)
             add_write(b, f->id, now, "cancelled", 9, info->attempts);
         else /* replayed meanwhile: it runs again */
-            follow_row(b, f->id, f->q, 0);
+            follow_row(b, f->id, f->q, 0, 0);
     } else if (status != RJQ_ECANCELED) { /* the record is gone: what the await said */
         add_write(b, f->id, kind, f->blob, f->len, -1);
     }
@@ -577,6 +586,7 @@ static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *d
 /* A final outcome: read the job once more for its attempts (and the
  * stored result or error), then write. */
 static void final_outcome(bridge *b, follow *fw, int status, const rjq_outcome *out) {
+    if (!client_open(b)) return; /* the next start follows its row again */
     final_read *f = calloc(1, sizeof *f);
     const char *text = status == RJQ_OK ? out->result
                        : status == RJQ_EJOBDEAD ? out->error
@@ -611,7 +621,7 @@ static void on_revive_info(rjq_client *c, int status, const rjq_job_info *info, 
     b->reads--;
     if (status == RJQ_OK && !b->stopping) {
         if (final_kind(info->state) < 0) add_write(b, f->id, W_REVIVE, NULL, 0, -1);
-        follow_row(b, f->id, f->q, 0);
+        follow_row(b, f->id, f->q, 0, 0);
     }
     free(f);
     stop_check(b);
@@ -671,10 +681,12 @@ static void unpend_row(bridge *b, int64_t id) {
     }
 }
 
-static void follow_row(bridge *b, int64_t id, qent *q, int existed) {
+static void follow_row(bridge *b, int64_t id, qent *q, int existed, int claimed) {
     follow *fw = idmap_get(&b->follows, id);
-    if (fw && !fw->pending) return; /* followed already */
-    if (b->stopping) {
+    /* followed already; or moved by this bridge's claim, whose mark
+     * follows it (knowing whether its job existed) */
+    if (fw && (!fw->pending || !claimed)) return;
+    if (b->stopping || !client_open(b)) {
         unpend_row(b, id);
         return;
     }
@@ -744,7 +756,7 @@ static void on_scanned(void *arg, PGresult **res, int n, const char *err,
         int64_t id = be64(PQgetvalue(r, i, 0));
         char why[256];
         qent *q = queue_of(b, PQgetvalue(r, i, 1), why, sizeof why);
-        if (q) follow_row(b, id, q, 0);
+        if (q) follow_row(b, id, q, 0, 0);
         b->scan_after = id;
     }
     if (rows == PGB_FOLLOW_PAGE && b->follows.n < b->o.max_follow && !b->stopping) scan_page(b);
@@ -833,7 +845,7 @@ static void on_marked(void *arg, PGresult **res, int n, const char *err,
         } else if (r->acked) {
             if (r->existed) b->existed++;
             else b->moved++;
-            follow_row(b, r->id, r->q, r->existed);
+            follow_row(b, r->id, r->q, r->existed, 1);
         }
     }
     claim_free(cl);
@@ -863,6 +875,7 @@ static void mark(claim *cl) {
     char *ids = malloc(cap);
     if (ids == NULL) {
         logf_("out of memory marking %d rows: they stay queued", cl->n);
+        for (int i = 0; i < cl->n; i++) unpend_row(b, cl->rows[i].id);
         rollback(b);
         b->cur = NULL;
         claim_free(cl);
@@ -1221,7 +1234,7 @@ static void print_report(bridge *b, PGresult *depth, PGresult *lag) {
                             b->moved, rate, b->existed, b->bad, b->completed, b->failed,
                             b->cancelled, b->requeued, b->unknown, b->follows.n, b->wn,
                             pgconn_up(b->claimer) && pgconn_up(b->writer) ? "up" : "down",
-                            rjq_client_connected(b->c) ? "up" : "down");
+                            b->c && rjq_client_connected(b->c) ? "up" : "down");
     if (lag && PQntuples(lag) == 1)
         len += (size_t)snprintf(line + len, sizeof line - len, "; lag %.3f s",
                                 atof(PQgetvalue(lag, 0, 0)));
@@ -1381,6 +1394,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg) {
 void bridge_stop(bridge *b, long deadline_ms) {
     if (b->stopping) return;
     b->stopping = 1;
+    if (b->report) event_del(b->report); /* it reads the client, which the stop closes */
     if (b->poll) event_del(b->poll);
     if (b->retry) event_del(b->retry);
     if (b->reconcile) event_del(b->reconcile);

@@ -449,7 +449,7 @@ expect_ok
 expect_line "$(printf 'beat\tevery 60000\t0')"
 expect_line "$(printf 'nightly\tcron 30 2 * * * (UTC+60)\t0')"
 run schedules sq --json
-expect_out_re '^\{"name":"beat","spec":"every 60000","next_ms":0\}'
+expect_out_re '^\[\{"name":"beat","spec":"every 60000","next_ms":0\}'
 run schedule sq bad --cron "61 * * * *"
 expect_rc 1
 expect_err_has "minute"
@@ -567,6 +567,58 @@ for args in "help" "--help" "-h"; do
     expect_rc 0
     check; grep -q "usage: rjq" "$DIR/out" || fail "help prints the usage on stdout"
 done
+
+# ---- --json on every command (issue 15): always valid JSON ----------------------------
+# a payload that is not UTF-8 comes back in base64, marked
+printf 'ok\xff\xfe\n' >"$DIR/bin-line"
+run enqueue jq "$(printf 'caf\xc3\xa9')" --id utf-1 --json
+expect_ok
+expect_out '{"id":"utf-1","existed":false,"replaced":false}'
+run job jq utf-1 --json
+expect_out_re '"payload":"caf.+"'
+run enqueue jq "$(printf 'x\xff\xfe')" --id bin-1
+run job jq bin-1 --json
+expect_out_re '"payload":\{"base64":"eP/\+"\}'
+run --json enqueue jq again --id utf-1
+expect_out '{"id":"utf-1","existed":true,"replaced":false}'
+IN_FILE="$DIR/lines" run enqueue jq - --json
+expect_out '{"enqueued":2500}'
+run --json version
+expect_out_re '^\{"version":"[0-9]+\.[0-9]+\.[0-9]+"\}$'
+run pause jq --json
+expect_out '{"paused":true,"changed":true}'
+run resume jq --json
+expect_out '{"paused":false,"changed":true}'
+run cancel jq bin-1 --json
+expect_out '{"cancelled":true,"was":"ready"}'
+run reclaim jq --json
+expect_out '{"reclaimed":0}'
+run replay jq --all --json
+expect_out '{"replayed":0}'
+run purge jq cancelled --yes --json
+expect_out '{"deleted":1}'
+run limit jq --concurrency 2 --json
+expect_out '{"limits":"set"}'
+run schedule jq tick --every 60000 --json
+expect_out '{"schedule":"set"}'
+run unschedule jq tick --json
+expect_out '{"schedule":"removed"}'
+run metrics jq q --json
+expect_ok
+run acl --queues 'jq*' --json
+expect_ok
+expect_out_re '^\{"users":\["ACL SETUSER rjq-producer '
+if command -v python3 >/dev/null; then
+    run enqueue jq "$(printf 'y\xfe')" --id bin-2
+    for args in "job jq bin-2 --json" "job jq utf-1 --json" "metrics jq q --json" "acl --json" "stats jq --json" \
+                "jobs jq ready --json" "schedules jq --json" "--json version"; do
+        # shellcheck disable=SC2086
+        run $args
+        check
+        python3 -c 'import json,sys; json.load(sys.stdin)' <"$DIR/out" 2>/dev/null ||
+            fail "not valid JSON"
+    done
+fi
 
 # ---- the server survived it all ---------------------------------------------------------
 run stats q

@@ -26,6 +26,7 @@
 #include <rjq/libevent.h>
 
 #include "acl.h"
+#include "utf8.h"
 #include "rjq.h"
 
 #define EXIT_USAGE 2
@@ -36,7 +37,7 @@
 #define DEAD_LIMIT 100     /* default --limit of "dead" */
 
 static const char usage_text[] =
-    "usage: rjq [-u URL] [-p PREFIX] [-t SECONDS] [TLS options] COMMAND ...\n"
+    "usage: rjq [-u URL] [-p PREFIX] [-t SECONDS] [TLS options] [--json] COMMAND ...\n"
     "\n"
     "  -u URL      Redis URL (default: $RJQ_URL, else " DEFAULT_URL "):\n"
     "              redis://[user[:password]@]host[:port][/db], rediss://... (TLS),\n"
@@ -53,6 +54,9 @@ static const char usage_text[] =
     "  --key FILE        its private key\n"
     "  --sni NAME        server name to send and to check (default: the URL's host)\n"
     "  --insecure        check neither certificate nor name (never in production)\n"
+    "\n"
+    "--json (before the command or among its arguments): the result as one JSON value;\n"
+    "bytes that are not UTF-8 as {\"base64\": \"...\"}\n"
     "\n"
     "commands:\n"
     "  stats QUEUE [--json]                 counters and depths, one \"name value\" per line\n"
@@ -316,6 +320,8 @@ typedef struct optdef {
 
 /* Split a command's arguments into options (defs, ended by a {NULL}) and
  * min..max positionals. Returns 0 or EXIT_USAGE (reported). */
+static cli *the_cli; /* every command takes --json (parse_args) */
+
 static int parse_args(int argc, char **argv, const optdef *defs, char **pos, int min,
                       int max, int *npos) {
     int n = 0, options = 1;
@@ -324,6 +330,10 @@ static int parse_args(int argc, char **argv, const optdef *defs, char **pos, int
         const optdef *d = NULL;
         if (options && strcmp(a, "--") == 0) {
             options = 0;
+            continue;
+        }
+        if (options && strcmp(a, "--json") == 0) {
+            the_cli->json = 1;
             continue;
         }
         if (options && a[0] == '-' && a[1] == '-') {
@@ -364,8 +374,30 @@ static int parse_ll(const char *name, const char *s, long long lo, long long hi,
 
 /* ---- output ------------------------------------------------------------------ */
 
+static void print_base64(const unsigned char *s, size_t len) {
+    static const char digits[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (size_t i = 0; i < len; i += 3) {
+        unsigned v = (unsigned)s[i] << 16 | (i + 1 < len ? (unsigned)s[i + 1] << 8 : 0) |
+                     (i + 2 < len ? s[i + 2] : 0);
+        putchar(digits[v >> 18 & 63]);
+        putchar(digits[v >> 12 & 63]);
+        putchar(i + 1 < len ? digits[v >> 6 & 63] : '=');
+        putchar(i + 2 < len ? digits[v & 63] : '=');
+    }
+}
+
+/* Bytes as a JSON value: a string when they are valid UTF-8, else
+ * {"base64":"..."} (payloads and results are binary-safe), so the output
+ * is always valid JSON. */
 static void print_json_string(const void *p, size_t len) {
     const unsigned char *s = p;
+    if (!utf8_valid(s, len)) {
+        fputs("{\"base64\":\"", stdout);
+        print_base64(s, len);
+        fputs("\"}", stdout);
+        return;
+    }
     putchar('"');
     for (size_t i = 0; i < len; i++) {
         unsigned char ch = s[i];
@@ -408,6 +440,18 @@ static void print_num(const cli *t, int first, const char *name, long long v) {
 
 static void end_object(const cli *t) {
     if (t->json) puts("}");
+}
+
+/* A result of one number: {"name":n} with --json, else the number. */
+static void print_count(const cli *t, const char *name, long long n) {
+    if (t->json) printf("{\"%s\":%lld}\n", name, n);
+    else printf("%lld\n", n);
+}
+
+/* A result of one word: {"name":"word"} with --json, else the text. */
+static void print_word(const cli *t, const char *name, const char *word, const char *text) {
+    if (t->json) printf("{\"%s\":\"%s\"}\n", name, word);
+    else puts(text);
 }
 
 /* ---- stats ------------------------------------------------------------------- */
@@ -571,7 +615,21 @@ static int cmd_metrics(cli *t, int argc, char **argv) {
         if (sent(t, rjq_queue_stats(q, on_metrics_stats, &m[i]))) return 1;
     }
     if (wait_replies(t, 0)) return 1;
-    print_metrics(m, (size_t)n);
+    if (!t->json) {
+        print_metrics(m, (size_t)n);
+        return 0;
+    }
+    /* --json: {"queue": {its stats}, ...} */
+    for (int i = 0; i < n; i++) {
+        printf("%s", i ? "," : "{");
+        print_json_string(m[i].name, strlen(m[i].name));
+        putchar(':');
+        for (size_t k = 0; k < sizeof stat_fields / sizeof stat_fields[0]; k++)
+            printf("%s\"%s\":%lld", k ? "," : "{", stat_fields[k].name,
+                   *(const long long *)(const void *)((const char *)&m[i].s + stat_fields[k].off));
+        printf(",\"paused\":%d}", m[i].s.paused);
+    }
+    puts("}");
     return 0;
 }
 
@@ -582,7 +640,11 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
     cli *t = data;
     (void)c;
     if (!reply_ok(t, status) || n != 1) return;
-    puts(jobs[0].id);
+    if (t->json)
+        printf("{\"id\":\"%s\",\"existed\":%s,\"replaced\":%s}\n", jobs[0].id,
+               jobs[0].existed ? "true" : "false", jobs[0].replaced ? "true" : "false");
+    else
+        puts(jobs[0].id);
     if (jobs[0].replaced)
         fprintf(stderr, "rjq: note: job %s was waiting; it takes this payload and waits again\n",
                 jobs[0].id);
@@ -659,7 +721,7 @@ static int enqueue_stdin(cli *t, const rjq_job_options *o) {
     free(line);
     if (err && t->count)
         fprintf(stderr, "rjq: at least %lld jobs were enqueued before the error\n", t->count);
-    if (!err) printf("%lld\n", t->count);
+    if (!err) print_count(t, "enqueued", t->count);
     return err;
 }
 
@@ -787,10 +849,12 @@ static int cmd_jobs(cli *t, int argc, char **argv) {
 
 /* rjq version: the library's, which may be newer than the tool's header. */
 static int cmd_version(cli *t, int argc, char **argv) {
-    (void)t, (void)argv;
-    if (argc) return usage_error("unexpected argument '%s'", argv[0]);
+    const optdef defs[] = {{NULL, NULL, NULL}};
+    int rc = parse_args(argc, argv, defs, NULL, 0, 0, NULL);
+    if (rc) return rc;
     int v = rjq_version();
-    printf("rjq %d.%d.%d\n", v / 10000, v / 100 % 100, v % 100);
+    if (t->json) printf("{\"version\":\"%d.%d.%d\"}\n", v / 10000, v / 100 % 100, v % 100);
+    else printf("rjq %d.%d.%d\n", v / 10000, v / 100 % 100, v % 100);
     return 0;
 }
 
@@ -804,7 +868,8 @@ static void on_deleted(rjq_client *c, int status, long long n, void *data) {
                                        "waiting or running job; completed jobs leave by retention"
                                      : NULL))
         return;
-    puts("deleted");
+    if (t->json) print_count(t, "deleted", 1);
+    else puts("deleted");
 }
 
 static int cmd_delete(cli *t, int argc, char **argv) {
@@ -849,7 +914,7 @@ static int cmd_purge(cli *t, int argc, char **argv) {
         if (send_and_wait(t, rjq_queue_purge(t->q, state, RJQ_JOBS_PAGE_MAX, on_purged, t)))
             return 1;
     } while (t->last_page == RJQ_JOBS_PAGE_MAX);
-    printf("%lld\n", t->count);
+    print_count(t, "deleted", t->count);
     return 0;
 }
 
@@ -858,7 +923,7 @@ static int cmd_purge(cli *t, int argc, char **argv) {
 static void on_count(rjq_client *c, int status, long long n, void *data) {
     cli *t = data;
     (void)c;
-    if (reply_ok(t, status)) printf("%lld\n", n);
+    if (reply_ok(t, status)) print_count(t, strcmp(t->what, "replay") == 0 ? "replayed" : "reclaimed", n);
 }
 
 static int cmd_replay(cli *t, int argc, char **argv) {
@@ -890,8 +955,11 @@ static void on_paused(rjq_client *c, int status, long long n, void *data) {
     cli *t = data;
     (void)c;
     if (!reply_ok(t, status)) return;
-    puts(n ? (strcmp(t->what, "pause") == 0 ? "paused" : "resumed")
-           : (strcmp(t->what, "pause") == 0 ? "already paused" : "not paused"));
+    int pause = strcmp(t->what, "pause") == 0;
+    if (t->json)
+        printf("{\"paused\":%s,\"changed\":%s}\n", pause ? "true" : "false", n ? "true" : "false");
+    else
+        puts(n ? (pause ? "paused" : "resumed") : (pause ? "already paused" : "not paused"));
 }
 
 static int cmd_pause(cli *t, int argc, char **argv) {
@@ -909,8 +977,9 @@ static void on_cancelled(rjq_client *c, int status, const char *state, void *dat
     char why[64];
     (void)c;
     if (status == RJQ_ESTATE && state) snprintf(why, sizeof why, "it is %s already", state);
-    if (reply_ok_why(t, status, status == RJQ_ESTATE && state ? why : NULL))
-        printf("cancelled (was %s)\n", state);
+    if (!reply_ok_why(t, status, status == RJQ_ESTATE && state ? why : NULL)) return;
+    if (t->json) printf("{\"cancelled\":true,\"was\":\"%s\"}\n", state);
+    else printf("cancelled (was %s)\n", state);
 }
 
 static int cmd_cancel(cli *t, int argc, char **argv) {
@@ -926,7 +995,9 @@ static int cmd_cancel(cli *t, int argc, char **argv) {
 static void on_limited(rjq_client *c, int status, long long n, void *data) {
     cli *t = data;
     (void)c, (void)n;
-    if (reply_ok(t, status)) puts(t->limits_set ? "limits set" : "limits lifted");
+    if (reply_ok(t, status))
+        print_word(t, "limits", t->limits_set ? "set" : "lifted",
+                   t->limits_set ? "limits set" : "limits lifted");
 }
 
 static int cmd_limit(cli *t, int argc, char **argv) {
@@ -960,8 +1031,8 @@ static void on_scheduled(rjq_client *c, int status, long long n, void *data) {
     cli *t = data;
     (void)c;
     if (!reply_ok(t, status)) return;
-    if (strcmp(t->what, "schedule") == 0) puts(n ? "set" : "unchanged");
-    else puts(n ? "removed" : "no such schedule");
+    if (strcmp(t->what, "schedule") == 0) print_word(t, "schedule", n ? "set" : "unchanged", n ? "set" : "unchanged");
+    else print_word(t, "schedule", n ? "removed" : "absent", n ? "removed" : "no such schedule");
 }
 
 static int cmd_schedule(cli *t, int argc, char **argv) {
@@ -1017,16 +1088,19 @@ static void on_schedules(rjq_client *c, int status, const rjq_schedule_info *l, 
     cli *t = data;
     (void)c;
     if (!reply_ok(t, status)) return;
+    if (t->json) putchar('['); /* one JSON array */
     for (size_t i = 0; i < n; i++) {
         if (t->json) {
+            if (i) putchar(',');
             print_field(t, 1, "name", l[i].name, strlen(l[i].name));
             print_field(t, 0, "spec", l[i].spec, strlen(l[i].spec));
             print_num(t, 0, "next_ms", l[i].next_ms);
-            end_object(t);
+            putchar('}');
         } else {
             printf("%s\t%s\t%lld\n", l[i].name, l[i].spec, l[i].next_ms);
         }
     }
+    if (t->json) puts("]");
 }
 
 static int cmd_schedules(cli *t, int argc, char **argv) {
@@ -1125,6 +1199,32 @@ static int cmd_acl(cli *t, int argc, char **argv) {
         if (roles == 0) return usage_error("--role is producer, worker or monitor, not '%s'", role);
     }
     char why[160];
+    if (t->json) { /* {"users": [the ACL SETUSER lines]} */
+        char *text = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&text, &len);
+        if (mem == NULL) {
+            report(t, RJQ_ENOMEM, "acl");
+            return 1;
+        }
+        rc = rjq_acl_print(mem, t->prefix ? t->prefix : "rjq", queues, roles, why, sizeof why);
+        fclose(mem);
+        if (rc == 0) {
+            fputs("{\"users\":[", stdout);
+            int first = 1;
+            for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+                if (l[0] == '#') continue;
+                if (!first) putchar(',');
+                print_json_string(l, strlen(l));
+                first = 0;
+            }
+            puts("]}");
+        }
+        free(text);
+        if (rc == 0) return 0;
+        fprintf(stderr, "rjq: acl: %s\n", why);
+        return EXIT_USAGE;
+    }
     if (rjq_acl_print(stdout, t->prefix ? t->prefix : "rjq", queues, roles, why, sizeof why)) {
         fprintf(stderr, "rjq: acl: %s\n", why);
         return EXIT_USAGE;
@@ -1183,6 +1283,10 @@ static int parse_tls_option(cli *t, int argc, char **argv, int *i) {
 static int parse_global(cli *t, int argc, char **argv) {
     int i = 1;
     for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            t->json = 1;
+            continue;
+        }
         if (argv[i][1] == '-') {
             int taken = parse_tls_option(t, argc, argv, &i);
             if (taken < 0) return -1;
@@ -1219,6 +1323,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (argc == 2 && strcmp(argv[1], "--version") == 0) return cmd_version(&t, 0, NULL);
+    the_cli = &t;
     int i = parse_global(&t, argc, argv);
     if (i < 0 || i >= argc) return usage();
     if (t.tls_given && !t.tls.enable && strncmp(t.url ? t.url : DEFAULT_URL, "rediss://", 9) != 0) {

@@ -42,6 +42,7 @@
 #include "pgconn.h"
 #include "rjq.h"
 #include "schema.h"
+#include "utf8.h"
 
 #define WRITE_BATCH 1000
 #define RETRY_MS 1000 /* after a refused claim or enqueue */
@@ -224,20 +225,8 @@ static char *utf8_text(const char *s, size_t len) {
     if (out == NULL) return NULL;
     size_t i = 0, o = 0;
     while (i < len && s[i] != '\0') {
-        unsigned char c = (unsigned char)s[i];
-        size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-        int ok = n > 0 && i + n <= len;
-        for (size_t k = 1; ok && k < n; k++) ok = ((unsigned char)s[i + k] >> 6) == 2;
-        if (ok && n == 2) ok = c >= 0xC2;
-        if (ok && n == 3) {
-            unsigned char c1 = (unsigned char)s[i + 1];
-            ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);
-        }
-        if (ok && n == 4) {
-            unsigned char c1 = (unsigned char)s[i + 1];
-            ok = c <= 0xF4 && !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90);
-        }
-        if (!ok) {
+        size_t n = utf8_char_len((const unsigned char *)s + i, len - i);
+        if (n == 0) {
             out[o++] = '?';
             i++;
             continue;

@@ -883,6 +883,17 @@ typedef void rjq_ids_cb(rjq_client *c, int status, const char *const *ids,
 RJQ_API int rjq_queue_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb,
                            void *data);
 
+/* The names of the client's prefix's queues, in name order: up to `limit`
+ * (1..RJQ_JOBS_PAGE_MAX) after `after` (NULL: from the first), from the
+ * registry "<prefix>:queues" (one read, no keyspace scan). A queue is
+ * named there once a handle enqueued to it or ran a worker on it (again
+ * after every reconnect); opening a handle alone names nothing. An ACL
+ * user needs ZADD on that key to name its queues (rjq acl has it). cb's
+ * names are valid only during the callback. RJQ_EQUEUENAME for an `after`
+ * longer than a name can be. */
+RJQ_API int rjq_client_queues(rjq_client *c, const char *after, long limit, rjq_ids_cb *cb,
+                              void *data);
+
 /* The states rjq_queue_jobs() lists. */
 typedef enum rjq_job_state {
     RJQ_STATE_READY,     /* waiting, in claim order: higher priorities first,

@@ -3,10 +3,12 @@
  * pause and resume, cancel, reading one job, listing the dead set.
  */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "reclaim.h"
+#include "validate.h"
 
 /* The caller's callback: one of the admin callback types. */
 typedef union admin_cb {
@@ -25,14 +27,32 @@ typedef struct admin_ctx {
 /* Send a request for an admin call. Sending may flush enqueues, whose
  * callbacks may free the client: the call enters it (freed on leave, after
  * which nothing here touches it). */
-static int send_request(rjq_queue *q, int script, rjq__reply_fn *fn, void *priv, rjq__argv *a) {
-    rjq_client *c = rjq_queue_client(q);
+static int send_client_request(rjq_client *c, int script, rjq__reply_fn *fn, void *priv,
+                               rjq__argv *a) {
     int rc = RJQ_ENOMEM;
     rjq__enter(c);
     if (!a->oom)
         rc = script >= 0 ? rjq__script(c, script, 0, fn, priv, a->n, a->v, a->len)
                          : rjq__command(c, 0, fn, priv, a->n, a->v, a->len);
     rjq__leave(c);
+    return rc;
+}
+
+static int send_request(rjq_queue *q, int script, rjq__reply_fn *fn, void *priv, rjq__argv *a) {
+    return send_client_request(rjq_queue_client(q), script, fn, priv, a);
+}
+
+static int send_client_admin(rjq_client *c, int script, rjq__reply_fn *fn, admin_cb cb,
+                             void *data, rjq__argv *a) {
+    admin_ctx *ctx = malloc(sizeof *ctx);
+    int rc = RJQ_ENOMEM;
+    if (ctx) {
+        ctx->cb = cb;
+        ctx->data = data;
+        rc = send_client_request(c, script, fn, ctx, a);
+    }
+    if (rc != RJQ_OK) free(ctx);
+    rjq__argv_free(a);
     return rc;
 }
 
@@ -315,6 +335,25 @@ static void on_ids(rjq_client *c, int status, redisReply *r, void *priv) {
     ctx->cb.ids(c, status, ids, n, ctx->data);
     free(ids);
     free(ctx);
+}
+
+int rjq_client_queues(rjq_client *c, const char *after, long limit, rjq_ids_cb *cb, void *data) {
+    if (c == NULL || cb == NULL || limit <= 0 || limit > RJQ_JOBS_PAGE_MAX) return RJQ_EINVAL;
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    rjq__argv a;
+    rjq__argv_init(&a);
+    if (after && strlen(after) > RJQ__QUEUE_NAME_MAX) return RJQ_EQUEUENAME;
+    char key[512], from[RJQ__QUEUE_NAME_MAX + 2];
+    snprintf(key, sizeof key, "%s:queues", rjq__client_prefix(c));
+    snprintf(from, sizeof from, "(%s", after ? after : "");
+    rjq__argv_str(&a, "ZRANGEBYLEX");
+    rjq__argv_copy(&a, key);
+    rjq__argv_copy(&a, after ? from : "-");
+    rjq__argv_str(&a, "+");
+    rjq__argv_str(&a, "LIMIT");
+    rjq__argv_str(&a, "0");
+    rjq__argv_ll(&a, limit);
+    return send_client_admin(c, -1, on_ids, (admin_cb){.ids = cb}, data, &a);
 }
 
 int rjq_queue_jobs(rjq_queue *q, rjq_job_state state, long offset, long limit, rjq_ids_cb *cb,

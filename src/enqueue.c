@@ -464,6 +464,7 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
     state_of(c)->pending += n;
     rjq__want_flush(c);
     rjq__queue_kick(q);
+    rjq__queue_register(q);
     return RJQ_OK;
 }
 

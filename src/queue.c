@@ -21,6 +21,8 @@ struct rjq_queue {
     const rjq__part_ops *ops[RJQ__PART_COUNT];
     void *parts[RJQ__PART_COUNT];
     rjq__timer tick;          /* 0 ms: send what this loop turn gathered */
+    int registered;           /* named in the client's registry (rjq__queue_register) */
+    int register_due;         /* ... by this loop turn's tick */
     struct rjq_queue *next;
 };
 
@@ -59,10 +61,16 @@ void rjq__queue_set_part(rjq_queue *q, int which, const rjq__part_ops *ops, void
     q->parts[which] = state;
 }
 
+static void send_register(rjq_queue *q);
+
 static void on_tick(rjq__timer *t) {
     rjq_queue *q = t->owner;
     for (int i = 0; i < RJQ__PART_COUNT && !rjq__closing(q->c); i++)
         if (q->ops[i] && q->ops[i]->tick) q->ops[i]->tick(q, q->parts[i]);
+    if (q->register_due && !rjq__closing(q->c)) {
+        q->register_due = 0;
+        if (rjq_client_connected(q->c)) send_register(q); /* else when it connects */
+    }
 }
 
 void rjq__queue_kick(rjq_queue *q) {
@@ -109,8 +117,53 @@ static void queues_close(rjq_client *c, void *state) {
     free(qs);
 }
 
-static const rjq__feature queues_feature = {
-    .name = "queues", .abort = queues_abort, .cancel = queues_cancel, .close = queues_close};
+/* ---- the registry: "<prefix>:queues" ------------------------------------------ */
+
+/* A sorted set of the queues' names (all scores 0: in name order), so
+ * rjq_client_queues() pages through them without scanning the keyspace.
+ * A name is added once per handle that enqueues or runs a worker, and
+ * again after every reconnect (a Redis that lost its data learns its
+ * queues back). Its reply is not awaited: a user without ZADD on the key
+ * (see rjq acl) only leaves the queue unlisted. */
+static void on_registered(rjq_client *c, int status, redisReply *r, void *priv) {
+    (void)c, (void)status, (void)r, (void)priv;
+}
+
+static void send_register(rjq_queue *q) {
+    const char *prefix = rjq__client_prefix(q->c);
+    size_t n = strlen(prefix) + sizeof ":queues";
+    char *key = malloc(n);
+    if (key == NULL) return; /* unlisted until the next connect */
+    snprintf(key, n, "%s:queues", prefix);
+    const char *argv[] = {"ZADD", key, "NX", "0", q->name};
+    rjq__command(q->c, 0, on_registered, NULL, 5, argv, NULL);
+    free(key);
+}
+
+/* (sent by the tick at the end of the turn: a command sent from inside
+ * an enqueue would push its batch out early) */
+void rjq__queue_register(rjq_queue *q) {
+    if (q->registered) return;
+    q->registered = q->register_due = 1;
+    rjq__queue_kick(q);
+}
+
+static void queues_ready(rjq_client *c, void *state, int kind) {
+    queues *qs = state;
+    (void)c;
+    if (kind != RJQ_CONN_COMMAND) return;
+    for (rjq_queue *q = qs->head; q; q = q->next)
+        if (q->registered) {
+            q->register_due = 0;
+            send_register(q);
+        }
+}
+
+static const rjq__feature queues_feature = {.name = "queues",
+                                            .ready = queues_ready,
+                                            .abort = queues_abort,
+                                            .cancel = queues_cancel,
+                                            .close = queues_close};
 
 static int make_keys(rjq_queue *q, const char *prefix) {
     for (int i = 0; i < RJQ__K_COUNT; i++) {

@@ -1056,6 +1056,7 @@ int rjq_worker_start(rjq_queue *q, const rjq_worker_options *o, rjq_handler_fn *
     rjq__upkeep_join(q, &visit_ops, p, w->reclaim_ms);
     rjq__timer_start(c, &w->extend_timer, (uint64_t)(w->lease_ms / 3));
     want_claim(w);
+    rjq__queue_register(q);
     *out = w;
     return RJQ_OK;
 }

@@ -186,6 +186,19 @@ static void expect_noperm(const test_server *s, const char *user, const char *fm
     redisFree(rc);
 }
 
+static long names_listed;
+static char queue_names[256];
+
+static void on_queue_names(rjq_client *c, int status, const char *const *names, size_t n,
+                           void *data) {
+    (void)c, (void)data;
+    ASSERT_OK(status);
+    for (size_t i = 0; i < n; i++)
+        snprintf(queue_names + strlen(queue_names), sizeof queue_names - strlen(queue_names), "%s%s",
+                 i ? "," : "", names[i]);
+    names_listed++;
+}
+
 TEST(each_acl_role_does_its_job_and_nothing_else) {
     test_server s;
     server_start_guarded(&s, NULL);
@@ -253,6 +266,14 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     ASSERT_OK(rjq_queue_jobs(mq, RJQ_STATE_COMPLETED, 0, 10, on_ids_listed, NULL));
     ASSERT(loop_until_count(base, &ids_listed, 2, 5000));
     ASSERT(events_seen > 0);
+    /* the producer and the worker named their queues in the registry (the
+     * producer alone writes "pjobs"); the monitor reads it */
+    ASSERT_OK(rjq_enqueue(queue_for(producer, "pjobs"), "x", 1, NULL, NULL, NULL));
+    loop_for(base, 100);
+    queue_names[0] = '\0';
+    ASSERT_OK(rjq_client_queues(monitor, NULL, 10, on_queue_names, NULL));
+    ASSERT(loop_until_count(base, &names_listed, 1, 5000));
+    ASSERT_STREQ("jobs,pjobs", queue_names);
 
     /* controls: the producer cancels; the worker role also pauses,
      * resumes, limits and cancels; the monitor does none of it */

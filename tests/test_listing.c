@@ -2,6 +2,7 @@
  * rjq_queue_jobs(): the ids of a queue's jobs in one state, in queue order,
  * paged. Ready jobs come in claim order across the priority set and the
  * ready list; each other state in the order its structure keeps.
+ * rjq_client_queues(): the registry of the queues written to.
  */
 #include "fixture.h"
 #include "harness.h"
@@ -213,5 +214,53 @@ TEST(dead_and_cancelled_jobs_are_deleted_by_id_or_purged_oldest_first) {
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_purge(e.q, RJQ_STATE_DEAD, 0, on_counted, &bad));
     ASSERT_EQ(RJQ_EJOBID, rjq_queue_delete(e.q, "", on_counted, &bad));
     ASSERT_EQ(0, bad.done);
+    env_stop(&e);
+}
+
+/* The names rjq_client_queues() gives as "a,b,c". */
+static const char *queues(test_env *e, const char *after, long limit) {
+    static page p;
+    memset(&p, 0, sizeof p);
+    ASSERT_OK(rjq_client_queues(e->c, after, limit, on_page, &p));
+    ASSERT(loop_until(e->base, &p.done, 5000));
+    ASSERT_OK(p.status);
+    return p.ids;
+}
+
+static void on_worker_job(rjq_job *job, void *data) {
+    (void)data;
+    ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));
+}
+
+TEST(queues_written_to_are_listed_by_name_paged_and_again_after_redis_lost_them) {
+    test_env e;
+    env_start(&e, NULL);
+    /* enqueued to, worked on: named; only looked at: not */
+    enqueue_x_ok(e.base, queue_for(e.c, "beta"), NULL, 0, 0);
+    enqueue_x_ok(e.base, queue_for(e.c, "alpha"), NULL, 0, 0);
+    rjq_worker *w;
+    rjq_worker_options wo = quiet_worker_options(1);
+    ASSERT_OK(rjq_worker_start(queue_for(e.c, "gamma"), &wo, on_worker_job, NULL, &w));
+    get_stats(e.base, queue_for(e.c, "looked-at"));
+    loop_for(e.base, 100);
+    ASSERT_STREQ("alpha,beta,gamma", queues(&e, NULL, 10));
+    ASSERT_STREQ("alpha,beta", queues(&e, NULL, 2));
+    ASSERT_STREQ("gamma", queues(&e, "beta", 2));
+    ASSERT_STREQ("", queues(&e, "gamma", 2));
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_queues(e.c, NULL, 0, on_page, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_queues(e.c, NULL, RJQ_JOBS_PAGE_MAX + 1, on_page, NULL));
+    /* a Redis restarted empty learns them back from the client */
+    server_restart(&e.s, NULL);
+    redisFree(e.rc);
+    e.rc = server_connect(&e.s);
+    static page p;
+    double end = mono_ms() + 10000;
+    do { /* (a read may meet the reconnect) */
+        loop_for(e.base, 50);
+        memset(&p, 0, sizeof p);
+        ASSERT_OK(rjq_client_queues(e.c, NULL, 10, on_page, &p));
+        ASSERT(loop_until(e.base, &p.done, 5000));
+    } while ((p.status != RJQ_OK || strcmp(p.ids, "alpha,beta,gamma") != 0) && mono_ms() < end);
+    ASSERT_STREQ("alpha,beta,gamma", p.ids);
     env_stop(&e);
 }

@@ -620,6 +620,27 @@ if command -v python3 >/dev/null; then
     done
 fi
 
+# ---- queues: the registry of the queues written to ---------------------------------------
+run stats never-written
+run queues
+expect_ok
+expect_line "q"
+expect_line "jq"
+check; grep -qxF "never-written" "$DIR/out" && fail "a queue only looked at is not listed"
+ALL=$OUT
+check; [ "$ALL" = "$(printf '%s\n' "$ALL" | LC_ALL=C sort)" ] || fail "names in order"
+run queues --limit 2
+expect_out "$(printf '%s\n' "$ALL" | head -2)"
+run queues --after "$(printf '%s\n' "$ALL" | head -1)" --limit 1
+expect_out "$(printf '%s\n' "$ALL" | sed -n 2p)"
+run queues --json
+expect_out_re '^\[".*"\]$'
+if command -v python3 >/dev/null; then
+    check
+    python3 -c 'import json,sys; d=json.load(sys.stdin); assert "q" in d and "jq" in d' <"$DIR/out" ||
+        fail "queues --json is not the array of names"
+fi
+
 # ---- the server survived it all ---------------------------------------------------------
 run stats q
 expect_ok

@@ -59,6 +59,7 @@ static const char usage_text[] =
     "bytes that are not UTF-8 as {\"base64\": \"...\"}\n"
     "\n"
     "commands:\n"
+    "  queues [--after NAME] [--limit N]    the queues written to (enqueued to, worked on), by name\n"
     "  stats QUEUE [--json]                 counters and depths, one \"name value\" per line\n"
     "  metrics QUEUE...                     the queues' counters and depths in Prometheus'\n"
     "                                       text format (rjq_jobs_total, rjq_jobs, ...)\n"
@@ -123,7 +124,8 @@ typedef struct cli {
     int ever_connected;      /* the command connection came up once */
     char last_event[256];    /* detail of the last connection error */
     long long count;         /* "enqueue -": jobs enqueued so far; "purge": deleted */
-    long long last_page;     /* "purge": deleted by the last call */
+    long long last_page;     /* "purge": deleted by the last call; "queues": names */
+    char *after;             /* "queues": the last name listed */
     int limits_set;          /* "limit": some limit was given */
 } cli;
 
@@ -295,6 +297,7 @@ static int cli_open(cli *t, const char *queue) {
         t->c = NULL;
         return 1;
     }
+    if (queue == NULL) return 0; /* a command about the client's queues */
     rc = rjq_queue_open(t->c, queue, NULL, &t->q);
     if (rc != RJQ_OK) {
         report_rc(t, rc);
@@ -821,6 +824,48 @@ static int cmd_dead(cli *t, int argc, char **argv) {
     return send_and_wait(t, rjq_queue_dead(t->q, (long)off, (long)lim, on_dead, t));
 }
 
+/* rjq queues [--after NAME] [--limit N]: the registry's names, a page at
+ * a time until the limit (default: all). */
+static void on_queues(rjq_client *c, int status, const char *const *names, size_t n, void *data) {
+    cli *t = data;
+    (void)c;
+    if (!reply_ok(t, status)) return;
+    for (size_t i = 0; i < n; i++) {
+        if (t->json) {
+            if (t->count + (long long)i > 0) putchar(',');
+            print_json_string(names[i], strlen(names[i]));
+        } else {
+            puts(names[i]);
+        }
+    }
+    if (n) snprintf(t->after, 256, "%s", names[n - 1]);
+    t->last_page = (long long)n;
+}
+
+static int cmd_queues(cli *t, int argc, char **argv) {
+    const char *after = NULL, *limit = NULL;
+    const optdef defs[] = {{"--after", &after, NULL}, {"--limit", &limit, NULL}, {NULL, NULL, NULL}};
+    long long lim = LLONG_MAX;
+    int rc = parse_args(argc, argv, defs, NULL, 0, 0, NULL);
+    if (rc || (rc = parse_ll("--limit", limit, 1, LLONG_MAX, &lim))) return rc;
+    if (cli_open(t, NULL)) return 1;
+    static char last[256];
+    snprintf(last, sizeof last, "%s", after ? after : "");
+    if (t->json) putchar('[');
+    long long listed = 0;
+    do { /* pages of the registry, each after the last name seen */
+        t->last_page = 0;
+        long page = lim - listed < RJQ_JOBS_PAGE_MAX ? (long)(lim - listed) : RJQ_JOBS_PAGE_MAX;
+        t->count = listed;
+        t->after = last;
+        if (send_and_wait(t, rjq_client_queues(t->c, last[0] ? last : NULL, page, on_queues, t)))
+            return 1;
+        listed += t->last_page;
+    } while (t->last_page == RJQ_JOBS_PAGE_MAX && listed < lim);
+    if (t->json) puts("]");
+    return 0;
+}
+
 /* rjq jobs QUEUE STATE [--offset N] [--limit N]: one id per line. */
 static int cmd_jobs(cli *t, int argc, char **argv) {
     static const struct {
@@ -1240,6 +1285,7 @@ static const struct {
 } commands[] = {
     {"stats", cmd_stats}, {"enqueue", cmd_enqueue}, {"job", cmd_job},
     {"dead", cmd_dead},   {"replay", cmd_replay},   {"reclaim", cmd_reclaim},
+    {"queues", cmd_queues},
     {"pause", cmd_pause}, {"resume", cmd_pause},   {"cancel", cmd_cancel},
     {"limit", cmd_limit}, {"schedule", cmd_schedule}, {"unschedule", cmd_unschedule},
     {"schedules", cmd_schedules}, {"scheduler", cmd_scheduler},

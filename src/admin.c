@@ -58,16 +58,7 @@ static int send_client_admin(rjq_client *c, int script, rjq__reply_fn *fn, admin
 
 static int send_admin(rjq_queue *q, int script, rjq__reply_fn *fn, admin_cb cb, void *data,
                       rjq__argv *a) {
-    admin_ctx *ctx = malloc(sizeof *ctx);
-    int rc = RJQ_ENOMEM;
-    if (ctx) {
-        ctx->cb = cb;
-        ctx->data = data;
-        rc = send_request(q, script, fn, ctx, a);
-    }
-    if (rc != RJQ_OK) free(ctx);
-    rjq__argv_free(a);
-    return rc;
+    return send_client_admin(rjq_queue_client(q), script, fn, cb, data, a);
 }
 
 static int usable(rjq_queue *q, int has_cb) {

@@ -641,6 +641,16 @@ if command -v python3 >/dev/null; then
         fail "queues --json is not the array of names"
 fi
 
+# --name=value as getopt_long takes it
+run queues --limit=1
+expect_ok
+expect_out "$(printf '%s\n' "$ALL" | head -1)"
+run queues --json=yes
+expect_rc 2
+run --cacert=/nonexistent stats q
+expect_rc 2
+expect_err_has "TLS options given for a plain URL"
+
 # ---- the server survived it all ---------------------------------------------------------
 run stats q
 expect_ok

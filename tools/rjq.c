@@ -100,6 +100,7 @@ static const char usage_text[] =
     "  version, --version                   the library's version\n"
     "  help                                 this text\n"
     "\n"
+    "Options take their value as --name VALUE or --name=VALUE.\n"
     "Exit status: 0 success, 1 error, 2 usage error. Use -- to end options\n"
     "(e.g. rjq enqueue q -- --literal-payload).\n";
 
@@ -340,10 +341,16 @@ static int parse_args(int argc, char **argv, const optdef *defs, char **pos, int
             continue;
         }
         if (options && a[0] == '-' && a[1] == '-') {
-            for (d = defs; d->name && strcmp(d->name, a) != 0; d++) {}
+            /* --name value, or --name=value (as getopt_long takes them) */
+            const char *eq = strchr(a, '=');
+            size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
+            for (d = defs; d->name && (strlen(d->name) != nlen || strncmp(d->name, a, nlen) != 0); d++) {}
             if (d->name == NULL) return usage_error("unknown option %s", a);
             if (d->flag) {
+                if (eq) return usage_error("option %s takes no value", a);
                 *d->flag = 1;
+            } else if (eq) {
+                *d->value = eq + 1;
             } else if (i + 1 < argc) {
                 *d->value = argv[++i];
             } else {
@@ -1311,13 +1318,18 @@ static int parse_tls_option(cli *t, int argc, char **argv, int *i) {
         t->tls_given = 1;
         return 1;
     }
+    const char *eq = strchr(a, '=');
+    size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
     for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
-        if (strcmp(a, opts[k].name) != 0) continue;
-        if (*i + 1 >= argc) {
+        if (strlen(opts[k].name) != nlen || strncmp(a, opts[k].name, nlen) != 0) continue;
+        if (eq) { /* --cacert=FILE */
+            *opts[k].to = eq + 1;
+        } else if (*i + 1 < argc) {
+            *opts[k].to = argv[++*i];
+        } else {
             fprintf(stderr, "rjq: option %s needs a value\n", a);
             return -1;
         }
-        *opts[k].to = argv[++*i];
         t->tls_given = 1;
         return 1;
     }

@@ -2,7 +2,8 @@
 # Installs what building and testing rjq needs on Debian/Ubuntu, only when missing.
 set -euo pipefail
 pkgs=(gcc g++ make cmake pkg-config libhiredis-dev libevent-dev libuv1-dev libev-dev libssl-dev openssl
-      redis-server redis-tools redis-sentinel valgrind libpq-dev postgresql)
+      redis-server redis-tools redis-sentinel valgrind libpq-dev postgresql
+      libncurses-dev tmux)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 ((${#missing[@]})) || exit 0

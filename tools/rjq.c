@@ -26,6 +26,9 @@
 #include <rjq/libevent.h>
 
 #include "acl.h"
+#ifdef RJQ_HAVE_TOP
+#include "top.h"
+#endif
 #include "utf8.h"
 #include "rjq.h"
 
@@ -60,6 +63,8 @@ static const char usage_text[] =
     "\n"
     "commands:\n"
     "  queues [--after NAME] [--limit N]    the queues written to (enqueued to, worked on), by name\n"
+    "  top [--interval MS]                  a live view of every queue (depths, rates, history);\n"
+    "                                       up/down pick a queue, q quits (default 1000 ms)\n"
     "  stats QUEUE [--json]                 counters and depths, one \"name value\" per line\n"
     "  metrics QUEUE...                     the queues' counters and depths in Prometheus'\n"
     "                                       text format (rjq_jobs_total, rjq_jobs, ...)\n"
@@ -873,6 +878,24 @@ static int cmd_queues(cli *t, int argc, char **argv) {
     return 0;
 }
 
+/* rjq top [--interval MS]: the live view (top.c). */
+static int cmd_top(cli *t, int argc, char **argv) {
+    const char *interval = NULL;
+    const optdef defs[] = {{"--interval", &interval, NULL}, {NULL, NULL, NULL}};
+    long long ms = 1000;
+    int rc = parse_args(argc, argv, defs, NULL, 0, 0, NULL);
+    if (rc || (rc = parse_ll("--interval", interval, 50, 3600000, &ms))) return rc;
+#ifdef RJQ_HAVE_TOP
+    if (cli_open(t, NULL)) return 1;
+    rjq_client *c = t->c;
+    t->c = NULL; /* rjq_top frees it */
+    return rjq_top(t->base, c, (long)ms);
+#else
+    fprintf(stderr, "rjq: top: this rjq was built without ncurses\n");
+    return 1;
+#endif
+}
+
 /* rjq jobs QUEUE STATE [--offset N] [--limit N]: one id per line. */
 static int cmd_jobs(cli *t, int argc, char **argv) {
     static const struct {
@@ -1292,7 +1315,7 @@ static const struct {
 } commands[] = {
     {"stats", cmd_stats}, {"enqueue", cmd_enqueue}, {"job", cmd_job},
     {"dead", cmd_dead},   {"replay", cmd_replay},   {"reclaim", cmd_reclaim},
-    {"queues", cmd_queues},
+    {"queues", cmd_queues}, {"top", cmd_top},
     {"pause", cmd_pause}, {"resume", cmd_pause},   {"cancel", cmd_cancel},
     {"limit", cmd_limit}, {"schedule", cmd_schedule}, {"unschedule", cmd_unschedule},
     {"schedules", cmd_schedules}, {"scheduler", cmd_scheduler},

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# rjq top, driven in a private tmux server (send-keys, capture-pane) against
+# a private redis-server: the queues of the registry with their numbers,
+# refreshed as they change, a queue picked with the arrow keys, q to quit.
+#
+# Env: RJQ_BUILD (build dir holding the rjq binary).
+set -u
+
+BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
+RJQ_BIN="$BUILD/rjq"
+die() { echo "FATAL: $*" >&2; exit 1; }
+[ -x "$RJQ_BIN" ] || die "$RJQ_BIN is not built"
+command -v tmux >/dev/null || die "tmux not found (scripts/install-deps.sh installs it)"
+"$RJQ_BIN" help | grep -q "^  top " || die "this rjq has no top (built without ncursesw)"
+
+# shellcheck source=scripts/redis-private.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/redis-private.sh"
+DIR=$(mktemp -d "${TMPDIR:-/tmp}/rjq-top-test.XXXXXX") || die "mktemp failed"
+TMUX_CMD=(tmux -S "$DIR/tmux.sock")
+cleanup() {
+    "${TMUX_CMD[@]}" kill-server 2>/dev/null # our private tmux server only
+    redis_private_stop
+    rm -rf "$DIR"
+}
+trap cleanup EXIT
+redis_private_start "$DIR" || die "could not start redis-server"
+export RJQ_URL=$redis_url
+
+FAILURES=0
+fail() { FAILURES=$((FAILURES + 1)); echo "FAIL: $*"; echo "--- screen:"; cat "$DIR/screen"; }
+screen() { "${TMUX_CMD[@]}" capture-pane -p -t top >"$DIR/screen" 2>/dev/null; }
+# wait_screen REGEX: until the screen shows a line matching it (5 s)
+wait_screen() {
+    for _ in $(seq 50); do
+        screen
+        grep -qE -- "$1" "$DIR/screen" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+"$RJQ_BIN" enqueue alpha one >/dev/null || die "enqueue"
+for p in one two; do "$RJQ_BIN" enqueue beta "$p" >/dev/null || die "enqueue"; done
+"$RJQ_BIN" stats looked-at >/dev/null 2>&1 # only looked at: not a queue of the view
+
+# not a terminal: it says so, exit 2
+"$RJQ_BIN" top </dev/null >"$DIR/out" 2>"$DIR/err"
+[ $? -eq 2 ] && grep -q "needs a terminal" "$DIR/err" || { echo "--- err:"; cat "$DIR/err"; fail "top without a terminal"; }
+
+"${TMUX_CMD[@]}" new-session -d -s top -x 150 -y 24 \
+    "RJQ_URL=$RJQ_URL '$RJQ_BIN' top --interval 300; echo \$? >'$DIR/rc'; sleep 5"
+wait_screen '^alpha +1 +0 +0 +0 +0 ' || fail "alpha with 1 ready"
+wait_screen '^beta +2 +0 +0 +0 +0 ' || fail "beta with 2 ready"
+grep -q "looked-at" "$DIR/screen" && fail "a queue only looked at is listed"
+grep -q "2 queues" "$DIR/screen" || fail "the header counts 2 queues"
+# numbers follow the queues
+for p in a b c; do "$RJQ_BIN" enqueue alpha "$p" >/dev/null; done
+wait_screen '^alpha +4 ' || fail "alpha's 3 new jobs seen"
+"$RJQ_BIN" pause alpha >/dev/null
+wait_screen '^alpha .*PAUSED' || fail "alpha paused"
+# a new queue appears
+"$RJQ_BIN" enqueue gamma x >/dev/null
+wait_screen '^gamma +1 ' || fail "gamma appears"
+# pick: the first row is alpha; down picks beta, whose numbers show below
+wait_screen '^alpha: enqueued 4' || fail "alpha picked first"
+"${TMUX_CMD[@]}" send-keys -t top Down
+wait_screen '^beta: enqueued 2, completed 0' || fail "down picks beta"
+"${TMUX_CMD[@]}" send-keys -t top q
+for _ in $(seq 50); do [ -s "$DIR/rc" ] && break; sleep 0.1; done
+[ "$(cat "$DIR/rc" 2>/dev/null)" = 0 ] || fail "q quits with exit 0 (got '$(cat "$DIR/rc" 2>/dev/null)')"
+
+echo "tool_top: $FAILURES failed"
+[ "$FAILURES" -eq 0 ]

@@ -1,0 +1,304 @@
+/*
+ * rjq top: a live terminal view of every queue of a prefix (ncurses).
+ *
+ * The queues come from the registry (rjq_client_queues), their numbers from
+ * rjq_queue_stats, one call per queue per refresh. A refresh runs every
+ * interval, and sooner (100 ms after) when a queue's event stream says
+ * something happened, so a busy queue is seen moving and an idle one costs
+ * a few commands per interval. Rates are the counters' differences over
+ * the time between two refreshes; the sparkline is the last 24 rates of
+ * completions.
+ *
+ * Keys: up/down (or k/j) pick a queue, whose every number shows at the
+ * bottom; q quits.
+ *
+ * Only the public API (rjq.h) and libevent are used.
+ */
+#include "top.h"
+
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curses.h>
+
+#define MAX_QUEUES 1000
+#define SPARK 24
+#define EVENT_DELAY_MS 100
+
+typedef struct row {
+    char name[201];
+    rjq_queue *q;
+    rjq_monitor *m;
+    rjq_stats s, prev;
+    int have, have_prev;
+    double done_rate, fail_rate, in_rate;
+    double spark[SPARK];
+    int nspark;
+} row;
+
+typedef struct top {
+    struct event_base *base;
+    rjq_client *c;
+    long interval_ms;
+    row *rows;
+    size_t n;
+    int sel;
+    int pending;           /* stats replies still due this refresh */
+    int listing;           /* a registry page is being read */
+    int refreshing;
+    double refreshed_at;   /* monotonic seconds */
+    double dt;
+    struct event *tick, *soon, *keys;
+    char status[160];
+    int quit;
+} top;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- drawing ---------------------------------------------------------------- */
+
+static void spark_line(const row *r, char *out, size_t size) {
+    static const char *const blocks[] = {"\u2581", "\u2582", "\u2583", "\u2584",
+                                         "\u2585", "\u2586", "\u2587", "\u2588"};
+    double max = 0;
+    for (int i = 0; i < r->nspark; i++)
+        if (r->spark[i] > max) max = r->spark[i];
+    size_t len = 0;
+    out[0] = '\0';
+    for (int i = 0; i < r->nspark && len + 4 < size; i++) {
+        int level = max > 0 ? (int)(r->spark[i] / max * 7.0 + 0.5) : 0;
+        len += (size_t)snprintf(out + len, size - len, "%s", blocks[level]);
+    }
+}
+
+static void draw(top *t) {
+    erase();
+    int h = LINES, w = COLS;
+    attron(A_BOLD);
+    mvprintw(0, 0, "rjq top: %zu queue%s, refresh %ld ms   (up/down: pick, q: quit)", t->n,
+             t->n == 1 ? "" : "s", t->interval_ms);
+    mvprintw(2, 0, "%-24s %9s %9s %9s %9s %9s %8s %8s %8s  %s", "QUEUE", "READY", "DELAYED",
+             "ACTIVE", "DEAD", "DONE", "IN/s", "DONE/s", "FAIL/s", "DONE/s HISTORY");
+    attroff(A_BOLD);
+    int first = 3, room = h - first - 4;
+    int top_row = t->sel >= room ? t->sel - room + 1 : 0;
+    for (int i = 0; i < room && (size_t)(top_row + i) < t->n; i++) {
+        const row *r = &t->rows[top_row + i];
+        char spark[SPARK * 4 + 1];
+        spark_line(r, spark, sizeof spark);
+        if (top_row + i == t->sel) attron(A_REVERSE);
+        if (r->have)
+            mvprintw(first + i, 0, "%-24.24s %9lld %9lld %9lld %9lld %9lld %8.1f %8.1f %8.1f  %s%s",
+                     r->name, r->s.ready, r->s.delayed, r->s.active, r->s.dead_depth,
+                     r->s.completed, r->in_rate, r->done_rate, r->fail_rate, spark,
+                     r->s.paused ? "  PAUSED" : "");
+        else
+            mvprintw(first + i, 0, "%-24.24s %9s", r->name, "...");
+        if (top_row + i == t->sel) attroff(A_REVERSE);
+    }
+    if (t->n == 0)
+        mvprintw(first, 0, "(no queue yet: queues appear once something enqueues to them or "
+                           "a worker runs on them)");
+    if (t->n > 0 && (size_t)t->sel < t->n && t->rows[t->sel].have) {
+        const rjq_stats *s = &t->rows[t->sel].s;
+        mvprintw(h - 3, 0, "%s: enqueued %lld, completed %lld, failed %lld, retried %lld, "
+                           "dead %lld, reclaimed %lld, replayed %lld, cancelled %lld",
+                 t->rows[t->sel].name, s->enqueued, s->completed, s->failed, s->retried, s->dead,
+                 s->reclaimed, s->replayed, s->cancelled);
+        mvprintw(h - 2, 0, "  limits: concurrency %lld, rate %lld per %lld ms; %s",
+                 s->limit_concurrency, s->limit_rate, s->limit_rate_window_ms,
+                 s->paused ? "paused" : "running");
+    }
+    if (t->status[0]) mvprintw(h - 1, 0, "%.*s", w - 1, t->status);
+    refresh();
+}
+
+/* ---- refreshing ---------------------------------------------------------------- */
+
+static void refresh_now(top *t);
+
+static void on_event(rjq_client *c, const char *event, const char *id, void *data) {
+    (void)c, (void)event, (void)id;
+    top *t = data;
+    if (!evtimer_pending(t->soon, NULL)) {
+        struct timeval tv = {0, EVENT_DELAY_MS * 1000};
+        evtimer_add(t->soon, &tv);
+    }
+}
+
+static void rates(top *t, row *r) {
+    if (!r->have_prev || t->dt <= 0) return;
+    r->done_rate = (double)(r->s.completed - r->prev.completed) / t->dt;
+    r->fail_rate = (double)(r->s.failed - r->prev.failed) / t->dt;
+    r->in_rate = (double)(r->s.enqueued - r->prev.enqueued) / t->dt;
+    if (r->nspark == SPARK) memmove(r->spark, r->spark + 1, (SPARK - 1) * sizeof r->spark[0]);
+    else r->nspark++;
+    r->spark[r->nspark - 1] = r->done_rate < 0 ? 0 : r->done_rate;
+}
+
+typedef struct stats_req {
+    top *t;
+    size_t i;
+} stats_req;
+
+static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) {
+    (void)c;
+    stats_req *req = data;
+    top *t = req->t;
+    if (status == RJQ_OK && req->i < t->n) {
+        row *r = &t->rows[req->i];
+        r->prev = r->s;
+        r->have_prev = r->have;
+        r->s = *s;
+        r->have = 1;
+        rates(t, r);
+    } else if (status != RJQ_OK && status != RJQ_ECANCELED) {
+        snprintf(t->status, sizeof t->status, "stats: %s", rjq_strerror(status));
+    }
+    free(req);
+    if (--t->pending == 0) {
+        t->refreshing = 0;
+        if (!t->quit) draw(t);
+    }
+}
+
+static row *find_row(top *t, const char *name) {
+    for (size_t i = 0; i < t->n; i++)
+        if (strcmp(t->rows[i].name, name) == 0) return &t->rows[i];
+    return NULL;
+}
+
+/* A registry page: new names get a row (and a monitor); then the stats. */
+static void on_names(rjq_client *c, int status, const char *const *names, size_t n, void *data) {
+    top *t = data;
+    (void)c;
+    t->listing = 0;
+    if (status != RJQ_OK) {
+        snprintf(t->status, sizeof t->status, "listing queues: %s (%s)", rjq_strerror(status),
+                 rjq_client_errmsg(t->c));
+        t->refreshing = 0;
+        if (!t->quit) draw(t);
+        return;
+    }
+    for (size_t i = 0; i < n && t->n < MAX_QUEUES; i++) {
+        if (find_row(t, names[i])) continue;
+        row *r = &t->rows[t->n];
+        memset(r, 0, sizeof *r);
+        snprintf(r->name, sizeof r->name, "%s", names[i]);
+        if (rjq_queue_open(t->c, r->name, NULL, &r->q) != RJQ_OK) continue;
+        rjq_queue_monitor(r->q, on_event, t, &r->m); /* (without it: the interval only) */
+        t->n++;
+    }
+    /* names come sorted from the registry; new ones at the end: sort all */
+    for (size_t i = 1; i < t->n; i++)
+        for (size_t j = i; j > 0 && strcmp(t->rows[j - 1].name, t->rows[j].name) > 0; j--) {
+            row tmp = t->rows[j];
+            t->rows[j] = t->rows[j - 1];
+            t->rows[j - 1] = tmp;
+        }
+    double now = now_s();
+    t->dt = t->refreshed_at > 0 ? now - t->refreshed_at : 0;
+    t->refreshed_at = now;
+    t->pending = 1;
+    for (size_t i = 0; i < t->n; i++) {
+        stats_req *req = malloc(sizeof *req);
+        if (req == NULL) continue;
+        req->t = t;
+        req->i = i;
+        t->pending++;
+        if (rjq_queue_stats(t->rows[i].q, on_stats, req) != RJQ_OK) {
+            free(req);
+            t->pending--;
+        }
+    }
+    if (--t->pending == 0) {
+        t->refreshing = 0;
+        if (!t->quit) draw(t);
+    }
+}
+
+static void refresh_now(top *t) {
+    if (t->refreshing || t->quit) return;
+    t->refreshing = t->listing = 1;
+    t->status[0] = '\0';
+    if (rjq_client_queues(t->c, NULL, MAX_QUEUES, on_names, t) != RJQ_OK) t->refreshing = t->listing = 0;
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    refresh_now(arg);
+}
+
+/* ---- keys ---------------------------------------------------------------------- */
+
+static void on_keys(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    top *t = arg;
+    int ch;
+    while ((ch = getch()) != ERR) {
+        if (ch == 'q' || ch == 'Q') {
+            t->quit = 1;
+            event_base_loopbreak(t->base);
+            return;
+        }
+        if ((ch == KEY_DOWN || ch == 'j') && (size_t)t->sel + 1 < t->n) t->sel++;
+        if ((ch == KEY_UP || ch == 'k') && t->sel > 0) t->sel--;
+        draw(t); /* KEY_RESIZE too */
+    }
+}
+
+int rjq_top(struct event_base *base, rjq_client *c, long interval_ms) {
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        fprintf(stderr, "rjq: top: needs a terminal (for numbers in a script: rjq stats, rjq "
+                        "metrics, rjq queues)\n");
+        rjq_client_free(c);
+        return 2;
+    }
+    top t;
+    memset(&t, 0, sizeof t);
+    t.base = base;
+    t.c = c;
+    t.interval_ms = interval_ms;
+    t.rows = calloc(MAX_QUEUES, sizeof *t.rows);
+    struct timeval tv = {interval_ms / 1000, (interval_ms % 1000) * 1000};
+    t.tick = event_new(base, -1, EV_PERSIST, on_tick, &t);
+    t.soon = evtimer_new(base, on_tick, &t);
+    t.keys = event_new(base, STDIN_FILENO, EV_READ | EV_PERSIST, on_keys, &t);
+    if (t.rows == NULL || t.tick == NULL || t.soon == NULL || t.keys == NULL) {
+        fprintf(stderr, "rjq: top: out of memory\n");
+        rjq_client_free(c);
+        if (t.tick) event_free(t.tick);
+        if (t.soon) event_free(t.soon);
+        if (t.keys) event_free(t.keys);
+        free(t.rows);
+        return 1;
+    }
+    setlocale(LC_ALL, "");
+    initscr();
+    cbreak();
+    noecho();
+    keypad(stdscr, TRUE);
+    nodelay(stdscr, TRUE);
+    curs_set(0);
+    event_add(t.tick, &tv);
+    event_add(t.keys, NULL);
+    draw(&t);
+    refresh_now(&t);
+    event_base_dispatch(base);
+    endwin();
+    t.quit = 1;
+    rjq_client_free(c); /* its callbacks (ECANCELED) still see t */
+    event_free(t.tick);
+    event_free(t.soon);
+    event_free(t.keys);
+    free(t.rows); /* the queue handles and monitors go with the client */
+    return 0;
+}

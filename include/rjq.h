@@ -888,9 +888,11 @@ RJQ_API int rjq_queue_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb
  * registry "<prefix>:queues" (one read, no keyspace scan). A queue is
  * named there once a handle enqueued to it or ran a worker on it (again
  * after every reconnect); opening a handle alone names nothing. An ACL
- * user needs ZADD on that key to name its queues (rjq acl has it). cb's
- * names are valid only during the callback. RJQ_EQUEUENAME for an `after`
- * longer than a name can be. */
+ * user needs ZADD on that key to name its queues (rjq acl has it). The
+ * registry is one key per prefix: users scoped to different queue
+ * patterns of one prefix share it (each may add names, a monitor reads
+ * them all); tenants that must not see each other's queue names use
+ * different prefixes. cb's names are valid only during the callback. */
 RJQ_API int rjq_client_queues(rjq_client *c, const char *after, long limit, rjq_ids_cb *cb,
                               void *data);
 

@@ -333,18 +333,27 @@ int rjq_client_queues(rjq_client *c, const char *after, long limit, rjq_ids_cb *
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     rjq__argv a;
     rjq__argv_init(&a);
-    if (after && strlen(after) > RJQ__QUEUE_NAME_MAX) return RJQ_EQUEUENAME;
-    char key[512], from[RJQ__QUEUE_NAME_MAX + 2];
+    /* any name the registry may hold, also one longer than a queue name
+     * (any client can write there) */
+    size_t alen = after ? strlen(after) : 0;
+    char key[512], *from = malloc(alen + 2);
+    if (from == NULL) {
+        rjq__argv_free(&a);
+        return RJQ_ENOMEM;
+    }
     snprintf(key, sizeof key, "%s:queues", rjq__client_prefix(c));
-    snprintf(from, sizeof from, "(%s", after ? after : "");
+    snprintf(from, alen + 2, "(%s", after ? after : "");
     rjq__argv_str(&a, "ZRANGEBYLEX");
     rjq__argv_copy(&a, key);
-    rjq__argv_copy(&a, after ? from : "-");
+    if (after) rjq__argv_add(&a, from, alen + 1);
+    else rjq__argv_str(&a, "-");
     rjq__argv_str(&a, "+");
     rjq__argv_str(&a, "LIMIT");
     rjq__argv_str(&a, "0");
     rjq__argv_ll(&a, limit);
-    return send_client_admin(c, -1, on_ids, (admin_cb){.ids = cb}, data, &a);
+    int rc = send_client_admin(c, -1, on_ids, (admin_cb){.ids = cb}, data, &a);
+    free(from); /* (the command is formatted when sent) */
+    return rc;
 }
 
 int rjq_queue_jobs(rjq_queue *q, rjq_job_state state, long offset, long limit, rjq_ids_cb *cb,

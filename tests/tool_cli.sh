@@ -641,6 +641,34 @@ if command -v python3 >/dev/null; then
         fail "queues --json is not the array of names"
 fi
 
+# names of any length and bytes across pages: a registry entry no queue can
+# have (written by someone else) ends a page of 1000, the next page follows it
+LONG=$(printf 'L%.0s' $(seq 250))
+# shellcheck disable=SC2046
+redis-cli -p "$PORT" ZADD rjq:queues $(for i in $(seq -w 1 999); do echo "0 A$i"; done) \
+    0 "$LONG" 0 "zz-after" >/dev/null
+run queues
+expect_ok
+check; [ "$(grep -c '^A' "$DIR/out")" = 999 ] || fail "999 names of the first page"
+expect_line "$LONG"
+expect_line "zz-after"
+run queues --json
+expect_ok
+if command -v python3 >/dev/null; then
+    check
+    python3 -c 'import json,sys; d=json.load(sys.stdin); assert "zz-after" in d and len(d) > 1001' \
+        <"$DIR/out" || fail "queues --json across pages"
+fi
+redis-cli -p "$PORT" ZREMRANGEBYLEX rjq:queues "[A001" "[A999" >/dev/null
+redis-cli -p "$PORT" ZREM rjq:queues "$LONG" zz-after >/dev/null
+# an id with a quote, in JSON
+run --json enqueue jq x --id 'x"y'
+expect_out '{"id":"x\"y","existed":false,"replaced":false}'
+# an error prints nothing on stdout, also with --json
+run -u redis://127.0.0.1:1 -t 2 --json queues
+expect_rc 1
+check; [ -z "$OUT" ] || fail "nothing on stdout after an error"
+
 # --name=value as getopt_long takes it
 run queues --limit=1
 expect_ok

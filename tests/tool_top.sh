@@ -42,6 +42,8 @@ wait_screen() {
 "$RJQ_BIN" enqueue alpha one >/dev/null || die "enqueue"
 for p in one two; do "$RJQ_BIN" enqueue beta "$p" >/dev/null || die "enqueue"; done
 "$RJQ_BIN" stats looked-at >/dev/null 2>&1 # only looked at: not a queue of the view
+# a registry entry no queue can have (written by someone else): not shown
+redis-cli -p "$redis_port" ZADD rjq:queues 0 "$(printf 'L%.0s' $(seq 250))" >/dev/null
 
 # not a terminal: it says so, exit 2
 "$RJQ_BIN" top </dev/null >"$DIR/out" 2>"$DIR/err"
@@ -61,6 +63,9 @@ wait_screen '^alpha .*PAUSED' || fail "alpha paused"
 # a new queue appears
 "$RJQ_BIN" enqueue gamma x >/dev/null
 wait_screen '^gamma +1 ' || fail "gamma appears"
+sleep 1 # refreshes: the count stays right
+screen
+grep -q "3 queues" "$DIR/screen" || fail "the header counts 3 queues"
 # pick: the first row is alpha; down picks beta, whose numbers show below
 wait_screen '^alpha: enqueued 4' || fail "alpha picked first"
 "${TMUX_CMD[@]}" send-keys -t top Down

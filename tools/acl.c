@@ -25,8 +25,9 @@
  *   monitor marks its queue monitored).
  * Keys: the queues' own ("<prefix>:{<queue>}:*"), plus the liveness keys
  * "<prefix>:{clients}:*" for workers, and the registry of queue names
- * "<prefix>:queues" (producers and workers add their queues with ZADD, a
- * monitor reads it with ZRANGEBYLEX). The monitor has only commands that
+ * "<prefix>:queues" (producers and workers add their queues with ZADD,
+ * write-only "%W~"; a monitor reads it with ZRANGEBYLEX, "%R~"; it is one
+ * key per prefix, shared by every queue pattern). The monitor has only commands that
  * read (a script it runs can write nothing), and SET in a selector that
  * reaches no key but the "monitored" flags (its keys are not read-only
  * "%R~" ones: EVALSHA asks for write access to the keys it is given). Channels: the queues' ("<prefix>:{<queue>}:*": wake,
@@ -74,13 +75,13 @@ int rjq_acl_print(FILE *out, const char *prefix, const char *queues, int roles, 
     if (roles & RJQ_ACL_PRODUCER)
         fprintf(out,
                 "# producer: enqueues, awaits results and cancels jobs\n"
-                "ACL SETUSER rjq-producer reset on >CHANGE-ME ~%s:{%s}:* ~%s:queues resetchannels "
+                "ACL SETUSER rjq-producer reset on >CHANGE-ME ~%s:{%s}:* %%W~%s:queues resetchannels "
                 "&%s:{%s}:* &%s:reply:* " SESSION " +hget +multi +exec " PRODUCER_SCRIPTS "\n",
                 p, q, p, p, q, p);
     if (roles & RJQ_ACL_WORKER)
         fprintf(out,
                 "# worker: runs jobs (also what rjq replay, reclaim, pause, resume, cancel, limit and schedule need; runs schedulers)\n"
-                "ACL SETUSER rjq-worker reset on >CHANGE-ME ~%s:{%s}:* ~%s:{clients}:* ~%s:queues "
+                "ACL SETUSER rjq-worker reset on >CHANGE-ME ~%s:{%s}:* ~%s:{clients}:* %%W~%s:queues "
                 "resetchannels &%s:{%s}:* &%s:reply:* " SESSION " +hget " WORKER_SCRIPTS
                 "\n",
                 p, q, p, p, p, q, p);

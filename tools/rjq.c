@@ -131,7 +131,8 @@ typedef struct cli {
     char last_event[256];    /* detail of the last connection error */
     long long count;         /* "enqueue -": jobs enqueued so far; "purge": deleted */
     long long last_page;     /* "purge": deleted by the last call; "queues": names */
-    char *after;             /* "queues": the last name listed */
+    char *after;             /* "queues": the last name listed (owned) */
+    struct namelist *names;  /* "queues": the names so far */
     int limits_set;          /* "limit": some limit was given */
 } cli;
 
@@ -655,11 +656,14 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
     cli *t = data;
     (void)c;
     if (!reply_ok(t, status) || n != 1) return;
-    if (t->json)
-        printf("{\"id\":\"%s\",\"existed\":%s,\"replaced\":%s}\n", jobs[0].id,
-               jobs[0].existed ? "true" : "false", jobs[0].replaced ? "true" : "false");
-    else
+    if (t->json) {
+        fputs("{\"id\":", stdout);
+        print_json_string(jobs[0].id, strlen(jobs[0].id));
+        printf(",\"existed\":%s,\"replaced\":%s}\n", jobs[0].existed ? "true" : "false",
+               jobs[0].replaced ? "true" : "false");
+    } else {
         puts(jobs[0].id);
+    }
     if (jobs[0].replaced)
         fprintf(stderr, "rjq: note: job %s was waiting; it takes this payload and waits again\n",
                 jobs[0].id);
@@ -838,19 +842,50 @@ static int cmd_dead(cli *t, int argc, char **argv) {
 
 /* rjq queues [--after NAME] [--limit N]: the registry's names, a page at
  * a time until the limit (default: all). */
+/* Names kept back to back (any bytes, each with its length). */
+typedef struct namelist {
+    char *buf;
+    size_t used, cap;
+    size_t *off, *len;
+    size_t n, capn;
+} namelist;
+
+static int namelist_add(namelist *l, const char *p, size_t len) {
+    if (l->n == l->capn) {
+        size_t capn = l->capn ? 2 * l->capn : 256;
+        size_t *off = realloc(l->off, capn * sizeof *off);
+        if (off) l->off = off;
+        size_t *lens = off ? realloc(l->len, capn * sizeof *lens) : NULL;
+        if (lens == NULL) return RJQ_ENOMEM;
+        l->len = lens;
+        l->capn = capn;
+    }
+    if (l->used + len > l->cap) {
+        size_t cap = l->cap ? l->cap : 4096;
+        while (cap < l->used + len) cap *= 2;
+        char *b = realloc(l->buf, cap);
+        if (b == NULL) return RJQ_ENOMEM;
+        l->buf = b;
+        l->cap = cap;
+    }
+    if (len) memcpy(l->buf + l->used, p, len);
+    l->off[l->n] = l->used;
+    l->len[l->n++] = len;
+    l->used += len;
+    return RJQ_OK;
+}
+
+/* A page of names: kept (the whole list is printed once complete, so an
+ * error prints nothing on stdout), the last one noted for the next page. */
 static void on_queues(rjq_client *c, int status, const char *const *names, size_t n, void *data) {
     cli *t = data;
     (void)c;
     if (!reply_ok(t, status)) return;
-    for (size_t i = 0; i < n; i++) {
-        if (t->json) {
-            if (t->count + (long long)i > 0) putchar(',');
-            print_json_string(names[i], strlen(names[i]));
-        } else {
-            puts(names[i]);
-        }
-    }
-    if (n) snprintf(t->after, 256, "%s", names[n - 1]);
+    for (size_t i = 0; i < n && !t->failed; i++)
+        if (namelist_add(t->names, names[i], strlen(names[i])) != RJQ_OK) report(t, RJQ_ENOMEM, "queues");
+    free(t->after);
+    t->after = n ? strdup(names[n - 1]) : NULL;
+    if (n && t->after == NULL) report(t, RJQ_ENOMEM, "queues");
     t->last_page = (long long)n;
 }
 
@@ -861,21 +896,40 @@ static int cmd_queues(cli *t, int argc, char **argv) {
     int rc = parse_args(argc, argv, defs, NULL, 0, 0, NULL);
     if (rc || (rc = parse_ll("--limit", limit, 1, LLONG_MAX, &lim))) return rc;
     if (cli_open(t, NULL)) return 1;
-    static char last[256];
-    snprintf(last, sizeof last, "%s", after ? after : "");
-    if (t->json) putchar('[');
+    namelist names = {0};
+    t->names = &names;
+    t->after = after ? strdup(after) : NULL;
     long long listed = 0;
     do { /* pages of the registry, each after the last name seen */
         t->last_page = 0;
         long page = lim - listed < RJQ_JOBS_PAGE_MAX ? (long)(lim - listed) : RJQ_JOBS_PAGE_MAX;
-        t->count = listed;
-        t->after = last;
-        if (send_and_wait(t, rjq_client_queues(t->c, last[0] ? last : NULL, page, on_queues, t)))
-            return 1;
+        if (send_and_wait(t, rjq_client_queues(t->c, t->after, page, on_queues, t)) || t->failed) {
+            rc = 1;
+            break;
+        }
         listed += t->last_page;
     } while (t->last_page == RJQ_JOBS_PAGE_MAX && listed < lim);
-    if (t->json) puts("]");
-    return 0;
+    if (rc == 0) { /* the list, whole */
+        if (t->json) putchar('[');
+        for (size_t i = 0; i < names.n; i++) {
+            const char *p = names.buf + names.off[i];
+            size_t len = names.len[i];
+            if (t->json) {
+                if (i) putchar(',');
+                print_json_string(p, len);
+            } else {
+                fwrite(p, 1, len, stdout);
+                putchar('\n');
+            }
+        }
+        if (t->json) puts("]");
+    }
+    free(names.buf);
+    free(names.off);
+    free(names.len);
+    free(t->after);
+    t->after = NULL;
+    return rc;
 }
 
 /* rjq top [--interval MS]: the live view (top.c). */

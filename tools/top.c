@@ -83,8 +83,8 @@ static void draw(top *t) {
     erase();
     int h = LINES, w = COLS;
     attron(A_BOLD);
-    mvprintw(0, 0, "rjq top: %zu queue%s, refresh %ld ms   (up/down: pick, q: quit)", t->n,
-             t->n == 1 ? "" : "s", t->interval_ms);
+    mvprintw(0, 0, "rjq top: %zu%s queue%s, refresh %ld ms   (up/down: pick, q: quit)", t->n,
+             t->n == MAX_QUEUES ? " (the first)" : "", t->n == 1 ? "" : "s", t->interval_ms);
     mvprintw(2, 0, "%-24s %9s %9s %9s %9s %9s %8s %8s %8s  %s", "QUEUE", "READY", "DELAYED",
              "ACTIVE", "DEAD", "DONE", "IN/s", "DONE/s", "FAIL/s", "DONE/s HISTORY");
     attroff(A_BOLD);
@@ -188,8 +188,11 @@ static void on_names(rjq_client *c, int status, const char *const *names, size_t
         if (!t->quit) draw(t);
         return;
     }
+    char picked[201];
+    snprintf(picked, sizeof picked, "%s", (size_t)t->sel < t->n ? t->rows[t->sel].name : "");
     for (size_t i = 0; i < n && t->n < MAX_QUEUES; i++) {
-        if (find_row(t, names[i])) continue;
+        /* (a name no queue can have: written there by someone else) */
+        if (strlen(names[i]) >= sizeof t->rows[0].name || find_row(t, names[i])) continue;
         row *r = &t->rows[t->n];
         memset(r, 0, sizeof *r);
         snprintf(r->name, sizeof r->name, "%s", names[i]);
@@ -204,6 +207,8 @@ static void on_names(rjq_client *c, int status, const char *const *names, size_t
             t->rows[j] = t->rows[j - 1];
             t->rows[j - 1] = tmp;
         }
+    for (size_t i = 0; i < t->n; i++) /* the pick stays on its queue */
+        if (strcmp(t->rows[i].name, picked) == 0) t->sel = (int)i;
     double now = now_s();
     t->dt = t->refreshed_at > 0 ? now - t->refreshed_at : 0;
     t->refreshed_at = now;

@@ -23,6 +23,7 @@ cleanup() {
     rm -rf "$DIR"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM # (killed by a timeout: the private tmux server goes too)
 redis_private_start "$DIR" || die "could not start redis-server"
 export RJQ_URL=$redis_url
 

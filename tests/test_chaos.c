@@ -658,12 +658,19 @@ static double prev_start(const job *j, int a, double t0) {
     return best;
 }
 
+/* A fault's time t0 is taken before its kill(): the process may still run
+ * for a moment after it (the signal is delivered when it next enters the
+ * kernel; longer on a loaded machine). A start this close after t0 came
+ * before the signal took effect. */
+#define SIGNAL_SLACK_MS 20.0
+
 /* A run of pid started at t was cut by a fault of that process that came
  * after it and before the next attempt started (t_next). */
 static int cut_by_fault(const chaos_run *r, pid_t pid, double t, double t_next) {
     for (int i = 0; i < r->nfaults; i++) {
         const fault *f = &r->faults[i];
-        if ((f->kind == F_WKILL || f->kind == F_WSTOP) && f->pid == pid && f->t0 > t && f->t0 < t_next)
+        if ((f->kind == F_WKILL || f->kind == F_WSTOP) && f->pid == pid &&
+            f->t0 + SIGNAL_SLACK_MS > t && f->t0 < t_next)
             return 1;
     }
     return 0;
@@ -686,7 +693,7 @@ static int started_after_continue(const chaos_run *r, pid_t pid, double t) {
     int found = -1;
     for (int i = 0; i < r->nfaults; i++) {
         const fault *f = &r->faults[i];
-        if (f->kind == F_WSTOP && f->pid == pid && t > f->t0) found = i;
+        if (f->kind == F_WSTOP && f->pid == pid && t > f->t0 + SIGNAL_SLACK_MS) found = i;
     }
     return found;
 }

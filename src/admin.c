@@ -38,10 +38,6 @@ static int send_client_request(rjq_client *c, int script, rjq__reply_fn *fn, voi
     return rc;
 }
 
-static int send_request(rjq_queue *q, int script, rjq__reply_fn *fn, void *priv, rjq__argv *a) {
-    return send_client_request(rjq_queue_client(q), script, fn, priv, a);
-}
-
 static int send_client_admin(rjq_client *c, int script, rjq__reply_fn *fn, admin_cb cb,
                              void *data, rjq__argv *a) {
     admin_ctx *ctx = malloc(sizeof *ctx);
@@ -304,7 +300,7 @@ int rjq_queue_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *data)
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_COLUMNS);
     rjq__argv_str(&a, id);
-    rc = send_request(q, RJQ__S_JOB, on_job, ctx, &a);
+    rc = send_client_request(rjq_queue_client(q), RJQ__S_JOB, on_job, ctx, &a);
     rjq__argv_free(&a);
     if (rc != RJQ_OK) free(ctx);
     return rc;

@@ -142,7 +142,6 @@ struct bridge {
     /* claims */
     int cstate;
     int want;           /* claim again when the current one ends */
-    claim *cur;
     struct event *poll, *retry;
     struct event *backoff;  /* a queue's backoff ends */
     /* follows */
@@ -813,7 +812,6 @@ static void on_marked(void *arg, PGresult **res, int n, const char *err,
         claim_free(cl);
         return;
     }
-    b->cur = NULL;
     if (err) {
         char msg[512];
         logf_("marking %d rows failed (%s): rows still queued are moved again (their jobs exist "
@@ -853,7 +851,6 @@ static void mark(claim *cl) {
               "queued and are moved again",
               cl->n);
         for (int i = 0; i < cl->n; i++) unpend_row(b, cl->rows[i].id);
-        b->cur = NULL;
         claim_free(cl);
         claim_idle(b, 0, 0);
         return;
@@ -866,7 +863,6 @@ static void mark(claim *cl) {
         logf_("out of memory marking %d rows: they stay queued", cl->n);
         for (int i = 0; i < cl->n; i++) unpend_row(b, cl->rows[i].id);
         rollback(b);
-        b->cur = NULL;
         claim_free(cl);
         claim_idle(b, 0, RETRY_MS);
         return;
@@ -1070,7 +1066,6 @@ static void on_claimed(void *arg, PGresult **res, int n, const char *err,
         }
         cl->b = b;
         cl->gen = pgconn_generation(b->claimer);
-        b->cur = cl;
         mark(cl);
         return;
     }
@@ -1086,7 +1081,6 @@ static void on_claimed(void *arg, PGresult **res, int n, const char *err,
     cl->n = rows;
     cl->gen = pgconn_generation(b->claimer);
     for (int i = 0; i < rows; i++) check_row(b, &cl->rows[i], r, i);
-    b->cur = cl;
     b->cstate = C_ENQUEUING;
     enqueue_rows(cl); /* the payloads are copied by rjq: r may go after this */
 }

@@ -48,7 +48,6 @@ struct pgconn {
     unsigned generation;
     segment *open;         /* being built */
     segment *head, *tail;  /* sent, oldest first */
-    int inflight;
     int depth;             /* callbacks running */
     int freed;             /* pgconn_free() called during a callback */
 };
@@ -174,7 +173,6 @@ static void lost(pgconn *p, const char *why) {
     p->sock = -1;
     segment *s = p->head;
     p->head = p->tail = NULL;
-    p->inflight = 0;
     if (p->open) {
         segment_free(p->open);
         p->open = NULL;
@@ -236,7 +234,6 @@ static void send_setup(pgconn *p) {
         return;
     }
     p->head = p->tail = s;
-    p->inflight = 1;
     flush_out(p);
 }
 
@@ -324,7 +321,6 @@ static void read_results(pgconn *p) {
             PQclear(r);
             p->head = s->next;
             if (p->head == NULL) p->tail = NULL;
-            p->inflight--;
             finish(p, s);
             if (p->freed) return;
             continue;
@@ -409,10 +405,6 @@ unsigned pgconn_generation(const pgconn *p) {
     return p->generation;
 }
 
-int pgconn_inflight(const pgconn *p) {
-    return p->inflight;
-}
-
 int pgconn_query(pgconn *p, const char *sql, int n, const char *const *values, const int *lens,
                  const int *fmts, int binary_result) {
     if (p->state != UP) return -1;
@@ -443,7 +435,6 @@ int pgconn_sync(pgconn *p, pgconn_done_fn *cb, void *arg) {
     if (p->tail) p->tail->next = s;
     else p->head = s;
     p->tail = s;
-    p->inflight++;
     enter(p);
     flush_out(p); /* a loss here fails s too: cb is called */
     leave(p);

@@ -46,8 +46,6 @@ int pgconn_up(const pgconn *p);
 /* Counts connections made: a value taken before and compared after tells
  * whether the connection was lost meanwhile. */
 unsigned pgconn_generation(const pgconn *p);
-/* Segments sent and not yet answered. */
-int pgconn_inflight(const pgconn *p);
 
 /* Add a statement to the open segment: n parameters (values NULL for SQL
  * NULL; lens and fmts may be NULL: text), results in binary when

@@ -26,6 +26,10 @@
 #include <rjq/libevent.h>
 
 #include "acl.h"
+#include "statsfmt.h"
+#ifdef RJQ_HAVE_SERVE
+#include "serve.h"
+#endif
 #ifdef RJQ_HAVE_TOP
 #include "top.h"
 #endif
@@ -100,6 +104,10 @@ static const char usage_text[] =
     "  schedules QUEUE [--json]             list schedules: name, spec, next fire time (ms)\n"
     "  scheduler QUEUE [--lease MS]         run a scheduler until SIGINT/SIGTERM (one of all\n"
     "                                       running leads; default lease 3000 ms)\n"
+    "  serve [--listen ADDR:PORT] [--queues PATTERN[,PATTERN...]] [--read-only]\n"
+    "        [--token-file FILE] [--max-body BYTES] [--wait-max MS] [--max-queues N]\n"
+    "                                       the HTTP API, the dashboard (/) and /metrics until\n"
+    "                                       SIGINT/SIGTERM (default 127.0.0.1:8080; see rjq(1))\n"
     "  acl [--queues PATTERN] [--role R]    print the ACL SETUSER lines of rjq's roles\n"
     "                                       (producer, worker, monitor); no Redis needed\n"
     "  version, --version                   the library's version\n"
@@ -277,18 +285,24 @@ static int reply_ok(cli *t, int status) {
 }
 
 /* Create the loop, the client and the queue handle. Returns 0 or 1. */
-static int cli_open(cli *t, const char *queue) {
-    rjq_client_options o = {0};
-    o.url = t->url;
-    o.prefix = t->prefix;
-    o.name = "rjq-cli";
-    o.on_event = on_event;
-    o.event_data = t;
-    o.tls = t->tls_given ? &t->tls : NULL;
+/* The client options of the global options. */
+static void client_options(cli *t, rjq_client_options *o) {
+    memset(o, 0, sizeof *o);
+    o->url = t->url;
+    o->prefix = t->prefix;
+    o->name = "rjq-cli";
+    o->on_event = on_event;
+    o->event_data = t;
+    o->tls = t->tls_given ? &t->tls : NULL;
     /* a connect or TLS handshake that never ends is named before -t ends
      * (2 s at least: reading a slow stdin holds the loop) */
     long half = t->timeout_s * 1000 / 2;
-    o.connect_timeout_ms = half < 2000 ? 2000 : half > 5000 ? 5000 : half;
+    o->connect_timeout_ms = half < 2000 ? 2000 : half > 5000 ? 5000 : half;
+}
+
+static int cli_open(cli *t, const char *queue) {
+    rjq_client_options o;
+    client_options(t, &o);
     t->base = event_base_new();
     t->deadline = t->base ? evtimer_new(t->base, on_deadline, t) : NULL;
     if (t->deadline == NULL) {
@@ -472,34 +486,6 @@ static void print_word(const cli *t, const char *name, const char *word, const c
 
 /* ---- stats ------------------------------------------------------------------- */
 
-/* The long long members of rjq_stats: their names in `rjq stats`, and in
- * `rjq metrics` the label value of a counter of rjq_jobs_total (COUNTER,
- * label outcome) or a gauge of rjq_jobs (DEPTH, label state). */
-enum { OTHER, COUNTER, DEPTH };
-static const struct {
-    const char *name;
-    size_t off;
-    int kind;
-    const char *label;
-} stat_fields[] = {
-    {"enqueued", offsetof(rjq_stats, enqueued), COUNTER, "enqueued"},
-    {"completed", offsetof(rjq_stats, completed), COUNTER, "completed"},
-    {"failed", offsetof(rjq_stats, failed), COUNTER, "failed"},
-    {"retried", offsetof(rjq_stats, retried), COUNTER, "retried"},
-    {"dead", offsetof(rjq_stats, dead), COUNTER, "dead"},
-    {"reclaimed", offsetof(rjq_stats, reclaimed), COUNTER, "reclaimed"},
-    {"replayed", offsetof(rjq_stats, replayed), COUNTER, "replayed"},
-    {"ready", offsetof(rjq_stats, ready), DEPTH, "ready"},
-    {"delayed", offsetof(rjq_stats, delayed), DEPTH, "delayed"},
-    {"active", offsetof(rjq_stats, active), DEPTH, "active"},
-    {"dead_depth", offsetof(rjq_stats, dead_depth), DEPTH, "dead"},
-    {"cancelled", offsetof(rjq_stats, cancelled), COUNTER, "cancelled"},
-    {"cancelled_depth", offsetof(rjq_stats, cancelled_depth), DEPTH, "cancelled"},
-    {"limit_concurrency", offsetof(rjq_stats, limit_concurrency), OTHER, NULL},
-    {"limit_rate", offsetof(rjq_stats, limit_rate), OTHER, NULL},
-    {"limit_rate_window_ms", offsetof(rjq_stats, limit_rate_window_ms), OTHER, NULL},
-};
-
 static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) {
     cli *t = data;
     (void)c;
@@ -510,9 +496,8 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) 
                 t->what, rjq_queue_name(t->q));
         return;
     }
-    for (size_t i = 0; i < sizeof stat_fields / sizeof stat_fields[0]; i++)
-        print_num(t, i == 0, stat_fields[i].name,
-                  *(const long long *)(const void *)((const char *)s + stat_fields[i].off));
+    for (size_t i = 0; i < stat_nfields; i++)
+        print_num(t, i == 0, stat_fields[i].name, stat_value(s, i));
     print_num(t, 0, "paused", s->paused);
     end_object(t);
 }
@@ -536,78 +521,13 @@ static int cmd_stats(cli *t, int argc, char **argv) {
 
 typedef struct metrics_q {
     cli *t;
-    const char *name;
-    rjq_stats s;
+    prom_queue *p;
 } metrics_q;
 
 static void on_metrics_stats(rjq_client *c, int status, const rjq_stats *s, void *data) {
     metrics_q *m = data;
     (void)c;
-    if (reply_ok(m->t, status)) m->s = *s;
-}
-
-/* A label value: backslash, double quote and newline escaped. */
-static void print_label_value(const char *v) {
-    for (; *v; v++) {
-        if (*v == '\\' || *v == '"')
-            printf("\\%c", *v);
-        else if (*v == '\n')
-            fputs("\\n", stdout);
-        else
-            putchar(*v);
-    }
-}
-
-static void print_family(const char *name, const char *type, const char *help) {
-    printf("# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-/* One sample per queue of family `name`: the rjq_stats member at `off`
- * (a long long; int for paused), divided by `div`, with an extra label
- * (NULL: none). */
-static void print_samples(const metrics_q *m, size_t n, const char *name, const char *label,
-                          const char *value, size_t off, int is_int, long long div) {
-    for (size_t i = 0; i < n; i++) {
-        const char *p = (const char *)&m[i].s + off;
-        long long v = is_int ? *(const int *)(const void *)p : *(const long long *)(const void *)p;
-        printf("%s{queue=\"", name);
-        print_label_value(m[i].name);
-        if (label) printf("\",%s=\"%s", label, value);
-        if (div == 1) printf("\"} %lld\n", v);
-        else printf("\"} %g\n", (double)v / (double)div);
-    }
-}
-
-/* Every sample of the stat_fields of one kind, in their order. */
-static void print_kind(const metrics_q *m, size_t n, int kind, const char *name,
-                       const char *label) {
-    for (size_t k = 0; k < sizeof stat_fields / sizeof stat_fields[0]; k++)
-        if (stat_fields[k].kind == kind)
-            print_samples(m, n, name, label, stat_fields[k].label, stat_fields[k].off, 0, 1);
-}
-
-static void print_metrics(const metrics_q *m, size_t n) {
-    print_family("rjq_jobs_total", "counter",
-                 "Jobs of the queue by outcome since it was created (failed: failed "
-                 "attempts; retried: of those, retried; dead: jobs that went dead).");
-    print_kind(m, n, COUNTER, "rjq_jobs_total", "outcome");
-    print_family("rjq_jobs", "gauge",
-                 "Jobs of the queue by state now (ready includes prioritised jobs; dead and "
-                 "cancelled: those kept, see dead_max).");
-    print_kind(m, n, DEPTH, "rjq_jobs", "state");
-    print_family("rjq_queue_paused", "gauge", "1 while the queue is paused.");
-    print_samples(m, n, "rjq_queue_paused", NULL, NULL, offsetof(rjq_stats, paused), 1, 1);
-    print_family("rjq_queue_limit_concurrency", "gauge",
-                 "Most jobs of the queue active at once (0: no limit).");
-    print_samples(m, n, "rjq_queue_limit_concurrency", NULL, NULL,
-                  offsetof(rjq_stats, limit_concurrency), 0, 1);
-    print_family("rjq_queue_limit_rate", "gauge",
-                 "Most job starts of the queue per rate window (0: no limit).");
-    print_samples(m, n, "rjq_queue_limit_rate", NULL, NULL, offsetof(rjq_stats, limit_rate), 0, 1);
-    print_family("rjq_queue_limit_rate_window_seconds", "gauge",
-                 "The rate limit's window (0: no limit).");
-    print_samples(m, n, "rjq_queue_limit_rate_window_seconds", NULL, NULL,
-                  offsetof(rjq_stats, limit_rate_window_ms), 0, 1000);
+    if (reply_ok(m->t, status)) m->p->s = *s;
 }
 
 static int cmd_metrics(cli *t, int argc, char **argv) {
@@ -617,13 +537,15 @@ static int cmd_metrics(cli *t, int argc, char **argv) {
     int rc = parse_args(argc, argv, defs, pos, 1, METRICS_QUEUES_MAX, &n);
     if (rc) return rc;
     static metrics_q m[METRICS_QUEUES_MAX];
+    static prom_queue p[METRICS_QUEUES_MAX];
     if (cli_open(t, pos[0])) return 1;
     for (int i = 0; i < n; i++) /* a name twice would make a series twice */
         for (int j = 0; j < i; j++)
             if (strcmp(pos[i], pos[j]) == 0) return usage_error("queue '%s' named twice", pos[i]);
     for (int i = 0; i < n; i++) {
         rjq_queue *q = t->q;
-        m[i] = (metrics_q){.t = t, .name = pos[i]};
+        p[i] = (prom_queue){.name = pos[i]};
+        m[i] = (metrics_q){.t = t, .p = &p[i]};
         if (i > 0 && (rc = rjq_queue_open(t->c, pos[i], NULL, &q)) != RJQ_OK) {
             report_rc(t, rc);
             return 1;
@@ -632,18 +554,17 @@ static int cmd_metrics(cli *t, int argc, char **argv) {
     }
     if (wait_replies(t, 0)) return 1;
     if (!t->json) {
-        print_metrics(m, (size_t)n);
+        prom_write_stats(stdout, p, (size_t)n);
         return 0;
     }
     /* --json: {"queue": {its stats}, ...} */
     for (int i = 0; i < n; i++) {
         printf("%s", i ? "," : "{");
-        print_json_string(m[i].name, strlen(m[i].name));
+        print_json_string(p[i].name, strlen(p[i].name));
         putchar(':');
-        for (size_t k = 0; k < sizeof stat_fields / sizeof stat_fields[0]; k++)
-            printf("%s\"%s\":%lld", k ? "," : "{", stat_fields[k].name,
-                   *(const long long *)(const void *)((const char *)&m[i].s + stat_fields[k].off));
-        printf(",\"paused\":%d}", m[i].s.paused);
+        for (size_t k = 0; k < stat_nfields; k++)
+            printf("%s\"%s\":%lld", k ? "," : "{", stat_fields[k].name, stat_value(&p[i].s, k));
+        printf(",\"paused\":%d}", p[i].s.paused);
     }
     puts("}");
     return 0;
@@ -946,6 +867,50 @@ static int cmd_top(cli *t, int argc, char **argv) {
     return rjq_top(t->base, c, (long)ms);
 #else
     fprintf(stderr, "rjq: top: this rjq was built without ncurses\n");
+    return 1;
+#endif
+}
+
+/* rjq serve [--listen ADDR:PORT] [--queues PATTERN] [--read-only]
+ * [--token-file F] [--max-body BYTES] [--wait-max MS] [--max-queues N]:
+ * the HTTP API, the dashboard and /metrics (serve/). */
+static int cmd_serve(cli *t, int argc, char **argv) {
+    const char *listen = NULL, *queues = NULL, *token = NULL, *body = NULL, *wait = NULL,
+               *maxq = NULL;
+    int read_only = 0;
+    const optdef defs[] = {{"--listen", &listen, NULL},     {"--queues", &queues, NULL},
+                           {"--token-file", &token, NULL},  {"--read-only", NULL, &read_only},
+                           {"--max-body", &body, NULL},     {"--wait-max", &wait, NULL},
+                           {"--max-queues", &maxq, NULL},   {NULL, NULL, NULL}};
+    long long mb = 16 << 20, wm = 600000, mq = 1000;
+    int rc = parse_args(argc, argv, defs, NULL, 0, 0, NULL);
+    if (rc || (rc = parse_ll("--max-body", body, 1, 512LL << 20, &mb)) ||
+        (rc = parse_ll("--wait-max", wait, 1, 86400000, &wm)) ||
+        (rc = parse_ll("--max-queues", maxq, 1, 100000, &mq)))
+        return rc;
+    if (queues && queues[0] == '\0') return usage_error("--queues %s: empty pattern", queues);
+#ifdef RJQ_HAVE_SERVE
+    serve_options so = {0};
+    so.listen = listen ? listen : "127.0.0.1:8080";
+    so.queues = queues;
+    so.token_file = token;
+    so.read_only = read_only;
+    so.max_body = (long)mb;
+    so.wait_max_ms = (long)wm;
+    so.max_queues = (long)mq;
+    rjq_client_options o;
+    client_options(t, &o);
+    o.name = "rjq-serve";
+    o.max_payload = (size_t)mb; /* the body limit is the result limit too */
+    o.connect_timeout_ms = 5000;
+    t->base = event_base_new();
+    if (t->base == NULL) {
+        report(t, RJQ_ENOMEM, "cannot create the event loop");
+        return 1;
+    }
+    return rjq_serve(t->base, &o, &so);
+#else
+    fprintf(stderr, "rjq: serve: this rjq was built without jansson (libjansson-dev)\n");
     return 1;
 #endif
 }
@@ -1375,6 +1340,7 @@ static const struct {
     {"schedules", cmd_schedules}, {"scheduler", cmd_scheduler},
     {"metrics", cmd_metrics}, {"jobs", cmd_jobs}, {"delete", cmd_delete},
     {"purge", cmd_purge},     {"version", cmd_version}, {"acl", cmd_acl},
+    {"serve", cmd_serve},
 };
 
 /* A TLS option (--tls ...): 1 taken (*i moved past its value), 0 not one,

@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# rjq serve end to end: every route and status of the HTTP API, read-only
+# and token modes, the event stream, /metrics, a client that resets its
+# connection mid-wait (its await is cancelled) or half-closes it (it still
+# gets its answer), and a clean exit on SIGTERM (exit 0: under ASan, no
+# leak). Clients: curl, and python3 for the socket-level cases.
+set -u
+BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
+SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
+RJQ="$BUILD/rjq"
+WORKER="$BUILD/rjq-gateway_worker"
+[ -x "$RJQ" ] || { echo "FAIL: $RJQ not built"; exit 1; }
+if ! "$RJQ" serve --help 2>&1 | grep -q . || "$RJQ" serve --listen x 2>&1 | grep -q "built without"; then
+    echo "SKIP: rjq was built without serve (libjansson-dev)"; exit 0
+fi
+command -v curl >/dev/null || { echo "FAIL: curl is needed (scripts/install-deps.sh)"; exit 1; }
+command -v python3 >/dev/null || { echo "FAIL: python3 is needed (scripts/install-deps.sh)"; exit 1; }
+# shellcheck source=scripts/redis-private.sh
+. "$SRC/scripts/redis-private.sh"
+DIR=$(mktemp -d "${TMPDIR:-/tmp}/rjq-serve.XXXXXX")
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    redis_private_stop
+    rm -rf "$DIR"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+redis_private_start "$DIR" || { echo "FAIL: redis-server"; exit 1; }
+export RJQ_URL=$redis_url
+FAILURES=0 CHECKS=0
+fail() { FAILURES=$((FAILURES + 1)); echo "FAIL: $*"; }
+
+# start_serve NAME ARGS...: start a server; sets BASE (its URL) and SPID.
+start_serve() {
+    local name=$1; shift
+    "$RJQ" -p t serve --listen 127.0.0.1:0 "$@" >"$DIR/$name.out" 2>"$DIR/$name.err" &
+    SPID=$!
+    PIDS+=("$SPID")
+    for _ in $(seq 400); do
+        grep -q "^listening on" "$DIR/$name.out" 2>/dev/null && break
+        kill -0 "$SPID" 2>/dev/null || break
+        sleep 0.05
+    done
+    BASE="http://$(sed -n 's/^listening on //p' "$DIR/$name.out")"
+    [ "$BASE" != "http://" ] || { echo "FAIL: $name did not start: $(cat "$DIR/$name.err")"; exit 1; }
+    for _ in $(seq 200); do # Redis connected
+        [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/healthz")" = 200 ] && return
+        sleep 0.05
+    done
+    echo "FAIL: $name never healthy: $(cat "$DIR/$name.err")"; exit 1
+}
+
+# req METHOD PATH [curl args...]: sets CODE, BODY (and the headers in $DIR/h).
+req() {
+    local m=$1 p=$2; shift 2
+    CODE=$(curl -s -X "$m" -D "$DIR/h" -o "$DIR/b" -w '%{http_code}' "$@" "$BASE$p")
+    BODY=$(cat "$DIR/b")
+    LAST="$m $p"
+}
+expect() { # expect CODE [BODY-REGEX]
+    CHECKS=$((CHECKS + 1))
+    if [ "$CODE" != "$1" ]; then fail "$LAST: status $CODE, expected $1 (body: ${BODY:0:300})"; return; fi
+    if [ $# -ge 2 ] && ! [[ $BODY =~ $2 ]]; then fail "$LAST: body '${BODY:0:300}' does not match /$2/"; fi
+}
+header_has() { CHECKS=$((CHECKS + 1)); grep -qi "^$1" "$DIR/h" || fail "$LAST: no header '$1'"; }
+keys() { redis-cli -p "$redis_port" dbsize; }
+json() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$BODY"; }
+
+start_serve main --queues 'w,t,bin,jobs*' --max-body 1000
+MAIN_PID=$SPID MAIN=$BASE
+
+# ---- probes and refusals -------------------------------------------------------
+req GET /healthz; expect 200 '"ok"'
+req GET /v1/server; expect 200 '"read_only":false'
+req GET /v1/queues/jobsnever; expect 404 'never written'
+req GET /v1/queues/never; expect 404 'not served'
+req GET /v1/nothing; expect 404 'no such route'
+before=$(keys)
+req POST /v1/queues/other/jobs --data x; expect 404 'not served'
+req POST "/v1/queues/t/jobs?priority=abc" --data x; expect 400 'priority'
+req POST "/v1/queues/t/jobs?dedup=5" --data x; expect 400 'dedup needs an id'
+req POST "/v1/queues/t/jobs?id=a&wait=1" -H 'Idempotency-Key: b' --data x; expect 400 'differ'
+req POST "/v1/queues/t/jobs?id=12" --data x; expect 400 'invalid job id'
+head -c 1001 /dev/zero | tr '\0' a >"$DIR/big"
+req POST /v1/queues/t/jobs --data-binary @"$DIR/big"; expect 413
+CHECKS=$((CHECKS + 1)); [ "$(keys)" = "$before" ] || fail "refused requests wrote to Redis ($before -> $(keys) keys)"
+req PATCH /v1/queues/t; expect 405; header_has "Allow: GET"
+req PUT /v1/queues/t/jobs; expect 405; header_has "Allow: GET, POST"
+req OPTIONS /v1/queues/t; expect 204; header_has "Allow:"
+
+# ---- enqueue ------------------------------------------------------------------------
+req POST /v1/queues/t/jobs --data hello; expect 201 '"existed":false'; header_has "X-Job-Id:"
+header_has "Location: /v1/queues/t/jobs/"
+ID1=$(json "$BODY" "d['id']")
+req POST "/v1/queues/t/jobs?id=order-7&priority=5&attempts=2" --data o7; expect 201 '"id":"order-7"'
+req POST /v1/queues/t/jobs -H 'Idempotency-Key: order-7' --data o7; expect 200 '"existed":true'
+head -c 1000 /dev/zero | tr '\0' b >"$DIR/limit"
+req POST /v1/queues/t/jobs --data-binary @"$DIR/limit"; expect 201   # at the limit: taken
+printf '\xff\xfe\x00\x01' >"$DIR/binary"
+req POST "/v1/queues/bin/jobs?id=b1" --data-binary @"$DIR/binary"; expect 201
+
+# ---- reading --------------------------------------------------------------------------
+req GET /v1/queues/t; expect 200 '"ready":3'
+req GET /v1/queues/t/jobs?state=ready; expect 200 '"ids":\["order-7",'
+req GET "/v1/queues/t/jobs?state=ready&offset=1&limit=1"; expect 200 "\"ids\":\\[\"$ID1\"\\]"
+req GET /v1/queues/t/jobs?state=nope; expect 400 'state must be'
+req GET "/v1/queues/t/jobs?state=ready&limit=0"; expect 400 'limit'
+req GET "/v1/queues/t/jobs/$ID1"; expect 200 '"payload":"hello"'
+req GET /v1/queues/t/jobs/order-7; expect 200 '"max_attempts":2'
+req GET /v1/queues/bin/jobs/b1; expect 200 '"payload":\{"base64":"//4AAQ=="\}'
+req GET /v1/queues/t/jobs/nope; expect 404
+for _ in $(seq 60); do # the registry listing serves t and bin within a refresh
+    req GET /v1/queues; [[ $BODY == *'"name":"bin"'* && $BODY == *'"name":"t"'*'"ready":4'* ]] && break
+    sleep 0.1
+done
+expect 200 '"name":"bin".*"name":"t"'
+req GET "/v1/queues?after=bin&limit=1"; expect 200 '^\{"queues":\[\{"name":"t"'
+
+# ---- actions ---------------------------------------------------------------------------
+req POST "/v1/queues/t/jobs/$ID1/cancel"; expect 200 '"from":"ready"'
+req POST "/v1/queues/t/jobs/$ID1/cancel"; expect 409 '"state":"cancelled"'
+req POST /v1/queues/t/jobs/nope/cancel; expect 404
+req POST /v1/queues/t/jobs/order-7/replay; expect 409 'not dead'
+req POST /v1/queues/t/jobs/nope/replay; expect 404
+req DELETE /v1/queues/t/jobs/order-7; expect 409 'dead or cancelled'
+req DELETE "/v1/queues/t/jobs/$ID1"; expect 200 '"deleted":1'
+req DELETE "/v1/queues/t/jobs/$ID1"; expect 404
+req POST /v1/queues/t/jobs/order-7/cancel; expect 200
+req POST /v1/queues/t/purge; expect 400 'state=dead'
+req POST "/v1/queues/t/purge?state=cancelled"; expect 200 '"deleted":1'
+req GET /v1/queues/t/purge; expect 405
+req POST /v1/queues/t/pause; expect 200 '"changed":true'
+req POST /v1/queues/t/pause; expect 200 '"changed":false'
+req GET /v1/queues/t; expect 200 '"paused":true'
+req POST /v1/queues/t/resume; expect 200 '"changed":true'
+req POST /v1/queues/t/reclaim; expect 200 '"reclaimed":0'
+req POST /v1/queues/t/replay; expect 200 '"replayed":0'
+
+# ---- the event stream -------------------------------------------------------------------
+curl -s -N "$MAIN/v1/events?queues=t" >"$DIR/sse" 2>/dev/null &
+CURL=$!
+PIDS+=("$CURL")
+for _ in $(seq 100); do grep -q '^retry:' "$DIR/sse" && break; sleep 0.05; done
+req POST "/v1/queues/t/jobs?id=seen-1" --data x; expect 201
+for _ in $(seq 100); do grep -q '"event":"enqueued","id":"seen-1"' "$DIR/sse" && break; sleep 0.05; done
+CHECKS=$((CHECKS + 1))
+grep -q '^event: job$' "$DIR/sse" && grep -q '"event":"enqueued","id":"seen-1"' "$DIR/sse" ||
+    fail "no job event on the stream: $(head -c 500 "$DIR/sse")"
+for _ in $(seq 60); do grep -q '^event: stats$' "$DIR/sse" && break; sleep 0.05; done
+CHECKS=$((CHECKS + 1)); grep -q '"name":"t","stats"' "$DIR/sse" || fail "no stats event on the stream"
+CHECKS=$((CHECKS + 1)); grep -q '"queue":"w"' "$DIR/sse" && fail "the stream of queue t carried w"
+req GET /v1/server; expect 200 '"streams":1'
+kill "$CURL"; wait "$CURL" 2>/dev/null
+for _ in $(seq 100); do req GET /v1/server; [[ $BODY == *'"streams":0'* ]] && break; sleep 0.05; done
+expect 200 '"streams":0'
+
+# ---- enqueue and wait, with a worker ------------------------------------------------------
+[ -x "$WORKER" ] || { echo "FAIL: $WORKER not built"; exit 1; }
+"$WORKER" -r "$redis_url" -P t w >"$DIR/worker.log" 2>&1 &
+PIDS+=("$!")
+req POST "/v1/queues/w/jobs?wait=10000" --data abc; expect 200 '^done:abc$'; header_has "X-Job-Id:"
+req POST "/v1/queues/w/jobs?wait=10000&attempts=1" --data fail-x; expect 502 '"error":"refused: fail-x"'
+DEAD=$(json "$BODY" "d['id']")
+req POST "/v1/queues/w/jobs?wait=200" --data sleep:1500:z; expect 202 '"id":'
+SLOW=$(json "$BODY" "d['id']")
+req GET "/v1/queues/w/jobs/$SLOW"; expect 200 '"state":"active"'
+req GET "/v1/queues/w/jobs?state=dead"; expect 200 "\"ids\":\\[\"$DEAD\"\\]"
+req POST "/v1/queues/w/jobs/$DEAD/replay"; expect 200 '"replayed":1'
+req POST "/v1/queues/w/jobs?wait=10000" --data-binary @"$DIR/limit"; expect 200 # result > body limit
+for _ in $(seq 60); do # (timings start once the server watches w: after its first refresh)
+    req POST "/v1/queues/w/jobs?wait=5000" --data timed
+    req GET /metrics
+    [[ $BODY == *'rjq_job_run_seconds_count{queue="w"} '[1-9]* &&
+       $BODY == *'rjq_jobs_total{queue="w",outcome="completed"} '[1-9]* ]] && break
+    sleep 0.1
+done
+expect 200 'rjq_jobs_total\{queue="w",outcome="completed"\} [1-9]'
+expect 200 'rjq_job_wait_seconds_bucket\{queue="w",le="\+Inf"\} [1-9]'
+expect 200 'rjq_job_run_seconds_count\{queue="w"\} [1-9]'
+header_has "Content-Type: text/plain; version=0.0.4"
+
+# ---- a client that resets mid-wait; one that half-closes ----------------------------------
+HOSTPORT=${MAIN#http://}
+python3 - "$HOSTPORT" "$DIR/rst" <<'PY'
+import socket, struct, sys, time
+host, port = sys.argv[1].rsplit(':', 1)
+body = b'sleep:3000:rst'
+s = socket.create_connection((host, int(port)))
+s.sendall(b'POST /v1/queues/w/jobs?wait=20000 HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s' % (len(body), body))
+time.sleep(0.3)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+s.close()  # RST
+h = socket.create_connection((host, int(port)))
+body = b'half'
+h.sendall(b'POST /v1/queues/w/jobs?wait=10000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s' % (len(body), body))
+h.shutdown(socket.SHUT_WR)
+data = b''
+while True:
+    d = h.recv(65536)
+    if not d: break
+    data += d
+open(sys.argv[2], 'wb').write(data)
+PY
+CHECKS=$((CHECKS + 1))
+head -1 "$DIR/rst" | grep -q " 200 " && grep -q "done:half" "$DIR/rst" || fail "half-closed client: $(head -c 300 "$DIR/rst")"
+for _ in $(seq 60); do req GET /v1/server; [[ $BODY == *'"waiting":0'* ]] && break; sleep 0.05; done
+expect 200 '"waiting":0' # the reset request's await was cancelled at once (its job runs 3 s)
+
+# ---- read-only and token modes -------------------------------------------------------------
+start_serve ro --read-only
+req GET /v1/queues/t; expect 200
+req POST /v1/queues/t/jobs --data x; expect 403 'read-only'
+req POST /v1/queues/t/pause; expect 403
+req DELETE /v1/queues/t/jobs/x; expect 403
+req GET /v1/server; expect 200 '"read_only":true'
+kill -TERM "$SPID"; wait "$SPID"; RC=$?
+CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "read-only server exit $RC: $(cat "$DIR/ro.err")"
+
+printf 'short\n' >"$DIR/badtoken"
+CHECKS=$((CHECKS + 1))
+"$RJQ" serve --listen 127.0.0.1:0 --token-file "$DIR/badtoken" >/dev/null 2>"$DIR/bt.err" && fail "a short token was taken"
+TOKEN=0123456789abcdef-token
+printf '%s\n' "$TOKEN" >"$DIR/token"
+start_serve tok --token-file "$DIR/token"
+req GET /v1/queues/t; expect 401; header_has "WWW-Authenticate: Bearer"
+req GET /v1/queues/t -H "Authorization: Bearer wrong-token-0123456"; expect 401
+req GET /v1/queues/t -H "Authorization: Bearer $TOKEN"; expect 200
+req GET "/v1/queues/t?access_token=$TOKEN"; expect 200
+req GET /metrics; expect 401
+req GET /healthz; expect 200
+req GET /; expect 200 '<title>rjq'
+kill -TERM "$SPID"; wait "$SPID"; RC=$?
+CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "token server exit $RC: $(cat "$DIR/tok.err")"
+
+# ---- SIGTERM: exit 0 -------------------------------------------------------------------------
+kill -TERM "$MAIN_PID"; wait "$MAIN_PID"; RC=$?
+CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "server exit $RC: $(tail -c 2000 "$DIR/main.err")"
+
+echo "$CHECKS checks, $FAILURES failures"
+[ "$FAILURES" = 0 ]

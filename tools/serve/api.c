@@ -1,0 +1,444 @@
+/*
+ * rjq serve: the /v1 routes but the enqueue (enqueue.c).
+ *
+ *   GET    /v1/server                         the server: version, options, counters
+ *   GET    /v1/queues[?after=&limit=]         the queues served, with stats and rates
+ *   GET    /v1/queues/{q}                     one queue (404 when nothing of it is in Redis)
+ *   GET    /v1/queues/{q}/jobs?state=S[&offset=&limit=]   ids of a state, in queue order
+ *   POST   /v1/queues/{q}/jobs                enqueue (enqueue.c)
+ *   GET    /v1/queues/{q}/jobs/{id}           one job
+ *   DELETE /v1/queues/{q}/jobs/{id}           delete a dead or cancelled job
+ *   POST   /v1/queues/{q}/jobs/{id}/cancel    cancel a job
+ *   POST   /v1/queues/{q}/jobs/{id}/replay    replay a dead job
+ *   POST   /v1/queues/{q}/replay[?limit=]     replay the oldest dead jobs
+ *   POST   /v1/queues/{q}/purge?state=dead|cancelled   delete every job of the set
+ *   POST   /v1/queues/{q}/pause, /resume      pause or resume the queue
+ *   POST   /v1/queues/{q}/reclaim             run a lease sweep now
+ */
+#include "server.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "rjq.h"
+
+#define LIST_DEFAULT 1000
+#define JOBS_DEFAULT 100
+
+/* One request waiting for a reply from Redis. */
+typedef struct call {
+    held h;
+    squeue *q;
+    char *rest;       /* the path after /v1/queues (a lookup routes it again) */
+    long long total;  /* purge: deleted so far */
+    rjq_job_state state;
+    const char *what; /* the action, in replies (a literal) */
+} call;
+
+static void call_free(call *c) {
+    free(c->rest);
+    free(c);
+}
+
+static void call_gone(held *h) {
+    (void)h; /* the reply callback still comes: it frees the call */
+}
+
+static call *call_new(server *s, struct evhttp_request *req, squeue *q, const char *what) {
+    call *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        reply_error(req, 503, "out of memory");
+        return NULL;
+    }
+    c->q = q;
+    c->what = what;
+    held_start(s, &c->h, req, call_gone, 0);
+    return c;
+}
+
+/* A request refused by the library before it was sent. */
+static void call_refused(call *c, int rc) {
+    struct evhttp_request *req = held_end(&c->h);
+    if (req) reply_rjq_error(req, rc, rjq_client_errmsg(c->h.s->c));
+    call_free(c);
+}
+
+/* Start the library call rc of c: on a refusal, answer and free. */
+static void call_sent(call *c, int rc) {
+    if (rc != RJQ_OK) call_refused(c, rc);
+}
+
+/* The end of a reply: the request to answer (NULL: the client is gone, or
+ * the status was an error, answered here), c freed unless keep. */
+static struct evhttp_request *call_reply(call *c, int status) {
+    struct evhttp_request *req = held_end(&c->h);
+    if (req && status != RJQ_OK && status != RJQ_ENOTFOUND && status != RJQ_ESTATE) {
+        reply_rjq_error(req, status, rjq_client_errmsg(c->h.s->c));
+        req = NULL;
+    }
+    return req;
+}
+
+/* ---- GET /v1/server ---------------------------------------------------------------- */
+
+void api_server(server *s, struct evhttp_request *req) {
+    char version[32];
+    int v = rjq_version();
+    snprintf(version, sizeof version, "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+    reply_json(req, 200,
+               json_pack("{ss sb sb ss sI sI sI sI sI sb}", "version", version,
+                         "read_only", s->o.read_only, "token",
+                         s->token != NULL, "queues", s->o.queues ? s->o.queues : "*",
+                         "served", (json_int_t)s->nqueues, "max_body", (json_int_t)s->o.max_body,
+                         "waiting", (json_int_t)s->nwaiters, "streams", (json_int_t)s->nsse,
+                         "requests", (json_int_t)s->requests, "redis", s->redis_up));
+}
+
+/* ---- GET /v1/queues ---------------------------------------------------------------- */
+
+static int by_name(const void *a, const void *b) {
+    return strcmp((*(squeue *const *)a)->name, (*(squeue *const *)b)->name);
+}
+
+static void list_queues(server *s, struct evhttp_request *req, const struct evkeyvalq *args) {
+    long long limit;
+    if (query_ll(req, args, "limit", 1, 10000, LIST_DEFAULT, &limit)) return;
+    const char *after = query_get(args, "after");
+    squeue **v = s->nqueues ? malloc(s->nqueues * sizeof *v) : NULL;
+    json_t *a = json_array();
+    if ((s->nqueues && v == NULL) || a == NULL) {
+        free(v);
+        json_decref(a);
+        reply_error(req, 503, "out of memory");
+        return;
+    }
+    size_t n = 0;
+    for (squeue *q = s->queues; q; q = q->next) v[n++] = q;
+    qsort(v, n, sizeof *v, by_name);
+    const char *last = NULL;
+    for (size_t i = 0; i < n && (long long)json_array_size(a) < limit; i++) {
+        if (after && strcmp(v[i]->name, after) <= 0) continue;
+        if (v[i]->have && !v[i]->s.exists) continue; /* named by a refused request */
+        json_t *j = queues_json(v[i]);
+        if (j && !v[i]->have) json_object_set_new(j, "stats", json_null()); /* not read yet */
+        json_array_append_new(a, j);
+        last = v[i]->name;
+    }
+    json_t *o = json_pack("{so}", "queues", a);
+    if (o && last && (long long)json_array_size(a) == limit)
+        json_object_set_new(o, "next", json_string(last));
+    free(v);
+    reply_json(req, 200, o);
+}
+
+/* ---- one queue ------------------------------------------------------------------------ */
+
+static void on_queue_stats(rjq_client *cl, int status, const rjq_stats *st, void *data) {
+    call *c = data;
+    (void)cl;
+    struct evhttp_request *req = call_reply(c, status);
+    if (req && !st->exists) {
+        reply_error(req, 404, "queue '%s' does not exist (nothing of it is in Redis)",
+                    c->q->name);
+    } else if (req) {
+        squeue tmp = *c->q; /* its rates and timings, these stats */
+        tmp.s = *st;
+        reply_json(req, 200, queues_json(&tmp));
+    }
+    call_free(c);
+}
+
+static const struct {
+    const char *name;
+    rjq_job_state state;
+} states[] = {{"ready", RJQ_STATE_READY},   {"delayed", RJQ_STATE_DELAYED},
+              {"active", RJQ_STATE_ACTIVE}, {"dead", RJQ_STATE_DEAD},
+              {"cancelled", RJQ_STATE_CANCELLED}, {"completed", RJQ_STATE_COMPLETED}};
+
+static int parse_state(const char *v, rjq_job_state *out) {
+    for (size_t i = 0; v && i < sizeof states / sizeof states[0]; i++)
+        if (strcmp(v, states[i].name) == 0) {
+            *out = states[i].state;
+            return 0;
+        }
+    return -1;
+}
+
+static void on_ids(rjq_client *cl, int status, const char *const *ids, size_t n, void *data) {
+    call *c = data;
+    (void)cl;
+    struct evhttp_request *req = call_reply(c, status);
+    if (req) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < n; i++) json_array_append_new(a, json_string(ids[i]));
+        reply_json(req, 200, json_pack("{ss ss sI so}", "queue", c->q->name, "state",
+                                       states[c->state].name, "offset", (json_int_t)c->total,
+                                       "ids", a));
+    }
+    call_free(c);
+}
+
+static void list_jobs(server *s, struct evhttp_request *req, squeue *q,
+                      const struct evkeyvalq *args) {
+    rjq_job_state st;
+    long long offset, limit;
+    if (parse_state(query_get(args, "state"), &st) != 0) {
+        reply_error(req, 400, "state must be ready, delayed, active, dead, cancelled or completed");
+        return;
+    }
+    if (query_ll(req, args, "offset", 0, RJQ_JOBS_OFFSET_MAX, 0, &offset) ||
+        query_ll(req, args, "limit", 1, RJQ_JOBS_PAGE_MAX, JOBS_DEFAULT, &limit))
+        return;
+    call *c = call_new(s, req, q, "jobs");
+    if (c == NULL) return;
+    c->state = st;
+    c->total = offset;
+    call_sent(c, rjq_queue_jobs(q->q, st, (long)offset, (long)limit, on_ids, c));
+}
+
+static void on_job(rjq_client *cl, int status, const rjq_job_info *ji, void *data) {
+    call *c = data;
+    (void)cl;
+    struct evhttp_request *req = call_reply(c, status);
+    if (req && status == RJQ_ENOTFOUND) {
+        reply_error(req, 404, "no such job (or it expired)");
+    } else if (req) {
+        json_t *o = json_pack("{ss ss ss si si so so so}", "queue", c->q->name, "id", ji->id,
+                              "state", ji->state, "attempts", ji->attempts, "max_attempts",
+                              ji->max_attempts, "payload",
+                              json_bytes(ji->payload ? ji->payload : "", ji->payload_len),
+                              "result", json_bytes(ji->result, ji->result_len), "error",
+                              ji->error ? json_bytes(ji->error, strlen(ji->error)) : json_null());
+        reply_json(req, 200, o);
+    }
+    call_free(c);
+}
+
+/* The replies of the actions that end in a count. */
+static void on_count(rjq_client *cl, int status, long long n, void *data) {
+    call *c = data;
+    (void)cl;
+    struct evhttp_request *req = call_reply(c, status);
+    const char *what = c->what;
+    if (req && status == RJQ_ENOTFOUND) {
+        reply_error(req, 404, "no such job");
+    } else if (req && status == RJQ_ESTATE) {
+        reply_error(req, 409, strcmp(what, "deleted") == 0
+                                  ? "only a dead or cancelled job can be deleted"
+                                  : "the job is not dead");
+    } else if (req && strcmp(what, "purge") == 0 && n == RJQ_JOBS_PAGE_MAX &&
+               request_alive(req)) {
+        /* more to delete: the next page (the held request goes on) */
+        c->total += n;
+        held_start(c->h.s, &c->h, req, call_gone, 0);
+        call_sent(c, rjq_queue_purge(c->q->q, c->state, RJQ_JOBS_PAGE_MAX, on_count, c));
+        return;
+    } else if (req) {
+        if (strcmp(what, "purge") == 0) n += c->total;
+        if (strcmp(what, "pause") == 0 || strcmp(what, "resume") == 0)
+            reply_json(req, 200, json_pack("{ss sb}", "queue", c->q->name, "changed", n > 0));
+        else
+            reply_json(req, 200, json_pack("{ss sI}", "queue", c->q->name,
+                                           strcmp(what, "purge") == 0 ? "deleted" : what,
+                                           (json_int_t)n));
+    }
+    call_free(c);
+}
+
+static void on_cancel(rjq_client *cl, int status, const char *state, void *data) {
+    call *c = data;
+    (void)cl;
+    struct evhttp_request *req = call_reply(c, status);
+    if (req && status == RJQ_ENOTFOUND)
+        reply_error(req, 404, "no such job");
+    else if (req && status == RJQ_ESTATE)
+        reply_json(req, 409, json_pack("{ss ss}", "error", "the job had already finished",
+                                       "state", state ? state : "?"));
+    else if (req)
+        reply_json(req, 200, json_pack("{sb ss}", "cancelled", 1, "from", state ? state : "?"));
+    call_free(c);
+}
+
+/* ---- routing ---------------------------------------------------------------------------- */
+
+/* The path's segments after /v1/queues/, decoded (at most 4). */
+typedef struct segs {
+    char *v[4];
+    int n;
+} segs;
+
+static void segs_free(segs *g) {
+    for (int i = 0; i < g->n; i++) free(g->v[i]);
+}
+
+/* -1: bad (too many, empty, undecodable or holding a NUL). */
+static int split(const char *rest, segs *g) {
+    g->n = 0;
+    while (*rest == '/') {
+        rest++;
+        size_t len = strcspn(rest, "/");
+        if (len == 0 || g->n == 4) return -1;
+        char *raw = strndup(rest, len);
+        size_t dlen = 0;
+        char *d = raw ? evhttp_uridecode(raw, 0, &dlen) : NULL;
+        free(raw);
+        if (d == NULL) return -1;
+        g->v[g->n++] = d;
+        if (strlen(d) != dlen) return -1;
+        rest += len;
+    }
+    return *rest ? -1 : 0;
+}
+
+static void method_not_allowed(struct evhttp_request *req, const char *allow) {
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", allow);
+    reply_error(req, 405, "method not allowed here: use %s", allow);
+}
+
+static int method(struct evhttp_request *req, enum evhttp_cmd_type want) {
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    return m == want || (want == EVHTTP_REQ_GET && m == EVHTTP_REQ_HEAD);
+}
+
+static void route(server *s, struct evhttp_request *req, const char *rest, int looked_up);
+
+/* A queue not served yet: the registry says whether it exists (one page
+ * from just before its name), then the request is routed again. */
+static void on_lookup(rjq_client *cl, int status, const char *const *names, size_t n,
+                      void *data) {
+    call *c = data;
+    (void)cl;
+    struct evhttp_request *req = call_reply(c, status);
+    if (req) {
+        segs g;
+        int found = 0;
+        if (split(c->rest, &g) == 0 && g.n >= 1)
+            for (size_t i = 0; i < n && !found; i++) found = strcmp(names[i], g.v[0]) == 0;
+        squeue *q;
+        if (found && queues_get(c->h.s, g.v[0], &q) == RJQ_OK) route(c->h.s, req, c->rest, 1);
+        else reply_error(req, 404, "no such queue (it was never written to)");
+        segs_free(&g);
+    }
+    call_free(c);
+}
+
+static void route(server *s, struct evhttp_request *req, const char *rest, int looked_up) {
+    segs g;
+    const char *uq = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    struct evkeyvalq args;
+    TAILQ_INIT(&args);
+    if (split(rest, &g) != 0 || (uq && evhttp_parse_query_str(uq, &args) != 0)) {
+        reply_error(req, 404, "no such route");
+        goto out;
+    }
+    if (g.n == 0) {
+        if (method(req, EVHTTP_REQ_GET)) list_queues(s, req, &args);
+        else method_not_allowed(req, "GET");
+        goto out;
+    }
+    squeue *q = NULL;
+    int post_jobs = g.n == 2 && strcmp(g.v[1], "jobs") == 0 && method(req, EVHTTP_REQ_POST);
+    int rc = RJQ_EQUEUENAME;
+    if (queues_match(s, g.v[0])) {
+        /* an enqueue opens the queue; anything else needs it known */
+        q = queues_find(s, g.v[0]);
+        rc = q ? RJQ_OK : post_jobs || looked_up ? queues_get(s, g.v[0], &q) : RJQ_ENOTFOUND;
+    }
+    if (rc == RJQ_ENOTFOUND) { /* maybe new since the last listing: ask the registry */
+        call *c = call_new(s, req, NULL, "lookup");
+        if (c == NULL) goto out;
+        c->rest = strdup(rest);
+        size_t len = strlen(g.v[0]);
+        char *before = strndup(g.v[0], len - 1);
+        if (c->rest == NULL || before == NULL) call_refused(c, RJQ_ENOMEM);
+        else call_sent(c, rjq_client_queues(s->c, len > 1 ? before : NULL, RJQ_JOBS_PAGE_MAX,
+                                             on_lookup, c));
+        free(before);
+        goto out;
+    }
+    if (rc == RJQ_EQUEUENAME) {
+        reply_error(req, 404, "queue not served here (see --queues)");
+        goto out;
+    }
+    if (rc == RJQ_EBUSY) {
+        reply_error(req, 503, "too many queues served (--max-queues %ld)", s->o.max_queues);
+        goto out;
+    }
+    if (rc != RJQ_OK) {
+        reply_rjq_error(req, rc, NULL);
+        goto out;
+    }
+    call *c = NULL;
+    if (g.n == 1) {
+        if (!method(req, EVHTTP_REQ_GET)) method_not_allowed(req, "GET");
+        else if ((c = call_new(s, req, q, "stats")))
+            call_sent(c, rjq_queue_stats(q->q, on_queue_stats, c));
+    } else if (g.n == 2 && strcmp(g.v[1], "jobs") == 0) {
+        if (post_jobs) enqueue_handle(s, req, q);
+        else if (method(req, EVHTTP_REQ_GET)) list_jobs(s, req, q, &args);
+        else method_not_allowed(req, "GET, POST");
+    } else if (g.n == 2) {
+        const char *a = g.v[1];
+        long long limit = RJQ_JOBS_PAGE_MAX;
+        rjq_job_state st = RJQ_STATE_DEAD;
+        if (strcmp(a, "pause") && strcmp(a, "resume") && strcmp(a, "replay") &&
+            strcmp(a, "purge") && strcmp(a, "reclaim")) {
+            reply_error(req, 404, "no such route");
+        } else if (!method(req, EVHTTP_REQ_POST)) {
+            method_not_allowed(req, "POST");
+        } else if (strcmp(a, "purge") == 0 &&
+                   (parse_state(query_get(&args, "state"), &st) != 0 ||
+                    (st != RJQ_STATE_DEAD && st != RJQ_STATE_CANCELLED))) {
+            reply_error(req, 400, "purge needs ?state=dead or ?state=cancelled");
+        } else if (strcmp(a, "replay") == 0 &&
+                   query_ll(req, &args, "limit", 1, RJQ_JOBS_PAGE_MAX, RJQ_JOBS_PAGE_MAX, &limit)) {
+            /* answered */
+        } else if ((c = call_new(s, req, q, strcmp(a, "replay") == 0    ? "replayed"
+                                            : strcmp(a, "purge") == 0   ? "purge"
+                                            : strcmp(a, "reclaim") == 0 ? "reclaimed"
+                                            : strcmp(a, "pause") == 0   ? "pause"
+                                                                        : "resume"))) {
+            if (strcmp(a, "pause") == 0) call_sent(c, rjq_queue_pause(q->q, on_count, c));
+            else if (strcmp(a, "resume") == 0) call_sent(c, rjq_queue_resume(q->q, on_count, c));
+            else if (strcmp(a, "reclaim") == 0) call_sent(c, rjq_queue_reclaim(q->q, on_count, c));
+            else if (strcmp(a, "replay") == 0)
+                call_sent(c, rjq_queue_replay(q->q, NULL, (long)limit, on_count, c));
+            else {
+                c->state = st;
+                call_sent(c, rjq_queue_purge(q->q, st, RJQ_JOBS_PAGE_MAX, on_count, c));
+            }
+        }
+    } else if (strcmp(g.v[1], "jobs") != 0) {
+        reply_error(req, 404, "no such route");
+    } else if (g.n == 3) {
+        if (method(req, EVHTTP_REQ_GET)) {
+            if ((c = call_new(s, req, q, "job")))
+                call_sent(c, rjq_queue_job(q->q, g.v[2], on_job, c));
+        } else if (method(req, EVHTTP_REQ_DELETE)) {
+            if ((c = call_new(s, req, q, "deleted")))
+                call_sent(c, rjq_queue_delete(q->q, g.v[2], on_count, c));
+        } else {
+            method_not_allowed(req, "GET, DELETE");
+        }
+    } else if (strcmp(g.v[3], "cancel") == 0 || strcmp(g.v[3], "replay") == 0) {
+        if (!method(req, EVHTTP_REQ_POST)) method_not_allowed(req, "POST");
+        else if (g.v[3][0] == 'c' && (c = call_new(s, req, q, "cancel")))
+            call_sent(c, rjq_queue_cancel(q->q, g.v[2], on_cancel, c));
+        else if (g.v[3][0] == 'r' && (c = call_new(s, req, q, "replayed")))
+            call_sent(c, rjq_queue_replay(q->q, g.v[2], 1, on_count, c));
+    } else {
+        reply_error(req, 404, "no such route");
+    }
+out:
+    segs_free(&g);
+    evhttp_clear_headers(&args);
+}
+
+void api_queues(server *s, struct evhttp_request *req, const char *rest) {
+    route(s, req, rest, 0);
+}

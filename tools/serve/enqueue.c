@@ -1,0 +1,201 @@
+/*
+ * rjq serve: POST /v1/queues/{q}/jobs, the body is the job's payload.
+ *
+ * Options in the query: id (or the Idempotency-Key header), delay,
+ * priority, attempts, timeout, dedup (ms). Without ?wait it answers the
+ * enqueue: 201 {"id"} (200 with "existed" when the id was there). With
+ * ?wait=MS it answers when the job ends: 200 with the result bytes, 502
+ * with the error when it died, 409 when it was cancelled, 202 with the id
+ * when the wait ends first (the job still runs). Errors: 400 bad options,
+ * 413 payload too large, 429 queue full (Retry-After), 503 Redis
+ * unreachable or shutting down.
+ *
+ * A client that resets its connection mid-wait is noticed at once and its
+ * await cancelled (the job runs on); one that half-closed still gets its
+ * answer.
+ */
+#include "server.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+typedef struct waiter {
+    held h;
+    server *s;
+    squeue *q;
+    rjq_await *aw;        /* NULL once the await ended */
+    struct waiter *prev, *next;
+} waiter;
+
+static void unlink_waiter(waiter *w) {
+    server *s = w->s;
+    if (w->prev) w->prev->next = w->next;
+    else s->waiters = w->next;
+    if (w->next) w->next->prev = w->prev;
+    s->nwaiters--;
+}
+
+static void add_job_headers(struct evhttp_request *req, const squeue *q, const char *id) {
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    evhttp_add_header(h, "X-Job-Id", id);
+    char *eq = evhttp_uriencode(q->name, -1, 0), *ei = evhttp_uriencode(id, -1, 0);
+    if (eq && ei) {
+        size_t n = strlen(eq) + strlen(ei) + 32;
+        char *loc = malloc(n);
+        if (loc) {
+            snprintf(loc, n, "/v1/queues/%s/jobs/%s", eq, ei);
+            evhttp_add_header(h, "Location", loc);
+            free(loc);
+        }
+    }
+    free(eq);
+    free(ei);
+}
+
+static void on_outcome(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    waiter *w = data;
+    (void)c;
+    w->aw = NULL;
+    struct evhttp_request *req = held_end(&w->h);
+    if (req) {
+        const char *id = o && o->id ? o->id : NULL;
+        if (id) add_job_headers(req, w->q, id);
+        if (status == RJQ_OK) {
+            struct evbuffer *b = evbuffer_new();
+            if (b) evbuffer_add(b, o->result, o->result_len);
+            evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                              "application/octet-stream");
+            evhttp_send_reply(req, 200, "OK", b);
+            if (b) evbuffer_free(b);
+        } else if (status == RJQ_EJOBDEAD) {
+            reply_json(req, 502, json_pack("{ss so}", "id", id, "error",
+                                           json_bytes(o->error ? o->error : "",
+                                                      o->error ? strlen(o->error) : 0)));
+        } else if (status == RJQ_EJOBCANCELED) {
+            reply_json(req, 409, json_pack("{ss ss}", "id", id, "error", "the job was cancelled"));
+        } else if (status == RJQ_ETIMEDOUT && id) {
+            reply_json(req, 202, json_pack("{ss ss}", "id", id, "state",
+                                           "the wait ended first; the job goes on"));
+        } else if (status == RJQ_ECANCELED) {
+            reply_error(req, 503, "the server is shutting down");
+        } else { /* the enqueue failed */
+            reply_rjq_error(req, status, rjq_client_errmsg(w->s->c));
+        }
+    }
+    unlink_waiter(w);
+    free(w);
+}
+
+/* The client went away: end the await (its callback frees w). */
+static void waiter_gone(held *h) {
+    waiter *w = (waiter *)h;
+    if (w->aw) rjq_await_cancel(w->aw);
+}
+
+static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n,
+                        void *data) {
+    waiter *w = data;
+    (void)c;
+    struct evhttp_request *req = held_end(&w->h);
+    if (req && status == RJQ_OK && n == 1) {
+        add_job_headers(req, w->q, jobs[0].id);
+        reply_json(req, jobs[0].existed ? 200 : 201,
+                   json_pack("{ss sb sb}", "id", jobs[0].id, "existed", jobs[0].existed,
+                             "replaced", jobs[0].replaced));
+    } else if (req) {
+        reply_rjq_error(req, status, rjq_client_errmsg(w->s->c));
+    }
+    unlink_waiter(w);
+    free(w);
+}
+
+static void waiter_gone_plain(held *h) {
+    (void)h; /* the enqueue's callback still comes and frees it */
+}
+
+void enqueue_handle(server *s, struct evhttp_request *req, squeue *q) {
+    const char *uq = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    struct evkeyvalq args;
+    TAILQ_INIT(&args);
+    if (uq && evhttp_parse_query_str(uq, &args) != 0) {
+        reply_error(req, 400, "bad query string");
+        return;
+    }
+    if (s->stopping) {
+        reply_error(req, 503, "the server is shutting down");
+        goto out;
+    }
+    if (!s->redis_up) { /* fail fast rather than time out */
+        reply_error(req, 503, "redis unavailable");
+        goto out;
+    }
+    rjq_job_options jo = {0};
+    long long delay, prio, attempts, timeout, dedup, wait;
+    if (query_ll(req, &args, "delay", 0, RJQ_DELAY_MAX, 0, &delay) ||
+        query_ll(req, &args, "priority", RJQ_PRIORITY_MIN, RJQ_PRIORITY_MAX, 0, &prio) ||
+        query_ll(req, &args, "attempts", 1, 1000000, 0, &attempts) ||
+        query_ll(req, &args, "timeout", 0, RJQ_DELAY_MAX, 0, &timeout) ||
+        query_ll(req, &args, "dedup", 0, RJQ_DELAY_MAX, 0, &dedup) ||
+        query_ll(req, &args, "wait", 0, s->o.wait_max_ms, -1, &wait))
+        goto out;
+    const char *qid = query_get(&args, "id");
+    const char *hid =
+        evhttp_find_header(evhttp_request_get_input_headers(req), "Idempotency-Key");
+    if (qid && hid && strcmp(qid, hid) != 0) {
+        reply_error(req, 400, "?id and Idempotency-Key differ");
+        goto out;
+    }
+    jo.id = qid ? qid : hid;
+    jo.delay_ms = delay;
+    jo.priority = (int)prio;
+    jo.max_attempts = (int)attempts;
+    jo.timeout_ms = timeout;
+    jo.dedup_ms = dedup;
+    if (dedup && jo.id == NULL) {
+        reply_error(req, 400, "dedup needs an id");
+        goto out;
+    }
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    const unsigned char *body = len ? evbuffer_pullup(in, -1) : (const unsigned char *)"";
+    waiter *w = calloc(1, sizeof *w);
+    if (w == NULL || body == NULL) {
+        free(w);
+        reply_error(req, 503, "out of memory");
+        goto out;
+    }
+    w->s = s;
+    w->q = q;
+    int rc;
+    if (wait >= 0) {
+        rjq_await_options ao = {0};
+        ao.timeout_ms = wait ? wait : 1; /* ?wait=0: answer 202 at once unless already done */
+        rc = rjq_enqueue_await(q->q, body, len, &jo, &ao, on_outcome, w, &w->aw);
+    } else {
+        rc = rjq_enqueue(q->q, body, len, &jo, on_enqueued, w);
+    }
+    if (rc != RJQ_OK) {
+        free(w);
+        reply_rjq_error(req, rc, rjq_client_errmsg(s->c));
+        goto out;
+    }
+    /* (the callbacks never run inside the calls above: w is ours here) */
+    w->next = s->waiters;
+    if (w->next) w->next->prev = w;
+    s->waiters = w;
+    s->nwaiters++;
+    held_start(s, &w->h, req, wait >= 0 ? waiter_gone : waiter_gone_plain, 0);
+out:
+    evhttp_clear_headers(&args);
+}
+
+void enqueue_cancel_all(server *s) {
+    for (waiter *w = s->waiters, *next; w; w = next) {
+        next = w->next;
+        if (w->aw) rjq_await_cancel(w->aw); /* on_outcome answers 503, frees w */
+    }
+}

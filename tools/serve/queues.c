@@ -1,0 +1,211 @@
+/*
+ * rjq serve: the queues served. A queue is served once it matches
+ * --queues and is named: by the registry (rjq_client_queues, one page per
+ * refresh) or by a request. Each has a handle, its latest stats, refreshed
+ * every second with one script call, from which the rates come, and once
+ * it exists a monitor (its events feed the timings and the event stream).
+ */
+#include "server.h"
+
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "statsfmt.h"
+
+#define REFRESH_MS 1000
+#define LIST_PAGE 1000
+#define SWEEP_EVERY 60          /* refreshes between two timing sweeps */
+#define TIMING_MAX_AGE_MS 3600000
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static size_t hash_name(const char *p) {
+    size_t h = 5381;
+    for (; *p; p++) h = h * 33 + (unsigned char)*p;
+    return h % SERVE_QUEUE_BUCKETS;
+}
+
+int queues_match(const server *s, const char *name) {
+    const char *p = s->o.queues ? s->o.queues : "*";
+    char pat[512];
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        if (n < sizeof pat) {
+            memcpy(pat, p, n);
+            pat[n] = '\0';
+            if (n && fnmatch(pat, name, 0) == 0) return 1;
+        }
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
+/* ---- events -------------------------------------------------------------------- */
+
+static void on_monitor(rjq_client *c, const char *event, const char *id, void *data) {
+    squeue *q = data;
+    server *s = rjq_client_data(c);
+    long long t = q->m ? rjq_monitor_time(q->m) : 0;
+    double wait_s, run_s;
+    timing_event(&s->times, q, event, id, t, &wait_s, &run_s);
+    if (wait_s >= 0) timing_observe(&q->wait, wait_s);
+    if (run_s >= 0) timing_observe(&q->run, run_s);
+    if (s->nsse == 0) return;
+    json_t *e = json_pack("{ss ss ss sI}", "queue", q->name, "event", event, "id", id, "time",
+                          (json_int_t)t);
+    if (e) sse_broadcast(s, "job", q, e, 1);
+}
+
+/* ---- stats ---------------------------------------------------------------------- */
+
+static double mean_ms(const timing_hist *h, const timing_hist *seen) {
+    unsigned long long n = h->count - seen->count;
+    return n ? (h->sum - seen->sum) * 1000.0 / (double)n : -1;
+}
+
+static void on_stats(rjq_client *c, int status, const rjq_stats *st, void *data) {
+    squeue *q = data;
+    server *s = rjq_client_data(c);
+    q->refreshing = 0;
+    if (status != RJQ_OK || s == NULL || s->stopping) return;
+    double t = now_s();
+    int changed = !q->have || memcmp(&q->s, st, sizeof *st) != 0;
+    int was_moving = q->in_rate > 0 || q->done_rate > 0 || q->fail_rate > 0;
+    if (q->have) {
+        q->prev = q->s;
+        q->prev_at = q->at;
+        q->have_prev = 1;
+    }
+    q->s = *st;
+    q->at = t;
+    q->have = 1;
+    /* Watched once it exists: a monitor refreshes a flag key in Redis,
+     * which a name that was only asked about must not get. Without one
+     * (out of memory) the queue is served all the same, without timings
+     * and job events. */
+    if (st->exists && q->m == NULL && rjq_queue_monitor(q->q, on_monitor, q, &q->m) != RJQ_OK)
+        q->m = NULL;
+    if (q->have_prev && q->at > q->prev_at) {
+        double dt = q->at - q->prev_at;
+        q->in_rate = (double)(q->s.enqueued - q->prev.enqueued) / dt;
+        q->done_rate = (double)(q->s.completed - q->prev.completed) / dt;
+        q->fail_rate = (double)(q->s.failed - q->prev.failed) / dt;
+    }
+    q->wait_ms = mean_ms(&q->wait, &q->wait_seen);
+    q->run_ms = mean_ms(&q->run, &q->run_seen);
+    q->wait_seen = q->wait;
+    q->run_seen = q->run;
+    if (s->nsse && (changed || was_moving)) {
+        json_t *j = queues_json(q);
+        if (j) sse_broadcast(s, "stats", q, j, 0);
+    }
+}
+
+json_t *queues_json(const squeue *q) {
+    json_t *st = json_object();
+    if (st == NULL) return NULL;
+    for (size_t k = 0; k < stat_nfields; k++)
+        json_object_set_new(st, stat_fields[k].name, json_integer(stat_value(&q->s, k)));
+    json_object_set_new(st, "paused", json_boolean(q->s.paused));
+    json_object_set_new(st, "exists", json_boolean(q->s.exists));
+    return json_pack("{ss so s{sfsfsf} so so sb}", "name", q->name, "stats", st, "rates", "in",
+                     q->in_rate, "done", q->done_rate, "fail", q->fail_rate, "wait_ms",
+                     q->wait_ms >= 0 ? json_real(q->wait_ms) : json_null(), "run_ms",
+                     q->run_ms >= 0 ? json_real(q->run_ms) : json_null(), "monitored",
+                     q->m != NULL);
+}
+
+/* ---- the set ----------------------------------------------------------------------- */
+
+squeue *queues_find(server *s, const char *name) {
+    for (squeue *q = s->buckets[hash_name(name)]; q; q = q->hnext)
+        if (strcmp(q->name, name) == 0) return q;
+    return NULL;
+}
+
+int queues_get(server *s, const char *name, squeue **out) {
+    size_t b = hash_name(name);
+    if ((*out = queues_find(s, name)) != NULL) return RJQ_OK;
+    if (!queues_match(s, name)) return RJQ_EQUEUENAME;
+    if ((long)s->nqueues >= s->o.max_queues) return RJQ_EBUSY;
+    squeue *q = calloc(1, sizeof *q);
+    if (q == NULL || (q->name = strdup(name)) == NULL) {
+        free(q);
+        return RJQ_ENOMEM;
+    }
+    int rc = rjq_queue_open(s->c, name, NULL, &q->q);
+    if (rc != RJQ_OK) { /* a name rjq refuses */
+        free(q->name);
+        free(q);
+        return rc == RJQ_EINVAL ? RJQ_EQUEUENAME : rc;
+    }
+    q->wait_ms = q->run_ms = -1;
+    q->hnext = s->buckets[b];
+    s->buckets[b] = q;
+    if (s->queues_tail) s->queues_tail->next = q;
+    else s->queues = q;
+    s->queues_tail = q;
+    s->nqueues++;
+    *out = q;
+    return RJQ_OK;
+}
+
+/* A page of the registry: serve the names that match. */
+static void on_names(rjq_client *c, int status, const char *const *names, size_t n, void *data) {
+    server *s = data;
+    (void)c;
+    s->listing = 0;
+    if (status != RJQ_OK || s->stopping) return;
+    for (size_t i = 0; i < n; i++) {
+        squeue *q;
+        if (queues_match(s, names[i])) queues_get(s, names[i], &q); /* EBUSY: the first ones */
+    }
+    /* a short page ends the listing: the next one starts over */
+    char *after = n == LIST_PAGE ? strdup(names[n - 1]) : NULL;
+    free(s->list_after);
+    s->list_after = after;
+}
+
+static void on_refresh(evutil_socket_t fd, short what, void *arg) {
+    server *s = arg;
+    static unsigned ticks;
+    (void)fd, (void)what;
+    if (s->stopping) return;
+    if (!s->listing && rjq_client_queues(s->c, s->list_after, LIST_PAGE, on_names, s) == RJQ_OK)
+        s->listing = 1;
+    for (squeue *q = s->queues; q; q = q->next)
+        if (!q->refreshing && rjq_queue_stats(q->q, on_stats, q) == RJQ_OK) q->refreshing = 1;
+    if (++ticks % SWEEP_EVERY == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        timing_sweep(&s->times, (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+                     TIMING_MAX_AGE_MS);
+    }
+}
+
+int queues_start(server *s) {
+    s->refresh = event_new(s->base, -1, EV_PERSIST, on_refresh, s);
+    if (s->refresh == NULL) return -1;
+    struct timeval tv = {REFRESH_MS / 1000, (REFRESH_MS % 1000) * 1000};
+    event_add(s->refresh, &tv);
+    on_refresh(-1, 0, s); /* the first listing now */
+    return 0;
+}
+
+void queues_free(server *s) {
+    while (s->queues) {
+        squeue *q = s->queues;
+        s->queues = q->next;
+        free(q->name);
+        free(q);
+    }
+    memset(s->buckets, 0, sizeof s->buckets);
+    s->queues_tail = NULL;
+    s->nqueues = 0;
+}

@@ -1,0 +1,27 @@
+/*
+ * rjq serve: the HTTP API, the dashboard and /metrics on one rjq client
+ * (server.c and its neighbours in this folder).
+ */
+#ifndef RJQ_TOOLS_SERVE_H
+#define RJQ_TOOLS_SERVE_H
+
+#include <event2/event.h>
+
+#include "rjq.h"
+
+typedef struct serve_options {
+    const char *listen;     /* "ADDR:PORT" ("[v6]:PORT"); port 0 picks a free one */
+    const char *queues;     /* comma-separated glob patterns of the queues served */
+    const char *token_file; /* NULL: no token needed */
+    int read_only;
+    long wait_max_ms;       /* cap of ?wait= */
+    long max_body;          /* request body (payload) limit, bytes */
+    long max_queues;        /* queues served at most */
+} serve_options;
+
+/* Open a client with co (its on_event is the server's) and serve on base
+ * until SIGINT/SIGTERM. Prints "listening on ADDR:PORT" on stdout once it
+ * accepts. 0, or 1 with a message on stderr. */
+int rjq_serve(struct event_base *base, const rjq_client_options *co, const serve_options *o);
+
+#endif

@@ -1,0 +1,507 @@
+/*
+ * rjq serve: listening, routing, auth, replies, signals (see server.h for
+ * the other files).
+ *
+ * One libevent loop runs evhttp and one rjq client (two Redis
+ * connections) for every request, event stream and queue watched.
+ */
+#include "server.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <rjq/libevent.h>
+
+#include "utf8.h"
+
+#define REFRESH_MS 1000
+#define HEARTBEAT_S 15
+
+/* ---- replies ------------------------------------------------------------------ */
+
+void reply_json(struct evhttp_request *req, int code, json_t *v) {
+    char *text = v ? json_dumps(v, JSON_COMPACT | JSON_ENSURE_ASCII * 0) : NULL;
+    json_decref(v);
+    struct evbuffer *b = evbuffer_new();
+    if (text == NULL || b == NULL) { /* out of memory */
+        free(text);
+        if (b) evbuffer_free(b);
+        evhttp_send_error(req, 500, "Internal Server Error");
+        return;
+    }
+    evbuffer_add(b, text, strlen(text));
+    evbuffer_add(b, "\n", 1);
+    free(text);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      "application/json");
+    evhttp_send_reply(req, code, NULL, b);
+    evbuffer_free(b);
+}
+
+void reply_error(struct evhttp_request *req, int code, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    /* messages may quote a client's bytes: keep the JSON valid */
+    json_t *m = utf8_valid(msg, strlen(msg)) ? json_string(msg) : json_string("(invalid UTF-8)");
+    reply_json(req, code, json_pack("{so}", "error", m));
+}
+
+int http_status_of(int rc) {
+    switch (rc) {
+    case RJQ_EINVAL:
+    case RJQ_EJOBID:
+    case RJQ_EQUEUENAME: return 400;
+    case RJQ_ENOTFOUND: return 404;
+    case RJQ_ESTATE: return 409;
+    case RJQ_ETOOBIG: return 413;
+    case RJQ_EFULL: return 429;
+    default: return 503; /* Redis unreachable, out of memory, closing */
+    }
+}
+
+void reply_rjq_error(struct evhttp_request *req, int rc, const char *detail) {
+    const char *what = rjq_strerror(rc);
+    int code = http_status_of(rc);
+    if (code == 429)
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+    json_t *o = json_pack("{ss si}", "error", what, "code", rc);
+    if (o && detail && detail[0] && utf8_valid(detail, strlen(detail)))
+        json_object_set_new(o, "detail", json_string(detail));
+    reply_json(req, code, o);
+}
+
+static void base64(const unsigned char *s, size_t len, char *out) {
+    static const char digits[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (size_t i = 0; i < len; i += 3) {
+        unsigned v = (unsigned)s[i] << 16 | (i + 1 < len ? (unsigned)s[i + 1] << 8 : 0) |
+                     (i + 2 < len ? s[i + 2] : 0);
+        *out++ = digits[v >> 18 & 63];
+        *out++ = digits[v >> 12 & 63];
+        *out++ = i + 1 < len ? digits[v >> 6 & 63] : '=';
+        *out++ = i + 2 < len ? digits[v & 63] : '=';
+    }
+    *out = '\0';
+}
+
+json_t *json_bytes(const void *p, size_t len) {
+    if (p == NULL) return json_null();
+    if (utf8_valid(p, len)) return json_stringn(p, len);
+    char *b = malloc((len + 2) / 3 * 4 + 1);
+    if (b == NULL) return NULL;
+    base64(p, len, b);
+    json_t *o = json_pack("{ss}", "base64", b);
+    free(b);
+    return o;
+}
+
+const char *query_get(const struct evkeyvalq *args, const char *name) {
+    return evhttp_find_header(args, name);
+}
+
+int query_ll(struct evhttp_request *req, const struct evkeyvalq *args, const char *name,
+             long long lo, long long hi, long long def, long long *out) {
+    const char *v = query_get(args, name);
+    *out = def;
+    if (v == NULL) return 0;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi) {
+        reply_error(req, 400, "%s must be an integer in [%lld, %lld]", name, lo, hi);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+int request_alive(struct evhttp_request *req) {
+    return evhttp_request_get_connection(req) != NULL;
+}
+
+/* ---- held requests -------------------------------------------------------------------- */
+
+static void held_detach(held *h) {
+    if (h->closed) {
+        event_free(h->closed);
+        h->closed = NULL;
+    }
+    if (h->req && h->evcon) evhttp_connection_set_closecb(h->evcon, NULL, NULL);
+    h->req = NULL;
+    h->evcon = NULL;
+}
+
+static void held_gone(held *h) {
+    held_detach(h);
+    if (h->on_gone) h->on_gone(h); /* may free h */
+}
+
+/* evhttp tears the connection down while the request waits (the client
+ * went away, shutdown). A request it already detached from the connection
+ * is ours to free; one still attached is freed by evhttp after this. */
+static void on_conn_close(struct evhttp_connection *evcon, void *arg) {
+    held *h = arg;
+    struct evhttp_request *req = h->req;
+    (void)evcon;
+    held_gone(h);
+    if (req && evhttp_request_get_connection(req) == NULL) evhttp_request_free(req);
+}
+
+/* EV_CLOSED on the client's socket. A reset ends the wait (answering it
+ * lets evhttp free the connection and the request); a half-close (the
+ * client sent its request and shut its writing side) still gets its
+ * answer, unless h ends on a FIN (event streams). */
+static void on_closed(evutil_socket_t fd, short what, void *arg) {
+    held *h = arg;
+    char c;
+    (void)what;
+    ssize_t r = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (r > 0 || (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) return; /* data, not a close */
+    if (r == 0 && !h->gone_on_fin) { /* half-closed: answer it when the time comes */
+        event_free(h->closed);
+        h->closed = NULL;
+        return;
+    }
+    struct evhttp_request *req = h->req;
+    int streaming = h->gone_on_fin;
+    held_gone(h); /* h may be gone */
+    if (req && streaming) evhttp_send_reply_end(req); /* a reply under way */
+    else if (req) evhttp_send_reply(req, 499, "Client Closed Request", NULL);
+}
+
+void held_start(server *s, held *h, struct evhttp_request *req, void (*on_gone)(held *h),
+                int gone_on_fin) {
+    h->s = s;
+    h->req = req;
+    h->on_gone = on_gone;
+    h->gone_on_fin = gone_on_fin;
+    h->closed = NULL;
+    h->evcon = evhttp_request_get_connection(req);
+    if (h->evcon == NULL) return;
+    evhttp_connection_set_closecb(h->evcon, on_conn_close, h);
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(h->evcon);
+    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+    if (s->early_close && fd >= 0) {
+        h->closed = event_new(s->base, fd, EV_CLOSED, on_closed, h);
+        if (h->closed) event_add(h->closed, NULL);
+    }
+}
+
+struct evhttp_request *held_end(held *h) {
+    struct evhttp_request *req = h->req;
+    held_detach(h);
+    return req;
+}
+
+/* ---- auth ------------------------------------------------------------------------- */
+
+/* Constant-time comparison of the token given with ours. */
+static int token_ok(const server *s, const char *given) {
+    if (given == NULL) return 0;
+    size_t a = strlen(given), b = strlen(s->token);
+    unsigned char diff = (unsigned char)(a != b);
+    for (size_t i = 0; i < b; i++) diff |= (unsigned char)(s->token[i] ^ (i < a ? given[i] : 0));
+    return diff == 0;
+}
+
+/* 1 when the request may go on; else it was answered 401. The token comes
+ * as "Authorization: Bearer T", or as ?access_token=T (browsers cannot put
+ * a header on an EventSource). */
+static int authorized(server *s, struct evhttp_request *req, const struct evkeyvalq *args) {
+    if (s->token == NULL) return 1;
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    if (h && strncasecmp(h, "Bearer ", 7) == 0 && token_ok(s, h + 7)) return 1;
+    if (token_ok(s, query_get(args, "access_token"))) return 1;
+    evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
+                      "Bearer realm=\"rjq\"");
+    reply_error(req, 401, "a bearer token is needed (Authorization: Bearer TOKEN)");
+    return 0;
+}
+
+static int read_token(server *s, const char *path) {
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "rjq: serve: --token-file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char buf[1024];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ')) buf[--n] = '\0';
+    if (n < 16 || strcspn(buf, " \t\r\n") != n) {
+        fprintf(stderr, "rjq: serve: --token-file %s: the token must be one line of 16 to "
+                        "1000 characters without spaces\n", path);
+        return -1;
+    }
+    s->token = strdup(buf);
+    return s->token ? 0 : -1;
+}
+
+/* ---- routing ---------------------------------------------------------------------- */
+
+static int is_get(struct evhttp_request *req) {
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    return m == EVHTTP_REQ_GET || m == EVHTTP_REQ_HEAD;
+}
+
+static void healthz(server *s, struct evhttp_request *req) {
+    if (s->redis_up) reply_json(req, 200, json_pack("{ss}", "status", "ok"));
+    else reply_json(req, 503, json_pack("{ss}", "status", "redis unavailable"));
+}
+
+static void on_request(struct evhttp_request *req, void *arg) {
+    server *s = arg;
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = evhttp_uri_get_path(uri);
+    const char *query = evhttp_uri_get_query(uri);
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    struct evkeyvalq args;
+    TAILQ_INIT(&args);
+    s->requests++;
+    if (path == NULL || path[0] == '\0') path = "/";
+    if (query && evhttp_parse_query_str(query, &args) != 0) {
+        reply_error(req, 400, "bad query string");
+        goto out;
+    }
+    if (s->stopping) evhttp_add_header(evhttp_request_get_output_headers(req), "Connection",
+                                       "close");
+    if (m == EVHTTP_REQ_OPTIONS) { /* no CORS: the dashboard is same-origin */
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
+                          "GET, HEAD, POST, DELETE");
+        evhttp_send_reply(req, 204, "No Content", NULL);
+        goto out;
+    }
+    /* The dashboard's files and the probes need no token (the page asks
+     * for one, the probes say nothing about jobs). */
+    if (is_get(req) && assets_handle(req, path)) goto out;
+    if (strcmp(path, "/healthz") == 0 && is_get(req)) {
+        healthz(s, req);
+        goto out;
+    }
+    if (!authorized(s, req, &args)) goto out;
+    if (s->o.read_only && !is_get(req)) {
+        s->refused++;
+        reply_error(req, 403, "this server is read-only");
+        goto out;
+    }
+    if (strcmp(path, "/metrics") == 0 && is_get(req)) {
+        metrics_handle(s, req);
+    } else if (strcmp(path, "/v1/events") == 0 && is_get(req)) {
+        sse_handle(s, req);
+    } else if (strcmp(path, "/v1/server") == 0 && is_get(req)) {
+        api_server(s, req);
+    } else if (strncmp(path, "/v1/queues", 10) == 0 && (path[10] == '\0' || path[10] == '/')) {
+        api_queues(s, req, path + 10);
+    } else {
+        reply_error(req, 404, "no such route: see rjq(1), SERVE");
+    }
+out:
+    evhttp_clear_headers(&args);
+}
+
+/* ---- lifetime ---------------------------------------------------------------------- */
+
+static void on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
+    server *s = data;
+    (void)c;
+    if (conn == RJQ_CONN_COMMAND && ev == RJQ_EVENT_CONNECTED) s->redis_up = 1;
+    if (conn == RJQ_CONN_COMMAND && ev == RJQ_EVENT_DISCONNECTED) s->redis_up = 0;
+    if (ev != RJQ_EVENT_CONNECTED || detail)
+        fprintf(stderr, "rjq serve: redis %s connection %s%s%s\n",
+                conn == RJQ_CONN_COMMAND ? "command" : "subscriber",
+                ev == RJQ_EVENT_CONNECTED ? "connected"
+                : ev == RJQ_EVENT_DISCONNECTED ? "lost" : "error",
+                detail ? ": " : "", detail ? detail : "");
+}
+
+static void on_heartbeat(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    sse_heartbeat(arg);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg) {
+    server *s = arg;
+    (void)what;
+    fprintf(stderr, "rjq serve: signal %d: stopping\n", (int)sig);
+    if (s->stopping) return;
+    s->stopping = 1;
+    if (s->bound) {
+        evhttp_del_accept_socket(s->http, s->bound);
+        s->bound = NULL;
+    }
+    enqueue_cancel_all(s);
+    sse_close_all(s);
+    struct timeval flush = {0, 100000}; /* let the last replies reach their sockets */
+    event_base_loopexit(s->base, &flush);
+}
+
+/* Split "ADDR:PORT" / "[V6]:PORT" / ":PORT" / "PORT". */
+static int parse_listen(const char *spec, char *addr, size_t size, int *port) {
+    const char *colon = strrchr(spec, ':');
+    const char *p = colon ? colon + 1 : spec;
+    char *end;
+    long v = strtol(p, &end, 10);
+    if (*p == '\0' || *end || v < 0 || v > 65535) return -1;
+    *port = (int)v;
+    size_t alen = colon ? (size_t)(colon - spec) : 0;
+    if (alen >= 2 && spec[0] == '[' && spec[alen - 1] == ']') {
+        spec++;
+        alen -= 2;
+    }
+    if (alen == 0) {
+        snprintf(addr, size, "127.0.0.1");
+        return 0;
+    }
+    if (alen >= size) return -1;
+    memcpy(addr, spec, alen);
+    addr[alen] = '\0';
+    return 0;
+}
+
+static int start_listening(server *s) {
+    char addr[128];
+    int port;
+    if (parse_listen(s->o.listen, addr, sizeof addr, &port) != 0) {
+        fprintf(stderr, "rjq: serve: --listen %s: expected ADDR:PORT\n", s->o.listen);
+        return -1;
+    }
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    int slen;
+    struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, addr, &in4->sin_addr) == 1) {
+        in4->sin_family = AF_INET;
+        in4->sin_port = htons((unsigned short)port);
+        slen = sizeof *in4;
+    } else if (inet_pton(AF_INET6, addr, &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons((unsigned short)port);
+        slen = sizeof *in6;
+    } else {
+        fprintf(stderr, "rjq: serve: --listen %s: the address must be numeric\n", s->o.listen);
+        return -1;
+    }
+    /* our own listener for a deep accept backlog (evhttp's is 128) */
+    struct evconnlistener *l = evconnlistener_new_bind(
+        s->base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 4096,
+        (struct sockaddr *)&ss, slen);
+    if (l == NULL) {
+        fprintf(stderr, "rjq: serve: cannot listen on %s: %s\n", s->o.listen, strerror(errno));
+        return -1;
+    }
+    if ((s->bound = evhttp_bind_listener(s->http, l)) == NULL) {
+        evconnlistener_free(l);
+        fprintf(stderr, "rjq: serve: cannot listen on %s\n", s->o.listen);
+        return -1;
+    }
+    struct sockaddr_storage got;
+    socklen_t gl = sizeof got;
+    char shown[INET6_ADDRSTRLEN] = "?";
+    int gport = port;
+    if (getsockname(evconnlistener_get_fd(l), (struct sockaddr *)&got, &gl) == 0) {
+        if (got.ss_family == AF_INET6) {
+            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&got)->sin6_addr, shown, sizeof shown);
+            gport = ntohs(((struct sockaddr_in6 *)&got)->sin6_port);
+        } else {
+            inet_ntop(AF_INET, &((struct sockaddr_in *)&got)->sin_addr, shown, sizeof shown);
+            gport = ntohs(((struct sockaddr_in *)&got)->sin_port);
+        }
+    }
+    printf(got.ss_family == AF_INET6 ? "listening on [%s]:%d\n" : "listening on %s:%d\n", shown,
+           gport);
+    fflush(stdout);
+    return 0;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int rjq_serve(struct event_base *base, const rjq_client_options *co, const serve_options *o) {
+    server *s = calloc(1, sizeof *s);
+    int rc = 1;
+    if (s == NULL) {
+        fprintf(stderr, "rjq: serve: out of memory\n");
+        return 1;
+    }
+    s->base = base;
+    s->o = *o;
+    s->started = now_s();
+    s->early_close = (event_base_get_features(base) & EV_FEATURE_EARLY_CLOSE) != 0;
+    rjq_client_options copts = *co;
+    copts.on_event = on_event;
+    copts.event_data = s;
+    int crc = rjq_libevent_client_new_dns(&s->c, base, NULL, &copts);
+    if (crc != RJQ_OK) {
+        fprintf(stderr, "rjq: serve: %s (%s)\n", rjq_strerror(crc), rjq_client_errmsg(NULL));
+        free(s);
+        return 1;
+    }
+    rjq_client *c = s->c;
+    rjq_client_set_data(c, s);
+    if (o->token_file && read_token(s, o->token_file) != 0) goto done;
+    if (timing_map_init(&s->times, 100000) != 0) goto oom;
+    s->http = evhttp_new(base);
+    if (s->http == NULL) goto oom;
+    evhttp_set_gencb(s->http, on_request, s);
+    evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
+                                            EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
+                                            EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH);
+    evhttp_set_max_body_size(s->http, (ev_ssize_t)o->max_body);
+    evhttp_set_max_headers_size(s->http, 16384);
+    evhttp_set_timeout(s->http, 60); /* reads (headers, body) and idle keep-alives */
+    if (start_listening(s) != 0) goto done;
+    s->sigint = evsignal_new(base, SIGINT, on_signal, s);
+    s->sigterm = evsignal_new(base, SIGTERM, on_signal, s);
+    s->heartbeat = event_new(base, -1, EV_PERSIST, on_heartbeat, s);
+    if (!s->sigint || !s->sigterm || !s->heartbeat) goto oom;
+    struct timeval hb = {HEARTBEAT_S, 0};
+    evsignal_add(s->sigint, NULL);
+    evsignal_add(s->sigterm, NULL);
+    event_add(s->heartbeat, &hb);
+    if (queues_start(s) != 0) goto oom;
+    event_base_dispatch(base);
+    rc = 0;
+    goto done;
+oom:
+    fprintf(stderr, "rjq: serve: out of memory\n");
+done:
+    if (!s->stopping) { /* a failed start: nothing waits yet, but be sure */
+        s->stopping = 1;
+        enqueue_cancel_all(s);
+        sse_close_all(s);
+    }
+    if (s->http) evhttp_free(s->http); /* closes connections and the listener */
+    rjq_client_free(c); /* after the requests: pending callbacks find nothing to answer */
+    queues_free(s);
+    timing_map_free(&s->times);
+    if (s->sigint) event_free(s->sigint);
+    if (s->sigterm) event_free(s->sigterm);
+    if (s->heartbeat) event_free(s->heartbeat);
+    if (s->refresh) event_free(s->refresh);
+    free(s->token);
+    free(s->list_after);
+    free(s);
+    return rc;
+}

@@ -1,0 +1,163 @@
+/*
+ * rjq serve, private: the server's state and what its files share.
+ *
+ *   server.c   listening, routing, auth, replies, signals, the lifetime
+ *   queues.c   the queues served: handles, monitors, stats refresh, rates
+ *   timing.c   enqueue-to-start and run-time histograms from job events
+ *   api.c      the /v1 routes but enqueue
+ *   enqueue.c  POST /v1/queues/{q}/jobs, with ?wait= (requests that wait)
+ *   sse.c      GET /v1/events (Server-Sent Events)
+ *   metrics.c  GET /metrics (Prometheus text)
+ *   static.c   the dashboard's files (assets.c, generated from web/ at build time)
+ */
+#ifndef RJQ_TOOLS_SERVE_SERVER_H
+#define RJQ_TOOLS_SERVE_SERVER_H
+
+#include <stddef.h>
+#include <sys/queue.h>
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <jansson.h>
+
+#include "rjq.h"
+#include "serve.h"
+#include "timing.h"
+
+#define SERVE_QUEUE_BUCKETS 1024
+
+/* A queue served: its handle, monitor and latest numbers. */
+typedef struct squeue {
+    char *name;
+    rjq_queue *q;
+    rjq_monitor *m;       /* NULL until attached (or when it failed) */
+    rjq_stats s, prev;    /* the latest stats and the ones before */
+    int have, have_prev;
+    double in_rate, done_rate, fail_rate; /* per second, between the two */
+    double prev_at, at;   /* monotonic seconds of prev and s */
+    int refreshing;       /* a stats call is out */
+    timing_hist wait, run; /* enqueue-to-start, run time */
+    timing_hist wait_seen, run_seen; /* the same at the previous refresh */
+    double wait_ms, run_ms; /* mean over the last refresh (-1: none) */
+    struct squeue *hnext; /* hash chain */
+    struct squeue *next;  /* all queues, in the order served */
+} squeue;
+
+struct waiter;
+struct sse_client;
+
+typedef struct server {
+    struct event_base *base;
+    rjq_client *c;
+    serve_options o;
+    struct evhttp *http;
+    struct evhttp_bound_socket *bound;
+    struct event *sigint, *sigterm, *refresh, *heartbeat;
+    char *token;             /* --token-file's token, NULL: none */
+    int early_close;         /* the loop backend reports EV_CLOSED */
+    int redis_up;            /* the command connection is up */
+    int stopping;
+    double started;          /* monotonic seconds */
+    /* queues.c */
+    squeue *buckets[SERVE_QUEUE_BUCKETS];
+    squeue *queues, *queues_tail;
+    size_t nqueues;
+    int listing;             /* a registry page is being read */
+    char *list_after;        /* where the listing goes on (owned) */
+    timing_map times;        /* job id -> enqueue and start times */
+    /* enqueue.c */
+    struct waiter *waiters;
+    long nwaiters;
+    /* sse.c */
+    struct sse_client *sse;
+    size_t nsse;
+    /* counters (GET /v1/server) */
+    long long requests, refused;
+} server;
+
+/* ---- server.c: replies --------------------------------------------------- */
+
+/* Reply with a JSON value (taken: decref'd here). */
+void reply_json(struct evhttp_request *req, int code, json_t *v);
+/* Reply {"error": message} with the code. */
+void reply_error(struct evhttp_request *req, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The HTTP status of an rjq error code (400, 404, 409, 413, 429, 503 ...). */
+int http_status_of(int rc);
+/* Reply for an rjq error code: its status and {"error", "code"}. */
+void reply_rjq_error(struct evhttp_request *req, int rc, const char *detail);
+/* Bytes as JSON: a string when they are valid UTF-8, else {"base64": ...}. */
+json_t *json_bytes(const void *p, size_t len);
+/* A query parameter (decoded; NULL when absent). args from parse_query. */
+const char *query_get(const struct evkeyvalq *args, const char *name);
+/* An integer query parameter in [lo, hi] (def when absent); -1 after
+ * replying 400. */
+int query_ll(struct evhttp_request *req, const struct evkeyvalq *args, const char *name,
+             long long lo, long long hi, long long def, long long *out);
+/* 1 when the connection of req is still there. */
+int request_alive(struct evhttp_request *req);
+
+/* ---- server.c: requests answered later ------------------------------------- */
+
+/* A request whose answer waits for Redis (or streams). evhttp frees a
+ * request with its connection: a held request is told when that happens
+ * (req becomes NULL, then on_gone runs, which may free the holder). */
+typedef struct held {
+    server *s;
+    struct evhttp_request *req;       /* NULL once the client is gone */
+    struct evhttp_connection *evcon;
+    struct event *closed;             /* EV_CLOSED on the client's socket */
+    int gone_on_fin;                  /* a half-close ends it too (streams) */
+    void (*on_gone)(struct held *h);  /* may be NULL */
+} held;
+
+/* Hold req: watch its connection (and, where the loop reports it, a
+ * reset or a close of the client's socket). */
+void held_start(server *s, held *h, struct evhttp_request *req, void (*on_gone)(held *h),
+                int gone_on_fin);
+/* Stop watching; returns the request to answer, or NULL when the client
+ * is gone. */
+struct evhttp_request *held_end(held *h);
+
+/* ---- queues.c ------------------------------------------------------------- */
+
+/* The served queue of that name, opened (and its monitor attached) on first
+ * use. RJQ_OK; RJQ_EQUEUENAME when the name does not match --queues or is
+ * invalid; RJQ_EBUSY past --max-queues; RJQ_ENOMEM. */
+int queues_get(server *s, const char *name, squeue **out);
+/* The served queue of that name, or NULL. */
+squeue *queues_find(server *s, const char *name);
+/* 1 when the name matches --queues. */
+int queues_match(const server *s, const char *name);
+/* Start the refresh timer and the registry listing. */
+int queues_start(server *s);
+/* A queue's numbers as the JSON the API and the event stream send. */
+json_t *queues_json(const squeue *q);
+/* Free every queue's state (handles go with the client). */
+void queues_free(server *s);
+
+/* ---- the route handlers ---------------------------------------------------- */
+
+/* api.c: a request under /v1/queues (path after it: "" or "/{q}..."). */
+void api_queues(server *s, struct evhttp_request *req, const char *rest);
+/* api.c: GET /v1/server. */
+void api_server(server *s, struct evhttp_request *req);
+/* enqueue.c: POST /v1/queues/{q}/jobs. */
+void enqueue_handle(server *s, struct evhttp_request *req, squeue *q);
+/* enqueue.c: end every waiting request now (503) at shutdown. */
+void enqueue_cancel_all(server *s);
+/* sse.c: GET /v1/events. */
+void sse_handle(server *s, struct evhttp_request *req);
+/* sse.c: send an event to every client that wants it (queue NULL: all). */
+void sse_broadcast(server *s, const char *type, const squeue *q, json_t *data, int is_job);
+/* sse.c: a comment line to every client (keeps proxies and dead-peer
+ * detection going). */
+void sse_heartbeat(server *s);
+/* sse.c: close every event stream (shutdown). */
+void sse_close_all(server *s);
+/* metrics.c: GET /metrics. */
+void metrics_handle(server *s, struct evhttp_request *req);
+/* assets.c: GET of a dashboard file; 0 when path is not one. */
+int assets_handle(struct evhttp_request *req, const char *path);
+
+#endif

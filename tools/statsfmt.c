@@ -1,0 +1,89 @@
+/* A queue's stats as text: see statsfmt.h. */
+#include "statsfmt.h"
+
+const stat_field stat_fields[] = {
+    {"enqueued", offsetof(rjq_stats, enqueued), STAT_COUNTER, "enqueued"},
+    {"completed", offsetof(rjq_stats, completed), STAT_COUNTER, "completed"},
+    {"failed", offsetof(rjq_stats, failed), STAT_COUNTER, "failed"},
+    {"retried", offsetof(rjq_stats, retried), STAT_COUNTER, "retried"},
+    {"dead", offsetof(rjq_stats, dead), STAT_COUNTER, "dead"},
+    {"reclaimed", offsetof(rjq_stats, reclaimed), STAT_COUNTER, "reclaimed"},
+    {"replayed", offsetof(rjq_stats, replayed), STAT_COUNTER, "replayed"},
+    {"ready", offsetof(rjq_stats, ready), STAT_DEPTH, "ready"},
+    {"delayed", offsetof(rjq_stats, delayed), STAT_DEPTH, "delayed"},
+    {"active", offsetof(rjq_stats, active), STAT_DEPTH, "active"},
+    {"dead_depth", offsetof(rjq_stats, dead_depth), STAT_DEPTH, "dead"},
+    {"cancelled", offsetof(rjq_stats, cancelled), STAT_COUNTER, "cancelled"},
+    {"cancelled_depth", offsetof(rjq_stats, cancelled_depth), STAT_DEPTH, "cancelled"},
+    {"limit_concurrency", offsetof(rjq_stats, limit_concurrency), STAT_OTHER, NULL},
+    {"limit_rate", offsetof(rjq_stats, limit_rate), STAT_OTHER, NULL},
+    {"limit_rate_window_ms", offsetof(rjq_stats, limit_rate_window_ms), STAT_OTHER, NULL},
+};
+const size_t stat_nfields = sizeof stat_fields / sizeof stat_fields[0];
+
+long long stat_value(const rjq_stats *s, size_t k) {
+    return *(const long long *)(const void *)((const char *)s + stat_fields[k].off);
+}
+
+void prom_label_value(FILE *out, const char *v) {
+    for (; *v; v++) {
+        if (*v == '\\' || *v == '"')
+            fprintf(out, "\\%c", *v);
+        else if (*v == '\n')
+            fputs("\\n", out);
+        else
+            putc(*v, out);
+    }
+}
+
+void prom_family(FILE *out, const char *name, const char *type, const char *help) {
+    fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* One sample per queue of family `name`: the rjq_stats member at `off`
+ * (a long long; int for paused), divided by `div`, with an extra label
+ * (NULL: none). */
+static void samples(FILE *out, const prom_queue *q, size_t n, const char *name, const char *label,
+                    const char *value, size_t off, int is_int, long long div) {
+    for (size_t i = 0; i < n; i++) {
+        const char *p = (const char *)&q[i].s + off;
+        long long v = is_int ? *(const int *)(const void *)p : *(const long long *)(const void *)p;
+        fprintf(out, "%s{queue=\"", name);
+        prom_label_value(out, q[i].name);
+        if (label) fprintf(out, "\",%s=\"%s", label, value);
+        if (div == 1) fprintf(out, "\"} %lld\n", v);
+        else fprintf(out, "\"} %g\n", (double)v / (double)div);
+    }
+}
+
+/* Every sample of the stat_fields of one kind, in their order. */
+static void kind_samples(FILE *out, const prom_queue *q, size_t n, int kind, const char *name,
+                         const char *label) {
+    for (size_t k = 0; k < stat_nfields; k++)
+        if (stat_fields[k].kind == kind)
+            samples(out, q, n, name, label, stat_fields[k].label, stat_fields[k].off, 0, 1);
+}
+
+void prom_write_stats(FILE *out, const prom_queue *q, size_t n) {
+    prom_family(out, "rjq_jobs_total", "counter",
+                "Jobs of the queue by outcome since it was created (failed: failed "
+                "attempts; retried: of those, retried; dead: jobs that went dead).");
+    kind_samples(out, q, n, STAT_COUNTER, "rjq_jobs_total", "outcome");
+    prom_family(out, "rjq_jobs", "gauge",
+                "Jobs of the queue by state now (ready includes prioritised jobs; dead and "
+                "cancelled: those kept, see dead_max).");
+    kind_samples(out, q, n, STAT_DEPTH, "rjq_jobs", "state");
+    prom_family(out, "rjq_queue_paused", "gauge", "1 while the queue is paused.");
+    samples(out, q, n, "rjq_queue_paused", NULL, NULL, offsetof(rjq_stats, paused), 1, 1);
+    prom_family(out, "rjq_queue_limit_concurrency", "gauge",
+                "Most jobs of the queue active at once (0: no limit).");
+    samples(out, q, n, "rjq_queue_limit_concurrency", NULL, NULL,
+            offsetof(rjq_stats, limit_concurrency), 0, 1);
+    prom_family(out, "rjq_queue_limit_rate", "gauge",
+                "Most job starts of the queue per rate window (0: no limit).");
+    samples(out, q, n, "rjq_queue_limit_rate", NULL, NULL, offsetof(rjq_stats, limit_rate), 0, 1);
+    prom_family(out, "rjq_queue_limit_rate_window_seconds", "gauge",
+                "The rate limit's window (0: no limit).");
+    samples(out, q, n, "rjq_queue_limit_rate_window_seconds", NULL, NULL,
+            offsetof(rjq_stats, limit_rate_window_ms), 0, 1000);
+}

@@ -1,0 +1,408 @@
+// rjq dashboard: one page, no build step, no dependency. It reads the
+// JSON API of rjq serve (docs/rjq.1, SERVE) and is updated by its event
+// stream (/v1/events): nothing polls. Every string from the server goes
+// into the page as text (textContent), never as markup.
+'use strict';
+
+const state = {
+  server: null,          // GET /v1/server
+  token: sessionStorage.getItem('rjq-token') || '',
+  queues: new Map(),     // name -> queue JSON (stats, rates, ...)
+  history: new Map(),    // name -> last done/s values (sparklines)
+  events: null,          // the EventSource
+  eventsKey: '',
+  view: null,            // the view object on screen
+};
+
+const SPARK = 40;
+const PAGE = 50;
+const STATES = ['ready', 'delayed', 'active', 'dead', 'cancelled', 'completed'];
+
+// ---- small helpers -------------------------------------------------------
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'class') e.className = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else if (v !== undefined && v !== null && v !== false) e.setAttribute(k, v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+function fmt(n) {
+  if (n === null || n === undefined) return '–';
+  if (typeof n === 'number' && !Number.isInteger(n)) return n < 10 ? n.toFixed(1) : Math.round(n).toString();
+  return Number(n).toLocaleString('en-US');
+}
+
+function ms(v) {
+  if (v === null || v === undefined) return '–';
+  if (v < 1) return '<1 ms';
+  if (v < 1000) return v.toFixed(v < 10 ? 1 : 0) + ' ms';
+  return (v / 1000).toFixed(1) + ' s';
+}
+
+function enc(s) { return encodeURIComponent(s); }
+
+async function api(method, path, body) {
+  const headers = {};
+  if (state.token) headers['Authorization'] = 'Bearer ' + state.token;
+  const r = await fetch(path, { method, headers, body });
+  if (r.status === 401) { askToken(); throw new Error('a token is needed'); }
+  const text = await r.text();
+  let data = null;
+  try { data = JSON.parse(text); } catch (e) { data = { raw: text }; }
+  if (!r.ok && r.status !== 202) {
+    const msg = (data && data.error) || text || r.statusText;
+    const err = new Error(`${r.status}: ${msg}`);
+    err.status = r.status;
+    err.data = data;
+    throw err;
+  }
+  return { status: r.status, data, headers: r.headers, text };
+}
+
+function toast(msg, bad) {
+  const t = el('div', { class: 'toast' + (bad ? ' bad' : ''), role: 'status' }, msg);
+  document.getElementById('toasts').append(t);
+  setTimeout(() => t.remove(), bad ? 6000 : 3000);
+}
+
+// Bytes as the API gives them: a string, or {"base64": ...} (not UTF-8).
+function bytesView(v) {
+  if (v === null || v === undefined) return el('span', { class: 'muted' }, 'none');
+  if (typeof v === 'object' && v.base64 !== undefined) {
+    const raw = atob(v.base64);
+    const lines = [];
+    for (let i = 0; i < raw.length; i += 16) {
+      const chunk = raw.slice(i, i + 16);
+      const hex = Array.from(chunk, c => c.charCodeAt(0).toString(16).padStart(2, '0')).join(' ');
+      const asc = Array.from(chunk, c => (c >= ' ' && c <= '~') ? c : '.').join('');
+      lines.push(i.toString(16).padStart(8, '0') + '  ' + hex.padEnd(48) + ' ' + asc);
+    }
+    return el('pre', { class: 'bytes hex', 'data-kind': 'hex' }, lines.join('\n'));
+  }
+  try {
+    const parsed = JSON.parse(v);
+    if (parsed !== null && typeof parsed === 'object')
+      return el('pre', { class: 'bytes json', 'data-kind': 'json' }, JSON.stringify(parsed, null, 2));
+  } catch (e) { /* text */ }
+  return el('pre', { class: 'bytes text', 'data-kind': 'text' }, v);
+}
+
+function spark(values) {
+  const w = 120, h = 24;
+  const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+  svg.setAttribute('width', w);
+  svg.setAttribute('height', h);
+  svg.setAttribute('class', 'spark');
+  svg.setAttribute('viewBox', `0 0 ${w} ${h}`);
+  const max = Math.max(1e-9, ...values);
+  const pts = values.map((v, i) => `${(i / (SPARK - 1)) * w},${h - 1 - (v / max) * (h - 2)}`);
+  const p = document.createElementNS('http://www.w3.org/2000/svg', 'polyline');
+  p.setAttribute('points', pts.join(' '));
+  svg.append(p);
+  return svg;
+}
+
+function canAct() { return state.server && !state.server.read_only; }
+
+// An action button: hidden in read-only mode.
+function action(label, fn, cls) {
+  if (!canAct()) return null;
+  return el('button', {
+    class: 'act ' + (cls || ''), 'data-action': label,
+    onclick: async (ev) => {
+      ev.preventDefault();
+      const b = ev.currentTarget;
+      b.disabled = true;
+      try { await fn(); } catch (e) { toast(e.message, true); } finally { b.disabled = false; }
+    },
+  }, label);
+}
+
+// ---- the event stream ----------------------------------------------------
+
+function connectEvents(query) {
+  const key = query;
+  if (state.events && state.eventsKey === key) return;
+  if (state.events) state.events.close();
+  const params = new URLSearchParams(query);
+  if (state.token) params.set('access_token', state.token);
+  const es = new EventSource('/v1/events?' + params.toString());
+  state.events = es;
+  state.eventsKey = key;
+  const conn = document.getElementById('conn');
+  es.onopen = () => { conn.textContent = 'live'; conn.className = 'conn live'; };
+  es.onerror = () => { conn.textContent = 'reconnecting'; conn.className = 'conn down'; };
+  es.addEventListener('stats', (m) => {
+    const q = JSON.parse(m.data);
+    state.queues.set(q.name, q);
+    const h = state.history.get(q.name) || [];
+    h.push(q.rates.done);
+    while (h.length > SPARK) h.shift();
+    state.history.set(q.name, h);
+    if (state.view && state.view.onStats) state.view.onStats(q);
+  });
+  es.addEventListener('job', (m) => {
+    if (state.view && state.view.onJob) state.view.onJob(JSON.parse(m.data));
+  });
+}
+
+// ---- views -----------------------------------------------------------------
+
+function overview(main) {
+  const body = el('tbody');
+  const table = el('table', { class: 'queues', id: 'queues' },
+    el('thead', {}, el('tr', {},
+      ['queue', 'ready', 'delayed', 'active', 'dead', 'completed', 'in/s', 'done/s', 'fail/s',
+       'wait', 'run', 'done/s history', ''].map(h => el('th', {}, h)))),
+    body);
+  const empty = el('p', { class: 'muted', id: 'empty' },
+    'No queue yet: queues appear once something enqueues to them or a worker runs on them.');
+  main.append(el('h1', {}, 'Queues'), empty, table);
+  const rows = new Map();
+  function row(q) {
+    const s = q.stats || {};
+    const cells = [
+      el('td', {}, el('a', { href: '#/q/' + enc(q.name), class: 'qname' }, q.name)),
+      el('td', { class: 'num' }, fmt(s.ready)),
+      el('td', { class: 'num' }, fmt(s.delayed)),
+      el('td', { class: 'num' }, fmt(s.active)),
+      el('td', { class: 'num' + (s.dead_depth ? ' warn' : '') }, fmt(s.dead_depth)),
+      el('td', { class: 'num' }, fmt(s.completed)),
+      el('td', { class: 'num' }, fmt(q.rates.in)),
+      el('td', { class: 'num' }, fmt(q.rates.done)),
+      el('td', { class: 'num' }, fmt(q.rates.fail)),
+      el('td', { class: 'num' }, ms(q.wait_ms)),
+      el('td', { class: 'num' }, ms(q.run_ms)),
+      el('td', {}, spark(padHistory(state.history.get(q.name)))),
+      el('td', {}, s.paused ? el('span', { class: 'badge paused' }, 'paused') : ''),
+    ];
+    const tr = el('tr', { 'data-queue': q.name }, cells);
+    const old = rows.get(q.name);
+    if (old) old.replaceWith(tr);
+    else insertSorted(body, tr, q.name);
+    rows.set(q.name, tr);
+    empty.hidden = rows.size > 0;
+    table.hidden = rows.size === 0;
+  }
+  for (const q of [...state.queues.values()].sort((a, b) => a.name < b.name ? -1 : 1)) row(q);
+  empty.hidden = rows.size > 0;
+  table.hidden = rows.size === 0;
+  api('GET', '/v1/queues').then(r => {
+    for (const q of r.data.queues) if (q.stats) { state.queues.set(q.name, q); row(q); }
+  }).catch(e => toast(e.message, true));
+  connectEvents('jobs=0');
+  return { onStats: row };
+}
+
+function padHistory(h) {
+  const v = (h || []).slice(-SPARK);
+  while (v.length < SPARK) v.unshift(0);
+  return v;
+}
+
+function insertSorted(body, tr, name) {
+  for (const other of body.children) {
+    if (other.dataset.queue > name) { body.insertBefore(tr, other); return; }
+  }
+  body.append(tr);
+}
+
+function queuePage(main, name, tab, offset) {
+  tab = STATES.includes(tab) ? tab : 'ready';
+  offset = Math.max(0, offset | 0);
+  const head = el('div', { class: 'qhead' });
+  const list = el('tbody');
+  const feed = el('ol', { class: 'feed', id: 'feed' });
+  const tabs = el('nav', { class: 'tabs' }, STATES.map(s =>
+    el('a', { href: `#/q/${enc(name)}/${s}`, class: s === tab ? 'on' : '', 'data-tab': s }, s)));
+  const pager = el('div', { class: 'pager' });
+  const enqueueForm = canAct() ? el('form', { class: 'enqueue', id: 'enqueue' },
+    el('textarea', { name: 'payload', rows: 2, placeholder: 'payload (text or JSON)' }),
+    el('label', {}, 'priority ', el('input', { name: 'priority', type: 'number', value: 0 })),
+    el('label', {}, 'delay ms ', el('input', { name: 'delay', type: 'number', value: 0, min: 0 })),
+    el('button', { type: 'submit', 'data-action': 'enqueue' }, 'enqueue')) : null;
+  if (enqueueForm) enqueueForm.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const f = new FormData(enqueueForm);
+    const qs = new URLSearchParams({ priority: f.get('priority') || 0, delay: f.get('delay') || 0 });
+    try {
+      const r = await api('POST', `/v1/queues/${enc(name)}/jobs?${qs}`, f.get('payload'));
+      toast(`enqueued job ${r.data.id}`);
+    } catch (e) { toast(e.message, true); }
+  });
+  main.append(el('p', { class: 'crumbs' }, el('a', { href: '#/' }, 'queues'), ' / ', name),
+    head, enqueueForm, tabs,
+    el('div', { class: 'cols' },
+      el('div', { class: 'jobs' }, el('table', { class: 'ids' }, list), pager),
+      el('div', { class: 'side' }, el('h3', {}, 'live events'), feed)));
+
+  function drawHead(q) {
+    const s = q.stats;
+    head.replaceChildren(
+      el('h1', {}, name, s.paused ? el('span', { class: 'badge paused', id: 'paused' }, 'paused') : ''),
+      el('div', { class: 'stats' }, ['ready', 'delayed', 'active', 'dead_depth', 'cancelled_depth',
+        'completed', 'enqueued', 'failed', 'retried', 'reclaimed', 'replayed'].map(k =>
+        el('div', { class: 'stat', 'data-stat': k }, el('b', {}, fmt(s[k])), ' ', k.replace('_depth', ''))),
+        el('div', { class: 'stat' }, el('b', {}, fmt(q.rates.done)), ' done/s'),
+        el('div', { class: 'stat' }, el('b', {}, ms(q.wait_ms)), ' wait'),
+        el('div', { class: 'stat' }, el('b', {}, ms(q.run_ms)), ' run')),
+      el('div', { class: 'actions' },
+        s.paused ? action('resume', () => act('POST', `/v1/queues/${enc(name)}/resume`))
+                 : action('pause', () => act('POST', `/v1/queues/${enc(name)}/pause`)),
+        action('replay all dead', () => act('POST', `/v1/queues/${enc(name)}/replay`), 'warnbtn'),
+        action('purge dead', () => confirmAct(`Delete every dead job of ${name}?`,
+          'POST', `/v1/queues/${enc(name)}/purge?state=dead`), 'danger'),
+        action('purge cancelled', () => confirmAct(`Delete every cancelled job of ${name}?`,
+          'POST', `/v1/queues/${enc(name)}/purge?state=cancelled`), 'danger')));
+  }
+
+  async function act(method, path) {
+    const r = await api(method, path);
+    toast(Object.entries(r.data).filter(([k]) => k !== 'queue').map(([k, v]) => `${k}: ${v}`).join(', ') || 'done');
+    refresh();
+    loadHead();
+  }
+  async function confirmAct(question, method, path) {
+    if (window.confirm(question)) await act(method, path);
+  }
+
+  async function loadHead() {
+    try {
+      const r = await api('GET', `/v1/queues/${enc(name)}`);
+      state.queues.set(name, r.data);
+      drawHead(r.data);
+    } catch (e) {
+      head.replaceChildren(el('h1', {}, name), el('p', { class: 'bad' }, e.message));
+    }
+  }
+
+  let pending = null;
+  async function refresh() {
+    pending = null;
+    try {
+      const r = await api('GET', `/v1/queues/${enc(name)}/jobs?state=${tab}&offset=${offset}&limit=${PAGE}`);
+      list.replaceChildren(...(r.data.ids.length ? r.data.ids.map(id => el('tr', { 'data-id': id },
+        el('td', {}, el('a', { href: `#/q/${enc(name)}/job/${enc(id)}` }, id)),
+        el('td', { class: 'rowacts' }, jobActions(name, id, tab, () => { refresh(); loadHead(); })))) :
+        [el('tr', {}, el('td', { class: 'muted' }, `no ${tab} job`))]));
+      pager.replaceChildren(
+        offset > 0 ? el('a', { href: `#/q/${enc(name)}/${tab}/${Math.max(0, offset - PAGE)}` }, '← newer') : '',
+        ` ${offset + 1}–${offset + r.data.ids.length} `,
+        r.data.ids.length === PAGE ? el('a', { href: `#/q/${enc(name)}/${tab}/${offset + PAGE}` }, 'more →') : '');
+    } catch (e) { toast(e.message, true); }
+  }
+  function soon() { if (!pending) pending = setTimeout(refresh, 300); }
+
+  loadHead();
+  refresh();
+  connectEvents('queues=' + name);
+  return {
+    onStats(q) { if (q.name === name) drawHead(q); },
+    onJob(e) {
+      if (e.queue !== name) return;
+      const li = el('li', { class: 'ev ' + e.event },
+        el('span', { class: 'evname' }, e.event), ' ',
+        el('a', { href: `#/q/${enc(name)}/job/${enc(e.id)}` }, e.id));
+      feed.prepend(li);
+      while (feed.children.length > 30) feed.lastChild.remove();
+      soon();
+    },
+    close() { if (pending) clearTimeout(pending); },
+  };
+}
+
+function jobActions(name, id, st, done) {
+  const base = `/v1/queues/${enc(name)}/jobs/${enc(id)}`;
+  const run = async (method, path, what) => {
+    const r = await api(method, path);
+    toast(`${what} ${id}` + (r.data && r.data.from ? ` (was ${r.data.from})` : ''));
+    done();
+  };
+  return [
+    ['ready', 'delayed', 'active'].includes(st) ? action('cancel', () => run('POST', base + '/cancel', 'cancelled'), 'danger') : null,
+    st === 'dead' ? action('replay', () => run('POST', base + '/replay', 'replayed')) : null,
+    ['dead', 'cancelled'].includes(st) ? action('delete', () => run('DELETE', base, 'deleted'), 'danger') : null,
+  ];
+}
+
+function jobPage(main, name, id) {
+  const box = el('div', { class: 'job' });
+  main.append(el('p', { class: 'crumbs' }, el('a', { href: '#/' }, 'queues'), ' / ',
+    el('a', { href: '#/q/' + enc(name) }, name), ' / ', id), box);
+  async function load() {
+    try {
+      const r = await api('GET', `/v1/queues/${enc(name)}/jobs/${enc(id)}`);
+      const j = r.data;
+      box.replaceChildren(
+        el('h1', {}, 'job ', id, ' ', el('span', { class: 'badge st-' + j.state, id: 'jobstate' }, j.state)),
+        el('p', {}, `attempts ${j.attempts} of ${j.max_attempts}`),
+        el('div', { class: 'actions' }, jobActions(name, id, j.state, load)),
+        el('h3', {}, 'payload'), bytesView(j.payload),
+        el('h3', {}, 'result'), bytesView(j.result),
+        el('h3', {}, 'error'), j.error === null ? el('span', { class: 'muted' }, 'none') : bytesView(j.error));
+    } catch (e) {
+      box.replaceChildren(el('h1', {}, 'job ', id), el('p', { class: 'bad' }, e.message));
+    }
+  }
+  load();
+  connectEvents('queues=' + name);
+  return { onJob(e) { if (e.queue === name && e.id === id) load(); } };
+}
+
+// ---- token, routing, start -----------------------------------------------
+
+function askToken() {
+  const main = document.getElementById('main');
+  if (document.getElementById('tokenform')) return;
+  const input = el('input', { type: 'password', name: 'token', autocomplete: 'off', placeholder: 'token' });
+  const form = el('form', { id: 'tokenform', class: 'token' },
+    el('p', {}, 'This server needs a token (rjq serve --token-file).'), input,
+    el('button', { type: 'submit' }, 'use it'));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    state.token = input.value.trim();
+    sessionStorage.setItem('rjq-token', state.token);
+    start();
+  });
+  main.replaceChildren(form);
+}
+
+function route() {
+  if (!state.server) return;
+  if (state.view && state.view.close) state.view.close();
+  const main = document.getElementById('main');
+  main.replaceChildren();
+  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  if (parts[0] === 'q' && parts[1] && parts[2] === 'job' && parts[3] !== undefined)
+    state.view = jobPage(main, parts[1], parts.slice(3).join('/'));
+  else if (parts[0] === 'q' && parts[1])
+    state.view = queuePage(main, parts[1], parts[2], parseInt(parts[3] || '0', 10));
+  else
+    state.view = overview(main);
+}
+
+async function start() {
+  try {
+    const r = await api('GET', '/v1/server');
+    state.server = r.data;
+    const info = document.getElementById('info');
+    info.textContent = `rjq ${r.data.version}` + (r.data.read_only ? ' · read-only' : '') +
+      (r.data.queues !== '*' ? ` · queues ${r.data.queues}` : '');
+    document.body.classList.toggle('readonly', !!r.data.read_only);
+    route();
+  } catch (e) {
+    if (!document.getElementById('tokenform'))
+      document.getElementById('main').replaceChildren(el('p', { class: 'bad' }, e.message));
+  }
+}
+
+window.addEventListener('hashchange', route);
+start();

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The dashboard of rjq serve in a real browser: Debian's chromium, headless,
+# driven by playwright-core (npm, installed into the build folder on first
+# use). Enqueue from the page and see the job complete without reload,
+# replay a dead job, pause a queue, the read-only page has no action, a
+# token server asks for the token. Screenshots: <build>/artifacts/.
+# Skipped (with the reason) only where chromium or npm cannot be installed.
+set -u
+BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
+SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
+RJQ="$BUILD/rjq"
+WORKER="$BUILD/rjq-gateway_worker"
+PW_VERSION=1.65.1
+"$RJQ" serve --listen x 2>&1 | grep -q "built without" && { echo "SKIP: rjq built without serve"; exit 0; }
+[ -x "$WORKER" ] || { echo "FAIL: $WORKER not built"; exit 1; }
+
+apt_install() { # apt_install PKG...: as root, update the lists when the first try fails
+    [ "$(id -u)" = 0 ] || return 1
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >/dev/null 2>&1 ||
+        { apt-get update >/dev/null 2>&1 &&
+          DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >/dev/null 2>&1; }
+}
+CHROMIUM=/usr/lib/chromium/chromium
+[ -x "$CHROMIUM" ] || apt_install chromium
+[ -x "$CHROMIUM" ] || { echo "SKIP: chromium cannot be installed here (Debian package chromium)"; exit 0; }
+command -v npm >/dev/null || apt_install nodejs npm
+command -v npm >/dev/null || { echo "SKIP: npm cannot be installed here (Debian packages nodejs, npm)"; exit 0; }
+PW="$BUILD/playwright"
+if [ ! -f "$PW/node_modules/playwright-core/package.json" ] ||
+   ! grep -q "\"version\": \"$PW_VERSION\"" "$PW/node_modules/playwright-core/package.json"; then
+    mkdir -p "$PW"
+    npm install --prefix "$PW" --no-audit --no-fund --loglevel=error "playwright-core@$PW_VERSION" >"$PW/install.log" 2>&1 ||
+        { echo "SKIP: playwright-core cannot be installed from npm: $(tail -3 "$PW/install.log")"; exit 0; }
+fi
+
+# shellcheck source=scripts/redis-private.sh
+. "$SRC/scripts/redis-private.sh"
+DIR=$(mktemp -d "${TMPDIR:-/tmp}/rjq-dashboard.XXXXXX")
+ART="$BUILD/artifacts"
+mkdir -p "$ART"
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    redis_private_stop
+    rm -rf "$DIR"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+redis_private_start "$DIR" || { echo "FAIL: redis-server"; exit 1; }
+export RJQ_URL=$redis_url
+
+start_serve() { # start_serve NAME ARGS...: prints its base URL
+    "$RJQ" -p d serve --listen 127.0.0.1:0 "${@:2}" >"$DIR/$1.out" 2>"$DIR/$1.err" &
+    PIDS+=("$!")
+    for _ in $(seq 400); do
+        grep -q "^listening on" "$DIR/$1.out" 2>/dev/null && break
+        sleep 0.05
+    done
+    echo "http://$(sed -n 's/^listening on //p' "$DIR/$1.out")"
+}
+BASE=$(start_serve rw)
+RO_BASE=$(start_serve ro --read-only)
+TOKEN=dashboard-token-0123456789
+printf '%s\n' "$TOKEN" >"$DIR/token"
+TOKEN_BASE=$(start_serve tok --token-file "$DIR/token")
+for b in "$BASE" "$RO_BASE" "$TOKEN_BASE"; do
+    [ "$b" != "http://" ] || { echo "FAIL: a server did not start: $(cat "$DIR"/*.err)"; exit 1; }
+    for _ in $(seq 200); do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' "$b/healthz")" = 200 ] && break
+        sleep 0.05
+    done
+done
+"$WORKER" -r "$redis_url" -P d web >"$DIR/worker.log" 2>&1 &
+PIDS+=("$!")
+
+cp "$SRC/tests/dashboard/dashboard.mjs" "$PW/dashboard.mjs" # resolves playwright-core from $PW
+BASE=$BASE RO_BASE=$RO_BASE TOKEN_BASE=$TOKEN_BASE TOKEN=$TOKEN CHROMIUM=$CHROMIUM ART=$ART \
+    timeout 120 node "$PW/dashboard.mjs"
+RC=$?
+[ "$RC" = 0 ] || { echo "server log:"; tail -20 "$DIR/rw.err"; }
+exit $RC

@@ -29,6 +29,7 @@
  * else handed back.
  */
 #include <assert.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,12 +37,17 @@
 #include "held.h"
 #include "push.h"
 
-/* The queue's push state. */
+/* The queue's push state. Handles of one queue in one client share the
+ * push channel: the first handle with workers subscribes it and routes
+ * every message to the registration it names, on whichever handle (the
+ * registrations' ids are unique in the process, so in the client: they
+ * also name the workers in their fencing tokens). */
 typedef struct part {
     char *channel;
-    rjq__reg *regs;           /* registrations routed to */
-    unsigned next_id;
+    rjq__reg *regs;           /* registrations of this handle */
 } part;
+
+static atomic_uint last_reg_id;
 
 struct rjq__reg {
     rjq_queue *q;
@@ -189,9 +195,15 @@ static int parse_job(const char **p, const char *end, rjq__pushed *d) {
     return 0;
 }
 
-static rjq__reg *find_reg(part *p, unsigned long long id) {
-    for (rjq__reg *r = p->regs; r; r = r->next)
-        if (r->id == id) return r;
+/* The registration of that id on any handle of q's queue in its client. */
+static rjq__reg *find_reg(rjq_queue *q, unsigned long long id) {
+    const char *name = rjq_queue_name(q);
+    for (rjq_queue *h = rjq__queue_first(rjq_queue_client(q)); h; h = rjq__queue_next(h)) {
+        part *p = rjq__queue_part(h, RJQ__PART_PUSH);
+        if (p == NULL || strcmp(rjq_queue_name(h), name) != 0) continue;
+        for (rjq__reg *r = p->regs; r; r = r->next)
+            if (r->id == id) return r;
+    }
     return NULL;
 }
 
@@ -205,18 +217,24 @@ static char *make_field(const part *p, unsigned long long id) {
 /* (Re)subscribed: pushes may have been lost. Each registration is marked
  * out of step and to recover, and its worker told (it claims, replacing
  * the registration and recovering what was pushed to it unheard). */
-static void resync_all(part *p) {
-    for (rjq__reg *r = p->regs, *next; r; r = next) {
-        next = r->next;
-        r->out_of_step = 1;
-        r->lost = 1;
-        r->ops->resync(r->arg);
+static void resync_all(rjq_queue *q) {
+    const char *name = rjq_queue_name(q);
+    for (rjq_queue *h = rjq__queue_first(rjq_queue_client(q)); h; h = rjq__queue_next(h)) {
+        part *p = rjq__queue_part(h, RJQ__PART_PUSH);
+        if (p == NULL || strcmp(rjq_queue_name(h), name) != 0) continue;
+        for (rjq__reg *r = p->regs, *next; r; r = next) {
+            next = r->next;
+            r->out_of_step = 1;
+            r->lost = 1;
+            r->ops->resync(r->arg);
+        }
     }
 }
 
 /* A notice ("!cancel <token> <id>"): routed to the worker of the token
  * ("<client>.<worker>.<unique>"); one that left has no job to tell. */
-static void on_notice(rjq_client *c, part *pp, const char *channel, const char *msg, size_t len) {
+static void on_notice(rjq_client *c, rjq_queue *q, const char *channel, const char *msg,
+                      size_t len) {
     static const char cancel[] = "!cancel ";
     const char *p = msg + sizeof cancel - 1, *end = msg + len, *token, *dot;
     size_t toklen;
@@ -229,7 +247,7 @@ static void on_notice(rjq_client *c, part *pp, const char *channel, const char *
     }
     const char *w = dot + 1;
     if (parse_num(&w, token + toklen, '.', &wid)) return; /* not one of our tokens */
-    rjq__reg *r = find_reg(pp, wid);
+    rjq__reg *r = find_reg(q, wid);
     if (r) r->ops->notice(r->arg, RJQ_EJOBCANCELED, token, toklen, p, (size_t)(end - p));
 }
 
@@ -238,11 +256,11 @@ static void on_push(rjq_client *c, const char *channel, const char *msg, size_t 
     rjq_queue *q = arg;
     part *pp = rjq__queue_part(q, RJQ__PART_PUSH);
     if (msg == NULL) {
-        resync_all(pp);
+        resync_all(q);
         return;
     }
     if (len > 0 && msg[0] == '!') {
-        on_notice(c, pp, channel, msg, len);
+        on_notice(c, q, channel, msg, len);
         return;
     }
     const char *p = msg, *end = msg + len, *token;
@@ -266,7 +284,7 @@ static void on_push(rjq_client *c, const char *channel, const char *msg, size_t 
     if (got < n || p != end) {
         rjq__errmsg(c, "push on %s: malformed message", channel);
     } else {
-        rjq__reg *r = find_reg(pp, wid);
+        rjq__reg *r = find_reg(q, wid);
         if (r && epoch < r->ignore_below) {
             /* a recovering claim returned (or returns) these jobs */
         } else if (r) {
@@ -307,7 +325,10 @@ static part *part_of(rjq_queue *q) {
     /* its last part is the client's id: push tokens start with it (the
      * held index, lib.lua) */
     snprintf(p->channel, len, "%s:{%s}:push:%s", prefix, name, rjq__client_id(c));
-    if (rjq__subscribe(c, p->channel, on_push, q) != RJQ_OK) {
+    int subscribed = 0; /* by another handle of the queue (handles live as long as the client) */
+    for (rjq_queue *h = rjq__queue_first(c); h && !subscribed; h = rjq__queue_next(h))
+        subscribed = h != q && rjq__queue_part(h, RJQ__PART_PUSH) && strcmp(rjq_queue_name(h), name) == 0;
+    if (!subscribed && rjq__subscribe(c, p->channel, on_push, q) != RJQ_OK) {
         free(p->channel);
         free(p);
         return NULL;
@@ -321,7 +342,7 @@ rjq__reg *rjq__push_join(rjq_queue *q, const rjq__reg_ops *ops, void *arg) {
     rjq__reg *r = p ? calloc(1, sizeof *r) : NULL;
     if (r == NULL) return NULL;
     r->q = q;
-    r->id = ++p->next_id;
+    r->id = atomic_fetch_add(&last_reg_id, 1) + 1;
     if ((r->field = make_field(p, r->id)) == NULL) {
         free(r);
         return NULL;

@@ -402,3 +402,53 @@ TEST(registration_of_another_push_format_gets_no_push) {
 
     push_stop(&e);
 }
+
+/* Two handles of one queue in one client, each with a worker: they share
+ * the client's push channel. Each pushed (or claimed) job runs once, on
+ * one of them, and their fencing tokens differ (the registrations' ids
+ * used to be counted per handle: both workers were "1", each took every
+ * push meant for "1", and their tokens collided). */
+static int runs[40];
+static long completed_ok;
+
+static void on_completed(rjq_client *c, int status, void *data) {
+    (void)c, (void)data;
+    if (status == RJQ_OK) completed_ok++;
+}
+
+static void run_once_handler(rjq_job *job, void *data) {
+    (void)data;
+    int i = atoi(rjq_job_id(job) + 1); /* "j<i>" */
+    ASSERT(i >= 0 && i < 40);
+    runs[i]++;
+    ASSERT_OK(rjq_job_complete(job, "", 0, on_completed, NULL));
+}
+
+TEST(two_handles_of_one_queue_in_one_client_run_each_job_once) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_client_options o = client_options(e.s.url);
+    rjq_client *w = client_new(e.base, &o);
+    wait_connected(e.base, w);
+    rjq_worker *w1, *w2;
+    rjq_worker_options wo = quiet_worker_options(3);
+    ASSERT_OK(rjq_worker_start(queue_for(w, "twice"), &wo, run_once_handler, NULL, &w1));
+    ASSERT_OK(rjq_worker_start(queue_for(w, "twice"), &wo, run_once_handler, NULL, &w2));
+    loop_for(e.base, 200); /* both idle and registered: the jobs are pushed */
+    rjq_queue *q = queue_for(e.c, "twice");
+    char id[16];
+    for (int i = 0; i < 40; i++) {
+        snprintf(id, sizeof id, "j%d", i);
+        enqueue_x_ok(e.base, q, id, 0, 0);
+    }
+    double end = mono_ms() + 10000;
+    while (completed_ok < 40 && mono_ms() < end) loop_for(e.base, 20);
+    loop_for(e.base, 200); /* a second run would show now */
+    for (int i = 0; i < 40; i++) ASSERT_EQ(1, runs[i]);
+    ASSERT_EQ(40, completed_ok);
+    rjq_stats st = get_stats(e.base, q);
+    ASSERT_EQ(40, st.completed);
+    ASSERT_EQ(0, st.ready + st.active + st.delayed);
+    rjq_client_free(w);
+    env_stop(&e);
+}

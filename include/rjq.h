@@ -896,6 +896,47 @@ RJQ_API int rjq_queue_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb
 RJQ_API int rjq_client_queues(rjq_client *c, const char *after, long limit, rjq_ids_cb *cb,
                               void *data);
 
+/* The process registry: the clients with workers (the processes that run
+ * jobs), each as it described itself with its last liveness beat (at most
+ * a second old). A client is listed while its liveness entry lasts (see
+ * liveness_ms): it leaves the list that long after it stopped (closed,
+ * killed, cut off), without anything to clean up. Clients with liveness
+ * turned off (-1) are not listed. */
+#define RJQ_PROCESS_JOBS_MAX 20
+
+typedef struct rjq_process_queue {
+    const char *queue;
+    int concurrency;            /* its workers' on that queue, summed */
+    int running;                /* jobs they ran at the beat */
+    const char *const *jobs;    /* the ids of up to RJQ_PROCESS_JOBS_MAX of them */
+    size_t njobs;
+} rjq_process_queue;
+
+typedef struct rjq_process {
+    const char *id;             /* the client's id (its jobs' fencing tokens
+                                   start with it) */
+    const char *host;           /* gethostname() */
+    long pid;
+    long long started_ms;       /* when its workers started (its clock, ms
+                                   since the epoch) */
+    const char *name;           /* the client's name option ("" without) */
+    long long alive_until_ms;   /* server time its liveness entry runs out */
+    const rjq_process_queue *queues; /* the queues it runs workers on */
+    size_t nqueues;
+} rjq_process;
+
+typedef void rjq_processes_cb(rjq_client *c, int status, const rjq_process *list, size_t n,
+                              void *data);
+
+/* List up to `limit` (1..RJQ_JOBS_PAGE_MAX) live processes of the client's
+ * prefix from `offset` on (0..RJQ_JOBS_OFFSET_MAX), soonest-expiring first:
+ * one script call that only reads, O(log n + limit), no keyspace scan.
+ * cb's list is valid only during the callback; n < limit means the end.
+ * An ACL user needs read access to "<prefix>:{clients}:*" (the monitor
+ * role of rjq acl has it). RJQ_EINVAL for a bad offset or limit. */
+RJQ_API int rjq_client_processes(rjq_client *c, long offset, long limit, rjq_processes_cb *cb,
+                                 void *data);
+
 /* The states rjq_queue_jobs() lists. */
 typedef enum rjq_job_state {
     RJQ_STATE_READY,     /* waiting, in claim order: higher priorities first,

@@ -80,6 +80,8 @@ void rjq__errmsg(rjq_client *c, const char *fmt, ...) __attribute__((format(prin
 void rjq__background_failed(rjq_client *c, int status, const char *what);
 
 const char *rjq__client_prefix(const rjq_client *c);
+/* The name option ("" without one). */
+const char *rjq__client_name(const rjq_client *c);
 size_t rjq__client_max_payload(const rjq_client *c);
 /* The client's random id (RJQ__CLIENT_ID_LEN letters and digits: ~59
  * bits): names its push channels and starts the fencing tokens of its

@@ -66,6 +66,10 @@ const char *rjq__client_prefix(const rjq_client *c) {
     return c->prefix;
 }
 
+const char *rjq__client_name(const rjq_client *c) {
+    return c->name ? c->name : "";
+}
+
 const char *rjq__client_id(const rjq_client *c) {
     return c->id;
 }

@@ -21,11 +21,17 @@
  * the swept client, if it comes back, starts no job until then.
  * Its own jobs it stops starting once its entry may have run out (the
  * worker's stale check, rjq__upkeep_alive_until).
+ * The process registry. "<prefix>:{clients}:info" (a hash: client id ->
+ * what it says of itself, process_info) is sent with a beat when it
+ * changed; gone.lua deletes it with the entry. rjq_client_processes
+ * (processes.c) lists the live entries with it.
  */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include "reclaim.h"
 #include "upkeep.h"
@@ -68,12 +74,15 @@ typedef struct upkeep {
     rjq__timer beat_timer, visit_timer;
     int beat_busy;
     int names_stored;         /* the server has our queue names */
+    int info_stored;          /* the server has info_sent */
+    char *info_sent;          /* our process info as last sent (process_info) */
+    long long started_ms;     /* wall clock when the upkeep began (the info's start) */
     long long alive_until;    /* our entry's expiry as the last beat set it (server ms) */
     long long beat_server;    /* the server time of the last answered beat (0: none, or failed) */
     uint64_t last_beat;       /* local ms of the last beat answered (0: none, or failed) */
     uint64_t steady_since;    /* local ms since when beats were answered without a gap */
     uint64_t last_visit;
-    char *live_key, *names_key, *sweeps_key;
+    char *live_key, *names_key, *sweeps_key, *info_key;
 } upkeep;
 
 static void upkeep_close(rjq_client *c, void *state);
@@ -105,10 +114,11 @@ static void sweep_done(sweep *s) {
     if (!s->failed && !rjq__closing(c)) {
         char until[32];
         snprintf(until, sizeof until, "%lld", s->until);
-        const char *argv[] = {"3", s->u->live_key, s->u->names_key, s->u->sweeps_key, s->id, until};
-        size_t lens[6];
-        for (int i = 0; i < 6; i++) lens[i] = strlen(argv[i]);
-        rjq__script(c, RJQ__S_GONE, RJQ__REQ_RETRY, on_gone, NULL, 6, argv, lens);
+        const char *argv[] = {"4",   s->u->live_key, s->u->names_key, s->u->sweeps_key,
+                              s->u->info_key, s->id, until};
+        size_t lens[7];
+        for (int i = 0; i < 7; i++) lens[i] = strlen(argv[i]);
+        rjq__script(c, RJQ__S_GONE, RJQ__REQ_RETRY, on_gone, NULL, 7, argv, lens);
     }
     free(s->id);
     free(s);
@@ -208,8 +218,8 @@ static long beat_ms(const upkeep *u) {
  * entry run out. */
 #define STALL_GAP_MS(u) (rjq__client_liveness_ms((u)->c) / 2)
 
-/* [server time, queue names stored, a sweep of us under way until, then 3
- * per client to sweep] (beat.lua) */
+/* [server time, queue names stored (1) + info stored (2), a sweep of us
+ * under way until, then 3 per client to sweep] (beat.lua) */
 #define BEAT_HEAD 3
 static int beat_reply_ok(const redisReply *r) {
     if (r->type != REDIS_REPLY_ARRAY || r->elements < BEAT_HEAD ||
@@ -235,6 +245,7 @@ static void on_beat(rjq_client *c, int status, redisReply *r, void *priv) {
     uint64_t now = rjq__now_ms();
     if (status != RJQ_OK) {
         u->names_stored = 0;
+        u->info_stored = 0;
         u->last_beat = 0;
         u->beat_server = 0;
         rjq__background_failed(c, status, "liveness beat");
@@ -251,7 +262,8 @@ static void on_beat(rjq_client *c, int status, redisReply *r, void *priv) {
      * wait before sweeping again. */
     if (u->last_beat == 0 || now - u->last_beat > (uint64_t)STALL_GAP_MS(u)) u->steady_since = now;
     u->last_beat = now;
-    if (r->element[1]->integer != 1) u->names_stored = 0; /* the next beat sends them */
+    if ((r->element[1]->integer & 1) == 0) u->names_stored = 0; /* the next beat sends them */
+    u->info_stored = (r->element[1]->integer & 2) != 0;
     for (size_t i = BEAT_HEAD; i < r->elements && !rjq__closing(c); i += 3)
         start_sweep(u, r->element[i], r->element[i + 1]->integer, r->element[i + 2]);
 }
@@ -270,6 +282,53 @@ static char *queue_names(const upkeep *u) {
     }
     *p = '\0';
     return s;
+}
+
+/* What the process says of itself in the registry (processes.lua, read by
+ * rjq_client_processes): a line "rjq1 host pid start-ms name", then one
+ * per queue with workers "queue concurrency running ids...", the fields
+ * tab-separated (names and ids hold no tab or newline). NULL when out of
+ * memory. */
+static char *process_info(const upkeep *u) {
+    char host[256] = "", line[1024];
+    if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "?");
+    host[strcspn(host, "\t\n")] = '\0';
+    char name[201];
+    snprintf(name, sizeof name, "%s", rjq__client_name(u->c));
+    for (char *p = name; *p; p++)
+        if (*p == '\t' || *p == '\n') *p = ' ';
+    int n = snprintf(line, sizeof line, "rjq1\t%s\t%ld\t%lld\t%s", host, (long)getpid(),
+                     u->started_ms, name);
+    size_t len = (size_t)n, cap = len + 1;
+    for (const visitee *v = u->queues; v; v = v->next)
+        cap += strlen(rjq_queue_name(v->q)) + 2 + RJQ__DESCRIBE_MAX;
+    char *out = malloc(cap);
+    if (out == NULL) return NULL;
+    memcpy(out, line, len + 1);
+    /* one line per name: handles of one queue (opened twice) add up */
+    for (const visitee *v = u->queues; v; v = v->next) {
+        const char *qname = rjq_queue_name(v->q);
+        if (!wanted(v) || v->ops->describe == NULL) continue;
+        const visitee *first = u->queues;
+        while (first != v && !(wanted(first) && first->ops->describe &&
+                               strcmp(rjq_queue_name(first->q), qname) == 0))
+            first = first->next;
+        if (first != v) continue; /* described with the first */
+        rjq__describe d;
+        memset(&d, 0, sizeof d);
+        for (const visitee *w = v; w; w = w->next) {
+            if (!wanted(w) || w->ops->describe == NULL || strcmp(rjq_queue_name(w->q), qname))
+                continue;
+            const visitee *x = v; /* handles may share their workers' state */
+            while (x != w && x->arg != w->arg) x = x->next;
+            if (x == w) w->ops->describe(w->q, w->arg, &d);
+        }
+        len += (size_t)snprintf(out + len, cap - len, "\n%s\t%d\t%d\t", qname, d.concurrency,
+                                d.running);
+        for (size_t i = 0; i < d.nids; i++)
+            len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? " " : "", d.ids[i]);
+    }
+    return out;
 }
 
 static void on_beat_timer(rjq__timer *t) {
@@ -292,14 +351,26 @@ static void on_beat_timer(rjq__timer *t) {
     snprintf(most, sizeof most, "%d", steady ? SWEEPS_PER_BEAT : 0);
     snprintf(prev, sizeof prev, "%lld", u->beat_server);
     snprintf(gap, sizeof gap, "%ld", STALL_GAP_MS(u));
-    const char *argv[] = {"3", u->live_key, u->names_key, u->sweeps_key, rjq__client_id(c), ttl,
-                          names ? names : "", lease, most, prev, gap};
-    size_t lens[11];
-    for (int i = 0; i < 11; i++) lens[i] = strlen(argv[i]);
-    if (rjq__script(c, RJQ__S_BEAT, 0, on_beat, u, 11, argv, lens) == RJQ_OK) {
+    /* the info when it changed or the server lacks it (else ''); without
+     * memory for it the beat goes without */
+    char *info = process_info(u);
+    int send_info = info && (!u->info_stored || u->info_sent == NULL ||
+                             strcmp(info, u->info_sent) != 0);
+    const char *argv[] = {"4",  u->live_key, u->names_key,        u->sweeps_key,
+                          u->info_key, rjq__client_id(c), ttl, names ? names : "",
+                          lease, most, prev, gap, send_info ? info : ""};
+    size_t lens[13];
+    for (int i = 0; i < 13; i++) lens[i] = strlen(argv[i]);
+    if (rjq__script(c, RJQ__S_BEAT, 0, on_beat, u, 13, argv, lens) == RJQ_OK) {
         u->beat_busy = 1;
         if (names) u->names_stored = 1; /* unless the reply says otherwise */
+        if (send_info) {
+            free(u->info_sent);
+            u->info_sent = info;
+            info = NULL;
+        }
     }
+    free(info);
     free(names);
 }
 
@@ -385,6 +456,8 @@ static void upkeep_close(rjq_client *c, void *state) {
     free(u->live_key);
     free(u->names_key);
     free(u->sweeps_key);
+    free(u->info_key);
+    free(u->info_sent);
     free(u);
 }
 
@@ -403,11 +476,16 @@ static upkeep *upkeep_of(rjq_client *c) {
     u->live_key = key(c, "live");
     u->names_key = key(c, "queues");
     u->sweeps_key = key(c, "sweeps");
+    u->info_key = key(c, "info");
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    u->started_ms = (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
     if (u->live_key == NULL || u->names_key == NULL || u->sweeps_key == NULL ||
-        rjq__timer_setup(c, &u->beat_timer, on_beat_timer, u) != RJQ_OK) {
+        u->info_key == NULL || rjq__timer_setup(c, &u->beat_timer, on_beat_timer, u) != RJQ_OK) {
         free(u->live_key);
         free(u->names_key);
         free(u->sweeps_key);
+        free(u->info_key);
         free(u);
         return NULL;
     }

@@ -15,12 +15,26 @@
 
 #include "queue.h"
 
+struct rjq__describe;
+
 typedef struct rjq__visit_ops {
     /* Visit the queue at all (it has workers)? */
     int (*wanted)(rjq_queue *q, void *arg);
     /* A visit found jobs ready or due. */
     void (*waiting)(rjq_queue *q, void *arg);
+    /* Optional, for the process registry: add the queue's workers'
+     * concurrency and running jobs to d (ids: up to RJQ_PROCESS_JOBS_MAX
+     * in all, valid until the caller returns). */
+    void (*describe)(rjq_queue *q, void *arg, struct rjq__describe *d);
 } rjq__visit_ops;
+
+typedef struct rjq__describe {
+    int concurrency, running;
+    size_t nids;
+    const char *ids[RJQ_PROCESS_JOBS_MAX];
+} rjq__describe;
+
+#define RJQ__DESCRIBE_MAX (64 + RJQ_PROCESS_JOBS_MAX * (RJQ_JOB_ID_MAX + 1))
 
 /* Visit q at most every period_ms (a second call for q keeps its hooks and
  * the shorter period), and beat while q is wanted. RJQ_OK or RJQ_ENOMEM. */

@@ -980,7 +980,19 @@ static void visit_waiting(rjq_queue *q, void *arg) {
     }
 }
 
-static const rjq__visit_ops visit_ops = {visit_wanted, visit_waiting};
+/* The queue's workers for the process registry (upkeep.c). */
+static void visit_describe(rjq_queue *q, void *arg, rjq__describe *d) {
+    const part *p = arg;
+    (void)q;
+    for (const rjq_worker *w = p->workers; w; w = w->next) {
+        d->concurrency += w->concurrency;
+        d->running += w->running;
+        for (const rjq_job *j = w->jobs; j && d->nids < RJQ_PROCESS_JOBS_MAX; j = j->next)
+            d->ids[d->nids++] = j->id;
+    }
+}
+
+static const rjq__visit_ops visit_ops = {visit_wanted, visit_waiting, visit_describe};
 
 /* The queue's worker list, with its doorbell subscribed, made on first use. */
 static part *part_of(rjq_queue *q) {

@@ -18,7 +18,7 @@ ranks=(
     "conn sentinel"                               # 2 core: connections, and where the master is
     "request pubsub"                              # 3 core: the connections' owners
     "client liveness"                             # 4 core: the public lifetime, the watchdog
-    "queue enqueue held push worker reclaim upkeep job await await_table await_early monitor admin schedule scheduler" # 5
+    "queue enqueue held push worker reclaim upkeep job await await_table await_early monitor admin processes schedule scheduler" # 5
 )
 
 layer_of() {

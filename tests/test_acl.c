@@ -199,6 +199,22 @@ static void on_queue_names(rjq_client *c, int status, const char *const *names, 
     names_listed++;
 }
 
+static long processes_listed;
+static char process_queues[256];
+
+static void on_processes_listed(rjq_client *c, int status, const rjq_process *list, size_t n,
+                                void *data) {
+    (void)c, (void)data;
+    ASSERT_OK(status);
+    process_queues[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < list[i].nqueues; k++)
+            snprintf(process_queues + strlen(process_queues),
+                     sizeof process_queues - strlen(process_queues), "%s%s",
+                     process_queues[0] ? "," : "", list[i].queues[k].queue);
+    processes_listed++;
+}
+
 TEST(each_acl_role_does_its_job_and_nothing_else) {
     test_server s;
     server_start_guarded(&s, NULL);
@@ -274,6 +290,15 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     ASSERT_OK(rjq_client_queues(monitor, NULL, 10, on_queue_names, NULL));
     ASSERT(loop_until_count(base, &names_listed, 1, 5000));
     ASSERT_STREQ("jobs,pjobs", queue_names);
+    /* the worker's process is in the registry (its beats); the monitor lists it */
+    double until = mono_ms() + 5000;
+    do {
+        loop_for(base, 50);
+        ASSERT_OK(rjq_client_processes(monitor, 0, 10, on_processes_listed, NULL));
+        long before = processes_listed;
+        ASSERT(loop_until_count(base, &processes_listed, before + 1, 5000));
+    } while (strcmp(process_queues, "jobs") != 0 && mono_ms() < until);
+    ASSERT_STREQ("jobs", process_queues);
 
     /* controls: the producer cancels; the worker role also pauses,
      * resumes, limits and cancels; the monitor does none of it */
@@ -366,6 +391,7 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     expect_noperm(&s, "rjq-monitor", "HSET t:{jobs}:payload 1 x");
     expect_noperm(&s, "rjq-monitor", "DEL t:{jobs}:ready");
     expect_noperm(&s, "rjq-monitor", "SET t:{jobs}:ready x"); /* SET reaches only the flag */
+    expect_noperm(&s, "rjq-monitor", "HSET t:{clients}:info x y"); /* reads the registry only */
     expect_noperm(&s, "rjq-producer", "DEL t:{jobs}:ready");
     ASSERT_OK(rjq_monitor_stop(m));
     rjq_client_free(monitor);

@@ -9,6 +9,8 @@
 #include "server.h"
 #include "waits.h"
 
+#include <unistd.h>
+
 typedef struct page {
     int done, status;
     char ids[1024];           /* "a,b,c" */
@@ -262,5 +264,110 @@ TEST(queues_written_to_are_listed_by_name_paged_and_again_after_redis_lost_them)
         ASSERT(loop_until(e.base, &p.done, 5000));
     } while ((p.status != RJQ_OK || strcmp(p.ids, "alpha,beta,gamma") != 0) && mono_ms() < end);
     ASSERT_STREQ("alpha,beta,gamma", p.ids);
+    env_stop(&e);
+}
+
+/* ---- the process registry ---------------------------------------------------- */
+
+typedef struct procs {
+    int done, status;
+    size_t n;
+    char text[2048]; /* "name host pid queue:concurrency:running:ids;..." per process, '|' */
+} procs;
+
+static void on_procs(rjq_client *c, int status, const rjq_process *list, size_t n, void *data) {
+    procs *p = data;
+    (void)c;
+    p->done++;
+    p->status = status;
+    p->n = n;
+    p->text[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        size_t used = strlen(p->text);
+        snprintf(p->text + used, sizeof p->text - used, "%s%s %ld", i ? "|" : "", list[i].name,
+                 list[i].pid);
+        ASSERT(list[i].started_ms > 0 && list[i].alive_until_ms > 0 && list[i].host[0]);
+        for (size_t k = 0; k < list[i].nqueues; k++) {
+            const rjq_process_queue *q = &list[i].queues[k];
+            used = strlen(p->text);
+            snprintf(p->text + used, sizeof p->text - used, " %s:%d:%d:", q->queue,
+                     q->concurrency, q->running);
+            for (size_t j = 0; j < q->njobs; j++) {
+                used = strlen(p->text);
+                snprintf(p->text + used, sizeof p->text - used, "%s%s", j ? "," : "", q->jobs[j]);
+            }
+        }
+    }
+}
+
+static const char *processes(test_env *e, long offset, long limit) {
+    static procs p;
+    memset(&p, 0, sizeof p);
+    ASSERT_OK(rjq_client_processes(e->c, offset, limit, on_procs, &p));
+    ASSERT(loop_until(e->base, &p.done, 5000));
+    ASSERT_OK(p.status);
+    return p.text;
+}
+
+static rjq_job *held_jobs[4];
+static int nheld;
+
+static void hold_job(rjq_job *job, void *data) {
+    (void)data;
+    held_jobs[nheld++] = job;
+}
+
+TEST(processes_with_workers_are_listed_with_their_running_jobs_and_leave_when_they_lapse) {
+    test_env e;
+    env_start(&e, NULL);
+    ASSERT_STREQ("", processes(&e, 0, 10)); /* no worker anywhere */
+    /* another process: a client with workers on two queues, liveness 1 s */
+    rjq_client_options o = client_options(e.s.url);
+    o.name = "billing-7";
+    o.liveness_ms = 1000;
+    rjq_client *w = client_new(e.base, &o);
+    wait_connected(e.base, w);
+    rjq_worker *w1, *w2, *w3;
+    rjq_worker_options wo = quiet_worker_options(3);
+    ASSERT_OK(rjq_worker_start(queue_for(w, "pa"), &wo, hold_job, NULL, &w1));
+    ASSERT_OK(rjq_worker_start(queue_for(w, "pa"), &wo, hold_job, NULL, &w2));
+    wo = quiet_worker_options(2);
+    ASSERT_OK(rjq_worker_start(queue_for(w, "pb"), &wo, hold_job, NULL, &w3));
+    nheld = 0;
+    enqueue_x_ok(e.base, queue_for(e.c, "pa"), "job-1", 0, 0);
+    enqueue_x_ok(e.base, queue_for(e.c, "pa"), "job-2", 0, 0);
+    while (nheld < 2) loop_for(e.base, 10);
+    char want[256];
+    snprintf(want, sizeof want, "billing-7 %ld pb:2:0: pa:6:2:job-2,job-1", (long)getpid());
+    char alt[256]; /* the two jobs may be held by either worker, in either order */
+    snprintf(alt, sizeof alt, "billing-7 %ld pb:2:0: pa:6:2:job-1,job-2", (long)getpid());
+    double end = mono_ms() + 5000;
+    const char *got;
+    do { /* the next beat (at most a third of liveness_ms) says so */
+        loop_for(e.base, 50);
+        got = processes(&e, 0, 10);
+    } while (strcmp(got, want) != 0 && strcmp(got, alt) != 0 && mono_ms() < end);
+    if (strcmp(got, want) != 0) ASSERT_STREQ(alt, got);
+    ASSERT_STREQ("", processes(&e, 1, 10)); /* paged */
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_processes(e.c, 0, 0, on_procs, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_processes(e.c, -1, 10, on_procs, NULL));
+    /* the jobs finish: the next beat says none runs */
+    for (int i = 0; i < nheld; i++) ASSERT_OK(rjq_job_complete(held_jobs[i], "", 0, NULL, NULL));
+    snprintf(want, sizeof want, "billing-7 %ld pb:2:0: pa:6:0:", (long)getpid());
+    end = mono_ms() + 5000;
+    do {
+        loop_for(e.base, 50);
+        got = processes(&e, 0, 10);
+    } while (strcmp(got, want) != 0 && mono_ms() < end);
+    ASSERT_STREQ(want, got);
+    /* the process goes (freed: no goodbye, as if killed): it leaves the
+     * list once its entry runs out, and nothing is left behind */
+    rjq_client_free(w);
+    end = mono_ms() + 5000;
+    do {
+        loop_for(e.base, 100);
+        got = processes(&e, 0, 10);
+    } while (got[0] && mono_ms() < end);
+    ASSERT_STREQ("", got);
     env_stop(&e);
 }

@@ -15,7 +15,7 @@
  *   extends, reclaims, releases, forgets, beats and sweeps (liveness),
  *   pauses, resumes, cancels, limits and schedules (what an operator's
  *   rjq pause, resume, cancel, limit and schedule need) and runs
- *   schedulers, the monitor reads stats, jobs and schedules. tests/acl_covers_scripts.sh fails when
+ *   schedulers, the monitor reads stats, jobs, schedules and processes. tests/acl_covers_scripts.sh fails when
  *   a script uses a command no role has;
  * - outside scripts: MULTI and EXEC (the producer's batches of more than
  *   1 MiB go as several script calls in one transaction), HGET (an await
@@ -24,7 +24,8 @@
  *   drops its push registration), ZRANGE (the dead list), SET (a
  *   monitor marks its queue monitored).
  * Keys: the queues' own ("<prefix>:{<queue>}:*"), plus the liveness keys
- * "<prefix>:{clients}:*" for workers, and the registry of queue names
+ * "<prefix>:{clients}:*" for workers (the monitor reads them: the process
+ * registry, with its commands that only read), and the registry of queue names
  * "<prefix>:queues" (producers and workers add their queues with ZADD,
  * write-only "%W~"; a monitor reads it with ZRANGEBYLEX, "%R~"; it is one
  * key per prefix, shared by every queue pattern). The monitor has only commands that
@@ -52,7 +53,8 @@
     "+zpopmin +zrange "                                                                    \
     "+zrangebylex +zrangebyscore +zrem +zremrangebylex +zremrangebyrank +zremrangebyscore "  \
     "+zscore"
-#define MONITOR_SCRIPTS "+exists +hexists +hgetall +hmget +llen +lrange +type +zcard +zcount +zscore"
+#define MONITOR_SCRIPTS                                                                   \
+    "+exists +hexists +hgetall +hmget +llen +lrange +type +zcard +zcount +zrangebyscore +zscore"
 
 static int fits(const char *s) {
     if (s[0] == '\0') return 0;
@@ -89,9 +91,9 @@ int rjq_acl_print(FILE *out, const char *prefix, const char *queues, int roles, 
         fprintf(out,
                 "# monitor: reads stats, jobs and the dead list, watches events; writes nothing "
                 "but its \"monitored\" flag\n"
-                "ACL SETUSER rjq-monitor reset on >CHANGE-ME ~%s:{%s}:* %%R~%s:queues resetchannels "
-                "&%s:{%s}:events &%s:reply:* " SESSION " +zrange +zrangebylex " MONITOR_SCRIPTS
-                " (~%s:{%s}:monitored +set)\n",
-                p, q, p, p, q, p, p, q);
+                "ACL SETUSER rjq-monitor reset on >CHANGE-ME ~%s:{%s}:* ~%s:{clients}:* %%R~%s:queues "
+                "resetchannels &%s:{%s}:events &%s:reply:* " SESSION " +zrange +zrangebylex "
+                MONITOR_SCRIPTS " (~%s:{%s}:monitored +set)\n",
+                p, q, p, p, p, q, p, p, q);
     return 0;
 }

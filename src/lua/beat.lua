@@ -11,32 +11,37 @@
 -- the sweep's lease end, past which orphans.lua refuses to run; a client
 -- that finds itself there is told to start no job until then (a job it
 -- claimed meanwhile could be returned by the sweep too).
--- KEYS: 1 liveness set (zset), 2 queues (hash), 3 sweeps (hash); in their
---       own slot
+-- The info hash holds what each client says of itself for the process
+-- registry (processes.lua): upkeep.c's text, sent when it changed.
+-- KEYS: 1 liveness set (zset), 2 queues (hash), 3 sweeps (hash), 4 info
+--       (hash); in their own slot
 -- ARGV: 1 client id, 2 its entry's lifetime ms, 3 its queue names
 --       (space-separated; '' when unchanged since the last beat that
 --       reported it known), 4 the sweep's lease ms, 5 most clients to sweep,
 --       6 the server time of the caller's previous answered beat (0: none),
---       7 the longest gap between two beats that is no stall
+--       7 the longest gap between two beats that is no stall, 8 its info
+--       ('' when unchanged since the last beat that reported it known)
 -- A beat that comes more than that after the previous one sweeps nobody:
 -- the server (or the caller) stalled, and the clients whose entries ran
 -- out meanwhile had no chance to renew them (their beats may be queued
 -- right behind this one).
--- Returns { server time ms, 1 when the queue names are stored else 0, the
+-- Returns { server time ms, 1 when the queue names are stored plus 2 when
+-- the info is, the
 -- end of a sweep of the caller under way (0: none), then per client to
 -- sweep: id, the sweep's lease end (for orphans.lua and gone.lua), queue
 -- names }.
-local live, queues, sweeps = KEYS[1], KEYS[2], KEYS[3]
+local live, queues, sweeps, info = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local me, ttl, names, lease, most = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local prev, gap = tonumber(ARGV[6]), tonumber(ARGV[7])
-expect_types({live, 'zset', queues, 'hash', sweeps, 'hash'})
+expect_types({live, 'zset', queues, 'hash', sweeps, 'hash', info, 'hash'})
 local now = now_ms()
 if prev <= 0 or now - prev > gap then most = 0 end
 redis.call('ZADD', live, int(now + ttl), me)
 if names ~= '' then redis.call('HSET', queues, me, names) end
+if ARGV[8] ~= '' then redis.call('HSET', info, me, ARGV[8]) end
 local held_off = tonumber(redis.call('HMGET', sweeps, me)[1] or '0')
 if held_off > 0 and held_off < now then redis.call('HDEL', sweeps, me); held_off = 0 end
-local out = {now, redis.call('HEXISTS', queues, me), held_off}
+local out = {now, redis.call('HEXISTS', queues, me) + 2 * redis.call('HEXISTS', info, me), held_off}
 local until_ = now + lease
 for _, who in ipairs(redis.call('ZRANGEBYSCORE', live, '-inf', now, 'LIMIT', 0, most)) do
   local q = redis.call('HMGET', queues, who)[1]
@@ -46,6 +51,7 @@ for _, who in ipairs(redis.call('ZRANGEBYSCORE', live, '-inf', now, 'LIMIT', 0, 
     out[#out + 1] = who; out[#out + 1] = until_; out[#out + 1] = q
   else -- it held nothing anywhere
     redis.call('ZREM', live, who)
+    redis.call('HDEL', info, who)
   end
 end
 return out

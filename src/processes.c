@@ -1,0 +1,166 @@
+/*
+ * The process registry, read side (rjq_client_processes): the live
+ * entries of the liveness set with what each client said of itself
+ * (processes.lua; the beat that writes it is upkeep.c's).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "argv.h"
+#include "core.h"
+#include "rjq_scripts.h"
+
+typedef struct ctx {
+    rjq_processes_cb *cb;
+    void *data;
+} ctx;
+
+/* Split s at sep in place: up to max fields; returns how many. */
+static size_t split(char *s, char sep, char **out, size_t max) {
+    size_t n = 0;
+    while (n < max) {
+        out[n++] = s;
+        char *e = strchr(s, sep);
+        if (e == NULL) break;
+        *e = '\0';
+        s = e + 1;
+    }
+    return n;
+}
+
+/* Count the lines of text (1 + newlines). */
+static size_t lines(const char *s) {
+    size_t n = 1;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+/* Parse one client's info (process_info in upkeep.c) into p, its queues
+ * taken from *qs and its ids from *ids (both advanced). text is a copy
+ * owned by the caller's block. Unknown or empty info leaves the fields
+ * empty. */
+static void parse_info(char *text, rjq_process *p, rjq_process_queue **qs, const char ***ids) {
+    p->host = p->name = "";
+    p->queues = *qs;
+    if (strncmp(text, "rjq1\t", 5) != 0) return;
+    char *line = text;
+    char *next = strchr(line, '\n');
+    if (next) *next++ = '\0';
+    char *f[5];
+    if (split(line, '\t', f, 5) == 5) {
+        p->host = f[1];
+        p->pid = strtol(f[2], NULL, 10);
+        p->started_ms = strtoll(f[3], NULL, 10);
+        p->name = f[4];
+    }
+    while ((line = next) != NULL) {
+        next = strchr(line, '\n');
+        if (next) *next++ = '\0';
+        char *g[4];
+        if (split(line, '\t', g, 4) != 4) continue;
+        rjq_process_queue *q = (*qs)++;
+        q->queue = g[0];
+        q->concurrency = (int)strtol(g[1], NULL, 10);
+        q->running = (int)strtol(g[2], NULL, 10);
+        q->jobs = *ids;
+        q->njobs = 0;
+        for (char *id = g[3], *end; *id; id = end) {
+            end = id + strcspn(id, " ");
+            if (*end) *end++ = '\0';
+            if (*id == '\0') continue;
+            *(*ids)++ = id;
+            q->njobs++;
+        }
+        p->nqueues++;
+    }
+}
+
+static void on_processes(rjq_client *c, int status, redisReply *r, void *priv) {
+    ctx *x = priv;
+    rjq_process *list = NULL;
+    size_t n = 0;
+    void *block = NULL;
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+                             (r->elements - 1) % 3 != 0)) {
+        status = RJQ_EPROTO;
+    }
+    for (size_t i = 1; status == RJQ_OK && i < r->elements; i += 3)
+        if (r->element[i]->type != REDIS_REPLY_STRING ||
+            r->element[i + 1]->type != REDIS_REPLY_INTEGER ||
+            r->element[i + 2]->type != REDIS_REPLY_STRING)
+            status = RJQ_EPROTO;
+    if (status == RJQ_EPROTO) rjq__errmsg(c, "processes: unexpected reply");
+    if (status == RJQ_OK) {
+        /* one block: the list, the queues, the id pointers, the texts */
+        n = (r->elements - 1) / 3;
+        size_t nq = 0, nid = 0, bytes = 0;
+        for (size_t i = 0; i < n; i++) {
+            const redisReply *info = r->element[1 + 3 * i + 2], *id = r->element[1 + 3 * i];
+            size_t l = lines(info->str);
+            nq += l;
+            nid += l; /* a line has at most one id more than it has spaces */
+            for (size_t k = 0; k < info->len; k++) nid += info->str[k] == ' ';
+            bytes += info->len + 1 + id->len + 1;
+        }
+        size_t size = n * sizeof(rjq_process) + nq * sizeof(rjq_process_queue) +
+                      nid * sizeof(char *) + bytes;
+        block = calloc(1, size ? size : 1);
+        if (block == NULL) {
+            status = RJQ_ENOMEM;
+        } else {
+            list = block;
+            rjq_process_queue *qs = (rjq_process_queue *)(list + n);
+            const char **ids = (const char **)(qs + nq);
+            char *text = (char *)(ids + nid);
+            for (size_t i = 0; i < n; i++) {
+                const redisReply *id = r->element[1 + 3 * i], *info = r->element[1 + 3 * i + 2];
+                memcpy(text, id->str, id->len + 1);
+                list[i].id = text;
+                text += id->len + 1;
+                list[i].alive_until_ms = r->element[1 + 3 * i + 1]->integer;
+                memcpy(text, info->str, info->len + 1);
+                parse_info(text, &list[i], &qs, &ids);
+                text += info->len + 1;
+            }
+        }
+    }
+    x->cb(c, status, status == RJQ_OK ? list : NULL, status == RJQ_OK ? n : 0, x->data);
+    free(block);
+    free(x);
+}
+
+int rjq_client_processes(rjq_client *c, long offset, long limit, rjq_processes_cb *cb,
+                         void *data) {
+    if (c == NULL || cb == NULL || offset < 0 || offset > RJQ_JOBS_OFFSET_MAX || limit <= 0 ||
+        limit > RJQ_JOBS_PAGE_MAX)
+        return RJQ_EINVAL;
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    ctx *x = malloc(sizeof *x);
+    if (x == NULL) return RJQ_ENOMEM;
+    x->cb = cb;
+    x->data = data;
+    const char *prefix = rjq__client_prefix(c);
+    size_t plen = strlen(prefix) + 32;
+    char *live = malloc(plen), *info = malloc(plen), *sweeps = malloc(plen);
+    char off[32], lim[32];
+    snprintf(off, sizeof off, "%ld", offset);
+    snprintf(lim, sizeof lim, "%ld", limit);
+    int rc = RJQ_ENOMEM;
+    if (live && info && sweeps) {
+        snprintf(live, plen, "%s:{clients}:live", prefix);
+        snprintf(info, plen, "%s:{clients}:info", prefix);
+        snprintf(sweeps, plen, "%s:{clients}:sweeps", prefix);
+        const char *argv[] = {"3", live, info, sweeps, off, lim};
+        size_t lens[6];
+        for (int i = 0; i < 6; i++) lens[i] = strlen(argv[i]);
+        rjq__enter(c); /* sending may flush enqueues, whose callbacks may free c */
+        rc = rjq__script(c, RJQ__S_PROCESSES, 0, on_processes, x, 6, argv, lens);
+        rjq__leave(c);
+    }
+    free(live);
+    free(info);
+    free(sweeps);
+    if (rc != RJQ_OK) free(x);
+    return rc;
+}

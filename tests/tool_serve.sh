@@ -68,7 +68,7 @@ header_has() { CHECKS=$((CHECKS + 1)); grep -qi "^$1" "$DIR/h" || fail "$LAST: n
 keys() { redis-cli -p "$redis_port" dbsize; }
 json() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$BODY"; }
 
-start_serve main --queues 'w,t,bin,jobs*' --max-body 1000
+start_serve main --queues 'w,t,bin,jobs*,lk' --max-body 1000
 MAIN_PID=$SPID MAIN=$BASE
 
 # ---- probes and refusals -------------------------------------------------------
@@ -86,14 +86,14 @@ req POST "/v1/queues/t/jobs?id=12" --data x; expect 400 'invalid job id'
 head -c 1001 /dev/zero | tr '\0' a >"$DIR/big"
 req POST /v1/queues/t/jobs --data-binary @"$DIR/big"; expect 413
 CHECKS=$((CHECKS + 1)); [ "$(keys)" = "$before" ] || fail "refused requests wrote to Redis ($before -> $(keys) keys)"
-req PATCH /v1/queues/t; expect 405; header_has "Allow: GET"
-req PUT /v1/queues/t/jobs; expect 405; header_has "Allow: GET, POST"
-req OPTIONS /v1/queues/t; expect 204; header_has "Allow:"
 
 # ---- enqueue ------------------------------------------------------------------------
 req POST /v1/queues/t/jobs --data hello; expect 201 '"existed":false'; header_has "X-Job-Id:"
 header_has "Location: /v1/queues/t/jobs/"
 ID1=$(json "$BODY" "d['id']")
+req PATCH /v1/queues/t; expect 405; header_has "Allow: GET"
+req PUT /v1/queues/t/jobs; expect 405; header_has "Allow: GET, POST"
+req OPTIONS /v1/queues/t; expect 204; header_has "Allow:"
 req POST "/v1/queues/t/jobs?id=order-7&priority=5&attempts=2" --data o7; expect 201 '"id":"order-7"'
 req POST /v1/queues/t/jobs -H 'Idempotency-Key: order-7' --data o7; expect 200 '"existed":true'
 head -c 1000 /dev/zero | tr '\0' b >"$DIR/limit"
@@ -138,6 +138,27 @@ req POST /v1/queues/t/resume; expect 200 '"changed":true'
 req POST /v1/queues/t/reclaim; expect 200 '"reclaimed":0'
 req POST /v1/queues/t/replay; expect 200 '"replayed":0'
 
+# ---- hardening -----------------------------------------------------------------------------
+before=$(keys)
+req POST /v1/queues/t/pause -H 'Origin: http://evil.example' -H 'Content-Type: application/x-www-form-urlencoded'
+expect 403 'cross-site'
+req POST /v1/queues/t/jobs -H 'Sec-Fetch-Site: cross-site' --data x; expect 403 'cross-site'
+CHECKS=$((CHECKS + 1)); [ "$(keys)" = "$before" ] || fail "a cross-site request wrote to Redis"
+req POST "/v1/queues/t/jobs?id=same-origin-1" -H "Origin: $MAIN" --data x; expect 201
+req HEAD /v1/events; expect 200
+req GET /v1/server; served=$(json "$BODY" "d['served']")
+for i in 1 2 3; do req POST "/v1/queues/jobsbad$i/jobs?delay=bad" --data x; expect 400; done
+req POST "/v1/queues/jobsbad4/jobs?id=1234" --data x; expect 400 'invalid job id'
+req GET /v1/server; expect 200 "\"served\":$served,"   # refused requests open no queue
+req POST "/v1/queues/t/jobs?id=%FFbin" --data x; expect 201 '"id":\{"base64":"/2Jpbg=="\}'
+req GET "/v1/queues/t/jobs?state=ready"; expect 200 '\{"base64":"/2Jpbg=="\}'
+# a queue made by another process is found at once, past 1500 names (not
+# served) that sort just before it in the registry
+redis-cli -p "$redis_port" eval "for i = 1, 1500 do redis.call('ZADD', KEYS[1], 0, 'lj' .. string.format('%05d', i)) end" 1 t:queues >/dev/null
+"$RJQ" -p t enqueue lk x >/dev/null
+req GET /v1/queues/lk; expect 200 '"ready":1'
+redis-cli -p "$redis_port" eval "for i = 1, 1500 do redis.call('ZREM', KEYS[1], 'lj' .. string.format('%05d', i)) end" 1 t:queues >/dev/null
+
 # ---- the event stream -------------------------------------------------------------------
 curl -s -N "$MAIN/v1/events?queues=t" >"$DIR/sse" 2>/dev/null &
 CURL=$!
@@ -180,6 +201,18 @@ expect 200 'rjq_jobs_total\{queue="w",outcome="completed"\} [1-9]'
 expect 200 'rjq_job_wait_seconds_bucket\{queue="w",le="\+Inf"\} [1-9]'
 expect 200 'rjq_job_run_seconds_count\{queue="w"\} [1-9]'
 header_has "Content-Type: text/plain; version=0.0.4"
+
+# ---- the process registry: the worker, by the API and the CLI ------------------------------
+for _ in $(seq 60); do
+    req GET /v1/processes; [[ $BODY == *'"queue":"w","concurrency":100'* ]] && break; sleep 0.1
+done
+expect 200 '"queue":"w","concurrency":100,"running":[0-9]+'
+req GET "/v1/processes?limit=0"; expect 400 'limit'
+CHECKS=$((CHECKS + 1))
+"$RJQ" -p t processes | grep -q "^  w concurrency 100 running" || fail "rjq processes: $("$RJQ" -p t processes 2>&1)"
+CHECKS=$((CHECKS + 1))
+"$RJQ" -p t processes --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[0]["queues"][0]["queue"] == "w"' ||
+    fail "rjq processes --json"
 
 # ---- a client that resets mid-wait; one that half-closes ----------------------------------
 HOSTPORT=${MAIN#http://}
@@ -234,9 +267,34 @@ req GET /; expect 200 '<title>rjq'
 kill -TERM "$SPID"; wait "$SPID"; RC=$?
 CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "token server exit $RC: $(cat "$DIR/tok.err")"
 
+# ---- bounds: --max-waiting (429), --max-requests (503) -----------------------------------------
+start_serve bounded --max-waiting 1 --max-requests 2
+req POST /v1/queues/bq/jobs --data x; expect 201
+req POST /v1/queues/bq/jobs --data y; expect 429 'full'; header_has "Retry-After: 1"
+curl -s -o /dev/null -X POST --data z "$BASE/v1/queues/bw1/jobs?wait=20000" &
+C1=$!
+curl -s -o /dev/null -X POST --data z "$BASE/v1/queues/bw2/jobs?wait=20000" &
+C2=$!
+PIDS+=("$C1" "$C2")
+for _ in $(seq 100); do req GET /v1/server; [[ $BODY == *'"waiting":2'* ]] && break; sleep 0.05; done
+expect 200 '"waiting":2'
+req POST "/v1/queues/bw3/jobs?wait=1000" --data z; expect 503 'max-requests'
+kill -TERM "$SPID"; wait "$SPID"; RC=$?
+CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "bounded server exit $RC: $(cat "$DIR/bounded.err")"
+
+# ---- SIGTERM: a waiting request gets 202 with its job's id; exit 0 -----------------------------
+BASE=$MAIN
+curl -s -D "$DIR/wait.h" -o "$DIR/wait.b" -X POST --data never "$MAIN/v1/queues/t/jobs?wait=30000" &
+CW=$!
+for _ in $(seq 100); do req GET /v1/server; [[ $BODY == *'"waiting":1'* ]] && break; sleep 0.05; done
+
 # ---- SIGTERM: exit 0 -------------------------------------------------------------------------
 kill -TERM "$MAIN_PID"; wait "$MAIN_PID"; RC=$?
 CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "server exit $RC: $(tail -c 2000 "$DIR/main.err")"
+wait "$CW"
+CHECKS=$((CHECKS + 1))
+head -1 "$DIR/wait.h" | grep -q " 202 " && grep -q '"id":' "$DIR/wait.b" ||
+    fail "a wait at shutdown: $(head -1 "$DIR/wait.h") $(cat "$DIR/wait.b")"
 
 echo "$CHECKS checks, $FAILURES failures"
 [ "$FAILURES" = 0 ]

@@ -67,6 +67,8 @@ static const char usage_text[] =
     "\n"
     "commands:\n"
     "  queues [--after NAME] [--limit N]    the queues written to (enqueued to, worked on), by name\n"
+    "  processes [--offset N] [--limit N]   the processes running workers: host, pid, name,\n"
+    "                                       and per queue concurrency, running jobs (limit 1000)\n"
     "  top [--interval MS]                  a live view of every queue (depths, rates, history);\n"
     "                                       up/down pick a queue, q quits (default 1000 ms)\n"
     "  stats QUEUE [--json]                 counters and depths, one \"name value\" per line\n"
@@ -106,6 +108,7 @@ static const char usage_text[] =
     "                                       running leads; default lease 3000 ms)\n"
     "  serve [--listen ADDR:PORT] [--queues PATTERN[,PATTERN...]] [--read-only]\n"
     "        [--token-file FILE] [--max-body BYTES] [--wait-max MS] [--max-queues N]\n"
+    "        [--max-requests N] [--max-waiting N]\n"
     "                                       the HTTP API, the dashboard (/) and /metrics until\n"
     "                                       SIGINT/SIGTERM (default 127.0.0.1:8080; see rjq(1))\n"
     "  acl [--queues PATTERN] [--role R]    print the ACL SETUSER lines of rjq's roles\n"
@@ -853,6 +856,67 @@ static int cmd_queues(cli *t, int argc, char **argv) {
     return rc;
 }
 
+/* rjq processes [--offset N] [--limit N]: the processes with workers,
+ * one page (processes are few: the default page is 1000). */
+static void on_processes(rjq_client *c, int status, const rjq_process *list, size_t n,
+                         void *data) {
+    cli *t = data;
+    (void)c;
+    if (!reply_ok(t, status)) return;
+    if (t->json) putchar('[');
+    for (size_t i = 0; i < n; i++) {
+        const rjq_process *p = &list[i];
+        if (t->json) {
+            printf("%s{\"id\":", i ? "," : "");
+            print_json_string(p->id, strlen(p->id));
+            fputs(",\"host\":", stdout);
+            print_json_string(p->host, strlen(p->host));
+            printf(",\"pid\":%ld,\"started_ms\":%lld,\"name\":", p->pid, p->started_ms);
+            print_json_string(p->name, strlen(p->name));
+            printf(",\"alive_until_ms\":%lld,\"queues\":[", p->alive_until_ms);
+        } else {
+            printf("%s %s pid %ld%s%s started %lld\n", p->id, p->host, p->pid,
+                   p->name[0] ? " name " : "", p->name, p->started_ms);
+        }
+        for (size_t k = 0; k < p->nqueues; k++) {
+            const rjq_process_queue *q = &p->queues[k];
+            if (t->json) {
+                printf("%s{\"queue\":", k ? "," : "");
+                print_json_string(q->queue, strlen(q->queue));
+                printf(",\"concurrency\":%d,\"running\":%d,\"jobs\":[", q->concurrency,
+                       q->running);
+            } else {
+                printf("  %s concurrency %d running %d%s", q->queue, q->concurrency, q->running,
+                       q->njobs ? " jobs" : "");
+            }
+            for (size_t j = 0; j < q->njobs; j++) {
+                if (t->json) {
+                    if (j) putchar(',');
+                    print_json_string(q->jobs[j], strlen(q->jobs[j]));
+                } else {
+                    printf(" %s", q->jobs[j]);
+                }
+            }
+            fputs(t->json ? "]}" : "\n", stdout);
+        }
+        if (t->json) fputs("]}", stdout);
+    }
+    if (t->json) puts("]");
+}
+
+static int cmd_processes(cli *t, int argc, char **argv) {
+    const char *offset = NULL, *limit = NULL;
+    const optdef defs[] = {{"--offset", &offset, NULL}, {"--limit", &limit, NULL},
+                           {NULL, NULL, NULL}};
+    long long off = 0, lim = RJQ_JOBS_PAGE_MAX;
+    int rc = parse_args(argc, argv, defs, NULL, 0, 0, NULL);
+    if (rc || (rc = parse_ll("--offset", offset, 0, RJQ_JOBS_OFFSET_MAX, &off)) ||
+        (rc = parse_ll("--limit", limit, 1, RJQ_JOBS_PAGE_MAX, &lim)))
+        return rc;
+    if (cli_open(t, NULL)) return 1;
+    return send_and_wait(t, rjq_client_processes(t->c, (long)off, (long)lim, on_processes, t));
+}
+
 /* rjq top [--interval MS]: the live view (top.c). */
 static int cmd_top(cli *t, int argc, char **argv) {
     const char *interval = NULL;
@@ -872,21 +936,25 @@ static int cmd_top(cli *t, int argc, char **argv) {
 }
 
 /* rjq serve [--listen ADDR:PORT] [--queues PATTERN] [--read-only]
- * [--token-file F] [--max-body BYTES] [--wait-max MS] [--max-queues N]:
+ * [--token-file F] [--max-body BYTES] [--wait-max MS] [--max-queues N]
+ * [--max-requests N] [--max-waiting N]:
  * the HTTP API, the dashboard and /metrics (serve/). */
 static int cmd_serve(cli *t, int argc, char **argv) {
     const char *listen = NULL, *queues = NULL, *token = NULL, *body = NULL, *wait = NULL,
-               *maxq = NULL;
+               *maxq = NULL, *maxr = NULL, *maxw = NULL;
     int read_only = 0;
     const optdef defs[] = {{"--listen", &listen, NULL},     {"--queues", &queues, NULL},
                            {"--token-file", &token, NULL},  {"--read-only", NULL, &read_only},
                            {"--max-body", &body, NULL},     {"--wait-max", &wait, NULL},
-                           {"--max-queues", &maxq, NULL},   {NULL, NULL, NULL}};
-    long long mb = 16 << 20, wm = 600000, mq = 1000;
+                           {"--max-queues", &maxq, NULL},   {"--max-requests", &maxr, NULL},
+                           {"--max-waiting", &maxw, NULL},  {NULL, NULL, NULL}};
+    long long mb = 16 << 20, wm = 600000, mq = 1000, mr = 10000, mw = 0;
     int rc = parse_args(argc, argv, defs, NULL, 0, 0, NULL);
     if (rc || (rc = parse_ll("--max-body", body, 1, 512LL << 20, &mb)) ||
         (rc = parse_ll("--wait-max", wait, 1, 86400000, &wm)) ||
-        (rc = parse_ll("--max-queues", maxq, 1, 100000, &mq)))
+        (rc = parse_ll("--max-queues", maxq, 1, 100000, &mq)) ||
+        (rc = parse_ll("--max-requests", maxr, 1, 1000000, &mr)) ||
+        (rc = parse_ll("--max-waiting", maxw, 0, LONG_MAX, &mw)))
         return rc;
     if (queues && queues[0] == '\0') return usage_error("--queues %s: empty pattern", queues);
 #ifdef RJQ_HAVE_SERVE
@@ -898,6 +966,8 @@ static int cmd_serve(cli *t, int argc, char **argv) {
     so.max_body = (long)mb;
     so.wait_max_ms = (long)wm;
     so.max_queues = (long)mq;
+    so.max_requests = (long)mr;
+    so.max_waiting = (long)mw;
     rjq_client_options o;
     client_options(t, &o);
     o.name = "rjq-serve";
@@ -1340,7 +1410,7 @@ static const struct {
     {"schedules", cmd_schedules}, {"scheduler", cmd_scheduler},
     {"metrics", cmd_metrics}, {"jobs", cmd_jobs}, {"delete", cmd_delete},
     {"purge", cmd_purge},     {"version", cmd_version}, {"acl", cmd_acl},
-    {"serve", cmd_serve},
+    {"serve", cmd_serve},     {"processes", cmd_processes},
 };
 
 /* A TLS option (--tls ...): 1 taken (*i moved past its value), 0 not one,

@@ -1,6 +1,10 @@
 /* A queue's stats as text: see statsfmt.h. */
 #include "statsfmt.h"
 
+#include <string.h>
+
+#include "utf8.h"
+
 const stat_field stat_fields[] = {
     {"enqueued", offsetof(rjq_stats, enqueued), STAT_COUNTER, "enqueued"},
     {"completed", offsetof(rjq_stats, completed), STAT_COUNTER, "completed"},
@@ -26,13 +30,21 @@ long long stat_value(const rjq_stats *s, size_t k) {
 }
 
 void prom_label_value(FILE *out, const char *v) {
-    for (; *v; v++) {
-        if (*v == '\\' || *v == '"')
-            fprintf(out, "\\%c", *v);
-        else if (*v == '\n')
+    const unsigned char *p = (const unsigned char *)v;
+    size_t left = strlen(v);
+    while (left) {
+        size_t n = utf8_char_len(p, left);
+        if (n == 0) { /* the format is UTF-8: other bytes as the text \xNN */
+            fprintf(out, "\\\\x%02x", *p);
+            n = 1;
+        } else if (*p == '\\' || *p == '"')
+            fprintf(out, "\\%c", *p);
+        else if (*p == '\n')
             fputs("\\n", out);
         else
-            putc(*v, out);
+            fwrite(p, 1, n, out);
+        p += n;
+        left -= n;
     }
 }
 

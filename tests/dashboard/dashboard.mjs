@@ -92,6 +92,12 @@ try {
   await until('the overview shows it paused', async () =>
     (await page.locator('tr[data-queue="idle"] .badge.paused').count()) === 1);
 
+  // ---- the processes page lists the worker, pushed by the stream ----
+  await page.click('#nav-processes');
+  await until('the processes page lists the worker of web', async () =>
+    (await page.locator('#processes tr[data-process] a:text-is("web")').count()) === 1);
+  await page.screenshot({ path: `${ART}/dashboard-processes.png`, fullPage: true });
+
   // ---- a payload that is JSON is pretty-printed ----
   const ready = (await api(BASE, 'GET', '/v1/queues/idle/jobs?state=ready')).data.ids[0];
   await page.goto(`${BASE}/#/q/idle/job/${ready}`);

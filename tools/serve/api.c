@@ -2,6 +2,7 @@
  * rjq serve: the /v1 routes but the enqueue (enqueue.c).
  *
  *   GET    /v1/server                         the server: version, options, counters
+ *   GET    /v1/processes[?offset=&limit=]     the processes running workers (rjq_client_processes)
  *   GET    /v1/queues[?after=&limit=]         the queues served, with stats and rates
  *   GET    /v1/queues/{q}                     one queue (404 when nothing of it is in Redis)
  *   GET    /v1/queues/{q}/jobs?state=S[&offset=&limit=]   ids of a state, in queue order
@@ -99,6 +100,55 @@ void api_server(server *s, struct evhttp_request *req) {
                          "requests", (json_int_t)s->requests, "redis", s->redis_up));
 }
 
+/* ---- GET /v1/processes ---------------------------------------------------------- */
+
+json_t *processes_json(const rjq_process *list, size_t n) {
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++) {
+        const rjq_process *p = &list[i];
+        json_t *qs = json_array();
+        for (size_t k = 0; qs && k < p->nqueues; k++) {
+            const rjq_process_queue *q = &p->queues[k];
+            json_t *ids = json_array();
+            for (size_t j = 0; ids && j < q->njobs; j++)
+                json_array_append_new(ids, json_name(q->jobs[j]));
+            json_array_append_new(qs, json_pack("{so si si so}", "queue", json_name(q->queue),
+                                                "concurrency", q->concurrency, "running",
+                                                q->running, "jobs", ids));
+        }
+        json_array_append_new(
+            a, json_pack("{so so sI sI so sI so}", "id", json_name(p->id), "host",
+                         json_bytes(p->host, strlen(p->host)), "pid", (json_int_t)p->pid,
+                         "started_ms", (json_int_t)p->started_ms, "name",
+                         json_bytes(p->name, strlen(p->name)), "alive_until_ms",
+                         (json_int_t)p->alive_until_ms, "queues", qs));
+    }
+    return json_pack("{so}", "processes", a);
+}
+
+static void on_processes(rjq_client *cl, int status, const rjq_process *list, size_t n,
+                         void *data) {
+    call *c = data;
+    (void)cl;
+    struct evhttp_request *req = call_reply(c, status);
+    if (req) reply_json(req, 200, processes_json(list, n));
+    call_free(c);
+}
+
+void api_processes(server *s, struct evhttp_request *req) {
+    const char *uq = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    struct evkeyvalq args;
+    long long offset, limit;
+    TAILQ_INIT(&args);
+    if (uq) evhttp_parse_query_str(uq, &args); /* (checked by the router) */
+    if (query_ll(req, &args, "offset", 0, RJQ_JOBS_OFFSET_MAX, 0, &offset) == 0 &&
+        query_ll(req, &args, "limit", 1, RJQ_JOBS_PAGE_MAX, RJQ_JOBS_PAGE_MAX, &limit) == 0) {
+        call *c = call_new(s, req, NULL, "processes");
+        if (c) call_sent(c, rjq_client_processes(s->c, (long)offset, (long)limit, on_processes, c));
+    }
+    evhttp_clear_headers(&args);
+}
+
 /* ---- GET /v1/queues ---------------------------------------------------------------- */
 
 static int by_name(const void *a, const void *b) {
@@ -131,7 +181,7 @@ static void list_queues(server *s, struct evhttp_request *req, const struct evke
     }
     json_t *o = json_pack("{so}", "queues", a);
     if (o && last && (long long)json_array_size(a) == limit)
-        json_object_set_new(o, "next", json_string(last));
+        json_object_set_new(o, "next", json_name(last));
     free(v);
     reply_json(req, 200, o);
 }
@@ -175,8 +225,8 @@ static void on_ids(rjq_client *cl, int status, const char *const *ids, size_t n,
     struct evhttp_request *req = call_reply(c, status);
     if (req) {
         json_t *a = json_array();
-        for (size_t i = 0; a && i < n; i++) json_array_append_new(a, json_string(ids[i]));
-        reply_json(req, 200, json_pack("{ss ss sI so}", "queue", c->q->name, "state",
+        for (size_t i = 0; a && i < n; i++) json_array_append_new(a, json_name(ids[i]));
+        reply_json(req, 200, json_pack("{so ss sI so}", "queue", json_name(c->q->name), "state",
                                        states[c->state].name, "offset", (json_int_t)c->total,
                                        "ids", a));
     }
@@ -208,7 +258,8 @@ static void on_job(rjq_client *cl, int status, const rjq_job_info *ji, void *dat
     if (req && status == RJQ_ENOTFOUND) {
         reply_error(req, 404, "no such job (or it expired)");
     } else if (req) {
-        json_t *o = json_pack("{ss ss ss si si so so so}", "queue", c->q->name, "id", ji->id,
+        json_t *o = json_pack("{so so ss si si so so so}", "queue", json_name(c->q->name), "id",
+                              json_name(ji->id),
                               "state", ji->state, "attempts", ji->attempts, "max_attempts",
                               ji->max_attempts, "payload",
                               json_bytes(ji->payload ? ji->payload : "", ji->payload_len),
@@ -241,9 +292,10 @@ static void on_count(rjq_client *cl, int status, long long n, void *data) {
     } else if (req) {
         if (strcmp(what, "purge") == 0) n += c->total;
         if (strcmp(what, "pause") == 0 || strcmp(what, "resume") == 0)
-            reply_json(req, 200, json_pack("{ss sb}", "queue", c->q->name, "changed", n > 0));
+            reply_json(req, 200,
+                       json_pack("{so sb}", "queue", json_name(c->q->name), "changed", n > 0));
         else
-            reply_json(req, 200, json_pack("{ss sI}", "queue", c->q->name,
+            reply_json(req, 200, json_pack("{so sI}", "queue", json_name(c->q->name),
                                            strcmp(what, "purge") == 0 ? "deleted" : what,
                                            (json_int_t)n));
     }
@@ -307,6 +359,24 @@ static int method(struct evhttp_request *req, enum evhttp_cmd_type want) {
 
 static void route(server *s, struct evhttp_request *req, const char *rest, int looked_up);
 
+/* A string that sorts just before name, past every name that sorts before
+ * it (names are at most 200 bytes): the registry's first name after it is
+ * name when name is there. "" for a name of one byte 0x01. */
+static char *just_before(const char *name) {
+    size_t len = strlen(name);
+    char *b = malloc(len + 202);
+    if (b == NULL) return NULL;
+    memcpy(b, name, len + 1);
+    if ((unsigned char)b[len - 1] > 1) {
+        b[len - 1] = (char)((unsigned char)b[len - 1] - 1);
+        memset(b + len, 0xff, 201);
+        b[len + 201] = '\0';
+    } else {
+        b[len - 1] = '\0'; /* (a name's bytes are above 0x20) */
+    }
+    return b;
+}
+
 /* A queue not served yet: the registry says whether it exists (one page
  * from just before its name), then the request is routed again. */
 static void on_lookup(rjq_client *cl, int status, const char *const *names, size_t n,
@@ -320,7 +390,10 @@ static void on_lookup(rjq_client *cl, int status, const char *const *names, size
         if (split(c->rest, &g) == 0 && g.n >= 1)
             for (size_t i = 0; i < n && !found; i++) found = strcmp(names[i], g.v[0]) == 0;
         squeue *q;
-        if (found && queues_get(c->h.s, g.v[0], &q) == RJQ_OK) route(c->h.s, req, c->rest, 1);
+        int rc = found ? queues_get(c->h.s, g.v[0], &q) : RJQ_ENOTFOUND;
+        if (rc == RJQ_OK) route(c->h.s, req, c->rest, 1);
+        else if (rc == RJQ_EBUSY)
+            reply_error(req, 503, "too many queues served (--max-queues %ld)", c->h.s->o.max_queues);
         else reply_error(req, 404, "no such queue (it was never written to)");
         segs_free(&g);
     }
@@ -345,19 +418,18 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
     int post_jobs = g.n == 2 && strcmp(g.v[1], "jobs") == 0 && method(req, EVHTTP_REQ_POST);
     int rc = RJQ_EQUEUENAME;
     if (queues_match(s, g.v[0])) {
-        /* an enqueue opens the queue; anything else needs it known */
+        /* an enqueue opens the queue once the request is found valid;
+         * anything else needs it known */
         q = queues_find(s, g.v[0]);
-        rc = q ? RJQ_OK : post_jobs || looked_up ? queues_get(s, g.v[0], &q) : RJQ_ENOTFOUND;
+        rc = q || post_jobs ? RJQ_OK : looked_up ? queues_get(s, g.v[0], &q) : RJQ_ENOTFOUND;
     }
     if (rc == RJQ_ENOTFOUND) { /* maybe new since the last listing: ask the registry */
         call *c = call_new(s, req, NULL, "lookup");
         if (c == NULL) goto out;
         c->rest = strdup(rest);
-        size_t len = strlen(g.v[0]);
-        char *before = strndup(g.v[0], len - 1);
+        char *before = just_before(g.v[0]);
         if (c->rest == NULL || before == NULL) call_refused(c, RJQ_ENOMEM);
-        else call_sent(c, rjq_client_queues(s->c, len > 1 ? before : NULL, RJQ_JOBS_PAGE_MAX,
-                                             on_lookup, c));
+        else call_sent(c, rjq_client_queues(s->c, before[0] ? before : NULL, 1, on_lookup, c));
         free(before);
         goto out;
     }
@@ -379,7 +451,7 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
         else if ((c = call_new(s, req, q, "stats")))
             call_sent(c, rjq_queue_stats(q->q, on_queue_stats, c));
     } else if (g.n == 2 && strcmp(g.v[1], "jobs") == 0) {
-        if (post_jobs) enqueue_handle(s, req, q);
+        if (post_jobs) enqueue_handle(s, req, g.v[0], q);
         else if (method(req, EVHTTP_REQ_GET)) list_jobs(s, req, q, &args);
         else method_not_allowed(req, "GET, POST");
     } else if (g.n == 2) {

@@ -72,14 +72,18 @@ static void on_outcome(rjq_client *c, int status, const rjq_outcome *o, void *da
             evhttp_send_reply(req, 200, "OK", b);
             if (b) evbuffer_free(b);
         } else if (status == RJQ_EJOBDEAD) {
-            reply_json(req, 502, json_pack("{ss so}", "id", id, "error",
+            reply_json(req, 502, json_pack("{so so}", "id", json_name(id), "error",
                                            json_bytes(o->error ? o->error : "",
                                                       o->error ? strlen(o->error) : 0)));
         } else if (status == RJQ_EJOBCANCELED) {
-            reply_json(req, 409, json_pack("{ss ss}", "id", id, "error", "the job was cancelled"));
+            reply_json(req, 409, json_pack("{so ss}", "id", json_name(id), "error",
+                                           "the job was cancelled"));
         } else if (status == RJQ_ETIMEDOUT && id) {
-            reply_json(req, 202, json_pack("{ss ss}", "id", id, "state",
+            reply_json(req, 202, json_pack("{so ss}", "id", json_name(id), "state",
                                            "the wait ended first; the job goes on"));
+        } else if (status == RJQ_ECANCELED && id) { /* shutdown: the job goes on */
+            reply_json(req, 202, json_pack("{so ss}", "id", json_name(id), "state",
+                                           "the server stopped waiting; the job goes on"));
         } else if (status == RJQ_ECANCELED) {
             reply_error(req, 503, "the server is shutting down");
         } else { /* the enqueue failed */
@@ -104,7 +108,7 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
     if (req && status == RJQ_OK && n == 1) {
         add_job_headers(req, w->q, jobs[0].id);
         reply_json(req, jobs[0].existed ? 200 : 201,
-                   json_pack("{ss sb sb}", "id", jobs[0].id, "existed", jobs[0].existed,
+                   json_pack("{so sb sb}", "id", json_name(jobs[0].id), "existed", jobs[0].existed,
                              "replaced", jobs[0].replaced));
     } else if (req) {
         reply_rjq_error(req, status, rjq_client_errmsg(w->s->c));
@@ -117,7 +121,20 @@ static void waiter_gone_plain(held *h) {
     (void)h; /* the enqueue's callback still comes and frees it */
 }
 
-void enqueue_handle(server *s, struct evhttp_request *req, squeue *q) {
+/* A job id rjq takes (rjq.h, rjq_job_options.id), checked before the
+ * queue is opened: a refused request must leave nothing behind. */
+static int valid_id(const char *id) {
+    size_t n = strlen(id);
+    int digits = 1;
+    if (n == 0 || n > RJQ_JOB_ID_MAX) return 0;
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++) {
+        if (*p <= 0x20 || *p == 0x7f) return 0;
+        if (*p < '0' || *p > '9') digits = 0;
+    }
+    return !digits;
+}
+
+void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squeue *q) {
     const char *uq = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
     struct evkeyvalq args;
     TAILQ_INIT(&args);
@@ -157,6 +174,19 @@ void enqueue_handle(server *s, struct evhttp_request *req, squeue *q) {
     jo.dedup_ms = dedup;
     if (dedup && jo.id == NULL) {
         reply_error(req, 400, "dedup needs an id");
+        goto out;
+    }
+    if (jo.id && !valid_id(jo.id)) {
+        reply_rjq_error(req, RJQ_EJOBID, NULL);
+        goto out;
+    }
+    int orc = q ? RJQ_OK : queues_get(s, name, &q);
+    if (orc == RJQ_EBUSY) {
+        reply_error(req, 503, "too many queues served (--max-queues %ld)", s->o.max_queues);
+        goto out;
+    }
+    if (orc != RJQ_OK) {
+        reply_rjq_error(req, orc, NULL);
         goto out;
     }
     struct evbuffer *in = evhttp_request_get_input_buffer(req);

@@ -57,7 +57,8 @@ static void on_monitor(rjq_client *c, const char *event, const char *id, void *d
     if (wait_s >= 0) timing_observe(&q->wait, wait_s);
     if (run_s >= 0) timing_observe(&q->run, run_s);
     if (s->nsse == 0) return;
-    json_t *e = json_pack("{ss ss ss sI}", "queue", q->name, "event", event, "id", id, "time",
+    json_t *e = json_pack("{so ss so sI}", "queue", json_name(q->name), "event", event, "id",
+                          json_name(id), "time",
                           (json_int_t)t);
     if (e) sse_broadcast(s, "job", q, e, 1);
 }
@@ -75,7 +76,9 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *st, void *data)
     q->refreshing = 0;
     if (status != RJQ_OK || s == NULL || s->stopping) return;
     double t = now_s();
-    int changed = !q->have || memcmp(&q->s, st, sizeof *st) != 0;
+    int changed = !q->have || q->s.paused != st->paused || q->s.exists != st->exists;
+    for (size_t k = 0; k < stat_nfields && !changed; k++)
+        changed = stat_value(&q->s, k) != stat_value(st, k);
     int was_moving = q->in_rate > 0 || q->done_rate > 0 || q->fail_rate > 0;
     if (q->have) {
         q->prev = q->s;
@@ -114,7 +117,8 @@ json_t *queues_json(const squeue *q) {
         json_object_set_new(st, stat_fields[k].name, json_integer(stat_value(&q->s, k)));
     json_object_set_new(st, "paused", json_boolean(q->s.paused));
     json_object_set_new(st, "exists", json_boolean(q->s.exists));
-    return json_pack("{ss so s{sfsfsf} so so sb}", "name", q->name, "stats", st, "rates", "in",
+    return json_pack("{so so s{sfsfsf} so so sb}", "name", json_name(q->name), "stats", st,
+                     "rates", "in",
                      q->in_rate, "done", q->done_rate, "fail", q->fail_rate, "wait_ms",
                      q->wait_ms >= 0 ? json_real(q->wait_ms) : json_null(), "run_ms",
                      q->run_ms >= 0 ? json_real(q->run_ms) : json_null(), "monitored",
@@ -139,7 +143,9 @@ int queues_get(server *s, const char *name, squeue **out) {
         free(q);
         return RJQ_ENOMEM;
     }
-    int rc = rjq_queue_open(s->c, name, NULL, &q->q);
+    rjq_queue_options qo = {0};
+    qo.max_waiting = s->o.max_waiting;
+    int rc = rjq_queue_open(s->c, name, &qo, &q->q);
     if (rc != RJQ_OK) { /* a name rjq refuses */
         free(q->name);
         free(q);
@@ -172,6 +178,26 @@ static void on_names(rjq_client *c, int status, const char *const *names, size_t
     s->list_after = after;
 }
 
+/* The processes, for the streams that want them: sent when changed. */
+static void on_processes(rjq_client *c, int status, const rjq_process *list, size_t n,
+                         void *data) {
+    server *s = data;
+    (void)c;
+    s->reading_processes = 0;
+    if (status != RJQ_OK || s->stopping) return;
+    json_t *j = processes_json(list, n);
+    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    if (text && (s->processes_sent == NULL || strcmp(text, s->processes_sent) != 0)) {
+        free(s->processes_sent);
+        s->processes_sent = text;
+        text = NULL;
+        sse_broadcast(s, "processes", NULL, j, 0); /* (takes j) */
+        j = NULL;
+    }
+    json_decref(j);
+    free(text);
+}
+
 static void on_refresh(evutil_socket_t fd, short what, void *arg) {
     server *s = arg;
     static unsigned ticks;
@@ -181,6 +207,13 @@ static void on_refresh(evutil_socket_t fd, short what, void *arg) {
         s->listing = 1;
     for (squeue *q = s->queues; q; q = q->next)
         if (!q->refreshing && rjq_queue_stats(q->q, on_stats, q) == RJQ_OK) q->refreshing = 1;
+    if (s->nsse_processes && !s->reading_processes &&
+        rjq_client_processes(s->c, 0, RJQ_JOBS_PAGE_MAX, on_processes, s) == RJQ_OK)
+        s->reading_processes = 1;
+    if (s->nsse_processes == 0 && s->processes_sent) { /* stale once nobody looks */
+        free(s->processes_sent);
+        s->processes_sent = NULL;
+    }
     if (++ticks % SWEEP_EVERY == 0) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);

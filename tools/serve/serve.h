@@ -17,6 +17,8 @@ typedef struct serve_options {
     long wait_max_ms;       /* cap of ?wait= */
     long max_body;          /* request body (payload) limit, bytes */
     long max_queues;        /* queues served at most */
+    long max_requests;      /* requests held at once (waits, streams, calls to Redis) */
+    long max_waiting;       /* the queues' bound (rjq_queue_options.max_waiting); 0: none */
 } serve_options;
 
 /* Open a client with co (its on_event is the server's) and serve on base

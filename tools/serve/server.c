@@ -31,6 +31,12 @@
 #define REFRESH_MS 1000
 #define HEARTBEAT_S 15
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* ---- replies ------------------------------------------------------------------ */
 
 void reply_json(struct evhttp_request *req, int code, json_t *v) {
@@ -79,6 +85,11 @@ int http_status_of(int rc) {
 void reply_rjq_error(struct evhttp_request *req, int rc, const char *detail) {
     const char *what = rjq_strerror(rc);
     int code = http_status_of(rc);
+    /* the client's last error text belongs to this request only for what
+     * Redis answered */
+    if (rc != RJQ_EREDIS && rc != RJQ_EOOM && rc != RJQ_EWRONGTYPE && rc != RJQ_EAUTH &&
+        rc != RJQ_EFULL)
+        detail = NULL;
     if (code == 429)
         evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
     json_t *o = json_pack("{ss si}", "error", what, "code", rc);
@@ -99,6 +110,10 @@ static void base64(const unsigned char *s, size_t len, char *out) {
         *out++ = i + 2 < len ? digits[v & 63] : '=';
     }
     *out = '\0';
+}
+
+json_t *json_name(const char *s) {
+    return json_bytes(s, strlen(s));
 }
 
 json_t *json_bytes(const void *p, size_t len) {
@@ -149,6 +164,7 @@ static void held_detach(held *h) {
 }
 
 static void held_gone(held *h) {
+    if (h->req) h->s->nheld--;
     held_detach(h);
     if (h->on_gone) h->on_gone(h); /* may free h */
 }
@@ -173,8 +189,10 @@ static void on_closed(evutil_socket_t fd, short what, void *arg) {
     char c;
     (void)what;
     ssize_t r = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (r > 0 || (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) return; /* data, not a close */
-    if (r == 0 && !h->gone_on_fin) { /* half-closed: answer it when the time comes */
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return; /* not a close after all */
+    /* a FIN (after pipelined bytes, r > 0): half-closed, answer it when the
+     * time comes; a reset: gone */
+    if (r >= 0 && !h->gone_on_fin) {
         event_free(h->closed);
         h->closed = NULL;
         return;
@@ -194,6 +212,7 @@ void held_start(server *s, held *h, struct evhttp_request *req, void (*on_gone)(
     h->gone_on_fin = gone_on_fin;
     h->closed = NULL;
     h->evcon = evhttp_request_get_connection(req);
+    s->nheld++;
     if (h->evcon == NULL) return;
     evhttp_connection_set_closecb(h->evcon, on_conn_close, h);
     struct bufferevent *bev = evhttp_connection_get_bufferevent(h->evcon);
@@ -206,6 +225,7 @@ void held_start(server *s, held *h, struct evhttp_request *req, void (*on_gone)(
 
 struct evhttp_request *held_end(held *h) {
     struct evhttp_request *req = h->req;
+    if (req) h->s->nheld--;
     held_detach(h);
     return req;
 }
@@ -246,7 +266,7 @@ static int read_token(server *s, const char *path) {
     fclose(f);
     buf[n] = '\0';
     while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ')) buf[--n] = '\0';
-    if (n < 16 || strcspn(buf, " \t\r\n") != n) {
+    if (n < 16 || n > 1000 || strcspn(buf, " \t\r\n") != n) {
         fprintf(stderr, "rjq: serve: --token-file %s: the token must be one line of 16 to "
                         "1000 characters without spaces\n", path);
         return -1;
@@ -256,6 +276,20 @@ static int read_token(server *s, const char *path) {
 }
 
 /* ---- routing ---------------------------------------------------------------------- */
+
+/* A request a browser sent for another site's page (a form POST to
+ * 127.0.0.1 needs no preflight): its Origin is not this server, or the
+ * browser says so (Sec-Fetch-Site). Clients that are not browsers send
+ * neither. */
+static int cross_site(struct evhttp_request *req) {
+    const struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+    const char *site = evhttp_find_header(h, "Sec-Fetch-Site");
+    if (site && strcmp(site, "same-origin") != 0 && strcmp(site, "none") != 0) return 1;
+    const char *origin = evhttp_find_header(h, "Origin"), *host = evhttp_find_header(h, "Host");
+    if (origin == NULL) return 0;
+    const char *o = strstr(origin, "://");
+    return host == NULL || o == NULL || strcasecmp(o + 3, host) != 0;
+}
 
 static int is_get(struct evhttp_request *req) {
     enum evhttp_cmd_type m = evhttp_request_get_command(req);
@@ -302,10 +336,24 @@ static void on_request(struct evhttp_request *req, void *arg) {
         reply_error(req, 403, "this server is read-only");
         goto out;
     }
+    if (!is_get(req) && cross_site(req)) {
+        s->refused++;
+        reply_error(req, 403, "cross-site request refused (Origin is not this server)");
+        goto out;
+    }
+    if (s->nheld >= s->o.max_requests && strncmp(path, "/v1/", 4) == 0 &&
+        strcmp(path, "/v1/server") != 0) { /* requests that may wait: sockets and memory bounded */
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+        reply_error(req, 503, "too many requests waiting (--max-requests %ld)",
+                    s->o.max_requests);
+        goto out;
+    }
     if (strcmp(path, "/metrics") == 0 && is_get(req)) {
         metrics_handle(s, req);
     } else if (strcmp(path, "/v1/events") == 0 && is_get(req)) {
         sse_handle(s, req);
+    } else if (strcmp(path, "/v1/processes") == 0 && is_get(req)) {
+        api_processes(s, req);
     } else if (strcmp(path, "/v1/server") == 0 && is_get(req)) {
         api_server(s, req);
     } else if (strncmp(path, "/v1/queues", 10) == 0 && (path[10] == '\0' || path[10] == '/')) {
@@ -337,20 +385,67 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg) {
     sse_heartbeat(arg);
 }
 
+#define DRAIN_MS 2000 /* how long requests waiting for Redis get at shutdown */
+
+static void finish(server *s) {
+    struct timeval flush = {0, 100000}; /* let the last replies reach their sockets */
+    event_base_loopexit(s->base, &flush);
+}
+
+/* At shutdown: the calls to Redis still out get their answers, for
+ * DRAIN_MS at most. */
+static void on_drain(evutil_socket_t fd, short what, void *arg) {
+    server *s = arg;
+    (void)fd, (void)what;
+    if (s->nheld == 0 || now_s() >= s->drain_until) {
+        event_del(s->drain);
+        finish(s);
+    }
+}
+
 static void on_signal(evutil_socket_t sig, short what, void *arg) {
     server *s = arg;
     (void)what;
+    if (s->stopping) { /* a second signal: now */
+        fprintf(stderr, "rjq serve: signal %d again: stopping now\n", (int)sig);
+        finish(s);
+        return;
+    }
     fprintf(stderr, "rjq serve: signal %d: stopping\n", (int)sig);
-    if (s->stopping) return;
     s->stopping = 1;
     if (s->bound) {
         evhttp_del_accept_socket(s->http, s->bound);
         s->bound = NULL;
+        s->listener = NULL;
     }
-    enqueue_cancel_all(s);
+    enqueue_cancel_all(s); /* waits end: 202 with the job's id */
     sse_close_all(s);
-    struct timeval flush = {0, 100000}; /* let the last replies reach their sockets */
-    event_base_loopexit(s->base, &flush);
+    s->drain_until = now_s() + DRAIN_MS / 1000.0;
+    struct timeval tick = {0, 50000};
+    if (s->drain) event_add(s->drain, &tick);
+    on_drain(-1, 0, s);
+}
+
+/* accept() failed: out of file descriptors (EMFILE, ENFILE) would make
+ * the listener spin; it pauses for a second, the connections it has go on. */
+static void on_accept_error(struct evconnlistener *l, void *arg) {
+    server *s = arg;
+    int err = EVUTIL_SOCKET_ERROR();
+    static time_t last_said;
+    if (time(NULL) != last_said) {
+        last_said = time(NULL);
+        fprintf(stderr, "rjq serve: accept: %s: pausing new connections for 1 s\n",
+                evutil_socket_error_to_string(err));
+    }
+    evconnlistener_disable(l);
+    struct timeval one = {1, 0};
+    if (s->resume_accept) event_add(s->resume_accept, &one);
+}
+
+static void on_resume_accept(evutil_socket_t fd, short what, void *arg) {
+    server *s = arg;
+    (void)fd, (void)what;
+    if (s->listener && !s->stopping) evconnlistener_enable(s->listener);
 }
 
 /* Split "ADDR:PORT" / "[V6]:PORT" / ":PORT" / "PORT". */
@@ -402,7 +497,7 @@ static int start_listening(server *s) {
     }
     /* our own listener for a deep accept backlog (evhttp's is 128) */
     struct evconnlistener *l = evconnlistener_new_bind(
-        s->base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 4096,
+        s->base, NULL, s, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 4096,
         (struct sockaddr *)&ss, slen);
     if (l == NULL) {
         fprintf(stderr, "rjq: serve: cannot listen on %s: %s\n", s->o.listen, strerror(errno));
@@ -413,6 +508,8 @@ static int start_listening(server *s) {
         fprintf(stderr, "rjq: serve: cannot listen on %s\n", s->o.listen);
         return -1;
     }
+    s->listener = l;
+    evconnlistener_set_error_cb(l, on_accept_error);
     struct sockaddr_storage got;
     socklen_t gl = sizeof got;
     char shown[INET6_ADDRSTRLEN] = "?";
@@ -432,11 +529,6 @@ static int start_listening(server *s) {
     return 0;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 int rjq_serve(struct event_base *base, const rjq_client_options *co, const serve_options *o) {
     server *s = calloc(1, sizeof *s);
@@ -471,6 +563,9 @@ int rjq_serve(struct event_base *base, const rjq_client_options *co, const serve
     evhttp_set_max_body_size(s->http, (ev_ssize_t)o->max_body);
     evhttp_set_max_headers_size(s->http, 16384);
     evhttp_set_timeout(s->http, 60); /* reads (headers, body) and idle keep-alives */
+    s->resume_accept = evtimer_new(base, on_resume_accept, s);
+    s->drain = event_new(base, -1, EV_PERSIST, on_drain, s);
+    if (s->resume_accept == NULL || s->drain == NULL) goto oom;
     if (start_listening(s) != 0) goto done;
     s->sigint = evsignal_new(base, SIGINT, on_signal, s);
     s->sigterm = evsignal_new(base, SIGTERM, on_signal, s);
@@ -500,8 +595,11 @@ done:
     if (s->sigterm) event_free(s->sigterm);
     if (s->heartbeat) event_free(s->heartbeat);
     if (s->refresh) event_free(s->refresh);
+    if (s->resume_accept) event_free(s->resume_accept);
+    if (s->drain) event_free(s->drain);
     free(s->token);
     free(s->list_after);
+    free(s->processes_sent);
     free(s);
     return rc;
 }

@@ -56,6 +56,10 @@ typedef struct server {
     char *token;             /* --token-file's token, NULL: none */
     int early_close;         /* the loop backend reports EV_CLOSED */
     int redis_up;            /* the command connection is up */
+    long nheld;              /* requests held (held_start .. held_end or gone) */
+    struct evconnlistener *listener;
+    struct event *resume_accept, *drain;
+    double drain_until;
     int stopping;
     double started;          /* monotonic seconds */
     /* queues.c */
@@ -71,6 +75,9 @@ typedef struct server {
     /* sse.c */
     struct sse_client *sse;
     size_t nsse;
+    size_t nsse_processes;   /* streams that want the processes */
+    int reading_processes;   /* queues.c: a read is out */
+    char *processes_sent;    /* the last processes event (owned) */
     /* counters (GET /v1/server) */
     long long requests, refused;
 } server;
@@ -88,6 +95,8 @@ int http_status_of(int rc);
 void reply_rjq_error(struct evhttp_request *req, int rc, const char *detail);
 /* Bytes as JSON: a string when they are valid UTF-8, else {"base64": ...}. */
 json_t *json_bytes(const void *p, size_t len);
+/* A name or id (any bytes but NUL) as json_bytes gives it. */
+json_t *json_name(const char *s);
 /* A query parameter (decoded; NULL when absent). args from parse_query. */
 const char *query_get(const struct evkeyvalq *args, const char *name);
 /* An integer query parameter in [lo, hi] (def when absent); -1 after
@@ -140,10 +149,16 @@ void queues_free(server *s);
 
 /* api.c: a request under /v1/queues (path after it: "" or "/{q}..."). */
 void api_queues(server *s, struct evhttp_request *req, const char *rest);
+/* api.c: {"processes": [...]}, as GET /v1/processes and the event stream
+ * give them. */
+json_t *processes_json(const rjq_process *list, size_t n);
+/* api.c: GET /v1/processes. */
+void api_processes(server *s, struct evhttp_request *req);
 /* api.c: GET /v1/server. */
 void api_server(server *s, struct evhttp_request *req);
-/* enqueue.c: POST /v1/queues/{q}/jobs. */
-void enqueue_handle(server *s, struct evhttp_request *req, squeue *q);
+/* enqueue.c: POST /v1/queues/{name}/jobs; q: the queue when served, NULL
+ * to open it once the request is found valid. */
+void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squeue *q);
 /* enqueue.c: end every waiting request now (503) at shutdown. */
 void enqueue_cancel_all(server *s);
 /* sse.c: GET /v1/events. */

@@ -10,6 +10,10 @@
  *                  they are dropped and counted:
  *   event: dropped data: {"job_events": n}, once a second while dropping
  *
+ *   event: processes  data: {"processes": [...]} as GET /v1/processes, at
+ *                  once and whenever it changed (read every second), for
+ *                  streams opened with ?processes=1
+ *
  * ?queues=a,b limits a stream to those queues; ?jobs=0 leaves job events
  * out (an overview needs the stats only). A comment line every 15 s keeps
  * proxies from closing an idle stream and finds clients that went away.
@@ -31,8 +35,10 @@
 typedef struct sse_client {
     held h;
     server *s;
-    char *queues;       /* ",a,b," or NULL: all */
+    char **queues;      /* the names of ?queues= (NULL: all), nqueues of them */
+    size_t nqueues;
     int jobs;           /* job events wanted */
+    int processes;      /* processes events wanted */
     time_t second;      /* the second job events are counted in */
     int sent;           /* job events sent in it */
     unsigned long long dropped; /* not sent since the last report */
@@ -41,10 +47,12 @@ typedef struct sse_client {
 
 static void unlink_client(sse_client *k) {
     server *s = k->s;
+    if (k->processes) s->nsse_processes--;
     if (k->prev) k->prev->next = k->next;
     else s->sse = k->next;
     if (k->next) k->next->prev = k->prev;
     s->nsse--;
+    for (size_t i = 0; i < k->nqueues; i++) free(k->queues[i]);
     free(k->queues);
     free(k);
 }
@@ -55,9 +63,22 @@ static void client_gone(held *h) {
 
 static int wants(const sse_client *k, const squeue *q) {
     if (k->queues == NULL || q == NULL) return 1;
-    size_t n = strlen(q->name);
-    for (const char *p = strstr(k->queues, q->name); p; p = strstr(p + 1, q->name))
-        if (p[-1] == ',' && p[n] == ',') return 1;
+    for (size_t i = 0; i < k->nqueues; i++)
+        if (strcmp(k->queues[i], q->name) == 0) return 1;
+    return 0;
+}
+
+/* ?queues=a,b into k->queues. -1 when out of memory. */
+static int set_queues(sse_client *k, const char *list) {
+    size_t n = 1;
+    for (const char *p = list; *p; p++) n += *p == ',';
+    if ((k->queues = calloc(n, sizeof *k->queues)) == NULL) return -1;
+    for (const char *p = list;; p++) {
+        size_t len = strcspn(p, ",");
+        if (len && (k->queues[k->nqueues++] = strndup(p, len)) == NULL) return -1;
+        p += len;
+        if (*p == '\0') break;
+    }
     return 0;
 }
 
@@ -90,6 +111,7 @@ void sse_broadcast(server *s, const char *type, const squeue *q, json_t *data, i
     time_t now = time(NULL);
     for (sse_client *k = s->sse; k; k = k->next) {
         if (k->h.req == NULL || !wants(k, q) || (is_job && !k->jobs)) continue;
+        if (strcmp(type, "processes") == 0 && !k->processes) continue;
         if (is_job) {
             if (k->second != now) {
                 k->second = now;
@@ -118,23 +140,33 @@ void sse_heartbeat(server *s) {
 }
 
 void sse_handle(server *s, struct evhttp_request *req) {
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) { /* the headers, no stream */
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                          "text/event-stream");
+        evhttp_send_reply(req, 200, "OK", NULL);
+        return;
+    }
     const char *uq = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
     struct evkeyvalq args;
     TAILQ_INIT(&args);
     if (uq) evhttp_parse_query_str(uq, &args); /* (checked by the router) */
-    const char *queues = query_get(&args, "queues"), *jobs = query_get(&args, "jobs");
+    const char *queues = query_get(&args, "queues"), *jobs = query_get(&args, "jobs"),
+               *procs = query_get(&args, "processes");
     sse_client *k = calloc(1, sizeof *k);
-    size_t qlen = queues ? strlen(queues) : 0;
-    if (k && queues && (k->queues = malloc(qlen + 3)) != NULL)
-        snprintf(k->queues, qlen + 3, ",%s,", queues);
-    if (k == NULL || (queues && k->queues == NULL)) {
-        if (k) free(k);
+    if (k == NULL || (queues && set_queues(k, queues) != 0)) {
+        if (k) {
+            for (size_t i = 0; i < k->nqueues; i++) free(k->queues[i]);
+            free(k->queues);
+            free(k);
+        }
         evhttp_clear_headers(&args);
         reply_error(req, 503, "out of memory");
         return;
     }
     k->s = s;
     k->jobs = !(jobs && strcmp(jobs, "0") == 0);
+    k->processes = procs && strcmp(procs, "1") == 0;
+    if (k->processes) s->nsse_processes++;
     evhttp_clear_headers(&args);
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     evhttp_add_header(h, "Content-Type", "text/event-stream");
@@ -149,6 +181,7 @@ void sse_handle(server *s, struct evhttp_request *req) {
     if (k->h.req == NULL) return; /* (no connection: cannot happen for a fresh request) */
     send_text(k, NULL, "retry: 2000\n\n");
     /* what is known now, so a page fills at once */
+    if (k->processes && s->processes_sent) send_text(k, "processes", s->processes_sent);
     for (squeue *q = s->queues; q; q = q->next) {
         if (!q->have || !wants(k, q)) continue;
         json_t *j = queues_json(q);

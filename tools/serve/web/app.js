@@ -149,6 +149,9 @@ function connectEvents(query) {
     state.history.set(q.name, h);
     if (state.view && state.view.onStats) state.view.onStats(q);
   });
+  es.addEventListener('processes', (m) => {
+    if (state.view && state.view.onProcesses) state.view.onProcesses(JSON.parse(m.data).processes);
+  });
   es.addEventListener('job', (m) => {
     if (state.view && state.view.onJob) state.view.onJob(JSON.parse(m.data));
   });
@@ -357,6 +360,45 @@ function jobPage(main, name, id) {
   return { onJob(e) { if (e.queue === name && e.id === id) load(); } };
 }
 
+function ago(msEpoch) {
+  const s = Math.max(0, (Date.now() - msEpoch) / 1000);
+  if (s < 90) return Math.round(s) + ' s ago';
+  if (s < 5400) return Math.round(s / 60) + ' min ago';
+  if (s < 172800) return Math.round(s / 3600) + ' h ago';
+  return Math.round(s / 86400) + ' days ago';
+}
+
+function processesPage(main) {
+  const box = el('div', { id: 'processes' });
+  main.append(el('h1', {}, 'Processes'),
+    el('p', { class: 'muted' }, 'Processes running workers, as each said at its last liveness beat (every second).'),
+    box);
+  function draw(list) {
+    if (!list.length) {
+      box.replaceChildren(el('p', { class: 'muted' }, 'No process runs workers now.'));
+      return;
+    }
+    box.replaceChildren(el('table', { class: 'procs' },
+      el('thead', {}, el('tr', {}, ['process', 'host', 'pid', 'name', 'started', 'queue',
+        'concurrency', 'running', 'jobs'].map(h => el('th', {}, h)))),
+      el('tbody', {}, list.flatMap(p => {
+        const qs = p.queues.length ? p.queues : [null];
+        return qs.map((q, i) => el('tr', { 'data-process': p.id },
+          i === 0 ? [el('td', {}, p.id), el('td', {}, p.host), el('td', { class: 'num' }, p.pid),
+            el('td', {}, p.name || '–'), el('td', {}, ago(p.started_ms))]
+                  : [el('td'), el('td'), el('td'), el('td'), el('td')],
+          q ? [el('td', {}, el('a', { href: '#/q/' + enc(q.queue) }, q.queue)),
+               el('td', { class: 'num' }, q.concurrency), el('td', { class: 'num' }, q.running),
+               el('td', { class: 'jobids' }, q.jobs.map(id =>
+                 el('a', { href: `#/q/${enc(q.queue)}/job/${enc(id)}` }, id)))]
+            : [el('td', { class: 'muted' }, 'no queue')]));
+      }))));
+  }
+  api('GET', '/v1/processes').then(r => draw(r.data.processes)).catch(e => toast(e.message, true));
+  connectEvents('processes=1&jobs=0');
+  return { onProcesses: draw };
+}
+
 // ---- token, routing, start -----------------------------------------------
 
 function askToken() {
@@ -381,7 +423,9 @@ function route() {
   const main = document.getElementById('main');
   main.replaceChildren();
   const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
-  if (parts[0] === 'q' && parts[1] && parts[2] === 'job' && parts[3] !== undefined)
+  if (parts[0] === 'processes')
+    state.view = processesPage(main);
+  else if (parts[0] === 'q' && parts[1] && parts[2] === 'job' && parts[3] !== undefined)
     state.view = jobPage(main, parts[1], parts.slice(3).join('/'));
   else if (parts[0] === 'q' && parts[1])
     state.view = queuePage(main, parts[1], parts[2], parseInt(parts[3] || '0', 10));

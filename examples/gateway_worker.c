@@ -1,5 +1,6 @@
 /*
- * rjq-gateway_worker: the worker behind rjq-gateway.
+ * rjq-gateway_worker: a worker behind rjq serve's enqueue-and-wait
+ * (POST /v1/queues/Q/jobs?wait=MS), used by its tests and benchmark.
  *
  *     rjq-gateway_worker [-r REDIS_URL] [-c CONCURRENCY] [-P PREFIX] QUEUE...
  *

@@ -18,10 +18,12 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/http.h>
+#include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 #include <rjq/libevent.h>
@@ -158,6 +160,10 @@ static void held_detach(held *h) {
         event_free(h->closed);
         h->closed = NULL;
     }
+    if (h->probe) {
+        event_free(h->probe);
+        h->probe = NULL;
+    }
     if (h->req && h->evcon) evhttp_connection_set_closecb(h->evcon, NULL, NULL);
     h->req = NULL;
     h->evcon = NULL;
@@ -180,28 +186,68 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg) {
     if (req && evhttp_request_get_connection(req) == NULL) evhttp_request_free(req);
 }
 
-/* EV_CLOSED on the client's socket. A reset ends the wait (answering it
- * lets evhttp free the connection and the request); a half-close (the
- * client sent its request and shut its writing side) still gets its
- * answer, unless h ends on a FIN (event streams). */
+/* The client is gone: end the wait (answering lets evhttp free the
+ * connection and the request). */
+static void gone(held *h) {
+    struct evhttp_request *req = h->req;
+    int streaming = h->gone_on_fin;
+    held_gone(h); /* h may be gone */
+    if (req && streaming) evhttp_send_reply_end(req); /* a reply under way */
+    else if (req) evhttp_send_reply(req, 499, "Client Closed Request", NULL);
+}
+
+/* After a FIN: a client that only half-closed reads on; one that closed
+ * its socket answers the "100 Continue" sent then with a reset. Looked
+ * for now and then while the request waits. */
+static void on_probe(evutil_socket_t fd, short what, void *arg) {
+    held *h = arg;
+    int err = 0;
+    socklen_t len = sizeof err;
+    (void)fd, (void)what;
+    /* (after a FIN, recv() says 0 whatever follows: the reset is the
+     * socket's pending error, and its state) */
+    if (getsockopt(h->fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err != 0) {
+        gone(h);
+        return;
+    }
+#ifdef TCP_INFO
+    struct tcp_info ti;
+    len = sizeof ti;
+    if (getsockopt(h->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 && ti.tcpi_state == TCP_CLOSE) {
+        gone(h);
+        return;
+    }
+#endif
+    struct timeval again = {2, 0};
+    event_add(h->probe, &again);
+}
+
+/* EV_CLOSED on the client's socket. A reset ends the wait; so does a FIN
+ * for an event stream. A FIN alone may be a half-close (the client sent
+ * its request and shut its writing side: it still gets its answer) or a
+ * closed socket: an HTTP/1.1 client is sent "100 Continue" (which any
+ * HTTP/1.1 client must take before the answer), a closed socket answers
+ * it with a reset, which on_probe finds. */
 static void on_closed(evutil_socket_t fd, short what, void *arg) {
     held *h = arg;
     char c;
     (void)what;
     ssize_t r = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return; /* not a close after all */
-    /* a FIN (after pipelined bytes, r > 0): half-closed, answer it when the
-     * time comes; a reset: gone */
-    if (r >= 0 && !h->gone_on_fin) {
-        event_free(h->closed);
-        h->closed = NULL;
+    if (r < 0 || h->gone_on_fin) {
+        gone(h);
         return;
     }
-    struct evhttp_request *req = h->req;
-    int streaming = h->gone_on_fin;
-    held_gone(h); /* h may be gone */
-    if (req && streaming) evhttp_send_reply_end(req); /* a reply under way */
-    else if (req) evhttp_send_reply(req, 499, "Client Closed Request", NULL);
+    event_free(h->closed); /* (EV_CLOSED would fire on and on) */
+    h->closed = NULL;
+    if (h->req && h->req->major == 1 && h->req->minor >= 1) {
+        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        (void)!send(fd, cont, sizeof cont - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        h->fd = fd;
+        h->probe = evtimer_new(h->s->base, on_probe, h);
+        struct timeval soon = {0, 250000};
+        if (h->probe) event_add(h->probe, &soon);
+    }
 }
 
 void held_start(server *s, held *h, struct evhttp_request *req, void (*on_gone)(held *h),
@@ -211,6 +257,7 @@ void held_start(server *s, held *h, struct evhttp_request *req, void (*on_gone)(
     h->on_gone = on_gone;
     h->gone_on_fin = gone_on_fin;
     h->closed = NULL;
+    h->probe = NULL;
     h->evcon = evhttp_request_get_connection(req);
     s->nheld++;
     if (h->evcon == NULL) return;

@@ -116,6 +116,8 @@ typedef struct held {
     struct evhttp_request *req;       /* NULL once the client is gone */
     struct evhttp_connection *evcon;
     struct event *closed;             /* EV_CLOSED on the client's socket */
+    struct event *probe;              /* after a FIN: is the client still there? */
+    evutil_socket_t fd;
     int gone_on_fin;                  /* a half-close ends it too (streams) */
     void (*on_gone)(struct held *h);  /* may be NULL */
 } held;

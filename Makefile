@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build build-asan test test-fast test-hiredis demo bench clean
+.PHONY: all deps build build-asan test test-fast test-hiredis demo demo-web bench clean
 
 all: build
 
@@ -49,6 +49,11 @@ test-fast: build
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)
+
+# The dashboard's demo: a private redis-server and rjq serve --demo on
+# 127.0.0.1:8080 (DEMO_LISTEN=ADDR:PORT to change), until Ctrl-C.
+demo-web: build
+	@bash scripts/demo-web.sh $(BUILD)
 
 bench: build
 	@echo "built $(BUILD)/rjq-bench"

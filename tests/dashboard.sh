@@ -2,8 +2,9 @@
 # The dashboard of rjq serve in a real browser: Debian's chromium, headless,
 # driven by playwright-core (npm, installed into the build folder on first
 # use). Enqueue from the page and see the job complete without reload,
-# replay a dead job, pause a queue, the read-only page has no action, a
-# token server asks for the token. Screenshots: <build>/artifacts/.
+# replay a dead job, pause a queue, the processes page, the read-only page
+# has no action, a token server asks for the token, the demo's controls
+# run jobs through its worker pool. Screenshots: <build>/artifacts/.
 # Skipped (with the reason) only where chromium or npm cannot be installed.
 set -u
 BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
@@ -64,7 +65,8 @@ RO_BASE=$(start_serve ro --read-only)
 TOKEN=dashboard-token-0123456789
 printf '%s\n' "$TOKEN" >"$DIR/token"
 TOKEN_BASE=$(start_serve tok --token-file "$DIR/token")
-for b in "$BASE" "$RO_BASE" "$TOKEN_BASE"; do
+DEMO_BASE=$(start_serve demo --demo)
+for b in "$BASE" "$RO_BASE" "$TOKEN_BASE" "$DEMO_BASE"; do
     [ "$b" != "http://" ] || { echo "FAIL: a server did not start: $(cat "$DIR"/*.err)"; exit 1; }
     for _ in $(seq 200); do
         [ "$(curl -s -o /dev/null -w '%{http_code}' "$b/healthz")" = 200 ] && break
@@ -75,7 +77,7 @@ done
 PIDS+=("$!")
 
 cp "$SRC/tests/dashboard/dashboard.mjs" "$PW/dashboard.mjs" # resolves playwright-core from $PW
-BASE=$BASE RO_BASE=$RO_BASE TOKEN_BASE=$TOKEN_BASE TOKEN=$TOKEN CHROMIUM=$CHROMIUM ART=$ART \
+BASE=$BASE RO_BASE=$RO_BASE TOKEN_BASE=$TOKEN_BASE TOKEN=$TOKEN DEMO_BASE=$DEMO_BASE CHROMIUM=$CHROMIUM ART=$ART \
     timeout 120 node "$PW/dashboard.mjs"
 RC=$?
 [ "$RC" = 0 ] || { echo "server log:"; tail -20 "$DIR/rw.err"; }

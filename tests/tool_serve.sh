@@ -267,6 +267,32 @@ req GET /; expect 200 '<title>rjq'
 kill -TERM "$SPID"; wait "$SPID"; RC=$?
 CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "token server exit $RC: $(cat "$DIR/tok.err")"
 
+# ---- --demo: the worker pool and its controls ---------------------------------------------------
+start_serve demo --demo --queues 'demo'
+DEMO_PID=$SPID
+req GET /v1/demo; expect 200 '"size":0'
+req POST "/v1/demo/pool?size=4&latency_ms=5&fail_pct=0&hang_pct=0"; expect 200 '"size":4'
+req POST "/v1/demo/enqueue?kind=report&n=20"; expect 200 '"enqueued":20'
+req POST "/v1/demo/enqueue?kind=nope"; expect 400 'kind'
+req POST "/v1/demo/pool?fail_pct=101"; expect 400 'fail_pct'
+for _ in $(seq 100); do req GET /v1/queues/demo; [[ $BODY == *'"completed":20,'* ]] && break; sleep 0.1; done
+expect 200 '"completed":20,'
+req GET /v1/demo; expect 200 '"done":20,'
+req POST "/v1/demo/pool?fail_pct=100"; expect 200 '"fail_pct":100'
+req POST "/v1/demo/enqueue?n=1"; expect 200
+for _ in $(seq 100); do req GET /v1/queues/demo; [[ $BODY == *'"retried":1,'* ]] && break; sleep 0.1; done
+expect 200 '"failed":1,"retried":1,' # failed, and retried after its backoff
+req POST "/v1/demo/pool?size=0"; expect 200 '"size":0'
+req POST "/v1/demo/pool?size=2&fail_pct=0&hang_pct=100"; expect 200
+for _ in $(seq 100); do req GET /v1/demo; [[ $BODY == *'"hung":'[1-9]* ]] && break; sleep 0.1; done
+expect 200 '"hung":[1-9]'
+req POST /v1/demo/reclaim; expect 200 '"reclaimed":[0-9]+'
+kill -TERM "$DEMO_PID"; wait "$DEMO_PID"; RC=$? # with jobs hanging in its pool
+CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "demo server exit $RC: $(tail -c 2000 "$DIR/demo.err")"
+start_serve demo-ro --demo --read-only
+req POST "/v1/demo/enqueue?n=1"; expect 403
+kill -TERM "$SPID"; wait "$SPID"
+
 # ---- bounds: --max-waiting (429), --max-requests (503) -----------------------------------------
 start_serve bounded --max-waiting 1 --max-requests 2
 req POST /v1/queues/bq/jobs --data x; expect 201

@@ -108,7 +108,7 @@ static const char usage_text[] =
     "                                       running leads; default lease 3000 ms)\n"
     "  serve [--listen ADDR:PORT] [--queues PATTERN[,PATTERN...]] [--read-only]\n"
     "        [--token-file FILE] [--max-body BYTES] [--wait-max MS] [--max-queues N]\n"
-    "        [--max-requests N] [--max-waiting N]\n"
+    "        [--max-requests N] [--max-waiting N] [--demo]\n"
     "                                       the HTTP API, the dashboard (/) and /metrics until\n"
     "                                       SIGINT/SIGTERM (default 127.0.0.1:8080; see rjq(1))\n"
     "  acl [--queues PATTERN] [--role R]    print the ACL SETUSER lines of rjq's roles\n"
@@ -942,8 +942,9 @@ static int cmd_top(cli *t, int argc, char **argv) {
 static int cmd_serve(cli *t, int argc, char **argv) {
     const char *listen = NULL, *queues = NULL, *token = NULL, *body = NULL, *wait = NULL,
                *maxq = NULL, *maxr = NULL, *maxw = NULL;
-    int read_only = 0;
+    int read_only = 0, demo = 0;
     const optdef defs[] = {{"--listen", &listen, NULL},     {"--queues", &queues, NULL},
+                           {"--demo", NULL, &demo},
                            {"--token-file", &token, NULL},  {"--read-only", NULL, &read_only},
                            {"--max-body", &body, NULL},     {"--wait-max", &wait, NULL},
                            {"--max-queues", &maxq, NULL},   {"--max-requests", &maxr, NULL},
@@ -963,6 +964,7 @@ static int cmd_serve(cli *t, int argc, char **argv) {
     so.queues = queues;
     so.token_file = token;
     so.read_only = read_only;
+    so.demo = demo;
     so.max_body = (long)mb;
     so.wait_max_ms = (long)wm;
     so.max_queues = (long)mq;

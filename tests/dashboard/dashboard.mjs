@@ -4,7 +4,7 @@
 // (a server with --token-file), CHROMIUM, ART (screenshots folder).
 import { chromium } from 'playwright-core';
 
-const { BASE, RO_BASE, TOKEN_BASE, TOKEN, CHROMIUM, ART } = process.env;
+const { BASE, RO_BASE, TOKEN_BASE, TOKEN, DEMO_BASE, CHROMIUM, ART } = process.env;
 let failures = 0, checks = 0;
 function check(ok, what) {
   checks++;
@@ -113,6 +113,26 @@ try {
   check((await page.locator('#enqueue').count()) === 0, 'the read-only page has no enqueue form');
   check((await page.textContent('#info')).includes('read-only'), 'the read-only page says so');
   await page.screenshot({ path: `${ART}/dashboard-readonly.png`, fullPage: true });
+
+  // ---- the demo: the pool set and jobs enqueued from the page run ----
+  await page.goto(DEMO_BASE + '/');
+  await page.waitForSelector('#demo-pool');
+  for (const [k, v] of [['size', '4'], ['latency_ms', '5'], ['fail_pct', '0'], ['hang_pct', '0']])
+    await page.fill(`#demo-pool input[name="${k}"]`, v);
+  await page.click('#demo-pool button[data-action="demo-pool"]');
+  await until('the pool is set', async () =>
+    (await page.textContent('#demo-info')).includes('pool of 4'));
+  await page.fill('#demo-enqueue input[name="n"]', '10');
+  await page.selectOption('#demo-enqueue select', 'thumbnail');
+  await page.click('#demo-enqueue button[data-action="demo-enqueue"]');
+  await until('the demo queue completes the 10 jobs, shown without reload', async () =>
+    Number((await page.locator('tr[data-queue="demo"] td').nth(5).textContent()).replace(/,/g, '')) === 10);
+  await until('the pool counts them', async () =>
+    (await page.textContent('#demo-info')).includes('10 done'));
+  await page.click('#demo button[data-action="demo-reclaim"]');
+  await until('the sweep answers', async () =>
+    (await page.locator('.toast').allTextContents()).some(t => t.startsWith('reclaim sweep')));
+  await page.screenshot({ path: `${ART}/dashboard-demo.png`, fullPage: true });
 
   check(consoleErrors.length === 0, 'no console error: ' + consoleErrors.join(' | '));
 

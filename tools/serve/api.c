@@ -92,8 +92,8 @@ void api_server(server *s, struct evhttp_request *req) {
     int v = rjq_version();
     snprintf(version, sizeof version, "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
     reply_json(req, 200,
-               json_pack("{ss sb sb ss sI sI sI sI sI sI sb}", "version", version,
-                         "read_only", s->o.read_only, "token",
+               json_pack("{ss sb sb sb ss sI sI sI sI sI sI sb}", "version", version,
+                         "read_only", s->o.read_only, "demo", s->o.demo, "token",
                          s->token != NULL, "queues", s->o.queues ? s->o.queues : "*",
                          "served", (json_int_t)s->nqueues, "max_body", (json_int_t)s->o.max_body,
                          "waiting", (json_int_t)s->nwaiters, "awaits",

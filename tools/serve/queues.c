@@ -214,6 +214,7 @@ static void on_refresh(evutil_socket_t fd, short what, void *arg) {
         free(s->processes_sent);
         s->processes_sent = NULL;
     }
+    demo_tick(s);
     if (++ticks % SWEEP_EVERY == 0) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);

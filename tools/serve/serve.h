@@ -14,6 +14,7 @@ typedef struct serve_options {
     const char *queues;     /* comma-separated glob patterns of the queues served */
     const char *token_file; /* NULL: no token needed */
     int read_only;
+    int demo;               /* the docs demo: a worker pool and /v1/demo (demo.c) */
     long wait_max_ms;       /* cap of ?wait= */
     long max_body;          /* request body (payload) limit, bytes */
     long max_queues;        /* queues served at most */

@@ -399,6 +399,9 @@ static void on_request(struct evhttp_request *req, void *arg) {
         metrics_handle(s, req);
     } else if (strcmp(path, "/v1/events") == 0 && is_get(req)) {
         sse_handle(s, req);
+    } else if (s->o.demo && strncmp(path, "/v1/demo", 8) == 0 &&
+               (path[8] == '\0' || path[8] == '/')) {
+        demo_handle(s, req, path + 8);
     } else if (strcmp(path, "/v1/processes") == 0 && is_get(req)) {
         api_processes(s, req);
     } else if (strcmp(path, "/v1/server") == 0 && is_get(req)) {
@@ -634,6 +637,7 @@ done:
         enqueue_cancel_all(s);
         sse_close_all(s);
     }
+    demo_free(s);
     if (s->http) evhttp_free(s->http); /* closes connections and the listener */
     rjq_client_free(c); /* after the requests: pending callbacks find nothing to answer */
     queues_free(s);

@@ -8,6 +8,7 @@
  *   enqueue.c  POST /v1/queues/{q}/jobs, with ?wait= (requests that wait)
  *   sse.c      GET /v1/events (Server-Sent Events)
  *   metrics.c  GET /metrics (Prometheus text)
+ *   demo.c     --demo: a worker pool in the server and its controls
  *   static.c   the dashboard's files (assets.c, generated from web/ at build time)
  */
 #ifndef RJQ_TOOLS_SERVE_SERVER_H
@@ -78,6 +79,7 @@ typedef struct server {
     size_t nsse_processes;   /* streams that want the processes */
     int reading_processes;   /* queues.c: a read is out */
     char *processes_sent;    /* the last processes event (owned) */
+    struct demo *demo;       /* demo.c, made on first use (--demo) */
     /* counters (GET /v1/server) */
     long long requests, refused;
 } server;
@@ -172,6 +174,11 @@ void sse_broadcast(server *s, const char *type, const squeue *q, json_t *data, i
 void sse_heartbeat(server *s);
 /* sse.c: close every event stream (shutdown). */
 void sse_close_all(server *s);
+/* demo.c: a request under /v1/demo (rest: "" or "/..."); free its state. */
+void demo_handle(server *s, struct evhttp_request *req, const char *rest);
+void demo_free(server *s);
+/* demo.c: a "demo" event to the streams when the pool's numbers changed. */
+void demo_tick(server *s);
 /* metrics.c: GET /metrics. */
 void metrics_handle(server *s, struct evhttp_request *req);
 /* assets.c: GET of a dashboard file; 0 when path is not one. */

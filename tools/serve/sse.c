@@ -10,6 +10,7 @@
  *                  they are dropped and counted:
  *   event: dropped data: {"job_events": n}, once a second while dropping
  *
+ *   event: demo   data: rjq serve --demo's pool (GET /v1/demo), when it changed
  *   event: processes  data: {"processes": [...]} as GET /v1/processes, at
  *                  once and whenever it changed (read every second), for
  *                  streams opened with ?processes=1

@@ -149,6 +149,9 @@ function connectEvents(query) {
     state.history.set(q.name, h);
     if (state.view && state.view.onStats) state.view.onStats(q);
   });
+  es.addEventListener('demo', (m) => {
+    if (state.view && state.view.onDemo) state.view.onDemo(JSON.parse(m.data));
+  });
   es.addEventListener('processes', (m) => {
     if (state.view && state.view.onProcesses) state.view.onProcesses(JSON.parse(m.data).processes);
   });
@@ -168,7 +171,7 @@ function overview(main) {
     body);
   const empty = el('p', { class: 'muted', id: 'empty' },
     'No queue yet: queues appear once something enqueues to them or a worker runs on them.');
-  main.append(el('h1', {}, 'Queues'), empty, table);
+  main.append(el('h1', {}, 'Queues'), state.server.demo ? demoPanel() : '', empty, table);
   const rows = new Map();
   function row(q) {
     const s = q.stats || {};
@@ -202,7 +205,63 @@ function overview(main) {
     for (const q of r.data.queues) if (q.stats) { state.queues.set(q.name, q); row(q); }
   }).catch(e => toast(e.message, true));
   connectEvents('jobs=0');
-  return { onStats: row };
+  return { onStats: row, onDemo: (d) => { if (demoDraw) demoDraw(d); } };
+}
+
+// --demo: the docs demo's controls (rjq serve --demo, /v1/demo); its
+// numbers come with the stream's "demo" events
+let demoDraw = null;
+function demoPanel() {
+  const info = el('span', { class: 'muted', id: 'demo-info' });
+  const num = (name, value, attrs) => el('input', Object.assign({ name, type: 'number', value }, attrs || {}));
+  const enq = el('form', { id: 'demo-enqueue', class: 'demo-row' },
+    el('b', {}, 'enqueue '), num('n', 20, { min: 1, max: 1000 }), ' jobs of kind ',
+    el('select', { name: 'kind' }, ['email', 'thumbnail', 'report'].map(k => el('option', { value: k }, k))),
+    el('button', { type: 'submit', 'data-action': 'demo-enqueue' }, 'enqueue'));
+  const pool = el('form', { id: 'demo-pool', class: 'demo-row' },
+    el('b', {}, 'worker pool '), 'size ', num('size', 4, { min: 0, max: 1000 }),
+    ' latency ms ', num('latency_ms', 200, { min: 0, max: 60000 }),
+    ' fail % ', num('fail_pct', 10, { min: 0, max: 100 }),
+    ' hang % ', num('hang_pct', 5, { min: 0, max: 100 }),
+    el('button', { type: 'submit', 'data-action': 'demo-pool' }, 'apply'),
+    el('button', { type: 'button', 'data-action': 'demo-reclaim', onclick: async () => {
+      try {
+        const r = await api('POST', '/v1/demo/reclaim');
+        toast(`reclaim sweep: ${r.data.reclaimed} job(s) back`);
+      } catch (e) { toast(e.message, true); }
+    } }, 'reclaim sweep'));
+  function draw(d) {
+    info.textContent = `queue "${d.queue}": pool of ${d.size}, ${d.running} running; ` +
+        `${d.done} done, ${d.failed} failed, ${d.hung} hung (back after ${d.timeout_ms / 1000} s or a sweep)`;
+    for (const k of ['size', 'latency_ms', 'fail_pct', 'hang_pct'])
+      if (document.activeElement !== pool.elements[k]) pool.elements[k].value = d[k];
+  }
+  async function show() {
+    try { draw((await api('GET', '/v1/demo')).data); } catch (e) { info.textContent = e.message; }
+  }
+  demoDraw = draw;
+  enq.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const q = new URLSearchParams({ n: enq.elements.n.value, kind: enq.elements.kind.value });
+    try {
+      const r = await api('POST', '/v1/demo/enqueue?' + q);
+      toast(`enqueued ${r.data.enqueued} ${enq.elements.kind.value} job(s)`);
+    } catch (e) { toast(e.message, true); }
+  });
+  pool.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const q = new URLSearchParams();
+    for (const k of ['size', 'latency_ms', 'fail_pct', 'hang_pct']) q.set(k, pool.elements[k].value);
+    try {
+      await api('POST', '/v1/demo/pool?' + q);
+      toast('worker pool set');
+      show();
+    } catch (e) { toast(e.message, true); }
+  });
+  show();
+  return el('section', { class: 'demo', id: 'demo' },
+    el('p', {}, el('b', {}, 'Demo: '), 'jobs flow through the queue "demo" below; failed jobs retry, hung ones time out and come back, ',
+      'dead ones wait for a replay.'), enq, pool, info);
 }
 
 function padHistory(h) {

@@ -937,6 +937,24 @@ typedef void rjq_processes_cb(rjq_client *c, int status, const rjq_process *list
 RJQ_API int rjq_client_processes(rjq_client *c, long offset, long limit, rjq_processes_cb *cb,
                                  void *data);
 
+/* Redis' memory, as INFO memory says it. */
+typedef struct rjq_memory_info {
+    long long used_memory;        /* bytes */
+    long long maxmemory;          /* bytes; 0: no limit */
+    const char *maxmemory_policy; /* "noeviction", "allkeys-lru", ... */
+    int can_evict_jobs;           /* 1 when Redis may delete jobs to make room:
+                                     an allkeys-* policy under a maxmemory (rjq's
+                                     job keys have no TTL, so volatile-* policies
+                                     evict none of them) */
+} rjq_memory_info;
+
+typedef void rjq_memory_cb(rjq_client *c, int status, const rjq_memory_info *info, void *data);
+
+/* Read Redis' memory use and eviction policy (INFO memory; an ACL user
+ * needs +info: the monitor role of rjq acl has it). The strings are valid
+ * only during the callback. */
+RJQ_API int rjq_client_memory(rjq_client *c, rjq_memory_cb *cb, void *data);
+
 /* The states rjq_queue_jobs() lists. */
 typedef enum rjq_job_state {
     RJQ_STATE_READY,     /* waiting, in claim order: higher priorities first,

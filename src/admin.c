@@ -306,6 +306,68 @@ int rjq_queue_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *data)
     return rc;
 }
 
+/* ---- Redis' memory ----------------------------------------------------------- */
+
+typedef struct memory_ctx {
+    rjq_memory_cb *cb;
+    void *data;
+} memory_ctx;
+
+/* The value of "field:" in INFO text, copied into out (size bytes). */
+static int info_value(const char *text, const char *field, char *out, size_t size) {
+    size_t flen = strlen(field);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, field, flen) != 0 || p[flen] != ':') continue;
+        const char *v = p + flen + 1;
+        size_t n = strcspn(v, "\r\n");
+        if (n >= size) n = size - 1;
+        memcpy(out, v, n);
+        out[n] = '\0';
+        return 0;
+    }
+    return -1;
+}
+
+static void on_memory(rjq_client *c, int status, redisReply *r, void *priv) {
+    memory_ctx *ctx = priv;
+    rjq_memory_info m;
+    char used[32], max[32], policy[64];
+    memset(&m, 0, sizeof m);
+    if (status == RJQ_OK && r->type != REDIS_REPLY_STRING)
+        status = RJQ_EPROTO;
+    if (status == RJQ_OK &&
+        (info_value(r->str, "used_memory", used, sizeof used) != 0 ||
+         info_value(r->str, "maxmemory", max, sizeof max) != 0 ||
+         info_value(r->str, "maxmemory_policy", policy, sizeof policy) != 0))
+        status = RJQ_EPROTO;
+    if (status == RJQ_EPROTO) rjq__errmsg(c, "INFO memory: unexpected reply");
+    if (status == RJQ_OK) {
+        m.used_memory = atoll(used);
+        m.maxmemory = atoll(max);
+        m.maxmemory_policy = policy;
+        m.can_evict_jobs = m.maxmemory > 0 && strncmp(policy, "allkeys-", 8) == 0;
+    }
+    ctx->cb(c, status, status == RJQ_OK ? &m : NULL, ctx->data);
+    free(ctx);
+}
+
+int rjq_client_memory(rjq_client *c, rjq_memory_cb *cb, void *data) {
+    if (c == NULL || cb == NULL) return RJQ_EINVAL;
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    memory_ctx *ctx = malloc(sizeof *ctx);
+    if (ctx == NULL) return RJQ_ENOMEM;
+    ctx->cb = cb;
+    ctx->data = data;
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_str(&a, "INFO");
+    rjq__argv_str(&a, "memory");
+    int rc = send_client_request(c, -1, on_memory, ctx, &a);
+    rjq__argv_free(&a);
+    if (rc != RJQ_OK) free(ctx);
+    return rc;
+}
+
 /* ---- dead list -------------------------------------------------------------- */
 
 static void on_ids(rjq_client *c, int status, redisReply *r, void *priv) {

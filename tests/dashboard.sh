@@ -76,6 +76,9 @@ done
 "$WORKER" -r "$redis_url" -P d web >"$DIR/worker.log" 2>&1 &
 PIDS+=("$!")
 
+# a policy that can evict jobs: the overview warns
+redis-cli -p "$redis_port" config set maxmemory 1gb >/dev/null
+redis-cli -p "$redis_port" config set maxmemory-policy allkeys-lru >/dev/null
 cp "$SRC/tests/dashboard/dashboard.mjs" "$PW/dashboard.mjs" # resolves playwright-core from $PW
 BASE=$BASE RO_BASE=$RO_BASE TOKEN_BASE=$TOKEN_BASE TOKEN=$TOKEN DEMO_BASE=$DEMO_BASE CHROMIUM=$CHROMIUM ART=$ART \
     timeout 120 node "$PW/dashboard.mjs"

@@ -215,6 +215,15 @@ static void on_processes_listed(rjq_client *c, int status, const rjq_process *li
     processes_listed++;
 }
 
+static long memory_read;
+
+static void on_memory_read(rjq_client *c, int status, const rjq_memory_info *m, void *data) {
+    (void)c, (void)data;
+    ASSERT_OK(status);
+    ASSERT(m->maxmemory_policy[0]);
+    memory_read++;
+}
+
 TEST(each_acl_role_does_its_job_and_nothing_else) {
     test_server s;
     server_start_guarded(&s, NULL);
@@ -299,6 +308,9 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
         ASSERT(loop_until_count(base, &processes_listed, before + 1, 5000));
     } while (strcmp(process_queues, "jobs") != 0 && mono_ms() < until);
     ASSERT_STREQ("jobs", process_queues);
+    /* and reads Redis' memory and eviction policy (INFO) */
+    ASSERT_OK(rjq_client_memory(monitor, on_memory_read, NULL));
+    ASSERT(loop_until_count(base, &memory_read, 1, 5000));
 
     /* controls: the producer cancels; the worker role also pauses,
      * resumes, limits and cancels; the monitor does none of it */

@@ -371,3 +371,54 @@ TEST(processes_with_workers_are_listed_with_their_running_jobs_and_leave_when_th
     ASSERT_STREQ("", got);
     env_stop(&e);
 }
+
+/* ---- Redis' memory --------------------------------------------------------------- */
+
+typedef struct mem {
+    int done, status, evicts;
+    char policy[64];
+    long long max;
+} mem;
+
+static void on_memory(rjq_client *c, int status, const rjq_memory_info *m, void *data) {
+    mem *x = data;
+    (void)c;
+    x->done++;
+    x->status = status;
+    if (status != RJQ_OK) return;
+    ASSERT(m->used_memory > 0);
+    x->evicts = m->can_evict_jobs;
+    x->max = m->maxmemory;
+    snprintf(x->policy, sizeof x->policy, "%s", m->maxmemory_policy);
+}
+
+static mem read_memory(test_env *e) {
+    mem x;
+    memset(&x, 0, sizeof x);
+    ASSERT_OK(rjq_client_memory(e->c, on_memory, &x));
+    ASSERT(loop_until(e->base, &x.done, 5000));
+    ASSERT_OK(x.status);
+    return x;
+}
+
+TEST(redis_memory_says_whether_its_policy_can_evict_jobs) {
+    test_env e;
+    env_start(&e, NULL);
+    freeReplyObject(redisCommand(e.rc, "CONFIG SET maxmemory 0"));
+    freeReplyObject(redisCommand(e.rc, "CONFIG SET maxmemory-policy allkeys-lru"));
+    mem x = read_memory(&e);
+    ASSERT_STREQ("allkeys-lru", x.policy);
+    ASSERT_EQ(0, x.evicts); /* no limit: nothing to evict for */
+    freeReplyObject(redisCommand(e.rc, "CONFIG SET maxmemory 100mb"));
+    x = read_memory(&e);
+    ASSERT_EQ(100LL << 20, x.max);
+    ASSERT_EQ(1, x.evicts);
+    freeReplyObject(redisCommand(e.rc, "CONFIG SET maxmemory-policy volatile-lru"));
+    ASSERT_EQ(0, read_memory(&e).evicts); /* job keys have no TTL */
+    freeReplyObject(redisCommand(e.rc, "CONFIG SET maxmemory-policy noeviction"));
+    x = read_memory(&e);
+    ASSERT_STREQ("noeviction", x.policy);
+    ASSERT_EQ(0, x.evicts);
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_memory(e.c, NULL, NULL));
+    env_stop(&e);
+}

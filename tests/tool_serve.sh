@@ -201,6 +201,8 @@ expect 200 'rjq_jobs_total\{queue="w",outcome="completed"\} [1-9]'
 expect 200 'rjq_job_wait_seconds_bucket\{queue="w",le="\+Inf"\} [1-9]'
 expect 200 'rjq_job_run_seconds_count\{queue="w"\} [1-9]'
 header_has "Content-Type: text/plain; version=0.0.4"
+expect 200 'rjq_redis_can_evict_jobs 0'
+req GET /v1/server; expect 200 '"redis_memory":\{"used_memory":[0-9]+,"maxmemory":0,"maxmemory_policy":"noeviction","can_evict_jobs":false\}'
 
 # ---- the process registry: the worker, by the API and the CLI ------------------------------
 for _ in $(seq 60); do

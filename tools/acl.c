@@ -22,7 +22,8 @@
  *   reads a stored result), HMGET (a
  *   worker reads the payloads of big jobs it claimed), HDEL (a worker
  *   drops its push registration), ZRANGE (the dead list), SET (a
- *   monitor marks its queue monitored).
+ *   monitor marks its queue monitored), INFO (the monitor reads Redis'
+ *   memory and eviction policy, rjq_client_memory).
  * Keys: the queues' own ("<prefix>:{<queue>}:*"), plus the liveness keys
  * "<prefix>:{clients}:*" for workers (the monitor reads them: the process
  * registry, with its commands that only read), and the registry of queue names
@@ -92,7 +93,7 @@ int rjq_acl_print(FILE *out, const char *prefix, const char *queues, int roles, 
                 "# monitor: reads stats, jobs and the dead list, watches events; writes nothing "
                 "but its \"monitored\" flag\n"
                 "ACL SETUSER rjq-monitor reset on >CHANGE-ME ~%s:{%s}:* ~%s:{clients}:* %%R~%s:queues "
-                "resetchannels &%s:{%s}:events &%s:reply:* " SESSION " +zrange +zrangebylex "
+                "resetchannels &%s:{%s}:events &%s:reply:* " SESSION " +zrange +zrangebylex +info "
                 MONITOR_SCRIPTS " (~%s:{%s}:monitored +set)\n",
                 p, q, p, p, p, q, p, p, q);
     return 0;

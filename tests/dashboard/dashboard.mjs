@@ -48,6 +48,12 @@ try {
   await api(BASE, 'POST', '/v1/queues/web/jobs?wait=10000', 'another');
   await until('the overview counts a completion without reload', async () =>
     Number((await page.locator('tr[data-queue="web"] td').nth(5).textContent()).replace(/,/g, '')) > before);
+  await until('the overview warns that Redis may evict jobs', async () => {
+    await page.reload(); /* (the server reads Redis' memory every 2 s) */
+    await page.waitForSelector('#queues');
+    return (await page.locator('#evict-warning:not([hidden])').count()) === 1 &&
+      (await page.textContent('#evict-warning')).includes('allkeys-lru');
+  });
   await page.screenshot({ path: `${ART}/dashboard-overview.png`, fullPage: true });
 
   // ---- enqueue from the page; the job completes without reload ----

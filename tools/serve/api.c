@@ -91,14 +91,22 @@ void api_server(server *s, struct evhttp_request *req) {
     char version[32];
     int v = rjq_version();
     snprintf(version, sizeof version, "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
-    reply_json(req, 200,
-               json_pack("{ss sb sb sb ss sI sI sI sI sI sI sb}", "version", version,
+    json_t *mem = s->memory_known
+                      ? json_pack("{sI sI ss sb}", "used_memory", (json_int_t)s->memory.used_memory,
+                                  "maxmemory", (json_int_t)s->memory.maxmemory,
+                                  "maxmemory_policy", s->memory.maxmemory_policy,
+                                  "can_evict_jobs", s->memory.can_evict_jobs)
+                      : json_null();
+    json_t *o = json_pack("{ss sb sb sb so sI sI sI sI sI sI sb}", "version", version,
                          "read_only", s->o.read_only, "demo", s->o.demo, "token",
-                         s->token != NULL, "queues", s->o.queues ? s->o.queues : "*",
+                         s->token != NULL, "queues", json_name(s->o.queues ? s->o.queues : "*"),
                          "served", (json_int_t)s->nqueues, "max_body", (json_int_t)s->o.max_body,
                          "waiting", (json_int_t)s->nwaiters, "awaits",
                          (json_int_t)rjq_client_awaits(s->c), "streams", (json_int_t)s->nsse,
-                         "requests", (json_int_t)s->requests, "redis", s->redis_up));
+                         "requests", (json_int_t)s->requests, "redis", s->redis_up);
+    if (o) json_object_set_new(o, "redis_memory", mem);
+    else json_decref(mem);
+    reply_json(req, 200, o);
 }
 
 /* ---- GET /v1/processes ---------------------------------------------------------- */

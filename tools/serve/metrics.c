@@ -68,6 +68,15 @@ void metrics_handle(server *s, struct evhttp_request *req) {
               "Time from a job's start to its completion or failure, per run, of the runs "
               "this server saw.",
               offsetof(squeue, run));
+    if (s->memory_known) {
+        gauge(out, "rjq_redis_memory_used_bytes", "gauge", "Redis' used_memory (INFO memory).",
+              (double)s->memory.used_memory);
+        gauge(out, "rjq_redis_memory_max_bytes", "gauge", "Redis' maxmemory (0: no limit).",
+              (double)s->memory.maxmemory);
+        gauge(out, "rjq_redis_can_evict_jobs", "gauge",
+              "1 when Redis' maxmemory-policy may evict jobs (allkeys-* under a maxmemory).",
+              s->memory.can_evict_jobs);
+    }
     gauge(out, "rjq_serve_queues", "gauge", "Queues this server serves.", (double)s->nqueues);
     gauge(out, "rjq_serve_waiting_requests", "gauge",
           "Enqueue requests waiting for their reply or their job's outcome.",

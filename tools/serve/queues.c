@@ -8,6 +8,7 @@
 #include "server.h"
 
 #include <fnmatch.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -17,6 +18,7 @@
 #define REFRESH_MS 1000
 #define LIST_PAGE 1000
 #define SWEEP_EVERY 60          /* refreshes between two timing sweeps */
+#define MEMORY_EVERY 2          /* refreshes between two reads of Redis' memory */
 #define TIMING_MAX_AGE_MS 3600000
 
 static double now_s(void) {
@@ -198,6 +200,17 @@ static void on_processes(rjq_client *c, int status, const rjq_process *list, siz
     free(text);
 }
 
+static void on_memory(rjq_client *c, int status, const rjq_memory_info *m, void *data) {
+    server *s = data;
+    (void)c;
+    s->memory_reading = 0;
+    if (status != RJQ_OK) return; /* (a user without +info: no warning to give) */
+    s->memory = *m;
+    snprintf(s->memory_policy, sizeof s->memory_policy, "%s", m->maxmemory_policy);
+    s->memory.maxmemory_policy = s->memory_policy;
+    s->memory_known = 1;
+}
+
 static void on_refresh(evutil_socket_t fd, short what, void *arg) {
     server *s = arg;
     static unsigned ticks;
@@ -215,6 +228,9 @@ static void on_refresh(evutil_socket_t fd, short what, void *arg) {
         s->processes_sent = NULL;
     }
     demo_tick(s);
+    if (ticks % MEMORY_EVERY == 0 && !s->memory_reading &&
+        rjq_client_memory(s->c, on_memory, s) == RJQ_OK)
+        s->memory_reading = 1;
     if (++ticks % SWEEP_EVERY == 0) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);

@@ -79,6 +79,10 @@ typedef struct server {
     size_t nsse_processes;   /* streams that want the processes */
     int reading_processes;   /* queues.c: a read is out */
     char *processes_sent;    /* the last processes event (owned) */
+    /* queues.c: Redis' memory (rjq_client_memory), read every few seconds */
+    int memory_known, memory_reading;
+    rjq_memory_info memory;
+    char memory_policy[64];
     struct demo *demo;       /* demo.c, made on first use (--demo) */
     /* counters (GET /v1/server) */
     long long requests, refused;

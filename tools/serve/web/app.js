@@ -171,7 +171,16 @@ function overview(main) {
     body);
   const empty = el('p', { class: 'muted', id: 'empty' },
     'No queue yet: queues appear once something enqueues to them or a worker runs on them.');
-  main.append(el('h1', {}, 'Queues'), state.server.demo ? demoPanel() : '', empty, table);
+  const warn = el('div', { id: 'evict-warning', class: 'warning', hidden: true });
+  main.append(el('h1', {}, 'Queues'), warn, state.server.demo ? demoPanel() : '', empty, table);
+  api('GET', '/v1/server').then(r => {
+    const m = r.data.redis_memory;
+    if (m && m.can_evict_jobs) {
+      warn.textContent = `Redis may delete jobs to make room: its maxmemory-policy is ${m.maxmemory_policy} ` +
+        `under a maxmemory of ${fmt(m.maxmemory)} bytes. Set maxmemory-policy noeviction for job queues.`;
+      warn.hidden = false;
+    }
+  }).catch(() => {});
   const rows = new Map();
   function row(q) {
     const s = q.stats || {};

@@ -930,8 +930,12 @@ typedef void rjq_processes_cb(rjq_client *c, int status, const rjq_process *list
 
 /* List up to `limit` (1..RJQ_JOBS_PAGE_MAX) live processes of the client's
  * prefix from `offset` on (0..RJQ_JOBS_OFFSET_MAX), soonest-expiring first:
- * one script call that only reads, O(log n + limit), no keyspace scan.
- * cb's list is valid only during the callback; n < limit means the end.
+ * one script call that only reads, O(log n + offset + limit), no keyspace
+ * scan. cb's list is valid only during the callback; n < limit means the
+ * end. Every beat moves its process in that order: pages taken one after
+ * another may skip or repeat a process (a consistent list is one page).
+ * The registry is one per prefix: a monitor scoped to some queues reads
+ * every process's queue names and running job ids.
  * An ACL user needs read access to "<prefix>:{clients}:*" (the monitor
  * role of rjq acl has it). RJQ_EINVAL for a bad offset or limit. */
 RJQ_API int rjq_client_processes(rjq_client *c, long offset, long limit, rjq_processes_cb *cb,

@@ -384,6 +384,11 @@ static void upkeep_ready(rjq_client *c, void *state, int kind) {
     if (kind != RJQ_CONN_COMMAND) return;
     u->last_beat = 0;
     u->beat_server = 0;
+    /* a server restarted from a snapshot, or a replica promoted, has its
+     * own copies of our names and info: stale ones, maybe, and a beat
+     * would only say they exist. The next beat sends them again. */
+    u->names_stored = 0;
+    u->info_stored = 0;
 }
 
 /* ---- visits --------------------------------------------------------------- */

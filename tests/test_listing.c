@@ -422,3 +422,88 @@ TEST(redis_memory_says_whether_its_policy_can_evict_jobs) {
     ASSERT_EQ(RJQ_EINVAL, rjq_client_memory(e.c, NULL, NULL));
     env_stop(&e);
 }
+
+typedef struct idpage {
+    int done, status;
+    char ids[256];
+} idpage;
+
+static void on_proc_ids(rjq_client *c, int status, const rjq_process *list, size_t n, void *data) {
+    idpage *p = data;
+    (void)c;
+    p->done++;
+    p->status = status;
+    p->ids[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        snprintf(p->ids + strlen(p->ids), sizeof p->ids - strlen(p->ids), "%s%s", i ? "," : "",
+                 list[i].id);
+}
+
+static const char *process_ids(test_env *e, long offset, long limit) {
+    static idpage p;
+    memset(&p, 0, sizeof p);
+    ASSERT_OK(rjq_client_processes(e->c, offset, limit, on_proc_ids, &p));
+    ASSERT(loop_until(e->base, &p.done, 5000));
+    ASSERT_OK(p.status);
+    return p.ids;
+}
+
+TEST(process_pages_skip_swept_clients_and_a_short_page_is_the_end) {
+    test_env e;
+    env_start(&e, NULL);
+    /* five entries far in the future, the first being swept (gone) */
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{clients}:live 9999999999990 c0 9999999999991 c1 "
+                                     "9999999999992 c2 9999999999993 c3 9999999999994 c4"));
+    freeReplyObject(server_cmd(e.rc, "HSET t:{clients}:sweeps c0 9999999999990"));
+    ASSERT_STREQ("c1,c2", process_ids(&e, 0, 2));
+    ASSERT_STREQ("c3,c4", process_ids(&e, 2, 2));
+    ASSERT_STREQ("", process_ids(&e, 4, 2));
+    ASSERT_STREQ("c1,c2,c3,c4", process_ids(&e, 0, 10));
+    env_stop(&e);
+}
+
+TEST(a_process_says_itself_again_after_a_reconnect_to_a_server_with_stale_info) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_client_options o = client_options(e.s.url);
+    o.name = "stale-7";
+    o.liveness_ms = 1000;
+    rjq_client *w = client_new(e.base, &o);
+    wait_connected(e.base, w);
+    rjq_worker *w1;
+    rjq_worker_options wo = quiet_worker_options(3);
+    ASSERT_OK(rjq_worker_start(queue_for(w, "st"), &wo, hold_job, NULL, &w1));
+    char want[256];
+    snprintf(want, sizeof want, "stale-7 %ld st:3:0:", (long)getpid());
+    double end = mono_ms() + 5000;
+    const char *got;
+    do {
+        loop_for(e.base, 50);
+        got = processes(&e, 0, 10);
+    } while (strcmp(got, want) != 0 && mono_ms() < end);
+    ASSERT_STREQ(want, got);
+    /* the server's copy goes stale (as after a restart from an older
+     * snapshot), then the worker's connections drop and come back */
+    redisReply *k = server_cmd(e.rc, "HKEYS t:{clients}:info");
+    ASSERT(k->type == REDIS_REPLY_ARRAY && k->elements == 1);
+    freeReplyObject(server_cmd(e.rc, "HSET t:{clients}:info %s %s", k->element[0]->str,
+                               "rjq1\tstale-host\t1\t1\tstale-7\nst\t3\t2\told-1 old-2"));
+    freeReplyObject(k);
+    freeReplyObject(server_cmd(e.rc, "CLIENT KILL TYPE pubsub"));
+    redisReply *list = server_cmd(e.rc, "CLIENT LIST");
+    for (char *p = strstr(list->str, "name=stale-7"); p; p = strstr(p + 1, "name=stale-7")) {
+        char *line = p;
+        while (line > list->str && line[-1] != '\n') line--;
+        long long id = atoll(line + 3); /* "id=N " */
+        freeReplyObject(server_cmd(e.rc, "CLIENT KILL ID %lld", id));
+    }
+    freeReplyObject(list);
+    end = mono_ms() + 5000;
+    do {
+        loop_for(e.base, 50);
+        got = processes(&e, 0, 10);
+    } while (strcmp(got, want) != 0 && mono_ms() < end);
+    ASSERT_STREQ(want, got);
+    rjq_client_free(w);
+    env_stop(&e);
+}

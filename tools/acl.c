@@ -26,7 +26,9 @@
  *   memory and eviction policy, rjq_client_memory).
  * Keys: the queues' own ("<prefix>:{<queue>}:*"), plus the liveness keys
  * "<prefix>:{clients}:*" for workers (the monitor reads them: the process
- * registry, with its commands that only read), and the registry of queue names
+ * registry, with its commands that only read; one per prefix, so a monitor
+ * scoped to some queues reads every process's queue names and running job
+ * ids: tenants that must not see each other use different prefixes), and the registry of queue names
  * "<prefix>:queues" (producers and workers add their queues with ZADD,
  * write-only "%W~"; a monitor reads it with ZRANGEBYLEX, "%R~"; it is one
  * key per prefix, shared by every queue pattern). The monitor has only commands that

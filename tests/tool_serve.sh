@@ -289,8 +289,15 @@ req POST "/v1/demo/pool?size=2&fail_pct=0&hang_pct=100"; expect 200
 for _ in $(seq 100); do req GET /v1/demo; [[ $BODY == *'"hung":'[1-9]* ]] && break; sleep 0.1; done
 expect 200 '"hung":[1-9]'
 req POST /v1/demo/reclaim; expect 200 '"reclaimed":[0-9]+'
+req GET /v1/queues/demo; failed_before=$(json "$BODY" "d['stats']['failed']")
 kill -TERM "$DEMO_PID"; wait "$DEMO_PID"; RC=$? # with jobs hanging in its pool
 CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "demo server exit $RC: $(tail -c 2000 "$DIR/demo.err")"
+# the hung jobs went back to the queue at once, their attempt not counted
+CHECKS=$((CHECKS + 1))
+"$RJQ" -p t stats demo >"$DIR/demo.stats"
+grep -qx "active 0" "$DIR/demo.stats" && grep -qx "failed $failed_before" "$DIR/demo.stats" &&
+    ! grep -qx "ready 0" "$DIR/demo.stats" || fail "demo jobs at shutdown: $(tr '\n' ' ' <"$DIR/demo.stats")"
+grep -q "handed back to their queue" "$DIR/demo.err" || fail "no hand-back said: $(tail -3 "$DIR/demo.err")"
 start_serve demo-ro --demo --read-only
 req POST "/v1/demo/enqueue?n=1"; expect 403
 kill -TERM "$SPID"; wait "$SPID"

@@ -144,18 +144,13 @@ static void on_processes(rjq_client *cl, int status, const rjq_process *list, si
     call_free(c);
 }
 
-void api_processes(server *s, struct evhttp_request *req) {
-    const char *uq = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
-    struct evkeyvalq args;
+void api_processes(server *s, struct evhttp_request *req, const struct evkeyvalq *args) {
     long long offset, limit;
-    TAILQ_INIT(&args);
-    if (uq) evhttp_parse_query_str(uq, &args); /* (checked by the router) */
-    if (query_ll(req, &args, "offset", 0, RJQ_JOBS_OFFSET_MAX, 0, &offset) == 0 &&
-        query_ll(req, &args, "limit", 1, RJQ_JOBS_PAGE_MAX, RJQ_JOBS_PAGE_MAX, &limit) == 0) {
+    if (query_ll(req, args, "offset", 0, RJQ_JOBS_OFFSET_MAX, 0, &offset) == 0 &&
+        query_ll(req, args, "limit", 1, RJQ_JOBS_PAGE_MAX, RJQ_JOBS_PAGE_MAX, &limit) == 0) {
         call *c = call_new(s, req, NULL, "processes");
         if (c) call_sent(c, rjq_client_processes(s->c, (long)offset, (long)limit, on_processes, c));
     }
-    evhttp_clear_headers(&args);
 }
 
 /* ---- GET /v1/queues ---------------------------------------------------------------- */
@@ -331,26 +326,44 @@ static void on_cancel(rjq_client *cl, int status, const char *state, void *data)
 typedef struct segs {
     char *v[4];
     int n;
+    char buf[2048]; /* the decoded segments, back to back (no allocation per request) */
 } segs;
 
 static void segs_free(segs *g) {
-    for (int i = 0; i < g->n; i++) free(g->v[i]);
+    (void)g; /* (nothing allocated: kept for the shape of the callers) */
 }
 
-/* -1: bad (too many, empty, undecodable or holding a NUL). */
+static int hexval(char c) {
+    return c >= '0' && c <= '9' ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* -1: bad (too many, empty, too long, or holding a NUL). %XX is decoded;
+ * a '%' without two hex digits stays as it is (as evhttp_uridecode). */
 static int split(const char *rest, segs *g) {
+    size_t used = 0;
     g->n = 0;
     while (*rest == '/') {
         rest++;
         size_t len = strcspn(rest, "/");
-        if (len == 0 || g->n == 4) return -1;
-        char *raw = strndup(rest, len);
-        size_t dlen = 0;
-        char *d = raw ? evhttp_uridecode(raw, 0, &dlen) : NULL;
-        free(raw);
-        if (d == NULL) return -1;
+        if (len == 0 || g->n == 4 || used + len + 1 > sizeof g->buf) return -1;
+        char *d = g->buf + used;
+        size_t k = 0;
+        for (size_t i = 0; i < len; i++) {
+            int hi, lo;
+            if (rest[i] == '%' && i + 2 < len && (hi = hexval(rest[i + 1])) >= 0 &&
+                (lo = hexval(rest[i + 2])) >= 0) {
+                d[k++] = (char)(hi << 4 | lo);
+                i += 2;
+            } else {
+                d[k++] = rest[i];
+            }
+        }
+        d[k] = '\0';
+        if (memchr(d, '\0', k)) return -1;
         g->v[g->n++] = d;
-        if (strlen(d) != dlen) return -1;
+        used += k + 1;
         rest += len;
     }
     return *rest ? -1 : 0;
@@ -366,7 +379,8 @@ static int method(struct evhttp_request *req, enum evhttp_cmd_type want) {
     return m == want || (want == EVHTTP_REQ_GET && m == EVHTTP_REQ_HEAD);
 }
 
-static void route(server *s, struct evhttp_request *req, const char *rest, int looked_up);
+static void route(server *s, struct evhttp_request *req, const char *rest, int looked_up,
+                  const struct evkeyvalq *args);
 
 /* A string that sorts just before name, past every name that sorts before
  * it (names are at most 200 bytes): the registry's first name after it is
@@ -400,37 +414,41 @@ static void on_lookup(rjq_client *cl, int status, const char *const *names, size
             for (size_t i = 0; i < n && !found; i++) found = strcmp(names[i], g.v[0]) == 0;
         squeue *q;
         int rc = found ? queues_get(c->h.s, g.v[0], &q) : RJQ_ENOTFOUND;
-        if (rc == RJQ_OK) route(c->h.s, req, c->rest, 1);
+        const char *uq = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+        struct evkeyvalq args;
+        TAILQ_INIT(&args);
+        if (uq) evhttp_parse_query_str(uq, &args); /* (it parsed the first time) */
+        if (rc == RJQ_OK) route(c->h.s, req, c->rest, 1, &args);
         else if (rc == RJQ_EBUSY)
             reply_error(req, 503, "too many queues served (--max-queues %ld)", c->h.s->o.max_queues);
         else reply_error(req, 404, "no such queue (it was never written to)");
+        evhttp_clear_headers(&args);
         segs_free(&g);
     }
     call_free(c);
 }
 
-static void route(server *s, struct evhttp_request *req, const char *rest, int looked_up) {
+static void route(server *s, struct evhttp_request *req, const char *rest, int looked_up,
+                  const struct evkeyvalq *args) {
     segs g;
-    const char *uq = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
-    struct evkeyvalq args;
-    TAILQ_INIT(&args);
-    if (split(rest, &g) != 0 || (uq && evhttp_parse_query_str(uq, &args) != 0)) {
+    if (split(rest, &g) != 0) {
         reply_error(req, 404, "no such route");
         goto out;
     }
     if (g.n == 0) {
-        if (method(req, EVHTTP_REQ_GET)) list_queues(s, req, &args);
+        if (method(req, EVHTTP_REQ_GET)) list_queues(s, req, args);
         else method_not_allowed(req, "GET");
         goto out;
     }
     squeue *q = NULL;
     int post_jobs = g.n == 2 && strcmp(g.v[1], "jobs") == 0 && method(req, EVHTTP_REQ_POST);
     int rc = RJQ_EQUEUENAME;
-    if (queues_match(s, g.v[0])) {
+    if ((q = queues_find(s, g.v[0])) != NULL) { /* served (so it matched) */
+        rc = RJQ_OK;
+    } else if (queues_match(s, g.v[0])) {
         /* an enqueue opens the queue once the request is found valid;
          * anything else needs it known */
-        q = queues_find(s, g.v[0]);
-        rc = q || post_jobs ? RJQ_OK : looked_up ? queues_get(s, g.v[0], &q) : RJQ_ENOTFOUND;
+        rc = post_jobs ? RJQ_OK : looked_up ? queues_get(s, g.v[0], &q) : RJQ_ENOTFOUND;
     }
     if (rc == RJQ_ENOTFOUND) { /* maybe new since the last listing: ask the registry */
         call *c = call_new(s, req, NULL, "lookup");
@@ -460,8 +478,8 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
         else if ((c = call_new(s, req, q, "stats")))
             call_sent(c, rjq_queue_stats(q->q, on_queue_stats, c));
     } else if (g.n == 2 && strcmp(g.v[1], "jobs") == 0) {
-        if (post_jobs) enqueue_handle(s, req, g.v[0], q);
-        else if (method(req, EVHTTP_REQ_GET)) list_jobs(s, req, q, &args);
+        if (post_jobs) enqueue_handle(s, req, g.v[0], q, args);
+        else if (method(req, EVHTTP_REQ_GET)) list_jobs(s, req, q, args);
         else method_not_allowed(req, "GET, POST");
     } else if (g.n == 2) {
         const char *a = g.v[1];
@@ -473,11 +491,11 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
         } else if (!method(req, EVHTTP_REQ_POST)) {
             method_not_allowed(req, "POST");
         } else if (strcmp(a, "purge") == 0 &&
-                   (parse_state(query_get(&args, "state"), &st) != 0 ||
+                   (parse_state(query_get(args, "state"), &st) != 0 ||
                     (st != RJQ_STATE_DEAD && st != RJQ_STATE_CANCELLED))) {
             reply_error(req, 400, "purge needs ?state=dead or ?state=cancelled");
         } else if (strcmp(a, "replay") == 0 &&
-                   query_ll(req, &args, "limit", 1, RJQ_JOBS_PAGE_MAX, RJQ_JOBS_PAGE_MAX, &limit)) {
+                   query_ll(req, args, "limit", 1, RJQ_JOBS_PAGE_MAX, RJQ_JOBS_PAGE_MAX, &limit)) {
             /* answered */
         } else if ((c = call_new(s, req, q, strcmp(a, "replay") == 0    ? "replayed"
                                             : strcmp(a, "purge") == 0   ? "purge"
@@ -517,9 +535,9 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
     }
 out:
     segs_free(&g);
-    evhttp_clear_headers(&args);
 }
 
-void api_queues(server *s, struct evhttp_request *req, const char *rest) {
-    route(s, req, rest, 0);
+void api_queues(server *s, struct evhttp_request *req, const char *rest,
+                const struct evkeyvalq *args) {
+    route(s, req, rest, 0, args);
 }

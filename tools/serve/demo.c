@@ -53,6 +53,7 @@ typedef struct demo {
     demo_job *jobs;
     long long done, failed, hung, dropped; /* since the server started */
     char *sent;           /* the last "demo" event (owned) */
+    int closing;          /* the client closes: no pool change */
 } demo;
 
 static void unlink_job(demo_job *j) {
@@ -154,6 +155,7 @@ static json_t *demo_json(const demo *d) {
 /* (Re)start the pool at its size: a new size stops the worker (its
  * running jobs finish) and starts one of the new concurrency. */
 static int set_size(demo *d, int size) {
+    if (d->closing) return RJQ_ECLOSED;
     if (size == d->size && (d->w != NULL) == (size > 0)) return RJQ_OK;
     if (d->w) rjq_worker_stop(d->w, NULL, NULL);
     d->w = NULL;
@@ -218,12 +220,9 @@ static void on_reclaimed(rjq_client *c, int status, long long n, void *data) {
     free(h);
 }
 
-void demo_handle(server *s, struct evhttp_request *req, const char *rest) {
-    const char *uq = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+void demo_handle(server *s, struct evhttp_request *req, const char *rest,
+                 const struct evkeyvalq *args) {
     enum evhttp_cmd_type m = evhttp_request_get_command(req);
-    struct evkeyvalq args;
-    TAILQ_INIT(&args);
-    if (uq) evhttp_parse_query_str(uq, &args); /* (checked by the router) */
     demo *d = demo_of(s);
     long long size, latency, fail, hang;
     if (d == NULL) {
@@ -234,12 +233,12 @@ void demo_handle(server *s, struct evhttp_request *req, const char *rest) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", rest[0] ? "POST" : "GET");
         reply_error(req, 405, "method not allowed here");
     } else if (strcmp(rest, "/enqueue") == 0) {
-        enqueue(d, req, &args);
+        enqueue(d, req, args);
     } else if (strcmp(rest, "/pool") == 0) {
-        if (query_ll(req, &args, "size", 0, 1000, d->size, &size) == 0 &&
-            query_ll(req, &args, "latency_ms", 0, 60000, d->latency_ms, &latency) == 0 &&
-            query_ll(req, &args, "fail_pct", 0, 100, d->fail_pct, &fail) == 0 &&
-            query_ll(req, &args, "hang_pct", 0, 100, d->hang_pct, &hang) == 0) {
+        if (query_ll(req, args, "size", 0, 1000, d->size, &size) == 0 &&
+            query_ll(req, args, "latency_ms", 0, 60000, d->latency_ms, &latency) == 0 &&
+            query_ll(req, args, "fail_pct", 0, 100, d->fail_pct, &fail) == 0 &&
+            query_ll(req, args, "hang_pct", 0, 100, d->hang_pct, &hang) == 0) {
             d->latency_ms = (long)latency;
             d->fail_pct = (int)fail;
             d->hang_pct = (int)hang;
@@ -259,7 +258,6 @@ void demo_handle(server *s, struct evhttp_request *req, const char *rest) {
     } else {
         reply_error(req, 404, "no such route: /v1/demo, /enqueue, /pool, /reclaim");
     }
-    evhttp_clear_headers(&args);
 }
 
 void demo_tick(server *s) {
@@ -278,12 +276,20 @@ void demo_tick(server *s) {
     free(text);
 }
 
+void demo_closing(server *s) {
+    demo *d = s->demo;
+    if (d == NULL) return;
+    d->closing = 1;
+    d->w = NULL; /* the client's close stops and frees it */
+}
+
 void demo_free(server *s) {
     demo *d = s->demo;
     if (d == NULL) return;
     free(d->sent);
-    /* the jobs it holds go back (their finish is sent, or cancelled with
-     * the client: they come back after their lease) */
+    /* the handles of the jobs it still held: the client's close handed
+     * them back (or, freed without a close, they come back after their
+     * lease); failing one now frees it */
     while (d->jobs) {
         rjq_job_fail(d->jobs->job, "the demo server stopped", RJQ_FAIL_RETRY, 0, NULL, NULL);
         unlink_job(d->jobs);

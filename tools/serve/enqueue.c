@@ -28,6 +28,7 @@ typedef struct waiter {
     server *s;
     squeue *q;
     rjq_await *aw;        /* NULL once the await ended */
+    char *given_id;       /* the request's job id (owned), NULL: Redis assigns one */
     struct waiter *prev, *next;
 } waiter;
 
@@ -39,9 +40,12 @@ static void unlink_waiter(waiter *w) {
     s->nwaiters--;
 }
 
-static void add_job_headers(struct evhttp_request *req, const squeue *q, const char *id) {
+/* X-Job-Id, and where the job can be read while it goes on (location). */
+static void add_job_headers(struct evhttp_request *req, const squeue *q, const char *id,
+                            int location) {
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     evhttp_add_header(h, "X-Job-Id", id);
+    if (!location) return;
     char *eq = evhttp_uriencode(q->name, -1, 0), *ei = evhttp_uriencode(id, -1, 0);
     if (eq && ei) {
         size_t n = strlen(eq) + strlen(ei) + 32;
@@ -63,7 +67,7 @@ static void on_outcome(rjq_client *c, int status, const rjq_outcome *o, void *da
     struct evhttp_request *req = held_end(&w->h);
     if (req) {
         const char *id = o && o->id ? o->id : NULL;
-        if (id) add_job_headers(req, w->q, id);
+        if (id) add_job_headers(req, w->q, id, status != RJQ_OK);
         if (status == RJQ_OK) {
             struct evbuffer *b = evbuffer_new();
             if (b) evbuffer_add(b, o->result, o->result_len);
@@ -81,16 +85,20 @@ static void on_outcome(rjq_client *c, int status, const rjq_outcome *o, void *da
         } else if (status == RJQ_ETIMEDOUT && id) {
             reply_json(req, 202, json_pack("{so ss}", "id", json_name(id), "state",
                                            "the wait ended first; the job goes on"));
-        } else if (status == RJQ_ECANCELED && id) { /* shutdown: the job goes on */
-            reply_json(req, 202, json_pack("{so ss}", "id", json_name(id), "state",
-                                           "the server stopped waiting; the job goes on"));
-        } else if (status == RJQ_ECANCELED) {
-            reply_error(req, 503, "the server is shutting down");
+        } else if (status == RJQ_ECANCELED && (id || w->given_id)) { /* shutdown: the job goes on */
+            reply_json(req, 202, json_pack("{so ss}", "id", json_name(id ? id : w->given_id),
+                                           "state", "the server stopped waiting; the job goes on"));
+        } else if (status == RJQ_ECANCELED || status == RJQ_ECONN || status == RJQ_ETIMEDOUT) {
+            /* the enqueue was sent, its answer never came: the job may exist */
+            reply_error(req, 504, "the enqueue's outcome is unknown (%s): the job may exist; "
+                                  "retry with an Idempotency-Key to be safe",
+                        status == RJQ_ECANCELED ? "the server stopped" : rjq_strerror(status));
         } else { /* the enqueue failed */
             reply_rjq_error(req, status, rjq_client_errmsg(w->s->c));
         }
     }
     unlink_waiter(w);
+    free(w->given_id);
     free(w);
 }
 
@@ -106,14 +114,18 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
     (void)c;
     struct evhttp_request *req = held_end(&w->h);
     if (req && status == RJQ_OK && n == 1) {
-        add_job_headers(req, w->q, jobs[0].id);
+        add_job_headers(req, w->q, jobs[0].id, 1);
         reply_json(req, jobs[0].existed ? 200 : 201,
                    json_pack("{so sb sb}", "id", json_name(jobs[0].id), "existed", jobs[0].existed,
                              "replaced", jobs[0].replaced));
+    } else if (req && (status == RJQ_ECONN || status == RJQ_ETIMEDOUT || status == RJQ_ECANCELED)) {
+        reply_error(req, 504, "the enqueue's outcome is unknown (%s): the job may exist; retry "
+                              "with an Idempotency-Key to be safe", rjq_strerror(status));
     } else if (req) {
         reply_rjq_error(req, status, rjq_client_errmsg(w->s->c));
     }
     unlink_waiter(w);
+    free(w->given_id);
     free(w);
 }
 
@@ -134,37 +146,31 @@ static int valid_id(const char *id) {
     return !digits;
 }
 
-void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squeue *q) {
-    const char *uq = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
-    struct evkeyvalq args;
-    TAILQ_INIT(&args);
-    if (uq && evhttp_parse_query_str(uq, &args) != 0) {
-        reply_error(req, 400, "bad query string");
-        return;
-    }
+void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squeue *q,
+                    const struct evkeyvalq *args) {
     if (s->stopping) {
         reply_error(req, 503, "the server is shutting down");
-        goto out;
+        return;
     }
     if (!s->redis_up) { /* fail fast rather than time out */
         reply_error(req, 503, "redis unavailable");
-        goto out;
+        return;
     }
     rjq_job_options jo = {0};
     long long delay, prio, attempts, timeout, dedup, wait;
-    if (query_ll(req, &args, "delay", 0, RJQ_DELAY_MAX, 0, &delay) ||
-        query_ll(req, &args, "priority", RJQ_PRIORITY_MIN, RJQ_PRIORITY_MAX, 0, &prio) ||
-        query_ll(req, &args, "attempts", 1, 1000000, 0, &attempts) ||
-        query_ll(req, &args, "timeout", 0, RJQ_DELAY_MAX, 0, &timeout) ||
-        query_ll(req, &args, "dedup", 0, RJQ_DELAY_MAX, 0, &dedup) ||
-        query_ll(req, &args, "wait", 0, s->o.wait_max_ms, -1, &wait))
-        goto out;
-    const char *qid = query_get(&args, "id");
+    if (query_ll(req, args, "delay", 0, RJQ_DELAY_MAX, 0, &delay) ||
+        query_ll(req, args, "priority", RJQ_PRIORITY_MIN, RJQ_PRIORITY_MAX, 0, &prio) ||
+        query_ll(req, args, "attempts", 1, 1000000, 0, &attempts) ||
+        query_ll(req, args, "timeout", 0, RJQ_DELAY_MAX, 0, &timeout) ||
+        query_ll(req, args, "dedup", 0, RJQ_DELAY_MAX, 0, &dedup) ||
+        query_ll(req, args, "wait", 0, s->o.wait_max_ms, -1, &wait))
+        return;
+    const char *qid = query_get(args, "id");
     const char *hid =
         evhttp_find_header(evhttp_request_get_input_headers(req), "Idempotency-Key");
     if (qid && hid && strcmp(qid, hid) != 0) {
         reply_error(req, 400, "?id and Idempotency-Key differ");
-        goto out;
+        return;
     }
     jo.id = qid ? qid : hid;
     jo.delay_ms = delay;
@@ -174,20 +180,20 @@ void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squ
     jo.dedup_ms = dedup;
     if (dedup && jo.id == NULL) {
         reply_error(req, 400, "dedup needs an id");
-        goto out;
+        return;
     }
     if (jo.id && !valid_id(jo.id)) {
         reply_rjq_error(req, RJQ_EJOBID, NULL);
-        goto out;
+        return;
     }
     int orc = q ? RJQ_OK : queues_get(s, name, &q);
     if (orc == RJQ_EBUSY) {
         reply_error(req, 503, "too many queues served (--max-queues %ld)", s->o.max_queues);
-        goto out;
+        return;
     }
     if (orc != RJQ_OK) {
         reply_rjq_error(req, orc, NULL);
-        goto out;
+        return;
     }
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
@@ -196,10 +202,15 @@ void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squ
     if (w == NULL || body == NULL) {
         free(w);
         reply_error(req, 503, "out of memory");
-        goto out;
+        return;
     }
     w->s = s;
     w->q = q;
+    if (jo.id && (w->given_id = strdup(jo.id)) == NULL) {
+        free(w);
+        reply_error(req, 503, "out of memory");
+        return;
+    }
     int rc;
     if (wait >= 0) {
         rjq_await_options ao = {0};
@@ -209,9 +220,10 @@ void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squ
         rc = rjq_enqueue(q->q, body, len, &jo, on_enqueued, w);
     }
     if (rc != RJQ_OK) {
+        free(w->given_id);
         free(w);
         reply_rjq_error(req, rc, rjq_client_errmsg(s->c));
-        goto out;
+        return;
     }
     /* (the callbacks never run inside the calls above: w is ours here) */
     w->next = s->waiters;
@@ -219,8 +231,6 @@ void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squ
     s->waiters = w;
     s->nwaiters++;
     held_start(s, &w->h, req, wait >= 0 ? waiter_gone : waiter_gone_plain, 0);
-out:
-    evhttp_clear_headers(&args);
 }
 
 void enqueue_cancel_all(server *s) {

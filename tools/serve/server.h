@@ -58,6 +58,8 @@ typedef struct server {
     int early_close;         /* the loop backend reports EV_CLOSED */
     int redis_up;            /* the command connection is up */
     long nheld;              /* requests held (held_start .. held_end or gone) */
+    struct held *unwatched;  /* held requests whose socket is not watched yet */
+    struct event *watch;     /* watches them once WATCH_AFTER_MS old */
     struct evconnlistener *listener;
     struct event *resume_accept, *drain;
     double drain_until;
@@ -124,6 +126,8 @@ typedef struct held {
     struct event *closed;             /* EV_CLOSED on the client's socket */
     struct event *probe;              /* after a FIN: is the client still there? */
     evutil_socket_t fd;
+    struct held *wprev, *wnext;       /* in the server's list of those not yet watched */
+    int unwatched;
     int gone_on_fin;                  /* a half-close ends it too (streams) */
     void (*on_gone)(struct held *h);  /* may be NULL */
 } held;
@@ -153,24 +157,26 @@ json_t *queues_json(const squeue *q);
 /* Free every queue's state (handles go with the client). */
 void queues_free(server *s);
 
-/* ---- the route handlers ---------------------------------------------------- */
+/* ---- the route handlers (args: the query's parameters, parsed once) ---------------------------------------------------- */
 
 /* api.c: a request under /v1/queues (path after it: "" or "/{q}..."). */
-void api_queues(server *s, struct evhttp_request *req, const char *rest);
+void api_queues(server *s, struct evhttp_request *req, const char *rest,
+                const struct evkeyvalq *args);
 /* api.c: {"processes": [...]}, as GET /v1/processes and the event stream
  * give them. */
 json_t *processes_json(const rjq_process *list, size_t n);
 /* api.c: GET /v1/processes. */
-void api_processes(server *s, struct evhttp_request *req);
+void api_processes(server *s, struct evhttp_request *req, const struct evkeyvalq *args);
 /* api.c: GET /v1/server. */
 void api_server(server *s, struct evhttp_request *req);
 /* enqueue.c: POST /v1/queues/{name}/jobs; q: the queue when served, NULL
  * to open it once the request is found valid. */
-void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squeue *q);
+void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squeue *q,
+                    const struct evkeyvalq *args);
 /* enqueue.c: end every waiting request now (503) at shutdown. */
 void enqueue_cancel_all(server *s);
 /* sse.c: GET /v1/events. */
-void sse_handle(server *s, struct evhttp_request *req);
+void sse_handle(server *s, struct evhttp_request *req, const struct evkeyvalq *args);
 /* sse.c: send an event to every client that wants it (queue NULL: all). */
 void sse_broadcast(server *s, const char *type, const squeue *q, json_t *data, int is_job);
 /* sse.c: a comment line to every client (keeps proxies and dead-peer
@@ -179,8 +185,11 @@ void sse_heartbeat(server *s);
 /* sse.c: close every event stream (shutdown). */
 void sse_close_all(server *s);
 /* demo.c: a request under /v1/demo (rest: "" or "/..."); free its state. */
-void demo_handle(server *s, struct evhttp_request *req, const char *rest);
+void demo_handle(server *s, struct evhttp_request *req, const char *rest,
+                 const struct evkeyvalq *args);
 void demo_free(server *s);
+/* demo.c: the client is closing (its close stops the pool's worker). */
+void demo_closing(server *s);
 /* demo.c: a "demo" event to the streams when the pool's numbers changed. */
 void demo_tick(server *s);
 /* metrics.c: GET /metrics. */

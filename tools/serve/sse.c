@@ -140,19 +140,15 @@ void sse_heartbeat(server *s) {
     }
 }
 
-void sse_handle(server *s, struct evhttp_request *req) {
+void sse_handle(server *s, struct evhttp_request *req, const struct evkeyvalq *args) {
     if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) { /* the headers, no stream */
         evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                           "text/event-stream");
         evhttp_send_reply(req, 200, "OK", NULL);
         return;
     }
-    const char *uq = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
-    struct evkeyvalq args;
-    TAILQ_INIT(&args);
-    if (uq) evhttp_parse_query_str(uq, &args); /* (checked by the router) */
-    const char *queues = query_get(&args, "queues"), *jobs = query_get(&args, "jobs"),
-               *procs = query_get(&args, "processes");
+    const char *queues = query_get(args, "queues"), *jobs = query_get(args, "jobs"),
+               *procs = query_get(args, "processes");
     sse_client *k = calloc(1, sizeof *k);
     if (k == NULL || (queues && set_queues(k, queues) != 0)) {
         if (k) {
@@ -160,7 +156,6 @@ void sse_handle(server *s, struct evhttp_request *req) {
             free(k->queues);
             free(k);
         }
-        evhttp_clear_headers(&args);
         reply_error(req, 503, "out of memory");
         return;
     }
@@ -168,7 +163,6 @@ void sse_handle(server *s, struct evhttp_request *req) {
     k->jobs = !(jobs && strcmp(jobs, "0") == 0);
     k->processes = procs && strcmp(procs, "1") == 0;
     if (k->processes) s->nsse_processes++;
-    evhttp_clear_headers(&args);
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     evhttp_add_header(h, "Content-Type", "text/event-stream");
     evhttp_add_header(h, "Cache-Control", "no-cache");

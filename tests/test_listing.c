@@ -309,6 +309,17 @@ static const char *processes(test_env *e, long offset, long limit) {
     return p.text;
 }
 
+/* The process list once it is want (5 s at most: each beat says it). */
+static const char *wait_processes(test_env *e, const char *want) {
+    double end = mono_ms() + 5000;
+    const char *got;
+    do {
+        loop_for(e->base, 50);
+        got = processes(e, 0, 10);
+    } while (strcmp(got, want) != 0 && mono_ms() < end);
+    return got;
+}
+
 static rjq_job *held_jobs[4];
 static int nheld;
 
@@ -354,12 +365,7 @@ TEST(processes_with_workers_are_listed_with_their_running_jobs_and_leave_when_th
     /* the jobs finish: the next beat says none runs */
     for (int i = 0; i < nheld; i++) ASSERT_OK(rjq_job_complete(held_jobs[i], "", 0, NULL, NULL));
     snprintf(want, sizeof want, "billing-7 %ld pb:2:0: pa:6:0:", (long)getpid());
-    end = mono_ms() + 5000;
-    do {
-        loop_for(e.base, 50);
-        got = processes(&e, 0, 10);
-    } while (strcmp(got, want) != 0 && mono_ms() < end);
-    ASSERT_STREQ(want, got);
+    ASSERT_STREQ(want, wait_processes(&e, want));
     /* the process goes (freed: no goodbye, as if killed): it leaves the
      * list once its entry runs out, and nothing is left behind */
     rjq_client_free(w);
@@ -475,13 +481,7 @@ TEST(a_process_says_itself_again_after_a_reconnect_to_a_server_with_stale_info) 
     ASSERT_OK(rjq_worker_start(queue_for(w, "st"), &wo, hold_job, NULL, &w1));
     char want[256];
     snprintf(want, sizeof want, "stale-7 %ld st:3:0:", (long)getpid());
-    double end = mono_ms() + 5000;
-    const char *got;
-    do {
-        loop_for(e.base, 50);
-        got = processes(&e, 0, 10);
-    } while (strcmp(got, want) != 0 && mono_ms() < end);
-    ASSERT_STREQ(want, got);
+    ASSERT_STREQ(want, wait_processes(&e, want));
     /* the server's copy goes stale (as after a restart from an older
      * snapshot), then the worker's connections drop and come back */
     redisReply *k = server_cmd(e.rc, "HKEYS t:{clients}:info");
@@ -498,12 +498,7 @@ TEST(a_process_says_itself_again_after_a_reconnect_to_a_server_with_stale_info) 
         freeReplyObject(server_cmd(e.rc, "CLIENT KILL ID %lld", id));
     }
     freeReplyObject(list);
-    end = mono_ms() + 5000;
-    do {
-        loop_for(e.base, 50);
-        got = processes(&e, 0, 10);
-    } while (strcmp(got, want) != 0 && mono_ms() < end);
-    ASSERT_STREQ(want, got);
+    ASSERT_STREQ(want, wait_processes(&e, want));
     rjq_client_free(w);
     env_stop(&e);
 }

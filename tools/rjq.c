@@ -994,12 +994,6 @@ static int cmd_serve(cli *t, int argc, char **argv) {
 
 /* rjq jobs QUEUE STATE [--offset N] [--limit N]: one id per line. */
 static int cmd_jobs(cli *t, int argc, char **argv) {
-    static const struct {
-        const char *name;
-        rjq_job_state state;
-    } states[] = {{"ready", RJQ_STATE_READY},   {"delayed", RJQ_STATE_DELAYED},
-                  {"active", RJQ_STATE_ACTIVE}, {"dead", RJQ_STATE_DEAD},
-                  {"cancelled", RJQ_STATE_CANCELLED}, {"completed", RJQ_STATE_COMPLETED}};
     char *pos[2];
     const char *offset = NULL, *limit = NULL;
     const optdef defs[] = {{"--offset", &offset, NULL}, {"--limit", &limit, NULL},
@@ -1009,13 +1003,12 @@ static int cmd_jobs(cli *t, int argc, char **argv) {
     if (rc || (rc = parse_ll("--offset", offset, 0, RJQ_JOBS_OFFSET_MAX, &off)) ||
         (rc = parse_ll("--limit", limit, 1, RJQ_JOBS_PAGE_MAX, &lim)))
         return rc;
-    size_t k = 0;
-    while (k < sizeof states / sizeof states[0] && strcmp(states[k].name, pos[1]) != 0) k++;
-    if (k == sizeof states / sizeof states[0])
+    rjq_job_state st;
+    if (job_state_parse(pos[1], &st) != 0)
         return usage_error("unknown state '%s' (ready, delayed, active, dead, cancelled, "
                            "completed)", pos[1]);
     if (cli_open(t, pos[0])) return 1;
-    return send_and_wait(t, rjq_queue_jobs(t->q, states[k].state, (long)off, (long)lim, on_dead, t));
+    return send_and_wait(t, rjq_queue_jobs(t->q, st, (long)off, (long)lim, on_dead, t));
 }
 
 /* rjq version: the library's, which may be newer than the tool's header. */

@@ -25,6 +25,28 @@ const stat_field stat_fields[] = {
 };
 const size_t stat_nfields = sizeof stat_fields / sizeof stat_fields[0];
 
+static const struct {
+    const char *name;
+    rjq_job_state state;
+} states[] = {{"ready", RJQ_STATE_READY},         {"delayed", RJQ_STATE_DELAYED},
+              {"active", RJQ_STATE_ACTIVE},       {"dead", RJQ_STATE_DEAD},
+              {"cancelled", RJQ_STATE_CANCELLED}, {"completed", RJQ_STATE_COMPLETED}};
+
+const char *job_state_name(rjq_job_state st) {
+    for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)
+        if (states[i].state == st) return states[i].name;
+    return "?";
+}
+
+int job_state_parse(const char *name, rjq_job_state *out) {
+    for (size_t i = 0; name && i < sizeof states / sizeof states[0]; i++)
+        if (strcmp(name, states[i].name) == 0) {
+            *out = states[i].state;
+            return 0;
+        }
+    return -1;
+}
+
 long long stat_value(const rjq_stats *s, size_t k) {
     return *(const long long *)(const void *)((const char *)s + stat_fields[k].off);
 }

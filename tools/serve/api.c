@@ -27,6 +27,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "rjq.h"
+#include "statsfmt.h"
 
 #define LIST_DEFAULT 1000
 #define JOBS_DEFAULT 100
@@ -207,22 +208,6 @@ static void on_queue_stats(rjq_client *cl, int status, const rjq_stats *st, void
     call_free(c);
 }
 
-static const struct {
-    const char *name;
-    rjq_job_state state;
-} states[] = {{"ready", RJQ_STATE_READY},   {"delayed", RJQ_STATE_DELAYED},
-              {"active", RJQ_STATE_ACTIVE}, {"dead", RJQ_STATE_DEAD},
-              {"cancelled", RJQ_STATE_CANCELLED}, {"completed", RJQ_STATE_COMPLETED}};
-
-static int parse_state(const char *v, rjq_job_state *out) {
-    for (size_t i = 0; v && i < sizeof states / sizeof states[0]; i++)
-        if (strcmp(v, states[i].name) == 0) {
-            *out = states[i].state;
-            return 0;
-        }
-    return -1;
-}
-
 static void on_ids(rjq_client *cl, int status, const char *const *ids, size_t n, void *data) {
     call *c = data;
     (void)cl;
@@ -231,7 +216,7 @@ static void on_ids(rjq_client *cl, int status, const char *const *ids, size_t n,
         json_t *a = json_array();
         for (size_t i = 0; a && i < n; i++) json_array_append_new(a, json_name(ids[i]));
         reply_json(req, 200, json_pack("{so ss sI so}", "queue", json_name(c->q->name), "state",
-                                       states[c->state].name, "offset", (json_int_t)c->total,
+                                       job_state_name(c->state), "offset", (json_int_t)c->total,
                                        "ids", a));
     }
     call_free(c);
@@ -241,7 +226,7 @@ static void list_jobs(server *s, struct evhttp_request *req, squeue *q,
                       const struct evkeyvalq *args) {
     rjq_job_state st;
     long long offset, limit;
-    if (parse_state(query_get(args, "state"), &st) != 0) {
+    if (job_state_parse(query_get(args, "state"), &st) != 0) {
         reply_error(req, 400, "state must be ready, delayed, active, dead, cancelled or completed");
         return;
     }
@@ -491,7 +476,7 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
         } else if (!method(req, EVHTTP_REQ_POST)) {
             method_not_allowed(req, "POST");
         } else if (strcmp(a, "purge") == 0 &&
-                   (parse_state(query_get(args, "state"), &st) != 0 ||
+                   (job_state_parse(query_get(args, "state"), &st) != 0 ||
                     (st != RJQ_STATE_DEAD && st != RJQ_STATE_CANCELLED))) {
             reply_error(req, 400, "purge needs ?state=dead or ?state=cancelled");
         } else if (strcmp(a, "replay") == 0 &&

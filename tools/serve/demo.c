@@ -263,17 +263,7 @@ void demo_handle(server *s, struct evhttp_request *req, const char *rest,
 void demo_tick(server *s) {
     demo *d = s->demo;
     if (d == NULL || s->nsse == 0) return;
-    json_t *j = demo_json(d);
-    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    if (text && (d->sent == NULL || strcmp(text, d->sent) != 0)) {
-        free(d->sent);
-        d->sent = text;
-        text = NULL;
-        sse_broadcast(s, "demo", NULL, j, 0); /* (takes j) */
-        j = NULL;
-    }
-    json_decref(j);
-    free(text);
+    sse_broadcast_changed(s, "demo", demo_json(d), &d->sent);
 }
 
 void demo_closing(server *s) {

@@ -187,17 +187,7 @@ static void on_processes(rjq_client *c, int status, const rjq_process *list, siz
     (void)c;
     s->reading_processes = 0;
     if (status != RJQ_OK || s->stopping) return;
-    json_t *j = processes_json(list, n);
-    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    if (text && (s->processes_sent == NULL || strcmp(text, s->processes_sent) != 0)) {
-        free(s->processes_sent);
-        s->processes_sent = text;
-        text = NULL;
-        sse_broadcast(s, "processes", NULL, j, 0); /* (takes j) */
-        j = NULL;
-    }
-    json_decref(j);
-    free(text);
+    sse_broadcast_changed(s, "processes", processes_json(list, n), &s->processes_sent);
 }
 
 static void on_memory(rjq_client *c, int status, const rjq_memory_info *m, void *data) {

@@ -179,6 +179,9 @@ void enqueue_cancel_all(server *s);
 void sse_handle(server *s, struct evhttp_request *req, const struct evkeyvalq *args);
 /* sse.c: send an event to every client that wants it (queue NULL: all). */
 void sse_broadcast(server *s, const char *type, const squeue *q, json_t *data, int is_job);
+/* sse.c: the same for an event to every stream, sent only when its text
+ * differs from *last (which keeps it). Takes data. */
+void sse_broadcast_changed(server *s, const char *type, json_t *data, char **last);
 /* sse.c: a comment line to every client (keeps proxies and dead-peer
  * detection going). */
 void sse_heartbeat(server *s);

@@ -132,6 +132,18 @@ void sse_broadcast(server *s, const char *type, const squeue *q, json_t *data, i
     free(text);
 }
 
+void sse_broadcast_changed(server *s, const char *type, json_t *data, char **last) {
+    char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
+    if (text && (*last == NULL || strcmp(text, *last) != 0)) {
+        free(*last);
+        *last = text;
+        sse_broadcast(s, type, NULL, data, 0);
+        return;
+    }
+    json_decref(data);
+    free(text);
+}
+
 void sse_heartbeat(server *s) {
     for (sse_client *k = s->sse; k; k = k->next) {
         if (k->h.req == NULL) continue;

@@ -203,7 +203,6 @@ static void on_memory(rjq_client *c, int status, const rjq_memory_info *m, void 
 
 static void on_refresh(evutil_socket_t fd, short what, void *arg) {
     server *s = arg;
-    static unsigned ticks;
     (void)fd, (void)what;
     if (s->stopping) return;
     if (!s->listing && rjq_client_queues(s->c, s->list_after, LIST_PAGE, on_names, s) == RJQ_OK)
@@ -218,10 +217,10 @@ static void on_refresh(evutil_socket_t fd, short what, void *arg) {
         s->processes_sent = NULL;
     }
     demo_tick(s);
-    if (ticks % MEMORY_EVERY == 0 && !s->memory_reading &&
+    if (s->ticks % MEMORY_EVERY == 0 && !s->memory_reading &&
         rjq_client_memory(s->c, on_memory, s) == RJQ_OK)
         s->memory_reading = 1;
-    if (++ticks % SWEEP_EVERY == 0) {
+    if (++s->ticks % SWEEP_EVERY == 0) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         timing_sweep(&s->times, (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,

@@ -70,6 +70,7 @@ typedef struct server {
     squeue *queues, *queues_tail;
     size_t nqueues;
     int listing;             /* a registry page is being read */
+    unsigned ticks;          /* refreshes so far */
     char *list_after;        /* where the listing goes on (owned) */
     timing_map times;        /* job id -> enqueue and start times */
     /* enqueue.c */

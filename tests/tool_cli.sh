@@ -679,6 +679,18 @@ run --cacert=/nonexistent stats q
 expect_rc 2
 expect_err_has "TLS options given for a plain URL"
 
+# --help after a command: the usage on stdout, exit 0; after -- it is an argument
+run stats --help
+expect_ok
+expect_out_re '^usage: rjq '
+expect_err_empty
+run serve -h
+expect_ok
+expect_out_re 'serve \[--listen ADDR:PORT\]'
+run enqueue q -- --help
+expect_ok
+expect_out_re '^[0-9]+$'
+
 # ---- the server survived it all ---------------------------------------------------------
 run stats q
 expect_ok

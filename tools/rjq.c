@@ -1502,6 +1502,11 @@ int main(int argc, char **argv) {
                         "(see rjq help)\n");
         return EXIT_USAGE;
     }
+    for (int j = i + 1; j < argc && strcmp(argv[j], "--") != 0; j++)
+        if (strcmp(argv[j], "--help") == 0 || strcmp(argv[j], "-h") == 0) {
+            fputs(usage_text, stdout); /* `rjq COMMAND --help`: asked for, not an error */
+            return 0;
+        }
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) {
         if (strcmp(argv[i], commands[k].name) != 0) continue;
         signal(SIGPIPE, SIG_IGN); /* a dropped connection is an error, not a kill */

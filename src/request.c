@@ -110,6 +110,20 @@ static void list_remove(rjq__reqlist *l, rjq__req *r) {
     l->n--;
 }
 
+/* Into l in the order the requests were made (after those made at the
+ * same ms). */
+static void list_insert_made(rjq__reqlist *l, rjq__req *r) {
+    rjq__req *at = l->tail;
+    while (at && at->made_ms > r->made_ms) at = at->prev;
+    r->prev = at;
+    r->next = at ? at->next : l->head;
+    if (r->next) r->next->prev = r;
+    else l->tail = r;
+    if (at) at->next = r;
+    else l->head = r;
+    l->n++;
+}
+
 static rjq__reqlist list_take(rjq__reqlist *l) {
     rjq__reqlist all = *l;
     memset(l, 0, sizeof *l);
@@ -589,7 +603,13 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     if (rep == NULL || rep->type == REDIS_REPLY_ERROR) leave_wait(r); /* nothing to confirm */
     if (rep == NULL) {
         rjq__conn_lost(&c->cmd, ac->c.errstr[0] ? ac->c.errstr : "connection lost");
-        if (r->flags & RJQ__REQ_RETRY) list_push(&c->backlog, r);
+        /* Lost in flight, to be sent again: among those waiting for
+         * another try when there are (it was sent before a newer one's
+         * answer, or after an older one failed: its place is by when it was
+         * made), so a request answered LOADING is not overtaken by a later
+         * one the reconnect's backlog would send at once. */
+        if ((r->flags & RJQ__REQ_RETRY) && c->later.n > 0) list_insert_made(&c->later, r);
+        else if (r->flags & RJQ__REQ_RETRY) list_push(&c->backlog, r);
         else deliver(r, c, c->cmd.timed_out ? RJQ_ETIMEDOUT : RJQ_ECONN, NULL);
     } else if (rep->type == REDIS_REPLY_ERROR) {
         c->cmd.last_io_ms = rjq__now_ms();

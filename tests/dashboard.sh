@@ -51,21 +51,23 @@ trap 'exit 1' INT TERM
 redis_private_start "$DIR" || { echo "FAIL: redis-server"; exit 1; }
 export RJQ_URL=$redis_url
 
-start_serve() { # start_serve NAME ARGS...: prints its base URL
+# start_serve NAME ARGS...: sets URL to its base URL (not in a $(...)
+# subshell: its pid must reach PIDS, for the cleanup)
+start_serve() {
     "$RJQ" -p d serve --listen 127.0.0.1:0 "${@:2}" >"$DIR/$1.out" 2>"$DIR/$1.err" &
     PIDS+=("$!")
     for _ in $(seq 400); do
         grep -q "^listening on" "$DIR/$1.out" 2>/dev/null && break
         sleep 0.05
     done
-    echo "http://$(sed -n 's/^listening on //p' "$DIR/$1.out")"
+    URL="http://$(sed -n 's/^listening on //p' "$DIR/$1.out")"
 }
-BASE=$(start_serve rw)
-RO_BASE=$(start_serve ro --read-only)
+start_serve rw; BASE=$URL
+start_serve ro --read-only; RO_BASE=$URL
 TOKEN=dashboard-token-0123456789
 printf '%s\n' "$TOKEN" >"$DIR/token"
-TOKEN_BASE=$(start_serve tok --token-file "$DIR/token")
-DEMO_BASE=$(start_serve demo --demo)
+start_serve tok --token-file "$DIR/token"; TOKEN_BASE=$URL
+start_serve demo --demo; DEMO_BASE=$URL
 for b in "$BASE" "$RO_BASE" "$TOKEN_BASE" "$DEMO_BASE"; do
     [ "$b" != "http://" ] || { echo "FAIL: a server did not start: $(cat "$DIR"/*.err)"; exit 1; }
     for _ in $(seq 200); do

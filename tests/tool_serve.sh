@@ -331,5 +331,19 @@ CHECKS=$((CHECKS + 1))
 head -1 "$DIR/wait.h" | grep -q " 202 " && grep -q '"id":' "$DIR/wait.b" ||
     fail "a wait at shutdown: $(head -1 "$DIR/wait.h") $(cat "$DIR/wait.b")"
 
+# ---- SIGTERM with Redis gone: the stop is bounded, exit 0 (the last check: Redis stays down) -------
+start_serve stuck --demo
+req POST "/v1/demo/pool?size=2&latency_ms=30000&fail_pct=0&hang_pct=0"; expect 200
+req POST "/v1/demo/enqueue?n=2"; expect 200
+for _ in $(seq 100); do req GET /v1/demo; [[ $BODY == *'"running":2'* ]] && break; sleep 0.05; done
+expect 200 '"running":2'
+redis_private_stop
+kill -TERM "$SPID"
+for _ in $(seq 300); do kill -0 "$SPID" 2>/dev/null || break; sleep 0.05; done
+CHECKS=$((CHECKS + 1))
+kill -0 "$SPID" 2>/dev/null && fail "a server whose Redis is gone did not stop within 15 s"
+wait "$SPID"; RC=$?
+CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "stuck server exit $RC: $(tail -c 1500 "$DIR/stuck.err")"
+
 echo "$CHECKS checks, $FAILURES failures"
 [ "$FAILURES" = 0 ]

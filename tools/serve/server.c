@@ -499,17 +499,30 @@ static void on_client_closed(const rjq_close_report *r, void *data) {
     finish(s);
 }
 
+#define CLOSE_HARD_MS 5000 /* a close that waits on a Redis that is gone ends then */
+
+static void on_close_deadline(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    fprintf(stderr, "rjq serve: Redis did not answer the close: stopping now\n");
+    finish(arg); /* (the client is freed after the loop) */
+}
+
 /* At shutdown: the calls to Redis still out get their answers, for
  * DRAIN_MS at most; then the client closes (the demo pool's running jobs
- * finish or go back, their attempt not counted). */
+ * finish or go back, their attempt not counted), for CLOSE_HARD_MS at
+ * most (a completion is re-sent however long Redis is away). */
 static void on_drain(evutil_socket_t fd, short what, void *arg) {
     server *s = arg;
     (void)fd, (void)what;
     if (s->nheld == 0 || now_s() >= s->drain_until) {
         event_del(s->drain);
         demo_closing(s);
-        if (s->c == NULL || rjq_client_close(s->c, CLOSE_MS, on_client_closed, s) != RJQ_OK)
+        if (s->c == NULL || rjq_client_close(s->c, CLOSE_MS, on_client_closed, s) != RJQ_OK) {
             finish(s);
+            return;
+        }
+        struct timeval hard = {CLOSE_HARD_MS / 1000, 0};
+        evtimer_add(s->close_deadline, &hard);
     }
 }
 
@@ -673,9 +686,12 @@ int rjq_serve(struct event_base *base, const rjq_client_options *co, const serve
     evhttp_set_max_headers_size(s->http, 16384);
     evhttp_set_timeout(s->http, 60); /* reads (headers, body) and idle keep-alives */
     s->watch = evtimer_new(base, on_watch, s);
+    s->close_deadline = evtimer_new(base, on_close_deadline, s);
     s->resume_accept = evtimer_new(base, on_resume_accept, s);
     s->drain = event_new(base, -1, EV_PERSIST, on_drain, s);
-    if (s->resume_accept == NULL || s->drain == NULL || s->watch == NULL) goto oom;
+    if (s->resume_accept == NULL || s->drain == NULL || s->watch == NULL ||
+        s->close_deadline == NULL)
+        goto oom;
     if (start_listening(s) != 0) goto done;
     s->sigint = evsignal_new(base, SIGINT, on_signal, s);
     s->sigterm = evsignal_new(base, SIGTERM, on_signal, s);
@@ -710,6 +726,7 @@ done:
     if (s->refresh) event_free(s->refresh);
     if (s->resume_accept) event_free(s->resume_accept);
     if (s->watch) event_free(s->watch);
+    if (s->close_deadline) event_free(s->close_deadline);
     if (s->drain) event_free(s->drain);
     free(s->token);
     free(s->list_after);

@@ -61,7 +61,7 @@ typedef struct server {
     struct held *unwatched;  /* held requests whose socket is not watched yet */
     struct event *watch;     /* watches them once WATCH_AFTER_MS old */
     struct evconnlistener *listener;
-    struct event *resume_accept, *drain;
+    struct event *resume_accept, *drain, *close_deadline;
     double drain_until;
     int stopping;
     double started;          /* monotonic seconds */

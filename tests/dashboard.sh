@@ -40,9 +40,13 @@ DIR=$(mktemp -d "${TMPDIR:-/tmp}/rjq-dashboard.XXXXXX")
 ART="$BUILD/artifacts"
 mkdir -p "$ART"
 PIDS=()
-cleanup() {
+cleanup() { # by pid: SIGTERM, then SIGKILL what still runs 5 s later
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    for p in "${PIDS[@]}"; do
+        for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+        kill -KILL "$p" 2>/dev/null
+        wait "$p" 2>/dev/null
+    done
     redis_private_stop
     rm -rf "$DIR"
 }

@@ -19,9 +19,13 @@ command -v python3 >/dev/null || { echo "FAIL: python3 is needed (scripts/instal
 . "$SRC/scripts/redis-private.sh"
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/rjq-serve.XXXXXX")
 PIDS=()
-cleanup() {
+cleanup() { # by pid: SIGTERM, then SIGKILL what still runs 5 s later
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    for p in "${PIDS[@]}"; do
+        for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+        kill -KILL "$p" 2>/dev/null
+        wait "$p" 2>/dev/null
+    done
     redis_private_stop
     rm -rf "$DIR"
 }
@@ -55,7 +59,9 @@ start_serve() {
 # req METHOD PATH [curl args...]: sets CODE, BODY (and the headers in $DIR/h).
 req() {
     local m=$1 p=$2; shift 2
-    CODE=$(curl -s -X "$m" -D "$DIR/h" -o "$DIR/b" -w '%{http_code}' "$@" "$BASE$p")
+    local how=(-X "$m")
+    [ "$m" = HEAD ] && how=(-I) # (-X HEAD would wait for a body that never comes)
+    CODE=$(curl -s "${how[@]}" -D "$DIR/h" -o "$DIR/b" -w '%{http_code}' "$@" "$BASE$p")
     BODY=$(cat "$DIR/b")
     LAST="$m $p"
 }
@@ -180,7 +186,8 @@ expect 200 '"streams":0'
 # ---- enqueue and wait, with a worker ------------------------------------------------------
 [ -x "$WORKER" ] || { echo "FAIL: $WORKER not built"; exit 1; }
 "$WORKER" -r "$redis_url" -P t w >"$DIR/worker.log" 2>&1 &
-PIDS+=("$!")
+WK_PID=$!
+PIDS+=("$WK_PID")
 req POST "/v1/queues/w/jobs?wait=10000" --data abc; expect 200 '^done:abc$'; header_has "X-Job-Id:"
 req POST "/v1/queues/w/jobs?wait=10000&attempts=1" --data fail-x; expect 502 '"error":"refused: fail-x"'
 DEAD=$(json "$BODY" "d['id']")
@@ -337,6 +344,7 @@ req POST "/v1/demo/pool?size=2&latency_ms=30000&fail_pct=0&hang_pct=0"; expect 2
 req POST "/v1/demo/enqueue?n=2"; expect 200
 for _ in $(seq 100); do req GET /v1/demo; [[ $BODY == *'"running":2'* ]] && break; sleep 0.05; done
 expect 200 '"running":2'
+kill -TERM "$WK_PID"; wait "$WK_PID" # (a worker stopping waits for Redis to deregister it)
 redis_private_stop
 kill -TERM "$SPID"
 for _ in $(seq 300); do kill -0 "$SPID" 2>/dev/null || break; sleep 0.05; done

@@ -196,15 +196,23 @@ static int parse_job(const char **p, const char *end, rjq__pushed *d) {
 }
 
 /* The registration of that id on any handle of q's queue in its client. */
-static rjq__reg *find_reg(rjq_queue *q, unsigned long long id) {
-    const char *name = rjq_queue_name(q);
-    for (rjq_queue *h = rjq__queue_first(rjq_queue_client(q)); h; h = rjq__queue_next(h)) {
-        part *p = rjq__queue_part(h, RJQ__PART_PUSH);
-        if (p == NULL || strcmp(rjq_queue_name(h), name) != 0) continue;
-        for (rjq__reg *r = p->regs; r; r = r->next)
-            if (r->id == id) return r;
-    }
+static rjq__reg *find_in(const part *p, unsigned long long id) {
+    for (rjq__reg *r = p ? p->regs : NULL; r; r = r->next)
+        if (r->id == id) return r;
     return NULL;
+}
+
+/* The registration of that id on any handle of q's queue in its client:
+ * q's own first (the usual case: one handle per queue), the others only
+ * when it is not there. */
+static rjq__reg *find_reg(rjq_queue *q, unsigned long long id) {
+    rjq__reg *r = find_in(rjq__queue_part(q, RJQ__PART_PUSH), id);
+    const char *name = rjq_queue_name(q);
+    for (rjq_queue *h = rjq__queue_first(rjq_queue_client(q)); h && r == NULL;
+         h = rjq__queue_next(h))
+        if (h != q && strcmp(rjq_queue_name(h), name) == 0)
+            r = find_in(rjq__queue_part(h, RJQ__PART_PUSH), id);
+    return r;
 }
 
 static char *make_field(const part *p, unsigned long long id) {

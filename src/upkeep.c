@@ -77,6 +77,7 @@ typedef struct upkeep {
     int info_stored;          /* the server has info_sent */
     char *info_sent;          /* our process info as last sent (process_info) */
     long long started_ms;     /* wall clock when the upkeep began (the info's start) */
+    char host[256];           /* gethostname(), for the info */
     long long alive_until;    /* our entry's expiry as the last beat set it (server ms) */
     long long beat_server;    /* the server time of the last answered beat (0: none, or failed) */
     uint64_t last_beat;       /* local ms of the last beat answered (0: none, or failed) */
@@ -290,14 +291,12 @@ static char *queue_names(const upkeep *u) {
  * tab-separated (names and ids hold no tab or newline). NULL when out of
  * memory. */
 static char *process_info(const upkeep *u) {
-    char host[256] = "", line[1024];
-    if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "?");
-    host[strcspn(host, "\t\n")] = '\0';
+    char line[1024];
     char name[201];
     snprintf(name, sizeof name, "%s", rjq__client_name(u->c));
     for (char *p = name; *p; p++)
         if (*p == '\t' || *p == '\n') *p = ' ';
-    int n = snprintf(line, sizeof line, "rjq1\t%s\t%ld\t%lld\t%s", host, (long)getpid(),
+    int n = snprintf(line, sizeof line, "rjq1\t%s\t%ld\t%lld\t%s", u->host, (long)getpid(),
                      u->started_ms, name);
     size_t len = (size_t)n, cap = len + 1;
     for (const visitee *v = u->queues; v; v = v->next)
@@ -485,6 +484,8 @@ static upkeep *upkeep_of(rjq_client *c) {
     struct timeval tv;
     gettimeofday(&tv, NULL);
     u->started_ms = (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+    if (gethostname(u->host, sizeof u->host - 1) != 0) snprintf(u->host, sizeof u->host, "?");
+    u->host[strcspn(u->host, "\t\n")] = '\0';
     if (u->live_key == NULL || u->names_key == NULL || u->sweeps_key == NULL ||
         u->info_key == NULL || rjq__timer_setup(c, &u->beat_timer, on_beat_timer, u) != RJQ_OK) {
         free(u->live_key);

@@ -36,17 +36,15 @@ fi
 
 # shellcheck source=scripts/redis-private.sh
 . "$SRC/scripts/redis-private.sh"
+# shellcheck source=tests/serve_helpers.bash
+. "$SRC/tests/serve_helpers.bash"
+SERVE_PREFIX=d
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/rjq-dashboard.XXXXXX")
 ART="$BUILD/artifacts"
 mkdir -p "$ART"
 PIDS=()
-cleanup() { # by pid: SIGTERM, then SIGKILL what still runs 5 s later
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    for p in "${PIDS[@]}"; do
-        for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
-        kill -KILL "$p" 2>/dev/null
-        wait "$p" 2>/dev/null
-    done
+cleanup() {
+    stop_pids
     redis_private_stop
     rm -rf "$DIR"
 }
@@ -55,30 +53,12 @@ trap 'exit 1' INT TERM
 redis_private_start "$DIR" || { echo "FAIL: redis-server"; exit 1; }
 export RJQ_URL=$redis_url
 
-# start_serve NAME ARGS...: sets URL to its base URL (not in a $(...)
-# subshell: its pid must reach PIDS, for the cleanup)
-start_serve() {
-    "$RJQ" -p d serve --listen 127.0.0.1:0 "${@:2}" >"$DIR/$1.out" 2>"$DIR/$1.err" &
-    PIDS+=("$!")
-    for _ in $(seq 400); do
-        grep -q "^listening on" "$DIR/$1.out" 2>/dev/null && break
-        sleep 0.05
-    done
-    URL="http://$(sed -n 's/^listening on //p' "$DIR/$1.out")"
-}
-start_serve rw; BASE=$URL
-start_serve ro --read-only; RO_BASE=$URL
+start_serve ro --read-only; RO_BASE=$BASE
 TOKEN=dashboard-token-0123456789
 printf '%s\n' "$TOKEN" >"$DIR/token"
-start_serve tok --token-file "$DIR/token"; TOKEN_BASE=$URL
-start_serve demo --demo; DEMO_BASE=$URL
-for b in "$BASE" "$RO_BASE" "$TOKEN_BASE" "$DEMO_BASE"; do
-    [ "$b" != "http://" ] || { echo "FAIL: a server did not start: $(cat "$DIR"/*.err)"; exit 1; }
-    for _ in $(seq 200); do
-        [ "$(curl -s -o /dev/null -w '%{http_code}' "$b/healthz")" = 200 ] && break
-        sleep 0.05
-    done
-done
+start_serve tok --token-file "$DIR/token"; TOKEN_BASE=$BASE
+start_serve demo --demo; DEMO_BASE=$BASE
+start_serve rw # (BASE: the read-write server; each one answers /healthz by now)
 "$WORKER" -r "$redis_url" -P d web >"$DIR/worker.log" 2>&1 &
 PIDS+=("$!")
 

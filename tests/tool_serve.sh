@@ -17,15 +17,13 @@ command -v curl >/dev/null || { echo "FAIL: curl is needed (scripts/install-deps
 command -v python3 >/dev/null || { echo "FAIL: python3 is needed (scripts/install-deps.sh)"; exit 1; }
 # shellcheck source=scripts/redis-private.sh
 . "$SRC/scripts/redis-private.sh"
+# shellcheck source=tests/serve_helpers.bash
+. "$SRC/tests/serve_helpers.bash"
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/rjq-serve.XXXXXX")
 PIDS=()
-cleanup() { # by pid: SIGTERM, then SIGKILL what still runs 5 s later
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    for p in "${PIDS[@]}"; do
-        for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
-        kill -KILL "$p" 2>/dev/null
-        wait "$p" 2>/dev/null
-    done
+SERVE_PREFIX=t
+cleanup() {
+    stop_pids
     redis_private_stop
     rm -rf "$DIR"
 }
@@ -36,25 +34,6 @@ export RJQ_URL=$redis_url
 FAILURES=0 CHECKS=0
 fail() { FAILURES=$((FAILURES + 1)); echo "FAIL: $*"; }
 
-# start_serve NAME ARGS...: start a server; sets BASE (its URL) and SPID.
-start_serve() {
-    local name=$1; shift
-    "$RJQ" -p t serve --listen 127.0.0.1:0 "$@" >"$DIR/$name.out" 2>"$DIR/$name.err" &
-    SPID=$!
-    PIDS+=("$SPID")
-    for _ in $(seq 400); do
-        grep -q "^listening on" "$DIR/$name.out" 2>/dev/null && break
-        kill -0 "$SPID" 2>/dev/null || break
-        sleep 0.05
-    done
-    BASE="http://$(sed -n 's/^listening on //p' "$DIR/$name.out")"
-    [ "$BASE" != "http://" ] || { echo "FAIL: $name did not start: $(cat "$DIR/$name.err")"; exit 1; }
-    for _ in $(seq 200); do # Redis connected
-        [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/healthz")" = 200 ] && return
-        sleep 0.05
-    done
-    echo "FAIL: $name never healthy: $(cat "$DIR/$name.err")"; exit 1
-}
 
 # req METHOD PATH [curl args...]: sets CODE, BODY (and the headers in $DIR/h).
 req() {

@@ -47,10 +47,6 @@ static void call_free(call *c) {
     free(c);
 }
 
-static void call_gone(held *h) {
-    (void)h; /* the reply callback still comes: it frees the call */
-}
-
 static call *call_new(server *s, struct evhttp_request *req, squeue *q, const char *what) {
     call *c = calloc(1, sizeof *c);
     if (c == NULL) {
@@ -59,7 +55,7 @@ static call *call_new(server *s, struct evhttp_request *req, squeue *q, const ch
     }
     c->q = q;
     c->what = what;
-    held_start(s, &c->h, req, call_gone, 0);
+    held_start(s, &c->h, req, NULL, 0); /* (its reply callback frees it) */
     return c;
 }
 
@@ -275,7 +271,7 @@ static void on_count(rjq_client *cl, int status, long long n, void *data) {
                request_alive(req)) {
         /* more to delete: the next page (the held request goes on) */
         c->total += n;
-        held_start(c->h.s, &c->h, req, call_gone, 0);
+        held_start(c->h.s, &c->h, req, NULL, 0);
         call_sent(c, rjq_queue_purge(c->q->q, c->state, RJQ_JOBS_PAGE_MAX, on_count, c));
         return;
     } else if (req) {
@@ -313,10 +309,6 @@ typedef struct segs {
     int n;
     char buf[2048]; /* the decoded segments, back to back (no allocation per request) */
 } segs;
-
-static void segs_free(segs *g) {
-    (void)g; /* (nothing allocated: kept for the shape of the callers) */
-}
 
 static int hexval(char c) {
     return c >= '0' && c <= '9' ? c - '0'
@@ -408,7 +400,6 @@ static void on_lookup(rjq_client *cl, int status, const char *const *names, size
             reply_error(req, 503, "too many queues served (--max-queues %ld)", c->h.s->o.max_queues);
         else reply_error(req, 404, "no such queue (it was never written to)");
         evhttp_clear_headers(&args);
-        segs_free(&g);
     }
     call_free(c);
 }
@@ -418,12 +409,12 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
     segs g;
     if (split(rest, &g) != 0) {
         reply_error(req, 404, "no such route");
-        goto out;
+        return;
     }
     if (g.n == 0) {
         if (method(req, EVHTTP_REQ_GET)) list_queues(s, req, args);
         else method_not_allowed(req, "GET");
-        goto out;
+        return;
     }
     squeue *q = NULL;
     int post_jobs = g.n == 2 && strcmp(g.v[1], "jobs") == 0 && method(req, EVHTTP_REQ_POST);
@@ -437,25 +428,25 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
     }
     if (rc == RJQ_ENOTFOUND) { /* maybe new since the last listing: ask the registry */
         call *c = call_new(s, req, NULL, "lookup");
-        if (c == NULL) goto out;
+        if (c == NULL) return;
         c->rest = strdup(rest);
         char *before = just_before(g.v[0]);
         if (c->rest == NULL || before == NULL) call_refused(c, RJQ_ENOMEM);
         else call_sent(c, rjq_client_queues(s->c, before[0] ? before : NULL, 1, on_lookup, c));
         free(before);
-        goto out;
+        return;
     }
     if (rc == RJQ_EQUEUENAME) {
         reply_error(req, 404, "queue not served here (see --queues)");
-        goto out;
+        return;
     }
     if (rc == RJQ_EBUSY) {
         reply_error(req, 503, "too many queues served (--max-queues %ld)", s->o.max_queues);
-        goto out;
+        return;
     }
     if (rc != RJQ_OK) {
         reply_rjq_error(req, rc, NULL);
-        goto out;
+        return;
     }
     call *c = NULL;
     if (g.n == 1) {
@@ -518,8 +509,6 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
     } else {
         reply_error(req, 404, "no such route");
     }
-out:
-    segs_free(&g);
 }
 
 void api_queues(server *s, struct evhttp_request *req, const char *rest,

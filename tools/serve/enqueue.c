@@ -129,10 +129,6 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
     free(w);
 }
 
-static void waiter_gone_plain(held *h) {
-    (void)h; /* the enqueue's callback still comes and frees it */
-}
-
 /* A job id rjq takes (rjq.h, rjq_job_options.id), checked before the
  * queue is opened: a refused request must leave nothing behind. */
 static int valid_id(const char *id) {
@@ -230,7 +226,8 @@ void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squ
     if (w->next) w->next->prev = w;
     s->waiters = w;
     s->nwaiters++;
-    held_start(s, &w->h, req, wait >= 0 ? waiter_gone : waiter_gone_plain, 0);
+    /* (a plain enqueue's callback still comes and frees w) */
+    held_start(s, &w->h, req, wait >= 0 ? waiter_gone : NULL, 0);
 }
 
 void enqueue_cancel_all(server *s) {

@@ -21,12 +21,6 @@
 #define MEMORY_EVERY 2          /* refreshes between two reads of Redis' memory */
 #define TIMING_MAX_AGE_MS 3600000
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static size_t hash_name(const char *p) {
     size_t h = 5381;
     for (; *p; p++) h = h * 33 + (unsigned char)*p;
@@ -77,7 +71,7 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *st, void *data)
     server *s = rjq_client_data(c);
     q->refreshing = 0;
     if (status != RJQ_OK || s == NULL || s->stopping) return;
-    double t = now_s();
+    double t = serve_now_s();
     int changed = !q->have || q->s.paused != st->paused || q->s.exists != st->exists;
     for (size_t k = 0; k < stat_nfields && !changed; k++)
         changed = stat_value(&q->s, k) != stat_value(st, k);

@@ -33,7 +33,7 @@
 #define REFRESH_MS 1000
 #define HEARTBEAT_S 15
 
-static double now_s(void) {
+double serve_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
@@ -514,7 +514,7 @@ static void on_close_deadline(evutil_socket_t fd, short what, void *arg) {
 static void on_drain(evutil_socket_t fd, short what, void *arg) {
     server *s = arg;
     (void)fd, (void)what;
-    if (s->nheld == 0 || now_s() >= s->drain_until) {
+    if (s->nheld == 0 || serve_now_s() >= s->drain_until) {
         event_del(s->drain);
         demo_closing(s);
         if (s->c == NULL || rjq_client_close(s->c, CLOSE_MS, on_client_closed, s) != RJQ_OK) {
@@ -543,7 +543,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
     }
     enqueue_cancel_all(s); /* waits end: 202 with the job's id */
     sse_close_all(s);
-    s->drain_until = now_s() + DRAIN_MS / 1000.0;
+    s->drain_until = serve_now_s() + DRAIN_MS / 1000.0;
     struct timeval tick = {0, 50000};
     if (s->drain) event_add(s->drain, &tick);
     on_drain(-1, 0, s);
@@ -662,7 +662,7 @@ int rjq_serve(struct event_base *base, const rjq_client_options *co, const serve
     }
     s->base = base;
     s->o = *o;
-    s->started = now_s();
+    s->started = serve_now_s();
     s->early_close = (event_base_get_features(base) & EV_FEATURE_EARLY_CLOSE) != 0;
     rjq_client_options copts = *co;
     copts.on_event = on_event;

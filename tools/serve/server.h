@@ -91,6 +91,9 @@ typedef struct server {
     long long requests, refused;
 } server;
 
+/* ---- server.c: the monotonic clock, seconds --- */
+double serve_now_s(void);
+
 /* ---- server.c: replies --------------------------------------------------- */
 
 /* Reply with a JSON value (taken: decref'd here). */

@@ -1,0 +1,37 @@
+# Shared by the rjq serve tests (tool_serve.sh, dashboard.sh); sourced, not
+# a test itself (ctest runs tests/*.sh). Needs RJQ (the rjq binary), DIR
+# (the test's folder), PIDS (an array) and SERVE_PREFIX (the key prefix).
+# shellcheck shell=bash
+
+# start_serve NAME ARGS...: start `rjq serve` on a free port, in this shell
+# (its pid must reach PIDS for the cleanup: never call it in $(...)); sets
+# BASE (its URL) and SPID once it answers /healthz with Redis connected.
+start_serve() {
+    local name=$1; shift
+    "$RJQ" -p "$SERVE_PREFIX" serve --listen 127.0.0.1:0 "$@" >"$DIR/$name.out" 2>"$DIR/$name.err" &
+    SPID=$!
+    PIDS+=("$SPID")
+    for _ in $(seq 400); do
+        grep -q "^listening on" "$DIR/$name.out" 2>/dev/null && break
+        kill -0 "$SPID" 2>/dev/null || break
+        sleep 0.05
+    done
+    BASE="http://$(sed -n 's/^listening on //p' "$DIR/$name.out")"
+    [ "$BASE" != "http://" ] || { echo "FAIL: $name did not start: $(cat "$DIR/$name.err")"; exit 1; }
+    for _ in $(seq 200); do # Redis connected
+        [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/healthz")" = 200 ] && return
+        sleep 0.05
+    done
+    echo "FAIL: $name never healthy: $(cat "$DIR/$name.err")"; exit 1
+}
+
+# stop_pids: every pid of PIDS by SIGTERM, then SIGKILL what still runs 5 s
+# later (a worker stopping with its Redis gone waits for it).
+stop_pids() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    for p in "${PIDS[@]}"; do
+        for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+        kill -KILL "$p" 2>/dev/null
+        wait "$p" 2>/dev/null
+    done
+}

@@ -542,8 +542,11 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     }
     size_t got = (r->elements - CLAIM_HEAD) / 4, made = 0, nback = 0, nfetch = 0;
 
+    /* the claim's time (a re-sent one's jobs: their first run's): an empty
+     * claim tells it too, and the registration it made may bring pushes,
+     * whose own time says little after a pause */
     long long deadline = r->element[3]->integer;
-    if (got) rjq__server_time_sample(c, deadline - w->lease_ms);
+    rjq__server_time_sample(c, deadline - w->lease_ms);
     /* The token's record: the claim entered its jobs in the held index (a
      * recovering one its member even with none), the worker forgets it
      * once none of them is left with it. Out of memory: the jobs go back. */

@@ -60,7 +60,42 @@ static int tcp_listening(int port) {
     return ok;
 }
 
-static void spawn(test_server *s, const char *const *extra) {
+long file_size(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return 0;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : 0;
+    fclose(f);
+    return n < 0 ? 0 : n;
+}
+
+/* Does the file, past offset from, contain needle? */
+static int file_has(const char *path, long from, const char *needle) {
+    char line[1024];
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return 0;
+    int found = 0;
+    if (fseek(f, from, SEEK_SET) == 0)
+        while (!found && fgets(line, sizeof line, f)) found = strstr(line, needle) != NULL;
+    fclose(f);
+    return found;
+}
+
+int redis_listening(pid_t *pid, const char *log, long from) {
+    int status;
+    if (waitpid(*pid, &status, WNOHANG) == *pid) {
+        *pid = 0;
+        if (file_has(log, from, "Address already in use")) return 0;
+        FAIL_AT(__FILE__, __LINE__, "redis-server exited (see %s)", log);
+    }
+    return file_has(log, from, "Running mode=") ? 1 : -1;
+}
+
+/* Start redis-server on s->port and wait until it answers. Returns 0 when
+ * it could not listen there (it exited: another process took the port
+ * since free_port() found it free). A server answering on the port is
+ * taken for ours only once our server's log says it listens
+ * (redis_listening): two tests started at once may be given one port. */
+static int spawn(test_server *s, const char *const *extra) {
     char port[16];
     const char *argv[64];
     int n = 0;
@@ -86,6 +121,9 @@ static void spawn(test_server *s, const char *const *extra) {
     argv[n++] = "redis.log";
     for (int i = 0; extra && extra[i] && n < 62; i++) argv[n++] = extra[i];
     argv[n] = NULL;
+    char log[300];
+    snprintf(log, sizeof log, "%s/redis.log", s->dir);
+    long from = file_size(log);
     s->pid = fork();
     ASSERT(s->pid >= 0);
     if (s->pid == 0) {
@@ -93,37 +131,38 @@ static void spawn(test_server *s, const char *const *extra) {
         execvp("redis-server", (char *const *)argv);
         _exit(127);
     }
-    for (int i = 0; i < 500 && s->tls; i++) { /* TLS only: listening is enough */
-        if (tcp_listening(s->port)) return;
-        int status;
-        if (waitpid(s->pid, &status, WNOHANG) == s->pid) FAIL_AT(__FILE__, __LINE__, "redis-server exited");
-        sleep_ms(10);
-    }
-    for (int i = 0; i < 500 && !s->tls; i++) {
-        redisContext *rc = redisConnect(s->bind[0] ? s->bind : "127.0.0.1", s->port);
-        if (rc && !rc->err) {
-            redisReply *r = redisCommand(rc, "PING");
-            int ok = r != NULL;
+    int listening = -1;
+    for (int i = 0; i < 1000; i++) {
+        if (listening != 1 && (listening = redis_listening(&s->pid, log, from)) == 0) return 0;
+        if (listening == 1 && s->tls && tcp_listening(s->port)) return 1; /* TLS: listening is enough */
+        if (listening == 1 && !s->tls) {
+            redisContext *rc = redisConnect(s->bind[0] ? s->bind : "127.0.0.1", s->port);
+            redisReply *r = rc && !rc->err ? redisCommand(rc, "PING") : NULL;
             if (r) freeReplyObject(r);
-            redisFree(rc);
-            if (ok) return;
-        } else if (rc) {
-            redisFree(rc);
+            if (rc) redisFree(rc);
+            if (r) return 1;
         }
-        int status;
-        if (waitpid(s->pid, &status, WNOHANG) == s->pid) FAIL_AT(__FILE__, __LINE__, "redis-server exited");
         sleep_ms(10);
     }
     FAIL_AT(__FILE__, __LINE__, "redis-server did not answer on port %d", s->port);
+    return 0;
+}
+
+/* Start on a free port, another one when that one was taken meanwhile. */
+static void spawn_on_free_port(test_server *s, const char *const *extra) {
+    for (int attempt = 0; attempt < 5; attempt++) {
+        s->port = free_port();
+        if (spawn(s, extra)) return;
+    }
+    FAIL_AT(__FILE__, __LINE__, "redis-server found no free port in 5 tries");
 }
 
 void server_start(test_server *s, const char *const *extra) {
     memset(s, 0, sizeof *s);
     snprintf(s->dir, sizeof s->dir, "/tmp/rjq-test-XXXXXX");
     ASSERT(mkdtemp(s->dir) != NULL);
-    s->port = free_port();
+    spawn_on_free_port(s, extra);
     snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", s->port);
-    spawn(s, extra);
 }
 
 void server_start_at(test_server *s, const char *bind, int port) {
@@ -131,9 +170,13 @@ void server_start_at(test_server *s, const char *bind, int port) {
     snprintf(s->dir, sizeof s->dir, "/tmp/rjq-test-XXXXXX");
     ASSERT(mkdtemp(s->dir) != NULL);
     snprintf(s->bind, sizeof s->bind, "%s", bind);
-    s->port = port ? port : free_port();
+    if (port) {
+        s->port = port;
+        if (!spawn(s, NULL)) FAIL_AT(__FILE__, __LINE__, "port %d is taken", port);
+    } else {
+        spawn_on_free_port(s, NULL);
+    }
     snprintf(s->url, sizeof s->url, "redis://%s:%d", bind, s->port);
-    spawn(s, NULL);
     kill_on_abort(s->pid);
 }
 
@@ -147,9 +190,7 @@ void server_start_tls(test_server *s, int client_certs) {
     memset(s, 0, sizeof *s);
     snprintf(s->dir, sizeof s->dir, "/tmp/rjq-test-XXXXXX");
     ASSERT(mkdtemp(s->dir) != NULL);
-    s->port = free_port();
     s->tls = 1;
-    snprintf(s->url, sizeof s->url, "rediss://127.0.0.1:%d", s->port);
     char cmd[512], cert[200], key[200], ca[200];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s/certs' && bash '%s/tests/certs/make_certs.sh' '%s/certs'",
              s->dir, RJQ_SOURCE_DIR, s->dir);
@@ -159,7 +200,8 @@ void server_start_tls(test_server *s, int client_certs) {
     snprintf(ca, sizeof ca, "%s/certs/ca.crt", s->dir);
     const char *extra[] = {"--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-cert-file", ca,
                            "--tls-auth-clients", client_certs ? "yes" : "no", NULL};
-    spawn(s, extra);
+    spawn_on_free_port(s, extra);
+    snprintf(s->url, sizeof s->url, "rediss://127.0.0.1:%d", s->port);
     kill_on_abort(s->pid);
 }
 
@@ -187,7 +229,8 @@ void server_stop(test_server *s) {
 
 void server_restart(test_server *s, const char *const *extra) {
     stop_pid(s);
-    spawn(s, extra);
+    /* (its clients know it by its port: no other one will do) */
+    if (!spawn(s, extra)) FAIL_AT(__FILE__, __LINE__, "port %d was taken meanwhile", s->port);
 }
 
 /* ---- process hygiene ------------------------------------------------------ */

@@ -1349,6 +1349,21 @@ static void run_stale_child(const test_server *s, const char *qname, long lease_
     wo.lease_ms = lease_ms;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, stale_handler, NULL, &w));
+    /* Ready to be stopped once the replies that registered our slots and
+     * our liveness entry (they told us the server's clock) were read: both
+     * are in Redis, so their replies went out before this check's, and the
+     * loop reads them at once. Stopped before that, we would wake to those
+     * replies and the pushes together, with no clock known from before. */
+    redisContext *rc = server_connect(s);
+    double end = mono_ms() + 10000;
+    while (qcount(rc, "HLEN", qname, "idle") < 1 ||
+           (liveness_ms >= 0 && server_int(rc, "ZCARD t:{clients}:live") < 1)) {
+        ASSERT(mono_ms() < end);
+        loop_for(base, 10);
+    }
+    redisFree(rc);
+    loop_for(base, 100);
+    ASSERT(write(stale_fd, "ready\n", 6) == 6);
     loop_for(base, 100000); /* the parent kills us long before this */
     _exit(3);
 }
@@ -1399,6 +1414,15 @@ static pid_t spawn_stale_child(test_server *s, const char *qname, long lease_ms,
         run_stale_child(s, qname, lease_ms, liveness_ms);
     }
     close(fds[1]);
+    /* its "ready" line: it may be stopped now */
+    char line[8];
+    size_t got = 0;
+    while (got < 6) {
+        ssize_t n = read(fds[0], line + got, 6 - got);
+        ASSERT(n > 0);
+        got += (size_t)n;
+    }
+    ASSERT(memcmp(line, "ready\n", 6) == 0);
     return child;
 }
 
@@ -1414,20 +1438,15 @@ static void push_two_to_the_stopped_child(struct event_base *base, rjq_queue *q,
     ASSERT_EQ(2, server_active_jobs(rc, qname));
 }
 
-TEST(worker_paused_past_its_lease_starts_none_of_its_stale_jobs) {
-    const char *qname = "paused";
+/* A worker paused past its lease (1 s) after it registered its slots;
+ * liveness_ms as given (-1: no beat, so only its claim's reply told it the
+ * server's clock before the pause). */
+static void paused_past_lease_case(const char *qname, long liveness_ms) {
     test_server s;
     server_start_guarded(&s, NULL);
     int fds[2];
-    pid_t child = spawn_stale_child(&s, qname, 1000, 0, fds);
+    pid_t child = spawn_stale_child(&s, qname, 1000, liveness_ms, fds);
     redisContext *rc = server_connect(&s);
-    /* The child registered its two slots for pushes (its first claim came
-     * back empty: that reply also told it the server's clock). */
-    double end = mono_ms() + 10000;
-    while (qcount(rc, "HLEN", qname, "idle") < 1) {
-        ASSERT(mono_ms() < end);
-        sleep_ms(10);
-    }
     ASSERT(kill(child, SIGSTOP) == 0);
 
     struct event_base *base = event_base_new();
@@ -1450,6 +1469,18 @@ TEST(worker_paused_past_its_lease_starts_none_of_its_stale_jobs) {
     wake_and_check_started_nothing(child, fds[0], base, c, rc, &s, qname);
 }
 
+TEST(worker_paused_past_its_lease_starts_none_of_its_stale_jobs) {
+    paused_past_lease_case("paused", 0);
+}
+
+/* With no liveness beat, the empty claim that registered the slots is the
+ * only thing that told the worker the server's clock; before, only a claim
+ * that got jobs did, so the woken worker took the time of the pushes (made
+ * before the pause) for the present and ran the stale jobs. */
+TEST(worker_paused_past_its_lease_before_any_job_knows_the_clock_from_its_empty_claim) {
+    paused_past_lease_case("paused0", -1);
+}
+
 /* The same with a long lease: the paused worker's liveness entry runs out
  * first (liveness_ms 1 s), another client returns its jobs and runs them;
  * when it wakes it starts none of them, although their lease has not
@@ -1461,11 +1492,6 @@ TEST(worker_paused_past_its_liveness_starts_none_of_the_jobs_taken_meanwhile) {
     int fds[2];
     pid_t child = spawn_stale_child(&s, qname, 60000, 1000, fds);
     redisContext *rc = server_connect(&s);
-    double end = mono_ms() + 10000;
-    while (qcount(rc, "HLEN", qname, "idle") < 1 || server_int(rc, "ZCARD t:{clients}:live") < 1) {
-        ASSERT(mono_ms() < end);
-        sleep_ms(10);
-    }
     /* The jobs are pushed to the stopped child; the parent's worker,
      * started after, sweeps the child once it has beaten steadily for its
      * own liveness_ms (1 s) and the child's entry ran out. */

@@ -28,39 +28,51 @@ typedef struct sentinel {
     char dir[128];
 } sentinel;
 
+/* Start a sentinel on a free port (another one when that one was taken
+ * meanwhile: see redis_listening). */
 static void sentinel_start(sentinel *s, int master_port) {
     memset(s, 0, sizeof *s);
     snprintf(s->dir, sizeof s->dir, "/tmp/rjq-sentinel-XXXXXX");
     ASSERT(mkdtemp(s->dir) != NULL);
-    s->port = free_port();
-    char conf[256];
+    char conf[256], log[256];
     snprintf(conf, sizeof conf, "%s/sentinel.conf", s->dir);
-    FILE *f = fopen(conf, "w");
-    ASSERT(f != NULL);
-    fprintf(f,
-            "port %d\nbind 127.0.0.1\ndir %s\nlogfile sentinel.log\n"
-            "sentinel monitor " MASTER " 127.0.0.1 %d 2\n"
-            "sentinel down-after-milliseconds " MASTER " 1000\n"
-            "sentinel failover-timeout " MASTER " 5000\n"
-            "sentinel parallel-syncs " MASTER " 1\n",
-            s->port, s->dir, master_port);
-    fclose(f);
-    s->pid = fork();
-    ASSERT(s->pid >= 0);
-    if (s->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        execlp("redis-sentinel", "redis-sentinel", conf, (char *)NULL);
-        _exit(127);
+    snprintf(log, sizeof log, "%s/sentinel.log", s->dir);
+    for (int attempt = 0; attempt < 5; attempt++) {
+        s->port = free_port();
+        FILE *f = fopen(conf, "w");
+        ASSERT(f != NULL);
+        fprintf(f,
+                "port %d\nbind 127.0.0.1\ndir %s\nlogfile sentinel.log\n"
+                "sentinel monitor " MASTER " 127.0.0.1 %d 2\n"
+                "sentinel down-after-milliseconds " MASTER " 1000\n"
+                "sentinel failover-timeout " MASTER " 5000\n"
+                "sentinel parallel-syncs " MASTER " 1\n",
+                s->port, s->dir, master_port);
+        fclose(f);
+        long from = file_size(log);
+        s->pid = fork();
+        ASSERT(s->pid >= 0);
+        if (s->pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            execlp("redis-sentinel", "redis-sentinel", conf, (char *)NULL);
+            _exit(127);
+        }
+        int listening = -1;
+        for (int i = 0; i < 1000 && (listening = redis_listening(&s->pid, log, from)) < 0; i++)
+            sleep_ms(10);
+        if (listening == 0) continue; /* its port was taken */
+        if (listening < 0) FAIL_AT(__FILE__, __LINE__, "redis-sentinel did not start on %d", s->port);
+        kill_on_abort(s->pid);
+        for (int i = 0; i < 500; i++) {
+            redisContext *rc = redisConnect("127.0.0.1", s->port);
+            int ok = rc && !rc->err;
+            if (rc) redisFree(rc);
+            if (ok) return;
+            sleep_ms(10);
+        }
+        FAIL_AT(__FILE__, __LINE__, "redis-sentinel did not answer on %d", s->port);
     }
-    kill_on_abort(s->pid);
-    for (int i = 0; i < 500; i++) {
-        redisContext *rc = redisConnect("127.0.0.1", s->port);
-        int ok = rc && !rc->err;
-        if (rc) redisFree(rc);
-        if (ok) return;
-        sleep_ms(10);
-    }
-    FAIL_AT(__FILE__, __LINE__, "redis-sentinel did not start on %d", s->port);
+    FAIL_AT(__FILE__, __LINE__, "redis-sentinel found no free port in 5 tries");
 }
 
 static void sentinel_stop(sentinel *s) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # rjq top, driven in a private tmux server (send-keys, capture-pane) against
 # a private redis-server: the queues of the registry with their numbers,
-# refreshed as they change, a queue picked with the arrow keys, q to quit.
+# refreshed as they change, wait and run times from the event stream, a
+# queue picked with the arrow keys, q to quit.
 #
 # Env: RJQ_BUILD (build dir holding the rjq binary).
 set -u
@@ -71,6 +72,28 @@ grep -q "3 queues" "$DIR/screen" || fail "the header counts 3 queues"
 wait_screen '^alpha: enqueued 4' || fail "alpha picked first"
 "${TMUX_CMD[@]}" send-keys -t top Down
 wait_screen '^beta: enqueued 2, completed 0' || fail "down picks beta"
+# wait and run times from the event stream: jobs of 150 ms run by a worker
+WORKER="$BUILD/rjq-gateway_worker"
+if [ -x "$WORKER" ]; then
+    REDIS_URL=$RJQ_URL "$WORKER" -c 4 timed >"$DIR/worker.log" 2>&1 &
+    worker_pid=$!
+    # (the jobs after top watches the queue: its worker makes it known)
+    wait_screen '^timed +0 ' || fail "timed appears with its worker"
+    sleep 0.5
+    for p in a b c; do "$RJQ_BIN" enqueue timed "sleep:150:$p" >/dev/null; done
+    wait_screen '^timed +0 +0 +0 +0 +3 ' || fail "timed's 3 jobs done"
+    # the columns keep the mean of the last jobs seen: wait a few ms, run ~150
+    awk '$1 == "timed" && $11 + 0 >= 150 && $11 + 0 < 1000 && $10 ~ /^[0-9.]+$/ { ok = 1 }
+         END { exit !ok }' "$DIR/screen" || fail "timed's WAIT and RUN ms columns"
+    "${TMUX_CMD[@]}" send-keys -t top Down Down
+    wait_screen '^timed: enqueued 3' || fail "down down picks timed"
+    wait_screen 'wait p50 <=[0-9.]+m?s p99 <=[0-9.]+m?s \(3 jobs\), run p50 <=(250|500)ms p99 <=(250|500)ms \(3 runs\)' ||
+        fail "timed's wait and run quantiles"
+    kill -TERM "$worker_pid" 2>/dev/null
+    wait "$worker_pid" 2>/dev/null
+else
+    fail "$WORKER is not built"
+fi
 "${TMUX_CMD[@]}" send-keys -t top q
 for _ in $(seq 50); do [ -s "$DIR/rc" ] && break; sleep 0.1; done
 [ "$(cat "$DIR/rc" 2>/dev/null)" = 0 ] || fail "q quits with exit 0 (got '$(cat "$DIR/rc" 2>/dev/null)')"

@@ -1,8 +1,9 @@
 /*
- * rjq serve's job timings (tools/serve/timing.c): which events make an
+ * The job timings of rjq serve and rjq top (tools/timing.c): which events make an
  * enqueue-to-start or a run time, the histogram's buckets, and the bounds
  * of the map of jobs in flight.
  */
+#include <math.h>
 #include <string.h>
 
 #include "harness.h"
@@ -105,3 +106,16 @@ TEST(observations_land_in_the_first_bucket_at_or_above_them) {
     ASSERT(h.sum > 5000.5 && h.sum < 5000.503);
 }
 
+
+TEST(a_quantile_is_the_bound_of_the_bucket_that_holds_it) {
+    timing_hist h;
+    memset(&h, 0, sizeof h);
+    ASSERT(timing_quantile(&h, 0.5) == -1); /* nothing observed */
+    for (int i = 0; i < 98; i++) timing_observe(&h, 0.003); /* le 0.005 */
+    timing_observe(&h, 0.2);                                /* le 0.25 */
+    timing_observe(&h, 2000);                               /* +Inf */
+    ASSERT(timing_quantile(&h, 0.5) == 0.005);
+    ASSERT(timing_quantile(&h, 0.98) == 0.005);
+    ASSERT(timing_quantile(&h, 0.99) == 0.25);
+    ASSERT(isinf(timing_quantile(&h, 1.0)));
+}

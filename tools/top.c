@@ -7,7 +7,10 @@
  * something happened, so a busy queue is seen moving and an idle one costs
  * a few commands per interval. Rates are the counters' differences over
  * the time between two refreshes; the sparkline is the last 24 rates of
- * completions.
+ * completions. Wait (enqueue to first start) and run times come from the
+ * same event stream (timing.c, as in rjq serve): the mean of the jobs seen
+ * by the last refresh that saw any, and the picked queue's p50 and p99
+ * since top started.
  *
  * Keys: up/down (or k/j) pick a queue, whose every number shows at the
  * bottom; q quits.
@@ -16,6 +19,7 @@
  */
 #include "top.h"
 
+#include <math.h>
 #include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,26 +29,37 @@
 
 #include <curses.h>
 
+#include "timing.h"
+
 #define MAX_QUEUES 1000
 #define SPARK 24
 #define EVENT_DELAY_MS 100
+#define TIMING_JOBS 100000           /* jobs in flight measured at most */
+#define TIMING_MAX_AGE_MS 3600000    /* a job unseen this long is forgotten */
+#define SWEEP_EVERY 60               /* refreshes between two sweeps */
+
+typedef struct top top;
 
 typedef struct row {
+    top *t;
     char name[201];
     rjq_queue *q;
     rjq_monitor *m;
     rjq_stats s, prev;
     int have, have_prev;
     double done_rate, fail_rate, in_rate;
+    timing_hist wait, run;           /* since top started */
+    timing_hist wait_seen, run_seen; /* the same at the previous refresh */
+    double wait_ms, run_ms;          /* the last means (see rates); -1: none yet */
     double spark[SPARK];
     int nspark;
 } row;
 
-typedef struct top {
+struct top {
     struct event_base *base;
     rjq_client *c;
     long interval_ms;
-    row *rows;
+    row **rows;            /* each row stays where it is: its monitor points to it */
     size_t n;
     int sel;
     int pending;           /* stats replies still due this refresh */
@@ -53,9 +68,11 @@ typedef struct top {
     double refreshed_at;   /* monotonic seconds */
     double dt;
     struct event *tick, *soon, *keys;
+    timing_map times;      /* job id -> enqueue and start times */
+    unsigned long refreshes;
     char status[160];
     int quit;
-} top;
+};
 
 static double now_s(void) {
     struct timespec ts;
@@ -79,26 +96,46 @@ static void spark_line(const row *r, char *out, size_t size) {
     }
 }
 
+/* A mean in ms for a column: "-" when no job was seen. */
+static void ms_cell(double ms, char *out, size_t size) {
+    if (ms < 0) snprintf(out, size, "-");
+    else if (ms < 10) snprintf(out, size, "%.2f", ms);
+    else if (ms < 100000) snprintf(out, size, "%.0f", ms);
+    else snprintf(out, size, "%.0fs", ms / 1000);
+}
+
+/* A quantile's bucket bound: "<=5ms", "<=2.5s", ">900s", "-". */
+static void bound_cell(double s, char *out, size_t size) {
+    if (s < 0) snprintf(out, size, "-");
+    else if (isinf(s)) snprintf(out, size, ">%gs", timing_bounds[TIMING_BUCKETS - 1]);
+    else if (s < 1) snprintf(out, size, "<=%gms", s * 1000);
+    else snprintf(out, size, "<=%gs", s);
+}
+
 static void draw(top *t) {
     erase();
     int h = LINES, w = COLS;
     attron(A_BOLD);
     mvprintw(0, 0, "rjq top: %zu%s queue%s, refresh %ld ms   (up/down: pick, q: quit)", t->n,
              t->n == MAX_QUEUES ? " (the first)" : "", t->n == 1 ? "" : "s", t->interval_ms);
-    mvprintw(2, 0, "%-24s %9s %9s %9s %9s %9s %8s %8s %8s  %s", "QUEUE", "READY", "DELAYED",
-             "ACTIVE", "DEAD", "DONE", "IN/s", "DONE/s", "FAIL/s", "DONE/s HISTORY");
+    mvprintw(2, 0, "%-24s %9s %9s %9s %9s %9s %8s %8s %8s %8s %8s  %s", "QUEUE", "READY",
+             "DELAYED", "ACTIVE", "DEAD", "DONE", "IN/s", "DONE/s", "FAIL/s", "WAIT ms", "RUN ms",
+             "DONE/s HISTORY");
     attroff(A_BOLD);
     int first = 3, room = h - first - 4;
     int top_row = t->sel >= room ? t->sel - room + 1 : 0;
     for (int i = 0; i < room && (size_t)(top_row + i) < t->n; i++) {
-        const row *r = &t->rows[top_row + i];
-        char spark[SPARK * 4 + 1];
+        const row *r = t->rows[top_row + i];
+        char spark[SPARK * 4 + 1], wait[32], run[32];
         spark_line(r, spark, sizeof spark);
+        ms_cell(r->wait_ms, wait, sizeof wait);
+        ms_cell(r->run_ms, run, sizeof run);
         if (top_row + i == t->sel) attron(A_REVERSE);
         if (r->have)
-            mvprintw(first + i, 0, "%-24.24s %9lld %9lld %9lld %9lld %9lld %8.1f %8.1f %8.1f  %s%s",
+            mvprintw(first + i, 0,
+                     "%-24.24s %9lld %9lld %9lld %9lld %9lld %8.1f %8.1f %8.1f %8s %8s  %s%s",
                      r->name, r->s.ready, r->s.delayed, r->s.active, r->s.dead_depth,
-                     r->s.completed, r->in_rate, r->done_rate, r->fail_rate, spark,
+                     r->s.completed, r->in_rate, r->done_rate, r->fail_rate, wait, run, spark,
                      r->s.paused ? "  PAUSED" : "");
         else
             mvprintw(first + i, 0, "%-24.24s %9s", r->name, "...");
@@ -107,12 +144,21 @@ static void draw(top *t) {
     if (t->n == 0)
         mvprintw(first, 0, "(no queue yet: queues appear once something enqueues to them or "
                            "a worker runs on them)");
-    if (t->n > 0 && (size_t)t->sel < t->n && t->rows[t->sel].have) {
-        const rjq_stats *s = &t->rows[t->sel].s;
-        mvprintw(h - 3, 0, "%s: enqueued %lld, completed %lld, failed %lld, retried %lld, "
+    if (t->n > 0 && (size_t)t->sel < t->n && t->rows[t->sel]->have) {
+        const row *r = t->rows[t->sel];
+        const rjq_stats *s = &r->s;
+        char w50[32], w99[32], r50[32], r99[32];
+        bound_cell(timing_quantile(&r->wait, 0.5), w50, sizeof w50);
+        bound_cell(timing_quantile(&r->wait, 0.99), w99, sizeof w99);
+        bound_cell(timing_quantile(&r->run, 0.5), r50, sizeof r50);
+        bound_cell(timing_quantile(&r->run, 0.99), r99, sizeof r99);
+        mvprintw(h - 4, 0, "%s: enqueued %lld, completed %lld, failed %lld, retried %lld, "
                            "dead %lld, reclaimed %lld, replayed %lld, cancelled %lld",
-                 t->rows[t->sel].name, s->enqueued, s->completed, s->failed, s->retried, s->dead,
+                 r->name, s->enqueued, s->completed, s->failed, s->retried, s->dead,
                  s->reclaimed, s->replayed, s->cancelled);
+        mvprintw(h - 3, 0, "  since top started: wait p50 %s p99 %s (%llu jobs), run p50 %s p99 %s "
+                           "(%llu runs)",
+                 w50, w99, r->wait.count, r50, r99, r->run.count);
         mvprintw(h - 2, 0, "  limits: concurrency %lld, rate %lld per %lld ms; %s",
                  s->limit_concurrency, s->limit_rate, s->limit_rate_window_ms,
                  s->paused ? "paused" : "running");
@@ -126,15 +172,33 @@ static void draw(top *t) {
 static void refresh_now(top *t);
 
 static void on_event(rjq_client *c, const char *event, const char *id, void *data) {
-    (void)c, (void)event, (void)id;
-    top *t = data;
+    (void)c;
+    row *r = data;
+    top *t = r->t;
+    double wait_s, run_s;
+    timing_event(&t->times, r, event, id, r->m ? rjq_monitor_time(r->m) : 0, &wait_s, &run_s);
+    if (wait_s >= 0) timing_observe(&r->wait, wait_s);
+    if (run_s >= 0) timing_observe(&r->run, run_s);
     if (!evtimer_pending(t->soon, NULL)) {
         struct timeval tv = {0, EVENT_DELAY_MS * 1000};
         evtimer_add(t->soon, &tv);
     }
 }
 
+static double mean_ms(const timing_hist *h, const timing_hist *seen) {
+    unsigned long long n = h->count - seen->count;
+    return n ? (h->sum - seen->sum) * 1000.0 / (double)n : -1;
+}
+
+/* Rates since the last refresh; the latency columns keep the mean of the
+ * jobs seen by the last refresh that saw any (an idle queue keeps its
+ * last numbers rather than blinking). */
 static void rates(top *t, row *r) {
+    double wait = mean_ms(&r->wait, &r->wait_seen), run = mean_ms(&r->run, &r->run_seen);
+    if (wait >= 0) r->wait_ms = wait;
+    if (run >= 0) r->run_ms = run;
+    r->wait_seen = r->wait;
+    r->run_seen = r->run;
     if (!r->have_prev || t->dt <= 0) return;
     r->done_rate = (double)(r->s.completed - r->prev.completed) / t->dt;
     r->fail_rate = (double)(r->s.failed - r->prev.failed) / t->dt;
@@ -154,7 +218,7 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) 
     stats_req *req = data;
     top *t = req->t;
     if (status == RJQ_OK && req->i < t->n) {
-        row *r = &t->rows[req->i];
+        row *r = t->rows[req->i];
         r->prev = r->s;
         r->have_prev = r->have;
         r->s = *s;
@@ -172,7 +236,7 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) 
 
 static row *find_row(top *t, const char *name) {
     for (size_t i = 0; i < t->n; i++)
-        if (strcmp(t->rows[i].name, name) == 0) return &t->rows[i];
+        if (strcmp(t->rows[i]->name, name) == 0) return t->rows[i];
     return NULL;
 }
 
@@ -189,26 +253,38 @@ static void on_names(rjq_client *c, int status, const char *const *names, size_t
         return;
     }
     char picked[201];
-    snprintf(picked, sizeof picked, "%s", (size_t)t->sel < t->n ? t->rows[t->sel].name : "");
+    snprintf(picked, sizeof picked, "%s", (size_t)t->sel < t->n ? t->rows[t->sel]->name : "");
     for (size_t i = 0; i < n && t->n < MAX_QUEUES; i++) {
         /* (a name no queue can have: written there by someone else) */
-        if (strlen(names[i]) >= sizeof t->rows[0].name || find_row(t, names[i])) continue;
-        row *r = &t->rows[t->n];
-        memset(r, 0, sizeof *r);
+        if (strlen(names[i]) >= sizeof t->rows[0]->name || find_row(t, names[i])) continue;
+        row *r = calloc(1, sizeof *r);
+        if (r == NULL) break;
+        r->t = t;
+        r->wait_ms = r->run_ms = -1;
         snprintf(r->name, sizeof r->name, "%s", names[i]);
-        if (rjq_queue_open(t->c, r->name, NULL, &r->q) != RJQ_OK) continue;
-        rjq_queue_monitor(r->q, on_event, t, &r->m); /* (without it: the interval only) */
-        t->n++;
+        if (rjq_queue_open(t->c, r->name, NULL, &r->q) != RJQ_OK) {
+            free(r);
+            continue;
+        }
+        /* (without a monitor: the interval only, and no timings) */
+        if (rjq_queue_monitor(r->q, on_event, r, &r->m) != RJQ_OK) r->m = NULL;
+        t->rows[t->n++] = r;
     }
     /* names come sorted from the registry; new ones at the end: sort all */
     for (size_t i = 1; i < t->n; i++)
-        for (size_t j = i; j > 0 && strcmp(t->rows[j - 1].name, t->rows[j].name) > 0; j--) {
-            row tmp = t->rows[j];
+        for (size_t j = i; j > 0 && strcmp(t->rows[j - 1]->name, t->rows[j]->name) > 0; j--) {
+            row *tmp = t->rows[j];
             t->rows[j] = t->rows[j - 1];
             t->rows[j - 1] = tmp;
         }
     for (size_t i = 0; i < t->n; i++) /* the pick stays on its queue */
-        if (strcmp(t->rows[i].name, picked) == 0) t->sel = (int)i;
+        if (strcmp(t->rows[i]->name, picked) == 0) t->sel = (int)i;
+    if (++t->refreshes % SWEEP_EVERY == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        timing_sweep(&t->times, (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+                     TIMING_MAX_AGE_MS);
+    }
     double now = now_s();
     t->dt = t->refreshed_at > 0 ? now - t->refreshed_at : 0;
     t->refreshed_at = now;
@@ -219,7 +295,7 @@ static void on_names(rjq_client *c, int status, const char *const *names, size_t
         req->t = t;
         req->i = i;
         t->pending++;
-        if (rjq_queue_stats(t->rows[i].q, on_stats, req) != RJQ_OK) {
+        if (rjq_queue_stats(t->rows[i]->q, on_stats, req) != RJQ_OK) {
             free(req);
             t->pending--;
         }
@@ -273,13 +349,15 @@ int rjq_top(struct event_base *base, rjq_client *c, long interval_ms) {
     t.c = c;
     t.interval_ms = interval_ms;
     t.rows = calloc(MAX_QUEUES, sizeof *t.rows);
+    int timing_ok = timing_map_init(&t.times, TIMING_JOBS) == 0;
     struct timeval tv = {interval_ms / 1000, (interval_ms % 1000) * 1000};
     t.tick = event_new(base, -1, EV_PERSIST, on_tick, &t);
     t.soon = evtimer_new(base, on_tick, &t);
     t.keys = event_new(base, STDIN_FILENO, EV_READ | EV_PERSIST, on_keys, &t);
-    if (t.rows == NULL || t.tick == NULL || t.soon == NULL || t.keys == NULL) {
+    if (t.rows == NULL || !timing_ok || t.tick == NULL || t.soon == NULL || t.keys == NULL) {
         fprintf(stderr, "rjq: top: out of memory\n");
         rjq_client_free(c);
+        timing_map_free(&t.times);
         if (t.tick) event_free(t.tick);
         if (t.soon) event_free(t.soon);
         if (t.keys) event_free(t.keys);
@@ -304,6 +382,8 @@ int rjq_top(struct event_base *base, rjq_client *c, long interval_ms) {
     event_free(t.tick);
     event_free(t.soon);
     event_free(t.keys);
-    free(t.rows); /* the queue handles and monitors go with the client */
+    for (size_t i = 0; i < t.n; i++) free(t.rows[i]); /* their handles went with the client */
+    free(t.rows);
+    timing_map_free(&t.times);
     return 0;
 }

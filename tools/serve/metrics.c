@@ -3,7 +3,7 @@
  *
  * The queues' families are rjq metrics' (statsfmt.c), from the stats the
  * server refreshes every second; then the timings of the jobs seen since
- * the server started (timing.c):
+ * the server started (tools/timing.c):
  *   rjq_job_wait_seconds   histogram: enqueue to first start (delays included)
  *   rjq_job_run_seconds    histogram: start to completion or failure, per run
  * and the server's own numbers (rjq_serve_*).

@@ -3,7 +3,7 @@
  *
  *   server.c   listening, routing, auth, replies, signals, the lifetime
  *   queues.c   the queues served: handles, monitors, stats refresh, rates
- *   timing.c   enqueue-to-start and run-time histograms from job events
+ *   ../timing.c enqueue-to-start and run-time histograms from job events
  *   api.c      the /v1 routes but enqueue
  *   enqueue.c  POST /v1/queues/{q}/jobs, with ?wait= (requests that wait)
  *   sse.c      GET /v1/events (Server-Sent Events)

@@ -1,6 +1,7 @@
 /* Job timings from events: see timing.h. */
 #include "timing.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,17 @@ void timing_observe(timing_hist *h, double seconds) {
     h->le[i]++;
     h->count++;
     h->sum += seconds;
+}
+
+double timing_quantile(const timing_hist *h, double q) {
+    if (h->count == 0) return -1;
+    double want = q * (double)h->count;
+    unsigned long long cum = 0;
+    for (size_t i = 0; i < TIMING_BUCKETS; i++) {
+        cum += h->le[i];
+        if ((double)cum >= want) return timing_bounds[i];
+    }
+    return INFINITY;
 }
 
 int timing_map_init(timing_map *m, size_t max) {

@@ -8,8 +8,8 @@
  * it. The map of jobs in flight is bounded (a job past the bound is not
  * measured) and forgets jobs whose end was never seen (timing_sweep).
  */
-#ifndef RJQ_TOOLS_SERVE_TIMING_H
-#define RJQ_TOOLS_SERVE_TIMING_H
+#ifndef RJQ_TOOLS_TIMING_H
+#define RJQ_TOOLS_TIMING_H
 
 #include <stddef.h>
 
@@ -25,6 +25,12 @@ typedef struct timing_hist {
 } timing_hist;
 
 void timing_observe(timing_hist *h, double seconds);
+
+/* The upper bound (seconds) of the bucket holding the q-quantile (0 < q
+ * <= 1) of h's observations: at least that fraction of them took at most
+ * this long. -1 when h is empty; INFINITY when it lies past the last
+ * bound. */
+double timing_quantile(const timing_hist *h, double q);
 
 typedef struct timing_entry timing_entry;
 

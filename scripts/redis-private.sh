@@ -57,17 +57,24 @@ redis_alive() {
 }
 
 redis_private_start() {
-    local dir=${1:?usage: redis_private_start DIR} attempt
+    local dir=${1:?usage: redis_private_start DIR} attempt from
     for attempt in 1 2 3 4 5; do
         redis_port=$(redis_free_port) || break
         redis_pid=
         rm -f "$dir/redis.pid"
+        # this start's log lines: past what earlier tries wrote
+        from=$(($(wc -c 2>/dev/null <"$dir/redis.log" || echo 0) + 1))
         redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$dir" \
             --save '' --appendonly no --daemonize yes \
             --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >/dev/null || continue
         for _ in $(seq 200); do # up to 10 s
             [ -z "$redis_pid" ] && [ -s "$dir/redis.pid" ] && redis_pid=$(cat "$dir/redis.pid")
-            if [ -n "$redis_pid" ] && redis_ping "$redis_port"; then
+            # Ours listens once its log says "Server initialized" (its pid
+            # file comes before its sockets since Redis 7.2): until then a
+            # server answering may be another one given the same port.
+            if [ -n "$redis_pid" ] && redis_alive "$redis_pid" &&
+                tail -c "+$from" "$dir/redis.log" 2>/dev/null | grep -q "Server initialized" &&
+                redis_ping "$redis_port"; then
                 redis_url="redis://127.0.0.1:$redis_port"
                 return 0
             fi

@@ -80,14 +80,14 @@ static int file_has(const char *path, long from, const char *needle) {
     return found;
 }
 
-int redis_listening(pid_t *pid, const char *log, long from) {
+int redis_listening(pid_t *pid, const char *log, long from, const char *ready) {
     int status;
     if (waitpid(*pid, &status, WNOHANG) == *pid) {
         *pid = 0;
         if (file_has(log, from, "Address already in use")) return 0;
         FAIL_AT(__FILE__, __LINE__, "redis-server exited (see %s)", log);
     }
-    return file_has(log, from, "Running mode=") ? 1 : -1;
+    return file_has(log, from, ready) ? 1 : -1;
 }
 
 /* Start redis-server on s->port and wait until it answers. Returns 0 when
@@ -131,9 +131,10 @@ static int spawn(test_server *s, const char *const *extra) {
         execvp("redis-server", (char *const *)argv);
         _exit(127);
     }
-    int listening = -1;
     for (int i = 0; i < 1000; i++) {
-        if (listening != 1 && (listening = redis_listening(&s->pid, log, from)) == 0) return 0;
+        /* (checked on every pass: our server may fail after that line) */
+        int listening = redis_listening(&s->pid, log, from, "Server initialized");
+        if (listening == 0) return 0;
         if (listening == 1 && s->tls && tcp_listening(s->port)) return 1; /* TLS: listening is enough */
         if (listening == 1 && !s->tls) {
             redisContext *rc = redisConnect(s->bind[0] ? s->bind : "127.0.0.1", s->port);

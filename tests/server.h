@@ -47,12 +47,15 @@ void server_restart(test_server *s, const char *const *extra);
 /* The size of a file (0 when it is missing). */
 long file_size(const char *path);
 /* Has the redis-server or redis-sentinel *pid, logging to log (its lines
- * past offset from are this start's), started listening? 1: its log says
- * so ("Running mode=", written once its sockets listen); -1: not yet; 0:
- * it exited because its port was taken (*pid is then 0). Any other exit
- * fails the test. Until it says so, a server answering on the port may be
- * another test's, given the same free port at the same time. */
-int redis_listening(pid_t *pid, const char *log, long from);
+ * past offset from are this start's), started listening? 1: its log has
+ * the line ready, one written after its sockets listen in every version
+ * ("Server initialized" for a server: before it loads its data;
+ * "Sentinel ID is" for a sentinel; "Running mode=" comes before the
+ * sockets since 7.2); -1: not yet; 0: it exited because its port was taken
+ * (*pid is then 0). Any other exit fails the test. Until then, a server
+ * answering on the port may be another test's, given the same free port
+ * at the same time. */
+int redis_listening(pid_t *pid, const char *log, long from, const char *ready);
 
 /* Process hygiene: a failed ASSERT aborts (a crash or a sanitizer report
  * may end the process too). SIGKILL the processes named here on the way

@@ -58,7 +58,9 @@ static void sentinel_start(sentinel *s, int master_port) {
             _exit(127);
         }
         int listening = -1;
-        for (int i = 0; i < 1000 && (listening = redis_listening(&s->pid, log, from)) < 0; i++)
+        for (int i = 0; i < 1000 && (listening = redis_listening(&s->pid, log, from,
+                                                                 "Sentinel ID is")) < 0;
+             i++)
             sleep_ms(10);
         if (listening == 0) continue; /* its port was taken */
         if (listening < 0) FAIL_AT(__FILE__, __LINE__, "redis-sentinel did not start on %d", s->port);

@@ -18,8 +18,14 @@ command -v tmux >/dev/null || die "tmux not found (scripts/install-deps.sh insta
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/redis-private.sh"
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/rjq-top-test.XXXXXX") || die "mktemp failed"
 TMUX_CMD=(tmux -S "$DIR/tmux.sock")
+worker_pid=
 cleanup() {
     "${TMUX_CMD[@]}" kill-server 2>/dev/null # our private tmux server only
+    if [ -n "$worker_pid" ]; then # (while Redis is up: it stops at once)
+        kill -TERM "$worker_pid" 2>/dev/null
+        for _ in $(seq 50); do kill -0 "$worker_pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$worker_pid" 2>/dev/null
+    fi
     redis_private_stop
     rm -rf "$DIR"
 }
@@ -91,6 +97,7 @@ if [ -x "$WORKER" ]; then
         fail "timed's wait and run quantiles"
     kill -TERM "$worker_pid" 2>/dev/null
     wait "$worker_pid" 2>/dev/null
+    worker_pid=
 else
     fail "$WORKER is not built"
 fi

@@ -21,6 +21,7 @@
 
 #include <math.h>
 #include <locale.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +83,8 @@ static double now_s(void) {
 
 /* ---- drawing ---------------------------------------------------------------- */
 
-static void spark_line(const row *r, char *out, size_t size) {
+/* The last `room` rates (room < 0: none) as block characters. */
+static void spark_line(const row *r, int room, char *out, size_t size) {
     static const char *const blocks[] = {"\u2581", "\u2582", "\u2583", "\u2584",
                                          "\u2585", "\u2586", "\u2587", "\u2588"};
     double max = 0;
@@ -90,7 +92,8 @@ static void spark_line(const row *r, char *out, size_t size) {
         if (r->spark[i] > max) max = r->spark[i];
     size_t len = 0;
     out[0] = '\0';
-    for (int i = 0; i < r->nspark && len + 4 < size; i++) {
+    int start = room < 0 ? r->nspark : room < r->nspark ? r->nspark - room : 0;
+    for (int i = start; i < r->nspark && len + 4 < size; i++) {
         int level = max > 0 ? (int)(r->spark[i] / max * 7.0 + 0.5) : 0;
         len += (size_t)snprintf(out + len, size - len, "%s", blocks[level]);
     }
@@ -100,8 +103,7 @@ static void spark_line(const row *r, char *out, size_t size) {
 static void ms_cell(double ms, char *out, size_t size) {
     if (ms < 0) snprintf(out, size, "-");
     else if (ms < 10) snprintf(out, size, "%.2f", ms);
-    else if (ms < 100000) snprintf(out, size, "%.0f", ms);
-    else snprintf(out, size, "%.0fs", ms / 1000);
+    else snprintf(out, size, "%.0f", ms);
 }
 
 /* A quantile's bucket bound: "<=5ms", "<=2.5s", ">900s", "-". */
@@ -112,13 +114,29 @@ static void bound_cell(double s, char *out, size_t size) {
     else snprintf(out, size, "<=%gs", s);
 }
 
+/* A line at row y, cut at the terminal's width (a wrapped line would be
+ * overwritten by the next). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void put_line(int y, const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if (n >= (int)sizeof line) n = (int)sizeof line - 1;
+    mvaddnstr(y, 0, line, n < COLS ? n : COLS);
+}
+
 static void draw(top *t) {
     erase();
     int h = LINES, w = COLS;
     attron(A_BOLD);
-    mvprintw(0, 0, "rjq top: %zu%s queue%s, refresh %ld ms   (up/down: pick, q: quit)", t->n,
+    put_line(0, "rjq top: %zu%s queue%s, refresh %ld ms   (up/down: pick, q: quit)", t->n,
              t->n == MAX_QUEUES ? " (the first)" : "", t->n == 1 ? "" : "s", t->interval_ms);
-    mvprintw(2, 0, "%-24s %9s %9s %9s %9s %9s %8s %8s %8s %8s %8s  %s", "QUEUE", "READY",
+    put_line(2, "%-24s %9s %9s %9s %9s %9s %8s %8s %8s %8s %8s  %s", "QUEUE", "READY",
              "DELAYED", "ACTIVE", "DEAD", "DONE", "IN/s", "DONE/s", "FAIL/s", "WAIT ms", "RUN ms",
              "DONE/s HISTORY");
     attroff(A_BOLD);
@@ -126,23 +144,29 @@ static void draw(top *t) {
     int top_row = t->sel >= room ? t->sel - room + 1 : 0;
     for (int i = 0; i < room && (size_t)(top_row + i) < t->n; i++) {
         const row *r = t->rows[top_row + i];
-        char spark[SPARK * 4 + 1], wait[32], run[32];
-        spark_line(r, spark, sizeof spark);
+        char line[512], spark[SPARK * 4 + 1], wait[32], run[32];
         ms_cell(r->wait_ms, wait, sizeof wait);
         ms_cell(r->run_ms, run, sizeof run);
+        int len = r->have ? snprintf(line, sizeof line,
+                                     "%-24.24s %9lld %9lld %9lld %9lld %9lld %8.1f %8.1f %8.1f %8s %8s",
+                                     r->name, r->s.ready, r->s.delayed, r->s.active,
+                                     r->s.dead_depth, r->s.completed, r->in_rate, r->done_rate,
+                                     r->fail_rate, wait, run)
+                          : snprintf(line, sizeof line, "%-24.24s %9s", r->name, "...");
+        if (len < 0 || len >= (int)sizeof line) len = (int)sizeof line - 1;
+        /* what does not fit the terminal goes: the history first, then
+         * the numbers on the right (a wrapped line would hide the next) */
+        const char *paused = r->have && r->s.paused ? "  PAUSED" : "";
+        int spark_room = w - len - 2 - (int)strlen(paused);
+        spark_line(r, r->have ? spark_room : -1, spark, sizeof spark);
         if (top_row + i == t->sel) attron(A_REVERSE);
-        if (r->have)
-            mvprintw(first + i, 0,
-                     "%-24.24s %9lld %9lld %9lld %9lld %9lld %8.1f %8.1f %8.1f %8s %8s  %s%s",
-                     r->name, r->s.ready, r->s.delayed, r->s.active, r->s.dead_depth,
-                     r->s.completed, r->in_rate, r->done_rate, r->fail_rate, wait, run, spark,
-                     r->s.paused ? "  PAUSED" : "");
-        else
-            mvprintw(first + i, 0, "%-24.24s %9s", r->name, "...");
+        mvaddnstr(first + i, 0, line, w > 0 ? (len < w ? len : w) : 0);
+        if (len < w && r->have)
+            printw("%s%s%s", spark[0] ? "  " : "", spark, len + (int)strlen(paused) < w ? paused : "");
         if (top_row + i == t->sel) attroff(A_REVERSE);
     }
     if (t->n == 0)
-        mvprintw(first, 0, "(no queue yet: queues appear once something enqueues to them or "
+        put_line(first, "(no queue yet: queues appear once something enqueues to them or "
                            "a worker runs on them)");
     if (t->n > 0 && (size_t)t->sel < t->n && t->rows[t->sel]->have) {
         const row *r = t->rows[t->sel];
@@ -152,14 +176,14 @@ static void draw(top *t) {
         bound_cell(timing_quantile(&r->wait, 0.99), w99, sizeof w99);
         bound_cell(timing_quantile(&r->run, 0.5), r50, sizeof r50);
         bound_cell(timing_quantile(&r->run, 0.99), r99, sizeof r99);
-        mvprintw(h - 4, 0, "%s: enqueued %lld, completed %lld, failed %lld, retried %lld, "
+        put_line(h - 4, "%s: enqueued %lld, completed %lld, failed %lld, retried %lld, "
                            "dead %lld, reclaimed %lld, replayed %lld, cancelled %lld",
                  r->name, s->enqueued, s->completed, s->failed, s->retried, s->dead,
                  s->reclaimed, s->replayed, s->cancelled);
-        mvprintw(h - 3, 0, "  since top started: wait p50 %s p99 %s (%llu jobs), run p50 %s p99 %s "
+        put_line(h - 3, "  since top started: wait p50 %s p99 %s (%llu jobs), run p50 %s p99 %s "
                            "(%llu runs)",
                  w50, w99, r->wait.count, r50, r99, r->run.count);
-        mvprintw(h - 2, 0, "  limits: concurrency %lld, rate %lld per %lld ms; %s",
+        put_line(h - 2, "  limits: concurrency %lld, rate %lld per %lld ms; %s",
                  s->limit_concurrency, s->limit_rate, s->limit_rate_window_ms,
                  s->paused ? "paused" : "running");
     }

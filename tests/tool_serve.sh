@@ -303,6 +303,110 @@ req POST "/v1/queues/bw3/jobs?wait=1000" --data z; expect 503 'max-requests'
 kill -TERM "$SPID"; wait "$SPID"; RC=$?
 CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "bounded server exit $RC: $(cat "$DIR/bounded.err")"
 
+# ---- --request-timeout: 408 for a request that does not arrive whole ----------------------------
+# (1.5 s: a trickled header, a partial body, a request pipelined behind a
+# wait that outlasts the deadline get 408 and a close; a slow request that
+# ends in time, a wait and an event stream longer than it, and an idle
+# kept-alive connection are left alone)
+start_serve deadline --request-timeout 1500
+python3 - "${BASE#http://}" "$DIR/deadline" <<'PY'
+import socket, sys, threading, time
+host, port = sys.argv[1].rsplit(':', 1)
+out = {}
+
+def conn():
+    return socket.create_connection((host, int(port)))
+
+def read_all(s, limit):
+    s.settimeout(0.2)
+    data, end = b'', time.time() + limit
+    while time.time() < end:
+        try:
+            d = s.recv(65536)
+        except socket.timeout:
+            continue
+        except OSError:
+            break
+        if not d:
+            return data, True
+        data += d
+    return data, False
+
+def trickle():  # a header trickled a byte at a time, for good
+    s = conn(); t0 = time.time()
+    s.sendall(b'GET /healthz HTTP/1.1\r\nHost: x\r\n')
+    s.settimeout(0.25)
+    data, closed = b'', False
+    while time.time() - t0 < 8 and not closed:
+        try: s.sendall(b'X')
+        except OSError: pass
+        try:
+            d = s.recv(4096)
+            if d: data += d
+            else: closed = True
+        except socket.timeout: pass
+        except OSError: closed = True
+    out['trickle'] = (data.split(b'\r\n')[0], closed, time.time() - t0)
+
+def partial_body():  # 10 of 100 bytes, then nothing
+    s = conn(); t0 = time.time()
+    s.sendall(b'POST /v1/queues/dl/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789')
+    data, closed = read_all(s, 8)
+    out['body'] = (data.split(b'\r\n')[0], closed, time.time() - t0)
+
+def slow_ok():  # a whole request over ~1 s: answered
+    s = conn(); req = b'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'
+    for i in range(len(req)):
+        s.sendall(req[i:i + 1]); time.sleep(1.0 / len(req))
+    data, _ = read_all(s, 3)
+    out['slow'] = data.split(b'\r\n')[0]
+
+def long_wait_then_pipelined():  # a 3 s wait; a partial request behind it, sent with it and later
+    s = conn(); t0 = time.time()
+    s.sendall(b'POST /v1/queues/dl/jobs?wait=3000 HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nw'
+              b'GET /healthz HTTP/1.1\r\n')
+    time.sleep(0.5)
+    s.sendall(b'Host: x\r\n')  # (while the wait is answered: no clock runs yet)
+    data, closed = read_all(s, 9)
+    lines = [l.rstrip(b'\r') for l in data.split(b'\n') if l.startswith(b'HTTP/1.1 ')]
+    out['pipelined'] = (lines, closed, time.time() - t0)
+
+def idle_keepalive():  # a whole request, then silence past the deadline
+    s = conn()
+    s.sendall(b'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+    first, _ = read_all(s, 1)
+    more, closed = read_all(s, 3)
+    out['idle'] = (first.split(b'\r\n')[0], more, closed)
+
+def stream():  # an event stream open past the deadline (bytes sent on it meanwhile)
+    s = conn()
+    s.sendall(b'GET /v1/events HTTP/1.1\r\nHost: x\r\n\r\n')
+    time.sleep(0.5)
+    s.sendall(b'GET /healthz HTTP/1.1\r\n')
+    data, closed = read_all(s, 3.5)
+    out['stream'] = (data.split(b'\r\n')[0], closed)
+
+ts = [threading.Thread(target=f) for f in (trickle, partial_body, slow_ok, long_wait_then_pipelined,
+                                           idle_keepalive, stream)]
+for t in ts: t.start()
+for t in ts: t.join()
+with open(sys.argv[2], 'w') as f:
+    for k in sorted(out): f.write('%s %r\n' % (k, out[k]))
+PY
+CHECKS=$((CHECKS + 1))
+check_line() { grep -q -- "$2" "$DIR/deadline" || fail "request-timeout, $1: $(grep "^$1 " "$DIR/deadline")"; }
+check_line trickle "^trickle (b'HTTP/1.1 408 Request Timeout', True, [1-3]\."
+check_line body "^body (b'HTTP/1.1 408 Request Timeout', True, [1-3]\."
+check_line slow "^slow b'HTTP/1.1 200 OK'"
+# the wait's 202 after 3 s, then the pipelined partial request's 408 1.5 s later
+check_line pipelined "^pipelined (\[b'HTTP/1.1 202 Accepted', b'HTTP/1.1 408 Request Timeout'\], True, [4-6]\."
+check_line idle "^idle (b'HTTP/1.1 200 OK', b'', False)"
+check_line stream "^stream (b'HTTP/1.1 200 OK', False)"
+req GET /v1/server; expect 200 '"timed_out":3'
+req GET /metrics; expect 200 'rjq_serve_request_timeouts_total 3'
+kill -TERM "$SPID"; wait "$SPID"; RC=$?
+CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "deadline server exit $RC: $(cat "$DIR/deadline.err")"
+
 # ---- SIGTERM: a waiting request gets 202 with its job's id; exit 0 -----------------------------
 BASE=$MAIN
 curl -s -D "$DIR/wait.h" -o "$DIR/wait.b" -X POST --data never "$MAIN/v1/queues/t/jobs?wait=30000" &

@@ -94,13 +94,15 @@ void api_server(server *s, struct evhttp_request *req) {
                                   "maxmemory_policy", s->memory.maxmemory_policy,
                                   "can_evict_jobs", s->memory.can_evict_jobs)
                       : json_null();
-    json_t *o = json_pack("{ss sb sb sb so sI sI sI sI sI sI sb}", "version", version,
+    json_t *o = json_pack("{ss sb sb sb so sI sI sI sI sI sI sI sI sb}", "version", version,
                          "read_only", s->o.read_only, "demo", s->o.demo, "token",
                          s->token != NULL, "queues", json_name(s->o.queues ? s->o.queues : "*"),
                          "served", (json_int_t)s->nqueues, "max_body", (json_int_t)s->o.max_body,
                          "waiting", (json_int_t)s->nwaiters, "awaits",
                          (json_int_t)rjq_client_awaits(s->c), "streams", (json_int_t)s->nsse,
-                         "requests", (json_int_t)s->requests, "redis", s->redis_up);
+                         "requests", (json_int_t)s->requests, "request_timeout_ms",
+                         (json_int_t)s->o.request_timeout_ms, "timed_out",
+                         (json_int_t)deadline_timed_out(s), "redis", s->redis_up);
     if (o) json_object_set_new(o, "redis_memory", mem);
     else json_decref(mem);
     reply_json(req, 200, o);

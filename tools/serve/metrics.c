@@ -86,6 +86,9 @@ void metrics_handle(server *s, struct evhttp_request *req) {
           s->redis_up);
     gauge(out, "rjq_serve_requests_total", "counter", "HTTP requests received.",
           (double)s->requests);
+    gauge(out, "rjq_serve_request_timeouts_total", "counter",
+          "Requests answered 408: not whole within --request-timeout.",
+          (double)deadline_timed_out(s));
     gauge(out, "rjq_serve_untimed_jobs_total", "counter",
           "Jobs not timed because the table of jobs in flight was full.",
           (double)s->times.dropped);

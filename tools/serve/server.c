@@ -393,6 +393,7 @@ static void healthz(server *s, struct evhttp_request *req) {
 
 static void on_request(struct evhttp_request *req, void *arg) {
     server *s = arg;
+    deadline_request(s, req); /* it arrived whole */
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = evhttp_uri_get_path(uri);
     const char *query = evhttp_uri_get_query(uri);
@@ -685,6 +686,7 @@ int rjq_serve(struct event_base *base, const rjq_client_options *co, const serve
     evhttp_set_max_body_size(s->http, (ev_ssize_t)o->max_body);
     evhttp_set_max_headers_size(s->http, 16384);
     evhttp_set_timeout(s->http, 60); /* reads (headers, body) and idle keep-alives */
+    if (deadline_start(s, o->request_timeout_ms) != 0) goto oom;
     s->watch = evtimer_new(base, on_watch, s);
     s->close_deadline = evtimer_new(base, on_close_deadline, s);
     s->resume_accept = evtimer_new(base, on_resume_accept, s);
@@ -715,6 +717,7 @@ done:
     }
     demo_free(s);
     if (s->http) evhttp_free(s->http); /* closes connections and the listener */
+    deadline_free(s);
     /* after the requests: pending callbacks find nothing to answer (closed
      * already, unless a second signal or a failed start came first) */
     if (s->c) rjq_client_free(s->c);

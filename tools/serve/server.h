@@ -2,6 +2,7 @@
  * rjq serve, private: the server's state and what its files share.
  *
  *   server.c   listening, routing, auth, replies, signals, the lifetime
+ *   deadline.c --request-timeout: 408 for requests that do not arrive whole
  *   queues.c   the queues served: handles, monitors, stats refresh, rates
  *   ../timing.c enqueue-to-start and run-time histograms from job events
  *   api.c      the /v1 routes but enqueue
@@ -87,6 +88,7 @@ typedef struct server {
     rjq_memory_info memory;
     char memory_policy[64];
     struct demo *demo;       /* demo.c, made on first use (--demo) */
+    struct deadlines *deadlines; /* deadline.c (--request-timeout), NULL: none */
     /* counters (GET /v1/server) */
     long long requests, refused;
 } server;
@@ -143,6 +145,18 @@ void held_start(server *s, held *h, struct evhttp_request *req, void (*on_gone)(
 /* Stop watching; returns the request to answer, or NULL when the client
  * is gone. */
 struct evhttp_request *held_end(held *h);
+
+/* ---- deadline.c: --request-timeout ------------------------------------------ */
+
+/* Give every request timeout_ms to arrive whole, else 408 and close (0:
+ * off). Sets evhttp's bufferevent callback; before the first connection.
+ * 0, or -1 when out of memory. */
+int deadline_start(server *s, long timeout_ms);
+/* A request arrived whole (call first in the route handler). */
+void deadline_request(server *s, struct evhttp_request *req);
+/* Requests answered 408 so far. */
+long long deadline_timed_out(const server *s);
+void deadline_free(server *s);
 
 /* ---- queues.c ------------------------------------------------------------- */
 

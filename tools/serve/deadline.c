@@ -1,0 +1,226 @@
+/*
+ * rjq serve: a deadline for each request to arrive whole (--request-timeout).
+ *
+ * libevent 2.1's evhttp times a request out only per read (a client sending
+ * a byte now and then is never timed out) and then closes the connection
+ * without an answer. Here a request whose first byte came more than the
+ * timeout ago and that is still not whole gets 408 Request Timeout, and its
+ * connection is closed.
+ *
+ * What is known of a connection, by its descriptor:
+ *   - the bytes read from it (a callback on its bufferevent's input, which
+ *     this file makes for evhttp: evhttp_set_bevcb);
+ *   - where the last whole request ended in them (the route handler says
+ *     when a request is whole: deadline_request);
+ *   - the requests being answered (their answer not yet written:
+ *     evhttp_request_set_on_complete_cb). While one is, no deadline runs:
+ *     a waiting or streaming answer is not the client's delay, and a
+ *     request pipelined behind it is read when evhttp gets to it.
+ * A request is partial when bytes were read past the last whole one and
+ * nothing is being answered; its clock starts then.
+ *
+ * evhttp frees a connection without telling: the table keeps its entry
+ * until the descriptor is used again. An entry is recognised as another
+ * connection's by its bufferevent's address (compared, never dereferenced),
+ * and before anything is sent on a descriptor, its peer address must still
+ * be the one recorded: a descriptor closed and reused meanwhile (another
+ * client, a Redis connection, a file) is left alone. The 408 is written
+ * to the socket directly and the socket shut down; evhttp then reads the
+ * end of the connection and frees it as for any client that went away.
+ */
+#include "server.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/http.h>
+
+#define SWEEP_MS 250
+
+typedef struct conn_state {
+    const void *bev;        /* the connection's identity (never dereferenced) */
+    struct sockaddr_in6 peer; /* large enough for an IPv4 address too */
+    socklen_t plen;
+    unsigned long long read; /* bytes read from the connection */
+    unsigned long long done; /* of which the whole requests so far */
+    int answering;          /* requests whose answer is not written yet */
+    int used;
+    double since;           /* when the partial request began (0: none) */
+    double checked;         /* answering: when its peer was last seen the same */
+} conn_state;
+
+struct deadlines {
+    server *s;
+    double timeout_s;
+    conn_state *c;          /* by descriptor */
+    size_t n;
+    struct event *sweep;
+    long long timed_out;
+};
+
+/* evhttp_set_bevcb passes no connection to the callbacks it makes: the
+ * one server of the process. */
+static struct deadlines *the_dl;
+
+/* The entry of fd for the connection bev (a new one when it was another's
+ * or none); NULL when out of memory. */
+static conn_state *entry(struct deadlines *dl, evutil_socket_t fd, const void *bev) {
+    if (fd < 0) return NULL;
+    if ((size_t)fd >= dl->n) {
+        size_t n = dl->n ? dl->n : 256;
+        while (n <= (size_t)fd) n *= 2;
+        conn_state *c = realloc(dl->c, n * sizeof *c);
+        if (c == NULL) return NULL;
+        memset(c + dl->n, 0, (n - dl->n) * sizeof *c);
+        dl->c = c;
+        dl->n = n;
+    }
+    conn_state *e = &dl->c[fd];
+    if (!e->used || e->bev != bev) {
+        memset(e, 0, sizeof *e);
+        e->used = 1;
+        e->bev = bev;
+        e->plen = sizeof e->peer;
+        if (getpeername(fd, (struct sockaddr *)&e->peer, &e->plen) != 0) e->plen = 0;
+    }
+    return e;
+}
+
+static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg) {
+    (void)buf;
+    struct bufferevent *bev = arg;
+    struct deadlines *dl = the_dl;
+    if (info->n_added == 0 || dl == NULL) return;
+    conn_state *e = entry(dl, bufferevent_getfd(bev), bev);
+    if (e == NULL) return;
+    e->read += info->n_added;
+    if (e->since == 0 && e->answering == 0) e->since = serve_now_s();
+}
+
+/* evhttp's bufferevent for a new connection, with the input watched. */
+static struct bufferevent *make_bev(struct event_base *base, void *arg) {
+    (void)arg;
+    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (bev && evbuffer_add_cb(bufferevent_get_input(bev), on_input, bev) == NULL) {
+        bufferevent_free(bev);
+        return NULL;
+    }
+    return bev;
+}
+
+static conn_state *entry_of(struct deadlines *dl, struct evhttp_request *req) {
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    return bev ? entry(dl, bufferevent_getfd(bev), bev) : NULL;
+}
+
+/* The answer of a request was written: a request read meanwhile (bytes past
+ * the whole ones) starts its clock now. */
+static void on_complete(struct evhttp_request *req, void *arg) {
+    struct deadlines *dl = arg;
+    conn_state *e = entry_of(dl, req);
+    if (e == NULL) return;
+    if (e->answering > 0) e->answering--;
+    e->since = e->answering == 0 && e->read > e->done ? serve_now_s() : 0;
+}
+
+void deadline_request(server *s, struct evhttp_request *req) {
+    struct deadlines *dl = s->deadlines;
+    if (dl == NULL) return;
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    conn_state *e = bev ? entry(dl, bufferevent_getfd(bev), bev) : NULL;
+    if (e == NULL) return;
+    /* whole up to what evhttp has not taken from the input yet */
+    size_t left = evbuffer_get_length(bufferevent_get_input(bev));
+    e->done = e->read >= left ? e->read - left : 0;
+    if (e->answering++ == 0) e->checked = serve_now_s();
+    e->since = 0;
+    evhttp_request_set_on_complete_cb(req, on_complete, dl);
+}
+
+static int same_peer(evutil_socket_t fd, const conn_state *e) {
+    struct sockaddr_in6 a;
+    socklen_t len = sizeof a;
+    if (e->plen == 0 || getpeername(fd, (struct sockaddr *)&a, &len) != 0) return 0;
+    return len == e->plen && memcmp(&a, &e->peer, len) == 0;
+}
+
+static void time_out(struct deadlines *dl, evutil_socket_t fd) {
+    char body[128], msg[320];
+    int blen = snprintf(body, sizeof body,
+                        "{\"error\":\"the request did not arrive whole within %g s "
+                        "(--request-timeout)\"}\n",
+                        dl->timeout_s);
+    int n = snprintf(msg, sizeof msg,
+                     "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %d\r\nConnection: close\r\n\r\n%s",
+                     blen, body);
+    /* (nothing is being answered: the socket's buffer is empty; a client
+     * gone already gets nothing, and the shutdown is all there is to do) */
+    if (n > 0) (void)send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    shutdown(fd, SHUT_RDWR); /* evhttp reads the end and frees the connection */
+    dl->timed_out++;
+}
+
+static void on_sweep(evutil_socket_t fd_unused, short what, void *arg) {
+    (void)fd_unused, (void)what;
+    struct deadlines *dl = arg;
+    double now = serve_now_s();
+    for (size_t fd = 0; fd < dl->n; fd++) {
+        conn_state *e = &dl->c[fd];
+        if (!e->used) continue;
+        if (e->answering > 0) {
+            /* A connection freed while answered never completes. Its entry
+             * would hold a new connection given the same descriptor and
+             * bufferevent address out of every deadline: once per timeout,
+             * the peer says whether it is still the same connection. */
+            if (now - e->checked >= dl->timeout_s) {
+                if (same_peer((evutil_socket_t)fd, e)) e->checked = now;
+                else memset(e, 0, sizeof *e);
+            }
+            continue;
+        }
+        if (e->since == 0 || now - e->since < dl->timeout_s) continue;
+        if (same_peer((evutil_socket_t)fd, e)) time_out(dl, (evutil_socket_t)fd);
+        memset(e, 0, sizeof *e);
+    }
+}
+
+int deadline_start(server *s, long timeout_ms) {
+    if (timeout_ms <= 0) return 0;
+    struct deadlines *dl = calloc(1, sizeof *dl);
+    if (dl == NULL) return -1;
+    dl->s = s;
+    dl->timeout_s = (double)timeout_ms / 1000.0;
+    dl->sweep = event_new(s->base, -1, EV_PERSIST, on_sweep, dl);
+    if (dl->sweep == NULL) {
+        free(dl);
+        return -1;
+    }
+    struct timeval tv = {0, SWEEP_MS * 1000};
+    event_add(dl->sweep, &tv);
+    the_dl = dl;
+    s->deadlines = dl;
+    evhttp_set_bevcb(s->http, make_bev, NULL);
+    return 0;
+}
+
+long long deadline_timed_out(const server *s) {
+    return s->deadlines ? s->deadlines->timed_out : 0;
+}
+
+void deadline_free(server *s) {
+    struct deadlines *dl = s->deadlines;
+    if (dl == NULL) return;
+    event_free(dl->sweep);
+    free(dl->c);
+    free(dl);
+    if (the_dl == dl) the_dl = NULL;
+    s->deadlines = NULL;
+}

@@ -1428,8 +1428,9 @@ static pid_t spawn_stale_child(test_server *s, const char *qname, long lease_ms,
 
 /* Two jobs, both pushed to the stopped child (its slots are registered). */
 static void push_two_to_the_stopped_child(struct event_base *base, rjq_queue *q, redisContext *rc,
-                                          const char *qname) {
+                                          const char *qname, long long timeout_ms) {
     rjq_job_options jo = {0};
+    jo.timeout_ms = timeout_ms;
     jo.id = "p1";
     ASSERT_OK(rjq_enqueue(q, "x", 1, &jo, NULL, NULL));
     jo.id = "p2";
@@ -1452,7 +1453,7 @@ static void paused_past_lease_case(const char *qname, long liveness_ms) {
     struct event_base *base = event_base_new();
     rjq_client *c = client_for(base, &s);
     rjq_queue *q = queue_for(c, qname);
-    push_two_to_the_stopped_child(base, q, rc, qname);
+    push_two_to_the_stopped_child(base, q, rc, qname, 0);
 
     sleep_ms(1300); /* their lease (1 s) ends */
     count_wait rw = {0};
@@ -1481,6 +1482,39 @@ TEST(worker_paused_past_its_lease_before_any_job_knows_the_clock_from_its_empty_
     paused_past_lease_case("paused0", -1);
 }
 
+/* The same with a long lease and jobs of a short run time (timeout 1 s):
+ * the timeout's sweep fails them (retried, run here); the woken worker
+ * starts neither, although their lease has not ended. Before, the claim
+ * and push deadline was the lease's alone, so it ran them again. */
+TEST(worker_paused_past_its_jobs_timeout_starts_none_of_them) {
+    const char *qname = "paused-tmo";
+    test_server s;
+    server_start_guarded(&s, NULL);
+    int fds[2];
+    pid_t child = spawn_stale_child(&s, qname, 60000, 0, fds);
+    redisContext *rc = server_connect(&s);
+    ASSERT(kill(child, SIGSTOP) == 0);
+
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *q = queue_for(c, qname);
+    push_two_to_the_stopped_child(base, q, rc, qname, 1000);
+
+    sleep_ms(1300); /* their run time (1 s) ends */
+    count_wait rw = {0};
+    ASSERT_OK(rjq_queue_reclaim(q, on_count, &rw));
+    ASSERT(loop_until(base, &rw.done, 5000));
+    ASSERT_OK(rw.status);
+    ASSERT_EQ(0, server_active_jobs(rc, qname)); /* failed by the sweep, to be retried */
+    stale_done = 0;
+    rjq_worker *w;
+    rjq_worker_options wo = quiet_worker_options(2);
+    ASSERT_OK(rjq_worker_start(q, &wo, parent_handler, NULL, &w));
+    ASSERT(loop_until_count(base, &stale_done, 2, 10000)); /* after their retry's backoff */
+
+    wake_and_check_started_nothing(child, fds[0], base, c, rc, &s, qname);
+}
+
 /* The same with a long lease: the paused worker's liveness entry runs out
  * first (liveness_ms 1 s), another client returns its jobs and runs them;
  * when it wakes it starts none of them, although their lease has not
@@ -1502,7 +1536,7 @@ TEST(worker_paused_past_its_liveness_starts_none_of_the_jobs_taken_meanwhile) {
     rjq_queue *q = queue_for(c, qname);
     wait_connected(base, c);
     ASSERT(kill(child, SIGSTOP) == 0);
-    push_two_to_the_stopped_child(base, q, rc, qname);
+    push_two_to_the_stopped_child(base, q, rc, qname, 0);
 
     stale_done = 0;
     rjq_worker *w;

@@ -1439,39 +1439,43 @@ static void push_two_to_the_stopped_child(struct event_base *base, rjq_queue *q,
     ASSERT_EQ(2, server_active_jobs(rc, qname));
 }
 
-/* A worker paused past its lease (1 s) after it registered its slots;
+/* A worker paused after it registered its slots, its two jobs (a run time
+ * of job_timeout_ms, 0: none) pushed to it meanwhile; past their lease
+ * (lease_ms) or run time, the sweep takes them back and they run here.
  * liveness_ms as given (-1: no beat, so only its claim's reply told it the
  * server's clock before the pause). */
-static void paused_past_lease_case(const char *qname, long liveness_ms) {
+static void paused_case(const char *qname, long lease_ms, long liveness_ms, long long job_timeout_ms) {
     test_server s;
     server_start_guarded(&s, NULL);
     int fds[2];
-    pid_t child = spawn_stale_child(&s, qname, 1000, liveness_ms, fds);
+    pid_t child = spawn_stale_child(&s, qname, lease_ms, liveness_ms, fds);
     redisContext *rc = server_connect(&s);
     ASSERT(kill(child, SIGSTOP) == 0);
 
     struct event_base *base = event_base_new();
     rjq_client *c = client_for(base, &s);
     rjq_queue *q = queue_for(c, qname);
-    push_two_to_the_stopped_child(base, q, rc, qname, 0);
+    push_two_to_the_stopped_child(base, q, rc, qname, job_timeout_ms);
 
-    sleep_ms(1300); /* their lease (1 s) ends */
+    sleep_ms(1300); /* their lease or run time (1 s) ends */
     count_wait rw = {0};
     ASSERT_OK(rjq_queue_reclaim(q, on_count, &rw));
     ASSERT(loop_until(base, &rw.done, 5000));
     ASSERT_OK(rw.status);
-    ASSERT_EQ(2, rw.n);
+    /* lost: back to ready; timed out: failed, to be retried after a backoff */
+    ASSERT_EQ(job_timeout_ms ? 0 : 2, rw.n);
+    ASSERT_EQ(0, server_active_jobs(rc, qname));
     stale_done = 0;
     rjq_worker *w;
     rjq_worker_options wo = quiet_worker_options(2);
     ASSERT_OK(rjq_worker_start(q, &wo, parent_handler, NULL, &w));
-    ASSERT(loop_until_count(base, &stale_done, 2, 5000));
+    ASSERT(loop_until_count(base, &stale_done, 2, 10000));
 
     wake_and_check_started_nothing(child, fds[0], base, c, rc, &s, qname);
 }
 
 TEST(worker_paused_past_its_lease_starts_none_of_its_stale_jobs) {
-    paused_past_lease_case("paused", 0);
+    paused_case("paused", 1000, 0, 0);
 }
 
 /* With no liveness beat, the empty claim that registered the slots is the
@@ -1479,40 +1483,14 @@ TEST(worker_paused_past_its_lease_starts_none_of_its_stale_jobs) {
  * that got jobs did, so the woken worker took the time of the pushes (made
  * before the pause) for the present and ran the stale jobs. */
 TEST(worker_paused_past_its_lease_before_any_job_knows_the_clock_from_its_empty_claim) {
-    paused_past_lease_case("paused0", -1);
+    paused_case("paused0", 1000, -1, 0);
 }
 
-/* The same with a long lease and jobs of a short run time (timeout 1 s):
- * the timeout's sweep fails them (retried, run here); the woken worker
- * starts neither, although their lease has not ended. Before, the claim
- * and push deadline was the lease's alone, so it ran them again. */
+/* A long lease and jobs of a short run time (timeout 1 s): the woken
+ * worker starts neither, although their lease has not ended. Before, the
+ * claim and push deadline was the lease's alone, so it ran them again. */
 TEST(worker_paused_past_its_jobs_timeout_starts_none_of_them) {
-    const char *qname = "paused-tmo";
-    test_server s;
-    server_start_guarded(&s, NULL);
-    int fds[2];
-    pid_t child = spawn_stale_child(&s, qname, 60000, 0, fds);
-    redisContext *rc = server_connect(&s);
-    ASSERT(kill(child, SIGSTOP) == 0);
-
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, &s);
-    rjq_queue *q = queue_for(c, qname);
-    push_two_to_the_stopped_child(base, q, rc, qname, 1000);
-
-    sleep_ms(1300); /* their run time (1 s) ends */
-    count_wait rw = {0};
-    ASSERT_OK(rjq_queue_reclaim(q, on_count, &rw));
-    ASSERT(loop_until(base, &rw.done, 5000));
-    ASSERT_OK(rw.status);
-    ASSERT_EQ(0, server_active_jobs(rc, qname)); /* failed by the sweep, to be retried */
-    stale_done = 0;
-    rjq_worker *w;
-    rjq_worker_options wo = quiet_worker_options(2);
-    ASSERT_OK(rjq_worker_start(q, &wo, parent_handler, NULL, &w));
-    ASSERT(loop_until_count(base, &stale_done, 2, 10000)); /* after their retry's backoff */
-
-    wake_and_check_started_nothing(child, fds[0], base, c, rc, &s, qname);
+    paused_case("paused-tmo", 60000, 0, 1000);
 }
 
 /* The same with a long lease: the paused worker's liveness entry runs out

@@ -580,11 +580,10 @@ typedef struct rjq_worker_options {
  * returns the jobs pushed to it meanwhile: no attempt is spent by a lost
  * reply or message. While the client has workers it renews a liveness
  * entry (liveness_ms), and its upkeep returns the jobs of clients whose
- * entry ran out. A job whose lease or run time (timeout_ms) has already ended
- * (by the server's clock, as the client knows it from its replies) when the
- * worker gets to start it (the process was paused longer than that) is not
- * started but handed back: it was or will be reclaimed, or failed as timed
- * out. (Jobs claimed or pushed together share the earliest such end.) *out is owned by the client until
+ * entry ran out. A job whose lease has already ended (by the server's clock, as
+ * the client knows it from its replies) when the worker gets to start it
+ * (the process was paused longer than the lease) is not started but handed
+ * back: it was or will be reclaimed. *out is owned by the client until
  * rjq_worker_stop() completes (or rjq_client_close() stops it).
  */
 RJQ_API int rjq_worker_start(rjq_queue *q, const rjq_worker_options *opts,

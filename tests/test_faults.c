@@ -1428,9 +1428,8 @@ static pid_t spawn_stale_child(test_server *s, const char *qname, long lease_ms,
 
 /* Two jobs, both pushed to the stopped child (its slots are registered). */
 static void push_two_to_the_stopped_child(struct event_base *base, rjq_queue *q, redisContext *rc,
-                                          const char *qname, long long timeout_ms) {
+                                          const char *qname) {
     rjq_job_options jo = {0};
-    jo.timeout_ms = timeout_ms;
     jo.id = "p1";
     ASSERT_OK(rjq_enqueue(q, "x", 1, &jo, NULL, NULL));
     jo.id = "p2";
@@ -1439,43 +1438,40 @@ static void push_two_to_the_stopped_child(struct event_base *base, rjq_queue *q,
     ASSERT_EQ(2, server_active_jobs(rc, qname));
 }
 
-/* A worker paused after it registered its slots, its two jobs (a run time
- * of job_timeout_ms, 0: none) pushed to it meanwhile; past their lease
- * (lease_ms) or run time, the sweep takes them back and they run here.
- * liveness_ms as given (-1: no beat, so only its claim's reply told it the
- * server's clock before the pause). */
-static void paused_case(const char *qname, long lease_ms, long liveness_ms, long long job_timeout_ms) {
+/* A worker paused after it registered its slots, its two jobs pushed to it
+ * meanwhile; past their lease (1 s), the sweep takes them back and they run
+ * here. liveness_ms as given (-1: no beat, so only its claim's reply told
+ * it the server's clock before the pause). */
+static void paused_past_lease_case(const char *qname, long liveness_ms) {
     test_server s;
     server_start_guarded(&s, NULL);
     int fds[2];
-    pid_t child = spawn_stale_child(&s, qname, lease_ms, liveness_ms, fds);
+    pid_t child = spawn_stale_child(&s, qname, 1000, liveness_ms, fds);
     redisContext *rc = server_connect(&s);
     ASSERT(kill(child, SIGSTOP) == 0);
 
     struct event_base *base = event_base_new();
     rjq_client *c = client_for(base, &s);
     rjq_queue *q = queue_for(c, qname);
-    push_two_to_the_stopped_child(base, q, rc, qname, job_timeout_ms);
+    push_two_to_the_stopped_child(base, q, rc, qname);
 
-    sleep_ms(1300); /* their lease or run time (1 s) ends */
+    sleep_ms(1300); /* their lease (1 s) ends */
     count_wait rw = {0};
     ASSERT_OK(rjq_queue_reclaim(q, on_count, &rw));
     ASSERT(loop_until(base, &rw.done, 5000));
     ASSERT_OK(rw.status);
-    /* lost: back to ready; timed out: failed, to be retried after a backoff */
-    ASSERT_EQ(job_timeout_ms ? 0 : 2, rw.n);
-    ASSERT_EQ(0, server_active_jobs(rc, qname));
+    ASSERT_EQ(2, rw.n);
     stale_done = 0;
     rjq_worker *w;
     rjq_worker_options wo = quiet_worker_options(2);
     ASSERT_OK(rjq_worker_start(q, &wo, parent_handler, NULL, &w));
-    ASSERT(loop_until_count(base, &stale_done, 2, 10000));
+    ASSERT(loop_until_count(base, &stale_done, 2, 5000));
 
     wake_and_check_started_nothing(child, fds[0], base, c, rc, &s, qname);
 }
 
 TEST(worker_paused_past_its_lease_starts_none_of_its_stale_jobs) {
-    paused_case("paused", 1000, 0, 0);
+    paused_past_lease_case("paused", 0);
 }
 
 /* With no liveness beat, the empty claim that registered the slots is the
@@ -1483,14 +1479,7 @@ TEST(worker_paused_past_its_lease_starts_none_of_its_stale_jobs) {
  * that got jobs did, so the woken worker took the time of the pushes (made
  * before the pause) for the present and ran the stale jobs. */
 TEST(worker_paused_past_its_lease_before_any_job_knows_the_clock_from_its_empty_claim) {
-    paused_case("paused0", 1000, -1, 0);
-}
-
-/* A long lease and jobs of a short run time (timeout 1 s): the woken
- * worker starts neither, although their lease has not ended. Before, the
- * claim and push deadline was the lease's alone, so it ran them again. */
-TEST(worker_paused_past_its_jobs_timeout_starts_none_of_them) {
-    paused_case("paused-tmo", 60000, 0, 1000);
+    paused_past_lease_case("paused0", -1);
 }
 
 /* The same with a long lease: the paused worker's liveness entry runs out
@@ -1514,7 +1503,7 @@ TEST(worker_paused_past_its_liveness_starts_none_of_the_jobs_taken_meanwhile) {
     rjq_queue *q = queue_for(c, qname);
     wait_connected(base, c);
     ASSERT(kill(child, SIGSTOP) == 0);
-    push_two_to_the_stopped_child(base, q, rc, qname, 0);
+    push_two_to_the_stopped_child(base, q, rc, qname);
 
     stale_done = 0;
     rjq_worker *w;

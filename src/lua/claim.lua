@@ -47,8 +47,7 @@
 -- than `want` jobs were claimed) the ms until the next delayed job is due, registered
 -- the slots registered, token the fencing token of every job returned
 -- (ARGV 4) and deadline their lease's end in server time (ms; the worker
--- learns the server's clock from it, and starts no job past it), or the
--- earliest end of a job's run time (its timeout) when that comes first.
+-- learns the server's clock from it, and starts no job past it).
 -- A claim that filled `want` and left work behind rings the doorbell, so
 -- idle workers elsewhere join in (each full claim wakes the next: no herd,
 -- no stranded backlog).
@@ -93,7 +92,7 @@ if #first > 0 then
   for i, id in ipairs(keep) do
     out[#out + 1] = id; out[#out + 1] = d[i]; out[#out + 1] = a[i]
     out[#out + 1] = select(2, parse_options(o[i]))
-    if i == 1 or tonumber(dl[i]) < out[4] then out[4] = tonumber(dl[i]) end
+    out[4] = tonumber(dl[i])
   end
   -- (a recovering claim's member is the worker's to forget, whatever came back)
   if #keep == 0 and not recover then redis.call('ZREM', held, first[1]) end
@@ -126,7 +125,6 @@ if recover then
           za[#za + 1] = deadline; za[#za + 1] = id
           if ends[i] and tonumber(ends[i]) < now + lease and select(4, parse_options(o[i])) then
             za[#za - 1] = ends[i]
-            if tonumber(ends[i]) < out[4] then out[4] = tonumber(ends[i]) end
           end
         else
           hand_back(J, active, ready, prio, stats, wake, id, a[i], o[i], emit)
@@ -190,10 +188,7 @@ local ids = take_ready(ready, prio, room)
 local got = 0
 if #ids > 0 then
   local d, o, s = load_jobs(J, ids, no_payload)
-  local first_end
-  got, first_end = start_jobs(J, active, ids, d, o, s, int(now + lease), tok, out, emit, held, rec,
-                              deadlines, now)
-  if first_end and first_end < out[4] then out[4] = first_end end
+  got = start_jobs(J, active, ids, d, o, s, int(now + lease), tok, out, emit, held, rec, deadlines, now)
   if rmax and got > 0 then
     -- one entry per start (its token and id: unique), at this call's time;
     -- the jobs a recovery took over (first in out) started before

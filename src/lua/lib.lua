@@ -686,7 +686,6 @@ local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, hel
   -- Per-job appends use counters: #t is a search on every call.
   local za, st, n, k, sv, seen = {'+inf', ACTIVE_PIN}, {}, 0, #out, {}, {}
   local dz -- ZADD arguments for deadlines
-  local first_end -- the earliest run time's end before the lease's
   for i, id in ipairs(ids) do
     -- (an id twice in ids, which only a change behind rjq's back can do,
     -- starts once: the copies would share a token)
@@ -704,10 +703,7 @@ local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, hel
       za[2 * n + 3] = deadline; za[2 * n + 4] = id
       if tmo and deadlines then
         local ends = now + tmo
-        if ends < tonumber(deadline) then
-          za[2 * n + 3] = int(ends)
-          if not first_end or ends < first_end then first_end = ends end
-        end
+        if ends < tonumber(deadline) then za[2 * n + 3] = int(ends) end
         dz = dz or {}
         dz[#dz + 1] = int(ends); dz[#dz + 1] = id
       end
@@ -722,7 +718,7 @@ local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, hel
   redis.call('ZADD', active, unpack(za))
   redis.call('HSET', J.s, unpack(st))
   if dz then redis.call('ZADD', deadlines, unpack(dz)) end
-  return enter(n), first_end -- (a number)
+  return enter(n)
 end
 
 -- Push delivery. A worker whose claim came back short registers its free
@@ -823,8 +819,7 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
       k = k + 1
       local out, tok = {}, string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. k
       local deadline = int(now + tonumber(lease))
-      local n, first_end = start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, held, nil,
-                                      deadlines, now)
+      local n = start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, held, nil, deadlines, now)
       if slots - n > 0 then
         redis.call('HSET', idle, field, registration(slots - n, epoch, lease))
       else
@@ -832,10 +827,7 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
       end
       budget = budget - #ids
       if n > 0 then
-        -- (the message's deadline: the earliest of its jobs', so a worker
-        -- woken past a job's run time starts none of them)
-        local msg = {wid .. ' ' .. epoch .. ' ' .. n .. ' ' .. tok .. ' ' ..
-                     (first_end and int(first_end) or deadline) .. '\n'}
+        local msg = {wid .. ' ' .. epoch .. ' ' .. n .. ' ' .. tok .. ' ' .. deadline .. '\n'}
         for i = 1, #out, 4 do
           msg[#msg + 1] = num(#out[i]) .. ' ' .. num(#out[i + 1]) .. ' ' .. num(out[i + 2]) .. ' ' ..
                           num(out[i + 3]) .. '\n'

@@ -310,7 +310,7 @@ CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "bounded server exit $RC: $(cat "$
 # kept-alive connection are left alone)
 start_serve deadline --request-timeout 1500
 python3 - "${BASE#http://}" "$DIR/deadline" <<'PY'
-import socket, sys, threading, time
+import socket, struct, sys, threading, time
 host, port = sys.argv[1].rsplit(':', 1)
 out = {}
 
@@ -386,10 +386,25 @@ def stream():  # an event stream open past the deadline (bytes sent on it meanwh
     data, closed = read_all(s, 3.5)
     out['stream'] = (data.split(b'\r\n')[0], closed)
 
+def reset(path):  # a connection dropped (RST) while its answer streams or waits
+    s = conn()
+    s.sendall(b'GET %s HTTP/1.1\r\nHost: x\r\n\r\n' % path)
+    time.sleep(0.3)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+    s.close()
+    time.sleep(0.3)
+
 ts = [threading.Thread(target=f) for f in (trickle, partial_body, slow_ok, long_wait_then_pipelined,
                                            idle_keepalive, stream)]
 for t in ts: t.start()
 for t in ts: t.join()
+# Then one at a time, so that each new connection gets the descriptor (and
+# likely the bufferevent's memory) of the one reset before it: its state
+# must not be inherited (a trickle timed out once, a stream left alone).
+first = {k: out[k] for k in ('trickle', 'stream')}
+reset(b'/v1/events'); trickle(); out['trickle_after_reset'] = out['trickle']
+reset(b'/v1/events'); stream(); out['stream_after_reset'] = out['stream']
+out.update(first)
 with open(sys.argv[2], 'w') as f:
     for k in sorted(out): f.write('%s %r\n' % (k, out[k]))
 PY
@@ -402,8 +417,10 @@ check_line slow "^slow b'HTTP/1.1 200 OK'"
 check_line pipelined "^pipelined (\[b'HTTP/1.1 202 Accepted', b'HTTP/1.1 408 Request Timeout'\], True, [4-6]\."
 check_line idle "^idle (b'HTTP/1.1 200 OK', b'', False)"
 check_line stream "^stream (b'HTTP/1.1 200 OK', False)"
-req GET /v1/server; expect 200 '"timed_out":3'
-req GET /metrics; expect 200 'rjq_serve_request_timeouts_total 3'
+check_line trickle_after_reset "^trickle_after_reset (b'HTTP/1.1 408 Request Timeout', True, [1-2]\."
+check_line stream_after_reset "^stream_after_reset (b'HTTP/1.1 200 OK', False)"
+req GET /v1/server; expect 200 '"timed_out":4'
+req GET /metrics; expect 200 'rjq_serve_request_timeouts_total 4'
 kill -TERM "$SPID"; wait "$SPID"; RC=$?
 CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "deadline server exit $RC: $(cat "$DIR/deadline.err")"
 

@@ -92,7 +92,7 @@ if #first > 0 then
   for i, id in ipairs(keep) do
     out[#out + 1] = id; out[#out + 1] = d[i]; out[#out + 1] = a[i]
     out[#out + 1] = select(2, parse_options(o[i]))
-    out[4] = tonumber(dl[i])
+    out[4] = tonumber(dl[i]) or out[4] -- (none: a score removed behind rjq's back)
   end
   -- (a recovering claim's member is the worker's to forget, whatever came back)
   if #keep == 0 and not recover then redis.call('ZREM', held, first[1]) end

@@ -17,23 +17,31 @@
  *     a waiting or streaming answer is not the client's delay, and a
  *     request pipelined behind it is read when evhttp gets to it.
  * A request is partial when bytes were read past the last whole one and
- * nothing is being answered; its clock starts then.
+ * nothing is being answered; its clock starts then. Its deadline is the
+ * timeout plus a second per KiB received since (MIN_RATE): a big body
+ * coming at least that fast is never cut, a trickle is.
  *
  * evhttp frees a connection without telling: the table keeps its entry
- * until the descriptor is used again. An entry is recognised as another
- * connection's by its bufferevent's address (compared, never dereferenced),
- * and before anything is sent on a descriptor, its peer address must still
- * be the one recorded: a descriptor closed and reused meanwhile (another
- * client, a Redis connection, a file) is left alone. The 408 is written
- * to the socket directly and the socket shut down; evhttp then reads the
- * end of the connection and frees it as for any client that went away.
+ * until the descriptor is used again. A connection's first byte resets
+ * its descriptor's entry (the input callback is a different function until
+ * then), so a new connection never inherits an old one's state, even with
+ * the same descriptor and bufferevent address. Before anything is sent on
+ * a descriptor, its peer address must still be the one recorded (a
+ * descriptor closed and reused meanwhile by a Redis connection or a file
+ * is left alone), and nothing may wait unsent in the socket (an answer
+ * evhttp is still writing: the 408 waits for the next sweep). The 408 is
+ * written to the socket directly and the socket shut down; evhttp then
+ * reads the end of the connection and frees it as for any client that
+ * went away.
  */
 #include "server.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 
 #include <event2/buffer.h>
@@ -41,6 +49,7 @@
 #include <event2/http.h>
 
 #define SWEEP_MS 250
+#define MIN_RATE 1024.0 /* bytes per second a partial request earns as time */
 
 typedef struct conn_state {
     const void *bev;        /* the connection's identity (never dereferenced) */
@@ -51,7 +60,7 @@ typedef struct conn_state {
     int answering;          /* requests whose answer is not written yet */
     int used;
     double since;           /* when the partial request began (0: none) */
-    double checked;         /* answering: when its peer was last seen the same */
+    unsigned long long read_since; /* read when it began */
 } conn_state;
 
 struct deadlines {
@@ -68,8 +77,9 @@ struct deadlines {
 static struct deadlines *the_dl;
 
 /* The entry of fd for the connection bev (a new one when it was another's
- * or none); NULL when out of memory. */
-static conn_state *entry(struct deadlines *dl, evutil_socket_t fd, const void *bev) {
+ * or none, or when fresh: the connection's first byte); NULL when out of
+ * memory. */
+static conn_state *entry(struct deadlines *dl, evutil_socket_t fd, const void *bev, int fresh) {
     if (fd < 0) return NULL;
     if ((size_t)fd >= dl->n) {
         size_t n = dl->n ? dl->n : 256;
@@ -81,7 +91,7 @@ static conn_state *entry(struct deadlines *dl, evutil_socket_t fd, const void *b
         dl->n = n;
     }
     conn_state *e = &dl->c[fd];
-    if (!e->used || e->bev != bev) {
+    if (fresh || !e->used || e->bev != bev) {
         memset(e, 0, sizeof *e);
         e->used = 1;
         e->bev = bev;
@@ -91,22 +101,38 @@ static conn_state *entry(struct deadlines *dl, evutil_socket_t fd, const void *b
     return e;
 }
 
+static void count_input(struct bufferevent *bev, size_t added, int fresh) {
+    struct deadlines *dl = the_dl;
+    if (dl == NULL) return;
+    conn_state *e = entry(dl, bufferevent_getfd(bev), bev, fresh);
+    if (e == NULL) return;
+    e->read += added;
+    if (e->since == 0 && e->answering == 0) {
+        e->since = serve_now_s();
+        e->read_since = e->read - added;
+    }
+}
+
 static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg) {
     (void)buf;
-    struct bufferevent *bev = arg;
-    struct deadlines *dl = the_dl;
-    if (info->n_added == 0 || dl == NULL) return;
-    conn_state *e = entry(dl, bufferevent_getfd(bev), bev);
-    if (e == NULL) return;
-    e->read += info->n_added;
-    if (e->since == 0 && e->answering == 0) e->since = serve_now_s();
+    if (info->n_added) count_input(arg, info->n_added, 0);
+}
+
+/* The connection's first bytes: its entry starts afresh; on_input from now. */
+static void on_first_input(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg) {
+    if (info->n_added == 0) return;
+    /* (safe inside a callback: the current entry may go, a new one is
+     * first in the list, run from the next change on) */
+    evbuffer_remove_cb(buf, on_first_input, arg);
+    if (evbuffer_add_cb(buf, on_input, arg) == NULL) return; /* out of memory: untimed */
+    count_input(arg, info->n_added, 1);
 }
 
 /* evhttp's bufferevent for a new connection, with the input watched. */
 static struct bufferevent *make_bev(struct event_base *base, void *arg) {
     (void)arg;
     struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-    if (bev && evbuffer_add_cb(bufferevent_get_input(bev), on_input, bev) == NULL) {
+    if (bev && evbuffer_add_cb(bufferevent_get_input(bev), on_first_input, bev) == NULL) {
         bufferevent_free(bev);
         return NULL;
     }
@@ -116,7 +142,7 @@ static struct bufferevent *make_bev(struct event_base *base, void *arg) {
 static conn_state *entry_of(struct deadlines *dl, struct evhttp_request *req) {
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
     struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
-    return bev ? entry(dl, bufferevent_getfd(bev), bev) : NULL;
+    return bev ? entry(dl, bufferevent_getfd(bev), bev, 0) : NULL;
 }
 
 /* The answer of a request was written: a request read meanwhile (bytes past
@@ -127,6 +153,7 @@ static void on_complete(struct evhttp_request *req, void *arg) {
     if (e == NULL) return;
     if (e->answering > 0) e->answering--;
     e->since = e->answering == 0 && e->read > e->done ? serve_now_s() : 0;
+    e->read_since = e->done; /* (what came after the whole ones counts as earned) */
 }
 
 void deadline_request(server *s, struct evhttp_request *req) {
@@ -134,21 +161,25 @@ void deadline_request(server *s, struct evhttp_request *req) {
     if (dl == NULL) return;
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
     struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
-    conn_state *e = bev ? entry(dl, bufferevent_getfd(bev), bev) : NULL;
+    conn_state *e = bev ? entry(dl, bufferevent_getfd(bev), bev, 0) : NULL;
     if (e == NULL) return;
     /* whole up to what evhttp has not taken from the input yet */
     size_t left = evbuffer_get_length(bufferevent_get_input(bev));
     e->done = e->read >= left ? e->read - left : 0;
-    if (e->answering++ == 0) e->checked = serve_now_s();
+    e->answering++;
     e->since = 0;
     evhttp_request_set_on_complete_cb(req, on_complete, dl);
 }
 
-static int same_peer(evutil_socket_t fd, const conn_state *e) {
+/* Is fd still e's connection, with nothing of an answer unsent? 1: yes;
+ * 0: another descriptor now (or closed); -1: yes, but bytes wait unsent. */
+static int ready_to_time_out(evutil_socket_t fd, const conn_state *e) {
     struct sockaddr_in6 a;
     socklen_t len = sizeof a;
     if (e->plen == 0 || getpeername(fd, (struct sockaddr *)&a, &len) != 0) return 0;
-    return len == e->plen && memcmp(&a, &e->peer, len) == 0;
+    if (len != e->plen || memcmp(&a, &e->peer, len) != 0) return 0;
+    int unsent = 0;
+    return ioctl(fd, SIOCOUTQ, &unsent) == 0 && unsent > 0 ? -1 : 1;
 }
 
 static void time_out(struct deadlines *dl, evutil_socket_t fd) {
@@ -174,20 +205,14 @@ static void on_sweep(evutil_socket_t fd_unused, short what, void *arg) {
     double now = serve_now_s();
     for (size_t fd = 0; fd < dl->n; fd++) {
         conn_state *e = &dl->c[fd];
-        if (!e->used) continue;
-        if (e->answering > 0) {
-            /* A connection freed while answered never completes. Its entry
-             * would hold a new connection given the same descriptor and
-             * bufferevent address out of every deadline: once per timeout,
-             * the peer says whether it is still the same connection. */
-            if (now - e->checked >= dl->timeout_s) {
-                if (same_peer((evutil_socket_t)fd, e)) e->checked = now;
-                else memset(e, 0, sizeof *e);
-            }
-            continue;
-        }
-        if (e->since == 0 || now - e->since < dl->timeout_s) continue;
-        if (same_peer((evutil_socket_t)fd, e)) time_out(dl, (evutil_socket_t)fd);
+        /* (a connection freed while answered keeps answering > 0 until its
+         * descriptor's next connection sends its first byte) */
+        if (!e->used || e->answering > 0 || e->since == 0) continue;
+        double earned = (double)(e->read - e->read_since) / MIN_RATE;
+        if (now - e->since < dl->timeout_s + earned) continue;
+        int ready = ready_to_time_out((evutil_socket_t)fd, e);
+        if (ready < 0) continue; /* an answer is still being written */
+        if (ready) time_out(dl, (evutil_socket_t)fd);
         memset(e, 0, sizeof *e);
     }
 }

@@ -41,8 +41,10 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <linux/sockios.h>
 #include <netinet/in.h>
+#ifdef __linux__
+#include <linux/sockios.h> /* SIOCOUTQ */
+#endif
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -64,7 +66,6 @@ typedef struct conn_state {
 } conn_state;
 
 struct deadlines {
-    server *s;
     double timeout_s;
     conn_state *c;          /* by descriptor */
     size_t n;
@@ -139,9 +140,12 @@ static struct bufferevent *make_bev(struct event_base *base, void *arg) {
     return bev;
 }
 
-static conn_state *entry_of(struct deadlines *dl, struct evhttp_request *req) {
+/* The entry of req's connection (*bevp: its bufferevent); NULL: none. */
+static conn_state *entry_of(struct deadlines *dl, struct evhttp_request *req,
+                            struct bufferevent **bevp) {
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
     struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    *bevp = bev;
     return bev ? entry(dl, bufferevent_getfd(bev), bev, 0) : NULL;
 }
 
@@ -149,7 +153,8 @@ static conn_state *entry_of(struct deadlines *dl, struct evhttp_request *req) {
  * the whole ones) starts its clock now. */
 static void on_complete(struct evhttp_request *req, void *arg) {
     struct deadlines *dl = arg;
-    conn_state *e = entry_of(dl, req);
+    struct bufferevent *bev;
+    conn_state *e = entry_of(dl, req, &bev);
     if (e == NULL) return;
     if (e->answering > 0) e->answering--;
     e->since = e->answering == 0 && e->read > e->done ? serve_now_s() : 0;
@@ -159,9 +164,8 @@ static void on_complete(struct evhttp_request *req, void *arg) {
 void deadline_request(server *s, struct evhttp_request *req) {
     struct deadlines *dl = s->deadlines;
     if (dl == NULL) return;
-    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
-    conn_state *e = bev ? entry(dl, bufferevent_getfd(bev), bev, 0) : NULL;
+    struct bufferevent *bev;
+    conn_state *e = entry_of(dl, req, &bev);
     if (e == NULL) return;
     /* whole up to what evhttp has not taken from the input yet */
     size_t left = evbuffer_get_length(bufferevent_get_input(bev));
@@ -178,8 +182,11 @@ static int ready_to_time_out(evutil_socket_t fd, const conn_state *e) {
     socklen_t len = sizeof a;
     if (e->plen == 0 || getpeername(fd, (struct sockaddr *)&a, &len) != 0) return 0;
     if (len != e->plen || memcmp(&a, &e->peer, len) != 0) return 0;
+#ifdef SIOCOUTQ
     int unsent = 0;
-    return ioctl(fd, SIOCOUTQ, &unsent) == 0 && unsent > 0 ? -1 : 1;
+    if (ioctl(fd, SIOCOUTQ, &unsent) == 0 && unsent > 0) return -1;
+#endif
+    return 1;
 }
 
 static void time_out(struct deadlines *dl, evutil_socket_t fd) {
@@ -221,7 +228,6 @@ int deadline_start(server *s, long timeout_ms) {
     if (timeout_ms <= 0) return 0;
     struct deadlines *dl = calloc(1, sizeof *dl);
     if (dl == NULL) return -1;
-    dl->s = s;
     dl->timeout_s = (double)timeout_ms / 1000.0;
     dl->sweep = event_new(s->base, -1, EV_PERSIST, on_sweep, dl);
     if (dl->sweep == NULL) {

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 const double timing_bounds[TIMING_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                               0.1,   0.25,   0.5,   1,    2.5,   5,
@@ -131,6 +132,26 @@ void timing_event(timing_map *m, const void *owner, const char *event, const cha
     if (e) e->seen_ms = t_ms;
 }
 
+void timing_queue_event(timing_map *m, timing_queue *q, const char *event, const char *id,
+                        long long t_ms) {
+    double wait_s, run_s;
+    timing_event(m, q, event, id, t_ms, &wait_s, &run_s);
+    if (wait_s >= 0) timing_observe(&q->wait, wait_s);
+    if (run_s >= 0) timing_observe(&q->run, run_s);
+}
+
+static double mean_ms(const timing_hist *h, const timing_hist *seen) {
+    unsigned long long n = h->count - seen->count;
+    return n ? (h->sum - seen->sum) * 1000.0 / (double)n : -1;
+}
+
+void timing_queue_means(timing_queue *q, double *wait_ms, double *run_ms) {
+    *wait_ms = mean_ms(&q->wait, &q->wait_seen);
+    *run_ms = mean_ms(&q->run, &q->run_seen);
+    q->wait_seen = q->wait;
+    q->run_seen = q->run;
+}
+
 void timing_forget_owner(timing_map *m, const void *owner) {
     for (size_t b = 0; b < m->nbuckets; b++)
         for (timing_entry **p = &m->buckets[b]; *p;)
@@ -143,4 +164,10 @@ void timing_sweep(timing_map *m, long long now_ms, long long max_age_ms) {
         for (timing_entry **p = &m->buckets[b]; *p;)
             if ((*p)->seen_ms < now_ms - max_age_ms) unlink_entry(m, p);
             else p = &(*p)->next;
+}
+
+void timing_sweep_now(timing_map *m) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    timing_sweep(m, (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, TIMING_MAX_AGE_MS);
 }

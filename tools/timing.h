@@ -1,5 +1,6 @@
 /*
- * Job timings from a queue's event stream (pure logic, no I/O): how long
+ * Job timings from a queue's event stream (no I/O; only timing_sweep_now
+ * reads the clock), shared by rjq serve and rjq top: how long
  * jobs waited from their enqueue to their first start, and how long each
  * run took, as Prometheus-style cumulative histograms.
  *
@@ -14,6 +15,8 @@
 #include <stddef.h>
 
 #define TIMING_BUCKETS 17 /* finite upper bounds; +Inf is one more */
+#define TIMING_JOBS 100000          /* a map's bound for rjq serve and rjq top */
+#define TIMING_MAX_AGE_MS 3600000   /* timing_sweep_now: a job unseen this long goes */
 
 /* The buckets' upper bounds, seconds, increasing. */
 extern const double timing_bounds[TIMING_BUCKETS];
@@ -51,10 +54,28 @@ void timing_map_free(timing_map *m);
 void timing_event(timing_map *m, const void *owner, const char *event, const char *id,
                   long long t_ms, double *wait_s, double *run_s);
 
+/* A queue's timings: its histograms, and what they held at the last
+ * timing_queue_means (both for rjq serve and rjq top). */
+typedef struct timing_queue {
+    timing_hist wait, run;           /* enqueue-to-start, run time */
+    timing_hist wait_seen, run_seen; /* at the last timing_queue_means */
+} timing_queue;
+
+/* timing_event for queue q (the owner), its wait or run time observed. */
+void timing_queue_event(timing_map *m, timing_queue *q, const char *event, const char *id,
+                        long long t_ms);
+
+/* The mean wait and run time (ms) of the jobs observed since the last
+ * call, -1 for none; they count as seen from now on. */
+void timing_queue_means(timing_queue *q, double *wait_ms, double *run_ms);
+
 /* Forget the jobs of owner (its queue is no longer served). */
 void timing_forget_owner(timing_map *m, const void *owner);
 
 /* Forget jobs last seen before now_ms - max_age_ms (their end was lost). */
 void timing_sweep(timing_map *m, long long now_ms, long long max_age_ms);
+/* The same for now (the wall clock: events carry server time) and
+ * TIMING_MAX_AGE_MS. */
+void timing_sweep_now(timing_map *m);
 
 #endif

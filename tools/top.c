@@ -35,9 +35,7 @@
 #define MAX_QUEUES 1000
 #define SPARK 24
 #define EVENT_DELAY_MS 100
-#define TIMING_JOBS 100000           /* jobs in flight measured at most */
-#define TIMING_MAX_AGE_MS 3600000    /* a job unseen this long is forgotten */
-#define SWEEP_EVERY 60               /* refreshes between two sweeps */
+#define SWEEP_EVERY 60               /* refreshes between two timing sweeps */
 
 typedef struct top top;
 
@@ -49,8 +47,7 @@ typedef struct row {
     rjq_stats s, prev;
     int have, have_prev;
     double done_rate, fail_rate, in_rate;
-    timing_hist wait, run;           /* since top started */
-    timing_hist wait_seen, run_seen; /* the same at the previous refresh */
+    timing_queue times;              /* since top started (the owner in top's map) */
     double wait_ms, run_ms;          /* the last means (see rates); -1: none yet */
     double spark[SPARK];
     int nspark;
@@ -172,17 +169,17 @@ static void draw(top *t) {
         const row *r = t->rows[t->sel];
         const rjq_stats *s = &r->s;
         char w50[32], w99[32], r50[32], r99[32];
-        bound_cell(timing_quantile(&r->wait, 0.5), w50, sizeof w50);
-        bound_cell(timing_quantile(&r->wait, 0.99), w99, sizeof w99);
-        bound_cell(timing_quantile(&r->run, 0.5), r50, sizeof r50);
-        bound_cell(timing_quantile(&r->run, 0.99), r99, sizeof r99);
+        bound_cell(timing_quantile(&r->times.wait, 0.5), w50, sizeof w50);
+        bound_cell(timing_quantile(&r->times.wait, 0.99), w99, sizeof w99);
+        bound_cell(timing_quantile(&r->times.run, 0.5), r50, sizeof r50);
+        bound_cell(timing_quantile(&r->times.run, 0.99), r99, sizeof r99);
         put_line(h - 4, "%s: enqueued %lld, completed %lld, failed %lld, retried %lld, "
                            "dead %lld, reclaimed %lld, replayed %lld, cancelled %lld",
                  r->name, s->enqueued, s->completed, s->failed, s->retried, s->dead,
                  s->reclaimed, s->replayed, s->cancelled);
         put_line(h - 3, "  since top started: wait p50 %s p99 %s (%llu jobs), run p50 %s p99 %s "
                            "(%llu runs)",
-                 w50, w99, r->wait.count, r50, r99, r->run.count);
+                 w50, w99, r->times.wait.count, r50, r99, r->times.run.count);
         put_line(h - 2, "  limits: concurrency %lld, rate %lld per %lld ms; %s",
                  s->limit_concurrency, s->limit_rate, s->limit_rate_window_ms,
                  s->paused ? "paused" : "running");
@@ -199,30 +196,21 @@ static void on_event(rjq_client *c, const char *event, const char *id, void *dat
     (void)c;
     row *r = data;
     top *t = r->t;
-    double wait_s, run_s;
-    timing_event(&t->times, r, event, id, r->m ? rjq_monitor_time(r->m) : 0, &wait_s, &run_s);
-    if (wait_s >= 0) timing_observe(&r->wait, wait_s);
-    if (run_s >= 0) timing_observe(&r->run, run_s);
+    timing_queue_event(&t->times, &r->times, event, id, r->m ? rjq_monitor_time(r->m) : 0);
     if (!evtimer_pending(t->soon, NULL)) {
         struct timeval tv = {0, EVENT_DELAY_MS * 1000};
         evtimer_add(t->soon, &tv);
     }
 }
 
-static double mean_ms(const timing_hist *h, const timing_hist *seen) {
-    unsigned long long n = h->count - seen->count;
-    return n ? (h->sum - seen->sum) * 1000.0 / (double)n : -1;
-}
-
 /* Rates since the last refresh; the latency columns keep the mean of the
  * jobs seen by the last refresh that saw any (an idle queue keeps its
  * last numbers rather than blinking). */
 static void rates(top *t, row *r) {
-    double wait = mean_ms(&r->wait, &r->wait_seen), run = mean_ms(&r->run, &r->run_seen);
+    double wait, run;
+    timing_queue_means(&r->times, &wait, &run);
     if (wait >= 0) r->wait_ms = wait;
     if (run >= 0) r->run_ms = run;
-    r->wait_seen = r->wait;
-    r->run_seen = r->run;
     if (!r->have_prev || t->dt <= 0) return;
     r->done_rate = (double)(r->s.completed - r->prev.completed) / t->dt;
     r->fail_rate = (double)(r->s.failed - r->prev.failed) / t->dt;
@@ -303,12 +291,7 @@ static void on_names(rjq_client *c, int status, const char *const *names, size_t
         }
     for (size_t i = 0; i < t->n; i++) /* the pick stays on its queue */
         if (strcmp(t->rows[i]->name, picked) == 0) t->sel = (int)i;
-    if (++t->refreshes % SWEEP_EVERY == 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        timing_sweep(&t->times, (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
-                     TIMING_MAX_AGE_MS);
-    }
+    if (++t->refreshes % SWEEP_EVERY == 0) timing_sweep_now(&t->times);
     double now = now_s();
     t->dt = t->refreshed_at > 0 ? now - t->refreshed_at : 0;
     t->refreshed_at = now;

@@ -63,11 +63,11 @@ void metrics_handle(server *s, struct evhttp_request *req) {
     histogram(out, s, "rjq_job_wait_seconds",
               "Time from a job's enqueue to its first start (delays included), of the jobs "
               "whose both events this server saw.",
-              offsetof(squeue, wait));
+              offsetof(squeue, t.wait));
     histogram(out, s, "rjq_job_run_seconds",
               "Time from a job's start to its completion or failure, per run, of the runs "
               "this server saw.",
-              offsetof(squeue, run));
+              offsetof(squeue, t.run));
     if (s->memory_known) {
         gauge(out, "rjq_redis_memory_used_bytes", "gauge", "Redis' used_memory (INFO memory).",
               (double)s->memory.used_memory);

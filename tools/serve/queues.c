@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "statsfmt.h"
 
@@ -19,7 +18,6 @@
 #define LIST_PAGE 1000
 #define SWEEP_EVERY 60          /* refreshes between two timing sweeps */
 #define MEMORY_EVERY 2          /* refreshes between two reads of Redis' memory */
-#define TIMING_MAX_AGE_MS 3600000
 
 static size_t hash_name(const char *p) {
     size_t h = 5381;
@@ -48,10 +46,7 @@ static void on_monitor(rjq_client *c, const char *event, const char *id, void *d
     squeue *q = data;
     server *s = rjq_client_data(c);
     long long t = q->m ? rjq_monitor_time(q->m) : 0;
-    double wait_s, run_s;
-    timing_event(&s->times, q, event, id, t, &wait_s, &run_s);
-    if (wait_s >= 0) timing_observe(&q->wait, wait_s);
-    if (run_s >= 0) timing_observe(&q->run, run_s);
+    timing_queue_event(&s->times, &q->t, event, id, t);
     if (s->nsse == 0) return;
     json_t *e = json_pack("{so ss so sI}", "queue", json_name(q->name), "event", event, "id",
                           json_name(id), "time",
@@ -60,11 +55,6 @@ static void on_monitor(rjq_client *c, const char *event, const char *id, void *d
 }
 
 /* ---- stats ---------------------------------------------------------------------- */
-
-static double mean_ms(const timing_hist *h, const timing_hist *seen) {
-    unsigned long long n = h->count - seen->count;
-    return n ? (h->sum - seen->sum) * 1000.0 / (double)n : -1;
-}
 
 static void on_stats(rjq_client *c, int status, const rjq_stats *st, void *data) {
     squeue *q = data;
@@ -96,10 +86,7 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *st, void *data)
         q->done_rate = (double)(q->s.completed - q->prev.completed) / dt;
         q->fail_rate = (double)(q->s.failed - q->prev.failed) / dt;
     }
-    q->wait_ms = mean_ms(&q->wait, &q->wait_seen);
-    q->run_ms = mean_ms(&q->run, &q->run_seen);
-    q->wait_seen = q->wait;
-    q->run_seen = q->run;
+    timing_queue_means(&q->t, &q->wait_ms, &q->run_ms);
     if (s->nsse && (changed || was_moving)) {
         json_t *j = queues_json(q);
         if (j) sse_broadcast(s, "stats", q, j, 0);
@@ -214,12 +201,7 @@ static void on_refresh(evutil_socket_t fd, short what, void *arg) {
     if (s->ticks % MEMORY_EVERY == 0 && !s->memory_reading &&
         rjq_client_memory(s->c, on_memory, s) == RJQ_OK)
         s->memory_reading = 1;
-    if (++s->ticks % SWEEP_EVERY == 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        timing_sweep(&s->times, (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
-                     TIMING_MAX_AGE_MS);
-    }
+    if (++s->ticks % SWEEP_EVERY == 0) timing_sweep_now(&s->times);
 }
 
 int queues_start(server *s) {

@@ -676,7 +676,7 @@ int rjq_serve(struct event_base *base, const rjq_client_options *co, const serve
     }
     rjq_client_set_data(s->c, s);
     if (o->token_file && read_token(s, o->token_file) != 0) goto done;
-    if (timing_map_init(&s->times, 100000) != 0) goto oom;
+    if (timing_map_init(&s->times, TIMING_JOBS) != 0) goto oom;
     s->http = evhttp_new(base);
     if (s->http == NULL) goto oom;
     evhttp_set_gencb(s->http, on_request, s);

@@ -38,8 +38,7 @@ typedef struct squeue {
     double in_rate, done_rate, fail_rate; /* per second, between the two */
     double prev_at, at;   /* monotonic seconds of prev and s */
     int refreshing;       /* a stats call is out */
-    timing_hist wait, run; /* enqueue-to-start, run time */
-    timing_hist wait_seen, run_seen; /* the same at the previous refresh */
+    timing_queue t;       /* wait and run times (the owner in s->times) */
     double wait_ms, run_ms; /* mean over the last refresh (-1: none) */
     struct squeue *hnext; /* hash chain */
     struct squeue *next;  /* all queues, in the order served */

@@ -67,7 +67,7 @@ redis-cli -p "$redis_port" config set maxmemory 1gb >/dev/null
 redis-cli -p "$redis_port" config set maxmemory-policy allkeys-lru >/dev/null
 cp "$SRC/tests/dashboard/dashboard.mjs" "$PW/dashboard.mjs" # resolves playwright-core from $PW
 BASE=$BASE RO_BASE=$RO_BASE TOKEN_BASE=$TOKEN_BASE TOKEN=$TOKEN DEMO_BASE=$DEMO_BASE CHROMIUM=$CHROMIUM ART=$ART \
-    timeout 240 node "$PW/dashboard.mjs"
+    timeout 120 node "$PW/dashboard.mjs"
 RC=$?
 [ "$RC" = 0 ] || { echo "server log:"; tail -20 "$DIR/rw.err"; }
 exit $RC

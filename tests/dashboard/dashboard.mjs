@@ -14,8 +14,7 @@ async function api(base, method, path, body) {
   const r = await fetch(base + path, { method, body });
   return { status: r.status, data: await r.json().catch(() => null) };
 }
-// (generous: under ASan, beside other tests, on 2 cores, chromium is slow)
-async function until(what, fn, ms = 20000) {
+async function until(what, fn, ms = 10000) {
   const end = Date.now() + ms;
   for (;;) {
     try { if (await fn()) { checks++; return true; } } catch (e) { /* not yet */ }
@@ -26,7 +25,6 @@ async function until(what, fn, ms = 20000) {
 
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
 const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-page.setDefaultTimeout(60000);
 const consoleErrors = [];
 page.on('console', m => { if (m.type() === 'error') consoleErrors.push(m.text()); });
 page.on('pageerror', e => consoleErrors.push(String(e)));

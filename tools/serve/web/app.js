@@ -239,11 +239,15 @@ function demoPanel() {
         toast(`reclaim sweep: ${r.data.reclaimed} job(s) back`);
       } catch (e) { toast(e.message, true); }
     } }, 'reclaim sweep'));
+  // The pool's fields show the server's values, except those edited since
+  // the last apply: a live update must not undo what the user typed.
+  const edited = new Set();
+  pool.addEventListener('input', (ev) => { if (ev.target.name) edited.add(ev.target.name); });
   function draw(d) {
     info.textContent = `queue "${d.queue}": pool of ${d.size}, ${d.running} running; ` +
         `${d.done} done, ${d.failed} failed, ${d.hung} hung (back after ${d.timeout_ms / 1000} s or a sweep)`;
     for (const k of ['size', 'latency_ms', 'fail_pct', 'hang_pct'])
-      if (document.activeElement !== pool.elements[k]) pool.elements[k].value = d[k];
+      if (!edited.has(k)) pool.elements[k].value = d[k];
   }
   async function show() {
     try { draw((await api('GET', '/v1/demo')).data); } catch (e) { info.textContent = e.message; }
@@ -263,6 +267,7 @@ function demoPanel() {
     for (const k of ['size', 'latency_ms', 'fail_pct', 'hang_pct']) q.set(k, pool.elements[k].value);
     try {
       await api('POST', '/v1/demo/pool?' + q);
+      edited.clear();
       toast('worker pool set');
       show();
     } catch (e) { toast(e.message, true); }

@@ -231,7 +231,8 @@ typedef struct rjq_client_options {
      * connection is dead (a stopped server, a half-open TCP connection):
      * it is dropped and made again, and the requests that may not be
      * re-sent end with RJQ_ETIMEDOUT, as do those that waited this long
-     * for a connection (completions, failures and enqueues of jobs with
+     * for a connection, or for the client's unwritten output to shrink
+     * below 1 MiB (completions, failures and enqueues of jobs with
      * ids are re-sent instead, however long Redis is away). A reply that
      * takes longer than this to transfer (many MiB over a slow link) also
      * counts as none: set it above the longest transfer. Default 10000;

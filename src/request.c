@@ -30,12 +30,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <hiredis/sds.h>
+
 #include "core_private.h"
 #include "validate.h"
 
 #define RETRY_FIRST_MS 50       /* first wait before re-sending after a transient error */
 #define RETRY_MAX_MS 1000       /* ... doubling up to this */
 #define RETRY_DEADLINE_MS 60000 /* ... for this long after the first one */
+/* Requests wait in the backlog while hiredis holds more than this much
+ * unwritten output on the command connection (see send_req). */
+#define OUTPUT_ROOM (1u << 20)
 
 /* A request keeps its formatted command until its reply arrives. */
 struct rjq__req {
@@ -244,6 +249,8 @@ static void slot_free(wait_slot *w) {
     free(w);
 }
 
+static void send_room(rjq_client *c);
+
 /* The answer to MULTI or to one call of a transaction (QUEUED, or an error
  * that makes its EXEC fail): the first error is kept for the EXEC's
  * callback, which reports it (see on_reply). */
@@ -252,9 +259,12 @@ static void on_part(redisAsyncContext *ac, void *reply, void *priv) {
     redisReply *rep = reply;
     (void)ac;
     /* (no reply: the connection went; r may be gone too, see send_formatted) */
-    if (rep == NULL || r->c == NULL || rep->type != REDIS_REPLY_ERROR || r->part_err) return;
-    r->part_err = malloc(rep->len + 1);
-    if (r->part_err) memcpy(r->part_err, rep->str, rep->len + 1);
+    if (rep == NULL || r->c == NULL) return;
+    if (rep->type == REDIS_REPLY_ERROR && r->part_err == NULL) {
+        r->part_err = malloc(rep->len + 1);
+        if (r->part_err) memcpy(r->part_err, rep->str, rep->len + 1);
+    }
+    send_room(r->c); /* (sends only: no callback of ours runs) */
 }
 
 /* Write r's command to the context: one command, or a transaction's
@@ -281,10 +291,26 @@ static int send_formatted(redisAsyncContext *ac, rjq__req *r) {
     return REDIS_OK;
 }
 
+/* hiredis' unwritten output on the command connection is past
+ * OUTPUT_ROOM. hiredis moves the unwritten rest of its buffer after every
+ * write that the socket took only part of, so a buffer of several big
+ * batches (16 MiB each with 16 KiB payloads) costs the producer more CPU
+ * in those moves than anything else it does. Requests made meanwhile wait
+ * in `room`, in order, and go once the buffer is down to OUTPUT_ROOM
+ * (send_room, from the callbacks of replies: while output is unwritten,
+ * the reply to its last command is still to come). */
+static int output_full(const rjq_client *c) {
+    return c->cmd.ac && c->cmd.ac->c.obuf && sdslen(c->cmd.ac->c.obuf) > OUTPUT_ROOM;
+}
+
 static void send_req(rjq_client *c, rjq__req *r) {
     redisAsyncContext *ac = c->cmd.ac;
     if (c->later.n > 0 && !c->sending_later) { /* behind those waiting for another try */
         list_push(&c->later, r);
+        return;
+    }
+    if (c->room.n > 0 || output_full(c)) { /* behind those waiting for room */
+        list_push(&c->room, r);
         return;
     }
     reformat_head(c, r);
@@ -635,6 +661,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
             deliver(r, c, RJQ_OK, rep);
         }
     }
+    send_room(c);
     rjq__leave(c);
 }
 
@@ -692,6 +719,7 @@ static void on_wait_reply(redisAsyncContext *ac, void *reply, void *priv) {
     end_members(c, w, rep);
     slot_free(w);
     if (c->open_wait) rjq__timer_start(c, &c->wait_timer, 0); /* the writes that gathered */
+    send_room(c);
     rjq__leave(c);
 }
 
@@ -722,22 +750,37 @@ static void on_wait_timer(rjq__timer *t) {
     slot_free(w);
 }
 
+/* Send what waits for the connection, then what waits for room, in
+ * order (those behind a request that finds the output full again wait for
+ * room once more). */
 static void flush_backlog(rjq_client *c) {
-    rjq__reqlist all = list_take(&c->backlog);
+    rjq__reqlist all = list_take(&c->backlog), room = list_take(&c->room);
     rjq__req *r;
+    while ((r = list_pop(&room)) != NULL) list_push(&all, r);
     while ((r = list_pop(&all)) != NULL) send_req(c, r);
 }
 
-/* End the backlog's requests made before made_before (UINT64_MAX: all)
- * that may not be re-sent with code. The others stay, in their order; the
- * ended ones are taken out before any callback runs, so requests made by
- * those callbacks queue behind them. */
+/* From the callback of a reply: the requests waiting for room go when
+ * there is room. */
+static void send_room(rjq_client *c) {
+    if (c->room.n > 0 && c->cmd.ready && !output_full(c)) flush_backlog(c);
+}
+
+/* End the waiting requests (the backlog's, those waiting for room) made
+ * before made_before (UINT64_MAX: all) that may not be re-sent with code.
+ * The others stay, in their order; the ended ones are taken out before
+ * any callback runs, so requests made by those callbacks queue behind
+ * them. */
 static void fail_backlog_if(rjq_client *c, int code, uint64_t made_before) {
-    rjq__reqlist all = list_take(&c->backlog), failed = {0};
+    rjq__reqlist failed = {0};
+    rjq__reqlist *lists[2] = {&c->backlog, &c->room};
     rjq__req *r;
-    while ((r = list_pop(&all)) != NULL) {
-        if ((r->flags & RJQ__REQ_RETRY) || r->made_ms >= made_before) list_push(&c->backlog, r);
-        else list_push(&failed, r);
+    for (int i = 0; i < 2; i++) {
+        rjq__reqlist all = list_take(lists[i]);
+        while ((r = list_pop(&all)) != NULL) {
+            if ((r->flags & RJQ__REQ_RETRY) || r->made_ms >= made_before) list_push(lists[i], r);
+            else list_push(&failed, r);
+        }
     }
     while ((r = list_pop(&failed)) != NULL) deliver(r, c, code, NULL);
 }
@@ -747,7 +790,7 @@ static void fail_backlog(rjq_client *c, int code) {
 }
 
 size_t rjq__requests_pending(const rjq_client *c) {
-    return c->inflight.n + c->backlog.n + c->later.n;
+    return c->inflight.n + c->backlog.n + c->room.n + c->later.n;
 }
 
 uint64_t rjq__requests_oldest_sent(const rjq_client *c) {
@@ -762,6 +805,7 @@ void rjq__requests_cancel_all(rjq_client *c) {
     rjq__req *r;
     rjq__timer_teardown(c, &c->retry_timer);
     rjq__timer_teardown(c, &c->wait_timer);
+    rjq__timer_teardown(c, &c->room_timer);
     /* WAITs sent: orphaned (their callbacks free them and their held
      * writes); the open one: never sent, its held writes freed here */
     for (wait_slot *w = c->sent_waits; w; w = w->next) w->c = NULL;
@@ -770,6 +814,7 @@ void rjq__requests_cancel_all(rjq_client *c) {
     c->open_wait = NULL;
     while ((r = list_pop(&c->later)) != NULL) deliver(r, c, RJQ_ECANCELED, NULL);
     while ((r = list_pop(&c->backlog)) != NULL) deliver(r, c, RJQ_ECANCELED, NULL);
+    while ((r = list_pop(&c->room)) != NULL) deliver(r, c, RJQ_ECANCELED, NULL);
     /* In-flight requests stay allocated until hiredis calls them back
      * (with NULL, when the context is freed); they are orphaned here. */
     while ((r = list_pop(&c->inflight)) != NULL) {
@@ -833,12 +878,23 @@ static void cmd_down(rjq__conn *conn, int fail) {
     if (fail) fail_backlog(conn->c, fail);
 }
 
-static const rjq__conn_hooks cmd_hooks = {cmd_setup, cmd_ready, cmd_down};
+/* (from inside hiredis' write handler: requests go from the timer) */
+static void cmd_drained(rjq__conn *conn) {
+    rjq_client *c = conn->c;
+    if (c->room.n > 0) rjq__timer_start(c, &c->room_timer, 0);
+}
+
+static void on_room_timer(rjq__timer *t) {
+    send_room(t->owner);
+}
+
+static const rjq__conn_hooks cmd_hooks = {cmd_setup, cmd_ready, cmd_down, cmd_drained};
 
 int rjq__requests_init(rjq_client *c) {
     c->retry_wait_ms = RETRY_FIRST_MS;
     int rc = rjq__timer_setup(c, &c->retry_timer, on_retry_timer, c);
     if (rc == RJQ_OK) rc = rjq__timer_setup(c, &c->wait_timer, on_wait_timer, c);
+    if (rc == RJQ_OK) rc = rjq__timer_setup(c, &c->room_timer, on_room_timer, c);
     if (rc == RJQ_OK) rc = rjq__conn_init(c, &c->cmd, RJQ_CONN_COMMAND, &cmd_hooks);
     return rc;
 }

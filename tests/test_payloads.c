@@ -7,8 +7,13 @@
  * two ways), and what happens to a job whose payload is gone by the time
  * the worker reads it.
  */
+#include <signal.h>
 #include <stdint.h>
 
+#include <hiredis/async.h>
+#include <hiredis/sds.h>
+
+#include "core_private.h" /* white-box: the command connection's output */
 #include "fixture.h"
 #include "harness.h"
 #include "proxy.h"
@@ -348,5 +353,144 @@ TEST(refused_payload_read_hands_the_jobs_back_at_once) {
     ASSERT_EQ(1, x.handled_x);
     ASSERT_EQ(1, x.attempt_x); /* the refused read spent no attempt */
     ASSERT_EQ((long)sizeof big - 1, x.len_x);
+    env_stop_proxied(&e, &p);
+}
+
+/* Requests made while hiredis holds more than 1 MiB of unwritten output
+ * on the command connection (here: Redis stopped, batches of 2 MiB) wait
+ * in the client, in order, instead of piling up in hiredis' buffer, whose
+ * unwritten rest hiredis moves after every write the socket takes only
+ * part of (with 16 KiB payloads that cost the producer more CPU than all
+ * else it did). Once Redis reads again, they all go, in the order they
+ * were made, and each lands once. */
+typedef struct room_ctx {
+    int calls;
+    long first[16];           /* each batch's first id, in callback order */
+} room_ctx;
+
+/* A batch's callback: it succeeded; its first id is recorded. */
+static void room_cb_any(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    room_ctx *x = data;
+    (void)c, (void)n;
+    ASSERT_OK(status);
+    ASSERT(x->calls < 16);
+    x->first[x->calls++] = atol(jobs[0].id);
+}
+
+/* The same for batches of 8. */
+static void room_cb(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    ASSERT_EQ(8, (long)n);
+    room_cb_any(c, status, jobs, n, data);
+}
+
+TEST(requests_made_while_the_output_is_full_wait_in_order) {
+    test_env e;
+    env_start(&e, "room");
+    enum { BATCHES = 8, JOBS = 8, SIZE = 256 << 10 }; /* 2 MiB a batch */
+    char *payload = malloc(SIZE);
+    ASSERT(payload != NULL);
+    memset(payload, 'r', SIZE);
+    rjq_enqueue_item items[JOBS];
+    for (int i = 0; i < JOBS; i++) items[i] = (rjq_enqueue_item){payload, SIZE, NULL};
+    room_ctx x = {0};
+    enqueue_wait last = {0};
+    ASSERT_EQ(0, kill(e.s.pid, SIGSTOP));
+    for (int b = 0; b < BATCHES; b++) ASSERT_OK(rjq_enqueue_batch(e.q, items, JOBS, room_cb, &x));
+    ASSERT_OK(rjq_enqueue(e.q, "last", 4, NULL, on_enqueue_wait, &last));
+    loop_for(e.base, 300); /* the sockets take what they can */
+    /* hiredis holds at most one batch past the 1 MiB mark; the rest wait */
+    size_t out = sdslen(e.c->cmd.ac->c.obuf);
+    ASSERT(out <= (1u << 20) + (size_t)JOBS * SIZE + (64u << 10)); /* (framing) */
+    ASSERT(e.c->room.n >= 2);
+    ASSERT_EQ(0, x.calls);
+    ASSERT_EQ(0, kill(e.s.pid, SIGCONT));
+    for (int k = 0; k < 1000 && !last.done; k++) loop_for(e.base, 10);
+    ASSERT_EQ(1, last.done);
+    ASSERT_OK(last.status);
+    ASSERT_EQ(BATCHES, x.calls);
+    for (int b = 0; b < BATCHES; b++) ASSERT_EQ(b * JOBS + 1, x.first[b]); /* in order */
+    ASSERT_EQ(BATCHES * JOBS + 1, atol(last.id));
+    ASSERT_EQ(BATCHES * JOBS + 1, server_int(e.rc, "LLEN t:{room}:ready"));
+    ASSERT_EQ(0, (long)e.c->room.n);
+    free(payload);
+    env_stop(&e);
+}
+
+/* Requests waiting for room when the connection is lost (Redis killed and
+ * started again, empty) go after the one lost in flight: batches that may
+ * be sent again (every job has an id) land once each, in the order they
+ * were made. */
+TEST(requests_waiting_for_room_keep_their_order_through_a_reconnect) {
+    test_env e;
+    env_start(&e, "roomloss");
+    enum { BATCHES = 5, JOBS = 8, SIZE = 256 << 10 };
+    char *payload = malloc(SIZE);
+    ASSERT(payload != NULL);
+    memset(payload, 'l', SIZE);
+    static char ids[BATCHES][JOBS][16];
+    static rjq_job_options jo[BATCHES][JOBS];
+    static rjq_enqueue_item items[BATCHES][JOBS];
+    char want[BATCHES * JOBS * 8] = "";
+    for (int b = 0; b < BATCHES; b++) {
+        for (int j = 0; j < JOBS; j++) {
+            snprintf(ids[b][j], sizeof ids[b][j], "b%dj%d", b, j);
+            jo[b][j] = (rjq_job_options){.id = ids[b][j]};
+            items[b][j] = (rjq_enqueue_item){payload, SIZE, &jo[b][j]};
+            strcat(want, ids[b][j]);
+            strcat(want, " ");
+        }
+    }
+    room_ctx x = {0};
+    ASSERT_EQ(0, kill(e.s.pid, SIGSTOP));
+    for (int b = 0; b < BATCHES; b++)
+        ASSERT_OK(rjq_enqueue_batch(e.q, items[b], JOBS, room_cb, &x));
+    loop_for(e.base, 300);
+    ASSERT(e.c->room.n >= 2);
+    ASSERT_EQ(0, kill(e.s.pid, SIGKILL)); /* what it read goes with it */
+    server_restart(&e.s, NULL);
+    redisFree(e.rc);
+    e.rc = server_connect(&e.s);
+    for (int k = 0; k < 2000 && x.calls < BATCHES; k++) loop_for(e.base, 10);
+    ASSERT_EQ(BATCHES, x.calls);
+    redisReply *r = server_cmd(e.rc, "LRANGE t:{roomloss}:ready 0 -1");
+    ASSERT_EQ(BATCHES * JOBS, (long)r->elements);
+    char got[sizeof want] = "";
+    for (size_t i = 0; i < r->elements; i++) {
+        strcat(got, r->element[i]->str);
+        strcat(got, " ");
+    }
+    freeReplyObject(r);
+    ASSERT_STREQ(want, got);
+    ASSERT_EQ(0, (long)e.c->room.n);
+    free(payload);
+    env_stop(&e);
+}
+
+/* Requests waiting for room go as soon as hiredis has written its output,
+ * even when no reply comes meanwhile (the proxy holds them back): the
+ * second big batch runs in Redis before the first one's reply arrives. */
+TEST(requests_waiting_for_room_go_when_the_output_is_written) {
+    test_env e;
+    proxy p;
+    env_start_proxied(&e, &p, "drained", NULL);
+    enum { BATCHES = 3, JOBS = 6, SIZE = 300 << 10 }; /* 1.8 MiB a batch */
+    char *payload = malloc(SIZE);
+    ASSERT(payload != NULL);
+    memset(payload, 'd', SIZE);
+    rjq_enqueue_item items[JOBS];
+    for (int i = 0; i < JOBS; i++) items[i] = (rjq_enqueue_item){payload, SIZE, NULL};
+    room_ctx x = {0};
+    proxy_hold(&p, 1); /* replies wait in the proxy */
+    for (int b = 0; b < BATCHES; b++)
+        ASSERT_OK(rjq_enqueue_batch(e.q, items, JOBS, room_cb_any, &x));
+    for (int k = 0; k < 500 && server_int(e.rc, "LLEN t:{drained}:ready") < BATCHES * JOBS; k++)
+        loop_for(e.base, 10);
+    ASSERT_EQ(BATCHES * JOBS, server_int(e.rc, "LLEN t:{drained}:ready")); /* all ran */
+    ASSERT_EQ(0, x.calls);
+    proxy_hold(&p, 0);
+    for (int k = 0; k < 500 && x.calls < BATCHES; k++) loop_for(e.base, 10);
+    ASSERT_EQ(BATCHES, x.calls);
+    for (int b = 0; b < BATCHES; b++) ASSERT_EQ(b * JOBS + 1, x.first[b]);
+    free(payload);
     env_stop_proxied(&e, &p);
 }

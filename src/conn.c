@@ -353,85 +353,6 @@ static void cancel_lookup(rjq__conn *conn) {
     conn->lookup = NULL;
 }
 
-/* ---- output drained: a tap on hiredis' event hooks ------------------------ */
-
-/* hiredis tells the loop glue through ac->ev when to watch the socket, and
- * calls delWrite exactly when a write emptied its output buffer (both
- * 0.14.1 and 1.x). An owner that wants to hear of that (hooks->drained)
- * gets a tap: the glue's data and hooks move into it, and ac->ev calls
- * them through it. The tap goes with the context (its cleanup). */
-typedef struct ev_tap {
-    redisAsyncContext *ac;
-    void *data;
-    void (*add_read)(void *);
-    void (*del_read)(void *);
-    void (*add_write)(void *);
-    void (*del_write)(void *);
-    void (*cleanup)(void *);
-#if RJQ_HIREDIS_AT_LEAST(1, 0)
-    void (*schedule_timer)(void *, struct timeval);
-#endif
-} ev_tap;
-
-static void tap_add_read(void *d) {
-    ev_tap *t = d;
-    if (t->add_read) t->add_read(t->data);
-}
-
-static void tap_del_read(void *d) {
-    ev_tap *t = d;
-    if (t->del_read) t->del_read(t->data);
-}
-
-static void tap_add_write(void *d) {
-    ev_tap *t = d;
-    if (t->add_write) t->add_write(t->data);
-}
-
-static void tap_del_write(void *d) {
-    ev_tap *t = d;
-    if (t->del_write) t->del_write(t->data);
-    rjq__conn *conn = t->ac->data; /* NULL once the context left its connection */
-    if (conn && conn->ac == t->ac) conn->hooks->drained(conn);
-}
-
-static void tap_cleanup(void *d) {
-    ev_tap *t = d;
-    if (t->cleanup) t->cleanup(t->data);
-    free(t);
-}
-
-#if RJQ_HIREDIS_AT_LEAST(1, 0)
-static void tap_schedule_timer(void *d, struct timeval tv) {
-    ev_tap *t = d;
-    if (t->schedule_timer) t->schedule_timer(t->data, tv);
-}
-#endif
-
-/* Put a tap between ac and its (attached) glue. -1: out of memory. */
-static int tap_events(redisAsyncContext *ac) {
-    ev_tap *t = calloc(1, sizeof *t);
-    if (t == NULL) return -1;
-    t->ac = ac;
-    t->data = ac->ev.data;
-    t->add_read = ac->ev.addRead;
-    t->del_read = ac->ev.delRead;
-    t->add_write = ac->ev.addWrite;
-    t->del_write = ac->ev.delWrite;
-    t->cleanup = ac->ev.cleanup;
-    ac->ev.data = t;
-    ac->ev.addRead = tap_add_read;
-    ac->ev.delRead = tap_del_read;
-    ac->ev.addWrite = tap_add_write;
-    ac->ev.delWrite = tap_del_write;
-    ac->ev.cleanup = tap_cleanup;
-#if RJQ_HIREDIS_AT_LEAST(1, 0)
-    t->schedule_timer = ac->ev.scheduleTimer;
-    if (t->schedule_timer) ac->ev.scheduleTimer = tap_schedule_timer;
-#endif
-    return 0;
-}
-
 /* Connect to one address (NULL: the unix socket), TLS first when asked. */
 static void connect_to(rjq__conn *conn, const char *ip) {
     rjq_client *c = conn->c;
@@ -457,12 +378,6 @@ static void connect_to(rjq__conn *conn, const char *ip) {
         conn->tls_session = NULL;
         redisAsyncFree(ac);
         failed_now(conn, "loop attach failed");
-        return;
-    }
-    if (conn->hooks->drained && tap_events(ac) != 0) {
-        conn->tls_session = NULL;
-        redisAsyncFree(ac); /* (the glue's cleanup releases it) */
-        failed_now(conn, "out of memory");
         return;
     }
     ac->data = conn;

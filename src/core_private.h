@@ -40,9 +40,6 @@ typedef struct rjq__conn_hooks {
      * waiting non-retryable ones with (RJQ_ECONN: the connect attempt
      * failed; RJQ_EAUTH/RJQ_EREDIS: the session was refused). */
     void (*down)(rjq__conn *conn, int fail);
-    /* Optional: a write emptied hiredis' output buffer (called from inside
-     * hiredis' write handler: only note it, e.g. arm a timer). */
-    void (*drained)(rjq__conn *conn);
 } rjq__conn_hooks;
 
 struct rjq__conn {
@@ -170,11 +167,11 @@ struct rjq_client {
     rjq__conn cmd, sub;
     rjq__reqlist inflight;    /* sent on cmd.ac, reply pending */
     rjq__reqlist backlog;     /* waiting for a command connection */
-    rjq__reqlist room;        /* waiting for hiredis' output to shrink (request.c);
-                                 made after every request in backlog */
+    rjq__reqlist room;        /* waiting for hiredis' output to shrink (request.c) */
     rjq__reqlist later;       /* idempotent requests to re-send after a transient error */
     rjq__timer retry_timer;   /* when `later` goes out */
-    rjq__timer room_timer;    /* `room` may go out: hiredis' output drained */
+    rjq__timer room_timer;    /* looks for room while `room` waits */
+    uint64_t req_order;       /* the last request's number (their order) */
     uint64_t retry_wait_ms;   /* the next wait of `later` (shared backoff) */
     int sending_later;        /* on_retry_timer is sending `later` */
     int fcall;                /* the command session has rjq's function library */

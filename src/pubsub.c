@@ -103,7 +103,7 @@ static void sub_down(rjq__conn *conn, int fail) {
     for (rjq__channel *ch = conn->c->channels; ch; ch = ch->next) ch->confirmed = 0;
 }
 
-static const rjq__conn_hooks sub_hooks = {sub_setup, sub_ready, sub_down, NULL};
+static const rjq__conn_hooks sub_hooks = {sub_setup, sub_ready, sub_down};
 
 int rjq__pubsub_init(rjq_client *c) {
     return rjq__conn_init(c, &c->sub, RJQ_CONN_SUBSCRIBER, &sub_hooks);

@@ -41,6 +41,7 @@
 /* Requests wait in the backlog while hiredis holds more than this much
  * unwritten output on the command connection (see send_req). */
 #define OUTPUT_ROOM (1u << 20)
+#define ROOM_POLL_MS 1          /* ... and look for room this often */
 
 /* A request keeps its formatted command until its reply arrives. */
 struct rjq__req {
@@ -63,6 +64,8 @@ struct rjq__req {
     char *part_err;         /* the first error answered to MULTI or a call */
     int resends;            /* resends to load what it needs so far */
     uint64_t made_ms;       /* when the request was made */
+    uint64_t order;         /* its number: the lists waiting to send keep
+                               their requests in this order */
     uint64_t sent_ms;       /* when it was last written to a context */
     uint64_t first_error_ms;/* its first transient error (0: none) */
     struct wait_slot *wait; /* the WAIT that confirms it (wait_replicas) */
@@ -115,11 +118,10 @@ static void list_remove(rjq__reqlist *l, rjq__req *r) {
     l->n--;
 }
 
-/* Into l in the order the requests were made (after those made at the
- * same ms). */
-static void list_insert_made(rjq__reqlist *l, rjq__req *r) {
+/* Into l by its number (in order: at the tail). */
+static void list_insert_ordered(rjq__reqlist *l, rjq__req *r) {
     rjq__req *at = l->tail;
-    while (at && at->made_ms > r->made_ms) at = at->prev;
+    while (at && at->order > r->order) at = at->prev;
     r->prev = at;
     r->next = at ? at->next : l->head;
     if (r->next) r->next->prev = r;
@@ -264,7 +266,9 @@ static void on_part(redisAsyncContext *ac, void *reply, void *priv) {
         r->part_err = malloc(rep->len + 1);
         if (r->part_err) memcpy(r->part_err, rep->str, rep->len + 1);
     }
-    send_room(r->c); /* (sends only: no callback of ours runs) */
+    rjq__enter(r->c); /* (a dropped connection reports to the user) */
+    send_room(r->c);
+    rjq__leave(r->c);
 }
 
 /* Write r's command to the context: one command, or a transaction's
@@ -296,9 +300,11 @@ static int send_formatted(redisAsyncContext *ac, rjq__req *r) {
  * write that the socket took only part of, so a buffer of several big
  * batches (16 MiB each with 16 KiB payloads) costs the producer more CPU
  * in those moves than anything else it does. Requests made meanwhile wait
- * in `room`, in order, and go once the buffer is down to OUTPUT_ROOM
- * (send_room, from the callbacks of replies: while output is unwritten,
- * the reply to its last command is still to come). */
+ * in `room` and go, in order, once the buffer is down to OUTPUT_ROOM
+ * (send_room). The waiting lists (backlog, room, later) keep requests in
+ * the order they were made: a request re-sent after a transient error or
+ * a lost connection goes before newer ones, and one re-sent after its
+ * script was loaded again goes behind that load, as a new one. */
 static int output_full(const rjq_client *c) {
     return c->cmd.ac && c->cmd.ac->c.obuf && sdslen(c->cmd.ac->c.obuf) > OUTPUT_ROOM;
 }
@@ -306,11 +312,13 @@ static int output_full(const rjq_client *c) {
 static void send_req(rjq_client *c, rjq__req *r) {
     redisAsyncContext *ac = c->cmd.ac;
     if (c->later.n > 0 && !c->sending_later) { /* behind those waiting for another try */
-        list_push(&c->later, r);
+        list_insert_ordered(&c->later, r);
         return;
     }
-    if (c->room.n > 0 || output_full(c)) { /* behind those waiting for room */
-        list_push(&c->room, r);
+    if (ac && c->cmd.ready && (c->room.n > 0 || output_full(c))) { /* waits for room */
+        list_insert_ordered(&c->room, r);
+        if (!rjq__timer_armed(&c->room_timer))
+            rjq__timer_start(c, &c->room_timer, ROOM_POLL_MS);
         return;
     }
     reformat_head(c, r);
@@ -320,7 +328,7 @@ static void send_req(rjq_client *c, rjq__req *r) {
         if ((r->flags & RJQ__REQ_DURABLE) && c->wait_replicas > 0) join_wait(c, r);
     }
     else
-        list_push(&c->backlog, r);
+        list_insert_ordered(&c->backlog, r);
 }
 
 /* A request for the formatted command cmd (not sent yet), or NULL. */
@@ -336,6 +344,7 @@ static rjq__req *req_new(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv
     r->script = -1;
     r->flags = flags;
     r->made_ms = rjq__now_ms();
+    r->order = ++c->req_order;
     return r;
 }
 
@@ -504,6 +513,7 @@ static void reload_and_resend(rjq_client *c, rjq__req *r) {
     size_t lens[3] = {6, 4, s->len};
     r->resends++;
     rjq__command(c, 0, ignore_reply, NULL, 3, argv, lens);
+    r->order = ++c->req_order; /* sent again: behind the load */
     send_req(c, r);
 }
 
@@ -550,6 +560,7 @@ static int script_resent(rjq_client *c, rjq__req *r, const char *err) {
     if (r->fcall && strncmp(err, "ERR Function not found", 22) == 0) {
         r->resends++;
         if (c->fcall) load_library(c);
+        r->order = ++c->req_order; /* sent again: behind the load */
         send_req(c, r); /* as EVALSHA if the library could not be loaded */
         return 1;
     }
@@ -558,6 +569,7 @@ static int script_resent(rjq_client *c, rjq__req *r, const char *err) {
                      (strncmp(err, "NOPERM", 6) == 0 && strstr(err, "'fcall'")))) {
         r->resends++;
         c->fcall = 0;
+        r->order = ++c->req_order;
         send_req(c, r);
         return 1;
     }
@@ -585,7 +597,7 @@ static int retry_later(rjq_client *c, rjq__req *r) {
     uint64_t now = rjq__now_ms();
     if (r->first_error_ms == 0) r->first_error_ms = now;
     if (now - r->first_error_ms >= RETRY_DEADLINE_MS) return 0;
-    list_push(&c->later, r);
+    list_insert_ordered(&c->later, r); /* (older ones in flight may follow) */
     if (!rjq__timer_armed(&c->retry_timer)) {
         rjq__timer_start(c, &c->retry_timer, c->retry_wait_ms);
         c->retry_wait_ms = c->retry_wait_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : c->retry_wait_ms * 2;
@@ -634,8 +646,8 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
          * answer, or after an older one failed: its place is by when it was
          * made), so a request answered LOADING is not overtaken by a later
          * one the reconnect's backlog would send at once. */
-        if ((r->flags & RJQ__REQ_RETRY) && c->later.n > 0) list_insert_made(&c->later, r);
-        else if (r->flags & RJQ__REQ_RETRY) list_push(&c->backlog, r);
+        if ((r->flags & RJQ__REQ_RETRY) && c->later.n > 0) list_insert_ordered(&c->later, r);
+        else if (r->flags & RJQ__REQ_RETRY) list_insert_ordered(&c->backlog, r);
         else deliver(r, c, c->cmd.timed_out ? RJQ_ETIMEDOUT : RJQ_ECONN, NULL);
     } else if (rep->type == REDIS_REPLY_ERROR) {
         c->cmd.last_io_ms = rjq__now_ms();
@@ -687,7 +699,7 @@ static void end_members(rjq_client *c, wait_slot *w, redisReply *rep) {
         if (rep == NULL && (r->flags & RJQ__REQ_RETRY)) {
             reply_free(r->held);
             r->held = NULL;
-            list_push(&c->backlog, r);
+            list_insert_ordered(&c->backlog, r);
         } else if (confirmed) {
             deliver(r, c, RJQ_OK, r->held);
         } else {
@@ -750,20 +762,30 @@ static void on_wait_timer(rjq__timer *t) {
     slot_free(w);
 }
 
-/* Send what waits for the connection, then what waits for room, in
- * order (those behind a request that finds the output full again wait for
- * room once more). */
+/* Send what waits for the connection and what waits for room, in order
+ * (from the first that finds the output full again, they wait for room
+ * once more). */
 static void flush_backlog(rjq_client *c) {
-    rjq__reqlist all = list_take(&c->backlog), room = list_take(&c->room);
+    rjq__reqlist a = list_take(&c->backlog), b = list_take(&c->room);
     rjq__req *r;
-    while ((r = list_pop(&room)) != NULL) list_push(&all, r);
-    while ((r = list_pop(&all)) != NULL) send_req(c, r);
+    while (a.n > 0 || b.n > 0) {
+        if (b.n == 0 || (a.n > 0 && a.head->order < b.head->order)) r = list_pop(&a);
+        else r = list_pop(&b);
+        send_req(c, r);
+    }
 }
 
-/* From the callback of a reply: the requests waiting for room go when
- * there is room. */
+/* The requests waiting for room go when there is room: from the
+ * callbacks of replies, and from the room timer (replies may be slow to
+ * come: the output may be written long before). */
 static void send_room(rjq_client *c) {
     if (c->room.n > 0 && c->cmd.ready && !output_full(c)) flush_backlog(c);
+}
+
+static void on_room_timer(rjq__timer *t) {
+    rjq_client *c = t->owner;
+    send_room(c);
+    if (c->room.n > 0 && c->cmd.ready) rjq__timer_start(c, &c->room_timer, ROOM_POLL_MS);
 }
 
 /* End the waiting requests (the backlog's, those waiting for room) made
@@ -878,17 +900,7 @@ static void cmd_down(rjq__conn *conn, int fail) {
     if (fail) fail_backlog(conn->c, fail);
 }
 
-/* (from inside hiredis' write handler: requests go from the timer) */
-static void cmd_drained(rjq__conn *conn) {
-    rjq_client *c = conn->c;
-    if (c->room.n > 0) rjq__timer_start(c, &c->room_timer, 0);
-}
-
-static void on_room_timer(rjq__timer *t) {
-    send_room(t->owner);
-}
-
-static const rjq__conn_hooks cmd_hooks = {cmd_setup, cmd_ready, cmd_down, cmd_drained};
+static const rjq__conn_hooks cmd_hooks = {cmd_setup, cmd_ready, cmd_down};
 
 int rjq__requests_init(rjq_client *c) {
     c->retry_wait_ms = RETRY_FIRST_MS;

@@ -494,3 +494,83 @@ TEST(requests_waiting_for_room_go_when_the_output_is_written) {
     free(payload);
     env_stop_proxied(&e, &p);
 }
+
+/* Requests waiting for room while Redis answers BUSY (a script runs too
+ * long): those in flight are tried again later, the waiting ones join
+ * them, and all land in the order they were made, a request made
+ * meanwhile last. */
+static int busy_calls;
+
+static void busy_cb(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)jobs, (void)n, (void)data;
+    ASSERT_OK(status);
+    busy_calls++;
+}
+
+TEST(requests_waiting_for_room_keep_their_order_through_busy_retries) {
+    test_env e;
+    env_start(&e, "busy");
+    enum { BATCHES = 6, JOBS = 8, SIZE = 256 << 10 };
+    char *payload = malloc(SIZE);
+    ASSERT(payload != NULL);
+    memset(payload, 'y', SIZE);
+    static char ids[BATCHES][JOBS][16];
+    static rjq_job_options jo[BATCHES][JOBS];
+    static rjq_enqueue_item items[BATCHES][JOBS];
+    for (int b = 0; b < BATCHES; b++)
+        for (int j = 0; j < JOBS; j++) {
+            snprintf(ids[b][j], sizeof ids[b][j], "b%dj%d", b, j);
+            jo[b][j] = (rjq_job_options){.id = ids[b][j]};
+            items[b][j] = (rjq_enqueue_item){payload, SIZE, &jo[b][j]};
+        }
+    freeReplyObject(server_cmd(e.rc, "CONFIG SET busy-reply-threshold 50"));
+    pid_t child = fork_child();
+    if (child == 0) { /* a script that runs until killed */
+        redisContext *x = server_connect(&e.s);
+        freeReplyObject(redisCommand(x, "EVAL %s 0", "while true do end"));
+        _exit(0);
+    }
+    int busy = 0;
+    for (int k = 0; k < 500 && !busy; k++) {
+        redisReply *r = redisCommand(e.rc, "PING");
+        busy = r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "BUSY", 4) == 0;
+        freeReplyObject(r);
+        if (!busy) loop_for(e.base, 10);
+    }
+    ASSERT(busy);
+    ASSERT_EQ(0, kill(e.s.pid, SIGSTOP)); /* so the output fills */
+    rjq_job_options ao = {.id = "a"}, no = {.id = "n"};
+    ASSERT_OK(rjq_enqueue(e.q, "a", 1, &ao, busy_cb, NULL));
+    loop_for(e.base, 5);
+    for (int b = 0; b < BATCHES; b++) {
+        ASSERT_OK(rjq_enqueue_batch(e.q, items[b], JOBS, busy_cb, NULL));
+        loop_for(e.base, 5);
+    }
+    loop_for(e.base, 100);
+    ASSERT(e.c->room.n >= 2);
+    ASSERT_EQ(0, kill(e.s.pid, SIGCONT)); /* BUSY answers: tried again later */
+    /* "a" was answered BUSY, the first batch is still in flight: a new
+     * request now must not overtake it when its BUSY comes */
+    for (int i = 0; i < 3000 && !(e.c->later.n > 0 && e.c->inflight.n > 0); i++)
+        loop_for(e.base, 1);
+    ASSERT(e.c->later.n > 0 && e.c->inflight.n > 0);
+    ASSERT_OK(rjq_enqueue(e.q, "n", 1, &no, busy_cb, NULL));
+    loop_for(e.base, 300);
+    freeReplyObject(server_cmd(e.rc, "SCRIPT KILL"));
+    ASSERT_EQ(0, reap(child, 5000));
+    for (int k = 0; k < 2000 && busy_calls < BATCHES + 2; k++) loop_for(e.base, 10);
+    ASSERT_EQ(BATCHES + 2, busy_calls);
+    redisReply *r = server_cmd(e.rc, "LRANGE t:{busy}:ready 0 -1");
+    ASSERT_EQ(BATCHES * JOBS + 2, (long)r->elements);
+    char got[256] = "";
+    for (size_t i = 0; i < r->elements; i++) {
+        const char *id = r->element[i]->str;
+        if (id[0] == 'b' && strstr(id, "j0") == NULL) continue; /* a batch by its first */
+        strcat(got, id);
+        strcat(got, " ");
+    }
+    freeReplyObject(r);
+    ASSERT_STREQ("a b0j0 b1j0 b2j0 b3j0 b4j0 b5j0 n ", got);
+    free(payload);
+    env_stop(&e);
+}

@@ -518,10 +518,9 @@ RJQ_API int rjq_enqueue(rjq_queue *q, const void *payload, size_t len,
  * EXEC: nothing runs between them; a bounded queue takes or refuses the
  * batch whole; the Redis user needs MULTI and EXEC, which the producer
  * role of `rjq acl` has). Same errors as rjq_enqueue(); any invalid item fails the
- * whole call synchronously. Batches of many MiB still cost the client more
- * per job (its copies of the whole batch): with payloads of some KiB,
- * batches near 1 MiB are faster (1000 jobs of 16 KiB: 1.3x the jobs/s in
- * batches of 64). */
+ * whole call synchronously. A batch of many MiB is copied whole by the
+ * client; while more than 1 MiB of earlier requests is still unwritten,
+ * it waits in the client (see command_timeout_ms). */
 RJQ_API int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items,
                               size_t n, rjq_enqueue_cb *cb, void *data);
 

@@ -416,6 +416,24 @@ TEST(requests_made_while_the_output_is_full_wait_in_order) {
     env_stop(&e);
 }
 
+/* Batches of ID_JOBS jobs with ids "b<batch>j<job>", every payload the
+ * same size bytes: items[b] is batch b. */
+enum { ID_BATCHES = 6, ID_JOBS = 8 };
+typedef struct id_batches {
+    char ids[ID_BATCHES][ID_JOBS][16];
+    rjq_job_options jo[ID_BATCHES][ID_JOBS];
+    rjq_enqueue_item items[ID_BATCHES][ID_JOBS];
+} id_batches;
+
+static void make_id_batches(id_batches *x, const char *payload, size_t size) {
+    for (int b = 0; b < ID_BATCHES; b++)
+        for (int j = 0; j < ID_JOBS; j++) {
+            snprintf(x->ids[b][j], sizeof x->ids[b][j], "b%dj%d", b, j);
+            x->jo[b][j] = (rjq_job_options){.id = x->ids[b][j]};
+            x->items[b][j] = (rjq_enqueue_item){payload, size, &x->jo[b][j]};
+        }
+}
+
 /* Requests waiting for room when the connection is lost (Redis killed and
  * started again, empty) go after the one lost in flight: batches that may
  * be sent again (every job has an id) land once each, in the order they
@@ -423,27 +441,23 @@ TEST(requests_made_while_the_output_is_full_wait_in_order) {
 TEST(requests_waiting_for_room_keep_their_order_through_a_reconnect) {
     test_env e;
     env_start(&e, "roomloss");
-    enum { BATCHES = 5, JOBS = 8, SIZE = 256 << 10 };
+    enum { BATCHES = 5, JOBS = ID_JOBS, SIZE = 256 << 10 };
     char *payload = malloc(SIZE);
     ASSERT(payload != NULL);
     memset(payload, 'l', SIZE);
-    static char ids[BATCHES][JOBS][16];
-    static rjq_job_options jo[BATCHES][JOBS];
-    static rjq_enqueue_item items[BATCHES][JOBS];
+    static id_batches batches;
+    make_id_batches(&batches, payload, SIZE);
     char want[BATCHES * JOBS * 8] = "";
     for (int b = 0; b < BATCHES; b++) {
         for (int j = 0; j < JOBS; j++) {
-            snprintf(ids[b][j], sizeof ids[b][j], "b%dj%d", b, j);
-            jo[b][j] = (rjq_job_options){.id = ids[b][j]};
-            items[b][j] = (rjq_enqueue_item){payload, SIZE, &jo[b][j]};
-            strcat(want, ids[b][j]);
+            strcat(want, batches.ids[b][j]);
             strcat(want, " ");
         }
     }
     room_ctx x = {0};
     ASSERT_EQ(0, kill(e.s.pid, SIGSTOP));
     for (int b = 0; b < BATCHES; b++)
-        ASSERT_OK(rjq_enqueue_batch(e.q, items[b], JOBS, room_cb, &x));
+        ASSERT_OK(rjq_enqueue_batch(e.q, batches.items[b], JOBS, room_cb, &x));
     loop_for(e.base, 300);
     ASSERT(e.c->room.n >= 2);
     ASSERT_EQ(0, kill(e.s.pid, SIGKILL)); /* what it read goes with it */
@@ -510,19 +524,12 @@ static void busy_cb(rjq_client *c, int status, const rjq_enqueued *jobs, size_t 
 TEST(requests_waiting_for_room_keep_their_order_through_busy_retries) {
     test_env e;
     env_start(&e, "busy");
-    enum { BATCHES = 6, JOBS = 8, SIZE = 256 << 10 };
+    enum { BATCHES = ID_BATCHES, JOBS = ID_JOBS, SIZE = 256 << 10 };
     char *payload = malloc(SIZE);
     ASSERT(payload != NULL);
     memset(payload, 'y', SIZE);
-    static char ids[BATCHES][JOBS][16];
-    static rjq_job_options jo[BATCHES][JOBS];
-    static rjq_enqueue_item items[BATCHES][JOBS];
-    for (int b = 0; b < BATCHES; b++)
-        for (int j = 0; j < JOBS; j++) {
-            snprintf(ids[b][j], sizeof ids[b][j], "b%dj%d", b, j);
-            jo[b][j] = (rjq_job_options){.id = ids[b][j]};
-            items[b][j] = (rjq_enqueue_item){payload, SIZE, &jo[b][j]};
-        }
+    static id_batches batches;
+    make_id_batches(&batches, payload, SIZE);
     freeReplyObject(server_cmd(e.rc, "CONFIG SET busy-reply-threshold 50"));
     pid_t child = fork_child();
     if (child == 0) { /* a script that runs until killed */
@@ -543,7 +550,7 @@ TEST(requests_waiting_for_room_keep_their_order_through_busy_retries) {
     ASSERT_OK(rjq_enqueue(e.q, "a", 1, &ao, busy_cb, NULL));
     loop_for(e.base, 5);
     for (int b = 0; b < BATCHES; b++) {
-        ASSERT_OK(rjq_enqueue_batch(e.q, items[b], JOBS, busy_cb, NULL));
+        ASSERT_OK(rjq_enqueue_batch(e.q, batches.items[b], JOBS, busy_cb, NULL));
         loop_for(e.base, 5);
     }
     loop_for(e.base, 100);

@@ -22,8 +22,10 @@
  * - When a function that takes a callback returns an error, the callback is
  *   never called. When it returns RJQ_OK, the callback is called exactly once:
  *   with the outcome, or with RJQ_ECONN (the connection dropped while the
- *   request was in flight: its outcome is unknown), RJQ_ETIMEDOUT (no reply
- *   within command_timeout_ms, or no connection for that long: unknown too),
+ *   request was in flight: its outcome is unknown; one not written yet
+ *   waits for the reconnect, and gets RJQ_ECONN only if that attempt
+ *   fails), RJQ_ETIMEDOUT (no reply within command_timeout_ms, or no
+ *   connection for that long: unknown too),
  *   or with RJQ_ECANCELED (the client was freed first). Errors that prove a
  *   request did not run (LOADING, BUSY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN,
  *   READONLY) are not reported: the request is sent again with backoff for

@@ -171,6 +171,8 @@ struct rjq_client {
     rjq__reqlist later;       /* idempotent requests to re-send after a transient error */
     rjq__timer retry_timer;   /* when `later` goes out */
     rjq__timer room_timer;    /* looks for room while `room` waits */
+    uint64_t room_poll_ms;    /* ... this often: longer while nothing is written */
+    size_t room_seen;         /* the unwritten output it saw last */
     uint64_t req_order;       /* the last request's number (their order) */
     uint64_t retry_wait_ms;   /* the next wait of `later` (shared backoff) */
     int sending_later;        /* on_retry_timer is sending `later` */

@@ -38,10 +38,11 @@
 #define RETRY_FIRST_MS 50       /* first wait before re-sending after a transient error */
 #define RETRY_MAX_MS 1000       /* ... doubling up to this */
 #define RETRY_DEADLINE_MS 60000 /* ... for this long after the first one */
-/* Requests wait in the backlog while hiredis holds more than this much
- * unwritten output on the command connection (see send_req). */
+/* Requests wait in `room` while hiredis holds more than this much
+ * unwritten output on the command connection (see output_full). */
 #define OUTPUT_ROOM (1u << 20)
-#define ROOM_POLL_MS 1          /* ... and look for room this often */
+#define ROOM_POLL_MS 1          /* ... and look for room this often, */
+#define ROOM_POLL_MAX_MS 64     /* ... doubling up to this while none is written */
 
 /* A request keeps its formatted command until its reply arrives. */
 struct rjq__req {
@@ -305,8 +306,12 @@ static int send_formatted(redisAsyncContext *ac, rjq__req *r) {
  * the order they were made: a request re-sent after a transient error or
  * a lost connection goes before newer ones, and one re-sent after its
  * script was loaded again goes behind that load, as a new one. */
+static size_t unwritten(const rjq_client *c) {
+    return c->cmd.ac && c->cmd.ac->c.obuf ? sdslen(c->cmd.ac->c.obuf) : 0;
+}
+
 static int output_full(const rjq_client *c) {
-    return c->cmd.ac && c->cmd.ac->c.obuf && sdslen(c->cmd.ac->c.obuf) > OUTPUT_ROOM;
+    return unwritten(c) > OUTPUT_ROOM;
 }
 
 static void send_req(rjq_client *c, rjq__req *r) {
@@ -317,8 +322,11 @@ static void send_req(rjq_client *c, rjq__req *r) {
     }
     if (ac && c->cmd.ready && (c->room.n > 0 || output_full(c))) { /* waits for room */
         list_insert_ordered(&c->room, r);
-        if (!rjq__timer_armed(&c->room_timer))
+        if (!rjq__timer_armed(&c->room_timer)) {
+            c->room_poll_ms = ROOM_POLL_MS;
+            c->room_seen = unwritten(c);
             rjq__timer_start(c, &c->room_timer, ROOM_POLL_MS);
+        }
         return;
     }
     reformat_head(c, r);
@@ -782,10 +790,20 @@ static void send_room(rjq_client *c) {
     if (c->room.n > 0 && c->cmd.ready && !output_full(c)) flush_backlog(c);
 }
 
+/* While nothing is written (a stopped server), it looks less often. */
 static void on_room_timer(rjq__timer *t) {
     rjq_client *c = t->owner;
     send_room(c);
-    if (c->room.n > 0 && c->cmd.ready) rjq__timer_start(c, &c->room_timer, ROOM_POLL_MS);
+    if (c->room.n == 0 || !c->cmd.ready) return; /* (cmd_ready sends them) */
+    size_t out = unwritten(c);
+    if (out == c->room_seen) {
+        c->room_poll_ms = c->room_poll_ms * 2 > ROOM_POLL_MAX_MS ? ROOM_POLL_MAX_MS
+                                                                 : c->room_poll_ms * 2;
+    } else {
+        c->room_poll_ms = ROOM_POLL_MS;
+    }
+    c->room_seen = out;
+    rjq__timer_start(c, &c->room_timer, c->room_poll_ms);
 }
 
 /* End the waiting requests (the backlog's, those waiting for room) made

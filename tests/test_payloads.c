@@ -365,55 +365,15 @@ TEST(refused_payload_read_hands_the_jobs_back_at_once) {
  * were made, and each lands once. */
 typedef struct room_ctx {
     int calls;
-    long first[16];           /* each batch's first id, in callback order */
 } room_ctx;
 
-/* A batch's callback: it succeeded; its first id is recorded. */
-static void room_cb_any(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
-    room_ctx *x = data;
-    (void)c, (void)n;
-    ASSERT_OK(status);
-    ASSERT(x->calls < 16);
-    x->first[x->calls++] = atol(jobs[0].id);
-}
-
-/* The same for batches of 8. */
+/* A batch's callback: a batch of 8 made it. */
 static void room_cb(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    room_ctx *x = data;
+    (void)c, (void)jobs;
+    ASSERT_OK(status);
     ASSERT_EQ(8, (long)n);
-    room_cb_any(c, status, jobs, n, data);
-}
-
-TEST(requests_made_while_the_output_is_full_wait_in_order) {
-    test_env e;
-    env_start(&e, "room");
-    enum { BATCHES = 8, JOBS = 8, SIZE = 256 << 10 }; /* 2 MiB a batch */
-    char *payload = malloc(SIZE);
-    ASSERT(payload != NULL);
-    memset(payload, 'r', SIZE);
-    rjq_enqueue_item items[JOBS];
-    for (int i = 0; i < JOBS; i++) items[i] = (rjq_enqueue_item){payload, SIZE, NULL};
-    room_ctx x = {0};
-    enqueue_wait last = {0};
-    ASSERT_EQ(0, kill(e.s.pid, SIGSTOP));
-    for (int b = 0; b < BATCHES; b++) ASSERT_OK(rjq_enqueue_batch(e.q, items, JOBS, room_cb, &x));
-    ASSERT_OK(rjq_enqueue(e.q, "last", 4, NULL, on_enqueue_wait, &last));
-    loop_for(e.base, 300); /* the sockets take what they can */
-    /* hiredis holds at most one batch past the 1 MiB mark; the rest wait */
-    size_t out = sdslen(e.c->cmd.ac->c.obuf);
-    ASSERT(out <= (1u << 20) + (size_t)JOBS * SIZE + (64u << 10)); /* (framing) */
-    ASSERT(e.c->room.n >= 2);
-    ASSERT_EQ(0, x.calls);
-    ASSERT_EQ(0, kill(e.s.pid, SIGCONT));
-    for (int k = 0; k < 1000 && !last.done; k++) loop_for(e.base, 10);
-    ASSERT_EQ(1, last.done);
-    ASSERT_OK(last.status);
-    ASSERT_EQ(BATCHES, x.calls);
-    for (int b = 0; b < BATCHES; b++) ASSERT_EQ(b * JOBS + 1, x.first[b]); /* in order */
-    ASSERT_EQ(BATCHES * JOBS + 1, atol(last.id));
-    ASSERT_EQ(BATCHES * JOBS + 1, server_int(e.rc, "LLEN t:{room}:ready"));
-    ASSERT_EQ(0, (long)e.c->room.n);
-    free(payload);
-    env_stop(&e);
+    x->calls++;
 }
 
 /* Batches of ID_JOBS jobs with ids "b<batch>j<job>", every payload the
@@ -432,6 +392,57 @@ static void make_id_batches(id_batches *x, const char *payload, size_t size) {
             x->jo[b][j] = (rjq_job_options){.id = x->ids[b][j]};
             x->items[b][j] = (rjq_enqueue_item){payload, size, &x->jo[b][j]};
         }
+}
+
+/* The ready list of rc's queue key, each batch of make_id_batches by its
+ * first job ("b<batch>j0"), other jobs by their ids; space-separated. */
+static void ready_firsts(redisContext *rc, const char *key, char *out, size_t cap) {
+    redisReply *r = server_cmd(rc, "LRANGE %s 0 -1", key);
+    out[0] = '\0';
+    for (size_t i = 0; i < r->elements; i++) {
+        const char *id = r->element[i]->str;
+        if (id[0] == 'b' && strstr(id, "j0") == NULL) continue;
+        ASSERT(strlen(out) + strlen(id) + 2 <= cap);
+        strcat(out, id);
+        strcat(out, " ");
+    }
+    freeReplyObject(r);
+}
+
+TEST(requests_made_while_the_output_is_full_wait_in_order) {
+    test_env e;
+    env_start(&e, "room");
+    enum { BATCHES = ID_BATCHES, JOBS = ID_JOBS, SIZE = 256 << 10 }; /* 2 MiB a batch */
+    char *payload = malloc(SIZE);
+    ASSERT(payload != NULL);
+    memset(payload, 'r', SIZE);
+    static id_batches batches;
+    make_id_batches(&batches, payload, SIZE);
+    room_ctx x = {0};
+    enqueue_wait last = {0};
+    ASSERT_EQ(0, kill(e.s.pid, SIGSTOP));
+    for (int b = 0; b < BATCHES; b++)
+        ASSERT_OK(rjq_enqueue_batch(e.q, batches.items[b], JOBS, room_cb, &x));
+    ASSERT_OK(rjq_enqueue(e.q, "last", 4, NULL, on_enqueue_wait, &last));
+    loop_for(e.base, 300); /* the sockets take what they can */
+    /* hiredis holds at most one batch past the 1 MiB mark; the rest wait */
+    size_t out = sdslen(e.c->cmd.ac->c.obuf);
+    ASSERT(out <= (1u << 20) + (size_t)JOBS * SIZE + (64u << 10)); /* (framing) */
+    ASSERT(e.c->room.n >= 2);
+    ASSERT_EQ(0, x.calls);
+    ASSERT_EQ(0, kill(e.s.pid, SIGCONT));
+    for (int k = 0; k < 1000 && !last.done; k++) loop_for(e.base, 10);
+    ASSERT_EQ(1, last.done);
+    ASSERT_OK(last.status);
+    ASSERT_EQ(BATCHES, x.calls);
+    ASSERT_EQ(BATCHES * JOBS + 1, atol(last.id)); /* (seq counts the batches' jobs) */
+    char got[256];
+    ready_firsts(e.rc, "t:{room}:ready", got, sizeof got);
+    ASSERT_STREQ("b0j0 b1j0 b2j0 b3j0 b4j0 b5j0 49 ", got); /* in the order made */
+    ASSERT_EQ(BATCHES * JOBS + 1, server_int(e.rc, "LLEN t:{room}:ready"));
+    ASSERT_EQ(0, (long)e.c->room.n);
+    free(payload);
+    env_stop(&e);
 }
 
 /* Requests waiting for room when the connection is lost (Redis killed and
@@ -487,24 +498,26 @@ TEST(requests_waiting_for_room_go_when_the_output_is_written) {
     test_env e;
     proxy p;
     env_start_proxied(&e, &p, "drained", NULL);
-    enum { BATCHES = 3, JOBS = 6, SIZE = 300 << 10 }; /* 1.8 MiB a batch */
+    enum { BATCHES = 3, JOBS = ID_JOBS, SIZE = 256 << 10 }; /* 2 MiB a batch */
     char *payload = malloc(SIZE);
     ASSERT(payload != NULL);
     memset(payload, 'd', SIZE);
-    rjq_enqueue_item items[JOBS];
-    for (int i = 0; i < JOBS; i++) items[i] = (rjq_enqueue_item){payload, SIZE, NULL};
+    static id_batches batches;
+    make_id_batches(&batches, payload, SIZE);
     room_ctx x = {0};
     proxy_hold(&p, 1); /* replies wait in the proxy */
     for (int b = 0; b < BATCHES; b++)
-        ASSERT_OK(rjq_enqueue_batch(e.q, items, JOBS, room_cb_any, &x));
+        ASSERT_OK(rjq_enqueue_batch(e.q, batches.items[b], JOBS, room_cb, &x));
     for (int k = 0; k < 500 && server_int(e.rc, "LLEN t:{drained}:ready") < BATCHES * JOBS; k++)
         loop_for(e.base, 10);
     ASSERT_EQ(BATCHES * JOBS, server_int(e.rc, "LLEN t:{drained}:ready")); /* all ran */
     ASSERT_EQ(0, x.calls);
+    char got[256];
+    ready_firsts(e.rc, "t:{drained}:ready", got, sizeof got);
+    ASSERT_STREQ("b0j0 b1j0 b2j0 ", got);
     proxy_hold(&p, 0);
     for (int k = 0; k < 500 && x.calls < BATCHES; k++) loop_for(e.base, 10);
     ASSERT_EQ(BATCHES, x.calls);
-    for (int b = 0; b < BATCHES; b++) ASSERT_EQ(b * JOBS + 1, x.first[b]);
     free(payload);
     env_stop_proxied(&e, &p);
 }
@@ -567,16 +580,9 @@ TEST(requests_waiting_for_room_keep_their_order_through_busy_retries) {
     ASSERT_EQ(0, reap(child, 5000));
     for (int k = 0; k < 2000 && busy_calls < BATCHES + 2; k++) loop_for(e.base, 10);
     ASSERT_EQ(BATCHES + 2, busy_calls);
-    redisReply *r = server_cmd(e.rc, "LRANGE t:{busy}:ready 0 -1");
-    ASSERT_EQ(BATCHES * JOBS + 2, (long)r->elements);
-    char got[256] = "";
-    for (size_t i = 0; i < r->elements; i++) {
-        const char *id = r->element[i]->str;
-        if (id[0] == 'b' && strstr(id, "j0") == NULL) continue; /* a batch by its first */
-        strcat(got, id);
-        strcat(got, " ");
-    }
-    freeReplyObject(r);
+    ASSERT_EQ(BATCHES * JOBS + 2, server_int(e.rc, "LLEN t:{busy}:ready"));
+    char got[256];
+    ready_firsts(e.rc, "t:{busy}:ready", got, sizeof got);
     ASSERT_STREQ("a b0j0 b1j0 b2j0 b3j0 b4j0 b5j0 n ", got);
     free(payload);
     env_stop(&e);

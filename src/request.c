@@ -397,10 +397,11 @@ static int script_head(int script, int nargs, int fcall, char *out, size_t cap) 
 static int set_head(rjq_client *c, rjq__req *r, const char *args, size_t len) {
     char head[160];
     int hlen = script_head(r->script, r->nargs, c->fcall, head, sizeof head);
-    char *cmd = malloc((size_t)hlen + len);
+    char *cmd = malloc((size_t)hlen + len + 1); /* NUL-ended: see build_parts */
     if (cmd == NULL) return -1;
     memcpy(cmd, head, (size_t)hlen);
     if (len) memcpy(cmd + hlen, args, len);
+    cmd[(size_t)hlen + len] = '\0';
     if (r->own_cmd) free(r->cmd);
     r->cmd = cmd;
     r->own_cmd = 1;
@@ -430,8 +431,12 @@ static int build_parts(rjq_client *c, rjq__req *r) {
     for (int i = 0; i < r->nparts; i++)
         len += (size_t)script_head(r->script, r->parts[i].nargs, c->fcall, head, sizeof head) +
                r->parts[i].len;
-    char *cmd = malloc(len);
+    /* NUL-ended, as hiredis' own formatted commands are: hiredis reads the
+     * byte after a command's name (its EXEC here) to see whether more
+     * arguments follow */
+    char *cmd = malloc(len + 1);
     if (cmd == NULL) return -1;
+    cmd[len] = '\0';
     size_t at = sizeof multi - 1;
     memcpy(cmd, multi, at);
     r->part_end[0] = at;

@@ -252,8 +252,6 @@ static void slot_free(wait_slot *w) {
     free(w);
 }
 
-static void send_room(rjq_client *c);
-
 /* The answer to MULTI or to one call of a transaction (QUEUED, or an error
  * that makes its EXEC fail): the first error is kept for the EXEC's
  * callback, which reports it (see on_reply). */
@@ -262,14 +260,9 @@ static void on_part(redisAsyncContext *ac, void *reply, void *priv) {
     redisReply *rep = reply;
     (void)ac;
     /* (no reply: the connection went; r may be gone too, see send_formatted) */
-    if (rep == NULL || r->c == NULL) return;
-    if (rep->type == REDIS_REPLY_ERROR && r->part_err == NULL) {
-        r->part_err = malloc(rep->len + 1);
-        if (r->part_err) memcpy(r->part_err, rep->str, rep->len + 1);
-    }
-    rjq__enter(r->c); /* (a dropped connection reports to the user) */
-    send_room(r->c);
-    rjq__leave(r->c);
+    if (rep == NULL || r->c == NULL || rep->type != REDIS_REPLY_ERROR || r->part_err) return;
+    r->part_err = malloc(rep->len + 1);
+    if (r->part_err) memcpy(r->part_err, rep->str, rep->len + 1);
 }
 
 /* Write r's command to the context: one command, or a transaction's
@@ -638,6 +631,8 @@ static redisReply *transaction_outcome(rjq__req *r, redisReply *rep, redisReply 
     return rep->element[0];
 }
 
+static void send_room(rjq_client *c);
+
 static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     rjq__req *r = priv;
     rjq_client *c = r->c;
@@ -744,7 +739,6 @@ static void on_wait_reply(redisAsyncContext *ac, void *reply, void *priv) {
     end_members(c, w, rep);
     slot_free(w);
     if (c->open_wait) rjq__timer_start(c, &c->wait_timer, 0); /* the writes that gathered */
-    send_room(c);
     rjq__leave(c);
 }
 
@@ -788,8 +782,8 @@ static void flush_backlog(rjq_client *c) {
     }
 }
 
-/* The requests waiting for room go when there is room: from the
- * callbacks of replies, and from the room timer (replies may be slow to
+/* The requests waiting for room go when there is room: from the callback
+ * of a request's reply, and from the room timer (replies may be slow to
  * come: the output may be written long before). */
 static void send_room(rjq_client *c) {
     if (c->room.n > 0 && c->cmd.ready && !output_full(c)) flush_backlog(c);

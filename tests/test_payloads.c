@@ -377,21 +377,31 @@ static void room_cb(rjq_client *c, int status, const rjq_enqueued *jobs, size_t 
 }
 
 /* Batches of ID_JOBS jobs with ids "b<batch>j<job>", every payload the
- * same size bytes: items[b] is batch b. */
+ * same size bytes of one letter: items[b] is batch b. Free the payload
+ * with free_id_batches. */
 enum { ID_BATCHES = 6, ID_JOBS = 8 };
 typedef struct id_batches {
     char ids[ID_BATCHES][ID_JOBS][16];
     rjq_job_options jo[ID_BATCHES][ID_JOBS];
     rjq_enqueue_item items[ID_BATCHES][ID_JOBS];
+    char *payload;
 } id_batches;
 
-static void make_id_batches(id_batches *x, const char *payload, size_t size) {
+static void make_id_batches(id_batches *x, size_t size, char letter) {
+    char *payload = x->payload = malloc(size);
+    ASSERT(payload != NULL);
+    memset(payload, letter, size);
     for (int b = 0; b < ID_BATCHES; b++)
         for (int j = 0; j < ID_JOBS; j++) {
             snprintf(x->ids[b][j], sizeof x->ids[b][j], "b%dj%d", b, j);
             x->jo[b][j] = (rjq_job_options){.id = x->ids[b][j]};
             x->items[b][j] = (rjq_enqueue_item){payload, size, &x->jo[b][j]};
         }
+}
+
+static void free_id_batches(id_batches *x) {
+    free(x->payload);
+    x->payload = NULL;
 }
 
 /* The ready list of rc's queue key, each batch of make_id_batches by its
@@ -413,11 +423,8 @@ TEST(requests_made_while_the_output_is_full_wait_in_order) {
     test_env e;
     env_start(&e, "room");
     enum { BATCHES = ID_BATCHES, JOBS = ID_JOBS, SIZE = 256 << 10 }; /* 2 MiB a batch */
-    char *payload = malloc(SIZE);
-    ASSERT(payload != NULL);
-    memset(payload, 'r', SIZE);
     static id_batches batches;
-    make_id_batches(&batches, payload, SIZE);
+    make_id_batches(&batches, SIZE, 'r');
     room_ctx x = {0};
     enqueue_wait last = {0};
     ASSERT_EQ(0, kill(e.s.pid, SIGSTOP));
@@ -441,7 +448,7 @@ TEST(requests_made_while_the_output_is_full_wait_in_order) {
     ASSERT_STREQ("b0j0 b1j0 b2j0 b3j0 b4j0 b5j0 49 ", got); /* in the order made */
     ASSERT_EQ(BATCHES * JOBS + 1, server_int(e.rc, "LLEN t:{room}:ready"));
     ASSERT_EQ(0, (long)e.c->room.n);
-    free(payload);
+    free_id_batches(&batches);
     env_stop(&e);
 }
 
@@ -453,11 +460,8 @@ TEST(requests_waiting_for_room_keep_their_order_through_a_reconnect) {
     test_env e;
     env_start(&e, "roomloss");
     enum { BATCHES = 5, JOBS = ID_JOBS, SIZE = 256 << 10 };
-    char *payload = malloc(SIZE);
-    ASSERT(payload != NULL);
-    memset(payload, 'l', SIZE);
     static id_batches batches;
-    make_id_batches(&batches, payload, SIZE);
+    make_id_batches(&batches, SIZE, 'l');
     char want[BATCHES * JOBS * 8] = "";
     for (int b = 0; b < BATCHES; b++) {
         for (int j = 0; j < JOBS; j++) {
@@ -487,7 +491,7 @@ TEST(requests_waiting_for_room_keep_their_order_through_a_reconnect) {
     freeReplyObject(r);
     ASSERT_STREQ(want, got);
     ASSERT_EQ(0, (long)e.c->room.n);
-    free(payload);
+    free_id_batches(&batches);
     env_stop(&e);
 }
 
@@ -499,11 +503,8 @@ TEST(requests_waiting_for_room_go_when_the_output_is_written) {
     proxy p;
     env_start_proxied(&e, &p, "drained", NULL);
     enum { BATCHES = 3, JOBS = ID_JOBS, SIZE = 256 << 10 }; /* 2 MiB a batch */
-    char *payload = malloc(SIZE);
-    ASSERT(payload != NULL);
-    memset(payload, 'd', SIZE);
     static id_batches batches;
-    make_id_batches(&batches, payload, SIZE);
+    make_id_batches(&batches, SIZE, 'd');
     room_ctx x = {0};
     proxy_hold(&p, 1); /* replies wait in the proxy */
     for (int b = 0; b < BATCHES; b++)
@@ -518,7 +519,7 @@ TEST(requests_waiting_for_room_go_when_the_output_is_written) {
     proxy_hold(&p, 0);
     for (int k = 0; k < 500 && x.calls < BATCHES; k++) loop_for(e.base, 10);
     ASSERT_EQ(BATCHES, x.calls);
-    free(payload);
+    free_id_batches(&batches);
     env_stop_proxied(&e, &p);
 }
 
@@ -538,11 +539,8 @@ TEST(requests_waiting_for_room_keep_their_order_through_busy_retries) {
     test_env e;
     env_start(&e, "busy");
     enum { BATCHES = ID_BATCHES, JOBS = ID_JOBS, SIZE = 256 << 10 };
-    char *payload = malloc(SIZE);
-    ASSERT(payload != NULL);
-    memset(payload, 'y', SIZE);
     static id_batches batches;
-    make_id_batches(&batches, payload, SIZE);
+    make_id_batches(&batches, SIZE, 'y');
     freeReplyObject(server_cmd(e.rc, "CONFIG SET busy-reply-threshold 50"));
     pid_t child = fork_child();
     if (child == 0) { /* a script that runs until killed */
@@ -584,6 +582,6 @@ TEST(requests_waiting_for_room_keep_their_order_through_busy_retries) {
     char got[256];
     ready_firsts(e.rc, "t:{busy}:ready", got, sizeof got);
     ASSERT_STREQ("a b0j0 b1j0 b2j0 b3j0 b4j0 b5j0 n ", got);
-    free(payload);
+    free_id_batches(&batches);
     env_stop(&e);
 }

@@ -17,6 +17,21 @@
  *
  * Two batches per queue: [0] plain, [1] recording a reply channel
  * (enqueue + await; the channel is the client's, so it is one per batch).
+ *
+ * Payloads ahead. Redis' Lua hashes every byte of every string that enters
+ * a script, so payloads of KiB cost the enqueue script more than all else
+ * it does. A batch of anonymous jobs of priority 0 whose payloads are
+ * AHEAD_MIN_PAYLOAD bytes or more on average goes, when the queue's pool
+ * of reserved job numbers has enough of them, as one transaction: MULTI,
+ * an HSETNX of each payload into the payload column under its number, the
+ * enqueue script with the numbers and no payloads, EXEC (enqueue.lua,
+ * "Payloads ahead"). The script refuses it whole and deletes what it wrote
+ * when it refuses it at all; when the server lost the reservation
+ * (RJQSTALE) the pool is dropped and the batch sent again the usual way.
+ * The pool is filled by reserve.lua, AHEAD_RESERVE_MIN numbers or more at a
+ * time, when an eligible batch finds it short. Numbers are not reused:
+ * those a pool still held when a producer stopped are never given to a
+ * job (so anonymous ids may skip numbers; enqueued still counts jobs).
  */
 #include <assert.h>
 #include <stdio.h>
@@ -39,15 +54,41 @@ typedef struct batch {
     rjq__buf args;
     int nargs;
     int all_ids;              /* every job has a caller id: re-sendable */
+    int plain;                /* every job is anonymous, of priority 0 */
+    size_t payload_bytes;     /* of all its jobs' payloads */
     size_t fixed_len;         /* the arguments every call repeats (up to ARGV 3) */
     int fixed_nargs;
     item *items;              /* one per job */
     size_t n, cap;
 } batch;
 
+/* Job numbers reserved for this queue's payloads ahead: lo..hi, the next
+ * one to use (next > hi: none left). */
+typedef struct pool {
+    unsigned long long lo, hi, next;
+    char nonce[16];           /* its record is "<lo>-<hi>-<nonce>" */
+    char asked[16];           /* the nonce of the reserve request out */
+    uint64_t made_ms;
+    int asking;               /* a reserve request is out */
+    int off;                  /* the server refused HSETNX or reserve.lua
+                                 (ACL NOPERM): the usual way from now on */
+} pool;
+
 typedef struct part {
     batch b[2];
+    pool pool;
 } part;
+
+/* A batch goes with its payloads ahead when they average this much or
+ * more (below it the MULTI and an HSETNX per job cost Redis more than Lua
+ * hashing the payloads does). */
+#define AHEAD_MIN_PAYLOAD 1024
+/* Numbers a pool asks for at least (and 8 batches' worth at most 65536). */
+#define AHEAD_RESERVE_MIN 1024
+#define AHEAD_RESERVE_MAX 65536
+/* A pool this old is dropped rather than used (reserve.lua forgets a
+ * reservation after a day). */
+#define AHEAD_POOL_MAX_AGE_MS (3600u * 1000u)
 
 /* The client's enqueue state: jobs batched on all its queues. */
 typedef struct enqueues {
@@ -82,6 +123,13 @@ int rjq__enqueue_check(rjq_queue *q, const rjq_enqueue_item *it, char *opts) {
 typedef struct sent_batch {
     size_t n;
     int nparts;               /* > 0: sent as that many calls (flush_parts) */
+    int ahead;                /* sent with its payloads ahead: the batch is */
+    rjq_queue *q;             /* ... kept, to be sent again the usual way */
+    int want_pool;            /* could have gone ahead: fill the pool once it lands */
+    rjq__buf args;
+    int nargs, all_ids;
+    size_t fixed_len;
+    int fixed_nargs;
     item items[];
 } sent_batch;
 
@@ -149,9 +197,33 @@ static int join_parts(rjq_client *c, const redisReply *r, int nparts, redisReply
     return RJQ_OK;
 }
 
+static int resend_usual(sent_batch *s, int off);
+static void refill(rjq_queue *q, size_t n);
+
 static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
     sent_batch *b = priv;
     redisReply flat = {0};
+    if (b->ahead) {
+        /* the EXEC's array: the HSETNX replies, then the script's */
+        if (status == RJQ_OK) {
+            if (r->type != REDIS_REPLY_ARRAY || r->elements != b->n + 1) {
+                rjq__errmsg(c, "enqueue: unexpected reply");
+                status = RJQ_EPROTO;
+            } else if ((r = r->element[b->n])->type == REDIS_REPLY_ERROR) {
+                rjq__errmsg(c, "%s", r->str);
+                status = rjq__redis_error_code(r->str);
+            }
+        }
+        /* the server lost the reservation, or this user may not run
+         * HSETNX: the usual way */
+        if (r && r->type == REDIS_REPLY_ERROR &&
+            ((status == RJQ_EREDIS && strncmp(r->str, "RJQSTALE", 8) == 0) ||
+             (status == RJQ_EAUTH && strncmp(r->str, "NOPERM", 6) == 0)) &&
+            resend_usual(b, status == RJQ_EAUTH) == RJQ_OK)
+            return;
+        rjq__buf_free(&b->args);
+    }
+    if (status == RJQ_OK && b->want_pool) refill(b->q, b->n);
     if (status == RJQ_OK && b->nparts) {
         status = join_parts(c, r, b->nparts, &flat);
         r = &flat;
@@ -285,23 +357,173 @@ static int flush_parts(rjq_queue *q, batch *b, sent_batch *s) {
     return rc;
 }
 
-/* Send the batch: one script call, or several in one transaction. */
+/* The batch the usual way: one script call, or several in one
+ * transaction. */
+static int send_usual(rjq_queue *q, batch *b, sent_batch *s) {
+    rjq_client *c = rjq_queue_client(q);
+    if (b->n > 1 && b->args.len > RJQ__ENQUEUE_BYTES) return flush_parts(q, b, s);
+    return rjq__script_buf(c, RJQ__S_ENQUEUE, (b->all_ids ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
+                           on_enqueued, s, b->nargs, &b->args);
+}
+
+/* A batch sent with its payloads ahead came back RJQSTALE (the server lost
+ * the reservation) or NOPERM (off: this user may not write that way): send
+ * it again the usual way, with the same entries. */
+static int resend_usual(sent_batch *s, int off) {
+    rjq_queue *q = s->q;
+    rjq_client *c = rjq_queue_client(q);
+    part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
+    if (p) {
+        p->pool.next = p->pool.hi + 1; /* the rest of it is stale too */
+        if (off) p->pool.off = 1;
+    }
+    batch b = {.args = s->args, .nargs = s->nargs, .all_ids = s->all_ids,
+               .fixed_len = s->fixed_len, .fixed_nargs = s->fixed_nargs, .n = s->n};
+    s->ahead = 0;
+    s->args = (rjq__buf){0};
+    int rc = send_usual(q, &b, s);
+    rjq__buf_free(&b.args);
+    if (rc != RJQ_OK) {
+        s->ahead = 1; /* (on_enqueued reports it with the error, args freed) */
+        rjq__errmsg(c, "enqueue: %s", rjq_strerror(rc));
+    }
+    return rc;
+}
+
+static void on_reserved(rjq_client *c, int status, redisReply *r, void *priv) {
+    pool *pl = priv;
+    (void)c;
+    pl->asking = 0;
+    if (status == RJQ_EAUTH) pl->off = 1;
+    if (status != RJQ_OK || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
+        return; /* batches go the usual way meanwhile */
+    unsigned long long lo = strtoull(r->element[0]->str, NULL, 10);
+    unsigned long long hi = strtoull(r->element[1]->str, NULL, 10);
+    if (lo == 0 || hi < lo) return;
+    pl->lo = pl->next = lo;
+    pl->hi = hi;
+    memcpy(pl->nonce, pl->asked, sizeof pl->nonce);
+    pl->made_ms = rjq__now_ms();
+}
+
+/* The numbers left in the pool (none before its first reservation). */
+static size_t pool_left(const pool *pl) {
+    return pl->lo && pl->next <= pl->hi ? (size_t)(pl->hi - pl->next + 1) : 0;
+}
+
+/* Ask for numbers when q's pool has fewer than two batches of n left. */
+static void refill(rjq_queue *q, size_t n) {
+    part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
+    pool *pl = p ? &p->pool : NULL;
+    if (pl == NULL || pl->off || pl->asking || pool_left(pl) >= 2 * n) return;
+    size_t want = 8 * n;
+    if (want < AHEAD_RESERVE_MIN) want = AHEAD_RESERVE_MIN;
+    if (want > AHEAD_RESERVE_MAX) want = AHEAD_RESERVE_MAX;
+    rjq__buf a = {0};
+    char num[24];
+    rjq__buf_arg_str(&a, "3");
+    rjq__buf_key(&a, q, RJQ__K_STATS);
+    rjq__buf_key(&a, q, RJQ__K_RESERVED);
+    rjq__buf_key(&a, q, RJQ__K_PRIO);
+    snprintf(num, sizeof num, "%zu", want);
+    rjq__buf_arg_str(&a, num);
+    rjq__random_word(rjq_queue_client(q), pl->asked, 10);
+    rjq__buf_arg_str(&a, pl->asked);
+    if (rjq__script_buf(rjq_queue_client(q), RJQ__S_RESERVE, 0, on_reserved, pl, 6, &a) ==
+        RJQ_OK)
+        pl->asking = 1;
+    rjq__buf_free(&a);
+}
+
+/* One bulk string of RESP at p: its bytes in *data, *len; returns what
+ * follows it. */
+static const char *bulk_at(const char *p, const char **data, size_t *len) {
+    *len = (size_t)strtoul(p + 1, NULL, 10);
+    *data = strchr(p, '\n') + 1;
+    return *data + *len + 2;
+}
+
+/* The batch with its payloads ahead (see the top of this file): numbers
+ * from the pool, one HSETNX each, then the script with them and no
+ * payloads, in one transaction. */
+static int send_ahead(rjq_queue *q, batch *b, sent_batch *s, pool *pl) {
+    rjq_client *c = rjq_queue_client(q);
+    rjq__buf pre = {0}, call = {0};
+    size_t *ends = malloc(b->n * sizeof *ends);
+    char which[64], num[24];
+    snprintf(which, sizeof which, "R %llu-%llu-%s", pl->lo, pl->hi, pl->nonce);
+    rjq__buf_raw(&call, b->args.p, b->fixed_len);
+    int nargs = b->fixed_nargs + call_args(q, &call, which, NULL, 0) + 3 * (int)b->n;
+    for (size_t i = 0; ends && i < b->n; i++) {
+        const char *id, *payload, *opts;
+        size_t idlen, plen, olen;
+        const char *at = bulk_at(b->args.p + b->items[i].off, &id, &idlen);
+        at = bulk_at(at, &payload, &plen);
+        bulk_at(at, &opts, &olen);
+        assert(idlen == 0);
+        snprintf(num, sizeof num, "%llu", pl->next + i);
+        rjq__buf_raw(&pre, "*4\r\n", 4);
+        rjq__buf_arg_str(&pre, "HSETNX");
+        rjq__buf_key(&pre, q, RJQ__K_PAYLOAD);
+        rjq__buf_arg_str(&pre, num);
+        rjq__buf_arg(&pre, payload, plen);
+        ends[i] = pre.len;
+        rjq__buf_arg_str(&call, num);
+        rjq__buf_arg(&call, "", 0);
+        rjq__buf_arg(&call, opts, olen);
+    }
+    int rc = ends ? RJQ_OK : RJQ_ENOMEM;
+    if (rc == RJQ_OK) {
+        s->ahead = 1;
+        s->q = q;
+        rc = rjq__script_parts_after(c, RJQ__S_ENQUEUE, RJQ__REQ_DURABLE, on_enqueued, s, &pre,
+                                     ends, (int)b->n, 1, &call, &nargs);
+    }
+    if (rc == RJQ_OK) {
+        pl->next += b->n;
+        /* kept to be sent again the usual way (RJQSTALE) */
+        s->args = b->args;
+        s->nargs = b->nargs;
+        s->all_ids = b->all_ids;
+        s->fixed_len = b->fixed_len;
+        s->fixed_nargs = b->fixed_nargs;
+        b->args = (rjq__buf){0};
+    } else {
+        s->ahead = 0;
+    }
+    rjq__buf_free(&pre);
+    rjq__buf_free(&call);
+    free(ends);
+    return rc;
+}
+
+/* Send the batch: with its payloads ahead when it can, else the usual way. */
 static void flush_batch(rjq_queue *q, batch *b) {
     if (b->n == 0) return;
     rjq_client *c = rjq_queue_client(q);
-    sent_batch *s = malloc(sizeof *s + b->n * sizeof s->items[0]);
+    sent_batch *s = calloc(1, sizeof *s + b->n * sizeof s->items[0]);
     int rc = RJQ_ENOMEM;
     if (s) {
         s->n = b->n;
-        s->nparts = 0;
         memcpy(s->items, b->items, b->n * sizeof s->items[0]);
-        if (b->n > 1 && b->args.len > RJQ__ENQUEUE_BYTES) {
-            rc = flush_parts(q, b, s);
-        } else {
-            rc = rjq__script_buf(c, RJQ__S_ENQUEUE,
-                                 (b->all_ids ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
-                                 on_enqueued, s, b->nargs, &b->args);
+        part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
+        pool *pl = &p->pool;
+        rc = -1;
+        if (b->plain && !pl->off && b->payload_bytes >= AHEAD_MIN_PAYLOAD * b->n) {
+            if (pool_left(pl) && rjq__now_ms() - pl->made_ms > AHEAD_POOL_MAX_AGE_MS)
+                pl->next = pl->hi + 1;
+            if (pool_left(pl) >= b->n &&
+                (rc = send_ahead(q, b, s, pl)) == RJQ_OK) {
+                refill(q, b->n);
+            } else {
+                /* the pool is filled once this one landed: a batch the
+                 * server refuses leaves nothing, not even a reservation */
+                s->want_pool = 1;
+                s->q = q;
+            }
         }
+        if (rc != RJQ_OK) rc = send_usual(q, b, s);
     }
     if (rc == RJQ_OK) {
         take(c, b);
@@ -373,7 +595,7 @@ static part *part_of(rjq_queue *q) {
 static void start_batch(rjq_queue *q, batch *b, const char *reply_channel) {
     static const int keys[] = {RJQ__K_READY,  RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_STATS,
                                RJQ__K_ACTIVE, RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED,
-                               RJQ__K_HELD, RJQ__K_DEADLINES, RJQ__K_DEDUP};
+                               RJQ__K_HELD, RJQ__K_DEADLINES, RJQ__K_DEDUP, RJQ__K_RESERVED};
     const int nkeys = (int)(sizeof keys / sizeof keys[0]);
     rjq__buf *a = &b->args;
     char num[16];
@@ -436,7 +658,11 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
     if (b->n == 0) {
         start_batch(q, b, reply_channel);
         b->all_ids = ids;
+        b->plain = 1;
+        b->payload_bytes = 0;
     }
+    int save_plain = b->plain;
+    size_t save_bytes = b->payload_bytes;
     for (size_t i = 0; i < n && rc == RJQ_OK; i++) {
         char opts[RJQ__OPTS_MAX];
         if ((rc = rjq__enqueue_check(q, &items[i], opts)) != RJQ_OK) break;
@@ -445,6 +671,8 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
         rjq__buf_arg_str(&b->args, o && o->id ? o->id : "");
         rjq__buf_arg(&b->args, items[i].payload, items[i].len);
         rjq__buf_arg_str(&b->args, opts);
+        if (o && (o->id || o->priority != 0)) b->plain = 0;
+        b->payload_bytes += items[i].len;
         item *it = &b->items[b->n++];
         it->cb = cb;
         it->fn = fn;
@@ -458,6 +686,8 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
         b->args.oom = 0;
         b->nargs = save_nargs;
         b->n = save_n;
+        b->plain = save_plain;
+        b->payload_bytes = save_bytes;
         return rc;
     }
     b->nargs += 3 * (int)n;

@@ -61,7 +61,12 @@ struct rjq__req {
                                script (rjq__script_parts); cmd is MULTI, the
                                calls, EXEC */
     struct part_args *parts;/* their arguments, kept to rebuild cmd */
-    size_t *part_end;       /* the end in cmd of MULTI, of each call */
+    int npre;               /* commands the transaction runs before its calls */
+    char *pre;              /* ... their bytes (RESP), kept to rebuild cmd */
+    size_t pre_len;
+    size_t *pre_end;        /* ... where each ends in pre */
+    size_t *part_end;       /* the end in cmd of MULTI, of each command
+                               before the calls, of each call */
     char *part_err;         /* the first error answered to MULTI or a call */
     int resends;            /* resends to load what it needs so far */
     uint64_t made_ms;       /* when the request was made */
@@ -196,6 +201,8 @@ static void req_free(rjq__req *r) {
     reply_free(r->held);
     for (int i = 0; i < r->nparts; i++) free(r->parts[i].p);
     free(r->parts);
+    free(r->pre);
+    free(r->pre_end);
     free(r->part_end);
     free(r->part_err);
     if (r->own_cmd) free(r->cmd);
@@ -277,9 +284,10 @@ static int send_formatted(redisAsyncContext *ac, rjq__req *r) {
     free(r->part_err);
     r->part_err = NULL;
     size_t at = 0;
-    for (int i = 0; i <= r->nparts + 1; i++) { /* MULTI, the calls, EXEC */
-        size_t end = i <= r->nparts ? r->part_end[i] : r->len;
-        if (redisAsyncFormattedCommand(ac, i <= r->nparts ? on_part : on_reply, r, r->cmd + at,
+    int last = r->npre + r->nparts; /* MULTI, the commands, the calls, EXEC */
+    for (int i = 0; i <= last + 1; i++) {
+        size_t end = i <= last ? r->part_end[i] : r->len;
+        if (redisAsyncFormattedCommand(ac, i <= last ? on_part : on_reply, r, r->cmd + at,
                                        end - at) != REDIS_OK) {
             if (i > 0) rjq__conn_drop(&r->c->cmd, "out of memory");
             return REDIS_ERR;
@@ -415,12 +423,13 @@ static void reformat_head(rjq_client *c, rjq__req *r) {
     else set_head(c, r, r->cmd + r->head_len, r->len - r->head_len);
 }
 
-/* A transaction's command for the session's mode: MULTI, each call (its
- * head and arguments), EXEC. 0, or -1 out of memory (r unchanged). */
+/* A transaction's command for the session's mode: MULTI, the commands
+ * before the calls, each call (its head and arguments), EXEC. 0, or -1 out
+ * of memory (r unchanged). */
 static int build_parts(rjq_client *c, rjq__req *r) {
     static const char multi[] = "*1\r\n$5\r\nMULTI\r\n", exec[] = "*1\r\n$4\r\nEXEC\r\n";
     char head[160];
-    size_t len = sizeof multi - 1 + sizeof exec - 1;
+    size_t len = sizeof multi - 1 + sizeof exec - 1 + r->pre_len;
     for (int i = 0; i < r->nparts; i++)
         len += (size_t)script_head(r->script, r->parts[i].nargs, c->fcall, head, sizeof head) +
                r->parts[i].len;
@@ -433,13 +442,16 @@ static int build_parts(rjq_client *c, rjq__req *r) {
     size_t at = sizeof multi - 1;
     memcpy(cmd, multi, at);
     r->part_end[0] = at;
+    if (r->pre_len) memcpy(cmd + at, r->pre, r->pre_len);
+    for (int i = 0; i < r->npre; i++) r->part_end[1 + i] = at + r->pre_end[i];
+    at += r->pre_len;
     for (int i = 0; i < r->nparts; i++) {
         int hlen = script_head(r->script, r->parts[i].nargs, c->fcall, head, sizeof head);
         memcpy(cmd + at, head, (size_t)hlen);
         at += (size_t)hlen;
         memcpy(cmd + at, r->parts[i].p, r->parts[i].len);
         at += r->parts[i].len;
-        r->part_end[i + 1] = at;
+        r->part_end[1 + r->npre + i] = at;
     }
     memcpy(cmd + at, exec, sizeof exec - 1);
     if (r->own_cmd) free(r->cmd);
@@ -450,18 +462,30 @@ static int build_parts(rjq_client *c, rjq__req *r) {
     return 0;
 }
 
-int rjq__script_parts(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
-                      int nparts, rjq__buf *parts, const int *nargs) {
+int rjq__script_parts_after(rjq_client *c, int script, int flags, rjq__reply_fn *fn,
+                            void *priv, rjq__buf *pre, const size_t *pre_end, int npre,
+                            int nparts, rjq__buf *parts, const int *nargs) {
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
-    assert(nparts > 0);
+    assert(nparts > 0 && npre >= 0 && (npre == 0 || (pre && pre_end)));
+    if (pre && pre->oom) return RJQ_ENOMEM;
     for (int i = 0; i < nparts; i++)
         if (parts[i].oom) return RJQ_ENOMEM;
     rjq__req *r = req_new(c, flags, fn, priv, NULL, 0);
     if (r == NULL) return RJQ_ENOMEM;
     r->script = script;
     r->parts = calloc((size_t)nparts, sizeof *r->parts);
-    r->part_end = calloc((size_t)nparts + 1, sizeof *r->part_end);
+    r->part_end = calloc((size_t)(1 + npre + nparts), sizeof *r->part_end);
     int ok = r->parts && r->part_end;
+    if (ok && npre > 0) {
+        r->pre_end = malloc((size_t)npre * sizeof *r->pre_end);
+        if ((ok = r->pre_end != NULL)) {
+            memcpy(r->pre_end, pre_end, (size_t)npre * sizeof *r->pre_end);
+            r->npre = npre;
+            r->pre = pre->p; /* taken, not copied */
+            r->pre_len = pre->len;
+            memset(pre, 0, sizeof *pre);
+        }
+    }
     for (int i = 0; ok && i < nparts; i++, r->nparts++) { /* taken, not copied */
         r->parts[i] = (part_args){parts[i].p, parts[i].len, nargs[i]};
         memset(&parts[i], 0, sizeof parts[i]);
@@ -472,6 +496,12 @@ int rjq__script_parts(rjq_client *c, int script, int flags, rjq__reply_fn *fn, v
     }
     send_req(c, r);
     return RJQ_OK;
+}
+
+int rjq__script_parts(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
+                      int nparts, rjq__buf *parts, const int *nargs) {
+    return rjq__script_parts_after(c, script, flags, fn, priv, NULL, NULL, 0, nparts, parts,
+                                   nargs);
 }
 
 int rjq__script_buf(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
@@ -616,7 +646,9 @@ static int retry_later(rjq_client *c, rjq__req *r) {
  * when every one failed (nothing they would write was written: the script
  * or library was missing, say), is the request's error, handled as a
  * single command's is (retried, re-sent after loading the script...);
- * else the EXEC's array, one reply per call. err: room for the error. */
+ * else the EXEC's array, one reply per command before the calls, then one
+ * per call. The commands before the calls are the caller's to make safe to
+ * run twice (see rjq__script_parts_after). err: room for the error. */
 static redisReply *transaction_outcome(rjq__req *r, redisReply *rep, redisReply *err) {
     if (r->part_err) {
         memset(err, 0, sizeof *err);
@@ -625,10 +657,11 @@ static redisReply *transaction_outcome(rjq__req *r, redisReply *rep, redisReply 
         err->len = strlen(r->part_err);
         return err;
     }
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements == 0) return rep;
-    for (size_t i = 0; i < rep->elements; i++)
+    size_t first = (size_t)r->npre;
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements <= first) return rep;
+    for (size_t i = first; i < rep->elements; i++)
         if (rep->element[i]->type != REDIS_REPLY_ERROR) return rep;
-    return rep->element[0];
+    return rep->element[first];
 }
 
 static void send_room(rjq_client *c);

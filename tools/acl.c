@@ -47,9 +47,9 @@
 /* The commands the scripts of each role run (the scripts' lib functions
  * included). */
 #define PRODUCER_SCRIPTS                                                                  \
-    "+exists +hdel +hexists +hincrby +hmget +hrandfield +hset +llen +lpop +lrem +pubsub|numsub " \
-    "+rpush +type +zadd +zcard +zmscore +zpopmin +zrange +zrangebyscore +zrem +zremrangebylex " \
-    "+zremrangebyrank +zscore"
+    "+exists +hdel +hexists +hincrby +hmget +hrandfield +hset +hsetnx +llen +lpop +lrem " \
+    "+pubsub|numsub +rpush +type +zadd +zcard +zmscore +zpopmin +zrange +zrangebyscore +zrem " \
+    "+zremrangebylex +zremrangebyrank +zremrangebyscore +zscore"
 #define WORKER_SCRIPTS                                                                    \
     "+del +exists +get +hdel +hexists +hgetall +hincrby +hmget +hrandfield +hset +hsetnx +lindex " \
     "+llen +lpop +lpush +lrange +lrem +pttl +pubsub|numsub +rpush +set +type +zadd +zcard +zcount +zmscore " \

@@ -2,7 +2,8 @@
 -- jobs made ready go straight to idle workers that registered free slots
 -- (push_to_idle in lib.lua), else the doorbell rings.
 -- KEYS: 1 ready, 2 prio, 3 delayed, 4 stats, 5 active, 6 idle,
---       7..13 the job columns, 14 monitored, 15 held, 16 deadlines, 17 dedup
+--       7..13 the job columns, 14 monitored, 15 held, 16 deadlines, 17 dedup,
+--       18 reserved
 -- ARGV: 1 job name prefix, 2 wake channel, 3 reply channel of an awaiting
 --       producer ('' for none), 4 token base for pushed jobs (unique per
 --       call), 5 max waiting jobs (0: no bound), 6 jobs without an id in
@@ -30,6 +31,20 @@
 -- and the last removes it. Every call checks the type of every key any of
 -- them may write, before anything else, so they fail alike: the batch
 -- lands whole or not at all.
+-- Payloads ahead: with ARGV 7 "R <lo>-<hi>-<nonce>" every job of the call is
+-- anonymous, of priority 0, and comes with a number of that range, which
+-- reserve.lua set aside (KEYS 18, reserved), as its id; its payload
+-- argument is empty: the same transaction wrote the payload just before,
+-- with HSETNX into the payload column (enqueue.c), so the bytes never pass
+-- through Lua. The range must still be recorded: a server that lost it
+-- (flushed, restored from before it) may have given those numbers to other
+-- jobs, whose payloads HSETNX left alone. Then the call is refused with
+-- "RJQSTALE ..." (the producer sends the batch again the usual way), and
+-- the payloads it wrote, those of numbers above seq, are deleted. Every
+-- refusal of such a call deletes its payloads: nothing of it stays.
+local wrote = false -- the call wrote (beyond the payloads written ahead)
+
+local function main(reserved)
 local ready, prio, delayed, stats, active, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, wake, ch, tbase = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local max_waiting, later = tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -73,6 +88,9 @@ for i = 1, n do
       any_opts = true
     end
     if delay[i] > 0 then any_delay = true elseif pri[i] ~= 0 then any_prio = true end
+    if reserved and (pri[i] ~= 0 or deb[i]) then
+      return redis.error_reply('ERR rjq enqueue: a job with payload ahead has a priority')
+    end
   end
 end
 
@@ -97,6 +115,7 @@ if #idle_pick > 0 then
   -- may have one too)
   if any_timeout or not nothing_ready then spec[#spec + 1] = KEYS[16]; spec[#spec + 1] = 'zset' end
 end
+if reserved then spec[#spec + 1] = stats; spec[#spec + 1] = 'hash' end
 if mark then -- one of several calls: every key any of them may write
   spec = {J.d, 'hash', J.n, 'hash', J.o, 'hash', J.s, 'hash', delayed, 'zset', active, 'zset',
           held, 'zset', KEYS[16], 'zset', KEYS[17], 'zset', stats, 'hash'}
@@ -107,7 +126,7 @@ expect_types(spec)
 -- with those of later calls' jobs, for the bound (see above).
 local given = {}
 for i = FIRST, #ARGV, 3 do
-  if ARGV[i] ~= '' then given[#given + 1] = ARGV[i] end
+  if ARGV[i] ~= '' and not reserved then given[#given + 1] = ARGV[i] end
 end
 for i = LATER, FIRST - 1 do given[#given + 1] = ARGV[i] end
 local taken, recorded = {}, {}
@@ -148,8 +167,14 @@ if max_waiting > 0 and (not part or part == '1') then
   end
 end
 
-local seq = typed('hash', 'HINCRBY', stats, 'seq', n) - n -- the first write
-local window = rank_window_in(seq + 1, seq + n) -- see "Order within a priority"
+wrote = true
+local seq, window = 0, false
+if reserved then -- numbers taken already: used now, no longer skipped
+  redis.call('HINCRBY', stats, 'skipped', -n)
+else
+  seq = typed('hash', 'HINCRBY', stats, 'seq', n) - n -- the first write
+  window = rank_window_in(seq + 1, seq + n) -- see "Order within a priority"
+end
 local now, ring = nil, false
 local emit = monitor(KEYS[14], prefix)
 local out, payloads, opts, watch, states = {}, {}, {}, {}, {}
@@ -189,7 +214,7 @@ for i = 1, n do
   else
     taken[id] = true
     added = added + 1
-    payloads[2 * added - 1] = id; payloads[2 * added] = payload
+    if not reserved then payloads[2 * added - 1] = id; payloads[2 * added] = payload end
     if stored[i] then opts[#opts + 1] = id; opts[#opts + 1] = stored[i] end
     if ch ~= '' then watch[2 * added - 1] = id; watch[2 * added] = ch end
     if delay[i] > 0 then
@@ -212,16 +237,18 @@ for i = 1, n do
 end
 
 if added > 0 then
-  call_all('HSET', J.d, payloads, 2)
+  if #payloads > 0 then call_all('HSET', J.d, payloads, 2) end
   if #opts > 0 then call_all('HSET', J.o, opts, 2) end
   if #watch > 0 then call_all('HSET', J.n, watch, 2) end
   if #states > 0 then call_all('HSET', J.s, states, 2) end
 end
 -- enqueued is seq - skipped (lib.lua): only ids that existed need counting
 if added < n then redis.call('HINCRBY', stats, 'skipped', n - added) end
-if became_ready > 0 and nothing_ready and not any_prio then
+if became_ready > 0 and nothing_ready and not any_prio and not reserved then
   -- Nothing was waiting: new jobs go straight to idle workers, in order,
-  -- and only the rest is queued (waking idle workers elsewhere).
+  -- and only the rest is queued (waking idle workers elsewhere). (Jobs
+  -- whose payloads were written ahead go through ready: from_ready reads
+  -- them back for the workers it pushes to.)
   local take, rest = new_jobs(plain, plain_d, plain_o)
   push_to_idle(J, active, idle, held, tbase, became_ready, emit, idle_pick, take, KEYS[16])
   local left = rest()
@@ -235,3 +262,49 @@ elseif became_ready > 0 then
 end
 if ring then redis.call('PUBLISH', wake, '1') end
 return out
+end
+
+local member, rlo, rhi = string.match(ARGV[7], '^R ((%d+)%-(%d+)%-%w+)$')
+if not member then
+  if string.sub(ARGV[7], 1, 2) == 'R ' then return redis.error_reply('ERR rjq enqueue: bad reservation') end
+  return main(false)
+end
+
+-- Payloads ahead (see above).
+local J, ids = columns(KEYS, 7, ARGV[1]), {}
+local lo, hi = tonumber(rlo), tonumber(rhi)
+local function unwrite(these)
+  for i = 1, #these, CHUNK do
+    redis.pcall('HDEL', J.d, unpack(these, i, math.min(i + CHUNK - 1, #these)))
+  end
+end
+local rec = redis.pcall('ZSCORE', KEYS[18], member)
+local valid = type(rec) == 'string'
+for i = 9 + tonumber(ARGV[8]), #ARGV, 3 do
+  local x = tonumber(ARGV[i])
+  if not x or x < lo or x > hi then valid = false end
+  ids[#ids + 1] = ARGV[i]
+end
+if not valid then
+  -- numbers above seq were never given to a job: their payloads are this
+  -- call's; the others may be another job's (a server reset since)
+  local c = redis.pcall('HMGET', KEYS[4], 'seq')
+  local seq = (type(c) == 'table' and not c.err) and tonumber(c[1] or '0') or math.huge
+  local mine = {}
+  for _, id in ipairs(ids) do
+    local x = tonumber(id)
+    if x and x > seq then mine[#mine + 1] = id end
+  end
+  unwrite(mine)
+  if type(rec) == 'table' and rec.err then return rec end
+  return redis.error_reply('RJQSTALE job numbers ' .. member ..
+                           ' reserved for payloads ahead are not recorded (the server lost them)')
+end
+local ok, res = pcall(main, true)
+if ok then
+  if type(res) == 'table' and res.err then unwrite(ids) -- refused: nothing of it stays
+  elseif tonumber(ids[#ids]) == hi then redis.call('ZREM', KEYS[18], member) end
+  return res
+end
+if not wrote then unwrite(ids) end
+error(res)

@@ -20,7 +20,8 @@
 --                  count with one HINCRBY each: enqueued = seq - skipped
 --                  (seq: the id/sequence counter; skipped: the sequence
 --                  numbers that added no job: an id that existed, a
---                  re-queued priority job) and completed = retained +
+--                  re-queued priority job, a number reserved and not
+--                  used yet) and completed = retained +
 --                  swept (retained: the ids in completed; swept: the ids
 --                  removed from it)
 --   idle     hash  push delivery: free slots of idle workers, see below
@@ -37,6 +38,11 @@
 --                  dead or cancelled cap) before that time was over; an
 --                  enqueue of such an id reports it as existing
 --                  (forget_jobs, enqueue.lua)
+--   reserved zset  "<lo>-<hi>-<nonce>" -> when: job numbers a producer
+--                  set aside for payloads it writes ahead of its enqueue
+--                  (reserve.lua, enqueue.lua "Payloads ahead"); counted in
+--                  seq and in skipped until used; dropped when used up or
+--                  after a day
 --   monitored string present while a monitor listens (TTL refreshed)
 --   events   channel of queue events for monitors
 -- Job records are stored by column: one hash per field, keyed by job id,

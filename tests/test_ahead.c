@@ -1,0 +1,319 @@
+/*
+ * Payloads ahead (enqueue.c, enqueue.lua, reserve.lua): a batch of
+ * anonymous jobs with payloads of KiB goes as MULTI, an HSETNX of each
+ * payload under a reserved job number, the enqueue script with the numbers
+ * only, EXEC. These tests check that such jobs reach their handlers with
+ * their own payloads in order, that a server which lost the reservation
+ * (FLUSHALL) gets the batch the usual way without another job's payload
+ * touched, and that a batch the script refuses leaves no payload behind.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "harness.h"
+#include "server.h"
+#include "waits.h"
+
+enum { BIG = 2048, JOBS = 50 };
+
+/* The payload of job number i: "<i>:" then filler that depends on i. */
+static size_t make_payload(long i, char *buf) {
+    int n = snprintf(buf, BIG, "%ld:", i);
+    for (size_t k = (size_t)n; k < BIG; k++) buf[k] = (char)('a' + (k * 5 + (size_t)i) % 26);
+    return BIG;
+}
+
+typedef struct batch_wait {
+    int done, status;
+    size_t n;
+    char ids[JOBS][24];
+} batch_wait;
+
+static void on_batch(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    batch_wait *w = data;
+    (void)c;
+    ASSERT_EQ(0, w->done);
+    w->done = 1;
+    w->status = status;
+    w->n = n;
+    for (size_t i = 0; i < n && i < JOBS; i++)
+        snprintf(w->ids[i], sizeof w->ids[i], "%s", jobs[i].id);
+}
+
+/* Enqueue jobs first..first+n-1 (payloads by make_payload) as one batch
+ * and run the loop until it is answered. */
+static batch_wait enqueue_batch(test_env *e, rjq_queue *q, long first, size_t n) {
+    static char bufs[JOBS][BIG];
+    rjq_enqueue_item items[JOBS];
+    ASSERT(n <= JOBS);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = make_payload(first + (long)i, bufs[i]);
+        items[i] = (rjq_enqueue_item){bufs[i], len, NULL};
+    }
+    batch_wait w = {0};
+    ASSERT_OK(rjq_enqueue_batch(q, items, n, on_batch, &w));
+    ASSERT(loop_until(e->base, &w.done, 10000));
+    return w;
+}
+
+/* Run the loop until the queue's pool of numbers is recorded (the first
+ * eligible batch asked for it) and its reply read. */
+static void wait_reserved(test_env *e, const char *queue) {
+    for (int k = 0; k < 500; k++) {
+        if (server_int(e->rc, "ZCARD t:{%s}:reserved", queue) > 0) break;
+        loop_for(e->base, 10);
+    }
+    ASSERT_EQ(1, server_int(e->rc, "ZCARD t:{%s}:reserved", queue));
+    loop_for(e->base, 50);
+}
+
+typedef struct run_ctx {
+    long total, next, completed, bad;
+} run_ctx;
+
+/* Jobs come in FIFO order, each with its own payload ("<i>:..."). */
+static void check_handler(rjq_job *job, void *data) {
+    run_ctx *x = data;
+    static char want[BIG];
+    size_t len;
+    const char *p = rjq_job_payload(job, &len);
+    long i = atol(p);
+    if (i != x->next || len != make_payload(i, want) || memcmp(p, want, len) != 0) x->bad++;
+    x->next = i + 1;
+    ASSERT_OK(rjq_job_complete(job, "ok", 2, on_done_ok, &x->completed));
+}
+
+/* The payload field of job id holds the payload of job number i. */
+static void assert_payload_of(test_env *e, const char *queue, const char *id, long i) {
+    char want[BIG];
+    size_t len = make_payload(i, want);
+    redisReply *r = server_cmd(e->rc, "HGET t:{%s}:payload %s", queue, id);
+    ASSERT_EQ(REDIS_REPLY_STRING, r->type);
+    ASSERT_EQ((long long)len, (long long)r->len);
+    ASSERT(memcmp(r->str, want, len) == 0);
+    freeReplyObject(r);
+}
+
+/* Batches after the first go ahead (HSETNX, no payload through Lua); every
+ * job runs once, in order, with its own payload; enqueued counts jobs, not
+ * the numbers reserved. */
+TEST(payloads_ahead_reach_their_jobs_once_in_order) {
+    test_env e;
+    env_start(&e, "ah");
+    enum { BATCHES = 6 };
+    batch_wait first = enqueue_batch(&e, e.q, 0, JOBS);
+    ASSERT_OK(first.status);
+    wait_reserved(&e, "ah");
+    ASSERT_EQ(0, server_calls(e.rc, "hsetnx"));
+    for (int b = 1; b < BATCHES; b++) {
+        batch_wait w = enqueue_batch(&e, e.q, (long)b * JOBS, JOBS);
+        ASSERT_OK(w.status);
+        ASSERT_EQ(JOBS, (long long)w.n);
+        for (size_t i = 0; i < JOBS; i++) assert_payload_of(&e, "ah", w.ids[i], b * JOBS + (long)i);
+    }
+    ASSERT_EQ((BATCHES - 1) * JOBS, server_calls(e.rc, "hsetnx"));
+    rjq_stats s = get_stats(e.base, e.q);
+    ASSERT_EQ(BATCHES * JOBS, s.enqueued);
+    ASSERT_EQ(BATCHES * JOBS, s.ready);
+    ASSERT_EQ(BATCHES * JOBS, server_int(e.rc, "HLEN t:{ah}:payload"));
+
+    run_ctx x = {.total = BATCHES * JOBS};
+    rjq_worker_options wo = quiet_worker_options(8);
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, check_handler, &x, &w));
+    ASSERT(loop_until_count(e.base, &x.completed, x.total, 20000));
+    ASSERT_EQ(0, x.bad);
+    ASSERT_EQ(x.total, x.next);
+    s = get_stats(e.base, e.q);
+    ASSERT_EQ(x.total, s.completed);
+    ASSERT_EQ(0, s.ready + s.active);
+    env_stop(&e);
+}
+
+/* A worker waiting idle gets jobs whose payloads went ahead (they pass
+ * through ready, and the enqueue pushes them with their payloads read
+ * back). */
+TEST(payloads_ahead_reach_an_idle_worker) {
+    test_env e;
+    env_start(&e, "ahi");
+    run_ctx x = {.total = 3 * JOBS};
+    rjq_worker_options wo = quiet_worker_options(JOBS);
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, check_handler, &x, &w));
+    loop_for(e.base, 200); /* registered idle */
+    ASSERT_OK(enqueue_batch(&e, e.q, 0, JOBS).status);
+    wait_reserved(&e, "ahi");
+    ASSERT(loop_until_count(e.base, &x.completed, JOBS, 10000));
+    ASSERT_OK(enqueue_batch(&e, e.q, JOBS, JOBS).status);
+    ASSERT(loop_until_count(e.base, &x.completed, 2 * JOBS, 10000));
+    ASSERT_OK(enqueue_batch(&e, e.q, 2 * JOBS, JOBS).status);
+    ASSERT(loop_until_count(e.base, &x.completed, x.total, 10000));
+    ASSERT_EQ(2 * JOBS, server_calls(e.rc, "hsetnx"));
+    ASSERT_EQ(0, x.bad);
+    ASSERT_EQ(x.total, x.next);
+    env_stop(&e);
+}
+
+/* FLUSHALL after the pool was filled, then another producer takes job
+ * 600 job numbers, past those of the pool (its own batches after the
+ * first go ahead, with a pool of the same numbers): the batch that goes ahead finds its
+ * reservation gone (RJQSTALE), HSETNX wrote none of those numbers' payloads
+ * (they were the other jobs'), and the batch lands the usual way under new
+ * numbers. Nothing of the other producer's jobs changed. */
+TEST(payloads_ahead_after_a_flush_leave_other_jobs_payloads_alone) {
+    test_env e;
+    env_start(&e, "ahf");
+    ASSERT_OK(enqueue_batch(&e, e.q, 0, JOBS).status);
+    wait_reserved(&e, "ahf");
+    freeReplyObject(server_cmd(e.rc, "FLUSHALL"));
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    rjq_client *c2 = client_for(e.base, &e.s);
+    rjq_queue *q2 = queue_for(c2, "ahf");
+    enum { OTHERS = 600 };
+    static batch_wait others[OTHERS / JOBS];
+    long long top = 0; /* the highest number c2's jobs have */
+    for (long k = 0; k < OTHERS / JOBS; k++) {
+        others[k] = enqueue_batch(&e, q2, 1000 + k * JOBS, JOBS);
+        ASSERT_OK(others[k].status);
+        for (size_t i = 0; i < JOBS; i++)
+            if (atoll(others[k].ids[i]) > top) top = atoll(others[k].ids[i]);
+    }
+    ASSERT(top >= 100); /* past the numbers of e.c's old pool (51..) */
+    long long before = server_calls(e.rc, "hsetnx"); /* (c2's own, after its first) */
+
+    batch_wait w = enqueue_batch(&e, e.q, 5000, JOBS);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(before + JOBS, server_calls(e.rc, "hsetnx")); /* it went ahead first */
+    for (size_t i = 0; i < JOBS; i++) {
+        ASSERT(atoll(w.ids[i]) > top);
+        assert_payload_of(&e, "ahf", w.ids[i], 5000 + (long)i);
+    }
+    for (long k = 0; k < OTHERS / JOBS; k++)
+        for (size_t i = 0; i < JOBS; i++)
+            assert_payload_of(&e, "ahf", others[k].ids[i], 1000 + k * JOBS + (long)i);
+    ASSERT_EQ(OTHERS + JOBS, server_int(e.rc, "HLEN t:{ahf}:payload"));
+    rjq_stats s = get_stats(e.base, e.q);
+    ASSERT_EQ(OTHERS + JOBS, s.enqueued);
+    ASSERT_EQ(OTHERS + JOBS, s.ready);
+    rjq_client_free(c2);
+    env_stop(&e);
+}
+
+/* FLUSHALL after the pool was filled, nothing else: the numbers of the
+ * batch that goes ahead are above the server's (new) count, so the
+ * payloads HSETNX wrote are its own, and the refusal deletes them before
+ * the batch lands the usual way as jobs 1..50. */
+TEST(payloads_ahead_after_a_flush_are_deleted_before_the_batch_goes_again) {
+    test_env e;
+    env_start(&e, "ahd");
+    ASSERT_OK(enqueue_batch(&e, e.q, 0, JOBS).status);
+    wait_reserved(&e, "ahd");
+    freeReplyObject(server_cmd(e.rc, "FLUSHALL"));
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    batch_wait w = enqueue_batch(&e, e.q, 100, JOBS);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(JOBS, server_calls(e.rc, "hsetnx"));
+    char id[24];
+    for (size_t i = 0; i < JOBS; i++) {
+        snprintf(id, sizeof id, "%zu", i + 1);
+        ASSERT_STREQ(id, w.ids[i]);
+        assert_payload_of(&e, "ahd", id, 100 + (long)i);
+    }
+    ASSERT_EQ(JOBS, server_int(e.rc, "HLEN t:{ahd}:payload"));
+    ASSERT_EQ(JOBS, get_stats(e.base, e.q).enqueued);
+    env_stop(&e);
+}
+
+/* A batch going ahead that the script refuses (a wrongly typed key; a
+ * bounded queue that is full) leaves no payload behind and counts nothing;
+ * the next one lands. */
+TEST(refused_payloads_ahead_leave_nothing_behind) {
+    test_env e;
+    rjq_queue_options o = {.max_waiting = JOBS + 10};
+    env_start_queue(&e, "ahr", &o);
+    ASSERT_OK(enqueue_batch(&e, e.q, 0, JOBS).status);
+    wait_reserved(&e, "ahr");
+
+    freeReplyObject(server_cmd(e.rc, "SET t:{ahr}:prio x"));
+    ASSERT_EQ(RJQ_EWRONGTYPE, enqueue_batch(&e, e.q, 100, 5).status);
+    ASSERT_EQ(5, server_calls(e.rc, "hsetnx")); /* it went ahead */
+    ASSERT_EQ(JOBS, server_int(e.rc, "HLEN t:{ahr}:payload"));
+    freeReplyObject(server_cmd(e.rc, "DEL t:{ahr}:prio"));
+
+    ASSERT_EQ(RJQ_EFULL, enqueue_batch(&e, e.q, 200, 20).status);
+    ASSERT_EQ(25, server_calls(e.rc, "hsetnx"));
+    ASSERT_EQ(JOBS, server_int(e.rc, "HLEN t:{ahr}:payload"));
+    ASSERT_EQ(JOBS, get_stats(e.base, e.q).enqueued);
+
+    batch_wait w = enqueue_batch(&e, e.q, 300, 5);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(30, server_calls(e.rc, "hsetnx"));
+    for (size_t i = 0; i < 5; i++) assert_payload_of(&e, "ahr", w.ids[i], 300 + (long)i);
+    ASSERT_EQ(JOBS + 5, server_int(e.rc, "HLEN t:{ahr}:payload"));
+    rjq_stats s = get_stats(e.base, e.q);
+    ASSERT_EQ(JOBS + 5, s.enqueued);
+    ASSERT_EQ(JOBS + 5, s.ready);
+    env_stop(&e);
+}
+
+/* A new handle has no job numbers: its first job, however big, goes the
+ * usual way and is job 1 (an empty pool once passed for one number, 0, and
+ * the job was taken for an existing one and never made). */
+TEST(a_single_big_job_on_a_new_handle_is_made) {
+    test_env e;
+    env_start(&e, "ah1");
+    batch_wait w = enqueue_batch(&e, e.q, 7, 1);
+    ASSERT_OK(w.status);
+    ASSERT_STREQ("1", w.ids[0]);
+    assert_payload_of(&e, "ah1", "1", 7);
+    ASSERT_EQ(1, get_stats(e.base, e.q).ready);
+    wait_reserved(&e, "ah1");
+    w = enqueue_batch(&e, e.q, 8, 1); /* ahead now */
+    ASSERT_OK(w.status);
+    ASSERT_EQ(1, server_calls(e.rc, "hsetnx"));
+    assert_payload_of(&e, "ah1", w.ids[0], 8);
+    ASSERT_EQ(2, get_stats(e.base, e.q).ready);
+    env_stop(&e);
+}
+
+/* A user whose ACL has no HSETNX (a role written before payloads went
+ * ahead): the batch that tried is sent again the usual way and lands, and
+ * the handle goes the usual way from then on. */
+TEST(payloads_ahead_refused_by_the_acl_go_the_usual_way) {
+    test_env e;
+    env_start(&e, "aha");
+    redisReply *r = server_cmd(e.rc, "ACL SETUSER older on >pw ~* &* +@all -hsetnx");
+    ASSERT_EQ(REDIS_REPLY_STATUS, r->type);
+    freeReplyObject(r);
+    char url[128];
+    snprintf(url, sizeof url, "redis://older:pw@127.0.0.1:%d", e.s.port);
+    rjq_client_options o = client_options(url);
+    rjq_client *c2 = client_new(e.base, &o);
+    wait_connected(e.base, c2);
+    rjq_queue *q2 = queue_for(c2, "aha");
+    ASSERT_OK(enqueue_batch(&e, q2, 0, JOBS).status);
+    wait_reserved(&e, "aha");
+    for (int b = 1; b < 4; b++) {
+        batch_wait w = enqueue_batch(&e, q2, (long)b * JOBS, JOBS);
+        ASSERT_OK(w.status);
+        for (size_t i = 0; i < JOBS; i++) assert_payload_of(&e, "aha", w.ids[i], b * JOBS + (long)i);
+    }
+    ASSERT_EQ(0, server_calls(e.rc, "hsetnx"));
+    /* it was tried once, refused while queued (EXECABORT: nothing ran) */
+    r = server_cmd(e.rc, "ACL LOG");
+    ASSERT_EQ(1, (long long)r->elements);
+    int named = 0;
+    for (size_t i = 0; i + 1 < r->element[0]->elements; i += 2)
+        if (strcmp(r->element[0]->element[i]->str, "object") == 0)
+            named = strcmp(r->element[0]->element[i + 1]->str, "hsetnx") == 0;
+    ASSERT(named);
+    freeReplyObject(r);
+    rjq_stats s = get_stats(e.base, e.q);
+    ASSERT_EQ(4 * JOBS, s.enqueued);
+    ASSERT_EQ(4 * JOBS, s.ready);
+    ASSERT_EQ(4 * JOBS, server_int(e.rc, "HLEN t:{aha}:payload"));
+    rjq_client_free(c2);
+    env_stop(&e);
+}

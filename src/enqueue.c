@@ -77,6 +77,10 @@ typedef struct pool {
 typedef struct part {
     batch b[2];
     pool pool;
+    rjq__buf pre;             /* send_ahead's HSETNX commands (reused) */
+    rjq__buf spare;           /* a batch's argument buffer back from a batch
+                                 sent ahead, for the next one (reused: a
+                                 buffer new per batch cost page faults) */
 } part;
 
 /* A batch goes with its payloads ahead when they average this much or
@@ -199,6 +203,7 @@ static int join_parts(rjq_client *c, const redisReply *r, int nparts, redisReply
 
 static int resend_usual(sent_batch *s, int off);
 static void refill(rjq_queue *q, size_t n);
+static void give_back(rjq_queue *q, rjq__buf *args);
 
 static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
     sent_batch *b = priv;
@@ -221,7 +226,7 @@ static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
              (status == RJQ_EAUTH && strncmp(r->str, "NOPERM", 6) == 0)) &&
             resend_usual(b, status == RJQ_EAUTH) == RJQ_OK)
             return;
-        rjq__buf_free(&b->args);
+        give_back(b->q, &b->args);
     }
     if (status == RJQ_OK && b->want_pool) refill(b->q, b->n);
     if (status == RJQ_OK && b->nparts) {
@@ -366,6 +371,20 @@ static int send_usual(rjq_queue *q, batch *b, sent_batch *s) {
                            on_enqueued, s, b->nargs, &b->args);
 }
 
+/* The argument buffer of a batch sent ahead, no longer needed: kept for
+ * the queue's next batch (unless it is big or one is kept already). */
+static void give_back(rjq_queue *q, rjq__buf *args) {
+    part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
+    if (p && p->spare.p == NULL && args->cap <= (1u << 20)) {
+        p->spare = *args;
+        p->spare.len = 0;
+        p->spare.oom = 0;
+    } else {
+        rjq__buf_free(args);
+    }
+    *args = (rjq__buf){0};
+}
+
 /* A batch sent with its payloads ahead came back RJQSTALE (the server lost
  * the reservation) or NOPERM (off: this user may not write that way): send
  * it again the usual way, with the same entries. */
@@ -447,9 +466,12 @@ static const char *bulk_at(const char *p, const char **data, size_t *len) {
 /* The batch with its payloads ahead (see the top of this file): numbers
  * from the pool, one HSETNX each, then the script with them and no
  * payloads, in one transaction. */
-static int send_ahead(rjq_queue *q, batch *b, sent_batch *s, pool *pl) {
+static int send_ahead(rjq_queue *q, part *p, batch *b, sent_batch *s) {
     rjq_client *c = rjq_queue_client(q);
-    rjq__buf pre = {0}, call = {0};
+    pool *pl = &p->pool;
+    rjq__buf *pre = &p->pre, call = {0};
+    pre->len = 0;
+    pre->oom = 0;
     size_t *ends = malloc(b->n * sizeof *ends);
     char which[64], num[24];
     snprintf(which, sizeof which, "R %llu-%llu-%s", pl->lo, pl->hi, pl->nonce);
@@ -463,12 +485,12 @@ static int send_ahead(rjq_queue *q, batch *b, sent_batch *s, pool *pl) {
         bulk_at(at, &opts, &olen);
         assert(idlen == 0);
         snprintf(num, sizeof num, "%llu", pl->next + i);
-        rjq__buf_raw(&pre, "*4\r\n", 4);
-        rjq__buf_arg_str(&pre, "HSETNX");
-        rjq__buf_key(&pre, q, RJQ__K_PAYLOAD);
-        rjq__buf_arg_str(&pre, num);
-        rjq__buf_arg(&pre, payload, plen);
-        ends[i] = pre.len;
+        rjq__buf_raw(pre, "*4\r\n", 4);
+        rjq__buf_arg_str(pre, "HSETNX");
+        rjq__buf_key(pre, q, RJQ__K_PAYLOAD);
+        rjq__buf_arg_str(pre, num);
+        rjq__buf_arg(pre, payload, plen);
+        ends[i] = pre->len;
         rjq__buf_arg_str(&call, num);
         rjq__buf_arg(&call, "", 0);
         rjq__buf_arg(&call, opts, olen);
@@ -477,7 +499,7 @@ static int send_ahead(rjq_queue *q, batch *b, sent_batch *s, pool *pl) {
     if (rc == RJQ_OK) {
         s->ahead = 1;
         s->q = q;
-        rc = rjq__script_parts_after(c, RJQ__S_ENQUEUE, RJQ__REQ_DURABLE, on_enqueued, s, &pre,
+        rc = rjq__script_parts_after(c, RJQ__S_ENQUEUE, RJQ__REQ_DURABLE, on_enqueued, s, pre,
                                      ends, (int)b->n, 1, &call, &nargs);
     }
     if (rc == RJQ_OK) {
@@ -488,11 +510,12 @@ static int send_ahead(rjq_queue *q, batch *b, sent_batch *s, pool *pl) {
         s->all_ids = b->all_ids;
         s->fixed_len = b->fixed_len;
         s->fixed_nargs = b->fixed_nargs;
-        b->args = (rjq__buf){0};
+        b->args = p->spare;
+        p->spare = (rjq__buf){0};
     } else {
         s->ahead = 0;
     }
-    rjq__buf_free(&pre);
+    if (pre->cap > (1u << 20)) rjq__buf_free(pre); /* don't hoard a big batch's memory */
     rjq__buf_free(&call);
     free(ends);
     return rc;
@@ -513,8 +536,7 @@ static void flush_batch(rjq_queue *q, batch *b) {
         if (b->plain && !pl->off && b->payload_bytes >= AHEAD_MIN_PAYLOAD * b->n) {
             if (pool_left(pl) && rjq__now_ms() - pl->made_ms > AHEAD_POOL_MAX_AGE_MS)
                 pl->next = pl->hi + 1;
-            if (pool_left(pl) >= b->n &&
-                (rc = send_ahead(q, b, s, pl)) == RJQ_OK) {
+            if (pool_left(pl) >= b->n && (rc = send_ahead(q, p, b, s)) == RJQ_OK) {
                 refill(q, b->n);
             } else {
                 /* the pool is filled once this one landed: a batch the
@@ -554,6 +576,8 @@ static void part_close(rjq_queue *q, void *state) {
         rjq__buf_free(&p->b[i].args);
         free(p->b[i].items);
     }
+    rjq__buf_free(&p->pre);
+    rjq__buf_free(&p->spare);
     free(p);
 }
 

@@ -62,9 +62,7 @@ struct rjq__req {
                                calls, EXEC */
     struct part_args *parts;/* their arguments, kept to rebuild cmd */
     int npre;               /* commands the transaction runs before its calls */
-    char *pre;              /* ... their bytes (RESP), kept to rebuild cmd */
-    size_t pre_len;
-    size_t *pre_end;        /* ... where each ends in pre */
+    size_t pre_len;         /* ... their bytes, in cmd after MULTI */
     size_t *part_end;       /* the end in cmd of MULTI, of each command
                                before the calls, of each call */
     char *part_err;         /* the first error answered to MULTI or a call */
@@ -201,8 +199,6 @@ static void req_free(rjq__req *r) {
     reply_free(r->held);
     for (int i = 0; i < r->nparts; i++) free(r->parts[i].p);
     free(r->parts);
-    free(r->pre);
-    free(r->pre_end);
     free(r->part_end);
     free(r->part_err);
     if (r->own_cmd) free(r->cmd);
@@ -416,17 +412,18 @@ static int set_head(rjq_client *c, rjq__req *r, const char *args, size_t len) {
  * the session said whether it has the library, or kept across a switch to
  * EVALSHA) gets the other head. Out of memory: sent as it is (its error
  * comes back to it). */
-static int build_parts(rjq_client *c, rjq__req *r);
+static int build_parts(rjq_client *c, rjq__req *r, const char *pre, const size_t *pre_end);
 static void reformat_head(rjq_client *c, rjq__req *r) {
     if (r->script < 0 || r->fcall == c->fcall) return;
-    if (r->nparts) build_parts(c, r);
+    if (r->nparts) build_parts(c, r, NULL, NULL);
     else set_head(c, r, r->cmd + r->head_len, r->len - r->head_len);
 }
 
 /* A transaction's command for the session's mode: MULTI, the commands
- * before the calls, each call (its head and arguments), EXEC. 0, or -1 out
- * of memory (r unchanged). */
-static int build_parts(rjq_client *c, rjq__req *r) {
+ * before the calls (pre, each ending at pre_end[i] in it; NULL: those of
+ * r's cmd, where they stay), each call (its head and arguments), EXEC. 0,
+ * or -1 out of memory (r unchanged). */
+static int build_parts(rjq_client *c, rjq__req *r, const char *pre, const size_t *pre_end) {
     static const char multi[] = "*1\r\n$5\r\nMULTI\r\n", exec[] = "*1\r\n$4\r\nEXEC\r\n";
     char head[160];
     size_t len = sizeof multi - 1 + sizeof exec - 1 + r->pre_len;
@@ -442,8 +439,8 @@ static int build_parts(rjq_client *c, rjq__req *r) {
     size_t at = sizeof multi - 1;
     memcpy(cmd, multi, at);
     r->part_end[0] = at;
-    if (r->pre_len) memcpy(cmd + at, r->pre, r->pre_len);
-    for (int i = 0; i < r->npre; i++) r->part_end[1 + i] = at + r->pre_end[i];
+    if (r->pre_len) memcpy(cmd + at, pre ? pre : r->cmd + at, r->pre_len);
+    for (int i = 0; pre && i < r->npre; i++) r->part_end[1 + i] = at + pre_end[i];
     at += r->pre_len;
     for (int i = 0; i < r->nparts; i++) {
         int hlen = script_head(r->script, r->parts[i].nargs, c->fcall, head, sizeof head);
@@ -463,7 +460,7 @@ static int build_parts(rjq_client *c, rjq__req *r) {
 }
 
 int rjq__script_parts_after(rjq_client *c, int script, int flags, rjq__reply_fn *fn,
-                            void *priv, rjq__buf *pre, const size_t *pre_end, int npre,
+                            void *priv, const rjq__buf *pre, const size_t *pre_end, int npre,
                             int nparts, rjq__buf *parts, const int *nargs) {
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     assert(nparts > 0 && npre >= 0 && (npre == 0 || (pre && pre_end)));
@@ -476,21 +473,15 @@ int rjq__script_parts_after(rjq_client *c, int script, int flags, rjq__reply_fn 
     r->parts = calloc((size_t)nparts, sizeof *r->parts);
     r->part_end = calloc((size_t)(1 + npre + nparts), sizeof *r->part_end);
     int ok = r->parts && r->part_end;
-    if (ok && npre > 0) {
-        r->pre_end = malloc((size_t)npre * sizeof *r->pre_end);
-        if ((ok = r->pre_end != NULL)) {
-            memcpy(r->pre_end, pre_end, (size_t)npre * sizeof *r->pre_end);
-            r->npre = npre;
-            r->pre = pre->p; /* taken, not copied */
-            r->pre_len = pre->len;
-            memset(pre, 0, sizeof *pre);
-        }
+    if (ok && npre > 0) { /* copied into cmd */
+        r->npre = npre;
+        r->pre_len = pre->len;
     }
     for (int i = 0; ok && i < nparts; i++, r->nparts++) { /* taken, not copied */
         r->parts[i] = (part_args){parts[i].p, parts[i].len, nargs[i]};
         memset(&parts[i], 0, sizeof parts[i]);
     }
-    if (!ok || build_parts(c, r) != 0) {
+    if (!ok || build_parts(c, r, npre ? pre->p : NULL, pre_end) != 0) {
         req_free(r);
         return RJQ_ENOMEM;
     }

@@ -525,9 +525,9 @@ RJQ_API int rjq_enqueue(rjq_queue *q, const void *payload, size_t len,
  * it waits in the client (see command_timeout_ms).
  * Payloads ahead: the jobs gathered in one loop turn (or one batch) that
  * all have no id and priority 0, with payloads of 1 KiB or more on
- * average, go as one transaction that writes each payload with HSETNX
- * under a job number the handle reserved earlier, then runs the enqueue
- * script with the numbers only: Redis' Lua never sees the payload bytes
+ * average, go as one transaction that checks the handle's reservation of
+ * job numbers, writes each payload with HSETNX under one of them, then runs
+ * the enqueue script with the numbers only: Redis' Lua never sees the payload bytes
  * (with 16 KiB payloads that was most of an enqueue's cost). Still atomic:
  * a refused batch leaves no payload behind. A handle reserves numbers
  * (1024 or more at a time) after its first such batch lands, so assigned

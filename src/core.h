@@ -184,14 +184,15 @@ int rjq__script_buf(rjq_client *c, int script, int flags, rjq__reply_fn *fn, voi
 int rjq__script_parts(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
                       int nparts, rjq__buf *parts, const int *nargs);
 /* The same with npre whole commands in RESP form in pre (pre_end[i]: where
- * command i ends in it; copied, pre stays the caller's) run first, inside
- * the transaction: writes the calls rely on. fn gets the EXEC's array, their
- * replies first. Only the calls' errors are the request's: a request sent
- * again (after NOSCRIPT, BUSY...) runs the commands again, so they must be
- * harmless twice (HSETNX of the same value, say). */
+ * command i ends in it; copied, pre stays the caller's) run after the first
+ * `after` calls, inside the transaction: writes the later calls rely on.
+ * fn gets the EXEC's array, one reply per call and command in that order.
+ * Only the calls' errors are the request's: a request sent again (after
+ * NOSCRIPT, BUSY...) runs the commands again, so they must be harmless
+ * twice (HSETNX of the same value, say). */
 int rjq__script_parts_after(rjq_client *c, int script, int flags, rjq__reply_fn *fn,
                             void *priv, const rjq__buf *pre, const size_t *pre_end, int npre,
-                            int nparts, rjq__buf *parts, const int *nargs);
+                            int after, int nparts, rjq__buf *parts, const int *nargs);
 
 /* ---- channels (pubsub.c) -------------------------------------------------- */
 

@@ -22,16 +22,21 @@
  * a script, so payloads of KiB cost the enqueue script more than all else
  * it does. A batch of anonymous jobs of priority 0 whose payloads are
  * AHEAD_MIN_PAYLOAD bytes or more on average goes, when the queue's pool
- * of reserved job numbers has enough of them, as one transaction: MULTI,
- * an HSETNX of each payload into the payload column under its number, the
- * enqueue script with the numbers and no payloads, EXEC (enqueue.lua,
- * "Payloads ahead"). The script refuses it whole and deletes what it wrote
- * when it refuses it at all; when the server lost the reservation
- * (RJQSTALE) the pool is dropped and the batch sent again the usual way.
- * The pool is filled by reserve.lua, AHEAD_RESERVE_MIN numbers or more at a
- * time, when an eligible batch finds it short. Numbers are not reused:
- * those a pool still held when a producer stopped are never given to a
- * job (so anonymous ids may skip numbers; enqueued still counts jobs).
+ * of reserved job numbers can give it numbers in a row, as one
+ * transaction: MULTI, the enqueue script's check, an HSETNX of each
+ * payload into the payload column under its number, the enqueue script
+ * with the numbers and no payloads, EXEC (enqueue.lua, "Payloads ahead").
+ * The script refuses it whole and deletes what it wrote when it refuses it
+ * at all; when the server lost the reservation (RJQSTALE) that range is
+ * dropped and the batch sent again the usual way (and so when the user may
+ * not run HSETNX: NOPERM, then the handle keeps to the usual way). The
+ * pool is filled by reserve.lua, AHEAD_RESERVE_MIN numbers or more at a
+ * time, once an eligible batch landed and whenever the range in use has
+ * fewer than two batches' worth left; the new range takes over when the
+ * old one cannot serve a batch, and the old one's record goes with the
+ * next batch. Numbers are not reused: those a pool still held when a
+ * producer stopped are never given to a job (so anonymous ids may skip
+ * numbers; enqueued still counts jobs).
  */
 #include <assert.h>
 #include <stdio.h>
@@ -62,14 +67,25 @@ typedef struct batch {
     size_t n, cap;
 } batch;
 
-/* Job numbers reserved for this queue's payloads ahead: lo..hi, the next
- * one to use (next > hi: none left). */
-typedef struct pool {
-    unsigned long long lo, hi, next;
-    char nonce[16];           /* its record is "<lo>-<hi>-<nonce>" */
-    char asked[16];           /* the nonce of the reserve request out */
+/* A range of job numbers reserved for payloads ahead, lo..hi, recorded as
+ * "<lo>-<hi>-<nonce>" (lo 0: none). */
+typedef struct range {
+    unsigned long long lo, hi;
+    char nonce[16];
     uint64_t made_ms;
-    int asking;               /* a reserve request is out */
+} range;
+
+/* The queue's numbers for payloads ahead. */
+typedef struct pool {
+    range cur;                /* batches take their numbers from it, */
+    unsigned long long next;  /* ... this one next (past hi: none left) */
+    range nxt;                /* reserved while cur still had numbers: used
+                                 once cur cannot serve a batch */
+    char drop[64];            /* the record of a range left with numbers
+                                 unused, dropped by the next batch sent
+                                 ahead ("": none) */
+    char asked[16];           /* the nonce of the reserve request out */
+    int asking;
     int off;                  /* the server refused HSETNX or reserve.lua
                                  (ACL NOPERM): the usual way from now on */
 } pool;
@@ -130,6 +146,7 @@ typedef struct sent_batch {
     int ahead;                /* sent with its payloads ahead: the batch is */
     rjq_queue *q;             /* ... kept, to be sent again the usual way */
     int want_pool;            /* could have gone ahead: fill the pool once it lands */
+    char nonce[16];           /* (ahead) of the range its numbers came from */
     rjq__buf args;
     int nargs, all_ids;
     size_t fixed_len;
@@ -209,12 +226,13 @@ static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
     sent_batch *b = priv;
     redisReply flat = {0};
     if (b->ahead) {
-        /* the EXEC's array: the HSETNX replies, then the script's */
+        /* the EXEC's array: the check's reply, the HSETNX replies, then the
+         * enqueue's */
         if (status == RJQ_OK) {
-            if (r->type != REDIS_REPLY_ARRAY || r->elements != b->n + 1) {
+            if (r->type != REDIS_REPLY_ARRAY || r->elements != b->n + 2) {
                 rjq__errmsg(c, "enqueue: unexpected reply");
                 status = RJQ_EPROTO;
-            } else if ((r = r->element[b->n])->type == REDIS_REPLY_ERROR) {
+            } else if ((r = r->element[b->n + 1])->type == REDIS_REPLY_ERROR) {
                 rjq__errmsg(c, "%s", r->str);
                 status = rjq__redis_error_code(r->str);
             }
@@ -392,21 +410,57 @@ static int resend_usual(sent_batch *s, int off) {
     rjq_queue *q = s->q;
     rjq_client *c = rjq_queue_client(q);
     part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
-    if (p) {
-        p->pool.next = p->pool.hi + 1; /* the rest of it is stale too */
+    if (p) { /* the rest of that range is lost too */
+        if (strcmp(p->pool.cur.nonce, s->nonce) == 0) p->pool.cur.lo = 0;
+        if (strcmp(p->pool.nxt.nonce, s->nonce) == 0) p->pool.nxt.lo = 0;
         if (off) p->pool.off = 1;
     }
     batch b = {.args = s->args, .nargs = s->nargs, .all_ids = s->all_ids,
-               .fixed_len = s->fixed_len, .fixed_nargs = s->fixed_nargs, .n = s->n};
+               .fixed_len = s->fixed_len, .fixed_nargs = s->fixed_nargs, .items = s->items,
+               .n = s->n};
     s->ahead = 0;
     s->args = (rjq__buf){0};
     int rc = send_usual(q, &b, s);
-    rjq__buf_free(&b.args);
+    give_back(q, &b.args);
     if (rc != RJQ_OK) {
-        s->ahead = 1; /* (on_enqueued reports it with the error, args freed) */
+        s->ahead = 1; /* (on_enqueued reports it with the error) */
         rjq__errmsg(c, "enqueue: %s", rjq_strerror(rc));
     }
     return rc;
+}
+
+static void member_of(const range *r, char *out, size_t cap) {
+    snprintf(out, cap, "%llu-%llu-%s", r->lo, r->hi, r->nonce);
+}
+
+/* The numbers left in the range in use (none before the first one). */
+static size_t pool_left(const pool *pl) {
+    return pl->cur.lo && pl->next <= pl->cur.hi ? (size_t)(pl->cur.hi - pl->next + 1) : 0;
+}
+
+/* Stop taking numbers from the range in use; its record goes with the
+ * next batch sent ahead when it still has numbers (a batch that uses its
+ * last number drops it). */
+static void leave_range(pool *pl) {
+    if (pool_left(pl) && pl->drop[0] == '\0') member_of(&pl->cur, pl->drop, sizeof pl->drop);
+    pl->cur.lo = 0;
+}
+
+/* 1 when the pool can give n numbers in a row (from the next range when
+ * the one in use has too few). */
+static int pool_serves(pool *pl, size_t n) {
+    uint64_t now = rjq__now_ms();
+    if (pool_left(pl) && now - pl->cur.made_ms > AHEAD_POOL_MAX_AGE_MS) leave_range(pl);
+    if (pool_left(pl) >= n) return 1;
+    if (pl->nxt.lo && pl->nxt.hi - pl->nxt.lo + 1 >= n &&
+        now - pl->nxt.made_ms <= AHEAD_POOL_MAX_AGE_MS) {
+        leave_range(pl);
+        pl->cur = pl->nxt;
+        pl->next = pl->cur.lo;
+        pl->nxt.lo = 0;
+        return 1;
+    }
+    return 0;
 }
 
 static void on_reserved(rjq_client *c, int status, redisReply *r, void *priv) {
@@ -417,25 +471,23 @@ static void on_reserved(rjq_client *c, int status, redisReply *r, void *priv) {
     if (status != RJQ_OK || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
         r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
         return; /* batches go the usual way meanwhile */
-    unsigned long long lo = strtoull(r->element[0]->str, NULL, 10);
-    unsigned long long hi = strtoull(r->element[1]->str, NULL, 10);
-    if (lo == 0 || hi < lo) return;
-    pl->lo = pl->next = lo;
-    pl->hi = hi;
-    memcpy(pl->nonce, pl->asked, sizeof pl->nonce);
-    pl->made_ms = rjq__now_ms();
-}
-
-/* The numbers left in the pool (none before its first reservation). */
-static size_t pool_left(const pool *pl) {
-    return pl->lo && pl->next <= pl->hi ? (size_t)(pl->hi - pl->next + 1) : 0;
+    range got = {.lo = strtoull(r->element[0]->str, NULL, 10),
+                 .hi = strtoull(r->element[1]->str, NULL, 10), .made_ms = rjq__now_ms()};
+    if (got.lo == 0 || got.hi < got.lo) return;
+    memcpy(got.nonce, pl->asked, sizeof got.nonce);
+    if (pool_left(pl)) {
+        pl->nxt = got;
+    } else {
+        pl->cur = got;
+        pl->next = got.lo;
+    }
 }
 
 /* Ask for numbers when q's pool has fewer than two batches of n left. */
 static void refill(rjq_queue *q, size_t n) {
     part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
     pool *pl = p ? &p->pool : NULL;
-    if (pl == NULL || pl->off || pl->asking || pool_left(pl) >= 2 * n) return;
+    if (pl == NULL || pl->off || pl->asking || pl->nxt.lo || pool_left(pl) >= 2 * n) return;
     size_t want = 8 * n;
     if (want < AHEAD_RESERVE_MIN) want = AHEAD_RESERVE_MIN;
     if (want > AHEAD_RESERVE_MAX) want = AHEAD_RESERVE_MAX;
@@ -463,20 +515,25 @@ static const char *bulk_at(const char *p, const char **data, size_t *len) {
     return *data + *len + 2;
 }
 
-/* The batch with its payloads ahead (see the top of this file): numbers
- * from the pool, one HSETNX each, then the script with them and no
- * payloads, in one transaction. */
+/* The batch with its payloads ahead (see the top of this file): the
+ * check, one HSETNX per job under numbers from the pool, then the script
+ * with them and no payloads, in one transaction. */
 static int send_ahead(rjq_queue *q, part *p, batch *b, sent_batch *s) {
     rjq_client *c = rjq_queue_client(q);
     pool *pl = &p->pool;
-    rjq__buf *pre = &p->pre, call = {0};
+    rjq__buf *pre = &p->pre, calls[2] = {{0}};
     pre->len = 0;
     pre->oom = 0;
     size_t *ends = malloc(b->n * sizeof *ends);
-    char which[64], num[24];
-    snprintf(which, sizeof which, "R %llu-%llu-%s", pl->lo, pl->hi, pl->nonce);
-    rjq__buf_raw(&call, b->args.p, b->fixed_len);
-    int nargs = b->fixed_nargs + call_args(q, &call, which, NULL, 0) + 3 * (int)b->n;
+    char member[64], which[160], num[24];
+    member_of(&pl->cur, member, sizeof member);
+    int nargs[2];
+    snprintf(which, sizeof which, "C %s %llu %zu", member, pl->next, b->n);
+    rjq__buf_raw(&calls[0], b->args.p, b->fixed_len);
+    nargs[0] = b->fixed_nargs + call_args(q, &calls[0], which, NULL, 0);
+    snprintf(which, sizeof which, "R %s %s", member, pl->drop[0] ? pl->drop : "-");
+    rjq__buf_raw(&calls[1], b->args.p, b->fixed_len);
+    nargs[1] = b->fixed_nargs + call_args(q, &calls[1], which, NULL, 0) + 3 * (int)b->n;
     for (size_t i = 0; ends && i < b->n; i++) {
         const char *id, *payload, *opts;
         size_t idlen, plen, olen;
@@ -491,19 +548,21 @@ static int send_ahead(rjq_queue *q, part *p, batch *b, sent_batch *s) {
         rjq__buf_arg_str(pre, num);
         rjq__buf_arg(pre, payload, plen);
         ends[i] = pre->len;
-        rjq__buf_arg_str(&call, num);
-        rjq__buf_arg(&call, "", 0);
-        rjq__buf_arg(&call, opts, olen);
+        rjq__buf_arg_str(&calls[1], num);
+        rjq__buf_arg(&calls[1], "", 0);
+        rjq__buf_arg(&calls[1], opts, olen);
     }
     int rc = ends ? RJQ_OK : RJQ_ENOMEM;
     if (rc == RJQ_OK) {
         s->ahead = 1;
         s->q = q;
+        memcpy(s->nonce, pl->cur.nonce, sizeof s->nonce);
         rc = rjq__script_parts_after(c, RJQ__S_ENQUEUE, RJQ__REQ_DURABLE, on_enqueued, s, pre,
-                                     ends, (int)b->n, 1, &call, &nargs);
+                                     ends, (int)b->n, 1, 2, calls, nargs);
     }
     if (rc == RJQ_OK) {
         pl->next += b->n;
+        pl->drop[0] = '\0';
         /* kept to be sent again the usual way (RJQSTALE) */
         s->args = b->args;
         s->nargs = b->nargs;
@@ -516,7 +575,8 @@ static int send_ahead(rjq_queue *q, part *p, batch *b, sent_batch *s) {
         s->ahead = 0;
     }
     if (pre->cap > (1u << 20)) rjq__buf_free(pre); /* don't hoard a big batch's memory */
-    rjq__buf_free(&call);
+    rjq__buf_free(&calls[0]);
+    rjq__buf_free(&calls[1]);
     free(ends);
     return rc;
 }
@@ -534,9 +594,7 @@ static void flush_batch(rjq_queue *q, batch *b) {
         pool *pl = &p->pool;
         rc = -1;
         if (b->plain && !pl->off && b->payload_bytes >= AHEAD_MIN_PAYLOAD * b->n) {
-            if (pool_left(pl) && rjq__now_ms() - pl->made_ms > AHEAD_POOL_MAX_AGE_MS)
-                pl->next = pl->hi + 1;
-            if (pool_left(pl) >= b->n && (rc = send_ahead(q, p, b, s)) == RJQ_OK) {
+            if (pool_serves(pl, b->n) && (rc = send_ahead(q, p, b, s)) == RJQ_OK) {
                 refill(q, b->n);
             } else {
                 /* the pool is filled once this one landed: a batch the
@@ -619,7 +677,8 @@ static part *part_of(rjq_queue *q) {
 static void start_batch(rjq_queue *q, batch *b, const char *reply_channel) {
     static const int keys[] = {RJQ__K_READY,  RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_STATS,
                                RJQ__K_ACTIVE, RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED,
-                               RJQ__K_HELD, RJQ__K_DEADLINES, RJQ__K_DEDUP, RJQ__K_RESERVED};
+                               RJQ__K_HELD, RJQ__K_DEADLINES, RJQ__K_DEDUP, RJQ__K_RESERVED,
+                               RJQ__K_AHEAD};
     const int nkeys = (int)(sizeof keys / sizeof keys[0]);
     rjq__buf *a = &b->args;
     char num[16];

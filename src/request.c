@@ -61,8 +61,9 @@ struct rjq__req {
                                script (rjq__script_parts); cmd is MULTI, the
                                calls, EXEC */
     struct part_args *parts;/* their arguments, kept to rebuild cmd */
-    int npre;               /* commands the transaction runs before its calls */
-    size_t pre_len;         /* ... their bytes, in cmd after MULTI */
+    int npre;               /* plain commands the transaction runs, */
+    int pre_after;          /* ... after this many of its calls, */
+    size_t pre_len;         /* ... their bytes (in cmd) */
     size_t *part_end;       /* the end in cmd of MULTI, of each command
                                before the calls, of each call */
     char *part_err;         /* the first error answered to MULTI or a call */
@@ -280,7 +281,7 @@ static int send_formatted(redisAsyncContext *ac, rjq__req *r) {
     free(r->part_err);
     r->part_err = NULL;
     size_t at = 0;
-    int last = r->npre + r->nparts; /* MULTI, the commands, the calls, EXEC */
+    int last = r->npre + r->nparts; /* MULTI, the calls and commands, EXEC */
     for (int i = 0; i <= last + 1; i++) {
         size_t end = i <= last ? r->part_end[i] : r->len;
         if (redisAsyncFormattedCommand(ac, i <= last ? on_part : on_reply, r, r->cmd + at,
@@ -419,10 +420,10 @@ static void reformat_head(rjq_client *c, rjq__req *r) {
     else set_head(c, r, r->cmd + r->head_len, r->len - r->head_len);
 }
 
-/* A transaction's command for the session's mode: MULTI, the commands
- * before the calls (pre, each ending at pre_end[i] in it; NULL: those of
- * r's cmd, where they stay), each call (its head and arguments), EXEC. 0,
- * or -1 out of memory (r unchanged). */
+/* A transaction's command for the session's mode: MULTI, its calls (each
+ * its head and arguments) with the plain commands after the first
+ * pre_after of them (pre, each ending at pre_end[i] in it; NULL: those of
+ * r's cmd), EXEC. 0, or -1 out of memory (r unchanged). */
 static int build_parts(rjq_client *c, rjq__req *r, const char *pre, const size_t *pre_end) {
     static const char multi[] = "*1\r\n$5\r\nMULTI\r\n", exec[] = "*1\r\n$4\r\nEXEC\r\n";
     char head[160];
@@ -436,20 +437,29 @@ static int build_parts(rjq_client *c, rjq__req *r, const char *pre, const size_t
     char *cmd = malloc(len + 1);
     if (cmd == NULL) return -1;
     cmd[len] = '\0';
+    /* (rebuilt: where the plain commands start in the old cmd; the ends
+     * after it are read before they are overwritten) */
+    size_t old_at = pre || r->npre == 0 ? 0 : r->part_end[r->pre_after];
     size_t at = sizeof multi - 1;
+    int k = 1; /* the command after MULTI */
     memcpy(cmd, multi, at);
     r->part_end[0] = at;
-    if (r->pre_len) memcpy(cmd + at, pre ? pre : r->cmd + at, r->pre_len);
-    for (int i = 0; pre && i < r->npre; i++) r->part_end[1 + i] = at + pre_end[i];
-    at += r->pre_len;
-    for (int i = 0; i < r->nparts; i++) {
+    for (int i = 0; i <= r->nparts; i++) {
+        if (i == r->pre_after && r->npre > 0) {
+            memcpy(cmd + at, pre ? pre : r->cmd + old_at, r->pre_len);
+            for (int j = 0; j < r->npre; j++, k++)
+                r->part_end[k] = at + (pre ? pre_end[j] : r->part_end[k] - old_at);
+            at += r->pre_len;
+        }
+        if (i == r->nparts) break;
         int hlen = script_head(r->script, r->parts[i].nargs, c->fcall, head, sizeof head);
         memcpy(cmd + at, head, (size_t)hlen);
         at += (size_t)hlen;
         memcpy(cmd + at, r->parts[i].p, r->parts[i].len);
         at += r->parts[i].len;
-        r->part_end[1 + r->npre + i] = at;
+        r->part_end[k++] = at;
     }
+    assert(k == 1 + r->npre + r->nparts);
     memcpy(cmd + at, exec, sizeof exec - 1);
     if (r->own_cmd) free(r->cmd);
     r->cmd = cmd;
@@ -461,9 +471,10 @@ static int build_parts(rjq_client *c, rjq__req *r, const char *pre, const size_t
 
 int rjq__script_parts_after(rjq_client *c, int script, int flags, rjq__reply_fn *fn,
                             void *priv, const rjq__buf *pre, const size_t *pre_end, int npre,
-                            int nparts, rjq__buf *parts, const int *nargs) {
+                            int after, int nparts, rjq__buf *parts, const int *nargs) {
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     assert(nparts > 0 && npre >= 0 && (npre == 0 || (pre && pre_end)));
+    assert(after >= 0 && after <= nparts);
     if (pre && pre->oom) return RJQ_ENOMEM;
     for (int i = 0; i < nparts; i++)
         if (parts[i].oom) return RJQ_ENOMEM;
@@ -475,6 +486,7 @@ int rjq__script_parts_after(rjq_client *c, int script, int flags, rjq__reply_fn 
     int ok = r->parts && r->part_end;
     if (ok && npre > 0) { /* copied into cmd */
         r->npre = npre;
+        r->pre_after = after;
         r->pre_len = pre->len;
     }
     for (int i = 0; ok && i < nparts; i++, r->nparts++) { /* taken, not copied */
@@ -491,7 +503,7 @@ int rjq__script_parts_after(rjq_client *c, int script, int flags, rjq__reply_fn 
 
 int rjq__script_parts(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
                       int nparts, rjq__buf *parts, const int *nargs) {
-    return rjq__script_parts_after(c, script, flags, fn, priv, NULL, NULL, 0, nparts, parts,
+    return rjq__script_parts_after(c, script, flags, fn, priv, NULL, NULL, 0, 0, nparts, parts,
                                    nargs);
 }
 
@@ -648,11 +660,16 @@ static redisReply *transaction_outcome(rjq__req *r, redisReply *rep, redisReply 
         err->len = strlen(r->part_err);
         return err;
     }
-    size_t first = (size_t)r->npre;
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements <= first) return rep;
-    for (size_t i = first; i < rep->elements; i++)
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != (size_t)(r->npre + r->nparts))
+        return rep;
+    size_t from = (size_t)r->pre_after, to = from + (size_t)r->npre; /* the plain commands' */
+    redisReply *first = NULL;
+    for (size_t i = 0; i < rep->elements; i++) {
+        if (i >= from && i < to) continue;
         if (rep->element[i]->type != REDIS_REPLY_ERROR) return rep;
-    return rep->element[first];
+        if (first == NULL) first = rep->element[i];
+    }
+    return first;
 }
 
 static void send_room(rjq_client *c);

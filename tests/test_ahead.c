@@ -317,3 +317,99 @@ TEST(payloads_ahead_refused_by_the_acl_go_the_usual_way) {
     rjq_client_free(c2);
     env_stop(&e);
 }
+
+/* FLUSHALL while producer A holds numbers; then B takes 1..50 and reserves
+ * the numbers A still holds (same numbers, another nonce). A's batch finds
+ * its record gone: its HSETNX wrote into numbers B has not used yet, and
+ * the check (the first call of the transaction) had noted that they had no
+ * payload, so those are deleted again; B's batch then writes its own
+ * payloads there (before, A's stayed and B's jobs ran with them). */
+TEST(a_stale_batch_leaves_no_payload_in_numbers_another_producer_reserved) {
+    test_env e;
+    env_start(&e, "ahs");
+    ASSERT_OK(enqueue_batch(&e, e.q, 0, JOBS).status); /* 1..50, then 51..1074 reserved */
+    wait_reserved(&e, "ahs");
+    freeReplyObject(server_cmd(e.rc, "FLUSHALL"));
+    rjq_client *c2 = client_for(e.base, &e.s);
+    rjq_queue *q2 = queue_for(c2, "ahs");
+    ASSERT_OK(enqueue_batch(&e, q2, 1000, JOBS).status); /* 1..50, then 51..1074 again */
+    wait_reserved(&e, "ahs");
+    batch_wait a = enqueue_batch(&e, e.q, 5000, JOBS); /* stale 51..100, then the usual way */
+    ASSERT_OK(a.status);
+    batch_wait b = enqueue_batch(&e, q2, 2000, JOBS); /* ahead, 51..100 */
+    ASSERT_OK(b.status);
+    ASSERT_STREQ("51", b.ids[0]);
+    for (size_t i = 0; i < JOBS; i++) {
+        assert_payload_of(&e, "ahs", a.ids[i], 5000 + (long)i);
+        assert_payload_of(&e, "ahs", b.ids[i], 2000 + (long)i);
+    }
+    ASSERT_EQ(3 * JOBS, server_int(e.rc, "HLEN t:{ahs}:payload"));
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{ahs}:ahead")); /* the note is gone */
+    rjq_stats s = get_stats(e.base, e.q);
+    ASSERT_EQ(3 * JOBS, s.enqueued);
+    ASSERT_EQ(3 * JOBS, s.ready);
+    rjq_client_free(c2);
+    env_stop(&e);
+}
+
+/* A stale batch too big for one call goes again the usual way as several
+ * calls in one transaction (that resend once had no entries to split). */
+TEST(a_stale_batch_of_several_calls_goes_again_the_usual_way) {
+    test_env e;
+    env_start(&e, "ahb");
+    ASSERT_OK(enqueue_batch(&e, e.q, 0, JOBS).status);
+    wait_reserved(&e, "ahb");
+    freeReplyObject(server_cmd(e.rc, "FLUSHALL"));
+    enum { N = 600 }; /* 1.2 MiB */
+    static char bufs[N][BIG];
+    static rjq_enqueue_item items[N];
+    for (int i = 0; i < N; i++) items[i] = (rjq_enqueue_item){bufs[i], make_payload(i, bufs[i]), NULL};
+    batch_wait w = {0};
+    long long execs = server_calls(e.rc, "exec");
+    ASSERT_OK(rjq_enqueue_batch(e.q, items, N, on_batch, &w));
+    ASSERT(loop_until(e.base, &w.done, 10000));
+    ASSERT_OK(w.status);
+    ASSERT_EQ(2, server_calls(e.rc, "exec") - execs); /* ahead, then the usual way */
+    ASSERT_EQ(N, server_int(e.rc, "HLEN t:{ahb}:payload"));
+    ASSERT_EQ(N, server_int(e.rc, "LLEN t:{ahb}:ready"));
+    /* (numbers past those the pool asked for meanwhile) */
+    char last[24];
+    snprintf(last, sizeof last, "%lld", atoll(w.ids[0]) + N - 1);
+    assert_payload_of(&e, "ahb", w.ids[0], 0);
+    assert_payload_of(&e, "ahb", last, N - 1);
+    env_stop(&e);
+}
+
+/* A producer that goes on and on keeps one or two reservations recorded:
+ * a range is dropped when a batch uses its last number, or, left with
+ * numbers when the next range takes over, by the next batch. */
+TEST(reservations_used_up_leave_no_record_behind) {
+    test_env e;
+    env_start(&e, "ahu");
+    for (int b = 0; b < 80; b++) ASSERT_OK(enqueue_batch(&e, e.q, (long)b * JOBS, JOBS).status);
+    loop_for(e.base, 100);
+    ASSERT(server_int(e.rc, "ZCARD t:{ahu}:reserved") <= 2);
+    ASSERT(server_calls(e.rc, "hsetnx") >= 70 * JOBS);
+    rjq_stats s = get_stats(e.base, e.q);
+    ASSERT_EQ(80 * JOBS, s.enqueued);
+    ASSERT_EQ(80 * JOBS, s.ready);
+    env_stop(&e);
+}
+
+/* FUNCTION FLUSH before a batch goes ahead: its calls fail inside the
+ * EXEC (the HSETNX ran), the library is loaded again and the whole
+ * transaction sent again; the batch lands once, no payload left over. */
+TEST(payloads_ahead_survive_a_function_flush) {
+    test_env e;
+    env_start(&e, "ahl");
+    ASSERT_OK(enqueue_batch(&e, e.q, 0, JOBS).status);
+    wait_reserved(&e, "ahl");
+    freeReplyObject(server_cmd(e.rc, "FUNCTION FLUSH"));
+    batch_wait w = enqueue_batch(&e, e.q, 100, JOBS);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(2 * JOBS, server_calls(e.rc, "hsetnx")); /* sent twice */
+    for (size_t i = 0; i < JOBS; i++) assert_payload_of(&e, "ahl", w.ids[i], 100 + (long)i);
+    ASSERT_EQ(2 * JOBS, server_int(e.rc, "HLEN t:{ahl}:payload"));
+    ASSERT_EQ(2 * JOBS, get_stats(e.base, e.q).enqueued);
+    env_stop(&e);
+}

@@ -3,7 +3,7 @@
 -- (push_to_idle in lib.lua), else the doorbell rings.
 -- KEYS: 1 ready, 2 prio, 3 delayed, 4 stats, 5 active, 6 idle,
 --       7..13 the job columns, 14 monitored, 15 held, 16 deadlines, 17 dedup,
---       18 reserved
+--       18 reserved, 19 ahead
 -- ARGV: 1 job name prefix, 2 wake channel, 3 reply channel of an awaiting
 --       producer ('' for none), 4 token base for pushed jobs (unique per
 --       call), 5 max waiting jobs (0: no bound), 6 jobs without an id in
@@ -31,18 +31,37 @@
 -- and the last removes it. Every call checks the type of every key any of
 -- them may write, before anything else, so they fail alike: the batch
 -- lands whole or not at all.
--- Payloads ahead: with ARGV 7 "R <lo>-<hi>-<nonce>" every job of the call is
--- anonymous, of priority 0, and comes with a number of that range, which
--- reserve.lua set aside (KEYS 18, reserved), as its id; its payload
--- argument is empty: the same transaction wrote the payload just before,
--- with HSETNX into the payload column (enqueue.c), so the bytes never pass
--- through Lua. The range must still be recorded: a server that lost it
--- (flushed, restored from before it) may have given those numbers to other
--- jobs, whose payloads HSETNX left alone. Then the call is refused with
--- "RJQSTALE ..." (the producer sends the batch again the usual way), and
--- the payloads it wrote, those of numbers above seq, are deleted. Every
--- refusal of such a call deletes its payloads: nothing of it stays.
+-- Payloads ahead: a batch of anonymous jobs of priority 0 comes as one
+-- transaction (enqueue.c): this script with ARGV 7 "C <member> <first>
+-- <count>" (the check), an HSETNX of each job's payload into the payload
+-- column under a number of the range <member> that reserve.lua set aside
+-- (KEYS 18, reserved; the batch's numbers are first..first+count-1), then
+-- this script with ARGV 7 "R <member> <drop>", those numbers as the jobs'
+-- ids and empty payload arguments: the payload bytes never pass through
+-- Lua. While the range is recorded its numbers are the producer's alone.
+-- A server that lost it (flushed, restored from before it) may have given
+-- them to other jobs (or another producer may have reserved them again):
+-- the check then notes in KEYS 19 (ahead, a set) which of the numbers have
+-- a payload already, and the last call deletes the payloads of the others
+-- (those its HSETNX wrote) and refuses the batch with "RJQSTALE ..." (the
+-- producer sends it again the usual way). Every refusal of such a batch
+-- deletes the payloads it wrote: nothing of it stays. <drop>: the record
+-- of a range the producer left with numbers unused ('-': none), dropped.
 local wrote = false -- the call wrote (beyond the payloads written ahead)
+
+-- The check of a batch with payloads ahead (see above), before its HSETNX.
+local cmember, cfirst, ccount = string.match(ARGV[7], '^C (%S+) (%d+) (%d+)$')
+if cmember then
+  if type(redis.pcall('ZSCORE', KEYS[18], cmember)) == 'string' then return 1 end
+  local note, payload, had = KEYS[19], KEYS[7], {'-'} -- ('-': the note exists)
+  redis.pcall('DEL', note)
+  for x = tonumber(cfirst), tonumber(cfirst) + tonumber(ccount) - 1 do
+    local id = int(x)
+    if redis.pcall('HEXISTS', payload, id) == 1 then had[#had + 1] = id end
+  end
+  for i = 1, #had, CHUNK do redis.pcall('SADD', note, unpack(had, i, math.min(i + CHUNK - 1, #had))) end
+  return 0
+end
 
 local function main(reserved)
 local ready, prio, delayed, stats, active, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
@@ -264,7 +283,7 @@ if ring then redis.call('PUBLISH', wake, '1') end
 return out
 end
 
-local member, rlo, rhi = string.match(ARGV[7], '^R ((%d+)%-(%d+)%-%w+)$')
+local member, rlo, rhi, drop = string.match(ARGV[7], '^R ((%d+)%-(%d+)%-%w+) (%S+)$')
 if not member then
   if string.sub(ARGV[7], 1, 2) == 'R ' then return redis.error_reply('ERR rjq enqueue: bad reservation') end
   return main(false)
@@ -286,14 +305,24 @@ for i = 9 + tonumber(ARGV[8]), #ARGV, 3 do
   ids[#ids + 1] = ARGV[i]
 end
 if not valid then
-  -- numbers above seq were never given to a job: their payloads are this
-  -- call's; the others may be another job's (a server reset since)
-  local c = redis.pcall('HMGET', KEYS[4], 'seq')
-  local seq = (type(c) == 'table' and not c.err) and tonumber(c[1] or '0') or math.huge
+  -- the payloads the HSETNX wrote: of the numbers the check found without
+  -- one (or, without its note, those above seq: never given to a job)
+  local noted = redis.pcall('SMEMBERS', KEYS[19])
+  redis.pcall('DEL', KEYS[19])
   local mine = {}
-  for _, id in ipairs(ids) do
-    local x = tonumber(id)
-    if x and x > seq then mine[#mine + 1] = id end
+  if type(noted) == 'table' and not noted.err and #noted > 0 then
+    local had = {}
+    for _, id in ipairs(noted) do had[id] = true end
+    for _, id in ipairs(ids) do
+      if not had[id] then mine[#mine + 1] = id end
+    end
+  else
+    local c = redis.pcall('HMGET', KEYS[4], 'seq')
+    local seq = (type(c) == 'table' and not c.err) and tonumber(c[1] or '0') or math.huge
+    for _, id in ipairs(ids) do
+      local x = tonumber(id)
+      if x and x > seq then mine[#mine + 1] = id end
+    end
   end
   unwrite(mine)
   if type(rec) == 'table' and rec.err then return rec end
@@ -302,8 +331,12 @@ if not valid then
 end
 local ok, res = pcall(main, true)
 if ok then
-  if type(res) == 'table' and res.err then unwrite(ids) -- refused: nothing of it stays
-  elseif tonumber(ids[#ids]) == hi then redis.call('ZREM', KEYS[18], member) end
+  if type(res) == 'table' and res.err then
+    unwrite(ids) -- refused: nothing of it stays
+  else
+    if tonumber(ids[#ids]) == hi then redis.call('ZREM', KEYS[18], member) end
+    if drop ~= '-' then redis.call('ZREM', KEYS[18], drop) end
+  end
   return res
 end
 if not wrote then unwrite(ids) end

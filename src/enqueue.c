@@ -677,8 +677,7 @@ static part *part_of(rjq_queue *q) {
 static void start_batch(rjq_queue *q, batch *b, const char *reply_channel) {
     static const int keys[] = {RJQ__K_READY,  RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_STATS,
                                RJQ__K_ACTIVE, RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED,
-                               RJQ__K_HELD, RJQ__K_DEADLINES, RJQ__K_DEDUP, RJQ__K_RESERVED,
-                               RJQ__K_AHEAD};
+                               RJQ__K_HELD, RJQ__K_DEADLINES, RJQ__K_DEDUP, RJQ__K_RESERVED};
     const int nkeys = (int)(sizeof keys / sizeof keys[0]);
     rjq__buf *a = &b->args;
     char num[16];

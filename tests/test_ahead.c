@@ -344,7 +344,7 @@ TEST(a_stale_batch_leaves_no_payload_in_numbers_another_producer_reserved) {
         assert_payload_of(&e, "ahs", b.ids[i], 2000 + (long)i);
     }
     ASSERT_EQ(3 * JOBS, server_int(e.rc, "HLEN t:{ahs}:payload"));
-    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{ahs}:ahead")); /* the note is gone */
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{ahs}:stats ahead")); /* the note is gone */
     rjq_stats s = get_stats(e.base, e.q);
     ASSERT_EQ(3 * JOBS, s.enqueued);
     ASSERT_EQ(3 * JOBS, s.ready);

@@ -3,7 +3,7 @@
 -- (push_to_idle in lib.lua), else the doorbell rings.
 -- KEYS: 1 ready, 2 prio, 3 delayed, 4 stats, 5 active, 6 idle,
 --       7..13 the job columns, 14 monitored, 15 held, 16 deadlines, 17 dedup,
---       18 reserved, 19 ahead
+--       18 reserved
 -- ARGV: 1 job name prefix, 2 wake channel, 3 reply channel of an awaiting
 --       producer ('' for none), 4 token base for pushed jobs (unique per
 --       call), 5 max waiting jobs (0: no bound), 6 jobs without an id in
@@ -41,8 +41,9 @@
 -- Lua. While the range is recorded its numbers are the producer's alone.
 -- A server that lost it (flushed, restored from before it) may have given
 -- them to other jobs (or another producer may have reserved them again):
--- the check then notes in KEYS 19 (ahead, a set) which of the numbers have
--- a payload already, and the last call deletes the payloads of the others
+-- the check then notes (in stats, field "ahead": nobody else sees it, the
+-- last call removes it) which of the numbers have a payload already, and
+-- the last call deletes the payloads of the others
 -- (those its HSETNX wrote) and refuses the batch with "RJQSTALE ..." (the
 -- producer sends it again the usual way). Every refusal of such a batch
 -- deletes the payloads it wrote: nothing of it stays. <drop>: the record
@@ -53,13 +54,12 @@ local wrote = false -- the call wrote (beyond the payloads written ahead)
 local cmember, cfirst, ccount = string.match(ARGV[7], '^C (%S+) (%d+) (%d+)$')
 if cmember then
   if type(redis.pcall('ZSCORE', KEYS[18], cmember)) == 'string' then return 1 end
-  local note, payload, had = KEYS[19], KEYS[7], {'-'} -- ('-': the note exists)
-  redis.pcall('DEL', note)
+  local payload, had = KEYS[7], {'-'} -- ('-': the note is there)
   for x = tonumber(cfirst), tonumber(cfirst) + tonumber(ccount) - 1 do
     local id = int(x)
     if redis.pcall('HEXISTS', payload, id) == 1 then had[#had + 1] = id end
   end
-  for i = 1, #had, CHUNK do redis.pcall('SADD', note, unpack(had, i, math.min(i + CHUNK - 1, #had))) end
+  redis.pcall('HSET', KEYS[4], 'ahead', table.concat(had, ' '))
   return 0
 end
 
@@ -307,12 +307,12 @@ end
 if not valid then
   -- the payloads the HSETNX wrote: of the numbers the check found without
   -- one (or, without its note, those above seq: never given to a job)
-  local noted = redis.pcall('SMEMBERS', KEYS[19])
-  redis.pcall('DEL', KEYS[19])
+  local noted = redis.pcall('HMGET', KEYS[4], 'ahead')
+  redis.pcall('HDEL', KEYS[4], 'ahead')
   local mine = {}
-  if type(noted) == 'table' and not noted.err and #noted > 0 then
+  if type(noted) == 'table' and not noted.err and noted[1] then
     local had = {}
-    for _, id in ipairs(noted) do had[id] = true end
+    for id in string.gmatch(noted[1], '%S+') do had[id] = true end
     for _, id in ipairs(ids) do
       if not had[id] then mine[#mine + 1] = id end
     end

@@ -23,7 +23,8 @@
 --                  re-queued priority job, a number reserved and not
 --                  used yet) and completed = retained +
 --                  swept (retained: the ids in completed; swept: the ids
---                  removed from it)
+--                  removed from it). Field "ahead" lives only inside one
+--                  transaction (enqueue.lua, "Payloads ahead")
 --   idle     hash  push delivery: free slots of idle workers, see below
 --   deadlines zset id -> the end of its run time (ms) for running jobs
 --                  with a timeout (see start_jobs; entries of jobs that

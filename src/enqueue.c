@@ -67,6 +67,8 @@ typedef struct batch {
     size_t n, cap;
 } batch;
 
+#define DROP_MAX 192
+
 /* A range of job numbers reserved for payloads ahead, lo..hi, recorded as
  * "<lo>-<hi>-<nonce>" (lo 0: none). */
 typedef struct range {
@@ -81,9 +83,11 @@ typedef struct pool {
     unsigned long long next;  /* ... this one next (past hi: none left) */
     range nxt;                /* reserved while cur still had numbers: used
                                  once cur cannot serve a batch */
-    char drop[64];            /* the record of a range left with numbers
-                                 unused, dropped by the next batch sent
-                                 ahead ("": none) */
+    char drop[DROP_MAX];      /* the records of ranges left with numbers
+                                 unused, comma-separated, dropped by the
+                                 next batch sent ahead ("": none; one that
+                                 does not fit is left to reserve.lua's
+                                 sweep of records a day old) */
     char asked[16];           /* the nonce of the reserve request out */
     int asking;
     int off;                  /* the server refused HSETNX or reserve.lua
@@ -146,7 +150,10 @@ typedef struct sent_batch {
     int ahead;                /* sent with its payloads ahead: the batch is */
     rjq_queue *q;             /* ... kept, to be sent again the usual way */
     int want_pool;            /* could have gone ahead: fill the pool once it lands */
-    char nonce[16];           /* (ahead) of the range its numbers came from */
+    char nonce[16];           /* (ahead) of the range its numbers came from, */
+    char member[64];          /* ... its record, */
+    int last_of_range;        /* ... the batch has its last number, */
+    char drop[DROP_MAX];      /* ... and the records it was to drop */
     rjq__buf args;
     int nargs, all_ids;
     size_t fixed_len;
@@ -221,6 +228,7 @@ static int join_parts(rjq_client *c, const redisReply *r, int nparts, redisReply
 static int resend_usual(sent_batch *s, int off);
 static void refill(rjq_queue *q, size_t n);
 static void give_back(rjq_queue *q, rjq__buf *args);
+static void undropped(const sent_batch *s);
 
 static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
     sent_batch *b = priv;
@@ -244,6 +252,7 @@ static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
              (status == RJQ_EAUTH && strncmp(r->str, "NOPERM", 6) == 0)) &&
             resend_usual(b, status == RJQ_EAUTH) == RJQ_OK)
             return;
+        if (status != RJQ_OK) undropped(b);
         give_back(b->q, &b->args);
     }
     if (status == RJQ_OK && b->want_pool) refill(b->q, b->n);
@@ -433,6 +442,27 @@ static void member_of(const range *r, char *out, size_t cap) {
     snprintf(out, cap, "%llu-%llu-%s", r->lo, r->hi, r->nonce);
 }
 
+/* Have the next batch sent ahead drop the record member. */
+static void to_drop(pool *pl, const char *member) {
+    size_t have = strlen(pl->drop), len = strlen(member);
+    if (len == 0 || have + len + 2 > sizeof pl->drop) return;
+    if (have) pl->drop[have++] = ',';
+    memcpy(pl->drop + have, member, len + 1);
+}
+
+/* A batch sent ahead that did not land: the records it was to drop go
+ * with the next one, and so does its range's when it had the range's last
+ * number (a batch that lands with it drops it). */
+static void undropped(const sent_batch *s) {
+    part *p = rjq__queue_part(s->q, RJQ__PART_ENQUEUE);
+    if (p == NULL) return;
+    char copy[DROP_MAX], *save = NULL;
+    memcpy(copy, s->drop, sizeof copy);
+    for (char *m = strtok_r(copy, ",", &save); m; m = strtok_r(NULL, ",", &save))
+        to_drop(&p->pool, m);
+    if (s->last_of_range) to_drop(&p->pool, s->member);
+}
+
 /* The numbers left in the range in use (none before the first one). */
 static size_t pool_left(const pool *pl) {
     return pl->cur.lo && pl->next <= pl->cur.hi ? (size_t)(pl->cur.hi - pl->next + 1) : 0;
@@ -442,7 +472,11 @@ static size_t pool_left(const pool *pl) {
  * next batch sent ahead when it still has numbers (a batch that uses its
  * last number drops it). */
 static void leave_range(pool *pl) {
-    if (pool_left(pl) && pl->drop[0] == '\0') member_of(&pl->cur, pl->drop, sizeof pl->drop);
+    char member[64];
+    if (pool_left(pl)) {
+        member_of(&pl->cur, member, sizeof member);
+        to_drop(pl, member);
+    }
     pl->cur.lo = 0;
 }
 
@@ -452,8 +486,13 @@ static int pool_serves(pool *pl, size_t n) {
     uint64_t now = rjq__now_ms();
     if (pool_left(pl) && now - pl->cur.made_ms > AHEAD_POOL_MAX_AGE_MS) leave_range(pl);
     if (pool_left(pl) >= n) return 1;
-    if (pl->nxt.lo && pl->nxt.hi - pl->nxt.lo + 1 >= n &&
-        now - pl->nxt.made_ms <= AHEAD_POOL_MAX_AGE_MS) {
+    if (pl->nxt.lo && now - pl->nxt.made_ms > AHEAD_POOL_MAX_AGE_MS) { /* unused: dropped */
+        char member[64];
+        member_of(&pl->nxt, member, sizeof member);
+        to_drop(pl, member);
+        pl->nxt.lo = 0;
+    }
+    if (pl->nxt.lo && pl->nxt.hi - pl->nxt.lo + 1 >= n) {
         leave_range(pl);
         pl->cur = pl->nxt;
         pl->next = pl->cur.lo;
@@ -525,7 +564,7 @@ static int send_ahead(rjq_queue *q, part *p, batch *b, sent_batch *s) {
     pre->len = 0;
     pre->oom = 0;
     size_t *ends = malloc(b->n * sizeof *ends);
-    char member[64], which[160], num[24];
+    char member[64], which[320], num[24];
     member_of(&pl->cur, member, sizeof member);
     int nargs[2];
     snprintf(which, sizeof which, "C %s %llu %zu", member, pl->next, b->n);
@@ -557,6 +596,9 @@ static int send_ahead(rjq_queue *q, part *p, batch *b, sent_batch *s) {
         s->ahead = 1;
         s->q = q;
         memcpy(s->nonce, pl->cur.nonce, sizeof s->nonce);
+        memcpy(s->member, member, sizeof s->member);
+        memcpy(s->drop, pl->drop, sizeof s->drop);
+        s->last_of_range = pl->next + b->n - 1 == pl->cur.hi;
         rc = rjq__script_parts_after(c, RJQ__S_ENQUEUE, RJQ__REQ_DURABLE, on_enqueued, s, pre,
                                      ends, (int)b->n, 1, 2, calls, nargs);
     }

@@ -413,3 +413,67 @@ TEST(payloads_ahead_survive_a_function_flush) {
     ASSERT_EQ(2 * JOBS, get_stats(e.base, e.q).enqueued);
     env_stop(&e);
 }
+
+/* FLUSHALL and FUNCTION FLUSH at once (a server restored from an old
+ * backup has both: no reservation, no library): the batch's HSETNX ran in
+ * a transaction whose scripts did not, so its payloads stayed in numbers
+ * above the server's count; the try after the library was loaded found
+ * them as if another job's and left them. The next range reserved covers
+ * those numbers: its batches' checks clear them before their HSETNX, so
+ * every job gets its own payload (they got the stray ones). */
+TEST(payloads_left_by_a_stale_batch_without_library_reach_no_job) {
+    test_env e;
+    env_start(&e, "ahx");
+    ASSERT_OK(enqueue_batch(&e, e.q, 0, JOBS).status);
+    wait_reserved(&e, "ahx");
+    for (int b = 1; b < 4; b++) ASSERT_OK(enqueue_batch(&e, e.q, b * 1000, JOBS).status);
+    freeReplyObject(server_cmd(e.rc, "FLUSHALL"));
+    freeReplyObject(server_cmd(e.rc, "FUNCTION FLUSH"));
+    batch_wait stale = enqueue_batch(&e, e.q, 5000, JOBS);
+    ASSERT_OK(stale.status);
+    for (size_t i = 0; i < JOBS; i++) assert_payload_of(&e, "ahx", stale.ids[i], 5000 + (long)i);
+    batch_wait w[4];
+    for (int b = 0; b < 4; b++) {
+        w[b] = enqueue_batch(&e, e.q, 6000 + b * 1000, JOBS);
+        ASSERT_OK(w[b].status);
+        if (b == 0) wait_reserved(&e, "ahx");
+    }
+    ASSERT(server_calls(e.rc, "hsetnx") > 4 * JOBS); /* the later ones went ahead */
+    for (int b = 0; b < 4; b++)
+        for (size_t i = 0; i < JOBS; i++) assert_payload_of(&e, "ahx", w[b].ids[i], 6000 + b * 1000 + (long)i);
+    rjq_stats s = get_stats(e.base, e.q);
+    ASSERT_EQ(5 * JOBS, s.enqueued);
+    ASSERT_EQ(5 * JOBS, s.ready);
+    env_stop(&e);
+}
+
+/* A user whose FCALL is refused after its first batches (FCALL -> EVALSHA):
+ * the transaction of a batch going ahead is built again with EVALSHA heads
+ * (its HSETNX block after the check's call), NOSCRIPT loads the script, and
+ * the batches land with their own payloads. */
+TEST(payloads_ahead_rebuilt_for_evalsha_land) {
+    test_env e;
+    env_start(&e, "ahe");
+    freeReplyObject(server_cmd(e.rc, "ACL SETUSER u on >pw ~* &* +@all"));
+    char url[128];
+    snprintf(url, sizeof url, "redis://u:pw@127.0.0.1:%d", e.s.port);
+    rjq_client_options o = client_options(url);
+    rjq_client *c2 = client_new(e.base, &o);
+    wait_connected(e.base, c2);
+    rjq_queue *q2 = queue_for(c2, "ahe");
+    ASSERT_OK(enqueue_batch(&e, q2, 0, JOBS).status);
+    wait_reserved(&e, "ahe");
+    freeReplyObject(server_cmd(e.rc, "ACL SETUSER u -fcall"));
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    for (int b = 1; b < 4; b++) {
+        batch_wait w = enqueue_batch(&e, q2, (long)b * 1000, JOBS);
+        ASSERT_OK(w.status);
+        for (size_t i = 0; i < JOBS; i++) assert_payload_of(&e, "ahe", w.ids[i], b * 1000 + (long)i);
+    }
+    ASSERT(server_calls(e.rc, "evalsha") >= 6); /* check and enqueue, three batches */
+    ASSERT(server_calls(e.rc, "hsetnx") >= 3 * JOBS);
+    ASSERT_EQ(4 * JOBS, server_int(e.rc, "HLEN t:{ahe}:payload"));
+    ASSERT_EQ(4 * JOBS, get_stats(e.base, e.q).enqueued);
+    rjq_client_free(c2);
+    env_stop(&e);
+}

@@ -46,16 +46,29 @@
 -- the last call deletes the payloads of the others
 -- (those its HSETNX wrote) and refuses the batch with "RJQSTALE ..." (the
 -- producer sends it again the usual way). Every refusal of such a batch
--- deletes the payloads it wrote: nothing of it stays. <drop>: the record
--- of a range the producer left with numbers unused ('-': none), dropped.
+-- deletes the payloads it wrote: nothing of it stays. <drop>: the records
+-- of ranges the producer left with numbers unused, comma-separated ('-':
+-- none), dropped when the batch lands.
 local wrote = false -- the call wrote (beyond the payloads written ahead)
 
 -- The check of a batch with payloads ahead (see above), before its HSETNX.
 local cmember, cfirst, ccount = string.match(ARGV[7], '^C (%S+) (%d+) (%d+)$')
 if cmember then
-  if type(redis.pcall('ZSCORE', KEYS[18], cmember)) == 'string' then return 1 end
+  local first, last = tonumber(cfirst), tonumber(cfirst) + tonumber(ccount) - 1
+  if type(redis.pcall('ZSCORE', KEYS[18], cmember)) == 'string' then
+    -- The numbers are this producer's alone, and none has a job: a payload
+    -- there is a stray of a try whose scripts did not run (the HSETNX of a
+    -- transaction run while the library was missing): out, so that the
+    -- HSETNX writes this batch's.
+    local these = {}
+    for x = first, last do these[#these + 1] = int(x) end
+    for i = 1, #these, CHUNK do
+      redis.pcall('HDEL', KEYS[7], unpack(these, i, math.min(i + CHUNK - 1, #these)))
+    end
+    return 1
+  end
   local payload, had = KEYS[7], {'-'} -- ('-': the note is there)
-  for x = tonumber(cfirst), tonumber(cfirst) + tonumber(ccount) - 1 do
+  for x = first, last do
     local id = int(x)
     if redis.pcall('HEXISTS', payload, id) == 1 then had[#had + 1] = id end
   end
@@ -335,7 +348,9 @@ if ok then
     unwrite(ids) -- refused: nothing of it stays
   else
     if tonumber(ids[#ids]) == hi then redis.call('ZREM', KEYS[18], member) end
-    if drop ~= '-' then redis.call('ZREM', KEYS[18], drop) end
+    for d in string.gmatch(drop, '[^,]+') do
+      if d ~= '-' then redis.call('ZREM', KEYS[18], d) end
+    end
   end
   return res
 end

@@ -69,6 +69,21 @@ static void wait_reserved(test_env *e, const char *queue) {
     loop_for(e->base, 50);
 }
 
+/* env_start on queue, then a first batch (jobs 0..49, the usual way) and
+ * its reservation: the handle's next batches go ahead. */
+static void start_with_pool(test_env *e, const char *queue) {
+    env_start(e, queue);
+    ASSERT_OK(enqueue_batch(e, e->q, 0, JOBS).status);
+    wait_reserved(e, queue);
+}
+
+/* The server loses everything (the pool's reservation too); its command
+ * counts start again. */
+static void flush_server(test_env *e) {
+    freeReplyObject(server_cmd(e->rc, "FLUSHALL"));
+    freeReplyObject(server_cmd(e->rc, "CONFIG RESETSTAT"));
+}
+
 typedef struct run_ctx {
     long total, next, completed, bad;
 } run_ctx;
@@ -156,19 +171,16 @@ TEST(payloads_ahead_reach_an_idle_worker) {
     env_stop(&e);
 }
 
-/* FLUSHALL after the pool was filled, then another producer takes job
- * 600 job numbers, past those of the pool (its own batches after the
- * first go ahead, with a pool of the same numbers): the batch that goes ahead finds its
+/* FLUSHALL after the pool was filled, then another producer takes 600 job
+ * numbers, past those of the pool (its own batches after the first go
+ * ahead, with a pool of the same numbers): the batch that goes ahead finds its
  * reservation gone (RJQSTALE), HSETNX wrote none of those numbers' payloads
  * (they were the other jobs'), and the batch lands the usual way under new
  * numbers. Nothing of the other producer's jobs changed. */
 TEST(payloads_ahead_after_a_flush_leave_other_jobs_payloads_alone) {
     test_env e;
-    env_start(&e, "ahf");
-    ASSERT_OK(enqueue_batch(&e, e.q, 0, JOBS).status);
-    wait_reserved(&e, "ahf");
-    freeReplyObject(server_cmd(e.rc, "FLUSHALL"));
-    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    start_with_pool(&e, "ahf");
+    flush_server(&e);
     rjq_client *c2 = client_for(e.base, &e.s);
     rjq_queue *q2 = queue_for(c2, "ahf");
     enum { OTHERS = 600 };
@@ -207,11 +219,8 @@ TEST(payloads_ahead_after_a_flush_leave_other_jobs_payloads_alone) {
  * the batch lands the usual way as jobs 1..50. */
 TEST(payloads_ahead_after_a_flush_are_deleted_before_the_batch_goes_again) {
     test_env e;
-    env_start(&e, "ahd");
-    ASSERT_OK(enqueue_batch(&e, e.q, 0, JOBS).status);
-    wait_reserved(&e, "ahd");
-    freeReplyObject(server_cmd(e.rc, "FLUSHALL"));
-    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    start_with_pool(&e, "ahd");
+    flush_server(&e);
     batch_wait w = enqueue_batch(&e, e.q, 100, JOBS);
     ASSERT_OK(w.status);
     ASSERT_EQ(JOBS, server_calls(e.rc, "hsetnx"));
@@ -326,10 +335,8 @@ TEST(payloads_ahead_refused_by_the_acl_go_the_usual_way) {
  * payloads there (before, A's stayed and B's jobs ran with them). */
 TEST(a_stale_batch_leaves_no_payload_in_numbers_another_producer_reserved) {
     test_env e;
-    env_start(&e, "ahs");
-    ASSERT_OK(enqueue_batch(&e, e.q, 0, JOBS).status); /* 1..50, then 51..1074 reserved */
-    wait_reserved(&e, "ahs");
-    freeReplyObject(server_cmd(e.rc, "FLUSHALL"));
+    start_with_pool(&e, "ahs");
+    flush_server(&e);
     rjq_client *c2 = client_for(e.base, &e.s);
     rjq_queue *q2 = queue_for(c2, "ahs");
     ASSERT_OK(enqueue_batch(&e, q2, 1000, JOBS).status); /* 1..50, then 51..1074 again */
@@ -356,10 +363,8 @@ TEST(a_stale_batch_leaves_no_payload_in_numbers_another_producer_reserved) {
  * calls in one transaction (that resend once had no entries to split). */
 TEST(a_stale_batch_of_several_calls_goes_again_the_usual_way) {
     test_env e;
-    env_start(&e, "ahb");
-    ASSERT_OK(enqueue_batch(&e, e.q, 0, JOBS).status);
-    wait_reserved(&e, "ahb");
-    freeReplyObject(server_cmd(e.rc, "FLUSHALL"));
+    start_with_pool(&e, "ahb");
+    flush_server(&e);
     enum { N = 600 }; /* 1.2 MiB */
     static char bufs[N][BIG];
     static rjq_enqueue_item items[N];
@@ -401,9 +406,7 @@ TEST(reservations_used_up_leave_no_record_behind) {
  * transaction sent again; the batch lands once, no payload left over. */
 TEST(payloads_ahead_survive_a_function_flush) {
     test_env e;
-    env_start(&e, "ahl");
-    ASSERT_OK(enqueue_batch(&e, e.q, 0, JOBS).status);
-    wait_reserved(&e, "ahl");
+    start_with_pool(&e, "ahl");
     freeReplyObject(server_cmd(e.rc, "FUNCTION FLUSH"));
     batch_wait w = enqueue_batch(&e, e.q, 100, JOBS);
     ASSERT_OK(w.status);
@@ -423,11 +426,9 @@ TEST(payloads_ahead_survive_a_function_flush) {
  * every job gets its own payload (they got the stray ones). */
 TEST(payloads_left_by_a_stale_batch_without_library_reach_no_job) {
     test_env e;
-    env_start(&e, "ahx");
-    ASSERT_OK(enqueue_batch(&e, e.q, 0, JOBS).status);
-    wait_reserved(&e, "ahx");
+    start_with_pool(&e, "ahx");
     for (int b = 1; b < 4; b++) ASSERT_OK(enqueue_batch(&e, e.q, b * 1000, JOBS).status);
-    freeReplyObject(server_cmd(e.rc, "FLUSHALL"));
+    flush_server(&e);
     freeReplyObject(server_cmd(e.rc, "FUNCTION FLUSH"));
     batch_wait stale = enqueue_batch(&e, e.q, 5000, JOBS);
     ASSERT_OK(stale.status);

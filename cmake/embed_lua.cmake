@@ -33,12 +33,14 @@ set(library "#!lua name=rjq_${version}\n${lib}")
 
 foreach(name IN LISTS SCRIPTS)
   file(READ "${LUA_DIR}/${name}.lua" body)
-  set(full "${lib}${body}")
+  # every script runs inside finish(pcall(...)) (lib.lua): its queue
+  # events go out together when it ends, also when it fails
+  set(full "${lib}return finish(pcall(function()\n${body}end))\n")
   string(SHA1 sha "${full}")
   string(LENGTH "${full}" len)
   c_literal("${full}" esc)
   set(fn "rjq_${version}_${name}")
-  string(APPEND library "\nredis.register_function('${fn}', function(KEYS, ARGV)\n${body}end)\n")
+  string(APPEND library "\nredis.register_function('${fn}', function(KEYS, ARGV)\nreturn finish(pcall(function()\n${body}end))\nend)\n")
   string(TOUPPER "${name}" up)
   string(APPEND h "    RJQ__S_${up},\n")
   string(APPEND c "  {\"${name}\", \"${sha}\",\n    ${esc},\n    ${len}UL, \"${fn}\"},\n")

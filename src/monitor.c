@@ -25,13 +25,10 @@ typedef struct monitors {
     rjq_monitor *head;
 } monitors;
 
-static void on_event(rjq_client *c, const char *channel, const char *msg, size_t len, void *arg) {
-    rjq_monitor *m = arg;
+/* One event, "<event> <id> <server ms>" (ids have no spaces; "<event>
+ * <id>" from an rjq before event times), to m's callback. */
+static void one_event(rjq_client *c, rjq_monitor *m, const char *msg, size_t len) {
     char ev[16], id[RJQ_JOB_ID_MAX + 1];
-    (void)channel;
-    if (msg == NULL) return; /* subscription confirmed */
-    /* "<event> <id> <server ms>" (ids have no spaces; "<event> <id>" from
-     * an rjq before event times) */
     const char *sp = memchr(msg, ' ', len), *end = msg + len;
     if (sp == NULL || (size_t)(sp - msg) >= sizeof ev) return;
     const char *rest = sp + 1, *sp2 = memchr(rest, ' ', (size_t)(end - rest));
@@ -48,6 +45,34 @@ static void on_event(rjq_client *c, const char *channel, const char *msg, size_t
     id[id_end - rest] = '\0';
     m->time = t;
     m->cb(c, ev, id, m->data);
+}
+
+static const rjq__feature monitors_feature;
+
+/* m is still one of c's monitors (a callback may have stopped it) and c
+ * still takes calls (one may have freed it). */
+static int still_there(rjq_client *c, const rjq_monitor *m) {
+    if (!rjq__accepting(c)) return 0;
+    monitors *ms = rjq__feature_state(c, &monitors_feature);
+    for (const rjq_monitor *x = ms ? ms->head : NULL; x; x = x->next)
+        if (x == m) return 1;
+    return 0;
+}
+
+/* A message holds the events of one script call, one a line (lib.lua,
+ * monitor); each goes to the callback while the monitor is there. */
+static void on_event(rjq_client *c, const char *channel, const char *msg, size_t len, void *arg) {
+    rjq_monitor *m = arg;
+    (void)channel;
+    if (msg == NULL) return; /* subscription confirmed */
+    const char *end = msg + len;
+    while (msg < end) {
+        const char *nl = memchr(msg, '\n', (size_t)(end - msg));
+        const char *line_end = nl ? nl : end;
+        one_event(c, m, msg, (size_t)(line_end - msg));
+        msg = line_end + 1;
+        if (msg < end && !still_there(c, m)) return;
+    }
 }
 
 static void ignore(rjq_client *c, int status, redisReply *r, void *priv) {

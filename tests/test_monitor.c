@@ -2,6 +2,7 @@
 #include "fixture.h"
 #include "harness.h"
 #include "server.h"
+#include "waits.h"
 
 static char seen[64][32];
 static long long seen_at[64];
@@ -66,5 +67,72 @@ TEST(monitor_sees_each_transition_of_a_retried_job) {
     ASSERT(loop_until_count(e.base, &completed, 2, 5000));
     loop_for(e.base, 50);
     ASSERT(!has("enqueued job-b"));
+    env_stop(&e);
+}
+
+/* Start a monitor of e's queue and wait until its flag is set and its
+ * subscription confirmed. */
+static rjq_monitor *monitor_ready(test_env *e, const char *queue, rjq_monitor_cb *cb, void *data) {
+    rjq_monitor *m;
+    ASSERT_OK(rjq_queue_monitor(e->q, cb, data, &m));
+    for (int i = 0; i < 200 && server_int(e->rc, "EXISTS t:{%s}:monitored", queue) == 0; i++)
+        loop_for(e->base, 10);
+    ASSERT_EQ(1, server_int(e->rc, "EXISTS t:{%s}:monitored", queue));
+    loop_for(e->base, 50);
+    return m;
+}
+
+/* The events of one script call travel as one message (one event a line):
+ * a batch of 20 enqueues is one PUBLISH of events (and one of the doorbell),
+ * not one per job, and every event still reaches the monitor, in order. */
+TEST(events_of_one_script_call_travel_in_one_message) {
+    test_env e;
+    env_start(&e, "mon1");
+    nseen = 0;
+    the_monitor = monitor_ready(&e, "mon1", on_event, NULL);
+    rjq_enqueue_item items[20];
+    static char ids[20][8];
+    rjq_job_options o[20];
+    for (int i = 0; i < 20; i++) {
+        snprintf(ids[i], sizeof ids[i], "j%d", i);
+        o[i] = (rjq_job_options){.id = ids[i]};
+        items[i] = (rjq_enqueue_item){"x", 1, &o[i]};
+    }
+    long long publishes = server_calls(e.rc, "publish");
+    ASSERT_OK(rjq_enqueue_batch(e.q, items, 20, NULL, NULL));
+    for (int i = 0; i < 200 && nseen < 20; i++) loop_for(e.base, 10);
+    ASSERT_EQ(20, nseen);
+    for (int i = 0; i < 20; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "enqueued j%d", i);
+        ASSERT_STREQ(want, seen[i]);
+        ASSERT(seen_at[i] > 0);
+    }
+    ASSERT(server_calls(e.rc, "publish") - publishes <= 2);
+    env_stop(&e);
+}
+
+static long stop_calls;
+
+static void stop_on_first(rjq_client *c, const char *event, const char *id, void *data) {
+    (void)c, (void)event, (void)id, (void)data;
+    stop_calls++;
+    ASSERT_OK(rjq_monitor_stop(the_monitor));
+}
+
+/* A callback that stops its monitor on the first event of a message gets
+ * none of the message's others (its monitor is freed). */
+TEST(monitor_stopped_by_its_callback_mid_message_gets_no_more_events) {
+    test_env e;
+    env_start(&e, "mon2");
+    stop_calls = 0;
+    the_monitor = monitor_ready(&e, "mon2", stop_on_first, NULL);
+    rjq_enqueue_item items[5];
+    for (int i = 0; i < 5; i++) items[i] = (rjq_enqueue_item){"x", 1, NULL};
+    enqueue_wait w = {0};
+    ASSERT_OK(rjq_enqueue_batch(e.q, items, 5, on_enqueue_wait, &w));
+    ASSERT(loop_until(e.base, &w.done, 5000));
+    loop_for(e.base, 200);
+    ASSERT_EQ(1, stop_calls);
     env_stop(&e);
 }

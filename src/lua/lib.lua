@@ -412,19 +412,47 @@ local function UNMONITORED() end
 -- Queue events for monitors: published on <base>events only while a
 -- monitor holds <base>monitored, so when nobody listens a script pays one
 -- EXISTS per call, not a PUBLISH per job. Returns emit(event, id).
--- monitored is that key (the KEYS entry after the job columns). A message
+-- monitored is that key (the KEYS entry after the job columns). An event
 -- is "<event> <id> <server time ms>": the script's time, now when given
--- (the time its transitions use), else read once at the first event.
+-- (the time its transitions use), else read once at the first event. The
+-- events of one script call are published together when it ends, one
+-- message per channel (up to EVENTS_PER_MESSAGE events a message, one a
+-- line; ids have no newline): finish() below, which embed_lua.cmake wraps
+-- around every script, also when it fails.
+local EVENTS = {} -- channel -> the call's events (emptied by finish)
+local EVENTS_PER_MESSAGE = 1000
+
 local function monitor(monitored, prefix, now)
   if redis.call('EXISTS', monitored) == 1 then
     local ch = string.sub(prefix, 1, -5) .. 'events' -- <prefix>:{Q}:events
     local t = now and int(now)
+    local buf = EVENTS[ch]
+    if not buf then
+      buf = {}
+      EVENTS[ch] = buf
+    end
     return function(ev, id)
       t = t or int(now_ms())
-      redis.call('PUBLISH', ch, ev .. ' ' .. id .. ' ' .. t)
+      buf[#buf + 1] = ev .. ' ' .. id .. ' ' .. t
     end
   end
   return UNMONITORED
+end
+
+-- The end of every script call (see embed_lua.cmake): its events go out,
+-- then its result or its error.
+local function finish(ok, res)
+  if next(EVENTS) then
+    local all = EVENTS
+    EVENTS = {}
+    for ch, buf in pairs(all) do
+      for i = 1, #buf, EVENTS_PER_MESSAGE do
+        redis.call('PUBLISH', ch, table.concat(buf, '\n', i, math.min(i + EVENTS_PER_MESSAGE - 1, #buf)))
+      end
+    end
+  end
+  if not ok then error(res, 0) end
+  return res
 end
 
 -- Delete the records of finished jobs ids (finished: when each finished,

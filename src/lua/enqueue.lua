@@ -355,4 +355,4 @@ if ok then
   return res
 end
 if not wrote then unwrite(ids) end
-error(res)
+return reraise(res)

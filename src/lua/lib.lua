@@ -439,6 +439,16 @@ local function monitor(monitored, prefix, now)
   return UNMONITORED
 end
 
+-- An error caught by pcall, answered as the error it was: Redis 7.0's
+-- pcall hands over a redis.call error, or an error({err = ...}), as its
+-- message string ("WRONGTYPE ..."); raising that again would make it
+-- "ERR WRONGTYPE ...". Other errors (Lua's own) are raised again.
+local function reraise(e)
+  if type(e) == 'table' and e.err then return e end
+  if type(e) == 'string' and string.match(e, '^%u[%u%d_]* ') then return redis.error_reply(e) end
+  error(e, 0)
+end
+
 -- The end of every script call (see embed_lua.cmake): its events go out,
 -- then its result or its error.
 local function finish(ok, res)
@@ -451,7 +461,7 @@ local function finish(ok, res)
       end
     end
   end
-  if not ok then error(res, 0) end
+  if not ok then return reraise(res) end
   return res
 end
 

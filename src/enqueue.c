@@ -114,6 +114,9 @@ typedef struct part {
  * reservation after a day). */
 #define AHEAD_POOL_MAX_AGE_MS (3600u * 1000u)
 
+/* A buffer is kept for the next batch up to this size. */
+#define KEEP_MAX (1u << 20)
+
 /* The client's enqueue state: jobs batched on all its queues. */
 typedef struct enqueues {
     size_t pending;
@@ -144,20 +147,21 @@ int rjq__enqueue_check(rjq_queue *q, const rjq_enqueue_item *it, char *opts) {
 
 /* ---- replies ------------------------------------------------------------ */
 
+/* What a batch sent with its payloads ahead keeps until its answer. */
+typedef struct ahead {
+    batch kept;               /* its usual form (no items: the sent_batch's),
+                                 to be sent again that way (RJQSTALE, NOPERM) */
+    char member[64];          /* the record of the range its numbers came from, */
+    int last_of_range;        /* ... whose last number it has, */
+    char drop[DROP_MAX];      /* ... and the records it was to drop */
+} ahead;
+
 typedef struct sent_batch {
     size_t n;
     int nparts;               /* > 0: sent as that many calls (flush_parts) */
-    int ahead;                /* sent with its payloads ahead: the batch is */
-    rjq_queue *q;             /* ... kept, to be sent again the usual way */
+    rjq_queue *q;
     int want_pool;            /* could have gone ahead: fill the pool once it lands */
-    char nonce[16];           /* (ahead) of the range its numbers came from, */
-    char member[64];          /* ... its record, */
-    int last_of_range;        /* ... the batch has its last number, */
-    char drop[DROP_MAX];      /* ... and the records it was to drop */
-    rjq__buf args;
-    int nargs, all_ids;
-    size_t fixed_len;
-    int fixed_nargs;
+    ahead *ah;                /* sent with its payloads ahead (else NULL) */
     item items[];
 } sent_batch;
 
@@ -233,7 +237,7 @@ static void undropped(const sent_batch *s);
 static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
     sent_batch *b = priv;
     redisReply flat = {0};
-    if (b->ahead) {
+    if (b->ah) {
         /* the EXEC's array: the check's reply, the HSETNX replies, then the
          * enqueue's */
         if (status == RJQ_OK) {
@@ -253,7 +257,9 @@ static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
             resend_usual(b, status == RJQ_EAUTH) == RJQ_OK)
             return;
         if (status != RJQ_OK) undropped(b);
-        give_back(b->q, &b->args);
+        give_back(b->q, &b->ah->kept.args);
+        free(b->ah);
+        b->ah = NULL;
     }
     if (status == RJQ_OK && b->want_pool) refill(b->q, b->n);
     if (status == RJQ_OK && b->nparts) {
@@ -282,7 +288,7 @@ static void take(rjq_client *c, batch *b) {
     b->args.oom = 0;
     b->nargs = 0;
     b->n = 0;
-    if (b->args.cap > (1u << 20)) rjq__buf_free(&b->args); /* don't hoard a big batch's memory */
+    if (b->args.cap > KEEP_MAX) rjq__buf_free(&b->args); /* don't hoard a big batch's memory */
 }
 
 /* End the batch's jobs with status: its entries are detached from it
@@ -398,11 +404,15 @@ static int send_usual(rjq_queue *q, batch *b, sent_batch *s) {
                            on_enqueued, s, b->nargs, &b->args);
 }
 
+static void member_of(const range *r, char *out, size_t cap) {
+    snprintf(out, cap, "%llu-%llu-%s", r->lo, r->hi, r->nonce);
+}
+
 /* The argument buffer of a batch sent ahead, no longer needed: kept for
  * the queue's next batch (unless it is big or one is kept already). */
 static void give_back(rjq_queue *q, rjq__buf *args) {
     part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
-    if (p && p->spare.p == NULL && args->cap <= (1u << 20)) {
+    if (p && p->spare.p == NULL && args->cap <= KEEP_MAX) {
         p->spare = *args;
         p->spare.len = 0;
         p->spare.oom = 0;
@@ -420,26 +430,28 @@ static int resend_usual(sent_batch *s, int off) {
     rjq_client *c = rjq_queue_client(q);
     part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
     if (p) { /* the rest of that range is lost too */
-        if (strcmp(p->pool.cur.nonce, s->nonce) == 0) p->pool.cur.lo = 0;
-        if (strcmp(p->pool.nxt.nonce, s->nonce) == 0) p->pool.nxt.lo = 0;
+        char member[64];
+        member_of(&p->pool.cur, member, sizeof member);
+        if (strcmp(member, s->ah->member) == 0) p->pool.cur.lo = 0;
+        member_of(&p->pool.nxt, member, sizeof member);
+        if (strcmp(member, s->ah->member) == 0) p->pool.nxt.lo = 0;
         if (off) p->pool.off = 1;
     }
-    batch b = {.args = s->args, .nargs = s->nargs, .all_ids = s->all_ids,
-               .fixed_len = s->fixed_len, .fixed_nargs = s->fixed_nargs, .items = s->items,
-               .n = s->n};
-    s->ahead = 0;
-    s->args = (rjq__buf){0};
+    ahead *ah = s->ah;
+    batch b = ah->kept;
+    b.items = s->items;
+    b.n = s->n;
+    s->ah = NULL;
     int rc = send_usual(q, &b, s);
     give_back(q, &b.args);
-    if (rc != RJQ_OK) {
-        s->ahead = 1; /* (on_enqueued reports it with the error) */
+    if (rc == RJQ_OK) {
+        free(ah);
+    } else {
+        ah->kept.args = (rjq__buf){0};
+        s->ah = ah; /* (on_enqueued reports it with the error) */
         rjq__errmsg(c, "enqueue: %s", rjq_strerror(rc));
     }
     return rc;
-}
-
-static void member_of(const range *r, char *out, size_t cap) {
-    snprintf(out, cap, "%llu-%llu-%s", r->lo, r->hi, r->nonce);
 }
 
 /* Have the next batch sent ahead drop the record member. */
@@ -457,10 +469,10 @@ static void undropped(const sent_batch *s) {
     part *p = rjq__queue_part(s->q, RJQ__PART_ENQUEUE);
     if (p == NULL) return;
     char copy[DROP_MAX], *save = NULL;
-    memcpy(copy, s->drop, sizeof copy);
+    memcpy(copy, s->ah->drop, sizeof copy);
     for (char *m = strtok_r(copy, ",", &save); m; m = strtok_r(NULL, ",", &save))
         to_drop(&p->pool, m);
-    if (s->last_of_range) to_drop(&p->pool, s->member);
+    if (s->ah->last_of_range) to_drop(&p->pool, s->ah->member);
 }
 
 /* The numbers left in the range in use (none before the first one). */
@@ -564,8 +576,14 @@ static int send_ahead(rjq_queue *q, part *p, batch *b, sent_batch *s) {
     pre->len = 0;
     pre->oom = 0;
     size_t *ends = malloc(b->n * sizeof *ends);
-    char member[64], which[320], num[24];
-    member_of(&pl->cur, member, sizeof member);
+    ahead *ah = calloc(1, sizeof *ah);
+    char which[320], num[24];
+    if (ah == NULL) {
+        free(ends);
+        return RJQ_ENOMEM;
+    }
+    const char *member = ah->member;
+    member_of(&pl->cur, ah->member, sizeof ah->member);
     int nargs[2];
     snprintf(which, sizeof which, "C %s %llu %zu", member, pl->next, b->n);
     rjq__buf_raw(&calls[0], b->args.p, b->fixed_len);
@@ -593,30 +611,25 @@ static int send_ahead(rjq_queue *q, part *p, batch *b, sent_batch *s) {
     }
     int rc = ends ? RJQ_OK : RJQ_ENOMEM;
     if (rc == RJQ_OK) {
-        s->ahead = 1;
-        s->q = q;
-        memcpy(s->nonce, pl->cur.nonce, sizeof s->nonce);
-        memcpy(s->member, member, sizeof s->member);
-        memcpy(s->drop, pl->drop, sizeof s->drop);
-        s->last_of_range = pl->next + b->n - 1 == pl->cur.hi;
+        memcpy(ah->drop, pl->drop, sizeof ah->drop);
+        ah->last_of_range = pl->next + b->n - 1 == pl->cur.hi;
+        s->ah = ah;
         rc = rjq__script_parts_after(c, RJQ__S_ENQUEUE, RJQ__REQ_DURABLE, on_enqueued, s, pre,
                                      ends, (int)b->n, 1, 2, calls, nargs);
     }
     if (rc == RJQ_OK) {
         pl->next += b->n;
         pl->drop[0] = '\0';
-        /* kept to be sent again the usual way (RJQSTALE) */
-        s->args = b->args;
-        s->nargs = b->nargs;
-        s->all_ids = b->all_ids;
-        s->fixed_len = b->fixed_len;
-        s->fixed_nargs = b->fixed_nargs;
+        /* kept to be sent again the usual way (RJQSTALE), its items aside */
+        ah->kept = *b;
+        ah->kept.items = NULL;
         b->args = p->spare;
         p->spare = (rjq__buf){0};
     } else {
-        s->ahead = 0;
+        s->ah = NULL;
+        free(ah);
     }
-    if (pre->cap > (1u << 20)) rjq__buf_free(pre); /* don't hoard a big batch's memory */
+    if (pre->cap > KEEP_MAX) rjq__buf_free(pre); /* don't hoard a big batch's memory */
     rjq__buf_free(&calls[0]);
     rjq__buf_free(&calls[1]);
     free(ends);
@@ -627,10 +640,10 @@ static int send_ahead(rjq_queue *q, part *p, batch *b, sent_batch *s) {
 static void flush_batch(rjq_queue *q, batch *b) {
     if (b->n == 0) return;
     rjq_client *c = rjq_queue_client(q);
-    sent_batch *s = calloc(1, sizeof *s + b->n * sizeof s->items[0]);
+    sent_batch *s = malloc(sizeof *s + b->n * sizeof s->items[0]);
     int rc = RJQ_ENOMEM;
     if (s) {
-        s->n = b->n;
+        *s = (sent_batch){.n = b->n, .q = q};
         memcpy(s->items, b->items, b->n * sizeof s->items[0]);
         part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
         pool *pl = &p->pool;
@@ -642,7 +655,6 @@ static void flush_batch(rjq_queue *q, batch *b) {
                 /* the pool is filled once this one landed: a batch the
                  * server refuses leaves nothing, not even a reservation */
                 s->want_pool = 1;
-                s->q = q;
             }
         }
         if (rc != RJQ_OK) rc = send_usual(q, b, s);

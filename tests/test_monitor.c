@@ -70,16 +70,17 @@ TEST(monitor_sees_each_transition_of_a_retried_job) {
     env_stop(&e);
 }
 
-/* Start a monitor of e's queue and wait until its flag is set and its
- * subscription confirmed. */
-static rjq_monitor *monitor_ready(test_env *e, const char *queue, rjq_monitor_cb *cb, void *data) {
+/* env_start on queue, and a monitor of it (the_monitor) with callback cb,
+ * once its flag is set and its subscription confirmed. */
+static void start_monitored(test_env *e, const char *queue, rjq_monitor_cb *cb) {
+    env_start(e, queue);
     rjq_monitor *m;
-    ASSERT_OK(rjq_queue_monitor(e->q, cb, data, &m));
+    ASSERT_OK(rjq_queue_monitor(e->q, cb, NULL, &m));
     for (int i = 0; i < 200 && server_int(e->rc, "EXISTS t:{%s}:monitored", queue) == 0; i++)
         loop_for(e->base, 10);
     ASSERT_EQ(1, server_int(e->rc, "EXISTS t:{%s}:monitored", queue));
     loop_for(e->base, 50);
-    return m;
+    the_monitor = m;
 }
 
 /* The events of one script call travel as one message (one event a line):
@@ -87,9 +88,8 @@ static rjq_monitor *monitor_ready(test_env *e, const char *queue, rjq_monitor_cb
  * not one per job, and every event still reaches the monitor, in order. */
 TEST(events_of_one_script_call_travel_in_one_message) {
     test_env e;
-    env_start(&e, "mon1");
     nseen = 0;
-    the_monitor = monitor_ready(&e, "mon1", on_event, NULL);
+    start_monitored(&e, "mon1", on_event);
     rjq_enqueue_item items[20];
     static char ids[20][8];
     rjq_job_options o[20];
@@ -124,9 +124,8 @@ static void stop_on_first(rjq_client *c, const char *event, const char *id, void
  * none of the message's others (its monitor is freed). */
 TEST(monitor_stopped_by_its_callback_mid_message_gets_no_more_events) {
     test_env e;
-    env_start(&e, "mon2");
     stop_calls = 0;
-    the_monitor = monitor_ready(&e, "mon2", stop_on_first, NULL);
+    start_monitored(&e, "mon2", stop_on_first);
     rjq_enqueue_item items[5];
     for (int i = 0; i < 5; i++) items[i] = (rjq_enqueue_item){"x", 1, NULL};
     enqueue_wait w = {0};

@@ -51,6 +51,13 @@
 -- none), dropped when the batch lands.
 local wrote = false -- the call wrote (beyond the payloads written ahead)
 
+-- Delete the payloads of job numbers these (never an error).
+local function unwrite(these)
+  for i = 1, #these, CHUNK do
+    redis.pcall('HDEL', KEYS[7], unpack(these, i, math.min(i + CHUNK - 1, #these)))
+  end
+end
+
 -- The check of a batch with payloads ahead (see above), before its HSETNX.
 local cmember, cfirst, ccount = string.match(ARGV[7], '^C (%S+) (%d+) (%d+)$')
 if cmember then
@@ -62,9 +69,7 @@ if cmember then
     -- HSETNX writes this batch's.
     local these = {}
     for x = first, last do these[#these + 1] = int(x) end
-    for i = 1, #these, CHUNK do
-      redis.pcall('HDEL', KEYS[7], unpack(these, i, math.min(i + CHUNK - 1, #these)))
-    end
+    unwrite(these)
     return 1
   end
   local payload, had = KEYS[7], {'-'} -- ('-': the note is there)
@@ -303,13 +308,7 @@ if not member then
 end
 
 -- Payloads ahead (see above).
-local J, ids = columns(KEYS, 7, ARGV[1]), {}
-local lo, hi = tonumber(rlo), tonumber(rhi)
-local function unwrite(these)
-  for i = 1, #these, CHUNK do
-    redis.pcall('HDEL', J.d, unpack(these, i, math.min(i + CHUNK - 1, #these)))
-  end
-end
+local ids, lo, hi = {}, tonumber(rlo), tonumber(rhi)
 local rec = redis.pcall('ZSCORE', KEYS[18], member)
 local valid = type(rec) == 'string'
 for i = 9 + tonumber(ARGV[8]), #ARGV, 3 do

@@ -637,12 +637,15 @@ TEST(timeout_fires_once_late_completion_ignored) {
 
     /* The jobs complete late: the outcome is published to the producer
      * (its channel is recorded on the job) and must be ignored. */
+    ASSERT_EQ(1, job_has_field(e.rc, "to", "to-2", "watchers"));
+    ASSERT_EQ(1, job_has_field(e.rc, "to", "to-1", "watchers"));
     work w = {0};
     start_worker(e.wq, 4, &w);
     ASSERT(loop_until_count(e.base, &w.acked, 2, 10000));
     ASSERT_EQ(0, w.ack_errors);
-    ASSERT_EQ(1, job_has_field(e.rc, "to", "to-2", "watchers"));
-    ASSERT_EQ(1, job_has_field(e.rc, "to", "to-1", "watchers"));
+    /* told, and so dropped: a finished job has no watchers */
+    ASSERT_EQ(0, job_has_field(e.rc, "to", "to-2", "watchers"));
+    ASSERT_EQ(0, job_has_field(e.rc, "to", "to-1", "watchers"));
     loop_for(e.base, 300);
     ASSERT_EQ(1, r[0].calls);
     ASSERT_EQ(1, r[1].calls);

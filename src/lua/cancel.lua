@@ -42,7 +42,10 @@ redis.call('ZADD', cancelled, int(now), id)
 redis.call('HINCRBY', stats, 'cancelled', 1)
 local emit = monitor(KEYS[14], prefix)
 emit('cancelled', id)
-notify(v[4], prefix .. id, 'cancelled', '')
+if v[4] then
+  notify(v[4], prefix .. id, 'cancelled', '')
+  redis.call('HDEL', J.n, id) -- a finished job has no watchers
+end
 local extra = redis.call('ZCARD', cancelled) - most
 if extra > 0 then trim_oldest(J, cancelled, extra) end
 return {1, state}

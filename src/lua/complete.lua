@@ -80,11 +80,17 @@ if #gone > 0 then
   call_all('HSET', J.s, st, 2)
   call_all('HSET', J.r, res, 2)
   kept = index_completed(completed, stats, stamp, gone)
-  -- announced once the writes went through
+  -- announced once the writes went through; a finished job has no
+  -- watchers (the column holds unfinished jobs only, so it stays small)
+  local told = {}
   for _, i in ipairs(fresh) do
-    if n[i] then notify(n[i], prefix .. ids[i], 'completed', ARGV[FIRST + 3 * i - 1]) end
+    if n[i] then
+      notify(n[i], prefix .. ids[i], 'completed', ARGV[FIRST + 3 * i - 1])
+      told[#told + 1] = ids[i]
+    end
     if emit ~= UNMONITORED then emit('completed', ids[i]) end
   end
+  if #told > 0 then call_all('HDEL', J.n, told) end
 end
 
 if offers > 0 then

@@ -64,7 +64,9 @@
 --   result    result of a completed job
 --   error     last error
 --   failtoken token of the claim whose failure was applied last
---   watchers  reply channels of producers awaiting it (space-separated)
+--   watchers  reply channels of producers awaiting it (space-separated);
+--             dropped when the job finishes (completed, dead, cancelled),
+--             so the column holds unfinished jobs only and stays small
 -- Scripts that touch job records get the seven column keys as their last
 -- KEYS, in this order: payload, state, options, result, error, failtoken,
 -- watchers (src/queue.h RJQ__K_COLUMNS), so every key a script touches
@@ -271,6 +273,13 @@ end
 -- this member (a space: never a job id; score +inf: never expires) so it is
 -- a skiplist from its first claim on. Readers of active skip it.
 local ACTIVE_PIN = 'rjq: keeps this set a skiplist (longer than zset-max-listpack-value)'
+
+-- The same for the watchers column, a hash, which holds unfinished jobs
+-- only and so empties and refills: every write of it also writes this
+-- field (a space: never a job id; longer than hash-max-listpack-value), so
+-- it stays a hash table instead of going back to a listpack that every
+-- HMGET and HSET scans (measured 0.8 against 0.3 us of HMGET per job).
+local WATCHERS_PIN = 'rjq: keeps this hash a table (a field longer than hash-max-listpack-value)'
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -504,7 +513,11 @@ local function bury(J, dead, stats, id, attempts, now, err, dead_max, emit)
   redis.call('HSET', J.s, id, state_value('dead', attempts))
   redis.call('HSET', J.e, id, err)
   redis.call('HINCRBY', stats, 'dead', 1)
-  notify(redis.call('HMGET', J.n, id)[1], J.prefix .. id, 'dead', err)
+  local chs = redis.call('HMGET', J.n, id)[1]
+  if chs then
+    notify(chs, J.prefix .. id, 'dead', err)
+    redis.call('HDEL', J.n, id) -- a finished job has no watchers
+  end
   local extra = redis.call('ZCARD', dead) - dead_max
   if extra > 0 then trim_oldest(J, dead, extra) end
 end

@@ -1,8 +1,9 @@
 /*
  * Awaiting job outcomes (DESIGN.md section 6).
  *
- * Every client has one reply channel, "<prefix>:reply:<random>", on its
- * subscriber connection. An await is registered in a table keyed by its
+ * Every client has one reply channel, "<prefix>:reply:<random>:framed", on
+ * its subscriber connection (":framed": scripts send it the outcomes of
+ * one call in one message; lib.lua, notify). An await is registered in a table keyed by its
  * job key. The protocol leaves no window in which an outcome is missed:
  *
  * - rjq_enqueue_await sends its enqueue only after the reply channel's
@@ -31,6 +32,7 @@
  * (await_table.c), the early list, and every live await.
  */
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,7 +242,7 @@ static void deliver(rjq_await *a, const char *kind, const char *body, size_t len
     }
 }
 
-/* Split "kind\nkey\nbody". */
+/* Split "kind\nkey\nbody" (the message form of older rjq scripts). */
 static int parse_message(const char *msg, size_t len, char *kind, size_t kindcap,
                          const char **key, size_t *klen, const char **body, size_t *blen) {
     const char *nl1 = memchr(msg, '\n', len);
@@ -256,24 +258,50 @@ static int parse_message(const char *msg, size_t len, char *kind, size_t kindcap
     return 0;
 }
 
+/* A decimal length at *p (up to end), followed by `stop`; moves *p past it. */
+static int parse_len(const char **p, const char *end, char stop, size_t *out) {
+    size_t v = 0;
+    const char *q = *p;
+    if (q == end || *q < '0' || *q > '9') return -1;
+    for (; q < end && *q >= '0' && *q <= '9'; q++) {
+        if (v > (SIZE_MAX - 9) / 10) return -1;
+        v = v * 10 + (size_t)(*q - '0');
+    }
+    if (q == end || *q != stop) return -1;
+    *p = q + 1;
+    *out = v;
+    return 0;
+}
+
+/* One outcome of a framed message, "<kind> <klen> <blen>\n<key><body>",
+ * at msg (len bytes left). Returns the bytes it takes, 0 when malformed. */
+static size_t parse_framed(const char *msg, size_t len, char *kind, size_t kindcap,
+                           const char **key, size_t *klen, const char **body, size_t *blen) {
+    const char *end = msg + len, *p;
+    const char *sp = memchr(msg, ' ', len);
+    if (sp == NULL || (size_t)(sp - msg) >= kindcap) return 0;
+    p = sp + 1;
+    if (parse_len(&p, end, ' ', klen) != 0 || parse_len(&p, end, '\n', blen) != 0) return 0;
+    if (*klen > (size_t)(end - p) || *blen > (size_t)(end - p) - *klen) return 0;
+    memcpy(kind, msg, (size_t)(sp - msg));
+    kind[sp - msg] = '\0';
+    *key = p;
+    *body = p + *klen;
+    return (size_t)(*body + *blen - msg);
+}
+
 static void on_confirmed(awaits *s);
 
 static rjq_await *of_entry(rjq__tentry *e) {
     return (rjq_await *)((char *)e - offsetof(rjq_await, entry));
 }
 
-static void on_reply_message(rjq_client *c, const char *ch, const char *msg, size_t len,
-                             void *arg) {
-    awaits *s = arg;
-    char kind[16], small[512], *keybuf = small;
-    const char *key, *body;
-    size_t klen, blen;
-    (void)ch;
-    if (msg == NULL) {
-        on_confirmed(s);
-        return;
-    }
-    if (parse_message(msg, len, kind, sizeof kind, &key, &klen, &body, &blen) != 0) return;
+/* One outcome (kind, body) of the job named key: to every await of it, or
+ * kept for an enqueue whose reply has not come yet. */
+static void on_outcome(awaits *s, const char *kind, const char *key, size_t klen,
+                       const char *body, size_t blen) {
+    rjq_client *c = s->c;
+    char small[512], *keybuf = small;
     if (klen >= sizeof small && (keybuf = malloc(klen + 1)) == NULL) return;
     memcpy(keybuf, key, klen);
     keybuf[klen] = '\0';
@@ -302,6 +330,34 @@ static void on_reply_message(rjq_client *c, const char *ch, const char *msg, siz
     if (n == 0 && s->enqueues_inflight > 0 && strcmp(kind, "progress") != 0)
         rjq__early_keep(&s->early, keybuf, klen, kind, body, blen);
     if (keybuf != small) free(keybuf);
+}
+
+/* A message on the reply channel: the outcomes of one script call, framed
+ * ("+" then each, see parse_framed and notify in lib.lua), or one outcome
+ * in the older form. */
+static void on_reply_message(rjq_client *c, const char *ch, const char *msg, size_t len,
+                             void *arg) {
+    awaits *s = arg;
+    char kind[16];
+    const char *key, *body;
+    size_t klen, blen;
+    (void)ch;
+    if (msg == NULL) {
+        on_confirmed(s);
+        return;
+    }
+    if (len > 0 && msg[0] == '+') {
+        /* a callback that freed the client ends the message: the free
+         * cancels the awaits not told yet */
+        for (size_t off = 1, used; off < len && rjq__accepting(c); off += used) {
+            used = parse_framed(msg + off, len - off, kind, sizeof kind, &key, &klen, &body, &blen);
+            if (used == 0) return;
+            on_outcome(s, kind, key, klen, body, blen);
+        }
+        return;
+    }
+    if (parse_message(msg, len, kind, sizeof kind, &key, &klen, &body, &blen) == 0)
+        on_outcome(s, kind, key, klen, body, blen);
 }
 
 /* ---- enqueue + await --------------------------------------------------- */
@@ -696,7 +752,7 @@ static awaits *state_of(rjq_client *c) {
     if (s) return s;
     if ((s = calloc(1, sizeof *s)) == NULL) return NULL;
     s->c = c;
-    snprintf(s->channel, sizeof s->channel, "%s:reply:%016llx%08llx", rjq__client_prefix(c),
+    snprintf(s->channel, sizeof s->channel, "%s:reply:%016llx%08llx:framed", rjq__client_prefix(c),
              (unsigned long long)rjq__random(c), (unsigned long long)(rjq__random(c) & 0xffffffffu));
     if (rjq__timer_setup(c, &s->retry, on_retry, s) != RJQ_OK) {
         free(s);

@@ -1016,3 +1016,168 @@ TEST(big_result_fetched_once) {
     recs_free(r, 3);
     aw_stop(&e);
 }
+
+/* ---- 9. outcomes on the wire ------------------------------------------------------ */
+
+/* The client's reply channel, as the server knows it (one client awaits). */
+static void reply_channel(redisContext *rc, char *out, size_t cap) {
+    redisReply *r = server_cmd(rc, "PUBSUB CHANNELS t:reply:*:framed");
+    ASSERT(r->type == REDIS_REPLY_ARRAY);
+    ASSERT_EQ(1, (long long)r->elements);
+    snprintf(out, cap, "%s", r->element[0]->str);
+    freeReplyObject(r);
+}
+
+TEST(outcomes_of_one_completion_call_travel_in_one_message) {
+    enum { N = 60, BIG = 40000 };
+    aw_env e;
+    aw_start(&e, "om", NULL);
+    work w = {0};
+    w.hold = 1;
+    start_worker(e.wq, N, &w);
+    rec *r = calloc(N + 3, sizeof *r);
+    ASSERT(r != NULL);
+    for (int i = 0; i < N; i++) { /* results with newlines and spaces, as frames must carry */
+        char p[32];
+        int n = snprintf(p, sizeof p, "a\nb %d\n", i);
+        rec_set(&r[i], RJQ_OK, "r:%s", p);
+        ASSERT_OK(rjq_enqueue_await(e.pq, p, (size_t)n, NULL, NULL, on_outcome, &r[i], NULL));
+    }
+    for (int i = 0; i < 1000 && w.nheld < N; i++) loop_for(e.base, 10);
+    ASSERT_EQ(N, (long long)w.nheld);
+    ASSERT_EQ(N, server_int(e.rc, "HLEN t:{om}:watchers") - 1); /* and the pin */
+    redisReply *enc = server_cmd(e.rc, "OBJECT ENCODING t:{om}:watchers");
+    ASSERT_STREQ("hashtable", enc->str); /* pinned: never a listpack scanned per job */
+    freeReplyObject(enc);
+
+    /* N completions in one loop turn: one call, one message for all. */
+    long long pub = server_calls(e.rc, "publish"), calls = script_calls(e.rc);
+    ASSERT_EQ(N, (long long)release(&w, N));
+    ASSERT(loop_until_count(e.base, &resolved, N, 10000));
+    long long pubs = server_calls(e.rc, "publish") - pub, scripts = script_calls(e.rc) - calls;
+    ASSERT(pubs >= 1 && pubs <= scripts && pubs < 5);
+    check_recs(r, N, "framed");
+
+    /* Binary results, NULs included, of 40 000 bytes: a message closes
+     * at 64 KiB, so three in one call go as two messages. */
+    for (int i = N; i < N + 3; i++) {
+        r[i].want = RJQ_OK;
+        r[i].expect_len = BIG;
+        r[i].expect = malloc(BIG);
+        ASSERT(r[i].expect != NULL);
+        pattern(r[i].expect, BIG);
+        char p[32];
+        int n = snprintf(p, sizeof p, "big:%d", BIG);
+        ASSERT_OK(rjq_enqueue_await(e.pq, p, (size_t)n, NULL, NULL, on_outcome, &r[i], NULL));
+    }
+    for (int i = 0; i < 1000 && w.nheld < N + 3; i++) loop_for(e.base, 10);
+    ASSERT_EQ(N + 3, (long long)w.nheld);
+    pub = server_calls(e.rc, "publish"), calls = script_calls(e.rc);
+    ASSERT_EQ(3, (long long)release(&w, 3));
+    ASSERT(loop_until_count(e.base, &resolved, N + 3, 10000));
+    check_recs(r, N + 3, "framed-big");
+    if (script_calls(e.rc) - calls == 1) ASSERT_EQ(2, server_calls(e.rc, "publish") - pub);
+
+    /* Told, the finished jobs have no watchers: only the pin is left. */
+    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{om}:watchers"));
+    loop_for(e.base, 50);
+    ASSERT_EQ(N + 3, resolved);
+    recs_free(r, N + 3);
+    free(r);
+    free(w.held);
+    aw_stop(&e);
+}
+
+static void on_cancelled(rjq_client *c, int status, const char *state, void *data) {
+    (void)c, (void)state;
+    *(int *)data = status == RJQ_OK ? 1 : -1;
+}
+
+TEST(dead_and_cancelled_jobs_have_no_watchers) {
+    aw_env e;
+    aw_start(&e, "nw", NULL);
+    rec r[2];
+    rec_set(&r[0], RJQ_EJOBCANCELED, "-");
+    rjq_job_options o = {0};
+    o.id = "nw-c";
+    ASSERT_OK(rjq_enqueue_await(e.pq, "x", 1, &o, NULL, on_outcome, &r[0], NULL));
+    wait_watchers(e.base, e.rc, "nw", "nw-c", 1);
+    int cancelled = 0;
+    ASSERT_OK(rjq_queue_cancel(e.pq, "nw-c", on_cancelled, &cancelled));
+    ASSERT(loop_until(e.base, &cancelled, 5000));
+    ASSERT_EQ(1, cancelled);
+    ASSERT(loop_until_count(e.base, &resolved, 1, 5000));
+    ASSERT_EQ(RJQ_EJOBCANCELED, r[0].status);
+    ASSERT_EQ(0, job_has_field(e.rc, "nw", "nw-c", "watchers"));
+
+    rec_set(&r[1], RJQ_EJOBDEAD, "attempt 1 of 1 failed: die");
+    o.id = "nw-d";
+    o.max_attempts = 1;
+    ASSERT_OK(rjq_enqueue_await(e.pq, "die", 3, &o, NULL, on_outcome, &r[1], NULL));
+    wait_watchers(e.base, e.rc, "nw", "nw-d", 1);
+    work w = {0};
+    start_worker(e.wq, 2, &w);
+    ASSERT(loop_until_count(e.base, &resolved, 2, 10000));
+    check_recs(&r[1], 1, "dead");
+    ASSERT_EQ(0, job_has_field(e.rc, "nw", "nw-d", "watchers"));
+    recs_free(r, 2);
+    aw_stop(&e);
+}
+
+/* Clients of older rjq builds share servers with this one (the function
+ * library is per build): their reply channels ("t:reply:<hex>") get one
+ * message per outcome in the form they read, and the form their scripts
+ * publish is read here. Malformed messages change nothing. */
+TEST(older_reply_channels_and_messages_still_work) {
+    aw_env e;
+    aw_start(&e, "old", NULL);
+    rec r[3];
+    rec_set(&r[0], RJQ_OK, "from-old");
+    rec_set(&r[1], RJQ_OK, "fr\named");
+    rec_set(&r[2], RJQ_OK, "r:o-3");
+    enqueue_id(e.base, e.pq, "o-1", "o-1", 0);
+    enqueue_id(e.base, e.pq, "o-2", "o-2", 0);
+    enqueue_id(e.base, e.pq, "o-3", "o-3", 0);
+    ASSERT_OK(rjq_queue_await(e.pq, "o-1", NULL, on_outcome, &r[0], NULL));
+    ASSERT_OK(rjq_queue_await(e.pq, "o-2", NULL, on_outcome, &r[1], NULL));
+    wait_watchers(e.base, e.rc, "old", "o-2", 1);
+    char ch[300];
+    reply_channel(e.rc, ch, sizeof ch);
+
+    /* Malformed: ignored, nothing resolves. */
+    static const char *bad[] = {"+", "+completed", "+completed 10 1\nt:{old}:jo", "+completed x 1\nab",
+                                "+completed 15 99999999999999999999999\nt:{old}:job:o-1",
+                                "+completedcompleted 15 1\nt:{old}:job:o-1x", "completed t:{old}:job:o-1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        freeReplyObject(server_cmd(e.rc, "PUBLISH %s %s", ch, bad[i]));
+    loop_for(e.base, 100);
+    ASSERT_EQ(0, resolved);
+
+    /* An older rjq's script: one outcome, "kind\nname\nbody". */
+    freeReplyObject(server_cmd(e.rc, "PUBLISH %s %s", ch, "completed\nt:{old}:job:o-1\nfrom-old"));
+    /* This build's frame, written by hand: a body with a newline. */
+    freeReplyObject(server_cmd(e.rc, "PUBLISH %s %s", ch, "+completed 15 7\nt:{old}:job:o-2fr\named"));
+    ASSERT(loop_until_count(e.base, &resolved, 2, 5000));
+    check_recs(r, 2, "old-forms");
+
+    /* A job watched by an older client: its channel gets the old form. */
+    redisContext *sub = server_connect(&e.s);
+    struct timeval tv = {5, 0};
+    redisSetTimeout(sub, tv);
+    freeReplyObject(redisCommand(sub, "SUBSCRIBE t:reply:00aa11bb22cc33dd44ee55ff"));
+    freeReplyObject(server_cmd(e.rc, "HSET t:{old}:watchers o-3 t:reply:00aa11bb22cc33dd44ee55ff"));
+    work w = {0};
+    start_worker(e.wq, 2, &w);
+    ASSERT(loop_until_count(e.base, &w.acked, 1, 5000));
+    redisReply *m = NULL;
+    ASSERT_EQ(REDIS_OK, redisGetReply(sub, (void **)&m));
+    ASSERT(m->type == REDIS_REPLY_ARRAY && m->elements == 3);
+    ASSERT_STREQ("completed\nt:{old}:job:o-3\nr:o-3", m->element[2]->str);
+    freeReplyObject(m);
+    redisFree(sub);
+    ASSERT_EQ(0, job_has_field(e.rc, "old", "o-3", "watchers"));
+    loop_for(e.base, 50);
+    ASSERT_EQ(2, resolved);
+    recs_free(r, 3);
+    aw_stop(&e);
+}

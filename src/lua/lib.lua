@@ -404,15 +404,38 @@ end
 -- are announced as 'big' and the awaiting client fetches them once.
 local INLINE_RESULT_MAX = 65536
 
--- Publish an outcome ('completed', 'dead', 'progress') of the job named k
--- to every reply channel in chs. Message: kind \n job name \n body.
+-- Outcomes ('completed', 'big', 'dead', 'cancelled', 'progress') for
+-- awaiting clients. A client's reply channel "<prefix>:reply:<hex>:framed"
+-- gets the outcomes of one script call together, in one message (up to
+-- OUTCOME_MESSAGE_BYTES; finish() below publishes them): "+" then per
+-- outcome "<kind> <name length> <body length>\n<name><body>". Any other
+-- channel (a client of an older rjq, "<prefix>:reply:<hex>") gets one
+-- message per outcome: "<kind>\n<job name>\n<body>".
+local OUTCOMES = {} -- framed channel -> the call's outcomes (emptied by finish)
+local OUTCOME_MESSAGE_BYTES = 65536
+
+-- Publish (or queue, see above) an outcome of the job named k to every
+-- reply channel in chs (space-separated).
 local function notify(chs, k, kind, body)
   if not chs or chs == '' then return end
   if kind == 'completed' and #body > INLINE_RESULT_MAX then
     kind, body = 'big', ''
   end
-  local msg = kind .. '\n' .. k .. '\n' .. body
-  for ch in string.gmatch(chs, '%S+') do redis.call('PUBLISH', ch, msg) end
+  local framed, msg
+  for ch in string.gmatch(chs, '%S+') do
+    local buf = OUTCOMES[ch]
+    if not buf and string.find(ch, ':reply:%x+:framed$') then
+      buf = {}
+      OUTCOMES[ch] = buf
+    end
+    if buf then
+      framed = framed or (kind .. ' ' .. #k .. ' ' .. #body .. '\n' .. k .. body)
+      buf[#buf + 1] = framed
+    else
+      msg = msg or (kind .. '\n' .. k .. '\n' .. body)
+      redis.call('PUBLISH', ch, msg)
+    end
+  end
 end
 
 -- The emit() of a queue nobody monitors (per-job loops skip the call).
@@ -458,9 +481,24 @@ local function reraise(e)
   error(e, 0)
 end
 
--- The end of every script call (see embed_lua.cmake): its events go out,
--- then its result or its error.
+-- The end of every script call (see embed_lua.cmake): its outcomes for
+-- framed reply channels and its events go out, then its result or its
+-- error.
 local function finish(ok, res)
+  if next(OUTCOMES) then
+    local all = OUTCOMES
+    OUTCOMES = {}
+    for ch, buf in pairs(all) do
+      local first, bytes = 1, 0
+      for i = 1, #buf do
+        bytes = bytes + #buf[i]
+        if bytes >= OUTCOME_MESSAGE_BYTES or i == #buf then
+          redis.call('PUBLISH', ch, '+' .. table.concat(buf, '', first, i))
+          first, bytes = i + 1, 0
+        end
+      end
+    end
+  end
   if next(EVENTS) then
     local all = EVENTS
     EVENTS = {}

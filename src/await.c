@@ -274,17 +274,20 @@ static int parse_len(const char **p, const char *end, char stop, size_t *out) {
 }
 
 /* One outcome of a framed message, "<kind> <klen> <blen>\n<key><body>",
- * at msg (len bytes left). Returns the bytes it takes, 0 when malformed. */
+ * at msg (len bytes left). Returns the bytes it takes, 0 when malformed.
+ * A kind too long for kindcap (none this build knows) comes back as "",
+ * so the outcomes after it in the message are still read. */
 static size_t parse_framed(const char *msg, size_t len, char *kind, size_t kindcap,
                            const char **key, size_t *klen, const char **body, size_t *blen) {
     const char *end = msg + len, *p;
     const char *sp = memchr(msg, ' ', len);
-    if (sp == NULL || (size_t)(sp - msg) >= kindcap) return 0;
+    if (sp == NULL) return 0;
     p = sp + 1;
     if (parse_len(&p, end, ' ', klen) != 0 || parse_len(&p, end, '\n', blen) != 0) return 0;
     if (*klen > (size_t)(end - p) || *blen > (size_t)(end - p) - *klen) return 0;
-    memcpy(kind, msg, (size_t)(sp - msg));
-    kind[sp - msg] = '\0';
+    size_t kindlen = (size_t)(sp - msg) < kindcap ? (size_t)(sp - msg) : 0;
+    memcpy(kind, msg, kindlen);
+    kind[kindlen] = '\0';
     *key = p;
     *body = p + *klen;
     return (size_t)(*body + *blen - msg);
@@ -352,7 +355,7 @@ static void on_reply_message(rjq_client *c, const char *ch, const char *msg, siz
         for (size_t off = 1, used; off < len && rjq__accepting(c); off += used) {
             used = parse_framed(msg + off, len - off, kind, sizeof kind, &key, &klen, &body, &blen);
             if (used == 0) return;
-            on_outcome(s, kind, key, klen, body, blen);
+            if (kind[0] != '\0') on_outcome(s, kind, key, klen, body, blen);
         }
         return;
     }

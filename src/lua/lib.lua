@@ -406,8 +406,8 @@ local INLINE_RESULT_MAX = 65536
 
 -- Outcomes ('completed', 'big', 'dead', 'cancelled', 'progress') for
 -- awaiting clients. A client's reply channel "<prefix>:reply:<hex>:framed"
--- gets the outcomes of one script call together, in one message (up to
--- OUTCOME_MESSAGE_BYTES; finish() below publishes them): "+" then per
+-- gets the outcomes of one script call together, in one message (more
+-- past OUTCOME_MESSAGE_BYTES; finish() below publishes them): "+" then per
 -- outcome "<kind> <name length> <body length>\n<name><body>". Any other
 -- channel (a client of an older rjq, "<prefix>:reply:<hex>") gets one
 -- message per outcome: "<kind>\n<job name>\n<body>".
@@ -485,30 +485,36 @@ end
 -- framed reply channels and its events go out, then its result or its
 -- error.
 local function finish(ok, res)
-  if next(OUTCOMES) then
-    local all = OUTCOMES
-    OUTCOMES = {}
-    for ch, buf in pairs(all) do
+  local outcomes, events, failed = OUTCOMES, EVENTS, nil
+  if next(outcomes) or next(events) then
+    -- emptied first: a PUBLISH refused (an ACL without the channel) must
+    -- leave nothing for the next call of the library
+    OUTCOMES, EVENTS = {}, {}
+    local function publish(ch, msg)
+      local r = redis.pcall('PUBLISH', ch, msg)
+      if type(r) == 'table' and r.err and not failed then failed = r end
+    end
+    for ch, buf in pairs(outcomes) do
+      -- a message closes before the outcome that would take it past
+      -- OUTCOME_MESSAGE_BYTES (one bigger outcome goes alone)
       local first, bytes = 1, 0
       for i = 1, #buf do
-        bytes = bytes + #buf[i]
-        if bytes >= OUTCOME_MESSAGE_BYTES or i == #buf then
-          redis.call('PUBLISH', ch, '+' .. table.concat(buf, '', first, i))
-          first, bytes = i + 1, 0
+        if i > first and bytes + #buf[i] > OUTCOME_MESSAGE_BYTES then
+          publish(ch, '+' .. table.concat(buf, '', first, i - 1))
+          first, bytes = i, 0
         end
+        bytes = bytes + #buf[i]
       end
+      publish(ch, '+' .. table.concat(buf, '', first, #buf))
     end
-  end
-  if next(EVENTS) then
-    local all = EVENTS
-    EVENTS = {}
-    for ch, buf in pairs(all) do
+    for ch, buf in pairs(events) do
       for i = 1, #buf, EVENTS_PER_MESSAGE do
-        redis.call('PUBLISH', ch, table.concat(buf, '\n', i, math.min(i + EVENTS_PER_MESSAGE - 1, #buf)))
+        publish(ch, table.concat(buf, '\n', i, math.min(i + EVENTS_PER_MESSAGE - 1, #buf)))
       end
     end
   end
   if not ok then return reraise(res) end
+  if failed then return failed end
   return res
 end
 

@@ -210,10 +210,16 @@ local function hmget_sparse(key, ids, want)
   return hmget(key, ids, want)
 end
 
--- Delete the records of jobs ids (every column).
+-- Delete the records of jobs ids (every column). For a batch, a column
+-- that does not exist (options, error, failtoken of most queues) is
+-- skipped after an EXISTS, as in hmget_sparse: an HDEL there would still
+-- turn every id into a Redis string.
 local function delete_jobs(J, ids)
   if #ids == 0 then return end
-  for _, col in ipairs(J.all) do call_all('HDEL', col, ids) end
+  local batch = #ids >= SPARSE_MIN
+  for _, col in ipairs(J.all) do
+    if not batch or redis.call('EXISTS', col) == 1 then call_all('HDEL', col, ids) end
+  end
 end
 
 -- A state column value: state, attempts (as text), token (nil when none).

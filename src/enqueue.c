@@ -408,6 +408,13 @@ static void member_of(const range *r, char *out, size_t cap) {
     snprintf(out, cap, "%llu-%llu-%s", r->lo, r->hi, r->nonce);
 }
 
+/* 1 when r is the range recorded as member. */
+static int is_range(const range *r, const char *member) {
+    char m[64];
+    member_of(r, m, sizeof m);
+    return strcmp(m, member) == 0;
+}
+
 /* The argument buffer of a batch sent ahead, no longer needed: kept for
  * the queue's next batch (unless it is big or one is kept already). */
 static void give_back(rjq_queue *q, rjq__buf *args) {
@@ -430,11 +437,8 @@ static int resend_usual(sent_batch *s, int off) {
     rjq_client *c = rjq_queue_client(q);
     part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
     if (p) { /* the rest of that range is lost too */
-        char member[64];
-        member_of(&p->pool.cur, member, sizeof member);
-        if (strcmp(member, s->ah->member) == 0) p->pool.cur.lo = 0;
-        member_of(&p->pool.nxt, member, sizeof member);
-        if (strcmp(member, s->ah->member) == 0) p->pool.nxt.lo = 0;
+        if (is_range(&p->pool.cur, s->ah->member)) p->pool.cur.lo = 0;
+        if (is_range(&p->pool.nxt, s->ah->member)) p->pool.nxt.lo = 0;
         if (off) p->pool.off = 1;
     }
     ahead *ah = s->ah;
@@ -480,15 +484,19 @@ static size_t pool_left(const pool *pl) {
     return pl->cur.lo && pl->next <= pl->cur.hi ? (size_t)(pl->cur.hi - pl->next + 1) : 0;
 }
 
+/* Forget range r of pl; its record goes with the next batch sent ahead. */
+static void forget_range(pool *pl, range *r) {
+    char member[64];
+    member_of(r, member, sizeof member);
+    to_drop(pl, member);
+    r->lo = 0;
+}
+
 /* Stop taking numbers from the range in use; its record goes with the
  * next batch sent ahead when it still has numbers (a batch that uses its
  * last number drops it). */
 static void leave_range(pool *pl) {
-    char member[64];
-    if (pool_left(pl)) {
-        member_of(&pl->cur, member, sizeof member);
-        to_drop(pl, member);
-    }
+    if (pool_left(pl)) forget_range(pl, &pl->cur);
     pl->cur.lo = 0;
 }
 
@@ -498,12 +506,8 @@ static int pool_serves(pool *pl, size_t n) {
     uint64_t now = rjq__now_ms();
     if (pool_left(pl) && now - pl->cur.made_ms > AHEAD_POOL_MAX_AGE_MS) leave_range(pl);
     if (pool_left(pl) >= n) return 1;
-    if (pl->nxt.lo && now - pl->nxt.made_ms > AHEAD_POOL_MAX_AGE_MS) { /* unused: dropped */
-        char member[64];
-        member_of(&pl->nxt, member, sizeof member);
-        to_drop(pl, member);
-        pl->nxt.lo = 0;
-    }
+    if (pl->nxt.lo && now - pl->nxt.made_ms > AHEAD_POOL_MAX_AGE_MS)
+        forget_range(pl, &pl->nxt); /* unused: dropped */
     if (pl->nxt.lo && pl->nxt.hi - pl->nxt.lo + 1 >= n) {
         leave_range(pl);
         pl->cur = pl->nxt;

@@ -111,6 +111,11 @@ static void assert_payload_of(test_env *e, const char *queue, const char *id, lo
     freeReplyObject(r);
 }
 
+/* Every job of batch w (payloads made from first, first + 1, ...) has its own. */
+static void assert_batch_payloads(test_env *e, const char *queue, const batch_wait *w, long first) {
+    for (size_t i = 0; i < JOBS; i++) assert_payload_of(e, queue, w->ids[i], first + (long)i);
+}
+
 /* Batches after the first go ahead (HSETNX, no payload through Lua); every
  * job runs once, in order, with its own payload; enqueued counts jobs, not
  * the numbers reserved. */
@@ -126,7 +131,7 @@ TEST(payloads_ahead_reach_their_jobs_once_in_order) {
         batch_wait w = enqueue_batch(&e, e.q, (long)b * JOBS, JOBS);
         ASSERT_OK(w.status);
         ASSERT_EQ(JOBS, (long long)w.n);
-        for (size_t i = 0; i < JOBS; i++) assert_payload_of(&e, "ah", w.ids[i], b * JOBS + (long)i);
+        assert_batch_payloads(&e, "ah", &w, b * JOBS);
     }
     ASSERT_EQ((BATCHES - 1) * JOBS, server_calls(e.rc, "hsetnx"));
     rjq_stats s = get_stats(e.base, e.q);
@@ -307,7 +312,7 @@ TEST(payloads_ahead_refused_by_the_acl_go_the_usual_way) {
     for (int b = 1; b < 4; b++) {
         batch_wait w = enqueue_batch(&e, q2, (long)b * JOBS, JOBS);
         ASSERT_OK(w.status);
-        for (size_t i = 0; i < JOBS; i++) assert_payload_of(&e, "aha", w.ids[i], b * JOBS + (long)i);
+        assert_batch_payloads(&e, "aha", &w, b * JOBS);
     }
     ASSERT_EQ(0, server_calls(e.rc, "hsetnx"));
     /* it was tried once, refused while queued (EXECABORT: nothing ran) */
@@ -411,7 +416,7 @@ TEST(payloads_ahead_survive_a_function_flush) {
     batch_wait w = enqueue_batch(&e, e.q, 100, JOBS);
     ASSERT_OK(w.status);
     ASSERT_EQ(2 * JOBS, server_calls(e.rc, "hsetnx")); /* sent twice */
-    for (size_t i = 0; i < JOBS; i++) assert_payload_of(&e, "ahl", w.ids[i], 100 + (long)i);
+    assert_batch_payloads(&e, "ahl", &w, 100);
     ASSERT_EQ(2 * JOBS, server_int(e.rc, "HLEN t:{ahl}:payload"));
     ASSERT_EQ(2 * JOBS, get_stats(e.base, e.q).enqueued);
     env_stop(&e);
@@ -432,7 +437,7 @@ TEST(payloads_left_by_a_stale_batch_without_library_reach_no_job) {
     freeReplyObject(server_cmd(e.rc, "FUNCTION FLUSH"));
     batch_wait stale = enqueue_batch(&e, e.q, 5000, JOBS);
     ASSERT_OK(stale.status);
-    for (size_t i = 0; i < JOBS; i++) assert_payload_of(&e, "ahx", stale.ids[i], 5000 + (long)i);
+    assert_batch_payloads(&e, "ahx", &stale, 5000);
     batch_wait w[4];
     for (int b = 0; b < 4; b++) {
         w[b] = enqueue_batch(&e, e.q, 6000 + b * 1000, JOBS);
@@ -441,7 +446,7 @@ TEST(payloads_left_by_a_stale_batch_without_library_reach_no_job) {
     }
     ASSERT(server_calls(e.rc, "hsetnx") > 4 * JOBS); /* the later ones went ahead */
     for (int b = 0; b < 4; b++)
-        for (size_t i = 0; i < JOBS; i++) assert_payload_of(&e, "ahx", w[b].ids[i], 6000 + b * 1000 + (long)i);
+        assert_batch_payloads(&e, "ahx", &w[b], 6000 + b * 1000);
     rjq_stats s = get_stats(e.base, e.q);
     ASSERT_EQ(5 * JOBS, s.enqueued);
     ASSERT_EQ(5 * JOBS, s.ready);
@@ -469,7 +474,7 @@ TEST(payloads_ahead_rebuilt_for_evalsha_land) {
     for (int b = 1; b < 4; b++) {
         batch_wait w = enqueue_batch(&e, q2, (long)b * 1000, JOBS);
         ASSERT_OK(w.status);
-        for (size_t i = 0; i < JOBS; i++) assert_payload_of(&e, "ahe", w.ids[i], b * 1000 + (long)i);
+        assert_batch_payloads(&e, "ahe", &w, b * 1000);
     }
     ASSERT(server_calls(e.rc, "evalsha") >= 6); /* check and enqueue, three batches */
     ASSERT(server_calls(e.rc, "hsetnx") >= 3 * JOBS);

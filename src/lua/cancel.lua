@@ -42,10 +42,7 @@ redis.call('ZADD', cancelled, int(now), id)
 redis.call('HINCRBY', stats, 'cancelled', 1)
 local emit = monitor(KEYS[14], prefix)
 emit('cancelled', id)
-if v[4] then
-  notify(v[4], prefix .. id, 'cancelled', '')
-  redis.call('HDEL', J.n, id) -- a finished job has no watchers
-end
+notify_finished(J, id, v[4], 'cancelled', '')
 local extra = redis.call('ZCARD', cancelled) - most
 if extra > 0 then trim_oldest(J, cancelled, extra) end
 return {1, state}

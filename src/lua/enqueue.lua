@@ -276,10 +276,7 @@ end
 if added > 0 then
   if #payloads > 0 then call_all('HSET', J.d, payloads, 2) end
   if #opts > 0 then call_all('HSET', J.o, opts, 2) end
-  if #watch > 0 then
-    watch[#watch + 1] = WATCHERS_PIN; watch[#watch + 1] = ''
-    call_all('HSET', J.n, watch, 2)
-  end
+  if #watch > 0 then set_watchers(J, watch) end
   if #states > 0 then call_all('HSET', J.s, states, 2) end
 end
 -- enqueued is seq - skipped (lib.lua): only ids that existed need counting

@@ -27,7 +27,7 @@ for i = 2, #ARGV do
     local n = v[4] or ''
     if not string.find(' ' .. n .. ' ', ' ' .. ch .. ' ', 1, true) then
       if n == '' then n = ch else n = n .. ' ' .. ch end
-      redis.call('HSET', J.n, id, n, WATCHERS_PIN, '')
+      set_watchers(J, {id, n})
     end
     out[#out + 1] = 3; out[#out + 1] = ''
   end

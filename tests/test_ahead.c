@@ -111,6 +111,13 @@ static void assert_payload_of(test_env *e, const char *queue, const char *id, lo
     freeReplyObject(r);
 }
 
+/* The queue counts n jobs enqueued, and all n wait ready (none lost, none twice). */
+static void assert_enqueued_and_ready(test_env *e, long long n) {
+    rjq_stats s = get_stats(e->base, e->q);
+    ASSERT_EQ(n, s.enqueued);
+    ASSERT_EQ(n, s.ready);
+}
+
 /* Every job of batch w (payloads made from first, first + 1, ...) has its own. */
 static void assert_batch_payloads(test_env *e, const char *queue, const batch_wait *w, long first) {
     for (size_t i = 0; i < JOBS; i++) assert_payload_of(e, queue, w->ids[i], first + (long)i);
@@ -134,9 +141,7 @@ TEST(payloads_ahead_reach_their_jobs_once_in_order) {
         assert_batch_payloads(&e, "ah", &w, b * JOBS);
     }
     ASSERT_EQ((BATCHES - 1) * JOBS, server_calls(e.rc, "hsetnx"));
-    rjq_stats s = get_stats(e.base, e.q);
-    ASSERT_EQ(BATCHES * JOBS, s.enqueued);
-    ASSERT_EQ(BATCHES * JOBS, s.ready);
+    assert_enqueued_and_ready(&e, BATCHES * JOBS);
     ASSERT_EQ(BATCHES * JOBS, server_int(e.rc, "HLEN t:{ah}:payload"));
 
     run_ctx x = {.total = BATCHES * JOBS};
@@ -146,7 +151,7 @@ TEST(payloads_ahead_reach_their_jobs_once_in_order) {
     ASSERT(loop_until_count(e.base, &x.completed, x.total, 20000));
     ASSERT_EQ(0, x.bad);
     ASSERT_EQ(x.total, x.next);
-    s = get_stats(e.base, e.q);
+    rjq_stats s = get_stats(e.base, e.q);
     ASSERT_EQ(x.total, s.completed);
     ASSERT_EQ(0, s.ready + s.active);
     env_stop(&e);
@@ -211,9 +216,7 @@ TEST(payloads_ahead_after_a_flush_leave_other_jobs_payloads_alone) {
         for (size_t i = 0; i < JOBS; i++)
             assert_payload_of(&e, "ahf", others[k].ids[i], 1000 + k * JOBS + (long)i);
     ASSERT_EQ(OTHERS + JOBS, server_int(e.rc, "HLEN t:{ahf}:payload"));
-    rjq_stats s = get_stats(e.base, e.q);
-    ASSERT_EQ(OTHERS + JOBS, s.enqueued);
-    ASSERT_EQ(OTHERS + JOBS, s.ready);
+    assert_enqueued_and_ready(&e, OTHERS + JOBS);
     rjq_client_free(c2);
     env_stop(&e);
 }
@@ -266,9 +269,7 @@ TEST(refused_payloads_ahead_leave_nothing_behind) {
     ASSERT_EQ(30, server_calls(e.rc, "hsetnx"));
     for (size_t i = 0; i < 5; i++) assert_payload_of(&e, "ahr", w.ids[i], 300 + (long)i);
     ASSERT_EQ(JOBS + 5, server_int(e.rc, "HLEN t:{ahr}:payload"));
-    rjq_stats s = get_stats(e.base, e.q);
-    ASSERT_EQ(JOBS + 5, s.enqueued);
-    ASSERT_EQ(JOBS + 5, s.ready);
+    assert_enqueued_and_ready(&e, JOBS + 5);
     env_stop(&e);
 }
 
@@ -324,9 +325,7 @@ TEST(payloads_ahead_refused_by_the_acl_go_the_usual_way) {
             named = strcmp(r->element[0]->element[i + 1]->str, "hsetnx") == 0;
     ASSERT(named);
     freeReplyObject(r);
-    rjq_stats s = get_stats(e.base, e.q);
-    ASSERT_EQ(4 * JOBS, s.enqueued);
-    ASSERT_EQ(4 * JOBS, s.ready);
+    assert_enqueued_and_ready(&e, 4 * JOBS);
     ASSERT_EQ(4 * JOBS, server_int(e.rc, "HLEN t:{aha}:payload"));
     rjq_client_free(c2);
     env_stop(&e);
@@ -357,9 +356,7 @@ TEST(a_stale_batch_leaves_no_payload_in_numbers_another_producer_reserved) {
     }
     ASSERT_EQ(3 * JOBS, server_int(e.rc, "HLEN t:{ahs}:payload"));
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{ahs}:stats ahead")); /* the note is gone */
-    rjq_stats s = get_stats(e.base, e.q);
-    ASSERT_EQ(3 * JOBS, s.enqueued);
-    ASSERT_EQ(3 * JOBS, s.ready);
+    assert_enqueued_and_ready(&e, 3 * JOBS);
     rjq_client_free(c2);
     env_stop(&e);
 }
@@ -400,9 +397,7 @@ TEST(reservations_used_up_leave_no_record_behind) {
     loop_for(e.base, 100);
     ASSERT(server_int(e.rc, "ZCARD t:{ahu}:reserved") <= 2);
     ASSERT(server_calls(e.rc, "hsetnx") >= 70 * JOBS);
-    rjq_stats s = get_stats(e.base, e.q);
-    ASSERT_EQ(80 * JOBS, s.enqueued);
-    ASSERT_EQ(80 * JOBS, s.ready);
+    assert_enqueued_and_ready(&e, 80 * JOBS);
     env_stop(&e);
 }
 
@@ -447,9 +442,7 @@ TEST(payloads_left_by_a_stale_batch_without_library_reach_no_job) {
     ASSERT(server_calls(e.rc, "hsetnx") > 4 * JOBS); /* the later ones went ahead */
     for (int b = 0; b < 4; b++)
         assert_batch_payloads(&e, "ahx", &w[b], 6000 + b * 1000);
-    rjq_stats s = get_stats(e.base, e.q);
-    ASSERT_EQ(5 * JOBS, s.enqueued);
-    ASSERT_EQ(5 * JOBS, s.ready);
+    assert_enqueued_and_ready(&e, 5 * JOBS);
     env_stop(&e);
 }
 

@@ -1337,3 +1337,61 @@ TEST(running_job_keeps_its_lease_by_extension) {
     ASSERT_EQ(0, st.reclaimed);
     env_stop(&env);
 }
+
+/* An empty result is not stored (complete.lua: a field per job cost every
+ * completion an insert into a hash as large as the retention). The job
+ * still reads back completed with an empty result, by rjq_queue_job and
+ * by an await of the finished job; a result with bytes is stored. */
+static long er_done;
+static int er_await_calls, er_await_status;
+static size_t er_await_len;
+
+static void er_handler(rjq_job *job, void *data) {
+    (void)data;
+    if (strcmp(rjq_job_id(job), "full") == 0) ASSERT_OK(rjq_job_complete(job, "res", 3, NULL, NULL));
+    else ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));
+    er_done++;
+}
+
+static void er_await_cb(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    (void)c, (void)data;
+    er_await_calls++;
+    er_await_status = status;
+    er_await_len = o ? o->result_len : 99;
+}
+
+TEST(empty_result_is_not_stored_and_reads_back_empty) {
+    test_env env;
+    env_start(&env, "empty");
+    rjq_job_options o = {0};
+    o.id = "empty";
+    enqueue_sync(env.base, env.q, "x", &o);
+    o.id = "full";
+    enqueue_sync(env.base, env.q, "y", &o);
+    rjq_worker *w;
+    rjq_worker_options wo = quiet_worker_options(2);
+    ASSERT_OK(rjq_worker_start(env.q, &wo, er_handler, NULL, &w));
+    ASSERT(loop_until_count(env.base, &er_done, 2, 5000));
+    for (int i = 0; i < 500 && get_stats(env.base, env.q).completed < 2; i++) loop_for(env.base, 10);
+    ASSERT_EQ(2, get_stats(env.base, env.q).completed);
+
+    ASSERT_EQ(0, server_int(env.rc, "HEXISTS t:{empty}:result empty"));
+    redisReply *r = server_cmd(env.rc, "HGET t:{empty}:result full");
+    ASSERT_STREQ("res", r->str);
+    freeReplyObject(r);
+
+    info_wait e = get_info(env.base, env.q, "empty");
+    ASSERT_OK(e.status);
+    ASSERT_STREQ("completed", e.state);
+    ASSERT(e.has_result);
+    ASSERT_EQ(0, (long)e.result_len);
+    info_wait f = get_info(env.base, env.q, "full");
+    ASSERT(f.has_result);
+    ASSERT_STREQ("res", f.result);
+
+    ASSERT_OK(rjq_queue_await(env.q, "empty", NULL, er_await_cb, NULL, NULL));
+    ASSERT(loop_until(env.base, &er_await_calls, 5000));
+    ASSERT_OK(er_await_status);
+    ASSERT_EQ(0, (long)er_await_len);
+    env_stop(&env);
+}

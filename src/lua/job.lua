@@ -7,5 +7,6 @@ local J = columns(KEYS, 1)
 local v = fields(J, ARGV[1], 's', 'o', 'd', 'r', 'e')
 if not v[3] then return {false, false, false, false, false, false} end
 local state, attempts = state_of(v[1])
+if state == 'completed' and not v[4] then v[4] = '' end -- empty: not stored
 local _, max = parse_options(v[2])
 return {state, tostring(attempts), tostring(max), v[3], v[4], v[5]}

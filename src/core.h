@@ -194,6 +194,15 @@ int rjq__script_parts_after(rjq_client *c, int script, int flags, rjq__reply_fn 
                             void *priv, const rjq__buf *pre, const size_t *pre_end, int npre,
                             int after, int nparts, rjq__buf *parts, const int *nargs);
 
+/* Write the command connection's unwritten requests now instead of when
+ * the event loop next polls: a reply callback that made follow-up
+ * requests lets Redis start on them while the other replies that came
+ * in the same read are still being handled here (Redis answers what it
+ * read together only once it ran all of it). Plain TCP only: a TLS write
+ * may need a read first, so those wait for the loop as before. A failed
+ * write is left to the connection's next poll, which reports it. */
+void rjq__send_now(rjq_client *c);
+
 /* ---- channels (pubsub.c) -------------------------------------------------- */
 
 /* A message on a channel; msg NULL: the subscription was (re)confirmed on

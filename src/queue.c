@@ -73,6 +73,12 @@ static void on_tick(rjq__timer *t) {
     }
 }
 
+void rjq__queue_tick_now(rjq_queue *q) {
+    if (!rjq__timer_armed(&q->tick)) return;
+    rjq__timer_stop(q->c, &q->tick);
+    on_tick(&q->tick);
+}
+
 void rjq__queue_kick(rjq_queue *q) {
     if (!rjq__timer_armed(&q->tick)) rjq__timer_start(q->c, &q->tick, 0);
 }

@@ -52,6 +52,9 @@ void *rjq__queue_part(const rjq_queue *q, int which);
 void rjq__queue_set_part(rjq_queue *q, int which, const rjq__part_ops *ops, void *state);
 /* Schedule the queue's tick (idempotent). */
 void rjq__queue_kick(rjq_queue *q);
+/* Run the queue's tick now if it is scheduled, instead of at the end of
+ * the loop turn. */
+void rjq__queue_tick_now(rjq_queue *q);
 /* Name the queue in the client's registry of queues (rjq_client_queues),
  * once per handle: called by those that write to it (enqueue, workers). */
 void rjq__queue_register(rjq_queue *q);

@@ -312,6 +312,16 @@ static int output_full(const rjq_client *c) {
     return unwritten(c) > OUTPUT_ROOM;
 }
 
+void rjq__send_now(rjq_client *c) {
+    redisAsyncContext *ac = c->cmd.ac;
+    int done = 0;
+    /* redisBufferWrite, not redisAsyncHandleWrite (which must not run
+     * inside a reply callback): an error stays in the context, and the
+     * write event hiredis keeps armed while output is left finds it. */
+    if (ac && c->cmd.ready && c->cmd.tls_session == NULL && unwritten(c) > 0 && !ac->c.err)
+        (void)redisBufferWrite(&ac->c, &done);
+}
+
 static void send_req(rjq_client *c, rjq__req *r) {
     redisAsyncContext *ac = c->cmd.ac;
     if (c->later.n > 0 && !c->sending_later) { /* behind those waiting for another try */

@@ -1124,3 +1124,75 @@ TEST(claim_arriving_after_stop_hands_its_jobs_back) {
     freeReplyObject(r);
     env_stop_proxied(&e, &p);
 }
+
+/* ---- issue 18: performance round two --------------------------------------- */
+
+/* With a backlog a worker keeps two claims (of half its capacity each) in
+ * flight. When both replies come in one read, what the first half's jobs
+ * freed (their completions and the claim for their slots) must be on the
+ * wire before the second half's jobs run: sent at the end of the loop
+ * turn instead, both halves reached Redis together and came back
+ * together, and Redis waited while the worker ran them all (a drain of
+ * tiny jobs kept it 80% busy). Seen here from the proxy's side: the
+ * bytes the client wrote that the proxy (on this loop) has not read yet. */
+static struct {
+    proxy *p;
+    int calls, hold_at, peek_at;
+    int peeked_complete;      /* the peek found a completion call */
+} ls;
+
+/* Does the client's command connection hold unread bytes at the proxy
+ * that name the complete script? */
+static int ls_completion_on_the_wire(void) {
+    for (int i = 0; i < PROXY_PAIRS; i++) {
+        proxy_pair *pp = &ls.p->pairs[i];
+        if (!pp->cli || pp->is_sub) continue;
+        char buf[8192];
+        ssize_t n = recv(bufferevent_getfd(pp->cli), buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
+        if (n > 0 && memmem(buf, (size_t)n, "_complete", 9)) return 1;
+    }
+    return 0;
+}
+
+static void ls_handler(rjq_job *job, void *data) {
+    (void)data;
+    ls.calls++;
+    if (ls.calls == ls.peek_at) ls.peeked_complete = ls_completion_on_the_wire();
+    if (ls.calls == ls.hold_at) proxy_hold(ls.p, 1);
+    ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));
+}
+
+TEST(claim_replies_read_together_do_not_wait_for_each_other) {
+    test_env e;
+    proxy p;
+    env_start_proxied(&e, &p, "lock", NULL);
+    memset(&ls, 0, sizeof ls);
+    ls.p = &p;
+    ls.hold_at = 4; /* the first claim's last job: the worker is hungry now */
+    rjq_enqueue_item items[12];
+    for (int i = 0; i < 12; i++) items[i] = (rjq_enqueue_item){"x", 1, NULL};
+    enq_ok = 0;
+    ASSERT_OK(rjq_enqueue_batch(e.q, items, 12, on_enq_ok, NULL));
+    ASSERT(loop_until_count(e.base, &enq_ok, 12, 5000));
+
+    rjq_worker *w;
+    rjq_worker_options wo = quiet_worker_options(4);
+    ASSERT_OK(rjq_worker_start(e.q, &wo, ls_handler, NULL, &w));
+    /* The completion of the first four and two claims of two ran in
+     * Redis; their replies wait in the proxy. */
+    for (int i = 0; i < 500 && server_active_jobs(e.rc, "lock") < 4; i++) loop_for(e.base, 10);
+    ASSERT_EQ(4, server_active_jobs(e.rc, "lock"));
+    ASSERT_EQ(4, ls.calls);
+    /* Let them through in one write: jobs 5 and 6 are the first claim's,
+     * 7 and 8 the second's. */
+    ls.peek_at = 7;
+    proxy_hold(&p, 0);
+    for (int i = 0; i < 500 && ls.calls < 12; i++) loop_for(e.base, 10);
+    ASSERT_EQ(12, ls.calls);
+    ASSERT_EQ(1, ls.peeked_complete);
+    for (int i = 0; i < 500 && get_stats(e.base, e.q).completed < 12; i++) loop_for(e.base, 10);
+    rjq_stats s = get_stats(e.base, e.q);
+    ASSERT_EQ(12, s.completed);
+    ASSERT_EQ(0, s.active);
+    env_stop_proxied(&e, &p);
+}

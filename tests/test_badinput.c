@@ -524,13 +524,14 @@ static void count_handled(rjq_job *job, void *data) {
 /* A worker's claim on queue q, with a wrongly typed key that plant() made
  * (its name in the error: key), is refused before anything is written,
  * however often it is tried; once restore() undid it, the job runs. */
-static void claim_refused_by_wrongtype(const char *q, const char *key,
-                                       void (*plant)(redisContext *rc),
-                                       void (*restore)(redisContext *rc)) {
+static void claim_refused_by_wrongtype_job(const char *q, const char *key,
+                                           void (*plant)(redisContext *rc),
+                                           void (*restore)(redisContext *rc),
+                                           const rjq_job_options *jo) {
     test_env env;
     env_start(&env, q);
     enq_wait e = {0};
-    ASSERT_OK(rjq_enqueue(env.q, "x", 1, NULL, on_enq, &e));
+    ASSERT_OK(rjq_enqueue(env.q, "x", 1, jo, on_enq, &e));
     ASSERT(loop_until(env.base, &e.calls, 10000));
     ASSERT_OK(e.status);
     plant(env.rc);
@@ -553,6 +554,12 @@ static void claim_refused_by_wrongtype(const char *q, const char *key,
     for (int i = 0; i < 1000 && handled == 0; i++) loop_for(env.base, 10);
     ASSERT_EQ(1, handled);
     env_stop(&env);
+}
+
+static void claim_refused_by_wrongtype(const char *q, const char *key,
+                                       void (*plant)(redisContext *rc),
+                                       void (*restore)(redisContext *rc)) {
+    claim_refused_by_wrongtype_job(q, key, plant, restore, NULL);
 }
 
 static void plant_held(redisContext *rc) {
@@ -912,4 +919,42 @@ TEST(strerror_every_code_distinct_unknown_is_unknown) {
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
         ASSERT_STREQ("unknown error", rjq_strerror(unknown[i]));
     ASSERT_STREQ("invalid queue name", rjq_strerror(RJQ_EQUEUENAME));
+}
+
+/* A claim checks most keys by reading them before its first write, or by
+ * that write itself (claim.lua: TYPE only for what it writes unread):
+ * each key a claim of one job reads or writes, wrongly typed, still
+ * refuses it before anything is written, with the key named, and the
+ * job runs once the key is back. The key is moved aside (when it
+ * exists) and a string put in its place. */
+static const char *wt_key;
+
+static void plant_moved(redisContext *rc) {
+    char saved[128];
+    snprintf(saved, sizeof saved, "%s:saved", wt_key);
+    if (server_int(rc, "EXISTS %s", wt_key)) freeReplyObject(server_cmd(rc, "RENAME %s %s", wt_key, saved));
+    freeReplyObject(server_cmd(rc, "SET %s x", wt_key));
+}
+
+static void restore_moved(redisContext *rc) {
+    char saved[128];
+    snprintf(saved, sizeof saved, "%s:saved", wt_key);
+    freeReplyObject(server_cmd(rc, "DEL %s", wt_key));
+    if (server_int(rc, "EXISTS %s", saved)) freeReplyObject(server_cmd(rc, "RENAME %s %s", saved, wt_key));
+}
+
+TEST(claim_checks_every_key_it_touches_before_its_first_write) {
+    static const char *const names[] = {"ready", "prio", "active", "state", "idle", "options"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char q[16], key[64];
+        snprintf(q, sizeof q, "ck%zu", i);
+        snprintf(key, sizeof key, "t:{%s}:%s", q, names[i]);
+        wt_key = key;
+        claim_refused_by_wrongtype(q, key, plant_moved, restore_moved);
+    }
+    /* a job with a run time limit: its claim writes deadlines */
+    rjq_job_options jo = {0};
+    jo.timeout_ms = 60000;
+    wt_key = "t:{ckd}:deadlines";
+    claim_refused_by_wrongtype_job("ckd", wt_key, plant_moved, restore_moved, &jo);
 }

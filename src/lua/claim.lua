@@ -58,8 +58,20 @@ local field, epoch, reset, recover = ARGV[6], ARGV[7], ARGV[8] == '1', ARGV[9] =
 local no_payload = ARGV[10] == '0'
 local J = columns(KEYS, 7, prefix)
 local deadlines = KEYS[17]
-expect_types({ready, 'list', prio, 'zset', active, 'zset', idle, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash',
-              deadlines, 'zset'})
+-- Wrongly typed keys are refused before the first write. The common call
+-- (not re-sent, no recovery, not paused, no limits, nothing due) reads
+-- ready, prio and the job columns first (peek_ready, load_jobs: typed) and
+-- its first write is ZADD active (start_jobs, typed), so it checks with
+-- TYPE only idle and deadlines, when it will write them (a third of a
+-- drain's Redis calls were TYPE). Every other path checks all of them at
+-- its start (check_all).
+local checked = false
+local function check_all()
+  if checked then return end
+  checked = true
+  expect_types({ready, 'list', prio, 'zset', active, 'zset', idle, 'hash', J.d, 'hash', J.s, 'hash',
+                J.o, 'hash', deadlines, 'zset'})
+end
 -- (a read before any write: its type check is the command's own, see typed)
 local first = typed('zset', 'ZRANGEBYLEX', held, held_range(tok .. ' ')) -- a re-send's first run
 local meta = typed('hash', 'HMGET', KEYS[16], 'paused', 'concurrency', 'rate')
@@ -87,6 +99,7 @@ end
 -- token), nothing more: no second recovery with a known list that is out
 -- of date by now (the worker replaces its registration after a reconnect).
 if #first > 0 then
+  check_all()
   local _, ids = held_split(first[1])
   local keep, d, a, o, dl = still_held(ids, tok)
   for i, id in ipairs(keep) do
@@ -104,6 +117,7 @@ end
 -- (their attempt unchanged: they never ran), the rest back to the queue
 -- (attempt undone); their old members go. A re-send then finds them with
 -- the claimed ones (above).
+if recover or paused or conc or rmax then check_all() end
 local rec
 if recover then
   rec = {}
@@ -150,6 +164,7 @@ end
 -- the delayed set's type: nothing is written yet.)
 local due = typed('zset', 'ZRANGEBYSCORE', delayed, '-inf', now, 'LIMIT', 0, 1000)
 if #due > 0 then
+  check_all()
   expect_types({stats, 'hash'}) -- a due priority job takes a sequence number
   redis.call('ZREM', delayed, unpack(due))
   local o, s = redis.call('HMGET', J.o, unpack(due)), redis.call('HMGET', J.s, unpack(due))
@@ -184,11 +199,22 @@ if rmax then
   end
 end
 
-local ids = take_ready(ready, prio, room)
+local ids, nhi, nplain = peek_ready(ready, prio, room)
 local got = 0
 if #ids > 0 then
   local d, o, s = load_jobs(J, ids, no_payload)
+  if not checked then
+    -- idle is written when the claim comes back short (a record missing
+    -- makes it short too), deadlines for jobs with a timeout (options)
+    local short = #ids < want or reset
+    for i = 1, d and #ids or 0 do short = short or not d[i] end
+    if short then expect_types({idle, 'hash'}) end
+    for i = 1, #ids do
+      if o[i] then expect_types({deadlines, 'zset'}); break end
+    end
+  end
   got = start_jobs(J, active, ids, d, o, s, int(now + lease), tok, out, emit, held, rec, deadlines, now)
+  unready(ready, prio, ids, nhi, nplain)
   if rmax and got > 0 then
     -- one entry per start (its token and id: unique), at this call's time;
     -- the jobs a recovery took over (first in out) started before
@@ -198,8 +224,9 @@ if #ids > 0 then
     end
     call_all('ZADD', KEYS[18], za, 2)
   end
-elseif rec then
-  start_jobs(J, active, ids, nil, nil, nil, 0, tok, out, emit, held, rec) -- the member alone
+else
+  check_all() -- (nothing to claim: the idle path, where a TYPE or eight cost little)
+  if rec then start_jobs(J, active, ids, nil, nil, nil, 0, tok, out, emit, held, rec) end -- the member alone
 end
 if want > 0 and #ids == want and (redis.call('LLEN', ready) > 0 or redis.call('ZCARD', prio) > 0) then
   redis.call('PUBLISH', wake, '1')

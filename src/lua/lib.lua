@@ -698,8 +698,45 @@ local function rpush_all(ready, ids)
 end
 
 
--- Take up to `want` ready ids in claim order (strict priority: positive
--- priorities, then priority 0 FIFO, then negative).
+-- Up to `want` ready ids in claim order (strict priority: positive
+-- priorities, then priority 0 FIFO, then negative), read only: the ids,
+-- and how many of them came from prio first (nhi) and from the head of
+-- ready (nplain; the rest came from prio). Its reads check the types of
+-- ready and prio (typed), so a script that calls it before its first
+-- write needs no TYPE for them; unready() then takes the ids.
+local function peek_ready(ready, prio, want)
+  local ids, nplain = {}, 0
+  if want <= 0 then return ids, 0, 0 end
+  local np = typed('zset', 'ZCARD', prio)
+  if np > 0 then ids = redis.call('ZRANGEBYSCORE', prio, '-inf', '(0', 'LIMIT', 0, want) end
+  local nhi = #ids
+  if #ids < want then
+    local plain = typed('list', 'LRANGE', ready, 0, want - #ids - 1)
+    nplain = #plain
+    for i = 1, nplain do ids[nhi + i] = plain[i] end
+  end
+  if #ids < want and np > nhi then
+    local low = redis.call('ZRANGEBYSCORE', prio, 0, '+inf', 'LIMIT', 0, want - #ids)
+    for i = 1, #low do ids[#ids + 1] = low[i] end
+  end
+  return ids, nhi, nplain
+end
+
+-- Take the ids peek_ready() found off ready and prio (the commands of
+-- take_ready: no role of `rjq acl` needs another).
+local function unready(ready, prio, ids, nhi, nplain)
+  if nplain > 0 then redis.call('LPOP', ready, nplain) end
+  if #ids > nplain then
+    local p = {}
+    for i = 1, nhi do p[i] = ids[i] end
+    for i = nhi + nplain + 1, #ids do p[#p + 1] = ids[i] end
+    redis.call('ZREM', prio, unpack(p))
+  end
+end
+
+-- Take up to `want` ready ids in claim order, as peek_ready() and
+-- unready() do, in fewer calls (a producer's push, from_ready, which has
+-- no LRANGE in its role).
 local function take_ready(ready, prio, want)
   local ids = {}
   if want <= 0 then return ids end
@@ -721,8 +758,10 @@ end
 -- The records of jobs ids that start_jobs needs: payloads, options and
 -- states (parallel to ids; false where absent). Without payloads
 -- (no_payload), d is nil: see start_jobs.
+-- The reads check the columns' types (typed).
 local function load_jobs(J, ids, no_payload)
-  return not no_payload and hmget(J.d, ids) or nil, hmget_sparse(J.o, ids), hmget(J.s, ids)
+  return not no_payload and hmget(J.d, ids, 'hash') or nil, hmget_sparse(J.o, ids, 'hash'),
+         hmget(J.s, ids, 'hash')
 end
 
 -- The held index (zset `held`, every score 0): one member per claim call
@@ -838,7 +877,7 @@ local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, hel
     end
   end
   if n == 0 then return enter(0) end
-  redis.call('ZADD', active, unpack(za))
+  typed('zset', 'ZADD', active, unpack(za)) -- (a claim's first write: see claim.lua)
   redis.call('HSET', J.s, unpack(st))
   if dz then redis.call('ZADD', deadlines, unpack(dz)) end
   return enter(n)

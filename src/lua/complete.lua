@@ -57,19 +57,25 @@ end
 -- token check compares whole state values: the claim's is "active " plus
 -- the tail the client sends, which is cheaper than parsing the state
 -- (-12% of this script's Redis instructions per job, callgrind).
+-- The jobs of a claim share their tail (attempt and token), so its two
+-- values are made once per tail, not per job.
 local out, gone, st, res, fresh, k, nr = {}, {}, {}, {}, {}, 0, 0
+local tail_of, active_v, done_v = nil, nil, nil
 for i, id in ipairs(ids) do
   local tail, r = ARGV[FIRST + 3 * i - 2], ARGV[FIRST + 3 * i - 1]
-  if s[i] == 'active ' .. tail then
+  if tail ~= tail_of then
+    tail_of, active_v, done_v = tail, 'active ' .. tail, 'completed ' .. tail
+  end
+  if s[i] == active_v then
     k = k + 1
     gone[k] = id; fresh[k] = i
-    st[2 * k - 1] = id; st[2 * k] = 'completed ' .. tail
+    st[2 * k - 1] = id; st[2 * k] = done_v
     if r ~= '' then
       res[nr + 1] = id; res[nr + 2] = r
       nr = nr + 2
     end
     out[i] = 1
-  elseif s[i] == 'completed ' .. tail then
+  elseif s[i] == done_v then
     out[i] = 1 -- a retried completion whose first reply was lost
   elseif s[i] == 'cancelled ' .. tail then
     out[i] = 2

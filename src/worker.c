@@ -7,7 +7,10 @@
  * claim found:
  *   HUNGRY  it was filled: the queue has a backlog. The worker keeps up
  *           to two claims (of half its capacity each) in flight, so Redis
- *           works on one while the worker runs the other's jobs.
+ *           works on one while the worker runs the other's jobs; what a
+ *           claim reply's jobs free goes out as soon as that reply is
+ *           handled (on_claimed), so two replies read together do not
+ *           put the halves in step.
  *   IDLE    it came back short: the queue had nothing more ready. The
  *           unfilled slots were registered for push delivery (push.c), so
  *           enqueue hands new jobs straight to the worker; besides pushes

@@ -12,6 +12,8 @@ const state = {
   events: null,          // the EventSource
   eventsKey: '',
   view: null,            // the view object on screen
+  statsSeq: 0,           // stats events received so far
+  statsAt: new Map(),    // name -> statsSeq of its last stats event
 };
 
 const SPARK = 40;
@@ -143,6 +145,7 @@ function connectEvents(query) {
   es.addEventListener('stats', (m) => {
     const q = JSON.parse(m.data);
     state.queues.set(q.name, q);
+    state.statsAt.set(q.name, ++state.statsSeq);
     const h = state.history.get(q.name) || [];
     h.push(q.rates.done);
     while (h.length > SPARK) h.shift();
@@ -210,8 +213,15 @@ function overview(main) {
   for (const q of [...state.queues.values()].sort((a, b) => a.name < b.name ? -1 : 1)) row(q);
   empty.hidden = rows.size > 0;
   table.hidden = rows.size === 0;
+  // The listing and the stream come on two connections: a queue the
+  // stream told of after the listing was asked for keeps the stream's
+  // stats (the listing's may be older, and the stream sends a queue's
+  // stats only when they change).
+  const asked = state.statsSeq;
   api('GET', '/v1/queues').then(r => {
-    for (const q of r.data.queues) if (q.stats) { state.queues.set(q.name, q); row(q); }
+    for (const q of r.data.queues) {
+      if (q.stats && (state.statsAt.get(q.name) || 0) <= asked) { state.queues.set(q.name, q); row(q); }
+    }
   }).catch(e => toast(e.message, true));
   connectEvents('jobs=0');
   return { onStats: row, onDemo: (d) => { if (demoDraw) demoDraw(d); } };

@@ -599,9 +599,9 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
      * come back together, and Redis would wait while the worker runs them
      * all (lockstep: Redis 80% busy in the drain of tiny jobs, 100% with
      * this). */
-    if (hungry && !rjq__closing(c)) {
+    if (hungry && rjq__accepting(c)) { /* (not once a handler freed the client) */
         rjq__queue_tick_now(q);
-        if (!rjq__closing(c)) rjq__send_now(c);
+        if (rjq__accepting(c)) rjq__send_now(c);
     }
 }
 

@@ -958,3 +958,206 @@ TEST(claim_checks_every_key_it_touches_before_its_first_write) {
     wt_key = "t:{ckd}:deadlines";
     claim_refused_by_wrongtype_job("ckd", wt_key, plant_moved, restore_moved, &jo);
 }
+
+/* Priority jobs that fill a claim leave the ready list unread by the peek:
+ * the claim reads it (for the doorbell) before its first write all the
+ * same, so a wrongly typed one still refuses it with nothing written. */
+TEST(claim_filled_by_priority_jobs_on_wrongtype_ready_changes_nothing) {
+    rjq_job_options jo = {0};
+    jo.priority = 5;
+    wt_key = "t:{ckp}:ready";
+    claim_refused_by_wrongtype_job("ckp", wt_key, plant_moved, restore_moved, &jo);
+}
+
+/* The claim script called directly (its function, as the client calls it)
+ * on queue q wanting `want` jobs, with reset 1 or 0; returns the reply. */
+static redisReply *claim_fcall(redisContext *rc, const char *q, const char *want, const char *reset) {
+    char k[18][48], prefix[48], wake[48], field[64];
+    static const char *const names[18] = {"ready", "prio", "delayed", "active", "stats", "idle",
+                                          "payload", "state", "options", "result", "error",
+                                          "failtoken", "watchers", "monitored", "held", "meta",
+                                          "deadlines", "starts"};
+    const char *argv[32];
+    int n = 0;
+    argv[n++] = "FCALL";
+    argv[n++] = rjq__scripts[RJQ__S_CLAIM].function;
+    argv[n++] = "18";
+    for (int i = 0; i < 18; i++) {
+        snprintf(k[i], sizeof k[i], "t:{%s}:%s", q, names[i]);
+        argv[n++] = k[i];
+    }
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
+    snprintf(wake, sizeof wake, "t:{%s}:wake", q);
+    snprintf(field, sizeof field, "1 t:{%s}:push:c", q);
+    const char *args[] = {prefix, want, "30000", "c.1.x", wake, field, "1", reset, "0", "1"};
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) argv[n++] = args[i];
+    redisReply *r = redisCommandArgv(rc, n, argv, NULL);
+    ASSERT(r != NULL);
+    return r;
+}
+
+/* An id twice in the ready list (only a change behind rjq's back does
+ * that) starts once, so a full claim comes back short and registers the
+ * slot: it checks the idle hash first, and refuses with nothing written. */
+TEST(claim_of_an_id_twice_on_wrongtype_idle_writes_nothing) {
+    test_env env;
+    env_start(&env, "dup");
+    freeReplyObject(server_cmd(env.rc, "HSET t:{dup}:payload a x"));
+    freeReplyObject(server_cmd(env.rc, "RPUSH t:{dup}:ready a a"));
+    plant_wrongtype(env.rc, "t:{dup}:idle", "SET %s x");
+    static char before[8192], after[8192];
+    snapshot(env.rc, before, sizeof before);
+    redisReply *r = claim_fcall(env.rc, "dup", "2", "0");
+    ASSERT_EQ(REDIS_REPLY_ERROR, r->type);
+    ASSERT(strstr(r->str, "WRONGTYPE") != NULL && strstr(r->str, "t:{dup}:idle") != NULL);
+    freeReplyObject(r);
+    snapshot(env.rc, after, sizeof after);
+    ASSERT_STREQ(before, after);
+
+    freeReplyObject(server_cmd(env.rc, "DEL t:{dup}:idle"));
+    r = claim_fcall(env.rc, "dup", "2", "0");
+    ASSERT_EQ(REDIS_REPLY_ARRAY, r->type);
+    ASSERT_EQ(4 + 4, (long)r->elements); /* one job: a, once */
+    ASSERT_STREQ("a", r->element[4]->str);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(env.rc, "LLEN t:{dup}:ready"));
+    env_stop(&env);
+}
+
+/* A refused claim tells monitors nothing: its events come after its first
+ * write (finish() publishes a failed call's events too). */
+TEST(claim_refused_by_wrongtype_active_tells_monitors_nothing) {
+    test_env env;
+    env_start(&env, "mon");
+    redisContext *sub = server_connect(&env.s);
+    struct timeval tv = {10, 0};
+    redisSetTimeout(sub, tv);
+    freeReplyObject(redisCommand(sub, "PSUBSCRIBE *"));
+    freeReplyObject(server_cmd(env.rc, "SET t:{mon}:monitored 1"));
+    freeReplyObject(server_cmd(env.rc, "HSET t:{mon}:payload a x"));
+    freeReplyObject(server_cmd(env.rc, "RPUSH t:{mon}:ready a"));
+    plant_wrongtype(env.rc, "t:{mon}:active", "SET %s x");
+    static char before[8192], after[8192];
+    snapshot(env.rc, before, sizeof before);
+    redisReply *r = claim_fcall(env.rc, "mon", "1", "1");
+    ASSERT_EQ(REDIS_REPLY_ERROR, r->type);
+    ASSERT(strstr(r->str, "WRONGTYPE") != NULL && strstr(r->str, "t:{mon}:active") != NULL);
+    freeReplyObject(r);
+    snapshot(env.rc, after, sizeof after);
+    ASSERT_STREQ(before, after);
+    /* Messages reach a subscriber in publish order: whatever the refused
+     * call published arrived before this marker. */
+    freeReplyObject(server_cmd(env.rc, "PUBLISH rjq-test-marker end"));
+    int events = 0;
+    for (;;) {
+        ASSERT_EQ(REDIS_OK, redisGetReply(sub, (void **)&r));
+        ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4);
+        int marker = strcmp(r->element[2]->str, "rjq-test-marker") == 0;
+        if (strcmp(r->element[2]->str, "t:{mon}:events") == 0) events++;
+        freeReplyObject(r);
+        if (marker) break;
+    }
+    ASSERT_EQ(0, events);
+    /* the same claim with active fixed: started, and told */
+    freeReplyObject(server_cmd(env.rc, "DEL t:{mon}:active"));
+    freeReplyObject(claim_fcall(env.rc, "mon", "1", "1"));
+    ASSERT_EQ(REDIS_OK, redisGetReply(sub, (void **)&r));
+    ASSERT_STREQ("t:{mon}:events", r->element[2]->str);
+    ASSERT(strncmp(r->element[3]->str, "active a ", 9) == 0);
+    freeReplyObject(r);
+    redisFree(sub);
+    env_stop(&env);
+}
+
+/* A completion due to sweep the retention (here past completed_max)
+ * deletes older jobs' records in every column: with one of them of the
+ * wrong type (the error column, which most queues never write) it is
+ * refused before its first write: the job is still active under its
+ * token, the older job's record is still there, nothing was counted. (The
+ * worker's own bookkeeping may move meanwhile: a refused completion hands
+ * its slot back.) */
+TEST(completion_due_to_sweep_on_wrongtype_column_writes_nothing) {
+    test_env env;
+    rjq_queue_options qo = {0};
+    qo.completed_max = 1;
+    env_start_queue(&env, "sw", &qo);
+    enq_wait e = {0};
+    ASSERT_OK(rjq_enqueue(env.q, "x", 1, NULL, on_enq, &e));
+    ASSERT_OK(rjq_enqueue(env.q, "y", 1, NULL, on_enq, &e));
+    ASSERT(loop_until(env.base, &e.calls, 10000));
+    held_job h = {0};
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(env.q, NULL, hold_handler, &h, &w));
+    ASSERT(loop_until(env.base, &h.handled, 10000));
+    ASSERT_OK(rjq_job_complete(h.job, "", 0, on_held_done, &h));
+    ASSERT(loop_until(env.base, &h.done, 10000));
+    ASSERT_OK(h.done_status);
+    for (int i = 0; i < 1000 && h.handled < 2; i++) loop_for(env.base, 10);
+    ASSERT_EQ(2, h.handled);
+    char id[32], state[128];
+    snprintf(id, sizeof id, "%s", rjq_job_id(h.job));
+    snprintf(state, sizeof state, "active 1 %s", rjq_job_token(h.job));
+
+    plant_wrongtype(env.rc, "t:{sw}:error", "SET %s x");
+    h.done = 0;
+    ASSERT_OK(rjq_job_complete(h.job, "", 0, on_held_done, &h));
+    ASSERT(loop_until(env.base, &h.done, 10000));
+    ASSERT_EQ(RJQ_EWRONGTYPE, h.done_status);
+    ASSERT(strstr(rjq_client_errmsg(env.c), "t:{sw}:error") != NULL);
+    redisReply *r = server_cmd(env.rc, "HGET t:{sw}:state %s", id);
+    ASSERT_STREQ(state, r->str);
+    freeReplyObject(r);
+    ASSERT(server_int(env.rc, "ZSCORE t:{sw}:active %s", id) > 0);
+    ASSERT_EQ(2, server_int(env.rc, "HLEN t:{sw}:payload")); /* the older record too */
+    ASSERT_EQ(1, server_int(env.rc, "LLEN t:{sw}:completed"));
+    ASSERT_EQ(1, server_int(env.rc, "HGET t:{sw}:stats retained"));
+    env_stop(&env);
+}
+
+/* The reclaim sweep deletes completed jobs past the retention in every
+ * column: with one of them of the wrong type (watchers, which it did not
+ * check) it is refused before its first write; the record, the retention
+ * index and the counts stay as they were. */
+static int rc_calls, rc_status;
+static void on_reclaimed_count(rjq_client *c, int status, long long n, void *data) {
+    (void)c, (void)n, (void)data;
+    rc_calls++;
+    rc_status = status;
+}
+
+TEST(reclaim_sweep_on_wrongtype_column_writes_nothing) {
+    test_env env;
+    rjq_queue_options qo = {0};
+    qo.retention_ms = 1;
+    env_start_queue(&env, "rs", &qo);
+    enq_wait e = {0};
+    ASSERT_OK(rjq_enqueue(env.q, "x", 1, NULL, on_enq, &e));
+    ASSERT(loop_until(env.base, &e.calls, 10000));
+    held_job h = {0};
+    rjq_worker *w = NULL;
+    rjq_worker_options wo = quiet_worker_options(1);
+    ASSERT_OK(rjq_worker_start(env.q, &wo, hold_handler, &h, &w));
+    ASSERT(loop_until(env.base, &h.handled, 10000));
+    ASSERT_OK(rjq_job_complete(h.job, "", 0, on_held_done, &h));
+    ASSERT(loop_until(env.base, &h.done, 10000));
+    ASSERT_OK(h.done_status);
+    ASSERT_EQ(1, server_int(env.rc, "LLEN t:{rs}:completed")); /* one completion: no sweep yet */
+    loop_for(env.base, 20); /* past the retention */
+
+    plant_wrongtype(env.rc, "t:{rs}:watchers", "SET %s x");
+    rc_calls = 0;
+    ASSERT_OK(rjq_queue_reclaim(env.q, on_reclaimed_count, NULL));
+    ASSERT(loop_until(env.base, &rc_calls, 10000));
+    ASSERT_EQ(RJQ_EWRONGTYPE, rc_status);
+    ASSERT_EQ(1, server_int(env.rc, "LLEN t:{rs}:completed"));
+    ASSERT_EQ(1, server_int(env.rc, "HGET t:{rs}:stats retained"));
+    ASSERT_EQ(1, server_int(env.rc, "HLEN t:{rs}:payload"));
+
+    freeReplyObject(server_cmd(env.rc, "DEL t:{rs}:watchers"));
+    rc_calls = 0;
+    ASSERT_OK(rjq_queue_reclaim(env.q, on_reclaimed_count, NULL));
+    ASSERT(loop_until(env.base, &rc_calls, 10000));
+    ASSERT_OK(rc_status);
+    ASSERT_EQ(0, server_int(env.rc, "HLEN t:{rs}:payload")); /* swept now */
+    env_stop(&env);
+}

@@ -1149,7 +1149,10 @@ static int ls_completion_on_the_wire(void) {
         if (!pp->cli || pp->is_sub) continue;
         char buf[8192];
         ssize_t n = recv(bufferevent_getfd(pp->cli), buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
-        if (n > 0 && memmem(buf, (size_t)n, "_complete", 9)) return 1;
+        /* FCALL names the function; EVALSHA (servers without functions) its SHA */
+        const char *sha = rjq__scripts[RJQ__S_COMPLETE].sha;
+        if (n > 0 && (memmem(buf, (size_t)n, "_complete", 9) || memmem(buf, (size_t)n, sha, strlen(sha))))
+            return 1;
     }
     return 0;
 }
@@ -1195,4 +1198,48 @@ TEST(claim_replies_read_together_do_not_wait_for_each_other) {
     ASSERT_EQ(12, s.completed);
     ASSERT_EQ(0, s.active);
     env_stop_proxied(&e, &p);
+}
+
+/* A handler that completes its job and then frees the client, on a
+ * worker with a backlog: the completion is cancelled by the free
+ * (RJQ_ECANCELED), as anywhere else. The claim reply's follow-up used to
+ * be sent at once after the handlers even then (checked "not closing",
+ * not "accepting"), and the completion failed with RJQ_ECLOSED. */
+static struct {
+    rjq_client *c;
+    int handled, done, status;
+} fh;
+
+static void fh_done(rjq_client *c, int status, void *data) {
+    (void)c, (void)data;
+    fh.done++;
+    fh.status = status;
+}
+
+static void fh_handler(rjq_job *job, void *data) {
+    (void)data;
+    if (fh.handled++ > 0) return;
+    ASSERT_OK(rjq_job_complete(job, "", 0, fh_done, NULL));
+    rjq_client_free(fh.c);
+}
+
+TEST(completion_before_a_free_from_a_handler_is_cancelled_on_a_hungry_worker) {
+    test_env e;
+    env_start(&e, "fh");
+    memset(&fh, 0, sizeof fh);
+    fh.c = e.c;
+    rjq_enqueue_item items[6];
+    for (int i = 0; i < 6; i++) items[i] = (rjq_enqueue_item){"x", 1, NULL};
+    enq_ok = 0;
+    ASSERT_OK(rjq_enqueue_batch(e.q, items, 6, on_enq_ok, NULL));
+    ASSERT(loop_until_count(e.base, &enq_ok, 6, 5000));
+    rjq_worker *w;
+    rjq_worker_options wo = quiet_worker_options(2); /* its first claim fills: hungry */
+    ASSERT_OK(rjq_worker_start(e.q, &wo, fh_handler, NULL, &w));
+    ASSERT(loop_until(e.base, &fh.done, 5000));
+    e.c = NULL; /* freed by the handler */
+    loop_for(e.base, 100);
+    ASSERT_EQ(1, fh.done);
+    ASSERT_EQ(RJQ_ECANCELED, fh.status);
+    env_stop(&e);
 }

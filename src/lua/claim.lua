@@ -199,15 +199,25 @@ if rmax then
   end
 end
 
-local ids, nhi, nplain = peek_ready(ready, prio, room)
+local ids, nhi, nplain, np = peek_ready(ready, prio, room)
+-- A claim that filled `want` and left work behind rings the doorbell
+-- (below); that read comes before the first write, where it also checks
+-- ready when prio alone filled the claim.
+local more = want > 0 and #ids == want and
+             (typed('list', 'LLEN', ready) > nplain or np > #ids - nplain)
 local got = 0
 if #ids > 0 then
   local d, o, s = load_jobs(J, ids, no_payload)
   if not checked then
-    -- idle is written when the claim comes back short (a record missing
-    -- makes it short too), deadlines for jobs with a timeout (options)
+    -- idle is written when the claim comes back short (a record missing,
+    -- or an id twice, makes it short too), deadlines for jobs with a
+    -- timeout (options)
     local short = #ids < want or reset
-    for i = 1, d and #ids or 0 do short = short or not d[i] end
+    local seen = {}
+    for i = 1, #ids do
+      if (d and not d[i]) or seen[ids[i]] then short = true; break end
+      seen[ids[i]] = true
+    end
     if short then expect_types({idle, 'hash'}) end
     for i = 1, #ids do
       if o[i] then expect_types({deadlines, 'zset'}); break end
@@ -228,9 +238,7 @@ else
   check_all() -- (nothing to claim: the idle path, where a TYPE or eight cost little)
   if rec then start_jobs(J, active, ids, nil, nil, nil, 0, tok, out, emit, held, rec) end -- the member alone
 end
-if want > 0 and #ids == want and (redis.call('LLEN', ready) > 0 or redis.call('ZCARD', prio) > 0) then
-  redis.call('PUBLISH', wake, '1')
-end
+if more then redis.call('PUBLISH', wake, '1') end
 if got < want then
   if conc or rmax then
     if reset then offer_slots(idle, field, epoch, lease, 0, true) end

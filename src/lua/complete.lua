@@ -28,9 +28,12 @@ local FIRST = FORGET + tonumber(ARGV[5]) -- of the first job
 local J = columns(KEYS, 7, prefix)
 J.u = KEYS[16]
 -- Wrongly typed keys are refused before the first write: the reads below
--- check theirs, ZREM active is that first write, the rest get a TYPE
--- (result only when a result will be written).
-expect_types({completed, 'list', stats, 'hash'})
+-- check theirs (stats: the count of retained jobs), ZREM active is that
+-- first write, the rest get a TYPE (result only when a result will be
+-- written; every column and dedup when the retention sweep is due, as it
+-- deletes records).
+expect_types({completed, 'list'})
+local retained = tonumber(typed('hash', 'HMGET', stats, 'retained')[1] or '0')
 if FIRST > FORGET then expect_types({KEYS[15], 'zset'}) end
 local now = now_ms()
 local stamp = int(now) -- formatted once: number->string costs per call
@@ -85,7 +88,13 @@ for i, id in ipairs(ids) do
 end
 
 local kept -- ids in the retention index, when this call added some
-if nr > 0 then expect_types({J.r, 'hash'}) end
+local sweep = #gone > 0 and sweep_due(retained + #gone, #gone, retention, cap)
+if sweep then
+  expect_types({J.d, 'hash', J.s, 'hash', J.o, 'hash', J.r, 'hash', J.e, 'hash', J.f, 'hash', J.n, 'hash',
+                J.u, 'zset'})
+elseif nr > 0 then
+  expect_types({J.r, 'hash'})
+end
 if #gone > 0 then
   call_all('ZREM', active, gone, 1, 'zset') -- the first write
   call_all('HSET', J.s, st, 2)
@@ -121,7 +130,7 @@ end
 
 -- Retention, in batches (sweep_due): delete up to twice as many old
 -- records as can have come since the last look.
-if kept and sweep_due(kept, #gone, retention, cap) then
+if sweep then
   sweep_completed(J, completed, stats, retention, cap, now, 2 * (#gone + SWEEP_EVERY), kept)
 end
 return out

@@ -700,13 +700,14 @@ end
 
 -- Up to `want` ready ids in claim order (strict priority: positive
 -- priorities, then priority 0 FIFO, then negative), read only: the ids,
--- and how many of them came from prio first (nhi) and from the head of
--- ready (nplain; the rest came from prio). Its reads check the types of
--- ready and prio (typed), so a script that calls it before its first
--- write needs no TYPE for them; unready() then takes the ids.
+-- how many of them came from prio first (nhi) and from the head of ready
+-- (nplain; the rest came from prio), and the size of prio. Its reads
+-- check the type of prio, and of ready unless prio alone filled `want`
+-- (typed), so a script that calls it before its first write needs no
+-- TYPE for those; unready() then takes the ids.
 local function peek_ready(ready, prio, want)
   local ids, nplain = {}, 0
-  if want <= 0 then return ids, 0, 0 end
+  if want <= 0 then return ids, 0, 0, 0 end
   local np = typed('zset', 'ZCARD', prio)
   if np > 0 then ids = redis.call('ZRANGEBYSCORE', prio, '-inf', '(0', 'LIMIT', 0, want) end
   local nhi = #ids
@@ -719,7 +720,7 @@ local function peek_ready(ready, prio, want)
     local low = redis.call('ZRANGEBYSCORE', prio, 0, '+inf', 'LIMIT', 0, want - #ids)
     for i = 1, #low do ids[#ids + 1] = low[i] end
   end
-  return ids, nhi, nplain
+  return ids, nhi, nplain, np
 end
 
 -- Take the ids peek_ready() found off ready and prio (the commands of
@@ -873,11 +874,14 @@ local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, hel
       out[k + 1] = id; out[k + 2] = d and d[i] or false; out[k + 3] = a; out[k + 4] = max
       hi[base + n + 1] = id
       n, k = n + 1, k + 4
-      if emit ~= UNMONITORED then emit('active', id) end
     end
   end
   if n == 0 then return enter(0) end
   typed('zset', 'ZADD', active, unpack(za)) -- (a claim's first write: see claim.lua)
+  -- (events after that write: a refused call's events are still published)
+  if emit ~= UNMONITORED then
+    for i = base + 1, base + n do emit('active', hi[i]) end
+  end
   redis.call('HSET', J.s, unpack(st))
   if dz then redis.call('ZADD', deadlines, unpack(dz)) end
   return enter(n)

@@ -27,8 +27,10 @@ local retention, cap, look, jitter = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[
 local J = columns(KEYS, 8, prefix)
 J.u = KEYS[19]
 local delayed, deadlines = KEYS[16], KEYS[18]
+-- (every column: the retention sweep deletes records in all of them)
 expect_types({active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash', completed, 'list',
-              J.s, 'hash', J.e, 'hash', J.f, 'hash', delayed, 'zset', deadlines, 'zset', J.u, 'zset'})
+              J.d, 'hash', J.s, 'hash', J.o, 'hash', J.r, 'hash', J.e, 'hash', J.f, 'hash', J.n, 'hash',
+              delayed, 'zset', deadlines, 'zset', J.u, 'zset'})
 local now = now_ms()
 local function result(n)
   if not look then return n end

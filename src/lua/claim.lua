@@ -208,22 +208,16 @@ local more = want > 0 and #ids == want and
 local got = 0
 if #ids > 0 then
   local d, o, s = load_jobs(J, ids, no_payload)
-  if not checked then
-    -- idle is written when the claim comes back short (a record missing,
-    -- or an id twice, makes it short too), deadlines for jobs with a
-    -- timeout (options)
-    local short = #ids < want or reset
-    local seen = {}
-    for i = 1, #ids do
-      if (d and not d[i]) or seen[ids[i]] then short = true; break end
-      seen[ids[i]] = true
-    end
-    if short then expect_types({idle, 'hash'}) end
-    for i = 1, #ids do
-      if o[i] then expect_types({deadlines, 'zset'}); break end
-    end
+  -- idle is written when the claim comes back short (fewer jobs start
+  -- than it wants: a record missing or an id twice makes it short too) or
+  -- resets, deadlines for jobs with a timeout
+  local function before_write(n, timeouts)
+    if checked then return end
+    if n < want or reset then expect_types({idle, 'hash'}) end
+    if timeouts then expect_types({deadlines, 'zset'}) end
   end
-  got = start_jobs(J, active, ids, d, o, s, int(now + lease), tok, out, emit, held, rec, deadlines, now)
+  got = start_jobs(J, active, ids, d, o, s, int(now + lease), tok, out, emit, held, rec, deadlines, now,
+                   before_write)
   unready(ready, prio, ids, nhi, nplain)
   if rmax and got > 0 then
     -- one entry per start (its token and id: unique), at this call's time;

@@ -835,7 +835,11 @@ end
 -- entered in `deadlines` (the queue's zset), and its lease never runs
 -- past it (extend.lua caps it too), so a holder that hangs loses it then,
 -- and the reclaim sweep fails it as timed out (reclaim.lua).
-local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, held, also, deadlines, now)
+-- before_write (may be nil) is called before the first write with the
+-- number of jobs that will start and whether any has a timeout (claim.lua
+-- checks the keys it will write then).
+local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, held, also, deadlines, now,
+                          before_write)
   local hi = {}
   if also then for i = 1, #also do hi[i] = also[i] end end
   local base = #hi
@@ -845,7 +849,10 @@ local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, hel
     end
     return n
   end
-  if #ids == 0 then return enter(0) end
+  if #ids == 0 then
+    if before_write then before_write(0, false) end
+    return enter(0)
+  end
   -- Per-job appends use counters: #t is a search on every call.
   local za, st, n, k, sv, seen = {'+inf', ACTIVE_PIN}, {}, 0, #out, {}, {}
   local dz -- ZADD arguments for deadlines
@@ -876,6 +883,7 @@ local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, hel
       n, k = n + 1, k + 4
     end
   end
+  if before_write then before_write(n, dz ~= nil) end
   if n == 0 then return enter(0) end
   typed('zset', 'ZADD', active, unpack(za)) -- (a claim's first write: see claim.lua)
   -- (events after that write: a refused call's events are still published)

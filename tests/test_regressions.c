@@ -1135,6 +1135,16 @@ TEST(claim_arriving_after_stop_hands_its_jobs_back) {
  * together, and Redis waited while the worker ran them all (a drain of
  * tiny jobs kept it 80% busy). Seen here from the proxy's side: the
  * bytes the client wrote that the proxy (on this loop) has not read yet. */
+/* Enqueue n jobs "x" to q in one batch and wait until they are in. */
+static void enqueue_xs(struct event_base *base, rjq_queue *q, int n) {
+    rjq_enqueue_item items[16];
+    ASSERT(n <= 16);
+    for (int i = 0; i < n; i++) items[i] = (rjq_enqueue_item){"x", 1, NULL};
+    enq_ok = 0;
+    ASSERT_OK(rjq_enqueue_batch(q, items, (size_t)n, on_enq_ok, NULL));
+    ASSERT(loop_until_count(base, &enq_ok, n, 5000));
+}
+
 static struct {
     proxy *p;
     int calls, hold_at, peek_at;
@@ -1172,11 +1182,7 @@ TEST(claim_replies_read_together_do_not_wait_for_each_other) {
     memset(&ls, 0, sizeof ls);
     ls.p = &p;
     ls.hold_at = 4; /* the first claim's last job: the worker is hungry now */
-    rjq_enqueue_item items[12];
-    for (int i = 0; i < 12; i++) items[i] = (rjq_enqueue_item){"x", 1, NULL};
-    enq_ok = 0;
-    ASSERT_OK(rjq_enqueue_batch(e.q, items, 12, on_enq_ok, NULL));
-    ASSERT(loop_until_count(e.base, &enq_ok, 12, 5000));
+    enqueue_xs(e.base, e.q, 12);
 
     rjq_worker *w;
     rjq_worker_options wo = quiet_worker_options(4);
@@ -1228,11 +1234,7 @@ TEST(completion_before_a_free_from_a_handler_is_cancelled_on_a_hungry_worker) {
     env_start(&e, "fh");
     memset(&fh, 0, sizeof fh);
     fh.c = e.c;
-    rjq_enqueue_item items[6];
-    for (int i = 0; i < 6; i++) items[i] = (rjq_enqueue_item){"x", 1, NULL};
-    enq_ok = 0;
-    ASSERT_OK(rjq_enqueue_batch(e.q, items, 6, on_enq_ok, NULL));
-    ASSERT(loop_until_count(e.base, &enq_ok, 6, 5000));
+    enqueue_xs(e.base, e.q, 6);
     rjq_worker *w;
     rjq_worker_options wo = quiet_worker_options(2); /* its first claim fills: hungry */
     ASSERT_OK(rjq_worker_start(e.q, &wo, fh_handler, NULL, &w));

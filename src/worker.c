@@ -590,7 +590,7 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     run_jobs(w, jobs, made);
     free(jobs);
     int hungry = w->state == W_ACTIVE && w->mode == CL_HUNGRY;
-    if (w->wake_pending || hungry || rjq__reg_out_of_step(w->reg)) want_claim(w);
+    if (w->wake_pending || w->mode == CL_HUNGRY || rjq__reg_out_of_step(w->reg)) want_claim(w);
     check_stopped(w); /* (may free w) */
     /* A backlog: what these jobs freed (the completions of those that
      * finished at once, and the claim for their slots) goes out now, not

@@ -87,15 +87,8 @@ for i, id in ipairs(ids) do
   end
 end
 
-local kept -- ids in the retention index, when this call added some
-local sweep = #gone > 0 and sweep_due(retained + #gone, #gone, retention, cap)
-if sweep and not (cap > 0 and retained + #gone > cap) then
-  -- due by age alone: only when the oldest entry (this call's own, when
-  -- the index is empty) is past the retention will the sweep delete
-  -- anything (a look at the index instead of eight TYPE calls)
-  local head = redis.call('LINDEX', completed, 0)
-  sweep = (head and tonumber(string.match(head, '^%d+')) or now) <= now - retention
-end
+local kept = retained + #gone -- ids in the retention index after this call
+local sweep = #gone > 0 and sweep_due(completed, kept, #gone, retention, cap, now)
 if sweep then
   expect_types({J.d, 'hash', J.s, 'hash', J.o, 'hash', J.r, 'hash', J.e, 'hash', J.f, 'hash', J.n, 'hash',
                 J.u, 'zset'})
@@ -106,7 +99,7 @@ if #gone > 0 then
   call_all('ZREM', active, gone, 1, 'zset') -- the first write
   call_all('HSET', J.s, st, 2)
   if nr > 0 then call_all('HSET', J.r, res, 2) end -- (empty results are not stored)
-  kept = index_completed(completed, stats, stamp, gone)
+  index_completed(completed, stats, stamp, gone)
   -- announced once the writes went through; a finished job has no
   -- watchers (the column holds unfinished jobs only, so it stays small)
   local told = {}

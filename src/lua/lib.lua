@@ -634,10 +634,10 @@ end
 
 -- Add the jobs ids, completed at `stamp`, to the retention index (one
 -- entry per call: cheaper than a sorted-set member per job) and count
--- them. Returns the number of ids the index holds now.
+-- them.
 local function index_completed(completed, stats, stamp, ids)
   redis.call('RPUSH', completed, stamp .. ' ' .. table.concat(ids, ' '))
-  return redis.call('HINCRBY', stats, 'retained', #ids)
+  redis.call('HINCRBY', stats, 'retained', #ids)
 end
 
 -- Retention is applied in batches: past the count cap, a sweep deletes
@@ -653,11 +653,18 @@ local function cap_slack(cap)
   return math.min(SWEEP_EVERY, math.floor(cap / SWEEP_EVERY))
 end
 
--- Whether a completion call that took the index from kept - added to kept
--- ids must sweep.
-local function sweep_due(kept, added, retention, cap)
+-- Whether a completion call that took the index (completed) from kept -
+-- added to kept ids must sweep, asked before the call writes: past the
+-- cap, or, at its look for the age limit, when the oldest entry (the
+-- call's own, while the index is empty) is past the retention, so that
+-- the sweep will delete (the caller then checks every column's type).
+local function sweep_due(completed, kept, added, retention, cap, now)
   if cap > 0 and kept > cap then return true end
-  return retention >= 0 and math.floor(kept / SWEEP_EVERY) ~= math.floor((kept - added) / SWEEP_EVERY)
+  if retention < 0 or math.floor(kept / SWEEP_EVERY) == math.floor((kept - added) / SWEEP_EVERY) then
+    return false
+  end
+  local head = redis.call('LINDEX', completed, 0)
+  return (head and tonumber(string.match(head, '^%d+')) or now) <= now - retention
 end
 
 -- Retention: delete the records of completed jobs, oldest entry of the

@@ -459,12 +459,19 @@ typedef struct rjq_job_options {
                              0..RJQ_DELAY_MAX. Past it the job's lease is
                              not extended: the reclaim sweep fails it with
                              "timed out after N ms" under its retry policy
-                             (backoff, then dead), the handler's on_notice
-                             gets RJQ_ETIMEDOUT with its worker's next lease
-                             extension (lease_ms/3 apart), and a late
-                             completion is refused (RJQ_ELEASELOST). A
-                             holder that hangs loses the job at the limit,
-                             whatever its lease */
+                             (backoff, then dead), and the handler's
+                             on_notice gets RJQ_ETIMEDOUT within a pub/sub
+                             hop of that sweep, or with its worker's next
+                             lease extension (lease_ms/3 apart) if that
+                             comes first or the message was missed; every
+                             attempt that times out is told, also while
+                             later attempts of the job run. A completion or
+                             failure past the limit is refused
+                             (RJQ_ELEASELOST) and changes nothing, whether
+                             or not a sweep ran yet: the completion script
+                             compares the limit with the server's clock.
+                             A holder that hangs loses the job at the
+                             limit, whatever its lease */
     long long dedup_ms;   /* with an id: the id stays reserved at least this
                              long after the job finished (completed, dead or
                              cancelled), even when its record is deleted
@@ -569,13 +576,17 @@ typedef struct rjq_worker_options {
     /* Told when a running job of this worker must stop (optional; gets the
      * handler's data): reason RJQ_EJOBCANCELED (rjq_queue_cancel() from
      * any process) or RJQ_ETIMEDOUT (its timeout_ms is over: the job is
-     * failed under its retry policy). Called at most once per job, only while the handler
+     * failed under its retry policy; see rjq_job_options.timeout_ms for
+     * when it comes). Called at most once per job, only while the handler
      * still holds it (before rjq_job_complete()/rjq_job_fail()), from the
      * event loop. The job stays the handler's: it stops its work and still
-     * completes or fails the job, which is then refused with the reason
-     * (the job is not retried). A handler that never listens is refused
-     * the same way when it finishes (RJQ_ELEASELOST after a timeout).
-     * See also rjq_job_notice(). */
+     * completes or fails the job, which is then refused: with
+     * RJQ_EJOBCANCELED after a cancel (the job is not retried), with
+     * RJQ_ELEASELOST after a timeout (the timeout's failure stands: the
+     * job is retried or dead under its retry policy, whatever the
+     * completion or failure said). The job's slot of the worker is free
+     * once the handler has finished it. A handler that never listens is
+     * refused the same way when it finishes. See also rjq_job_notice(). */
     rjq_notice_fn *on_notice;
 } rjq_worker_options;
 
@@ -643,7 +654,13 @@ typedef void rjq_done_cb(rjq_client *c, int status, void *data);
  * and RJQ_ECLOSED the job handle is released; on RJQ_EINVAL, RJQ_ETOOBIG
  * or RJQ_ENOMEM it stays the caller's (to try again, or fail it). cb (may
  * be NULL) gets RJQ_OK, or RJQ_ELEASELOST when the job's lease was lost
- * (reclaimed, or finished by another worker): nothing is changed then;
+ * (reclaimed, or finished by another worker) or its run time is over
+ * (rjq_job_options.timeout_ms, by the server's clock when the completion
+ * runs, whether or not a sweep failed the job yet): nothing is changed
+ * then. A lease that merely ran out (a job without a timeout, its
+ * worker paused longer than lease_ms) with no sweep or other worker
+ * having taken the job since is still accepted: the fencing token shows
+ * that nobody else ran it;
  * RJQ_EJOBCANCELED when the job was cancelled meanwhile (nothing changed;
  * it is not retried);
  * RJQ_ENOMEM when the completion batch could not be sent, RJQ_ECANCELED
@@ -665,7 +682,10 @@ RJQ_API int rjq_job_complete(rjq_job *job, const void *result, size_t len,
  * Fail the job with an error text. With RJQ_FAIL_RETRY it runs again after
  * retry_delay_ms, or after the job's backoff when retry_delay_ms < 0, until
  * max_attempts is reached; then (or with RJQ_FAIL_FATAL) it goes dead and
- * can be replayed. Handle release, cb and errors as rjq_job_complete().
+ * can be replayed. Handle release, cb and errors as rjq_job_complete(): a
+ * failure past the job's run time is refused (RJQ_ELEASELOST) and changes
+ * nothing; the sweep fails the job as timed out instead (its retry policy
+ * applies, not RJQ_FAIL_FATAL or retry_delay_ms).
  */
 RJQ_API int rjq_job_fail(rjq_job *job, const char *error, int flags,
                          long long retry_delay_ms, rjq_done_cb *cb, void *data);
@@ -813,7 +833,10 @@ RJQ_API int rjq_queue_replay(rjq_queue *q, const char *id, long limit,
                              rjq_count_cb *cb, void *data);
 
 /* Run one lease sweep now (workers do this on their own timer); cb gets the
- * number of jobs reclaimed, or 0 when another sweeper held the guard. The
+ * number of jobs it took back from their holders (leases expired: back to
+ * ready or dead, counted as "reclaimed" in rjq_stats; run times over:
+ * failed as timed out, counted as "failed"), or 0 when another sweeper
+ * held the guard. The
  * sweep also deletes completed jobs past the queue's retention (up to 1000
  * per call). */
 RJQ_API int rjq_queue_reclaim(rjq_queue *q, rjq_count_cb *cb, void *data);

@@ -124,7 +124,8 @@ static int send_batch(rjq_queue *q, complete_batch *b) {
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_COMPLETED, RJQ__K_STATS, RJQ__K_READY, RJQ__K_PRIO,
-              RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_HELD, RJQ__K_DEDUP);
+              RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_HELD, RJQ__K_DEDUP,
+              RJQ__K_DEADLINES);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_ll(&a, rjq__queue_retention_ms(q));
     rjq__argv_ll(&a, rjq__queue_completed_max(q));
@@ -316,7 +317,7 @@ static int send_fail(rjq_job *job, const char *error, int flags, long long retry
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_DEAD,
-              RJQ__K_STATS, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_DEDUP);
+              RJQ__K_STATS, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_DEDUP, RJQ__K_DEADLINES);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_str(&a, job->id);

@@ -239,24 +239,30 @@ static void resync_all(rjq_queue *q) {
     }
 }
 
-/* A notice ("!cancel <token> <id>"): routed to the worker of the token
+/* A notice ("!cancel <token> <id>", cancel.lua, or "!timeout <token>
+ * <id>", reclaim.lua): routed to the worker of the token
  * ("<client>.<worker>.<unique>"); one that left has no job to tell. */
 static void on_notice(rjq_client *c, rjq_queue *q, const char *channel, const char *msg,
                       size_t len) {
-    static const char cancel[] = "!cancel ";
-    const char *p = msg + sizeof cancel - 1, *end = msg + len, *token, *dot;
+    static const char cancel[] = "!cancel ", timeout[] = "!timeout ";
+    int reason = 0;
+    size_t skip = 0;
+    if (len > sizeof cancel - 1 && memcmp(msg, cancel, sizeof cancel - 1) == 0)
+        reason = RJQ_EJOBCANCELED, skip = sizeof cancel - 1;
+    else if (len > sizeof timeout - 1 && memcmp(msg, timeout, sizeof timeout - 1) == 0)
+        reason = RJQ_ETIMEDOUT, skip = sizeof timeout - 1;
+    const char *p = msg + skip, *end = msg + len, *token, *dot;
     size_t toklen;
     unsigned long long wid;
-    if (len <= sizeof cancel - 1 || memcmp(msg, cancel, sizeof cancel - 1) != 0 ||
-        parse_word(&p, end, ' ', &token, &toklen) || p == end || memchr(p, ' ', (size_t)(end - p)) ||
-        (dot = memchr(token, '.', toklen)) == NULL) {
+    if (reason == 0 || parse_word(&p, end, ' ', &token, &toklen) || p == end ||
+        memchr(p, ' ', (size_t)(end - p)) || (dot = memchr(token, '.', toklen)) == NULL) {
         rjq__errmsg(c, "push on %s: malformed notice", channel);
         return;
     }
     const char *w = dot + 1;
     if (parse_num(&w, token + toklen, '.', &wid)) return; /* not one of our tokens */
     rjq__reg *r = find_reg(q, wid);
-    if (r) r->ops->notice(r->arg, RJQ_EJOBCANCELED, token, toklen, p, (size_t)(end - p));
+    if (r) r->ops->notice(r->arg, reason, token, toklen, p, (size_t)(end - p));
 }
 
 static void on_push(rjq_client *c, const char *channel, const char *msg, size_t len,

@@ -28,7 +28,9 @@ typedef struct rjq__reg_ops {
      * the registration was marked for replacement: claim. */
     void (*resync)(void *arg);
     /* The job id, held under token, must stop for `reason` (a notice on
-     * the push channel: "!cancel <token> <id>", from cancel.lua). */
+     * the push channel: "!cancel <token> <id>" from cancel.lua,
+     * RJQ_EJOBCANCELED; "!timeout <token> <id>" from reclaim.lua,
+     * RJQ_ETIMEDOUT). */
     void (*notice)(void *arg, int reason, const char *token, size_t toklen, const char *id,
                    size_t idlen);
 } rjq__reg_ops;

@@ -820,8 +820,8 @@ static void on_extended(rjq_client *c, int status, redisReply *r, void *priv) {
          i++) {
         const char *id = p, *token = id + strlen(id) + 1;
         p = token + strlen(token) + 1;
-        /* 2: cancelled, and the notice on the push channel was missed;
-         * 3: its run time is over (its timeout) */
+        /* 2: cancelled, 3: its run time is over (its timeout), and the
+         * notice on the push channel was missed */
         long long code = r->element[i]->type == REDIS_REPLY_INTEGER ? r->element[i]->integer : 0;
         if (code == 2 || code == 3)
             notice_job(w, code == 2 ? RJQ_EJOBCANCELED : RJQ_ETIMEDOUT, token, strlen(token), id,
@@ -850,6 +850,8 @@ static void on_extend_timer(rjq__timer *t) {
     for (rjq_job *j = w->jobs; j; j = j->next) {
         rjq__argv_str(&a, j->id);
         rjq__argv_str(&a, j->token);
+        /* its claim's start as the lease's end tells it (extend.lua) */
+        rjq__argv_ll(&a, j->deadline > w->lease_ms ? j->deadline - w->lease_ms : 0);
         size_t il = strlen(j->id) + 1, tl = strlen(j->token) + 1;
         memcpy(p, j->id, il);
         memcpy(p + il, j->token, tl);

@@ -597,8 +597,8 @@ TEST(job_past_its_timeout_is_failed_and_retried_and_its_holder_can_neither_exten
 
 /* A holder that hangs with a long lease (3 s, its first extension 1 s
  * away) loses a job at its timeout: the queue's default here (300 ms).
- * Its attempts spent, it goes dead as timed out; the holder's extension
- * then finds it failed under its token and tells it. */
+ * Its attempts spent, it goes dead as timed out; the sweep (another
+ * client's) tells the holder on its push channel. */
 TEST(hung_holder_loses_a_job_at_its_timeout_not_at_its_lease) {
     test_env e;
     rjq_queue_options qo = {0};
@@ -641,8 +641,8 @@ TEST(hung_holder_loses_a_job_at_its_timeout_not_at_its_lease) {
     info_wait i = get_info(e.base, e.q, "h");
     ASSERT_STREQ("dead", i.state);
     ASSERT_STREQ("timed out after 300 ms", i.error);
-    ASSERT_EQ(0, timeout_notices);
-    ASSERT(loop_until(e.base, &timeout_notices, 3000)); /* its extension, 1 s after the start */
+    ASSERT(loop_until(e.base, &timeout_notices, 3000)); /* a pub/sub hop after the sweep */
+    ASSERT_EQ(1, timeout_notices);
     ASSERT_EQ(RJQ_ETIMEDOUT, timeout_reason);
     late_calls = 0; /* its late failure is refused too (not taken for a re-sent one) */
     ASSERT_OK(rjq_job_fail(held_job, "late", RJQ_FAIL_RETRY, 0, on_late, NULL));
@@ -1038,5 +1038,284 @@ TEST(reused_id_does_not_inherit_an_old_run_time_end) {
     ASSERT_OK(rjq_job_complete(held_job, "", 0, on_done_ok, NULL));
     loop_for(e.base, 100);
     ASSERT_STREQ("completed", get_info(e.base, e.q, "r").state);
+    env_stop(&e);
+}
+
+/* Runs the loop until the server's clock is past the run time's end of
+ * job id of queue q (its entry in deadlines, written when it started). */
+static void wait_run_time_over(test_env *e, const char *q, const char *id) {
+    long long ends = server_int(e->rc, "ZSCORE t:{%s}:deadlines %s", q, id);
+    ASSERT(ends > 0);
+    double end = mono_ms() + 5000;
+    while (server_now_ms(e->rc) <= ends) {
+        ASSERT(mono_ms() < end);
+        loop_for(e->base, 20);
+    }
+}
+
+/* One reclaim sweep now; returns the jobs it took back. */
+static long long sweep_now(test_env *e) {
+    count_wait w = {0};
+    ASSERT_OK(rjq_queue_reclaim(e->q, on_count, &w));
+    ASSERT(loop_until(e->base, &w.done, 5000));
+    ASSERT_OK(w.status);
+    return w.n;
+}
+
+/* Regression (issue 31, item 1): the completion script itself refuses a
+ * completion past the job's run time, by the server's clock, before any
+ * sweep ran (the worker's lease is 30 s and nothing sweeps), and changes
+ * nothing; the next sweep fails the job as timed out and counts it. */
+TEST(completion_past_the_run_time_is_refused_before_any_sweep_and_changes_nothing) {
+    test_env e;
+    env_start(&e, "tl");
+    rjq_worker_options wo = quiet_worker_options(1); /* lease 30 s, no sweep */
+    started = 0;
+    held_job = NULL;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, keep_handler, NULL, &w));
+    rjq_job_options o = {0};
+    o.id = "l";
+    o.timeout_ms = 200;
+    o.max_attempts = 1;
+    enqueue_opts(&e, "x", &o);
+    ASSERT(loop_until_count(e.base, &started, 1, 5000));
+    wait_run_time_over(&e, "tl", "l");
+    late_calls = 0;
+    ASSERT_OK(rjq_job_complete(held_job, "late", 4, on_late, NULL));
+    ASSERT(loop_until_count(e.base, &late_calls, 1, 5000));
+    ASSERT_EQ(RJQ_ELEASELOST, late_status);
+    info_wait i = get_info(e.base, e.q, "l");
+    ASSERT_STREQ("active", i.state); /* nothing changed */
+    ASSERT_EQ(0, i.has_result);
+    rjq_stats st = get_stats(e.base, e.q);
+    ASSERT_EQ(0, st.completed);
+    ASSERT_EQ(0, st.failed);
+    ASSERT_EQ(0, rjq_worker_running(w)); /* its slot is free */
+    ASSERT_EQ(1, sweep_now(&e)); /* the sweep finds it */
+    i = get_info(e.base, e.q, "l");
+    ASSERT_STREQ("dead", i.state);
+    ASSERT_STREQ("timed out after 200 ms", i.error);
+    st = get_stats(e.base, e.q);
+    ASSERT_EQ(0, st.completed);
+    ASSERT_EQ(1, st.failed);
+    ASSERT_EQ(0, st.reclaimed); /* failed as timed out, not returned as lost */
+    env_stop(&e);
+}
+
+/* A failure past the run time is refused the same way, and changes
+ * nothing: the job's outcome is its timeout (under its retry policy), not
+ * what the late failure said (here: fatal). */
+TEST(failure_past_the_run_time_is_refused_before_any_sweep_and_changes_nothing) {
+    test_env e;
+    env_start(&e, "tf");
+    rjq_worker_options wo = quiet_worker_options(1);
+    started = 0;
+    held_job = NULL;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, keep_handler, NULL, &w));
+    rjq_job_options o = {0};
+    o.id = "f";
+    o.timeout_ms = 200;
+    o.max_attempts = 2;
+    o.backoff.type = RJQ_BACKOFF_FIXED;
+    o.backoff.base_ms = 60000; /* the retry waits (not for this worker) */
+    enqueue_opts(&e, "x", &o);
+    ASSERT(loop_until_count(e.base, &started, 1, 5000));
+    wait_run_time_over(&e, "tf", "f");
+    late_calls = 0;
+    ASSERT_OK(rjq_job_fail(held_job, "late", RJQ_FAIL_FATAL, 0, on_late, NULL));
+    ASSERT(loop_until_count(e.base, &late_calls, 1, 5000));
+    ASSERT_EQ(RJQ_ELEASELOST, late_status);
+    info_wait i = get_info(e.base, e.q, "f");
+    ASSERT_STREQ("active", i.state);
+    ASSERT_EQ(0, i.has_error);
+    ASSERT_EQ(0, get_stats(e.base, e.q).failed);
+    ASSERT_EQ(1, sweep_now(&e));
+    i = get_info(e.base, e.q, "f");
+    ASSERT_STREQ("delayed", i.state); /* retried, not dead */
+    ASSERT_STREQ("timed out after 200 ms", i.error);
+    rjq_stats st = get_stats(e.base, e.q);
+    ASSERT_EQ(1, st.failed);
+    ASSERT_EQ(1, st.retried);
+    ASSERT_EQ(0, st.dead_depth);
+    env_stop(&e);
+}
+
+/* Completes the job from inside on_notice, as the serve demo's pool does
+ * with a hung job. */
+static void notice_then_complete_late(rjq_job *job, int reason, void *data) {
+    (void)data;
+    timeout_notices++;
+    timeout_reason = reason;
+    ASSERT_OK(rjq_job_complete(job, "", 0, on_late, NULL));
+}
+
+/* Regression (issue 31, item 1): the extension tells the holder that the
+ * run time is over before any sweep failed the job; a completion from
+ * inside that notice is refused, so the job does not end "completed" with
+ * an empty result, and the sweep then finds it. */
+TEST(completion_from_the_timeout_notice_before_the_sweep_is_refused_and_the_sweep_finds_the_job) {
+    test_env e;
+    env_start(&e, "tn");
+    rjq_worker_options wo = quiet_worker_options(1); /* nothing sweeps */
+    wo.lease_ms = 600; /* extended every 200 ms */
+    wo.on_notice = notice_then_complete_late;
+    started = 0;
+    timeout_notices = 0;
+    late_calls = 0;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, keep_handler, NULL, &w));
+    rjq_job_options o = {0};
+    o.id = "n";
+    o.timeout_ms = 100;
+    o.max_attempts = 1;
+    enqueue_opts(&e, "x", &o);
+    ASSERT(loop_until_count(e.base, &late_calls, 1, 5000));
+    ASSERT_EQ(1, timeout_notices);
+    ASSERT_EQ(RJQ_ETIMEDOUT, timeout_reason);
+    ASSERT_EQ(RJQ_ELEASELOST, late_status);
+    ASSERT_STREQ("active", get_info(e.base, e.q, "n").state);
+    ASSERT_EQ(0, get_stats(e.base, e.q).completed);
+    ASSERT_EQ(1, sweep_now(&e));
+    info_wait i = get_info(e.base, e.q, "n");
+    ASSERT_STREQ("dead", i.state);
+    ASSERT_STREQ("timed out after 100 ms", i.error);
+    env_stop(&e);
+}
+
+/* Each attempt's notice (attempt number -> how many, and the reason). */
+static int attempt_notices[8], attempt_reason[8];
+static rjq_job *attempt_jobs[8];
+
+static void keep_by_attempt(rjq_job *job, void *data) {
+    (void)data;
+    started++;
+    int a = rjq_job_attempt(job);
+    ASSERT(a >= 1 && a < 8);
+    attempt_jobs[a] = job;
+}
+
+static void note_attempt_notice(rjq_job *job, int reason, void *data) {
+    (void)data;
+    int a = rjq_job_attempt(job);
+    ASSERT(a >= 1 && a < 8);
+    attempt_notices[a]++;
+    attempt_reason[a] = reason;
+    timeout_notices++;
+}
+
+/* Regression (issue 31, item 5): with the default 30 s lease (its first
+ * extension 10 s away), a job with a timeout and 3 attempts whose
+ * handlers all hang on one worker: every attempt is told RJQ_ETIMEDOUT
+ * within a pub/sub hop of the sweep that failed it, also attempt 1 while
+ * attempts 2 and 3 of the same id run on the same worker; finishing them
+ * frees their slots. */
+TEST(every_timed_out_attempt_is_told_while_later_attempts_of_its_job_run_on_the_same_worker) {
+    test_env e;
+    env_start(&e, "ta");
+    rjq_worker_options wo = quiet_worker_options(3); /* default lease: 30 s */
+    wo.reclaim_ms = 100;
+    wo.on_notice = note_attempt_notice;
+    memset(attempt_notices, 0, sizeof attempt_notices);
+    memset(attempt_jobs, 0, sizeof attempt_jobs);
+    started = 0;
+    timeout_notices = 0;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, keep_by_attempt, NULL, &w));
+    rjq_job_options o = {0};
+    o.id = "a";
+    o.timeout_ms = 200;
+    o.max_attempts = 3;
+    o.backoff.type = RJQ_BACKOFF_FIXED;
+    o.backoff.base_ms = 1;
+    enqueue_opts(&e, "x", &o);
+    /* (well within the first extension: 10 s) */
+    ASSERT(loop_until_count(e.base, &started, 3, 5000));
+    double end = mono_ms() + 5000;
+    while (timeout_notices < 3) {
+        ASSERT(mono_ms() < end);
+        loop_for(e.base, 20);
+    }
+    for (int a = 1; a <= 3; a++) {
+        ASSERT_EQ(1, attempt_notices[a]);
+        ASSERT_EQ(RJQ_ETIMEDOUT, attempt_reason[a]);
+        ASSERT_EQ(RJQ_ETIMEDOUT, rjq_job_notice(attempt_jobs[a]));
+    }
+    ASSERT_EQ(3, rjq_worker_running(w));
+    info_wait i = get_info(e.base, e.q, "a");
+    ASSERT_STREQ("dead", i.state);
+    ASSERT_STREQ("timed out after 200 ms", i.error);
+    for (int a = 1; a <= 3; a++) {
+        late_calls = 0;
+        ASSERT_OK(rjq_job_complete(attempt_jobs[a], "", 0, on_late, NULL));
+        ASSERT(loop_until_count(e.base, &late_calls, 1, 5000));
+        ASSERT_EQ(RJQ_ELEASELOST, late_status);
+    }
+    ASSERT_EQ(0, rjq_worker_running(w));
+    ASSERT_EQ(3, timeout_notices); /* told once each */
+    env_stop(&e);
+}
+
+/* The same when the subscriber connection is down while the attempts
+ * time out (their messages are lost): each attempt's holder is told by
+ * its next lease extension, also attempt 1, whose failtoken attempt 2's
+ * timeout has replaced by then. */
+TEST(timed_out_attempts_missed_by_the_subscriber_are_told_by_the_next_extension) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_client_options co = client_options(e.s.url);
+    co.reconnect_min_ms = co.reconnect_max_ms = 8000; /* the subscriber stays down */
+    rjq_client *wc = client_new(e.base, &co);
+    wait_connected(e.base, wc);
+    rjq_queue *wq = queue_for(wc, "tm");
+    e.q = queue_for(e.c, "tm");
+    rjq_worker_options wo = quiet_worker_options(2);
+    wo.lease_ms = 6000; /* extended every 2 s */
+    wo.reclaim_ms = 50; /* it sweeps itself */
+    wo.on_notice = note_attempt_notice;
+    memset(attempt_notices, 0, sizeof attempt_notices);
+    memset(attempt_jobs, 0, sizeof attempt_jobs);
+    started = 0;
+    timeout_notices = 0;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(wq, &wo, keep_by_attempt, NULL, &w));
+    double end = mono_ms() + 5000;
+    while (push_channels(e.rc, "tm") < 1) {
+        ASSERT(mono_ms() < end);
+        loop_for(e.base, 10);
+    }
+    freeReplyObject(server_cmd(e.rc, "CLIENT KILL TYPE pubsub"));
+    ASSERT_EQ(0, push_channels(e.rc, "tm"));
+    rjq_job_options o = {0};
+    o.id = "m";
+    o.timeout_ms = 100;
+    o.max_attempts = 2;
+    o.backoff.type = RJQ_BACKOFF_FIXED;
+    o.backoff.base_ms = 1;
+    enqueue_opts(&e, "x", &o);
+    /* both attempts run and time out; their messages go nowhere */
+    end = mono_ms() + 6000;
+    while (get_stats(e.base, e.q).dead_depth == 0) {
+        ASSERT(mono_ms() < end);
+        loop_for(e.base, 20);
+    }
+    ASSERT_EQ(2, started);
+    end = mono_ms() + 6000;
+    while (timeout_notices < 2) {
+        ASSERT(mono_ms() < end);
+        loop_for(e.base, 20);
+    }
+    ASSERT_EQ(0, push_channels(e.rc, "tm")); /* it came with the extension */
+    for (int a = 1; a <= 2; a++) {
+        ASSERT_EQ(1, attempt_notices[a]);
+        ASSERT_EQ(RJQ_ETIMEDOUT, attempt_reason[a]);
+        late_calls = 0;
+        ASSERT_OK(rjq_job_complete(attempt_jobs[a], "", 0, on_late, NULL));
+        ASSERT(loop_until_count(e.base, &late_calls, 1, 5000));
+        ASSERT_EQ(RJQ_ELEASELOST, late_status);
+    }
+    ASSERT_EQ(0, rjq_worker_running(w));
+    rjq_client_free(wc);
     env_stop(&e);
 }

@@ -287,6 +287,18 @@ grep -q "handed back to their queue" "$DIR/demo.err" || fail "no hand-back said:
 start_serve demo-ro --demo --read-only
 req POST "/v1/demo/enqueue?n=1"; expect 403
 kill -TERM "$SPID"; wait "$SPID"
+# hung jobs past their timeout (5 s) are found by the reclaim sweep and told
+# so; the pool's completion is then refused: they never become "completed"
+start_serve demo-hang --demo --queues 'demo'
+req GET /v1/queues/demo; completed_before=$(json "$BODY" "d['stats']['completed']")
+req POST "/v1/demo/pool?size=2&fail_pct=0&hang_pct=100"; expect 200
+req POST "/v1/demo/enqueue?n=2"; expect 200
+for _ in $(seq 300); do req POST /v1/demo/reclaim; [[ $BODY =~ '"reclaimed":'[1-9] ]] && break; sleep 0.1; done
+expect 200 '"reclaimed":[1-9]'
+for _ in $(seq 100); do req GET /v1/demo; [[ $BODY == *'"dropped":'[1-9]* ]] && break; sleep 0.1; done
+expect 200 '"dropped":[1-9]'
+req GET /v1/queues/demo; expect 200 "\"completed\":$completed_before,"
+kill -TERM "$SPID"; wait "$SPID"
 
 # ---- bounds: --max-waiting (429), --max-requests (503) -----------------------------------------
 start_serve bounded --max-waiting 1 --max-requests 2

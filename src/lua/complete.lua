@@ -8,8 +8,16 @@
 -- delivery (offer_slots in lib.lua), unless work is waiting.
 -- The batch also drops the held index's members of tokens whose jobs have
 -- all left their worker (forget in lib.lua).
+-- A job with a timeout whose run time is over (its entry in deadlines,
+-- see start_jobs in lib.lua, by the server's clock now) is refused as
+-- lease lost and nothing of it changes, whether or not a reclaim sweep
+-- has failed it as timed out yet (one will: that is the attempt's
+-- outcome). A job without a timeout whose lease merely ran out is still
+-- completed while no sweep or other worker took it: its token still
+-- matches, and the token is what fences it.
 -- KEYS: 1 active, 2 completed, 3 stats, 4 ready, 5 prio, 6 idle,
---       7..13 the job columns, 14 monitored, 15 held, 16 dedup
+--       7..13 the job columns, 14 monitored, 15 held, 16 dedup,
+--       17 deadlines
 -- ARGV: 1 job name prefix, 2 retention ms (-1: no age limit), 3 most
 --       completed jobs kept (<= 0: no count limit), 4 number of offers,
 --       5 number of tokens to forget, then per offer: idle field, epoch,
@@ -17,7 +25,7 @@
 --       id, "<attempt> <token>" (the tail of the state the claim wrote,
 --       see the state column in lib.lua), result.
 -- Returns one code per job: 1 done (or already done with this token),
--- 0 lease lost, 2 cancelled (cancel.lua); then one per offer: 1
+-- 0 lease lost (or its run time is over), 2 cancelled (cancel.lua); then one per offer: 1
 -- registered, 0 not (work is waiting, the queue is paused or limited, or
 -- the worker's registration has another epoch: the worker then claims).
 local active, completed, stats, ready, prio, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
@@ -42,6 +50,28 @@ local emit = monitor(KEYS[14], prefix)
 local ids = {}
 for i = FIRST, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
 local s, n = hmget(J.s, ids, 'hash'), hmget_sparse(J.n, ids, 'hash')
+-- late[i]: job i's run time is over. An entry of deadlines counts only
+-- for a job with a timeout (one left by an earlier job of the id does
+-- not, as in extend.lua); most queues have no such key: one EXISTS.
+local late = {}
+if redis.call('EXISTS', KEYS[17]) == 1 then
+  local past, ends = {}, {}
+  for i = 1, #ids, CHUNK do
+    local part = typed('zset', 'ZMSCORE', KEYS[17], unpack(ids, i, math.min(i + CHUNK - 1, #ids)))
+    for j = 1, #part do ends[#ends + 1] = part[j] end
+  end
+  for i = 1, #ids do
+    if ends[i] and tonumber(ends[i]) <= now then past[#past + 1] = i end
+  end
+  if #past > 0 then
+    local pid = {}
+    for k, i in ipairs(past) do pid[k] = ids[i] end
+    local o = hmget(J.o, pid, 'hash')
+    for k, i in ipairs(past) do
+      if select(4, parse_options(o[k])) then late[i] = true end
+    end
+  end
+end
 -- Idle workers offer their slots only while no work is waiting; then
 -- their registrations are read here, before the first write (idle_v:
 -- field -> value, false when absent).
@@ -69,7 +99,9 @@ for i, id in ipairs(ids) do
   if tail ~= tail_of then
     tail_of, active_v, done_v = tail, 'active ' .. tail, 'completed ' .. tail
   end
-  if s[i] == active_v then
+  if s[i] == active_v and late[i] then
+    out[i] = 0 -- past its run time: lease lost, nothing changed
+  elseif s[i] == active_v then
     k = k + 1
     gone[k] = id; fresh[k] = i
     st[2 * k - 1] = id; st[2 * k] = done_v

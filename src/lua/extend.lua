@@ -2,13 +2,19 @@
 -- these tokens. A job with a timeout is never extended past the end of
 -- its run time (deadlines, see start_jobs in lib.lua): once that has come,
 -- its lease is left to run out (the reclaim sweep then fails it as timed
--- out) and its holder is told.
+-- out, and tells its holder on its push channel) and its holder is told
+-- here too (it may have missed that message).
 -- KEYS: 1 active, 2..8 the job columns, 9 deadlines
--- ARGV: 1 lease ms, then per job: id, token
+-- ARGV: 1 lease ms, then per job: id, token, start (server ms at which
+--       the holder's claim of it started, as it knows it; 0: unknown)
 -- Returns one code per job: 1 extended, 0 lease lost, 2 cancelled
 -- (cancel.lua: the worker missed the notice on its push channel), 3 its
 -- run time is over (timed out: the job is failed, or will be, by the
--- reclaim sweep).
+-- reclaim sweep). A lost lease is 3 as well when the sweep failed the job
+-- as timed out under this token (its failtoken), or when the job has a
+-- timeout and start + timeout has passed: a later attempt of the job may
+-- have overwritten the failtoken since (its own timeout), and the holder
+-- of each attempt is told.
 local active = KEYS[1]
 local lease = tonumber(ARGV[1])
 local J = columns(KEYS, 2)
@@ -16,7 +22,7 @@ expect_types({active, 'zset'})
 local now = now_ms()
 local deadline = now + lease
 local ids = {}
-for i = 2, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
+for i = 2, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
 local s = hmget(J.s, ids)
 local ends = zmscore_sparse(KEYS[9], ids)
 local entries = false
@@ -32,7 +38,7 @@ end
 local out, za, lost = {}, {}, {}
 for i, id in ipairs(ids) do
   local state, _, t = state_of(s[i])
-  local tok = ARGV[2 * i + 1]
+  local tok = ARGV[3 * i]
   local e = ends[i] and tonumber(ends[i])
   if state == 'active' and t == tok then
     if e and e <= now then
@@ -49,13 +55,19 @@ for i, id in ipairs(ids) do
   end
 end
 -- A lost lease may be the sweep's doing: a job it failed as timed out
--- keeps "<the claim's token> timeout" in failtoken (reclaim.lua).
+-- keeps "<the claim's token> timeout" in failtoken (reclaim.lua), until a
+-- later attempt's timeout replaces it; so a lost job with a timeout whose
+-- claim started at least that long ago is timed out too.
 if #lost > 0 then
   local l = {}
   for k, i in ipairs(lost) do l[k] = ids[i] end
-  local f = hmget(J.f, l)
+  local f, o = hmget(J.f, l), hmget(J.o, l)
   for k, i in ipairs(lost) do
-    if f[k] == ARGV[2 * i + 1] .. ' timeout' then out[i] = 3 end
+    local tmo = select(4, parse_options(o[k]))
+    local start = tonumber(ARGV[3 * i + 1]) or 0
+    if f[k] == ARGV[3 * i] .. ' timeout' or (tmo and start > 0 and start + tmo <= now) then
+      out[i] = 3
+    end
   end
 end
 if #za > 0 then

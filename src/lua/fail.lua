@@ -1,11 +1,15 @@
 -- fail: a claimed job failed. Retry after backoff while attempts remain,
 -- else (or when fatal) move it to dead. Checked against the fencing token.
+-- A job with a timeout whose run time is over (deadlines, see start_jobs
+-- in lib.lua) is refused as lease lost, as complete.lua refuses it, and
+-- nothing changes: the reclaim sweep fails it as timed out (that is the
+-- attempt's outcome, whatever the late failure said).
 -- KEYS: 1 active, 2 ready, 3 prio, 4 delayed, 5 dead, 6 stats, 7..13 the job columns, 14 monitored,
---       15 dedup
+--       15 dedup, 16 deadlines
 -- ARGV: 1 job name prefix, 2 wake channel, 3 id, 4 token, 5 error text,
 --       6 fatal (0/1), 7 retry delay ms (-1: the job's backoff),
 --       8 jitter in [0,1), 9 dead cap
--- Returns 0 lease lost, 1 retry scheduled, 2 dead, 3 already failed with
+-- Returns 0 lease lost (or its run time is over), 1 retry scheduled, 2 dead, 3 already failed with
 -- this token (a retried call whose first reply was lost), 4 cancelled
 -- (cancel.lua).
 local active, ready, prio, delayed, dead, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
@@ -26,6 +30,10 @@ if state ~= 'active' or t ~= tok then
 end
 
 local now = now_ms()
+if select(4, parse_options(v[2])) then -- a timeout: its run time's end
+  local e = typed('zset', 'ZSCORE', KEYS[16], id)
+  if e and tonumber(e) <= now then return 0 end
+end
 local emit = monitor(KEYS[14], prefix)
 redis.call('ZREM', active, id)
 return fail_job(J, ready, prio, delayed, dead, stats, wake, id, tok, attempts, v[2], now, err, fatal, delay,

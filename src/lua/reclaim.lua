@@ -12,13 +12,17 @@
 --       (1: also say how many jobs wait), 9 jitter in [0,1) (backoff)
 -- A job whose run time is over (its timeout: deadlines, see start_jobs)
 -- is failed as timed out, under its retry policy (backoff, then dead once
--- its attempts are spent), not returned as lost; its failtoken is "<the
--- claim's token> timeout", so the holder's next extension tells it
--- (extend.lua) and its late failure is refused (fail.lua: lease lost).
+-- its attempts are spent), not returned as lost; its holder's client is
+-- told on its push channel ("!timeout <token> <id>", as cancel.lua tells
+-- a cancel), and its failtoken is "<the claim's token> timeout", so a
+-- holder that missed that message hears it from its next extension
+-- (extend.lua); its late completion or failure is refused (complete.lua,
+-- fail.lua: lease lost).
 -- Entries of deadlines that are past are dropped (jobs that finished), as
 -- are reservations of the dedup set that are over.
--- Returns the number of jobs reclaimed, or -1 when another sweeper holds
--- the guard; with look, { that, the jobs ready or due } (a client's
+-- Returns the number of jobs reclaimed (returned as lost, or failed as
+-- timed out; the stats count the first as reclaimed, the second as
+-- failed), or -1 when another sweeper holds the guard; with look, { that, the jobs ready or due } (a client's
 -- periodic visit: its idle workers claim when jobs wait that no doorbell
 -- announced to them; a paused queue has none for them).
 local active, ready, prio, dead, stats, guard, completed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
@@ -53,7 +57,7 @@ local ends = zmscore_sparse(deadlines, ids)
 -- ids whose record is gone or not active (stale entries) are dropped
 redis.call('ZREM', active, unpack(ids))
 local emit = monitor(KEYS[15], prefix)
-local n = 0
+local n, timed_out = 0, 0
 for i, id in ipairs(ids) do
   local v = fields(J, id, 's', 'o')
   local state, attempts, tok = state_of(v[1])
@@ -61,6 +65,12 @@ for i, id in ipairs(ids) do
     local e = ends[i] and tonumber(ends[i])
     local tmo = select(4, parse_options(v[2])) -- (an entry of a job without one is stale)
     if e and e <= now and tmo then
+      timed_out = timed_out + 1
+      -- its holder's client: the first part of the token (as in cancel.lua)
+      local cid = tok and string.match(tok, '^([^.]+)%.')
+      if cid then
+        redis.call('PUBLISH', string.sub(prefix, 1, -5) .. 'push:' .. cid, '!timeout ' .. tok .. ' ' .. id)
+      end
       -- failtoken "<token> timeout": the holder's extension tells it (extend.lua),
       -- and its own late failure is refused (fail.lua)
       fail_job(J, ready, prio, delayed, dead, stats, wake, id, (tok or '') .. ' timeout', attempts, v[2],
@@ -73,4 +83,4 @@ for i, id in ipairs(ids) do
 end
 drop_past_deadlines()
 if n > 0 then redis.call('HINCRBY', stats, 'reclaimed', n) end
-return result(n)
+return result(n + timed_out)

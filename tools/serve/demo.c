@@ -113,8 +113,9 @@ static void handler(rjq_job *job, void *data) {
     }
 }
 
-/* A hung job timed out (or was cancelled): let go of it (its finish is
- * refused; the queue has failed it already). */
+/* A hung job timed out (or was cancelled): let go of it. Its finish is
+ * refused (RJQ_ELEASELOST, RJQ_EJOBCANCELED) and changes nothing: the
+ * queue has failed it as timed out already, or its next sweep will. */
 static void on_notice(rjq_job *job, int reason, void *data) {
     demo *d = data;
     (void)reason;

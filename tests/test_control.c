@@ -1319,3 +1319,39 @@ TEST(timed_out_attempts_missed_by_the_subscriber_are_told_by_the_next_extension)
     rjq_client_free(wc);
     env_stop(&e);
 }
+
+/* The other side of the refusal above: a lease that merely ran out (as
+ * for a worker paused longer than its lease) with no sweep or other worker
+ * having taken the job since still accepts its holder's completion, the
+ * fencing token shows nobody else ran it; for a job with a timeout too,
+ * while its run time is not over. */
+TEST(completion_after_the_lease_ran_out_with_nobody_else_holding_the_job_is_accepted) {
+    test_env e;
+    env_start(&e, "te");
+    rjq_worker_options wo = quiet_worker_options(1); /* lease 30 s, no sweep */
+    started = 0;
+    held_job = NULL;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, keep_handler, NULL, &w));
+    rjq_job_options plain = {0}, timed = {0};
+    plain.id = "p";
+    timed.id = "t";
+    timed.timeout_ms = 60000;
+    const rjq_job_options *opts[2] = {&plain, &timed};
+    for (int k = 0; k < 2; k++) {
+        enqueue_opts(&e, "x", opts[k]);
+        ASSERT(loop_until_count(e.base, &started, k + 1, 5000));
+        ASSERT_STREQ(opts[k]->id, rjq_job_id(held_job));
+        /* its lease ended a second ago, by the server's clock */
+        freeReplyObject(server_cmd(e.rc, "ZADD t:{te}:active XX %lld %s", server_now_ms(e.rc) - 1000,
+                                   opts[k]->id));
+        late_calls = 0;
+        ASSERT_OK(rjq_job_complete(held_job, "r", 1, on_late, NULL));
+        ASSERT(loop_until_count(e.base, &late_calls, 1, 5000));
+        ASSERT_OK(late_status);
+        info_wait i = get_info(e.base, e.q, opts[k]->id);
+        ASSERT_STREQ("completed", i.state);
+        ASSERT_STREQ("r", i.result);
+    }
+    env_stop(&e);
+}

@@ -9,9 +9,9 @@
 -- ARGV: 1 job name prefix, 2 wake channel, 3 id, 4 token, 5 error text,
 --       6 fatal (0/1), 7 retry delay ms (-1: the job's backoff),
 --       8 jitter in [0,1), 9 dead cap
--- Returns 0 lease lost (or its run time is over), 1 retry scheduled, 2 dead, 3 already failed with
--- this token (a retried call whose first reply was lost), 4 cancelled
--- (cancel.lua).
+-- Returns 0 lease lost (or its run time is over), 1 retry scheduled, 2
+-- dead, 3 already failed with this token (a retried call whose first
+-- reply was lost), 4 cancelled (cancel.lua).
 local active, ready, prio, delayed, dead, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, wake, id, tok, err = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local fatal, delay, jitter, dead_max = ARGV[6] == '1', tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])

@@ -22,9 +22,10 @@
 -- are reservations of the dedup set that are over.
 -- Returns the number of jobs reclaimed (returned as lost, or failed as
 -- timed out; the stats count the first as reclaimed, the second as
--- failed), or -1 when another sweeper holds the guard; with look, { that, the jobs ready or due } (a client's
--- periodic visit: its idle workers claim when jobs wait that no doorbell
--- announced to them; a paused queue has none for them).
+-- failed), or -1 when another sweeper holds the guard; with look, { that,
+-- the jobs ready or due } (a client's periodic visit: its idle workers
+-- claim when jobs wait that no doorbell announced to them; a paused queue
+-- has none for them).
 local active, ready, prio, dead, stats, guard, completed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local prefix, wake, guard_ms, limit, dead_max = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local retention, cap, look, jitter = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8] == '1', tonumber(ARGV[9])

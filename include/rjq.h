@@ -400,9 +400,13 @@ typedef struct rjq_queue_options {
                                more than this many jobs wait (ready,
                                prioritised and delayed; jobs whose id exists
                                do not count) is refused with RJQ_EFULL, a
-                               batch as a whole, nothing written; checked
-                               on the server, so every producer of the
-                               queue should give the same bound; 0: none */
+                               batch as a whole, nothing written; each
+                               rjq_enqueue() on its own, in call order,
+                               even when a loop turn's enqueues share a
+                               script call (so exactly the bound is taken);
+                               checked on the server, so every producer of
+                               the queue should give the same bound; 0:
+                               none */
     long long job_timeout_ms; /* the timeout_ms of jobs enqueued through this
                                  handle that give none; 0: none */
 } rjq_queue_options;
@@ -501,8 +505,8 @@ typedef void rjq_enqueue_cb(rjq_client *c, int status, const rjq_enqueued *jobs,
  * Enqueue one job (payload is binary-safe, may be empty). The job record and
  * its place in ready/delayed are written by one script: no half jobs.
  * cb may be NULL. cb gets status RJQ_OK and n == 1, or an error and n == 0:
- * RJQ_EWRONGTYPE, RJQ_EOOM, RJQ_EAUTH, RJQ_EREDIS, RJQ_EPROTO (nothing
- * written), RJQ_ENOMEM (the batch could not be sent; nothing written),
+ * RJQ_EFULL (a bounded queue refused it: see max_waiting), RJQ_EWRONGTYPE,
+ * RJQ_EOOM, RJQ_EAUTH, RJQ_EREDIS, RJQ_EPROTO (nothing written), RJQ_ENOMEM (the batch could not be sent; nothing written),
  * RJQ_ECANCELED (the client was freed first), or RJQ_ECONN / RJQ_ETIMEDOUT
  * (unknown: retry with an explicit id to stay idempotent). A call whose
  * jobs all have explicit ids never gets those two: it is idempotent, so it
@@ -518,7 +522,8 @@ RJQ_API int rjq_enqueue(rjq_queue *q, const void *payload, size_t len,
 /* Enqueue 1..RJQ_BATCH_MAX jobs atomically: one script call, or, past 1 MiB
  * of arguments, several calls of at most 1 MiB in one transaction (MULTI/
  * EXEC: nothing runs between them; a bounded queue takes or refuses the
- * batch whole; the Redis user needs MULTI and EXEC, which the producer
+ * batch whole, also when it shares a script call with other enqueues of
+ * the loop turn, each of which is admitted on its own; the Redis user needs MULTI and EXEC, which the producer
  * role of `rjq acl` has). Same errors as rjq_enqueue(); any invalid item fails the
  * whole call synchronously. A batch of many MiB is copied whole by the
  * client; while more than 1 MiB of earlier requests is still unwritten,

@@ -76,8 +76,10 @@ extern "C" {
 /* One table generates the codes and rjq_strerror().
  *
  * RJQ_EWRONGTYPE: a key of the queue that the call would read or write
- * holds another Redis type (something other than rjq wrote it). The call
- * is refused before it writes anything; the error message names the key.
+ * holds another Redis type (something other than rjq wrote it), or a
+ * counter the call reads or counts (a field of the queue's stats hash,
+ * its concurrency limit) is not an integer. The call is refused before it
+ * writes anything; the error message names the key (and the field).
  * Keys the call does not touch are not checked (an enqueue without delay
  * does not look at the delayed set); rjq_queue_stats() checks the
  * queue's lists, sets and counters. */
@@ -647,18 +649,31 @@ typedef void rjq_done_cb(rjq_client *c, int status, void *data);
  * Finish the job successfully with result bytes (may be empty). On RJQ_OK
  * and RJQ_ECLOSED the job handle is released; on RJQ_EINVAL, RJQ_ETOOBIG
  * or RJQ_ENOMEM it stays the caller's (to try again, or fail it). cb (may
- * be NULL) gets RJQ_OK, or RJQ_ELEASELOST when the job's lease was lost
- * (reclaimed, or finished by another worker): nothing is changed then;
- * RJQ_EJOBCANCELED when the job was cancelled meanwhile (nothing changed;
- * it is not retried);
- * RJQ_ENOMEM when the completion batch could not be sent, RJQ_ECANCELED
- * when the client was freed first (the job comes back after its lease). A
- * completion interrupted by a disconnect is retried on reconnect, and one
+ * be NULL) gets exactly one of:
+ * - RJQ_OK: done; RJQ_EREPLICAS: done, but fewer replicas than
+ *   wait_replicas confirmed it (see rjq_client_options);
+ * - RJQ_ELEASELOST when the job's lease was lost (reclaimed, or finished
+ *   by another worker): nothing is changed then; RJQ_EJOBCANCELED when
+ *   the job was cancelled meanwhile (nothing changed; it is not retried);
+ * - refused by Redis, nothing changed (the job comes back after its
+ *   lease), rjq_client_errmsg() has the server's message:
+ *   RJQ_EWRONGTYPE when a key of the queue holds another type, or a
+ *   counter of its stats hash is not an integer (the message names the
+ *   key and the field); RJQ_EOOM when Redis is out of memory (maxmemory);
+ *   RJQ_EAUTH when the Redis user may not run the script; RJQ_EREDIS for
+ *   any other error, or a transient one that lasted past the retries
+ *   below; RJQ_EPROTO for a reply of an unexpected shape;
+ * - RJQ_ENOMEM when the completion batch could not be sent; RJQ_ECANCELED
+ *   (or RJQ_ECLOSED) when the client was freed first (the job comes back
+ *   after its lease).
+ * A completion interrupted by a disconnect is retried on reconnect, and one
  * answered with a transient error (LOADING, BUSY, READONLY, MASTERDOWN,
- * TRYAGAIN) is retried after 250 ms for up to a minute (the token makes it
- * idempotent), so RJQ_ECONN is not reported here. Returns RJQ_ECLOSED if
- * the client is freed or being freed, RJQ_ETOOBIG for a result over
- * max_payload.
+ * TRYAGAIN) is retried with backoff (50 ms doubling to 1 s) for up to a
+ * minute (the token makes it idempotent), so RJQ_ECONN and RJQ_ETIMEDOUT
+ * are not reported here.
+ * Returns RJQ_OK, RJQ_EINVAL (job NULL, or result NULL with len > 0),
+ * RJQ_ECLOSED if the client is freed or being freed, RJQ_ETOOBIG for a
+ * result over max_payload, RJQ_ENOMEM.
  */
 RJQ_API int rjq_job_complete(rjq_job *job, const void *result, size_t len,
                              rjq_done_cb *cb, void *data);
@@ -670,7 +685,11 @@ RJQ_API int rjq_job_complete(rjq_job *job, const void *result, size_t len,
  * Fail the job with an error text. With RJQ_FAIL_RETRY it runs again after
  * retry_delay_ms, or after the job's backoff when retry_delay_ms < 0, until
  * max_attempts is reached; then (or with RJQ_FAIL_FATAL) it goes dead and
- * can be replayed. Handle release, cb and errors as rjq_job_complete().
+ * can be replayed. Handle release, cb and its codes as rjq_job_complete()
+ * (RJQ_EWRONGTYPE also for a stats counter it counts that is not an
+ * integer). Returns RJQ_OK, RJQ_EINVAL (job NULL, flags other than
+ * RJQ_FAIL_FATAL, retry_delay_ms over RJQ_DELAY_MAX), RJQ_ECLOSED,
+ * RJQ_ENOMEM.
  */
 RJQ_API int rjq_job_fail(rjq_job *job, const char *error, int flags,
                          long long retry_delay_ms, rjq_done_cb *cb, void *data);

@@ -76,6 +76,7 @@ end
 local first = typed('zset', 'ZRANGEBYLEX', held, held_range(tok .. ' ')) -- a re-send's first run
 local meta = typed('hash', 'HMGET', KEYS[16], 'paused', 'concurrency', 'rate')
 local paused, conc, rmax, rwin = meta[1], tonumber(meta[2]), limits_rate(meta[3])
+if meta[2] and not string.match(meta[2], '^%d+$') then int_fields(KEYS[16], 'concurrency') end -- (refused)
 if rmax then expect_types({KEYS[18], 'zset'}) end -- (before the first write)
 local now = now_ms()
 local emit = monitor(KEYS[14], prefix, now)

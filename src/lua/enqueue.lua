@@ -249,6 +249,9 @@ for i in pairs(refused) do out[2 * i - 1] = refused[i]; out[2 * i] = -1 end
 if #admitted == 0 then return out end
 n = #admitted -- (the jobs written: the loop below goes through these)
 
+-- (counted below when ids exist or numbers were taken ahead: checked
+-- before the first write)
+if reserved or #given > 0 then int_fields(stats, 'skipped') end
 wrote = true
 local seq, window = 0, false
 if reserved then -- numbers taken already: used now, no longer skipped

@@ -25,6 +25,9 @@ if state ~= 'active' or t ~= tok then
   return 0
 end
 
+-- the counters fail_job may count (a priority job retried at once takes a
+-- sequence number), checked before the first write
+int_fields(stats, 'failed', 'retried', 'dead', 'seq', 'skipped')
 local now = now_ms()
 local emit = monitor(KEYS[14], prefix)
 redis.call('ZREM', active, id)

@@ -164,9 +164,33 @@ local function typed(want, cmd, key, ...)
   local r = redis.pcall(cmd, key, ...)
   if type(r) == 'table' and r.err then
     if want and string.sub(r.err, 1, 9) == 'WRONGTYPE' then expect_types({key, want}) end
+    if want == 'hash' and cmd == 'HINCRBY' and string.find(r.err, 'not an integer', 1, true) then
+      error({err = 'WRONGTYPE field ' .. (...) .. ' of ' .. key ..
+                   ' is not an integer, rjq expects one'})
+    end
     error(r)
   end
   return r
+end
+
+-- Integer fields of hash key (counters, limits) as numbers, false when
+-- absent: a value that is not an integer (written behind rjq's back) is
+-- refused with an error that names the key and the field. Called before
+-- a script's first write with the fields it reads or counts (HINCRBY would
+-- fail on such a value halfway through), it checks the key's type too.
+local function int_fields(key, ...)
+  local f = {...}
+  local v = typed('hash', 'HMGET', key, ...)
+  for i = 1, #f do
+    if v[i] then
+      if not string.match(v[i], '^%-?%d+$') then
+        error({err = 'WRONGTYPE field ' .. f[i] .. ' of ' .. key ..
+                     ' is not an integer, rjq expects one'})
+      end
+      v[i] = tonumber(v[i])
+    end
+  end
+  return v
 end
 
 -- Values of some fields of one job ({} entries are false when absent).
@@ -675,7 +699,7 @@ end
 -- index when the caller knows it (nil: read it).
 local function sweep_completed(J, completed, stats, retention, cap, now, budget, kept)
   expect_types({J.u, 'zset'}) -- (forget_jobs writes it; checked before this sweep's writes)
-  kept = kept or tonumber(redis.call('HMGET', stats, 'retained')[1] or '0')
+  kept = kept or int_fields(stats, 'retained', 'swept')[1] or 0
   local limit = cap
   if cap > 0 and kept > cap then limit = cap - cap_slack(cap) end
   local old, at, empty = {}, {}, false

@@ -867,9 +867,15 @@ typedef struct rjq_limits {
  * Set the queue's limits (NULL or all 0: none), stored in Redis: from the
  * reply on, claims start only what they allow. A worker held back by the
  * rate is told by its claim when the next start is allowed and wakes then
- * (no polling); one held back by the concurrency claims again when one of
- * its own jobs finishes (others at their next doorbell or visit). A
- * limited queue has no push delivery (jobs wait in the queue for claims):
+ * (no polling). Under the concurrency, free slots go to the workers that
+ * wait for them, least recently served first, whichever worker or process
+ * freed them: a worker held back waits in line (a hash in the queue's
+ * slot), a claim leaves one free slot to each worker ahead of it in line
+ * and rings the doorbell for them; a waiter that is gone (its client's
+ * push channel has no subscriber) or does not claim within 10 s of being
+ * told loses its place, and the claims held back behind it come back
+ * then. With 3 workers of 5 slots at a concurrency of 5, the slots go
+ * round the three. A limited queue has no push delivery (jobs wait in the queue for claims):
  * limits cost their queue the push's latency, and nothing to others. cb
  * (may be NULL) gets 1. RJQ_EINVAL for negative numbers.
  */

@@ -33,6 +33,9 @@
 --                  and rate (limits.lua)
 --   starts   zset  "<token> <id>" -> start time (ms) of each start of the
 --                  rate limit's window (claim.lua)
+--   waiters  hash  the workers in line for a slot under the concurrency
+--                  limit: idle field -> "<turn> <noticed ms>"; '#' the
+--                  last turn given (claim.lua, "Fair shares")
 --   cancelled zset id -> time of its cancel (cancel.lua)
 --   dedup    zset  id -> until when it stays reserved: ids of jobs with a
 --                  dedup time whose record was deleted (retention, the
@@ -108,6 +111,9 @@
 -- its waiting jobs (theirs since their last wrap rank below every new
 -- job), and its next renumbering carries that order on.
 
+-- A waiter for a slot under a queue's concurrency limit that did not claim
+-- within this long of its notice loses its place (claim.lua).
+local WAIT_GRACE_MS = 10000
 local PRIO_SHIFT = 4294967296 -- 2^32: the score span of one priority
 local RANK_WINDOW = 2147483648 -- 2^31 (see "Order within a priority")
 local DEFAULT_MAX_ATTEMPTS = 3 -- also RJQ's C default; not stored per job

@@ -76,8 +76,10 @@ extern "C" {
 /* One table generates the codes and rjq_strerror().
  *
  * RJQ_EWRONGTYPE: a key of the queue that the call would read or write
- * holds another Redis type (something other than rjq wrote it). The call
- * is refused before it writes anything; the error message names the key.
+ * holds another Redis type (something other than rjq wrote it), or a
+ * counter the call reads or counts (a field of the queue's stats hash,
+ * its concurrency limit) is not an integer. The call is refused before it
+ * writes anything; the error message names the key (and the field).
  * Keys the call does not touch are not checked (an enqueue without delay
  * does not look at the delayed set); rjq_queue_stats() checks the
  * queue's lists, sets and counters. */
@@ -400,9 +402,13 @@ typedef struct rjq_queue_options {
                                more than this many jobs wait (ready,
                                prioritised and delayed; jobs whose id exists
                                do not count) is refused with RJQ_EFULL, a
-                               batch as a whole, nothing written; checked
-                               on the server, so every producer of the
-                               queue should give the same bound; 0: none */
+                               batch as a whole, nothing written; each
+                               rjq_enqueue() on its own, in call order,
+                               even when a loop turn's enqueues share a
+                               script call (so exactly the bound is taken);
+                               checked on the server, so every producer of
+                               the queue should give the same bound; 0:
+                               none */
     long long job_timeout_ms; /* the timeout_ms of jobs enqueued through this
                                  handle that give none; 0: none */
 } rjq_queue_options;
@@ -508,8 +514,8 @@ typedef void rjq_enqueue_cb(rjq_client *c, int status, const rjq_enqueued *jobs,
  * Enqueue one job (payload is binary-safe, may be empty). The job record and
  * its place in ready/delayed are written by one script: no half jobs.
  * cb may be NULL. cb gets status RJQ_OK and n == 1, or an error and n == 0:
- * RJQ_EWRONGTYPE, RJQ_EOOM, RJQ_EAUTH, RJQ_EREDIS, RJQ_EPROTO (nothing
- * written), RJQ_ENOMEM (the batch could not be sent; nothing written),
+ * RJQ_EFULL (a bounded queue refused it: see max_waiting), RJQ_EWRONGTYPE,
+ * RJQ_EOOM, RJQ_EAUTH, RJQ_EREDIS, RJQ_EPROTO (nothing written), RJQ_ENOMEM (the batch could not be sent; nothing written),
  * RJQ_ECANCELED (the client was freed first), or RJQ_ECONN / RJQ_ETIMEDOUT
  * (unknown: retry with an explicit id to stay idempotent). A call whose
  * jobs all have explicit ids never gets those two: it is idempotent, so it
@@ -525,7 +531,8 @@ RJQ_API int rjq_enqueue(rjq_queue *q, const void *payload, size_t len,
 /* Enqueue 1..RJQ_BATCH_MAX jobs atomically: one script call, or, past 1 MiB
  * of arguments, several calls of at most 1 MiB in one transaction (MULTI/
  * EXEC: nothing runs between them; a bounded queue takes or refuses the
- * batch whole; the Redis user needs MULTI and EXEC, which the producer
+ * batch whole, also when it shares a script call with other enqueues of
+ * the loop turn, each of which is admitted on its own; the Redis user needs MULTI and EXEC, which the producer
  * role of `rjq acl` has). Same errors as rjq_enqueue(); any invalid item fails the
  * whole call synchronously. A batch of many MiB is copied whole by the
  * client; while more than 1 MiB of earlier requests is still unwritten,
@@ -653,24 +660,37 @@ typedef void rjq_done_cb(rjq_client *c, int status, void *data);
  * Finish the job successfully with result bytes (may be empty). On RJQ_OK
  * and RJQ_ECLOSED the job handle is released; on RJQ_EINVAL, RJQ_ETOOBIG
  * or RJQ_ENOMEM it stays the caller's (to try again, or fail it). cb (may
- * be NULL) gets RJQ_OK, or RJQ_ELEASELOST when the job's lease was lost
- * (reclaimed, or finished by another worker) or its run time is over
- * (rjq_job_options.timeout_ms, by the server's clock when the completion
- * runs, whether or not a sweep failed the job yet): nothing is changed
- * then. A lease that merely ran out (a job without a timeout, its
- * worker paused longer than lease_ms) with no sweep or other worker
- * having taken the job since is still accepted: the fencing token shows
- * that nobody else ran it;
- * RJQ_EJOBCANCELED when the job was cancelled meanwhile (nothing changed;
- * it is not retried);
- * RJQ_ENOMEM when the completion batch could not be sent, RJQ_ECANCELED
- * when the client was freed first (the job comes back after its lease). A
- * completion interrupted by a disconnect is retried on reconnect, and one
+ * be NULL) gets exactly one of:
+ * - RJQ_OK: done; RJQ_EREPLICAS: done, but fewer replicas than
+ *   wait_replicas confirmed it (see rjq_client_options);
+ * - RJQ_ELEASELOST when the job's lease was lost (reclaimed, or finished
+ *   by another worker) or its run time is over (rjq_job_options.timeout_ms,
+ *   by the server's clock when the completion runs, whether or not a sweep
+ *   failed the job yet): nothing is changed then. A lease that merely ran
+ *   out (a job without a timeout, its worker paused longer than lease_ms)
+ *   with no sweep or other worker having taken the job since is still
+ *   accepted: the fencing token shows that nobody else ran it;
+ *   RJQ_EJOBCANCELED when the job was cancelled meanwhile (nothing changed;
+ *   it is not retried);
+ * - refused by Redis, nothing changed (the job comes back after its
+ *   lease), rjq_client_errmsg() has the server's message:
+ *   RJQ_EWRONGTYPE when a key of the queue holds another type, or a
+ *   counter of its stats hash is not an integer (the message names the
+ *   key and the field); RJQ_EOOM when Redis is out of memory (maxmemory);
+ *   RJQ_EAUTH when the Redis user may not run the script; RJQ_EREDIS for
+ *   any other error, or a transient one that lasted past the retries
+ *   below; RJQ_EPROTO for a reply of an unexpected shape;
+ * - RJQ_ENOMEM when the completion batch could not be sent; RJQ_ECANCELED
+ *   (or RJQ_ECLOSED) when the client was freed first (the job comes back
+ *   after its lease).
+ * A completion interrupted by a disconnect is retried on reconnect, and one
  * answered with a transient error (LOADING, BUSY, READONLY, MASTERDOWN,
- * TRYAGAIN) is retried after 250 ms for up to a minute (the token makes it
- * idempotent), so RJQ_ECONN is not reported here. Returns RJQ_ECLOSED if
- * the client is freed or being freed, RJQ_ETOOBIG for a result over
- * max_payload.
+ * TRYAGAIN) is retried with backoff (50 ms doubling to 1 s) for up to a
+ * minute (the token makes it idempotent), so RJQ_ECONN and RJQ_ETIMEDOUT
+ * are not reported here.
+ * Returns RJQ_OK, RJQ_EINVAL (job NULL, or result NULL with len > 0),
+ * RJQ_ECLOSED if the client is freed or being freed, RJQ_ETOOBIG for a
+ * result over max_payload, RJQ_ENOMEM.
  */
 RJQ_API int rjq_job_complete(rjq_job *job, const void *result, size_t len,
                              rjq_done_cb *cb, void *data);
@@ -682,10 +702,13 @@ RJQ_API int rjq_job_complete(rjq_job *job, const void *result, size_t len,
  * Fail the job with an error text. With RJQ_FAIL_RETRY it runs again after
  * retry_delay_ms, or after the job's backoff when retry_delay_ms < 0, until
  * max_attempts is reached; then (or with RJQ_FAIL_FATAL) it goes dead and
- * can be replayed. Handle release, cb and errors as rjq_job_complete(): a
- * failure past the job's run time is refused (RJQ_ELEASELOST) and changes
- * nothing; the sweep fails the job as timed out instead (its retry policy
- * applies, not RJQ_FAIL_FATAL or retry_delay_ms).
+ * can be replayed. Handle release, cb and its codes as rjq_job_complete()
+ * (RJQ_EWRONGTYPE also for a stats counter it counts that is not an
+ * integer): a failure past the job's run time is refused (RJQ_ELEASELOST)
+ * and changes nothing; the sweep fails the job as timed out instead (its
+ * retry policy applies, not RJQ_FAIL_FATAL or retry_delay_ms). Returns
+ * RJQ_OK, RJQ_EINVAL (job NULL, flags other than RJQ_FAIL_FATAL,
+ * retry_delay_ms over RJQ_DELAY_MAX), RJQ_ECLOSED, RJQ_ENOMEM.
  */
 RJQ_API int rjq_job_fail(rjq_job *job, const char *error, int flags,
                          long long retry_delay_ms, rjq_done_cb *cb, void *data);
@@ -866,9 +889,15 @@ typedef struct rjq_limits {
  * Set the queue's limits (NULL or all 0: none), stored in Redis: from the
  * reply on, claims start only what they allow. A worker held back by the
  * rate is told by its claim when the next start is allowed and wakes then
- * (no polling); one held back by the concurrency claims again when one of
- * its own jobs finishes (others at their next doorbell or visit). A
- * limited queue has no push delivery (jobs wait in the queue for claims):
+ * (no polling). Under the concurrency, free slots go to the workers that
+ * wait for them, least recently served first, whichever worker or process
+ * freed them: a worker held back waits in line (a hash in the queue's
+ * slot), a claim leaves one free slot to each worker ahead of it in line
+ * and rings the doorbell for them; a waiter that is gone (its client's
+ * push channel has no subscriber) or does not claim within 10 s of being
+ * told loses its place, and the claims held back behind it come back
+ * then. With 3 workers of 5 slots at a concurrency of 5, the slots go
+ * round the three. A limited queue has no push delivery (jobs wait in the queue for claims):
  * limits cost their queue the push's latency, and nothing to others. cb
  * (may be NULL) gets 1. RJQ_EINVAL for negative numbers.
  */

@@ -242,7 +242,7 @@ int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *l, rjq_count_cb *cb, vo
         return RJQ_EINVAL;
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_META, RJQ__K_IDLE, RJQ__K_STARTS);
+    RJQ__KEYS(&a, q, RJQ__K_META, RJQ__K_IDLE, RJQ__K_STARTS, RJQ__K_WAITERS);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_ll(&a, l->concurrency);
     rjq__argv_ll(&a, l->rate);

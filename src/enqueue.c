@@ -5,7 +5,11 @@
  * a hundred (the per-call cost of a script dwarfs the per-job cost).
  * Inputs are copied at call time straight into RESP form. A batch from
  * rjq_enqueue_batch() always lands whole in one script call (atomic), and
- * enqueues keep their call order. A batch goes out early when it would
+ * enqueues keep their call order. A bounded queue admits each entry (one
+ * rjq_enqueue(), one rjq_enqueue_batch()) on its own, in order: the jobs
+ * of an entry after its first carry a '+' before their options
+ * (enqueue.lua), and a batch that goes as several calls (flush_parts) is
+ * always a single entry (group_bytes). A batch goes out early when it would
  * pass RJQ__BATCH_MAX jobs or RJQ__ENQUEUE_BYTES of arguments, and before
  * any other request of the client (the before_send hook), so a request
  * made after an enqueue sees it.
@@ -166,13 +170,26 @@ typedef struct sent_batch {
 } sent_batch;
 
 /* The reply has, per job, its id (a string) and whether it existed (0; 1;
- * 2: existed, and a debounce replaced its payload). */
-static int reply_ok(const redisReply *r, size_t n) {
+ * 2: existed, and a debounce replaced its payload), or, for a job of an
+ * entry a bounded queue refused, the refusal's text and -1 (enqueue.lua:
+ * the entry is refused whole). */
+static int reply_ok(const redisReply *r, const item *items, size_t n) {
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 * n) return 0;
     for (size_t i = 0; i < n; i++)
         if (r->element[2 * i]->type != REDIS_REPLY_STRING ||
-            r->element[2 * i + 1]->type != REDIS_REPLY_INTEGER)
+            r->element[2 * i + 1]->type != REDIS_REPLY_INTEGER ||
+            r->element[2 * i + 1]->integer < -1 || r->element[2 * i + 1]->integer > 2 ||
+            (r->element[2 * i + 1]->integer == -1 &&
+             strncmp(r->element[2 * i]->str, "RJQFULL ", 8) != 0))
             return 0;
+    for (size_t i = 0; i < n;) { /* an entry's jobs are all refused, or none */
+        size_t g = items[i].group ? items[i].group : 1;
+        if (i + g > n) return 0;
+        for (size_t j = i + 1; j < i + g; j++)
+            if ((r->element[2 * j + 1]->integer == -1) != (r->element[2 * i + 1]->integer == -1))
+                return 0;
+        i += g;
+    }
     return 1;
 }
 
@@ -183,13 +200,17 @@ static void report(rjq_client *c, const item *items, size_t n, int status, redis
     while (i < n) {
         const item *it = &items[i];
         size_t g = it->group ? it->group : 1;
+        int st = status;
+        if (st == RJQ_OK && r->element[2 * i + 1]->integer == -1) { /* a bounded queue refused it */
+            rjq__errmsg(c, "%s", r->element[2 * i]->str);
+            st = RJQ_EFULL;
+        }
         if (it->fn) {
-            redisReply *id = status == RJQ_OK ? r->element[2 * i] : NULL;
-            it->fn(c, status, id ? id->str : NULL, id ? id->len : 0,
+            redisReply *id = st == RJQ_OK ? r->element[2 * i] : NULL;
+            it->fn(c, st, id ? id->str : NULL, id ? id->len : 0,
                    id ? r->element[2 * i + 1]->integer != 0 : 0, it->data);
         } else if (it->cb) {
             rjq_enqueued one, *jobs = &one;
-            int st = status;
             if (st == RJQ_OK && g > 1 && (jobs = malloc(g * sizeof *jobs)) == NULL) st = RJQ_ENOMEM;
             for (size_t j = 0; st == RJQ_OK && j < g; j++) {
                 jobs[j].id = r->element[2 * (i + j)]->str;
@@ -266,7 +287,7 @@ static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
         status = join_parts(c, r, b->nparts, &flat);
         r = &flat;
     }
-    if (status == RJQ_OK && !reply_ok(r, b->n)) {
+    if (status == RJQ_OK && !reply_ok(r, b->items, b->n)) {
         rjq__errmsg(c, "enqueue: unexpected reply");
         status = RJQ_EPROTO;
     }
@@ -769,9 +790,14 @@ static int reserve_items(batch *b, size_t more) {
     return RJQ_OK;
 }
 
+/* The bytes the group's jobs add to a batch's arguments at most (each an
+ * id, a payload and options, each framed as "$<len>\r\n...\r\n"): a batch
+ * that goes as several calls (flush_parts) is then one group, which a
+ * bounded queue takes or refuses whole (enqueue.lua). */
 static size_t group_bytes(const rjq_enqueue_item *items, size_t n) {
     size_t bytes = 0;
-    for (size_t i = 0; i < n; i++) bytes += items[i].len + 64; /* id, options, framing */
+    for (size_t i = 0; i < n; i++)
+        bytes += items[i].len + RJQ_JOB_ID_MAX + 1 + RJQ__OPTS_MAX + 3 * (1 + 20 + 4);
     return bytes;
 }
 
@@ -804,13 +830,15 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
     int save_plain = b->plain;
     size_t save_bytes = b->payload_bytes;
     for (size_t i = 0; i < n && rc == RJQ_OK; i++) {
-        char opts[RJQ__OPTS_MAX];
-        if ((rc = rjq__enqueue_check(q, &items[i], opts)) != RJQ_OK) break;
+        /* '+': admitted with the job before it (enqueue.lua), so a bounded
+         * queue takes or refuses a group whole and every other job alone */
+        char opts[RJQ__OPTS_MAX + 1] = "+";
+        if ((rc = rjq__enqueue_check(q, &items[i], opts + 1)) != RJQ_OK) break;
         const rjq_job_options *o = items[i].opts;
         size_t off = b->args.len;
         rjq__buf_arg_str(&b->args, o && o->id ? o->id : "");
         rjq__buf_arg(&b->args, items[i].payload, items[i].len);
-        rjq__buf_arg_str(&b->args, opts);
+        rjq__buf_arg_str(&b->args, i > 0 ? opts : opts + 1);
         if (o && (o->id || o->priority != 0)) b->plain = 0;
         b->payload_bytes += items[i].len;
         item *it = &b->items[b->n++];

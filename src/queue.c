@@ -44,6 +44,7 @@ static const char *const key_suffix[RJQ__K_COUNT] = {
     [RJQ__K_SCHEDULES] = "schedules", [RJQ__K_SCHEDPAYLOAD] = "schedpayload",
     [RJQ__K_SCHEDNEXT] = "schednext", [RJQ__K_SCHEDLEASE] = "scheduler",
     [RJQ__K_DEDUP] = "dedup",         [RJQ__K_RESERVED] = "reserved",
+    [RJQ__K_WAITERS] = "waiters",
     [RJQ__K_PAYLOAD] = "payload",     [RJQ__K_STATE] = "state",
     [RJQ__K_OPTIONS] = "options",     [RJQ__K_RESULT] = "result",
     [RJQ__K_ERROR] = "error",         [RJQ__K_FAILTOKEN] = "failtoken",

@@ -627,7 +627,7 @@ static int send_claim(rjq_worker *w, int want, int reset) {
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_STATS,
               RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_HELD, RJQ__K_META,
-              RJQ__K_DEADLINES, RJQ__K_STARTS);
+              RJQ__K_DEADLINES, RJQ__K_STARTS, RJQ__K_WAITERS);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_ll(&a, want);
     rjq__argv_ll(&a, w->lease_ms);
@@ -893,6 +893,11 @@ static void part_close(rjq_queue *q, void *state) {
 
 static const rjq__part_ops part_ops = {part_tick, NULL, part_cancel, part_close};
 
+static void on_left_waiters(rjq_client *c, int status, redisReply *r, void *priv) {
+    (void)r, (void)priv;
+    rjq__background_failed(c, status, "worker stop");
+}
+
 /* Stop: no more claims or pushes; cb (may be NULL) once nothing is in flight. */
 static void stop(rjq_worker *w, rjq_stopped_cb *cb, void *data) {
     rjq_client *c = client_of(w);
@@ -900,6 +905,14 @@ static void stop(rjq_worker *w, rjq_stopped_cb *cb, void *data) {
      * handed back as they arrive). */
     if (rjq__push_leave(w->reg, on_background_done, &w->deregister) == RJQ_OK)
         w->deregister.busy = 1;
+    /* Nor a place among the waiters for a slot of a limited queue
+     * (claim.lua): the slots are not left to it */
+    size_t klen;
+    const char *key = rjq__queue_key(w->q, RJQ__K_WAITERS, &klen);
+    const char *field = w->reg ? rjq__reg_field(w->reg) : NULL;
+    const char *argv[3] = {"HDEL", key, field};
+    size_t lens[3] = {4, klen, field ? strlen(field) : 0};
+    if (field) rjq__command(c, 0, on_left_waiters, NULL, 3, argv, lens); /* (failed: its grace ends it) */
     w->state = W_STOPPING;
     w->stop_cb = cb;
     w->stop_data = data;

@@ -1165,3 +1165,128 @@ TEST(reclaim_sweep_on_wrongtype_column_writes_nothing) {
     ASSERT_EQ(0, server_int(env.rc, "HLEN t:{rs}:payload")); /* swept now */
     env_stop(&env);
 }
+
+/* =========================================================================
+ * Counters that are not numbers
+ * ========================================================================= */
+
+/* A counter of the stats hash that holds something else than an integer
+ * (written behind rjq's back) is refused by every call that reads or
+ * counts it, before anything is written, with RJQ_EWRONGTYPE and a
+ * message naming the key and the field (it was a Lua error, "attempt to
+ * perform arithmetic on field '?'", or a failure half written when the
+ * HINCRBY failed). */
+static char garbled_was[64];
+static int garbled_had;
+
+static void garble(test_env *env, const char *field) {
+    redisReply *r = server_cmd(env->rc, "HGET t:{g}:stats %s", field);
+    garbled_had = r->type == REDIS_REPLY_STRING;
+    if (garbled_had) snprintf(garbled_was, sizeof garbled_was, "%s", r->str);
+    freeReplyObject(r);
+    freeReplyObject(server_cmd(env->rc, "HSET t:{g}:stats %s 12abc", field));
+}
+
+static void ungarble(test_env *env, const char *field) {
+    if (garbled_had) freeReplyObject(server_cmd(env->rc, "HSET t:{g}:stats %s %s", field, garbled_was));
+    else freeReplyObject(server_cmd(env->rc, "HDEL t:{g}:stats %s", field));
+}
+
+/* What a completion or failure of job id would change (the worker's own
+ * registration aside: a refused offer makes it register again). */
+static void job_record(test_env *env, const char *id, char *out, size_t cap) {
+    static const char *const cmds[] = {
+        "HGET t:{g}:state %s",  "HGET t:{g}:result %s", "HGET t:{g}:error %s",
+        "HGET t:{g}:failtoken %s", "ZSCORE t:{g}:active %s", "HGETALL t:{g}:stats",
+        "LRANGE t:{g}:completed 0 -1", "LRANGE t:{g}:ready 0 -1", "ZRANGE t:{g}:dead 0 -1",
+        "ZRANGE t:{g}:delayed 0 -1"};
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        redisReply *r = server_cmd(env->rc, cmds[i], id);
+        if (r->type == REDIS_REPLY_STRING) {
+            used += (size_t)snprintf(out + used, cap - used, "%s|", r->str);
+        } else if (r->type == REDIS_REPLY_ARRAY) {
+            for (size_t j = 0; j < r->elements; j++)
+                used += (size_t)snprintf(out + used, cap - used, "%s,", r->element[j]->str);
+            used += (size_t)snprintf(out + used, cap - used, "|");
+        } else {
+            used += (size_t)snprintf(out + used, cap - used, "-|");
+        }
+        ASSERT(used < cap);
+        freeReplyObject(r);
+    }
+}
+
+static void assert_names_field(rjq_client *c, const char *field) {
+    const char *m = rjq_client_errmsg(c);
+    char want[64];
+    snprintf(want, sizeof want, "field %s of t:{g}:stats", field);
+    if (strstr(m, want) == NULL) fprintf(stderr, "errmsg: %s\n", m);
+    ASSERT(strstr(m, want) != NULL);
+}
+
+TEST(non_numeric_counter_refused_with_its_key_named) {
+    test_env env;
+    env_start(&env, "g");
+    static char before[8192], after[8192];
+    held_job h = {0};
+    enqueue_x_ok(env.base, env.q, NULL, 0, 0);
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(env.q, &wo, hold_handler, &h, &w));
+    ASSERT(loop_until(env.base, &h.handled, 10000));
+    get_stats(env.base, env.q); /* a round trip: the claim registered the other slot */
+
+    /* rjq_job_complete: the count of retained jobs */
+    garble(&env, "retained");
+    char id[32];
+    snprintf(id, sizeof id, "%s", rjq_job_id(h.job));
+    job_record(&env, id, before, sizeof before);
+    ASSERT_OK(rjq_job_complete(h.job, "res", 3, on_held_done, &h));
+    ASSERT(loop_until(env.base, &h.done, 10000));
+    ASSERT_EQ(RJQ_EWRONGTYPE, h.done_status);
+    assert_names_field(env.c, "retained");
+    job_record(&env, id, after, sizeof after);
+    ASSERT_STREQ(before, after);
+    ungarble(&env, "retained");
+
+    /* rjq_job_fail: the count of failures */
+    enqueue_x_ok(env.base, env.q, NULL, 0, 0);
+    for (int i = 0; i < 1000 && h.handled < 2; i++) loop_for(env.base, 10);
+    ASSERT_EQ(2, h.handled);
+    get_stats(env.base, env.q);
+    garble(&env, "failed");
+    snprintf(id, sizeof id, "%s", rjq_job_id(h.job));
+    job_record(&env, id, before, sizeof before);
+    h.done = 0;
+    ASSERT_OK(rjq_job_fail(h.job, "boom", 0, 0, on_held_done, &h));
+    ASSERT(loop_until(env.base, &h.done, 10000));
+    ASSERT_EQ(RJQ_EWRONGTYPE, h.done_status);
+    assert_names_field(env.c, "failed");
+    job_record(&env, id, after, sizeof after);
+    ASSERT_STREQ(before, after);
+    ungarble(&env, "failed");
+
+    /* rjq_queue_stats: every counter it reads */
+    const char *counters[] = {"seq", "retained", "failed", "retried", "dead", "reclaimed",
+                              "replayed", "skipped", "swept", "cancelled"};
+    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++) {
+        garble(&env, counters[i]);
+        stats_wait sw = stats_of(env.base, env.q);
+        ASSERT_EQ(RJQ_EWRONGTYPE, sw.status);
+        assert_names_field(env.c, counters[i]);
+        ungarble(&env, counters[i]);
+    }
+    ASSERT_OK(stats_of(env.base, env.q).status);
+
+    /* rjq_enqueue: the sequence numbers (its first write) */
+    garble(&env, "seq");
+    job_record(&env, "3", before, sizeof before);
+    ASSERT_EQ(RJQ_EWRONGTYPE, enqueue_x(env.base, env.q, NULL, 0, 0).status);
+    assert_names_field(env.c, "seq");
+    job_record(&env, "3", after, sizeof after);
+    ASSERT_EQ(0, server_int(env.rc, "HEXISTS t:{g}:payload 3"));
+    ASSERT_STREQ(before, after);
+    ungarble(&env, "seq");
+    env_stop(&env);
+}

@@ -4,8 +4,11 @@
  * written (no job, no counter); ids that exist do not count; delayed and
  * prioritised jobs do; room made by workers is taken again; the bound
  * costs nothing when unset (no extra read: the default path is unchanged).
+ * The enqueues of one loop turn share a script call, yet each is admitted
+ * or refused on its own, in order: exactly the bound is taken.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fixture.h"
@@ -143,6 +146,179 @@ TEST(bounded_queue_takes_or_refuses_a_batch_of_several_calls_whole) {
     }
     ASSERT_EQ(6, server_int(e.rc, "LLEN t:{b8}:ready"));
     free(big);
+    env_stop(&e);
+}
+
+/* The answers of a burst of enqueues: each its own status. */
+enum { BURST = 400 };
+typedef struct burst {
+    int status[BURST];
+    int answered[BURST];
+    char errmsg[BURST][128];
+    long answers;
+} burst;
+
+typedef struct burst_slot {
+    burst *b;
+    int i;
+} burst_slot;
+
+static void on_burst(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    burst_slot *s = data;
+    (void)jobs;
+    ASSERT_EQ(status == RJQ_OK ? 1 : 0, (long long)n);
+    s->b->answered[s->i]++;
+    s->b->status[s->i] = status;
+    snprintf(s->b->errmsg[s->i], sizeof s->b->errmsg[s->i], "%s",
+             status == RJQ_OK ? "" : rjq_client_errmsg(c));
+    s->b->answers++;
+}
+
+static burst_slot slots[BURST];
+
+static void on_burst_batch(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n,
+                           void *data) {
+    burst_slot *s = data;
+    (void)c, (void)jobs, (void)n;
+    s->b->answered[s->i]++;
+    s->b->status[s->i] = status;
+    s->b->answers++;
+}
+
+/* Enqueue n jobs one rjq_enqueue() each, in one loop turn (the burst's
+ * slots first..first+n-1), payload of len bytes. */
+static void burst_on(rjq_queue *q, burst *b, int first, int n, const char *payload, size_t len) {
+    for (int i = first; i < first + n; i++) {
+        slots[i] = (burst_slot){b, i};
+        ASSERT_OK(rjq_enqueue(q, payload, len, NULL, on_burst, &slots[i]));
+    }
+}
+
+static long count_status(const burst *b, int from, int to, int status) {
+    long k = 0;
+    for (int i = from; i < to; i++) k += b->status[i] == status;
+    return k;
+}
+
+/* One process, 150 single enqueues in one loop turn, a bound of 100: they
+ * share one script call, and yet the first 100 are taken and the other 50
+ * refused each with the bound's error (the call was refused whole: none
+ * taken). */
+TEST(bounded_queue_admits_each_enqueue_of_a_loop_turn_on_its_own) {
+    test_env e;
+    rjq_queue_options qo = {0};
+    qo.max_waiting = 100;
+    env_start_queue(&e, "b", &qo);
+    static burst b;
+    memset(&b, 0, sizeof b);
+    long long evals = server_calls(e.rc, "evalsha") + server_calls(e.rc, "fcall");
+    burst_on(e.q, &b, 0, 150, "x", 1);
+    ASSERT(loop_until_count(e.base, &b.answers, 150, 10000));
+    ASSERT_EQ(1, server_calls(e.rc, "evalsha") + server_calls(e.rc, "fcall") - evals);
+    for (int i = 0; i < 150; i++) {
+        ASSERT_EQ(1, b.answered[i]);
+        ASSERT_EQ(i < 100 ? RJQ_OK : RJQ_EFULL, b.status[i]); /* in order */
+        if (i >= 100) ASSERT(strstr(b.errmsg[i], "max_waiting 100") != NULL);
+    }
+    ASSERT_EQ(100, server_int(e.rc, "LLEN t:{b}:ready"));
+    ASSERT_EQ(100, seq_of(&e)); /* refused jobs took no number */
+    ASSERT_EQ(100, server_int(e.rc, "HLEN t:{b}:payload"));
+    ASSERT_EQ(RJQ_EFULL, enqueue_one(&e, NULL, 0, 0));
+
+    /* an explicit batch among them is still taken or refused whole; a
+     * single after a refused batch may still fit */
+    rjq_queue_options q10 = {0};
+    q10.max_waiting = 10;
+    rjq_queue *q = NULL;
+    ASSERT_OK(rjq_queue_open(e.c, "b10", &q10, &q));
+    rjq_enqueue_item items[6];
+    for (int i = 0; i < 6; i++) items[i] = (rjq_enqueue_item){"y", 1, NULL};
+    memset(&b, 0, sizeof b);
+    burst_on(q, &b, 0, 5, "x", 1);                                   /* 5 */
+    slots[5] = (burst_slot){&b, 5};
+    ASSERT_OK(rjq_enqueue_batch(q, items, 6, on_burst_batch, &slots[5])); /* 11: refused */
+    burst_on(q, &b, 6, 1, "x", 1);                                   /* 6 */
+    slots[7] = (burst_slot){&b, 7};
+    ASSERT_OK(rjq_enqueue_batch(q, items, 4, on_burst_batch, &slots[7])); /* 10 */
+    burst_on(q, &b, 8, 1, "x", 1);                                   /* 11: refused */
+    ASSERT(loop_until_count(e.base, &b.answers, 9, 10000));
+    for (int i = 0; i < 9; i++) ASSERT_EQ(1, b.answered[i]);
+    for (int i = 0; i < 5; i++) ASSERT_EQ(RJQ_OK, b.status[i]);
+    ASSERT_EQ(RJQ_EFULL, b.status[5]);
+    ASSERT_EQ(RJQ_OK, b.status[6]);
+    ASSERT_EQ(RJQ_OK, b.status[7]);
+    ASSERT_EQ(RJQ_EFULL, b.status[8]);
+    ASSERT_EQ(10, server_int(e.rc, "LLEN t:{b10}:ready"));
+    env_stop(&e);
+}
+
+/* Ten producers (clients) each burst 40 single enqueues in one loop turn
+ * at a bound of 100: exactly 100 are taken across them (each producer's
+ * burst was refused or taken whole: 80). */
+TEST(bounded_queue_takes_exactly_its_bound_from_ten_bursting_producers) {
+    test_env e;
+    rjq_queue_options qo = {0};
+    qo.max_waiting = 100;
+    env_start_queue(&e, "b", &qo);
+    static burst b;
+    memset(&b, 0, sizeof b);
+    rjq_client *cs[10];
+    rjq_queue *qs[10];
+    for (int k = 0; k < 10; k++) {
+        cs[k] = client_for(e.base, &e.s);
+        wait_connected(e.base, cs[k]);
+        ASSERT_OK(rjq_queue_open(cs[k], "b", &qo, &qs[k]));
+    }
+    for (int k = 0; k < 10; k++) burst_on(qs[k], &b, 40 * k, 40, "x", 1);
+    ASSERT(loop_until_count(e.base, &b.answers, 400, 20000));
+    for (int i = 0; i < 400; i++) ASSERT_EQ(1, b.answered[i]);
+    ASSERT_EQ(100, count_status(&b, 0, 400, RJQ_OK));
+    ASSERT_EQ(300, count_status(&b, 0, 400, RJQ_EFULL));
+    for (int k = 0; k < 10; k++) { /* in order within each producer */
+        long ok = count_status(&b, 40 * k, 40 * k + 40, RJQ_OK);
+        for (int i = 40 * k; i < 40 * k + 40; i++)
+            ASSERT_EQ(i - 40 * k < ok ? RJQ_OK : RJQ_EFULL, b.status[i]);
+    }
+    ASSERT_EQ(100, server_int(e.rc, "LLEN t:{b}:ready"));
+    ASSERT_EQ(100, seq_of(&e));
+    for (int k = 0; k < 10; k++) rjq_client_free(cs[k]);
+    env_stop(&e);
+}
+
+/* The same with payloads of KiB, which go ahead of the script (HSETNX
+ * under reserved numbers): the payloads of refused jobs are deleted. */
+TEST(bounded_queue_admits_each_enqueue_sent_with_payloads_ahead) {
+    test_env e;
+    rjq_queue_options qo = {0};
+    qo.max_waiting = 100;
+    env_start_queue(&e, "b", &qo);
+    enum { KIB2 = 2048 };
+    static char big[KIB2];
+    memset(big, 'p', sizeof big);
+    rjq_enqueue_item items[10];
+    for (int i = 0; i < 10; i++) items[i] = (rjq_enqueue_item){big, KIB2, NULL};
+    long target = answers + 1;
+    ASSERT_OK(rjq_enqueue_batch(e.q, items, 10, on_enqueued, NULL));
+    ASSERT(loop_until_count(e.base, &answers, target, 5000));
+    ASSERT_EQ(RJQ_OK, last_status);
+    for (int k = 0; k < 500 && server_int(e.rc, "ZCARD t:{b}:reserved") == 0; k++)
+        loop_for(e.base, 10);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{b}:reserved"));
+    /* the reservation's reply read too: a stats call is a round trip */
+    ASSERT_OK(stats_of(e.base, e.q).status);
+    static burst b;
+    memset(&b, 0, sizeof b);
+    long long hsetnx = server_calls(e.rc, "hsetnx");
+    burst_on(e.q, &b, 0, 150, big, KIB2);
+    ASSERT(loop_until_count(e.base, &b.answers, 150, 10000));
+    ASSERT_EQ(150, server_calls(e.rc, "hsetnx") - hsetnx); /* they went ahead */
+    for (int i = 0; i < 150; i++) {
+        ASSERT_EQ(1, b.answered[i]);
+        ASSERT_EQ(i < 90 ? RJQ_OK : RJQ_EFULL, b.status[i]);
+    }
+    ASSERT_EQ(100, server_int(e.rc, "LLEN t:{b}:ready"));
+    ASSERT_EQ(100, server_int(e.rc, "HLEN t:{b}:payload")); /* no refused payload stays */
+    ASSERT_EQ(100, seq_of(&e));
     env_stop(&e);
 }
 

@@ -822,6 +822,99 @@ TEST(global_concurrency_of_5_over_3_workers_of_10_never_has_more_than_5_active) 
     env_stop(&e);
 }
 
+/* Fair shares under a concurrency limit (claim.lua): three workers (three
+ * clients, each its own connections) of 5 slots on a queue limited to 5.
+ * The first takes all 5; the others wait. Then the test finishes the
+ * oldest running job, one at a time, and waits until its slot is taken
+ * again: each freed slot goes to the worker that waited longest, so the
+ * refills go round, 1, 2, 0, 1, 2, 0, ... (the worker that freed a slot
+ * took it back every time: 0 starts for the others). */
+typedef struct fair_start {
+    rjq_job *job;
+    int worker;
+} fair_start;
+
+#define FAIR_REFILLS 60
+static fair_start fair_starts[5 + FAIR_REFILLS + 16];
+static long fair_started;
+
+static void fair_handler(rjq_job *job, void *data) {
+    ASSERT(fair_started < (long)(sizeof fair_starts / sizeof fair_starts[0]));
+    fair_starts[fair_started++] = (fair_start){job, *(int *)data};
+}
+
+TEST(concurrency_limit_gives_freed_slots_to_waiting_workers_in_turn) {
+    test_env e;
+    env_start(&e, "fair");
+    ASSERT_EQ(1, set_limits(&e, 5, 0, 0));
+    enqueue_many(&e, 100);
+    static int ids[3] = {0, 1, 2};
+    rjq_client *cs[3];
+    rjq_worker *ws[3];
+    fair_started = 0;
+    for (int k = 0; k < 3; k++) {
+        cs[k] = client_for(e.base, &e.s);
+        wait_connected(e.base, cs[k]);
+        rjq_worker_options wo = quiet_worker_options(5);
+        ASSERT_OK(rjq_worker_start(queue_for(cs[k], "fair"), &wo, fair_handler, &ids[k], &ws[k]));
+        if (k == 0) {
+            ASSERT(loop_until_count(e.base, &fair_started, 5, 10000));
+            continue;
+        }
+        /* its claim was held back: it waits (the hash: '#' and a field each) */
+        for (int i = 0; i < 1000 && server_int(e.rc, "HLEN t:{fair}:waiters") < k + 1; i++)
+            loop_for(e.base, 10);
+        ASSERT_EQ(k + 1, server_int(e.rc, "HLEN t:{fair}:waiters"));
+    }
+    ASSERT_EQ(5, fair_started);
+    for (long i = 0; i < 5; i++) ASSERT_EQ(0, fair_starts[i].worker);
+    long per[3] = {5, 0, 0};
+    for (long i = 0; i < FAIR_REFILLS; i++) {
+        ASSERT_OK(rjq_job_complete(fair_starts[i].job, "", 0, NULL, NULL));
+        ASSERT(loop_until_count(e.base, &fair_started, 5 + i + 1, 10000));
+        ASSERT_EQ(5 + i + 1, fair_started); /* one slot freed, one taken */
+        per[fair_starts[5 + i].worker]++;
+    }
+    fprintf(stderr, "starts per worker: [%ld, %ld, %ld]\n", per[0], per[1], per[2]);
+    for (long i = 0; i < FAIR_REFILLS; i++) ASSERT_EQ((i + 1) % 3, fair_starts[5 + i].worker);
+    ASSERT(server_active_jobs(e.rc, "fair") <= 5);
+    for (int k = 0; k < 3; k++) rjq_client_free(cs[k]);
+    env_stop(&e);
+}
+
+/* A waiter whose client is gone (no subscriber on its push channel) loses
+ * its place at once, and one that never claims loses it when the grace
+ * after its notice ends (claim.lua, WAIT_GRACE_MS): the worker held back
+ * behind it claims again then and takes the slot, so a slot is never
+ * left to a worker that will not take it. */
+TEST(concurrency_limit_slot_left_to_a_silent_waiter_is_taken_after_its_grace) {
+    test_env e;
+    env_start(&e, "fg");
+    ASSERT_EQ(1, set_limits(&e, 1, 0, 0));
+    enqueue_many(&e, 3);
+    redisContext *sub = server_connect(&e.s); /* the silent waiter's channel */
+    redisReply *r = redisCommand(sub, "SUBSCRIBE t:{fg}:push:silent");
+    ASSERT(r != NULL);
+    freeReplyObject(r);
+    freeReplyObject(server_cmd(e.rc, "HSET t:{fg}:waiters # 2 %s %s %s %s", "1 t:{fg}:push:gone",
+                               "1 0", "1 t:{fg}:push:silent", "2 0"));
+    ASSERT_EQ(3, server_int(e.rc, "HLEN t:{fg}:waiters"));
+    fair_started = 0;
+    static int id0 = 0;
+    rjq_worker *w = NULL;
+    rjq_worker_options wo = quiet_worker_options(1);
+    /* free: 1, but left to the silent waiter (the gone one dropped) */
+    ASSERT_OK(rjq_worker_start(e.q, &wo, fair_handler, &id0, &w));
+    ASSERT(loop_until_count(e.base, &fair_started, 1, 30000)); /* after the grace */
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{fg}:waiters %s", "1 t:{fg}:push:gone"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{fg}:waiters %s", "1 t:{fg}:push:silent"));
+    ASSERT_OK(rjq_job_complete(fair_starts[0].job, "", 0, NULL, NULL));
+    ASSERT(loop_until_count(e.base, &fair_started, 2, 10000));
+    ASSERT_OK(rjq_job_complete(fair_starts[1].job, "", 0, NULL, NULL));
+    redisFree(sub);
+    env_stop(&e);
+}
+
 TEST(invalid_limits_are_refused) {
     test_env e;
     env_start(&e, "li");

@@ -36,10 +36,10 @@ local prev, gap = tonumber(ARGV[6]), tonumber(ARGV[7])
 expect_types({live, 'zset', queues, 'hash', sweeps, 'hash', info, 'hash'})
 local now = now_ms()
 if prev <= 0 or now - prev > gap then most = 0 end
+local held_off = int_fields(sweeps, me)[1] or 0 -- (read before the first write)
 redis.call('ZADD', live, int(now + ttl), me)
 if names ~= '' then redis.call('HSET', queues, me, names) end
 if ARGV[8] ~= '' then redis.call('HSET', info, me, ARGV[8]) end
-local held_off = tonumber(redis.call('HMGET', sweeps, me)[1] or '0')
 if held_off > 0 and held_off < now then redis.call('HDEL', sweeps, me); held_off = 0 end
 local out = {now, redis.call('HEXISTS', queues, me) + 2 * redis.call('HEXISTS', info, me), held_off}
 local until_ = now + lease

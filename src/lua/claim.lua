@@ -22,11 +22,28 @@
 -- of the window). A claim held back by the rate returns as next the ms
 -- until the window lets the next start in, so the worker wakes exactly
 -- then; one held back by the concurrency is woken by a completion (its
--- worker's own, see complete.lua). A limited queue has no push delivery:
--- its claims register no slots.
+-- worker's own, see complete.lua) or by the doorbell (below). A limited
+-- queue has no push delivery: its claims register no slots.
+-- Fair shares under the concurrency limit: the free slots go to the
+-- workers that wait for them, least recently served first, whoever
+-- freed them. A claim held back by the limit (fewer slots free for it
+-- than it wants) enters its worker in the waiters hash (KEYS 19: field
+-- the worker's idle field, value "<turn> <noticed>"; field '#' the last
+-- turn given), keeping the turn it has while it gets nothing; one that
+-- got jobs and still wants more takes a new turn (the back of the line);
+-- one not held back leaves. While work is ready, a claim leaves one free
+-- slot to each waiter whose turn is before its own (every waiter, for a
+-- worker that does not wait) and takes only the rest: so the worker whose
+-- completion freed a slot does not take it back while others wait. The
+-- waiters a claim leaves slots to are noticed: when one was not yet, the
+-- claim rings the doorbell, and they claim. A waiter that is gone (its
+-- push channel has no subscriber) or did not claim within WAIT_GRACE_MS
+-- of its notice loses its place; the claims held back behind it come
+-- back (next) when that grace ends. (A stopping worker leaves the hash;
+-- limits.lua clears it.)
 -- KEYS: 1 ready, 2 prio, 3 delayed, 4 active, 5 stats, 6 idle,
 --       7..13 the job columns, 14 monitored, 15 held, 16 meta, 17 deadlines,
---       18 starts
+--       18 starts, 19 waiters
 -- ARGV: 1 job name prefix, 2 want (<= 1000: unpack() below holds 2*want
 --       values, and Lua's limit is ~8000), 3 lease ms, 4 token
 --       ("<client>.<worker>.<unique>", new for every call), 5 wake channel,
@@ -76,6 +93,7 @@ end
 local first = typed('zset', 'ZRANGEBYLEX', held, held_range(tok .. ' ')) -- a re-send's first run
 local meta = typed('hash', 'HMGET', KEYS[16], 'paused', 'concurrency', 'rate')
 local paused, conc, rmax, rwin = meta[1], tonumber(meta[2]), limits_rate(meta[3])
+if meta[2] and not string.match(meta[2], '^%d+$') then int_fields(KEYS[16], 'concurrency') end -- (refused)
 if rmax then expect_types({KEYS[18], 'zset'}) end -- (before the first write)
 local now = now_ms()
 local emit = monitor(KEYS[14], prefix, now)
@@ -182,9 +200,48 @@ end
 
 -- Limits: the room they leave (and when the rate lets the next start in).
 local room, freed = want, nil
+local waiters, fair = KEYS[19], nil -- (fair: this claim's place among the waiters)
 if conc then
   local n = redis.call('ZCARD', active) - (redis.call('ZSCORE', active, ACTIVE_PIN) and 1 or 0)
-  room = math.max(math.min(room, conc - n), 0)
+  local free = math.max(conc - n, 0)
+  room = math.min(room, free)
+  if want > 0 and
+     (typed('list', 'LLEN', ready) > 0 or typed('zset', 'ZCARD', prio) > 0) then
+    -- the waiters ahead of this worker, in turn order, while they are owed
+    -- one of the free slots each (see the top)
+    local all, list, mine = typed('hash', 'HGETALL', waiters), {}, nil
+    fair = {owed = {}, drop = {}, wake = nil, last = 0}
+    for i = 1, #all, 2 do
+      if all[i] == '#' then
+        fair.last = tonumber(string.match(all[i + 1], '^%d+$'))
+        if not fair.last then int_fields(waiters, '#') end -- (refused, before any write)
+      else
+        local t, noticed = string.match(all[i + 1], '^(%d+) (%d+)$')
+        if not t then fair.drop[#fair.drop + 1] = all[i] -- (not rjq's: out)
+        elseif all[i] == field then mine = tonumber(t)
+        else list[#list + 1] = {all[i], tonumber(t), tonumber(noticed)} end
+      end
+    end
+    table.sort(list, function(a, b) return a[2] < b[2] end)
+    for _, w in ipairs(list) do
+      if (mine and w[2] > mine) or #fair.owed >= free then break end
+      local ch = string.match(w[1], '^%S+ (.+)$')
+      if not ch or (w[3] > 0 and now - w[3] > WAIT_GRACE_MS) or
+         redis.call('PUBSUB', 'NUMSUB', ch)[2] == 0 then
+        fair.drop[#fair.drop + 1] = w[1]
+      else
+        fair.owed[#fair.owed + 1] = w
+        if w[3] > 0 and (not fair.wake or w[3] + WAIT_GRACE_MS - now < fair.wake) then
+          fair.wake = w[3] + WAIT_GRACE_MS - now
+        end
+      end
+    end
+    fair.mine = mine
+    fair.held = free - #fair.owed < want -- (held back by the limit)
+    room = math.max(math.min(room, free - #fair.owed), 0)
+  elseif want == 0 then
+    typed('hash', 'HDEL', waiters, field) -- a stopping worker's last claim
+  end
 end
 if rmax then
   redis.call('ZREMRANGEBYSCORE', KEYS[18], '-inf', now - rwin)
@@ -233,6 +290,29 @@ else
   if rec then start_jobs(J, active, ids, nil, nil, nil, 0, tok, out, emit, held, rec) end -- the member alone
 end
 if more then redis.call('PUBLISH', wake, '1') end
+if fair then
+  -- the waiters' hash (see the top): who is gone, who is noticed, and this
+  -- worker's place (a new turn at the back once served)
+  if #fair.drop > 0 then redis.call('HDEL', waiters, unpack(fair.drop)) end
+  local ring = false
+  for _, w in ipairs(fair.owed) do
+    if w[3] == 0 then
+      redis.call('HSET', waiters, w[1], int(w[2]) .. ' ' .. int(now))
+      ring = true
+    end
+  end
+  if fair.held then
+    local t = fair.mine
+    if got > 0 or not t then
+      t = fair.last + 1
+      redis.call('HSET', waiters, '#', int(t))
+    end
+    redis.call('HSET', waiters, field, int(t) .. ' 0')
+  elseif fair.mine then
+    redis.call('HDEL', waiters, field)
+  end
+  if ring and not more then redis.call('PUBLISH', wake, '1') end
+end
 if got < want then
   if conc or rmax then
     if reset then offer_slots(idle, field, epoch, lease, 0, true) end
@@ -242,6 +322,9 @@ if got < want then
   local nx = redis.call('ZRANGE', delayed, 0, 0, 'WITHSCORES')
   if nx[2] then out[1] = math.max(0, tonumber(nx[2]) - now) end
   if freed and (out[1] < 0 or freed < out[1]) then out[1] = math.max(freed, 0) end
+  -- held back behind a waiter that was noticed: back when its grace ends
+  local back = fair and fair.held and fair.wake
+  if back and (out[1] < 0 or back < out[1]) then out[1] = math.max(back, 0) + 1 end
 elseif reset then
   offer_slots(idle, field, epoch, lease, 0, true)
 end

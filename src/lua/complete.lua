@@ -41,7 +41,7 @@ J.u = KEYS[16]
 -- written; every column and dedup when the retention sweep is due, as it
 -- deletes records).
 expect_types({completed, 'list'})
-local retained = tonumber(typed('hash', 'HMGET', stats, 'retained')[1] or '0')
+local retained = int_fields(stats, 'retained', 'swept')[1] or 0 -- (swept: the sweep counts)
 if FIRST > FORGET then expect_types({KEYS[15], 'zset'}) end
 local now = now_ms()
 local stamp = int(now) -- formatted once: number->string costs per call

@@ -12,14 +12,22 @@
 --       batch, several calls" below), then per job: id ('' =
 --       assign the next number), payload, options ('' = defaults, else
 --       "delay_ms,priority,max_attempts,backoff[;timeout_ms[;dedup_ms[;1]]]",
---       the last 1 for debounce).
+--       the last 1 for debounce), with a leading '+' when the job belongs
+--       to the same unit of admission as the one before it (see below).
 -- Returns { id1, existed1, id2, existed2, ... } in request order; an
 -- existing id is reported (existed = 1) and not touched, as is one still
 -- reserved in the dedup set (its record is gone: lib.lua). With debounce,
 -- an existing job that waits (ready or delayed, not running) gets the new
--- payload, and its due time is pushed back to now + delay: existed = 2. A batch that
--- would make more than ARGV 5 jobs wait is refused whole, before any
--- write: the error "RJQFULL ...".
+-- payload, and its due time is pushed back to now + delay: existed = 2.
+-- A bounded queue (ARGV 5 > 0) admits the call's units one after the
+-- other, in order: a unit is a job and the jobs that follow it with a
+-- '+' (enqueue.c: one rjq_enqueue_batch() is one unit, each rjq_enqueue()
+-- is a unit of its own, though a loop turn's enqueues share a call). A
+-- unit whose new jobs would make more than ARGV 5 jobs wait, counting
+-- those of the units admitted before it, is refused whole and nothing of
+-- it is written: each of its jobs is reported as { "RJQFULL ...", -1 }.
+-- A batch of several calls (below) is one unit: refused whole, with the
+-- error "RJQFULL ..." before any write.
 -- One batch, several calls: a batch too big for one call (enqueue.c: more
 -- than 1 MiB of arguments) comes as k calls in one transaction (MULTI ..
 -- EXEC: nothing runs between them). Call i of k gets ARGV 7 "<i> <k>
@@ -50,6 +58,7 @@
 -- of ranges the producer left with numbers unused, comma-separated ('-':
 -- none), dropped when the batch lands.
 local wrote = false -- the call wrote (beyond the payloads written ahead)
+local refused = {} -- job index -> why its unit was refused (a bounded queue)
 
 -- Delete the payloads of job numbers these (never an error).
 local function unwrite(these)
@@ -107,9 +116,10 @@ local n = (#ARGV - FIRST + 1) / 3
 -- exactly the keys this call may write.
 local delay, pri, stored = {}, {}, {}
 local any_delay, any_opts, any_prio, any_timeout, any_debounce = false, false, false, false, false
-local deb = {}
+local deb, joins = {}, {}
 for i = 1, n do
   local o = ARGV[FIRST + 3 * i - 1]
+  if string.byte(o, 1) == 43 then joins[i] = true; o = string.sub(o, 2) end -- '+'
   delay[i], pri[i], stored[i] = 0, 0, false
   if o ~= '' then
     local d_, p_, m_, b_, t_, u_, x_ =
@@ -184,26 +194,64 @@ if #given > 0 then
   end
 end
 
--- A bounded queue: the jobs this batch adds (new ids, each once) must fit
--- (checked by a batch's first call for all of it).
+-- A bounded queue: the jobs a unit adds (new ids, each once) must fit
+-- (a batch's first call checks all of it, as one unit).
+local admitted = {} -- the indexes of the jobs admitted, in order
+for i = 1, n do admitted[i] = i end
 if max_waiting > 0 and (not part or part == '1') then
-  local adds, seen = later, {}
-  local function count(id)
-    if id == '' then adds = adds + 1
-    elseif not taken[id] and not seen[id] then adds = adds + 1; seen[id] = true end
-  end
-  for i = FIRST, #ARGV, 3 do count(ARGV[i]) end
-  for i = LATER, FIRST - 1 do count(ARGV[i]) end
   local waiting = typed('list', 'LLEN', ready) + typed('zset', 'ZCARD', prio) +
                   typed('zset', 'ZCARD', delayed)
-  if adds > 0 and waiting + adds > max_waiting then
-    local why = string.format('RJQFULL the queue has %d waiting jobs; %d more '
+  local function over(adds)
+    return string.format('RJQFULL the queue has %d waiting jobs; %d more '
       .. 'would pass max_waiting %d', waiting, adds, max_waiting)
-    if mark and part ~= parts then typed('hash', 'HSET', stats, mark, why) end
-    return redis.error_reply(why)
+  end
+  local seen = {}
+  if mark then
+    local adds = later
+    local function count(id)
+      if id == '' then adds = adds + 1
+      elseif not taken[id] and not seen[id] then adds = adds + 1; seen[id] = true end
+    end
+    for i = FIRST, #ARGV, 3 do count(ARGV[i]) end
+    for i = LATER, FIRST - 1 do count(ARGV[i]) end
+    if adds > 0 and waiting + adds > max_waiting then
+      local why = over(adds)
+      if part ~= parts then typed('hash', 'HSET', stats, mark, why) end
+      return redis.error_reply(why)
+    end
+  else
+    admitted = {}
+    local i = 1
+    while i <= n do
+      local j, adds, mine = i, 0, {}
+      while j < n and joins[j + 1] do j = j + 1 end
+      for k = i, j do
+        local id = ARGV[FIRST + 3 * k - 3]
+        if id == '' or reserved then adds = adds + 1
+        elseif not taken[id] and not seen[id] and not mine[id] then
+          adds = adds + 1; mine[id] = true
+        end
+      end
+      if adds > 0 and waiting + adds > max_waiting then
+        local why = over(adds)
+        for k = i, j do refused[k] = why end
+      else
+        waiting = waiting + adds
+        for id in pairs(mine) do seen[id] = true end
+        for k = i, j do admitted[#admitted + 1] = k end
+      end
+      i = j + 1
+    end
   end
 end
+local out = {}
+for i in pairs(refused) do out[2 * i - 1] = refused[i]; out[2 * i] = -1 end
+if #admitted == 0 then return out end
+n = #admitted -- (the jobs written: the loop below goes through these)
 
+-- (counted below when ids exist or numbers were taken ahead: checked
+-- before the first write)
+if reserved or #given > 0 then int_fields(stats, 'skipped') end
 wrote = true
 local seq, window = 0, false
 if reserved then -- numbers taken already: used now, no longer skipped
@@ -214,11 +262,12 @@ else
 end
 local now, ring = nil, false
 local emit = monitor(KEYS[14], prefix)
-local out, payloads, opts, watch, states = {}, {}, {}, {}, {}
+local payloads, opts, watch, states = {}, {}, {}, {}
 local plain, plain_d, plain_o = {}, {}, {} -- new priority 0 jobs made ready
 local added, became_ready, nplain = 0, 0, 0 -- (counters: #t searches)
 
-for i = 1, n do
+for a = 1, n do
+  local i = admitted[a]
   local id, payload = ARGV[FIRST + 3 * i - 3], ARGV[FIRST + 3 * i - 2]
   seq = seq + 1
   if seq == window then renumber_prio(prio) end
@@ -346,6 +395,9 @@ if ok then
   if type(res) == 'table' and res.err then
     unwrite(ids) -- refused: nothing of it stays
   else
+    local gone = {} -- the payloads of the jobs of units refused
+    for i in pairs(refused) do gone[#gone + 1] = ids[i] end
+    unwrite(gone)
     if tonumber(ids[#ids]) == hi then redis.call('ZREM', KEYS[18], member) end
     for d in string.gmatch(drop, '[^,]+') do
       if d ~= '-' then redis.call('ZREM', KEYS[18], d) end

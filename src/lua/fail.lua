@@ -29,6 +29,9 @@ if state ~= 'active' or t ~= tok then
   return 0
 end
 
+-- the counters fail_job may count (a priority job retried at once takes a
+-- sequence number), checked before the first write
+int_fields(stats, 'failed', 'retried', 'dead', 'seq', 'skipped')
 local now = now_ms()
 if select(4, parse_options(v[2])) then -- a timeout: its run time's end
   local e = typed('zset', 'ZSCORE', KEYS[16], id)

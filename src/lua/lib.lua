@@ -33,6 +33,9 @@
 --                  and rate (limits.lua)
 --   starts   zset  "<token> <id>" -> start time (ms) of each start of the
 --                  rate limit's window (claim.lua)
+--   waiters  hash  the workers in line for a slot under the concurrency
+--                  limit: idle field -> "<turn> <noticed ms>"; '#' the
+--                  last turn given (claim.lua, "Fair shares")
 --   cancelled zset id -> time of its cancel (cancel.lua)
 --   dedup    zset  id -> until when it stays reserved: ids of jobs with a
 --                  dedup time whose record was deleted (retention, the
@@ -108,6 +111,9 @@
 -- its waiting jobs (theirs since their last wrap rank below every new
 -- job), and its next renumbering carries that order on.
 
+-- A waiter for a slot under a queue's concurrency limit that did not claim
+-- within this long of its notice loses its place (claim.lua).
+local WAIT_GRACE_MS = 10000
 local PRIO_SHIFT = 4294967296 -- 2^32: the score span of one priority
 local RANK_WINDOW = 2147483648 -- 2^31 (see "Order within a priority")
 local DEFAULT_MAX_ATTEMPTS = 3 -- also RJQ's C default; not stored per job
@@ -164,9 +170,33 @@ local function typed(want, cmd, key, ...)
   local r = redis.pcall(cmd, key, ...)
   if type(r) == 'table' and r.err then
     if want and string.sub(r.err, 1, 9) == 'WRONGTYPE' then expect_types({key, want}) end
+    if want == 'hash' and cmd == 'HINCRBY' and string.find(r.err, 'not an integer', 1, true) then
+      error({err = 'WRONGTYPE field ' .. (...) .. ' of ' .. key ..
+                   ' is not an integer, rjq expects one'})
+    end
     error(r)
   end
   return r
+end
+
+-- Integer fields of hash key (counters, limits) as numbers, false when
+-- absent: a value that is not an integer (written behind rjq's back) is
+-- refused with an error that names the key and the field. Called before
+-- a script's first write with the fields it reads or counts (HINCRBY would
+-- fail on such a value halfway through), it checks the key's type too.
+local function int_fields(key, ...)
+  local f = {...}
+  local v = typed('hash', 'HMGET', key, ...)
+  for i = 1, #f do
+    if v[i] then
+      if not string.match(v[i], '^%-?%d+$') then
+        error({err = 'WRONGTYPE field ' .. f[i] .. ' of ' .. key ..
+                     ' is not an integer, rjq expects one'})
+      end
+      v[i] = tonumber(v[i])
+    end
+  end
+  return v
 end
 
 -- Values of some fields of one job ({} entries are false when absent).
@@ -675,7 +705,7 @@ end
 -- index when the caller knows it (nil: read it).
 local function sweep_completed(J, completed, stats, retention, cap, now, budget, kept)
   expect_types({J.u, 'zset'}) -- (forget_jobs writes it; checked before this sweep's writes)
-  kept = kept or tonumber(redis.call('HMGET', stats, 'retained')[1] or '0')
+  kept = kept or int_fields(stats, 'retained', 'swept')[1] or 0
   local limit = cap
   if cap > 0 and kept > cap then limit = cap - cap_slack(cap) end
   local old, at, empty = {}, {}, false

@@ -6,7 +6,9 @@
 -- registrations are dropped, and the doorbell rung so idle workers claim
 -- under the new limits (also when limits are lifted: push delivery
 -- resumes with their claims).
--- KEYS: 1 meta, 2 idle, 3 starts
+-- The waiters for slots under the concurrency limit (claim.lua) start
+-- afresh.
+-- KEYS: 1 meta, 2 idle, 3 starts, 4 waiters
 -- ARGV: 1 wake channel, 2 concurrency (0: none), 3 rate starts (0: none),
 --       4 rate window ms
 -- Returns 1.
@@ -21,5 +23,6 @@ else
   redis.call('DEL', starts)
 end
 reset_idle(idle, meta)
+redis.call('DEL', KEYS[4])
 redis.call('PUBLISH', wake, '1')
 return 1

@@ -76,7 +76,8 @@ void rjq__random_fraction(rjq_client *c, char *out, size_t len);
 void rjq__errmsg(rjq_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A background request (no caller to tell) answered status: anything but
  * success, a cancel, a lost or timed-out connection goes to errmsg as
- * "<what>: ...". */
+ * "<what>: ..." (RJQ_EAUTH: with the server's words, which the errmsg
+ * holds). */
 void rjq__background_failed(rjq_client *c, int status, const char *what);
 
 const char *rjq__client_prefix(const rjq_client *c);

@@ -622,6 +622,7 @@ TEST(worker_refused_a_script_command_reports_an_error_event) {
         enqueue_job(base, pq, "x", NULL);
         rjq_worker_options wo = {0};
         wo.concurrency = 1;
+        wo.reclaim_ms = 50; /* the queue's visits find the job waiting this often */
         rjq_worker *w;
         ASSERT_OK(rjq_worker_start(queue_for(c, "jobs"), &wo, handler, NULL, &w));
         ASSERT(loop_until_count(base, &h.matched, 1, 10000));
@@ -629,6 +630,16 @@ TEST(worker_refused_a_script_command_reports_an_error_event) {
         ASSERT(strstr(h.match, i == 0 ? "The user executing the script can't run this command"
                                       : "NOPERM this user has no permissions to run the 'evalsha'") !=
                NULL);
+        if (i == 0) {
+            /* no hot loop: 40 more script calls (visits that find the job
+             * waiting, every 50 ms) and the claim, refused, is not sent on
+             * each (it waits for the reconnect span, 2.2 s here) */
+            long long from = server_calls(admin, "evalsha");
+            for (int k = 0; k < 3000 && server_calls(admin, "evalsha") < from + 40; k++)
+                loop_for(base, 5);
+            ASSERT(server_calls(admin, "evalsha") >= from + 40);
+            if (h.matched > 3) FAIL_AT(__FILE__, __LINE__, "%ld claims refused", h.matched);
+        }
         ASSERT_EQ(0, get_stats(base, pq).completed); /* nothing ran */
         ASSERT_EQ(0, server_active_jobs(admin, "jobs"));
         rjq_client_free(c);
@@ -692,12 +703,26 @@ TEST(worker_without_clients_keys_reports_liveness_refused) {
     struct event_base *base = event_base_new();
     heard h = {0};
     h.needle = "script beat keys t:{clients}:";
-    rjq_client *c = client_heard(base, &s, "noclients", PW, &h);
+    char url[160];
+    snprintf(url, sizeof url, "redis://noclients:%s@127.0.0.1:%d", PW, s.port);
+    rjq_client_options o = client_options(url);
+    o.on_event = on_heard;
+    o.event_data = &h;
+    o.liveness_ms = 1000; /* a beat every 333 ms */
+    rjq_client *c = client_new(base, &o);
+    rjq_worker_options wo = {0};
+    wo.reclaim_ms = 50; /* a visit every 50 ms */
     rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(queue_for(c, "jobs"), NULL, handler, NULL, &w));
+    ASSERT_OK(rjq_worker_start(queue_for(c, "jobs"), &wo, handler, NULL, &w));
     ASSERT(loop_until_count(base, &h.matched, 1, 10000));
     ASSERT(strstr(h.match, "permission refused") != NULL && strstr(h.match, "NOPERM") != NULL);
     ASSERT(strstr(rjq_client_errmsg(c), "liveness beat: NOPERM") != NULL);
+    /* the refused beat backs off (the reconnect span, 2.2 s here), not a
+     * refusal every beat: 60 visits later, at most a few more */
+    long long from = server_calls(admin, "evalsha");
+    for (int k = 0; k < 3000 && server_calls(admin, "evalsha") < from + 60; k++) loop_for(base, 5);
+    ASSERT(server_calls(admin, "evalsha") >= from + 60);
+    if (h.matched > 3) FAIL_AT(__FILE__, __LINE__, "%ld beats refused", h.matched);
     rjq_client *producer = client_for(base, &s);
     ended e = await_one(base, queue_for(producer, "jobs"));
     ASSERT_EQ(RJQ_OK, e.status);

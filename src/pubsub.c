@@ -46,7 +46,6 @@ typedef struct rjq__sent_list {
     char **names;
     size_t head, n, cap;
 } sent_list;
-static sent_list *sent_of(rjq_client *c);
 
 static void on_message(redisAsyncContext *ac, void *reply, void *priv);
 
@@ -94,8 +93,8 @@ static int sent_push(sent_list *l, const char *name) {
 /* RJQ_OK, or RJQ_ENOMEM when hiredis could not queue it. */
 static int send_subscribe(rjq_client *c, const char *name) {
     if (c->sub.ac == NULL) return RJQ_OK; /* resubscribed on connect */
-    sent_list *l = sent_of(c);
-    if (l == NULL || sent_push(l, name) != RJQ_OK) return RJQ_ENOMEM;
+    sent_list *l = c->sub_sent;
+    if (sent_push(l, name) != RJQ_OK) return RJQ_ENOMEM;
     const char *argv[2] = {"SUBSCRIBE", name};
     if (redisAsyncCommandArgv(c->sub.ac, on_message, NULL, 2, argv, NULL) == REDIS_OK)
         return RJQ_OK;
@@ -157,8 +156,7 @@ static int has_listener_before(rjq_client *c, const rjq__channel *ch) {
  * refused ones). */
 static int sub_setup(rjq__conn *conn) {
     rjq_client *c = conn->c;
-    sent_list *l = sent_of(c);
-    if (l) sent_clear(l);
+    sent_clear(c->sub_sent);
     for (rjq__channel *ch = c->channels; ch; ch = ch->next) {
         ch->confirmed = 0;
         if (!ch->refused && !has_listener_before(c, ch) && send_subscribe(c, ch->name) != RJQ_OK)
@@ -210,11 +208,10 @@ static void tell_refused(rjq_client *c, const char *name, const char *err, int m
  * (the context was ready) or the whole session. */
 static void sub_down(rjq__conn *conn, int fail, const char *why) {
     rjq_client *c = conn->c;
-    sent_list *l = sent_of(c);
     /* (a session refused in its set-up came here first with fail 0,
      * which cleared the list: no SUBSCRIBE is taken for refused then) */
-    char *name = fail == RJQ_EAUTH && l ? sent_pop(l) : NULL;
-    if (l) sent_clear(l);
+    char *name = fail == RJQ_EAUTH ? sent_pop(c->sub_sent) : NULL;
+    sent_clear(c->sub_sent);
     for (rjq__channel *ch = c->channels; ch; ch = ch->next) ch->confirmed = 0;
     if (fail != RJQ_EAUTH) {
         free(name);
@@ -238,13 +235,8 @@ static void sub_down(rjq__conn *conn, int fail, const char *why) {
 static const rjq__conn_hooks sub_hooks = {sub_setup, sub_ready, sub_down};
 
 int rjq__pubsub_init(rjq_client *c) {
+    if ((c->sub_sent = calloc(1, sizeof(sent_list))) == NULL) return RJQ_ENOMEM;
     return rjq__conn_init(c, &c->sub, RJQ_CONN_SUBSCRIBER, &sub_hooks);
-}
-
-/* The sent list lives with the subscriber connection's owner: here. */
-static sent_list *sent_of(rjq_client *c) {
-    if (c->sub_sent == NULL) c->sub_sent = calloc(1, sizeof(sent_list)); /* NULL: retried */
-    return c->sub_sent;
 }
 
 void rjq__pubsub_free(rjq_client *c) {
@@ -306,8 +298,7 @@ static void on_message(redisAsyncContext *ac, void *reply, void *priv) {
     if (strcmp(kind->str, "message") == 0 && body->type == REDIS_REPLY_STRING) {
         dispatch(c, name->str, body->str, body->len);
     } else if (strcmp(kind->str, "subscribe") == 0) {
-        sent_list *l = sent_of(c);
-        if (l) free(sent_pop(l)); /* (in order: this one) */
+        free(sent_pop(c->sub_sent)); /* (in order: this one) */
         dispatch(c, name->str, NULL, 0); /* confirmed: listeners re-check state */
     }
     rjq__leave(c);

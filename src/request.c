@@ -18,6 +18,14 @@
  * together, in their order, and a request made meanwhile queues behind
  * them, so enqueues keep their order through it.
  *
+ * A permission error (NOPERM, NOAUTH, WRONGPASS, a script's command or key
+ * refused by the ACL: rjq__redis_error_code's RJQ_EAUTH) is final, never
+ * transient: the request ends with RJQ_EAUTH and the server's words at
+ * once, whatever its kind, and an RJQ_EVENT_ERROR names the request
+ * (command and first argument, or script and keys). A session refused for
+ * one (a wrong password) ends every waiting request with it, also those
+ * that would otherwise wait for Redis however long (RJQ__REQ_RETRY).
+ *
  * This file owns the command connection: its set-up step loads rjq's
  * function library (or, where the server has no functions, the scripts
  * for EVALSHA), its readiness sends the backlog, its loss fails what

@@ -82,7 +82,16 @@ extern "C" {
  * writes anything; the error message names the key (and the field).
  * Keys the call does not touch are not checked (an enqueue without delay
  * does not look at the delayed set); rjq_queue_stats() checks the
- * queue's lists, sets and counters. */
+ * queue's lists, sets and counters.
+ *
+ * RJQ_EAUTH: the server refused a login (WRONGPASS, NOAUTH) or a
+ * permission (NOPERM; a command, key or channel refused inside a script:
+ * "ERR The user executing the script can't ..."). It is final, never
+ * retried: every request and await it affects ends with it, the client's
+ * errmsg holds the server's words, and an RJQ_EVENT_ERROR names what was
+ * refused (see rjq_event). The connection never loops faster than its
+ * reconnect backoff, a worker's claims and the liveness beat back off for
+ * the reconnect span (reconnect_max_ms + connect_timeout_ms). */
 #define RJQ_ERRNO_MAP(XX)                                                     \
     XX(EINVAL, 1, "invalid argument")                                         \
     XX(ENOMEM, 2, "out of memory")                                            \
@@ -179,7 +188,14 @@ typedef struct rjq_loop_ops {
 typedef enum rjq_event {
     RJQ_EVENT_CONNECTED = 1,    /* a connection is up and its session set */
     RJQ_EVENT_DISCONNECTED = 2, /* a connection dropped; reconnect scheduled */
-    RJQ_EVENT_ERROR = 3         /* session set-up failed (e.g. AUTH refused) */
+    RJQ_EVENT_ERROR = 3         /* session set-up failed (e.g. AUTH refused),
+                                   or a permission was refused (RJQ_EAUTH):
+                                   detail names it: "command connection:
+                                   permission refused: script <name> keys
+                                   <keys>: <server's words>" (a command: its
+                                   name and first argument), "subscriber
+                                   connection: permission refused: SUBSCRIBE
+                                   <channel>: ..." */
 } rjq_event;
 
 /* Which of the client's two connections an event is about. */
@@ -237,7 +253,8 @@ typedef struct rjq_client_options {
      * re-sent end with RJQ_ETIMEDOUT, as do those that waited this long
      * for a connection, or for the client's unwritten output to shrink
      * below 1 MiB (completions, failures and enqueues of jobs with
-     * ids are re-sent instead, however long Redis is away). A reply that
+     * ids are re-sent instead, however long Redis is away, unless the
+     * session is refused for a permission: RJQ_EAUTH). A reply that
      * takes longer than this to transfer (many MiB over a slow link) also
      * counts as none: set it above the longest transfer. Default 10000;
      * -1 turns it off. */
@@ -246,8 +263,10 @@ typedef struct rjq_client_options {
      * the command connection, which also tells the client the server's
      * clock; on the subscriber connection a message to itself, on the
      * channel "<prefix>:reply:<random>:live": an ACL user needs +time and
-     * the channels "<prefix>:reply:*"), so a dead one is found while idle
-     * too. Default 5000; -1 turns it off. TCP keepalive is on (TCP). */
+     * the channels "<prefix>:reply:*"; without them the probe channel is
+     * refused, an RJQ_EVENT_ERROR says so, and the subscriber connection
+     * goes unprobed), so a dead one is found while idle too. Default 5000;
+     * -1 turns it off. TCP keepalive is on (TCP). */
     long ping_interval_ms;
     long reconnect_min_ms;     /* first reconnect delay; default 50 */
     long reconnect_max_ms;     /* backoff cap; default 5000 */
@@ -263,7 +282,10 @@ typedef struct rjq_client_options {
      * has its jobs taken and run elsewhere: raise it, or run long work off
      * the loop. Default 5000 (at least 1000); -1 turns it off (jobs of a
      * dead worker then come back when their lease ends). An ACL user
-     * needs the keys "<prefix>:{clients}:*". */
+     * needs the keys "<prefix>:{clients}:*": without them each refused
+     * beat is an RJQ_EVENT_ERROR (naming the keys), the client runs
+     * without liveness (as with -1) and beats again once per reconnect
+     * span (reconnect_max_ms + connect_timeout_ms). */
     long liveness_ms;
     /* TLS settings (see rjq_tls_options); NULL: defaults, TLS only for
      * rediss:// URLs. */
@@ -295,7 +317,10 @@ typedef struct rjq_client_options {
  * (AUTH, SELECT, CLIENT SETNAME, script loading) is set. If the session is
  * refused (wrong password, missing database), the queued commands fail
  * with RJQ_EAUTH or RJQ_EREDIS and nothing runs on that connection; an
- * RJQ_EVENT_ERROR event carries the server's words. After a disconnect
+ * RJQ_EVENT_ERROR event carries the server's words. RJQ_EAUTH fails every
+ * queued command, also those otherwise re-sent however long Redis is away
+ * (completions, enqueues of jobs with ids); the next attempt comes at the
+ * reconnect backoff. After a disconnect
  * the client reconnects with capped exponential backoff and replays the
  * session and its subscriptions.
  *
@@ -571,7 +596,11 @@ typedef struct rjq_worker_options {
     long lease_ms;    /* lease per claim, extended every lease_ms/3 while the
                          job runs; default 30000 */
     long poll_ms;     /* wait before a failed claim is tried again;
-                         default 5000 */
+                         default 5000 (a claim refused for a permission,
+                         RJQ_EAUTH: the client's reconnect span instead,
+                         reconnect_max_ms + connect_timeout_ms, doorbells
+                         ignored meanwhile; an RJQ_EVENT_ERROR names the
+                         refused script and keys) */
     /* How often the client visits the queue: it sweeps expired leases (one
      * sweeper per queue at a time) and looks for jobs waiting that no
      * doorbell or push announced (idle workers then claim). One timer per
@@ -738,7 +767,10 @@ typedef struct rjq_outcome {
 /*
  * status: RJQ_OK (completed; result set), RJQ_EJOBDEAD (dead; error set),
  * RJQ_EJOBCANCELED (rjq_queue_cancel() ended the job), RJQ_ETIMEDOUT, RJQ_ECANCELED (rjq_await_cancel() or client freed),
- * RJQ_ENOTFOUND (rjq_queue_await() of an id that does not exist), or an
+ * RJQ_ENOTFOUND (rjq_queue_await() of an id that does not exist),
+ * RJQ_EAUTH (the server refused the client's reply channel: no +subscribe
+ * or no "<prefix>:reply:*" in the ACL, or a wrong password; every await
+ * of the client ends so, the errmsg has the server's words), or an
  * enqueue error for rjq_enqueue_await() (then outcome is NULL: no id).
  * outcome is non-NULL whenever the job id is known.
  */
@@ -756,7 +788,11 @@ typedef struct rjq_await_options {
 
 /*
  * Enqueue one job and await its outcome: cb is called exactly once. The
- * enqueue is sent once the client's reply channel is subscribed. out
+ * enqueue is sent once the client's reply channel is subscribed; if the
+ * server refuses the channel (RJQ_EAUTH) it is not sent at all (one
+ * already sent stays: its job runs, unawaited). The next await subscribes
+ * the channel again (one refusal costs one reconnect of the subscriber
+ * connection, at its backoff). out
  * (optional) receives a handle for rjq_await_cancel(), valid until cb runs.
  * Synchronous errors as rjq_enqueue().
  */

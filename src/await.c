@@ -202,11 +202,51 @@ static int confirmed(const awaits *s) {
     return s->listening && rjq__channel_confirmed(s->c, s->channel);
 }
 
+static void on_reply_refused(rjq_client *c, const char *ch, const char *err, void *arg);
+
 static int ensure_listening(awaits *s) {
     if (s->listening) return RJQ_OK;
-    int rc = rjq__subscribe(s->c, s->channel, on_reply_message, s);
+    int rc = rjq__subscribe_checked(s->c, s->channel, on_reply_message, on_reply_refused, s);
     if (rc == RJQ_OK) s->listening = 1;
     return rc;
+}
+
+/* The server refused the reply channel (an ACL without +subscribe or the
+ * channels "<prefix>:reply:*"; or the whole subscriber session): no
+ * outcome can reach an await, so every await ends with RJQ_EAUTH (the
+ * client's errmsg has the server's words). An enqueue still held for the
+ * subscription is not sent: its caller is told it failed. The listener
+ * goes: the next await subscribes the channel again (the ACL may have been
+ * fixed meanwhile; a refusal again costs one reconnect of the subscriber
+ * connection, spaced by its backoff). */
+static void on_reply_refused(rjq_client *c, const char *ch, const char *err, void *arg) {
+    awaits *s = arg;
+    (void)ch, (void)err;
+    rjq__unsubscribe(c, s->channel, s);
+    s->listening = 0;
+    /* the awaits of now (a callback may make new ones: they subscribe
+     * again), pinned: a callback may cancel any of them */
+    size_t n = s->count, k = 0;
+    rjq_await **snap = n ? malloc(n * sizeof *snap) : NULL;
+    if (snap == NULL) { /* none, or out of memory: end them one by one */
+        for (rjq_await *a = s->all; n > 0 && a && !rjq__closing(c); a = s->all, n--) {
+            free(a->payload);
+            a->payload = NULL;
+            resolve(a, RJQ_EAUTH, NULL, 0, NULL);
+        }
+        return;
+    }
+    for (rjq_await *a = s->all; a && k < n; a = a->next) pin(snap[k++] = a);
+    for (size_t i = 0; i < k; i++) {
+        rjq_await *a = snap[i];
+        if (a->state != AW_DONE && !rjq__closing(c)) {
+            free(a->payload);
+            a->payload = NULL;
+            resolve(a, RJQ_EAUTH, NULL, 0, NULL);
+        }
+    }
+    for (size_t i = 0; i < k; i++) unpin(snap[i]);
+    free(snap);
 }
 
 static void on_big_result(rjq_client *c, int status, redisReply *r, void *priv) {

@@ -105,7 +105,7 @@ void rjq__conn_refuse(rjq__conn *conn, int code) {
     conn->ac = NULL;
     rjq__conn_lost(conn, why);
     snprintf(c->errmsg, sizeof c->errmsg, "%s", why); /* keep the server's words */
-    conn->hooks->down(conn, code);
+    conn->hooks->down(conn, code, why);
     redisAsyncFree(ac); /* inside a reply callback: deferred by hiredis */
 }
 
@@ -237,6 +237,8 @@ static void on_connect(const redisAsyncContext *cac, int status) {
     rjq__leave(c);
 }
 
+static void lost(rjq__conn *conn, const char *why, int refused);
+
 static void on_disconnect(const redisAsyncContext *cac, int status) {
     redisAsyncContext *ac = (redisAsyncContext *)cac;
     rjq__conn *conn = ac->data;
@@ -248,6 +250,7 @@ static void on_disconnect(const redisAsyncContext *cac, int status) {
     failure_words(conn, ac, why, sizeof why, "connection closed");
     ac->data = NULL;
     if (!conn->connected) address_failed(conn, why); /* the TLS handshake failed */
+    else if (rjq__redis_error_code(why) == RJQ_EAUTH) lost(conn, why, 1);
     else rjq__conn_lost(conn, why);
     rjq__leave(c);
 }
@@ -489,7 +492,12 @@ void rjq__conn_start(rjq__conn *conn) {
     }
 }
 
-void rjq__conn_lost(rjq__conn *conn, const char *why) {
+/* refused: the server ended the session with a permission error (hiredis
+ * drops a context that gets an error no command waits for: a refused
+ * SUBSCRIBE): final, so the run of failures goes on (the reconnect keeps
+ * its backoff however long the session was up) and the owner hears
+ * RJQ_EAUTH with the server's words. */
+static void lost(rjq__conn *conn, const char *why, int refused) {
     rjq_client *c = conn->c;
     if (c->closing) return;
     if (conn->ac == NULL && conn->timer_is_reconnect && rjq__timer_armed(&conn->timer))
@@ -502,7 +510,7 @@ void rjq__conn_lost(rjq__conn *conn, const char *why) {
     /* A session that stayed up a while ends the run of failures; one that
      * drops right after its set-up (a refused SUBSCRIBE, say) keeps its
      * backoff, so it cannot reconnect in a tight loop. */
-    if (conn->ready && rjq__now_ms() - conn->ready_ms >= 1000) conn->failures = 0;
+    if (conn->ready && !refused && rjq__now_ms() - conn->ready_ms >= 1000) conn->failures = 0;
     /* hiredis may still call this context's disconnect callback after we
      * (and maybe the whole client) are gone: cut it loose now. */
     if (conn->ac) conn->ac->data = NULL;
@@ -512,7 +520,11 @@ void rjq__conn_lost(rjq__conn *conn, const char *why) {
     rjq__errmsg(c, "%s connection: %s", kind_name(conn), why);
     schedule_reconnect(conn);
     rjq__emit(c, was_connected ? RJQ_EVENT_DISCONNECTED : RJQ_EVENT_ERROR, conn->kind, c->errmsg);
-    conn->hooks->down(conn, was_connected ? 0 : RJQ_ECONN);
+    conn->hooks->down(conn, refused ? RJQ_EAUTH : was_connected ? 0 : RJQ_ECONN, why);
+}
+
+void rjq__conn_lost(rjq__conn *conn, const char *why) {
+    lost(conn, why, 0);
 }
 
 void rjq__conn_close(rjq__conn *conn) {

@@ -76,7 +76,8 @@ void rjq__random_fraction(rjq_client *c, char *out, size_t len);
 void rjq__errmsg(rjq_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A background request (no caller to tell) answered status: anything but
  * success, a cancel, a lost or timed-out connection goes to errmsg as
- * "<what>: ...". */
+ * "<what>: ..." (RJQ_EAUTH: with the server's words, which the errmsg
+ * holds). */
 void rjq__background_failed(rjq_client *c, int status, const char *what);
 
 const char *rjq__client_prefix(const rjq_client *c);
@@ -210,9 +211,21 @@ void rjq__send_now(rjq_client *c);
 typedef void rjq__message_fn(rjq_client *c, const char *channel, const char *msg, size_t len,
                              void *arg);
 
-/* Listen on a channel (subscribing it if no listener had it). RJQ_OK, or
- * RJQ_ENOMEM with nothing changed. */
+/* The server refused the channel (err: its words): a SUBSCRIBE refused
+ * for a permission, or the whole session (a wrong password). A refused
+ * SUBSCRIBE is final: the channel is not subscribed again until a
+ * listener subscribes it anew (rjq__subscribe). The listener stays
+ * registered (rjq__unsubscribe it to let go). */
+typedef void rjq__refused_fn(rjq_client *c, const char *channel, const char *err, void *arg);
+
+/* Listen on a channel (subscribing it if no listener had it, or if it was
+ * refused). RJQ_OK, or RJQ_ENOMEM with nothing changed. */
 int rjq__subscribe(rjq_client *c, const char *name, rjq__message_fn *fn, void *arg);
+/* The same, and refused_fn hears of a refusal. */
+int rjq__subscribe_checked(rjq_client *c, const char *name, rjq__message_fn *fn,
+                           rjq__refused_fn *refused_fn, void *arg);
+/* 1 when the server refused the subscription of `name` (see rjq__refused_fn). */
+int rjq__channel_refused(const rjq_client *c, const char *name);
 /* Stop delivering to this listener (the subscription itself stays: see
  * pubsub.c for why rjq never sends UNSUBSCRIBE). */
 void rjq__unsubscribe(rjq_client *c, const char *name, void *arg);

@@ -37,9 +37,12 @@ typedef struct rjq__conn_hooks {
     void (*ready)(rjq__conn *conn);
     /* The context is gone. fail: 0 when requests waiting for the session
      * may keep waiting (it had connected), else the code to fail the
-     * waiting non-retryable ones with (RJQ_ECONN: the connect attempt
-     * failed; RJQ_EAUTH/RJQ_EREDIS: the session was refused). */
-    void (*down)(rjq__conn *conn, int fail);
+     * waiting ones with (RJQ_ECONN: the connect attempt failed: the
+     * non-retryable ones; RJQ_EREDIS: the session was refused; RJQ_EAUTH:
+     * refused for a permission (a refused AUTH, a NOPERM that ended the
+     * session), which is final: every waiting one). why: the server's or
+     * hiredis' words. */
+    void (*down)(rjq__conn *conn, int fail, const char *why);
 } rjq__conn_hooks;
 
 struct rjq__conn {
@@ -178,6 +181,7 @@ struct rjq_client {
     int sending_later;        /* on_retry_timer is sending `later` */
     int fcall;                /* the command session has rjq's function library */
     rjq__channel *channels;
+    struct rjq__sent_list *sub_sent; /* SUBSCRIBEs not yet confirmed (pubsub.c) */
     rjq__timer watchdog;      /* liveness.c */
     char live_channel[256];   /* the subscriber connection's probe channel */
     uint64_t probe_sent_ms;   /* a probe went out then, not yet heard (0: none) */

@@ -30,6 +30,10 @@ int rjq__redis_error_code(const char *err) {
         {"NOAUTH", RJQ_EAUTH},         {"WRONGPASS", RJQ_EAUTH},
         {"NOPERM", RJQ_EAUTH},         {"invalid password", RJQ_EAUTH},
         {"unauthenticated", RJQ_EAUTH}, /* Redis 7: "Protocol error: unauthenticated ..." */
+        /* a command, key or channel of a script that the ACL refuses ("ERR
+         * The user executing the script can't run this command or
+         * subcommand", "... can't access at least one of the keys ...") */
+        {"The user executing the script can't", RJQ_EAUTH},
         {"RJQFULL", RJQ_EFULL},         /* enqueue.lua: a bounded queue is full */
     };
     if (err == NULL) return RJQ_EREDIS;

@@ -22,7 +22,10 @@
  *   server's side), the subscriber connection is dropped and made again
  *   (its channels are subscribed again and their listeners catch up). A
  *   subscriber connection whose probe channel is still not confirmed
- *   command_timeout_ms after its set-up is dropped too.
+ *   command_timeout_ms after its set-up is dropped too. An ACL that
+ *   refuses the probe channel (no "<prefix>:reply:*") leaves the
+ *   subscriber connection unprobed: pubsub.c reported the refusal and
+ *   does not subscribe the channel again.
  * - A job found stale (worker.c) asks for TIME at once, and its answer
  *   replaces the server-time estimate: a server clock set back cannot make
  *   every job look stale for long.
@@ -96,6 +99,9 @@ static void watch_command(rjq_client *c, uint64_t now) {
 
 static void watch_subscriber(rjq_client *c, uint64_t now) {
     rjq__conn *sub = &c->sub;
+    /* the ACL refuses the probe channel (an RJQ_EVENT_ERROR said so): the
+     * subscriber connection goes unprobed (TCP keepalive still runs) */
+    if (rjq__channel_refused(c, c->live_channel)) return;
     if (!sub->ready || !rjq__channel_confirmed(c, c->live_channel)) {
         c->probe_sent_ms = 0;
         if (sub->ready && c->command_timeout_ms > 0 &&

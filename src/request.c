@@ -18,6 +18,14 @@
  * together, in their order, and a request made meanwhile queues behind
  * them, so enqueues keep their order through it.
  *
+ * A permission error (NOPERM, NOAUTH, WRONGPASS, a script's command or key
+ * refused by the ACL: rjq__redis_error_code's RJQ_EAUTH) is final, never
+ * transient: the request ends with RJQ_EAUTH and the server's words at
+ * once, whatever its kind, and an RJQ_EVENT_ERROR names the request
+ * (command and first argument, or script and keys). A session refused for
+ * one (a wrong password) ends every waiting request with it, also those
+ * that would otherwise wait for Redis however long (RJQ__REQ_RETRY).
+ *
  * This file owns the command connection: its set-up step loads rjq's
  * function library (or, where the server has no functions, the scripts
  * for EVALSHA), its readiness sends the backlog, its loss fails what
@@ -684,6 +692,61 @@ static redisReply *transaction_outcome(rjq__req *r, redisReply *rep, redisReply 
 
 static void send_room(rjq_client *c);
 
+/* One bulk string of a RESP command at *p (up to end): its bytes and
+ * length; moves *p past it. -1 when it is not one (cmd is our own
+ * formatting, but stay inside it all the same). */
+static int resp_bulk(const char **p, const char *end, const char **str, size_t *len) {
+    const char *q = *p;
+    size_t n = 0;
+    if (q >= end || *q++ != '$') return -1;
+    while (q < end && *q >= '0' && *q <= '9' && n < SIZE_MAX / 16) n = n * 10 + (size_t)(*q++ - '0');
+    if (end - q < 2 || q[0] != '\r' || (size_t)(end - q - 2) < n + 2) return -1;
+    *str = q + 2;
+    *len = n;
+    *p = q + 2 + n + 2;
+    return 0;
+}
+
+/* What request r is, for a report: "script <function> keys <keys...>"
+ * (a script: its first call's keys) or "<COMMAND> <first argument>". */
+static void describe(const rjq__req *r, char *out, size_t cap) {
+    const char *p = r->cmd, *end = r->cmd + r->len, *arg[3];
+    size_t alen[3];
+    int n = 0;
+    if (r->nparts) /* MULTI, and the plain commands when they go first */
+        p += r->pre_after == 0 && r->npre > 0 ? r->part_end[r->npre] : r->part_end[0];
+    if (p < end && *p == '*') p = memchr(p, '\n', (size_t)(end - p));
+    if (p) p++;
+    while (p && n < 3 && resp_bulk(&p, end, &arg[n], &alen[n]) == 0) n++;
+    if (r->script < 0 || n < 3) {
+        snprintf(out, cap, "%.*s%s%.*s", n > 0 ? (int)alen[0] : 0, n > 0 ? arg[0] : "",
+                 n > 1 ? " " : "", n > 1 ? (int)(alen[1] > 128 ? 128 : alen[1]) : 0,
+                 n > 1 ? arg[1] : "");
+        return;
+    }
+    size_t len = (size_t)snprintf(out, cap, "script %s", rjq__scripts[r->script].name);
+    long long keys = atoll(arg[2]); /* numkeys, then the keys */
+    for (long long k = 0; k < keys && k < 4 && len < cap; k++) {
+        const char *key;
+        size_t klen;
+        if (resp_bulk(&p, end, &key, &klen) != 0) break;
+        len += (size_t)snprintf(out + len, cap - len, "%s%.*s", k ? " " : " keys ",
+                                (int)(klen > 128 ? 128 : klen), key);
+    }
+}
+
+/* A request refused for a permission (NOPERM, NOAUTH, or a script's
+ * command or key the user may not use): final, never retried; the
+ * RJQ_EVENT_ERROR says which request, so the missing permission can be
+ * found (the server's words do not always name it: a key refused inside a
+ * script does not say which). */
+static void refused(rjq_client *c, const rjq__req *r, const char *err) {
+    char what[384], detail[RJQ__ERRMSG_MAX + 400];
+    describe(r, what, sizeof what);
+    snprintf(detail, sizeof detail, "command connection: permission refused: %s: %s", what, err);
+    rjq__emit(c, RJQ_EVENT_ERROR, RJQ_CONN_COMMAND, detail);
+}
+
 static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     rjq__req *r = priv;
     rjq_client *c = r->c;
@@ -718,8 +781,10 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
                 rjq__conn_drop(&c->cmd, "READONLY: the master became a replica: asking the "
                                         "sentinels again");
         } else {
+            int code = rjq__redis_error_code(rep->str);
+            if (code == RJQ_EAUTH) refused(c, r, rep->str);
             rjq__errmsg(c, "%s", rep->str);
-            deliver(r, c, rjq__redis_error_code(rep->str), rep);
+            deliver(r, c, code, rep);
         }
     } else {
         c->cmd.last_io_ms = rjq__now_ms();
@@ -964,8 +1029,26 @@ static void cmd_ready(rjq__conn *conn) {
     flush_backlog(conn->c);
 }
 
-static void cmd_down(rjq__conn *conn, int fail) {
-    if (fail) fail_backlog(conn->c, fail);
+/* A session refused for a permission (wrong password, NOAUTH) is final:
+ * every waiting request ends with it, also those that may be re-sent
+ * (an enqueue with an id, a completion), which would otherwise wait for a
+ * session that never comes. Requests made meanwhile wait for the next
+ * attempt, which the backoff spaces. */
+static void fail_all_waiting(rjq_client *c, int code) {
+    rjq__reqlist failed = list_take(&c->later), b = list_take(&c->backlog), m = list_take(&c->room);
+    rjq__req *r;
+    rjq__timer_stop(c, &c->retry_timer);
+    while (b.n > 0 || m.n > 0) {
+        r = b.n == 0 || (m.n > 0 && m.head->order < b.head->order) ? list_pop(&m) : list_pop(&b);
+        list_insert_ordered(&failed, r);
+    }
+    while ((r = list_pop(&failed)) != NULL) deliver(r, c, code, NULL);
+}
+
+static void cmd_down(rjq__conn *conn, int fail, const char *why) {
+    (void)why; /* (the errmsg has it) */
+    if (fail == RJQ_EAUTH) fail_all_waiting(conn->c, fail);
+    else if (fail) fail_backlog(conn->c, fail);
 }
 
 static const rjq__conn_hooks cmd_hooks = {cmd_setup, cmd_ready, cmd_down};

@@ -53,9 +53,14 @@ void rjq__errmsg(rjq_client *c, const char *fmt, ...) {
 }
 
 void rjq__background_failed(rjq_client *c, int status, const char *what) {
-    if (status != RJQ_OK && status != RJQ_ECANCELED && status != RJQ_ECONN &&
-        status != RJQ_ETIMEDOUT)
+    char words[RJQ__ERRMSG_MAX];
+    if (status == RJQ_EAUTH) { /* the server's words say which permission */
+        snprintf(words, sizeof words, "%s", c->errmsg);
+        rjq__errmsg(c, "%s: %s", what, words);
+    } else if (status != RJQ_OK && status != RJQ_ECANCELED && status != RJQ_ECONN &&
+               status != RJQ_ETIMEDOUT) {
         rjq__errmsg(c, "%s: %s", what, rjq_strerror(status));
+    }
 }
 
 void rjq__emit(rjq_client *c, rjq_event ev, int conn, const char *detail) {

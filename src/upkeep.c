@@ -250,6 +250,13 @@ static void on_beat(rjq_client *c, int status, redisReply *r, void *priv) {
         u->last_beat = 0;
         u->beat_server = 0;
         rjq__background_failed(c, status, "liveness beat");
+        /* A beat refused for a permission (the ACL lacks the keys
+         * "<prefix>:{clients}:*"; the request layer's RJQ_EVENT_ERROR named
+         * them): the client runs without liveness, and beats again only
+         * after its reconnect span, not every beat (each refusal is an
+         * event). */
+        if (status == RJQ_EAUTH)
+            rjq__timer_start(c, &u->beat_timer, (uint64_t)rjq__client_reconnect_span_ms(c));
         return;
     }
     rjq__server_time_sample(c, r->element[0]->integer);

@@ -90,6 +90,7 @@ struct rjq_worker {
     int want_claim;           /* claim on the next queue tick */
     int want_offer;           /* slots were freed while idle: offer them */
     int last_recovery;        /* a stopping worker's recovering claim went out */
+    uint64_t refused_until;   /* a claim was refused for a permission: none before */
     rjq__reg *reg;            /* push delivery registration and ledger */
     rjq__holder *held;        /* the tokens it holds jobs of */
     background extend, deregister;
@@ -217,6 +218,7 @@ static void on_doorbell(rjq_client *c, const char *channel, const char *msg, siz
 /* The next delayed job is due, or a failed claim is retried. */
 static void on_poll_timer(rjq__timer *t) {
     rjq_worker *w = t->owner;
+    w->refused_until = 0;
     rjq__reg_resync(w->reg);
     claim(w);
 }
@@ -538,9 +540,19 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq__reg_claim_replied(w->reg, x.epoch, status, status == RJQ_OK ? r->element[1]->integer : 0,
                            x.recovers);
     if (status != RJQ_OK) {
-        /* ECONN: the reconnect pokes us; anything else: retried later. */
+        /* ECONN: the reconnect pokes us; anything else: retried later. A
+         * permission refused (the request layer's RJQ_EVENT_ERROR named
+         * it) is final until the ACL changes: no claim until the client's
+         * reconnect span (backoff cap + connect timeout) is over, whatever
+         * doorbells ring meanwhile. */
         w->mode = CL_IDLE;
-        retry_later(w);
+        if (status == RJQ_EAUTH) {
+            long span = rjq__client_reconnect_span_ms(c);
+            w->refused_until = rjq__now_ms() + (uint64_t)span;
+            rjq__timer_start(c, &w->poll_timer, (uint64_t)span);
+        } else {
+            retry_later(w);
+        }
         check_stopped(w);
         return;
     }
@@ -663,6 +675,7 @@ static int send_claim(rjq_worker *w, int want, int reset) {
  * those in flight and takes the offered slots too. */
 static void claim(rjq_worker *w) {
     rjq_client *c = client_of(w);
+    if (w->refused_until && rjq__now_ms() < w->refused_until) return; /* (its timer claims) */
     int limit = w->mode == CL_HUNGRY ? CLAIMS_IN_FLIGHT : 1;
     int chunk = w->mode == CL_HUNGRY && w->concurrency >= 4
                     ? w->concurrency / 2 + w->concurrency % 2

@@ -13,6 +13,7 @@
 
 #include "harness.h"
 #include "server.h"
+#include "waits.h"
 
 #define PW "acl-test-pw"
 
@@ -409,6 +410,324 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     rjq_client_free(monitor);
     rjq_client_free(worker);
     rjq_client_free(producer);
+    event_base_free(base);
+    redisFree(admin);
+    server_stop_guarded(&s);
+}
+
+/* ---- permissions refused: final, told, never a hang (issue 31 item 2) ---- */
+
+/* Create user `name` with the rules `rjq -p t acl --queues jobs --role
+ * <role>` prints, less those in drop (NULL-ended). */
+static void create_user_less(redisContext *rc, const char *role, const char *name,
+                             const char *const *drop) {
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, RJQ_BUILD_DIR "/rjq -p t acl --queues jobs --role %s", role);
+    FILE *p = popen(cmd, "r");
+    ASSERT(p != NULL);
+    char line[4096];
+    int made = 0;
+    while (fgets(line, sizeof line, p)) {
+        if (strncmp(line, "ACL SETUSER ", 12) != 0) continue;
+        const char *argv[128];
+        size_t n = 0;
+        for (char *tok = strtok(line, " \n"); tok && n < 128; tok = strtok(NULL, " \n")) {
+            int dropped = 0;
+            for (const char *const *d = drop; *d; d++) dropped |= strcmp(tok, *d) == 0;
+            if (dropped) continue;
+            argv[n] = n == 2 ? name : strcmp(tok, ">CHANGE-ME") == 0 ? ">" PW : tok;
+            n++;
+        }
+        redisReply *r = redisCommandArgv(rc, (int)n, argv, NULL);
+        ASSERT(r != NULL);
+        if (r->type == REDIS_REPLY_ERROR) FAIL_AT(__FILE__, __LINE__, "%s: %s", name, r->str);
+        freeReplyObject(r);
+        made++;
+    }
+    ASSERT_EQ(0, pclose(p));
+    ASSERT_EQ(1, made);
+}
+
+/* What a client's event listener heard, per connection. */
+typedef struct heard {
+    long connected[2], errors[2];
+    char error[2][512];       /* the last error's detail */
+    const char *needle;       /* ... and counted in matched when it holds this */
+    long matched;
+    char match[512];
+} heard;
+
+static void on_heard(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
+    heard *h = data;
+    (void)c;
+    ASSERT(conn == RJQ_CONN_COMMAND || conn == RJQ_CONN_SUBSCRIBER);
+    if (ev == RJQ_EVENT_CONNECTED) h->connected[conn]++;
+    if (ev != RJQ_EVENT_ERROR) return;
+    h->errors[conn]++;
+    snprintf(h->error[conn], sizeof h->error[conn], "%s", detail);
+    if (h->needle && strstr(detail, h->needle)) {
+        h->matched++;
+        snprintf(h->match, sizeof h->match, "%s", detail);
+    }
+}
+
+static rjq_client *client_heard(struct event_base *base, const test_server *s, const char *user,
+                                const char *pw, heard *h) {
+    static char url[8][160];
+    static int next;
+    char *u = url[next++ % 8];
+    snprintf(u, 160, "redis://%s:%s@127.0.0.1:%d", user, pw, s->port);
+    rjq_client_options o = client_options(u);
+    o.on_event = on_heard;
+    o.event_data = h;
+    return client_new(base, &o);
+}
+
+typedef struct ended {
+    int done, status;
+    char errmsg[256];
+} ended;
+
+static void on_ended(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    ended *e = data;
+    (void)o;
+    ASSERT_EQ(0, e->done); /* exactly once */
+    e->done = 1;
+    e->status = status;
+    snprintf(e->errmsg, sizeof e->errmsg, "%s", rjq_client_errmsg(c));
+}
+
+static ended await_one(struct event_base *base, rjq_queue *q) {
+    ended e = {0};
+    ASSERT_OK(rjq_enqueue_await(q, "x", 1, NULL, NULL, on_ended, &e, NULL));
+    ASSERT(loop_until(base, &e.done, 10000));
+    return e;
+}
+
+/* How often the ACL log saw a refusal for `reason` ("channel", "key",
+ * "command"). */
+static long long acl_log_count(redisContext *admin, const char *reason) {
+    redisReply *lg = server_cmd(admin, "ACL LOG");
+    long long n = 0;
+    ASSERT(lg->type == REDIS_REPLY_ARRAY);
+    for (size_t i = 0; i < lg->elements; i++) {
+        const redisReply *e = lg->element[i];
+        long long count = 0;
+        int match = 0;
+        for (size_t k = 0; k + 1 < e->elements; k += 2) {
+            if (strcmp(e->element[k]->str, "count") == 0) count = e->element[k + 1]->integer;
+            if (strcmp(e->element[k]->str, "reason") == 0)
+                match = strcmp(e->element[k + 1]->str, reason) == 0;
+        }
+        if (match) n += count;
+    }
+    freeReplyObject(lg);
+    return n;
+}
+
+static long monitor_events;
+static void count_monitor(rjq_client *c, const char *event, const char *id, void *data) {
+    (void)c, (void)event, (void)id, (void)data;
+    monitor_events++;
+}
+
+/* An ACL without the reply channels ("<prefix>:reply:*"): the client's
+ * probe channel and its reply channel are refused. An await ends with
+ * RJQ_EAUTH and the server's words, an RJQ_EVENT_ERROR names the channel,
+ * and a refused channel is not subscribed again on every reconnect (the
+ * subscriber connection stays up for the channels it may have). */
+TEST(refused_reply_channel_ends_awaits_with_eauth_and_is_not_subscribed_again) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *admin = server_connect(&s);
+    const char *const drop[] = {"&t:reply:*", NULL};
+    create_user_less(admin, "worker", "noreply", drop);
+    struct event_base *base = event_base_new();
+    heard h = {0};
+    h.needle = ":framed";
+    rjq_client *c = client_heard(base, &s, "noreply", PW, &h);
+    rjq_queue *q = queue_for(c, "jobs");
+    wait_connected(base, c);
+    ended e = await_one(base, q);
+    ASSERT_EQ(RJQ_EAUTH, e.status);
+    ASSERT(strstr(e.errmsg, "NOPERM") != NULL);
+    ASSERT(h.matched >= 1); /* the event names the reply channel and says why */
+    ASSERT(strstr(h.match, "SUBSCRIBE t:reply:") != NULL && strstr(h.match, "NOPERM") != NULL);
+    /* the next await tries again (the ACL may have been fixed): refused again */
+    e = await_one(base, q);
+    ASSERT_EQ(RJQ_EAUTH, e.status);
+    ASSERT_EQ(0, rjq_client_awaits(c));
+    /* the subscriber connection comes back and holds the channels it may
+     * have: a monitor hears an enqueue */
+    long before = h.connected[RJQ_CONN_SUBSCRIBER];
+    ASSERT(loop_until_count(base, &h.connected[RJQ_CONN_SUBSCRIBER], before + 1, 10000));
+    rjq_monitor *m;
+    ASSERT_OK(rjq_queue_monitor(q, count_monitor, NULL, &m));
+    for (int i = 0; i < 1000 && server_numsub(admin, "t:{jobs}:events") == 0; i++) loop_for(base, 10);
+    enqueue_job(base, q, "y", NULL);
+    ASSERT(loop_until_count(base, &monitor_events, 1, 10000));
+    /* one refusal each: the probe channel once, the reply channel per await
+     * (not every reconnect) */
+    ASSERT_EQ(3, acl_log_count(admin, "channel"));
+    ASSERT_OK(rjq_monitor_stop(m));
+    rjq_client_free(c);
+    event_base_free(base);
+    redisFree(admin);
+    server_stop_guarded(&s);
+}
+
+/* An ACL without +subscribe: every channel is refused at once. */
+TEST(no_subscribe_permission_ends_awaits_with_eauth) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *admin = server_connect(&s);
+    const char *const drop[] = {"+subscribe", NULL};
+    create_user_less(admin, "producer", "nosubscribe", drop);
+    struct event_base *base = event_base_new();
+    heard h = {0};
+    h.needle = "'subscribe'";
+    rjq_client *c = client_heard(base, &s, "nosubscribe", PW, &h);
+    rjq_queue *q = queue_for(c, "jobs");
+    wait_connected(base, c);
+    ended e = await_one(base, q);
+    ASSERT_EQ(RJQ_EAUTH, e.status);
+    ASSERT(strstr(e.errmsg, "NOPERM") != NULL);
+    ASSERT(h.matched >= 1);
+    ASSERT(strstr(h.match, "SUBSCRIBE") != NULL);
+    /* the job was not enqueued: its caller was told it failed */
+    ASSERT_EQ(0, server_int(admin, "HLEN t:{jobs}:payload"));
+    rjq_client_free(c);
+    event_base_free(base);
+    redisFree(admin);
+    server_stop_guarded(&s);
+}
+
+/* A worker whose ACL lacks a command its scripts run (zadd), or EVALSHA
+ * itself: the refusal is an RJQ_EVENT_ERROR naming the script and its
+ * keys with the server's words, not only a line in rjq_client_errmsg. */
+TEST(worker_refused_a_script_command_reports_an_error_event) {
+    static const char *const missing[] = {"+zadd", "+evalsha"};
+    for (int i = 0; i < 2; i++) {
+        test_server s;
+        server_start_guarded(&s, NULL);
+        redisContext *admin = server_connect(&s);
+        const char *const drop[] = {missing[i], NULL};
+        create_user_less(admin, "worker", "lacking", drop);
+        struct event_base *base = event_base_new();
+        heard h = {0};
+        h.needle = "script claim keys t:{jobs}:";
+        rjq_client *c = client_heard(base, &s, "lacking", PW, &h);
+        rjq_client *producer = client_for(base, &s);
+        rjq_queue *pq = queue_for(producer, "jobs");
+        enqueue_job(base, pq, "x", NULL);
+        rjq_worker_options wo = {0};
+        wo.concurrency = 1;
+        wo.reclaim_ms = 50; /* the queue's visits find the job waiting this often */
+        rjq_worker *w;
+        ASSERT_OK(rjq_worker_start(queue_for(c, "jobs"), &wo, handler, NULL, &w));
+        ASSERT(loop_until_count(base, &h.matched, 1, 10000));
+        ASSERT(strstr(h.match, "permission refused") != NULL);
+        ASSERT(strstr(h.match, i == 0 ? "The user executing the script can't run this command"
+                                      : "NOPERM this user has no permissions to run the 'evalsha'") !=
+               NULL);
+        if (i == 0) {
+            /* no hot loop: 40 more script calls (visits that find the job
+             * waiting, every 50 ms) and the claim, refused, is not sent on
+             * each (it waits for the reconnect span, 2.2 s here) */
+            long long from = server_calls(admin, "evalsha");
+            for (int k = 0; k < 3000 && server_calls(admin, "evalsha") < from + 40; k++)
+                loop_for(base, 5);
+            ASSERT(server_calls(admin, "evalsha") >= from + 40);
+            if (h.matched > 3) FAIL_AT(__FILE__, __LINE__, "%ld claims refused", h.matched);
+        }
+        ASSERT_EQ(0, get_stats(base, pq).completed); /* nothing ran */
+        ASSERT_EQ(0, server_active_jobs(admin, "jobs"));
+        rjq_client_free(c);
+        rjq_client_free(producer);
+        event_base_free(base);
+        redisFree(admin);
+        server_stop_guarded(&s);
+    }
+}
+
+static void on_enqueued_once(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n,
+                             void *data) {
+    ended *e = data;
+    (void)jobs, (void)n;
+    ASSERT_EQ(0, e->done);
+    e->done = 1;
+    e->status = status;
+    snprintf(e->errmsg, sizeof e->errmsg, "%s", rjq_client_errmsg(c));
+}
+
+/* A wrong password: an enqueue with an id (which may be re-sent, so it
+ * used to wait for a session that never comes) and an await end with
+ * RJQ_EAUTH and the server's words. */
+TEST(wrong_password_ends_enqueue_with_id_and_await_with_eauth) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *admin = server_connect(&s);
+    create_users(admin);
+    struct event_base *base = event_base_new();
+    heard h = {0};
+    h.needle = "WRONGPASS";
+    rjq_client *c = client_heard(base, &s, "rjq-producer", "not-the-password", &h);
+    rjq_queue *q = queue_for(c, "jobs");
+    rjq_job_options o = {0};
+    o.id = "with-id";
+    ended e = {0};
+    ASSERT_OK(rjq_enqueue(q, "x", 1, &o, on_enqueued_once, &e));
+    ASSERT(loop_until(base, &e.done, 10000));
+    ASSERT_EQ(RJQ_EAUTH, e.status);
+    ASSERT(strstr(e.errmsg, "WRONGPASS") != NULL);
+    ended a = await_one(base, q);
+    ASSERT_EQ(RJQ_EAUTH, a.status);
+    ASSERT(strstr(a.errmsg, "WRONGPASS") != NULL);
+    ASSERT(h.matched >= 2); /* both connections said why */
+    ASSERT_EQ(0, server_int(admin, "EXISTS t:{jobs}:payload"));
+    rjq_client_free(c);
+    event_base_free(base);
+    redisFree(admin);
+    server_stop_guarded(&s);
+}
+
+/* A worker whose ACL lacks the liveness keys ("<prefix>:{clients}:*"):
+ * an RJQ_EVENT_ERROR names them; the worker runs its jobs all the same
+ * (without liveness: they come back after their lease if it dies). */
+TEST(worker_without_clients_keys_reports_liveness_refused) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *admin = server_connect(&s);
+    const char *const drop[] = {"~t:{clients}:*", NULL};
+    create_user_less(admin, "worker", "noclients", drop);
+    struct event_base *base = event_base_new();
+    heard h = {0};
+    h.needle = "script beat keys t:{clients}:";
+    char url[160];
+    snprintf(url, sizeof url, "redis://noclients:%s@127.0.0.1:%d", PW, s.port);
+    rjq_client_options o = client_options(url);
+    o.on_event = on_heard;
+    o.event_data = &h;
+    o.liveness_ms = 1000; /* a beat every 333 ms */
+    rjq_client *c = client_new(base, &o);
+    rjq_worker_options wo = {0};
+    wo.reclaim_ms = 50; /* a visit every 50 ms */
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(queue_for(c, "jobs"), &wo, handler, NULL, &w));
+    ASSERT(loop_until_count(base, &h.matched, 1, 10000));
+    ASSERT(strstr(h.match, "permission refused") != NULL && strstr(h.match, "NOPERM") != NULL);
+    ASSERT(strstr(rjq_client_errmsg(c), "liveness beat: NOPERM") != NULL);
+    /* the refused beat backs off (the reconnect span, 2.2 s here), not a
+     * refusal every beat: 60 visits later, at most a few more */
+    long long from = server_calls(admin, "evalsha");
+    for (int k = 0; k < 3000 && server_calls(admin, "evalsha") < from + 60; k++) loop_for(base, 5);
+    ASSERT(server_calls(admin, "evalsha") >= from + 60);
+    if (h.matched > 3) FAIL_AT(__FILE__, __LINE__, "%ld beats refused", h.matched);
+    rjq_client *producer = client_for(base, &s);
+    ended e = await_one(base, queue_for(producer, "jobs"));
+    ASSERT_EQ(RJQ_OK, e.status);
+    rjq_client_free(producer);
+    rjq_client_free(c);
     event_base_free(base);
     redisFree(admin);
     server_stop_guarded(&s);

@@ -358,6 +358,12 @@ TEST(redis_error_mapping) {
     ASSERT_EQ(RJQ_EAUTH,
               rjq__redis_error_code("NOPERM this user has no permissions to run the 'evalsha' command"));
     ASSERT_EQ(RJQ_EAUTH, rjq__redis_error_code("ERR invalid password"));
+    /* a script's command or key the ACL refuses (Redis 7) */
+    ASSERT_EQ(RJQ_EAUTH, rjq__redis_error_code("ERR The user executing the script can't run this "
+                                               "command or subcommand script: 4a16..., on "
+                                               "@user_script:1."));
+    ASSERT_EQ(RJQ_EAUTH, rjq__redis_error_code("ERR The user executing the script can't access at "
+                                               "least one of the keys mentioned in the command"));
     ASSERT_EQ(RJQ_EREDIS, rjq__redis_error_code("ERR unknown command 'FOO'"));
     ASSERT_EQ(RJQ_EREDIS, rjq__redis_error_code("NOSCRIPT No matching script. Please use EVAL."));
     ASSERT_EQ(RJQ_EREDIS, rjq__redis_error_code("BUSY Redis is busy running a script."));

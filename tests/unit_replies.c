@@ -1,0 +1,164 @@
+/* Unit tests for the parsers of replies and messages from Redis: every
+ * number and length out of range makes the reply malformed (its request
+ * ends with RJQ_EPROTO), never undefined behaviour. No Redis: replies are
+ * built here. */
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "rjq.h"
+#include "worker.h"
+
+/* ---- building replies ------------------------------------------------------ */
+
+static redisReply *node(int type) {
+    redisReply *r = calloc(1, sizeof *r);
+    ASSERT(r != NULL);
+    r->type = type;
+    return r;
+}
+
+static redisReply *num(long long v) {
+    redisReply *r = node(REDIS_REPLY_INTEGER);
+    r->integer = v;
+    return r;
+}
+
+static redisReply *str(const char *s) {
+    redisReply *r = node(REDIS_REPLY_STRING);
+    r->len = strlen(s);
+    r->str = strdup(s);
+    ASSERT(r->str != NULL);
+    return r;
+}
+
+static redisReply *nil(void) {
+    return node(REDIS_REPLY_NIL);
+}
+
+/* An array of n elements (given after n). */
+static redisReply *arr(size_t n, ...) {
+    redisReply *r = node(REDIS_REPLY_ARRAY);
+    r->elements = n;
+    r->element = calloc(n ? n : 1, sizeof *r->element);
+    ASSERT(r->element != NULL);
+    va_list ap;
+    va_start(ap, n);
+    for (size_t i = 0; i < n; i++) r->element[i] = va_arg(ap, redisReply *);
+    va_end(ap);
+    return r;
+}
+
+static void reply_free(redisReply *r) {
+    if (r == NULL) return;
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) reply_free(r->element[i]);
+    free(r->element);
+    free(r->str);
+    free(r);
+}
+
+/* A claim's reply with one job (claim.lua's form): next due, registered,
+ * token, deadline, then id, payload, attempt, max attempts. */
+static redisReply *claim_reply(long long next, long long deadline, redisReply *payload,
+                               long long attempt, long long max) {
+    return arr(8, num(next), num(0), str("c1.2.3"), num(deadline), str("job-1"), payload,
+               num(attempt), num(max));
+}
+
+/* ---- claim replies ---------------------------------------------------------- */
+
+/* The fuzzing proxy's find: a claim reply whose deadline is INT64_MIN
+ * made on_claimed compute `deadline - lease_ms` (signed overflow). Such a
+ * reply is malformed: the claim ends with RJQ_EPROTO. */
+TEST(claim_reply_with_a_deadline_of_int64_min_is_malformed) {
+    redisReply *r = claim_reply(-1, LLONG_MIN, str("payload"), 1, 3);
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    reply_free(r);
+    r = arr(4, num(-1), num(1), str("c1.2.3"), num(LLONG_MIN)); /* an empty claim too */
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    reply_free(r);
+}
+
+TEST(claim_reply_in_range_is_read) {
+    redisReply *r = claim_reply(-1, 1700000000000LL, str("payload"), 2, 5);
+    ASSERT_EQ(1, rjq__claim_reply_ok(r, 1));
+    rjq__pushed d;
+    ASSERT_EQ(0, rjq__claim_reply_job(r, 0, &d));
+    ASSERT_EQ(5, d.idlen);
+    ASSERT(memcmp(d.id, "job-1", 5) == 0);
+    ASSERT_EQ(6, d.toklen);
+    ASSERT_EQ(7, d.len);
+    ASSERT_EQ(2, d.attempt);
+    ASSERT_EQ(5, d.max_attempts);
+    ASSERT_EQ(1700000000000LL, d.deadline);
+    reply_free(r);
+    /* a payload left out (nil: read later); paused (-2); the next job due */
+    r = claim_reply(-2, 1700000000000LL, nil(), 1, 3);
+    ASSERT_EQ(1, rjq__claim_reply_ok(r, 1));
+    ASSERT_EQ(1, rjq__claim_reply_job(r, 0, &d));
+    reply_free(r);
+    r = arr(4, num(1500), num(2), str("c1.2.3"), num(1700000000000LL));
+    ASSERT_EQ(1, rjq__claim_reply_ok(r, 2));
+    reply_free(r);
+}
+
+TEST(claim_reply_numbers_out_of_range_are_malformed) {
+    static const struct {
+        long long next, deadline, attempt, max;
+    } bad[] = {
+        {-3, 1700000000000LL, 1, 3},          /* next due below -2 */
+        {LLONG_MIN, 1700000000000LL, 1, 3},
+        {LLONG_MAX, 1700000000000LL, 1, 3},   /* next due beyond any time */
+        {-1, 0, 1, 3},                        /* no deadline */
+        {-1, -1, 1, 3},
+        {-1, LLONG_MAX, 1, 3},                /* deadline + lease would overflow */
+        {-1, (1LL << 62) + 1, 1, 3},
+        {-1, 1700000000000LL, -1, 3},         /* attempts */
+        {-1, 1700000000000LL, LLONG_MIN, 3},
+        {-1, 1700000000000LL, 1LL << 32, 3},  /* (int) would wrap */
+        {-1, 1700000000000LL, 1, -1},
+        {-1, 1700000000000LL, 1, LLONG_MAX},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        redisReply *r = claim_reply(bad[i].next, bad[i].deadline, str("p"), bad[i].attempt, bad[i].max);
+        if (rjq__claim_reply_ok(r, 1) != 0)
+            FAIL_AT(__FILE__, __LINE__, "case %zu accepted", i);
+        reply_free(r);
+    }
+    /* registered beyond the slots left, more jobs than asked, a token no
+     * job handle holds, an empty id, wrong types */
+    redisReply *r = arr(4, num(-1), num(-1), str("c1.2.3"), num(1700000000000LL));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    reply_free(r);
+    r = arr(4, num(-1), num(LLONG_MAX), str("c1.2.3"), num(1700000000000LL));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    reply_free(r);
+    r = claim_reply(-1, 1700000000000LL, str("p"), 1, 3);
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 0));
+    reply_free(r);
+    char tok[80];
+    memset(tok, 'x', sizeof tok - 1);
+    tok[sizeof tok - 1] = '\0';
+    r = arr(4, num(-1), num(0), str(tok), num(1700000000000LL));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    reply_free(r);
+    r = arr(4, num(-1), num(0), str(""), num(1700000000000LL));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    reply_free(r);
+    r = arr(8, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), str(""), str("p"), num(1),
+            num(3));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    reply_free(r);
+    r = arr(8, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), num(7), str("p"), num(1),
+            num(3));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    reply_free(r);
+    r = arr(7, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), str("j"), str("p"), num(1));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    reply_free(r);
+    r = str("OK");
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    reply_free(r);
+}

@@ -11,10 +11,8 @@
 
 #include "rjq.h"
 
-/* Bounds of what a reply or message may say (anything else is malformed):
- * a server time or lease end in ms (2^62: no sum or difference with
- * another such time or a lease overflows), and a job's attempt count. */
-#define RJQ__TIME_MAX (1LL << 62)
+/* The most attempts a claim reply or push message may give a job (more:
+ * malformed); server times are bounded by RJQ__TIME_MAX (core.h). */
 #define RJQ__ATTEMPTS_MAX 1000000
 
 /* A job as Redis handed it out (pointers into the reply or message). */

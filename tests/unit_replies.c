@@ -9,6 +9,10 @@
 
 #include "harness.h"
 #include "rjq.h"
+#include "await.h"
+#include "monitor.h"
+#include "push.h"
+#include "validate.h"
 #include "worker.h"
 
 /* ---- building replies ------------------------------------------------------ */
@@ -161,4 +165,108 @@ TEST(claim_reply_numbers_out_of_range_are_malformed) {
     r = str("OK");
     ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
     reply_free(r);
+}
+
+/* ---- numbers in strings ------------------------------------------------------- */
+
+static int ll(const char *s, long long lo, long long hi, long long *out) {
+    return rjq__parse_ll(s, strlen(s), lo, hi, out);
+}
+
+TEST(decimal_strings_out_of_range_or_not_numbers_are_malformed) {
+    long long v = 7;
+    ASSERT_EQ(0, ll("0", 0, 10, &v));
+    ASSERT_EQ(0, v);
+    ASSERT_EQ(0, ll("-9223372036854775808", LLONG_MIN, LLONG_MAX, &v));
+    ASSERT(v == LLONG_MIN);
+    ASSERT_EQ(0, ll("9223372036854775807", LLONG_MIN, LLONG_MAX, &v));
+    ASSERT(v == LLONG_MAX);
+    static const char *bad[] = {"", "-", "+1", " 1", "1 ", "1x", "0x10", "9223372036854775808",
+                                "-9223372036854775809", "99999999999999999999999", "11", "-1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        long long lo = i < 10 ? LLONG_MIN : 0, hi = i < 10 ? LLONG_MAX : 10;
+        v = 7;
+        if (ll(bad[i], lo, hi, &v) != -1 || v != 7)
+            FAIL_AT(__FILE__, __LINE__, "\"%s\" accepted", bad[i]);
+    }
+}
+
+/* ---- push messages -------------------------------------------------------------- */
+
+static int push(const char *msg, rjq__push_head *h, rjq__pushed **jobs) {
+    return rjq__push_parse(msg, strlen(msg), h, jobs);
+}
+
+TEST(push_message_numbers_out_of_range_are_malformed) {
+    rjq__push_head h;
+    rjq__pushed *jobs;
+    ASSERT_EQ(RJQ_OK, push("3 1 1 c1.3.9 1700000000000\n2 3 1 3\njbabc", &h, &jobs));
+    ASSERT_EQ(3, h.worker);
+    ASSERT_EQ(1, h.n);
+    ASSERT_EQ(1700000000000LL, jobs[0].deadline);
+    ASSERT(memcmp(jobs[0].payload, "abc", 3) == 0);
+    free(jobs);
+    static const char *bad[] = {
+        "3 1 1 c1.3.9 0\n2 3 1 3\njbabc",                       /* no deadline */
+        "3 1 1 c1.3.9 4611686018427387905\n2 3 1 3\njbabc",     /* past 2^62 */
+        "3 1 1 c1.3.9 18446744073709551616\n2 3 1 3\njbabc",    /* past 2^64 */
+        "3 1 1 c1.3.9 -1\n2 3 1 3\njbabc",
+        "3 1 1 c1.3.9 1700000000000\n2 4 1 3\njbabc",          /* payload past the end */
+        "3 1 1 c1.3.9 1700000000000\n2 18446744073709551615 1 3\njbabc",
+        "3 1 1 c1.3.9 1700000000000\n2 3 1000001 3\njbabc",    /* attempts */
+        "3 1 1 c1.3.9 1700000000000\n2 3 1 4294967296\njbabc",
+        "3 1 1 c1.3.9 1700000000000\n0 3 1 3\nabc",             /* empty id */
+        "3 1 2 c1.3.9 1700000000000\n2 3 1 3\njbabc",          /* fewer jobs than said */
+        "3 1 99 c1.3.9 1700000000000\n2 3 1 3\njbabc",         /* more than the bytes */
+        "3 1 1 c1.3.9 1700000000000\n2 2 1 3\njbabc",          /* bytes left over */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        jobs = (rjq__pushed *)&h;
+        if (push(bad[i], &h, &jobs) != RJQ_EPROTO || jobs != NULL)
+            FAIL_AT(__FILE__, __LINE__, "\"%s\" accepted", bad[i]);
+    }
+    rjq__push_notice n;
+    ASSERT_EQ(RJQ_OK, rjq__push_parse_notice("!cancel c1.3.9 job", 18, &n));
+    ASSERT_EQ(3, n.worker);
+    ASSERT_EQ(1, rjq__push_parse_notice("!cancel c1.99999999999999999999999.9 job", 40, &n));
+    ASSERT_EQ(RJQ_EPROTO, rjq__push_parse_notice("!cancel c1.3.9", 14, &n));
+}
+
+/* ---- outcome and event messages --------------------------------------------------- */
+
+TEST(framed_outcome_lengths_past_the_message_are_malformed) {
+    char kind[16];
+    const char *key, *body;
+    size_t klen, blen;
+    const char ok[] = "done 3 2\nkeyok";
+    ASSERT_EQ(sizeof ok - 1, rjq__await_parse_framed(ok, sizeof ok - 1, kind, sizeof kind, &key,
+                                                     &klen, &body, &blen));
+    ASSERT_STREQ("done", kind);
+    ASSERT_EQ(2, blen);
+    static const char *bad[] = {"done 3 3\nkeyok", "done 4 2\nkeyok",
+                                "done 18446744073709551615 1\nkeyok",
+                                "done 1 18446744073709551615\nkeyok",
+                                "done 184467440737095516150 1\nkeyok", "done -1 2\nkeyok",
+                                "done 3 2", "done"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (rjq__await_parse_framed(bad[i], strlen(bad[i]), kind, sizeof kind, &key, &klen, &body,
+                                    &blen) != 0)
+            FAIL_AT(__FILE__, __LINE__, "\"%s\" accepted", bad[i]);
+}
+
+TEST(event_times_out_of_range_are_malformed) {
+    char ev[RJQ__EVENT_MAX + 1], id[RJQ_JOB_ID_MAX + 1];
+    long long t = 7;
+    ASSERT_EQ(0, rjq__event_parse("completed j1 1700000000000", 26, ev, id, &t));
+    ASSERT_STREQ("completed", ev);
+    ASSERT_STREQ("j1", id);
+    ASSERT_EQ(1700000000000LL, t);
+    ASSERT_EQ(0, rjq__event_parse("completed j1", 12, ev, id, &t)); /* an older rjq's */
+    ASSERT_EQ(0, t);
+    static const char *bad[] = {"completed j1 9223372036854775807", "completed j1 -1",
+                                "completed j1 4611686018427387905", "completed j1 ",
+                                "completed j1 12x", "completedcompleted j1 1", " j1 1", "completed"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (rjq__event_parse(bad[i], strlen(bad[i]), ev, id, &t) != -1)
+            FAIL_AT(__FILE__, __LINE__, "\"%s\" accepted", bad[i]);
 }

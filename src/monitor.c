@@ -33,7 +33,8 @@ int rjq__event_parse(const char *msg, size_t len, char ev[RJQ__EVENT_MAX + 1],
     if (sp == NULL || sp == msg || (size_t)(sp - msg) > RJQ__EVENT_MAX) return -1;
     const char *rest = sp + 1, *sp2 = memchr(rest, ' ', (size_t)(end - rest));
     const char *id_end = sp2 ? sp2 : end;
-    if ((size_t)(id_end - rest) > RJQ_JOB_ID_MAX) return -1;
+    if ((size_t)(id_end - rest) > RJQ_JOB_ID_MAX || memchr(msg, '\0', (size_t)(id_end - msg)))
+        return -1; /* (a NUL would cut the name or id short) */
     long long t = 0;
     if (sp2 && rjq__parse_ll(sp2 + 1, (size_t)(end - sp2 - 1), 0, RJQ__TIME_MAX, &t)) return -1;
     memcpy(ev, msg, (size_t)(sp - msg));

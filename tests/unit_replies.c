@@ -269,4 +269,7 @@ TEST(event_times_out_of_range_are_malformed) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (rjq__event_parse(bad[i], strlen(bad[i]), ev, id, &t) != -1)
             FAIL_AT(__FILE__, __LINE__, "\"%s\" accepted", bad[i]);
+    /* found by fuzz_event_message: a NUL cut the name (or id) short */
+    ASSERT_EQ(-1, rjq__event_parse("\0ompleted j1 1", 15, ev, id, &t));
+    ASSERT_EQ(-1, rjq__event_parse("completed j\0 1", 15, ev, id, &t));
 }

@@ -12,6 +12,7 @@
 #include "await.h"
 #include "monitor.h"
 #include "push.h"
+#include "schedule.h"
 #include "validate.h"
 #include "worker.h"
 
@@ -272,4 +273,31 @@ TEST(event_times_out_of_range_are_malformed) {
     /* found by fuzz_event_message: a NUL cut the name (or id) short */
     ASSERT_EQ(-1, rjq__event_parse("\0ompleted j1 1", 15, ev, id, &t));
     ASSERT_EQ(-1, rjq__event_parse("completed j\0 1", 15, ev, id, &t));
+}
+
+/* ---- stored schedules ---------------------------------------------------------- */
+
+/* A spec is read back from Redis: numbers outside what rjq_schedule_set
+ * accepts made the scheduler overflow (now - catchup_ms with INT64_MIN). */
+TEST(schedule_specs_with_numbers_out_of_range_are_not_specs) {
+    rjq__spec sp;
+    ASSERT_EQ(0, rjq__schedule_parse("60000 0 60000 skip - -", &sp));
+    ASSERT_EQ(0, rjq__schedule_parse("0 -60 60000 once - */5 * * * *", &sp));
+    static const char *bad[] = {
+        "60000 0 -9223372036854775808 skip - -",   /* catch-up */
+        "60000 0 -1 skip - -",
+        "60000 0 9223372036854775807 skip - -",
+        "-60000 0 60000 skip - -",                 /* every */
+        "9223372036854775807 0 60000 skip - -",
+        "60000 2147483647 60000 skip - -",         /* UTC offset */
+        "0 -1441 60000 skip - * * * * *",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (rjq__schedule_parse(bad[i], &sp) != -1)
+            FAIL_AT(__FILE__, __LINE__, "\"%s\" accepted", bad[i]);
+    /* and times no reply may give have no next fire time */
+    ASSERT_EQ(0, rjq__schedule_parse("0 0 60000 skip - * * * * *", &sp));
+    ASSERT_EQ(-1, rjq__schedule_after(&sp, LLONG_MIN));
+    ASSERT_EQ(-1, rjq__schedule_after(&sp, LLONG_MAX));
+    ASSERT(rjq__schedule_after(&sp, 1700000000000LL) > 1700000000000LL);
 }

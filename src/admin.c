@@ -143,7 +143,8 @@ int rjq_queue_cancel(rjq_queue *q, const char *id, rjq_cancel_cb *cb, void *data
 static void on_count(rjq_client *c, int status, redisReply *r, void *priv) {
     admin_ctx *ctx = priv;
     long long n = 0;
-    if (status == RJQ_OK && (r->type != REDIS_REPLY_INTEGER || r->integer < -2 || r->integer > RJQ__TIME_MAX))
+    if (status == RJQ_OK &&
+        (r->type != REDIS_REPLY_INTEGER || r->integer < -2 || r->integer > RJQ__TIME_MAX))
         status = RJQ_EPROTO;
     if (status == RJQ_OK) {
         n = r->integer;

@@ -531,7 +531,8 @@ static void on_reserved(rjq_client *c, int status, redisReply *r, void *priv) {
         rjq__parse_ll(r->element[1]->str, r->element[1]->len, lo, RJQ__TIME_MAX, &hi) != 0 ||
         hi - lo >= AHEAD_RESERVE_MAX)
         return; /* malformed: the same */
-    range got = {.lo = (unsigned long long)lo, .hi = (unsigned long long)hi, .made_ms = rjq__now_ms()};
+    range got = {.lo = (unsigned long long)lo, .hi = (unsigned long long)hi,
+                 .made_ms = rjq__now_ms()};
     memcpy(got.nonce, pl->asked, sizeof got.nonce);
     if (pool_left(pl)) {
         pl->nxt = got;

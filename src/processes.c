@@ -93,7 +93,8 @@ int rjq__processes_parse(const redisReply *r, rjq_process **out, size_t *nout) {
     for (size_t i = 1; i < r->elements; i += 3)
         if (r->element[i]->type != REDIS_REPLY_STRING ||
             r->element[i + 1]->type != REDIS_REPLY_INTEGER || r->element[i + 1]->integer < 0 ||
-            r->element[i + 1]->integer > RJQ__TIME_MAX || r->element[i + 2]->type != REDIS_REPLY_STRING)
+            r->element[i + 1]->integer > RJQ__TIME_MAX ||
+            r->element[i + 2]->type != REDIS_REPLY_STRING)
             return RJQ_EPROTO;
     /* one block: the list, the queues, the id pointers, the texts */
     size_t n = (r->elements - 1) / 3;

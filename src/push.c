@@ -184,8 +184,8 @@ static int parse_job(const char **p, const char *end, rjq__pushed *d) {
     if (parse_num(p, end, ' ', &idlen) || parse_num(p, end, ' ', &len) ||
         parse_num(p, end, ' ', &attempt) || parse_num(p, end, '\n', &max))
         return -1;
-    if (idlen == 0 || attempt > RJQ__ATTEMPTS_MAX || max > RJQ__ATTEMPTS_MAX || (size_t)(end - *p) < idlen ||
-        (size_t)(end - *p) - idlen < len)
+    if (idlen == 0 || attempt > RJQ__ATTEMPTS_MAX || max > RJQ__ATTEMPTS_MAX ||
+        (size_t)(end - *p) < idlen || (size_t)(end - *p) - idlen < len)
         return -1;
     d->id = *p, d->idlen = (size_t)idlen;
     d->payload = d->id + idlen, d->len = (size_t)len;

@@ -18,8 +18,9 @@ int rjq__schedule_parse(const char *spec, rjq__spec *out) {
     memset(out, 0, sizeof *out);
     if (sscanf(spec, "%lld %d %lld %7s %128s %n", &out->every_ms, &out->offset_min,
                &out->catchup_ms, missed, opts, &used) != 5 ||
-        used == 0 || out->every_ms < 0 || out->every_ms > RJQ_DELAY_MAX || out->offset_min < -1440 ||
-        out->offset_min > 1440 || out->catchup_ms < 0 || out->catchup_ms > RJQ_DELAY_MAX)
+        used == 0 || out->every_ms < 0 || out->every_ms > RJQ_DELAY_MAX ||
+        out->offset_min < -1440 || out->offset_min > 1440 || out->catchup_ms < 0 ||
+        out->catchup_ms > RJQ_DELAY_MAX)
         return -1;
     out->once = strcmp(missed, "once") == 0;
     out->expr_at = (size_t)used;

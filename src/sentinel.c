@@ -292,8 +292,9 @@ static void on_switch_message(redisAsyncContext *ac, void *reply, void *priv) {
     rjq__sentinel_watch *w = priv;
     const char *master = w->dial.c->url.master;
     size_t n = strlen(master);
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 || r->element[0]->type != REDIS_REPLY_STRING ||
-        r->element[2]->type != REDIS_REPLY_STRING || strcmp(r->element[0]->str, "message") != 0)
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[2]->type != REDIS_REPLY_STRING ||
+        strcmp(r->element[0]->str, "message") != 0)
         return;
     const char *msg = r->element[2]->str; /* "<name> <old ip> <old port> <new ip> <new port>" */
     if (strncmp(msg, master, n) != 0 || msg[n] != ' ') return;

@@ -96,8 +96,9 @@ int rjq__parse_ll(const char *s, size_t len, long long lo, long long hi, long lo
             return -1;
         v = v * 10 + (unsigned long long)(s[i] - '0');
     }
-    long long x = s[0] != '-' ? (long long)v : v == (unsigned long long)LLONG_MAX + 1 ? LLONG_MIN
-                                                                                      : -(long long)v;
+    long long x = s[0] != '-'                            ? (long long)v
+                  : v == (unsigned long long)LLONG_MAX + 1 ? LLONG_MIN
+                                                           : -(long long)v;
     if (x < lo || x > hi) return -1;
     *out = x;
     return 0;

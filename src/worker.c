@@ -228,13 +228,13 @@ static void want_claim(rjq_worker *w) {
 
 /* ---- jobs ------------------------------------------------------------------ */
 
-/* A job from one entry of a claim reply (id, payload, attempt,
- * max_attempts) and the reply's token and deadline (its entry checked by
- * rjq__claim_reply_ok); 0 on success, 1 when the payload was left out
- * (nil: the worker reads it, see fetch). */
 /* [next due, slots registered, token, deadline, then 4 per job] (claim.lua) */
 #define CLAIM_HEAD 4
 
+/* (worker.h) Job i of a claim reply (id, payload, attempt, max_attempts)
+ * with the reply's token and deadline, all checked by rjq__claim_reply_ok;
+ * 0 on success, 1 when the payload was left out (nil: the worker reads
+ * it, see fetch). */
 int rjq__claim_reply_job(const redisReply *r, size_t i, rjq__pushed *d) {
     redisReply **e = &r->element[CLAIM_HEAD + 4 * i];
     d->id = e[0]->str, d->idlen = e[0]->len;
@@ -515,8 +515,8 @@ static int in_range(const redisReply *e, long long lo, long long hi) {
 }
 
 /* (worker.h) A claim registers at most the slots it did not fill; next
- * due is -1 (nothing delayed), -2 (paused) or ms from now; the token is one a job
- * handle can hold. */
+ * due is -1 (nothing delayed), -2 (paused) or ms from now; the token is
+ * one a job handle can hold. */
 int rjq__claim_reply_ok(const redisReply *r, int asked) {
     if (r->type != REDIS_REPLY_ARRAY || r->elements < CLAIM_HEAD ||
         (r->elements - CLAIM_HEAD) % 4 != 0 || !in_range(r->element[0], -2, RJQ__TIME_MAX) ||

@@ -336,8 +336,8 @@ static void on_outcome(awaits *s, const char *kind, const char *key, size_t klen
 }
 
 /* A message on the reply channel: the outcomes of one script call, framed
- * ("+" then each, see rjq__await_parse_framed and notify in lib.lua), or one outcome
- * in the older form. */
+ * ("+" then each, see rjq__await_parse_framed and notify in lib.lua), or
+ * one outcome in the older form. */
 static void on_reply_message(rjq_client *c, const char *ch, const char *msg, size_t len,
                              void *arg) {
     awaits *s = arg;

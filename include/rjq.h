@@ -91,7 +91,15 @@ extern "C" {
  * errmsg holds the server's words, and an RJQ_EVENT_ERROR names what was
  * refused (see rjq_event). The connection never loops faster than its
  * reconnect backoff, a worker's claims and the liveness beat back off for
- * the reconnect span (reconnect_max_ms + connect_timeout_ms). */
+ * the reconnect span (reconnect_max_ms + connect_timeout_ms).
+ *
+ * RJQ_EPROTO: a reply of the wrong shape, or with a number or length out
+ * of range (a negative count, a time past 2^62 ms, an attempt count not a
+ * number in 0..1000000): any call that reads a reply may end with it, and
+ * a worker's claim that gets one starts none of its jobs (they come back
+ * after their lease; rjq_client_errmsg() says "claim: unexpected reply").
+ * A pub/sub message out of range (a push, an outcome, an event) is
+ * dropped the same way. Nothing read from the network is trusted. */
 #define RJQ_ERRNO_MAP(XX)                                                     \
     XX(EINVAL, 1, "invalid argument")                                         \
     XX(ENOMEM, 2, "out of memory")                                            \

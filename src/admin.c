@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "job.h"
 #include "reclaim.h"
 #include "validate.h"
 
@@ -78,7 +79,10 @@ static void on_stats(rjq_client *c, int status, redisReply *r, void *priv) {
     if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != nf))
         status = RJQ_EPROTO;
     for (size_t i = 0; status == RJQ_OK && i < nf; i++) {
-        if (r->element[i]->type != REDIS_REPLY_INTEGER) status = RJQ_EPROTO;
+        /* (counts and limits: 0..2^62, so that differences of two never overflow) */
+        if (r->element[i]->type != REDIS_REPLY_INTEGER || r->element[i]->integer < 0 ||
+            r->element[i]->integer > RJQ__TIME_MAX)
+            status = RJQ_EPROTO;
         else *f[i] = r->element[i]->integer;
     }
     s.paused = paused != 0;
@@ -139,7 +143,9 @@ int rjq_queue_cancel(rjq_queue *q, const char *id, rjq_cancel_cb *cb, void *data
 static void on_count(rjq_client *c, int status, redisReply *r, void *priv) {
     admin_ctx *ctx = priv;
     long long n = 0;
-    if (status == RJQ_OK && r->type != REDIS_REPLY_INTEGER) status = RJQ_EPROTO;
+    if (status == RJQ_OK &&
+        (r->type != REDIS_REPLY_INTEGER || r->integer < -2 || r->integer > RJQ__TIME_MAX))
+        status = RJQ_EPROTO;
     if (status == RJQ_OK) {
         n = r->integer;
         if (n == -1) status = RJQ_ENOTFOUND;
@@ -273,8 +279,14 @@ static void on_job(rjq_client *c, int status, redisReply *r, void *priv) {
                          *m = str_or_null(r->element[2]);
         info.id = ctx->id;
         info.state = r->element[0]->str;
-        info.attempts = a ? atoi(a->str) : 0;
-        info.max_attempts = m ? atoi(m->str) : 3; /* absent: the default */
+        long long na = 0, nm = 3; /* absent: none yet, the default */
+        if ((a && rjq__parse_ll(a->str, a->len, 0, RJQ__ATTEMPTS_MAX, &na) != 0) ||
+            (m && rjq__parse_ll(m->str, m->len, 0, RJQ__ATTEMPTS_MAX, &nm) != 0)) {
+            rjq__errmsg(c, "job: unexpected reply");
+            status = RJQ_EPROTO;
+        }
+        info.attempts = (int)na;
+        info.max_attempts = (int)nm;
         info.payload = d ? d->str : "";
         info.payload_len = d ? d->len : 0;
         if (res && strcmp(info.state, "completed") == 0) {
@@ -341,9 +353,12 @@ static void on_memory(rjq_client *c, int status, redisReply *r, void *priv) {
          info_value(r->str, "maxmemory_policy", policy, sizeof policy) != 0))
         status = RJQ_EPROTO;
     if (status == RJQ_EPROTO) rjq__errmsg(c, "INFO memory: unexpected reply");
+    if (status == RJQ_OK && (rjq__parse_ll(used, strlen(used), 0, LLONG_MAX, &m.used_memory) != 0 ||
+                             rjq__parse_ll(max, strlen(max), 0, LLONG_MAX, &m.maxmemory) != 0)) {
+        rjq__errmsg(c, "INFO memory: unexpected reply");
+        status = RJQ_EPROTO;
+    }
     if (status == RJQ_OK) {
-        m.used_memory = atoll(used);
-        m.maxmemory = atoll(max);
         m.maxmemory_policy = policy;
         m.can_evict_jobs = m.maxmemory > 0 && strncmp(policy, "allkeys-", 8) == 0;
     }

@@ -283,8 +283,8 @@ static void deliver(rjq_await *a, const char *kind, const char *body, size_t len
 }
 
 /* Split "kind\nkey\nbody" (the message form of older rjq scripts). */
-static int parse_message(const char *msg, size_t len, char *kind, size_t kindcap,
-                         const char **key, size_t *klen, const char **body, size_t *blen) {
+int rjq__await_parse_message(const char *msg, size_t len, char *kind, size_t kindcap,
+                             const char **key, size_t *klen, const char **body, size_t *blen) {
     const char *nl1 = memchr(msg, '\n', len);
     if (nl1 == NULL || (size_t)(nl1 - msg) >= kindcap) return -1;
     const char *nl2 = memchr(nl1 + 1, '\n', len - (size_t)(nl1 + 1 - msg));
@@ -317,8 +317,8 @@ static int parse_len(const char **p, const char *end, char stop, size_t *out) {
  * at msg (len bytes left). Returns the bytes it takes, 0 when malformed.
  * A kind too long for kindcap (none this build knows) comes back as "",
  * so the outcomes after it in the message are still read. */
-static size_t parse_framed(const char *msg, size_t len, char *kind, size_t kindcap,
-                           const char **key, size_t *klen, const char **body, size_t *blen) {
+size_t rjq__await_parse_framed(const char *msg, size_t len, char *kind, size_t kindcap,
+                               const char **key, size_t *klen, const char **body, size_t *blen) {
     const char *end = msg + len, *p;
     const char *sp = memchr(msg, ' ', len);
     if (sp == NULL) return 0;
@@ -376,8 +376,8 @@ static void on_outcome(awaits *s, const char *kind, const char *key, size_t klen
 }
 
 /* A message on the reply channel: the outcomes of one script call, framed
- * ("+" then each, see parse_framed and notify in lib.lua), or one outcome
- * in the older form. */
+ * ("+" then each, see rjq__await_parse_framed and notify in lib.lua), or
+ * one outcome in the older form. */
 static void on_reply_message(rjq_client *c, const char *ch, const char *msg, size_t len,
                              void *arg) {
     awaits *s = arg;
@@ -393,13 +393,14 @@ static void on_reply_message(rjq_client *c, const char *ch, const char *msg, siz
         /* a callback that freed the client ends the message: the free
          * cancels the awaits not told yet */
         for (size_t off = 1, used; off < len && rjq__accepting(c); off += used) {
-            used = parse_framed(msg + off, len - off, kind, sizeof kind, &key, &klen, &body, &blen);
+            used = rjq__await_parse_framed(msg + off, len - off, kind, sizeof kind, &key, &klen,
+                                           &body, &blen);
             if (used == 0) return;
             if (kind[0] != '\0') on_outcome(s, kind, key, klen, body, blen);
         }
         return;
     }
-    if (parse_message(msg, len, kind, sizeof kind, &key, &klen, &body, &blen) == 0)
+    if (rjq__await_parse_message(msg, len, kind, sizeof kind, &key, &klen, &body, &blen) == 0)
         on_outcome(s, kind, key, klen, body, blen);
 }
 
@@ -520,13 +521,14 @@ typedef struct watch_batch {
     rjq_await *a[];
 } watch_batch;
 
-/* Per await: a code (0 no such job, 1 completed, 2 dead, 3 watching) and a
- * body (the result or the error) where the code has one. */
+/* Per await: a code (0 no such job, 1 completed, 2 dead, 3 watching, 4
+ * cancelled; any other: malformed) and a body (the result or the error)
+ * where the code has one. */
 static int watch_reply_ok(const redisReply *r, size_t n) {
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 * n) return 0;
     for (size_t i = 0; i < n; i++) {
         const redisReply *code = r->element[2 * i], *body = r->element[2 * i + 1];
-        if (code->type != REDIS_REPLY_INTEGER) return 0;
+        if (code->type != REDIS_REPLY_INTEGER || code->integer < 0 || code->integer > 4) return 0;
         if ((code->integer == 1 || code->integer == 2) && body->type != REDIS_REPLY_STRING)
             return 0;
     }

@@ -47,11 +47,17 @@ int rjq__draining(const rjq_client *c);
 
 uint64_t rjq__now_ms(void);
 
+/* The latest server time (ms since the epoch) or lease end a reply or
+ * message may carry (later: malformed): 2^62, so that no sum or
+ * difference of two such times, or of one and a lease, overflows. */
+#define RJQ__TIME_MAX (1LL << 62)
+
 /* The server's clock, as the client knows it: replies that carry the
  * server's time (TIME, a claim's lease deadline) are samples. A sample can
  * only be late (the message waited somewhere), so the estimate keeps the
  * largest offset seen over the last minute or two; it follows a server
- * clock that was set back within two minutes. */
+ * clock that was set back within two minutes. A time not in
+ * 1..RJQ__TIME_MAX is no sample (ignored). */
 void rjq__server_time_sample(rjq_client *c, long long server_ms);
 /* The server's time now (ms since the epoch), or 0 before any sample. */
 long long rjq__server_now(const rjq_client *c);

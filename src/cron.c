@@ -7,6 +7,8 @@
 #include <strings.h>
 #include <time.h>
 
+#define CRON_T_MAX (1LL << 62)
+
 static const char *const month_names[] = {"jan", "feb", "mar", "apr", "may", "jun",
                                           "jul", "aug", "sep", "oct", "nov", "dec"};
 static const char *const day_names[] = {"sun", "mon", "tue", "wed", "thu", "fri", "sat"};
@@ -156,6 +158,9 @@ static int day_matches(const rjq__cron *c, const struct tm *tm) {
 }
 
 long long rjq__cron_next(const rjq__cron *c, int offset_min, long long after) {
+    /* (beyond these no sum below is sure not to overflow) */
+    if (after < -CRON_T_MAX || after > CRON_T_MAX || offset_min < -1440 || offset_min > 1440)
+        return -1;
     const long long off = (long long)offset_min * 60;
     /* whole seconds, local (shifted) time */
     long long t = (after >= 0 ? after / 1000 : (after - 999) / 1000) + 1 + off;

@@ -28,7 +28,8 @@ int rjq__cron_parse(const char *expr, rjq__cron *out, const char **why);
 
 /* The first time after `after` (ms) that matches, in whole seconds, with
  * the expression read at UTC+offset_min; -1 when none within 5 years
- * (e.g. February 30). */
+ * (e.g. February 30), or when after is beyond +-2^62 or offset_min beyond
+ * +-1440. */
 long long rjq__cron_next(const rjq__cron *c, int offset_min, long long after);
 
 #endif

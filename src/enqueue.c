@@ -547,9 +547,13 @@ static void on_reserved(rjq_client *c, int status, redisReply *r, void *priv) {
     if (status != RJQ_OK || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
         r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
         return; /* batches go the usual way meanwhile */
-    range got = {.lo = strtoull(r->element[0]->str, NULL, 10),
-                 .hi = strtoull(r->element[1]->str, NULL, 10), .made_ms = rjq__now_ms()};
-    if (got.lo == 0 || got.hi < got.lo) return;
+    long long lo, hi; /* (at most what was asked: ids beyond it may be another client's) */
+    if (rjq__parse_ll(r->element[0]->str, r->element[0]->len, 1, RJQ__TIME_MAX, &lo) != 0 ||
+        rjq__parse_ll(r->element[1]->str, r->element[1]->len, lo, RJQ__TIME_MAX, &hi) != 0 ||
+        hi - lo >= AHEAD_RESERVE_MAX)
+        return; /* malformed: the same */
+    range got = {.lo = (unsigned long long)lo, .hi = (unsigned long long)hi,
+                 .made_ms = rjq__now_ms()};
     memcpy(got.nonce, pl->asked, sizeof got.nonce);
     if (pool_left(pl)) {
         pl->nxt = got;

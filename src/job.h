@@ -11,6 +11,10 @@
 
 #include "rjq.h"
 
+/* The most attempts a claim reply or push message may give a job (more:
+ * malformed); server times are bounded by RJQ__TIME_MAX (core.h). */
+#define RJQ__ATTEMPTS_MAX 1000000
+
 /* A job as Redis handed it out (pointers into the reply or message). */
 typedef struct rjq__pushed {
     const char *id, *token, *payload;

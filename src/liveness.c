@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "core_private.h"
+#include "validate.h"
 
 #define TICK_MIN_MS 25
 #define TICK_MAX_MS 1000
@@ -45,7 +46,11 @@ static void on_time(rjq_client *c, int status, redisReply *r, void *priv) {
     if (status != RJQ_OK || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
         r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
         return;
-    long long ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+    long long sec, usec;
+    if (rjq__parse_ll(r->element[0]->str, r->element[0]->len, 0, RJQ__TIME_MAX / 1000 - 1, &sec) ||
+        rjq__parse_ll(r->element[1]->str, r->element[1]->len, 0, 999999, &usec))
+        return; /* malformed */
+    long long ms = sec * 1000 + usec / 1000;
     if (c->rebase_sent) rjq__server_time_rebase(c, ms);
     else rjq__server_time_sample(c, ms);
 }

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "monitor.h"
 #include "queue.h"
+#include "validate.h"
 
 #define FLAG_TTL_MS 15000
 
@@ -25,26 +27,28 @@ typedef struct monitors {
     rjq_monitor *head;
 } monitors;
 
-/* One event, "<event> <id> <server ms>" (ids have no spaces; "<event>
- * <id>" from an rjq before event times), to m's callback. */
-static void one_event(rjq_client *c, rjq_monitor *m, const char *msg, size_t len) {
-    char ev[16], id[RJQ_JOB_ID_MAX + 1];
+int rjq__event_parse(const char *msg, size_t len, char ev[RJQ__EVENT_MAX + 1],
+                     char id[RJQ_JOB_ID_MAX + 1], long long *time) {
     const char *sp = memchr(msg, ' ', len), *end = msg + len;
-    if (sp == NULL || (size_t)(sp - msg) >= sizeof ev) return;
+    if (sp == NULL || sp == msg || (size_t)(sp - msg) > RJQ__EVENT_MAX) return -1;
     const char *rest = sp + 1, *sp2 = memchr(rest, ' ', (size_t)(end - rest));
     const char *id_end = sp2 ? sp2 : end;
-    if ((size_t)(id_end - rest) > RJQ_JOB_ID_MAX) return;
+    if ((size_t)(id_end - rest) > RJQ_JOB_ID_MAX || memchr(msg, '\0', (size_t)(id_end - msg)))
+        return -1; /* (a NUL would cut the name or id short) */
     long long t = 0;
-    for (const char *p = sp2 ? sp2 + 1 : end; p < end; p++) {
-        if (*p < '0' || *p > '9' || t > LLONG_MAX / 10 - 9) return;
-        t = t * 10 + (*p - '0');
-    }
+    if (sp2 && rjq__parse_ll(sp2 + 1, (size_t)(end - sp2 - 1), 0, RJQ__TIME_MAX, &t)) return -1;
     memcpy(ev, msg, (size_t)(sp - msg));
     ev[sp - msg] = '\0';
     memcpy(id, rest, (size_t)(id_end - rest));
     id[id_end - rest] = '\0';
-    m->time = t;
-    m->cb(c, ev, id, m->data);
+    *time = t;
+    return 0;
+}
+
+/* One event line to m's callback (a malformed one is skipped). */
+static void one_event(rjq_client *c, rjq_monitor *m, const char *msg, size_t len) {
+    char ev[RJQ__EVENT_MAX + 1], id[RJQ_JOB_ID_MAX + 1];
+    if (rjq__event_parse(msg, len, ev, id, &m->time) == 0) m->cb(c, ev, id, m->data);
 }
 
 static const rjq__feature monitors_feature;

@@ -3,12 +3,15 @@
  * entries of the liveness set with what each client said of itself
  * (processes.lua; the beat that writes it is upkeep.c's).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "argv.h"
 #include "core.h"
+#include "processes.h"
+#include "validate.h"
 #include "rjq_scripts.h"
 
 typedef struct ctx {
@@ -36,6 +39,12 @@ static size_t lines(const char *s) {
     return n;
 }
 
+/* A number of the info text in 0..max; 0 when it is not one. */
+static long long num(const char *s, long long max) {
+    long long v;
+    return rjq__parse_ll(s, strlen(s), 0, max, &v) == 0 ? v : 0;
+}
+
 /* Parse one client's info (process_info in upkeep.c) into p, its queues
  * taken from *qs and its ids from *ids (both advanced). text is a copy
  * owned by the caller's block. Unknown or empty info leaves the fields
@@ -50,8 +59,8 @@ static void parse_info(char *text, rjq_process *p, rjq_process_queue **qs, const
     char *f[5];
     if (split(line, '\t', f, 5) == 5) {
         p->host = f[1];
-        p->pid = strtol(f[2], NULL, 10);
-        p->started_ms = strtoll(f[3], NULL, 10);
+        p->pid = (long)num(f[2], INT_MAX);
+        p->started_ms = num(f[3], RJQ__TIME_MAX);
         p->name = f[4];
     }
     while ((line = next) != NULL) {
@@ -61,14 +70,14 @@ static void parse_info(char *text, rjq_process *p, rjq_process_queue **qs, const
         if (split(line, '\t', g, 4) != 4) continue;
         rjq_process_queue *q = (*qs)++;
         q->queue = g[0];
-        q->concurrency = (int)strtol(g[1], NULL, 10);
-        q->running = (int)strtol(g[2], NULL, 10);
+        q->concurrency = (int)num(g[1], INT_MAX);
+        q->running = (int)num(g[2], INT_MAX);
         q->jobs = *ids;
         q->njobs = 0;
         for (char *id = g[3], *end; *id; id = end) {
             end = id + strcspn(id, " ");
             if (*end) *end++ = '\0';
-            if (*id == '\0') continue;
+            if (*id == '\0' || q->njobs == RJQ_PROCESS_JOBS_MAX) continue;
             *(*ids)++ = id;
             q->njobs++;
         }
@@ -76,57 +85,58 @@ static void parse_info(char *text, rjq_process *p, rjq_process_queue **qs, const
     }
 }
 
+int rjq__processes_parse(const redisReply *r, rjq_process **out, size_t *nout) {
+    *out = NULL;
+    *nout = 0;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || (r->elements - 1) % 3 != 0)
+        return RJQ_EPROTO;
+    for (size_t i = 1; i < r->elements; i += 3)
+        if (r->element[i]->type != REDIS_REPLY_STRING ||
+            r->element[i + 1]->type != REDIS_REPLY_INTEGER || r->element[i + 1]->integer < 0 ||
+            r->element[i + 1]->integer > RJQ__TIME_MAX ||
+            r->element[i + 2]->type != REDIS_REPLY_STRING)
+            return RJQ_EPROTO;
+    /* one block: the list, the queues, the id pointers, the texts */
+    size_t n = (r->elements - 1) / 3;
+    size_t nq = 0, nid = 0, bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *info = r->element[1 + 3 * i + 2], *id = r->element[1 + 3 * i];
+        size_t l = lines(info->str);
+        nq += l;
+        nid += l; /* a line has at most one id more than it has spaces */
+        for (size_t k = 0; k < info->len; k++) nid += info->str[k] == ' ';
+        bytes += info->len + 1 + id->len + 1;
+    }
+    size_t size = n * sizeof(rjq_process) + nq * sizeof(rjq_process_queue) +
+                  nid * sizeof(char *) + bytes;
+    rjq_process *list = calloc(1, size ? size : 1);
+    if (list == NULL) return RJQ_ENOMEM;
+    rjq_process_queue *qs = (rjq_process_queue *)(list + n);
+    const char **ids = (const char **)(qs + nq);
+    char *text = (char *)(ids + nid);
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *id = r->element[1 + 3 * i], *info = r->element[1 + 3 * i + 2];
+        memcpy(text, id->str, id->len + 1);
+        list[i].id = text;
+        text += id->len + 1;
+        list[i].alive_until_ms = r->element[1 + 3 * i + 1]->integer;
+        memcpy(text, info->str, info->len + 1);
+        parse_info(text, &list[i], &qs, &ids);
+        text += info->len + 1;
+    }
+    *out = list;
+    *nout = n;
+    return RJQ_OK;
+}
+
 static void on_processes(rjq_client *c, int status, redisReply *r, void *priv) {
     ctx *x = priv;
     rjq_process *list = NULL;
     size_t n = 0;
-    void *block = NULL;
-    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
-                             (r->elements - 1) % 3 != 0)) {
-        status = RJQ_EPROTO;
-    }
-    for (size_t i = 1; status == RJQ_OK && i < r->elements; i += 3)
-        if (r->element[i]->type != REDIS_REPLY_STRING ||
-            r->element[i + 1]->type != REDIS_REPLY_INTEGER ||
-            r->element[i + 2]->type != REDIS_REPLY_STRING)
-            status = RJQ_EPROTO;
+    if (status == RJQ_OK) status = rjq__processes_parse(r, &list, &n);
     if (status == RJQ_EPROTO) rjq__errmsg(c, "processes: unexpected reply");
-    if (status == RJQ_OK) {
-        /* one block: the list, the queues, the id pointers, the texts */
-        n = (r->elements - 1) / 3;
-        size_t nq = 0, nid = 0, bytes = 0;
-        for (size_t i = 0; i < n; i++) {
-            const redisReply *info = r->element[1 + 3 * i + 2], *id = r->element[1 + 3 * i];
-            size_t l = lines(info->str);
-            nq += l;
-            nid += l; /* a line has at most one id more than it has spaces */
-            for (size_t k = 0; k < info->len; k++) nid += info->str[k] == ' ';
-            bytes += info->len + 1 + id->len + 1;
-        }
-        size_t size = n * sizeof(rjq_process) + nq * sizeof(rjq_process_queue) +
-                      nid * sizeof(char *) + bytes;
-        block = calloc(1, size ? size : 1);
-        if (block == NULL) {
-            status = RJQ_ENOMEM;
-        } else {
-            list = block;
-            rjq_process_queue *qs = (rjq_process_queue *)(list + n);
-            const char **ids = (const char **)(qs + nq);
-            char *text = (char *)(ids + nid);
-            for (size_t i = 0; i < n; i++) {
-                const redisReply *id = r->element[1 + 3 * i], *info = r->element[1 + 3 * i + 2];
-                memcpy(text, id->str, id->len + 1);
-                list[i].id = text;
-                text += id->len + 1;
-                list[i].alive_until_ms = r->element[1 + 3 * i + 1]->integer;
-                memcpy(text, info->str, info->len + 1);
-                parse_info(text, &list[i], &qs, &ids);
-                text += info->len + 1;
-            }
-        }
-    }
     x->cb(c, status, status == RJQ_OK ? list : NULL, status == RJQ_OK ? n : 0, x->data);
-    free(block);
+    free(list);
     free(x);
 }
 

@@ -184,8 +184,8 @@ static int parse_job(const char **p, const char *end, rjq__pushed *d) {
     if (parse_num(p, end, ' ', &idlen) || parse_num(p, end, ' ', &len) ||
         parse_num(p, end, ' ', &attempt) || parse_num(p, end, '\n', &max))
         return -1;
-    if (idlen == 0 || attempt > 1000000 || max > 1000000 || (size_t)(end - *p) < idlen ||
-        (size_t)(end - *p) - idlen < len)
+    if (idlen == 0 || attempt > RJQ__ATTEMPTS_MAX || max > RJQ__ATTEMPTS_MAX ||
+        (size_t)(end - *p) < idlen || (size_t)(end - *p) - idlen < len)
         return -1;
     d->id = *p, d->idlen = (size_t)idlen;
     d->payload = d->id + idlen, d->len = (size_t)len;
@@ -239,30 +239,60 @@ static void resync_all(rjq_queue *q) {
     }
 }
 
+int rjq__push_parse_notice(const char *msg, size_t len, rjq__push_notice *n) {
+    static const char cancel[] = "!cancel ", timeout[] = "!timeout ";
+    size_t skip = 0;
+    n->reason = 0;
+    if (len > sizeof cancel - 1 && memcmp(msg, cancel, sizeof cancel - 1) == 0)
+        n->reason = RJQ_EJOBCANCELED, skip = sizeof cancel - 1;
+    else if (len > sizeof timeout - 1 && memcmp(msg, timeout, sizeof timeout - 1) == 0)
+        n->reason = RJQ_ETIMEDOUT, skip = sizeof timeout - 1;
+    const char *p = msg + skip, *end = msg + len, *dot;
+    if (n->reason == 0 || parse_word(&p, end, ' ', &n->token, &n->toklen) || p == end ||
+        memchr(p, ' ', (size_t)(end - p)) || (dot = memchr(n->token, '.', n->toklen)) == NULL)
+        return RJQ_EPROTO;
+    n->id = p, n->idlen = (size_t)(end - p);
+    const char *w = dot + 1;
+    return parse_num(&w, n->token + n->toklen, '.', &n->worker) ? 1 : RJQ_OK;
+}
+
 /* A notice ("!cancel <token> <id>", cancel.lua, or "!timeout <token>
  * <id>", reclaim.lua): routed to the worker of the token
  * ("<client>.<worker>.<unique>"); one that left has no job to tell. */
 static void on_notice(rjq_client *c, rjq_queue *q, const char *channel, const char *msg,
                       size_t len) {
-    static const char cancel[] = "!cancel ", timeout[] = "!timeout ";
-    int reason = 0;
-    size_t skip = 0;
-    if (len > sizeof cancel - 1 && memcmp(msg, cancel, sizeof cancel - 1) == 0)
-        reason = RJQ_EJOBCANCELED, skip = sizeof cancel - 1;
-    else if (len > sizeof timeout - 1 && memcmp(msg, timeout, sizeof timeout - 1) == 0)
-        reason = RJQ_ETIMEDOUT, skip = sizeof timeout - 1;
-    const char *p = msg + skip, *end = msg + len, *token, *dot;
-    size_t toklen;
-    unsigned long long wid;
-    if (reason == 0 || parse_word(&p, end, ' ', &token, &toklen) || p == end ||
-        memchr(p, ' ', (size_t)(end - p)) || (dot = memchr(token, '.', toklen)) == NULL) {
+    rjq__push_notice n;
+    int rc = rjq__push_parse_notice(msg, len, &n);
+    if (rc == RJQ_EPROTO) {
         rjq__errmsg(c, "push on %s: malformed notice", channel);
         return;
     }
-    const char *w = dot + 1;
-    if (parse_num(&w, token + toklen, '.', &wid)) return; /* not one of our tokens */
-    rjq__reg *r = find_reg(q, wid);
-    if (r) r->ops->notice(r->arg, reason, token, toklen, p, (size_t)(end - p));
+    if (rc != RJQ_OK) return; /* not one of our tokens */
+    rjq__reg *r = find_reg(q, n.worker);
+    if (r) r->ops->notice(r->arg, n.reason, n.token, n.toklen, n.id, n.idlen);
+}
+
+int rjq__push_parse(const char *msg, size_t len, rjq__push_head *h, rjq__pushed **jobs) {
+    const char *p = msg, *end = msg + len;
+    unsigned long long n, deadline;
+    *jobs = NULL;
+    if (parse_num(&p, end, ' ', &h->worker) || parse_num(&p, end, ' ', &h->epoch) ||
+        parse_num(&p, end, ' ', &n) || n == 0 || n > len ||
+        parse_word(&p, end, ' ', &h->token, &h->toklen) || parse_num(&p, end, '\n', &deadline) ||
+        deadline == 0 || deadline > (unsigned long long)RJQ__TIME_MAX)
+        return RJQ_EPROTO;
+    h->n = (size_t)n;
+    if ((*jobs = malloc(h->n * sizeof **jobs)) == NULL) return RJQ_ENOMEM;
+    size_t got = 0;
+    while (got < h->n && parse_job(&p, end, &(*jobs)[got]) == 0) {
+        (*jobs)[got].token = h->token, (*jobs)[got].toklen = h->toklen;
+        (*jobs)[got].deadline = (long long)deadline;
+        got++;
+    }
+    if (got == h->n && p == end) return RJQ_OK;
+    free(*jobs);
+    *jobs = NULL;
+    return RJQ_EPROTO;
 }
 
 static void on_push(rjq_client *c, const char *channel, const char *msg, size_t len,
@@ -277,38 +307,21 @@ static void on_push(rjq_client *c, const char *channel, const char *msg, size_t 
         on_notice(c, q, channel, msg, len);
         return;
     }
-    const char *p = msg, *end = msg + len, *token;
-    unsigned long long wid, epoch, n, deadline;
-    size_t toklen;
-    if (parse_num(&p, end, ' ', &wid) || parse_num(&p, end, ' ', &epoch) ||
-        parse_num(&p, end, ' ', &n) || n == 0 || n > len ||
-        parse_word(&p, end, ' ', &token, &toklen) || parse_num(&p, end, '\n', &deadline) ||
-        deadline > (1ULL << 62)) {
-        rjq__errmsg(c, "push on %s: malformed message", channel);
-        return; /* its jobs come back when their lease expires */
-    }
-    rjq__pushed *jobs = malloc((size_t)n * sizeof *jobs);
-    if (jobs == NULL) return; /* the same */
-    size_t got = 0;
-    while (got < n && parse_job(&p, end, &jobs[got]) == 0) {
-        jobs[got].token = token, jobs[got].toklen = toklen;
-        jobs[got].deadline = (long long)deadline;
-        got++;
-    }
-    if (got < n || p != end) {
-        rjq__errmsg(c, "push on %s: malformed message", channel);
-    } else {
-        rjq__reg *r = find_reg(q, wid);
-        if (r && epoch < r->ignore_below) {
-            /* a recovering claim returned (or returns) these jobs */
-        } else if (r) {
-            r->ops->take(r->arg, (unsigned)epoch, jobs, got);
-        } else { /* left: hand them back and drop what is left of its registration */
-            char *field = make_field(pp, wid);
-            rjq__push_release(q, field, jobs, got);
-            rjq__held_forget(q, token, toklen);
-            free(field);
-        }
+    rjq__push_head h;
+    rjq__pushed *jobs;
+    int rc = rjq__push_parse(msg, len, &h, &jobs);
+    if (rc == RJQ_EPROTO) rjq__errmsg(c, "push on %s: malformed message", channel);
+    if (rc != RJQ_OK) return; /* its jobs come back when their lease expires */
+    rjq__reg *r = find_reg(q, h.worker);
+    if (r && h.epoch < r->ignore_below) {
+        /* a recovering claim returned (or returns) these jobs */
+    } else if (r) {
+        r->ops->take(r->arg, (unsigned)h.epoch, jobs, h.n);
+    } else { /* left: hand them back and drop what is left of its registration */
+        char *field = make_field(pp, h.worker);
+        rjq__push_release(q, field, jobs, h.n);
+        rjq__held_forget(q, h.token, h.toklen);
+        free(field);
     }
     free(jobs);
 }

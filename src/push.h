@@ -91,4 +91,25 @@ int rjq__reg_offer_done(rjq__reg *r, unsigned epoch, int slots, int status, int 
  * sent (else the jobs come back when their lease ends). */
 int rjq__push_release(rjq_queue *q, const char *field, const rjq__pushed *jobs, size_t n);
 
+/* Parsing the push channel's messages (pure, for tests: unit_replies,
+ * tests/fuzz). A message of jobs: its head, and its jobs in *jobs (n of
+ * them, pointing into msg; free() it). RJQ_OK, RJQ_EPROTO when malformed
+ * (a number or length out of range, bytes left over; *jobs NULL) or
+ * RJQ_ENOMEM. */
+typedef struct rjq__push_head {
+    unsigned long long worker, epoch;
+    const char *token;
+    size_t toklen, n;
+} rjq__push_head;
+int rjq__push_parse(const char *msg, size_t len, rjq__push_head *h, rjq__pushed **jobs);
+/* A notice ("!cancel <token> <id>"): RJQ_OK, RJQ_EPROTO when malformed,
+ * 1 when its token names no worker (not one of ours). */
+typedef struct rjq__push_notice {
+    const char *token, *id;
+    size_t toklen, idlen;
+    unsigned long long worker;
+    int reason; /* RJQ_EJOBCANCELED ("!cancel") or RJQ_ETIMEDOUT ("!timeout") */
+} rjq__push_notice;
+int rjq__push_parse_notice(const char *msg, size_t len, rjq__push_notice *n);
+
 #endif /* RJQ_PUSH_H */

@@ -105,6 +105,7 @@ static uint64_t boot_ms(void) {
 }
 
 void rjq__server_time_rebase(rjq_client *c, long long server_ms) {
+    if (server_ms <= 0 || server_ms > RJQ__TIME_MAX) return;
     uint64_t now = boot_ms();
     c->have_offset = 1;
     c->offset_cur = c->offset_prev = server_ms - (long long)now;
@@ -113,6 +114,7 @@ void rjq__server_time_rebase(rjq_client *c, long long server_ms) {
 }
 
 void rjq__server_time_sample(rjq_client *c, long long server_ms) {
+    if (server_ms <= 0 || server_ms > RJQ__TIME_MAX) return; /* malformed: no sample */
     if (!c->have_offset) {
         rjq__server_time_rebase(c, server_ms);
         return;

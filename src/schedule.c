@@ -18,7 +18,9 @@ int rjq__schedule_parse(const char *spec, rjq__spec *out) {
     memset(out, 0, sizeof *out);
     if (sscanf(spec, "%lld %d %lld %7s %128s %n", &out->every_ms, &out->offset_min,
                &out->catchup_ms, missed, opts, &used) != 5 ||
-        used == 0)
+        used == 0 || out->every_ms < 0 || out->every_ms > RJQ_DELAY_MAX ||
+        out->offset_min < -1440 || out->offset_min > 1440 || out->catchup_ms < 0 ||
+        out->catchup_ms > RJQ_DELAY_MAX)
         return -1;
     out->once = strcmp(missed, "once") == 0;
     out->expr_at = (size_t)used;
@@ -31,6 +33,7 @@ int rjq__schedule_parse(const char *spec, rjq__spec *out) {
 }
 
 long long rjq__schedule_after(const rjq__spec *s, long long t) {
+    if (t < -RJQ__TIME_MAX || t > RJQ__TIME_MAX) return -1; /* (no time a reply may give) */
     if (!s->is_cron) return (t / s->every_ms + 1) * s->every_ms;
     return rjq__cron_next(&s->cron, s->offset_min, t);
 }

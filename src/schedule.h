@@ -20,9 +20,11 @@ typedef struct rjq__spec {
     size_t expr_at;           /* where the cron expression starts in the spec */
 } rjq__spec;
 
-/* Read a stored spec; 0, or -1 when it is not one. */
+/* Read a stored spec; 0, or -1 when it is not one (its numbers out of the
+ * ranges rjq_schedule_set accepts included). */
 int rjq__schedule_parse(const char *spec, rjq__spec *out);
-/* Its first fire time after t (ms); -1: none (a cron date that never comes). */
+/* Its first fire time after t (ms); -1: none (a cron date that never
+ * comes, or t beyond +-RJQ__TIME_MAX). */
 long long rjq__schedule_after(const rjq__spec *s, long long t);
 
 #endif

@@ -141,13 +141,21 @@ static void add_fires(rjq__argv *a, const char *name, long long seen, const char
 
 /* ---- tick ----------------------------------------------------------------------- */
 
+static int in_range(const redisReply *e, long long lo, long long hi) {
+    return e->type == REDIS_REPLY_INTEGER && e->integer >= lo && e->integer <= hi;
+}
+
+/* (tick.lua) [leading 0/1, server time, a PTTL (-2, -1 or ms) or the
+ * earliest next fire time (-1: none), then per schedule due: name, next
+ * fire time, spec], every time in range. */
 static int tick_reply_ok(const redisReply *r) {
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 || (r->elements - 3) % 3 != 0) return 0;
-    for (size_t i = 0; i < 3; i++)
-        if (r->element[i]->type != REDIS_REPLY_INTEGER) return 0;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 || (r->elements - 3) % 3 != 0 ||
+        !in_range(r->element[0], 0, 1) || !in_range(r->element[1], 1, RJQ__TIME_MAX) ||
+        !in_range(r->element[2], -2, RJQ__TIME_MAX))
+        return 0;
     for (size_t i = 3; i < r->elements; i += 3)
         if (r->element[i]->type != REDIS_REPLY_STRING ||
-            r->element[i + 1]->type != REDIS_REPLY_INTEGER ||
+            !in_range(r->element[i + 1], -RJQ__TIME_MAX, RJQ__TIME_MAX) ||
             r->element[i + 2]->type != REDIS_REPLY_STRING)
             return 0;
     return 1;

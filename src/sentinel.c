@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core_private.h"
+#include "validate.h"
 
 /* Reaching one sentinel: its name resolved first when it is one (by the
  * loop glue's resolver; rjq_client_new refused names without one), then
@@ -102,6 +103,7 @@ static void on_master(redisAsyncContext *ac, void *reply, void *priv) {
     if (ac->data != l || r == NULL) return; /* hung up, or lost (the disconnect callback says) */
     rjq__enter(l->dial.c);
     unsigned char addr[16];
+    long long port;
     l->heard = 1;
     if (r->type == REDIS_REPLY_ERROR) {
         next(l, r->str);
@@ -115,9 +117,12 @@ static void on_master(redisAsyncContext *ac, void *reply, void *priv) {
                 inet_pton(AF_INET6, r->element[0]->str, addr) != 1)) {
         next(l, "announces the master by host name; rjq needs its address "
                 "(sentinel announce-hostnames no)");
+    } else if (strlen(r->element[0]->str) != r->element[0]->len ||
+               rjq__parse_ll(r->element[1]->str, r->element[1]->len, 1, 65535, &port) != 0) {
+        next(l, "announces the master with a malformed address or port");
     } else {
         snprintf(l->ip, sizeof l->ip, "%s", r->element[0]->str);
-        l->port = atoi(r->element[1]->str);
+        l->port = (int)port;
         l->finished = 1;
         l->dial.c->sentinel_first = l->at; /* ask it first next time */
         hang_up(l);
@@ -287,7 +292,8 @@ static void on_switch_message(redisAsyncContext *ac, void *reply, void *priv) {
     rjq__sentinel_watch *w = priv;
     const char *master = w->dial.c->url.master;
     size_t n = strlen(master);
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 || r->element[2]->type != REDIS_REPLY_STRING ||
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[2]->type != REDIS_REPLY_STRING ||
         strcmp(r->element[0]->str, "message") != 0)
         return;
     const char *msg = r->element[2]->str; /* "<name> <old ip> <old port> <new ip> <new port>" */
@@ -297,7 +303,12 @@ static void on_switch_message(redisAsyncContext *ac, void *reply, void *priv) {
         to = strchr(to, ' ');
         if (to) to++;
     }
-    if (to == NULL) return;
+    /* "<new ip> <new port>": an address that fits, a port in range */
+    const char *sp = to ? strchr(to, ' ') : NULL;
+    long long port;
+    if (sp == NULL || sp == to || sp - to >= 64 ||
+        rjq__parse_ll(sp + 1, strlen(sp + 1), 1, 65535, &port) != 0)
+        return;
     rjq__enter(w->dial.c);
     w->fn(w->arg, to);
     rjq__leave(w->dial.c);

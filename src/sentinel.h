@@ -25,7 +25,8 @@ void rjq__sentinel_cancel(rjq__sentinel_lookup *l);
 
 typedef struct rjq__sentinel_watch rjq__sentinel_watch;
 
-/* A failover moved the master to `to` ("ip port"). */
+/* A failover moved the master to `to` ("ip port": an ip of at most 63
+ * bytes, a port in 1..65535; a message not of that form is ignored). */
 typedef void rjq__sentinel_switch_fn(void *arg, const char *to);
 
 /* Subscribe to +switch-master on one sentinel (another one, after a

@@ -222,14 +222,20 @@ static long beat_ms(const upkeep *u) {
 /* [server time, queue names stored (1) + info stored (2), a sweep of us
  * under way until, then 3 per client to sweep] (beat.lua) */
 #define BEAT_HEAD 3
+static int in_range(const redisReply *e, long long lo, long long hi) {
+    return e->type == REDIS_REPLY_INTEGER && e->integer >= lo && e->integer <= hi;
+}
+
+/* (times: RJQ__TIME_MAX at most, so that adding the liveness time cannot
+ * overflow) */
 static int beat_reply_ok(const redisReply *r) {
     if (r->type != REDIS_REPLY_ARRAY || r->elements < BEAT_HEAD ||
-        (r->elements - BEAT_HEAD) % 3 != 0 || r->element[0]->type != REDIS_REPLY_INTEGER ||
-        r->element[1]->type != REDIS_REPLY_INTEGER || r->element[2]->type != REDIS_REPLY_INTEGER)
+        (r->elements - BEAT_HEAD) % 3 != 0 || !in_range(r->element[0], 1, RJQ__TIME_MAX) ||
+        !in_range(r->element[1], 0, 3) || !in_range(r->element[2], 0, RJQ__TIME_MAX))
         return 0;
     for (size_t i = BEAT_HEAD; i < r->elements; i += 3)
         if (r->element[i]->type != REDIS_REPLY_STRING ||
-            r->element[i + 1]->type != REDIS_REPLY_INTEGER ||
+            !in_range(r->element[i + 1], 0, RJQ__TIME_MAX) ||
             r->element[i + 2]->type != REDIS_REPLY_STRING)
             return 0;
     return 1;

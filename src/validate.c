@@ -1,4 +1,5 @@
 /* Input checks and encodings that need no Redis: pure, unit-tested. */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -84,4 +85,21 @@ int rjq__encode_job_options(const rjq_job_options *o, char *buf) {
                                   : snprintf(buf + n, RJQ__OPTS_MAX - n, ";"));
     if (o->debounce) snprintf(buf + n, RJQ__OPTS_MAX - n, ";1");
     return RJQ_OK;
+}
+
+int rjq__parse_ll(const char *s, size_t len, long long lo, long long hi, long long *out) {
+    size_t i = len > 0 && s[0] == '-';
+    if (i == len) return -1;
+    unsigned long long v = 0, limit = i ? (unsigned long long)LLONG_MAX + 1 : LLONG_MAX;
+    for (; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9' || v > (limit - (unsigned long long)(s[i] - '0')) / 10)
+            return -1;
+        v = v * 10 + (unsigned long long)(s[i] - '0');
+    }
+    long long x = s[0] != '-'                            ? (long long)v
+                  : v == (unsigned long long)LLONG_MAX + 1 ? LLONG_MIN
+                                                           : -(long long)v;
+    if (x < lo || x > hi) return -1;
+    *out = x;
+    return 0;
 }

@@ -230,20 +230,21 @@ static void want_claim(rjq_worker *w) {
 
 /* ---- jobs ------------------------------------------------------------------ */
 
-/* A job from one entry of a claim reply (id, payload, attempt,
- * max_attempts) and the reply's token and deadline; 0 on success, 1 when
- * the payload was left out (nil: the worker reads it, see fetch). */
-static int reply_job(redisReply **e, const redisReply *token, long long deadline, rjq__pushed *d) {
-    if (e[0]->type != REDIS_REPLY_STRING ||
-        (e[1]->type != REDIS_REPLY_STRING && e[1]->type != REDIS_REPLY_NIL) ||
-        e[2]->type != REDIS_REPLY_INTEGER || e[3]->type != REDIS_REPLY_INTEGER)
-        return -1;
+/* [next due, slots registered, token, deadline, then 4 per job] (claim.lua) */
+#define CLAIM_HEAD 4
+
+/* (worker.h) Job i of a claim reply (id, payload, attempt, max_attempts)
+ * with the reply's token and deadline, all checked by rjq__claim_reply_ok;
+ * 0 on success, 1 when the payload was left out (nil: the worker reads
+ * it, see fetch). */
+int rjq__claim_reply_job(const redisReply *r, size_t i, rjq__pushed *d) {
+    redisReply **e = &r->element[CLAIM_HEAD + 4 * i];
     d->id = e[0]->str, d->idlen = e[0]->len;
-    d->token = token->str, d->toklen = token->len;
+    d->token = r->element[2]->str, d->toklen = r->element[2]->len;
     d->payload = e[1]->str, d->len = e[1]->len;
     d->attempt = (int)e[2]->integer;
     d->max_attempts = (int)e[3]->integer;
-    d->deadline = deadline;
+    d->deadline = r->element[3]->integer;
     return e[1]->type == REDIS_REPLY_NIL;
 }
 
@@ -511,17 +512,30 @@ typedef struct claim_ctx {
     int ids_only;             /* it asked for ids only (payloads: fetch) */
 } claim_ctx;
 
-/* [next due, slots registered, token, deadline, then 4 per job]
- * (claim.lua): a claim registers at most the slots it did not fill. */
-#define CLAIM_HEAD 4
-static int claim_reply_ok(const redisReply *r, int asked) {
+static int in_range(const redisReply *e, long long lo, long long hi) {
+    return e->type == REDIS_REPLY_INTEGER && e->integer >= lo && e->integer <= hi;
+}
+
+/* (worker.h) A claim registers at most the slots it did not fill; next
+ * due is -1 (nothing delayed), -2 (paused) or ms from now; the token is
+ * one a job handle can hold. */
+int rjq__claim_reply_ok(const redisReply *r, int asked) {
     if (r->type != REDIS_REPLY_ARRAY || r->elements < CLAIM_HEAD ||
-        (r->elements - CLAIM_HEAD) % 4 != 0 || r->element[0]->type != REDIS_REPLY_INTEGER ||
+        (r->elements - CLAIM_HEAD) % 4 != 0 || !in_range(r->element[0], -2, RJQ__TIME_MAX) ||
         r->element[1]->type != REDIS_REPLY_INTEGER || r->element[2]->type != REDIS_REPLY_STRING ||
-        r->element[3]->type != REDIS_REPLY_INTEGER)
+        r->element[2]->len == 0 || r->element[2]->len >= sizeof(((rjq_job *)0)->token) ||
+        !in_range(r->element[3], 1, RJQ__TIME_MAX))
         return 0;
     long long got = (long long)(r->elements - CLAIM_HEAD) / 4, registered = r->element[1]->integer;
-    return got <= asked && registered >= 0 && registered <= asked - got;
+    if (got > asked || registered < 0 || registered > asked - got) return 0;
+    for (size_t i = CLAIM_HEAD; i < r->elements; i += 4) {
+        redisReply **e = &r->element[i];
+        if (e[0]->type != REDIS_REPLY_STRING || e[0]->len == 0 ||
+            (e[1]->type != REDIS_REPLY_STRING && e[1]->type != REDIS_REPLY_NIL) ||
+            !in_range(e[2], 0, RJQ__ATTEMPTS_MAX) || !in_range(e[3], 0, RJQ__ATTEMPTS_MAX))
+            return 0;
+    }
+    return 1;
 }
 
 static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
@@ -533,7 +547,7 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     w->asked -= x.asked;
     w->ids_only -= x.ids_only;
     if (rjq__closing(c)) return;
-    if (status == RJQ_OK && !claim_reply_ok(r, x.asked)) {
+    if (status == RJQ_OK && !rjq__claim_reply_ok(r, x.asked)) {
         rjq__errmsg(c, "claim: unexpected reply");
         status = RJQ_EPROTO;
     }
@@ -572,8 +586,7 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq_job **jobs = got ? malloc(got * sizeof *jobs) : NULL;
     rjq__pushed *f = got ? malloc(got * sizeof *f) : NULL; /* payloads to read */
     for (size_t i = 0; d && jobs && f && i < got; i++) {
-        int rc = reply_job(&r->element[CLAIM_HEAD + 4 * i], r->element[2], deadline, &d[nback]);
-        if (rc < 0) continue; /* malformed: it comes back after its lease */
+        int rc = rjq__claim_reply_job(r, i, &d[nback]);
         if (rc == 1 && w->state == W_ACTIVE && tok) {
             f[nfetch++] = d[nback];
             continue;

@@ -33,4 +33,14 @@ int rjq__worker_offer(rjq_worker *w, rjq__offer *o);
 /* An offer's outcome: status of the call, registered 1/0. */
 void rjq__worker_offer_done(const rjq__offer *o, int status, int registered);
 
+/* A claim's reply (claim.lua): [next due, slots registered, token,
+ * deadline, then 4 per job: id, payload (nil: read later), attempt, max
+ * attempts]. 1 when it is one for a claim of `asked` jobs with every
+ * number and length in range, else 0 (the claim ends with RJQ_EPROTO).
+ * Pure, for tests (unit_replies, tests/fuzz). */
+int rjq__claim_reply_ok(const redisReply *r, int asked);
+/* Job i of a reply rjq__claim_reply_ok accepted; 1 when its payload was
+ * left out (nil), else 0. */
+int rjq__claim_reply_job(const redisReply *r, size_t i, rjq__pushed *d);
+
 #endif /* RJQ_WORKER_H */

@@ -1,0 +1,163 @@
+/*
+ * Replies whose numbers are out of range (issue 31, item 3: a fuzzing
+ * proxy's claim reply with a deadline of INT64_MIN overflowed in the
+ * worker) end their request with RJQ_EPROTO or are read as "not given",
+ * never as undefined behaviour (a -DRJQ_SANITIZE=ON build aborts on a
+ * signed overflow). The hostile replies come from rjq's own function
+ * library with one function replaced (FUNCTION LOAD REPLACE), or from
+ * records written behind rjq's back. The pure parsers are unit-tested in
+ * unit_replies.c and fuzzed in tests/fuzz.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "harness.h"
+#include "rjq_scripts.h"
+#include "server.h"
+#include "waits.h"
+
+/* Replace script s's function in the loaded library by one whose body is
+ * `body` (Lua, returning the reply); the others stay as they are. */
+static void replace_function(test_env *e, int s, const char *body) {
+    const char *name = rjq__scripts[s].function;
+    char from[160];
+    snprintf(from, sizeof from, "register_function('%s',", name);
+    const char *at = strstr(rjq__library, from);
+    ASSERT(at != NULL);
+    size_t head = (size_t)(at - rjq__library) + strlen("register_function('") + strlen(name);
+    size_t size = strlen(rjq__library) + strlen(body) + 2 * strlen(name) + 200;
+    char *lib = malloc(size);
+    ASSERT(lib != NULL);
+    /* the original under another name, then the replacement */
+    snprintf(lib, size, "%.*s_original%s\nredis.register_function('%s', function(KEYS, ARGV) %s end)\n",
+             (int)head, rjq__library, rjq__library + head, name, body);
+    const char *argv[4] = {"FUNCTION", "LOAD", "REPLACE", lib};
+    redisReply *r = redisCommandArgv(e->rc, 4, argv, NULL);
+    if (r == NULL || r->type != REDIS_REPLY_STRING)
+        FAIL_AT(__FILE__, __LINE__, "FUNCTION LOAD: %s", r && r->str ? r->str : "no reply");
+    freeReplyObject(r);
+    free(lib);
+}
+
+/* Run the loop until rjq_client_errmsg(c) contains what (10 s at most). */
+static int wait_errmsg(test_env *e, const char *what) {
+    for (int i = 0; i < 1000; i++) {
+        if (strstr(rjq_client_errmsg(e->c), what)) return 1;
+        loop_for(e->base, 10);
+    }
+    return 0;
+}
+
+static long handled;
+
+static void count_job(rjq_job *job, void *data) {
+    (void)data;
+    handled++;
+    rjq_job_complete(job, "", 0, NULL, NULL);
+}
+
+TEST(claim_reply_with_a_deadline_of_int64_min_ends_the_claim_in_eproto) {
+    test_env e;
+    env_start(&e, "hostile");
+    /* a job is there to claim; the claim's reply says its lease ends at
+     * INT64_MIN (a Lua number -2^63 is that integer exactly) */
+    enqueue_x_ok(e.base, e.q, "job-1", 0, 0);
+    replace_function(&e, RJQ__S_CLAIM,
+                     "return {-1, 0, ARGV[4], -9223372036854775808, 'job-1', 'payload', 1, 3}");
+    handled = 0;
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, count_job, NULL, &w));
+    if (!wait_errmsg(&e, "claim: unexpected reply"))
+        FAIL_AT(__FILE__, __LINE__, "no EPROTO for the claim; errmsg \"%s\", %ld handled",
+                rjq_client_errmsg(e.c), handled);
+    ASSERT_EQ(0, handled); /* the malformed claim started nothing */
+    env_stop(&e);
+}
+
+TEST(stats_with_a_count_out_of_range_end_in_eproto) {
+    test_env e;
+    env_start(&e, "hostile");
+    replace_function(&e, RJQ__S_STATS,
+                     "return {-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}");
+    stats_wait s = stats_of(e.base, e.q);
+    ASSERT_EQ(RJQ_EPROTO, s.status);
+    replace_function(&e, RJQ__S_STATS,
+                     "return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -9223372036854775808, 1}");
+    s = stats_of(e.base, e.q);
+    ASSERT_EQ(RJQ_EPROTO, s.status);
+    env_stop(&e);
+}
+
+TEST(job_with_attempts_that_are_no_number_in_range_ends_in_eproto) {
+    test_env e;
+    env_start(&e, "hostile");
+    /* atoi() of these was undefined (out of int) or silently 0 */
+    static const char *const bad[] = {"99999999999999999999", "-1", "3x", "1000001"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char body[200];
+        snprintf(body, sizeof body, "return {'ready', '%s', '3', 'p', false, false}", bad[i]);
+        replace_function(&e, RJQ__S_JOB, body);
+        info_wait w = get_info(e.base, e.q, "job-1");
+        if (w.status != RJQ_EPROTO)
+            FAIL_AT(__FILE__, __LINE__, "attempts \"%s\": %d, expected RJQ_EPROTO", bad[i], w.status);
+    }
+    replace_function(&e, RJQ__S_JOB, "return {'ready', '2', false, 'p', false, false}");
+    info_wait w = get_info(e.base, e.q, "job-1");
+    ASSERT_OK(w.status);
+    ASSERT_EQ(2, w.attempts);
+    ASSERT_EQ(3, w.max_attempts); /* absent: the default */
+    env_stop(&e);
+}
+
+typedef struct procs_wait {
+    int done, status;
+    long pid;
+    long long started_ms;
+    int concurrency, running;
+    size_t nqueues, njobs;
+} procs_wait;
+
+static void on_procs(rjq_client *c, int status, const rjq_process *list, size_t n, void *data) {
+    procs_wait *p = data;
+    (void)c;
+    p->done++;
+    p->status = status;
+    if (status != RJQ_OK || n != 1) return;
+    p->pid = list[0].pid;
+    p->started_ms = list[0].started_ms;
+    p->nqueues = list[0].nqueues;
+    if (list[0].nqueues == 1) {
+        p->concurrency = list[0].queues[0].concurrency;
+        p->running = list[0].queues[0].running;
+        p->njobs = list[0].queues[0].njobs;
+    }
+}
+
+TEST(process_info_numbers_out_of_range_read_as_not_given) {
+    test_env e;
+    env_start(&e, NULL);
+    /* a live entry whose info (written behind rjq's back) has numbers no
+     * process has, and more job ids than rjq.h promises */
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{clients}:live 9999999999990 c9"));
+    char info[1024];
+    int len = snprintf(info, sizeof info, "rjq1\thost\t99999999999999999999\t-5\tname\nq1\t4294967297\t-3\t");
+    for (int i = 0; i < RJQ_PROCESS_JOBS_MAX + 5; i++)
+        len += snprintf(info + len, sizeof info - (size_t)len, "%sj%d", i ? " " : "", i);
+    const char *argv[4] = {"HSET", "t:{clients}:info", "c9", info};
+    freeReplyObject(redisCommandArgv(e.rc, 4, argv, NULL));
+    procs_wait p = {0};
+    ASSERT_OK(rjq_client_processes(e.c, 0, 10, on_procs, &p));
+    ASSERT(loop_until(e.base, &p.done, 5000));
+    ASSERT_OK(p.status);
+    ASSERT_EQ(0, p.pid);
+    ASSERT_EQ(0, p.started_ms);
+    ASSERT_EQ(1, p.nqueues);
+    ASSERT_EQ(0, p.concurrency);
+    ASSERT_EQ(0, p.running);
+    ASSERT_EQ(RJQ_PROCESS_JOBS_MAX, p.njobs);
+    env_stop(&e);
+}

@@ -235,10 +235,13 @@ typedef struct rjq_client_options {
      * re-sent end with RJQ_ETIMEDOUT, as do those that waited this long
      * for a connection, or for the client's unwritten output to shrink
      * below 1 MiB (completions, failures and enqueues of jobs with
-     * ids are re-sent instead, however long Redis is away). A reply that
-     * takes longer than this to transfer (many MiB over a slow link) also
-     * counts as none: set it above the longest transfer. Default 10000;
-     * -1 turns it off. */
+     * ids are re-sent instead, however long Redis is away). The wait
+     * counts from when the request was sent, or from when bytes of its
+     * reply were last seen arriving: a reply of many MiB that takes
+     * longer than this to transfer is waited for while its bytes keep
+     * coming (the watchdog looks four times per timeout), and a
+     * connection that stops in the middle of one is dropped this long
+     * after its last bytes. Default 10000; -1 turns it off. */
     long command_timeout_ms;
     /* A connection with nothing to read for this long is probed (TIME on
      * the command connection, which also tells the client the server's

@@ -585,3 +585,109 @@ TEST(requests_waiting_for_room_keep_their_order_through_busy_retries) {
     free_id_batches(&batches);
     env_stop(&e);
 }
+
+/* ---- big payloads: the command timeout, pushes ------------------------------ */
+
+typedef struct huge_ctx {
+    size_t len;               /* the payload's expected length */
+    char fill;                /* and its byte */
+    long handled, bad, completed;
+    int drops[2];             /* disconnects, per connection kind */
+} huge_ctx;
+
+static void huge_handler(rjq_job *job, void *data) {
+    huge_ctx *x = data;
+    size_t len;
+    const char *p = rjq_job_payload(job, &len);
+    x->handled++;
+    int ok = len == x->len;
+    for (size_t i = 0; ok && i < len; i += 4093) ok = p[i] == x->fill;
+    if (!ok || p[len - 1] != x->fill) x->bad++;
+    ASSERT_OK(rjq_job_complete(job, "ok", 2, on_done_ok, &x->completed));
+}
+
+static void huge_event(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
+    huge_ctx *x = data;
+    (void)c, (void)detail;
+    if (ev == RJQ_EVENT_DISCONNECTED && (conn == RJQ_CONN_COMMAND || conn == RJQ_CONN_SUBSCRIBER))
+        x->drops[conn]++;
+}
+
+/* Run the loop until x's job completed, or a connection dropped. */
+static void wait_completed_or_dropped(struct event_base *base, huge_ctx *x) {
+    for (int k = 0; k < 3000 && x->completed < 1 && !x->drops[0] && !x->drops[1]; k++)
+        loop_for(base, 10);
+}
+
+/* A claim reply that takes longer than command_timeout_ms to arrive (2
+ * MiB over a link that passes 16 KiB every 10 ms: over a second, with a
+ * command timeout of 400 ms), its bytes arriving all along, is waited for:
+ * the connection is not dropped (which re-sent the claim, whose reply was
+ * then dropped again, for ever: a 40 MiB job never ran), and the job runs
+ * once. */
+TEST(claim_reply_slower_than_the_command_timeout_is_waited_for_while_it_arrives) {
+    test_env e;
+    proxy p;
+    huge_ctx x = {.len = 2u << 20, .fill = 's'};
+    rjq_client_options o = client_options("");
+    o.command_timeout_ms = 400;
+    o.on_event = huge_event;
+    o.event_data = &x;
+    env_start_proxied_opts(&e, &p, "slow", &o);
+    char *big = malloc(x.len);
+    memset(big, x.fill, x.len);
+    ASSERT_OK(rjq_enqueue(e.q, big, x.len, NULL, NULL, NULL));
+    free(big);
+    ASSERT_EQ(1, get_stats(e.base, e.q).ready);
+    proxy_trickle(&p, 16u << 10, 10);
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, huge_handler, &x, &w));
+    wait_completed_or_dropped(e.base, &x);
+    ASSERT_EQ(0, x.drops[RJQ_CONN_COMMAND]);
+    ASSERT_EQ(1, x.completed);
+    ASSERT_EQ(1, x.handled);
+    ASSERT_EQ(0, x.bad);
+    proxy_trickle(&p, 0, 0);
+    rjq_stats s = get_stats(e.base, e.q);
+    ASSERT_EQ(1, s.completed);
+    ASSERT_EQ(0, s.ready + s.active);
+    env_stop_proxied(&e, &p);
+}
+
+/* A connection that stops sending in the middle of a reply is still found
+ * dead: command_timeout_ms after the last bytes arrived. */
+TEST(claim_reply_that_stops_arriving_still_times_out) {
+    test_env e;
+    proxy p;
+    huge_ctx x = {.len = 2u << 20, .fill = 't'};
+    rjq_client_options o = client_options("");
+    o.command_timeout_ms = 400;
+    o.on_event = huge_event;
+    o.event_data = &x;
+    env_start_proxied_opts(&e, &p, "stall", &o);
+    char *big = malloc(x.len);
+    memset(big, x.fill, x.len);
+    ASSERT_OK(rjq_enqueue(e.q, big, x.len, NULL, NULL, NULL));
+    free(big);
+    ASSERT_EQ(1, get_stats(e.base, e.q).ready);
+    proxy_trickle(&p, 16u << 10, 10);
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, huge_handler, &x, &w));
+    /* part of the reply arrived: then nothing more */
+    for (int k = 0; k < 1000 && p.trickled < (64u << 10); k++) loop_for(e.base, 10);
+    ASSERT(p.trickled >= (64u << 10));
+    proxy_blackhole(&p);
+    wait_completed_or_dropped(e.base, &x);
+    ASSERT_EQ(1, x.drops[RJQ_CONN_COMMAND]);
+    ASSERT(strstr(rjq_client_errmsg(e.c), "no reply") != NULL);
+    ASSERT_EQ(0, x.handled);
+    /* the re-sent claim, over a working connection, brings it */
+    proxy_trickle(&p, 0, 0);
+    for (int k = 0; k < 3000 && x.completed < 1; k++) loop_for(e.base, 10);
+    ASSERT_EQ(1, x.completed);
+    ASSERT_EQ(1, x.handled);
+    ASSERT_EQ(0, x.bad);
+    env_stop_proxied(&e, &p);
+}

@@ -587,7 +587,10 @@ typedef struct rjq_worker_options {
  * call. When a claim comes back short it registers the free slots with the
  * queue, and enqueues hand new jobs to it directly over the subscriber
  * connection (push delivery: already claimed and leased, no claim round
- * trip); it never runs more than `concurrency` jobs, and a job pushed to it
+ * trip; a payload over 16 KiB, or past 256 KiB of payloads in one enqueue
+ * call, is not pushed: the worker gets the job's id and reads its payload
+ * with a plain HMGET, so a push never nears Redis' pubsub output buffer
+ * limit); it never runs more than `concurrency` jobs, and a job pushed to it
  * without room goes back to the queue with its attempt not counted. It also
  * wakes on the queue's doorbell (jobs made ready by retries, replays,
  * reclaims), sets a timer for the next delayed job, and the client visits

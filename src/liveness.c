@@ -82,11 +82,18 @@ static void send_time(rjq_client *c) {
     rjq__command(c, 0, on_time, NULL, 1, argv, NULL);
 }
 
-/* Bytes of a reply arrived since the last look: hiredis' reader holds a
- * reply under way (bytes not yet parsed, or an array not yet complete)
- * and its buffer changed (it grows as bytes arrive and shrinks as complete
- * elements are taken). Noted as conn->rx_ms = now. The glue reads the
- * socket, so the reader is where arrival shows; the watchdog ticks at
+/* hiredis' reader holds part of a reply: bytes not yet parsed, or the
+ * elements read so far of an array (its task stack is deeper than the top
+ * level; an idle reader may sit at level 0, having looked for the next
+ * reply). The same test in hiredis 0.14 and 1.x. */
+static int reader_partial(const redisReader *r) {
+    return r && (r->len > r->pos || r->ridx > 0);
+}
+
+/* Bytes of a reply arrived since the last look: the reader holds part of
+ * one and its buffer changed (it grows as bytes arrive and shrinks as
+ * complete elements are taken). Noted as conn->rx_ms = now. The glue reads
+ * the socket, so the reader is where arrival shows; the watchdog ticks at
  * least four times per command timeout, so a reply still arriving is seen
  * arriving. */
 static void note_arrival(rjq__conn *conn, uint64_t now) {
@@ -94,7 +101,11 @@ static void note_arrival(rjq__conn *conn, uint64_t now) {
     if (r == NULL || (r->len == conn->rx_len && r->pos == conn->rx_pos)) return;
     conn->rx_len = r->len;
     conn->rx_pos = r->pos;
-    if (r->len > r->pos || r->ridx >= 0) conn->rx_ms = now;
+    if (reader_partial(r)) conn->rx_ms = now;
+}
+
+int rjq__reply_arriving(const rjq_client *c) {
+    return reader_partial(c->cmd.ac ? c->cmd.ac->c.reader : NULL);
 }
 
 /* What has waited since `since` waits from the last arrival instead, when

@@ -655,6 +655,45 @@ TEST(claim_reply_slower_than_the_command_timeout_is_waited_for_while_it_arrives)
     env_stop_proxied(&e, &p);
 }
 
+/* A claim reply that takes longer than the client's liveness_ms to arrive
+ * (2 MiB over the slow link: over a second, with liveness_ms 1000): the
+ * job is started, not handed back as if the client's liveness entry could
+ * have run out (its beats' replies wait behind that reply: before, no beat
+ * was sent while one was unanswered, so the entry did run out in Redis,
+ * and the worker, which knew only the beats answered before the claim,
+ * handed the job back and claimed it again, under a new token, for ever).
+ * Beats go on while a reply arrives, and those sent then count. */
+TEST(claim_reply_slower_than_liveness_is_started_not_handed_back) {
+    test_env e;
+    proxy p;
+    huge_ctx x = {.len = 2u << 20, .fill = 'l'};
+    rjq_client_options o = client_options("");
+    o.liveness_ms = 1000;
+    o.on_event = huge_event;
+    o.event_data = &x;
+    env_start_proxied_opts(&e, &p, "live", &o);
+    char *big = malloc(x.len);
+    memset(big, x.fill, x.len);
+    ASSERT_OK(rjq_enqueue(e.q, big, x.len, NULL, NULL, NULL));
+    free(big);
+    ASSERT_EQ(1, get_stats(e.base, e.q).ready);
+    proxy_trickle(&p, 16u << 10, 10);
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, huge_handler, &x, &w));
+    /* (handed back, it would be claimed again: each claim takes as long) */
+    for (int k = 0; k < 1500 && x.completed < 1; k++) loop_for(e.base, 10);
+    ASSERT_EQ(1, x.completed);
+    ASSERT_EQ(1, x.handled);
+    ASSERT_EQ(0, x.bad);
+    ASSERT_EQ(0, x.drops[RJQ_CONN_COMMAND]);
+    proxy_trickle(&p, 0, 0);
+    rjq_stats s = get_stats(e.base, e.q);
+    ASSERT_EQ(1, s.completed);
+    ASSERT_EQ(0, s.ready + s.active);
+    env_stop_proxied(&e, &p);
+}
+
 /* A connection that stops sending in the middle of a reply is still found
  * dead: command_timeout_ms after the last bytes arrived. */
 TEST(claim_reply_that_stops_arriving_still_times_out) {

@@ -262,9 +262,12 @@ typedef struct rjq_client_options {
      * waiting for their leases, so leases can be long. A loop blocked
      * longer than this (a handler doing long work on the loop's thread)
      * has its jobs taken and run elsewhere: raise it, or run long work off
-     * the loop. Default 5000 (at least 1000); -1 turns it off (jobs of a
-     * dead worker then come back when their lease ends). An ACL user
-     * needs the keys "<prefix>:{clients}:*". */
+     * the loop. A reply that takes longer than this to arrive (a payload
+     * of many MiB) is no block: beats go on while it arrives (Redis runs
+     * them as it reads them), and the job it brings is started. Default
+     * 5000 (at least 1000); -1 turns it off (jobs of a dead worker then
+     * come back when their lease ends). An ACL user needs the keys
+     * "<prefix>:{clients}:*". */
     long liveness_ms;
     /* TLS settings (see rjq_tls_options); NULL: defaults, TLS only for
      * rediss:// URLs. */

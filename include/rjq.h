@@ -262,10 +262,13 @@ typedef struct rjq_client_options {
      * for a connection, or for the client's unwritten output to shrink
      * below 1 MiB (completions, failures and enqueues of jobs with
      * ids are re-sent instead, however long Redis is away, unless the
-     * session is refused for a permission: RJQ_EAUTH). A reply that
-     * takes longer than this to transfer (many MiB over a slow link) also
-     * counts as none: set it above the longest transfer. Default 10000;
-     * -1 turns it off. */
+     * session is refused for a permission: RJQ_EAUTH). The wait
+     * counts from when the request was sent, or from when bytes of its
+     * reply were last seen arriving: a reply of many MiB that takes
+     * longer than this to transfer is waited for while its bytes keep
+     * coming (the watchdog looks four times per timeout), and a
+     * connection that stops in the middle of one is dropped this long
+     * after its last bytes. Default 10000; -1 turns it off. */
     long command_timeout_ms;
     /* A connection with nothing to read for this long is probed (TIME on
      * the command connection, which also tells the client the server's
@@ -288,12 +291,15 @@ typedef struct rjq_client_options {
      * waiting for their leases, so leases can be long. A loop blocked
      * longer than this (a handler doing long work on the loop's thread)
      * has its jobs taken and run elsewhere: raise it, or run long work off
-     * the loop. Default 5000 (at least 1000); -1 turns it off (jobs of a
-     * dead worker then come back when their lease ends). An ACL user
-     * needs the keys "<prefix>:{clients}:*": without them each refused
-     * beat is an RJQ_EVENT_ERROR (naming the keys), the client runs
-     * without liveness (as with -1) and beats again once per reconnect
-     * span (reconnect_max_ms + connect_timeout_ms). */
+     * the loop. A reply that takes longer than this to arrive (a payload
+     * of many MiB) is no block: beats go on while it arrives (Redis runs
+     * them as it reads them), and the job it brings is started. Default
+     * 5000 (at least 1000); -1 turns it off (jobs of a dead worker then
+     * come back when their lease ends). An ACL user needs the keys
+     * "<prefix>:{clients}:*": without them each refused beat is an
+     * RJQ_EVENT_ERROR (naming the keys), the client runs without liveness
+     * (as with -1) and beats again once per reconnect span
+     * (reconnect_max_ms + connect_timeout_ms). */
     long liveness_ms;
     /* TLS settings (see rjq_tls_options); NULL: defaults, TLS only for
      * rediss:// URLs. */
@@ -639,7 +645,10 @@ typedef struct rjq_worker_options {
  * call. When a claim comes back short it registers the free slots with the
  * queue, and enqueues hand new jobs to it directly over the subscriber
  * connection (push delivery: already claimed and leased, no claim round
- * trip); it never runs more than `concurrency` jobs, and a job pushed to it
+ * trip; a payload over 16 KiB, or past 256 KiB of payloads in one enqueue
+ * call, is not pushed: the worker gets the job's id and reads its payload
+ * with a plain HMGET, so a push never nears Redis' pubsub output buffer
+ * limit); it never runs more than `concurrency` jobs, and a job pushed to it
  * without room goes back to the queue with its attempt not counted. It also
  * wakes on the queue's doorbell (jobs made ready by retries, replays,
  * reclaims), sets a timer for the next delayed job, and the client visits

@@ -65,6 +65,10 @@ long long rjq__server_now(const rjq_client *c);
  * (TIME) at once and let its answer replace the estimate. */
 void rjq__server_time_doubt(rjq_client *c);
 
+/* A reply is under way on the command connection: hiredis holds part of it
+ * (a big one takes a while to arrive; the replies behind it wait). */
+int rjq__reply_arriving(const rjq_client *c);
+
 /* Timers on the client's one loop timer. An owner sets its timers up when
  * it is created (this reserves their heap slots, so arming can never
  * fail later) and tears them down when it goes. */

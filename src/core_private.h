@@ -55,6 +55,10 @@ struct rjq__conn {
     int setup_pending;        /* set-up replies still expected */
     int failures;             /* consecutive failed attempts, for backoff */
     uint64_t last_io_ms;      /* when the context last gave us a reply */
+    /* a reply arriving (liveness.c): the reader's state when last looked
+     * at, and when it was last seen to change while a reply was under way */
+    size_t rx_len, rx_pos;
+    uint64_t rx_ms;
     uint64_t ready_ms;        /* when its session was last set */
     int timed_out;            /* dropped for want of a reply (liveness.c) */
     rjq__timer timer;         /* connect and set-up timeout, or reconnect delay */

@@ -8,10 +8,14 @@
  *   longer than command_timeout_ms, the connection is dead (a stopped
  *   server, a half-open TCP connection that no error will ever end): it is
  *   dropped and made again; requests that may be re-sent are, the others
- *   end with RJQ_ETIMEDOUT. Requests that waited that long for a
- *   connection end the same way. A connection with nothing to read for
- *   ping_interval_ms is sent TIME (a ping that also tells the client the
- *   server's clock), so an idle one is checked too.
+ *   end with RJQ_ETIMEDOUT. Its wait counts from when it was sent, or from
+ *   the last tick that saw bytes of a reply arrive (note_arrival), so a
+ *   reply of many MiB that takes longer than that to transfer is not taken
+ *   for none (dropping it would send the request again, to be dropped
+ *   again: a claim of a huge job looped so). Requests that waited that
+ *   long for a connection end the same way. A connection with nothing to
+ *   read for ping_interval_ms is sent TIME (a ping that also tells the
+ *   client the server's clock), so an idle one is checked too.
  * - Subscriber connection: it only ever receives, so it is probed with a
  *   message to itself: when it has been silent for ping_interval_ms the
  *   command connection PUBLISHes to a channel only this client listens on
@@ -86,14 +90,49 @@ static void send_time(rjq_client *c) {
     rjq__command(c, 0, on_time, NULL, 1, argv, NULL);
 }
 
+/* hiredis' reader holds part of a reply: bytes not yet parsed, or the
+ * elements read so far of an array (its task stack is deeper than the top
+ * level; an idle reader may sit at level 0, having looked for the next
+ * reply). The same test in hiredis 0.14 and 1.x. */
+static int reader_partial(const redisReader *r) {
+    return r && (r->len > r->pos || r->ridx > 0);
+}
+
+/* Bytes of a reply arrived since the last look: the reader holds part of
+ * one and its buffer changed (it grows as bytes arrive and shrinks as
+ * complete elements are taken). Noted as conn->rx_ms = now. The glue reads
+ * the socket, so the reader is where arrival shows; the watchdog ticks at
+ * least four times per command timeout, so a reply still arriving is seen
+ * arriving. */
+static void note_arrival(rjq__conn *conn, uint64_t now) {
+    const redisReader *r = conn->ac ? conn->ac->c.reader : NULL;
+    if (r == NULL || (r->len == conn->rx_len && r->pos == conn->rx_pos)) return;
+    conn->rx_len = r->len;
+    conn->rx_pos = r->pos;
+    if (reader_partial(r)) conn->rx_ms = now;
+}
+
+int rjq__reply_arriving(const rjq_client *c) {
+    return reader_partial(c->cmd.ac ? c->cmd.ac->c.reader : NULL);
+}
+
+/* What has waited since `since` waits from the last arrival instead, when
+ * that is later. */
+static uint64_t waited_since(const rjq__conn *conn, uint64_t since) {
+    return conn->rx_ms > since ? conn->rx_ms : since;
+}
+
 static void watch_command(rjq_client *c, uint64_t now) {
     rjq__conn *cmd = &c->cmd;
     if (c->command_timeout_ms > 0 && now > (uint64_t)c->command_timeout_ms)
         rjq__requests_expire(c, now - (uint64_t)c->command_timeout_ms);
     if (!cmd->ready) return;
+    note_arrival(cmd, now);
     uint64_t oldest = rjq__requests_oldest_sent(c);
-    if (c->command_timeout_ms > 0 && oldest && now - oldest > (uint64_t)c->command_timeout_ms) {
-        drop(cmd, "no reply", now - oldest);
+    /* (a reply under way is the oldest request's: replies come in order) */
+    uint64_t since = oldest ? waited_since(cmd, oldest) : 0;
+    if (c->command_timeout_ms > 0 && oldest && now - since > (uint64_t)c->command_timeout_ms) {
+        drop(cmd, "no reply", now - since);
         return;
     }
     if (c->ping_interval_ms > 0 && oldest == 0 &&
@@ -115,8 +154,11 @@ static void watch_subscriber(rjq_client *c, uint64_t now) {
         return;
     }
     int heard = c->probe_sent_ms == 0 || sub->last_io_ms >= c->probe_sent_ms;
+    note_arrival(sub, now);
     if (!heard) {
-        if (c->command_timeout_ms > 0 && now - c->probe_sent_ms > (uint64_t)c->command_timeout_ms) {
+        /* (a big message ahead of the probe's, still arriving, extends it) */
+        uint64_t since = waited_since(sub, c->probe_sent_ms);
+        if (c->command_timeout_ms > 0 && now - since > (uint64_t)c->command_timeout_ms) {
             uint64_t waited = now - c->probe_sent_ms;
             c->probe_sent_ms = 0;
             drop(sub, "no message", waited);

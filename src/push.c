@@ -10,8 +10,11 @@
  * slots and publishes them there, one message per worker:
  *     "<worker> <epoch> <count> <token> <deadline>\n" then per job
  *     "<id len> <payload len> <attempt> <max attempts>\n"
- *     followed by the id and payload bytes (the jobs of one message share
- *     their fencing token and their lease's end, in server time).
+ *     followed by the id and payload bytes, or for a payload too big to
+ *     push (PUSH_INLINE_MAX in lib.lua) "<id len> - <attempt> <max
+ *     attempts>\n" followed by the id bytes: the worker reads that
+ *     payload itself (the jobs of one message share their fencing token
+ *     and their lease's end, in server time).
  * Notices for running jobs start with '!' ("!cancel <token> <id>": the
  * job was cancelled) and go to the worker named in the token.
  * Jobs for a registration that is gone (its worker stopped meanwhile) go
@@ -178,20 +181,27 @@ static int parse_word(const char **p, const char *end, char stop, const char **w
     return 0;
 }
 
-/* One job's header and bytes (its token is the message's). */
+/* One job's header and bytes (its token is the message's). A payload
+ * left out ("-" for its length) is NULL: the worker reads it. */
 static int parse_job(const char **p, const char *end, rjq__pushed *d) {
-    unsigned long long idlen, len, attempt, max;
-    if (parse_num(p, end, ' ', &idlen) || parse_num(p, end, ' ', &len) ||
-        parse_num(p, end, ' ', &attempt) || parse_num(p, end, '\n', &max))
+    unsigned long long idlen, len = 0, attempt, max;
+    int left_out = 0;
+    if (parse_num(p, end, ' ', &idlen)) return -1;
+    if (end - *p >= 2 && (*p)[0] == '-' && (*p)[1] == ' ') {
+        left_out = 1;
+        *p += 2;
+    } else if (parse_num(p, end, ' ', &len)) {
         return -1;
+    }
+    if (parse_num(p, end, ' ', &attempt) || parse_num(p, end, '\n', &max)) return -1;
     if (idlen == 0 || attempt > RJQ__ATTEMPTS_MAX || max > RJQ__ATTEMPTS_MAX ||
         (size_t)(end - *p) < idlen || (size_t)(end - *p) - idlen < len)
         return -1;
     d->id = *p, d->idlen = (size_t)idlen;
-    d->payload = d->id + idlen, d->len = (size_t)len;
+    d->payload = left_out ? NULL : d->id + idlen, d->len = (size_t)len;
     d->attempt = (int)attempt;
     d->max_attempts = (int)max;
-    *p = d->payload + len;
+    *p = d->id + idlen + len;
     return 0;
 }
 

@@ -22,7 +22,8 @@ typedef struct rjq__reg rjq__reg;
 typedef struct rjq__reg_ops {
     /* Jobs pushed under `epoch` arrived for this registration: take those
      * there is room for (rjq__reg_accept per job), hand back the others
-     * (rjq__push_release). */
+     * (rjq__push_release). A job whose payload was too big to push has a
+     * NULL payload: the worker reads it. */
     void (*take)(void *arg, unsigned epoch, const rjq__pushed *jobs, size_t n);
     /* The push channel was (re)subscribed: pushes may have been lost, and
      * the registration was marked for replacement: claim. */

@@ -21,6 +21,16 @@
  * the swept client, if it comes back, starts no job until then.
  * Its own jobs it stops starting once its entry may have run out (the
  * worker's stale check, rjq__upkeep_alive_until).
+ * Beats while a big reply arrives. A beat waits for the previous one's
+ * answer, except while a reply is under way on the command connection
+ * (rjq__reply_arriving: a claim or payload read of many MiB can take
+ * longer than liveness_ms to arrive, and every reply behind it waits):
+ * then beats go on being sent (at most BEATS_IN_FLIGHT), so Redis, which
+ * runs each as it reads it, keeps the entry renewed; and the expiry each
+ * one sets counts for the stale check before its answer comes: at least
+ * the server time when it was sent plus liveness_ms (sent_alive). Without
+ * that, the job in that reply was found stale on arrival, handed back and
+ * claimed again, for ever.
  * The process registry. "<prefix>:{clients}:info" (a hash: client id ->
  * what it says of itself, process_info) is sent with a beat when it
  * changed; gone.lua deletes it with the entry. rjq_client_processes
@@ -38,6 +48,7 @@
 #include "validate.h"
 
 #define BEAT_MAX_MS 1000
+#define BEATS_IN_FLIGHT 16     /* beats sent while a reply arrives (see above) */
 #define SWEEP_LEASE_MS 5000 /* long enough for a sweep's calls; a lost reply delays one this long */
 #define SWEEPS_PER_BEAT 4
 
@@ -72,7 +83,9 @@ typedef struct upkeep {
     rjq_client *c;
     visitee *queues, *cursor;
     rjq__timer beat_timer, visit_timer;
-    int beat_busy;
+    int beats;                /* beats in flight */
+    long long sent_alive;     /* the expiry those sent while a reply arrived
+                                 set at least (server ms; 0: none in flight) */
     int names_stored;         /* the server has our queue names */
     int info_stored;          /* the server has info_sent */
     char *info_sent;          /* our process info as last sent (process_info) */
@@ -243,13 +256,15 @@ static int beat_reply_ok(const redisReply *r) {
 
 static void on_beat(rjq_client *c, int status, redisReply *r, void *priv) {
     upkeep *u = priv;
-    u->beat_busy = 0;
+    if (--u->beats == 0) u->sent_alive = 0; /* the answers say it now */
     if (rjq__closing(c)) return;
     if (status == RJQ_OK && !beat_reply_ok(r)) {
         rjq__errmsg(c, "liveness beat: unexpected reply");
         status = RJQ_EPROTO;
     }
     uint64_t now = rjq__now_ms();
+    if (status != RJQ_OK || r->element[2]->integer > 0)
+        u->sent_alive = 0; /* those behind it may not have renewed the entry either */
     if (status != RJQ_OK) {
         u->names_stored = 0;
         u->info_stored = 0;
@@ -348,7 +363,8 @@ static void on_beat_timer(rjq__timer *t) {
     rjq_client *c = u->c;
     if (rjq__client_liveness_ms(c) <= 0 || !any_wanted(u)) return; /* a join starts it again */
     rjq__timer_start(c, &u->beat_timer, (uint64_t)beat_ms(u));
-    if (u->beat_busy) return;
+    int arriving = rjq__reply_arriving(c);
+    if (u->beats && !(arriving && u->beats < BEATS_IN_FLIGHT)) return;
     char *names = u->names_stored ? NULL : queue_names(u);
     if (!u->names_stored && names == NULL) return;
     char ttl[32], lease[32], most[16], prev[32], gap[32];
@@ -374,7 +390,10 @@ static void on_beat_timer(rjq__timer *t) {
     size_t lens[13];
     for (int i = 0; i < 13; i++) lens[i] = strlen(argv[i]);
     if (rjq__script(c, RJQ__S_BEAT, 0, on_beat, u, 13, argv, lens) == RJQ_OK) {
-        u->beat_busy = 1;
+        u->beats++;
+        long long server = rjq__server_now(c);
+        if (arriving && server > 0 && server + rjq__client_liveness_ms(c) > u->sent_alive)
+            u->sent_alive = server + rjq__client_liveness_ms(c);
         if (names) u->names_stored = 1; /* unless the reply says otherwise */
         if (send_info) {
             free(u->info_sent);
@@ -518,7 +537,8 @@ static upkeep *upkeep_of(rjq_client *c) {
 
 long long rjq__upkeep_alive_until(const rjq_client *c) {
     const upkeep *u = rjq__feature_state(c, &upkeep_feature);
-    return u && rjq__client_liveness_ms(c) > 0 ? u->alive_until : 0;
+    if (u == NULL || rjq__client_liveness_ms(c) <= 0) return 0;
+    return u->sent_alive > u->alive_until ? u->sent_alive : u->alive_until;
 }
 
 int rjq__upkeep_join(rjq_queue *q, const rjq__visit_ops *ops, void *arg, long period_ms) {

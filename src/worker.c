@@ -361,9 +361,11 @@ static void retry_later(rjq_worker *w) {
 
 /* ---- payload fetch --------------------------------------------------------- */
 
-/* Jobs a claim started without their payloads (claim.lua, ARGV 10): the
- * worker reads those with one HMGET of the payload column, sent as the
- * claim's reply comes in, and starts them when it is answered. They count
+/* Jobs a claim started without their payloads (claim.lua, ARGV 10), or
+ * that were pushed without them (too big to push, see PUSH_INLINE_MAX in
+ * lib.lua): the worker reads those with one HMGET of the payload column,
+ * sent as the claim's reply or the push comes in, and starts them when it
+ * is answered. They count
  * as `fetching` meanwhile; their token is held (a recovering claim leaves
  * it alone), and a cancel notice for one of them (notice_job) marks it, so
  * it is not started. A job whose payload is gone by then (cancelled and
@@ -721,17 +723,31 @@ static void take_pushed(void *arg, unsigned epoch, const rjq__pushed *d, size_t 
     if (n) rjq__server_time_sample(client_of(w), d[0].deadline - w->lease_ms);
     rjq_job **jobs = malloc(n * sizeof *jobs);
     rjq__pushed *back = malloc(n * sizeof *back);
+    /* jobs pushed without their payload (too big to push): read, as a
+     * claim's without payloads are (fetch) */
+    size_t big = 0;
+    for (size_t i = 0; i < n; i++) big += d[i].payload == NULL;
+    rjq__pushed *f = big ? malloc(big * sizeof *f) : NULL;
     /* the jobs of a message share their token */
     rjq__tok *tok = n ? rjq__tok_new(w->held, d[0].token, d[0].toklen) : NULL;
-    size_t made = 0, nback = 0;
+    size_t made = 0, nback = 0, nfetch = 0;
     for (size_t i = 0; i < n; i++) {
-        int room = jobs && back && tok && w->state == W_ACTIVE &&
-                   rjq__reg_accept(w->reg, epoch, free_slots(w), w->running < w->concurrency);
+        /* (those to read count as running: they take a slot) */
+        int room = jobs && back && tok && (f || !big) && w->state == W_ACTIVE &&
+                   rjq__reg_accept(w->reg, epoch, free_slots(w) - (int)nfetch,
+                                   w->running + (int)nfetch < w->concurrency);
+        if (room && d[i].payload == NULL) {
+            f[nfetch++] = d[i];
+            continue;
+        }
         rjq_job *j = room ? new_job(w, &d[i], tok) : NULL;
         if (j) jobs[made++] = j;
         else if (back) back[nback++] = d[i];
     }
     check_invariants(w);
+    /* (not sent, out of memory: they go back) */
+    if (nfetch && fetch_payloads(w, tok, f, nfetch) != 0) rjq__push_release(w->q, NULL, f, nfetch);
+    free(f);
     /* Out of memory for the list itself: the jobs wait for their lease. */
     if (nback) rjq__push_release(w->q, NULL, back, nback);
     if (tok) rjq__tok_drop(tok); /* the arrival */

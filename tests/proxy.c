@@ -31,7 +31,8 @@ static void proxy_from_client(struct bufferevent *bev, void *arg) {
 
 static void proxy_from_server(struct bufferevent *bev, void *arg) {
     proxy_pair *pp = arg;
-    if (pp->dead || (pp->is_sub ? pp->p->hold_sub : pp->p->hold)) return; /* stays in the input buffer */
+    if (pp->dead || (pp->is_sub ? pp->p->hold_sub : pp->p->hold || pp->p->trickle))
+        return; /* stays in the input buffer */
     bufferevent_write_buffer(pp->cli, bufferevent_get_input(bev));
 }
 
@@ -113,12 +114,42 @@ void proxy_hold_sub(proxy *p, int on) {
     if (!on) release_held(p);
 }
 
+/* A tick of the trickle: each command connection gets its share. */
+static void trickle_tick(evutil_socket_t fd, short what, void *arg) {
+    proxy *p = arg;
+    (void)fd, (void)what;
+    for (int i = 0; i < PROXY_PAIRS; i++) {
+        proxy_pair *pp = &p->pairs[i];
+        if (pp->cli && pp->srv && !pp->dead && !pp->is_sub && !p->hold) {
+            int n = evbuffer_remove_buffer(bufferevent_get_input(pp->srv),
+                                           bufferevent_get_output(pp->cli), p->trickle);
+            if (n > 0) p->trickled += (size_t)n;
+        }
+    }
+}
+
+void proxy_trickle(proxy *p, size_t bytes, long every_ms) {
+    if (p->trickle_ev) event_free(p->trickle_ev);
+    p->trickle_ev = NULL;
+    p->trickle = bytes;
+    if (bytes == 0) {
+        release_held(p);
+        return;
+    }
+    p->trickle_ev = event_new(p->base, -1, EV_PERSIST, trickle_tick, p);
+    ASSERT(p->trickle_ev != NULL);
+    struct timeval tv = {every_ms / 1000, (every_ms % 1000) * 1000};
+    event_add(p->trickle_ev, &tv);
+}
+
 void proxy_blackhole(proxy *p) {
     for (int i = 0; i < PROXY_PAIRS; i++)
         if (p->pairs[i].cli || p->pairs[i].srv) p->pairs[i].dead = 1;
 }
 
 void proxy_stop(proxy *p) {
+    if (p->trickle_ev) event_free(p->trickle_ev);
+    p->trickle_ev = NULL;
     for (int i = 0; i < PROXY_PAIRS; i++) proxy_pair_close(&p->pairs[i]);
     event_free(p->accept_ev);
     close(p->lfd);

@@ -9,6 +9,10 @@
  *   made, not hoped for. proxy_hold(p, 0) lets everything held through.
  * - proxy_hold_sub(p, 1) does the same on subscriber connections (pushes
  *   and doorbells wait; command replies flow).
+ * - proxy_trickle(p, bytes, ms) passes what Redis sends on command
+ *   connections on at `bytes` every `ms` ms (a slow link: a reply of some
+ *   MiB takes seconds to arrive, its bytes arriving all along); 0 bytes:
+ *   at full speed again.
  * - proxy_blackhole(p) makes every connection open now half-open: nothing
  *   more is forwarded either way and nothing is closed (a peer gone
  *   without a FIN, a stalled NAT). Connections made afterwards work.
@@ -36,6 +40,9 @@ struct proxy {
     struct event *accept_ev;
     int server_port;
     int hold, hold_sub;
+    size_t trickle;           /* bytes per tick on command connections (0: off) */
+    struct event *trickle_ev;
+    size_t trickled;          /* bytes it passed on so far */
     proxy_pair pairs[PROXY_PAIRS];
     char url[64];
 };
@@ -44,6 +51,7 @@ struct proxy {
 void proxy_start(proxy *p, struct event_base *base, int server_port);
 void proxy_hold(proxy *p, int on);
 void proxy_hold_sub(proxy *p, int on);
+void proxy_trickle(proxy *p, size_t bytes, long every_ms);
 void proxy_blackhole(proxy *p);
 void proxy_stop(proxy *p);
 

@@ -585,3 +585,251 @@ TEST(requests_waiting_for_room_keep_their_order_through_busy_retries) {
     free_id_batches(&batches);
     env_stop(&e);
 }
+
+/* ---- big payloads: the command timeout, pushes ------------------------------ */
+
+typedef struct huge_ctx {
+    size_t len;               /* the payload's expected length */
+    char fill;                /* and its byte */
+    long handled, bad, completed;
+    int drops[2];             /* disconnects, per connection kind */
+} huge_ctx;
+
+static void huge_handler(rjq_job *job, void *data) {
+    huge_ctx *x = data;
+    size_t len;
+    const char *p = rjq_job_payload(job, &len);
+    x->handled++;
+    int ok = len == x->len;
+    for (size_t i = 0; ok && i < len; i += 4093) ok = p[i] == x->fill;
+    if (!ok || p[len - 1] != x->fill) x->bad++;
+    ASSERT_OK(rjq_job_complete(job, "ok", 2, on_done_ok, &x->completed));
+}
+
+static void huge_event(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
+    huge_ctx *x = data;
+    (void)c, (void)detail;
+    if (ev == RJQ_EVENT_DISCONNECTED && (conn == RJQ_CONN_COMMAND || conn == RJQ_CONN_SUBSCRIBER))
+        x->drops[conn]++;
+}
+
+/* Run the loop until x's job completed, or a connection dropped. */
+static void wait_completed_or_dropped(struct event_base *base, huge_ctx *x) {
+    for (int k = 0; k < 3000 && x->completed < 1 && !x->drops[0] && !x->drops[1]; k++)
+        loop_for(base, 10);
+}
+
+/* A claim reply that takes longer than command_timeout_ms to arrive (2
+ * MiB over a link that passes 16 KiB every 10 ms: over a second, with a
+ * command timeout of 400 ms), its bytes arriving all along, is waited for:
+ * the connection is not dropped (which re-sent the claim, whose reply was
+ * then dropped again, for ever: a 40 MiB job never ran), and the job runs
+ * once. */
+TEST(claim_reply_slower_than_the_command_timeout_is_waited_for_while_it_arrives) {
+    test_env e;
+    proxy p;
+    huge_ctx x = {.len = 2u << 20, .fill = 's'};
+    rjq_client_options o = client_options("");
+    o.command_timeout_ms = 400;
+    o.on_event = huge_event;
+    o.event_data = &x;
+    env_start_proxied_opts(&e, &p, "slow", &o);
+    char *big = malloc(x.len);
+    memset(big, x.fill, x.len);
+    ASSERT_OK(rjq_enqueue(e.q, big, x.len, NULL, NULL, NULL));
+    free(big);
+    ASSERT_EQ(1, get_stats(e.base, e.q).ready);
+    proxy_trickle(&p, 16u << 10, 10);
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, huge_handler, &x, &w));
+    wait_completed_or_dropped(e.base, &x);
+    ASSERT_EQ(0, x.drops[RJQ_CONN_COMMAND]);
+    ASSERT_EQ(1, x.completed);
+    ASSERT_EQ(1, x.handled);
+    ASSERT_EQ(0, x.bad);
+    proxy_trickle(&p, 0, 0);
+    rjq_stats s = get_stats(e.base, e.q);
+    ASSERT_EQ(1, s.completed);
+    ASSERT_EQ(0, s.ready + s.active);
+    env_stop_proxied(&e, &p);
+}
+
+/* A claim reply that takes longer than the client's liveness_ms to arrive
+ * (2 MiB over the slow link: over a second, with liveness_ms 1000): the
+ * job is started, not handed back as if the client's liveness entry could
+ * have run out (its beats' replies wait behind that reply: before, no beat
+ * was sent while one was unanswered, so the entry did run out in Redis,
+ * and the worker, which knew only the beats answered before the claim,
+ * handed the job back and claimed it again, under a new token, for ever).
+ * Beats go on while a reply arrives, and those sent then count. */
+TEST(claim_reply_slower_than_liveness_is_started_not_handed_back) {
+    test_env e;
+    proxy p;
+    huge_ctx x = {.len = 2u << 20, .fill = 'l'};
+    rjq_client_options o = client_options("");
+    o.liveness_ms = 1000;
+    o.on_event = huge_event;
+    o.event_data = &x;
+    env_start_proxied_opts(&e, &p, "live", &o);
+    char *big = malloc(x.len);
+    memset(big, x.fill, x.len);
+    ASSERT_OK(rjq_enqueue(e.q, big, x.len, NULL, NULL, NULL));
+    free(big);
+    ASSERT_EQ(1, get_stats(e.base, e.q).ready);
+    proxy_trickle(&p, 16u << 10, 10);
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, huge_handler, &x, &w));
+    /* (handed back, it would be claimed again: each claim takes as long) */
+    for (int k = 0; k < 1500 && x.completed < 1; k++) loop_for(e.base, 10);
+    ASSERT_EQ(1, x.completed);
+    ASSERT_EQ(1, x.handled);
+    ASSERT_EQ(0, x.bad);
+    ASSERT_EQ(0, x.drops[RJQ_CONN_COMMAND]);
+    proxy_trickle(&p, 0, 0);
+    rjq_stats s = get_stats(e.base, e.q);
+    ASSERT_EQ(1, s.completed);
+    ASSERT_EQ(0, s.ready + s.active);
+    env_stop_proxied(&e, &p);
+}
+
+/* A connection that stops sending in the middle of a reply is still found
+ * dead: command_timeout_ms after the last bytes arrived. */
+TEST(claim_reply_that_stops_arriving_still_times_out) {
+    test_env e;
+    proxy p;
+    huge_ctx x = {.len = 2u << 20, .fill = 't'};
+    rjq_client_options o = client_options("");
+    o.command_timeout_ms = 400;
+    o.on_event = huge_event;
+    o.event_data = &x;
+    env_start_proxied_opts(&e, &p, "stall", &o);
+    char *big = malloc(x.len);
+    memset(big, x.fill, x.len);
+    ASSERT_OK(rjq_enqueue(e.q, big, x.len, NULL, NULL, NULL));
+    free(big);
+    ASSERT_EQ(1, get_stats(e.base, e.q).ready);
+    proxy_trickle(&p, 16u << 10, 10);
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, huge_handler, &x, &w));
+    /* part of the reply arrived: then nothing more */
+    for (int k = 0; k < 1000 && p.trickled < (64u << 10); k++) loop_for(e.base, 10);
+    ASSERT(p.trickled >= (64u << 10));
+    proxy_blackhole(&p);
+    wait_completed_or_dropped(e.base, &x);
+    ASSERT_EQ(1, x.drops[RJQ_CONN_COMMAND]);
+    ASSERT(strstr(rjq_client_errmsg(e.c), "no reply") != NULL);
+    ASSERT_EQ(0, x.handled);
+    /* the re-sent claim, over a working connection, brings it */
+    proxy_trickle(&p, 0, 0);
+    for (int k = 0; k < 3000 && x.completed < 1; k++) loop_for(e.base, 10);
+    ASSERT_EQ(1, x.completed);
+    ASSERT_EQ(1, x.handled);
+    ASSERT_EQ(0, x.bad);
+    env_stop_proxied(&e, &p);
+}
+
+/* A test env whose client reports disconnects to x; Redis' pubsub output
+ * buffer limit lowered to `limit` (hard and soft), so a push message over
+ * it drops the subscriber connection. */
+static void push_env_start(test_env *e, const char *queue, huge_ctx *x, const char *limit) {
+    memset(e, 0, sizeof *e);
+    server_start_guarded(&e->s, NULL);
+    e->base = event_base_new();
+    ASSERT(e->base != NULL);
+    e->rc = server_connect(&e->s);
+    freeReplyObject(server_cmd(e->rc, "CONFIG SET client-output-buffer-limit %s", limit));
+    rjq_client_options o = client_options(e->s.url);
+    o.on_event = huge_event;
+    o.event_data = x;
+    e->c = client_new(e->base, &o);
+    ASSERT_OK(rjq_queue_open(e->c, queue, NULL, &e->q));
+    wait_connected(e->base, e->c);
+}
+
+/* Start a worker and wait until its free slots are registered for pushes. */
+static rjq_worker *idle_worker(test_env *e, const char *queue, int concurrency,
+                               rjq_handler_fn *handler, void *data) {
+    rjq_worker_options wo = quiet_worker_options(concurrency);
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(e->q, &wo, handler, data, &w));
+    char key[64];
+    snprintf(key, sizeof key, "t:{%s}:idle", queue);
+    for (int k = 0; k < 500 && server_int(e->rc, "HLEN %s", key) < 1; k++) loop_for(e->base, 10);
+    ASSERT_EQ(1, server_int(e->rc, "HLEN %s", key));
+    return w;
+}
+
+/* A job whose payload is too big to push (1 MiB, over the 256 KiB the
+ * subscriber connection may hold here) reaches the idle worker as its id
+ * alone, and the worker reads the payload itself: the push does not drop
+ * the worker's subscriber connection (before: the 1 MiB message went
+ * out, Redis closed the connection, and the job waited for the recovery),
+ * and the job runs once. */
+TEST(payload_too_big_to_push_goes_as_its_id_and_the_worker_reads_it) {
+    test_env e;
+    huge_ctx x = {.len = 1u << 20, .fill = 'p'};
+    push_env_start(&e, "bigpush", &x, "pubsub 256kb 256kb 60");
+    idle_worker(&e, "bigpush", 1, huge_handler, &x);
+    char *big = malloc(x.len);
+    memset(big, x.fill, x.len);
+    ASSERT_OK(rjq_enqueue(e.q, big, x.len, NULL, NULL, NULL));
+    free(big);
+    wait_completed_or_dropped(e.base, &x);
+    ASSERT_EQ(0, x.drops[RJQ_CONN_SUBSCRIBER]);
+    ASSERT_EQ(0, server_info_number(e.rc, "stats", "client_output_buffer_limit_disconnections:"));
+    ASSERT_EQ(1, x.completed);
+    ASSERT_EQ(1, x.handled);
+    ASSERT_EQ(0, x.bad);
+    rjq_stats s = get_stats(e.base, e.q);
+    ASSERT_EQ(1, s.completed);
+    ASSERT_EQ(0, s.ready + s.active);
+    env_stop(&e);
+}
+
+enum { MANY_JOBS = 64, MANY_SIZE = 12 << 10 }; /* 768 KiB in all */
+
+static void many_handler(rjq_job *job, void *data) {
+    huge_ctx *x = data;
+    size_t len;
+    const char *p = rjq_job_payload(job, &len);
+    char c = (char)('a' + atoi(rjq_job_id(job) + 1) % 26); /* "m<i>" */
+    x->handled++;
+    if (len != MANY_SIZE || p[0] != c || p[len - 1] != c) x->bad++;
+    ASSERT_OK(rjq_job_complete(job, "ok", 2, on_done_ok, &x->completed));
+}
+
+/* Many jobs of pushable size in one enqueue call, to a worker with room
+ * for all: one push carries at most 256 KiB of their payloads, the rest go
+ * as ids the worker reads. The subscriber connection (which may hold 384
+ * KiB here) is not dropped, and each job runs once with its own payload. */
+TEST(one_push_carries_a_bounded_amount_of_payloads) {
+    test_env e;
+    huge_ctx x = {0};
+    push_env_start(&e, "manypush", &x, "pubsub 384kb 384kb 60");
+    idle_worker(&e, "manypush", MANY_JOBS, many_handler, &x);
+    static char payloads[MANY_JOBS][MANY_SIZE];
+    static char ids[MANY_JOBS][16];
+    static rjq_job_options jo[MANY_JOBS];
+    static rjq_enqueue_item items[MANY_JOBS];
+    for (int i = 0; i < MANY_JOBS; i++) {
+        memset(payloads[i], 'a' + i % 26, MANY_SIZE);
+        snprintf(ids[i], sizeof ids[i], "m%d", i);
+        jo[i] = (rjq_job_options){.id = ids[i]};
+        items[i] = (rjq_enqueue_item){payloads[i], MANY_SIZE, &jo[i]};
+    }
+    ASSERT_OK(rjq_enqueue_batch(e.q, items, MANY_JOBS, NULL, NULL));
+    for (int k = 0; k < 3000 && x.completed < MANY_JOBS && !x.drops[RJQ_CONN_SUBSCRIBER]; k++)
+        loop_for(e.base, 10);
+    ASSERT_EQ(0, x.drops[RJQ_CONN_SUBSCRIBER]);
+    ASSERT_EQ(0, server_info_number(e.rc, "stats", "client_output_buffer_limit_disconnections:"));
+    ASSERT_EQ(MANY_JOBS, x.completed);
+    ASSERT_EQ(MANY_JOBS, x.handled);
+    ASSERT_EQ(0, x.bad);
+    rjq_stats s = get_stats(e.base, e.q);
+    ASSERT_EQ(MANY_JOBS, s.completed);
+    ASSERT_EQ(0, s.ready + s.active);
+    env_stop(&e);
+}

@@ -338,6 +338,9 @@ TEST(malformed_push_message_runs_nothing_and_worker_keeps_working) {
         " 1 tok\n1 1 1 3\naxy",   /* bytes after the last job */
         " 2 tok\n1 1 1 3\nax",    /* fewer jobs than announced */
         " 1 tok\n0 1 1 3\nx",     /* empty id */
+        " 1 tok\n1 - 1 3\nax",    /* bytes after an id whose payload is left out */
+        " 1 tok\n1 -1 1 3\nax",   /* a negative length */
+        " 1 tok\n2 - 1 3\na",     /* id cut short */
     };
     for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
         char msg[256];

@@ -946,7 +946,20 @@ end
 -- others (that worker then hears the doorbell and claims), so clients of
 -- two versions on one queue never push to each other (a refused push
 -- would have spent an attempt of its jobs).
-local PUSH_FORMAT = '4'
+local PUSH_FORMAT = '5'
+
+-- A push carries a job's payload only while it is small: at most
+-- PUSH_INLINE_MAX bytes, and at most PUSH_INLINE_TOTAL bytes of payloads
+-- in all the messages of one call. Any other job goes as its id alone
+-- ("-" for its payload length) and the worker reads its payload with a
+-- plain HMGET (worker.c, "payload fetch"), so no message comes near a
+-- subscriber connection's output buffer limit (client-output-buffer-limit
+-- pubsub, 32mb hard and 8mb for 60 s by default: a message over it drops
+-- the worker's subscriber connection, and with it every push and doorbell
+-- in flight). The pushes a client can have in flight are bounded by the
+-- slots its workers registered, each taking at most PUSH_INLINE_MAX.
+local PUSH_INLINE_MAX = 16384
+local PUSH_INLINE_TOTAL = 262144
 
 -- While a queue is paused or limited (pause.lua, limits.lua) its idle hash
 -- holds only this field (never a registration's: those start with a
@@ -997,8 +1010,10 @@ end
 -- `budget` jobs). Each worker gets one message on its channel:
 -- "<worker> <epoch> <count> <token> <deadline>\n" then per job
 -- "<id len> <payload len> <attempt> <max attempts>\n" and the id and
--- payload bytes (the jobs of a message share their token, see
--- start_jobs, and their lease's end, in server time). A worker whose
+-- payload bytes, or for a payload too big to push (PUSH_INLINE_MAX, _TOTAL)
+-- "<id len> - <attempt> <max attempts>\n" and the id bytes (the jobs of a
+-- message share their token, see start_jobs, and their lease's end, in
+-- server time). A worker whose
 -- channel has no subscriber (its client is
 -- gone or reconnecting) loses its registration instead.
 -- pick: the caller's HRANDFIELD idle 1 WITHVALUES, the first worker tried.
@@ -1009,7 +1024,7 @@ end
 -- deadlines: the queue's zset of run time ends (see start_jobs).
 -- Returns how many jobs were taken.
 local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, take, deadlines)
-  local now, k, taken = nil, 0, 0
+  local now, k, taken, inline_left = nil, 0, 0, PUSH_INLINE_TOTAL
   while budget > 0 do
     pick = pick or redis.call('HRANDFIELD', idle, 1, 'WITHVALUES')
     if #pick == 0 then break end
@@ -1040,9 +1055,17 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
       if n > 0 then
         local msg = {wid .. ' ' .. epoch .. ' ' .. n .. ' ' .. tok .. ' ' .. deadline .. '\n'}
         for i = 1, #out, 4 do
-          msg[#msg + 1] = num(#out[i]) .. ' ' .. num(#out[i + 1]) .. ' ' .. num(out[i + 2]) .. ' ' ..
-                          num(out[i + 3]) .. '\n'
-          msg[#msg + 1] = out[i]; msg[#msg + 1] = out[i + 1]
+          local p = out[i + 1]
+          local len = #p
+          if len <= PUSH_INLINE_MAX and len <= inline_left then
+            inline_left = inline_left - len
+            msg[#msg + 1] = num(#out[i]) .. ' ' .. num(len) .. ' ' .. num(out[i + 2]) .. ' ' ..
+                            num(out[i + 3]) .. '\n'
+            msg[#msg + 1] = out[i]; msg[#msg + 1] = p
+          else
+            msg[#msg + 1] = num(#out[i]) .. ' - ' .. num(out[i + 2]) .. ' ' .. num(out[i + 3]) .. '\n'
+            msg[#msg + 1] = out[i]
+          end
         end
         redis.call('PUBLISH', ch, table.concat(msg))
       end

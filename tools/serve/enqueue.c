@@ -83,11 +83,12 @@ static void on_outcome(rjq_client *c, int status, const rjq_outcome *o, void *da
             reply_json(req, 409, json_pack("{so ss}", "id", json_name(id), "error",
                                            "the job was cancelled"));
         } else if (status == RJQ_ETIMEDOUT && id) {
-            reply_json(req, 202, json_pack("{so ss}", "id", json_name(id), "state",
-                                           "the wait ended first; the job goes on"));
+            reply_json(req, 202, json_pack("{so sb ss}", "id", json_name(id), "finished", 0,
+                                           "detail", "the wait ended first; the job goes on"));
         } else if (status == RJQ_ECANCELED && (id || w->given_id)) { /* shutdown: the job goes on */
-            reply_json(req, 202, json_pack("{so ss}", "id", json_name(id ? id : w->given_id),
-                                           "state", "the server stopped waiting; the job goes on"));
+            reply_json(req, 202, json_pack("{so sb ss}", "id", json_name(id ? id : w->given_id),
+                                           "finished", 0, "detail",
+                                           "the server stopped waiting; the job goes on"));
         } else if (status == RJQ_ECANCELED || status == RJQ_ECONN || status == RJQ_ETIMEDOUT) {
             /* the enqueue was sent, its answer never came: the job may exist */
             reply_error(req, 504, "the enqueue's outcome is unknown (%s): the job may exist; "

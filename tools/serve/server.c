@@ -231,19 +231,43 @@ static void on_probe(evutil_socket_t fd, short what, void *arg) {
     event_add(h->probe, &again);
 }
 
-/* EV_CLOSED on the client's socket. A reset ends the wait; so does a FIN
- * for an event stream. A FIN alone may be a half-close (the client sent
- * its request and shut its writing side: it still gets its answer) or a
- * closed socket: an HTTP/1.1 client is sent "100 Continue" (which any
- * HTTP/1.1 client must take before the answer), a closed socket answers
- * it with a reset, which on_probe finds. */
+/* Start (or go on) probing h's socket for a reset. */
+static void start_probe(held *h, evutil_socket_t fd, long usec) {
+    h->fd = fd;
+    if (h->probe == NULL) h->probe = evtimer_new(h->s->base, on_probe, h);
+    struct timeval soon = {0, usec};
+    if (h->probe) event_add(h->probe, &soon);
+}
+
+/* Readable, a reset or a FIN (EV_CLOSED) on the client's socket. A reset
+ * ends the wait (epoll reports it as EPOLLERR|EPOLLHUP, which libevent
+ * gives to EV_READ and EV_WRITE events only, never to EV_CLOSED ones: the
+ * watch must take EV_READ); so does a FIN for an event stream. Bytes to
+ * read are a request pipelined behind this one: left for evhttp, the
+ * socket is watched for a close only from then on (a level-triggered
+ * EV_READ would fire on and on), and probed for a reset. A FIN alone may
+ * be a half-close (the client sent its request and shut its writing side:
+ * it still gets its answer) or a closed socket: an HTTP/1.1 client is sent
+ * "100 Continue" (which any HTTP/1.1 client must take before the answer),
+ * a closed socket answers it with a reset, which on_probe finds. */
 static void on_closed(evutil_socket_t fd, short what, void *arg) {
     held *h = arg;
     char c;
-    (void)what;
     ssize_t r = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return; /* not a close after all */
-    if (r < 0 || h->gone_on_fin) {
+    int pending = r > 0 || (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+    if (r < 0 && !pending) { /* a reset */
+        gone(h);
+        return;
+    }
+    if (pending && !(what & EV_CLOSED)) {
+        /* not a close: watch for EV_CLOSED alone, probe for a reset */
+        event_free(h->closed);
+        h->closed = event_new(h->s->base, fd, EV_CLOSED, on_closed, h);
+        if (h->closed) event_add(h->closed, NULL);
+        start_probe(h, fd, 250000);
+        return;
+    }
+    if (h->gone_on_fin) { /* a FIN (maybe behind pipelined bytes) */
         gone(h);
         return;
     }
@@ -252,19 +276,16 @@ static void on_closed(evutil_socket_t fd, short what, void *arg) {
     if (h->req && h->req->major == 1 && h->req->minor >= 1) {
         static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
         (void)!send(fd, cont, sizeof cont - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-        h->fd = fd;
-        h->probe = evtimer_new(h->s->base, on_probe, h);
-        struct timeval soon = {0, 250000};
-        if (h->probe) event_add(h->probe, &soon);
+        start_probe(h, fd, 250000);
     }
 }
 
-/* Watch h's socket for a close (EV_CLOSED). */
+/* Watch h's socket for a reset or a close (EV_READ and EV_CLOSED). */
 static void watch(held *h) {
     struct bufferevent *bev = evhttp_connection_get_bufferevent(h->evcon);
     evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
     if (fd >= 0) {
-        h->closed = event_new(h->s->base, fd, EV_CLOSED, on_closed, h);
+        h->closed = event_new(h->s->base, fd, EV_READ | EV_CLOSED, on_closed, h);
         if (h->closed) event_add(h->closed, NULL);
     }
 }

@@ -408,8 +408,20 @@ static int is_get(struct evhttp_request *req) {
 }
 
 static void healthz(server *s, struct evhttp_request *req) {
-    if (s->redis_up) reply_json(req, 200, json_pack("{ss}", "status", "ok"));
-    else reply_json(req, 503, json_pack("{ss}", "status", "redis unavailable"));
+    if (s->redis_up) reply_json(req, 200, json_pack("{ss sb}", "status", "ok", "redis", 1));
+    else reply_json(req, 503, json_pack("{ss sb}", "status", "redis unavailable", "redis", 0));
+}
+
+/* The routes that read or write Redis: 503 while it is unreachable (a
+ * listing from memory would say "no queue" where nothing is known). */
+static int needs_redis(const char *path) {
+    return strncmp(path, "/v1/queues", 10) == 0 || strcmp(path, "/v1/processes") == 0 ||
+           strncmp(path, "/v1/demo", 8) == 0;
+}
+
+/* {"redis": up}: the "server" event of the streams. */
+json_t *server_state_json(const server *s) {
+    return json_pack("{sb}", "redis", s->redis_up);
 }
 
 static void on_request(struct evhttp_request *req, void *arg) {
@@ -464,6 +476,11 @@ static void on_request(struct evhttp_request *req, void *arg) {
                     s->o.max_requests);
         goto out;
     }
+    if (!s->redis_up && needs_redis(path)) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+        reply_error(req, 503, "redis unavailable");
+        goto out;
+    }
     if (strcmp(path, "/metrics") == 0 && is_get(req)) {
         metrics_handle(s, req);
     } else if (strcmp(path, "/v1/events") == 0 && is_get(req)) {
@@ -489,8 +506,10 @@ out:
 static void on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
     server *s = data;
     (void)c;
+    int was_up = s->redis_up;
     if (conn == RJQ_CONN_COMMAND && ev == RJQ_EVENT_CONNECTED) s->redis_up = 1;
     if (conn == RJQ_CONN_COMMAND && ev == RJQ_EVENT_DISCONNECTED) s->redis_up = 0;
+    if (s->redis_up != was_up) sse_broadcast(s, "server", NULL, server_state_json(s), 0);
     if (ev != RJQ_EVENT_CONNECTED || detail)
         fprintf(stderr, "rjq serve: redis %s connection %s%s%s\n",
                 conn == RJQ_CONN_COMMAND ? "command" : "subscriber",

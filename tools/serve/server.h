@@ -116,6 +116,8 @@ const char *query_get(const struct evkeyvalq *args, const char *name);
  * replying 400. */
 int query_ll(struct evhttp_request *req, const struct evkeyvalq *args, const char *name,
              long long lo, long long hi, long long def, long long *out);
+/* {"redis": bool}: the "server" event of the streams. */
+json_t *server_state_json(const server *s);
 /* 1 when the connection of req is still there. */
 int request_alive(struct evhttp_request *req);
 

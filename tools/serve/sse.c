@@ -10,6 +10,8 @@
  *                  they are dropped and counted:
  *   event: dropped data: {"job_events": n}, once a second while dropping
  *
+ *   event: server data: {"redis": bool}: at once, and whenever Redis goes
+ *                  away or comes back
  *   event: demo   data: rjq serve --demo's pool (GET /v1/demo), when it changed
  *   event: processes  data: {"processes": [...]} as GET /v1/processes, at
  *                  once and whenever it changed (read every second), for
@@ -187,6 +189,11 @@ void sse_handle(server *s, struct evhttp_request *req, const struct evkeyvalq *a
     held_start(s, &k->h, req, client_gone, 1);
     if (k->h.req == NULL) return; /* (no connection: cannot happen for a fresh request) */
     send_text(k, NULL, "retry: 2000\n\n");
+    json_t *st = server_state_json(s);
+    char *stext = st ? json_dumps(st, JSON_COMPACT) : NULL;
+    json_decref(st);
+    if (stext) send_text(k, "server", stext);
+    free(stext);
     /* what is known now, so a page fills at once */
     if (k->processes && s->processes_sent) send_text(k, "processes", s->processes_sent);
     for (squeue *q = s->queues; q; q = q->next) {

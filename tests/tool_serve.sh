@@ -341,6 +341,47 @@ req POST "/v1/queues/bw3/jobs?wait=1000" --data z; expect 503 'max-requests'
 kill -TERM "$SPID"; wait "$SPID"; RC=$?
 CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "bounded server exit $RC: $(cat "$DIR/bounded.err")"
 
+# ---- --max-queues bounds the queues watched at once; idle ones are let go (--queue-idle) ----
+SERVE_PREFIX=idle # (its own prefix: MONITOR tells its commands apart)
+start_serve idle --max-queues 2 --queue-idle 300
+SERVE_PREFIX=t
+req POST /v1/queues/ia/jobs --data x; expect 201
+req POST /v1/queues/ib/jobs --data x; expect 201
+req POST /v1/queues/ic/jobs --data x; expect 503 'max-queues'
+for _ in $(seq 200); do req GET /v1/server; [[ $BODY == *'"served":0,'* ]] && break; sleep 0.05; done
+expect 200 '"served":0,' # nobody named or watched them since: let go
+req POST /v1/queues/ic/jobs --data x; expect 201 # so a new name is served
+req GET /v1/queues/ia; expect 200 '"ready":1,' # and an old one again
+# a stream watching ia keeps it (and only it) served
+curl -s -N "$BASE/v1/events?queues=ia&jobs=0" >"$DIR/idle.sse" 2>/dev/null &
+ICURL=$!
+PIDS+=("$ICURL")
+for _ in $(seq 100); do grep -q '^retry:' "$DIR/idle.sse" && break; sleep 0.05; done
+for _ in $(seq 200); do req GET /v1/server; [[ $BODY == *'"served":1,'* ]] && break; sleep 0.05; done
+expect 200 '"served":1,'
+r0=$(sed -n 's/.*"refreshes":\([0-9]*\).*/\1/p' <<<"$BODY")
+for _ in $(seq 200); do
+    req GET /v1/server; [ "$(sed -n 's/.*"refreshes":\([0-9]*\).*/\1/p' <<<"$BODY")" -ge $((r0 + 3)) ] && break; sleep 0.05
+done
+expect 200 '"served":1,' # (3 refreshes later: still watched)
+kill "$ICURL"; wait "$ICURL" 2>/dev/null
+for _ in $(seq 200); do req GET /v1/server; [[ $BODY == *'"served":0,'* ]] && break; sleep 0.05; done
+expect 200 '"served":0,'
+# nothing watched: none of the queues' keys is sent to Redis, refresh after refresh
+redis-cli -p "$redis_port" monitor >"$DIR/idle.mon" 2>/dev/null &
+MON=$!
+PIDS+=("$MON")
+for _ in $(seq 100); do grep -q '^OK' "$DIR/idle.mon" && break; sleep 0.05; done
+req GET /v1/server; r0=$(sed -n 's/.*"refreshes":\([0-9]*\).*/\1/p' <<<"$BODY")
+for _ in $(seq 200); do
+    req GET /v1/server; [ "$(sed -n 's/.*"refreshes":\([0-9]*\).*/\1/p' <<<"$BODY")" -ge $((r0 + 3)) ] && break; sleep 0.05
+done
+kill "$MON"; wait "$MON" 2>/dev/null
+CHECKS=$((CHECKS + 1))
+grep -q '"idle:{' "$DIR/idle.mon" && fail "queues nobody watches still cost Redis commands: $(grep '"idle:{' "$DIR/idle.mon" | head -3)"
+kill -TERM "$SPID"; wait "$SPID"; RC=$?
+CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "idle server exit $RC: $(cat "$DIR/idle.err")"
+
 # ---- --request-timeout: 408 for a request that does not arrive whole ----------------------------
 # (1.5 s: a trickled header, a partial body, a request pipelined behind a
 # wait that outlasts the deadline get 408 and a close; a slow request that

@@ -99,6 +99,7 @@ static void on_outcome(rjq_client *c, int status, const rjq_outcome *o, void *da
         }
     }
     unlink_waiter(w);
+    w->q->refs--;
     free(w->given_id);
     free(w);
 }
@@ -126,6 +127,7 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
         reply_rjq_error(req, status, rjq_client_errmsg(w->s->c));
     }
     unlink_waiter(w);
+    w->q->refs--;
     free(w->given_id);
     free(w);
 }
@@ -184,6 +186,7 @@ void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squ
         return;
     }
     int orc = q ? RJQ_OK : queues_get(s, name, &q);
+    if (orc == RJQ_OK) queues_touch(q);
     if (orc == RJQ_EBUSY) {
         reply_error(req, 503, "too many queues served (--max-queues %ld)", s->o.max_queues);
         return;
@@ -223,6 +226,7 @@ void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squ
         return;
     }
     /* (the callbacks never run inside the calls above: w is ours here) */
+    q->refs++;
     w->next = s->waiters;
     if (w->next) w->next->prev = w;
     s->waiters = w;

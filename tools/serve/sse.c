@@ -51,6 +51,7 @@ typedef struct sse_client {
 static void unlink_client(sse_client *k) {
     server *s = k->s;
     if (k->processes) s->nsse_processes--;
+    if (k->queues == NULL) s->nsse_all--;
     if (k->prev) k->prev->next = k->next;
     else s->sse = k->next;
     if (k->next) k->next->prev = k->prev;
@@ -146,6 +147,16 @@ void sse_broadcast_changed(server *s, const char *type, json_t *data, char **las
     free(text);
 }
 
+void sse_touch_queues(server *s) {
+    for (sse_client *k = s->sse; k; k = k->next) {
+        if (k->h.req == NULL) continue;
+        for (size_t i = 0; i < k->nqueues; i++) {
+            squeue *q = queues_find(s, k->queues[i]);
+            if (q) queues_touch(q);
+        }
+    }
+}
+
 void sse_heartbeat(server *s) {
     for (sse_client *k = s->sse; k; k = k->next) {
         if (k->h.req == NULL) continue;
@@ -177,6 +188,7 @@ void sse_handle(server *s, struct evhttp_request *req, const struct evkeyvalq *a
     k->jobs = !(jobs && strcmp(jobs, "0") == 0);
     k->processes = procs && strcmp(procs, "1") == 0;
     if (k->processes) s->nsse_processes++;
+    if (k->queues == NULL) s->nsse_all++;
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     evhttp_add_header(h, "Content-Type", "text/event-stream");
     evhttp_add_header(h, "Cache-Control", "no-cache");

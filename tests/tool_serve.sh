@@ -72,7 +72,13 @@ req POST "/v1/queues/t/jobs?dedup=5" --data x; expect 400 'dedup needs an id'
 req POST "/v1/queues/t/jobs?id=a&wait=1" -H 'Idempotency-Key: b' --data x; expect 400 'differ'
 req POST "/v1/queues/t/jobs?id=12" --data x; expect 400 'invalid job id'
 head -c 1001 /dev/zero | tr '\0' a >"$DIR/big"
-req POST /v1/queues/t/jobs --data-binary @"$DIR/big"; expect 413
+req POST /v1/queues/t/jobs --data-binary @"$DIR/big"; expect 413 '^\{"error":"the request is too large \(--max-body 1000 bytes\)"\}$'
+header_has "Content-Type: application/json"
+head -c 300000 /dev/zero | tr '\0' a >"$DIR/huge" # (past the body and head bounds: answered while it comes)
+req POST /v1/queues/t/jobs --data-binary @"$DIR/huge"; expect 413 '^\{"error":"the request is too large \(--max-body 1000 bytes\)"\}$'
+header_has "Content-Type: application/json"
+req POST /v1/queues/t/jobs -H 'Expect: 100-continue' --data-binary @"$DIR/huge"; expect 413 '"error":"the request is too large'
+req GET /v1/server; expect 200 '"too_large":2[,}]'
 CHECKS=$((CHECKS + 1)); [ "$(keys)" = "$before" ] || fail "refused requests wrote to Redis ($before -> $(keys) keys)"
 
 # ---- enqueue ------------------------------------------------------------------------

@@ -110,6 +110,7 @@ void api_server(server *s, struct evhttp_request *req) {
         json_object_set_new(o, "queue_idle_ms", json_integer(s->o.queue_idle_ms));
         json_object_set_new(o, "handles", json_integer((json_int_t)s->nhandles));
         json_object_set_new(o, "refreshes", json_integer(s->ticks));
+        json_object_set_new(o, "too_large", json_integer(deadline_too_large(s)));
     }
     if (o) json_object_set_new(o, "redis_memory", mem);
     else json_decref(mem);

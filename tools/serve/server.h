@@ -2,7 +2,8 @@
  * rjq serve, private: the server's state and what its files share.
  *
  *   server.c   listening, routing, auth, replies, signals, the lifetime
- *   deadline.c --request-timeout: 408 for requests that do not arrive whole
+ *   deadline.c --request-timeout: 408 for requests that do not arrive whole;
+ *              413 (JSON) for those past --max-body
  *   queues.c   the queues served: handles, monitors, stats refresh, rates
  *   ../timing.c enqueue-to-start and run-time histograms from job events
  *   api.c      the /v1 routes but enqueue
@@ -158,9 +159,12 @@ struct evhttp_request *held_end(held *h);
 /* ---- deadline.c: --request-timeout ------------------------------------------ */
 
 /* Give every request timeout_ms to arrive whole, else 408 and close (0:
- * off). Sets evhttp's bufferevent callback; before the first connection.
- * 0, or -1 when out of memory. */
+ * off), and answer one past --max-body 413 (JSON). Sets evhttp's
+ * bufferevent callback; before the first connection. 0, or -1 when out of
+ * memory. */
 int deadline_start(server *s, long timeout_ms);
+/* Requests answered 413 by it so far. */
+long long deadline_too_large(const server *s);
 /* A request arrived whole (call first in the route handler). */
 void deadline_request(server *s, struct evhttp_request *req);
 /* Requests answered 408 so far. */

@@ -799,7 +799,12 @@ typedef void rjq_progress_cb(rjq_client *c, const char *id, const void *progress
                              size_t len, void *data);
 
 typedef struct rjq_await_options {
-    long long timeout_ms;         /* 0: no timeout */
+    long long timeout_ms;         /* 0: no timeout. For rjq_enqueue_await, an
+                                     await never ends before its enqueue's
+                                     reply: RJQ_ETIMEDOUT then carries the id
+                                     (an enqueue held for the subscription
+                                     is sent when it runs out), or the
+                                     enqueue's own error comes instead */
     rjq_progress_cb *on_progress; /* optional; gets the await's data */
 } rjq_await_options;
 

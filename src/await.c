@@ -73,6 +73,7 @@ struct rjq_await {
     int state;
     int inflight;            /* pins: requests and loops that point at it */
     int need_watch;          /* watch once the subscription is confirmed */
+    int timed_out;           /* its timeout came before its enqueue's reply */
     unsigned sent_gen;       /* subscription generation when enqueued */
     unsigned long long sent_drops; /* early outcomes dropped when enqueued */
     rjq__tentry entry;       /* in the table; entry.key is key */
@@ -144,8 +145,19 @@ static void resolve(rjq_await *a, int status, const void *result, size_t rlen, c
     maybe_free(a);
 }
 
+static int try_enqueue(rjq_await *a);
+
+/* The timeout never hides an enqueue's answer: an await whose enqueue is
+ * out (or still held for the subscription: it is sent now) ends when the
+ * reply comes, with the id (or the enqueue's error). */
 static void on_timeout(rjq__timer *t) {
-    resolve(t->owner, RJQ_ETIMEDOUT, NULL, 0, NULL);
+    rjq_await *a = t->owner;
+    if (a->state == AW_WAIT_SUB && a->payload && !rjq__closing(a->c) && try_enqueue(a) == RJQ_OK)
+        a->timed_out = 1;
+    else if (a->state == AW_ENQUEUEING)
+        a->timed_out = 1;
+    else
+        resolve(a, RJQ_ETIMEDOUT, NULL, 0, NULL);
 }
 
 static rjq_await *new_await(awaits *s, rjq_queue *q, const rjq_await_options *aw,
@@ -423,6 +435,8 @@ static void on_enqueued(rjq_client *c, int status, const char *id, size_t idlen,
     if (e) {
         deliver(a, e->kind, e->body, e->len);
         rjq__early_free(e);
+    } else if (a->timed_out) {
+        resolve(a, RJQ_ETIMEDOUT, NULL, 0, NULL); /* (with the id now) */
     } else if (existed || a->sent_gen != s->generation || a->sent_drops != s->early.dropped) {
         /* an existing id (not ours to be notified of), a resubscription
          * since the enqueue went out, or outcomes pushed out of the early

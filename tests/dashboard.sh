@@ -4,7 +4,8 @@
 # use). Enqueue from the page and see the job complete without reload,
 # replay a dead job, pause a queue, the processes page, the read-only page
 # has no action, a token server asks for the token, the demo's controls
-# run jobs through its worker pool. Screenshots: <build>/artifacts/.
+# run jobs through its worker pool, and with Redis gone (the last step) the
+# page turns red. Screenshots: <build>/artifacts/.
 # Skipped (with the reason) only where chromium or npm cannot be installed.
 set -u
 BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
@@ -66,7 +67,7 @@ PIDS+=("$!")
 redis-cli -p "$redis_port" config set maxmemory 1gb >/dev/null
 redis-cli -p "$redis_port" config set maxmemory-policy allkeys-lru >/dev/null
 cp "$SRC/tests/dashboard/dashboard.mjs" "$PW/dashboard.mjs" # resolves playwright-core from $PW
-BASE=$BASE RO_BASE=$RO_BASE TOKEN_BASE=$TOKEN_BASE TOKEN=$TOKEN DEMO_BASE=$DEMO_BASE CHROMIUM=$CHROMIUM ART=$ART \
+REDIS_PID=$redis_pid BASE=$BASE RO_BASE=$RO_BASE TOKEN_BASE=$TOKEN_BASE TOKEN=$TOKEN DEMO_BASE=$DEMO_BASE CHROMIUM=$CHROMIUM ART=$ART \
     timeout 120 node "$PW/dashboard.mjs"
 RC=$?
 [ "$RC" = 0 ] || { echo "server log:"; tail -20 "$DIR/rw.err"; }

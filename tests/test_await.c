@@ -8,6 +8,7 @@
  * await. Timeouts passed to the loop helpers are only safety nets.
  */
 #include <malloc.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -653,6 +654,54 @@ TEST(timeout_fires_once_late_completion_ignored) {
     ASSERT_EQ(0, rjq_client_awaits(e.pc));
 
     recs_free(r, 2);
+    aw_stop(&e);
+}
+
+/* A timeout that runs out before the enqueue's reply (Redis stopped) does
+ * not hide that reply: the await ends once it comes, with the job's id
+ * (rjq_await_options.timeout_ms). Both the enqueue sent (the reply channel
+ * confirmed) and the one held for the subscription (a fresh client). */
+TEST(enqueue_await_timeout_before_the_enqueue_reply_still_gives_the_id) {
+    aw_env e;
+    aw_start(&e, "tb", NULL);
+    rjq_client *fresh = mk_client(e.base, &e.s, "fresh", 20, NULL);
+    rjq_queue *fq = queue_for(fresh, "tb");
+    wait_connected(e.base, fresh);
+    rec r[5];
+    rec_set(&r[0], RJQ_ENOTFOUND, "-"); /* confirms e.pc's reply channel */
+    ASSERT_OK(rjq_queue_await(e.pq, "tb-none", NULL, on_outcome, &r[0], NULL));
+    ASSERT(loop_until_count(e.base, &resolved, 1, 5000));
+
+    ASSERT_EQ(0, kill(e.s.pid, SIGSTOP));
+    rjq_await_options ao = {0};
+    ao.timeout_ms = 1;
+    rjq_job_options o = {0};
+    o.id = "tb-1";
+    rec_set(&r[1], RJQ_ETIMEDOUT, "-");
+    rec_set(&r[2], RJQ_ETIMEDOUT, "-");
+    rec_set(&r[3], RJQ_ETIMEDOUT, "-");
+    ASSERT_OK(rjq_enqueue_await(e.pq, "p", 1, &o, &ao, on_outcome, &r[1], NULL));
+    ASSERT_OK(rjq_enqueue_await(e.pq, "p", 1, NULL, &ao, on_outcome, &r[2], NULL));
+    ASSERT_OK(rjq_enqueue_await(fq, "p", 1, NULL, &ao, on_outcome, &r[3], NULL));
+    /* a clock: its timer runs after theirs */
+    rec_set(&r[4], RJQ_ETIMEDOUT, "-");
+    ao.timeout_ms = 5;
+    ASSERT_OK(rjq_queue_await(e.pq, "tb-clock", &ao, on_outcome, &r[4], NULL));
+    ASSERT(loop_until(e.base, &r[4].calls, 5000));
+    ASSERT_EQ(0, r[1].calls); /* their timeouts ran: they wait for the replies */
+    ASSERT_EQ(0, r[2].calls);
+    ASSERT_EQ(0, r[3].calls);
+    ASSERT_EQ(0, kill(e.s.pid, SIGCONT));
+    ASSERT(loop_until_count(e.base, &resolved, 5, 10000));
+    check_recs(r, 5, "timeout-before-reply");
+    ASSERT_STREQ("tb-1", r[1].id);
+    ASSERT(r[2].id[0] != '\0');
+    ASSERT(r[3].id[0] != '\0');
+    ASSERT_EQ(3, server_int(e.rc, "LLEN t:{tb}:ready")); /* every job was enqueued */
+    ASSERT_EQ(0, rjq_client_awaits(e.pc));
+    ASSERT_EQ(0, rjq_client_awaits(fresh));
+    rjq_client_free(fresh);
+    recs_free(r, 5);
     aw_stop(&e);
 }
 

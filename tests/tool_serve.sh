@@ -14,7 +14,10 @@ if ! "$RJQ" serve --help 2>&1 | grep -q . || "$RJQ" serve --listen x 2>&1 | grep
     echo "SKIP: rjq was built without serve (libjansson-dev)"; exit 0
 fi
 command -v curl >/dev/null || { echo "FAIL: curl is needed (scripts/install-deps.sh)"; exit 1; }
-command -v python3 >/dev/null || { echo "FAIL: python3 is needed (scripts/install-deps.sh)"; exit 1; }
+# (/usr/bin/python3: a python3 first on PATH may be a slow shim; python never
+# runs inside a timed window here)
+PY=/usr/bin/python3
+[ -x "$PY" ] || { echo "FAIL: /usr/bin/python3 is needed (scripts/install-deps.sh)"; exit 1; }
 # shellcheck source=scripts/redis-private.sh
 . "$SRC/scripts/redis-private.sh"
 # shellcheck source=tests/serve_helpers.bash
@@ -51,9 +54,9 @@ expect() { # expect CODE [BODY-REGEX]
 }
 header_has() { CHECKS=$((CHECKS + 1)); grep -qi "^$1" "$DIR/h" || fail "$LAST: no header '$1'"; }
 keys() { redis-cli -p "$redis_port" dbsize; }
-json() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$BODY"; }
+json() { "$PY" -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$BODY"; }
 
-start_serve main --queues 'w,t,bin,jobs*,lk' --max-body 1000
+start_serve main --queues 'w,t,bin,jobs*,lk,z*' --max-body 1000
 MAIN_PID=$SPID MAIN=$BASE
 
 # ---- probes and refusals -------------------------------------------------------
@@ -69,7 +72,13 @@ req POST "/v1/queues/t/jobs?dedup=5" --data x; expect 400 'dedup needs an id'
 req POST "/v1/queues/t/jobs?id=a&wait=1" -H 'Idempotency-Key: b' --data x; expect 400 'differ'
 req POST "/v1/queues/t/jobs?id=12" --data x; expect 400 'invalid job id'
 head -c 1001 /dev/zero | tr '\0' a >"$DIR/big"
-req POST /v1/queues/t/jobs --data-binary @"$DIR/big"; expect 413
+req POST /v1/queues/t/jobs --data-binary @"$DIR/big"; expect 413 '^\{"error":"the request is too large \(--max-body 1000 bytes\)"\}$'
+header_has "Content-Type: application/json"
+head -c 300000 /dev/zero | tr '\0' a >"$DIR/huge" # (past the body and head bounds: answered while it comes)
+req POST /v1/queues/t/jobs --data-binary @"$DIR/huge"; expect 413 '^\{"error":"the request is too large \(--max-body 1000 bytes\)"\}$'
+header_has "Content-Type: application/json"
+req POST /v1/queues/t/jobs -H 'Expect: 100-continue' --data-binary @"$DIR/huge"; expect 413 '"error":"the request is too large'
+req GET /v1/server; expect 200 '"too_large":2[,}]'
 CHECKS=$((CHECKS + 1)); [ "$(keys)" = "$before" ] || fail "refused requests wrote to Redis ($before -> $(keys) keys)"
 
 # ---- enqueue ------------------------------------------------------------------------
@@ -85,6 +94,28 @@ head -c 1000 /dev/zero | tr '\0' b >"$DIR/limit"
 req POST /v1/queues/t/jobs --data-binary @"$DIR/limit"; expect 201   # at the limit: taken
 printf '\xff\xfe\x00\x01' >"$DIR/binary"
 req POST "/v1/queues/bin/jobs?id=b1" --data-binary @"$DIR/binary"; expect 201
+
+# ---- a short wait never loses the enqueue's answer ---------------------------------------
+# With Redis stopped, every enqueue's reply comes after its wait ran out:
+# each still gets 202 with its job's id (never 504), then the jobs exist.
+kill -STOP "$redis_pid"
+SHORT=()
+for i in 1 2 3 4 5 6; do
+    w=$(( i % 2 )) idq=; [ "$i" -gt 4 ] && idq="&id=short-$i"
+    curl -s -D "$DIR/short$i.h" -o "$DIR/short$i.b" -X POST --data "s$i" "$MAIN/v1/queues/zshort/jobs?wait=$w$idq" &
+    SHORT+=("$!")
+done
+PIDS+=("${SHORT[@]}")
+for _ in $(seq 200); do req GET /v1/server; [[ $BODY == *'"waiting":6,'* ]] && break; sleep 0.05; done
+expect 200 '"waiting":6,'
+kill -CONT "$redis_pid"
+for p in "${SHORT[@]}"; do wait "$p"; done
+for i in 1 2 3 4 5 6; do
+    CODE=$(head -1 "$DIR/short$i.h" | cut -d' ' -f2) BODY=$(cat "$DIR/short$i.b") LAST="short wait $i"
+    expect 202 '^\{"id":"[^"]+","finished":false,'
+done
+[[ $BODY == *'"id":"short-6"'* ]] || fail "short wait 6: $BODY"
+req GET /v1/queues/zshort; expect 200 '"ready":6,'
 
 # ---- reading --------------------------------------------------------------------------
 req GET /v1/queues/t; expect 200 '"ready":3'
@@ -170,8 +201,8 @@ PIDS+=("$WK_PID")
 req POST "/v1/queues/w/jobs?wait=10000" --data abc; expect 200 '^done:abc$'; header_has "X-Job-Id:"
 req POST "/v1/queues/w/jobs?wait=10000&attempts=1" --data fail-x; expect 502 '"error":"refused: fail-x"'
 DEAD=$(json "$BODY" "d['id']")
-req POST "/v1/queues/w/jobs?wait=200" --data sleep:1500:z; expect 202 '"id":'
-SLOW=$(json "$BODY" "d['id']")
+req POST "/v1/queues/w/jobs?wait=200" --data sleep:4000:z; expect 202 '^\{"id":"[^"]+","finished":false,"detail":'
+SLOW=$(sed -n 's/^{"id":"\([^"]*\)".*/\1/p' "$DIR/b") # (no python inside the job's 4 s)
 req GET "/v1/queues/w/jobs/$SLOW"; expect 200 '"state":"active"'
 req GET "/v1/queues/w/jobs?state=dead"; expect 200 "\"ids\":\\[\"$DEAD\"\\]"
 req POST "/v1/queues/w/jobs/$DEAD/replay"; expect 200 '"replayed":1'
@@ -199,18 +230,30 @@ req GET "/v1/processes?limit=0"; expect 400 'limit'
 CHECKS=$((CHECKS + 1))
 "$RJQ" -p t processes | grep -q "^  w concurrency 100 running" || fail "rjq processes: $("$RJQ" -p t processes 2>&1)"
 CHECKS=$((CHECKS + 1))
-"$RJQ" -p t processes --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[0]["queues"][0]["queue"] == "w"' ||
+"$RJQ" -p t processes --json | "$PY" -c 'import json,sys; d=json.load(sys.stdin); assert d[0]["queues"][0]["queue"] == "w"' ||
     fail "rjq processes --json"
 
 # ---- a client that resets mid-wait; one that half-closes ----------------------------------
+# The reset request waits 60 s on a queue nobody works: its await must end
+# when the reset is seen, long before the job or the wait could end it.
 HOSTPORT=${MAIN#http://}
-python3 - "$HOSTPORT" "$DIR/rst" <<'PY'
+"$PY" - "$HOSTPORT" "$DIR/rst" <<'PY'
 import socket, struct, sys, time
 host, port = sys.argv[1].rsplit(':', 1)
-body = b'sleep:3000:rst'
+def server():
+    c = socket.create_connection((host, int(port)))
+    c.sendall(b'GET /v1/server HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+    data = b''
+    while True:
+        d = c.recv(65536)
+        if not d: return data
+        data += d
+body = b'rst'
 s = socket.create_connection((host, int(port)))
-s.sendall(b'POST /v1/queues/w/jobs?wait=20000 HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s' % (len(body), body))
-time.sleep(0.3)
+s.sendall(b'POST /v1/queues/zrst/jobs?id=rst-1&wait=60000 HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s' % (len(body), body))
+for _ in range(400):  # the request is held (its await made)
+    if b'"awaits":1' in server(): break
+    time.sleep(0.05)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
 s.close()  # RST
 h = socket.create_connection((host, int(port)))
@@ -226,8 +269,9 @@ open(sys.argv[2], 'wb').write(data)
 PY
 CHECKS=$((CHECKS + 1))
 grep -q "^HTTP/1.1 200 OK" "$DIR/rst" && grep -q "done:half" "$DIR/rst" || fail "half-closed client: $(head -c 300 "$DIR/rst")"
-for _ in $(seq 60); do req GET /v1/server; [[ $BODY == *'"waiting":0'* ]] && break; sleep 0.05; done
-expect 200 '"waiting":0' # the reset request's await was cancelled at once (its job runs 3 s)
+for _ in $(seq 200); do req GET /v1/server; [[ $BODY == *'"waiting":0,"awaits":0'* ]] && break; sleep 0.05; done
+expect 200 '"waiting":0,"awaits":0' # the reset request's await was cancelled (its job waits 60 s)
+req GET /v1/queues/zrst/jobs/rst-1; expect 200 '"state":"ready"' # the job goes on
 
 # ---- read-only and token modes -------------------------------------------------------------
 start_serve ro --read-only
@@ -315,13 +359,54 @@ req POST "/v1/queues/bw3/jobs?wait=1000" --data z; expect 503 'max-requests'
 kill -TERM "$SPID"; wait "$SPID"; RC=$?
 CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "bounded server exit $RC: $(cat "$DIR/bounded.err")"
 
+# ---- --max-queues bounds the queues watched at once; idle ones are let go (--queue-idle) ----
+SERVE_PREFIX=idle # (its own prefix: MONITOR tells its commands apart)
+start_serve idle --max-queues 2 --queue-idle 300
+SERVE_PREFIX=t
+req POST /v1/queues/ia/jobs --data x; expect 201
+req POST /v1/queues/ib/jobs --data x; expect 201
+req POST /v1/queues/ic/jobs --data x; expect 503 'max-queues'
+for _ in $(seq 200); do req GET /v1/server; [[ $BODY == *'"served":0,'* ]] && break; sleep 0.05; done
+expect 200 '"served":0,' # nobody named or watched them since: let go
+req POST /v1/queues/ic/jobs --data x; expect 201 # so a new name is served
+req GET /v1/queues/ia; expect 200 '"ready":1,' # and an old one again
+# a stream watching ia keeps it (and only it) served
+curl -s -N "$BASE/v1/events?queues=ia&jobs=0" >"$DIR/idle.sse" 2>/dev/null &
+ICURL=$!
+PIDS+=("$ICURL")
+for _ in $(seq 100); do grep -q '^retry:' "$DIR/idle.sse" && break; sleep 0.05; done
+for _ in $(seq 200); do req GET /v1/server; [[ $BODY == *'"served":1,'* ]] && break; sleep 0.05; done
+expect 200 '"served":1,'
+r0=$(sed -n 's/.*"refreshes":\([0-9]*\).*/\1/p' <<<"$BODY")
+for _ in $(seq 200); do
+    req GET /v1/server; [ "$(sed -n 's/.*"refreshes":\([0-9]*\).*/\1/p' <<<"$BODY")" -ge $((r0 + 3)) ] && break; sleep 0.05
+done
+expect 200 '"served":1,' # (3 refreshes later: still watched)
+kill "$ICURL"; wait "$ICURL" 2>/dev/null
+for _ in $(seq 200); do req GET /v1/server; [[ $BODY == *'"served":0,'* ]] && break; sleep 0.05; done
+expect 200 '"served":0,'
+# nothing watched: none of the queues' keys is sent to Redis, refresh after refresh
+redis-cli -p "$redis_port" monitor >"$DIR/idle.mon" 2>/dev/null &
+MON=$!
+PIDS+=("$MON")
+for _ in $(seq 100); do grep -q '^OK' "$DIR/idle.mon" && break; sleep 0.05; done
+req GET /v1/server; r0=$(sed -n 's/.*"refreshes":\([0-9]*\).*/\1/p' <<<"$BODY")
+for _ in $(seq 200); do
+    req GET /v1/server; [ "$(sed -n 's/.*"refreshes":\([0-9]*\).*/\1/p' <<<"$BODY")" -ge $((r0 + 3)) ] && break; sleep 0.05
+done
+kill "$MON"; wait "$MON" 2>/dev/null
+CHECKS=$((CHECKS + 1))
+grep -q '"idle:{' "$DIR/idle.mon" && fail "queues nobody watches still cost Redis commands: $(grep '"idle:{' "$DIR/idle.mon" | head -3)"
+kill -TERM "$SPID"; wait "$SPID"; RC=$?
+CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "idle server exit $RC: $(cat "$DIR/idle.err")"
+
 # ---- --request-timeout: 408 for a request that does not arrive whole ----------------------------
 # (1.5 s: a trickled header, a partial body, a request pipelined behind a
 # wait that outlasts the deadline get 408 and a close; a slow request that
 # ends in time, a wait and an event stream longer than it, and an idle
 # kept-alive connection are left alone)
 start_serve deadline --request-timeout 1500
-python3 - "${BASE#http://}" "$DIR/deadline" <<'PY'
+"$PY" - "${BASE#http://}" "$DIR/deadline" <<'PY'
 import socket, struct, sys, threading, time
 host, port = sys.argv[1].rsplit(':', 1)
 out = {}
@@ -456,8 +541,20 @@ req POST "/v1/demo/pool?size=2&latency_ms=30000&fail_pct=0&hang_pct=0"; expect 2
 req POST "/v1/demo/enqueue?n=2"; expect 200
 for _ in $(seq 100); do req GET /v1/demo; [[ $BODY == *'"running":2'* ]] && break; sleep 0.05; done
 expect 200 '"running":2'
+curl -s -N "$BASE/v1/events?jobs=0" >"$DIR/down.sse" 2>/dev/null &
+PIDS+=("$!")
+for _ in $(seq 100); do grep -q '^data: {"redis":true}' "$DIR/down.sse" && break; sleep 0.05; done
+CHECKS=$((CHECKS + 1)); grep -q '^data: {"redis":true}' "$DIR/down.sse" || fail "no server event on the stream: $(head -c 300 "$DIR/down.sse")"
 kill -TERM "$WK_PID"; wait "$WK_PID" # (a worker stopping waits for Redis to deregister it)
 redis_private_stop
+# Redis down: the probe, the API and the streams say so
+for _ in $(seq 200); do req GET /healthz; [ "$CODE" = 503 ] && break; sleep 0.05; done
+expect 503 '"redis":false'
+req GET /v1/queues; expect 503 'redis unavailable'; header_has "Retry-After: 1"
+req GET /v1/queues/demo; expect 503 'redis unavailable'
+req GET /v1/server; expect 200 '"redis":false'
+for _ in $(seq 100); do grep -q '^data: {"redis":false}' "$DIR/down.sse" && break; sleep 0.05; done
+CHECKS=$((CHECKS + 1)); grep -B1 '^data: {"redis":false}' "$DIR/down.sse" | grep -q '^event: server' || fail "no redis-down event: $(tail -c 300 "$DIR/down.sse")"
 kill -TERM "$SPID"
 for _ in $(seq 300); do kill -0 "$SPID" 2>/dev/null || break; sleep 0.05; done
 CHECKS=$((CHECKS + 1))

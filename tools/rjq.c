@@ -109,7 +109,8 @@ static const char usage_text[] =
     "                                       running leads; default lease 3000 ms)\n"
     "  serve [--listen ADDR:PORT] [--queues PATTERN[,PATTERN...]] [--read-only]\n"
     "        [--token-file FILE] [--max-body BYTES] [--wait-max MS] [--max-queues N]\n"
-    "        [--max-requests N] [--max-waiting N] [--request-timeout MS] [--demo]\n"
+    "        [--max-requests N] [--max-waiting N] [--request-timeout MS] [--queue-idle MS]\n"
+    "        [--demo]\n"
     "                                       the HTTP API, the dashboard (/) and /metrics until\n"
     "                                       SIGINT/SIGTERM (default 127.0.0.1:8080; see rjq(1))\n"
     "  acl [--queues PATTERN] [--role R]    print the ACL SETUSER lines of rjq's roles\n"
@@ -938,11 +939,11 @@ static int cmd_top(cli *t, int argc, char **argv) {
 
 /* rjq serve [--listen ADDR:PORT] [--queues PATTERN] [--read-only]
  * [--token-file F] [--max-body BYTES] [--wait-max MS] [--max-queues N]
- * [--max-requests N] [--max-waiting N] [--request-timeout MS]:
+ * [--max-requests N] [--max-waiting N] [--request-timeout MS] [--queue-idle MS]:
  * the HTTP API, the dashboard and /metrics (serve/). */
 static int cmd_serve(cli *t, int argc, char **argv) {
     const char *listen = NULL, *queues = NULL, *token = NULL, *body = NULL, *wait = NULL,
-               *maxq = NULL, *maxr = NULL, *maxw = NULL, *rto = NULL;
+               *maxq = NULL, *maxr = NULL, *maxw = NULL, *rto = NULL, *idle = NULL;
     int read_only = 0, demo = 0;
     const optdef defs[] = {{"--listen", &listen, NULL},     {"--queues", &queues, NULL},
                            {"--demo", NULL, &demo},
@@ -950,15 +951,17 @@ static int cmd_serve(cli *t, int argc, char **argv) {
                            {"--max-body", &body, NULL},     {"--wait-max", &wait, NULL},
                            {"--max-queues", &maxq, NULL},   {"--max-requests", &maxr, NULL},
                            {"--max-waiting", &maxw, NULL},  {"--request-timeout", &rto, NULL},
+                           {"--queue-idle", &idle, NULL},
                            {NULL, NULL, NULL}};
-    long long mb = 16 << 20, wm = 600000, mq = 1000, mr = 10000, mw = 0, rt = 30000;
+    long long mb = 16 << 20, wm = 600000, mq = 1000, mr = 10000, mw = 0, rt = 30000, qi = 60000;
     int rc = parse_args(argc, argv, defs, NULL, 0, 0, NULL);
     if (rc || (rc = parse_ll("--max-body", body, 1, 512LL << 20, &mb)) ||
         (rc = parse_ll("--wait-max", wait, 1, 86400000, &wm)) ||
         (rc = parse_ll("--max-queues", maxq, 1, 100000, &mq)) ||
         (rc = parse_ll("--max-requests", maxr, 1, 1000000, &mr)) ||
         (rc = parse_ll("--max-waiting", maxw, 0, LONG_MAX, &mw)) ||
-        (rc = parse_ll("--request-timeout", rto, 0, 86400000, &rt)))
+        (rc = parse_ll("--request-timeout", rto, 0, 86400000, &rt)) ||
+        (rc = parse_ll("--queue-idle", idle, 100, 86400000, &qi)))
         return rc;
     if (queues && queues[0] == '\0') return usage_error("--queues %s: empty pattern", queues);
 #ifdef RJQ_HAVE_SERVE
@@ -974,6 +977,7 @@ static int cmd_serve(cli *t, int argc, char **argv) {
     so.max_requests = (long)mr;
     so.max_waiting = (long)mw;
     so.request_timeout_ms = (long)rt;
+    so.queue_idle_ms = (long)qi;
     rjq_client_options o;
     client_options(t, &o);
     o.name = "rjq-serve";

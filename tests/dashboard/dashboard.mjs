@@ -1,10 +1,11 @@
 // The dashboard of rjq serve in a real browser (Debian's chromium, driven
 // by playwright-core): run by tests/dashboard.sh, which starts the servers.
 // Env: BASE (read-write server), RO_BASE (read-only), TOKEN_BASE and TOKEN
-// (a server with --token-file), CHROMIUM, ART (screenshots folder).
+// (a server with --token-file), CHROMIUM, ART (screenshots folder),
+// REDIS_PID (stopped by the last step).
 import { chromium } from 'playwright-core';
 
-const { BASE, RO_BASE, TOKEN_BASE, TOKEN, DEMO_BASE, CHROMIUM, ART } = process.env;
+const { BASE, RO_BASE, TOKEN_BASE, TOKEN, DEMO_BASE, CHROMIUM, ART, REDIS_PID } = process.env;
 let failures = 0, checks = 0;
 function check(ok, what) {
   checks++;
@@ -150,6 +151,21 @@ try {
   await until('with the token the overview loads and goes live', async () =>
     (await page.locator('tr[data-queue="web"]').count()) === 1 &&
     (await page.textContent('#conn')) === 'live');
+
+  // ---- Redis gone (the last step): the badge turns red, the overview says so ----
+  await page.goto(BASE + '/');
+  await until('the overview goes live', async () => (await page.textContent('#conn')) === 'live');
+  process.kill(Number(REDIS_PID), 'SIGTERM');
+  await until('the badge says redis down, in red', async () =>
+    (await page.textContent('#conn')) === 'redis down' &&
+    (await page.getAttribute('#conn', 'class')).includes('bad'));
+  await until('the overview says Redis is unreachable', async () =>
+    (await page.locator('#redis-down:not([hidden])').count()) === 1);
+  await page.reload();
+  await until('a reload with Redis down is red at once', async () =>
+    (await page.textContent('#conn')) === 'redis down' &&
+    (await page.textContent('#empty')).includes('Redis is unreachable'));
+  await page.screenshot({ path: `${ART}/dashboard-redis-down.png`, fullPage: true });
 } catch (e) {
   check(false, 'exception: ' + (e.stack || e));
   await page.screenshot({ path: `${ART}/dashboard-failure.png`, fullPage: true }).catch(() => {});

@@ -43,6 +43,7 @@ typedef struct call {
 } call;
 
 static void call_free(call *c) {
+    if (c->q) c->q->refs--;
     free(c->rest);
     free(c);
 }
@@ -54,6 +55,7 @@ static call *call_new(server *s, struct evhttp_request *req, squeue *q, const ch
         return NULL;
     }
     c->q = q;
+    if (q) q->refs++;
     c->what = what;
     held_start(s, &c->h, req, NULL, 0); /* (its reply callback frees it) */
     return c;
@@ -103,6 +105,13 @@ void api_server(server *s, struct evhttp_request *req) {
                          "requests", (json_int_t)s->requests, "request_timeout_ms",
                          (json_int_t)s->o.request_timeout_ms, "timed_out",
                          (json_int_t)deadline_timed_out(s), "redis", s->redis_up);
+    if (o) {
+        json_object_set_new(o, "max_queues", json_integer(s->o.max_queues));
+        json_object_set_new(o, "queue_idle_ms", json_integer(s->o.queue_idle_ms));
+        json_object_set_new(o, "handles", json_integer((json_int_t)s->nhandles));
+        json_object_set_new(o, "refreshes", json_integer(s->ticks));
+        json_object_set_new(o, "too_large", json_integer(deadline_too_large(s)));
+    }
     if (o) json_object_set_new(o, "redis_memory", mem);
     else json_decref(mem);
     reply_json(req, 200, o);
@@ -161,6 +170,7 @@ static int by_name(const void *a, const void *b) {
 static void list_queues(server *s, struct evhttp_request *req, const struct evkeyvalq *args) {
     long long limit;
     if (query_ll(req, args, "limit", 1, 10000, LIST_DEFAULT, &limit)) return;
+    queues_watch_all(s);
     const char *after = query_get(args, "after");
     squeue **v = s->nqueues ? malloc(s->nqueues * sizeof *v) : NULL;
     json_t *a = json_array();
@@ -422,6 +432,7 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
     int post_jobs = g.n == 2 && strcmp(g.v[1], "jobs") == 0 && method(req, EVHTTP_REQ_POST);
     int rc = RJQ_EQUEUENAME;
     if ((q = queues_find(s, g.v[0])) != NULL) { /* served (so it matched) */
+        queues_touch(q);
         rc = RJQ_OK;
     } else if (queues_match(s, g.v[0])) {
         /* an enqueue opens the queue once the request is found valid;

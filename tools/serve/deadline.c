@@ -1,5 +1,6 @@
 /*
- * rjq serve: a deadline for each request to arrive whole (--request-timeout).
+ * rjq serve: a deadline for each request to arrive whole (--request-timeout),
+ * and a bound on its size (--max-body).
  *
  * libevent 2.1's evhttp times a request out only per read (a client sending
  * a byte now and then is never timed out) and then closes the connection
@@ -33,6 +34,16 @@
  * written to the socket directly and the socket shut down; evhttp then
  * reads the end of the connection and frees it as for any client that
  * went away.
+ *
+ * The same count bounds a request's size (--max-body): evhttp's own limit
+ * answers with an HTML page, so evhttp is given none. A request whose
+ * bytes (head and body as sent) pass --max-body plus HEAD_MAX gets 413
+ * with the JSON error body, written to the socket directly, then the
+ * connection's writing side is shut and whatever the client still sends
+ * is read and dropped (a lingering close: a client still sending when a
+ * socket closes would get a reset, which may destroy the 413 before it
+ * reads it) until it closes. A body over --max-body but within the slack
+ * is read whole: the route handler answers it 413 (server.c).
  */
 #include "server.h"
 
@@ -52,6 +63,7 @@
 
 #define SWEEP_MS 250
 #define MIN_RATE 1024.0 /* bytes per second a partial request earns as time */
+#define HEAD_MAX (64 * 1024) /* a request's line and headers, chunk sizes: past --max-body */
 
 typedef struct conn_state {
     const void *bev;        /* the connection's identity (never dereferenced) */
@@ -63,10 +75,13 @@ typedef struct conn_state {
     int used;
     double since;           /* when the partial request began (0: none) */
     unsigned long long read_since; /* read when it began */
+    int dropping;           /* answered 413: what comes is dropped */
 } conn_state;
 
 struct deadlines {
-    double timeout_s;
+    double timeout_s;       /* 0: no deadline */
+    unsigned long long max_request; /* --max-body + HEAD_MAX */
+    long long too_large;    /* requests answered 413 here */
     conn_state *c;          /* by descriptor */
     size_t n;
     struct event *sweep;
@@ -102,15 +117,42 @@ static conn_state *entry(struct deadlines *dl, evutil_socket_t fd, const void *b
     return e;
 }
 
+/* A request past the size bound: 413, the writing side shut, the rest
+ * dropped (see the top of the file). */
+static void too_large(struct deadlines *dl, struct bufferevent *bev, conn_state *e) {
+    evutil_socket_t fd = bufferevent_getfd(bev);
+    char body[160], msg[400];
+    int blen = snprintf(body, sizeof body,
+                        "{\"error\":\"the request is too large (--max-body %llu bytes)\"}\n",
+                        dl->max_request - HEAD_MAX);
+    int n = snprintf(msg, sizeof msg,
+                     "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %d\r\nConnection: close\r\n\r\n%s",
+                     blen, body);
+    if (n > 0) (void)send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    shutdown(fd, SHUT_WR);
+    e->dropping = 1;
+    e->since = 0;
+    dl->too_large++;
+}
+
 static void count_input(struct bufferevent *bev, size_t added, int fresh) {
     struct deadlines *dl = the_dl;
     if (dl == NULL) return;
     conn_state *e = entry(dl, bufferevent_getfd(bev), bev, fresh);
     if (e == NULL) return;
     e->read += added;
+    if (e->dropping) { /* (evhttp waits for a body that never comes, until the client closes) */
+        evbuffer_drain(bufferevent_get_input(bev), added);
+        return;
+    }
     if (e->since == 0 && e->answering == 0) {
         e->since = serve_now_s();
         e->read_since = e->read - added;
+    }
+    if (e->answering == 0 && e->read - e->done > dl->max_request) {
+        too_large(dl, bev, e);
+        evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
     }
 }
 
@@ -214,7 +256,7 @@ static void on_sweep(evutil_socket_t fd_unused, short what, void *arg) {
         conn_state *e = &dl->c[fd];
         /* (a connection freed while answered keeps answering > 0 until its
          * descriptor's next connection sends its first byte) */
-        if (!e->used || e->answering > 0 || e->since == 0) continue;
+        if (!e->used || e->answering > 0 || e->since == 0 || e->dropping) continue;
         double earned = (double)(e->read - e->read_since) / MIN_RATE;
         if (now - e->since < dl->timeout_s + earned) continue;
         int ready = ready_to_time_out((evutil_socket_t)fd, e);
@@ -225,17 +267,19 @@ static void on_sweep(evutil_socket_t fd_unused, short what, void *arg) {
 }
 
 int deadline_start(server *s, long timeout_ms) {
-    if (timeout_ms <= 0) return 0;
     struct deadlines *dl = calloc(1, sizeof *dl);
     if (dl == NULL) return -1;
-    dl->timeout_s = (double)timeout_ms / 1000.0;
-    dl->sweep = event_new(s->base, -1, EV_PERSIST, on_sweep, dl);
-    if (dl->sweep == NULL) {
-        free(dl);
-        return -1;
+    dl->max_request = (unsigned long long)s->o.max_body + HEAD_MAX;
+    if (timeout_ms > 0) {
+        dl->timeout_s = (double)timeout_ms / 1000.0;
+        dl->sweep = event_new(s->base, -1, EV_PERSIST, on_sweep, dl);
+        if (dl->sweep == NULL) {
+            free(dl);
+            return -1;
+        }
+        struct timeval tv = {0, SWEEP_MS * 1000};
+        event_add(dl->sweep, &tv);
     }
-    struct timeval tv = {0, SWEEP_MS * 1000};
-    event_add(dl->sweep, &tv);
     the_dl = dl;
     s->deadlines = dl;
     evhttp_set_bevcb(s->http, make_bev, NULL);
@@ -246,10 +290,14 @@ long long deadline_timed_out(const server *s) {
     return s->deadlines ? s->deadlines->timed_out : 0;
 }
 
+long long deadline_too_large(const server *s) {
+    return s->deadlines ? s->deadlines->too_large : 0;
+}
+
 void deadline_free(server *s) {
     struct deadlines *dl = s->deadlines;
     if (dl == NULL) return;
-    event_free(dl->sweep);
+    if (dl->sweep) event_free(dl->sweep);
     free(dl->c);
     free(dl);
     if (the_dl == dl) the_dl = NULL;

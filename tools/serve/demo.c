@@ -139,6 +139,7 @@ static demo *demo_of(server *s) {
         free(d);
         return NULL;
     }
+    d->q->refs++; /* (its pool's queue is never let go) */
     s->demo = d;
     return d;
 }

@@ -83,11 +83,12 @@ static void on_outcome(rjq_client *c, int status, const rjq_outcome *o, void *da
             reply_json(req, 409, json_pack("{so ss}", "id", json_name(id), "error",
                                            "the job was cancelled"));
         } else if (status == RJQ_ETIMEDOUT && id) {
-            reply_json(req, 202, json_pack("{so ss}", "id", json_name(id), "state",
-                                           "the wait ended first; the job goes on"));
+            reply_json(req, 202, json_pack("{so sb ss}", "id", json_name(id), "finished", 0,
+                                           "detail", "the wait ended first; the job goes on"));
         } else if (status == RJQ_ECANCELED && (id || w->given_id)) { /* shutdown: the job goes on */
-            reply_json(req, 202, json_pack("{so ss}", "id", json_name(id ? id : w->given_id),
-                                           "state", "the server stopped waiting; the job goes on"));
+            reply_json(req, 202, json_pack("{so sb ss}", "id", json_name(id ? id : w->given_id),
+                                           "finished", 0, "detail",
+                                           "the server stopped waiting; the job goes on"));
         } else if (status == RJQ_ECANCELED || status == RJQ_ECONN || status == RJQ_ETIMEDOUT) {
             /* the enqueue was sent, its answer never came: the job may exist */
             reply_error(req, 504, "the enqueue's outcome is unknown (%s): the job may exist; "
@@ -98,6 +99,7 @@ static void on_outcome(rjq_client *c, int status, const rjq_outcome *o, void *da
         }
     }
     unlink_waiter(w);
+    w->q->refs--;
     free(w->given_id);
     free(w);
 }
@@ -125,6 +127,7 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
         reply_rjq_error(req, status, rjq_client_errmsg(w->s->c));
     }
     unlink_waiter(w);
+    w->q->refs--;
     free(w->given_id);
     free(w);
 }
@@ -183,6 +186,7 @@ void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squ
         return;
     }
     int orc = q ? RJQ_OK : queues_get(s, name, &q);
+    if (orc == RJQ_OK) queues_touch(q);
     if (orc == RJQ_EBUSY) {
         reply_error(req, 503, "too many queues served (--max-queues %ld)", s->o.max_queues);
         return;
@@ -222,6 +226,7 @@ void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squ
         return;
     }
     /* (the callbacks never run inside the calls above: w is ours here) */
+    q->refs++;
     w->next = s->waiters;
     if (w->next) w->next->prev = w;
     s->waiters = w;

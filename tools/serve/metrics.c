@@ -44,6 +44,7 @@ static void gauge(FILE *out, const char *name, const char *type, const char *hel
 }
 
 void metrics_handle(server *s, struct evhttp_request *req) {
+    queues_watch_all(s); /* (a scrape every --queue-idle keeps every queue watched) */
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);

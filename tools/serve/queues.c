@@ -1,9 +1,19 @@
 /*
  * rjq serve: the queues served. A queue is served once it matches
  * --queues and is named: by the registry (rjq_client_queues, one page per
- * refresh) or by a request. Each has a handle, its latest stats, refreshed
- * every second with one script call, from which the rates come, and once
- * it exists a monitor (its events feed the timings and the event stream).
+ * refresh, while someone watches every queue) or by a request. Each has a
+ * handle, its latest stats, refreshed every second with one script call,
+ * from which the rates come, and once it exists a monitor (its events feed
+ * the timings and the event stream).
+ *
+ * What Redis is sent follows what clients watch: the registry is listed
+ * while a stream without ?queues= is open or for --queue-idle after a
+ * GET /v1/queues or /metrics (these watch every queue); a queue is watched
+ * while a stream names it, and for --queue-idle after a request named it.
+ * A queue nobody watches any more is let go (stats, monitor, timings), so
+ * --max-queues bounds the queues watched at once, not the names ever seen.
+ * rjq cannot close a queue handle: the handles stay, one per name, and
+ * names past HANDLES_PER_QUEUE times --max-queues are refused.
  */
 #include "server.h"
 
@@ -18,6 +28,14 @@
 #define LIST_PAGE 1000
 #define SWEEP_EVERY 60          /* refreshes between two timing sweeps */
 #define MEMORY_EVERY 2          /* refreshes between two reads of Redis' memory */
+#define HANDLES_PER_QUEUE 100   /* queue handles kept, per --max-queues */
+
+/* A queue handle, kept by name. */
+typedef struct handle {
+    char *name;
+    rjq_queue *q;
+    struct handle *next;
+} handle;
 
 static size_t hash_name(const char *p) {
     size_t h = 5381;
@@ -116,9 +134,48 @@ squeue *queues_find(server *s, const char *name) {
     return NULL;
 }
 
+void queues_touch(squeue *q) {
+    q->used_at = serve_now_s();
+}
+
+void queues_watch_all(server *s) {
+    s->all_until = serve_now_s() + (double)s->o.queue_idle_ms / 1000.0;
+}
+
+/* The handle of name: kept from an earlier time, or opened. */
+static int handle_of(server *s, const char *name, size_t b, rjq_queue **out) {
+    for (handle *h = s->handles[b]; h; h = h->next)
+        if (strcmp(h->name, name) == 0) {
+            *out = h->q;
+            return RJQ_OK;
+        }
+    if ((long)s->nhandles >= s->o.max_queues * HANDLES_PER_QUEUE) return RJQ_EBUSY;
+    handle *h = calloc(1, sizeof *h);
+    if (h == NULL || (h->name = strdup(name)) == NULL) {
+        free(h);
+        return RJQ_ENOMEM;
+    }
+    rjq_queue_options qo = {0};
+    qo.max_waiting = s->o.max_waiting;
+    int rc = rjq_queue_open(s->c, name, &qo, &h->q);
+    if (rc != RJQ_OK) { /* a name rjq refuses */
+        free(h->name);
+        free(h);
+        return rc == RJQ_EINVAL ? RJQ_EQUEUENAME : rc;
+    }
+    h->next = s->handles[b];
+    s->handles[b] = h;
+    s->nhandles++;
+    *out = h->q;
+    return RJQ_OK;
+}
+
 int queues_get(server *s, const char *name, squeue **out) {
     size_t b = hash_name(name);
-    if ((*out = queues_find(s, name)) != NULL) return RJQ_OK;
+    if ((*out = queues_find(s, name)) != NULL) {
+        queues_touch(*out);
+        return RJQ_OK;
+    }
     if (!queues_match(s, name)) return RJQ_EQUEUENAME;
     if ((long)s->nqueues >= s->o.max_queues) return RJQ_EBUSY;
     squeue *q = calloc(1, sizeof *q);
@@ -126,15 +183,14 @@ int queues_get(server *s, const char *name, squeue **out) {
         free(q);
         return RJQ_ENOMEM;
     }
-    rjq_queue_options qo = {0};
-    qo.max_waiting = s->o.max_waiting;
-    int rc = rjq_queue_open(s->c, name, &qo, &q->q);
-    if (rc != RJQ_OK) { /* a name rjq refuses */
+    int rc = handle_of(s, name, b, &q->q);
+    if (rc != RJQ_OK) {
         free(q->name);
         free(q);
-        return rc == RJQ_EINVAL ? RJQ_EQUEUENAME : rc;
+        return rc;
     }
     q->wait_ms = q->run_ms = -1;
+    queues_touch(q);
     q->hnext = s->buckets[b];
     s->buckets[b] = q;
     if (s->queues_tail) s->queues_tail->next = q;
@@ -182,14 +238,41 @@ static void on_memory(rjq_client *c, int status, const rjq_memory_info *m, void 
     s->memory_known = 1;
 }
 
+/* Let q go: no more stats, monitor or timings (its handle stays). */
+static void let_go(server *s, squeue *q, squeue *before) {
+    squeue **p = &s->buckets[hash_name(q->name)];
+    while (*p != q) p = &(*p)->hnext;
+    *p = q->hnext;
+    if (before) before->next = q->next;
+    else s->queues = q->next;
+    if (s->queues_tail == q) s->queues_tail = before;
+    s->nqueues--;
+    if (q->m) rjq_monitor_stop(q->m);
+    timing_forget_owner(&s->times, &q->t);
+    free(q->name);
+    free(q);
+}
+
 static void on_refresh(evutil_socket_t fd, short what, void *arg) {
     server *s = arg;
     (void)fd, (void)what;
     if (s->stopping) return;
-    if (!s->listing && rjq_client_queues(s->c, s->list_after, LIST_PAGE, on_names, s) == RJQ_OK)
+    double now = serve_now_s(), idle = (double)s->o.queue_idle_ms / 1000.0;
+    int all = s->nsse_all > 0 || now < s->all_until;
+    if (all && !s->listing &&
+        rjq_client_queues(s->c, s->list_after, LIST_PAGE, on_names, s) == RJQ_OK)
         s->listing = 1;
-    for (squeue *q = s->queues; q; q = q->next)
+    sse_touch_queues(s);
+    for (squeue *q = s->queues, *before = NULL, *next; q; q = next) {
+        next = q->next;
+        if (all) q->used_at = now;
+        if (now - q->used_at > idle && q->refs == 0 && !q->refreshing) {
+            let_go(s, q, before);
+            continue;
+        }
+        before = q;
         if (!q->refreshing && rjq_queue_stats(q->q, on_stats, q) == RJQ_OK) q->refreshing = 1;
+    }
     if (s->nsse_processes && !s->reading_processes &&
         rjq_client_processes(s->c, 0, RJQ_JOBS_PAGE_MAX, on_processes, s) == RJQ_OK)
         s->reading_processes = 1;
@@ -220,6 +303,14 @@ void queues_free(server *s) {
         free(q->name);
         free(q);
     }
+    for (size_t b = 0; b < SERVE_QUEUE_BUCKETS; b++)
+        while (s->handles[b]) {
+            handle *h = s->handles[b];
+            s->handles[b] = h->next;
+            free(h->name);
+            free(h);
+        }
+    s->nhandles = 0;
     memset(s->buckets, 0, sizeof s->buckets);
     s->queues_tail = NULL;
     s->nqueues = 0;

@@ -17,7 +17,8 @@ typedef struct serve_options {
     int demo;               /* the docs demo: a worker pool and /v1/demo (demo.c) */
     long wait_max_ms;       /* cap of ?wait= */
     long max_body;          /* request body (payload) limit, bytes */
-    long max_queues;        /* queues served at most */
+    long max_queues;        /* queues served (watched) at once at most */
+    long queue_idle_ms;     /* a queue nobody used or watched this long is let go */
     long max_requests;      /* requests held at once (waits, streams, calls to Redis) */
     long max_waiting;       /* the queues' bound (rjq_queue_options.max_waiting); 0: none */
     long request_timeout_ms; /* a request must arrive whole this soon after its

@@ -231,19 +231,43 @@ static void on_probe(evutil_socket_t fd, short what, void *arg) {
     event_add(h->probe, &again);
 }
 
-/* EV_CLOSED on the client's socket. A reset ends the wait; so does a FIN
- * for an event stream. A FIN alone may be a half-close (the client sent
- * its request and shut its writing side: it still gets its answer) or a
- * closed socket: an HTTP/1.1 client is sent "100 Continue" (which any
- * HTTP/1.1 client must take before the answer), a closed socket answers
- * it with a reset, which on_probe finds. */
+/* Start (or go on) probing h's socket for a reset. */
+static void start_probe(held *h, evutil_socket_t fd, long usec) {
+    h->fd = fd;
+    if (h->probe == NULL) h->probe = evtimer_new(h->s->base, on_probe, h);
+    struct timeval soon = {0, usec};
+    if (h->probe) event_add(h->probe, &soon);
+}
+
+/* Readable, a reset or a FIN (EV_CLOSED) on the client's socket. A reset
+ * ends the wait (epoll reports it as EPOLLERR|EPOLLHUP, which libevent
+ * gives to EV_READ and EV_WRITE events only, never to EV_CLOSED ones: the
+ * watch must take EV_READ); so does a FIN for an event stream. Bytes to
+ * read are a request pipelined behind this one: left for evhttp, the
+ * socket is watched for a close only from then on (a level-triggered
+ * EV_READ would fire on and on), and probed for a reset. A FIN alone may
+ * be a half-close (the client sent its request and shut its writing side:
+ * it still gets its answer) or a closed socket: an HTTP/1.1 client is sent
+ * "100 Continue" (which any HTTP/1.1 client must take before the answer),
+ * a closed socket answers it with a reset, which on_probe finds. */
 static void on_closed(evutil_socket_t fd, short what, void *arg) {
     held *h = arg;
     char c;
-    (void)what;
     ssize_t r = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return; /* not a close after all */
-    if (r < 0 || h->gone_on_fin) {
+    int pending = r > 0 || (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+    if (r < 0 && !pending) { /* a reset */
+        gone(h);
+        return;
+    }
+    if (pending && !(what & EV_CLOSED)) {
+        /* not a close: watch for EV_CLOSED alone, probe for a reset */
+        event_free(h->closed);
+        h->closed = event_new(h->s->base, fd, EV_CLOSED, on_closed, h);
+        if (h->closed) event_add(h->closed, NULL);
+        start_probe(h, fd, 250000);
+        return;
+    }
+    if (h->gone_on_fin) { /* a FIN (maybe behind pipelined bytes) */
         gone(h);
         return;
     }
@@ -252,19 +276,16 @@ static void on_closed(evutil_socket_t fd, short what, void *arg) {
     if (h->req && h->req->major == 1 && h->req->minor >= 1) {
         static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
         (void)!send(fd, cont, sizeof cont - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-        h->fd = fd;
-        h->probe = evtimer_new(h->s->base, on_probe, h);
-        struct timeval soon = {0, 250000};
-        if (h->probe) event_add(h->probe, &soon);
+        start_probe(h, fd, 250000);
     }
 }
 
-/* Watch h's socket for a close (EV_CLOSED). */
+/* Watch h's socket for a reset or a close (EV_READ and EV_CLOSED). */
 static void watch(held *h) {
     struct bufferevent *bev = evhttp_connection_get_bufferevent(h->evcon);
     evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
     if (fd >= 0) {
-        h->closed = event_new(h->s->base, fd, EV_CLOSED, on_closed, h);
+        h->closed = event_new(h->s->base, fd, EV_READ | EV_CLOSED, on_closed, h);
         if (h->closed) event_add(h->closed, NULL);
     }
 }
@@ -387,8 +408,20 @@ static int is_get(struct evhttp_request *req) {
 }
 
 static void healthz(server *s, struct evhttp_request *req) {
-    if (s->redis_up) reply_json(req, 200, json_pack("{ss}", "status", "ok"));
-    else reply_json(req, 503, json_pack("{ss}", "status", "redis unavailable"));
+    if (s->redis_up) reply_json(req, 200, json_pack("{ss sb}", "status", "ok", "redis", 1));
+    else reply_json(req, 503, json_pack("{ss sb}", "status", "redis unavailable", "redis", 0));
+}
+
+/* The routes that read or write Redis: 503 while it is unreachable (a
+ * listing from memory would say "no queue" where nothing is known). */
+static int needs_redis(const char *path) {
+    return strncmp(path, "/v1/queues", 10) == 0 || strcmp(path, "/v1/processes") == 0 ||
+           strncmp(path, "/v1/demo", 8) == 0;
+}
+
+/* {"redis": up}: the "server" event of the streams. */
+json_t *server_state_json(const server *s) {
+    return json_pack("{sb}", "redis", s->redis_up);
 }
 
 static void on_request(struct evhttp_request *req, void *arg) {
@@ -408,6 +441,10 @@ static void on_request(struct evhttp_request *req, void *arg) {
     }
     if (s->stopping) evhttp_add_header(evhttp_request_get_output_headers(req), "Connection",
                                        "close");
+    if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) > (size_t)s->o.max_body) {
+        reply_error(req, 413, "the request is too large (--max-body %ld bytes)", s->o.max_body);
+        goto out;
+    }
     if (s->c == NULL) { /* (a kept-alive connection, after the client closed) */
         reply_error(req, 503, "the server is shutting down");
         goto out;
@@ -443,6 +480,11 @@ static void on_request(struct evhttp_request *req, void *arg) {
                     s->o.max_requests);
         goto out;
     }
+    if (!s->redis_up && needs_redis(path)) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+        reply_error(req, 503, "redis unavailable");
+        goto out;
+    }
     if (strcmp(path, "/metrics") == 0 && is_get(req)) {
         metrics_handle(s, req);
     } else if (strcmp(path, "/v1/events") == 0 && is_get(req)) {
@@ -468,8 +510,10 @@ out:
 static void on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
     server *s = data;
     (void)c;
+    int was_up = s->redis_up;
     if (conn == RJQ_CONN_COMMAND && ev == RJQ_EVENT_CONNECTED) s->redis_up = 1;
     if (conn == RJQ_CONN_COMMAND && ev == RJQ_EVENT_DISCONNECTED) s->redis_up = 0;
+    if (s->redis_up != was_up) sse_broadcast(s, "server", NULL, server_state_json(s), 0);
     if (ev != RJQ_EVENT_CONNECTED || detail)
         fprintf(stderr, "rjq serve: redis %s connection %s%s%s\n",
                 conn == RJQ_CONN_COMMAND ? "command" : "subscriber",
@@ -683,7 +727,8 @@ int rjq_serve(struct event_base *base, const rjq_client_options *co, const serve
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
                                             EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
                                             EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH);
-    evhttp_set_max_body_size(s->http, (ev_ssize_t)o->max_body);
+    /* (no limit in evhttp, whose 413 is an HTML page: deadline.c and
+     * on_request answer 413 with the JSON error) */
     evhttp_set_max_headers_size(s->http, 16384);
     evhttp_set_timeout(s->http, 60); /* reads (headers, body) and idle keep-alives */
     if (deadline_start(s, o->request_timeout_ms) != 0) goto oom;

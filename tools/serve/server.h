@@ -2,7 +2,8 @@
  * rjq serve, private: the server's state and what its files share.
  *
  *   server.c   listening, routing, auth, replies, signals, the lifetime
- *   deadline.c --request-timeout: 408 for requests that do not arrive whole
+ *   deadline.c --request-timeout: 408 for requests that do not arrive whole;
+ *              413 (JSON) for those past --max-body
  *   queues.c   the queues served: handles, monitors, stats refresh, rates
  *   ../timing.c enqueue-to-start and run-time histograms from job events
  *   api.c      the /v1 routes but enqueue
@@ -40,11 +41,14 @@ typedef struct squeue {
     int refreshing;       /* a stats call is out */
     timing_queue t;       /* wait and run times (the owner in s->times) */
     double wait_ms, run_ms; /* mean over the last refresh (-1: none) */
+    double used_at;       /* monotonic seconds it was last named or watched */
+    int refs;             /* requests that point at it (it is not let go) */
     struct squeue *hnext; /* hash chain */
     struct squeue *next;  /* all queues, in the order served */
 } squeue;
 
 struct waiter;
+struct handle;
 struct sse_client;
 
 typedef struct server {
@@ -72,6 +76,10 @@ typedef struct server {
     int listing;             /* a registry page is being read */
     unsigned ticks;          /* refreshes so far */
     char *list_after;        /* where the listing goes on (owned) */
+    struct handle *handles[SERVE_QUEUE_BUCKETS]; /* queue handles by name (kept: rjq has
+                                                    no close for them) */
+    size_t nhandles;
+    double all_until;        /* every queue is watched until then (a listing, /metrics) */
     timing_map times;        /* job id -> enqueue and start times */
     /* enqueue.c */
     struct waiter *waiters;
@@ -80,6 +88,7 @@ typedef struct server {
     struct sse_client *sse;
     size_t nsse;
     size_t nsse_processes;   /* streams that want the processes */
+    size_t nsse_all;         /* streams that want every queue */
     int reading_processes;   /* queues.c: a read is out */
     char *processes_sent;    /* the last processes event (owned) */
     /* queues.c: Redis' memory (rjq_client_memory), read every few seconds */
@@ -116,6 +125,8 @@ const char *query_get(const struct evkeyvalq *args, const char *name);
  * replying 400. */
 int query_ll(struct evhttp_request *req, const struct evkeyvalq *args, const char *name,
              long long lo, long long hi, long long def, long long *out);
+/* {"redis": bool}: the "server" event of the streams. */
+json_t *server_state_json(const server *s);
 /* 1 when the connection of req is still there. */
 int request_alive(struct evhttp_request *req);
 
@@ -148,9 +159,12 @@ struct evhttp_request *held_end(held *h);
 /* ---- deadline.c: --request-timeout ------------------------------------------ */
 
 /* Give every request timeout_ms to arrive whole, else 408 and close (0:
- * off). Sets evhttp's bufferevent callback; before the first connection.
- * 0, or -1 when out of memory. */
+ * off), and answer one past --max-body 413 (JSON). Sets evhttp's
+ * bufferevent callback; before the first connection. 0, or -1 when out of
+ * memory. */
 int deadline_start(server *s, long timeout_ms);
+/* Requests answered 413 by it so far. */
+long long deadline_too_large(const server *s);
 /* A request arrived whole (call first in the route handler). */
 void deadline_request(server *s, struct evhttp_request *req);
 /* Requests answered 408 so far. */
@@ -160,11 +174,19 @@ void deadline_free(server *s);
 /* ---- queues.c ------------------------------------------------------------- */
 
 /* The served queue of that name, opened (and its monitor attached) on first
- * use. RJQ_OK; RJQ_EQUEUENAME when the name does not match --queues or is
- * invalid; RJQ_EBUSY past --max-queues; RJQ_ENOMEM. */
+ * use, and touched. RJQ_OK; RJQ_EQUEUENAME when the name does not match
+ * --queues or is invalid; RJQ_EBUSY past --max-queues (or past
+ * HANDLES_PER_QUEUE times it names seen); RJQ_ENOMEM. */
 int queues_get(server *s, const char *name, squeue **out);
 /* The served queue of that name, or NULL. */
 squeue *queues_find(server *s, const char *name);
+/* A request or a stream uses q now: it is not let go for --queue-idle. */
+void queues_touch(squeue *q);
+/* Every queue is watched (GET /v1/queues, /metrics) for --queue-idle. */
+void queues_watch_all(server *s);
+/* A queue served that nobody named or watched for --queue-idle, with no
+ * request pointing at it, is let go at a refresh: its stats are no longer
+ * read and its monitor stops (its handle stays, for the next time). */
 /* 1 when the name matches --queues. */
 int queues_match(const server *s, const char *name);
 /* Start the refresh timer and the registry listing. */
@@ -199,6 +221,8 @@ void sse_broadcast(server *s, const char *type, const squeue *q, json_t *data, i
 /* sse.c: the same for an event to every stream, sent only when its text
  * differs from *last (which keeps it). Takes data. */
 void sse_broadcast_changed(server *s, const char *type, json_t *data, char **last);
+/* sse.c: touch the queues the streams name (queues.c, at each refresh). */
+void sse_touch_queues(server *s);
 /* sse.c: a comment line to every client (keeps proxies and dead-peer
  * detection going). */
 void sse_heartbeat(server *s);

@@ -10,6 +10,8 @@
  *                  they are dropped and counted:
  *   event: dropped data: {"job_events": n}, once a second while dropping
  *
+ *   event: server data: {"redis": bool}: at once, and whenever Redis goes
+ *                  away or comes back
  *   event: demo   data: rjq serve --demo's pool (GET /v1/demo), when it changed
  *   event: processes  data: {"processes": [...]} as GET /v1/processes, at
  *                  once and whenever it changed (read every second), for
@@ -49,6 +51,7 @@ typedef struct sse_client {
 static void unlink_client(sse_client *k) {
     server *s = k->s;
     if (k->processes) s->nsse_processes--;
+    if (k->queues == NULL) s->nsse_all--;
     if (k->prev) k->prev->next = k->next;
     else s->sse = k->next;
     if (k->next) k->next->prev = k->prev;
@@ -144,6 +147,16 @@ void sse_broadcast_changed(server *s, const char *type, json_t *data, char **las
     free(text);
 }
 
+void sse_touch_queues(server *s) {
+    for (sse_client *k = s->sse; k; k = k->next) {
+        if (k->h.req == NULL) continue;
+        for (size_t i = 0; i < k->nqueues; i++) {
+            squeue *q = queues_find(s, k->queues[i]);
+            if (q) queues_touch(q);
+        }
+    }
+}
+
 void sse_heartbeat(server *s) {
     for (sse_client *k = s->sse; k; k = k->next) {
         if (k->h.req == NULL) continue;
@@ -175,6 +188,7 @@ void sse_handle(server *s, struct evhttp_request *req, const struct evkeyvalq *a
     k->jobs = !(jobs && strcmp(jobs, "0") == 0);
     k->processes = procs && strcmp(procs, "1") == 0;
     if (k->processes) s->nsse_processes++;
+    if (k->queues == NULL) s->nsse_all++;
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     evhttp_add_header(h, "Content-Type", "text/event-stream");
     evhttp_add_header(h, "Cache-Control", "no-cache");
@@ -187,6 +201,11 @@ void sse_handle(server *s, struct evhttp_request *req, const struct evkeyvalq *a
     held_start(s, &k->h, req, client_gone, 1);
     if (k->h.req == NULL) return; /* (no connection: cannot happen for a fresh request) */
     send_text(k, NULL, "retry: 2000\n\n");
+    json_t *st = server_state_json(s);
+    char *stext = st ? json_dumps(st, JSON_COMPACT) : NULL;
+    json_decref(st);
+    if (stext) send_text(k, "server", stext);
+    free(stext);
     /* what is known now, so a page fills at once */
     if (k->processes && s->processes_sent) send_text(k, "processes", s->processes_sent);
     for (squeue *q = s->queues; q; q = q->next) {

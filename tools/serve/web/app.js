@@ -14,7 +14,17 @@ const state = {
   view: null,            // the view object on screen
   statsSeq: 0,           // stats events received so far
   statsAt: new Map(),    // name -> statsSeq of its last stats event
+  streamOpen: false,     // the event stream is connected
+  redis: true,           // Redis reachable (the stream's "server" events)
 };
+
+// The badge in the header: the stream's state, and Redis' (red when down).
+function showConn() {
+  const conn = document.getElementById('conn');
+  if (!state.streamOpen) { conn.textContent = 'reconnecting'; conn.className = 'conn down'; }
+  else if (!state.redis) { conn.textContent = 'redis down'; conn.className = 'conn bad'; }
+  else { conn.textContent = 'live'; conn.className = 'conn live'; }
+}
 
 const SPARK = 40;
 const PAGE = 50;
@@ -139,9 +149,15 @@ function connectEvents(query) {
   const es = new EventSource('/v1/events?' + params.toString());
   state.events = es;
   state.eventsKey = key;
-  const conn = document.getElementById('conn');
-  es.onopen = () => { conn.textContent = 'live'; conn.className = 'conn live'; };
-  es.onerror = () => { conn.textContent = 'reconnecting'; conn.className = 'conn down'; };
+  es.onopen = () => { state.streamOpen = true; showConn(); };
+  es.onerror = () => { state.streamOpen = false; showConn(); };
+  es.addEventListener('server', (m) => {
+    const d = JSON.parse(m.data);
+    const back = d.redis && !state.redis;
+    state.redis = d.redis;
+    showConn();
+    if (state.view && state.view.onServer) state.view.onServer(d, back);
+  });
   es.addEventListener('stats', (m) => {
     const q = JSON.parse(m.data);
     state.queues.set(q.name, q);
@@ -172,10 +188,12 @@ function overview(main) {
       ['queue', 'ready', 'delayed', 'active', 'dead', 'completed', 'in/s', 'done/s', 'fail/s',
        'wait', 'run', 'done/s history', ''].map(h => el('th', {}, h)))),
     body);
-  const empty = el('p', { class: 'muted', id: 'empty' },
-    'No queue yet: queues appear once something enqueues to them or a worker runs on them.');
+  const NO_QUEUE = 'No queue yet: queues appear once something enqueues to them or a worker runs on them.';
+  const NO_REDIS = 'Redis is unreachable: the queues cannot be read (the server retries).';
+  const empty = el('p', { class: 'muted', id: 'empty' }, state.redis ? NO_QUEUE : NO_REDIS);
+  const down = el('div', { id: 'redis-down', class: 'warning bad', hidden: state.redis }, NO_REDIS);
   const warn = el('div', { id: 'evict-warning', class: 'warning', hidden: true });
-  main.append(el('h1', {}, 'Queues'), warn, state.server.demo ? demoPanel() : '', empty, table);
+  main.append(el('h1', {}, 'Queues'), down, warn, state.server.demo ? demoPanel() : '', empty, table);
   api('GET', '/v1/server').then(r => {
     const m = r.data.redis_memory;
     if (m && m.can_evict_jobs) {
@@ -217,14 +235,22 @@ function overview(main) {
   // stream told of after the listing was asked for keeps the stream's
   // stats (the listing's may be older, and the stream sends a queue's
   // stats only when they change).
-  const asked = state.statsSeq;
-  api('GET', '/v1/queues').then(r => {
-    for (const q of r.data.queues) {
-      if (q.stats && (state.statsAt.get(q.name) || 0) <= asked) { state.queues.set(q.name, q); row(q); }
-    }
-  }).catch(e => toast(e.message, true));
+  function list() {
+    const asked = state.statsSeq;
+    api('GET', '/v1/queues').then(r => {
+      for (const q of r.data.queues) {
+        if (q.stats && (state.statsAt.get(q.name) || 0) <= asked) { state.queues.set(q.name, q); row(q); }
+      }
+    }).catch(e => { if (e.status !== 503) toast(e.message, true); });
+  }
+  list();
   connectEvents('jobs=0');
-  return { onStats: row, onDemo: (d) => { if (demoDraw) demoDraw(d); } };
+  function onServer(d, back) {
+    down.hidden = d.redis;
+    empty.textContent = d.redis ? NO_QUEUE : NO_REDIS;
+    if (back) list();
+  }
+  return { onStats: row, onServer, onDemo: (d) => { if (demoDraw) demoDraw(d); } };
 }
 
 // --demo: the docs demo's controls (rjq serve --demo, /v1/demo); its

@@ -1010,8 +1010,9 @@ RJQ_API int rjq_queue_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb
 /* The names of the client's prefix's queues, in name order: up to `limit`
  * (1..RJQ_JOBS_PAGE_MAX) after `after` (NULL: from the first), from the
  * registry "<prefix>:queues" (one read, no keyspace scan). A queue is
- * named there once a handle enqueued to it or ran a worker on it (again
- * after every reconnect); opening a handle alone names nothing. An ACL
+ * named there once a handle enqueued to it, ran a worker on it, or paused,
+ * resumed or limited it (again after every reconnect); opening a handle
+ * alone names nothing. An ACL
  * user needs ZADD on that key to name its queues (rjq acl has it). The
  * registry is one key per prefix: users scoped to different queue
  * patterns of one prefix share it (each may add names, a monitor reads

@@ -225,7 +225,9 @@ static int set_paused(rjq_queue *q, int pause, rjq_count_cb *cb, void *data) {
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_str(&a, pause ? "1" : "0");
-    return send_admin(q, RJQ__S_PAUSE, on_count, (admin_cb){.count = cb}, data, &a);
+    rc = send_admin(q, RJQ__S_PAUSE, on_count, (admin_cb){.count = cb}, data, &a);
+    if (rc == RJQ_OK) rjq__queue_register(q); /* a queue set up is listed */
+    return rc;
 }
 
 int rjq_queue_pause(rjq_queue *q, rjq_count_cb *cb, void *data) {
@@ -253,7 +255,9 @@ int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *l, rjq_count_cb *cb, vo
     rjq__argv_ll(&a, l->concurrency);
     rjq__argv_ll(&a, l->rate);
     rjq__argv_ll(&a, l->rate_window_ms ? l->rate_window_ms : 1000);
-    return send_admin(q, RJQ__S_LIMITS, on_count, (admin_cb){.count = cb}, data, &a);
+    rc = send_admin(q, RJQ__S_LIMITS, on_count, (admin_cb){.count = cb}, data, &a);
+    if (rc == RJQ_OK) rjq__queue_register(q); /* a queue set up is listed */
+    return rc;
 }
 
 /* ---- one job ------------------------------------------------------------ */

@@ -447,6 +447,36 @@ static void on_held_done(rjq_client *c, int status, void *data) {
     h->done_status = status;
 }
 
+int rjq__channel_confirmed(const rjq_client *c, const char *name); /* (core.h: white-box) */
+
+/* Run the loop until the worker on queue q is registered idle and settled:
+ * the client has had its doorbell and push channel subscriptions confirmed
+ * (each confirmation makes the worker claim again, replacing its
+ * registration), and then a command round trip saw no script call but its
+ * own. */
+static void wait_idle_settled(test_env *env, const char *q) {
+    char wake[128];
+    snprintf(wake, sizeof wake, "t:{%s}:wake", q);
+    int ok = 0;
+    for (int i = 0; i < 1000 && !ok; i++) {
+        redisReply *r = server_cmd(env->rc, "HKEYS t:{%s}:idle", q);
+        ok = rjq__channel_confirmed(env->c, wake) && r->type == REDIS_REPLY_ARRAY && r->elements > 0;
+        for (size_t k = 0; ok && k < r->elements; k++) {
+            const char *ch = strchr(r->element[k]->str, ' ');
+            ok = ch != NULL && rjq__channel_confirmed(env->c, ch + 1);
+        }
+        freeReplyObject(r);
+        if (!ok) loop_for(env->base, 10);
+    }
+    ASSERT(ok);
+    for (int i = 0; i < 100; i++) {
+        long long before = server_calls(env->rc, "fcall") + server_calls(env->rc, "evalsha");
+        (void)get_stats(env->base, env->q); /* one script call */
+        if (server_calls(env->rc, "fcall") + server_calls(env->rc, "evalsha") == before + 1) return;
+    }
+    FAIL_AT(__FILE__, __LINE__, "the worker's claims did not settle");
+}
+
 /* A completion refused for a wrongly typed key must not announce the job
  * as completed (to its awaiting producer or to monitors) before refusing:
  * the script checks before it writes or publishes anything. The worker
@@ -469,7 +499,7 @@ static void complete_on_wrongtype_announces_nothing(const char *key) {
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(env.q, &wo, hold_handler, &h, &w));
     ASSERT(loop_until(env.base, &h.handled, 10000));
-    get_stats(env.base, env.q); /* a round trip: the short claim registered the slot */
+    wait_idle_settled(&env, "w"); /* the short claim registered the slot, for good */
 
     plant_wrongtype(env.rc, key, "SET %s x");
     static char before[8192], after[8192];

@@ -9,6 +9,7 @@
  * No timing assertion: waits are safety nets; workers use a 60 s safety
  * poll so it is never what delivers a job.
  */
+#include "core.h" /* white-box: rjq__channel_confirmed */
 #include "fixture.h"
 #include "harness.h"
 #include "server.h"
@@ -72,14 +73,61 @@ static long registration(redisContext *rc, const char *q, char *field, size_t fs
     return slots;
 }
 
-/* Run the loop until queue q's registration has `slots` slots. */
+/* 1 when every registration in queue q's idle hash names a push channel
+ * that Redis has a subscriber on. (A worker's first claim may register
+ * before its subscriber connection has subscribed; a push to a channel
+ * without one drops the registration, and the job waits for a claim.) */
+static int registrations_subscribed(redisContext *rc, const char *q) {
+    redisReply *r = server_cmd(rc, "HKEYS t:{%s}:idle", q);
+    int ok = r->type == REDIS_REPLY_ARRAY;
+    for (size_t i = 0; ok && i < r->elements; i++) {
+        const char *ch = strchr(r->element[i]->str, ' ');
+        ok = ch != NULL && server_numsub(rc, ch + 1) >= 1;
+    }
+    freeReplyObject(r);
+    return ok;
+}
+
+/* Run the loop until queue q's registration has `slots` slots (and its
+ * push channel is subscribed). */
 static int wait_registration(struct event_base *base, redisContext *rc, const char *q,
                              long slots) {
     for (int i = 0; i < 500; i++) {
-        if (registration(rc, q, NULL, 0, NULL) == slots) return 1;
+        if (registration(rc, q, NULL, 0, NULL) == slots && registrations_subscribed(rc, q))
+            return 1;
         loop_for(base, 10);
     }
     return 0;
+}
+
+/* Run the loop until a worker's start on queue `name` is over: the client
+ * has had its doorbell and push channel subscriptions confirmed (each
+ * confirmation makes the worker claim again: its first claim may have
+ * registered before Redis had the subscription), and then a command round
+ * trip saw no script call but its own (the claims those made have run).
+ * Claims and pushes after this are the test's own. */
+static void wait_worker_started(struct event_base *base, rjq_client *c, rjq_queue *q,
+                                redisContext *rc, const char *name) {
+    char wake[128];
+    snprintf(wake, sizeof wake, "t:{%s}:wake", name);
+    int ok = 0;
+    for (int i = 0; i < 500 && !ok; i++) {
+        redisReply *r = server_cmd(rc, "HKEYS t:{%s}:idle", name);
+        ok = rjq__channel_confirmed(c, wake) && r->type == REDIS_REPLY_ARRAY && r->elements > 0;
+        for (size_t k = 0; ok && k < r->elements; k++) {
+            const char *ch = strchr(r->element[k]->str, ' ');
+            ok = ch != NULL && rjq__channel_confirmed(c, ch + 1);
+        }
+        freeReplyObject(r);
+        if (!ok) loop_for(base, 10);
+    }
+    ASSERT(ok);
+    for (int i = 0; i < 100; i++) {
+        long long before = server_calls(rc, "fcall") + server_calls(rc, "evalsha");
+        (void)get_stats(base, q); /* one script call */
+        if (server_calls(rc, "fcall") + server_calls(rc, "evalsha") == before + 1) return;
+    }
+    FAIL_AT(__FILE__, __LINE__, "the worker's claims did not settle");
 }
 
 static void enqueue_id(rjq_queue *q, const char *id) {
@@ -89,7 +137,8 @@ static void enqueue_id(rjq_queue *q, const char *id) {
 }
 
 /* The claim script's calls so far (its KEYS name the idle hash and the
- * delayed set; only claims promote delayed jobs with ZRANGEBYSCORE). */
+ * delayed set; only claims promote delayed jobs with ZRANGEBYSCORE; the
+ * liveness beat runs one too, so push_start's client has none). */
 static long long claims_run(redisContext *rc) {
     return server_calls(rc, "zrangebyscore");
 }
@@ -107,13 +156,23 @@ typedef struct push_env {
 
 static void push_start(push_env *e, const char *name, int concurrency, int producer) {
     memset(e, 0, sizeof *e);
-    env_start(&e->env, name);
+    env_open(&e->env, NULL, NULL);
+    /* liveness off: its beat (every second, beat.lua) runs a ZRANGEBYSCORE
+     * too, which claims_run() would count as a claim when the test takes
+     * longer than a second (a loaded machine) */
+    rjq_client_free(e->env.c);
+    rjq_client_options o = client_options(e->env.s.url);
+    o.liveness_ms = -1;
+    e->env.c = client_new(e->env.base, &o);
+    e->env.q = queue_for(e->env.c, name);
+    wait_connected(e->env.base, e->env.c);
     if (producer) {
         e->pc = client_for(e->env.base, &e->env.s);
         e->pq = queue_for(e->pc, name);
     }
     e->w = start_worker(e->env.q, concurrency, &e->h);
-    /* its first claim found nothing */
+    wait_worker_started(e->env.base, e->env.c, e->env.q, e->env.rc, name);
+    /* its claims found nothing */
     ASSERT(wait_registration(e->env.base, e->env.rc, name, concurrency));
 }
 

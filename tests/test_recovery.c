@@ -12,6 +12,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "core.h" /* white-box: rjq__channel_confirmed */
 #include "fixture.h"
 #include "harness.h"
 #include "proxy.h"
@@ -64,10 +65,61 @@ static void wait_pair_closed(test_env *e, proxy *p, int sub) {
     FAIL_AT(__FILE__, __LINE__, "the proxied connection was not closed");
 }
 
-/* Run the loop until queue has n registrations for pushes (idle workers). */
+/* Run the loop until a worker's start on queue `name` is over: the client
+ * has had its doorbell and push channel subscriptions confirmed (each
+ * confirmation makes the worker claim again: its first claim may have
+ * registered before Redis had the subscription), and then a command round
+ * trip saw no script call but its own (the claims those made have run).
+ * Claims and pushes after this are the test's own. */
+static void wait_worker_started(struct event_base *base, rjq_client *c, rjq_queue *q,
+                                redisContext *rc, const char *name) {
+    char wake[128];
+    snprintf(wake, sizeof wake, "t:{%s}:wake", name);
+    int ok = 0;
+    for (int i = 0; i < 500 && !ok; i++) {
+        redisReply *r = server_cmd(rc, "HKEYS t:{%s}:idle", name);
+        ok = rjq__channel_confirmed(c, wake) && r->type == REDIS_REPLY_ARRAY && r->elements > 0;
+        for (size_t k = 0; ok && k < r->elements; k++) {
+            const char *ch = strchr(r->element[k]->str, ' ');
+            ok = ch != NULL && rjq__channel_confirmed(c, ch + 1);
+        }
+        freeReplyObject(r);
+        if (!ok) loop_for(base, 10);
+    }
+    ASSERT(ok);
+    for (int i = 0; i < 100; i++) {
+        long long before = server_calls(rc, "fcall") + server_calls(rc, "evalsha");
+        (void)get_stats(base, q); /* one script call */
+        if (server_calls(rc, "fcall") + server_calls(rc, "evalsha") == before + 1) return;
+    }
+    FAIL_AT(__FILE__, __LINE__, "the worker's claims did not settle");
+}
+
+/* 1 when every registration in queue's idle hash names a push channel
+ * that Redis has a subscriber on. (A worker's first claim may register
+ * before its subscriber connection has subscribed; a push to a channel
+ * without one drops the registration, and the job waits for a claim.) */
+static int registrations_subscribed(test_env *e, const char *queue) {
+    redisReply *r = server_cmd(e->rc, "HKEYS t:{%s}:idle", queue);
+    int ok = r->type == REDIS_REPLY_ARRAY;
+    for (size_t i = 0; ok && i < r->elements; i++) {
+        const char *ch = strchr(r->element[i]->str, ' ');
+        ok = ch != NULL && server_numsub(e->rc, ch + 1) >= 1;
+    }
+    freeReplyObject(r);
+    return ok;
+}
+
+/* Run the loop until queue has n registrations for pushes (idle workers)
+ * whose push channels are subscribed. */
 static void wait_registered(test_env *e, const char *queue, long long n) {
-    for (int i = 0; i < 500 && server_int(e->rc, "HLEN t:{%s}:idle", queue) < n; i++)
+    for (int i = 0; i < 500 && !(server_int(e->rc, "HLEN t:{%s}:idle", queue) >= n &&
+                                 registrations_subscribed(e, queue));
+         i++)
         loop_for(e->base, 10);
+    ASSERT_EQ(n, server_int(e->rc, "HLEN t:{%s}:idle", queue));
+    ASSERT(registrations_subscribed(e, queue));
+    wait_worker_started(e->base, e->c, e->q, e->rc, queue);
     ASSERT_EQ(n, server_int(e->rc, "HLEN t:{%s}:idle", queue));
 }
 
@@ -157,7 +209,8 @@ TEST(push_lost_with_the_subscriber_connection_is_recovered) {
     ASSERT_EQ(1, r.ran);
     ASSERT_EQ(1, r.attempt_max);
     ASSERT_EQ(1, state_attempts(&e, "lostpush", 1));
-    loop_for(e.base, 100);
+    /* its member of the held index goes (with the completion, or a forget) */
+    for (int i = 0; i < 500 && server_held_members(e.rc, "lostpush") != 0; i++) loop_for(e.base, 10);
     ASSERT_EQ(0, server_held_members(e.rc, "lostpush"));
 
     env_stop_proxied(&e, &p);
@@ -191,7 +244,8 @@ TEST(push_unheard_by_a_stopped_worker_goes_back_at_once) {
     ASSERT(loop_until_count(e.base, &r.done, 1, 5000));
     ASSERT_EQ(1, r.ran);
     ASSERT_EQ(1, r.attempt_max);
-    loop_for(e.base, 100);
+    /* its member of the held index goes (with the completion, or a forget) */
+    for (int i = 0; i < 500 && server_held_members(e.rc, "stoppush") != 0; i++) loop_for(e.base, 10);
     ASSERT_EQ(0, server_held_members(e.rc, "stoppush"));
     env_stop_proxied(&e, &p);
 }

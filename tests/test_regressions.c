@@ -1188,10 +1188,17 @@ TEST(claim_replies_read_together_do_not_wait_for_each_other) {
     rjq_worker_options wo = quiet_worker_options(4);
     ASSERT_OK(rjq_worker_start(e.q, &wo, ls_handler, NULL, &w));
     /* The completion of the first four and two claims of two ran in
-     * Redis; their replies wait in the proxy. */
-    for (int i = 0; i < 500 && server_active_jobs(e.rc, "lock") < 4; i++) loop_for(e.base, 10);
-    ASSERT_EQ(4, server_active_jobs(e.rc, "lock"));
+     * Redis; their replies wait in the proxy. Waited for as such: the
+     * worker ran the first claim's four, and Redis has 4 active (the
+     * second claims' jobs) and 4 ready (8 claimed), not merely the first
+     * claim's 4 active, whose reply may not have reached the worker yet. */
+    for (int i = 0; i < 2000 && !(ls.calls == 4 && server_active_jobs(e.rc, "lock") == 4 &&
+                                  server_int(e.rc, "LLEN t:{lock}:ready") == 4);
+         i++)
+        loop_for(e.base, 10);
     ASSERT_EQ(4, ls.calls);
+    ASSERT_EQ(4, server_active_jobs(e.rc, "lock"));
+    ASSERT_EQ(4, server_int(e.rc, "LLEN t:{lock}:ready"));
     /* Let them through in one write: jobs 5 and 6 are the first claim's,
      * 7 and 8 the second's. */
     ls.peek_at = 7;

@@ -136,6 +136,25 @@ run enqueue q "$(printf 'a"b\\c\td')" --id esc-1
 run job q esc-1 --json
 expect_out_re '"payload":"a\\"b\\\\c\\td"'
 
+# binary bytes: as they are into a pipe or a file; escaped at a terminal
+# (no escape sequence or carriage return of a payload reaches it)
+TTY_PAYLOAD=$(printf 'a\033[2Jb\rc\001\177\302\205d\377e\\f\tg\303\251')
+run enqueue q "$TTY_PAYLOAD" --id tty-1
+expect_ok
+run job q tty-1
+expect_line "payload $TTY_PAYLOAD"
+check; command -v script >/dev/null || fail "script (util-linux) is needed for the terminal check"
+LAST="rjq job q tty-1 (at a terminal)"
+script -qec "$WRAP $RJQ_BIN job q tty-1" /dev/null </dev/null >"$DIR/tty" 2>"$DIR/err"
+RC=$?
+tr -d '\r' <"$DIR/tty" >"$DIR/out" # the terminal's CR LF line ends
+expect_ok
+expect_line 'payload a\x1b[2Jb\rc\x01\x7f\xc2\x85d\xffe\\f\tgé'
+expect_line "state ready"
+check; grep -q "$(printf '\033')" "$DIR/tty" && fail "an escape byte reached the terminal"
+run job q tty-1 --json
+expect_out_re '"payload":\{"base64":'
+
 # ---- batch enqueue from stdin ------------------------------------------------------
 
 seq -f 'line %g' 2500 >"$DIR/lines"
@@ -278,9 +297,26 @@ expect_line "ready 1"
 
 # ---- pause, resume, cancel ----------------------------------------------------------
 
-run pause pq
+# a control verb on a queue that does not exist (a mistyped name) is
+# refused and writes nothing; --create sets the queue up and names it in
+# the registry, so queues (and top) list it
+for verb in pause resume limit; do
+    run $verb pq
+    expect_rc 1
+    expect_out ""
+    expect_err_has "rjq: $verb: queue 'pq' does not exist (nothing of it is in Redis; --create ${verb}s it anyway)"
+done
+run limit pq --concurrency 2 --json
+expect_rc 1
+expect_out ""
+check; [ "$(redis-cli -p "$PORT" EXISTS 'rjq:{pq}:meta')" = 0 ] || fail "a refused verb wrote the queue's meta"
+run queues
+check; grep -qxF pq "$DIR/out" && fail "pq listed before it was created"
+run pause pq --create
 expect_ok
 expect_out "paused"
+run queues
+expect_line "pq"
 run pause pq
 expect_ok
 expect_out "already paused"

@@ -66,7 +66,8 @@ static const char usage_text[] =
     "bytes that are not UTF-8 as {\"base64\": \"...\"}\n"
     "\n"
     "commands:\n"
-    "  queues [--after NAME] [--limit N]    the queues written to (enqueued to, worked on), by name\n"
+    "  queues [--after NAME] [--limit N]    the queues written to (enqueued to, worked on,\n"
+    "                                       paused, limited), by name\n"
     "  processes [--offset N] [--limit N]   the processes running workers: host, pid, name,\n"
     "                                       and per queue concurrency, running jobs (limit 1000)\n"
     "  top [--interval MS]                  a live view of every queue (depths, rates, wait and\n"
@@ -81,6 +82,8 @@ static const char usage_text[] =
     "  enqueue QUEUE - [--delay MS] [--priority N] [--attempts N] [--timeout MS]\n"
     "                                       one job per stdin line, print how many\n"
     "  job QUEUE ID [--json]                a job's state, attempts, payload, result, error\n"
+    "                                       (at a terminal, control characters and bytes that\n"
+    "                                       are not UTF-8 shown escaped: \\n, \\xNN, \\\\)\n"
     "  jobs QUEUE STATE [--offset N] [--limit N] [--json]\n"
     "                                       list job ids of a state (ready, delayed, active,\n"
     "                                       dead, cancelled, completed) in queue order\n"
@@ -93,12 +96,14 @@ static const char usage_text[] =
     "  replay QUEUE ID                      move a dead job back to ready\n"
     "  replay QUEUE --all [--limit N]       replay the oldest dead jobs (limit 1000)\n"
     "  reclaim QUEUE                        sweep expired leases now, print how many\n"
-    "  pause QUEUE                          start no job until resumed (enqueues go on)\n"
-    "  resume QUEUE                         start jobs again\n"
+    "  pause QUEUE [--create]               start no job until resumed (enqueues go on)\n"
+    "  resume QUEUE [--create]              start jobs again\n"
     "  cancel QUEUE ID                      end a job for good (a running one's worker is told)\n"
-    "  limit QUEUE [--concurrency N] [--rate N[/MS]]\n"
+    "  limit QUEUE [--concurrency N] [--rate N[/MS]] [--create]\n"
     "                                       at most N jobs active at once, at most N starts\n"
     "                                       per MS (default 1000) ms; no option: no limits\n"
+    "                                       (pause, resume, limit: an unknown QUEUE is an\n"
+    "                                       error unless --create)\n"
     "  schedule QUEUE NAME (--every MS | --cron EXPR) [--utc-offset MIN] [--payload DATA]\n"
     "          [--catchup MS] [--missed skip|once] [--priority N] [--attempts N] [--timeout MS]\n"
     "                                       set a repeatable or cron job (a scheduler enqueues\n"
@@ -147,6 +152,8 @@ typedef struct cli {
     char *after;             /* "queues": the last name listed (owned) */
     struct namelist *names;  /* "queues": the names so far */
     int limits_set;          /* "limit": some limit was given */
+    int exists;              /* pause, resume, limit: the queue has keys in Redis */
+    int tty;                 /* stdout is a terminal: bytes are shown escaped */
 } cli;
 
 static int usage(void) {
@@ -450,6 +457,32 @@ static void print_json_string(const void *p, size_t len) {
     putchar('"');
 }
 
+/* Bytes for plain output. At a terminal, what is not printable text is
+ * shown escaped so that no byte of a payload (an escape sequence, a
+ * carriage return) reaches the terminal: \n \r \t, \\ for a backslash,
+ * \xNN for other control characters (C0, DEL, C1) and for bytes that are
+ * not UTF-8. Into a pipe or a file they go as they are. */
+static void print_bytes(const cli *t, const void *p, size_t len) {
+    const unsigned char *s = p;
+    if (!t->tty) {
+        fwrite(s, 1, len, stdout);
+        return;
+    }
+    for (size_t i = 0; i < len;) {
+        unsigned char ch = s[i];
+        size_t n = utf8_char_len(s + i, len - i);
+        if (ch == '\\') fputs("\\\\", stdout);
+        else if (ch == '\n') fputs("\\n", stdout);
+        else if (ch == '\r') fputs("\\r", stdout);
+        else if (ch == '\t') fputs("\\t", stdout);
+        else if (n == 0 || ch < 0x20 || ch == 0x7f) printf("\\x%02x", ch);
+        else if (n == 2 && ch == 0xc2 && s[i + 1] < 0xa0) /* C1: U+0080..U+009F */
+            printf("\\x%02x\\x%02x", ch, s[i + 1]);
+        else fwrite(s + i, 1, n, stdout);
+        i += n ? n : 1;
+    }
+}
+
 /* One field of an object: plain "name value" line or a JSON member.
  * NULL values are omitted in plain output and null in JSON. */
 static void print_field(const cli *t, int first, const char *name, const void *v, size_t len) {
@@ -461,7 +494,7 @@ static void print_field(const cli *t, int first, const char *name, const void *v
             fputs("null", stdout);
     } else if (v) {
         printf("%s ", name);
-        fwrite(v, 1, len, stdout);
+        print_bytes(t, v, len);
         putchar('\n');
     }
 }
@@ -844,7 +877,7 @@ static int cmd_queues(cli *t, int argc, char **argv) {
                 if (i) putchar(',');
                 print_json_string(p, len);
             } else {
-                fwrite(p, 1, len, stdout);
+                print_bytes(t, p, len);
                 putchar('\n');
             }
         }
@@ -1123,6 +1156,27 @@ static int cmd_reclaim(cli *t, int argc, char **argv) {
 
 /* ---- pause, resume, cancel ------------------------------------------------------ */
 
+/* pause, resume and limit act on a queue that exists (any of its keys is
+ * in Redis: rjq_stats' exists), so that a mistyped name is an error, not
+ * a new queue; --create sets a queue up before its first job (the queue
+ * is then named in the registry: rjq queues and top list it). */
+static void on_exists(rjq_client *c, int status, const rjq_stats *s, void *data) {
+    cli *t = data;
+    (void)c;
+    if (reply_ok(t, status)) t->exists = s->exists;
+}
+
+static int require_queue(cli *t, const char *name, int create) {
+    if (create) return 0;
+    if (send_and_wait(t, rjq_queue_stats(t->q, on_exists, t))) return 1;
+    if (t->failed) return 1;
+    if (t->exists) return 0;
+    t->failed = 1;
+    fprintf(stderr, "rjq: %s: queue '%s' does not exist (nothing of it is in Redis; --create "
+                    "%ss it anyway)\n", t->what, name, t->what);
+    return 1;
+}
+
 static void on_paused(rjq_client *c, int status, long long n, void *data) {
     cli *t = data;
     (void)c;
@@ -1136,10 +1190,11 @@ static void on_paused(rjq_client *c, int status, long long n, void *data) {
 
 static int cmd_pause(cli *t, int argc, char **argv) {
     char *pos[1];
-    const optdef defs[] = {{NULL, NULL, NULL}};
+    int create = 0;
+    const optdef defs[] = {{"--create", NULL, &create}, {NULL, NULL, NULL}};
     int rc = parse_args(argc, argv, defs, pos, 1, 1, NULL);
     if (rc) return rc;
-    if (cli_open(t, pos[0])) return 1;
+    if (cli_open(t, pos[0]) || require_queue(t, pos[0], create)) return 1;
     return send_and_wait(t, strcmp(t->what, "pause") == 0 ? rjq_queue_pause(t->q, on_paused, t)
                                                            : rjq_queue_resume(t->q, on_paused, t));
 }
@@ -1175,8 +1230,9 @@ static void on_limited(rjq_client *c, int status, long long n, void *data) {
 static int cmd_limit(cli *t, int argc, char **argv) {
     char *pos[1];
     const char *conc = NULL, *rate = NULL;
+    int create = 0;
     const optdef defs[] = {{"--concurrency", &conc, NULL}, {"--rate", &rate, NULL},
-                           {NULL, NULL, NULL}};
+                           {"--create", NULL, &create}, {NULL, NULL, NULL}};
     long long cn = 0, rn = 0, rw = 1000;
     int rc = parse_args(argc, argv, defs, pos, 1, 1, NULL);
     if (rc || (rc = parse_ll("--concurrency", conc, 1, LONG_MAX, &cn))) return rc;
@@ -1193,7 +1249,7 @@ static int cmd_limit(cli *t, int argc, char **argv) {
     }
     rjq_limits l = {(long)cn, (long)rn, (long)rw};
     t->limits_set = cn || rn;
-    if (cli_open(t, pos[0])) return 1;
+    if (cli_open(t, pos[0]) || require_queue(t, pos[0], create)) return 1;
     return send_and_wait(t, rjq_queue_set_limits(t->q, &l, on_limited, t));
 }
 
@@ -1519,6 +1575,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], commands[k].name) != 0) continue;
         signal(SIGPIPE, SIG_IGN); /* a dropped connection is an error, not a kill */
         t.what = commands[k].name;
+        t.tty = isatty(STDOUT_FILENO);
         int rc = commands[k].run(&t, argc - i - 1, argv + i + 1);
         cli_close(&t);
         if (fflush(stdout) != 0 && rc == 0) {

@@ -471,6 +471,8 @@ static void on_heard(rjq_client *c, rjq_event ev, int conn, const char *detail, 
     }
 }
 
+/* A client as user (password pw) whose events go to h; reconnect_max_ms
+ * 3000, so its reconnect span (with connect_timeout_ms) is 5 s. */
 static rjq_client *client_heard(struct event_base *base, const test_server *s, const char *user,
                                 const char *pw, heard *h) {
     static char url[8][160];
@@ -480,6 +482,7 @@ static rjq_client *client_heard(struct event_base *base, const test_server *s, c
     rjq_client_options o = client_options(u);
     o.on_event = on_heard;
     o.event_data = h;
+    o.reconnect_max_ms = 3000;
     return client_new(base, &o);
 }
 
@@ -632,8 +635,8 @@ TEST(worker_refused_a_script_command_reports_an_error_event) {
                NULL);
         if (i == 0) {
             /* no hot loop: 40 more script calls (visits that find the job
-             * waiting, every 50 ms) and the claim, refused, is not sent on
-             * each (it waits for the reconnect span, 2.2 s here) */
+             * waiting, every 50 ms: 2 s) and the claim, refused, is not sent
+             * on each (it waits for the reconnect span, 5 s here) */
             long long from = server_calls(admin, "evalsha");
             for (int k = 0; k < 3000 && server_calls(admin, "evalsha") < from + 40; k++)
                 loop_for(base, 5);
@@ -709,6 +712,7 @@ TEST(worker_without_clients_keys_reports_liveness_refused) {
     o.on_event = on_heard;
     o.event_data = &h;
     o.liveness_ms = 1000; /* a beat every 333 ms */
+    o.reconnect_max_ms = 3000; /* the reconnect span: 5 s */
     rjq_client *c = client_new(base, &o);
     rjq_worker_options wo = {0};
     wo.reclaim_ms = 50; /* a visit every 50 ms */
@@ -717,8 +721,8 @@ TEST(worker_without_clients_keys_reports_liveness_refused) {
     ASSERT(loop_until_count(base, &h.matched, 1, 10000));
     ASSERT(strstr(h.match, "permission refused") != NULL && strstr(h.match, "NOPERM") != NULL);
     ASSERT(strstr(rjq_client_errmsg(c), "liveness beat: NOPERM") != NULL);
-    /* the refused beat backs off (the reconnect span, 2.2 s here), not a
-     * refusal every beat: 60 visits later, at most a few more */
+    /* the refused beat backs off (the reconnect span, 5 s here), not a
+     * refusal every beat: 60 visits (3 s) later, at most a few more */
     long long from = server_calls(admin, "evalsha");
     for (int k = 0; k < 3000 && server_calls(admin, "evalsha") < from + 60; k++) loop_for(base, 5);
     ASSERT(server_calls(admin, "evalsha") >= from + 60);

@@ -736,3 +736,44 @@ TEST(worker_without_clients_keys_reports_liveness_refused) {
     redisFree(admin);
     server_stop_guarded(&s);
 }
+
+/* The liveness keys taken away while the worker runs: once its beat is
+ * refused it runs without liveness, as when it never had them; it does
+ * not take its entry's end for its own death and hand every job it
+ * claims back (a claim, a hand-back, a claim... without end). */
+TEST(worker_whose_clients_keys_are_revoked_runs_on_without_liveness) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *admin = server_connect(&s);
+    const char *const none[] = {NULL};
+    create_user_less(admin, "worker", "revoked", none);
+    struct event_base *base = event_base_new();
+    heard h = {0};
+    h.needle = "script beat keys t:{clients}:";
+    char url[160];
+    snprintf(url, sizeof url, "redis://revoked:%s@127.0.0.1:%d", PW, s.port);
+    rjq_client_options o = client_options(url);
+    o.on_event = on_heard;
+    o.event_data = &h;
+    o.liveness_ms = 1000;
+    rjq_client *c = client_new(base, &o);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(queue_for(c, "jobs"), NULL, handler, NULL, &w));
+    for (int i = 0; i < 1000 && server_int(admin, "ZCARD t:{clients}:live") == 0; i++)
+        loop_for(base, 10);
+    ASSERT_EQ(1, server_int(admin, "ZCARD t:{clients}:live")); /* it beats */
+    freeReplyObject(server_cmd(admin, "ACL SETUSER revoked resetkeys ~t:{jobs}:* %%W~t:queues"));
+    ASSERT(loop_until_count(base, &h.matched, 1, 10000));
+    /* past the end of its entry (1 s after its last beat), it still runs jobs */
+    for (int i = 0; i < 1000 && server_int(admin, "ZCOUNT t:{clients}:live -inf %lld",
+                                           server_now_ms(admin)) == 0; i++)
+        loop_for(base, 10);
+    rjq_client *producer = client_for(base, &s);
+    ended e = await_one(base, queue_for(producer, "jobs"));
+    ASSERT_EQ(RJQ_OK, e.status);
+    rjq_client_free(producer);
+    rjq_client_free(c);
+    event_base_free(base);
+    redisFree(admin);
+    server_stop_guarded(&s);
+}

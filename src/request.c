@@ -782,8 +782,8 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
                                         "sentinels again");
         } else {
             int code = rjq__redis_error_code(rep->str);
-            if (code == RJQ_EAUTH) refused(c, r, rep->str);
             rjq__errmsg(c, "%s", rep->str);
+            if (code == RJQ_EAUTH) refused(c, r, rep->str);
             deliver(r, c, code, rep);
         }
     } else {

@@ -276,8 +276,15 @@ static void on_beat(rjq_client *c, int status, redisReply *r, void *priv) {
          * them): the client runs without liveness, and beats again only
          * after its reconnect span, not every beat (each refusal is an
          * event). */
-        if (status == RJQ_EAUTH)
+        if (status == RJQ_EAUTH) {
+            /* ... as with liveness off: its old entry's end does not stop
+             * it starting jobs (else every job it claims after that end
+             * would be handed back, claimed again, without end); another
+             * client may return the jobs of that entry (their tokens fence
+             * this one's completions of them) */
+            u->alive_until = 0;
             rjq__timer_start(c, &u->beat_timer, (uint64_t)rjq__client_reconnect_span_ms(c));
+        }
         return;
     }
     rjq__server_time_sample(c, r->element[0]->integer);

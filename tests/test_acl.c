@@ -471,6 +471,8 @@ static void on_heard(rjq_client *c, rjq_event ev, int conn, const char *detail, 
     }
 }
 
+/* A client as user (password pw) whose events go to h; reconnect_max_ms
+ * 3000, so its reconnect span (with connect_timeout_ms) is 5 s. */
 static rjq_client *client_heard(struct event_base *base, const test_server *s, const char *user,
                                 const char *pw, heard *h) {
     static char url[8][160];
@@ -480,6 +482,7 @@ static rjq_client *client_heard(struct event_base *base, const test_server *s, c
     rjq_client_options o = client_options(u);
     o.on_event = on_heard;
     o.event_data = h;
+    o.reconnect_max_ms = 3000;
     return client_new(base, &o);
 }
 
@@ -632,8 +635,8 @@ TEST(worker_refused_a_script_command_reports_an_error_event) {
                NULL);
         if (i == 0) {
             /* no hot loop: 40 more script calls (visits that find the job
-             * waiting, every 50 ms) and the claim, refused, is not sent on
-             * each (it waits for the reconnect span, 2.2 s here) */
+             * waiting, every 50 ms: 2 s) and the claim, refused, is not sent
+             * on each (it waits for the reconnect span, 5 s here) */
             long long from = server_calls(admin, "evalsha");
             for (int k = 0; k < 3000 && server_calls(admin, "evalsha") < from + 40; k++)
                 loop_for(base, 5);
@@ -709,6 +712,7 @@ TEST(worker_without_clients_keys_reports_liveness_refused) {
     o.on_event = on_heard;
     o.event_data = &h;
     o.liveness_ms = 1000; /* a beat every 333 ms */
+    o.reconnect_max_ms = 3000; /* the reconnect span: 5 s */
     rjq_client *c = client_new(base, &o);
     rjq_worker_options wo = {0};
     wo.reclaim_ms = 50; /* a visit every 50 ms */
@@ -717,12 +721,53 @@ TEST(worker_without_clients_keys_reports_liveness_refused) {
     ASSERT(loop_until_count(base, &h.matched, 1, 10000));
     ASSERT(strstr(h.match, "permission refused") != NULL && strstr(h.match, "NOPERM") != NULL);
     ASSERT(strstr(rjq_client_errmsg(c), "liveness beat: NOPERM") != NULL);
-    /* the refused beat backs off (the reconnect span, 2.2 s here), not a
-     * refusal every beat: 60 visits later, at most a few more */
+    /* the refused beat backs off (the reconnect span, 5 s here), not a
+     * refusal every beat: 60 visits (3 s) later, at most a few more */
     long long from = server_calls(admin, "evalsha");
     for (int k = 0; k < 3000 && server_calls(admin, "evalsha") < from + 60; k++) loop_for(base, 5);
     ASSERT(server_calls(admin, "evalsha") >= from + 60);
     if (h.matched > 3) FAIL_AT(__FILE__, __LINE__, "%ld beats refused", h.matched);
+    rjq_client *producer = client_for(base, &s);
+    ended e = await_one(base, queue_for(producer, "jobs"));
+    ASSERT_EQ(RJQ_OK, e.status);
+    rjq_client_free(producer);
+    rjq_client_free(c);
+    event_base_free(base);
+    redisFree(admin);
+    server_stop_guarded(&s);
+}
+
+/* The liveness keys taken away while the worker runs: once its beat is
+ * refused it runs without liveness, as when it never had them; it does
+ * not take its entry's end for its own death and hand every job it
+ * claims back (a claim, a hand-back, a claim... without end). */
+TEST(worker_whose_clients_keys_are_revoked_runs_on_without_liveness) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *admin = server_connect(&s);
+    const char *const none[] = {NULL};
+    create_user_less(admin, "worker", "revoked", none);
+    struct event_base *base = event_base_new();
+    heard h = {0};
+    h.needle = "script beat keys t:{clients}:";
+    char url[160];
+    snprintf(url, sizeof url, "redis://revoked:%s@127.0.0.1:%d", PW, s.port);
+    rjq_client_options o = client_options(url);
+    o.on_event = on_heard;
+    o.event_data = &h;
+    o.liveness_ms = 1000;
+    rjq_client *c = client_new(base, &o);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(queue_for(c, "jobs"), NULL, handler, NULL, &w));
+    for (int i = 0; i < 1000 && server_int(admin, "ZCARD t:{clients}:live") == 0; i++)
+        loop_for(base, 10);
+    ASSERT_EQ(1, server_int(admin, "ZCARD t:{clients}:live")); /* it beats */
+    freeReplyObject(server_cmd(admin, "ACL SETUSER revoked resetkeys ~t:{jobs}:* %%W~t:queues"));
+    ASSERT(loop_until_count(base, &h.matched, 1, 10000));
+    /* past the end of its entry (1 s after its last beat), it still runs jobs */
+    for (int i = 0; i < 1000 && server_int(admin, "ZCOUNT t:{clients}:live -inf %lld",
+                                           server_now_ms(admin)) == 0; i++)
+        loop_for(base, 10);
     rjq_client *producer = client_for(base, &s);
     ended e = await_one(base, queue_for(producer, "jobs"));
     ASSERT_EQ(RJQ_OK, e.status);

@@ -281,7 +281,13 @@ typedef struct rjq_client_options {
     long ping_interval_ms;
     long reconnect_min_ms;     /* first reconnect delay; default 50 */
     long reconnect_max_ms;     /* backoff cap; default 5000 */
-    size_t max_payload;        /* payload/result size limit; default 16 MiB */
+    /* Payload/result size limit; default 16 MiB. Raised, a job of many MiB
+     * runs once: no push carries more than 16 KiB of a payload (the worker
+     * reads bigger ones with a plain HMGET), and a reply still arriving
+     * counts neither against command_timeout_ms nor against liveness_ms.
+     * It must arrive within the job's lease (lease_ms, 30 s by default):
+     * one whose lease ended before it arrived is handed back unrun. */
+    size_t max_payload;
     rjq_event_cb *on_event;    /* optional connection event listener */
     void *event_data;
     /* A client with workers renews a liveness entry in Redis every second

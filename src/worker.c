@@ -365,10 +365,9 @@ static void retry_later(rjq_worker *w) {
  * that were pushed without them (too big to push, see PUSH_INLINE_MAX in
  * lib.lua): the worker reads those with one HMGET of the payload column,
  * sent as the claim's reply or the push comes in, and starts them when it
- * is answered. They count
- * as `fetching` meanwhile; their token is held (a recovering claim leaves
- * it alone), and a cancel notice for one of them (notice_job) marks it, so
- * it is not started. A job whose payload is gone by then (cancelled and
+ * is answered. They count as `fetching` meanwhile; their token is held (a
+ * recovering claim leaves it alone), and a cancel notice for one of them
+ * (notice_job) marks it, so it is not started. A job whose payload is gone by then (cancelled and
  * deleted, or its record deleted behind rjq's back) is not started either:
  * its lease ends it. A fetch that fails hands its jobs back (token-checked,
  * attempt undone), as does a worker that is stopping.

@@ -629,18 +629,18 @@ static void wait_completed_or_dropped(struct event_base *base, huge_ctx *x) {
         loop_for(base, 10);
 }
 
-/* A claim reply that takes longer than command_timeout_ms to arrive (2
- * MiB over a link that passes 16 KiB every 10 ms: over a second, with a
- * command timeout of 400 ms), its bytes arriving all along, is waited for:
+/* A claim reply that takes longer than command_timeout_ms to arrive (4
+ * MiB over a link that passes 16 KiB every 10 ms: over 2.5 s, with a
+ * command timeout of 1 s), its bytes arriving all along, is waited for:
  * the connection is not dropped (which re-sent the claim, whose reply was
  * then dropped again, for ever: a 40 MiB job never ran), and the job runs
  * once. */
 TEST(claim_reply_slower_than_the_command_timeout_is_waited_for_while_it_arrives) {
     test_env e;
     proxy p;
-    huge_ctx x = {.len = 2u << 20, .fill = 's'};
+    huge_ctx x = {.len = 4u << 20, .fill = 's'};
     rjq_client_options o = client_options("");
-    o.command_timeout_ms = 400;
+    o.command_timeout_ms = 1000;
     o.on_event = huge_event;
     o.event_data = &x;
     env_start_proxied_opts(&e, &p, "slow", &o);
@@ -666,7 +666,7 @@ TEST(claim_reply_slower_than_the_command_timeout_is_waited_for_while_it_arrives)
 }
 
 /* A claim reply that takes longer than the client's liveness_ms to arrive
- * (2 MiB over the slow link: over a second, with liveness_ms 1000): the
+ * (4 MiB over the slow link: over 2.5 s, with liveness_ms 2000): the
  * job is started, not handed back as if the client's liveness entry could
  * have run out (its beats' replies wait behind that reply: before, no beat
  * was sent while one was unanswered, so the entry did run out in Redis,
@@ -676,9 +676,9 @@ TEST(claim_reply_slower_than_the_command_timeout_is_waited_for_while_it_arrives)
 TEST(claim_reply_slower_than_liveness_is_started_not_handed_back) {
     test_env e;
     proxy p;
-    huge_ctx x = {.len = 2u << 20, .fill = 'l'};
+    huge_ctx x = {.len = 4u << 20, .fill = 'l'};
     rjq_client_options o = client_options("");
-    o.liveness_ms = 1000;
+    o.liveness_ms = 2000;
     o.on_event = huge_event;
     o.event_data = &x;
     env_start_proxied_opts(&e, &p, "live", &o);
@@ -692,7 +692,7 @@ TEST(claim_reply_slower_than_liveness_is_started_not_handed_back) {
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(e.q, &wo, huge_handler, &x, &w));
     /* (handed back, it would be claimed again: each claim takes as long) */
-    for (int k = 0; k < 1500 && x.completed < 1; k++) loop_for(e.base, 10);
+    for (int k = 0; k < 2000 && x.completed < 1; k++) loop_for(e.base, 10);
     ASSERT_EQ(1, x.completed);
     ASSERT_EQ(1, x.handled);
     ASSERT_EQ(0, x.bad);
@@ -711,7 +711,7 @@ TEST(claim_reply_that_stops_arriving_still_times_out) {
     proxy p;
     huge_ctx x = {.len = 2u << 20, .fill = 't'};
     rjq_client_options o = client_options("");
-    o.command_timeout_ms = 400;
+    o.command_timeout_ms = 1000;
     o.on_event = huge_event;
     o.event_data = &x;
     env_start_proxied_opts(&e, &p, "stall", &o);

@@ -41,7 +41,7 @@ chmod +x "$T/bin/ctest"
 run() {
     rm -rf "$T/first" "$T/asan" "$T/log"
     mkdir -p "$T/first" "$T/asan"
-    PATH="$T/bin:$PATH" FAKE_LOG="$T/log" FAKE_FAIL_IN="$1" \
+    env -u RJQ_UNDER_ASAN PATH="$T/bin:$PATH" FAKE_LOG="$T/log" FAKE_FAIL_IN="$1" \
         make --no-print-directory -C "$SRC" -o build -o build-asan test \
         BUILD="$T/first" ASAN_BUILD="$T/asan" >"$T/out" 2>&1
     RC=$?

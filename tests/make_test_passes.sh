@@ -41,7 +41,7 @@ chmod +x "$T/bin/ctest"
 run() {
     rm -rf "$T/first" "$T/asan" "$T/fuzz" "$T/log"
     mkdir -p "$T/first" "$T/asan" "$T/fuzz"
-    PATH="$T/bin:$PATH" FAKE_LOG="$T/log" FAKE_FAIL_IN="$1" \
+    env -u RJQ_UNDER_ASAN PATH="$T/bin:$PATH" FAKE_LOG="$T/log" FAKE_FAIL_IN="$1" \
         make --no-print-directory -C "$SRC" -o build -o build-asan -o build-fuzz test \
         BUILD="$T/first" ASAN_BUILD="$T/asan" FUZZ_BUILD="$T/fuzz" >"$T/out" 2>&1
     RC=$?

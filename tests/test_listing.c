@@ -267,6 +267,27 @@ TEST(queues_written_to_are_listed_by_name_paged_and_again_after_redis_lost_them)
     env_stop(&e);
 }
 
+/* Pausing, resuming or limiting a queue names it too: a queue set up
+ * before its first job (rjq pause --create) is listed by rjq queues and
+ * top. Each call names it once it is sent, ahead of the next request. */
+TEST(queues_paused_resumed_or_limited_are_listed) {
+    test_env e;
+    env_start(&e, NULL);
+    count_wait paused = {0}, resumed = {0}, limited = {0};
+    ASSERT_OK(rjq_queue_pause(queue_for(e.c, "paused"), on_count, &paused));
+    ASSERT_OK(rjq_queue_resume(queue_for(e.c, "resumed"), on_count, &resumed));
+    rjq_limits l = {2, 0, 0};
+    ASSERT_OK(rjq_queue_set_limits(queue_for(e.c, "limited"), &l, on_count, &limited));
+    ASSERT(loop_until(e.base, &paused.done, 5000));
+    ASSERT(loop_until(e.base, &resumed.done, 5000));
+    ASSERT(loop_until(e.base, &limited.done, 5000));
+    ASSERT_OK(paused.status);
+    ASSERT_OK(resumed.status);
+    ASSERT_OK(limited.status);
+    ASSERT_STREQ("limited,paused,resumed", queues(&e, NULL, 10));
+    env_stop(&e);
+}
+
 /* ---- the process registry ---------------------------------------------------- */
 
 typedef struct procs {

@@ -583,7 +583,17 @@ TEST(requests_waiting_for_room_keep_their_order_through_busy_retries) {
     for (int i = 0; i < 5000 && e.c->later.n == 0; i++) loop_for(e.base, 1);
     ASSERT(e.c->later.n > 0);
     ASSERT_OK(rjq_enqueue(e.q, "n", 1, &no, busy_cb, NULL));
-    loop_for(e.base, 300);
+    /* The script ends while every request waits for its next try, none in
+     * flight: ended while some were (pipelined behind one answered BUSY),
+     * those would land before the one answered BUSY, by the server's
+     * order, not the client's. */
+    for (int i = 0; i < 5000 && !(e.c->later.n >= BATCHES + 2 && e.c->inflight.n == 0 &&
+                                  e.c->room.n == 0);
+         i++)
+        loop_for(e.base, 1);
+    ASSERT(e.c->later.n >= BATCHES + 2);
+    ASSERT_EQ(0, e.c->inflight.n);
+    ASSERT_EQ(0, e.c->room.n);
     freeReplyObject(server_cmd(e.rc, "SCRIPT KILL"));
     ASSERT_EQ(0, reap(child, 5000));
     for (int k = 0; k < 2000 && busy_calls < BATCHES + 2; k++) loop_for(e.base, 10);

@@ -376,6 +376,7 @@ CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "bounded server exit $RC: $(cat "$
 SERVE_PREFIX=idle # (its own prefix: MONITOR tells its commands apart)
 start_serve idle --max-queues 2 --queue-idle 300
 SERVE_PREFIX=t
+req GET /v1/queues; expect 200 '^\{"queues":\[\]\}$' # (none served: under UBSan, no qsort of NULL)
 req POST /v1/queues/ia/jobs --data x; expect 201
 req POST /v1/queues/ib/jobs --data x; expect 201
 req POST /v1/queues/ic/jobs --data x; expect 503 'max-queues'

@@ -473,7 +473,7 @@ TEST(serve_thousand_concurrent_requests_each_get_own_result) {
     /* the other answers */
     char body[512];
     ASSERT_EQ(200, http_once(port, "GET", "/healthz", NULL, body, sizeof body));
-    ASSERT_STREQ("{\"status\":\"ok\"}\n", body);
+    ASSERT_STREQ("{\"status\":\"ok\",\"redis\":true}\n", body);
     ASSERT_EQ(400, http_once(port, "POST", "/v1/queues/bad%20name/jobs", "x", body, sizeof body));
     ASSERT_EQ(400, http_once(port, "POST", "/v1/queues/%7Bq%7D/jobs", "x", body, sizeof body));
     ASSERT_EQ(202, http_once(port, "POST", "/v1/queues/gwidle/jobs?wait=200", "nobody-runs-this", body,

@@ -192,6 +192,31 @@ req GET /v1/server; expect 200 '"streams":1'
 kill "$CURL"; wait "$CURL" 2>/dev/null
 for _ in $(seq 100); do req GET /v1/server; [[ $BODY == *'"streams":0'* ]] && break; sleep 0.05; done
 expect 200 '"streams":0'
+# events carry ids; a stream opened with Last-Event-ID gets what it missed
+CHECKS=$((CHECKS + 1))
+grep -B1 '^event: job$' "$DIR/sse" | grep -q '^id: [0-9a-f]*-[0-9]*$' || fail "a job event without an id: $(head -c 500 "$DIR/sse")"
+LAST_ID=$(sed -n 's/^id: //p' "$DIR/sse" | tail -1)
+req POST "/v1/queues/t/jobs?id=missed-1" --data x; expect 201
+req POST "/v1/queues/t/jobs?id=missed-2" --data x; expect 201
+curl -s -N -H "Last-Event-ID: $LAST_ID" "$MAIN/v1/events?queues=t" >"$DIR/sse2" 2>/dev/null &
+CURL=$!
+PIDS+=("$CURL")
+for _ in $(seq 100); do grep -q '"id":"missed-2"' "$DIR/sse2" && break; sleep 0.05; done
+kill "$CURL"; wait "$CURL" 2>/dev/null
+CHECKS=$((CHECKS + 1))
+grep -q '"event":"enqueued","id":"missed-1"' "$DIR/sse2" && grep -q '"event":"enqueued","id":"missed-2"' "$DIR/sse2" &&
+    ! grep -q '^event: reset' "$DIR/sse2" && ! grep -q '"id":"seen-1"' "$DIR/sse2" ||
+    fail "resume from $LAST_ID: $(head -c 800 "$DIR/sse2")"
+MID=$(grep -B2 '"event":"enqueued","id":"missed-1"' "$DIR/sse2" | sed -n 's/^id: //p' | head -1)
+CHECKS=$((CHECKS + 1))
+[[ $MID == "${LAST_ID%-*}-"* && ${MID##*-} -gt ${LAST_ID##*-} ]] || fail "replayed event id '$MID' after '$LAST_ID'"
+curl -s -N -H "Last-Event-ID: 0-1" "$MAIN/v1/events?queues=t" >"$DIR/sse3" 2>/dev/null &
+CURL=$!
+PIDS+=("$CURL")
+for _ in $(seq 100); do grep -q '^event: reset' "$DIR/sse3" && break; sleep 0.05; done
+kill "$CURL"; wait "$CURL" 2>/dev/null
+CHECKS=$((CHECKS + 1))
+grep -A1 '^event: reset' "$DIR/sse3" | grep -q '^data: {"last_event_id":"0-1"}' || fail "no reset for an unknown id: $(head -c 300 "$DIR/sse3")"
 
 # ---- enqueue and wait, with a worker ------------------------------------------------------
 [ -x "$WORKER" ] || { echo "FAIL: $WORKER not built"; exit 1; }
@@ -363,6 +388,7 @@ CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "bounded server exit $RC: $(cat "$
 SERVE_PREFIX=idle # (its own prefix: MONITOR tells its commands apart)
 start_serve idle --max-queues 2 --queue-idle 300
 SERVE_PREFIX=t
+req GET /v1/queues; expect 200 '^\{"queues":\[\]\}$' # (none served: under UBSan, no qsort of NULL)
 req POST /v1/queues/ia/jobs --data x; expect 201
 req POST /v1/queues/ib/jobs --data x; expect 201
 req POST /v1/queues/ic/jobs --data x; expect 503 'max-queues'

@@ -182,7 +182,7 @@ static void list_queues(server *s, struct evhttp_request *req, const struct evke
     }
     size_t n = 0;
     for (squeue *q = s->queues; q; q = q->next) v[n++] = q;
-    qsort(v, n, sizeof *v, by_name);
+    if (n > 1) qsort(v, n, sizeof *v, by_name); /* (v is NULL when there is none) */
     const char *last = NULL;
     for (size_t i = 0; i < n && (long long)json_array_size(a) < limit; i++) {
         if (after && strcmp(v[i]->name, after) <= 0) continue;

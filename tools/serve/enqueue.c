@@ -5,8 +5,9 @@
  * priority, attempts, timeout, dedup (ms). Without ?wait it answers the
  * enqueue: 201 {"id"} (200 with "existed" when the id was there). With
  * ?wait=MS it answers when the job ends: 200 with the result bytes, 502
- * with the error when it died, 409 when it was cancelled, 202 with the id
- * when the wait ends first (the job still runs). Errors: 400 bad options,
+ * with the error when it died, 409 when it was cancelled, 202 {"id",
+ * "finished": false, "detail"} when the wait ends first (the job still
+ * runs; never before the enqueue's reply, however short the wait). Errors: 400 bad options,
  * 413 payload too large, 429 queue full (Retry-After), 503 Redis
  * unreachable or shutting down.
  *

@@ -65,7 +65,10 @@ static void on_monitor(rjq_client *c, const char *event, const char *id, void *d
     server *s = rjq_client_data(c);
     long long t = q->m ? rjq_monitor_time(q->m) : 0;
     timing_queue_event(&s->times, &q->t, event, id, t);
-    if (s->nsse == 0) return;
+    if (!sse_recording(s)) {
+        sse_skip(s);
+        return;
+    }
     json_t *e = json_pack("{so ss so sI}", "queue", json_name(q->name), "event", event, "id",
                           json_name(id), "time",
                           (json_int_t)t);
@@ -105,9 +108,11 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *st, void *data)
         q->fail_rate = (double)(q->s.failed - q->prev.failed) / dt;
     }
     timing_queue_means(&q->t, &q->wait_ms, &q->run_ms);
-    if (s->nsse && (changed || was_moving)) {
+    if (sse_recording(s) && (changed || was_moving)) {
         json_t *j = queues_json(q);
         if (j) sse_broadcast(s, "stats", q, j, 0);
+    } else if (changed || was_moving) {
+        sse_skip(s);
     }
 }
 

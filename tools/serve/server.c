@@ -766,6 +766,7 @@ done:
     /* after the requests: pending callbacks find nothing to answer (closed
      * already, unless a second signal or a failed start came first) */
     if (s->c) rjq_client_free(s->c);
+    sse_free(s);
     queues_free(s);
     timing_map_free(&s->times);
     if (s->sigint) event_free(s->sigint);

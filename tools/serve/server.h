@@ -91,6 +91,8 @@ typedef struct server {
     size_t nsse_all;         /* streams that want every queue */
     int reading_processes;   /* queues.c: a read is out */
     char *processes_sent;    /* the last processes event (owned) */
+    struct sse_ring *sse_ring; /* the last events, for streams that resume (NULL: none yet) */
+    double sse_keep_until;   /* events are kept this long after the last stream closed */
     /* queues.c: Redis' memory (rjq_client_memory), read every few seconds */
     int memory_known, memory_reading;
     rjq_memory_info memory;
@@ -221,6 +223,14 @@ void sse_broadcast(server *s, const char *type, const squeue *q, json_t *data, i
 /* sse.c: the same for an event to every stream, sent only when its text
  * differs from *last (which keeps it). Takes data. */
 void sse_broadcast_changed(server *s, const char *type, json_t *data, char **last);
+/* sse.c: 1 while events are wanted: a stream is open, or one closed less
+ * than RESUME_S ago (its browser reconnects and resumes). */
+int sse_recording(const server *s);
+/* sse.c: an event was not made (sse_recording was 0): streams cannot
+ * resume from before it. */
+void sse_skip(server *s);
+/* sse.c: free the events kept (after the client is freed). */
+void sse_free(server *s);
 /* sse.c: touch the queues the streams name (queues.c, at each refresh). */
 void sse_touch_queues(server *s);
 /* sse.c: a comment line to every client (keeps proxies and dead-peer

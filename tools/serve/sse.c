@@ -20,6 +20,16 @@
  * ?queues=a,b limits a stream to those queues; ?jobs=0 leaves job events
  * out (an overview needs the stats only). A comment line every 15 s keeps
  * proxies from closing an idle stream and finds clients that went away.
+ *
+ * Every stats, job, demo and processes event carries an id ("<boot>-<n>":
+ * the server's start, a count). A stream opened with Last-Event-ID (a
+ * browser's EventSource sends it when it reconnects; also ?last_event_id=)
+ * first gets the events it missed, from the last RING_EVENTS kept, then
+ * the current state as a fresh stream does. When they cannot be given
+ * (older than that, from another run of the server, or not recorded
+ * because no stream was open for RESUME_S) it gets
+ *   event: reset  data: {"last_event_id": "..."}: events were lost
+ * before the current state.
  */
 #include "server.h"
 
@@ -34,6 +44,25 @@
 
 #define JOB_EVENTS_PER_S 200
 #define OUTPUT_MAX (1u << 20) /* bytes a slow client may have unread */
+#define RING_EVENTS 4096      /* events kept for streams that resume */
+#define RESUME_S 60           /* events are kept this long after the last stream closed */
+
+/* An event sent, kept for streams that resume. */
+typedef struct ring_event {
+    unsigned long long seq;
+    char type[16];
+    char *queue;          /* NULL: every stream's */
+    int is_job;
+    char *text;
+} ring_event;
+
+/* The last events (the server's sse_ring). */
+struct sse_ring {
+    char boot[24];                /* this run's part of the ids */
+    unsigned long long seq;       /* ids given so far */
+    unsigned long long first;     /* the oldest id resumable from (seq + 1: none) */
+    ring_event ev[RING_EVENTS];   /* by seq % RING_EVENTS, from first to seq */
+};
 
 typedef struct sse_client {
     held h;
@@ -52,6 +81,7 @@ static void unlink_client(sse_client *k) {
     server *s = k->s;
     if (k->processes) s->nsse_processes--;
     if (k->queues == NULL) s->nsse_all--;
+    s->sse_keep_until = serve_now_s() + RESUME_S;
     if (k->prev) k->prev->next = k->next;
     else s->sse = k->next;
     if (k->next) k->next->prev = k->prev;
@@ -91,13 +121,88 @@ static size_t unread(const sse_client *k) {
     return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
 }
 
-static void send_text(sse_client *k, const char *type, const char *data) {
+/* An event (type NULL: data is a comment or field line as it is), with an
+ * id unless seq is 0. */
+static void send_event(sse_client *k, const char *type, const char *data, const char *boot,
+                       unsigned long long seq) {
     struct evbuffer *b = evbuffer_new();
     if (b == NULL) return;
+    if (type && seq) evbuffer_add_printf(b, "id: %s-%llu\n", boot, seq);
     if (type) evbuffer_add_printf(b, "event: %s\ndata: %s\n\n", type, data);
     else evbuffer_add_printf(b, "%s", data);
     evhttp_send_reply_chunk(k->h.req, b);
     evbuffer_free(b);
+}
+
+static void send_text(sse_client *k, const char *type, const char *data) {
+    send_event(k, type, data, NULL, 0);
+}
+
+static struct sse_ring *ring_of(server *s) {
+    if (s->sse_ring == NULL && (s->sse_ring = calloc(1, sizeof *s->sse_ring)) != NULL) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        snprintf(s->sse_ring->boot, sizeof s->sse_ring->boot, "%llx%03lx",
+                 (unsigned long long)ts.tv_sec, (long)(ts.tv_nsec / 1000000) & 0xfff);
+        s->sse_ring->first = 1;
+    }
+    return s->sse_ring;
+}
+
+static void ring_clear(struct sse_ring *r) {
+    for (unsigned long long n = r->first; n <= r->seq; n++) {
+        ring_event *e = &r->ev[n % RING_EVENTS];
+        free(e->queue);
+        free(e->text);
+        memset(e, 0, sizeof *e);
+    }
+    r->first = r->seq + 1;
+}
+
+/* Keep an event; its id (0 when it could not be kept: the ring starts
+ * over after it). */
+static unsigned long long ring_add(server *s, const char *type, const squeue *q, int is_job,
+                                   const char *text) {
+    struct sse_ring *r = ring_of(s);
+    if (r == NULL) return 0;
+    unsigned long long seq = ++r->seq;
+    if (seq - r->first >= RING_EVENTS) { /* the oldest goes */
+        ring_event *old = &r->ev[r->first % RING_EVENTS];
+        free(old->queue);
+        free(old->text);
+        memset(old, 0, sizeof *old);
+        r->first++;
+    }
+    ring_event *e = &r->ev[seq % RING_EVENTS];
+    snprintf(e->type, sizeof e->type, "%s", type);
+    e->seq = seq;
+    e->is_job = is_job;
+    e->queue = q ? strdup(q->name) : NULL;
+    e->text = strdup(text);
+    if (e->text == NULL || (q && e->queue == NULL)) { /* out of memory: no resume past it */
+        free(e->queue);
+        free(e->text);
+        memset(e, 0, sizeof *e);
+        ring_clear(r);
+    }
+    return seq;
+}
+
+int sse_recording(const server *s) {
+    return s->nsse > 0 || serve_now_s() < s->sse_keep_until;
+}
+
+void sse_skip(server *s) {
+    struct sse_ring *r = ring_of(s);
+    if (r == NULL) return;
+    r->seq++;
+    ring_clear(r);
+}
+
+void sse_free(server *s) {
+    if (s->sse_ring) ring_clear(s->sse_ring);
+    free(s->sse_ring);
+    s->sse_ring = NULL;
 }
 
 static void report_dropped(sse_client *k) {
@@ -108,14 +213,25 @@ static void report_dropped(sse_client *k) {
     k->dropped = 0;
 }
 
+/* The stream k wants an event of this type and queue. */
+static int wants_event(const sse_client *k, const char *type, const char *queue, int is_job) {
+    if (k->h.req == NULL || (is_job && !k->jobs)) return 0;
+    if (strcmp(type, "processes") == 0 && !k->processes) return 0;
+    if (k->queues == NULL || queue == NULL) return 1;
+    for (size_t i = 0; i < k->nqueues; i++)
+        if (strcmp(k->queues[i], queue) == 0) return 1;
+    return 0;
+}
+
 void sse_broadcast(server *s, const char *type, const squeue *q, json_t *data, int is_job) {
     char *text = json_dumps(data, JSON_COMPACT);
     json_decref(data);
     if (text == NULL) return;
+    unsigned long long seq = ring_add(s, type, q, is_job, text);
+    const char *boot = s->sse_ring ? s->sse_ring->boot : "";
     time_t now = time(NULL);
     for (sse_client *k = s->sse; k; k = k->next) {
-        if (k->h.req == NULL || !wants(k, q) || (is_job && !k->jobs)) continue;
-        if (strcmp(type, "processes") == 0 && !k->processes) continue;
+        if (!wants_event(k, type, q ? q->name : NULL, is_job)) continue;
         if (is_job) {
             if (k->second != now) {
                 k->second = now;
@@ -130,7 +246,7 @@ void sse_broadcast(server *s, const char *type, const squeue *q, json_t *data, i
         } else if (unread(k) > OUTPUT_MAX) {
             continue; /* the next change sends the numbers again */
         }
-        send_text(k, type, text);
+        send_event(k, type, text, boot, seq);
     }
     free(text);
 }
@@ -162,6 +278,31 @@ void sse_heartbeat(server *s) {
         if (k->h.req == NULL) continue;
         report_dropped(k);
         send_text(k, NULL, ": ping\n\n");
+    }
+}
+
+/* A stream that resumes after the event last: the events it missed (by
+ * its filters), else a "reset" event. */
+static void resume(server *s, sse_client *k, const char *last) {
+    struct sse_ring *r = ring_of(s);
+    const char *dash = strrchr(last, '-');
+    char *end = NULL;
+    unsigned long long n = dash ? strtoull(dash + 1, &end, 10) : 0;
+    int ok = r && dash && end && *end == '\0' && dash[1] >= '0' && dash[1] <= '9' &&
+             (size_t)(dash - last) == strlen(r->boot) &&
+             strncmp(last, r->boot, (size_t)(dash - last)) == 0 && n <= r->seq &&
+             n + 1 >= r->first;
+    if (!ok) {
+        json_t *j = json_pack("{so}", "last_event_id", json_bytes(last, strlen(last)));
+        char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        if (text) send_text(k, "reset", text);
+        free(text);
+        return;
+    }
+    for (unsigned long long i = n + 1; i <= r->seq; i++) {
+        const ring_event *e = &r->ev[i % RING_EVENTS];
+        if (wants_event(k, e->type, e->queue, e->is_job)) send_event(k, e->type, e->text, r->boot, i);
     }
 }
 
@@ -201,6 +342,9 @@ void sse_handle(server *s, struct evhttp_request *req, const struct evkeyvalq *a
     held_start(s, &k->h, req, client_gone, 1);
     if (k->h.req == NULL) return; /* (no connection: cannot happen for a fresh request) */
     send_text(k, NULL, "retry: 2000\n\n");
+    const char *last = evhttp_find_header(evhttp_request_get_input_headers(req), "Last-Event-ID");
+    if (last == NULL) last = query_get(args, "last_event_id");
+    if (last) resume(s, k, last);
     json_t *st = server_state_json(s);
     char *stext = st ? json_dumps(st, JSON_COMPACT) : NULL;
     json_decref(st);

@@ -9,7 +9,7 @@
  * rjq_enqueue(), one rjq_enqueue_batch()) on its own, in order: the jobs
  * of an entry after its first carry a '+' before their options
  * (enqueue.lua), and a batch that goes as several calls (flush_parts) is
- * always a single entry (group_bytes). A batch goes out early when it would
+ * always a single entry (add_group). A batch goes out early when it would
  * pass RJQ__BATCH_MAX jobs or RJQ__ENQUEUE_BYTES of arguments, and before
  * any other request of the client (the before_send hook), so a request
  * made after an enqueue sees it.
@@ -794,14 +794,9 @@ static int reserve_items(batch *b, size_t more) {
     return RJQ_OK;
 }
 
-/* The bytes the group's jobs add to a batch's arguments at most (each an
- * id, a payload and options, each framed as "$<len>\r\n...\r\n"): a batch
- * that goes as several calls (flush_parts) is then one group, which a
- * bounded queue takes or refuses whole (enqueue.lua). */
 static size_t group_bytes(const rjq_enqueue_item *items, size_t n) {
     size_t bytes = 0;
-    for (size_t i = 0; i < n; i++)
-        bytes += items[i].len + RJQ_JOB_ID_MAX + 1 + RJQ__OPTS_MAX + 3 * (1 + 20 + 4);
+    for (size_t i = 0; i < n; i++) bytes += items[i].len + 64; /* id, options, framing */
     return bytes;
 }
 
@@ -853,14 +848,21 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
         it->off = off;
     }
     if (rc == RJQ_OK && b->args.oom) rc = RJQ_ENOMEM;
-    if (rc != RJQ_OK) { /* undo: nothing of this call is sent */
+    /* A batch that goes as several calls (flush_parts) is one group, which
+     * a bounded queue takes or refuses whole (enqueue.lua): when this
+     * group took the batch past one call's bytes (group_bytes guessed
+     * short), it goes again into a batch of its own. */
+    int again = rc == RJQ_OK && save_n > 0 && b->args.len > RJQ__ENQUEUE_BYTES;
+    if (rc != RJQ_OK || again) { /* undo: nothing of this call is sent */
         b->args.len = save_len;
         b->args.oom = 0;
         b->nargs = save_nargs;
         b->n = save_n;
         b->plain = save_plain;
         b->payload_bytes = save_bytes;
-        return rc;
+        if (!again) return rc;
+        flush_batch(q, b);
+        return add_group(q, items, n, reply_channel, cb, fn, data); /* (b is empty now) */
     }
     b->nargs += 3 * (int)n;
     state_of(c)->pending += n;

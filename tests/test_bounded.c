@@ -322,6 +322,42 @@ TEST(bounded_queue_admits_each_enqueue_sent_with_payloads_ahead) {
     env_stop(&e);
 }
 
+/* A batch whose jobs' ids make it pass one call's bytes (1 MiB) goes as
+ * several calls in one transaction, taken or refused whole. A single
+ * enqueue made before it in the same loop turn does not go with it: it is
+ * admitted on its own (here taken while the batch is refused). */
+TEST(single_enqueue_before_a_batch_of_several_calls_is_admitted_on_its_own) {
+    test_env e;
+    rjq_queue_options qo = {0};
+    qo.max_waiting = 4000;
+    env_start_queue(&e, "b", &qo);
+    enum { K = 5000 };
+    static char ids[K][RJQ_JOB_ID_MAX + 1];
+    static rjq_job_options jo[K];
+    static rjq_enqueue_item items[K];
+    for (int i = 0; i < K; i++) {
+        snprintf(ids[i], sizeof ids[i], "k%d-", i);
+        memset(ids[i] + strlen(ids[i]), 'i', RJQ_JOB_ID_MAX - strlen(ids[i]));
+        ids[i][RJQ_JOB_ID_MAX] = '\0';
+        jo[i] = (rjq_job_options){.id = ids[i]};
+        items[i] = (rjq_enqueue_item){"", 0, &jo[i]};
+    }
+    static burst b;
+    memset(&b, 0, sizeof b);
+    long long execs = server_calls(e.rc, "exec");
+    rjq_job_options one = {.id = "single"}; /* (with an id: the same batch as the ids below) */
+    slots[0] = (burst_slot){&b, 0};
+    ASSERT_OK(rjq_enqueue(e.q, "x", 1, &one, on_burst, &slots[0]));
+    slots[1] = (burst_slot){&b, 1};
+    ASSERT_OK(rjq_enqueue_batch(e.q, items, K, on_burst_batch, &slots[1]));
+    ASSERT(loop_until_count(e.base, &b.answers, 2, 20000));
+    ASSERT_EQ(RJQ_OK, b.status[0]);
+    ASSERT_EQ(RJQ_EFULL, b.status[1]);
+    ASSERT_EQ(1, server_calls(e.rc, "exec") - execs); /* the batch: several calls */
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{b}:ready"));
+    env_stop(&e);
+}
+
 static void handler(rjq_job *job, void *data) {
     (void)data;
     ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));

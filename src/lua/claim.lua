@@ -231,9 +231,9 @@ if conc then
         fair.drop[#fair.drop + 1] = w[1]
       else
         fair.owed[#fair.owed + 1] = w
-        if w[3] > 0 and (not fair.wake or w[3] + WAIT_GRACE_MS - now < fair.wake) then
-          fair.wake = w[3] + WAIT_GRACE_MS - now
-        end
+        -- (when its grace ends: it is noticed now when it was not yet)
+        local left = w[3] > 0 and w[3] + WAIT_GRACE_MS - now or WAIT_GRACE_MS
+        if not fair.wake or left < fair.wake then fair.wake = left end
       end
     end
     fair.mine = mine

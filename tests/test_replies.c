@@ -216,3 +216,33 @@ TEST(event_lines_out_of_range_are_dropped_and_the_others_delivered) {
     ASSERT(strstr(events_seen, "bad") == NULL);
     env_stop(&e);
 }
+
+static void hold_job(rjq_job *job, void *data) {
+    (void)data;
+    rjq_job_complete(job, "", 0, NULL, NULL);
+}
+
+/* A push message whose lease ends at 0 (no time a server gives) is
+ * malformed: its jobs are left to their lease, not started or handed on. */
+TEST(push_message_with_a_deadline_of_zero_is_malformed) {
+    test_env e;
+    env_start(&e, "hostile");
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_job, NULL, &w));
+    /* the worker's push channel, once subscribed */
+    char channel[256] = "";
+    for (int i = 0; i < 500 && channel[0] == '\0'; i++) {
+        redisReply *r = server_cmd(e.rc, "PUBSUB CHANNELS t:{hostile}:push:*");
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 1)
+            snprintf(channel, sizeof channel, "%s", r->element[0]->str);
+        freeReplyObject(r);
+        if (channel[0] == '\0') loop_for(e.base, 10);
+    }
+    ASSERT(channel[0] != '\0');
+    const char *argv[3] = {"PUBLISH", channel, "999 1 1 x.999.1 0\n5 1 1 3\njob-1x"};
+    freeReplyObject(redisCommandArgv(e.rc, 3, argv, NULL));
+    if (!wait_errmsg(&e, "malformed message"))
+        FAIL_AT(__FILE__, __LINE__, "not malformed; errmsg \"%s\"", rjq_client_errmsg(e.c));
+    env_stop(&e);
+}

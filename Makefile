@@ -39,7 +39,7 @@ build-asan: deps $(ASAN_BUILD)/Makefile
 build-fuzz: deps $(FUZZ_BUILD)/Makefile
 	cmake --build $(FUZZ_BUILD) -j$(JOBS)
 
-# Each fuzz target from its seed corpus for 7 s (all of them: < 60 s).
+# Each fuzz target from its seed corpus for 6 s (all of them: < 60 s).
 fuzz-smoke: build-fuzz
 	cd $(FUZZ_BUILD) && $(CTEST) -L fuzz
 

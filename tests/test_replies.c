@@ -161,3 +161,88 @@ TEST(process_info_numbers_out_of_range_read_as_not_given) {
     ASSERT_EQ(RJQ_PROCESS_JOBS_MAX, p.njobs);
     env_stop(&e);
 }
+
+static int awaited, await_status;
+
+static void on_awaited(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    (void)c, (void)o, (void)data;
+    awaited++;
+    await_status = status;
+}
+
+/* A watch code outside 0..4 was read as "still watching": the await
+ * waited for an outcome nothing would send. */
+TEST(await_whose_watch_code_is_out_of_range_ends_in_eproto) {
+    test_env e;
+    env_start(&e, "hostile");
+    replace_function(&e, RJQ__S_WATCH, "return {7, false}");
+    awaited = 0;
+    ASSERT_OK(rjq_queue_await(e.q, "some-job", NULL, on_awaited, NULL, NULL));
+    ASSERT(loop_until(e.base, &awaited, 10000));
+    ASSERT_EQ(RJQ_EPROTO, await_status);
+    env_stop(&e);
+}
+
+static char events_seen[512];
+static int good_seen;
+
+static void on_event(rjq_client *c, const char *event, const char *id, void *data) {
+    (void)c, (void)data;
+    size_t used = strlen(events_seen);
+    snprintf(events_seen + used, sizeof events_seen - used, "%s%s:%s", used ? "," : "", event, id);
+    if (strcmp(id, "good-1") == 0) good_seen = 1;
+}
+
+/* Event lines with a time past 2^62 or a NUL byte are dropped; the lines
+ * beside them in the same message still come. */
+TEST(event_lines_out_of_range_are_dropped_and_the_others_delivered) {
+    test_env e;
+    env_start(&e, "hostile");
+    rjq_monitor *m;
+    events_seen[0] = '\0';
+    good_seen = 0;
+    ASSERT_OK(rjq_queue_monitor(e.q, on_event, NULL, &m));
+    static const char msg[] = "completed bad-1 9000000000000000000\n"
+                              "comp\0eted bad-2 1700000000000\n"
+                              "completed good-1 1700000000000";
+    const char *argv[3] = {"PUBLISH", "t:{hostile}:events", msg};
+    size_t lens[3] = {7, strlen(argv[1]), sizeof msg - 1};
+    /* (again until the monitor's subscription is up and got it) */
+    for (int i = 0; i < 500 && !good_seen; i++) {
+        freeReplyObject(redisCommandArgv(e.rc, 3, argv, lens));
+        loop_for(e.base, 20);
+    }
+    ASSERT(good_seen);
+    ASSERT(strstr(events_seen, "bad") == NULL);
+    env_stop(&e);
+}
+
+static void hold_job(rjq_job *job, void *data) {
+    (void)data;
+    rjq_job_complete(job, "", 0, NULL, NULL);
+}
+
+/* A push message whose lease ends at 0 (no time a server gives) is
+ * malformed: its jobs are left to their lease, not started or handed on. */
+TEST(push_message_with_a_deadline_of_zero_is_malformed) {
+    test_env e;
+    env_start(&e, "hostile");
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_job, NULL, &w));
+    /* the worker's push channel, once subscribed */
+    char channel[256] = "";
+    for (int i = 0; i < 500 && channel[0] == '\0'; i++) {
+        redisReply *r = server_cmd(e.rc, "PUBSUB CHANNELS t:{hostile}:push:*");
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 1)
+            snprintf(channel, sizeof channel, "%s", r->element[0]->str);
+        freeReplyObject(r);
+        if (channel[0] == '\0') loop_for(e.base, 10);
+    }
+    ASSERT(channel[0] != '\0');
+    const char *argv[3] = {"PUBLISH", channel, "999 1 1 x.999.1 0\n5 1 1 3\njob-1x"};
+    freeReplyObject(redisCommandArgv(e.rc, 3, argv, NULL));
+    if (!wait_errmsg(&e, "malformed message"))
+        FAIL_AT(__FILE__, __LINE__, "not malformed; errmsg \"%s\"", rjq_client_errmsg(e.c));
+    env_stop(&e);
+}

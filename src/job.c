@@ -85,16 +85,20 @@ static void finish_items(rjq_client *c, item *items, size_t n, int status, redis
     }
 }
 
-static int reply_ok(const redisReply *r, size_t n) {
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != n) return 0;
-    for (size_t i = 0; i < n; i++)
-        if (r->element[i]->type != REDIS_REPLY_INTEGER) return 0;
+/* One code per job (0 lease lost, 1 done, 2 cancelled), then one per
+ * offer (0 or 1): any other number is a reply of the wrong shape. */
+static int reply_ok(const redisReply *r, size_t n, size_t noffers) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != n + noffers) return 0;
+    for (size_t i = 0; i < n + noffers; i++)
+        if (r->element[i]->type != REDIS_REPLY_INTEGER || r->element[i]->integer < 0 ||
+            r->element[i]->integer > (i < n ? 2 : 1))
+            return 0;
     return 1;
 }
 
 static void on_completed(rjq_client *c, int status, redisReply *r, void *priv) {
     complete_batch *b = priv;
-    if (status == RJQ_OK && !reply_ok(r, b->n + b->noffers)) {
+    if (status == RJQ_OK && !reply_ok(r, b->n, b->noffers)) {
         rjq__errmsg(c, "complete: unexpected reply");
         status = RJQ_EPROTO;
     }
@@ -291,9 +295,14 @@ typedef struct fail_ctx {
 
 static void on_failed(rjq_client *c, int status, redisReply *r, void *priv) {
     fail_ctx *f = priv;
+    /* fail.lua: 0 lease lost, 1 retry scheduled, 2 dead, 3 already
+     * failed with this token, 4 cancelled; any other number is no answer */
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_INTEGER || r->integer < 0 || r->integer > 4)) {
+        rjq__errmsg(c, "fail: unexpected reply");
+        status = RJQ_EPROTO;
+    }
     if (status == RJQ_OK)
-        status = r->type != REDIS_REPLY_INTEGER ? RJQ_EPROTO
-                 : r->integer == 0             ? RJQ_ELEASELOST
+        status = r->integer == 0             ? RJQ_ELEASELOST
                  : r->integer == 4             ? RJQ_EJOBCANCELED
                  : rjq__write_short(c)         ? RJQ_EREPLICAS
                                                : RJQ_OK;

@@ -246,3 +246,54 @@ TEST(push_message_with_a_deadline_of_zero_is_malformed) {
         FAIL_AT(__FILE__, __LINE__, "not malformed; errmsg \"%s\"", rjq_client_errmsg(e.c));
     env_stop(&e);
 }
+
+static int finish_status, finish_calls, finish_jobs; /* the first callback's status */
+static int fail_instead;
+
+static void on_finished(rjq_client *c, int status, void *data) {
+    (void)c, (void)data;
+    if (finish_calls++ == 0) finish_status = status;
+}
+
+static void finish_job(rjq_job *job, void *data) {
+    (void)data;
+    finish_jobs++;
+    if (fail_instead)
+        rjq_job_fail(job, "boom", 0, -1, on_finished, NULL);
+    else
+        rjq_job_complete(job, "", 0, on_finished, NULL);
+}
+
+/* Completion and failure answer one small code a job (complete.lua:
+ * 0..2, then 0..1 a slot offer; fail.lua: 0..4): any other number is no
+ * answer (RJQ_EPROTO), not "lease lost" or success. */
+static void finish_code_out_of_range(int fail, int s, const char *body) {
+    test_env e;
+    env_start(&e, "hostile");
+    enqueue_x_ok(e.base, e.q, "job-1", 0, 0);
+    replace_function(&e, s, body);
+    finish_status = 0, finish_calls = 0, finish_jobs = 0, fail_instead = fail;
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, finish_job, NULL, &w));
+    for (int i = 0; i < 1000 && finish_calls == 0; i++) loop_for(e.base, 10);
+    ASSERT(finish_calls >= 1); /* (the job may run again: it is still active) */
+    ASSERT(finish_calls <= finish_jobs); /* one callback a completion */
+    ASSERT_EQ(RJQ_EPROTO, finish_status);
+    env_stop(&e);
+}
+
+TEST(completion_code_out_of_range_ends_in_eproto) {
+    /* as many codes as the call has jobs and offers, each 7 or 3 */
+    finish_code_out_of_range(0, RJQ__S_COMPLETE,
+                             "local offers = tonumber(ARGV[4]) "
+                             "local first = 6 + 4 * offers + tonumber(ARGV[5]) "
+                             "local out = {} "
+                             "for i = first, #ARGV, 3 do out[#out + 1] = 7 end "
+                             "for i = 1, offers do out[#out + 1] = 3 end "
+                             "return out");
+}
+
+TEST(failure_code_out_of_range_ends_in_eproto) {
+    finish_code_out_of_range(1, RJQ__S_FAIL, "return 9");
+}

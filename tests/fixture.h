@@ -37,4 +37,13 @@ void env_stop(test_env *e);
  * time: the safety poll a minute away, the reclaim sweep ten minutes. */
 rjq_worker_options quiet_worker_options(int concurrency);
 
+/* Run the loop until a worker's start on queue `name` is over: the client
+ * has had its doorbell and push channel subscriptions confirmed (each
+ * confirmation makes the worker claim again: its first claim may have
+ * registered before Redis had the subscription), and then a command round
+ * trip saw no script call but its own (the claims those made have run).
+ * Claims and pushes after this are the test's own. */
+void wait_worker_started(struct event_base *base, rjq_client *c, rjq_queue *q,
+                         redisContext *rc, const char *name);
+
 #endif

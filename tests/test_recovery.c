@@ -65,36 +65,6 @@ static void wait_pair_closed(test_env *e, proxy *p, int sub) {
     FAIL_AT(__FILE__, __LINE__, "the proxied connection was not closed");
 }
 
-/* Run the loop until a worker's start on queue `name` is over: the client
- * has had its doorbell and push channel subscriptions confirmed (each
- * confirmation makes the worker claim again: its first claim may have
- * registered before Redis had the subscription), and then a command round
- * trip saw no script call but its own (the claims those made have run).
- * Claims and pushes after this are the test's own. */
-static void wait_worker_started(struct event_base *base, rjq_client *c, rjq_queue *q,
-                                redisContext *rc, const char *name) {
-    char wake[128];
-    snprintf(wake, sizeof wake, "t:{%s}:wake", name);
-    int ok = 0;
-    for (int i = 0; i < 500 && !ok; i++) {
-        redisReply *r = server_cmd(rc, "HKEYS t:{%s}:idle", name);
-        ok = rjq__channel_confirmed(c, wake) && r->type == REDIS_REPLY_ARRAY && r->elements > 0;
-        for (size_t k = 0; ok && k < r->elements; k++) {
-            const char *ch = strchr(r->element[k]->str, ' ');
-            ok = ch != NULL && rjq__channel_confirmed(c, ch + 1);
-        }
-        freeReplyObject(r);
-        if (!ok) loop_for(base, 10);
-    }
-    ASSERT(ok);
-    for (int i = 0; i < 100; i++) {
-        long long before = server_calls(rc, "fcall") + server_calls(rc, "evalsha");
-        (void)get_stats(base, q); /* one script call */
-        if (server_calls(rc, "fcall") + server_calls(rc, "evalsha") == before + 1) return;
-    }
-    FAIL_AT(__FILE__, __LINE__, "the worker's claims did not settle");
-}
-
 /* 1 when every registration in queue's idle hash names a push channel
  * that Redis has a subscriber on. (A worker's first claim may register
  * before its subscriber connection has subscribed; a push to a channel

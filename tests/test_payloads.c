@@ -639,6 +639,40 @@ static void wait_completed_or_dropped(struct event_base *base, huge_ctx *x) {
         loop_for(base, 10);
 }
 
+/* Start e over a proxy with client options o (disconnects counted in x),
+ * enqueue one job of x's length and byte, slow the link to 16 KiB every
+ * 10 ms and start a worker of 1 on it. */
+static void start_huge_over_a_slow_link(test_env *e, proxy *p, huge_ctx *x, const char *queue,
+                                        rjq_client_options *o) {
+    o->on_event = huge_event;
+    o->event_data = x;
+    env_start_proxied_opts(e, p, queue, o);
+    char *big = malloc(x->len);
+    ASSERT(big != NULL);
+    memset(big, x->fill, x->len);
+    ASSERT_OK(rjq_enqueue(e->q, big, x->len, NULL, NULL, NULL));
+    free(big);
+    ASSERT_EQ(1, get_stats(e->base, e->q).ready);
+    proxy_trickle(p, 16u << 10, 10);
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(e->q, &wo, huge_handler, x, &w));
+}
+
+/* The job ran once, whole, with no drop of the command connection, and
+ * left nothing behind; then stop e. */
+static void assert_huge_ran_once_and_stop(test_env *e, proxy *p, huge_ctx *x) {
+    ASSERT_EQ(0, x->drops[RJQ_CONN_COMMAND]);
+    ASSERT_EQ(1, x->completed);
+    ASSERT_EQ(1, x->handled);
+    ASSERT_EQ(0, x->bad);
+    proxy_trickle(p, 0, 0);
+    rjq_stats s = get_stats(e->base, e->q);
+    ASSERT_EQ(1, s.completed);
+    ASSERT_EQ(0, s.ready + s.active);
+    env_stop_proxied(e, p);
+}
+
 /* A claim reply that takes longer than command_timeout_ms to arrive (4
  * MiB over a link that passes 16 KiB every 10 ms: over 2.5 s, with a
  * command timeout of 1 s), its bytes arriving all along, is waited for:
@@ -651,28 +685,9 @@ TEST(claim_reply_slower_than_the_command_timeout_is_waited_for_while_it_arrives)
     huge_ctx x = {.len = 4u << 20, .fill = 's'};
     rjq_client_options o = client_options("");
     o.command_timeout_ms = 1000;
-    o.on_event = huge_event;
-    o.event_data = &x;
-    env_start_proxied_opts(&e, &p, "slow", &o);
-    char *big = malloc(x.len);
-    memset(big, x.fill, x.len);
-    ASSERT_OK(rjq_enqueue(e.q, big, x.len, NULL, NULL, NULL));
-    free(big);
-    ASSERT_EQ(1, get_stats(e.base, e.q).ready);
-    proxy_trickle(&p, 16u << 10, 10);
-    rjq_worker_options wo = quiet_worker_options(1);
-    rjq_worker *w = NULL;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, huge_handler, &x, &w));
+    start_huge_over_a_slow_link(&e, &p, &x, "slow", &o);
     wait_completed_or_dropped(e.base, &x);
-    ASSERT_EQ(0, x.drops[RJQ_CONN_COMMAND]);
-    ASSERT_EQ(1, x.completed);
-    ASSERT_EQ(1, x.handled);
-    ASSERT_EQ(0, x.bad);
-    proxy_trickle(&p, 0, 0);
-    rjq_stats s = get_stats(e.base, e.q);
-    ASSERT_EQ(1, s.completed);
-    ASSERT_EQ(0, s.ready + s.active);
-    env_stop_proxied(&e, &p);
+    assert_huge_ran_once_and_stop(&e, &p, &x);
 }
 
 /* A claim reply that takes longer than the client's liveness_ms to arrive
@@ -689,29 +704,10 @@ TEST(claim_reply_slower_than_liveness_is_started_not_handed_back) {
     huge_ctx x = {.len = 4u << 20, .fill = 'l'};
     rjq_client_options o = client_options("");
     o.liveness_ms = 2000;
-    o.on_event = huge_event;
-    o.event_data = &x;
-    env_start_proxied_opts(&e, &p, "live", &o);
-    char *big = malloc(x.len);
-    memset(big, x.fill, x.len);
-    ASSERT_OK(rjq_enqueue(e.q, big, x.len, NULL, NULL, NULL));
-    free(big);
-    ASSERT_EQ(1, get_stats(e.base, e.q).ready);
-    proxy_trickle(&p, 16u << 10, 10);
-    rjq_worker_options wo = quiet_worker_options(1);
-    rjq_worker *w = NULL;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, huge_handler, &x, &w));
+    start_huge_over_a_slow_link(&e, &p, &x, "live", &o);
     /* (handed back, it would be claimed again: each claim takes as long) */
     for (int k = 0; k < 2000 && x.completed < 1; k++) loop_for(e.base, 10);
-    ASSERT_EQ(1, x.completed);
-    ASSERT_EQ(1, x.handled);
-    ASSERT_EQ(0, x.bad);
-    ASSERT_EQ(0, x.drops[RJQ_CONN_COMMAND]);
-    proxy_trickle(&p, 0, 0);
-    rjq_stats s = get_stats(e.base, e.q);
-    ASSERT_EQ(1, s.completed);
-    ASSERT_EQ(0, s.ready + s.active);
-    env_stop_proxied(&e, &p);
+    assert_huge_ran_once_and_stop(&e, &p, &x);
 }
 
 /* A connection that stops sending in the middle of a reply is still found
@@ -722,18 +718,7 @@ TEST(claim_reply_that_stops_arriving_still_times_out) {
     huge_ctx x = {.len = 2u << 20, .fill = 't'};
     rjq_client_options o = client_options("");
     o.command_timeout_ms = 1000;
-    o.on_event = huge_event;
-    o.event_data = &x;
-    env_start_proxied_opts(&e, &p, "stall", &o);
-    char *big = malloc(x.len);
-    memset(big, x.fill, x.len);
-    ASSERT_OK(rjq_enqueue(e.q, big, x.len, NULL, NULL, NULL));
-    free(big);
-    ASSERT_EQ(1, get_stats(e.base, e.q).ready);
-    proxy_trickle(&p, 16u << 10, 10);
-    rjq_worker_options wo = quiet_worker_options(1);
-    rjq_worker *w = NULL;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, huge_handler, &x, &w));
+    start_huge_over_a_slow_link(&e, &p, &x, "stall", &o);
     /* part of the reply arrived: then nothing more */
     for (int k = 0; k < 1000 && p.trickled < (64u << 10); k++) loop_for(e.base, 10);
     ASSERT(p.trickled >= (64u << 10));

@@ -240,3 +240,85 @@ TEST(start_queues_refuses_bad_arguments) {
                                                   &l, &w));
     env_stop(&e);
 }
+
+static void on_notice(rjq_job *job, int reason, void *data) {
+    mq_log *l = data;
+    ASSERT_EQ(RJQ_EJOBCANCELED, reason);
+    ASSERT(rjq_job_queue(job) != NULL);
+    snprintf(l->ids[63], sizeof l->ids[63], "%s", rjq_job_id(job));
+    l->done += 100; /* counted apart from completions */
+}
+
+static void on_cancel(rjq_client *c, int status, const char *state, void *data) {
+    (void)c, (void)state;
+    ASSERT_OK(status);
+    (*(int *)data)++;
+}
+
+static void on_done_refused(rjq_client *c, int status, void *data) {
+    (void)c;
+    ASSERT_EQ(RJQ_EJOBCANCELED, status);
+    (*(int *)data)++;
+}
+
+/* A cancel of a running job of the second queue reaches the handler's
+ * on_notice, and its completion is refused, as for a worker of one queue. */
+TEST(cancel_notice_reaches_a_job_of_any_queue) {
+    test_env e;
+    env_start(&e, "mq_low");
+    rjq_queue *low = e.q, *high = open_queue(&e, "mq_high");
+    enqueue_many(&e, low, "l", 1);
+    static mq_log l;
+    memset(&l, 0, sizeof l);
+    l.hold = 1;
+    rjq_worker_options wo = quiet_worker_options(2);
+    wo.on_notice = on_notice;
+    rjq_queue *qs[] = {high, low};
+    ASSERT_OK(rjq_worker_start_queues(qs, 2, RJQ_WORKER_STRICT, NULL, &wo, handler, &l, &l.w));
+    ASSERT(loop_until_count(e.base, &l.started, 1, 10000));
+    ASSERT(l.queue[0] == low);
+    int cancelled = 0, refused = 0;
+    ASSERT_OK(rjq_queue_cancel(low, "l0", on_cancel, &cancelled));
+    ASSERT(loop_until_count(e.base, &l.done, 100, 10000));
+    ASSERT_STREQ("l0", l.ids[63]);
+    ASSERT(loop_until(e.base, &cancelled, 10000));
+    ASSERT_OK(rjq_job_complete(l.held[0], NULL, 0, on_done_refused, &refused));
+    ASSERT(loop_until(e.base, &refused, 10000));
+    stop_worker(&e, &l);
+    env_stop(&e);
+}
+
+static void on_stopped_cancelled(rjq_worker *w, int status, void *data) {
+    (void)w;
+    ASSERT_EQ(RJQ_ECANCELED, status);
+    (*(int *)data)++;
+}
+
+/* Freeing the client with a worker of several queues running jobs of each
+ * (one stop pending) frees it: the stop callback gets RJQ_ECANCELED once,
+ * and the held jobs are detached (their completion says RJQ_ECLOSED). */
+TEST(client_free_frees_a_worker_of_several_queues) {
+    test_env e;
+    env_start(&e, "mq_low");
+    rjq_queue *low = e.q, *high = open_queue(&e, "mq_high");
+    enqueue_many(&e, low, "l", 2);
+    enqueue_many(&e, high, "h", 2);
+    static mq_log l;
+    memset(&l, 0, sizeof l);
+    l.hold = 1;
+    rjq_worker_options wo = quiet_worker_options(4);
+    rjq_queue *qs[] = {high, low};
+    ASSERT_OK(rjq_worker_start_queues(qs, 2, RJQ_WORKER_STRICT, NULL, &wo, handler, &l, &l.w));
+    ASSERT(loop_until_count(e.base, &l.started, 4, 10000));
+    ASSERT_EQ(4, rjq_worker_running(l.w));
+    int stopped = 0;
+    ASSERT_OK(rjq_worker_stop(l.w, on_stopped_cancelled, &stopped));
+    rjq_client_free(e.c);
+    e.c = NULL;
+    ASSERT_EQ(1, stopped);
+    for (int k = 0; k < 4; k++) {
+        ASSERT(rjq_job_worker(l.held[k]) == NULL && rjq_job_queue(l.held[k]) == NULL);
+        ASSERT_EQ(RJQ_ECLOSED, rjq_job_complete(l.held[k], NULL, 0, NULL, NULL));
+    }
+    env_stop(&e);
+}

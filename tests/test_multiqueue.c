@@ -322,3 +322,52 @@ TEST(client_free_frees_a_worker_of_several_queues) {
     }
     env_stop(&e);
 }
+
+typedef struct close_wait {
+    int done, status;
+    size_t handed_back;
+} close_wait;
+
+static void on_closed(const rjq_close_report *r, void *data) {
+    close_wait *w = data;
+    w->done++;
+    w->status = r->status;
+    w->handed_back = r->handed_back;
+}
+
+/* A graceful close stops a worker of several queues: its running jobs of
+ * each queue finish (their completions are sent), nothing more starts,
+ * and the client is freed. */
+TEST(close_lets_jobs_of_every_queue_finish) {
+    test_env e;
+    env_start(&e, "mq_low");
+    rjq_queue *low = e.q, *high = open_queue(&e, "mq_high");
+    enqueue_many(&e, low, "l", 3);
+    enqueue_many(&e, high, "h", 1);
+    static mq_log l;
+    memset(&l, 0, sizeof l);
+    l.hold = 1;
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_queue *qs[] = {high, low};
+    ASSERT_OK(rjq_worker_start_queues(qs, 2, RJQ_WORKER_STRICT, NULL, &wo, handler, &l, &l.w));
+    ASSERT(loop_until_count(e.base, &l.started, 2, 10000));
+    ASSERT(l.queue[0] == high && l.queue[1] == low);
+    close_wait cw = {0};
+    ASSERT_OK(rjq_client_close(e.c, 30000, on_closed, &cw));
+    for (int k = 0; k < 2; k++) ASSERT_OK(rjq_job_complete(l.held[k], NULL, 0, on_done_ok, &l.done));
+    ASSERT(loop_until(e.base, &cw.done, 30000));
+    e.c = NULL;
+    ASSERT_EQ(1, cw.done);
+    ASSERT_OK(cw.status);
+    ASSERT_EQ(0, cw.handed_back);
+    ASSERT_EQ(2, l.done);
+    ASSERT_EQ(2, l.n);
+    /* both completions landed: one job of each queue is completed */
+    for (int k = 0; k < 2; k++) {
+        redisReply *r = server_cmd(e.rc, "LLEN t:{%s}:completed", k ? "mq_low" : "mq_high");
+        ASSERT(r->type == REDIS_REPLY_INTEGER);
+        ASSERT_EQ(1, r->integer);
+        freeReplyObject(r);
+    }
+    env_stop(&e);
+}

@@ -27,11 +27,16 @@
  * running jobs finish, or are handed back at the close's deadline) until
  * nothing of it is in flight, when it is freed.
  *
+ * A worker of several queues is a group of such workers, one per queue,
+ * under one slot budget; claim() asks the group's scheduler (see "several
+ * queues" below), which decides which member claims.
+ *
  * Invariants (check_invariants, asserted at every step):
  *   0 <= claiming <= CLAIMS_IN_FLIGHT; asked == 0 when claiming == 0;
  *   running + asked + fetching + offered <= concurrency (offered: the push
  *   ledger's; fetching: claimed jobs whose payloads are on the way);
- *   a STOPPING worker sends no claim.
+ *   a STOPPING worker sends no claim;
+ *   a group's members: sum of running + asked + fetching <= its concurrency.
  */
 #include <assert.h>
 #include <stdio.h>
@@ -804,12 +809,18 @@ static int m_settled(const rjq_worker *m) {
     return !m_wants(m) && m->claiming == 0;
 }
 
-/* How many jobs its claims could ask for now (claim_up_to's limits). */
+/* How many jobs its claims could ask for now, by its claims in flight
+ * (claim_up_to's limits). */
 static int m_room(const rjq_worker *m) {
-    if (m->refused_until && rjq__now_ms() < m->refused_until) return 0;
     if (rjq__reg_out_of_step(m->reg) && m->claiming) return 0;
     int limit = m->mode == CL_HUNGRY ? CLAIMS_IN_FLIGHT : 1;
     return m->claiming < limit ? (limit - m->claiming) * claim_chunk(m) : 0;
+}
+
+/* How many its own slots would let it claim (its registered ones are
+ * kept for pushes unless the claim replaces the registration). */
+static int m_own(const rjq_worker *m) {
+    return own_free(m) + (rjq__reg_out_of_step(m->reg) ? rjq__reg_offered(m->reg) : 0);
 }
 
 /* Give the group's free slots to its members. Strict: in queue order, a
@@ -848,13 +859,21 @@ static void schedule(group *g) {
             if (!ok[i]) g->credit[i] = 0; /* nothing ready: no credit */
             else total += g->weight[i];
         }
-        for (int free = group_free(g); free > 0 && total > 0; free--) {
+        for (int free = group_free(g); free > 0 && total > 0;) {
             int pick = -1;
             for (int i = 0; i < g->n; i++)
                 if (ok[i] && (pick < 0 || g->credit[i] + g->weight[i] >
                                               g->credit[pick] + g->weight[pick]))
                     pick = i;
+            if (alloc[pick] >= m_own(g->m[pick])) {
+                /* its own slots are registered for pushes (they fill
+                 * those): it takes no more now, the others take its turns */
+                ok[pick] = 0;
+                total -= g->weight[pick];
+                continue;
+            }
             if (alloc[pick] >= room[pick]) break;
+            free--;
             for (int i = 0; i < g->n; i++)
                 if (ok[i]) g->credit[i] += g->weight[i];
             g->credit[pick] -= total;

@@ -4,6 +4,7 @@
  * frees), weighted order (starts follow the weights while every queue has
  * a backlog), a paused queue, and the stop of the whole worker.
  */
+#include "failalloc.h"
 #include "fixture.h"
 #include "harness.h"
 #include "server.h"
@@ -369,5 +370,44 @@ TEST(close_lets_jobs_of_every_queue_finish) {
         ASSERT_EQ(1, r->integer);
         freeReplyObject(r);
     }
+    env_stop(&e);
+}
+
+/* Out of memory at each allocation of rjq_worker_start_queues in turn: it
+ * returns RJQ_ENOMEM with nothing of it left (ASan: no leak), or starts
+ * (an allocation it can do without); then a worker of the same queues
+ * starts and runs a job of each. */
+TEST(start_queues_out_of_memory_leaves_nothing) {
+    test_env e;
+    env_start(&e, "mq_low");
+    rjq_queue *low = e.q, *high = open_queue(&e, "mq_high");
+    static mq_log l;
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_queue *qs[] = {high, low};
+    int weights[] = {2, 1};
+    long n = 0;
+    for (;; n++) {
+        memset(&l, 0, sizeof l);
+        failalloc_arm_once(n);
+        int rc = rjq_worker_start_queues(qs, 2, RJQ_WORKER_WEIGHTED, weights, &wo, handler, &l,
+                                         &l.w);
+        failalloc_disarm();
+        if (rc == RJQ_OK) {
+            ASSERT(l.w != NULL);
+            stop_worker(&e, &l);
+        } else {
+            ASSERT_EQ(RJQ_ENOMEM, rc);
+            ASSERT(l.w == NULL);
+        }
+        if (failalloc_failures() == 0) break;
+        ASSERT(n < 1000);
+    }
+    ASSERT(n > 5); /* it did fail allocations on the way */
+    memset(&l, 0, sizeof l);
+    ASSERT_OK(rjq_worker_start_queues(qs, 2, RJQ_WORKER_STRICT, NULL, &wo, handler, &l, &l.w));
+    enqueue_many(&e, low, "l", 1);
+    enqueue_many(&e, high, "h", 1);
+    ASSERT(loop_until_count(e.base, &l.done, 2, 10000));
+    stop_worker(&e, &l);
     env_stop(&e);
 }

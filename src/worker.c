@@ -759,9 +759,7 @@ static int send_claim(rjq_worker *w, int want, int reset) {
     return RJQ_OK;
 }
 
-/* Claim up to the free capacity (at most cap jobs): one claim when idle,
- * two halves in flight while hungry. A claim that replaces the
- * registration waits for those in flight and takes the offered slots too. */
+/* Jobs per claim: all of the capacity when idle, half while hungry. */
 static int claim_chunk(const rjq_worker *w) {
     int chunk = w->mode == CL_HUNGRY && w->concurrency >= 4
                     ? w->concurrency / 2 + w->concurrency % 2
@@ -769,6 +767,9 @@ static int claim_chunk(const rjq_worker *w) {
     return chunk > CLAIM_MAX ? CLAIM_MAX : chunk;
 }
 
+/* Claim up to the free capacity (at most cap jobs): one claim when idle,
+ * two halves in flight while hungry. A claim that replaces the
+ * registration waits for those in flight and takes the offered slots too. */
 static void claim_up_to(rjq_worker *w, int cap) {
     rjq_client *c = client_of(w);
     if (w->refused_until && rjq__now_ms() < w->refused_until) return; /* (its timer claims) */

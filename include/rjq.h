@@ -674,6 +674,59 @@ RJQ_API int rjq_worker_start(rjq_queue *q, const rjq_worker_options *opts,
                              rjq_handler_fn *handler, void *data,
                              rjq_worker **out);
 
+/*
+ * One worker serving several queues of the same client (as Sidekiq's and
+ * asynq's workers do), on the client's two connections, with push
+ * delivery and doorbells from each queue. `concurrency` (opts, as for
+ * rjq_worker_start, whose other options and promises apply to each queue:
+ * leases and their extension, reclaim, notices, pause, stale jobs handed
+ * back) bounds the jobs running at once across all the queues; the
+ * handler (and on_notice) serves them all, rjq_job_queue() tells a job's
+ * queue. The order in which free slots go to the queues:
+ *
+ * RJQ_WORKER_STRICT: in the order of queues[] (weights ignored, may be
+ * NULL). A queue is claimed from only for slots that every earlier queue
+ * could not fill: its last claim came back short and nothing it has heard
+ * of since (a doorbell, a push it had no room for, a delayed job coming
+ * due) is waiting. So when a slot frees, a job of an earlier queue that
+ * the worker knows of starts before any job of a later queue. What is
+ * not guaranteed: a claim of a later queue already in flight when the
+ * earlier queue's job arrives still starts its jobs (at most the slots
+ * that were free when it was sent, up to one claim's size), and a job
+ * whose push or doorbell is still on the way when the slot frees is not
+ * known yet. A job pushed to the worker while all its slots are taken
+ * goes back to its queue (attempt not counted) and makes that queue claim
+ * first at the next free slot. A later queue waits while an earlier one
+ * has a backlog (or its claims fail: they are retried after poll_ms).
+ *
+ * RJQ_WORKER_WEIGHTED: each free slot goes to one of the queues that may
+ * have jobs ready, by smooth weighted round robin over weights[] (n of
+ * them, each 1..RJQ_WORKER_WEIGHT_MAX): while every queue has a backlog,
+ * jobs start in proportion to the weights; a queue without jobs ready
+ * leaves its share to the others.
+ *
+ * queues: 1..RJQ_WORKER_QUEUES_MAX distinct queues of one client. *out is
+ * the worker's one handle: rjq_worker_stop() stops every queue's claims
+ * (cb once, when the jobs of all of them are finished),
+ * rjq_worker_running() counts the jobs of all of them, rjq_job_worker()
+ * returns it for each of their jobs. Returns RJQ_OK, RJQ_EINVAL (a NULL
+ * or repeated queue, queues of different clients, n or a weight out of
+ * range, no weights in weighted order, options as rjq_worker_start),
+ * RJQ_ENOMEM (nothing started) or RJQ_ECLOSED.
+ */
+#define RJQ_WORKER_QUEUES_MAX 16
+#define RJQ_WORKER_WEIGHT_MAX 1000
+typedef enum rjq_worker_order {
+    RJQ_WORKER_STRICT = 0,
+    RJQ_WORKER_WEIGHTED = 1
+} rjq_worker_order;
+
+RJQ_API int rjq_worker_start_queues(rjq_queue *const *queues, size_t n,
+                                    rjq_worker_order order, const int *weights,
+                                    const rjq_worker_options *opts,
+                                    rjq_handler_fn *handler, void *data,
+                                    rjq_worker **out);
+
 typedef void rjq_stopped_cb(rjq_worker *w, int status, void *data);
 
 /*
@@ -701,6 +754,9 @@ RJQ_API int rjq_job_max_attempts(const rjq_job *job);
  * identifies the claim. */
 RJQ_API const char *rjq_job_token(const rjq_job *job);
 RJQ_API rjq_worker *rjq_job_worker(const rjq_job *job); /* NULL if detached */
+/* The queue the job was claimed from (a worker of several queues serves
+ * many); NULL if detached. */
+RJQ_API rjq_queue *rjq_job_queue(const rjq_job *job);
 /* 0 while the job may run on, else why it must stop (the reason the
  * worker's on_notice got: RJQ_EJOBCANCELED or RJQ_ETIMEDOUT), for
  * handlers that look rather than listen. */

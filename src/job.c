@@ -38,7 +38,11 @@ const char *rjq_job_token(const rjq_job *job) {
 }
 
 rjq_worker *rjq_job_worker(const rjq_job *job) {
-    return job->w;
+    return job->w ? rjq__worker_handle(job->w) : NULL;
+}
+
+rjq_queue *rjq_job_queue(const rjq_job *job) {
+    return job->w ? rjq__worker_queue(job->w) : NULL;
 }
 
 int rjq_job_notice(const rjq_job *job) {

@@ -27,11 +27,16 @@
  * running jobs finish, or are handed back at the close's deadline) until
  * nothing of it is in flight, when it is freed.
  *
+ * A worker of several queues is a group of such workers, one per queue,
+ * under one slot budget; claim() asks the group's scheduler (see "several
+ * queues" below), which decides which member claims.
+ *
  * Invariants (check_invariants, asserted at every step):
  *   0 <= claiming <= CLAIMS_IN_FLIGHT; asked == 0 when claiming == 0;
  *   running + asked + fetching + offered <= concurrency (offered: the push
  *   ledger's; fetching: claimed jobs whose payloads are on the way);
- *   a STOPPING worker sends no claim.
+ *   a STOPPING worker sends no claim;
+ *   a group's members: sum of running + asked + fetching <= its concurrency.
  */
 #include <assert.h>
 #include <stdio.h>
@@ -58,6 +63,7 @@
 #define CLAIM_INLINE_MAX 2048
 
 typedef enum { W_ACTIVE, W_STOPPING } wstate;
+struct group;
 typedef enum { CL_IDLE, CL_HUNGRY } cmode;
 
 /* A worker's background request (lease extension, the stop's
@@ -98,8 +104,35 @@ struct rjq_worker {
     void *stop_data;
     rjq_job *jobs;            /* running jobs, for lease extension */
     rjq__timer poll_timer, extend_timer;
+    struct group *g;          /* its worker of several queues (NULL: none) */
+    int g_want;               /* it would claim now: the group's scheduler decides */
     struct rjq_worker *next;
 };
+
+/* A worker of several queues (rjq_worker_start_queues): one member worker
+ * per queue, each the claim loop above, under one budget of slots (their
+ * running + asked + fetching jobs together), and a scheduler that decides
+ * which member claims when slots are free. The members' registrations for
+ * push delivery are not in the budget (each registers what its last claim
+ * left, so an idle earlier queue does not keep later ones from claiming);
+ * a job pushed to a member while the budget is full goes back to the
+ * queue, attempt not counted, and marks the member out of step, so it
+ * claims before any later member when a slot frees (strict order). The
+ * user's handle is the first member; the members are freed together once
+ * every one of them has stopped. */
+typedef struct group {
+    int n, order, concurrency;
+    int scheduling;           /* schedule() is running (no re-entry) */
+    int kick;                 /* schedule on the next tick of a member's queue */
+    int alive;                /* members not yet stopped */
+    int stopping;             /* rjq_worker_stop() was called */
+    int status;               /* RJQ_ECANCELED once a member went with its client */
+    rjq_stopped_cb *stop_cb;
+    void *stop_data;
+    rjq_worker *m[RJQ_WORKER_QUEUES_MAX];
+    int weight[RJQ_WORKER_QUEUES_MAX];
+    long credit[RJQ_WORKER_QUEUES_MAX]; /* smooth weighted round robin */
+} group;
 
 /* The queue's workers. */
 typedef struct part {
@@ -112,8 +145,16 @@ static rjq_client *client_of(const rjq_worker *w) {
     return rjq_queue_client(w->q);
 }
 
+/* The group's slots in use (registered ones excluded). */
+static int group_used(const group *g) {
+    int used = 0;
+    for (int i = 0; i < g->n; i++) used += g->m[i]->running + g->m[i]->asked + g->m[i]->fetching;
+    return used;
+}
+
 static void check_invariants(const rjq_worker *w) {
     assert(w->running >= 0 && w->finishing >= 0);
+    assert(w->g == NULL || group_used(w->g) <= w->g->concurrency);
     assert(w->claiming >= 0 && w->claiming <= CLAIMS_IN_FLIGHT);
     assert(w->asked >= 0 && (w->claiming > 0 || w->asked == 0));
     assert(w->fetching >= 0 && w->ids_only >= 0);
@@ -151,6 +192,17 @@ static void detach(rjq_worker *w) {
 
 static int send_claim(rjq_worker *w, int want, int reset);
 
+/* A member has stopped (status RJQ_OK) or went with its client
+ * (RJQ_ECANCELED), detached: once the last one has, the stop callback gets
+ * the group's handle, then the members and the group are freed. */
+static void group_gone(group *g, int status) {
+    if (status != RJQ_OK) g->status = status;
+    if (--g->alive > 0) return;
+    if (g->stop_cb) g->stop_cb(g->m[0], g->status, g->stop_data);
+    for (int i = 0; i < g->n; i++) free(g->m[i]);
+    free(g);
+}
+
 /* Finish a stop once nothing of the worker is in flight. Once its
  * registration is gone (no push is made for it any more), a recovering
  * claim that takes nothing hands back every job pushed to it that it
@@ -167,6 +219,10 @@ static void check_stopped(rjq_worker *w) {
     }
     if (w->running || w->finishing || w->extend.busy) return;
     detach(w);
+    if (w->g) {
+        group_gone(w->g, RJQ_OK);
+        return;
+    }
     if (w->stop_cb) w->stop_cb(w, RJQ_OK, w->stop_data);
     free(w);
 }
@@ -182,14 +238,29 @@ static void destroy(rjq_worker *w) {
         j->tok = NULL;
     }
     detach(w);
+    if (w->g) {
+        group_gone(w->g, RJQ_ECANCELED);
+        return;
+    }
     if (w->state == W_STOPPING && w->stop_cb) w->stop_cb(w, RJQ_ECANCELED, w->stop_data);
     free(w);
 }
 
 /* ---- wake-ups ------------------------------------------------------------- */
 
-static int free_slots(const rjq_worker *w) {
+/* Its own free slots (its registered ones taken), not counting the group's. */
+static int own_free(const rjq_worker *w) {
     return w->concurrency - w->running - w->asked - w->fetching - rjq__reg_offered(w->reg);
+}
+
+static int group_free(const group *g) {
+    return g->concurrency - group_used(g);
+}
+
+static int free_slots(const rjq_worker *w) {
+    int n = own_free(w);
+    if (w->g && group_free(w->g) < n) n = group_free(w->g);
+    return n;
 }
 
 /* Work is ready: claim (with the registered slots too, see claim()). A
@@ -617,6 +688,10 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     free(jobs);
     int hungry = w->state == W_ACTIVE && w->mode == CL_HUNGRY;
     if (w->wake_pending || w->mode == CL_HUNGRY || rjq__reg_out_of_step(w->reg)) want_claim(w);
+    if (w->g && w->state == W_ACTIVE) { /* later members may claim now */
+        w->g->kick = 1;
+        rjq__queue_kick(q);
+    }
     check_stopped(w); /* (may free w) */
     /* A backlog: what these jobs freed (the completions of those that
      * finished at once, and the claim for their slots) goes out now, not
@@ -684,32 +759,144 @@ static int send_claim(rjq_worker *w, int want, int reset) {
     return RJQ_OK;
 }
 
-/* Claim up to the free capacity: one claim when idle, two halves in
- * flight while hungry. A claim that replaces the registration waits for
- * those in flight and takes the offered slots too. */
-static void claim(rjq_worker *w) {
-    rjq_client *c = client_of(w);
-    if (w->refused_until && rjq__now_ms() < w->refused_until) return; /* (its timer claims) */
-    int limit = w->mode == CL_HUNGRY ? CLAIMS_IN_FLIGHT : 1;
+/* Jobs per claim: all of the capacity when idle, half while hungry. */
+static int claim_chunk(const rjq_worker *w) {
     int chunk = w->mode == CL_HUNGRY && w->concurrency >= 4
                     ? w->concurrency / 2 + w->concurrency % 2
                     : w->concurrency;
-    if (chunk > CLAIM_MAX) chunk = CLAIM_MAX;
+    return chunk > CLAIM_MAX ? CLAIM_MAX : chunk;
+}
+
+/* Claim up to the free capacity (at most cap jobs): one claim when idle,
+ * two halves in flight while hungry. A claim that replaces the
+ * registration waits for those in flight and takes the offered slots too. */
+static void claim_up_to(rjq_worker *w, int cap) {
+    rjq_client *c = client_of(w);
+    if (w->refused_until && rjq__now_ms() < w->refused_until) return; /* (its timer claims) */
+    int limit = w->mode == CL_HUNGRY ? CLAIMS_IN_FLIGHT : 1;
+    int chunk = claim_chunk(w);
     /* Woken for work that was not pushed: take the offered slots back. */
     if (w->wake_pending && rjq__reg_offered(w->reg) != 0) rjq__reg_resync(w->reg);
-    while (w->state == W_ACTIVE && !rjq__closing(c) && w->claiming < limit) {
+    while (w->state == W_ACTIVE && !rjq__closing(c) && w->claiming < limit && cap > 0) {
         int reset = rjq__reg_out_of_step(w->reg);
         if (reset && w->claiming) return; /* on_claimed comes back here */
-        int slots = free_slots(w) + (reset ? rjq__reg_offered(w->reg) : 0);
+        int slots = own_free(w) + (reset ? rjq__reg_offered(w->reg) : 0);
+        if (w->g && group_free(w->g) < slots) slots = group_free(w->g);
+        if (slots > cap) slots = cap;
         if (slots <= 0) return;
-        if (send_claim(w, slots < chunk ? slots : chunk, reset) != RJQ_OK) {
+        int want = slots < chunk ? slots : chunk;
+        if (send_claim(w, want, reset) != RJQ_OK) {
             retry_later(w);
             return;
         }
+        cap -= want;
         /* Only a claim that went out after the doorbell answers it: a
          * doorbell heard while nothing could be sent stays pending. */
         w->wake_pending = 0;
     }
+}
+
+/* ---- several queues --------------------------------------------------------- */
+
+/* The member would claim: it has a backlog, heard of work, its
+ * registration is in doubt, or its own loop asked to. */
+static int m_wants(const rjq_worker *m) {
+    return m->g_want || m->wake_pending || m->mode == CL_HUNGRY || rjq__reg_out_of_step(m->reg);
+}
+
+/* Nothing known waits in its queue: its last claim came back short, it
+ * is registered for pushes, and no claim of it is in flight. */
+static int m_settled(const rjq_worker *m) {
+    return !m_wants(m) && m->claiming == 0;
+}
+
+/* How many jobs its claims could ask for now, by its claims in flight
+ * (claim_up_to's limits). */
+static int m_room(const rjq_worker *m) {
+    if (rjq__reg_out_of_step(m->reg) && m->claiming) return 0;
+    int limit = m->mode == CL_HUNGRY ? CLAIMS_IN_FLIGHT : 1;
+    return m->claiming < limit ? (limit - m->claiming) * claim_chunk(m) : 0;
+}
+
+/* How many its own slots would let it claim (its registered ones are
+ * kept for pushes unless the claim replaces the registration). */
+static int m_own(const rjq_worker *m) {
+    return own_free(m) + (rjq__reg_out_of_step(m->reg) ? rjq__reg_offered(m->reg) : 0);
+}
+
+/* Give the group's free slots to its members. Strict: in queue order, a
+ * member claims what it can; a later member claims only once every
+ * earlier one is settled (its queue had nothing more ready). Weighted:
+ * each free slot goes to a member that would claim, by smooth weighted
+ * round robin, so that starts follow the weights while queues have a
+ * backlog. */
+static void schedule(group *g) {
+    if (g->scheduling) return;
+    g->scheduling = 1;
+    if (g->order == RJQ_WORKER_STRICT) {
+        for (int i = 0; i < g->n; i++) {
+            rjq_worker *m = g->m[i];
+            if (m->state != W_ACTIVE) continue;
+            if (m_wants(m)) {
+                m->g_want = 0;
+                claim_up_to(m, g->concurrency);
+            }
+            if (!m_settled(m)) break;
+        }
+    } else {
+        /* A slot whose turn is a member's that cannot claim more now (its
+         * claims in flight) stays free until that member's claim is
+         * answered (on_claimed kicks this again): giving it to another
+         * would skew the shares. */
+        int alloc[RJQ_WORKER_QUEUES_MAX] = {0}, ok[RJQ_WORKER_QUEUES_MAX],
+            room[RJQ_WORKER_QUEUES_MAX];
+        long total = 0;
+        for (int i = 0; i < g->n; i++) {
+            rjq_worker *m = g->m[i];
+            /* (one refused for a permission waits for its timer, out of turn) */
+            ok[i] = m->state == W_ACTIVE && m_wants(m) &&
+                    !(m->refused_until && rjq__now_ms() < m->refused_until);
+            room[i] = ok[i] ? m_room(m) : 0;
+            if (!ok[i]) g->credit[i] = 0; /* nothing ready: no credit */
+            else total += g->weight[i];
+        }
+        for (int free = group_free(g); free > 0 && total > 0;) {
+            int pick = -1;
+            for (int i = 0; i < g->n; i++)
+                if (ok[i] && (pick < 0 || g->credit[i] + g->weight[i] >
+                                              g->credit[pick] + g->weight[pick]))
+                    pick = i;
+            if (alloc[pick] >= m_own(g->m[pick])) {
+                /* its own slots are registered for pushes (they fill
+                 * those): it takes no more now, the others take its turns */
+                ok[pick] = 0;
+                total -= g->weight[pick];
+                continue;
+            }
+            if (alloc[pick] >= room[pick]) break;
+            free--;
+            for (int i = 0; i < g->n; i++)
+                if (ok[i]) g->credit[i] += g->weight[i];
+            g->credit[pick] -= total;
+            alloc[pick]++;
+        }
+        for (int i = 0; i < g->n; i++)
+            if (alloc[i]) {
+                g->m[i]->g_want = 0;
+                claim_up_to(g->m[i], alloc[i]);
+            }
+    }
+    g->scheduling = 0;
+}
+
+/* Claim: a member asks its group's scheduler. */
+static void claim(rjq_worker *w) {
+    if (w->g == NULL) {
+        claim_up_to(w, w->concurrency);
+        return;
+    }
+    w->g_want = 1;
+    schedule(w->g);
 }
 
 /* ---- push delivery --------------------------------------------------------- */
@@ -732,9 +919,10 @@ static void take_pushed(void *arg, unsigned epoch, const rjq__pushed *d, size_t 
     size_t made = 0, nback = 0, nfetch = 0;
     for (size_t i = 0; i < n; i++) {
         /* (those to read count as running: they take a slot) */
+        int can_run = w->running + (int)nfetch < w->concurrency &&
+                      (w->g == NULL || group_free(w->g) - (int)nfetch > 0);
         int room = jobs && back && tok && (f || !big) && w->state == W_ACTIVE &&
-                   rjq__reg_accept(w->reg, epoch, free_slots(w) - (int)nfetch,
-                                   w->running + (int)nfetch < w->concurrency);
+                   rjq__reg_accept(w->reg, epoch, free_slots(w) - (int)nfetch, can_run);
         if (room && d[i].payload == NULL) {
             f[nfetch++] = d[i];
             continue;
@@ -787,7 +975,8 @@ static void reg_notice(void *arg, int reason, const char *token, size_t toklen, 
 static const rjq__reg_ops reg_ops = {take_pushed, reg_resync, reg_notice};
 
 int rjq__worker_offer(rjq_worker *w, rjq__offer *o) {
-    if (!w->want_offer || w->mode == CL_HUNGRY || w->state != W_ACTIVE ||
+    /* (a group's member claims instead: its scheduler decides) */
+    if (!w->want_offer || w->g || w->mode == CL_HUNGRY || w->state != W_ACTIVE ||
         rjq__reg_out_of_step(w->reg) || w->wake_pending)
         return 0; /* left to the tick: it claims */
     w->want_offer = 0;
@@ -916,6 +1105,10 @@ static void part_tick(rjq_queue *q, void *state) {
         if (w->want_claim || w->want_offer) {
             w->want_claim = w->want_offer = 0;
             claim(w);
+        }
+        if (w->g && w->g->kick) {
+            w->g->kick = 0;
+            schedule(w->g);
         }
         check_stopped(w);
     }
@@ -1097,21 +1290,24 @@ static int setup_timers(rjq_client *c, rjq_worker *w) {
     return RJQ_OK;
 }
 
-int rjq_worker_start(rjq_queue *q, const rjq_worker_options *o, rjq_handler_fn *handler,
-                     void *data, rjq_worker **out) {
-    if (q == NULL || handler == NULL || out == NULL) return RJQ_EINVAL;
-    *out = NULL;
-    rjq_client *c = rjq_queue_client(q);
-    if (!rjq__accepting(c) || rjq__draining(c)) return RJQ_ECLOSED;
+/* Options checked, as rjq_worker_start() documents. */
+static int check_options(rjq_client *c, const rjq_worker_options *o) {
     if (o && (o->concurrency < 0 || o->lease_ms < 0 || o->poll_ms < 0 || o->reclaim_ms < 0))
         return RJQ_EINVAL;
     if (o && o->lease_ms > 0 && o->lease_ms < 30) {
         rjq__errmsg(c, "lease_ms must be at least 30");
         return RJQ_EINVAL;
     }
+    return RJQ_OK;
+}
+
+/* A worker on q, made and linked but not yet claiming (see go_live). */
+static rjq_worker *make_worker(rjq_queue *q, const rjq_worker_options *o,
+                               rjq_handler_fn *handler, void *data) {
+    rjq_client *c = rjq_queue_client(q);
     part *p = part_of(q);
     rjq_worker *w = p ? calloc(1, sizeof *w) : NULL;
-    if (w == NULL) return RJQ_ENOMEM;
+    if (w == NULL) return NULL;
     w->q = q;
     w->handler = handler;
     w->on_notice = o ? o->on_notice : NULL;
@@ -1126,7 +1322,7 @@ int rjq_worker_start(rjq_queue *q, const rjq_worker_options *o, rjq_handler_fn *
     background_init(&w->deregister, w, "worker stop");
     if (setup_timers(c, w) != RJQ_OK) {
         free(w);
-        return RJQ_ENOMEM;
+        return NULL;
     }
     if ((w->reg = rjq__push_join(q, &reg_ops, w)) == NULL ||
         (w->held = rjq__held_join(q, rjq__reg_id(w->reg))) == NULL) {
@@ -1134,22 +1330,113 @@ int rjq_worker_start(rjq_queue *q, const rjq_worker_options *o, rjq_handler_fn *
         rjq__timer_teardown(c, &w->poll_timer);
         rjq__timer_teardown(c, &w->extend_timer);
         free(w);
-        return RJQ_ENOMEM;
+        return NULL;
     }
     w->next = p->workers;
     p->workers = w;
     /* (out of memory here: the queue is not visited; doorbells and pushes
      * still reach the worker) */
     rjq__upkeep_join(q, &visit_ops, p, w->reclaim_ms);
-    rjq__timer_start(c, &w->extend_timer, (uint64_t)(w->lease_ms / 3));
+    return w;
+}
+
+/* Undo make_worker (nothing of it was sent). */
+static void unmake_worker(rjq_worker *w) {
+    detach(w);
+    free(w);
+}
+
+/* Start its lease extension and its first claim. */
+static void go_live(rjq_worker *w) {
+    rjq__timer_start(client_of(w), &w->extend_timer, (uint64_t)(w->lease_ms / 3));
     want_claim(w);
-    rjq__queue_register(q);
+    rjq__queue_register(w->q);
+}
+
+int rjq_worker_start(rjq_queue *q, const rjq_worker_options *o, rjq_handler_fn *handler,
+                     void *data, rjq_worker **out) {
+    if (q == NULL || handler == NULL || out == NULL) return RJQ_EINVAL;
+    *out = NULL;
+    rjq_client *c = rjq_queue_client(q);
+    if (!rjq__accepting(c) || rjq__draining(c)) return RJQ_ECLOSED;
+    int rc = check_options(c, o);
+    if (rc != RJQ_OK) return rc;
+    rjq_worker *w = make_worker(q, o, handler, data);
+    if (w == NULL) return RJQ_ENOMEM;
+    go_live(w);
     *out = w;
+    return RJQ_OK;
+}
+
+int rjq_worker_start_queues(rjq_queue *const *queues, size_t n, rjq_worker_order order,
+                            const int *weights, const rjq_worker_options *o,
+                            rjq_handler_fn *handler, void *data, rjq_worker **out) {
+    if (out) *out = NULL;
+    if (queues == NULL || n == 0 || n > RJQ_WORKER_QUEUES_MAX || handler == NULL || out == NULL ||
+        (order != RJQ_WORKER_STRICT && order != RJQ_WORKER_WEIGHTED) ||
+        (order == RJQ_WORKER_WEIGHTED && weights == NULL))
+        return RJQ_EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        if (queues[i] == NULL || rjq_queue_client(queues[i]) != rjq_queue_client(queues[0]))
+            return RJQ_EINVAL;
+        for (size_t k = 0; k < i; k++)
+            if (queues[k] == queues[i]) return RJQ_EINVAL;
+        if (order == RJQ_WORKER_WEIGHTED &&
+            (weights[i] < 1 || weights[i] > RJQ_WORKER_WEIGHT_MAX))
+            return RJQ_EINVAL;
+    }
+    rjq_client *c = rjq_queue_client(queues[0]);
+    if (!rjq__accepting(c) || rjq__draining(c)) return RJQ_ECLOSED;
+    int rc = check_options(c, o);
+    if (rc != RJQ_OK) return rc;
+    group *g = calloc(1, sizeof *g);
+    if (g == NULL) return RJQ_ENOMEM;
+    g->order = order;
+    g->concurrency = o && o->concurrency ? o->concurrency : 1;
+    for (size_t i = 0; i < n; i++) {
+        rjq_worker *w = make_worker(queues[i], o, handler, data);
+        if (w == NULL) {
+            for (int k = 0; k < g->n; k++) unmake_worker(g->m[k]);
+            free(g);
+            return RJQ_ENOMEM;
+        }
+        w->g = g;
+        g->weight[g->n] = order == RJQ_WORKER_WEIGHTED ? weights[i] : 1;
+        g->m[g->n++] = w;
+    }
+    g->alive = g->n;
+    for (int i = 0; i < g->n; i++) go_live(g->m[i]);
+    *out = g->m[0];
+    return RJQ_OK;
+}
+
+/* (worker.h) The handle the user knows w by: its group's, or its own. */
+rjq_worker *rjq__worker_handle(rjq_worker *w) {
+    return w->g ? w->g->m[0] : w;
+}
+
+static int stop_group(group *g, rjq_stopped_cb *cb, void *data) {
+    for (int i = 0; i < g->n; i++)
+        if (g->m[i]->state == W_STOPPING) return RJQ_EBUSY;
+    rjq_client *c = client_of(g->m[0]);
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    rjq__enter(c); /* the HDELs may flush enqueues, whose callbacks may free c */
+    g->stopping = 1;
+    g->stop_cb = cb;
+    g->stop_data = data;
+    for (int i = 0; i < g->n && rjq__accepting(c); i++) stop(g->m[i], NULL, NULL);
+    if (!rjq__accepting(c)) { /* a flushed callback freed the client */
+        g->stop_cb = NULL;    /* cb is never called; the worker goes with c */
+        rjq__leave(c);
+        return RJQ_ECLOSED;
+    }
+    rjq__leave(c);
     return RJQ_OK;
 }
 
 int rjq_worker_stop(rjq_worker *w, rjq_stopped_cb *cb, void *data) {
     if (w == NULL) return RJQ_EINVAL;
+    if (w->g) return stop_group(w->g, cb, data);
     if (w->state == W_STOPPING) return RJQ_EBUSY;
     rjq_client *c = client_of(w);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
@@ -1165,5 +1452,8 @@ int rjq_worker_stop(rjq_worker *w, rjq_stopped_cb *cb, void *data) {
 }
 
 int rjq_worker_running(const rjq_worker *w) {
-    return w->running;
+    if (w->g == NULL) return w->running;
+    int n = 0;
+    for (int i = 0; i < w->g->n; i++) n += w->g->m[i]->running;
+    return n;
 }

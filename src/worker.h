@@ -10,6 +10,9 @@
 #include "queue.h"
 
 rjq_queue *rjq__worker_queue(const rjq_worker *w);
+/* The handle the user knows w by (a worker of several queues: its first
+ * queue's member). */
+rjq_worker *rjq__worker_handle(rjq_worker *w);
 
 /* The user finished job (its finish request is queued): it stops running
  * and is freed; the worker counts one finish in flight. */

@@ -6,10 +6,14 @@
  * bridges are child processes. Every bridge runs with a one-hour safety
  * poll, so rows move because their notifications wake it.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -86,6 +90,18 @@ static void workers_start(const char *queue, int n, int concurrency) {
         rjq_worker_options o = quiet_worker_options(concurrency);
         o.poll_ms = 200;
         ASSERT_OK(rjq_worker_start(queue_for(ws->c[i], queue), &o, handler, ws, &ws->w[i]));
+    }
+}
+
+/* One worker on each of the n queues. */
+static void workers_start_each(const char *const *queues, int n, int concurrency) {
+    workers *ws = &F.ws;
+    ws->n = n;
+    for (int i = 0; i < n; i++) {
+        ws->c[i] = client_for(F.e.base, &F.e.s);
+        rjq_worker_options o = quiet_worker_options(concurrency);
+        o.poll_ms = 200;
+        ASSERT_OK(rjq_worker_start(queue_for(ws->c[i], queues[i]), &o, handler, ws, &ws->w[i]));
     }
 }
 
@@ -209,6 +225,76 @@ static void move_rows_then_stop_bridge(long n) {
     insert_rows("jobs", 1, n, "0");
     wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", n, 30000);
     bridge_stop(b);
+}
+
+/* ---- the bridge's HTTP endpoints ------------------------------------------------------ */
+
+/* GET path from 127.0.0.1:port (blocking, 5 s at most): the status code,
+ * the body in body; -1 when nothing answers (not listening yet). */
+static int http_get(int port, const char *path, char *body, size_t size) {
+    body[0] = '\0';
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT(fd >= 0);
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons((unsigned short)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    char req[256];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+    ASSERT(write(fd, req, (size_t)n) == n);
+    static char buf[65536];
+    size_t len = 0;
+    ssize_t got;
+    while (len < sizeof buf - 1 && (got = read(fd, buf + len, sizeof buf - 1 - len)) > 0) len += (size_t)got;
+    close(fd);
+    buf[len] = '\0';
+    int code = -1;
+    if (sscanf(buf, "HTTP/1.%*d %d", &code) != 1) return -1;
+    const char *b = strstr(buf, "\r\n\r\n");
+    snprintf(body, size, "%s", b ? b + 4 : "");
+    return code;
+}
+
+/* The value of a sample line "name value" (name with its labels) in a
+ * /metrics body; fails the test when absent. */
+static double metric_of(const char *body, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = body; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, name, n) == 0 && p[n] == ' ') return atof(p + n + 1);
+    FAIL_AT(__FILE__, __LINE__, "no %s in /metrics:\n%s", name, body);
+    return 0;
+}
+
+/* Run the loop until GET /healthz answers code with needle in its body. */
+static void wait_health(int port, int code, const char *needle, long timeout_ms) {
+    double end = mono_ms() + (double)timeout_ms;
+    char body[4096];
+    int got = -1;
+    while (mono_ms() < end) {
+        got = http_get(port, "/healthz", body, sizeof body);
+        if (got == code && strstr(body, needle)) return;
+        loop_for(F.e.base, 50);
+    }
+    FAIL_AT(__FILE__, __LINE__, "/healthz: expected %d \"%s\", got %d \"%s\"", code, needle, got, body);
+}
+
+/* Run the loop until the metric has the value. */
+static void wait_metric(int port, const char *name, double want, long timeout_ms) {
+    double end = mono_ms() + (double)timeout_ms;
+    static char body[65536];
+    double got = -1;
+    while (mono_ms() < end) {
+        if (http_get(port, "/metrics", body, sizeof body) == 200 && (got = metric_of(body, name)) == want)
+            return;
+        loop_for(F.e.base, 50);
+    }
+    FAIL_AT(__FILE__, __LINE__, "%s: expected %g, got %g", name, want, got);
 }
 
 /* ---- the tests --------------------------------------------------------------------- */
@@ -554,4 +640,117 @@ TEST(init_is_idempotent_and_bad_options_exit_2) {
     const char *bad_pg[] = {"--pg", "host=127.0.0.1 port=1 connect_timeout=2", "--init", NULL};
     ASSERT_EQ(1, bridge_run(bad_pg));
     pg_stop(&F.p);
+}
+
+TEST(health_goes_red_on_lag_and_queued_rows_and_back_and_metrics_count_the_rows) {
+    setup();
+    /* enqueues into "blocked" fail: its rows wait in PostgreSQL */
+    redisReply *r = server_cmd(F.e.rc, "SET t:{blocked}:ready x");
+    freeReplyObject(r);
+    int port = free_port();
+    char listen[32];
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+    const char *extra[] = {"--listen", listen, "--alert-lag-ms", "500", "--alert-queued", "20", NULL};
+    pid_t b = bridge_spawn(extra);
+    wait_health(port, 200, "ok", 30000);
+    /* 10 rows of another queue move at once: the health stays green */
+    workers_start("jobs", 1, 8);
+    insert_rows("jobs", 1, 10, "0");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'completed'", 10, 30000);
+    wait_health(port, 200, "ok", 30000);
+    /* 30 rows the bridge cannot move: over both thresholds */
+    insert_rows("blocked", 11, 30, "0");
+    wait_health(port, 503, "over --alert-lag-ms 500", 30000);
+    wait_health(port, 503, "30 rows queued, over --alert-queued 20", 30000);
+    static char body[65536];
+    ASSERT_EQ(200, http_get(port, "/metrics", body, sizeof body));
+    ASSERT(metric_of(body, "rjq_pg_bridge_rows_queued") == 30);
+    ASSERT(metric_of(body, "rjq_pg_bridge_lag_seconds") > 0.5);
+    ASSERT(metric_of(body, "rjq_pg_bridge_rows_moved_total") == 10);
+    ASSERT(metric_of(body, "rjq_pg_bridge_outcomes_total{status=\"completed\"}") == 10);
+    ASSERT(metric_of(body, "rjq_pg_bridge_up{conn=\"redis\"}") == 1);
+    ASSERT(metric_of(body, "rjq_pg_bridge_up{conn=\"postgres_claims\"}") == 1);
+    ASSERT(metric_of(body, "rjq_pg_bridge_healthy") == 0);
+    ASSERT(strstr(body, "# TYPE rjq_pg_bridge_rows_moved_total counter\n"));
+    /* Redis takes them again: they move, run, and the health is green */
+    rjq_worker_options o = quiet_worker_options(8);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(queue_for(F.ws.c[0], "blocked"), &o, handler, &F.ws, &w));
+    r = server_cmd(F.e.rc, "DEL t:{blocked}:ready");
+    freeReplyObject(r);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'completed'", 40, 30000);
+    wait_health(port, 200, "ok", 30000);
+    wait_metric(port, "rjq_pg_bridge_rows_moved_total", 40, 10000);
+    wait_metric(port, "rjq_pg_bridge_outcomes_total{status=\"completed\"}", 40, 10000);
+    wait_metric(port, "rjq_pg_bridge_rows_queued", 0, 10000);
+    wait_metric(port, "rjq_pg_bridge_lag_seconds", 0, 10000);
+    ASSERT_EQ(404, http_get(port, "/nothing", body, sizeof body));
+    bridge_stop(b);
+    teardown();
+}
+
+TEST(health_says_which_connection_is_down) {
+    setup();
+    int port = free_port();
+    char listen[32];
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+    const char *extra[] = {"--listen", listen, NULL};
+    pid_t b = bridge_spawn(extra);
+    wait_health(port, 200, "ok", 30000);
+    pg_halt(&F.p);
+    wait_health(port, 503, "PostgreSQL is down", 30000);
+    wait_metric(port, "rjq_pg_bridge_up{conn=\"postgres_outcomes\"}", 0, 10000);
+    pg_resume(&F.p);
+    wait_health(port, 200, "ok", 30000);
+    bridge_stop(b);
+    teardown();
+}
+
+TEST(route_priority_sends_rows_of_10_100_200_to_high_base_and_low) {
+    setup();
+    const char *extra[] = {"--route-priority", "high=50,low=150", NULL};
+    /* a first bridge moves them (nobody runs them yet) and stops */
+    pid_t b = bridge_spawn(extra);
+    insert_rows("jobs", 1, 10, "10");
+    insert_rows("jobs", 11, 20, "100");
+    insert_rows("jobs", 31, 30, "200");
+    insert_rows("jobs", 61, 2, "50");  /* the thresholds themselves: high, base */
+    insert_rows("jobs", 63, 2, "150");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", 64, 30000);
+    bridge_stop(b);
+    ASSERT_EQ(12, get_stats(F.e.base, queue_for(F.e.c, "jobs:high")).ready);
+    ASSERT_EQ(22, get_stats(F.e.base, F.e.q).ready);
+    ASSERT_EQ(30, get_stats(F.e.base, queue_for(F.e.c, "jobs:low")).ready);
+    /* a restarted bridge finds their outcomes in the routed queues (an
+     * await in the wrong queue would say "not found" and send the row
+     * back to queued) */
+    const char *queues[] = {"jobs:high", "jobs", "jobs:low"};
+    workers_start_each(queues, 3, 4);
+    int port = free_port();
+    char listen[32];
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+    const char *again[] = {"--route-priority", "high=50,low=150", "--listen", listen, NULL};
+    b = bridge_spawn(again);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 30000);
+    assert_all_completed_once(64);
+    wait_metric(port, "rjq_pg_bridge_outcomes_total{status=\"completed\"}", 64, 10000);
+    static char body[65536];
+    ASSERT_EQ(200, http_get(port, "/metrics", body, sizeof body));
+    ASSERT(metric_of(body, "rjq_pg_bridge_outcomes_total{status=\"queued\"}") == 0);
+    ASSERT(metric_of(body, "rjq_pg_bridge_rows_existing_total") == 0);
+    /* and a bridge serving "jobs" opens the routed queues too: a live row */
+    bridge_stop(b);
+    const char *served[] = {"--route-priority", "low=150", "--queues", "jobs", NULL};
+    b = bridge_spawn(served);
+    insert_rows("jobs", 65, 1, "151");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 30000);
+    ASSERT_EQ(31, get_stats(F.e.base, queue_for(F.e.c, "jobs:low")).enqueued);
+    bridge_stop(b);
+    const char *bad[] = {"--route-priority", "high=200,low=100", NULL};
+    ASSERT_EQ(2, bridge_run(bad));
+    const char *bad2[] = {"--route-priority", "urgent=1", NULL};
+    ASSERT_EQ(2, bridge_run(bad2));
+    const char *bad3[] = {"--alert-lag-ms", "100", NULL};
+    ASSERT_EQ(2, bridge_run(bad3));
+    teardown();
 }

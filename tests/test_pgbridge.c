@@ -754,3 +754,80 @@ TEST(route_priority_sends_rows_of_10_100_200_to_high_base_and_low) {
     ASSERT_EQ(2, bridge_run(bad3));
     teardown();
 }
+
+/* The user of `rjq -p t acl --role bridge` (CHANGE-ME -> pw) on the server. */
+static void create_bridge_user(redisContext *rc, const char *pw) {
+    FILE *p = popen(RJQ_BUILD_DIR "/rjq -p t acl --role bridge", "r");
+    ASSERT(p != NULL);
+    char line[4096], secret[64];
+    snprintf(secret, sizeof secret, ">%s", pw);
+    int users = 0;
+    while (fgets(line, sizeof line, p)) {
+        if (strncmp(line, "ACL SETUSER ", 12) != 0) continue;
+        const char *argv[128];
+        size_t n = 0;
+        for (char *tok = strtok(line, " \n"); tok && n < 128; tok = strtok(NULL, " \n"))
+            argv[n++] = strcmp(tok, ">CHANGE-ME") == 0 ? secret : tok;
+        redisReply *r = redisCommandArgv(rc, (int)n, argv, NULL);
+        ASSERT(r != NULL);
+        if (r->type == REDIS_REPLY_ERROR) FAIL_AT(__FILE__, __LINE__, "%s: %s", argv[2], r->str);
+        freeReplyObject(r);
+        users++;
+    }
+    ASSERT_EQ(0, pclose(p));
+    ASSERT_EQ(1, users);
+}
+
+TEST(a_bridge_under_the_acl_role_bridge_moves_follows_and_is_refused_the_rest) {
+    setup();
+    create_bridge_user(F.e.rc, "bridge-pw");
+    redisReply *r = server_cmd(F.e.rc, "ACL LOG RESET");
+    freeReplyObject(r);
+    char url[128];
+    snprintf(url, sizeof url, "redis://rjq-pg-bridge:bridge-pw@127.0.0.1:%d", F.e.s.port);
+    F.ws.fail_pattern = 1;
+    workers_start("jobs", 1, 4);
+    const char *extra[] = {"-u", url, "--route-priority", "high=-1", NULL};
+    pid_t b = bridge_spawn(extra);
+    insert_rows("jobs", 1, 40, "g % 3 - 1"); /* priority -1: into jobs:high, unserved */
+    pg_exec(&F.p, "INSERT INTO rjq_jobs (queue, payload, max_attempts) VALUES ('jobs', 'fail', 1)");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE queue = 'jobs' AND status IN ('completed', 'failed')",
+            28, 30000);
+    ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status = 'failed' AND error = 'it failed on purpose'"));
+    /* a restarted bridge follows the rows left open (awaits, job reads) */
+    bridge_stop(b);
+    rjq_worker_options o = quiet_worker_options(4);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(queue_for(F.ws.c[0], "jobs:high"), &o, handler, &F.ws, &w));
+    b = bridge_spawn(extra);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status NOT IN ('completed', 'failed')", 0, 30000);
+    ASSERT_EQ(40, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status = 'completed'"));
+    bridge_stop(b);
+    /* the role was enough for all of it: Redis refused it nothing but
+     * FUNCTION LOAD (an administrator's command: rjq runs its scripts with
+     * EVALSHA then) */
+    r = server_cmd(F.e.rc, "ACL LOG");
+    ASSERT(r->type == REDIS_REPLY_ARRAY);
+    for (size_t i = 0; i < r->elements; i++) { /* each entry: a flat list of fields */
+        const redisReply *e = r->element[i];
+        for (size_t k = 0; k + 1 < e->elements; k += 2)
+            if (strcmp(e->element[k]->str, "object") == 0 && strcmp(e->element[k + 1]->str, "function|load") != 0)
+                FAIL_AT(__FILE__, __LINE__, "the bridge was refused %s", e->element[k + 1]->str);
+    }
+    freeReplyObject(r);
+    /* and it is refused what it does not need */
+    redisContext *as = server_connect(&F.e.s);
+    r = server_cmd(as, "AUTH rjq-pg-bridge bridge-pw");
+    ASSERT(r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    redisReply *no[] = {server_cmd(as, "FLUSHALL"), server_cmd(as, "CONFIG GET maxmemory"),
+                        server_cmd(as, "GET other:{jobs}:ready"), server_cmd(as, "DEL t:{jobs}:ready"),
+                        server_cmd(as, "SET t:{jobs}:ready x")};
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
+        if (no[i]->type != REDIS_REPLY_ERROR || strncmp(no[i]->str, "NOPERM", 6) != 0)
+            FAIL_AT(__FILE__, __LINE__, "command %zu was not refused", i);
+        freeReplyObject(no[i]);
+    }
+    redisFree(as);
+    teardown();
+}

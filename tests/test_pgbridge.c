@@ -778,19 +778,41 @@ static void create_bridge_user(redisContext *rc, const char *pw) {
     ASSERT_EQ(1, users);
 }
 
-TEST(a_bridge_under_the_acl_role_bridge_moves_follows_and_is_refused_the_rest) {
+/* The least privileges README.md documents, on both sides: the Redis user
+ * of `rjq acl --role bridge`, and PostgreSQL roles with only the grants
+ * listed for the bridge and for an inserting application. */
+TEST(a_bridge_with_the_least_privileges_documented_moves_follows_and_is_refused_the_rest) {
     setup();
     create_bridge_user(F.e.rc, "bridge-pw");
+    pg_exec(&F.p, "CREATE ROLE rjq_bridge LOGIN; GRANT SELECT, UPDATE ON rjq_jobs TO rjq_bridge;"
+                  "CREATE ROLE app LOGIN; GRANT INSERT ON rjq_jobs TO app;"
+                  "GRANT USAGE ON SEQUENCE rjq_jobs_id_seq TO app");
+    char pg_bridge[320], pg_app[320];
+    snprintf(pg_bridge, sizeof pg_bridge, "%s user=rjq_bridge", F.p.conninfo);
+    snprintf(pg_app, sizeof pg_app, "%s user=app", F.p.conninfo);
+    PGconn *app = PQconnectdb(pg_app);
+    ASSERT(PQstatus(app) == CONNECTION_OK);
     redisReply *r = server_cmd(F.e.rc, "ACL LOG RESET");
     freeReplyObject(r);
     char url[128];
     snprintf(url, sizeof url, "redis://rjq-pg-bridge:bridge-pw@127.0.0.1:%d", F.e.s.port);
     F.ws.fail_pattern = 1;
     workers_start("jobs", 1, 4);
-    const char *extra[] = {"-u", url, "--route-priority", "high=-1", NULL};
+    int port = free_port();
+    char listen[32];
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+    const char *extra[] = {"-u", url, "--pg", pg_bridge, "--route-priority", "high=-1", "--listen", listen, NULL};
     pid_t b = bridge_spawn(extra);
-    insert_rows("jobs", 1, 40, "g % 3 - 1"); /* priority -1: into jobs:high, unserved */
-    pg_exec(&F.p, "INSERT INTO rjq_jobs (queue, payload, max_attempts) VALUES ('jobs', 'fail', 1)");
+    /* the application inserts (priority -1: into jobs:high, unserved for now) */
+    PGresult *res = PQexec(app, "INSERT INTO rjq_jobs (queue, payload, priority) "
+                                "SELECT 'jobs', convert_to('p' || g, 'UTF8'), g % 3 - 1 "
+                                "FROM generate_series(1, 40) g ORDER BY g");
+    ASSERT(PQresultStatus(res) == PGRES_COMMAND_OK);
+    PQclear(res);
+    res = PQexec(app, "INSERT INTO rjq_jobs (queue, payload, max_attempts) VALUES ('jobs', 'fail', 1)");
+    ASSERT(PQresultStatus(res) == PGRES_COMMAND_OK);
+    PQclear(res);
+    PQfinish(app);
     wait_pg("SELECT count(*) FROM rjq_jobs WHERE queue = 'jobs' AND status IN ('completed', 'failed')",
             28, 30000);
     ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status = 'failed' AND error = 'it failed on purpose'"));
@@ -802,6 +824,7 @@ TEST(a_bridge_under_the_acl_role_bridge_moves_follows_and_is_refused_the_rest) {
     b = bridge_spawn(extra);
     wait_pg("SELECT count(*) FROM rjq_jobs WHERE status NOT IN ('completed', 'failed')", 0, 30000);
     ASSERT_EQ(40, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status = 'completed'"));
+    wait_health(port, 200, "ok", 30000); /* the health's count of queued rows too */
     bridge_stop(b);
     /* the role was enough for all of it: Redis refused it nothing but
      * FUNCTION LOAD (an administrator's command: rjq runs its scripts with

@@ -73,6 +73,14 @@ static void on_sampled(void *arg, PGresult **res, int n, const char *err, const 
     h->have = 1;
 }
 
+/* Count the queued rows (one query at a time). */
+static void count_queued(health *h) {
+    if (h->sampling || !pgconn_up(h->pg)) return;
+    const char *v[1] = {bridge_queues_literal(h->b)};
+    pgconn_query(h->pg, HEALTH_SQL_QUEUED, 1, v, NULL, NULL, 0);
+    if (pgconn_sync(h->pg, on_sampled, h) == 0) h->sampling = 1;
+}
+
 static void on_sample(evutil_socket_t fd, short what, void *arg) {
     (void)fd;
     (void)what;
@@ -83,10 +91,7 @@ static void on_sample(evutil_socket_t fd, short what, void *arg) {
     if (h->rate_at > 0 && t > h->rate_at) h->rate = (double)(c.moved - h->moved_at_sample) / (t - h->rate_at);
     h->rate_at = t;
     h->moved_at_sample = c.moved;
-    if (h->sampling || !pgconn_up(h->pg)) return;
-    const char *v[1] = {bridge_queues_literal(h->b)};
-    pgconn_query(h->pg, HEALTH_SQL_QUEUED, 1, v, NULL, NULL, 0);
-    if (pgconn_sync(h->pg, on_sampled, h) == 0) h->sampling = 1;
+    count_queued(h);
 }
 
 static void on_pg_state(pgconn *p, int up, const char *err, void *arg) {
@@ -94,7 +99,7 @@ static void on_pg_state(pgconn *p, int up, const char *err, void *arg) {
     (void)err;
     health *h = arg;
     if (!up) h->sampling = 0;
-    else on_sample(-1, 0, h);
+    else count_queued(h);
 }
 
 /* ---- the handlers -------------------------------------------------------------- */

@@ -672,6 +672,8 @@ TEST(health_goes_red_on_lag_and_queued_rows_and_back_and_metrics_count_the_rows)
     ASSERT(metric_of(body, "rjq_pg_bridge_rows_queued") == 30);
     ASSERT(metric_of(body, "rjq_pg_bridge_lag_seconds") > 0.5);
     ASSERT(metric_of(body, "rjq_pg_bridge_rows_moved_total") == 10);
+    ASSERT(metric_of(body, "rjq_pg_bridge_rows_moved_per_second") >= 0);
+    ASSERT(metric_of(body, "rjq_pg_bridge_sample_age_seconds") >= 0);
     ASSERT(metric_of(body, "rjq_pg_bridge_outcomes_total{status=\"completed\"}") == 10);
     ASSERT(metric_of(body, "rjq_pg_bridge_up{conn=\"redis\"}") == 1);
     ASSERT(metric_of(body, "rjq_pg_bridge_up{conn=\"postgres_claims\"}") == 1);

@@ -122,12 +122,13 @@ void pg_start(pg_server *p) {
     }
 }
 
-/* A fast shutdown, waited for (the postmaster is not our child). */
-static void pg_shutdown(pg_server *p) {
+/* A shutdown by sig (SIGINT: fast, SIGQUIT: immediate), waited for (the
+ * postmaster is not our child). */
+static void pg_shutdown_by(pg_server *p, int sig) {
     if (p->conn) PQfinish(p->conn);
     p->conn = NULL;
     if (p->pid <= 0) return;
-    kill(p->pid, SIGINT);
+    kill(p->pid, sig);
     for (int i = 0; i < 600 && kill(p->pid, 0) == 0; i++) usleep(50 * 1000);
     if (kill(p->pid, 0) == 0) kill(p->pid, SIGKILL);
     for (int i = 0; i < 100 && kill(p->pid, 0) == 0; i++) usleep(50 * 1000);
@@ -135,8 +136,16 @@ static void pg_shutdown(pg_server *p) {
     p->pid = 0;
 }
 
+static void pg_shutdown(pg_server *p) {
+    pg_shutdown_by(p, SIGINT);
+}
+
 void pg_halt(pg_server *p) {
     pg_shutdown(p);
+}
+
+void pg_crash(pg_server *p) {
+    pg_shutdown_by(p, SIGQUIT);
 }
 
 void pg_resume(pg_server *p) {

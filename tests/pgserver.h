@@ -27,6 +27,9 @@ void pg_start(pg_server *p);
  * data and connects again. */
 void pg_halt(pg_server *p);
 void pg_resume(pg_server *p);
+/* An immediate shutdown (SIGQUIT: no checkpoint, the next start recovers
+ * from the WAL, as after a crash), waited for; pg_resume starts it again. */
+void pg_crash(pg_server *p);
 /* Stop it and remove its directory. */
 void pg_stop(pg_server *p);
 

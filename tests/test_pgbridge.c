@@ -6,10 +6,14 @@
  * bridges are child processes. Every bridge runs with a one-hour safety
  * poll, so rows move because their notifications wake it.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -86,6 +90,18 @@ static void workers_start(const char *queue, int n, int concurrency) {
         rjq_worker_options o = quiet_worker_options(concurrency);
         o.poll_ms = 200;
         ASSERT_OK(rjq_worker_start(queue_for(ws->c[i], queue), &o, handler, ws, &ws->w[i]));
+    }
+}
+
+/* One worker on each of the n queues. */
+static void workers_start_each(const char *const *queues, int n, int concurrency) {
+    workers *ws = &F.ws;
+    ws->n = n;
+    for (int i = 0; i < n; i++) {
+        ws->c[i] = client_for(F.e.base, &F.e.s);
+        rjq_worker_options o = quiet_worker_options(concurrency);
+        o.poll_ms = 200;
+        ASSERT_OK(rjq_worker_start(queue_for(ws->c[i], queues[i]), &o, handler, ws, &ws->w[i]));
     }
 }
 
@@ -192,8 +208,13 @@ static void insert_rows(const char *queue, long first, long n, const char *prio)
 static void assert_all_completed_once(long rows) {
     ASSERT_EQ(rows, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status = 'completed' AND "
                               "result = convert_to('r:', 'UTF8') || payload AND attempts = 1"));
+    long wrong = 0, first = 0;
     for (long i = 1; i <= rows; i++)
-        if (F.ws.runs[i] != 1) FAIL_AT(__FILE__, __LINE__, "row %ld ran %ld times", i, F.ws.runs[i]);
+        if (F.ws.runs[i] != 1 && wrong++ < 20) {
+            fprintf(stderr, "row %ld ran %ld times\n", i, F.ws.runs[i]);
+            if (!first) first = i;
+        }
+    if (wrong) FAIL_AT(__FILE__, __LINE__, "%ld rows did not run once (runs in all: %ld)", wrong, F.ws.total);
 }
 
 /* Run the loop until the workers started n jobs (or fail). */
@@ -209,6 +230,76 @@ static void move_rows_then_stop_bridge(long n) {
     insert_rows("jobs", 1, n, "0");
     wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", n, 30000);
     bridge_stop(b);
+}
+
+/* ---- the bridge's HTTP endpoints ------------------------------------------------------ */
+
+/* GET path from 127.0.0.1:port (blocking, 5 s at most): the status code,
+ * the body in body; -1 when nothing answers (not listening yet). */
+static int http_get(int port, const char *path, char *body, size_t size) {
+    body[0] = '\0';
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT(fd >= 0);
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons((unsigned short)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    char req[256];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+    ASSERT(write(fd, req, (size_t)n) == n);
+    static char buf[65536];
+    size_t len = 0;
+    ssize_t got;
+    while (len < sizeof buf - 1 && (got = read(fd, buf + len, sizeof buf - 1 - len)) > 0) len += (size_t)got;
+    close(fd);
+    buf[len] = '\0';
+    int code = -1;
+    if (sscanf(buf, "HTTP/1.%*d %d", &code) != 1) return -1;
+    const char *b = strstr(buf, "\r\n\r\n");
+    snprintf(body, size, "%s", b ? b + 4 : "");
+    return code;
+}
+
+/* The value of a sample line "name value" (name with its labels) in a
+ * /metrics body; fails the test when absent. */
+static double metric_of(const char *body, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = body; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, name, n) == 0 && p[n] == ' ') return atof(p + n + 1);
+    FAIL_AT(__FILE__, __LINE__, "no %s in /metrics:\n%s", name, body);
+    return 0;
+}
+
+/* Run the loop until GET /healthz answers code with needle in its body. */
+static void wait_health(int port, int code, const char *needle, long timeout_ms) {
+    double end = mono_ms() + (double)timeout_ms;
+    char body[4096];
+    int got = -1;
+    while (mono_ms() < end) {
+        got = http_get(port, "/healthz", body, sizeof body);
+        if (got == code && strstr(body, needle)) return;
+        loop_for(F.e.base, 50);
+    }
+    FAIL_AT(__FILE__, __LINE__, "/healthz: expected %d \"%s\", got %d \"%s\"", code, needle, got, body);
+}
+
+/* Run the loop until the metric has the value. */
+static void wait_metric(int port, const char *name, double want, long timeout_ms) {
+    double end = mono_ms() + (double)timeout_ms;
+    static char body[65536];
+    double got = -1;
+    while (mono_ms() < end) {
+        if (http_get(port, "/metrics", body, sizeof body) == 200 && (got = metric_of(body, name)) == want)
+            return;
+        loop_for(F.e.base, 50);
+    }
+    FAIL_AT(__FILE__, __LINE__, "%s: expected %g, got %g", name, want, got);
 }
 
 /* ---- the tests --------------------------------------------------------------------- */
@@ -554,4 +645,291 @@ TEST(init_is_idempotent_and_bad_options_exit_2) {
     const char *bad_pg[] = {"--pg", "host=127.0.0.1 port=1 connect_timeout=2", "--init", NULL};
     ASSERT_EQ(1, bridge_run(bad_pg));
     pg_stop(&F.p);
+}
+
+TEST(health_goes_red_on_lag_and_queued_rows_and_back_and_metrics_count_the_rows) {
+    setup();
+    /* enqueues into "blocked" fail: its rows wait in PostgreSQL */
+    redisReply *r = server_cmd(F.e.rc, "SET t:{blocked}:ready x");
+    freeReplyObject(r);
+    int port = free_port();
+    char listen[32];
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+    const char *extra[] = {"--listen", listen, "--alert-lag-ms", "500", "--alert-queued", "20", NULL};
+    pid_t b = bridge_spawn(extra);
+    wait_health(port, 200, "ok", 30000);
+    /* 10 rows of another queue move at once: the health stays green */
+    workers_start("jobs", 1, 8);
+    insert_rows("jobs", 1, 10, "0");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'completed'", 10, 30000);
+    wait_health(port, 200, "ok", 30000);
+    /* 30 rows the bridge cannot move: over both thresholds */
+    insert_rows("blocked", 11, 30, "0");
+    wait_health(port, 503, "over --alert-lag-ms 500", 30000);
+    wait_health(port, 503, "30 rows queued, over --alert-queued 20", 30000);
+    static char body[65536];
+    ASSERT_EQ(200, http_get(port, "/metrics", body, sizeof body));
+    ASSERT(metric_of(body, "rjq_pg_bridge_rows_queued") == 30);
+    ASSERT(metric_of(body, "rjq_pg_bridge_lag_seconds") > 0.5);
+    ASSERT(metric_of(body, "rjq_pg_bridge_rows_moved_total") == 10);
+    ASSERT(metric_of(body, "rjq_pg_bridge_rows_moved_per_second") >= 0);
+    ASSERT(metric_of(body, "rjq_pg_bridge_sample_age_seconds") >= 0);
+    ASSERT(metric_of(body, "rjq_pg_bridge_outcomes_total{status=\"completed\"}") == 10);
+    ASSERT(metric_of(body, "rjq_pg_bridge_up{conn=\"redis\"}") == 1);
+    ASSERT(metric_of(body, "rjq_pg_bridge_up{conn=\"postgres_claims\"}") == 1);
+    ASSERT(metric_of(body, "rjq_pg_bridge_healthy") == 0);
+    ASSERT(strstr(body, "# TYPE rjq_pg_bridge_rows_moved_total counter\n"));
+    /* Redis takes them again: they move, run, and the health is green */
+    rjq_worker_options o = quiet_worker_options(8);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(queue_for(F.ws.c[0], "blocked"), &o, handler, &F.ws, &w));
+    r = server_cmd(F.e.rc, "DEL t:{blocked}:ready");
+    freeReplyObject(r);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'completed'", 40, 30000);
+    wait_health(port, 200, "ok", 30000);
+    wait_metric(port, "rjq_pg_bridge_rows_moved_total", 40, 10000);
+    wait_metric(port, "rjq_pg_bridge_outcomes_total{status=\"completed\"}", 40, 10000);
+    wait_metric(port, "rjq_pg_bridge_rows_queued", 0, 10000);
+    wait_metric(port, "rjq_pg_bridge_lag_seconds", 0, 10000);
+    ASSERT_EQ(404, http_get(port, "/nothing", body, sizeof body));
+    bridge_stop(b);
+    teardown();
+}
+
+TEST(health_says_which_connection_is_down) {
+    setup();
+    int port = free_port();
+    char listen[32];
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+    const char *extra[] = {"--listen", listen, NULL};
+    pid_t b = bridge_spawn(extra);
+    wait_health(port, 200, "ok", 30000);
+    pg_halt(&F.p);
+    wait_health(port, 503, "PostgreSQL is down", 30000);
+    wait_metric(port, "rjq_pg_bridge_up{conn=\"postgres_outcomes\"}", 0, 10000);
+    pg_resume(&F.p);
+    wait_health(port, 200, "ok", 30000);
+    bridge_stop(b);
+    teardown();
+}
+
+TEST(route_priority_sends_rows_of_10_100_200_to_high_base_and_low) {
+    setup();
+    const char *extra[] = {"--route-priority", "high=50,low=150", NULL};
+    /* a first bridge moves them (nobody runs them yet) and stops */
+    pid_t b = bridge_spawn(extra);
+    insert_rows("jobs", 1, 10, "10");
+    insert_rows("jobs", 11, 20, "100");
+    insert_rows("jobs", 31, 30, "200");
+    insert_rows("jobs", 61, 2, "50");  /* the thresholds themselves: high, base */
+    insert_rows("jobs", 63, 2, "150");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", 64, 30000);
+    bridge_stop(b);
+    ASSERT_EQ(12, get_stats(F.e.base, queue_for(F.e.c, "jobs:high")).ready);
+    ASSERT_EQ(22, get_stats(F.e.base, F.e.q).ready);
+    ASSERT_EQ(30, get_stats(F.e.base, queue_for(F.e.c, "jobs:low")).ready);
+    /* a restarted bridge finds their outcomes in the routed queues (an
+     * await in the wrong queue would say "not found" and send the row
+     * back to queued) */
+    const char *queues[] = {"jobs:high", "jobs", "jobs:low"};
+    workers_start_each(queues, 3, 4);
+    int port = free_port();
+    char listen[32];
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+    const char *again[] = {"--route-priority", "high=50,low=150", "--listen", listen, NULL};
+    b = bridge_spawn(again);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 30000);
+    assert_all_completed_once(64);
+    wait_metric(port, "rjq_pg_bridge_outcomes_total{status=\"completed\"}", 64, 10000);
+    static char body[65536];
+    ASSERT_EQ(200, http_get(port, "/metrics", body, sizeof body));
+    ASSERT(metric_of(body, "rjq_pg_bridge_outcomes_total{status=\"queued\"}") == 0);
+    ASSERT(metric_of(body, "rjq_pg_bridge_rows_existing_total") == 0);
+    /* and a bridge serving "jobs" opens the routed queues too: a live row */
+    bridge_stop(b);
+    const char *served[] = {"--route-priority", "low=150", "--queues", "jobs", NULL};
+    b = bridge_spawn(served);
+    insert_rows("jobs", 65, 1, "151");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 30000);
+    ASSERT_EQ(31, get_stats(F.e.base, queue_for(F.e.c, "jobs:low")).enqueued);
+    bridge_stop(b);
+    const char *bad[] = {"--route-priority", "high=200,low=100", NULL};
+    ASSERT_EQ(2, bridge_run(bad));
+    const char *bad2[] = {"--route-priority", "urgent=1", NULL};
+    ASSERT_EQ(2, bridge_run(bad2));
+    const char *bad3[] = {"--alert-lag-ms", "100", NULL};
+    ASSERT_EQ(2, bridge_run(bad3));
+    teardown();
+}
+
+/* The user of `rjq -p t acl --role bridge` (CHANGE-ME -> pw) on the server. */
+static void create_bridge_user(redisContext *rc, const char *pw) {
+    FILE *p = popen(RJQ_BUILD_DIR "/rjq -p t acl --role bridge", "r");
+    ASSERT(p != NULL);
+    char line[4096], secret[64];
+    snprintf(secret, sizeof secret, ">%s", pw);
+    int users = 0;
+    while (fgets(line, sizeof line, p)) {
+        if (strncmp(line, "ACL SETUSER ", 12) != 0) continue;
+        const char *argv[128];
+        size_t n = 0;
+        for (char *tok = strtok(line, " \n"); tok && n < 128; tok = strtok(NULL, " \n"))
+            argv[n++] = strcmp(tok, ">CHANGE-ME") == 0 ? secret : tok;
+        redisReply *r = redisCommandArgv(rc, (int)n, argv, NULL);
+        ASSERT(r != NULL);
+        if (r->type == REDIS_REPLY_ERROR) FAIL_AT(__FILE__, __LINE__, "%s: %s", argv[2], r->str);
+        freeReplyObject(r);
+        users++;
+    }
+    ASSERT_EQ(0, pclose(p));
+    ASSERT_EQ(1, users);
+}
+
+/* The least privileges README.md documents, on both sides: the Redis user
+ * of `rjq acl --role bridge`, and PostgreSQL roles with only the grants
+ * listed for the bridge and for an inserting application. */
+TEST(a_bridge_with_the_least_privileges_documented_moves_follows_and_is_refused_the_rest) {
+    setup();
+    create_bridge_user(F.e.rc, "bridge-pw");
+    pg_exec(&F.p, "CREATE ROLE rjq_bridge LOGIN; GRANT SELECT, UPDATE ON rjq_jobs TO rjq_bridge;"
+                  "CREATE ROLE app LOGIN; GRANT INSERT ON rjq_jobs TO app;"
+                  "GRANT USAGE ON SEQUENCE rjq_jobs_id_seq TO app");
+    char pg_bridge[320], pg_app[320];
+    snprintf(pg_bridge, sizeof pg_bridge, "%s user=rjq_bridge", F.p.conninfo);
+    snprintf(pg_app, sizeof pg_app, "%s user=app", F.p.conninfo);
+    PGconn *app = PQconnectdb(pg_app);
+    ASSERT(PQstatus(app) == CONNECTION_OK);
+    redisReply *r = server_cmd(F.e.rc, "ACL LOG RESET");
+    freeReplyObject(r);
+    char url[128];
+    snprintf(url, sizeof url, "redis://rjq-pg-bridge:bridge-pw@127.0.0.1:%d", F.e.s.port);
+    F.ws.fail_pattern = 1;
+    workers_start("jobs", 1, 4);
+    int port = free_port();
+    char listen[32];
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+    const char *extra[] = {"-u", url, "--pg", pg_bridge, "--route-priority", "high=-1", "--listen", listen, NULL};
+    pid_t b = bridge_spawn(extra);
+    /* the application inserts (priority -1: into jobs:high, unserved for now) */
+    PGresult *res = PQexec(app, "INSERT INTO rjq_jobs (queue, payload, priority) "
+                                "SELECT 'jobs', convert_to('p' || g, 'UTF8'), g % 3 - 1 "
+                                "FROM generate_series(1, 40) g ORDER BY g");
+    ASSERT(PQresultStatus(res) == PGRES_COMMAND_OK);
+    PQclear(res);
+    res = PQexec(app, "INSERT INTO rjq_jobs (queue, payload, max_attempts) VALUES ('jobs', 'fail', 1)");
+    ASSERT(PQresultStatus(res) == PGRES_COMMAND_OK);
+    PQclear(res);
+    PQfinish(app);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE queue = 'jobs' AND status IN ('completed', 'failed')",
+            28, 30000);
+    ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status = 'failed' AND error = 'it failed on purpose'"));
+    /* a restarted bridge follows the rows left open (awaits, job reads) */
+    bridge_stop(b);
+    rjq_worker_options o = quiet_worker_options(4);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(queue_for(F.ws.c[0], "jobs:high"), &o, handler, &F.ws, &w));
+    b = bridge_spawn(extra);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status NOT IN ('completed', 'failed')", 0, 30000);
+    ASSERT_EQ(40, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status = 'completed'"));
+    wait_health(port, 200, "ok", 30000); /* the health's count of queued rows too */
+    bridge_stop(b);
+    /* the role was enough for all of it: Redis refused it nothing but
+     * FUNCTION LOAD (an administrator's command: rjq runs its scripts with
+     * EVALSHA then) */
+    r = server_cmd(F.e.rc, "ACL LOG");
+    ASSERT(r->type == REDIS_REPLY_ARRAY);
+    for (size_t i = 0; i < r->elements; i++) { /* each entry: a flat list of fields */
+        const redisReply *e = r->element[i];
+        for (size_t k = 0; k + 1 < e->elements; k += 2)
+            if (strcmp(e->element[k]->str, "object") == 0 && strcmp(e->element[k + 1]->str, "function|load") != 0)
+                FAIL_AT(__FILE__, __LINE__, "the bridge was refused %s", e->element[k + 1]->str);
+    }
+    freeReplyObject(r);
+    /* and it is refused what it does not need */
+    redisContext *as = server_connect(&F.e.s);
+    r = server_cmd(as, "AUTH rjq-pg-bridge bridge-pw");
+    ASSERT(r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    redisReply *no[] = {server_cmd(as, "FLUSHALL"), server_cmd(as, "CONFIG GET maxmemory"),
+                        server_cmd(as, "GET other:{jobs}:ready"), server_cmd(as, "DEL t:{jobs}:ready"),
+                        server_cmd(as, "SET t:{jobs}:ready x")};
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
+        if (no[i]->type != REDIS_REPLY_ERROR || strncmp(no[i]->str, "NOPERM", 6) != 0)
+            FAIL_AT(__FILE__, __LINE__, "command %zu was not refused", i);
+        freeReplyObject(no[i]);
+    }
+    redisFree(as);
+    teardown();
+}
+
+/* The fault run of issue 32, one of each fault in one run: 5 000 rows
+ * inserted in 100-row transactions while the bridge is SIGKILLed (and
+ * started again), PostgreSQL shut down immediately (crash recovery) and
+ * restarted, and redis-server SIGKILLed and restarted on its append-only
+ * file (appendfsync always); each fault strikes while rows are still to
+ * move and run. Every row's job runs exactly once and every row ends
+ * completed with its result and one attempt. */
+/* Rows first..first+n-1 of "jobs" with those ids (a crash makes the
+ * sequence skip values). */
+static void insert_rows_with_ids(long first, long n) {
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO rjq_jobs (id, queue, payload) SELECT g, 'jobs', convert_to('p' || g, 'UTF8') "
+             "FROM generate_series(%ld, %ld) g ORDER BY g",
+             first, first + n - 1);
+    pg_exec(&F.p, sql);
+}
+
+TEST(five_thousand_rows_through_bridge_postgres_and_redis_kills_each_job_runs_once) {
+    memset(&F.ws, 0, sizeof F.ws);
+    pg_start(&F.p);
+    init_table(&F.p);
+    memset(&F.e, 0, sizeof F.e);
+    const char *aof[] = {"--appendonly", "yes", "--appendfsync", "always", NULL};
+    server_start_guarded(&F.e.s, aof);
+    F.e.base = event_base_new();
+    ASSERT(F.e.base != NULL);
+    F.e.c = client_for(F.e.base, &F.e.s);
+    ASSERT_OK(rjq_queue_open(F.e.c, "jobs", NULL, &F.e.q));
+    F.e.rc = server_connect(&F.e.s);
+    wait_connected(F.e.base, F.e.c);
+    double t0 = mono_ms();
+    workers_start("jobs", 2, 8);
+    const char *extra[] = {"--batch", "100", "--scan-ms", "1000", NULL};
+    pid_t b = bridge_spawn(extra);
+    long inserted = 0;
+    for (int fault = 0; fault < 3; fault++) {
+        for (int t = 0; t < 12; t++, inserted += 100) insert_rows_with_ids(inserted + 1, 100);
+        wait_runs(inserted - 600); /* work left: at least 600 rows (the loop runs the workers) */
+        ASSERT(pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'") > 0);
+        if (fault == 0) { /* the bridge, mid-claim or mid-write */
+            kill(b, SIGKILL);
+            reap(b, 10000);
+            b = bridge_spawn(extra);
+        } else if (fault == 1) { /* PostgreSQL: an immediate shutdown, then recovery */
+            pg_crash(&F.p);
+            loop_for(F.e.base, 300); /* jobs end meanwhile: their outcomes wait */
+            pg_resume(&F.p);
+        } else { /* Redis: SIGKILL, then its AOF */
+            pid_t old = F.e.s.pid;
+            ASSERT(kill(old, SIGKILL) == 0);
+            ASSERT(waitpid(old, NULL, 0) == old);
+            forget_on_abort(old);
+            F.e.s.pid = 0;
+            redisFree(F.e.rc);
+            loop_for(F.e.base, 300);
+            server_restart(&F.e.s, aof);
+            kill_on_abort(F.e.s.pid);
+            F.e.rc = server_connect(&F.e.s);
+        }
+    }
+    for (int t = 0; t < 14; t++, inserted += 100) insert_rows_with_ids(inserted + 1, 100);
+    ASSERT_EQ(5000, inserted);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 90000);
+    assert_all_completed_once(5000);
+    ASSERT_EQ(5000, F.ws.total);
+    ASSERT_EQ(5000, get_stats(F.e.base, F.e.q).enqueued); /* no id enqueued twice */
+    fprintf(stderr, "5000 rows through three kills in %.1f s\n", (mono_ms() - t0) / 1000);
+    bridge_stop(b);
+    teardown();
 }

@@ -1412,7 +1412,7 @@ static int cmd_scheduler(cli *t, int argc, char **argv) {
     return rc;
 }
 
-/* rjq acl [--queues PATTERN] [--role producer|worker|monitor]: no Redis. */
+/* rjq acl [--queues PATTERN] [--role producer|worker|monitor|bridge]: no Redis. */
 static int cmd_acl(cli *t, int argc, char **argv) {
     const char *queues = "*", *role = NULL;
     const optdef defs[] = {{"--queues", &queues, NULL}, {"--role", &role, NULL}, {NULL, NULL, NULL}};
@@ -1423,8 +1423,10 @@ static int cmd_acl(cli *t, int argc, char **argv) {
         roles = strcmp(role, "producer") == 0 ? RJQ_ACL_PRODUCER
                 : strcmp(role, "worker") == 0 ? RJQ_ACL_WORKER
                 : strcmp(role, "monitor") == 0 ? RJQ_ACL_MONITOR
+                : strcmp(role, "bridge") == 0  ? RJQ_ACL_BRIDGE
                                                : 0;
-        if (roles == 0) return usage_error("--role is producer, worker or monitor, not '%s'", role);
+        if (roles == 0)
+            return usage_error("--role is producer, worker, monitor or bridge, not '%s'", role);
     }
     char why[160];
     if (t->json) { /* {"users": [the ACL SETUSER lines]} */

@@ -308,6 +308,20 @@ static qent *queue_of(bridge *b, const char *name, char *why, size_t size) {
     return e;
 }
 
+/* The rjq queue of a row of queue `queue` and this priority: the queue
+ * itself, or with --route-priority "<queue>:high" (priority <= high) or
+ * "<queue>:low" (priority > low), built in buf. A name too long for buf
+ * (rjq refuses it anyway) stays unrouted. */
+static const char *route(const bridge *b, const char *queue, int priority, char *buf,
+                         size_t size) {
+    if (!b->o.route) return queue;
+    const char *suffix = priority <= b->o.route_high ? ":high"
+                         : priority > b->o.route_low ? ":low"
+                                                     : NULL;
+    if (suffix == NULL || (size_t)snprintf(buf, size, "%s%s", queue, suffix) >= size) return queue;
+    return buf;
+}
+
 /* ---- writes ----------------------------------------------------------------- */
 
 static const char *status_of_kind(int kind) {
@@ -405,9 +419,9 @@ static void unshift_writes(bridge *b, wbatch *wb) {
 static void on_revive_info(rjq_client *c, int status, const rjq_job_info *info, void *data);
 
 /* A failed row whose job started: read the job; replayed, it lives again. */
-static void check_revived(bridge *b, int64_t id, const char *queue) {
-    char why[256], job_id[32];
-    qent *q = queue_of(b, queue, why, sizeof why);
+static void check_revived(bridge *b, int64_t id, const char *queue, int priority) {
+    char why[256], job_id[32], rq[256];
+    qent *q = queue_of(b, route(b, queue, priority, rq, sizeof rq), why, sizeof why);
     final_read *f = q ? calloc(1, sizeof *f) : NULL;
     if (f == NULL) return;
     f->b = b;
@@ -463,7 +477,8 @@ static void on_written(void *arg, PGresult **res, int n, const char *err,
         wentry *e = &wb->e[i];
         PGresult *r = (int)i < n ? res[i] : NULL;
         count_written(b, e, r);
-        if (e->kind == W_CHECK && r && PQntuples(r) == 1) check_revived(b, e->id, PQgetvalue(r, 0, 0));
+        if (e->kind == W_CHECK && r && PQntuples(r) == 1) 
+            check_revived(b, e->id, PQgetvalue(r, 0, 0), atoi(PQgetvalue(r, 0, 1)));
     }
     free_entries(wb->e, wb->n);
     free(wb);
@@ -742,8 +757,9 @@ static void on_scanned(void *arg, PGresult **res, int n, const char *err,
     int rows = PQntuples(r);
     for (int i = 0; i < rows && b->follows.n < b->o.max_follow; i++) {
         int64_t id = be64(PQgetvalue(r, i, 0));
-        char why[256];
-        qent *q = queue_of(b, PQgetvalue(r, i, 1), why, sizeof why);
+        char why[256], rq[256];
+        qent *q = queue_of(b, route(b, PQgetvalue(r, i, 1), be32(PQgetvalue(r, i, 2)), rq, sizeof rq),
+                           why, sizeof why);
         if (q) follow_row(b, id, q, 0, 0);
         b->scan_after = id;
     }
@@ -974,7 +990,7 @@ static int enqueue_group(claim *cl, const int *idx, int n) {
 
 /* Check one claimed row; sets r->bad when it cannot become a job. */
 static void check_row(bridge *b, row *r, PGresult *res, int i) {
-    char why[512];
+    char why[512], rq[256];
     r->id = be64(PQgetvalue(res, i, 0));
     job_id_of(r->id, r->job_id, sizeof r->job_id);
     r->payload = PQgetvalue(res, i, 2);
@@ -983,7 +999,7 @@ static void check_row(bridge *b, row *r, PGresult *res, int i) {
     r->max_attempts = be32(PQgetvalue(res, i, 4));
     r->delay_ms = be64(PQgetvalue(res, i, 5));
     why[0] = '\0';
-    r->q = queue_of(b, PQgetvalue(res, i, 1), why, sizeof why);
+    r->q = queue_of(b, route(b, PQgetvalue(res, i, 1), r->priority, rq, sizeof rq), why, sizeof why);
     if (r->q == NULL) {
         /* why says it */
     } else if (r->len > b->o.max_payload) {
@@ -1295,6 +1311,27 @@ static char *array_literal(char **names, size_t n) {
     return s;
 }
 
+void bridge_get_counters(const bridge *b, bridge_counters *out) {
+    memset(out, 0, sizeof *out);
+    out->moved = b->moved;
+    out->existed = b->existed;
+    out->bad = b->bad;
+    out->completed = b->completed;
+    out->failed = b->failed;
+    out->cancelled = b->cancelled;
+    out->requeued = b->requeued;
+    out->unknown = b->unknown;
+    out->following = b->follows.n;
+    out->writes_waiting = b->wn;
+    out->pg_claims_up = b->claimer && pgconn_up(b->claimer);
+    out->pg_outcomes_up = b->writer && pgconn_up(b->writer);
+    out->redis_up = client_open(b) && rjq_client_connected(b->c);
+}
+
+const char *bridge_queues_literal(const bridge *b) {
+    return b->queues_param;
+}
+
 bridge *bridge_start(struct event_base *base, const bridge_options *o) {
     bridge *b = calloc(1, sizeof *b);
     if (b == NULL) return NULL;
@@ -1330,6 +1367,14 @@ bridge *bridge_start(struct event_base *base, const bridge_options *o) {
         if (queue_of(b, o->queues[i], why, sizeof why) == NULL) {
             fprintf(stderr, "rjq-pg-bridge: --queues: %s\n", why);
             goto fail;
+        }
+        char rq[256];
+        for (int k = 0; o->route && k < 2; k++) { /* and where they route to */
+            const char *name = route(b, o->queues[i], k ? INT_MAX : INT_MIN, rq, sizeof rq);
+            if ((name != o->queues[i]) && queue_of(b, name, why, sizeof why) == NULL) {
+                fprintf(stderr, "rjq-pg-bridge: --queues with --route-priority: %s\n", why);
+                goto fail;
+            }
         }
     }
     b->claimer = pgconn_new(base, o->pg, NULL, on_claimer_state, NULL, b);

@@ -23,6 +23,8 @@ typedef struct bridge_options {
     long long dedup_ms;        /* job ids stay reserved this long after they finish */
     size_t max_payload;        /* larger payloads make the row fail */
     size_t max_follow;         /* outcome awaits at most pending at once */
+    int route;                 /* --route-priority: rows go to <queue>:high when their */
+    int route_high, route_low; /* priority <= route_high, <queue>:low when > route_low */
 } bridge_options;
 
 /* Defaults for every field. */
@@ -37,5 +39,19 @@ bridge *bridge_start(struct event_base *base, const bridge_options *o);
  * deadline_ms), then break the loop. */
 void bridge_stop(bridge *b, long deadline_ms);
 void bridge_free(bridge *b);
+
+/* What the bridge did since it started, and its connections now (for
+ * /metrics and /healthz, health.c). */
+typedef struct bridge_counters {
+    long long moved, existed, bad;                  /* rows claimed: new jobs, jobs that
+                                                       existed, rows failed as bad */
+    long long completed, failed, cancelled;         /* outcomes written back */
+    long long requeued, unknown;                    /* rows sent back to queued, "outcome unknown" */
+    size_t following, writes_waiting;
+    int pg_claims_up, pg_outcomes_up, redis_up;     /* 1: connected */
+} bridge_counters;
+void bridge_get_counters(const bridge *b, bridge_counters *out);
+/* The queues served as a text[] literal ("{\"a\",\"b\"}"), or NULL: every queue. */
+const char *bridge_queues_literal(const bridge *b);
 
 #endif

@@ -17,6 +17,7 @@
 #include <libpq-fe.h>
 
 #include "bridge.h"
+#include "health.h"
 #include "rjq.h"
 #include "schema.h"
 
@@ -45,6 +46,12 @@ static const char usage_text[] =
     "                       ended (default 86400000: one day)\n"
     "  --max-payload BYTES  rows with larger payloads fail (default 16777216)\n"
     "  --max-follow N       outcomes awaited at once (default 100000)\n"
+    "  --route-priority high=N,low=M\n"
+    "                       rows of priority <= N go to <queue>:high, > M to\n"
+    "                       <queue>:low, the others to <queue> (either part may go)\n"
+    "  --listen ADDR:PORT   serve GET /healthz and /metrics there (default: off)\n"
+    "  --alert-lag-ms MS    /healthz is 503 while the oldest queued row is older\n"
+    "  --alert-queued N     /healthz is 503 while more rows are queued\n"
     "  -h, --help           this text\n"
     "  --version            the rjq library's version\n";
 
@@ -86,6 +93,31 @@ static char **split_queues(const char *list, size_t *n) {
     return names;
 }
 
+/* --route-priority "high=N,low=M" (either part may be left out). */
+static int parse_route(const char *arg, bridge_options *o) {
+    o->route = 1;
+    o->route_high = INT_MIN;
+    o->route_low = INT_MAX;
+    char *copy = strdup(arg);
+    int rc = copy ? 0 : 1, parts = 0;
+    for (char *save = NULL, *t = copy ? strtok_r(copy, ",", &save) : NULL; rc == 0 && t;
+         t = strtok_r(NULL, ",", &save), parts++) {
+        long long v = 0;
+        if (strncmp(t, "high=", 5) == 0 &&
+            parse_num("--route-priority high", t + 5, RJQ_PRIORITY_MIN, RJQ_PRIORITY_MAX, &v) == 0)
+            o->route_high = (int)v;
+        else if (strncmp(t, "low=", 4) == 0 &&
+                 parse_num("--route-priority low", t + 4, RJQ_PRIORITY_MIN, RJQ_PRIORITY_MAX, &v) == 0)
+            o->route_low = (int)v;
+        else rc = usage_error("--route-priority: \"%s\" is not high=N or low=M", t);
+    }
+    if (rc == 0 && parts == 0) rc = usage_error("--route-priority: \"%s\" names no threshold", arg);
+    if (rc == 0 && o->route_low != INT_MAX && o->route_high > o->route_low)
+        rc = usage_error("--route-priority %s: high must not be above low", arg);
+    free(copy);
+    return rc;
+}
+
 static void quiet(void *arg, const char *message) {
     (void)arg;
     (void)message;
@@ -125,7 +157,9 @@ int main(int argc, char **argv) {
     o.redis_url = getenv("RJQ_URL");
     int init = 0;
     char **queues = NULL;
-    enum { O_PG = 256, O_INIT, O_QUEUES, O_BATCH, O_POLL, O_SCAN, O_REPORT, O_DEDUP, O_MAXP, O_MAXF, O_VER };
+    enum { O_PG = 256, O_INIT, O_QUEUES, O_BATCH, O_POLL, O_SCAN, O_REPORT, O_DEDUP, O_MAXP, O_MAXF, O_VER,
+           O_ROUTE, O_LISTEN, O_ALAG, O_AQUEUED };
+    health_options ho = {0};
     static const struct option longopts[] = {
         {"pg", required_argument, NULL, O_PG},
         {"url", required_argument, NULL, 'u'},
@@ -139,6 +173,10 @@ int main(int argc, char **argv) {
         {"dedup-ms", required_argument, NULL, O_DEDUP},
         {"max-payload", required_argument, NULL, O_MAXP},
         {"max-follow", required_argument, NULL, O_MAXF},
+        {"route-priority", required_argument, NULL, O_ROUTE},
+        {"listen", required_argument, NULL, O_LISTEN},
+        {"alert-lag-ms", required_argument, NULL, O_ALAG},
+        {"alert-queued", required_argument, NULL, O_AQUEUED},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, O_VER},
         {NULL, 0, NULL, 0},
@@ -180,6 +218,15 @@ int main(int argc, char **argv) {
         case O_MAXF:
             if ((rc = parse_num("--max-follow", optarg, 1, 100000000, &v)) == 0) o.max_follow = (size_t)v;
             break;
+        /* routing and health */
+        case O_ROUTE: rc = parse_route(optarg, &o); break;
+        case O_LISTEN: ho.listen = optarg; break;
+        case O_ALAG:
+            if ((rc = parse_num("--alert-lag-ms", optarg, 1, 86400000LL * 365, &v)) == 0) ho.alert_lag_ms = (long)v;
+            break;
+        case O_AQUEUED:
+            if ((rc = parse_num("--alert-queued", optarg, 1, LLONG_MAX, &v)) == 0) ho.alert_queued = v;
+            break;
         case 'h': fputs(usage_text, stdout); return 0;
         case O_VER:
             printf("rjq-pg-bridge %d.%d.%d\n", rjq_version() / 10000, rjq_version() / 100 % 100,
@@ -189,6 +236,8 @@ int main(int argc, char **argv) {
         default: rc = usage_error("unknown option %s", argv[optind - 1]); break;
         }
     }
+    if (rc == 0 && (ho.alert_lag_ms || ho.alert_queued) && ho.listen == NULL)
+        rc = usage_error("%s: the alerts need --listen", ho.alert_lag_ms ? "--alert-lag-ms" : "--alert-queued");
     if (rc == 0 && optind < argc) rc = usage_error("unexpected argument \"%s\"", argv[optind]);
     if (rc != 0) {
         if (queues) free(queues[o.nqueues]);
@@ -212,10 +261,17 @@ int main(int argc, char **argv) {
     event_add(sigint, NULL);
     event_add(sigterm, NULL);
     running = bridge_start(base, &o);
+    health *h = NULL;
+    ho.pg = o.pg;
+    if (running && ho.listen && (h = health_start(base, running, &ho)) == NULL) {
+        bridge_free(running);
+        running = NULL;
+    }
     if (running == NULL) {
         rc = 1;
     } else {
         event_base_dispatch(base);
+        health_free(h);
         bridge_free(running);
         running = NULL;
     }

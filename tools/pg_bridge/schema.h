@@ -86,8 +86,8 @@
     "  attempts = attempts + CASE WHEN status = 'processing' THEN 0 ELSE 1 END\n"       \
     "WHERE id = $1 AND status = ANY($2::text[])"
 /* A job this bridge does not follow started: is its row failed (its dead
- * job was replayed)? $1 id; the row's queue when so. */
-#define PGB_SQL_FAILED_ROW "SELECT queue FROM rjq_jobs WHERE id = $1 AND status = 'failed'"
+ * job was replayed)? $1 id; the row's queue and priority (text) when so. */
+#define PGB_SQL_FAILED_ROW "SELECT queue, priority FROM rjq_jobs WHERE id = $1 AND status = 'failed'"
 /* Any other outcome: $1 id, $2 status, $3 result (bytea, binary; NULL:
  * unchanged), $4 error (NULL: unchanged), $5 attempts (-1: unchanged),
  * $6 the statuses it may follow (text[]). */
@@ -99,9 +99,10 @@
     "WHERE id = $1 AND status = ANY($6::text[])"
 
 /* Open rows the bridge follows, after id $1, of the queues served ($2 as
- * in the claim). Binary: id int8, queue text. */
+ * in the claim). Binary: id int8, queue text, priority int4 (--route-priority
+ * routes by it). */
 #define PGB_SQL_FOLLOW_SCAN                                                                \
-    "SELECT id, queue FROM rjq_jobs\n"                                                     \
+    "SELECT id, queue, priority FROM rjq_jobs\n"                                           \
     "WHERE status IN ('migrated', 'processing', 'retry_scheduled') AND id > $1\n"          \
     "  AND ($2::text[] IS NULL OR queue = ANY($2))\n"                                      \
     "ORDER BY id LIMIT 1000"

@@ -16,6 +16,7 @@
 #include "fixture.h"
 #include "harness.h"
 #include "pgserver.h"
+#include "proxy.h"
 #include "server.h"
 #include "waits.h"
 
@@ -404,6 +405,49 @@ TEST(a_restarted_bridge_follows_the_rows_it_had_moved) {
     wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 30000);
     assert_all_completed_once(200);
     bridge_stop(b2);
+    teardown();
+}
+
+/* Close every Redis connection of the bridges (client name rjq-pg-bridge);
+ * how many. */
+static int kill_bridge_connections(void) {
+    redisReply *r = server_cmd(F.e.rc, "CLIENT LIST");
+    ASSERT(r && r->type == REDIS_REPLY_STRING);
+    int killed = 0;
+    for (const char *line = r->str; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf - 1 ? len : sizeof buf - 1), line);
+        if (strstr(buf, " name=rjq-pg-bridge ") == NULL || strncmp(buf, "id=", 3) != 0) continue;
+        redisReply *k = server_cmd(F.e.rc, "CLIENT KILL ID %lld", atoll(buf + 3));
+        killed += k && k->type == REDIS_REPLY_INTEGER ? (int)k->integer : 0;
+        freeReplyObject(k);
+    }
+    freeReplyObject(r);
+    return killed;
+}
+
+TEST(attempts_written_back_survive_a_redis_drop_while_a_restarted_bridge_reads_outcomes) {
+    setup();
+    move_rows_then_stop_bridge(300);
+    workers_start("jobs", 1, 8); /* the jobs run (once each) while no bridge follows them */
+    wait_runs(300);
+    /* the next bridge reads their outcomes through a slow link: its job
+     * reads are in flight when its connections drop */
+    proxy px;
+    proxy_start(&px, F.e.base, F.e.s.port);
+    proxy_trickle(&px, 100, 10);
+    const char *extra[] = {"-u", px.url, NULL};
+    pid_t b = bridge_spawn(extra);
+    wait_pg("SELECT least(count(*), 1) FROM rjq_jobs WHERE status = 'completed'", 1, 30000);
+    ASSERT(pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'") > 0);
+    ASSERT(kill_bridge_connections() > 0);
+    proxy_trickle(&px, 0, 0);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 30000);
+    assert_all_completed_once(300); /* attempts = 1 everywhere, as rjq's records say */
+    bridge_stop(b);
+    proxy_stop(&px);
     teardown();
 }
 

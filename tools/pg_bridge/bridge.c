@@ -113,6 +113,7 @@ typedef struct final_read {
     int status;
     char *blob; /* the await's result or error */
     size_t len;
+    struct final_read *next; /* in b->rereads */
 } final_read;
 
 typedef struct wentry {
@@ -156,6 +157,8 @@ struct bridge {
     size_t write_single;    /* this many writes go one per batch (to find a bad one) */
     struct event *write_retry;
     int reads;              /* job reads in flight (their writes are still to come) */
+    final_read *rereads;    /* job reads a transient error ended: sent again */
+    struct event *reread;   /* ... when this fires */
     /* report */
     struct event *report;
     int reporting;
@@ -546,11 +549,55 @@ static int final_kind(const char *state) {
     return -1;
 }
 
+static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *data);
+
+/* Send a final read (again); on a refusal it waits for the next try. */
+static void send_final_read(bridge *b, final_read *f) {
+    char job_id[32];
+    job_id_of(f->id, job_id, sizeof job_id);
+    b->reads++;
+    int rc = client_open(b) ? rjq_queue_job(f->q->q, job_id, on_info, f) : RJQ_ECANCELED;
+    if (rc != RJQ_OK) on_info(b->c, rc, NULL, f);
+}
+
+static void on_reread(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    bridge *b = arg;
+    final_read *list = b->rereads;
+    b->rereads = NULL;
+    while (list) {
+        final_read *f = list;
+        list = f->next;
+        f->next = NULL;
+        send_final_read(b, f);
+    }
+}
+
+/* What rjq answered about a job's record: "it is gone" only with
+ * RJQ_ENOTFOUND; any other error (the connection dropped, a timeout,
+ * Redis loading) says nothing about the job, so the read is sent again. */
 static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *data) {
     (void)c;
     final_read *f = data;
     bridge *b = f->b;
     b->reads--;
+    if (status != RJQ_OK && status != RJQ_ENOTFOUND) {
+        if (status == RJQ_ECANCELED || b->stopping || b->freeing || !client_open(b)) {
+            /* the row stays open: the next start follows it again */
+            free(f->blob);
+            free(f);
+            stop_check(b);
+            return;
+        }
+        f->next = b->rereads; /* again in a moment (after the reconnect, if it is that) */
+        b->rereads = f;
+        if (!evtimer_pending(b->reread, NULL)) {
+            struct timeval tv = {0, 200 * 1000};
+            evtimer_add(b->reread, &tv);
+        }
+        return;
+    }
     int kind = f->status == RJQ_OK ? W_COMPLETED : f->status == RJQ_EJOBDEAD ? W_FAILED : W_CANCELLED;
     if (status == RJQ_OK) {
         int now = final_kind(info->state);
@@ -563,7 +610,7 @@ static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *d
             add_write(b, f->id, now, "cancelled", 9, info->attempts);
         else /* replayed meanwhile: it runs again */
             follow_row(b, f->id, f->q, 0, 0);
-    } else if (status != RJQ_ECANCELED) { /* the record is gone: what the await said */
+    } else { /* the record is gone: what the await said */
         add_write(b, f->id, kind, f->blob, f->len, -1);
     }
     free(f->blob);
@@ -592,10 +639,7 @@ static void final_outcome(bridge *b, follow *fw, int status, const rjq_outcome *
     f->id = fw->id;
     f->q = fw->q;
     f->status = status;
-    char job_id[32];
-    job_id_of(fw->id, job_id, sizeof job_id);
-    b->reads++;
-    if (rjq_queue_job(fw->q->q, job_id, on_info, f) != RJQ_OK) on_info(b->c, RJQ_ENOTFOUND, NULL, f);
+    send_final_read(b, f);
 }
 
 /* A failed row's job, read after it started: running again (replayed),
@@ -1318,10 +1362,11 @@ bridge *bridge_start(struct event_base *base, const bridge_options *o) {
     b->retry = evtimer_new(base, on_retry, b);
     b->backoff = evtimer_new(base, on_backoff, b);
     b->write_retry = evtimer_new(base, on_write_retry, b);
+    b->reread = evtimer_new(base, on_reread, b);
     b->poll = periodic(b, o->poll_ms, on_poll);
     b->reconcile = periodic(b, o->reconcile_ms, on_reconcile_timer);
     b->report = o->report_ms > 0 ? periodic(b, o->report_ms, on_report) : NULL;
-    if (b->retry == NULL || b->backoff == NULL || b->write_retry == NULL || b->poll == NULL || b->reconcile == NULL || (o->report_ms > 0 && !b->report))
+    if (b->retry == NULL || b->backoff == NULL || b->write_retry == NULL || b->reread == NULL || b->poll == NULL || b->reconcile == NULL || (o->report_ms > 0 && !b->report))
         goto fail;
     /* the served queues are opened (and monitored) now: their events are
      * seen from the start */
@@ -1409,6 +1454,13 @@ void bridge_free(bridge *b) {
     free(b->queues);
     free(b->queues_param);
     free_entries(b->w, b->wn); /* the batch in flight was freed with its connection */
+    while (b->rereads) {
+        final_read *f = b->rereads;
+        b->rereads = f->next;
+        free(f->blob);
+        free(f);
+    }
+    if (b->reread) event_free(b->reread);
     idmap_free(&b->follows);
     if (b->poll) event_free(b->poll);
     if (b->retry) event_free(b->retry);

@@ -393,6 +393,54 @@ TEST(dead_and_cancelled_jobs_are_written_back_and_a_replay_brings_a_row_back) {
     teardown();
 }
 
+TEST(a_finished_row_set_back_to_queued_runs_its_job_again_once_per_reset) {
+    setup();
+    workers_start("jobs", 1, 4);
+    pid_t b = bridge_spawn(NULL);
+    insert_rows("jobs", 1, 3, "0");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'completed' AND attempts = 1", 3, 30000);
+    /* the seed's replay: back to queued, attempts 0 */
+    pg_exec(&F.p, "UPDATE rjq_jobs SET status = 'queued', attempts = 0 WHERE id IN (1, 2)");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'completed' AND generation = 1 "
+            "AND attempts = 1 AND result = convert_to('r:', 'UTF8') || payload",
+            2, 30000);
+    ASSERT_EQ(2, F.ws.runs[1]);
+    ASSERT_EQ(2, F.ws.runs[2]);
+    ASSERT_EQ(1, F.ws.runs[3]);
+    /* again: once more; a second update while still queued is no new reset */
+    pg_exec(&F.p, "UPDATE rjq_jobs SET status = 'queued', attempts = 0 WHERE id = 1;"
+                  "UPDATE rjq_jobs SET status = 'queued', attempts = 0 WHERE id = 1");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE id = 1 AND status = 'completed' AND generation = 2 "
+            "AND attempts = 1", 1, 30000);
+    ASSERT_EQ(3, F.ws.runs[1]);
+    /* a reset moved to Redis by a bridge killed before it marked the row:
+     * the next bridge sends the same job id, the job runs once */
+    pg_exec(&F.p, "CREATE FUNCTION hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                "PERFORM pg_advisory_lock_shared(4242); RETURN NEW; END $$;"
+                "CREATE TRIGGER hold BEFORE UPDATE ON rjq_jobs FOR EACH ROW "
+                "WHEN (NEW.status = 'migrated') EXECUTE FUNCTION hold();"
+                "SELECT pg_advisory_lock(4242)");
+    pg_exec(&F.p, "UPDATE rjq_jobs SET status = 'queued', attempts = 0 WHERE id = 3");
+    wait_pg("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted",
+            1, 10000);
+    wait_runs(7);
+    kill(b, SIGKILL);
+    reap(b, 10000);
+    pg_exec(&F.p, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'");
+    pg_exec(&F.p, "SELECT pg_advisory_unlock(4242); DROP TRIGGER hold ON rjq_jobs");
+    ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE id = 3 AND status = 'queued' "
+                              "AND generation = 1"));
+    pid_t b2 = bridge_spawn(NULL);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE id = 3 AND status = 'completed' AND generation = 1 "
+            "AND attempts = 1", 1, 30000);
+    ASSERT_EQ(2, F.ws.runs[3]);
+    ASSERT_EQ(7, F.ws.total);
+    ASSERT_EQ(7, get_stats(F.e.base, F.e.q).enqueued); /* 3 rows, 4 resets: no id twice */
+    bridge_stop(b2);
+    teardown();
+}
+
 TEST(a_restarted_bridge_follows_the_rows_it_had_moved) {
     setup();
     move_rows_then_stop_bridge(200);
@@ -586,6 +634,10 @@ TEST(init_is_idempotent_and_bad_options_exit_2) {
     pg_start(&F.p);
     init_table(&F.p);
     init_table(&F.p); /* again: nothing changes, no error */
+    /* a table of an earlier version gets the new columns, its rows generation 0 */
+    pg_exec(&F.p, "INSERT INTO rjq_jobs (queue) VALUES ('q'); ALTER TABLE rjq_jobs DROP COLUMN generation");
+    init_table(&F.p);
+    ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE generation = 0"));
     ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM pg_trigger WHERE tgname = 'rjq_jobs_inserted'"));
     ASSERT_EQ(2, pg_int(&F.p, "SELECT count(*) FROM pg_indexes WHERE tablename = 'rjq_jobs' "
                             "AND indexname IN ('rjq_jobs_queued', 'rjq_jobs_open')"));

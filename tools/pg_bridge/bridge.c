@@ -72,7 +72,8 @@ typedef struct qent {
 
 typedef struct row {
     int64_t id;
-    char job_id[32];
+    int gen; /* the row's generation (schema.h) */
+    char job_id[48];
     qent *q;
     const char *payload;
     size_t len;
@@ -100,6 +101,7 @@ typedef struct group {
 typedef struct follow {
     bridge *b;
     int64_t id;
+    int gen;
     qent *q;
     int existed; /* the enqueue found the job existing */
     int pending; /* enqueued, its row not yet marked: no await yet */
@@ -109,6 +111,7 @@ typedef struct follow {
 typedef struct final_read {
     bridge *b;
     int64_t id;
+    int gen;
     qent *q;
     int status;
     char *blob; /* the await's result or error */
@@ -118,6 +121,7 @@ typedef struct final_read {
 
 typedef struct wentry {
     int64_t id;
+    int gen; /* the row's generation the write is for */
     int kind;
     char *blob; /* result (W_COMPLETED) or error text */
     size_t len;
@@ -173,7 +177,7 @@ struct bridge {
 static void claim_next(bridge *b);
 static void flush_writes(bridge *b);
 static void stop_check(bridge *b);
-static void follow_row(bridge *b, int64_t id, qent *q, int existed, int claimed);
+static void follow_row(bridge *b, int64_t id, int gen, qent *q, int existed, int claimed);
 static char *array_literal(char **names, size_t n);
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -241,22 +245,34 @@ static char *utf8_text(const char *s, size_t len) {
     return out;
 }
 
-static int parse_job_id(const char *job_id, int64_t *id) {
+/* "pg-<id>" (generation 0) or "pg-<id>-<generation>" (1..INT_MAX). */
+static int parse_job_id(const char *job_id, int64_t *id, int *gen) {
     size_t plen = sizeof PGB_JOB_PREFIX - 1;
     if (strncmp(job_id, PGB_JOB_PREFIX, plen) != 0) return -1;
     const char *s = job_id + plen;
     if (*s < '1' || *s > '9') return -1;
     int64_t v = 0;
-    for (; *s; s++) {
+    for (; *s && *s != '-'; s++) {
         if (*s < '0' || *s > '9' || v > (INT64_MAX - 9) / 10) return -1;
         v = v * 10 + (*s - '0');
     }
+    long g = 0;
+    if (*s == '-') {
+        s++;
+        if (*s < '1' || *s > '9') return -1;
+        for (; *s; s++) {
+            if (*s < '0' || *s > '9' || g > (INT_MAX - 9) / 10) return -1;
+            g = g * 10 + (*s - '0');
+        }
+    }
     *id = v;
+    *gen = (int)g;
     return 0;
 }
 
-static void job_id_of(int64_t id, char *buf, size_t size) {
-    snprintf(buf, size, PGB_JOB_PREFIX "%" PRId64, id);
+static void job_id_of(int64_t id, int gen, char *buf, size_t size) {
+    if (gen > 0) snprintf(buf, size, PGB_JOB_PREFIX "%" PRId64 "-%d", id, gen);
+    else snprintf(buf, size, PGB_JOB_PREFIX "%" PRId64, id);
 }
 
 /* The client takes new requests (not once the stop began closing it). */
@@ -336,7 +352,8 @@ static const char *from_of_kind(int kind) {
 }
 
 /* Queue a write (blob copied; an error text made valid UTF-8). */
-static void add_write(bridge *b, int64_t id, int kind, const void *blob, size_t len, int attempts) {
+static void add_write(bridge *b, int64_t id, int gen, int kind, const void *blob, size_t len,
+                      int attempts) {
     if (b->freeing) return;
     if (b->wn == b->wcap) {
         size_t cap = b->wcap ? b->wcap * 2 : 256;
@@ -351,6 +368,7 @@ static void add_write(bridge *b, int64_t id, int kind, const void *blob, size_t 
     wentry *e = &b->w[b->wn];
     memset(e, 0, sizeof *e);
     e->id = id;
+    e->gen = gen;
     e->kind = kind;
     e->attempts = attempts;
     if (blob) {
@@ -408,15 +426,16 @@ static void unshift_writes(bridge *b, wbatch *wb) {
 static void on_revive_info(rjq_client *c, int status, const rjq_job_info *info, void *data);
 
 /* A failed row whose job started: read the job; replayed, it lives again. */
-static void check_revived(bridge *b, int64_t id, const char *queue) {
-    char why[256], job_id[32];
+static void check_revived(bridge *b, int64_t id, int gen, const char *queue) {
+    char why[256], job_id[48];
     qent *q = queue_of(b, queue, why, sizeof why);
     final_read *f = q ? calloc(1, sizeof *f) : NULL;
     if (f == NULL) return;
     f->b = b;
     f->id = id;
+    f->gen = gen;
     f->q = q;
-    job_id_of(id, job_id, sizeof job_id);
+    job_id_of(id, gen, job_id, sizeof job_id);
     if (rjq_queue_job(q->q, job_id, on_revive_info, f) == RJQ_OK) b->reads++;
     else free(f);
 }
@@ -466,7 +485,7 @@ static void on_written(void *arg, PGresult **res, int n, const char *err,
         wentry *e = &wb->e[i];
         PGresult *r = (int)i < n ? res[i] : NULL;
         count_written(b, e, r);
-        if (e->kind == W_CHECK && r && PQntuples(r) == 1) check_revived(b, e->id, PQgetvalue(r, 0, 0));
+        if (e->kind == W_CHECK && r && PQntuples(r) == 1) check_revived(b, e->id, e->gen, PQgetvalue(r, 0, 0));
     }
     free_entries(wb->e, wb->n);
     free(wb);
@@ -512,26 +531,27 @@ static void flush_writes(bridge *b) {
     wb->n = k;
     wb->gen = pgconn_generation(b->writer);
     for (size_t i = 0; i < k; i++) {
-        char id[24], attempts[16];
+        char id[24], attempts[16], gen[16];
         snprintf(id, sizeof id, "%" PRId64, e[i].id);
+        snprintf(gen, sizeof gen, "%d", e[i].gen);
         if (e[i].kind == W_ACTIVE || e[i].kind == W_REVIVE) {
-            const char *v[2] = {id, from_of_kind(e[i].kind)};
-            pgconn_query(b->writer, PGB_SQL_ACTIVE, 2, v, NULL, NULL, 0);
+            const char *v[3] = {id, from_of_kind(e[i].kind), gen};
+            pgconn_query(b->writer, PGB_SQL_ACTIVE, 3, v, NULL, NULL, 0);
             continue;
         }
         if (e[i].kind == W_CHECK) {
-            const char *v[1] = {id};
-            pgconn_query(b->writer, PGB_SQL_FAILED_ROW, 1, v, NULL, NULL, 0);
+            const char *v[2] = {id, gen};
+            pgconn_query(b->writer, PGB_SQL_FAILED_ROW, 2, v, NULL, NULL, 0);
             continue;
         }
         snprintf(attempts, sizeof attempts, "%d", e[i].attempts);
         int result = e[i].kind == W_COMPLETED;
-        const char *v[6] = {id, status_of_kind(e[i].kind), result ? e[i].blob : NULL,
-                            result ? NULL : e[i].blob, attempts, from_of_kind(e[i].kind)};
-        int lens[6] = {0, 0, result ? (int)e[i].len : 0, 0, 0, 0};
-        int fmts[6] = {0, 0, 1, 0, 0, 0};
+        const char *v[7] = {id, status_of_kind(e[i].kind), result ? e[i].blob : NULL,
+                            result ? NULL : e[i].blob, attempts, from_of_kind(e[i].kind), gen};
+        int lens[7] = {0, 0, result ? (int)e[i].len : 0, 0, 0, 0, 0};
+        int fmts[7] = {0, 0, 1, 0, 0, 0, 0};
         if (result && e[i].blob == NULL) v[2] = ""; /* an empty result, not NULL */
-        pgconn_query(b->writer, PGB_SQL_SET, 6, v, lens, fmts, 0);
+        pgconn_query(b->writer, PGB_SQL_SET, 7, v, lens, fmts, 0);
     }
     b->writing = wb;
     if (pgconn_sync(b->writer, on_written, wb) != 0) /* down: back first */
@@ -553,8 +573,8 @@ static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *d
 
 /* Send a final read (again); on a refusal it waits for the next try. */
 static void send_final_read(bridge *b, final_read *f) {
-    char job_id[32];
-    job_id_of(f->id, job_id, sizeof job_id);
+    char job_id[48];
+    job_id_of(f->id, f->gen, job_id, sizeof job_id);
     b->reads++;
     int rc = client_open(b) ? rjq_queue_job(f->q->q, job_id, on_info, f) : RJQ_ECANCELED;
     if (rc != RJQ_OK) on_info(b->c, rc, NULL, f);
@@ -602,16 +622,16 @@ static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *d
     if (status == RJQ_OK) {
         int now = final_kind(info->state);
         if (now == W_COMPLETED)
-            add_write(b, f->id, now, info->result ? info->result : "", info->result_len, info->attempts);
+            add_write(b, f->id, f->gen, now, info->result ? info->result : "", info->result_len, info->attempts);
         else if (now == W_FAILED)
-            add_write(b, f->id, now, info->error ? info->error : "dead", strlen(info->error ? info->error : "dead"),
+            add_write(b, f->id, f->gen, now, info->error ? info->error : "dead", strlen(info->error ? info->error : "dead"),
                       info->attempts);
         else if (now == W_CANCELLED)
-            add_write(b, f->id, now, "cancelled", 9, info->attempts);
+            add_write(b, f->id, f->gen, now, "cancelled", 9, info->attempts);
         else /* replayed meanwhile: it runs again */
-            follow_row(b, f->id, f->q, 0, 0);
+            follow_row(b, f->id, f->gen, f->q, 0, 0);
     } else { /* the record is gone: what the await said */
-        add_write(b, f->id, kind, f->blob, f->len, -1);
+        add_write(b, f->id, f->gen, kind, f->blob, f->len, -1);
     }
     free(f->blob);
     free(f);
@@ -637,6 +657,7 @@ static void final_outcome(bridge *b, follow *fw, int status, const rjq_outcome *
     f->len = len;
     f->b = b;
     f->id = fw->id;
+    f->gen = fw->gen;
     f->q = fw->q;
     f->status = status;
     send_final_read(b, f);
@@ -652,8 +673,8 @@ static void on_revive_info(rjq_client *c, int status, const rjq_job_info *info, 
     bridge *b = f->b;
     b->reads--;
     if (status == RJQ_OK && !b->stopping) {
-        if (final_kind(info->state) < 0) add_write(b, f->id, W_REVIVE, NULL, 0, -1);
-        follow_row(b, f->id, f->q, 0, 0);
+        if (final_kind(info->state) < 0) add_write(b, f->id, f->gen, W_REVIVE, NULL, 0, -1);
+        follow_row(b, f->id, f->gen, f->q, 0, 0);
     }
     free(f);
     stop_check(b);
@@ -680,9 +701,9 @@ static void on_outcome(rjq_client *c, int status, const rjq_outcome *out, void *
              * ended before anyone read its outcome */
             static const char why[] = "outcome unknown: the job had finished and its record "
                                       "was deleted (retention) before the bridge read it";
-            add_write(b, fw->id, W_UNKNOWN, why, sizeof why - 1, -1);
+            add_write(b, fw->id, fw->gen, W_UNKNOWN, why, sizeof why - 1, -1);
         } else {
-            add_write(b, fw->id, W_REQUEUE, NULL, 0, -1); /* Redis lost it: move it again */
+            add_write(b, fw->id, fw->gen, W_REQUEUE, NULL, 0, -1); /* Redis lost it: move it again */
         }
         break;
     default:
@@ -695,12 +716,16 @@ static void on_outcome(rjq_client *c, int status, const rjq_outcome *out, void *
 /* A row enqueued by a claim not yet committed: its job's events are this
  * bridge's to write from now on; the await starts once the row is marked
  * (follow_row), or the entry goes when the claim fails (unpend_row). */
-static void pend_row(bridge *b, int64_t id) {
+static void forget_older(bridge *b, int64_t id, int gen);
+
+static void pend_row(bridge *b, int64_t id, int gen) {
+    forget_older(b, id, gen);
     if (idmap_get(&b->follows, id) || b->follows.n >= b->o.max_follow) return;
     follow *fw = calloc(1, sizeof *fw);
     if (fw == NULL) return;
     fw->b = b;
     fw->id = id;
+    fw->gen = gen;
     fw->pending = 1;
     if (idmap_put(&b->follows, id, fw) != 0) free(fw);
 }
@@ -713,8 +738,20 @@ static void unpend_row(bridge *b, int64_t id) {
     }
 }
 
-static void follow_row(bridge *b, int64_t id, qent *q, int existed, int claimed) {
+/* A row followed for an older generation than gen is no longer that
+ * job's: the entry goes (an await in flight ends by itself and finds
+ * itself gone; its writes name the old generation and change nothing). */
+static void forget_older(bridge *b, int64_t id, int gen) {
     follow *fw = idmap_get(&b->follows, id);
+    if (fw == NULL || fw->gen >= gen) return;
+    idmap_del(&b->follows, id);
+    if (fw->pending) free(fw);
+}
+
+static void follow_row(bridge *b, int64_t id, int gen, qent *q, int existed, int claimed) {
+    forget_older(b, id, gen);
+    follow *fw = idmap_get(&b->follows, id);
+    if (fw && fw->gen > gen) return; /* a newer generation is followed */
     /* followed already; or moved by this bridge's claim, whose mark
      * follows it (knowing whether its job existed) */
     if (fw && (!fw->pending || !claimed)) return;
@@ -733,15 +770,16 @@ static void follow_row(bridge *b, int64_t id, qent *q, int existed, int claimed)
     int seen = fw->pending ? fw->seen : 0;
     fw->b = b;
     fw->id = id;
+    fw->gen = gen;
     fw->q = q;
     fw->existed = existed;
     fw->pending = 0;
     fw->seen = 0;
     /* what its job did while the row was not yet marked (a write then
      * would have found the row still queued) */
-    if (seen) add_write(b, id, seen, NULL, 0, -1);
-    char job_id[32];
-    job_id_of(id, job_id, sizeof job_id);
+    if (seen) add_write(b, id, gen, seen, NULL, 0, -1);
+    char job_id[48];
+    job_id_of(id, gen, job_id, sizeof job_id);
     int rc = rjq_queue_await(q->q, job_id, NULL, on_outcome, fw, NULL);
     if (rc != RJQ_OK) {
         idmap_del(&b->follows, id);
@@ -754,17 +792,19 @@ static void on_monitor(rjq_client *c, const char *event, const char *job_id, voi
     (void)c;
     qent *q = data;
     int64_t id;
-    if (parse_job_id(job_id, &id) != 0) return; /* not a job of the bridge */
+    int gen;
+    if (parse_job_id(job_id, &id, &gen) != 0) return; /* not a job of the bridge */
     /* the rows this bridge moves or follows; of any other, whether it was
      * failed (its dead job replayed) */
     follow *fw = idmap_get(&q->b->follows, id);
+    if (fw && fw->gen != gen) fw = NULL; /* another generation's job */
     int kind = strcmp(event, "active") == 0 ? W_ACTIVE
                : strcmp(event, "retried") == 0 || strcmp(event, "reclaimed") == 0 ? W_RETRY
                                                                                   : 0;
     if (kind == 0) return;
     if (fw && fw->pending) fw->seen = kind; /* written once its row is marked */
-    else if (fw) add_write(q->b, id, kind, NULL, 0, -1);
-    else if (kind == W_ACTIVE) add_write(q->b, id, W_CHECK, NULL, 0, -1);
+    else if (fw) add_write(q->b, id, gen, kind, NULL, 0, -1);
+    else if (kind == W_ACTIVE) add_write(q->b, id, gen, W_CHECK, NULL, 0, -1);
 }
 
 /* ---- the scan of open rows ------------------------------------------------------ */
@@ -788,7 +828,7 @@ static void on_scanned(void *arg, PGresult **res, int n, const char *err,
         int64_t id = be64(PQgetvalue(r, i, 0));
         char why[256];
         qent *q = queue_of(b, PQgetvalue(r, i, 1), why, sizeof why);
-        if (q) follow_row(b, id, q, 0, 0);
+        if (q) follow_row(b, id, be32(PQgetvalue(r, i, 2)), q, 0, 0);
         b->scan_after = id;
     }
     if (rows == PGB_FOLLOW_PAGE && b->follows.n < b->o.max_follow && !b->stopping) scan_page(b);
@@ -876,7 +916,7 @@ static void on_marked(void *arg, PGresult **res, int n, const char *err,
         } else if (r->acked) {
             if (r->existed) b->existed++;
             else b->moved++;
-            follow_row(b, r->id, r->q, r->existed, 1);
+            follow_row(b, r->id, r->gen, r->q, r->existed, 1);
         }
     }
     claim_free(cl);
@@ -1000,7 +1040,7 @@ static int enqueue_group(claim *cl, const int *idx, int n) {
         cl->pending++;
         /* a job may start (and say so) before its enqueue is answered:
          * its events are this bridge's from the send on */
-        for (int k = 0; k < n; k++) pend_row(b, cl->rows[idx[k]].id);
+        for (int k = 0; k < n; k++) pend_row(b, cl->rows[idx[k]].id, cl->rows[idx[k]].gen);
         rc = rjq_enqueue_batch(cl->rows[idx[0]].q->q, items, (size_t)n, on_enqueued, g);
         if (rc != RJQ_OK) {
             cl->pending--;
@@ -1020,7 +1060,8 @@ static int enqueue_group(claim *cl, const int *idx, int n) {
 static void check_row(bridge *b, row *r, PGresult *res, int i) {
     char why[512];
     r->id = be64(PQgetvalue(res, i, 0));
-    job_id_of(r->id, r->job_id, sizeof r->job_id);
+    r->gen = be32(PQgetvalue(res, i, 6));
+    job_id_of(r->id, r->gen, r->job_id, sizeof r->job_id);
     r->payload = PQgetvalue(res, i, 2);
     r->len = (size_t)PQgetlength(res, i, 2);
     r->priority = be32(PQgetvalue(res, i, 3));
@@ -1033,6 +1074,8 @@ static void check_row(bridge *b, row *r, PGresult *res, int i) {
     } else if (r->len > b->o.max_payload) {
         snprintf(why, sizeof why, "payload of %zu bytes is over the limit of %zu bytes", r->len,
                  b->o.max_payload);
+    } else if (r->gen < 0) {
+        snprintf(why, sizeof why, "generation %d is below 0", r->gen);
     } else if (r->max_attempts < 1) {
         snprintf(why, sizeof why, "max_attempts %d is below 1", r->max_attempts);
     } else if (r->priority < RJQ_PRIORITY_MIN || r->priority > RJQ_PRIORITY_MAX) {

@@ -12,7 +12,8 @@
 #define RJQ_PG_SCHEMA_H
 
 #define PGB_CHANNEL "rjq_jobs"
-#define PGB_JOB_PREFIX "pg-" /* job id = "pg-<row id>" (rjq ids are not all digits) */
+#define PGB_JOB_PREFIX "pg-" /* job id = "pg-<row id>" (rjq ids are not all digits), or
+                             "pg-<row id>-<generation>" from generation 1 on */
 
 /* --init: idempotent (IF NOT EXISTS / OR REPLACE). Two partial indexes
  * hold the open rows only, so the hot queries stay small however many
@@ -38,6 +39,7 @@
     "  created_at   timestamptz NOT NULL DEFAULT now(),\n"                                    \
     "  updated_at   timestamptz NOT NULL DEFAULT now()\n"                                     \
     ");\n"                                                                                    \
+    "ALTER TABLE rjq_jobs ADD COLUMN IF NOT EXISTS generation integer NOT NULL DEFAULT 0;\n"  \
     "CREATE INDEX IF NOT EXISTS rjq_jobs_queued ON rjq_jobs (priority DESC, id)\n"            \
     "  INCLUDE (queue, created_at) WHERE status = 'queued';\n"                                \
     "CREATE INDEX IF NOT EXISTS rjq_jobs_open ON rjq_jobs (id) INCLUDE (queue, status)\n"     \
@@ -46,6 +48,12 @@
     "BEGIN PERFORM pg_notify('" PGB_CHANNEL "', ''); RETURN NULL; END $$;\n"                  \
     "CREATE OR REPLACE TRIGGER rjq_jobs_inserted AFTER INSERT ON rjq_jobs\n"                  \
     "  FOR EACH STATEMENT EXECUTE FUNCTION rjq_jobs_notify();\n"                              \
+    "CREATE OR REPLACE FUNCTION rjq_jobs_replay() RETURNS trigger LANGUAGE plpgsql AS $$\n"   \
+    "BEGIN NEW.generation := OLD.generation + 1; RETURN NEW; END $$;\n"                       \
+    "CREATE OR REPLACE TRIGGER rjq_jobs_replayed BEFORE UPDATE OF status ON rjq_jobs\n"       \
+    "  FOR EACH ROW WHEN (NEW.status = 'queued'\n"                                            \
+    "    AND OLD.status IN ('completed', 'failed', 'cancelled'))\n"                          \
+    "  EXECUTE FUNCTION rjq_jobs_replay();\n"                                                 \
     "CREATE OR REPLACE TRIGGER rjq_jobs_requeued AFTER UPDATE OF status ON rjq_jobs\n"        \
     "  FOR EACH ROW WHEN (NEW.status = 'queued' AND OLD.status <> 'queued')\n"                \
     "  EXECUTE FUNCTION rjq_jobs_notify();\n"
@@ -54,7 +62,7 @@
  * $1 batch size, $2 the queues served (text[]; NULL: all), $3 queues to
  * leave out for now (Redis refused their last enqueue). Binary results:
  * id int8, queue text, payload bytea, priority int4, max_attempts int4,
- * delay_ms int8. */
+ * delay_ms int8, generation int4. */
 #define PGB_SQL_BEGIN "BEGIN"
 /* The claim walks rjq_jobs_queued in its order and stops at the batch:
  * without statistics (a bulk insert not yet analyzed) the planner would
@@ -65,7 +73,8 @@
     "SELECT id, queue, payload, priority, max_attempts,\n"                                 \
     "  CASE WHEN run_at <= now() THEN 0\n"                                                 \
     "    WHEN NOT isfinite(run_at) THEN 9223372036854775807\n"                             \
-    "    ELSE LEAST(ceil(extract(epoch FROM run_at - now()) * 1000), 9e18)::bigint END\n"  \
+    "    ELSE LEAST(ceil(extract(epoch FROM run_at - now()) * 1000), 9e18)::bigint END,\n" \
+    "  generation\n"                                                                        \
     "FROM rjq_jobs WHERE status = 'queued' AND ($2::text[] IS NULL OR queue = ANY($2))\n"  \
     "  AND ($3::text[] IS NULL OR queue <> ALL($3))\n"                                     \
     "ORDER BY priority DESC, id LIMIT $1 FOR UPDATE SKIP LOCKED"
@@ -78,30 +87,35 @@
 #define PGB_SQL_COMMIT "COMMIT"
 #define PGB_SQL_ROLLBACK "ROLLBACK"
 
-/* A job started: $1 id, $2 the statuses it may follow (text[]). A start
+/* Every write names the row's generation ($3 in PGB_SQL_ACTIVE, $2 in
+ * PGB_SQL_FAILED_ROW, $7 in PGB_SQL_SET): an event of an older
+ * generation's job changes nothing.
+ *
+ * A job started: $1 id, $2 the statuses it may follow (text[]). A start
  * counts as an attempt when the row was not processing already (another
  * bridge may write the same start). */
 #define PGB_SQL_ACTIVE                                                                  \
     "UPDATE rjq_jobs SET status = 'processing', updated_at = now(),\n"                  \
     "  attempts = attempts + CASE WHEN status = 'processing' THEN 0 ELSE 1 END\n"       \
-    "WHERE id = $1 AND status = ANY($2::text[])"
+    "WHERE id = $1 AND status = ANY($2::text[]) AND generation = $3"
 /* A job this bridge does not follow started: is its row failed (its dead
  * job was replayed)? $1 id; the row's queue when so. */
-#define PGB_SQL_FAILED_ROW "SELECT queue FROM rjq_jobs WHERE id = $1 AND status = 'failed'"
+#define PGB_SQL_FAILED_ROW \
+    "SELECT queue FROM rjq_jobs WHERE id = $1 AND status = 'failed' AND generation = $2"
 /* Any other outcome: $1 id, $2 status, $3 result (bytea, binary; NULL:
  * unchanged), $4 error (NULL: unchanged), $5 attempts (-1: unchanged),
- * $6 the statuses it may follow (text[]). */
+ * $6 the statuses it may follow (text[]), $7 the generation. */
 #define PGB_SQL_SET                                                                    \
     "UPDATE rjq_jobs SET status = $2, result = COALESCE($3, result),\n"                 \
     "  error = COALESCE($4, error),\n"                                                  \
     "  attempts = CASE WHEN $5::int >= 0 THEN $5::int ELSE attempts END,\n"             \
     "  updated_at = now()\n"                                                            \
-    "WHERE id = $1 AND status = ANY($6::text[])"
+    "WHERE id = $1 AND status = ANY($6::text[]) AND generation = $7"
 
 /* Open rows the bridge follows, after id $1, of the queues served ($2 as
- * in the claim). Binary: id int8, queue text. */
+ * in the claim). Binary: id int8, queue text, generation int4. */
 #define PGB_SQL_FOLLOW_SCAN                                                                \
-    "SELECT id, queue FROM rjq_jobs\n"                                                     \
+    "SELECT id, queue, generation FROM rjq_jobs\n"                                         \
     "WHERE status IN ('migrated', 'processing', 'retry_scheduled') AND id > $1\n"          \
     "  AND ($2::text[] IS NULL OR queue = ANY($2))\n"                                      \
     "ORDER BY id LIMIT 1000"

@@ -70,6 +70,10 @@ static void handler(rjq_job *job, void *data) {
         return;
     }
     if (ws->sleep_us) usleep((useconds_t)ws->sleep_us);
+    if (ws->fail_pattern && len >= 5 && memcmp(p, "retry", 5) == 0 && ws->runs[row] == 1) {
+        ASSERT_OK(rjq_job_fail(job, "first try failed", RJQ_FAIL_RETRY, 0, on_done_ok, NULL));
+        return;
+    }
     if (ws->fail_pattern && len >= 4 && memcmp(p, "fail", 4) == 0) {
         ASSERT_OK(rjq_job_fail(job, "it failed on purpose", RJQ_FAIL_FATAL, 0, on_done_ok, NULL));
         return;
@@ -393,6 +397,33 @@ TEST(dead_and_cancelled_jobs_are_written_back_and_a_replay_brings_a_row_back) {
     teardown();
 }
 
+TEST(status_columns_record_the_start_the_end_and_the_last_error) {
+    setup();
+    F.ws.fail_pattern = 1;
+    workers_start("jobs", 1, 2);
+    pid_t b = bridge_spawn(NULL);
+    pg_exec(&F.p, "INSERT INTO rjq_jobs (queue, payload) VALUES ('jobs', 'retry once'), "
+                  "('jobs', 'fail me'), ('jobs', 'fine')");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status IN ('completed', 'failed')", 3, 30000);
+    /* retried, then completed: both attempts counted, the failure kept */
+    ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE id = 1 AND status = 'completed' "
+                              "AND attempts = 2 AND last_error = 'first try failed' AND error IS NULL "
+                              "AND started_at IS NOT NULL AND completed_at >= started_at "
+                              "AND failed_at IS NULL"));
+    ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE id = 2 AND status = 'failed' "
+                              "AND attempts = 1 AND error = 'it failed on purpose' "
+                              "AND last_error = error AND started_at IS NOT NULL "
+                              "AND failed_at >= started_at AND completed_at IS NULL"));
+    ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE id = 3 AND status = 'completed' "
+                              "AND attempts = 1 AND last_error IS NULL AND completed_at IS NOT NULL"));
+    /* a replay clears what described the last run */
+    pg_exec(&F.p, "UPDATE rjq_jobs SET status = 'queued', attempts = 0 WHERE id = 2");
+    ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE id = 2 AND generation = 1 "
+                              "AND started_at IS NULL AND failed_at IS NULL AND last_error IS NULL"));
+    bridge_stop(b);
+    teardown();
+}
+
 TEST(a_finished_row_set_back_to_queued_runs_its_job_again_once_per_reset) {
     setup();
     workers_start("jobs", 1, 4);
@@ -638,6 +669,12 @@ TEST(init_is_idempotent_and_bad_options_exit_2) {
     pg_exec(&F.p, "INSERT INTO rjq_jobs (queue) VALUES ('q'); ALTER TABLE rjq_jobs DROP COLUMN generation");
     init_table(&F.p);
     ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE generation = 0"));
+    pg_exec(&F.p, "ALTER TABLE rjq_jobs DROP COLUMN started_at, DROP COLUMN completed_at, "
+                  "DROP COLUMN failed_at, DROP COLUMN worker_id, DROP COLUMN last_error");
+    init_table(&F.p);
+    ASSERT_EQ(5, pg_int(&F.p, "SELECT count(*) FROM information_schema.columns WHERE table_name = "
+                              "'rjq_jobs' AND column_name IN ('started_at', 'completed_at', "
+                              "'failed_at', 'worker_id', 'last_error')"));
     ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM pg_trigger WHERE tgname = 'rjq_jobs_inserted'"));
     ASSERT_EQ(2, pg_int(&F.p, "SELECT count(*) FROM pg_indexes WHERE tablename = 'rjq_jobs' "
                             "AND indexname IN ('rjq_jobs_queued', 'rjq_jobs_open')"));

@@ -126,6 +126,7 @@ typedef struct wentry {
     char *blob; /* result (W_COMPLETED) or error text */
     size_t len;
     int attempts; /* -1: unchanged */
+    char *last_error; /* the job's last failure text (NULL: unchanged) */
     size_t seq;   /* place in its batch before sorting */
 } wentry;
 
@@ -351,9 +352,10 @@ static const char *from_of_kind(int kind) {
     }
 }
 
-/* Queue a write (blob copied; an error text made valid UTF-8). */
-static void add_write(bridge *b, int64_t id, int gen, int kind, const void *blob, size_t len,
-                      int attempts) {
+/* Queue a write (blob and last_error copied; error texts made valid
+ * UTF-8). */
+static void add_write_full(bridge *b, int64_t id, int gen, int kind, const void *blob, size_t len,
+                           int attempts, const char *last_error) {
     if (b->freeing) return;
     if (b->wn == b->wcap) {
         size_t cap = b->wcap ? b->wcap * 2 : 256;
@@ -385,12 +387,25 @@ static void add_write(bridge *b, int64_t id, int gen, int kind, const void *blob
             return;
         }
     }
+    if (last_error && (e->last_error = utf8_text(last_error, strlen(last_error))) == NULL) {
+        free(e->blob);
+        logf_("out of memory: the outcome of row %" PRId64 " waits for the next scan", id);
+        return;
+    }
     b->wn++;
     flush_writes(b);
 }
 
+static void add_write(bridge *b, int64_t id, int gen, int kind, const void *blob, size_t len,
+                      int attempts) {
+    add_write_full(b, id, gen, kind, blob, len, attempts, NULL);
+}
+
 static void free_entries(wentry *e, size_t n) {
-    for (size_t i = 0; i < n; i++) free(e[i].blob);
+    for (size_t i = 0; i < n; i++) {
+        free(e[i].blob);
+        free(e[i].last_error);
+    }
     free(e);
 }
 
@@ -546,12 +561,13 @@ static void flush_writes(bridge *b) {
         }
         snprintf(attempts, sizeof attempts, "%d", e[i].attempts);
         int result = e[i].kind == W_COMPLETED;
-        const char *v[7] = {id, status_of_kind(e[i].kind), result ? e[i].blob : NULL,
-                            result ? NULL : e[i].blob, attempts, from_of_kind(e[i].kind), gen};
-        int lens[7] = {0, 0, result ? (int)e[i].len : 0, 0, 0, 0, 0};
-        int fmts[7] = {0, 0, 1, 0, 0, 0, 0};
+        const char *v[8] = {id, status_of_kind(e[i].kind), result ? e[i].blob : NULL,
+                            result ? NULL : e[i].blob, attempts, from_of_kind(e[i].kind), gen,
+                            e[i].last_error};
+        int lens[8] = {0, 0, result ? (int)e[i].len : 0, 0, 0, 0, 0, 0};
+        int fmts[8] = {0, 0, 1, 0, 0, 0, 0, 0};
         if (result && e[i].blob == NULL) v[2] = ""; /* an empty result, not NULL */
-        pgconn_query(b->writer, PGB_SQL_SET, 7, v, lens, fmts, 0);
+        pgconn_query(b->writer, PGB_SQL_SET, 8, v, lens, fmts, 0);
     }
     b->writing = wb;
     if (pgconn_sync(b->writer, on_written, wb) != 0) /* down: back first */
@@ -622,16 +638,18 @@ static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *d
     if (status == RJQ_OK) {
         int now = final_kind(info->state);
         if (now == W_COMPLETED)
-            add_write(b, f->id, f->gen, now, info->result ? info->result : "", info->result_len, info->attempts);
+            add_write_full(b, f->id, f->gen, now, info->result ? info->result : "", info->result_len,
+                           info->attempts, info->error);
         else if (now == W_FAILED)
-            add_write(b, f->id, f->gen, now, info->error ? info->error : "dead", strlen(info->error ? info->error : "dead"),
-                      info->attempts);
+            add_write_full(b, f->id, f->gen, now, info->error ? info->error : "dead",
+                           strlen(info->error ? info->error : "dead"), info->attempts, info->error);
         else if (now == W_CANCELLED)
-            add_write(b, f->id, f->gen, now, "cancelled", 9, info->attempts);
+            add_write_full(b, f->id, f->gen, now, "cancelled", 9, info->attempts, info->error);
         else /* replayed meanwhile: it runs again */
             follow_row(b, f->id, f->gen, f->q, 0, 0);
     } else { /* the record is gone: what the await said */
-        add_write(b, f->id, f->gen, kind, f->blob, f->len, -1);
+        add_write_full(b, f->id, f->gen, kind, f->blob, f->len, -1,
+                       kind == W_FAILED ? f->blob : NULL);
     }
     free(f->blob);
     free(f);

@@ -39,7 +39,12 @@
     "  created_at   timestamptz NOT NULL DEFAULT now(),\n"                                    \
     "  updated_at   timestamptz NOT NULL DEFAULT now()\n"                                     \
     ");\n"                                                                                    \
-    "ALTER TABLE rjq_jobs ADD COLUMN IF NOT EXISTS generation integer NOT NULL DEFAULT 0;\n"  \
+    "ALTER TABLE rjq_jobs ADD COLUMN IF NOT EXISTS generation integer NOT NULL DEFAULT 0,\n"  \
+    "  ADD COLUMN IF NOT EXISTS started_at timestamptz,\n"                                    \
+    "  ADD COLUMN IF NOT EXISTS completed_at timestamptz,\n"                                  \
+    "  ADD COLUMN IF NOT EXISTS failed_at timestamptz,\n"                                     \
+    "  ADD COLUMN IF NOT EXISTS worker_id text,\n"                                            \
+    "  ADD COLUMN IF NOT EXISTS last_error text;\n"                                           \
     "CREATE INDEX IF NOT EXISTS rjq_jobs_queued ON rjq_jobs (priority DESC, id)\n"            \
     "  INCLUDE (queue, created_at) WHERE status = 'queued';\n"                                \
     "CREATE INDEX IF NOT EXISTS rjq_jobs_open ON rjq_jobs (id) INCLUDE (queue, status)\n"     \
@@ -49,7 +54,9 @@
     "CREATE OR REPLACE TRIGGER rjq_jobs_inserted AFTER INSERT ON rjq_jobs\n"                  \
     "  FOR EACH STATEMENT EXECUTE FUNCTION rjq_jobs_notify();\n"                              \
     "CREATE OR REPLACE FUNCTION rjq_jobs_replay() RETURNS trigger LANGUAGE plpgsql AS $$\n"   \
-    "BEGIN NEW.generation := OLD.generation + 1; RETURN NEW; END $$;\n"                       \
+    "BEGIN NEW.generation := OLD.generation + 1; NEW.started_at := NULL;\n"                   \
+    "  NEW.completed_at := NULL; NEW.failed_at := NULL; NEW.worker_id := NULL;\n"             \
+    "  NEW.last_error := NULL; RETURN NEW; END $$;\n"                                         \
     "CREATE OR REPLACE TRIGGER rjq_jobs_replayed BEFORE UPDATE OF status ON rjq_jobs\n"       \
     "  FOR EACH ROW WHEN (NEW.status = 'queued'\n"                                            \
     "    AND OLD.status IN ('completed', 'failed', 'cancelled'))\n"                          \
@@ -83,7 +90,8 @@
     "UPDATE rjq_jobs SET status = 'migrated', updated_at = now() WHERE id = ANY($1::bigint[])"
 /* $1 id, $2 error: a row that cannot become a job */
 #define PGB_SQL_BAD \
-    "UPDATE rjq_jobs SET status = 'failed', error = $2, updated_at = now() WHERE id = $1"
+    "UPDATE rjq_jobs SET status = 'failed', error = $2, last_error = $2, failed_at = now(),\n" \
+    "  updated_at = now() WHERE id = $1"
 #define PGB_SQL_COMMIT "COMMIT"
 #define PGB_SQL_ROLLBACK "ROLLBACK"
 
@@ -93,9 +101,10 @@
  *
  * A job started: $1 id, $2 the statuses it may follow (text[]). A start
  * counts as an attempt when the row was not processing already (another
- * bridge may write the same start). */
+ * bridge may write the same start), and sets started_at then. */
 #define PGB_SQL_ACTIVE                                                                  \
     "UPDATE rjq_jobs SET status = 'processing', updated_at = now(),\n"                  \
+    "  started_at = CASE WHEN status = 'processing' THEN started_at ELSE now() END,\n"  \
     "  attempts = attempts + CASE WHEN status = 'processing' THEN 0 ELSE 1 END\n"       \
     "WHERE id = $1 AND status = ANY($2::text[]) AND generation = $3"
 /* A job this bridge does not follow started: is its row failed (its dead
@@ -104,12 +113,18 @@
     "SELECT queue FROM rjq_jobs WHERE id = $1 AND status = 'failed' AND generation = $2"
 /* Any other outcome: $1 id, $2 status, $3 result (bytea, binary; NULL:
  * unchanged), $4 error (NULL: unchanged), $5 attempts (-1: unchanged),
- * $6 the statuses it may follow (text[]), $7 the generation. */
+ * $6 the statuses it may follow (text[]), $7 the generation, $8 the job's
+ * last failure text (NULL: unchanged). A completed row gets completed_at,
+ * a failed one failed_at (the first time only: a repeated write keeps it). */
 #define PGB_SQL_SET                                                                    \
     "UPDATE rjq_jobs SET status = $2, result = COALESCE($3, result),\n"                 \
     "  error = COALESCE($4, error),\n"                                                  \
     "  attempts = CASE WHEN $5::int >= 0 THEN $5::int ELSE attempts END,\n"             \
-    "  updated_at = now()\n"                                                            \
+    "  completed_at = CASE WHEN $2 = 'completed' AND status <> 'completed' THEN now()\n" \
+    "    ELSE completed_at END,\n"                                                      \
+    "  failed_at = CASE WHEN $2 = 'failed' AND status <> 'failed' THEN now()\n"          \
+    "    ELSE failed_at END,\n"                                                         \
+    "  last_error = COALESCE($8, last_error), updated_at = now()\n"                     \
     "WHERE id = $1 AND status = ANY($6::text[]) AND generation = $7"
 
 /* Open rows the bridge follows, after id $1, of the queues served ($2 as

@@ -424,6 +424,37 @@ TEST(status_columns_record_the_start_the_end_and_the_last_error) {
     teardown();
 }
 
+TEST(per_row_backoff_and_timeout_reach_the_jobs) {
+    setup();
+    count_wait cw = {0};
+    ASSERT_OK(rjq_queue_pause(F.e.q, on_count, &cw)); /* the jobs wait: their options stay */
+    ASSERT(loop_until(F.e.base, &cw.done, 5000));
+    pid_t b = bridge_spawn(NULL);
+    pg_exec(&F.p, "INSERT INTO rjq_jobs (queue, payload, backoff, backoff_ms, timeout_ms) "
+                  "  VALUES ('jobs', 'a', 'fixed', 250, 5000);"
+                  "INSERT INTO rjq_jobs (queue, payload, backoff_ms, backoff_max_ms) "
+                  "  VALUES ('jobs', 'b', 500, 8000);"
+                  "INSERT INTO rjq_jobs (queue, payload) VALUES ('jobs', 'c');"
+                  "INSERT INTO rjq_jobs (queue, payload, backoff) VALUES ('jobs', 'd', 'linear');"
+                  "INSERT INTO rjq_jobs (queue, payload, timeout_ms) VALUES ('jobs', 'e', -1)");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status IN ('migrated', 'failed')", 5, 30000);
+    redisReply *r = server_cmd(F.e.rc, "HMGET t:{jobs}:options pg-1 pg-2 pg-3");
+    ASSERT(r && r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    ASSERT(r->element[0]->type == REDIS_REPLY_STRING);
+    ASSERT(strstr(r->element[0]->str, "f,250,") && strstr(r->element[0]->str, ";5000;"));
+    ASSERT(r->element[1]->type == REDIS_REPLY_STRING && strstr(r->element[1]->str, "e,500,8000"));
+    /* no options of its own: nothing stored, or no backoff and no timeout in it */
+    ASSERT(r->element[2]->type != REDIS_REPLY_STRING || (strstr(r->element[2]->str, "e,") == NULL &&
+                                                         strstr(r->element[2]->str, "f,") == NULL));
+    freeReplyObject(r);
+    ASSERT_STREQ("backoff \"linear\" is not default, exponential or fixed",
+                 pg_text(&F.p, "SELECT error FROM rjq_jobs WHERE id = 4 AND status = 'failed'"));
+    ASSERT_STREQ("timeout_ms -1 is outside 0..3153600000000",
+                 pg_text(&F.p, "SELECT error FROM rjq_jobs WHERE id = 5 AND status = 'failed'"));
+    bridge_stop(b);
+    teardown();
+}
+
 TEST(a_finished_row_set_back_to_queued_runs_its_job_again_once_per_reset) {
     setup();
     workers_start("jobs", 1, 4);

@@ -79,6 +79,8 @@ typedef struct row {
     size_t len;
     int priority, max_attempts;
     long long delay_ms;
+    rjq_backoff backoff;
+    long long timeout_ms;
     char *bad;   /* why the row cannot become a job (owned) */
     int acked;   /* Redis has its job */
     int existed; /* ... from before this claim */
@@ -1048,6 +1050,8 @@ static int enqueue_group(claim *cl, const int *idx, int n) {
             opts[k].priority = r->priority;
             opts[k].max_attempts = r->max_attempts;
             opts[k].dedup_ms = b->o.dedup_ms;
+            opts[k].backoff = r->backoff;
+            opts[k].timeout_ms = r->timeout_ms;
             items[k].payload = r->payload;
             items[k].len = r->len;
             items[k].opts = &opts[k];
@@ -1085,6 +1089,15 @@ static void check_row(bridge *b, row *r, PGresult *res, int i) {
     r->priority = be32(PQgetvalue(res, i, 3));
     r->max_attempts = be32(PQgetvalue(res, i, 4));
     r->delay_ms = be64(PQgetvalue(res, i, 5));
+    r->backoff.base_ms = be64(PQgetvalue(res, i, 8));
+    r->backoff.max_ms = be64(PQgetvalue(res, i, 9));
+    r->timeout_ms = be64(PQgetvalue(res, i, 10));
+    const char *bo = PQgetisnull(res, i, 7) ? "default" : PQgetvalue(res, i, 7);
+    int bo_ok = 1;
+    if (strcmp(bo, "default") == 0) r->backoff.type = RJQ_BACKOFF_DEFAULT;
+    else if (strcmp(bo, "exponential") == 0) r->backoff.type = RJQ_BACKOFF_EXPONENTIAL;
+    else if (strcmp(bo, "fixed") == 0) r->backoff.type = RJQ_BACKOFF_FIXED;
+    else bo_ok = 0;
     why[0] = '\0';
     r->q = queue_of(b, PQgetvalue(res, i, 1), why, sizeof why);
     if (r->q == NULL) {
@@ -1101,6 +1114,17 @@ static void check_row(bridge *b, row *r, PGresult *res, int i) {
                  RJQ_PRIORITY_MAX);
     } else if (r->delay_ms > RJQ_DELAY_MAX) {
         snprintf(why, sizeof why, "run_at is more than %lld ms away", (long long)RJQ_DELAY_MAX);
+    } else if (!bo_ok) {
+        snprintf(why, sizeof why, "backoff \"%.100s\" is not default, exponential or fixed", bo);
+    } else if (r->backoff.base_ms < 0 || r->backoff.base_ms > RJQ_DELAY_MAX) {
+        snprintf(why, sizeof why, "backoff_ms %lld is outside 0..%lld", r->backoff.base_ms,
+                 (long long)RJQ_DELAY_MAX);
+    } else if (r->backoff.max_ms < 0 || r->backoff.max_ms > RJQ_DELAY_MAX) {
+        snprintf(why, sizeof why, "backoff_max_ms %lld is outside 0..%lld", r->backoff.max_ms,
+                 (long long)RJQ_DELAY_MAX);
+    } else if (r->timeout_ms < 0 || r->timeout_ms > RJQ_DELAY_MAX) {
+        snprintf(why, sizeof why, "timeout_ms %lld is outside 0..%lld", r->timeout_ms,
+                 (long long)RJQ_DELAY_MAX);
     }
     if (why[0]) r->bad = strdup(why);
 }

@@ -44,7 +44,11 @@
     "  ADD COLUMN IF NOT EXISTS completed_at timestamptz,\n"                                  \
     "  ADD COLUMN IF NOT EXISTS failed_at timestamptz,\n"                                     \
     "  ADD COLUMN IF NOT EXISTS worker_id text,\n"                                            \
-    "  ADD COLUMN IF NOT EXISTS last_error text;\n"                                           \
+    "  ADD COLUMN IF NOT EXISTS last_error text,\n"                                           \
+    "  ADD COLUMN IF NOT EXISTS backoff text,\n"                                              \
+    "  ADD COLUMN IF NOT EXISTS backoff_ms bigint,\n"                                         \
+    "  ADD COLUMN IF NOT EXISTS backoff_max_ms bigint,\n"                                     \
+    "  ADD COLUMN IF NOT EXISTS timeout_ms bigint;\n"                                         \
     "CREATE INDEX IF NOT EXISTS rjq_jobs_queued ON rjq_jobs (priority DESC, id)\n"            \
     "  INCLUDE (queue, created_at) WHERE status = 'queued';\n"                                \
     "CREATE INDEX IF NOT EXISTS rjq_jobs_open ON rjq_jobs (id) INCLUDE (queue, status)\n"     \
@@ -69,7 +73,8 @@
  * $1 batch size, $2 the queues served (text[]; NULL: all), $3 queues to
  * leave out for now (Redis refused their last enqueue). Binary results:
  * id int8, queue text, payload bytea, priority int4, max_attempts int4,
- * delay_ms int8, generation int4. */
+ * delay_ms int8, generation int4, backoff text (NULL: the default),
+ * backoff_ms int8, backoff_max_ms int8, timeout_ms int8 (0: NULL). */
 #define PGB_SQL_BEGIN "BEGIN"
 /* The claim walks rjq_jobs_queued in its order and stops at the batch:
  * without statistics (a bulk insert not yet analyzed) the planner would
@@ -81,7 +86,8 @@
     "  CASE WHEN run_at <= now() THEN 0\n"                                                 \
     "    WHEN NOT isfinite(run_at) THEN 9223372036854775807\n"                             \
     "    ELSE LEAST(ceil(extract(epoch FROM run_at - now()) * 1000), 9e18)::bigint END,\n" \
-    "  generation\n"                                                                        \
+    "  generation, backoff, COALESCE(backoff_ms, 0), COALESCE(backoff_max_ms, 0),\n"        \
+    "  COALESCE(timeout_ms, 0)\n"                                                           \
     "FROM rjq_jobs WHERE status = 'queued' AND ($2::text[] IS NULL OR queue = ANY($2))\n"  \
     "  AND ($3::text[] IS NULL OR queue <> ALL($3))\n"                                     \
     "ORDER BY priority DESC, id LIMIT $1 FOR UPDATE SKIP LOCKED"

@@ -397,7 +397,7 @@ TEST(dead_and_cancelled_jobs_are_written_back_and_a_replay_brings_a_row_back) {
     teardown();
 }
 
-TEST(status_columns_record_the_start_the_end_and_the_last_error) {
+TEST(status_columns_record_the_start_the_end_the_worker_and_the_last_error) {
     setup();
     F.ws.fail_pattern = 1;
     workers_start("jobs", 1, 2);
@@ -416,6 +416,13 @@ TEST(status_columns_record_the_start_the_end_and_the_last_error) {
                               "AND failed_at >= started_at AND completed_at IS NULL"));
     ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE id = 3 AND status = 'completed' "
                               "AND attempts = 1 AND last_error IS NULL AND completed_at IS NOT NULL"));
+    /* the completed ones name the process that ran them (this one) */
+    char host[256], sql[512];
+    ASSERT_EQ(0, gethostname(host, sizeof host));
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM rjq_jobs WHERE id IN (1, 3) AND worker_id = '%s:%ld'",
+             host, (long)getpid());
+    wait_pg(sql, 2, 30000);
+    ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE id = 2 AND worker_id IS NULL"));
     /* a replay clears what described the last run */
     pg_exec(&F.p, "UPDATE rjq_jobs SET status = 'queued', attempts = 0 WHERE id = 2");
     ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE id = 2 AND generation = 1 "
@@ -692,6 +699,37 @@ TEST(a_bridge_with_queues_moves_only_their_rows) {
     teardown();
 }
 
+TEST(two_tables_with_their_own_bridges_coexist) {
+    setup();
+    workers_start("jobs", 1, 4);
+    /* "order" is a reserved word: every statement must quote it */
+    const char *init[] = {"--pg", F.p.conninfo, "--init", "--table", "order", NULL};
+    ASSERT_EQ(0, bridge_run(init));
+    ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM pg_trigger WHERE tgname = 'order_inserted'"));
+    ASSERT_EQ(2, pg_int(&F.p, "SELECT count(*) FROM pg_indexes WHERE tablename = 'order' "
+                              "AND indexname IN ('order_queued', 'order_open')"));
+    const char *extra[] = {"--table", "order", NULL};
+    pid_t b1 = bridge_spawn(NULL), b2 = bridge_spawn(extra);
+    /* the same row ids in both tables; each bridge wakes on its own channel */
+    insert_rows("jobs", 1, 20, "0");
+    pg_exec(&F.p, "INSERT INTO \"order\" (queue, payload) SELECT 'other', 'x' FROM generate_series(1, 20)");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'completed'", 20, 30000);
+    wait_pg("SELECT count(*) FROM \"order\" WHERE status = 'migrated'", 20, 30000);
+    rjq_queue *other = queue_for(F.e.c, "other");
+    ASSERT_EQ(20, get_stats(F.e.base, other).ready);
+    ASSERT_STREQ("ready", get_info(F.e.base, other, "pg-order-20").state);
+    ASSERT_EQ(20, get_stats(F.e.base, F.e.q).enqueued); /* no row of "order" in "jobs" */
+    /* a replay in the other table runs again under its own ids */
+    pg_exec(&F.p, "UPDATE \"order\" SET status = 'cancelled' WHERE id = 1;"
+                  "UPDATE \"order\" SET status = 'queued' WHERE id = 1");
+    wait_pg("SELECT count(*) FROM \"order\" WHERE id = 1 AND generation = 1 AND status = 'migrated'", 1,
+            30000);
+    ASSERT_STREQ("ready", get_info(F.e.base, other, "pg-order-1-1").state);
+    bridge_stop(b1);
+    bridge_stop(b2);
+    teardown();
+}
+
 TEST(init_is_idempotent_and_bad_options_exit_2) {
     pg_start(&F.p);
     init_table(&F.p);
@@ -711,6 +749,8 @@ TEST(init_is_idempotent_and_bad_options_exit_2) {
                             "AND indexname IN ('rjq_jobs_queued', 'rjq_jobs_open')"));
     const char *bad_batch[] = {"--batch", "0", NULL};
     ASSERT_EQ(2, bridge_run(bad_batch));
+    const char *bad_table[] = {"--table", "Jobs-2", NULL};
+    ASSERT_EQ(2, bridge_run(bad_table));
     const char *unknown[] = {"--frobnicate", NULL};
     ASSERT_EQ(2, bridge_run(unknown));
     const char *help[] = {"--help", NULL};

@@ -42,6 +42,7 @@
 #include "pgconn.h"
 #include "rjq.h"
 #include "schema.h"
+#include "sqlname.h"
 #include "utf8.h"
 
 #define WRITE_BATCH 1000
@@ -59,7 +60,8 @@ enum {
     W_FAILED,
     W_CANCELLED,
     W_REQUEUE,
-    W_UNKNOWN
+    W_UNKNOWN,
+    W_WORKER     /* the process that ran a completed job (blob: "host:pid") */
 };
 
 typedef struct qent {
@@ -73,7 +75,7 @@ typedef struct qent {
 typedef struct row {
     int64_t id;
     int gen; /* the row's generation (schema.h) */
-    char job_id[48];
+    char job_id[96];
     qent *q;
     const char *payload;
     size_t len;
@@ -132,6 +134,20 @@ typedef struct wentry {
     size_t seq;   /* place in its batch before sorting */
 } wentry;
 
+/* A completed job's worker to find in the process registry. */
+typedef struct wlookup {
+    int64_t id;
+    int gen;
+    char client[128]; /* the client id its token starts with */
+    struct wlookup *next;
+} wlookup;
+
+/* A live process of the registry: client id -> "host:pid". */
+typedef struct proc_ent {
+    char client[128];
+    char where[320];
+} proc_ent;
+
 typedef struct wbatch {
     bridge *b;
     wentry *e;
@@ -141,6 +157,10 @@ typedef struct wbatch {
 
 struct bridge {
     bridge_options o;
+    char job_prefix[64]; /* "pg-", or "pg-<table>-" for another table than rjq_jobs */
+    struct { /* schema.h's statements for o.table (sqlname.h) */
+        char *claim, *migrated, *bad, *active, *worker, *failed_row, *set, *scan, *depth, *lag;
+    } sql;
     struct event_base *base;
     rjq_client *c;
     pgconn *claimer, *writer;
@@ -165,6 +185,11 @@ struct bridge {
     struct event *write_retry;
     int reads;              /* job reads in flight (their writes are still to come) */
     final_read *rereads;    /* job reads a transient error ended: sent again */
+    wlookup *lookups;       /* workers to find once the process listing is read */
+    int listing;            /* a process listing is in flight */
+    long list_offset;
+    proc_ent *procs, *next_procs; /* the last listing; the one being read */
+    size_t nprocs, nnext;
     struct event *reread;   /* ... when this fires */
     /* report */
     struct event *report;
@@ -248,10 +273,11 @@ static char *utf8_text(const char *s, size_t len) {
     return out;
 }
 
-/* "pg-<id>" (generation 0) or "pg-<id>-<generation>" (1..INT_MAX). */
-static int parse_job_id(const char *job_id, int64_t *id, int *gen) {
-    size_t plen = sizeof PGB_JOB_PREFIX - 1;
-    if (strncmp(job_id, PGB_JOB_PREFIX, plen) != 0) return -1;
+/* "<prefix><id>" (generation 0) or "<prefix><id>-<generation>"
+ * (1..INT_MAX), prefix b->job_prefix. */
+static int parse_job_id(const bridge *b, const char *job_id, int64_t *id, int *gen) {
+    size_t plen = strlen(b->job_prefix);
+    if (strncmp(job_id, b->job_prefix, plen) != 0) return -1;
     const char *s = job_id + plen;
     if (*s < '1' || *s > '9') return -1;
     int64_t v = 0;
@@ -273,9 +299,9 @@ static int parse_job_id(const char *job_id, int64_t *id, int *gen) {
     return 0;
 }
 
-static void job_id_of(int64_t id, int gen, char *buf, size_t size) {
-    if (gen > 0) snprintf(buf, size, PGB_JOB_PREFIX "%" PRId64 "-%d", id, gen);
-    else snprintf(buf, size, PGB_JOB_PREFIX "%" PRId64, id);
+static void job_id_of(const bridge *b, int64_t id, int gen, char *buf, size_t size) {
+    if (gen > 0) snprintf(buf, size, "%s%" PRId64 "-%d", b->job_prefix, id, gen);
+    else snprintf(buf, size, "%s%" PRId64, b->job_prefix, id);
 }
 
 /* The client takes new requests (not once the stop began closing it). */
@@ -444,7 +470,7 @@ static void on_revive_info(rjq_client *c, int status, const rjq_job_info *info, 
 
 /* A failed row whose job started: read the job; replayed, it lives again. */
 static void check_revived(bridge *b, int64_t id, int gen, const char *queue) {
-    char why[256], job_id[48];
+    char why[256], job_id[96];
     qent *q = queue_of(b, queue, why, sizeof why);
     final_read *f = q ? calloc(1, sizeof *f) : NULL;
     if (f == NULL) return;
@@ -452,7 +478,7 @@ static void check_revived(bridge *b, int64_t id, int gen, const char *queue) {
     f->id = id;
     f->gen = gen;
     f->q = q;
-    job_id_of(id, gen, job_id, sizeof job_id);
+    job_id_of(b, id, gen, job_id, sizeof job_id);
     if (rjq_queue_job(q->q, job_id, on_revive_info, f) == RJQ_OK) b->reads++;
     else free(f);
 }
@@ -553,12 +579,17 @@ static void flush_writes(bridge *b) {
         snprintf(gen, sizeof gen, "%d", e[i].gen);
         if (e[i].kind == W_ACTIVE || e[i].kind == W_REVIVE) {
             const char *v[3] = {id, from_of_kind(e[i].kind), gen};
-            pgconn_query(b->writer, PGB_SQL_ACTIVE, 3, v, NULL, NULL, 0);
+            pgconn_query(b->writer, b->sql.active, 3, v, NULL, NULL, 0);
+            continue;
+        }
+        if (e[i].kind == W_WORKER) {
+            const char *v[3] = {id, e[i].blob ? e[i].blob : "", gen};
+            pgconn_query(b->writer, b->sql.worker, 3, v, NULL, NULL, 0);
             continue;
         }
         if (e[i].kind == W_CHECK) {
             const char *v[2] = {id, gen};
-            pgconn_query(b->writer, PGB_SQL_FAILED_ROW, 2, v, NULL, NULL, 0);
+            pgconn_query(b->writer, b->sql.failed_row, 2, v, NULL, NULL, 0);
             continue;
         }
         snprintf(attempts, sizeof attempts, "%d", e[i].attempts);
@@ -569,7 +600,7 @@ static void flush_writes(bridge *b) {
         int lens[8] = {0, 0, result ? (int)e[i].len : 0, 0, 0, 0, 0, 0};
         int fmts[8] = {0, 0, 1, 0, 0, 0, 0, 0};
         if (result && e[i].blob == NULL) v[2] = ""; /* an empty result, not NULL */
-        pgconn_query(b->writer, PGB_SQL_SET, 8, v, lens, fmts, 0);
+        pgconn_query(b->writer, b->sql.set, 8, v, lens, fmts, 0);
     }
     b->writing = wb;
     if (pgconn_sync(b->writer, on_written, wb) != 0) /* down: back first */
@@ -588,11 +619,93 @@ static int final_kind(const char *state) {
 }
 
 static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *data);
+static void list_processes(bridge *b);
+
+/* The "host:pid" of client id `client` in the last listing, or NULL. */
+static const char *proc_where(const proc_ent *p, size_t n, const char *client) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(p[i].client, client) == 0) return p[i].where;
+    return NULL;
+}
+
+/* Write the worker of a completed job: its token starts with the id of
+ * the client that ran it, which the process registry maps to host and
+ * pid (while that process lives: one that is gone leaves worker_id NULL). */
+static void find_worker(bridge *b, int64_t id, int gen, const char *token) {
+    size_t n = strcspn(token, ".");
+    if (n == 0 || token[n] != '.' || n >= sizeof ((wlookup *)0)->client) return;
+    char client[128];
+    memcpy(client, token, n);
+    client[n] = '\0';
+    const char *where = proc_where(b->procs, b->nprocs, client);
+    if (where) {
+        add_write(b, id, gen, W_WORKER, where, strlen(where), -1);
+        return;
+    }
+    wlookup *l = calloc(1, sizeof *l);
+    if (l == NULL) return; /* worker_id stays NULL */
+    l->id = id;
+    l->gen = gen;
+    memcpy(l->client, client, n + 1);
+    l->next = b->lookups;
+    b->lookups = l;
+    if (!b->listing) list_processes(b);
+}
+
+static void on_processes(rjq_client *c, int status, const rjq_process *list, size_t n, void *data) {
+    (void)c;
+    bridge *b = data;
+    b->reads--;
+    b->listing = 0;
+    int done = status != RJQ_OK || n < RJQ_JOBS_PAGE_MAX;
+    for (size_t i = 0; status == RJQ_OK && i < n; i++) {
+        proc_ent *p = realloc(b->next_procs, (b->nnext + 1) * sizeof *p);
+        if (p == NULL) break;
+        b->next_procs = p;
+        p = &p[b->nnext];
+        if (snprintf(p->client, sizeof p->client, "%s", list[i].id) >= (int)sizeof p->client) continue;
+        snprintf(p->where, sizeof p->where, "%.256s:%ld", list[i].host, list[i].pid);
+        b->nnext++;
+    }
+    if (!done && !b->freeing && client_open(b)) { /* the next page */
+        b->list_offset += (long)n;
+        list_processes(b);
+        return;
+    }
+    if (status == RJQ_OK) { /* the new listing replaces the last */
+        free(b->procs);
+        b->procs = b->next_procs;
+        b->nprocs = b->nnext;
+    } else {
+        free(b->next_procs);
+    }
+    b->next_procs = NULL;
+    b->nnext = 0;
+    b->list_offset = 0;
+    wlookup *l = b->lookups;
+    b->lookups = NULL;
+    while (l) {
+        wlookup *next = l->next;
+        const char *where = status == RJQ_OK ? proc_where(b->procs, b->nprocs, l->client) : NULL;
+        if (where && !b->freeing) add_write(b, l->id, l->gen, W_WORKER, where, strlen(where), -1);
+        free(l);
+        l = next;
+    }
+    stop_check(b);
+}
+
+static void list_processes(bridge *b) {
+    if (!client_open(b)) return;
+    b->reads++;
+    b->listing = 1;
+    int rc = rjq_client_processes(b->c, b->list_offset, RJQ_JOBS_PAGE_MAX, on_processes, b);
+    if (rc != RJQ_OK) on_processes(b->c, rc, NULL, 0, b);
+}
 
 /* Send a final read (again); on a refusal it waits for the next try. */
 static void send_final_read(bridge *b, final_read *f) {
-    char job_id[48];
-    job_id_of(f->id, f->gen, job_id, sizeof job_id);
+    char job_id[96];
+    job_id_of(b, f->id, f->gen, job_id, sizeof job_id);
     b->reads++;
     int rc = client_open(b) ? rjq_queue_job(f->q->q, job_id, on_info, f) : RJQ_ECANCELED;
     if (rc != RJQ_OK) on_info(b->c, rc, NULL, f);
@@ -639,9 +752,11 @@ static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *d
     int kind = f->status == RJQ_OK ? W_COMPLETED : f->status == RJQ_EJOBDEAD ? W_FAILED : W_CANCELLED;
     if (status == RJQ_OK) {
         int now = final_kind(info->state);
-        if (now == W_COMPLETED)
+        if (now == W_COMPLETED) {
             add_write_full(b, f->id, f->gen, now, info->result ? info->result : "", info->result_len,
                            info->attempts, info->error);
+            if (info->token) find_worker(b, f->id, f->gen, info->token);
+        }
         else if (now == W_FAILED)
             add_write_full(b, f->id, f->gen, now, info->error ? info->error : "dead",
                            strlen(info->error ? info->error : "dead"), info->attempts, info->error);
@@ -798,8 +913,8 @@ static void follow_row(bridge *b, int64_t id, int gen, qent *q, int existed, int
     /* what its job did while the row was not yet marked (a write then
      * would have found the row still queued) */
     if (seen) add_write(b, id, gen, seen, NULL, 0, -1);
-    char job_id[48];
-    job_id_of(id, gen, job_id, sizeof job_id);
+    char job_id[96];
+    job_id_of(b, id, gen, job_id, sizeof job_id);
     int rc = rjq_queue_await(q->q, job_id, NULL, on_outcome, fw, NULL);
     if (rc != RJQ_OK) {
         idmap_del(&b->follows, id);
@@ -813,7 +928,7 @@ static void on_monitor(rjq_client *c, const char *event, const char *job_id, voi
     qent *q = data;
     int64_t id;
     int gen;
-    if (parse_job_id(job_id, &id, &gen) != 0) return; /* not a job of the bridge */
+    if (parse_job_id(q->b, job_id, &id, &gen) != 0) return; /* not a job of the bridge */
     /* the rows this bridge moves or follows; of any other, whether it was
      * failed (its dead job replayed) */
     follow *fw = idmap_get(&q->b->follows, id);
@@ -859,7 +974,7 @@ static void scan_page(bridge *b) {
     char after[24];
     snprintf(after, sizeof after, "%" PRId64, b->scan_after);
     const char *v[2] = {after, b->queues_param};
-    pgconn_query(b->writer, PGB_SQL_FOLLOW_SCAN, 2, v, NULL, NULL, 1);
+    pgconn_query(b->writer, b->sql.scan, 2, v, NULL, NULL, 1);
     if (pgconn_sync(b->writer, on_scanned, b) != 0) b->reconciling = 0;
 }
 
@@ -982,7 +1097,7 @@ static void mark(claim *cl) {
     ids[len] = '\0';
     if (acked) {
         const char *v[1] = {ids};
-        pgconn_query(b->claimer, PGB_SQL_MIGRATED, 1, v, NULL, NULL, 0);
+        pgconn_query(b->claimer, b->sql.migrated, 1, v, NULL, NULL, 0);
     }
     free(ids);
     for (int i = 0; i < cl->n; i++) {
@@ -991,7 +1106,7 @@ static void mark(claim *cl) {
         char id[24];
         snprintf(id, sizeof id, "%" PRId64, r->id);
         const char *v[2] = {id, r->bad};
-        pgconn_query(b->claimer, PGB_SQL_BAD, 2, v, NULL, NULL, 0);
+        pgconn_query(b->claimer, b->sql.bad, 2, v, NULL, NULL, 0);
     }
     pgconn_query(b->claimer, PGB_SQL_COMMIT, 0, NULL, NULL, NULL, 0);
     if (pgconn_sync(b->claimer, on_marked, cl) != 0) on_marked(cl, NULL, 0, "connection lost", "");
@@ -1083,7 +1198,7 @@ static void check_row(bridge *b, row *r, PGresult *res, int i) {
     char why[512];
     r->id = be64(PQgetvalue(res, i, 0));
     r->gen = be32(PQgetvalue(res, i, 6));
-    job_id_of(r->id, r->gen, r->job_id, sizeof r->job_id);
+    job_id_of(b, r->id, r->gen, r->job_id, sizeof r->job_id);
     r->payload = PQgetvalue(res, i, 2);
     r->len = (size_t)PQgetlength(res, i, 2);
     r->priority = be32(PQgetvalue(res, i, 3));
@@ -1240,7 +1355,7 @@ static void claim_next(bridge *b) {
     /* (a statement libpq cannot send fails the segment: on_claimed hears it) */
     pgconn_query(b->claimer, PGB_SQL_BEGIN, 0, NULL, NULL, NULL, 0);
     pgconn_query(b->claimer, PGB_SQL_CLAIM_PLAN, 0, NULL, NULL, NULL, 0);
-    pgconn_query(b->claimer, PGB_SQL_CLAIM, 3, v, NULL, NULL, 1);
+    pgconn_query(b->claimer, b->sql.claim, 3, v, NULL, NULL, 1);
     free(left_out);
     if (pgconn_sync(b->claimer, on_claimed, b) != 0) {
         /* the connection went down: its return claims */
@@ -1299,7 +1414,7 @@ static void on_writer_state(pgconn *p, int up, const char *err, void *arg) {
     bridge *b = arg;
     char msg[512];
     if (up) {
-        logf_("PostgreSQL connected (outcomes, LISTEN " PGB_CHANNEL ")");
+        logf_("PostgreSQL connected (outcomes, LISTEN %s)", b->o.table);
         flush_writes(b);
         reconcile(b);
         claim_next(b); /* notifications may have been missed meanwhile */
@@ -1372,8 +1487,8 @@ static void on_report(evutil_socket_t fd, short what, void *arg) {
     bridge *b = arg;
     if (b->reporting) return;
     if (pgconn_up(b->writer)) {
-        pgconn_query(b->writer, PGB_SQL_DEPTH, 0, NULL, NULL, NULL, 0);
-        pgconn_query(b->writer, PGB_SQL_LAG, 0, NULL, NULL, NULL, 0);
+        pgconn_query(b->writer, b->sql.depth, 0, NULL, NULL, NULL, 0);
+        pgconn_query(b->writer, b->sql.lag, 0, NULL, NULL, NULL, 0);
         if (pgconn_sync(b->writer, on_report_rows, b) == 0) {
             b->reporting = 1;
             return;
@@ -1429,6 +1544,25 @@ bridge *bridge_start(struct event_base *base, const bridge_options *o) {
     if (b == NULL) return NULL;
     b->o = *o;
     b->base = base;
+    if (b->o.table == NULL) b->o.table = PGB_TABLE_DEFAULT;
+    if (strcmp(b->o.table, PGB_TABLE_DEFAULT) == 0)
+        snprintf(b->job_prefix, sizeof b->job_prefix, "%s", PGB_JOB_PREFIX);
+    else
+        snprintf(b->job_prefix, sizeof b->job_prefix, PGB_JOB_PREFIX "%s-", b->o.table);
+    if (!pgb_table_ok(b->o.table)) {
+        fprintf(stderr, "rjq-pg-bridge: --table: \"%s\" is not 1..%d bytes of a-z, 0-9 and _ "
+                        "(not starting with a digit)\n", b->o.table, PGB_TABLE_MAX);
+        goto fail;
+    }
+    struct { char **dst; const char *tmpl; } sql[] = {
+        {&b->sql.claim, PGB_SQL_CLAIM},   {&b->sql.migrated, PGB_SQL_MIGRATED},
+        {&b->sql.bad, PGB_SQL_BAD},       {&b->sql.active, PGB_SQL_ACTIVE},
+        {&b->sql.worker, PGB_SQL_WORKER}, {&b->sql.failed_row, PGB_SQL_FAILED_ROW},
+        {&b->sql.set, PGB_SQL_SET},       {&b->sql.scan, PGB_SQL_FOLLOW_SCAN},
+        {&b->sql.depth, PGB_SQL_DEPTH},   {&b->sql.lag, PGB_SQL_LAG},
+    };
+    for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++)
+        if ((*sql[i].dst = pgb_sql(sql[i].tmpl, b->o.table)) == NULL) goto fail;
     b->report_at = now_s();
     if (o->queues && (b->queues_param = array_literal(o->queues, o->nqueues)) == NULL) goto fail;
     rjq_client_options co = {0};
@@ -1463,7 +1597,7 @@ bridge *bridge_start(struct event_base *base, const bridge_options *o) {
         }
     }
     b->claimer = pgconn_new(base, o->pg, NULL, on_claimer_state, NULL, b);
-    b->writer = pgconn_new(base, o->pg, PGB_CHANNEL, on_writer_state, on_notify, b);
+    b->writer = pgconn_new(base, o->pg, b->o.table, on_writer_state, on_notify, b);
     if (b->claimer == NULL || b->writer == NULL) goto fail;
     return b;
 fail:
@@ -1539,6 +1673,17 @@ void bridge_free(bridge *b) {
     free(b->queues);
     free(b->queues_param);
     free_entries(b->w, b->wn); /* the batch in flight was freed with its connection */
+    while (b->lookups) {
+        wlookup *l = b->lookups;
+        b->lookups = l->next;
+        free(l);
+    }
+    free(b->procs);
+    free(b->next_procs);
+    char **sql[] = {&b->sql.claim,  &b->sql.migrated,   &b->sql.bad, &b->sql.active,
+                    &b->sql.worker, &b->sql.failed_row, &b->sql.set, &b->sql.scan,
+                    &b->sql.depth,  &b->sql.lag};
+    for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++) free(*sql[i]);
     while (b->rereads) {
         final_read *f = b->rereads;
         b->rereads = f->next;

@@ -11,9 +11,12 @@
 #ifndef RJQ_PG_SCHEMA_H
 #define RJQ_PG_SCHEMA_H
 
-#define PGB_CHANNEL "rjq_jobs"
+/* Every statement names the table "rjq_jobs" (its indexes, functions and
+ * triggers "rjq_jobs_...", its channel 'rjq_jobs'): sqlname.h renders them
+ * for the --table in use. */
 #define PGB_JOB_PREFIX "pg-" /* job id = "pg-<row id>" (rjq ids are not all digits), or
-                             "pg-<row id>-<generation>" from generation 1 on */
+                             "pg-<row id>-<generation>" from generation 1 on; a table
+                             other than rjq_jobs: "pg-<table>-<row id>[-<generation>]" */
 
 /* --init: idempotent (IF NOT EXISTS / OR REPLACE). Two partial indexes
  * hold the open rows only, so the hot queries stay small however many
@@ -54,7 +57,7 @@
     "CREATE INDEX IF NOT EXISTS rjq_jobs_open ON rjq_jobs (id) INCLUDE (queue, status)\n"     \
     "  WHERE status IN ('migrated', 'processing', 'retry_scheduled');\n"                      \
     "CREATE OR REPLACE FUNCTION rjq_jobs_notify() RETURNS trigger LANGUAGE plpgsql AS $$\n"   \
-    "BEGIN PERFORM pg_notify('" PGB_CHANNEL "', ''); RETURN NULL; END $$;\n"                  \
+    "BEGIN PERFORM pg_notify('rjq_jobs', ''); RETURN NULL; END $$;\n"                  \
     "CREATE OR REPLACE TRIGGER rjq_jobs_inserted AFTER INSERT ON rjq_jobs\n"                  \
     "  FOR EACH STATEMENT EXECUTE FUNCTION rjq_jobs_notify();\n"                              \
     "CREATE OR REPLACE FUNCTION rjq_jobs_replay() RETURNS trigger LANGUAGE plpgsql AS $$\n"   \
@@ -132,6 +135,10 @@
     "    ELSE failed_at END,\n"                                                         \
     "  last_error = COALESCE($8, last_error), updated_at = now()\n"                     \
     "WHERE id = $1 AND status = ANY($6::text[]) AND generation = $7"
+
+/* The process that ran a completed job's last attempt: $1 id, $2
+ * "host:pid", $3 the generation. */
+#define PGB_SQL_WORKER "UPDATE rjq_jobs SET worker_id = $2 WHERE id = $1 AND generation = $3"
 
 /* Open rows the bridge follows, after id $1, of the queues served ($2 as
  * in the claim). Binary: id int8, queue text, generation int4. */

@@ -725,6 +725,13 @@ static void on_reread(evutil_socket_t fd, short what, void *arg) {
     }
 }
 
+/* Errors a read sent again at once would get again: logged, and the row
+ * stays open for the next scan (--scan-ms). */
+static int lasting(int status) {
+    return status == RJQ_EPROTO || status == RJQ_EWRONGTYPE || status == RJQ_EAUTH ||
+           status == RJQ_EJOBID || status == RJQ_EINVAL;
+}
+
 /* What rjq answered about a job's record: "it is gone" only with
  * RJQ_ENOTFOUND; any other error (the connection dropped, a timeout,
  * Redis loading) says nothing about the job, so the read is sent again. */
@@ -734,8 +741,11 @@ static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *d
     bridge *b = f->b;
     b->reads--;
     if (status != RJQ_OK && status != RJQ_ENOTFOUND) {
-        if (status == RJQ_ECANCELED || b->stopping || b->freeing || !client_open(b)) {
-            /* the row stays open: the next start follows it again */
+        if (lasting(status))
+            logf_("reading the job of row %" PRId64 ": %s (the next scan follows it again)", f->id,
+                  rjq_strerror(status));
+        if (status == RJQ_ECANCELED || lasting(status) || b->stopping || b->freeing || !client_open(b)) {
+            /* the row stays open: the next scan or start follows it again */
             free(f->blob);
             free(f);
             stop_check(b);

@@ -1053,6 +1053,12 @@ typedef struct rjq_job_info {
     const void *result; /* NULL unless completed */
     size_t result_len;
     const char *error;  /* last failure text, or NULL */
+    const char *token;  /* the fencing token of the attempt that holds the
+                           job (active) or completed it, NULL otherwise
+                           (waiting, dead, cancelled). It starts with the id
+                           of the client whose worker ran that attempt and a
+                           '.': rjq_client_processes() maps that id to the
+                           process' host and pid while it is alive */
 } rjq_job_info;
 
 typedef void rjq_job_info_cb(rjq_client *c, int status, const rjq_job_info *info,

@@ -275,7 +275,7 @@ static void on_job(rjq_client *c, int status, redisReply *r, void *priv) {
     job_ctx *ctx = priv;
     rjq_job_info info;
     memset(&info, 0, sizeof info);
-    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != 6)) status = RJQ_EPROTO;
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != 7)) status = RJQ_EPROTO;
     if (status == RJQ_OK && str_or_null(r->element[0]) == NULL) status = RJQ_ENOTFOUND;
     if (status == RJQ_OK) {
         const redisReply *d = str_or_null(r->element[3]), *res = str_or_null(r->element[4]),
@@ -298,6 +298,8 @@ static void on_job(rjq_client *c, int status, redisReply *r, void *priv) {
             info.result_len = res->len;
         }
         info.error = err ? err->str : NULL;
+        const redisReply *tok = str_or_null(r->element[6]);
+        info.token = tok ? tok->str : NULL;
     }
     ctx->base.cb.job(c, status, status == RJQ_OK ? &info : NULL, ctx->base.data);
     free(ctx);

@@ -349,6 +349,60 @@ static void hold_job(rjq_job *job, void *data) {
     held_jobs[nheld++] = job;
 }
 
+static char proc_id[128];
+
+static void on_proc_id(rjq_client *c, int status, const rjq_process *list, size_t n, void *data) {
+    (void)c;
+    ASSERT_OK(status);
+    if (n == 1) snprintf(proc_id, sizeof proc_id, "%s", list[0].id);
+    (*(int *)data)++;
+}
+
+TEST(job_info_token_names_the_client_whose_worker_ran_the_job) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_client_options o = client_options(e.s.url);
+    o.name = "runner-1";
+    rjq_client *w = client_new(e.base, &o);
+    wait_connected(e.base, w);
+    rjq_worker *wk;
+    rjq_worker_options wo = quiet_worker_options(2);
+    ASSERT_OK(rjq_worker_start(queue_for(w, "ta"), &wo, hold_job, NULL, &wk));
+    nheld = 0;
+    enqueue_x_ok(e.base, queue_for(e.c, "ta"), "job-1", 0, 0);
+    enqueue_x_ok(e.base, queue_for(e.c, "tb"), "job-2", 0, 0); /* no worker: it waits */
+    while (nheld < 1) loop_for(e.base, 10);
+    proc_id[0] = '\0';
+    double end = mono_ms() + 5000;
+    while (proc_id[0] == '\0' && mono_ms() < end) { /* its first beat registers it */
+        int done = 0;
+        ASSERT_OK(rjq_client_processes(e.c, 0, 10, on_proc_id, &done));
+        ASSERT(loop_until(e.base, &done, 5000));
+        if (proc_id[0] == '\0') loop_for(e.base, 50);
+    }
+    ASSERT(proc_id[0] != '\0');
+    char prefix[160];
+    snprintf(prefix, sizeof prefix, "%s.", proc_id);
+    info_wait i = get_info(e.base, queue_for(e.c, "ta"), "job-1");
+    ASSERT_OK(i.status);
+    ASSERT_STREQ("active", i.state);
+    ASSERT(strncmp(i.token, prefix, strlen(prefix)) == 0);
+    char held_token[128];
+    snprintf(held_token, sizeof held_token, "%s", i.token);
+    ASSERT_OK(rjq_job_complete(held_jobs[0], "", 0, NULL, NULL));
+    do {
+        loop_for(e.base, 10);
+        i = get_info(e.base, queue_for(e.c, "ta"), "job-1");
+    } while (strcmp(i.state, "active") == 0);
+    ASSERT_STREQ("completed", i.state);
+    ASSERT_STREQ(held_token, i.token); /* the completed record keeps it */
+    i = get_info(e.base, queue_for(e.c, "tb"), "job-2");
+    ASSERT_STREQ("ready", i.state);
+    ASSERT_STREQ("", i.token); /* NULL: no attempt yet */
+    rjq_client_free(w);
+    env_stop(&e);
+}
+
 TEST(processes_with_workers_are_listed_with_their_running_jobs_and_leave_when_they_lapse) {
     test_env e;
     env_start(&e, NULL);

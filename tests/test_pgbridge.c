@@ -20,6 +20,7 @@
 #include "fixture.h"
 #include "harness.h"
 #include "pgserver.h"
+#include "proxy.h"
 #include "server.h"
 #include "waits.h"
 
@@ -73,6 +74,10 @@ static void handler(rjq_job *job, void *data) {
         return;
     }
     if (ws->sleep_us) usleep((useconds_t)ws->sleep_us);
+    if (ws->fail_pattern && len >= 5 && memcmp(p, "retry", 5) == 0 && ws->runs[row] == 1) {
+        ASSERT_OK(rjq_job_fail(job, "first try failed", RJQ_FAIL_RETRY, 0, on_done_ok, NULL));
+        return;
+    }
     if (ws->fail_pattern && len >= 4 && memcmp(p, "fail", 4) == 0) {
         ASSERT_OK(rjq_job_fail(job, "it failed on purpose", RJQ_FAIL_FATAL, 0, on_done_ok, NULL));
         return;
@@ -483,6 +488,119 @@ TEST(dead_and_cancelled_jobs_are_written_back_and_a_replay_brings_a_row_back) {
     teardown();
 }
 
+TEST(status_columns_record_the_start_the_end_the_worker_and_the_last_error) {
+    setup();
+    F.ws.fail_pattern = 1;
+    workers_start("jobs", 1, 2);
+    pid_t b = bridge_spawn(NULL);
+    pg_exec(&F.p, "INSERT INTO rjq_jobs (queue, payload) VALUES ('jobs', 'retry once'), "
+                  "('jobs', 'fail me'), ('jobs', 'fine')");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status IN ('completed', 'failed')", 3, 30000);
+    /* retried, then completed: both attempts counted, the failure kept */
+    ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE id = 1 AND status = 'completed' "
+                              "AND attempts = 2 AND last_error = 'first try failed' AND error IS NULL "
+                              "AND started_at IS NOT NULL AND completed_at >= started_at "
+                              "AND failed_at IS NULL"));
+    ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE id = 2 AND status = 'failed' "
+                              "AND attempts = 1 AND error = 'it failed on purpose' "
+                              "AND last_error = error AND started_at IS NOT NULL "
+                              "AND failed_at >= started_at AND completed_at IS NULL"));
+    ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE id = 3 AND status = 'completed' "
+                              "AND attempts = 1 AND last_error IS NULL AND completed_at IS NOT NULL"));
+    /* the completed ones name the process that ran them (this one) */
+    char host[256], sql[512];
+    ASSERT_EQ(0, gethostname(host, sizeof host));
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM rjq_jobs WHERE id IN (1, 3) AND worker_id = '%s:%ld'",
+             host, (long)getpid());
+    wait_pg(sql, 2, 30000);
+    ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE id = 2 AND worker_id IS NULL"));
+    /* a replay clears what described the last run */
+    pg_exec(&F.p, "UPDATE rjq_jobs SET status = 'queued', attempts = 0 WHERE id = 2");
+    ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE id = 2 AND generation = 1 "
+                              "AND started_at IS NULL AND failed_at IS NULL AND last_error IS NULL"));
+    bridge_stop(b);
+    teardown();
+}
+
+TEST(per_row_backoff_and_timeout_reach_the_jobs) {
+    setup();
+    count_wait cw = {0};
+    ASSERT_OK(rjq_queue_pause(F.e.q, on_count, &cw)); /* the jobs wait: their options stay */
+    ASSERT(loop_until(F.e.base, &cw.done, 5000));
+    pid_t b = bridge_spawn(NULL);
+    pg_exec(&F.p, "INSERT INTO rjq_jobs (queue, payload, backoff, backoff_ms, timeout_ms) "
+                  "  VALUES ('jobs', 'a', 'fixed', 250, 5000);"
+                  "INSERT INTO rjq_jobs (queue, payload, backoff_ms, backoff_max_ms) "
+                  "  VALUES ('jobs', 'b', 500, 8000);"
+                  "INSERT INTO rjq_jobs (queue, payload) VALUES ('jobs', 'c');"
+                  "INSERT INTO rjq_jobs (queue, payload, backoff) VALUES ('jobs', 'd', 'linear');"
+                  "INSERT INTO rjq_jobs (queue, payload, timeout_ms) VALUES ('jobs', 'e', -1)");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status IN ('migrated', 'failed')", 5, 30000);
+    redisReply *r = server_cmd(F.e.rc, "HMGET t:{jobs}:options pg-1 pg-2 pg-3");
+    ASSERT(r && r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    ASSERT(r->element[0]->type == REDIS_REPLY_STRING);
+    ASSERT(strstr(r->element[0]->str, "f,250,") && strstr(r->element[0]->str, ";5000;"));
+    ASSERT(r->element[1]->type == REDIS_REPLY_STRING && strstr(r->element[1]->str, "e,500,8000"));
+    /* no options of its own: nothing stored, or no backoff and no timeout in it */
+    ASSERT(r->element[2]->type != REDIS_REPLY_STRING || (strstr(r->element[2]->str, "e,") == NULL &&
+                                                         strstr(r->element[2]->str, "f,") == NULL));
+    freeReplyObject(r);
+    ASSERT_STREQ("backoff \"linear\" is not default, exponential or fixed",
+                 pg_text(&F.p, "SELECT error FROM rjq_jobs WHERE id = 4 AND status = 'failed'"));
+    ASSERT_STREQ("timeout_ms -1 is outside 0..3153600000000",
+                 pg_text(&F.p, "SELECT error FROM rjq_jobs WHERE id = 5 AND status = 'failed'"));
+    bridge_stop(b);
+    teardown();
+}
+
+TEST(a_finished_row_set_back_to_queued_runs_its_job_again_once_per_reset) {
+    setup();
+    workers_start("jobs", 1, 4);
+    pid_t b = bridge_spawn(NULL);
+    insert_rows("jobs", 1, 3, "0");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'completed' AND attempts = 1", 3, 30000);
+    /* the seed's replay: back to queued, attempts 0 */
+    pg_exec(&F.p, "UPDATE rjq_jobs SET status = 'queued', attempts = 0 WHERE id IN (1, 2)");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'completed' AND generation = 1 "
+            "AND attempts = 1 AND result = convert_to('r:', 'UTF8') || payload",
+            2, 30000);
+    ASSERT_EQ(2, F.ws.runs[1]);
+    ASSERT_EQ(2, F.ws.runs[2]);
+    ASSERT_EQ(1, F.ws.runs[3]);
+    /* again: once more; a second update while still queued is no new reset */
+    pg_exec(&F.p, "UPDATE rjq_jobs SET status = 'queued', attempts = 0 WHERE id = 1;"
+                  "UPDATE rjq_jobs SET status = 'queued', attempts = 0 WHERE id = 1");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE id = 1 AND status = 'completed' AND generation = 2 "
+            "AND attempts = 1", 1, 30000);
+    ASSERT_EQ(3, F.ws.runs[1]);
+    /* a reset moved to Redis by a bridge killed before it marked the row:
+     * the next bridge sends the same job id, the job runs once */
+    pg_exec(&F.p, "CREATE FUNCTION hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                "PERFORM pg_advisory_lock_shared(4242); RETURN NEW; END $$;"
+                "CREATE TRIGGER hold BEFORE UPDATE ON rjq_jobs FOR EACH ROW "
+                "WHEN (NEW.status = 'migrated') EXECUTE FUNCTION hold();"
+                "SELECT pg_advisory_lock(4242)");
+    pg_exec(&F.p, "UPDATE rjq_jobs SET status = 'queued', attempts = 0 WHERE id = 3");
+    wait_pg("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted",
+            1, 10000);
+    wait_runs(7);
+    kill(b, SIGKILL);
+    reap(b, 10000);
+    pg_exec(&F.p, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'");
+    pg_exec(&F.p, "SELECT pg_advisory_unlock(4242); DROP TRIGGER hold ON rjq_jobs");
+    ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE id = 3 AND status = 'queued' "
+                              "AND generation = 1"));
+    pid_t b2 = bridge_spawn(NULL);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE id = 3 AND status = 'completed' AND generation = 1 "
+            "AND attempts = 1", 1, 30000);
+    ASSERT_EQ(2, F.ws.runs[3]);
+    ASSERT_EQ(7, F.ws.total);
+    ASSERT_EQ(7, get_stats(F.e.base, F.e.q).enqueued); /* 3 rows, 4 resets: no id twice */
+    bridge_stop(b2);
+    teardown();
+}
+
 TEST(a_restarted_bridge_follows_the_rows_it_had_moved) {
     setup();
     move_rows_then_stop_bridge(200);
@@ -495,6 +613,49 @@ TEST(a_restarted_bridge_follows_the_rows_it_had_moved) {
     wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 30000);
     assert_all_completed_once(200);
     bridge_stop(b2);
+    teardown();
+}
+
+/* Close every Redis connection of the bridges (client name rjq-pg-bridge);
+ * how many. */
+static int kill_bridge_connections(void) {
+    redisReply *r = server_cmd(F.e.rc, "CLIENT LIST");
+    ASSERT(r && r->type == REDIS_REPLY_STRING);
+    int killed = 0;
+    for (const char *line = r->str; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf - 1 ? len : sizeof buf - 1), line);
+        if (strstr(buf, " name=rjq-pg-bridge ") == NULL || strncmp(buf, "id=", 3) != 0) continue;
+        redisReply *k = server_cmd(F.e.rc, "CLIENT KILL ID %lld", atoll(buf + 3));
+        killed += k && k->type == REDIS_REPLY_INTEGER ? (int)k->integer : 0;
+        freeReplyObject(k);
+    }
+    freeReplyObject(r);
+    return killed;
+}
+
+TEST(attempts_written_back_survive_a_redis_drop_while_a_restarted_bridge_reads_outcomes) {
+    setup();
+    move_rows_then_stop_bridge(300);
+    workers_start("jobs", 1, 8); /* the jobs run (once each) while no bridge follows them */
+    wait_runs(300);
+    /* the next bridge reads their outcomes through a slow link: its job
+     * reads are in flight when its connections drop */
+    proxy px;
+    proxy_start(&px, F.e.base, F.e.s.port);
+    proxy_trickle(&px, 100, 10);
+    const char *extra[] = {"-u", px.url, NULL};
+    pid_t b = bridge_spawn(extra);
+    wait_pg("SELECT least(count(*), 1) FROM rjq_jobs WHERE status = 'completed'", 1, 30000);
+    ASSERT(pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'") > 0);
+    ASSERT(kill_bridge_connections() > 0);
+    proxy_trickle(&px, 0, 0);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 30000);
+    assert_all_completed_once(300); /* attempts = 1 everywhere, as rjq's records say */
+    bridge_stop(b);
+    proxy_stop(&px);
     teardown();
 }
 
@@ -629,15 +790,58 @@ TEST(a_bridge_with_queues_moves_only_their_rows) {
     teardown();
 }
 
+TEST(two_tables_with_their_own_bridges_coexist) {
+    setup();
+    workers_start("jobs", 1, 4);
+    /* "order" is a reserved word: every statement must quote it */
+    const char *init[] = {"--pg", F.p.conninfo, "--init", "--table", "order", NULL};
+    ASSERT_EQ(0, bridge_run(init));
+    ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM pg_trigger WHERE tgname = 'order_inserted'"));
+    ASSERT_EQ(2, pg_int(&F.p, "SELECT count(*) FROM pg_indexes WHERE tablename = 'order' "
+                              "AND indexname IN ('order_queued', 'order_open')"));
+    const char *extra[] = {"--table", "order", NULL};
+    pid_t b1 = bridge_spawn(NULL), b2 = bridge_spawn(extra);
+    /* the same row ids in both tables; each bridge wakes on its own channel */
+    insert_rows("jobs", 1, 20, "0");
+    pg_exec(&F.p, "INSERT INTO \"order\" (queue, payload) SELECT 'other', 'x' FROM generate_series(1, 20)");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'completed'", 20, 30000);
+    wait_pg("SELECT count(*) FROM \"order\" WHERE status = 'migrated'", 20, 30000);
+    rjq_queue *other = queue_for(F.e.c, "other");
+    ASSERT_EQ(20, get_stats(F.e.base, other).ready);
+    ASSERT_STREQ("ready", get_info(F.e.base, other, "pg-order-20").state);
+    ASSERT_EQ(20, get_stats(F.e.base, F.e.q).enqueued); /* no row of "order" in "jobs" */
+    /* a replay in the other table runs again under its own ids */
+    pg_exec(&F.p, "UPDATE \"order\" SET status = 'cancelled' WHERE id = 1;"
+                  "UPDATE \"order\" SET status = 'queued' WHERE id = 1");
+    wait_pg("SELECT count(*) FROM \"order\" WHERE id = 1 AND generation = 1 AND status = 'migrated'", 1,
+            30000);
+    ASSERT_STREQ("ready", get_info(F.e.base, other, "pg-order-1-1").state);
+    bridge_stop(b1);
+    bridge_stop(b2);
+    teardown();
+}
+
 TEST(init_is_idempotent_and_bad_options_exit_2) {
     pg_start(&F.p);
     init_table(&F.p);
     init_table(&F.p); /* again: nothing changes, no error */
+    /* a table of an earlier version gets the new columns, its rows generation 0 */
+    pg_exec(&F.p, "INSERT INTO rjq_jobs (queue) VALUES ('q'); ALTER TABLE rjq_jobs DROP COLUMN generation");
+    init_table(&F.p);
+    ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE generation = 0"));
+    pg_exec(&F.p, "ALTER TABLE rjq_jobs DROP COLUMN started_at, DROP COLUMN completed_at, "
+                  "DROP COLUMN failed_at, DROP COLUMN worker_id, DROP COLUMN last_error");
+    init_table(&F.p);
+    ASSERT_EQ(5, pg_int(&F.p, "SELECT count(*) FROM information_schema.columns WHERE table_name = "
+                              "'rjq_jobs' AND column_name IN ('started_at', 'completed_at', "
+                              "'failed_at', 'worker_id', 'last_error')"));
     ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM pg_trigger WHERE tgname = 'rjq_jobs_inserted'"));
     ASSERT_EQ(2, pg_int(&F.p, "SELECT count(*) FROM pg_indexes WHERE tablename = 'rjq_jobs' "
                             "AND indexname IN ('rjq_jobs_queued', 'rjq_jobs_open')"));
     const char *bad_batch[] = {"--batch", "0", NULL};
     ASSERT_EQ(2, bridge_run(bad_batch));
+    const char *bad_table[] = {"--table", "Jobs-2", NULL};
+    ASSERT_EQ(2, bridge_run(bad_table));
     const char *unknown[] = {"--frobnicate", NULL};
     ASSERT_EQ(2, bridge_run(unknown));
     const char *help[] = {"--help", NULL};

@@ -99,13 +99,13 @@ TEST(job_with_attempts_that_are_no_number_in_range_ends_in_eproto) {
     static const char *const bad[] = {"99999999999999999999", "-1", "3x", "1000001"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char body[200];
-        snprintf(body, sizeof body, "return {'ready', '%s', '3', 'p', false, false}", bad[i]);
+        snprintf(body, sizeof body, "return {'ready', '%s', '3', 'p', false, false, false}", bad[i]);
         replace_function(&e, RJQ__S_JOB, body);
         info_wait w = get_info(e.base, e.q, "job-1");
         if (w.status != RJQ_EPROTO)
             FAIL_AT(__FILE__, __LINE__, "attempts \"%s\": %d, expected RJQ_EPROTO", bad[i], w.status);
     }
-    replace_function(&e, RJQ__S_JOB, "return {'ready', '2', false, 'p', false, false}");
+    replace_function(&e, RJQ__S_JOB, "return {'ready', '2', false, 'p', false, false, false}");
     info_wait w = get_info(e.base, e.q, "job-1");
     ASSERT_OK(w.status);
     ASSERT_EQ(2, w.attempts);

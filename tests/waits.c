@@ -79,6 +79,7 @@ static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *d
     snprintf(w->payload, sizeof w->payload, "%.*s", (int)info->payload_len,
              (const char *)info->payload);
     w->has_result = info->result != NULL;
+    snprintf(w->token, sizeof w->token, "%s", info->token ? info->token : "");
     w->result_len = info->result_len;
     if (info->result)
         snprintf(w->result, sizeof w->result, "%.*s", (int)info->result_len,

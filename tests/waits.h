@@ -37,6 +37,7 @@ typedef struct info_wait {
     char result[256];
     size_t result_len;
     int has_result;
+    char token[128];          /* "" when NULL */
 } info_wait;
 
 /* Read job id of q and run the loop until it came (exactly once; the

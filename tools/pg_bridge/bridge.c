@@ -42,6 +42,7 @@
 #include "pgconn.h"
 #include "rjq.h"
 #include "schema.h"
+#include "sqlname.h"
 #include "utf8.h"
 
 #define WRITE_BATCH 1000
@@ -59,7 +60,8 @@ enum {
     W_FAILED,
     W_CANCELLED,
     W_REQUEUE,
-    W_UNKNOWN
+    W_UNKNOWN,
+    W_WORKER     /* the process that ran a completed job (blob: "host:pid") */
 };
 
 typedef struct qent {
@@ -72,12 +74,15 @@ typedef struct qent {
 
 typedef struct row {
     int64_t id;
-    char job_id[32];
+    int gen; /* the row's generation (schema.h) */
+    char job_id[96];
     qent *q;
     const char *payload;
     size_t len;
     int priority, max_attempts;
     long long delay_ms;
+    rjq_backoff backoff;
+    long long timeout_ms;
     char *bad;   /* why the row cannot become a job (owned) */
     int acked;   /* Redis has its job */
     int existed; /* ... from before this claim */
@@ -100,6 +105,7 @@ typedef struct group {
 typedef struct follow {
     bridge *b;
     int64_t id;
+    int gen;
     qent *q;
     int existed; /* the enqueue found the job existing */
     int pending; /* enqueued, its row not yet marked: no await yet */
@@ -109,20 +115,38 @@ typedef struct follow {
 typedef struct final_read {
     bridge *b;
     int64_t id;
+    int gen;
     qent *q;
     int status;
     char *blob; /* the await's result or error */
     size_t len;
+    struct final_read *next; /* in b->rereads */
 } final_read;
 
 typedef struct wentry {
     int64_t id;
+    int gen; /* the row's generation the write is for */
     int kind;
     char *blob; /* result (W_COMPLETED) or error text */
     size_t len;
     int attempts; /* -1: unchanged */
+    char *last_error; /* the job's last failure text (NULL: unchanged) */
     size_t seq;   /* place in its batch before sorting */
 } wentry;
+
+/* A completed job's worker to find in the process registry. */
+typedef struct wlookup {
+    int64_t id;
+    int gen;
+    char client[128]; /* the client id its token starts with */
+    struct wlookup *next;
+} wlookup;
+
+/* A live process of the registry: client id -> "host:pid". */
+typedef struct proc_ent {
+    char client[128];
+    char where[320];
+} proc_ent;
 
 typedef struct wbatch {
     bridge *b;
@@ -133,6 +157,10 @@ typedef struct wbatch {
 
 struct bridge {
     bridge_options o;
+    char job_prefix[64]; /* "pg-", or "pg-<table>-" for another table than rjq_jobs */
+    struct { /* schema.h's statements for o.table (sqlname.h) */
+        char *claim, *migrated, *bad, *active, *worker, *failed_row, *set, *scan, *depth, *lag;
+    } sql;
     struct event_base *base;
     rjq_client *c;
     pgconn *claimer, *writer;
@@ -156,6 +184,13 @@ struct bridge {
     size_t write_single;    /* this many writes go one per batch (to find a bad one) */
     struct event *write_retry;
     int reads;              /* job reads in flight (their writes are still to come) */
+    final_read *rereads;    /* job reads a transient error ended: sent again */
+    wlookup *lookups;       /* workers to find once the process listing is read */
+    int listing;            /* a process listing is in flight */
+    long list_offset;
+    proc_ent *procs, *next_procs; /* the last listing; the one being read */
+    size_t nprocs, nnext;
+    struct event *reread;   /* ... when this fires */
     /* report */
     struct event *report;
     int reporting;
@@ -170,7 +205,7 @@ struct bridge {
 static void claim_next(bridge *b);
 static void flush_writes(bridge *b);
 static void stop_check(bridge *b);
-static void follow_row(bridge *b, int64_t id, qent *q, int existed, int claimed);
+static void follow_row(bridge *b, int64_t id, int gen, qent *q, int existed, int claimed);
 static char *array_literal(char **names, size_t n);
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -238,22 +273,35 @@ static char *utf8_text(const char *s, size_t len) {
     return out;
 }
 
-static int parse_job_id(const char *job_id, int64_t *id) {
-    size_t plen = sizeof PGB_JOB_PREFIX - 1;
-    if (strncmp(job_id, PGB_JOB_PREFIX, plen) != 0) return -1;
+/* "<prefix><id>" (generation 0) or "<prefix><id>-<generation>"
+ * (1..INT_MAX), prefix b->job_prefix. */
+static int parse_job_id(const bridge *b, const char *job_id, int64_t *id, int *gen) {
+    size_t plen = strlen(b->job_prefix);
+    if (strncmp(job_id, b->job_prefix, plen) != 0) return -1;
     const char *s = job_id + plen;
     if (*s < '1' || *s > '9') return -1;
     int64_t v = 0;
-    for (; *s; s++) {
+    for (; *s && *s != '-'; s++) {
         if (*s < '0' || *s > '9' || v > (INT64_MAX - 9) / 10) return -1;
         v = v * 10 + (*s - '0');
     }
+    long g = 0;
+    if (*s == '-') {
+        s++;
+        if (*s < '1' || *s > '9') return -1;
+        for (; *s; s++) {
+            if (*s < '0' || *s > '9' || g > (INT_MAX - 9) / 10) return -1;
+            g = g * 10 + (*s - '0');
+        }
+    }
     *id = v;
+    *gen = (int)g;
     return 0;
 }
 
-static void job_id_of(int64_t id, char *buf, size_t size) {
-    snprintf(buf, size, PGB_JOB_PREFIX "%" PRId64, id);
+static void job_id_of(const bridge *b, int64_t id, int gen, char *buf, size_t size) {
+    if (gen > 0) snprintf(buf, size, "%s%" PRId64 "-%d", b->job_prefix, id, gen);
+    else snprintf(buf, size, "%s%" PRId64, b->job_prefix, id);
 }
 
 /* The client takes new requests (not once the stop began closing it). */
@@ -346,8 +394,10 @@ static const char *from_of_kind(int kind) {
     }
 }
 
-/* Queue a write (blob copied; an error text made valid UTF-8). */
-static void add_write(bridge *b, int64_t id, int kind, const void *blob, size_t len, int attempts) {
+/* Queue a write (blob and last_error copied; error texts made valid
+ * UTF-8). */
+static void add_write_full(bridge *b, int64_t id, int gen, int kind, const void *blob, size_t len,
+                           int attempts, const char *last_error) {
     if (b->freeing) return;
     if (b->wn == b->wcap) {
         size_t cap = b->wcap ? b->wcap * 2 : 256;
@@ -362,6 +412,7 @@ static void add_write(bridge *b, int64_t id, int kind, const void *blob, size_t 
     wentry *e = &b->w[b->wn];
     memset(e, 0, sizeof *e);
     e->id = id;
+    e->gen = gen;
     e->kind = kind;
     e->attempts = attempts;
     if (blob) {
@@ -378,12 +429,25 @@ static void add_write(bridge *b, int64_t id, int kind, const void *blob, size_t 
             return;
         }
     }
+    if (last_error && (e->last_error = utf8_text(last_error, strlen(last_error))) == NULL) {
+        free(e->blob);
+        logf_("out of memory: the outcome of row %" PRId64 " waits for the next scan", id);
+        return;
+    }
     b->wn++;
     flush_writes(b);
 }
 
+static void add_write(bridge *b, int64_t id, int gen, int kind, const void *blob, size_t len,
+                      int attempts) {
+    add_write_full(b, id, gen, kind, blob, len, attempts, NULL);
+}
+
 static void free_entries(wentry *e, size_t n) {
-    for (size_t i = 0; i < n; i++) free(e[i].blob);
+    for (size_t i = 0; i < n; i++) {
+        free(e[i].blob);
+        free(e[i].last_error);
+    }
     free(e);
 }
 
@@ -419,15 +483,16 @@ static void unshift_writes(bridge *b, wbatch *wb) {
 static void on_revive_info(rjq_client *c, int status, const rjq_job_info *info, void *data);
 
 /* A failed row whose job started: read the job; replayed, it lives again. */
-static void check_revived(bridge *b, int64_t id, const char *queue, int priority) {
-    char why[256], job_id[32], rq[256];
+static void check_revived(bridge *b, int64_t id, int gen, const char *queue, int priority) {
+    char why[256], job_id[96], rq[256];
     qent *q = queue_of(b, route(b, queue, priority, rq, sizeof rq), why, sizeof why);
     final_read *f = q ? calloc(1, sizeof *f) : NULL;
     if (f == NULL) return;
     f->b = b;
     f->id = id;
+    f->gen = gen;
     f->q = q;
-    job_id_of(id, job_id, sizeof job_id);
+    job_id_of(b, id, gen, job_id, sizeof job_id);
     if (rjq_queue_job(q->q, job_id, on_revive_info, f) == RJQ_OK) b->reads++;
     else free(f);
 }
@@ -477,8 +542,8 @@ static void on_written(void *arg, PGresult **res, int n, const char *err,
         wentry *e = &wb->e[i];
         PGresult *r = (int)i < n ? res[i] : NULL;
         count_written(b, e, r);
-        if (e->kind == W_CHECK && r && PQntuples(r) == 1) 
-            check_revived(b, e->id, PQgetvalue(r, 0, 0), atoi(PQgetvalue(r, 0, 1)));
+        if (e->kind == W_CHECK && r && PQntuples(r) == 1)
+            check_revived(b, e->id, e->gen, PQgetvalue(r, 0, 0), atoi(PQgetvalue(r, 0, 1)));
     }
     free_entries(wb->e, wb->n);
     free(wb);
@@ -524,26 +589,33 @@ static void flush_writes(bridge *b) {
     wb->n = k;
     wb->gen = pgconn_generation(b->writer);
     for (size_t i = 0; i < k; i++) {
-        char id[24], attempts[16];
+        char id[24], attempts[16], gen[16];
         snprintf(id, sizeof id, "%" PRId64, e[i].id);
+        snprintf(gen, sizeof gen, "%d", e[i].gen);
         if (e[i].kind == W_ACTIVE || e[i].kind == W_REVIVE) {
-            const char *v[2] = {id, from_of_kind(e[i].kind)};
-            pgconn_query(b->writer, PGB_SQL_ACTIVE, 2, v, NULL, NULL, 0);
+            const char *v[3] = {id, from_of_kind(e[i].kind), gen};
+            pgconn_query(b->writer, b->sql.active, 3, v, NULL, NULL, 0);
+            continue;
+        }
+        if (e[i].kind == W_WORKER) {
+            const char *v[3] = {id, e[i].blob ? e[i].blob : "", gen};
+            pgconn_query(b->writer, b->sql.worker, 3, v, NULL, NULL, 0);
             continue;
         }
         if (e[i].kind == W_CHECK) {
-            const char *v[1] = {id};
-            pgconn_query(b->writer, PGB_SQL_FAILED_ROW, 1, v, NULL, NULL, 0);
+            const char *v[2] = {id, gen};
+            pgconn_query(b->writer, b->sql.failed_row, 2, v, NULL, NULL, 0);
             continue;
         }
         snprintf(attempts, sizeof attempts, "%d", e[i].attempts);
         int result = e[i].kind == W_COMPLETED;
-        const char *v[6] = {id, status_of_kind(e[i].kind), result ? e[i].blob : NULL,
-                            result ? NULL : e[i].blob, attempts, from_of_kind(e[i].kind)};
-        int lens[6] = {0, 0, result ? (int)e[i].len : 0, 0, 0, 0};
-        int fmts[6] = {0, 0, 1, 0, 0, 0};
+        const char *v[8] = {id, status_of_kind(e[i].kind), result ? e[i].blob : NULL,
+                            result ? NULL : e[i].blob, attempts, from_of_kind(e[i].kind), gen,
+                            e[i].last_error};
+        int lens[8] = {0, 0, result ? (int)e[i].len : 0, 0, 0, 0, 0, 0};
+        int fmts[8] = {0, 0, 1, 0, 0, 0, 0, 0};
         if (result && e[i].blob == NULL) v[2] = ""; /* an empty result, not NULL */
-        pgconn_query(b->writer, PGB_SQL_SET, 6, v, lens, fmts, 0);
+        pgconn_query(b->writer, b->sql.set, 8, v, lens, fmts, 0);
     }
     b->writing = wb;
     if (pgconn_sync(b->writer, on_written, wb) != 0) /* down: back first */
@@ -561,25 +633,165 @@ static int final_kind(const char *state) {
     return -1;
 }
 
+static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *data);
+static void list_processes(bridge *b);
+
+/* The "host:pid" of client id `client` in the last listing, or NULL. */
+static const char *proc_where(const proc_ent *p, size_t n, const char *client) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(p[i].client, client) == 0) return p[i].where;
+    return NULL;
+}
+
+/* Write the worker of a completed job: its token starts with the id of
+ * the client that ran it, which the process registry maps to host and
+ * pid (while that process lives: one that is gone leaves worker_id NULL). */
+static void find_worker(bridge *b, int64_t id, int gen, const char *token) {
+    size_t n = strcspn(token, ".");
+    if (n == 0 || token[n] != '.' || n >= sizeof ((wlookup *)0)->client) return;
+    char client[128];
+    memcpy(client, token, n);
+    client[n] = '\0';
+    const char *where = proc_where(b->procs, b->nprocs, client);
+    if (where) {
+        add_write(b, id, gen, W_WORKER, where, strlen(where), -1);
+        return;
+    }
+    wlookup *l = calloc(1, sizeof *l);
+    if (l == NULL) return; /* worker_id stays NULL */
+    l->id = id;
+    l->gen = gen;
+    memcpy(l->client, client, n + 1);
+    l->next = b->lookups;
+    b->lookups = l;
+    if (!b->listing) list_processes(b);
+}
+
+static void on_processes(rjq_client *c, int status, const rjq_process *list, size_t n, void *data) {
+    (void)c;
+    bridge *b = data;
+    b->reads--;
+    b->listing = 0;
+    int done = status != RJQ_OK || n < RJQ_JOBS_PAGE_MAX;
+    for (size_t i = 0; status == RJQ_OK && i < n; i++) {
+        proc_ent *p = realloc(b->next_procs, (b->nnext + 1) * sizeof *p);
+        if (p == NULL) break;
+        b->next_procs = p;
+        p = &p[b->nnext];
+        if (snprintf(p->client, sizeof p->client, "%s", list[i].id) >= (int)sizeof p->client) continue;
+        snprintf(p->where, sizeof p->where, "%.256s:%ld", list[i].host, list[i].pid);
+        b->nnext++;
+    }
+    if (!done && !b->freeing && client_open(b)) { /* the next page */
+        b->list_offset += (long)n;
+        list_processes(b);
+        return;
+    }
+    if (status == RJQ_OK) { /* the new listing replaces the last */
+        free(b->procs);
+        b->procs = b->next_procs;
+        b->nprocs = b->nnext;
+    } else {
+        free(b->next_procs);
+    }
+    b->next_procs = NULL;
+    b->nnext = 0;
+    b->list_offset = 0;
+    wlookup *l = b->lookups;
+    b->lookups = NULL;
+    while (l) {
+        wlookup *next = l->next;
+        const char *where = status == RJQ_OK ? proc_where(b->procs, b->nprocs, l->client) : NULL;
+        if (where && !b->freeing) add_write(b, l->id, l->gen, W_WORKER, where, strlen(where), -1);
+        free(l);
+        l = next;
+    }
+    stop_check(b);
+}
+
+static void list_processes(bridge *b) {
+    if (!client_open(b)) return;
+    b->reads++;
+    b->listing = 1;
+    int rc = rjq_client_processes(b->c, b->list_offset, RJQ_JOBS_PAGE_MAX, on_processes, b);
+    if (rc != RJQ_OK) on_processes(b->c, rc, NULL, 0, b);
+}
+
+/* Send a final read (again); on a refusal it waits for the next try. */
+static void send_final_read(bridge *b, final_read *f) {
+    char job_id[96];
+    job_id_of(b, f->id, f->gen, job_id, sizeof job_id);
+    b->reads++;
+    int rc = client_open(b) ? rjq_queue_job(f->q->q, job_id, on_info, f) : RJQ_ECANCELED;
+    if (rc != RJQ_OK) on_info(b->c, rc, NULL, f);
+}
+
+static void on_reread(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    bridge *b = arg;
+    final_read *list = b->rereads;
+    b->rereads = NULL;
+    while (list) {
+        final_read *f = list;
+        list = f->next;
+        f->next = NULL;
+        send_final_read(b, f);
+    }
+}
+
+/* Errors a read sent again at once would get again: logged, and the row
+ * stays open for the next scan (--scan-ms). */
+static int lasting(int status) {
+    return status == RJQ_EPROTO || status == RJQ_EWRONGTYPE || status == RJQ_EAUTH ||
+           status == RJQ_EJOBID || status == RJQ_EINVAL;
+}
+
+/* What rjq answered about a job's record: "it is gone" only with
+ * RJQ_ENOTFOUND; any other error (the connection dropped, a timeout,
+ * Redis loading) says nothing about the job, so the read is sent again. */
 static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *data) {
     (void)c;
     final_read *f = data;
     bridge *b = f->b;
     b->reads--;
+    if (status != RJQ_OK && status != RJQ_ENOTFOUND) {
+        if (lasting(status))
+            logf_("reading the job of row %" PRId64 ": %s (the next scan follows it again)", f->id,
+                  rjq_strerror(status));
+        if (status == RJQ_ECANCELED || lasting(status) || b->stopping || b->freeing || !client_open(b)) {
+            /* the row stays open: the next scan or start follows it again */
+            free(f->blob);
+            free(f);
+            stop_check(b);
+            return;
+        }
+        f->next = b->rereads; /* again in a moment (after the reconnect, if it is that) */
+        b->rereads = f;
+        if (!evtimer_pending(b->reread, NULL)) {
+            struct timeval tv = {0, 200 * 1000};
+            evtimer_add(b->reread, &tv);
+        }
+        return;
+    }
     int kind = f->status == RJQ_OK ? W_COMPLETED : f->status == RJQ_EJOBDEAD ? W_FAILED : W_CANCELLED;
     if (status == RJQ_OK) {
         int now = final_kind(info->state);
-        if (now == W_COMPLETED)
-            add_write(b, f->id, now, info->result ? info->result : "", info->result_len, info->attempts);
+        if (now == W_COMPLETED) {
+            add_write_full(b, f->id, f->gen, now, info->result ? info->result : "", info->result_len,
+                           info->attempts, info->error);
+            if (info->token) find_worker(b, f->id, f->gen, info->token);
+        }
         else if (now == W_FAILED)
-            add_write(b, f->id, now, info->error ? info->error : "dead", strlen(info->error ? info->error : "dead"),
-                      info->attempts);
+            add_write_full(b, f->id, f->gen, now, info->error ? info->error : "dead",
+                           strlen(info->error ? info->error : "dead"), info->attempts, info->error);
         else if (now == W_CANCELLED)
-            add_write(b, f->id, now, "cancelled", 9, info->attempts);
+            add_write_full(b, f->id, f->gen, now, "cancelled", 9, info->attempts, info->error);
         else /* replayed meanwhile: it runs again */
-            follow_row(b, f->id, f->q, 0, 0);
-    } else if (status != RJQ_ECANCELED) { /* the record is gone: what the await said */
-        add_write(b, f->id, kind, f->blob, f->len, -1);
+            follow_row(b, f->id, f->gen, f->q, 0, 0);
+    } else { /* the record is gone: what the await said */
+        add_write_full(b, f->id, f->gen, kind, f->blob, f->len, -1,
+                       kind == W_FAILED ? f->blob : NULL);
     }
     free(f->blob);
     free(f);
@@ -605,12 +817,10 @@ static void final_outcome(bridge *b, follow *fw, int status, const rjq_outcome *
     f->len = len;
     f->b = b;
     f->id = fw->id;
+    f->gen = fw->gen;
     f->q = fw->q;
     f->status = status;
-    char job_id[32];
-    job_id_of(fw->id, job_id, sizeof job_id);
-    b->reads++;
-    if (rjq_queue_job(fw->q->q, job_id, on_info, f) != RJQ_OK) on_info(b->c, RJQ_ENOTFOUND, NULL, f);
+    send_final_read(b, f);
 }
 
 /* A failed row's job, read after it started: running again (replayed),
@@ -623,8 +833,8 @@ static void on_revive_info(rjq_client *c, int status, const rjq_job_info *info, 
     bridge *b = f->b;
     b->reads--;
     if (status == RJQ_OK && !b->stopping) {
-        if (final_kind(info->state) < 0) add_write(b, f->id, W_REVIVE, NULL, 0, -1);
-        follow_row(b, f->id, f->q, 0, 0);
+        if (final_kind(info->state) < 0) add_write(b, f->id, f->gen, W_REVIVE, NULL, 0, -1);
+        follow_row(b, f->id, f->gen, f->q, 0, 0);
     }
     free(f);
     stop_check(b);
@@ -651,9 +861,9 @@ static void on_outcome(rjq_client *c, int status, const rjq_outcome *out, void *
              * ended before anyone read its outcome */
             static const char why[] = "outcome unknown: the job had finished and its record "
                                       "was deleted (retention) before the bridge read it";
-            add_write(b, fw->id, W_UNKNOWN, why, sizeof why - 1, -1);
+            add_write(b, fw->id, fw->gen, W_UNKNOWN, why, sizeof why - 1, -1);
         } else {
-            add_write(b, fw->id, W_REQUEUE, NULL, 0, -1); /* Redis lost it: move it again */
+            add_write(b, fw->id, fw->gen, W_REQUEUE, NULL, 0, -1); /* Redis lost it: move it again */
         }
         break;
     default:
@@ -666,12 +876,16 @@ static void on_outcome(rjq_client *c, int status, const rjq_outcome *out, void *
 /* A row enqueued by a claim not yet committed: its job's events are this
  * bridge's to write from now on; the await starts once the row is marked
  * (follow_row), or the entry goes when the claim fails (unpend_row). */
-static void pend_row(bridge *b, int64_t id) {
+static void forget_older(bridge *b, int64_t id, int gen);
+
+static void pend_row(bridge *b, int64_t id, int gen) {
+    forget_older(b, id, gen);
     if (idmap_get(&b->follows, id) || b->follows.n >= b->o.max_follow) return;
     follow *fw = calloc(1, sizeof *fw);
     if (fw == NULL) return;
     fw->b = b;
     fw->id = id;
+    fw->gen = gen;
     fw->pending = 1;
     if (idmap_put(&b->follows, id, fw) != 0) free(fw);
 }
@@ -684,8 +898,20 @@ static void unpend_row(bridge *b, int64_t id) {
     }
 }
 
-static void follow_row(bridge *b, int64_t id, qent *q, int existed, int claimed) {
+/* A row followed for an older generation than gen is no longer that
+ * job's: the entry goes (an await in flight ends by itself and finds
+ * itself gone; its writes name the old generation and change nothing). */
+static void forget_older(bridge *b, int64_t id, int gen) {
     follow *fw = idmap_get(&b->follows, id);
+    if (fw == NULL || fw->gen >= gen) return;
+    idmap_del(&b->follows, id);
+    if (fw->pending) free(fw);
+}
+
+static void follow_row(bridge *b, int64_t id, int gen, qent *q, int existed, int claimed) {
+    forget_older(b, id, gen);
+    follow *fw = idmap_get(&b->follows, id);
+    if (fw && fw->gen > gen) return; /* a newer generation is followed */
     /* followed already; or moved by this bridge's claim, whose mark
      * follows it (knowing whether its job existed) */
     if (fw && (!fw->pending || !claimed)) return;
@@ -704,15 +930,16 @@ static void follow_row(bridge *b, int64_t id, qent *q, int existed, int claimed)
     int seen = fw->pending ? fw->seen : 0;
     fw->b = b;
     fw->id = id;
+    fw->gen = gen;
     fw->q = q;
     fw->existed = existed;
     fw->pending = 0;
     fw->seen = 0;
     /* what its job did while the row was not yet marked (a write then
      * would have found the row still queued) */
-    if (seen) add_write(b, id, seen, NULL, 0, -1);
-    char job_id[32];
-    job_id_of(id, job_id, sizeof job_id);
+    if (seen) add_write(b, id, gen, seen, NULL, 0, -1);
+    char job_id[96];
+    job_id_of(b, id, gen, job_id, sizeof job_id);
     int rc = rjq_queue_await(q->q, job_id, NULL, on_outcome, fw, NULL);
     if (rc != RJQ_OK) {
         idmap_del(&b->follows, id);
@@ -725,17 +952,19 @@ static void on_monitor(rjq_client *c, const char *event, const char *job_id, voi
     (void)c;
     qent *q = data;
     int64_t id;
-    if (parse_job_id(job_id, &id) != 0) return; /* not a job of the bridge */
+    int gen;
+    if (parse_job_id(q->b, job_id, &id, &gen) != 0) return; /* not a job of the bridge */
     /* the rows this bridge moves or follows; of any other, whether it was
      * failed (its dead job replayed) */
     follow *fw = idmap_get(&q->b->follows, id);
+    if (fw && fw->gen != gen) fw = NULL; /* another generation's job */
     int kind = strcmp(event, "active") == 0 ? W_ACTIVE
                : strcmp(event, "retried") == 0 || strcmp(event, "reclaimed") == 0 ? W_RETRY
                                                                                   : 0;
     if (kind == 0) return;
     if (fw && fw->pending) fw->seen = kind; /* written once its row is marked */
-    else if (fw) add_write(q->b, id, kind, NULL, 0, -1);
-    else if (kind == W_ACTIVE) add_write(q->b, id, W_CHECK, NULL, 0, -1);
+    else if (fw) add_write(q->b, id, gen, kind, NULL, 0, -1);
+    else if (kind == W_ACTIVE) add_write(q->b, id, gen, W_CHECK, NULL, 0, -1);
 }
 
 /* ---- the scan of open rows ------------------------------------------------------ */
@@ -758,9 +987,9 @@ static void on_scanned(void *arg, PGresult **res, int n, const char *err,
     for (int i = 0; i < rows && b->follows.n < b->o.max_follow; i++) {
         int64_t id = be64(PQgetvalue(r, i, 0));
         char why[256], rq[256];
-        qent *q = queue_of(b, route(b, PQgetvalue(r, i, 1), be32(PQgetvalue(r, i, 2)), rq, sizeof rq),
+        qent *q = queue_of(b, route(b, PQgetvalue(r, i, 1), be32(PQgetvalue(r, i, 3)), rq, sizeof rq),
                            why, sizeof why);
-        if (q) follow_row(b, id, q, 0, 0);
+        if (q) follow_row(b, id, be32(PQgetvalue(r, i, 2)), q, 0, 0);
         b->scan_after = id;
     }
     if (rows == PGB_FOLLOW_PAGE && b->follows.n < b->o.max_follow && !b->stopping) scan_page(b);
@@ -771,7 +1000,7 @@ static void scan_page(bridge *b) {
     char after[24];
     snprintf(after, sizeof after, "%" PRId64, b->scan_after);
     const char *v[2] = {after, b->queues_param};
-    pgconn_query(b->writer, PGB_SQL_FOLLOW_SCAN, 2, v, NULL, NULL, 1);
+    pgconn_query(b->writer, b->sql.scan, 2, v, NULL, NULL, 1);
     if (pgconn_sync(b->writer, on_scanned, b) != 0) b->reconciling = 0;
 }
 
@@ -848,7 +1077,7 @@ static void on_marked(void *arg, PGresult **res, int n, const char *err,
         } else if (r->acked) {
             if (r->existed) b->existed++;
             else b->moved++;
-            follow_row(b, r->id, r->q, r->existed, 1);
+            follow_row(b, r->id, r->gen, r->q, r->existed, 1);
         }
     }
     claim_free(cl);
@@ -894,7 +1123,7 @@ static void mark(claim *cl) {
     ids[len] = '\0';
     if (acked) {
         const char *v[1] = {ids};
-        pgconn_query(b->claimer, PGB_SQL_MIGRATED, 1, v, NULL, NULL, 0);
+        pgconn_query(b->claimer, b->sql.migrated, 1, v, NULL, NULL, 0);
     }
     free(ids);
     for (int i = 0; i < cl->n; i++) {
@@ -903,7 +1132,7 @@ static void mark(claim *cl) {
         char id[24];
         snprintf(id, sizeof id, "%" PRId64, r->id);
         const char *v[2] = {id, r->bad};
-        pgconn_query(b->claimer, PGB_SQL_BAD, 2, v, NULL, NULL, 0);
+        pgconn_query(b->claimer, b->sql.bad, 2, v, NULL, NULL, 0);
     }
     pgconn_query(b->claimer, PGB_SQL_COMMIT, 0, NULL, NULL, NULL, 0);
     if (pgconn_sync(b->claimer, on_marked, cl) != 0) on_marked(cl, NULL, 0, "connection lost", "");
@@ -962,6 +1191,8 @@ static int enqueue_group(claim *cl, const int *idx, int n) {
             opts[k].priority = r->priority;
             opts[k].max_attempts = r->max_attempts;
             opts[k].dedup_ms = b->o.dedup_ms;
+            opts[k].backoff = r->backoff;
+            opts[k].timeout_ms = r->timeout_ms;
             items[k].payload = r->payload;
             items[k].len = r->len;
             items[k].opts = &opts[k];
@@ -972,7 +1203,7 @@ static int enqueue_group(claim *cl, const int *idx, int n) {
         cl->pending++;
         /* a job may start (and say so) before its enqueue is answered:
          * its events are this bridge's from the send on */
-        for (int k = 0; k < n; k++) pend_row(b, cl->rows[idx[k]].id);
+        for (int k = 0; k < n; k++) pend_row(b, cl->rows[idx[k]].id, cl->rows[idx[k]].gen);
         rc = rjq_enqueue_batch(cl->rows[idx[0]].q->q, items, (size_t)n, on_enqueued, g);
         if (rc != RJQ_OK) {
             cl->pending--;
@@ -992,12 +1223,22 @@ static int enqueue_group(claim *cl, const int *idx, int n) {
 static void check_row(bridge *b, row *r, PGresult *res, int i) {
     char why[512], rq[256];
     r->id = be64(PQgetvalue(res, i, 0));
-    job_id_of(r->id, r->job_id, sizeof r->job_id);
+    r->gen = be32(PQgetvalue(res, i, 6));
+    job_id_of(b, r->id, r->gen, r->job_id, sizeof r->job_id);
     r->payload = PQgetvalue(res, i, 2);
     r->len = (size_t)PQgetlength(res, i, 2);
     r->priority = be32(PQgetvalue(res, i, 3));
     r->max_attempts = be32(PQgetvalue(res, i, 4));
     r->delay_ms = be64(PQgetvalue(res, i, 5));
+    r->backoff.base_ms = be64(PQgetvalue(res, i, 8));
+    r->backoff.max_ms = be64(PQgetvalue(res, i, 9));
+    r->timeout_ms = be64(PQgetvalue(res, i, 10));
+    const char *bo = PQgetisnull(res, i, 7) ? "default" : PQgetvalue(res, i, 7);
+    int bo_ok = 1;
+    if (strcmp(bo, "default") == 0) r->backoff.type = RJQ_BACKOFF_DEFAULT;
+    else if (strcmp(bo, "exponential") == 0) r->backoff.type = RJQ_BACKOFF_EXPONENTIAL;
+    else if (strcmp(bo, "fixed") == 0) r->backoff.type = RJQ_BACKOFF_FIXED;
+    else bo_ok = 0;
     why[0] = '\0';
     r->q = queue_of(b, route(b, PQgetvalue(res, i, 1), r->priority, rq, sizeof rq), why, sizeof why);
     if (r->q == NULL) {
@@ -1005,6 +1246,8 @@ static void check_row(bridge *b, row *r, PGresult *res, int i) {
     } else if (r->len > b->o.max_payload) {
         snprintf(why, sizeof why, "payload of %zu bytes is over the limit of %zu bytes", r->len,
                  b->o.max_payload);
+    } else if (r->gen < 0) {
+        snprintf(why, sizeof why, "generation %d is below 0", r->gen);
     } else if (r->max_attempts < 1) {
         snprintf(why, sizeof why, "max_attempts %d is below 1", r->max_attempts);
     } else if (r->priority < RJQ_PRIORITY_MIN || r->priority > RJQ_PRIORITY_MAX) {
@@ -1012,6 +1255,17 @@ static void check_row(bridge *b, row *r, PGresult *res, int i) {
                  RJQ_PRIORITY_MAX);
     } else if (r->delay_ms > RJQ_DELAY_MAX) {
         snprintf(why, sizeof why, "run_at is more than %lld ms away", (long long)RJQ_DELAY_MAX);
+    } else if (!bo_ok) {
+        snprintf(why, sizeof why, "backoff \"%.100s\" is not default, exponential or fixed", bo);
+    } else if (r->backoff.base_ms < 0 || r->backoff.base_ms > RJQ_DELAY_MAX) {
+        snprintf(why, sizeof why, "backoff_ms %lld is outside 0..%lld", r->backoff.base_ms,
+                 (long long)RJQ_DELAY_MAX);
+    } else if (r->backoff.max_ms < 0 || r->backoff.max_ms > RJQ_DELAY_MAX) {
+        snprintf(why, sizeof why, "backoff_max_ms %lld is outside 0..%lld", r->backoff.max_ms,
+                 (long long)RJQ_DELAY_MAX);
+    } else if (r->timeout_ms < 0 || r->timeout_ms > RJQ_DELAY_MAX) {
+        snprintf(why, sizeof why, "timeout_ms %lld is outside 0..%lld", r->timeout_ms,
+                 (long long)RJQ_DELAY_MAX);
     }
     if (why[0]) r->bad = strdup(why);
 }
@@ -1127,7 +1381,7 @@ static void claim_next(bridge *b) {
     /* (a statement libpq cannot send fails the segment: on_claimed hears it) */
     pgconn_query(b->claimer, PGB_SQL_BEGIN, 0, NULL, NULL, NULL, 0);
     pgconn_query(b->claimer, PGB_SQL_CLAIM_PLAN, 0, NULL, NULL, NULL, 0);
-    pgconn_query(b->claimer, PGB_SQL_CLAIM, 3, v, NULL, NULL, 1);
+    pgconn_query(b->claimer, b->sql.claim, 3, v, NULL, NULL, 1);
     free(left_out);
     if (pgconn_sync(b->claimer, on_claimed, b) != 0) {
         /* the connection went down: its return claims */
@@ -1186,7 +1440,7 @@ static void on_writer_state(pgconn *p, int up, const char *err, void *arg) {
     bridge *b = arg;
     char msg[512];
     if (up) {
-        logf_("PostgreSQL connected (outcomes, LISTEN " PGB_CHANNEL ")");
+        logf_("PostgreSQL connected (outcomes, LISTEN %s)", b->o.table);
         flush_writes(b);
         reconcile(b);
         claim_next(b); /* notifications may have been missed meanwhile */
@@ -1259,8 +1513,8 @@ static void on_report(evutil_socket_t fd, short what, void *arg) {
     bridge *b = arg;
     if (b->reporting) return;
     if (pgconn_up(b->writer)) {
-        pgconn_query(b->writer, PGB_SQL_DEPTH, 0, NULL, NULL, NULL, 0);
-        pgconn_query(b->writer, PGB_SQL_LAG, 0, NULL, NULL, NULL, 0);
+        pgconn_query(b->writer, b->sql.depth, 0, NULL, NULL, NULL, 0);
+        pgconn_query(b->writer, b->sql.lag, 0, NULL, NULL, NULL, 0);
         if (pgconn_sync(b->writer, on_report_rows, b) == 0) {
             b->reporting = 1;
             return;
@@ -1337,6 +1591,25 @@ bridge *bridge_start(struct event_base *base, const bridge_options *o) {
     if (b == NULL) return NULL;
     b->o = *o;
     b->base = base;
+    if (b->o.table == NULL) b->o.table = PGB_TABLE_DEFAULT;
+    if (strcmp(b->o.table, PGB_TABLE_DEFAULT) == 0)
+        snprintf(b->job_prefix, sizeof b->job_prefix, "%s", PGB_JOB_PREFIX);
+    else
+        snprintf(b->job_prefix, sizeof b->job_prefix, PGB_JOB_PREFIX "%s-", b->o.table);
+    if (!pgb_table_ok(b->o.table)) {
+        fprintf(stderr, "rjq-pg-bridge: --table: \"%s\" is not 1..%d bytes of a-z, 0-9 and _ "
+                        "(not starting with a digit)\n", b->o.table, PGB_TABLE_MAX);
+        goto fail;
+    }
+    struct { char **dst; const char *tmpl; } sql[] = {
+        {&b->sql.claim, PGB_SQL_CLAIM},   {&b->sql.migrated, PGB_SQL_MIGRATED},
+        {&b->sql.bad, PGB_SQL_BAD},       {&b->sql.active, PGB_SQL_ACTIVE},
+        {&b->sql.worker, PGB_SQL_WORKER}, {&b->sql.failed_row, PGB_SQL_FAILED_ROW},
+        {&b->sql.set, PGB_SQL_SET},       {&b->sql.scan, PGB_SQL_FOLLOW_SCAN},
+        {&b->sql.depth, PGB_SQL_DEPTH},   {&b->sql.lag, PGB_SQL_LAG},
+    };
+    for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++)
+        if ((*sql[i].dst = pgb_sql(sql[i].tmpl, b->o.table)) == NULL) goto fail;
     b->report_at = now_s();
     if (o->queues && (b->queues_param = array_literal(o->queues, o->nqueues)) == NULL) goto fail;
     rjq_client_options co = {0};
@@ -1355,10 +1628,11 @@ bridge *bridge_start(struct event_base *base, const bridge_options *o) {
     b->retry = evtimer_new(base, on_retry, b);
     b->backoff = evtimer_new(base, on_backoff, b);
     b->write_retry = evtimer_new(base, on_write_retry, b);
+    b->reread = evtimer_new(base, on_reread, b);
     b->poll = periodic(b, o->poll_ms, on_poll);
     b->reconcile = periodic(b, o->reconcile_ms, on_reconcile_timer);
     b->report = o->report_ms > 0 ? periodic(b, o->report_ms, on_report) : NULL;
-    if (b->retry == NULL || b->backoff == NULL || b->write_retry == NULL || b->poll == NULL || b->reconcile == NULL || (o->report_ms > 0 && !b->report))
+    if (b->retry == NULL || b->backoff == NULL || b->write_retry == NULL || b->reread == NULL || b->poll == NULL || b->reconcile == NULL || (o->report_ms > 0 && !b->report))
         goto fail;
     /* the served queues are opened (and monitored) now: their events are
      * seen from the start */
@@ -1378,7 +1652,7 @@ bridge *bridge_start(struct event_base *base, const bridge_options *o) {
         }
     }
     b->claimer = pgconn_new(base, o->pg, NULL, on_claimer_state, NULL, b);
-    b->writer = pgconn_new(base, o->pg, PGB_CHANNEL, on_writer_state, on_notify, b);
+    b->writer = pgconn_new(base, o->pg, b->o.table, on_writer_state, on_notify, b);
     if (b->claimer == NULL || b->writer == NULL) goto fail;
     return b;
 fail:
@@ -1454,6 +1728,24 @@ void bridge_free(bridge *b) {
     free(b->queues);
     free(b->queues_param);
     free_entries(b->w, b->wn); /* the batch in flight was freed with its connection */
+    while (b->lookups) {
+        wlookup *l = b->lookups;
+        b->lookups = l->next;
+        free(l);
+    }
+    free(b->procs);
+    free(b->next_procs);
+    char **sql[] = {&b->sql.claim,  &b->sql.migrated,   &b->sql.bad, &b->sql.active,
+                    &b->sql.worker, &b->sql.failed_row, &b->sql.set, &b->sql.scan,
+                    &b->sql.depth,  &b->sql.lag};
+    for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++) free(*sql[i]);
+    while (b->rereads) {
+        final_read *f = b->rereads;
+        b->rereads = f->next;
+        free(f->blob);
+        free(f);
+    }
+    if (b->reread) event_free(b->reread);
     idmap_free(&b->follows);
     if (b->poll) event_free(b->poll);
     if (b->retry) event_free(b->retry);

@@ -14,6 +14,7 @@ typedef struct bridge_options {
     const char *pg;            /* libpq connection string ("" : the PG* variables) */
     const char *redis_url;     /* NULL: rjq's default */
     const char *prefix;        /* NULL: "rjq" */
+    const char *table;         /* NULL: "rjq_jobs" (sqlname.h: pgb_table_ok) */
     char **queues;             /* the queues served; NULL: every queue */
     size_t nqueues;
     int batch;                 /* rows per claim (1..10000) */

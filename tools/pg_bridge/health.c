@@ -23,6 +23,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "pgconn.h"
+#include "sqlname.h"
 #include "statsfmt.h"
 
 #define HEALTH_SAMPLE_MS 1000
@@ -40,6 +41,7 @@ struct health {
     bridge *b;
     struct evhttp *http;
     pgconn *pg;
+    char *sql_queued;   /* HEALTH_SQL_QUEUED for the bridge's table */
     struct event *sample;
     int sampling;
     int have;           /* a sample came */
@@ -77,7 +79,7 @@ static void on_sampled(void *arg, PGresult **res, int n, const char *err, const 
 static void count_queued(health *h) {
     if (h->sampling || !pgconn_up(h->pg)) return;
     const char *v[1] = {bridge_queues_literal(h->b)};
-    pgconn_query(h->pg, HEALTH_SQL_QUEUED, 1, v, NULL, NULL, 0);
+    pgconn_query(h->pg, h->sql_queued, 1, v, NULL, NULL, 0);
     if (pgconn_sync(h->pg, on_sampled, h) == 0) h->sampling = 1;
 }
 
@@ -270,9 +272,10 @@ health *health_start(struct event_base *base, bridge *b, const health_options *o
         fprintf(stderr, "rjq-pg-bridge: cannot listen on %s\n", o->listen);
         goto fail;
     }
+    h->sql_queued = pgb_sql(HEALTH_SQL_QUEUED, o->table ? o->table : PGB_TABLE_DEFAULT);
     h->pg = pgconn_new(base, o->pg, NULL, on_pg_state, NULL, h);
     h->sample = event_new(base, -1, EV_PERSIST, on_sample, h);
-    if (h->pg == NULL || h->sample == NULL) goto fail;
+    if (h->sql_queued == NULL || h->pg == NULL || h->sample == NULL) goto fail;
     struct timeval tv = {HEALTH_SAMPLE_MS / 1000, (HEALTH_SAMPLE_MS % 1000) * 1000};
     event_add(h->sample, &tv);
     struct sockaddr_storage got;
@@ -301,5 +304,6 @@ void health_free(health *h) {
     if (h->http) evhttp_free(h->http); /* requests in progress end */
     pgconn_free(h->pg);                /* the sample in flight ends (on_sampled) */
     if (h->sample) event_free(h->sample);
+    free(h->sql_queued);
     free(h);
 }

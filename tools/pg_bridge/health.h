@@ -15,6 +15,7 @@
 typedef struct health_options {
     const char *listen;     /* "ADDR:PORT" (numeric; port 0: any free one) */
     const char *pg;         /* libpq connection string, as the bridge's */
+    const char *table;      /* the bridge's table (--table); NULL: "rjq_jobs" */
     long alert_lag_ms;      /* unhealthy when the oldest queued row is older; 0: never */
     long long alert_queued; /* unhealthy when more rows are queued; 0: never */
 } health_options;

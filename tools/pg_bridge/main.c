@@ -20,6 +20,7 @@
 #include "health.h"
 #include "rjq.h"
 #include "schema.h"
+#include "sqlname.h"
 
 #define EXIT_USAGE 2
 
@@ -34,8 +35,10 @@ static const char usage_text[] =
     "                       libpq's PG* environment variables)\n"
     "  -u, --url URL        Redis URL (default: $RJQ_URL, else redis://127.0.0.1:6379)\n"
     "  -p, --prefix PREFIX  rjq key prefix (default: rjq)\n"
-    "  --init               create the table, its indexes and triggers (idempotent),\n"
-    "                       then exit\n"
+    "  --init               create the table, its indexes and triggers (idempotent;\n"
+    "                       on an existing table: adds missing columns), then exit\n"
+    "  --table NAME         the table (default rjq_jobs): 1..40 of a-z, 0-9, _; its\n"
+    "                       indexes, functions, triggers and channel are named after it\n"
     "  --queues A,B,...     move the rows of these queues only (default: every queue)\n"
     "  --batch N            rows per claim, 1..10000 (default 500)\n"
     "  --poll-ms MS         look for rows this often without a notification\n"
@@ -123,18 +126,25 @@ static void quiet(void *arg, const char *message) {
     (void)message;
 }
 
-static int run_init(const char *conninfo) {
+static int run_init(const char *conninfo, const char *table) {
+    char *sql = pgb_sql(PGB_SQL_INIT, table);
+    if (sql == NULL) {
+        fprintf(stderr, "rjq-pg-bridge: --init: out of memory\n");
+        return 1;
+    }
     PGconn *pg = PQconnectdb(conninfo);
     if (PQstatus(pg) != CONNECTION_OK) {
         fprintf(stderr, "rjq-pg-bridge: --init: %s", PQerrorMessage(pg));
         PQfinish(pg);
+        free(sql);
         return 1;
     }
     PQsetNoticeProcessor(pg, quiet, NULL); /* "already exists, skipping" */
-    PGresult *r = PQexec(pg, PGB_SQL_INIT);
+    PGresult *r = PQexec(pg, sql);
+    free(sql);
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     if (!ok) fprintf(stderr, "rjq-pg-bridge: --init: %s", PQresultErrorMessage(r));
-    else printf("rjq_jobs is ready\n");
+    else printf("%s is ready\n", table);
     PQclear(r);
     PQfinish(pg);
     return ok ? 0 : 1;
@@ -157,14 +167,15 @@ int main(int argc, char **argv) {
     o.redis_url = getenv("RJQ_URL");
     int init = 0;
     char **queues = NULL;
-    enum { O_PG = 256, O_INIT, O_QUEUES, O_BATCH, O_POLL, O_SCAN, O_REPORT, O_DEDUP, O_MAXP, O_MAXF, O_VER,
-           O_ROUTE, O_LISTEN, O_ALAG, O_AQUEUED };
+    enum { O_PG = 256, O_INIT, O_TABLE, O_QUEUES, O_BATCH, O_POLL, O_SCAN, O_REPORT, O_DEDUP, O_MAXP, O_MAXF,
+           O_VER, O_ROUTE, O_LISTEN, O_ALAG, O_AQUEUED };
     health_options ho = {0};
     static const struct option longopts[] = {
         {"pg", required_argument, NULL, O_PG},
         {"url", required_argument, NULL, 'u'},
         {"prefix", required_argument, NULL, 'p'},
         {"init", no_argument, NULL, O_INIT},
+        {"table", required_argument, NULL, O_TABLE},
         {"queues", required_argument, NULL, O_QUEUES},
         {"batch", required_argument, NULL, O_BATCH},
         {"poll-ms", required_argument, NULL, O_POLL},
@@ -190,6 +201,12 @@ int main(int argc, char **argv) {
         case 'u': o.redis_url = optarg; break;
         case 'p': o.prefix = optarg; break;
         case O_INIT: init = 1; break;
+        case O_TABLE:
+            o.table = optarg;
+            if (!pgb_table_ok(optarg))
+                rc = usage_error("--table: \"%s\" is not 1..40 bytes of a-z, 0-9 and _ (not "
+                                 "starting with a digit)", optarg);
+            break;
         case O_QUEUES:
             free(queues ? queues[o.nqueues] : NULL);
             free(queues);
@@ -245,7 +262,7 @@ int main(int argc, char **argv) {
         return rc < 0 ? EXIT_USAGE : rc;
     }
     if (init) {
-        rc = run_init(o.pg);
+        rc = run_init(o.pg, o.table ? o.table : PGB_TABLE_DEFAULT);
         if (queues) free(queues[o.nqueues]);
         free(queues);
         return rc;
@@ -263,6 +280,7 @@ int main(int argc, char **argv) {
     running = bridge_start(base, &o);
     health *h = NULL;
     ho.pg = o.pg;
+    ho.table = o.table;
     if (running && ho.listen && (h = health_start(base, running, &ho)) == NULL) {
         bridge_free(running);
         running = NULL;

@@ -11,8 +11,12 @@
 #ifndef RJQ_PG_SCHEMA_H
 #define RJQ_PG_SCHEMA_H
 
-#define PGB_CHANNEL "rjq_jobs"
-#define PGB_JOB_PREFIX "pg-" /* job id = "pg-<row id>" (rjq ids are not all digits) */
+/* Every statement names the table "rjq_jobs" (its indexes, functions and
+ * triggers "rjq_jobs_...", its channel 'rjq_jobs'): sqlname.h renders them
+ * for the --table in use. */
+#define PGB_JOB_PREFIX "pg-" /* job id = "pg-<row id>" (rjq ids are not all digits), or
+                             "pg-<row id>-<generation>" from generation 1 on; a table
+                             other than rjq_jobs: "pg-<table>-<row id>[-<generation>]" */
 
 /* --init: idempotent (IF NOT EXISTS / OR REPLACE). Two partial indexes
  * hold the open rows only, so the hot queries stay small however many
@@ -38,14 +42,32 @@
     "  created_at   timestamptz NOT NULL DEFAULT now(),\n"                                    \
     "  updated_at   timestamptz NOT NULL DEFAULT now()\n"                                     \
     ");\n"                                                                                    \
+    "ALTER TABLE rjq_jobs ADD COLUMN IF NOT EXISTS generation integer NOT NULL DEFAULT 0,\n"  \
+    "  ADD COLUMN IF NOT EXISTS started_at timestamptz,\n"                                    \
+    "  ADD COLUMN IF NOT EXISTS completed_at timestamptz,\n"                                  \
+    "  ADD COLUMN IF NOT EXISTS failed_at timestamptz,\n"                                     \
+    "  ADD COLUMN IF NOT EXISTS worker_id text,\n"                                            \
+    "  ADD COLUMN IF NOT EXISTS last_error text,\n"                                           \
+    "  ADD COLUMN IF NOT EXISTS backoff text,\n"                                              \
+    "  ADD COLUMN IF NOT EXISTS backoff_ms bigint,\n"                                         \
+    "  ADD COLUMN IF NOT EXISTS backoff_max_ms bigint,\n"                                     \
+    "  ADD COLUMN IF NOT EXISTS timeout_ms bigint;\n"                                         \
     "CREATE INDEX IF NOT EXISTS rjq_jobs_queued ON rjq_jobs (priority DESC, id)\n"            \
     "  INCLUDE (queue, created_at) WHERE status = 'queued';\n"                                \
     "CREATE INDEX IF NOT EXISTS rjq_jobs_open ON rjq_jobs (id) INCLUDE (queue, status)\n"     \
     "  WHERE status IN ('migrated', 'processing', 'retry_scheduled');\n"                      \
     "CREATE OR REPLACE FUNCTION rjq_jobs_notify() RETURNS trigger LANGUAGE plpgsql AS $$\n"   \
-    "BEGIN PERFORM pg_notify('" PGB_CHANNEL "', ''); RETURN NULL; END $$;\n"                  \
+    "BEGIN PERFORM pg_notify('rjq_jobs', ''); RETURN NULL; END $$;\n"                  \
     "CREATE OR REPLACE TRIGGER rjq_jobs_inserted AFTER INSERT ON rjq_jobs\n"                  \
     "  FOR EACH STATEMENT EXECUTE FUNCTION rjq_jobs_notify();\n"                              \
+    "CREATE OR REPLACE FUNCTION rjq_jobs_replay() RETURNS trigger LANGUAGE plpgsql AS $$\n"   \
+    "BEGIN NEW.generation := OLD.generation + 1; NEW.started_at := NULL;\n"                   \
+    "  NEW.completed_at := NULL; NEW.failed_at := NULL; NEW.worker_id := NULL;\n"             \
+    "  NEW.last_error := NULL; RETURN NEW; END $$;\n"                                         \
+    "CREATE OR REPLACE TRIGGER rjq_jobs_replayed BEFORE UPDATE OF status ON rjq_jobs\n"       \
+    "  FOR EACH ROW WHEN (NEW.status = 'queued'\n"                                            \
+    "    AND OLD.status IN ('completed', 'failed', 'cancelled'))\n"                          \
+    "  EXECUTE FUNCTION rjq_jobs_replay();\n"                                                 \
     "CREATE OR REPLACE TRIGGER rjq_jobs_requeued AFTER UPDATE OF status ON rjq_jobs\n"        \
     "  FOR EACH ROW WHEN (NEW.status = 'queued' AND OLD.status <> 'queued')\n"                \
     "  EXECUTE FUNCTION rjq_jobs_notify();\n"
@@ -54,7 +76,8 @@
  * $1 batch size, $2 the queues served (text[]; NULL: all), $3 queues to
  * leave out for now (Redis refused their last enqueue). Binary results:
  * id int8, queue text, payload bytea, priority int4, max_attempts int4,
- * delay_ms int8. */
+ * delay_ms int8, generation int4, backoff text (NULL: the default),
+ * backoff_ms int8, backoff_max_ms int8, timeout_ms int8 (0: NULL). */
 #define PGB_SQL_BEGIN "BEGIN"
 /* The claim walks rjq_jobs_queued in its order and stops at the batch:
  * without statistics (a bulk insert not yet analyzed) the planner would
@@ -65,7 +88,9 @@
     "SELECT id, queue, payload, priority, max_attempts,\n"                                 \
     "  CASE WHEN run_at <= now() THEN 0\n"                                                 \
     "    WHEN NOT isfinite(run_at) THEN 9223372036854775807\n"                             \
-    "    ELSE LEAST(ceil(extract(epoch FROM run_at - now()) * 1000), 9e18)::bigint END\n"  \
+    "    ELSE LEAST(ceil(extract(epoch FROM run_at - now()) * 1000), 9e18)::bigint END,\n" \
+    "  generation, backoff, COALESCE(backoff_ms, 0), COALESCE(backoff_max_ms, 0),\n"        \
+    "  COALESCE(timeout_ms, 0)\n"                                                           \
     "FROM rjq_jobs WHERE status = 'queued' AND ($2::text[] IS NULL OR queue = ANY($2))\n"  \
     "  AND ($3::text[] IS NULL OR queue <> ALL($3))\n"                                     \
     "ORDER BY priority DESC, id LIMIT $1 FOR UPDATE SKIP LOCKED"
@@ -74,35 +99,53 @@
     "UPDATE rjq_jobs SET status = 'migrated', updated_at = now() WHERE id = ANY($1::bigint[])"
 /* $1 id, $2 error: a row that cannot become a job */
 #define PGB_SQL_BAD \
-    "UPDATE rjq_jobs SET status = 'failed', error = $2, updated_at = now() WHERE id = $1"
+    "UPDATE rjq_jobs SET status = 'failed', error = $2, last_error = $2, failed_at = now(),\n" \
+    "  updated_at = now() WHERE id = $1"
 #define PGB_SQL_COMMIT "COMMIT"
 #define PGB_SQL_ROLLBACK "ROLLBACK"
 
-/* A job started: $1 id, $2 the statuses it may follow (text[]). A start
+/* Every write names the row's generation ($3 in PGB_SQL_ACTIVE, $2 in
+ * PGB_SQL_FAILED_ROW, $7 in PGB_SQL_SET): an event of an older
+ * generation's job changes nothing.
+ *
+ * A job started: $1 id, $2 the statuses it may follow (text[]). A start
  * counts as an attempt when the row was not processing already (another
- * bridge may write the same start). */
+ * bridge may write the same start), and sets started_at then. */
 #define PGB_SQL_ACTIVE                                                                  \
     "UPDATE rjq_jobs SET status = 'processing', updated_at = now(),\n"                  \
+    "  started_at = CASE WHEN status = 'processing' THEN started_at ELSE now() END,\n"  \
     "  attempts = attempts + CASE WHEN status = 'processing' THEN 0 ELSE 1 END\n"       \
-    "WHERE id = $1 AND status = ANY($2::text[])"
+    "WHERE id = $1 AND status = ANY($2::text[]) AND generation = $3"
 /* A job this bridge does not follow started: is its row failed (its dead
- * job was replayed)? $1 id; the row's queue and priority (text) when so. */
-#define PGB_SQL_FAILED_ROW "SELECT queue, priority FROM rjq_jobs WHERE id = $1 AND status = 'failed'"
+ * job was replayed)? $1 id, $2 the generation; the row's queue and
+ * priority (text) when so. */
+#define PGB_SQL_FAILED_ROW \
+    "SELECT queue, priority FROM rjq_jobs WHERE id = $1 AND status = 'failed' AND generation = $2"
 /* Any other outcome: $1 id, $2 status, $3 result (bytea, binary; NULL:
  * unchanged), $4 error (NULL: unchanged), $5 attempts (-1: unchanged),
- * $6 the statuses it may follow (text[]). */
+ * $6 the statuses it may follow (text[]), $7 the generation, $8 the job's
+ * last failure text (NULL: unchanged). A completed row gets completed_at,
+ * a failed one failed_at (the first time only: a repeated write keeps it). */
 #define PGB_SQL_SET                                                                    \
     "UPDATE rjq_jobs SET status = $2, result = COALESCE($3, result),\n"                 \
     "  error = COALESCE($4, error),\n"                                                  \
     "  attempts = CASE WHEN $5::int >= 0 THEN $5::int ELSE attempts END,\n"             \
-    "  updated_at = now()\n"                                                            \
-    "WHERE id = $1 AND status = ANY($6::text[])"
+    "  completed_at = CASE WHEN $2 = 'completed' AND status <> 'completed' THEN now()\n" \
+    "    ELSE completed_at END,\n"                                                      \
+    "  failed_at = CASE WHEN $2 = 'failed' AND status <> 'failed' THEN now()\n"          \
+    "    ELSE failed_at END,\n"                                                         \
+    "  last_error = COALESCE($8, last_error), updated_at = now()\n"                     \
+    "WHERE id = $1 AND status = ANY($6::text[]) AND generation = $7"
+
+/* The process that ran a completed job's last attempt: $1 id, $2
+ * "host:pid", $3 the generation. */
+#define PGB_SQL_WORKER "UPDATE rjq_jobs SET worker_id = $2 WHERE id = $1 AND generation = $3"
 
 /* Open rows the bridge follows, after id $1, of the queues served ($2 as
- * in the claim). Binary: id int8, queue text, priority int4 (--route-priority
- * routes by it). */
+ * in the claim). Binary: id int8, queue text, generation int4, priority
+ * int4 (--route-priority routes by it). */
 #define PGB_SQL_FOLLOW_SCAN                                                                \
-    "SELECT id, queue, priority FROM rjq_jobs\n"                                           \
+    "SELECT id, queue, generation, priority FROM rjq_jobs\n"                               \
     "WHERE status IN ('migrated', 'processing', 'retry_scheduled') AND id > $1\n"          \
     "  AND ($2::text[] IS NULL OR queue = ANY($2))\n"                                      \
     "ORDER BY id LIMIT 1000"

@@ -966,9 +966,9 @@ TEST(route_priority_sends_rows_of_10_100_200_to_high_base_and_low) {
     teardown();
 }
 
-/* The user of `rjq -p t acl --role bridge` (CHANGE-ME -> pw) on the server. */
+/* The user of `rjq -p t acl --role bridge --queues 'jobs*'` (CHANGE-ME -> pw) on the server. */
 static void create_bridge_user(redisContext *rc, const char *pw) {
-    FILE *p = popen(RJQ_BUILD_DIR "/rjq -p t acl --role bridge", "r");
+    FILE *p = popen(RJQ_BUILD_DIR "/rjq -p t acl --role bridge --queues 'jobs*'", "r");
     ASSERT(p != NULL);
     char line[4096], secret[64];
     snprintf(secret, sizeof secret, ">%s", pw);
@@ -1035,6 +1035,8 @@ TEST(a_bridge_with_the_least_privileges_documented_moves_follows_and_is_refused_
     b = bridge_spawn(extra);
     wait_pg("SELECT count(*) FROM rjq_jobs WHERE status NOT IN ('completed', 'failed')", 0, 30000);
     ASSERT_EQ(40, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status = 'completed'"));
+    /* the process registry was read for the rows' worker_id */
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'completed' AND worker_id IS NULL", 0, 30000);
     wait_health(port, 200, "ok", 30000); /* the health's count of queued rows too */
     bridge_stop(b);
     /* the role was enough for all of it: Redis refused it nothing but

@@ -25,8 +25,10 @@
  *   monitor marks its queue monitored), INFO (the monitor reads Redis'
  *   memory and eviction policy, rjq_client_memory).
  * - rjq-pg-bridge (only with --role bridge): the producer's rights (its
- *   scripts also read a job, rjq_queue_job), and SET in a selector that
- *   reaches only the "monitored" flags (it watches the queues' events).
+ *   scripts also read a job, rjq_queue_job), the liveness keys
+ *   "<prefix>:{clients}:*" (it reads the process registry for a row's
+ *   worker_id; the registry script only reads them), and SET in a selector
+ *   that reaches only the "monitored" flags (it watches the queues' events).
  * Keys: the queues' own ("<prefix>:{<queue>}:*"), plus the liveness keys
  * "<prefix>:{clients}:*" for workers (the monitor reads them: the process
  * registry, with its commands that only read; one per prefix, so a monitor
@@ -105,9 +107,9 @@ int rjq_acl_print(FILE *out, const char *prefix, const char *queues, int roles, 
         fprintf(out,
                 "# bridge: rjq-pg-bridge (enqueues with ids, awaits outcomes, reads jobs, watches "
                 "events)\n"
-                "ACL SETUSER rjq-pg-bridge reset on >CHANGE-ME ~%s:{%s}:* %%W~%s:queues resetchannels "
-                "&%s:{%s}:* &%s:reply:* " SESSION " +hget +multi +exec " PRODUCER_SCRIPTS
+                "ACL SETUSER rjq-pg-bridge reset on >CHANGE-ME ~%s:{%s}:* ~%s:{clients}:* %%W~%s:queues "
+                "resetchannels &%s:{%s}:* &%s:reply:* " SESSION " +hget +multi +exec " PRODUCER_SCRIPTS
                 " (~%s:{%s}:monitored +set)\n",
-                p, q, p, p, q, p, p, q);
+                p, q, p, p, p, q, p, p, q);
     return 0;
 }

@@ -1320,3 +1320,98 @@ TEST(non_numeric_counter_refused_with_its_key_named) {
     ungarble(&env, "seq");
     env_stop(&env);
 }
+
+/* A counter that is not an integer must not cost jobs: calls that move
+ * jobs out of one place before counting them (the reclaim sweep's
+ * timed-out and lost jobs, a claim promoting due priority jobs, a replay
+ * of a priority job) are refused before they move any, naming the key and
+ * the field; with the counter fixed the job goes on. (They failed half
+ * way: the sweep had taken every expired job out of active, the claim its
+ * due jobs out of delayed, the replay its job out of dead, and then the
+ * HINCRBY failed: the jobs were in no list, lost for good.) */
+static count_wait count_call(test_env *env, int replay, const char *id) {
+    count_wait cw = {0};
+    if (replay) ASSERT_OK(rjq_queue_replay(env->q, id, 0, on_count, &cw));
+    else ASSERT_OK(rjq_queue_reclaim(env->q, on_count, &cw));
+    ASSERT(loop_until(env->base, &cw.done, 10000));
+    return cw;
+}
+
+TEST(non_numeric_counter_never_loses_a_job_moved_by_sweep_claim_or_replay) {
+    test_env env;
+    env_start(&env, "g");
+    /* the sweep: a job past its run time, held by a worker that hangs */
+    held_job h = {0};
+    rjq_job_options o = {0};
+    o.id = "slow";
+    o.timeout_ms = 50;
+    enqueue_job(env.base, env.q, "x", &o);
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(env.q, &wo, hold_handler, &h, &w));
+    ASSERT(loop_until(env.base, &h.handled, 10000));
+    long long ends = server_int(env.rc, "ZSCORE t:{g}:active slow");
+    while (server_now_ms(env.rc) <= ends) loop_for(env.base, 10);
+    garble(&env, "failed");
+    count_wait cw = count_call(&env, 0, NULL);
+    ASSERT_EQ(RJQ_EWRONGTYPE, cw.status);
+    assert_names_field(env.c, "failed");
+    /* still there, to be swept (+inf: the set's pin) */
+    ASSERT_EQ(1, server_int(env.rc, "ZCOUNT t:{g}:active -inf (+inf"));
+    ungarble(&env, "failed");
+    cw = count_call(&env, 0, NULL);
+    ASSERT_OK(cw.status);
+    ASSERT_EQ(1, cw.n);
+    ASSERT_EQ(0, server_int(env.rc, "ZCOUNT t:{g}:active -inf (+inf"));
+    ASSERT_EQ(1, server_int(env.rc, "ZCARD t:{g}:delayed") + server_int(env.rc, "LLEN t:{g}:ready"));
+    ASSERT_OK(rjq_job_complete(h.job, "", 0, on_held_done, &h)); /* too late: refused */
+    ASSERT(loop_until(env.base, &h.done, 10000));
+    ASSERT_EQ(RJQ_ELEASELOST, h.done_status);
+    ASSERT_OK(rjq_worker_stop(w, NULL, NULL));
+    loop_for(env.base, 50);
+
+    /* the claim: a due priority job takes a sequence number */
+    rjq_job_options p = {0};
+    p.id = "due";
+    p.priority = 5;
+    p.delay_ms = 50;
+    enqueue_job(env.base, env.q, "x", &p);
+    long long due = server_int(env.rc, "ZSCORE t:{g}:delayed due");
+    while (server_now_ms(env.rc) <= due) loop_for(env.base, 10);
+    garble(&env, "skipped");
+    int handled = 0;
+    rjq_worker_options wp = quiet_worker_options(1);
+    wp.poll_ms = 50;
+    rjq_worker *w2 = NULL;
+    ASSERT_OK(rjq_worker_start(env.q, &wp, count_handled, &handled, &w2));
+    for (int i = 0; i < 1000 && !strstr(rjq_client_errmsg(env.c), "field skipped of"); i++)
+        loop_for(env.base, 10);
+    assert_names_field(env.c, "skipped");
+    ASSERT_EQ(0, handled);
+    ASSERT(server_int(env.rc, "ZSCORE t:{g}:delayed due") > 0); /* still delayed */
+    ungarble(&env, "skipped");
+    for (int i = 0; i < 1000 && handled == 0; i++) loop_for(env.base, 10);
+    ASSERT_EQ(1, handled);
+    ASSERT_OK(rjq_worker_stop(w2, NULL, NULL));
+    loop_for(env.base, 50);
+
+    /* the replay: a dead priority job goes back to prio with a sequence number */
+    rjq_job_options d = {0};
+    d.id = "gone";
+    d.priority = 3;
+    enqueue_job(env.base, env.q, "x", &d);
+    freeReplyObject(server_cmd(env.rc, "ZREM t:{g}:prio gone"));
+    freeReplyObject(server_cmd(env.rc, "ZADD t:{g}:dead 1 gone"));
+    freeReplyObject(server_cmd(env.rc, "HSET t:{g}:state gone %s", "dead 1"));
+    garble(&env, "seq");
+    cw = count_call(&env, 1, "gone");
+    ASSERT_EQ(RJQ_EWRONGTYPE, cw.status);
+    assert_names_field(env.c, "seq");
+    ASSERT_EQ(1, server_int(env.rc, "ZCARD t:{g}:dead")); /* still dead, to be replayed */
+    ungarble(&env, "seq");
+    cw = count_call(&env, 1, "gone");
+    ASSERT_OK(cw.status);
+    ASSERT_EQ(1, cw.n);
+    ASSERT_EQ(1, server_int(env.rc, "ZCARD t:{g}:prio"));
+    env_stop(&env);
+}

@@ -55,6 +55,11 @@ local function drop_past_deadlines()
 end
 if #ids == 0 then drop_past_deadlines(); return result(0) end
 local ends = zmscore_sparse(deadlines, ids)
+-- The counters the jobs' moves count (fail_job, bury, a priority job's
+-- sequence number, reclaimed), checked before the first of them: a
+-- HINCRBY refused after the ZREM below lost every job it had taken out of
+-- active. (A visit that finds no lease expired does not read them.)
+int_fields(stats, 'failed', 'retried', 'dead', 'reclaimed', 'seq', 'skipped')
 -- ids whose record is gone or not active (stale entries) are dropped
 redis.call('ZREM', active, unpack(ids))
 local emit = monitor(KEYS[15], prefix)

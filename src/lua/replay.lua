@@ -8,6 +8,9 @@ local wake, id, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local J = columns(KEYS, 5)
 expect_types({dead, 'zset', ready, 'list', prio, 'zset', stats, 'hash',
               J.s, 'hash'})
+-- the counters it counts (a priority job's sequence number, replayed),
+-- before the first write: a refused HINCRBY after the ZREM lost the job
+int_fields(stats, 'seq', 'skipped', 'replayed')
 
 local function replay_one(jid)
   if redis.call('HEXISTS', J.d, jid) == 0 then return -1 end

@@ -1415,3 +1415,43 @@ TEST(non_numeric_counter_never_loses_a_job_moved_by_sweep_claim_or_replay) {
     ASSERT_EQ(1, server_int(env.rc, "ZCARD t:{g}:prio"));
     env_stop(&env);
 }
+
+/* The waiters hash of a limited queue (claim.lua, "Fair shares") with a
+ * last turn ('#') that is no turn number, written behind rjq's back: the
+ * claim is refused before its first write, naming the key and the field.
+ * (A negative one passed the check and the claim failed after it had made
+ * its jobs active: "attempt to perform arithmetic on a nil value", the
+ * jobs held by nobody until their lease ran out, every claim again.) */
+TEST(garbled_last_turn_of_the_waiters_refuses_the_claim_before_it_starts_jobs) {
+    test_env env;
+    env_start(&env, "wg");
+    rjq_limits l = {0};
+    l.concurrency = 2;
+    count_wait cw = {0};
+    ASSERT_OK(rjq_queue_set_limits(env.q, &l, on_count, &cw));
+    ASSERT(loop_until(env.base, &cw.done, 10000));
+    ASSERT_OK(cw.status);
+    for (int i = 0; i < 3; i++) enqueue_x_ok(env.base, env.q, NULL, 0, 0);
+    freeReplyObject(server_cmd(env.rc, "HSET t:{wg}:waiters # -5"));
+    static char before[8192], after[8192];
+    snapshot(env.rc, before, sizeof before);
+    int handled = 0;
+    rjq_worker_options wo = quiet_worker_options(3); /* wants 3, the limit leaves 2: held */
+    wo.poll_ms = 50;
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(env.q, &wo, count_handled, &handled, &w));
+    for (int i = 0; i < 1000 && !strstr(rjq_client_errmsg(env.c), "t:{wg}:waiters") &&
+                    !strstr(rjq_client_errmsg(env.c), "arithmetic"); i++)
+        loop_for(env.base, 10);
+    const char *m = rjq_client_errmsg(env.c);
+    if (!strstr(m, "field # of t:{wg}:waiters")) fprintf(stderr, "errmsg: %s\n", m);
+    ASSERT(strstr(m, "WRONGTYPE field # of t:{wg}:waiters") != NULL);
+    ASSERT_EQ(0, server_int(env.rc, "ZCOUNT t:{wg}:active -inf (+inf")); /* none started */
+    snapshot(env.rc, after, sizeof after);
+    ASSERT_STREQ(before, after);
+    ASSERT_EQ(0, handled);
+    freeReplyObject(server_cmd(env.rc, "HDEL t:{wg}:waiters #"));
+    for (int i = 0; i < 1000 && handled < 3; i++) loop_for(env.base, 10);
+    ASSERT_EQ(3, handled);
+    env_stop(&env);
+}

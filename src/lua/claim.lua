@@ -95,6 +95,20 @@ local meta = typed('hash', 'HMGET', KEYS[16], 'paused', 'concurrency', 'rate')
 local paused, conc, rmax, rwin = meta[1], tonumber(meta[2]), limits_rate(meta[3])
 if meta[2] and not string.match(meta[2], '^%d+$') then int_fields(KEYS[16], 'concurrency') end -- (refused)
 if rmax then expect_types({KEYS[18], 'zset'}) end -- (before the first write)
+-- The waiters' last turn (see "Fair shares"), read before the first write
+-- with the hash's type: one that is no turn number is refused here (the
+-- fair shares below come after the writes of due jobs and recoveries, and
+-- a claim that failed there had started its jobs for nobody).
+local last_turn = 0
+if conc then
+  local v = typed('hash', 'HMGET', KEYS[19], '#')[1]
+  if v then
+    last_turn = tonumber(string.match(v, '^%d+$'))
+    if not last_turn then
+      error({err = 'WRONGTYPE field # of ' .. KEYS[19] .. ' is not a turn number, rjq expects one'})
+    end
+  end
+end
 local now = now_ms()
 local emit = monitor(KEYS[14], prefix, now)
 local out = {-1, 0, tok, now + lease} -- a number: an integer reply
@@ -212,12 +226,9 @@ if conc then
     -- the waiters ahead of this worker, in turn order, while they are owed
     -- one of the free slots each (see the top)
     local all, list, mine = typed('hash', 'HGETALL', waiters), {}, nil
-    fair = {owed = {}, drop = {}, wake = nil, last = 0}
+    fair = {owed = {}, drop = {}, wake = nil, last = last_turn}
     for i = 1, #all, 2 do
-      if all[i] == '#' then
-        fair.last = tonumber(string.match(all[i + 1], '^%d+$'))
-        if not fair.last then int_fields(waiters, '#') end -- (refused, before any write)
-      else
+      if all[i] ~= '#' then -- ('#': the last turn, read above)
         local t, noticed = string.match(all[i + 1], '^(%d+) (%d+)$')
         if not t then fair.drop[#fair.drop + 1] = all[i] -- (not rjq's: out)
         elseif all[i] == field then mine = tonumber(t)

@@ -1455,3 +1455,55 @@ TEST(garbled_last_turn_of_the_waiters_refuses_the_claim_before_it_starts_jobs) {
     ASSERT_EQ(3, handled);
     env_stop(&env);
 }
+
+/* A cancel counts its job in the stats: with that counter not an integer
+ * it is refused before it writes anything (the job waits on, its awaits
+ * too), naming the key and the field. (It failed after it had cancelled
+ * the job, before telling the job's awaits: they waited for ever.) */
+typedef struct cancel_wait {
+    int done, status;
+} cancel_wait;
+
+static void on_cancel_done(rjq_client *c, int status, const char *state, void *data) {
+    cancel_wait *w = data;
+    (void)c, (void)state;
+    w->done++;
+    w->status = status;
+}
+
+static int awaited, awaited_status;
+static void on_awaited(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    (void)c, (void)o, (void)data;
+    awaited++;
+    awaited_status = status;
+}
+
+TEST(cancel_with_a_non_numeric_counter_changes_nothing_and_its_awaits_end_later) {
+    test_env env;
+    env_start(&env, "g");
+    enqueue_x_ok(env.base, env.q, "c1", 0, 0);
+    awaited = 0;
+    ASSERT_OK(rjq_queue_await(env.q, "c1", NULL, on_awaited, NULL, NULL));
+    /* the await watches (its script added it to the job's watchers) */
+    for (int i = 0; i < 1000 && server_int(env.rc, "HEXISTS t:{g}:watchers c1") == 0; i++)
+        loop_for(env.base, 10);
+    ASSERT_EQ(1, server_int(env.rc, "HEXISTS t:{g}:watchers c1"));
+    garble(&env, "cancelled");
+    static char before[8192], after[8192];
+    job_record(&env, "c1", before, sizeof before);
+    cancel_wait cw = {0};
+    ASSERT_OK(rjq_queue_cancel(env.q, "c1", on_cancel_done, &cw));
+    ASSERT(loop_until(env.base, &cw.done, 10000));
+    ASSERT_EQ(RJQ_EWRONGTYPE, cw.status);
+    assert_names_field(env.c, "cancelled");
+    job_record(&env, "c1", after, sizeof after);
+    ASSERT_STREQ(before, after);
+    ungarble(&env, "cancelled");
+    cw.done = 0;
+    ASSERT_OK(rjq_queue_cancel(env.q, "c1", on_cancel_done, &cw));
+    ASSERT(loop_until(env.base, &cw.done, 10000));
+    ASSERT_OK(cw.status);
+    ASSERT(loop_until(env.base, &awaited, 10000));
+    ASSERT_EQ(RJQ_EJOBCANCELED, awaited_status);
+    env_stop(&env);
+}

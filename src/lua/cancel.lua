@@ -24,6 +24,9 @@ local v = fields(J, id, 'd', 's', 'o', 'n')
 if not v[1] then return {0, ''} end
 local state, attempts, tok = state_text(v[2])
 if state == 'completed' or state == 'dead' or state == 'cancelled' then return {2, state} end
+-- the counter it counts, before the first write (a HINCRBY refused at the
+-- end left the job cancelled and its awaits untold)
+int_fields(stats, 'cancelled')
 if state == 'active' then
   redis.call('ZREM', active, id)
   if tok then

@@ -862,11 +862,18 @@ typedef void rjq_progress_cb(rjq_client *c, const char *id, const void *progress
 
 typedef struct rjq_await_options {
     long long timeout_ms;         /* 0: no timeout. For rjq_enqueue_await, an
-                                     await never ends before its enqueue's
-                                     reply: RJQ_ETIMEDOUT then carries the id
+                                     await whose enqueue has no reply yet
+                                     waits for it up to command_timeout_ms
+                                     more (10 s when that is off):
+                                     RJQ_ETIMEDOUT then carries the id
                                      (an enqueue held for the subscription
                                      is sent when it runs out), or the
-                                     enqueue's own error comes instead */
+                                     enqueue's own error comes instead. An
+                                     enqueue with an id whose reply has not
+                                     come by then (Redis away: it is re-sent
+                                     after the reconnect) ends the await
+                                     with RJQ_ETIMEDOUT and the id; the job
+                                     may or may not be enqueued */
     rjq_progress_cb *on_progress; /* optional; gets the await's data */
 } rjq_await_options;
 

@@ -146,18 +146,36 @@ static void resolve(rjq_await *a, int status, const void *result, size_t rlen, c
 }
 
 static int try_enqueue(rjq_await *a);
+static int set_key(rjq_await *a, const char *id, size_t idlen);
 
-/* The timeout never hides an enqueue's answer: an await whose enqueue is
- * out (or still held for the subscription: it is sent now) ends when the
- * reply comes, with the id (or the enqueue's error). */
+/* How long past its timeout an await waits for its enqueue's reply: the
+ * client's command timeout (a request not re-sent has its answer by then),
+ * 10 s when that is off. */
+static uint64_t enqueue_grace_ms(const rjq_client *c) {
+    long ct = rjq__client_command_timeout_ms(c);
+    return (uint64_t)(ct > 0 ? ct : 10000);
+}
+
+/* A short timeout does not hide an enqueue's answer: an await whose
+ * enqueue is out (or still held for the subscription: it is sent now)
+ * waits for the reply, up to the grace above, and ends with the id (or
+ * the enqueue's error, RJQ_EFULL say). An enqueue with an id is re-sent
+ * across reconnects, so with Redis away its reply may never come in time:
+ * the await then ends at the grace's end, RJQ_ETIMEDOUT with the id (the
+ * job's fate unknown: the enqueue goes on). */
 static void on_timeout(rjq__timer *t) {
     rjq_await *a = t->owner;
-    if (a->state == AW_WAIT_SUB && a->payload && !rjq__closing(a->c) && try_enqueue(a) == RJQ_OK)
+    if (!a->timed_out && a->state == AW_WAIT_SUB && a->payload && !rjq__closing(a->c) &&
+        try_enqueue(a) == RJQ_OK) {
         a->timed_out = 1;
-    else if (a->state == AW_ENQUEUEING)
+        rjq__timer_start(a->c, &a->timer, enqueue_grace_ms(a->c));
+    } else if (!a->timed_out && a->state == AW_ENQUEUEING) {
         a->timed_out = 1;
-    else
+        rjq__timer_start(a->c, &a->timer, enqueue_grace_ms(a->c));
+    } else {
+        if (a->key == NULL && a->opts.id) (void)set_key(a, a->opts.id, strlen(a->opts.id));
         resolve(a, RJQ_ETIMEDOUT, NULL, 0, NULL);
+    }
 }
 
 static rjq_await *new_await(awaits *s, rjq_queue *q, const rjq_await_options *aw,

@@ -104,6 +104,8 @@ long rjq__client_liveness_ms(const rjq_client *c);
 /* The longest the client may take to reconnect: its backoff cap plus its
  * connect timeout. */
 long rjq__client_reconnect_span_ms(const rjq_client *c);
+/* The client's command_timeout_ms; 0: off. */
+long rjq__client_command_timeout_ms(const rjq_client *c);
 
 /* ---- features (runtime.c) ----------------------------------------------- */
 

@@ -87,6 +87,10 @@ long rjq__client_reconnect_span_ms(const rjq_client *c) {
     return c->reconnect_max_ms + c->connect_timeout_ms;
 }
 
+long rjq__client_command_timeout_ms(const rjq_client *c) {
+    return c->command_timeout_ms;
+}
+
 size_t rjq__client_max_payload(const rjq_client *c) {
     return c->max_payload;
 }

@@ -705,6 +705,44 @@ TEST(enqueue_await_timeout_before_the_enqueue_reply_still_gives_the_id) {
     aw_stop(&e);
 }
 
+/* An await's timeout bounds it while Redis is away: an enqueue with an
+ * explicit id is re-sent after every reconnect (idempotent) and so gets no
+ * reply while Redis is stopped; its await must still end within (a
+ * generous multiple of) its timeout_ms, not when Redis comes back. */
+TEST(enqueue_await_with_an_id_ends_near_its_timeout_while_redis_is_stopped) {
+    aw_env e;
+    aw_start(&e, NULL, NULL);
+    rjq_client_options co = {0};
+    co.url = e.s.url;
+    co.prefix = "t";
+    co.command_timeout_ms = 300;
+    co.connect_timeout_ms = 300;
+    co.reconnect_min_ms = 50;
+    co.reconnect_max_ms = 300;
+    rjq_client *c = NULL;
+    ASSERT_OK(rjq_libevent_client_new(&c, e.base, &co));
+    rjq_queue *q = queue_for(c, "tu");
+    wait_connected(e.base, c);
+    rec r[2];
+    rec_set(&r[0], RJQ_ENOTFOUND, "-"); /* confirms the reply channel */
+    ASSERT_OK(rjq_queue_await(q, "tu-none", NULL, on_outcome, &r[0], NULL));
+    ASSERT(loop_until_count(e.base, &resolved, 1, 5000));
+    ASSERT_EQ(0, kill(e.s.pid, SIGSTOP));
+    rjq_await_options ao = {0};
+    ao.timeout_ms = 200;
+    rjq_job_options o = {0};
+    o.id = "tu-1";
+    rec_set(&r[1], RJQ_ETIMEDOUT, "-");
+    ASSERT_OK(rjq_enqueue_await(q, "p", 1, &o, &ao, on_outcome, &r[1], NULL));
+    int ended = loop_until(e.base, &r[1].calls, 6000); /* 30 times its timeout */
+    ASSERT_EQ(0, kill(e.s.pid, SIGCONT));
+    ASSERT(ended);
+    ASSERT_EQ(RJQ_ETIMEDOUT, r[1].status);
+    rjq_client_free(c);
+    recs_free(r, 2);
+    aw_stop(&e);
+}
+
 /* ---- 5. dead jobs and unknown ids ------------------------------------------------ */
 
 TEST(await_of_dead_job_reports_last_error) {

@@ -65,6 +65,7 @@ else
 fi
 (cd "$src" && grep -H -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' /dev/null *.c *.h || true) > "$t/incl"
 
+fail=0
 awk -v objdir="$objdir" -v edges="$t/edges" -v pairs="$t/pairs" -v summary="$t/summary" '
 function hrank(h,    stem) {
     if (h in rank) return rank[h]
@@ -162,7 +163,7 @@ END {
     id = 0
     for (f in files) {
         rf = frank(f)
-        if (rf == "" || (rf >= 1 && rf <= 4) || f == "core_private.h") continue
+        if (rf == "" || (rf + 0 >= 1 && rf + 0 <= 4) || f == "core_private.h") continue
         chain = via(f, "core_private.h", ++id)
         if (chain != "")
             bad("src/" f " (rank " rf ", not the core) includes " chain ": only the core (ranks 1-4) sees its struct bodies; include core.h")
@@ -171,7 +172,6 @@ END {
     exit (fails ? 1 : 0)
 }
 ' "$t/layers" "$t/files" "$t/objs" "$t/nm" "$t/incl" > "$t/problems" || fail=1
-: "${fail:=0}"
 touch "$t/edges" "$t/pairs"
 
 # No cycle: tsort names the files in loops; the shortest cycle among them

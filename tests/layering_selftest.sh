@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # tests/layering.sh bites: on a copy of src/ and of its objects it passes,
 # and each planted violation fails it with a message naming the culprit:
-# a cycle, a call up, a file in no layer, a file without an object, an
-# include up, a feature reaching core_private.h (directly or through a
-# header), an include of an unknown header.
+# a cycle, a call up, a file in no layer, a file without an object, a
+# placed file gone, an include up, a feature reaching core_private.h
+# (directly or through a header), an include of an unknown header.
 # Violations of the linker graph are planted by linking (ld -r) a tiny
 # object into a copy of a real one; the symbols used are read from the
 # objects, so the test follows the code.
@@ -101,6 +101,9 @@ expect "unplaced header" "src/unplaced.h is in no layer"
 reset
 rm "$fake_objs/cron.c.o"
 expect "missing object" "no object for src/cron.c"
+reset
+rm "$fake_src/cron.c"
+expect "placed file gone" "tests/layering.sh places cron, which is not in src/"
 
 # Includes up: a leaf including the core, the core including a feature.
 reset

@@ -49,7 +49,8 @@ fuzz-smoke: build-fuzz
 # All three passes always run (a failure of the first does not hide the
 # sanitizer's results); the end says how each went, and the exit status is
 # non-zero when either failed (tests/make_test_passes.sh checks this).
-CTEST = ctest --output-on-failure -j2
+# ctest runs JOBS tests at once (default: one per core; `make test JOBS=2`).
+CTEST = ctest --output-on-failure -j$(JOBS)
 RECAP = || { bash $(CURDIR)/tests/failure_recap.sh .; exit 1; }
 
 test: build build-asan build-fuzz

@@ -37,14 +37,23 @@ exit 0
 EOF
 chmod +x "$T/bin/ctest"
 
-# run FAIL_IN: make test with the stand-in; sets RC, output in $T/out
+# run FAIL_IN [MAKE_ARGS...]: make test with the stand-in; sets RC, output in $T/out
 run() {
+    local fail_in=$1
+    shift
     rm -rf "$T/first" "$T/asan" "$T/fuzz" "$T/log"
     mkdir -p "$T/first" "$T/asan" "$T/fuzz"
-    env -u RJQ_UNDER_ASAN PATH="$T/bin:$PATH" FAKE_LOG="$T/log" FAKE_FAIL_IN="$1" \
+    env -u RJQ_UNDER_ASAN -u JOBS PATH="$T/bin:$PATH" FAKE_LOG="$T/log" FAKE_FAIL_IN="$fail_in" \
         make --no-print-directory -C "$SRC" -o build -o build-asan -o build-fuzz test \
-        BUILD="$T/first" ASAN_BUILD="$T/asan" FUZZ_BUILD="$T/fuzz" >"$T/out" 2>&1
+        BUILD="$T/first" ASAN_BUILD="$T/asan" FUZZ_BUILD="$T/fuzz" "$@" >"$T/out" 2>&1
     RC=$?
+}
+
+# each pass ran ctest with -jN
+jobs_are() {
+    local n
+    n=$(grep -c -- " -j$2\( \|$\)" "$T/log")
+    [ "$n" = 3 ] || fail "$1: $n of the 3 ctest runs had -j$2: $(cat "$T/log")"
 }
 
 both_ran() {
@@ -71,6 +80,12 @@ run none
 both_ran "both passed"
 grep -q "failed tests" "$T/out" && fail "a recap although nothing failed"
 grep -q "make test: first pass passed, ASan+UBSan pass passed" "$T/out" || fail "no summary of both passes"
+jobs_are "by default" "$(nproc)"
+
+# ctest -j follows JOBS
+run none JOBS=5
+[ "$RC" = 0 ] || fail "JOBS=5: make test exited $RC"
+jobs_are "JOBS=5" 5
 
 [ "$FAILURES" = 0 ] || exit 1
 echo "make test runs and reports both passes"

@@ -91,7 +91,12 @@ extern "C" {
  * errmsg holds the server's words, and an RJQ_EVENT_ERROR names what was
  * refused (see rjq_event). The connection never loops faster than its
  * reconnect backoff, a worker's claims and the liveness beat back off for
- * the reconnect span (reconnect_max_ms + connect_timeout_ms).
+ * the reconnect span (reconnect_max_ms + connect_timeout_ms). A refused
+ * channel is not subscribed again on every reconnect: while something
+ * still listens to it (a worker's doorbell and push channels, a monitor)
+ * it is tried again once per reconnect span, so a fixed ACL is picked up
+ * (each refusal again costs one reconnect of the subscriber connection);
+ * an await's reply channel, whose awaits all ended, by the next await.
  *
  * RJQ_EPROTO: a reply of the wrong shape, or with a number or length out
  * of range (a negative count, a time past 2^62 ms, an attempt count not a

@@ -186,6 +186,7 @@ struct rjq_client {
     int fcall;                /* the command session has rjq's function library */
     rjq__channel *channels;
     struct rjq__sent_list *sub_sent; /* SUBSCRIBEs not yet confirmed (pubsub.c) */
+    rjq__timer resub_timer;   /* tries refused channels again (pubsub.c) */
     rjq__timer watchdog;      /* liveness.c */
     char live_channel[256];   /* the subscriber connection's probe channel */
     uint64_t probe_sent_ms;   /* a probe went out then, not yet heard (0: none) */

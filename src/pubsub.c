@@ -19,9 +19,13 @@
  * Redis answers in order and each SUBSCRIBE names one channel, so the
  * refused one is the oldest SUBSCRIBE not yet confirmed on that context
  * (all of them when the command itself is refused). A refused channel is
- * not subscribed again (else every reconnect would be refused again): its
- * listeners' refused functions are told, an RJQ_EVENT_ERROR names it, and
- * only a new rjq__subscribe of that name tries it again. A session refused
+ * not subscribed again on every reconnect (else every reconnect would be
+ * refused again): its listeners' refused functions are told, an
+ * RJQ_EVENT_ERROR names it, and it is tried again by a new rjq__subscribe
+ * of that name, or, while it still has listeners (the ACL may be fixed),
+ * once per reconnect span (resub_timer: each refusal again costs one
+ * reconnect of the subscriber connection). A listener that goes when told
+ * (an await's reply channel) leaves nothing to try again. A session refused
  * as a whole (a wrong password) tells every listener the same, but keeps
  * the channels: the next session subscribes them again.
  */
@@ -36,7 +40,7 @@ struct rjq__channel {
     rjq__refused_fn *refused_fn; /* the channel was refused (may be NULL) */
     void *arg;
     int confirmed;            /* SUBSCRIBE confirmed on the current conn */
-    int refused;              /* the server refused it: not subscribed again */
+    int refused;              /* the server refused it: not subscribed on reconnect */
     struct rjq__channel *next;
 };
 
@@ -204,6 +208,26 @@ static void tell_refused(rjq_client *c, const char *name, const char *err, int m
     free(names);
 }
 
+/* A reconnect span after a refusal: subscribe the refused channels that
+ * still have listeners again (the ACL may have been fixed). Refused again,
+ * they wait for the next span. */
+static void on_resub_timer(rjq__timer *t) {
+    rjq_client *c = t->owner;
+    if (c->closing) return;
+    for (rjq__channel *ch = c->channels; ch; ch = ch->next) {
+        if (!ch->refused) continue;
+        /* (refused is set and cleared for every listener of a name) */
+        for (rjq__channel *o = ch; o; o = o->next)
+            if (strcmp(o->name, ch->name) == 0) o->refused = 0;
+        if (send_subscribe(c, ch->name) != RJQ_OK) {
+            /* out of memory: mark it refused again, try at the next span */
+            for (rjq__channel *o = ch; o; o = o->next)
+                if (strcmp(o->name, ch->name) == 0) o->refused = 1;
+            rjq__timer_start(c, &c->resub_timer, (uint64_t)rjq__client_reconnect_span_ms(c));
+        }
+    }
+}
+
 /* The context is gone. With RJQ_EAUTH the server refused: a SUBSCRIBE
  * (the context was ready) or the whole session. */
 static void sub_down(rjq__conn *conn, int fail, const char *why) {
@@ -226,6 +250,9 @@ static void sub_down(rjq__conn *conn, int fail, const char *why) {
         rjq__errmsg(c, "permission refused: SUBSCRIBE %s: %s", name, why);
         rjq__emit(c, RJQ_EVENT_ERROR, RJQ_CONN_SUBSCRIBER, detail);
         tell_refused(c, all ? NULL : name, why, 1);
+        /* (a span from the first refusal: later ones do not defer it) */
+        if (!rjq__timer_armed(&c->resub_timer))
+            rjq__timer_start(c, &c->resub_timer, (uint64_t)rjq__client_reconnect_span_ms(c));
     } else {
         tell_refused(c, NULL, why, 0); /* the session (AUTH): the channels stay */
     }
@@ -236,12 +263,18 @@ static const rjq__conn_hooks sub_hooks = {sub_setup, sub_ready, sub_down};
 
 int rjq__pubsub_init(rjq_client *c) {
     if ((c->sub_sent = calloc(1, sizeof(sent_list))) == NULL) return RJQ_ENOMEM;
+    if (rjq__timer_setup(c, &c->resub_timer, on_resub_timer, c) != RJQ_OK) {
+        free(c->sub_sent);
+        c->sub_sent = NULL;
+        return RJQ_ENOMEM;
+    }
     return rjq__conn_init(c, &c->sub, RJQ_CONN_SUBSCRIBER, &sub_hooks);
 }
 
 void rjq__pubsub_free(rjq_client *c) {
     sent_list *l = c->sub_sent;
     if (l) {
+        rjq__timer_teardown(c, &c->resub_timer); /* (set up with the list) */
         sent_clear(l);
         free(l->names);
         free(l);

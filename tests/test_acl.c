@@ -507,22 +507,25 @@ static ended await_one(struct event_base *base, rjq_queue *q) {
     return e;
 }
 
-/* How often the ACL log saw a refusal for `reason` ("channel", "key",
- * "command"). */
-static long long acl_log_count(redisContext *admin, const char *reason) {
+/* The channel refusals in the ACL log: of the client's probe channel
+ * ("...:live", probe 1) or of the others (probe 0). */
+static long long acl_log_channel_count(redisContext *admin, int probe) {
     redisReply *lg = server_cmd(admin, "ACL LOG");
     long long n = 0;
     ASSERT(lg->type == REDIS_REPLY_ARRAY);
     for (size_t i = 0; i < lg->elements; i++) {
         const redisReply *e = lg->element[i];
         long long count = 0;
-        int match = 0;
+        int channel = 0, live = 0;
         for (size_t k = 0; k + 1 < e->elements; k += 2) {
-            if (strcmp(e->element[k]->str, "count") == 0) count = e->element[k + 1]->integer;
-            if (strcmp(e->element[k]->str, "reason") == 0)
-                match = strcmp(e->element[k + 1]->str, reason) == 0;
+            const char *key = e->element[k]->str;
+            const redisReply *v = e->element[k + 1];
+            if (strcmp(key, "count") == 0) count = v->integer;
+            if (strcmp(key, "reason") == 0) channel = strcmp(v->str, "channel") == 0;
+            if (strcmp(key, "object") == 0)
+                live = v->len >= 5 && strcmp(v->str + v->len - 5, ":live") == 0;
         }
-        if (match) n += count;
+        if (channel && live == probe) n += count;
     }
     freeReplyObject(lg);
     return n;
@@ -538,8 +541,11 @@ static void count_monitor(rjq_client *c, const char *event, const char *id, void
  * probe channel and its reply channel are refused. An await ends with
  * RJQ_EAUTH and the server's words, an RJQ_EVENT_ERROR names the channel,
  * and a refused channel is not subscribed again on every reconnect (the
- * subscriber connection stays up for the channels it may have). */
+ * subscriber connection stays up for the channels it may have): the reply
+ * channel, whose listener went with its awaits, not at all; the probe
+ * channel, which keeps its listener, at most once per reconnect span. */
 TEST(refused_reply_channel_ends_awaits_with_eauth_and_is_not_subscribed_again) {
+    double start = mono_ms();
     test_server s;
     server_start_guarded(&s, NULL);
     redisContext *admin = server_connect(&s);
@@ -569,9 +575,13 @@ TEST(refused_reply_channel_ends_awaits_with_eauth_and_is_not_subscribed_again) {
     for (int i = 0; i < 1000 && server_numsub(admin, "t:{jobs}:events") == 0; i++) loop_for(base, 10);
     enqueue_job(base, q, "y", NULL);
     ASSERT(loop_until_count(base, &monitor_events, 1, 10000));
-    /* one refusal each: the probe channel once, the reply channel per await
-     * (not every reconnect) */
-    ASSERT_EQ(3, acl_log_count(admin, "channel"));
+    /* the reply channel: one refusal per await (not every reconnect, and
+     * never tried again without a listener); the probe channel: once, and
+     * again at most once per reconnect span (5 s) since */
+    ASSERT_EQ(2, acl_log_channel_count(admin, 0));
+    long long probe = acl_log_channel_count(admin, 1);
+    ASSERT(probe >= 1);
+    ASSERT(probe <= 1 + (long long)((mono_ms() - start) / 5000));
     ASSERT_OK(rjq_monitor_stop(m));
     rjq_client_free(c);
     event_base_free(base);
@@ -772,6 +782,44 @@ TEST(worker_whose_clients_keys_are_revoked_runs_on_without_liveness) {
     ended e = await_one(base, queue_for(producer, "jobs"));
     ASSERT_EQ(RJQ_OK, e.status);
     rjq_client_free(producer);
+    rjq_client_free(c);
+    event_base_free(base);
+    redisFree(admin);
+    server_stop_guarded(&s);
+}
+
+/* A refusal is final for what it refused, not for ever: a worker whose
+ * ACL lacked +subscribe (its doorbell and push channels refused) hears
+ * them again once the ACL grants it, within a reconnect span or so; it
+ * must not run on for the rest of its life at the pace of its visits
+ * (reclaim_ms: 10 minutes here). */
+TEST(worker_channels_refused_once_are_subscribed_again_once_the_acl_allows_them) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *admin = server_connect(&s);
+    const char *const drop[] = {"+subscribe", NULL};
+    create_user_less(admin, "worker", "latesub", drop);
+    struct event_base *base = event_base_new();
+    heard h = {0};
+    h.needle = "'subscribe'";
+    rjq_client *c = client_heard(base, &s, "latesub", PW, &h);
+    rjq_queue *q = queue_for(c, "jobs");
+    rjq_worker_options wo = {0};
+    wo.concurrency = 1;
+    wo.poll_ms = 60000;
+    wo.reclaim_ms = 600000;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, handler, NULL, &w));
+    ASSERT(loop_until_count(base, &h.matched, 1, 10000)); /* refused, and told */
+    /* the subscriber connection is back (its channels refused) */
+    long back = h.connected[RJQ_CONN_SUBSCRIBER] + 1;
+    ASSERT(loop_until_count(base, &h.connected[RJQ_CONN_SUBSCRIBER], back, 10000));
+    ASSERT_EQ(0, server_numsub(admin, "t:{jobs}:wake"));
+    freeReplyObject(server_cmd(admin, "ACL SETUSER latesub +subscribe"));
+    /* (its reconnect span is 5 s: three of them) */
+    double end = mono_ms() + 15000;
+    while (server_numsub(admin, "t:{jobs}:wake") == 0 && mono_ms() < end) loop_for(base, 20);
+    ASSERT(server_numsub(admin, "t:{jobs}:wake") > 0);
     rjq_client_free(c);
     event_base_free(base);
     redisFree(admin);

@@ -10,18 +10,16 @@
  */
 #include "health.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "listen.h"
 #include "pgconn.h"
 #include "sqlname.h"
 #include "statsfmt.h"
@@ -278,21 +276,7 @@ health *health_start(struct event_base *base, bridge *b, const health_options *o
     if (h->sql_queued == NULL || h->pg == NULL || h->sample == NULL) goto fail;
     struct timeval tv = {HEALTH_SAMPLE_MS / 1000, (HEALTH_SAMPLE_MS % 1000) * 1000};
     event_add(h->sample, &tv);
-    struct sockaddr_storage got;
-    socklen_t gl = sizeof got;
-    char shown[INET6_ADDRSTRLEN] = "?";
-    int gport = port;
-    if (getsockname(evhttp_bound_socket_get_fd(bound), (struct sockaddr *)&got, &gl) == 0) {
-        if (got.ss_family == AF_INET6) {
-            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&got)->sin6_addr, shown, sizeof shown);
-            gport = ntohs(((struct sockaddr_in6 *)&got)->sin6_port);
-        } else {
-            inet_ntop(AF_INET, &((struct sockaddr_in *)&got)->sin_addr, shown, sizeof shown);
-            gport = ntohs(((struct sockaddr_in *)&got)->sin_port);
-        }
-    }
-    printf(got.ss_family == AF_INET6 ? "health on [%s]:%d\n" : "health on %s:%d\n", shown, gport);
-    fflush(stdout);
+    listen_print_bound("health on", evhttp_bound_socket_get_fd(bound), port);
     return h;
 fail:
     health_free(h);

@@ -5,6 +5,7 @@
  * One libevent loop runs evhttp and one rjq client (two Redis
  * connections) for every request, event stream and queue watched.
  */
+#include "listen.h"
 #include "server.h"
 
 #include <errno.h>
@@ -678,22 +679,7 @@ static int start_listening(server *s) {
     }
     s->listener = l;
     evconnlistener_set_error_cb(l, on_accept_error);
-    struct sockaddr_storage got;
-    socklen_t gl = sizeof got;
-    char shown[INET6_ADDRSTRLEN] = "?";
-    int gport = port;
-    if (getsockname(evconnlistener_get_fd(l), (struct sockaddr *)&got, &gl) == 0) {
-        if (got.ss_family == AF_INET6) {
-            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&got)->sin6_addr, shown, sizeof shown);
-            gport = ntohs(((struct sockaddr_in6 *)&got)->sin6_port);
-        } else {
-            inet_ntop(AF_INET, &((struct sockaddr_in *)&got)->sin_addr, shown, sizeof shown);
-            gport = ntohs(((struct sockaddr_in *)&got)->sin_port);
-        }
-    }
-    printf(got.ss_family == AF_INET6 ? "listening on [%s]:%d\n" : "listening on %s:%d\n", shown,
-           gport);
-    fflush(stdout);
+    listen_print_bound("listening on", evconnlistener_get_fd(l), port);
     return 0;
 }
 

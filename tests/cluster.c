@@ -1,0 +1,376 @@
+#include "cluster.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+/* The longest any wait of the fixture may take before the test fails: a
+ * failover takes about two node timeouts, a loaded machine more. */
+static long settle_bound_ms(const test_cluster *c) {
+    return 20 * c->node_timeout_ms + 30000;
+}
+
+/* The arguments every node starts with (the strings live in *c). */
+static void node_args(const test_cluster *c, int i, const char **argv, char *nt, char *bus) {
+    snprintf(nt, 16, "%ld", c->node_timeout_ms);
+    snprintf(bus, 16, "%d", c->bus_port[i]);
+    const char *a[] = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                       "--cluster-node-timeout", nt, "--cluster-port", bus,
+                       /* a replica may always take over, and stays where it is */
+                       "--cluster-replica-validity-factor", "0",
+                       "--cluster-allow-replica-migration", "no", NULL};
+    memcpy(argv, a, sizeof a);
+}
+
+redisContext *cluster_connect(const test_cluster *c, int i) {
+    ASSERT(i >= 0 && i < CLUSTER_NODES && c->node[i].pid > 0);
+    return server_connect(&c->node[i]);
+}
+
+int cluster_node_at(const test_cluster *c, int port) {
+    for (int i = 0; i < CLUSTER_NODES; i++)
+        if (c->node[i].port == port) return i;
+    return -1;
+}
+
+/* Node i's ROLE: "master", "slave", ...; for a replica, *master_port. */
+static int role(const test_cluster *c, int i, char *out, size_t size, int *master_port) {
+    redisContext *rc = cluster_connect(c, i);
+    redisReply *r = server_cmd(rc, "ROLE");
+    int ok = r->type == REDIS_REPLY_ARRAY && r->elements >= 1 && r->element[0]->type == REDIS_REPLY_STRING;
+    if (ok) {
+        snprintf(out, size, "%s", r->element[0]->str);
+        if (master_port && r->elements >= 3 && r->element[2]->type == REDIS_REPLY_INTEGER)
+            *master_port = (int)r->element[2]->integer;
+    }
+    freeReplyObject(r);
+    redisFree(rc);
+    return ok;
+}
+
+int cluster_is_master(const test_cluster *c, int i) {
+    char r[16] = "";
+    return role(c, i, r, sizeof r, NULL) && strcmp(r, "master") == 0;
+}
+
+int cluster_replica_of(const test_cluster *c, int m) {
+    for (int i = 0; i < CLUSTER_NODES; i++) {
+        if (i == m || c->node[i].pid <= 0) continue;
+        char r[16] = "";
+        int port = 0;
+        if (role(c, i, r, sizeof r, &port) && strcmp(r, "slave") == 0 && port == c->node[m].port) return i;
+    }
+    return -1;
+}
+
+/* The owner of every slot as node `asked` says (CLUSTER SLOTS), as node
+ * indices (-1: none, -2: a node not of this cluster); replicas (if not
+ * NULL): how many replicas it lists for each node. Returns 0 when the
+ * reply could not be read. */
+static int owners_replicas(const test_cluster *c, int asked, int *owner, int *replicas) {
+    for (int s = 0; s < 16384; s++) owner[s] = -1;
+    if (replicas)
+        for (int i = 0; i < CLUSTER_NODES; i++) replicas[i] = 0;
+    redisContext *rc = cluster_connect(c, asked);
+    redisReply *r = server_cmd(rc, "CLUSTER SLOTS");
+    int ok = r->type == REDIS_REPLY_ARRAY;
+    for (size_t k = 0; ok && k < r->elements; k++) {
+        redisReply *e = r->element[k];
+        ok = e->type == REDIS_REPLY_ARRAY && e->elements >= 3 && e->element[0]->type == REDIS_REPLY_INTEGER &&
+             e->element[1]->type == REDIS_REPLY_INTEGER && e->element[2]->type == REDIS_REPLY_ARRAY &&
+             e->element[2]->elements >= 2 && e->element[2]->element[1]->type == REDIS_REPLY_INTEGER;
+        if (!ok) break;
+        long long from = e->element[0]->integer, to = e->element[1]->integer;
+        ok = from >= 0 && to < 16384 && from <= to;
+        int node = cluster_node_at(c, (int)e->element[2]->element[1]->integer);
+        for (long long s = from; ok && s <= to; s++) owner[s] = node < 0 ? -2 : node;
+        if (ok && node >= 0 && replicas) replicas[node] = (int)e->elements - 3;
+    }
+    freeReplyObject(r);
+    redisFree(rc);
+    return ok;
+}
+
+static int owners(const test_cluster *c, int asked, int *owner) {
+    return owners_replicas(c, asked, owner, NULL);
+}
+
+int cluster_owner(const test_cluster *c, int asked, int slot) {
+    static int owner[16384];
+    ASSERT(slot >= 0 && slot < 16384);
+    ASSERT(owners(c, asked, owner));
+    return owner[slot];
+}
+
+static int first_running(const test_cluster *c) {
+    for (int i = 0; i < CLUSTER_NODES; i++)
+        if (c->node[i].pid > 0) return i;
+    FAIL_AT(__FILE__, __LINE__, "no node of the cluster is running");
+    return -1;
+}
+
+int cluster_node_of_key(const test_cluster *c, const char *key) {
+    int asked = first_running(c);
+    redisContext *rc = cluster_connect(c, asked);
+    long long slot = server_int(rc, "CLUSTER KEYSLOT %s", key);
+    redisFree(rc);
+    return cluster_owner(c, asked, (int)slot);
+}
+
+/* Is the cluster settled, as the running nodes say? (see the header) */
+static int settled(const test_cluster *c, char *why, size_t size) {
+    static int first[16384], other[16384];
+    int base = -1, expected[CLUSTER_NODES] = {0}, listed[CLUSTER_NODES];
+    /* the replicas each master has, as their ROLE says */
+    for (int i = 0; i < CLUSTER_NODES; i++) {
+        char rl[16] = "";
+        int port = 0;
+        if (c->node[i].pid > 0 && role(c, i, rl, sizeof rl, &port) && strcmp(rl, "slave") == 0 &&
+            cluster_node_at(c, port) >= 0)
+            expected[cluster_node_at(c, port)]++;
+    }
+    for (int i = 0; i < CLUSTER_NODES; i++) {
+        if (c->node[i].pid <= 0) continue;
+        redisContext *rc = cluster_connect(c, i);
+        redisReply *r = server_cmd(rc, "CLUSTER INFO");
+        int ok = r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok") != NULL;
+        freeReplyObject(r);
+        char rl[16] = "";
+        if (ok && role(c, i, rl, sizeof rl, NULL) && strcmp(rl, "slave") == 0) {
+            r = server_cmd(rc, "INFO replication");
+            ok = r->type == REDIS_REPLY_STRING && strstr(r->str, "master_link_status:up") != NULL;
+            freeReplyObject(r);
+            if (!ok) snprintf(why, size, "node %d: its link to its master is not up", i);
+        } else if (!ok) {
+            snprintf(why, size, "node %d: cluster_state is not ok", i);
+        }
+        redisFree(rc);
+        if (!ok) return 0;
+        if (!owners_replicas(c, i, base < 0 ? first : other, listed)) {
+            snprintf(why, size, "node %d: CLUSTER SLOTS unreadable", i);
+            return 0;
+        }
+        /* each master serving slots lists as many replicas as it has (a
+         * node serving none is not in CLUSTER SLOTS) */
+        const int *own = base < 0 ? first : other;
+        for (int k = 0; k < CLUSTER_NODES; k++) {
+            if (c->node[k].pid <= 0 || listed[k] == expected[k]) continue;
+            int serves = 0;
+            for (int s = 0; s < 16384 && !serves; s++) serves = own[s] == k;
+            if (!serves) continue;
+            snprintf(why, size, "node %d lists %d replicas of node %d, which has %d", i, listed[k], k,
+                     expected[k]);
+            return 0;
+        }
+        if (base < 0) {
+            base = i;
+            continue;
+        }
+        for (int s = 0; s < 16384; s++)
+            if (first[s] != other[s]) {
+                snprintf(why, size, "nodes %d and %d disagree on slot %d (%d vs %d)", base, i, s, first[s],
+                         other[s]);
+                return 0;
+            }
+    }
+    for (int s = 0; s < 16384; s++)
+        if (first[s] < 0 || c->node[first[s]].pid <= 0) {
+            snprintf(why, size, "slot %d is served by no running node (%d)", s, first[s]);
+            return 0;
+        }
+    return 1;
+}
+
+void cluster_wait_settled(test_cluster *c) {
+    char why[200] = "";
+    double end = mono_ms() + (double)settle_bound_ms(c);
+    while (!settled(c, why, sizeof why)) {
+        if (mono_ms() > end) FAIL_AT(__FILE__, __LINE__, "the cluster did not settle: %s", why);
+        sleep_ms(20);
+    }
+}
+
+static void print_file(const char *path) {
+    char line[512];
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return;
+    while (fgets(line, sizeof line, f)) fputs(line, stderr);
+    fclose(f);
+}
+
+void cluster_start(test_cluster *c, long node_timeout_ms) {
+    memset(c, 0, sizeof *c);
+    c->node_timeout_ms = node_timeout_ms > 0 ? node_timeout_ms : 2000;
+    for (int i = 0; i < CLUSTER_NODES; i++) {
+        const char *argv[16];
+        char nt[16], bus[16];
+        c->bus_port[i] = free_port();
+        node_args(c, i, argv, nt, bus);
+        server_start_guarded(&c->node[i], argv);
+        redisContext *rc = server_connect(&c->node[i]);
+        redisReply *r = server_cmd(rc, "CLUSTER MYID");
+        ASSERT(r->type == REDIS_REPLY_STRING && r->len == 40);
+        memcpy(c->id[i], r->str, 41);
+        freeReplyObject(r);
+        redisFree(rc);
+    }
+    snprintf(c->url, sizeof c->url, "%s", c->node[0].url);
+
+    /* redis-cli --cluster create: the first 3 nodes are the masters */
+    char addr[CLUSTER_NODES][32], log[300];
+    const char *argv[CLUSTER_NODES + 8];
+    int n = 0;
+    argv[n++] = "redis-cli";
+    argv[n++] = "--cluster";
+    argv[n++] = "create";
+    for (int i = 0; i < CLUSTER_NODES; i++) {
+        snprintf(addr[i], sizeof addr[i], "127.0.0.1:%d", c->node[i].port);
+        argv[n++] = addr[i];
+    }
+    argv[n++] = "--cluster-replicas";
+    argv[n++] = "1";
+    argv[n++] = "--cluster-yes";
+    argv[n] = NULL;
+    snprintf(log, sizeof log, "%s/cluster-create.log", c->node[0].dir);
+    pid_t pid = fork_child();
+    if (pid == 0) {
+        FILE *out = freopen(log, "w", stdout);
+        if (out == NULL || dup2(fileno(stdout), 2) < 0) _exit(126);
+        execvp("redis-cli", (char *const *)argv);
+        _exit(127);
+    }
+    int status = reap(pid, 120000);
+    forget_on_abort(pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        print_file(log);
+        FAIL_AT(__FILE__, __LINE__, "redis-cli --cluster create failed (status %d)", status);
+    }
+    cluster_wait_settled(c);
+    for (int i = 0; i < CLUSTER_NODES; i++)
+        if (cluster_is_master(c, i) != (i < CLUSTER_MASTERS)) {
+            print_file(log);
+            FAIL_AT(__FILE__, __LINE__, "node %d: not the role redis-cli was asked for", i);
+        }
+    for (int m = 0; m < CLUSTER_MASTERS; m++) ASSERT(cluster_replica_of(c, m) >= CLUSTER_MASTERS);
+}
+
+void cluster_stop(test_cluster *c) {
+    for (int i = 0; i < CLUSTER_NODES; i++)
+        if (c->node[i].dir[0]) server_stop_guarded(&c->node[i]);
+}
+
+/* Send a command given as argv to node i; the reply must be +OK. */
+static void node_ok(const test_cluster *c, int i, int argc, const char **argv) {
+    redisContext *rc = cluster_connect(c, i);
+    redisReply *r = redisCommandArgv(rc, argc, argv, NULL);
+    ASSERT(r != NULL);
+    if (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "OK") != 0)
+        FAIL_AT(__FILE__, __LINE__, "node %d: %s %s: %s", i, argv[0], argc > 1 ? argv[1] : "",
+                r->str ? r->str : "(not OK)");
+    freeReplyObject(r);
+    redisFree(rc);
+}
+
+static void setslot(const test_cluster *c, int i, int slot, const char *how, int node) {
+    char s[16];
+    snprintf(s, sizeof s, "%d", slot);
+    const char *argv[] = {"CLUSTER", "SETSLOT", s, how, c->id[node]};
+    node_ok(c, i, 5, argv);
+}
+
+void cluster_migrate_begin(test_cluster *c, int slot, int from, int to) {
+    ASSERT(from != to);
+    setslot(c, to, slot, "IMPORTING", from);
+    setslot(c, from, slot, "MIGRATING", to);
+}
+
+long cluster_migrate_keys(test_cluster *c, int slot, int from, int to) {
+    long moved = 0;
+    char port[16];
+    snprintf(port, sizeof port, "%d", c->node[to].port);
+    redisContext *rc = cluster_connect(c, from);
+    for (;;) {
+        redisReply *keys = server_cmd(rc, "CLUSTER GETKEYSINSLOT %d 100", slot);
+        ASSERT(keys->type == REDIS_REPLY_ARRAY);
+        if (keys->elements == 0) {
+            freeReplyObject(keys);
+            break;
+        }
+        size_t argc = 7 + keys->elements; /* the head, KEYS, the keys */
+        const char **argv = calloc(argc, sizeof *argv);
+        size_t *len = calloc(argc, sizeof *len);
+        ASSERT(argv != NULL && len != NULL);
+        const char *head[] = {"MIGRATE", "127.0.0.1", port, "", "0", "5000"};
+        for (size_t k = 0; k < 6; k++) argv[k] = head[k], len[k] = strlen(head[k]);
+        argv[6] = "KEYS", len[6] = 4;
+        argc = 7;
+        for (size_t k = 0; k < keys->elements; k++)
+            argv[argc] = keys->element[k]->str, len[argc++] = keys->element[k]->len;
+        redisReply *r = redisCommandArgv(rc, (int)argc, argv, len);
+        ASSERT(r != NULL);
+        if (r->type != REDIS_REPLY_STATUS)
+            FAIL_AT(__FILE__, __LINE__, "MIGRATE: %s", r->str ? r->str : "(not OK)");
+        moved += (long)keys->elements;
+        freeReplyObject(r);
+        free(argv);
+        free(len);
+        freeReplyObject(keys);
+    }
+    redisFree(rc);
+    return moved;
+}
+
+void cluster_migrate_end(test_cluster *c, int slot, int from, int to) {
+    setslot(c, to, slot, "NODE", to);
+    setslot(c, from, slot, "NODE", to);
+    for (int i = 0; i < CLUSTER_NODES; i++)
+        if (i != to && i != from && c->node[i].pid > 0 && cluster_is_master(c, i)) setslot(c, i, slot, "NODE", to);
+    double end = mono_ms() + (double)settle_bound_ms(c);
+    for (int i = 0; i < CLUSTER_NODES; i++) {
+        while (c->node[i].pid > 0 && cluster_owner(c, i, slot) != to) {
+            if (mono_ms() > end) FAIL_AT(__FILE__, __LINE__, "node %d does not see slot %d on node %d", i, slot, to);
+            sleep_ms(20);
+        }
+    }
+}
+
+void cluster_migrate_slot(test_cluster *c, int slot, int from, int to) {
+    cluster_migrate_begin(c, slot, from, to);
+    cluster_migrate_keys(c, slot, from, to);
+    cluster_migrate_end(c, slot, from, to);
+}
+
+int cluster_kill_master(test_cluster *c, int m, double *took_ms) {
+    ASSERT(cluster_is_master(c, m));
+    int r = cluster_replica_of(c, m);
+    ASSERT(r >= 0);
+    double t0 = mono_ms();
+    pid_t pid = c->node[m].pid;
+    ASSERT(kill(pid, SIGKILL) == 0);
+    ASSERT(waitpid(pid, NULL, 0) == pid);
+    forget_on_abort(pid);
+    c->node[m].pid = 0;
+    double end = t0 + (double)settle_bound_ms(c);
+    while (!cluster_is_master(c, r)) {
+        if (mono_ms() > end) FAIL_AT(__FILE__, __LINE__, "node %d was not promoted after node %d died", r, m);
+        sleep_ms(10);
+    }
+    if (took_ms) *took_ms = mono_ms() - t0;
+    cluster_wait_settled(c);
+    return r;
+}
+
+void cluster_restart_node(test_cluster *c, int i) {
+    const char *argv[16];
+    char nt[16], bus[16];
+    ASSERT(c->node[i].pid <= 0);
+    node_args(c, i, argv, nt, bus);
+    server_restart(&c->node[i], argv);
+    kill_on_abort(c->node[i].pid);
+    cluster_wait_settled(c);
+}

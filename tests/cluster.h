@@ -1,0 +1,75 @@
+/*
+ * Test helpers: a private Redis Cluster of 3 masters and 3 replicas on
+ * free loopback ports (each node a redis-server of server.h in its own
+ * temporary directory, stopped by its pid), and what the cluster tests do
+ * to it: find the node serving a key or slot, migrate a slot by hand,
+ * SIGKILL a master and wait for its replica's promotion, restart a node.
+ * Every wait waits for the state it names (polling the nodes), bounded so
+ * a broken cluster fails the test instead of hanging it.
+ */
+#ifndef RJQ_TEST_CLUSTER_H
+#define RJQ_TEST_CLUSTER_H
+
+#include <hiredis/hiredis.h>
+
+#include "server.h"
+
+#define CLUSTER_NODES 6   /* nodes 0..2 are the masters at the start, 3..5 replicas */
+#define CLUSTER_MASTERS 3
+
+typedef struct test_cluster {
+    test_server node[CLUSTER_NODES]; /* pid 0: stopped (killed) */
+    int bus_port[CLUSTER_NODES];     /* each node's cluster bus port (cluster-port) */
+    char id[CLUSTER_NODES][41];      /* node ids (CLUSTER MYID) */
+    long node_timeout_ms;            /* cluster-node-timeout */
+    char url[64];                    /* node 0's redis:// URL */
+} test_cluster;
+
+/* Start 6 nodes (cluster-enabled, cluster-node-timeout node_timeout_ms: 0
+ * for 2000), join them with `redis-cli --cluster create ... --cluster-replicas
+ * 1 --cluster-yes`, and wait until every node says cluster_state:ok, knows
+ * all 6 nodes and agrees on who serves each slot, and every replica's link
+ * to its master is up. Each node is killed if the test aborts. */
+void cluster_start(test_cluster *c, long node_timeout_ms);
+/* Stop every node still running and remove their directories. */
+void cluster_stop(test_cluster *c);
+
+/* A synchronous connection to node i (it must be running). */
+redisContext *cluster_connect(const test_cluster *c, int i);
+/* The node index of a "host:port" address, or -1. */
+int cluster_node_at(const test_cluster *c, int port);
+/* Is node i a master now (ROLE)? */
+int cluster_is_master(const test_cluster *c, int i);
+/* The node serving slot, as node `asked`'s CLUSTER SLOTS says (-1: none). */
+int cluster_owner(const test_cluster *c, int asked, int slot);
+/* The node serving a key (its slot from CLUSTER KEYSLOT, then cluster_owner
+ * as any running node says). */
+int cluster_node_of_key(const test_cluster *c, const char *key);
+/* The replica of master m (a running node that replicates it), or -1. */
+int cluster_replica_of(const test_cluster *c, int m);
+
+/* Migrate a slot by hand, in the steps a resharding takes, so a test can
+ * act between them: begin (CLUSTER SETSLOT <slot> IMPORTING on `to`, then
+ * MIGRATING on `from`), move its keys (CLUSTER GETKEYSINSLOT + MIGRATE ...
+ * KEYS, until none is left on `from`; returns how many moved), end
+ * (CLUSTER SETSLOT <slot> NODE <to> on `to`, `from` and every other master,
+ * then wait until every running node's CLUSTER SLOTS says `to`). */
+void cluster_migrate_begin(test_cluster *c, int slot, int from, int to);
+long cluster_migrate_keys(test_cluster *c, int slot, int from, int to);
+void cluster_migrate_end(test_cluster *c, int slot, int from, int to);
+/* All three steps. */
+void cluster_migrate_slot(test_cluster *c, int slot, int from, int to);
+
+/* SIGKILL master m, then wait until its replica is a master serving m's
+ * slots and every running node says cluster_state:ok and agrees. Returns
+ * the promoted node's index; *took_ms (if not NULL): ms from the kill to
+ * the promotion seen. */
+int cluster_kill_master(test_cluster *c, int m, double *took_ms);
+/* Start node i again (same port, directory and nodes.conf) and wait until
+ * it is back in the cluster (cluster_state:ok on it, all nodes agree). */
+void cluster_restart_node(test_cluster *c, int i);
+/* Wait until every running node says cluster_state:ok, sees the same owner
+ * for each slot, and each running replica's master link is up. */
+void cluster_wait_settled(test_cluster *c);
+
+#endif

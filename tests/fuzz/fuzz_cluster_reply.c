@@ -28,7 +28,7 @@ static void check_map(const rjq__slotmap *m) {
         MUST(strlen(m->nodes[i].id) <= RJQ__NODE_ID_MAX);
         int master = m->nodes[i].master;
         MUST(master >= -1 && master < (int)m->nnodes && master != (int)i);
-        for (size_t j = 0; j < i; j++)
+        for (size_t j = 0; j < i && m->nnodes <= 64; j++) /* (quadratic: small tables only) */
             MUST(m->nodes[j].addr.port != m->nodes[i].addr.port ||
                  strcmp(m->nodes[j].addr.host, m->nodes[i].addr.host) != 0);
     }

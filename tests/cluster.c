@@ -139,6 +139,8 @@ static int settled(const test_cluster *c, char *why, size_t size) {
         redisContext *rc = cluster_connect(c, i);
         redisReply *r = server_cmd(rc, "CLUSTER INFO");
         int ok = r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok") != NULL;
+        const char *known = ok ? strstr(r->str, "cluster_known_nodes:") : NULL;
+        ok = known && atoi(known + strlen("cluster_known_nodes:")) == CLUSTER_NODES;
         freeReplyObject(r);
         char rl[16] = "";
         if (ok && role(c, i, rl, sizeof rl, NULL) && strcmp(rl, "slave") == 0) {
@@ -147,7 +149,7 @@ static int settled(const test_cluster *c, char *why, size_t size) {
             freeReplyObject(r);
             if (!ok) snprintf(why, size, "node %d: its link to its master is not up", i);
         } else if (!ok) {
-            snprintf(why, size, "node %d: cluster_state is not ok", i);
+            snprintf(why, size, "node %d: cluster_state is not ok, or it does not know all nodes", i);
         }
         redisFree(rc);
         if (!ok) return 0;

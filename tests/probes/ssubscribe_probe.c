@@ -148,6 +148,77 @@ static void s_after_subscribe(void) {
     if (!disconnected) redisAsyncFree(ac);
 }
 
+
+/* 4: what rjq would do instead (docs/cluster.md 3.5): a non-blocking
+ * redisContext whose socket the loop watches; every reply is read with
+ * redisBufferRead + redisGetReplyFromReader and dispatched by its shape,
+ * so pushed messages need no callback. */
+static redisContext *own;
+static struct event *own_rd, *own_wr;
+static int own_stage;
+
+static void own_flush(void) {
+    int done = 0;
+    if (redisBufferWrite(own, &done) != REDIS_OK) {
+        printf("  write error: %s\n", own->errstr);
+        disconnected = 1;
+        return;
+    }
+    if (!done) event_add(own_wr, NULL);
+}
+
+static void own_on_write(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what, (void)arg;
+    own_flush();
+}
+
+static void own_on_read(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what, (void)arg;
+    if (redisBufferRead(own) != REDIS_OK) {
+        printf("  read error: %s\n", own->errstr);
+        disconnected = 1;
+        return;
+    }
+    void *p = NULL;
+    while (redisGetReplyFromReader(own, &p) == REDIS_OK && p != NULL) {
+        redisReply *r = p;
+        show("own reader", r);
+        const char *kind = r->type == REDIS_REPLY_ARRAY && r->elements >= 1 && r->element[0]->str
+                               ? r->element[0]->str
+                               : "";
+        if (strcmp(kind, "ssubscribe") == 0 && own_stage == 0) {
+            own_stage = 1;
+            spublish("{q}ch", "hello");
+            spublish("{q}ch", "again");
+            redisAppendCommand(own, "SUNSUBSCRIBE {q}ch");
+            redisAppendCommand(own, "PING");
+            own_flush();
+        } else if (strcmp(kind, "pong") == 0 ||
+                   (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0)) {
+            done = 1; /* (["pong", ""] while subscribed, +PONG once not) */
+        }
+        freeReplyObject(r);
+        p = NULL;
+    }
+}
+
+static void s_own_reader(void) {
+    own = redisConnectNonBlock("127.0.0.1", port);
+    if (own == NULL || own->err) {
+        printf("  connect: %s\n", own ? own->errstr : "out of memory");
+        return;
+    }
+    own_rd = event_new(base, own->fd, EV_READ | EV_PERSIST, own_on_read, NULL);
+    own_wr = event_new(base, own->fd, EV_WRITE, own_on_write, NULL);
+    event_add(own_rd, NULL);
+    redisAppendCommand(own, "SSUBSCRIBE {q}ch");
+    event_add(own_wr, NULL); /* (the connect completes first) */
+    run();
+    event_free(own_rd);
+    event_free(own_wr);
+    redisFree(own);
+}
+
 static void scenario(const char *name, void (*fn)(void)) {
     printf("== %s\n", name);
     fflush(stdout);
@@ -179,5 +250,8 @@ int main(int argc, char **argv) {
 #if HIREDIS_MAJOR >= 1
     scenario("3: RESP3 (HELLO 3 + push callback), SSUBSCRIBE, SPUBLISH, SUNSUBSCRIBE", s3);
 #endif
+    scenario("4: RESP2, rjq's own reader on a non-blocking redisContext: SSUBSCRIBE, 2 x SPUBLISH, "
+             "SUNSUBSCRIBE, PING",
+             s_own_reader);
     return 0;
 }

@@ -290,3 +290,34 @@ TEST(reopened_name_is_a_fresh_handle_and_pushes_reach_the_other_handle_of_the_qu
     ASSERT_EQ(2, st.completed);
     env_stop(&e);
 }
+
+/* ---- the upkeep visits of a closed handle stop ---------------------------------- */
+
+static long long script_calls(redisContext *rc) {
+    return server_calls(rc, "fcall") + server_calls(rc, "evalsha");
+}
+
+TEST(a_closed_handle_is_no_longer_visited_by_the_upkeep) {
+    test_env e;
+    env_start(&e, "qc7a");
+    rjq_worker *wa, *wb;
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 50; /* visits every 50 ms */
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_r, NULL, &wa));
+    rjq_queue *qb;
+    ASSERT_OK(rjq_queue_open(e.c, "qc7b", NULL, &qb));
+    ASSERT_OK(rjq_worker_start(qb, &wo, complete_r, NULL, &wb));
+    wait_worker_started(e.base, e.c, qb, e.rc, "qc7b");
+    int stopped = 0;
+    ASSERT_OK(rjq_worker_stop(wa, count_stopped, &stopped));
+    ASSERT(loop_until(e.base, &stopped, 5000));
+    ASSERT_OK(rjq_queue_close(e.q));
+    e.q = NULL;
+    wait_handles(&e, 1);
+    /* qb's visits go on (each looks at every queue the upkeep visits: ASan
+     * and valgrind see none of the freed one's memory read) */
+    long long before = script_calls(e.rc);
+    for (int i = 0; i < 2000 && script_calls(e.rc) < before + 10; i++) loop_for(e.base, 10);
+    ASSERT(script_calls(e.rc) >= before + 10);
+    env_stop(&e);
+}

@@ -443,6 +443,20 @@ idle_queue_handles_are_closed() {
         expect 200 '"served":0,'
         expect 200 '"handles":0,' # (closed as they were let go: none kept per name)
     done
+    # nothing served: refresh after refresh, none of their keys is sent to
+    # Redis (MONITOR: the other servers of this file share the Redis)
+    local mon r0
+    redis-cli -p "$redis_port" monitor >"$DIR/idleh.mon" 2>/dev/null &
+    mon=$!
+    PIDS+=("$mon")
+    for _ in $(seq 100); do grep -q '^OK' "$DIR/idleh.mon" && break; sleep 0.05; done
+    req GET /v1/server; r0=$(sed -n 's/.*"refreshes":\([0-9]*\).*/\1/p' <<<"$BODY")
+    for _ in $(seq 200); do
+        req GET /v1/server; [ "$(sed -n 's/.*"refreshes":\([0-9]*\).*/\1/p' <<<"$BODY")" -ge $((r0 + 3)) ] && break; sleep 0.05
+    done
+    kill "$mon"; wait "$mon" 2>/dev/null
+    CHECKS=$((CHECKS + 1))
+    grep -q '"idleh:{' "$DIR/idleh.mon" && fail "queues let go still cost Redis commands: $(grep '"idleh:{' "$DIR/idleh.mon" | head -3)"
     req GET /v1/queues/h1a; expect 200 '"ready":1,' # an old name opened again works
     req GET /v1/server
     CHECKS=$((CHECKS + 1))

@@ -466,11 +466,34 @@ typedef struct rjq_queue_options {
 /*
  * Open a queue handle. Names are 1..200 bytes, without '{', '}', spaces or
  * control characters (RJQ_EQUEUENAME). The handle belongs to the client and
- * is freed with it; opening the same name twice gives two handles to the
- * same queue. All keys of queue Q live under "<prefix>:{Q}:" (one hash slot).
+ * is freed with it, or earlier by rjq_queue_close(); opening the same name
+ * twice gives two handles to the same queue. All keys of queue Q live under
+ * "<prefix>:{Q}:" (one hash slot).
  */
 RJQ_API int rjq_queue_open(rjq_client *c, const char *name,
                            const rjq_queue_options *opts, rjq_queue **out);
+
+/*
+ * Close a queue handle before its client goes (the queue and its jobs in
+ * Redis are untouched). Returns:
+ * - RJQ_OK: q may not be passed to any call any more. What was already
+ *   asked of it still ends as promised, each callback exactly once:
+ *   enqueues (also those of this loop turn, not yet sent: they are sent),
+ *   awaits (rjq_enqueue_await, rjq_queue_await: they go on until their
+ *   outcome, timeout or cancel), administration and schedule calls. The
+ *   handle's memory, its timers and the channels it listened on are
+ *   released once the last of them has ended (at the end of a loop pass,
+ *   never inside a call or callback, so closing it from inside one of its
+ *   own callbacks is safe). Opening the same name again gives a new,
+ *   independent handle at any time.
+ * - RJQ_EBUSY: a worker (rjq_worker_start, or one of several queues), a
+ *   monitor or a scheduler still runs on q; nothing changed. Stop them
+ *   first: a worker counts until its stop callback ran (from inside it,
+ *   the close succeeds), a monitor and a scheduler until their stop call.
+ * - RJQ_EINVAL: q is NULL, or was already closed (while its work still
+ *   runs; after that, q is freed memory).
+ */
+RJQ_API int rjq_queue_close(rjq_queue *q);
 
 RJQ_API const char *rjq_queue_name(const rjq_queue *q);
 RJQ_API rjq_client *rjq_queue_client(const rjq_queue *q);

@@ -98,6 +98,9 @@ static void send_watch(rjq_client *c, rjq_await **list, size_t n);
 
 static void maybe_free(rjq_await *a) {
     if (a->state != AW_DONE || a->inflight > 0) return;
+    /* (its queue handle, held by new_await, may go now; not during client
+     * destruction: the queues may be freed before the awaits) */
+    if (!rjq__closing(a->c)) rjq__queue_release(a->q);
     rjq__timer_teardown(a->c, &a->timer);
     free(a->key);
     free(a->payload);
@@ -190,6 +193,7 @@ static rjq_await *new_await(awaits *s, rjq_queue *q, const rjq_await_options *aw
     a->c = c;
     a->s = s;
     a->q = q;
+    rjq__queue_hold(q); /* released when a is freed (maybe_free) */
     a->cb = cb;
     a->data = data;
     a->on_progress = aw ? aw->on_progress : NULL;

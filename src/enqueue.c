@@ -93,7 +93,8 @@ typedef struct pool {
                                  does not fit is left to reserve.lua's
                                  sweep of records a day old) */
     char asked[16];           /* the nonce of the reserve request out */
-    int asking;
+    int asking;               /* (it holds the queue: rjq__queue_hold) */
+    rjq_queue *q;
     int off;                  /* the server refused HSETNX or reserve.lua
                                  (ACL NOPERM): the usual way from now on */
 } pool;
@@ -257,6 +258,7 @@ static void undropped(const sent_batch *s);
 
 static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
     sent_batch *b = priv;
+    rjq_queue *q = b->q; /* held while b is out (flush_batch) */
     redisReply flat = {0};
     if (b->ah) {
         /* the EXEC's array: the check's reply, the HSETNX replies, then the
@@ -294,6 +296,7 @@ static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
     report(c, b->items, b->n, status, r);
     free(flat.element);
     free(b);
+    rjq__queue_release(q);
 }
 
 /* ---- the per-tick batch -------------------------------------------------- */
@@ -539,10 +542,17 @@ static int pool_serves(pool *pl, size_t n) {
     return 0;
 }
 
+static void got_reserved(pool *pl, int status, redisReply *r);
+
 static void on_reserved(rjq_client *c, int status, redisReply *r, void *priv) {
     pool *pl = priv;
     (void)c;
     pl->asking = 0;
+    got_reserved(pl, status, r);
+    rjq__queue_release(pl->q); /* (held by refill) */
+}
+
+static void got_reserved(pool *pl, int status, redisReply *r) {
     if (status == RJQ_EAUTH) pl->off = 1;
     if (status != RJQ_OK || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
         r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
@@ -582,8 +592,10 @@ static void refill(rjq_queue *q, size_t n) {
     rjq__random_word(rjq_queue_client(q), pl->asked, 10);
     rjq__buf_arg_str(&a, pl->asked);
     if (rjq__script_buf(rjq_queue_client(q), RJQ__S_RESERVE, 0, on_reserved, pl, 6, &a) ==
-        RJQ_OK)
+        RJQ_OK) {
         pl->asking = 1;
+        rjq__queue_hold(q);
+    }
     rjq__buf_free(&a);
 }
 
@@ -689,6 +701,7 @@ static void flush_batch(rjq_queue *q, batch *b) {
         if (rc != RJQ_OK) rc = send_usual(q, b, s);
     }
     if (rc == RJQ_OK) {
+        rjq__queue_hold(q); /* released by on_enqueued */
         take(c, b);
         return;
     }
@@ -722,7 +735,7 @@ static void part_close(rjq_queue *q, void *state) {
     free(p);
 }
 
-static const rjq__part_ops part_ops = {part_tick, part_abort, NULL, part_close};
+static const rjq__part_ops part_ops = {part_tick, part_abort, NULL, part_close, NULL};
 
 /* Every queue's batches go out ahead of a later request. */
 static void before_send(rjq_client *c, void *state) {
@@ -752,6 +765,7 @@ static part *part_of(rjq_queue *q) {
     if (rjq__feature_ensure(rjq_queue_client(q), &enqueue_feature, sizeof(enqueues)) == NULL ||
         (p = calloc(1, sizeof *p)) == NULL)
         return NULL;
+    p->pool.q = q;
     rjq__queue_set_part(q, RJQ__PART_ENQUEUE, &part_ops, p);
     return p;
 }

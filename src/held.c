@@ -81,7 +81,7 @@ static void part_close(rjq_queue *q, void *state) {
     free(p);
 }
 
-static const rjq__part_ops part_ops = {part_tick, NULL, NULL, part_close};
+static const rjq__part_ops part_ops = {part_tick, NULL, NULL, part_close, NULL};
 
 static part *part_of(rjq_queue *q) {
     part *p = rjq__queue_part(q, RJQ__PART_HELD);

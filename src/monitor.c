@@ -137,6 +137,7 @@ int rjq_queue_monitor(rjq_queue *q, rjq_monitor_cb *cb, void *data, rjq_monitor 
     }
     m->next = ms->head;
     ms->head = m;
+    rjq__queue_use(q); /* (rjq_queue_close refuses until it stops) */
     /* The flag's SET may flush enqueues, whose callbacks may free c: then
      * the monitor goes with c and the call fails. */
     rjq__enter(c);
@@ -153,6 +154,7 @@ int rjq_monitor_stop(rjq_monitor *m) {
     for (rjq_monitor **p = &ms->head; *p; p = &(*p)->next) {
         if (*p == m) {
             *p = m->next;
+            rjq__queue_unuse(m->q);
             monitor_free(m);
             return RJQ_OK;
         }

@@ -48,6 +48,7 @@
 typedef struct part {
     char *channel;
     rjq__reg *regs;           /* registrations of this handle */
+    int listening;            /* this handle is the channel's listener (one per name) */
 } part;
 
 static atomic_uint last_reg_id;
@@ -346,7 +347,26 @@ static void part_close(rjq_queue *q, void *state) {
     free(p);
 }
 
-static const rjq__part_ops part_ops = {NULL, NULL, NULL, part_close};
+/* The handle was closed (its workers gone): another handle of the queue
+ * that has a push part listens in its place. (Subscribed first: the
+ * channel stays subscribed throughout.) */
+static void part_release(rjq_queue *q, void *state) {
+    part *p = state;
+    rjq_client *c = rjq_queue_client(q);
+    if (!p->listening) return;
+    for (rjq_queue *h = rjq__queue_first(c); h; h = rjq__queue_next(h)) {
+        part *hp = rjq__queue_part(h, RJQ__PART_PUSH);
+        if (h == q || hp == NULL || hp->listening || strcmp(rjq_queue_name(h), rjq_queue_name(q)))
+            continue;
+        /* (out of memory: its workers go on with doorbells and claims) */
+        if (rjq__subscribe(c, hp->channel, on_push, h) == RJQ_OK) hp->listening = 1;
+        break;
+    }
+    rjq__unsubscribe(c, p->channel, q);
+    p->listening = 0;
+}
+
+static const rjq__part_ops part_ops = {NULL, NULL, NULL, part_close, part_release};
 
 /* The queue's push state, its channel subscribed, made on first use. */
 static part *part_of(rjq_queue *q) {
@@ -370,6 +390,7 @@ static part *part_of(rjq_queue *q) {
         free(p);
         return NULL;
     }
+    p->listening = !subscribed;
     rjq__queue_set_part(q, RJQ__PART_PUSH, &part_ops, p);
     return p;
 }

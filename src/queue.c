@@ -2,6 +2,7 @@
  * Queue handles: key names, settings, the client's list of queues, the
  * per-queue tick and the parts features hang on a queue (queue.h).
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +24,13 @@ struct rjq_queue {
     rjq__timer tick;          /* 0 ms: send what this loop turn gathered */
     int registered;           /* named in the client's registry (rjq__queue_register) */
     int register_due;         /* ... by this loop turn's tick */
+    int closed;               /* rjq_queue_close: freed once nothing holds it */
+    int holds;                /* work in flight that looks at it (rjq__queue_hold) */
+    int users;                /* workers, monitors, schedulers on it (rjq__queue_use) */
     struct rjq_queue *next;
 };
+
+static const rjq__feature queues_feature;
 
 /* The client's queues (the feature's state). */
 typedef struct queues {
@@ -63,6 +69,7 @@ void rjq__queue_set_part(rjq_queue *q, int which, const rjq__part_ops *ops, void
 }
 
 static void send_register(rjq_queue *q);
+static void queue_drop(rjq_queue *q);
 
 static void on_tick(rjq__timer *t) {
     rjq_queue *q = t->owner;
@@ -72,6 +79,8 @@ static void on_tick(rjq__timer *t) {
         q->register_due = 0;
         if (rjq_client_connected(q->c)) send_register(q); /* else when it connects */
     }
+    /* (the parts' ticks sent what was left: what they sent holds q) */
+    if (q->closed && q->holds == 0 && q->users == 0 && !rjq__closing(q->c)) queue_drop(q);
 }
 
 void rjq__queue_tick_now(rjq_queue *q) {
@@ -106,6 +115,57 @@ static void queues_cancel(rjq_client *c, void *state) {
     for (rjq_queue *q = qs->head; q; q = q->next)
         for (int i = RJQ__PART_COUNT - 1; i >= 0; i--)
             if (q->ops[i] && q->ops[i]->cancel) q->ops[i]->cancel(q, q->parts[i]);
+}
+
+/* A closed handle nothing holds any more: out of the client's list, its
+ * parts let go of what they registered and close, and it is freed. */
+static void queue_drop(rjq_queue *q) {
+    queues *qs = rjq__feature_state(q->c, &queues_feature);
+    for (rjq_queue **pp = &qs->head; *pp; pp = &(*pp)->next)
+        if (*pp == q) {
+            *pp = q->next;
+            break;
+        }
+    for (int i = RJQ__PART_COUNT - 1; i >= 0; i--)
+        if (q->ops[i] && q->ops[i]->release) q->ops[i]->release(q, q->parts[i]);
+    for (int i = RJQ__PART_COUNT - 1; i >= 0; i--)
+        if (q->ops[i] && q->ops[i]->close) q->ops[i]->close(q, q->parts[i]);
+    rjq__timer_teardown(q->c, &q->tick);
+    queue_free(q);
+}
+
+void rjq__queue_hold(rjq_queue *q) {
+    q->holds++;
+}
+
+void rjq__queue_release(rjq_queue *q) {
+    assert(q->holds > 0);
+    if (--q->holds == 0 && q->closed) rjq__queue_kick(q); /* freed by its tick */
+}
+
+void rjq__queue_use(rjq_queue *q) {
+    q->users++;
+}
+
+void rjq__queue_unuse(rjq_queue *q) {
+    assert(q->users > 0);
+    q->users--;
+}
+
+int rjq__queue_closed(const rjq_queue *q) {
+    return q->closed;
+}
+
+int rjq_queue_close(rjq_queue *q) {
+    if (q == NULL || q->closed) return RJQ_EINVAL;
+    if (q->users > 0) {
+        rjq__errmsg(q->c, "queue %s: a worker, monitor or scheduler still runs on this handle "
+                          "(stop it first)", q->name);
+        return RJQ_EBUSY;
+    }
+    q->closed = 1;
+    rjq__queue_kick(q); /* sends what this turn gathered, then frees it unless held */
+    return RJQ_OK;
 }
 
 /* Every queue's parts close (workers before the push channel they use,

@@ -44,6 +44,10 @@ typedef struct rjq__part_ops {
     void (*cancel)(rjq_queue *q, void *state);
     /* client destruction, after every cancel: free state, no callbacks */
     void (*close)(rjq_queue *q, void *state);
+    /* the handle was closed (rjq_queue_close) and nothing holds it any
+     * more: undo what the part registered with the client (channels,
+     * visits), no callbacks; close follows */
+    void (*release)(rjq_queue *q, void *state);
 } rjq__part_ops;
 
 /* The state of part `which` of q, or NULL before the feature set it. */
@@ -59,7 +63,21 @@ void rjq__queue_tick_now(rjq_queue *q);
  * once per handle: called by those that write to it (enqueue, workers). */
 void rjq__queue_register(rjq_queue *q);
 
-/* The client's queues, newest first. */
+/* A closed handle (rjq_queue_close) lives on while anything holds it.
+ * Hold: work in flight that will look at q again (a sent enqueue batch, an
+ * await, a reservation, an orphan sweep's call); released when it ended:
+ * the last release of a closed handle frees it at its next tick (never
+ * inside the caller). Not during client destruction: everything goes then. */
+void rjq__queue_hold(rjq_queue *q);
+void rjq__queue_release(rjq_queue *q);
+/* Use: a handle started on q (worker, monitor, scheduler) until it is
+ * stopped; rjq_queue_close refuses (RJQ_EBUSY) while any is. */
+void rjq__queue_use(rjq_queue *q);
+void rjq__queue_unuse(rjq_queue *q);
+/* 1 once rjq_queue_close was called on q (it only finishes its work). */
+int rjq__queue_closed(const rjq_queue *q);
+
+/* The client's queues, newest first (closed ones not yet freed too). */
 rjq_queue *rjq__queue_first(const rjq_client *c);
 rjq_queue *rjq__queue_next(const rjq_queue *q);
 

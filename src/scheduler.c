@@ -84,8 +84,10 @@ static int replied(rjq_scheduler *s) {
     s->busy = 0;
     if (rjq__closing(client_of(s))) return 0; /* freed with the client */
     if (s->stopping) {
+        rjq_queue *q = s->q;
         remove_from_list(s);
         scheduler_free(s);
+        rjq__queue_release(q); /* (held by its stop) */
         return 0;
     }
     return 1;
@@ -242,6 +244,7 @@ int rjq_scheduler_start(rjq_queue *q, long lease_ms, rjq_scheduler **out) {
     }
     s->next = all->head;
     all->head = s;
+    rjq__queue_use(q); /* (rjq_queue_close refuses until it stops) */
     rjq__timer_start(c, &s->timer, 0);
     *out = s;
     return RJQ_OK;
@@ -264,8 +267,10 @@ int rjq_scheduler_stop(rjq_scheduler *s) {
         rjq__argv_free(&a);
     }
     rjq__timer_stop(c, &s->timer);
+    rjq__queue_unuse(s->q);
     if (s->busy) {
         s->stopping = 1; /* freed by the reply */
+        rjq__queue_hold(s->q);
         return RJQ_OK;
     }
     remove_from_list(s);

@@ -60,6 +60,7 @@ typedef struct visitee {
     long period;
     uint64_t due;             /* next visit, local ms */
     int busy;                 /* a visit in flight */
+    int gone;                 /* left (rjq__upkeep_leave) while busy: its reply frees it */
     struct visitee *next;
 } visitee;
 
@@ -156,6 +157,7 @@ static void on_orphans(rjq_client *c, int status, redisReply *r, void *priv) {
         s->failed = 1;
         rjq__background_failed(c, status, "orphan sweep");
     }
+    rjq__queue_release(o->q);
     free(o);
     if (--s->pending == 0) sweep_done(s);
 }
@@ -167,7 +169,7 @@ static rjq_queue *queue_named(rjq_client *c, const char *name, size_t len, int *
     *bad = 0;
     for (rjq_queue *q = rjq__queue_first(c); q; q = rjq__queue_next(q)) {
         const char *n = rjq_queue_name(q);
-        if (strlen(n) == len && memcmp(n, name, len) == 0) return q;
+        if (!rjq__queue_closed(q) && strlen(n) == len && memcmp(n, name, len) == 0) return q;
     }
     char *copy = strndup(name, len);
     rjq_queue *q = NULL;
@@ -200,6 +202,7 @@ static void start_sweep(upkeep *u, const redisReply *id, long long until, const 
             o->q = q;
         }
         if (o && rjq__orphans_send(q, s->who, s->until, on_orphans, o) == RJQ_OK) {
+            rjq__queue_hold(q); /* (the handle may be closed meanwhile) */
             s->pending++;
         } else if (len && !bad) {
             free(o);
@@ -453,6 +456,10 @@ static void schedule_visit(upkeep *u) {
 static void on_visited(rjq_client *c, int status, redisReply *r, void *priv) {
     visitee *v = priv;
     v->busy = 0;
+    if (v->gone) { /* its queue handle was closed meanwhile */
+        free(v);
+        return;
+    }
     if (rjq__closing(c)) return;
     if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
                              r->element[1]->type != REDIS_REPLY_INTEGER)) {
@@ -546,6 +553,24 @@ long long rjq__upkeep_alive_until(const rjq_client *c) {
     const upkeep *u = rjq__feature_state(c, &upkeep_feature);
     if (u == NULL || rjq__client_liveness_ms(c) <= 0) return 0;
     return u->sent_alive > u->alive_until ? u->sent_alive : u->alive_until;
+}
+
+void rjq__upkeep_leave(rjq_queue *q) {
+    upkeep *u = rjq__feature_state(rjq_queue_client(q), &upkeep_feature);
+    if (u == NULL) return;
+    for (visitee **pp = &u->queues; *pp;) {
+        visitee *v = *pp;
+        if (v->q != q) {
+            pp = &v->next;
+            continue;
+        }
+        *pp = v->next;
+        if (u->cursor == v) u->cursor = v->next;
+        u->names_stored = 0; /* the names the beat stores change */
+        if (v->busy) v->gone = 1; /* freed by on_visited */
+        else free(v);
+    }
+    schedule_visit(u);
 }
 
 int rjq__upkeep_join(rjq_queue *q, const rjq__visit_ops *ops, void *arg, long period_ms) {

@@ -40,6 +40,10 @@ typedef struct rjq__describe {
  * the shorter period), and beat while q is wanted. RJQ_OK or RJQ_ENOMEM. */
 int rjq__upkeep_join(rjq_queue *q, const rjq__visit_ops *ops, void *arg, long period_ms);
 
+/* q's handle goes (rjq_queue_close): no more visits of it, and its name
+ * leaves those the beat stores (unless another handle has it). */
+void rjq__upkeep_leave(rjq_queue *q);
+
 /* The server time (ms) the client's liveness entry runs out, as its last
  * answered beat set it; 0 when it has none (no beat yet, or liveness off).
  * Past it, other clients may have returned its jobs. */

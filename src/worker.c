@@ -182,6 +182,7 @@ static void unlink_worker(rjq_worker *w) {
 static void detach(rjq_worker *w) {
     rjq_client *c = client_of(w);
     unlink_worker(w);
+    rjq__queue_unuse(w->q); /* (used by make_worker) */
     rjq__timer_teardown(c, &w->poll_timer);
     rjq__timer_teardown(c, &w->extend_timer);
     rjq__push_free(w->reg);
@@ -1125,7 +1126,14 @@ static void part_close(rjq_queue *q, void *state) {
     free(state);
 }
 
-static const rjq__part_ops part_ops = {part_tick, NULL, part_cancel, part_close};
+/* The handle was closed (no worker left on it): its doorbell and visits go. */
+static void part_release(rjq_queue *q, void *state) {
+    (void)state;
+    rjq__unsubscribe(rjq_queue_client(q), rjq__queue_key(q, RJQ__K_WAKE, NULL), q);
+    rjq__upkeep_leave(q);
+}
+
+static const rjq__part_ops part_ops = {part_tick, NULL, part_cancel, part_close, part_release};
 
 static void on_left_waiters(rjq_client *c, int status, redisReply *r, void *priv) {
     (void)r, (void)priv;
@@ -1334,6 +1342,7 @@ static rjq_worker *make_worker(rjq_queue *q, const rjq_worker_options *o,
     }
     w->next = p->workers;
     p->workers = w;
+    rjq__queue_use(q); /* rjq_queue_close refuses until it stopped (detach) */
     /* (out of memory here: the queue is not visited; doorbells and pushes
      * still reach the worker) */
     rjq__upkeep_join(q, &visit_ops, p, w->reclaim_ms);

@@ -426,6 +426,47 @@ grep -q '"idle:{' "$DIR/idle.mon" && fail "queues nobody watches still cost Redi
 kill -TERM "$SPID"; wait "$SPID"; RC=$?
 CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "idle server exit $RC: $(cat "$DIR/idle.err")"
 
+# ---- an idle queue's handle is closed with it: the names ever seen cost nothing (issue 31, 12) ----
+# Before, every name kept its rjq handle until the server stopped, and past
+# 100 handles per --max-queues every new name was refused with 503. (No
+# check that falls between two refreshes: each waits for what it checks.)
+idle_queue_handles_are_closed() {
+    local round name
+    SERVE_PREFIX=idleh
+    start_serve idleh --max-queues 2 --queue-idle 300
+    SERVE_PREFIX=t
+    for round in 1 2 3; do
+        for name in "h${round}a" "h${round}b"; do
+            req POST "/v1/queues/$name/jobs" --data x; expect 201
+        done
+        for _ in $(seq 200); do req GET /v1/server; [[ $BODY == *'"served":0,'* ]] && break; sleep 0.05; done
+        expect 200 '"served":0,'
+        expect 200 '"handles":0,' # (closed as they were let go: none kept per name)
+    done
+    # nothing served: refresh after refresh, none of their keys is sent to
+    # Redis (MONITOR: the other servers of this file share the Redis)
+    local mon r0
+    redis-cli -p "$redis_port" monitor >"$DIR/idleh.mon" 2>/dev/null &
+    mon=$!
+    PIDS+=("$mon")
+    for _ in $(seq 100); do grep -q '^OK' "$DIR/idleh.mon" && break; sleep 0.05; done
+    req GET /v1/server; r0=$(sed -n 's/.*"refreshes":\([0-9]*\).*/\1/p' <<<"$BODY")
+    for _ in $(seq 200); do
+        req GET /v1/server; [ "$(sed -n 's/.*"refreshes":\([0-9]*\).*/\1/p' <<<"$BODY")" -ge $((r0 + 3)) ] && break; sleep 0.05
+    done
+    kill "$mon"; wait "$mon" 2>/dev/null
+    CHECKS=$((CHECKS + 1))
+    grep -q '"idleh:{' "$DIR/idleh.mon" && fail "queues let go still cost Redis commands: $(grep '"idleh:{' "$DIR/idleh.mon" | head -3)"
+    req GET /v1/queues/h1a; expect 200 '"ready":1,' # an old name opened again works
+    req GET /v1/server
+    CHECKS=$((CHECKS + 1))
+    [ "$(sed -n 's/.*"served":\([0-9]*\).*/\1/p' <<<"$BODY")" = "$(sed -n 's/.*"handles":\([0-9]*\).*/\1/p' <<<"$BODY")" ] ||
+        fail "a handle per queue served, no more: $BODY"
+    kill -TERM "$SPID"; wait "$SPID"; RC=$?
+    CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "idleh server exit $RC: $(cat "$DIR/idleh.err")"
+}
+idle_queue_handles_are_closed
+
 # ---- --request-timeout: 408 for a request that does not arrive whole ----------------------------
 # (1.5 s: a trickled header, a partial body, a request pipelined behind a
 # wait that outlasts the deadline get 408 and a close; a slow request that

@@ -10,10 +10,10 @@
  * while a stream without ?queues= is open or for --queue-idle after a
  * GET /v1/queues or /metrics (these watch every queue); a queue is watched
  * while a stream names it, and for --queue-idle after a request named it.
- * A queue nobody watches any more is let go (stats, monitor, timings), so
- * --max-queues bounds the queues watched at once, not the names ever seen.
- * rjq cannot close a queue handle: the handles stay, one per name, and
- * names past HANDLES_PER_QUEUE times --max-queues are refused.
+ * A queue nobody watches any more is let go (stats, monitor, timings) and
+ * its handle closed (rjq_queue_close: what was asked of it still ends), so
+ * --max-queues bounds the queues watched at once, not the names ever seen,
+ * and the server's memory follows the queues served too.
  */
 #include "server.h"
 
@@ -28,14 +28,6 @@
 #define LIST_PAGE 1000
 #define SWEEP_EVERY 60          /* refreshes between two timing sweeps */
 #define MEMORY_EVERY 2          /* refreshes between two reads of Redis' memory */
-#define HANDLES_PER_QUEUE 100   /* queue handles kept, per --max-queues */
-
-/* A queue handle, kept by name. */
-typedef struct handle {
-    char *name;
-    rjq_queue *q;
-    struct handle *next;
-} handle;
 
 static size_t hash_name(const char *p) {
     size_t h = 5381;
@@ -147,31 +139,13 @@ void queues_watch_all(server *s) {
     s->all_until = serve_now_s() + (double)s->o.queue_idle_ms / 1000.0;
 }
 
-/* The handle of name: kept from an earlier time, or opened. */
-static int handle_of(server *s, const char *name, size_t b, rjq_queue **out) {
-    for (handle *h = s->handles[b]; h; h = h->next)
-        if (strcmp(h->name, name) == 0) {
-            *out = h->q;
-            return RJQ_OK;
-        }
-    if ((long)s->nhandles >= s->o.max_queues * HANDLES_PER_QUEUE) return RJQ_EBUSY;
-    handle *h = calloc(1, sizeof *h);
-    if (h == NULL || (h->name = strdup(name)) == NULL) {
-        free(h);
-        return RJQ_ENOMEM;
-    }
+/* A handle of name (one per queue served: closed when it is let go). */
+static int handle_open(server *s, const char *name, rjq_queue **out) {
     rjq_queue_options qo = {0};
     qo.max_waiting = s->o.max_waiting;
-    int rc = rjq_queue_open(s->c, name, &qo, &h->q);
-    if (rc != RJQ_OK) { /* a name rjq refuses */
-        free(h->name);
-        free(h);
-        return rc == RJQ_EINVAL ? RJQ_EQUEUENAME : rc;
-    }
-    h->next = s->handles[b];
-    s->handles[b] = h;
+    int rc = rjq_queue_open(s->c, name, &qo, out);
+    if (rc != RJQ_OK) return rc == RJQ_EINVAL ? RJQ_EQUEUENAME : rc; /* a name rjq refuses */
     s->nhandles++;
-    *out = h->q;
     return RJQ_OK;
 }
 
@@ -188,7 +162,7 @@ int queues_get(server *s, const char *name, squeue **out) {
         free(q);
         return RJQ_ENOMEM;
     }
-    int rc = handle_of(s, name, b, &q->q);
+    int rc = handle_open(s, name, &q->q);
     if (rc != RJQ_OK) {
         free(q->name);
         free(q);
@@ -243,7 +217,9 @@ static void on_memory(rjq_client *c, int status, const rjq_memory_info *m, void 
     s->memory_known = 1;
 }
 
-/* Let q go: no more stats, monitor or timings (its handle stays). */
+/* Let q go: no more stats, monitor or timings, and its handle closed. (A
+ * handle something still runs on, which only the demo's queue has and it
+ * is never let go, would stay until the client goes.) */
 static void let_go(server *s, squeue *q, squeue *before) {
     squeue **p = &s->buckets[hash_name(q->name)];
     while (*p != q) p = &(*p)->hnext;
@@ -253,6 +229,7 @@ static void let_go(server *s, squeue *q, squeue *before) {
     if (s->queues_tail == q) s->queues_tail = before;
     s->nqueues--;
     if (q->m) rjq_monitor_stop(q->m);
+    if (rjq_queue_close(q->q) == RJQ_OK) s->nhandles--;
     timing_forget_owner(&s->times, &q->t);
     free(q->name);
     free(q);
@@ -308,14 +285,7 @@ void queues_free(server *s) {
         free(q->name);
         free(q);
     }
-    for (size_t b = 0; b < SERVE_QUEUE_BUCKETS; b++)
-        while (s->handles[b]) {
-            handle *h = s->handles[b];
-            s->handles[b] = h->next;
-            free(h->name);
-            free(h);
-        }
-    s->nhandles = 0;
+    s->nhandles = 0; /* (the handles go with the client) */
     memset(s->buckets, 0, sizeof s->buckets);
     s->queues_tail = NULL;
     s->nqueues = 0;

@@ -48,7 +48,6 @@ typedef struct squeue {
 } squeue;
 
 struct waiter;
-struct handle;
 struct sse_client;
 
 typedef struct server {
@@ -76,9 +75,7 @@ typedef struct server {
     int listing;             /* a registry page is being read */
     unsigned ticks;          /* refreshes so far */
     char *list_after;        /* where the listing goes on (owned) */
-    struct handle *handles[SERVE_QUEUE_BUCKETS]; /* queue handles by name (kept: rjq has
-                                                    no close for them) */
-    size_t nhandles;
+    size_t nhandles;         /* queue handles open (one per queue served) */
     double all_until;        /* every queue is watched until then (a listing, /metrics) */
     timing_map times;        /* job id -> enqueue and start times */
     /* enqueue.c */
@@ -177,8 +174,7 @@ void deadline_free(server *s);
 
 /* The served queue of that name, opened (and its monitor attached) on first
  * use, and touched. RJQ_OK; RJQ_EQUEUENAME when the name does not match
- * --queues or is invalid; RJQ_EBUSY past --max-queues (or past
- * HANDLES_PER_QUEUE times it names seen); RJQ_ENOMEM. */
+ * --queues or is invalid; RJQ_EBUSY past --max-queues; RJQ_ENOMEM. */
 int queues_get(server *s, const char *name, squeue **out);
 /* The served queue of that name, or NULL. */
 squeue *queues_find(server *s, const char *name);
@@ -188,7 +184,7 @@ void queues_touch(squeue *q);
 void queues_watch_all(server *s);
 /* A queue served that nobody named or watched for --queue-idle, with no
  * request pointing at it, is let go at a refresh: its stats are no longer
- * read and its monitor stops (its handle stays, for the next time). */
+ * read, its monitor stops and its handle is closed. */
 /* 1 when the name matches --queues. */
 int queues_match(const server *s, const char *name);
 /* Start the refresh timer and the registry listing. */

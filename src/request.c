@@ -33,7 +33,6 @@
  * enqueue batches) flush it through their before_send hooks, so a later
  * request always sees it.
  */
-#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -477,7 +476,7 @@ static int build_parts(rjq_client *c, rjq__req *r, const char *pre, const size_t
         at += r->parts[i].len;
         r->part_end[k++] = at;
     }
-    assert(k == 1 + r->npre + r->nparts);
+    RJQ_ASSERT(k == 1 + r->npre + r->nparts);
     memcpy(cmd + at, exec, sizeof exec - 1);
     if (r->own_cmd) free(r->cmd);
     r->cmd = cmd;
@@ -491,8 +490,8 @@ int rjq__script_parts_after(rjq_client *c, int script, int flags, rjq__reply_fn 
                             void *priv, const rjq__buf *pre, const size_t *pre_end, int npre,
                             int after, int nparts, rjq__buf *parts, const int *nargs) {
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
-    assert(nparts > 0 && npre >= 0 && (npre == 0 || (pre && pre_end)));
-    assert(after >= 0 && after <= nparts);
+    RJQ_ASSERT(nparts > 0 && npre >= 0 && (npre == 0 || (pre && pre_end)));
+    RJQ_ASSERT(after >= 0 && after <= nparts);
     if (pre && pre->oom) return RJQ_ENOMEM;
     for (int i = 0; i < nparts; i++)
         if (parts[i].oom) return RJQ_ENOMEM;

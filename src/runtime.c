@@ -5,7 +5,6 @@
  * hooks. Everything above calls down into this file; it calls up only
  * through what was registered (features, rjq_client.destroy).
  */
-#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,7 +150,7 @@ void rjq__enter(rjq_client *c) {
 }
 
 void rjq__leave(rjq_client *c) {
-    assert(c->depth > 0);
+    RJQ_ASSERT(c->depth > 0);
     if (--c->depth == 0 && c->free_pending && !c->closing) c->destroy(c);
 }
 
@@ -196,7 +195,7 @@ void rjq__timer_teardown(rjq_client *c, rjq__timer *t) {
 
 void rjq__timer_start(rjq_client *c, rjq__timer *t, uint64_t delay_ms) {
     int rc = rjq__timers_add(&c->timers, t, rjq__now_ms() + delay_ms);
-    assert(rc == 0); /* its slot was reserved by rjq__timer_setup */
+    RJQ_ASSERT(rc == 0); /* its slot was reserved by rjq__timer_setup */
     (void)rc;
     arm(c);
 }
@@ -221,7 +220,7 @@ void rjq_client_handle_timeout(rjq_client *c) {
 
 int rjq__feature_add(rjq_client *c, const rjq__feature *f, void *state) {
     if (rjq__feature_state(c, f) != NULL) return RJQ_OK;
-    assert(c->nfeatures < RJQ__FEATURES_MAX); /* one slot per kind of feature */
+    RJQ_ASSERT(c->nfeatures < RJQ__FEATURES_MAX); /* one slot per kind of feature */
     if (c->nfeatures >= RJQ__FEATURES_MAX) return RJQ_ENOMEM;
     c->features[c->nfeatures].f = f;
     c->features[c->nfeatures].state = state;

@@ -26,7 +26,7 @@ src=${RJQ_SOURCE:?}/src
 objdir=$build/CMakeFiles/rjq_obj.dir/src
 
 ranks=(
-    "timer url validate error argv resp tls cron" # 0 leaves
+    "timer url validate error argv resp tls cron check" # 0 leaves
     "runtime"                                     # 1 core: depth, timers, features
     "conn sentinel"                               # 2 core: connections, and where the master is
     "request pubsub"                              # 3 core: the connections' owners

@@ -51,11 +51,41 @@
 #define ROOM_POLL_MS 1          /* ... and look for room this often, */
 #define ROOM_POLL_MAX_MS 64     /* ... doubling up to this while none is written */
 
+/* A request's state is which of the client's lists holds it; req_move
+ * is the one place that changes it, moving it between the lists, and it
+ * asserts that the transition is legal (see req_legal) and that the
+ * request fits its new state (req_check):
+ *
+ *        made                                   reply, error or loss
+ *          v                                  v-----------------------.
+ *   +---> NEW -----> INFLIGHT ------------> NEW ---> HELD ----------> NEW
+ *   |      |  \         | (client freed)    |  (WAIT to     | (WAIT       |
+ *   |      |   \        v                   |   confirm)    |  answered)  v
+ *   |      |    \   ORPHANED --> freed by   |               v            DONE
+ *   |      |     \                hiredis'  +--> BACKLOG / LATER     (callback,
+ *   |      v      v                callback        (re-sent)          then freed)
+ *   +-- BACKLOG, ROOM, LATER (waiting to be sent: taken out as NEW)
+ *
+ * NEW is also a request taken out of a list by the code at hand, to be
+ * sent, re-sent or ended; a HELD one is ORPHANED by client destruction
+ * too (its WAIT's callback frees it). */
+typedef enum req_state {
+    REQ_NEW,      /* in no list: just made, or taken out of one */
+    REQ_BACKLOG,  /* c->backlog: waits for the command connection's session */
+    REQ_ROOM,     /* c->room: waits for hiredis' output to shrink */
+    REQ_LATER,    /* c->later: waits for another try after a transient error */
+    REQ_INFLIGHT, /* c->inflight: written to the context, its reply awaited */
+    REQ_HELD,     /* c->inflight: answered; its reply kept until its WAIT answers */
+    REQ_ORPHANED, /* in no list, c NULL: the client is gone; hiredis' callback frees it */
+    REQ_DONE,     /* its function is being called: freed right after */
+} req_state;
+
 /* A request keeps its formatted command until its reply arrives. */
 struct rjq__req {
     rjq_client *c;          /* NULL once orphaned by client destruction */
     rjq__reply_fn *fn;
     void *priv;
+    req_state state;        /* which list holds it (req_move) */
     char *cmd;              /* formatted command, kept for resends */
     size_t len;
     int script;             /* index into rjq__scripts, or -1 */
@@ -113,6 +143,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv);
 /* ---- request lists ------------------------------------------------------- */
 
 static void list_push(rjq__reqlist *l, rjq__req *r) {
+    RJQ_ASSERT(r->prev == NULL && r->next == NULL && l->head != r); /* in no list */
     r->next = NULL;
     r->prev = l->tail;
     if (l->tail) l->tail->next = r;
@@ -122,6 +153,10 @@ static void list_push(rjq__reqlist *l, rjq__req *r) {
 }
 
 static void list_remove(rjq__reqlist *l, rjq__req *r) {
+    /* r is in l: its neighbours (or l's ends) point at it */
+    RJQ_ASSERT(l->n > 0);
+    RJQ_ASSERT(r->prev ? r->prev->next == r : l->head == r);
+    RJQ_ASSERT(r->next ? r->next->prev == r : l->tail == r);
     if (r->prev) r->prev->next = r->next;
     else l->head = r->next;
     if (r->next) r->next->prev = r->prev;
@@ -132,6 +167,7 @@ static void list_remove(rjq__reqlist *l, rjq__req *r) {
 
 /* Into l by its number (in order: at the tail). */
 static void list_insert_ordered(rjq__reqlist *l, rjq__req *r) {
+    RJQ_ASSERT(r->prev == NULL && r->next == NULL && l->head != r); /* in no list */
     rjq__req *at = l->tail;
     while (at && at->order > r->order) at = at->prev;
     r->prev = at;
@@ -141,18 +177,108 @@ static void list_insert_ordered(rjq__reqlist *l, rjq__req *r) {
     if (at) at->next = r;
     else l->head = r;
     l->n++;
-}
-
-static rjq__reqlist list_take(rjq__reqlist *l) {
-    rjq__reqlist all = *l;
-    memset(l, 0, sizeof *l);
-    return all;
+    /* numbers are unique: strictly increasing along the list */
+    RJQ_ASSERT(r->prev == NULL || r->prev->order < r->order);
+    RJQ_ASSERT(r->next == NULL || r->next->order > r->order);
 }
 
 static rjq__req *list_pop(rjq__reqlist *l) {
     rjq__req *r = l->head;
     if (r) list_remove(l, r);
     return r;
+}
+
+/* ---- request states ------------------------------------------------------- */
+
+/* The client's list that holds requests in state s (NULL: none does). */
+static rjq__reqlist *state_list(rjq_client *c, req_state s) {
+    switch (s) {
+    case REQ_BACKLOG:
+        return &c->backlog;
+    case REQ_ROOM:
+        return &c->room;
+    case REQ_LATER:
+        return &c->later;
+    case REQ_INFLIGHT:
+    case REQ_HELD:
+        return &c->inflight;
+    default:
+        return NULL;
+    }
+}
+
+/* The transitions of the diagram above. */
+static int req_legal(req_state from, req_state to) {
+    switch (from) {
+    case REQ_NEW:
+        return to == REQ_BACKLOG || to == REQ_ROOM || to == REQ_LATER || to == REQ_INFLIGHT ||
+               to == REQ_HELD || to == REQ_DONE;
+    case REQ_BACKLOG:
+    case REQ_ROOM:
+    case REQ_LATER:
+        return to == REQ_NEW;
+    case REQ_INFLIGHT:
+    case REQ_HELD:
+        return to == REQ_NEW || to == REQ_ORPHANED;
+    default: /* ORPHANED and DONE end in req_free */
+        return 0;
+    }
+}
+
+/* What each state says of the request. */
+static void req_check(const rjq__req *r) {
+    switch (r->state) {
+    case REQ_BACKLOG:
+    case REQ_ROOM:
+    case REQ_LATER: /* not sent: it belongs to no WAIT, holds no reply */
+        RJQ_ASSERT(r->c != NULL && r->wait == NULL && r->held == NULL);
+        break;
+    case REQ_INFLIGHT: /* its reply has not come */
+        RJQ_ASSERT(r->c != NULL && r->held == NULL);
+        break;
+    case REQ_HELD: /* done on the master; its WAIT says the rest */
+        RJQ_ASSERT(r->c != NULL && r->held != NULL && r->wait != NULL);
+        break;
+    case REQ_ORPHANED:
+        RJQ_ASSERT(r->c == NULL && r->prev == NULL && r->next == NULL);
+        break;
+    case REQ_NEW:
+    case REQ_DONE:
+        RJQ_ASSERT(r->c != NULL);
+        break;
+    }
+}
+
+/* Move r to state `to`: out of its state's list, into the new one's (the
+ * inflight list in the order sent, the waiting ones in the order made).
+ * ORPHANED lets go of the client. */
+static void req_move(rjq_client *c, rjq__req *r, req_state to) {
+    RJQ_ASSERT(r->c == c);
+    RJQ_ASSERT(req_legal(r->state, to));
+    rjq__reqlist *from = state_list(c, r->state), *into = state_list(c, to);
+    if (from) list_remove(from, r);
+    r->state = to;
+    if (to == REQ_ORPHANED) r->c = NULL;
+    if (into == &c->inflight) list_push(into, r);
+    else if (into) list_insert_ordered(into, r);
+    req_check(r);
+}
+
+/* The first request of state s's list, moved to NEW (NULL: none). */
+static rjq__req *req_pop(rjq_client *c, req_state s) {
+    rjq__req *r = state_list(c, s)->head;
+    if (r) req_move(c, r, REQ_NEW);
+    return r;
+}
+
+/* Every request of state s's list, moved to NEW, in their order, in a
+ * list of the caller's: requests made or re-queued meanwhile (by what the
+ * caller does with these) go to the client's list, behind. */
+static rjq__reqlist req_take_all(rjq_client *c, req_state s) {
+    rjq__reqlist all = {0};
+    rjq__req *r;
+    while ((r = req_pop(c, s)) != NULL) list_push(&all, r);
+    return all;
 }
 
 static void reply_free(redisReply *r);
@@ -202,7 +328,11 @@ static void leave_wait(rjq__req *r) {
     r->wait = NULL;
 }
 
+/* Free r: never sent (NEW), delivered (DONE), or let go by its client
+ * (ORPHANED); in no list. */
 static void req_free(rjq__req *r) {
+    RJQ_ASSERT(r->state == REQ_NEW || r->state == REQ_DONE || r->state == REQ_ORPHANED);
+    RJQ_ASSERT(r->prev == NULL && r->next == NULL);
     leave_wait(r);
     reply_free(r->held);
     for (int i = 0; i < r->nparts; i++) free(r->parts[i].p);
@@ -216,12 +346,14 @@ static void req_free(rjq__req *r) {
 
 /* Call the request's function once and free it. */
 static void deliver(rjq__req *r, rjq_client *c, int status, redisReply *reply) {
+    req_move(c, r, REQ_DONE);
     r->fn(c, status, reply, r->priv);
     req_free(r);
 }
 
 /* The same for a durable write fewer replicas than asked confirmed. */
 static void deliver_short(rjq__req *r, rjq_client *c, redisReply *reply) {
+    req_move(c, r, REQ_DONE);
     c->write_short = 1;
     r->fn(c, RJQ_OK, reply, r->priv);
     c->write_short = 0;
@@ -331,12 +463,13 @@ void rjq__send_now(rjq_client *c) {
 
 static void send_req(rjq_client *c, rjq__req *r) {
     redisAsyncContext *ac = c->cmd.ac;
+    RJQ_ASSERT(r->state == REQ_NEW);
     if (c->later.n > 0 && !c->sending_later) { /* behind those waiting for another try */
-        list_insert_ordered(&c->later, r);
+        req_move(c, r, REQ_LATER);
         return;
     }
     if (ac && c->cmd.ready && (c->room.n > 0 || output_full(c))) { /* waits for room */
-        list_insert_ordered(&c->room, r);
+        req_move(c, r, REQ_ROOM);
         if (!rjq__timer_armed(&c->room_timer)) {
             c->room_poll_ms = ROOM_POLL_MS;
             c->room_seen = unwritten(c);
@@ -347,11 +480,11 @@ static void send_req(rjq_client *c, rjq__req *r) {
     reformat_head(c, r);
     if (ac && c->cmd.ready && send_formatted(ac, r) == REDIS_OK) {
         r->sent_ms = rjq__now_ms();
-        list_push(&c->inflight, r);
+        req_move(c, r, REQ_INFLIGHT);
         if ((r->flags & RJQ__REQ_DURABLE) && c->wait_replicas > 0) join_wait(c, r);
     }
     else
-        list_insert_ordered(&c->backlog, r);
+        req_move(c, r, REQ_BACKLOG);
 }
 
 /* A request for the formatted command cmd (not sent yet), or NULL. */
@@ -368,6 +501,7 @@ static rjq__req *req_new(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv
     r->flags = flags;
     r->made_ms = rjq__now_ms();
     r->order = ++c->req_order;
+    r->state = REQ_NEW;
     return r;
 }
 
@@ -639,7 +773,8 @@ static int script_resent(rjq_client *c, rjq__req *r, const char *err) {
 /* Send every request waiting for another try, in order. */
 static void on_retry_timer(rjq__timer *t) {
     rjq_client *c = t->owner;
-    rjq__reqlist all = list_take(&c->later);
+    RJQ_ASSERT(!c->sending_later); /* not re-entered from a request it sends */
+    rjq__reqlist all = req_take_all(c, REQ_LATER);
     rjq__req *r;
     c->sending_later = 1;
     while ((r = list_pop(&all)) != NULL) send_req(c, r);
@@ -653,7 +788,7 @@ static int retry_later(rjq_client *c, rjq__req *r) {
     uint64_t now = rjq__now_ms();
     if (r->first_error_ms == 0) r->first_error_ms = now;
     if (now - r->first_error_ms >= RETRY_DEADLINE_MS) return 0;
-    list_insert_ordered(&c->later, r); /* (older ones in flight may follow) */
+    req_move(c, r, REQ_LATER); /* (older ones in flight may follow) */
     if (!rjq__timer_armed(&c->retry_timer)) {
         rjq__timer_start(c, &c->retry_timer, c->retry_wait_ms);
         c->retry_wait_ms = c->retry_wait_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : c->retry_wait_ms * 2;
@@ -751,11 +886,13 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     rjq_client *c = r->c;
     redisReply *rep = reply;
     if (c == NULL) { /* orphaned by client destruction */
+        RJQ_ASSERT(r->state == REQ_ORPHANED);
         req_free(r);
         return;
     }
+    RJQ_ASSERT(r->state == REQ_INFLIGHT); /* (a HELD one had its reply) */
     rjq__enter(c);
-    list_remove(&c->inflight, r);
+    req_move(c, r, REQ_NEW);
     redisReply err;
     if (r->nparts && rep) rep = transaction_outcome(r, rep, &err);
     int waits = r->wait != NULL; /* a WAIT will confirm this answer */
@@ -767,8 +904,8 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
          * answer, or after an older one failed: its place is by when it was
          * made), so a request answered LOADING is not overtaken by a later
          * one the reconnect's backlog would send at once. */
-        if ((r->flags & RJQ__REQ_RETRY) && c->later.n > 0) list_insert_ordered(&c->later, r);
-        else if (r->flags & RJQ__REQ_RETRY) list_insert_ordered(&c->backlog, r);
+        if ((r->flags & RJQ__REQ_RETRY) && c->later.n > 0) req_move(c, r, REQ_LATER);
+        else if (r->flags & RJQ__REQ_RETRY) req_move(c, r, REQ_BACKLOG);
         else deliver(r, c, c->cmd.timed_out ? RJQ_ETIMEDOUT : RJQ_ECONN, NULL);
     } else if (rep->type == REDIS_REPLY_ERROR) {
         c->cmd.last_io_ms = rjq__now_ms();
@@ -789,7 +926,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
         c->cmd.last_io_ms = rjq__now_ms();
         c->retry_wait_ms = RETRY_FIRST_MS; /* the server serves: back to short waits */
         if (waits && (r->held = reply_copy(rep)) != NULL) {
-            list_push(&c->inflight, r); /* done on the master: its WAIT says the rest */
+            req_move(c, r, REQ_HELD); /* done on the master: its WAIT says the rest */
         } else if ((r->flags & RJQ__REQ_DURABLE) && c->wait_replicas > 0) {
             deliver_short(r, c, rep); /* no WAIT for it (out of memory): unconfirmed */
         } else {
@@ -816,13 +953,17 @@ static void end_members(rjq_client *c, wait_slot *w, redisReply *rep) {
     for (size_t i = 0; i < w->n; i++) {
         rjq__req *r = w->m[i];
         if (r == NULL) continue;
+        /* a member is sent: its reply awaited, or held for this WAIT */
+        RJQ_ASSERT(r->state == REQ_INFLIGHT || r->state == REQ_HELD);
+        RJQ_ASSERT(r->wait == w && r->wait_idx == i);
+        RJQ_ASSERT((r->state == REQ_HELD) == (r->held != NULL));
         leave_wait(r);
         if (r->held == NULL) continue;
-        list_remove(&c->inflight, r);
+        req_move(c, r, REQ_NEW);
         if (rep == NULL && (r->flags & RJQ__REQ_RETRY)) {
             reply_free(r->held);
             r->held = NULL;
-            list_insert_ordered(&c->backlog, r);
+            req_move(c, r, REQ_BACKLOG);
         } else if (confirmed) {
             deliver(r, c, RJQ_OK, r->held);
         } else {
@@ -839,6 +980,7 @@ static void on_wait_reply(redisAsyncContext *ac, void *reply, void *priv) {
         for (size_t i = 0; i < w->n; i++) {
             rjq__req *r = w->m[i];
             if (r == NULL) continue;
+            RJQ_ASSERT(r->state == REQ_ORPHANED);
             leave_wait(r);
             if (r->held) req_free(r); /* else its own reply's callback frees it */
         }
@@ -888,7 +1030,7 @@ static void on_wait_timer(rjq__timer *t) {
  * (from the first that finds the output full again, they wait for room
  * once more). */
 static void flush_backlog(rjq_client *c) {
-    rjq__reqlist a = list_take(&c->backlog), b = list_take(&c->room);
+    rjq__reqlist a = req_take_all(c, REQ_BACKLOG), b = req_take_all(c, REQ_ROOM);
     rjq__req *r;
     while (a.n > 0 || b.n > 0) {
         if (b.n == 0 || (a.n > 0 && a.head->order < b.head->order)) r = list_pop(&a);
@@ -927,12 +1069,12 @@ static void on_room_timer(rjq__timer *t) {
  * them. */
 static void fail_backlog_if(rjq_client *c, int code, uint64_t made_before) {
     rjq__reqlist failed = {0};
-    rjq__reqlist *lists[2] = {&c->backlog, &c->room};
+    req_state states[2] = {REQ_BACKLOG, REQ_ROOM};
     rjq__req *r;
     for (int i = 0; i < 2; i++) {
-        rjq__reqlist all = list_take(lists[i]);
+        rjq__reqlist all = req_take_all(c, states[i]);
         while ((r = list_pop(&all)) != NULL) {
-            if ((r->flags & RJQ__REQ_RETRY) || r->made_ms >= made_before) list_push(lists[i], r);
+            if ((r->flags & RJQ__REQ_RETRY) || r->made_ms >= made_before) req_move(c, r, states[i]);
             else list_push(&failed, r);
         }
     }
@@ -966,19 +1108,21 @@ void rjq__requests_cancel_all(rjq_client *c) {
     c->sent_waits = NULL;
     wait_slot *open = c->open_wait;
     c->open_wait = NULL;
-    while ((r = list_pop(&c->later)) != NULL) deliver(r, c, RJQ_ECANCELED, NULL);
-    while ((r = list_pop(&c->backlog)) != NULL) deliver(r, c, RJQ_ECANCELED, NULL);
-    while ((r = list_pop(&c->room)) != NULL) deliver(r, c, RJQ_ECANCELED, NULL);
+    while ((r = req_pop(c, REQ_LATER)) != NULL) deliver(r, c, RJQ_ECANCELED, NULL);
+    while ((r = req_pop(c, REQ_BACKLOG)) != NULL) deliver(r, c, RJQ_ECANCELED, NULL);
+    while ((r = req_pop(c, REQ_ROOM)) != NULL) deliver(r, c, RJQ_ECANCELED, NULL);
     /* In-flight requests stay allocated until hiredis calls them back
      * (with NULL, when the context is freed); they are orphaned here. */
-    while ((r = list_pop(&c->inflight)) != NULL) {
+    while ((r = c->inflight.head) != NULL) {
+        req_move(c, r, REQ_ORPHANED);
         r->fn(c, RJQ_ECANCELED, NULL, r->priv);
-        r->c = NULL;
     }
+    RJQ_ASSERT(rjq__requests_pending(c) == 0);
     if (open) {
         for (size_t i = 0; i < open->n; i++) {
             rjq__req *m = open->m[i];
             if (m == NULL) continue;
+            RJQ_ASSERT(m->state == REQ_ORPHANED); /* (a member is sent: it was in flight) */
             leave_wait(m);
             if (m->held) req_free(m); /* answered: no callback of its own will come */
         }
@@ -1034,7 +1178,8 @@ static void cmd_ready(rjq__conn *conn) {
  * session that never comes. Requests made meanwhile wait for the next
  * attempt, which the backoff spaces. */
 static void fail_all_waiting(rjq_client *c, int code) {
-    rjq__reqlist failed = list_take(&c->later), b = list_take(&c->backlog), m = list_take(&c->room);
+    rjq__reqlist failed = req_take_all(c, REQ_LATER), b = req_take_all(c, REQ_BACKLOG),
+                 m = req_take_all(c, REQ_ROOM);
     rjq__req *r;
     rjq__timer_stop(c, &c->retry_timer);
     while (b.n > 0 || m.n > 0) {

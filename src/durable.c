@@ -49,6 +49,8 @@ static redisReply *reply_copy(const redisReply *r) {
  * timer armed, by the first of a burst). Out of memory: it joins none,
  * and its reply is reported unconfirmed. */
 void rjq__durable_join(rjq_client *c, rjq__req *r) {
+    /* just sent; a request re-sent left its old WAIT when it was lost or refused */
+    RJQ_ASSERT(r->state == REQ_INFLIGHT && r->wait == NULL && r->held == NULL);
     wait_slot *w = c->open_wait;
     if (w == NULL) {
         if ((w = calloc(1, sizeof *w)) == NULL) return;
@@ -132,6 +134,8 @@ static void on_wait_reply(redisAsyncContext *ac, void *reply, void *priv) {
         return;
     }
     rjq__enter(c);
+    RJQ_ASSERT(w->prev ? w->prev->next == w : c->sent_waits == w); /* in the sent list */
+    RJQ_ASSERT(w->next == NULL || w->next->prev == w);
     if (w->prev) w->prev->next = w->next;
     else c->sent_waits = w->next;
     if (w->next) w->next->prev = w->prev;

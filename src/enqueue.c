@@ -863,6 +863,7 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
         flush_batch(q, b);
         return add_group(q, items, n, reply_channel, cb, fn, data); /* (b is empty now) */
     }
+    RJQ_ASSERT(b->n > 0 && b->n <= RJQ_BATCH_MAX); /* (flushed above when it would be more) */
     b->nargs += 3 * (int)n;
     state_of(c)->pending += n;
     rjq__want_flush(c);

@@ -44,6 +44,7 @@ static rjq__tok *pop(part *p) {
     rjq__tok *t = p->head;
     if (t == NULL) return NULL;
     if ((p->head = t->fnext) == NULL) p->tail = &p->head;
+    RJQ_ASSERT(p->n > 0);
     p->n--;
     unlink_tok(t);
     return t;

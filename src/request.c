@@ -252,6 +252,7 @@ static void load_library(rjq_client *c) {
  * or the library is gone), EVALSHA instead of FCALL (no functions here),
  * the script loaded (NOSCRIPT). */
 static int script_resent(rjq_client *c, rjq__req *r, const char *err) {
+    RJQ_ASSERT(r->state == REQ_NEW && r->wait == NULL); /* taken out, its WAIT left (on_reply) */
     if (r->script < 0 || r->resends >= 4) return 0;
     if (r->fcall && strncmp(err, "ERR Function not found", 22) == 0) {
         r->resends++;
@@ -291,6 +292,7 @@ static void on_retry_timer(rjq__timer *t) {
  * doubling to 1 s while transient errors go on; a success resets it).
  * Returns 0 when r's minute is over: the error is its outcome then. */
 static int retry_later(rjq_client *c, rjq__req *r) {
+    RJQ_ASSERT(r->state == REQ_NEW);
     uint64_t now = rjq__now_ms();
     if (r->first_error_ms == 0) r->first_error_ms = now;
     if (now - r->first_error_ms >= RETRY_DEADLINE_MS) return 0;

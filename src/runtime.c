@@ -256,17 +256,21 @@ void rjq__features_ready(rjq_client *c, int kind) {
 }
 
 void rjq__features_before_send(rjq_client *c) {
+    RJQ_ASSERT(!c->closing); /* (its callers check rjq__accepting) */
     c->flush_wanted = 0;
     for (int i = 0; i < c->nfeatures && !c->closing; i++)
         if (c->features[i].f->before_send) c->features[i].f->before_send(c, c->features[i].state);
 }
 
+/* The teardown hooks run from the client's destruction only. */
 void rjq__features_abort(rjq_client *c) {
+    RJQ_ASSERT(c->closing);
     for (int i = 0; i < c->nfeatures; i++)
         if (c->features[i].f->abort) c->features[i].f->abort(c, c->features[i].state);
 }
 
 void rjq__features_drain(rjq_client *c) {
+    RJQ_ASSERT(c->draining); /* (rjq_client_close) */
     for (int i = 0; i < c->nfeatures; i++)
         if (c->features[i].f->drain) c->features[i].f->drain(c, c->features[i].state);
 }
@@ -279,6 +283,7 @@ size_t rjq__features_busy(rjq_client *c) {
 }
 
 size_t rjq__features_hand_back(rjq_client *c) {
+    RJQ_ASSERT(c->draining); /* (the graceful close's deadline) */
     size_t n = 0;
     for (int i = 0; i < c->nfeatures && !c->closing; i++)
         if (c->features[i].f->hand_back) n += c->features[i].f->hand_back(c, c->features[i].state);
@@ -286,11 +291,13 @@ size_t rjq__features_hand_back(rjq_client *c) {
 }
 
 void rjq__features_cancel(rjq_client *c) {
+    RJQ_ASSERT(c->closing);
     for (int i = c->nfeatures - 1; i >= 0; i--)
         if (c->features[i].f->cancel) c->features[i].f->cancel(c, c->features[i].state);
 }
 
 void rjq__features_close(rjq_client *c) {
+    RJQ_ASSERT(c->closing);
     while (c->nfeatures > 0) {
         rjq__feature_reg *r = &c->features[--c->nfeatures];
         if (r->f->close) r->f->close(c, r->state);

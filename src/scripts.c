@@ -17,11 +17,13 @@
 /* The command head that runs `script`: FCALL of its function in rjq's
  * library when the session has it, else EVALSHA. */
 int rjq__script_head(int script, int nargs, int fcall, char *out, size_t cap) {
+    RJQ_ASSERT(script >= 0 && script < RJQ__SCRIPT_COUNT && nargs >= 0);
     const rjq__script_def *s = &rjq__scripts[script];
-    if (fcall)
-        return snprintf(out, cap, "*%d\r\n$5\r\nFCALL\r\n$%zu\r\n%s\r\n", nargs + 2,
-                        strlen(s->function), s->function);
-    return snprintf(out, cap, "*%d\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n", nargs + 2, s->sha);
+    int n = fcall ? snprintf(out, cap, "*%d\r\n$5\r\nFCALL\r\n$%zu\r\n%s\r\n", nargs + 2,
+                             strlen(s->function), s->function)
+                  : snprintf(out, cap, "*%d\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n", nargs + 2, s->sha);
+    RJQ_ASSERT(n > 0 && (size_t)n < cap); /* whole: the callers copy n bytes of out */
+    return n;
 }
 
 /* Give script request r (its arguments: the len bytes at args) the head

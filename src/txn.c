@@ -91,6 +91,7 @@ int rjq__txn_build(rjq_client *c, rjq__req *r, const char *pre, const size_t *pr
         r->part_end[k++] = at;
     }
     RJQ_ASSERT(k == 1 + r->npre + r->nparts);
+    RJQ_ASSERT(at + sizeof exec - 1 == len); /* the length counted is the length written */
     memcpy(cmd + at, exec, sizeof exec - 1);
     if (r->own_cmd) free(r->cmd);
     r->cmd = cmd;
@@ -129,6 +130,7 @@ int rjq__txn_init(rjq_client *c, rjq__req *r, const rjq__buf *pre, const size_t 
  * per call. The commands before the calls are the caller's to make safe to
  * run twice (see rjq__script_parts_after). err: room for the error. */
 redisReply *rjq__txn_outcome(rjq__req *r, redisReply *rep, redisReply *err) {
+    RJQ_ASSERT(r->nparts > 0 && rep != NULL);
     if (r->part_err) {
         memset(err, 0, sizeof *err);
         err->type = REDIS_REPLY_ERROR;

@@ -15,7 +15,7 @@
 #include "request_private.h"
 
 /* A deep copy of a RESP2 reply (hiredis frees its own when the callback
- * returns), freed by reply_free. NULL: out of memory. */
+ * returns), freed by rjq__reply_free. NULL: out of memory. */
 static redisReply *reply_copy(const redisReply *r) {
     redisReply *c = calloc(1, sizeof *c);
     if (c == NULL) return NULL;
@@ -174,6 +174,8 @@ static void on_wait_timer(rjq__timer *t) {
     slot_free(w);
 }
 
+/* Client destruction (see request_private.h): called once every request
+ * is ended or orphaned, so the open WAIT's members are all ORPHANED. */
 void rjq__durable_cancel(rjq_client *c) {
     rjq__timer_teardown(c, &c->wait_timer);
     /* WAITs sent: orphaned (their callbacks free them and their held
@@ -193,6 +195,7 @@ void rjq__durable_cancel(rjq_client *c) {
     slot_free(open);
 }
 
+/* The wait timer (it sends the open WAIT). */
 int rjq__durable_init(rjq_client *c) {
     return rjq__timer_setup(c, &c->wait_timer, on_wait_timer, c);
 }

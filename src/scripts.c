@@ -32,7 +32,7 @@ int rjq__script_head(int script, int nargs, int fcall, char *out, size_t cap) {
 int rjq__script_set_head(rjq_client *c, rjq__req *r, const char *args, size_t len) {
     char head[160];
     int hlen = rjq__script_head(r->script, r->nargs, c->fcall, head, sizeof head);
-    char *cmd = malloc((size_t)hlen + len + 1); /* NUL-ended: see build_parts */
+    char *cmd = malloc((size_t)hlen + len + 1); /* NUL-ended: see rjq__txn_build */
     if (cmd == NULL) return -1;
     memcpy(cmd, head, (size_t)hlen);
     if (len) memcpy(cmd + hlen, args, len);

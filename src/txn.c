@@ -20,7 +20,7 @@ static void on_part(redisAsyncContext *ac, void *reply, void *priv) {
     rjq__req *r = priv;
     redisReply *rep = reply;
     (void)ac;
-    /* (no reply: the connection went; r may be gone too, see send_formatted) */
+    /* (no reply: the connection went; r may be gone too, see rjq__txn_send) */
     if (rep == NULL || r->c == NULL || rep->type != REDIS_REPLY_ERROR || r->part_err) return;
     r->part_err = malloc(rep->len + 1);
     if (r->part_err) memcpy(r->part_err, rep->str, rep->len + 1);

@@ -17,15 +17,15 @@ deps:
 # CMAKE_ARGS is given (so `make test CMAKE_ARGS=...` takes effect on an
 # existing folder too).
 $(BUILD)/Makefile: CMakeLists.txt | deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRJQ_WERROR=ON $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRJQ_WERROR=ON -DRJQ_ASSERTS=ON $(CMAKE_ARGS)
 
 $(ASAN_BUILD)/Makefile: CMakeLists.txt | deps
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DRJQ_WERROR=ON -DRJQ_SANITIZE=ON $(CMAKE_ARGS)
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DRJQ_WERROR=ON -DRJQ_SANITIZE=ON -DRJQ_ASSERTS=ON $(CMAKE_ARGS)
 
 # The libFuzzer targets (tests/fuzz/README.md): clang, the library
 # instrumented, only the library and the targets built.
 $(FUZZ_BUILD)/Makefile: CMakeLists.txt tests/fuzz/CMakeLists.txt | deps
-	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DRJQ_WERROR=ON -DRJQ_FUZZ=ON \
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DRJQ_WERROR=ON -DRJQ_FUZZ=ON -DRJQ_ASSERTS=ON \
 	  -DRJQ_BUILD_TESTS=OFF -DRJQ_BUILD_EXAMPLES=OFF
 
 build: deps $(BUILD)/Makefile
@@ -45,6 +45,8 @@ fuzz-smoke: build-fuzz
 
 # The whole suite: a -Werror build, then the same tests under ASan+UBSan
 # (valgrind runs the demo inside the first pass), then the fuzz smoke run.
+# Every build here has -DRJQ_ASSERTS=ON: the RJQ_ASSERT invariants of
+# src/check.h are checked although RelWithDebInfo sets -DNDEBUG.
 # A failed run ends by repeating the failed tests' output (failure_recap.sh).
 # All three passes always run (a failure of the first does not hide the
 # sanitizer's results); the end says how each went, and the exit status is

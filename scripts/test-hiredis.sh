@@ -49,7 +49,7 @@ for v in "${versions[@]}"; do
         kind=(-DCMAKE_BUILD_TYPE=Debug -DRJQ_SANITIZE=ON) env=(RJQ_UNDER_ASAN=1) labels=(-LE valgrind)
     fi
     echo "== hiredis $v: building rjq against it (${kind[*]})"
-    cmake -S . -B "$out/rjq" "${kind[@]}" -DRJQ_WERROR=ON \
+    cmake -S . -B "$out/rjq" "${kind[@]}" -DRJQ_WERROR=ON -DRJQ_ASSERTS=ON \
         -DCMAKE_PREFIX_PATH="$prefix" | grep -E '^-- rjq:' || true
     grep -q '^RJQ_TLS:INTERNAL=ON' "$out/rjq/CMakeCache.txt" ||
         { echo "test-hiredis: hiredis $v with SSL gave no TLS build" >&2; exit 1; }

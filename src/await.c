@@ -45,7 +45,20 @@
 #define WATCH_BATCH 1000
 #define RETRY_MS 100 /* a watch pass that ran out of memory tries again */
 
-enum { AW_WAIT_SUB, AW_ENQUEUEING, AW_WATCHING, AW_DONE };
+/* An await's state, changed only by set_state, which asserts the
+ * transition:
+ *   WAIT_SUB   -> ENQUEUEING (its enqueue went out), WATCHING (an await by
+ *                 id, its key known), DONE
+ *   ENQUEUEING -> WATCHING (the enqueue's reply named the job), DONE
+ *   WATCHING   -> DONE
+ *   DONE: none (freed once nothing pins it) */
+typedef enum aw_state {
+    AW_WAIT_SUB,   /* made: waits for the reply channel's subscription (an
+                      enqueue_await holds its job until then) */
+    AW_ENQUEUEING, /* its enqueue is in flight: the job key is not known yet */
+    AW_WATCHING,   /* in the table by its job key: the outcome may come */
+    AW_DONE,       /* its callback ran (resolve) */
+} aw_state;
 
 /* The client's awaits (the feature's state). */
 typedef struct awaits {
@@ -70,7 +83,7 @@ struct rjq_await {
     rjq_client *c;
     awaits *s;
     rjq_queue *q;
-    int state;
+    aw_state state;          /* (set_state) */
     int inflight;            /* pins: requests and loops that point at it */
     int need_watch;          /* watch once the subscription is confirmed */
     int timed_out;           /* its timeout came before its enqueue's reply */
@@ -96,7 +109,39 @@ static void send_watch(rjq_client *c, rjq_await **list, size_t n);
 
 /* ---- lifetime --------------------------------------------------------- */
 
+static int legal(aw_state from, aw_state to) {
+    switch (from) {
+    case AW_WAIT_SUB:
+        return to == AW_ENQUEUEING || to == AW_WATCHING || to == AW_DONE;
+    case AW_ENQUEUEING:
+        return to == AW_WATCHING || to == AW_DONE;
+    case AW_WATCHING:
+        return to == AW_DONE;
+    default:
+        return 0;
+    }
+}
+
+/* Move a to state `to`, asserting the transition and what the new state
+ * says of the await. */
+static void set_state(rjq_await *a, aw_state to) {
+    RJQ_ASSERT(legal(a->state, to));
+    a->state = to;
+    switch (to) {
+    case AW_ENQUEUEING: /* its job went to the enqueue (no copy kept); that request pins it */
+        RJQ_ASSERT(a->payload == NULL && a->key == NULL && a->inflight > 0);
+        break;
+    case AW_WATCHING: /* findable by its job key; nothing held to send */
+        RJQ_ASSERT(a->key != NULL && a->entry.key == a->key && a->id != NULL);
+        RJQ_ASSERT(a->payload == NULL);
+        break;
+    default:
+        break;
+    }
+}
+
 static void maybe_free(rjq_await *a) {
+    RJQ_ASSERT(a->inflight >= 0);
     if (a->state != AW_DONE || a->inflight > 0) return;
     /* (its queue handle, held by new_await, may go now; not during client
      * destruction: the queues may be freed before the awaits) */
@@ -115,6 +160,7 @@ static void pin(rjq_await *a) {
 }
 
 static void unpin(rjq_await *a) {
+    RJQ_ASSERT(a->inflight > 0); /* (each unpin matches a pin) */
     a->inflight--;
     maybe_free(a);
 }
@@ -136,9 +182,12 @@ static void resolve(rjq_await *a, int status, const void *result, size_t rlen, c
         rjq__enqueue_add(a->q, &it, NULL, NULL, NULL);
     }
     int was_indexed = a->state == AW_WATCHING;
-    a->state = AW_DONE;
+    set_state(a, AW_DONE);
     rjq__timer_stop(c, &a->timer);
     if (was_indexed) rjq__table_remove(&s->table, &a->entry);
+    /* a live await is in the client's list */
+    RJQ_ASSERT(s->count > 0 && (a->prev ? a->prev->next == a : s->all == a));
+    RJQ_ASSERT(a->next == NULL || a->next->prev == a);
     if (a->prev) a->prev->next = a->next;
     else s->all = a->next;
     if (a->next) a->next->prev = a->prev;
@@ -226,7 +275,7 @@ static int set_key(rjq_await *a, const char *id, size_t idlen) {
 /* Make the await findable by its job key and wait for the outcome. */
 static int start_watching(rjq_await *a) {
     if (rjq__table_add(&a->s->table, &a->entry) != 0) return RJQ_ENOMEM;
-    a->state = AW_WATCHING;
+    set_state(a, AW_WATCHING);
     return RJQ_OK;
 }
 
@@ -445,8 +494,10 @@ static void on_enqueued(rjq_client *c, int status, const char *id, size_t idlen,
     rjq_await *a = priv;
     awaits *s = a->s;
     (void)c;
+    RJQ_ASSERT(s->enqueues_inflight > 0 && a->inflight > 0); /* try_enqueue counted and pinned it */
     s->enqueues_inflight--;
     if (a->state == AW_DONE) goto out;
+    RJQ_ASSERT(a->state == AW_ENQUEUEING); /* (only this reply moves it on) */
     if (status == RJQ_OK) status = set_key(a, id, idlen);
     if (status == RJQ_OK) status = start_watching(a);
     if (status != RJQ_OK) {
@@ -479,7 +530,7 @@ static int try_enqueue(rjq_await *a) {
     free(a->payload);
     a->payload = NULL;
     pin(a);
-    a->state = AW_ENQUEUEING;
+    set_state(a, AW_ENQUEUEING);
     a->sent_gen = s->generation;
     a->sent_drops = s->early.dropped;
     s->enqueues_inflight++;
@@ -807,6 +858,7 @@ static void awaits_cancel(rjq_client *c, void *state) {
     awaits *s = state;
     (void)c;
     while (s->all) resolve(s->all, RJQ_ECANCELED, NULL, 0, NULL);
+    RJQ_ASSERT(s->count == 0);
 }
 
 static void awaits_close(rjq_client *c, void *state) {

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
+
 void rjq__early_free(rjq__early *e) {
     free(e->key);
     free(e->kind);
@@ -13,6 +15,7 @@ void rjq__early_free(rjq__early *e) {
 
 static void pop_oldest(rjq__early_list *l) {
     rjq__early *e = l->head;
+    RJQ_ASSERT(e != NULL && l->n > 0);
     l->head = e->next;
     if (l->head == NULL) l->tail = NULL;
     l->n--;
@@ -44,6 +47,7 @@ void rjq__early_keep(rjq__early_list *l, const char *key, size_t klen, const cha
         pop_oldest(l);
         l->dropped++;
     }
+    RJQ_ASSERT(l->n <= RJQ__EARLY_MAX && l->head != NULL && l->tail == e);
 }
 
 rjq__early *rjq__early_take(rjq__early_list *l, const char *key) {
@@ -53,6 +57,7 @@ rjq__early *rjq__early_take(rjq__early_list *l, const char *key) {
         if (prev) prev->next = e->next;
         else l->head = e->next;
         if (l->tail == e) l->tail = prev;
+        RJQ_ASSERT(l->n > 0);
         l->n--;
         e->next = NULL;
         return e;
@@ -62,4 +67,5 @@ rjq__early *rjq__early_take(rjq__early_list *l, const char *key) {
 
 void rjq__early_clear(rjq__early_list *l) {
     while (l->head) pop_oldest(l);
+    RJQ_ASSERT(l->n == 0 && l->tail == NULL);
 }

@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 
+#include "check.h"
+
 static size_t hash_key(const char *s) {
     size_t h = 1469598103934665603ULL;
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
@@ -24,19 +26,24 @@ static int grow(rjq__table *t) {
     free(t->buckets);
     t->buckets = b;
     t->nbuckets = nb;
+    RJQ_ASSERT((nb & (nb - 1)) == 0); /* a power of two: the hash is masked */
     return 0;
 }
 
 int rjq__table_add(rjq__table *t, rjq__tentry *e) {
+    RJQ_ASSERT(e->key != NULL);
     if (t->n + 1 > t->nbuckets && grow(t) != 0) return -1;
     size_t i = hash_key(e->key) & (t->nbuckets - 1);
     e->hnext = t->buckets[i];
     t->buckets[i] = e;
     t->n++;
+    RJQ_ASSERT(t->n <= t->nbuckets); /* (at most one entry per bucket on average) */
     return 0;
 }
 
+/* (e is in the table: an await leaves it only once, when it ends) */
 void rjq__table_remove(rjq__table *t, rjq__tentry *e) {
+    RJQ_ASSERT(t->n > 0 && t->nbuckets > 0);
     if (t->nbuckets == 0) return;
     for (rjq__tentry **p = &t->buckets[hash_key(e->key) & (t->nbuckets - 1)]; *p; p = &(*p)->hnext) {
         if (*p == e) {
@@ -45,6 +52,7 @@ void rjq__table_remove(rjq__table *t, rjq__tentry *e) {
             return;
         }
     }
+    RJQ_ASSERT(!"the entry removed is in the table");
 }
 
 rjq__tentry *rjq__table_chain(const rjq__table *t, const char *key) {

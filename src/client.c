@@ -215,12 +215,17 @@ static void destroy(rjq_client *c) {
     void *close_data = c->close_data;
     rjq_close_report report = c->close_report;
     if (c->draining && !c->drain_done) report.status = RJQ_ECANCELED; /* rjq_client_free() came first */
+    /* once, from outside every callback (rjq_client_free, or the
+     * outermost rjq__leave after a free inside one) */
+    RJQ_ASSERT(!c->closing && c->depth == 0);
     c->closing = 1;
     c->depth++; /* user code run below cannot re-enter destroy */
     rjq__features_abort(c);
     rjq__requests_cancel_all(c);
     rjq__features_cancel(c);
     rjq__features_close(c);
+    RJQ_ASSERT(rjq__requests_pending(c) == 0); /* (nothing is accepted while closing) */
+    RJQ_ASSERT(c->depth == 1);
     rjq__sentinel_watch_stop(c->sentinel_watch);
     rjq__conn_close(&c->cmd);
     rjq__conn_close(&c->sub);
@@ -243,6 +248,7 @@ static void destroy(rjq_client *c) {
 static void on_drain_timer(rjq__timer *t) {
     rjq_client *c = t->owner;
     uint64_t now = rjq__now_ms();
+    RJQ_ASSERT(c->draining && !c->drain_done); /* (started by rjq_client_close; done frees) */
     if (!c->drain_give_up && now >= c->drain_deadline) {
         c->close_report.handed_back += rjq__features_hand_back(c);
         c->drain_give_up = now + (uint64_t)(c->command_timeout_ms > 0 ? c->command_timeout_ms : 10000);

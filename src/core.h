@@ -20,6 +20,7 @@
 #include <hiredis/hiredis.h>
 
 #include "argv.h"
+#include "check.h"
 #include "resp.h"
 #include "rjq.h"
 #include "rjq_scripts.h"

@@ -1,6 +1,6 @@
 /*
  * The core's private header: the struct bodies shared by the core's own
- * files (runtime.c, conn.c, request.c, pubsub.c, client.c). Features
+ * files (runtime.c, conn.c, the request layer, pubsub.c, client.c). Features
  * include core.h, never this.
  *
  * Inside the core, calls go one way only:
@@ -102,7 +102,8 @@ int rjq__conn_is_at(const rjq__conn *conn, const char *ip, int port);
 /* Detach and free the context for client destruction. */
 void rjq__conn_close(rjq__conn *conn);
 
-/* ---- requests (request.c) ---------------------------------------------- */
+/* ---- requests (request.c; the request layer's own files share
+ * request_private.h) ------------------------------------------------------ */
 
 typedef struct rjq__req rjq__req;
 

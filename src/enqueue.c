@@ -42,7 +42,6 @@
  * producer stopped are never given to a job (so anonymous ids may skip
  * numbers; enqueued still counts jobs).
  */
-#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,7 +305,7 @@ static enqueues *state_of(rjq_client *c);
 /* Take the batch's jobs out of it (it is empty and reusable after). */
 static void take(rjq_client *c, batch *b) {
     enqueues *e = state_of(c);
-    assert(e && e->pending >= b->n);
+    RJQ_ASSERT(e && e->pending >= b->n);
     e->pending -= b->n;
     b->args.len = 0;
     b->args.oom = 0;
@@ -638,7 +637,7 @@ static int send_ahead(rjq_queue *q, part *p, batch *b, sent_batch *s) {
         const char *at = bulk_at(b->args.p + b->items[i].off, &id, &idlen);
         at = bulk_at(at, &payload, &plen);
         bulk_at(at, &opts, &olen);
-        assert(idlen == 0);
+        RJQ_ASSERT(idlen == 0);
         snprintf(num, sizeof num, "%llu", pl->next + i);
         rjq__buf_raw(pre, "*4\r\n", 4);
         rjq__buf_arg_str(pre, "HSETNX");
@@ -878,6 +877,7 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
         flush_batch(q, b);
         return add_group(q, items, n, reply_channel, cb, fn, data); /* (b is empty now) */
     }
+    RJQ_ASSERT(b->n > 0 && b->n <= RJQ_BATCH_MAX); /* (flushed above when it would be more) */
     b->nargs += 3 * (int)n;
     state_of(c)->pending += n;
     rjq__want_flush(c);

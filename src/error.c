@@ -41,3 +41,14 @@ int rjq__redis_error_code(const char *err) {
         if (strstr(err, map[i].needle)) return map[i].code;
     return RJQ_EREDIS;
 }
+/* Errors a server gives while it cannot serve for a moment, before it
+ * runs the command: loading its data after a restart, running a long
+ * script, being a replica during a failover, a cluster resharding. */
+int rjq__redis_error_transient(const char *err) {
+    static const char *const prefixes[] = {"LOADING ", "BUSY ",     "READONLY ",
+                                           "MASTERDOWN ", "TRYAGAIN ", "CLUSTERDOWN "};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(err, prefixes[i], strlen(prefixes[i])) == 0) return 1;
+    return 0;
+}
+

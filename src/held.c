@@ -2,7 +2,6 @@
  * The held index, the client's side (held.h): tokens a worker holds jobs
  * of, and the queue's tokens to forget.
  */
-#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +44,7 @@ static rjq__tok *pop(part *p) {
     rjq__tok *t = p->head;
     if (t == NULL) return NULL;
     if ((p->head = t->fnext) == NULL) p->tail = &p->head;
+    RJQ_ASSERT(p->n > 0);
     p->n--;
     unlink_tok(t);
     return t;
@@ -105,7 +105,7 @@ rjq__holder *rjq__held_join(rjq_queue *q, unsigned wid) {
 void rjq__held_leave(rjq__holder *h) {
     if (h == NULL) return;
     while (h->toks) {
-        assert(h->toks->refs == 0); /* each is queued to forget */
+        RJQ_ASSERT(h->toks->refs == 0); /* each is queued to forget */
         unlink_tok(h->toks);
     }
     free(h);
@@ -138,7 +138,7 @@ rjq__tok *rjq__tok_new(rjq__holder *h, const char *tok, size_t len) {
 }
 
 void rjq__tok_hold(rjq__tok *t) {
-    assert(t->refs > 0);
+    RJQ_ASSERT(t->refs > 0);
     t->refs++;
 }
 
@@ -151,9 +151,9 @@ static void queue_forget(rjq_queue *q, rjq__tok *t) {
 }
 
 void rjq__tok_drop(rjq__tok *t) {
-    assert(t->refs > 0);
+    RJQ_ASSERT(t->refs > 0);
     if (--t->refs > 0) return;
-    assert(t->h != NULL);
+    RJQ_ASSERT(t->h != NULL);
     queue_forget(t->h->q, t);
 }
 

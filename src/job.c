@@ -76,6 +76,7 @@ typedef struct complete_batch {
 
 /* items must not be a live list: the callbacks may complete more jobs. */
 static void finish_items(rjq_client *c, item *items, size_t n, int status, redisReply *r) {
+    RJQ_ASSERT(status != RJQ_OK || (r != NULL && r->elements >= n)); /* (reply_ok) */
     for (size_t i = 0; i < n; i++) {
         int code = status;
         if (status == RJQ_OK)
@@ -179,6 +180,7 @@ static void fail_pending(rjq_queue *q, part *p, int status) {
 static void flush_some(rjq_queue *q, part *p) {
     rjq_client *c = rjq_queue_client(q);
     size_t n = batch_size(p);
+    RJQ_ASSERT(n >= 1 && n <= p->n); /* (part_tick: some are queued) */
     complete_batch *b = malloc(sizeof *b + n * sizeof b->items[0]);
     if (b == NULL) {
         rjq__errmsg(c, "complete: %s", rjq_strerror(RJQ_ENOMEM));
@@ -193,6 +195,7 @@ static void flush_some(rjq_queue *q, part *p) {
     b->offers = malloc(n * sizeof *b->offers);
     for (size_t i = 0; b->offers && i < n; i++)
         b->noffers += (size_t)rjq__worker_offer(b->items[i].w, &b->offers[b->noffers]);
+    RJQ_ASSERT(b->noffers <= n); /* at most one offer per completion */
     int rc = send_batch(q, b);
     if (rc != RJQ_OK) {
         rjq__errmsg(c, "complete: %s", rjq_strerror(rc));
@@ -239,6 +242,7 @@ static int queue_completion(rjq_queue *q, rjq_job *job, const void *result, size
         p->pending = grown;
         p->cap = cap;
     }
+    RJQ_ASSERT(p->n < p->cap);
     size_t idlen = strlen(job->id);
     char tail[16 + sizeof job->token]; /* an int, a space and the token */
     int taillen = snprintf(tail, sizeof tail, "%d %s", job->attempt, job->token);
@@ -299,6 +303,7 @@ typedef struct fail_ctx {
 
 static void on_failed(rjq_client *c, int status, redisReply *r, void *priv) {
     fail_ctx *f = priv;
+    RJQ_ASSERT(status != RJQ_OK || r != NULL); /* a success comes with its reply */
     /* fail.lua: 0 lease lost, 1 retry scheduled, 2 dead, 3 already
      * failed with this token, 4 cancelled; any other number is no answer */
     if (status == RJQ_OK && (r->type != REDIS_REPLY_INTEGER || r->integer < 0 || r->integer > 4)) {

@@ -91,6 +91,7 @@ static int sent_push(sent_list *l, const char *name) {
         l->cap = cap;
     }
     l->names[(l->head + l->n++) % l->cap] = copy;
+    RJQ_ASSERT(l->n <= l->cap);
     return RJQ_OK;
 }
 
@@ -102,6 +103,7 @@ static int send_subscribe(rjq_client *c, const char *name) {
     const char *argv[2] = {"SUBSCRIBE", name};
     if (redisAsyncCommandArgv(c->sub.ac, on_message, NULL, 2, argv, NULL) == REDIS_OK)
         return RJQ_OK;
+    RJQ_ASSERT(l->n > 0); /* (pushed just above) */
     free(l->names[(l->head + --l->n) % l->cap]); /* not sent after all */
     return RJQ_ENOMEM;
 }
@@ -305,6 +307,7 @@ static void dispatch(rjq_client *c, const char *name, const char *msg, size_t le
             args[i] = ch->arg;
             fns[i++] = ch->fn;
         }
+        RJQ_ASSERT(i == n); /* (counted above, nothing ran since) */
         for (i = 0; i < n && !c->closing; i++) {
             /* skip listeners removed by an earlier callback of this walk */
             int alive = 0;

@@ -31,7 +31,6 @@
  * jobs pushed under an older epoch are only started if there is room,
  * else handed back.
  */
-#include <assert.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,8 +103,8 @@ int rjq__reg_claim_recovers(const rjq__reg *r, int reset) {
 }
 
 void rjq__reg_claim_sent(rjq__reg *r, unsigned epoch, int reset, int recovers) {
-    assert(epoch == rjq__reg_claim_epoch(r, reset));
-    assert(!recovers || reset);
+    RJQ_ASSERT(epoch == rjq__reg_claim_epoch(r, reset));
+    RJQ_ASSERT(!recovers || reset);
     if (!reset) return;
     r->epoch = epoch;
     r->offered = 0;
@@ -126,7 +125,7 @@ void rjq__reg_claim_replied(rjq__reg *r, unsigned epoch, int status, long long r
         if (recovers) r->lost = 1; /* what it recovered never came */
         return;
     }
-    assert(registered >= 0);
+    RJQ_ASSERT(registered >= 0);
     if (epoch == r->epoch) r->offered += (int)registered;
 }
 
@@ -141,7 +140,7 @@ int rjq__reg_accept(rjq__reg *r, unsigned epoch, int free_slots, int can_run) {
 }
 
 unsigned rjq__reg_offer(rjq__reg *r, int slots) {
-    assert(slots > 0);
+    RJQ_ASSERT(slots > 0);
     r->offered += slots;
     return r->epoch;
 }
@@ -342,7 +341,7 @@ static void on_push(rjq_client *c, const char *channel, const char *msg, size_t 
 static void part_close(rjq_queue *q, void *state) {
     part *p = state;
     (void)q;
-    assert(p->regs == NULL); /* the workers left first */
+    RJQ_ASSERT(p->regs == NULL); /* the workers left first */
     free(p->channel);
     free(p);
 }

@@ -60,10 +60,13 @@ static const char *const key_suffix[RJQ__K_COUNT] = {
 /* ---- parts and the tick ------------------------------------------------- */
 
 void *rjq__queue_part(const rjq_queue *q, int which) {
+    RJQ_ASSERT(which >= 0 && which < RJQ__PART_COUNT);
     return q->parts[which];
 }
 
 void rjq__queue_set_part(rjq_queue *q, int which, const rjq__part_ops *ops, void *state) {
+    RJQ_ASSERT(which >= 0 && which < RJQ__PART_COUNT && ops != NULL && state != NULL);
+    RJQ_ASSERT(q->parts[which] == NULL); /* a part is made once, with the first use */
     q->ops[which] = ops;
     q->parts[which] = state;
 }
@@ -234,6 +237,7 @@ static const rjq__feature queues_feature = {.name = "queues",
 
 static int make_keys(rjq_queue *q, const char *prefix) {
     for (int i = 0; i < RJQ__K_COUNT; i++) {
+        RJQ_ASSERT(key_suffix[i] != NULL); /* every key has its name */
         int n = snprintf(NULL, 0, "%s:{%s}:%s", prefix, q->name, key_suffix[i]);
         q->keys[i] = malloc((size_t)n + 1);
         if (q->keys[i] == NULL) return RJQ_ENOMEM;
@@ -301,6 +305,7 @@ rjq_queue *rjq__queue_next(const rjq_queue *q) {
 }
 
 const char *rjq__queue_key(const rjq_queue *q, int k, size_t *len) {
+    RJQ_ASSERT(k >= 0 && k < RJQ__K_COUNT);
     if (len) *len = q->key_lens[k];
     return q->keys[k];
 }
@@ -326,14 +331,17 @@ long rjq__queue_dead_max(const rjq_queue *q) {
 }
 
 void rjq__argv_key(rjq__argv *a, const rjq_queue *q, int k) {
+    RJQ_ASSERT(k >= 0 && k < RJQ__K_COUNT);
     rjq__argv_add(a, q->keys[k], q->key_lens[k]);
 }
 
 void rjq__buf_key(rjq__buf *b, const rjq_queue *q, int k) {
+    RJQ_ASSERT(k >= 0 && k < RJQ__K_COUNT);
     rjq__buf_arg(b, q->keys[k], q->key_lens[k]);
 }
 
 void rjq__argv_keys(rjq__argv *a, const rjq_queue *q, const int *keys, int n) {
+    RJQ_ASSERT(n > 0 && n <= RJQ__K_COUNT);
     rjq__argv_ll(a, n);
     for (int i = 0; i < n; i++) rjq__argv_key(a, q, keys[i]);
 }

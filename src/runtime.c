@@ -5,7 +5,6 @@
  * hooks. Everything above calls down into this file; it calls up only
  * through what was registered (features, rjq_client.destroy).
  */
-#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,7 +150,7 @@ void rjq__enter(rjq_client *c) {
 }
 
 void rjq__leave(rjq_client *c) {
-    assert(c->depth > 0);
+    RJQ_ASSERT(c->depth > 0);
     if (--c->depth == 0 && c->free_pending && !c->closing) c->destroy(c);
 }
 
@@ -196,7 +195,7 @@ void rjq__timer_teardown(rjq_client *c, rjq__timer *t) {
 
 void rjq__timer_start(rjq_client *c, rjq__timer *t, uint64_t delay_ms) {
     int rc = rjq__timers_add(&c->timers, t, rjq__now_ms() + delay_ms);
-    assert(rc == 0); /* its slot was reserved by rjq__timer_setup */
+    RJQ_ASSERT(rc == 0); /* its slot was reserved by rjq__timer_setup */
     (void)rc;
     arm(c);
 }
@@ -221,7 +220,7 @@ void rjq_client_handle_timeout(rjq_client *c) {
 
 int rjq__feature_add(rjq_client *c, const rjq__feature *f, void *state) {
     if (rjq__feature_state(c, f) != NULL) return RJQ_OK;
-    assert(c->nfeatures < RJQ__FEATURES_MAX); /* one slot per kind of feature */
+    RJQ_ASSERT(c->nfeatures < RJQ__FEATURES_MAX); /* one slot per kind of feature */
     if (c->nfeatures >= RJQ__FEATURES_MAX) return RJQ_ENOMEM;
     c->features[c->nfeatures].f = f;
     c->features[c->nfeatures].state = state;
@@ -257,17 +256,21 @@ void rjq__features_ready(rjq_client *c, int kind) {
 }
 
 void rjq__features_before_send(rjq_client *c) {
+    RJQ_ASSERT(!c->closing); /* (its callers check rjq__accepting) */
     c->flush_wanted = 0;
     for (int i = 0; i < c->nfeatures && !c->closing; i++)
         if (c->features[i].f->before_send) c->features[i].f->before_send(c, c->features[i].state);
 }
 
+/* The teardown hooks run from the client's destruction only. */
 void rjq__features_abort(rjq_client *c) {
+    RJQ_ASSERT(c->closing);
     for (int i = 0; i < c->nfeatures; i++)
         if (c->features[i].f->abort) c->features[i].f->abort(c, c->features[i].state);
 }
 
 void rjq__features_drain(rjq_client *c) {
+    RJQ_ASSERT(c->draining); /* (rjq_client_close) */
     for (int i = 0; i < c->nfeatures; i++)
         if (c->features[i].f->drain) c->features[i].f->drain(c, c->features[i].state);
 }
@@ -280,6 +283,7 @@ size_t rjq__features_busy(rjq_client *c) {
 }
 
 size_t rjq__features_hand_back(rjq_client *c) {
+    RJQ_ASSERT(c->draining); /* (the graceful close's deadline) */
     size_t n = 0;
     for (int i = 0; i < c->nfeatures && !c->closing; i++)
         if (c->features[i].f->hand_back) n += c->features[i].f->hand_back(c, c->features[i].state);
@@ -287,11 +291,13 @@ size_t rjq__features_hand_back(rjq_client *c) {
 }
 
 void rjq__features_cancel(rjq_client *c) {
+    RJQ_ASSERT(c->closing);
     for (int i = c->nfeatures - 1; i >= 0; i--)
         if (c->features[i].f->cancel) c->features[i].f->cancel(c, c->features[i].state);
 }
 
 void rjq__features_close(rjq_client *c) {
+    RJQ_ASSERT(c->closing);
     while (c->nfeatures > 0) {
         rjq__feature_reg *r = &c->features[--c->nfeatures];
         if (r->f->close) r->f->close(c, r->state);

@@ -126,6 +126,7 @@ static void on_gone(rjq_client *c, int status, redisReply *r, void *priv) {
  * entry then runs out again after the sweep's lease, and is retried). */
 static void sweep_done(sweep *s) {
     rjq_client *c = s->u->c;
+    RJQ_ASSERT(s->pending == 0); /* every queue answered */
     if (!s->failed && !rjq__closing(c)) {
         char until[32];
         snprintf(until, sizeof until, "%lld", s->until);
@@ -159,6 +160,7 @@ static void on_orphans(rjq_client *c, int status, redisReply *r, void *priv) {
     }
     rjq__queue_release(o->q);
     free(o);
+    RJQ_ASSERT(s->pending > 0); /* (this call's queue was counted) */
     if (--s->pending == 0) sweep_done(s);
 }
 
@@ -212,6 +214,7 @@ static void start_sweep(upkeep *u, const redisReply *id, long long until, const 
         }
         p += len + 1;
     }
+    RJQ_ASSERT(s->pending > 0); /* (this loop's own) */
     if (--s->pending == 0) sweep_done(s);
 }
 
@@ -259,6 +262,7 @@ static int beat_reply_ok(const redisReply *r) {
 
 static void on_beat(rjq_client *c, int status, redisReply *r, void *priv) {
     upkeep *u = priv;
+    RJQ_ASSERT(u->beats > 0); /* each beat sent is answered once */
     if (--u->beats == 0) u->sent_alive = 0; /* the answers say it now */
     if (rjq__closing(c)) return;
     if (status == RJQ_OK && !beat_reply_ok(r)) {
@@ -290,6 +294,7 @@ static void on_beat(rjq_client *c, int status, redisReply *r, void *priv) {
         }
         return;
     }
+    RJQ_ASSERT(r != NULL && r->elements >= BEAT_HEAD); /* (beat_reply_ok) */
     rjq__server_time_sample(c, r->element[0]->integer);
     /* Being swept (we were taken for dead): start no job until the sweep's
      * lease ends, as if our entry had run out. */
@@ -374,6 +379,7 @@ static void on_beat_timer(rjq__timer *t) {
     if (rjq__client_liveness_ms(c) <= 0 || !any_wanted(u)) return; /* a join starts it again */
     rjq__timer_start(c, &u->beat_timer, (uint64_t)beat_ms(u));
     int arriving = rjq__reply_arriving(c);
+    RJQ_ASSERT(u->beats >= 0 && u->beats <= BEATS_IN_FLIGHT);
     if (u->beats && !(arriving && u->beats < BEATS_IN_FLIGHT)) return;
     char *names = u->names_stored ? NULL : queue_names(u);
     if (!u->names_stored && names == NULL) return;
@@ -448,6 +454,7 @@ static void schedule_visit(upkeep *u) {
         rjq__timer_stop(u->c, &u->visit_timer); /* a join starts it again */
         return;
     }
+    RJQ_ASSERT(gap > 0 && gap < LONG_MAX); /* a wanted queue has a period */
     uint64_t now = rjq__now_ms(), at = due;
     if (u->last_visit && u->last_visit + (uint64_t)gap > at) at = u->last_visit + (uint64_t)gap;
     rjq__timer_start(u->c, &u->visit_timer, at > now ? at - now : 0);
@@ -455,6 +462,7 @@ static void schedule_visit(upkeep *u) {
 
 static void on_visited(rjq_client *c, int status, redisReply *r, void *priv) {
     visitee *v = priv;
+    RJQ_ASSERT(v->busy); /* its visit was in flight */
     v->busy = 0;
     if (v->gone) { /* its queue handle was closed meanwhile */
         free(v);
@@ -575,6 +583,7 @@ void rjq__upkeep_leave(rjq_queue *q) {
 
 int rjq__upkeep_join(rjq_queue *q, const rjq__visit_ops *ops, void *arg, long period_ms) {
     rjq_client *c = rjq_queue_client(q);
+    RJQ_ASSERT(ops != NULL && ops->wanted != NULL && ops->waiting != NULL && period_ms > 0);
     upkeep *u = upkeep_of(c);
     if (u == NULL) return RJQ_ENOMEM;
     visitee *v = u->queues;

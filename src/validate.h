@@ -21,6 +21,10 @@ int rjq__valid_client_name(const char *name);
 int rjq__encode_job_options(const rjq_job_options *o, char *buf);
 /* Map a Redis error text to an RJQ_E* code (error.c). */
 int rjq__redis_error_code(const char *err);
+/* 1 when a Redis error text says the server could not serve for a moment
+ * and did not run the command (LOADING, BUSY, READONLY, MASTERDOWN,
+ * TRYAGAIN, CLUSTERDOWN): it may be sent again (error.c). */
+int rjq__redis_error_transient(const char *err);
 /* A decimal integer from the network, len bytes at s (an optional '-',
  * then digits, nothing else) in lo..hi: 0 with *out set, else -1. */
 int rjq__parse_ll(const char *s, size_t len, long long lo, long long hi, long long *out);

@@ -15,6 +15,8 @@
 #  - core_private.h (the core's struct bodies) is reached, directly or
 #    through other headers, from core files (ranks 1-4) only: every other
 #    layer sees the core's interface, core.h.
+#  - request_private.h (the request layer's struct bodies) is reached from
+#    the request layer's files (request_layer below) only.
 #  - a src/*.h file, or a quoted include, in no layer fails the check.
 # Every problem found is reported, then the check fails.
 #
@@ -26,13 +28,15 @@ src=${RJQ_SOURCE:?}/src
 objdir=$build/CMakeFiles/rjq_obj.dir/src
 
 ranks=(
-    "timer url validate error argv resp tls cron slot slotmap" # 0 leaves
+    "timer url validate error argv resp tls cron check slot slotmap" # 0 leaves
     "runtime"                                     # 1 core: depth, timers, features
     "conn sentinel"                               # 2 core: connections, and where the master is
-    "request pubsub"                              # 3 core: the connections' owners
+    "request reqstate scripts txn durable pubsub" # 3 core: the connections' owners
     "client liveness"                             # 4 core: the public lifetime, the watchdog
     "queue enqueue held push worker reclaim upkeep job await await_table await_early monitor admin processes schedule scheduler" # 5
 )
+# The request layer's files: the only ones that see request_private.h.
+request_layer="request reqstate scripts txn durable"
 # Headers that are not a src/*.c file's own, and their rank.
 # ("outside": not in src/.)
 headers=(
@@ -41,6 +45,7 @@ headers=(
     "rjq_scripts.h 0 outside"  # generated from src/lua: script names and bodies
     "core.h 1"                 # the core's interface, for the core and the features
     "core_private.h 1"         # the core's struct bodies, for the core only (ranks 1-4)
+    "request_private.h 3"      # the request layer's, for its files only (request_layer below)
 )
 
 [[ -d $objdir ]] || { echo "no objects in $objdir: build first"; exit 1; }
@@ -66,7 +71,7 @@ fi
 (cd "$src" && grep -H -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' /dev/null *.c *.h || true) > "$t/incl"
 
 fail=0
-awk -v objdir="$objdir" -v edges="$t/edges" -v pairs="$t/pairs" -v summary="$t/summary" '
+awk -v objdir="$objdir" -v reqlayer="$request_layer" -v edges="$t/edges" -v pairs="$t/pairs" -v summary="$t/summary" '
 function hrank(h,    stem) {
     if (h in rank) return rank[h]
     stem = h; sub(/\.h$/, "", stem)
@@ -168,6 +173,15 @@ END {
         if (chain != "")
             bad("src/" f " (rank " rf ", not the core) includes " chain ": only the core (ranks 1-4) sees its struct bodies; include core.h")
     }
+    n = split(reqlayer, rl, " ")
+    for (i = 1; i <= n; i++) inreq[rl[i]] = 1
+    for (f in files) {
+        stem = f; sub(/\.[ch]$/, "", stem)
+        if ((stem in inreq) || f == "request_private.h") continue
+        chain = via(f, "request_private.h", ++id)
+        if (chain != "")
+            bad("src/" f " includes " chain ": only the request layer (" reqlayer ") sees request_private.h")
+    }
     printf "%d edges among %d objects, %d includes among %d files", nedges, ncfiles, nincs, nfiles > summary
     exit (fails ? 1 : 0)
 }
@@ -214,4 +228,4 @@ if [[ $fail != 0 ]]; then
     echo "layering: FAILED (DESIGN.md section 10)"
     exit 1
 fi
-echo "layering: $(cat "$t/summary"): no cycle, no call up, no include up, core_private.h in the core only"
+echo "layering: $(cat "$t/summary"): no cycle, no call up, no include up, core_private.h in the core only, request_private.h in the request layer only"

@@ -1,0 +1,95 @@
+/*
+ * rjq's scripts on the command connection: the head that runs one (FCALL
+ * of its function in rjq's library when the session has the library,
+ * else EVALSHA of the script), and the session's set-up step that loads
+ * the library (FUNCTION LOAD), or, where the server has no functions or
+ * they are not permitted, every script for EVALSHA (SCRIPT LOAD).
+ * Re-sending a request whose script or library went missing (NOSCRIPT,
+ * "Function not found") is request.c's.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "request_private.h"
+#include "validate.h"
+
+/* The command head that runs `script`: FCALL of its function in rjq's
+ * library when the session has it, else EVALSHA. */
+int rjq__script_head(int script, int nargs, int fcall, char *out, size_t cap) {
+    RJQ_ASSERT(script >= 0 && script < RJQ__SCRIPT_COUNT && nargs >= 0);
+    const rjq__script_def *s = &rjq__scripts[script];
+    int n = fcall ? snprintf(out, cap, "*%d\r\n$5\r\nFCALL\r\n$%zu\r\n%s\r\n", nargs + 2,
+                             strlen(s->function), s->function)
+                  : snprintf(out, cap, "*%d\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n", nargs + 2, s->sha);
+    RJQ_ASSERT(n > 0 && (size_t)n < cap); /* whole: the callers copy n bytes of out */
+    return n;
+}
+
+/* Give script request r (its arguments: the len bytes at args) the head
+ * for the session's mode, in a new buffer. 0, or -1 out of memory (r
+ * unchanged). */
+int rjq__script_set_head(rjq_client *c, rjq__req *r, const char *args, size_t len) {
+    char head[160];
+    int hlen = rjq__script_head(r->script, r->nargs, c->fcall, head, sizeof head);
+    char *cmd = malloc((size_t)hlen + len + 1); /* NUL-ended: see rjq__txn_build */
+    if (cmd == NULL) return -1;
+    memcpy(cmd, head, (size_t)hlen);
+    if (len) memcpy(cmd + hlen, args, len);
+    cmd[(size_t)hlen + len] = '\0';
+    if (r->own_cmd) free(r->cmd);
+    r->cmd = cmd;
+    r->own_cmd = 1;
+    r->len = (size_t)hlen + len;
+    r->head_len = (size_t)hlen;
+    r->fcall = c->fcall;
+    return 0;
+}
+
+/* The answer to FUNCTION LOAD of rjq's library: it is there, or functions
+ * are not to be had (before Redis 7, or not permitted): use EVALSHA. A
+ * transient error (a server still loading its data, say) says nothing
+ * about functions: keep FCALL, and "Function not found" loads the library
+ * when it is missing. */
+void rjq__library_loaded(rjq_client *c, const redisReply *reply) {
+    c->fcall = reply->type != REDIS_REPLY_ERROR || strstr(reply->str, "already exists") != NULL ||
+               rjq__redis_error_transient(reply->str);
+}
+
+/* Without the function library, every script is loaded for EVALSHA. A
+ * refusal is reported; a script call then fails with the server's words. */
+static void on_script_loaded(rjq__conn *conn, redisReply *r, void *arg) {
+    if (r->type == REDIS_REPLY_ERROR) rjq__conn_step_failed(conn, arg, r->str);
+}
+
+/* FUNCTION LOAD of rjq's library: loaded now or before, else (no functions
+ * on this server, or not permitted) the scripts are loaded for EVALSHA.
+ * Neither is an error. */
+static void on_library_step(rjq__conn *conn, redisReply *r, void *arg) {
+    rjq_client *c = conn->c;
+    (void)arg;
+    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOAUTH", 6) == 0) {
+        rjq__conn_step_failed(conn, "FUNCTION LOAD", r->str);
+        return;
+    }
+    rjq__library_loaded(c, r);
+    for (int i = 0; !c->fcall && i < RJQ__SCRIPT_COUNT; i++) {
+        const char *argv[3] = {"SCRIPT", "LOAD", rjq__scripts[i].body};
+        size_t lens[3] = {6, 4, rjq__scripts[i].len};
+        if (rjq__conn_step(conn, on_script_loaded, "SCRIPT LOAD", 3, argv, lens) != RJQ_OK) {
+            rjq__conn_drop(conn, "out of memory");
+            return;
+        }
+    }
+}
+
+/* The command connection's set-up: FUNCTION LOAD of rjq's library. */
+int rjq__scripts_setup(rjq__conn *conn) {
+    rjq_client *c = conn->c;
+    /* Until the answer says otherwise, scripts wait for EVALSHA. */
+    const char *argv[3] = {"FUNCTION", "LOAD", rjq__library};
+    size_t lens[3] = {8, 4, rjq__library_len};
+    c->fcall = 0;
+    return rjq__conn_step(conn, on_library_step, NULL, 3, argv, lens);
+}
+

@@ -35,6 +35,8 @@
  *   0 <= claiming <= CLAIMS_IN_FLIGHT; asked == 0 when claiming == 0;
  *   running + asked + fetching + offered <= concurrency (offered: the push
  *   ledger's; fetching: claimed jobs whose payloads are on the way);
+ *   0 <= expired <= concurrency (timed-out handles the user still holds,
+ *   their slots freed: see expire());
  *   a STOPPING worker sends no claim;
  *   a group's members: sum of running + asked + fetching <= its concurrency.
  */
@@ -84,7 +86,8 @@ struct rjq_worker {
     long lease_ms, poll_ms, reclaim_ms;
     wstate state;
     cmode mode;
-    int running;              /* handed out, not yet finished by the user */
+    int running;              /* handed out, not yet finished by the user, in a slot */
+    int expired;              /* handed out and timed out, not yet finished: no slot */
     int finishing;            /* finish requests in flight */
     int claiming;             /* claims in flight */
     int asked;                /* jobs those claims asked for */
@@ -103,6 +106,7 @@ struct rjq_worker {
     rjq_stopped_cb *stop_cb;
     void *stop_data;
     rjq_job *jobs;            /* running jobs, for lease extension */
+    rjq_job *expired_jobs;    /* its expired ones (their slots freed) */
     rjq__timer poll_timer, extend_timer;
     struct group *g;          /* its worker of several queues (NULL: none) */
     int g_want;               /* it would claim now: the group's scheduler decides */
@@ -154,6 +158,7 @@ static int group_used(const group *g) {
 
 static void check_invariants(const rjq_worker *w) {
     assert(w->running >= 0 && w->finishing >= 0);
+    assert(w->expired >= 0 && w->expired <= w->concurrency);
     assert(w->g == NULL || group_used(w->g) <= w->g->concurrency);
     assert(w->claiming >= 0 && w->claiming <= CLAIMS_IN_FLIGHT);
     assert(w->asked >= 0 && (w->claiming > 0 || w->asked == 0));
@@ -217,7 +222,7 @@ static void check_stopped(rjq_worker *w) {
         rjq__reg_lost(w->reg);
         if (send_claim(w, 0, 1) == RJQ_OK) return; /* its reply comes back here */
     }
-    if (w->running || w->finishing || w->extend.busy) return;
+    if (w->running || w->expired || w->finishing || w->extend.busy) return;
     detach(w);
     if (w->g) {
         group_gone(w->g, RJQ_OK);
@@ -230,13 +235,14 @@ static void check_stopped(rjq_worker *w) {
 /* Client destruction: running jobs are detached (the user still holds
  * them; complete/fail release them), a pending stop is cancelled. */
 static void destroy(rjq_worker *w) {
-    for (rjq_job *j = w->jobs, *next; j; j = next) {
-        next = j->next;
-        j->w = NULL;
-        j->prev = j->next = NULL;
-        rjq__tok_drop(j->tok);
-        j->tok = NULL;
-    }
+    for (int k = 0; k < 2; k++)
+        for (rjq_job *j = k ? w->expired_jobs : w->jobs, *next; j; j = next) {
+            next = j->next;
+            j->w = NULL;
+            j->prev = j->next = NULL;
+            rjq__tok_drop(j->tok);
+            j->tok = NULL;
+        }
     detach(w);
     if (w->g) {
         group_gone(w->g, RJQ_ECANCELED);
@@ -319,6 +325,20 @@ int rjq__claim_reply_job(const redisReply *r, size_t i, rjq__pushed *d) {
     return e[1]->type == REDIS_REPLY_NIL;
 }
 
+static void list_add(rjq_job **head, rjq_job *j) {
+    j->prev = NULL;
+    j->next = *head;
+    if (*head) (*head)->prev = j;
+    *head = j;
+}
+
+static void list_remove(rjq_job **head, rjq_job *j) {
+    if (j->prev) j->prev->next = j->next;
+    else *head = j->next;
+    if (j->next) j->next->prev = j->prev;
+    j->prev = j->next = NULL;
+}
+
 /* A running job (tok: the record of its token, which it holds). */
 static rjq_job *new_job(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok) {
     if (tok == NULL || d->toklen >= sizeof(((rjq_job *)0)->token)) return NULL;
@@ -340,21 +360,18 @@ static rjq_job *new_job(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok) {
     j->max_attempts = d->max_attempts;
     j->deadline = d->deadline;
     j->notice = 0;
+    j->expired = 0;
     j->tok = tok;
     rjq__tok_hold(tok);
-    j->prev = NULL;
-    j->next = w->jobs;
-    if (w->jobs) w->jobs->prev = j;
-    w->jobs = j;
+    list_add(&w->jobs, j);
     w->running++;
     return j;
 }
 
 static void unlink_job(rjq_worker *w, rjq_job *job) {
-    if (job->prev) job->prev->next = job->next;
-    else w->jobs = job->next;
-    if (job->next) job->next->prev = job->prev;
-    w->running--;
+    list_remove(job->expired ? &w->expired_jobs : &w->jobs, job);
+    if (job->expired) w->expired--;
+    else w->running--;
     rjq__tok_drop(job->tok); /* its last job: the token is forgotten */
     job->tok = NULL;
 }
@@ -951,6 +968,29 @@ static void reg_resync(void *arg) {
 
 /* ---- notices ---------------------------------------------------------------- */
 
+/* A running job's attempt timed out (its notice: the sweep failed it, or
+ * will): it stops counting against the concurrency, so the worker claims
+ * a replacement at once, while the handle stays the user's until they
+ * finish it (refused then: RJQ_ELEASELOST). Its lease is no longer
+ * extended (extend.lua would refuse it); its token stays held, so a
+ * recovering claim leaves the job alone. Memory is bounded: at most
+ * `concurrency` such handles are outstanding; a job timing out beyond
+ * that keeps its slot until one of them is finished (then it is expired,
+ * see rjq__worker_job_done). A stopping worker still waits for them. */
+static void expire(rjq_worker *w, rjq_job *j) {
+    if (j->expired || w->expired >= w->concurrency) return;
+    list_remove(&w->jobs, j);
+    w->running--;
+    j->expired = 1;
+    list_add(&w->expired_jobs, j);
+    w->expired++;
+    check_invariants(w);
+    if (w->state != W_ACTIVE || rjq__closing(client_of(w))) return;
+    if (w->mode == CL_HUNGRY || w->wake_pending) w->want_claim = 1;
+    else w->want_offer = 1;
+    rjq__queue_kick(w->q);
+}
+
 /* The running job id held under token must stop: tell its handler, once.
  * (The callback may finish the job, stop the worker or free the client.) */
 static void notice_job(rjq_worker *w, int reason, const char *token, size_t toklen,
@@ -962,6 +1002,7 @@ static void notice_job(rjq_worker *w, int reason, const char *token, size_t tokl
             continue;
         if (j->notice) return;
         j->notice = reason;
+        if (reason == RJQ_ETIMEDOUT) expire(w, j); /* before: on_notice may finish it */
         if (w->on_notice) w->on_notice(j, reason, w->data);
         return;
     }
@@ -1002,9 +1043,19 @@ void rjq__worker_offer_done(const rjq__offer *o, int status, int registered) {
 
 void rjq__worker_job_done(rjq_job *job) {
     rjq_worker *w = job->w;
+    int expired = job->expired;
     unlink_job(w, job);
     free(job);
     w->finishing++;
+    if (expired) {
+        /* its place: a job that timed out while the expired were too many */
+        for (rjq_job *j = w->jobs; j; j = j->next)
+            if (j->notice == RJQ_ETIMEDOUT) {
+                expire(w, j);
+                break;
+            }
+        return;
+    }
     /* the caller kicks the tick */
     if (w->mode == CL_HUNGRY || w->wake_pending) w->want_claim = 1;
     else w->want_offer = 1;
@@ -1169,7 +1220,13 @@ static size_t hand_back(rjq_worker *w) {
         rjq_job *j = w->jobs;
         unlink_job(w, j);
         j->w = NULL;
-        j->prev = j->next = NULL;
+    }
+    /* expired ones are not handed back (their timeout's failure stands):
+     * only let go of */
+    while (w->expired_jobs) {
+        rjq_job *j = w->expired_jobs;
+        unlink_job(w, j);
+        j->w = NULL;
     }
     check_stopped(w);
     return sent;
@@ -1452,8 +1509,8 @@ int rjq_worker_stop(rjq_worker *w, rjq_stopped_cb *cb, void *data) {
 }
 
 int rjq_worker_running(const rjq_worker *w) {
-    if (w->g == NULL) return w->running;
+    if (w->g == NULL) return w->running + w->expired;
     int n = 0;
-    for (int i = 0; i < w->g->n; i++) n += w->g->m[i]->running;
+    for (int i = 0; i < w->g->n; i++) n += w->g->m[i]->running + w->g->m[i]->expired;
     return n;
 }

@@ -6,7 +6,9 @@
 -- here too (it may have missed that message).
 -- KEYS: 1 active, 2..8 the job columns, 9 deadlines
 -- ARGV: 1 lease ms, then per job: id, token, start (server ms at which
---       the holder's claim of it started, as it knows it; 0: unknown)
+--       the holder's claim of it started, as it knows it: its claim
+--       reply's deadline - lease, which a re-sent claim gives uncapped too,
+--       see claim.lua; 0: unknown)
 -- Returns one code per job: 1 extended, 0 lease lost, 2 cancelled
 -- (cancel.lua: the worker missed the notice on its push channel), 3 its
 -- run time is over (timed out: the job is failed, or will be, by the

@@ -69,12 +69,13 @@ struct group;
 typedef enum { CL_IDLE, CL_HUNGRY } cmode;
 
 /* A worker's background request (lease extension, the stop's
- * deregistration): at most one of each kind in flight; its reply
- * callback gets this as its data. */
+ * deregistration): at most one of each kind in flight (extensions: more
+ * while a payload is being read, see on_extend_timer); its reply callback
+ * gets this as its data. */
 typedef struct background {
     rjq_worker *w;
     const char *what;         /* names it in error messages */
-    int busy;                 /* in flight */
+    int busy;                 /* how many in flight */
 } background;
 
 struct rjq_worker {
@@ -390,10 +391,11 @@ void rjq__worker_job_dropped(rjq_worker *w, rjq_job *job) {
  * have returned its jobs). A worker paused longer than that, SIGSTOP or a
  * frozen VM, finds jobs handed to it before the pause; they were or will
  * be reclaimed and run elsewhere. */
-static int stale(rjq_client *c, const rjq_job *j) {
+static int stale(rjq_client *c, const rjq_job *j, long long until) {
     long long now = rjq__server_now(c), alive = rjq__upkeep_alive_until(c);
+    long long end = until > j->deadline ? until : j->deadline;
     if (now <= 0) return 0;
-    return (j->deadline > 0 && now >= j->deadline) || (alive > 0 && now + ALIVE_MARGIN_MS >= alive);
+    return (end > 0 && now >= end) || (alive > 0 && now + ALIVE_MARGIN_MS >= alive);
 }
 
 /* What a release needs of a job handle (its id and token). */
@@ -403,16 +405,17 @@ static rjq__pushed job_ref(const rjq_job *j) {
 }
 
 /* Hand jobs to the handler. Stale ones are handed back instead, in one
- * call (token-checked: one reclaimed meanwhile is left alone). Jobs of a
- * batch are handed out even when an earlier handler of it stopped the
- * worker (rjq_worker_stop's contract). Once the client is being freed,
- * the rest are left to their lease. */
-static void run_jobs(rjq_worker *w, rjq_job **jobs, size_t n) {
+ * call (token-checked: one reclaimed meanwhile is left alone); until: a
+ * later end of their lease, by extensions sent while their payloads were
+ * read (0: none). Jobs of a batch are handed out even when an earlier
+ * handler of it stopped the worker (rjq_worker_stop's contract). Once the
+ * client is being freed, the rest are left to their lease. */
+static void run_jobs(rjq_worker *w, rjq_job **jobs, size_t n, long long until) {
     rjq_client *c = client_of(w);
     rjq__pushed *back = NULL;
     size_t i = 0, nback = 0;
     for (; i < n && !rjq__free_pending(c); i++) {
-        if (!stale(c, jobs[i])) {
+        if (!stale(c, jobs[i], until)) {
             w->handler(jobs[i], w->data);
             continue;
         }
@@ -453,8 +456,10 @@ static void retry_later(rjq_worker *w) {
  * that were pushed without them (too big to push, see PUSH_INLINE_MAX in
  * lib.lua): the worker reads those with one HMGET of the payload column,
  * sent as the claim's reply or the push comes in, and starts them when it
- * is answered. They count as `fetching` meanwhile; their token is held (a
- * recovering claim leaves it alone), and a cancel notice for one of them
+ * is answered. They count as `fetching` meanwhile; their leases are
+ * extended as running jobs' are (on_extend_timer), so a read slower than
+ * the lease still runs them once; their token is held (a recovering claim
+ * leaves it alone), and a cancel notice for one of them
  * (notice_job) marks it, so it is not started. A job whose payload is gone by then (cancelled and
  * deleted, or its record deleted behind rjq's back) is not started either:
  * its lease ends it. A fetch that fails hands its jobs back (token-checked,
@@ -473,6 +478,7 @@ typedef struct fetch {
     rjq_worker *w;
     rjq__tok *tok;
     long long deadline;
+    long long until;          /* its lease's end, by the extensions sent (server ms) */
     struct fetch *prev, *next; /* the worker's fetches in flight */
     size_t n;
     fetch_job jobs[];         /* then their ids */
@@ -523,13 +529,14 @@ static void on_fetched(rjq_client *c, int status, redisReply *r, void *priv) {
     free(back);
     rjq__tok_drop(f->tok); /* the fetch's hold */
     size_t fetched = f->n;
+    long long until = f->until;
     free(f);
     check_invariants(w);
     if (closing) {
         free(jobs);
         return;
     }
-    run_jobs(w, jobs, made);
+    run_jobs(w, jobs, made, until);
     free(jobs);
     if (w->state == W_ACTIVE) {
         /* slots of jobs not started are free again: claim, or offer them */
@@ -552,6 +559,7 @@ static int fetch_payloads(rjq_worker *w, rjq__tok *tok, const rjq__pushed *d, si
     f->w = w;
     f->tok = tok;
     f->deadline = n ? d[0].deadline : 0;
+    f->until = f->deadline;
     f->n = n;
     char *mem = (char *)&f->jobs[n];
     rjq__argv a;
@@ -701,7 +709,7 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
             go_idle(w, r->element[0]->integer);
         }
     }
-    run_jobs(w, jobs, made);
+    run_jobs(w, jobs, made, 0);
     free(jobs);
     int hungry = w->state == W_ACTIVE && w->mode == CL_HUNGRY;
     if (w->wake_pending || w->mode == CL_HUNGRY || rjq__reg_out_of_step(w->reg)) want_claim(w);
@@ -956,7 +964,7 @@ static void take_pushed(void *arg, unsigned epoch, const rjq__pushed *d, size_t 
     if (nback) rjq__push_release(w->q, NULL, back, nback);
     if (tok) rjq__tok_drop(tok); /* the arrival */
     free(back);
-    run_jobs(w, jobs, made);
+    run_jobs(w, jobs, made, 0);
     free(jobs);
     if (rjq__reg_out_of_step(w->reg)) want_claim(w);
     check_stopped(w);
@@ -1071,7 +1079,7 @@ void rjq__worker_finish_replied(rjq_worker *w) {
 static void on_background_done(rjq_client *c, int status, redisReply *r, void *priv) {
     background *b = priv;
     (void)r;
-    b->busy = 0;
+    b->busy--;
     rjq__background_failed(c, status, b->what);
     if (!rjq__closing(c)) check_stopped(b->w);
 }
@@ -1102,23 +1110,54 @@ static void on_extended(rjq_client *c, int status, redisReply *r, void *priv) {
         const char *id = p, *token = id + strlen(id) + 1;
         p = token + strlen(token) + 1;
         /* 2: cancelled, 3: its run time is over (its timeout), and the
-         * notice on the push channel was missed */
+         * notice on the push channel was missed; 0: its lease was lost (a
+         * job whose payload is still being read is then not started) */
         long long code = r->element[i]->type == REDIS_REPLY_INTEGER ? r->element[i]->integer : 0;
         if (code == 2 || code == 3)
             notice_job(w, code == 2 ? RJQ_EJOBCANCELED : RJQ_ETIMEDOUT, token, strlen(token), id,
                        strlen(id));
+        else if (code == 0)
+            fetch_notice(w, token, strlen(token), id, strlen(id));
     }
     free(x);
     on_background_done(c, status, r, &w->extend);
 }
 
+/* One job of an extension: its id, token and claim start in a, recorded
+ * in *p. */
+static void extend_add(rjq__argv *a, char **p, const char *id, size_t idlen, const char *token,
+                       long long deadline, long lease_ms) {
+    size_t tl = strlen(token) + 1;
+    rjq__argv_add(a, id, idlen);
+    rjq__argv_str(a, token);
+    /* its claim's start as the lease's end tells it (extend.lua) */
+    rjq__argv_ll(a, deadline > lease_ms ? deadline - lease_ms : 0);
+    memcpy(*p, id, idlen);
+    (*p)[idlen] = '\0';
+    memcpy(*p + idlen + 1, token, tl);
+    *p += idlen + 1 + tl;
+}
+
+/* Every lease_ms/3: extend the leases of the running jobs and of those
+ * whose payloads are being read, so that a payload that takes longer than
+ * the lease to arrive does not lose its job (to the sweep, or handed back
+ * as stale on arrival: on_fetched counts on the extensions sent). One
+ * extension at a time, except while a payload is being read: its reply
+ * waits behind that payload's, so more go out meanwhile. */
 static void on_extend_timer(rjq__timer *t) {
     rjq_worker *w = t->owner;
     rjq_client *c = client_of(w);
     rjq__timer_start(c, &w->extend_timer, (uint64_t)(w->lease_ms / 3));
-    if (w->jobs == NULL || w->extend.busy) return;
+    if ((w->jobs == NULL && w->fetches == NULL) || (w->extend.busy && w->fetches == NULL)) return;
     size_t n = 0, size = 0;
     for (rjq_job *j = w->jobs; j; j = j->next, n++) size += strlen(j->id) + strlen(j->token) + 2;
+    for (fetch *f = w->fetches; f; f = f->next)
+        for (size_t i = 0; i < f->n; i++)
+            if (!f->jobs[i].cancelled) {
+                n++;
+                size += f->jobs[i].idlen + strlen(rjq__tok_str(f->tok)) + 2;
+            }
+    if (n == 0) return;
     extend_ctx *x = malloc(sizeof *x + size);
     if (x == NULL) return; /* tried again next period */
     x->w = w;
@@ -1128,23 +1167,24 @@ static void on_extend_timer(rjq__timer *t) {
     rjq__argv_init(&a);
     RJQ__KEYS(&a, w->q, RJQ__K_ACTIVE, RJQ__K_COLUMNS, RJQ__K_DEADLINES);
     rjq__argv_ll(&a, w->lease_ms);
-    for (rjq_job *j = w->jobs; j; j = j->next) {
-        rjq__argv_str(&a, j->id);
-        rjq__argv_str(&a, j->token);
-        /* its claim's start as the lease's end tells it (extend.lua) */
-        rjq__argv_ll(&a, j->deadline > w->lease_ms ? j->deadline - w->lease_ms : 0);
-        size_t il = strlen(j->id) + 1, tl = strlen(j->token) + 1;
-        memcpy(p, j->id, il);
-        memcpy(p + il, j->token, tl);
-        p += il + tl;
-    }
-    if (!a.oom && rjq__script(c, RJQ__S_EXTEND, 0, on_extended, x, a.n, a.v, a.len) == RJQ_OK)
-        w->extend.busy = 1;
-    else
+    for (rjq_job *j = w->jobs; j; j = j->next)
+        extend_add(&a, &p, j->id, strlen(j->id), j->token, j->deadline, w->lease_ms);
+    for (fetch *f = w->fetches; f; f = f->next)
+        for (size_t i = 0; i < f->n; i++)
+            if (!f->jobs[i].cancelled)
+                extend_add(&a, &p, f->jobs[i].id, f->jobs[i].idlen, rjq__tok_str(f->tok),
+                           f->deadline, w->lease_ms);
+    /* (the lease's end it asks for: no earlier than this, by the server's clock) */
+    long long now = rjq__server_now(c);
+    if (!a.oom && rjq__script(c, RJQ__S_EXTEND, 0, on_extended, x, a.n, a.v, a.len) == RJQ_OK) {
+        w->extend.busy++;
+        for (fetch *f = w->fetches; f && now > 0; f = f->next)
+            if (now + w->lease_ms > f->until) f->until = now + w->lease_ms;
+    } else {
         free(x);
+    }
     rjq__argv_free(&a);
 }
-
 
 /* ---- the queue's workers and the client's ------------------------------- */
 
@@ -1189,7 +1229,7 @@ static void stop(rjq_worker *w, rjq_stopped_cb *cb, void *data) {
     /* No more pushes: drop the registration (jobs pushed meanwhile are
      * handed back as they arrive). */
     if (rjq__push_leave(w->reg, on_background_done, &w->deregister) == RJQ_OK)
-        w->deregister.busy = 1;
+        w->deregister.busy++;
     /* Nor a place among the waiters for a slot of a limited queue
      * (claim.lua): the slots are not left to it */
     size_t klen;

@@ -571,6 +571,10 @@ TEST(job_past_its_timeout_is_failed_and_retried_and_its_holder_can_neither_exten
     ASSERT(loop_until_count(e.base, &started, 1, 5000));
     rjq_job *zombie = held_job;
     ASSERT(loop_until(e.base, &timeout_notices, 5000));
+    /* the notice freed its slot: stopped, it does not claim the retry (one
+     * that still reaches it goes back, attempt not counted); its stop
+     * waits for the zombie's handle */
+    ASSERT_OK(rjq_worker_stop(wa, NULL, NULL));
     ASSERT_EQ(RJQ_ETIMEDOUT, timeout_reason);
     ASSERT_EQ(RJQ_ETIMEDOUT, rjq_job_notice(zombie));
     /* (the notice may come before the sweep failed the job) */
@@ -586,9 +590,11 @@ TEST(job_past_its_timeout_is_failed_and_retried_and_its_holder_can_neither_exten
     info_wait i = get_info(e.base, e.q, "t");
     ASSERT_STREQ("timed out after 400 ms", i.error);
 
-    /* a second worker runs the retry */
+    /* a second worker runs the retry (and sweeps: the first one goes once
+     * its zombie is finished) */
     rjq_client *c2 = client_for(e.base, &e.s);
     rjq_worker_options wo2 = quiet_worker_options(1);
+    wo2.reclaim_ms = 100;
     rjq_worker *wb;
     ASSERT_OK(rjq_worker_start(queue_for(c2, "to"), &wo2, complete_handler, NULL, &wb));
     ASSERT(loop_until_count(e.base, &finished, 1, 5000));

@@ -736,6 +736,67 @@ TEST(claim_reply_that_stops_arriving_still_times_out) {
     env_stop_proxied(&e, &p);
 }
 
+static char read_token[64]; /* the token the job of the test below ran with */
+
+static void token_handler(rjq_job *job, void *data) {
+    snprintf(read_token, sizeof read_token, "%s", rjq_job_token(job));
+    huge_handler(job, data);
+}
+
+/* Regression (issue 31, item 4): a payload whose read takes longer than
+ * the job's lease (4 MiB over the slow link: over 2.5 s, with a lease of
+ * 1 s and sweeps every 200 ms) runs its job once, under the token it was
+ * pushed with: the worker extends the leases of the jobs whose payloads it
+ * reads. (Before, the sweep took the job back when its lease ran out, the
+ * worker handed it back as stale when the payload arrived, and it was
+ * claimed and read again, for ever.) */
+TEST(payload_read_slower_than_the_lease_runs_its_job_once_with_one_token) {
+    test_env e;
+    proxy p;
+    huge_ctx x = {.len = 4u << 20, .fill = 'r'};
+    rjq_client_options o = client_options("");
+    o.on_event = huge_event;
+    o.event_data = &x;
+    env_start_proxied_opts(&e, &p, "slowread", &o);
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.lease_ms = 1000;  /* extended every 333 ms */
+    wo.reclaim_ms = 200; /* it sweeps: a lease not extended is taken back */
+    rjq_worker *w = NULL;
+    read_token[0] = '\0';
+    ASSERT_OK(rjq_worker_start(e.q, &wo, token_handler, &x, &w));
+    /* idle, its slot registered: the job is pushed as its id (too big to
+     * push) and the worker reads its payload */
+    for (int k = 0; k < 500 && server_int(e.rc, "HLEN t:{slowread}:idle") < 1; k++)
+        loop_for(e.base, 10);
+    wait_worker_started(e.base, e.c, e.q, e.rc, "slowread");
+    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{slowread}:idle"));
+    char *big = malloc(x.len);
+    ASSERT(big != NULL);
+    memset(big, x.fill, x.len);
+    rjq_job_options jo = {0};
+    jo.id = "big";
+    ASSERT_OK(rjq_enqueue(e.q, big, x.len, &jo, NULL, NULL));
+    free(big);
+    proxy_trickle(&p, 16u << 10, 10);
+    wait_completed_or_dropped(e.base, &x);
+    proxy_trickle(&p, 0, 0);
+    ASSERT_EQ(0, x.drops[RJQ_CONN_COMMAND]);
+    ASSERT_EQ(1, x.completed);
+    ASSERT_EQ(1, x.handled);
+    ASSERT_EQ(0, x.bad);
+    redisReply *r = server_cmd(e.rc, "HGET t:{slowread}:state big");
+    ASSERT(r->type == REDIS_REPLY_STRING);
+    char want[128];
+    snprintf(want, sizeof want, "completed 1 %s", read_token);
+    ASSERT_STREQ(want, r->str);
+    freeReplyObject(r);
+    rjq_stats s = get_stats(e.base, e.q);
+    ASSERT_EQ(1, s.completed);
+    ASSERT_EQ(0, s.reclaimed);
+    ASSERT_EQ(0, s.ready + s.active);
+    env_stop_proxied(&e, &p);
+}
+
 /* A test env whose client reports disconnects to x; Redis' pubsub output
  * buffer limit lowered to `limit` (hard and soft), so a push message over
  * it drops the subscriber connection. */

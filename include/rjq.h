@@ -290,8 +290,9 @@ typedef struct rjq_client_options {
      * runs once: no push carries more than 16 KiB of a payload (the worker
      * reads bigger ones with a plain HMGET), and a reply still arriving
      * counts neither against command_timeout_ms nor against liveness_ms.
-     * It must arrive within the job's lease (lease_ms, 30 s by default):
-     * one whose lease ended before it arrived is handed back unrun. */
+     * The worker extends the job's lease while its payload arrives (in a
+     * claim's reply or its own read), so a payload that takes longer than
+     * lease_ms to arrive still runs its job once, under one token. */
     size_t max_payload;
     rjq_event_cb *on_event;    /* optional connection event listener */
     void *event_data;

@@ -96,6 +96,7 @@ struct rjq_worker {
     int ids_only;             /* ids-only claims and fetches in flight */
     long payload_avg;         /* recent payloads' length (moving average) */
     struct fetch *fetches;    /* fetches in flight */
+    struct claim_ctx *claims; /* claims in flight */
     int wake_pending;         /* doorbell heard, no claim sent since */
     int want_claim;           /* claim on the next queue tick */
     int want_offer;           /* slots were freed while idle: offer them */
@@ -607,6 +608,9 @@ typedef struct claim_ctx {
     unsigned epoch;
     int recovers;             /* it recovers jobs pushed unheard */
     int ids_only;             /* it asked for ids only (payloads: fetch) */
+    char token[64];
+    long long until;          /* its jobs' lease end, by the extensions sent (server ms) */
+    struct claim_ctx *prev, *next; /* the worker's claims in flight */
 } claim_ctx;
 
 static int in_range(const redisReply *e, long long lo, long long hi) {
@@ -637,8 +641,11 @@ int rjq__claim_reply_ok(const redisReply *r, int asked) {
 
 static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     claim_ctx x = *(claim_ctx *)priv;
-    free(priv);
     rjq_worker *w = x.w;
+    if (x.prev) x.prev->next = x.next;
+    else w->claims = x.next;
+    if (x.next) x.next->prev = x.prev;
+    free(priv);
     rjq_queue *q = w->q;
     w->claiming--;
     w->asked -= x.asked;
@@ -709,7 +716,7 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
             go_idle(w, r->element[0]->integer);
         }
     }
-    run_jobs(w, jobs, made, 0);
+    run_jobs(w, jobs, made, x.until);
     free(jobs);
     int hungry = w->state == W_ACTIVE && w->mode == CL_HUNGRY;
     if (w->wake_pending || w->mode == CL_HUNGRY || rjq__reg_out_of_step(w->reg)) want_claim(w);
@@ -746,9 +753,10 @@ static int send_claim(rjq_worker *w, int want, int reset) {
     ctx->epoch = rjq__reg_claim_epoch(w->reg, reset);
     ctx->recovers = rjq__reg_claim_recovers(w->reg, reset);
     ctx->ids_only = w->payload_avg >= CLAIM_INLINE_MAX || w->ids_only > 0;
-    char token[64], word[12];
+    char *token = ctx->token, word[12];
     rjq__random_word(c, word, 10); /* ~59 bits: new for every call of this worker */
-    snprintf(token, sizeof token, "%s%s", rjq__held_prefix(w->held), word);
+    snprintf(token, sizeof ctx->token, "%s%s", rjq__held_prefix(w->held), word);
+    ctx->until = 0;
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_STATS,
@@ -777,6 +785,10 @@ static int send_claim(rjq_worker *w, int want, int reset) {
         return rc;
     }
     rjq__reg_claim_sent(w->reg, ctx->epoch, reset, ctx->recovers);
+    ctx->prev = NULL;
+    ctx->next = w->claims;
+    if (w->claims) w->claims->prev = ctx;
+    w->claims = ctx;
     w->claiming++;
     w->asked += want;
     w->ids_only += ctx->ids_only;
@@ -1113,6 +1125,7 @@ static void on_extended(rjq_client *c, int status, redisReply *r, void *priv) {
          * notice on the push channel was missed; 0: its lease was lost (a
          * job whose payload is still being read is then not started) */
         long long code = r->element[i]->type == REDIS_REPLY_INTEGER ? r->element[i]->integer : 0;
+        if (id[0] == '\0') continue; /* a claim in flight's */
         if (code == 2 || code == 3)
             notice_job(w, code == 2 ? RJQ_EJOBCANCELED : RJQ_ETIMEDOUT, token, strlen(token), id,
                        strlen(id));
@@ -1138,17 +1151,19 @@ static void extend_add(rjq__argv *a, char **p, const char *id, size_t idlen, con
     *p += idlen + 1 + tl;
 }
 
-/* Every lease_ms/3: extend the leases of the running jobs and of those
- * whose payloads are being read, so that a payload that takes longer than
- * the lease to arrive does not lose its job (to the sweep, or handed back
- * as stale on arrival: on_fetched counts on the extensions sent). One
- * extension at a time, except while a payload is being read: its reply
- * waits behind that payload's, so more go out meanwhile. */
+/* Every lease_ms/3: extend the leases of the running jobs, of those whose
+ * payloads are being read, and of those of the claims in flight (by their
+ * tokens: extend.lua), so that a payload that takes longer than the lease
+ * to arrive does not lose its job (to the sweep, or handed back as stale
+ * on arrival: on_fetched and on_claimed count on the extensions sent). One
+ * extension at a time, except while a payload may be being read: its
+ * reply waits behind that payload's, so more go out meanwhile. */
 static void on_extend_timer(rjq__timer *t) {
     rjq_worker *w = t->owner;
     rjq_client *c = client_of(w);
     rjq__timer_start(c, &w->extend_timer, (uint64_t)(w->lease_ms / 3));
-    if ((w->jobs == NULL && w->fetches == NULL) || (w->extend.busy && w->fetches == NULL)) return;
+    int reading = w->fetches != NULL || w->claims != NULL;
+    if ((w->jobs == NULL && !reading) || (w->extend.busy && !reading)) return;
     size_t n = 0, size = 0;
     for (rjq_job *j = w->jobs; j; j = j->next, n++) size += strlen(j->id) + strlen(j->token) + 2;
     for (fetch *f = w->fetches; f; f = f->next)
@@ -1157,6 +1172,7 @@ static void on_extend_timer(rjq__timer *t) {
                 n++;
                 size += f->jobs[i].idlen + strlen(rjq__tok_str(f->tok)) + 2;
             }
+    for (claim_ctx *k = w->claims; k; k = k->next, n++) size += strlen(k->token) + 2;
     if (n == 0) return;
     extend_ctx *x = malloc(sizeof *x + size);
     if (x == NULL) return; /* tried again next period */
@@ -1165,7 +1181,7 @@ static void on_extend_timer(rjq__timer *t) {
     char *p = x->sent;
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, w->q, RJQ__K_ACTIVE, RJQ__K_COLUMNS, RJQ__K_DEADLINES);
+    RJQ__KEYS(&a, w->q, RJQ__K_ACTIVE, RJQ__K_COLUMNS, RJQ__K_DEADLINES, RJQ__K_HELD);
     rjq__argv_ll(&a, w->lease_ms);
     for (rjq_job *j = w->jobs; j; j = j->next)
         extend_add(&a, &p, j->id, strlen(j->id), j->token, j->deadline, w->lease_ms);
@@ -1174,12 +1190,16 @@ static void on_extend_timer(rjq__timer *t) {
             if (!f->jobs[i].cancelled)
                 extend_add(&a, &p, f->jobs[i].id, f->jobs[i].idlen, rjq__tok_str(f->tok),
                            f->deadline, w->lease_ms);
+    for (claim_ctx *k = w->claims; k; k = k->next) /* (last: extend.lua) */
+        extend_add(&a, &p, "", 0, k->token, 0, w->lease_ms);
     /* (the lease's end it asks for: no earlier than this, by the server's clock) */
     long long now = rjq__server_now(c);
     if (!a.oom && rjq__script(c, RJQ__S_EXTEND, 0, on_extended, x, a.n, a.v, a.len) == RJQ_OK) {
         w->extend.busy++;
         for (fetch *f = w->fetches; f && now > 0; f = f->next)
             if (now + w->lease_ms > f->until) f->until = now + w->lease_ms;
+        for (claim_ctx *k = w->claims; k && now > 0; k = k->next)
+            if (now + w->lease_ms > k->until) k->until = now + w->lease_ms;
     } else {
         free(x);
     }

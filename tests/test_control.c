@@ -1653,6 +1653,45 @@ TEST(timed_out_handle_held_through_a_close_is_let_go_not_handed_back) {
     env_stop(&e);
 }
 
+static rjq_client *free_in_notice; /* the client the notice below frees */
+
+static void notice_then_free_client(rjq_job *job, int reason, void *data) {
+    (void)data;
+    held_job = job;
+    timeout_reason = reason;
+    id_notices++;
+    rjq_client_free(free_in_notice);
+}
+
+/* The client freed from inside the timeout notice (after the notice freed
+ * the job's slot, which asked for a claim): nothing is claimed or leaked,
+ * and the handle, let go of, is freed by its completion (RJQ_ECLOSED). */
+TEST(client_freed_from_inside_a_timeout_notice_leaks_nothing) {
+    test_env e;
+    env_start(&e, "tx");
+    rjq_client *wc = client_for(e.base, &e.s);
+    free_in_notice = wc;
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 100;
+    wo.on_notice = notice_then_free_client;
+    started = 0;
+    id_notices = 0;
+    held_job = NULL;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(queue_for(wc, "tx"), &wo, keep_handler, NULL, &w));
+    rjq_job_options o = {0};
+    o.id = "a";
+    o.timeout_ms = 100;
+    o.max_attempts = 1;
+    enqueue_opts(&e, "x", &o);
+    ASSERT(loop_until_count(e.base, &id_notices, 1, 5000));
+    ASSERT_EQ(RJQ_ETIMEDOUT, timeout_reason);
+    enqueue_x_ok(e.base, e.q, "b", 0, 0); /* (a round trip: the loop ran on) */
+    ASSERT_EQ(1, started);
+    ASSERT_EQ(RJQ_ECLOSED, rjq_job_complete(held_job, "", 0, NULL, NULL));
+    env_stop(&e);
+}
+
 /* The other side of the refusal above: a lease that merely ran out (as
  * for a worker paused longer than its lease) with no sweep or other worker
  * having taken the job since still accepts its holder's completion, the

@@ -290,8 +290,9 @@ typedef struct rjq_client_options {
      * runs once: no push carries more than 16 KiB of a payload (the worker
      * reads bigger ones with a plain HMGET), and a reply still arriving
      * counts neither against command_timeout_ms nor against liveness_ms.
-     * It must arrive within the job's lease (lease_ms, 30 s by default):
-     * one whose lease ended before it arrived is handed back unrun. */
+     * The worker extends the job's lease while its payload arrives (in a
+     * claim's reply or its own read), so a payload that takes longer than
+     * lease_ms to arrive still runs its job once, under one token. */
     size_t max_payload;
     rjq_event_cb *on_event;    /* optional connection event listener */
     void *event_data;
@@ -399,8 +400,9 @@ typedef void rjq_closed_cb(const rjq_close_report *report, void *data);
  *   and failures are sent, as are enqueues already made;
  * - at the deadline, jobs still running are handed back to their queue
  *   (first in their priority, attempt not counted): nothing waits for a
- *   lease. Their handles are the caller's to drop: completing or failing
- *   one then returns RJQ_ECLOSED and frees it;
+ *   lease; a timed-out job whose slot was freed (on_notice) is not handed
+ *   back (its timeout's failure stands). Their handles are the caller's to
+ *   drop: completing or failing one then returns RJQ_ECLOSED and frees it;
  * - once nothing is in flight (or command_timeout_ms after the deadline,
  *   when Redis does not answer) the client is freed as by
  *   rjq_client_free() (awaits end with RJQ_ECANCELED) and cb (may be NULL)
@@ -668,9 +670,16 @@ typedef struct rjq_worker_options {
      * RJQ_EJOBCANCELED after a cancel (the job is not retried), with
      * RJQ_ELEASELOST after a timeout (the timeout's failure stands: the
      * job is retried or dead under its retry policy, whatever the
-     * completion or failure said). The job's slot of the worker is free
-     * once the handler has finished it. A handler that never listens is
-     * refused the same way when it finishes. See also rjq_job_notice(). */
+     * completion or failure said). A cancelled job's slot of the worker is
+     * free once the handler has finished it. A timed-out job's slot is
+     * freed when the notice comes (before on_notice is called), so the
+     * worker claims a replacement at once while the handler still holds
+     * the handle (valid until it completes or fails it; its lease is no
+     * longer extended); at most `concurrency` such timed-out handles may
+     * be held beyond the concurrency: while that many are, a job timing
+     * out keeps its slot until one of them is finished. A handler that
+     * never listens is refused the same way when it finishes. See also
+     * rjq_job_notice(). */
     rjq_notice_fn *on_notice;
 } rjq_worker_options;
 
@@ -760,7 +769,8 @@ typedef void rjq_stopped_cb(rjq_worker *w, int status, void *data);
 /*
  * Stop claiming and withdraw the worker's registered slots; cb (may be NULL)
  * is called once when every job the worker handed out has been completed or
- * failed (RJQ_OK), or with RJQ_ECANCELED if the client is freed first. The
+ * failed (RJQ_OK; timed-out handles whose slot was freed too), or with
+ * RJQ_ECANCELED if the client is freed first. The
  * worker is freed after cb returns. Jobs that an in-flight claim or a push
  * still brings go back to the queue unstarted, their attempt not counted
  * (jobs of a batch a handler of which called this are still handed out).
@@ -768,7 +778,9 @@ typedef void rjq_stopped_cb(rjq_worker *w, int status, void *data);
  */
 RJQ_API int rjq_worker_stop(rjq_worker *w, rjq_stopped_cb *cb, void *data);
 
-/* Number of jobs this worker has handed out and not yet seen finished. */
+/* Number of jobs this worker has handed out and not yet seen finished
+ * (timed-out ones whose slot was freed included: it may exceed the
+ * concurrency, by at most the concurrency). */
 RJQ_API int rjq_worker_running(const rjq_worker *w);
 
 /* Job accessors: valid until rjq_job_complete()/rjq_job_fail() is called. */

@@ -32,6 +32,7 @@ struct rjq_job {
     int attempt, max_attempts;
     long long deadline;       /* its lease's end when it was handed out, server time (ms) */
     int notice;               /* why it must stop (rjq_job_notice), 0: it may run on */
+    int expired;              /* timed out, its slot freed: on its worker's expired list */
     struct rjq__tok *tok;     /* its token's record (held.h), while its worker has it */
     struct rjq_job *prev, *next; /* the worker's running jobs */
 };

@@ -35,6 +35,8 @@
  *   0 <= claiming <= CLAIMS_IN_FLIGHT; asked == 0 when claiming == 0;
  *   running + asked + fetching + offered <= concurrency (offered: the push
  *   ledger's; fetching: claimed jobs whose payloads are on the way);
+ *   0 <= expired <= concurrency (timed-out handles the user still holds,
+ *   their slots freed: see expire());
  *   a STOPPING worker sends no claim;
  *   a group's members: sum of running + asked + fetching <= its concurrency.
  */
@@ -67,12 +69,13 @@ struct group;
 typedef enum { CL_IDLE, CL_HUNGRY } cmode;
 
 /* A worker's background request (lease extension, the stop's
- * deregistration): at most one of each kind in flight; its reply
- * callback gets this as its data. */
+ * deregistration): at most one of each kind in flight (extensions: more
+ * while a payload is being read, see on_extend_timer); its reply callback
+ * gets this as its data. */
 typedef struct background {
     rjq_worker *w;
     const char *what;         /* names it in error messages */
-    int busy;                 /* in flight */
+    int busy;                 /* how many in flight */
 } background;
 
 struct rjq_worker {
@@ -84,7 +87,8 @@ struct rjq_worker {
     long lease_ms, poll_ms, reclaim_ms;
     wstate state;
     cmode mode;
-    int running;              /* handed out, not yet finished by the user */
+    int running;              /* handed out, not yet finished by the user, in a slot */
+    int expired;              /* handed out and timed out, not yet finished: no slot */
     int finishing;            /* finish requests in flight */
     int claiming;             /* claims in flight */
     int asked;                /* jobs those claims asked for */
@@ -92,6 +96,7 @@ struct rjq_worker {
     int ids_only;             /* ids-only claims and fetches in flight */
     long payload_avg;         /* recent payloads' length (moving average) */
     struct fetch *fetches;    /* fetches in flight */
+    struct claim_ctx *claims; /* claims in flight */
     int wake_pending;         /* doorbell heard, no claim sent since */
     int want_claim;           /* claim on the next queue tick */
     int want_offer;           /* slots were freed while idle: offer them */
@@ -103,6 +108,7 @@ struct rjq_worker {
     rjq_stopped_cb *stop_cb;
     void *stop_data;
     rjq_job *jobs;            /* running jobs, for lease extension */
+    rjq_job *expired_jobs;    /* its expired ones (their slots freed) */
     rjq__timer poll_timer, extend_timer;
     struct group *g;          /* its worker of several queues (NULL: none) */
     int g_want;               /* it would claim now: the group's scheduler decides */
@@ -154,6 +160,7 @@ static int group_used(const group *g) {
 
 static void check_invariants(const rjq_worker *w) {
     assert(w->running >= 0 && w->finishing >= 0);
+    assert(w->expired >= 0 && w->expired <= w->concurrency);
     assert(w->g == NULL || group_used(w->g) <= w->g->concurrency);
     assert(w->claiming >= 0 && w->claiming <= CLAIMS_IN_FLIGHT);
     assert(w->asked >= 0 && (w->claiming > 0 || w->asked == 0));
@@ -218,7 +225,7 @@ static void check_stopped(rjq_worker *w) {
         rjq__reg_lost(w->reg);
         if (send_claim(w, 0, 1) == RJQ_OK) return; /* its reply comes back here */
     }
-    if (w->running || w->finishing || w->extend.busy) return;
+    if (w->running || w->expired || w->finishing || w->extend.busy) return;
     detach(w);
     if (w->g) {
         group_gone(w->g, RJQ_OK);
@@ -231,13 +238,14 @@ static void check_stopped(rjq_worker *w) {
 /* Client destruction: running jobs are detached (the user still holds
  * them; complete/fail release them), a pending stop is cancelled. */
 static void destroy(rjq_worker *w) {
-    for (rjq_job *j = w->jobs, *next; j; j = next) {
-        next = j->next;
-        j->w = NULL;
-        j->prev = j->next = NULL;
-        rjq__tok_drop(j->tok);
-        j->tok = NULL;
-    }
+    for (int k = 0; k < 2; k++)
+        for (rjq_job *j = k ? w->expired_jobs : w->jobs, *next; j; j = next) {
+            next = j->next;
+            j->w = NULL;
+            j->prev = j->next = NULL;
+            rjq__tok_drop(j->tok);
+            j->tok = NULL;
+        }
     detach(w);
     if (w->g) {
         group_gone(w->g, RJQ_ECANCELED);
@@ -320,6 +328,20 @@ int rjq__claim_reply_job(const redisReply *r, size_t i, rjq__pushed *d) {
     return e[1]->type == REDIS_REPLY_NIL;
 }
 
+static void list_add(rjq_job **head, rjq_job *j) {
+    j->prev = NULL;
+    j->next = *head;
+    if (*head) (*head)->prev = j;
+    *head = j;
+}
+
+static void list_remove(rjq_job **head, rjq_job *j) {
+    if (j->prev) j->prev->next = j->next;
+    else *head = j->next;
+    if (j->next) j->next->prev = j->prev;
+    j->prev = j->next = NULL;
+}
+
 /* A running job (tok: the record of its token, which it holds). */
 static rjq_job *new_job(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok) {
     if (tok == NULL || d->toklen >= sizeof(((rjq_job *)0)->token)) return NULL;
@@ -341,21 +363,18 @@ static rjq_job *new_job(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok) {
     j->max_attempts = d->max_attempts;
     j->deadline = d->deadline;
     j->notice = 0;
+    j->expired = 0;
     j->tok = tok;
     rjq__tok_hold(tok);
-    j->prev = NULL;
-    j->next = w->jobs;
-    if (w->jobs) w->jobs->prev = j;
-    w->jobs = j;
+    list_add(&w->jobs, j);
     w->running++;
     return j;
 }
 
 static void unlink_job(rjq_worker *w, rjq_job *job) {
-    if (job->prev) job->prev->next = job->next;
-    else w->jobs = job->next;
-    if (job->next) job->next->prev = job->prev;
-    w->running--;
+    list_remove(job->expired ? &w->expired_jobs : &w->jobs, job);
+    if (job->expired) w->expired--;
+    else w->running--;
     rjq__tok_drop(job->tok); /* its last job: the token is forgotten */
     job->tok = NULL;
 }
@@ -374,10 +393,11 @@ void rjq__worker_job_dropped(rjq_worker *w, rjq_job *job) {
  * have returned its jobs). A worker paused longer than that, SIGSTOP or a
  * frozen VM, finds jobs handed to it before the pause; they were or will
  * be reclaimed and run elsewhere. */
-static int stale(rjq_client *c, const rjq_job *j) {
+static int stale(rjq_client *c, const rjq_job *j, long long until) {
     long long now = rjq__server_now(c), alive = rjq__upkeep_alive_until(c);
+    long long end = until > j->deadline ? until : j->deadline;
     if (now <= 0) return 0;
-    return (j->deadline > 0 && now >= j->deadline) || (alive > 0 && now + ALIVE_MARGIN_MS >= alive);
+    return (end > 0 && now >= end) || (alive > 0 && now + ALIVE_MARGIN_MS >= alive);
 }
 
 /* What a release needs of a job handle (its id and token). */
@@ -387,16 +407,17 @@ static rjq__pushed job_ref(const rjq_job *j) {
 }
 
 /* Hand jobs to the handler. Stale ones are handed back instead, in one
- * call (token-checked: one reclaimed meanwhile is left alone). Jobs of a
- * batch are handed out even when an earlier handler of it stopped the
- * worker (rjq_worker_stop's contract). Once the client is being freed,
- * the rest are left to their lease. */
-static void run_jobs(rjq_worker *w, rjq_job **jobs, size_t n) {
+ * call (token-checked: one reclaimed meanwhile is left alone); until: a
+ * later end of their lease, by extensions sent while their payloads were
+ * read (0: none). Jobs of a batch are handed out even when an earlier
+ * handler of it stopped the worker (rjq_worker_stop's contract). Once the
+ * client is being freed, the rest are left to their lease. */
+static void run_jobs(rjq_worker *w, rjq_job **jobs, size_t n, long long until) {
     rjq_client *c = client_of(w);
     rjq__pushed *back = NULL;
     size_t i = 0, nback = 0;
     for (; i < n && !rjq__free_pending(c); i++) {
-        if (!stale(c, jobs[i])) {
+        if (!stale(c, jobs[i], until)) {
             w->handler(jobs[i], w->data);
             continue;
         }
@@ -437,8 +458,10 @@ static void retry_later(rjq_worker *w) {
  * that were pushed without them (too big to push, see PUSH_INLINE_MAX in
  * lib.lua): the worker reads those with one HMGET of the payload column,
  * sent as the claim's reply or the push comes in, and starts them when it
- * is answered. They count as `fetching` meanwhile; their token is held (a
- * recovering claim leaves it alone), and a cancel notice for one of them
+ * is answered. They count as `fetching` meanwhile; their leases are
+ * extended as running jobs' are (on_extend_timer), so a read slower than
+ * the lease still runs them once; their token is held (a recovering claim
+ * leaves it alone), and a cancel notice for one of them
  * (notice_job) marks it, so it is not started. A job whose payload is gone by then (cancelled and
  * deleted, or its record deleted behind rjq's back) is not started either:
  * its lease ends it. A fetch that fails hands its jobs back (token-checked,
@@ -457,6 +480,7 @@ typedef struct fetch {
     rjq_worker *w;
     rjq__tok *tok;
     long long deadline;
+    long long until;          /* its lease's end, by the extensions sent (server ms) */
     struct fetch *prev, *next; /* the worker's fetches in flight */
     size_t n;
     fetch_job jobs[];         /* then their ids */
@@ -507,13 +531,14 @@ static void on_fetched(rjq_client *c, int status, redisReply *r, void *priv) {
     free(back);
     rjq__tok_drop(f->tok); /* the fetch's hold */
     size_t fetched = f->n;
+    long long until = f->until;
     free(f);
     check_invariants(w);
     if (closing) {
         free(jobs);
         return;
     }
-    run_jobs(w, jobs, made);
+    run_jobs(w, jobs, made, until);
     free(jobs);
     if (w->state == W_ACTIVE) {
         /* slots of jobs not started are free again: claim, or offer them */
@@ -536,6 +561,7 @@ static int fetch_payloads(rjq_worker *w, rjq__tok *tok, const rjq__pushed *d, si
     f->w = w;
     f->tok = tok;
     f->deadline = n ? d[0].deadline : 0;
+    f->until = f->deadline;
     f->n = n;
     char *mem = (char *)&f->jobs[n];
     rjq__argv a;
@@ -583,6 +609,9 @@ typedef struct claim_ctx {
     unsigned epoch;
     int recovers;             /* it recovers jobs pushed unheard */
     int ids_only;             /* it asked for ids only (payloads: fetch) */
+    char token[64];
+    long long until;          /* its jobs' lease end, by the extensions sent (server ms) */
+    struct claim_ctx *prev, *next; /* the worker's claims in flight */
 } claim_ctx;
 
 static int in_range(const redisReply *e, long long lo, long long hi) {
@@ -613,8 +642,11 @@ int rjq__claim_reply_ok(const redisReply *r, int asked) {
 
 static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     claim_ctx x = *(claim_ctx *)priv;
-    free(priv);
     rjq_worker *w = x.w;
+    if (x.prev) x.prev->next = x.next;
+    else w->claims = x.next;
+    if (x.next) x.next->prev = x.prev;
+    free(priv);
     rjq_queue *q = w->q;
     w->claiming--;
     w->asked -= x.asked;
@@ -685,7 +717,7 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
             go_idle(w, r->element[0]->integer);
         }
     }
-    run_jobs(w, jobs, made);
+    run_jobs(w, jobs, made, x.until);
     free(jobs);
     int hungry = w->state == W_ACTIVE && w->mode == CL_HUNGRY;
     if (w->wake_pending || w->mode == CL_HUNGRY || rjq__reg_out_of_step(w->reg)) want_claim(w);
@@ -722,9 +754,10 @@ static int send_claim(rjq_worker *w, int want, int reset) {
     ctx->epoch = rjq__reg_claim_epoch(w->reg, reset);
     ctx->recovers = rjq__reg_claim_recovers(w->reg, reset);
     ctx->ids_only = w->payload_avg >= CLAIM_INLINE_MAX || w->ids_only > 0;
-    char token[64], word[12];
+    char *token = ctx->token, word[12];
     rjq__random_word(c, word, 10); /* ~59 bits: new for every call of this worker */
-    snprintf(token, sizeof token, "%s%s", rjq__held_prefix(w->held), word);
+    snprintf(token, sizeof ctx->token, "%s%s", rjq__held_prefix(w->held), word);
+    ctx->until = 0;
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_STATS,
@@ -753,6 +786,10 @@ static int send_claim(rjq_worker *w, int want, int reset) {
         return rc;
     }
     rjq__reg_claim_sent(w->reg, ctx->epoch, reset, ctx->recovers);
+    ctx->prev = NULL;
+    ctx->next = w->claims;
+    if (w->claims) w->claims->prev = ctx;
+    w->claims = ctx;
     w->claiming++;
     w->asked += want;
     w->ids_only += ctx->ids_only;
@@ -940,7 +977,7 @@ static void take_pushed(void *arg, unsigned epoch, const rjq__pushed *d, size_t 
     if (nback) rjq__push_release(w->q, NULL, back, nback);
     if (tok) rjq__tok_drop(tok); /* the arrival */
     free(back);
-    run_jobs(w, jobs, made);
+    run_jobs(w, jobs, made, 0);
     free(jobs);
     if (rjq__reg_out_of_step(w->reg)) want_claim(w);
     check_stopped(w);
@@ -951,6 +988,29 @@ static void reg_resync(void *arg) {
 }
 
 /* ---- notices ---------------------------------------------------------------- */
+
+/* A running job's attempt timed out (its notice: the sweep failed it, or
+ * will): it stops counting against the concurrency, so the worker claims
+ * a replacement at once, while the handle stays the user's until they
+ * finish it (refused then: RJQ_ELEASELOST). Its lease is no longer
+ * extended (extend.lua would refuse it); its token stays held, so a
+ * recovering claim leaves the job alone. Memory is bounded: at most
+ * `concurrency` such handles are outstanding; a job timing out beyond
+ * that keeps its slot until one of them is finished (then it is expired,
+ * see rjq__worker_job_done). A stopping worker still waits for them. */
+static void expire(rjq_worker *w, rjq_job *j) {
+    if (j->expired || w->expired >= w->concurrency) return;
+    list_remove(&w->jobs, j);
+    w->running--;
+    j->expired = 1;
+    list_add(&w->expired_jobs, j);
+    w->expired++;
+    check_invariants(w);
+    if (w->state != W_ACTIVE || rjq__closing(client_of(w))) return;
+    if (w->mode == CL_HUNGRY || w->wake_pending) w->want_claim = 1;
+    else w->want_offer = 1;
+    rjq__queue_kick(w->q);
+}
 
 /* The running job id held under token must stop: tell its handler, once.
  * (The callback may finish the job, stop the worker or free the client.) */
@@ -963,6 +1023,7 @@ static void notice_job(rjq_worker *w, int reason, const char *token, size_t tokl
             continue;
         if (j->notice) return;
         j->notice = reason;
+        if (reason == RJQ_ETIMEDOUT) expire(w, j); /* before: on_notice may finish it */
         if (w->on_notice) w->on_notice(j, reason, w->data);
         return;
     }
@@ -1003,9 +1064,19 @@ void rjq__worker_offer_done(const rjq__offer *o, int status, int registered) {
 
 void rjq__worker_job_done(rjq_job *job) {
     rjq_worker *w = job->w;
+    int expired = job->expired;
     unlink_job(w, job);
     free(job);
     w->finishing++;
+    if (expired) {
+        /* its place: a job that timed out while the expired were too many */
+        for (rjq_job *j = w->jobs; j; j = j->next)
+            if (j->notice == RJQ_ETIMEDOUT) {
+                expire(w, j);
+                break;
+            }
+        return;
+    }
     /* the caller kicks the tick */
     if (w->mode == CL_HUNGRY || w->wake_pending) w->want_claim = 1;
     else w->want_offer = 1;
@@ -1021,7 +1092,7 @@ void rjq__worker_finish_replied(rjq_worker *w) {
 static void on_background_done(rjq_client *c, int status, redisReply *r, void *priv) {
     background *b = priv;
     (void)r;
-    b->busy = 0;
+    b->busy--;
     rjq__background_failed(c, status, b->what);
     if (!rjq__closing(c)) check_stopped(b->w);
 }
@@ -1052,23 +1123,58 @@ static void on_extended(rjq_client *c, int status, redisReply *r, void *priv) {
         const char *id = p, *token = id + strlen(id) + 1;
         p = token + strlen(token) + 1;
         /* 2: cancelled, 3: its run time is over (its timeout), and the
-         * notice on the push channel was missed */
+         * notice on the push channel was missed; 0: its lease was lost (a
+         * job whose payload is still being read is then not started) */
         long long code = r->element[i]->type == REDIS_REPLY_INTEGER ? r->element[i]->integer : 0;
+        if (id[0] == '\0') continue; /* a claim in flight's */
         if (code == 2 || code == 3)
             notice_job(w, code == 2 ? RJQ_EJOBCANCELED : RJQ_ETIMEDOUT, token, strlen(token), id,
                        strlen(id));
+        else if (code == 0)
+            fetch_notice(w, token, strlen(token), id, strlen(id));
     }
     free(x);
     on_background_done(c, status, r, &w->extend);
 }
 
+/* One job of an extension: its id, token and claim start in a, recorded
+ * in *p. */
+static void extend_add(rjq__argv *a, char **p, const char *id, size_t idlen, const char *token,
+                       long long deadline, long lease_ms) {
+    size_t tl = strlen(token) + 1;
+    rjq__argv_add(a, id, idlen);
+    rjq__argv_str(a, token);
+    /* its claim's start as the lease's end tells it (extend.lua) */
+    rjq__argv_ll(a, deadline > lease_ms ? deadline - lease_ms : 0);
+    memcpy(*p, id, idlen);
+    (*p)[idlen] = '\0';
+    memcpy(*p + idlen + 1, token, tl);
+    *p += idlen + 1 + tl;
+}
+
+/* Every lease_ms/3: extend the leases of the running jobs, of those whose
+ * payloads are being read, and of those of the claims in flight (by their
+ * tokens: extend.lua), so that a payload that takes longer than the lease
+ * to arrive does not lose its job (to the sweep, or handed back as stale
+ * on arrival: on_fetched and on_claimed count on the extensions sent). One
+ * extension at a time, except while a payload may be being read: its
+ * reply waits behind that payload's, so more go out meanwhile. */
 static void on_extend_timer(rjq__timer *t) {
     rjq_worker *w = t->owner;
     rjq_client *c = client_of(w);
     rjq__timer_start(c, &w->extend_timer, (uint64_t)(w->lease_ms / 3));
-    if (w->jobs == NULL || w->extend.busy) return;
+    int reading = w->fetches != NULL || w->claims != NULL;
+    if ((w->jobs == NULL && !reading) || (w->extend.busy && !reading)) return;
     size_t n = 0, size = 0;
     for (rjq_job *j = w->jobs; j; j = j->next, n++) size += strlen(j->id) + strlen(j->token) + 2;
+    for (fetch *f = w->fetches; f; f = f->next)
+        for (size_t i = 0; i < f->n; i++)
+            if (!f->jobs[i].cancelled) {
+                n++;
+                size += f->jobs[i].idlen + strlen(rjq__tok_str(f->tok)) + 2;
+            }
+    for (claim_ctx *k = w->claims; k; k = k->next, n++) size += strlen(k->token) + 2;
+    if (n == 0) return;
     extend_ctx *x = malloc(sizeof *x + size);
     if (x == NULL) return; /* tried again next period */
     x->w = w;
@@ -1076,25 +1182,30 @@ static void on_extend_timer(rjq__timer *t) {
     char *p = x->sent;
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, w->q, RJQ__K_ACTIVE, RJQ__K_COLUMNS, RJQ__K_DEADLINES);
+    RJQ__KEYS(&a, w->q, RJQ__K_ACTIVE, RJQ__K_COLUMNS, RJQ__K_DEADLINES, RJQ__K_HELD);
     rjq__argv_ll(&a, w->lease_ms);
-    for (rjq_job *j = w->jobs; j; j = j->next) {
-        rjq__argv_str(&a, j->id);
-        rjq__argv_str(&a, j->token);
-        /* its claim's start as the lease's end tells it (extend.lua) */
-        rjq__argv_ll(&a, j->deadline > w->lease_ms ? j->deadline - w->lease_ms : 0);
-        size_t il = strlen(j->id) + 1, tl = strlen(j->token) + 1;
-        memcpy(p, j->id, il);
-        memcpy(p + il, j->token, tl);
-        p += il + tl;
-    }
-    if (!a.oom && rjq__script(c, RJQ__S_EXTEND, 0, on_extended, x, a.n, a.v, a.len) == RJQ_OK)
-        w->extend.busy = 1;
-    else
+    for (rjq_job *j = w->jobs; j; j = j->next)
+        extend_add(&a, &p, j->id, strlen(j->id), j->token, j->deadline, w->lease_ms);
+    for (fetch *f = w->fetches; f; f = f->next)
+        for (size_t i = 0; i < f->n; i++)
+            if (!f->jobs[i].cancelled)
+                extend_add(&a, &p, f->jobs[i].id, f->jobs[i].idlen, rjq__tok_str(f->tok),
+                           f->deadline, w->lease_ms);
+    for (claim_ctx *k = w->claims; k; k = k->next) /* (last: extend.lua) */
+        extend_add(&a, &p, "", 0, k->token, 0, w->lease_ms);
+    /* (the lease's end it asks for: no earlier than this, by the server's clock) */
+    long long now = rjq__server_now(c);
+    if (!a.oom && rjq__script(c, RJQ__S_EXTEND, 0, on_extended, x, a.n, a.v, a.len) == RJQ_OK) {
+        w->extend.busy++;
+        for (fetch *f = w->fetches; f && now > 0; f = f->next)
+            if (now + w->lease_ms > f->until) f->until = now + w->lease_ms;
+        for (claim_ctx *k = w->claims; k && now > 0; k = k->next)
+            if (now + w->lease_ms > k->until) k->until = now + w->lease_ms;
+    } else {
         free(x);
+    }
     rjq__argv_free(&a);
 }
-
 
 /* ---- the queue's workers and the client's ------------------------------- */
 
@@ -1146,7 +1257,7 @@ static void stop(rjq_worker *w, rjq_stopped_cb *cb, void *data) {
     /* No more pushes: drop the registration (jobs pushed meanwhile are
      * handed back as they arrive). */
     if (rjq__push_leave(w->reg, on_background_done, &w->deregister) == RJQ_OK)
-        w->deregister.busy = 1;
+        w->deregister.busy++;
     /* Nor a place among the waiters for a slot of a limited queue
      * (claim.lua): the slots are not left to it */
     size_t klen;
@@ -1177,7 +1288,13 @@ static size_t hand_back(rjq_worker *w) {
         rjq_job *j = w->jobs;
         unlink_job(w, j);
         j->w = NULL;
-        j->prev = j->next = NULL;
+    }
+    /* expired ones are not handed back (their timeout's failure stands):
+     * only let go of */
+    while (w->expired_jobs) {
+        rjq_job *j = w->expired_jobs;
+        unlink_job(w, j);
+        j->w = NULL;
     }
     check_stopped(w);
     return sent;
@@ -1461,8 +1578,8 @@ int rjq_worker_stop(rjq_worker *w, rjq_stopped_cb *cb, void *data) {
 }
 
 int rjq_worker_running(const rjq_worker *w) {
-    if (w->g == NULL) return w->running;
+    if (w->g == NULL) return w->running + w->expired;
     int n = 0;
-    for (int i = 0; i < w->g->n; i++) n += w->g->m[i]->running;
+    for (int i = 0; i < w->g->n; i++) n += w->g->m[i]->running + w->g->m[i]->expired;
     return n;
 }

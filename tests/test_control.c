@@ -8,6 +8,7 @@
  */
 #include <event2/event.h>
 #include <poll.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -527,6 +528,7 @@ TEST(cancel_missed_by_the_subscriber_arrives_with_the_next_lease_extension) {
 static int timeout_notices, timeout_reason, timed_out_notices;
 static int late_status;
 static long late_calls;
+static struct event_base *e_base_for_late; /* finish_late's loop */
 
 static void on_timeout_notice(rjq_job *job, int reason, void *data) {
     (void)job, (void)data;
@@ -569,6 +571,10 @@ TEST(job_past_its_timeout_is_failed_and_retried_and_its_holder_can_neither_exten
     ASSERT(loop_until_count(e.base, &started, 1, 5000));
     rjq_job *zombie = held_job;
     ASSERT(loop_until(e.base, &timeout_notices, 5000));
+    /* the notice freed its slot: stopped, it does not claim the retry (one
+     * that still reaches it goes back, attempt not counted); its stop
+     * waits for the zombie's handle */
+    ASSERT_OK(rjq_worker_stop(wa, NULL, NULL));
     ASSERT_EQ(RJQ_ETIMEDOUT, timeout_reason);
     ASSERT_EQ(RJQ_ETIMEDOUT, rjq_job_notice(zombie));
     /* (the notice may come before the sweep failed the job) */
@@ -584,9 +590,11 @@ TEST(job_past_its_timeout_is_failed_and_retried_and_its_holder_can_neither_exten
     info_wait i = get_info(e.base, e.q, "t");
     ASSERT_STREQ("timed out after 400 ms", i.error);
 
-    /* a second worker runs the retry */
+    /* a second worker runs the retry (and sweeps: the first one goes once
+     * its zombie is finished) */
     rjq_client *c2 = client_for(e.base, &e.s);
     rjq_worker_options wo2 = quiet_worker_options(1);
+    wo2.reclaim_ms = 100;
     rjq_worker *wb;
     ASSERT_OK(rjq_worker_start(queue_for(c2, "to"), &wo2, complete_handler, NULL, &wb));
     ASSERT(loop_until_count(e.base, &finished, 1, 5000));
@@ -1479,6 +1487,208 @@ TEST(timed_out_attempts_missed_by_the_subscriber_are_told_by_the_next_extension)
     }
     ASSERT_EQ(0, rjq_worker_running(w));
     rjq_client_free(wc);
+    env_stop(&e);
+}
+
+/* Jobs by id (one letter), which worker ran them, and their notices. */
+static rjq_job *by_id[26];
+static int ran_by[26], id_notice[26];
+static long id_notices;
+
+static int id_slot(const rjq_job *job) {
+    const char *id = rjq_job_id(job);
+    ASSERT(id[0] >= 'a' && id[0] <= 'z' && id[1] == '\0');
+    return id[0] - 'a';
+}
+
+/* Keeps every job (data: which worker, 1 or 2; worker 2 completes them). */
+static void keep_by_id(rjq_job *job, void *data) {
+    int k = id_slot(job), who = (int)(intptr_t)data;
+    started++;
+    ran_by[k] = who;
+    by_id[k] = job;
+    if (who == 2) ASSERT_OK(rjq_job_complete(job, "", 0, on_done_ok, &finished));
+}
+
+static void note_id_notice(rjq_job *job, int reason, void *data) {
+    (void)data;
+    id_notice[id_slot(job)] = reason;
+    id_notices++;
+}
+
+static void on_worker_stopped(rjq_worker *w, int status, void *data) {
+    (void)w;
+    ASSERT_OK(status);
+    (*(int *)data)++;
+}
+
+static void finish_late(rjq_job *job) {
+    late_calls = 0;
+    ASSERT_OK(rjq_job_complete(job, "", 0, on_late, NULL));
+    ASSERT(loop_until_count(e_base_for_late, &late_calls, 1, 5000));
+}
+
+/* Regression (issue 31, item 5: "its slot is freed"): a handler that
+ * ignores its RJQ_ETIMEDOUT notice and keeps the handle does not keep its
+ * slot: with a concurrency of 1 the next job starts while the timed-out
+ * one is still held. At most `concurrency` such handles are outstanding:
+ * a second one timing out then keeps its slot (a job enqueued meanwhile
+ * goes to another worker) until the first is finished; finishing them is
+ * refused (RJQ_ELEASELOST), and a stop waits for them. */
+TEST(timed_out_attempt_frees_its_slot_while_its_handle_is_held_up_to_the_concurrency) {
+    test_env e;
+    env_start(&e, "tf");
+    e_base_for_late = e.base;
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 100; /* it sweeps itself: the notice comes on its push channel */
+    wo.on_notice = note_id_notice;
+    memset(by_id, 0, sizeof by_id);
+    memset(ran_by, 0, sizeof ran_by);
+    memset(id_notice, 0, sizeof id_notice);
+    started = finished = 0;
+    id_notices = 0;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, keep_by_id, (void *)(intptr_t)1, &w));
+    rjq_job_options o = {0};
+    o.timeout_ms = 200;
+    o.max_attempts = 1;
+    o.id = "a";
+    enqueue_opts(&e, "x", &o);
+    ASSERT(loop_until_count(e.base, &started, 1, 5000));
+    o.id = "b";
+    enqueue_opts(&e, "x", &o); /* waits: the only slot is a's */
+    /* a times out; its slot frees while its handle is held: b starts */
+    ASSERT(loop_until_count(e.base, &started, 2, 5000));
+    ASSERT_EQ(1, ran_by['b' - 'a']);
+    ASSERT_EQ(RJQ_ETIMEDOUT, id_notice[0]);
+    ASSERT_EQ(RJQ_ETIMEDOUT, rjq_job_notice(by_id[0]));
+    ASSERT_EQ(2, rjq_worker_running(w)); /* handed out, not finished */
+
+    /* b times out too: one handle is already held beyond the concurrency,
+     * so b keeps its slot; c goes to a second worker */
+    ASSERT(loop_until_count(e.base, &id_notices, 2, 5000));
+    ASSERT_EQ(RJQ_ETIMEDOUT, id_notice[1]);
+    (void)get_stats(e.base, e.q); /* a round trip: a claim of the tick went before */
+    enqueue_x_ok(e.base, e.q, "c", 0, 0);
+    rjq_client *c2 = client_for(e.base, &e.s);
+    rjq_worker *w2;
+    rjq_worker_options wo2 = quiet_worker_options(1);
+    ASSERT_OK(rjq_worker_start(queue_for(c2, "tf"), &wo2, keep_by_id, (void *)(intptr_t)2, &w2));
+    ASSERT(loop_until_count(e.base, &finished, 1, 5000));
+    ASSERT_EQ(2, ran_by['c' - 'a']);
+    ASSERT_EQ(3, started);
+    int stopped2 = 0;
+    ASSERT_OK(rjq_worker_stop(w2, on_worker_stopped, &stopped2));
+    ASSERT(loop_until(e.base, &stopped2, 5000));
+
+    /* a finished (refused): b's slot frees, d starts on the first worker */
+    finish_late(by_id[0]);
+    ASSERT_EQ(RJQ_ELEASELOST, late_status);
+    ASSERT_EQ(1, rjq_worker_running(w));
+    enqueue_x_ok(e.base, e.q, "d", 0, 0);
+    ASSERT(loop_until_count(e.base, &started, 4, 5000));
+    ASSERT_EQ(1, ran_by['d' - 'a']);
+
+    /* a stop waits for every handle handed out, the timed-out one too */
+    int stopped = 0;
+    ASSERT_OK(rjq_worker_stop(w, on_worker_stopped, &stopped));
+    finish_late(by_id['d' - 'a']);
+    ASSERT_OK(late_status);
+    ASSERT_EQ(0, stopped);
+    finish_late(by_id[1]);
+    ASSERT_EQ(RJQ_ELEASELOST, late_status);
+    ASSERT(loop_until(e.base, &stopped, 5000));
+    ASSERT_EQ(2, id_notices); /* told once each */
+    info_wait i = get_info(e.base, e.q, "a");
+    ASSERT_STREQ("dead", i.state);
+    ASSERT_STREQ("timed out after 200 ms", i.error);
+    rjq_client_free(c2);
+    env_stop(&e);
+}
+
+static rjq_close_report close_report;
+static int closes;
+
+static void on_client_closed(const rjq_close_report *r, void *data) {
+    (void)data;
+    close_report = *r;
+    closes++;
+}
+
+/* A timed-out handle held (its slot freed) when the client closes: the
+ * close lets go of it at its deadline without handing the job back (its
+ * timeout's failure stands), and completing it afterwards returns
+ * RJQ_ECLOSED and frees it. */
+TEST(timed_out_handle_held_through_a_close_is_let_go_not_handed_back) {
+    test_env e;
+    env_start(&e, "tc");
+    e_base_for_late = e.base;
+    rjq_client *wc = client_for(e.base, &e.s);
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 100;
+    wo.on_notice = note_id_notice;
+    memset(by_id, 0, sizeof by_id);
+    memset(id_notice, 0, sizeof id_notice);
+    started = 0;
+    id_notices = 0;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(queue_for(wc, "tc"), &wo, keep_by_id, (void *)(intptr_t)1, &w));
+    rjq_job_options o = {0};
+    o.timeout_ms = 100;
+    o.max_attempts = 1;
+    o.id = "a";
+    enqueue_opts(&e, "x", &o);
+    ASSERT(loop_until_count(e.base, &id_notices, 1, 5000));
+    closes = 0;
+    ASSERT_OK(rjq_client_close(wc, 100, on_client_closed, NULL));
+    ASSERT(loop_until(e.base, &closes, 5000));
+    ASSERT_OK(close_report.status);
+    ASSERT_EQ(0, (long)close_report.handed_back);
+    ASSERT_EQ(RJQ_ECLOSED, rjq_job_complete(by_id[0], "", 0, NULL, NULL));
+    double end = mono_ms() + 5000;
+    while (strcmp(get_info(e.base, e.q, "a").state, "dead") != 0) {
+        ASSERT(mono_ms() < end);
+        loop_for(e.base, 20);
+    }
+    env_stop(&e);
+}
+
+static rjq_client *free_in_notice; /* the client the notice below frees */
+
+static void notice_then_free_client(rjq_job *job, int reason, void *data) {
+    (void)data;
+    held_job = job;
+    timeout_reason = reason;
+    id_notices++;
+    rjq_client_free(free_in_notice);
+}
+
+/* The client freed from inside the timeout notice (after the notice freed
+ * the job's slot, which asked for a claim): nothing is claimed or leaked,
+ * and the handle, let go of, is freed by its completion (RJQ_ECLOSED). */
+TEST(client_freed_from_inside_a_timeout_notice_leaks_nothing) {
+    test_env e;
+    env_start(&e, "tx");
+    rjq_client *wc = client_for(e.base, &e.s);
+    free_in_notice = wc;
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 100;
+    wo.on_notice = notice_then_free_client;
+    started = 0;
+    id_notices = 0;
+    held_job = NULL;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(queue_for(wc, "tx"), &wo, keep_handler, NULL, &w));
+    rjq_job_options o = {0};
+    o.id = "a";
+    o.timeout_ms = 100;
+    o.max_attempts = 1;
+    enqueue_opts(&e, "x", &o);
+    ASSERT(loop_until_count(e.base, &id_notices, 1, 5000));
+    ASSERT_EQ(RJQ_ETIMEDOUT, timeout_reason);
+    enqueue_x_ok(e.base, e.q, "b", 0, 0); /* (a round trip: the loop ran on) */
+    ASSERT_EQ(1, started);
+    ASSERT_EQ(RJQ_ECLOSED, rjq_job_complete(held_job, "", 0, NULL, NULL));
     env_stop(&e);
 }
 

@@ -736,6 +736,123 @@ TEST(claim_reply_that_stops_arriving_still_times_out) {
     env_stop_proxied(&e, &p);
 }
 
+static char read_token[64]; /* the token the job of the test below ran with */
+
+/* The token queue's job "big" was first made active with (its state
+ * "active <attempt> <token>"), once it is. */
+static void first_token(test_env *e, const char *queue, char *out, size_t cap) {
+    out[0] = '\0';
+    for (int k = 0; k < 500 && out[0] == '\0'; k++) {
+        redisReply *r = server_cmd(e->rc, "HGET t:{%s}:state big", queue);
+        if (r->type == REDIS_REPLY_STRING && strncmp(r->str, "active 1 ", 9) == 0)
+            snprintf(out, cap, "%s", r->str + 9);
+        freeReplyObject(r);
+        if (out[0] == '\0') loop_for(e->base, 10);
+    }
+    ASSERT(out[0] != '\0');
+}
+
+/* x's job ran once, whole, under token tok, and nothing is left. */
+static void assert_ran_once_under(test_env *e, const char *queue, huge_ctx *x, const char *tok) {
+    ASSERT_EQ(0, x->drops[RJQ_CONN_COMMAND]);
+    ASSERT_EQ(1, x->completed);
+    ASSERT_EQ(1, x->handled);
+    ASSERT_EQ(0, x->bad);
+    ASSERT_STREQ(tok, read_token);
+    redisReply *r = server_cmd(e->rc, "HGET t:{%s}:state big", queue);
+    ASSERT(r->type == REDIS_REPLY_STRING);
+    char want[128];
+    snprintf(want, sizeof want, "completed 1 %s", tok);
+    ASSERT_STREQ(want, r->str);
+    freeReplyObject(r);
+    rjq_stats s = get_stats(e->base, e->q);
+    ASSERT_EQ(1, s.completed);
+    ASSERT_EQ(0, s.reclaimed);
+    ASSERT_EQ(0, s.ready + s.active);
+}
+
+static void token_handler(rjq_job *job, void *data) {
+    snprintf(read_token, sizeof read_token, "%s", rjq_job_token(job));
+    huge_handler(job, data);
+}
+
+/* Regression (issue 31, item 4): a payload whose read takes longer than
+ * the job's lease (4 MiB over the slow link: over 2.5 s, with a lease of
+ * 1 s and sweeps every 200 ms) runs its job once, under the token it was
+ * pushed with: the worker extends the leases of the jobs whose payloads it
+ * reads. (Before, the sweep took the job back when its lease ran out, the
+ * worker handed it back as stale when the payload arrived, and it was
+ * claimed and read again, for ever.) */
+TEST(payload_read_slower_than_the_lease_runs_its_job_once_with_one_token) {
+    test_env e;
+    proxy p;
+    huge_ctx x = {.len = 4u << 20, .fill = 'r'};
+    rjq_client_options o = client_options("");
+    o.on_event = huge_event;
+    o.event_data = &x;
+    env_start_proxied_opts(&e, &p, "slowread", &o);
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.lease_ms = 1000;  /* extended every 333 ms */
+    wo.reclaim_ms = 200; /* it sweeps: a lease not extended is taken back */
+    rjq_worker *w = NULL;
+    read_token[0] = '\0';
+    ASSERT_OK(rjq_worker_start(e.q, &wo, token_handler, &x, &w));
+    /* idle, its slot registered: the job is pushed as its id (too big to
+     * push) and the worker reads its payload */
+    for (int k = 0; k < 500 && server_int(e.rc, "HLEN t:{slowread}:idle") < 1; k++)
+        loop_for(e.base, 10);
+    wait_worker_started(e.base, e.c, e.q, e.rc, "slowread");
+    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{slowread}:idle"));
+    char *big = malloc(x.len);
+    ASSERT(big != NULL);
+    memset(big, x.fill, x.len);
+    rjq_job_options jo = {0};
+    jo.id = "big";
+    ASSERT_OK(rjq_enqueue(e.q, big, x.len, &jo, NULL, NULL));
+    free(big);
+    proxy_trickle(&p, 16u << 10, 10);
+    char tok[64];
+    first_token(&e, "slowread", tok, sizeof tok); /* pushed */
+    wait_completed_or_dropped(e.base, &x);
+    proxy_trickle(&p, 0, 0);
+    assert_ran_once_under(&e, "slowread", &x, tok);
+    env_stop_proxied(&e, &p);
+}
+
+/* The same for a job whose payload comes in its claim's reply (a
+ * worker's first claim carries payloads): the worker extends the leases
+ * of the jobs of its claims in flight, by the claims' tokens. */
+TEST(claim_reply_slower_than_the_lease_runs_its_job_once_with_one_token) {
+    test_env e;
+    proxy p;
+    huge_ctx x = {.len = 4u << 20, .fill = 'c'};
+    rjq_client_options o = client_options("");
+    o.on_event = huge_event;
+    o.event_data = &x;
+    env_start_proxied_opts(&e, &p, "slowclaim", &o);
+    char *big = malloc(x.len);
+    ASSERT(big != NULL);
+    memset(big, x.fill, x.len);
+    rjq_job_options jo = {0};
+    jo.id = "big";
+    ASSERT_OK(rjq_enqueue(e.q, big, x.len, &jo, NULL, NULL));
+    free(big);
+    ASSERT_EQ(1, get_stats(e.base, e.q).ready);
+    proxy_trickle(&p, 16u << 10, 10);
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.lease_ms = 1000;
+    wo.reclaim_ms = 200;
+    rjq_worker *w = NULL;
+    read_token[0] = '\0';
+    ASSERT_OK(rjq_worker_start(e.q, &wo, token_handler, &x, &w));
+    char tok[64];
+    first_token(&e, "slowclaim", tok, sizeof tok); /* claimed */
+    wait_completed_or_dropped(e.base, &x);
+    proxy_trickle(&p, 0, 0);
+    assert_ran_once_under(&e, "slowclaim", &x, tok);
+    env_stop_proxied(&e, &p);
+}
+
 /* A test env whose client reports disconnects to x; Redis' pubsub output
  * buffer limit lowered to `limit` (hard and soft), so a push message over
  * it drops the subscriber connection. */

@@ -155,6 +155,87 @@ TEST(claim_whose_reply_was_lost_runs_its_jobs_with_their_attempt) {
     env_stop_proxied(&e, &p);
 }
 
+/* The notices of jobs "a" and "b" (by their id's letter). */
+static int notice_of[2];
+static long notices_seen;
+
+static void on_done_any(rjq_client *c, int status, void *data) {
+    (void)c, (void)status;
+    (*(long *)data)++;
+}
+
+static void note_notice(rjq_job *job, int reason, void *data) {
+    (void)data;
+    notice_of[rjq_job_id(job)[0] == 'b'] = reason;
+    notices_seen++;
+}
+
+/* Regression: a claim re-sent after its reply was lost returns its jobs
+ * with the lease's end its first run gave them, not a lease end capped by
+ * one of its jobs' run time (b's, 1 s into a 6 s lease), which the worker
+ * took for a claim made 5 s earlier: a, whose run time is 5.5 s, was then
+ * handed back as stale, or, when its lease was lost (another worker
+ * finished it), its holder's extension said "timed out" (RJQ_ETIMEDOUT
+ * notice) instead of "lease lost" (no notice). b's run time is over: the
+ * extension tells its holder so. */
+TEST(resent_claim_returns_its_lease_end_uncapped_so_a_lost_lease_is_not_told_as_a_timeout) {
+    test_env e;
+    proxy p;
+    env_start_proxied(&e, &p, "capped", NULL);
+    /* nothing to recover for the worker under test (see the test above) */
+    runs r = {0};
+    r.keep = 1;
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
+    wait_registered(&e, "capped", 1);
+    int stopped = 0;
+    ASSERT_OK(rjq_worker_stop(w, on_stopped, &stopped));
+    ASSERT(loop_until(e.base, &stopped, 5000));
+    rjq_job_options oa = {0}, ob = {0};
+    oa.id = "a";
+    oa.timeout_ms = 5500;
+    oa.max_attempts = 1;
+    ob.id = "b";
+    ob.timeout_ms = 1000;
+    ob.max_attempts = 1;
+    ASSERT_OK(rjq_enqueue(e.q, "x", 1, &oa, NULL, NULL));
+    ASSERT_OK(rjq_enqueue(e.q, "x", 1, &ob, NULL, NULL));
+    (void)get_stats(e.base, e.q);
+
+    wo.lease_ms = 6000; /* extended every 2 s; nothing sweeps */
+    wo.on_notice = note_notice;
+    memset(notice_of, 0, sizeof notice_of);
+    notices_seen = 0;
+    proxy_hold(&p, 1);
+    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
+    wait_active(&e, "capped", 2);
+    ASSERT_EQ(0, r.ran); /* the reply is held */
+    kill_held(&e, &p, 0);
+    ASSERT(loop_until_count(e.base, &r.ran, 2, 5000)); /* the re-send brought both */
+    ASSERT_EQ(2, r.nheld);
+    rjq_job *a = strcmp(rjq_job_id(r.held[0]), "a") == 0 ? r.held[0] : r.held[1];
+    rjq_job *b = a == r.held[0] ? r.held[1] : r.held[0];
+    ASSERT_STREQ("b", rjq_job_id(b));
+
+    /* a's lease is lost: another worker finished it */
+    freeReplyObject(server_cmd(e.rc, "ZREM t:{capped}:active a"));
+    freeReplyObject(server_cmd(e.rc, "HSET t:{capped}:state a %s", "completed 1 zz.9.other"));
+    /* b's run time ends: an extension tells its holder (no sweep runs) */
+    ASSERT(loop_until_count(e.base, &notices_seen, 1, 8000));
+    ASSERT_EQ(RJQ_ETIMEDOUT, notice_of[1]);
+    (void)get_stats(e.base, e.q); /* the rest of that extension's reply is handled */
+    ASSERT_EQ(0, notice_of[0]); /* a: lease lost, its run time not over */
+    ASSERT_EQ(0, rjq_job_notice(a));
+    ASSERT_EQ(1, notices_seen);
+
+    long finished = 0;
+    ASSERT_OK(rjq_job_complete(a, "", 0, on_done_any, &finished));
+    ASSERT_OK(rjq_job_complete(b, "", 0, on_done_any, &finished));
+    ASSERT(loop_until_count(e.base, &finished, 2, 5000));
+    env_stop_proxied(&e, &p);
+}
+
 /* A job pushed to an idle worker whose message was lost with the
  * subscriber connection: the worker's next claim after resubscribing
  * recovers it (it runs with its attempt unchanged), instead of it waiting

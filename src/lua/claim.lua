@@ -134,11 +134,26 @@ if #first > 0 then
   check_all()
   local _, ids = held_split(first[1])
   local keep, d, a, o, dl = still_held(ids, tok)
+  -- deadline: the lease's end its first run gave (the worker takes deadline
+  -- - lease for the claim's start, see extend.lua). A job's score is no
+  -- measure of it: capped by its run time's end (start_jobs), or extended
+  -- while the reply was on the way (extend.lua, by token); a job with a
+  -- timeout tells it exactly by its deadlines entry (start + timeout), a
+  -- job without one by its score.
+  local ends, by_end, by_score = zmscore_sparse(deadlines, keep), nil, nil
   for i, id in ipairs(keep) do
     out[#out + 1] = id; out[#out + 1] = d[i]; out[#out + 1] = a[i]
-    out[#out + 1] = select(2, parse_options(o[i]))
-    out[4] = tonumber(dl[i]) or out[4] -- (none: a score removed behind rjq's back)
+    local _, max, _b, tmo = parse_options(o[i])
+    out[#out + 1] = max
+    if tmo and ends[i] then
+      local t = tonumber(ends[i]) - tmo + lease
+      if not by_end or t > by_end then by_end = t end
+    else
+      local t = tonumber(dl[i]) -- (none: a score removed behind rjq's back)
+      if t and (not by_score or t > by_score) then by_score = t end
+    end
   end
+  out[4] = by_end or by_score or out[4] -- (a number: an integer reply)
   -- (a recovering claim's member is the worker's to forget, whatever came back)
   if #keep == 0 and not recover then redis.call('ZREM', held, first[1]) end
   return out

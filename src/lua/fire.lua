@@ -21,6 +21,9 @@ local J = columns(KEYS, 9, prefix)
 expect_types({lease, 'string', specs, 'hash', payloads, 'hash', nexts, 'zset', ready, 'list',
               prio, 'zset', delayed, 'zset', stats, 'hash', J.d, 'hash', J.o, 'hash', J.s, 'hash'})
 if redis.call('GET', lease) ~= token then return -1 end
+-- the sequence numbers its jobs take, before the first write (a HINCRBY
+-- refused there left the schedules before it fired and moved on)
+int_fields(stats, 'seq')
 local emit = monitor(KEYS[16], prefix)
 local now, made, ring = nil, 0, false
 local i = 4

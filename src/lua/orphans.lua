@@ -20,6 +20,9 @@ J.u = KEYS[15]
 expect_types({held, 'zset', active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash',
               J.s, 'hash', J.e, 'hash', J.u, 'zset'})
 local members = held_members(held, who, limit)
+-- the counters the returns count (bury's dead, reclaimed), before the
+-- first write: a HINCRBY refused after the ZREM below lost the job
+if #members > 0 then int_fields(stats, 'dead', 'reclaimed') end
 local emit = monitor(KEYS[14], prefix)
 local n = 0
 for _, m in ipairs(members) do

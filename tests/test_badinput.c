@@ -1591,6 +1591,10 @@ TEST(orphan_sweep_with_a_non_numeric_counter_moves_no_job_and_names_it) {
     ASSERT_EQ(1, server_int(rc, "ZCARD t:{g}:dead"));
     ASSERT_EQ(1, server_int(rc, "LLEN t:{g}:ready"));
     ASSERT_EQ(0, server_int(rc, "ZCOUNT t:{g}:active -inf +inf"));
+    /* the dead one keeps its last attempt's token (whose worker ran it) */
+    r = server_cmd(rc, "HGET t:{g}:state j1");
+    ASSERT_STREQ("dead 3 c9.1.T", r->str);
+    freeReplyObject(r);
     redisFree(rc);
     server_stop_guarded(&s);
 }

@@ -40,8 +40,9 @@ else
   unqueue(ready, prio, delayed, id, state, v[3])
 end
 local now = now_ms()
-redis.call('HSET', J.s, id, state_value('cancelled', attempts, state == 'active' and tok or nil))
-redis.call('ZADD', cancelled, int(now), id)
+local t = int(now)
+redis.call('HSET', J.s, id, state_value('cancelled', attempts, state == 'active' and tok or nil), id .. ' e', t)
+redis.call('ZADD', cancelled, t, id)
 redis.call('HINCRBY', stats, 'cancelled', 1)
 local emit = monitor(KEYS[14], prefix)
 emit('cancelled', id)

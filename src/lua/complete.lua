@@ -104,7 +104,7 @@ for i, id in ipairs(ids) do
   elseif s[i] == active_v then
     k = k + 1
     gone[k] = id; fresh[k] = i
-    st[2 * k - 1] = id; st[2 * k] = done_v
+    st[4 * k - 3] = id; st[4 * k - 2] = done_v; st[4 * k - 1] = id .. ' e'; st[4 * k] = stamp -- (its end)
     if r ~= '' then
       res[nr + 1] = id; res[nr + 2] = r
       nr = nr + 2
@@ -129,7 +129,7 @@ elseif nr > 0 then
 end
 if #gone > 0 then
   call_all('ZREM', active, gone, 1, 'zset') -- the first write
-  call_all('HSET', J.s, st, 2)
+  call_all('HSET', J.s, st, 4)
   if nr > 0 then call_all('HSET', J.r, res, 2) end -- (empty results are not stored)
   index_completed(completed, stats, stamp, gone)
   -- announced once the writes went through; a finished job has no

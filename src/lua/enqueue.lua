@@ -150,7 +150,7 @@ local spec = {J.d, 'hash'}
 if ch ~= '' then spec[#spec + 1] = J.n; spec[#spec + 1] = 'hash' end
 if any_opts then spec[#spec + 1] = J.o; spec[#spec + 1] = 'hash' end
 if any_delay then spec[#spec + 1] = delayed; spec[#spec + 1] = 'zset' end
-if any_delay or any_debounce or #idle_pick > 0 then spec[#spec + 1] = J.s; spec[#spec + 1] = 'hash' end
+spec[#spec + 1] = J.s; spec[#spec + 1] = 'hash' -- (every new job's enqueue time)
 if any_debounce then
   spec[#spec + 1] = delayed; spec[#spec + 1] = 'zset'
   spec[#spec + 1] = J.o; spec[#spec + 1] = 'hash'
@@ -260,7 +260,7 @@ else
   seq = typed('hash', 'HINCRBY', stats, 'seq', n) - n -- the first write
   window = rank_window_in(seq + 1, seq + n) -- see "Order within a priority"
 end
-local now, ring = nil, false
+local now, qstamp, ring = nil, nil, false
 local emit = monitor(KEYS[14], prefix)
 local payloads, opts, watch, states = {}, {}, {}, {}
 local plain, plain_d, plain_o = {}, {}, {} -- new priority 0 jobs made ready
@@ -300,11 +300,13 @@ for a = 1, n do
   else
     taken[id] = true
     added = added + 1
+    now = now or now_ms()
+    qstamp = qstamp or int(now)
+    states[#states + 1] = id .. ' q'; states[#states + 1] = qstamp -- (lib.lua, the state column)
     if not reserved then payloads[2 * added - 1] = id; payloads[2 * added] = payload end
     if stored[i] then opts[#opts + 1] = id; opts[#opts + 1] = stored[i] end
     if ch ~= '' then watch[2 * added - 1] = id; watch[2 * added] = ch end
     if delay[i] > 0 then
-      now = now or now_ms()
       states[#states + 1] = id; states[#states + 1] = state_value('delayed', '0')
       if push_delayed(delayed, id, now + delay[i]) then ring = true end
     else
@@ -336,13 +338,13 @@ if became_ready > 0 and nothing_ready and not any_prio and not reserved then
   -- whose payloads were written ahead go through ready: from_ready reads
   -- them back for the workers it pushes to.)
   local take, rest = new_jobs(plain, plain_d, plain_o)
-  push_to_idle(J, active, idle, held, tbase, became_ready, emit, idle_pick, take, KEYS[16])
+  push_to_idle(J, active, idle, held, tbase, became_ready, emit, idle_pick, take, KEYS[16], now)
   local left = rest()
   if #left > 0 then rpush_all(ready, left); ring = true end
 elseif became_ready > 0 then
   if #plain > 0 then rpush_all(ready, plain) end
   local pushed = push_to_idle(J, active, idle, held, tbase, became_ready, emit, idle_pick,
-                              from_ready(J, ready, prio), KEYS[16])
+                              from_ready(J, ready, prio), KEYS[16], now)
   -- jobs left ready in a queue that had nothing ready: wake idle workers
   if nothing_ready and pushed < became_ready then ring = true end
 end

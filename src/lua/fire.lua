@@ -52,15 +52,19 @@ while i <= #ARGV do
         if rank_window_in(seq, seq) then renumber_prio(prio) end
         redis.call('HSET', J.d, id, payload)
         if stored then redis.call('HSET', J.o, id, stored) end
+        now = now or now_ms()
+        local q = int(now) -- its enqueue time (lib.lua, the state column)
         if delay > 0 then
-          now = now or now_ms()
-          redis.call('HSET', J.s, id, state_value('delayed', '0'))
+          redis.call('HSET', J.s, id, state_value('delayed', '0'), id .. ' q', q)
           if push_delayed(delayed, id, now + delay) then ring = true end
-        elseif p == 0 then
-          if redis.call('RPUSH', ready, id) == 1 and redis.call('ZCARD', prio) == 0 then ring = true end
         else
-          redis.call('ZADD', prio, prio_score(p, seq), id)
-          if redis.call('ZCARD', prio) == 1 and redis.call('LLEN', ready) == 0 then ring = true end
+          redis.call('HSET', J.s, id .. ' q', q)
+          if p == 0 then
+            if redis.call('RPUSH', ready, id) == 1 and redis.call('ZCARD', prio) == 0 then ring = true end
+          else
+            redis.call('ZADD', prio, prio_score(p, seq), id)
+            if redis.call('ZCARD', prio) == 1 and redis.call('LLEN', ready) == 0 then ring = true end
+          end
         end
         emit('enqueued', id)
         made = made + 1

@@ -55,10 +55,20 @@
 -- drain rate):
 --   payload   the payload; a job exists while it has one
 --   state     "<state> <attempts> [<token>]": state is ready, delayed,
---             active, completed or dead, attempts the runs started, token
---             that of the current claim (active, completed); absent means
---             "ready 0" (see state_of). One field, so a claim writes one
---             value per job and a completion reads one to check the token.
+--             active, completed, dead or cancelled, attempts the runs
+--             started, token that of the current claim (active), or of
+--             the last attempt (completed, dead, cancelled; none when it
+--             never ran); absent means "ready 0" (see state_of). One
+--             field, so a claim writes one value per job and a completion
+--             reads one to check the token.
+--             The same hash keeps the job's times (server ms), in fields
+--             "<id> q" (enqueued), "<id> s" (the last attempt started) and
+--             "<id> e" (ended: completed, dead or cancelled), each written
+--             in the HSET of the transition's state (enqueue.lua writes
+--             one for every new job), and never read by the scripts that
+--             run jobs (job.lua reads them). Ids have no spaces, so these
+--             are never a job's field. (Not in the payload column: its
+--             size is the count of jobs.)
 --   options   "priority,max_attempts,backoff[;timeout[;dedup]]" when
 --             not all defaults; backoff is "kind,base,max" or empty,
 --             timeout the job's run time limit in ms, dedup how long its
@@ -251,7 +261,18 @@ local function delete_jobs(J, ids)
   if #ids == 0 then return end
   local batch = #ids >= SPARSE_MIN
   for _, col in ipairs(J.all) do
-    if not batch or redis.call('EXISTS', col) == 1 then call_all('HDEL', col, ids) end
+    if not batch or redis.call('EXISTS', col) == 1 then
+      if col == J.s then -- with the job's times (see the state column)
+        local f = {}
+        for i = 1, #ids do
+          local id = ids[i]
+          f[4 * i - 3] = id; f[4 * i - 2] = id .. ' q'; f[4 * i - 1] = id .. ' s'; f[4 * i] = id .. ' e'
+        end
+        call_all('HDEL', col, f)
+      else
+        call_all('HDEL', col, ids)
+      end
+    end
   end
 end
 
@@ -605,11 +626,13 @@ local function trim_oldest(J, key, n)
 end
 
 -- Move job `id` (attempts spent so far) to the dead set with error text err; drop the oldest dead
--- jobs (and their records) beyond dead_max.
-local function bury(J, dead, stats, id, attempts, now, err, dead_max, emit)
-  redis.call('ZADD', dead, int(now), id)
+-- jobs (and their records) beyond dead_max. tok: the last attempt's token
+-- (nil: none), kept in its state (whose worker ran it: rjq_job_info).
+local function bury(J, dead, stats, id, attempts, now, err, dead_max, emit, tok)
+  local t = int(now)
+  redis.call('ZADD', dead, t, id)
   emit('dead', id)
-  redis.call('HSET', J.s, id, state_value('dead', attempts))
+  redis.call('HSET', J.s, id, state_value('dead', attempts, tok), id .. ' e', t)
   redis.call('HSET', J.e, id, err)
   redis.call('HINCRBY', stats, 'dead', 1)
   notify_finished(J, id, redis.call('HMGET', J.n, id)[1], 'dead', err)
@@ -620,12 +643,14 @@ end
 -- A job whose holder is gone (its lease ended, or its client was found
 -- dead) and that is out of the active set: the attempt it started counts
 -- (it may be what killed its worker); back to the head of its class, or
--- dead when its attempts are spent. err says why.
-local function return_lost(J, ready, prio, dead, stats, wake, id, attempts, o, now, err, dead_max, emit)
+-- dead when its attempts are spent. err says why; tok: the lost holder's
+-- token (kept on a dead record, see bury).
+local function return_lost(J, ready, prio, dead, stats, wake, id, attempts, o, now, err, dead_max, emit,
+                           tok)
   emit('reclaimed', id)
   local p, max = parse_options(o)
   if attempts >= max then
-    bury(J, dead, stats, id, attempts, now, err, dead_max, emit)
+    bury(J, dead, stats, id, attempts, now, err, dead_max, emit, tok)
   else
     -- without the lost holder's token, which fences nothing now
     redis.call('HSET', J.s, id, state_value('ready', attempts))
@@ -645,7 +670,8 @@ local function fail_job(J, ready, prio, delayed, dead, stats, wake, id, tok, att
   redis.call('HINCRBY', stats, 'failed', 1)
   local p, max, backoff = parse_options(o)
   if fatal or attempts >= max then
-    bury(J, dead, stats, id, attempts, now, err, dead_max, emit)
+    -- (the attempt's token: tok's first word, see reclaim.lua)
+    bury(J, dead, stats, id, attempts, now, err, dead_max, emit, string.match(tok, '^%S+'))
     return 2
   end
   if delay < 0 then delay = backoff_ms(backoff, attempts, jitter) end
@@ -892,6 +918,7 @@ local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, hel
   end
   -- Per-job appends use counters: #t is a search on every call.
   local za, st, n, k, sv, seen = {'+inf', ACTIVE_PIN}, {}, 0, #out, {}, {}
+  local started = int(now or now_ms()) -- (the jobs' start time, see the state column)
   local dz -- ZADD arguments for deadlines
   for i, id in ipairs(ids) do
     -- (an id twice in ids, which only a change behind rjq's back can do,
@@ -914,7 +941,7 @@ local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, hel
         dz = dz or {}
         dz[#dz + 1] = int(ends); dz[#dz + 1] = id
       end
-      st[2 * n + 1] = id; st[2 * n + 2] = v
+      st[4 * n + 1] = id; st[4 * n + 2] = v; st[4 * n + 3] = id .. ' s'; st[4 * n + 4] = started
       out[k + 1] = id; out[k + 2] = d and d[i] or false; out[k + 3] = a; out[k + 4] = max
       hi[base + n + 1] = id
       n, k = n + 1, k + 4
@@ -927,7 +954,7 @@ local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, hel
   if emit ~= UNMONITORED then
     for i = base + 1, base + n do emit('active', hi[i]) end
   end
-  redis.call('HSET', J.s, unpack(st))
+  call_all('HSET', J.s, st, 4) -- (one call up to 1000 jobs)
   if dz then redis.call('ZADD', deadlines, unpack(dz)) end
   return enter(n)
 end
@@ -1021,10 +1048,11 @@ end
 -- load_jobs), in claim order; from_ready or new_jobs below.
 -- The token of a message is "<client>.<worker>.<tbase><k>" (the client's
 -- id ends its push channel's name), entered in the held index (`held`).
--- deadlines: the queue's zset of run time ends (see start_jobs).
+-- deadlines: the queue's zset of run time ends (see start_jobs). now:
+-- the caller's server time, when it read it (nil: read here when needed).
 -- Returns how many jobs were taken.
-local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, take, deadlines)
-  local now, k, taken, inline_left = nil, 0, 0, PUSH_INLINE_TOTAL
+local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, take, deadlines, now)
+  local k, taken, inline_left = 0, 0, PUSH_INLINE_TOTAL
   while budget > 0 do
     pick = pick or redis.call('HRANDFIELD', idle, 1, 'WITHVALUES')
     if #pick == 0 then break end

@@ -34,7 +34,7 @@ for _, m in ipairs(members) do
       n = n + 1
       redis.call('ZREM', active, id)
       return_lost(J, ready, prio, dead, stats, wake, id, attempts, redis.call('HMGET', J.o, id)[1], now,
-                  'worker lost', dead_max, emit)
+                  'worker lost', dead_max, emit, t)
     end
   end
   redis.call('ZREM', held, m)

@@ -83,7 +83,8 @@ for i, id in ipairs(ids) do
                now, 'timed out after ' .. int(tmo) .. ' ms', false, -1, jitter, dead_max, emit)
     else
       n = n + 1
-      return_lost(J, ready, prio, dead, stats, wake, id, attempts, v[2], now, 'lease expired', dead_max, emit)
+      return_lost(J, ready, prio, dead, stats, wake, id, attempts, v[2], now, 'lease expired', dead_max, emit,
+                  tok)
     end
   end
 end

@@ -1524,7 +1524,7 @@ TEST(cancel_with_a_non_numeric_counter_changes_nothing_and_its_awaits_end_later)
 static redisReply *eval_script(redisContext *rc, int script, const char *const *keys, int nkeys,
                                const char *const *args, int nargs) {
     const char *argv[48];
-    char nk[8];
+    char nk[16];
     ASSERT(3 + nkeys + nargs <= 48);
     snprintf(nk, sizeof nk, "%d", nkeys);
     argv[0] = "EVAL", argv[1] = rjq__scripts[script].body, argv[2] = nk;

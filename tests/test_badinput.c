@@ -1669,3 +1669,41 @@ TEST(reserve_with_a_non_numeric_counter_counts_nothing_and_names_it) {
     redisFree(rc);
     server_stop_guarded(&s);
 }
+
+/* A job's times in rjq_queue_job's reply are range-checked like every
+ * number of a reply: one that is no number, not positive or past
+ * RJQ__TIME_MAX (2^62) ends the read with RJQ_EPROTO; the reply of a
+ * library from before rjq kept times (7 elements) reads as none (0). The
+ * test loads a library of rjq's name whose job function answers so. */
+TEST(job_reply_times_out_of_range_end_in_eproto_and_an_older_reply_has_none) {
+    test_env e;
+    env_start(&e, "jt");
+    size_t namelen = (size_t)(strchr(rjq__library, '\n') - rjq__library);
+    const char *replies[] = {
+        "{'completed', '1', '3', 'p', 'r', false, 't.1.x', 'abc', false, false}",
+        "{'completed', '1', '3', 'p', 'r', false, 't.1.x', '5', '-1', false}",
+        "{'completed', '1', '3', 'p', 'r', false, 't.1.x', '5', '6', '4611686018427387905'}",
+        "{'completed', '1', '3', 'p', 'r', false, 't.1.x', '5', '6', '7'}",
+        "{'completed', '1', '3', 'p', 'r', false, 't.1.x'}"};
+    for (int k = 0; k < 5; k++) {
+        char lib[1024];
+        snprintf(lib, sizeof lib,
+                 "%.*s\nredis.register_function('%s', function(KEYS, ARGV) return %s end)\n",
+                 (int)namelen, rjq__library, rjq__scripts[RJQ__S_JOB].function, replies[k]);
+        const char *argv[4] = {"FUNCTION", "LOAD", "REPLACE", lib};
+        redisReply *r = redisCommandArgv(e.rc, 4, argv, NULL);
+        ASSERT(r != NULL && r->type == REDIS_REPLY_STRING);
+        freeReplyObject(r);
+        info_wait i = get_info(e.base, e.q, "j");
+        if (k < 3) {
+            ASSERT_EQ(RJQ_EPROTO, i.status);
+            continue;
+        }
+        ASSERT_OK(i.status);
+        ASSERT_STREQ("completed", i.state);
+        ASSERT_EQ(k == 3 ? 5 : 0, i.enqueued_ms);
+        ASSERT_EQ(k == 3 ? 6 : 0, i.started_ms);
+        ASSERT_EQ(k == 3 ? 7 : 0, i.ended_ms);
+    }
+    env_stop(&e);
+}

@@ -1491,5 +1491,17 @@ TEST(job_info_has_server_times_of_enqueue_last_start_and_end) {
     ASSERT_STREQ("completed", i.state);
     assert_times(&i, t0, t1);
     ASSERT_STREQ(times_token[2], i.token);
+
+    /* replayed: its enqueue time stays, no start or end until it runs again */
+    cb_count stopped = {0};
+    ASSERT_OK(rjq_worker_stop(w, count_stopped, &stopped)); /* (runs it no more) */
+    ASSERT(loop_until(base, &stopped.calls, 10000));
+    info_wait dead = get_info(base, q, "t-bad");
+    ASSERT_EQ(1, replay(base, q, "t-bad", 0).n);
+    i = get_info(base, q, "t-bad");
+    ASSERT_STREQ("ready", i.state);
+    ASSERT_EQ(dead.enqueued_ms, i.enqueued_ms);
+    ASSERT_EQ(0, i.started_ms);
+    ASSERT_EQ(0, i.ended_ms);
     env_stop(&env);
 }

@@ -26,16 +26,11 @@ static long long indexed(redisContext *rc, const char *q) {
     return n;
 }
 
-/* Most jobs any job column of queue q holds entries of (the state column
- * keeps a job's times in fields "<id> <letter>": counted with the job). */
+/* Most entries any job column of queue q holds. */
 static long long max_column_len(redisContext *rc, const char *q) {
-    static const char *jobs_of =
-        "local seen, n = {}, 0 for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do "
-        "local id = string.match(f, '^%S+') if not seen[id] then seen[id] = true n = n + 1 end "
-        "end return n";
     long long most = 0;
     for (size_t i = 0; i < sizeof columns / sizeof columns[0]; i++) {
-        long long n = server_int(rc, "EVAL %s 1 t:{%s}:%s", jobs_of, q, columns[i]);
+        long long n = server_int(rc, "HLEN t:{%s}:%s", q, columns[i]);
         if (n > most) most = n;
     }
     return most;

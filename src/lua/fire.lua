@@ -53,12 +53,12 @@ while i <= #ARGV do
         redis.call('HSET', J.d, id, payload)
         if stored then redis.call('HSET', J.o, id, stored) end
         now = now or now_ms()
-        local q = int(now) -- its enqueue time (lib.lua, the state column)
+        local tm = int(now) .. ',,' -- its times: enqueued now (lib.lua, the state column)
         if delay > 0 then
-          redis.call('HSET', J.s, id, state_value('delayed', '0'), id .. ' q', q)
+          redis.call('HSET', J.s, id, state_value('delayed', '0', nil, tm))
           if push_delayed(delayed, id, now + delay) then ring = true end
         else
-          redis.call('HSET', J.s, id .. ' q', q)
+          redis.call('HSET', J.s, id, state_value('ready', '0', nil, tm))
           if p == 0 then
             if redis.call('RPUSH', ready, id) == 1 and redis.call('ZCARD', prio) == 0 then ring = true end
           else

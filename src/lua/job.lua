@@ -9,15 +9,13 @@
 -- state column, lib.lua): started only once an attempt started (since the
 -- job was enqueued or replayed), ended only when it has finished.
 local J = columns(KEYS, 1)
-local id = ARGV[1]
-local v = fields(J, id, 'o', 'd', 'r', 'e')
-if not v[2] then return {false, false, false, false, false, false, false, false, false, false} end
--- the state and the times: one read
-local st = redis.call('HMGET', J.s, id, id .. ' q', id .. ' s', id .. ' e')
-local state, attempts, token = state_of(st[1])
-if state == 'completed' and not v[3] then v[3] = '' end -- empty: not stored
-local _, max = parse_options(v[1])
-local started = attempts > 0 and st[3] or false
-local ended = (state == 'completed' or state == 'dead' or state == 'cancelled') and st[4] or false
-return {state, tostring(attempts), tostring(max), v[2], v[3], v[4], token or false, st[2] or false, started,
-        ended}
+local v = fields(J, ARGV[1], 's', 'o', 'd', 'r', 'e')
+if not v[3] then return {false, false, false, false, false, false, false, false, false, false} end
+local state, attempts, token, tm = state_of(v[1])
+if state == 'completed' and not v[4] then v[4] = '' end -- empty: not stored
+local _, max = parse_options(v[2])
+local q, started, ended = times_split(tm)
+if attempts == 0 then started = '' end
+if state ~= 'completed' and state ~= 'dead' and state ~= 'cancelled' then ended = '' end
+return {state, tostring(attempts), tostring(max), v[3], v[4], v[5], token or false, q ~= '' and q or false,
+        started ~= '' and started or false, ended ~= '' and ended or false}

@@ -29,12 +29,12 @@ for _, m in ipairs(members) do
   local t, ids = held_split(m)
   local s = hmget(J.s, ids)
   for i, id in ipairs(ids) do
-    local state, attempts, t2 = state_of(s[i])
+    local state, attempts, t2, tm = state_of(s[i])
     if state == 'active' and t2 == t then
       n = n + 1
       redis.call('ZREM', active, id)
       return_lost(J, ready, prio, dead, stats, wake, id, attempts, redis.call('HMGET', J.o, id)[1], now,
-                  'worker lost', dead_max, emit, t)
+                  'worker lost', dead_max, emit, t, tm)
     end
   end
   redis.call('ZREM', held, m)

@@ -936,7 +936,8 @@ local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, hel
     -- starts once: the copies would share a token)
     if (not d or d[i]) and not seen[id] then
       seen[id] = true
-      -- a job never started has no state ("ready 0") and mostly no options
+      -- a job never started is "ready 0" (no state: made before job times)
+      -- and mostly has no options
       local a, max, tmo, tm = 1, DEFAULT_MAX_ATTEMPTS, nil, nil
       if s[i] then
         local _s, a_, _t, tm_ = state_of(s[i])

@@ -1101,11 +1101,20 @@ typedef struct rjq_job_info {
     size_t result_len;
     const char *error;  /* last failure text, or NULL */
     const char *token;  /* the fencing token of the attempt that holds the
-                           job (active) or completed it, NULL otherwise
-                           (waiting, dead, cancelled). It starts with the id
+                           job (active) or ran its last attempt (completed,
+                           dead, cancelled), NULL otherwise (waiting, or
+                           finished without running). It starts with the id
                            of the client whose worker ran that attempt and a
                            '.': rjq_client_processes() maps that id to the
                            process' host and pid while it is alive */
+    /* The job's times, by the Redis server's clock (ms since the epoch), 0
+     * when unknown (a job enqueued before rjq kept them):
+     * enqueued_ms <= started_ms <= ended_ms where set. */
+    long long enqueued_ms; /* when it was enqueued (a scheduled job: made) */
+    long long started_ms;  /* when its last attempt started; 0 before the
+                              first (or first since a replay) */
+    long long ended_ms;    /* when it completed, died or was cancelled; 0
+                              while it has not finished */
 } rjq_job_info;
 
 typedef void rjq_job_info_cb(rjq_client *c, int status, const rjq_job_info *info,

@@ -275,7 +275,9 @@ static void on_job(rjq_client *c, int status, redisReply *r, void *priv) {
     job_ctx *ctx = priv;
     rjq_job_info info;
     memset(&info, 0, sizeof info);
-    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != 7)) status = RJQ_EPROTO;
+    /* (7 elements: a library from before job times) */
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || (r->elements != 7 && r->elements != 10)))
+        status = RJQ_EPROTO;
     if (status == RJQ_OK && str_or_null(r->element[0]) == NULL) status = RJQ_ENOTFOUND;
     if (status == RJQ_OK) {
         const redisReply *d = str_or_null(r->element[3]), *res = str_or_null(r->element[4]),
@@ -300,6 +302,14 @@ static void on_job(rjq_client *c, int status, redisReply *r, void *priv) {
         info.error = err ? err->str : NULL;
         const redisReply *tok = str_or_null(r->element[6]);
         info.token = tok ? tok->str : NULL;
+        long long *times[3] = {&info.enqueued_ms, &info.started_ms, &info.ended_ms};
+        for (size_t i = 0; i < 3 && r->elements == 10; i++) {
+            const redisReply *t = str_or_null(r->element[7 + i]);
+            if (t && rjq__parse_ll(t->str, t->len, 1, RJQ__TIME_MAX, times[i]) != 0) {
+                rjq__errmsg(c, "job: unexpected reply");
+                status = RJQ_EPROTO;
+            }
+        }
     }
     ctx->base.cb.job(c, status, status == RJQ_OK ? &info : NULL, ctx->base.data);
     free(ctx);

@@ -1518,3 +1518,195 @@ TEST(cancel_with_a_non_numeric_counter_changes_nothing_and_its_awaits_end_later)
     ASSERT_EQ(RJQ_EJOBCANCELED, awaited_status);
     env_stop(&env);
 }
+
+/* The scripts below run the library's own script text (lib.lua included)
+ * on a bare server: what each writes is the whole check. */
+static redisReply *eval_script(redisContext *rc, int script, const char *const *keys, int nkeys,
+                               const char *const *args, int nargs) {
+    const char *argv[48];
+    char nk[16];
+    ASSERT(3 + nkeys + nargs <= 48);
+    snprintf(nk, sizeof nk, "%d", nkeys);
+    argv[0] = "EVAL", argv[1] = rjq__scripts[script].body, argv[2] = nk;
+    for (int i = 0; i < nkeys; i++) argv[3 + i] = keys[i];
+    for (int i = 0; i < nargs; i++) argv[3 + nkeys + i] = args[i];
+    redisReply *r = redisCommandArgv(rc, 3 + nkeys + nargs, argv, NULL);
+    ASSERT(r != NULL);
+    return r;
+}
+
+/* A refusal that names the field of t:{g}:stats, and nothing written. */
+static void assert_refused_naming(redisContext *rc, redisReply *r, const char *field,
+                                  const char *before) {
+    static char after[8192];
+    char want[64];
+    snprintf(want, sizeof want, "WRONGTYPE field %s of t:{g}:stats", field);
+    if (r->type != REDIS_REPLY_ERROR || strstr(r->str, want) == NULL)
+        fprintf(stderr, "reply (type %d): %s\n", r->type, r->str ? r->str : "");
+    ASSERT_EQ(REDIS_REPLY_ERROR, r->type);
+    ASSERT(strstr(r->str, want) != NULL);
+    freeReplyObject(r);
+    snapshot(rc, after, sizeof after);
+    ASSERT_STREQ(before, after);
+}
+
+static void set_stats_field(redisContext *rc, const char *field, const char *v) {
+    freeReplyObject(server_cmd(rc, "HSET t:{g}:stats %s %s", field, v));
+}
+
+/* The orphan sweep (a dead client's jobs go back, or to dead when spent)
+ * counts reclaimed and dead: with either not an integer it is refused
+ * before it moves a job, naming the key and the field. (It failed after
+ * it had taken the jobs out of active with an unnamed error: the jobs
+ * were in no list, lost for good.) */
+TEST(orphan_sweep_with_a_non_numeric_counter_moves_no_job_and_names_it) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    freeReplyObject(server_cmd(rc, "HSET t:{g}:payload j1 x j2 y"));
+    freeReplyObject(server_cmd(rc, "HSET t:{g}:state j1 %s j2 %s", "active 3 c9.1.T", "active 1 c9.1.T"));
+    freeReplyObject(server_cmd(rc, "ZADD t:{g}:active 9999999999999 j1 9999999999999 j2"));
+    freeReplyObject(server_cmd(rc, "ZADD t:{g}:held 0 %s", "c9.1.T j1 j2"));
+    set_stats_field(rc, "seq", "2");
+    char until[32];
+    snprintf(until, sizeof until, "%lld", server_now_ms(rc) + 600000);
+    const char *keys[] = {"t:{g}:held", "t:{g}:active", "t:{g}:ready", "t:{g}:prio",
+                          "t:{g}:dead", "t:{g}:stats", "t:{g}:payload", "t:{g}:state",
+                          "t:{g}:options", "t:{g}:result", "t:{g}:error", "t:{g}:failtoken",
+                          "t:{g}:watchers", "t:{g}:monitored", "t:{g}:dedup"};
+    const char *args[] = {"t:{g}:job:", "t:{g}:wake", "c9.", "100", "1000", until};
+    static char before[8192];
+    const char *fields[] = {"dead", "reclaimed"};
+    for (size_t i = 0; i < 2; i++) {
+        set_stats_field(rc, fields[i], "12abc");
+        snapshot(rc, before, sizeof before);
+        assert_refused_naming(rc, eval_script(rc, RJQ__S_ORPHANS, keys, 15, args, 6), fields[i],
+                              before);
+        freeReplyObject(server_cmd(rc, "HDEL t:{g}:stats %s", fields[i]));
+    }
+    redisReply *r = eval_script(rc, RJQ__S_ORPHANS, keys, 15, args, 6);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    ASSERT_EQ(2, r->element[0]->integer);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(rc, "ZCARD t:{g}:dead"));
+    ASSERT_EQ(1, server_int(rc, "LLEN t:{g}:ready"));
+    ASSERT_EQ(0, server_int(rc, "ZCOUNT t:{g}:active -inf +inf"));
+    /* the dead one keeps its last attempt's token (whose worker ran it) */
+    r = server_cmd(rc, "HGET t:{g}:state j1"); /* (then its times: none but the end) */
+    ASSERT(strncmp(r->str, "dead 3 c9.1.T @,,", 17) == 0);
+    freeReplyObject(r);
+    redisFree(rc);
+    server_stop_guarded(&s);
+}
+
+/* The scheduler's fire call takes a sequence number per job it makes:
+ * with seq not an integer it is refused before it writes anything (no
+ * schedule moved on, none fired), naming the key and the field. (A
+ * schedule before the first job was moved on, then the call failed with
+ * an unnamed error.) */
+TEST(fire_with_a_non_numeric_seq_changes_no_schedule_and_names_it) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    const char *spec = "1000 0 0 every -";
+    freeReplyObject(server_cmd(rc, "SET t:{g}:schedlease tok"));
+    freeReplyObject(server_cmd(rc, "HSET t:{g}:schedules a %s b %s", spec, spec));
+    freeReplyObject(server_cmd(rc, "HSET t:{g}:schedpayload a pa b pb"));
+    freeReplyObject(server_cmd(rc, "ZADD t:{g}:schednext 1000 a 1000 b"));
+    set_stats_field(rc, "seq", "12abc");
+    const char *keys[] = {"t:{g}:schedlease", "t:{g}:schedules", "t:{g}:schedpayload",
+                          "t:{g}:schednext", "t:{g}:ready", "t:{g}:prio", "t:{g}:delayed",
+                          "t:{g}:stats", "t:{g}:payload", "t:{g}:state", "t:{g}:options",
+                          "t:{g}:result", "t:{g}:error", "t:{g}:failtoken", "t:{g}:watchers",
+                          "t:{g}:monitored"};
+    /* a: never fires again (leaves schednext); b: fires at 1000 */
+    const char *args[] = {"t:{g}:job:", "t:{g}:wake", "tok", "a", "1000", spec, "-1", "0",
+                          "b", "1000", spec, "2000", "1", "1000"};
+    static char before[8192];
+    snapshot(rc, before, sizeof before);
+    assert_refused_naming(rc, eval_script(rc, RJQ__S_FIRE, keys, 16, args, 14), "seq", before);
+    set_stats_field(rc, "seq", "0");
+    redisReply *r = eval_script(rc, RJQ__S_FIRE, keys, 16, args, 14);
+    ASSERT_EQ(REDIS_REPLY_INTEGER, r->type);
+    ASSERT_EQ(1, r->integer);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(rc, "HEXISTS t:{g}:payload b@1000"));
+    ASSERT_EQ(1, server_int(rc, "ZCARD t:{g}:schednext"));
+    r = server_cmd(rc, "HGET t:{g}:state b@1000"); /* ready, made now (its times) */
+    ASSERT(r->type == REDIS_REPLY_STRING && strncmp(r->str, "ready 0 @", 9) == 0);
+    freeReplyObject(r);
+    redisFree(rc);
+    server_stop_guarded(&s);
+}
+
+/* A reservation of job numbers (payloads written ahead) counts seq and
+ * skipped: with either not an integer it is refused before it writes,
+ * naming the key and the field. (skipped refused after seq had counted
+ * numbers nobody holds.) */
+TEST(reserve_with_a_non_numeric_counter_counts_nothing_and_names_it) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    set_stats_field(rc, "seq", "4");
+    set_stats_field(rc, "skipped", "1");
+    const char *keys[] = {"t:{g}:stats", "t:{g}:reserved", "t:{g}:prio"};
+    const char *args[] = {"5", "abc"};
+    static char before[8192];
+    const char *fields[] = {"seq", "skipped"};
+    for (size_t i = 0; i < 2; i++) {
+        redisReply *was = server_cmd(rc, "HGET t:{g}:stats %s", fields[i]);
+        char keep[32];
+        snprintf(keep, sizeof keep, "%s", was->str);
+        freeReplyObject(was);
+        set_stats_field(rc, fields[i], "12abc");
+        snapshot(rc, before, sizeof before);
+        assert_refused_naming(rc, eval_script(rc, RJQ__S_RESERVE, keys, 3, args, 2), fields[i],
+                              before);
+        set_stats_field(rc, fields[i], keep);
+    }
+    redisReply *r = eval_script(rc, RJQ__S_RESERVE, keys, 3, args, 2);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    ASSERT_STREQ("5", r->element[0]->str);
+    freeReplyObject(r);
+    ASSERT_EQ(9, server_int(rc, "HGET t:{g}:stats seq"));
+    redisFree(rc);
+    server_stop_guarded(&s);
+}
+
+/* A job's times in rjq_queue_job's reply are range-checked like every
+ * number of a reply: one that is no number, not positive or past
+ * RJQ__TIME_MAX (2^62) ends the read with RJQ_EPROTO; the reply of a
+ * library from before rjq kept times (7 elements) reads as none (0). The
+ * test loads a library of rjq's name whose job function answers so. */
+TEST(job_reply_times_out_of_range_end_in_eproto_and_an_older_reply_has_none) {
+    test_env e;
+    env_start(&e, "jt");
+    size_t namelen = (size_t)(strchr(rjq__library, '\n') - rjq__library);
+    const char *replies[] = {
+        "{'completed', '1', '3', 'p', 'r', false, 't.1.x', 'abc', false, false}",
+        "{'completed', '1', '3', 'p', 'r', false, 't.1.x', '5', '-1', false}",
+        "{'completed', '1', '3', 'p', 'r', false, 't.1.x', '5', '6', '4611686018427387905'}",
+        "{'completed', '1', '3', 'p', 'r', false, 't.1.x', '5', '6', '7'}",
+        "{'completed', '1', '3', 'p', 'r', false, 't.1.x'}"};
+    for (int k = 0; k < 5; k++) {
+        char lib[1024];
+        snprintf(lib, sizeof lib,
+                 "%.*s\nredis.register_function('%s', function(KEYS, ARGV) return %s end)\n",
+                 (int)namelen, rjq__library, rjq__scripts[RJQ__S_JOB].function, replies[k]);
+        const char *argv[4] = {"FUNCTION", "LOAD", "REPLACE", lib};
+        redisReply *r = redisCommandArgv(e.rc, 4, argv, NULL);
+        ASSERT(r != NULL && r->type == REDIS_REPLY_STRING);
+        freeReplyObject(r);
+        info_wait i = get_info(e.base, e.q, "j");
+        if (k < 3) {
+            ASSERT_EQ(RJQ_EPROTO, i.status);
+            continue;
+        }
+        ASSERT_OK(i.status);
+        ASSERT_STREQ("completed", i.state);
+        ASSERT_EQ(k == 3 ? 5 : 0, i.enqueued_ms);
+        ASSERT_EQ(k == 3 ? 6 : 0, i.started_ms);
+        ASSERT_EQ(k == 3 ? 7 : 0, i.ended_ms);
+    }
+    env_stop(&e);
+}

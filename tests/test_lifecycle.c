@@ -1395,3 +1395,113 @@ TEST(empty_result_is_not_stored_and_reads_back_empty) {
     ASSERT_EQ(0, (long)er_await_len);
     env_stop(&env);
 }
+
+/* ---- a job's times -------------------------------------------------------- */
+
+/* Jobs "t-ok*" complete, others fail (t-bad has one attempt: dead); the
+ * token each attempt ran under is kept. */
+static long times_done;
+static char times_token[3][128];
+
+static void times_handler(rjq_job *job, void *data) {
+    (void)data;
+    const char *id = rjq_job_id(job);
+    int k = strcmp(id, "t-ok") == 0 ? 0 : strcmp(id, "t-bad") == 0 ? 1 : 2;
+    snprintf(times_token[k], sizeof times_token[k], "%s", rjq_job_token(job));
+    if (k == 1) ASSERT_OK(rjq_job_fail(job, "no", 0, 0, on_done_ok, &times_done));
+    else ASSERT_OK(rjq_job_complete(job, "r", 1, on_done_ok, &times_done));
+}
+
+static int cancel_done, cancel_status;
+static void on_cancelled(rjq_client *c, int status, const char *state, void *data) {
+    (void)c, (void)state, (void)data;
+    cancel_done++;
+    cancel_status = status;
+}
+
+static void cancel_wait_sync(struct event_base *base, rjq_queue *q, const char *id) {
+    cancel_done = 0;
+    ASSERT_OK(rjq_queue_cancel(q, id, on_cancelled, NULL));
+    ASSERT(loop_until(base, &cancel_done, 10000));
+    ASSERT_OK(cancel_status);
+}
+
+/* A finished job's times: set, in order, within [lo, hi] (server ms). */
+static void assert_times(const info_wait *i, long long lo, long long hi) {
+    ASSERT(lo <= i->enqueued_ms);
+    ASSERT(i->enqueued_ms <= i->started_ms);
+    ASSERT(i->started_ms <= i->ended_ms);
+    ASSERT(i->ended_ms <= hi);
+}
+
+/* rjq_job_info's times are the server's: when the job was enqueued, its
+ * last attempt started and it ended (completed, dead, cancelled), for
+ * jobs claimed and pushed; none before they happen. A dead job keeps
+ * the token of its last attempt, as a completed one does (whose worker
+ * ran it). */
+TEST(job_info_has_server_times_of_enqueue_last_start_and_end) {
+    test_env env;
+    env_start(&env, "times");
+    struct event_base *base = env.base;
+    rjq_queue *q = env.q;
+    long long t0 = server_now_ms(env.rc);
+    rjq_job_options o = {0};
+    o.id = "t-ok";
+    enqueue_sync(base, q, "p", &o);
+    o.id = "t-bad";
+    o.max_attempts = 1;
+    enqueue_sync(base, q, "p", &o);
+    rjq_job_options later = {0};
+    later.id = "t-cancel";
+    later.delay_ms = 600000;
+    enqueue_sync(base, q, "p", &later);
+
+    info_wait i = get_info(base, q, "t-ok"); /* waiting: enqueued only */
+    ASSERT_OK(i.status);
+    ASSERT(t0 <= i.enqueued_ms && i.enqueued_ms <= server_now_ms(env.rc));
+    ASSERT_EQ(0, i.started_ms);
+    ASSERT_EQ(0, i.ended_ms);
+    i = get_info(base, q, "t-cancel");
+    ASSERT(t0 <= i.enqueued_ms);
+    cancel_wait_sync(base, q, "t-cancel");
+    i = get_info(base, q, "t-cancel"); /* cancelled without a run: no start */
+    ASSERT_STREQ("cancelled", i.state);
+    ASSERT_EQ(0, i.started_ms);
+    ASSERT(i.enqueued_ms <= i.ended_ms && i.ended_ms <= server_now_ms(env.rc));
+
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, NULL, times_handler, NULL, &w));
+    ASSERT(loop_until_count(base, &times_done, 2, 10000)); /* claimed */
+    get_stats(base, q); /* (the next job is pushed to it once it waits idle) */
+    o.id = "t-ok-pushed";
+    o.max_attempts = 0;
+    enqueue_sync(base, q, "p", &o);
+    ASSERT(loop_until_count(base, &times_done, 3, 10000));
+    long long t1 = server_now_ms(env.rc);
+
+    i = get_info(base, q, "t-ok");
+    ASSERT_STREQ("completed", i.state);
+    assert_times(&i, t0, t1);
+    ASSERT_STREQ(times_token[0], i.token);
+    i = get_info(base, q, "t-bad");
+    ASSERT_STREQ("dead", i.state);
+    assert_times(&i, t0, t1);
+    ASSERT_STREQ(times_token[1], i.token);
+    i = get_info(base, q, "t-ok-pushed");
+    ASSERT_STREQ("completed", i.state);
+    assert_times(&i, t0, t1);
+    ASSERT_STREQ(times_token[2], i.token);
+
+    /* replayed: its enqueue time stays, no start or end until it runs again */
+    cb_count stopped = {0};
+    ASSERT_OK(rjq_worker_stop(w, count_stopped, &stopped)); /* (runs it no more) */
+    ASSERT(loop_until(base, &stopped.calls, 10000));
+    info_wait dead = get_info(base, q, "t-bad");
+    ASSERT_EQ(1, replay(base, q, "t-bad", 0).n);
+    i = get_info(base, q, "t-bad");
+    ASSERT_STREQ("ready", i.state);
+    ASSERT_EQ(dead.enqueued_ms, i.enqueued_ms);
+    ASSERT_EQ(0, i.started_ms);
+    ASSERT_EQ(0, i.ended_ms);
+    env_stop(&env);
+}

@@ -507,13 +507,28 @@ TEST(status_columns_record_the_start_the_end_the_worker_and_the_last_error) {
                               "AND failed_at >= started_at AND completed_at IS NULL"));
     ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE id = 3 AND status = 'completed' "
                               "AND attempts = 1 AND last_error IS NULL AND completed_at IS NOT NULL"));
-    /* the completed ones name the process that ran them (this one) */
+    /* every row names the process that ran its last attempt (this one),
+     * the failed one too (its dead record keeps the token) */
     char host[256], sql[512];
     ASSERT_EQ(0, gethostname(host, sizeof host));
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM rjq_jobs WHERE id IN (1, 3) AND worker_id = '%s:%ld'",
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM rjq_jobs WHERE id IN (1, 2, 3) AND worker_id = '%s:%ld'",
              host, (long)getpid());
-    wait_pg(sql, 2, 30000);
-    ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE id = 2 AND worker_id IS NULL"));
+    wait_pg(sql, 3, 30000);
+    /* the times are rjq's record's (the Redis server's clock), to the ms:
+     * the last attempt's start, and its end */
+    for (int id = 1; id <= 3; id++) {
+        char job[16];
+        snprintf(job, sizeof job, "pg-%d", id);
+        info_wait i = get_info(F.e.base, F.e.q, job);
+        ASSERT_OK(i.status);
+        ASSERT(i.started_ms > 0 && i.ended_ms >= i.started_ms);
+        snprintf(sql, sizeof sql,
+                 "SELECT count(*) FROM rjq_jobs WHERE id = %d "
+                 "AND (extract(epoch FROM started_at) * 1000)::bigint = %lld "
+                 "AND (extract(epoch FROM %s) * 1000)::bigint = %lld",
+                 id, i.started_ms, id == 2 ? "failed_at" : "completed_at", i.ended_ms);
+        ASSERT_EQ(1, pg_int(&F.p, sql));
+    }
     /* a replay clears what described the last run */
     pg_exec(&F.p, "UPDATE rjq_jobs SET status = 'queued', attempts = 0 WHERE id = 2");
     ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE id = 2 AND generation = 1 "

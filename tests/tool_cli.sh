@@ -122,8 +122,8 @@ run enqueue q later --id later-1 --delay 60000 --priority 5 --attempts 7
 expect_ok
 run job q later-1 --json
 expect_ok
-expect_out '{"id":"later-1","state":"delayed","attempts":0,"max_attempts":7,'\
-'"payload":"later","result":null,"error":null}'
+expect_out_re '^\{"id":"later-1","state":"delayed","attempts":0,"max_attempts":7,'\
+'"payload":"later","result":null,"error":null,"enqueued_ms":[0-9]{13},"started_ms":null,"ended_ms":null\}$'
 run stats q
 expect_line "delayed 1"
 run enqueue q -- --dashed

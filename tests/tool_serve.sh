@@ -124,6 +124,7 @@ req GET "/v1/queues/t/jobs?state=ready&offset=1&limit=1"; expect 200 "\"ids\":\\
 req GET /v1/queues/t/jobs?state=nope; expect 400 'state must be'
 req GET "/v1/queues/t/jobs?state=ready&limit=0"; expect 400 'limit'
 req GET "/v1/queues/t/jobs/$ID1"; expect 200 '"payload":"hello"'
+expect 200 '"enqueued_ms":[0-9]{13}[,}]'; expect 200 '"started_ms":null'
 req GET /v1/queues/t/jobs/order-7; expect 200 '"max_attempts":2'
 req GET /v1/queues/bin/jobs/b1; expect 200 '"payload":\{"base64":"//4AAQ=="\}'
 req GET /v1/queues/t/jobs/nope; expect 404

@@ -80,6 +80,9 @@ static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *d
              (const char *)info->payload);
     w->has_result = info->result != NULL;
     snprintf(w->token, sizeof w->token, "%s", info->token ? info->token : "");
+    w->enqueued_ms = info->enqueued_ms;
+    w->started_ms = info->started_ms;
+    w->ended_ms = info->ended_ms;
     w->result_len = info->result_len;
     if (info->result)
         snprintf(w->result, sizeof w->result, "%.*s", (int)info->result_len,

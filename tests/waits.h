@@ -38,6 +38,7 @@ typedef struct info_wait {
     size_t result_len;
     int has_result;
     char token[128];          /* "" when NULL */
+    long long enqueued_ms, started_ms, ended_ms;
 } info_wait;
 
 /* Read job id of q and run the loop until it came (exactly once; the

@@ -39,7 +39,7 @@ tally() {
         st=$(rcli HGET "rjq:{$q}:state" "j$i")
         case "$st" in
         "completed 1"*) c=$((c + 1)) ;;
-        "" | "ready 0") w=$((w + 1)) ;; # "": never started
+        "" | "ready 0" | "ready 0 @"*) w=$((w + 1)) ;; # "": never started
         *) o=$((o + 1)); echo "  j$i: $st" >&2 ;;
         esac
     done

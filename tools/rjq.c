@@ -506,6 +506,12 @@ static void print_num(const cli *t, int first, const char *name, long long v) {
         printf("%s %lld\n", name, v);
 }
 
+/* A time in ms (0: unknown): omitted in plain output, null in JSON. */
+static void print_time(const cli *t, const char *name, long long ms) {
+    if (ms) print_num(t, 0, name, ms);
+    else if (t->json) printf(",\"%s\":null", name);
+}
+
 static void end_object(const cli *t) {
     if (t->json) puts("}");
 }
@@ -754,6 +760,9 @@ static void on_job(rjq_client *c, int status, const rjq_job_info *j, void *data)
     print_field(t, 0, "payload", j->payload, j->payload_len);
     print_field(t, 0, "result", j->result, j->result_len);
     print_field(t, 0, "error", j->error, j->error ? strlen(j->error) : 0);
+    print_time(t, "enqueued_ms", j->enqueued_ms);
+    print_time(t, "started_ms", j->started_ms);
+    print_time(t, "ended_ms", j->ended_ms);
     end_object(t);
 }
 

@@ -22,7 +22,7 @@ expect_types({ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset', stat
               cancelled, 'zset', J.s, 'hash', J.d, 'hash', J.o, 'hash', J.n, 'hash', J.u, 'zset'})
 local v = fields(J, id, 'd', 's', 'o', 'n')
 if not v[1] then return {0, ''} end
-local state, attempts, tok = state_text(v[2])
+local state, attempts, tok, tm = state_text(v[2])
 if state == 'completed' or state == 'dead' or state == 'cancelled' then return {2, state} end
 -- the counter it counts, before the first write (a HINCRBY refused at the
 -- end left the job cancelled and its awaits untold)
@@ -40,8 +40,10 @@ else
   unqueue(ready, prio, delayed, id, state, v[3])
 end
 local now = now_ms()
-redis.call('HSET', J.s, id, state_value('cancelled', attempts, state == 'active' and tok or nil))
-redis.call('ZADD', cancelled, int(now), id)
+local t = int(now)
+redis.call('HSET', J.s, id, state_value('cancelled', attempts, state == 'active' and tok or nil,
+                                        times_ended(tm, t)))
+redis.call('ZADD', cancelled, t, id)
 redis.call('HINCRBY', stats, 'cancelled', 1)
 local emit = monitor(KEYS[14], prefix)
 emit('cancelled', id)

@@ -114,17 +114,17 @@ local emit = monitor(KEYS[14], prefix, now)
 local out = {-1, 0, tok, now + lease} -- a number: an integer reply
 
 -- The jobs among ids still active under token t, as parallel lists (ids,
--- payloads, attempts, options, lease deadlines).
+-- payloads, attempts, options, lease deadlines, times).
 local function still_held(ids, t)
   if #ids == 0 then return ids end
   local s = hmget(J.s, ids)
-  local keep, a = {}, {}
+  local keep, a, tms = {}, {}, {}
   for i, id in ipairs(ids) do
-    local state, n, t2 = state_of(s[i])
-    if state == 'active' and t2 == t then keep[#keep + 1] = id; a[#keep] = n end
+    local state, n, t2, tm = state_of(s[i])
+    if state == 'active' and t2 == t then keep[#keep + 1] = id; a[#keep] = n; tms[#keep] = tm or false end
   end
   if #keep == 0 then return keep end
-  return keep, hmget(J.d, keep), a, hmget(J.o, keep), redis.call('ZMSCORE', active, unpack(keep))
+  return keep, hmget(J.d, keep), a, hmget(J.o, keep), redis.call('ZMSCORE', active, unpack(keep)), tms
 end
 
 -- A re-sent claim: what its first run started or recovered (all under its
@@ -174,7 +174,7 @@ if recover then
   for _, m in ipairs(held_members(held, string.match(tok, '^[^.]+%.[^.]+%.'))) do
     local t, ids = held_split(m)
     if not known[t] then
-      local keep, d, a, o = still_held(ids, t)
+      local keep, d, a, o, _, tms = still_held(ids, t)
       local ends = zmscore_sparse(deadlines, keep) -- (their run time's end stays)
       for i, id in ipairs(keep) do
         if want > 0 then
@@ -182,13 +182,14 @@ if recover then
           rec[#rec + 1] = id
           out[#out + 1] = id; out[#out + 1] = d[i]; out[#out + 1] = a[i]
           out[#out + 1] = select(2, parse_options(o[i]))
-          st[#st + 1] = id; st[#st + 1] = state_value('active', a[i], tok)
+          -- (its times stay: the start is that of the push it never ran)
+          st[#st + 1] = id; st[#st + 1] = state_value('active', a[i], tok, tms[i] or nil)
           za[#za + 1] = deadline; za[#za + 1] = id
           if ends[i] and tonumber(ends[i]) < now + lease and select(4, parse_options(o[i])) then
             za[#za - 1] = ends[i]
           end
         else
-          hand_back(J, active, ready, prio, stats, wake, id, a[i], o[i], emit)
+          hand_back(J, active, ready, prio, stats, wake, id, a[i], o[i], emit, tms[i] or nil)
         end
       end
       redis.call('ZREM', held, m)
@@ -219,8 +220,8 @@ if #due > 0 then
   local o, s = redis.call('HMGET', J.o, unpack(due)), redis.call('HMGET', J.s, unpack(due))
   local st, plain = {}, {}
   for i, id in ipairs(due) do
-    local _, a = state_of(s[i])
-    st[#st + 1] = id; st[#st + 1] = state_value('ready', num(a))
+    local _, a, _t, tm = state_of(s[i])
+    st[#st + 1] = id; st[#st + 1] = state_value('ready', num(a), nil, tm)
     local p = parse_options(o[i])
     if p == 0 then plain[#plain + 1] = id
     else redis.call('ZADD', prio, prio_score(p, next_seq(stats, prio)), id) end

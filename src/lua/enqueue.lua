@@ -150,7 +150,7 @@ local spec = {J.d, 'hash'}
 if ch ~= '' then spec[#spec + 1] = J.n; spec[#spec + 1] = 'hash' end
 if any_opts then spec[#spec + 1] = J.o; spec[#spec + 1] = 'hash' end
 if any_delay then spec[#spec + 1] = delayed; spec[#spec + 1] = 'zset' end
-if any_delay or any_debounce or #idle_pick > 0 then spec[#spec + 1] = J.s; spec[#spec + 1] = 'hash' end
+spec[#spec + 1] = J.s; spec[#spec + 1] = 'hash' -- (every new job's state: its enqueue time)
 if any_debounce then
   spec[#spec + 1] = delayed; spec[#spec + 1] = 'zset'
   spec[#spec + 1] = J.o; spec[#spec + 1] = 'hash'
@@ -260,7 +260,7 @@ else
   seq = typed('hash', 'HINCRBY', stats, 'seq', n) - n -- the first write
   window = rank_window_in(seq + 1, seq + n) -- see "Order within a priority"
 end
-local now, ring = nil, false
+local now, qtimes, ready_v, ring = nil, nil, nil, false
 local emit = monitor(KEYS[14], prefix)
 local payloads, opts, watch, states = {}, {}, {}, {}
 local plain, plain_d, plain_o = {}, {}, {} -- new priority 0 jobs made ready
@@ -277,7 +277,7 @@ for a = 1, n do
     existed = 1
     if deb[i] and recorded[id] then
       -- debounce: a job still waiting takes the new payload and waits again
-      local state, attempts = state_text(redis.call('HMGET', J.s, id)[1])
+      local state, attempts, _, tm = state_text(redis.call('HMGET', J.s, id)[1])
       if state == 'ready' or state == 'delayed' then
         -- out of where it waits (by the priority it waits under), then in
         -- again with the options it has now, due delay from now
@@ -288,10 +288,10 @@ for a = 1, n do
         redis.call('HSET', J.d, id, payload)
         if delay[i] > 0 then
           now = now or now_ms()
-          redis.call('HSET', J.s, id, state_value('delayed', attempts))
+          redis.call('HSET', J.s, id, state_value('delayed', attempts, nil, tm))
           if push_delayed(delayed, id, now + delay[i]) then ring = true end
         else
-          redis.call('HSET', J.s, id, state_value('ready', attempts))
+          redis.call('HSET', J.s, id, state_value('ready', attempts, nil, tm))
           push_ready(ready, prio, stats, wake, id, p, false)
         end
         existed = 2
@@ -300,14 +300,19 @@ for a = 1, n do
   else
     taken[id] = true
     added = added + 1
+    if not qtimes then -- its times: enqueued now (the state column, lib.lua)
+      now = now or now_ms()
+      qtimes = int(now) .. ',,'
+      ready_v = state_value('ready', '0', nil, qtimes)
+    end
     if not reserved then payloads[2 * added - 1] = id; payloads[2 * added] = payload end
     if stored[i] then opts[#opts + 1] = id; opts[#opts + 1] = stored[i] end
     if ch ~= '' then watch[2 * added - 1] = id; watch[2 * added] = ch end
     if delay[i] > 0 then
-      now = now or now_ms()
-      states[#states + 1] = id; states[#states + 1] = state_value('delayed', '0')
+      states[#states + 1] = id; states[#states + 1] = state_value('delayed', '0', nil, qtimes)
       if push_delayed(delayed, id, now + delay[i]) then ring = true end
     else
+      states[#states + 1] = id; states[#states + 1] = ready_v
       if pri[i] == 0 then
         nplain = nplain + 1
         plain[nplain] = id; plain_d[nplain] = payload; plain_o[nplain] = stored[i]
@@ -335,14 +340,14 @@ if became_ready > 0 and nothing_ready and not any_prio and not reserved then
   -- and only the rest is queued (waking idle workers elsewhere). (Jobs
   -- whose payloads were written ahead go through ready: from_ready reads
   -- them back for the workers it pushes to.)
-  local take, rest = new_jobs(plain, plain_d, plain_o)
-  push_to_idle(J, active, idle, held, tbase, became_ready, emit, idle_pick, take, KEYS[16])
+  local take, rest = new_jobs(plain, plain_d, plain_o, ready_v)
+  push_to_idle(J, active, idle, held, tbase, became_ready, emit, idle_pick, take, KEYS[16], now)
   local left = rest()
   if #left > 0 then rpush_all(ready, left); ring = true end
 elseif became_ready > 0 then
   if #plain > 0 then rpush_all(ready, plain) end
   local pushed = push_to_idle(J, active, idle, held, tbase, became_ready, emit, idle_pick,
-                              from_ready(J, ready, prio), KEYS[16])
+                              from_ready(J, ready, prio), KEYS[16], now)
   -- jobs left ready in a queue that had nothing ready: wake idle workers
   if nothing_ready and pushed < became_ready then ring = true end
 end

@@ -20,7 +20,7 @@ J.u = KEYS[15]
 expect_types({active, 'zset', ready, 'list', prio, 'zset', delayed, 'zset', dead, 'zset', stats, 'hash',
               J.s, 'hash', J.e, 'hash', J.f, 'hash', J.u, 'zset'})
 local v = fields(J, id, 's', 'o', 'f')
-local state, attempts, t = state_of(v[1])
+local state, attempts, t, tm = state_of(v[1])
 if state ~= 'active' or t ~= tok then
   -- failtoken is the token of the claim whose failure was applied last: a
   -- call re-sent after a lost reply is recognised even if the job moved on
@@ -40,4 +40,4 @@ end
 local emit = monitor(KEYS[14], prefix)
 redis.call('ZREM', active, id)
 return fail_job(J, ready, prio, delayed, dead, stats, wake, id, tok, attempts, v[2], now, err, fatal, delay,
-                jitter, dead_max, emit)
+                jitter, dead_max, emit, tm)

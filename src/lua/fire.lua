@@ -21,6 +21,9 @@ local J = columns(KEYS, 9, prefix)
 expect_types({lease, 'string', specs, 'hash', payloads, 'hash', nexts, 'zset', ready, 'list',
               prio, 'zset', delayed, 'zset', stats, 'hash', J.d, 'hash', J.o, 'hash', J.s, 'hash'})
 if redis.call('GET', lease) ~= token then return -1 end
+-- the sequence numbers its jobs take, before the first write (a HINCRBY
+-- refused there left the schedules before it fired and moved on)
+int_fields(stats, 'seq')
 local emit = monitor(KEYS[16], prefix)
 local now, made, ring = nil, 0, false
 local i = 4
@@ -49,15 +52,19 @@ while i <= #ARGV do
         if rank_window_in(seq, seq) then renumber_prio(prio) end
         redis.call('HSET', J.d, id, payload)
         if stored then redis.call('HSET', J.o, id, stored) end
+        now = now or now_ms()
+        local tm = int(now) .. ',,' -- its times: enqueued now (lib.lua, the state column)
         if delay > 0 then
-          now = now or now_ms()
-          redis.call('HSET', J.s, id, state_value('delayed', '0'))
+          redis.call('HSET', J.s, id, state_value('delayed', '0', nil, tm))
           if push_delayed(delayed, id, now + delay) then ring = true end
-        elseif p == 0 then
-          if redis.call('RPUSH', ready, id) == 1 and redis.call('ZCARD', prio) == 0 then ring = true end
         else
-          redis.call('ZADD', prio, prio_score(p, seq), id)
-          if redis.call('ZCARD', prio) == 1 and redis.call('LLEN', ready) == 0 then ring = true end
+          redis.call('HSET', J.s, id, state_value('ready', '0', nil, tm))
+          if p == 0 then
+            if redis.call('RPUSH', ready, id) == 1 and redis.call('ZCARD', prio) == 0 then ring = true end
+          else
+            redis.call('ZADD', prio, prio_score(p, seq), id)
+            if redis.call('ZCARD', prio) == 1 and redis.call('LLEN', ready) == 0 then ring = true end
+          end
         end
         emit('enqueued', id)
         made = made + 1

@@ -54,11 +54,18 @@
 -- of one call per job (a redis.call costs ~1 us; five per job capped the
 -- drain rate):
 --   payload   the payload; a job exists while it has one
---   state     "<state> <attempts> [<token>]": state is ready, delayed,
---             active, completed or dead, attempts the runs started, token
---             that of the current claim (active, completed); absent means
---             "ready 0" (see state_of). One field, so a claim writes one
---             value per job and a completion reads one to check the token.
+--   state     "<state> <attempts> [<token>] [@<times>]": state is ready,
+--             delayed, active, completed, dead or cancelled, attempts the
+--             runs started, token that of the current claim (active), or
+--             of the last attempt (completed, dead, cancelled; none when
+--             it never ran); absent means "ready 0" (see state_of). One
+--             field, so a claim writes one value per job and a completion
+--             reads one to check the token. times: the job's server times
+--             in ms, "<enqueued>,<last start>,<end>", each empty while not
+--             known (see times_split); every transition writes them with
+--             the state it writes (a value 16 bytes longer: a field of
+--             their own cost a job +3 us of Redis CPU per write, measured).
+--             Values of rjq versions before times have none.
 --   options   "priority,max_attempts,backoff[;timeout[;dedup]]" when
 --             not all defaults; backoff is "kind,base,max" or empty,
 --             timeout the job's run time limit in ms, dedup how long its
@@ -255,25 +262,49 @@ local function delete_jobs(J, ids)
   end
 end
 
--- A state column value: state, attempts (as text), token (nil when none).
+-- A state column value: state, attempts (as text), token (nil when none),
+-- times (the text after '@', nil when none; see times_split).
 local function state_text(v)
-  if not v then return 'ready', '0', nil end
-  local s, a, t = string.match(v, '^(%a+) (%d+) ?(.*)$')
-  if not s then return v, '0', nil end -- not rjq's format: no token matches
+  if not v then return 'ready', '0', nil, nil end
+  local s, a, rest = string.match(v, '^(%a+) (%d+) ?(.*)$')
+  if not s then return v, '0', nil, nil end -- not rjq's format: no token matches
+  local t, tm = string.match(rest, '^(%S*) ?@(%S*)$')
+  if not t then t = rest end
   if t == '' then t = nil end
-  return s, a, t
+  return s, a, t, tm
 end
 
 -- The same with attempts as a number.
 local function state_of(v)
-  local s, a, t = state_text(v)
-  return s, tonumber(a), t
+  local s, a, t, tm = state_text(v)
+  return s, tonumber(a), t, tm
 end
 
--- The state column value for state s, attempts a, token t (may be nil).
-local function state_value(s, a, t)
-  if t then return s .. ' ' .. a .. ' ' .. t end
-  return s .. ' ' .. a
+-- The state column value for state s, attempts a, token t and times tm
+-- (either may be nil).
+local function state_value(s, a, t, tm)
+  local v = s .. ' ' .. a
+  if t then v = v .. ' ' .. t end
+  if tm then v = v .. ' @' .. tm end
+  return v
+end
+
+-- A job's times (state_text's tm, may be nil): enqueued, last start, end,
+-- as text ('' when not known).
+local function times_split(tm)
+  local q, s, e = string.match(tm or '', '^(%d*),(%d*),(%d*)$')
+  if not q then return '', '', '' end
+  return q, s, e
+end
+
+-- Times tm with a new start (stamp: the server time as text), or an end.
+local function times_started(tm, stamp)
+  return (times_split(tm)) .. ',' .. stamp .. ','
+end
+
+local function times_ended(tm, stamp)
+  local q, s = times_split(tm)
+  return q .. ',' .. s .. ',' .. stamp
 end
 
 -- A job's options: priority, max attempts, backoff spec (nil = default),
@@ -397,12 +428,12 @@ local function push_ready(ready, prio, stats, wake, id, p, head)
   end
 end
 
--- Hand back active job `id` (attempts: its count, o: its options column)
--- that its holder did not start: back to the head of its priority class,
--- the attempt its start counted undone.
-local function hand_back(J, active, ready, prio, stats, wake, id, attempts, o, emit)
+-- Hand back active job `id` (attempts: its count, o: its options column,
+-- tm: its times) that its holder did not start: back to the head of its
+-- priority class, the attempt its start counted undone.
+local function hand_back(J, active, ready, prio, stats, wake, id, attempts, o, emit, tm)
   redis.call('ZREM', active, id)
-  redis.call('HSET', J.s, id, state_value('ready', math.max(attempts - 1, 0)))
+  redis.call('HSET', J.s, id, state_value('ready', math.max(attempts - 1, 0), nil, tm))
   push_ready(ready, prio, stats, wake, id, (parse_options(o)), true)
   emit('released', id)
 end
@@ -605,11 +636,14 @@ local function trim_oldest(J, key, n)
 end
 
 -- Move job `id` (attempts spent so far) to the dead set with error text err; drop the oldest dead
--- jobs (and their records) beyond dead_max.
-local function bury(J, dead, stats, id, attempts, now, err, dead_max, emit)
-  redis.call('ZADD', dead, int(now), id)
+-- jobs (and their records) beyond dead_max. tok: the last attempt's token
+-- (nil: none), kept in its state (whose worker ran it: rjq_job_info); tm:
+-- its times (the end is now).
+local function bury(J, dead, stats, id, attempts, now, err, dead_max, emit, tok, tm)
+  local t = int(now)
+  redis.call('ZADD', dead, t, id)
   emit('dead', id)
-  redis.call('HSET', J.s, id, state_value('dead', attempts))
+  redis.call('HSET', J.s, id, state_value('dead', attempts, tok, times_ended(tm, t)))
   redis.call('HSET', J.e, id, err)
   redis.call('HINCRBY', stats, 'dead', 1)
   notify_finished(J, id, redis.call('HMGET', J.n, id)[1], 'dead', err)
@@ -620,15 +654,17 @@ end
 -- A job whose holder is gone (its lease ended, or its client was found
 -- dead) and that is out of the active set: the attempt it started counts
 -- (it may be what killed its worker); back to the head of its class, or
--- dead when its attempts are spent. err says why.
-local function return_lost(J, ready, prio, dead, stats, wake, id, attempts, o, now, err, dead_max, emit)
+-- dead when its attempts are spent. err says why; tok: the lost holder's
+-- token (kept on a dead record, see bury); tm: the job's times.
+local function return_lost(J, ready, prio, dead, stats, wake, id, attempts, o, now, err, dead_max, emit,
+                           tok, tm)
   emit('reclaimed', id)
   local p, max = parse_options(o)
   if attempts >= max then
-    bury(J, dead, stats, id, attempts, now, err, dead_max, emit)
+    bury(J, dead, stats, id, attempts, now, err, dead_max, emit, tok, tm)
   else
     -- without the lost holder's token, which fences nothing now
-    redis.call('HSET', J.s, id, state_value('ready', attempts))
+    redis.call('HSET', J.s, id, state_value('ready', attempts, nil, tm))
     redis.call('HSET', J.e, id, err)
     push_ready(ready, prio, stats, wake, id, p, true)
   end
@@ -637,15 +673,16 @@ end
 -- A failure of job `id` (out of the active set; attempts: its count, o:
 -- its options column) recorded as token tok (failtoken): dead when fatal or its attempts
 -- are spent, else retried after `delay` ms (< 0: its backoff, with
--- jitter in [0,1)). Returns 1 retried, 2 dead.
+-- jitter in [0,1)); tm: its times. Returns 1 retried, 2 dead.
 local function fail_job(J, ready, prio, delayed, dead, stats, wake, id, tok, attempts, o, now, err, fatal,
-                        delay, jitter, dead_max, emit)
+                        delay, jitter, dead_max, emit, tm)
   redis.call('HSET', J.f, id, tok)
   emit('failed', id)
   redis.call('HINCRBY', stats, 'failed', 1)
   local p, max, backoff = parse_options(o)
   if fatal or attempts >= max then
-    bury(J, dead, stats, id, attempts, now, err, dead_max, emit)
+    -- (the attempt's token: tok's first word, see reclaim.lua)
+    bury(J, dead, stats, id, attempts, now, err, dead_max, emit, string.match(tok, '^%S+'), tm)
     return 2
   end
   if delay < 0 then delay = backoff_ms(backoff, attempts, jitter) end
@@ -653,10 +690,10 @@ local function fail_job(J, ready, prio, delayed, dead, stats, wake, id, tok, att
   emit('retried', id)
   redis.call('HSET', J.e, id, err)
   if delay > 0 then
-    redis.call('HSET', J.s, id, state_value('delayed', attempts))
+    redis.call('HSET', J.s, id, state_value('delayed', attempts, nil, tm))
     if push_delayed(delayed, id, now + delay) then redis.call('PUBLISH', wake, '1') end
   else
-    redis.call('HSET', J.s, id, state_value('ready', attempts))
+    redis.call('HSET', J.s, id, state_value('ready', attempts, nil, tm))
     push_ready(ready, prio, stats, wake, id, p, false)
   end
   return 1
@@ -891,22 +928,27 @@ local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, hel
     return enter(0)
   end
   -- Per-job appends use counters: #t is a search on every call.
-  local za, st, n, k, sv, seen = {'+inf', ACTIVE_PIN}, {}, 0, #out, {}, {}
+  local za, st, n, k, seen = {'+inf', ACTIVE_PIN}, {}, 0, #out, {}
+  local started = int(now or now_ms()) -- (the jobs' start time, see the state column)
   local dz -- ZADD arguments for deadlines
   for i, id in ipairs(ids) do
     -- (an id twice in ids, which only a change behind rjq's back can do,
     -- starts once: the copies would share a token)
     if (not d or d[i]) and not seen[id] then
       seen[id] = true
-      -- a job never started has no state ("ready 0") and mostly no options
-      local a, max, tmo = 1, DEFAULT_MAX_ATTEMPTS, nil
-      if s[i] then a = select(2, state_of(s[i])) + 1 end
+      -- a job never started is "ready 0" (no state: made before job times)
+      -- and mostly has no options
+      local a, max, tmo, tm = 1, DEFAULT_MAX_ATTEMPTS, nil, nil
+      if s[i] then
+        local _s, a_, _t, tm_ = state_of(s[i])
+        a, tm = a_ + 1, tm_
+      end
       if o[i] then
         local _, m_, _b, t_ = parse_options(o[i])
         max, tmo = m_, t_
       end
-      local v = sv[a]
-      if not v then v = 'active ' .. num(a) .. ' ' .. tok; sv[a] = v end
+      -- (the value is made per job: its times are its own)
+      local v = 'active ' .. num(a) .. ' ' .. tok .. ' @' .. times_started(tm, started)
       za[2 * n + 3] = deadline; za[2 * n + 4] = id
       if tmo and deadlines then
         local ends = now + tmo
@@ -1021,10 +1063,11 @@ end
 -- load_jobs), in claim order; from_ready or new_jobs below.
 -- The token of a message is "<client>.<worker>.<tbase><k>" (the client's
 -- id ends its push channel's name), entered in the held index (`held`).
--- deadlines: the queue's zset of run time ends (see start_jobs).
+-- deadlines: the queue's zset of run time ends (see start_jobs). now:
+-- the caller's server time, when it read it (nil: read here when needed).
 -- Returns how many jobs were taken.
-local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, take, deadlines)
-  local now, k, taken, inline_left = nil, 0, 0, PUSH_INLINE_TOTAL
+local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, take, deadlines, now)
+  local k, taken, inline_left = 0, 0, PUSH_INLINE_TOTAL
   while budget > 0 do
     pick = pick or redis.call('HRANDFIELD', idle, 1, 'WITHVALUES')
     if #pick == 0 then break end
@@ -1084,19 +1127,19 @@ local function from_ready(J, ready, prio)
 end
 
 -- A take() for push_to_idle over jobs this script just created (ids with
--- payloads d and stored options o, false for defaults; never started), so
--- they go to a worker without passing through ready. rest() returns the
--- ids not taken.
-local function new_jobs(ids, d, o)
+-- payloads d and stored options o, false for defaults; never started;
+-- their state value sv, the same for all), so they go to a worker without
+-- passing through ready. rest() returns the ids not taken.
+local function new_jobs(ids, d, o, sv)
   local at = 1
   local function take(want)
     local last = math.min(at + want - 1, #ids)
-    local a, b, c = {}, {}, {}
+    local a, b, c, e = {}, {}, {}, {}
     for i = at, last do
-      a[#a + 1] = ids[i]; b[#b + 1] = d[i]; c[#c + 1] = o[i]
+      a[#a + 1] = ids[i]; b[#b + 1] = d[i]; c[#c + 1] = o[i]; e[#e + 1] = sv
     end
     at = last + 1
-    return a, b, c, {}
+    return a, b, c, e
   end
   local function rest()
     local r = {}

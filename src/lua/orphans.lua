@@ -20,18 +20,21 @@ J.u = KEYS[15]
 expect_types({held, 'zset', active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash',
               J.s, 'hash', J.e, 'hash', J.u, 'zset'})
 local members = held_members(held, who, limit)
+-- the counters the returns count (bury's dead, reclaimed), before the
+-- first write: a HINCRBY refused after the ZREM below lost the job
+if #members > 0 then int_fields(stats, 'dead', 'reclaimed') end
 local emit = monitor(KEYS[14], prefix)
 local n = 0
 for _, m in ipairs(members) do
   local t, ids = held_split(m)
   local s = hmget(J.s, ids)
   for i, id in ipairs(ids) do
-    local state, attempts, t2 = state_of(s[i])
+    local state, attempts, t2, tm = state_of(s[i])
     if state == 'active' and t2 == t then
       n = n + 1
       redis.call('ZREM', active, id)
       return_lost(J, ready, prio, dead, stats, wake, id, attempts, redis.call('HMGET', J.o, id)[1], now,
-                  'worker lost', dead_max, emit)
+                  'worker lost', dead_max, emit, t, tm)
     end
   end
   redis.call('ZREM', held, m)

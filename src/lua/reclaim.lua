@@ -66,7 +66,7 @@ local emit = monitor(KEYS[15], prefix)
 local n, timed_out = 0, 0
 for i, id in ipairs(ids) do
   local v = fields(J, id, 's', 'o')
-  local state, attempts, tok = state_of(v[1])
+  local state, attempts, tok, tm = state_of(v[1])
   if state == 'active' then
     local e = ends[i] and tonumber(ends[i])
     local tmo = select(4, parse_options(v[2])) -- (an entry of a job without one is stale)
@@ -80,10 +80,11 @@ for i, id in ipairs(ids) do
       -- failtoken "<token> timeout": the holder's extension tells it (extend.lua),
       -- and its own late failure is refused (fail.lua)
       fail_job(J, ready, prio, delayed, dead, stats, wake, id, (tok or '') .. ' timeout', attempts, v[2],
-               now, 'timed out after ' .. int(tmo) .. ' ms', false, -1, jitter, dead_max, emit)
+               now, 'timed out after ' .. int(tmo) .. ' ms', false, -1, jitter, dead_max, emit, tm)
     else
       n = n + 1
-      return_lost(J, ready, prio, dead, stats, wake, id, attempts, v[2], now, 'lease expired', dead_max, emit)
+      return_lost(J, ready, prio, dead, stats, wake, id, attempts, v[2], now, 'lease expired', dead_max, emit,
+                  tok, tm)
     end
   end
 end

@@ -20,9 +20,9 @@ local n = 0
 for i = #ARGV - 1, 4, -2 do
   local id, tok = ARGV[i], ARGV[i + 1]
   local v = fields(J, id, 's', 'o')
-  local state, attempts, t = state_of(v[1])
+  local state, attempts, t, tm = state_of(v[1])
   if state == 'active' and t == tok then
-    hand_back(J, active, ready, prio, stats, wake, id, attempts, v[2], emit)
+    hand_back(J, active, ready, prio, stats, wake, id, attempts, v[2], emit, tm)
     n = n + 1
   end
 end

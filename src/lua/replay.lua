@@ -17,7 +17,10 @@ local function replay_one(jid)
   local v = fields(J, jid, 's', 'o')
   if state_of(v[1]) ~= 'dead' then return -2 end
   redis.call('ZREM', dead, jid)
-  redis.call('HDEL', J.s, jid) -- ready, attempts reset
+  -- ready, attempts reset; its enqueue time stays (the state column, lib.lua)
+  local q = times_split(select(4, state_of(v[1])))
+  if q ~= '' then redis.call('HSET', J.s, jid, state_value('ready', '0', nil, q .. ',,'))
+  else redis.call('HDEL', J.s, jid) end
   push_ready(ready, prio, stats, wake, jid, (parse_options(v[2])), false)
   return 1
 end

@@ -131,6 +131,7 @@ typedef struct wentry {
     size_t len;
     int attempts; /* -1: unchanged */
     char *last_error; /* the job's last failure text (NULL: unchanged) */
+    long long started_ms, ended_ms; /* rjq's record's times (0: none: now()) */
     size_t seq;   /* place in its batch before sorting */
 } wentry;
 
@@ -396,8 +397,10 @@ static const char *from_of_kind(int kind) {
 
 /* Queue a write (blob and last_error copied; error texts made valid
  * UTF-8). */
-static void add_write_full(bridge *b, int64_t id, int gen, int kind, const void *blob, size_t len,
-                           int attempts, const char *last_error) {
+/* An outcome with the times of rjq's record (0: none). */
+static void add_outcome(bridge *b, int64_t id, int gen, int kind, const void *blob, size_t len,
+                        int attempts, const char *last_error, long long started_ms,
+                        long long ended_ms) {
     if (b->freeing) return;
     if (b->wn == b->wcap) {
         size_t cap = b->wcap ? b->wcap * 2 : 256;
@@ -415,6 +418,8 @@ static void add_write_full(bridge *b, int64_t id, int gen, int kind, const void 
     e->gen = gen;
     e->kind = kind;
     e->attempts = attempts;
+    e->started_ms = started_ms;
+    e->ended_ms = ended_ms;
     if (blob) {
         if (kind == W_COMPLETED) {
             e->blob = malloc(len ? len : 1);
@@ -436,6 +441,11 @@ static void add_write_full(bridge *b, int64_t id, int gen, int kind, const void 
     }
     b->wn++;
     flush_writes(b);
+}
+
+static void add_write_full(bridge *b, int64_t id, int gen, int kind, const void *blob, size_t len,
+                           int attempts, const char *last_error) {
+    add_outcome(b, id, gen, kind, blob, len, attempts, last_error, 0, 0);
 }
 
 static void add_write(bridge *b, int64_t id, int gen, int kind, const void *blob, size_t len,
@@ -608,14 +618,18 @@ static void flush_writes(bridge *b) {
             continue;
         }
         snprintf(attempts, sizeof attempts, "%d", e[i].attempts);
+        char started[24], ended[24];
+        snprintf(started, sizeof started, "%lld", e[i].started_ms);
+        snprintf(ended, sizeof ended, "%lld", e[i].ended_ms);
         int result = e[i].kind == W_COMPLETED;
-        const char *v[8] = {id, status_of_kind(e[i].kind), result ? e[i].blob : NULL,
-                            result ? NULL : e[i].blob, attempts, from_of_kind(e[i].kind), gen,
-                            e[i].last_error};
-        int lens[8] = {0, 0, result ? (int)e[i].len : 0, 0, 0, 0, 0, 0};
-        int fmts[8] = {0, 0, 1, 0, 0, 0, 0, 0};
+        const char *v[10] = {id, status_of_kind(e[i].kind), result ? e[i].blob : NULL,
+                             result ? NULL : e[i].blob, attempts, from_of_kind(e[i].kind), gen,
+                             e[i].last_error, e[i].started_ms ? started : NULL,
+                             e[i].ended_ms ? ended : NULL};
+        int lens[10] = {0, 0, result ? (int)e[i].len : 0, 0, 0, 0, 0, 0, 0, 0};
+        int fmts[10] = {0, 0, 1, 0, 0, 0, 0, 0, 0, 0};
         if (result && e[i].blob == NULL) v[2] = ""; /* an empty result, not NULL */
-        pgconn_query(b->writer, b->sql.set, 8, v, lens, fmts, 0);
+        pgconn_query(b->writer, b->sql.set, 10, v, lens, fmts, 0);
     }
     b->writing = wb;
     if (pgconn_sync(b->writer, on_written, wb) != 0) /* down: back first */
@@ -777,18 +791,21 @@ static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *d
     int kind = f->status == RJQ_OK ? W_COMPLETED : f->status == RJQ_EJOBDEAD ? W_FAILED : W_CANCELLED;
     if (status == RJQ_OK) {
         int now = final_kind(info->state);
-        if (now == W_COMPLETED) {
-            add_write_full(b, f->id, f->gen, now, info->result ? info->result : "", info->result_len,
-                           info->attempts, info->error);
-            if (info->token) find_worker(b, f->id, f->gen, info->token);
-        }
+        /* the times of rjq's record (the server's clock) */
+        long long st = info->started_ms, end = info->ended_ms;
+        if (now == W_COMPLETED)
+            add_outcome(b, f->id, f->gen, now, info->result ? info->result : "", info->result_len,
+                        info->attempts, info->error, st, end);
         else if (now == W_FAILED)
-            add_write_full(b, f->id, f->gen, now, info->error ? info->error : "dead",
-                           strlen(info->error ? info->error : "dead"), info->attempts, info->error);
+            add_outcome(b, f->id, f->gen, now, info->error ? info->error : "dead",
+                        strlen(info->error ? info->error : "dead"), info->attempts, info->error, st,
+                        end);
         else if (now == W_CANCELLED)
-            add_write_full(b, f->id, f->gen, now, "cancelled", 9, info->attempts, info->error);
+            add_outcome(b, f->id, f->gen, now, "cancelled", 9, info->attempts, info->error, st, end);
         else /* replayed meanwhile: it runs again */
             follow_row(b, f->id, f->gen, f->q, 0, 0);
+        /* the last attempt's worker (completed, dead, or cancelled while it ran) */
+        if (now >= 0 && info->token) find_worker(b, f->id, f->gen, info->token);
     } else { /* the record is gone: what the await said */
         add_write_full(b, f->id, f->gen, kind, f->blob, f->len, -1,
                        kind == W_FAILED ? f->blob : NULL);

@@ -124,15 +124,22 @@
 /* Any other outcome: $1 id, $2 status, $3 result (bytea, binary; NULL:
  * unchanged), $4 error (NULL: unchanged), $5 attempts (-1: unchanged),
  * $6 the statuses it may follow (text[]), $7 the generation, $8 the job's
- * last failure text (NULL: unchanged). A completed row gets completed_at,
- * a failed one failed_at (the first time only: a repeated write keeps it). */
+ * last failure text (NULL: unchanged), $9 and $10 the start of the job's
+ * last attempt and its end, from rjq's record (server ms since the epoch;
+ * NULL: the record has none). started_at becomes $9 (NULL: unchanged); a
+ * completed row gets completed_at, a failed one failed_at, $10 or else
+ * now() (the first time only: a repeated write keeps it). */
 #define PGB_SQL_SET                                                                    \
     "UPDATE rjq_jobs SET status = $2, result = COALESCE($3, result),\n"                 \
     "  error = COALESCE($4, error),\n"                                                  \
     "  attempts = CASE WHEN $5::int >= 0 THEN $5::int ELSE attempts END,\n"             \
-    "  completed_at = CASE WHEN $2 = 'completed' AND status <> 'completed' THEN now()\n" \
+    "  started_at = COALESCE(timestamptz 'epoch' + $9::bigint * interval '1 ms',\n"     \
+    "    started_at),\n"                                                                \
+    "  completed_at = CASE WHEN $2 = 'completed' AND status <> 'completed'\n"           \
+    "    THEN COALESCE(timestamptz 'epoch' + $10::bigint * interval '1 ms', now())\n"   \
     "    ELSE completed_at END,\n"                                                      \
-    "  failed_at = CASE WHEN $2 = 'failed' AND status <> 'failed' THEN now()\n"          \
+    "  failed_at = CASE WHEN $2 = 'failed' AND status <> 'failed'\n"                    \
+    "    THEN COALESCE(timestamptz 'epoch' + $10::bigint * interval '1 ms', now())\n"   \
     "    ELSE failed_at END,\n"                                                         \
     "  last_error = COALESCE($8, last_error), updated_at = now()\n"                     \
     "WHERE id = $1 AND status = ANY($6::text[]) AND generation = $7"

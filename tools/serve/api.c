@@ -248,6 +248,11 @@ static void list_jobs(server *s, struct evhttp_request *req, squeue *q,
     call_sent(c, rjq_queue_jobs(q->q, st, (long)offset, (long)limit, on_ids, c));
 }
 
+/* A job's time (server ms), null when it has none. */
+static json_t *json_time(long long ms) {
+    return ms ? json_integer(ms) : json_null();
+}
+
 static void on_job(rjq_client *cl, int status, const rjq_job_info *ji, void *data) {
     call *c = data;
     (void)cl;
@@ -255,13 +260,15 @@ static void on_job(rjq_client *cl, int status, const rjq_job_info *ji, void *dat
     if (req && status == RJQ_ENOTFOUND) {
         reply_error(req, 404, "no such job (or it expired)");
     } else if (req) {
-        json_t *o = json_pack("{so so ss si si so so so}", "queue", json_name(c->q->name), "id",
-                              json_name(ji->id),
+        json_t *o = json_pack("{so so ss si si so so so so so so}", "queue", json_name(c->q->name),
+                              "id", json_name(ji->id),
                               "state", ji->state, "attempts", ji->attempts, "max_attempts",
                               ji->max_attempts, "payload",
                               json_bytes(ji->payload ? ji->payload : "", ji->payload_len),
                               "result", json_bytes(ji->result, ji->result_len), "error",
-                              ji->error ? json_bytes(ji->error, strlen(ji->error)) : json_null());
+                              ji->error ? json_bytes(ji->error, strlen(ji->error)) : json_null(),
+                              "enqueued_ms", json_time(ji->enqueued_ms), "started_ms",
+                              json_time(ji->started_ms), "ended_ms", json_time(ji->ended_ms));
         reply_json(req, 200, o);
     }
     call_free(c);

@@ -5,29 +5,36 @@
 # redis-server's defaults, no AOF):
 #
 #   backlog  BACKLOG rows inserted by a client in TX-row transactions
-#            (half as one multi-row INSERT per transaction, half as TX
+#            (9/10 as one multi-row INSERT per transaction, 1/10 as TX
 #            single-row INSERTs between BEGIN and COMMIT), no bridge
 #            running: the client's rows/s; then a bridge started: rows/s
 #            from its start until every row is a job in Redis and marked
 #            in PostgreSQL, and the ratio to each insert rate
 #   lag      a bridge running, RATE rows/s inserted one per transaction
-#            for SECS s: INSERT commit to the job's "enqueued" event,
-#            p50/p99/max
+#            by INSERTERS (8) connections taking turns, for SECS s: INSERT
+#            commit to the job's "enqueued" event, p50/p99/max (one
+#            connection commits at most one row per fsync)
 #   latency  (CASES=... latency) the older case: insert to a worker's start
 #   poll     (CASES=... poll) the same with the trigger dropped and a 5 s poll
 #
+# Each case runs once per bridge of BRIDGES ("label=path ...", default
+# "after=BUILD_DIR/rjq-pg-bridge"; e.g. a build of an older commit as
+# "before=/tmp/old/rjq-pg-bridge after=build/rjq-pg-bridge"), each result
+# labelled with the Redis mode and the bridge.
+#
 #   bash bench/pg_bridge.sh [BUILD_DIR]    (default: build)
-#   BACKLOG=50000 TX=100 RATE=1000 SECS=20 REDIS_MODES="always default" \
-#   CASES="backlog lag" BRIDGE_ARGS="..." bash bench/pg_bridge.sh
+#   BACKLOG=30000 TX=100 RATE=200 SECS=15 INSERTERS=8 REDIS_MODES="always default" \
+#   CASES="backlog lag" BRIDGE_ARGS="..." BRIDGES="..." bash bench/pg_bridge.sh
 set -euo pipefail
 B=$(cd "${1:-build}" && pwd)
-BACKLOG=${BACKLOG:-50000}
+BACKLOG=${BACKLOG:-30000}
 TX=${TX:-100}
-RATE=${RATE:-1000}
-SECS=${SECS:-${SECONDS_:-20}}
+RATE=${RATE:-200}
+SECS=${SECS:-${SECONDS_:-15}}
 REDIS_MODES=${REDIS_MODES:-always default}
 CASES=${CASES:-backlog lag}
 BRIDGE_ARGS=${BRIDGE_ARGS:-}
+BRIDGES=${BRIDGES:-after=$B/rjq-pg-bridge}
 dir=$(mktemp -d /tmp/rjq-pgbench-XXXXXX)
 as_pg=()
 if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; as_pg=(runuser -u postgres --); fi
@@ -58,8 +65,7 @@ bin=$(pg_config --bindir)
   -o "-p $pgport -k $dir -c listen_addresses=127.0.0.1" start
 export RJQ_PG="host=127.0.0.1 port=$pgport user=postgres dbname=postgres"
 "$B/rjq-pg-bridge" --init --pg "$RJQ_PG" >/dev/null
-# shellcheck disable=SC2206
-bridge_cmd=("$B/rjq-pg-bridge" --report-ms 0 $BRIDGE_ARGS)
+bridge_cmd=()
 start_bridge() {
   "${bridge_cmd[@]}" "$@" 2>>"$dir/bridge.log" &
   bridge_pid=$!
@@ -72,8 +78,9 @@ flush() {
   psql -q "$RJQ_PG" -c "TRUNCATE rjq_jobs" -c "VACUUM ANALYZE rjq_jobs"
   redis-cli -p "$rport" FLUSHALL >/dev/null
 }
-label() { sed "s/\"case\":\"\\([^\"]*\\)\"/\"case\":\"\\1\",\"redis\":\"$1\"/"; }
-echo "# $(date -u '+%F %T') UTC, $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo '?'), BACKLOG=$BACKLOG TX=$TX RATE=$RATE SECS=$SECS bridge: ${bridge_cmd[*]:1}"
+# adds "redis":MODE,"bridge":LABEL after the case name
+label() { sed "s/^{\"case\":\"\([^\"]*\)\"/{\"case\":\"\1\",\"redis\":\"$1\",\"bridge\":\"$2\"/"; }
+echo "# $(date -u '+%F %T') UTC, $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo '?'), BACKLOG=$BACKLOG TX=$TX RATE=$RATE SECS=$SECS BRIDGES=$BRIDGES BRIDGE_ARGS=$BRIDGE_ARGS"
 for mode in $REDIS_MODES; do
   rport=$(free_port)
   case $mode in
@@ -86,18 +93,23 @@ for mode in $REDIS_MODES; do
   for _ in $(seq 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
   export RJQ_URL="redis://127.0.0.1:$rport"
   for c in $CASES; do
-    case $c in
-      backlog) flush; "$B/rjq-pg-bench" backlog "$BACKLOG" "$TX" "${bridge_cmd[@]}" 2>>"$dir/bridge.log" | label "$mode" ;;
-      lag) flush; start_bridge; "$B/rjq-pg-bench" lag "$RATE" "$SECS" | label "$mode"; stop_bridge ;;
-      latency) flush; start_bridge; "$B/rjq-pg-bench" latency "$RATE" "$SECS" | label "$mode"; stop_bridge ;;
-      poll)
-        psql -q "$RJQ_PG" -c "DROP TRIGGER rjq_jobs_inserted ON rjq_jobs"
-        flush; start_bridge --poll-ms 5000
-        "$B/rjq-pg-bench" latency "$RATE" "$SECS" | sed 's/pg-bridge-latency/pg-bridge-latency-poll-5s/' | label "$mode"
-        stop_bridge
-        "$B/rjq-pg-bridge" --init --pg "$RJQ_PG" >/dev/null ;;
-    esac
+    for lb in $BRIDGES; do
+      name=${lb%%=*}
+      # shellcheck disable=SC2206
+      bridge_cmd=("${lb#*=}" --report-ms 0 $BRIDGE_ARGS)
+      case $c in
+        backlog) flush; "$B/rjq-pg-bench" backlog "$BACKLOG" "$TX" "${bridge_cmd[@]}" 2>>"$dir/bridge.log" | label "$mode" "$name" ;;
+        lag) flush; start_bridge; "$B/rjq-pg-bench" lag "$RATE" "$SECS" | label "$mode" "$name"; stop_bridge ;;
+        latency) flush; start_bridge; "$B/rjq-pg-bench" latency "$RATE" "$SECS" | label "$mode" "$name"; stop_bridge ;;
+        poll)
+          psql -q "$RJQ_PG" -c "DROP TRIGGER rjq_jobs_inserted ON rjq_jobs"
+          flush; start_bridge --poll-ms 5000
+          "$B/rjq-pg-bench" latency "$RATE" "$SECS" | sed 's/pg-bridge-latency/pg-bridge-latency-poll-5s/' | label "$mode" "$name"
+          stop_bridge
+          "$B/rjq-pg-bridge" --init --pg "$RJQ_PG" >/dev/null ;;
+      esac
+    done
   done
   stop_redis
 done
-[ "${KEEP_LOG:-0}" = 1 ] && cp "$dir/bridge.log" /tmp/rjq-pgbench-bridge.log || true
+if [ "${KEEP_LOG:-0}" = 1 ]; then cp "$dir/bridge.log" /tmp/rjq-pgbench-bridge.log; fi

@@ -1573,7 +1573,7 @@ static void on_report(evutil_socket_t fd, short what, void *arg) {
 void bridge_defaults(bridge_options *o) {
     memset(o, 0, sizeof *o);
     o->pg = "";
-    o->batch = 500;
+    o->batch = 1000;
     o->claims = 4;
     o->poll_ms = 30000;
     o->reconcile_ms = 60000;

@@ -40,7 +40,7 @@ static const char usage_text[] =
     "  --table NAME         the table (default rjq_jobs): 1..40 of a-z, 0-9, _; its\n"
     "                       indexes, functions, triggers and channel are named after it\n"
     "  --queues A,B,...     move the rows of these queues only (default: every queue)\n"
-    "  --batch N            rows per claim, 1..10000 (default 500)\n"
+    "  --batch N            rows per claim, 1..10000 (default 1000)\n"
     "  --claims N           claims in flight at once, each on a PostgreSQL\n"
     "                       connection of its own, 1..16 (default 4)\n"
     "  --poll-ms MS         look for rows this often without a notification\n"

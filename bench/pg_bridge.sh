@@ -20,7 +20,8 @@
 # Each case runs once per bridge of BRIDGES ("label=path ...", default
 # "after=BUILD_DIR/rjq-pg-bridge"; e.g. a build of an older commit as
 # "before=/tmp/old/rjq-pg-bridge after=build/rjq-pg-bridge"), each result
-# labelled with the Redis mode and the bridge.
+# labelled with the Redis mode and the bridge. REPS (1) repeats each
+# case, the bridges interleaved (before, after, before, after, ...).
 #
 #   bash bench/pg_bridge.sh [BUILD_DIR]    (default: build)
 #   BACKLOG=30000 TX=100 RATE=200 SECS=15 INSERTERS=8 REDIS_MODES="always default" \
@@ -35,6 +36,7 @@ REDIS_MODES=${REDIS_MODES:-always default}
 CASES=${CASES:-backlog lag}
 BRIDGE_ARGS=${BRIDGE_ARGS:-}
 BRIDGES=${BRIDGES:-after=$B/rjq-pg-bridge}
+REPS=${REPS:-1}
 dir=$(mktemp -d /tmp/rjq-pgbench-XXXXXX)
 as_pg=()
 if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; as_pg=(runuser -u postgres --); fi
@@ -80,7 +82,7 @@ flush() {
 }
 # adds "redis":MODE,"bridge":LABEL after the case name
 label() { sed "s/^{\"case\":\"\([^\"]*\)\"/{\"case\":\"\1\",\"redis\":\"$1\",\"bridge\":\"$2\"/"; }
-echo "# $(date -u '+%F %T') UTC, $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo '?'), BACKLOG=$BACKLOG TX=$TX RATE=$RATE SECS=$SECS BRIDGES=$BRIDGES BRIDGE_ARGS=$BRIDGE_ARGS"
+echo "# $(date -u '+%F %T') UTC, $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo '?'), BACKLOG=$BACKLOG TX=$TX RATE=$RATE SECS=$SECS REPS=$REPS BRIDGES=$BRIDGES BRIDGE_ARGS=$BRIDGE_ARGS"
 for mode in $REDIS_MODES; do
   rport=$(free_port)
   case $mode in
@@ -93,7 +95,7 @@ for mode in $REDIS_MODES; do
   for _ in $(seq 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
   export RJQ_URL="redis://127.0.0.1:$rport"
   for c in $CASES; do
-    for lb in $BRIDGES; do
+    for lb in $(for _ in $(seq "$REPS"); do echo $BRIDGES; done); do
       name=${lb%%=*}
       # shellcheck disable=SC2206
       bridge_cmd=("${lb#*=}" --report-ms 0 $BRIDGE_ARGS)

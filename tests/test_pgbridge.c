@@ -897,6 +897,9 @@ TEST(init_is_idempotent_and_bad_options_exit_2) {
                             "AND indexname IN ('rjq_jobs_queued', 'rjq_jobs_open')"));
     const char *bad_batch[] = {"--batch", "0", NULL};
     ASSERT_EQ(2, bridge_run(bad_batch));
+    const char *no_claims[] = {"--claims", "0", NULL}, *many_claims[] = {"--claims", "17", NULL};
+    ASSERT_EQ(2, bridge_run(no_claims));
+    ASSERT_EQ(2, bridge_run(many_claims));
     const char *bad_table[] = {"--table", "Jobs-2", NULL};
     ASSERT_EQ(2, bridge_run(bad_table));
     const char *unknown[] = {"--frobnicate", NULL};

@@ -11,6 +11,27 @@
  *                                worker here: the time from each row's
  *                                insert to its job's start, p50/p99/max
  *                                in ms
+ *   rjq-pg-bench backlog N TX BRIDGE ARGS...
+ *                                with no bridge running: N rows inserted by
+ *                                this client in transactions of TX rows
+ *                                (nine tenths as one multi-row INSERT per
+ *                                transaction, one tenth as TX single-row
+ *                                INSERTs between BEGIN and COMMIT: the two
+ *                                rates a client inserts at); then
+ *                                the bridge started (BRIDGE ARGS, exec'd
+ *                                here, stopped with SIGTERM at the end):
+ *                                rows/s from its start until the last of
+ *                                the N rows is a job in Redis (the queue's
+ *                                "enqueued" counter) and no row is queued
+ *                                in PostgreSQL (all marked)
+ *   rjq-pg-bench lag RATE S      a bridge running: RATE rows/s, one INSERT
+ *                                (autocommit) each from INSERTERS child
+ *                                processes (default 8, each its own
+ *                                connection, taking turns), for S seconds,
+ *                                no worker: the time from
+ *                                each INSERT's commit (its return to the
+ *                                client) to its job's "enqueued" event
+ *                                (queue monitor), p50/p99/max in ms
  *
  * RJQ_PG (libpq conninfo), RJQ_URL (Redis), PREFIX (default rjq), QUEUE
  * (default pgbench). Prints one JSON line. The table must start empty
@@ -22,6 +43,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -133,9 +157,236 @@ static void insert_at_rate(const char *conninfo, const char *queue, double rate,
     PQfinish(pg);
 }
 
+static double mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static long long count_queued(PGconn *pg) {
+    PGresult *r = PQexec(pg, "SELECT count(*) FROM rjq_jobs WHERE status = 'queued'");
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) die("count", PQresultErrorMessage(r));
+    long long n = atoll(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return n;
+}
+
+/* n rows inserted in transactions of tx rows: one multi-row INSERT per
+ * transaction (single 0), or tx single-row INSERTs (parameters, as an
+ * application sends them) between BEGIN and COMMIT (single 1). rows/s. */
+static double insert_tx(PGconn *pg, const char *queue, long long n, int tx, int single) {
+    size_t cap = (size_t)tx * 64 + 256;
+    char *sql = malloc(cap);
+    if (sql == NULL) die("insert", "out of memory");
+    double t0 = mono_ms();
+    for (long long done = 0; done < n;) {
+        long long k = n - done < tx ? n - done : tx;
+        if (single) {
+            exec_ok(pg, "BEGIN");
+            for (long long i = 0; i < k; i++) {
+                char payload[32];
+                snprintf(payload, sizeof payload, "job %lld", done + i);
+                const char *v[2] = {queue, payload};
+                PGresult *r = PQexecParams(pg, "INSERT INTO rjq_jobs (queue, payload) VALUES ($1, $2)",
+                                           2, NULL, v, NULL, NULL, 0);
+                if (PQresultStatus(r) != PGRES_COMMAND_OK) die("insert", PQresultErrorMessage(r));
+                PQclear(r);
+            }
+            exec_ok(pg, "COMMIT");
+        } else {
+            size_t len = (size_t)snprintf(sql, cap, "INSERT INTO rjq_jobs (queue, payload) VALUES ");
+            for (long long i = 0; i < k; i++)
+                len += (size_t)snprintf(sql + len, cap - len, "%s('%s', 'job %lld')", i ? "," : "",
+                                        queue, done + i);
+            exec_ok(pg, sql);
+        }
+        done += k;
+    }
+    double ms = mono_ms() - t0;
+    free(sql);
+    return (double)n / (ms / 1000.0);
+}
+
+static void bench_backlog(bench *b, long long n, int tx, char **bridge_argv) {
+    long long tenth = n / 10; /* the slower way: a sample */
+    double multi = insert_tx(b->pg, b->queue, n - tenth, tx, 0);
+    double single = tenth > 0 ? insert_tx(b->pg, b->queue, tenth, tx, 1) : 0;
+    if (count_queued(b->pg) != n) die("backlog", "the table did not start empty, or a bridge ran");
+    b->target = n;
+    struct event *poll = event_new(b->base, -1, EV_PERSIST, poll_stats, b);
+    struct timeval tv = {0, 5000}; /* (each poll is a script call Redis runs) */
+    event_add(poll, &tv);
+    fflush(NULL);
+    double t0 = wall_ms();
+    pid_t bridge = fork();
+    if (bridge == 0) {
+        execvp(bridge_argv[0], bridge_argv);
+        _exit(127);
+    }
+    event_base_dispatch(b->base); /* until the enqueued counter says n */
+    event_free(poll);
+    double enq = b->t_end;
+    while (count_queued(b->pg) > 0) { /* the last claim's mark */
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    double end = wall_ms();
+    kill(bridge, SIGTERM);
+    waitpid(bridge, NULL, 0);
+    struct rusage ru; /* the bridge's, up to its exit */
+    getrusage(RUSAGE_CHILDREN, &ru);
+    double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                 (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    double s = (end - t0) / 1000.0;
+    printf("{\"case\":\"pg-bridge-backlog\",\"rows\":%lld,\"tx_rows\":%d,"
+           "\"insert_multirow_rows_per_s\":%.0f,\"insert_statements_rows_per_s\":%.0f,"
+           "\"move_s\":%.3f,\"enqueued_s\":%.3f,\"move_rows_per_s\":%.0f,"
+           "\"ratio_to_multirow\":%.3f,\"ratio_to_statements\":%.3f,\"bridge_cpu_s\":%.3f}\n",
+           n, tx, multi, single, s, (enq - t0) / 1000.0, (double)n / s,
+           (double)n / s / multi, single > 0 ? (double)n / s / single : 0, cpu);
+}
+
+/* lag: commit times (the child's) and enqueued events (here) by row id */
+typedef struct stamp {
+    long long id;
+    double t;
+} stamp;
+
+typedef struct lagrun {
+    bench *b;
+    stamp *enq;
+    long n, cap, want;
+    int warm; /* waiting for the warm-up row's event */
+} lagrun;
+
+static void on_lag_event(rjq_client *c, const char *event, const char *id, void *data) {
+    (void)c;
+    lagrun *l = data;
+    if (strcmp(event, "enqueued") != 0 || strncmp(id, "pg-", 3) != 0) return;
+    double t = mono_ms();
+    if (l->warm) {
+        l->warm = 0;
+        event_base_loopbreak(l->b->base);
+        return;
+    }
+    if (l->n < l->cap) {
+        l->enq[l->n].id = atoll(id + 3);
+        l->enq[l->n].t = t;
+        l->n++;
+    }
+    if (l->n >= l->want) event_base_loopbreak(l->b->base);
+}
+
+static void on_lag_timeout(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    event_base_loopbreak(arg);
+}
+
+static int by_stamp_id(const void *x, const void *y) {
+    const stamp *a = x, *c = y;
+    return a->id < c->id ? -1 : a->id > c->id;
+}
+
+static void bench_lag(bench *b, const char *conninfo, double rate, double secs) {
+    lagrun l = {0};
+    l.b = b;
+    l.want = (long)(rate * secs);
+    l.cap = l.want;
+    l.enq = calloc((size_t)l.cap + 1, sizeof *l.enq);
+    stamp *commit = mmap(NULL, ((size_t)l.want + 1) * sizeof *commit, PROT_READ | PROT_WRITE,
+                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (l.enq == NULL || commit == MAP_FAILED) die("lag", "out of memory");
+    rjq_monitor *m;
+    if (rjq_queue_monitor(b->q, on_lag_event, &l, &m) != RJQ_OK) die("monitor", b->queue);
+    struct event *timeout = evtimer_new(b->base, on_lag_timeout, b->base);
+    /* warm-up: one row, until its event is seen (the monitor is subscribed) */
+    char sql[256];
+    snprintf(sql, sizeof sql, "INSERT INTO rjq_jobs (queue, payload) VALUES ('%s', 'warm')", b->queue);
+    l.warm = 1;
+    struct timeval tv = {0, 50 * 1000};
+    for (int tries = 0; l.warm && tries < 200; tries++) { /* a row every 50 ms until one is seen */
+        exec_ok(b->pg, sql);
+        evtimer_add(timeout, &tv);
+        event_base_dispatch(b->base);
+    }
+    if (l.warm) die("lag", "no enqueued event from the bridge");
+    struct timespec settle = {0, 300 * 1000 * 1000}; /* the warm-up rows' events pass */
+    nanosleep(&settle, NULL);
+    event_base_loop(b->base, EVLOOP_NONBLOCK);
+    l.n = 0;
+    fflush(NULL);
+    /* INSERTERS processes (default 8), row i from process i % INSERTERS:
+     * one connection commits a row per fsync at most (~150/s on a disk
+     * with 7 ms fsyncs), several share the server's group commit */
+    int ninserters = getenv("INSERTERS") ? atoi(getenv("INSERTERS")) : 8;
+    if (ninserters < 1) ninserters = 1;
+    pid_t *kids = calloc((size_t)ninserters, sizeof *kids);
+    if (kids == NULL) die("lag", "out of memory");
+    double start = mono_ms() + 100;
+    for (int k = 0; k < ninserters; k++) {
+        kids[k] = fork();
+        if (kids[k] != 0) continue;
+        PGconn *pg = PQconnectdb(conninfo);
+        if (PQstatus(pg) != CONNECTION_OK) die("PostgreSQL", PQerrorMessage(pg));
+        char ins[256];
+        snprintf(ins, sizeof ins,
+                 "INSERT INTO rjq_jobs (queue, payload) VALUES ('%s', 'live') RETURNING id", b->queue);
+        for (long i = k; i < l.want; i += ninserters) {
+            double due = start + (double)i * 1000.0 / rate, wait = due - mono_ms();
+            if (wait > 0) {
+                struct timespec ts = {(time_t)(wait / 1000), (long)(fmod(wait, 1000.0) * 1e6)};
+                nanosleep(&ts, NULL);
+            }
+            PGresult *r = PQexec(pg, ins);
+            double t = mono_ms(); /* committed: autocommit returns after the commit */
+            if (PQresultStatus(r) != PGRES_TUPLES_OK) die("insert", PQresultErrorMessage(r));
+            commit[i].id = atoll(PQgetvalue(r, 0, 0));
+            commit[i].t = t;
+            PQclear(r);
+        }
+        PQfinish(pg);
+        _exit(0);
+    }
+    struct timeval limit = {(time_t)secs + 30, 0};
+    evtimer_add(timeout, &limit);
+    event_base_dispatch(b->base);
+    for (int k = 0; k < ninserters; k++) waitpid(kids[k], NULL, 0);
+    free(kids);
+    event_free(timeout);
+    rjq_monitor_stop(m);
+    qsort(l.enq, (size_t)l.n, sizeof *l.enq, by_stamp_id);
+    double *lag = calloc((size_t)l.want + 1, sizeof *lag);
+    long nl = 0;
+    double first = 0, last = 0; /* commits */
+    for (long i = 0; i < l.want; i++) {
+        if (commit[i].t <= 0) continue;
+        if (first == 0 || commit[i].t < first) first = commit[i].t;
+        if (commit[i].t > last) last = commit[i].t;
+    }
+    for (long i = 0; lag && i < l.want; i++) {
+        stamp key = {commit[i].id, 0};
+        stamp *e = bsearch(&key, l.enq, (size_t)l.n, sizeof *l.enq, by_stamp_id);
+        if (e && commit[i].t > 0) lag[nl++] = e->t - commit[i].t;
+    }
+    if (nl == 0) die("lag", "no row's event was seen");
+    qsort(lag, (size_t)nl, sizeof *lag, cmp_double);
+    printf("{\"case\":\"pg-bridge-lag\",\"rate\":%.0f,\"inserters\":%d,\"rows\":%ld,"
+           "\"inserted_per_s\":%.0f,\"seen\":%ld,\"p50_ms\":%.2f,\"p99_ms\":%.2f,\"max_ms\":%.2f}\n",
+           rate, ninserters, l.want, last > first ? (double)(l.want - 1) * 1000.0 / (last - first) : 0, nl,
+           lag[nl / 2], lag[(long)floor((double)nl * 0.99)], lag[nl - 1]);
+    free(lag);
+    free(l.enq);
+    munmap(commit, ((size_t)l.want + 1) * sizeof *commit);
+}
+
 int main(int argc, char **argv) {
-    if (argc < 3 || (strcmp(argv[1], "move") != 0 && strcmp(argv[1], "latency") != 0)) {
-        fprintf(stderr, "usage: rjq-pg-bench move N | latency RATE SECONDS\n");
+    int known = argc >= 3 && (strcmp(argv[1], "move") == 0 || strcmp(argv[1], "latency") == 0 ||
+                              strcmp(argv[1], "lag") == 0 ||
+                              (strcmp(argv[1], "backlog") == 0 && argc >= 5));
+    if (!known) {
+        fprintf(stderr, "usage: rjq-pg-bench move N | latency RATE SECONDS | lag RATE SECONDS |\n"
+                        "       backlog N TX BRIDGE [ARGS...]\n");
         return 2;
     }
     bench b = {0};
@@ -153,7 +404,11 @@ int main(int argc, char **argv) {
     b.stats_pending = 1;
     rjq_queue_stats(b.q, on_stats, &b);
     while (b.stats_pending) event_base_loop(b.base, EVLOOP_ONCE);
-    if (strcmp(argv[1], "move") == 0) {
+    if (strcmp(argv[1], "backlog") == 0) {
+        bench_backlog(&b, atoll(argv[2]), atoi(argv[3]), &argv[4]);
+    } else if (strcmp(argv[1], "lag") == 0) {
+        bench_lag(&b, pgc, atof(argv[2]), atof(argv[3]));
+    } else if (strcmp(argv[1], "move") == 0) {
         b.target = atoll(argv[2]);
         char sql[256];
         snprintf(sql, sizeof sql,

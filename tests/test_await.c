@@ -1049,6 +1049,53 @@ TEST(awaits_of_one_loop_pass_share_one_watch_call) {
     aw_stop(&e);
 }
 
+/* The watch of a pass of awaits reads each column once for all its jobs
+ * and writes their watchers in one HSET: a batch of awaits (the PostgreSQL
+ * bridge follows every row it moves) costs Redis a few commands plus one
+ * HEXISTS per ready job, not six commands per job. */
+TEST(a_watch_of_many_jobs_reads_each_column_once_and_writes_watchers_in_one_hset) {
+    enum { N = 300 };
+    aw_env e;
+    aw_start(&e, "wb", NULL);
+    rec warm[1];
+    memset(warm, 0, sizeof warm);
+    warm[0].want = RJQ_ENOTFOUND;
+    ASSERT_OK(rjq_queue_await(e.pq, "nothing", NULL, on_outcome, &warm[0], NULL));
+    ASSERT(loop_until_count(e.base, &resolved, 1, 5000)); /* the reply channel is subscribed */
+    rec *r = calloc(N, sizeof *r);
+    ASSERT(r != NULL);
+    char id[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(id, sizeof id, "wb-%d", i);
+        enqueue_id(e.base, e.pq, id, id, 0);
+        rec_set(&r[i], RJQ_OK, "r:%s", id);
+    }
+    long long hmget = server_calls(e.rc, "hmget"), hset = server_calls(e.rc, "hset"),
+              hexists = server_calls(e.rc, "hexists");
+    for (int i = 0; i < N; i++) { /* one pass: one watch call */
+        snprintf(id, sizeof id, "wb-%d", i);
+        ASSERT_OK(rjq_queue_await(e.pq, id, NULL, on_outcome, &r[i], NULL));
+    }
+    ASSERT_EQ(1, wait_watchers(e.base, e.rc, "wb", "wb-299", 1)); /* the watch ran */
+    /* the watch: 1 HSET, 1 or 2 HMGET (none of the watchers column while it
+     * does not exist), N HEXISTS; the clients' registry beats
+     * (beat.lua) may add a few of each meanwhile, never one per job */
+    long long writes = server_calls(e.rc, "hset") - hset, reads = server_calls(e.rc, "hmget") - hmget,
+              exists = server_calls(e.rc, "hexists") - hexists;
+    if (writes < 1 || writes > 8 || reads < 1 || reads > 8 || exists < N || exists > N + 8)
+        FAIL_AT(__FILE__, __LINE__, "a watch of %d jobs: %lld HSET, %lld HMGET, %lld HEXISTS calls", N,
+                writes, reads, exists);
+    for (int i = 0; i < N; i++) ASSERT_EQ(1, wait_watchers(e.base, e.rc, "wb", r[i].expect + 2, 1));
+    work w = {0};
+    start_worker(e.wq, 20, &w); /* every await still gets its own result */
+    ASSERT(loop_until_count(e.base, &resolved, 1 + N, 20000));
+    check_recs(r, N, "watched in one call");
+    recs_free(r, N);
+    free(r);
+    recs_free(warm, 1);
+    aw_stop(&e);
+}
+
 TEST(big_result_fetched_once) {
     enum { BIG = 200 * 1024, EDGE = 65536 };
     aw_env e;

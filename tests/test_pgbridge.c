@@ -353,6 +353,63 @@ TEST(rows_of_one_batch_start_by_priority_then_in_insert_order) {
     teardown();
 }
 
+/* Claims overlap (--claims): the rows of several claims, each one
+ * selected while the ones before it are in Redis, still reach rjq in claim
+ * order. */
+TEST(rows_of_overlapping_claims_start_by_priority_then_in_insert_order) {
+    setup();
+    count_wait cw = {0};
+    ASSERT_OK(rjq_queue_pause(F.e.q, on_count, &cw));
+    ASSERT(loop_until(F.e.base, &cw.done, 5000));
+    const char *extra[] = {"--batch", "25", "--claims", "4", NULL};
+    pid_t b = bridge_spawn(extra);
+    insert_rows("jobs", 1, 300, "(g * 7) % 11 - 5");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", 300, 30000);
+    workers_start("jobs", 1, 1);
+    cw.done = 0;
+    ASSERT_OK(rjq_queue_resume(F.e.q, on_count, &cw));
+    ASSERT(loop_until(F.e.base, &cw.done, 5000));
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 30000);
+    ASSERT_EQ(300, F.ws.started);
+    for (long i = 1; i < F.ws.started; i++) {
+        long a = F.ws.order[i - 1], c = F.ws.order[i];
+        long pa = (a * 7) % 11 - 5, pc = (c * 7) % 11 - 5;
+        if (pa < pc || (pa == pc && a > c))
+            FAIL_AT(__FILE__, __LINE__, "row %ld (priority %ld) started before row %ld (priority %ld)",
+                    a, pa, c, pc);
+    }
+    bridge_stop(b);
+    teardown();
+}
+
+/* While one claim's mark waits (on a lock here; on PostgreSQL's commit in
+ * life), the next claims select and enqueue their rows: a backlog moves
+ * with several claims in flight, each still exactly once. */
+TEST(claims_overlap_while_a_mark_waits_and_every_row_moves_once) {
+    setup();
+    /* the first mark waits on an advisory lock the test holds */
+    pg_exec(&F.p, "CREATE FUNCTION hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                "PERFORM pg_advisory_lock_shared(4243); RETURN NEW; END $$;"
+                "CREATE TRIGGER hold BEFORE UPDATE ON rjq_jobs FOR EACH ROW "
+                "WHEN (NEW.status = 'migrated' AND OLD.id <= 100) EXECUTE FUNCTION hold();"
+                "SELECT pg_advisory_lock(4243)");
+    const char *extra[] = {"--batch", "100", "--claims", "3", NULL};
+    pid_t b = bridge_spawn(extra);
+    insert_rows("jobs", 1, 300, "0");
+    double end = mono_ms() + 30000;
+    while (get_stats(F.e.base, F.e.q).enqueued < 300 && mono_ms() < end) loop_for(F.e.base, 20);
+    ASSERT_EQ(300, get_stats(F.e.base, F.e.q).enqueued); /* all three claims in Redis */
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", 200, 30000);
+    pg_exec(&F.p, "SELECT pg_advisory_unlock(4243)");
+    workers_start("jobs", 2, 8);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 30000);
+    assert_all_completed_once(300);
+    ASSERT_EQ(300, get_stats(F.e.base, F.e.q).enqueued);
+    bridge_stop(b);
+    pg_exec(&F.p, "DROP TRIGGER hold ON rjq_jobs");
+    teardown();
+}
+
 TEST(bridge_killed_between_enqueue_and_marking_loses_and_duplicates_nothing) {
     setup();
     /* the bridge's "migrated" update waits on an advisory lock the test
@@ -855,6 +912,9 @@ TEST(init_is_idempotent_and_bad_options_exit_2) {
                             "AND indexname IN ('rjq_jobs_queued', 'rjq_jobs_open')"));
     const char *bad_batch[] = {"--batch", "0", NULL};
     ASSERT_EQ(2, bridge_run(bad_batch));
+    const char *no_claims[] = {"--claims", "0", NULL}, *many_claims[] = {"--claims", "17", NULL};
+    ASSERT_EQ(2, bridge_run(no_claims));
+    ASSERT_EQ(2, bridge_run(many_claims));
     const char *bad_table[] = {"--table", "Jobs-2", NULL};
     ASSERT_EQ(2, bridge_run(bad_table));
     const char *unknown[] = {"--frobnicate", NULL};

@@ -8,28 +8,39 @@
 -- Returns { code, body, ... } per id: 0 no such job, 1 completed (body =
 -- result), 2 dead (body = last error), 3 pending (now watched), 4
 -- cancelled.
+-- A call watches many ids (the awaits of a loop pass share one): the state
+-- and watchers columns are read with one HMGET each for all of them, a
+-- result or error only for a job that finished, and the new watchers go
+-- out in one HSET, so a batch costs a few commands plus one HEXISTS per
+-- ready job (a ready job has no state field: its payload says it exists).
 local ch = ARGV[1]
 local J = columns(KEYS, 1)
-local out = {}
-for i = 2, #ARGV do
-  local id = ARGV[i]
-  local v = fields(J, id, 's', 'r', 'e', 'n')
-  local state = state_of(v[1])
-  if not v[1] and redis.call('HEXISTS', J.d, id) == 0 then
+local ids = {}
+for i = 2, #ARGV do ids[i - 1] = ARGV[i] end
+local S = hmget(J.s, ids)
+local N = hmget_sparse(J.n, ids)
+local out, fv, now = {}, {}, {}
+for i = 1, #ids do
+  local id = ids[i]
+  local v = S[i]
+  local state = state_of(v)
+  if not v and redis.call('HEXISTS', J.d, id) == 0 then
     out[#out + 1] = 0; out[#out + 1] = ''
   elseif state == 'completed' then
-    out[#out + 1] = 1; out[#out + 1] = v[2] or ''
+    out[#out + 1] = 1; out[#out + 1] = fields(J, id, 'r')[1] or ''
   elseif state == 'dead' then
-    out[#out + 1] = 2; out[#out + 1] = v[3] or ''
+    out[#out + 1] = 2; out[#out + 1] = fields(J, id, 'e')[1] or ''
   elseif state == 'cancelled' then
     out[#out + 1] = 4; out[#out + 1] = ''
   else
-    local n = v[4] or ''
+    local n = now[id] or N[i] or '' -- now: an id named twice in this call
     if not string.find(' ' .. n .. ' ', ' ' .. ch .. ' ', 1, true) then
       if n == '' then n = ch else n = n .. ' ' .. ch end
-      set_watchers(J, {id, n})
+      now[id] = n
+      fv[#fv + 1] = id; fv[#fv + 1] = n
     end
     out[#out + 1] = 3; out[#out + 1] = ''
   end
 end
+if #fv > 0 then set_watchers(J, fv) end
 return out

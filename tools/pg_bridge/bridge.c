@@ -3,16 +3,21 @@
  *
  * Two PostgreSQL connections and one rjq client share the loop:
  *
- * - the claimer moves rows. A claim is a transaction held open across
- *   the Redis round trip: BEGIN and SELECT ... FOR UPDATE SKIP LOCKED
- *   (one segment), the rows enqueued with "pg-<id>" as job ids, then the
- *   rows Redis acknowledged marked migrated (and rows that cannot become
- *   jobs marked failed) with COMMIT (one segment). A crash or a lost
- *   connection before the COMMIT rolls the rows back to queued; whoever
- *   claims them next enqueues the same ids, which rjq reports as
- *   existing (and keeps reserved dedup_ms after the job ends), so each
- *   row reaches Redis once. Claim states: IDLE -> SELECTING -> ENQUEUING
- *   -> MARKING -> IDLE; one claim at a time.
+ * - the claimers move rows (o.claims lanes, each its own connection). A
+ *   claim is a transaction held open across the Redis round trip: BEGIN
+ *   and SELECT ... FOR UPDATE SKIP LOCKED (one segment), the rows
+ *   enqueued with "pg-<id>" as job ids, then the rows Redis acknowledged
+ *   marked migrated (and rows that cannot become jobs marked failed) with
+ *   COMMIT (one segment). A crash or a lost connection before the COMMIT
+ *   rolls the rows back to queued; whoever claims them next enqueues the
+ *   same ids, which rjq reports as existing (and keeps reserved dedup_ms
+ *   after the job ends), so each row reaches Redis once. Claim states:
+ *   IDLE -> SELECTING -> ENQUEUING -> MARKING -> IDLE. Claims overlap
+ *   (pipelining the round trips and the two servers' fsyncs): while one
+ *   lane's rows are in Redis or being committed, another selects the next
+ *   rows (SKIP LOCKED passes over the first's). At most one lane selects
+ *   at a time and each lane sends its enqueue as its rows arrive, so
+ *   claims reach Redis in claim order (priority, then id), as with one.
  * - the writer LISTENs for new rows and writes outcomes back, in
  *   batches, each batch one implicit transaction.
  * - outcomes come from one await per migrated row (race-free, read again
@@ -88,12 +93,19 @@ typedef struct row {
     int existed; /* ... from before this claim */
 } row;
 
+typedef struct lane {
+    bridge *b;
+    pgconn *pg;
+    int cstate; /* C_IDLE ... */
+} lane;
+
 typedef struct claim {
     bridge *b;
+    lane *ln;
     row *rows;
     int n;
     int pending;  /* enqueue callbacks still due, plus one while sending */
-    unsigned gen; /* the claimer's connection when the transaction began */
+    unsigned gen; /* the lane's connection when the transaction began */
 } claim;
 
 typedef struct group {
@@ -164,13 +176,13 @@ struct bridge {
     } sql;
     struct event_base *base;
     rjq_client *c;
-    pgconn *claimer, *writer;
+    lane *lanes; /* o.claims of them */
+    pgconn *writer;
     qent **queues;
     size_t nq, capq;
     char *queues_param; /* text[] literal of o.queues, or NULL */
     /* claims */
-    int cstate;
-    int want;           /* claim again when the current one ends */
+    int want;           /* claim again when a lane is free */
     struct event *poll, *retry;
     struct event *backoff;  /* a queue's backoff ends */
     /* follows */
@@ -308,6 +320,20 @@ static void job_id_of(const bridge *b, int64_t id, int gen, char *buf, size_t si
 /* The client takes new requests (not once the stop began closing it). */
 static int client_open(const bridge *b) {
     return b->c != NULL && !b->closing && !b->freeing;
+}
+
+/* A claim is in flight on some lane. */
+static int claiming(const bridge *b) {
+    for (int i = 0; b->lanes && i < b->o.claims; i++)
+        if (b->lanes[i].cstate != C_IDLE) return 1;
+    return 0;
+}
+
+/* Every claim lane's connection is up. */
+static int claimers_up(const bridge *b) {
+    for (int i = 0; b->lanes && i < b->o.claims; i++)
+        if (b->lanes[i].pg == NULL || !pgconn_up(b->lanes[i].pg)) return 0;
+    return b->lanes != NULL;
 }
 
 /* ---- queues ----------------------------------------------------------------- */
@@ -1042,8 +1068,9 @@ static void claim_free(claim *cl) {
     free(cl);
 }
 
-static void claim_idle(bridge *b, int again_now, int later_ms) {
-    b->cstate = C_IDLE;
+static void claim_idle(lane *ln, int again_now, int later_ms) {
+    bridge *b = ln->b;
+    ln->cstate = C_IDLE;
     if (b->stopping) {
         stop_check(b);
         return;
@@ -1056,11 +1083,11 @@ static void claim_idle(bridge *b, int again_now, int later_ms) {
     if (again_now || b->want) claim_next(b);
 }
 
-static void rollback(bridge *b) {
+static void rollback(lane *ln) {
     /* ends a transaction left open or aborted (no-op otherwise) */
-    if (!pgconn_up(b->claimer)) return;
-    pgconn_query(b->claimer, PGB_SQL_ROLLBACK, 0, NULL, NULL, NULL, 0);
-    pgconn_sync(b->claimer, NULL, NULL);
+    if (!pgconn_up(ln->pg)) return;
+    pgconn_query(ln->pg, PGB_SQL_ROLLBACK, 0, NULL, NULL, NULL, 0);
+    pgconn_sync(ln->pg, NULL, NULL);
 }
 
 static void on_marked(void *arg, PGresult **res, int n, const char *err,
@@ -1070,6 +1097,7 @@ static void on_marked(void *arg, PGresult **res, int n, const char *err,
     (void)n;
     claim *cl = arg;
     bridge *b = cl->b;
+    lane *ln = cl->ln;
     if (b->freeing) {
         claim_free(cl);
         return;
@@ -1080,9 +1108,9 @@ static void on_marked(void *arg, PGresult **res, int n, const char *err,
               "in Redis: nothing runs twice), rows marked are followed by the next scan",
               cl->n, oneline(err, msg, sizeof msg));
         for (int i = 0; i < cl->n; i++) unpend_row(b, cl->rows[i].id);
-        rollback(b);
+        rollback(ln);
         claim_free(cl);
-        claim_idle(b, 0, RETRY_MS);
+        claim_idle(ln, 0, RETRY_MS);
         return;
     }
     int full = cl->n >= b->o.batch;
@@ -1098,35 +1126,36 @@ static void on_marked(void *arg, PGresult **res, int n, const char *err,
         }
     }
     claim_free(cl);
-    claim_idle(b, full, 0);
+    claim_idle(ln, full, 0);
 }
 
 /* Every enqueue answered (or the claim lost its transaction): mark. */
 static void mark(claim *cl) {
     bridge *b = cl->b;
+    lane *ln = cl->ln;
     if (b->freeing) {
         claim_free(cl);
         return;
     }
-    if (!pgconn_up(b->claimer) || pgconn_generation(b->claimer) != cl->gen) {
+    if (!pgconn_up(ln->pg) || pgconn_generation(ln->pg) != cl->gen) {
         logf_("the claim of %d rows lost its transaction (PostgreSQL connection): they stay "
               "queued and are moved again",
               cl->n);
         for (int i = 0; i < cl->n; i++) unpend_row(b, cl->rows[i].id);
         claim_free(cl);
-        claim_idle(b, 0, 0);
+        claim_idle(ln, 0, 0);
         return;
     }
-    b->cstate = C_MARKING;
+    ln->cstate = C_MARKING;
     /* "{1,2,3}" of the acknowledged rows */
     size_t cap = 3 + (size_t)cl->n * 21, len = 0;
     char *ids = malloc(cap);
     if (ids == NULL) {
         logf_("out of memory marking %d rows: they stay queued", cl->n);
         for (int i = 0; i < cl->n; i++) unpend_row(b, cl->rows[i].id);
-        rollback(b);
+        rollback(ln);
         claim_free(cl);
-        claim_idle(b, 0, RETRY_MS);
+        claim_idle(ln, 0, RETRY_MS);
         return;
     }
     ids[len++] = '{';
@@ -1140,7 +1169,7 @@ static void mark(claim *cl) {
     ids[len] = '\0';
     if (acked) {
         const char *v[1] = {ids};
-        pgconn_query(b->claimer, b->sql.migrated, 1, v, NULL, NULL, 0);
+        pgconn_query(ln->pg, b->sql.migrated, 1, v, NULL, NULL, 0);
     }
     free(ids);
     for (int i = 0; i < cl->n; i++) {
@@ -1149,10 +1178,10 @@ static void mark(claim *cl) {
         char id[24];
         snprintf(id, sizeof id, "%" PRId64, r->id);
         const char *v[2] = {id, r->bad};
-        pgconn_query(b->claimer, b->sql.bad, 2, v, NULL, NULL, 0);
+        pgconn_query(ln->pg, b->sql.bad, 2, v, NULL, NULL, 0);
     }
-    pgconn_query(b->claimer, PGB_SQL_COMMIT, 0, NULL, NULL, NULL, 0);
-    if (pgconn_sync(b->claimer, on_marked, cl) != 0) on_marked(cl, NULL, 0, "connection lost", "");
+    pgconn_query(ln->pg, PGB_SQL_COMMIT, 0, NULL, NULL, NULL, 0);
+    if (pgconn_sync(ln->pg, on_marked, cl) != 0) on_marked(cl, NULL, 0, "connection lost", "");
 }
 
 static void claim_settle(claim *cl) {
@@ -1332,54 +1361,70 @@ static void enqueue_rows(claim *cl) {
 static void on_claimed(void *arg, PGresult **res, int n, const char *err,
                       const char *sqlstate) {
     (void)sqlstate;
-    bridge *b = arg;
+    lane *ln = arg;
+    bridge *b = ln->b;
     if (b->freeing) return;
     if (err || n < 3) {
         char msg[512];
         if (err) logf_("claiming rows: %s", oneline(err, msg, sizeof msg));
-        rollback(b);
-        claim_idle(b, 0, RETRY_MS);
+        rollback(ln);
+        claim_idle(ln, 0, RETRY_MS);
         return;
     }
     PGresult *r = res[2]; /* after BEGIN and SET */
     int rows = PQntuples(r);
     if (rows == 0) { /* nothing queued: end the transaction */
-        b->cstate = C_MARKING;
+        ln->cstate = C_MARKING;
         claim *cl = calloc(1, sizeof *cl);
         if (cl == NULL) {
-            rollback(b);
-            claim_idle(b, 0, RETRY_MS);
+            rollback(ln);
+            claim_idle(ln, 0, RETRY_MS);
             return;
         }
         cl->b = b;
-        cl->gen = pgconn_generation(b->claimer);
+        cl->ln = ln;
+        cl->gen = pgconn_generation(ln->pg);
         mark(cl);
+        if (b->want) claim_next(b); /* a notification came while it selected */
         return;
     }
     claim *cl = calloc(1, sizeof *cl);
     if (cl == NULL || (cl->rows = calloc((size_t)rows, sizeof *cl->rows)) == NULL) {
         free(cl);
         logf_("out of memory: %d claimed rows stay queued", rows);
-        rollback(b);
-        claim_idle(b, 0, RETRY_MS);
+        rollback(ln);
+        claim_idle(ln, 0, RETRY_MS);
         return;
     }
     cl->b = b;
+    cl->ln = ln;
     cl->n = rows;
-    cl->gen = pgconn_generation(b->claimer);
+    cl->gen = pgconn_generation(ln->pg);
     for (int i = 0; i < rows; i++) check_row(b, &cl->rows[i], r, i);
-    b->cstate = C_ENQUEUING;
+    ln->cstate = C_ENQUEUING;
     enqueue_rows(cl); /* the payloads are copied by rjq: r may go after this */
+    /* a full batch: more rows wait, the next lane selects them now (its
+     * enqueue goes after this one's); or a notification came meanwhile */
+    if (rows >= b->o.batch || b->want) claim_next(b);
 }
 
 static void claim_next(bridge *b) {
     if (b->stopping || b->freeing) return;
-    if (b->cstate != C_IDLE || evtimer_pending(b->retry, NULL)) {
-        b->want = 1;
+    if (evtimer_pending(b->retry, NULL) || !rjq_client_connected(b->c)) {
+        b->want = 1; /* the retry, or the connection's return, claims */
         return;
     }
-    if (!pgconn_up(b->claimer) || !rjq_client_connected(b->c)) {
-        b->want = 1; /* the connection's return claims */
+    lane *ln = NULL;
+    for (int i = 0; i < b->o.claims; i++) {
+        lane *l = &b->lanes[i];
+        if (l->cstate == C_SELECTING) { /* one select at a time: claims stay in order */
+            b->want = 1;
+            return;
+        }
+        if (ln == NULL && l->cstate == C_IDLE && l->pg && pgconn_up(l->pg)) ln = l;
+    }
+    if (ln == NULL) {
+        b->want = 1; /* a lane's end, or its connection's return, claims */
         return;
     }
     b->want = 0;
@@ -1394,15 +1439,15 @@ static void claim_next(bridge *b) {
     char *left_out = nb ? array_literal(names, nb) : NULL;
     free(names);
     const char *v[3] = {batch, b->queues_param, left_out};
-    b->cstate = C_SELECTING;
+    ln->cstate = C_SELECTING;
     /* (a statement libpq cannot send fails the segment: on_claimed hears it) */
-    pgconn_query(b->claimer, PGB_SQL_BEGIN, 0, NULL, NULL, NULL, 0);
-    pgconn_query(b->claimer, PGB_SQL_CLAIM_PLAN, 0, NULL, NULL, NULL, 0);
-    pgconn_query(b->claimer, b->sql.claim, 3, v, NULL, NULL, 1);
+    pgconn_query(ln->pg, PGB_SQL_BEGIN, 0, NULL, NULL, NULL, 0);
+    pgconn_query(ln->pg, PGB_SQL_CLAIM_PLAN, 0, NULL, NULL, NULL, 0);
+    pgconn_query(ln->pg, b->sql.claim, 3, v, NULL, NULL, 1);
     free(left_out);
-    if (pgconn_sync(b->claimer, on_claimed, b) != 0) {
+    if (pgconn_sync(ln->pg, on_claimed, ln) != 0) {
         /* the connection went down: its return claims */
-        b->cstate = C_IDLE;
+        ln->cstate = C_IDLE;
         b->want = 1;
     }
 }
@@ -1442,7 +1487,7 @@ static void on_retry(evutil_socket_t fd, short what, void *arg) {
 
 static void on_claimer_state(pgconn *p, int up, const char *err, void *arg) {
     (void)p;
-    bridge *b = arg;
+    bridge *b = ((lane *)arg)->b;
     char msg[512];
     if (up) {
         logf_("PostgreSQL connected (claims)");
@@ -1503,7 +1548,7 @@ static void print_report(bridge *b, PGresult *depth, PGresult *lag) {
                             "following %zu, writes waiting %zu; postgres %s, redis %s",
                             b->moved, rate, b->existed, b->bad, b->completed, b->failed,
                             b->cancelled, b->requeued, b->unknown, b->follows.n, b->wn,
-                            pgconn_up(b->claimer) && pgconn_up(b->writer) ? "up" : "down",
+                            claimers_up(b) && pgconn_up(b->writer) ? "up" : "down",
                             b->c && rjq_client_connected(b->c) ? "up" : "down");
     if (lag && PQntuples(lag) == 1)
         len += (size_t)snprintf(line + len, sizeof line - len, "; lag %.3f s",
@@ -1545,7 +1590,8 @@ static void on_report(evutil_socket_t fd, short what, void *arg) {
 void bridge_defaults(bridge_options *o) {
     memset(o, 0, sizeof *o);
     o->pg = "";
-    o->batch = 500;
+    o->batch = 1000;
+    o->claims = 4;
     o->poll_ms = 30000;
     o->reconcile_ms = 60000;
     o->report_ms = 10000;
@@ -1594,7 +1640,7 @@ void bridge_get_counters(const bridge *b, bridge_counters *out) {
     out->unknown = b->unknown;
     out->following = b->follows.n;
     out->writes_waiting = b->wn;
-    out->pg_claims_up = b->claimer && pgconn_up(b->claimer);
+    out->pg_claims_up = claimers_up(b);
     out->pg_outcomes_up = b->writer && pgconn_up(b->writer);
     out->redis_up = client_open(b) && rjq_client_connected(b->c);
 }
@@ -1668,9 +1714,15 @@ bridge *bridge_start(struct event_base *base, const bridge_options *o) {
             }
         }
     }
-    b->claimer = pgconn_new(base, o->pg, NULL, on_claimer_state, NULL, b);
+    if (b->o.claims < 1) b->o.claims = 1;
+    if ((b->lanes = calloc((size_t)b->o.claims, sizeof *b->lanes)) == NULL) goto fail;
+    for (int i = 0; i < b->o.claims; i++) {
+        b->lanes[i].b = b;
+        if ((b->lanes[i].pg = pgconn_new(base, o->pg, NULL, on_claimer_state, NULL, &b->lanes[i])) == NULL)
+            goto fail;
+    }
     b->writer = pgconn_new(base, o->pg, b->o.table, on_writer_state, on_notify, b);
-    if (b->claimer == NULL || b->writer == NULL) goto fail;
+    if (b->writer == NULL) goto fail;
     return b;
 fail:
     bridge_free(b);
@@ -1690,7 +1742,7 @@ static void on_closed(const rjq_close_report *report, void *data) {
  * still brought are written (or PostgreSQL is away), end the loop. */
 static void stop_check(bridge *b) {
     if (!b->stopping || b->freeing || b->deadline == NULL) return;
-    if (b->cstate != C_IDLE || b->reads > 0) return;
+    if (claiming(b) || b->reads > 0) return;
     if (!b->closing) {
         b->closing = 1;
         if (rjq_client_close(b->c, 0, on_closed, b) != RJQ_OK) event_base_loopbreak(b->base);
@@ -1706,7 +1758,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg) {
     bridge *b = arg;
     logf_("stopping: the deadline passed with %s in flight (%zu outcomes not written: the "
           "next start follows their rows again)",
-          b->cstate != C_IDLE ? "a claim" : "outcomes", b->wn);
+          claiming(b) ? "a claim" : "outcomes", b->wn);
     event_base_loopbreak(b->base);
 }
 
@@ -1724,7 +1776,7 @@ void bridge_stop(bridge *b, long deadline_ms) {
         return;
     }
     evtimer_add(b->deadline, &tv);
-    logf_("stopping (%s in flight, %zu writes waiting)", b->cstate != C_IDLE ? "a claim" : "no claim",
+    logf_("stopping (%s in flight, %zu writes waiting)", claiming(b) ? "a claim" : "no claim",
           b->wn);
     stop_check(b);
 }
@@ -1736,7 +1788,9 @@ void bridge_free(bridge *b) {
     b->c = NULL;
     for (size_t i = 0; i < b->follows.cap; i++) /* what is left: entries of unmarked rows */
         free(b->follows.slots[i].value);
-    pgconn_free(b->claimer); /* a claim in flight ends (and is freed) here */
+    for (int i = 0; b->lanes && i < b->o.claims; i++)
+        pgconn_free(b->lanes[i].pg); /* a claim in flight ends (and is freed) here */
+    free(b->lanes);
     pgconn_free(b->writer);
     for (size_t i = 0; i < b->nq; i++) {
         free(b->queues[i]->name);

@@ -18,6 +18,7 @@ typedef struct bridge_options {
     char **queues;             /* the queues served; NULL: every queue */
     size_t nqueues;
     int batch;                 /* rows per claim (1..10000) */
+    int claims;                /* claims in flight at once, each on its own connection (1..16) */
     long poll_ms;              /* safety poll when no notification comes */
     long reconcile_ms;         /* how often open rows are looked for to follow */
     long report_ms;            /* the log line; 0: none */

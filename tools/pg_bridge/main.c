@@ -40,7 +40,9 @@ static const char usage_text[] =
     "  --table NAME         the table (default rjq_jobs): 1..40 of a-z, 0-9, _; its\n"
     "                       indexes, functions, triggers and channel are named after it\n"
     "  --queues A,B,...     move the rows of these queues only (default: every queue)\n"
-    "  --batch N            rows per claim, 1..10000 (default 500)\n"
+    "  --batch N            rows per claim, 1..10000 (default 1000)\n"
+    "  --claims N           claims in flight at once, each on a PostgreSQL\n"
+    "                       connection of its own, 1..16 (default 4)\n"
     "  --poll-ms MS         look for rows this often without a notification\n"
     "                       (default 30000; new rows notify at once)\n"
     "  --scan-ms MS         look for open rows to follow this often (default 60000)\n"
@@ -167,7 +169,7 @@ int main(int argc, char **argv) {
     o.redis_url = getenv("RJQ_URL");
     int init = 0;
     char **queues = NULL;
-    enum { O_PG = 256, O_INIT, O_TABLE, O_QUEUES, O_BATCH, O_POLL, O_SCAN, O_REPORT, O_DEDUP, O_MAXP, O_MAXF,
+    enum { O_PG = 256, O_INIT, O_TABLE, O_QUEUES, O_BATCH, O_CLAIMS, O_POLL, O_SCAN, O_REPORT, O_DEDUP, O_MAXP, O_MAXF,
            O_VER, O_ROUTE, O_LISTEN, O_ALAG, O_AQUEUED };
     health_options ho = {0};
     static const struct option longopts[] = {
@@ -178,6 +180,7 @@ int main(int argc, char **argv) {
         {"table", required_argument, NULL, O_TABLE},
         {"queues", required_argument, NULL, O_QUEUES},
         {"batch", required_argument, NULL, O_BATCH},
+        {"claims", required_argument, NULL, O_CLAIMS},
         {"poll-ms", required_argument, NULL, O_POLL},
         {"scan-ms", required_argument, NULL, O_SCAN},
         {"report-ms", required_argument, NULL, O_REPORT},
@@ -216,6 +219,9 @@ int main(int argc, char **argv) {
             break;
         case O_BATCH:
             if ((rc = parse_num("--batch", optarg, 1, RJQ_BATCH_MAX, &v)) == 0) o.batch = (int)v;
+            break;
+        case O_CLAIMS:
+            if ((rc = parse_num("--claims", optarg, 1, 16, &v)) == 0) o.claims = (int)v;
             break;
         case O_POLL:
             if ((rc = parse_num("--poll-ms", optarg, 10, 86400000, &v)) == 0) o.poll_ms = (long)v;

@@ -11,8 +11,9 @@
 -- A call watches many ids (the awaits of a loop pass share one): the state
 -- and watchers columns are read with one HMGET each for all of them, a
 -- result or error only for a job that finished, and the new watchers go
--- out in one HSET, so a batch costs a few commands plus one HEXISTS per
--- ready job (a ready job has no state field: its payload says it exists).
+-- out in one HSET, so a batch costs a few commands (plus one HEXISTS per
+-- job enqueued by a library older than the job times: such a ready job has
+-- no state field, its payload says it exists).
 local ch = ARGV[1]
 local J = columns(KEYS, 1)
 local ids = {}

@@ -56,6 +56,10 @@ static void pg_connect(pg_server *p) {
         FAIL_AT(__FILE__, __LINE__, "connecting to %s: %s", p->conninfo, PQerrorMessage(p->conn));
 }
 
+/* max_connections of the servers this process starts (the shared cluster
+ * serves several tests at once) */
+static int max_connections = 40;
+
 /* Start the postmaster on p->port. Returns 0 when that port was taken
  * (by another test given the same free port at the same time: see
  * redis_listening), else starts it or fails the test. */
@@ -67,8 +71,8 @@ static int pg_launch(pg_server *p) {
     /* no durability needed here: fsync off keeps the tests fast */
     snprintf(opts, sizeof opts,
              "-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off "
-             "-c max_connections=40 -c shared_buffers=32MB",
-             p->port, p->dir);
+             "-c max_connections=%d -c shared_buffers=32MB",
+             p->port, p->dir, max_connections);
     char *argv[] = {pgctl, "-s", "-D", data, "-l", log, "-o", opts, "-w", "-t", "60", "start", NULL};
     long from = file_size(log);
     if (run_as_pg(argv, NULL) != 0) {
@@ -91,7 +95,7 @@ static int pg_launch(pg_server *p) {
     return 1;
 }
 
-void pg_start(pg_server *p) {
+void pg_start_private(pg_server *p) {
     memset(p, 0, sizeof *p);
     snprintf(p->dir, sizeof p->dir, "/tmp/rjq-pg-XXXXXX");
     if (mkdtemp(p->dir) == NULL) FAIL_AT(__FILE__, __LINE__, "mkdtemp: %s", strerror(errno));
@@ -140,20 +144,33 @@ static void pg_shutdown(pg_server *p) {
     pg_shutdown_by(p, SIGINT);
 }
 
+static void private_only(const pg_server *p, int line) {
+    if (p->shared) FAIL_AT(__FILE__, line, "the shared cluster is not the test's to stop: pg_start_private");
+}
+
 void pg_halt(pg_server *p) {
+    private_only(p, __LINE__);
     pg_shutdown(p);
 }
 
 void pg_crash(pg_server *p) {
+    private_only(p, __LINE__);
     pg_shutdown_by(p, SIGQUIT);
 }
 
 void pg_resume(pg_server *p) {
+    private_only(p, __LINE__);
     /* (its clients know it by its port: no other one will do) */
     if (!pg_launch(p)) FAIL_AT(__FILE__, __LINE__, "port %d was taken meanwhile", p->port);
 }
 
+static void drop_database(pg_server *p);
+
 void pg_stop(pg_server *p) {
+    if (p->shared) {
+        drop_database(p);
+        return;
+    }
     pg_shutdown(p);
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf %s", p->dir);
@@ -182,4 +199,89 @@ const char *pg_text(pg_server *p, const char *sql) {
 
 long long pg_int(pg_server *p, const char *sql) {
     return atoll(pg_text(p, sql));
+}
+
+/* ---- the shared cluster ------------------------------------------------- */
+
+/* The cluster info names: 1 when read. */
+static int read_info(const char *info, int *port, char *dir, size_t size, long *pid) {
+    FILE *f = fopen(info, "r");
+    if (f == NULL) return 0;
+    char fmt[32];
+    snprintf(fmt, sizeof fmt, "%%d %%%zus %%ld", size - 1);
+    int n = fscanf(f, fmt, port, dir, pid);
+    fclose(f);
+    return n == 3;
+}
+
+/* Connect to the shared cluster's "postgres" database (as p->conn). */
+static void cluster_connect(pg_server *p, const char *db) {
+    snprintf(p->conninfo, sizeof p->conninfo,
+             "host=127.0.0.1 port=%d user=postgres dbname=%s connect_timeout=5", p->port, db);
+    pg_connect(p);
+}
+
+void pg_start(pg_server *p) {
+    const char *info = getenv("RJQ_PG_CLUSTER");
+    if (info == NULL || info[0] == '\0') {
+        pg_start_private(p);
+        return;
+    }
+    memset(p, 0, sizeof *p);
+    long pid;
+    if (!read_info(info, &p->port, p->dir, sizeof p->dir, &pid))
+        FAIL_AT(__FILE__, __LINE__, "no shared cluster in %s (its ctest fixture, "
+                "test_pgbridge.cluster_up, did not run)", info);
+    p->shared = 1;
+    /* one database per process: tests run one per process */
+    snprintf(p->db, sizeof p->db, "rjq_test_%ld", (long)getpid());
+    cluster_connect(p, "postgres");
+    char sql[200];
+    snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s WITH (FORCE)", p->db);
+    pg_exec(p, sql);
+    snprintf(sql, sizeof sql, "CREATE DATABASE %s", p->db);
+    pg_exec(p, sql);
+    cluster_connect(p, p->db);
+}
+
+static void drop_database(pg_server *p) {
+    cluster_connect(p, "postgres");
+    char sql[200];
+    snprintf(sql, sizeof sql, "DROP DATABASE %s WITH (FORCE)", p->db);
+    pg_exec(p, sql);
+    PQfinish(p->conn);
+    p->conn = NULL;
+}
+
+void pg_cluster_up(const char *info) {
+    pg_cluster_down(info); /* what an interrupted run left */
+    max_connections = 120;
+    pg_server p;
+    pg_start_private(&p);
+    PQfinish(p.conn);
+    forget_on_abort(p.pid); /* it outlives this process */
+    FILE *f = fopen(info, "w");
+    if (f == NULL || fprintf(f, "%d %s %ld\n", p.port, p.dir, (long)p.pid) < 0 || fclose(f) != 0)
+        FAIL_AT(__FILE__, __LINE__, "writing %s: %s", info, strerror(errno));
+}
+
+void pg_cluster_down(const char *info) {
+    pg_server p;
+    memset(&p, 0, sizeof p);
+    long pid;
+    if (!read_info(info, &p.port, p.dir, sizeof p.dir, &pid)) return;
+    /* its postmaster, if that pid still is (not a process that reused it) */
+    char pidfile[220];
+    long listed = 0;
+    snprintf(pidfile, sizeof pidfile, "%s/data/postmaster.pid", p.dir);
+    FILE *f = fopen(pidfile, "r");
+    if (f) {
+        if (fscanf(f, "%ld", &listed) != 1) listed = 0;
+        fclose(f);
+    }
+    if (pid > 0 && listed == pid && strncmp(p.dir, "/tmp/rjq-pg-", 12) == 0) p.pid = (pid_t)pid;
+    if (strncmp(p.dir, "/tmp/rjq-pg-", 12) != 0) return;
+    pg_crash(&p); /* (its data goes: no checkpoint needed) */
+    pg_stop(&p);
+    unlink(info);
 }

@@ -1,0 +1,155 @@
+/*
+ * The client's timing logic in virtual time (rjq__clock_set, core.h): a
+ * loop of the test's own records the one timer the client asks for; the
+ * test moves the clock to it and fires it. Reconnect backoff and connect
+ * timeouts over minutes of virtual time run in microseconds, and their
+ * delays are checked exactly, which no test on the wall clock can do.
+ * The host name never resolves (the loop's resolve fails it, or never
+ * answers): no socket is opened.
+ */
+#include <string.h>
+
+#include "core.h"
+#include "harness.h"
+#include "rjq.h"
+
+static uint64_t vnow = 1000000; /* virtual ms */
+
+static uint64_t virtual_clock(void) {
+    return vnow;
+}
+
+/* ---- the test's loop --------------------------------------------------- */
+
+static long armed_ms = -1; /* the client's timer: its last set_timer */
+
+static int fake_attach(void *loop, struct redisAsyncContext *ac) {
+    (void)loop, (void)ac;
+    FAIL_AT(__FILE__, __LINE__, "no name resolves: nothing to attach");
+    return -1;
+}
+
+static void fake_set_timer(void *loop, long ms) {
+    (void)loop;
+    armed_ms = ms;
+}
+
+#define MAX_LOOKUPS 64
+static int answer_lookups;              /* 1: fail each at once; 0: never answer */
+static struct lookup {
+    void *conn;                         /* the resolve's arg: one per connection */
+    uint64_t at, cancelled_at;
+} lookups[MAX_LOOKUPS];
+static int nlookups;
+
+static void *fake_resolve(void *loop, const char *host, rjq_resolved_fn *done, void *arg) {
+    (void)loop, (void)host;
+    ASSERT(nlookups < MAX_LOOKUPS);
+    lookups[nlookups] = (struct lookup){arg, vnow, 0};
+    nlookups++;
+    if (answer_lookups) {
+        done(arg, "no such host", NULL, 0);
+        return NULL;
+    }
+    return &lookups[nlookups - 1];
+}
+
+static void fake_resolve_cancel(void *loop, void *handle) {
+    (void)loop;
+    struct lookup *l = handle;
+    ASSERT(l->cancelled_at == 0);
+    l->cancelled_at = vnow;
+}
+
+static const rjq_loop_ops fake_ops = {fake_attach, fake_set_timer, NULL, fake_resolve,
+                                      fake_resolve_cancel};
+
+static int errors; /* RJQ_EVENT_ERROR events */
+
+static void on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
+    (void)c, (void)conn, (void)detail, (void)data;
+    if (ev == RJQ_EVENT_ERROR) errors++;
+}
+
+/* answer: fail each lookup at once (1) or never answer (0) */
+static rjq_client *virtual_client(int answer, long min_ms, long max_ms, long connect_timeout_ms) {
+    rjq__clock_set(virtual_clock);
+    answer_lookups = answer;
+    armed_ms = -1;
+    nlookups = 0;
+    errors = 0;
+    rjq_client_options o = {0};
+    o.url = "redis://nowhere.invalid:6379";
+    o.reconnect_min_ms = min_ms;
+    o.reconnect_max_ms = max_ms;
+    o.connect_timeout_ms = connect_timeout_ms;
+    o.on_event = on_event;
+    rjq_client *c = NULL;
+    ASSERT_OK(rjq_client_new(&c, &o, &fake_ops, NULL));
+    return c;
+}
+
+static void virtual_client_free(rjq_client *c) {
+    rjq_client_free(c);
+    rjq__clock_set(NULL);
+}
+
+/* Move the clock to the client's timer and fire it (the loop's part). */
+static void step(rjq_client *c) {
+    ASSERT(armed_ms >= 0);
+    vnow += (uint64_t)armed_ms;
+    armed_ms = -1;
+    rjq_client_handle_timeout(c);
+}
+
+/* The lookups of the connection of lookup i, in order: their times. */
+static int attempts_of(int i, uint64_t *at, int max) {
+    int n = 0;
+    for (int k = 0; k < nlookups && n < max; k++)
+        if (lookups[k].conn == lookups[i].conn) at[n++] = lookups[k].at;
+    return n;
+}
+
+TEST(reconnect_delays_double_from_the_minimum_to_the_cap_with_jitter_below_each) {
+    rjq_client *c = virtual_client(1, 100, 1600, 2000);
+    uint64_t t0 = vnow;
+    while (nlookups < 40 && vnow - t0 < 3600000) step(c);
+    ASSERT(nlookups >= 40);
+    uint64_t at[MAX_LOOKUPS];
+    int n = attempts_of(0, at, MAX_LOOKUPS);
+    ASSERT(n >= 8);
+    ASSERT_EQ(t0, at[0]); /* the first attempt: at once */
+    /* after failure k (1, 2, ...): a delay d = min * 2^(k-1) capped at max,
+     * drawn from [d/2, d] */
+    long d = 100;
+    for (int k = 1; k < n; k++) {
+        long gap = (long)(at[k] - at[k - 1]);
+        if (gap < d / 2 || gap > d)
+            FAIL_AT(__FILE__, __LINE__, "attempt %d came %ld ms after the one before, not in [%ld, %ld]",
+                    k + 1, gap, d / 2, d);
+        d = d * 2 > 1600 ? 1600 : d * 2;
+    }
+    ASSERT_EQ(nlookups, errors); /* each failed attempt said so */
+    virtual_client_free(c);
+}
+
+TEST(a_connect_that_never_completes_is_given_up_at_its_timeout_then_retried_after_the_backoff) {
+    rjq_client *c = virtual_client(0, 1000, 1000, 2000);
+    uint64_t t0 = vnow;
+    while (nlookups < 6 && vnow - t0 < 600000) step(c);
+    ASSERT(nlookups >= 6);
+    uint64_t at[MAX_LOOKUPS];
+    int n = attempts_of(0, at, MAX_LOOKUPS);
+    ASSERT(n >= 3);
+    for (int k = 0; k < nlookups; k++) {
+        if (lookups[k].conn != lookups[0].conn || lookups[k].at == at[n - 1]) continue;
+        /* given up exactly at the connect timeout, not a tick before */
+        ASSERT_EQ(lookups[k].at + 2000, lookups[k].cancelled_at);
+    }
+    for (int k = 1; k < n; k++) { /* then the backoff: [500, 1000] */
+        long gap = (long)(at[k] - at[k - 1]) - 2000;
+        if (gap < 500 || gap > 1000)
+            FAIL_AT(__FILE__, __LINE__, "attempt %d came %ld ms after the timeout", k + 1, gap);
+    }
+    virtual_client_free(c);
+}

@@ -5,13 +5,19 @@
  * timeouts over minutes of virtual time run in microseconds, and their
  * delays are checked exactly, which no test on the wall clock can do.
  * The host name never resolves (the loop's resolve fails it, or never
- * answers): no socket is opened.
+ * answers): no socket is opened. The command timeout needs a session: a
+ * private redis-server, its I/O on libevent, the timers still virtual.
  */
+#include <signal.h>
 #include <string.h>
+
+#include <event2/event.h>
+#include <hiredis/adapters/libevent.h>
 
 #include "core.h"
 #include "harness.h"
 #include "rjq.h"
+#include "server.h"
 
 static uint64_t vnow = 1000000; /* virtual ms */
 
@@ -152,4 +158,88 @@ TEST(a_connect_that_never_completes_is_given_up_at_its_timeout_then_retried_afte
             FAIL_AT(__FILE__, __LINE__, "attempt %d came %ld ms after the timeout", k + 1, gap);
     }
     virtual_client_free(c);
+}
+
+/* ---- a real server: I/O on libevent, the client's timers in virtual time ---- */
+
+static int libevent_attach(void *loop, struct redisAsyncContext *ac) {
+    return redisLibeventAttach(ac, loop) == REDIS_OK ? 0 : -1;
+}
+
+static const rjq_loop_ops io_ops = {libevent_attach, fake_set_timer, NULL, NULL, NULL};
+
+/* A moment of I/O (real time) and the client's timers due now (the
+ * virtual clock stands still meanwhile). */
+static void io(struct event_base *base, rjq_client *c) {
+    for (int i = 0; i < 4; i++) {
+        loop_for(base, 5);
+        if (armed_ms == 0) {
+            armed_ms = -1;
+            rjq_client_handle_timeout(c);
+        }
+    }
+}
+
+typedef struct {
+    int done, status;
+    uint64_t at; /* virtual */
+} stats_at;
+
+static void on_stats_at(rjq_client *c, int status, const rjq_stats *st, void *data) {
+    (void)c, (void)st;
+    stats_at *w = data;
+    w->done++;
+    w->status = status;
+    w->at = vnow;
+}
+
+TEST(an_unanswered_request_fails_within_a_watchdog_tick_of_the_command_timeout_not_before) {
+    rjq__clock_set(virtual_clock);
+    armed_ms = -1;
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    ASSERT(base != NULL);
+    rjq_client_options o = client_options(s.url);
+    o.command_timeout_ms = 8000; /* the watchdog looks every 1000 (a quarter, at most 1 s) */
+    o.ping_interval_ms = -1;     /* no probe: only the request waits */
+    rjq_client *c = NULL;
+    ASSERT_OK(rjq_client_new(&c, &o, &io_ops, base));
+    double end = mono_ms() + 30000;
+    while (!rjq_client_connected(c)) {
+        ASSERT(mono_ms() < end);
+        io(base, c);
+    }
+    rjq_queue *q = queue_for(c, "vt");
+    stats_at w = {0};
+    ASSERT_OK(rjq_queue_stats(q, on_stats_at, &w)); /* (its scripts are loaded now) */
+    while (!w.done) {
+        ASSERT(mono_ms() < end);
+        io(base, c);
+    }
+    ASSERT_OK(w.status);
+    ASSERT_EQ(0, kill(s.pid, SIGSTOP)); /* the server hears, and says nothing */
+    memset(&w, 0, sizeof w);
+    ASSERT_OK(rjq_queue_stats(q, on_stats_at, &w));
+    io(base, c); /* sent */
+    uint64_t sent = vnow;
+    /* virtual time runs on to the timeout: no answer before it ... */
+    while (!w.done && armed_ms >= 0 && vnow + (uint64_t)armed_ms < sent + 8000) {
+        step(c);
+        io(base, c);
+    }
+    ASSERT_EQ(0, w.done);
+    /* ... and RJQ_ETIMEDOUT at the watchdog's first look from it on */
+    while (!w.done && vnow <= sent + 9000) {
+        step(c);
+        io(base, c);
+    }
+    ASSERT_EQ(1, w.done);
+    ASSERT_EQ(RJQ_ETIMEDOUT, w.status);
+    ASSERT(w.at >= sent + 8000 && w.at <= sent + 9000);
+    ASSERT_EQ(0, kill(s.pid, SIGCONT));
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
+    rjq__clock_set(NULL);
 }

@@ -9,6 +9,8 @@
  * private redis-server, its I/O on libevent, the timers still virtual.
  */
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <event2/event.h>
@@ -18,6 +20,7 @@
 #include "harness.h"
 #include "rjq.h"
 #include "server.h"
+#include "waits.h"
 
 static uint64_t vnow = 1000000; /* virtual ms */
 
@@ -180,6 +183,20 @@ static void io(struct event_base *base, rjq_client *c) {
     }
 }
 
+/* What the client waits for arrives (I/O, real time) until it arms a
+ * timer, then the clock moves to it and it fires; nothing moves once
+ * *done (may be NULL) is set. */
+static void vstep(struct event_base *base, rjq_client *c, const int *done) {
+    double end = mono_ms() + 30000;
+    while (armed_ms < 0 && !(done && *done)) {
+        ASSERT(mono_ms() < end);
+        io(base, c);
+    }
+    if (done && *done) return;
+    step(c);
+    io(base, c);
+}
+
 typedef struct {
     int done, status;
     uint64_t at; /* virtual */
@@ -225,21 +242,97 @@ TEST(an_unanswered_request_fails_within_a_watchdog_tick_of_the_command_timeout_n
     uint64_t sent = vnow;
     /* virtual time runs on to the timeout: no answer before it ... */
     while (!w.done && armed_ms >= 0 && vnow + (uint64_t)armed_ms < sent + 8000) {
-        step(c);
-        io(base, c);
+        vstep(base, c, &w.done);
     }
     ASSERT_EQ(0, w.done);
     /* ... and RJQ_ETIMEDOUT at the watchdog's first look from it on */
-    while (!w.done && vnow <= sent + 9000) {
-        step(c);
-        io(base, c);
-    }
+    while (!w.done && vnow <= sent + 9000) vstep(base, c, &w.done);
     ASSERT_EQ(1, w.done);
     ASSERT_EQ(RJQ_ETIMEDOUT, w.status);
     ASSERT(w.at >= sent + 8000 && w.at <= sent + 9000);
     ASSERT_EQ(0, kill(s.pid, SIGCONT));
     rjq_client_free(c);
     event_base_free(base);
+    server_stop_guarded(&s);
+    rjq__clock_set(NULL);
+}
+
+/* READONLY errors the server answered so far. */
+static long long readonly_errors(redisContext *rc) {
+    redisReply *r = server_cmd(rc, "INFO errorstats");
+    const char *p = r->type == REDIS_REPLY_STRING
+                        ? strstr(r->str, "errorstat_READONLY:count=") : NULL;
+    long long n = p ? atoll(p + strlen("errorstat_READONLY:count=")) : 0;
+    freeReplyObject(r);
+    return n;
+}
+
+/* Enqueue one job; run virtual time until it is answered or `until`. */
+static void enqueue_until(struct event_base *base, rjq_client *c, rjq_queue *q, enqueue_wait *w,
+                          uint64_t *answered_at, uint64_t until) {
+    memset(w, 0, sizeof *w);
+    ASSERT_OK(rjq_enqueue(q, "x", 1, NULL, on_enqueue_wait, w));
+    io(base, c);
+    while (!w->done && vnow < until) vstep(base, c, &w->done);
+    *answered_at = vnow;
+}
+
+TEST(a_write_a_replica_refuses_is_sent_again_with_backoff_for_a_minute_then_fails) {
+    rjq__clock_set(virtual_clock);
+    armed_ms = -1;
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    struct event_base *base = event_base_new();
+    ASSERT(base != NULL);
+    rjq_client_options o = client_options(s.url);
+    o.command_timeout_ms = -1; /* (no watchdog: only the retries run the clock) */
+    o.ping_interval_ms = -1;
+    rjq_client *c = NULL;
+    ASSERT_OK(rjq_client_new(&c, &o, &io_ops, base));
+    double end = mono_ms() + 30000;
+    while (!rjq_client_connected(c)) {
+        ASSERT(mono_ms() < end);
+        io(base, c);
+    }
+    rjq_queue *q = queue_for(c, "ro");
+    uint64_t t0 = vnow, at;
+    enqueue_wait w;
+    enqueue_until(base, c, q, &w, &at, t0 + 10000); /* (the library is loaded now) */
+    ASSERT_EQ(1, w.done);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(t0, at);
+    /* a replica of nobody now: writes are refused with READONLY */
+    freeReplyObject(server_cmd(rc, "REPLICAOF 127.0.0.1 1"));
+    long long before = readonly_errors(rc);
+    enqueue_until(base, c, q, &w, &at, t0 + 120000);
+    ASSERT_EQ(1, w.done);
+    ASSERT(w.status != RJQ_OK);
+    /* a minute after the first refusal, and not before: re-sent after 50,
+     * 100, 200, 400 and 800 ms, then every second (65 tries in all, the
+     * last at 60.55 s); without a backoff it would be hundreds */
+    if (at != t0 + 60550)
+        FAIL_AT(__FILE__, __LINE__, "failed %llu ms after the first try (%s: %s)", (unsigned long long)(at - t0), rjq_strerror(w.status), rjq_client_errmsg(c));
+    long long tries = readonly_errors(rc) - before;
+    fprintf(stderr, "refused %lld times, failed %llu ms after the first try\n", tries,
+            (unsigned long long)(at - t0));
+    if (tries != 65) FAIL_AT(__FILE__, __LINE__, "%lld tries", tries);
+    /* the next one is refused for 10 s; then the server takes writes: it
+     * is done at its next try */
+    enqueue_wait w2 = {0};
+    ASSERT_OK(rjq_enqueue(q, "x", 1, NULL, on_enqueue_wait, &w2));
+    io(base, c);
+    uint64_t t1 = vnow;
+    while (vnow < t1 + 10000) vstep(base, c, &w2.done);
+    ASSERT_EQ(0, w2.done);
+    freeReplyObject(server_cmd(rc, "REPLICAOF NO ONE"));
+    while (!w2.done && vnow < t1 + 12000) vstep(base, c, &w2.done);
+    ASSERT_EQ(1, w2.done);
+    ASSERT_OK(w2.status);
+    ASSERT(vnow <= t1 + 11000);
+    rjq_client_free(c);
+    event_base_free(base);
+    redisFree(rc);
     server_stop_guarded(&s);
     rjq__clock_set(NULL);
 }

@@ -9,7 +9,8 @@
  * info file) and each test gets a database of its own in it: an initdb per
  * test cost seconds. A test that stops, crashes or restarts PostgreSQL
  * takes a private server (pg_start_private), as does every test run
- * without RJQ_PG_CLUSTER.
+ * without RJQ_PG_CLUSTER (with it, a copy of the cluster's template, not
+ * an initdb of its own).
  */
 #ifndef RJQ_TEST_PGSERVER_H
 #define RJQ_TEST_PGSERVER_H
@@ -48,8 +49,10 @@ void pg_crash(pg_server *p);
 void pg_stop(pg_server *p);
 
 /* The shared cluster (tests/pg_cluster.c): start one and write its "port
- * dir pid" to the file info (a cluster an earlier run left there is
- * stopped first); stop the one info names and remove it and info. */
+ * dir pid template" to the file info (a cluster an earlier run left there
+ * is stopped first); stop the one info names and remove it, its template
+ * and info. The template is a data directory initdb made, never started:
+ * the cluster and the private servers of the run start from copies. */
 void pg_cluster_up(const char *info);
 void pg_cluster_down(const char *info);
 

@@ -46,7 +46,16 @@ int rjq__accepting(const rjq_client *c);
 /* A graceful close is under way (rjq_client_close). */
 int rjq__draining(const rjq_client *c);
 
+/* The client's clock: milliseconds of CLOCK_MONOTONIC, or of the clock a
+ * test set with rjq__clock_set. Every timer (the heap behind the client's
+ * one loop timer), backoff, deadline and schedule of the library reads it,
+ * so unit tests run them in virtual time: they set a clock they advance
+ * themselves and call rjq_client_handle_timeout() (tests/unit_clock.c). */
 uint64_t rjq__now_ms(void);
+/* Tests only: read the time from now() (NULL: the real clock again). The
+ * server-time estimate follows it too. Process-wide: set it before any
+ * client is made, keep it until the last is freed. */
+void rjq__clock_set(uint64_t (*now)(void));
 
 /* The latest server time (ms since the epoch) or lease end a reply or
  * message may carry (later: malformed): 2^62, so that no sum or

@@ -12,7 +12,14 @@
 
 #include "core_private.h"
 
+static uint64_t (*test_clock)(void); /* rjq__clock_set */
+
+void rjq__clock_set(uint64_t (*now)(void)) {
+    test_clock = now;
+}
+
 uint64_t rjq__now_ms(void) {
+    if (test_clock) return test_clock();
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
@@ -103,7 +110,7 @@ size_t rjq__client_max_payload(const rjq_client *c) {
  * from a suspend does not think its stale jobs fresh. */
 static uint64_t boot_ms(void) {
     struct timespec ts;
-    if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0) return rjq__now_ms();
+    if (test_clock || clock_gettime(CLOCK_BOOTTIME, &ts) != 0) return rjq__now_ms();
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 

@@ -167,7 +167,7 @@ TEST(payloads_ahead_reach_an_idle_worker) {
     rjq_worker_options wo = quiet_worker_options(JOBS);
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(e.q, &wo, check_handler, &x, &w));
-    loop_for(e.base, 200); /* registered idle */
+    wait_worker_started(e.base, e.c, e.q, e.rc, "ahi"); /* registered idle */
     ASSERT_OK(enqueue_batch(&e, e.q, 0, JOBS).status);
     wait_reserved(&e, "ahi");
     ASSERT(loop_until_count(e.base, &x.completed, JOBS, 10000));

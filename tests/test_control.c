@@ -159,7 +159,7 @@ TEST(pause_starts_nothing_until_resume_with_workers_idle_and_busy) {
     enqueue_x_ok(e.base, e.q, "a", 0, 0);
     ASSERT(loop_until_count(e.base, &started, 1, 5000));
     ASSERT_OK(rjq_worker_start(e.q, &wo, keep_a_handler, NULL, &idle));
-    loop_for(e.base, 100); /* both idle workers registered their slots */
+    wait_worker_started(e.base, e.c, e.q, e.rc, "pz"); /* both idle workers registered their slots */
     ASSERT(registrations(e.rc, "pz") >= 1);
 
     ASSERT_EQ(1, set_paused(&e, 1));

@@ -231,7 +231,9 @@ TEST(connection_lost_during_the_wait_reports_the_write_short) {
     shorts_seen = 0;
     ASSERT_OK(rjq_enqueue(queue_for(c, "k"), "x", 1, NULL, on_short, NULL));
     for (int i = 0; i < 200 && server_int(rc, "LLEN t:{k}:ready") == 0; i++) loop_for(base, 5);
-    loop_for(base, 50); /* the WAIT is holding the connection */
+    for (int i = 0; i < 400 && server_info_number(rc, "clients", "blocked_clients:") == 0; i++)
+        loop_for(base, 5);
+    ASSERT_EQ(1, server_info_number(rc, "clients", "blocked_clients:")); /* the WAIT is holding the connection */
     ASSERT_EQ(0, shorts_seen);
     redisReply *r = server_cmd(rc, "CLIENT KILL TYPE normal SKIPME yes");
     freeReplyObject(r);

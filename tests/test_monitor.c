@@ -40,7 +40,8 @@ TEST(monitor_sees_each_transition_of_a_retried_job) {
     long long before = server_now_ms(e.rc);
     for (int i = 0; i < 200 && server_int(e.rc, "EXISTS t:{mon}:monitored") == 0; i++) loop_for(e.base, 10);
     ASSERT_EQ(1, server_int(e.rc, "EXISTS t:{mon}:monitored"));
-    loop_for(e.base, 50); /* let the SUBSCRIBE be confirmed */
+    for (int i = 0; i < 500 && server_numsub(e.rc, "t:{mon}:events") != 1; i++) loop_for(e.base, 10);
+    ASSERT_EQ(1, server_numsub(e.rc, "t:{mon}:events")); /* subscribed: no event is missed */
     rjq_job_options o = {0};
     o.id = "job-a";
     ASSERT_OK(rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));

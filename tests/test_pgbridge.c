@@ -173,11 +173,21 @@ static void init_table(pg_server *p) {
 
 /* ---- the set-up every test shares ------------------------------------------------------ */
 
-static void setup(void) {
+static void setup_on(void (*pg)(pg_server *)) {
     memset(&F.ws, 0, sizeof F.ws);
-    pg_start(&F.p);
+    pg(&F.p);
     init_table(&F.p);
     env_start(&F.e, "jobs");
+}
+
+/* a database of the shared cluster (pgserver.h) */
+static void setup(void) {
+    setup_on(pg_start);
+}
+
+/* a PostgreSQL of the test's own: the tests that stop it */
+static void setup_private(void) {
+    setup_on(pg_start_private);
 }
 
 static void teardown(void) {
@@ -424,13 +434,15 @@ TEST(bridge_killed_between_enqueue_and_marking_loses_and_duplicates_nothing) {
     double end = mono_ms() + 30000;
     while (get_stats(F.e.base, F.e.q).enqueued < 500 && mono_ms() < end) loop_for(F.e.base, 50);
     ASSERT_EQ(500, get_stats(F.e.base, F.e.q).enqueued);
-    wait_pg("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted",
+    wait_pg("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted "
+            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
             1, 10000);
     kill(b1, SIGKILL);
     reap(b1, 10000);
     /* its transaction dies with its backend */
     pg_exec(&F.p, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'");
+                "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend' "
+                "AND datname = current_database()");
     pg_exec(&F.p, "SELECT pg_advisory_unlock(4242); DROP TRIGGER hold ON rjq_jobs");
     wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'queued'", 500, 10000);
     /* the next bridge sends the same ids: Redis has them, nothing doubles */
@@ -460,7 +472,7 @@ TEST(rows_whose_jobs_redis_lost_are_moved_again_and_complete) {
 }
 
 TEST(postgres_restarted_mid_run_loses_nothing) {
-    setup();
+    setup_private();
     F.ws.sleep_us = 2000; /* 2 ms a job, one at a time: the restart falls mid-run */
     workers_start("jobs", 1, 1);
     pid_t b = bridge_spawn(NULL);
@@ -586,11 +598,12 @@ TEST(status_columns_record_the_start_the_end_the_worker_and_the_last_error) {
                  id, i.started_ms, id == 2 ? "failed_at" : "completed_at", i.ended_ms);
         ASSERT_EQ(1, pg_int(&F.p, sql));
     }
-    /* a replay clears what described the last run */
+    /* a replay clears what described the last run (no bridge runs it
+     * again meanwhile: a new start would be recorded) */
+    bridge_stop(b);
     pg_exec(&F.p, "UPDATE rjq_jobs SET status = 'queued', attempts = 0 WHERE id = 2");
     ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE id = 2 AND generation = 1 "
                               "AND started_at IS NULL AND failed_at IS NULL AND last_error IS NULL"));
-    bridge_stop(b);
     teardown();
 }
 
@@ -653,13 +666,15 @@ TEST(a_finished_row_set_back_to_queued_runs_its_job_again_once_per_reset) {
                 "WHEN (NEW.status = 'migrated') EXECUTE FUNCTION hold();"
                 "SELECT pg_advisory_lock(4242)");
     pg_exec(&F.p, "UPDATE rjq_jobs SET status = 'queued', attempts = 0 WHERE id = 3");
-    wait_pg("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted",
+    wait_pg("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted "
+            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
             1, 10000);
     wait_runs(7);
     kill(b, SIGKILL);
     reap(b, 10000);
     pg_exec(&F.p, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'");
+                "WHERE pid <> pg_backend_pid() AND backend_type = 'client backend' "
+                "AND datname = current_database()");
     pg_exec(&F.p, "SELECT pg_advisory_unlock(4242); DROP TRIGGER hold ON rjq_jobs");
     ASSERT_EQ(1, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE id = 3 AND status = 'queued' "
                               "AND generation = 1"));
@@ -976,7 +991,7 @@ TEST(health_goes_red_on_lag_and_queued_rows_and_back_and_metrics_count_the_rows)
 }
 
 TEST(health_says_which_connection_is_down) {
-    setup();
+    setup_private();
     int port = free_port();
     char listen[32];
     snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
@@ -1163,7 +1178,7 @@ static void insert_rows_with_ids(long first, long n) {
 
 TEST(five_thousand_rows_through_bridge_postgres_and_redis_kills_each_job_runs_once) {
     memset(&F.ws, 0, sizeof F.ws);
-    pg_start(&F.p);
+    pg_start_private(&F.p);
     init_table(&F.p);
     memset(&F.e, 0, sizeof F.e);
     const char *aof[] = {"--appendonly", "yes", "--appendfsync", "always", NULL};

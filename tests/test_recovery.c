@@ -374,7 +374,7 @@ TEST(held_index_is_empty_once_all_work_is_finished) {
     rjq_worker *w1 = NULL, *w2 = NULL;
     ASSERT_OK(rjq_worker_start(e.q, &wo, fail_odd_once, &r, &w1));
     ASSERT_OK(rjq_worker_start(e.q, &wo, fail_odd_once, &r, &w2));
-    loop_for(e.base, 50); /* idle: enqueues push to them */
+    wait_worker_started(e.base, e.c, e.q, e.rc, "heldempty"); /* idle: enqueues push to them */
     for (int round = 0; round < 20; round++) {
         for (int i = 0; i < 10; i++) ASSERT_OK(rjq_enqueue(e.q, "x", 1, NULL, NULL, NULL));
         loop_for(e.base, 5);

@@ -729,7 +729,7 @@ TEST(await_whose_early_outcome_was_pushed_out_by_the_cap_still_resolves) {
     rjq_worker_options wo = quiet_worker_options(1);
     rjq_worker *w2;
     ASSERT_OK(rjq_worker_start(q2, &wo, lost_handler, NULL, &w2));
-    loop_for(e.base, 200); /* registered idle: the job will be pushed to it */
+    wait_worker_started(e.base, c2, q2, e.rc, "lost"); /* registered idle: the job will be pushed to it */
 
     proxy_hold(&p, 1); /* the enqueue's reply will wait in the proxy */
     rjq_job_options jo = {0};

@@ -1,0 +1,338 @@
+/*
+ * The client's timing logic in virtual time (rjq__clock_set, core.h): a
+ * loop of the test's own records the one timer the client asks for; the
+ * test moves the clock to it and fires it. Reconnect backoff and connect
+ * timeouts over minutes of virtual time run in microseconds, and their
+ * delays are checked exactly, which no test on the wall clock can do.
+ * The host name never resolves (the loop's resolve fails it, or never
+ * answers): no socket is opened. The command timeout needs a session: a
+ * private redis-server, its I/O on libevent, the timers still virtual.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <hiredis/adapters/libevent.h>
+
+#include "core.h"
+#include "harness.h"
+#include "rjq.h"
+#include "server.h"
+#include "waits.h"
+
+static uint64_t vnow = 1000000; /* virtual ms */
+
+static uint64_t virtual_clock(void) {
+    return vnow;
+}
+
+/* ---- the test's loop --------------------------------------------------- */
+
+static long armed_ms = -1; /* the client's timer: its last set_timer */
+
+static int fake_attach(void *loop, struct redisAsyncContext *ac) {
+    (void)loop, (void)ac;
+    FAIL_AT(__FILE__, __LINE__, "no name resolves: nothing to attach");
+    return -1;
+}
+
+static void fake_set_timer(void *loop, long ms) {
+    (void)loop;
+    armed_ms = ms;
+}
+
+#define MAX_LOOKUPS 64
+static int answer_lookups;              /* 1: fail each at once; 0: never answer */
+static struct lookup {
+    void *conn;                         /* the resolve's arg: one per connection */
+    uint64_t at, cancelled_at;
+} lookups[MAX_LOOKUPS];
+static int nlookups;
+
+static void *fake_resolve(void *loop, const char *host, rjq_resolved_fn *done, void *arg) {
+    (void)loop, (void)host;
+    ASSERT(nlookups < MAX_LOOKUPS);
+    lookups[nlookups] = (struct lookup){arg, vnow, 0};
+    nlookups++;
+    if (answer_lookups) {
+        done(arg, "no such host", NULL, 0);
+        return NULL;
+    }
+    return &lookups[nlookups - 1];
+}
+
+static void fake_resolve_cancel(void *loop, void *handle) {
+    (void)loop;
+    struct lookup *l = handle;
+    ASSERT(l->cancelled_at == 0);
+    l->cancelled_at = vnow;
+}
+
+static const rjq_loop_ops fake_ops = {fake_attach, fake_set_timer, NULL, fake_resolve,
+                                      fake_resolve_cancel};
+
+static int errors; /* RJQ_EVENT_ERROR events */
+
+static void on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
+    (void)c, (void)conn, (void)detail, (void)data;
+    if (ev == RJQ_EVENT_ERROR) errors++;
+}
+
+/* answer: fail each lookup at once (1) or never answer (0) */
+static rjq_client *virtual_client(int answer, long min_ms, long max_ms, long connect_timeout_ms) {
+    rjq__clock_set(virtual_clock);
+    answer_lookups = answer;
+    armed_ms = -1;
+    nlookups = 0;
+    errors = 0;
+    rjq_client_options o = {0};
+    o.url = "redis://nowhere.invalid:6379";
+    o.reconnect_min_ms = min_ms;
+    o.reconnect_max_ms = max_ms;
+    o.connect_timeout_ms = connect_timeout_ms;
+    o.on_event = on_event;
+    rjq_client *c = NULL;
+    ASSERT_OK(rjq_client_new(&c, &o, &fake_ops, NULL));
+    return c;
+}
+
+static void virtual_client_free(rjq_client *c) {
+    rjq_client_free(c);
+    rjq__clock_set(NULL);
+}
+
+/* Move the clock to the client's timer and fire it (the loop's part). */
+static void step(rjq_client *c) {
+    ASSERT(armed_ms >= 0);
+    vnow += (uint64_t)armed_ms;
+    armed_ms = -1;
+    rjq_client_handle_timeout(c);
+}
+
+/* The lookups of the connection of lookup i, in order: their times. */
+static int attempts_of(int i, uint64_t *at, int max) {
+    int n = 0;
+    for (int k = 0; k < nlookups && n < max; k++)
+        if (lookups[k].conn == lookups[i].conn) at[n++] = lookups[k].at;
+    return n;
+}
+
+TEST(reconnect_delays_double_from_the_minimum_to_the_cap_with_jitter_below_each) {
+    rjq_client *c = virtual_client(1, 100, 1600, 2000);
+    uint64_t t0 = vnow;
+    while (nlookups < 40 && vnow - t0 < 3600000) step(c);
+    ASSERT(nlookups >= 40);
+    uint64_t at[MAX_LOOKUPS];
+    int n = attempts_of(0, at, MAX_LOOKUPS);
+    ASSERT(n >= 8);
+    ASSERT_EQ(t0, at[0]); /* the first attempt: at once */
+    /* after failure k (1, 2, ...): a delay d = min * 2^(k-1) capped at max,
+     * drawn from [d/2, d] */
+    long d = 100;
+    for (int k = 1; k < n; k++) {
+        long gap = (long)(at[k] - at[k - 1]);
+        if (gap < d / 2 || gap > d)
+            FAIL_AT(__FILE__, __LINE__, "attempt %d came %ld ms after the one before, not in [%ld, %ld]",
+                    k + 1, gap, d / 2, d);
+        d = d * 2 > 1600 ? 1600 : d * 2;
+    }
+    ASSERT_EQ(nlookups, errors); /* each failed attempt said so */
+    virtual_client_free(c);
+}
+
+TEST(a_connect_that_never_completes_is_given_up_at_its_timeout_then_retried_after_the_backoff) {
+    rjq_client *c = virtual_client(0, 1000, 1000, 2000);
+    uint64_t t0 = vnow;
+    while (nlookups < 6 && vnow - t0 < 600000) step(c);
+    ASSERT(nlookups >= 6);
+    uint64_t at[MAX_LOOKUPS];
+    int n = attempts_of(0, at, MAX_LOOKUPS);
+    ASSERT(n >= 3);
+    for (int k = 0; k < nlookups; k++) {
+        if (lookups[k].conn != lookups[0].conn || lookups[k].at == at[n - 1]) continue;
+        /* given up exactly at the connect timeout, not a tick before */
+        ASSERT_EQ(lookups[k].at + 2000, lookups[k].cancelled_at);
+    }
+    for (int k = 1; k < n; k++) { /* then the backoff: [500, 1000] */
+        long gap = (long)(at[k] - at[k - 1]) - 2000;
+        if (gap < 500 || gap > 1000)
+            FAIL_AT(__FILE__, __LINE__, "attempt %d came %ld ms after the timeout", k + 1, gap);
+    }
+    virtual_client_free(c);
+}
+
+/* ---- a real server: I/O on libevent, the client's timers in virtual time ---- */
+
+static int libevent_attach(void *loop, struct redisAsyncContext *ac) {
+    return redisLibeventAttach(ac, loop) == REDIS_OK ? 0 : -1;
+}
+
+static const rjq_loop_ops io_ops = {libevent_attach, fake_set_timer, NULL, NULL, NULL};
+
+/* A moment of I/O (real time) and the client's timers due now (the
+ * virtual clock stands still meanwhile). */
+static void io(struct event_base *base, rjq_client *c) {
+    for (int i = 0; i < 4; i++) {
+        loop_for(base, 5);
+        if (armed_ms == 0) {
+            armed_ms = -1;
+            rjq_client_handle_timeout(c);
+        }
+    }
+}
+
+/* What the client waits for arrives (I/O, real time) until it arms a
+ * timer, then the clock moves to it and it fires; nothing moves once
+ * *done (may be NULL) is set. */
+static void vstep(struct event_base *base, rjq_client *c, const int *done) {
+    double end = mono_ms() + 30000;
+    while (armed_ms < 0 && !(done && *done)) {
+        ASSERT(mono_ms() < end);
+        io(base, c);
+    }
+    if (done && *done) return;
+    step(c);
+    io(base, c);
+}
+
+typedef struct {
+    int done, status;
+    uint64_t at; /* virtual */
+} stats_at;
+
+static void on_stats_at(rjq_client *c, int status, const rjq_stats *st, void *data) {
+    (void)c, (void)st;
+    stats_at *w = data;
+    w->done++;
+    w->status = status;
+    w->at = vnow;
+}
+
+TEST(an_unanswered_request_fails_within_a_watchdog_tick_of_the_command_timeout_not_before) {
+    rjq__clock_set(virtual_clock);
+    armed_ms = -1;
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    ASSERT(base != NULL);
+    rjq_client_options o = client_options(s.url);
+    o.command_timeout_ms = 8000; /* the watchdog looks every 1000 (a quarter, at most 1 s) */
+    o.ping_interval_ms = -1;     /* no probe: only the request waits */
+    rjq_client *c = NULL;
+    ASSERT_OK(rjq_client_new(&c, &o, &io_ops, base));
+    double end = mono_ms() + 30000;
+    while (!rjq_client_connected(c)) {
+        ASSERT(mono_ms() < end);
+        io(base, c);
+    }
+    rjq_queue *q = queue_for(c, "vt");
+    stats_at w = {0};
+    ASSERT_OK(rjq_queue_stats(q, on_stats_at, &w)); /* (its scripts are loaded now) */
+    while (!w.done) {
+        ASSERT(mono_ms() < end);
+        io(base, c);
+    }
+    ASSERT_OK(w.status);
+    ASSERT_EQ(0, kill(s.pid, SIGSTOP)); /* the server hears, and says nothing */
+    memset(&w, 0, sizeof w);
+    ASSERT_OK(rjq_queue_stats(q, on_stats_at, &w));
+    io(base, c); /* sent */
+    uint64_t sent = vnow;
+    /* virtual time runs on to the timeout: no answer before it ... */
+    while (!w.done && armed_ms >= 0 && vnow + (uint64_t)armed_ms < sent + 8000) {
+        vstep(base, c, &w.done);
+    }
+    ASSERT_EQ(0, w.done);
+    /* ... and RJQ_ETIMEDOUT at the watchdog's first look from it on */
+    while (!w.done && vnow <= sent + 9000) vstep(base, c, &w.done);
+    ASSERT_EQ(1, w.done);
+    ASSERT_EQ(RJQ_ETIMEDOUT, w.status);
+    ASSERT(w.at >= sent + 8000 && w.at <= sent + 9000);
+    ASSERT_EQ(0, kill(s.pid, SIGCONT));
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
+    rjq__clock_set(NULL);
+}
+
+/* READONLY errors the server answered so far. */
+static long long readonly_errors(redisContext *rc) {
+    redisReply *r = server_cmd(rc, "INFO errorstats");
+    const char *p = r->type == REDIS_REPLY_STRING
+                        ? strstr(r->str, "errorstat_READONLY:count=") : NULL;
+    long long n = p ? atoll(p + strlen("errorstat_READONLY:count=")) : 0;
+    freeReplyObject(r);
+    return n;
+}
+
+/* Enqueue one job; run virtual time until it is answered or `until`. */
+static void enqueue_until(struct event_base *base, rjq_client *c, rjq_queue *q, enqueue_wait *w,
+                          uint64_t *answered_at, uint64_t until) {
+    memset(w, 0, sizeof *w);
+    ASSERT_OK(rjq_enqueue(q, "x", 1, NULL, on_enqueue_wait, w));
+    io(base, c);
+    while (!w->done && vnow < until) vstep(base, c, &w->done);
+    *answered_at = vnow;
+}
+
+TEST(a_write_a_replica_refuses_is_sent_again_with_backoff_for_a_minute_then_fails) {
+    rjq__clock_set(virtual_clock);
+    armed_ms = -1;
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    struct event_base *base = event_base_new();
+    ASSERT(base != NULL);
+    rjq_client_options o = client_options(s.url);
+    o.command_timeout_ms = -1; /* (no watchdog: only the retries run the clock) */
+    o.ping_interval_ms = -1;
+    rjq_client *c = NULL;
+    ASSERT_OK(rjq_client_new(&c, &o, &io_ops, base));
+    double end = mono_ms() + 30000;
+    while (!rjq_client_connected(c)) {
+        ASSERT(mono_ms() < end);
+        io(base, c);
+    }
+    rjq_queue *q = queue_for(c, "ro");
+    uint64_t t0 = vnow, at;
+    enqueue_wait w;
+    enqueue_until(base, c, q, &w, &at, t0 + 10000); /* (the library is loaded now) */
+    ASSERT_EQ(1, w.done);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(t0, at);
+    /* a replica of nobody now: writes are refused with READONLY */
+    freeReplyObject(server_cmd(rc, "REPLICAOF 127.0.0.1 1"));
+    long long before = readonly_errors(rc);
+    enqueue_until(base, c, q, &w, &at, t0 + 120000);
+    ASSERT_EQ(1, w.done);
+    ASSERT(w.status != RJQ_OK);
+    /* a minute after the first refusal, and not before: re-sent after 50,
+     * 100, 200, 400 and 800 ms, then every second (65 tries in all, the
+     * last at 60.55 s); without a backoff it would be hundreds */
+    if (at != t0 + 60550)
+        FAIL_AT(__FILE__, __LINE__, "failed %llu ms after the first try (%s: %s)", (unsigned long long)(at - t0), rjq_strerror(w.status), rjq_client_errmsg(c));
+    long long tries = readonly_errors(rc) - before;
+    fprintf(stderr, "refused %lld times, failed %llu ms after the first try\n", tries,
+            (unsigned long long)(at - t0));
+    if (tries != 65) FAIL_AT(__FILE__, __LINE__, "%lld tries", tries);
+    /* the next one is refused for 10 s; then the server takes writes: it
+     * is done at its next try */
+    enqueue_wait w2 = {0};
+    ASSERT_OK(rjq_enqueue(q, "x", 1, NULL, on_enqueue_wait, &w2));
+    io(base, c);
+    uint64_t t1 = vnow;
+    while (vnow < t1 + 10000) vstep(base, c, &w2.done);
+    ASSERT_EQ(0, w2.done);
+    freeReplyObject(server_cmd(rc, "REPLICAOF NO ONE"));
+    while (!w2.done && vnow < t1 + 12000) vstep(base, c, &w2.done);
+    ASSERT_EQ(1, w2.done);
+    ASSERT_OK(w2.status);
+    ASSERT(vnow <= t1 + 11000);
+    rjq_client_free(c);
+    event_base_free(base);
+    redisFree(rc);
+    server_stop_guarded(&s);
+    rjq__clock_set(NULL);
+}

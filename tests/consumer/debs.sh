@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The Debian packages: `dpkg-buildpackage -us -uc -b` on a copy of the
-# source tree (DEB_BUILD_OPTIONS=nocheck: the package's own test run is
-# left out), lintian without errors, then librjq0, librjq-dev and rjq-tools
-# unpacked into a scratch root (dpkg -x: nothing is installed on the
-# system) and tests/install_consumer.sh's consumers built against them.
-# Also checked: each package's files, and that the .pc files of /usr say
-# prefix=/usr literally (pkgconf then leaves out -I/usr/include).
+# source tree (DEB_BUILD_OPTIONS=nocheck: the package's own test run is left
+# out; noautodbgsym: no -dbgsym packages), lintian without errors, then
+# librjq0, librjq-dev and rjq-tools unpacked into a scratch root (dpkg -x:
+# nothing is installed on the system) and tests/install_consumer.sh's
+# consumers built against them. Also checked: each package's files, and
+# that the .pc files of /usr say prefix=/usr literally (pkgconf then leaves
+# out -I/usr/include).
 #
-# A dpkg-buildpackage run compiles the library and tools (about 1-2 minutes
-# at -j2), so ctest runs this in the first pass of `make test` only (label
+# A dpkg-buildpackage run compiles the library and tools (about a minute at
+# -j2, lintian half a minute more), so ctest runs this in the first pass of `make test` only (label
 # deb; the ASan build does not register it). RJQ_DEB_JOBS: its parallelism
 # (default 2). ctest sets RJQ_SOURCE (source folder).
 set -eu
@@ -27,7 +28,7 @@ tar -C "$src" --exclude=./.git --exclude='./build*' --exclude='./obj-*' --exclud
     --exclude=./debian/rjq-tools --exclude=./debian/files --exclude='./debian/*.substvars' \
     --exclude='./debian/*.log' --exclude=./debian/debhelper-build-stamp -cf - . | tar -C "$tmp/src" -xf -
 start=$(date +%s)
-(cd "$tmp/src" && DEB_BUILD_OPTIONS="nocheck parallel=${RJQ_DEB_JOBS:-2}" dpkg-buildpackage -us -uc -b) \
+(cd "$tmp/src" && DEB_BUILD_OPTIONS="nocheck noautodbgsym parallel=${RJQ_DEB_JOBS:-2}" dpkg-buildpackage -us -uc -b) \
     > "$tmp/dpkg.log" 2>&1 || { tail -n 60 "$tmp/dpkg.log" >&2; fail "dpkg-buildpackage failed"; }
 echo "dpkg-buildpackage: $(($(date +%s) - start)) s"
 ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
@@ -51,9 +52,11 @@ for b in rjq rjq-pg-bridge; do
 done
 
 # lintian: no errors (warnings are printed)
+start=$(date +%s)
 lintian --fail-on error "$tmp"/*.changes > "$tmp/lintian.log" 2>&1 ||
     { cat "$tmp/lintian.log" >&2; fail "lintian reports errors"; }
 cat "$tmp/lintian.log"
+echo "lintian: $(($(date +%s) - start)) s"
 
 root=$tmp/root
 for deb in "$tmp"/*.deb; do dpkg -x "$deb" "$root"; done

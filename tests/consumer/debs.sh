@@ -9,9 +9,9 @@
 # out -I/usr/include).
 #
 # A dpkg-buildpackage run compiles the library and tools (about a minute at
-# -j2, lintian half a minute more), so ctest runs this in the first pass of `make test` only (label
-# deb; the ASan build does not register it). RJQ_DEB_JOBS: its parallelism
-# (default 2). ctest sets RJQ_SOURCE (source folder).
+# -j2, lintian half a minute more), so ctest runs this in the first pass of
+# `make test` only (label deb; the ASan build does not register it).
+# RJQ_DEB_JOBS: its parallelism (default 2). ctest sets RJQ_SOURCE (source folder).
 set -eu
 src=${RJQ_SOURCE:?RJQ_SOURCE must name the source folder}
 fail() { echo "FAIL: $*" >&2; exit 1; }

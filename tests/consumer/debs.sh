@@ -40,6 +40,9 @@ done
 has() { grep -qx "$2" "$tmp/$1.list" || fail "$1 lacks $2: $(cat "$tmp/$1.list")"; }
 has librjq0 "/usr/lib/$ma/librjq.so.0"
 grep -q '/include/\|\.a$\|/bin/' "$tmp/librjq0.list" && fail "librjq0 holds more than the library"
+hv=$(pkg-config --modversion hiredis)
+dpkg-deb -f "$tmp"/librjq-dev_*.deb Depends | grep -qF "libhiredis-dev (>= $hv), libhiredis-dev (<< $hv.~)" ||
+    fail "librjq-dev does not pin hiredis $hv: $(dpkg-deb -f "$tmp"/librjq-dev_*.deb Depends)"
 has librjq-dev /usr/include/rjq.h
 for h in libevent libuv libev; do has librjq-dev "/usr/include/rjq/$h.h"; done
 has librjq-dev "/usr/lib/$ma/librjq.so"

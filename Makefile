@@ -6,7 +6,7 @@ FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 
-.PHONY: all deps build build-asan build-fuzz fuzz-smoke test test-passes test-fast test-hiredis demo demo-web bench clean
+.PHONY: all deps build install build-asan build-fuzz fuzz-smoke test test-passes test-fast test-hiredis demo demo-web bench clean
 
 all: build
 
@@ -31,6 +31,13 @@ $(FUZZ_BUILD)/Makefile: CMakeLists.txt tests/fuzz/CMakeLists.txt | deps
 build: deps $(BUILD)/Makefile
 	$(if $(strip $(CMAKE_ARGS)),cmake -S . -B $(BUILD) $(CMAKE_ARGS))
 	cmake --build $(BUILD) -j$(JOBS)
+
+# `make install`: the build folder into PREFIX (default: CMAKE_INSTALL_PREFIX,
+# /usr/local), under DESTDIR when given; COMPONENT=Runtime, Development or
+# Tools installs only that part (README "Installing and linking").
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) $(if $(PREFIX),--prefix "$(PREFIX)") \
+	  $(if $(COMPONENT),--component $(COMPONENT))
 
 build-asan: deps $(ASAN_BUILD)/Makefile
 	$(if $(strip $(CMAKE_ARGS)),cmake -S . -B $(ASAN_BUILD) $(CMAKE_ARGS))

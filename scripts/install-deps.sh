@@ -4,7 +4,8 @@ set -euo pipefail
 pkgs=(gcc g++ make cmake pkg-config libhiredis-dev libevent-dev libuv1-dev libev-dev libssl-dev openssl
       redis-server redis-tools redis-sentinel valgrind libpq-dev postgresql
       libncurses-dev tmux libjansson-dev curl python3
-      clang libclang-rt-14-dev) # clang, libclang-rt: the libFuzzer targets (make fuzz-smoke)
+      clang libclang-rt-14-dev # clang, libclang-rt: the libFuzzer targets (make fuzz-smoke)
+      debhelper dpkg-dev lintian) # the Debian packages and their test (tests/consumer/debs.sh)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 ((${#missing[@]})) || exit 0

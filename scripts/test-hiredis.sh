@@ -44,9 +44,11 @@ for v in "${versions[@]}"; do
     fi
     # The newest release runs under ASan+UBSan (TLS and OpenSSL's paths
     # sanitized too); the others as the normal -Werror build.
-    kind=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) env=() labels=()
+    # (the Debian packages' test, label deb, builds on the system's hiredis:
+    # it runs in make test, not here)
+    kind=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) env=() labels=(-LE deb)
     if [ "$v" = "${versions[$((${#versions[@]} - 1))]}" ] && [ "${RJQ_HIREDIS_SANITIZE:-1}" = 1 ]; then
-        kind=(-DCMAKE_BUILD_TYPE=Debug -DRJQ_SANITIZE=ON) env=(RJQ_UNDER_ASAN=1) labels=(-LE valgrind)
+        kind=(-DCMAKE_BUILD_TYPE=Debug -DRJQ_SANITIZE=ON) env=(RJQ_UNDER_ASAN=1) labels=(-LE 'valgrind|deb')
     fi
     echo "== hiredis $v: building rjq against it (${kind[*]})"
     cmake -S . -B "$out/rjq" "${kind[@]}" -DRJQ_WERROR=ON -DRJQ_ASSERTS=ON \

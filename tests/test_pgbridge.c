@@ -24,6 +24,8 @@
 #include "server.h"
 #include "waits.h"
 
+#include "../tools/pg_bridge/schema.h"
+
 #define BRIDGE RJQ_BUILD_DIR "/rjq-pg-bridge"
 #define MAX_ROWS 10001
 
@@ -1004,6 +1006,32 @@ TEST(health_says_which_connection_is_down) {
     pg_resume(&F.p);
     wait_health(port, 200, "ok", 30000);
     bridge_stop(b);
+    teardown();
+}
+
+/* Claims overlap (--claims): a claim's transaction may begin before a row
+ * it then selects was inserted. That row's run_at (its inserting
+ * transaction's now()) is later than the claim transaction's now(), so a
+ * claim comparing with now() delayed it by the gap: the job sat delayed,
+ * not ready. The claim compares with its statement's time. */
+TEST(a_claim_begun_before_a_row_was_inserted_does_not_delay_it) {
+    setup();
+    PGconn *c = PQconnectdb(F.p.conninfo);
+    ASSERT(PQstatus(c) == CONNECTION_OK);
+    PGresult *r = PQexec(c, PGB_SQL_BEGIN);
+    ASSERT(PQresultStatus(r) == PGRES_COMMAND_OK);
+    PQclear(r);
+    /* the claim transaction began; now() of the insert is later */
+    pg_exec(&F.p, "SELECT pg_sleep(0.05)");
+    insert_rows("jobs", 1, 1, "0");
+    const char *params[3] = {"10", NULL, NULL};
+    r = PQexecParams(c, PGB_SQL_CLAIM, 3, NULL, params, NULL, NULL, 0);
+    ASSERT(PQresultStatus(r) == PGRES_TUPLES_OK);
+    ASSERT_EQ(1, PQntuples(r));
+    ASSERT_STREQ("0", PQgetvalue(r, 0, 5)); /* delay_ms */
+    PQclear(r);
+    PQclear(PQexec(c, PGB_SQL_ROLLBACK));
+    PQfinish(c);
     teardown();
 }
 

@@ -77,7 +77,10 @@
  * leave out for now (Redis refused their last enqueue). Binary results:
  * id int8, queue text, payload bytea, priority int4, max_attempts int4,
  * delay_ms int8, generation int4, backoff text (NULL: the default),
- * backoff_ms int8, backoff_max_ms int8, timeout_ms int8 (0: NULL). */
+ * backoff_ms int8, backoff_max_ms int8, timeout_ms int8 (0: NULL).
+ * The delay counts from the statement's time, not the transaction's start
+ * (now()): claims overlap, and a row inserted after a claim began would be
+ * delayed by the gap. */
 #define PGB_SQL_BEGIN "BEGIN"
 /* The claim walks rjq_jobs_queued in its order and stops at the batch:
  * without statistics (a bulk insert not yet analyzed) the planner would
@@ -86,9 +89,10 @@
 #define PGB_SQL_CLAIM_PLAN "SET LOCAL enable_bitmapscan = off"
 #define PGB_SQL_CLAIM                                                                      \
     "SELECT id, queue, payload, priority, max_attempts,\n"                                 \
-    "  CASE WHEN run_at <= now() THEN 0\n"                                                 \
+    "  CASE WHEN run_at <= statement_timestamp() THEN 0\n"                                 \
     "    WHEN NOT isfinite(run_at) THEN 9223372036854775807\n"                             \
-    "    ELSE LEAST(ceil(extract(epoch FROM run_at - now()) * 1000), 9e18)::bigint END,\n" \
+    "    ELSE LEAST(ceil(extract(epoch FROM run_at - statement_timestamp()) * 1000),\n"    \
+    "      9e18)::bigint END,\n"                                                           \
     "  generation, backoff, COALESCE(backoff_ms, 0), COALESCE(backoff_max_ms, 0),\n"        \
     "  COALESCE(timeout_ms, 0)\n"                                                           \
     "FROM rjq_jobs WHERE status = 'queued' AND ($2::text[] IS NULL OR queue = ANY($2))\n"  \

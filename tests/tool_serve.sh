@@ -387,7 +387,7 @@ CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "bounded server exit $RC: $(cat "$
 
 # ---- --max-queues bounds the queues watched at once; idle ones are let go (--queue-idle) ----
 SERVE_PREFIX=idle # (its own prefix: MONITOR tells its commands apart)
-start_serve idle --max-queues 2 --queue-idle 300
+start_serve idle --max-queues 2 --queue-idle 2000 # (long enough that ia and ib are still served when ic comes, under load)
 SERVE_PREFIX=t
 req GET /v1/queues; expect 200 '^\{"queues":\[\]\}$' # (none served: under UBSan, no qsort of NULL)
 req POST /v1/queues/ia/jobs --data x; expect 201

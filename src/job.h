@@ -23,6 +23,20 @@ typedef struct rjq__pushed {
     long long deadline;       /* its lease's end, server time (ms) */
 } rjq__pushed;
 
+/* A job handle's place in its worker, changed only by the worker's
+ * job_move (worker.c), which asserts the transition:
+ *   NEW     -> RUNNING (handed out)
+ *   RUNNING -> EXPIRED (its attempt timed out: its slot freed), LOOSE
+ *   EXPIRED -> LOOSE
+ *   LOOSE: none (the user finished it, or its worker let go of it: then
+ *          w is NULL, or the handle is freed at once) */
+typedef enum rjq__job_place {
+    RJQ__JOB_NEW,             /* being made: on no list */
+    RJQ__JOB_RUNNING,         /* on its worker's running list, in a slot */
+    RJQ__JOB_EXPIRED,         /* on its worker's expired list, no slot */
+    RJQ__JOB_LOOSE,           /* on no list any more */
+} rjq__job_place;
+
 struct rjq_job {
     rjq_worker *w;            /* NULL once detached (client freed) */
     char *id;
@@ -32,7 +46,7 @@ struct rjq_job {
     int attempt, max_attempts;
     long long deadline;       /* its lease's end when it was handed out, server time (ms) */
     int notice;               /* why it must stop (rjq_job_notice), 0: it may run on */
-    int expired;              /* timed out, its slot freed: on its worker's expired list */
+    rjq__job_place place;     /* which of its worker's lists holds it (worker.c: job_move) */
     struct rjq__tok *tok;     /* its token's record (held.h), while its worker has it */
     struct rjq_job *prev, *next; /* the worker's running jobs */
 };

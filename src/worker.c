@@ -21,26 +21,33 @@
  *           triggers one more claim.
  * Claims ride the queue's tick, behind the completions of the same loop
  * turn, so the capacity they free is claimed in the same round trip.
- * Its lifecycle: ACTIVE, then STOPPING after rjq_worker_stop() or when the
- * client closes gracefully (no more claims; jobs that still arrive, by a
- * claim in flight or a push, are handed back, their attempt not counted;
- * running jobs finish, or are handed back at the close's deadline) until
- * nothing of it is in flight, when it is freed.
+ * Its lifecycle (w->state, changed only by set_state): ACTIVE, then
+ * STOPPING after rjq_worker_stop() or when the client closes gracefully
+ * (no more claims; jobs that still arrive, by a claim in flight or a push,
+ * are handed back, their attempt not counted; running jobs finish, or are
+ * handed back at the close's deadline), then FINAL once its one last
+ * recovering claim went out (see check_stopped), until nothing of it is
+ * in flight, when it is freed. Its mode (w->mode, set_mode) is the claim
+ * loop's; a job handle's place in it (j->place, job_move) says which list
+ * holds it.
  *
  * A worker of several queues is a group of such workers, one per queue,
  * under one slot budget; claim() asks the group's scheduler (see "several
  * queues" below), which decides which member claims.
  *
- * Invariants (check_invariants, asserted at every step):
+ * Invariants (check_invariants, RJQ_ASSERTed at every step and at the
+ * entry points the loop calls):
  *   0 <= claiming <= CLAIMS_IN_FLIGHT; asked == 0 when claiming == 0;
+ *   claiming, asked, fetching and ids_only are what the lists of claims and
+ *   fetches in flight add up to; running and expired are the lengths of
+ *   the lists of running and expired jobs, each job on its place's list;
  *   running + asked + fetching + offered <= concurrency (offered: the push
  *   ledger's; fetching: claimed jobs whose payloads are on the way);
  *   0 <= expired <= concurrency (timed-out handles the user still holds,
  *   their slots freed: see expire());
- *   a STOPPING worker sends no claim;
+ *   a stopping worker sends no claim but its last recovering one;
  *   a group's members: sum of running + asked + fetching <= its concurrency.
  */
-#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,9 +71,19 @@
  * it paid (1.27x, Redis CPU -35%), at 16 KiB 1.8x (-56%). */
 #define CLAIM_INLINE_MAX 2048
 
-typedef enum { W_ACTIVE, W_STOPPING } wstate;
+/* A worker's lifecycle, changed only by set_state:
+ *   ACTIVE   -> STOPPING (stop)
+ *   STOPPING -> FINAL (check_stopped: its last recovering claim is tried)
+ *   FINAL: none (freed once nothing of it is in flight) */
+typedef enum wstate {
+    W_ACTIVE,   /* claims and takes pushes */
+    W_STOPPING, /* stopped: no more claims, arrivals handed back */
+    W_FINAL,    /* stopped, its last recovering claim sent (or not possible) */
+} wstate;
 struct group;
-typedef enum { CL_IDLE, CL_HUNGRY } cmode;
+/* The claim loop's mode (set_mode): what its last claim found. IDLE ->
+ * HUNGRY only while ACTIVE; HUNGRY -> IDLE always. */
+typedef enum cmode { CL_IDLE, CL_HUNGRY } cmode;
 
 /* A worker's background request (lease extension, the stop's
  * deregistration): at most one of each kind in flight (extensions: more
@@ -85,8 +102,8 @@ struct rjq_worker {
     void *data;
     int concurrency;
     long lease_ms, poll_ms, reclaim_ms;
-    wstate state;
-    cmode mode;
+    wstate state;             /* (set_state) */
+    cmode mode;               /* (set_mode) */
     int running;              /* handed out, not yet finished by the user, in a slot */
     int expired;              /* handed out and timed out, not yet finished: no slot */
     int finishing;            /* finish requests in flight */
@@ -100,7 +117,6 @@ struct rjq_worker {
     int wake_pending;         /* doorbell heard, no claim sent since */
     int want_claim;           /* claim on the next queue tick */
     int want_offer;           /* slots were freed while idle: offer them */
-    int last_recovery;        /* a stopping worker's recovering claim went out */
     uint64_t refused_until;   /* a claim was refused for a permission: none before */
     rjq__reg *reg;            /* push delivery registration and ledger */
     rjq__holder *held;        /* the tokens it holds jobs of */
@@ -143,6 +159,7 @@ typedef struct group {
 /* The queue's workers. */
 typedef struct part {
     rjq_worker *workers;
+    int ticking;              /* part_tick is running (not re-entered) */
 } part;
 
 static void claim(rjq_worker *w);
@@ -158,15 +175,35 @@ static int group_used(const group *g) {
     return used;
 }
 
+static void check_lists(const rjq_worker *w);
+
 static void check_invariants(const rjq_worker *w) {
-    assert(w->running >= 0 && w->finishing >= 0);
-    assert(w->expired >= 0 && w->expired <= w->concurrency);
-    assert(w->g == NULL || group_used(w->g) <= w->g->concurrency);
-    assert(w->claiming >= 0 && w->claiming <= CLAIMS_IN_FLIGHT);
-    assert(w->asked >= 0 && (w->claiming > 0 || w->asked == 0));
-    assert(w->fetching >= 0 && w->ids_only >= 0);
-    assert(w->running + w->asked + w->fetching + rjq__reg_offered(w->reg) <= w->concurrency);
-    (void)w;
+    RJQ_ASSERT(w->state == W_ACTIVE || w->state == W_STOPPING || w->state == W_FINAL);
+    RJQ_ASSERT(w->mode == CL_IDLE || w->mode == CL_HUNGRY);
+    RJQ_ASSERT(w->running >= 0 && w->finishing >= 0);
+    RJQ_ASSERT(w->expired >= 0 && w->expired <= w->concurrency);
+    RJQ_ASSERT(w->g == NULL || group_used(w->g) <= w->g->concurrency);
+    RJQ_ASSERT(w->claiming >= 0 && w->claiming <= CLAIMS_IN_FLIGHT);
+    RJQ_ASSERT(w->asked >= 0 && (w->claiming > 0 || w->asked == 0));
+    RJQ_ASSERT(w->fetching >= 0 && w->ids_only >= 0);
+    RJQ_ASSERT(w->running + w->asked + w->fetching + rjq__reg_offered(w->reg) <= w->concurrency);
+    RJQ_ASSERT(w->extend.busy >= 0 && w->deregister.busy >= 0);
+    RJQ_ASSERT(w->state != W_ACTIVE || w->deregister.busy == 0); /* (sent by stop) */
+    RJQ_ASSERT(w->reg != NULL && w->held != NULL);               /* (until detach) */
+    check_lists(w);
+}
+
+/* Change w's lifecycle state (see wstate for the legal transitions). */
+static void set_state(rjq_worker *w, wstate to) {
+    RJQ_ASSERT((w->state == W_ACTIVE && to == W_STOPPING) ||
+               (w->state == W_STOPPING && to == W_FINAL));
+    w->state = to;
+}
+
+/* Change the claim loop's mode: hungry only while active. */
+static void set_mode(rjq_worker *w, cmode to) {
+    RJQ_ASSERT(to == CL_IDLE || (to == CL_HUNGRY && w->state == W_ACTIVE));
+    w->mode = to;
 }
 
 rjq_queue *rjq__worker_queue(const rjq_worker *w) {
@@ -219,9 +256,9 @@ static void group_gone(group *g, int status) {
  * undone, instead of leaving them to their lease. */
 static void check_stopped(rjq_worker *w) {
     check_invariants(w);
-    if (w->state != W_STOPPING || w->claiming || w->fetching || w->deregister.busy) return;
-    if (!w->last_recovery && !rjq__closing(client_of(w))) {
-        w->last_recovery = 1; /* once: a failed one leaves them to their lease */
+    if (w->state == W_ACTIVE || w->claiming || w->fetching || w->deregister.busy) return;
+    if (w->state == W_STOPPING && !rjq__closing(client_of(w))) {
+        set_state(w, W_FINAL); /* once: a failed one leaves them to their lease */
         rjq__reg_lost(w->reg);
         if (send_claim(w, 0, 1) == RJQ_OK) return; /* its reply comes back here */
     }
@@ -235,23 +272,18 @@ static void check_stopped(rjq_worker *w) {
     free(w);
 }
 
+static void let_go(rjq_worker *w);
+
 /* Client destruction: running jobs are detached (the user still holds
  * them; complete/fail release them), a pending stop is cancelled. */
 static void destroy(rjq_worker *w) {
-    for (int k = 0; k < 2; k++)
-        for (rjq_job *j = k ? w->expired_jobs : w->jobs, *next; j; j = next) {
-            next = j->next;
-            j->w = NULL;
-            j->prev = j->next = NULL;
-            rjq__tok_drop(j->tok);
-            j->tok = NULL;
-        }
+    let_go(w);
     detach(w);
     if (w->g) {
         group_gone(w->g, RJQ_ECANCELED);
         return;
     }
-    if (w->state == W_STOPPING && w->stop_cb) w->stop_cb(w, RJQ_ECANCELED, w->stop_data);
+    if (w->state != W_ACTIVE && w->stop_cb) w->stop_cb(w, RJQ_ECANCELED, w->stop_data);
     free(w);
 }
 
@@ -298,6 +330,7 @@ static void on_doorbell(rjq_client *c, const char *channel, const char *msg, siz
 /* The next delayed job is due, or a failed claim is retried. */
 static void on_poll_timer(rjq__timer *t) {
     rjq_worker *w = t->owner;
+    check_invariants(w);
     w->refused_until = 0;
     rjq__reg_resync(w->reg);
     claim(w);
@@ -329,6 +362,7 @@ int rjq__claim_reply_job(const redisReply *r, size_t i, rjq__pushed *d) {
 }
 
 static void list_add(rjq_job **head, rjq_job *j) {
+    RJQ_ASSERT(j->prev == NULL && j->next == NULL && *head != j); /* on no list */
     j->prev = NULL;
     j->next = *head;
     if (*head) (*head)->prev = j;
@@ -336,10 +370,37 @@ static void list_add(rjq_job **head, rjq_job *j) {
 }
 
 static void list_remove(rjq_job **head, rjq_job *j) {
+    /* j is on this list: its neighbours (or the head) point at it */
+    RJQ_ASSERT(j->prev ? j->prev->next == j : *head == j);
+    RJQ_ASSERT(j->next == NULL || j->next->prev == j);
     if (j->prev) j->prev->next = j->next;
     else *head = j->next;
     if (j->next) j->next->prev = j->prev;
     j->prev = j->next = NULL;
+}
+
+/* Move job j of w to place `to` (job.h: rjq__job_place has the legal
+ * transitions): off its list and count, onto the new place's. */
+static void job_move(rjq_worker *w, rjq_job *j, rjq__job_place to) {
+    RJQ_ASSERT(j->w == w);
+    RJQ_ASSERT((j->place == RJQ__JOB_NEW && to == RJQ__JOB_RUNNING) ||
+               (j->place == RJQ__JOB_RUNNING && (to == RJQ__JOB_EXPIRED || to == RJQ__JOB_LOOSE)) ||
+               (j->place == RJQ__JOB_EXPIRED && to == RJQ__JOB_LOOSE));
+    if (j->place == RJQ__JOB_RUNNING) {
+        list_remove(&w->jobs, j);
+        w->running--;
+    } else if (j->place == RJQ__JOB_EXPIRED) {
+        list_remove(&w->expired_jobs, j);
+        w->expired--;
+    }
+    j->place = to;
+    if (to == RJQ__JOB_RUNNING) {
+        list_add(&w->jobs, j);
+        w->running++;
+    } else if (to == RJQ__JOB_EXPIRED) {
+        list_add(&w->expired_jobs, j);
+        w->expired++;
+    }
 }
 
 /* A running job (tok: the record of its token, which it holds). */
@@ -363,20 +424,32 @@ static rjq_job *new_job(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok) {
     j->max_attempts = d->max_attempts;
     j->deadline = d->deadline;
     j->notice = 0;
-    j->expired = 0;
+    j->place = RJQ__JOB_NEW;
+    j->prev = j->next = NULL;
     j->tok = tok;
     rjq__tok_hold(tok);
-    list_add(&w->jobs, j);
-    w->running++;
+    job_move(w, j, RJQ__JOB_RUNNING);
     return j;
 }
 
 static void unlink_job(rjq_worker *w, rjq_job *job) {
-    list_remove(job->expired ? &w->expired_jobs : &w->jobs, job);
-    if (job->expired) w->expired--;
-    else w->running--;
+    job_move(w, job, RJQ__JOB_LOOSE);
     rjq__tok_drop(job->tok); /* its last job: the token is forgotten */
     job->tok = NULL;
+}
+
+/* Let go of w's job handles, running and expired: the user still holds
+ * them (complete/fail then return ECLOSED and free them). */
+static void let_go(rjq_worker *w) {
+    for (int k = 0; k < 2; k++) {
+        rjq_job **head = k ? &w->expired_jobs : &w->jobs;
+        while (*head) {
+            rjq_job *j = *head;
+            unlink_job(w, j);
+            j->w = NULL;
+        }
+    }
+    RJQ_ASSERT(w->running == 0 && w->expired == 0);
 }
 
 void rjq__worker_job_dropped(rjq_worker *w, rjq_job *job) {
@@ -495,6 +568,7 @@ static void fetch_unlink(rjq_worker *w, fetch *f) {
 static void on_fetched(rjq_client *c, int status, redisReply *r, void *priv) {
     fetch *f = priv;
     rjq_worker *w = f->w;
+    check_invariants(w); /* (f still among its fetches) */
     w->fetching -= (int)f->n;
     w->ids_only--;
     fetch_unlink(w, f);
@@ -614,6 +688,35 @@ typedef struct claim_ctx {
     struct claim_ctx *prev, *next; /* the worker's claims in flight */
 } claim_ctx;
 
+/* The counts balance the lists: running and expired jobs, each on its
+ * place's list; claims and fetches in flight (a walk: test builds only). */
+static void check_lists(const rjq_worker *w) {
+#ifdef RJQ_ASSERTS
+    int n = 0, asked = 0, ids_only = 0, fetching = 0;
+    for (int k = 0; k < 2; k++) {
+        n = 0;
+        for (const rjq_job *j = k ? w->expired_jobs : w->jobs; j; j = j->next, n++)
+            RJQ_ASSERT(j->w == w && j->place == (k ? RJQ__JOB_EXPIRED : RJQ__JOB_RUNNING) &&
+                       (j->next == NULL || j->next->prev == j));
+        RJQ_ASSERT(n == (k ? w->expired : w->running));
+    }
+    n = 0;
+    for (const claim_ctx *x = w->claims; x; x = x->next, n++) {
+        RJQ_ASSERT(x->w == w && (x->next == NULL || x->next->prev == x));
+        asked += x->asked;
+        ids_only += x->ids_only;
+    }
+    RJQ_ASSERT(n == w->claiming && asked == w->asked);
+    for (const fetch *f = w->fetches; f; f = f->next, ids_only++) {
+        RJQ_ASSERT(f->w == w && (f->next == NULL || f->next->prev == f));
+        fetching += (int)f->n;
+    }
+    RJQ_ASSERT(fetching == w->fetching && ids_only == w->ids_only);
+#else
+    (void)w;
+#endif
+}
+
 static int in_range(const redisReply *e, long long lo, long long hi) {
     return e->type == REDIS_REPLY_INTEGER && e->integer >= lo && e->integer <= hi;
 }
@@ -643,6 +746,7 @@ int rjq__claim_reply_ok(const redisReply *r, int asked) {
 static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     claim_ctx x = *(claim_ctx *)priv;
     rjq_worker *w = x.w;
+    check_invariants(w); /* (x still among its claims) */
     if (x.prev) x.prev->next = x.next;
     else w->claims = x.next;
     if (x.next) x.next->prev = x.prev;
@@ -664,7 +768,7 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
          * it) is final until the ACL changes: no claim until the client's
          * reconnect span (backoff cap + connect timeout) is over, whatever
          * doorbells ring meanwhile. */
-        w->mode = CL_IDLE;
+        set_mode(w, CL_IDLE);
         if (status == RJQ_EAUTH) {
             long span = rjq__client_reconnect_span_ms(c);
             w->refused_until = rjq__now_ms() + (uint64_t)span;
@@ -710,10 +814,10 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     check_invariants(w);
     if (w->state == W_ACTIVE) {
         if ((int)got == x.asked) {
-            w->mode = CL_HUNGRY;
+            set_mode(w, CL_HUNGRY);
             rjq__timer_stop(c, &w->poll_timer);
         } else {
-            w->mode = CL_IDLE;
+            set_mode(w, CL_IDLE);
             go_idle(w, r->element[0]->integer);
         }
     }
@@ -746,7 +850,8 @@ static int send_claim(rjq_worker *w, int want, int reset) {
     rjq_client *c = client_of(w);
     rjq_queue *q = w->q;
     /* (want 0: a stopping worker's last recovery, see check_stopped()) */
-    assert(want > 0 ? w->state == W_ACTIVE : reset && w->state == W_STOPPING);
+    RJQ_ASSERT(want > 0 ? w->state == W_ACTIVE : reset && w->state == W_FINAL);
+    RJQ_ASSERT(w->claiming < CLAIMS_IN_FLIGHT);
     claim_ctx *ctx = malloc(sizeof *ctx);
     if (ctx == NULL) return RJQ_ENOMEM;
     ctx->w = w;
@@ -943,6 +1048,7 @@ static void claim(rjq_worker *w) {
  * others. */
 static void take_pushed(void *arg, unsigned epoch, const rjq__pushed *d, size_t n) {
     rjq_worker *w = arg;
+    check_invariants(w);
     /* registered with the worker's lease: the push was made at deadline - lease */
     if (n) rjq__server_time_sample(client_of(w), d[0].deadline - w->lease_ms);
     rjq_job **jobs = malloc(n * sizeof *jobs);
@@ -999,12 +1105,8 @@ static void reg_resync(void *arg) {
  * that keeps its slot until one of them is finished (then it is expired,
  * see rjq__worker_job_done). A stopping worker still waits for them. */
 static void expire(rjq_worker *w, rjq_job *j) {
-    if (j->expired || w->expired >= w->concurrency) return;
-    list_remove(&w->jobs, j);
-    w->running--;
-    j->expired = 1;
-    list_add(&w->expired_jobs, j);
-    w->expired++;
+    if (j->place != RJQ__JOB_RUNNING || w->expired >= w->concurrency) return;
+    job_move(w, j, RJQ__JOB_EXPIRED);
     check_invariants(w);
     if (w->state != W_ACTIVE || rjq__closing(client_of(w))) return;
     if (w->mode == CL_HUNGRY || w->wake_pending) w->want_claim = 1;
@@ -1016,6 +1118,7 @@ static void expire(rjq_worker *w, rjq_job *j) {
  * (The callback may finish the job, stop the worker or free the client.) */
 static void notice_job(rjq_worker *w, int reason, const char *token, size_t toklen,
                        const char *id, size_t idlen) {
+    check_invariants(w);
     fetch_notice(w, token, toklen, id, idlen);
     for (rjq_job *j = w->jobs; j; j = j->next) {
         if (strncmp(j->token, token, toklen) != 0 || j->token[toklen] != '\0' ||
@@ -1037,6 +1140,7 @@ static void reg_notice(void *arg, int reason, const char *token, size_t toklen, 
 static const rjq__reg_ops reg_ops = {take_pushed, reg_resync, reg_notice};
 
 int rjq__worker_offer(rjq_worker *w, rjq__offer *o) {
+    check_invariants(w);
     /* (a group's member claims instead: its scheduler decides) */
     if (!w->want_offer || w->g || w->mode == CL_HUNGRY || w->state != W_ACTIVE ||
         rjq__reg_out_of_step(w->reg) || w->wake_pending)
@@ -1064,7 +1168,9 @@ void rjq__worker_offer_done(const rjq__offer *o, int status, int registered) {
 
 void rjq__worker_job_done(rjq_job *job) {
     rjq_worker *w = job->w;
-    int expired = job->expired;
+    RJQ_ASSERT(w != NULL);
+    check_invariants(w);
+    int expired = job->place == RJQ__JOB_EXPIRED;
     unlink_job(w, job);
     free(job);
     w->finishing++;
@@ -1083,6 +1189,7 @@ void rjq__worker_job_done(rjq_job *job) {
 }
 
 void rjq__worker_finish_replied(rjq_worker *w) {
+    RJQ_ASSERT(w->finishing > 0);
     w->finishing--;
     if (!rjq__closing(client_of(w))) check_stopped(w);
 }
@@ -1092,6 +1199,7 @@ void rjq__worker_finish_replied(rjq_worker *w) {
 static void on_background_done(rjq_client *c, int status, redisReply *r, void *priv) {
     background *b = priv;
     (void)r;
+    RJQ_ASSERT(b->busy > 0);
     b->busy--;
     rjq__background_failed(c, status, b->what);
     if (!rjq__closing(c)) check_stopped(b->w);
@@ -1115,6 +1223,7 @@ typedef struct extend_ctx {
 static void on_extended(rjq_client *c, int status, redisReply *r, void *priv) {
     extend_ctx *x = priv;
     rjq_worker *w = x->w;
+    RJQ_ASSERT(w->extend.busy > 0);
     if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != x->n))
         status = RJQ_EPROTO;
     const char *p = x->sent;
@@ -1162,6 +1271,7 @@ static void extend_add(rjq__argv *a, char **p, const char *id, size_t idlen, con
 static void on_extend_timer(rjq__timer *t) {
     rjq_worker *w = t->owner;
     rjq_client *c = client_of(w);
+    check_invariants(w);
     rjq__timer_start(c, &w->extend_timer, (uint64_t)(w->lease_ms / 3));
     int reading = w->fetches != NULL || w->claims != NULL;
     if ((w->jobs == NULL && !reading) || (w->extend.busy && !reading)) return;
@@ -1212,8 +1322,11 @@ static void on_extend_timer(rjq__timer *t) {
 static void part_tick(rjq_queue *q, void *state) {
     part *p = state;
     (void)q;
+    RJQ_ASSERT(!p->ticking); /* (a worker's claims and stops below do not tick) */
+    p->ticking = 1;
     for (rjq_worker *w = p->workers, *next; w; w = next) {
         next = w->next;
+        check_invariants(w);
         if (w->want_claim || w->want_offer) {
             w->want_claim = w->want_offer = 0;
             claim(w);
@@ -1224,6 +1337,7 @@ static void part_tick(rjq_queue *q, void *state) {
         }
         check_stopped(w);
     }
+    p->ticking = 0; /* (the client's free waits for the tick: p is still here) */
 }
 
 static void part_cancel(rjq_queue *q, void *state) {
@@ -1266,7 +1380,7 @@ static void stop(rjq_worker *w, rjq_stopped_cb *cb, void *data) {
     const char *argv[3] = {"HDEL", key, field};
     size_t lens[3] = {4, klen, field ? strlen(field) : 0};
     if (field) rjq__command(c, 0, on_left_waiters, NULL, 3, argv, lens); /* (failed: its grace ends it) */
-    w->state = W_STOPPING;
+    set_state(w, W_STOPPING);
     w->stop_cb = cb;
     w->stop_data = data;
     /* Running jobs keep their lease extension until they finish. */
@@ -1284,18 +1398,9 @@ static size_t hand_back(rjq_worker *w) {
     for (rjq_job *j = w->jobs; back && j; j = j->next) back[k++] = job_ref(j);
     size_t sent = k && rjq__push_release(w->q, NULL, back, k) == RJQ_OK ? k : 0;
     free(back); /* not sent (out of memory): they come back after their lease */
-    while (w->jobs) {
-        rjq_job *j = w->jobs;
-        unlink_job(w, j);
-        j->w = NULL;
-    }
     /* expired ones are not handed back (their timeout's failure stands):
      * only let go of */
-    while (w->expired_jobs) {
-        rjq_job *j = w->expired_jobs;
-        unlink_job(w, j);
-        j->w = NULL;
-    }
+    let_go(w);
     check_stopped(w);
     return sent;
 }
@@ -1543,7 +1648,7 @@ rjq_worker *rjq__worker_handle(rjq_worker *w) {
 
 static int stop_group(group *g, rjq_stopped_cb *cb, void *data) {
     for (int i = 0; i < g->n; i++)
-        if (g->m[i]->state == W_STOPPING) return RJQ_EBUSY;
+        if (g->m[i]->state != W_ACTIVE) return RJQ_EBUSY;
     rjq_client *c = client_of(g->m[0]);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     rjq__enter(c); /* the HDELs may flush enqueues, whose callbacks may free c */
@@ -1563,7 +1668,7 @@ static int stop_group(group *g, rjq_stopped_cb *cb, void *data) {
 int rjq_worker_stop(rjq_worker *w, rjq_stopped_cb *cb, void *data) {
     if (w == NULL) return RJQ_EINVAL;
     if (w->g) return stop_group(w->g, cb, data);
-    if (w->state == W_STOPPING) return RJQ_EBUSY;
+    if (w->state != W_ACTIVE) return RJQ_EBUSY;
     rjq_client *c = client_of(w);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     rjq__enter(c); /* the HDEL may flush enqueues, whose callbacks may free c */

@@ -1,7 +1,7 @@
 /*
  * Job records (plain data, no behaviour): a job as read from a claim reply
  * or a push message (rjq__pushed), and the handle a handler gets (struct
- * rjq_job), made and listed by its worker (worker.c) and finished by
+ * rjq_job), made and listed by its worker (worker_state.c) and finished by
  * job.c (complete, fail, progress).
  */
 #ifndef RJQ_JOB_H
@@ -24,7 +24,7 @@ typedef struct rjq__pushed {
 } rjq__pushed;
 
 /* A job handle's place in its worker, changed only by the worker's
- * job_move (worker.c), which asserts the transition:
+ * rjq__w_job_move (worker_state.c), which asserts the transition:
  *   NEW     -> RUNNING (handed out)
  *   RUNNING -> EXPIRED (its attempt timed out: its slot freed), LOOSE
  *   EXPIRED -> LOOSE
@@ -46,7 +46,7 @@ struct rjq_job {
     int attempt, max_attempts;
     long long deadline;       /* its lease's end when it was handed out, server time (ms) */
     int notice;               /* why it must stop (rjq_job_notice), 0: it may run on */
-    rjq__job_place place;     /* which of its worker's lists holds it (worker.c: job_move) */
+    rjq__job_place place;     /* which of its worker's lists holds it (rjq__w_job_move) */
     struct rjq__tok *tok;     /* its token's record (held.h), while its worker has it */
     struct rjq_job *prev, *next; /* the worker's running jobs */
 };

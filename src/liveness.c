@@ -30,7 +30,7 @@
  *   refuses the probe channel (no "<prefix>:reply:*") leaves the
  *   subscriber connection unprobed: pubsub.c reported the refusal and
  *   does not subscribe the channel again.
- * - A job found stale (worker.c) asks for TIME at once, and its answer
+ * - A job found stale (worker_state.c) asks for TIME at once, and its answer
  *   replaces the server-time estimate: a server clock set back cannot make
  *   every job look stale for long.
  */

@@ -16,7 +16,8 @@
 #    through other headers, from core files (ranks 1-4) only: every other
 #    layer sees the core's interface, core.h.
 #  - request_private.h (the request layer's struct bodies) is reached from
-#    the request layer's files (request_layer below) only.
+#    the request layer's files (request_layer below) only; worker_private.h
+#    likewise from the worker layer's (worker_layer below).
 #  - a src/*.h file, or a quoted include, in no layer fails the check.
 # Every problem found is reported, then the check fails.
 #
@@ -33,10 +34,12 @@ ranks=(
     "conn sentinel"                               # 2 core: connections, and where the master is
     "request reqstate scripts txn durable pubsub" # 3 core: the connections' owners
     "client liveness"                             # 4 core: the public lifetime, the watchdog
-    "queue enqueue held push worker reclaim upkeep job await await_table await_early monitor admin processes schedule scheduler" # 5
+    "queue enqueue held push worker worker_state worker_stop worker_fetch worker_claim worker_group worker_wake worker_notice worker_lease worker_push reclaim upkeep job await await_table await_early monitor admin processes schedule scheduler" # 5
 )
 # The request layer's files: the only ones that see request_private.h.
 request_layer="request reqstate scripts txn durable"
+# The worker layer's files: the only ones that see worker_private.h.
+worker_layer="worker worker_state worker_stop worker_fetch worker_claim worker_group worker_wake worker_notice worker_lease worker_push"
 # Headers that are not a src/*.c file's own, and their rank.
 # ("outside": not in src/.)
 headers=(
@@ -46,6 +49,7 @@ headers=(
     "core.h 1"                 # the core's interface, for the core and the features
     "core_private.h 1"         # the core's struct bodies, for the core only (ranks 1-4)
     "request_private.h 3"      # the request layer's, for its files only (request_layer below)
+    "worker_private.h 5"       # the worker layer's, for its files only (worker_layer below)
 )
 
 [[ -d $objdir ]] || { echo "no objects in $objdir: build first"; exit 1; }
@@ -71,7 +75,7 @@ fi
 (cd "$src" && grep -H -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' /dev/null *.c *.h || true) > "$t/incl"
 
 fail=0
-awk -v objdir="$objdir" -v reqlayer="$request_layer" -v edges="$t/edges" -v pairs="$t/pairs" -v summary="$t/summary" '
+awk -v objdir="$objdir" -v reqlayer="$request_layer" -v wlayer="$worker_layer" -v edges="$t/edges" -v pairs="$t/pairs" -v summary="$t/summary" '
 function hrank(h,    stem) {
     if (h in rank) return rank[h]
     stem = h; sub(/\.h$/, "", stem)
@@ -121,6 +125,18 @@ part == 5 {
     next
 }
 function bad(msg) { print msg; fails++ }
+# Only the files of layer (their stems) reach header h.
+function private_to(h, layer, name,    n, i, l, mine, f, stem, chain) {
+    n = split(layer, l, " ")
+    for (i = 1; i <= n; i++) mine[l[i]] = 1
+    for (f in files) {
+        stem = f; sub(/\.[ch]$/, "", stem)
+        if ((stem in mine) || f == h) continue
+        chain = via(f, h, ++id)
+        if (chain != "")
+            bad("src/" f " includes " chain ": only " name " (" layer ") sees " h)
+    }
+}
 END {
     # Every file placed, every .c built, every placed name a file.
     for (c in cfile) {
@@ -173,15 +189,8 @@ END {
         if (chain != "")
             bad("src/" f " (rank " rf ", not the core) includes " chain ": only the core (ranks 1-4) sees its struct bodies; include core.h")
     }
-    n = split(reqlayer, rl, " ")
-    for (i = 1; i <= n; i++) inreq[rl[i]] = 1
-    for (f in files) {
-        stem = f; sub(/\.[ch]$/, "", stem)
-        if ((stem in inreq) || f == "request_private.h") continue
-        chain = via(f, "request_private.h", ++id)
-        if (chain != "")
-            bad("src/" f " includes " chain ": only the request layer (" reqlayer ") sees request_private.h")
-    }
+    private_to("request_private.h", reqlayer, "the request layer")
+    private_to("worker_private.h", wlayer, "the worker layer")
     printf "%d edges among %d objects, %d includes among %d files", nedges, ncfiles, nincs, nfiles > summary
     exit (fails ? 1 : 0)
 }

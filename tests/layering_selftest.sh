@@ -4,7 +4,8 @@
 # a cycle, a call up, a file in no layer, a file without an object, a
 # placed file gone, an include up, a feature reaching core_private.h
 # (directly or through a header), a core file outside the request layer
-# including request_private.h, an include of an unknown header.
+# including request_private.h, a feature outside the worker layer
+# including worker_private.h, an include of an unknown header.
 # Violations of the linker graph are planted by linking (ld -r) a tiny
 # object into a copy of a real one; the symbols used are read from the
 # objects, so the test follows the code.
@@ -123,13 +124,19 @@ reset
 echo '#include "core_private.h"' >> "$fake_src/worker.h"
 expect "feature reaches core_private.h through a header" \
     "src/worker.h (rank 5, not the core) includes core_private.h" \
-    "src/worker.c (rank 5, not the core) includes worker.h -> core_private.h"
+    "src/job.c (rank 5, not the core) includes worker.h -> core_private.h"
 
 # The rest of the core seeing the request layer's struct bodies.
 reset
 echo '#include "request_private.h"' >> "$fake_src/pubsub.c"
 expect "pubsub.c includes request_private.h" \
     "src/pubsub.c includes request_private.h: only the request layer"
+
+# Another feature seeing the worker layer's struct bodies.
+reset
+echo '#include "worker_private.h"' >> "$fake_src/job.c"
+expect "job.c includes worker_private.h" \
+    "src/job.c includes worker_private.h: only the worker layer"
 
 # An include of a header in no layer.
 reset

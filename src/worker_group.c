@@ -1,0 +1,110 @@
+/*
+ * A worker of several queues (worker layer): the scheduler that gives the
+ * group's free slots to its members, strictly or by weight.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker_private.h"
+
+/* The member would claim: it has a backlog, heard of work, its
+ * registration is in doubt, or its own loop asked to. */
+static int m_wants(const rjq_worker *m) {
+    return m->g_want || m->wake_pending || m->mode == CL_HUNGRY || rjq__reg_out_of_step(m->reg);
+}
+
+/* Nothing known waits in its queue: its last claim came back short, it
+ * is registered for pushes, and no claim of it is in flight. */
+static int m_settled(const rjq_worker *m) {
+    return !m_wants(m) && m->claiming == 0;
+}
+
+/* How many jobs its claims could ask for now, by its claims in flight
+ * (rjq__w_claim_up_to's limits). */
+static int m_room(const rjq_worker *m) {
+    if (rjq__reg_out_of_step(m->reg) && m->claiming) return 0;
+    int limit = m->mode == CL_HUNGRY ? CLAIMS_IN_FLIGHT : 1;
+    return m->claiming < limit ? (limit - m->claiming) * rjq__w_claim_chunk(m) : 0;
+}
+
+/* How many its own slots would let it claim (its registered ones are
+ * kept for pushes unless the claim replaces the registration). */
+static int m_own(const rjq_worker *m) {
+    return rjq__w_own_free(m) + (rjq__reg_out_of_step(m->reg) ? rjq__reg_offered(m->reg) : 0);
+}
+
+/* Give the group's free slots to its members. Strict: in queue order, a
+ * member claims what it can; a later member claims only once every
+ * earlier one is settled (its queue had nothing more ready). Weighted:
+ * each free slot goes to a member that would claim, by smooth weighted
+ * round robin, so that starts follow the weights while queues have a
+ * backlog. */
+void rjq__w_schedule(group *g) {
+    if (g->scheduling) return;
+    g->scheduling = 1;
+    if (g->order == RJQ_WORKER_STRICT) {
+        for (int i = 0; i < g->n; i++) {
+            rjq_worker *m = g->m[i];
+            if (m->state != W_ACTIVE) continue;
+            if (m_wants(m)) {
+                m->g_want = 0;
+                rjq__w_claim_up_to(m, g->concurrency);
+            }
+            if (!m_settled(m)) break;
+        }
+    } else {
+        /* A slot whose turn is a member's that cannot claim more now (its
+         * claims in flight) stays free until that member's claim is
+         * answered (on_claimed kicks this again): giving it to another
+         * would skew the shares. */
+        int alloc[RJQ_WORKER_QUEUES_MAX] = {0}, ok[RJQ_WORKER_QUEUES_MAX],
+            room[RJQ_WORKER_QUEUES_MAX];
+        long total = 0;
+        for (int i = 0; i < g->n; i++) {
+            rjq_worker *m = g->m[i];
+            /* (one refused for a permission waits for its timer, out of turn) */
+            ok[i] = m->state == W_ACTIVE && m_wants(m) &&
+                    !(m->refused_until && rjq__now_ms() < m->refused_until);
+            room[i] = ok[i] ? m_room(m) : 0;
+            if (!ok[i]) g->credit[i] = 0; /* nothing ready: no credit */
+            else total += g->weight[i];
+        }
+        for (int free = rjq__w_group_free(g); free > 0 && total > 0;) {
+            int pick = -1;
+            for (int i = 0; i < g->n; i++)
+                if (ok[i] && (pick < 0 || g->credit[i] + g->weight[i] >
+                                              g->credit[pick] + g->weight[pick]))
+                    pick = i;
+            if (alloc[pick] >= m_own(g->m[pick])) {
+                /* its own slots are registered for pushes (they fill
+                 * those): it takes no more now, the others take its turns */
+                ok[pick] = 0;
+                total -= g->weight[pick];
+                continue;
+            }
+            if (alloc[pick] >= room[pick]) break;
+            free--;
+            for (int i = 0; i < g->n; i++)
+                if (ok[i]) g->credit[i] += g->weight[i];
+            g->credit[pick] -= total;
+            alloc[pick]++;
+        }
+        for (int i = 0; i < g->n; i++)
+            if (alloc[i]) {
+                g->m[i]->g_want = 0;
+                rjq__w_claim_up_to(g->m[i], alloc[i]);
+            }
+    }
+    g->scheduling = 0;
+}
+
+/* Claim: a member asks its group's scheduler. */
+void rjq__w_claim(rjq_worker *w) {
+    if (w->g == NULL) {
+        rjq__w_claim_up_to(w, w->concurrency);
+        return;
+    }
+    w->g_want = 1;
+    rjq__w_schedule(w->g);
+}

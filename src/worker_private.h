@@ -1,0 +1,260 @@
+/*
+ * The worker layer's private header: the struct bodies and functions its
+ * files share (tests/layering.sh checks that no other file includes it).
+ * The layer, lowest first (each file uses only those before it; the
+ * stop's recovering claim goes up through the worker's recover hook):
+ *   worker_state.c   the states (rjq__w_set_state, rjq__w_set_mode,
+ *                    rjq__w_job_move), counts, invariants, job handles
+ *                    and handing them to the handler
+ *   worker_stop.c    the stop, the end of a worker, its background requests
+ *   worker_fetch.c   reading the payloads a claim or push left out
+ *   worker_claim.c   the claim loop: sending claims, their replies
+ *   worker_group.c   a worker of several queues: its scheduler
+ *   worker_wake.c    wake-ups: doorbell, poll timer, resync
+ *   worker_notice.c  notices for running jobs; timed-out jobs' slots
+ *   worker_lease.c   lease extension
+ *   worker_push.c    jobs pushed to it, and its slot offers
+ *   worker.c         the queue's part, the client's feature, the public API
+ * worker.c's opening comment has the state machine and its invariants.
+ */
+#ifndef RJQ_WORKER_PRIVATE_H
+#define RJQ_WORKER_PRIVATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "held.h"
+#include "push.h"
+#include "upkeep.h"
+#include "worker.h"
+
+#define CLAIMS_IN_FLIGHT 2
+/* Jobs per claim script call: well inside Lua's unpack limit (~8000
+ * values; the claim unpacks two per job). Larger capacity takes more calls. */
+#define CLAIM_MAX 1000
+/* A claim carries its jobs' payloads in its reply while the worker's
+ * recent payloads average below this many bytes; above, it asks for ids
+ * only and reads the payloads with one plain HMGET (see worker_fetch.c).
+ * Every string that enters Redis' Lua is hashed byte by byte and copied,
+ * so payloads that pass through the claim script cost Redis CPU per byte;
+ * the read costs a round trip. Measured (drain, one worker of 50): at 1
+ * KiB the round trip cost more than it saved (0.8x the jobs/s), at 4 KiB
+ * it paid (1.27x, Redis CPU -35%), at 16 KiB 1.8x (-56%). */
+#define CLAIM_INLINE_MAX 2048
+
+/* [next due, slots registered, token, deadline, then 4 per job] (claim.lua) */
+#define CLAIM_HEAD 4
+
+/* A worker's lifecycle, changed only by rjq__w_set_state:
+ *   ACTIVE   -> STOPPING (stop)
+ *   STOPPING -> FINAL (rjq__w_check_stopped: its last recovering claim is tried)
+ *   FINAL: none (freed once nothing of it is in flight) */
+typedef enum wstate {
+    W_ACTIVE,   /* claims and takes pushes */
+    W_STOPPING, /* stopped: no more claims, arrivals handed back */
+    W_FINAL,    /* stopped, its last recovering claim sent (or not possible) */
+} wstate;
+struct group;
+/* The claim loop's mode (rjq__w_set_mode): what its last claim found. IDLE ->
+ * HUNGRY only while ACTIVE; HUNGRY -> IDLE always. */
+typedef enum cmode { CL_IDLE, CL_HUNGRY } cmode;
+
+/* A worker's background request (lease extension, the stop's
+ * deregistration): at most one of each kind in flight (extensions: more
+ * while a payload is being read, see rjq__w_on_extend_timer); its reply callback
+ * gets this as its data. */
+typedef struct background {
+    rjq_worker *w;
+    const char *what;         /* names it in error messages */
+    int busy;                 /* how many in flight */
+} background;
+
+struct rjq_worker {
+    rjq_queue *q;
+    rjq_handler_fn *handler;
+    rjq_notice_fn *on_notice;
+    void *data;
+    int concurrency;
+    long lease_ms, poll_ms, reclaim_ms;
+    wstate state;             /* (rjq__w_set_state) */
+    cmode mode;               /* (rjq__w_set_mode) */
+    int running;              /* handed out, not yet finished by the user, in a slot */
+    int expired;              /* handed out and timed out, not yet finished: no slot */
+    int finishing;            /* finish requests in flight */
+    int claiming;             /* claims in flight */
+    int asked;                /* jobs those claims asked for */
+    int fetching;             /* claimed jobs whose payloads are being read */
+    int ids_only;             /* ids-only claims and fetches in flight */
+    long payload_avg;         /* recent payloads' length (moving average) */
+    struct fetch *fetches;    /* fetches in flight */
+    struct claim_ctx *claims; /* claims in flight */
+    int wake_pending;         /* doorbell heard, no claim sent since */
+    int want_claim;           /* claim on the next queue tick */
+    int want_offer;           /* slots were freed while idle: offer them */
+    uint64_t refused_until;   /* a claim was refused for a permission: none before */
+    rjq__reg *reg;            /* push delivery registration and ledger */
+    rjq__holder *held;        /* the tokens it holds jobs of */
+    background extend, deregister;
+    rjq_stopped_cb *stop_cb;
+    void *stop_data;
+    rjq_job *jobs;            /* running jobs, for lease extension */
+    rjq_job *expired_jobs;    /* its expired ones (their slots freed) */
+    rjq__timer poll_timer, extend_timer;
+    /* sends a stopping worker's last recovering claim (rjq__w_recover,
+     * set by make_worker): the stop (worker_stop.c) is below the claim
+     * loop, which calls it, so it calls the claim back through here */
+    int (*recover)(rjq_worker *w);
+    struct group *g;          /* its worker of several queues (NULL: none) */
+    int g_want;               /* it would claim now: the group's scheduler decides */
+    struct rjq_worker *next;
+};
+
+/* A worker of several queues (rjq_worker_start_queues): one member worker
+ * per queue, each the claim loop above, under one budget of slots (their
+ * running + asked + fetching jobs together), and a scheduler that decides
+ * which member claims when slots are free. The members' registrations for
+ * push delivery are not in the budget (each registers what its last claim
+ * left, so an idle earlier queue does not keep later ones from claiming);
+ * a job pushed to a member while the budget is full goes back to the
+ * queue, attempt not counted, and marks the member out of step, so it
+ * claims before any later member when a slot frees (strict order). The
+ * user's handle is the first member; the members are freed together once
+ * every one of them has stopped. */
+typedef struct group {
+    int n, order, concurrency;
+    int scheduling;           /* rjq__w_schedule() is running (no re-entry) */
+    int kick;                 /* rjq__w_schedule on the next tick of a member's queue */
+    int alive;                /* members not yet stopped */
+    int stopping;             /* rjq_worker_stop() was called */
+    int status;               /* RJQ_ECANCELED once a member went with its client */
+    rjq_stopped_cb *stop_cb;
+    void *stop_data;
+    rjq_worker *m[RJQ_WORKER_QUEUES_MAX];
+    int weight[RJQ_WORKER_QUEUES_MAX];
+    long credit[RJQ_WORKER_QUEUES_MAX]; /* smooth weighted round robin */
+} group;
+
+/* The queue's workers. */
+typedef struct part {
+    rjq_worker *workers;
+    int ticking;              /* part_tick is running (not re-entered) */
+} part;
+
+/* Jobs a claim started without their payloads (claim.lua, ARGV 10), or
+ * that were pushed without them (too big to push, see PUSH_INLINE_MAX in
+ * lib.lua): the worker reads those with one HMGET of the payload column,
+ * sent as the claim's reply or the push comes in, and starts them when it
+ * is answered. They count as `fetching` meanwhile; their leases are
+ * extended as running jobs' are (rjq__w_on_extend_timer), so a read slower than
+ * the lease still runs them once; their token is held (a recovering claim
+ * leaves it alone), and a cancel notice for one of them
+ * (rjq__w_notice) marks it, so it is not started. A job whose payload is gone by then (cancelled and
+ * deleted, or its record deleted behind rjq's back) is not started either:
+ * its lease ends it. A fetch that fails hands its jobs back (token-checked,
+ * attempt undone), as does a worker that is stopping.
+ * Order: while an ids-only claim or a fetch is in flight, every claim asks
+ * for ids only (w->ids_only), so that no claim's jobs overtake those of an
+ * earlier one by skipping its fetch. */
+typedef struct fetch_job {
+    const char *id;
+    size_t idlen;
+    int attempt, max_attempts;
+    int cancelled;            /* a cancel notice came for it meanwhile */
+} fetch_job;
+
+typedef struct fetch {
+    rjq_worker *w;
+    rjq__tok *tok;
+    long long deadline;
+    long long until;          /* its lease's end, by the extensions sent (server ms) */
+    struct fetch *prev, *next; /* the worker's fetches in flight */
+    size_t n;
+    fetch_job jobs[];         /* then their ids */
+} fetch;
+
+typedef struct claim_ctx {
+    rjq_worker *w;
+    int asked;
+    unsigned epoch;
+    int recovers;             /* it recovers jobs pushed unheard */
+    int ids_only;             /* it asked for ids only (payloads: fetch) */
+    char token[64];
+    long long until;          /* its jobs' lease end, by the extensions sent (server ms) */
+    struct claim_ctx *prev, *next; /* the worker's claims in flight */
+} claim_ctx;
+
+static inline rjq_client *client_of(const rjq_worker *w) {
+    return rjq_queue_client(w->q);
+}
+
+/* ---- worker_state.c ---- */
+/* Its slots in use: the group's (registered ones excluded), its own
+ * free ones (registered ones taken), the group's free ones, and what it
+ * may take now (the smaller of its own and its group's). */
+int rjq__w_group_used(const group *g);
+int rjq__w_own_free(const rjq_worker *w);
+int rjq__w_group_free(const group *g);
+int rjq__w_free_slots(const rjq_worker *w);
+/* Assert w's invariants (worker.c's opening comment). */
+void rjq__w_check(const rjq_worker *w);
+void rjq__w_set_state(rjq_worker *w, wstate to);
+void rjq__w_set_mode(rjq_worker *w, cmode to);
+void rjq__w_job_move(rjq_worker *w, rjq_job *j, rjq__job_place to);
+/* A running job made from d (tok: its token's record, which it holds);
+ * NULL when out of memory. */
+rjq_job *rjq__w_new_job(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok);
+/* Off its worker's lists (LOOSE), its token let go of. */
+void rjq__w_unlink_job(rjq_worker *w, rjq_job *job);
+void rjq__w_let_go(rjq_worker *w);
+rjq__pushed rjq__w_job_ref(const rjq_job *j);
+void rjq__w_run_jobs(rjq_worker *w, rjq_job **jobs, size_t n, long long until);
+/* Claim on the queue's next tick. */
+void rjq__w_want_claim(rjq_worker *w);
+
+/* ---- worker_stop.c ---- */
+void rjq__w_detach(rjq_worker *w);
+/* Finish a stop once nothing of w is in flight (may free w). */
+void rjq__w_check_stopped(rjq_worker *w);
+void rjq__w_destroy(rjq_worker *w);
+/* The reply callback of a background request (priv: its background). */
+void rjq__w_background_done(rjq_client *c, int status, redisReply *r, void *priv);
+void rjq__w_stop(rjq_worker *w, rjq_stopped_cb *cb, void *data);
+size_t rjq__w_hand_back(rjq_worker *w);
+
+/* ---- worker_fetch.c ---- */
+/* Read the payloads of the n jobs in d (all under tok); 0 when sent. */
+int rjq__w_fetch(rjq_worker *w, rjq__tok *tok, const rjq__pushed *d, size_t n);
+void rjq__w_fetch_notice(rjq_worker *w, const char *token, size_t toklen, const char *id,
+                         size_t idlen);
+
+/* ---- worker_claim.c ---- */
+int rjq__w_send_claim(rjq_worker *w, int want, int reset);
+/* A stopping worker's last recovering claim (w->recover). */
+int rjq__w_recover(rjq_worker *w);
+int rjq__w_claim_chunk(const rjq_worker *w);
+void rjq__w_claim_up_to(rjq_worker *w, int cap);
+
+/* ---- worker_group.c ---- */
+void rjq__w_schedule(group *g);
+/* Claim: a member asks its group's scheduler. */
+void rjq__w_claim(rjq_worker *w);
+
+/* ---- worker_wake.c ---- */
+void rjq__w_poke(rjq_worker *w);
+void rjq__w_resync(rjq_worker *w);
+void rjq__w_on_doorbell(rjq_client *c, const char *channel, const char *msg, size_t len,
+                        void *arg);
+void rjq__w_on_poll_timer(rjq__timer *t);
+
+/* ---- worker_notice.c ---- */
+void rjq__w_expire(rjq_worker *w, rjq_job *j);
+void rjq__w_notice(rjq_worker *w, int reason, const char *token, size_t toklen, const char *id,
+                   size_t idlen);
+
+/* ---- worker_lease.c ---- */
+void rjq__w_on_extend_timer(rjq__timer *t);
+
+/* ---- worker_push.c ---- */
+extern const rjq__reg_ops rjq__w_reg_ops;
+
+#endif /* RJQ_WORKER_PRIVATE_H */

@@ -1,0 +1,254 @@
+/*
+ * A worker's state (worker layer, see worker_private.h): its lifecycle and
+ * claim mode and a job handle's place, each changed by one function that
+ * asserts the transition; the invariants (rjq__w_check); its slots; its
+ * job handles, their lists, and handing them to the handler.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker_private.h"
+
+/* The group's slots in use (registered ones excluded). */
+int rjq__w_group_used(const group *g) {
+    int used = 0;
+    for (int i = 0; i < g->n; i++) used += g->m[i]->running + g->m[i]->asked + g->m[i]->fetching;
+    return used;
+}
+
+/* The counts balance the lists: running and expired jobs, each on its
+ * place's list; claims and fetches in flight (a walk: test builds only). */
+static void check_lists(const rjq_worker *w) {
+#ifdef RJQ_ASSERTS
+    int n = 0, asked = 0, ids_only = 0, fetching = 0;
+    for (int k = 0; k < 2; k++) {
+        n = 0;
+        for (const rjq_job *j = k ? w->expired_jobs : w->jobs; j; j = j->next, n++)
+            RJQ_ASSERT(j->w == w && j->place == (k ? RJQ__JOB_EXPIRED : RJQ__JOB_RUNNING) &&
+                       (j->next == NULL || j->next->prev == j));
+        RJQ_ASSERT(n == (k ? w->expired : w->running));
+    }
+    n = 0;
+    for (const claim_ctx *x = w->claims; x; x = x->next, n++) {
+        RJQ_ASSERT(x->w == w && (x->next == NULL || x->next->prev == x));
+        asked += x->asked;
+        ids_only += x->ids_only;
+    }
+    RJQ_ASSERT(n == w->claiming && asked == w->asked);
+    for (const fetch *f = w->fetches; f; f = f->next, ids_only++) {
+        RJQ_ASSERT(f->w == w && (f->next == NULL || f->next->prev == f));
+        fetching += (int)f->n;
+    }
+    RJQ_ASSERT(fetching == w->fetching && ids_only == w->ids_only);
+#else
+    (void)w;
+#endif
+}
+
+void rjq__w_check(const rjq_worker *w) {
+    RJQ_ASSERT(w->state == W_ACTIVE || w->state == W_STOPPING || w->state == W_FINAL);
+    RJQ_ASSERT(w->mode == CL_IDLE || w->mode == CL_HUNGRY);
+    RJQ_ASSERT(w->running >= 0 && w->finishing >= 0);
+    RJQ_ASSERT(w->expired >= 0 && w->expired <= w->concurrency);
+    RJQ_ASSERT(w->g == NULL || rjq__w_group_used(w->g) <= w->g->concurrency);
+    RJQ_ASSERT(w->claiming >= 0 && w->claiming <= CLAIMS_IN_FLIGHT);
+    RJQ_ASSERT(w->asked >= 0 && (w->claiming > 0 || w->asked == 0));
+    RJQ_ASSERT(w->fetching >= 0 && w->ids_only >= 0);
+    RJQ_ASSERT(w->running + w->asked + w->fetching + rjq__reg_offered(w->reg) <= w->concurrency);
+    RJQ_ASSERT(w->extend.busy >= 0 && w->deregister.busy >= 0);
+    RJQ_ASSERT(w->state != W_ACTIVE || w->deregister.busy == 0); /* (sent by stop) */
+    RJQ_ASSERT(w->reg != NULL && w->held != NULL);               /* (until detach) */
+    check_lists(w);
+}
+
+/* Change w's lifecycle state (see wstate for the legal transitions). */
+void rjq__w_set_state(rjq_worker *w, wstate to) {
+    RJQ_ASSERT((w->state == W_ACTIVE && to == W_STOPPING) ||
+               (w->state == W_STOPPING && to == W_FINAL));
+    w->state = to;
+}
+
+/* Change the claim loop's mode: hungry only while active. */
+void rjq__w_set_mode(rjq_worker *w, cmode to) {
+    RJQ_ASSERT(to == CL_IDLE || (to == CL_HUNGRY && w->state == W_ACTIVE));
+    w->mode = to;
+}
+
+/* Its own free slots (its registered ones taken), not counting the group's. */
+int rjq__w_own_free(const rjq_worker *w) {
+    return w->concurrency - w->running - w->asked - w->fetching - rjq__reg_offered(w->reg);
+}
+
+int rjq__w_group_free(const group *g) {
+    return g->concurrency - rjq__w_group_used(g);
+}
+
+int rjq__w_free_slots(const rjq_worker *w) {
+    int n = rjq__w_own_free(w);
+    if (w->g && rjq__w_group_free(w->g) < n) n = rjq__w_group_free(w->g);
+    return n;
+}
+
+void rjq__w_want_claim(rjq_worker *w) {
+    w->want_claim = 1;
+    rjq__queue_kick(w->q);
+}
+
+static void list_add(rjq_job **head, rjq_job *j) {
+    RJQ_ASSERT(j->prev == NULL && j->next == NULL && *head != j); /* on no list */
+    j->prev = NULL;
+    j->next = *head;
+    if (*head) (*head)->prev = j;
+    *head = j;
+}
+
+static void list_remove(rjq_job **head, rjq_job *j) {
+    /* j is on this list: its neighbours (or the head) point at it */
+    RJQ_ASSERT(j->prev ? j->prev->next == j : *head == j);
+    RJQ_ASSERT(j->next == NULL || j->next->prev == j);
+    if (j->prev) j->prev->next = j->next;
+    else *head = j->next;
+    if (j->next) j->next->prev = j->prev;
+    j->prev = j->next = NULL;
+}
+
+/* Move job j of w to place `to` (job.h: rjq__job_place has the legal
+ * transitions): off its list and count, onto the new place's. */
+void rjq__w_job_move(rjq_worker *w, rjq_job *j, rjq__job_place to) {
+    RJQ_ASSERT(j->w == w);
+    RJQ_ASSERT((j->place == RJQ__JOB_NEW && to == RJQ__JOB_RUNNING) ||
+               (j->place == RJQ__JOB_RUNNING && (to == RJQ__JOB_EXPIRED || to == RJQ__JOB_LOOSE)) ||
+               (j->place == RJQ__JOB_EXPIRED && to == RJQ__JOB_LOOSE));
+    if (j->place == RJQ__JOB_RUNNING) {
+        list_remove(&w->jobs, j);
+        w->running--;
+    } else if (j->place == RJQ__JOB_EXPIRED) {
+        list_remove(&w->expired_jobs, j);
+        w->expired--;
+    }
+    j->place = to;
+    if (to == RJQ__JOB_RUNNING) {
+        list_add(&w->jobs, j);
+        w->running++;
+    } else if (to == RJQ__JOB_EXPIRED) {
+        list_add(&w->expired_jobs, j);
+        w->expired++;
+    }
+}
+
+/* A running job (tok: the record of its token, which it holds). */
+rjq_job *rjq__w_new_job(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok) {
+    if (tok == NULL || d->toklen >= sizeof(((rjq_job *)0)->token)) return NULL;
+    rjq_job *j = malloc(sizeof *j + d->idlen + 1 + d->len + 1);
+    if (j == NULL) return NULL;
+    char *mem = (char *)(j + 1);
+    j->w = w;
+    j->id = mem;
+    memcpy(mem, d->id, d->idlen);
+    mem[d->idlen] = '\0';
+    memcpy(j->token, d->token, d->toklen);
+    j->token[d->toklen] = '\0';
+    j->payload = mem + d->idlen + 1;
+    memcpy(mem + d->idlen + 1, d->payload, d->len);
+    mem[d->idlen + 1 + d->len] = '\0';
+    j->len = d->len;
+    w->payload_avg += ((long)(d->len > (1u << 30) ? 1u << 30 : d->len) - w->payload_avg) / 8;
+    j->attempt = d->attempt;
+    j->max_attempts = d->max_attempts;
+    j->deadline = d->deadline;
+    j->notice = 0;
+    j->place = RJQ__JOB_NEW;
+    j->prev = j->next = NULL;
+    j->tok = tok;
+    rjq__tok_hold(tok);
+    rjq__w_job_move(w, j, RJQ__JOB_RUNNING);
+    return j;
+}
+
+void rjq__w_unlink_job(rjq_worker *w, rjq_job *job) {
+    rjq__w_job_move(w, job, RJQ__JOB_LOOSE);
+    rjq__tok_drop(job->tok); /* its last job: the token is forgotten */
+    job->tok = NULL;
+}
+
+/* Let go of w's job handles, running and expired: the user still holds
+ * them (complete/fail then return ECLOSED and free them). */
+void rjq__w_let_go(rjq_worker *w) {
+    for (int k = 0; k < 2; k++) {
+        rjq_job **head = k ? &w->expired_jobs : &w->jobs;
+        while (*head) {
+            rjq_job *j = *head;
+            rjq__w_unlink_job(w, j);
+            j->w = NULL;
+        }
+    }
+    RJQ_ASSERT(w->running == 0 && w->expired == 0);
+}
+
+void rjq__worker_job_dropped(rjq_worker *w, rjq_job *job) {
+    rjq__w_unlink_job(w, job);
+    free(job);
+}
+
+/* Within this much of its liveness entry's end a client starts no job
+ * (its estimate of the server's clock may be late by about that much). */
+#define ALIVE_MARGIN_MS 500
+
+/* The job must not start, by the server's clock: its lease has ended, or
+ * the client's liveness entry may have run out (other clients may then
+ * have returned its jobs). A worker paused longer than that, SIGSTOP or a
+ * frozen VM, finds jobs handed to it before the pause; they were or will
+ * be reclaimed and run elsewhere. */
+static int stale(rjq_client *c, const rjq_job *j, long long until) {
+    long long now = rjq__server_now(c), alive = rjq__upkeep_alive_until(c);
+    long long end = until > j->deadline ? until : j->deadline;
+    if (now <= 0) return 0;
+    return (end > 0 && now >= end) || (alive > 0 && now + ALIVE_MARGIN_MS >= alive);
+}
+
+/* What a release needs of a job handle (its id and token). */
+rjq__pushed rjq__w_job_ref(const rjq_job *j) {
+    return (rjq__pushed){.id = j->id, .idlen = strlen(j->id), .token = j->token,
+                         .toklen = strlen(j->token)};
+}
+
+/* Hand jobs to the handler. Stale ones are handed back instead, in one
+ * call (token-checked: one reclaimed meanwhile is left alone); until: a
+ * later end of their lease, by extensions sent while their payloads were
+ * read (0: none). Jobs of a batch are handed out even when an earlier
+ * handler of it stopped the worker (rjq_worker_stop's contract). Once the
+ * client is being freed, the rest are left to their lease. */
+void rjq__w_run_jobs(rjq_worker *w, rjq_job **jobs, size_t n, long long until) {
+    rjq_client *c = client_of(w);
+    rjq__pushed *back = NULL;
+    size_t i = 0, nback = 0;
+    for (; i < n && !rjq__free_pending(c); i++) {
+        if (!stale(c, jobs[i], until)) {
+            w->handler(jobs[i], w->data);
+            continue;
+        }
+        if (back == NULL && (back = malloc((n - i) * sizeof *back)) == NULL) {
+            rjq__worker_job_dropped(w, jobs[i]); /* out of memory: its lease */
+            continue;
+        }
+        back[nback] = rjq__w_job_ref(jobs[i]);
+        jobs[nback++] = jobs[i]; /* kept (slots before i are done with) until it is sent */
+    }
+    if (nback) {
+        rjq__push_release(w->q, NULL, back, nback);
+        rjq__server_time_doubt(c); /* unless the server clock went back */
+    }
+    free(back);
+    for (size_t k = 0; k < nback; k++) rjq__worker_job_dropped(w, jobs[k]);
+    for (; i < n; i++) rjq__worker_job_dropped(w, jobs[i]);
+}
+
+rjq_queue *rjq__worker_queue(const rjq_worker *w) {
+    return w->q;
+}
+
+/* (worker.h) The handle the user knows w by: its group's, or its own. */
+rjq_worker *rjq__worker_handle(rjq_worker *w) {
+    return w->g ? w->g->m[0] : w;
+}

@@ -1,6 +1,6 @@
 /*
  * Payloads of some KiB: a worker whose recent payloads are big claims ids
- * only and reads the payloads itself with one HMGET per claim (worker.c,
+ * only and reads the payloads itself with one HMGET per claim (worker_fetch.c,
  * "payload fetch"; claim.lua ARGV 10). These tests check that every job
  * still reaches its handler once, with its own payload, in claim order,
  * when big and small payloads alternate (the worker switches between the

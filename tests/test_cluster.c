@@ -178,7 +178,12 @@ TEST(cluster_topology_migration_redirects_and_failover) {
  * random keys (binary, braces often). One cluster-enabled node is enough:
  * CLUSTER KEYSLOT needs no slot assigned. */
 TEST(key_slot_is_cluster_keyslot) {
-    const char *extra[] = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", NULL};
+    /* its own bus port: the default (port + 10000) fails for a port above
+     * 55535, and free ports come from the whole range */
+    char bus[16];
+    snprintf(bus, sizeof bus, "%d", free_port());
+    const char *extra[] = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                           "--cluster-port", bus, NULL};
     test_server s;
     server_start_guarded(&s, extra);
     redisContext *rc = server_connect(&s);

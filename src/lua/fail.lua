@@ -37,7 +37,7 @@ if select(4, parse_options(v[2])) then -- a timeout: its run time's end
   local e = typed('zset', 'ZSCORE', KEYS[16], id)
   if e and tonumber(e) <= now then return 0 end
 end
-local emit = monitor(KEYS[14], prefix)
+local q = {ready = ready, prio = prio, delayed = delayed, dead = dead, stats = stats, wake = wake, now = now,
+           jitter = jitter, dead_max = dead_max, emit = monitor(KEYS[14], prefix)}
 redis.call('ZREM', active, id)
-return fail_job(J, ready, prio, delayed, dead, stats, wake, id, tok, attempts, v[2], now, err, fatal, delay,
-                jitter, dead_max, emit, tm)
+return fail_job(J, q, id, tok, attempts, v[2], err, fatal, delay, tm)

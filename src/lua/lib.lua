@@ -651,41 +651,50 @@ local function bury(J, dead, stats, id, attempts, now, err, dead_max, emit, tok,
   if extra > 0 then trim_oldest(J, dead, extra) end
 end
 
+-- The queue a failure or a return (fail_job, return_lost) writes to, one
+-- table per script call: q.ready, q.prio, q.delayed, q.dead, q.stats (its
+-- keys), q.wake (its wake channel), q.now (the call's server time, ms),
+-- q.jitter (in [0,1): a backoff's), q.dead_max (the dead cap), q.emit (its
+-- monitor, see monitor). return_lost reads neither delayed nor jitter.
+
 -- A job whose holder is gone (its lease ended, or its client was found
 -- dead) and that is out of the active set: the attempt it started counts
--- (it may be what killed its worker); back to the head of its class, or
--- dead when its attempts are spent. err says why; tok: the lost holder's
--- token (kept on a dead record, see bury); tm: the job's times.
-local function return_lost(J, ready, prio, dead, stats, wake, id, attempts, o, now, err, dead_max, emit,
-                           tok, tm)
+-- (it may be what killed its worker); back to the head of its class in
+-- queue q (see above), or dead when its attempts are spent. err says why;
+-- tok: the lost holder's token (kept on a dead record, see bury); tm: the
+-- job's times.
+local function return_lost(J, q, id, attempts, o, err, tok, tm)
+  local emit = q.emit
   emit('reclaimed', id)
   local p, max = parse_options(o)
   if attempts >= max then
-    bury(J, dead, stats, id, attempts, now, err, dead_max, emit, tok, tm)
+    bury(J, q.dead, q.stats, id, attempts, q.now, err, q.dead_max, emit, tok, tm)
   else
     -- without the lost holder's token, which fences nothing now
     redis.call('HSET', J.s, id, state_value('ready', attempts, nil, tm))
     redis.call('HSET', J.e, id, err)
-    push_ready(ready, prio, stats, wake, id, p, true)
+    push_ready(q.ready, q.prio, q.stats, q.wake, id, p, true)
   end
 end
 
 -- A failure of job `id` (out of the active set; attempts: its count, o:
--- its options column) recorded as token tok (failtoken): dead when fatal or its attempts
--- are spent, else retried after `delay` ms (< 0: its backoff, with
--- jitter in [0,1)); tm: its times. Returns 1 retried, 2 dead.
-local function fail_job(J, ready, prio, delayed, dead, stats, wake, id, tok, attempts, o, now, err, fatal,
-                        delay, jitter, dead_max, emit, tm)
+-- its options column) recorded as token tok (failtoken) in queue q (see
+-- above): dead when fatal or its attempts are spent, else retried after
+-- `delay` ms (< 0: its backoff, with q.jitter); tm: its times. Returns 1
+-- retried, 2 dead.
+local function fail_job(J, q, id, tok, attempts, o, err, fatal, delay, tm)
+  local ready, prio, delayed, dead, stats, wake = q.ready, q.prio, q.delayed, q.dead, q.stats, q.wake
+  local now, emit = q.now, q.emit
   redis.call('HSET', J.f, id, tok)
   emit('failed', id)
   redis.call('HINCRBY', stats, 'failed', 1)
   local p, max, backoff = parse_options(o)
   if fatal or attempts >= max then
     -- (the attempt's token: tok's first word, see reclaim.lua)
-    bury(J, dead, stats, id, attempts, now, err, dead_max, emit, string.match(tok, '^%S+'), tm)
+    bury(J, dead, stats, id, attempts, now, err, q.dead_max, emit, string.match(tok, '^%S+'), tm)
     return 2
   end
-  if delay < 0 then delay = backoff_ms(backoff, attempts, jitter) end
+  if delay < 0 then delay = backoff_ms(backoff, attempts, q.jitter) end
   redis.call('HINCRBY', stats, 'retried', 1)
   emit('retried', id)
   redis.call('HSET', J.e, id, err)

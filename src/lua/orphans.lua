@@ -23,7 +23,8 @@ local members = held_members(held, who, limit)
 -- the counters the returns count (bury's dead, reclaimed), before the
 -- first write: a HINCRBY refused after the ZREM below lost the job
 if #members > 0 then int_fields(stats, 'dead', 'reclaimed') end
-local emit = monitor(KEYS[14], prefix)
+local q = {ready = ready, prio = prio, dead = dead, stats = stats, wake = wake, now = now, dead_max = dead_max,
+           emit = monitor(KEYS[14], prefix)}
 local n = 0
 for _, m in ipairs(members) do
   local t, ids = held_split(m)
@@ -33,8 +34,7 @@ for _, m in ipairs(members) do
     if state == 'active' and t2 == t then
       n = n + 1
       redis.call('ZREM', active, id)
-      return_lost(J, ready, prio, dead, stats, wake, id, attempts, redis.call('HMGET', J.o, id)[1], now,
-                  'worker lost', dead_max, emit, t, tm)
+      return_lost(J, q, id, attempts, redis.call('HMGET', J.o, id)[1], 'worker lost', t, tm)
     end
   end
   redis.call('ZREM', held, m)

@@ -62,7 +62,8 @@ local ends = zmscore_sparse(deadlines, ids)
 int_fields(stats, 'failed', 'retried', 'dead', 'reclaimed', 'seq', 'skipped')
 -- ids whose record is gone or not active (stale entries) are dropped
 redis.call('ZREM', active, unpack(ids))
-local emit = monitor(KEYS[15], prefix)
+local q = {ready = ready, prio = prio, delayed = delayed, dead = dead, stats = stats, wake = wake, now = now,
+           jitter = jitter, dead_max = dead_max, emit = monitor(KEYS[15], prefix)}
 local n, timed_out = 0, 0
 for i, id in ipairs(ids) do
   local v = fields(J, id, 's', 'o')
@@ -79,12 +80,11 @@ for i, id in ipairs(ids) do
       end
       -- failtoken "<token> timeout": the holder's extension tells it (extend.lua),
       -- and its own late failure is refused (fail.lua)
-      fail_job(J, ready, prio, delayed, dead, stats, wake, id, (tok or '') .. ' timeout', attempts, v[2],
-               now, 'timed out after ' .. int(tmo) .. ' ms', false, -1, jitter, dead_max, emit, tm)
+      fail_job(J, q, id, (tok or '') .. ' timeout', attempts, v[2], 'timed out after ' .. int(tmo) .. ' ms',
+               false, -1, tm)
     else
       n = n + 1
-      return_lost(J, ready, prio, dead, stats, wake, id, attempts, v[2], now, 'lease expired', dead_max, emit,
-                  tok, tm)
+      return_lost(J, q, id, attempts, v[2], 'lease expired', tok, tm)
     end
   end
 end

@@ -202,7 +202,10 @@ if recover then
 end
 
 if paused then
-  if rec then start_jobs(J, active, {}, nil, nil, nil, 0, tok, out, emit, held, rec) end
+  if rec then
+    start_jobs(J, {active = active, held = held, emit = emit, tok = tok, deadline = 0, also = rec}, {}, nil, nil,
+               nil, out)
+  end
   if reset then offer_slots(idle, field, epoch, lease, 0, true) end
   out[1] = -2
   return out
@@ -302,8 +305,8 @@ if #ids > 0 then
     if n < want or reset then expect_types({idle, 'hash'}) end
     if timeouts then expect_types({deadlines, 'zset'}) end
   end
-  got = start_jobs(J, active, ids, d, o, s, int(now + lease), tok, out, emit, held, rec, deadlines, now,
-                   before_write)
+  got = start_jobs(J, {active = active, held = held, deadlines = deadlines, emit = emit, now = now, tok = tok,
+                       deadline = int(now + lease), also = rec, before_write = before_write}, ids, d, o, s, out)
   unready(ready, prio, ids, nhi, nplain)
   if rmax and got > 0 then
     -- one entry per start (its token and id: unique), at this call's time;
@@ -316,7 +319,10 @@ if #ids > 0 then
   end
 else
   check_all() -- (nothing to claim: the idle path, where a TYPE or eight cost little)
-  if rec then start_jobs(J, active, ids, nil, nil, nil, 0, tok, out, emit, held, rec) end -- the member alone
+  if rec then -- the member alone
+    start_jobs(J, {active = active, held = held, emit = emit, tok = tok, deadline = 0, also = rec}, ids, nil, nil,
+               nil, out)
+  end
 end
 if more then redis.call('PUBLISH', wake, '1') end
 if fair then

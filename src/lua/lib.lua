@@ -901,10 +901,14 @@ local function held_split(m)
   return tok, ids
 end
 
--- Start jobs ids (records d, o, s as load_jobs reads them): active until
--- `deadline` under fencing token tok, with one more attempt. Appends id,
--- payload, attempt, max_attempts of each started job to out (a record
--- deleted behind rjq's back is skipped). Returns how many started.
+-- Start jobs ids (records d, o, s as load_jobs reads them) as the call
+-- c says: c.active, c.held, c.deadlines (the queue's keys; deadlines nil:
+-- none written), c.emit (its monitor), c.now (the caller's server time;
+-- nil: read here), c.tok, c.deadline, c.also, c.before_write (below).
+-- The jobs are active until `deadline` under fencing token tok, with one
+-- more attempt. Appends id, payload, attempt, max_attempts of each
+-- started job to out (a record deleted behind rjq's back is skipped).
+-- Returns how many started.
 -- The jobs of one call share tok (it is new for every call, so each
 -- claim of a job still has its own): the token check always pairs it
 -- with the job's id, and a shared token spares a string per job (a
@@ -921,8 +925,9 @@ end
 -- before_write (may be nil) is called before the first write with the
 -- number of jobs that will start and whether any has a timeout (claim.lua
 -- checks the keys it will write then).
-local function start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, held, also, deadlines, now,
-                          before_write)
+local function start_jobs(J, c, ids, d, o, s, out)
+  local active, held, deadlines, emit, now = c.active, c.held, c.deadlines, c.emit, c.now
+  local tok, deadline, also, before_write = c.tok, c.deadline, c.also, c.before_write
   local hi = {}
   if also then for i = 1, #also do hi[i] = also[i] end end
   local base = #hi
@@ -1097,7 +1102,8 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
       k = k + 1
       local out, tok = {}, string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. k
       local deadline = int(now + tonumber(lease))
-      local n = start_jobs(J, active, ids, d, o, s, deadline, tok, out, emit, held, nil, deadlines, now)
+      local n = start_jobs(J, {active = active, held = held, deadlines = deadlines, emit = emit, now = now,
+                               tok = tok, deadline = deadline}, ids, d, o, s, out)
       if slots - n > 0 then
         redis.call('HSET', idle, field, registration(slots - n, epoch, lease))
       else

@@ -111,8 +111,7 @@ for i, id in ipairs(ids) do
     k = k + 1
     gone[k] = id; fresh[k] = i
     -- its times with the end (the start its claim wrote: after the head)
-    local tm = string.match(s[i], '@(%S*)$')
-    st[2 * k - 1] = id; st[2 * k] = done_v .. ' @' .. times_ended(tm, stamp)
+    st[2 * k - 1] = id; st[2 * k] = done_v .. ' @' .. times_ended(state_times(s[i]), stamp)
     if r ~= '' then
       res[nr + 1] = id; res[nr + 2] = r
       nr = nr + 2

@@ -274,6 +274,12 @@ local function state_text(v)
   return s, a, t, tm
 end
 
+-- A state value's times alone (state_text's tm, nil when none): for a
+-- caller that has already checked the rest by its head (complete.lua).
+local function state_times(v)
+  return string.match(v, '@(%S*)$')
+end
+
 -- The same with attempts as a number.
 local function state_of(v)
   local s, a, t, tm = state_text(v)

@@ -67,9 +67,7 @@ static void retry_later(rjq_worker *w) {
  * counts; its copy is returned. */
 static claim_ctx claim_unlink(rjq_worker *w, void *priv) {
     claim_ctx x = *(claim_ctx *)priv;
-    if (x.prev) x.prev->next = x.next;
-    else w->claims = x.next;
-    if (x.next) x.next->prev = x.prev;
+    RJQ__W_LIST_UNLINK(&w->claims, (claim_ctx *)priv);
     free(priv);
     w->claiming--;
     w->asked -= x.asked;
@@ -260,10 +258,7 @@ int rjq__w_send_claim(rjq_worker *w, int want, int reset) {
         return rc;
     }
     rjq__reg_claim_sent(w->reg, ctx->epoch, reset, ctx->recovers);
-    ctx->prev = NULL;
-    ctx->next = w->claims;
-    if (w->claims) w->claims->prev = ctx;
-    w->claims = ctx;
+    RJQ__W_LIST_PUSH(&w->claims, ctx);
     w->claiming++;
     w->asked += want;
     w->ids_only += ctx->ids_only;

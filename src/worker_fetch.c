@@ -9,12 +9,6 @@
 
 #include "worker_private.h"
 
-static void fetch_unlink(rjq_worker *w, fetch *f) {
-    if (f->prev) f->prev->next = f->next;
-    else w->fetches = f->next;
-    if (f->next) f->next->prev = f->prev;
-}
-
 /* A payload fetch's reply (priv: its fetch). The fetch leaves the
  * worker's flight; a reply that is not one string or nil per job is
  * RJQ_EPROTO, and a failed read (unless the client is closing) is
@@ -32,7 +26,7 @@ static void on_fetched(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq__w_check(w); /* (f still among its fetches) */
     w->fetching -= (int)f->n;
     w->ids_only--;
-    fetch_unlink(w, f);
+    RJQ__W_LIST_UNLINK(&w->fetches, f);
     if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != f->n)) {
         rjq__errmsg(c, "payload fetch: unexpected reply");
         status = RJQ_EPROTO;
@@ -119,10 +113,7 @@ int rjq__w_fetch(rjq_worker *w, rjq__tok *tok, const rjq__pushed *d, size_t n) {
     rjq__tok_hold(tok);
     w->fetching += (int)n;
     w->ids_only++;
-    f->prev = NULL;
-    f->next = w->fetches;
-    if (w->fetches) w->fetches->prev = f;
-    w->fetches = f;
+    RJQ__W_LIST_PUSH(&w->fetches, f);
     return 0;
 }
 

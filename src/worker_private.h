@@ -183,6 +183,22 @@ typedef struct claim_ctx {
     struct claim_ctx *prev, *next; /* the worker's claims in flight */
 } claim_ctx;
 
+/* The worker's lists of fetches and claims in flight (prev/next links,
+ * newest first): x onto list *head, x off it. */
+#define RJQ__W_LIST_PUSH(head, x)                                                          \
+    do {                                                                                  \
+        (x)->prev = NULL;                                                                 \
+        (x)->next = *(head);                                                              \
+        if (*(head)) (*(head))->prev = (x);                                               \
+        *(head) = (x);                                                                    \
+    } while (0)
+#define RJQ__W_LIST_UNLINK(head, x)                                                        \
+    do {                                                                                  \
+        if ((x)->prev) (x)->prev->next = (x)->next;                                       \
+        else *(head) = (x)->next;                                                         \
+        if ((x)->next) (x)->next->prev = (x)->prev;                                       \
+    } while (0)
+
 static inline rjq_client *client_of(const rjq_worker *w) {
     return rjq_queue_client(w->q);
 }

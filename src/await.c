@@ -217,11 +217,9 @@ static uint64_t enqueue_grace_ms(const rjq_client *c) {
  * job's fate unknown: the enqueue goes on). */
 static void on_timeout(rjq__timer *t) {
     rjq_await *a = t->owner;
-    if (!a->timed_out && a->state == AW_WAIT_SUB && a->payload && !rjq__closing(a->c) &&
-        try_enqueue(a) == RJQ_OK) {
-        a->timed_out = 1;
-        rjq__timer_start(a->c, &a->timer, enqueue_grace_ms(a->c));
-    } else if (!a->timed_out && a->state == AW_ENQUEUEING) {
+    if (!a->timed_out &&
+        (a->state == AW_ENQUEUEING || (a->state == AW_WAIT_SUB && a->payload &&
+                                       !rjq__closing(a->c) && try_enqueue(a) == RJQ_OK))) {
         a->timed_out = 1;
         rjq__timer_start(a->c, &a->timer, enqueue_grace_ms(a->c));
     } else {

@@ -113,6 +113,13 @@ static void channel_free(rjq__channel *ch) {
     free(ch);
 }
 
+/* Set refused for every listener of name: a channel is refused, or not,
+ * for all of them. */
+static void mark_refused(rjq_client *c, const char *name, int refused) {
+    for (rjq__channel *o = c->channels; o; o = o->next)
+        if (strcmp(o->name, name) == 0) o->refused = refused;
+}
+
 int rjq__subscribe_checked(rjq_client *c, const char *name, rjq__message_fn *fn,
                            rjq__refused_fn *refused_fn, void *arg) {
     rjq__channel *ch = calloc(1, sizeof *ch);
@@ -127,9 +134,7 @@ int rjq__subscribe_checked(rjq_client *c, const char *name, rjq__message_fn *fn,
         channel_free(ch);
         return RJQ_ENOMEM;
     }
-    /* a new listener tries a refused channel again, for all its listeners */
-    for (rjq__channel *o = c->channels; o; o = o->next)
-        if (strcmp(o->name, name) == 0) o->refused = 0;
+    mark_refused(c, name, 0); /* a new listener tries a refused channel again */
     ch->confirmed = rjq__channel_confirmed(c, name);
     ch->next = c->channels;
     c->channels = ch;
@@ -218,13 +223,10 @@ static void on_resub_timer(rjq__timer *t) {
     if (c->closing) return;
     for (rjq__channel *ch = c->channels; ch; ch = ch->next) {
         if (!ch->refused) continue;
-        /* (refused is set and cleared for every listener of a name) */
-        for (rjq__channel *o = ch; o; o = o->next)
-            if (strcmp(o->name, ch->name) == 0) o->refused = 0;
+        mark_refused(c, ch->name, 0);
         if (send_subscribe(c, ch->name) != RJQ_OK) {
             /* out of memory: mark it refused again, try at the next span */
-            for (rjq__channel *o = ch; o; o = o->next)
-                if (strcmp(o->name, ch->name) == 0) o->refused = 1;
+            mark_refused(c, ch->name, 1);
             rjq__timer_start(c, &c->resub_timer, (uint64_t)rjq__client_reconnect_span_ms(c));
         }
     }

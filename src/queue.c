@@ -2,7 +2,6 @@
  * Queue handles: key names, settings, the client's list of queues, the
  * per-queue tick and the parts features hang on a queue (queue.h).
  */
-#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,7 +141,7 @@ void rjq__queue_hold(rjq_queue *q) {
 }
 
 void rjq__queue_release(rjq_queue *q) {
-    assert(q->holds > 0);
+    RJQ_ASSERT(q->holds > 0);
     if (--q->holds == 0 && q->closed) rjq__queue_kick(q); /* freed by its tick */
 }
 
@@ -151,7 +150,7 @@ void rjq__queue_use(rjq_queue *q) {
 }
 
 void rjq__queue_unuse(rjq_queue *q) {
-    assert(q->users > 0);
+    RJQ_ASSERT(q->users > 0);
     q->users--;
 }
 

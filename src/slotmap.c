@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "rjq.h"
+#include "validate.h"
 
 void rjq__slotmap_init(rjq__slotmap *m) {
     memset(m, 0, sizeof *m);
@@ -173,16 +174,13 @@ const rjq__slot_node *rjq__slotmap_master(const rjq__slotmap *m, int slot) {
     return &m->nodes[m->owner[slot]];
 }
 
-/* A decimal number of at most max_digits digits, no sign, no leading zero
- * (except "0"), at p (len bytes): its value, or -1. */
-static long number(const char *p, size_t len, size_t max_digits) {
-    if (len == 0 || len > max_digits || (len > 1 && p[0] == '0')) return -1;
-    long v = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (p[i] < '0' || p[i] > '9') return -1;
-        v = v * 10 + (p[i] - '0');
-    }
-    return v;
+/* A decimal number no greater than max, no sign, no leading zero (except
+ * "0"), at p (len bytes): its value, or -1. */
+static long number(const char *p, size_t len, long max) {
+    long long v;
+    if (len == 0 || p[0] == '-' || (len > 1 && p[0] == '0')) return -1;
+    if (rjq__parse_ll(p, len, 0, max, &v) != 0) return -1;
+    return (long)v;
 }
 
 int rjq__redirect_parse(const char *err, size_t len, const char *asked, rjq__redirect *out) {
@@ -200,14 +198,14 @@ int rjq__redirect_parse(const char *err, size_t len, const char *asked, rjq__red
     const char *slot_p = err + at;
     const char *sp = memchr(slot_p, ' ', len - at);
     if (sp == NULL) return RJQ_EPROTO;
-    long slot = number(slot_p, (size_t)(sp - slot_p), 5);
-    if (slot < 0 || slot >= RJQ__SLOTS) return RJQ_EPROTO;
+    long slot = number(slot_p, (size_t)(sp - slot_p), RJQ__SLOTS - 1);
+    if (slot < 0) return RJQ_EPROTO;
     const char *ep = sp + 1, *end = err + len;
     const char *colon = NULL; /* the last ':' */
     for (const char *q = ep; q < end; q++)
         if (*q == ':') colon = q;
     if (colon == NULL) return RJQ_EPROTO;
-    long port = number(colon + 1, (size_t)(end - colon - 1), 5);
+    long port = number(colon + 1, (size_t)(end - colon - 1), 65535);
     if (port < 0) return RJQ_EPROTO;
     rjq__redirect r;
     memset(&r, 0, sizeof r);

@@ -397,6 +397,13 @@ static const char *route(const bridge *b, const char *queue, int priority, char 
     return buf;
 }
 
+/* The queue entry a row of queue `queue` and this priority goes to (routed),
+ * or NULL with why. */
+static qent *row_queue(bridge *b, const char *queue, int priority, char *why, size_t size) {
+    char rq[256];
+    return queue_of(b, route(b, queue, priority, rq, sizeof rq), why, size);
+}
+
 /* ---- writes ----------------------------------------------------------------- */
 
 static const char *status_of_kind(int kind) {
@@ -520,8 +527,8 @@ static void on_revive_info(rjq_client *c, int status, const rjq_job_info *info, 
 
 /* A failed row whose job started: read the job; replayed, it lives again. */
 static void check_revived(bridge *b, int64_t id, int gen, const char *queue, int priority) {
-    char why[256], job_id[96], rq[256];
-    qent *q = queue_of(b, route(b, queue, priority, rq, sizeof rq), why, sizeof why);
+    char why[256], job_id[96];
+    qent *q = row_queue(b, queue, priority, why, sizeof why);
     final_read *f = q ? calloc(1, sizeof *f) : NULL;
     if (f == NULL) return;
     f->b = b;
@@ -1029,9 +1036,8 @@ static void on_scanned(void *arg, PGresult **res, int n, const char *err,
     int rows = PQntuples(r);
     for (int i = 0; i < rows && b->follows.n < b->o.max_follow; i++) {
         int64_t id = be64(PQgetvalue(r, i, 0));
-        char why[256], rq[256];
-        qent *q = queue_of(b, route(b, PQgetvalue(r, i, 1), be32(PQgetvalue(r, i, 3)), rq, sizeof rq),
-                           why, sizeof why);
+        char why[256];
+        qent *q = row_queue(b, PQgetvalue(r, i, 1), be32(PQgetvalue(r, i, 3)), why, sizeof why);
         if (q) follow_row(b, id, be32(PQgetvalue(r, i, 2)), q, 0, 0);
         b->scan_after = id;
     }
@@ -1267,7 +1273,7 @@ static int enqueue_group(claim *cl, const int *idx, int n) {
 
 /* Check one claimed row; sets r->bad when it cannot become a job. */
 static void check_row(bridge *b, row *r, PGresult *res, int i) {
-    char why[512], rq[256];
+    char why[512];
     r->id = be64(PQgetvalue(res, i, 0));
     r->gen = be32(PQgetvalue(res, i, 6));
     job_id_of(b, r->id, r->gen, r->job_id, sizeof r->job_id);
@@ -1286,7 +1292,7 @@ static void check_row(bridge *b, row *r, PGresult *res, int i) {
     else if (strcmp(bo, "fixed") == 0) r->backoff.type = RJQ_BACKOFF_FIXED;
     else bo_ok = 0;
     why[0] = '\0';
-    r->q = queue_of(b, route(b, PQgetvalue(res, i, 1), r->priority, rq, sizeof rq), why, sizeof why);
+    r->q = row_queue(b, PQgetvalue(res, i, 1), r->priority, why, sizeof why);
     if (r->q == NULL) {
         /* why says it */
     } else if (r->len > b->o.max_payload) {

@@ -824,21 +824,20 @@ static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *d
     int kind = f->status == RJQ_OK ? W_COMPLETED : f->status == RJQ_EJOBDEAD ? W_FAILED : W_CANCELLED;
     if (status == RJQ_OK) {
         int now = final_kind(info->state);
-        /* the times of rjq's record (the server's clock) */
-        long long st = info->started_ms, end = info->ended_ms;
-        if (now == W_COMPLETED)
-            add_outcome(b, f->id, f->gen, now, info->result ? info->result : "", info->result_len,
-                        info->attempts, info->error, st, end);
-        else if (now == W_FAILED)
-            add_outcome(b, f->id, f->gen, now, info->error ? info->error : "dead",
-                        strlen(info->error ? info->error : "dead"), info->attempts, info->error, st,
-                        end);
-        else if (now == W_CANCELLED)
-            add_outcome(b, f->id, f->gen, now, "cancelled", 9, info->attempts, info->error, st, end);
-        else /* replayed meanwhile: it runs again */
+        if (now < 0) { /* replayed meanwhile: it runs again */
             follow_row(b, f->id, f->gen, f->q, 0, 0);
-        /* the last attempt's worker (completed, dead, or cancelled while it ran) */
-        if (now >= 0 && info->token) find_worker(b, f->id, f->gen, info->token);
+        } else {
+            /* the result, the error (or "dead"), or "cancelled"; with the
+             * times of rjq's record (the server's clock) */
+            const char *blob = now == W_COMPLETED ? (info->result ? info->result : "")
+                               : now == W_FAILED  ? (info->error ? info->error : "dead")
+                                                  : "cancelled";
+            size_t len = now == W_COMPLETED ? info->result_len : strlen(blob);
+            add_outcome(b, f->id, f->gen, now, blob, len, info->attempts, info->error,
+                        info->started_ms, info->ended_ms);
+            /* the last attempt's worker (completed, dead, or cancelled while it ran) */
+            if (info->token) find_worker(b, f->id, f->gen, info->token);
+        }
     } else { /* the record is gone: what the await said */
         add_write_full(b, f->id, f->gen, kind, f->blob, f->len, -1,
                        kind == W_FAILED ? f->blob : NULL);

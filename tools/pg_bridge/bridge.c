@@ -100,8 +100,7 @@ typedef struct lane {
 } lane;
 
 typedef struct claim {
-    bridge *b;
-    lane *ln;
+    lane *ln;     /* its lane (and through it the bridge) */
     row *rows;
     int n;
     int pending;  /* enqueue callbacks still due, plus one while sending */
@@ -1101,7 +1100,7 @@ static void on_marked(void *arg, PGresult **res, int n, const char *err,
     (void)res;
     (void)n;
     claim *cl = arg;
-    bridge *b = cl->b;
+    bridge *b = cl->ln->b;
     lane *ln = cl->ln;
     if (b->freeing) {
         claim_free(cl);
@@ -1136,7 +1135,7 @@ static void on_marked(void *arg, PGresult **res, int n, const char *err,
 
 /* Every enqueue answered (or the claim lost its transaction): mark. */
 static void mark(claim *cl) {
-    bridge *b = cl->b;
+    bridge *b = cl->ln->b;
     lane *ln = cl->ln;
     if (b->freeing) {
         claim_free(cl);
@@ -1205,7 +1204,7 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
     (void)c;
     group *g = data;
     claim *cl = g->cl;
-    bridge *b = cl->b;
+    bridge *b = cl->ln->b;
     if (status == RJQ_OK) {
         for (int k = 0; k < g->n && (size_t)k < n; k++) {
             row *r = &cl->rows[g->idx[k]];
@@ -1227,7 +1226,7 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
 
 /* Enqueue rows idx[0..n) (one queue) as one batch; 0 or rjq's code. */
 static int enqueue_group(claim *cl, const int *idx, int n) {
-    bridge *b = cl->b;
+    bridge *b = cl->ln->b;
     group *g = calloc(1, sizeof *g);
     rjq_enqueue_item *items = calloc((size_t)n, sizeof *items);
     rjq_job_options *opts = calloc((size_t)n, sizeof *opts);
@@ -1327,7 +1326,7 @@ static int invalid_item(int rc) {
 }
 
 static void enqueue_rows(claim *cl) {
-    bridge *b = cl->b;
+    bridge *b = cl->ln->b;
     int *idx = malloc((size_t)cl->n * sizeof *idx);
     char *done = calloc((size_t)cl->n, 1);
     cl->pending = 1; /* until every group is sent */
@@ -1378,33 +1377,23 @@ static void on_claimed(void *arg, PGresult **res, int n, const char *err,
     }
     PGresult *r = res[2]; /* after BEGIN and SET */
     int rows = PQntuples(r);
-    if (rows == 0) { /* nothing queued: end the transaction */
-        ln->cstate = C_MARKING;
-        claim *cl = calloc(1, sizeof *cl);
-        if (cl == NULL) {
-            rollback(ln);
-            claim_idle(ln, 0, RETRY_MS);
-            return;
-        }
-        cl->b = b;
-        cl->ln = ln;
-        cl->gen = pgconn_generation(ln->pg);
-        mark(cl);
-        if (b->want) claim_next(b); /* a notification came while it selected */
-        return;
-    }
     claim *cl = calloc(1, sizeof *cl);
-    if (cl == NULL || (cl->rows = calloc((size_t)rows, sizeof *cl->rows)) == NULL) {
+    if (cl == NULL || (rows > 0 && (cl->rows = calloc((size_t)rows, sizeof *cl->rows)) == NULL)) {
         free(cl);
-        logf_("out of memory: %d claimed rows stay queued", rows);
+        if (rows > 0) logf_("out of memory: %d claimed rows stay queued", rows);
         rollback(ln);
         claim_idle(ln, 0, RETRY_MS);
         return;
     }
-    cl->b = b;
     cl->ln = ln;
-    cl->n = rows;
     cl->gen = pgconn_generation(ln->pg);
+    if (rows <= 0) { /* nothing queued: end the transaction */
+        ln->cstate = C_MARKING;
+        mark(cl);
+        if (b->want) claim_next(b); /* a notification came while it selected */
+        return;
+    }
+    cl->n = rows;
     for (int i = 0; i < rows; i++) check_row(b, &cl->rows[i], r, i);
     ln->cstate = C_ENQUEUING;
     enqueue_rows(cl); /* the payloads are copied by rjq: r may go after this */

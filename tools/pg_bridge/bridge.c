@@ -100,8 +100,7 @@ typedef struct lane {
 } lane;
 
 typedef struct claim {
-    bridge *b;
-    lane *ln;
+    lane *ln;     /* its lane (and through it the bridge) */
     row *rows;
     int n;
     int pending;  /* enqueue callbacks still due, plus one while sending */
@@ -397,6 +396,13 @@ static const char *route(const bridge *b, const char *queue, int priority, char 
     return buf;
 }
 
+/* The queue entry a row of queue `queue` and this priority goes to (routed),
+ * or NULL with why. */
+static qent *row_queue(bridge *b, const char *queue, int priority, char *why, size_t size) {
+    char rq[256];
+    return queue_of(b, route(b, queue, priority, rq, sizeof rq), why, size);
+}
+
 /* ---- writes ----------------------------------------------------------------- */
 
 static const char *status_of_kind(int kind) {
@@ -520,8 +526,8 @@ static void on_revive_info(rjq_client *c, int status, const rjq_job_info *info, 
 
 /* A failed row whose job started: read the job; replayed, it lives again. */
 static void check_revived(bridge *b, int64_t id, int gen, const char *queue, int priority) {
-    char why[256], job_id[96], rq[256];
-    qent *q = queue_of(b, route(b, queue, priority, rq, sizeof rq), why, sizeof why);
+    char why[256], job_id[96];
+    qent *q = row_queue(b, queue, priority, why, sizeof why);
     final_read *f = q ? calloc(1, sizeof *f) : NULL;
     if (f == NULL) return;
     f->b = b;
@@ -817,21 +823,20 @@ static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *d
     int kind = f->status == RJQ_OK ? W_COMPLETED : f->status == RJQ_EJOBDEAD ? W_FAILED : W_CANCELLED;
     if (status == RJQ_OK) {
         int now = final_kind(info->state);
-        /* the times of rjq's record (the server's clock) */
-        long long st = info->started_ms, end = info->ended_ms;
-        if (now == W_COMPLETED)
-            add_outcome(b, f->id, f->gen, now, info->result ? info->result : "", info->result_len,
-                        info->attempts, info->error, st, end);
-        else if (now == W_FAILED)
-            add_outcome(b, f->id, f->gen, now, info->error ? info->error : "dead",
-                        strlen(info->error ? info->error : "dead"), info->attempts, info->error, st,
-                        end);
-        else if (now == W_CANCELLED)
-            add_outcome(b, f->id, f->gen, now, "cancelled", 9, info->attempts, info->error, st, end);
-        else /* replayed meanwhile: it runs again */
+        if (now < 0) { /* replayed meanwhile: it runs again */
             follow_row(b, f->id, f->gen, f->q, 0, 0);
-        /* the last attempt's worker (completed, dead, or cancelled while it ran) */
-        if (now >= 0 && info->token) find_worker(b, f->id, f->gen, info->token);
+        } else {
+            /* the result, the error (or "dead"), or "cancelled"; with the
+             * times of rjq's record (the server's clock) */
+            const char *blob = now == W_COMPLETED ? (info->result ? info->result : "")
+                               : now == W_FAILED  ? (info->error ? info->error : "dead")
+                                                  : "cancelled";
+            size_t len = now == W_COMPLETED ? info->result_len : strlen(blob);
+            add_outcome(b, f->id, f->gen, now, blob, len, info->attempts, info->error,
+                        info->started_ms, info->ended_ms);
+            /* the last attempt's worker (completed, dead, or cancelled while it ran) */
+            if (info->token) find_worker(b, f->id, f->gen, info->token);
+        }
     } else { /* the record is gone: what the await said */
         add_write_full(b, f->id, f->gen, kind, f->blob, f->len, -1,
                        kind == W_FAILED ? f->blob : NULL);
@@ -1029,9 +1034,8 @@ static void on_scanned(void *arg, PGresult **res, int n, const char *err,
     int rows = PQntuples(r);
     for (int i = 0; i < rows && b->follows.n < b->o.max_follow; i++) {
         int64_t id = be64(PQgetvalue(r, i, 0));
-        char why[256], rq[256];
-        qent *q = queue_of(b, route(b, PQgetvalue(r, i, 1), be32(PQgetvalue(r, i, 3)), rq, sizeof rq),
-                           why, sizeof why);
+        char why[256];
+        qent *q = row_queue(b, PQgetvalue(r, i, 1), be32(PQgetvalue(r, i, 3)), why, sizeof why);
         if (q) follow_row(b, id, be32(PQgetvalue(r, i, 2)), q, 0, 0);
         b->scan_after = id;
     }
@@ -1096,7 +1100,7 @@ static void on_marked(void *arg, PGresult **res, int n, const char *err,
     (void)res;
     (void)n;
     claim *cl = arg;
-    bridge *b = cl->b;
+    bridge *b = cl->ln->b;
     lane *ln = cl->ln;
     if (b->freeing) {
         claim_free(cl);
@@ -1131,7 +1135,7 @@ static void on_marked(void *arg, PGresult **res, int n, const char *err,
 
 /* Every enqueue answered (or the claim lost its transaction): mark. */
 static void mark(claim *cl) {
-    bridge *b = cl->b;
+    bridge *b = cl->ln->b;
     lane *ln = cl->ln;
     if (b->freeing) {
         claim_free(cl);
@@ -1200,7 +1204,7 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
     (void)c;
     group *g = data;
     claim *cl = g->cl;
-    bridge *b = cl->b;
+    bridge *b = cl->ln->b;
     if (status == RJQ_OK) {
         for (int k = 0; k < g->n && (size_t)k < n; k++) {
             row *r = &cl->rows[g->idx[k]];
@@ -1222,7 +1226,7 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
 
 /* Enqueue rows idx[0..n) (one queue) as one batch; 0 or rjq's code. */
 static int enqueue_group(claim *cl, const int *idx, int n) {
-    bridge *b = cl->b;
+    bridge *b = cl->ln->b;
     group *g = calloc(1, sizeof *g);
     rjq_enqueue_item *items = calloc((size_t)n, sizeof *items);
     rjq_job_options *opts = calloc((size_t)n, sizeof *opts);
@@ -1267,7 +1271,7 @@ static int enqueue_group(claim *cl, const int *idx, int n) {
 
 /* Check one claimed row; sets r->bad when it cannot become a job. */
 static void check_row(bridge *b, row *r, PGresult *res, int i) {
-    char why[512], rq[256];
+    char why[512];
     r->id = be64(PQgetvalue(res, i, 0));
     r->gen = be32(PQgetvalue(res, i, 6));
     job_id_of(b, r->id, r->gen, r->job_id, sizeof r->job_id);
@@ -1286,7 +1290,7 @@ static void check_row(bridge *b, row *r, PGresult *res, int i) {
     else if (strcmp(bo, "fixed") == 0) r->backoff.type = RJQ_BACKOFF_FIXED;
     else bo_ok = 0;
     why[0] = '\0';
-    r->q = queue_of(b, route(b, PQgetvalue(res, i, 1), r->priority, rq, sizeof rq), why, sizeof why);
+    r->q = row_queue(b, PQgetvalue(res, i, 1), r->priority, why, sizeof why);
     if (r->q == NULL) {
         /* why says it */
     } else if (r->len > b->o.max_payload) {
@@ -1322,7 +1326,7 @@ static int invalid_item(int rc) {
 }
 
 static void enqueue_rows(claim *cl) {
-    bridge *b = cl->b;
+    bridge *b = cl->ln->b;
     int *idx = malloc((size_t)cl->n * sizeof *idx);
     char *done = calloc((size_t)cl->n, 1);
     cl->pending = 1; /* until every group is sent */
@@ -1373,33 +1377,23 @@ static void on_claimed(void *arg, PGresult **res, int n, const char *err,
     }
     PGresult *r = res[2]; /* after BEGIN and SET */
     int rows = PQntuples(r);
-    if (rows == 0) { /* nothing queued: end the transaction */
-        ln->cstate = C_MARKING;
-        claim *cl = calloc(1, sizeof *cl);
-        if (cl == NULL) {
-            rollback(ln);
-            claim_idle(ln, 0, RETRY_MS);
-            return;
-        }
-        cl->b = b;
-        cl->ln = ln;
-        cl->gen = pgconn_generation(ln->pg);
-        mark(cl);
-        if (b->want) claim_next(b); /* a notification came while it selected */
-        return;
-    }
     claim *cl = calloc(1, sizeof *cl);
-    if (cl == NULL || (cl->rows = calloc((size_t)rows, sizeof *cl->rows)) == NULL) {
+    if (cl == NULL || (rows > 0 && (cl->rows = calloc((size_t)rows, sizeof *cl->rows)) == NULL)) {
         free(cl);
-        logf_("out of memory: %d claimed rows stay queued", rows);
+        if (rows > 0) logf_("out of memory: %d claimed rows stay queued", rows);
         rollback(ln);
         claim_idle(ln, 0, RETRY_MS);
         return;
     }
-    cl->b = b;
     cl->ln = ln;
-    cl->n = rows;
     cl->gen = pgconn_generation(ln->pg);
+    if (rows <= 0) { /* nothing queued: end the transaction */
+        ln->cstate = C_MARKING;
+        mark(cl);
+        if (b->want) claim_next(b); /* a notification came while it selected */
+        return;
+    }
+    cl->n = rows;
     for (int i = 0; i < rows; i++) check_row(b, &cl->rows[i], r, i);
     ln->cstate = C_ENQUEUING;
     enqueue_rows(cl); /* the payloads are copied by rjq: r may go after this */

@@ -1015,22 +1015,32 @@ static long long script_calls(redisContext *rc) {
     return server_calls(rc, "fcall") + server_calls(rc, "evalsha");
 }
 
+/* Subscribes the reply channel (warm[0] awaits a job that is not there)
+ * and enqueues n jobs "<prefix>-<i>", each of its id as payload; returns
+ * their records (calloc'd), each expecting the result "r:<id>". */
+static rec *subscribe_and_enqueue(aw_env *e, rec *warm, const char *prefix, int n) {
+    memset(warm, 0, sizeof *warm);
+    warm->want = RJQ_ENOTFOUND;
+    ASSERT_OK(rjq_queue_await(e->pq, "nothing", NULL, on_outcome, warm, NULL));
+    ASSERT(loop_until_count(e->base, &resolved, 1, 5000)); /* the reply channel is subscribed */
+    rec *r = calloc((size_t)n, sizeof *r);
+    ASSERT(r != NULL);
+    char id[32];
+    for (int i = 0; i < n; i++) {
+        snprintf(id, sizeof id, "%s-%d", prefix, i);
+        enqueue_id(e->base, e->pq, id, id, 0);
+        rec_set(&r[i], RJQ_OK, "r:%s", id);
+    }
+    return r;
+}
+
 TEST(awaits_of_one_loop_pass_share_one_watch_call) {
     enum { N = 300 };
     aw_env e;
     aw_start(&e, "co", NULL);
     rec warm[1];
-    memset(warm, 0, sizeof warm);
-    warm[0].want = RJQ_ENOTFOUND;
-    ASSERT_OK(rjq_queue_await(e.pq, "nothing", NULL, on_outcome, &warm[0], NULL));
-    ASSERT(loop_until_count(e.base, &resolved, 1, 5000)); /* the reply channel is subscribed */
-    rec *r = calloc(N, sizeof *r);
+    rec *r = subscribe_and_enqueue(&e, warm, "co", N);
     char id[32];
-    for (int i = 0; i < N; i++) {
-        snprintf(id, sizeof id, "co-%d", i);
-        enqueue_id(e.base, e.pq, id, id, 0);
-        rec_set(&r[i], RJQ_OK, "r:%s", id);
-    }
     long long calls = script_calls(e.rc);
     for (int i = 0; i < N; i++) { /* one pass */
         snprintf(id, sizeof id, "co-%d", i);
@@ -1058,18 +1068,8 @@ TEST(a_watch_of_many_jobs_reads_each_column_once_and_writes_watchers_in_one_hset
     aw_env e;
     aw_start(&e, "wb", NULL);
     rec warm[1];
-    memset(warm, 0, sizeof warm);
-    warm[0].want = RJQ_ENOTFOUND;
-    ASSERT_OK(rjq_queue_await(e.pq, "nothing", NULL, on_outcome, &warm[0], NULL));
-    ASSERT(loop_until_count(e.base, &resolved, 1, 5000)); /* the reply channel is subscribed */
-    rec *r = calloc(N, sizeof *r);
-    ASSERT(r != NULL);
+    rec *r = subscribe_and_enqueue(&e, warm, "wb", N);
     char id[32];
-    for (int i = 0; i < N; i++) {
-        snprintf(id, sizeof id, "wb-%d", i);
-        enqueue_id(e.base, e.pq, id, id, 0);
-        rec_set(&r[i], RJQ_OK, "r:%s", id);
-    }
     long long hmget = server_calls(e.rc, "hmget"), hset = server_calls(e.rc, "hset"),
               hexists = server_calls(e.rc, "hexists");
     for (int i = 0; i < N; i++) { /* one pass: one watch call */

@@ -1348,6 +1348,18 @@ static count_wait count_call(test_env *env, int replay, const char *id) {
     return cw;
 }
 
+static void count_stopped(rjq_worker *w, int status, void *data) {
+    (void)w, (void)status;
+    (*(int *)data)++;
+}
+
+/* Stop w and wait for its stop callback. */
+static void stop_and_wait(test_env *env, rjq_worker *w) {
+    int stopped = 0;
+    ASSERT_OK(rjq_worker_stop(w, count_stopped, &stopped));
+    ASSERT(loop_until(env->base, &stopped, 10000));
+}
+
 TEST(non_numeric_counter_never_loses_a_job_moved_by_sweep_claim_or_replay) {
     test_env env;
     env_start(&env, "g");
@@ -1378,8 +1390,7 @@ TEST(non_numeric_counter_never_loses_a_job_moved_by_sweep_claim_or_replay) {
     ASSERT_OK(rjq_job_complete(h.job, "", 0, on_held_done, &h)); /* too late: refused */
     ASSERT(loop_until(env.base, &h.done, 10000));
     ASSERT_EQ(RJQ_ELEASELOST, h.done_status);
-    ASSERT_OK(rjq_worker_stop(w, NULL, NULL));
-    loop_for(env.base, 50);
+    stop_and_wait(&env, w);
 
     /* the claim: a due priority job takes a sequence number */
     rjq_job_options p = {0};
@@ -1403,8 +1414,7 @@ TEST(non_numeric_counter_never_loses_a_job_moved_by_sweep_claim_or_replay) {
     ungarble(&env, "skipped");
     for (int i = 0; i < 1000 && handled == 0; i++) loop_for(env.base, 10);
     ASSERT_EQ(1, handled);
-    ASSERT_OK(rjq_worker_stop(w2, NULL, NULL));
-    loop_for(env.base, 50);
+    stop_and_wait(&env, w2);
 
     /* the replay: a dead priority job goes back to prio with a sequence number */
     rjq_job_options d = {0};

@@ -82,6 +82,16 @@ static rjq_queue *open_queue(test_env *e, const char *name) {
     return q;
 }
 
+/* A fresh log (holding its jobs if hold) and a strict worker of first,
+ * then second, started on it. */
+static void start_strict(mq_log *l, int hold, rjq_queue *first, rjq_queue *second,
+                         const rjq_worker_options *wo) {
+    memset(l, 0, sizeof *l);
+    l->hold = hold;
+    rjq_queue *qs[] = {first, second};
+    ASSERT_OK(rjq_worker_start_queues(qs, 2, RJQ_WORKER_STRICT, NULL, wo, handler, l, &l->w));
+}
+
 /* With both slots of a strict worker taken by :low jobs, a :high job
  * enqueued meanwhile is the next job started when one slot frees. The
  * worker's first claim of :high came back empty and registered its slots,
@@ -94,11 +104,8 @@ TEST(strict_high_job_is_next_when_a_slot_frees) {
     rjq_queue *low = e.q, *high = open_queue(&e, "mq_high");
     enqueue_many(&e, low, "l", 6);
     static mq_log l;
-    memset(&l, 0, sizeof l);
-    l.hold = 1;
     rjq_worker_options wo = quiet_worker_options(2);
-    rjq_queue *qs[] = {high, low};
-    ASSERT_OK(rjq_worker_start_queues(qs, 2, RJQ_WORKER_STRICT, NULL, &wo, handler, &l, &l.w));
+    start_strict(&l, 1, high, low, &wo);
     ASSERT(loop_until_count(e.base, &l.started, 2, 10000));
     ASSERT(l.queue[0] == low && l.queue[1] == low);
     ASSERT_EQ(2, rjq_worker_running(l.w));
@@ -144,10 +151,8 @@ TEST(strict_runs_earlier_queue_backlog_first) {
     enqueue_many(&e, low, "l", 50);
     enqueue_many(&e, high, "h", 50);
     static mq_log l;
-    memset(&l, 0, sizeof l);
     rjq_worker_options wo = quiet_worker_options(4);
-    rjq_queue *qs[] = {high, low};
-    ASSERT_OK(rjq_worker_start_queues(qs, 2, RJQ_WORKER_STRICT, NULL, &wo, handler, &l, &l.w));
+    start_strict(&l, 0, high, low, &wo);
     ASSERT(loop_until_count(e.base, &l.done, 100, 30000));
     for (int k = 0; k < 50; k++) ASSERT(l.queue[k] == high);
     for (int k = 50; k < 100; k++) ASSERT(l.queue[k] == low);
@@ -201,10 +206,8 @@ TEST(paused_queue_leaves_slots_to_the_others) {
     enqueue_many(&e, high, "h", 5);
     enqueue_many(&e, low, "l", 5);
     static mq_log l;
-    memset(&l, 0, sizeof l);
     rjq_worker_options wo = quiet_worker_options(2);
-    rjq_queue *qs[] = {high, low};
-    ASSERT_OK(rjq_worker_start_queues(qs, 2, RJQ_WORKER_STRICT, NULL, &wo, handler, &l, &l.w));
+    start_strict(&l, 0, high, low, &wo);
     ASSERT(loop_until_count(e.base, &l.done, 5, 10000));
     for (int k = 0; k < 5; k++) ASSERT(l.queue[k] == low);
     get_stats(e.base, high);
@@ -270,12 +273,9 @@ TEST(cancel_notice_reaches_a_job_of_any_queue) {
     rjq_queue *low = e.q, *high = open_queue(&e, "mq_high");
     enqueue_many(&e, low, "l", 1);
     static mq_log l;
-    memset(&l, 0, sizeof l);
-    l.hold = 1;
     rjq_worker_options wo = quiet_worker_options(2);
     wo.on_notice = on_notice;
-    rjq_queue *qs[] = {high, low};
-    ASSERT_OK(rjq_worker_start_queues(qs, 2, RJQ_WORKER_STRICT, NULL, &wo, handler, &l, &l.w));
+    start_strict(&l, 1, high, low, &wo);
     ASSERT(loop_until_count(e.base, &l.started, 1, 10000));
     ASSERT(l.queue[0] == low);
     int cancelled = 0, refused = 0;
@@ -305,11 +305,8 @@ TEST(client_free_frees_a_worker_of_several_queues) {
     enqueue_many(&e, low, "l", 2);
     enqueue_many(&e, high, "h", 2);
     static mq_log l;
-    memset(&l, 0, sizeof l);
-    l.hold = 1;
     rjq_worker_options wo = quiet_worker_options(4);
-    rjq_queue *qs[] = {high, low};
-    ASSERT_OK(rjq_worker_start_queues(qs, 2, RJQ_WORKER_STRICT, NULL, &wo, handler, &l, &l.w));
+    start_strict(&l, 1, high, low, &wo);
     ASSERT(loop_until_count(e.base, &l.started, 4, 10000));
     ASSERT_EQ(4, rjq_worker_running(l.w));
     int stopped = 0;
@@ -346,11 +343,8 @@ TEST(close_lets_jobs_of_every_queue_finish) {
     enqueue_many(&e, low, "l", 3);
     enqueue_many(&e, high, "h", 1);
     static mq_log l;
-    memset(&l, 0, sizeof l);
-    l.hold = 1;
     rjq_worker_options wo = quiet_worker_options(2);
-    rjq_queue *qs[] = {high, low};
-    ASSERT_OK(rjq_worker_start_queues(qs, 2, RJQ_WORKER_STRICT, NULL, &wo, handler, &l, &l.w));
+    start_strict(&l, 1, high, low, &wo);
     ASSERT(loop_until_count(e.base, &l.started, 2, 10000));
     ASSERT(l.queue[0] == high && l.queue[1] == low);
     close_wait cw = {0};
@@ -403,8 +397,7 @@ TEST(start_queues_out_of_memory_leaves_nothing) {
         ASSERT(n < 1000);
     }
     ASSERT(n > 5); /* it did fail allocations on the way */
-    memset(&l, 0, sizeof l);
-    ASSERT_OK(rjq_worker_start_queues(qs, 2, RJQ_WORKER_STRICT, NULL, &wo, handler, &l, &l.w));
+    start_strict(&l, 0, high, low, &wo);
     enqueue_many(&e, low, "l", 1);
     enqueue_many(&e, high, "h", 1);
     ASSERT(loop_until_count(e.base, &l.done, 2, 10000));

@@ -639,6 +639,18 @@ static void wait_completed_or_dropped(struct event_base *base, huge_ctx *x) {
         loop_for(base, 10);
 }
 
+/* Enqueue one job of x's length, every byte x's fill, with id `id` (none
+ * if NULL). */
+static void enqueue_huge(test_env *e, const huge_ctx *x, const char *id) {
+    char *big = malloc(x->len);
+    ASSERT(big != NULL);
+    memset(big, x->fill, x->len);
+    rjq_job_options jo = {0};
+    jo.id = id;
+    ASSERT_OK(rjq_enqueue(e->q, big, x->len, id ? &jo : NULL, NULL, NULL));
+    free(big);
+}
+
 /* Start e over a proxy with client options o (disconnects counted in x),
  * enqueue one job of x's length and byte, slow the link to 16 KiB every
  * 10 ms and start a worker of 1 on it. */
@@ -647,11 +659,7 @@ static void start_huge_over_a_slow_link(test_env *e, proxy *p, huge_ctx *x, cons
     o->on_event = huge_event;
     o->event_data = x;
     env_start_proxied_opts(e, p, queue, o);
-    char *big = malloc(x->len);
-    ASSERT(big != NULL);
-    memset(big, x->fill, x->len);
-    ASSERT_OK(rjq_enqueue(e->q, big, x->len, NULL, NULL, NULL));
-    free(big);
+    enqueue_huge(e, x, NULL);
     ASSERT_EQ(1, get_stats(e->base, e->q).ready);
     proxy_trickle(p, 16u << 10, 10);
     rjq_worker_options wo = quiet_worker_options(1);
@@ -802,17 +810,9 @@ TEST(payload_read_slower_than_the_lease_runs_its_job_once_with_one_token) {
     ASSERT_OK(rjq_worker_start(e.q, &wo, token_handler, &x, &w));
     /* idle, its slot registered: the job is pushed as its id (too big to
      * push) and the worker reads its payload */
-    for (int k = 0; k < 500 && server_int(e.rc, "HLEN t:{slowread}:idle") < 1; k++)
-        loop_for(e.base, 10);
     wait_worker_started(e.base, e.c, e.q, e.rc, "slowread");
     ASSERT_EQ(1, server_int(e.rc, "HLEN t:{slowread}:idle"));
-    char *big = malloc(x.len);
-    ASSERT(big != NULL);
-    memset(big, x.fill, x.len);
-    rjq_job_options jo = {0};
-    jo.id = "big";
-    ASSERT_OK(rjq_enqueue(e.q, big, x.len, &jo, NULL, NULL));
-    free(big);
+    enqueue_huge(&e, &x, "big");
     proxy_trickle(&p, 16u << 10, 10);
     char tok[64];
     first_token(&e, "slowread", tok, sizeof tok); /* pushed */
@@ -833,13 +833,7 @@ TEST(claim_reply_slower_than_the_lease_runs_its_job_once_with_one_token) {
     o.on_event = huge_event;
     o.event_data = &x;
     env_start_proxied_opts(&e, &p, "slowclaim", &o);
-    char *big = malloc(x.len);
-    ASSERT(big != NULL);
-    memset(big, x.fill, x.len);
-    rjq_job_options jo = {0};
-    jo.id = "big";
-    ASSERT_OK(rjq_enqueue(e.q, big, x.len, &jo, NULL, NULL));
-    free(big);
+    enqueue_huge(&e, &x, "big");
     ASSERT_EQ(1, get_stats(e.base, e.q).ready);
     proxy_trickle(&p, 16u << 10, 10);
     rjq_worker_options wo = quiet_worker_options(1);

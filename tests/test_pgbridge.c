@@ -339,13 +339,15 @@ TEST(ten_thousand_rows_two_bridges_three_workers_each_job_runs_once) {
     teardown();
 }
 
-TEST(rows_of_one_batch_start_by_priority_then_in_insert_order) {
+/* Pauses the queue, runs a bridge with extra arguments over 300 rows of
+ * scrambled priorities -5..5 inserted in one transaction, resumes with one
+ * worker of one slot: every row starts by priority, then in insert order. */
+static void rows_start_by_priority_then_in_insert_order(const char *const *extra) {
     setup();
     count_wait cw = {0};
     ASSERT_OK(rjq_queue_pause(F.e.q, on_count, &cw));
     ASSERT(loop_until(F.e.base, &cw.done, 5000));
-    pid_t b = bridge_spawn(NULL);
-    /* one transaction, priorities -5..5 in a scrambled order */
+    pid_t b = bridge_spawn(extra);
     insert_rows("jobs", 1, 300, "(g * 7) % 11 - 5");
     wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", 300, 30000);
     workers_start("jobs", 1, 1);
@@ -365,33 +367,16 @@ TEST(rows_of_one_batch_start_by_priority_then_in_insert_order) {
     teardown();
 }
 
+TEST(rows_of_one_batch_start_by_priority_then_in_insert_order) {
+    rows_start_by_priority_then_in_insert_order(NULL);
+}
+
 /* Claims overlap (--claims): the rows of several claims, each one
  * selected while the ones before it are in Redis, still reach rjq in claim
  * order. */
 TEST(rows_of_overlapping_claims_start_by_priority_then_in_insert_order) {
-    setup();
-    count_wait cw = {0};
-    ASSERT_OK(rjq_queue_pause(F.e.q, on_count, &cw));
-    ASSERT(loop_until(F.e.base, &cw.done, 5000));
     const char *extra[] = {"--batch", "25", "--claims", "4", NULL};
-    pid_t b = bridge_spawn(extra);
-    insert_rows("jobs", 1, 300, "(g * 7) % 11 - 5");
-    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", 300, 30000);
-    workers_start("jobs", 1, 1);
-    cw.done = 0;
-    ASSERT_OK(rjq_queue_resume(F.e.q, on_count, &cw));
-    ASSERT(loop_until(F.e.base, &cw.done, 5000));
-    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 30000);
-    ASSERT_EQ(300, F.ws.started);
-    for (long i = 1; i < F.ws.started; i++) {
-        long a = F.ws.order[i - 1], c = F.ws.order[i];
-        long pa = (a * 7) % 11 - 5, pc = (c * 7) % 11 - 5;
-        if (pa < pc || (pa == pc && a > c))
-            FAIL_AT(__FILE__, __LINE__, "row %ld (priority %ld) started before row %ld (priority %ld)",
-                    a, pa, c, pc);
-    }
-    bridge_stop(b);
-    teardown();
+    rows_start_by_priority_then_in_insert_order(extra);
 }
 
 /* While one claim's mark waits (on a lock here; on PostgreSQL's commit in

@@ -260,6 +260,17 @@ static void count_stopped(rjq_worker *w, int status, void *data) {
     (*(int *)data)++;
 }
 
+/* Stop w, the worker of e.q, wait for its stop, then close e.q: one
+ * handle (the other's) is left. */
+static void stop_and_close_first(test_env *e, rjq_worker *w) {
+    int stopped = 0;
+    ASSERT_OK(rjq_worker_stop(w, count_stopped, &stopped));
+    ASSERT(loop_until(e->base, &stopped, 5000));
+    ASSERT_OK(rjq_queue_close(e->q));
+    e->q = NULL;
+    wait_handles(e, 1);
+}
+
 TEST(reopened_name_is_a_fresh_handle_and_pushes_reach_the_other_handle_of_the_queue) {
     test_env e;
     env_start(&e, "qc5"); /* e.q: the handle that listens on the push channel */
@@ -272,12 +283,7 @@ TEST(reopened_name_is_a_fresh_handle_and_pushes_reach_the_other_handle_of_the_qu
     ASSERT_OK(rjq_queue_open(e.c, "qc5", NULL, &h2));
     ASSERT_OK(rjq_worker_start(h2, &wo, complete_r, NULL, &w2));
     wait_worker_started(e.base, e.c, h2, e.rc, "qc5");
-    int stopped = 0;
-    ASSERT_OK(rjq_worker_stop(w1, count_stopped, &stopped));
-    ASSERT(loop_until(e.base, &stopped, 5000));
-    ASSERT_OK(rjq_queue_close(e.q));
-    e.q = NULL;
-    wait_handles(&e, 1);
+    stop_and_close_first(&e, w1);
 
     /* h2's idle worker has registered slots: enqueues push to them, on the
      * channel the closed handle listened on (without a listener they would
@@ -308,12 +314,7 @@ TEST(a_closed_handle_is_no_longer_visited_by_the_upkeep) {
     ASSERT_OK(rjq_queue_open(e.c, "qc7b", NULL, &qb));
     ASSERT_OK(rjq_worker_start(qb, &wo, complete_r, NULL, &wb));
     wait_worker_started(e.base, e.c, qb, e.rc, "qc7b");
-    int stopped = 0;
-    ASSERT_OK(rjq_worker_stop(wa, count_stopped, &stopped));
-    ASSERT(loop_until(e.base, &stopped, 5000));
-    ASSERT_OK(rjq_queue_close(e.q));
-    e.q = NULL;
-    wait_handles(&e, 1);
+    stop_and_close_first(&e, wa);
     /* qb's visits go on (each looks at every queue the upkeep visits: ASan
      * and valgrind see none of the freed one's memory read) */
     long long before = script_calls(e.rc);

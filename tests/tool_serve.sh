@@ -55,6 +55,17 @@ expect() { # expect CODE [BODY-REGEX]
 header_has() { CHECKS=$((CHECKS + 1)); grep -qi "^$1" "$DIR/h" || fail "$LAST: no header '$1'"; }
 keys() { redis-cli -p "$redis_port" dbsize; }
 json() { "$PY" -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$BODY"; }
+# wait_served N: until GET /v1/server says "served":N (BODY: its last answer).
+wait_served() {
+    for _ in $(seq 200); do req GET /v1/server; [[ $BODY == *"\"served\":$1,"* ]] && break; sleep 0.05; done
+}
+refreshes() { sed -n 's/.*"refreshes":\([0-9]*\).*/\1/p' <<<"$BODY"; }
+# wait_refreshes: until the server has refreshed 3 times since its answer in BODY.
+wait_refreshes() {
+    local r0
+    r0=$(refreshes)
+    for _ in $(seq 200); do req GET /v1/server; [ "$(refreshes)" -ge $((r0 + 3)) ] && break; sleep 0.05; done
+}
 
 start_serve main --queues 'w,t,bin,jobs*,lk,z*' --max-body 1000
 MAIN_PID=$SPID MAIN=$BASE
@@ -393,7 +404,7 @@ req GET /v1/queues; expect 200 '^\{"queues":\[\]\}$' # (none served: under UBSan
 req POST /v1/queues/ia/jobs --data x; expect 201
 req POST /v1/queues/ib/jobs --data x; expect 201
 req POST /v1/queues/ic/jobs --data x; expect 503 'max-queues'
-for _ in $(seq 200); do req GET /v1/server; [[ $BODY == *'"served":0,'* ]] && break; sleep 0.05; done
+wait_served 0
 expect 200 '"served":0,' # nobody named or watched them since: let go
 req POST /v1/queues/ic/jobs --data x; expect 201 # so a new name is served
 req GET /v1/queues/ia; expect 200 '"ready":1,' # and an old one again
@@ -402,25 +413,19 @@ curl -s -N "$BASE/v1/events?queues=ia&jobs=0" >"$DIR/idle.sse" 2>/dev/null &
 ICURL=$!
 PIDS+=("$ICURL")
 for _ in $(seq 100); do grep -q '^retry:' "$DIR/idle.sse" && break; sleep 0.05; done
-for _ in $(seq 200); do req GET /v1/server; [[ $BODY == *'"served":1,'* ]] && break; sleep 0.05; done
+wait_served 1
 expect 200 '"served":1,'
-r0=$(sed -n 's/.*"refreshes":\([0-9]*\).*/\1/p' <<<"$BODY")
-for _ in $(seq 200); do
-    req GET /v1/server; [ "$(sed -n 's/.*"refreshes":\([0-9]*\).*/\1/p' <<<"$BODY")" -ge $((r0 + 3)) ] && break; sleep 0.05
-done
+wait_refreshes
 expect 200 '"served":1,' # (3 refreshes later: still watched)
 kill "$ICURL"; wait "$ICURL" 2>/dev/null
-for _ in $(seq 200); do req GET /v1/server; [[ $BODY == *'"served":0,'* ]] && break; sleep 0.05; done
+wait_served 0
 expect 200 '"served":0,'
 # nothing watched: none of the queues' keys is sent to Redis, refresh after refresh
 redis-cli -p "$redis_port" monitor >"$DIR/idle.mon" 2>/dev/null &
 MON=$!
 PIDS+=("$MON")
 for _ in $(seq 100); do grep -q '^OK' "$DIR/idle.mon" && break; sleep 0.05; done
-req GET /v1/server; r0=$(sed -n 's/.*"refreshes":\([0-9]*\).*/\1/p' <<<"$BODY")
-for _ in $(seq 200); do
-    req GET /v1/server; [ "$(sed -n 's/.*"refreshes":\([0-9]*\).*/\1/p' <<<"$BODY")" -ge $((r0 + 3)) ] && break; sleep 0.05
-done
+req GET /v1/server; wait_refreshes
 kill "$MON"; wait "$MON" 2>/dev/null
 CHECKS=$((CHECKS + 1))
 grep -q '"idle:{' "$DIR/idle.mon" && fail "queues nobody watches still cost Redis commands: $(grep '"idle:{' "$DIR/idle.mon" | head -3)"
@@ -440,21 +445,18 @@ idle_queue_handles_are_closed() {
         for name in "h${round}a" "h${round}b"; do
             req POST "/v1/queues/$name/jobs" --data x; expect 201
         done
-        for _ in $(seq 200); do req GET /v1/server; [[ $BODY == *'"served":0,'* ]] && break; sleep 0.05; done
+        wait_served 0
         expect 200 '"served":0,'
         expect 200 '"handles":0,' # (closed as they were let go: none kept per name)
     done
     # nothing served: refresh after refresh, none of their keys is sent to
     # Redis (MONITOR: the other servers of this file share the Redis)
-    local mon r0
+    local mon
     redis-cli -p "$redis_port" monitor >"$DIR/idleh.mon" 2>/dev/null &
     mon=$!
     PIDS+=("$mon")
     for _ in $(seq 100); do grep -q '^OK' "$DIR/idleh.mon" && break; sleep 0.05; done
-    req GET /v1/server; r0=$(sed -n 's/.*"refreshes":\([0-9]*\).*/\1/p' <<<"$BODY")
-    for _ in $(seq 200); do
-        req GET /v1/server; [ "$(sed -n 's/.*"refreshes":\([0-9]*\).*/\1/p' <<<"$BODY")" -ge $((r0 + 3)) ] && break; sleep 0.05
-    done
+    req GET /v1/server; wait_refreshes
     kill "$mon"; wait "$mon" 2>/dev/null
     CHECKS=$((CHECKS + 1))
     grep -q '"idleh:{' "$DIR/idleh.mon" && fail "queues let go still cost Redis commands: $(grep '"idleh:{' "$DIR/idleh.mon" | head -3)"

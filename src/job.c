@@ -1,58 +1,29 @@
 /*
- * Finishing jobs: complete, fail, progress, and the job handle's
- * accessors. Completions are batched per queue and per loop turn into one
- * script call (the queue's tick); failures go out at once. Both are
- * token-checked on the server and retried across a reconnect (a repeat
- * with the same token is recognised as done). A completion batch also
- * carries the slots its idle workers offer for push delivery.
+ * Finish requests (job.h): complete, fail, progress, as the handle's
+ * owner (the worker layer, worker_job.c) asks for them. Completions are
+ * batched per queue and per loop turn into one script call (the queue's
+ * tick); failures go out at once. Both are token-checked on the server and
+ * retried across a reconnect (a repeat with the same token is recognised
+ * as done). A completion batch also carries the slots its idle workers
+ * offer for push delivery. job.c never sees a job handle: it is told a
+ * job's id, token and attempt, and reports each request's end to its
+ * owner through the owner's rjq__finish_ops, once.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "held.h"
-#include "worker.h"
+#include "job.h"
 
 #define COMPLETE_BATCH 500           /* jobs per complete script call */
 #define COMPLETE_BYTES (8u << 20)    /* result bytes per complete script call */
 
-const char *rjq_job_id(const rjq_job *job) {
-    return job->id;
-}
-
-const void *rjq_job_payload(const rjq_job *job, size_t *len) {
-    if (len) *len = job->len;
-    return job->payload;
-}
-
-int rjq_job_attempt(const rjq_job *job) {
-    return job->attempt;
-}
-
-int rjq_job_max_attempts(const rjq_job *job) {
-    return job->max_attempts;
-}
-
-const char *rjq_job_token(const rjq_job *job) {
-    return job->token;
-}
-
-rjq_worker *rjq_job_worker(const rjq_job *job) {
-    return job->w ? rjq__worker_handle(job->w) : NULL;
-}
-
-rjq_queue *rjq_job_queue(const rjq_job *job) {
-    return job->w ? rjq__worker_queue(job->w) : NULL;
-}
-
-int rjq_job_notice(const rjq_job *job) {
-    return job->notice;
-}
-
 /* ---- complete ------------------------------------------------------------ */
 
 typedef struct item {
-    rjq_worker *w;
+    rjq_worker *w;            /* the job's owner, told through ops */
+    const rjq__finish_ops *ops;
     char *id;                 /* owns one block holding all three strings */
     char *tail;               /* "<attempt> <token>": how the job's state ends
                                * while this claim holds it (complete.lua) */
@@ -85,7 +56,7 @@ static void finish_items(rjq_client *c, item *items, size_t n, int status, redis
                                                  : RJQ_ELEASELOST;
         if (code == RJQ_OK && rjq__write_short(c)) code = RJQ_EREPLICAS;
         if (items[i].cb) items[i].cb(c, code, items[i].data);
-        rjq__worker_finish_replied(items[i].w);
+        items[i].ops->replied(items[i].w);
         free(items[i].id);
     }
 }
@@ -109,7 +80,7 @@ static void on_completed(rjq_client *c, int status, redisReply *r, void *priv) {
     }
     /* before the callbacks: they may stop the workers */
     for (size_t i = 0; i < b->noffers && !rjq__closing(c); i++)
-        rjq__worker_offer_done(&b->offers[i], status,
+        b->items[0].ops->offer_done(&b->offers[i], status,
                                status == RJQ_OK && r->element[b->n + i]->integer == 1);
     finish_items(c, b->items, b->n, status, r);
     free(b->offers);
@@ -194,12 +165,14 @@ static void flush_some(rjq_queue *q, part *p) {
     b->noffers = 0;
     b->offers = malloc(n * sizeof *b->offers);
     for (size_t i = 0; b->offers && i < n; i++)
-        b->noffers += (size_t)rjq__worker_offer(b->items[i].w, &b->offers[b->noffers]);
+        b->noffers += (size_t)b->items[i].ops->offer(b->items[i].w, &b->offers[b->noffers]);
     RJQ_ASSERT(b->noffers <= n); /* at most one offer per completion */
+    for (size_t i = 1; i < n; i++) /* one owner: its hooks report every offer */
+        RJQ_ASSERT(b->items[i].ops == b->items[0].ops);
     int rc = send_batch(q, b);
     if (rc != RJQ_OK) {
         rjq__errmsg(c, "complete: %s", rjq_strerror(rc));
-        for (size_t i = 0; i < b->noffers; i++) rjq__worker_offer_done(&b->offers[i], rc, 0);
+        for (size_t i = 0; i < b->noffers; i++) b->items[0].ops->offer_done(&b->offers[i], rc, 0);
         finish_items(c, b->items, b->n, rc, NULL);
         free(b->offers);
         free(b);
@@ -231,9 +204,10 @@ static part *part_of(rjq_queue *q) {
     return p;
 }
 
-static int queue_completion(rjq_queue *q, rjq_job *job, const void *result, size_t len,
-                            rjq_done_cb *cb, void *data) {
-    part *p = part_of(q);
+int rjq__finish_complete(const rjq__finish *f, const void *result, size_t len, rjq_done_cb *cb,
+                         void *data) {
+    RJQ_ASSERT(f->w != NULL && f->ops != NULL && f->id != NULL && f->token != NULL);
+    part *p = part_of(f->q);
     if (p == NULL) return RJQ_ENOMEM;
     if (p->n == p->cap) {
         size_t cap = p->cap ? p->cap * 2 : 64;
@@ -243,16 +217,17 @@ static int queue_completion(rjq_queue *q, rjq_job *job, const void *result, size
         p->cap = cap;
     }
     RJQ_ASSERT(p->n < p->cap);
-    size_t idlen = strlen(job->id);
-    char tail[16 + sizeof job->token]; /* an int, a space and the token */
-    int taillen = snprintf(tail, sizeof tail, "%d %s", job->attempt, job->token);
+    size_t idlen = strlen(f->id);
+    char tail[16 + 64]; /* an int, a space and the token (a handle's holds < 64) */
+    int taillen = snprintf(tail, sizeof tail, "%d %s", f->attempt, f->token);
     if (taillen < 0 || (size_t)taillen >= sizeof tail) return RJQ_EINVAL;
     char *mem = malloc(idlen + (size_t)taillen + len + 3);
     if (mem == NULL) return RJQ_ENOMEM;
     item *it = &p->pending[p->n++];
-    it->w = job->w;
+    it->w = f->w;
+    it->ops = f->ops;
     it->id = mem;
-    memcpy(mem, job->id, idlen + 1);
+    memcpy(mem, f->id, idlen + 1);
     it->tail = mem + idlen + 1;
     memcpy(it->tail, tail, (size_t)taillen + 1);
     it->result = it->tail + taillen + 1;
@@ -264,39 +239,11 @@ static int queue_completion(rjq_queue *q, rjq_job *job, const void *result, size
     return RJQ_OK;
 }
 
-/* A job whose client is gone or going: release it and say so. */
-static int release_closed(rjq_job *job) {
-    if (job->w) rjq__worker_job_dropped(job->w, job);
-    else free(job);
-    return RJQ_ECLOSED;
-}
-
-static int closed(const rjq_job *job) {
-    return job->w == NULL || !rjq__accepting(rjq_queue_client(rjq__worker_queue(job->w)));
-}
-
-int rjq_job_complete(rjq_job *job, const void *result, size_t len, rjq_done_cb *cb,
-                     void *data) {
-    if (job == NULL || (result == NULL && len > 0)) return RJQ_EINVAL;
-    if (closed(job)) return release_closed(job);
-    rjq_queue *q = rjq__worker_queue(job->w);
-    rjq_client *c = rjq_queue_client(q);
-    if (len > rjq__client_max_payload(c)) {
-        rjq__errmsg(c, "result of %zu bytes exceeds max_payload %zu", len,
-                    rjq__client_max_payload(c));
-        return RJQ_ETOOBIG;
-    }
-    int rc = queue_completion(q, job, result, len, cb, data);
-    if (rc != RJQ_OK) return rc;
-    rjq__worker_job_done(job);
-    rjq__queue_kick(q);
-    return RJQ_OK;
-}
-
 /* ---- fail ---------------------------------------------------------------- */
 
 typedef struct fail_ctx {
-    rjq_worker *w;
+    rjq_worker *w;            /* the job's owner, told through ops */
+    const rjq__finish_ops *ops;
     rjq_done_cb *cb;
     void *data;
 } fail_ctx;
@@ -316,20 +263,21 @@ static void on_failed(rjq_client *c, int status, redisReply *r, void *priv) {
                  : rjq__write_short(c)         ? RJQ_EREPLICAS
                                                : RJQ_OK;
     if (f->cb) f->cb(c, status, f->data);
-    rjq__worker_finish_replied(f->w);
+    f->ops->replied(f->w);
     free(f);
 }
 
-static int send_fail(rjq_job *job, const char *error, int flags, long long retry_delay_ms,
+int rjq__finish_fail(const rjq__finish *job, const char *error, int flags, long long retry_delay_ms,
                      rjq_done_cb *cb, void *data) {
-    rjq_worker *w = job->w;
-    rjq_queue *q = rjq__worker_queue(w);
+    RJQ_ASSERT(job->w != NULL && job->ops != NULL && job->id != NULL && job->token != NULL);
+    rjq_queue *q = job->q;
     rjq_client *c = rjq_queue_client(q);
     char jitter[32];
     rjq__random_fraction(c, jitter, sizeof jitter);
     fail_ctx *f = malloc(sizeof *f);
     if (f == NULL) return RJQ_ENOMEM;
-    f->w = w;
+    f->w = job->w;
+    f->ops = job->ops;
     f->cb = cb;
     f->data = data;
     rjq__argv a;
@@ -349,26 +297,7 @@ static int send_fail(rjq_job *job, const char *error, int flags, long long retry
                    : rjq__script(c, RJQ__S_FAIL, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_failed, f,
                                  a.n, a.v, a.len);
     rjq__argv_free(&a);
-    if (rc != RJQ_OK) {
-        free(f);
-        return rc;
-    }
-    rjq__worker_job_done(job);
-    rjq__queue_kick(q);
-    return RJQ_OK;
-}
-
-int rjq_job_fail(rjq_job *job, const char *error, int flags, long long retry_delay_ms,
-                 rjq_done_cb *cb, void *data) {
-    if (job == NULL || (flags & ~RJQ_FAIL_FATAL) != 0) return RJQ_EINVAL;
-    if (closed(job)) return release_closed(job);
-    if (retry_delay_ms > RJQ_DELAY_MAX) return RJQ_EINVAL;
-    /* Sending may flush enqueues, whose callbacks may free the client. */
-    rjq_client *c = rjq_queue_client(rjq__worker_queue(job->w));
-    rjq__enter(c);
-    int rc = send_fail(job, error, flags, retry_delay_ms, cb, data);
-    if (rc == RJQ_ECLOSED) release_closed(job); /* a flushed callback freed the client */
-    rjq__leave(c);
+    if (rc != RJQ_OK) free(f);
     return rc;
 }
 
@@ -378,22 +307,17 @@ static void ignore(rjq_client *c, int status, redisReply *r, void *priv) {
     (void)c, (void)status, (void)r, (void)priv;
 }
 
-int rjq_job_progress(rjq_job *job, const void *progress, size_t len) {
-    if (job == NULL || (progress == NULL && len > 0)) return RJQ_EINVAL;
-    if (job->w == NULL) return RJQ_ECLOSED;
-    rjq_queue *q = rjq__worker_queue(job->w);
+int rjq__finish_progress(rjq_queue *q, const char *id, const char *token, const void *progress,
+                         size_t len) {
     rjq_client *c = rjq_queue_client(q);
-    if (len > rjq__client_max_payload(c)) return RJQ_ETOOBIG;
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_COLUMNS);
     rjq__argv_key(&a, q, RJQ__K_JOB);
-    rjq__argv_str(&a, job->id);
-    rjq__argv_str(&a, job->token);
+    rjq__argv_str(&a, id);
+    rjq__argv_str(&a, token);
     rjq__argv_add(&a, progress ? progress : "", len);
-    rjq__enter(c);
     int rc = a.oom ? RJQ_ENOMEM : rjq__script(c, RJQ__S_PROGRESS, 0, ignore, NULL, a.n, a.v, a.len);
-    rjq__leave(c);
     rjq__argv_free(&a);
     return rc;
 }

@@ -1,14 +1,18 @@
 /*
- * Job records (plain data, no behaviour): a job as read from a claim reply
- * or a push message (rjq__pushed), and the handle a handler gets (struct
- * rjq_job), made and listed by its worker (worker_state.c) and finished by
- * job.c (complete, fail, progress).
+ * Job records and finish requests. A job as read from a claim reply or a
+ * push message (rjq__pushed, plain data); and job.c, the finisher: it
+ * formats and sends a job's finish request (complete, batched per queue
+ * and loop turn; fail; progress) and reports its outcome to the job's
+ * owner through one hook set (rjq__finish_ops). The job handle itself
+ * (struct rjq_job) has one owner, its worker (worker_private.h,
+ * worker_job.c): job.c never sees it.
  */
 #ifndef RJQ_JOB_H
 #define RJQ_JOB_H
 
 #include <stddef.h>
 
+#include "queue.h"
 #include "rjq.h"
 
 /* The most attempts a claim reply or push message may give a job (more:
@@ -23,32 +27,49 @@ typedef struct rjq__pushed {
     long long deadline;       /* its lease's end, server time (ms) */
 } rjq__pushed;
 
-/* A job handle's place in its worker, changed only by the worker's
- * rjq__w_job_move (worker_state.c), which asserts the transition:
- *   NEW     -> RUNNING (handed out)
- *   RUNNING -> EXPIRED (its attempt timed out: its slot freed), LOOSE
- *   EXPIRED -> LOOSE
- *   LOOSE: none (the user finished it, or its worker let go of it: then
- *          w is NULL, or the handle is freed at once) */
-typedef enum rjq__job_place {
-    RJQ__JOB_NEW,             /* being made: on no list */
-    RJQ__JOB_RUNNING,         /* on its worker's running list, in a slot */
-    RJQ__JOB_EXPIRED,         /* on its worker's expired list, no slot */
-    RJQ__JOB_LOOSE,           /* on no list any more */
-} rjq__job_place;
+/* Slots an idle worker offers along with a completion batch. */
+typedef struct rjq__offer {
+    rjq_worker *w;
+    const char *field;        /* its registration (valid while w lives) */
+    unsigned epoch;
+    long lease_ms;
+    int slots;
+} rjq__offer;
 
-struct rjq_job {
-    rjq_worker *w;            /* NULL once detached (client freed) */
-    char *id;
-    char token[64];
-    const char *payload;
-    size_t len;
-    int attempt, max_attempts;
-    long long deadline;       /* its lease's end when it was handed out, server time (ms) */
-    int notice;               /* why it must stop (rjq_job_notice), 0: it may run on */
-    rjq__job_place place;     /* which of its worker's lists holds it (rjq__w_job_move) */
-    struct rjq__tok *tok;     /* its token's record (held.h), while its worker has it */
-    struct rjq_job *prev, *next; /* the worker's running jobs */
-};
+/* How job.c reports to the owner of the jobs it finishes (the worker
+ * layer), the owner given as w:
+ *   replied     a finish request of w got its reply (or failed), once per
+ *               request sent, after the user's callback;
+ *   offer       a completion of w's joins a batch: fill *o and return 1
+ *               when w offers free slots with it (they count as registered);
+ *   offer_done  that offer's outcome: status of the call, registered 1/0. */
+typedef struct rjq__finish_ops {
+    void (*replied)(rjq_worker *w);
+    int (*offer)(rjq_worker *w, rjq__offer *o);
+    void (*offer_done)(const rjq__offer *o, int status, int registered);
+} rjq__finish_ops;
+
+/* One job's finish: which attempt of which job of q (under token), and
+ * whom to tell (ops, w). The strings are copied. */
+typedef struct rjq__finish {
+    rjq_queue *q;
+    rjq_worker *w;
+    const rjq__finish_ops *ops;
+    const char *id, *token;
+    int attempt;
+} rjq__finish;
+
+/* Queue the completion of f's job with its result for the queue's next
+ * tick (the caller kicks it); cb as rjq_job_complete() says. RJQ_OK, or
+ * RJQ_ENOMEM / RJQ_EINVAL (nothing queued, cb never called). */
+int rjq__finish_complete(const rjq__finish *f, const void *result, size_t len, rjq_done_cb *cb,
+                         void *data);
+/* Send the failure of f's job now (as rjq_job_fail() says). RJQ_OK, or
+ * the code the send failed with (nothing sent, cb never called). */
+int rjq__finish_fail(const rjq__finish *f, const char *error, int flags, long long retry_delay_ms,
+                     rjq_done_cb *cb, void *data);
+/* Record progress for job id of q under token (no reply awaited). */
+int rjq__finish_progress(rjq_queue *q, const char *id, const char *token, const void *progress,
+                         size_t len);
 
 #endif /* RJQ_JOB_H */

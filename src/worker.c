@@ -49,43 +49,15 @@
  *   a group's members: sum of running + asked + fetching <= its concurrency.
  *
  * The worker layer is several files (worker_private.h lists them, lowest
- * first); this one is its top: finishing jobs, the queue's part (its
- * tick), the client's feature (drain, hand back, reconnect), the queue's
- * visit, and the public API.
+ * first); this one is its top: the queue's part (its tick), the
+ * client's feature (drain, hand back, reconnect), the queue's visit, and
+ * the public API of workers (the job handle's is worker_job.c's).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "worker_private.h"
-
-void rjq__worker_job_done(rjq_job *job) {
-    rjq_worker *w = job->w;
-    RJQ_ASSERT(w != NULL);
-    rjq__w_check(w);
-    int expired = job->place == RJQ__JOB_EXPIRED;
-    rjq__w_unlink_job(w, job);
-    free(job);
-    w->finishing++;
-    if (expired) {
-        /* its place: a job that timed out while the expired were too many */
-        for (rjq_job *j = w->jobs; j; j = j->next)
-            if (j->notice == RJQ_ETIMEDOUT) {
-                rjq__w_expire(w, j);
-                break;
-            }
-        return;
-    }
-    /* the caller kicks the tick */
-    if (w->mode == CL_HUNGRY || w->wake_pending) w->want_claim = 1;
-    else w->want_offer = 1;
-}
-
-void rjq__worker_finish_replied(rjq_worker *w) {
-    RJQ_ASSERT(w->finishing > 0);
-    w->finishing--;
-    if (!rjq__closing(client_of(w))) rjq__w_check_stopped(w);
-}
 
 static void background_init(background *b, rjq_worker *w, const char *what) {
     b->w = w;

@@ -14,6 +14,9 @@
  *   worker_notice.c  notices for running jobs; timed-out jobs' slots
  *   worker_lease.c   lease extension
  *   worker_push.c    jobs pushed to it, and its slot offers
+ *   worker_job.c     the job handle's public API: accessors, complete,
+ *                    fail, progress (the requests formatted and sent by
+ *                    job.c, which reports back through rjq__w_finish_ops)
  *   worker.c         the queue's part, the client's feature, the public API
  * worker.c's opening comment has the state machine and its invariants.
  */
@@ -44,6 +47,38 @@
 
 /* [next due, slots registered, token, deadline, then 4 per job] (claim.lua) */
 #define CLAIM_HEAD 4
+
+/* A job handle's place in its worker, changed only by rjq__w_job_move
+ * (worker_state.c), which asserts the transition:
+ *   NEW     -> RUNNING (handed out)
+ *   RUNNING -> EXPIRED (its attempt timed out: its slot freed), LOOSE
+ *   EXPIRED -> LOOSE
+ *   LOOSE: none (off every list, its token let go of: the user finished it
+ *          and it is freed at once (rjq__w_free_job), or its worker let go
+ *          of it, w NULL, and complete/fail free it) */
+typedef enum rjq__job_place {
+    RJQ__JOB_NEW,             /* being made: on no list */
+    RJQ__JOB_RUNNING,         /* on its worker's running list, in a slot */
+    RJQ__JOB_EXPIRED,         /* on its worker's expired list, no slot */
+    RJQ__JOB_LOOSE,           /* on no list any more */
+} rjq__job_place;
+
+/* The handle a handler gets. Its one owner is the worker layer: made and
+ * listed by worker_state.c, finished by worker_job.c (which hands job.c
+ * only its id, token and attempt), freed by rjq__w_free_job. */
+struct rjq_job {
+    rjq_worker *w;            /* NULL once detached (client freed): then LOOSE */
+    char *id;
+    char token[64];
+    const char *payload;
+    size_t len;
+    int attempt, max_attempts;
+    long long deadline;       /* its lease's end when it was handed out, server time (ms) */
+    int notice;               /* why it must stop (rjq_job_notice), 0: it may run on */
+    rjq__job_place place;     /* which of its worker's lists holds it (rjq__w_job_move) */
+    struct rjq__tok *tok;     /* its token's record (held.h), while its worker has it */
+    struct rjq_job *prev, *next; /* the worker's running jobs */
+};
 
 /* A worker's lifecycle, changed only by rjq__w_set_state:
  *   ACTIVE   -> STOPPING (stop)
@@ -221,6 +256,11 @@ void rjq__w_job_move(rjq_worker *w, rjq_job *j, rjq__job_place to);
 rjq_job *rjq__w_new_job(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok);
 /* Off its worker's lists (LOOSE), its token let go of. */
 void rjq__w_unlink_job(rjq_worker *w, rjq_job *job);
+/* Free a handle that is LOOSE (asserted: on no list, no token held). */
+void rjq__w_free_job(rjq_job *job);
+/* Off its worker's lists and freed (a job never handed to the user, or
+ * handed back while the client closes). */
+void rjq__w_drop_job(rjq_worker *w, rjq_job *job);
 void rjq__w_let_go(rjq_worker *w);
 rjq__pushed rjq__w_job_ref(const rjq_job *j);
 void rjq__w_run_jobs(rjq_worker *w, rjq_job **jobs, size_t n, long long until);
@@ -272,5 +312,12 @@ void rjq__w_on_extend_timer(rjq__timer *t);
 
 /* ---- worker_push.c ---- */
 extern const rjq__reg_ops rjq__w_reg_ops;
+/* (rjq__finish_ops, job.h) w offers its free slots with a completion. */
+int rjq__w_offer(rjq_worker *w, rjq__offer *o);
+void rjq__w_offer_done(const rjq__offer *o, int status, int registered);
+
+/* ---- worker_job.c ---- */
+/* How job.c reports the finish requests of w's jobs. */
+extern const rjq__finish_ops rjq__w_finish_ops;
 
 #endif /* RJQ_WORKER_PRIVATE_H */

@@ -65,7 +65,7 @@ static void reg_notice(void *arg, int reason, const char *token, size_t toklen, 
 
 const rjq__reg_ops rjq__w_reg_ops = {take_pushed, reg_resync, reg_notice};
 
-int rjq__worker_offer(rjq_worker *w, rjq__offer *o) {
+int rjq__w_offer(rjq_worker *w, rjq__offer *o) {
     rjq__w_check(w);
     /* (a group's member claims instead: its scheduler decides) */
     if (!w->want_offer || w->g || w->mode == CL_HUNGRY || w->state != W_ACTIVE ||
@@ -83,7 +83,7 @@ int rjq__worker_offer(rjq_worker *w, rjq__offer *o) {
     return 1;
 }
 
-void rjq__worker_offer_done(const rjq__offer *o, int status, int registered) {
+void rjq__w_offer_done(const rjq__offer *o, int status, int registered) {
     rjq_worker *w = o->w;
     if (rjq__reg_offer_done(w->reg, o->epoch, o->slots, status, registered) &&
         w->state == W_ACTIVE && !rjq__closing(client_of(w)))

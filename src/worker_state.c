@@ -167,6 +167,7 @@ rjq_job *rjq__w_new_job(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok) {
 }
 
 void rjq__w_unlink_job(rjq_worker *w, rjq_job *job) {
+    RJQ_ASSERT(job->w == w && job->tok != NULL); /* its worker's, holding its token */
     rjq__w_job_move(w, job, RJQ__JOB_LOOSE);
     rjq__tok_drop(job->tok); /* its last job: the token is forgotten */
     job->tok = NULL;
@@ -180,15 +181,21 @@ void rjq__w_let_go(rjq_worker *w) {
         while (*head) {
             rjq_job *j = *head;
             rjq__w_unlink_job(w, j);
-            j->w = NULL;
+            j->w = NULL; /* the user's now: complete/fail free it */
         }
     }
     RJQ_ASSERT(w->running == 0 && w->expired == 0);
 }
 
-void rjq__worker_job_dropped(rjq_worker *w, rjq_job *job) {
-    rjq__w_unlink_job(w, job);
+void rjq__w_free_job(rjq_job *job) {
+    RJQ_ASSERT(job->place == RJQ__JOB_LOOSE && job->tok == NULL);
+    RJQ_ASSERT(job->prev == NULL && job->next == NULL);
     free(job);
+}
+
+void rjq__w_drop_job(rjq_worker *w, rjq_job *job) {
+    rjq__w_unlink_job(w, job);
+    rjq__w_free_job(job);
 }
 
 /* Within this much of its liveness entry's end a client starts no job
@@ -229,7 +236,7 @@ void rjq__w_run_jobs(rjq_worker *w, rjq_job **jobs, size_t n, long long until) {
             continue;
         }
         if (back == NULL && (back = malloc((n - i) * sizeof *back)) == NULL) {
-            rjq__worker_job_dropped(w, jobs[i]); /* out of memory: its lease */
+            rjq__w_drop_job(w, jobs[i]); /* out of memory: its lease */
             continue;
         }
         back[nback] = rjq__w_job_ref(jobs[i]);
@@ -240,15 +247,6 @@ void rjq__w_run_jobs(rjq_worker *w, rjq_job **jobs, size_t n, long long until) {
         rjq__server_time_doubt(c); /* unless the server clock went back */
     }
     free(back);
-    for (size_t k = 0; k < nback; k++) rjq__worker_job_dropped(w, jobs[k]);
-    for (; i < n; i++) rjq__worker_job_dropped(w, jobs[i]);
-}
-
-rjq_queue *rjq__worker_queue(const rjq_worker *w) {
-    return w->q;
-}
-
-/* (worker.h) The handle the user knows w by: its group's, or its own. */
-rjq_worker *rjq__worker_handle(rjq_worker *w) {
-    return w->g ? w->g->m[0] : w;
+    for (size_t k = 0; k < nback; k++) rjq__w_drop_job(w, jobs[k]);
+    for (; i < n; i++) rjq__w_drop_job(w, jobs[i]);
 }

@@ -34,12 +34,12 @@ ranks=(
     "conn sentinel"                               # 2 core: connections, and where the master is
     "request reqstate scripts txn durable pubsub" # 3 core: the connections' owners
     "client liveness"                             # 4 core: the public lifetime, the watchdog
-    "queue enqueue held push worker worker_state worker_stop worker_fetch worker_claim worker_group worker_wake worker_notice worker_lease worker_push reclaim upkeep job await await_table await_early monitor admin processes schedule scheduler" # 5
+    "queue enqueue held push worker worker_state worker_stop worker_fetch worker_claim worker_group worker_wake worker_notice worker_lease worker_push worker_job reclaim upkeep job await await_table await_early monitor admin processes schedule scheduler" # 5
 )
 # The request layer's files: the only ones that see request_private.h.
 request_layer="request reqstate scripts txn durable"
 # The worker layer's files: the only ones that see worker_private.h.
-worker_layer="worker worker_state worker_stop worker_fetch worker_claim worker_group worker_wake worker_notice worker_lease worker_push"
+worker_layer="worker worker_state worker_stop worker_fetch worker_claim worker_group worker_wake worker_notice worker_lease worker_push worker_job"
 # Headers that are not a src/*.c file's own, and their rank.
 # ("outside": not in src/.)
 headers=(

@@ -121,10 +121,10 @@ echo '#include "core_private.h"' >> "$fake_src/queue.c"
 expect "feature includes core_private.h" \
     "src/queue.c (rank 5, not the core) includes core_private.h: only the core"
 reset
-echo '#include "core_private.h"' >> "$fake_src/worker.h"
+echo '#include "core_private.h"' >> "$fake_src/job.h"
 expect "feature reaches core_private.h through a header" \
-    "src/worker.h (rank 5, not the core) includes core_private.h" \
-    "src/job.c (rank 5, not the core) includes worker.h -> core_private.h"
+    "src/job.h (rank 5, not the core) includes core_private.h" \
+    "src/job.c (rank 5, not the core) includes job.h -> core_private.h"
 
 # The rest of the core seeing the request layer's struct bodies.
 reset

@@ -1,0 +1,161 @@
+/*
+ * The job handle's public API (worker layer): its accessors, and
+ * complete, fail and progress. The worker owns the handle from the moment
+ * it is made to the moment it is freed; finishing a job is one hand-over:
+ * the handle is checked here, job.c is given the job's id, token and
+ * attempt (rjq__finish, copied) and formats and sends the request, and the
+ * handle leaves its worker's list and is freed here at once (finish_handle).
+ * job.c then reports the request's end through rjq__w_finish_ops, once per
+ * request: the worker counts it out of `finishing` (finish_replied).
+ *
+ * A handle whose client is gone or going (the worker let go of it: w
+ * NULL) is only freed: complete and fail return RJQ_ECLOSED.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker_private.h"
+
+const char *rjq_job_id(const rjq_job *job) {
+    return job->id;
+}
+
+const void *rjq_job_payload(const rjq_job *job, size_t *len) {
+    if (len) *len = job->len;
+    return job->payload;
+}
+
+int rjq_job_attempt(const rjq_job *job) {
+    return job->attempt;
+}
+
+int rjq_job_max_attempts(const rjq_job *job) {
+    return job->max_attempts;
+}
+
+const char *rjq_job_token(const rjq_job *job) {
+    return job->token;
+}
+
+/* The handle the user knows w by: its group's, or its own. */
+rjq_worker *rjq_job_worker(const rjq_job *job) {
+    if (job->w == NULL) return NULL;
+    return job->w->g ? job->w->g->m[0] : job->w;
+}
+
+rjq_queue *rjq_job_queue(const rjq_job *job) {
+    return job->w ? job->w->q : NULL;
+}
+
+int rjq_job_notice(const rjq_job *job) {
+    return job->notice;
+}
+
+/* ---- the hand-over ------------------------------------------------------- */
+
+/* The user finished job (its request is with job.c): it leaves its worker
+ * and is freed; the worker counts one finish in flight, and claims or
+ * offers the slot it freed on the queue's tick (the caller kicks it). An
+ * expired job had no slot: its place goes to a job that timed out while
+ * the expired were too many. */
+static void finish_handle(rjq_job *job) {
+    rjq_worker *w = job->w;
+    RJQ_ASSERT(w != NULL && (job->place == RJQ__JOB_RUNNING || job->place == RJQ__JOB_EXPIRED));
+    rjq__w_check(w);
+    int expired = job->place == RJQ__JOB_EXPIRED;
+    rjq__w_unlink_job(w, job);
+    rjq__w_free_job(job);
+    w->finishing++;
+    if (expired) {
+        for (rjq_job *j = w->jobs; j; j = j->next)
+            if (j->notice == RJQ_ETIMEDOUT) {
+                rjq__w_expire(w, j);
+                break;
+            }
+        return;
+    }
+    if (w->mode == CL_HUNGRY || w->wake_pending) w->want_claim = 1;
+    else w->want_offer = 1;
+}
+
+/* (rjq__finish_ops) A finish request of w got its reply. */
+static void finish_replied(rjq_worker *w) {
+    RJQ_ASSERT(w->finishing > 0);
+    w->finishing--;
+    if (!rjq__closing(client_of(w))) rjq__w_check_stopped(w);
+}
+
+const rjq__finish_ops rjq__w_finish_ops = {finish_replied, rjq__w_offer, rjq__w_offer_done};
+
+/* What job.c is told of job. */
+static rjq__finish finish_of(const rjq_job *job) {
+    return (rjq__finish){.q = job->w->q, .w = job->w, .ops = &rjq__w_finish_ops,
+                         .id = job->id, .token = job->token, .attempt = job->attempt};
+}
+
+/* A job whose client is gone or going: release it and say so. */
+static int release_closed(rjq_job *job) {
+    if (job->w) rjq__w_drop_job(job->w, job);
+    else rjq__w_free_job(job);
+    return RJQ_ECLOSED;
+}
+
+static int closed(const rjq_job *job) {
+    RJQ_ASSERT(job->w != NULL || job->place == RJQ__JOB_LOOSE); /* detached: loose */
+    return job->w == NULL || !rjq__accepting(client_of(job->w));
+}
+
+/* ---- the API ------------------------------------------------------------- */
+
+int rjq_job_complete(rjq_job *job, const void *result, size_t len, rjq_done_cb *cb,
+                     void *data) {
+    if (job == NULL || (result == NULL && len > 0)) return RJQ_EINVAL;
+    if (closed(job)) return release_closed(job);
+    rjq_queue *q = job->w->q;
+    rjq_client *c = rjq_queue_client(q);
+    if (len > rjq__client_max_payload(c)) {
+        rjq__errmsg(c, "result of %zu bytes exceeds max_payload %zu", len,
+                    rjq__client_max_payload(c));
+        return RJQ_ETOOBIG;
+    }
+    rjq__finish f = finish_of(job);
+    int rc = rjq__finish_complete(&f, result, len, cb, data);
+    if (rc != RJQ_OK) return rc;
+    finish_handle(job);
+    rjq__queue_kick(q);
+    return RJQ_OK;
+}
+
+int rjq_job_fail(rjq_job *job, const char *error, int flags, long long retry_delay_ms,
+                 rjq_done_cb *cb, void *data) {
+    if (job == NULL || (flags & ~RJQ_FAIL_FATAL) != 0) return RJQ_EINVAL;
+    if (closed(job)) return release_closed(job);
+    if (retry_delay_ms > RJQ_DELAY_MAX) return RJQ_EINVAL;
+    rjq_queue *q = job->w->q;
+    /* Sending may flush enqueues, whose callbacks may free the client. */
+    rjq_client *c = rjq_queue_client(q);
+    rjq__enter(c);
+    rjq__finish f = finish_of(job);
+    int rc = rjq__finish_fail(&f, error, flags, retry_delay_ms, cb, data);
+    if (rc == RJQ_OK) {
+        finish_handle(job);
+        rjq__queue_kick(q);
+    } else if (rc == RJQ_ECLOSED) {
+        release_closed(job); /* a flushed callback freed the client */
+    }
+    rjq__leave(c);
+    return rc;
+}
+
+int rjq_job_progress(rjq_job *job, const void *progress, size_t len) {
+    if (job == NULL || (progress == NULL && len > 0)) return RJQ_EINVAL;
+    if (job->w == NULL) return RJQ_ECLOSED;
+    rjq_queue *q = job->w->q;
+    rjq_client *c = rjq_queue_client(q);
+    if (len > rjq__client_max_payload(c)) return RJQ_ETOOBIG;
+    rjq__enter(c);
+    int rc = rjq__finish_progress(q, job->id, job->token, progress, len);
+    rjq__leave(c);
+    return rc;
+}

@@ -29,7 +29,11 @@
  * recovering claim went out (see rjq__w_check_stopped), until nothing of it is
  * in flight, when it is freed. Its mode (w->mode, rjq__w_set_mode) is the claim
  * loop's; a job handle's place in it (j->place, rjq__w_job_move) says which list
- * holds it.
+ * holds it; what its wake-ups owe (w->wake, rjq__w_wake: a doorbell not yet
+ * answered by a claim, a claim or an offer owed to the queue's next tick)
+ * and its group scheduler's (g->sched, rjq__w_group_sched: running, a run
+ * owed to a tick) are enums too, each changed by one function that asserts
+ * the transition (worker_private.h has the tables).
  *
  * A worker of several queues is a group of such workers, one per queue,
  * under one slot budget; rjq__w_claim() asks the group's scheduler
@@ -72,14 +76,8 @@ static void part_tick(rjq_queue *q, void *state) {
     for (rjq_worker *w = p->workers, *next; w; w = next) {
         next = w->next;
         rjq__w_check(w);
-        if (w->want_claim || w->want_offer) {
-            w->want_claim = w->want_offer = 0;
-            rjq__w_claim(w);
-        }
-        if (w->g && w->g->kick) {
-            w->g->kick = 0;
-            rjq__w_schedule(w->g);
-        }
+        if (rjq__w_wake(w, WE_TICK)) rjq__w_claim(w);
+        if (w->g && rjq__w_group_sched(w->g, GE_TICK)) rjq__w_schedule(w->g);
         rjq__w_check_stopped(w);
     }
     p->ticking = 0; /* (the client's free waits for the tick: p is still here) */

@@ -190,10 +190,10 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq__w_run_jobs(w, jobs, made, x.until);
     free(jobs);
     int hungry = w->state == W_ACTIVE && w->mode == CL_HUNGRY;
-    if (w->wake_pending || w->mode == CL_HUNGRY || rjq__reg_out_of_step(w->reg))
+    if (rjq__w_rung(w) || w->mode == CL_HUNGRY || rjq__reg_out_of_step(w->reg))
         rjq__w_want_claim(w);
     if (w->g && w->state == W_ACTIVE) { /* later members may claim now */
-        w->g->kick = 1;
+        rjq__w_group_sched(w->g, GE_KICK);
         rjq__queue_kick(q);
     }
     rjq__w_check_stopped(w); /* (may free w) */
@@ -212,7 +212,14 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
 
 /* Send one claim for up to `want` jobs; reset: its unfilled slots replace
  * the registration (under a new epoch). It is re-sent after a reconnect:
- * its token makes it idempotent (claim.lua). */
+ * its token makes it idempotent (claim.lua). The claim's context carries
+ * what its reply needs: the jobs asked for, the registration's epoch,
+ * whether it recovers jobs pushed unheard (then it lists every token the
+ * worker holds, so claim.lua hands back only the others), whether it asks
+ * for ids only (payloads read after: worker_fetch.c), and a fresh token
+ * under the worker's held prefix. Once sent it joins the worker's claims
+ * in flight (counted in claiming, asked, ids_only: rjq__w_check); a claim
+ * that could not be sent changes nothing. */
 int rjq__w_send_claim(rjq_worker *w, int want, int reset) {
     rjq_client *c = client_of(w);
     rjq_queue *q = w->q;
@@ -289,7 +296,7 @@ void rjq__w_claim_up_to(rjq_worker *w, int cap) {
     int limit = w->mode == CL_HUNGRY ? CLAIMS_IN_FLIGHT : 1;
     int chunk = rjq__w_claim_chunk(w);
     /* Woken for work that was not pushed: take the offered slots back. */
-    if (w->wake_pending && rjq__reg_offered(w->reg) != 0) rjq__reg_resync(w->reg);
+    if (rjq__w_rung(w) && rjq__reg_offered(w->reg) != 0) rjq__reg_resync(w->reg);
     while (w->state == W_ACTIVE && !rjq__closing(c) && w->claiming < limit && cap > 0) {
         int reset = rjq__reg_out_of_step(w->reg);
         if (reset && w->claiming) return; /* on_claimed comes back here */
@@ -305,6 +312,6 @@ void rjq__w_claim_up_to(rjq_worker *w, int cap) {
         cap -= want;
         /* Only a claim that went out after the doorbell answers it: a
          * doorbell heard while nothing could be sent stays pending. */
-        w->wake_pending = 0;
+        rjq__w_wake(w, WE_SENT);
     }
 }

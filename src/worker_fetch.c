@@ -71,10 +71,10 @@ static void on_fetched(rjq_client *c, int status, redisReply *r, void *priv) {
     free(jobs);
     if (w->state == W_ACTIVE) {
         /* slots of jobs not started are free again: claim, or offer them */
-        if (w->wake_pending || w->mode == CL_HUNGRY || rjq__reg_out_of_step(w->reg))
+        if (rjq__w_rung(w) || w->mode == CL_HUNGRY || rjq__reg_out_of_step(w->reg))
             rjq__w_want_claim(w);
         else if (made < fetched) {
-            w->want_offer = 1;
+            rjq__w_slot_freed(w);
             rjq__queue_kick(w->q);
         }
     }

@@ -11,7 +11,7 @@
 /* The member would claim: it has a backlog, heard of work, its
  * registration is in doubt, or its own loop asked to. */
 static int m_wants(const rjq_worker *m) {
-    return m->g_want || m->wake_pending || m->mode == CL_HUNGRY || rjq__reg_out_of_step(m->reg);
+    return m->g_want || rjq__w_rung(m) || m->mode == CL_HUNGRY || rjq__reg_out_of_step(m->reg);
 }
 
 /* Nothing known waits in its queue: its last claim came back short, it
@@ -39,10 +39,10 @@ static int m_own(const rjq_worker *m) {
  * earlier one is settled (its queue had nothing more ready). Weighted:
  * each free slot goes to a member that would claim, by smooth weighted
  * round robin, so that starts follow the weights while queues have a
- * backlog. */
+ * backlog. Not re-entered (g->sched: a call while it runs returns, the run
+ * under way sees the change); a run owed to a tick (kicked) stays owed. */
 void rjq__w_schedule(group *g) {
-    if (g->scheduling) return;
-    g->scheduling = 1;
+    if (!rjq__w_group_sched(g, GE_ENTER)) return;
     if (g->order == RJQ_WORKER_STRICT) {
         for (int i = 0; i < g->n; i++) {
             rjq_worker *m = g->m[i];
@@ -96,7 +96,7 @@ void rjq__w_schedule(group *g) {
                 rjq__w_claim_up_to(g->m[i], alloc[i]);
             }
     }
-    g->scheduling = 0;
+    rjq__w_group_sched(g, GE_LEAVE);
 }
 
 /* Claim: a member asks its group's scheduler. */

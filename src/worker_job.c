@@ -75,8 +75,7 @@ static void finish_handle(rjq_job *job) {
             }
         return;
     }
-    if (w->mode == CL_HUNGRY || w->wake_pending) w->want_claim = 1;
-    else w->want_offer = 1;
+    rjq__w_slot_freed(w);
 }
 
 /* (rjq__finish_ops) A finish request of w got its reply. */

@@ -22,8 +22,7 @@ void rjq__w_expire(rjq_worker *w, rjq_job *j) {
     rjq__w_job_move(w, j, RJQ__JOB_EXPIRED);
     rjq__w_check(w);
     if (w->state != W_ACTIVE || rjq__closing(client_of(w))) return;
-    if (w->mode == CL_HUNGRY || w->wake_pending) w->want_claim = 1;
-    else w->want_offer = 1;
+    rjq__w_slot_freed(w);
     rjq__queue_kick(w->q);
 }
 

@@ -89,6 +89,40 @@ typedef enum wstate {
     W_STOPPING, /* stopped: no more claims, arrivals handed back */
     W_FINAL,    /* stopped, its last recovering claim sent (or not possible) */
 } wstate;
+/* What a worker owes its wake-ups (w->wake), changed only by rjq__w_wake,
+ * which asserts each transition. Two facts in one field: whether a
+ * doorbell was heard that no claim has answered yet (RUNG*), and what the
+ * queue's next tick owes (an offer of freed slots, or a claim):
+ *   NONE        nothing owed
+ *   OFFER       slots were freed while idle: the next completion batch
+ *               offers them (rjq__w_offer), else the tick claims; only
+ *               when not rung and not in a group (whose scheduler claims)
+ *   CLAIM       claim on the next tick
+ *   RUNG        doorbell heard, no claim could be sent since: the next
+ *               slot freed or claim answered claims, and no offer is made
+ *   RUNG_CLAIM  both: claim on the next tick, still rung until one is sent
+ * Events (wevent) and where they lead:
+ *   RING   (doorbell, resync)        NONE, RUNG -> RUNG; OFFER, CLAIM, RUNG_CLAIM -> RUNG_CLAIM
+ *   FREED  (a slot freed)            rung -> RUNG_CLAIM; hungry or grouped -> CLAIM
+ *                                    (or stays); else NONE -> OFFER (OFFER, CLAIM stay)
+ *   WANT   (claim on the tick)       NONE, OFFER -> CLAIM; RUNG -> RUNG_CLAIM (others stay)
+ *   SENT   (a claim went out)        RUNG -> NONE; RUNG_CLAIM -> CLAIM (others stay)
+ *   TICK   (the tick takes it)       OFFER, CLAIM -> NONE; RUNG_CLAIM -> RUNG (claims)
+ *   OFFERED (the batch offered them) OFFER -> NONE only */
+typedef enum wwake { WK_NONE, WK_OFFER, WK_CLAIM, WK_RUNG, WK_RUNG_CLAIM } wwake;
+typedef enum wevent { WE_RING, WE_FREED, WE_WANT, WE_SENT, WE_TICK, WE_OFFERED } wevent;
+
+/* A group's scheduler (g->sched), changed only by rjq__w_group_sched: is
+ * rjq__w_schedule running (it is not re-entered), and is a run owed to a
+ * member queue's next tick (kicked: a member's claim was answered, later
+ * members may claim)?
+ *   REST -KICK-> KICKED -TICK-> REST (the tick runs it)
+ *   REST -ENTER-> RUNNING -LEAVE-> REST; KICKED -ENTER-> RUNNING_KICKED
+ *   -LEAVE-> KICKED; RUNNING -KICK-> RUNNING_KICKED; ENTER while running
+ *   is refused (no re-entry), TICK while running is illegal. */
+typedef enum gsched { GS_REST, GS_KICKED, GS_RUNNING, GS_RUNNING_KICKED } gsched;
+typedef enum gevent { GE_KICK, GE_TICK, GE_ENTER, GE_LEAVE } gevent;
+
 struct group;
 /* The claim loop's mode (rjq__w_set_mode): what its last claim found. IDLE ->
  * HUNGRY only while ACTIVE; HUNGRY -> IDLE always. */
@@ -123,9 +157,7 @@ struct rjq_worker {
     long payload_avg;         /* recent payloads' length (moving average) */
     struct fetch *fetches;    /* fetches in flight */
     struct claim_ctx *claims; /* claims in flight */
-    int wake_pending;         /* doorbell heard, no claim sent since */
-    int want_claim;           /* claim on the next queue tick */
-    int want_offer;           /* slots were freed while idle: offer them */
+    wwake wake;               /* doorbell heard, claim or offer owed (rjq__w_wake) */
     uint64_t refused_until;   /* a claim was refused for a permission: none before */
     rjq__reg *reg;            /* push delivery registration and ledger */
     rjq__holder *held;        /* the tokens it holds jobs of */
@@ -157,8 +189,7 @@ struct rjq_worker {
  * every one of them has stopped. */
 typedef struct group {
     int n, order, concurrency;
-    int scheduling;           /* rjq__w_schedule() is running (no re-entry) */
-    int kick;                 /* rjq__w_schedule on the next tick of a member's queue */
+    gsched sched;             /* scheduler running, run owed to a tick (rjq__w_group_sched) */
     int alive;                /* members not yet stopped */
     int stopping;             /* rjq_worker_stop() was called */
     int status;               /* RJQ_ECANCELED once a member went with its client */
@@ -264,8 +295,18 @@ void rjq__w_drop_job(rjq_worker *w, rjq_job *job);
 void rjq__w_let_go(rjq_worker *w);
 rjq__pushed rjq__w_job_ref(const rjq_job *j);
 void rjq__w_run_jobs(rjq_worker *w, rjq_job **jobs, size_t n, long long until);
+/* Change w's wake state by event ev (wwake has the table); TICK returns
+ * 1 when the tick owes a claim (or an offer nobody took), else 0. */
+int rjq__w_wake(rjq_worker *w, wevent ev);
+/* A doorbell was heard that no claim has answered yet. */
+int rjq__w_rung(const rjq_worker *w);
+/* Change g's scheduler state (gsched has the table); ENTER and TICK
+ * return 1 when the run may go ahead / was owed, else 0. */
+int rjq__w_group_sched(group *g, gevent ev);
 /* Claim on the queue's next tick. */
 void rjq__w_want_claim(rjq_worker *w);
+/* A slot of w was freed: claim or offer it on the queue's next tick. */
+void rjq__w_slot_freed(rjq_worker *w);
 
 /* ---- worker_stop.c ---- */
 void rjq__w_detach(rjq_worker *w);

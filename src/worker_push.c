@@ -68,10 +68,10 @@ const rjq__reg_ops rjq__w_reg_ops = {take_pushed, reg_resync, reg_notice};
 int rjq__w_offer(rjq_worker *w, rjq__offer *o) {
     rjq__w_check(w);
     /* (a group's member claims instead: its scheduler decides) */
-    if (!w->want_offer || w->g || w->mode == CL_HUNGRY || w->state != W_ACTIVE ||
-        rjq__reg_out_of_step(w->reg) || w->wake_pending)
-        return 0; /* left to the tick: it claims */
-    w->want_offer = 0;
+    if (w->wake != WK_OFFER || w->mode == CL_HUNGRY || w->state != W_ACTIVE ||
+        rjq__reg_out_of_step(w->reg))
+        return 0; /* left to the tick: it claims (WK_OFFER: not rung, no group) */
+    rjq__w_wake(w, WE_OFFERED);
     int slots = rjq__w_free_slots(w);
     if (slots <= 0) return 0;
     o->w = w;

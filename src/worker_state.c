@@ -49,6 +49,9 @@ static void check_lists(const rjq_worker *w) {
 void rjq__w_check(const rjq_worker *w) {
     RJQ_ASSERT(w->state == W_ACTIVE || w->state == W_STOPPING || w->state == W_FINAL);
     RJQ_ASSERT(w->mode == CL_IDLE || w->mode == CL_HUNGRY);
+    RJQ_ASSERT(w->wake >= WK_NONE && w->wake <= WK_RUNG_CLAIM);
+    RJQ_ASSERT(w->wake != WK_OFFER || w->g == NULL); /* (a group's scheduler claims) */
+    RJQ_ASSERT(w->g == NULL || (w->g->sched >= GS_REST && w->g->sched <= GS_RUNNING_KICKED));
     RJQ_ASSERT(w->running >= 0 && w->finishing >= 0);
     RJQ_ASSERT(w->expired >= 0 && w->expired <= w->concurrency);
     RJQ_ASSERT(w->g == NULL || rjq__w_group_used(w->g) <= w->g->concurrency);
@@ -90,9 +93,74 @@ int rjq__w_free_slots(const rjq_worker *w) {
     return n;
 }
 
+int rjq__w_rung(const rjq_worker *w) {
+    return w->wake == WK_RUNG || w->wake == WK_RUNG_CLAIM;
+}
+
+/* The state event ev leads to from `from` (wwake's table), -1: illegal. */
+static int wake_next(const rjq_worker *w, wwake from, wevent ev) {
+    int rung = from == WK_RUNG || from == WK_RUNG_CLAIM;
+    switch (ev) {
+    case WE_RING:
+        return from == WK_NONE || from == WK_RUNG ? WK_RUNG : WK_RUNG_CLAIM;
+    case WE_FREED:
+        if (rung) return WK_RUNG_CLAIM;
+        if (w->mode == CL_HUNGRY || w->g != NULL) return WK_CLAIM;
+        return from == WK_NONE ? WK_OFFER : (int)from;
+    case WE_WANT:
+        return rung ? WK_RUNG_CLAIM : WK_CLAIM;
+    case WE_SENT:
+        return from == WK_RUNG ? WK_NONE : from == WK_RUNG_CLAIM ? WK_CLAIM : (int)from;
+    case WE_TICK:
+        return rung ? WK_RUNG : WK_NONE;
+    case WE_OFFERED:
+        return from == WK_OFFER ? WK_NONE : -1;
+    }
+    return -1;
+}
+
+int rjq__w_wake(rjq_worker *w, wevent ev) {
+    wwake from = w->wake;
+    int to = wake_next(w, from, ev);
+    RJQ_ASSERT(to >= WK_NONE && to <= WK_RUNG_CLAIM);
+    /* an offer only while nothing rang and no group's scheduler decides */
+    RJQ_ASSERT(to != WK_OFFER || ((from == WK_NONE || from == WK_OFFER) && w->g == NULL));
+    w->wake = (wwake)to;
+    return ev == WE_TICK && from != WK_NONE && from != WK_RUNG;
+}
+
+int rjq__w_group_sched(group *g, gevent ev) {
+    gsched from = g->sched;
+    int running = from == GS_RUNNING || from == GS_RUNNING_KICKED;
+    int kicked = from == GS_KICKED || from == GS_RUNNING_KICKED;
+    switch (ev) {
+    case GE_KICK:
+        g->sched = running ? GS_RUNNING_KICKED : GS_KICKED;
+        return 1;
+    case GE_TICK:
+        RJQ_ASSERT(!running); /* (the scheduler's claims do not tick) */
+        g->sched = GS_REST;
+        return kicked;
+    case GE_ENTER:
+        if (running) return 0; /* no re-entry: the run under way sees the change */
+        g->sched = kicked ? GS_RUNNING_KICKED : GS_RUNNING;
+        return 1;
+    case GE_LEAVE:
+        RJQ_ASSERT(running);
+        g->sched = kicked ? GS_KICKED : GS_REST;
+        return 1;
+    }
+    RJQ_ASSERT(0);
+    return 0;
+}
+
 void rjq__w_want_claim(rjq_worker *w) {
-    w->want_claim = 1;
+    rjq__w_wake(w, WE_WANT);
     rjq__queue_kick(w->q);
+}
+
+void rjq__w_slot_freed(rjq_worker *w) {
+    rjq__w_wake(w, WE_FREED);
 }
 
 static void list_add(rjq_job **head, rjq_job *j) {

@@ -11,7 +11,7 @@
 /* Work is ready: claim (with the registered slots too, see rjq__w_claim()). A
  * doorbell that no claim could answer yet stays pending. */
 void rjq__w_poke(rjq_worker *w) {
-    w->wake_pending = 1;
+    rjq__w_wake(w, WE_RING);
     rjq__w_claim(w);
 }
 

@@ -4,6 +4,7 @@
  * too) and the test cluster (tests/cluster.h) for a slot that moves. Every
  * wait waits for the event it checks (a hook was called, a count reached).
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -382,4 +383,32 @@ TEST(shardlink_slot_migrated_reports_unsubscribed_by_server) {
     redisFree(rf);
     redisFree(rt);
     cluster_stop(&cl);
+}
+
+/* A server that stops answering (SIGSTOP) while the link is idle: its
+ * PING goes unanswered for a whole interval and the link is dropped, the
+ * channel reported lost; once the server runs again it is subscribed. */
+TEST(shardlink_unanswered_ping_drops_the_link) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(s.url);
+    o.name = "shardtest";
+    o.ping_interval_ms = 100;
+    o.connect_timeout_ms = 500;
+    rjq_client *c = client_new(base, &o);
+    rec r = {0};
+    rjq__shardlink *l = link_to(c, s.port, &r);
+    r.owner = &l;
+    sub(l, "{q}a");
+    ASSERT(loop_until_count(base, &r.subscribed, 1, 10000));
+    ASSERT_EQ(0, kill(s.pid, SIGSTOP));
+    ASSERT(loop_until_count(base, &r.lost, 1, 10000));
+    ASSERT(strstr(r.detail, "PING") != NULL);
+    ASSERT_EQ(0, kill(s.pid, SIGCONT));
+    ASSERT(loop_until_count(base, &r.subscribed, 2, 20000));
+    rjq__shardlink_free(l);
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
 }

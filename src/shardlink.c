@@ -128,7 +128,8 @@ static void lost(rjq__shardlink *l, const char *why, int refused) {
     if (l->state == RJQ__SHARDLINK_BACKOFF || l->state == RJQ__SHARDLINK_IDLE ||
         l->state == RJQ__SHARDLINK_CLOSED)
         return;
-    snprintf(l->why, sizeof l->why, "%s", why);
+    /* (why may be the context's own words: copied before it goes) */
+    if (why != l->why) snprintf(l->why, sizeof l->why, "%s", why);
     int was_ready = l->state == RJQ__SHARDLINK_READY;
     if (was_ready && !refused && rjq__now_ms() - l->ready_ms >= 1000) l->failures = 0;
     l->failures++;
@@ -139,7 +140,7 @@ static void lost(rjq__shardlink *l, const char *why, int refused) {
     l->ping_sent_ms = 0;
     enter(l, RJQ__SHARDLINK_BACKOFF);
     schedule_reconnect(l);
-    rjq__errmsg(c, "sharded subscriber connection to %s:%d: %s", l->host, l->port, why);
+    rjq__errmsg(c, "sharded subscriber connection to %s:%d: %s", l->host, l->port, l->why);
     if (!was_ready) rjq__emit(c, RJQ_EVENT_ERROR, RJQ_CONN_SUBSCRIBER, c->errmsg);
     rjq__ssbook_reset(&l->book);
     rjq__ssch *e;

@@ -412,3 +412,35 @@ TEST(shardlink_unanswered_ping_drops_the_link) {
     event_base_free(base);
     server_stop_guarded(&s);
 }
+
+/* TLS (a build with TLS: hiredis 1.x with SSL): the link speaks TLS to a
+ * TLS-only server, its certificate checked against the client's CA. */
+TEST(shardlink_over_tls) {
+#ifdef RJQ_TEST_TLS
+    test_server s;
+    server_start_tls(&s, 0);
+    char ca[512];
+    snprintf(ca, sizeof ca, "%s", server_file(&s, "certs/ca.crt"));
+    rjq_tls_options t = {0};
+    t.ca_file = ca;
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(s.url);
+    o.name = "shardtest";
+    o.tls = &t;
+    rjq_client *c = client_new(base, &o);
+    rec r = {0};
+    rjq__shardlink *l = link_to(c, s.port, &r);
+    r.owner = &l;
+    sub(l, "{q}a");
+    ASSERT(loop_until_count(base, &r.subscribed, 1, 10000));
+    /* (the confirmation came through the TLS session, both ways) */
+    ASSERT_EQ(RJQ__SHARDLINK_READY, rjq__shardlink_get_state(l));
+    ASSERT_EQ(0, r.lost + r.refused);
+    rjq__shardlink_free(l);
+    rjq_client_free(c);
+    event_base_free(base);
+    server_stop_guarded(&s);
+#else
+    ASSERT(!rjq_tls_available());
+#endif
+}

@@ -92,7 +92,7 @@ void rjq__shardlink_free(rjq__shardlink *l);
 /* Want a channel (1..RJQ__SSCH_MAX bytes): subscribed now when the link is
  * ready, else once it is (an IDLE link starts connecting). Wanting a
  * wanted channel again changes nothing. RJQ_OK, RJQ_EINVAL (length),
- * RJQ_ENOMEM. */
+ * RJQ_ENOMEM, RJQ_ECLOSED (the link was freed earlier in this hook). */
 int rjq__shardlink_subscribe(rjq__shardlink *l, const char *channel, size_t len);
 /* No longer want it (SUNSUBSCRIBE when the server has it): no message or
  * event for it follows. RJQ_OK (also when it was not wanted). */

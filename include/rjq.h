@@ -186,8 +186,27 @@ struct redisAsyncContext; /* hiredis */
  *           fail-over of managed endpoints) and tries the addresses in turn.
  * resolve_cancel  end a pending lookup: done is not called for it. Needed
  *           with resolve.
+ * watch_fd  watch a socket the core connected itself (the sharded pub/sub
+ *           connection of a Redis Cluster master, which does not go through
+ *           hiredis' async layer): call cb(arg, readable, writable) from the
+ *           loop each time fd is readable (want_read) or writable
+ *           (want_write), until unwatch_fd; level-triggered and persistent
+ *           (a socket left readable is reported again on the next loop
+ *           pass). Never calls cb from inside watch_fd. Return a handle for
+ *           unwatch_fd, or NULL when it cannot (out of memory): the core
+ *           then treats the connect attempt as failed and retries later.
+ *           To change what it waits for, the core unwatches and watches
+ *           again. Optional: NULL means sharded pub/sub is unavailable on
+ *           this loop; an operation that needs it fails with RJQ_EINVAL
+ *           and an errmsg naming the missing hook, never a crash.
+ * unwatch_fd  stop watching: cb is not called for this handle any more,
+ *           also when unwatch_fd is called from inside cb (the core may
+ *           free the socket's owner there). Called before the fd is
+ *           closed. Needed with watch_fd (without it watch_fd is not
+ *           used: sharded pub/sub is unavailable).
  */
 typedef void rjq_resolved_fn(void *arg, const char *error, const char *const *addrs, size_t n);
+typedef void rjq_fd_fn(void *arg, int readable, int writable);
 
 typedef struct rjq_loop_ops {
     int (*attach)(void *loop, struct redisAsyncContext *ac);
@@ -195,6 +214,8 @@ typedef struct rjq_loop_ops {
     void (*cleanup)(void *loop);
     void *(*resolve)(void *loop, const char *host, rjq_resolved_fn *done, void *arg);
     void (*resolve_cancel)(void *loop, void *handle);
+    void *(*watch_fd)(void *loop, int fd, int want_read, int want_write, rjq_fd_fn *cb, void *arg);
+    void (*unwatch_fd)(void *loop, void *handle);
 } rjq_loop_ops;
 
 /* Connection events reported to rjq_client_options.on_event. */

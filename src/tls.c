@@ -124,6 +124,10 @@ void rjq__tls_free(rjq__tls *t) {
 }
 
 int rjq__tls_start(rjq__tls *t, redisAsyncContext *ac, void **session, char *err, size_t errlen) {
+    return rjq__tls_start_ctx(t, &ac->c, session, err, errlen);
+}
+
+int rjq__tls_start_ctx(rjq__tls *t, redisContext *rc, void **session, char *err, size_t errlen) {
     ERR_clear_error();
     SSL *ssl = SSL_new(t->ctx);
     if (ssl == NULL) {
@@ -142,10 +146,10 @@ int rjq__tls_start(rjq__tls *t, redisAsyncContext *ac, void **session, char *err
         SSL_free(ssl);
         return RJQ_ETLS;
     }
-    if (redisInitiateSSL(&ac->c, ssl) != REDIS_OK) { /* the SSL object stays ours */
+    if (redisInitiateSSL(rc, ssl) != REDIS_OK) { /* the SSL object stays ours */
         /* on loopback the whole handshake may happen in there; or the TCP
          * connect failed at once (nothing heard: no TLS matter) */
-        const char *io = ac->c.errstr[0] ? ac->c.errstr : "cannot start";
+        const char *io = rc->errstr[0] ? rc->errstr : "cannot start";
         if (!rjq__tls_heard(ssl)) {
             const char *colon = strncmp(io, "SSL_connect failed: ", 20) == 0 ? io + 20 : io;
             snprintf(err, errlen, "%s", colon);
@@ -228,6 +232,15 @@ int rjq__tls_start(rjq__tls *t, struct redisAsyncContext *ac, void **session, ch
                    size_t errlen) {
     (void)t;
     (void)ac;
+    (void)session;
+    snprintf(err, errlen, "TLS: not built");
+    return RJQ_ETLS;
+}
+
+int rjq__tls_start_ctx(rjq__tls *t, struct redisContext *rc, void **session, char *err,
+                       size_t errlen) {
+    (void)t;
+    (void)rc;
     (void)session;
     snprintf(err, errlen, "TLS: not built");
     return RJQ_ETLS;

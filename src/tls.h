@@ -18,6 +18,7 @@
 #include "rjq.h"
 
 struct redisAsyncContext;
+struct redisContext;
 typedef struct rjq__tls rjq__tls;
 
 /* 1 when this build has TLS. */
@@ -35,6 +36,11 @@ void rjq__tls_free(rjq__tls *t);
  * the context lives), for rjq__tls_why. RJQ_ETLS (reason in err) else. */
 int rjq__tls_start(rjq__tls *t, struct redisAsyncContext *ac, void **session, char *err,
                    size_t errlen);
+
+/* The same on a hiredis redisContext (the sharded pub/sub link's,
+ * non-blocking: the handshake goes on as it reads and writes). */
+int rjq__tls_start_ctx(rjq__tls *t, struct redisContext *rc, void **session, char *err,
+                       size_t errlen);
 
 /* 1 while the session's handshake has not finished. */
 int rjq__tls_handshaking(void *session);

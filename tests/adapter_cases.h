@@ -16,6 +16,7 @@
 #include "harness.h"
 #include "rjq.h"
 #include "server.h"
+#include "shardlink.h"
 #include "waits.h"
 
 typedef struct adapter {
@@ -183,6 +184,65 @@ static void adapter_client_freed_inside_a_handler(const adapter *a) {
     ad_run_until_count(a, &n.ran, 1, 10000);
     ASSERT(n.free_me == NULL);
     ad_run_for(a, 100);
+    a->close();
+    server_stop_guarded(&s);
+}
+
+/* The glue's watch_fd/unwatch_fd under the sharded pub/sub link: messages
+ * in order, a killed link reported lost and subscribed again, the link
+ * freed from inside its message hook with more replies behind. */
+typedef struct ad_shard {
+    long subscribed, lost, messages, order_errors;
+    long free_at;                /* free the link at this message (0: never) */
+    rjq__shardlink *link;
+} ad_shard;
+
+static void ad_shard_message(rjq__shardlink *l, void *arg, const char *ch, size_t chlen,
+                             const char *payload, size_t len) {
+    ad_shard *n = arg;
+    char want[32];
+    int k = snprintf(want, sizeof want, "m%ld", n->messages);
+    (void)ch, (void)chlen;
+    if ((size_t)k != len || memcmp(payload, want, len) != 0) n->order_errors++;
+    n->messages++;
+    if (n->free_at && n->messages == n->free_at) {
+        rjq__shardlink_free(l);
+        n->link = NULL;
+    }
+}
+
+static void ad_shard_event(rjq__shardlink *l, void *arg, const char *ch, size_t chlen, int ev,
+                           const char *detail) {
+    ad_shard *n = arg;
+    (void)l, (void)ch, (void)chlen, (void)detail;
+    if (ev == RJQ__SHARDLINK_SUBSCRIBED) n->subscribed++;
+    if (ev == RJQ__SHARDLINK_LOST) n->lost++;
+}
+
+static void adapter_sharded_link(const adapter *a) {
+    static const rjq__shardlink_hooks hooks = {ad_shard_message, ad_shard_event};
+    test_server s;
+    server_start_guarded(&s, NULL);
+    rjq_client *c = ad_client(a, &s);
+    ad_shard n = {0};
+    ASSERT_OK(rjq__shardlink_new(c, "127.0.0.1", s.port, &hooks, &n, &n.link));
+    ASSERT_OK(rjq__shardlink_subscribe(n.link, "{ad}x", 5));
+    ad_run_until_count(a, &n.subscribed, 1, 10000);
+    redisContext *rc = server_connect(&s);
+    for (int i = 0; i < 100; i++) freeReplyObject(server_cmd(rc, "SPUBLISH {ad}x m%d", i));
+    ad_run_until_count(a, &n.messages, 100, 10000);
+    freeReplyObject(server_cmd(rc, "CLIENT KILL TYPE pubsub"));
+    ad_run_until_count(a, &n.lost, 1, 10000);
+    ad_run_until_count(a, &n.subscribed, 2, 10000);
+    n.free_at = 150;
+    for (int i = 100; i < 200; i++) freeReplyObject(server_cmd(rc, "SPUBLISH {ad}x m%d", i));
+    ad_run_until_count(a, &n.messages, 150, 10000);
+    ad_run_for(a, 50);
+    ASSERT(n.link == NULL);
+    ASSERT_EQ(150, n.messages);
+    ASSERT_EQ(0, n.order_errors);
+    redisFree(rc);
+    rjq_client_free(c);
     a->close();
     server_stop_guarded(&s);
 }

@@ -29,9 +29,9 @@ src=${RJQ_SOURCE:?}/src
 objdir=$build/CMakeFiles/rjq_obj.dir/src
 
 ranks=(
-    "timer url validate error argv resp tls cron check slot slotmap" # 0 leaves
+    "timer url validate error argv resp tls cron check slot slotmap ssbook" # 0 leaves
     "runtime"                                     # 1 core: depth, timers, features
-    "conn sentinel"                               # 2 core: connections, and where the master is
+    "conn sentinel shardlink"                     # 2 core: connections, and where the master is
     "request reqstate scripts txn durable pubsub" # 3 core: the connections' owners
     "client liveness"                             # 4 core: the public lifetime, the watchdog
     "queue enqueue held push worker worker_state worker_stop worker_fetch worker_claim worker_group worker_wake worker_notice worker_lease worker_push worker_job reclaim upkeep job await await_table await_early monitor admin processes schedule scheduler" # 5

@@ -33,3 +33,7 @@ TEST(libev_glue_survives_killed_connections) {
 TEST(libev_glue_client_freed_inside_a_handler) {
     adapter_client_freed_inside_a_handler(&libev_adapter);
 }
+
+TEST(libev_glue_watches_the_sharded_pubsub_link) {
+    adapter_sharded_link(&libev_adapter);
+}

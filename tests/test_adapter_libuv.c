@@ -37,3 +37,7 @@ TEST(libuv_glue_survives_killed_connections) {
 TEST(libuv_glue_client_freed_inside_a_handler) {
     adapter_client_freed_inside_a_handler(&libuv_adapter);
 }
+
+TEST(libuv_glue_watches_the_sharded_pubsub_link) {
+    adapter_sharded_link(&libuv_adapter);
+}

@@ -545,7 +545,7 @@ TEST(sentinels_by_name_are_resolved) {
     ASSERT_EQ(RJQ_EURL, rjq_libevent_client_new(&c, base, &o));
     ASSERT(strstr(rjq_client_errmsg(NULL), "sentinel host nowhere.test is a name") != NULL);
     static const rjq_loop_ops ops = {rjq_libevent_attach_, rjq_libevent_set_timer_,
-                                     rjq_libevent_cleanup_, resolve_to_loopback, never_cancelled};
+                                     rjq_libevent_cleanup_, resolve_to_loopback, never_cancelled, NULL, NULL};
     ASSERT_OK(rjq_libevent_client_make_(&c, base, NULL, NULL, &o, &ops));
     wait_connected(base, c);
     ASSERT(names_resolved >= 2); /* the unknown name, then the one that answered */

@@ -71,7 +71,7 @@ static void fake_resolve_cancel(void *loop, void *handle) {
 }
 
 static const rjq_loop_ops fake_ops = {fake_attach, fake_set_timer, NULL, fake_resolve,
-                                      fake_resolve_cancel};
+                                      fake_resolve_cancel, NULL, NULL};
 
 static int errors; /* RJQ_EVENT_ERROR events */
 
@@ -169,7 +169,7 @@ static int libevent_attach(void *loop, struct redisAsyncContext *ac) {
     return redisLibeventAttach(ac, loop) == REDIS_OK ? 0 : -1;
 }
 
-static const rjq_loop_ops io_ops = {libevent_attach, fake_set_timer, NULL, NULL, NULL};
+static const rjq_loop_ops io_ops = {libevent_attach, fake_set_timer, NULL, NULL, NULL, NULL, NULL};
 
 /* A moment of I/O (real time) and the client's timers due now (the
  * virtual clock stands still meanwhile). */

@@ -65,14 +65,49 @@ static void rjq_libev_cleanup_(void *loop) {
     else free(g);
 }
 
+/* watch_fd: an ev_io per watched socket. */
+typedef struct rjq_libev_fdw {
+    ev_io io;
+    rjq_fd_fn *cb;
+    void *arg;
+} rjq_libev_fdw;
+
+static void rjq_libev_on_fd_(struct ev_loop *loop, ev_io *io, int revents) {
+    rjq_libev_fdw *w = RJQ_CAST(rjq_libev_fdw *, io->data);
+    (void)loop;
+    w->cb(w->arg, (revents & EV_READ) != 0, (revents & EV_WRITE) != 0); /* may unwatch */
+}
+
+static void *rjq_libev_watch_fd_(void *loop, int fd, int want_read, int want_write, rjq_fd_fn *cb,
+                                 void *arg) {
+    rjq_libev_glue *g = RJQ_CAST(rjq_libev_glue *, loop);
+    rjq_libev_fdw *w = RJQ_CAST(rjq_libev_fdw *, calloc(1, sizeof *w));
+    if (w == NULL) return NULL;
+    w->cb = cb;
+    w->arg = arg;
+    ev_io_init(&w->io, rjq_libev_on_fd_, fd, (want_read ? EV_READ : 0) | (want_write ? EV_WRITE : 0));
+    w->io.data = w;
+    ev_io_start(g->loop, &w->io);
+    return w;
+}
+
+static void rjq_libev_unwatch_fd_(void *loop, void *handle) {
+    rjq_libev_glue *g = RJQ_CAST(rjq_libev_glue *, loop);
+    rjq_libev_fdw *w = RJQ_CAST(rjq_libev_fdw *, handle);
+    ev_io_stop(g->loop, &w->io);
+    free(w);
+}
+
 /*
  * Create a client running on `loop`. Same contract as rjq_client_new();
  * the glue is freed by rjq_client_free().
  */
 static inline int rjq_libev_client_new(rjq_client **out, struct ev_loop *loop,
                                        const rjq_client_options *opts) {
-    static const rjq_loop_ops ops = {rjq_libev_attach_, rjq_libev_set_timer_, rjq_libev_cleanup_,
-                                     NULL, NULL};
+    static const rjq_loop_ops ops = {rjq_libev_attach_,   rjq_libev_set_timer_,
+                                     rjq_libev_cleanup_,  NULL,
+                                     NULL,                rjq_libev_watch_fd_,
+                                     rjq_libev_unwatch_fd_};
     if (out == NULL || loop == NULL) return RJQ_EINVAL;
     rjq_libev_glue *g = RJQ_CAST(rjq_libev_glue *, calloc(1, sizeof *g));
     if (g == NULL) return RJQ_ENOMEM;

@@ -242,6 +242,45 @@ static void rjq_libevent_set_timer_(void *loop, long timeout_ms) {
     evtimer_add(g->timer, &tv);
 }
 
+/* ---- sockets the core connected itself (watch_fd) ------------------------ */
+
+typedef struct rjq_libevent_fdw {
+    struct event *ev; /* persistent */
+    rjq_fd_fn *cb;
+    void *arg;
+} rjq_libevent_fdw;
+
+static void rjq_libevent_on_fd_(evutil_socket_t fd, short what, void *arg) {
+    rjq_libevent_fdw *w = RJQ_CAST(rjq_libevent_fdw *, arg);
+    (void)fd;
+    w->cb(w->arg, (what & EV_READ) != 0, (what & EV_WRITE) != 0); /* may unwatch: w freed */
+}
+
+static void *rjq_libevent_watch_fd_(void *loop, int fd, int want_read, int want_write,
+                                    rjq_fd_fn *cb, void *arg) {
+    rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, loop);
+    rjq_libevent_fdw *w = RJQ_CAST(rjq_libevent_fdw *, calloc(1, sizeof *w));
+    if (w == NULL) return NULL;
+    short what = RJQ_CAST(short, (want_read ? EV_READ : 0) | (want_write ? EV_WRITE : 0) | EV_PERSIST);
+    w->cb = cb;
+    w->arg = arg;
+    w->ev = event_new(g->base, fd, what, rjq_libevent_on_fd_, w);
+    if (w->ev == NULL || event_add(w->ev, NULL) != 0) {
+        if (w->ev) event_free(w->ev);
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+/* (libevent allows event_free from inside the event's own callback) */
+static void rjq_libevent_unwatch_fd_(void *loop, void *handle) {
+    rjq_libevent_fdw *w = RJQ_CAST(rjq_libevent_fdw *, handle);
+    (void)loop;
+    event_free(w->ev);
+    free(w);
+}
+
 #ifdef RJQ_LIBEVENT_HAVE_DNS
 /* ---- host names (evdns) ----------------------------------------------------
  * All static inline, so that a program that never calls
@@ -399,8 +438,10 @@ static inline int rjq_libevent_client_make_(rjq_client **out, struct event_base 
  */
 static inline int rjq_libevent_client_new(rjq_client **out, struct event_base *base,
                                           const rjq_client_options *opts) {
-    static const rjq_loop_ops ops = {rjq_libevent_attach_, rjq_libevent_set_timer_,
-                                     rjq_libevent_cleanup_, NULL, NULL};
+    static const rjq_loop_ops ops = {rjq_libevent_attach_,    rjq_libevent_set_timer_,
+                                     rjq_libevent_cleanup_,   NULL,
+                                     NULL,                    rjq_libevent_watch_fd_,
+                                     rjq_libevent_unwatch_fd_};
     if (out == NULL || base == NULL) return RJQ_EINVAL;
     return rjq_libevent_client_make_(out, base, NULL, NULL, opts, &ops);
 }
@@ -423,7 +464,8 @@ static inline int rjq_libevent_client_new_dns(rjq_client **out, struct event_bas
      * keeps a copy */
     const rjq_loop_ops ops = {rjq_libevent_attach_, rjq_libevent_set_timer_,
                               rjq_libevent_cleanup_, rjq_libevent_resolve_,
-                              rjq_libevent_resolve_cancel_};
+                              rjq_libevent_resolve_cancel_, rjq_libevent_watch_fd_,
+                              rjq_libevent_unwatch_fd_};
     int own = dns == NULL;
     if (out == NULL || base == NULL) return RJQ_EINVAL;
     if (own) {

@@ -69,6 +69,54 @@ static void rjq_libuv_cleanup_(void *loop) {
     uv_close(RJQ_CAST(uv_handle_t *, RJQ_CAST(void *, &g->timer)), rjq_libuv_closed_);
 }
 
+/* watch_fd: a uv_poll per watched socket; its memory goes in its close
+ * callback. */
+typedef struct rjq_libuv_fdw {
+    uv_poll_t poll;
+    rjq_fd_fn *cb;
+    void *arg;
+} rjq_libuv_fdw;
+
+static void rjq_libuv_on_fd_(uv_poll_t *p, int status, int events) {
+    rjq_libuv_fdw *w = RJQ_CAST(rjq_libuv_fdw *, p->data);
+    if (status < 0) { /* an error on the socket: the core finds it by reading */
+        w->cb(w->arg, 1, 1);
+        return;
+    }
+    w->cb(w->arg, (events & UV_READABLE) != 0, (events & UV_WRITABLE) != 0); /* may unwatch */
+}
+
+static void rjq_libuv_fdw_closed_(uv_handle_t *h) {
+    free(h->data);
+}
+
+static void *rjq_libuv_watch_fd_(void *loop, int fd, int want_read, int want_write, rjq_fd_fn *cb,
+                                 void *arg) {
+    rjq_libuv_glue *g = RJQ_CAST(rjq_libuv_glue *, loop);
+    rjq_libuv_fdw *w = RJQ_CAST(rjq_libuv_fdw *, calloc(1, sizeof *w));
+    if (w == NULL) return NULL;
+    w->cb = cb;
+    w->arg = arg;
+    if (uv_poll_init_socket(g->loop, &w->poll, fd) != 0) {
+        free(w);
+        return NULL;
+    }
+    w->poll.data = w;
+    int events = (want_read ? UV_READABLE : 0) | (want_write ? UV_WRITABLE : 0);
+    if (uv_poll_start(&w->poll, events, rjq_libuv_on_fd_) != 0) {
+        uv_close(RJQ_CAST(uv_handle_t *, RJQ_CAST(void *, &w->poll)), rjq_libuv_fdw_closed_);
+        return NULL;
+    }
+    return w;
+}
+
+static void rjq_libuv_unwatch_fd_(void *loop, void *handle) {
+    rjq_libuv_fdw *w = RJQ_CAST(rjq_libuv_fdw *, handle);
+    (void)loop;
+    uv_poll_stop(&w->poll);
+    uv_close(RJQ_CAST(uv_handle_t *, RJQ_CAST(void *, &w->poll)), rjq_libuv_fdw_closed_);
+}
+
 /*
  * Create a client running on `loop`. Same contract as rjq_client_new();
  * the glue is freed by rjq_client_free() (once the loop ran the timer's
@@ -76,8 +124,10 @@ static void rjq_libuv_cleanup_(void *loop) {
  */
 static inline int rjq_libuv_client_new(rjq_client **out, uv_loop_t *loop,
                                        const rjq_client_options *opts) {
-    static const rjq_loop_ops ops = {rjq_libuv_attach_, rjq_libuv_set_timer_, rjq_libuv_cleanup_,
-                                     NULL, NULL};
+    static const rjq_loop_ops ops = {rjq_libuv_attach_,   rjq_libuv_set_timer_,
+                                     rjq_libuv_cleanup_,  NULL,
+                                     NULL,                rjq_libuv_watch_fd_,
+                                     rjq_libuv_unwatch_fd_};
     if (out == NULL || loop == NULL) return RJQ_EINVAL;
     rjq_libuv_glue *g = RJQ_CAST(rjq_libuv_glue *, calloc(1, sizeof *g));
     if (g == NULL) return RJQ_ENOMEM;

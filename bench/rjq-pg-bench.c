@@ -284,11 +284,18 @@ static double insert_tx(PGconn *pg, const char *queue, long long n, int tx, int 
     return (double)n / (ms / 1000.0);
 }
 
+static double self_cpu_s(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
 static void bench_backlog(bench *b, long long n, int tx, char **bridge_argv) {
     long long tenth = n / 10; /* the slower way: a sample */
-    double pg0 = pg_cpu_s();
+    double pg0 = pg_cpu_s(), me0 = self_cpu_s();
     double multi = insert_tx(b->pg, b->queue, n - tenth, tx, 0);
-    double pg1 = pg_cpu_s();
+    double pg1 = pg_cpu_s(), me1 = self_cpu_s();
     double single = tenth > 0 ? insert_tx(b->pg, b->queue, tenth, tx, 1) : 0;
     if (count_queued(b->pg) != n) die("backlog", "the table did not start empty, or a bridge ran");
     b->target = n;
@@ -323,9 +330,11 @@ static void bench_backlog(bench *b, long long n, int tx, char **bridge_argv) {
            "\"insert_multirow_rows_per_s\":%.0f,\"insert_statements_rows_per_s\":%.0f,"
            "\"move_s\":%.3f,\"enqueued_s\":%.3f,\"move_rows_per_s\":%.0f,"
            "\"ratio_to_multirow\":%.3f,\"ratio_to_statements\":%.3f,\"bridge_cpu_s\":%.3f,"
+           "\"client_cpu_us_per_row_multirow_insert\":%.1f,"
            "\"pg_cpu_us_per_row_multirow_insert\":%.1f,\"pg_cpu_us_per_row_move\":%.1f}\n",
            n, tx, multi, single, s, (enq - t0) / 1000.0, (double)n / s,
            (double)n / s / multi, single > 0 ? (double)n / s / single : 0, cpu,
+           (me1 - me0) * 1e6 / (double)(n - tenth),
            pg0 >= 0 ? (pg1 - pg0) * 1e6 / (double)(n - tenth) : -1,
            pg0 >= 0 ? (pg3 - pg2) * 1e6 / (double)n : -1);
 }

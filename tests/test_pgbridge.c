@@ -384,12 +384,10 @@ TEST(rows_of_overlapping_claims_start_by_priority_then_in_insert_order) {
  * with several claims in flight, each still exactly once. */
 TEST(claims_overlap_while_a_mark_waits_and_every_row_moves_once) {
     setup();
-    /* the first claim's COMMIT (its rows marked migrated: a deferred
-     * trigger) waits on an advisory lock the test holds */
+    /* the first mark waits on an advisory lock the test holds */
     pg_exec(&F.p, "CREATE FUNCTION hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
                 "PERFORM pg_advisory_lock_shared(4243); RETURN NEW; END $$;"
-                "CREATE CONSTRAINT TRIGGER hold AFTER UPDATE ON rjq_jobs "
-                "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+                "CREATE TRIGGER hold BEFORE UPDATE ON rjq_jobs FOR EACH ROW "
                 "WHEN (NEW.status = 'migrated' AND OLD.id <= 100) EXECUTE FUNCTION hold();"
                 "SELECT pg_advisory_lock(4243)");
     const char *extra[] = {"--batch", "100", "--claims", "3", NULL};
@@ -411,13 +409,11 @@ TEST(claims_overlap_while_a_mark_waits_and_every_row_moves_once) {
 
 TEST(bridge_killed_between_enqueue_and_marking_loses_and_duplicates_nothing) {
     setup();
-    /* the COMMIT of the bridge's "migrated" marks (a deferred trigger)
-     * waits on an advisory lock the test holds: the jobs are in Redis, the
-     * rows still queued */
+    /* the bridge's "migrated" update waits on an advisory lock the test
+     * holds: the jobs are in Redis, the rows still queued */
     pg_exec(&F.p, "CREATE FUNCTION hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
                 "PERFORM pg_advisory_lock_shared(4242); RETURN NEW; END $$;"
-                "CREATE CONSTRAINT TRIGGER hold AFTER UPDATE ON rjq_jobs "
-                "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+                "CREATE TRIGGER hold BEFORE UPDATE ON rjq_jobs FOR EACH ROW "
                 "WHEN (NEW.status = 'migrated') EXECUTE FUNCTION hold();"
                 "SELECT pg_advisory_lock(4242)");
     pid_t b1 = bridge_spawn(NULL);
@@ -649,13 +645,11 @@ TEST(a_finished_row_set_back_to_queued_runs_its_job_again_once_per_reset) {
     wait_pg("SELECT count(*) FROM rjq_jobs WHERE id = 1 AND status = 'completed' AND generation = 2 "
             "AND attempts = 1", 1, 30000);
     ASSERT_EQ(3, F.ws.runs[1]);
-    /* a reset moved to Redis by a bridge killed before it committed the
-     * row's mark (a deferred trigger holds the COMMIT): the next bridge
-     * sends the same job id, the job runs once */
+    /* a reset moved to Redis by a bridge killed before it marked the row:
+     * the next bridge sends the same job id, the job runs once */
     pg_exec(&F.p, "CREATE FUNCTION hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
                 "PERFORM pg_advisory_lock_shared(4242); RETURN NEW; END $$;"
-                "CREATE CONSTRAINT TRIGGER hold AFTER UPDATE ON rjq_jobs "
-                "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
+                "CREATE TRIGGER hold BEFORE UPDATE ON rjq_jobs FOR EACH ROW "
                 "WHEN (NEW.status = 'migrated') EXECUTE FUNCTION hold();"
                 "SELECT pg_advisory_lock(4242)");
     pg_exec(&F.p, "UPDATE rjq_jobs SET status = 'queued', attempts = 0 WHERE id = 3");

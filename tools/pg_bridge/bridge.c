@@ -5,10 +5,9 @@
  *
  * - the claimers move rows (o.claims lanes, each its own connection). A
  *   claim is a transaction held open across the Redis round trip: BEGIN
- *   and one UPDATE that locks the next rows (FOR UPDATE SKIP LOCKED) and
- *   marks them migrated, RETURNING them (one segment), the rows enqueued
- *   with "pg-<id>" as job ids, then the rows Redis did not acknowledge set
- *   back to queued (and rows that cannot become jobs marked failed) with
+ *   and SELECT ... FOR UPDATE SKIP LOCKED (one segment), the rows
+ *   enqueued with "pg-<id>" as job ids, then the rows Redis acknowledged
+ *   marked migrated (and rows that cannot become jobs marked failed) with
  *   COMMIT (one segment). A crash or a lost connection before the COMMIT
  *   rolls the rows back to queued; whoever claims them next enqueues the
  *   same ids, which rjq reports as existing (and keeps reserved dedup_ms
@@ -172,7 +171,7 @@ struct bridge {
     bridge_options o;
     char job_prefix[64]; /* "pg-", or "pg-<table>-" for another table than rjq_jobs */
     struct { /* schema.h's statements for o.table (sqlname.h) */
-        char *claim, *unacked, *bad, *active, *worker, *failed_row, *set, *scan, *depth, *lag;
+        char *claim, *migrated, *bad, *active, *worker, *failed_row, *set, *scan, *depth, *lag;
     } sql;
     struct event_base *base;
     rjq_client *c;
@@ -1152,8 +1151,7 @@ static void mark(claim *cl) {
         return;
     }
     ln->cstate = C_MARKING;
-    /* "{1,2,3}" of the claimed rows Redis did not take (the claim marked
-     * every row migrated): queued again */
+    /* "{1,2,3}" of the acknowledged rows */
     size_t cap = 3 + (size_t)cl->n * 21, len = 0;
     char *ids = malloc(cap);
     if (ids == NULL) {
@@ -1165,17 +1163,17 @@ static void mark(claim *cl) {
         return;
     }
     ids[len++] = '{';
-    int unacked = 0;
+    int acked = 0;
     for (int i = 0; i < cl->n; i++) {
-        if (cl->rows[i].acked || cl->rows[i].bad) continue;
-        len += (size_t)snprintf(ids + len, cap - len, "%s%" PRId64, unacked ? "," : "", cl->rows[i].id);
-        unacked++;
+        if (!cl->rows[i].acked) continue;
+        len += (size_t)snprintf(ids + len, cap - len, "%s%" PRId64, acked ? "," : "", cl->rows[i].id);
+        acked++;
     }
     ids[len++] = '}';
     ids[len] = '\0';
-    if (unacked) {
+    if (acked) {
         const char *v[1] = {ids};
-        pgconn_query(ln->pg, b->sql.unacked, 1, v, NULL, NULL, 0);
+        pgconn_query(ln->pg, b->sql.migrated, 1, v, NULL, NULL, 0);
     }
     free(ids);
     for (int i = 0; i < cl->n; i++) {
@@ -1661,7 +1659,7 @@ bridge *bridge_start(struct event_base *base, const bridge_options *o) {
         goto fail;
     }
     struct { char **dst; const char *tmpl; } sql[] = {
-        {&b->sql.claim, PGB_SQL_CLAIM},   {&b->sql.unacked, PGB_SQL_UNACKED},
+        {&b->sql.claim, PGB_SQL_CLAIM},   {&b->sql.migrated, PGB_SQL_MIGRATED},
         {&b->sql.bad, PGB_SQL_BAD},       {&b->sql.active, PGB_SQL_ACTIVE},
         {&b->sql.worker, PGB_SQL_WORKER}, {&b->sql.failed_row, PGB_SQL_FAILED_ROW},
         {&b->sql.set, PGB_SQL_SET},       {&b->sql.scan, PGB_SQL_FOLLOW_SCAN},
@@ -1802,7 +1800,7 @@ void bridge_free(bridge *b) {
     }
     free(b->procs);
     free(b->next_procs);
-    char **sql[] = {&b->sql.claim,  &b->sql.unacked,    &b->sql.bad, &b->sql.active,
+    char **sql[] = {&b->sql.claim,  &b->sql.migrated,   &b->sql.bad, &b->sql.active,
                     &b->sql.worker, &b->sql.failed_row, &b->sql.set, &b->sql.scan,
                     &b->sql.depth,  &b->sql.lag};
     for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++) free(*sql[i]);

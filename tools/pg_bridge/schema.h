@@ -72,13 +72,7 @@
     "  FOR EACH ROW WHEN (NEW.status = 'queued' AND OLD.status <> 'queued')\n"                \
     "  EXECUTE FUNCTION rjq_jobs_notify();\n"
 
-/* Claim: in a transaction held open until Redis acknowledged the rows.
- * The claim marks the rows it takes migrated in the same statement (one
- * pass over them: the rows locked by the select are updated by their
- * physical address, no index lookup), RETURNING them in claim order;
- * the COMMIT after the enqueue makes the marks visible, rows Redis did
- * not take set back to queued first (PGB_SQL_UNACKED), and a claim whose
- * transaction is lost or rolled back leaves every row queued.
+/* Claim: in a transaction held open until the rows are marked.
  * $1 batch size, $2 the queues served (text[]; NULL: all), $3 queues to
  * leave out for now (Redis refused their last enqueue). Binary results:
  * id int8, queue text, payload bytea, priority int4, max_attempts int4,
@@ -94,24 +88,19 @@
  * rows queued, and growing with the backlog). */
 #define PGB_SQL_CLAIM_PLAN "SET LOCAL enable_bitmapscan = off"
 #define PGB_SQL_CLAIM                                                                      \
-    "WITH m AS (UPDATE rjq_jobs SET status = 'migrated', updated_at = now()\n"              \
-    "  WHERE ctid = ANY(ARRAY(SELECT ctid FROM rjq_jobs WHERE status = 'queued'\n"          \
-    "    AND ($2::text[] IS NULL OR queue = ANY($2))\n"                                     \
-    "    AND ($3::text[] IS NULL OR queue <> ALL($3))\n"                                    \
-    "    ORDER BY priority DESC, id LIMIT $1 FOR UPDATE SKIP LOCKED)) AND status = 'queued'\n" \
-    "  RETURNING id, queue, payload, priority, max_attempts,\n"                             \
+    "SELECT id, queue, payload, priority, max_attempts,\n"                                 \
     "  CASE WHEN run_at <= statement_timestamp() THEN 0\n"                                 \
     "    WHEN NOT isfinite(run_at) THEN 9223372036854775807\n"                             \
     "    ELSE LEAST(ceil(extract(epoch FROM run_at - statement_timestamp()) * 1000),\n"    \
     "      9e18)::bigint END,\n"                                                           \
     "  generation, backoff, COALESCE(backoff_ms, 0), COALESCE(backoff_max_ms, 0),\n"        \
-    "  COALESCE(timeout_ms, 0))\n"                                                          \
-    "SELECT * FROM m ORDER BY priority DESC, id"
-/* $1 bigint[] of the claimed rows Redis did not take: queued again at the
- * COMMIT (their updated_at is the claim's) */
-#define PGB_SQL_UNACKED                                                           \
-    "UPDATE rjq_jobs SET status = 'queued', updated_at = now()\n"                 \
-    "WHERE id = ANY($1::bigint[]) AND status = 'migrated'"
+    "  COALESCE(timeout_ms, 0)\n"                                                           \
+    "FROM rjq_jobs WHERE status = 'queued' AND ($2::text[] IS NULL OR queue = ANY($2))\n"  \
+    "  AND ($3::text[] IS NULL OR queue <> ALL($3))\n"                                     \
+    "ORDER BY priority DESC, id LIMIT $1 FOR UPDATE SKIP LOCKED"
+/* $1 bigint[] of the rows acknowledged by Redis */
+#define PGB_SQL_MIGRATED \
+    "UPDATE rjq_jobs SET status = 'migrated', updated_at = now() WHERE id = ANY($1::bigint[])"
 /* $1 id, $2 error: a row that cannot become a job */
 #define PGB_SQL_BAD \
     "UPDATE rjq_jobs SET status = 'failed', error = $2, last_error = $2, failed_at = now(),\n" \

@@ -37,6 +37,7 @@
  * (default pgbench). Prints one JSON line. The table must start empty
  * (pg_bridge.sh truncates it, then flushes Redis, between runs).
  */
+#include <dirent.h>
 #include <event2/event.h>
 #include <libpq-fe.h>
 #include <math.h>
@@ -224,10 +225,10 @@ static double pg_cpu_s_print(int print) {
     snprintf(path, sizeof path, "/proc/%ld/stat", pm);
     double t = proc_ticks(path, &ppid, 1);
     if (t < 0) return -1;
-    FILE *ls = popen("ls /proc", "r");
-    char name[64];
-    while (ls && fgets(name, sizeof name, ls)) {
-        long pid = atol(name);
+    DIR *proc = opendir("/proc");
+    struct dirent *de;
+    while (proc && (de = readdir(proc)) != NULL) {
+        long pid = atol(de->d_name);
         if (pid <= 0 || pid == pm) continue;
         snprintf(path, sizeof path, "/proc/%ld/stat", pid);
         double c = proc_ticks(path, &ppid, 0);
@@ -236,7 +237,7 @@ static double pg_cpu_s_print(int print) {
             if (getenv("PROFILE") && atoi(getenv("PROFILE")) == 1) prof_note(pid, c, print);
         }
     }
-    if (ls) pclose(ls);
+    if (proc) closedir(proc);
     return t / (double)sysconf(_SC_CLK_TCK);
 }
 

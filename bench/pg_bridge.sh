@@ -66,6 +66,8 @@ bin=$(pg_config --bindir)
 "${as_pg[@]}" "$bin/pg_ctl" -s -D "$dir/data" -l "$dir/pg.log" -w \
   -o "-p $pgport -k $dir -c listen_addresses=127.0.0.1" start
 export RJQ_PG="host=127.0.0.1 port=$pgport user=postgres dbname=postgres"
+# rjq-pg-bench reads PostgreSQL's CPU (all its processes) from /proc by it
+PG_PID=$(head -1 "$dir/data/postmaster.pid"); export PG_PID
 "$B/rjq-pg-bridge" --init --pg "$RJQ_PG" >/dev/null
 bridge_cmd=()
 start_bridge() {
@@ -80,6 +82,8 @@ flush() {
   psql -q "$RJQ_PG" -c "TRUNCATE rjq_jobs" -c "VACUUM ANALYZE rjq_jobs"
   redis-cli -p "$rport" FLUSHALL >/dev/null
 }
+# Redis' CPU seconds (user + sys) so far
+redis_cpu() { redis-cli -p "$rport" INFO cpu | tr -d '\r' | awk -F: '/^used_cpu_(sys|user):/ { t += $2 } END { print t }'; }
 # adds "redis":MODE,"bridge":LABEL after the case name
 label() { sed "s/^{\"case\":\"\([^\"]*\)\"/{\"case\":\"\1\",\"redis\":\"$1\",\"bridge\":\"$2\"/"; }
 echo "# $(date -u '+%F %T') UTC, $(git -C "$(dirname "$0")" rev-parse --short HEAD 2>/dev/null || echo '?'), BACKLOG=$BACKLOG TX=$TX RATE=$RATE SECS=$SECS REPS=$REPS BRIDGES=$BRIDGES BRIDGE_ARGS=$BRIDGE_ARGS"
@@ -100,7 +104,16 @@ for mode in $REDIS_MODES; do
       # shellcheck disable=SC2206
       bridge_cmd=("${lb#*=}" --report-ms 0 $BRIDGE_ARGS)
       case $c in
-        backlog) flush; "$B/rjq-pg-bench" backlog "$BACKLOG" "$TX" "${bridge_cmd[@]}" 2>>"$dir/bridge.log" | label "$mode" "$name" ;;
+        backlog)
+          flush; redis-cli -p "$rport" CONFIG RESETSTAT >/dev/null; r0=$(redis_cpu)
+          out=$("$B/rjq-pg-bench" backlog "$BACKLOG" "$TX" "${bridge_cmd[@]}" 2>>"$dir/bridge.log")
+          r1=$(redis_cpu)
+          rus=$(awk -v a="$r0" -v b="$r1" -v n="$BACKLOG" 'BEGIN { printf "%.1f", (b - a) * 1e6 / n }')
+          echo "${out%\}},\"redis_cpu_us_per_row\":$rus}" | label "$mode" "$name"
+          if [ "${PROFILE:-0}" = 1 ]; then  # the scripts' and commands' time, per row
+            redis-cli -p "$rport" INFO commandstats | tr -d '\r' | awk -F'[:=,]' -v n="$BACKLOG" \
+              '/^cmdstat_/ { printf "#   %s calls=%s usec_per_row=%.1f\n", $1, $3, $5 / n }'
+          fi ;;
         lag) flush; start_bridge; "$B/rjq-pg-bench" lag "$RATE" "$SECS" | label "$mode" "$name"; stop_bridge ;;
         latency) flush; start_bridge; "$B/rjq-pg-bench" latency "$RATE" "$SECS" | label "$mode" "$name"; stop_bridge ;;
         poll)

@@ -521,10 +521,18 @@ static void on_bulk(rjq_client *c, int status, const rjq_enqueued *jobs, size_t 
 static void enq_pump_bulk(void) {
     static rjq_enqueue_item *items;
     static char *buf;
+    /* BULK_IDS=1 (diagnostic): each job with an id and a one-day dedup
+     * window, as rjq-pg-bridge enqueues rows */
+    static rjq_job_options *opts;
+    static char (*ids)[32];
+    static int with_ids = -1;
     if (items == NULL) {
+        with_ids = getenv("BULK_IDS") && atoi(getenv("BULK_IDS")) == 1;
         items = calloc((size_t)C.bulk, sizeof *items);
         buf = malloc((size_t)C.bulk * C.payload_max);
-        if (items == NULL || buf == NULL) die("out of memory");
+        opts = calloc((size_t)C.bulk, sizeof *opts);
+        ids = calloc((size_t)C.bulk, sizeof *ids);
+        if (items == NULL || buf == NULL || opts == NULL || ids == NULL) die("out of memory");
     }
     while (E.inflight < C.bulk_window && E.next < E.total) {
         long m = E.total - E.next < C.bulk ? E.total - E.next : C.bulk;
@@ -533,6 +541,12 @@ static void enq_pump_bulk(void) {
             items[j].payload = p;
             items[j].len = (size_t)payload(p, E.next + j);
             items[j].opts = NULL;
+            if (with_ids) {
+                snprintf(ids[j], sizeof ids[j], "pg-%ld", E.next + j + 1);
+                opts[j].id = ids[j];
+                opts[j].dedup_ms = 24LL * 3600 * 1000;
+                items[j].opts = &opts[j];
+            }
         }
         /* inputs are copied during the call: buf is reused at once */
         int rc = rjq_enqueue_batch(queue, items, (size_t)m, on_bulk, (void *)(intptr_t)m);

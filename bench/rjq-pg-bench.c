@@ -37,6 +37,7 @@
  * (default pgbench). Prints one JSON line. The table must start empty
  * (pg_bridge.sh truncates it, then flushes Redis, between runs).
  */
+#include <dirent.h>
 #include <event2/event.h>
 #include <libpq-fe.h>
 #include <math.h>
@@ -163,6 +164,83 @@ static double mono_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* CPU seconds of PostgreSQL (PG_PID: the postmaster's pid; -1 without):
+ * the postmaster's own and its reaped children's, plus every live child's
+ * (backends, WAL writer, checkpointer ...), from /proc. */
+static double proc_ticks(const char *path, long *ppid, int children) {
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return -1;
+    char buf[1024];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* after the command name */
+    unsigned long long ut, st;
+    long long cut, cst;
+    char state;
+    if (p == NULL || sscanf(p + 2, "%c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld",
+                            &state, ppid, &ut, &st, &cut, &cst) != 6)
+        return -1;
+    return (double)(ut + st) + (children ? (double)(cut + cst) : 0);
+}
+
+/* PROFILE=1: each PostgreSQL process's CPU (by pid, with its title) at
+ * the last call, printed as the difference at the next on stderr. */
+typedef struct pcpu { long pid; double t; char title[96]; } pcpu;
+static pcpu prof[512];
+static int nprof;
+
+static void prof_note(long pid, double ticks, int print) {
+    char path[64], title[96] = "";
+    snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        size_t n = fread(title, 1, sizeof title - 1, f);
+        title[n] = '\0';
+        fclose(f);
+    }
+    double was = 0;
+    int i;
+    for (i = 0; i < nprof && prof[i].pid != pid; i++) continue;
+    if (i < nprof) was = prof[i].t;
+    else if (nprof < 512) {
+        nprof++;
+        prof[i].pid = pid;
+    } else return;
+    prof[i].t = ticks;
+    snprintf(prof[i].title, sizeof prof[i].title, "%s", title);
+    double d = (ticks - was) / (double)sysconf(_SC_CLK_TCK);
+    if (print && d >= 0.01) fprintf(stderr, "#   pg pid %ld %.2f s cpu: %s\n", pid, d, title);
+}
+
+static double pg_cpu_s_print(int print);
+static double pg_cpu_s(void) { return pg_cpu_s_print(0); }
+
+static double pg_cpu_s_print(int print) {
+    const char *env = getenv("PG_PID");
+    long pm = env ? atol(env) : 0;
+    if (pm <= 0) return -1;
+    char path[64];
+    long ppid;
+    snprintf(path, sizeof path, "/proc/%ld/stat", pm);
+    double t = proc_ticks(path, &ppid, 1);
+    if (t < 0) return -1;
+    DIR *proc = opendir("/proc");
+    struct dirent *de;
+    while (proc && (de = readdir(proc)) != NULL) {
+        long pid = atol(de->d_name);
+        if (pid <= 0 || pid == pm) continue;
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        double c = proc_ticks(path, &ppid, 0);
+        if (c >= 0 && ppid == pm) {
+            t += c;
+            if (getenv("PROFILE") && atoi(getenv("PROFILE")) == 1) prof_note(pid, c, print);
+        }
+    }
+    if (proc) closedir(proc);
+    return t / (double)sysconf(_SC_CLK_TCK);
+}
+
 static long long count_queued(PGconn *pg) {
     PGresult *r = PQexec(pg, "SELECT count(*) FROM rjq_jobs WHERE status = 'queued'");
     if (PQresultStatus(r) != PGRES_TUPLES_OK) die("count", PQresultErrorMessage(r));
@@ -207,9 +285,18 @@ static double insert_tx(PGconn *pg, const char *queue, long long n, int tx, int 
     return (double)n / (ms / 1000.0);
 }
 
+static double self_cpu_s(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
 static void bench_backlog(bench *b, long long n, int tx, char **bridge_argv) {
     long long tenth = n / 10; /* the slower way: a sample */
+    double pg0 = pg_cpu_s(), me0 = self_cpu_s();
     double multi = insert_tx(b->pg, b->queue, n - tenth, tx, 0);
+    double pg1 = pg_cpu_s(), me1 = self_cpu_s();
     double single = tenth > 0 ? insert_tx(b->pg, b->queue, tenth, tx, 1) : 0;
     if (count_queued(b->pg) != n) die("backlog", "the table did not start empty, or a bridge ran");
     b->target = n;
@@ -217,6 +304,7 @@ static void bench_backlog(bench *b, long long n, int tx, char **bridge_argv) {
     struct timeval tv = {0, 5000}; /* (each poll is a script call Redis runs) */
     event_add(poll, &tv);
     fflush(NULL);
+    double pg2 = pg_cpu_s();
     double t0 = wall_ms();
     pid_t bridge = fork();
     if (bridge == 0) {
@@ -231,6 +319,7 @@ static void bench_backlog(bench *b, long long n, int tx, char **bridge_argv) {
         nanosleep(&ts, NULL);
     }
     double end = wall_ms();
+    double pg3 = pg_cpu_s_print(1);
     kill(bridge, SIGTERM);
     waitpid(bridge, NULL, 0);
     struct rusage ru; /* the bridge's, up to its exit */
@@ -241,9 +330,14 @@ static void bench_backlog(bench *b, long long n, int tx, char **bridge_argv) {
     printf("{\"case\":\"pg-bridge-backlog\",\"rows\":%lld,\"tx_rows\":%d,"
            "\"insert_multirow_rows_per_s\":%.0f,\"insert_statements_rows_per_s\":%.0f,"
            "\"move_s\":%.3f,\"enqueued_s\":%.3f,\"move_rows_per_s\":%.0f,"
-           "\"ratio_to_multirow\":%.3f,\"ratio_to_statements\":%.3f,\"bridge_cpu_s\":%.3f}\n",
+           "\"ratio_to_multirow\":%.3f,\"ratio_to_statements\":%.3f,\"bridge_cpu_s\":%.3f,"
+           "\"client_cpu_us_per_row_multirow_insert\":%.1f,"
+           "\"pg_cpu_us_per_row_multirow_insert\":%.1f,\"pg_cpu_us_per_row_move\":%.1f}\n",
            n, tx, multi, single, s, (enq - t0) / 1000.0, (double)n / s,
-           (double)n / s / multi, single > 0 ? (double)n / s / single : 0, cpu);
+           (double)n / s / multi, single > 0 ? (double)n / s / single : 0, cpu,
+           (me1 - me0) * 1e6 / (double)(n - tenth),
+           pg0 >= 0 ? (pg1 - pg0) * 1e6 / (double)(n - tenth) : -1,
+           pg0 >= 0 ? (pg3 - pg2) * 1e6 / (double)n : -1);
 }
 
 /* lag: commit times (the child's) and enqueued events (here) by row id */

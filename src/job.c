@@ -132,9 +132,7 @@ static size_t batch_size(const part *p) {
 static int send_batch(rjq_queue *q, complete_batch *b) {
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_COMPLETED, RJQ__K_STATS, RJQ__K_READY, RJQ__K_PRIO,
-              RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_HELD, RJQ__K_DEDUP,
-              RJQ__K_DEADLINES);
+    rjq__argv_script_keys(&a, q, RJQ__S_COMPLETE);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_ll(&a, rjq__queue_retention_ms(q));
     rjq__argv_ll(&a, rjq__queue_completed_max(q));
@@ -334,8 +332,7 @@ static int send_fail(rjq_job *job, const char *error, int flags, long long retry
     f->data = data;
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_DEAD,
-              RJQ__K_STATS, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_DEDUP, RJQ__K_DEADLINES);
+    rjq__argv_script_keys(&a, q, RJQ__S_FAIL);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_str(&a, job->id);
@@ -386,7 +383,7 @@ int rjq_job_progress(rjq_job *job, const void *progress, size_t len) {
     if (len > rjq__client_max_payload(c)) return RJQ_ETOOBIG;
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_COLUMNS);
+    rjq__argv_script_keys(&a, q, RJQ__S_PROGRESS);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_str(&a, job->id);
     rjq__argv_str(&a, job->token);

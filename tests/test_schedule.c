@@ -329,14 +329,14 @@ TEST(stopped_leader_hands_over_within_a_third_of_the_lease) {
  * not only by the next fire time (a schedule set again between tick and
  * fire has next 0 both times). fire.lua run directly. */
 static long long fire_call(redisContext *rc, const char *spec, const char *next) {
-    const char *argv[] = {"FCALL", rjq__scripts[RJQ__S_FIRE].function, "16",
-                          "t:{sf}:scheduler", "t:{sf}:schedules", "t:{sf}:schedpayload",
-                          "t:{sf}:schednext", "t:{sf}:ready", "t:{sf}:prio", "t:{sf}:delayed",
-                          "t:{sf}:stats", "t:{sf}:payload", "t:{sf}:state", "t:{sf}:options",
-                          "t:{sf}:result", "t:{sf}:error", "t:{sf}:failtoken", "t:{sf}:watchers",
-                          "t:{sf}:monitored", "t:{sf}:job:", "t:{sf}:wake", "tok",
+    const char *argv[48];
+    layout_keys lk;
+    argv[0] = "FCALL", argv[1] = rjq__scripts[RJQ__S_FIRE].function;
+    int na = layout_script_keys(&lk, RJQ__S_FIRE, "t", "sf", argv, 2);
+    const char *args[] = {"t:{sf}:job:", "t:{sf}:wake", "tok",
                           "s", "0", spec, next, "1", "1000"};
-    redisReply *r = redisCommandArgv(rc, (int)(sizeof argv / sizeof argv[0]), argv, NULL);
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) argv[na++] = args[i];
+    redisReply *r = redisCommandArgv(rc, na, argv, NULL);
     ASSERT(r != NULL && r->type == REDIS_REPLY_INTEGER);
     long long n = r->integer;
     freeReplyObject(r);

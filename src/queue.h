@@ -100,4 +100,8 @@ char *rjq__global_key(const rjq_client *c, int g);
 int rjq__global_script_keys(int s, const char *const names[RJQ__G_COUNT], char num[16],
                             const char **out, int cap);
 
+/* A call site that lists a script's keys itself does not compile (the old
+ * ways: tests/keys_declared.sh plants one). */
+#pragma GCC poison RJQ__KEYS rjq__argv_keys RJQ__K_COLUMNS
+
 #endif /* RJQ_QUEUE_H */

@@ -119,18 +119,12 @@ for i = 1, n do
   if string.byte(o, 1) == 43 then joins[i] = true; o = string.sub(o, 2) end -- '+'
   delay[i], pri[i], stored[i] = 0, 0, false
   if o ~= '' then
-    local d_, p_, m_, b_, t_, u_, x_ =
-      string.match(o, '^(%d+),(%-?%d+),(%d+),([^;]*);?(%d*);?(%d*);?(%d*)$')
-    delay[i], pri[i] = tonumber(d_), tonumber(p_)
-    if x_ == '1' then deb[i] = true; any_debounce = true end
-    if pri[i] ~= 0 or tonumber(m_) ~= DEFAULT_MAX_ATTEMPTS or b_ ~= '' or t_ ~= '' or u_ ~= '' then
-      if tonumber(m_) == DEFAULT_MAX_ATTEMPTS then m_ = '' end
-      stored[i] = p_ .. ',' .. m_ .. ',' .. b_
-      if u_ ~= '' then stored[i] = stored[i] .. ';' .. t_ .. ';' .. u_
-      elseif t_ ~= '' then stored[i] = stored[i] .. ';' .. t_ end
-      if t_ ~= '' then any_timeout = true end
-      any_opts = true
-    end
+    local timeout, debounce
+    delay[i], pri[i], stored[i], timeout, debounce = job_options(o)
+    if not delay[i] then return redis.error_reply('ERR rjq enqueue: bad job options') end
+    if debounce then deb[i] = true; any_debounce = true end
+    if timeout then any_timeout = true end
+    if stored[i] then any_opts = true end
     if delay[i] > 0 then any_delay = true elseif pri[i] ~= 0 then any_prio = true end
     if reserved and (pri[i] ~= 0 or deb[i]) then
       return redis.error_reply('ERR rjq enqueue: a job with payload ahead has a priority')

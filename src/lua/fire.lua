@@ -33,15 +33,10 @@ while i <= #ARGV do
   if cur and spec == seen_spec and tonumber(cur) == tonumber(seen) then
     local o = string.match(spec, '^%S+ %S+ %S+ %S+ (%S+)')
     local payload = redis.call('HMGET', schedpayload, name)[1] or ''
-    local delay, p, stored = 0, 0, false
+    local delay, p, stored = 0, 0, false -- (its options read as enqueue.lua reads them)
     if o and o ~= '-' then
-      local d_, p_, m_, b_, t_ = string.match(o, '^(%d+),(%-?%d+),(%d+),([^;]*);?(%d*)$')
-      if d_ then
-        delay, p = tonumber(d_), tonumber(p_)
-        if tonumber(m_) == DEFAULT_MAX_ATTEMPTS then m_ = '' end
-        stored = p_ .. ',' .. m_ .. ',' .. b_
-        if t_ ~= '' then stored = stored .. ';' .. t_ end
-      end
+      local d_, p_, s_ = job_options(o)
+      if d_ then delay, p, stored = d_, p_, s_ end
     end
     for f = 1, k do
       local id = name .. '@' .. ARGV[i + 4 + f]

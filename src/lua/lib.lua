@@ -288,6 +288,25 @@ local function parse_options(o)
   return tonumber(p), tonumber(m) or DEFAULT_MAX_ATTEMPTS, b, tonumber(t), tonumber(u)
 end
 
+-- A new job's options as a producer gives them (src/validate.c),
+-- "delay,priority,max_attempts,backoff[;timeout[;dedup[;debounce]]]":
+-- returns its delay ms, its priority, its options column value (false when
+-- what is stored would all be defaults: nothing stored), whether it has a
+-- timeout, whether it is a debounce; nil when o is no such text. The one
+-- reading for every script that creates jobs (enqueue.lua, fire.lua).
+local function job_options(o)
+  local d_, p_, m_, b_, t_, u_, x_ = string.match(o, '^(%d+),(%-?%d+),(%d+),([^;]*);?(%d*);?(%d*);?(%d*)$')
+  if not d_ then return nil end
+  local p, stored = tonumber(p_), false
+  if p ~= 0 or tonumber(m_) ~= DEFAULT_MAX_ATTEMPTS or b_ ~= '' or t_ ~= '' or u_ ~= '' then
+    if tonumber(m_) == DEFAULT_MAX_ATTEMPTS then m_ = '' end
+    stored = p_ .. ',' .. m_ .. ',' .. b_
+    if u_ ~= '' then stored = stored .. ';' .. t_ .. ';' .. u_
+    elseif t_ ~= '' then stored = stored .. ';' .. t_ end
+  end
+  return tonumber(d_), p, stored, t_ ~= '', x_ == '1'
+end
+
 
 -- A queue's rate limit (the meta field `rate`, "<starts> <window ms>"):
 -- starts, window; nil when none.

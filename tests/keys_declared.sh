@@ -10,7 +10,8 @@
 #    the declaration (only queue.c makes the names, from rjq__key_names);
 #  - a call site lists a script's keys itself: RJQ__KEYS, rjq__argv_keys or
 #    RJQ__K_COLUMNS must not compile (queue.h poisons them), while the
-#    declared way does.
+#    declared way does;
+#  - README "Keys: one declaration" lacks a declared name.
 # Each check is then proved to fail on a planted violation.
 set -euo pipefail
 build=${RJQ_BUILD:?RJQ_BUILD must name the build folder}
@@ -78,6 +79,23 @@ plant admin.c '    snprintf(key, sizeof key, "%s:{%s}:stats", prefix, name);'
 plant upkeep.c '    snprintf(k, len, "%s:{clients}:%s", prefix, name);'
 plant processes.c '    snprintf(key, sizeof key, "%s:queues", prefix);'
 [ -z "$(check_tree "$t/src")" ] || { echo "keys_declared: the copy is not clean after planting" >&2; fail=1; }
+
+# README "Keys: one declaration" names every declared name.
+# readme_misses FILE: the declared names its Keys section lacks
+readme_misses() {
+    local section
+    section=$(awk '/^### Keys: one declaration/ { on = 1; next } on && /^### / { exit } on' "$1")
+    awk '$1 == "key" || $1 == "global" { print $3 }' "$src/src/keys.def" | while read -r name; do
+        case "$section" in *"\`$name\`"*) ;; *) echo "$name" ;; esac
+    done
+}
+missing=$(readme_misses "$src/README.md")
+if [ -n "$missing" ]; then
+    echo "keys_declared: README \"Keys: one declaration\" lacks: "$missing >&2
+    fail=1
+fi
+sed 's/`deadlines`/`deadline`/' "$src/README.md" > "$t/README.md"
+[ "$(readme_misses "$t/README.md")" = deadlines ] || { echo "keys_declared: the README check misses a planted omission" >&2; fail=1; }
 
 [ $fail = 0 ] && echo "keys_declared: PASS (no KEYS[n], no derived names, no hand-built key names; listing keys does not compile)"
 exit $fail

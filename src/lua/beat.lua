@@ -13,8 +13,7 @@
 -- claimed meanwhile could be returned by the sweep too).
 -- The info hash holds what each client says of itself for the process
 -- registry (processes.lua): upkeep.c's text, sent when it changed.
--- KEYS: live, queues, sweeps, info (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): live, queues, sweeps, info
 -- ARGV: 1 client id, 2 its entry's lifetime ms, 3 its queue names
 --       (space-separated; '' when unchanged since the last beat that
 --       reported it known), 4 the sweep's lease ms, 5 most clients to sweep,

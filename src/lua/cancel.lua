@@ -8,8 +8,8 @@
 -- it is listed in the cancelled set (id -> time), of which the newest
 -- `most` are kept (the oldest records are deleted past that); awaiting
 -- producers are told ('cancelled').
--- KEYS: ready, prio, delayed, active, stats, cancelled, cols, monitored, events, push, dedup (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, active,
+--       stats, cancelled, cols, monitored, events, push, dedup
 -- ARGV: 1 job name prefix, 2 id, 3 most cancelled jobs kept
 -- Returns { code, state }: 1 cancelled (state: the one it left: ready,
 -- delayed or active), 0 no such job, 2 already finished (state: completed,

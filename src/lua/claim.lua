@@ -41,8 +41,9 @@
 -- of its notice loses its place; the claims held back behind it come
 -- back (next) when that grace ends. (A stopping worker leaves the hash;
 -- limits.lua clears it.)
--- KEYS: ready, prio, delayed, active, stats, idle, cols, monitored, events, held, meta, deadlines, starts, waiters (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, active,
+--       stats, idle, cols, monitored, events, held, meta, deadlines, starts,
+--       waiters
 -- ARGV: 1 job name prefix, 2 want (<= 1000: unpack() below holds 2*want
 --       values, and Lua's limit is ~8000), 3 lease ms, 4 token
 --       ("<client>.<worker>.<unique>", new for every call), 5 wake channel,

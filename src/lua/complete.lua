@@ -15,8 +15,8 @@
 -- outcome). A job without a timeout whose lease merely ran out is still
 -- completed while no sweep or other worker took it: its token still
 -- matches, and the token is what fences it.
--- KEYS: active, completed, stats, ready, prio, idle, cols, monitored, events, held, dedup, deadlines (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): active, completed, stats,
+--       ready, prio, idle, cols, monitored, events, held, dedup, deadlines
 -- ARGV: 1 job name prefix, 2 retention ms (-1: no age limit), 3 most
 --       completed jobs kept (<= 0: no count limit), 4 number of offers,
 --       5 number of tokens to forget, then per offer: idle field, epoch,

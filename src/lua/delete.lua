@@ -4,8 +4,7 @@
 -- dedup time stays reserved until it is over). Waiting and running jobs
 -- are not deleted here: cancelling them tells their awaits and workers;
 -- completed jobs leave by their retention.
--- KEYS: dead, cancelled, cols, dedup (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): dead, cancelled, cols, dedup
 -- ARGV: 1 'id', 'dead' or 'cancelled'; 2 the id, or n (<= 1000)
 -- Returns, for an id: 1 deleted, -1 no such job, -2 it is in another
 -- state; for a set: how many were deleted.

@@ -1,8 +1,9 @@
 -- enqueue: write job records and make them ready or delayed, atomically;
 -- jobs made ready go straight to idle workers that registered free slots
 -- (push_to_idle in lib.lua), else the doorbell rings.
--- KEYS: ready, prio, delayed, stats, active, idle, cols, monitored, events, held, deadlines, dedup, reserved (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, stats,
+--       active, idle, cols, monitored, events, held, deadlines, dedup,
+--       reserved
 -- ARGV: 1 job name prefix, 2 wake channel, 3 reply channel of an awaiting
 --       producer ('' for none), 4 token base for pushed jobs (unique per
 --       call), 5 max waiting jobs (0: no bound), 6 jobs without an id in

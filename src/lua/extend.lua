@@ -4,8 +4,7 @@
 -- its lease is left to run out (the reclaim sweep then fails it as timed
 -- out, and tells its holder on its push channel) and its holder is told
 -- here too (it may have missed that message).
--- KEYS: active, cols, deadlines, held (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): active, cols, deadlines, held
 -- ARGV: 1 lease ms, then per job: id, token, start (server ms at which
 --       the holder's claim of it started, as it knows it: its claim
 --       reply's deadline - lease, which a re-sent claim gives uncapped too,

@@ -6,8 +6,9 @@
 -- fire time is enqueued once even across schedulers and restarts (an
 -- existing id is not touched). Jobs are created as enqueue.lua creates
 -- them (without push delivery: idle workers hear the doorbell).
--- KEYS: schedlease, schedules, schedpayload, schednext, ready, prio, delayed, stats, cols, monitored, events (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): schedlease, schedules,
+--       schedpayload, schednext, ready, prio, delayed, stats, cols,
+--       monitored, events
 -- ARGV: 1 job name prefix, 2 wake channel, 3 token, then per schedule:
 --       name, the next fire time read, the spec read (a schedule set again
 --       since is left alone, even when both next times are 0), the new
@@ -16,8 +17,8 @@
 -- Returns the number of jobs enqueued, or -1 when the lease is not held.
 local prefix, wake, token = ARGV[1], ARGV[2], ARGV[3]
 local J = columns(cols, prefix)
-expect_types({schedlease, 'string', schedules, 'hash', schedpayload, 'hash', schednext, 'zset', ready, 'list',
-              prio, 'zset', delayed, 'zset', stats, 'hash', J.d, 'hash', J.o, 'hash', J.s, 'hash'})
+expect_types({schedlease, 'string', schedules, 'hash', schedpayload, 'hash', schednext, 'zset',
+              ready, 'list', prio, 'zset', delayed, 'zset', stats, 'hash', J.d, 'hash', J.o, 'hash', J.s, 'hash'})
 if redis.call('GET', schedlease) ~= token then return -1 end
 -- the sequence numbers its jobs take, before the first write (a HINCRBY
 -- refused there left the schedules before it fired and moved on)

@@ -1,8 +1,7 @@
 -- gone: a swept client's jobs are all back (orphans.lua): forget it, unless
 -- its entry changed since the sweep took it on (it came back, or another
 -- sweeper took over).
--- KEYS: live, queues, sweeps, info (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): live, queues, sweeps, info
 -- ARGV: 1 client id, 2 the sweep's lease end that beat.lua returned
 -- Returns 1 when it was forgotten, else 0.
 local who = ARGV[1]

@@ -1,6 +1,5 @@
 -- job: one job's record, for inspection.
--- KEYS: cols (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): cols
 -- ARGV: 1 id
 -- Returns { state, attempts, max_attempts, payload, result, error, token,
 -- enqueued, started, ended } with nil entries when absent; all nil when

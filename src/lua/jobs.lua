@@ -6,8 +6,8 @@
 --   active     by lease end
 --   dead, cancelled   oldest first
 --   completed  oldest first (the retention index: entries of ids)
--- KEYS: ready, prio, delayed, active, dead, cancelled, completed (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, active,
+--       dead, cancelled, completed
 -- ARGV: 1 state (one of the above), 2 offset, 3 limit (<= 1000)
 -- Returns the ids; an unknown state is an error. Reads only.
 local state, offset, limit = ARGV[1], tonumber(ARGV[2]), math.min(tonumber(ARGV[3]), 1000)

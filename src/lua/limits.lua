@@ -8,8 +8,7 @@
 -- resumes with their claims).
 -- The waiters for slots under the concurrency limit (claim.lua) start
 -- afresh.
--- KEYS: meta, idle, starts, waiters (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): meta, idle, starts, waiters
 -- ARGV: 1 wake channel, 2 concurrency (0: none), 3 rate starts (0: none),
 --       4 rate window ms
 -- Returns 1.

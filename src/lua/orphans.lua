@@ -3,8 +3,8 @@
 -- for their leases (which may be long), as the reclaim sweep would return
 -- them: the attempt counts; dead when attempts are spent. Its members of
 -- the held index (lib.lua) go too.
--- KEYS: held, active, ready, prio, dead, stats, cols, monitored, events, dedup (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): held, active, ready, prio,
+--       dead, stats, cols, monitored, events, dedup
 -- ARGV: 1 job name prefix, 2 wake channel, 3 the client's token prefix
 --       "<client>.", 4 most members per call, 5 dead cap, 6 the sweep's
 --       lease end (server ms): a call that runs later does nothing (the

@@ -6,8 +6,7 @@
 -- workers wait on the doorbell at no cost. Pausing drops every idle
 -- registration, so no enqueue pushes a job either; enqueues are still
 -- accepted. Resuming rings the doorbell: idle workers claim at once.
--- KEYS: meta, idle, monitored, events (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): meta, idle, monitored, events
 -- ARGV: 1 job name prefix, 2 wake channel, 3 1 pause / 0 resume
 -- Returns 1 when the queue's state changed, 0 when it already was so.
 local prefix, wake, pause = ARGV[1], ARGV[2], ARGV[3] == '1'

@@ -4,8 +4,7 @@
 -- concurrency and running jobs. Listed are the clients whose entry has not
 -- run out and that nobody sweeps (a swept client's entry was pushed
 -- forward by the sweep's lease, but it is gone).
--- KEYS: live, info, sweeps (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): live, info, sweeps
 -- ARGV: 1 offset, 2 limit (in the order of the entries' ends, which every
 --       beat moves: a consistent list is one page)
 -- Returns { server time ms, then per client: id, its entry's end (ms), its

@@ -1,6 +1,5 @@
 -- progress: a running job reports progress bytes to whoever awaits it.
--- KEYS: cols (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): cols
 -- ARGV: 1 job name prefix, 2 id, 3 token of the claim, 4 progress bytes
 -- Returns 1 when published (or nobody listens), 0 when the lease is lost.
 local prefix, id = ARGV[1], ARGV[2]

@@ -4,8 +4,9 @@
 -- to the expired jobs, not to the active set.
 -- The sweeper also applies retention to completed jobs (see
 -- sweep_completed), so records go away even when no completions come.
--- KEYS: active, ready, prio, dead, stats, guard, completed, cols, monitored, events, push, delayed, meta, deadlines, dedup (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): active, ready, prio, dead,
+--       stats, guard, completed, cols, monitored, events, push, delayed,
+--       meta, deadlines, dedup
 -- ARGV: 1 job name prefix, 2 wake channel, 3 guard ms (0: no guard),
 --       4 max jobs, 5 dead cap, 6 retention ms, 7 completed cap, 8 look
 --       (1: also say how many jobs wait), 9 jitter in [0,1) (backoff)

@@ -2,8 +2,8 @@
 -- was stopping, or is gone). Each goes back to the head of its priority
 -- class with the attempt the push counted undone. Checked against the
 -- fencing token. A stale registration of the worker is dropped too.
--- KEYS: active, ready, prio, stats, idle, cols, monitored, events (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): active, ready, prio, stats,
+--       idle, cols, monitored, events
 -- ARGV: 1 job name prefix, 2 wake channel, 3 the worker's idle field ('' for
 --       none), then per job: id, token.
 -- Returns the number of jobs released.

@@ -1,6 +1,5 @@
 -- replay: dead jobs go back to ready with their attempts reset.
--- KEYS: dead, ready, prio, stats, cols (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): dead, ready, prio, stats, cols
 -- ARGV: 1 wake channel, 2 id ('' = the oldest ones), 3 max jobs when no id
 --       is given
 -- Returns the number replayed; with an id: -1 no such job, -2 not dead.

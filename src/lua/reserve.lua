@@ -8,8 +8,7 @@
 -- that lost it (flushed, or restored from before it) may have given the
 -- numbers to other jobs.
 -- Records older than a day are dropped here (a producer that stopped).
--- KEYS: stats, reserved, prio (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): stats, reserved, prio
 -- ARGV: 1 how many numbers, 2 nonce (letters and digits)
 -- Returns { lo, hi }.
 local r = tonumber(ARGV[1])

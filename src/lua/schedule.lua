@@ -4,8 +4,8 @@
 -- expression or ->"), its jobs' payload (schedpayload) and its next fire
 -- time (schednext, server ms; 0 until a scheduler computes the first, see
 -- tick.lua and fire.lua).
--- KEYS: schedules, schedpayload, schednext (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): schedules, schedpayload,
+--       schednext
 -- ARGV: 1 'set', 2 name, 3 spec, 4 payload: returns 1 when new or changed
 --         (a changed spec has its next fire time computed again), 0 when
 --         unchanged;

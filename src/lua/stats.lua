@@ -1,6 +1,6 @@
 -- stats: the queue's counters and depths in one atomic read.
--- KEYS: stats, ready, prio, delayed, active, dead, meta, cancelled (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): stats, ready, prio, delayed,
+--       active, dead, meta, cancelled
 -- Returns { enqueued, completed, failed, retried, dead, reclaimed,
 --           replayed, ready, delayed, active, dead_depth, cancelled,
 --           paused (0/1), cancelled_depth, concurrency limit, rate limit

@@ -1,8 +1,8 @@
 -- tick: a scheduler takes or keeps the queue's scheduler lease (one runs
 -- at a time: the lease key holds its token, with an expiry) and reads the
 -- schedules due.
--- KEYS: schedlease, schednext, schedules (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): schedlease, schednext,
+--       schedules
 -- ARGV: 1 token, 2 lease ms, 3 most schedules returned
 -- Returns { 0, server time ms, ms left of the other holder's lease } when
 -- another scheduler holds it, else { 1, server time ms, the earliest next

@@ -3,8 +3,7 @@
 -- running gets the client's reply channel added to its watchers, so the
 -- script that finishes it publishes to the client. Run only once the
 -- client's subscription is confirmed: no outcome can fall in between.
--- KEYS: cols (src/keys.def:
---       named locals bound before this line)
+-- KEYS (src/keys.def; bound to these locals): cols
 -- ARGV: 1 reply channel, then the job ids
 -- Returns { code, body, ... } per id: 0 no such job, 1 completed (body =
 -- result), 2 dead (body = last error), 3 pending (now watched), 4

@@ -50,6 +50,7 @@ set(library "#!lua name=rjq_${version}\n${lib}")
 
 foreach(name IN LISTS SCRIPTS)
   file(READ "${LUA_DIR}/${name}.lua" body)
+  kd_check_used(${name} "${body}")
   kd_lua_prologue(${name} bind)
   set(body "${bind}${body}")
   # every script runs inside finish(pcall(...)) (lib.lua): its queue

@@ -11,7 +11,10 @@
 #  - a call site lists a script's keys itself: RJQ__KEYS, rjq__argv_keys or
 #    RJQ__K_COLUMNS must not compile (queue.h poisons them), while the
 #    declared way does;
-#  - README "Keys: one declaration" lacks a declared name.
+#  - README "Keys: one declaration" lacks a declared name;
+#  - the generator accepts a declaration that does not fit the scripts (a
+#    key a script never uses, one not declared, a script without KEYS, a
+#    script mixing a queue's keys with the prefix's names).
 # Each check is then proved to fail on a planted violation.
 set -euo pipefail
 build=${RJQ_BUILD:?RJQ_BUILD must name the build folder}
@@ -96,6 +99,28 @@ if [ -n "$missing" ]; then
 fi
 sed 's/`deadlines`/`deadline`/' "$src/README.md" > "$t/README.md"
 [ "$(readme_misses "$t/README.md")" = deadlines ] || { echo "keys_declared: the README check misses a planted omission" >&2; fail=1; }
+
+# The generator (cmake/embed_lua.cmake) refuses a declaration that does not fit the
+# scripts: a key a script never uses, a key not declared, a script without KEYS.
+# gen DEF: 0 when it generates from DEF
+gen() {
+    local scripts
+    scripts=$(awk '$1 == "script" { printf "%s%s", sep, $2; sep = "," }' "$src/src/keys.def")
+    cmake -DLUA_DIR="$src/src/lua" -DSCRIPTS="$scripts" -DKEYS_DEF="$1" -DOUT_C="$t/s.c" -DOUT_H="$t/s.h" \
+          -DOUT_KEYS_H="$t/k.h" -DOUT_KEYS_C="$t/k.c" -P "$src/cmake/embed_lua.cmake" >"$t/gen.log" 2>&1
+}
+gen "$src/src/keys.def" || { cat "$t/gen.log"; echo "keys_declared: src/keys.def does not generate" >&2; fail=1; }
+for edit in 's/^script pause META IDLE MONITORED EVENTS$/& WAITERS/' \
+            's/^script pause META IDLE MONITORED EVENTS$/& NOSUCHKEY/' \
+            '/^script unlease /d' \
+            's/^script reserve STATS RESERVED PRIO$/script reserve STATS RESERVED PRIO LIVE/'; do
+    sed "$edit" "$src/src/keys.def" > "$t/keys.def"
+    if cmp -s "$t/keys.def" "$src/src/keys.def"; then
+        echo "keys_declared: planting $edit changed nothing" >&2; fail=1
+    elif gen "$t/keys.def"; then
+        echo "keys_declared: the generator accepts a declaration planted with $edit" >&2; fail=1
+    fi
+done
 
 [ $fail = 0 ] && echo "keys_declared: PASS (no KEYS[n], no derived names, no hand-built key names; listing keys does not compile)"
 exit $fail

@@ -33,7 +33,8 @@ static long numkeys_of(const char *args, size_t len) {
     if (p == NULL || args[0] != '$') return -1;
     long n = 0;
     int digits = 0;
-    for (p++; p < end && *p >= '0' && *p <= '9' && digits < 9; p++, digits++) n = n * 10 + (*p - '0');
+    for (p++; p < end && *p >= '0' && *p <= '9' && digits < 9; p++, digits++)
+        n = n * 10 + (*p - '0');
     return digits && p < end && *p == '\r' ? n : -1;
 }
 

@@ -672,7 +672,8 @@ TEST(resent_failure_after_the_job_moved_on_is_recognised) {
     layout_keys lk;
     argv[0] = "FCALL", argv[1] = rjq__scripts[RJQ__S_FAIL].function;
     int n = layout_script_keys(&lk, RJQ__S_FAIL, "t", "fres", argv, 2);
-    const char *args[] = {"t:{fres}:job:", "t:{fres}:wake", "fj", token, "boom", "0", "0", "0.5", "100000"};
+    const char *args[] = {"t:{fres}:job:", "t:{fres}:wake", "fj", token, "boom",
+                          "0",             "0",             "0.5", "100000"};
     for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) argv[n++] = args[i];
     redisReply *r = redisCommandArgv(e.rc, n, argv, NULL);
     ASSERT(r != NULL && r->type == REDIS_REPLY_INTEGER);

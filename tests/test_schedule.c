@@ -335,7 +335,8 @@ static long long fire_call(redisContext *rc, const char *spec, const char *next)
 
 /* fire.lua run directly on schedule `name` of queue sf, read with spec and
  * next fire time next, enqueuing the fire time 1000. */
-static long long fire_named(redisContext *rc, const char *name, const char *spec, const char *next) {
+static long long fire_named(redisContext *rc, const char *name, const char *spec,
+                            const char *next) {
     const char *argv[48];
     layout_keys lk;
     argv[0] = "FCALL", argv[1] = rjq__scripts[RJQ__S_FIRE].function;
@@ -403,7 +404,8 @@ TEST(scheduled_jobs_get_their_options_as_enqueued_jobs_do) {
         redisReply *fired = server_cmd(e.rc, "HGET t:{sf}:options %s@1000", name);
         redisReply *enq = server_cmd(e.rc, "HGET t:{sf}:options %s", id);
         if (fired->type != enq->type || (enq->str && strcmp(fired->str, enq->str) != 0))
-            fprintf(stderr, "options %d: fired %s, enqueued %s\n", i, fired->str ? fired->str : "(none)",
+            fprintf(stderr, "options %d: fired %s, enqueued %s\n", i,
+                    fired->str ? fired->str : "(none)",
                     enq->str ? enq->str : "(none)");
         ASSERT_EQ(enq->type, fired->type);
         if (enq->str) ASSERT_STREQ(enq->str, fired->str);

@@ -97,8 +97,7 @@ int rjq_queue_stats(rjq_queue *q, rjq_stats_cb *cb, void *data) {
     if (rc != RJQ_OK) return rc;
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_STATS, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_DEAD,
-              RJQ__K_META, RJQ__K_CANCELLED);
+    rjq__argv_script_keys(&a, q, RJQ__S_STATS);
     return send_admin(q, RJQ__S_STATS, on_stats, (admin_cb){.stats = cb}, data, &a);
 }
 
@@ -130,8 +129,7 @@ int rjq_queue_cancel(rjq_queue *q, const char *id, rjq_cancel_cb *cb, void *data
         return RJQ_EJOBID;
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_STATS,
-              RJQ__K_CANCELLED, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_DEDUP);
+    rjq__argv_script_keys(&a, q, RJQ__S_CANCEL);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_str(&a, id);
     rjq__argv_ll(&a, rjq__queue_dead_max(q));
@@ -162,7 +160,7 @@ int rjq_queue_replay(rjq_queue *q, const char *id, long limit, rjq_count_cb *cb,
     if (id && strlen(id) > RJQ_JOB_ID_MAX) return RJQ_EJOBID;
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_DEAD, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_STATS, RJQ__K_COLUMNS);
+    rjq__argv_script_keys(&a, q, RJQ__S_REPLAY);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_str(&a, id ? id : "");
     rjq__argv_ll(&a, limit > 0 ? limit : 1000);
@@ -174,7 +172,7 @@ static int send_delete(rjq_queue *q, const char *what, const char *arg, rjq_coun
                        void *data) {
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_DEAD, RJQ__K_CANCELLED, RJQ__K_COLUMNS, RJQ__K_DEDUP);
+    rjq__argv_script_keys(&a, q, RJQ__S_DELETE);
     rjq__argv_str(&a, what);
     rjq__argv_str(&a, arg);
     return send_admin(q, RJQ__S_DELETE, on_count, (admin_cb){.count = cb}, data, &a);
@@ -221,7 +219,7 @@ static int set_paused(rjq_queue *q, int pause, rjq_count_cb *cb, void *data) {
     if (rc != RJQ_OK) return rc;
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_META, RJQ__K_IDLE, RJQ__K_MONITORED);
+    rjq__argv_script_keys(&a, q, RJQ__S_PAUSE);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_str(&a, pause ? "1" : "0");
@@ -250,7 +248,7 @@ int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *l, rjq_count_cb *cb, vo
         return RJQ_EINVAL;
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_META, RJQ__K_IDLE, RJQ__K_STARTS, RJQ__K_WAITERS);
+    rjq__argv_script_keys(&a, q, RJQ__S_LIMITS);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_ll(&a, l->concurrency);
     rjq__argv_ll(&a, l->rate);
@@ -326,7 +324,7 @@ int rjq_queue_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *data)
     strcpy(ctx->id, id);
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_COLUMNS);
+    rjq__argv_script_keys(&a, q, RJQ__S_JOB);
     rjq__argv_str(&a, id);
     rc = send_client_request(rjq_queue_client(q), RJQ__S_JOB, on_job, ctx, &a);
     rjq__argv_free(&a);
@@ -430,7 +428,7 @@ int rjq_client_queues(rjq_client *c, const char *after, long limit, rjq_ids_cb *
         rjq__argv_free(&a);
         return RJQ_ENOMEM;
     }
-    snprintf(key, sizeof key, "%s:queues", rjq__client_prefix(c));
+    snprintf(key, sizeof key, "%s:%s", rjq__client_prefix(c), rjq__global_names[RJQ__G_REGISTRY]);
     snprintf(from, alen + 2, "(%s", after ? after : "");
     rjq__argv_str(&a, "ZRANGEBYLEX");
     rjq__argv_copy(&a, key);
@@ -456,8 +454,7 @@ int rjq_queue_jobs(rjq_queue *q, rjq_job_state state, long offset, long limit, r
         return RJQ_EINVAL;
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_DEAD,
-              RJQ__K_CANCELLED, RJQ__K_COMPLETED);
+    rjq__argv_script_keys(&a, q, RJQ__S_JOBS);
     rjq__argv_str(&a, names[state]);
     rjq__argv_ll(&a, offset);
     rjq__argv_ll(&a, limit);

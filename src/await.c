@@ -651,7 +651,7 @@ static int watch_chunk(rjq_client *c, rjq_await **list, size_t n) {
     rjq__argv v;
     rjq__argv_init(&v);
     if (b) {
-        RJQ__KEYS(&v, list[0]->q, RJQ__K_COLUMNS);
+        rjq__argv_script_keys(&v, list[0]->q, RJQ__S_WATCH);
         rjq__argv_str(&v, list[0]->s->channel);
         for (size_t i = 0; i < n; i++) rjq__argv_str(&v, list[i]->id);
     }

@@ -582,15 +582,13 @@ static void refill(rjq_queue *q, size_t n) {
     if (want > AHEAD_RESERVE_MAX) want = AHEAD_RESERVE_MAX;
     rjq__buf a = {0};
     char num[24];
-    rjq__buf_arg_str(&a, "3");
-    rjq__buf_key(&a, q, RJQ__K_STATS);
-    rjq__buf_key(&a, q, RJQ__K_RESERVED);
-    rjq__buf_key(&a, q, RJQ__K_PRIO);
+    rjq__buf_script_keys(&a, q, RJQ__S_RESERVE);
     snprintf(num, sizeof num, "%zu", want);
     rjq__buf_arg_str(&a, num);
     rjq__random_word(rjq_queue_client(q), pl->asked, 10);
     rjq__buf_arg_str(&a, pl->asked);
-    if (rjq__script_buf(rjq_queue_client(q), RJQ__S_RESERVE, 0, on_reserved, pl, 6, &a) ==
+    if (rjq__script_buf(rjq_queue_client(q), RJQ__S_RESERVE, 0, on_reserved, pl,
+                         1 + rjq__scripts[RJQ__S_RESERVE].nkeys + 2, &a) ==
         RJQ_OK) {
         pl->asking = 1;
         rjq__queue_hold(q);
@@ -771,15 +769,9 @@ static part *part_of(rjq_queue *q) {
 
 /* The script's fixed arguments, written when a batch starts. */
 static void start_batch(rjq_queue *q, batch *b, const char *reply_channel) {
-    static const int keys[] = {RJQ__K_READY,  RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_STATS,
-                               RJQ__K_ACTIVE, RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED,
-                               RJQ__K_HELD, RJQ__K_DEADLINES, RJQ__K_DEDUP, RJQ__K_RESERVED};
-    const int nkeys = (int)(sizeof keys / sizeof keys[0]);
+    const int nkeys = rjq__scripts[RJQ__S_ENQUEUE].nkeys;
     rjq__buf *a = &b->args;
-    char num[16];
-    snprintf(num, sizeof num, "%d", nkeys);
-    rjq__buf_arg_str(a, num);
-    for (int i = 0; i < nkeys; i++) rjq__buf_key(a, q, keys[i]);
+    rjq__buf_script_keys(a, q, RJQ__S_ENQUEUE);
     rjq__buf_key(a, q, RJQ__K_JOB);
     rjq__buf_key(a, q, RJQ__K_WAKE);
     rjq__buf_arg_str(a, reply_channel ? reply_channel : "");

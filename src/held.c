@@ -62,7 +62,7 @@ static void part_tick(rjq_queue *q, void *state) {
     while (p->n > 0 && !rjq__closing(rjq_queue_client(q))) {
         rjq__argv a;
         rjq__argv_init(&a);
-        RJQ__KEYS(&a, q, RJQ__K_HELD);
+        rjq__argv_script_keys(&a, q, RJQ__S_FORGET);
         rjq__held_take(q, &a, FORGET_BATCH);
         /* Idempotent, so re-sent across reconnects. Failing that, the
          * members stay until the client is gone (the orphan sweep). */

@@ -103,9 +103,7 @@ static size_t batch_size(const part *p) {
 static int send_batch(rjq_queue *q, complete_batch *b) {
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_COMPLETED, RJQ__K_STATS, RJQ__K_READY, RJQ__K_PRIO,
-              RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_HELD, RJQ__K_DEDUP,
-              RJQ__K_DEADLINES);
+    rjq__argv_script_keys(&a, q, RJQ__S_COMPLETE);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_ll(&a, rjq__queue_retention_ms(q));
     rjq__argv_ll(&a, rjq__queue_completed_max(q));
@@ -282,8 +280,7 @@ int rjq__finish_fail(const rjq__finish *job, const char *error, int flags, long 
     f->data = data;
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_DEAD,
-              RJQ__K_STATS, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_DEDUP, RJQ__K_DEADLINES);
+    rjq__argv_script_keys(&a, q, RJQ__S_FAIL);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_str(&a, job->id);
@@ -312,7 +309,7 @@ int rjq__finish_progress(rjq_queue *q, const char *id, const char *token, const 
     rjq_client *c = rjq_queue_client(q);
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_COLUMNS);
+    rjq__argv_script_keys(&a, q, RJQ__S_PROGRESS);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_str(&a, id);
     rjq__argv_str(&a, token);

@@ -12,6 +12,7 @@
 #include "core.h"
 #include "processes.h"
 #include "validate.h"
+#include "queue.h" /* the prefix's names and their scripts' KEYS (src/keys.def) */
 #include "rjq_scripts.h"
 
 typedef struct ctx {
@@ -150,27 +151,27 @@ int rjq_client_processes(rjq_client *c, long offset, long limit, rjq_processes_c
     if (x == NULL) return RJQ_ENOMEM;
     x->cb = cb;
     x->data = data;
-    const char *prefix = rjq__client_prefix(c);
-    size_t plen = strlen(prefix) + 32;
-    char *live = malloc(plen), *info = malloc(plen), *sweeps = malloc(plen);
+    char *keys[RJQ__G_COUNT];
+    int keys_ok = 1;
+    for (int i = 0; i < RJQ__G_COUNT; i++) keys_ok &= (keys[i] = rjq__global_key(c, i)) != NULL;
     char off[32], lim[32];
     snprintf(off, sizeof off, "%ld", offset);
     snprintf(lim, sizeof lim, "%ld", limit);
     int rc = RJQ_ENOMEM;
-    if (live && info && sweeps) {
-        snprintf(live, plen, "%s:{clients}:live", prefix);
-        snprintf(info, plen, "%s:{clients}:info", prefix);
-        snprintf(sweeps, plen, "%s:{clients}:sweeps", prefix);
-        const char *argv[] = {"3", live, info, sweeps, off, lim};
-        size_t lens[6];
-        for (int i = 0; i < 6; i++) lens[i] = strlen(argv[i]);
+    if (keys_ok) {
+        const char *argv[RJQ__NKEYS_PROCESSES + 3];
+        char num[16];
+        int n = rjq__global_script_keys(RJQ__S_PROCESSES, (const char *const *)keys, num, argv,
+                                        RJQ__NKEYS_PROCESSES + 1);
+        argv[n++] = off;
+        argv[n++] = lim;
+        size_t lens[RJQ__NKEYS_PROCESSES + 3];
+        for (int i = 0; i < n; i++) lens[i] = strlen(argv[i]);
         rjq__enter(c); /* sending may flush enqueues, whose callbacks may free c */
-        rc = rjq__script(c, RJQ__S_PROCESSES, 0, on_processes, x, 6, argv, lens);
+        rc = rjq__script(c, RJQ__S_PROCESSES, 0, on_processes, x, n, argv, lens);
         rjq__leave(c);
     }
-    free(live);
-    free(info);
-    free(sweeps);
+    for (int i = 0; i < RJQ__G_COUNT; i++) free(keys[i]);
     if (rc != RJQ_OK) free(x);
     return rc;
 }

@@ -372,15 +372,16 @@ static part *part_of(rjq_queue *q) {
     part *p = rjq__queue_part(q, RJQ__PART_PUSH);
     if (p) return p;
     rjq_client *c = rjq_queue_client(q);
-    const char *prefix = rjq__client_prefix(c), *name = rjq_queue_name(q);
-    size_t len = strlen(prefix) + strlen(name) + 32;
+    const char *name = rjq_queue_name(q);
+    const char *base = rjq__queue_key(q, RJQ__K_PUSH, NULL); /* "<prefix>:{Q}:push:" */
+    size_t len = strlen(base) + strlen(rjq__client_id(c)) + 1;
     if ((p = calloc(1, sizeof *p)) == NULL || (p->channel = malloc(len)) == NULL) {
         free(p);
         return NULL;
     }
     /* its last part is the client's id: push tokens start with it (the
      * held index, lib.lua) */
-    snprintf(p->channel, len, "%s:{%s}:push:%s", prefix, name, rjq__client_id(c));
+    snprintf(p->channel, len, "%s%s", base, rjq__client_id(c));
     int subscribed = 0; /* by another handle of the queue (handles live as long as the client) */
     for (rjq_queue *h = rjq__queue_first(c); h && !subscribed; h = rjq__queue_next(h))
         subscribed = h != q && rjq__queue_part(h, RJQ__PART_PUSH) && strcmp(rjq_queue_name(h), name) == 0;
@@ -450,8 +451,7 @@ static void on_released(rjq_client *c, int status, redisReply *r, void *priv) {
 int rjq__push_release(rjq_queue *q, const char *field, const rjq__pushed *jobs, size_t n) {
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_STATS, RJQ__K_IDLE,
-              RJQ__K_COLUMNS, RJQ__K_MONITORED);
+    rjq__argv_script_keys(&a, q, RJQ__S_RELEASE);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_str(&a, field ? field : "");

@@ -36,26 +36,6 @@ typedef struct queues {
     rjq_queue *head;
 } queues;
 
-static const char *const key_suffix[RJQ__K_COUNT] = {
-    [RJQ__K_READY] = "ready",         [RJQ__K_PRIO] = "prio",
-    [RJQ__K_DELAYED] = "delayed",     [RJQ__K_ACTIVE] = "active",
-    [RJQ__K_DEAD] = "dead",           [RJQ__K_COMPLETED] = "completed",
-    [RJQ__K_STATS] = "stats",         [RJQ__K_GUARD] = "sweep",
-    [RJQ__K_JOB] = "job:",            [RJQ__K_WAKE] = "wake",
-    [RJQ__K_EVENTS] = "events",       [RJQ__K_MONITORED] = "monitored",
-    [RJQ__K_IDLE] = "idle",         [RJQ__K_HELD] = "held",
-    [RJQ__K_META] = "meta",           [RJQ__K_CANCELLED] = "cancelled",
-    [RJQ__K_DEADLINES] = "deadlines", [RJQ__K_STARTS] = "starts",
-    [RJQ__K_SCHEDULES] = "schedules", [RJQ__K_SCHEDPAYLOAD] = "schedpayload",
-    [RJQ__K_SCHEDNEXT] = "schednext", [RJQ__K_SCHEDLEASE] = "scheduler",
-    [RJQ__K_DEDUP] = "dedup",         [RJQ__K_RESERVED] = "reserved",
-    [RJQ__K_WAITERS] = "waiters",
-    [RJQ__K_PAYLOAD] = "payload",     [RJQ__K_STATE] = "state",
-    [RJQ__K_OPTIONS] = "options",     [RJQ__K_RESULT] = "result",
-    [RJQ__K_ERROR] = "error",         [RJQ__K_FAILTOKEN] = "failtoken",
-    [RJQ__K_WATCHERS] = "watchers",
-};
-
 /* ---- parts and the tick ------------------------------------------------- */
 
 void *rjq__queue_part(const rjq_queue *q, int which) {
@@ -199,11 +179,8 @@ static void on_registered(rjq_client *c, int status, redisReply *r, void *priv) 
 }
 
 static void send_register(rjq_queue *q) {
-    const char *prefix = rjq__client_prefix(q->c);
-    size_t n = strlen(prefix) + sizeof ":queues";
-    char *key = malloc(n);
+    char *key = rjq__global_key(q->c, RJQ__G_REGISTRY);
     if (key == NULL) return; /* unlisted until the next connect */
-    snprintf(key, n, "%s:queues", prefix);
     const char *argv[] = {"ZADD", key, "NX", "0", q->name};
     rjq__command(q->c, 0, on_registered, NULL, 5, argv, NULL);
     free(key);
@@ -236,11 +213,11 @@ static const rjq__feature queues_feature = {.name = "queues",
 
 static int make_keys(rjq_queue *q, const char *prefix) {
     for (int i = 0; i < RJQ__K_COUNT; i++) {
-        RJQ_ASSERT(key_suffix[i] != NULL); /* every key has its name */
-        int n = snprintf(NULL, 0, "%s:{%s}:%s", prefix, q->name, key_suffix[i]);
+        RJQ_ASSERT(rjq__key_names[i] != NULL); /* every key has its name */
+        int n = snprintf(NULL, 0, "%s:{%s}:%s", prefix, q->name, rjq__key_names[i]);
         q->keys[i] = malloc((size_t)n + 1);
         if (q->keys[i] == NULL) return RJQ_ENOMEM;
-        snprintf(q->keys[i], (size_t)n + 1, "%s:{%s}:%s", prefix, q->name, key_suffix[i]);
+        snprintf(q->keys[i], (size_t)n + 1, "%s:{%s}:%s", prefix, q->name, rjq__key_names[i]);
         q->key_lens[i] = (size_t)n;
     }
     return RJQ_OK;
@@ -339,10 +316,42 @@ void rjq__buf_key(rjq__buf *b, const rjq_queue *q, int k) {
     rjq__buf_arg(b, q->keys[k], q->key_lens[k]);
 }
 
-void rjq__argv_keys(rjq__argv *a, const rjq_queue *q, const int *keys, int n) {
-    RJQ_ASSERT(n > 0 && n <= RJQ__K_COUNT);
-    rjq__argv_ll(a, n);
-    for (int i = 0; i < n; i++) rjq__argv_key(a, q, keys[i]);
+void rjq__argv_script_keys(rjq__argv *a, const rjq_queue *q, int s) {
+    RJQ_ASSERT(s >= 0 && s < RJQ__SCRIPT_COUNT);
+    const rjq__script_keys_def *d = &rjq__script_keys[s];
+    RJQ_ASSERT(!d->global && d->n == rjq__scripts[s].nkeys);
+    rjq__argv_ll(a, d->n);
+    for (int i = 0; i < d->n; i++) rjq__argv_key(a, q, d->keys[i]);
+}
+
+void rjq__buf_script_keys(rjq__buf *b, const rjq_queue *q, int s) {
+    RJQ_ASSERT(s >= 0 && s < RJQ__SCRIPT_COUNT);
+    const rjq__script_keys_def *d = &rjq__script_keys[s];
+    RJQ_ASSERT(!d->global && d->n == rjq__scripts[s].nkeys);
+    char num[16];
+    snprintf(num, sizeof num, "%d", d->n);
+    rjq__buf_arg_str(b, num);
+    for (int i = 0; i < d->n; i++) rjq__buf_key(b, q, d->keys[i]);
+}
+
+char *rjq__global_key(const rjq_client *c, int g) {
+    RJQ_ASSERT(g >= 0 && g < RJQ__G_COUNT);
+    const char *prefix = rjq__client_prefix(c);
+    size_t n = strlen(prefix) + 1 + strlen(rjq__global_names[g]) + 1;
+    char *key = malloc(n);
+    if (key) snprintf(key, n, "%s:%s", prefix, rjq__global_names[g]);
+    return key;
+}
+
+int rjq__global_script_keys(int s, const char *const names[RJQ__G_COUNT], char num[16],
+                            const char **out, int cap) {
+    RJQ_ASSERT(s >= 0 && s < RJQ__SCRIPT_COUNT);
+    const rjq__script_keys_def *d = &rjq__script_keys[s];
+    RJQ_ASSERT(d->global && d->n == rjq__scripts[s].nkeys && d->n < cap);
+    snprintf(num, 16, "%d", d->n);
+    out[0] = num;
+    for (int i = 0; i < d->n; i++) out[1 + i] = names[d->keys[i]];
+    return 1 + d->n;
 }
 
 char *rjq__job_key(const rjq_queue *q, const char *id, size_t idlen) {

@@ -11,21 +11,7 @@
 
 #include "core.h"
 
-enum {
-    RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_DEAD,
-    RJQ__K_COMPLETED, RJQ__K_STATS, RJQ__K_GUARD, RJQ__K_JOB, RJQ__K_WAKE,
-    RJQ__K_EVENTS, RJQ__K_MONITORED, RJQ__K_IDLE, RJQ__K_HELD, RJQ__K_META, RJQ__K_CANCELLED,
-    RJQ__K_DEADLINES, RJQ__K_STARTS, RJQ__K_SCHEDULES, RJQ__K_SCHEDPAYLOAD, RJQ__K_SCHEDNEXT,
-    RJQ__K_SCHEDLEASE, RJQ__K_DEDUP, RJQ__K_RESERVED, RJQ__K_WAITERS,
-    /* the job record columns (src/lua/lib.lua) */
-    RJQ__K_PAYLOAD, RJQ__K_STATE, RJQ__K_OPTIONS, RJQ__K_RESULT, RJQ__K_ERROR,
-    RJQ__K_FAILTOKEN, RJQ__K_WATCHERS, RJQ__K_COUNT
-};
-
-/* The job columns, in the order scripts take them as their last KEYS. */
-#define RJQ__K_COLUMNS                                                         \
-    RJQ__K_PAYLOAD, RJQ__K_STATE, RJQ__K_OPTIONS, RJQ__K_RESULT, RJQ__K_ERROR, \
-        RJQ__K_FAILTOKEN, RJQ__K_WATCHERS
+#include "rjq_keys.h" /* the key ids RJQ__K_*, RJQ__G_*: generated from src/keys.def */
 
 /* The parts a queue has, in the order its tick runs them: enqueues first,
  * completions next, then the held index's forgets no completion carried,
@@ -98,13 +84,24 @@ char *rjq__job_key(const rjq_queue *q, const char *id, size_t idlen);
 void rjq__argv_key(rjq__argv *a, const rjq_queue *q, int k);
 void rjq__buf_key(rjq__buf *b, const rjq_queue *q, int k);
 
-/* Append a script's numkeys and its KEYS, taken from the list itself so
- * the count cannot drift from the keys: RJQ__KEYS(&a, q, RJQ__K_ACTIVE, ...). */
-void rjq__argv_keys(rjq__argv *a, const rjq_queue *q, const int *keys, int n);
-#define RJQ__KEYS(a, q, ...)                                                   \
-    do {                                                                       \
-        static const int rjq_keys_[] = {__VA_ARGS__};                          \
-        rjq__argv_keys((a), (q), rjq_keys_, (int)(sizeof rjq_keys_ / sizeof rjq_keys_[0])); \
-    } while (0)
+/* Append script s's numkeys and its KEYS, in the order src/keys.def
+ * declares (the only way a call site names a script's keys: none lists
+ * them, so none can pass them in another order or count). s is one of
+ * the queue's scripts (RJQ__S_*). */
+void rjq__argv_script_keys(rjq__argv *a, const rjq_queue *q, int s);
+void rjq__buf_script_keys(rjq__buf *b, const rjq_queue *q, int s);
+
+/* "<prefix>:<name>" of the client prefix's name g (RJQ__G_*), malloc'd,
+ * or NULL out of memory. */
+char *rjq__global_key(const rjq_client *c, int g);
+/* Script s's numkeys and KEYS (s takes global names, RJQ__G_*): out[0] the
+ * count (num, of 16 bytes, holds its text), then names[g] of each key in
+ * order. Returns how many entries it wrote (1 + numkeys). */
+int rjq__global_script_keys(int s, const char *const names[RJQ__G_COUNT], char num[16],
+                            const char **out, int cap);
+
+/* A call site that lists a script's keys itself does not compile (the old
+ * ways: tests/keys_declared.sh plants one). */
+#pragma GCC poison RJQ__KEYS rjq__argv_keys RJQ__K_COLUMNS
 
 #endif /* RJQ_QUEUE_H */

@@ -7,9 +7,7 @@
 int rjq__reclaim_send(rjq_queue *q, long guard_ms, int look, rjq__reply_fn *fn, void *priv) {
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DEAD, RJQ__K_STATS,
-              RJQ__K_GUARD, RJQ__K_COMPLETED, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_DELAYED,
-              RJQ__K_META, RJQ__K_DEADLINES, RJQ__K_DEDUP);
+    rjq__argv_script_keys(&a, q, RJQ__S_RECLAIM);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_ll(&a, guard_ms);
@@ -31,8 +29,7 @@ int rjq__orphans_send(rjq_queue *q, const char *who, long long until, rjq__reply
                       void *priv) {
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_HELD, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DEAD,
-              RJQ__K_STATS, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_DEDUP);
+    rjq__argv_script_keys(&a, q, RJQ__S_ORPHANS);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_str(&a, who);

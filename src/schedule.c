@@ -81,7 +81,7 @@ static int start(rjq_queue *q, const char *op, rjq_count_cb *count, rjq_schedule
     (*x)->list = list;
     (*x)->data = data;
     rjq__argv_init(a);
-    RJQ__KEYS(a, q, RJQ__K_SCHEDULES, RJQ__K_SCHEDPAYLOAD, RJQ__K_SCHEDNEXT);
+    rjq__argv_script_keys(a, q, RJQ__S_SCHEDULE);
     rjq__argv_str(a, op);
     return RJQ_OK;
 }

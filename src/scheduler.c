@@ -188,9 +188,7 @@ static void on_tick(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq_queue *q = s->q;
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_SCHEDLEASE, RJQ__K_SCHEDULES, RJQ__K_SCHEDPAYLOAD, RJQ__K_SCHEDNEXT,
-              RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_STATS, RJQ__K_COLUMNS,
-              RJQ__K_MONITORED);
+    rjq__argv_script_keys(&a, q, RJQ__S_FIRE);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_str(&a, s->token);
@@ -208,7 +206,7 @@ static void tick(rjq_scheduler *s) {
     if (s->busy) return; /* its reply ticks */
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, s->q, RJQ__K_SCHEDLEASE, RJQ__K_SCHEDNEXT, RJQ__K_SCHEDULES);
+    rjq__argv_script_keys(&a, s->q, RJQ__S_TICK);
     rjq__argv_str(&a, s->token);
     rjq__argv_ll(&a, s->lease_ms);
     rjq__argv_ll(&a, DUE_MAX);
@@ -261,7 +259,7 @@ int rjq_scheduler_stop(rjq_scheduler *s) {
     if (s->leading && rjq__accepting(c)) { /* give the lease up: another takes over at once */
         rjq__argv a;
         rjq__argv_init(&a);
-        RJQ__KEYS(&a, s->q, RJQ__K_SCHEDLEASE);
+        rjq__argv_script_keys(&a, s->q, RJQ__S_UNLEASE);
         rjq__argv_str(&a, s->token);
         if (!a.oom) rjq__script(c, RJQ__S_UNLEASE, 0, ignore, NULL, a.n, a.v, a.len);
         rjq__argv_free(&a);

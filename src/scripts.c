@@ -26,10 +26,24 @@ int rjq__script_head(int script, int nargs, int fcall, char *out, size_t cap) {
     return n;
 }
 
+/* The numkeys of a script call: its first argument (args: RESP bulk
+ * strings), or -1 when that is no number. */
+static long numkeys_of(const char *args, size_t len) {
+    const char *end = args + len, *p = len ? memchr(args, '\n', len) : NULL;
+    if (p == NULL || args[0] != '$') return -1;
+    long n = 0;
+    int digits = 0;
+    for (p++; p < end && *p >= '0' && *p <= '9' && digits < 9; p++, digits++)
+        n = n * 10 + (*p - '0');
+    return digits && p < end && *p == '\r' ? n : -1;
+}
+
 /* Give script request r (its arguments: the len bytes at args) the head
  * for the session's mode, in a new buffer. 0, or -1 out of memory (r
  * unchanged). */
 int rjq__script_set_head(rjq_client *c, rjq__req *r, const char *args, size_t len) {
+    /* its KEYS are the ones src/keys.def declares for it (queue.h appends them) */
+    RJQ_ASSERT(numkeys_of(args, len) == rjq__scripts[r->script].nkeys);
     char head[160];
     int hlen = rjq__script_head(r->script, r->nargs, c->fcall, head, sizeof head);
     char *cmd = malloc((size_t)hlen + len + 1); /* NUL-ended: see rjq__txn_build */

@@ -97,7 +97,7 @@ typedef struct upkeep {
     uint64_t last_beat;       /* local ms of the last beat answered (0: none, or failed) */
     uint64_t steady_since;    /* local ms since when beats were answered without a gap */
     uint64_t last_visit;
-    char *live_key, *names_key, *sweeps_key, *info_key;
+    char *keys[RJQ__G_COUNT]; /* the prefix's names (src/keys.def) */
 } upkeep;
 
 static void upkeep_close(rjq_client *c, void *state);
@@ -130,11 +130,15 @@ static void sweep_done(sweep *s) {
     if (!s->failed && !rjq__closing(c)) {
         char until[32];
         snprintf(until, sizeof until, "%lld", s->until);
-        const char *argv[] = {"4",   s->u->live_key, s->u->names_key, s->u->sweeps_key,
-                              s->u->info_key, s->id, until};
-        size_t lens[7];
-        for (int i = 0; i < 7; i++) lens[i] = strlen(argv[i]);
-        rjq__script(c, RJQ__S_GONE, RJQ__REQ_RETRY, on_gone, NULL, 7, argv, lens);
+        const char *argv[RJQ__NKEYS_GONE + 3];
+        char num[16];
+        int n = rjq__global_script_keys(RJQ__S_GONE, (const char *const *)s->u->keys, num, argv,
+                                        RJQ__NKEYS_GONE + 1);
+        argv[n++] = s->id;
+        argv[n++] = until;
+        size_t lens[RJQ__NKEYS_GONE + 3];
+        for (int i = 0; i < n; i++) lens[i] = strlen(argv[i]);
+        rjq__script(c, RJQ__S_GONE, RJQ__REQ_RETRY, on_gone, NULL, n, argv, lens);
     }
     free(s->id);
     free(s);
@@ -400,12 +404,16 @@ static void on_beat_timer(rjq__timer *t) {
     char *info = process_info(u);
     int send_info = info && (!u->info_stored || u->info_sent == NULL ||
                              strcmp(info, u->info_sent) != 0);
-    const char *argv[] = {"4",  u->live_key, u->names_key,        u->sweeps_key,
-                          u->info_key, rjq__client_id(c), ttl, names ? names : "",
-                          lease, most, prev, gap, send_info ? info : ""};
-    size_t lens[13];
-    for (int i = 0; i < 13; i++) lens[i] = strlen(argv[i]);
-    if (rjq__script(c, RJQ__S_BEAT, 0, on_beat, u, 13, argv, lens) == RJQ_OK) {
+    const char *argv[RJQ__NKEYS_BEAT + 9];
+    char num[16];
+    int n = rjq__global_script_keys(RJQ__S_BEAT, (const char *const *)u->keys, num, argv,
+                                    RJQ__NKEYS_BEAT + 1);
+    const char *rest[] = {rjq__client_id(c), ttl, names ? names : "", lease, most, prev, gap,
+                          send_info ? info : ""};
+    for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) argv[n++] = rest[i];
+    size_t lens[RJQ__NKEYS_BEAT + 9];
+    for (int i = 0; i < n; i++) lens[i] = strlen(argv[i]);
+    if (rjq__script(c, RJQ__S_BEAT, 0, on_beat, u, n, argv, lens) == RJQ_OK) {
         u->beats++;
         long long server = rjq__server_now(c);
         if (arriving && server > 0 && server + rjq__client_liveness_ms(c) > u->sent_alive)
@@ -511,19 +519,9 @@ static void upkeep_close(rjq_client *c, void *state) {
         u->queues = v->next;
         free(v);
     }
-    free(u->live_key);
-    free(u->names_key);
-    free(u->sweeps_key);
-    free(u->info_key);
+    for (int i = 0; i < RJQ__G_COUNT; i++) free(u->keys[i]);
     free(u->info_sent);
     free(u);
-}
-
-static char *key(rjq_client *c, const char *name) {
-    size_t len = strlen(rjq__client_prefix(c)) + strlen(name) + 16;
-    char *k = malloc(len);
-    if (k) snprintf(k, len, "%s:{clients}:%s", rjq__client_prefix(c), name);
-    return k;
 }
 
 static upkeep *upkeep_of(rjq_client *c) {
@@ -531,21 +529,15 @@ static upkeep *upkeep_of(rjq_client *c) {
     if (u) return u;
     if ((u = calloc(1, sizeof *u)) == NULL) return NULL;
     u->c = c;
-    u->live_key = key(c, "live");
-    u->names_key = key(c, "queues");
-    u->sweeps_key = key(c, "sweeps");
-    u->info_key = key(c, "info");
+    int keys_ok = 1;
+    for (int i = 0; i < RJQ__G_COUNT; i++) keys_ok &= (u->keys[i] = rjq__global_key(c, i)) != NULL;
     struct timeval tv;
     gettimeofday(&tv, NULL);
     u->started_ms = (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
     if (gethostname(u->host, sizeof u->host - 1) != 0) snprintf(u->host, sizeof u->host, "?");
     u->host[strcspn(u->host, "\t\n")] = '\0';
-    if (u->live_key == NULL || u->names_key == NULL || u->sweeps_key == NULL ||
-        u->info_key == NULL || rjq__timer_setup(c, &u->beat_timer, on_beat_timer, u) != RJQ_OK) {
-        free(u->live_key);
-        free(u->names_key);
-        free(u->sweeps_key);
-        free(u->info_key);
+    if (!keys_ok || rjq__timer_setup(c, &u->beat_timer, on_beat_timer, u) != RJQ_OK) {
+        for (int i = 0; i < RJQ__G_COUNT; i++) free(u->keys[i]);
         free(u);
         return NULL;
     }

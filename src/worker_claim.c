@@ -239,9 +239,7 @@ int rjq__w_send_claim(rjq_worker *w, int want, int reset) {
     ctx->until = 0;
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, q, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_ACTIVE, RJQ__K_STATS,
-              RJQ__K_IDLE, RJQ__K_COLUMNS, RJQ__K_MONITORED, RJQ__K_HELD, RJQ__K_META,
-              RJQ__K_DEADLINES, RJQ__K_STARTS, RJQ__K_WAITERS);
+    rjq__argv_script_keys(&a, q, RJQ__S_CLAIM);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_ll(&a, want);
     rjq__argv_ll(&a, w->lease_ms);

@@ -89,7 +89,7 @@ void rjq__w_on_extend_timer(rjq__timer *t) {
     char *p = x->sent;
     rjq__argv a;
     rjq__argv_init(&a);
-    RJQ__KEYS(&a, w->q, RJQ__K_ACTIVE, RJQ__K_COLUMNS, RJQ__K_DEADLINES, RJQ__K_HELD);
+    rjq__argv_script_keys(&a, w->q, RJQ__S_EXTEND);
     rjq__argv_ll(&a, w->lease_ms);
     for (rjq_job *j = w->jobs; j; j = j->next)
         extend_add(&a, &p, j->id, strlen(j->id), j->token, j->deadline, w->lease_ms);

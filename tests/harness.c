@@ -1,4 +1,5 @@
 #include "harness.h"
+#include "rjq_keys.h" /* layout_script_keys: the generated key layout */
 
 #include <signal.h>
 
@@ -24,4 +25,19 @@ int main(int argc, char **argv) {
     if (argc < 2 && ran == 0) return 2;
     fprintf(stderr, "%d passed\n", ran);
     return 0;
+}
+
+int layout_script_keys(layout_keys *lk, int script, const char *prefix, const char *queue,
+                       const char **argv, int at) {
+    ASSERT(script >= 0 && script < RJQ__SCRIPT_COUNT);
+    const rjq__script_keys_def *d = &rjq__script_keys[script];
+    ASSERT(!d->global && d->n <= 32);
+    snprintf(lk->num, sizeof lk->num, "%d", d->n);
+    argv[at++] = lk->num;
+    for (int i = 0; i < d->n; i++) {
+        snprintf(lk->names[i], sizeof lk->names[i], "%s:{%s}:%s", prefix, queue,
+                 rjq__key_names[d->keys[i]]);
+        argv[at++] = lk->names[i];
+    }
+    return at;
 }

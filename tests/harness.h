@@ -64,4 +64,16 @@ extern int test_count;
                     rjq_strerror(rc_));                                   \
     } while (0)
 
+
+/* A script's KEYS as src/keys.def lays them out (generated/rjq_keys.h), for
+ * tests that call a script directly: appends its numkeys, then the names of
+ * its keys for queue `queue` under prefix `prefix`, to argv from index at;
+ * returns the index after them. lk holds the texts. */
+typedef struct layout_keys {
+    char num[16];
+    char names[32][96];
+} layout_keys;
+int layout_script_keys(layout_keys *lk, int script, const char *prefix, const char *queue,
+                       const char **argv, int at);
+
 #endif

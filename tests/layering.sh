@@ -46,6 +46,7 @@ headers=(
     "compat.h 0"               # leaf: hiredis version shims
     "rjq.h 0 outside"          # include/: the public API, for everyone
     "rjq_scripts.h 0 outside"  # generated from src/lua: script names and bodies
+    "rjq_keys.h 5 outside"     # generated from src/keys.def: the key layout (queue.h)
     "core.h 1"                 # the core's interface, for the core and the features
     "core_private.h 1"         # the core's struct bodies, for the core only (ranks 1-4)
     "request_private.h 3"      # the request layer's, for its files only (request_layer below)

@@ -1011,20 +1011,12 @@ TEST(claim_filled_by_priority_jobs_on_wrongtype_ready_changes_nothing) {
 /* The claim script called directly (its function, as the client calls it)
  * on queue q wanting `want` jobs, with reset 1 or 0; returns the reply. */
 static redisReply *claim_fcall(redisContext *rc, const char *q, const char *want, const char *reset) {
-    char k[18][48], prefix[48], wake[48], field[64];
-    static const char *const names[18] = {"ready", "prio", "delayed", "active", "stats", "idle",
-                                          "payload", "state", "options", "result", "error",
-                                          "failtoken", "watchers", "monitored", "held", "meta",
-                                          "deadlines", "starts"};
-    const char *argv[32];
-    int n = 0;
-    argv[n++] = "FCALL";
-    argv[n++] = rjq__scripts[RJQ__S_CLAIM].function;
-    argv[n++] = "18";
-    for (int i = 0; i < 18; i++) {
-        snprintf(k[i], sizeof k[i], "t:{%s}:%s", q, names[i]);
-        argv[n++] = k[i];
-    }
+    char prefix[48], wake[48], field[64];
+    layout_keys lk;
+    const char *argv[48];
+    argv[0] = "FCALL";
+    argv[1] = rjq__scripts[RJQ__S_CLAIM].function;
+    int n = layout_script_keys(&lk, RJQ__S_CLAIM, "t", q, argv, 2);
     snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
     snprintf(wake, sizeof wake, "t:{%s}:wake", q);
     snprintf(field, sizeof field, "1 t:{%s}:push:c", q);
@@ -1531,16 +1523,15 @@ TEST(cancel_with_a_non_numeric_counter_changes_nothing_and_its_awaits_end_later)
 
 /* The scripts below run the library's own script text (lib.lua included)
  * on a bare server: what each writes is the whole check. */
-static redisReply *eval_script(redisContext *rc, int script, const char *const *keys, int nkeys,
-                               const char *const *args, int nargs) {
-    const char *argv[48];
-    char nk[16];
-    ASSERT(3 + nkeys + nargs <= 48);
-    snprintf(nk, sizeof nk, "%d", nkeys);
-    argv[0] = "EVAL", argv[1] = rjq__scripts[script].body, argv[2] = nk;
-    for (int i = 0; i < nkeys; i++) argv[3 + i] = keys[i];
-    for (int i = 0; i < nargs; i++) argv[3 + nkeys + i] = args[i];
-    redisReply *r = redisCommandArgv(rc, 3 + nkeys + nargs, argv, NULL);
+static redisReply *eval_script(redisContext *rc, int script, const char *q, const char *const *args,
+                               int nargs) {
+    const char *argv[64];
+    layout_keys lk;
+    argv[0] = "EVAL", argv[1] = rjq__scripts[script].body;
+    int n = layout_script_keys(&lk, script, "t", q, argv, 2); /* its KEYS on queue q */
+    ASSERT(n + nargs <= 64);
+    for (int i = 0; i < nargs; i++) argv[n++] = args[i];
+    redisReply *r = redisCommandArgv(rc, n, argv, NULL);
     ASSERT(r != NULL);
     return r;
 }
@@ -1580,21 +1571,17 @@ TEST(orphan_sweep_with_a_non_numeric_counter_moves_no_job_and_names_it) {
     set_stats_field(rc, "seq", "2");
     char until[32];
     snprintf(until, sizeof until, "%lld", server_now_ms(rc) + 600000);
-    const char *keys[] = {"t:{g}:held", "t:{g}:active", "t:{g}:ready", "t:{g}:prio",
-                          "t:{g}:dead", "t:{g}:stats", "t:{g}:payload", "t:{g}:state",
-                          "t:{g}:options", "t:{g}:result", "t:{g}:error", "t:{g}:failtoken",
-                          "t:{g}:watchers", "t:{g}:monitored", "t:{g}:dedup"};
     const char *args[] = {"t:{g}:job:", "t:{g}:wake", "c9.", "100", "1000", until};
     static char before[8192];
     const char *fields[] = {"dead", "reclaimed"};
     for (size_t i = 0; i < 2; i++) {
         set_stats_field(rc, fields[i], "12abc");
         snapshot(rc, before, sizeof before);
-        assert_refused_naming(rc, eval_script(rc, RJQ__S_ORPHANS, keys, 15, args, 6), fields[i],
+        assert_refused_naming(rc, eval_script(rc, RJQ__S_ORPHANS, "g", args, 6), fields[i],
                               before);
         freeReplyObject(server_cmd(rc, "HDEL t:{g}:stats %s", fields[i]));
     }
-    redisReply *r = eval_script(rc, RJQ__S_ORPHANS, keys, 15, args, 6);
+    redisReply *r = eval_script(rc, RJQ__S_ORPHANS, "g", args, 6);
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
     ASSERT_EQ(2, r->element[0]->integer);
     freeReplyObject(r);
@@ -1619,24 +1606,19 @@ TEST(fire_with_a_non_numeric_seq_changes_no_schedule_and_names_it) {
     server_start_guarded(&s, NULL);
     redisContext *rc = server_connect(&s);
     const char *spec = "1000 0 0 every -";
-    freeReplyObject(server_cmd(rc, "SET t:{g}:schedlease tok"));
+    freeReplyObject(server_cmd(rc, "SET t:{g}:scheduler tok"));
     freeReplyObject(server_cmd(rc, "HSET t:{g}:schedules a %s b %s", spec, spec));
     freeReplyObject(server_cmd(rc, "HSET t:{g}:schedpayload a pa b pb"));
     freeReplyObject(server_cmd(rc, "ZADD t:{g}:schednext 1000 a 1000 b"));
     set_stats_field(rc, "seq", "12abc");
-    const char *keys[] = {"t:{g}:schedlease", "t:{g}:schedules", "t:{g}:schedpayload",
-                          "t:{g}:schednext", "t:{g}:ready", "t:{g}:prio", "t:{g}:delayed",
-                          "t:{g}:stats", "t:{g}:payload", "t:{g}:state", "t:{g}:options",
-                          "t:{g}:result", "t:{g}:error", "t:{g}:failtoken", "t:{g}:watchers",
-                          "t:{g}:monitored"};
     /* a: never fires again (leaves schednext); b: fires at 1000 */
     const char *args[] = {"t:{g}:job:", "t:{g}:wake", "tok", "a", "1000", spec, "-1", "0",
                           "b", "1000", spec, "2000", "1", "1000"};
     static char before[8192];
     snapshot(rc, before, sizeof before);
-    assert_refused_naming(rc, eval_script(rc, RJQ__S_FIRE, keys, 16, args, 14), "seq", before);
+    assert_refused_naming(rc, eval_script(rc, RJQ__S_FIRE, "g", args, 14), "seq", before);
     set_stats_field(rc, "seq", "0");
-    redisReply *r = eval_script(rc, RJQ__S_FIRE, keys, 16, args, 14);
+    redisReply *r = eval_script(rc, RJQ__S_FIRE, "g", args, 14);
     ASSERT_EQ(REDIS_REPLY_INTEGER, r->type);
     ASSERT_EQ(1, r->integer);
     freeReplyObject(r);
@@ -1659,7 +1641,6 @@ TEST(reserve_with_a_non_numeric_counter_counts_nothing_and_names_it) {
     redisContext *rc = server_connect(&s);
     set_stats_field(rc, "seq", "4");
     set_stats_field(rc, "skipped", "1");
-    const char *keys[] = {"t:{g}:stats", "t:{g}:reserved", "t:{g}:prio"};
     const char *args[] = {"5", "abc"};
     static char before[8192];
     const char *fields[] = {"seq", "skipped"};
@@ -1670,11 +1651,11 @@ TEST(reserve_with_a_non_numeric_counter_counts_nothing_and_names_it) {
         freeReplyObject(was);
         set_stats_field(rc, fields[i], "12abc");
         snapshot(rc, before, sizeof before);
-        assert_refused_naming(rc, eval_script(rc, RJQ__S_RESERVE, keys, 3, args, 2), fields[i],
+        assert_refused_naming(rc, eval_script(rc, RJQ__S_RESERVE, "g", args, 2), fields[i],
                               before);
         set_stats_field(rc, fields[i], keep);
     }
-    redisReply *r = eval_script(rc, RJQ__S_RESERVE, keys, 3, args, 2);
+    redisReply *r = eval_script(rc, RJQ__S_RESERVE, "g", args, 2);
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
     ASSERT_STREQ("5", r->element[0]->str);
     freeReplyObject(r);

@@ -437,14 +437,14 @@ static redisReply *claim_eval(redisContext *rc, const char *tok, int want, int r
     const char *body = rjq__scripts[RJQ__S_CLAIM].body;
     char wants[16];
     snprintf(wants, sizeof wants, "%d", want);
-    const char *argv[] = {"EVAL", body, "18",
-                          "t:{lua}:ready", "t:{lua}:prio", "t:{lua}:delayed", "t:{lua}:active",
-                          "t:{lua}:stats", "t:{lua}:idle", "t:{lua}:payload", "t:{lua}:state",
-                          "t:{lua}:options", "t:{lua}:result", "t:{lua}:error", "t:{lua}:failtoken",
-                          "t:{lua}:watchers", "t:{lua}:monitored", "t:{lua}:held",
-                          "t:{lua}:meta", "t:{lua}:deadlines", "t:{lua}:starts", "t:{lua}:job:", wants, "30000", tok, "t:{lua}:wake",
+    const char *argv[48];
+    layout_keys lk;
+    argv[0] = "EVAL", argv[1] = body;
+    int n = layout_script_keys(&lk, RJQ__S_CLAIM, "t", "lua", argv, 2);
+    const char *args[] = {"t:{lua}:job:", wants, "30000", tok, "t:{lua}:wake",
                           "1 t:{lua}:push:c1", "7", "1", recover ? "1" : "0", "1"};
-    redisReply *r = redisCommandArgv(rc, (int)(sizeof argv / sizeof argv[0]), argv, NULL);
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) argv[n++] = args[i];
+    redisReply *r = redisCommandArgv(rc, n, argv, NULL);
     ASSERT(r != NULL && r->type == REDIS_REPLY_ARRAY);
     return r;
 }
@@ -490,13 +490,13 @@ TEST(resent_recovering_claim_does_not_recover_what_was_pushed_after_it) {
 static redisReply *orphans_eval(redisContext *rc, const char *who, long long until) {
     char u[32];
     snprintf(u, sizeof u, "%lld", until);
-    const char *argv[] = {"EVAL", rjq__scripts[RJQ__S_ORPHANS].body, "15",
-                          "t:{lua}:held", "t:{lua}:active", "t:{lua}:ready", "t:{lua}:prio",
-                          "t:{lua}:dead", "t:{lua}:stats", "t:{lua}:payload", "t:{lua}:state",
-                          "t:{lua}:options", "t:{lua}:result", "t:{lua}:error", "t:{lua}:failtoken",
-                          "t:{lua}:watchers", "t:{lua}:monitored", "t:{lua}:dedup",
-                          "t:{lua}:job:", "t:{lua}:wake", who, "100", "1000", u};
-    redisReply *r = redisCommandArgv(rc, (int)(sizeof argv / sizeof argv[0]), argv, NULL);
+    const char *argv[48];
+    layout_keys lk;
+    argv[0] = "EVAL", argv[1] = rjq__scripts[RJQ__S_ORPHANS].body;
+    int n = layout_script_keys(&lk, RJQ__S_ORPHANS, "t", "lua", argv, 2);
+    const char *args[] = {"t:{lua}:job:", "t:{lua}:wake", who, "100", "1000", u};
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) argv[n++] = args[i];
+    redisReply *r = redisCommandArgv(rc, n, argv, NULL);
     ASSERT(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2);
     return r;
 }

@@ -668,13 +668,14 @@ TEST(resent_failure_after_the_job_moved_on_is_recognised) {
     ASSERT(fres_held != NULL);
     ASSERT(strcmp(token, rjq_job_token(fres_held)) != 0); /* B holds it now */
 
-    const char *argv[] = {"FCALL", rjq__scripts[RJQ__S_FAIL].function, "15", "t:{fres}:active",
-                          "t:{fres}:ready", "t:{fres}:prio", "t:{fres}:delayed", "t:{fres}:dead",
-                          "t:{fres}:stats", "t:{fres}:payload", "t:{fres}:state", "t:{fres}:options",
-                          "t:{fres}:result", "t:{fres}:error", "t:{fres}:failtoken", "t:{fres}:watchers",
-                          "t:{fres}:monitored", "t:{fres}:dedup",
-                          "t:{fres}:job:", "t:{fres}:wake", "fj", token, "boom", "0", "0", "0.5", "100000"};
-    redisReply *r = redisCommandArgv(e.rc, (int)(sizeof argv / sizeof argv[0]), argv, NULL);
+    const char *argv[48];
+    layout_keys lk;
+    argv[0] = "FCALL", argv[1] = rjq__scripts[RJQ__S_FAIL].function;
+    int n = layout_script_keys(&lk, RJQ__S_FAIL, "t", "fres", argv, 2);
+    const char *args[] = {"t:{fres}:job:", "t:{fres}:wake", "fj", token, "boom",
+                          "0",             "0",             "0.5", "100000"};
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) argv[n++] = args[i];
+    redisReply *r = redisCommandArgv(e.rc, n, argv, NULL);
     ASSERT(r != NULL && r->type == REDIS_REPLY_INTEGER);
     ASSERT_EQ(3, r->integer); /* already applied, not "lease lost" */
     freeReplyObject(r);

@@ -328,15 +328,23 @@ TEST(stopped_leader_hands_over_within_a_third_of_the_lease) {
 /* Regression: the fire script is fenced by the spec the scheduler read,
  * not only by the next fire time (a schedule set again between tick and
  * fire has next 0 both times). fire.lua run directly. */
+static long long fire_named(redisContext *rc, const char *name, const char *spec, const char *next);
 static long long fire_call(redisContext *rc, const char *spec, const char *next) {
-    const char *argv[] = {"FCALL", rjq__scripts[RJQ__S_FIRE].function, "16",
-                          "t:{sf}:scheduler", "t:{sf}:schedules", "t:{sf}:schedpayload",
-                          "t:{sf}:schednext", "t:{sf}:ready", "t:{sf}:prio", "t:{sf}:delayed",
-                          "t:{sf}:stats", "t:{sf}:payload", "t:{sf}:state", "t:{sf}:options",
-                          "t:{sf}:result", "t:{sf}:error", "t:{sf}:failtoken", "t:{sf}:watchers",
-                          "t:{sf}:monitored", "t:{sf}:job:", "t:{sf}:wake", "tok",
-                          "s", "0", spec, next, "1", "1000"};
-    redisReply *r = redisCommandArgv(rc, (int)(sizeof argv / sizeof argv[0]), argv, NULL);
+    return fire_named(rc, "s", spec, next);
+}
+
+/* fire.lua run directly on schedule `name` of queue sf, read with spec and
+ * next fire time next, enqueuing the fire time 1000. */
+static long long fire_named(redisContext *rc, const char *name, const char *spec,
+                            const char *next) {
+    const char *argv[48];
+    layout_keys lk;
+    argv[0] = "FCALL", argv[1] = rjq__scripts[RJQ__S_FIRE].function;
+    int na = layout_script_keys(&lk, RJQ__S_FIRE, "t", "sf", argv, 2);
+    const char *args[] = {"t:{sf}:job:", "t:{sf}:wake", "tok",
+                          name, "0", spec, next, "1", "1000"};
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) argv[na++] = args[i];
+    redisReply *r = redisCommandArgv(rc, na, argv, NULL);
     ASSERT(r != NULL && r->type == REDIS_REPLY_INTEGER);
     long long n = r->integer;
     freeReplyObject(r);
@@ -360,5 +368,52 @@ TEST(fire_leaves_a_schedule_set_again_since_its_tick_alone) {
     ASSERT_EQ(1, fire_call(e.rc, spec, "5000"));
     ASSERT_EQ(5000, server_int(e.rc, "ZSCORE t:{sf}:schednext s"));
     ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{sf}:payload s@1000"));
+    env_stop(&e);
+}
+
+/* The jobs a scheduler makes get their options as enqueued jobs with the
+ * same options do: fire.lua reads them with lib.lua's job_options, as
+ * enqueue.lua does. (fire.lua had its own copy, which wrote an options
+ * column value for a job whose stored options are all defaults.) */
+TEST(scheduled_jobs_get_their_options_as_enqueued_jobs_do) {
+    test_env e;
+    env_start(&e, "sf");
+    rjq_job_options opts[] = {{.delay_ms = 5000},
+                              {.priority = 3},
+                              {.priority = -2, .max_attempts = 7, .timeout_ms = 9000},
+                              {.max_attempts = 3, .backoff = {RJQ_BACKOFF_FIXED, 250, 0}}};
+    for (int i = 0; i < (int)(sizeof opts / sizeof opts[0]); i++) {
+        char name[16], id[32];
+        snprintf(name, sizeof name, "o%d", i);
+        rjq_schedule s = {0};
+        s.every_ms = 1000;
+        s.opts = &opts[i];
+        ASSERT_EQ(1, set_schedule(&e, name, &s).n);
+        redisReply *r = server_cmd(e.rc, "HGET t:{sf}:schedules %s", name);
+        char spec[256];
+        snprintf(spec, sizeof spec, "%s", r->str);
+        freeReplyObject(r);
+        freeReplyObject(server_cmd(e.rc, "SET t:{sf}:scheduler tok"));
+        ASSERT_EQ(1, fire_named(e.rc, name, spec, "0"));
+        rjq_job_options o = opts[i];
+        snprintf(id, sizeof id, "e%d", i);
+        o.id = id;
+        enqueue_wait w = enqueue_job(e.base, e.q, "x", &o);
+        ASSERT_OK(w.status);
+        /* the options column: the same value, or absent for both */
+        redisReply *fired = server_cmd(e.rc, "HGET t:{sf}:options %s@1000", name);
+        redisReply *enq = server_cmd(e.rc, "HGET t:{sf}:options %s", id);
+        if (fired->type != enq->type || (enq->str && strcmp(fired->str, enq->str) != 0))
+            fprintf(stderr, "options %d: fired %s, enqueued %s\n", i,
+                    fired->str ? fired->str : "(none)",
+                    enq->str ? enq->str : "(none)");
+        ASSERT_EQ(enq->type, fired->type);
+        if (enq->str) ASSERT_STREQ(enq->str, fired->str);
+        freeReplyObject(fired);
+        freeReplyObject(enq);
+        /* and where it waits: delayed, or its priority's place */
+        ASSERT_EQ(server_int(e.rc, "ZSCORE t:{sf}:delayed %s", id) > 0,
+                  server_int(e.rc, "ZSCORE t:{sf}:delayed %s@1000", name) > 0);
+    }
     env_stop(&e);
 }

@@ -13,8 +13,7 @@
 -- claimed meanwhile could be returned by the sweep too).
 -- The info hash holds what each client says of itself for the process
 -- registry (processes.lua): upkeep.c's text, sent when it changed.
--- KEYS: 1 liveness set (zset), 2 queues (hash), 3 sweeps (hash), 4 info
---       (hash); in their own slot
+-- KEYS (src/keys.def; bound to these locals): live, queues, sweeps, info
 -- ARGV: 1 client id, 2 its entry's lifetime ms, 3 its queue names
 --       (space-separated; '' when unchanged since the last beat that
 --       reported it known), 4 the sweep's lease ms, 5 most clients to sweep,
@@ -30,7 +29,6 @@
 -- end of a sweep of the caller under way (0: none), then per client to
 -- sweep: id, the sweep's lease end (for orphans.lua and gone.lua), queue
 -- names }.
-local live, queues, sweeps, info = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local me, ttl, names, lease, most = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local prev, gap = tonumber(ARGV[6]), tonumber(ARGV[7])
 expect_types({live, 'zset', queues, 'hash', sweeps, 'hash', info, 'hash'})

@@ -8,16 +8,15 @@
 -- it is listed in the cancelled set (id -> time), of which the newest
 -- `most` are kept (the oldest records are deleted past that); awaiting
 -- producers are told ('cancelled').
--- KEYS: 1 ready, 2 prio, 3 delayed, 4 active, 5 stats, 6 cancelled,
---       7..13 the job columns, 14 monitored, 15 dedup
+-- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, active,
+--       stats, cancelled, cols, monitored, events, push, dedup
 -- ARGV: 1 job name prefix, 2 id, 3 most cancelled jobs kept
 -- Returns { code, state }: 1 cancelled (state: the one it left: ready,
 -- delayed or active), 0 no such job, 2 already finished (state: completed,
 -- dead or cancelled).
-local ready, prio, delayed, active, stats, cancelled = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, id, most = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local J = columns(KEYS, 7, prefix)
-J.u = KEYS[15]
+local J = columns(cols, prefix)
+J.u = dedup
 expect_types({ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset', stats, 'hash',
               cancelled, 'zset', J.s, 'hash', J.d, 'hash', J.o, 'hash', J.n, 'hash', J.u, 'zset'})
 local v = fields(J, id, 'd', 's', 'o', 'n')
@@ -33,7 +32,7 @@ if state == 'active' then
     -- its holder's client: the first part of the token (held index, lib.lua)
     local cid = string.match(tok, '^([^.]+)%.')
     if cid then
-      redis.call('PUBLISH', string.sub(prefix, 1, -5) .. 'push:' .. cid, '!cancel ' .. tok .. ' ' .. id)
+      redis.call('PUBLISH', push .. cid, '!cancel ' .. tok .. ' ' .. id)
     end
   end
 else
@@ -45,7 +44,7 @@ redis.call('HSET', J.s, id, state_value('cancelled', attempts, state == 'active'
                                         times_ended(tm, t)))
 redis.call('ZADD', cancelled, t, id)
 redis.call('HINCRBY', stats, 'cancelled', 1)
-local emit = monitor(KEYS[14], prefix)
+local emit = monitor(monitored, events)
 emit('cancelled', id)
 notify_finished(J, id, v[4], 'cancelled', '')
 local extra = redis.call('ZCARD', cancelled) - most

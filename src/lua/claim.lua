@@ -41,9 +41,9 @@
 -- of its notice loses its place; the claims held back behind it come
 -- back (next) when that grace ends. (A stopping worker leaves the hash;
 -- limits.lua clears it.)
--- KEYS: 1 ready, 2 prio, 3 delayed, 4 active, 5 stats, 6 idle,
---       7..13 the job columns, 14 monitored, 15 held, 16 meta, 17 deadlines,
---       18 starts, 19 waiters
+-- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, active,
+--       stats, idle, cols, monitored, events, held, meta, deadlines, starts,
+--       waiters
 -- ARGV: 1 job name prefix, 2 want (<= 1000: unpack() below holds 2*want
 --       values, and Lua's limit is ~8000), 3 lease ms, 4 token
 --       ("<client>.<worker>.<unique>", new for every call), 5 wake channel,
@@ -68,13 +68,10 @@
 -- A claim that filled `want` and left work behind rings the doorbell, so
 -- idle workers elsewhere join in (each full claim wakes the next: no herd,
 -- no stranded backlog).
-local ready, prio, delayed, active, stats, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local held = KEYS[15]
 local prefix, want, lease, tok, wake = ARGV[1], math.min(tonumber(ARGV[2]), 1000), tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local field, epoch, reset, recover = ARGV[6], ARGV[7], ARGV[8] == '1', ARGV[9] == '1'
 local no_payload = ARGV[10] == '0'
-local J = columns(KEYS, 7, prefix)
-local deadlines = KEYS[17]
+local J = columns(cols, prefix)
 -- Wrongly typed keys are refused before the first write. The common call
 -- (not re-sent, no recovery, not paused, no limits, nothing due) reads
 -- ready, prio and the job columns first (peek_ready, load_jobs: typed) and
@@ -91,26 +88,26 @@ local function check_all()
 end
 -- (a read before any write: its type check is the command's own, see typed)
 local first = typed('zset', 'ZRANGEBYLEX', held, held_range(tok .. ' ')) -- a re-send's first run
-local meta = typed('hash', 'HMGET', KEYS[16], 'paused', 'concurrency', 'rate')
-local paused, conc, rmax, rwin = meta[1], tonumber(meta[2]), limits_rate(meta[3])
-if meta[2] and not string.match(meta[2], '^%d+$') then int_fields(KEYS[16], 'concurrency') end -- (refused)
-if rmax then expect_types({KEYS[18], 'zset'}) end -- (before the first write)
+local mv = typed('hash', 'HMGET', meta, 'paused', 'concurrency', 'rate')
+local paused, conc, rmax, rwin = mv[1], tonumber(mv[2]), limits_rate(mv[3])
+if mv[2] and not string.match(mv[2], '^%d+$') then int_fields(meta, 'concurrency') end -- (refused)
+if rmax then expect_types({starts, 'zset'}) end -- (before the first write)
 -- The waiters' last turn (see "Fair shares"), read before the first write
 -- with the hash's type: one that is no turn number is refused here (the
 -- fair shares below come after the writes of due jobs and recoveries, and
 -- a claim that failed there had started its jobs for nobody).
 local last_turn = 0
 if conc then
-  local v = typed('hash', 'HMGET', KEYS[19], '#')[1]
+  local v = typed('hash', 'HMGET', waiters, '#')[1]
   if v then
     last_turn = tonumber(string.match(v, '^%d+$'))
     if not last_turn then
-      error({err = 'WRONGTYPE field # of ' .. KEYS[19] .. ' is not a turn number, rjq expects one'})
+      error({err = 'WRONGTYPE field # of ' .. waiters .. ' is not a turn number, rjq expects one'})
     end
   end
 end
 local now = now_ms()
-local emit = monitor(KEYS[14], prefix, now)
+local emit = monitor(monitored, events, now)
 local out = {-1, 0, tok, now + lease} -- a number: an integer reply
 
 -- The jobs among ids still active under token t, as parallel lists (ids,
@@ -235,7 +232,7 @@ end
 
 -- Limits: the room they leave (and when the rate lets the next start in).
 local room, freed = want, nil
-local waiters, fair = KEYS[19], nil -- (fair: this claim's place among the waiters)
+local fair = nil -- (fair: this claim's place among the waiters)
 if conc then
   local n = redis.call('ZCARD', active) - (redis.call('ZSCORE', active, ACTIVE_PIN) and 1 or 0)
   local free = math.max(conc - n, 0)
@@ -276,14 +273,14 @@ if conc then
   end
 end
 if rmax then
-  redis.call('ZREMRANGEBYSCORE', KEYS[18], '-inf', now - rwin)
-  local used = redis.call('ZCARD', KEYS[18])
+  redis.call('ZREMRANGEBYSCORE', starts, '-inf', now - rwin)
+  local used = redis.call('ZCARD', starts)
   if rmax - used < room then
     room = math.max(rmax - used, 0)
     -- the next start comes in once the window holds one less than rmax
     -- starts (with this claim's): when its oldest entry beyond that leaves
     local k = math.max(used - rmax, 0)
-    local e = redis.call('ZRANGE', KEYS[18], k, k, 'WITHSCORES')
+    local e = redis.call('ZRANGE', starts, k, k, 'WITHSCORES')
     freed = e[2] and tonumber(e[2]) + rwin - now or 0
   end
 end
@@ -315,7 +312,7 @@ if #ids > 0 then
     for i = 5 + 4 * (rec and #rec or 0), #out, 4 do
       if out[i] then za[#za + 1] = t; za[#za + 1] = tok .. ' ' .. out[i] end
     end
-    call_all('ZADD', KEYS[18], za, 2)
+    call_all('ZADD', starts, za, 2)
   end
 else
   check_all() -- (nothing to claim: the idle path, where a TYPE or eight cost little)

@@ -15,9 +15,8 @@
 -- outcome). A job without a timeout whose lease merely ran out is still
 -- completed while no sweep or other worker took it: its token still
 -- matches, and the token is what fences it.
--- KEYS: 1 active, 2 completed, 3 stats, 4 ready, 5 prio, 6 idle,
---       7..13 the job columns, 14 monitored, 15 held, 16 dedup,
---       17 deadlines
+-- KEYS (src/keys.def; bound to these locals): active, completed, stats,
+--       ready, prio, idle, cols, monitored, events, held, dedup, deadlines
 -- ARGV: 1 job name prefix, 2 retention ms (-1: no age limit), 3 most
 --       completed jobs kept (<= 0: no count limit), 4 number of offers,
 --       5 number of tokens to forget, then per offer: idle field, epoch,
@@ -28,13 +27,12 @@
 -- 0 lease lost (or its run time is over), 2 cancelled (cancel.lua); then one per offer: 1
 -- registered, 0 not (work is waiting, the queue is paused or limited, or
 -- the worker's registration has another epoch: the worker then claims).
-local active, completed, stats, ready, prio, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, retention, cap, offers = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local OFFERS = 6 -- ARGV index of the first offer
 local FORGET = OFFERS + 4 * offers -- of the first token to forget
 local FIRST = FORGET + tonumber(ARGV[5]) -- of the first job
-local J = columns(KEYS, 7, prefix)
-J.u = KEYS[16]
+local J = columns(cols, prefix)
+J.u = dedup
 -- Wrongly typed keys are refused before the first write: the reads below
 -- check theirs (stats: the count of retained jobs), ZREM active is that
 -- first write, the rest get a TYPE (result only when a result will be
@@ -42,10 +40,10 @@ J.u = KEYS[16]
 -- deletes records).
 expect_types({completed, 'list'})
 local retained = int_fields(stats, 'retained', 'swept')[1] or 0 -- (swept: the sweep counts)
-if FIRST > FORGET then expect_types({KEYS[15], 'zset'}) end
+if FIRST > FORGET then expect_types({held, 'zset'}) end
 local now = now_ms()
 local stamp = int(now) -- formatted once: number->string costs per call
-local emit = monitor(KEYS[14], prefix)
+local emit = monitor(monitored, events)
 
 local ids = {}
 for i = FIRST, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
@@ -54,10 +52,10 @@ local s, n = hmget(J.s, ids, 'hash'), hmget_sparse(J.n, ids, 'hash')
 -- for a job with a timeout (one left by an earlier job of the id does
 -- not, as in extend.lua); most queues have no such key: one EXISTS.
 local late = {}
-if redis.call('EXISTS', KEYS[17]) == 1 then
+if redis.call('EXISTS', deadlines) == 1 then
   local past, ends = {}, {}
   for i = 1, #ids, CHUNK do
-    local part = typed('zset', 'ZMSCORE', KEYS[17], unpack(ids, i, math.min(i + CHUNK - 1, #ids)))
+    local part = typed('zset', 'ZMSCORE', deadlines, unpack(ids, i, math.min(i + CHUNK - 1, #ids)))
     for j = 1, #part do ends[#ends + 1] = part[j] end
   end
   for i = 1, #ids do
@@ -164,7 +162,7 @@ if offers > 0 then
 end
 
 for i = FORGET, FIRST - 1 do
-  redis.call('ZREMRANGEBYLEX', KEYS[15], held_range(ARGV[i] .. ' '))
+  redis.call('ZREMRANGEBYLEX', held, held_range(ARGV[i] .. ' '))
 end
 
 -- Retention, in batches (sweep_due): delete up to twice as many old

@@ -1,9 +1,9 @@
 -- enqueue: write job records and make them ready or delayed, atomically;
 -- jobs made ready go straight to idle workers that registered free slots
 -- (push_to_idle in lib.lua), else the doorbell rings.
--- KEYS: 1 ready, 2 prio, 3 delayed, 4 stats, 5 active, 6 idle,
---       7..13 the job columns, 14 monitored, 15 held, 16 deadlines, 17 dedup,
---       18 reserved
+-- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, stats,
+--       active, idle, cols, monitored, events, held, deadlines, dedup,
+--       reserved
 -- ARGV: 1 job name prefix, 2 wake channel, 3 reply channel of an awaiting
 --       producer ('' for none), 4 token base for pushed jobs (unique per
 --       call), 5 max waiting jobs (0: no bound), 6 jobs without an id in
@@ -63,7 +63,7 @@ local refused = {} -- job index -> why its unit was refused (a bounded queue)
 -- Delete the payloads of job numbers these (never an error).
 local function unwrite(these)
   for i = 1, #these, CHUNK do
-    redis.pcall('HDEL', KEYS[7], unpack(these, i, math.min(i + CHUNK - 1, #these)))
+    redis.pcall('HDEL', cols[1], unpack(these, i, math.min(i + CHUNK - 1, #these)))
   end
 end
 
@@ -71,7 +71,7 @@ end
 local cmember, cfirst, ccount = string.match(ARGV[7], '^C (%S+) (%d+) (%d+)$')
 if cmember then
   local first, last = tonumber(cfirst), tonumber(cfirst) + tonumber(ccount) - 1
-  if type(redis.pcall('ZSCORE', KEYS[18], cmember)) == 'string' then
+  if type(redis.pcall('ZSCORE', reserved, cmember)) == 'string' then
     -- The numbers are this producer's alone, and none has a job: a payload
     -- there is a stray of a try whose scripts did not run (the HSETNX of a
     -- transaction run while the library was missing): out, so that the
@@ -81,24 +81,22 @@ if cmember then
     unwrite(these)
     return 1
   end
-  local payload, had = KEYS[7], {'-'} -- ('-': the note is there)
+  local payload, had = cols[1], {'-'} -- ('-': the note is there)
   for x = first, last do
     local id = int(x)
     if redis.pcall('HEXISTS', payload, id) == 1 then had[#had + 1] = id end
   end
-  redis.pcall('HSET', KEYS[4], 'ahead', table.concat(had, ' '))
+  redis.pcall('HSET', stats, 'ahead', table.concat(had, ' '))
   return 0
 end
 
 local function main(reserved)
-local ready, prio, delayed, stats, active, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, wake, ch, tbase = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local max_waiting, later = tonumber(ARGV[5]), tonumber(ARGV[6])
 local part, parts, mark = string.match(ARGV[7], '^(%d+) (%d+) (%S+)$')
 local LATER = 9 -- ARGV index of the first id of a later call's job
 local FIRST = LATER + tonumber(ARGV[8]) -- of the first job
-local J = columns(KEYS, 7, prefix)
-local held = KEYS[15]
+local J = columns(cols, prefix)
 
 -- A call of a batch that an earlier call refused refuses too.
 if mark then
@@ -122,18 +120,12 @@ for i = 1, n do
   if string.byte(o, 1) == 43 then joins[i] = true; o = string.sub(o, 2) end -- '+'
   delay[i], pri[i], stored[i] = 0, 0, false
   if o ~= '' then
-    local d_, p_, m_, b_, t_, u_, x_ =
-      string.match(o, '^(%d+),(%-?%d+),(%d+),([^;]*);?(%d*);?(%d*);?(%d*)$')
-    delay[i], pri[i] = tonumber(d_), tonumber(p_)
-    if x_ == '1' then deb[i] = true; any_debounce = true end
-    if pri[i] ~= 0 or tonumber(m_) ~= DEFAULT_MAX_ATTEMPTS or b_ ~= '' or t_ ~= '' or u_ ~= '' then
-      if tonumber(m_) == DEFAULT_MAX_ATTEMPTS then m_ = '' end
-      stored[i] = p_ .. ',' .. m_ .. ',' .. b_
-      if u_ ~= '' then stored[i] = stored[i] .. ';' .. t_ .. ';' .. u_
-      elseif t_ ~= '' then stored[i] = stored[i] .. ';' .. t_ end
-      if t_ ~= '' then any_timeout = true end
-      any_opts = true
-    end
+    local timeout, debounce
+    delay[i], pri[i], stored[i], timeout, debounce = job_options(o)
+    if not delay[i] then return redis.error_reply('ERR rjq enqueue: bad job options') end
+    if debounce then deb[i] = true; any_debounce = true end
+    if timeout then any_timeout = true end
+    if stored[i] then any_opts = true end
     if delay[i] > 0 then any_delay = true elseif pri[i] ~= 0 then any_prio = true end
     if reserved and (pri[i] ~= 0 or deb[i]) then
       return redis.error_reply('ERR rjq enqueue: a job with payload ahead has a priority')
@@ -160,12 +152,12 @@ if #idle_pick > 0 then
   spec[#spec + 1] = held; spec[#spec + 1] = 'zset'
   -- (jobs with a timeout enter deadlines when pushed; those already ready
   -- may have one too)
-  if any_timeout or not nothing_ready then spec[#spec + 1] = KEYS[16]; spec[#spec + 1] = 'zset' end
+  if any_timeout or not nothing_ready then spec[#spec + 1] = deadlines; spec[#spec + 1] = 'zset' end
 end
 if reserved then spec[#spec + 1] = stats; spec[#spec + 1] = 'hash' end
 if mark then -- one of several calls: every key any of them may write
   spec = {J.d, 'hash', J.n, 'hash', J.o, 'hash', J.s, 'hash', delayed, 'zset', active, 'zset',
-          held, 'zset', KEYS[16], 'zset', KEYS[17], 'zset', stats, 'hash'}
+          held, 'zset', deadlines, 'zset', dedup, 'zset', stats, 'hash'}
 end
 expect_types(spec)
 
@@ -184,7 +176,7 @@ if #given > 0 then
     if v[i] then taken[id] = true; recorded[id] = true else fresh[#fresh + 1] = id end
   end
   -- ids still reserved after their record went (dedup, see lib.lua)
-  local until_ = zmscore_sparse(KEYS[17], fresh)
+  local until_ = zmscore_sparse(dedup, fresh)
   local t_now
   for i, id in ipairs(fresh) do
     if until_[i] then
@@ -261,7 +253,7 @@ else
   window = rank_window_in(seq + 1, seq + n) -- see "Order within a priority"
 end
 local now, qtimes, ready_v, ring = nil, nil, nil, false
-local emit = monitor(KEYS[14], prefix)
+local emit = monitor(monitored, events)
 local payloads, opts, watch, states = {}, {}, {}, {}
 local plain, plain_d, plain_o = {}, {}, {} -- new priority 0 jobs made ready
 local added, became_ready, nplain = 0, 0, 0 -- (counters: #t searches)
@@ -341,13 +333,13 @@ if became_ready > 0 and nothing_ready and not any_prio and not reserved then
   -- whose payloads were written ahead go through ready: from_ready reads
   -- them back for the workers it pushes to.)
   local take, rest = new_jobs(plain, plain_d, plain_o, ready_v)
-  push_to_idle(J, active, idle, held, tbase, became_ready, emit, idle_pick, take, KEYS[16], now)
+  push_to_idle(J, active, idle, held, tbase, became_ready, emit, idle_pick, take, deadlines, now)
   local left = rest()
   if #left > 0 then rpush_all(ready, left); ring = true end
 elseif became_ready > 0 then
   if #plain > 0 then rpush_all(ready, plain) end
   local pushed = push_to_idle(J, active, idle, held, tbase, became_ready, emit, idle_pick,
-                              from_ready(J, ready, prio), KEYS[16], now)
+                              from_ready(J, ready, prio), deadlines, now)
   -- jobs left ready in a queue that had nothing ready: wake idle workers
   if nothing_ready and pushed < became_ready then ring = true end
 end
@@ -363,7 +355,7 @@ end
 
 -- Payloads ahead (see above).
 local ids, lo, hi = {}, tonumber(rlo), tonumber(rhi)
-local rec = redis.pcall('ZSCORE', KEYS[18], member)
+local rec = redis.pcall('ZSCORE', reserved, member)
 local valid = type(rec) == 'string'
 for i = 9 + tonumber(ARGV[8]), #ARGV, 3 do
   local x = tonumber(ARGV[i])
@@ -373,8 +365,8 @@ end
 if not valid then
   -- the payloads the HSETNX wrote: of the numbers the check found without
   -- one (or, without its note, those above seq: never given to a job)
-  local noted = redis.pcall('HMGET', KEYS[4], 'ahead')
-  redis.pcall('HDEL', KEYS[4], 'ahead')
+  local noted = redis.pcall('HMGET', stats, 'ahead')
+  redis.pcall('HDEL', stats, 'ahead')
   local mine = {}
   if type(noted) == 'table' and not noted.err and noted[1] then
     local had = {}
@@ -383,7 +375,7 @@ if not valid then
       if not had[id] then mine[#mine + 1] = id end
     end
   else
-    local c = redis.pcall('HMGET', KEYS[4], 'seq')
+    local c = redis.pcall('HMGET', stats, 'seq')
     local seq = (type(c) == 'table' and not c.err) and tonumber(c[1] or '0') or math.huge
     for _, id in ipairs(ids) do
       local x = tonumber(id)
@@ -403,9 +395,9 @@ if ok then
     local gone = {} -- the payloads of the jobs of units refused
     for i in pairs(refused) do gone[#gone + 1] = ids[i] end
     unwrite(gone)
-    if tonumber(ids[#ids]) == hi then redis.call('ZREM', KEYS[18], member) end
+    if tonumber(ids[#ids]) == hi then redis.call('ZREM', reserved, member) end
     for d in string.gmatch(drop, '[^,]+') do
-      if d ~= '-' then redis.call('ZREM', KEYS[18], d) end
+      if d ~= '-' then redis.call('ZREM', reserved, d) end
     end
   end
   return res

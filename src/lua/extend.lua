@@ -4,7 +4,7 @@
 -- its lease is left to run out (the reclaim sweep then fails it as timed
 -- out, and tells its holder on its push channel) and its holder is told
 -- here too (it may have missed that message).
--- KEYS: 1 active, 2..8 the job columns, 9 deadlines, 10 held
+-- KEYS (src/keys.def; bound to these locals): active, cols, deadlines, held
 -- ARGV: 1 lease ms, then per job: id, token, start (server ms at which
 --       the holder's claim of it started, as it knows it: its claim
 --       reply's deadline - lease, which a re-sent claim gives uncapped too,
@@ -22,9 +22,8 @@
 -- timeout and start + timeout has passed: a later attempt of the job may
 -- have overwritten the failtoken since (its own timeout), and the holder
 -- of each attempt is told.
-local active = KEYS[1]
 local lease = tonumber(ARGV[1])
-local J = columns(KEYS, 2)
+local J = columns(cols)
 expect_types({active, 'zset'})
 local now = now_ms()
 local deadline = now + lease
@@ -35,7 +34,7 @@ for i = 2, #ARGV, 3 do
 end
 -- The run time's ends of jobs ids (false: none).
 local function run_ends(ids)
-  local ends = zmscore_sparse(KEYS[9], ids)
+  local ends = zmscore_sparse(deadlines, ids)
   local entries = false
   for i = 1, #ids do if ends[i] then entries = true; break end end
   if entries then
@@ -90,7 +89,7 @@ end
 -- is left to the sweep, and its holder finds out when it starts it).
 for k = #ids + 1, (#ARGV - 1) / 3 do
   local tok = ARGV[3 * k]
-  local m = held_members(KEYS[10], tok .. ' ', 1)
+  local m = held_members(held, tok .. ' ', 1)
   out[k] = #m > 0 and 1 or 0
   local jids = {}
   if m[1] then jids = select(2, held_split(m[1])) end

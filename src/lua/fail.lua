@@ -4,19 +4,18 @@
 -- in lib.lua) is refused as lease lost, as complete.lua refuses it, and
 -- nothing changes: the reclaim sweep fails it as timed out (that is the
 -- attempt's outcome, whatever the late failure said).
--- KEYS: 1 active, 2 ready, 3 prio, 4 delayed, 5 dead, 6 stats, 7..13 the job columns, 14 monitored,
---       15 dedup, 16 deadlines
+-- KEYS (src/keys.def; bound to these locals): active, ready, prio, delayed,
+--       dead, stats, cols, monitored, events, dedup, deadlines
 -- ARGV: 1 job name prefix, 2 wake channel, 3 id, 4 token, 5 error text,
 --       6 fatal (0/1), 7 retry delay ms (-1: the job's backoff),
 --       8 jitter in [0,1), 9 dead cap
 -- Returns 0 lease lost (or its run time is over), 1 retry scheduled, 2
 -- dead, 3 already failed with this token (a retried call whose first
 -- reply was lost), 4 cancelled (cancel.lua).
-local active, ready, prio, delayed, dead, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, wake, id, tok, err = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local fatal, delay, jitter, dead_max = ARGV[6] == '1', tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-local J = columns(KEYS, 7, prefix)
-J.u = KEYS[15]
+local J = columns(cols, prefix)
+J.u = dedup
 expect_types({active, 'zset', ready, 'list', prio, 'zset', delayed, 'zset', dead, 'zset', stats, 'hash',
               J.s, 'hash', J.e, 'hash', J.f, 'hash', J.u, 'zset'})
 local v = fields(J, id, 's', 'o', 'f')
@@ -34,10 +33,10 @@ end
 int_fields(stats, 'failed', 'retried', 'dead', 'seq', 'skipped')
 local now = now_ms()
 if select(4, parse_options(v[2])) then -- a timeout: its run time's end
-  local e = typed('zset', 'ZSCORE', KEYS[16], id)
+  local e = typed('zset', 'ZSCORE', deadlines, id)
   if e and tonumber(e) <= now then return 0 end
 end
 local q = {ready = ready, prio = prio, delayed = delayed, dead = dead, stats = stats, wake = wake, now = now,
-           jitter = jitter, dead_max = dead_max, emit = monitor(KEYS[14], prefix)}
+           jitter = jitter, dead_max = dead_max, emit = monitor(monitored, events)}
 redis.call('ZREM', active, id)
 return fail_job(J, q, id, tok, attempts, v[2], err, fatal, delay, tm)

@@ -6,44 +6,38 @@
 -- fire time is enqueued once even across schedulers and restarts (an
 -- existing id is not touched). Jobs are created as enqueue.lua creates
 -- them (without push delivery: idle workers hear the doorbell).
--- KEYS: 1 lease, 2 schedules, 3 schedpayload, 4 schednext, 5 ready,
---       6 prio, 7 delayed, 8 stats, 9..15 the job columns, 16 monitored
+-- KEYS (src/keys.def; bound to these locals): schedlease, schedules,
+--       schedpayload, schednext, ready, prio, delayed, stats, cols,
+--       monitored, events
 -- ARGV: 1 job name prefix, 2 wake channel, 3 token, then per schedule:
 --       name, the next fire time read, the spec read (a schedule set again
 --       since is left alone, even when both next times are 0), the new
 --       next fire time (-1: it never fires again), the number k of fire
 --       times to enqueue, then those k times.
 -- Returns the number of jobs enqueued, or -1 when the lease is not held.
-local lease, specs, payloads, nexts = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local ready, prio, delayed, stats = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local prefix, wake, token = ARGV[1], ARGV[2], ARGV[3]
-local J = columns(KEYS, 9, prefix)
-expect_types({lease, 'string', specs, 'hash', payloads, 'hash', nexts, 'zset', ready, 'list',
-              prio, 'zset', delayed, 'zset', stats, 'hash', J.d, 'hash', J.o, 'hash', J.s, 'hash'})
-if redis.call('GET', lease) ~= token then return -1 end
+local J = columns(cols, prefix)
+expect_types({schedlease, 'string', schedules, 'hash', schedpayload, 'hash', schednext, 'zset',
+              ready, 'list', prio, 'zset', delayed, 'zset', stats, 'hash', J.d, 'hash', J.o, 'hash', J.s, 'hash'})
+if redis.call('GET', schedlease) ~= token then return -1 end
 -- the sequence numbers its jobs take, before the first write (a HINCRBY
 -- refused there left the schedules before it fired and moved on)
 int_fields(stats, 'seq')
-local emit = monitor(KEYS[16], prefix)
+local emit = monitor(monitored, events)
 local now, made, ring = nil, 0, false
 local i = 4
 while i <= #ARGV do
   local name, seen, seen_spec = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local nxt, k = tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
-  local cur = redis.call('ZSCORE', nexts, name)
-  local spec = redis.call('HMGET', specs, name)[1]
+  local cur = redis.call('ZSCORE', schednext, name)
+  local spec = redis.call('HMGET', schedules, name)[1]
   if cur and spec == seen_spec and tonumber(cur) == tonumber(seen) then
     local o = string.match(spec, '^%S+ %S+ %S+ %S+ (%S+)')
-    local payload = redis.call('HMGET', payloads, name)[1] or ''
-    local delay, p, stored = 0, 0, false
+    local payload = redis.call('HMGET', schedpayload, name)[1] or ''
+    local delay, p, stored = 0, 0, false -- (its options read as enqueue.lua reads them)
     if o and o ~= '-' then
-      local d_, p_, m_, b_, t_ = string.match(o, '^(%d+),(%-?%d+),(%d+),([^;]*);?(%d*)$')
-      if d_ then
-        delay, p = tonumber(d_), tonumber(p_)
-        if tonumber(m_) == DEFAULT_MAX_ATTEMPTS then m_ = '' end
-        stored = p_ .. ',' .. m_ .. ',' .. b_
-        if t_ ~= '' then stored = stored .. ';' .. t_ end
-      end
+      local d_, p_, s_ = job_options(o)
+      if d_ then delay, p, stored = d_, p_, s_ end
     end
     for f = 1, k do
       local id = name .. '@' .. ARGV[i + 4 + f]
@@ -70,8 +64,8 @@ while i <= #ARGV do
         made = made + 1
       end
     end
-    if nxt >= 0 then redis.call('ZADD', nexts, int(nxt), name)
-    else redis.call('ZREM', nexts, name) end
+    if nxt >= 0 then redis.call('ZADD', schednext, int(nxt), name)
+    else redis.call('ZREM', schednext, name) end
   end
   i = i + 5 + k
 end

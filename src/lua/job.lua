@@ -1,5 +1,5 @@
 -- job: one job's record, for inspection.
--- KEYS: the job columns
+-- KEYS (src/keys.def; bound to these locals): cols
 -- ARGV: 1 id
 -- Returns { state, attempts, max_attempts, payload, result, error, token,
 -- enqueued, started, ended } with nil entries when absent; all nil when
@@ -8,7 +8,7 @@
 -- the state column keeps it). The times are the server's, in ms (the
 -- state column, lib.lua): started only once an attempt started (since the
 -- job was enqueued or replayed), ended only when it has finished.
-local J = columns(KEYS, 1)
+local J = columns(cols)
 local v = fields(J, ARGV[1], 's', 'o', 'd', 'r', 'e')
 if not v[3] then return {false, false, false, false, false, false, false, false, false, false} end
 local state, attempts, token, tm = state_of(v[1])

@@ -6,8 +6,8 @@
 --   active     by lease end
 --   dead, cancelled   oldest first
 --   completed  oldest first (the retention index: entries of ids)
--- KEYS: 1 ready, 2 prio, 3 delayed, 4 active, 5 dead, 6 cancelled,
---       7 completed
+-- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, active,
+--       dead, cancelled, completed
 -- ARGV: 1 state (one of the above), 2 offset, 3 limit (<= 1000)
 -- Returns the ids; an unknown state is an error. Reads only.
 local state, offset, limit = ARGV[1], tonumber(ARGV[2]), math.min(tonumber(ARGV[3]), 1000)
@@ -25,9 +25,9 @@ if state == 'ready' then
   -- three segments in claim order (see take_ready in lib.lua): the prio
   -- set's positive priorities (scores below 0), the ready list, the rest
   -- of the prio set
-  local high = typed('zset', 'ZCOUNT', KEYS[2], '-inf', '(0')
-  local plain = typed('list', 'LLEN', KEYS[1])
-  local low = redis.call('ZCARD', KEYS[2]) - high
+  local high = typed('zset', 'ZCOUNT', prio, '-inf', '(0')
+  local plain = typed('list', 'LLEN', ready)
+  local low = redis.call('ZCARD', prio) - high
   local pos, left = offset, limit
   local function segment(len, fetch)
     if left > 0 and pos < len then
@@ -39,26 +39,26 @@ if state == 'ready' then
       pos = pos - len
     end
   end
-  segment(high, function(from, n) zpage(KEYS[2], from, n) end)
+  segment(high, function(from, n) zpage(prio, from, n) end)
   segment(plain, function(from, n)
-    for _, id in ipairs(redis.call('LRANGE', KEYS[1], int(from), int(from + n - 1))) do
+    for _, id in ipairs(redis.call('LRANGE', ready, int(from), int(from + n - 1))) do
       out[#out + 1] = id
     end
   end)
-  segment(low, function(from, n) zpage(KEYS[2], high + from, n) end)
+  segment(low, function(from, n) zpage(prio, high + from, n) end)
 elseif state == 'delayed' then
-  zpage(KEYS[3], offset, limit)
+  zpage(delayed, offset, limit)
 elseif state == 'active' then
-  zpage(KEYS[4], offset, limit) -- (its pin is last: never before a job)
+  zpage(active, offset, limit) -- (its pin is last: never before a job)
 elseif state == 'dead' then
-  zpage(KEYS[5], offset, limit)
+  zpage(dead, offset, limit)
 elseif state == 'cancelled' then
-  zpage(KEYS[6], offset, limit)
+  zpage(cancelled, offset, limit)
 elseif state == 'completed' then
   -- entries "<time ms> <id> <id> ...", oldest first: skip offset ids
-  local skip, at, total = offset, 0, typed('list', 'LLEN', KEYS[7])
+  local skip, at, total = offset, 0, typed('list', 'LLEN', completed)
   while #out < limit and at < total do
-    for _, e in ipairs(redis.call('LRANGE', KEYS[7], at, at + 99)) do
+    for _, e in ipairs(redis.call('LRANGE', completed, at, at + 99)) do
       for id in string.gmatch(e, ' (%S+)') do
         if skip > 0 then skip = skip - 1
         elseif #out < limit then out[#out + 1] = id end

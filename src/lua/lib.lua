@@ -5,50 +5,15 @@
 -- script with this file prepended (EVALSHA). Either way a script is one
 -- atomic transition, and this file only defines: it calls no command.
 --
--- Keys of queue Q all share the hash tag {Q}: <prefix>:{Q}:<name>.
---   ready    list  ids of priority 0, FIFO
---   prio     zset  ids of other priorities; score = -priority*2^32 + rank,
---                  rank in [0, 2^32): see "Order within a priority" below
---   delayed  zset  id -> due time (ms, server clock); also retries
---   active   zset  id -> lease deadline (ms), plus ACTIVE_PIN (see below)
---   dead     zset  id -> time of death
---   completed list  the retention index: one entry per completion call,
---                  "<time ms> <id> <id> ...", oldest first (records older
---                  than the retention time or beyond the count cap are
---                  deleted a whole entry at a time, see sweep_completed)
---   stats    hash  counters. Two are derived, so that the hot paths
---                  count with one HINCRBY each: enqueued = seq - skipped
---                  (seq: the id/sequence counter; skipped: the sequence
---                  numbers that added no job: an id that existed, a
---                  re-queued priority job, a number reserved and not
---                  used yet) and completed = retained +
---                  swept (retained: the ids in completed; swept: the ids
---                  removed from it). Field "ahead" lives only inside one
---                  transaction (enqueue.lua, "Payloads ahead")
---   idle     hash  push delivery: free slots of idle workers, see below
---   deadlines zset id -> the end of its run time (ms) for running jobs
---                  with a timeout (see start_jobs; entries of jobs that
---                  finished are dropped by the reclaim sweep once past)
---   meta     hash  the queue's settings: paused (pause.lua), concurrency
---                  and rate (limits.lua)
---   starts   zset  "<token> <id>" -> start time (ms) of each start of the
---                  rate limit's window (claim.lua)
---   waiters  hash  the workers in line for a slot under the concurrency
---                  limit: idle field -> "<turn> <noticed ms>"; '#' the
---                  last turn given (claim.lua, "Fair shares")
---   cancelled zset id -> time of its cancel (cancel.lua)
---   dedup    zset  id -> until when it stays reserved: ids of jobs with a
---                  dedup time whose record was deleted (retention, the
---                  dead or cancelled cap) before that time was over; an
---                  enqueue of such an id reports it as existing
---                  (forget_jobs, enqueue.lua)
---   reserved zset  "<lo>-<hi>-<nonce>" -> when: job numbers a producer
---                  set aside for payloads it writes ahead of its enqueue
---                  (reserve.lua, enqueue.lua "Payloads ahead"); counted in
---                  seq and in skipped until used; dropped when used up or
---                  after a day
---   monitored string present while a monitor listens (TTL refreshed)
---   events   channel of queue events for monitors
+-- The key layout: src/keys.def declares every key and channel of a queue
+-- (<prefix>:{Q}:<name>, all with the hash tag {Q}) and of the client
+-- prefix, with its type and what it holds, and each script's KEYS in
+-- order. The build writes that table at the head of this file (in its
+-- embedded form) and binds each script's KEYS to named locals before its
+-- first line (e.g. `ready`, `active`, `cols`: the job columns,
+-- `monitored`, `events`), so no script indexes KEYS by number
+-- (tests/keys_declared.sh).
+--
 -- Job records are stored by column: one hash per field, keyed by job id,
 -- so a script serves a whole batch with one HMGET/HSET per field instead
 -- of one call per job (a redis.call costs ~1 us; five per job capped the
@@ -80,11 +45,11 @@
 --   watchers  reply channels of producers awaiting it (space-separated);
 --             dropped when the job finishes (completed, dead, cancelled),
 --             so the column holds unfinished jobs only and stays small
--- Scripts that touch job records get the seven column keys as their last
--- KEYS, in this order: payload, state, options, result, error, failtoken,
--- watchers (src/queue.h RJQ__K_COLUMNS), so every key a script touches
--- is declared. A job's name in messages is <prefix>:{Q}:job:<id>; scripts
--- that publish get the "<prefix>:{Q}:job:" part in ARGV.
+-- Scripts that touch job records get the seven column keys as the group
+-- COLUMNS of src/keys.def (the local `cols`, see columns()), so every key
+-- a script touches is declared. A job's name in messages is
+-- <prefix>:{Q}:job:<id>; scripts that publish get the "<prefix>:{Q}:job:"
+-- part in ARGV.
 --
 -- Order within a priority. Priority p owns the scores [-p*2^32, -p*2^32 +
 -- 2^32): |p| <= 1e6 keeps every score an exact integer (|score| < 2^52; a
@@ -143,16 +108,16 @@ local function num(n)
   return s
 end
 
--- The column keys, keys[first] .. keys[first + 6] (keys: the script's KEYS):
--- J.d payload, J.s state, J.o options, J.r result, J.e error, J.f
--- failtoken, J.n watchers; J.all every column; J.prefix the job name
+-- The job columns of a script (cols: its KEYS of group COLUMNS, bound in
+-- the order of src/keys.def): J.d payload, J.s state, J.o options, J.r
+-- result, J.e error, J.f failtoken, J.n watchers; J.all every column; J.prefix the job name
 -- prefix (for messages; may be nil).
-local function columns(keys, first, prefix)
+local function columns(cols, prefix)
   -- Table constructors size the tables once (a loop of stores regrows
-  -- them: 0.97 us against 0.38 us per call, measured).
-  local d, s, o, r, e, f, n = unpack(keys, first, first + 6) -- the KEYS order above
-  return {d = d, s = s, o = o, r = r, e = e, f = f, n = n, prefix = prefix,
-          all = {d, s, o, r, e, f, n}}
+  -- them: 0.97 us against 0.38 us per call, measured). cols is only read:
+  -- it serves as J.all.
+  local d, s, o, r, e, f, n = unpack(cols, 1, 7) -- the order of src/keys.def
+  return {d = d, s = s, o = o, r = r, e = e, f = f, n = n, prefix = prefix, all = cols}
 end
 
 -- Refuse, before anything is written, keys that hold the wrong type.
@@ -321,6 +286,25 @@ local function parse_options(o)
   if not p then return 0, DEFAULT_MAX_ATTEMPTS, nil, nil, nil end
   if b == '' then b = nil end
   return tonumber(p), tonumber(m) or DEFAULT_MAX_ATTEMPTS, b, tonumber(t), tonumber(u)
+end
+
+-- A new job's options as a producer gives them (src/validate.c),
+-- "delay,priority,max_attempts,backoff[;timeout[;dedup[;debounce]]]":
+-- returns its delay ms, its priority, its options column value (false when
+-- what is stored would all be defaults: nothing stored), whether it has a
+-- timeout, whether it is a debounce; nil when o is no such text. The one
+-- reading for every script that creates jobs (enqueue.lua, fire.lua).
+local function job_options(o)
+  local d_, p_, m_, b_, t_, u_, x_ = string.match(o, '^(%d+),(%-?%d+),(%d+),([^;]*);?(%d*);?(%d*);?(%d*)$')
+  if not d_ then return nil end
+  local p, stored = tonumber(p_), false
+  if p ~= 0 or tonumber(m_) ~= DEFAULT_MAX_ATTEMPTS or b_ ~= '' or t_ ~= '' or u_ ~= '' then
+    if tonumber(m_) == DEFAULT_MAX_ATTEMPTS then m_ = '' end
+    stored = p_ .. ',' .. m_ .. ',' .. b_
+    if u_ ~= '' then stored = stored .. ';' .. t_ .. ';' .. u_
+    elseif t_ ~= '' then stored = stored .. ';' .. t_ end
+  end
+  return tonumber(d_), p, stored, t_ ~= '', x_ == '1'
 end
 
 
@@ -533,10 +517,10 @@ end
 -- The emit() of a queue nobody monitors (per-job loops skip the call).
 local function UNMONITORED() end
 
--- Queue events for monitors: published on <base>events only while a
--- monitor holds <base>monitored, so when nobody listens a script pays one
--- EXISTS per call, not a PUBLISH per job. Returns emit(event, id).
--- monitored is that key (the KEYS entry after the job columns). An event
+-- Queue events for monitors: published on channel `events` only while a
+-- monitor holds the key `monitored`, so when nobody listens a script pays
+-- one EXISTS per call, not a PUBLISH per job. Returns emit(event, id).
+-- (Both are the script's KEYS of those names, src/keys.def.) An event
 -- is "<event> <id> <server time ms>": the script's time, now when given
 -- (the time its transitions use), else read once at the first event. The
 -- events of one script call are published together when it ends, one
@@ -546,9 +530,9 @@ local function UNMONITORED() end
 local EVENTS = {} -- channel -> the call's events (emptied by finish)
 local EVENTS_PER_MESSAGE = 1000
 
-local function monitor(monitored, prefix, now)
+local function monitor(monitored, events, now)
   if redis.call('EXISTS', monitored) == 1 then
-    local ch = string.sub(prefix, 1, -5) .. 'events' -- <prefix>:{Q}:events
+    local ch = events
     local t = now and int(now)
     local buf = EVENTS[ch]
     if not buf then

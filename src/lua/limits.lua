@@ -8,11 +8,10 @@
 -- resumes with their claims).
 -- The waiters for slots under the concurrency limit (claim.lua) start
 -- afresh.
--- KEYS: 1 meta, 2 idle, 3 starts, 4 waiters
+-- KEYS (src/keys.def; bound to these locals): meta, idle, starts, waiters
 -- ARGV: 1 wake channel, 2 concurrency (0: none), 3 rate starts (0: none),
 --       4 rate window ms
 -- Returns 1.
-local meta, idle, starts = KEYS[1], KEYS[2], KEYS[3]
 local wake, conc, rmax, rwin = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 expect_types({meta, 'hash', idle, 'hash', starts, 'zset'})
 if conc > 0 then redis.call('HSET', meta, 'concurrency', int(conc))
@@ -23,6 +22,6 @@ else
   redis.call('DEL', starts)
 end
 reset_idle(idle, meta)
-redis.call('DEL', KEYS[4])
+redis.call('DEL', waiters)
 redis.call('PUBLISH', wake, '1')
 return 1

@@ -3,20 +3,19 @@
 -- for their leases (which may be long), as the reclaim sweep would return
 -- them: the attempt counts; dead when attempts are spent. Its members of
 -- the held index (lib.lua) go too.
--- KEYS: 1 held, 2 active, 3 ready, 4 prio, 5 dead, 6 stats,
---       7..13 the job columns, 14 monitored, 15 dedup
+-- KEYS (src/keys.def; bound to these locals): held, active, ready, prio,
+--       dead, stats, cols, monitored, events, dedup
 -- ARGV: 1 job name prefix, 2 wake channel, 3 the client's token prefix
 --       "<client>.", 4 most members per call, 5 dead cap, 6 the sweep's
 --       lease end (server ms): a call that runs later does nothing (the
 --       client may be back and holding new jobs; beat.lua told it to start
 --       none until then)
 -- Returns { jobs returned, 1 when members are left (call again) else 0 }.
-local held, active, ready, prio, dead, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prefix, wake, who, limit, dead_max = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local now = now_ms()
 if now >= tonumber(ARGV[6]) then return {0, 0} end
-local J = columns(KEYS, 7, prefix)
-J.u = KEYS[15]
+local J = columns(cols, prefix)
+J.u = dedup
 expect_types({held, 'zset', active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash',
               J.s, 'hash', J.e, 'hash', J.u, 'zset'})
 local members = held_members(held, who, limit)
@@ -24,7 +23,7 @@ local members = held_members(held, who, limit)
 -- first write: a HINCRBY refused after the ZREM below lost the job
 if #members > 0 then int_fields(stats, 'dead', 'reclaimed') end
 local q = {ready = ready, prio = prio, dead = dead, stats = stats, wake = wake, now = now, dead_max = dead_max,
-           emit = monitor(KEYS[14], prefix)}
+           emit = monitor(monitored, events)}
 local n = 0
 for _, m in ipairs(members) do
   local t, ids = held_split(m)

@@ -6,13 +6,12 @@
 -- workers wait on the doorbell at no cost. Pausing drops every idle
 -- registration, so no enqueue pushes a job either; enqueues are still
 -- accepted. Resuming rings the doorbell: idle workers claim at once.
--- KEYS: 1 meta, 2 idle, 3 monitored
+-- KEYS (src/keys.def; bound to these locals): meta, idle, monitored, events
 -- ARGV: 1 job name prefix, 2 wake channel, 3 1 pause / 0 resume
 -- Returns 1 when the queue's state changed, 0 when it already was so.
-local meta, idle = KEYS[1], KEYS[2]
 local prefix, wake, pause = ARGV[1], ARGV[2], ARGV[3] == '1'
 expect_types({meta, 'hash', idle, 'hash'})
-local emit = monitor(KEYS[3], prefix)
+local emit = monitor(monitored, events)
 if pause then
   if redis.call('HSETNX', meta, 'paused', int(now_ms())) == 0 then return 0 end
   reset_idle(idle, meta)

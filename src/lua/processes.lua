@@ -4,12 +4,11 @@
 -- concurrency and running jobs. Listed are the clients whose entry has not
 -- run out and that nobody sweeps (a swept client's entry was pushed
 -- forward by the sweep's lease, but it is gone).
--- KEYS: 1 liveness set, 2 info, 3 sweeps (beat.lua)
+-- KEYS (src/keys.def; bound to these locals): live, info, sweeps
 -- ARGV: 1 offset, 2 limit (in the order of the entries' ends, which every
 --       beat moves: a consistent list is one page)
 -- Returns { server time ms, then per client: id, its entry's end (ms), its
 -- info ('' when it said nothing yet) }.
-local live, info, sweeps = KEYS[1], KEYS[2], KEYS[3]
 expect_types({live, 'zset', info, 'hash', sweeps, 'hash'})
 local now = now_ms()
 local out = {now}

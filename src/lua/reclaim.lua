@@ -4,9 +4,9 @@
 -- to the expired jobs, not to the active set.
 -- The sweeper also applies retention to completed jobs (see
 -- sweep_completed), so records go away even when no completions come.
--- KEYS: 1 active, 2 ready, 3 prio, 4 dead, 5 stats, 6 guard, 7 completed,
---       8..14 the job columns, 15 monitored, 16 delayed, 17 meta, 18 deadlines,
---       19 dedup
+-- KEYS (src/keys.def; bound to these locals): active, ready, prio, dead,
+--       stats, guard, completed, cols, monitored, events, push, delayed,
+--       meta, deadlines, dedup
 -- ARGV: 1 job name prefix, 2 wake channel, 3 guard ms (0: no guard),
 --       4 max jobs, 5 dead cap, 6 retention ms, 7 completed cap, 8 look
 --       (1: also say how many jobs wait), 9 jitter in [0,1) (backoff)
@@ -26,12 +26,10 @@
 -- the jobs ready or due } (a client's periodic visit: its idle workers
 -- claim when jobs wait that no doorbell announced to them; a paused queue
 -- has none for them).
-local active, ready, prio, dead, stats, guard, completed = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local prefix, wake, guard_ms, limit, dead_max = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local retention, cap, look, jitter = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8] == '1', tonumber(ARGV[9])
-local J = columns(KEYS, 8, prefix)
-J.u = KEYS[19]
-local delayed, deadlines = KEYS[16], KEYS[18]
+local J = columns(cols, prefix)
+J.u = dedup
 -- (every column: the retention sweep deletes records in all of them)
 expect_types({active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash', completed, 'list',
               J.d, 'hash', J.s, 'hash', J.o, 'hash', J.r, 'hash', J.e, 'hash', J.f, 'hash', J.n, 'hash',
@@ -39,9 +37,9 @@ expect_types({active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 
 local now = now_ms()
 local function result(n)
   if not look then return n end
-  if redis.call('HEXISTS', KEYS[17], 'paused') == 1 then return {n, 0} end
+  if redis.call('HEXISTS', meta, 'paused') == 1 then return {n, 0} end
   return {n, redis.call('LLEN', ready) + redis.call('ZCARD', prio) +
-             typed('zset', 'ZCOUNT', KEYS[16], '-inf', now)}
+             typed('zset', 'ZCOUNT', delayed, '-inf', now)}
 end
 if guard_ms > 0 and not redis.call('SET', guard, '1', 'NX', 'PX', guard_ms) then
   return result(-1)
@@ -63,7 +61,7 @@ int_fields(stats, 'failed', 'retried', 'dead', 'reclaimed', 'seq', 'skipped')
 -- ids whose record is gone or not active (stale entries) are dropped
 redis.call('ZREM', active, unpack(ids))
 local q = {ready = ready, prio = prio, delayed = delayed, dead = dead, stats = stats, wake = wake, now = now,
-           jitter = jitter, dead_max = dead_max, emit = monitor(KEYS[15], prefix)}
+           jitter = jitter, dead_max = dead_max, emit = monitor(monitored, events)}
 local n, timed_out = 0, 0
 for i, id in ipairs(ids) do
   local v = fields(J, id, 's', 'o')
@@ -76,7 +74,7 @@ for i, id in ipairs(ids) do
       -- its holder's client: the first part of the token (as in cancel.lua)
       local cid = tok and string.match(tok, '^([^.]+)%.')
       if cid then
-        redis.call('PUBLISH', string.sub(prefix, 1, -5) .. 'push:' .. cid, '!timeout ' .. tok .. ' ' .. id)
+        redis.call('PUBLISH', push .. cid, '!timeout ' .. tok .. ' ' .. id)
       end
       -- failtoken "<token> timeout": the holder's extension tells it (extend.lua),
       -- and its own late failure is refused (fail.lua)

@@ -2,19 +2,18 @@
 -- was stopping, or is gone). Each goes back to the head of its priority
 -- class with the attempt the push counted undone. Checked against the
 -- fencing token. A stale registration of the worker is dropped too.
--- KEYS: 1 active, 2 ready, 3 prio, 4 stats, 5 idle, 6..12 the job columns,
---       13 monitored
+-- KEYS (src/keys.def; bound to these locals): active, ready, prio, stats,
+--       idle, cols, monitored, events
 -- ARGV: 1 job name prefix, 2 wake channel, 3 the worker's idle field ('' for
 --       none), then per job: id, token.
 -- Returns the number of jobs released.
-local active, ready, prio, stats, idle = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local prefix, wake, field = ARGV[1], ARGV[2], ARGV[3]
-local J = columns(KEYS, 6, prefix)
+local J = columns(cols, prefix)
 expect_types({active, 'zset', ready, 'list', prio, 'zset', stats, 'hash', idle, 'hash', J.s, 'hash'})
 
 if field ~= '' then redis.call('HDEL', idle, field) end
 
-local emit = monitor(KEYS[13], prefix)
+local emit = monitor(monitored, events)
 local n = 0
 -- in reverse, so that jobs pushed together keep their order at the head
 for i = #ARGV - 1, 4, -2 do

@@ -1,11 +1,10 @@
 -- replay: dead jobs go back to ready with their attempts reset.
--- KEYS: 1 dead, 2 ready, 3 prio, 4 stats, 5.. the job columns
+-- KEYS (src/keys.def; bound to these locals): dead, ready, prio, stats, cols
 -- ARGV: 1 wake channel, 2 id ('' = the oldest ones), 3 max jobs when no id
 --       is given
 -- Returns the number replayed; with an id: -1 no such job, -2 not dead.
-local dead, ready, prio, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local wake, id, limit = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local J = columns(KEYS, 5)
+local J = columns(cols)
 expect_types({dead, 'zset', ready, 'list', prio, 'zset', stats, 'hash',
               J.s, 'hash'})
 -- the counters it counts (a priority job's sequence number, replayed),

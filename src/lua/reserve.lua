@@ -8,10 +8,9 @@
 -- that lost it (flushed, or restored from before it) may have given the
 -- numbers to other jobs.
 -- Records older than a day are dropped here (a producer that stopped).
--- KEYS: 1 stats, 2 reserved, 3 prio
+-- KEYS (src/keys.def; bound to these locals): stats, reserved, prio
 -- ARGV: 1 how many numbers, 2 nonce (letters and digits)
 -- Returns { lo, hi }.
-local stats, reserved = KEYS[1], KEYS[2]
 local r = tonumber(ARGV[1])
 if not r or r < 1 or r > 1000000 or not string.match(ARGV[2], '^%w+$') then
   return redis.error_reply('ERR rjq reserve: bad arguments')
@@ -21,12 +20,12 @@ local now = now_ms()
 -- seq counted numbers nobody holds)
 int_fields(stats, 'seq', 'skipped')
 typed('zset', 'ZREMRANGEBYSCORE', reserved, '-inf', now - 86400000)
-expect_types({KEYS[3], 'zset'})
+expect_types({prio, 'zset'})
 local hi = redis.call('HINCRBY', stats, 'seq', r)
 redis.call('HINCRBY', stats, 'skipped', r)
 local lo = hi - r + 1
 -- a rank window that starts inside the range is taken here (see "Order
 -- within a priority" in lib.lua)
-if rank_window_in(lo, hi) then renumber_prio(KEYS[3]) end
+if rank_window_in(lo, hi) then renumber_prio(prio) end
 redis.call('ZADD', reserved, now, int(lo) .. '-' .. int(hi) .. '-' .. ARGV[2])
 return {int(lo), int(hi)}

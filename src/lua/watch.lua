@@ -3,7 +3,7 @@
 -- running gets the client's reply channel added to its watchers, so the
 -- script that finishes it publishes to the client. Run only once the
 -- client's subscription is confirmed: no outcome can fall in between.
--- KEYS: the job columns of the jobs' queue
+-- KEYS (src/keys.def; bound to these locals): cols
 -- ARGV: 1 reply channel, then the job ids
 -- Returns { code, body, ... } per id: 0 no such job, 1 completed (body =
 -- result), 2 dead (body = last error), 3 pending (now watched), 4
@@ -15,7 +15,7 @@
 -- job enqueued by a library older than the job times: such a ready job has
 -- no state field, its payload says it exists).
 local ch = ARGV[1]
-local J = columns(KEYS, 1)
+local J = columns(cols)
 local ids = {}
 for i = 2, #ARGV do ids[i - 1] = ARGV[i] end
 local S = hmget(J.s, ids)

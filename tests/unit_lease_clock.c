@@ -41,7 +41,7 @@ static int libevent_attach(void *loop, struct redisAsyncContext *ac) {
     return redisLibeventAttach(ac, loop) == REDIS_OK ? 0 : -1;
 }
 
-static const rjq_loop_ops io_ops = {libevent_attach, fake_set_timer, NULL, NULL, NULL};
+static const rjq_loop_ops io_ops = {libevent_attach, fake_set_timer, NULL, NULL, NULL, NULL, NULL};
 
 /* A moment of I/O (real time) and the client's timers due now (the
  * virtual clock stands still meanwhile). */

@@ -458,6 +458,50 @@ int loop_until_server_ms(struct event_base *base, redisContext *rc, long long ms
     return loop_until_cond(base, server_ms_past, &p, timeout_ms);
 }
 
+long long server_script_calls(redisContext *rc) {
+    return server_calls(rc, "fcall") + server_calls(rc, "evalsha");
+}
+
+typedef struct count_poll {
+    redisContext *rc;
+    const char *channel;
+    long long n;
+} count_poll;
+
+static int script_calls_reached(void *arg) {
+    count_poll *p = arg;
+    return server_script_calls(p->rc) >= p->n;
+}
+
+int loop_until_script_calls(struct event_base *base, redisContext *rc, long long n, long timeout_ms) {
+    count_poll p = {rc, NULL, n};
+    return loop_until_cond(base, script_calls_reached, &p, timeout_ms);
+}
+
+static int numsub_reached(void *arg) {
+    count_poll *p = arg;
+    return server_numsub(p->rc, p->channel) == p->n;
+}
+
+int loop_until_numsub(struct event_base *base, redisContext *rc, const char *channel, long long n,
+                      long timeout_ms) {
+    count_poll p = {rc, channel, n};
+    return loop_until_cond(base, numsub_reached, &p, timeout_ms);
+}
+
+int loop_until_empty(struct event_base *base, long timeout_ms) {
+    int expired = 0;
+    struct event *deadline = evtimer_new(base, on_deadline, &expired);
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    evtimer_add(deadline, &tv);
+    /* (the deadline is one of the events counted) */
+    while (!expired &&
+           event_base_get_num_events(base, EVENT_BASE_COUNT_ADDED | EVENT_BASE_COUNT_ACTIVE) > 1)
+        event_base_loop(base, EVLOOP_ONCE);
+    event_free(deadline);
+    return !expired;
+}
+
 void serve_until_killed(struct event_base *base, long guard_ms) {
     int never = 0;
     loop_while(base, &never, NULL, 0, guard_ms);

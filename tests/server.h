@@ -125,6 +125,20 @@ int loop_until_cond(struct event_base *base, int (*cond)(void *), void *arg, lon
 int loop_until_server_int(struct event_base *base, redisContext *rc, long long want,
                           long timeout_ms, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* Script calls the server ran so far (FCALL and EVALSHA in INFO
+ * commandstats). */
+long long server_script_calls(redisContext *rc);
+/* Run the loop until server_script_calls(rc) >= n, or timeout_ms passes.
+ * Returns 1 when it is. */
+int loop_until_script_calls(struct event_base *base, redisContext *rc, long long n, long timeout_ms);
+/* Run the loop until channel has n subscribers (PUBSUB NUMSUB), or
+ * timeout_ms passes. Returns 1 when it has. */
+int loop_until_numsub(struct event_base *base, redisContext *rc, const char *channel, long long n,
+                      long timeout_ms);
+/* Run the loop until nothing is left in it (no event added or active: what
+ * was freed left nothing behind, and all that was due has run), or
+ * timeout_ms passes. Returns 1 when it is empty. */
+int loop_until_empty(struct event_base *base, long timeout_ms);
 /* Run the loop until the server's clock (TIME, the scripts' clock) is
  * past ms, or timeout_ms passes. Returns 1 when it is. */
 int loop_until_server_ms(struct event_base *base, redisContext *rc, long long ms, long timeout_ms);

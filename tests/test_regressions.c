@@ -1004,9 +1004,7 @@ TEST(enqueue_with_an_id_whose_reply_was_lost_is_sent_again) {
     jo.id = "keep";
     ASSERT_OK(rjq_enqueue(e.q, "x", 1, &jo, on_lost_enq, &with_id));
     ASSERT_OK(rjq_enqueue(e.q, "y", 1, NULL, on_lost_enq, &without));
-    for (int i = 0; i < 500 && server_int(e.rc, "LLEN t:{lostreply}:ready") < 2; i++)
-        loop_for(e.base, 10);
-    ASSERT_EQ(2, server_int(e.rc, "LLEN t:{lostreply}:ready")); /* both ran */
+    ASSERT(loop_until_server_int(e.base, e.rc, 2, 5000, "LLEN t:{lostreply}:ready")); /* both ran */
 
     kill_command_connection(e.rc, "rjq");
     ASSERT(loop_until(e.base, &lost_down, 5000)); /* the held replies died with it */
@@ -1065,9 +1063,7 @@ TEST(batch_of_several_calls_whose_reply_was_lost_is_sent_again_whole) {
     proxy_hold(&p, 1); /* the replies will wait in the proxy */
     ASSERT_OK(rjq_enqueue_batch(e.q, with, N, on_lost_batch, &a));
     ASSERT_OK(rjq_enqueue_batch(e.q, without, N, on_lost_batch, &b));
-    for (int i = 0; i < 500 && server_int(e.rc, "LLEN t:{lostbatch}:ready") < 2 * N; i++)
-        loop_for(e.base, 10);
-    ASSERT_EQ(2 * N, server_int(e.rc, "LLEN t:{lostbatch}:ready")); /* both ran */
+    ASSERT(loop_until_server_int(e.base, e.rc, 2 * N, 5000, "LLEN t:{lostbatch}:ready")); /* both ran */
 
     kill_command_connection(e.rc, "rjq");
     ASSERT(loop_until(e.base, &lost_down, 5000)); /* the held replies died with it */
@@ -1181,6 +1177,11 @@ static void ls_handler(rjq_job *job, void *data) {
     ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));
 }
 
+static int ls_claims_ran(void *rc) {
+    return ls.calls == 4 && server_active_jobs(rc, "lock") == 4 &&
+           server_int(rc, "LLEN t:{lock}:ready") == 4;
+}
+
 TEST(claim_replies_read_together_do_not_wait_for_each_other) {
     test_env e;
     proxy p;
@@ -1198,10 +1199,7 @@ TEST(claim_replies_read_together_do_not_wait_for_each_other) {
      * worker ran the first claim's four, and Redis has 4 active (the
      * second claims' jobs) and 4 ready (8 claimed), not merely the first
      * claim's 4 active, whose reply may not have reached the worker yet. */
-    for (int i = 0; i < 2000 && !(ls.calls == 4 && server_active_jobs(e.rc, "lock") == 4 &&
-                                  server_int(e.rc, "LLEN t:{lock}:ready") == 4);
-         i++)
-        loop_for(e.base, 10);
+    ASSERT(loop_until_cond(e.base, ls_claims_ran, e.rc, 20000));
     ASSERT_EQ(4, ls.calls);
     ASSERT_EQ(4, server_active_jobs(e.rc, "lock"));
     ASSERT_EQ(4, server_int(e.rc, "LLEN t:{lock}:ready"));

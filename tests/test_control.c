@@ -114,6 +114,43 @@ static long long push_channels(redisContext *rc, const char *q) {
     return n;
 }
 
+static int has_push_channel(void *rc) {
+    return push_channels(rc, "tm") >= 1;
+}
+
+static int a_is_dead(void *arg) {
+    test_env *e = arg;
+    return strcmp(get_info(e->base, e->q, "a").state, "dead") == 0;
+}
+
+/* Conditions to wait for (loop_until_cond). */
+typedef struct stats_poll {
+    test_env *e;
+    rjq_stats st; /* the last stats read */
+} stats_poll;
+
+static int has_failed(void *arg) {
+    stats_poll *p = arg;
+    p->st = get_stats(p->e->base, p->e->q);
+    return p->st.failed > 0;
+}
+
+static int has_dead(void *arg) {
+    stats_poll *p = arg;
+    p->st = get_stats(p->e->base, p->e->q);
+    return p->st.dead_depth > 0;
+}
+
+typedef struct int_poll {
+    const int *v;
+    int n;
+} int_poll;
+
+static int int_reached(void *arg) {
+    int_poll *p = arg;
+    return *p->v >= p->n;
+}
+
 /* ---- pause and resume -------------------------------------------------------- */
 
 static rjq_job *held_job; /* the job the handlers below keep */
@@ -595,12 +632,9 @@ TEST(job_past_its_timeout_is_failed_and_retried_and_its_holder_can_neither_exten
     ASSERT_EQ(RJQ_ETIMEDOUT, timeout_reason);
     ASSERT_EQ(RJQ_ETIMEDOUT, rjq_job_notice(zombie));
     /* (the notice may come before the sweep failed the job) */
-    double end = mono_ms() + 5000;
-    rjq_stats st;
-    while ((st = get_stats(e.base, e.q)).failed == 0) {
-        ASSERT(mono_ms() < end);
-        loop_for(e.base, 20);
-    }
+    stats_poll sp = {&e, {0}};
+    ASSERT(loop_until_cond(e.base, has_failed, &sp, 5000));
+    rjq_stats st = sp.st;
     ASSERT_EQ(1, st.failed);
     ASSERT_EQ(1, st.retried);
     ASSERT_EQ(0, st.reclaimed); /* failed as timed out, not returned as lost */
@@ -664,13 +698,9 @@ TEST(hung_holder_loses_a_job_at_its_timeout_not_at_its_lease) {
     wo2.reclaim_ms = 100;
     rjq_worker *wb;
     ASSERT_OK(rjq_worker_start(queue_for(c2, "th"), &wo2, complete_handler, NULL, &wb));
-    double end = mono_ms() + 5000;
-    rjq_stats st;
-    do {
-        ASSERT(mono_ms() < end);
-        loop_for(e.base, 50);
-        st = get_stats(e.base, e.q);
-    } while (st.dead_depth == 0);
+    stats_poll sp = {&e, {0}};
+    ASSERT(loop_until_cond(e.base, has_dead, &sp, 5000));
+    rjq_stats st = sp.st;
     ASSERT_EQ(1, st.failed);
     ASSERT_EQ(0, st.completed);
     info_wait i = get_info(e.base, e.q, "h");
@@ -790,11 +820,7 @@ TEST(rate_limit_of_100_per_second_over_3_worker_processes_is_kept_and_used) {
      * is allowed at T" wakes them. So all 400 starting well before their
      * first poll is the limit being used (no assertion on the machine's
      * speed: the rate sustained is printed). */
-    double end = mono_ms() + 45000;
-    while (log.n < RATE_JOBS) {
-        ASSERT(mono_ms() < end);
-        loop_for(e.base, 50);
-    }
+    ASSERT(loop_until_count(e.base, &log.n, RATE_JOBS, 45000));
     for (int k = 0; k < 3; k++) {
         kill(pids[k], SIGKILL);
         reap(pids[k], 5000);
@@ -1414,11 +1440,7 @@ TEST(every_timed_out_attempt_is_told_while_later_attempts_of_its_job_run_on_the_
     enqueue_opts(&e, "x", &o);
     /* (well within the first extension: 10 s) */
     ASSERT(loop_until_count(e.base, &started, 3, 5000));
-    double end = mono_ms() + 5000;
-    while (timeout_notices < 3) {
-        ASSERT(mono_ms() < end);
-        loop_for(e.base, 20);
-    }
+    ASSERT(loop_until_cond(e.base, int_reached, &(int_poll){&timeout_notices, 3}, 5000));
     for (int a = 1; a <= 3; a++) {
         ASSERT_EQ(1, attempt_notices[a]);
         ASSERT_EQ(RJQ_ETIMEDOUT, attempt_reason[a]);
@@ -1462,11 +1484,7 @@ TEST(timed_out_attempts_missed_by_the_subscriber_are_told_by_the_next_extension)
     timeout_notices = 0;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(wq, &wo, keep_by_attempt, NULL, &w));
-    double end = mono_ms() + 5000;
-    while (push_channels(e.rc, "tm") < 1) {
-        ASSERT(mono_ms() < end);
-        loop_for(e.base, 10);
-    }
+    ASSERT(loop_until_cond(e.base, has_push_channel, e.rc, 5000));
     freeReplyObject(server_cmd(e.rc, "CLIENT KILL TYPE pubsub"));
     ASSERT_EQ(0, push_channels(e.rc, "tm"));
     rjq_job_options o = {0};
@@ -1477,17 +1495,10 @@ TEST(timed_out_attempts_missed_by_the_subscriber_are_told_by_the_next_extension)
     o.backoff.base_ms = 1;
     enqueue_opts(&e, "x", &o);
     /* both attempts run and time out; their messages go nowhere */
-    end = mono_ms() + 6000;
-    while (get_stats(e.base, e.q).dead_depth == 0) {
-        ASSERT(mono_ms() < end);
-        loop_for(e.base, 20);
-    }
+    stats_poll sp = {&e, {0}};
+    ASSERT(loop_until_cond(e.base, has_dead, &sp, 6000));
     ASSERT_EQ(2, started);
-    end = mono_ms() + 6000;
-    while (timeout_notices < 2) {
-        ASSERT(mono_ms() < end);
-        loop_for(e.base, 20);
-    }
+    ASSERT(loop_until_cond(e.base, int_reached, &(int_poll){&timeout_notices, 2}, 6000));
     ASSERT_EQ(0, push_channels(e.rc, "tm")); /* it came with the extension */
     for (int a = 1; a <= 2; a++) {
         ASSERT_EQ(1, attempt_notices[a]);
@@ -1657,11 +1668,7 @@ TEST(timed_out_handle_held_through_a_close_is_let_go_not_handed_back) {
     ASSERT_OK(close_report.status);
     ASSERT_EQ(0, (long)close_report.handed_back);
     ASSERT_EQ(RJQ_ECLOSED, rjq_job_complete(by_id[0], "", 0, NULL, NULL));
-    double end = mono_ms() + 5000;
-    while (strcmp(get_info(e.base, e.q, "a").state, "dead") != 0) {
-        ASSERT(mono_ms() < end);
-        loop_for(e.base, 20);
-    }
+    ASSERT(loop_until_cond(e.base, a_is_dead, &e, 5000));
     env_stop(&e);
 }
 

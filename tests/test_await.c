@@ -1091,7 +1091,7 @@ TEST(awaits_of_one_loop_pass_share_one_watch_call) {
         snprintf(id, sizeof id, "co-%d", i);
         ASSERT_OK(rjq_queue_await(e.pq, id, NULL, on_outcome, &r[i], NULL));
     }
-    ASSERT(loop_until_script_calls(e.base, e.rc, calls + 1, 5000));
+    ASSERT(loop_until_script_calls(e.base, e.rc, calls + 1, 10000));
     sync_client(e.base, e.pq); /* a round trip (a script call): any other watch has run */
     ASSERT_EQ(calls + 2, script_calls(e.rc)); /* not one call per await */
     ASSERT_EQ(1, resolved);

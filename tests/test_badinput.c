@@ -675,7 +675,7 @@ TEST(claim_promoting_a_due_priority_job_on_wrongtype_stats_changes_nothing) {
     ASSERT(loop_until(env.base, &e.calls, 10000));
     ASSERT_OK(e.status);
     long long due = server_int(env.rc, "ZSCORE t:{p}:delayed due");
-    ASSERT(loop_until_server_ms(env.base, env.rc, due, 5000)); /* due on the server's clock */
+    ASSERT(loop_until_server_ms(env.base, env.rc, due, 10000)); /* due on the server's clock */
     plant_wrongtype(env.rc, "t:{p}:stats", "SET %s x");
     static char before[8192], after[8192];
     snapshot(env.rc, before, sizeof before);
@@ -941,7 +941,7 @@ TEST(replies_of_unexpected_shape_end_in_eproto) {
     ASSERT_OK(rjq_enqueue(e.q, "x", 1, NULL, shape_enq, NULL));
     ASSERT_OK(rjq_enqueue_await(e.q, "y", 1, NULL, NULL, shape_await, &one, NULL));
     ASSERT_OK(rjq_queue_await(e.q, "some-job", NULL, shape_await, &two, NULL));
-    ASSERT(loop_until_cond(e.base, three_shapes_answered, NULL, 5000));
+    ASSERT(loop_until_cond(e.base, three_shapes_answered, NULL, 10000));
     (void)stats_of(e.base, e.q); /* a round trip: a second answer would be in (stats' own is
                                   * refused or reloads the library: either way it is answered) */
     for (int i = 0; i < 3; i++) {
@@ -1250,7 +1250,7 @@ TEST(reclaim_sweep_on_wrongtype_column_writes_nothing) {
     first_of_held_jobs_completed(&env, "rs", &qo, 1, &h);
     ASSERT_EQ(1, server_int(env.rc, "LLEN t:{rs}:completed")); /* one completion: no sweep yet */
     /* past the retention (1 ms) of that completion, by the server's clock */
-    ASSERT(loop_until_server_ms(env.base, env.rc, server_now_ms(env.rc) + 1, 5000));
+    ASSERT(loop_until_server_ms(env.base, env.rc, server_now_ms(env.rc) + 1, 10000));
 
     plant_wrongtype(env.rc, "t:{rs}:watchers", "SET %s x");
     rc_calls = 0;
@@ -1464,7 +1464,7 @@ TEST(non_numeric_counter_never_loses_a_job_moved_by_sweep_claim_or_replay) {
     p.delay_ms = 50;
     enqueue_job(env.base, env.q, "x", &p);
     long long due = server_int(env.rc, "ZSCORE t:{g}:delayed due");
-    ASSERT(loop_until_server_ms(env.base, env.rc, due, 5000));
+    ASSERT(loop_until_server_ms(env.base, env.rc, due, 10000));
     garble(&env, "skipped");
     int handled = 0;
     rjq_worker_options wp = quiet_worker_options(1);

@@ -225,7 +225,7 @@ TEST(pause_starts_nothing_until_resume_with_workers_idle_and_busy) {
     enqueue_x_ok(e.base, e.q, "later", 100, 0);
     /* the enqueues pushed nothing (no slot registered: checked above);
      * "later" is due by the server's clock */
-    ASSERT(loop_until_server_ms(e.base, e.rc, due, 5000));
+    ASSERT(loop_until_server_ms(e.base, e.rc, due, 10000));
     ASSERT_EQ(1, started);
     ASSERT_EQ(0, s.active_while_paused);
     rjq_stats st = get_stats(e.base, e.q);
@@ -633,7 +633,7 @@ TEST(job_past_its_timeout_is_failed_and_retried_and_its_holder_can_neither_exten
     ASSERT_EQ(RJQ_ETIMEDOUT, rjq_job_notice(zombie));
     /* (the notice may come before the sweep failed the job) */
     stats_poll sp = {&e, {0}};
-    ASSERT(loop_until_cond(e.base, has_failed, &sp, 5000));
+    ASSERT(loop_until_cond(e.base, has_failed, &sp, 10000));
     rjq_stats st = sp.st;
     ASSERT_EQ(1, st.failed);
     ASSERT_EQ(1, st.retried);
@@ -699,7 +699,7 @@ TEST(hung_holder_loses_a_job_at_its_timeout_not_at_its_lease) {
     rjq_worker *wb;
     ASSERT_OK(rjq_worker_start(queue_for(c2, "th"), &wo2, complete_handler, NULL, &wb));
     stats_poll sp = {&e, {0}};
-    ASSERT(loop_until_cond(e.base, has_dead, &sp, 5000));
+    ASSERT(loop_until_cond(e.base, has_dead, &sp, 10000));
     rjq_stats st = sp.st;
     ASSERT_EQ(1, st.failed);
     ASSERT_EQ(0, st.completed);
@@ -1258,7 +1258,7 @@ TEST(reused_id_does_not_inherit_an_old_run_time_end) {
 static void wait_run_time_over(test_env *e, const char *q, const char *id) {
     long long ends = server_int(e->rc, "ZSCORE t:{%s}:deadlines %s", q, id);
     ASSERT(ends > 0);
-    ASSERT(loop_until_server_ms(e->base, e->rc, ends, 5000));
+    ASSERT(loop_until_server_ms(e->base, e->rc, ends, 10000));
 }
 
 /* One reclaim sweep now; returns the jobs it took back. */
@@ -1440,7 +1440,7 @@ TEST(every_timed_out_attempt_is_told_while_later_attempts_of_its_job_run_on_the_
     enqueue_opts(&e, "x", &o);
     /* (well within the first extension: 10 s) */
     ASSERT(loop_until_count(e.base, &started, 3, 5000));
-    ASSERT(loop_until_cond(e.base, int_reached, &(int_poll){&timeout_notices, 3}, 5000));
+    ASSERT(loop_until_cond(e.base, int_reached, &(int_poll){&timeout_notices, 3}, 10000));
     for (int a = 1; a <= 3; a++) {
         ASSERT_EQ(1, attempt_notices[a]);
         ASSERT_EQ(RJQ_ETIMEDOUT, attempt_reason[a]);
@@ -1484,7 +1484,7 @@ TEST(timed_out_attempts_missed_by_the_subscriber_are_told_by_the_next_extension)
     timeout_notices = 0;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(wq, &wo, keep_by_attempt, NULL, &w));
-    ASSERT(loop_until_cond(e.base, has_push_channel, e.rc, 5000));
+    ASSERT(loop_until_cond(e.base, has_push_channel, e.rc, 10000));
     freeReplyObject(server_cmd(e.rc, "CLIENT KILL TYPE pubsub"));
     ASSERT_EQ(0, push_channels(e.rc, "tm"));
     rjq_job_options o = {0};
@@ -1668,7 +1668,7 @@ TEST(timed_out_handle_held_through_a_close_is_let_go_not_handed_back) {
     ASSERT_OK(close_report.status);
     ASSERT_EQ(0, (long)close_report.handed_back);
     ASSERT_EQ(RJQ_ECLOSED, rjq_job_complete(by_id[0], "", 0, NULL, NULL));
-    ASSERT(loop_until_cond(e.base, a_is_dead, &e, 5000));
+    ASSERT(loop_until_cond(e.base, a_is_dead, &e, 10000));
     env_stop(&e);
 }
 

@@ -288,7 +288,7 @@ static void stop_while_reading(int free_client) {
     ASSERT_OK(rjq_worker_start(small, &wo, small_handler, &x, &sw));
     /* its first claim (on its doorbell's subscription) finds the queue paused */
     channel_poll wake = {e.c, "t:{small}:wake"};
-    ASSERT(loop_until_cond(e.base, channel_confirmed, &wake, 5000));
+    ASSERT(loop_until_cond(e.base, channel_confirmed, &wake, 10000));
     wait_scripts_settled(&e, e.q);
     ASSERT_OK(rjq_queue_resume(e.q, NULL, NULL));
     ASSERT_OK(rjq_queue_resume(small, NULL, NULL));
@@ -302,7 +302,7 @@ static void stop_while_reading(int free_client) {
         ASSERT_EQ(4, s.ready);
         ASSERT_EQ(0, s.active);
     } else {
-        ASSERT(loop_until_empty(e.base, 5000)); /* all of the freed client that could run ran */
+        ASSERT(loop_until_empty(e.base, 10000)); /* all of the freed client that could run ran */
         ASSERT_EQ(1, x.big_handled);
         /* claimed, unrun: active until their lease */
         ASSERT_EQ(4, server_int(e.rc, "ZCARD t:{big}:active") - 1 /* the pin */);
@@ -375,19 +375,19 @@ TEST(refused_payload_read_hands_the_jobs_back_at_once) {
     ASSERT_EQ(0, enqueue_job(e.base, e.q, big, &o).status);
     /* its doorbell makes the worker claim (and hear "paused"): let that
      * settle, so the claim after the resume is the one that takes x */
-    ASSERT(loop_until_script_calls(e.base, e.rc, calls + 2, 5000)); /* the enqueue, a claim */
+    ASSERT(loop_until_script_calls(e.base, e.rc, calls + 2, 10000)); /* the enqueue, a claim */
     wait_scripts_settled(&e, e.q);
 
     proxy_hold(&p, 1);
     ASSERT_OK(rjq_queue_resume(e.q, NULL, NULL)); /* the doorbell flows: it claims */
-    ASSERT(loop_until_cond(e.base, ff_x_active, e.rc, 5000));
+    ASSERT(loop_until_cond(e.base, ff_x_active, e.rc, 10000));
     freeReplyObject(server_cmd(e.rc, "RENAME t:{ff}:payload t:{ff}:saved"));
     freeReplyObject(server_cmd(e.rc, "SET t:{ff}:payload oops"));
     proxy_hold(&p, 0);
     /* The refused read hands x back; the worker then claims with payloads,
      * which the server refuses too, naming the column (before that, the
      * client's last error is the fetch's own: waited for, not raced). */
-    loop_until_cond(e.base, ff_handed_back_and_refused, &e, 5000);
+    loop_until_cond(e.base, ff_handed_back_and_refused, &e, 10000);
     ASSERT_EQ(1, server_int(e.rc, "LLEN t:{ff}:ready"));
     if (strstr(rjq_client_errmsg(e.c), "WRONGTYPE t:{ff}:payload") == NULL)
         FAIL_AT(__FILE__, __LINE__, "the client's last error: %s", rjq_client_errmsg(e.c));
@@ -480,7 +480,7 @@ TEST(requests_made_while_the_output_is_full_wait_in_order) {
     for (int b = 0; b < BATCHES; b++)
         ASSERT_OK(rjq_enqueue_batch(e.q, batches.items[b], JOBS, room_cb, &x));
     ASSERT_OK(rjq_enqueue(e.q, "last", 4, NULL, on_enqueue_wait, &last));
-    ASSERT(loop_until_cond(e.base, two_wait_for_room, e.c, 5000)); /* the sockets took what they can */
+    ASSERT(loop_until_cond(e.base, two_wait_for_room, e.c, 10000)); /* the sockets took what they can */
     /* hiredis holds at most one batch past the 1 MiB mark; the rest wait */
     size_t out = sdslen(e.c->cmd.ac->c.obuf);
     ASSERT(out <= (1u << 20) + (size_t)JOBS * SIZE + (64u << 10)); /* (framing) */
@@ -522,7 +522,7 @@ TEST(requests_waiting_for_room_keep_their_order_through_a_reconnect) {
     ASSERT_EQ(0, kill(e.s.pid, SIGSTOP));
     for (int b = 0; b < BATCHES; b++)
         ASSERT_OK(rjq_enqueue_batch(e.q, batches.items[b], JOBS, room_cb, &x));
-    ASSERT(loop_until_cond(e.base, two_wait_for_room, e.c, 5000));
+    ASSERT(loop_until_cond(e.base, two_wait_for_room, e.c, 10000));
     ASSERT_EQ(0, kill(e.s.pid, SIGKILL)); /* what it read goes with it */
     server_restart(&e.s, NULL);
     redisFree(e.rc);
@@ -608,18 +608,18 @@ TEST(requests_waiting_for_room_keep_their_order_through_busy_retries) {
         freeReplyObject(redisCommand(x, "EVAL %s 0", "while true do end"));
         _exit(0);
     }
-    ASSERT(loop_until_cond(e.base, server_busy, e.rc, 5000));
+    ASSERT(loop_until_cond(e.base, server_busy, e.rc, 10000));
     ASSERT_EQ(0, kill(e.s.pid, SIGSTOP)); /* so the output fills */
     rjq_job_options ao = {.id = "a"}, no = {.id = "n"};
     ASSERT_OK(rjq_enqueue(e.q, "a", 1, &ao, busy_cb, NULL));
     sent_poll sent = {e.c, 1}; /* each request goes out (or waits for room) on its own */
-    ASSERT(loop_until_cond(e.base, requests_sent, &sent, 5000));
+    ASSERT(loop_until_cond(e.base, requests_sent, &sent, 10000));
     for (int b = 0; b < BATCHES; b++) {
         ASSERT_OK(rjq_enqueue_batch(e.q, batches.items[b], JOBS, busy_cb, NULL));
         sent.n++;
-        ASSERT(loop_until_cond(e.base, requests_sent, &sent, 5000));
+        ASSERT(loop_until_cond(e.base, requests_sent, &sent, 10000));
     }
-    ASSERT(loop_until_cond(e.base, two_wait_for_room, e.c, 5000));
+    ASSERT(loop_until_cond(e.base, two_wait_for_room, e.c, 10000));
     ASSERT_EQ(0, kill(e.s.pid, SIGCONT)); /* BUSY answers: tried again later */
     /* "a" was answered BUSY: a new request now waits behind it, and the
      * batches (in flight, or waiting for room) must not overtake one
@@ -632,7 +632,7 @@ TEST(requests_waiting_for_room_keep_their_order_through_busy_retries) {
      * those would land before the one answered BUSY, by the server's
      * order, not the client's. */
     sent_poll retrying = {e.c, BATCHES + 2};
-    loop_until_cond(e.base, all_wait_to_retry, &retrying, 5000);
+    loop_until_cond(e.base, all_wait_to_retry, &retrying, 10000);
     ASSERT(e.c->later.n >= BATCHES + 2);
     ASSERT_EQ(0, e.c->inflight.n);
     ASSERT_EQ(0, e.c->room.n);
@@ -816,7 +816,7 @@ static int read_first_token(void *arg) {
 static void first_token(test_env *e, const char *queue, char *out, size_t cap) {
     out[0] = '\0';
     token_poll p = {e, queue, out, cap};
-    ASSERT(loop_until_cond(e->base, read_first_token, &p, 5000));
+    ASSERT(loop_until_cond(e->base, read_first_token, &p, 30000)); /* (the enqueue itself trickles through the proxy) */
 }
 
 /* x's job ran once, whole, under token tok, and nothing is left. */

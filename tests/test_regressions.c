@@ -139,7 +139,7 @@ static void free_client_during_disconnect(int mode) {
     ASSERT(loop_until(base, &disc_freed, 5000));
     ASSERT_EQ(1, disc_stats_calls);
     ASSERT(disc_stats_status == RJQ_ECONN || disc_stats_status == RJQ_ECANCELED);
-    ASSERT(loop_until_empty(base, 5000)); /* nothing of the client may run any more */
+    ASSERT(loop_until_empty(base, 10000)); /* nothing of the client may run any more */
     ASSERT_EQ(1, disc_stats_calls);
     event_base_free(base);
     server_stop(&s);
@@ -196,7 +196,7 @@ TEST(free_client_with_live_monitor_is_safe) {
             mon_free_in_cb = 1;
             until_monitor_event(base, q); /* frees the client */
         }
-        ASSERT(loop_until_empty(base, 5000)); /* nothing of the client runs any more */
+        ASSERT(loop_until_empty(base, 10000)); /* nothing of the client runs any more */
     }
     event_base_free(base);
     server_stop_guarded(&s);
@@ -237,7 +237,7 @@ TEST(await_cancel_callback_freeing_client_is_safe) {
     e.c = NULL;                     /* acancel_cb freed it */
     ASSERT_EQ(1, acancel_calls);
     ASSERT_EQ(RJQ_ECANCELED, acancel_status);
-    ASSERT(loop_until_empty(e.base, 5000)); /* the client's all gone */
+    ASSERT(loop_until_empty(e.base, 10000)); /* the client's all gone */
     ASSERT_EQ(1, acancel_calls);
     env_stop(&e);
 }
@@ -302,7 +302,7 @@ TEST(unix_socket_missing_fails_requests_and_defers_events) {
     usock_in_new = 0;
     ASSERT_EQ(0, usock_events_in_new);
     ASSERT(loop_until(base, &usock_freed, 5000));
-    ASSERT(loop_until_empty(base, 5000)); /* nothing of it runs any more */
+    ASSERT(loop_until_empty(base, 10000)); /* nothing of it runs any more */
 
     event_base_free(base);
     ASSERT(rmdir(dir) == 0);
@@ -369,7 +369,7 @@ TEST(finish_job_during_client_free_returns_eclosed_without_leak) {
     ASSERT_EQ(1, fin_stats_cb);
     ASSERT_EQ(RJQ_ECLOSED, fin_complete_rc);
     ASSERT_EQ(RJQ_ECLOSED, fin_fail_rc);
-    ASSERT(loop_until_empty(e.base, 5000)); /* all of the client that could run ran */
+    ASSERT(loop_until_empty(e.base, 10000)); /* all of the client that could run ran */
     ASSERT_EQ(0, fin_done_calls);
     env_stop(&e);
 }
@@ -464,19 +464,19 @@ TEST(doorbell_heard_while_claim_in_flight_is_not_lost) {
      * (Waited for as run in Redis: its completion and its claim.) */
     long long calls = server_script_calls(e.rc);
     ASSERT_OK(rjq_job_complete(bell_held[0], "", 0, NULL, NULL));
-    ASSERT(loop_until_script_calls(e.base, e.rc, calls += 2, 5000));
+    ASSERT(loop_until_script_calls(e.base, e.rc, calls += 2, 10000));
     ASSERT_OK(rjq_job_complete(bell_held[1], "", 0, NULL, NULL));
-    ASSERT(loop_until_script_calls(e.base, e.rc, calls += 2, 5000));
+    ASSERT(loop_until_script_calls(e.base, e.rc, calls += 2, 10000));
     /* Sent behind both claims on the same connection: they ran first and
      * found nothing; this replay rings the doorbell. */
     ASSERT_OK(rjq_queue_replay(e.q, "late", 0, bell_replayed, NULL));
-    ASSERT(loop_until_script_calls(e.base, e.rc, calls += 1, 5000));
+    ASSERT(loop_until_script_calls(e.base, e.rc, calls += 1, 10000));
     ASSERT(bell_mark(e.base, marker, "after")); /* the doorbell has been heard */
     calls = server_script_calls(e.rc);
     /* Its tick runs claim() with both claims in flight: nothing is sent
      * (its completion runs in Redis once the tick ran). */
     ASSERT_OK(rjq_job_complete(bell_held[2], "", 0, NULL, NULL));
-    ASSERT(loop_until_script_calls(e.base, e.rc, calls + 1, 5000));
+    ASSERT(loop_until_script_calls(e.base, e.rc, calls + 1, 10000));
     ASSERT_EQ(0, bell_late);
     proxy_hold(&p, 0); /* the empty claims come back */
 
@@ -808,7 +808,7 @@ TEST(enqueue_batches_are_capped_by_bytes) {
     ASSERT_OK(rjq_enqueue_batch(fresh, items, 6, capped_cb, NULL));
     ASSERT(loop_until_count(e.base, &capped_ok, JOBS + 6, 10000));
     /* the two calls, then the reserve.lua call its landing asks for */
-    ASSERT(loop_until_script_calls(e.base, e.rc, before + 3, 5000));
+    ASSERT(loop_until_script_calls(e.base, e.rc, before + 3, 10000));
     ASSERT_OK(stats_of(e.base, fresh).status); /* (a round trip: a fourth would have run) */
     ASSERT_EQ(3, server_script_calls(e.rc) - before - 1); /* (- the stats' own: stats.lua) */
     ASSERT_EQ(1, server_calls(e.rc, "exec") - execs);
@@ -931,12 +931,12 @@ TEST(monitor_stopped_from_a_teardown_callback_is_still_there) {
         if (round == 0) { /* the worker's stop callback stops the monitor */
             ASSERT_OK(rjq_worker_start(e.q, &wo, td_handler, NULL, &w));
             ASSERT_OK(rjq_queue_monitor(e.q, td_monitor_cb, NULL, &td_monitor));
-            ASSERT(loop_until_numsub(e.base, e.rc, "t:{td}:events", 1, 5000)); /* in place */
+            ASSERT(loop_until_numsub(e.base, e.rc, "t:{td}:events", 1, 10000)); /* in place */
             ASSERT_OK(rjq_worker_stop(w, td_stopped, NULL));
         } else { /* an await registered before the monitor stops it */
             ASSERT_OK(rjq_enqueue_await(e.q, "x", 1, NULL, NULL, td_await_cb, NULL, NULL));
             ASSERT_OK(rjq_queue_monitor(e.q, td_monitor_cb, NULL, &td_monitor));
-            ASSERT(loop_until_numsub(e.base, e.rc, "t:{td}:events", 1, 5000)); /* in place */
+            ASSERT(loop_until_numsub(e.base, e.rc, "t:{td}:events", 1, 10000)); /* in place */
         }
         rjq_client_free(e.c); /* the stop is still in flight: cancelled */
         e.c = NULL;
@@ -1251,7 +1251,7 @@ TEST(completion_before_a_free_from_a_handler_is_cancelled_on_a_hungry_worker) {
     ASSERT_OK(rjq_worker_start(e.q, &wo, fh_handler, NULL, &w));
     ASSERT(loop_until(e.base, &fh.done, 5000));
     e.c = NULL; /* freed by the handler */
-    ASSERT(loop_until_empty(e.base, 5000)); /* all of it that could run ran */
+    ASSERT(loop_until_empty(e.base, 10000)); /* all of it that could run ran */
     ASSERT_EQ(1, fh.done);
     ASSERT_EQ(RJQ_ECANCELED, fh.status);
     env_stop(&e);

@@ -464,13 +464,16 @@ TEST(doorbell_heard_while_claim_in_flight_is_not_lost) {
      * (Waited for as run in Redis: its completion and its claim.) */
     long long calls = server_script_calls(e.rc);
     ASSERT_OK(rjq_job_complete(bell_held[0], "", 0, NULL, NULL));
-    ASSERT(loop_until_script_calls(e.base, e.rc, calls += 2, 10000));
+    calls += 2;
+    ASSERT(loop_until_script_calls(e.base, e.rc, calls, 10000));
     ASSERT_OK(rjq_job_complete(bell_held[1], "", 0, NULL, NULL));
-    ASSERT(loop_until_script_calls(e.base, e.rc, calls += 2, 10000));
+    calls += 2;
+    ASSERT(loop_until_script_calls(e.base, e.rc, calls, 10000));
     /* Sent behind both claims on the same connection: they ran first and
      * found nothing; this replay rings the doorbell. */
     ASSERT_OK(rjq_queue_replay(e.q, "late", 0, bell_replayed, NULL));
-    ASSERT(loop_until_script_calls(e.base, e.rc, calls += 1, 10000));
+    calls += 1;
+    ASSERT(loop_until_script_calls(e.base, e.rc, calls, 10000));
     ASSERT(bell_mark(e.base, marker, "after")); /* the doorbell has been heard */
     calls = server_script_calls(e.rc);
     /* Its tick runs claim() with both claims in flight: nothing is sent

@@ -394,6 +394,126 @@ void loop_for(struct event_base *base, long ms) {
     loop_while(base, &never, NULL, 0, ms);
 }
 
+static void on_poll_tick(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what, (void)arg; /* wakes the loop so the condition is checked */
+}
+
+int loop_until_cond(struct event_base *base, int (*cond)(void *), void *arg, long timeout_ms) {
+    int expired = 0;
+    struct event *deadline = evtimer_new(base, on_deadline, &expired);
+    struct event *tick = event_new(base, -1, EV_PERSIST, on_poll_tick, NULL);
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000}, tick_tv = {0, 5000};
+    evtimer_add(deadline, &tv);
+    evtimer_add(tick, &tick_tv);
+    int holds;
+    while (!(holds = cond(arg)) && !expired) event_base_loop(base, EVLOOP_ONCE);
+    event_free(tick);
+    event_free(deadline);
+    return holds;
+}
+
+typedef struct server_int_poll {
+    redisContext *rc;
+    long long want;
+    const char *fmt;
+    va_list ap;
+} server_int_poll;
+
+static int server_int_is(void *arg) {
+    server_int_poll *p = arg;
+    va_list ap;
+    va_copy(ap, p->ap);
+    redisReply *r = redisvCommand(p->rc, p->fmt, ap);
+    va_end(ap);
+    ASSERT(r != NULL);
+    long long v = r->type == REDIS_REPLY_INTEGER ? r->integer
+                  : r->type == REDIS_REPLY_STRING ? atoll(r->str)
+                                                  : 0;
+    freeReplyObject(r);
+    return v == p->want;
+}
+
+int loop_until_server_int(struct event_base *base, redisContext *rc, long long want,
+                          long timeout_ms, const char *fmt, ...) {
+    server_int_poll p;
+    p.rc = rc, p.want = want, p.fmt = fmt;
+    va_start(p.ap, fmt);
+    int ok = loop_until_cond(base, server_int_is, &p, timeout_ms);
+    va_end(p.ap);
+    return ok;
+}
+
+typedef struct server_ms_poll {
+    redisContext *rc;
+    long long ms;
+} server_ms_poll;
+
+static int server_ms_past(void *arg) {
+    server_ms_poll *p = arg;
+    return server_now_ms(p->rc) > p->ms;
+}
+
+int loop_until_server_ms(struct event_base *base, redisContext *rc, long long ms, long timeout_ms) {
+    server_ms_poll p = {rc, ms};
+    return loop_until_cond(base, server_ms_past, &p, timeout_ms);
+}
+
+long long server_script_calls(redisContext *rc) {
+    return server_calls(rc, "fcall") + server_calls(rc, "evalsha");
+}
+
+typedef struct count_poll {
+    redisContext *rc;
+    const char *channel;
+    long long n;
+} count_poll;
+
+static int script_calls_reached(void *arg) {
+    count_poll *p = arg;
+    return server_script_calls(p->rc) >= p->n;
+}
+
+int loop_until_script_calls(struct event_base *base, redisContext *rc, long long n, long timeout_ms) {
+    count_poll p = {rc, NULL, n};
+    return loop_until_cond(base, script_calls_reached, &p, timeout_ms);
+}
+
+static int numsub_reached(void *arg) {
+    count_poll *p = arg;
+    return server_numsub(p->rc, p->channel) == p->n;
+}
+
+int loop_until_numsub(struct event_base *base, redisContext *rc, const char *channel, long long n,
+                      long timeout_ms) {
+    count_poll p = {rc, channel, n};
+    return loop_until_cond(base, numsub_reached, &p, timeout_ms);
+}
+
+int loop_until_empty(struct event_base *base, long timeout_ms) {
+    int expired = 0;
+    struct event *deadline = evtimer_new(base, on_deadline, &expired);
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    evtimer_add(deadline, &tv);
+    /* (the deadline is one of the events counted) */
+    while (!expired &&
+           event_base_get_num_events(base, EVENT_BASE_COUNT_ADDED | EVENT_BASE_COUNT_ACTIVE) > 1)
+        event_base_loop(base, EVLOOP_ONCE);
+    event_free(deadline);
+    return !expired;
+}
+
+void serve_until_killed(struct event_base *base, long guard_ms) {
+    int never = 0;
+    loop_while(base, &never, NULL, 0, guard_ms);
+    _exit(3);
+}
+
+void quiet_for(struct event_base *base, long ms, const char *why) {
+    (void)why; /* for the reader: what clock the test waits out */
+    int never = 0;
+    loop_while(base, &never, NULL, 0, ms);
+}
+
 rjq_client_options client_options(const char *url) {
     rjq_client_options o = {0};
     o.url = url;

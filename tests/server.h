@@ -116,6 +116,42 @@ void loop_for(struct event_base *base, long ms);
 /* Run until counter >= target or timeout. Returns 1 when reached. */
 int loop_until_count(struct event_base *base, const long *counter, long target, long timeout_ms);
 
+/* Run the loop until cond(arg) holds or timeout_ms passes (a failure
+ * guard). cond is checked after every loop pass and at least every 5 ms,
+ * so it may poll Redis. Returns 1 when it holds. */
+int loop_until_cond(struct event_base *base, int (*cond)(void *), void *arg, long timeout_ms);
+/* Run the loop until server_int(rc, fmt, ...) equals want (polled every
+ * 5 ms) or timeout_ms passes. Returns 1 when it does. */
+int loop_until_server_int(struct event_base *base, redisContext *rc, long long want,
+                          long timeout_ms, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Script calls the server ran so far (FCALL and EVALSHA in INFO
+ * commandstats). */
+long long server_script_calls(redisContext *rc);
+/* Run the loop until server_script_calls(rc) >= n, or timeout_ms passes.
+ * Returns 1 when it is. */
+int loop_until_script_calls(struct event_base *base, redisContext *rc, long long n, long timeout_ms);
+/* Run the loop until channel has n subscribers (PUBSUB NUMSUB), or
+ * timeout_ms passes. Returns 1 when it has. */
+int loop_until_numsub(struct event_base *base, redisContext *rc, const char *channel, long long n,
+                      long timeout_ms);
+/* Run the loop until nothing is left in it (no event added or active: what
+ * was freed left nothing behind, and all that was due has run), or
+ * timeout_ms passes. Returns 1 when it is empty. */
+int loop_until_empty(struct event_base *base, long timeout_ms);
+/* Run the loop until the server's clock (TIME, the scripts' clock) is
+ * past ms, or timeout_ms passes. Returns 1 when it is. */
+int loop_until_server_ms(struct event_base *base, redisContext *rc, long long ms, long timeout_ms);
+/* In a forked child that serves (a worker) until its parent kills it: run
+ * the loop; after guard_ms (the parent gone wrong) the child exits 3. */
+void serve_until_killed(struct event_base *base, long guard_ms) __attribute__((noreturn));
+/* Run the loop for ms milliseconds where the test is about time itself (a
+ * delay, a lease, a backoff or a retention that must not be over yet) and
+ * no event marks the moment: why says so at the call. Never a wait for
+ * something to happen (wait for that) nor for something not to happen that
+ * a barrier can prove (a round trip, a later job, a marker). */
+void quiet_for(struct event_base *base, long ms, const char *why);
+
 /* The default test options: url, prefix "t", reconnects after 20..200 ms. */
 rjq_client_options client_options(const char *url);
 /* A client on base with options o (aborts the test if it cannot). */

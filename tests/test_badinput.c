@@ -97,6 +97,18 @@ static void plant_wrongtype(redisContext *rc, const char *key, const char *plant
  * Queue names
  * ====================================================================== */
 
+/* The client's last error names one of two things (b may be NULL). */
+typedef struct errmsg_poll {
+    rjq_client *c;
+    const char *a, *b;
+} errmsg_poll;
+
+static int errmsg_has(void *arg) {
+    errmsg_poll *p = arg;
+    const char *m = rjq_client_errmsg(p->c);
+    return strstr(m, p->a) != NULL || (p->b && strstr(m, p->b) != NULL);
+}
+
 TEST(invalid_queue_names_rejected) {
     test_env env;
     env_start(&env, NULL);
@@ -113,7 +125,8 @@ TEST(invalid_queue_names_rejected) {
         ASSERT(q == NULL);
     }
     ASSERT(strstr(rjq_client_errmsg(env.c), "queue name") != NULL);
-    loop_for(env.base, 100);
+    rjq_queue *probe = queue_for(env.c, "probe");
+    ASSERT_OK(stats_of(env.base, probe).status); /* a round trip (stats write nothing) */
     ASSERT_EQ(0, dbsize(env.rc));
 
     /* The limits themselves are fine: 200 bytes, any other printable byte. */
@@ -224,7 +237,7 @@ TEST(oversize_result_rejected_job_still_usable) {
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, NULL, big_result_handler, &x, &w));
     ASSERT(loop_until_count(base, &x.done, 1, 10000));
-    loop_for(base, 100);
+    ASSERT_OK(stats_of(base, q).status); /* a round trip after its answers */
     ASSERT_EQ(1, x.handled);
     ASSERT_EQ(RJQ_ETOOBIG, x.too_big);
     ASSERT_EQ(RJQ_EINVAL, x.einval);
@@ -463,21 +476,31 @@ int rjq__channel_confirmed(const rjq_client *c, const char *name); /* (core.h: w
  * (each confirmation makes the worker claim again, replacing its
  * registration), and then a command round trip saw no script call but its
  * own. */
+typedef struct idle_poll {
+    test_env *env;
+    const char *q, *wake;
+} idle_poll;
+
+/* The worker's wake channel and the push channel of each idle slot are
+ * confirmed subscriptions. */
+static int idle_registered(void *arg) {
+    idle_poll *p = arg;
+    redisReply *r = server_cmd(p->env->rc, "HKEYS t:{%s}:idle", p->q);
+    int ok = rjq__channel_confirmed(p->env->c, p->wake) && r->type == REDIS_REPLY_ARRAY &&
+             r->elements > 0;
+    for (size_t k = 0; ok && k < r->elements; k++) {
+        const char *ch = strchr(r->element[k]->str, ' ');
+        ok = ch != NULL && rjq__channel_confirmed(p->env->c, ch + 1);
+    }
+    freeReplyObject(r);
+    return ok;
+}
+
 static void wait_idle_settled(test_env *env, const char *q) {
     char wake[128];
     snprintf(wake, sizeof wake, "t:{%s}:wake", q);
-    int ok = 0;
-    for (int i = 0; i < 1000 && !ok; i++) {
-        redisReply *r = server_cmd(env->rc, "HKEYS t:{%s}:idle", q);
-        ok = rjq__channel_confirmed(env->c, wake) && r->type == REDIS_REPLY_ARRAY && r->elements > 0;
-        for (size_t k = 0; ok && k < r->elements; k++) {
-            const char *ch = strchr(r->element[k]->str, ' ');
-            ok = ch != NULL && rjq__channel_confirmed(env->c, ch + 1);
-        }
-        freeReplyObject(r);
-        if (!ok) loop_for(env->base, 10);
-    }
-    ASSERT(ok);
+    idle_poll p = {env, q, wake};
+    ASSERT(loop_until_cond(env->base, idle_registered, &p, 10000));
     for (int i = 0; i < 100; i++) {
         long long before = server_calls(env->rc, "fcall") + server_calls(env->rc, "evalsha");
         (void)get_stats(env->base, env->q); /* one script call */
@@ -584,7 +607,8 @@ static void claim_refused_by_wrongtype_job(const char *q, const char *key,
     ASSERT_OK(rjq_worker_start(env.q, &wo, count_handled, &handled, &w));
     for (int i = 0; i < 1000 && !strstr(rjq_client_errmsg(env.c), key); i++) loop_for(env.base, 10);
     ASSERT(strstr(rjq_client_errmsg(env.c), "WRONGTYPE") != NULL);
-    loop_for(env.base, 200); /* a few more tries */
+    /* a few more tries (each a script call, refused) */
+    ASSERT(loop_until_script_calls(env.base, env.rc, server_script_calls(env.rc) + 3, 10000));
     ASSERT_EQ(0, handled);
     snapshot(env.rc, after, sizeof after);
     ASSERT_STREQ(before, after);
@@ -651,7 +675,7 @@ TEST(claim_promoting_a_due_priority_job_on_wrongtype_stats_changes_nothing) {
     ASSERT(loop_until(env.base, &e.calls, 10000));
     ASSERT_OK(e.status);
     long long due = server_int(env.rc, "ZSCORE t:{p}:delayed due");
-    while (server_now_ms(env.rc) <= due) loop_for(env.base, 10); /* due on the server's clock */
+    ASSERT(loop_until_server_ms(env.base, env.rc, due, 10000)); /* due on the server's clock */
     plant_wrongtype(env.rc, "t:{p}:stats", "SET %s x");
     static char before[8192], after[8192];
     snapshot(env.rc, before, sizeof before);
@@ -665,7 +689,8 @@ TEST(claim_promoting_a_due_priority_job_on_wrongtype_stats_changes_nothing) {
     for (int i = 0; i < 1000 && !strstr(rjq_client_errmsg(env.c), "t:{p}:stats"); i++) loop_for(env.base, 10);
     ASSERT(strstr(rjq_client_errmsg(env.c), "WRONGTYPE") != NULL);
     ASSERT(strstr(rjq_client_errmsg(env.c), "t:{p}:stats") != NULL);
-    loop_for(env.base, 200); /* a few more polls */
+    /* a few more polls (each a script call, refused) */
+    ASSERT(loop_until_script_calls(env.base, env.rc, server_script_calls(env.rc) + 3, 10000));
     ASSERT_EQ(0, handled);
     snapshot(env.rc, after, sizeof after);
     ASSERT_STREQ(before, after);
@@ -712,8 +737,22 @@ static void auth_env_start(test_env *env) {
     ASSERT(env->base != NULL);
 }
 
+typedef struct refused_poll {
+    const ev_log *log;
+    int refused; /* error_conn_cmd then */
+} refused_poll;
+
+static int refused_again(void *arg) {
+    refused_poll *p = arg;
+    return p->log->error_conn_cmd > p->refused;
+}
+
 /* A client for url (env->c, its events in log) and one enqueue on its
  * queue "auth" (env->q): the enqueue's answer. */
+static void on_monitor_event(rjq_client *c, const char *ev, const char *id, void *data) {
+    (void)c, (void)ev, (void)id, (void)data;
+}
+
 static enq_wait enqueue_as(test_env *env, const char *url, ev_log *log) {
     rjq_client_options o = client_options(url);
     o.on_event = on_event;
@@ -723,9 +762,27 @@ static enq_wait enqueue_as(test_env *env, const char *url, ev_log *log) {
     enq_wait e = {0};
     ASSERT_OK(rjq_enqueue(env->q, "x", 1, NULL, on_enq, &e));
     ASSERT(loop_until(env->base, &e.calls, 10000));
-    loop_for(env->base, 50);
+    if (e.status == RJQ_OK) { /* a round trip: a second answer would be in */
+        ASSERT_OK(stats_of(env->base, env->q).status);
+    } else { /* refused: the next session set-up is refused too (a second answer came by then) */
+        int refused = log->error_conn_cmd;
+        ASSERT(loop_until_cond(env->base, refused_again, &(refused_poll){log, refused}, 10000));
+    }
     ASSERT_EQ(1, e.calls);
     return e;
+}
+
+/* Round trips on env's client's two connections (the command connection:
+ * stats; the subscriber: a monitor's subscription confirmed) after its
+ * session was set up: a connection dropped for the refusal would have
+ * been made again (counted) by the time they come through. */
+static void session_stays_up(test_env *env) {
+    ASSERT_OK(stats_of(env->base, env->q).status);
+    rjq_monitor *m = NULL;
+    ASSERT_OK(rjq_queue_monitor(env->q, on_monitor_event, NULL, &m));
+    ASSERT(loop_until_numsub(env->base, env->rc, "t:{auth}:events", 1, 10000));
+    ASSERT_OK(stats_of(env->base, env->q).status);
+    ASSERT_OK(rjq_monitor_stop(m));
 }
 
 /* enqueue_as with redis://<userinfo>@127.0.0.1:<the server's port>. */
@@ -783,7 +840,7 @@ TEST(setname_refused_by_acl_keeps_the_session) {
     /* The refusal is reported, and the session stays up: no reconnects. */
     ASSERT(log.error_conn_cmd >= 1);
     ASSERT(strstr(log.detail, "NOPERM") != NULL || strstr(log.detail, "CLIENT") != NULL);
-    loop_for(env.base, 300);
+    session_stays_up(&env);
     ASSERT_EQ(2, log.connected); /* command and subscriber connection, once each */
     ASSERT(rjq_client_connected(env.c));
     env_stop(&env);
@@ -805,7 +862,7 @@ TEST(password_sent_to_a_server_without_one_keeps_the_session) {
     ASSERT_OK(e.status);
     ASSERT(log.error_conn_cmd >= 1);
     ASSERT(strstr(log.detail, "AUTH") != NULL);
-    loop_for(env.base, 300);
+    session_stays_up(&env);
     ASSERT_EQ(2, log.connected); /* once each: no reconnects */
     env_stop(&env);
 }
@@ -858,6 +915,11 @@ static void shape_await(rjq_client *c, int status, const rjq_outcome *o, void *d
     shape_status[i] = status;
 }
 
+static int three_shapes_answered(void *arg) {
+    (void)arg;
+    return shape_calls[0] + shape_calls[1] + shape_calls[2] >= 3;
+}
+
 TEST(replies_of_unexpected_shape_end_in_eproto) {
     test_env e;
     env_start(&e, "shape");
@@ -879,9 +941,9 @@ TEST(replies_of_unexpected_shape_end_in_eproto) {
     ASSERT_OK(rjq_enqueue(e.q, "x", 1, NULL, shape_enq, NULL));
     ASSERT_OK(rjq_enqueue_await(e.q, "y", 1, NULL, NULL, shape_await, &one, NULL));
     ASSERT_OK(rjq_queue_await(e.q, "some-job", NULL, shape_await, &two, NULL));
-    for (int i = 0; i < 500 && shape_calls[0] + shape_calls[1] + shape_calls[2] < 3; i++)
-        loop_for(e.base, 10);
-    loop_for(e.base, 50);
+    ASSERT(loop_until_cond(e.base, three_shapes_answered, NULL, 10000));
+    (void)stats_of(e.base, e.q); /* a round trip: a second answer would be in (stats' own is
+                                  * refused or reloads the library: either way it is answered) */
     for (int i = 0; i < 3; i++) {
         ASSERT_EQ(1, shape_calls[i]);
         ASSERT_EQ(RJQ_EPROTO, shape_status[i]);
@@ -1153,8 +1215,10 @@ TEST(completion_due_to_sweep_on_wrongtype_column_writes_nothing) {
     ASSERT_EQ(2, server_int(env.rc, "HLEN t:{sw}:payload")); /* the older record too */
     ASSERT_EQ(1, server_int(env.rc, "LLEN t:{sw}:completed"));
     ASSERT_EQ(1, server_int(env.rc, "HGET t:{sw}:stats retained"));
-    loop_for(env.base, 100);
-    /* taken back by the worker meanwhile: the handle is ours to let go */
+    /* taken back by the worker meanwhile (its claim answered before this
+     * round trip; a later one is cancelled by the free): the handle is
+     * ours to let go */
+    (void)stats_of(env.base, env.q);
     if (h.handled > 2) ASSERT_OK(rjq_job_complete(h.job, "", 0, NULL, NULL));
     env_stop(&env);
 }
@@ -1177,7 +1241,8 @@ TEST(reclaim_sweep_on_wrongtype_column_writes_nothing) {
     held_job h = {0};
     first_of_held_jobs_completed(&env, "rs", &qo, 1, &h);
     ASSERT_EQ(1, server_int(env.rc, "LLEN t:{rs}:completed")); /* one completion: no sweep yet */
-    loop_for(env.base, 20); /* past the retention */
+    /* past the retention (1 ms) of that completion, by the server's clock */
+    ASSERT(loop_until_server_ms(env.base, env.rc, server_now_ms(env.rc) + 1, 10000));
 
     plant_wrongtype(env.rc, "t:{rs}:watchers", "SET %s x");
     rc_calls = 0;
@@ -1391,15 +1456,15 @@ TEST(non_numeric_counter_never_loses_a_job_moved_by_sweep_claim_or_replay) {
     p.delay_ms = 50;
     enqueue_job(env.base, env.q, "x", &p);
     long long due = server_int(env.rc, "ZSCORE t:{g}:delayed due");
-    while (server_now_ms(env.rc) <= due) loop_for(env.base, 10);
+    ASSERT(loop_until_server_ms(env.base, env.rc, due, 10000));
     garble(&env, "skipped");
     int handled = 0;
     rjq_worker_options wp = quiet_worker_options(1);
     wp.poll_ms = 50;
     rjq_worker *w2 = NULL;
     ASSERT_OK(rjq_worker_start(env.q, &wp, count_handled, &handled, &w2));
-    for (int i = 0; i < 1000 && !strstr(rjq_client_errmsg(env.c), "field skipped of"); i++)
-        loop_for(env.base, 10);
+    errmsg_poll skipped = {env.c, "field skipped of", NULL};
+    loop_until_cond(env.base, errmsg_has, &skipped, 10000);
     assert_names_field(env.c, "skipped");
     ASSERT_EQ(0, handled);
     ASSERT(server_int(env.rc, "ZSCORE t:{g}:delayed due") > 0); /* still delayed */
@@ -1453,9 +1518,8 @@ TEST(garbled_last_turn_of_the_waiters_refuses_the_claim_before_it_starts_jobs) {
     wo.poll_ms = 50;
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(env.q, &wo, count_handled, &handled, &w));
-    for (int i = 0; i < 1000 && !strstr(rjq_client_errmsg(env.c), "t:{wg}:waiters") &&
-                    !strstr(rjq_client_errmsg(env.c), "arithmetic"); i++)
-        loop_for(env.base, 10);
+    errmsg_poll refused = {env.c, "t:{wg}:waiters", "arithmetic"};
+    loop_until_cond(env.base, errmsg_has, &refused, 10000);
     const char *m = rjq_client_errmsg(env.c);
     if (!strstr(m, "field # of t:{wg}:waiters")) fprintf(stderr, "errmsg: %s\n", m);
     ASSERT(strstr(m, "WRONGTYPE field # of t:{wg}:waiters") != NULL);
@@ -1498,9 +1562,7 @@ TEST(cancel_with_a_non_numeric_counter_changes_nothing_and_its_awaits_end_later)
     awaited = 0;
     ASSERT_OK(rjq_queue_await(env.q, "c1", NULL, on_awaited, NULL, NULL));
     /* the await watches (its script added it to the job's watchers) */
-    for (int i = 0; i < 1000 && server_int(env.rc, "HEXISTS t:{g}:watchers c1") == 0; i++)
-        loop_for(env.base, 10);
-    ASSERT_EQ(1, server_int(env.rc, "HEXISTS t:{g}:watchers c1"));
+    ASSERT(loop_until_server_int(env.base, env.rc, 1, 10000, "HEXISTS t:{g}:watchers c1"));
     garble(&env, "cancelled");
     static char before[8192], after[8192];
     job_record(&env, "c1", before, sizeof before);

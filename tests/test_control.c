@@ -114,6 +114,43 @@ static long long push_channels(redisContext *rc, const char *q) {
     return n;
 }
 
+static int has_push_channel(void *rc) {
+    return push_channels(rc, "tm") >= 1;
+}
+
+static int a_is_dead(void *arg) {
+    test_env *e = arg;
+    return strcmp(get_info(e->base, e->q, "a").state, "dead") == 0;
+}
+
+/* Conditions to wait for (loop_until_cond). */
+typedef struct stats_poll {
+    test_env *e;
+    rjq_stats st; /* the last stats read */
+} stats_poll;
+
+static int has_failed(void *arg) {
+    stats_poll *p = arg;
+    p->st = get_stats(p->e->base, p->e->q);
+    return p->st.failed > 0;
+}
+
+static int has_dead(void *arg) {
+    stats_poll *p = arg;
+    p->st = get_stats(p->e->base, p->e->q);
+    return p->st.dead_depth > 0;
+}
+
+typedef struct int_poll {
+    const int *v;
+    int n;
+} int_poll;
+
+static int int_reached(void *arg) {
+    int_poll *p = arg;
+    return *p->v >= p->n;
+}
+
 /* ---- pause and resume -------------------------------------------------------- */
 
 static rjq_job *held_job; /* the job the handlers below keep */
@@ -133,15 +170,22 @@ static void keep_a_handler(rjq_job *job, void *data) {
 /* Run the loop until the queue's monitor is in place: its flag set (events
  * are published only then) and its subscription confirmed by Redis (what
  * is published before is lost to it). */
-static void wait_monitored(test_env *e, const char *queue) {
+typedef struct monitored_poll {
+    test_env *e;
+    const char *queue;
     char channel[128];
-    snprintf(channel, sizeof channel, "t:{%s}:events", queue);
-    for (int i = 0; i < 2000 && !(server_int(e->rc, "EXISTS t:{%s}:monitored", queue) == 1 &&
-                                  server_numsub(e->rc, channel) == 1);
-         i++)
-        loop_for(e->base, 10);
-    ASSERT_EQ(1, server_int(e->rc, "EXISTS t:{%s}:monitored", queue));
-    ASSERT_EQ(1, server_numsub(e->rc, channel));
+} monitored_poll;
+
+static int is_monitored(void *arg) {
+    monitored_poll *p = arg;
+    return server_int(p->e->rc, "EXISTS t:{%s}:monitored", p->queue) == 1 &&
+           server_numsub(p->e->rc, p->channel) == 1;
+}
+
+static void wait_monitored(test_env *e, const char *queue) {
+    monitored_poll p = {e, queue, ""};
+    snprintf(p.channel, sizeof p.channel, "t:{%s}:events", queue);
+    ASSERT(loop_until_cond(e->base, is_monitored, &p, 20000));
 }
 
 TEST(pause_starts_nothing_until_resume_with_workers_idle_and_busy) {
@@ -171,12 +215,17 @@ TEST(pause_starts_nothing_until_resume_with_workers_idle_and_busy) {
     ASSERT_OK(rjq_job_complete(held_job, "", 0, on_done_ok, &finished));
     held_job = NULL;
     ASSERT(loop_until_count(e.base, &finished, 1, 5000));
-    loop_for(e.base, 100);
+    /* a round trip after the completion: what the worker sent on its
+     * answer (a claim that registers its slot) has run */
+    ASSERT_OK(stats_of(e.base, e.q).status);
     ASSERT_EQ(0, registrations(e.rc, "pz"));
     for (int i = 0; i < 4; i++) enqueue_x_ok(e.base, e.q, NULL, 0, 0);
     enqueue_x_ok(e.base, e.q, NULL, 0, 3);
+    long long due = server_now_ms(e.rc) + 100;
     enqueue_x_ok(e.base, e.q, "later", 100, 0);
-    loop_for(e.base, 600);
+    /* the enqueues pushed nothing (no slot registered: checked above);
+     * "later" is due by the server's clock */
+    ASSERT(loop_until_server_ms(e.base, e.rc, due, 10000));
     ASSERT_EQ(1, started);
     ASSERT_EQ(0, s.active_while_paused);
     rjq_stats st = get_stats(e.base, e.q);
@@ -205,20 +254,30 @@ static void complete_handler(rjq_job *job, void *data) {
     ASSERT_OK(rjq_job_complete(job, "", 0, on_done_ok, &finished));
 }
 
-/* How many calls of the script named `name` (FCALL rjq_<version>_<name>)
- * a MONITOR connection logged (it reads what the server sent so far). */
-static long monitored_calls(redisContext *mon, const char *name) {
-    char needle[64];
-    snprintf(needle, sizeof needle, "_%s\"", name);
-    struct timeval tv = {0, 200000};
-    redisSetTimeout(mon, tv);
-    long n = 0;
+/* Calls of the scripts reclaim and claim (FCALL rjq_<version>_<name>)
+ * that a MONITOR connection logged so far. */
+typedef struct script_calls {
+    redisContext *mon;
+    long reclaims, claims;
+    long reclaims_wanted; /* monitor_visits: the reclaims to wait for */
+} script_calls;
+
+/* Reads what the MONITOR connection has (without blocking); counts. */
+static void read_monitor(script_calls *sc) {
+    struct pollfd pfd = {sc->mon->fd, POLLIN, 0};
+    while (poll(&pfd, 1, 0) == 1) ASSERT(redisBufferRead(sc->mon) == REDIS_OK);
     redisReply *r;
-    while (redisGetReply(mon, (void **)&r) == REDIS_OK) {
-        if (r->type == REDIS_REPLY_STATUS && strstr(r->str, needle)) n++;
+    while (redisGetReplyFromReader(sc->mon, (void **)&r) == REDIS_OK && r) {
+        if (r->type == REDIS_REPLY_STATUS && strstr(r->str, "_reclaim\"")) sc->reclaims++;
+        if (r->type == REDIS_REPLY_STATUS && strstr(r->str, "_claim\"")) sc->claims++;
         freeReplyObject(r);
     }
-    return n;
+}
+
+static int monitor_visits(void *arg) {
+    script_calls *sc = arg;
+    read_monitor(sc);
+    return sc->reclaims >= sc->reclaims_wanted;
 }
 
 /* Idle workers of a paused queue claim nothing, even when the client's
@@ -232,24 +291,22 @@ TEST(paused_queue_costs_idle_workers_no_claims) {
     rjq_worker *w1, *w2;
     ASSERT_OK(rjq_worker_start(e.q, &wo, complete_handler, NULL, &w1));
     ASSERT_OK(rjq_worker_start(e.q, &wo, complete_handler, NULL, &w2));
-    loop_for(e.base, 100);
+    wait_worker_started(e.base, e.c, e.q, e.rc, "pc");
     ASSERT_EQ(1, set_paused(&e, 1));
-    for (int i = 0; i < 5; i++) enqueue_x_ok(e.base, e.q, NULL, 0, 0);
-    loop_for(e.base, 100); /* the doorbell's claims */
-    redisContext *mon = server_connect(&e.s);
-    redisReply *r = redisCommand(mon, "MONITOR");
+    script_calls sc = {server_connect(&e.s), 0, 0, 0};
+    redisReply *r = redisCommand(sc.mon, "MONITOR");
     ASSERT(r != NULL);
     freeReplyObject(r);
-    loop_for(e.base, 1000);
-    long visits = monitored_calls(mon, "reclaim");
-    redisFree(mon);
-    ASSERT(visits >= 5);
-    mon = server_connect(&e.s);
-    r = redisCommand(mon, "MONITOR");
-    freeReplyObject(r);
-    loop_for(e.base, 500);
-    ASSERT_EQ(0, monitored_calls(mon, "claim"));
-    redisFree(mon);
+    for (int i = 0; i < 5; i++) enqueue_x_ok(e.base, e.q, NULL, 0, 0);
+    /* the first visits see the jobs (the doorbell's claims may come
+     * before them); then no claim in five visits more */
+    sc.reclaims_wanted = 2;
+    ASSERT(loop_until_cond(e.base, monitor_visits, &sc, 20000));
+    sc.claims = 0;
+    sc.reclaims_wanted = sc.reclaims + 5;
+    ASSERT(loop_until_cond(e.base, monitor_visits, &sc, 20000));
+    ASSERT_EQ(0, sc.claims);
+    redisFree(sc.mon);
     ASSERT_EQ(0, started);
     ASSERT_EQ(1, set_paused(&e, 0));
     ASSERT(loop_until_count(e.base, &finished, 5, 5000));
@@ -271,7 +328,7 @@ TEST(cancel_waiting_delayed_and_prioritised_jobs_ends_them_for_good) {
     enqueue_x_ok(e.base, e.q, "keep", 0, 0);
     await_rec aw = {0};
     ASSERT_OK(rjq_queue_await(e.q, "w", NULL, on_awaited, &aw, NULL));
-    loop_for(e.base, 100); /* it is watched */
+    ASSERT(loop_until_server_int(e.base, e.rc, 1, 5000, "HEXISTS t:{cw}:watchers w")); /* watched */
     ASSERT_EQ(0, aw.calls);
 
     cancel_wait c = cancel_job(&e, "w");
@@ -284,11 +341,10 @@ TEST(cancel_waiting_delayed_and_prioritised_jobs_ends_them_for_good) {
     ASSERT_OK(c.status);
     ASSERT_STREQ("ready", c.state);
     ASSERT(loop_until(e.base, &aw.calls, 2000));
-    loop_for(e.base, 100);
+    rjq_stats st = get_stats(e.base, e.q); /* (a round trip: a second answer would be in) */
     ASSERT_EQ(1, aw.calls);
     ASSERT_EQ(RJQ_EJOBCANCELED, aw.status);
 
-    rjq_stats st = get_stats(e.base, e.q);
     ASSERT_EQ(1, st.ready); /* keep */
     ASSERT_EQ(0, st.delayed);
     ASSERT_EQ(3, st.cancelled);
@@ -326,8 +382,10 @@ TEST(cancel_waiting_delayed_and_prioritised_jobs_ends_them_for_good) {
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(e.q, &wo, complete_handler, NULL, &w));
     ASSERT(loop_until_count(e.base, &finished, 1, 5000));
-    loop_for(e.base, 200);
-    ASSERT_EQ(1, started);
+    /* a job enqueued after the cancelled ones runs: they were passed by */
+    enqueue_x_ok(e.base, e.q, "marker", 0, 0);
+    ASSERT(loop_until_count(e.base, &finished, 2, 5000));
+    ASSERT_EQ(2, started);
     c = cancel_job(&e, "keep");
     ASSERT_EQ(RJQ_ESTATE, c.status);
     ASSERT_STREQ("completed", c.state);
@@ -394,8 +452,7 @@ static void run_cancel_child(const test_server *s, const char *qname, int fd) {
     wo.on_notice = notice_then_complete;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, keep_handler, NULL, &w));
-    loop_for(base, 60000); /* the parent kills us long before this */
-    _exit(3);
+    serve_until_killed(base, 60000);
 }
 
 TEST(cancel_of_a_running_job_from_another_process_tells_its_handler_and_refuses_its_completion) {
@@ -420,11 +477,7 @@ TEST(cancel_of_a_running_job_from_another_process_tells_its_handler_and_refuses_
     rjq_job_options o = {0};
     o.id = "r";
     ASSERT_OK(rjq_enqueue_await(e.q, "x", 1, &o, NULL, on_awaited, &aw, NULL));
-    end = mono_ms() + 10000;
-    while (server_active_jobs(e.rc, "cr") < 1) {
-        ASSERT(mono_ms() < end);
-        loop_for(e.base, 10);
-    }
+    ASSERT(loop_until_server_int(e.base, e.rc, 1, 10000, "ZCOUNT t:{cr}:active -inf (+inf"));
     double t0 = mono_ms();
     cancel_wait c = cancel_job(&e, "r");
     ASSERT_OK(c.status);
@@ -441,10 +494,11 @@ TEST(cancel_of_a_running_job_from_another_process_tells_its_handler_and_refuses_
     ASSERT(got.noticed_ms - t0 < 100); /* over the push channel, not a lease extension */
     ASSERT_EQ(RJQ_EJOBCANCELED, got.complete_status);
 
-    loop_for(e.base, 300); /* nothing more comes: no retry, no second outcome */
+    /* nothing more comes: no retry (the stats, a round trip after the
+     * child's refused completion, show none), no second outcome */
+    rjq_stats st = get_stats(e.base, e.q);
     ASSERT_EQ(1, aw.calls);
     ASSERT_EQ(RJQ_EJOBCANCELED, aw.status);
-    rjq_stats st = get_stats(e.base, e.q);
     ASSERT_EQ(0, st.completed);
     ASSERT_EQ(0, st.failed);
     ASSERT_EQ(0, st.active);
@@ -578,12 +632,9 @@ TEST(job_past_its_timeout_is_failed_and_retried_and_its_holder_can_neither_exten
     ASSERT_EQ(RJQ_ETIMEDOUT, timeout_reason);
     ASSERT_EQ(RJQ_ETIMEDOUT, rjq_job_notice(zombie));
     /* (the notice may come before the sweep failed the job) */
-    double end = mono_ms() + 5000;
-    rjq_stats st;
-    while ((st = get_stats(e.base, e.q)).failed == 0) {
-        ASSERT(mono_ms() < end);
-        loop_for(e.base, 20);
-    }
+    stats_poll sp = {&e, {0}};
+    ASSERT(loop_until_cond(e.base, has_failed, &sp, 10000));
+    rjq_stats st = sp.st;
     ASSERT_EQ(1, st.failed);
     ASSERT_EQ(1, st.retried);
     ASSERT_EQ(0, st.reclaimed); /* failed as timed out, not returned as lost */
@@ -608,11 +659,7 @@ TEST(job_past_its_timeout_is_failed_and_retried_and_its_holder_can_neither_exten
     ASSERT_EQ(RJQ_ELEASELOST, late_status);
     ASSERT_EQ(1, timeout_notices); /* told once */
     /* the run time's end is dropped once past (the sweep) */
-    end = mono_ms() + 5000;
-    while (server_int(e.rc, "ZCARD t:{to}:deadlines") != 0) {
-        ASSERT(mono_ms() < end);
-        loop_for(e.base, 50);
-    }
+    ASSERT(loop_until_server_int(e.base, e.rc, 0, 5000, "ZCARD t:{to}:deadlines"));
     rjq_client_free(c2);
     env_stop(&e);
 }
@@ -651,13 +698,9 @@ TEST(hung_holder_loses_a_job_at_its_timeout_not_at_its_lease) {
     wo2.reclaim_ms = 100;
     rjq_worker *wb;
     ASSERT_OK(rjq_worker_start(queue_for(c2, "th"), &wo2, complete_handler, NULL, &wb));
-    double end = mono_ms() + 5000;
-    rjq_stats st;
-    do {
-        ASSERT(mono_ms() < end);
-        loop_for(e.base, 50);
-        st = get_stats(e.base, e.q);
-    } while (st.dead_depth == 0);
+    stats_poll sp = {&e, {0}};
+    ASSERT(loop_until_cond(e.base, has_dead, &sp, 10000));
+    rjq_stats st = sp.st;
     ASSERT_EQ(1, st.failed);
     ASSERT_EQ(0, st.completed);
     info_wait i = get_info(e.base, e.q, "h");
@@ -740,8 +783,7 @@ static pid_t spawn_worker(const test_server *s, const char *qname, int concurren
     rjq_worker_options wo = quiet_worker_options(concurrency);
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(queue_for(c, qname), &wo, timed_handler, NULL, &w));
-    loop_for(child_base, 60000); /* the parent kills us long before this */
-    _exit(3);
+    serve_until_killed(child_base, 60000);
 }
 
 /* Start times, in server time, from the monitor stream. */
@@ -778,11 +820,7 @@ TEST(rate_limit_of_100_per_second_over_3_worker_processes_is_kept_and_used) {
      * is allowed at T" wakes them. So all 400 starting well before their
      * first poll is the limit being used (no assertion on the machine's
      * speed: the rate sustained is printed). */
-    double end = mono_ms() + 45000;
-    while (log.n < RATE_JOBS) {
-        ASSERT(mono_ms() < end);
-        loop_for(e.base, 50);
-    }
+    ASSERT(loop_until_count(e.base, &log.n, RATE_JOBS, 45000));
     for (int k = 0; k < 3; k++) {
         kill(pids[k], SIGKILL);
         reap(pids[k], 5000);
@@ -823,7 +861,8 @@ TEST(global_concurrency_of_5_over_3_workers_of_10_never_has_more_than_5_active) 
     }
     /* idle workers of a limited queue register no slots: new jobs are not
      * pushed past the limit either */
-    loop_for(e.base, 300);
+    quiet_for(e.base, 300, "the workers are other processes: nothing of theirs marks when a "
+                           "registration would have come");
     ASSERT_EQ(0, registrations(e.rc, "gc"));
     enqueue_many(&e, 30);
     while (server_int(e.rc, "HGET t:{gc}:stats retained") < 180) {
@@ -888,9 +927,7 @@ TEST(concurrency_limit_gives_freed_slots_to_waiting_workers_in_turn) {
             continue;
         }
         /* its claim was held back: it waits (the hash: '#' and a field each) */
-        for (int i = 0; i < 1000 && server_int(e.rc, "HLEN t:{fair}:waiters") < k + 1; i++)
-            loop_for(e.base, 10);
-        ASSERT_EQ(k + 1, server_int(e.rc, "HLEN t:{fair}:waiters"));
+        ASSERT(loop_until_server_int(e.base, e.rc, k + 1, 10000, "HLEN t:{fair}:waiters"));
     }
     ASSERT_EQ(5, fair_started);
     for (long i = 0; i < 5; i++) ASSERT_EQ(0, fair_starts[i].worker);
@@ -964,8 +1001,7 @@ static pid_t spawn_counting_worker(const test_server *s, const char *qname, int 
     rjq_worker_options wo = quiet_worker_options(concurrency);
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(queue_for(c, qname), &wo, counting_handler, NULL, &w));
-    loop_for(child_base, 60000); /* the parent kills us long before this */
-    _exit(3);
+    serve_until_killed(child_base, 60000);
 }
 
 TEST(concurrency_limit_of_5_shares_the_starts_among_3_worker_processes) {
@@ -1032,8 +1068,7 @@ TEST(dedup_window_keeps_an_id_reserved_after_its_record_is_deleted) {
     rjq_job_options third = {0};
     third.id = "third"; /* its completion sweeps the older records */
     enqueue_opts(&e, "x", &third);
-    ASSERT(loop_until_count(e.base, &finished, 3, 5000));
-    loop_for(e.base, 100);
+    ASSERT(loop_until_count(e.base, &finished, 3, 5000)); /* (its completion's answer) */
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{dd}:payload once")); /* the record is gone */
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{dd}:payload plain"));
     ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{dd}:dedup"));
@@ -1120,9 +1155,11 @@ TEST(debounce_replaces_a_waiting_jobs_payload_and_pushes_it_back) {
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(e.q, &wo, payload_handler, NULL, &w));
     ASSERT(loop_until_count(e.base, &finished, 2, 5000));
-    loop_for(e.base, 200);
-    ASSERT_EQ(2, started);
     ASSERT_STREQ("v2", run_payload); /* the handler saw the replacement */
+    /* a job enqueued after them runs, and nothing else did: each ran once */
+    enqueue_opts(&e, "marker", &(rjq_job_options){.id = "marker"});
+    ASSERT(loop_until_count(e.base, &finished, 3, 5000));
+    ASSERT_EQ(3, started);
 
     /* a finished job is not replaced: reported as it is */
     r = enqueue_opts(&e, "v3", &o);
@@ -1197,16 +1234,21 @@ TEST(reused_id_does_not_inherit_an_old_run_time_end) {
     ASSERT_OK(cancel_job(&e, "z").status); /* the cap of 1 deletes r's record */
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{rd}:payload r"));
     ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{rd}:deadlines")); /* r's entry is still there */
+    long long old_end = server_int(e.rc, "ZSCORE t:{rd}:deadlines r");
     rjq_job_options again = {0};
     again.id = "r"; /* no timeout this time */
     enqueue_opts(&e, "x", &again);
     ASSERT(loop_until_count(e.base, &started, 2, 5000));
     timed_out_notices = 0;
-    loop_for(e.base, 1000); /* past the old end, extended every 100 ms */
+    /* an extension made past the old end (the lease it sets ends past the
+     * old end + the lease) was taken */
+    ASSERT(loop_until_server_int(e.base, e.rc, 1, 10000, "ZCOUNT t:{rd}:active (%lld (+inf",
+                                 old_end + 300));
     ASSERT_EQ(0, timed_out_notices);
     ASSERT_STREQ("active", get_info(e.base, e.q, "r").state);
-    ASSERT_OK(rjq_job_complete(held_job, "", 0, on_done_ok, NULL));
-    loop_for(e.base, 100);
+    long completions = 0;
+    ASSERT_OK(rjq_job_complete(held_job, "", 0, on_done_ok, &completions));
+    ASSERT(loop_until_count(e.base, &completions, 1, 5000));
     ASSERT_STREQ("completed", get_info(e.base, e.q, "r").state);
     env_stop(&e);
 }
@@ -1216,11 +1258,7 @@ TEST(reused_id_does_not_inherit_an_old_run_time_end) {
 static void wait_run_time_over(test_env *e, const char *q, const char *id) {
     long long ends = server_int(e->rc, "ZSCORE t:{%s}:deadlines %s", q, id);
     ASSERT(ends > 0);
-    double end = mono_ms() + 5000;
-    while (server_now_ms(e->rc) <= ends) {
-        ASSERT(mono_ms() < end);
-        loop_for(e->base, 20);
-    }
+    ASSERT(loop_until_server_ms(e->base, e->rc, ends, 10000));
 }
 
 /* One reclaim sweep now; returns the jobs it took back. */
@@ -1402,11 +1440,7 @@ TEST(every_timed_out_attempt_is_told_while_later_attempts_of_its_job_run_on_the_
     enqueue_opts(&e, "x", &o);
     /* (well within the first extension: 10 s) */
     ASSERT(loop_until_count(e.base, &started, 3, 5000));
-    double end = mono_ms() + 5000;
-    while (timeout_notices < 3) {
-        ASSERT(mono_ms() < end);
-        loop_for(e.base, 20);
-    }
+    ASSERT(loop_until_cond(e.base, int_reached, &(int_poll){&timeout_notices, 3}, 10000));
     for (int a = 1; a <= 3; a++) {
         ASSERT_EQ(1, attempt_notices[a]);
         ASSERT_EQ(RJQ_ETIMEDOUT, attempt_reason[a]);
@@ -1450,11 +1484,7 @@ TEST(timed_out_attempts_missed_by_the_subscriber_are_told_by_the_next_extension)
     timeout_notices = 0;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(wq, &wo, keep_by_attempt, NULL, &w));
-    double end = mono_ms() + 5000;
-    while (push_channels(e.rc, "tm") < 1) {
-        ASSERT(mono_ms() < end);
-        loop_for(e.base, 10);
-    }
+    ASSERT(loop_until_cond(e.base, has_push_channel, e.rc, 10000));
     freeReplyObject(server_cmd(e.rc, "CLIENT KILL TYPE pubsub"));
     ASSERT_EQ(0, push_channels(e.rc, "tm"));
     rjq_job_options o = {0};
@@ -1465,17 +1495,10 @@ TEST(timed_out_attempts_missed_by_the_subscriber_are_told_by_the_next_extension)
     o.backoff.base_ms = 1;
     enqueue_opts(&e, "x", &o);
     /* both attempts run and time out; their messages go nowhere */
-    end = mono_ms() + 6000;
-    while (get_stats(e.base, e.q).dead_depth == 0) {
-        ASSERT(mono_ms() < end);
-        loop_for(e.base, 20);
-    }
+    stats_poll sp = {&e, {0}};
+    ASSERT(loop_until_cond(e.base, has_dead, &sp, 6000));
     ASSERT_EQ(2, started);
-    end = mono_ms() + 6000;
-    while (timeout_notices < 2) {
-        ASSERT(mono_ms() < end);
-        loop_for(e.base, 20);
-    }
+    ASSERT(loop_until_cond(e.base, int_reached, &(int_poll){&timeout_notices, 2}, 6000));
     ASSERT_EQ(0, push_channels(e.rc, "tm")); /* it came with the extension */
     for (int a = 1; a <= 2; a++) {
         ASSERT_EQ(1, attempt_notices[a]);
@@ -1645,11 +1668,7 @@ TEST(timed_out_handle_held_through_a_close_is_let_go_not_handed_back) {
     ASSERT_OK(close_report.status);
     ASSERT_EQ(0, (long)close_report.handed_back);
     ASSERT_EQ(RJQ_ECLOSED, rjq_job_complete(by_id[0], "", 0, NULL, NULL));
-    double end = mono_ms() + 5000;
-    while (strcmp(get_info(e.base, e.q, "a").state, "dead") != 0) {
-        ASSERT(mono_ms() < end);
-        loop_for(e.base, 20);
-    }
+    ASSERT(loop_until_cond(e.base, a_is_dead, &e, 10000));
     env_stop(&e);
 }
 

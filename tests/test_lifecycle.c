@@ -44,29 +44,6 @@ static enqueue_wait enqueue_sync(struct event_base *base, rjq_queue *q, const ch
     return w;
 }
 
-/* Script calls so far (FCALL, or EVALSHA where functions are refused). */
-static long long script_calls(redisContext *rc) {
-    return server_calls(rc, "fcall") + server_calls(rc, "evalsha");
-}
-
-/* Wait until the worker's wake channel is subscribed and its claims have
- * settled (no script call for a while). Used before testing what wakes an
- * idle worker. Settling too early cannot make a test fail, only weaker: a
- * doorbell heard during a claim still triggers one more claim. */
-static void wait_idle(struct event_base *base, redisContext *rc, const char *wake) {
-    int i = 0;
-    for (; i < 500; i++) {
-        if (server_numsub(rc, wake) >= 1 && script_calls(rc) >= 1) break;
-        loop_for(base, 10);
-    }
-    ASSERT(i < 500); /* subscribed, and its first claim ran */
-    long long before;
-    do {
-        before = script_calls(rc);
-        loop_for(base, 150);
-    } while (script_calls(rc) != before);
-}
-
 /* =========================================================================
  * Retries, dead letters, replay
  * ====================================================================== */
@@ -202,8 +179,9 @@ TEST(retry_with_backoff_then_dead_then_replay_completes) {
     ASSERT_EQ(1, dl.n);
     ASSERT_STREQ("job-retry", dl.first);
 
-    /* A dead job stays dead: the worker does not get it again. */
-    loop_for(base, 300);
+    /* A dead job stays dead: the worker does not get it again (nothing of
+     * it waits to run: ready, delayed and active are 0 above; the round
+     * trips since show no other handler call). */
     ASSERT_EQ(3, x.handled);
 
     /* Replay by id: runs again from attempt 1 and completes. */
@@ -266,9 +244,8 @@ TEST(fatal_failure_goes_dead_on_first_attempt) {
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, NULL, fatal_handler, NULL, &w));
     ASSERT(loop_until_count(base, &fatal_replies, 1, 10000));
-    loop_for(base, 300); /* it must not come back */
-    ASSERT_EQ(1, fatal_handled);
-
+    /* it must not come back: nothing of it waits to run (the stats below),
+     * and no other handler call came by their round trip */
     info_wait info = get_info(base, q, "job-fatal");
     ASSERT_OK(info.status);
     ASSERT_STREQ("dead", info.state);
@@ -282,6 +259,7 @@ TEST(fatal_failure_goes_dead_on_first_attempt) {
     ASSERT_EQ(1, st.dead);
     ASSERT_EQ(1, st.dead_depth);
     ASSERT_EQ(0, st.ready + st.delayed + st.active);
+    ASSERT_EQ(1, fatal_handled);
     env_stop(&env);
 }
 
@@ -386,6 +364,13 @@ static void bo_handler(rjq_job *job, void *data) {
     ASSERT_OK(rjq_job_fail(job, "again", RJQ_FAIL_RETRY, j->retry_delay, on_bo_failed, f));
 }
 
+/* Jobs 0 and 1 dead, the others retried once (their delay checked). */
+static int bo_all_checked(void *arg) {
+    (void)arg;
+    return bo_jobs[0].dead && bo_jobs[1].dead && bo_jobs[2].checks >= 1 && bo_jobs[3].checks >= 1 &&
+           bo_jobs[4].checks >= 1;
+}
+
 TEST(backoff_delay_follows_policy_and_grows_exponentially) {
     test_env env;
     env_start(&env, "backoff");
@@ -414,12 +399,7 @@ TEST(backoff_delay_follows_policy_and_grows_exponentially) {
     wo.concurrency = 5;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, bo_handler, NULL, &w));
-    for (int i = 0; i < 3000; i++) {
-        if (bo_jobs[0].dead && bo_jobs[1].dead && bo_jobs[2].checks >= 1 &&
-            bo_jobs[3].checks >= 1 && bo_jobs[4].checks >= 1)
-            break;
-        loop_for(base, 10);
-    }
+    ASSERT(loop_until_cond(base, bo_all_checked, NULL, 30000));
     ASSERT_EQ(3, bo_jobs[0].checks);
     ASSERT(bo_jobs[0].dead);
     ASSERT_EQ(1, bo_jobs[1].checks);
@@ -472,7 +452,7 @@ TEST(delayed_job_not_before_due_and_promptly_after) {
     rjq_worker_options wo = quiet_worker_options(1);
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, delayed_handler, &x, &w));
-    wait_idle(base, x.rc, "t:{delay}:wake");
+    wait_worker_started(base, env.c, q, x.rc, "delay"); /* idle: its claims have run */
 
     /* d300 first, then d150: the later enqueue becomes the earliest due
      * and must re-arm the idle worker's timer. */
@@ -526,7 +506,6 @@ TEST(priorities_strict_order_fifo_within_priority) {
     env_start(&env, "prio");
     struct event_base *base = env.base;
     rjq_queue *q = env.q;
-    long replies = 0;
     char names[PRIO_N][16];
     enqueue_wait waits[PRIO_N];
     memset(waits, 0, sizeof waits);
@@ -536,13 +515,7 @@ TEST(priorities_strict_order_fifo_within_priority) {
         snprintf(names[i], sizeof names[i], "j%02d", i);
         ASSERT_OK(rjq_enqueue(q, names[i], strlen(names[i]), &o, on_enqueue_wait, &waits[i]));
     }
-    for (int i = 0; i < 1000; i++) {
-        replies = 0;
-        for (int k = 0; k < PRIO_N; k++) replies += waits[k].done;
-        if (replies == PRIO_N) break;
-        loop_for(base, 10);
-    }
-    ASSERT_EQ(PRIO_N, replies);
+    for (int k = 0; k < PRIO_N; k++) ASSERT(loop_until(base, &waits[k].done, 10000));
     for (int k = 0; k < PRIO_N; k++) ASSERT_OK(waits[k].status);
 
     /* Expected: by priority, highest first; ties in enqueue order. */
@@ -595,7 +568,7 @@ TEST(idle_worker_woken_by_doorbell_and_no_blocking_commands) {
     rjq_worker_options wo = quiet_worker_options(2);
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(env.q, &wo, bell_handler, NULL, &w));
-    wait_idle(base, rc, "t:{bell}:wake");
+    wait_worker_started(base, env.c, env.q, rc, "bell"); /* idle: its claims have run */
     ASSERT_EQ(0, bell_handled);
 
     enqueue_sync(base, pq, "one", NULL);
@@ -603,7 +576,7 @@ TEST(idle_worker_woken_by_doorbell_and_no_blocking_commands) {
     ASSERT_EQ(1, bell_handled);
 
     /* Idle again: the next doorbell wakes it again. */
-    wait_idle(base, rc, "t:{bell}:wake");
+    wait_worker_started(base, env.c, env.q, rc, "bell");
     enqueue_sync(base, pq, "two", NULL);
     for (int i = 0; i < 1000 && bell_handled < 2; i++) loop_for(base, 10);
     ASSERT_EQ(2, bell_handled);
@@ -836,7 +809,7 @@ TEST(free_client_inside_handler_is_safe) {
     ASSERT_OK(rjq_worker_start(x.q, &wo, free_in_handler, &x, &x.w));
     ASSERT(loop_until(base, &x.stop.calls, 10000));
     env.c = NULL; /* freed by the handler */
-    loop_for(base, 300); /* nothing may run after the free but its cancellations */
+    ASSERT(loop_until_empty(base, 10000)); /* nothing may run after the free but its cancellations */
 
     ASSERT_EQ(2, x.handled);
     ASSERT_EQ(1, x.stats1.calls);
@@ -858,7 +831,7 @@ TEST(free_client_inside_handler_is_safe) {
     cb_count done = {0, 0};
     ASSERT_EQ(RJQ_ECLOSED, rjq_job_complete(x.held[0], "r", 1, count_done, &done));
     ASSERT_EQ(RJQ_ECLOSED, rjq_job_fail(x.held[1], "e", RJQ_FAIL_RETRY, -1, count_done, &done));
-    loop_for(base, 100);
+    ASSERT(loop_until_empty(base, 10000));
     ASSERT_EQ(0, done.calls);
 
     /* The two handed-out jobs were left active (they come back after
@@ -935,7 +908,7 @@ TEST(free_client_inside_enqueue_callback) {
     ASSERT_OK(rjq_enqueue(x.q, "3", 1, NULL, tracked_enq, &x.e3));
     ASSERT(loop_until(base, &x.e1_calls, 10000));
     env.c = NULL; /* freed by the callback */
-    loop_for(base, 300);
+    ASSERT(loop_until_empty(base, 10000)); /* all that could still run ran */
     ASSERT_EQ(1, x.e1_calls);
     /* Every callback ran exactly once. Those still waiting for Redis when
      * the free completed were cancelled. Replies that came before the free
@@ -959,7 +932,7 @@ TEST(free_client_inside_enqueue_callback) {
 
 typedef struct stop_ctx {
     rjq_worker *w;
-    int handled;
+    long handled;
     rjq_job *held;
     long done;
     cb_count stop;
@@ -1000,14 +973,15 @@ TEST(stop_worker_inside_handler) {
     wo.concurrency = 2;
     ASSERT_OK(rjq_worker_start(q, &wo, stop_in_handler, &x, &x.w));
     ASSERT(loop_until_count(base, &x.done, 1, 10000));
-    loop_for(base, 300);
+    ASSERT(loop_until_count(base, &x.handled, 2, 10000));
+    ASSERT_OK(stats_of(base, q).status); /* a round trip: a stop that was coming came */
     /* A job is still running: the stop waits for it. */
     ASSERT_EQ(2, x.handled);
     ASSERT(x.held != NULL);
     ASSERT_EQ(0, x.stop.calls);
     ASSERT_OK(rjq_job_complete(x.held, "two", 3, on_done_ok, &x.done));
     ASSERT(loop_until(base, &x.stop.calls, 10000));
-    loop_for(base, 300);
+    ASSERT_OK(stats_of(base, q).status); /* a round trip: a second call would be in */
     ASSERT_EQ(1, x.stop.calls);
     ASSERT_OK(x.stop.status);
     ASSERT_EQ(0, x.stop_running);
@@ -1063,7 +1037,7 @@ TEST(free_client_inside_stopped_callback) {
     ASSERT_EQ(0, x.stop.calls); /* never from inside the call */
     ASSERT(loop_until(base, &x.stop.calls, 10000));
     env.c = NULL; /* freed by the stopped callback */
-    loop_for(base, 300);
+    ASSERT(loop_until_empty(base, 10000)); /* all that could still run ran */
     ASSERT_EQ(1, x.stop.calls);
     ASSERT_OK(x.stop.status);
     ASSERT_EQ(2, x.handled);
@@ -1112,7 +1086,7 @@ TEST(held_job_after_client_free_reports_eclosed) {
     cb_count done = {0, 0};
     ASSERT_EQ(RJQ_ECLOSED, rjq_job_complete(held_jobs[0], NULL, 0, count_done, &done));
     ASSERT_EQ(RJQ_ECLOSED, rjq_job_fail(held_jobs[1], "x", RJQ_FAIL_FATAL, -1, count_done, &done));
-    loop_for(base, 100);
+    ASSERT(loop_until_empty(base, 10000));
     ASSERT_EQ(0, done.calls);
     env_stop(&env);
 }
@@ -1234,10 +1208,9 @@ TEST(counters_and_depths_agree) {
     ASSERT_OK(rjq_worker_start(q, &wo, hold_handler, NULL, &w2));
     for (int i = 0; i < 1000 && held_n < 1; i++) loop_for(base, 10);
     ASSERT_EQ(1, held_n);
-    loop_for(base, 200);
+    st = get_stats(base, q); /* a round trip after its claim's answer */
     ASSERT_EQ(1, held_n); /* concurrency 1: nothing more is claimed */
 
-    st = get_stats(base, q);
     ASSERT_EQ(37, st.enqueued);
     ASSERT_EQ(20, st.completed);
     ASSERT_EQ(27, st.failed);
@@ -1321,8 +1294,13 @@ TEST(running_job_keeps_its_lease_by_extension) {
     ASSERT_OK(rjq_worker_start(q, &wo, keep_handler, NULL, &w));
     for (int i = 0; i < 500 && long_job == NULL; i++) loop_for(base, 10);
     ASSERT(long_job != NULL);
-    for (int i = 0; i < 24; i++) {
-        loop_for(base, 100);
+    /* Six times (four leases at least): once the server's clock is past
+     * the lease's end as it was, a sweep takes nothing back (it was
+     * extended meanwhile). */
+    for (int i = 0; i < 6; i++) {
+        long long ends = server_int(env.rc, "ZSCORE t:{ext}:active %s", rjq_job_id(long_job));
+        ASSERT(ends > 0);
+        ASSERT(loop_until_server_ms(base, env.rc, ends, 10000));
         count_wait cw = {0};
         ASSERT_OK(rjq_queue_reclaim(q, on_count, &cw));
         ASSERT(loop_until(base, &cw.done, 10000));

@@ -221,6 +221,42 @@ static void on_counted(rjq_client *c, int status, long long n, void *data) {
     (*(int *)data)++;
 }
 
+/* Run the loop until a command round trip on c (q's stats) sees no script
+ * call but its own: the claims the worker had sent have run. */
+static void wait_scripts_settled(test_env *e, rjq_queue *q) {
+    for (int i = 0; i < 100; i++) {
+        long long before = server_script_calls(e->rc);
+        ASSERT_OK(stats_of(e->base, q).status); /* one script call */
+        if (server_script_calls(e->rc) == before + 1) return;
+    }
+    FAIL_AT(__FILE__, __LINE__, "the worker's claims did not settle");
+}
+
+typedef struct channel_poll {
+    rjq_client *c;
+    const char *channel;
+} channel_poll;
+
+static int channel_confirmed(void *arg) {
+    channel_poll *p = arg;
+    return rjq__channel_confirmed(p->c, p->channel);
+}
+
+/* The client's requests sent or waiting for room: n of them. */
+typedef struct sent_poll {
+    rjq_client *c;
+    size_t n;
+} sent_poll;
+
+static int requests_sent(void *arg) {
+    sent_poll *p = arg;
+    return p->c->inflight.n + p->c->room.n >= p->n;
+}
+
+static int two_wait_for_room(void *arg) {
+    return ((rjq_client *)arg)->room.n >= 2;
+}
+
 /* A worker that reads its payloads (its last job was big) is stopped, or
  * its client freed, while that read is in flight: the jobs go back to the
  * queue unrun (stop), or are left to their lease (free); nothing leaks.
@@ -250,7 +286,10 @@ static void stop_while_reading(int free_client) {
     ASSERT_EQ(0, enqueue_job(e.base, small, "s", NULL).status);
     rjq_worker *sw = NULL;
     ASSERT_OK(rjq_worker_start(small, &wo, small_handler, &x, &sw));
-    loop_for(e.base, 100); /* (its first claim finds the queue paused) */
+    /* its first claim (on its doorbell's subscription) finds the queue paused */
+    channel_poll wake = {e.c, "t:{small}:wake"};
+    ASSERT(loop_until_cond(e.base, channel_confirmed, &wake, 10000));
+    wait_scripts_settled(&e, e.q);
     ASSERT_OK(rjq_queue_resume(e.q, NULL, NULL));
     ASSERT_OK(rjq_queue_resume(small, NULL, NULL));
     for (int k = 0; k < 500 && x.small_handled < 1; k++) loop_for(e.base, 10);
@@ -263,7 +302,7 @@ static void stop_while_reading(int free_client) {
         ASSERT_EQ(4, s.ready);
         ASSERT_EQ(0, s.active);
     } else {
-        loop_for(e.base, 100);
+        ASSERT(loop_until_empty(e.base, 10000)); /* all of the freed client that could run ran */
         ASSERT_EQ(1, x.big_handled);
         /* claimed, unrun: active until their lease */
         ASSERT_EQ(4, server_int(e.rc, "ZCARD t:{big}:active") - 1 /* the pin */);
@@ -301,6 +340,19 @@ static void refused_handler(rjq_job *job, void *data) {
  * claims with payloads again. The order is made with a proxy that holds
  * the command connection's replies: the claim runs, its reply waits while
  * the column is swapped, then everything flows. */
+static int ff_x_active(void *rc) {
+    redisReply *r = server_cmd(rc, "HGET t:{ff}:state x");
+    int active = r->type == REDIS_REPLY_STRING && strncmp(r->str, "active ", 7) == 0;
+    freeReplyObject(r);
+    return active;
+}
+
+static int ff_handed_back_and_refused(void *arg) {
+    test_env *e = arg;
+    return server_int(e->rc, "LLEN t:{ff}:ready") == 1 &&
+           strstr(rjq_client_errmsg(e->c), "WRONGTYPE t:{ff}:payload");
+}
+
 TEST(refused_payload_read_hands_the_jobs_back_at_once) {
     test_env e;
     proxy p;
@@ -319,36 +371,23 @@ TEST(refused_payload_read_hands_the_jobs_back_at_once) {
     ASSERT_OK(rjq_queue_pause(e.q, on_counted, &paused));
     for (int k = 0; k < 500 && paused < 1; k++) loop_for(e.base, 10);
     rjq_job_options o = {.id = "x"};
+    long long calls = server_script_calls(e.rc);
     ASSERT_EQ(0, enqueue_job(e.base, e.q, big, &o).status);
     /* its doorbell makes the worker claim (and hear "paused"): let that
      * settle, so the claim after the resume is the one that takes x */
-    long long calls = -1;
-    while (calls != server_calls(e.rc, "fcall") + server_calls(e.rc, "evalsha")) {
-        calls = server_calls(e.rc, "fcall") + server_calls(e.rc, "evalsha");
-        loop_for(e.base, 150);
-    }
+    ASSERT(loop_until_script_calls(e.base, e.rc, calls + 2, 10000)); /* the enqueue, a claim */
+    wait_scripts_settled(&e, e.q);
 
     proxy_hold(&p, 1);
     ASSERT_OK(rjq_queue_resume(e.q, NULL, NULL)); /* the doorbell flows: it claims */
-    int k = 0;
-    for (; k < 500; k++) {
-        redisReply *r = server_cmd(e.rc, "HGET t:{ff}:state x");
-        int active = r->type == REDIS_REPLY_STRING && strncmp(r->str, "active ", 7) == 0;
-        freeReplyObject(r);
-        if (active) break;
-        loop_for(e.base, 10);
-    }
-    ASSERT(k < 500);
+    ASSERT(loop_until_cond(e.base, ff_x_active, e.rc, 10000));
     freeReplyObject(server_cmd(e.rc, "RENAME t:{ff}:payload t:{ff}:saved"));
     freeReplyObject(server_cmd(e.rc, "SET t:{ff}:payload oops"));
     proxy_hold(&p, 0);
     /* The refused read hands x back; the worker then claims with payloads,
      * which the server refuses too, naming the column (before that, the
      * client's last error is the fetch's own: waited for, not raced). */
-    for (k = 0; k < 500 && !(server_int(e.rc, "LLEN t:{ff}:ready") == 1 &&
-                             strstr(rjq_client_errmsg(e.c), "WRONGTYPE t:{ff}:payload"));
-         k++)
-        loop_for(e.base, 10);
+    loop_until_cond(e.base, ff_handed_back_and_refused, &e, 10000);
     ASSERT_EQ(1, server_int(e.rc, "LLEN t:{ff}:ready"));
     if (strstr(rjq_client_errmsg(e.c), "WRONGTYPE t:{ff}:payload") == NULL)
         FAIL_AT(__FILE__, __LINE__, "the client's last error: %s", rjq_client_errmsg(e.c));
@@ -356,12 +395,12 @@ TEST(refused_payload_read_hands_the_jobs_back_at_once) {
 
     freeReplyObject(server_cmd(e.rc, "DEL t:{ff}:payload"));
     freeReplyObject(server_cmd(e.rc, "RENAME t:{ff}:saved t:{ff}:payload"));
-    for (k = 0; k < 500 && x.handled_x < 1; k++) loop_for(e.base, 10);
+    for (int k = 0; k < 500 && x.handled_x < 1; k++) loop_for(e.base, 10);
     ASSERT_EQ(1, x.handled_x);
     ASSERT_EQ(1, x.attempt_x); /* the refused read spent no attempt */
     ASSERT_EQ((long)sizeof big - 1, x.len_x);
     /* its completion answered (freeing the client first would cancel it) */
-    for (k = 0; k < 500 && x.completed < 2; k++) loop_for(e.base, 10);
+    for (int k = 0; k < 500 && x.completed < 2; k++) loop_for(e.base, 10);
     ASSERT_EQ(2, x.completed);
     env_stop_proxied(&e, &p);
 }
@@ -441,7 +480,7 @@ TEST(requests_made_while_the_output_is_full_wait_in_order) {
     for (int b = 0; b < BATCHES; b++)
         ASSERT_OK(rjq_enqueue_batch(e.q, batches.items[b], JOBS, room_cb, &x));
     ASSERT_OK(rjq_enqueue(e.q, "last", 4, NULL, on_enqueue_wait, &last));
-    loop_for(e.base, 300); /* the sockets take what they can */
+    ASSERT(loop_until_cond(e.base, two_wait_for_room, e.c, 10000)); /* the sockets took what they can */
     /* hiredis holds at most one batch past the 1 MiB mark; the rest wait */
     size_t out = sdslen(e.c->cmd.ac->c.obuf);
     ASSERT(out <= (1u << 20) + (size_t)JOBS * SIZE + (64u << 10)); /* (framing) */
@@ -483,8 +522,7 @@ TEST(requests_waiting_for_room_keep_their_order_through_a_reconnect) {
     ASSERT_EQ(0, kill(e.s.pid, SIGSTOP));
     for (int b = 0; b < BATCHES; b++)
         ASSERT_OK(rjq_enqueue_batch(e.q, batches.items[b], JOBS, room_cb, &x));
-    loop_for(e.base, 300);
-    ASSERT(e.c->room.n >= 2);
+    ASSERT(loop_until_cond(e.base, two_wait_for_room, e.c, 10000));
     ASSERT_EQ(0, kill(e.s.pid, SIGKILL)); /* what it read goes with it */
     server_restart(&e.s, NULL);
     redisFree(e.rc);
@@ -519,8 +557,7 @@ TEST(requests_waiting_for_room_go_when_the_output_is_written) {
     proxy_hold(&p, 1); /* replies wait in the proxy */
     for (int b = 0; b < BATCHES; b++)
         ASSERT_OK(rjq_enqueue_batch(e.q, batches.items[b], JOBS, room_cb, &x));
-    for (int k = 0; k < 500 && server_int(e.rc, "LLEN t:{drained}:ready") < BATCHES * JOBS; k++)
-        loop_for(e.base, 10);
+    loop_until_server_int(e.base, e.rc, BATCHES * JOBS, 5000, "LLEN t:{drained}:ready");
     ASSERT_EQ(BATCHES * JOBS, server_int(e.rc, "LLEN t:{drained}:ready")); /* all ran */
     ASSERT_EQ(0, x.calls);
     char got[256];
@@ -545,6 +582,19 @@ static void busy_cb(rjq_client *c, int status, const rjq_enqueued *jobs, size_t 
     busy_calls++;
 }
 
+static int server_busy(void *rc) {
+    redisReply *r = redisCommand(rc, "PING");
+    int busy = r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "BUSY", 4) == 0;
+    freeReplyObject(r);
+    return busy;
+}
+
+/* Every request of c waits for its next try (at least n), none in flight. */
+static int all_wait_to_retry(void *arg) {
+    sent_poll *p = arg;
+    return p->c->later.n >= p->n && p->c->inflight.n == 0 && p->c->room.n == 0;
+}
+
 TEST(requests_waiting_for_room_keep_their_order_through_busy_retries) {
     test_env e;
     env_start(&e, "busy");
@@ -558,24 +608,18 @@ TEST(requests_waiting_for_room_keep_their_order_through_busy_retries) {
         freeReplyObject(redisCommand(x, "EVAL %s 0", "while true do end"));
         _exit(0);
     }
-    int busy = 0;
-    for (int k = 0; k < 500 && !busy; k++) {
-        redisReply *r = redisCommand(e.rc, "PING");
-        busy = r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "BUSY", 4) == 0;
-        freeReplyObject(r);
-        if (!busy) loop_for(e.base, 10);
-    }
-    ASSERT(busy);
+    ASSERT(loop_until_cond(e.base, server_busy, e.rc, 10000));
     ASSERT_EQ(0, kill(e.s.pid, SIGSTOP)); /* so the output fills */
     rjq_job_options ao = {.id = "a"}, no = {.id = "n"};
     ASSERT_OK(rjq_enqueue(e.q, "a", 1, &ao, busy_cb, NULL));
-    loop_for(e.base, 5);
+    sent_poll sent = {e.c, 1}; /* each request goes out (or waits for room) on its own */
+    ASSERT(loop_until_cond(e.base, requests_sent, &sent, 10000));
     for (int b = 0; b < BATCHES; b++) {
         ASSERT_OK(rjq_enqueue_batch(e.q, batches.items[b], JOBS, busy_cb, NULL));
-        loop_for(e.base, 5);
+        sent.n++;
+        ASSERT(loop_until_cond(e.base, requests_sent, &sent, 10000));
     }
-    loop_for(e.base, 100);
-    ASSERT(e.c->room.n >= 2);
+    ASSERT(loop_until_cond(e.base, two_wait_for_room, e.c, 10000));
     ASSERT_EQ(0, kill(e.s.pid, SIGCONT)); /* BUSY answers: tried again later */
     /* "a" was answered BUSY: a new request now waits behind it, and the
      * batches (in flight, or waiting for room) must not overtake one
@@ -587,10 +631,8 @@ TEST(requests_waiting_for_room_keep_their_order_through_busy_retries) {
      * flight: ended while some were (pipelined behind one answered BUSY),
      * those would land before the one answered BUSY, by the server's
      * order, not the client's. */
-    for (int i = 0; i < 5000 && !(e.c->later.n >= BATCHES + 2 && e.c->inflight.n == 0 &&
-                                  e.c->room.n == 0);
-         i++)
-        loop_for(e.base, 1);
+    sent_poll retrying = {e.c, BATCHES + 2};
+    loop_until_cond(e.base, all_wait_to_retry, &retrying, 10000);
     ASSERT(e.c->later.n >= BATCHES + 2);
     ASSERT_EQ(0, e.c->inflight.n);
     ASSERT_EQ(0, e.c->room.n);
@@ -634,9 +676,13 @@ static void huge_event(rjq_client *c, rjq_event ev, int conn, const char *detail
 }
 
 /* Run the loop until x's job completed, or a connection dropped. */
+static int completed_or_dropped(void *arg) {
+    huge_ctx *x = arg;
+    return x->completed >= 1 || x->drops[0] || x->drops[1];
+}
+
 static void wait_completed_or_dropped(struct event_base *base, huge_ctx *x) {
-    for (int k = 0; k < 3000 && x->completed < 1 && !x->drops[0] && !x->drops[1]; k++)
-        loop_for(base, 10);
+    loop_until_cond(base, completed_or_dropped, x, 30000);
 }
 
 /* Enqueue one job of x's length, every byte x's fill, with id `id` (none
@@ -748,19 +794,29 @@ static char read_token[64]; /* the token the job of the test below ran with */
 
 /* The token queue's job "big" was first made active with (its state
  * "active <attempt> <token>"), once it is. */
+typedef struct token_poll {
+    test_env *e;
+    const char *queue;
+    char *out;
+    size_t cap;
+} token_poll;
+
+static int read_first_token(void *arg) {
+    token_poll *p = arg;
+    redisReply *r = server_cmd(p->e->rc, "HGET t:{%s}:state big", p->queue);
+    if (r->type == REDIS_REPLY_STRING && strncmp(r->str, "active 1 ", 9) == 0) {
+        /* "active <attempt> <token> @<enqueued>,<start>,<end>": the token */
+        size_t n = strcspn(r->str + 9, " ");
+        snprintf(p->out, p->cap, "%.*s", (int)n, r->str + 9);
+    }
+    freeReplyObject(r);
+    return p->out[0] != '\0';
+}
+
 static void first_token(test_env *e, const char *queue, char *out, size_t cap) {
     out[0] = '\0';
-    for (int k = 0; k < 500 && out[0] == '\0'; k++) {
-        redisReply *r = server_cmd(e->rc, "HGET t:{%s}:state big", queue);
-        if (r->type == REDIS_REPLY_STRING && strncmp(r->str, "active 1 ", 9) == 0) {
-            /* "active <attempt> <token> @<enqueued>,<start>,<end>": the token */
-            size_t n = strcspn(r->str + 9, " ");
-            snprintf(out, cap, "%.*s", (int)n, r->str + 9);
-        }
-        freeReplyObject(r);
-        if (out[0] == '\0') loop_for(e->base, 10);
-    }
-    ASSERT(out[0] != '\0');
+    token_poll p = {e, queue, out, cap};
+    ASSERT(loop_until_cond(e->base, read_first_token, &p, 30000)); /* (the enqueue itself trickles through the proxy) */
 }
 
 /* x's job ran once, whole, under token tok, and nothing is left. */
@@ -910,6 +966,12 @@ TEST(payload_too_big_to_push_goes_as_its_id_and_the_worker_reads_it) {
 
 enum { MANY_JOBS = 64, MANY_SIZE = 12 << 10 }; /* 768 KiB in all */
 
+/* All of many jobs completed, or the subscriber connection dropped. */
+static int many_completed_or_dropped(void *arg) {
+    huge_ctx *x = arg;
+    return x->completed >= MANY_JOBS || x->drops[RJQ_CONN_SUBSCRIBER];
+}
+
 static void many_handler(rjq_job *job, void *data) {
     huge_ctx *x = data;
     size_t len;
@@ -940,8 +1002,7 @@ TEST(one_push_carries_a_bounded_amount_of_payloads) {
         items[i] = (rjq_enqueue_item){payloads[i], MANY_SIZE, &jo[i]};
     }
     ASSERT_OK(rjq_enqueue_batch(e.q, items, MANY_JOBS, NULL, NULL));
-    for (int k = 0; k < 3000 && x.completed < MANY_JOBS && !x.drops[RJQ_CONN_SUBSCRIBER]; k++)
-        loop_for(e.base, 10);
+    loop_until_cond(e.base, many_completed_or_dropped, &x, 30000);
     ASSERT_EQ(0, x.drops[RJQ_CONN_SUBSCRIBER]);
     ASSERT_EQ(0, server_info_number(e.rc, "stats", "client_output_buffer_limit_disconnections:"));
     ASSERT_EQ(MANY_JOBS, x.completed);

@@ -132,14 +132,14 @@ static void free_client_during_disconnect(int mode) {
 
     kill(s.pid, SIGSTOP); /* the request below goes out and stays unanswered */
     ASSERT_OK(rjq_queue_stats(q, disc_on_stats, NULL));
-    loop_for(base, 100);
+    quiet_for(base, 100, "the server is stopped: no answer can mark that the request went out");
     ASSERT_EQ(0, disc_stats_calls);
     server_kill_now(&s); /* the connections drop with the request in flight */
 
     ASSERT(loop_until(base, &disc_freed, 5000));
     ASSERT_EQ(1, disc_stats_calls);
     ASSERT(disc_stats_status == RJQ_ECONN || disc_stats_status == RJQ_ECANCELED);
-    loop_for(base, 100); /* nothing of the client may run any more */
+    ASSERT(loop_until_empty(base, 10000)); /* nothing of the client may run any more */
     ASSERT_EQ(1, disc_stats_calls);
     event_base_free(base);
     server_stop(&s);
@@ -170,7 +170,7 @@ static void mon_cb(rjq_client *c, const char *event, const char *id, void *data)
 static void until_monitor_event(struct event_base *base, rjq_queue *q) {
     for (int i = 0; i < 50 && !mon_seen; i++) {
         ASSERT_OK(rjq_enqueue(q, "m", 1, NULL, NULL, NULL));
-        loop_for(base, 100);
+        loop_until(base, &mon_seen, 100); /* (its subscription may come later) */
     }
     ASSERT(mon_seen > 0);
 }
@@ -196,7 +196,7 @@ TEST(free_client_with_live_monitor_is_safe) {
             mon_free_in_cb = 1;
             until_monitor_event(base, q); /* frees the client */
         }
-        loop_for(base, 50);
+        ASSERT(loop_until_empty(base, 10000)); /* nothing of the client runs any more */
     }
     event_base_free(base);
     server_stop_guarded(&s);
@@ -237,7 +237,7 @@ TEST(await_cancel_callback_freeing_client_is_safe) {
     e.c = NULL;                     /* acancel_cb freed it */
     ASSERT_EQ(1, acancel_calls);
     ASSERT_EQ(RJQ_ECANCELED, acancel_status);
-    loop_for(e.base, 50);
+    ASSERT(loop_until_empty(e.base, 10000)); /* the client's all gone */
     ASSERT_EQ(1, acancel_calls);
     env_stop(&e);
 }
@@ -302,7 +302,7 @@ TEST(unix_socket_missing_fails_requests_and_defers_events) {
     usock_in_new = 0;
     ASSERT_EQ(0, usock_events_in_new);
     ASSERT(loop_until(base, &usock_freed, 5000));
-    loop_for(base, 100);
+    ASSERT(loop_until_empty(base, 10000)); /* nothing of it runs any more */
 
     event_base_free(base);
     ASSERT(rmdir(dir) == 0);
@@ -369,7 +369,7 @@ TEST(finish_job_during_client_free_returns_eclosed_without_leak) {
     ASSERT_EQ(1, fin_stats_cb);
     ASSERT_EQ(RJQ_ECLOSED, fin_complete_rc);
     ASSERT_EQ(RJQ_ECLOSED, fin_fail_rc);
-    loop_for(e.base, 50);
+    ASSERT(loop_until_empty(e.base, 10000)); /* all of the client that could run ran */
     ASSERT_EQ(0, fin_done_calls);
     env_stop(&e);
 }
@@ -460,19 +460,26 @@ TEST(doorbell_heard_while_claim_in_flight_is_not_lost) {
 
     proxy_hold(&p, 1);
     /* Each finished job frees a slot that its queue tick claims at once:
-     * two claims in flight, in separate ticks. */
+     * two claims in flight, in separate ticks.
+     * (Waited for as run in Redis: its completion and its claim.) */
+    long long calls = server_script_calls(e.rc);
     ASSERT_OK(rjq_job_complete(bell_held[0], "", 0, NULL, NULL));
-    loop_for(e.base, 30);
+    calls += 2;
+    ASSERT(loop_until_script_calls(e.base, e.rc, calls, 10000));
     ASSERT_OK(rjq_job_complete(bell_held[1], "", 0, NULL, NULL));
-    loop_for(e.base, 30);
+    calls += 2;
+    ASSERT(loop_until_script_calls(e.base, e.rc, calls, 10000));
     /* Sent behind both claims on the same connection: they ran first and
      * found nothing; this replay rings the doorbell. */
     ASSERT_OK(rjq_queue_replay(e.q, "late", 0, bell_replayed, NULL));
-    loop_for(e.base, 30);
+    calls += 1;
+    ASSERT(loop_until_script_calls(e.base, e.rc, calls, 10000));
     ASSERT(bell_mark(e.base, marker, "after")); /* the doorbell has been heard */
-    /* Its tick runs claim() with both claims in flight: nothing is sent. */
+    calls = server_script_calls(e.rc);
+    /* Its tick runs claim() with both claims in flight: nothing is sent
+     * (its completion runs in Redis once the tick ran). */
     ASSERT_OK(rjq_job_complete(bell_held[2], "", 0, NULL, NULL));
-    loop_for(e.base, 30);
+    ASSERT(loop_until_script_calls(e.base, e.rc, calls + 1, 10000));
     ASSERT_EQ(0, bell_late);
     proxy_hold(&p, 0); /* the empty claims come back */
 
@@ -608,7 +615,8 @@ TEST(stale_outcomes_do_not_pile_up_while_enqueues_are_in_flight) {
         freeReplyObject(r);
     }
     for (int i = 0; i < 300 && aw_inspect(c).early < 1024; i++) loop_for(e.base, 10);
-    loop_for(e.base, 100); /* anything still coming */
+    quiet_for(e.base, 100, "anything still coming: the table is full, so a marker message "
+                           "would be dropped as well; nothing marks the last one read");
     ASSERT_EQ(1024, aw_inspect(c).early);
 
     proxy_hold(&p, 0);
@@ -803,9 +811,10 @@ TEST(enqueue_batches_are_capped_by_bytes) {
     long long execs = server_calls(e.rc, "exec");
     ASSERT_OK(rjq_enqueue_batch(fresh, items, 6, capped_cb, NULL));
     ASSERT(loop_until_count(e.base, &capped_ok, JOBS + 6, 10000));
-    loop_for(e.base, 200);
     /* the two calls, then the reserve.lua call its landing asks for */
-    ASSERT_EQ(3, server_calls(e.rc, "fcall") + server_calls(e.rc, "evalsha") - before);
+    ASSERT(loop_until_script_calls(e.base, e.rc, before + 3, 10000));
+    ASSERT_OK(stats_of(e.base, fresh).status); /* (a round trip: a fourth would have run) */
+    ASSERT_EQ(3, server_script_calls(e.rc) - before - 1); /* (- the stats' own: stats.lua) */
     ASSERT_EQ(1, server_calls(e.rc, "exec") - execs);
     ASSERT_EQ(JOBS + 6, server_int(e.rc, "HLEN t:{capped}:payload"));
     free(payload);
@@ -926,12 +935,12 @@ TEST(monitor_stopped_from_a_teardown_callback_is_still_there) {
         if (round == 0) { /* the worker's stop callback stops the monitor */
             ASSERT_OK(rjq_worker_start(e.q, &wo, td_handler, NULL, &w));
             ASSERT_OK(rjq_queue_monitor(e.q, td_monitor_cb, NULL, &td_monitor));
-            loop_for(e.base, 50);
+            ASSERT(loop_until_numsub(e.base, e.rc, "t:{td}:events", 1, 10000)); /* in place */
             ASSERT_OK(rjq_worker_stop(w, td_stopped, NULL));
         } else { /* an await registered before the monitor stops it */
             ASSERT_OK(rjq_enqueue_await(e.q, "x", 1, NULL, NULL, td_await_cb, NULL, NULL));
             ASSERT_OK(rjq_queue_monitor(e.q, td_monitor_cb, NULL, &td_monitor));
-            loop_for(e.base, 50);
+            ASSERT(loop_until_numsub(e.base, e.rc, "t:{td}:events", 1, 10000)); /* in place */
         }
         rjq_client_free(e.c); /* the stop is still in flight: cancelled */
         e.c = NULL;
@@ -999,9 +1008,7 @@ TEST(enqueue_with_an_id_whose_reply_was_lost_is_sent_again) {
     jo.id = "keep";
     ASSERT_OK(rjq_enqueue(e.q, "x", 1, &jo, on_lost_enq, &with_id));
     ASSERT_OK(rjq_enqueue(e.q, "y", 1, NULL, on_lost_enq, &without));
-    for (int i = 0; i < 500 && server_int(e.rc, "LLEN t:{lostreply}:ready") < 2; i++)
-        loop_for(e.base, 10);
-    ASSERT_EQ(2, server_int(e.rc, "LLEN t:{lostreply}:ready")); /* both ran */
+    ASSERT(loop_until_server_int(e.base, e.rc, 2, 5000, "LLEN t:{lostreply}:ready")); /* both ran */
 
     kill_command_connection(e.rc, "rjq");
     ASSERT(loop_until(e.base, &lost_down, 5000)); /* the held replies died with it */
@@ -1014,7 +1021,7 @@ TEST(enqueue_with_an_id_whose_reply_was_lost_is_sent_again) {
     ASSERT_EQ(1, without.calls);
     ASSERT_EQ(RJQ_ECONN, without.status);
     ASSERT_EQ(2, server_int(e.rc, "LLEN t:{lostreply}:ready")); /* nothing written twice */
-    loop_for(e.base, 100);
+    ASSERT_OK(stats_of(e.base, e.q).status); /* a round trip: a second answer would be in */
     ASSERT_EQ(1, with_id.calls);
 
     env_stop_proxied(&e, &p);
@@ -1060,9 +1067,7 @@ TEST(batch_of_several_calls_whose_reply_was_lost_is_sent_again_whole) {
     proxy_hold(&p, 1); /* the replies will wait in the proxy */
     ASSERT_OK(rjq_enqueue_batch(e.q, with, N, on_lost_batch, &a));
     ASSERT_OK(rjq_enqueue_batch(e.q, without, N, on_lost_batch, &b));
-    for (int i = 0; i < 500 && server_int(e.rc, "LLEN t:{lostbatch}:ready") < 2 * N; i++)
-        loop_for(e.base, 10);
-    ASSERT_EQ(2 * N, server_int(e.rc, "LLEN t:{lostbatch}:ready")); /* both ran */
+    ASSERT(loop_until_server_int(e.base, e.rc, 2 * N, 5000, "LLEN t:{lostbatch}:ready")); /* both ran */
 
     kill_command_connection(e.rc, "rjq");
     ASSERT(loop_until(e.base, &lost_down, 5000)); /* the held replies died with it */
@@ -1105,7 +1110,7 @@ TEST(claim_arriving_after_stop_hands_its_jobs_back) {
     ASSERT_OK(rjq_enqueue(e.q, "x", 1, &jo, NULL, NULL));
     jo.id = "l2";
     ASSERT_OK(rjq_enqueue(e.q, "x", 1, &jo, NULL, NULL));
-    loop_for(e.base, 100);
+    ASSERT(loop_until_server_int(e.base, e.rc, 2, 5000, "LLEN t:{late}:ready"));
     proxy_hold(&p, 1); /* the claim runs in Redis; its reply waits */
     rjq_worker *w;
     rjq_worker_options wo = quiet_worker_options(2);
@@ -1176,6 +1181,11 @@ static void ls_handler(rjq_job *job, void *data) {
     ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));
 }
 
+static int ls_claims_ran(void *rc) {
+    return ls.calls == 4 && server_active_jobs(rc, "lock") == 4 &&
+           server_int(rc, "LLEN t:{lock}:ready") == 4;
+}
+
 TEST(claim_replies_read_together_do_not_wait_for_each_other) {
     test_env e;
     proxy p;
@@ -1193,10 +1203,7 @@ TEST(claim_replies_read_together_do_not_wait_for_each_other) {
      * worker ran the first claim's four, and Redis has 4 active (the
      * second claims' jobs) and 4 ready (8 claimed), not merely the first
      * claim's 4 active, whose reply may not have reached the worker yet. */
-    for (int i = 0; i < 2000 && !(ls.calls == 4 && server_active_jobs(e.rc, "lock") == 4 &&
-                                  server_int(e.rc, "LLEN t:{lock}:ready") == 4);
-         i++)
-        loop_for(e.base, 10);
+    ASSERT(loop_until_cond(e.base, ls_claims_ran, e.rc, 20000));
     ASSERT_EQ(4, ls.calls);
     ASSERT_EQ(4, server_active_jobs(e.rc, "lock"));
     ASSERT_EQ(4, server_int(e.rc, "LLEN t:{lock}:ready"));
@@ -1248,7 +1255,7 @@ TEST(completion_before_a_free_from_a_handler_is_cancelled_on_a_hungry_worker) {
     ASSERT_OK(rjq_worker_start(e.q, &wo, fh_handler, NULL, &w));
     ASSERT(loop_until(e.base, &fh.done, 5000));
     e.c = NULL; /* freed by the handler */
-    loop_for(e.base, 100);
+    ASSERT(loop_until_empty(e.base, 10000)); /* all of it that could run ran */
     ASSERT_EQ(1, fh.done);
     ASSERT_EQ(RJQ_ECANCELED, fh.status);
     env_stop(&e);

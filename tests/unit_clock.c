@@ -5,8 +5,14 @@
  * timeouts over minutes of virtual time run in microseconds, and their
  * delays are checked exactly, which no test on the wall clock can do.
  * The host name never resolves (the loop's resolve fails it, or never
- * answers): no socket is opened. The command timeout needs a session: a
- * private redis-server, its I/O on libevent, the timers still virtual.
+ * answers): no socket is opened. The command timeout, the resend backoff
+ * of a transient error, the liveness beat and the idle probes need a
+ * session: a private redis-server, its I/O on libevent, the timers still
+ * virtual.
+ * What runs on the server's clock (TIME inside the scripts: leases and
+ * their expiry, job timeouts, delays and retry backoff, cron firing, rate
+ * limit windows, dedup and retention) cannot take the client's clock; the
+ * schedules here are the client's own.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +23,7 @@
 #include <hiredis/adapters/libevent.h>
 
 #include "core.h"
+#include "core_private.h" /* white-box: the requests in flight */
 #include "harness.h"
 #include "rjq.h"
 #include "server.h"
@@ -335,4 +342,145 @@ TEST(a_write_a_replica_refuses_is_sent_again_with_backoff_for_a_minute_then_fail
     redisFree(rc);
     server_stop_guarded(&s);
     rjq__clock_set(NULL);
+}
+
+/* ---- the liveness beat and the idle probes: client timers, virtual time ---- */
+
+/* I/O until every request the client sent has been answered (real time;
+ * the virtual clock stands still): what a timer sent has run in Redis. */
+static void settle(struct event_base *base, rjq_client *c) {
+    double end = mono_ms() + 30000;
+    do {
+        ASSERT(mono_ms() < end);
+        io(base, c);
+    } while (c->inflight.n > 0 || c->backlog.n > 0 || c->later.n > 0);
+}
+
+/* A client on a private server with virtual timers, connected and settled. */
+static rjq_client *virtual_io_client(struct event_base *base, const test_server *s, long liveness_ms,
+                                     long ping_interval_ms, long command_timeout_ms) {
+    rjq__clock_set(virtual_clock);
+    armed_ms = -1;
+    rjq_client_options o = client_options(s->url);
+    o.liveness_ms = liveness_ms;
+    o.ping_interval_ms = ping_interval_ms;
+    o.command_timeout_ms = command_timeout_ms;
+    rjq_client *c = NULL;
+    ASSERT_OK(rjq_client_new(&c, &o, &io_ops, base));
+    double end = mono_ms() + 30000;
+    while (!rjq_client_connected(c)) {
+        ASSERT(mono_ms() < end);
+        io(base, c);
+    }
+    settle(base, c);
+    return c;
+}
+
+static void noop_handler(rjq_job *job, void *data) {
+    (void)job, (void)data;
+}
+
+/* Run virtual time for span ms, timer by timer, each one's requests
+ * answered before the next; record when (virtual) the server's count of
+ * `command` rose (one a timer at most: asserted). Returns how many. */
+static int times_of(struct event_base *base, rjq_client *c, redisContext *rc, const char *command,
+                    uint64_t span, uint64_t *at, int max) {
+    int n = 0;
+    uint64_t end = vnow + span;
+    long long seen = server_calls(rc, command);
+    while (vnow < end) {
+        double guard = mono_ms() + 30000;
+        while (armed_ms < 0) { /* (a timer is always armed: the beat, the watchdog) */
+            ASSERT(mono_ms() < guard);
+            io(base, c);
+        }
+        step(c);
+        settle(base, c);
+        long long now = server_calls(rc, command);
+        ASSERT(now - seen <= 1);
+        if (now > seen && n < max) at[n++] = vnow;
+        seen = now;
+    }
+    return n;
+}
+
+/* The gaps between the times at[0..n-1] are all `gap`. */
+static void assert_every(const uint64_t *at, int n, uint64_t gap, const char *what) {
+    for (int k = 1; k < n; k++)
+        if (at[k] - at[k - 1] != gap)
+            FAIL_AT(__FILE__, __LINE__, "%s %d came %llu ms after the one before, not %llu", what,
+                    k + 1, (unsigned long long)(at[k] - at[k - 1]), (unsigned long long)gap);
+}
+
+TEST(a_client_with_workers_beats_every_third_of_its_liveness_time_at_most_every_second) {
+    const long liveness[2] = {1500, 9000}; /* beats every 500 ms, then every 1000 (the cap) */
+    const uint64_t gap[2] = {500, 1000};
+    for (int i = 0; i < 2; i++) {
+        test_server s;
+        server_start_guarded(&s, NULL);
+        redisContext *rc = server_connect(&s);
+        struct event_base *base = event_base_new();
+        ASSERT(base != NULL);
+        /* no watchdog, no probe: the beat is the client's only timer but the
+         * worker's own, a minute and more away */
+        rjq_client *c = virtual_io_client(base, &s, liveness[i], -1, -1);
+        rjq_worker_options wo = {0};
+        wo.concurrency = 1;
+        wo.poll_ms = 600000;
+        wo.reclaim_ms = 600000;
+        rjq_worker *w = NULL;
+        ASSERT_OK(rjq_worker_start(queue_for(c, "lb"), &wo, noop_handler, NULL, &w));
+        settle(base, c);
+        uint64_t at[64];
+        /* the beat is the only script called: one call a beat */
+        int n = times_of(base, c, rc, "fcall", 20 * gap[i], at, 64);
+        if (n < 19 || n > 21) FAIL_AT(__FILE__, __LINE__, "%d beats in %llu ms", n, 20 * (unsigned long long)gap[i]);
+        assert_every(at, n, gap[i], "beat");
+        rjq_client_free(c);
+        event_base_free(base);
+        redisFree(rc);
+        server_stop_guarded(&s);
+        rjq__clock_set(NULL);
+    }
+}
+
+/* The gaps between the times at[0..n-1] are within [lo, hi]. */
+static void assert_gaps_within(const uint64_t *at, int n, uint64_t lo, uint64_t hi, const char *what) {
+    for (int k = 1; k < n; k++)
+        if (at[k] - at[k - 1] < lo || at[k] - at[k - 1] > hi)
+            FAIL_AT(__FILE__, __LINE__, "%s %d came %llu ms after the one before, not in [%llu, %llu]",
+                    what, k + 1, (unsigned long long)(at[k] - at[k - 1]), (unsigned long long)lo,
+                    (unsigned long long)hi);
+}
+
+/* An idle client (no workers: no beat; nothing to read) sends TIME on its
+ * command connection and PUBLISHes a probe to its subscriber every
+ * ping_interval_ms, as the watchdog sees it: it looks every quarter of
+ * the command timeout or of the ping interval, at most every second, and
+ * a probe goes at the first look at least ping_interval_ms after the
+ * connection last had I/O (a look later at most). */
+TEST(an_idle_client_probes_its_connections_every_ping_interval) {
+    const long ping[2] = {3000, 2500};
+    for (int i = 0; i < 2; i++) {
+        test_server s;
+        server_start_guarded(&s, NULL);
+        redisContext *rc = server_connect(&s);
+        struct event_base *base = event_base_new();
+        ASSERT(base != NULL);
+        rjq_client *c = virtual_io_client(base, &s, -1, ping[i], 4000);
+        uint64_t at[64];
+        uint64_t look = (uint64_t)(ping[i] / 4 < 1000 ? ping[i] / 4 : 1000); /* (4000 / 4: 1000) */
+        uint64_t lo = (uint64_t)ping[i], hi = (uint64_t)ping[i] + look - 1;
+        int n = times_of(base, c, rc, "time", 30000, at, 64);
+        if (n < 30000 / (int)hi || n > 30000 / (int)lo + 1) FAIL_AT(__FILE__, __LINE__, "%d pings", n);
+        assert_gaps_within(at, n, lo, hi, "TIME");
+        n = times_of(base, c, rc, "publish", 30000, at, 64);
+        if (n < 30000 / (int)hi || n > 30000 / (int)lo + 1) FAIL_AT(__FILE__, __LINE__, "%d probes", n);
+        assert_gaps_within(at, n, lo, hi, "probe");
+        rjq_client_free(c);
+        event_base_free(base);
+        redisFree(rc);
+        server_stop_guarded(&s);
+        rjq__clock_set(NULL);
+    }
 }

@@ -300,5 +300,5 @@ void *rjq_client_data(const rjq_client *c) {
 }
 
 int rjq_client_connected(const rjq_client *c) {
-    return c->cmd.ready;
+    return rjq__conn_ready(&c->cmd);
 }

@@ -45,14 +45,43 @@ typedef struct rjq__conn_hooks {
     void (*down)(rjq__conn *conn, int fail, const char *why);
 } rjq__conn_hooks;
 
+/* A connection's (a node link's) state: one value, changed only by
+ * conn.c's link_enter, which asserts the edge (docs/cluster.md 3.2):
+ *   IDLE       -> RESOLVING, CONNECTING, BACKOFF (a connect that failed at once)
+ *   RESOLVING  -> CONNECTING, BACKOFF
+ *   CONNECTING -> SETUP, BACKOFF
+ *   SETUP      -> READY, BACKOFF
+ *   READY      -> BACKOFF
+ *   BACKOFF    -> RESOLVING, CONNECTING, BACKOFF (the next address, a failure reported late)
+ *   any        -> RETIRED (closed: the client goes, or the node left the table)
+ */
+typedef enum rjq__link_state {
+    RJQ__LINK_IDLE,       /* made, never started: no socket */
+    RJQ__LINK_RESOLVING,  /* a host name lookup (or the sentinels' answer) in flight */
+    RJQ__LINK_CONNECTING, /* TCP (and TLS) connect in flight, connect timer armed */
+    RJQ__LINK_SETUP,      /* connected; set-up replies (AUTH, HELLO, SETNAME, ...) pending */
+    RJQ__LINK_READY,      /* the session is set: requests flow */
+    RJQ__LINK_BACKOFF,    /* no context; the timer does what `backoff` says */
+    RJQ__LINK_RETIRED,    /* closed: nothing more happens on it */
+} rjq__link_state;
+
+/* Why a link is in BACKOFF: what its timer will do. */
+typedef enum rjq__backoff_why {
+    RJQ__BACKOFF_LOST,       /* lost (or never up): reconnect after the backoff */
+    RJQ__BACKOFF_TIMED_OUT,  /* the same, dropped for want of a reply (liveness.c):
+                                its requests in flight end with RJQ_ETIMEDOUT */
+    RJQ__BACKOFF_NEXT_ADDR,  /* an address failed: try the next one now */
+    RJQ__BACKOFF_FAILED_NOW, /* a connect failed synchronously: report it from the timer */
+} rjq__backoff_why;
+
 struct rjq__conn {
     rjq_client *c;
     int kind;                 /* RJQ_CONN_COMMAND or RJQ_CONN_SUBSCRIBER */
     const rjq__conn_hooks *hooks;
-    redisAsyncContext *ac;    /* NULL while down */
-    int connected;            /* TCP connect finished */
-    int ready;                /* session set-up replies all arrived */
-    int setup_pending;        /* set-up replies still expected */
+    rjq__link_state state;    /* link_enter (conn.c) is the one place it changes */
+    rjq__backoff_why backoff; /* in BACKOFF: why, and what the timer does */
+    redisAsyncContext *ac;    /* NULL unless CONNECTING, SETUP or READY */
+    int setup_pending;        /* in SETUP (and CONNECTING): set-up replies still expected */
     int failures;             /* consecutive failed attempts, for backoff */
     uint64_t last_io_ms;      /* when the context last gave us a reply */
     /* a reply arriving (liveness.c): the reader's state when last looked
@@ -60,25 +89,41 @@ struct rjq__conn {
     size_t rx_len, rx_pos;
     uint64_t rx_ms;
     uint64_t ready_ms;        /* when its session was last set */
-    int timed_out;            /* dropped for want of a reply (liveness.c) */
-    rjq__timer timer;         /* connect and set-up timeout, or reconnect delay */
-    int timer_is_reconnect;
+    rjq__timer timer;         /* connect and set-up timeout, or what BACKOFF says */
     char failed_now[RJQ__ERRMSG_MAX]; /* a connect that failed synchronously, to report */
     void *tls_session;        /* the context's TLS session (tls.c); NULL: plain */
     /* a host name's addresses, resolved again for every attempt */
-    int resolving;            /* a lookup is pending (its handle: lookup) */
-    int resolve_inside;       /* inside the glue's resolve hook */
-    void *lookup;
+    int resolve_inside;       /* a call marker, not a state: inside the glue's resolve hook */
+    void *lookup;             /* RESOLVING: the lookup's handle */
     char **addrs;             /* this attempt's addresses, tried in turn */
     size_t naddrs, next_addr;
-    int addr_port;            /* their port (Sentinel); 0: the URL's */
-    int try_next;             /* the timer tries addrs[next_addr] */
+    int addr_port;            /* their port (Sentinel, a cluster node); 0: the URL's */
+    /* where it goes: a node of a cluster (route.c); NULL: the URL's host
+     * (or its seed list, tried in turn from `seed`) */
+    char *host;
+    int port, numeric;
+    size_t seed;              /* the URL's seed this attempt goes to */
+    int want_port;            /* the port of the host being resolved; 0: the URL's */
 };
+
+/* The session is set: requests may be sent. */
+static inline int rjq__conn_ready(const rjq__conn *conn) {
+    return conn->state == RJQ__LINK_READY;
+}
+/* It went down for want of a reply (its requests end with RJQ_ETIMEDOUT). */
+static inline int rjq__conn_timed_out(const rjq__conn *conn) {
+    return conn->state == RJQ__LINK_BACKOFF && conn->backoff == RJQ__BACKOFF_TIMED_OUT;
+}
 
 /* The reply to one set-up step (NULL never: a lost context ends it). */
 typedef void rjq__step_fn(rjq__conn *conn, redisReply *reply, void *arg);
 
 int rjq__conn_init(rjq_client *c, rjq__conn *conn, int kind, const rjq__conn_hooks *hooks);
+/* Aim a connection not started yet at host:port (a cluster node) instead
+ * of the URL's host. RJQ_OK or RJQ_ENOMEM. */
+int rjq__conn_aim(rjq__conn *conn, const char *host, int port, int numeric);
+/* The address of the server it is connected (or connecting) to, or NULL. */
+const char *rjq__conn_address(const rjq__conn *conn);
 void rjq__conn_start(rjq__conn *conn);
 /* Send one session set-up step on the new context (from the setup hook or
  * from a step's reply): the session is ready when every step is answered. */
@@ -97,6 +142,9 @@ void rjq__conn_refuse(rjq__conn *conn, int code);
 void rjq__conn_lost(rjq__conn *conn, const char *why);
 /* Drop a live context ourselves (outside or inside its callbacks). */
 void rjq__conn_drop(rjq__conn *conn, const char *why);
+/* The same for want of a reply (liveness.c): its requests in flight end
+ * with RJQ_ETIMEDOUT (rjq__conn_timed_out). */
+void rjq__conn_drop_timed_out(rjq__conn *conn, const char *why);
 /* 1 when the connection is up (or connecting) to ip:port. */
 int rjq__conn_is_at(const rjq__conn *conn, const char *ip, int port);
 /* Detach and free the context for client destruction. */

@@ -162,7 +162,7 @@ static void on_wait_timer(rjq__timer *t) {
     snprintf(n, sizeof n, "%d", c->wait_replicas);
     snprintf(ms, sizeof ms, "%ld", c->wait_timeout_ms);
     const char *argv[3] = {"WAIT", n, ms};
-    if (live && c->cmd.ac && c->cmd.ready &&
+    if (live && c->cmd.ac && rjq__conn_ready(&c->cmd) &&
         redisAsyncCommandArgv(c->cmd.ac, on_wait_reply, w, 3, argv, NULL) == REDIS_OK) {
         w->prev = NULL;
         w->next = c->sent_waits;

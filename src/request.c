@@ -104,7 +104,7 @@ void rjq__send_now(rjq_client *c) {
     /* redisBufferWrite, not redisAsyncHandleWrite (which must not run
      * inside a reply callback): an error stays in the context, and the
      * write event hiredis keeps armed while output is left finds it. */
-    if (ac && c->cmd.ready && c->cmd.tls_session == NULL && unwritten(c) > 0 && !ac->c.err)
+    if (ac && rjq__conn_ready(&c->cmd) && c->cmd.tls_session == NULL && unwritten(c) > 0 && !ac->c.err)
         (void)redisBufferWrite(&ac->c, &done);
 }
 
@@ -115,7 +115,7 @@ static void send_req(rjq_client *c, rjq__req *r) {
         rjq__req_move(c, r, REQ_LATER);
         return;
     }
-    if (ac && c->cmd.ready && (c->room.n > 0 || output_full(c))) { /* waits for room */
+    if (ac && rjq__conn_ready(&c->cmd) && (c->room.n > 0 || output_full(c))) { /* waits for room */
         rjq__req_move(c, r, REQ_ROOM);
         if (!rjq__timer_armed(&c->room_timer)) {
             c->room_poll_ms = ROOM_POLL_MS;
@@ -125,7 +125,7 @@ static void send_req(rjq_client *c, rjq__req *r) {
         return;
     }
     reformat_head(c, r);
-    if (ac && c->cmd.ready && send_formatted(ac, r) == REDIS_OK) {
+    if (ac && rjq__conn_ready(&c->cmd) && send_formatted(ac, r) == REDIS_OK) {
         r->sent_ms = rjq__now_ms();
         rjq__req_move(c, r, REQ_INFLIGHT);
         if ((r->flags & RJQ__REQ_DURABLE) && c->wait_replicas > 0) rjq__durable_join(c, r);
@@ -414,7 +414,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
          * one the reconnect's backlog would send at once. */
         if ((r->flags & RJQ__REQ_RETRY) && c->later.n > 0) rjq__req_move(c, r, REQ_LATER);
         else if (r->flags & RJQ__REQ_RETRY) rjq__req_move(c, r, REQ_BACKLOG);
-        else rjq__req_deliver(r, c, c->cmd.timed_out ? RJQ_ETIMEDOUT : RJQ_ECONN, NULL);
+        else rjq__req_deliver(r, c, rjq__conn_timed_out(&c->cmd) ? RJQ_ETIMEDOUT : RJQ_ECONN, NULL);
     } else if (rep->type == REDIS_REPLY_ERROR) {
         c->cmd.last_io_ms = rjq__now_ms();
         if (script_resent(c, r, rep->str)) {
@@ -462,14 +462,14 @@ static void flush_backlog(rjq_client *c) {
  * of a request's reply, and from the room timer (replies may be slow to
  * come: the output may be written long before). */
 static void send_room(rjq_client *c) {
-    if (c->room.n > 0 && c->cmd.ready && !output_full(c)) flush_backlog(c);
+    if (c->room.n > 0 && rjq__conn_ready(&c->cmd) && !output_full(c)) flush_backlog(c);
 }
 
 /* While nothing is written (a stopped server), it looks less often. */
 static void on_room_timer(rjq__timer *t) {
     rjq_client *c = t->owner;
     send_room(c);
-    if (c->room.n == 0 || !c->cmd.ready) return; /* (cmd_ready sends them) */
+    if (c->room.n == 0 || !rjq__conn_ready(&c->cmd)) return; /* (cmd_ready sends them) */
     size_t out = unwritten(c);
     if (out == c->room_seen) {
         c->room_poll_ms = c->room_poll_ms * 2 > ROOM_POLL_MAX_MS ? ROOM_POLL_MAX_MS

@@ -147,6 +147,7 @@ static void free_secrets(rjq_client *c) {
 }
 
 static void discard(rjq_client *c) {
+    rjq__route_free(c);
     rjq__timers_free(&c->timers);
     rjq__tls_free(c->tls);
     free_secrets(c);
@@ -228,6 +229,7 @@ static void destroy(rjq_client *c) {
     RJQ_ASSERT(c->depth == 1);
     rjq__sentinel_watch_stop(c->sentinel_watch);
     rjq__conn_close(&c->cmd);
+    rjq__route_free(c); /* (the cluster's node links) */
     rjq__conn_close(&c->sub);
     rjq__pubsub_free(c);
     rjq__timers_free(&c->timers);

@@ -123,7 +123,10 @@ static uint64_t waited_since(const rjq__conn *conn, uint64_t since) {
 }
 
 static void watch_command(rjq_client *c, uint64_t now) {
-    rjq__conn *cmd = &c->cmd;
+    /* the connection of the oldest request in flight (on a cluster, a
+     * node's), else the command connection */
+    rjq__conn *cmd = rjq__requests_oldest_link(c);
+    if (cmd == NULL) cmd = &c->cmd;
     if (c->command_timeout_ms > 0 && now > (uint64_t)c->command_timeout_ms)
         rjq__requests_expire(c, now - (uint64_t)c->command_timeout_ms);
     if (!rjq__conn_ready(cmd)) return;

@@ -31,7 +31,7 @@ objdir=$build/CMakeFiles/rjq_obj.dir/src
 ranks=(
     "timer url validate error argv resp tls cron check slot slotmap" # 0 leaves
     "runtime"                                     # 1 core: depth, timers, features
-    "conn sentinel"                               # 2 core: connections, and where the master is
+    "conn sentinel route"                         # 2 core: connections, where the master is, routing by slot
     "request reqstate scripts txn durable pubsub" # 3 core: the connections' owners
     "client liveness"                             # 4 core: the public lifetime, the watchdog
     "queue enqueue held push worker worker_state worker_stop worker_fetch worker_claim worker_group worker_wake worker_notice worker_lease worker_push reclaim upkeep job await await_table await_early monitor admin processes schedule scheduler" # 5

@@ -124,9 +124,22 @@ static rjq__conn *target_of(rjq_client *c, rjq__req *r) {
     return rjq__route_link(c, r->slot);
 }
 
+/* r goes behind the requests waiting for another try: on one server, all
+ * of them (enqueues keep their order); on a cluster, those of its own slot
+ * only (one queue's order), so a slot that migrates (TRYAGAIN until its
+ * keys have moved) holds up no other queue. */
+static int behind_later(const rjq_client *c, const rjq__req *r) {
+    if (c->later.n == 0 || c->sending_later) return 0;
+    if (rjq__route_mode(c) != RJQ__ROUTE_CLUSTER) return 1;
+    if (r->slot < 0) return 0;
+    for (const rjq__req *l = c->later.head; l; l = l->next)
+        if (l->slot == r->slot) return 1;
+    return 0;
+}
+
 static void send_req(rjq_client *c, rjq__req *r) {
     RJQ_ASSERT(r->state == REQ_NEW);
-    if (c->later.n > 0 && !c->sending_later) { /* behind those waiting for another try */
+    if (behind_later(c, r)) { /* behind those waiting for another try */
         rjq__req_move(c, r, REQ_LATER);
         return;
     }
@@ -708,17 +721,20 @@ static void fail_all_waiting(rjq_client *c, int code) {
     while ((r = rjq__reqlist_pop(&failed)) != NULL) rjq__req_deliver(r, c, code, NULL);
 }
 
-/* A cluster node's connection failed this many attempts in a row: what
- * waits for it fails as for a failed attempt on one server (until then it
- * waits for a refresh of the slot table to send it elsewhere: a failover). */
-#define NODE_ATTEMPTS_MAX 10
+/* A cluster node's connection attempt failed: what waits for it may wait
+ * this long for a refresh of the slot table to send it elsewhere (a
+ * failover: the cluster's node timeout and an election), then it fails as
+ * after a failed attempt on one server. */
+#define NODE_WAIT_MS 30000
 
 static void cmd_down(rjq__conn *conn, int fail, const char *why) {
     (void)why; /* (the errmsg has it) */
     rjq_client *c = conn->c;
     int node = conn != &c->cmd && rjq__route_mode(c) == RJQ__ROUTE_CLUSTER;
     if (fail == RJQ_EAUTH) fail_all_waiting(c, fail);
-    else if (fail && (!node || fail != RJQ_ECONN || conn->failures >= NODE_ATTEMPTS_MAX))
+    else if (fail && node && fail == RJQ_ECONN && rjq__now_ms() > NODE_WAIT_MS)
+        fail_backlog_if(c, fail, rjq__now_ms() - NODE_WAIT_MS, conn);
+    else if (fail && !(node && fail == RJQ_ECONN))
         fail_backlog(c, fail, conn);
     rjq__route_refresh(c); /* (on a cluster: a node went, or failed over) */
 }

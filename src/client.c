@@ -93,6 +93,14 @@ static int check_host(rjq_client *c) {
                     s->host);
         return RJQ_EURL;
     }
+    for (size_t i = 0; i < c->url.nseeds && !c->ops.resolve; i++) {
+        const rjq__url_host *s = &c->url.seeds[i];
+        if (s->numeric || strcmp(s->host, "localhost") == 0) continue;
+        rjq__errmsg(c, "seed node %s is a name, and this loop glue resolves no names: use a "
+                       "numeric address, or a glue with a resolver (rjq_libevent_client_new_dns)",
+                    s->host);
+        return RJQ_EURL;
+    }
     if (c->url.master || c->url.path || c->url.numeric || c->ops.resolve ||
         strcmp(c->url.host, "localhost") == 0)
         return RJQ_OK;

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 
 #include <event2/event.h>
+#include <rjq/libevent.h>
 
 #include "cluster.h"
 #include "harness.h"
@@ -355,4 +356,21 @@ TEST(master_killed_replica_promoted_work_resumes_and_others_go_on) {
     rjq_client_free(c);
     event_base_free(base);
     cluster_stop(&cl);
+}
+
+/* A seed list's host names need a glue that resolves names, as the URL's
+ * one host does: a glue without a resolver refuses the URL at once (it
+ * would otherwise connect to the wrong place), naming the seed. */
+TEST(seed_node_names_need_a_resolving_glue) {
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options("redis://127.0.0.1:7000,nowhere.test:7001");
+    rjq_client *c = NULL;
+    ASSERT_EQ(RJQ_EURL, rjq_libevent_client_new(&c, base, &o));
+    ASSERT(c == NULL);
+    if (strstr(rjq_client_errmsg(NULL), "seed node nowhere.test is a name") == NULL)
+        FAIL_AT(__FILE__, __LINE__, "errmsg: %s", rjq_client_errmsg(NULL));
+    o = client_options("redis://127.0.0.1:7000,localhost:7001,[::1]:7002");
+    ASSERT_OK(rjq_libevent_client_new(&c, base, &o));
+    rjq_client_free(c);
+    event_base_free(base);
 }

@@ -4,7 +4,7 @@
 # As the linker sees it: which object uses a symbol another object defines.
 #  - the graph has no cycle (tsort);
 #  - nothing uses a file of a higher rank: leaves (0) use only leaves;
-#    inside the core, runtime (1) < conn, sentinel (2) < request, pubsub (3) <
+#    inside the core, runtime (1) < conn, sentinel, route (2) < request, pubsub (3) <
 #    client, liveness (4); features (5) use anything below them (their own order is
 #    kept by the no-cycle rule). A src/*.c file in no layer fails the
 #    check, so a new file has to be placed.

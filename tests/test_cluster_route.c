@@ -174,10 +174,9 @@ TEST(twelve_queues_over_three_masters_through_one_node_url) {
         ASSERT_EQ(1, s.ready);
         ASSERT_EQ(1, s.cancelled);
     }
-    long resumed = 0;
+    long resumed = 0, target = handled + NQ; /* (counted before any can run) */
     for (int i = 0; i < NQ; i++) ASSERT_OK(rjq_queue_resume(q[i], on_paused, &resumed));
     ASSERT(loop_until_count(base, &resumed, NQ, 20000));
-    long target = handled + NQ;
     if (!loop_until_count(base, &handled, target, 60000))
         FAIL_AT(__FILE__, __LINE__, "%ld of %ld jobs handled after resume", handled, target);
 

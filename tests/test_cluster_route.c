@@ -373,3 +373,70 @@ TEST(seed_node_names_need_a_resolving_glue) {
     rjq_client_free(c);
     event_base_free(base);
 }
+
+typedef struct ordered {
+    long done, bad;
+    long long id[64];
+} ordered;
+
+typedef struct ordered_one {
+    ordered *o;
+    int i;
+} ordered_one;
+
+static void on_ordered(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    ordered_one *one = data;
+    (void)c;
+    one->o->done++;
+    if (status != RJQ_OK || n != 1) {
+        one->o->bad++;
+        return;
+    }
+    one->o->id[one->i] = atoll(jobs[0].id);
+}
+
+/* Enqueues of one queue, each its own request, made while the client's
+ * table still names the queue's old master: they are answered MOVED in
+ * turn, and those made after the first MOVED wait for the earlier ones, so
+ * the server numbers them in the order they were made. */
+TEST(a_queues_enqueues_keep_their_order_through_moved) {
+    test_cluster cl;
+    cluster_start(&cl, 0);
+    char names[CLUSTER_MASTERS][32];
+    spread_names(&cl, names, 1);
+    int slot = rjq__key_slot(names[1], strlen(names[1]));
+    int from = cluster_owner(&cl, 0, slot), to = cluster_owner(&cl, 0,
+                                                              rjq__key_slot(names[2], strlen(names[2])));
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(cl.url);
+    rjq_client *c = client_new(base, &o);
+    rjq_queue *q = NULL, *q2 = NULL;
+    ASSERT_OK(rjq_queue_open(c, names[1], NULL, &q));
+    ASSERT_OK(rjq_queue_open(c, names[2], NULL, &q2));
+    /* both masters' connections up, the table current */
+    ASSERT_OK(enqueue_job(base, q, "first", NULL).status);
+    ASSERT_OK(enqueue_job(base, q2, "first", NULL).status);
+    cluster_migrate_slot(&cl, slot, from, to); /* the client does not know yet */
+    ordered ord = {0};
+    ordered_one one[60];
+    for (int i = 0; i < 60; i++) {
+        one[i].o = &ord;
+        one[i].i = i;
+        char payload[16];
+        snprintf(payload, sizeof payload, "%d", i);
+        ASSERT_OK(rjq_enqueue(q, payload, strlen(payload), NULL, on_ordered, &one[i]));
+        event_base_loop(base, EVLOOP_NONBLOCK); /* sent now: one request each */
+    }
+    ASSERT(loop_until_count(base, &ord.done, 60, 30000));
+    ASSERT_EQ(0, ord.bad);
+    for (int i = 1; i < 60; i++)
+        if (ord.id[i] <= ord.id[i - 1])
+            FAIL_AT(__FILE__, __LINE__, "enqueue %d got id %lld after enqueue %d's %lld", i, ord.id[i],
+                    i - 1, ord.id[i - 1]);
+    redisContext *rc = cluster_connect(&cl, from);
+    ASSERT(server_info_number(rc, "errorstats", "errorstat_MOVED:count=") > 0);
+    redisFree(rc);
+    rjq_client_free(c);
+    event_base_free(base);
+    cluster_stop(&cl);
+}

@@ -272,7 +272,13 @@ typedef struct rjq_client_options {
      * before every connect attempt the client asks them for the master's
      * address and checks with ROLE that it is the master; a third
      * connection, to one sentinel, follows +switch-master and moves both
-     * connections at once; a READONLY reply makes it ask again), or
+     * connections at once; a READONLY reply makes it ask again),
+     * redis[s]://[user[:password]@]host[:port][,host[:port]...] (seed nodes
+     * of a Redis Cluster, tried in turn; any one node's URL works too: the
+     * client asks CLUSTER SLOTS at its first connect and, on a cluster,
+     * sends each request to the master of its key's slot, one command
+     * connection per master used, following MOVED and ASK; database 0
+     * only; README "Redis Cluster"), or
      * unix:///path[?db=N]. host is a name or a numeric address ([..] for
      * IPv6); names need a loop glue that resolves them (rjq_loop_ops
      * resolve: rjq_libevent_client_new_dns), without one only "localhost"

@@ -93,6 +93,14 @@ static int check_host(rjq_client *c) {
                     s->host);
         return RJQ_EURL;
     }
+    for (size_t i = 0; i < c->url.nseeds && !c->ops.resolve; i++) {
+        const rjq__url_host *s = &c->url.seeds[i];
+        if (s->numeric || strcmp(s->host, "localhost") == 0) continue;
+        rjq__errmsg(c, "seed node %s is a name, and this loop glue resolves no names: use a "
+                       "numeric address, or a glue with a resolver (rjq_libevent_client_new_dns)",
+                    s->host);
+        return RJQ_EURL;
+    }
     if (c->url.master || c->url.path || c->url.numeric || c->ops.resolve ||
         strcmp(c->url.host, "localhost") == 0)
         return RJQ_OK;
@@ -147,6 +155,7 @@ static void free_secrets(rjq_client *c) {
 }
 
 static void discard(rjq_client *c) {
+    rjq__route_free(c);
     rjq__timers_free(&c->timers);
     rjq__tls_free(c->tls);
     free_secrets(c);
@@ -228,6 +237,7 @@ static void destroy(rjq_client *c) {
     RJQ_ASSERT(c->depth == 1);
     rjq__sentinel_watch_stop(c->sentinel_watch);
     rjq__conn_close(&c->cmd);
+    rjq__route_free(c); /* (the cluster's node links) */
     rjq__conn_close(&c->sub);
     rjq__pubsub_free(c);
     rjq__timers_free(&c->timers);
@@ -300,5 +310,5 @@ void *rjq_client_data(const rjq_client *c) {
 }
 
 int rjq_client_connected(const rjq_client *c) {
-    return c->cmd.ready;
+    return rjq__conn_ready(&c->cmd);
 }

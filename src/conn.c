@@ -37,6 +37,46 @@ static const char *kind_name(const rjq__conn *conn) {
     return conn->kind == RJQ_CONN_COMMAND ? "command" : "subscriber";
 }
 
+/* ---- the state ------------------------------------------------------------- */
+
+static int legal_edge(rjq__link_state from, rjq__link_state to) {
+    if (to == RJQ__LINK_RETIRED) return 1;
+    switch (from) {
+    case RJQ__LINK_IDLE:
+        return to == RJQ__LINK_RESOLVING || to == RJQ__LINK_CONNECTING || to == RJQ__LINK_BACKOFF;
+    case RJQ__LINK_RESOLVING:
+        return to == RJQ__LINK_CONNECTING || to == RJQ__LINK_BACKOFF;
+    case RJQ__LINK_CONNECTING:
+        return to == RJQ__LINK_SETUP || to == RJQ__LINK_BACKOFF;
+    case RJQ__LINK_SETUP:
+        return to == RJQ__LINK_READY || to == RJQ__LINK_BACKOFF;
+    case RJQ__LINK_READY:
+        return to == RJQ__LINK_BACKOFF;
+    case RJQ__LINK_BACKOFF:
+        return to == RJQ__LINK_RESOLVING || to == RJQ__LINK_CONNECTING || to == RJQ__LINK_BACKOFF;
+    case RJQ__LINK_RETIRED:
+        return 0;
+    }
+    return 0;
+}
+
+/* The one place a link's state changes: asserts the edge (core_private.h)
+ * and that a context exists exactly in the states that have one, and does
+ * the entry work: BACKOFF records why (the timer reads it), READY stops
+ * the set-up timer and notes when. */
+static void link_enter(rjq__conn *conn, rjq__link_state to, rjq__backoff_why why) {
+    RJQ_ASSERT(legal_edge(conn->state, to));
+    conn->state = to;
+    if (to == RJQ__LINK_BACKOFF) conn->backoff = why;
+    if (to == RJQ__LINK_READY) {
+        conn->ready_ms = rjq__now_ms(); /* failures reset once it stays up (lost) */
+        rjq__timer_stop(conn->c, &conn->timer); /* the set-up is done in time */
+    }
+    RJQ_ASSERT((conn->ac != NULL) == (to == RJQ__LINK_CONNECTING || to == RJQ__LINK_SETUP ||
+                                      to == RJQ__LINK_READY) ||
+               to == RJQ__LINK_RETIRED);
+}
+
 /* ---- set-up steps ----------------------------------------------------------- */
 
 typedef struct step {
@@ -47,10 +87,10 @@ typedef struct step {
 
 static void step_done(rjq__conn *conn) {
     rjq_client *c = conn->c;
-    if (--conn->setup_pending == 0 && !conn->ready && conn->ac) {
-        conn->ready = 1;
-        conn->ready_ms = rjq__now_ms(); /* failures reset once it stays up (conn_lost) */
-        rjq__timer_stop(c, &conn->timer); /* the set-up is done in time */
+    if (--conn->setup_pending == 0 && conn->ac &&
+        (conn->state == RJQ__LINK_SETUP || conn->state == RJQ__LINK_CONNECTING)) {
+        if (conn->state == RJQ__LINK_CONNECTING) link_enter(conn, RJQ__LINK_SETUP, 0);
+        link_enter(conn, RJQ__LINK_READY, 0);
         conn->hooks->ready(conn);
         rjq__emit(c, RJQ_EVENT_CONNECTED, conn->kind, kind_name(conn));
         rjq__features_ready(c, conn->kind);
@@ -121,7 +161,14 @@ static void on_auth_step(rjq__conn *conn, redisReply *r, void *arg) {
  * database 0). */
 static void on_select_step(rjq__conn *conn, redisReply *r, void *arg) {
     if (r->type != REDIS_REPLY_ERROR) return;
-    rjq__conn_report(conn, arg, r->str);
+    if (strstr(r->str, "cluster mode")) {
+        char why[RJQ__ERRMSG_MAX];
+        snprintf(why, sizeof why, "database %d in the URL: a Redis Cluster has database 0 only "
+                 "(%s)", conn->c->url.db, r->str);
+        rjq__conn_report(conn, arg, why);
+    } else {
+        rjq__conn_report(conn, arg, r->str);
+    }
     int code = rjq__redis_error_code(r->str);
     rjq__conn_refuse(conn, code == RJQ_EAUTH ? RJQ_EAUTH : RJQ_EREDIS);
 }
@@ -162,12 +209,12 @@ static int send_setup(rjq__conn *conn) {
             rc = rjq__conn_step(conn, on_auth_step, "AUTH", 2, argv, NULL);
         }
     }
-    if (rc == RJQ_OK && conn->kind == RJQ_CONN_COMMAND && c->url.db != 0) {
+    if (rc == RJQ_OK && conn->kind == RJQ_CONN_COMMAND && c->url.db != 0 && conn->host == NULL) {
         snprintf(db, sizeof db, "%d", c->url.db);
         const char *argv[2] = {"SELECT", db};
         rc = rjq__conn_step(conn, on_select_step, "SELECT", 2, argv, NULL);
     }
-    if (rc == RJQ_OK && c->url.master) {
+    if (rc == RJQ_OK && c->url.master && conn->host == NULL) {
         const char *argv[1] = {"ROLE"};
         rc = rjq__conn_step(conn, on_role_step, "ROLE", 1, argv, NULL);
     }
@@ -180,41 +227,46 @@ static int send_setup(rjq__conn *conn) {
 
 /* ---- connect, loss, reconnect -------------------------------------------- */
 
+/* A TCP connection exists (SETUP or READY). */
+static int connected(const rjq__conn *conn) {
+    return conn->state == RJQ__LINK_SETUP || conn->state == RJQ__LINK_READY;
+}
+
 /* Why a context failed, in the most useful words: a TLS handshake that
- * failed says why (then it never was connected: the session could not
- * start); else hiredis' words, else `otherwise`. */
-static void failure_words(rjq__conn *conn, redisAsyncContext *ac, char *buf, size_t len,
-                          const char *otherwise) {
+ * failed says why (returns 1: then it never was connected: the session
+ * could not start); else hiredis' words, else `otherwise`. */
+static int failure_words(rjq__conn *conn, redisAsyncContext *ac, char *buf, size_t len,
+                         const char *otherwise) {
     const char *io = ac->c.errstr[0] ? ac->c.errstr : otherwise;
     /* (a TCP connect that failed is no TLS matter; hiredis may report a
      * handshake already under way through the connect callback) */
-    if (conn->tls_session && (conn->connected || rjq__tls_heard(conn->tls_session)) &&
-        rjq__tls_why(conn->c->tls, conn->tls_session, conn->ready, io, buf, len)) {
-        conn->connected = 0;
-        return;
-    }
+    if (conn->tls_session && (connected(conn) || rjq__tls_heard(conn->tls_session)) &&
+        rjq__tls_why(conn->c->tls, conn->tls_session, rjq__conn_ready(conn), io, buf, len))
+        return 1;
     snprintf(buf, len, "%s", io);
+    return 0;
 }
 
 static int more_addresses(const rjq__conn *conn) {
     return conn->next_addr < conn->naddrs;
 }
 
+static void lost(rjq__conn *conn, const char *why, int refused, int never_up,
+                 rjq__backoff_why reason);
+
 /* This address failed before the session started: the next one, from the
  * timer (never inside hiredis' callbacks), or the attempt failed. */
 static void address_failed(rjq__conn *conn, const char *why) {
     rjq_client *c = conn->c;
     if (!more_addresses(conn) || c->closing) {
-        rjq__conn_lost(conn, why);
+        lost(conn, why, 0, 1, RJQ__BACKOFF_LOST);
         return;
     }
     rjq__errmsg(c, "%s connection: %s (trying the next address)", kind_name(conn), why);
     if (conn->ac) conn->ac->data = NULL;
     conn->ac = NULL;
     conn->tls_session = NULL;
-    conn->connected = 0;
-    conn->try_next = 1;
-    conn->timer_is_reconnect = 0;
+    link_enter(conn, RJQ__LINK_BACKOFF, RJQ__BACKOFF_NEXT_ADDR);
     rjq__timer_start(c, &conn->timer, 0);
 }
 
@@ -225,7 +277,7 @@ static void on_connect(const redisAsyncContext *cac, int status) {
     rjq_client *c = conn->c;
     rjq__enter(c);
     if (status == REDIS_OK) {
-        conn->connected = 1; /* the timer goes on until the session is set */
+        link_enter(conn, RJQ__LINK_SETUP, 0); /* the timer goes on until the session is set */
     } else {
         /* hiredis frees the context after this callback: drop it now.
          * 0.14.1 leaves ac->err at 0 here; c.err/errstr are set. */
@@ -237,8 +289,6 @@ static void on_connect(const redisAsyncContext *cac, int status) {
     rjq__leave(c);
 }
 
-static void lost(rjq__conn *conn, const char *why, int refused);
-
 static void on_disconnect(const redisAsyncContext *cac, int status) {
     redisAsyncContext *ac = (redisAsyncContext *)cac;
     rjq__conn *conn = ac->data;
@@ -247,24 +297,37 @@ static void on_disconnect(const redisAsyncContext *cac, int status) {
     rjq_client *c = conn->c;
     rjq__enter(c);
     char why[RJQ__ERRMSG_MAX];
-    failure_words(conn, ac, why, sizeof why, "connection closed");
+    int tls_failed = failure_words(conn, ac, why, sizeof why, "connection closed");
     ac->data = NULL;
-    if (!conn->connected) address_failed(conn, why); /* the TLS handshake failed */
-    else if (rjq__redis_error_code(why) == RJQ_EAUTH) lost(conn, why, 1);
+    if (!connected(conn) || tls_failed) address_failed(conn, why); /* the TLS handshake failed */
+    else if (rjq__redis_error_code(why) == RJQ_EAUTH) lost(conn, why, 1, 0, RJQ__BACKOFF_LOST);
     else rjq__conn_lost(conn, why);
     rjq__leave(c);
 }
 
-void rjq__conn_drop(rjq__conn *conn, const char *why) {
+static void drop(rjq__conn *conn, const char *why, rjq__backoff_why reason) {
     redisAsyncContext *ac = conn->ac;
     if (ac == NULL) return;
     ac->data = NULL; /* set-up and reply callbacks will see it and keep out */
     conn->ac = NULL;
-    rjq__conn_lost(conn, why);
+    lost(conn, why, 0, 0, reason);
     redisAsyncFree(ac); /* deferred by hiredis inside its own callbacks */
 }
 
+void rjq__conn_drop(rjq__conn *conn, const char *why) {
+    drop(conn, why, RJQ__BACKOFF_LOST);
+}
+
+void rjq__conn_drop_timed_out(rjq__conn *conn, const char *why) {
+    drop(conn, why, RJQ__BACKOFF_TIMED_OUT);
+}
+
 static void connect_next(rjq__conn *conn);
+
+const char *rjq__conn_address(const rjq__conn *conn) {
+    if (conn->ac == NULL || conn->next_addr == 0 || conn->addrs == NULL) return NULL;
+    return conn->addrs[conn->next_addr - 1];
+}
 
 int rjq__conn_is_at(const rjq__conn *conn, const char *ip, int port) {
     if (conn->ac == NULL || conn->next_addr == 0 || conn->addrs == NULL) return 0;
@@ -276,42 +339,52 @@ int rjq__conn_is_at(const rjq__conn *conn, const char *ip, int port) {
  * failed at once. */
 static void on_timer(rjq__timer *t) {
     rjq__conn *conn = t->owner;
-    if (conn->failed_now[0]) {
-        char why[sizeof conn->failed_now];
-        memcpy(why, conn->failed_now, sizeof why);
-        conn->failed_now[0] = '\0';
-        address_failed(conn, why);
+    switch (conn->state) {
+    case RJQ__LINK_BACKOFF:
+        if (conn->backoff == RJQ__BACKOFF_FAILED_NOW) {
+            char why[sizeof conn->failed_now];
+            memcpy(why, conn->failed_now, sizeof why);
+            conn->failed_now[0] = '\0';
+            address_failed(conn, why);
+        } else if (conn->backoff == RJQ__BACKOFF_NEXT_ADDR) {
+            connect_next(conn);
+        } else {
+            rjq__conn_start(conn);
+        }
         return;
-    }
-    if (conn->try_next) {
-        conn->try_next = 0;
-        connect_next(conn);
+    case RJQ__LINK_RESOLVING:
+        lost(conn, conn->c->url.master && conn->host == NULL ? "no sentinel answered in time"
+                                       : "resolving the host name timed out",
+             0, 1, RJQ__BACKOFF_LOST);
         return;
-    }
-    if (conn->timer_is_reconnect) {
-        rjq__conn_start(conn);
-        return;
-    }
-    if (conn->resolving) {
-        rjq__conn_lost(conn, conn->c->url.master ? "no sentinel answered in time"
-                                                 : "resolving the host name timed out");
-        return;
-    }
-    if (conn->ac && !conn->ready) {
-        if (conn->connected && !rjq__tls_handshaking(conn->tls_session)) {
+    case RJQ__LINK_CONNECTING:
+    case RJQ__LINK_SETUP: {
+        if (conn->state == RJQ__LINK_SETUP && !rjq__tls_handshaking(conn->tls_session)) {
             rjq__conn_drop(conn, "session set-up timed out");
             return;
         }
         /* this address does not answer, or no TLS handshake: the next one */
-        const char *why = conn->connected ? "TLS handshake timed out (is the port a TLS port?)"
-                                          : "connect timed out";
+        const char *why = conn->state == RJQ__LINK_SETUP
+                              ? "TLS handshake timed out (is the port a TLS port?)"
+                              : "connect timed out";
         redisAsyncContext *ac = conn->ac;
         ac->data = NULL;
         conn->ac = NULL;
-        conn->connected = 0; /* no session ever started */
-        address_failed(conn, why);
+        address_failed(conn, why); /* no session ever started */
         redisAsyncFree(ac);
+        return;
     }
+    default:
+        return;
+    }
+}
+
+int rjq__conn_aim(rjq__conn *conn, const char *host, int port, int numeric) {
+    RJQ_ASSERT(conn->state == RJQ__LINK_IDLE && conn->host == NULL);
+    if ((conn->host = strdup(host)) == NULL) return RJQ_ENOMEM;
+    conn->port = port;
+    conn->numeric = numeric;
+    return RJQ_OK;
 }
 
 int rjq__conn_init(rjq_client *c, rjq__conn *conn, int kind, const rjq__conn_hooks *hooks) {
@@ -319,6 +392,7 @@ int rjq__conn_init(rjq_client *c, rjq__conn *conn, int kind, const rjq__conn_hoo
     conn->c = c;
     conn->kind = kind;
     conn->hooks = hooks;
+    conn->state = RJQ__LINK_IDLE;
     return rjq__timer_setup(c, &conn->timer, on_timer, conn);
 }
 
@@ -328,7 +402,6 @@ static void schedule_reconnect(rjq__conn *conn) {
     for (int i = 1; i < conn->failures && delay < c->reconnect_max_ms; i++) delay *= 2;
     if (delay > c->reconnect_max_ms) delay = c->reconnect_max_ms;
     delay = delay / 2 + (long)(rjq__random(c) % (uint64_t)(delay / 2 + 1)); /* jitter */
-    conn->timer_is_reconnect = 1;
     rjq__timer_start(c, &conn->timer, (uint64_t)delay);
 }
 
@@ -336,7 +409,7 @@ static void schedule_reconnect(rjq__conn *conn) {
  * like an asynchronous failure (no user code inside rjq_client_new). */
 static void failed_now(rjq__conn *conn, const char *why) {
     snprintf(conn->failed_now, sizeof conn->failed_now, "%s", why);
-    conn->timer_is_reconnect = 0;
+    link_enter(conn, RJQ__LINK_BACKOFF, RJQ__BACKOFF_FAILED_NOW);
     rjq__timer_start(conn->c, &conn->timer, 0);
 }
 
@@ -349,9 +422,8 @@ static void forget_addresses(rjq__conn *conn) {
 
 static void cancel_lookup(rjq__conn *conn) {
     rjq_client *c = conn->c;
-    if (!conn->resolving) return;
-    conn->resolving = 0;
-    if (conn->lookup && c->url.master) rjq__sentinel_cancel(conn->lookup);
+    if (conn->state != RJQ__LINK_RESOLVING) return;
+    if (conn->lookup && c->url.master && conn->host == NULL) rjq__sentinel_cancel(conn->lookup);
     else if (conn->lookup) c->ops.resolve_cancel(c->loop, conn->lookup);
     conn->lookup = NULL;
 }
@@ -362,9 +434,7 @@ static void connect_to(rjq__conn *conn, const char *ip) {
     int port = conn->addr_port ? conn->addr_port : c->url.port;
     redisAsyncContext *ac = ip ? redisAsyncConnect(ip, port) : redisAsyncConnectUnix(c->url.path);
     char why[RJQ__ERRMSG_MAX];
-    conn->connected = conn->ready = 0;
     conn->setup_pending = 0;
-    conn->timed_out = 0;
     conn->tls_session = NULL;
     conn->last_io_ms = rjq__now_ms();
     if (ac == NULL || ac->err) {
@@ -385,6 +455,7 @@ static void connect_to(rjq__conn *conn, const char *ip) {
     }
     ac->data = conn;
     conn->ac = ac;
+    link_enter(conn, RJQ__LINK_CONNECTING, 0);
     /* TCP keepalive finds a dead peer even when idle (not for unix
      * sockets: hiredis 0.14.1 fails the context on them). */
     if (ip && redisEnableKeepAlive(&ac->c) != REDIS_OK) ac->c.err = 0;
@@ -400,7 +471,6 @@ static void connect_to(rjq__conn *conn, const char *ip) {
         failed_now(conn, "out of memory");
         return;
     }
-    conn->timer_is_reconnect = 0;
     rjq__timer_start(c, &conn->timer, (uint64_t)c->connect_timeout_ms);
 }
 
@@ -416,7 +486,6 @@ static void connect_next(rjq__conn *conn) {
 static void take_addresses(rjq__conn *conn, const char *failure, const char *const *addrs, size_t n,
                            int port) {
     rjq_client *c = conn->c;
-    conn->resolving = 0;
     conn->lookup = NULL;
     forget_addresses(conn);
     conn->addr_port = port;
@@ -426,10 +495,9 @@ static void take_addresses(rjq__conn *conn, const char *failure, const char *con
             if ((conn->addrs[conn->naddrs] = strdup(addrs[i])) != NULL) conn->naddrs++;
     if (why == NULL && conn->naddrs == 0) why = "out of memory";
     if (why && conn->resolve_inside) failed_now(conn, why);
-    else if (why) rjq__conn_lost(conn, why);
+    else if (why) lost(conn, why, 0, 1, RJQ__BACKOFF_LOST);
     else if (conn->resolve_inside) { /* from the timer */
-        conn->try_next = 1;
-        conn->timer_is_reconnect = 0;
+        link_enter(conn, RJQ__LINK_BACKOFF, RJQ__BACKOFF_NEXT_ADDR);
         rjq__timer_start(c, &conn->timer, 0);
     } else {
         connect_next(conn);
@@ -439,18 +507,20 @@ static void take_addresses(rjq__conn *conn, const char *failure, const char *con
 static void on_resolved(void *arg, const char *error, const char *const *addrs, size_t n) {
     rjq__conn *conn = arg;
     rjq_client *c = conn->c;
-    if (!conn->resolving) return; /* a glue that broke the contract */
+    if (conn->state != RJQ__LINK_RESOLVING) return; /* a glue that broke the contract */
     rjq__enter(c);
     char why[RJQ__ERRMSG_MAX];
     if (error || n == 0)
-        snprintf(why, sizeof why, "cannot resolve %s: %s", c->url.host, error ? error : "no address");
-    take_addresses(conn, error || n == 0 ? why : NULL, addrs, n, 0);
+        snprintf(why, sizeof why, "cannot resolve %s: %s", conn->host ? conn->host : c->url.host,
+                 error ? error : "no address");
+    take_addresses(conn, error || n == 0 ? why : NULL, addrs, n, conn->want_port);
     rjq__leave(c);
 }
 
 /* The sentinels' answer: the master's address, or why there is none. */
 static void on_master_found(void *arg, const char *error, const char *ip, int port) {
     rjq__conn *conn = arg;
+    if (conn->state != RJQ__LINK_RESOLVING) return;
     rjq__enter(conn->c);
     take_addresses(conn, error, &ip, error ? 0 : 1, port);
     rjq__leave(conn->c);
@@ -458,37 +528,49 @@ static void on_master_found(void *arg, const char *error, const char *ip, int po
 
 void rjq__conn_start(rjq__conn *conn) {
     rjq_client *c = conn->c;
+    RJQ_ASSERT(conn->ac == NULL);
     forget_addresses(conn);
-    conn->try_next = 0;
     conn->addr_port = 0;
-    if (c->url.master) {
-        conn->ac = NULL;
-        conn->connected = conn->ready = 0;
-        conn->timer_is_reconnect = 0;
+    conn->want_port = 0;
+    /* a cluster node, or the URL's seed of this attempt */
+    const char *host = conn->host;
+    int port = conn->port, numeric = conn->numeric;
+    if (host == NULL && c->url.nseeds > 1) {
+        const rjq__url_host *s = &c->url.seeds[conn->seed % c->url.nseeds];
+        host = s->host;
+        port = s->port;
+        numeric = s->numeric;
+    }
+    if (host && (numeric || c->ops.resolve == NULL)) {
+        conn->addr_port = port;
+        connect_to(conn, numeric ? host : "127.0.0.1"); /* (localhost) */
+    } else if (host) {
+        rjq__timer_start(c, &conn->timer, (uint64_t)c->connect_timeout_ms);
+        link_enter(conn, RJQ__LINK_RESOLVING, 0);
+        conn->want_port = port;
+        conn->resolve_inside = 1;
+        void *h = c->ops.resolve(c->loop, host, on_resolved, conn);
+        conn->resolve_inside = 0;
+        if (conn->state == RJQ__LINK_RESOLVING) conn->lookup = h;
+    } else if (c->url.master) {
         /* each sentinel has connect_timeout_ms; this covers them all */
         rjq__timer_start(c, &conn->timer,
                          (uint64_t)c->connect_timeout_ms * (c->url.nsentinels + 1));
-        conn->resolving = 1;
+        link_enter(conn, RJQ__LINK_RESOLVING, 0);
         conn->lookup = rjq__sentinel_ask(c, on_master_found, conn);
-        if (conn->lookup == NULL) {
-            conn->resolving = 0;
-            failed_now(conn, "out of memory");
-        }
+        if (conn->lookup == NULL) failed_now(conn, "out of memory");
     } else if (c->url.path) {
         connect_to(conn, NULL);
     } else if (c->url.numeric || c->ops.resolve == NULL) {
         connect_to(conn, c->url.numeric ? c->url.host : "127.0.0.1"); /* localhost */
     } else {
         /* the connect timeout covers the lookup too */
-        conn->ac = NULL;
-        conn->connected = conn->ready = 0;
-        conn->timer_is_reconnect = 0;
         rjq__timer_start(c, &conn->timer, (uint64_t)c->connect_timeout_ms);
-        conn->resolving = 1;
+        link_enter(conn, RJQ__LINK_RESOLVING, 0);
         conn->resolve_inside = 1;
         void *h = c->ops.resolve(c->loop, c->url.host, on_resolved, conn);
         conn->resolve_inside = 0;
-        if (conn->resolving) conn->lookup = h; /* else done was called inside */
+        if (conn->state == RJQ__LINK_RESOLVING) conn->lookup = h; /* else done was called inside */
     }
 }
 
@@ -497,26 +579,34 @@ void rjq__conn_start(rjq__conn *conn) {
  * SUBSCRIBE): final, so the run of failures goes on (the reconnect keeps
  * its backoff however long the session was up) and the owner hears
  * RJQ_EAUTH with the server's words. */
-static void lost(rjq__conn *conn, const char *why, int refused) {
+/* never_up: the attempt failed before a connection existed (a failed
+ * address, a lookup), whatever the state says (a TLS handshake that
+ * failed counts as never connected). reason: RJQ__BACKOFF_LOST or
+ * RJQ__BACKOFF_TIMED_OUT. */
+static void lost(rjq__conn *conn, const char *why, int refused, int never_up,
+                 rjq__backoff_why reason) {
     rjq_client *c = conn->c;
-    if (c->closing) return;
-    if (conn->ac == NULL && conn->timer_is_reconnect && rjq__timer_armed(&conn->timer))
+    if (c->closing || conn->state == RJQ__LINK_RETIRED) return;
+    if (conn->state == RJQ__LINK_BACKOFF &&
+        (conn->backoff == RJQ__BACKOFF_LOST || conn->backoff == RJQ__BACKOFF_TIMED_OUT) &&
+        rjq__timer_armed(&conn->timer))
         return; /* already handled */
     cancel_lookup(conn);
     forget_addresses(conn);
-    conn->try_next = 0;
     conn->tls_session = NULL;
-    int was_connected = conn->connected;
+    int was_connected = !never_up && connected(conn);
     /* A session that stayed up a while ends the run of failures; one that
      * drops right after its set-up (a refused SUBSCRIBE, say) keeps its
      * backoff, so it cannot reconnect in a tight loop. */
-    if (conn->ready && !refused && rjq__now_ms() - conn->ready_ms >= 1000) conn->failures = 0;
+    if (rjq__conn_ready(conn) && !refused && rjq__now_ms() - conn->ready_ms >= 1000)
+        conn->failures = 0;
     /* hiredis may still call this context's disconnect callback after we
      * (and maybe the whole client) are gone: cut it loose now. */
     if (conn->ac) conn->ac->data = NULL;
     conn->ac = NULL;
-    conn->connected = conn->ready = 0;
+    link_enter(conn, RJQ__LINK_BACKOFF, reason);
     conn->failures++;
+    if (!was_connected && conn->host == NULL) conn->seed++; /* the next seed node, if any */
     rjq__errmsg(c, "%s connection: %s", kind_name(conn), why);
     schedule_reconnect(conn);
     rjq__emit(c, was_connected ? RJQ_EVENT_DISCONNECTED : RJQ_EVENT_ERROR, conn->kind, c->errmsg);
@@ -524,7 +614,7 @@ static void lost(rjq__conn *conn, const char *why, int refused) {
 }
 
 void rjq__conn_lost(rjq__conn *conn, const char *why) {
-    lost(conn, why, 0);
+    lost(conn, why, 0, 0, RJQ__BACKOFF_LOST);
 }
 
 void rjq__conn_close(rjq__conn *conn) {
@@ -533,6 +623,9 @@ void rjq__conn_close(rjq__conn *conn) {
     forget_addresses(conn);
     redisAsyncContext *ac = conn->ac;
     conn->ac = NULL;
+    link_enter(conn, RJQ__LINK_RETIRED, 0);
+    free(conn->host);
+    conn->host = NULL;
     if (ac == NULL) return;
     ac->data = NULL;
     /* Inside one of its own callbacks hiredis defers this until the

@@ -4,7 +4,9 @@
  * include core.h, never this.
  *
  * Inside the core, calls go one way only:
- *     client.c, liveness.c -> request.c, pubsub.c -> conn.c -> runtime.c
+ *     client.c, liveness.c -> request.c, pubsub.c -> route.c -> conn.c -> runtime.c
+ * (route.c: which command connection a slot's request goes to, on a Redis
+ * Cluster; the request layer's hooks hear of a new slot table)
  * Upward notifications (a connection is ready, lost, wants its owner's
  * set-up steps) go through rjq__conn_hooks, which request.c (command
  * connection) and pubsub.c (subscriber connection) register; the deferred
@@ -45,14 +47,44 @@ typedef struct rjq__conn_hooks {
     void (*down)(rjq__conn *conn, int fail, const char *why);
 } rjq__conn_hooks;
 
+/* A connection's (a node link's) state: one value, changed only by
+ * conn.c's link_enter, which asserts the edge (docs/cluster.md 3.2):
+ *   IDLE       -> RESOLVING, CONNECTING, BACKOFF (a connect that failed at once)
+ *   RESOLVING  -> CONNECTING, BACKOFF
+ *   CONNECTING -> SETUP, BACKOFF
+ *   SETUP      -> READY, BACKOFF
+ *   READY      -> BACKOFF
+ *   BACKOFF    -> RESOLVING, CONNECTING, BACKOFF (the next address, a failure reported late)
+ *   any        -> RETIRED (closed: the client goes, or the node left the table)
+ */
+typedef enum rjq__link_state {
+    RJQ__LINK_IDLE,       /* made, never started: no socket */
+    RJQ__LINK_RESOLVING,  /* a host name lookup (or the sentinels' answer) in flight */
+    RJQ__LINK_CONNECTING, /* TCP (and TLS) connect in flight, connect timer armed */
+    RJQ__LINK_SETUP,      /* connected; set-up replies (AUTH, HELLO, SETNAME, ...) pending */
+    RJQ__LINK_READY,      /* the session is set: requests flow */
+    RJQ__LINK_BACKOFF,    /* no context; the timer does what `backoff` says */
+    RJQ__LINK_RETIRED,    /* closed: nothing more happens on it */
+} rjq__link_state;
+
+/* Why a link is in BACKOFF: what its timer will do. */
+typedef enum rjq__backoff_why {
+    RJQ__BACKOFF_LOST,       /* lost (or never up): reconnect after the backoff */
+    RJQ__BACKOFF_TIMED_OUT,  /* the same, dropped for want of a reply (liveness.c):
+                                its requests in flight end with RJQ_ETIMEDOUT */
+    RJQ__BACKOFF_NEXT_ADDR,  /* an address failed: try the next one now */
+    RJQ__BACKOFF_FAILED_NOW, /* a connect failed synchronously: report it from the timer */
+} rjq__backoff_why;
+
 struct rjq__conn {
     rjq_client *c;
     int kind;                 /* RJQ_CONN_COMMAND or RJQ_CONN_SUBSCRIBER */
     const rjq__conn_hooks *hooks;
-    redisAsyncContext *ac;    /* NULL while down */
-    int connected;            /* TCP connect finished */
-    int ready;                /* session set-up replies all arrived */
-    int setup_pending;        /* set-up replies still expected */
+    rjq__link_state state;    /* link_enter (conn.c) is the one place it changes */
+    rjq__backoff_why backoff; /* in BACKOFF: why, and what the timer does */
+    redisAsyncContext *ac;    /* NULL unless CONNECTING, SETUP or READY */
+    int setup_pending;        /* in SETUP (and CONNECTING): set-up replies still expected */
+    int fcall;                /* a command session with rjq's function library (scripts.c) */
     int failures;             /* consecutive failed attempts, for backoff */
     uint64_t last_io_ms;      /* when the context last gave us a reply */
     /* a reply arriving (liveness.c): the reader's state when last looked
@@ -60,25 +92,41 @@ struct rjq__conn {
     size_t rx_len, rx_pos;
     uint64_t rx_ms;
     uint64_t ready_ms;        /* when its session was last set */
-    int timed_out;            /* dropped for want of a reply (liveness.c) */
-    rjq__timer timer;         /* connect and set-up timeout, or reconnect delay */
-    int timer_is_reconnect;
+    rjq__timer timer;         /* connect and set-up timeout, or what BACKOFF says */
     char failed_now[RJQ__ERRMSG_MAX]; /* a connect that failed synchronously, to report */
     void *tls_session;        /* the context's TLS session (tls.c); NULL: plain */
     /* a host name's addresses, resolved again for every attempt */
-    int resolving;            /* a lookup is pending (its handle: lookup) */
-    int resolve_inside;       /* inside the glue's resolve hook */
-    void *lookup;
+    int resolve_inside;       /* a call marker, not a state: inside the glue's resolve hook */
+    void *lookup;             /* RESOLVING: the lookup's handle */
     char **addrs;             /* this attempt's addresses, tried in turn */
     size_t naddrs, next_addr;
-    int addr_port;            /* their port (Sentinel); 0: the URL's */
-    int try_next;             /* the timer tries addrs[next_addr] */
+    int addr_port;            /* their port (Sentinel, a cluster node); 0: the URL's */
+    /* where it goes: a node of a cluster (route.c); NULL: the URL's host
+     * (or its seed list, tried in turn from `seed`) */
+    char *host;
+    int port, numeric;
+    size_t seed;              /* the URL's seed this attempt goes to */
+    int want_port;            /* the port of the host being resolved; 0: the URL's */
 };
+
+/* The session is set: requests may be sent. */
+static inline int rjq__conn_ready(const rjq__conn *conn) {
+    return conn->state == RJQ__LINK_READY;
+}
+/* It went down for want of a reply (its requests end with RJQ_ETIMEDOUT). */
+static inline int rjq__conn_timed_out(const rjq__conn *conn) {
+    return conn->state == RJQ__LINK_BACKOFF && conn->backoff == RJQ__BACKOFF_TIMED_OUT;
+}
 
 /* The reply to one set-up step (NULL never: a lost context ends it). */
 typedef void rjq__step_fn(rjq__conn *conn, redisReply *reply, void *arg);
 
 int rjq__conn_init(rjq_client *c, rjq__conn *conn, int kind, const rjq__conn_hooks *hooks);
+/* Aim a connection not started yet at host:port (a cluster node) instead
+ * of the URL's host. RJQ_OK or RJQ_ENOMEM. */
+int rjq__conn_aim(rjq__conn *conn, const char *host, int port, int numeric);
+/* The address of the server it is connected (or connecting) to, or NULL. */
+const char *rjq__conn_address(const rjq__conn *conn);
 void rjq__conn_start(rjq__conn *conn);
 /* Send one session set-up step on the new context (from the setup hook or
  * from a step's reply): the session is ready when every step is answered. */
@@ -97,10 +145,58 @@ void rjq__conn_refuse(rjq__conn *conn, int code);
 void rjq__conn_lost(rjq__conn *conn, const char *why);
 /* Drop a live context ourselves (outside or inside its callbacks). */
 void rjq__conn_drop(rjq__conn *conn, const char *why);
+/* The same for want of a reply (liveness.c): its requests in flight end
+ * with RJQ_ETIMEDOUT (rjq__conn_timed_out). */
+void rjq__conn_drop_timed_out(rjq__conn *conn, const char *why);
 /* 1 when the connection is up (or connecting) to ip:port. */
 int rjq__conn_is_at(const rjq__conn *conn, const char *ip, int port);
 /* Detach and free the context for client destruction. */
 void rjq__conn_close(rjq__conn *conn);
+
+/* ---- routing by slot (route.c) ------------------------------------------- */
+
+typedef struct rjq__route rjq__route;
+struct rjq__node_addr;
+
+#define RJQ__ROUTE_UNKNOWN 0    /* the seed has not answered CLUSTER SLOTS yet */
+#define RJQ__ROUTE_STANDALONE 1 /* one server (or Sentinel's master): c->cmd */
+#define RJQ__ROUTE_CLUSTER 2    /* a Redis Cluster: the slot table routes */
+
+/* Set the routing up: new node links get `hooks` (the request layer's
+ * command connection hooks); `changed` hears that the slot table moved
+ * slots (requests waiting for a node may go elsewhere now). */
+int rjq__route_init(rjq_client *c, const rjq__conn_hooks *hooks, void (*changed)(rjq_client *c));
+/* Client destruction: close every node link (in-flight replies reach
+ * their requests as for c->cmd), then free it all. */
+void rjq__route_close(rjq_client *c);
+void rjq__route_free(rjq_client *c);
+int rjq__route_mode(const rjq_client *c);
+/* The command connection for a request of slot (-1: slot-less: the seed's
+ * when it is up, else any up one): c->cmd unless on a cluster; a node link
+ * is made and started on first use. Never NULL. */
+rjq__conn *rjq__route_link(rjq_client *c, int slot);
+/* The node link to a (made and started on first use); NULL: out of memory
+ * or an unreachable endpoint ("?"). */
+rjq__conn *rjq__route_link_at(rjq_client *c, const struct rjq__node_addr *a);
+/* Call fn on c->cmd and on every node link not retired. */
+void rjq__route_each(rjq_client *c, void (*fn)(rjq__conn *conn, void *arg), void *arg);
+/* The seed's set-up step (the request layer's setup hook calls it). */
+int rjq__route_setup(rjq__conn *conn);
+/* A command connection is ready: a refresh waiting for one goes. */
+void rjq__route_ready(rjq__conn *conn);
+/* Ask for a refresh of the slot table (rate-limited; no-op unless cluster). */
+void rjq__route_refresh(rjq_client *c);
+/* A MOVED: the slot is at a from now on; a refresh follows. */
+void rjq__route_moved(rjq_client *c, int slot, const struct rjq__node_addr *a);
+/* The order of a slot's requests: 1 when a request of slot going to `to`
+ * must wait (others of the slot are in flight elsewhere). */
+int rjq__route_hold(const rjq_client *c, int slot, const rjq__conn *to);
+/* A request of slot was sent on `on`: 1 when it is counted (answered must
+ * then be called once for it). */
+int rjq__route_sent(rjq_client *c, int slot, rjq__conn *on);
+/* A counted request of slot was answered (or lost): 1 when it was the last
+ * of its slot in flight. */
+int rjq__route_answered(rjq_client *c, int slot);
 
 /* ---- requests (request.c; the request layer's own files share
  * request_private.h) ------------------------------------------------------ */
@@ -115,6 +211,8 @@ typedef struct rjq__reqlist {
 int rjq__requests_init(rjq_client *c);
 /* When the oldest request in flight was sent (0: none in flight). */
 uint64_t rjq__requests_oldest_sent(const rjq_client *c);
+/* The connection the oldest request in flight went on (NULL: none). */
+rjq__conn *rjq__requests_oldest_link(const rjq_client *c);
 /* End the requests that have waited for a connection since before
  * `made_before` and may not be re-sent, with RJQ_ETIMEDOUT. */
 void rjq__requests_expire(rjq_client *c, uint64_t made_before);
@@ -173,6 +271,7 @@ struct rjq_client {
     void *data;
 
     rjq__conn cmd, sub;
+    rjq__route *route;        /* routing by slot (route.c) */
     rjq__reqlist inflight;    /* sent on cmd.ac, reply pending */
     rjq__reqlist backlog;     /* waiting for a command connection */
     rjq__reqlist room;        /* waiting for hiredis' output to shrink (request.c) */
@@ -184,7 +283,6 @@ struct rjq_client {
     uint64_t req_order;       /* the last request's number (their order) */
     uint64_t retry_wait_ms;   /* the next wait of `later` (shared backoff) */
     int sending_later;        /* on_retry_timer is sending `later` */
-    int fcall;                /* the command session has rjq's function library */
     rjq__channel *channels;
     struct rjq__sent_list *sub_sent; /* SUBSCRIBEs not yet confirmed (pubsub.c) */
     rjq__timer resub_timer;   /* tries refused channels again (pubsub.c) */

@@ -52,9 +52,14 @@ void rjq__durable_join(rjq_client *c, rjq__req *r) {
     /* just sent; a request re-sent left its old WAIT when it was lost or refused */
     RJQ_ASSERT(r->state == REQ_INFLIGHT && r->wait == NULL && r->held == NULL);
     wait_slot *w = c->open_wait;
+    /* A WAIT confirms the writes of its own connection only. On a cluster,
+     * a burst over several masters: those not on the first one's join no
+     * WAIT (reported unconfirmed; a WAIT per master is left to do). */
+    if (w && w->link != r->link) return;
     if (w == NULL) {
         if ((w = calloc(1, sizeof *w)) == NULL) return;
         w->c = c;
+        w->link = r->link;
         c->open_wait = w;
         rjq__timer_start(c, &c->wait_timer, 0);
     }
@@ -139,8 +144,8 @@ static void on_wait_reply(redisAsyncContext *ac, void *reply, void *priv) {
     if (w->prev) w->prev->next = w->next;
     else c->sent_waits = w->next;
     if (w->next) w->next->prev = w->prev;
-    if (rep == NULL) rjq__conn_lost(&c->cmd, ac->c.errstr[0] ? ac->c.errstr : "connection lost");
-    else c->cmd.last_io_ms = rjq__now_ms();
+    if (rep == NULL) rjq__conn_lost(w->link, ac->c.errstr[0] ? ac->c.errstr : "connection lost");
+    else w->link->last_io_ms = rjq__now_ms();
     end_members(c, w, rep);
     slot_free(w);
     if (c->open_wait) rjq__timer_start(c, &c->wait_timer, 0); /* the writes that gathered */
@@ -162,8 +167,8 @@ static void on_wait_timer(rjq__timer *t) {
     snprintf(n, sizeof n, "%d", c->wait_replicas);
     snprintf(ms, sizeof ms, "%ld", c->wait_timeout_ms);
     const char *argv[3] = {"WAIT", n, ms};
-    if (live && c->cmd.ac && c->cmd.ready &&
-        redisAsyncCommandArgv(c->cmd.ac, on_wait_reply, w, 3, argv, NULL) == REDIS_OK) {
+    if (live && w->link->ac && rjq__conn_ready(w->link) &&
+        redisAsyncCommandArgv(w->link->ac, on_wait_reply, w, 3, argv, NULL) == REDIS_OK) {
         w->prev = NULL;
         w->next = c->sent_waits;
         if (w->next) w->next->prev = w;

@@ -62,8 +62,8 @@ static void on_time(rjq_client *c, int status, redisReply *r, void *priv) {
 static void drop(rjq__conn *conn, const char *what, uint64_t waited) {
     char why[96];
     snprintf(why, sizeof why, "%s for %llu ms", what, (unsigned long long)waited);
-    if (conn->kind == RJQ_CONN_COMMAND) conn->timed_out = 1; /* requests end with ETIMEDOUT */
-    rjq__conn_drop(conn, why);
+    if (conn->kind == RJQ_CONN_COMMAND) rjq__conn_drop_timed_out(conn, why); /* requests: ETIMEDOUT */
+    else rjq__conn_drop(conn, why);
 }
 
 /* The probe's PUBLISH was answered: 0 receivers means the subscriber
@@ -75,7 +75,7 @@ static void on_probe_published(rjq_client *c, int status, redisReply *r, void *p
         return;
     }
     if (r->type != REDIS_REPLY_INTEGER || r->integer != 0) return;
-    if (c->sub.ready && rjq__channel_confirmed(c, c->live_channel)) {
+    if (rjq__conn_ready(&c->sub) && rjq__channel_confirmed(c, c->live_channel)) {
         c->probe_sent_ms = 0;
         rjq__conn_drop(&c->sub, "not subscribed on the server any more");
     }
@@ -123,10 +123,13 @@ static uint64_t waited_since(const rjq__conn *conn, uint64_t since) {
 }
 
 static void watch_command(rjq_client *c, uint64_t now) {
-    rjq__conn *cmd = &c->cmd;
+    /* the connection of the oldest request in flight (on a cluster, a
+     * node's), else the command connection */
+    rjq__conn *cmd = rjq__requests_oldest_link(c);
+    if (cmd == NULL) cmd = &c->cmd;
     if (c->command_timeout_ms > 0 && now > (uint64_t)c->command_timeout_ms)
         rjq__requests_expire(c, now - (uint64_t)c->command_timeout_ms);
-    if (!cmd->ready) return;
+    if (!rjq__conn_ready(cmd)) return;
     note_arrival(cmd, now);
     uint64_t oldest = rjq__requests_oldest_sent(c);
     /* (a reply under way is the oldest request's: replies come in order) */
@@ -146,9 +149,9 @@ static void watch_subscriber(rjq_client *c, uint64_t now) {
     /* the ACL refuses the probe channel (an RJQ_EVENT_ERROR said so): the
      * subscriber connection goes unprobed (TCP keepalive still runs) */
     if (rjq__channel_refused(c, c->live_channel)) return;
-    if (!sub->ready || !rjq__channel_confirmed(c, c->live_channel)) {
+    if (!rjq__conn_ready(sub) || !rjq__channel_confirmed(c, c->live_channel)) {
         c->probe_sent_ms = 0;
-        if (sub->ready && c->command_timeout_ms > 0 &&
+        if (rjq__conn_ready(sub) && c->command_timeout_ms > 0 &&
             now - sub->ready_ms > (uint64_t)c->command_timeout_ms)
             drop(sub, "no subscription confirmed", now - sub->ready_ms);
         return;
@@ -165,7 +168,7 @@ static void watch_subscriber(rjq_client *c, uint64_t now) {
         }
         return;
     }
-    if (c->ping_interval_ms > 0 && c->cmd.ready &&
+    if (c->ping_interval_ms > 0 && rjq__conn_ready(&c->cmd) &&
         now - sub->last_io_ms >= (uint64_t)c->ping_interval_ms) {
         const char *argv[3] = {"PUBLISH", c->live_channel, "ping"};
         if (rjq__command(c, 0, on_probe_published, NULL, 3, argv, NULL) == RJQ_OK)
@@ -184,7 +187,7 @@ static void on_watchdog(rjq__timer *t) {
     rjq_client *c = t->owner;
     uint64_t now = rjq__now_ms();
     rjq__timer_start(c, &c->watchdog, tick_ms(c));
-    if (c->rebase_wanted && !c->rebase_sent && c->cmd.ready) {
+    if (c->rebase_wanted && !c->rebase_sent && rjq__conn_ready(&c->cmd)) {
         c->rebase_sent = 1;
         send_time(c);
     }

@@ -212,6 +212,7 @@ rjq__req *rjq__req_new(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, 
     r->cmd = cmd;
     r->len = len;
     r->script = -1;
+    r->slot = -1;
     r->flags = flags;
     r->made_ms = rjq__now_ms();
     r->order = ++c->req_order;
@@ -221,6 +222,10 @@ rjq__req *rjq__req_new(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, 
 
 size_t rjq__requests_pending(const rjq_client *c) {
     return c->inflight.n + c->backlog.n + c->room.n + c->later.n;
+}
+
+rjq__conn *rjq__requests_oldest_link(const rjq_client *c) {
+    return c->inflight.head ? c->inflight.head->link : NULL;
 }
 
 uint64_t rjq__requests_oldest_sent(const rjq_client *c) {

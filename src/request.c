@@ -48,6 +48,7 @@
 #include <hiredis/sds.h>
 
 #include "request_private.h"
+#include "slotmap.h"
 #include "validate.h"
 
 #define RETRY_FIRST_MS 50       /* first wait before re-sending after a transient error */
@@ -58,6 +59,7 @@
 #define OUTPUT_ROOM (1u << 20)
 #define ROOM_POLL_MS 1          /* ... and look for room this often, */
 #define ROOM_POLL_MAX_MS 64     /* ... doubling up to this while none is written */
+#define REDIRECTS_MAX 5         /* MOVED/ASK followed per request; one more ends it */
 
 static void on_reply(redisAsyncContext *ac, void *reply, void *priv);
 
@@ -74,10 +76,10 @@ static int send_formatted(redisAsyncContext *ac, rjq__req *r) {
  * the session said whether it has the library, or kept across a switch to
  * EVALSHA) gets the other head. Out of memory: sent as it is (its error
  * comes back to it). */
-static void reformat_head(rjq_client *c, rjq__req *r) {
-    if (r->script < 0 || r->fcall == c->fcall) return;
-    if (r->nparts) rjq__txn_build(c, r, NULL, NULL);
-    else rjq__script_set_head(c, r, r->cmd + r->head_len, r->len - r->head_len);
+static void reformat_head(const rjq__conn *to, rjq__req *r) {
+    if (r->script < 0 || r->fcall == to->fcall) return;
+    if (r->nparts) rjq__txn_build(to->fcall, r, NULL, NULL);
+    else rjq__script_set_head(to->fcall, r, r->cmd + r->head_len, r->len - r->head_len);
 }
 
 /* hiredis' unwritten output on the command connection is past
@@ -90,43 +92,87 @@ static void reformat_head(rjq_client *c, rjq__req *r) {
  * the order they were made: a request re-sent after a transient error or
  * a lost connection goes before newer ones, and one re-sent after its
  * script was loaded again goes behind that load, as a new one. */
-static size_t unwritten(const rjq_client *c) {
-    return c->cmd.ac && c->cmd.ac->c.obuf ? sdslen(c->cmd.ac->c.obuf) : 0;
+static size_t unwritten(const rjq__conn *conn) {
+    return conn->ac && conn->ac->c.obuf ? sdslen(conn->ac->c.obuf) : 0;
 }
 
-static int output_full(const rjq_client *c) {
-    return unwritten(c) > OUTPUT_ROOM;
+static int output_full(const rjq__conn *conn) {
+    return unwritten(conn) > OUTPUT_ROOM;
 }
 
-void rjq__send_now(rjq_client *c) {
-    redisAsyncContext *ac = c->cmd.ac;
+static void write_now(rjq__conn *conn, void *arg) {
+    redisAsyncContext *ac = conn->ac;
     int done = 0;
+    (void)arg;
     /* redisBufferWrite, not redisAsyncHandleWrite (which must not run
      * inside a reply callback): an error stays in the context, and the
      * write event hiredis keeps armed while output is left finds it. */
-    if (ac && c->cmd.ready && c->cmd.tls_session == NULL && unwritten(c) > 0 && !ac->c.err)
+    if (ac && rjq__conn_ready(conn) && conn->tls_session == NULL && unwritten(conn) > 0 && !ac->c.err)
         (void)redisBufferWrite(&ac->c, &done);
 }
 
+void rjq__send_now(rjq_client *c) {
+    rjq__route_each(c, write_now, NULL);
+}
+
+/* Where r goes: its pinned connection, an ASK's target, or where the
+ * slot table says (the command connection unless on a cluster). */
+static rjq__conn *target_of(rjq_client *c, rjq__req *r) {
+    if (r->pin) return r->pin;
+    if (r->ask && r->ask->state != RJQ__LINK_RETIRED) return r->ask;
+    r->ask = NULL;
+    return rjq__route_link(c, r->slot);
+}
+
+/* r goes behind the requests waiting for another try: on one server, all
+ * of them (enqueues keep their order); on a cluster, those of its own slot
+ * only (one queue's order), so a slot that migrates (TRYAGAIN until its
+ * keys have moved) holds up no other queue. */
+static int behind_later(const rjq_client *c, const rjq__req *r) {
+    if (c->later.n == 0 || c->sending_later) return 0;
+    if (rjq__route_mode(c) != RJQ__ROUTE_CLUSTER) return 1;
+    if (r->slot < 0) return 0;
+    for (const rjq__req *l = c->later.head; l; l = l->next)
+        if (l->slot == r->slot) return 1;
+    return 0;
+}
+
 static void send_req(rjq_client *c, rjq__req *r) {
-    redisAsyncContext *ac = c->cmd.ac;
     RJQ_ASSERT(r->state == REQ_NEW);
-    if (c->later.n > 0 && !c->sending_later) { /* behind those waiting for another try */
+    if (behind_later(c, r)) { /* behind those waiting for another try */
         rjq__req_move(c, r, REQ_LATER);
         return;
     }
-    if (ac && c->cmd.ready && (c->room.n > 0 || output_full(c))) { /* waits for room */
+    if (r->pin && r->pin->state == RJQ__LINK_RETIRED) { /* its node left the cluster */
+        rjq__req_deliver(r, c, RJQ_ECONN, NULL);
+        return;
+    }
+    rjq__conn *to = target_of(c, r);
+    redisAsyncContext *ac = to->ac;
+    int up = ac && rjq__conn_ready(to);
+    if (up && (c->room.n > 0 || output_full(to))) { /* waits for room */
         rjq__req_move(c, r, REQ_ROOM);
         if (!rjq__timer_armed(&c->room_timer)) {
             c->room_poll_ms = ROOM_POLL_MS;
-            c->room_seen = unwritten(c);
+            c->room_seen = unwritten(to);
             rjq__timer_start(c, &c->room_timer, ROOM_POLL_MS);
         }
         return;
     }
-    reformat_head(c, r);
-    if (ac && c->cmd.ready && send_formatted(ac, r) == REDIS_OK) {
+    /* (requests of its slot still in flight elsewhere go first: its order) */
+    if (up && r->pin == NULL && rjq__route_hold(c, r->slot, to)) {
+        rjq__req_move(c, r, REQ_BACKLOG);
+        return;
+    }
+    reformat_head(to, r);
+    /* an ASK's target runs the one command after ASKING (a transaction:
+     * ASKING holds until its EXEC) */
+    if (up && r->ask == to && redisAsyncCommand(ac, NULL, NULL, "ASKING") != REDIS_OK) up = 0;
+    if (up && send_formatted(ac, r) == REDIS_OK) {
         r->sent_ms = rjq__now_ms();
+        r->link = to;
+        r->ask = NULL;
+        r->counted = rjq__route_sent(c, r->slot, to);
         rjq__req_move(c, r, REQ_INFLIGHT);
         if ((r->flags & RJQ__REQ_DURABLE) && c->wait_replicas > 0) rjq__durable_join(c, r);
     }
@@ -134,20 +180,66 @@ static void send_req(rjq_client *c, rjq__req *r) {
         rjq__req_move(c, r, REQ_BACKLOG);
 }
 
+/* ---- a request's slot --------------------------------------------------------- */
+
+static int resp_bulk(const char **p, const char *end, const char **str, size_t *len);
+
+/* Plain commands whose first argument is no key: they go to any node. */
+static int slotless(const char *name, size_t len) {
+    static const char *const names[] = {"TIME",  "PING",   "INFO",   "PUBLISH", "FUNCTION",
+                                        "SCRIPT", "WAIT",  "CLUSTER", "CLIENT", "MULTI",
+                                        "EXEC",  "DBSIZE", "HELLO",  "ECHO",    "PUBSUB",
+                                        "CONFIG", "COMMAND", "ROLE", "MEMORY",  "LATENCY",
+                                        "SLOWLOG", "ACL"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strlen(names[i]) == len && strncasecmp(names[i], name, len) == 0) return 1;
+    return 0;
+}
+
+/* The slot of a script call's first key, from its arguments (numkeys,
+ * then the keys): -1 without keys. */
+static int args_slot(const char *p, const char *end) {
+    const char *s;
+    size_t n;
+    if (resp_bulk(&p, end, &s, &n) != 0 || n == 0 || n > 9) return -1;
+    long long keys = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return -1;
+        keys = keys * 10 + (s[i] - '0');
+    }
+    if (keys < 1 || resp_bulk(&p, end, &s, &n) != 0) return -1;
+    return rjq__key_slot(s, n);
+}
+
+/* The slot of a plain command formatted by hiredis: of its first argument
+ * unless the command takes no key. */
+static int command_slot(const char *cmd, size_t len) {
+    const char *p = cmd, *end = cmd + len, *name, *key;
+    size_t nlen, klen;
+    if (p < end && *p == '*') p = memchr(p, '\n', (size_t)(end - p));
+    if (p == NULL) return -1;
+    p++;
+    if (resp_bulk(&p, end, &name, &nlen) != 0 || slotless(name, nlen)) return -1;
+    if (resp_bulk(&p, end, &key, &klen) != 0) return -1;
+    return rjq__key_slot(key, klen);
+}
+
 /* Take a command formatted by hiredis. */
-static int submit(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, char *cmd,
-                  size_t len) {
+static int submit(rjq_client *c, rjq__conn *pin, int flags, rjq__reply_fn *fn, void *priv,
+                  char *cmd, size_t len) {
     rjq__req *r = rjq__req_new(c, flags, fn, priv, cmd, len);
     if (r == NULL) {
         redisFreeCommand(cmd);
         return RJQ_ENOMEM;
     }
+    r->slot = command_slot(cmd, len);
+    r->pin = pin;
     send_req(c, r);
     return RJQ_OK;
 }
 
-static int new_req(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, int argc,
-                   const char **argv, const size_t *lens) {
+static int new_req(rjq_client *c, rjq__conn *pin, int flags, rjq__reply_fn *fn, void *priv,
+                   int argc, const char **argv, const size_t *lens) {
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     /* Work batched for the tick goes first: a request made after an
      * enqueue (await it, read it, complete a job) must see it. */
@@ -156,7 +248,7 @@ static int new_req(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, int 
     char *cmd = NULL;
     rjq__fmtlen len = redisFormatCommandArgv(&cmd, argc, argv, lens);
     if (len < 0 || cmd == NULL) return RJQ_ENOMEM;
-    return submit(c, flags, fn, priv, cmd, (size_t)len);
+    return submit(c, pin, flags, fn, priv, cmd, (size_t)len);
 }
 
 int rjq__script_parts_after(rjq_client *c, int script, int flags, rjq__reply_fn *fn,
@@ -175,6 +267,14 @@ int rjq__script_parts_after(rjq_client *c, int script, int flags, rjq__reply_fn 
         rjq__req_free(r);
         return RJQ_ENOMEM;
     }
+    /* (the first call's first key: every call of one request is in its slot) */
+    const char *first = r->cmd + r->part_end[r->pre_after == 0 && r->npre > 0 ? r->npre : 0];
+    if (first < r->cmd + r->len && *first == '*') first = memchr(first, '\n', r->len - (size_t)(first - r->cmd));
+    const char *fend = r->cmd + r->len, *s;
+    size_t sn;
+    if (first && (first++, resp_bulk(&first, fend, &s, &sn) == 0) &&
+        resp_bulk(&first, fend, &s, &sn) == 0)
+        r->slot = args_slot(first, fend);
     send_req(c, r);
     return RJQ_OK;
 }
@@ -193,7 +293,8 @@ int rjq__script_buf(rjq_client *c, int script, int flags, rjq__reply_fn *fn, voi
     if (r == NULL) return RJQ_ENOMEM;
     r->script = script;
     r->nargs = nargs;
-    if (rjq__script_set_head(c, r, b->p, b->len) != 0) {
+    r->slot = args_slot(b->p, b->p + b->len);
+    if (rjq__script_set_head(c->cmd.fcall, r, b->p, b->len) != 0) {
         free(r);
         return RJQ_ENOMEM;
     }
@@ -203,7 +304,7 @@ int rjq__script_buf(rjq_client *c, int script, int flags, rjq__reply_fn *fn, voi
 
 int rjq__command(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, int argc,
                  const char **argv, const size_t *lens) {
-    return new_req(c, flags, fn, priv, argc, argv, lens);
+    return new_req(c, NULL, flags, fn, priv, argc, argv, lens);
 }
 
 int rjq__script(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
@@ -223,40 +324,41 @@ static void ignore_reply(rjq_client *c, int status, redisReply *reply, void *pri
     (void)c, (void)status, (void)reply, (void)priv;
 }
 
-/* NOSCRIPT: load the script, then send the request again behind it. */
-static void reload_and_resend(rjq_client *c, rjq__req *r) {
+/* NOSCRIPT (on `on`): load the script there, then send the request again
+ * behind it. */
+static void reload_and_resend(rjq_client *c, rjq__req *r, rjq__conn *on) {
     const rjq__script_def *s = &rjq__scripts[r->script];
     const char *argv[3] = {"SCRIPT", "LOAD", s->body};
     size_t lens[3] = {6, 4, s->len};
     r->resends++;
-    rjq__command(c, 0, ignore_reply, NULL, 3, argv, lens);
+    new_req(c, on, 0, ignore_reply, NULL, 3, argv, lens);
     r->order = ++c->req_order; /* sent again: behind the load */
     send_req(c, r);
 }
 
 static void on_library_loaded(rjq_client *c, int status, redisReply *reply, void *priv) {
-    (void)status, (void)priv;
-    if (reply) rjq__library_loaded(c, reply);
+    (void)c, (void)status;
+    if (reply) rjq__library_loaded(priv, reply);
 }
 
-/* FUNCTION LOAD rjq's library, answered to on_library_loaded. */
-static void load_library(rjq_client *c) {
+/* FUNCTION LOAD rjq's library on `on`, answered to on_library_loaded. */
+static void load_library(rjq_client *c, rjq__conn *on) {
     const char *argv[3] = {"FUNCTION", "LOAD", rjq__library};
     size_t lens[3] = {8, 4, rjq__library_len};
-    if (rjq__command(c, 0, on_library_loaded, NULL, 3, argv, lens) != RJQ_OK)
-        c->fcall = 0; /* cannot load it now: EVALSHA needs nothing more */
+    if (new_req(c, on, 0, on_library_loaded, on, 3, argv, lens) != RJQ_OK)
+        on->fcall = 0; /* cannot load it now: EVALSHA needs nothing more */
 }
 
 /* A script request the server could not run as sent. Returns 1 when it
  * was sent again behind what it needs: the library loaded (FUNCTION FLUSH,
  * or the library is gone), EVALSHA instead of FCALL (no functions here),
  * the script loaded (NOSCRIPT). */
-static int script_resent(rjq_client *c, rjq__req *r, const char *err) {
+static int script_resent(rjq_client *c, rjq__req *r, const char *err, rjq__conn *on) {
     RJQ_ASSERT(r->state == REQ_NEW && r->wait == NULL); /* taken out, its WAIT left (on_reply) */
     if (r->script < 0 || r->resends >= 4) return 0;
     if (r->fcall && strncmp(err, "ERR Function not found", 22) == 0) {
         r->resends++;
-        if (c->fcall) load_library(c);
+        if (on->fcall) load_library(c, on);
         r->order = ++c->req_order; /* sent again: behind the load */
         send_req(c, r); /* as EVALSHA if the library could not be loaded */
         return 1;
@@ -265,13 +367,13 @@ static int script_resent(rjq_client *c, rjq__req *r, const char *err) {
     if (r->fcall && (strncmp(err, "ERR unknown command", 19) == 0 ||
                      (strncmp(err, "NOPERM", 6) == 0 && strstr(err, "'fcall'")))) {
         r->resends++;
-        c->fcall = 0;
+        on->fcall = 0;
         r->order = ++c->req_order;
         send_req(c, r);
         return 1;
     }
     if (!r->fcall && strncmp(err, "NOSCRIPT", 8) == 0) {
-        reload_and_resend(c, r);
+        reload_and_resend(c, r, on);
         return 1;
     }
     return 0;
@@ -354,6 +456,37 @@ static void describe(const rjq__req *r, char *out, size_t cap) {
  * RJQ_EVENT_ERROR says which request, so the missing permission can be
  * found (the server's words do not always name it: a key refused inside a
  * script does not say which). */
+static void flush_backlog(rjq_client *c);
+
+/* A MOVED or ASK (on a cluster) to request r, answered on `on`: it did not
+ * run, so any request may follow it, no attempt spent; REDIRECTS_MAX of
+ * them in a row (with no transient error's backoff between) end it. MOVED: the table
+ * changes at once (and a refresh follows); ASK: the next sending goes to
+ * the target after ASKING, the table unchanged. The request waits in the
+ * backlog by its number, so it goes before the requests of its slot made
+ * after it (see rjq__route_hold). Returns 0 when it is not one, or the
+ * request has followed REDIRECTS_MAX already (the error is its outcome). */
+static int redirected(rjq_client *c, rjq__req *r, const redisReply *rep, rjq__conn *on) {
+    if (rjq__route_mode(c) != RJQ__ROUTE_CLUSTER ||
+        (strncmp(rep->str, "MOVED ", 6) != 0 && strncmp(rep->str, "ASK ", 4) != 0))
+        return 0;
+    const char *asked = rjq__conn_address(on);
+    rjq__redirect d;
+    if (rjq__redirect_parse(rep->str, rep->len, asked ? asked : "127.0.0.1", &d) != RJQ_OK ||
+        r->redirects >= REDIRECTS_MAX)
+        return 0;
+    r->redirects++;
+    if (d.kind == RJQ__REDIRECT_MOVED) {
+        rjq__route_moved(c, d.slot, &d.addr);
+        r->ask = NULL;
+    } else if ((r->ask = rjq__route_link_at(c, &d.addr)) == NULL) {
+        return 0;
+    }
+    r->pin = NULL;
+    rjq__req_move(c, r, REQ_BACKLOG);
+    return 1;
+}
+
 static void refused(rjq_client *c, const rjq__req *r, const char *err) {
     char what[384], detail[RJQ__ERRMSG_MAX + 400];
     describe(r, what, sizeof what);
@@ -400,13 +533,18 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     RJQ_ASSERT(r->state == REQ_INFLIGHT); /* (a HELD one had its reply) */
     rjq__enter(c);
     rjq__req_move(c, r, REQ_NEW);
+    rjq__conn *on = r->link; /* (connections live as long as the client) */
+    int slot_done = r->counted && rjq__route_answered(c, r->slot);
+    r->counted = 0;
+    r->link = NULL;
     redisReply err;
     if (r->nparts && rep) rep = rjq__txn_outcome(r, rep, &err);
     int waits = r->wait != NULL; /* a WAIT will confirm this answer */
     if (rep == NULL || rep->type == REDIS_REPLY_ERROR)
         rjq__req_leave_wait(r); /* nothing to confirm */
     if (rep == NULL) {
-        rjq__conn_lost(&c->cmd, ac->c.errstr[0] ? ac->c.errstr : "connection lost");
+        rjq__conn_lost(on, ac->c.errstr[0] ? ac->c.errstr : "connection lost");
+        rjq__route_refresh(c); /* (a cluster's node went: where are its slots now?) */
         /* Lost in flight, to be sent again: among those waiting for
          * another try when there are (it was sent before a newer one's
          * answer, or after an older one failed: its place is by when it was
@@ -414,12 +552,21 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
          * one the reconnect's backlog would send at once. */
         if ((r->flags & RJQ__REQ_RETRY) && c->later.n > 0) rjq__req_move(c, r, REQ_LATER);
         else if (r->flags & RJQ__REQ_RETRY) rjq__req_move(c, r, REQ_BACKLOG);
-        else rjq__req_deliver(r, c, c->cmd.timed_out ? RJQ_ETIMEDOUT : RJQ_ECONN, NULL);
+        else rjq__req_deliver(r, c, rjq__conn_timed_out(on) ? RJQ_ETIMEDOUT : RJQ_ECONN, NULL);
     } else if (rep->type == REDIS_REPLY_ERROR) {
-        c->cmd.last_io_ms = rjq__now_ms();
-        if (script_resent(c, r, rep->str)) {
+        on->last_io_ms = rjq__now_ms();
+        if (redirected(c, r, rep, on)) {
+        } else if (script_resent(c, r, rep->str, on)) {
         } else if (rjq__redis_error_transient(rep->str) && retry_later(c, r)) {
             rjq__errmsg(c, "%s (will retry)", rep->str);
+            /* (the redirect bound is for redirects in a row: a slot that
+             * migrates answers ASK and TRYAGAIN in turn until its keys
+             * have moved, which the minute of retries bounds) */
+            r->redirects = 0;
+            /* On a cluster, a slot without a master, a write that reached a
+             * replica (a failover): the table is to be read again. */
+            if (strncmp(rep->str, "CLUSTERDOWN", 11) == 0 || strncmp(rep->str, "READONLY", 8) == 0)
+                rjq__route_refresh(c);
             /* With Sentinel, a master that became a replica: ask again. */
             if (c->url.master && strncmp(rep->str, "READONLY ", 9) == 0)
                 rjq__conn_drop(&c->cmd, "READONLY: the master became a replica: asking the "
@@ -431,7 +578,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
             rjq__req_deliver(r, c, code, rep);
         }
     } else {
-        c->cmd.last_io_ms = rjq__now_ms();
+        on->last_io_ms = rjq__now_ms();
         c->retry_wait_ms = RETRY_FIRST_MS; /* the server serves: back to short waits */
         if (waits && rjq__durable_hold(c, r, rep)) {
             /* done on the master: its WAIT says the rest */
@@ -441,6 +588,8 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
             rjq__req_deliver(r, c, RJQ_OK, rep);
         }
     }
+    /* the last of its slot in flight: requests held behind it may go */
+    if (slot_done && c->backlog.n > 0 && !c->closing) flush_backlog(c);
     send_room(c);
     rjq__leave(c);
 }
@@ -461,16 +610,22 @@ static void flush_backlog(rjq_client *c) {
 /* The requests waiting for room go when there is room: from the callback
  * of a request's reply, and from the room timer (replies may be slow to
  * come: the output may be written long before). */
+static int room_on(const rjq_client *c) {
+    rjq__conn *to = c->room.head ? rjq__route_link((rjq_client *)c, c->room.head->slot) : NULL;
+    return to && rjq__conn_ready(to) && !output_full(to);
+}
+
 static void send_room(rjq_client *c) {
-    if (c->room.n > 0 && c->cmd.ready && !output_full(c)) flush_backlog(c);
+    if (c->room.n > 0 && room_on(c)) flush_backlog(c);
 }
 
 /* While nothing is written (a stopped server), it looks less often. */
 static void on_room_timer(rjq__timer *t) {
     rjq_client *c = t->owner;
     send_room(c);
-    if (c->room.n == 0 || !c->cmd.ready) return; /* (cmd_ready sends them) */
-    size_t out = unwritten(c);
+    rjq__conn *to = c->room.head ? rjq__route_link(c, c->room.head->slot) : NULL;
+    if (to == NULL || !rjq__conn_ready(to)) return; /* (cmd_ready sends them) */
+    size_t out = unwritten(to);
     if (out == c->room_seen) {
         c->room_poll_ms = c->room_poll_ms * 2 > ROOM_POLL_MAX_MS ? ROOM_POLL_MAX_MS
                                                                  : c->room_poll_ms * 2;
@@ -486,14 +641,15 @@ static void on_room_timer(rjq__timer *t) {
  * The others stay, in their order; the ended ones are taken out before
  * any callback runs, so requests made by those callbacks queue behind
  * them. */
-static void fail_backlog_if(rjq_client *c, int code, uint64_t made_before) {
+static void fail_backlog_if(rjq_client *c, int code, uint64_t made_before, rjq__conn *for_conn) {
     rjq__reqlist failed = {0};
     req_state states[2] = {REQ_BACKLOG, REQ_ROOM};
     rjq__req *r;
     for (int i = 0; i < 2; i++) {
         rjq__reqlist all = rjq__req_take_all(c, states[i]);
         while ((r = rjq__reqlist_pop(&all)) != NULL) {
-            if ((r->flags & RJQ__REQ_RETRY) || r->made_ms >= made_before)
+            if ((r->flags & RJQ__REQ_RETRY) || r->made_ms >= made_before ||
+                (for_conn && target_of(c, r) != for_conn))
                 rjq__req_move(c, r, states[i]);
             else
                 rjq__reqlist_push(&failed, r);
@@ -502,12 +658,13 @@ static void fail_backlog_if(rjq_client *c, int code, uint64_t made_before) {
     while ((r = rjq__reqlist_pop(&failed)) != NULL) rjq__req_deliver(r, c, code, NULL);
 }
 
-static void fail_backlog(rjq_client *c, int code) {
-    fail_backlog_if(c, code, UINT64_MAX);
+/* The waiting requests that would go to conn (whose attempt failed). */
+static void fail_backlog(rjq_client *c, int code, rjq__conn *conn) {
+    fail_backlog_if(c, code, UINT64_MAX, conn);
 }
 
 void rjq__requests_expire(rjq_client *c, uint64_t made_before) {
-    fail_backlog_if(c, RJQ_ETIMEDOUT, made_before);
+    fail_backlog_if(c, RJQ_ETIMEDOUT, made_before, NULL);
 }
 
 void rjq__requests_cancel_all(rjq_client *c) {
@@ -531,6 +688,19 @@ void rjq__requests_cancel_all(rjq_client *c) {
 
 static void cmd_ready(rjq__conn *conn) {
     flush_backlog(conn->c);
+    rjq__route_ready(conn);
+}
+
+/* The seed asks whether it is a cluster node, then every command
+ * connection loads rjq's library. */
+static int cmd_setup(rjq__conn *conn) {
+    int rc = rjq__route_setup(conn);
+    return rc == RJQ_OK ? rjq__scripts_setup(conn) : rc;
+}
+
+/* The slot table moved slots: what waits for a node may go elsewhere. */
+static void route_changed(rjq_client *c) {
+    if (!c->closing) flush_backlog(c);
 }
 
 /* A session refused for a permission (wrong password, NOAUTH) is final:
@@ -551,13 +721,25 @@ static void fail_all_waiting(rjq_client *c, int code) {
     while ((r = rjq__reqlist_pop(&failed)) != NULL) rjq__req_deliver(r, c, code, NULL);
 }
 
+/* A cluster node's connection attempt failed: what waits for it may wait
+ * this long for a refresh of the slot table to send it elsewhere (a
+ * failover: the cluster's node timeout and an election), then it fails as
+ * after a failed attempt on one server. */
+#define NODE_WAIT_MS 30000
+
 static void cmd_down(rjq__conn *conn, int fail, const char *why) {
     (void)why; /* (the errmsg has it) */
-    if (fail == RJQ_EAUTH) fail_all_waiting(conn->c, fail);
-    else if (fail) fail_backlog(conn->c, fail);
+    rjq_client *c = conn->c;
+    int node = conn != &c->cmd && rjq__route_mode(c) == RJQ__ROUTE_CLUSTER;
+    if (fail == RJQ_EAUTH) fail_all_waiting(c, fail);
+    else if (fail && node && fail == RJQ_ECONN && rjq__now_ms() > NODE_WAIT_MS)
+        fail_backlog_if(c, fail, rjq__now_ms() - NODE_WAIT_MS, conn);
+    else if (fail && !(node && fail == RJQ_ECONN))
+        fail_backlog(c, fail, conn);
+    rjq__route_refresh(c); /* (on a cluster: a node went, or failed over) */
 }
 
-static const rjq__conn_hooks cmd_hooks = {rjq__scripts_setup, cmd_ready, cmd_down};
+static const rjq__conn_hooks cmd_hooks = {cmd_setup, cmd_ready, cmd_down};
 
 int rjq__requests_init(rjq_client *c) {
     c->retry_wait_ms = RETRY_FIRST_MS;
@@ -565,5 +747,6 @@ int rjq__requests_init(rjq_client *c) {
     if (rc == RJQ_OK) rc = rjq__durable_init(c);
     if (rc == RJQ_OK) rc = rjq__timer_setup(c, &c->room_timer, on_room_timer, c);
     if (rc == RJQ_OK) rc = rjq__conn_init(c, &c->cmd, RJQ_CONN_COMMAND, &cmd_hooks);
+    if (rc == RJQ_OK) rc = rjq__route_init(c, &cmd_hooks, route_changed);
     return rc;
 }

@@ -72,6 +72,12 @@ struct rjq__req {
                                before the calls, of each call */
     char *part_err;         /* the first error answered to MULTI or a call */
     int resends;            /* resends to load what it needs so far */
+    int slot;               /* the slot of its first key; -1: none (route.c) */
+    rjq__conn *link;        /* in flight: the connection it was sent on */
+    rjq__conn *pin;         /* goes to this connection only (loading its scripts) */
+    rjq__conn *ask;         /* an ASK's target: the next sending only, after ASKING */
+    int redirects;          /* MOVED and ASK followed so far */
+    int counted;            /* in flight and counted by rjq__route_sent */
     uint64_t made_ms;       /* when the request was made */
     uint64_t order;         /* its number: the lists waiting to send keep
                                their requests in this order */
@@ -101,6 +107,7 @@ typedef struct part_args {
  * NULL) when it is destroyed. */
 typedef struct wait_slot {
     rjq_client *c;
+    rjq__conn *link;        /* the connection its writes went on (it asks there) */
     rjq__req **m;
     size_t n, cap;
     struct wait_slot *prev, *next; /* the client's sent slots */
@@ -146,9 +153,9 @@ void rjq__reply_free(redisReply *r);
 int rjq__script_head(int script, int nargs, int fcall, char *out, size_t cap);
 /* Give script request r (its arguments: the len bytes at args) the head
  * for the session's mode, in a new buffer. 0, or -1 out of memory. */
-int rjq__script_set_head(rjq_client *c, rjq__req *r, const char *args, size_t len);
+int rjq__script_set_head(int fcall, rjq__req *r, const char *args, size_t len);
 /* Whether the session has rjq's library, from FUNCTION LOAD's answer. */
-void rjq__library_loaded(rjq_client *c, const redisReply *reply);
+void rjq__library_loaded(rjq__conn *conn, const redisReply *reply);
 /* The command connection's set-up step (its rjq__conn_hooks setup). */
 int rjq__scripts_setup(rjq__conn *conn);
 
@@ -161,7 +168,7 @@ int rjq__scripts_setup(rjq__conn *conn);
 int rjq__txn_init(rjq_client *c, rjq__req *r, const rjq__buf *pre, const size_t *pre_end,
                   int npre, int after, int nparts, rjq__buf *parts, const int *nargs);
 /* Rebuild transaction r's command for the session's mode (pre: NULL). */
-int rjq__txn_build(rjq_client *c, rjq__req *r, const char *pre, const size_t *pre_end);
+int rjq__txn_build(int fcall, rjq__req *r, const char *pre, const size_t *pre_end);
 /* Write transaction r to the context: MULTI, the commands and calls, then
  * EXEC, answered to `done`. REDIS_ERR: not sent. */
 int rjq__txn_send(redisAsyncContext *ac, rjq__req *r, redisCallbackFn *done);

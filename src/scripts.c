@@ -41,11 +41,11 @@ static long numkeys_of(const char *args, size_t len) {
 /* Give script request r (its arguments: the len bytes at args) the head
  * for the session's mode, in a new buffer. 0, or -1 out of memory (r
  * unchanged). */
-int rjq__script_set_head(rjq_client *c, rjq__req *r, const char *args, size_t len) {
+int rjq__script_set_head(int fcall, rjq__req *r, const char *args, size_t len) {
     /* its KEYS are the ones src/keys.def declares for it (queue.h appends them) */
     RJQ_ASSERT(numkeys_of(args, len) == rjq__scripts[r->script].nkeys);
     char head[160];
-    int hlen = rjq__script_head(r->script, r->nargs, c->fcall, head, sizeof head);
+    int hlen = rjq__script_head(r->script, r->nargs, fcall, head, sizeof head);
     char *cmd = malloc((size_t)hlen + len + 1); /* NUL-ended: see rjq__txn_build */
     if (cmd == NULL) return -1;
     memcpy(cmd, head, (size_t)hlen);
@@ -56,7 +56,7 @@ int rjq__script_set_head(rjq_client *c, rjq__req *r, const char *args, size_t le
     r->own_cmd = 1;
     r->len = (size_t)hlen + len;
     r->head_len = (size_t)hlen;
-    r->fcall = c->fcall;
+    r->fcall = fcall;
     return 0;
 }
 
@@ -65,8 +65,8 @@ int rjq__script_set_head(rjq_client *c, rjq__req *r, const char *args, size_t le
  * transient error (a server still loading its data, say) says nothing
  * about functions: keep FCALL, and "Function not found" loads the library
  * when it is missing. */
-void rjq__library_loaded(rjq_client *c, const redisReply *reply) {
-    c->fcall = reply->type != REDIS_REPLY_ERROR || strstr(reply->str, "already exists") != NULL ||
+void rjq__library_loaded(rjq__conn *conn, const redisReply *reply) {
+    conn->fcall = reply->type != REDIS_REPLY_ERROR || strstr(reply->str, "already exists") != NULL ||
                rjq__redis_error_transient(reply->str);
 }
 
@@ -80,14 +80,13 @@ static void on_script_loaded(rjq__conn *conn, redisReply *r, void *arg) {
  * on this server, or not permitted) the scripts are loaded for EVALSHA.
  * Neither is an error. */
 static void on_library_step(rjq__conn *conn, redisReply *r, void *arg) {
-    rjq_client *c = conn->c;
     (void)arg;
     if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOAUTH", 6) == 0) {
         rjq__conn_step_failed(conn, "FUNCTION LOAD", r->str);
         return;
     }
-    rjq__library_loaded(c, r);
-    for (int i = 0; !c->fcall && i < RJQ__SCRIPT_COUNT; i++) {
+    rjq__library_loaded(conn, r);
+    for (int i = 0; !conn->fcall && i < RJQ__SCRIPT_COUNT; i++) {
         const char *argv[3] = {"SCRIPT", "LOAD", rjq__scripts[i].body};
         size_t lens[3] = {6, 4, rjq__scripts[i].len};
         if (rjq__conn_step(conn, on_script_loaded, "SCRIPT LOAD", 3, argv, lens) != RJQ_OK) {
@@ -99,11 +98,10 @@ static void on_library_step(rjq__conn *conn, redisReply *r, void *arg) {
 
 /* The command connection's set-up: FUNCTION LOAD of rjq's library. */
 int rjq__scripts_setup(rjq__conn *conn) {
-    rjq_client *c = conn->c;
     /* Until the answer says otherwise, scripts wait for EVALSHA. */
     const char *argv[3] = {"FUNCTION", "LOAD", rjq__library};
     size_t lens[3] = {8, 4, rjq__library_len};
-    c->fcall = 0;
+    conn->fcall = 0;
     return rjq__conn_step(conn, on_library_step, NULL, 3, argv, lens);
 }
 

@@ -55,12 +55,12 @@ int rjq__txn_send(redisAsyncContext *ac, rjq__req *r, redisCallbackFn *done) {
  * its head and arguments) with the plain commands after the first
  * pre_after of them (pre, each ending at pre_end[i] in it; NULL: those of
  * r's cmd), EXEC. 0, or -1 out of memory (r unchanged). */
-int rjq__txn_build(rjq_client *c, rjq__req *r, const char *pre, const size_t *pre_end) {
+int rjq__txn_build(int fcall, rjq__req *r, const char *pre, const size_t *pre_end) {
     static const char multi[] = "*1\r\n$5\r\nMULTI\r\n", exec[] = "*1\r\n$4\r\nEXEC\r\n";
     char head[160];
     size_t len = sizeof multi - 1 + sizeof exec - 1 + r->pre_len;
     for (int i = 0; i < r->nparts; i++)
-        len += (size_t)rjq__script_head(r->script, r->parts[i].nargs, c->fcall, head, sizeof head) +
+        len += (size_t)rjq__script_head(r->script, r->parts[i].nargs, fcall, head, sizeof head) +
                r->parts[i].len;
     /* NUL-ended, as hiredis' own formatted commands are: hiredis reads the
      * byte after a command's name (its EXEC here) to see whether more
@@ -83,7 +83,7 @@ int rjq__txn_build(rjq_client *c, rjq__req *r, const char *pre, const size_t *pr
             at += r->pre_len;
         }
         if (i == r->nparts) break;
-        int hlen = rjq__script_head(r->script, r->parts[i].nargs, c->fcall, head, sizeof head);
+        int hlen = rjq__script_head(r->script, r->parts[i].nargs, fcall, head, sizeof head);
         memcpy(cmd + at, head, (size_t)hlen);
         at += (size_t)hlen;
         memcpy(cmd + at, r->parts[i].p, r->parts[i].len);
@@ -97,7 +97,7 @@ int rjq__txn_build(rjq_client *c, rjq__req *r, const char *pre, const size_t *pr
     r->cmd = cmd;
     r->own_cmd = 1;
     r->len = len;
-    r->fcall = c->fcall;
+    r->fcall = fcall;
     return 0;
 }
 
@@ -117,7 +117,7 @@ int rjq__txn_init(rjq_client *c, rjq__req *r, const rjq__buf *pre, const size_t 
         r->parts[i] = (part_args){parts[i].p, parts[i].len, nargs[i]};
         memset(&parts[i], 0, sizeof parts[i]);
     }
-    if (!ok || rjq__txn_build(c, r, npre ? pre->p : NULL, pre_end) != 0) return -1;
+    if (!ok || rjq__txn_build(c->cmd.fcall, r, npre ? pre->p : NULL, pre_end) != 0) return -1;
     return 0;
 }
 

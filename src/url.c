@@ -207,6 +207,39 @@ static int parse_sentinel(const char *s, rjq__url *u, char *err, size_t errlen) 
     return RJQ_OK;
 }
 
+/* A seed list "h[:p],h[:p]..." (n bytes): the seeds, and the first as
+ * the URL's host and port. */
+static int parse_seeds(const char *s, size_t n, rjq__url *u, char *err, size_t errlen) {
+    const char *end = s + n;
+    u->seeds = calloc(RJQ__SENTINELS_MAX, sizeof *u->seeds);
+    if (u->seeds == NULL) return RJQ_ENOMEM;
+    while (s <= end) {
+        const char *comma = memchr(s, ',', (size_t)(end - s));
+        const char *e = comma ? comma : end;
+        if (u->nseeds == RJQ__SENTINELS_MAX) return fail(u, err, errlen, "at most 16 seed nodes");
+        if (e == s) return fail(u, err, errlen, "an empty seed node address");
+        rjq__url one;
+        memset(&one, 0, sizeof one);
+        one.port = 6379;
+        char why[160];
+        int rc = parse_host(s, (size_t)(e - s), &one, why, sizeof why);
+        if (rc != RJQ_OK) {
+            free(one.host);
+            if (rc == RJQ_ENOMEM) return rc;
+            return fail(u, err, errlen, why);
+        }
+        u->seeds[u->nseeds].host = one.host;
+        u->seeds[u->nseeds].numeric = one.numeric;
+        u->seeds[u->nseeds++].port = one.port;
+        if (comma == NULL) break;
+        s = comma + 1;
+    }
+    u->host = strdup(u->seeds[0].host);
+    u->port = u->seeds[0].port;
+    u->numeric = u->seeds[0].numeric;
+    return u->host ? RJQ_OK : RJQ_ENOMEM;
+}
+
 static int parse(const char *url, rjq__url *u, char *err, size_t errlen) {
     u->port = 6379;
     if (url && strncmp(url, "redis+sentinel://", 17) == 0) return parse_sentinel(url + 17, u, err, errlen);
@@ -230,7 +263,9 @@ static int parse(const char *url, rjq__url *u, char *err, size_t errlen) {
         s = at + 1;
     }
     size_t hostlen = slash ? (size_t)(slash - s) : strlen(s);
-    if ((rc = parse_host(s, hostlen, u, err, errlen)) != RJQ_OK) return rc;
+    const char *comma = memchr(s, ',', hostlen);
+    if (comma && (rc = parse_seeds(s, hostlen, u, err, errlen)) != RJQ_OK) return rc;
+    if (comma == NULL && (rc = parse_host(s, hostlen, u, err, errlen)) != RJQ_OK) return rc;
     if (slash && slash[1] != '\0' && parse_int(slash + 1, strlen(slash + 1), 0, 1 << 20, &u->db))
         return fail(u, err, errlen, "database must be a number");
     return RJQ_OK;
@@ -239,6 +274,8 @@ static int parse(const char *url, rjq__url *u, char *err, size_t errlen) {
 void rjq__url_free(rjq__url *u) {
     for (size_t i = 0; i < u->nsentinels; i++) free(u->sentinels[i].host);
     free(u->sentinels);
+    for (size_t i = 0; i < u->nseeds; i++) free(u->seeds[i].host);
+    free(u->seeds);
     free(u->master);
     free(u->host);
     free(u->path);

@@ -1,7 +1,8 @@
 /*
  * Redis URLs: redis[s]://[user[:password]@]host[:port][/db],
  * redis+sentinel://[user[:password]@]host[:port][,host[:port]...]/name[/db]
- * and unix:///path[?db=N]. Pure parsing, no I/O: a host name is checked for
+ * and unix:///path[?db=N]. redis[s]:// may list several seed nodes of a
+ * Redis Cluster: redis://h1:p1,h2:p2 (each port 6379 unless given). Pure parsing, no I/O: a host name is checked for
  * its form only (the loop glue resolves it, client.c decides whether one
  * may be given).
  */
@@ -31,6 +32,10 @@ typedef struct rjq__url {
     rjq__url_host *sentinels;
     size_t nsentinels;
     char *master;    /* NULL unless Sentinel */
+    /* redis[s]://h1[:p1],h2[:p2]...: the seed nodes in order (NULL, 0 for a
+     * single host); host, port and numeric are the first one's */
+    rjq__url_host *seeds;
+    size_t nseeds;
     int port;
     char *path;      /* unix socket path; NULL for TCP */
     char *user;      /* NULL when absent */

@@ -4,7 +4,7 @@
 # As the linker sees it: which object uses a symbol another object defines.
 #  - the graph has no cycle (tsort);
 #  - nothing uses a file of a higher rank: leaves (0) use only leaves;
-#    inside the core, runtime (1) < conn, sentinel (2) < request, pubsub (3) <
+#    inside the core, runtime (1) < conn, sentinel, route (2) < request, pubsub (3) <
 #    client, liveness (4); features (5) use anything below them (their own order is
 #    kept by the no-cycle rule). A src/*.c file in no layer fails the
 #    check, so a new file has to be placed.
@@ -31,7 +31,7 @@ objdir=$build/CMakeFiles/rjq_obj.dir/src
 ranks=(
     "timer url validate error argv resp tls cron check slot slotmap ssbook" # 0 leaves
     "runtime"                                     # 1 core: depth, timers, features
-    "conn sentinel shardlink"                     # 2 core: connections, and where the master is
+    "conn sentinel shardlink route"               # 2 core: connections, where the master is, routing by slot
     "request reqstate scripts txn durable pubsub" # 3 core: the connections' owners
     "client liveness"                             # 4 core: the public lifetime, the watchdog
     "queue enqueue held push worker worker_state worker_stop worker_fetch worker_claim worker_group worker_wake worker_notice worker_lease worker_push worker_job reclaim upkeep job await await_table await_early monitor admin processes schedule scheduler" # 5

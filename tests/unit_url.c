@@ -130,6 +130,31 @@ TEST(url_rediss_is_tls) {
     rjq__url_free(&u);
 }
 
+TEST(url_cluster_seed_list) {
+    rjq__url u;
+    parse_ok("rediss://app:pw@10.0.0.1:7000,node-b.example,[::1]:7002/0", &u);
+    ASSERT_EQ(1, u.tls);
+    ASSERT_EQ(3, u.nseeds);
+    ASSERT_STREQ("10.0.0.1", u.seeds[0].host);
+    ASSERT_EQ(7000, u.seeds[0].port);
+    ASSERT_STREQ("node-b.example", u.seeds[1].host);
+    ASSERT_EQ(6379, u.seeds[1].port);
+    ASSERT_EQ(0, u.seeds[1].numeric);
+    ASSERT_STREQ("::1", u.seeds[2].host);
+    ASSERT_EQ(7002, u.seeds[2].port);
+    ASSERT_STREQ("10.0.0.1", u.host); /* the first seed is the URL's host */
+    ASSERT_EQ(7000, u.port);
+    ASSERT_EQ(1, u.numeric);
+    ASSERT_STREQ("app", u.user);
+    rjq__url_free(&u);
+    parse_ok("redis://127.0.0.1:7000", &u);
+    ASSERT_EQ(0, u.nseeds); /* one host: no list */
+    rjq__url_free(&u);
+    expect_bad("redis://127.0.0.1:7000,,127.0.0.1:7001", "empty seed");
+    expect_bad("redis://127.0.0.1:7000,", "empty seed");
+    expect_bad("redis://127.0.0.1:7000,127.0.0.1:0", "port");
+}
+
 TEST(url_sentinel) {
     rjq__url u;
     parse_ok("redis+sentinel://app:pw@10.0.0.1,10.0.0.2:26380,[::1]:5000,localhost/mymaster/3", &u);

@@ -8,7 +8,9 @@
  *   "<prefix>:reply:<random>:live", awaits, pushes), SCRIPT LOAD and
  *   EVALSHA (rjq's scripts; FUNCTION LOAD is an administrator's command,
  *   so the roles run the scripts with EVALSHA, which rjq falls back to by
- *   itself);
+ *   itself), CLUSTER SLOTS (the first connect asks whether the server is a
+ *   Redis Cluster node, and a cluster's slot table is read again after
+ *   redirects) and ASKING (a slot being migrated);
  * - inside the scripts, the commands of the scripts the role calls (Redis
  *   checks them against the user's ACL too): the producer enqueues,
  *   watches (awaits) and cancels, the worker claims, completes, fails,
@@ -47,7 +49,8 @@
 #include <string.h>
 
 #define SESSION                                                                              \
-    "+client|setname +select +time +publish +subscribe +script|load +evalsha +role +wait"
+    "+client|setname +select +time +publish +subscribe +script|load +evalsha +role +wait " \
+    "+cluster|slots +asking"
 
 /* The commands the scripts of each role run (the scripts' lib functions
  * included). */

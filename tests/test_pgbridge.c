@@ -1069,9 +1069,9 @@ TEST(route_priority_sends_rows_of_10_100_200_to_high_base_and_low) {
     teardown();
 }
 
-/* The user of `rjq -p t acl --role bridge --queues 'jobs*'` (CHANGE-ME -> pw) on the server. */
+/* The user of `rjq --prefix t acl --role bridge --queues 'jobs*'` (CHANGE-ME -> pw) on the server. */
 static void create_bridge_user(redisContext *rc, const char *pw) {
-    FILE *p = popen(RJQ_BUILD_DIR "/rjq -p t acl --role bridge --queues 'jobs*'", "r");
+    FILE *p = popen(RJQ_BUILD_DIR "/rjq --prefix t acl --role bridge --queues 'jobs*'", "r");
     ASSERT(p != NULL);
     char line[4096], secret[64];
     snprintf(secret, sizeof secret, ">%s", pw);

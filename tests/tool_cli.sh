@@ -544,7 +544,7 @@ expect_rc 1
 expect_err_has "invalid Redis URL"
 
 # another prefix is another keyspace; -u overrides RJQ_URL
-RJQ_URL=redis://127.0.0.1:1 run -u "redis://127.0.0.1:$PORT" -p other stats q
+RJQ_URL=redis://127.0.0.1:1 run -u "redis://127.0.0.1:$PORT" --prefix other stats q
 expect_rc 1
 expect_err_has "queue 'q' does not exist"
 RJQ_URL=redis://127.0.0.1:1 run -u "redis://127.0.0.1:$PORT" stats q
@@ -574,6 +574,85 @@ check; { [ $((T1 - T0)) -ge 900 ] && [ $((T1 - T0)) -lt 6000 ]; } || fail "took 
 run -t 1 -u "redis://user:hunter2@127.0.0.1:$DEAD_PORT" stats q
 expect_rc 1
 check; grep -q hunter2 "$DIR/err" && fail "the password leaked into the message"
+
+# ---- redis-cli's connection flags (issue 37) -------------------------------------------
+# REDIS_URL when RJQ_URL is unset or empty; RJQ_URL first
+RJQ_URL= REDIS_URL="redis://127.0.0.1:$PORT" run stats q
+expect_ok
+env -u RJQ_URL REDIS_URL="redis://127.0.0.1:$PORT" "$RJQ_BIN" stats q >"$DIR/out" 2>"$DIR/err"
+RC=$? LAST="REDIS_URL=... rjq stats q (RJQ_URL unset)"
+expect_ok
+RJQ_URL="redis://127.0.0.1:$PORT" REDIS_URL=redis://127.0.0.1:1 run stats q
+expect_ok
+RJQ_URL=redis://127.0.0.1:1 REDIS_URL="redis://127.0.0.1:$PORT" run -t 2 stats q
+expect_rc 1
+expect_err_has "redis://127.0.0.1:1"
+# --url, --url=URL
+for args in "--url redis://127.0.0.1:$PORT" "--url=redis://127.0.0.1:$PORT"; do
+    # shellcheck disable=SC2086
+    RJQ_URL=redis://127.0.0.1:1 run $args stats q
+    expect_ok
+done
+# -h and -p change the environment's URL; -p6380 as redis-cli takes it too
+RJQ_URL=redis://127.0.0.1:1 run -h 127.0.0.1 -p "$PORT" stats q
+expect_ok
+RJQ_URL=redis://127.0.0.1:1 run "-p$PORT" stats q
+expect_ok
+RJQ_URL= run -p "$PORT" stats q
+expect_ok
+# in command-line order, as redis-cli: the last one naming the port wins; a
+# URL without a port keeps the one given before it
+run -u redis://127.0.0.1:1 -p "$PORT" stats q
+expect_ok
+run -p "$PORT" -u redis://127.0.0.1:1 -t 2 stats q
+expect_rc 1
+expect_err_has "could not connect to redis://127.0.0.1:1"
+run -p "$PORT" -u redis://127.0.0.1 stats q
+expect_ok
+# -n: the database
+run -p "$PORT" -n 5 enqueue ndb x
+expect_ok
+run -u "redis://127.0.0.1:$PORT/5" stats ndb
+expect_line "enqueued 1"
+run stats ndb
+expect_rc 1
+expect_err_has "queue 'ndb' does not exist"
+run -u "redis://127.0.0.1:$PORT/5" -n 0 stats ndb
+expect_rc 1
+# --user with -a or --pass (percent-encoded into the URL); they override the URL's
+rcli ACL SETUSER clibob on '>p@ss w:rd/%' '~*' '&*' '+@all'
+run -p "$PORT" --user clibob -a 'p@ss w:rd/%' stats q
+expect_ok
+run -u "redis://clibob:wrong@127.0.0.1:$PORT" --pass 'p@ss w:rd/%' stats q
+expect_ok
+run -u "redis://clibob:wrong@127.0.0.1:$PORT" --pass=nope -t 2 stats q
+expect_rc 1
+check; grep -q nope "$DIR/err" && fail "the password of --pass leaked into the message"
+rcli ACL DELUSER clibob
+# an IPv6 -h goes in brackets
+run -t 1 -h ::1 -p "$DEAD_PORT" stats q
+expect_rc 1
+expect_err_has "redis://[::1]:$DEAD_PORT"
+# -p is the port: a prefix there fails, pointing at --prefix (no silent connect)
+run -p myapp stats q
+expect_rc 2
+expect_out ""
+expect_err_has "-p is the port"
+expect_err_has "--prefix myapp"
+run -u "redis://127.0.0.1:$PORT" -p 17330x queues
+expect_rc 2
+for args in "-p 0 stats q" "-p 65536 stats q" "-n x stats q" "-n -1 stats q" "-h a/b stats q" \
+    "--user bob stats q" "-u unix:///tmp/x.sock -p 1 stats q" "-a" "--url"; do
+    # shellcheck disable=SC2086
+    run $args
+    expect_rc 2
+    check; [ -z "$OUT" ] || fail "usage errors print nothing on stdout"
+    check; [ -n "$ERR" ] || fail "usage errors explain themselves on stderr"
+done
+run --user bob stats q
+expect_err_has "--user needs a password too"
+run -u unix:///tmp/x.sock -p 1 stats q
+expect_err_has "write them in that URL"
 
 # ---- usage ----------------------------------------------------------------------------
 

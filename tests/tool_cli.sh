@@ -683,6 +683,50 @@ for args in "help" "--help" "-h"; do
     check; grep -q "usage: rjq" "$DIR/out" || fail "help prints the usage on stdout"
 done
 
+# per-command help: rjq help COMMAND and rjq COMMAND --help say the same, on
+# stdout, exit 0: the usage, the options and an example; every command listed
+# by rjq help has its own
+run help
+expect_ok
+COMMANDS=$(sed -n '/^commands:$/,/^$/p' "$DIR/out" | awk 'NF > 1 {print $1}')
+check; [ "$(echo "$COMMANDS" | wc -l)" -ge 20 ] || fail "rjq help lists the commands"
+for c in $COMMANDS; do
+    run help "$c"
+    expect_ok
+    expect_out_re "^usage: rjq \[options\] $c"
+    expect_out_re $'\nexample:\n  rjq '
+    expect_err_empty
+    HELP=$OUT
+    [ "$c" = help ] && continue
+    run "$c" --help
+    expect_ok
+    check; [ "$OUT" = "$HELP" ] || fail "rjq $c --help differs from rjq help $c"
+done
+run help stats
+expect_line "  --json         one JSON object"
+# serve's own options
+run serve --help
+expect_ok
+for o in --listen --queues --read-only --token-file --max-body --wait-max --max-queues \
+    --max-requests --max-waiting --request-timeout --queue-idle --demo; do
+    expect_out_re "
+  $o "
+done
+# global options before, and -h after the command, are help too
+run -p "$PORT" --prefix x enqueue -h
+expect_ok
+expect_out_re '^usage: rjq \[options\] enqueue QUEUE PAYLOAD'
+for args in "help nope" "nope --help" "help stats jobs"; do
+    # shellcheck disable=SC2086
+    run $args
+    expect_rc 2
+    expect_out ""
+done
+# a usage error names the command's help
+run jobs q
+expect_rc 2
+expect_err_has "(see rjq help jobs)"
+
 # ---- --json on every command (issue 15): always valid JSON ----------------------------
 # a payload that is not UTF-8 comes back in base64, marked
 printf 'ok\xff\xfe\n' >"$DIR/bin-line"

@@ -62,7 +62,8 @@ typedef struct cli {
     rjq_queue *q;
     int pending;             /* replies still expected */
     int failed;              /* an error was reported */
-    int timed_out;
+    int timed_out;           /* gave up waiting (-t passed, or no use waiting) */
+    int waiting;             /* in wait_replies: a hopeless connection ends the wait */
     int closing;             /* replies from here on are cancellations */
     int ever_connected;      /* the command connection came up once */
     char last_event[256];    /* detail of the last connection error */
@@ -161,25 +162,50 @@ static void arm_deadline(cli *t) {
     evtimer_add(t->deadline, &tv);
 }
 
+/* A plain connection that the server drops or answers with bytes that are
+ * not RESP before any session was set: a TLS-only port does that (Redis
+ * resets a connection whose first bytes are no TLS record; another TLS
+ * server sends an alert), and no reconnect will change it. */
+static int looks_like_tls_only(const cli *t, const char *detail) {
+    const char *u = t->url ? t->url : DEFAULT_URL;
+    if (t->ever_connected || t->tls.enable || strncmp(u, "rediss://", 9) == 0) return 0;
+    if (strncmp(u, "redis://", 8) != 0) return 0;
+    return detail && (strstr(detail, "reset by peer") || strstr(detail, "Protocol error") ||
+                      strstr(detail, "Server closed the connection"));
+}
+
 static void on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
     cli *t = data;
     (void)c;
     if (conn != RJQ_CONN_COMMAND) return;
-    if (ev == RJQ_EVENT_CONNECTED)
+    if (ev == RJQ_EVENT_CONNECTED) {
         t->ever_connected = 1;
-    else if (detail)
-        snprintf(t->last_event, sizeof t->last_event, "%s", detail);
+        return;
+    }
+    if (detail) snprintf(t->last_event, sizeof t->last_event, "%s", detail);
+    if (t->waiting && !t->timed_out && looks_like_tls_only(t, detail)) {
+        /* fail now, not at -t: reconnecting would meet the same */
+        char url[256];
+        display_url(t, url, sizeof url);
+        t->failed = 1;
+        t->timed_out = 1; /* stop waiting; late replies are ignored */
+        fprintf(stderr, "rjq: %s: could not connect to %s: %s: the server may require TLS: "
+                        "use rediss:// (or --tls)\n", t->what, url, detail);
+        event_base_loopbreak(t->base);
+    }
 }
 
 /* Run the loop until at most max_pending replies are outstanding.
  * Returns 0, or 1 when an error was reported or the deadline passed. */
 static int wait_replies(cli *t, int max_pending) {
     if (t->pending > max_pending) arm_deadline(t); /* time spent elsewhere does not count */
+    t->waiting = 1;
     while (t->pending > max_pending && !t->timed_out)
         if (event_base_loop(t->base, EVLOOP_ONCE) < 0) {
             report(t, RJQ_EPROTO, "event loop failure");
             break;
         }
+    t->waiting = 0;
     return t->failed || t->timed_out;
 }
 

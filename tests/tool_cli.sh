@@ -598,7 +598,7 @@ RJQ_URL=redis://127.0.0.1:1 run -h 127.0.0.1 -p "$PORT" stats q
 expect_ok
 RJQ_URL=redis://127.0.0.1:1 run "-p$PORT" stats q
 expect_ok
-RJQ_URL= run -p "$PORT" stats q
+RJQ_URL= REDIS_URL= run -p "$PORT" stats q
 expect_ok
 # in command-line order, as redis-cli: the last one naming the port wins; a
 # URL without a port keeps the one given before it
@@ -726,6 +726,88 @@ done
 run jobs q
 expect_rc 2
 expect_err_has "(see rjq help jobs)"
+
+# ---- bash completion (tools/completion/rjq.bash) -----------------------------------------
+COMPLETION="$(dirname "${BASH_SOURCE[0]}")/../tools/completion/rjq.bash"
+# complete WORDS...: what the completion offers for the last word (the words
+# as a shell hands them over: COMP_WORDS, COMP_CWORD, COMP_LINE, COMP_POINT),
+# one a line in $DIR/out; complete_words_only: without COMP_LINE
+complete_words() {
+    LAST="completion of: $*"
+    bash -c 'source "$1" || exit 9; shift
+        COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+        _rjq; printf "%s\n" "${COMPREPLY[@]}"' _ "$COMPLETION" "$@" >"$DIR/out" 2>"$DIR/err"
+    RC=$?
+    OUT=$(cat "$DIR/out")
+    ERR=$(cat "$DIR/err")
+}
+complete_words_only() {
+    LAST="completion (COMP_WORDS only) of: $*"
+    bash -c 'source "$1" || exit 9; shift; unset COMP_LINE COMP_POINT
+        COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+        _rjq; printf "%s\n" "${COMPREPLY[@]}"' _ "$COMPLETION" "$@" >"$DIR/out" 2>"$DIR/err"
+    RC=$?
+    OUT=$(cat "$DIR/out")
+}
+complete_words "$RJQ_BIN" ""
+expect_ok
+expect_err_empty
+for c in $COMMANDS; do expect_line "$c"; done
+complete_words "$RJQ_BIN" sta
+expect_out "stats"
+complete_words "$RJQ_BIN" --pre
+expect_out "--prefix"
+complete_words "$RJQ_BIN" -p "$PORT" help sche
+expect_out "$(printf 'schedule\nschedules\nscheduler')"
+# each command's options, as its help lists them
+for c in $COMMANDS; do
+    run help "$c"
+    OPTS=$(grep -oE '^  --[a-z-]+' "$DIR/out")
+    complete_words "$RJQ_BIN" "$c" --
+    for o in $OPTS --json --help; do expect_line "$o"; done
+done
+complete_words "$RJQ_BIN" serve --listen 127.0.0.1:0 --re
+expect_out "$(printf -- '--read-only\n--request-timeout')"
+complete_words "$RJQ_BIN" acl --role w
+expect_out "worker"
+complete_words "$RJQ_BIN" jobs q ""
+expect_out "$(printf 'ready\ndelayed\nactive\ndead\ncancelled\ncompleted')"
+complete_words "$RJQ_BIN" purge q d
+expect_out "dead"
+# queue names, from rjq queues with the connection options typed
+run enqueue compa x
+run enqueue compb x
+run --prefix cp enqueue pq1 x
+complete_words "$RJQ_BIN" stats comp
+expect_out "$(printf 'compa\ncompb')"
+complete_words "$RJQ_BIN" metrics compa comp
+expect_out "$(printf 'compa\ncompb')"
+RJQ_URL=redis://127.0.0.1:1 complete_words "$RJQ_BIN" -p "$PORT" stats comp
+expect_out "$(printf 'compa\ncompb')"
+RJQ_URL=redis://127.0.0.1:1 complete_words "$RJQ_BIN" -u "redis://127.0.0.1:$PORT" enqueue compb
+expect_out "compb"
+RJQ_URL=redis://127.0.0.1:1 complete_words "$RJQ_BIN" "--url=redis://127.0.0.1:$PORT" -t 5 pause co
+expect_out "$(printf 'compa\ncompb')"
+complete_words "$RJQ_BIN" --prefix cp stats ""
+expect_out "pq1"
+complete_words "$RJQ_BIN" stats compa ""
+expect_out ""
+# nothing reachable: no names, no noise
+RJQ_URL=redis://127.0.0.1:1 complete_words "$RJQ_BIN" stats comp
+expect_ok
+expect_out ""
+expect_err_empty
+complete_words_only "$RJQ_BIN" -p "$PORT" stats comp
+expect_out "$(printf 'compa\ncompb')"
+# zsh: only where zsh is installed
+if command -v zsh >/dev/null; then
+    ZCOMP="$(dirname "${BASH_SOURCE[0]}")/../tools/completion/_rjq"
+    LAST="zsh -n _rjq"
+    zsh -n "$ZCOMP" >"$DIR/out" 2>"$DIR/err"
+    RC=$?
+    expect_ok
+    check; head -1 "$ZCOMP" | grep -qx '#compdef rjq' || fail "_rjq starts with #compdef rjq"
+fi
 
 # ---- --json on every command (issue 15): always valid JSON ----------------------------
 # a payload that is not UTF-8 comes back in base64, marked

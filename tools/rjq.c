@@ -1,7 +1,11 @@
 /*
  * rjq — command-line tool for rjq queues: inspect, enqueue, replay, sweep.
  *
- *     rjq [-u URL] [-p PREFIX] [-t SECONDS] COMMAND ...
+ *     rjq [-u URL] [-h HOST] [-p PORT] [-a PASSWORD] [-n DB] [--prefix PREFIX]
+ *         [-t SECONDS] COMMAND ...
+ *
+ * (the connection options are redis-cli's: connopts.h; the help texts:
+ * help.c)
  *
  * Every command opens one client on a private libevent loop, sends its
  * request(s), runs the loop until the replies are in, prints them and frees

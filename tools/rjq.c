@@ -308,7 +308,6 @@ typedef struct optdef {
 
 /* Split a command's arguments into options (defs, ended by a {NULL}) and
  * min..max positionals. Returns 0 or EXIT_USAGE (reported). */
-
 static int parse_args(int argc, char **argv, const optdef *defs, char **pos, int min,
                       int max, int *npos) {
     int n = 0, options = 1;

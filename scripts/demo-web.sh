@@ -32,7 +32,7 @@ if [ -z "$url" ]; then
     redis_private_start "$dir" || { echo "demo-web.sh: could not start redis-server" >&2; exit 1; }
     url=$redis_url
 fi
-"$rjq" -u "$url" -p demo serve --demo --listen "${DEMO_LISTEN:-127.0.0.1:8080}" "$@" >"$dir/out" 2>"$dir/err" &
+"$rjq" -u "$url" --prefix demo serve --demo --listen "${DEMO_LISTEN:-127.0.0.1:8080}" "$@" >"$dir/out" 2>"$dir/err" &
 serve_pid=$!
 for _ in $(seq 200); do
     grep -q '^listening on' "$dir/out" 2>/dev/null && break

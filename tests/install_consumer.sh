@@ -57,6 +57,10 @@ else
     fi
     cmake --install "$build" --prefix "$tmp/tools" --component Tools > /dev/null
     [ -x "$tmp/tools/bin/rjq" ] && [ ! -e "$tmp/tools/include/rjq.h" ] || fail "component Tools: $(cd "$tmp/tools" && find . -type f)"
+    # with rjq's shell completion, which bash loads (complete -F _rjq rjq)
+    [ -f "$tmp/tools/share/zsh/site-functions/_rjq" ] || fail "component Tools lacks _rjq (zsh)"
+    bash -c '. "$1" && complete -p rjq' _ "$tmp/tools/share/bash-completion/completions/rjq" 2>&1 |
+        grep -q -- '-F _rjq rjq$' || fail "component Tools: no bash completion of rjq"
 fi
 libdir=$(dirname "$(find "$prefix" -name 'librjq.so' | head -1)")
 [ -f "$libdir/librjq.so" ] || fail "no librjq.so installed"

@@ -8,7 +8,7 @@
 # BASE (its URL) and SPID once it answers /healthz with Redis connected.
 start_serve() {
     local name=$1; shift
-    "$RJQ" -p "$SERVE_PREFIX" serve --listen 127.0.0.1:0 "$@" >"$DIR/$name.out" 2>"$DIR/$name.err" &
+    "$RJQ" --prefix "$SERVE_PREFIX" serve --listen 127.0.0.1:0 "$@" >"$DIR/$name.out" 2>"$DIR/$name.err" &
     SPID=$!
     PIDS+=("$SPID")
     for _ in $(seq 400); do

@@ -414,7 +414,7 @@ TEST(serve_thousand_concurrent_requests_each_get_own_result) {
     snprintf(conc, sizeof conc, "%d", WORKER_CONCURRENCY);
     wk_argv[4] = conc;
     wk_pid = spawn(wk_argv, NULL);
-    const char *gw_argv[] = {gw_path, "-u", s.url, "-p", "gl", "serve", "--listen", "127.0.0.1:0", NULL};
+    const char *gw_argv[] = {gw_path, "-u", s.url, "--prefix", "gl", "serve", "--listen", "127.0.0.1:0", NULL};
     int gw_out = -1;
     gw_pid = spawn(gw_argv, &gw_out);
     int port = read_port(gw_out);

@@ -17,9 +17,9 @@
 
 #define PW "acl-test-pw"
 
-/* Create the users of `rjq -p t acl` on the server (CHANGE-ME -> PW). */
+/* Create the users of `rjq --prefix t acl` on the server (CHANGE-ME -> PW). */
 static void create_users(redisContext *rc) {
-    FILE *p = popen(RJQ_BUILD_DIR "/rjq -p t acl", "r");
+    FILE *p = popen(RJQ_BUILD_DIR "/rjq --prefix t acl", "r");
     ASSERT(p != NULL);
     char line[4096];
     int users = 0;
@@ -417,12 +417,12 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
 
 /* ---- permissions refused: final, told, never a hang (issue 31 item 2) ---- */
 
-/* Create user `name` with the rules `rjq -p t acl --queues jobs --role
+/* Create user `name` with the rules `rjq --prefix t acl --queues jobs --role
  * <role>` prints, less those in drop (NULL-ended). */
 static void create_user_less(redisContext *rc, const char *role, const char *name,
                              const char *const *drop) {
     char cmd[256];
-    snprintf(cmd, sizeof cmd, RJQ_BUILD_DIR "/rjq -p t acl --queues jobs --role %s", role);
+    snprintf(cmd, sizeof cmd, RJQ_BUILD_DIR "/rjq --prefix t acl --queues jobs --role %s", role);
     FILE *p = popen(cmd, "r");
     ASSERT(p != NULL);
     char line[4096];

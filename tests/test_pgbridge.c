@@ -128,7 +128,7 @@ static pid_t bridge_spawn(const char *const *extra) {
     argv[n++] = F.p.conninfo;
     argv[n++] = "-u";
     argv[n++] = F.e.s.url;
-    argv[n++] = "-p";
+    argv[n++] = "--prefix";
     argv[n++] = "t";
     argv[n++] = "--poll-ms";
     argv[n++] = "3600000";
@@ -895,6 +895,20 @@ TEST(two_tables_with_their_own_bridges_coexist) {
     teardown();
 }
 
+/* redis-cli's connection options after the URL change its parts: the last
+ * naming the port wins (the URL's port 1 has no server). */
+TEST(a_bridge_takes_redis_clis_connection_options_over_its_url) {
+    setup();
+    char port[16];
+    snprintf(port, sizeof port, "%d", F.e.s.port);
+    const char *extra[] = {"-u", "redis://127.0.0.1:1", "-h", "127.0.0.1", "-p", port, NULL};
+    pid_t b = bridge_spawn(extra);
+    insert_rows("jobs", 1, 3, "0");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", 3, 30000);
+    bridge_stop(b);
+    teardown();
+}
+
 TEST(init_is_idempotent_and_bad_options_exit_2) {
     pg_start(&F.p);
     init_table(&F.p);
@@ -921,8 +935,15 @@ TEST(init_is_idempotent_and_bad_options_exit_2) {
     ASSERT_EQ(2, bridge_run(bad_table));
     const char *unknown[] = {"--frobnicate", NULL};
     ASSERT_EQ(2, bridge_run(unknown));
-    const char *help[] = {"--help", NULL};
+    const char *help[] = {"--help", NULL}, *help_h[] = {"-h", NULL};
     ASSERT_EQ(0, bridge_run(help));
+    ASSERT_EQ(0, bridge_run(help_h));
+    /* -p is the port, as in redis-cli: a prefix there is a usage error */
+    const char *prefix_p[] = {"-p", "t", NULL}, *port_0[] = {"-p", "0", NULL};
+    ASSERT_EQ(2, bridge_run(prefix_p));
+    ASSERT_EQ(2, bridge_run(port_0));
+    const char *unix_p[] = {"-u", "unix:///tmp/x.sock", "-p", "7000", NULL};
+    ASSERT_EQ(2, bridge_run(unix_p));
     const char *bad_pg[] = {"--pg", "host=127.0.0.1 port=1 connect_timeout=2", "--init", NULL};
     ASSERT_EQ(1, bridge_run(bad_pg));
     pg_stop(&F.p);
@@ -1069,9 +1090,9 @@ TEST(route_priority_sends_rows_of_10_100_200_to_high_base_and_low) {
     teardown();
 }
 
-/* The user of `rjq -p t acl --role bridge --queues 'jobs*'` (CHANGE-ME -> pw) on the server. */
+/* The user of `rjq --prefix t acl --role bridge --queues 'jobs*'` (CHANGE-ME -> pw) on the server. */
 static void create_bridge_user(redisContext *rc, const char *pw) {
-    FILE *p = popen(RJQ_BUILD_DIR "/rjq -p t acl --role bridge --queues 'jobs*'", "r");
+    FILE *p = popen(RJQ_BUILD_DIR "/rjq --prefix t acl --role bridge --queues 'jobs*'", "r");
     ASSERT(p != NULL);
     char line[4096], secret[64];
     snprintf(secret, sizeof secret, ">%s", pw);

@@ -544,7 +544,7 @@ expect_rc 1
 expect_err_has "invalid Redis URL"
 
 # another prefix is another keyspace; -u overrides RJQ_URL
-RJQ_URL=redis://127.0.0.1:1 run -u "redis://127.0.0.1:$PORT" -p other stats q
+RJQ_URL=redis://127.0.0.1:1 run -u "redis://127.0.0.1:$PORT" --prefix other stats q
 expect_rc 1
 expect_err_has "queue 'q' does not exist"
 RJQ_URL=redis://127.0.0.1:1 run -u "redis://127.0.0.1:$PORT" stats q
@@ -575,6 +575,85 @@ run -t 1 -u "redis://user:hunter2@127.0.0.1:$DEAD_PORT" stats q
 expect_rc 1
 check; grep -q hunter2 "$DIR/err" && fail "the password leaked into the message"
 
+# ---- redis-cli's connection flags (issue 37) -------------------------------------------
+# REDIS_URL when RJQ_URL is unset or empty; RJQ_URL first
+RJQ_URL= REDIS_URL="redis://127.0.0.1:$PORT" run stats q
+expect_ok
+env -u RJQ_URL REDIS_URL="redis://127.0.0.1:$PORT" "$RJQ_BIN" stats q >"$DIR/out" 2>"$DIR/err"
+RC=$? LAST="REDIS_URL=... rjq stats q (RJQ_URL unset)"
+expect_ok
+RJQ_URL="redis://127.0.0.1:$PORT" REDIS_URL=redis://127.0.0.1:1 run stats q
+expect_ok
+RJQ_URL=redis://127.0.0.1:1 REDIS_URL="redis://127.0.0.1:$PORT" run -t 2 stats q
+expect_rc 1
+expect_err_has "redis://127.0.0.1:1"
+# --url, --url=URL
+for args in "--url redis://127.0.0.1:$PORT" "--url=redis://127.0.0.1:$PORT"; do
+    # shellcheck disable=SC2086
+    RJQ_URL=redis://127.0.0.1:1 run $args stats q
+    expect_ok
+done
+# -h and -p change the environment's URL; -p6380 as redis-cli takes it too
+RJQ_URL=redis://127.0.0.1:1 run -h 127.0.0.1 -p "$PORT" stats q
+expect_ok
+RJQ_URL=redis://127.0.0.1:1 run "-p$PORT" stats q
+expect_ok
+RJQ_URL= REDIS_URL= run -p "$PORT" stats q
+expect_ok
+# in command-line order, as redis-cli: the last one naming the port wins; a
+# URL without a port keeps the one given before it
+run -u redis://127.0.0.1:1 -p "$PORT" stats q
+expect_ok
+run -p "$PORT" -u redis://127.0.0.1:1 -t 2 stats q
+expect_rc 1
+expect_err_has "could not connect to redis://127.0.0.1:1"
+run -p "$PORT" -u redis://127.0.0.1 stats q
+expect_ok
+# -n: the database
+run -p "$PORT" -n 5 enqueue ndb x
+expect_ok
+run -u "redis://127.0.0.1:$PORT/5" stats ndb
+expect_line "enqueued 1"
+run stats ndb
+expect_rc 1
+expect_err_has "queue 'ndb' does not exist"
+run -u "redis://127.0.0.1:$PORT/5" -n 0 stats ndb
+expect_rc 1
+# --user with -a or --pass (percent-encoded into the URL); they override the URL's
+rcli ACL SETUSER clibob on '>p@ss w:rd/%' '~*' '&*' '+@all'
+run -p "$PORT" --user clibob -a 'p@ss w:rd/%' stats q
+expect_ok
+run -u "redis://clibob:wrong@127.0.0.1:$PORT" --pass 'p@ss w:rd/%' stats q
+expect_ok
+run -u "redis://clibob:wrong@127.0.0.1:$PORT" --pass=nope -t 2 stats q
+expect_rc 1
+check; grep -q nope "$DIR/err" && fail "the password of --pass leaked into the message"
+rcli ACL DELUSER clibob
+# an IPv6 -h goes in brackets
+run -t 1 -h ::1 -p "$DEAD_PORT" stats q
+expect_rc 1
+expect_err_has "redis://[::1]:$DEAD_PORT"
+# -p is the port: a prefix there fails, pointing at --prefix (no silent connect)
+run -p myapp stats q
+expect_rc 2
+expect_out ""
+expect_err_has "-p is the port"
+expect_err_has "--prefix myapp"
+run -u "redis://127.0.0.1:$PORT" -p 17330x queues
+expect_rc 2
+for args in "-p 0 stats q" "-p 65536 stats q" "-n x stats q" "-n -1 stats q" "-h a/b stats q" \
+    "--user bob stats q" "-u unix:///tmp/x.sock -p 1 stats q" "-a" "--url"; do
+    # shellcheck disable=SC2086
+    run $args
+    expect_rc 2
+    check; [ -z "$OUT" ] || fail "usage errors print nothing on stdout"
+    check; [ -n "$ERR" ] || fail "usage errors explain themselves on stderr"
+done
+run --user bob stats q
+expect_err_has "--user needs a password too"
+run -u unix:///tmp/x.sock -p 1 stats q
+expect_err_has "write them in that URL"
+
 # ---- usage ----------------------------------------------------------------------------
 
 run --version
@@ -603,6 +682,132 @@ for args in "help" "--help" "-h"; do
     expect_rc 0
     check; grep -q "usage: rjq" "$DIR/out" || fail "help prints the usage on stdout"
 done
+
+# per-command help: rjq help COMMAND and rjq COMMAND --help say the same, on
+# stdout, exit 0: the usage, the options and an example; every command listed
+# by rjq help has its own
+run help
+expect_ok
+COMMANDS=$(sed -n '/^commands:$/,/^$/p' "$DIR/out" | awk 'NF > 1 {print $1}')
+check; [ "$(echo "$COMMANDS" | wc -l)" -ge 20 ] || fail "rjq help lists the commands"
+for c in $COMMANDS; do
+    run help "$c"
+    expect_ok
+    expect_out_re "^usage: rjq \[options\] $c"
+    expect_out_re $'\nexample:\n  rjq '
+    expect_err_empty
+    HELP=$OUT
+    [ "$c" = help ] && continue
+    run "$c" --help
+    expect_ok
+    check; [ "$OUT" = "$HELP" ] || fail "rjq $c --help differs from rjq help $c"
+done
+run help stats
+expect_line "  --json         one JSON object"
+# serve's own options
+run serve --help
+expect_ok
+for o in --listen --queues --read-only --token-file --max-body --wait-max --max-queues \
+    --max-requests --max-waiting --request-timeout --queue-idle --demo; do
+    expect_out_re "
+  $o "
+done
+# global options before, and -h after the command, are help too
+run -p "$PORT" --prefix x enqueue -h
+expect_ok
+expect_out_re '^usage: rjq \[options\] enqueue QUEUE PAYLOAD'
+for args in "help nope" "nope --help" "help stats jobs"; do
+    # shellcheck disable=SC2086
+    run $args
+    expect_rc 2
+    expect_out ""
+done
+# a usage error names the command's help
+run jobs q
+expect_rc 2
+expect_err_has "(see rjq help jobs)"
+
+# ---- bash completion (tools/completion/rjq.bash) -----------------------------------------
+COMPLETION="$(dirname "${BASH_SOURCE[0]}")/../tools/completion/rjq.bash"
+# complete WORDS...: what the completion offers for the last word (the words
+# as a shell hands them over: COMP_WORDS, COMP_CWORD, COMP_LINE, COMP_POINT),
+# one a line in $DIR/out; complete_words_only: without COMP_LINE
+complete_words() {
+    LAST="completion of: $*"
+    bash -c 'source "$1" || exit 9; shift
+        COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+        _rjq; printf "%s\n" "${COMPREPLY[@]}"' _ "$COMPLETION" "$@" >"$DIR/out" 2>"$DIR/err"
+    RC=$?
+    OUT=$(cat "$DIR/out")
+    ERR=$(cat "$DIR/err")
+}
+complete_words_only() {
+    LAST="completion (COMP_WORDS only) of: $*"
+    bash -c 'source "$1" || exit 9; shift; unset COMP_LINE COMP_POINT
+        COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+        _rjq; printf "%s\n" "${COMPREPLY[@]}"' _ "$COMPLETION" "$@" >"$DIR/out" 2>"$DIR/err"
+    RC=$?
+    OUT=$(cat "$DIR/out")
+}
+complete_words "$RJQ_BIN" ""
+expect_ok
+expect_err_empty
+for c in $COMMANDS; do expect_line "$c"; done
+complete_words "$RJQ_BIN" sta
+expect_out "stats"
+complete_words "$RJQ_BIN" --pre
+expect_out "--prefix"
+complete_words "$RJQ_BIN" -p "$PORT" help sche
+expect_out "$(printf 'schedule\nschedules\nscheduler')"
+# each command's options, as its help lists them
+for c in $COMMANDS; do
+    run help "$c"
+    OPTS=$(grep -oE '^  --[a-z-]+' "$DIR/out")
+    complete_words "$RJQ_BIN" "$c" --
+    for o in $OPTS --json --help; do expect_line "$o"; done
+done
+complete_words "$RJQ_BIN" serve --listen 127.0.0.1:0 --re
+expect_out "$(printf -- '--read-only\n--request-timeout')"
+complete_words "$RJQ_BIN" acl --role w
+expect_out "worker"
+complete_words "$RJQ_BIN" jobs q ""
+expect_out "$(printf 'ready\ndelayed\nactive\ndead\ncancelled\ncompleted')"
+complete_words "$RJQ_BIN" purge q d
+expect_out "dead"
+# queue names, from rjq queues with the connection options typed
+run enqueue compa x
+run enqueue compb x
+run --prefix cp enqueue pq1 x
+complete_words "$RJQ_BIN" stats comp
+expect_out "$(printf 'compa\ncompb')"
+complete_words "$RJQ_BIN" metrics compa comp
+expect_out "$(printf 'compa\ncompb')"
+RJQ_URL=redis://127.0.0.1:1 complete_words "$RJQ_BIN" -p "$PORT" stats comp
+expect_out "$(printf 'compa\ncompb')"
+RJQ_URL=redis://127.0.0.1:1 complete_words "$RJQ_BIN" -u "redis://127.0.0.1:$PORT" enqueue compb
+expect_out "compb"
+RJQ_URL=redis://127.0.0.1:1 complete_words "$RJQ_BIN" "--url=redis://127.0.0.1:$PORT" -t 5 pause co
+expect_out "$(printf 'compa\ncompb')"
+complete_words "$RJQ_BIN" --prefix cp stats ""
+expect_out "pq1"
+complete_words "$RJQ_BIN" stats compa ""
+expect_out ""
+# nothing reachable: no names, no noise
+RJQ_URL=redis://127.0.0.1:1 complete_words "$RJQ_BIN" stats comp
+expect_ok
+expect_out ""
+expect_err_empty
+complete_words_only "$RJQ_BIN" -p "$PORT" stats comp
+expect_out "$(printf 'compa\ncompb')"
+# zsh: only where zsh is installed
+if command -v zsh >/dev/null; then
+    ZCOMP="$(dirname "${BASH_SOURCE[0]}")/../tools/completion/_rjq"
+    LAST="zsh -n _rjq"
+    zsh -n "$ZCOMP" >"$DIR/out" 2>"$DIR/err"
+    RC=$?
+    expect_ok
+    check; head -1 "$ZCOMP" | grep -qx '#compdef rjq' || fail "_rjq starts with #compdef rjq"
+fi
 
 # ---- --json on every command (issue 15): always valid JSON ----------------------------
 # a payload that is not UTF-8 comes back in base64, marked

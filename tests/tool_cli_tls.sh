@@ -48,15 +48,6 @@ expect 1 "redis://***@127.0.0.1:1"
 run -u "redis://u:s3cret@x@127.0.0.1:1" -t 1 stats q
 expect 1 "redis://u:***@127.0.0.1:1"
 
-if ! grep -q '^RJQ_TLS:INTERNAL=ON' "$BUILD/CMakeCache.txt"; then
-    run -u "rediss://:s3cret@127.0.0.1:6380" stats q
-    expect 1 "built without TLS"
-    run --tls --cacert /nonexistent -u "redis://127.0.0.1:6380" stats q
-    expect 1 "hiredis_ssl"
-    [ "$FAILURES" = 0 ] && echo "PASS: no TLS in this build, said clearly"
-    exit $((FAILURES > 0))
-fi
-
 mkdir -p "$DIR/certs" && bash "$SRC/tests/certs/make_certs.sh" "$DIR/certs" || die "certificates"
 C=$DIR/certs
 start_tls() { # client certificates: yes/no; another port when one is taken meanwhile
@@ -74,11 +65,56 @@ start_tls() { # client certificates: yes/no; another port when one is taken mean
         done
         kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; PID=
     done
-    die "the TLS redis-server did not start: $(tail -5 "$DIR/redis.log")"
+    return 1
 }
 stop_tls() { kill "$PID"; wait "$PID" 2>/dev/null; PID=; }
 
-start_tls no
+# a plain connection to a TLS-only port fails at once with a hint, not at -t
+# (Redis resets it; another TLS server sends an alert, which is no RESP).
+# -t 120: a wait for the deadline would say "timed out" instead.
+if start_tls no; then
+    "$RJQ_BIN" -t 120 -u "redis://:s3cret@127.0.0.1:$PORT" stats q >"$DIR/out" 2>"$DIR/err" </dev/null
+    RC=$? LAST="rjq -u redis://... stats q (a TLS-only port)"
+    expect 1 "the server may require TLS: use rediss://"
+    grep -q "timed out" "$DIR/err" && fail "waited for the deadline"
+    stop_tls
+else
+    echo "note: this redis-server has no TLS: the TLS-only port is not tried"
+fi
+ALERT_PY=/usr/bin/python3
+if [ -x "$ALERT_PY" ]; then
+    "$ALERT_PY" -c '
+import os, socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(16)
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1]))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+while True:
+    c, _ = s.accept()
+    c.recv(4096)
+    c.sendall(b"\x15\x03\x03\x00\x02\x02\x46")  # a TLS alert (protocol_version)
+    c.close()
+' "$DIR/alert.port" &
+    PID=$!
+    for _ in $(seq 200); do [ -s "$DIR/alert.port" ] || ! kill -0 "$PID" 2>/dev/null && break; sleep 0.05; done
+    "$RJQ_BIN" -t 120 -u "redis://127.0.0.1:$(cat "$DIR/alert.port")" stats q >"$DIR/out" 2>"$DIR/err" </dev/null
+    RC=$? LAST="rjq -u redis://127.0.0.1:PORT stats q (a server answering with a TLS alert)"
+    expect 1 "the server may require TLS: use rediss://"
+    grep -q "timed out" "$DIR/err" && fail "waited for the deadline"
+    kill "$PID"; wait "$PID" 2>/dev/null; PID=
+fi
+
+if ! grep -q '^RJQ_TLS:INTERNAL=ON' "$BUILD/CMakeCache.txt"; then
+    run -u "rediss://:s3cret@127.0.0.1:6380" stats q
+    expect 1 "built without TLS"
+    run --tls --cacert /nonexistent -u "redis://127.0.0.1:6380" stats q
+    expect 1 "hiredis_ssl"
+    [ "$FAILURES" = 0 ] && echo "PASS: no TLS in this build, said clearly"
+    exit $((FAILURES > 0))
+fi
+
+start_tls no || die "the TLS redis-server did not start: $(tail -5 "$DIR/redis.log")"
 URL="rediss://:s3cret@127.0.0.1:$PORT"
 run -u "$URL" --cacert "$C/ca.crt" enqueue q hello
 expect 0 ""
@@ -108,7 +144,7 @@ expect 2 "needs a value"
 stop_tls
 
 # mutual TLS
-start_tls yes
+start_tls yes || die "the TLS redis-server did not start: $(tail -5 "$DIR/redis.log")"
 URL="rediss://:s3cret@127.0.0.1:$PORT"
 run -u "$URL" --cacert "$C/ca.crt" stats q
 expect 1 "does the server want a client certificate?"

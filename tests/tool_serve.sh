@@ -183,7 +183,7 @@ req GET "/v1/queues/t/jobs?state=ready"; expect 200 '\{"base64":"/2Jpbg=="\}'
 # a queue made by another process is found at once, past 1500 names (not
 # served) that sort just before it in the registry
 redis-cli -p "$redis_port" eval "for i = 1, 1500 do redis.call('ZADD', KEYS[1], 0, 'lj' .. string.format('%05d', i)) end" 1 t:queues >/dev/null
-"$RJQ" -p t enqueue lk x >/dev/null
+"$RJQ" --prefix t enqueue lk x >/dev/null
 req GET /v1/queues/lk; expect 200 '"ready":1'
 redis-cli -p "$redis_port" eval "for i = 1, 1500 do redis.call('ZREM', KEYS[1], 'lj' .. string.format('%05d', i)) end" 1 t:queues >/dev/null
 
@@ -265,9 +265,9 @@ done
 expect 200 '"queue":"w","concurrency":100,"running":[0-9]+'
 req GET "/v1/processes?limit=0"; expect 400 'limit'
 CHECKS=$((CHECKS + 1))
-"$RJQ" -p t processes | grep -q "^  w concurrency 100 running" || fail "rjq processes: $("$RJQ" -p t processes 2>&1)"
+"$RJQ" --prefix t processes | grep -q "^  w concurrency 100 running" || fail "rjq processes: $("$RJQ" --prefix t processes 2>&1)"
 CHECKS=$((CHECKS + 1))
-"$RJQ" -p t processes --json | "$PY" -c 'import json,sys; d=json.load(sys.stdin); assert d[0]["queues"][0]["queue"] == "w"' ||
+"$RJQ" --prefix t processes --json | "$PY" -c 'import json,sys; d=json.load(sys.stdin); assert d[0]["queues"][0]["queue"] == "w"' ||
     fail "rjq processes --json"
 
 # ---- a client that resets mid-wait; one that half-closes ----------------------------------
@@ -361,7 +361,7 @@ kill -TERM "$DEMO_PID"; wait "$DEMO_PID"; RC=$? # with jobs hanging in its pool
 CHECKS=$((CHECKS + 1)); [ "$RC" = 0 ] || fail "demo server exit $RC: $(tail -c 2000 "$DIR/demo.err")"
 # the hung jobs went back to the queue at once, their attempt not counted
 CHECKS=$((CHECKS + 1))
-"$RJQ" -p t stats demo >"$DIR/demo.stats"
+"$RJQ" --prefix t stats demo >"$DIR/demo.stats"
 grep -qx "active 0" "$DIR/demo.stats" && grep -qx "failed $failed_before" "$DIR/demo.stats" &&
     ! grep -qx "ready 0" "$DIR/demo.stats" || fail "demo jobs at shutdown: $(tr '\n' ' ' <"$DIR/demo.stats")"
 grep -q "handed back to their queue" "$DIR/demo.err" || fail "no hand-back said: $(tail -3 "$DIR/demo.err")"

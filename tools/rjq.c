@@ -1,7 +1,11 @@
 /*
  * rjq — command-line tool for rjq queues: inspect, enqueue, replay, sweep.
  *
- *     rjq [-u URL] [-p PREFIX] [-t SECONDS] COMMAND ...
+ *     rjq [-u URL] [-h HOST] [-p PORT] [-a PASSWORD] [-n DB] [--prefix PREFIX]
+ *         [-t SECONDS] COMMAND ...
+ *
+ * (the connection options are redis-cli's: connopts.h; the help texts:
+ * help.c)
  *
  * Every command opens one client on a private libevent loop, sends its
  * request(s), runs the loop until the replies are in, prints them and frees
@@ -26,6 +30,8 @@
 #include <rjq/libevent.h>
 
 #include "acl.h"
+#include "connopts.h"
+#include "help.h"
 #include "statsfmt.h"
 #ifdef RJQ_HAVE_SERVE
 #include "serve.h"
@@ -43,94 +49,11 @@
 #define STDIN_INFLIGHT 4   /* batches sent and not yet answered */
 #define DEAD_LIMIT 100     /* default --limit of "dead" */
 
-static const char usage_text[] =
-    "usage: rjq [-u URL] [-p PREFIX] [-t SECONDS] [TLS options] [--json] COMMAND ...\n"
-    "\n"
-    "  -u URL      Redis URL (default: $RJQ_URL, else " DEFAULT_URL "):\n"
-    "              redis://[user[:password]@]host[:port][/db], rediss://... (TLS),\n"
-    "              redis+sentinel://host:port[,host:port...]/MASTER[/db],\n"
-    "              unix:///path[?db=N]; host may be a name\n"
-    "  -p PREFIX   key prefix (default: rjq)\n"
-    "  -t SECONDS  give up when Redis does not answer for this long (default: 10)\n"
-    "\n"
-    "TLS options (redis-cli's names; rediss:// URLs are TLS without --tls):\n"
-    "  --tls             TLS for a redis:// URL too\n"
-    "  --cacert FILE     trusted CA certificates (PEM); default: the system's\n"
-    "  --cacertdir DIR   a directory of trusted CA certificates (also --cacert-dir)\n"
-    "  --cert FILE       client certificate, for mutual TLS (with --key)\n"
-    "  --key FILE        its private key\n"
-    "  --sni NAME        server name to send and to check (default: the URL's host)\n"
-    "  --insecure        check neither certificate nor name (never in production)\n"
-    "\n"
-    "--json (before the command or among its arguments): the result as one JSON value;\n"
-    "bytes that are not UTF-8 as {\"base64\": \"...\"}\n"
-    "\n"
-    "commands:\n"
-    "  queues [--after NAME] [--limit N]    the queues written to (enqueued to, worked on,\n"
-    "                                       paused, limited), by name\n"
-    "  processes [--offset N] [--limit N]   the processes running workers: host, pid, name,\n"
-    "                                       and per queue concurrency, running jobs (limit 1000)\n"
-    "  top [--interval MS]                  a live view of every queue (depths, rates, wait and\n"
-    "                                       run times, history); up/down pick a queue, q quits\n"
-    "                                       (default 1000 ms)\n"
-    "  stats QUEUE [--json]                 counters and depths, one \"name value\" per line\n"
-    "  metrics QUEUE...                     the queues' counters and depths in Prometheus'\n"
-    "                                       text format (rjq_jobs_total, rjq_jobs, ...)\n"
-    "  enqueue QUEUE PAYLOAD [--id ID] [--delay MS] [--priority N] [--attempts N]\n"
-    "          [--timeout MS] [--dedup MS] [--debounce]\n"
-    "                                       enqueue one job, print its id\n"
-    "  enqueue QUEUE - [--delay MS] [--priority N] [--attempts N] [--timeout MS]\n"
-    "                                       one job per stdin line, print how many\n"
-    "  job QUEUE ID [--json]                a job's state, attempts, payload, result, error\n"
-    "                                       (at a terminal, control characters and bytes that\n"
-    "                                       are not UTF-8 shown escaped: \\n, \\xNN, \\\\)\n"
-    "  jobs QUEUE STATE [--offset N] [--limit N] [--json]\n"
-    "                                       list job ids of a state (ready, delayed, active,\n"
-    "                                       dead, cancelled, completed) in queue order\n"
-    "                                       (limit 100, at most 1000)\n"
-    "  dead QUEUE [--offset N] [--limit N] [--json]\n"
-    "                                       list dead job ids, oldest first (limit 100)\n"
-    "  delete QUEUE ID                      delete a dead or cancelled job for good\n"
-    "  purge QUEUE dead|cancelled [--yes]   delete every dead (or cancelled) job, print how\n"
-    "                                       many; asks first unless --yes\n"
-    "  replay QUEUE ID                      move a dead job back to ready\n"
-    "  replay QUEUE --all [--limit N]       replay the oldest dead jobs (limit 1000)\n"
-    "  reclaim QUEUE                        sweep expired leases now, print how many\n"
-    "  pause QUEUE [--create]               start no job until resumed (enqueues go on)\n"
-    "  resume QUEUE [--create]              start jobs again\n"
-    "  cancel QUEUE ID                      end a job for good (a running one's worker is told)\n"
-    "  limit QUEUE [--concurrency N] [--rate N[/MS]] [--create]\n"
-    "                                       at most N jobs active at once, at most N starts\n"
-    "                                       per MS (default 1000) ms; no option: no limits\n"
-    "                                       (pause, resume, limit: an unknown QUEUE is an\n"
-    "                                       error unless --create)\n"
-    "  schedule QUEUE NAME (--every MS | --cron EXPR) [--utc-offset MIN] [--payload DATA]\n"
-    "          [--catchup MS] [--missed skip|once] [--priority N] [--attempts N] [--timeout MS]\n"
-    "                                       set a repeatable or cron job (a scheduler enqueues\n"
-    "                                       its jobs: rjq scheduler, or rjq_scheduler_start)\n"
-    "  unschedule QUEUE NAME                remove a schedule\n"
-    "  schedules QUEUE [--json]             list schedules: name, spec, next fire time (ms)\n"
-    "  scheduler QUEUE [--lease MS]         run a scheduler until SIGINT/SIGTERM (one of all\n"
-    "                                       running leads; default lease 3000 ms)\n"
-    "  serve [--listen ADDR:PORT] [--queues PATTERN[,PATTERN...]] [--read-only]\n"
-    "        [--token-file FILE] [--max-body BYTES] [--wait-max MS] [--max-queues N]\n"
-    "        [--max-requests N] [--max-waiting N] [--request-timeout MS] [--queue-idle MS]\n"
-    "        [--demo]\n"
-    "                                       the HTTP API, the dashboard (/) and /metrics until\n"
-    "                                       SIGINT/SIGTERM (default 127.0.0.1:8080; see rjq(1))\n"
-    "  acl [--queues PATTERN] [--role R]    print the ACL SETUSER lines of rjq's roles\n"
-    "                                       (producer, worker, monitor); no Redis needed\n"
-    "  version, --version                   the library's version\n"
-    "  help                                 this text\n"
-    "\n"
-    "Options take their value as --name VALUE or --name=VALUE.\n"
-    "Exit status: 0 success, 1 error, 2 usage error. Use -- to end options\n"
-    "(e.g. rjq enqueue q -- --literal-payload).\n";
-
 /* ---- the tool's state ---------------------------------------------------- */
 
 typedef struct cli {
-    const char *url;         /* NULL: the library's default */
+    connopts conn;           /* -u, -h, -p, -a, -n, --user, --pass; $RJQ_URL, $REDIS_URL */
+    const char *url;         /* the URL they make; NULL: the library's default */
     rjq_tls_options tls;     /* --tls, --cacert ... */
     int tls_given;           /* any TLS option was given */
     const char *prefix;
@@ -143,7 +66,8 @@ typedef struct cli {
     rjq_queue *q;
     int pending;             /* replies still expected */
     int failed;              /* an error was reported */
-    int timed_out;
+    int timed_out;           /* gave up waiting (-t passed, or no use waiting) */
+    int waiting;             /* in wait_replies: a hopeless connection ends the wait */
     int closing;             /* replies from here on are cancellations */
     int ever_connected;      /* the command connection came up once */
     char last_event[256];    /* detail of the last connection error */
@@ -156,15 +80,18 @@ typedef struct cli {
     int tty;                 /* stdout is a terminal: bytes are shown escaped */
 } cli;
 
+static cli *the_cli; /* every command takes --json (parse_args) */
+
 static int usage(void) {
-    fputs(usage_text, stderr);
+    help_overview(stderr);
     return EXIT_USAGE;
 }
 
 static int usage_error(const char *fmt, const char *arg) {
     fputs("rjq: ", stderr);
     fprintf(stderr, fmt, arg);
-    fputs(" (see rjq help)\n", stderr);
+    if (the_cli && the_cli->what) fprintf(stderr, " (see rjq help %s)\n", the_cli->what);
+    else fputs(" (see rjq help)\n", stderr);
     return EXIT_USAGE;
 }
 
@@ -239,25 +166,50 @@ static void arm_deadline(cli *t) {
     evtimer_add(t->deadline, &tv);
 }
 
+/* A plain connection that the server drops or answers with bytes that are
+ * not RESP before any session was set: a TLS-only port does that (Redis
+ * resets a connection whose first bytes are no TLS record; another TLS
+ * server sends an alert), and no reconnect will change it. */
+static int looks_like_tls_only(const cli *t, const char *detail) {
+    const char *u = t->url ? t->url : DEFAULT_URL;
+    if (t->ever_connected || t->tls.enable || strncmp(u, "rediss://", 9) == 0) return 0;
+    if (strncmp(u, "redis://", 8) != 0) return 0;
+    return detail && (strstr(detail, "reset by peer") || strstr(detail, "Protocol error") ||
+                      strstr(detail, "Server closed the connection"));
+}
+
 static void on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
     cli *t = data;
     (void)c;
     if (conn != RJQ_CONN_COMMAND) return;
-    if (ev == RJQ_EVENT_CONNECTED)
+    if (ev == RJQ_EVENT_CONNECTED) {
         t->ever_connected = 1;
-    else if (detail)
-        snprintf(t->last_event, sizeof t->last_event, "%s", detail);
+        return;
+    }
+    if (detail) snprintf(t->last_event, sizeof t->last_event, "%s", detail);
+    if (t->waiting && !t->timed_out && looks_like_tls_only(t, detail)) {
+        /* fail now, not at -t: reconnecting would meet the same */
+        char url[256];
+        display_url(t, url, sizeof url);
+        t->failed = 1;
+        t->timed_out = 1; /* stop waiting; late replies are ignored */
+        fprintf(stderr, "rjq: %s: could not connect to %s: %s: the server may require TLS: "
+                        "use rediss:// (or --tls)\n", t->what, url, detail);
+        event_base_loopbreak(t->base);
+    }
 }
 
 /* Run the loop until at most max_pending replies are outstanding.
  * Returns 0, or 1 when an error was reported or the deadline passed. */
 static int wait_replies(cli *t, int max_pending) {
     if (t->pending > max_pending) arm_deadline(t); /* time spent elsewhere does not count */
+    t->waiting = 1;
     while (t->pending > max_pending && !t->timed_out)
         if (event_base_loop(t->base, EVLOOP_ONCE) < 0) {
             report(t, RJQ_EPROTO, "event loop failure");
             break;
         }
+    t->waiting = 0;
     return t->failed || t->timed_out;
 }
 
@@ -356,8 +308,6 @@ typedef struct optdef {
 
 /* Split a command's arguments into options (defs, ended by a {NULL}) and
  * min..max positionals. Returns 0 or EXIT_USAGE (reported). */
-static cli *the_cli; /* every command takes --json (parse_args) */
-
 static int parse_args(int argc, char **argv, const optdef *defs, char **pos, int min,
                       int max, int *npos) {
     int n = 0, options = 1;
@@ -1524,78 +1474,128 @@ static int parse_tls_option(cli *t, int argc, char **argv, int *i) {
     return 0;
 }
 
+/* A global option's value: "--name=VALUE", "-xVALUE" or the next
+ * argument. NULL (reported) when there is none. */
+static const char *option_value(int argc, char **argv, int *i, const char *name) {
+    const char *a = argv[*i];
+    size_t nlen = strlen(name);
+    if (a[1] != '-' && a[2]) return a + 2;          /* -p6380 */
+    if (a[1] == '-' && a[nlen] == '=') return a + nlen + 1; /* --url=URL */
+    if (*i + 1 < argc) return argv[++*i];
+    fprintf(stderr, "rjq: option %s needs a value (see rjq help)\n", name);
+    return NULL;
+}
+
 /* Global options before the command. Returns the index of the command, or
- * -1 after a usage error. */
+ * -1 after a usage error (reported). */
 static int parse_global(cli *t, int argc, char **argv) {
     int i = 1;
     for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
+        const char *a = argv[i];
+        if (strcmp(a, "--json") == 0) {
             t->json = 1;
             continue;
         }
-        if (argv[i][1] == '-') {
+        if (strcmp(a, "--") == 0) return i + 1 < argc ? i + 1 : -1;
+        /* the option's name: "-p" of "-p6380", "--url" of "--url=URL" */
+        char name[32];
+        size_t nlen = a[1] == '-' ? strcspn(a, "=") : 2;
+        snprintf(name, sizeof name, "%.*s", (int)(nlen < sizeof name ? nlen : sizeof name - 1), a);
+        if (strcmp(name, "--prefix") == 0 || connopts_is_flag(name) || strcmp(name, "-t") == 0) {
+            const char *v = option_value(argc, argv, &i, name);
+            char err[512];
+            long long secs = 0;
+            if (v == NULL) return -1;
+            if (strcmp(name, "--prefix") == 0) {
+                t->prefix = v;
+            } else if (strcmp(name, "-t") == 0) {
+                if (parse_ll("-t", v, 1, 86400, &secs)) return -1;
+                t->timeout_s = (long)secs;
+            } else if (connopts_set(&t->conn, name, v, err, sizeof err) != 0) {
+                fprintf(stderr, "rjq: %s\n", err);
+                return -1;
+            }
+            continue;
+        }
+        if (a[1] == '-') {
             int taken = parse_tls_option(t, argc, argv, &i);
             if (taken < 0) return -1;
             if (taken == 0) break; /* --help, or an unknown option: the command's turn */
             continue;
         }
-        char o = argv[i][1];
-        const char *v = argv[i][2] ? argv[i] + 2 : (i + 1 < argc ? argv[++i] : NULL);
-        long long secs = 0;
-        if (o != 'u' && o != 'p' && o != 't') return -1;
-        if (v == NULL) {
-            fprintf(stderr, "rjq: option -%c needs a value\n", o);
-            return -1;
-        }
-        if (o == 'u') t->url = v;
-        if (o == 'p') t->prefix = v;
-        if (o == 't') {
-            if (parse_ll("-t", v, 1, 86400, &secs)) return -1;
-            t->timeout_s = (long)secs;
-        }
+        fprintf(stderr, "rjq: unknown option %s (see rjq help)\n", a);
+        return -1;
+    }
+    if (i >= argc) {
+        fprintf(stderr, "rjq: no command given (see rjq help)\n");
+        return -1;
+    }
+    char err[512];
+    if (connopts_url(&t->conn, &t->url, err, sizeof err) != 0) {
+        fprintf(stderr, "rjq: %s\n", err);
+        return -1;
     }
     return i;
 }
 
-int main(int argc, char **argv) {
-    cli t;
-    memset(&t, 0, sizeof t);
-    t.url = getenv("RJQ_URL");
-    if (t.url && t.url[0] == '\0') t.url = NULL;
-    t.timeout_s = DEFAULT_TIMEOUT_S;
-    if (argc == 2 && (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
-                      strcmp(argv[1], "-h") == 0)) {
-        fputs(usage_text, stdout); /* asked for: not an error */
+/* rjq help [COMMAND], rjq COMMAND --help: on stdout, exit 0 (asked for). */
+static int cmd_help(int argc, char **argv) {
+    if (argc == 0) {
+        help_overview(stdout);
         return 0;
     }
-    if (argc == 2 && strcmp(argv[1], "--version") == 0) return cmd_version(&t, 0, NULL);
-    the_cli = &t;
-    int i = parse_global(&t, argc, argv);
-    if (i < 0 || i >= argc) return usage();
-    if (t.tls_given && !t.tls.enable && strncmp(t.url ? t.url : DEFAULT_URL, "rediss://", 9) != 0) {
+    if (argc > 1) {
+        fprintf(stderr, "rjq: help takes one command, not '%s' too (see rjq help)\n", argv[1]);
+        return EXIT_USAGE;
+    }
+    if (help_command(stdout, argv[0]) == 0) return 0;
+    fprintf(stderr, "rjq: help: unknown command '%s' (see rjq help)\n", argv[0]);
+    return EXIT_USAGE;
+}
+
+static int is_help(const char *a) {
+    return strcmp(a, "help") == 0 || strcmp(a, "--help") == 0;
+}
+
+/* The command named argv[i] with its arguments after it. */
+static int run_command(cli *t, int argc, char **argv, int i) {
+    if (is_help(argv[i])) return cmd_help(argc - i - 1, argv + i + 1);
+    if (t->tls_given && !t->tls.enable && strncmp(t->url ? t->url : DEFAULT_URL, "rediss://", 9) != 0) {
         fprintf(stderr, "rjq: TLS options given for a plain URL: use rediss:// or --tls "
                         "(see rjq help)\n");
         return EXIT_USAGE;
     }
-    for (int j = i + 1; j < argc && strcmp(argv[j], "--") != 0; j++)
-        if (strcmp(argv[j], "--help") == 0 || strcmp(argv[j], "-h") == 0) {
-            fputs(usage_text, stdout); /* `rjq COMMAND --help`: asked for, not an error */
-            return 0;
-        }
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) {
         if (strcmp(argv[i], commands[k].name) != 0) continue;
+        for (int j = i + 1; j < argc && strcmp(argv[j], "--") != 0; j++)
+            if (strcmp(argv[j], "--help") == 0 || strcmp(argv[j], "-h") == 0)
+                return cmd_help(1, argv + i); /* `rjq COMMAND --help`: asked for, not an error */
         signal(SIGPIPE, SIG_IGN); /* a dropped connection is an error, not a kill */
-        t.what = commands[k].name;
-        t.tty = isatty(STDOUT_FILENO);
-        int rc = commands[k].run(&t, argc - i - 1, argv + i + 1);
-        cli_close(&t);
+        t->what = commands[k].name;
+        t->tty = isatty(STDOUT_FILENO);
+        int rc = commands[k].run(t, argc - i - 1, argv + i + 1);
+        cli_close(t);
         if (fflush(stdout) != 0 && rc == 0) {
             fprintf(stderr, "rjq: writing output: %s\n", strerror(errno));
             rc = 1;
         }
         return rc;
     }
-    if (strcmp(argv[i], "help") != 0 && strcmp(argv[i], "--help") != 0)
-        fprintf(stderr, "rjq: unknown command '%s'\n", argv[i]);
-    return usage();
+    fprintf(stderr, "rjq: unknown command '%s' (see rjq help)\n", argv[i]);
+    return EXIT_USAGE;
+}
+
+int main(int argc, char **argv) {
+    cli t;
+    memset(&t, 0, sizeof t);
+    t.timeout_s = DEFAULT_TIMEOUT_S;
+    if (argc == 1) return usage();
+    if (argc == 2 && strcmp(argv[1], "-h") == 0) return cmd_help(0, NULL); /* -h HOST needs a value */
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) return cmd_version(&t, 0, NULL);
+    connopts_init(&t.conn);
+    the_cli = &t;
+    int i = parse_global(&t, argc, argv);
+    int rc = i < 0 ? EXIT_USAGE : run_command(&t, argc, argv, i);
+    connopts_free(&t.conn);
+    return rc;
 }

@@ -53,6 +53,8 @@ for b in rjq rjq-pg-bridge; do
     has rjq-tools "/usr/bin/$b"
     has rjq-tools "/usr/share/man/man1/$b.1.gz"
 done
+has rjq-tools /usr/share/bash-completion/completions/rjq
+has rjq-tools /usr/share/zsh/vendor-completions/_rjq
 
 # lintian: no errors (warnings are printed)
 start=$(date +%s)

@@ -17,6 +17,7 @@
 #include <libpq-fe.h>
 
 #include "bridge.h"
+#include "connopts.h"
 #include "health.h"
 #include "rjq.h"
 #include "schema.h"
@@ -33,8 +34,12 @@ static const char usage_text[] =
     "\n"
     "  --pg CONNINFO        libpq connection string or URI (default: $RJQ_PG, else\n"
     "                       libpq's PG* environment variables)\n"
-    "  -u, --url URL        Redis URL (default: $RJQ_URL, else redis://127.0.0.1:6379)\n"
-    "  -p, --prefix PREFIX  rjq key prefix (default: rjq)\n"
+    "  -u, --url URL        Redis URL (default: $RJQ_URL, else $REDIS_URL, else\n"
+    "                       redis://127.0.0.1:6379)\n"
+    "  -h HOST, -p PORT, -a PASSWORD (--pass), --user USER, -n DB\n"
+    "                       change the URL's parts, as redis-cli's options: in\n"
+    "                       command-line order, the last one naming a part wins\n"
+    "  --prefix PREFIX      rjq key prefix (default: rjq; -p is the port)\n"
     "  --init               create the table, its indexes and triggers (idempotent;\n"
     "                       on an existing table: adds missing columns), then exit\n"
     "  --table NAME         the table (default rjq_jobs): 1..40 of a-z, 0-9, _; its\n"
@@ -57,7 +62,7 @@ static const char usage_text[] =
     "  --listen ADDR:PORT   serve GET /healthz and /metrics there (default: off)\n"
     "  --alert-lag-ms MS    /healthz is 503 while the oldest queued row is older\n"
     "  --alert-queued N     /healthz is 503 while more rows are queued\n"
-    "  -h, --help           this text\n"
+    "  --help               this text (also -h alone)\n"
     "  --version            the rjq library's version\n";
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -166,16 +171,24 @@ int main(int argc, char **argv) {
     bridge_defaults(&o);
     const char *env_pg = getenv("RJQ_PG");
     if (env_pg) o.pg = env_pg;
-    o.redis_url = getenv("RJQ_URL");
+    connopts conn;
+    connopts_init(&conn); /* $RJQ_URL, else $REDIS_URL */
+    char err[512];
+    if (argc == 2 && strcmp(argv[1], "-h") == 0) { /* -h HOST takes a value */
+        fputs(usage_text, stdout);
+        return 0;
+    }
     int init = 0;
     char **queues = NULL;
     enum { O_PG = 256, O_INIT, O_TABLE, O_QUEUES, O_BATCH, O_CLAIMS, O_POLL, O_SCAN, O_REPORT, O_DEDUP, O_MAXP, O_MAXF,
-           O_VER, O_ROUTE, O_LISTEN, O_ALAG, O_AQUEUED };
+           O_VER, O_ROUTE, O_LISTEN, O_ALAG, O_AQUEUED, O_PREFIX, O_USER, O_PASS, O_HELP };
     health_options ho = {0};
     static const struct option longopts[] = {
         {"pg", required_argument, NULL, O_PG},
         {"url", required_argument, NULL, 'u'},
-        {"prefix", required_argument, NULL, 'p'},
+        {"prefix", required_argument, NULL, O_PREFIX},
+        {"user", required_argument, NULL, O_USER},
+        {"pass", required_argument, NULL, O_PASS},
         {"init", no_argument, NULL, O_INIT},
         {"table", required_argument, NULL, O_TABLE},
         {"queues", required_argument, NULL, O_QUEUES},
@@ -191,18 +204,25 @@ int main(int argc, char **argv) {
         {"listen", required_argument, NULL, O_LISTEN},
         {"alert-lag-ms", required_argument, NULL, O_ALAG},
         {"alert-queued", required_argument, NULL, O_AQUEUED},
-        {"help", no_argument, NULL, 'h'},
+        {"help", no_argument, NULL, O_HELP},
         {"version", no_argument, NULL, O_VER},
         {NULL, 0, NULL, 0},
     };
-    int opt, rc = 0;
+    int opt, rc = 0, done = 0; /* done: --help or --version answered */
     long long v = 0;
     opterr = 0;
-    while (rc == 0 && (opt = getopt_long(argc, argv, ":u:p:h", longopts, NULL)) != -1) {
+    while (rc == 0 && (opt = getopt_long(argc, argv, ":u:h:p:a:n:", longopts, NULL)) != -1) {
         switch (opt) {
         case O_PG: o.pg = optarg; break;
-        case 'u': o.redis_url = optarg; break;
-        case 'p': o.prefix = optarg; break;
+        case O_PREFIX: o.prefix = optarg; break;
+        /* the connection options, as redis-cli's (connopts.h) */
+        case 'u': case 'h': case 'p': case 'a': case 'n': case O_USER: case O_PASS: {
+            char name[3] = {'-', (char)opt, '\0'};
+            const char *n = opt == O_USER ? "--user" : opt == O_PASS ? "--pass" : name;
+            if (connopts_set(&conn, n, optarg, err, sizeof err) != 0)
+                rc = usage_error("%s", err);
+            break;
+        }
         case O_INIT: init = 1; break;
         case O_TABLE:
             o.table = optarg;
@@ -250,11 +270,12 @@ int main(int argc, char **argv) {
         case O_AQUEUED:
             if ((rc = parse_num("--alert-queued", optarg, 1, LLONG_MAX, &v)) == 0) ho.alert_queued = v;
             break;
-        case 'h': fputs(usage_text, stdout); return 0;
+        case O_HELP: fputs(usage_text, stdout); rc = done = 1; break;
         case O_VER:
             printf("rjq-pg-bridge %d.%d.%d\n", rjq_version() / 10000, rjq_version() / 100 % 100,
                    rjq_version() % 100);
-            return 0;
+            rc = done = 1;
+            break;
         case ':': rc = usage_error("%s needs a value", argv[optind - 1]); break;
         default: rc = usage_error("unknown option %s", argv[optind - 1]); break;
         }
@@ -262,15 +283,18 @@ int main(int argc, char **argv) {
     if (rc == 0 && (ho.alert_lag_ms || ho.alert_queued) && ho.listen == NULL)
         rc = usage_error("%s: the alerts need --listen", ho.alert_lag_ms ? "--alert-lag-ms" : "--alert-queued");
     if (rc == 0 && optind < argc) rc = usage_error("unexpected argument \"%s\"", argv[optind]);
+    if (rc == 0 && connopts_url(&conn, &o.redis_url, err, sizeof err) != 0) rc = usage_error("%s", err);
     if (rc != 0) {
         if (queues) free(queues[o.nqueues]);
         free(queues);
-        return rc < 0 ? EXIT_USAGE : rc;
+        connopts_free(&conn);
+        return done ? 0 : rc < 0 ? EXIT_USAGE : rc;
     }
     if (init) {
         rc = run_init(o.pg, o.table ? o.table : PGB_TABLE_DEFAULT);
         if (queues) free(queues[o.nqueues]);
         free(queues);
+        connopts_free(&conn);
         return rc;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -279,6 +303,7 @@ int main(int argc, char **argv) {
     struct event *sigterm = base ? evsignal_new(base, SIGTERM, on_signal, NULL) : NULL;
     if (sigint == NULL || sigterm == NULL) {
         fprintf(stderr, "rjq-pg-bridge: cannot create the event loop\n");
+        connopts_free(&conn);
         return 1;
     }
     event_add(sigint, NULL);
@@ -304,5 +329,6 @@ int main(int argc, char **argv) {
     event_base_free(base);
     if (queues) free(queues[o.nqueues]);
     free(queues);
+    connopts_free(&conn);
     return rc;
 }

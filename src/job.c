@@ -246,6 +246,7 @@ typedef struct fail_ctx {
     const rjq__finish_ops *ops;
     rjq_done_cb *cb;
     void *data;
+    int cause;                /* (rjq__finish.cause) */
 } fail_ctx;
 
 static void on_failed(rjq_client *c, int status, redisReply *r, void *priv) {
@@ -262,6 +263,7 @@ static void on_failed(rjq_client *c, int status, redisReply *r, void *priv) {
                  : r->integer == 4             ? RJQ_EJOBCANCELED
                  : rjq__write_short(c)         ? RJQ_EREPLICAS
                                                : RJQ_OK;
+    if (f->cause) status = f->cause;
     if (f->cb) f->cb(c, status, f->data);
     f->ops->replied(f->w);
     free(f);
@@ -280,6 +282,7 @@ int rjq__finish_fail(const rjq__finish *job, const char *error, int flags, long 
     f->ops = job->ops;
     f->cb = cb;
     f->data = data;
+    f->cause = job->cause;
     rjq__argv a;
     rjq__argv_init(&a);
     RJQ__KEYS(&a, q, RJQ__K_ACTIVE, RJQ__K_READY, RJQ__K_PRIO, RJQ__K_DELAYED, RJQ__K_DEAD,

@@ -141,6 +141,12 @@ typedef enum rjq_status {
 /* A static, never-NULL description of an RJQ_* code (unknown codes included). */
 RJQ_API const char *rjq_strerror(int code);
 
+/* The name of an RJQ_* code as written in this header, a static string:
+ * "RJQ_OK" for 0, "RJQ_ETIMEDOUT" for RJQ_ETIMEDOUT; NULL for any other
+ * number (so a caller can tell an unknown code, e.g. one a newer library
+ * returns, and print the number itself). */
+RJQ_API const char *rjq_err_name(int code);
+
 /* The library version as MAJOR*10000 + MINOR*100 + PATCH, at run time. */
 RJQ_API int rjq_version(void);
 

@@ -44,7 +44,7 @@ typedef struct rule_ctx {
     rjq_client *c;
 } rule_ctx;
 
-enum { M_TOO_BIG, M_NULL_RESULT, M_BAD_FLAGS, M_BAD_DELAY, M_COMPLETE_NOMEM, M_FAIL_NOMEM };
+enum { M_TOO_BIG, M_NULL_RESULT, M_BAD_FLAGS, M_BAD_DELAY, M_COMPLETE_NOMEM, M_FAIL_NOMEM, M_CLOSING };
 
 static void on_done(rjq_client *c, int status, void *data) {
     (void)c;
@@ -89,6 +89,11 @@ static void rule_handler(rjq_job *job, void *data) {
         failalloc_arm_from(0); /* every allocation of the call fails */
         x->rc = rjq_job_complete(job, "ok", 2, on_done, x);
         failalloc_disarm();
+        break;
+    case M_CLOSING: /* a free pending: the call is refused, the handle released */
+        rjq_client_free(x->c); /* deferred: this is the worker's callback */
+        x->c = NULL;
+        x->rc = rjq_job_complete(job, "ok", 2, on_done, x);
         break;
     case M_FAIL_NOMEM:
         failalloc_arm_from(0);
@@ -139,6 +144,10 @@ static void run_mode(run *r, int mode, int max_attempts, int free_after) {
     r->x.free_after = free_after;
     r->x.c = r->c;
     ASSERT_OK(rjq_worker_start(r->q, NULL, rule_handler, &r->x, &r->x.w));
+    if (mode == M_CLOSING) {
+        ASSERT(loop_until_count(r->base, &r->x.handled, 1, 10000));
+        return;
+    }
     ASSERT(loop_until_count(r->base, &r->x.cb_calls, 1, 10000));
     /* the promises of the call itself */
     ASSERT_EQ(1, r->x.cb_calls);
@@ -259,5 +268,17 @@ TEST(refused_finish_reported_once_when_the_client_is_freed_first) {
     run_mode(&r, M_COMPLETE_NOMEM, 1, 1);
     ASSERT_EQ(RJQ_ENOMEM, r.x.cb_status);
     ASSERT(r.x.c == NULL); /* freed, and the call had returned */
+    run_end(&r);
+}
+
+/* The client's free is pending: RJQ_ECLOSED returned, the handle released
+ * (LeakSanitizer/valgrind: nothing left), cb never called (not even by
+ * the free that follows). */
+TEST(finish_while_the_client_is_being_freed_returns_eclosed_and_releases) {
+    run r;
+    run_mode(&r, M_CLOSING, 1, 0);
+    ASSERT_EQ(RJQ_ECLOSED, r.x.rc);
+    ASSERT(r.x.c == NULL);
+    ASSERT_EQ(0, r.x.cb_calls);
     run_end(&r);
 }

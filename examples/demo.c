@@ -261,12 +261,10 @@ static void handler(rjq_job *job, void *data) {
         rc = rjq_job_complete(job, result, (size_t)n, on_completed, d);
     }
     if (rc != RJQ_OK) {
-        /* Synchronous errors: nothing was sent. RJQ_ECLOSED released the
-         * job; after the others the job is still ours and must be finished
-         * somehow, or its lease runs out and it comes back. */
+        /* RJQ_ECLOSED: the client is closing; the handle is released
+         * whatever the call returns, and every other error comes to the
+         * callback. */
         d->errors++;
-        if (rc != RJQ_ECLOSED)
-            rjq_job_fail(job, rjq_strerror(rc), RJQ_FAIL_FATAL, 0, NULL, NULL);
         die(d, "finishing job %ld: %s", i, rjq_strerror(rc));
     }
 }

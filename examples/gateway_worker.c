@@ -71,10 +71,11 @@ static void complete(app *a, rjq_job *job) {
     }
     memcpy(res, "done:", 5);
     if (len) memcpy(res + 5, p, len);
+    /* The handle is released whatever this returns; a result over
+     * max_payload fails the attempt and on_finished gets RJQ_ETOOBIG. */
     int rc = rjq_job_complete(job, res, len + 5, on_finished, a);
     free(res);
-    if (rc == RJQ_OK || rc == RJQ_ECLOSED) a->completed += rc == RJQ_OK;
-    else rjq_job_fail(job, rjq_strerror(rc), RJQ_FAIL_FATAL, -1, on_finished, a); /* e.g. ETOOBIG */
+    a->completed += rc == RJQ_OK;
 }
 
 static void unlink_sleeper(sleeper *s) {
@@ -137,7 +138,7 @@ static void drop_sleepers(app *a) {
     while (a->sleepers) {
         sleeper *s = a->sleepers;
         unlink_sleeper(s);
-        rjq_job_fail(s->job, "worker stopped", RJQ_FAIL_RETRY, 0, NULL, NULL); /* ECLOSED: releases it */
+        rjq_job_fail(s->job, "worker stopped", RJQ_FAIL_RETRY, 0, NULL, NULL); /* releases it */
         event_free(s->ev);
         free(s);
     }

@@ -77,14 +77,10 @@ static void on_completed(rjq_client *c, int status, void *data) {
 }
 
 static void complete(rjq_job *job) {
-    int rc = rjq_job_complete(job, "ok", 2, on_completed, NULL);
-    if (rc == RJQ_ECLOSED) return; /* handed back at the close's deadline: not ours any more */
-    if (rc != RJQ_OK) {
-        /* Nothing was sent; the job is still ours: fail it so it does not
-         * wait for its lease. */
-        fprintf(stderr, "rjq-worker: complete: %s\n", rjq_strerror(rc));
-        rjq_job_fail(job, rjq_strerror(rc), RJQ_FAIL_RETRY, -1, NULL, NULL);
-    }
+    /* The handle is released whatever this returns. RJQ_ECLOSED: the
+     * client is closing (handed back at the close's deadline); any other
+     * error comes to on_completed. */
+    (void)rjq_job_complete(job, "ok", 2, on_completed, NULL);
 }
 
 static void on_work_done(evutil_socket_t fd, short what, void *arg) {

@@ -141,6 +141,12 @@ typedef enum rjq_status {
 /* A static, never-NULL description of an RJQ_* code (unknown codes included). */
 RJQ_API const char *rjq_strerror(int code);
 
+/* The name of an RJQ_* code as written in this header, a static string:
+ * "RJQ_OK" for 0, "RJQ_ETIMEDOUT" for RJQ_ETIMEDOUT; NULL for any other
+ * number (so a caller can tell an unknown code, e.g. one a newer library
+ * returns, and print the number itself). */
+RJQ_API const char *rjq_err_name(int code);
+
 /* The library version as MAJOR*10000 + MINOR*100 + PATCH, at run time. */
 RJQ_API int rjq_version(void);
 
@@ -661,7 +667,8 @@ RJQ_API int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items,
 /*
  * Called once per claimed job. The handler owns `job` until it calls
  * rjq_job_complete() or rjq_job_fail(), exactly once, now or later from
- * any callback (the job's lease is extended while it runs).
+ * any callback (the job's lease is extended while it runs). That call
+ * releases the handle whatever it returns.
  */
 typedef void rjq_handler_fn(rjq_job *job, void *data);
 
@@ -832,12 +839,31 @@ RJQ_API int rjq_job_notice(const rjq_job *job);
 typedef void rjq_done_cb(rjq_client *c, int status, void *data);
 
 /*
- * Finish the job successfully with result bytes (may be empty). On RJQ_OK
- * and RJQ_ECLOSED the job handle is released; on RJQ_EINVAL, RJQ_ETOOBIG
- * or RJQ_ENOMEM it stays the caller's (to try again, or fail it). cb (may
- * be NULL) gets exactly one of:
+ * Finish the job successfully with result bytes (may be empty).
+ *
+ * Ownership: given a job handle, this call always releases it (do not
+ * touch the handle after the call, whatever it returns), and every error
+ * found before anything is sent comes through cb like the outcome does:
+ * cb (may be NULL) is called exactly once, never from inside this call.
+ * Returns RJQ_OK (cb will be called), or, without calling cb:
+ * RJQ_EINVAL when job is NULL (nothing to release); RJQ_ECLOSED when the
+ * client is freed or being freed (the handle outlived its worker: the
+ * client closed and handed the job back, or a free is pending; or a
+ * callback this call ran freed it): the handle is released, nothing is
+ * sent, the job comes back after its lease (or was handed back already).
+ * A freed client has no loop left to call cb from, so that one error
+ * stays a return value, as with every call on a closing client.
+ *
+ * cb gets exactly one of:
  * - RJQ_OK: done; RJQ_EREPLICAS: done, but fewer replicas than
  *   wait_replicas confirmed it (see rjq_client_options);
+ * - RJQ_ETOOBIG when the result is over max_payload, RJQ_EINVAL when it
+ *   is NULL with len > 0: nothing is stored as the result; the attempt is
+ *   failed instead, as rjq_job_fail(job, text, RJQ_FAIL_RETRY, -1) would
+ *   (the job runs again after its backoff while attempts remain, else it
+ *   is dead), its error text naming the cause ("rjq_job_complete: result
+ *   of N bytes exceeds max_payload M"); cb gets the cause once that
+ *   failure's request ended, whatever it ended with (a lost lease, say);
  * - RJQ_ELEASELOST when the job's lease was lost (reclaimed, or finished
  *   by another worker) or its run time is over (rjq_job_options.timeout_ms,
  *   by the server's clock when the completion runs, whether or not a sweep
@@ -855,17 +881,16 @@ typedef void rjq_done_cb(rjq_client *c, int status, void *data);
  *   RJQ_EAUTH when the Redis user may not run the script; RJQ_EREDIS for
  *   any other error, or a transient one that lasted past the retries
  *   below; RJQ_EPROTO for a reply of an unexpected shape;
- * - RJQ_ENOMEM when the completion batch could not be sent; RJQ_ECANCELED
- *   (or RJQ_ECLOSED) when the client was freed first (the job comes back
- *   after its lease).
+ * - RJQ_ENOMEM when the completion (or the failure standing in for it)
+ *   could not be queued or sent: nothing changed, the job comes back after
+ *   its lease (its lease is no longer extended); RJQ_ECANCELED (or
+ *   RJQ_ECLOSED) when the client was freed first (the job comes back after
+ *   its lease).
  * A completion interrupted by a disconnect is retried on reconnect, and one
  * answered with a transient error (LOADING, BUSY, READONLY, MASTERDOWN,
  * TRYAGAIN) is retried with backoff (50 ms doubling to 1 s) for up to a
  * minute (the token makes it idempotent), so RJQ_ECONN and RJQ_ETIMEDOUT
  * are not reported here.
- * Returns RJQ_OK, RJQ_EINVAL (job NULL, or result NULL with len > 0),
- * RJQ_ECLOSED if the client is freed or being freed, RJQ_ETOOBIG for a
- * result over max_payload, RJQ_ENOMEM.
  */
 RJQ_API int rjq_job_complete(rjq_job *job, const void *result, size_t len,
                              rjq_done_cb *cb, void *data);
@@ -877,13 +902,17 @@ RJQ_API int rjq_job_complete(rjq_job *job, const void *result, size_t len,
  * Fail the job with an error text. With RJQ_FAIL_RETRY it runs again after
  * retry_delay_ms, or after the job's backoff when retry_delay_ms < 0, until
  * max_attempts is reached; then (or with RJQ_FAIL_FATAL) it goes dead and
- * can be replayed. Handle release, cb and its codes as rjq_job_complete()
- * (RJQ_EWRONGTYPE also for a stats counter it counts that is not an
- * integer): a failure past the job's run time is refused (RJQ_ELEASELOST)
- * and changes nothing; the sweep fails the job as timed out instead (its
- * retry policy applies, not RJQ_FAIL_FATAL or retry_delay_ms). Returns
- * RJQ_OK, RJQ_EINVAL (job NULL, flags other than RJQ_FAIL_FATAL,
- * retry_delay_ms over RJQ_DELAY_MAX), RJQ_ECLOSED, RJQ_ENOMEM.
+ * can be replayed. Ownership, return values (RJQ_OK, RJQ_EINVAL for a NULL
+ * job, RJQ_ECLOSED) and cb's codes as rjq_job_complete() (RJQ_EWRONGTYPE
+ * also for a stats counter it counts that is not an integer), and:
+ * - RJQ_EINVAL (through cb) for flags other than RJQ_FAIL_FATAL or a
+ *   retry_delay_ms over RJQ_DELAY_MAX: the job is failed all the same,
+ *   with its error text, under its retry policy (as RJQ_FAIL_RETRY with
+ *   retry_delay_ms -1: never dead before its attempts are spent); cb gets
+ *   RJQ_EINVAL once that failure's request ended;
+ * - a failure past the job's run time is refused (RJQ_ELEASELOST) and
+ *   changes nothing; the sweep fails the job as timed out instead (its
+ *   retry policy applies, not RJQ_FAIL_FATAL or retry_delay_ms).
  */
 RJQ_API int rjq_job_fail(rjq_job *job, const char *error, int flags,
                          long long retry_delay_ms, rjq_done_cb *cb, void *data);
@@ -980,8 +1009,12 @@ RJQ_API size_t rjq_client_awaits(const rjq_client *c);
 
 /*
  * Report progress bytes for a running job to everyone awaiting it (a
- * no-op on the server when nobody is). Fire-and-forget; the job stays the
- * caller's.
+ * no-op on the server when nobody is). Fire-and-forget, no callback: the
+ * handle stays the caller's whatever this returns (it never releases it;
+ * complete or fail it as usual). Returns RJQ_OK (sent, or queued to be),
+ * RJQ_EINVAL (job NULL, or progress NULL with len > 0), RJQ_ECLOSED (the
+ * handle outlived its worker), RJQ_ETOOBIG (over max_payload), RJQ_ENOMEM,
+ * or an error of sending (RJQ_ECLOSED while the client is being freed).
  */
 RJQ_API int rjq_job_progress(rjq_job *job, const void *progress, size_t len);
 

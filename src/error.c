@@ -1,4 +1,4 @@
-/* Error codes: rjq_strerror(), the version, and Redis error texts as codes. */
+/* Error codes: rjq_strerror(), rjq_err_name(), the version, and Redis error texts as codes. */
 #include <string.h>
 
 #include "rjq.h"
@@ -15,6 +15,19 @@ const char *rjq_strerror(int code) {
 #undef RJQ_XX_
     }
     return "unknown error";
+}
+
+const char *rjq_err_name(int code) {
+    switch (code) {
+    case RJQ_OK:
+        return "RJQ_OK";
+#define RJQ_XX_(name, num, msg) \
+    case RJQ_##name:            \
+        return "RJQ_" #name;
+        RJQ_ERRNO_MAP(RJQ_XX_)
+#undef RJQ_XX_
+    }
+    return NULL;
 }
 
 int rjq_version(void) {

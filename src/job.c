@@ -244,6 +244,7 @@ typedef struct fail_ctx {
     const rjq__finish_ops *ops;
     rjq_done_cb *cb;
     void *data;
+    int cause;                /* (rjq__finish.cause) */
 } fail_ctx;
 
 static void on_failed(rjq_client *c, int status, redisReply *r, void *priv) {
@@ -260,6 +261,7 @@ static void on_failed(rjq_client *c, int status, redisReply *r, void *priv) {
                  : r->integer == 4             ? RJQ_EJOBCANCELED
                  : rjq__write_short(c)         ? RJQ_EREPLICAS
                                                : RJQ_OK;
+    if (f->cause) status = f->cause;
     if (f->cb) f->cb(c, status, f->data);
     f->ops->replied(f->w);
     free(f);
@@ -278,6 +280,7 @@ int rjq__finish_fail(const rjq__finish *job, const char *error, int flags, long 
     f->ops = job->ops;
     f->cb = cb;
     f->data = data;
+    f->cause = job->cause;
     rjq__argv a;
     rjq__argv_init(&a);
     rjq__argv_script_keys(&a, q, RJQ__S_FAIL);

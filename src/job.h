@@ -57,6 +57,10 @@ typedef struct rjq__finish {
     const rjq__finish_ops *ops;
     const char *id, *token;
     int attempt;
+    /* A failure that stands in for a refused call (a completion whose
+     * result cannot be stored, a failure with bad arguments): its callback
+     * gets this code, whatever the failure's outcome. 0: the outcome. */
+    int cause;
 } rjq__finish;
 
 /* Queue the completion of f's job with its result for the queue's next

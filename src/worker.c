@@ -76,6 +76,7 @@ static void part_tick(rjq_queue *q, void *state) {
     for (rjq_worker *w = p->workers, *next; w; w = next) {
         next = w->next;
         rjq__w_check(w);
+        rjq__w_report_refused(w);
         if (rjq__w_wake(w, WE_TICK)) rjq__w_claim(w);
         if (w->g && rjq__w_group_sched(w->g, GE_TICK)) rjq__w_schedule(w->g);
         rjq__w_check_stopped(w);
@@ -86,7 +87,10 @@ static void part_tick(rjq_queue *q, void *state) {
 static void part_cancel(rjq_queue *q, void *state) {
     part *p = state;
     (void)q;
-    while (p->workers) rjq__w_destroy(p->workers);
+    while (p->workers) {
+        rjq__w_report_refused(p->workers); /* (their callbacks may refuse more) */
+        rjq__w_destroy(p->workers);
+    }
 }
 
 static void part_close(rjq_queue *q, void *state) {

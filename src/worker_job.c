@@ -8,8 +8,14 @@
  * job.c then reports the request's end through rjq__w_finish_ops, once per
  * request: the worker counts it out of `finishing` (finish_replied).
  *
- * A handle whose client is gone or going (the worker let go of it: w
- * NULL) is only freed: complete and fail return RJQ_ECLOSED.
+ * One ownership rule (rjq.h): complete and fail given a handle always
+ * release it. A request that cannot be sent (out of memory) leaves the
+ * handle on its worker's refused list, whose callbacks the queue's tick
+ * calls (refuse); a result that cannot be stored (too big, NULL) or a
+ * failure with bad arguments fails the attempt under the job's retry
+ * policy, its callback told the cause (rjq__finish.cause). A handle whose
+ * client is gone or going (the worker let go of it: w NULL, or a free is
+ * pending) is only freed: complete and fail return RJQ_ECLOSED.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,18 +60,17 @@ int rjq_job_notice(const rjq_job *job) {
 
 /* ---- the hand-over ------------------------------------------------------- */
 
-/* The user finished job (its request is with job.c): it leaves its worker
- * and is freed; the worker counts one finish in flight, and claims or
- * offers the slot it freed on the queue's tick (the caller kicks it). An
- * expired job had no slot: its place goes to a job that timed out while
- * the expired were too many. */
-static void finish_handle(rjq_job *job) {
+/* The user finished job: it leaves its worker's lists (LOOSE, its token let
+ * go of), the worker counts one finish in flight, and claims or offers the
+ * slot it freed on the queue's tick (the caller kicks it). An expired job
+ * had no slot: its place goes to a job that timed out while the expired
+ * were too many. The caller frees the handle or keeps it as refused. */
+static void leave_worker(rjq_job *job) {
     rjq_worker *w = job->w;
     RJQ_ASSERT(w != NULL && (job->place == RJQ__JOB_RUNNING || job->place == RJQ__JOB_EXPIRED));
     rjq__w_check(w);
     int expired = job->place == RJQ__JOB_EXPIRED;
     rjq__w_unlink_job(w, job);
-    rjq__w_free_job(job);
     w->finishing++;
     if (expired) {
         for (rjq_job *j = w->jobs; j; j = j->next)
@@ -76,6 +81,43 @@ static void finish_handle(rjq_job *job) {
         return;
     }
     rjq__w_slot_freed(w);
+}
+
+/* Its request is with job.c: the handle is freed at once. */
+static void finish_handle(rjq_job *job) {
+    leave_worker(job);
+    rjq__w_free_job(job);
+}
+
+/* Nothing could be sent for job (out of memory): the handle leaves the
+ * user all the same, and waits on its worker's refused list for the
+ * queue's tick to call cb with code (never from inside the call). The job
+ * itself stays active in Redis and comes back after its lease. */
+static void refuse(rjq_job *job, int code, rjq_done_cb *cb, void *data) {
+    rjq_worker *w = job->w;
+    leave_worker(job);
+    job->refused = code;
+    job->cb = cb;
+    job->cb_data = data;
+    job->next = w->refused;
+    w->refused = job;
+    rjq__queue_kick(w->q);
+}
+
+void rjq__w_report_refused(rjq_worker *w) {
+    rjq_client *c = client_of(w);
+    while (w->refused) {
+        rjq_job *job = w->refused;
+        w->refused = job->next;
+        job->next = NULL;
+        rjq_done_cb *cb = job->cb;
+        void *data = job->cb_data;
+        int code = job->refused;
+        rjq__w_free_job(job);
+        RJQ_ASSERT(w->finishing > 0);
+        w->finishing--; /* (the worker is freed by its stop's check, later) */
+        if (cb) cb(c, code, data); /* (a free it asks for waits: c stays) */
+    }
 }
 
 /* (rjq__finish_ops) A finish request of w got its reply. */
@@ -105,22 +147,57 @@ static int closed(const rjq_job *job) {
     return job->w == NULL || !rjq__accepting(client_of(job->w));
 }
 
+/* Send the failure of job (cause: see rjq__finish) and release the
+ * handle. Sending may flush enqueues, whose callbacks may free the
+ * client: then RJQ_ECLOSED (released, cb never called). */
+static int send_fail(rjq_job *job, const char *error, int flags, long long retry_delay_ms,
+                     int cause, rjq_done_cb *cb, void *data) {
+    rjq_queue *q = job->w->q;
+    rjq_client *c = rjq_queue_client(q);
+    rjq__enter(c);
+    rjq__finish f = finish_of(job);
+    f.cause = cause;
+    int rc = rjq__finish_fail(&f, error, flags, retry_delay_ms, cb, data);
+    if (rc == RJQ_OK) {
+        finish_handle(job);
+        rjq__queue_kick(q);
+    } else if (!rjq__accepting(c)) {
+        rc = release_closed(job); /* a flushed callback freed the client */
+    } else {
+        refuse(job, cause ? cause : rc, cb, data);
+        rc = RJQ_OK;
+    }
+    rjq__leave(c);
+    return rc;
+}
+
 /* ---- the API ------------------------------------------------------------- */
 
 int rjq_job_complete(rjq_job *job, const void *result, size_t len, rjq_done_cb *cb,
                      void *data) {
-    if (job == NULL || (result == NULL && len > 0)) return RJQ_EINVAL;
+    if (job == NULL) return RJQ_EINVAL;
     if (closed(job)) return release_closed(job);
     rjq_queue *q = job->w->q;
     rjq_client *c = rjq_queue_client(q);
+    char why[160];
+    if (result == NULL && len > 0) {
+        snprintf(why, sizeof why, "rjq_job_complete: result NULL with length %zu", len);
+        rjq__errmsg(c, "%s", why);
+        return send_fail(job, why, RJQ_FAIL_RETRY, -1, RJQ_EINVAL, cb, data);
+    }
     if (len > rjq__client_max_payload(c)) {
-        rjq__errmsg(c, "result of %zu bytes exceeds max_payload %zu", len,
-                    rjq__client_max_payload(c));
-        return RJQ_ETOOBIG;
+        snprintf(why, sizeof why, "rjq_job_complete: result of %zu bytes exceeds max_payload %zu",
+                 len, rjq__client_max_payload(c));
+        rjq__errmsg(c, "%s", why);
+        return send_fail(job, why, RJQ_FAIL_RETRY, -1, RJQ_ETOOBIG, cb, data);
     }
     rjq__finish f = finish_of(job);
     int rc = rjq__finish_complete(&f, result, len, cb, data);
-    if (rc != RJQ_OK) return rc;
+    if (rc != RJQ_OK) {
+        rjq__errmsg(c, "complete: %s", rjq_strerror(rc));
+        refuse(job, rc, cb, data);
+        return RJQ_OK;
+    }
     finish_handle(job);
     rjq__queue_kick(q);
     return RJQ_OK;
@@ -128,23 +205,16 @@ int rjq_job_complete(rjq_job *job, const void *result, size_t len, rjq_done_cb *
 
 int rjq_job_fail(rjq_job *job, const char *error, int flags, long long retry_delay_ms,
                  rjq_done_cb *cb, void *data) {
-    if (job == NULL || (flags & ~RJQ_FAIL_FATAL) != 0) return RJQ_EINVAL;
+    if (job == NULL) return RJQ_EINVAL;
     if (closed(job)) return release_closed(job);
-    if (retry_delay_ms > RJQ_DELAY_MAX) return RJQ_EINVAL;
-    rjq_queue *q = job->w->q;
-    /* Sending may flush enqueues, whose callbacks may free the client. */
-    rjq_client *c = rjq_queue_client(q);
-    rjq__enter(c);
-    rjq__finish f = finish_of(job);
-    int rc = rjq__finish_fail(&f, error, flags, retry_delay_ms, cb, data);
-    if (rc == RJQ_OK) {
-        finish_handle(job);
-        rjq__queue_kick(q);
-    } else if (rc == RJQ_ECLOSED) {
-        release_closed(job); /* a flushed callback freed the client */
+    if ((flags & ~RJQ_FAIL_FATAL) != 0 || retry_delay_ms > RJQ_DELAY_MAX) {
+        rjq__errmsg(rjq_queue_client(job->w->q),
+                    "rjq_job_fail: %s %lld invalid: failed under its retry policy",
+                    (flags & ~RJQ_FAIL_FATAL) != 0 ? "flags" : "retry_delay_ms",
+                    (flags & ~RJQ_FAIL_FATAL) != 0 ? (long long)flags : retry_delay_ms);
+        return send_fail(job, error, RJQ_FAIL_RETRY, -1, RJQ_EINVAL, cb, data);
     }
-    rjq__leave(c);
-    return rc;
+    return send_fail(job, error, flags, retry_delay_ms, 0, cb, data);
 }
 
 int rjq_job_progress(rjq_job *job, const void *progress, size_t len) {

@@ -77,7 +77,14 @@ struct rjq_job {
     int notice;               /* why it must stop (rjq_job_notice), 0: it may run on */
     rjq__job_place place;     /* which of its worker's lists holds it (rjq__w_job_move) */
     struct rjq__tok *tok;     /* its token's record (held.h), while its worker has it */
-    struct rjq_job *prev, *next; /* the worker's running jobs */
+    struct rjq_job *prev, *next; /* the worker's running jobs (refused: next only) */
+    /* A finish refused before anything was sent (out of memory): the
+     * handle is the user's no more, LOOSE on its worker's refused list
+     * until the queue's tick (or the client's destruction) calls cb with
+     * this code (worker_job.c). */
+    int refused;
+    rjq_done_cb *cb;
+    void *cb_data;
 };
 
 /* A worker's lifecycle, changed only by rjq__w_set_state:
@@ -166,6 +173,8 @@ struct rjq_worker {
     void *stop_data;
     rjq_job *jobs;            /* running jobs, for lease extension */
     rjq_job *expired_jobs;    /* its expired ones (their slots freed) */
+    rjq_job *refused;         /* finishes refused before sending, not yet
+                               * reported (counted in finishing) */
     rjq__timer poll_timer, extend_timer;
     /* sends a stopping worker's last recovering claim (rjq__w_recover,
      * set by make_worker): the stop (worker_stop.c) is below the claim
@@ -360,5 +369,9 @@ void rjq__w_offer_done(const rjq__offer *o, int status, int registered);
 /* ---- worker_job.c ---- */
 /* How job.c reports the finish requests of w's jobs. */
 extern const rjq__finish_ops rjq__w_finish_ops;
+/* Report w's refused finishes (their callbacks, each once), free those
+ * handles: the queue's tick, and the client's destruction before w goes.
+ * The callbacks may free the client: touch nothing after a closing one. */
+void rjq__w_report_refused(rjq_worker *w);
 
 #endif /* RJQ_WORKER_PRIVATE_H */

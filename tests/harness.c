@@ -25,3 +25,44 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%d passed\n", ran);
     return 0;
 }
+
+/* ---- waiting in a libevent loop ------------------------------------------- */
+
+#include <time.h>
+
+#include <event2/event.h>
+
+static double harness_mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+double wait_deadline(long timeout_ms) {
+    return harness_mono_ms() + (double)timeout_ms;
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what, (void)arg;
+}
+
+int wait_step(struct event_base *base, double deadline) {
+    if (harness_mono_ms() > deadline) return 0;
+    struct event *tick = evtimer_new(base, on_tick, NULL);
+    struct timeval tv = {0, 5000};
+    evtimer_add(tick, &tv);
+    event_base_loop(base, EVLOOP_ONCE);
+    event_free(tick);
+    return 1;
+}
+
+int loop_empty(struct event_base *base) {
+    return event_base_get_num_events(base, EVENT_BASE_COUNT_ADDED | EVENT_BASE_COUNT_ACTIVE) == 0;
+}
+
+void quiet_for(struct event_base *base, long ms, const char *why) {
+    (void)why; /* the reason is for the reader of the test */
+    double until = wait_deadline(ms);
+    while (wait_step(base, until)) {
+    }
+}

@@ -64,4 +64,36 @@ extern int test_count;
                     rjq_strerror(rc_));                                   \
     } while (0)
 
+/* ---- waiting in a libevent loop -------------------------------------------
+ * A test waits for the event it checks: WAIT_FOR runs the loop until cond
+ * (any expression: a callback's flag, a counter, a state read from Redis)
+ * holds, checked again after each turn of the loop and at least every 5 ms.
+ * timeout_ms is a failure guard only: the test fails when it passes. */
+struct event_base;
+/* The deadline of a wait of timeout_ms from now (a monotonic clock). */
+double wait_deadline(long timeout_ms);
+/* One turn of the loop (at most 5 ms; sooner when an event comes). Returns
+ * 0, without running the loop, once deadline has passed. */
+int wait_step(struct event_base *base, double deadline);
+
+#define WAIT_FOR(base, cond, timeout_ms)                                  \
+    do {                                                                  \
+        double wd_ = wait_deadline(timeout_ms);                           \
+        while (!(cond))                                                   \
+            if (!wait_step((base), wd_))                                  \
+                FAIL_AT(__FILE__, __LINE__, "waited %ld ms for %s",      \
+                        (long)(timeout_ms), #cond);                       \
+    } while (0)
+
+/* Has the loop nothing left to run, not even a timer (everything on it
+ * freed)? */
+int loop_empty(struct event_base *base);
+
+/* Time itself is what the test checks (a delay, a lease, a backoff is not
+ * over yet) and no event or round trip can stand for it: run the loop for
+ * ms. why names what must not happen before then. Only for "nothing
+ * happens before a deadline" checks, never as room for something to
+ * happen. */
+void quiet_for(struct event_base *base, long ms, const char *why);
+
 #endif

@@ -102,3 +102,8 @@ void subscriber_barrier(struct event_base *base, rjq_client *c, redisContext *rc
     ASSERT(loop_until(base, &markers, 5000));
     rjq__unsubscribe(c, channel, &markers);
 }
+
+void wait_server_clock(struct event_base *base, redisContext *rc, long ms) {
+    long long until = server_now_ms(rc) + ms;
+    WAIT_FOR(base, server_now_ms(rc) > until, ms + 10000);
+}

@@ -62,4 +62,9 @@ void worker_stop_wait(struct event_base *base, rjq_worker *w);
  * to has been handed to c's listeners by then. */
 void subscriber_barrier(struct event_base *base, rjq_client *c, redisContext *rc);
 
+/* Run the loop until the server's clock (the scripts' clock) is more than
+ * ms past what it reads now: what a script did before is then older than
+ * ms by the clock that ages it. */
+void wait_server_clock(struct event_base *base, redisContext *rc, long ms);
+
 #endif

@@ -56,8 +56,12 @@ int wait_step(struct event_base *base, double deadline) {
     return 1;
 }
 
+int loop_events(struct event_base *base) {
+    return event_base_get_num_events(base, EVENT_BASE_COUNT_ADDED | EVENT_BASE_COUNT_ACTIVE);
+}
+
 int loop_empty(struct event_base *base) {
-    return event_base_get_num_events(base, EVENT_BASE_COUNT_ADDED | EVENT_BASE_COUNT_ACTIVE) == 0;
+    return loop_events(base) == 0;
 }
 
 void quiet_for(struct event_base *base, long ms, const char *why) {

@@ -85,6 +85,8 @@ int wait_step(struct event_base *base, double deadline);
                         (long)(timeout_ms), #cond);                       \
     } while (0)
 
+/* The events added to or active in the loop (timers included). */
+int loop_events(struct event_base *base);
 /* Has the loop nothing left to run, not even a timer (everything on it
  * freed)? */
 int loop_empty(struct event_base *base);

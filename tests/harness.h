@@ -85,6 +85,8 @@ int wait_step(struct event_base *base, double deadline);
                         (long)(timeout_ms), #cond);                       \
     } while (0)
 
+/* One turn of the loop: what is ready runs (at most 5 ms). */
+void loop_turn(struct event_base *base);
 /* The events added to or active in the loop (timers included). */
 int loop_events(struct event_base *base);
 /* Has the loop nothing left to run, not even a timer (everything on it

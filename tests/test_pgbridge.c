@@ -849,6 +849,10 @@ TEST(a_bridge_stopped_while_a_write_waits_on_a_lock_exits_cleanly) {
     ASSERT_OK(rjq_queue_resume(F.e.q, on_count, &cw));
     ASSERT(loop_until(F.e.base, &cw.done, 5000));
     wait_runs(1);
+    /* the job is done and its worker has the answer (a round trip on the
+     * worker's client behind it) */
+    WAIT_FOR(F.e.base, get_stats(F.e.base, F.e.q).completed >= 1, 30000);
+    (void)get_stats(F.e.base, queue_for(F.ws.c[0], "jobs"));
     /* its writes are in flight, held by the lock */
     WAIT_FOR(F.e.base,
              pg_int(&F.p, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "

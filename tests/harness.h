@@ -67,13 +67,15 @@ extern int test_count;
 /* ---- waiting in a libevent loop -------------------------------------------
  * A test waits for the event it checks: WAIT_FOR runs the loop until cond
  * (any expression: a callback's flag, a counter, a state read from Redis)
- * holds, checked again after each turn of the loop and at least every 5 ms.
+ * holds, checked again every 5 ms of the loop (so that a condition read
+ * from a server does not take the loop's time from the work it waits for;
+ * loop_until / loop_until_count react at once to a flag or a counter).
  * timeout_ms is a failure guard only: the test fails when it passes. */
 struct event_base;
 /* The deadline of a wait of timeout_ms from now (a monotonic clock). */
 double wait_deadline(long timeout_ms);
-/* One turn of the loop (at most 5 ms; sooner when an event comes). Returns
- * 0, without running the loop, once deadline has passed. */
+/* 5 ms of the loop. Returns 0, without running the loop, once deadline
+ * has passed. */
 int wait_step(struct event_base *base, double deadline);
 
 #define WAIT_FOR(base, cond, timeout_ms)                                  \
@@ -85,6 +87,10 @@ int wait_step(struct event_base *base, double deadline);
                         (long)(timeout_ms), #cond);                       \
     } while (0)
 
+/* For a condition that costs to read (a query to another server, during
+ * which the loop stands still): run the loop for interval_ms between two
+ * reads. Returns 0, without running the loop, once deadline has passed. */
+int wait_poll(struct event_base *base, double deadline, long interval_ms);
 /* One turn of the loop: what is ready runs (at most 5 ms). */
 void loop_turn(struct event_base *base);
 /* The events added to or active in the loop (timers included). */

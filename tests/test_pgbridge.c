@@ -205,7 +205,7 @@ static void wait_pg(const char *sql, long long want, long timeout_ms) {
     double until = wait_deadline(timeout_ms);
     long long got = -1;
     while ((got = pg_int(&F.p, sql)) != want)
-        if (!wait_step(F.e.base, until)) break;
+        if (!wait_poll(F.e.base, until, 50)) break; /* (the loop stands still during a query) */
     if (got == want) return;
     fprintf(stderr, "rows: %s\n", pg_text(&F.p, "SELECT string_agg(s, ' ') FROM (SELECT status || '/' || attempts || '=' || count(*) AS s FROM rjq_jobs GROUP BY status, attempts) x"));
     FAIL_AT(__FILE__, __LINE__, "%s: expected %lld, got %lld", sql, want, got);
@@ -298,7 +298,7 @@ static void wait_health(int port, int code, const char *needle, long timeout_ms)
     do {
         got = http_get(port, "/healthz", body, sizeof body);
         if (got == code && strstr(body, needle)) return;
-    } while (wait_step(F.e.base, until));
+    } while (wait_poll(F.e.base, until, 50));
     FAIL_AT(__FILE__, __LINE__, "/healthz: expected %d \"%s\", got %d \"%s\"", code, needle, got, body);
 }
 
@@ -310,7 +310,7 @@ static void wait_metric(int port, const char *name, double want, long timeout_ms
     do {
         if (http_get(port, "/metrics", body, sizeof body) == 200 && (got = metric_of(body, name)) == want)
             return;
-    } while (wait_step(F.e.base, until));
+    } while (wait_poll(F.e.base, until, 50));
     FAIL_AT(__FILE__, __LINE__, "%s: expected %g, got %g", name, want, got);
 }
 

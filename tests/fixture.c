@@ -41,26 +41,69 @@ rjq_worker_options quiet_worker_options(int concurrency) {
     return o;
 }
 
-void wait_worker_started(struct event_base *base, rjq_client *c, rjq_queue *q,
-                                redisContext *rc, const char *name) {
+/* Has the client had its doorbell and every push channel of the queue's
+ * idle workers confirmed? */
+static int worker_subscribed(rjq_client *c, redisContext *rc, const char *name) {
     char wake[128];
     snprintf(wake, sizeof wake, "t:{%s}:wake", name);
-    int ok = 0;
-    for (int i = 0; i < 500 && !ok; i++) {
-        redisReply *r = server_cmd(rc, "HKEYS t:{%s}:idle", name);
-        ok = rjq__channel_confirmed(c, wake) && r->type == REDIS_REPLY_ARRAY && r->elements > 0;
-        for (size_t k = 0; ok && k < r->elements; k++) {
-            const char *ch = strchr(r->element[k]->str, ' ');
-            ok = ch != NULL && rjq__channel_confirmed(c, ch + 1);
-        }
-        freeReplyObject(r);
-        if (!ok) loop_for(base, 10);
+    redisReply *r = server_cmd(rc, "HKEYS t:{%s}:idle", name);
+    int ok = rjq__channel_confirmed(c, wake) && r->type == REDIS_REPLY_ARRAY && r->elements > 0;
+    for (size_t k = 0; ok && k < r->elements; k++) {
+        const char *ch = strchr(r->element[k]->str, ' ');
+        ok = ch != NULL && rjq__channel_confirmed(c, ch + 1);
     }
-    ASSERT(ok);
+    freeReplyObject(r);
+    return ok;
+}
+
+void wait_worker_started(struct event_base *base, rjq_client *c, rjq_queue *q,
+                                redisContext *rc, const char *name) {
+    WAIT_FOR(base, worker_subscribed(c, rc, name), 5000);
     for (int i = 0; i < 100; i++) {
         long long before = server_calls(rc, "fcall") + server_calls(rc, "evalsha");
         (void)get_stats(base, q); /* one script call */
         if (server_calls(rc, "fcall") + server_calls(rc, "evalsha") == before + 1) return;
     }
     FAIL_AT(__FILE__, __LINE__, "the worker's claims did not settle");
+}
+
+void wait_monitoring(struct event_base *base, rjq_client *c, const char *name) {
+    char events[128];
+    snprintf(events, sizeof events, "t:{%s}:events", name);
+    WAIT_FOR(base, rjq__channel_confirmed(c, events), 5000);
+}
+
+static void on_worker_stopped(rjq_worker *w, int status, void *data) {
+    (void)w;
+    ASSERT_OK(status);
+    (*(int *)data)++;
+}
+
+void worker_stop_wait(struct event_base *base, rjq_worker *w) {
+    int stopped = 0;
+    ASSERT_OK(rjq_worker_stop(w, on_worker_stopped, &stopped));
+    ASSERT(loop_until(base, &stopped, 10000));
+    ASSERT_EQ(1, stopped);
+}
+
+static void on_marker(rjq_client *c, const char *channel, const char *msg, size_t len, void *arg) {
+    (void)c, (void)channel, (void)len;
+    if (msg) (*(int *)arg)++; /* (NULL: the subscription is confirmed) */
+}
+
+void subscriber_barrier(struct event_base *base, rjq_client *c, redisContext *rc) {
+    static int markers, n;
+    char channel[64];
+    snprintf(channel, sizeof channel, "t:test-barrier:%d", ++n);
+    markers = 0;
+    ASSERT_OK(rjq__subscribe(c, channel, on_marker, &markers));
+    WAIT_FOR(base, rjq__channel_confirmed(c, channel), 5000);
+    freeReplyObject(server_cmd(rc, "PUBLISH %s marker", channel));
+    ASSERT(loop_until(base, &markers, 5000));
+    rjq__unsubscribe(c, channel, &markers);
+}
+
+void wait_server_clock(struct event_base *base, redisContext *rc, long ms) {
+    long long until = server_now_ms(rc) + ms;
+    WAIT_FOR(base, server_now_ms(rc) > until, ms + 10000);
 }

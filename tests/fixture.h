@@ -46,4 +46,25 @@ rjq_worker_options quiet_worker_options(int concurrency);
 void wait_worker_started(struct event_base *base, rjq_client *c, rjq_queue *q,
                          redisContext *rc, const char *name);
 
+/* Run the loop until client c has its subscription to the events channel
+ * of queue `name` (key prefix "t") confirmed: a monitor started on it sees
+ * every event published after this. */
+void wait_monitoring(struct event_base *base, rjq_client *c, const char *name);
+
+/* rjq_worker_stop(w) and run the loop until its callback came, RJQ_OK:
+ * every job it handed out is over, its slots withdrawn, w freed. */
+void worker_stop_wait(struct event_base *base, rjq_worker *w);
+
+/* A barrier on client c's subscriber connection: subscribes c to a channel
+ * of its own, publishes a marker there with rc and runs the loop until it
+ * came, then lets the channel go. Redis sends one connection's messages in
+ * order, so every message published before this to a channel c listens
+ * to has been handed to c's listeners by then. */
+void subscriber_barrier(struct event_base *base, rjq_client *c, redisContext *rc);
+
+/* Run the loop until the server's clock (the scripts' clock) is more than
+ * ms past what it reads now: what a script did before is then older than
+ * ms by the clock that ages it. */
+void wait_server_clock(struct event_base *base, redisContext *rc, long ms);
+
 #endif

@@ -41,3 +41,67 @@ int layout_script_keys(layout_keys *lk, int script, const char *prefix, const ch
     }
     return at;
 }
+
+/* ---- waiting in a libevent loop ------------------------------------------- */
+
+#include <time.h>
+
+#include <event2/event.h>
+
+static double harness_mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+double wait_deadline(long timeout_ms) {
+    return harness_mono_ms() + (double)timeout_ms;
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    if (arg) *(int *)arg = 1;
+}
+
+/* Run the loop for ms (once = 1: one turn, at most ms). */
+static void run_for_ms(struct event_base *base, double ms, int once) {
+    int due = 0;
+    struct event *tick = evtimer_new(base, on_tick, &due);
+    long us = ms > 0 ? (long)(ms * 1000) : 0;
+    struct timeval tv = {us / 1000000, us % 1000000};
+    evtimer_add(tick, &tv);
+    do event_base_loop(base, EVLOOP_ONCE);
+    while (!due && !once);
+    event_free(tick);
+}
+
+int wait_step(struct event_base *base, double deadline) {
+    if (harness_mono_ms() > deadline) return 0;
+    run_for_ms(base, 5, 0);
+    return 1;
+}
+
+int wait_poll(struct event_base *base, double deadline, long interval_ms) {
+    double now = harness_mono_ms();
+    if (now > deadline) return 0;
+    double ms = deadline - now < (double)interval_ms ? deadline - now : (double)interval_ms;
+    run_for_ms(base, ms, 0);
+    return 1;
+}
+
+void loop_turn(struct event_base *base) {
+    run_for_ms(base, 5, 1);
+}
+
+int loop_events(struct event_base *base) {
+    return event_base_get_num_events(base, EVENT_BASE_COUNT_ADDED | EVENT_BASE_COUNT_ACTIVE);
+}
+
+int loop_empty(struct event_base *base) {
+    return loop_events(base) == 0;
+}
+
+void quiet_for(struct event_base *base, long ms, const char *why) {
+    (void)why; /* the reason is for the reader of the test */
+    run_for_ms(base, (double)ms, 0);
+}

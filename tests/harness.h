@@ -76,4 +76,46 @@ typedef struct layout_keys {
 int layout_script_keys(layout_keys *lk, int script, const char *prefix, const char *queue,
                        const char **argv, int at);
 
+/* ---- waiting in a libevent loop -------------------------------------------
+ * A test waits for the event it checks: WAIT_FOR runs the loop until cond
+ * (any expression: a callback's flag, a counter, a state read from Redis)
+ * holds, checked again every 5 ms of the loop (so that a condition read
+ * from a server does not take the loop's time from the work it waits for;
+ * loop_until / loop_until_count react at once to a flag or a counter).
+ * timeout_ms is a failure guard only: the test fails when it passes. */
+struct event_base;
+/* The deadline of a wait of timeout_ms from now (a monotonic clock). */
+double wait_deadline(long timeout_ms);
+/* 5 ms of the loop. Returns 0, without running the loop, once deadline
+ * has passed. */
+int wait_step(struct event_base *base, double deadline);
+
+#define WAIT_FOR(base, cond, timeout_ms)                                  \
+    do {                                                                  \
+        double wd_ = wait_deadline(timeout_ms);                           \
+        while (!(cond))                                                   \
+            if (!wait_step((base), wd_))                                  \
+                FAIL_AT(__FILE__, __LINE__, "waited %ld ms for %s",      \
+                        (long)(timeout_ms), #cond);                       \
+    } while (0)
+
+/* For a condition that costs to read (a query to another server, during
+ * which the loop stands still): run the loop for interval_ms between two
+ * reads. Returns 0, without running the loop, once deadline has passed. */
+int wait_poll(struct event_base *base, double deadline, long interval_ms);
+/* One turn of the loop: what is ready runs (at most 5 ms). */
+void loop_turn(struct event_base *base);
+/* The events added to or active in the loop (timers included). */
+int loop_events(struct event_base *base);
+/* Has the loop nothing left to run, not even a timer (everything on it
+ * freed)? */
+int loop_empty(struct event_base *base);
+
+/* Time itself is what the test checks (a delay, a lease, a backoff is not
+ * over yet) and no event or round trip can stand for it: run the loop for
+ * ms. why names what must not happen before then. Only for "nothing
+ * happens before a deadline" checks, never as room for something to
+ * happen. */
+void quiet_for(struct event_base *base, long ms, const char *why);
+
 #endif

@@ -508,12 +508,6 @@ void serve_until_killed(struct event_base *base, long guard_ms) {
     _exit(3);
 }
 
-void quiet_for(struct event_base *base, long ms, const char *why) {
-    (void)why; /* for the reader: what clock the test waits out */
-    int never = 0;
-    loop_while(base, &never, NULL, 0, ms);
-}
-
 rjq_client_options client_options(const char *url) {
     rjq_client_options o = {0};
     o.url = url;

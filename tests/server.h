@@ -145,12 +145,7 @@ int loop_until_server_ms(struct event_base *base, redisContext *rc, long long ms
 /* In a forked child that serves (a worker) until its parent kills it: run
  * the loop; after guard_ms (the parent gone wrong) the child exits 3. */
 void serve_until_killed(struct event_base *base, long guard_ms) __attribute__((noreturn));
-/* Run the loop for ms milliseconds where the test is about time itself (a
- * delay, a lease, a backoff or a retention that must not be over yet) and
- * no event marks the moment: why says so at the call. Never a wait for
- * something to happen (wait for that) nor for something not to happen that
- * a barrier can prove (a round trip, a later job, a marker). */
-void quiet_for(struct event_base *base, long ms, const char *why);
+/* quiet_for (tests/harness.h): the one timed wait, where time itself is tested. */
 
 /* The default test options: url, prefix "t", reconnects after 20..200 ms. */
 rjq_client_options client_options(const char *url);

@@ -11,6 +11,7 @@
 
 #include <rjq/libevent.h>
 
+#include "fixture.h"
 #include "harness.h"
 #include "server.h"
 #include "waits.h"
@@ -225,6 +226,23 @@ static void on_memory_read(rjq_client *c, int status, const rjq_memory_info *m, 
     memory_read++;
 }
 
+/* Does the process list read by monitor name exactly the queues `want`? */
+static int processes_of(struct event_base *base, rjq_client *monitor, const char *want) {
+    long before = processes_listed;
+    ASSERT_OK(rjq_client_processes(monitor, 0, 10, on_processes_listed, NULL));
+    ASSERT(loop_until_count(base, &processes_listed, before + 1, 5000));
+    return strcmp(process_queues, want) == 0;
+}
+
+/* The jobs the schedule "tick" has fired on queue jobs (their payloads). */
+static long long ticks_fired(redisContext *admin) {
+    redisReply *r = server_cmd(admin, "HSCAN t:{jobs}:payload 0 MATCH tick@* COUNT 10000");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    long long n = (long long)r->element[1]->elements / 2;
+    freeReplyObject(r);
+    return n;
+}
+
 TEST(each_acl_role_does_its_job_and_nothing_else) {
     test_server s;
     server_start_guarded(&s, NULL);
@@ -241,7 +259,7 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
               *mq = queue_for(monitor, "jobs");
     rjq_monitor *m;
     ASSERT_OK(rjq_queue_monitor(mq, on_monitor, NULL, &m));
-    loop_for(base, 100);
+    wait_monitoring(base, monitor, "jobs");
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(wq, NULL, handler, NULL, &w));
     /* plain, delayed, prioritised, retried and dead jobs, all awaited */
@@ -280,8 +298,7 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     ASSERT(loop_until_count(base, &stats_seen, 1, 5000));
     rjq_job_options id = {0};
     id.id = "known";
-    ASSERT_OK(rjq_enqueue(pq, "x", 1, &id, NULL, NULL));
-    loop_for(base, 100);
+    ASSERT_OK(enqueue_job(base, pq, "x", &id).status);
     ASSERT_OK(rjq_queue_job(mq, "known", on_job, NULL));
     ASSERT(loop_until_count(base, &job_seen, 1, 5000));
     ASSERT_OK(rjq_queue_dead(mq, 0, 10, on_dead, NULL));
@@ -294,21 +311,13 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     ASSERT(events_seen > 0);
     /* the producer and the worker named their queues in the registry (the
      * producer alone writes "pjobs"); the monitor reads it */
-    ASSERT_OK(rjq_enqueue(queue_for(producer, "pjobs"), "x", 1, NULL, NULL, NULL));
-    loop_for(base, 100);
+    ASSERT_OK(enqueue_job(base, queue_for(producer, "pjobs"), "x", NULL).status);
     queue_names[0] = '\0';
     ASSERT_OK(rjq_client_queues(monitor, NULL, 10, on_queue_names, NULL));
     ASSERT(loop_until_count(base, &names_listed, 1, 5000));
     ASSERT_STREQ("jobs,pjobs", queue_names);
     /* the worker's process is in the registry (its beats); the monitor lists it */
-    double until = mono_ms() + 5000;
-    do {
-        loop_for(base, 50);
-        ASSERT_OK(rjq_client_processes(monitor, 0, 10, on_processes_listed, NULL));
-        long before = processes_listed;
-        ASSERT(loop_until_count(base, &processes_listed, before + 1, 5000));
-    } while (strcmp(process_queues, "jobs") != 0 && mono_ms() < until);
-    ASSERT_STREQ("jobs", process_queues);
+    WAIT_FOR(base, processes_of(base, monitor, "jobs"), 5000);
     /* and reads Redis' memory and eviction policy (INFO) */
     ASSERT_OK(rjq_client_memory(monitor, on_memory_read, NULL));
     ASSERT(loop_until_count(base, &memory_read, 1, 5000));
@@ -318,10 +327,9 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     rjq_job_options later = {0};
     later.delay_ms = 60000;
     later.id = "to-cancel";
-    ASSERT_OK(rjq_enqueue(pq, "x", 1, &later, NULL, NULL));
+    ASSERT_OK(enqueue_job(base, pq, "x", &later).status);
     later.id = "to-cancel-2";
-    ASSERT_OK(rjq_enqueue(pq, "x", 1, &later, NULL, NULL));
-    loop_for(base, 100);
+    ASSERT_OK(enqueue_job(base, pq, "x", &later).status);
     ASSERT_OK(rjq_queue_cancel(pq, "to-cancel", on_cancel_ok, NULL));
     ASSERT_OK(rjq_queue_cancel(wq, "to-cancel-2", on_cancel_ok, NULL));
     ASSERT_OK(rjq_queue_pause(wq, on_control, NULL));
@@ -345,14 +353,10 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     ASSERT(loop_until_count(base, &controls_ok, 9, 5000));
     rjq_scheduler *sched;
     ASSERT_OK(rjq_scheduler_start(wq, 0, &sched));
-    for (int i = 0; i < 100 && server_int(admin, "ZCOUNT t:{jobs}:schednext 1 +inf") == 0; i++)
-        loop_for(base, 20);
-    loop_for(base, 300);
+    WAIT_FOR(base, server_int(admin, "ZCOUNT t:{jobs}:schednext 1 +inf") > 0, 5000);
+    WAIT_FOR(base, ticks_fired(admin) >= 1, 5000); /* (an HSCAN reply lists field and value) */
     ASSERT(rjq_scheduler_leading(sched));
     ASSERT(server_int(admin, "HLEN t:{jobs}:payload") > 0);
-    redisReply *fired = server_cmd(admin, "HSCAN t:{jobs}:payload 0 MATCH tick@* COUNT 10000");
-    ASSERT(fired->type == REDIS_REPLY_ARRAY && fired->element[1]->elements >= 2);
-    freeReplyObject(fired);
     ASSERT_OK(rjq_scheduler_stop(sched));
     ASSERT_OK(rjq_schedule_list(mq, on_listed, NULL));
     ASSERT(loop_until_count(base, &controls_ok, 10, 5000));
@@ -572,7 +576,7 @@ TEST(refused_reply_channel_ends_awaits_with_eauth_and_is_not_subscribed_again) {
     ASSERT(loop_until_count(base, &h.connected[RJQ_CONN_SUBSCRIBER], before + 1, 10000));
     rjq_monitor *m;
     ASSERT_OK(rjq_queue_monitor(q, count_monitor, NULL, &m));
-    for (int i = 0; i < 1000 && server_numsub(admin, "t:{jobs}:events") == 0; i++) loop_for(base, 10);
+    WAIT_FOR(base, server_numsub(admin, "t:{jobs}:events") > 0, 10000);
     enqueue_job(base, q, "y", NULL);
     ASSERT(loop_until_count(base, &monitor_events, 1, 10000));
     /* the reply channel: one refusal per await (not every reconnect, and
@@ -648,9 +652,7 @@ TEST(worker_refused_a_script_command_reports_an_error_event) {
              * waiting, every 50 ms: 2 s) and the claim, refused, is not sent
              * on each (it waits for the reconnect span, 5 s here) */
             long long from = server_calls(admin, "evalsha");
-            for (int k = 0; k < 3000 && server_calls(admin, "evalsha") < from + 40; k++)
-                loop_for(base, 5);
-            ASSERT(server_calls(admin, "evalsha") >= from + 40);
+            WAIT_FOR(base, server_calls(admin, "evalsha") >= from + 40, 15000);
             if (h.matched > 3) FAIL_AT(__FILE__, __LINE__, "%ld claims refused", h.matched);
         }
         ASSERT_EQ(0, get_stats(base, pq).completed); /* nothing ran */
@@ -734,8 +736,7 @@ TEST(worker_without_clients_keys_reports_liveness_refused) {
     /* the refused beat backs off (the reconnect span, 5 s here), not a
      * refusal every beat: 60 visits (3 s) later, at most a few more */
     long long from = server_calls(admin, "evalsha");
-    for (int k = 0; k < 3000 && server_calls(admin, "evalsha") < from + 60; k++) loop_for(base, 5);
-    ASSERT(server_calls(admin, "evalsha") >= from + 60);
+    WAIT_FOR(base, server_calls(admin, "evalsha") >= from + 60, 15000);
     if (h.matched > 3) FAIL_AT(__FILE__, __LINE__, "%ld beats refused", h.matched);
     rjq_client *producer = client_for(base, &s);
     ended e = await_one(base, queue_for(producer, "jobs"));
@@ -769,15 +770,13 @@ TEST(worker_whose_clients_keys_are_revoked_runs_on_without_liveness) {
     rjq_client *c = client_new(base, &o);
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(queue_for(c, "jobs"), NULL, handler, NULL, &w));
-    for (int i = 0; i < 1000 && server_int(admin, "ZCARD t:{clients}:live") == 0; i++)
-        loop_for(base, 10);
+    WAIT_FOR(base, server_int(admin, "ZCARD t:{clients}:live") > 0, 10000);
     ASSERT_EQ(1, server_int(admin, "ZCARD t:{clients}:live")); /* it beats */
     freeReplyObject(server_cmd(admin, "ACL SETUSER revoked resetkeys ~t:{jobs}:* %%W~t:queues"));
     ASSERT(loop_until_count(base, &h.matched, 1, 10000));
     /* past the end of its entry (1 s after its last beat), it still runs jobs */
-    for (int i = 0; i < 1000 && server_int(admin, "ZCOUNT t:{clients}:live -inf %lld",
-                                           server_now_ms(admin)) == 0; i++)
-        loop_for(base, 10);
+    WAIT_FOR(base, server_int(admin, "ZCOUNT t:{clients}:live -inf %lld", server_now_ms(admin)) > 0,
+             10000);
     rjq_client *producer = client_for(base, &s);
     ended e = await_one(base, queue_for(producer, "jobs"));
     ASSERT_EQ(RJQ_OK, e.status);
@@ -817,9 +816,7 @@ TEST(worker_channels_refused_once_are_subscribed_again_once_the_acl_allows_them)
     ASSERT_EQ(0, server_numsub(admin, "t:{jobs}:wake"));
     freeReplyObject(server_cmd(admin, "ACL SETUSER latesub +subscribe"));
     /* (its reconnect span is 5 s: three of them) */
-    double end = mono_ms() + 15000;
-    while (server_numsub(admin, "t:{jobs}:wake") == 0 && mono_ms() < end) loop_for(base, 20);
-    ASSERT(server_numsub(admin, "t:{jobs}:wake") > 0);
+    WAIT_FOR(base, server_numsub(admin, "t:{jobs}:wake") > 0, 15000);
     rjq_client_free(c);
     event_base_free(base);
     redisFree(admin);

@@ -58,15 +58,13 @@ static batch_wait enqueue_batch(test_env *e, rjq_queue *q, long first, size_t n)
     return w;
 }
 
-/* Run the loop until the queue's pool of numbers is recorded (the first
- * eligible batch asked for it) and its reply read. */
-static void wait_reserved(test_env *e, const char *queue) {
-    for (int k = 0; k < 500; k++) {
-        if (server_int(e->rc, "ZCARD t:{%s}:reserved", queue) > 0) break;
-        loop_for(e->base, 10);
-    }
+/* Run the loop until the pool of numbers of handle q (queue `queue`) is
+ * recorded (the first eligible batch asked for it) and its reply read: a
+ * round trip on q's connection after it (replies come in order). */
+static void wait_reserved(test_env *e, rjq_queue *q, const char *queue) {
+    WAIT_FOR(e->base, server_int(e->rc, "ZCARD t:{%s}:reserved", queue) > 0, 5000);
     ASSERT_EQ(1, server_int(e->rc, "ZCARD t:{%s}:reserved", queue));
-    loop_for(e->base, 50);
+    (void)get_stats(e->base, q);
 }
 
 /* env_start on queue, then a first batch (jobs 0..49, the usual way) and
@@ -74,7 +72,7 @@ static void wait_reserved(test_env *e, const char *queue) {
 static void start_with_pool(test_env *e, const char *queue) {
     env_start(e, queue);
     ASSERT_OK(enqueue_batch(e, e->q, 0, JOBS).status);
-    wait_reserved(e, queue);
+    wait_reserved(e, e->q, queue);
 }
 
 /* The server loses everything (the pool's reservation too); its command
@@ -132,7 +130,7 @@ TEST(payloads_ahead_reach_their_jobs_once_in_order) {
     enum { BATCHES = 6 };
     batch_wait first = enqueue_batch(&e, e.q, 0, JOBS);
     ASSERT_OK(first.status);
-    wait_reserved(&e, "ah");
+    wait_reserved(&e, e.q, "ah");
     ASSERT_EQ(0, server_calls(e.rc, "hsetnx"));
     for (int b = 1; b < BATCHES; b++) {
         batch_wait w = enqueue_batch(&e, e.q, (long)b * JOBS, JOBS);
@@ -169,7 +167,7 @@ TEST(payloads_ahead_reach_an_idle_worker) {
     ASSERT_OK(rjq_worker_start(e.q, &wo, check_handler, &x, &w));
     wait_worker_started(e.base, e.c, e.q, e.rc, "ahi"); /* registered idle */
     ASSERT_OK(enqueue_batch(&e, e.q, 0, JOBS).status);
-    wait_reserved(&e, "ahi");
+    wait_reserved(&e, e.q, "ahi");
     ASSERT(loop_until_count(e.base, &x.completed, JOBS, 10000));
     ASSERT_OK(enqueue_batch(&e, e.q, JOBS, JOBS).status);
     ASSERT(loop_until_count(e.base, &x.completed, 2 * JOBS, 10000));
@@ -251,7 +249,7 @@ TEST(refused_payloads_ahead_leave_nothing_behind) {
     rjq_queue_options o = {.max_waiting = JOBS + 10};
     env_start_queue(&e, "ahr", &o);
     ASSERT_OK(enqueue_batch(&e, e.q, 0, JOBS).status);
-    wait_reserved(&e, "ahr");
+    wait_reserved(&e, e.q, "ahr");
 
     freeReplyObject(server_cmd(e.rc, "SET t:{ahr}:prio x"));
     ASSERT_EQ(RJQ_EWRONGTYPE, enqueue_batch(&e, e.q, 100, 5).status);
@@ -284,7 +282,7 @@ TEST(a_single_big_job_on_a_new_handle_is_made) {
     ASSERT_STREQ("1", w.ids[0]);
     assert_payload_of(&e, "ah1", "1", 7);
     ASSERT_EQ(1, get_stats(e.base, e.q).ready);
-    wait_reserved(&e, "ah1");
+    wait_reserved(&e, e.q, "ah1");
     w = enqueue_batch(&e, e.q, 8, 1); /* ahead now */
     ASSERT_OK(w.status);
     ASSERT_EQ(1, server_calls(e.rc, "hsetnx"));
@@ -309,7 +307,7 @@ TEST(payloads_ahead_refused_by_the_acl_go_the_usual_way) {
     wait_connected(e.base, c2);
     rjq_queue *q2 = queue_for(c2, "aha");
     ASSERT_OK(enqueue_batch(&e, q2, 0, JOBS).status);
-    wait_reserved(&e, "aha");
+    wait_reserved(&e, q2, "aha");
     for (int b = 1; b < 4; b++) {
         batch_wait w = enqueue_batch(&e, q2, (long)b * JOBS, JOBS);
         ASSERT_OK(w.status);
@@ -344,7 +342,7 @@ TEST(a_stale_batch_leaves_no_payload_in_numbers_another_producer_reserved) {
     rjq_client *c2 = client_for(e.base, &e.s);
     rjq_queue *q2 = queue_for(c2, "ahs");
     ASSERT_OK(enqueue_batch(&e, q2, 1000, JOBS).status); /* 1..50, then 51..1074 again */
-    wait_reserved(&e, "ahs");
+    wait_reserved(&e, q2, "ahs");
     batch_wait a = enqueue_batch(&e, e.q, 5000, JOBS); /* stale 51..100, then the usual way */
     ASSERT_OK(a.status);
     batch_wait b = enqueue_batch(&e, q2, 2000, JOBS); /* ahead, 51..100 */
@@ -394,7 +392,7 @@ TEST(reservations_used_up_leave_no_record_behind) {
     test_env e;
     env_start(&e, "ahu");
     for (int b = 0; b < 80; b++) ASSERT_OK(enqueue_batch(&e, e.q, (long)b * JOBS, JOBS).status);
-    loop_for(e.base, 100);
+    (void)get_stats(e.base, e.q); /* a round trip: a reservation asked for meanwhile is in */
     ASSERT(server_int(e.rc, "ZCARD t:{ahu}:reserved") <= 2);
     ASSERT(server_calls(e.rc, "hsetnx") >= 70 * JOBS);
     assert_enqueued_and_ready(&e, 80 * JOBS);
@@ -437,7 +435,7 @@ TEST(payloads_left_by_a_stale_batch_without_library_reach_no_job) {
     for (int b = 0; b < 4; b++) {
         w[b] = enqueue_batch(&e, e.q, 6000 + b * 1000, JOBS);
         ASSERT_OK(w[b].status);
-        if (b == 0) wait_reserved(&e, "ahx");
+        if (b == 0) wait_reserved(&e, e.q, "ahx");
     }
     ASSERT(server_calls(e.rc, "hsetnx") > 4 * JOBS); /* the later ones went ahead */
     for (int b = 0; b < 4; b++)
@@ -461,7 +459,7 @@ TEST(payloads_ahead_rebuilt_for_evalsha_land) {
     wait_connected(e.base, c2);
     rjq_queue *q2 = queue_for(c2, "ahe");
     ASSERT_OK(enqueue_batch(&e, q2, 0, JOBS).status);
-    wait_reserved(&e, "ahe");
+    wait_reserved(&e, q2, "ahe");
     freeReplyObject(server_cmd(e.rc, "ACL SETUSER u -fcall"));
     freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
     for (int b = 1; b < 4; b++) {

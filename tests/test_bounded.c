@@ -301,8 +301,7 @@ TEST(bounded_queue_admits_each_enqueue_sent_with_payloads_ahead) {
     ASSERT_OK(rjq_enqueue_batch(e.q, items, 10, on_enqueued, NULL));
     ASSERT(loop_until_count(e.base, &answers, target, 5000));
     ASSERT_EQ(RJQ_OK, last_status);
-    for (int k = 0; k < 500 && server_int(e.rc, "ZCARD t:{b}:reserved") == 0; k++)
-        loop_for(e.base, 10);
+    WAIT_FOR(e.base, server_int(e.rc, "ZCARD t:{b}:reserved") > 0, 5000);
     ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{b}:reserved"));
     /* the reservation's reply read too: a stats call is a round trip */
     ASSERT_OK(stats_of(e.base, e.q).status);
@@ -373,7 +372,7 @@ TEST(bounded_queue_takes_jobs_again_once_workers_made_room) {
     ASSERT_EQ(RJQ_EFULL, enqueue_one(&e, NULL, 0, 0));
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(e.q, NULL, handler, NULL, &w));
-    for (int i = 0; i < 200 && server_int(e.rc, "LLEN t:{b}:ready") > 0; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, server_int(e.rc, "LLEN t:{b}:ready") == 0, 5000);
     ASSERT_EQ(RJQ_OK, enqueue_one(&e, NULL, 0, 0));
     env_stop(&e);
 }

@@ -209,7 +209,7 @@ static void run_worker_child(const test_server *s, uint64_t seed) {
     wo.concurrency = CONCURRENCY;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, chaos_handler, &cx, &w));
-    loop_for(cx.base, 300000); /* the parent kills us long before this */
+    event_base_dispatch(cx.base); /* until the parent kills us */
     _exit(3);
 }
 
@@ -401,15 +401,13 @@ static void check_children(const chaos_run *r) {
     }
 }
 
-/* Run the loop (producer, faults' aftermath) for ms, watching the children. */
+/* Run the loop (producer, faults' aftermath) for ms, watching the
+ * children. Time is what the run is made of here: how long the producer
+ * goes on between faults, how long a process stays stopped or the server
+ * down (a fault's length, not a wait for something to happen). */
 static void run_for(chaos_run *r, long ms) {
-    double end = mono_ms() + (double)ms;
-    for (;;) {
-        double left = end - mono_ms();
-        if (left <= 0) break;
-        loop_for(r->base, left < 100 ? (long)left + 1 : 100);
-        check_children(r);
-    }
+    double end = wait_deadline(ms);
+    while (wait_step(r->base, end)) check_children(r);
 }
 
 static fault *log_fault(chaos_run *r, int kind, pid_t pid) {
@@ -824,7 +822,10 @@ TEST(chaos_loses_nothing_and_spends_no_attempt_on_a_lost_reply) {
         run_for(&r, 200);
     }
     double drain_ms = mono_ms() - t_quiet;
-    run_for(&r, 500); /* room for a wrong extra callback or run to show */
+    /* room for a wrong extra callback or run to show: the producer's side
+     * has barriers (below), the worker processes are out of their reach */
+    subscriber_barrier(r.base, c, r.rc);
+    run_for(&r, 500);
     st = get_stats(r.base, prod.q);
 
     /* The worker processes are done with. */

@@ -12,6 +12,7 @@
 
 #include <rjq/libevent.h>
 
+#include "fixture.h"
 #include "harness.h"
 #include "server.h"
 
@@ -92,8 +93,7 @@ static void enqueue_and_run(struct event_base *base, rjq_queue *q, int *enq_stat
     ASSERT_OK(rjq_worker_start(q, NULL, handler, NULL, &w));
     ASSERT(loop_until_count(base, &answers, target + 1, 5000));
     *done_status = last_status;
-    ASSERT_OK(rjq_worker_stop(w, NULL, NULL));
-    loop_for(base, 50);
+    worker_stop_wait(base, w);
 }
 
 TEST(writes_confirmed_by_a_replica_are_on_it_when_reported) {
@@ -230,9 +230,8 @@ TEST(connection_lost_during_the_wait_reports_the_write_short) {
     redisContext *rc = server_connect(&s);
     shorts_seen = 0;
     ASSERT_OK(rjq_enqueue(queue_for(c, "k"), "x", 1, NULL, on_short, NULL));
-    for (int i = 0; i < 200 && server_int(rc, "LLEN t:{k}:ready") == 0; i++) loop_for(base, 5);
-    for (int i = 0; i < 400 && server_info_number(rc, "clients", "blocked_clients:") == 0; i++)
-        loop_for(base, 5);
+    WAIT_FOR(base, server_int(rc, "LLEN t:{k}:ready") > 0, 5000);
+    WAIT_FOR(base, server_info_number(rc, "clients", "blocked_clients:") > 0, 5000);
     ASSERT_EQ(1, server_info_number(rc, "clients", "blocked_clients:")); /* the WAIT is holding the connection */
     ASSERT_EQ(0, shorts_seen);
     redisReply *r = server_cmd(rc, "CLIENT KILL TYPE normal SKIPME yes");

@@ -338,6 +338,21 @@ static rjq_worker *start_doorbell_worker(rjq_queue *q, rjq_worker_options o, wor
 #define KILL_JOBS 30
 #define KILL_HELD 20
 
+static int queue_empty(struct event_base *base, rjq_queue *q) {
+    rjq_stats s = get_stats(base, q);
+    return s.ready + s.delayed + s.active == 0;
+}
+
+/* A barrier for "no wrong extra run or callback": the queue holds no job
+ * waiting or running (none can run again), every message published to c
+ * before has been handed to its listeners, every reply to what it sent
+ * before has come (a stats call is a round trip). */
+static void settle_queue(struct event_base *base, rjq_client *c, rjq_queue *q, redisContext *rc) {
+    WAIT_FOR(base, queue_empty(base, q), 10000);
+    subscriber_barrier(base, c, rc);
+    (void)get_stats(base, q);
+}
+
 static void holding_handler(rjq_job *job, void *data) {
     (void)job, (void)data; /* never completes: the process is killed holding it */
 }
@@ -352,7 +367,7 @@ static void run_holding_child(const test_server *s, const char *qname) {
     wo.lease_ms = 300000; /* five minutes: only its liveness entry brings them back soon */
     wo.reclaim_ms = 100;
     ASSERT_OK(rjq_worker_start(q, &wo, holding_handler, NULL, &w));
-    loop_for(base, 100000); /* the parent kills us long before this */
+    event_base_dispatch(base); /* until the parent kills us */
     _exit(3);
 }
 
@@ -418,7 +433,7 @@ TEST(worker_killed_sigkill_jobs_reclaimed) {
     wo.reclaim_ms = 100;
     ASSERT_OK(rjq_worker_start(q, &wo, work_handler, &w, &wk));
     ASSERT(loop_until_count(base, &w.done_ok, KILL_JOBS, 30000));
-    loop_for(base, 300); /* room for a wrong extra run or callback to show */
+    settle_queue(base, c, q, rc); /* a wrong extra run or callback would show now */
 
     ASSERT_EQ(KILL_JOBS, (long)w.ids.n);
     assert_exactly_once(&w.ids);
@@ -503,22 +518,21 @@ static void claim_and_hang(struct event_base *ba, rjq_queue *qa, hold_one *a, rj
 }
 
 /* Sweep from client B until the expired lease is reclaimed. */
+static int reclaimed_one(struct event_base *bb, rjq_queue *qb) {
+    count_wait cr = {0};
+    ASSERT_OK(rjq_queue_reclaim(qb, on_count, &cr));
+    ASSERT(loop_until(bb, &cr.done, 10000));
+    ASSERT_OK(cr.status);
+    if (cr.n != 1) ASSERT_EQ(0, cr.n);
+    return cr.n == 1;
+}
+
 static void reclaim_from(struct event_base *bb, rjq_queue *qb) {
-    double end = mono_ms() + 20000;
-    for (;;) {
-        count_wait cr = {0};
-        ASSERT_OK(rjq_queue_reclaim(qb, on_count, &cr));
-        ASSERT(loop_until(bb, &cr.done, 10000));
-        ASSERT_OK(cr.status);
-        if (cr.n == 1) return;
-        ASSERT_EQ(0, cr.n);
-        ASSERT(mono_ms() < end);
-        loop_for(bb, 30);
-    }
+    WAIT_FOR(bb, reclaimed_one(bb, qb), 20000); /* (the lease ends by the server's clock) */
 }
 
 /* A's late finish of its stale copy. */
-static void finish_late(struct event_base *ba, hold_one *a, enum fence_kind kind) {
+static void finish_late(struct event_base *ba, rjq_queue *qa, hold_one *a, enum fence_kind kind) {
     status_res late = {0};
     if (kind == FENCE_COMPLETE)
         ASSERT_OK(rjq_job_complete(a->job, "A", 1, on_status, &late));
@@ -528,7 +542,7 @@ static void finish_late(struct event_base *ba, hold_one *a, enum fence_kind kind
                                on_status, &late));
     ASSERT(loop_until(ba, &late.done, 10000));
     ASSERT_EQ(RJQ_ELEASELOST, late.status);
-    loop_for(ba, 50);
+    (void)get_stats(ba, qa); /* a round trip: a second answer would have come */
     ASSERT_EQ(1, late.calls);
 }
 
@@ -598,7 +612,7 @@ static void fence_round(const test_server *s, const char *qname, enum fence_kind
         info_wait before = get_job(bb, qb, "fenced");
         ASSERT_STREQ("active", before.state);
 
-        finish_late(ba, a, kind);
+        finish_late(ba, f.qa, a, kind);
 
         info_wait after = get_job(bb, qb, "fenced");
         ASSERT_STREQ("active", after.state);
@@ -632,7 +646,7 @@ static void fence_round(const test_server *s, const char *qname, enum fence_kind
     ASSERT_STREQ("completed", before.state);
     ASSERT_STREQ("B", before.result);
 
-    if (!b_holds) finish_late(ba, a, kind);
+    if (!b_holds) finish_late(ba, f.qa, a, kind);
 
     info_wait after = get_job(bb, qb, "fenced");
     ASSERT_STREQ("completed", after.state);
@@ -1047,8 +1061,7 @@ static void flush_and_kill_scenario(int evalsha) {
 
     /* Idle now: kill the subscriber again; once it is back, new work must
      * still wake the worker (its poll is far away). */
-    for (int i = 0; i < 500 && rjq_worker_running(wk) > 0; i++) loop_for(base, 10);
-    ASSERT_EQ(0, rjq_worker_running(wk));
+    WAIT_FOR(base, rjq_worker_running(wk) == 0, 5000);
     char wake[64];
     snprintf(wake, sizeof wake, "t:{%s}:wake", qname);
     sdisc = ev.disconnected[RJQ_CONN_SUBSCRIBER];
@@ -1057,15 +1070,15 @@ static void flush_and_kill_scenario(int evalsha) {
     ASSERT(ch.integer >= 1);
     ASSERT(loop_until_count(base, &ev.disconnected[RJQ_CONN_SUBSCRIBER], sdisc + 1, 10000));
     ASSERT(loop_until_count(base, &ev.connected[RJQ_CONN_SUBSCRIBER], sconn + 1, 10000));
-    for (int i = 0; i < 500 && server_numsub(rc, wake) < 1; i++) loop_for(base, 10);
+    WAIT_FOR(base, server_numsub(rc, wake) >= 1, 5000);
     ASSERT_EQ(1, server_numsub(rc, wake));
-    loop_for(base, 100); /* let the post-resubscribe claim come back empty */
+    wait_worker_started(base, c, q, rc, qname); /* the post-resubscribe claim came back empty */
     jo.id = "after-sub-kill";
     enq_res after2 = {0};
     ASSERT_OK(rjq_enqueue(q, "late", 4, &jo, on_enq, &after2));
     ASSERT(loop_until_count(base, &w.done_ok, FLUSH_JOBS + 2, 20000));
     ASSERT_OK(after2.last_status);
-    loop_for(base, 300); /* room for a wrong extra run or callback to show */
+    settle_queue(base, c, q, rc); /* a wrong extra run or callback would show now */
 
     ASSERT_EQ(FLUSH_JOBS + 2, (long)w.ids.n);
     assert_exactly_once(&w.ids);
@@ -1232,7 +1245,8 @@ TEST(server_restart_work_resumes) {
     for (int i = 2 * RESTART_BURST / 3; i < RESTART_BURST; i++) burst_enqueue(q, i);
     for (int i = 2 * RESTART_STATS / 3; i < RESTART_STATS; i++)
         ASSERT_OK(rjq_queue_stats(q, on_burst_stats, &burst_stats[i]));
-    loop_for(base, 200);
+    /* two more reconnect attempts failed with them waiting: nothing ended */
+    ASSERT(loop_until_count(base, &ev.errors[RJQ_CONN_COMMAND], cmd_err + 3, 10000));
     ASSERT_EQ(done_before, w.done_ok); /* retried, not failed */
     server_restart(&s, extra); /* start it again: same port, same files */
     kill_on_abort(s.pid);
@@ -1271,9 +1285,9 @@ TEST(server_restart_work_resumes) {
 
     /* The backlog drains; the worker goes idle. */
     ASSERT(loop_until_count(base, &w.done_ok, RESTART_PRE + RESTART_BURST, 60000));
-    for (int i = 0; i < 500 && (rjq_worker_running(wk) > 0 || w.npending > 0); i++) loop_for(base, 10);
-    ASSERT_EQ(0, rjq_worker_running(wk));
-    loop_for(base, 100);
+    WAIT_FOR(base, rjq_worker_running(wk) == 0 && w.npending == 0, 5000);
+    redisContext *rc = server_connect(&s);
+    wait_worker_started(base, c, q, rc, qname); /* idle, subscribed, its claims answered */
 
     /* New work after the restart reaches the worker started before it: its
      * safety poll is far away, so the doorbell on the resubscribed
@@ -1285,7 +1299,7 @@ TEST(server_restart_work_resumes) {
     ASSERT_EQ(RESTART_POST, post.ok_jobs);
     long total = RESTART_PRE + RESTART_BURST + RESTART_POST;
     ASSERT(loop_until_count(base, &w.done_ok, total, 30000));
-    loop_for(base, 300); /* room for a wrong extra run or callback to show */
+    settle_queue(base, c, q, rc); /* a wrong extra run or callback would show now */
 
     for (int i = 0; i < RESTART_BURST; i++) ASSERT_EQ(1, burst_enq[i].calls);
     for (int i = 0; i < RESTART_STATS; i++) ASSERT_EQ(1, burst_stats[i].calls);
@@ -1304,7 +1318,6 @@ TEST(server_restart_work_resumes) {
      * that it exists; one still loading that file rejects the offer with
      * LOADING, counted as a rejected call), and scripts ran as functions
      * before and after. */
-    redisContext *rc = server_connect(&s);
     ASSERT(server_calls(rc, "function|load") + function_load_rejected(rc) >= 1);
     ASSERT_EQ(0, server_info_number(rc, "errorstats", "errorstat_NOSCRIPT:count="));
     ASSERT(server_calls(rc, "fcall") >= 1);
@@ -1337,6 +1350,21 @@ static void stale_handler(rjq_job *job, void *data) {
     rjq_job_complete(job, "child", 5, NULL, NULL);
 }
 
+/* In the child: once a round trip on its command connection sent after
+ * SIGUSR1 came back, "synced" on the pipe. Continued, the child reads what
+ * waited in its sockets in the loop's first turns, long before a reply
+ * to a request sent then can come. */
+static void on_synced(rjq_client *c, int status, const rjq_stats *s, void *data) {
+    (void)c, (void)s, (void)data;
+    ASSERT_OK(status);
+    ASSERT(write(stale_fd, "synced\n", 7) == 7);
+}
+
+static void on_sync_signal(evutil_socket_t sig, short what, void *arg) {
+    (void)sig, (void)what;
+    ASSERT_OK(rjq_queue_stats(arg, on_synced, NULL));
+}
+
 static void run_stale_child(const test_server *s, const char *qname, long lease_ms,
                             long liveness_ms) {
     struct event_base *base = event_base_new();
@@ -1355,16 +1383,17 @@ static void run_stale_child(const test_server *s, const char *qname, long lease_
      * loop reads them at once. Stopped before that, we would wake to those
      * replies and the pushes together, with no clock known from before. */
     redisContext *rc = server_connect(s);
-    double end = mono_ms() + 10000;
-    while (qcount(rc, "HLEN", qname, "idle") < 1 ||
-           (liveness_ms >= 0 && server_int(rc, "ZCARD t:{clients}:live") < 1)) {
-        ASSERT(mono_ms() < end);
-        loop_for(base, 10);
-    }
+    WAIT_FOR(base,
+             qcount(rc, "HLEN", qname, "idle") >= 1 &&
+                 (liveness_ms < 0 || server_int(rc, "ZCARD t:{clients}:live") >= 1),
+             10000);
     redisFree(rc);
-    loop_for(base, 100);
+    (void)get_stats(base, q); /* a round trip: those replies are read */
+    /* SIGUSR1 (sent once continued): a round trip, then "synced" */
+    struct event *sync = evsignal_new(base, SIGUSR1, on_sync_signal, q);
+    ASSERT(sync != NULL && evsignal_add(sync, NULL) == 0);
     ASSERT(write(stale_fd, "ready\n", 6) == 6);
-    loop_for(base, 100000); /* the parent kills us long before this */
+    event_base_dispatch(base); /* until the parent kills us */
     _exit(3);
 }
 
@@ -1382,12 +1411,21 @@ static void wake_and_check_started_nothing(pid_t child, int fd, struct event_bas
                                            rjq_client *c, redisContext *rc, test_server *s,
                                            const char *qname) {
     ASSERT(kill(child, SIGCONT) == 0);
-    loop_for(base, 1000);
+    ASSERT(kill(child, SIGUSR1) == 0);
+    /* its pushes are read once it says "synced"; a job it started is a
+     * line before that */
     char buf[256];
+    size_t got = 0;
     ASSERT(fcntl(fd, F_SETFL, O_NONBLOCK) == 0);
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    if (n > 0) {
-        buf[n] = '\0';
+    double until = wait_deadline(20000);
+    while (got < 7 || memcmp(buf + got - 7, "synced\n", 7) != 0) {
+        ssize_t n = read(fd, buf + got, sizeof buf - 1 - got);
+        if (n > 0) got += (size_t)n;
+        else ASSERT(wait_step(base, until));
+        ASSERT(got < sizeof buf - 1);
+    }
+    if (got > 7) {
+        buf[got - 7] = '\0';
         FAIL_AT(__FILE__, __LINE__, "the woken worker started jobs taken meanwhile: %s", buf);
     }
     ASSERT_EQ(2, stat_field(rc, qname, "completed"));
@@ -1434,7 +1472,7 @@ static void push_two_to_the_stopped_child(struct event_base *base, rjq_queue *q,
     ASSERT_OK(rjq_enqueue(q, "x", 1, &jo, NULL, NULL));
     jo.id = "p2";
     ASSERT_OK(rjq_enqueue(q, "x", 1, &jo, NULL, NULL));
-    loop_for(base, 200);
+    WAIT_FOR(base, server_active_jobs(rc, qname) >= 2, 5000);
     ASSERT_EQ(2, server_active_jobs(rc, qname));
 }
 

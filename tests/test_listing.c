@@ -111,7 +111,7 @@ TEST(active_dead_cancelled_and_completed_jobs_are_listed_in_their_order) {
     rjq_worker_options wo = quiet_worker_options(4); /* one claim: x1..x4, in order */
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(e.q, &wo, handler, &x, &w));
-    for (int k = 0; k < 500 && (x.done < 3 || x.held == NULL); k++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, x.done >= 3 && x.held != NULL, 5000);
     ASSERT_EQ(3, x.done);
     ASSERT(x.held != NULL);
     ASSERT_STREQ("", list(&e, e.q, RJQ_STATE_READY, 0, 100));
@@ -177,8 +177,7 @@ TEST(dead_and_cancelled_jobs_are_deleted_by_id_or_purged_oldest_first) {
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(e.q, &wo, fail_handler, &failed, &w));
     ASSERT(loop_until_count(e.base, &failed, 4, 5000));
-    rjq_worker_stop(w, NULL, NULL);
-    loop_for(e.base, 50);
+    worker_stop_wait(e.base, w);
     enqueue_x_ok(e.base, e.q, "c1", 60000, 0);
     enqueue_x_ok(e.base, e.q, "waits", 60000, 0);
     int cancelled = 0;
@@ -229,6 +228,16 @@ static const char *queues(test_env *e, const char *after, long limit) {
     return p.ids;
 }
 
+/* Are the names rjq_client_queues() gives `want`? (A read may meet the
+ * reconnect: an error is a no.) */
+static int queues_read_back(test_env *e, const char *want) {
+    static page p;
+    memset(&p, 0, sizeof p);
+    ASSERT_OK(rjq_client_queues(e->c, NULL, 10, on_page, &p));
+    ASSERT(loop_until(e->base, &p.done, 5000));
+    return p.status == RJQ_OK && strcmp(p.ids, want) == 0;
+}
+
 static void on_worker_job(rjq_job *job, void *data) {
     (void)data;
     ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));
@@ -244,7 +253,7 @@ TEST(queues_written_to_are_listed_by_name_paged_and_again_after_redis_lost_them)
     rjq_worker_options wo = quiet_worker_options(1);
     ASSERT_OK(rjq_worker_start(queue_for(e.c, "gamma"), &wo, on_worker_job, NULL, &w));
     get_stats(e.base, queue_for(e.c, "looked-at"));
-    loop_for(e.base, 100);
+    WAIT_FOR(e.base, strstr(queues(&e, NULL, 10), "gamma") != NULL, 5000); /* its worker's claim */
     ASSERT_STREQ("alpha,beta,gamma", queues(&e, NULL, 10));
     ASSERT_STREQ("alpha,beta", queues(&e, NULL, 2));
     ASSERT_STREQ("gamma", queues(&e, "beta", 2));
@@ -255,15 +264,7 @@ TEST(queues_written_to_are_listed_by_name_paged_and_again_after_redis_lost_them)
     server_restart(&e.s, NULL);
     redisFree(e.rc);
     e.rc = server_connect(&e.s);
-    static page p;
-    double end = mono_ms() + 10000;
-    do { /* (a read may meet the reconnect) */
-        loop_for(e.base, 50);
-        memset(&p, 0, sizeof p);
-        ASSERT_OK(rjq_client_queues(e.c, NULL, 10, on_page, &p));
-        ASSERT(loop_until(e.base, &p.done, 5000));
-    } while ((p.status != RJQ_OK || strcmp(p.ids, "alpha,beta,gamma") != 0) && mono_ms() < end);
-    ASSERT_STREQ("alpha,beta,gamma", p.ids);
+    WAIT_FOR(e.base, queues_read_back(&e, "alpha,beta,gamma"), 10000);
     env_stop(&e);
 }
 
@@ -332,12 +333,10 @@ static const char *processes(test_env *e, long offset, long limit) {
 
 /* The process list once it is want (5 s at most: each beat says it). */
 static const char *wait_processes(test_env *e, const char *want) {
-    double end = mono_ms() + 5000;
     const char *got;
-    do {
-        loop_for(e->base, 50);
-        got = processes(e, 0, 10);
-    } while (strcmp(got, want) != 0 && mono_ms() < end);
+    double until = wait_deadline(5000);
+    while (strcmp(got = processes(e, 0, 10), want) != 0 && wait_step(e->base, until)) {
+    }
     return got;
 }
 
@@ -358,6 +357,14 @@ static void on_proc_id(rjq_client *c, int status, const rjq_process *list, size_
     (*(int *)data)++;
 }
 
+/* Has the process list a process yet? (its id into proc_id) */
+static int read_proc_id(test_env *e) {
+    int done = 0;
+    ASSERT_OK(rjq_client_processes(e->c, 0, 10, on_proc_id, &done));
+    ASSERT(loop_until(e->base, &done, 5000));
+    return proc_id[0] != '\0';
+}
+
 TEST(job_info_token_names_the_client_whose_worker_ran_the_job) {
     test_env e;
     env_start(&e, NULL);
@@ -371,16 +378,9 @@ TEST(job_info_token_names_the_client_whose_worker_ran_the_job) {
     nheld = 0;
     enqueue_x_ok(e.base, queue_for(e.c, "ta"), "job-1", 0, 0);
     enqueue_x_ok(e.base, queue_for(e.c, "tb"), "job-2", 0, 0); /* no worker: it waits */
-    while (nheld < 1) loop_for(e.base, 10);
+    WAIT_FOR(e.base, nheld >= 1, 5000);
     proc_id[0] = '\0';
-    double end = mono_ms() + 5000;
-    while (proc_id[0] == '\0' && mono_ms() < end) { /* its first beat registers it */
-        int done = 0;
-        ASSERT_OK(rjq_client_processes(e.c, 0, 10, on_proc_id, &done));
-        ASSERT(loop_until(e.base, &done, 5000));
-        if (proc_id[0] == '\0') loop_for(e.base, 50);
-    }
-    ASSERT(proc_id[0] != '\0');
+    WAIT_FOR(e.base, read_proc_id(&e), 5000); /* its first beat registers it */
     char prefix[160];
     snprintf(prefix, sizeof prefix, "%s.", proc_id);
     info_wait i = get_info(e.base, queue_for(e.c, "ta"), "job-1");
@@ -390,10 +390,8 @@ TEST(job_info_token_names_the_client_whose_worker_ran_the_job) {
     char held_token[128];
     snprintf(held_token, sizeof held_token, "%s", i.token);
     ASSERT_OK(rjq_job_complete(held_jobs[0], "", 0, NULL, NULL));
-    do {
-        loop_for(e.base, 10);
-        i = get_info(e.base, queue_for(e.c, "ta"), "job-1");
-    } while (strcmp(i.state, "active") == 0);
+    WAIT_FOR(e.base, strcmp((i = get_info(e.base, queue_for(e.c, "ta"), "job-1")).state, "active") != 0,
+             5000);
     ASSERT_STREQ("completed", i.state);
     ASSERT_STREQ(held_token, i.token); /* the completed record keeps it */
     i = get_info(e.base, queue_for(e.c, "tb"), "job-2");
@@ -422,18 +420,14 @@ TEST(processes_with_workers_are_listed_with_their_running_jobs_and_leave_when_th
     nheld = 0;
     enqueue_x_ok(e.base, queue_for(e.c, "pa"), "job-1", 0, 0);
     enqueue_x_ok(e.base, queue_for(e.c, "pa"), "job-2", 0, 0);
-    while (nheld < 2) loop_for(e.base, 10);
+    WAIT_FOR(e.base, nheld >= 2, 5000);
     char want[256];
     snprintf(want, sizeof want, "billing-7 %ld pb:2:0: pa:6:2:job-2,job-1", (long)getpid());
     char alt[256]; /* the two jobs may be held by either worker, in either order */
     snprintf(alt, sizeof alt, "billing-7 %ld pb:2:0: pa:6:2:job-1,job-2", (long)getpid());
-    double end = mono_ms() + 5000;
     const char *got;
-    do { /* the next beat (at most a third of liveness_ms) says so */
-        loop_for(e.base, 50);
-        got = processes(&e, 0, 10);
-    } while (strcmp(got, want) != 0 && strcmp(got, alt) != 0 && mono_ms() < end);
-    if (strcmp(got, want) != 0) ASSERT_STREQ(alt, got);
+    /* the next beat (at most a third of liveness_ms) says so */
+    WAIT_FOR(e.base, strcmp(got = processes(&e, 0, 10), want) == 0 || strcmp(got, alt) == 0, 5000);
     ASSERT_STREQ("", processes(&e, 1, 10)); /* paged */
     ASSERT_EQ(RJQ_EINVAL, rjq_client_processes(e.c, 0, 0, on_procs, NULL));
     ASSERT_EQ(RJQ_EINVAL, rjq_client_processes(e.c, -1, 10, on_procs, NULL));
@@ -444,12 +438,7 @@ TEST(processes_with_workers_are_listed_with_their_running_jobs_and_leave_when_th
     /* the process goes (freed: no goodbye, as if killed): it leaves the
      * list once its entry runs out, and nothing is left behind */
     rjq_client_free(w);
-    end = mono_ms() + 5000;
-    do {
-        loop_for(e.base, 100);
-        got = processes(&e, 0, 10);
-    } while (got[0] && mono_ms() < end);
-    ASSERT_STREQ("", got);
+    WAIT_FOR(e.base, (got = processes(&e, 0, 10))[0] == '\0', 5000);
     env_stop(&e);
 }
 

@@ -41,6 +41,16 @@ static void env_start_with(test_env *e, const char *queue, rjq_client_options o,
     wait_connected(e->base, e->c);
 }
 
+typedef struct ev_count {
+    int down[2];
+} ev_count;
+
+static void count_events(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
+    ev_count *n = data;
+    (void)c, (void)detail;
+    if (ev == RJQ_EVENT_DISCONNECTED) n->down[conn]++;
+}
+
 /* One await and what it got. */
 typedef struct aw_wait {
     int calls, status;
@@ -63,6 +73,23 @@ static void await_job(rjq_queue *q, const char *id, aw_wait *w) {
     jo.id = id;
     memset(w, 0, sizeof *w);
     ASSERT_OK(rjq_enqueue_await(q, "x", 1, &jo, NULL, aw_cb, w, NULL));
+}
+
+/* Run until job id of e's queue is in Redis and its enqueue's reply is
+ * read (a round trip behind it): an await's enqueue waits for its reply
+ * channel, so the job is enqueued and watched. */
+static void wait_awaited(test_env *e, const char *id) {
+    WAIT_FOR(e->base, server_int(e->rc, "HEXISTS t:{%s}:payload %s", rjq_queue_name(e->q), id) == 1,
+             10000);
+    (void)get_stats(e->base, e->q);
+}
+
+/* A barrier for "nothing more comes": whatever was published to the
+ * client's channels before, and every reply to what it sent before, has
+ * been handled. */
+static void settled(test_env *e) {
+    subscriber_barrier(e->base, e->c, e->rc);
+    (void)get_stats(e->base, e->q);
 }
 
 static void complete_r1(rjq_job *job, void *data) {
@@ -95,10 +122,14 @@ static double timed_stats(struct event_base *base, rjq_queue *q, stats_wait *w) 
  * claim slot busy. */
 TEST(stopped_server_times_out_requests_and_work_resumes) {
     test_env e;
-    env_start_with(&e, "stop", live_options(""), NULL);
+    ev_count ev = {{0, 0}};
+    rjq_client_options o = live_options("");
+    o.on_event = count_events;
+    o.event_data = &ev;
+    env_start_with(&e, "stop", o, NULL);
     aw_wait aw;
     await_job(e.q, "j1", &aw);
-    loop_for(e.base, 200); /* enqueued and watched */
+    wait_awaited(&e, "j1"); /* enqueued and watched */
 
     ASSERT_EQ(0, kill(e.s.pid, SIGSTOP));
     stats_wait sw;
@@ -108,7 +139,9 @@ TEST(stopped_server_times_out_requests_and_work_resumes) {
     rjq_worker *w;
     rjq_worker_options wo = quiet_worker_options(1);
     ASSERT_OK(rjq_worker_start(e.q, &wo, complete_r1, NULL, &w));
-    loop_for(e.base, 1500); /* claims time out, reconnects find no session */
+    /* claims time out (the connection drops), reconnects find no session
+     * (each drops again): the await is not ended by any of it */
+    WAIT_FOR(e.base, ev.down[RJQ_CONN_COMMAND] >= 3, 20000);
     ASSERT_EQ(0, aw.calls);
     ASSERT_EQ(0, kill(e.s.pid, SIGCONT));
 
@@ -118,20 +151,11 @@ TEST(stopped_server_times_out_requests_and_work_resumes) {
     took = timed_stats(e.base, e.q, &sw);
     ASSERT_OK(sw.status);
     ASSERT_EQ(1, sw.s.completed);
-    loop_for(e.base, 200);
+    settled(&e); /* a second outcome would have come by now */
     ASSERT_EQ(1, aw.calls);
     env_stop(&e);
 }
 
-typedef struct ev_count {
-    int down[2];
-} ev_count;
-
-static void count_events(rjq_client *c, rjq_event ev, int conn, const char *detail, void *data) {
-    ev_count *n = data;
-    (void)c, (void)detail;
-    if (ev == RJQ_EVENT_DISCONNECTED) n->down[conn]++;
-}
 
 /* Both connections go half-open (no FIN, no RST: a peer gone, a NAT that
  * forgot the flow): nothing ever reports an error on them. The command
@@ -149,7 +173,7 @@ TEST(half_open_connections_are_found_and_replaced) {
     env_start_proxied_opts(&e, &p, "half", &o);
     aw_wait aw;
     await_job(e.q, "j1", &aw);
-    loop_for(e.base, 200);
+    wait_awaited(&e, "j1");
 
     proxy_blackhole(&p);
     stats_wait sw;
@@ -171,7 +195,7 @@ TEST(half_open_connections_are_found_and_replaced) {
     ASSERT(ev.down[RJQ_CONN_SUBSCRIBER] >= 1);
     took = timed_stats(e.base, e.q, &sw); /* the new connections work */
     ASSERT_OK(sw.status);
-    loop_for(e.base, 200);
+    settled(&e); /* a second outcome would have come by now */
     ASSERT_EQ(1, aw.calls);
 
     rjq_client_free(c2);
@@ -212,14 +236,11 @@ TEST(server_loading_its_data_delays_requests_instead_of_failing_them) {
     }
     aw_wait aw;
     await_job(e.q, "j1", &aw);
-    loop_for(e.base, 200);
+    wait_awaited(&e, "j1");
     freeReplyObject(server_cmd(e.rc, "BGREWRITEAOF"));
-    for (int i = 0; i < 1000; i++) {
-        if (server_info_number(e.rc, "persistence", "aof_rewrite_in_progress:") == 0 &&
-            server_info_number(e.rc, "persistence", "aof_rewrite_scheduled:") == 0)
-            break;
-        sleep_ms(10);
-    }
+    WAIT_FOR(e.base, server_info_number(e.rc, "persistence", "aof_rewrite_in_progress:") == 0 &&
+                         server_info_number(e.rc, "persistence", "aof_rewrite_scheduled:") == 0,
+             20000);
     redisFree(e.rc);
 
     forget_on_abort(e.s.pid);
@@ -228,9 +249,7 @@ TEST(server_loading_its_data_delays_requests_instead_of_failing_them) {
     e.rc = server_connect(&e.s);
     ASSERT_EQ(1, server_info_number(e.rc, "persistence", "loading:")); /* the test tests something */
     /* once the client is connected to the loading server */
-    for (int i = 0; i < 500 && !(ev.down[RJQ_CONN_COMMAND] && rjq_client_connected(e.c)); i++)
-        loop_for(e.base, 5);
-    ASSERT(rjq_client_connected(e.c));
+    WAIT_FOR(e.base, ev.down[RJQ_CONN_COMMAND] && rjq_client_connected(e.c), 5000);
     ASSERT_EQ(1, server_info_number(e.rc, "persistence", "loading:"));
     loading_ok = loading_err = 0;
     /* 20 enqueues in 20 loop turns (20 requests, each answered LOADING at
@@ -242,7 +261,7 @@ TEST(server_loading_its_data_delays_requests_instead_of_failing_them) {
         rjq_job_options jo = {0};
         jo.id = id;
         ASSERT_OK(rjq_enqueue(q2, id, strlen(id), &jo, on_loading_enq, NULL));
-        loop_for(e.base, 20);
+        loop_turn(e.base);
     }
     ASSERT_EQ(1, server_info_number(e.rc, "persistence", "loading:")); /* still loading */
     for (int i = 0; i < 50; i++) ASSERT_OK(rjq_enqueue(e.q, "y", 1, NULL, on_loading_enq, NULL));
@@ -266,7 +285,10 @@ TEST(server_loading_its_data_delays_requests_instead_of_failing_them) {
     ASSERT_OK(aw.status);
     ASSERT_STREQ("r1", aw.result);
     ASSERT_EQ(0, server_info_number(e.rc, "persistence", "loading:"));
-    loop_for(e.base, 200);
+    /* every job done, its completion answered (a stats call is a round trip
+     * behind it) */
+    WAIT_FOR(e.base, get_stats(e.base, e.q).completed == 51, 10000);
+    settled(&e); /* a second outcome would have come by now */
     ASSERT_EQ(1, aw.calls);
     env_stop(&e);
 }
@@ -348,7 +370,11 @@ TEST(acl_user_limited_to_rjq_channels_keeps_its_connections) {
     ASSERT_OK(rjq_worker_start(e.q, &wo, complete_r1, NULL, &w));
     ASSERT(loop_until(e.base, &aw.calls, 5000));
     ASSERT_OK(aw.status);
-    loop_for(e.base, 1500); /* probes come and go */
+    /* probes come and go: five more, each a PUBLISH answered (a refused
+     * probe channel would drop the subscriber connection at once) */
+    long long probes = server_calls(e.rc, "publish");
+    WAIT_FOR(e.base, server_calls(e.rc, "publish") >= probes + 5, 10000);
+    (void)get_stats(e.base, e.q);
     ASSERT_EQ(0, ev.down[RJQ_CONN_SUBSCRIBER]);
     ASSERT_EQ(0, ev.down[RJQ_CONN_COMMAND]);
     env_stop(&e);

@@ -38,9 +38,8 @@ TEST(monitor_sees_each_transition_of_a_retried_job) {
     ASSERT_OK(rjq_queue_monitor(e.q, on_event, NULL, &m));
     the_monitor = m;
     long long before = server_now_ms(e.rc);
-    for (int i = 0; i < 200 && server_int(e.rc, "EXISTS t:{mon}:monitored") == 0; i++) loop_for(e.base, 10);
-    ASSERT_EQ(1, server_int(e.rc, "EXISTS t:{mon}:monitored"));
-    for (int i = 0; i < 500 && server_numsub(e.rc, "t:{mon}:events") != 1; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{mon}:monitored") == 1, 5000);
+    WAIT_FOR(e.base, server_numsub(e.rc, "t:{mon}:events") == 1, 5000);
     ASSERT_EQ(1, server_numsub(e.rc, "t:{mon}:events")); /* subscribed: no event is missed */
     rjq_job_options o = {0};
     o.id = "job-a";
@@ -48,7 +47,7 @@ TEST(monitor_sees_each_transition_of_a_retried_job) {
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(e.q, NULL, handler, NULL, &w));
     ASSERT(loop_until_count(e.base, &completed, 1, 5000));
-    for (int i = 0; i < 100 && !has("completed job-a"); i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, has("completed job-a"), 5000);
     ASSERT(has("enqueued job-a"));
     ASSERT(has("active job-a"));
     ASSERT(has("failed job-a"));
@@ -66,7 +65,7 @@ TEST(monitor_sees_each_transition_of_a_retried_job) {
     o.id = "job-b";
     ASSERT_OK(rjq_enqueue(e.q, "y", 1, &o, NULL, NULL));
     ASSERT(loop_until_count(e.base, &completed, 2, 5000));
-    loop_for(e.base, 50);
+    subscriber_barrier(e.base, e.c, e.rc); /* anything job-b's scripts published has come */
     ASSERT(!has("enqueued job-b"));
     env_stop(&e);
 }
@@ -77,10 +76,8 @@ static void start_monitored(test_env *e, const char *queue, rjq_monitor_cb *cb) 
     env_start(e, queue);
     rjq_monitor *m;
     ASSERT_OK(rjq_queue_monitor(e->q, cb, NULL, &m));
-    for (int i = 0; i < 200 && server_int(e->rc, "EXISTS t:{%s}:monitored", queue) == 0; i++)
-        loop_for(e->base, 10);
-    ASSERT_EQ(1, server_int(e->rc, "EXISTS t:{%s}:monitored", queue));
-    loop_for(e->base, 50);
+    WAIT_FOR(e->base, server_int(e->rc, "EXISTS t:{%s}:monitored", queue) == 1, 5000);
+    wait_monitoring(e->base, e->c, queue);
     the_monitor = m;
 }
 
@@ -101,7 +98,7 @@ TEST(events_of_one_script_call_travel_in_one_message) {
     }
     long long publishes = server_calls(e.rc, "publish");
     ASSERT_OK(rjq_enqueue_batch(e.q, items, 20, NULL, NULL));
-    for (int i = 0; i < 200 && nseen < 20; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, nseen >= 20, 5000);
     ASSERT_EQ(20, nseen);
     for (int i = 0; i < 20; i++) {
         char want[32];
@@ -132,7 +129,8 @@ TEST(monitor_stopped_by_its_callback_mid_message_gets_no_more_events) {
     enqueue_wait w = {0};
     ASSERT_OK(rjq_enqueue_batch(e.q, items, 5, on_enqueue_wait, &w));
     ASSERT(loop_until(e.base, &w.done, 5000));
-    loop_for(e.base, 200);
+    ASSERT(loop_until_count(e.base, &stop_calls, 1, 5000));
+    subscriber_barrier(e.base, e.c, e.rc); /* the batch's events have all come */
     ASSERT_EQ(1, stop_calls);
     env_stop(&e);
 }

@@ -51,7 +51,7 @@ static void on_stopped(rjq_worker *w, int status, void *data) {
 static void stop_worker(test_env *e, mq_log *l) {
     ASSERT_OK(rjq_worker_stop(l->w, on_stopped, l));
     ASSERT_EQ(RJQ_EBUSY, rjq_worker_stop(l->w, on_stopped, l));
-    for (int i = 0; i < 2000 && l->w; i++) loop_for(e->base, 10);
+    WAIT_FOR(e->base, l->w == NULL, 20000);
     ASSERT(l->w == NULL);
 }
 
@@ -112,12 +112,7 @@ TEST(strict_high_job_is_next_when_a_slot_frees) {
 
     enqueue_x_ok(e.base, high, "h", 0, 0);
     /* pushed, refused for want of a slot, handed back */
-    info_wait i = get_info(e.base, high, "h");
-    for (int k = 0; k < 2000 && strcmp(i.state, "ready") != 0; k++) {
-        loop_for(e.base, 5);
-        i = get_info(e.base, high, "h");
-    }
-    ASSERT_STREQ("ready", i.state);
+    WAIT_FOR(e.base, strcmp(get_info(e.base, high, "h").state, "ready") == 0, 10000);
     ASSERT_EQ(2, l.n);
 
     /* free one slot: the :high job starts, on its first attempt */

@@ -113,8 +113,7 @@ static int early_send_fails(test_env *e, const char *name, long n, rjq_queue **q
         FAIL_AT(__FILE__, __LINE__, "no failed allocation made the early send fail (%ld tried)", n);
     ASSERT_EQ(0, ef.first.calls); /* it failed elsewhere: the first job was not reported */
     /* let the round finish: the first job goes out at the queue's tick */
-    for (int i = 0; i < 1000 && !(ef.first.calls && (*rc != RJQ_OK || ef.second.calls)); i++)
-        loop_for(e->base, 10);
+    WAIT_FOR(e->base, ef.first.calls && (*rc != RJQ_OK || ef.second.calls), 10000);
     ASSERT_EQ(1, ef.first.calls);
     return 0;
 }
@@ -163,7 +162,7 @@ TEST(enqueue_callback_that_enqueues_again_after_a_failed_send_is_kept) {
     ASSERT_OK(rc); /* the call that sent the batch still takes its own job */
 
     ASSERT(loop_until_count(e.base, &ef.answered, 2, 10000));
-    loop_for(e.base, 100);
+    (void)get_stats(e.base, q); /* a round trip: a second answer would have come */
     ASSERT_EQ(1, ef.first.calls);
     ASSERT_EQ(1, ef.again.calls);
     ASSERT_OK(ef.again.status);
@@ -206,7 +205,7 @@ TEST(client_freed_in_a_callback_run_inside_rjq_enqueue_is_freed_after_it_returns
     ASSERT_EQ(RJQ_ECLOSED, rc);
     ASSERT_EQ(0, ef.second.calls); /* not even from inside rjq_enqueue() */
 
-    loop_for(e.base, 200); /* nothing of the client may run any more */
+    WAIT_FOR(e.base, loop_empty(e.base), 5000); /* nothing of the client may run any more */
     ASSERT_EQ(1, ef.first.calls);
     ASSERT_EQ(0, ef.second.calls);
     /* neither job reached Redis: no enqueue script ran on the queue */
@@ -267,7 +266,7 @@ static void completion_batch_fails(size_t min_size) {
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(e.q, &wo, cf_handler, NULL, &w));
     ASSERT(loop_until_count(e.base, &cf.held, CF_JOBS, 10000));
-    loop_for(e.base, 50);
+    (void)get_stats(e.base, e.q); /* a round trip: what the claim made the worker send is in */
 
     static char result[2048];
     memset(result, 'r', sizeof result);
@@ -279,7 +278,7 @@ static void completion_batch_fails(size_t min_size) {
     int ok = loop_until_count(e.base, &cf.answered, CF_JOBS, 10000);
     failalloc_disarm();
     ASSERT(ok);
-    loop_for(e.base, 100);
+    (void)get_stats(e.base, e.q); /* a round trip: a second answer would have come */
 
     ASSERT_EQ(1, cf.first_seen);
     ASSERT_EQ(1, cf.failures_at_first);
@@ -350,10 +349,13 @@ static void aw_on_outcome(rjq_client *c, int status, const rjq_outcome *o, void 
 
 /* Each await answered once: the first with RJQ_ENOMEM (the one failed
  * allocation), every other cancelled by it. */
-static void aw_check(struct event_base *base) {
-    ASSERT(loop_until_count(base, &aw.calls, aw.n, 10000));
+static void aw_check(test_env *e) {
+    ASSERT(loop_until_count(e->base, &aw.calls, aw.n, 10000));
     failalloc_disarm();
-    loop_for(base, 100);
+    /* a second answer would have come: every message published to the
+     * client before and every reply to what it sent before is handled */
+    subscriber_barrier(e->base, e->c, e->rc);
+    (void)get_stats(e->base, e->q);
     ASSERT(aw.first >= 0);
     ASSERT_EQ(RJQ_ENOMEM, aw.r[aw.first].status);
     ASSERT_EQ(1, aw.failures_at_first);
@@ -397,7 +399,7 @@ TEST(await_callback_cancelling_other_awaits_during_a_watch_pass_is_safe) {
 
     /* the subscription is confirmed inside the loop */
     failalloc_arm_min_size(sizeof payload);
-    aw_check(e.base);
+    aw_check(&e);
     ASSERT(aw.first < HELD); /* a held enqueue failed */
     ASSERT_EQ(0, rjq_client_awaits(e.c));
 
@@ -441,7 +443,7 @@ TEST(await_callback_cancelling_other_awaits_of_a_failed_watch_batch_is_safe) {
     /* The watch call's arguments take ~10 KiB; everything else in the
      * pass is far smaller. */
     failalloc_arm_min_size(8u << 10);
-    aw_check(e.base);
+    aw_check(&e);
     ASSERT_EQ(0, rjq_client_awaits(e.c));
     env_stop(&e);
 }

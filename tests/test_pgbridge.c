@@ -202,12 +202,11 @@ static void teardown(void) {
 
 /* Run the loop until the query's number is `want` (or fail after timeout). */
 static void wait_pg(const char *sql, long long want, long timeout_ms) {
-    double end = mono_ms() + (double)timeout_ms;
+    double until = wait_deadline(timeout_ms);
     long long got = -1;
-    while (mono_ms() < end) {
-        if ((got = pg_int(&F.p, sql)) == want) return;
-        loop_for(F.e.base, 50);
-    }
+    while ((got = pg_int(&F.p, sql)) != want)
+        if (!wait_poll(F.e.base, until, 50)) break; /* (the loop stands still during a query) */
+    if (got == want) return;
     fprintf(stderr, "rows: %s\n", pg_text(&F.p, "SELECT string_agg(s, ' ') FROM (SELECT status || '/' || attempts || '=' || count(*) AS s FROM rjq_jobs GROUP BY status, attempts) x"));
     FAIL_AT(__FILE__, __LINE__, "%s: expected %lld, got %lld", sql, want, got);
 }
@@ -236,9 +235,7 @@ static void assert_all_completed_once(long rows) {
 
 /* Run the loop until the workers started n jobs (or fail). */
 static void wait_runs(long n) {
-    double end = mono_ms() + 30000;
-    while (F.ws.total < n && mono_ms() < end) loop_for(F.e.base, 10);
-    ASSERT(F.ws.total >= n);
+    WAIT_FOR(F.e.base, F.ws.total >= n, 30000);
 }
 
 /* A bridge moves rows 1..n of "jobs" and stops: nobody follows them now. */
@@ -295,27 +292,25 @@ static double metric_of(const char *body, const char *name) {
 
 /* Run the loop until GET /healthz answers code with needle in its body. */
 static void wait_health(int port, int code, const char *needle, long timeout_ms) {
-    double end = mono_ms() + (double)timeout_ms;
+    double until = wait_deadline(timeout_ms);
     char body[4096];
     int got = -1;
-    while (mono_ms() < end) {
+    do {
         got = http_get(port, "/healthz", body, sizeof body);
         if (got == code && strstr(body, needle)) return;
-        loop_for(F.e.base, 50);
-    }
+    } while (wait_poll(F.e.base, until, 50));
     FAIL_AT(__FILE__, __LINE__, "/healthz: expected %d \"%s\", got %d \"%s\"", code, needle, got, body);
 }
 
 /* Run the loop until the metric has the value. */
 static void wait_metric(int port, const char *name, double want, long timeout_ms) {
-    double end = mono_ms() + (double)timeout_ms;
+    double until = wait_deadline(timeout_ms);
     static char body[65536];
     double got = -1;
-    while (mono_ms() < end) {
+    do {
         if (http_get(port, "/metrics", body, sizeof body) == 200 && (got = metric_of(body, name)) == want)
             return;
-        loop_for(F.e.base, 50);
-    }
+    } while (wait_poll(F.e.base, until, 50));
     FAIL_AT(__FILE__, __LINE__, "%s: expected %g, got %g", name, want, got);
 }
 
@@ -328,7 +323,7 @@ TEST(ten_thousand_rows_two_bridges_three_workers_each_job_runs_once) {
     pid_t b1 = bridge_spawn(extra), b2 = bridge_spawn(extra);
     for (long t = 0; t < 100; t++) { /* 100 transactions of 100 rows */
         insert_rows("jobs", t * 100 + 1, 100, "g % 7");
-        loop_for(F.e.base, 5);
+        loop_turn(F.e.base); /* the workers run between the transactions */
     }
     wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 90000);
     assert_all_completed_once(10000);
@@ -393,8 +388,7 @@ TEST(claims_overlap_while_a_mark_waits_and_every_row_moves_once) {
     const char *extra[] = {"--batch", "100", "--claims", "3", NULL};
     pid_t b = bridge_spawn(extra);
     insert_rows("jobs", 1, 300, "0");
-    double end = mono_ms() + 30000;
-    while (get_stats(F.e.base, F.e.q).enqueued < 300 && mono_ms() < end) loop_for(F.e.base, 20);
+    WAIT_FOR(F.e.base, get_stats(F.e.base, F.e.q).enqueued >= 300, 30000);
     ASSERT_EQ(300, get_stats(F.e.base, F.e.q).enqueued); /* all three claims in Redis */
     wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", 200, 30000);
     pg_exec(&F.p, "SELECT pg_advisory_unlock(4243)");
@@ -418,8 +412,7 @@ TEST(bridge_killed_between_enqueue_and_marking_loses_and_duplicates_nothing) {
                 "SELECT pg_advisory_lock(4242)");
     pid_t b1 = bridge_spawn(NULL);
     insert_rows("jobs", 1, 500, "0");
-    double end = mono_ms() + 30000;
-    while (get_stats(F.e.base, F.e.q).enqueued < 500 && mono_ms() < end) loop_for(F.e.base, 50);
+    WAIT_FOR(F.e.base, get_stats(F.e.base, F.e.q).enqueued >= 500, 30000);
     ASSERT_EQ(500, get_stats(F.e.base, F.e.q).enqueued);
     wait_pg("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted "
             "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
@@ -467,7 +460,7 @@ TEST(postgres_restarted_mid_run_loses_nothing) {
     wait_runs(200);
     pg_halt(&F.p);
     long before = F.ws.total;
-    loop_for(F.e.base, 1500); /* jobs end while PostgreSQL is away */
+    WAIT_FOR(F.e.base, F.ws.total >= before + 100, 30000); /* jobs end while PostgreSQL is away */
     ASSERT(F.ws.total > before);
     ASSERT(F.ws.total < 1000);
     pg_resume(&F.p);
@@ -738,11 +731,18 @@ TEST(running_and_retrying_jobs_show_in_their_rows_each_start_counted_once) {
     F.ws.hold = 1; /* the jobs start as soon as they are enqueued, and stay */
     workers_start("jobs", 1, 100);
     /* two bridges, each following every open row after its scan */
-    const char *extra[] = {"--scan-ms", "200", NULL};
-    pid_t b1 = bridge_spawn(extra), b2 = bridge_spawn(extra);
+    int port1 = free_port(), port2 = free_port();
+    char listen1[32], listen2[32];
+    snprintf(listen1, sizeof listen1, "127.0.0.1:%d", port1);
+    snprintf(listen2, sizeof listen2, "127.0.0.1:%d", port2);
+    const char *extra1[] = {"--scan-ms", "200", "--listen", listen1, NULL};
+    const char *extra2[] = {"--scan-ms", "200", "--listen", listen2, NULL};
+    pid_t b1 = bridge_spawn(extra1), b2 = bridge_spawn(extra2);
     insert_rows("jobs", 1, 50, "0");
     wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'processing' AND attempts = 1", 50, 30000);
-    loop_for(F.e.base, 600); /* scans: both bridges follow every row now */
+    /* scans: both bridges follow every row now */
+    wait_metric(port1, "rjq_pg_bridge_following", 50, 30000);
+    wait_metric(port2, "rjq_pg_bridge_following", 50, 30000);
     /* failed with a retry: each row waits for it, then runs again */
     long held = F.ws.nheld;
     ASSERT_EQ(50, held);
@@ -800,7 +800,10 @@ TEST(rows_whose_finished_jobs_were_trimmed_meanwhile_are_not_run_again) {
     ASSERT_OK(rjq_worker_start(wq, &wo, handler, &F.ws, &w));
     wait_runs(100);
     ASSERT_EQ(100, F.ws.total);
-    loop_for(F.e.base, 50);
+    /* every job completed (a stats call is a round trip behind them), its
+     * record past the 1 ms retention by the server's clock */
+    WAIT_FOR(F.e.base, get_stats(F.e.base, wq).completed == 100, 10000);
+    wait_server_clock(F.e.base, F.e.rc, 2);
     count_wait cw = {0};
     ASSERT_OK(rjq_queue_reclaim(F.e.q, on_count, &cw)); /* the retention sweep */
     ASSERT(loop_until(F.e.base, &cw.done, 5000));
@@ -812,7 +815,12 @@ TEST(rows_whose_finished_jobs_were_trimmed_meanwhile_are_not_run_again) {
                         "AND error LIKE 'outcome unknown:%'") > 0);
     ASSERT_EQ(100, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status = 'completed' "
                                 "OR error LIKE 'outcome unknown:%'"));
-    loop_for(F.e.base, 500);
+    /* a run again would show now: nothing is waiting or running in Redis,
+     * every message to the workers' client has come, every reply */
+    rjq_stats st = get_stats(F.e.base, wq);
+    ASSERT_EQ(0, st.ready + st.delayed + st.active);
+    subscriber_barrier(F.e.base, wc, F.e.rc);
+    (void)get_stats(F.e.base, wq);
     for (long i = 1; i <= 100; i++)
         if (F.ws.runs[i] != 1) FAIL_AT(__FILE__, __LINE__, "row %ld ran %ld times", i, F.ws.runs[i]);
     ASSERT_EQ(100, get_stats(F.e.base, F.e.q).enqueued);
@@ -841,7 +849,15 @@ TEST(a_bridge_stopped_while_a_write_waits_on_a_lock_exits_cleanly) {
     ASSERT_OK(rjq_queue_resume(F.e.q, on_count, &cw));
     ASSERT(loop_until(F.e.base, &cw.done, 5000));
     wait_runs(1);
-    loop_for(F.e.base, 300); /* its writes are in flight, held by the lock */
+    /* the job is done and its worker has the answer (a round trip on the
+     * worker's client behind it) */
+    WAIT_FOR(F.e.base, get_stats(F.e.base, F.e.q).completed >= 1, 30000);
+    (void)get_stats(F.e.base, queue_for(F.ws.c[0], "jobs"));
+    /* its writes are in flight, held by the lock */
+    WAIT_FOR(F.e.base,
+             pg_int(&F.p, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                          "AND wait_event_type = 'Lock'") > 0,
+             30000);
     bridge_stop(b);          /* closes the client, waits for the write, its deadline ends it: exit 0 */
     pg_exec(&F.p, "COMMIT");
     teardown();
@@ -1238,7 +1254,9 @@ TEST(five_thousand_rows_through_bridge_postgres_and_redis_kills_each_job_runs_on
             b = bridge_spawn(extra);
         } else if (fault == 1) { /* PostgreSQL: an immediate shutdown, then recovery */
             pg_crash(&F.p);
-            loop_for(F.e.base, 300); /* jobs end meanwhile: their outcomes wait */
+            /* jobs end meanwhile (when Redis has any): their outcomes wait */
+            long ran = F.ws.total;
+            WAIT_FOR(F.e.base, F.ws.total > ran || get_stats(F.e.base, F.e.q).ready == 0, 30000);
             pg_resume(&F.p);
         } else { /* Redis: SIGKILL, then its AOF */
             pid_t old = F.e.s.pid;
@@ -1247,7 +1265,7 @@ TEST(five_thousand_rows_through_bridge_postgres_and_redis_kills_each_job_runs_on
             forget_on_abort(old);
             F.e.s.pid = 0;
             redisFree(F.e.rc);
-            loop_for(F.e.base, 300);
+            WAIT_FOR(F.e.base, !rjq_client_connected(F.e.c), 10000); /* its clients saw it go */
             server_restart(&F.e.s, aof);
             kill_on_abort(F.e.s.pid);
             F.e.rc = server_connect(&F.e.s);

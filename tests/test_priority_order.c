@@ -114,14 +114,24 @@ static void prio_score(test_env *e, const char *queue, const char *id, char *out
     freeReplyObject(r);
 }
 
+/* Has the queue of e->q nothing left to run: no job ready, delayed or
+ * running (what the worker finished is answered: a stats call is a round
+ * trip behind it), and a worker registered idle (its claim found none)? */
+static int drained(test_env *e) {
+    rjq_stats s = get_stats(e->base, e->q);
+    return s.ready == 0 && s.delayed == 0 && s.active == 0 &&
+           server_int(e->rc, "HLEN t:{%s}:idle", rjq_queue_name(e->q)) > 0;
+}
+
 /* Start a worker of concurrency 1 recording into l, run until it has run
- * `count` jobs, and check that it runs nothing more. */
+ * `count` jobs, and check that it runs nothing more: once the queue has
+ * nothing left, nothing more can come. */
 static void run_jobs(test_env *e, run_log *l, int count) {
     rjq_worker_options wo = quiet_worker_options(1);
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(e->q, &wo, record_handler, l, &w));
-    for (int i = 0; i < 1000 && l->n < count; i++) loop_for(e->base, 10);
-    loop_for(e->base, 100);
+    WAIT_FOR(e->base, l->n >= count, 10000);
+    WAIT_FOR(e->base, drained(e), 10000);
     ASSERT_EQ(count, l->n);
 }
 
@@ -281,7 +291,7 @@ TEST(due_delayed_priority_job_queues_behind_waiting_ones_across_seq_wrap) {
     const job_spec jobs[] = {{"a", 5}, {"b", 5}}; /* 2^32-2, 2^32-1 */
     enqueue_now(&env, jobs, 2);
     long long due = server_int(env.rc, "ZSCORE t:{due}:delayed later");
-    while (server_now_ms(env.rc) <= due) loop_for(env.base, 10); /* due on the server's clock */
+    WAIT_FOR(env.base, server_now_ms(env.rc) > due, 10000); /* due on the server's clock */
     run_log l;
     memset(&l, 0, sizeof l);
     run_jobs(&env, &l, 3); /* its first claim promotes it: numbered 2^32 */
@@ -312,8 +322,7 @@ TEST(reclaimed_job_keeps_head_of_its_priority_across_seq_wrap) {
     rjq_worker_options wo = quiet_worker_options(1);
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(env.q, &wo, record_handler, &l, &w));
-    for (int i = 0; i < 1000 && l.held == NULL; i++) loop_for(env.base, 10);
-    ASSERT(l.held != NULL);
+    WAIT_FOR(env.base, l.held != NULL, 10000);
 
     const job_spec before[] = {{"a", 5}, {"b", 5}}; /* 2^32-2, 2^32-1 */
     enqueue_now(&env, before, 2);
@@ -336,10 +345,10 @@ TEST(reclaimed_job_keeps_head_of_its_priority_across_seq_wrap) {
     /* The stale copy is fenced; then the worker has room again. */
     int stale = 1;
     ASSERT_OK(rjq_job_complete(l.held, NULL, 0, on_stale_done, &stale));
-    for (int i = 0; i < 1000 && stale == 1; i++) loop_for(env.base, 10);
+    WAIT_FOR(env.base, stale != 1, 10000);
     ASSERT_EQ(RJQ_ELEASELOST, stale);
-    for (int i = 0; i < 1000 && l.n < 6; i++) loop_for(env.base, 10);
-    loop_for(env.base, 100);
+    WAIT_FOR(env.base, l.n >= 6, 10000);
+    WAIT_FOR(env.base, drained(&env), 10000); /* nothing more comes */
     const char *want[] = {"held", "held", "a", "b", "c", "d"};
     assert_order(&l, want, 6, __LINE__);
     env_stop(&env);

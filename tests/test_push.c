@@ -92,12 +92,10 @@ static int registrations_subscribed(redisContext *rc, const char *q) {
  * push channel is subscribed). */
 static int wait_registration(struct event_base *base, redisContext *rc, const char *q,
                              long slots) {
-    for (int i = 0; i < 500; i++) {
-        if (registration(rc, q, NULL, 0, NULL) == slots && registrations_subscribed(rc, q))
-            return 1;
-        loop_for(base, 10);
-    }
-    return 0;
+    double until = wait_deadline(5000);
+    while (!(registration(rc, q, NULL, 0, NULL) == slots && registrations_subscribed(rc, q)))
+        if (!wait_step(base, until)) return 0;
+    return 1;
 }
 
 static void enqueue_id(rjq_queue *q, const char *id) {
@@ -159,11 +157,10 @@ static void start_one_slot(push_env *e, const char *q, char *field, size_t n, lo
 
 /* Run the loop until queue q has n ready jobs. */
 static int wait_ready(struct event_base *base, redisContext *rc, const char *q, long long n) {
-    for (int i = 0; i < 500; i++) {
-        if (server_int(rc, "LLEN t:{%s}:ready", q) == n) return 1;
-        loop_for(base, 10);
-    }
-    return 0;
+    double until = wait_deadline(5000);
+    while (server_int(rc, "LLEN t:{%s}:ready", q) != n)
+        if (!wait_step(base, until)) return 0;
+    return 1;
 }
 
 TEST(idle_worker_gets_new_jobs_pushed_and_offers_freed_slots) {
@@ -197,7 +194,7 @@ TEST(idle_worker_gets_new_jobs_pushed_and_offers_freed_slots) {
     ASSERT_EQ(3, e.h.n);
     ASSERT_EQ(3, e.h.most);
     for (int k = 0; k < 5; k++) {
-        for (int t = 0; t < 500 && e.h.n == 0; t++) loop_for(e.env.base, 10);
+        WAIT_FOR(e.env.base, e.h.n > 0, 5000);
         release_one(&e.h, &done);
     }
     ASSERT(loop_until_count(e.env.base, &done, 6, 5000));
@@ -229,13 +226,13 @@ TEST(pushes_and_claims_never_exceed_concurrency) {
             snprintf(id, sizeof id, "j%ld", ++sent);
             enqueue_id(e.pq, id);
         }
-        loop_for(e.env.base, 1 + (int)(seed >> 20) % 3);
+        for (int t = 0; t < 1 + (int)(seed >> 20) % 3; t++) loop_turn(e.env.base);
         if (e.h.n > 0 && (seed >> 8) % 3 != 0) release_one(&e.h, &done);
     }
-    while (done < total && e.h.n > 0) {
+    /* the rest, one at a time as the worker gets them */
+    while (e.h.handled < sent || e.h.n > 0) {
+        WAIT_FOR(e.env.base, e.h.n > 0, 10000);
         release_one(&e.h, &done);
-        loop_for(e.env.base, 2);
-        if (e.h.n == 0) loop_for(e.env.base, 20);
     }
     ASSERT(loop_until_count(e.env.base, &done, total, 10000));
     ASSERT_EQ(total, e.h.handled); /* each job once */
@@ -301,7 +298,7 @@ TEST(job_pushed_beyond_free_slots_is_handed_back) {
         ASSERT(loop_until_count(e.env.base, &e.h.handled, k + 2, 5000));
         ASSERT_STREQ(ids[k], e.h.last_id);
         ASSERT_EQ(1, e.h.last_attempt); /* the push's attempt was given back */
-        loop_for(e.env.base, 20);
+        (void)get_stats(e.env.base, e.env.q); /* a round trip: what its claim made it send is in */
     }
     ASSERT_EQ(1, e.h.most);
     release_one(&e.h, &done);
@@ -322,8 +319,7 @@ TEST(idle_worker_losing_its_subscriber_connection_still_gets_the_job) {
         /* (on a loaded machine the subscriber connections may still be
          * coming up: kill them once they are there) */
         long long killed = 0;
-        for (int i = 0; i < 500 && (killed = server_int(e.env.rc, "CLIENT KILL TYPE pubsub")) < 1; i++)
-            loop_for(e.env.base, 10);
+        WAIT_FOR(e.env.base, (killed = server_int(e.env.rc, "CLIENT KILL TYPE pubsub")) >= 1, 5000);
         ASSERT(killed >= 1);
         char id[32];
         snprintf(id, sizeof id, "after-kill-%d", round);
@@ -466,16 +462,20 @@ TEST(two_handles_of_one_queue_in_one_client_run_each_job_once) {
     rjq_worker_options wo = quiet_worker_options(3);
     ASSERT_OK(rjq_worker_start(queue_for(w, "twice"), &wo, run_once_handler, NULL, &w1));
     ASSERT_OK(rjq_worker_start(queue_for(w, "twice"), &wo, run_once_handler, NULL, &w2));
-    loop_for(e.base, 200); /* both idle and registered: the jobs are pushed */
+    /* both idle and registered: the jobs are pushed */
+    WAIT_FOR(e.base, server_int(e.rc, "HLEN t:{twice}:idle") >= 2, 5000);
+    wait_worker_started(e.base, w, queue_for(w, "twice"), e.rc, "twice");
     rjq_queue *q = queue_for(e.c, "twice");
     char id[16];
     for (int i = 0; i < 40; i++) {
         snprintf(id, sizeof id, "j%d", i);
         enqueue_x_ok(e.base, q, id, 0, 0);
     }
-    double end = mono_ms() + 10000;
-    while (completed_ok < 40 && mono_ms() < end) loop_for(e.base, 20);
-    loop_for(e.base, 200); /* a second run would show now */
+    WAIT_FOR(e.base, completed_ok >= 40, 10000);
+    /* a second run would show now: every push published so far has come
+     * to w, and every claim it sent is answered */
+    subscriber_barrier(e.base, w, e.rc);
+    (void)get_stats(e.base, queue_for(w, "twice"));
     for (int i = 0; i < 40; i++) ASSERT_EQ(1, runs[i]);
     ASSERT_EQ(40, completed_ok);
     rjq_stats st = get_stats(e.base, q);

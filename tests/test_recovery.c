@@ -54,15 +54,15 @@ static void enqueue_n(test_env *e, rjq_queue *q, int n) {
 
 /* The client's command (or subscriber) connection through the proxy is
  * gone. */
+static int pairs_open(const proxy *p, int sub) {
+    int open = 0;
+    for (int k = 0; k < PROXY_PAIRS; k++)
+        if (p->pairs[k].cli && p->pairs[k].is_sub == sub) open++;
+    return open;
+}
+
 static void wait_pair_closed(test_env *e, proxy *p, int sub) {
-    for (int i = 0; i < 500; i++) {
-        int open = 0;
-        for (int k = 0; k < PROXY_PAIRS; k++)
-            if (p->pairs[k].cli && p->pairs[k].is_sub == sub) open++;
-        if (open == 0) return;
-        loop_for(e->base, 10);
-    }
-    FAIL_AT(__FILE__, __LINE__, "the proxied connection was not closed");
+    WAIT_FOR(e->base, pairs_open(p, sub) == 0, 5000);
 }
 
 /* 1 when every registration in queue's idle hash names a push channel
@@ -83,10 +83,9 @@ static int registrations_subscribed(test_env *e, const char *queue) {
 /* Run the loop until queue has n registrations for pushes (idle workers)
  * whose push channels are subscribed. */
 static void wait_registered(test_env *e, const char *queue, long long n) {
-    for (int i = 0; i < 500 && !(server_int(e->rc, "HLEN t:{%s}:idle", queue) >= n &&
-                                 registrations_subscribed(e, queue));
-         i++)
-        loop_for(e->base, 10);
+    WAIT_FOR(e->base,
+             server_int(e->rc, "HLEN t:{%s}:idle", queue) >= n && registrations_subscribed(e, queue),
+             5000);
     ASSERT_EQ(n, server_int(e->rc, "HLEN t:{%s}:idle", queue));
     ASSERT(registrations_subscribed(e, queue));
     wait_worker_started(e->base, e->c, e->q, e->rc, queue);
@@ -95,7 +94,7 @@ static void wait_registered(test_env *e, const char *queue, long long n) {
 
 /* Run the loop until queue has n jobs active (claimed or pushed in Redis). */
 static void wait_active(test_env *e, const char *queue, long long n) {
-    for (int i = 0; i < 500 && server_active_jobs(e->rc, queue) < n; i++) loop_for(e->base, 10);
+    WAIT_FOR(e->base, server_active_jobs(e->rc, queue) >= n, 5000);
     ASSERT_EQ(n, server_active_jobs(e->rc, queue));
 }
 
@@ -261,7 +260,7 @@ TEST(push_lost_with_the_subscriber_connection_is_recovered) {
     ASSERT_EQ(1, r.attempt_max);
     ASSERT_EQ(1, state_attempts(&e, "lostpush", 1));
     /* its member of the held index goes (with the completion, or a forget) */
-    for (int i = 0; i < 500 && server_held_members(e.rc, "lostpush") != 0; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, server_held_members(e.rc, "lostpush") == 0, 5000);
     ASSERT_EQ(0, server_held_members(e.rc, "lostpush"));
 
     env_stop_proxied(&e, &p);
@@ -296,7 +295,7 @@ TEST(push_unheard_by_a_stopped_worker_goes_back_at_once) {
     ASSERT_EQ(1, r.ran);
     ASSERT_EQ(1, r.attempt_max);
     /* its member of the held index goes (with the completion, or a forget) */
-    for (int i = 0; i < 500 && server_held_members(e.rc, "stoppush") != 0; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, server_held_members(e.rc, "stoppush") == 0, 5000);
     ASSERT_EQ(0, server_held_members(e.rc, "stoppush"));
     env_stop_proxied(&e, &p);
 }
@@ -321,8 +320,7 @@ TEST(jobs_of_a_dead_client_run_elsewhere_long_before_their_lease_ends) {
     rjq_worker *wa = NULL;
     ASSERT_OK(rjq_worker_start(qa, &wo, on_run, &ra, &wa));
     ASSERT(loop_until_count(e.base, &ra.ran, 3, 5000));
-    for (int i = 0; i < 500 && server_int(e.rc, "ZCARD t:{clients}:live") == 0; i++)
-        loop_for(e.base, 10);
+    WAIT_FOR(e.base, server_int(e.rc, "ZCARD t:{clients}:live") > 0, 5000);
     ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{clients}:live"));
     rjq_client_free(a); /* its jobs stay active under its tokens */
     for (long i = 0; i < ra.nheld; i++) rjq_job_fail(ra.held[i], "x", 0, -1, NULL, NULL);
@@ -344,8 +342,7 @@ TEST(jobs_of_a_dead_client_run_elsewhere_long_before_their_lease_ends) {
     rjq_stats s = get_stats(e.base, e.q);
     ASSERT_EQ(3, s.reclaimed);
     /* the dead client is forgotten once its jobs are back; b stays */
-    for (int i = 0; i < 500 && server_int(e.rc, "ZCARD t:{clients}:live") != 1; i++)
-        loop_for(e.base, 10);
+    WAIT_FOR(e.base, server_int(e.rc, "ZCARD t:{clients}:live") == 1, 5000);
     ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{clients}:live"));
     ASSERT_EQ(1, server_int(e.rc, "HLEN t:{clients}:queues"));
     ASSERT_EQ(0, server_held_members(e.rc, "orphan"));
@@ -377,10 +374,10 @@ TEST(held_index_is_empty_once_all_work_is_finished) {
     wait_worker_started(e.base, e.c, e.q, e.rc, "heldempty"); /* idle: enqueues push to them */
     for (int round = 0; round < 20; round++) {
         for (int i = 0; i < 10; i++) ASSERT_OK(rjq_enqueue(e.q, "x", 1, NULL, NULL, NULL));
-        loop_for(e.base, 5);
+        (void)get_stats(e.base, e.q); /* a round trip: pushed while the last round runs */
     }
     ASSERT(loop_until_count(e.base, &r.done, 200, 20000));
-    loop_for(e.base, 50); /* the last forgets */
+    WAIT_FOR(e.base, server_held_members(e.rc, "heldempty") == 0, 5000); /* the last forgets */
     (void)get_stats(e.base, e.q);
     ASSERT_EQ(0, server_held_members(e.rc, "heldempty"));
     ASSERT_EQ(0, server_active_jobs(e.rc, "heldempty"));
@@ -392,6 +389,14 @@ TEST(held_index_is_empty_once_all_work_is_finished) {
  * and each client's beats wait in the server. When it resumes, the first
  * beat it runs must not take the others for dead: they had no chance to
  * renew. Nothing is reclaimed, the held jobs stay with their worker. */
+/* The earliest end among the entries of the live clients (ms). */
+static long long oldest_entry(redisContext *rc) {
+    redisReply *r = server_cmd(rc, "ZRANGE t:{clients}:live 0 0 WITHSCORES");
+    long long v = r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? atoll(r->element[1]->str) : 0;
+    freeReplyObject(r);
+    return v;
+}
+
 TEST(a_stalled_server_makes_no_live_client_look_dead) {
     test_env e;
     env_start(&e, "stall");
@@ -409,12 +414,22 @@ TEST(a_stalled_server_makes_no_live_client_look_dead) {
     ASSERT_OK(rjq_worker_start(qb, &wo, on_run, &rb, &wb));
     ASSERT(loop_until_count(e.base, &ra.ran, 2, 5000));
     ASSERT(loop_until_count(e.base, &rb.ran, 2, 5000));
-    loop_for(e.base, 1500); /* both beat steadily: either may sweep the other */
+    /* both beat steadily (each entry renewed twice): either may sweep the other */
+    for (int k = 0; k < 2; k++) {
+        long long oldest = oldest_entry(e.rc);
+        WAIT_FOR(e.base, oldest_entry(e.rc) > oldest, 10000);
+    }
 
     ASSERT(kill(e.s.pid, SIGSTOP) == 0);
-    loop_for(e.base, 2500); /* beats pile up in the server */
+    /* no event: the server is stopped longer than liveness_ms (1 s) for
+     * every entry to run out, while the beats wait in it */
+    quiet_for(e.base, 2500, "the server is stopped past every entry's end");
     ASSERT(kill(e.s.pid, SIGCONT) == 0);
-    loop_for(e.base, 2000);
+    /* the beats that waited have run: a round trip on each client's
+     * connection behind them, and both entries renewed past now */
+    (void)get_stats(e.base, qa);
+    (void)get_stats(e.base, qb);
+    WAIT_FOR(e.base, oldest_entry(e.rc) > server_now_ms(e.rc), 10000);
 
     rjq_stats s = get_stats(e.base, e.q);
     ASSERT_EQ(0, s.reclaimed);

@@ -44,11 +44,10 @@ static void replace_function(test_env *e, int s, const char *body) {
 
 /* Run the loop until rjq_client_errmsg(c) contains what (10 s at most). */
 static int wait_errmsg(test_env *e, const char *what) {
-    for (int i = 0; i < 1000; i++) {
-        if (strstr(rjq_client_errmsg(e->c), what)) return 1;
-        loop_for(e->base, 10);
-    }
-    return 0;
+    double until = wait_deadline(10000);
+    while (strstr(rjq_client_errmsg(e->c), what) == NULL)
+        if (!wait_step(e->base, until)) return 0;
+    return 1;
 }
 
 static long handled;
@@ -207,14 +206,21 @@ TEST(event_lines_out_of_range_are_dropped_and_the_others_delivered) {
                               "completed good-1 1700000000000";
     const char *argv[3] = {"PUBLISH", "t:{hostile}:events", msg};
     size_t lens[3] = {7, strlen(argv[1]), sizeof msg - 1};
-    /* (again until the monitor's subscription is up and got it) */
-    for (int i = 0; i < 500 && !good_seen; i++) {
-        freeReplyObject(redisCommandArgv(e.rc, 3, argv, lens));
-        loop_for(e.base, 20);
-    }
-    ASSERT(good_seen);
+    wait_monitoring(e.base, e.c, "hostile");
+    freeReplyObject(redisCommandArgv(e.rc, 3, argv, lens));
+    WAIT_FOR(e.base, good_seen, 10000); /* (its line comes after the bad ones) */
     ASSERT(strstr(events_seen, "bad") == NULL);
     env_stop(&e);
+}
+
+/* The one push channel of queue hostile's workers, into out, once there is
+ * one. */
+static int push_channel(test_env *e, char *out, size_t size) {
+    redisReply *r = server_cmd(e->rc, "PUBSUB CHANNELS t:{hostile}:push:*");
+    int one = r->type == REDIS_REPLY_ARRAY && r->elements == 1;
+    if (one) snprintf(out, size, "%s", r->element[0]->str);
+    freeReplyObject(r);
+    return one;
 }
 
 static void hold_job(rjq_job *job, void *data) {
@@ -232,14 +238,7 @@ TEST(push_message_with_a_deadline_of_zero_is_malformed) {
     ASSERT_OK(rjq_worker_start(e.q, &wo, hold_job, NULL, &w));
     /* the worker's push channel, once subscribed */
     char channel[256] = "";
-    for (int i = 0; i < 500 && channel[0] == '\0'; i++) {
-        redisReply *r = server_cmd(e.rc, "PUBSUB CHANNELS t:{hostile}:push:*");
-        if (r->type == REDIS_REPLY_ARRAY && r->elements == 1)
-            snprintf(channel, sizeof channel, "%s", r->element[0]->str);
-        freeReplyObject(r);
-        if (channel[0] == '\0') loop_for(e.base, 10);
-    }
-    ASSERT(channel[0] != '\0');
+    WAIT_FOR(e.base, push_channel(&e, channel, sizeof channel), 5000);
     const char *argv[3] = {"PUBLISH", channel, "999 1 1 x.999.1 0\n5 1 1 3\njob-1x"};
     freeReplyObject(redisCommandArgv(e.rc, 3, argv, NULL));
     if (!wait_errmsg(&e, "malformed message"))
@@ -276,7 +275,7 @@ static void finish_code_out_of_range(int fail, int s, const char *body) {
     rjq_worker_options wo = quiet_worker_options(1);
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(e.q, &wo, finish_job, NULL, &w));
-    for (int i = 0; i < 1000 && finish_calls == 0; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, finish_calls >= 1, 10000);
     ASSERT(finish_calls >= 1); /* (the job may run again: it is still active) */
     ASSERT(finish_calls <= finish_jobs); /* one callback a completion */
     ASSERT_EQ(RJQ_EPROTO, finish_status);

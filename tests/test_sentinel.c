@@ -184,7 +184,9 @@ static void expect_refused(struct event_base *base, const char *url, const char 
     o.on_event = on_event;
     events[0] = '\0';
     rjq_client *c = client_new(base, &o);
-    for (int i = 0; i < 300 && strstr(events, needle) == NULL; i++) loop_for(base, 10);
+    double until = wait_deadline(3000);
+    while (strstr(events, needle) == NULL && wait_step(base, until)) {
+    }
     if (strstr(events, needle) == NULL)
         FAIL_AT(__FILE__, __LINE__, "expected \"%s\" in the events, got:\n%s", needle, events);
     ASSERT_EQ(0, rjq_client_connected(c));
@@ -461,7 +463,7 @@ TEST(with_wait_replicas_no_acknowledged_job_is_lost) {
     waitpid(k.master.pid, NULL, 0);
     forget_on_abort(k.master.pid);
     k.master.pid = 0;
-    for (int i = 0; i < 3000 && acked + short_acks + failed_enqueues < JOBS; i++) loop_for(base, 10);
+    WAIT_FOR(base, acked + short_acks + failed_enqueues >= JOBS, 30000);
     ASSERT_EQ(JOBS, acked + short_acks + failed_enqueues);
     redisContext *nm = server_connect(&k.replica);
     long missing = 0;
@@ -479,6 +481,36 @@ TEST(with_wait_replicas_no_acknowledged_job_is_lost) {
     cluster_stop(&k);
 }
 
+/* Connections subscribed to a channel on the sentinels (a client's watch
+ * of +switch-master: a sentinel has no PUBSUB command, CLIENT LIST says
+ * sub=1). */
+static long long switch_watchers(cluster *k) {
+    long long n = 0;
+    for (int i = 0; i < 3; i++) {
+        redisContext *rc = redisConnect("127.0.0.1", k->sentinels[i].port);
+        ASSERT(rc && !rc->err);
+        redisReply *r = redisCommand(rc, "CLIENT LIST");
+        for (const char *p = r && r->type == REDIS_REPLY_STRING ? r->str : ""; (p = strstr(p, " sub=1 "));
+             p++)
+            n++;
+        if (r) freeReplyObject(r);
+        redisFree(rc);
+    }
+    return n;
+}
+
+/* Are both connections of the client "idle-client" on server s? (A new
+ * connection each time: the promotion kills the clients.) */
+static int moved_to(const test_server *s) {
+    redisContext *nm = server_connect(s);
+    redisReply *r = redisCommand(nm, "CLIENT LIST");
+    int moved = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "name=idle-client ") != NULL &&
+                strstr(r->str, "name=idle-client:sub ") != NULL;
+    if (r) freeReplyObject(r);
+    redisFree(nm);
+    return moved;
+}
+
 /* A client that writes nothing follows a failover too: the sentinels'
  * +switch-master moves both its connections to the new master. */
 TEST(switch_master_moves_an_idle_client) {
@@ -490,25 +522,14 @@ TEST(switch_master_moves_an_idle_client) {
     o.name = "idle-client";
     rjq_client *c = client_new(base, &o);
     wait_connected(base, c);
-    loop_for(base, 200); /* the watch is subscribed */
+    WAIT_FOR(base, switch_watchers(&k) >= 1, 5000); /* the watch is subscribed */
     redisContext *rc = redisConnect("127.0.0.1", k.sentinels[1].port);
     ASSERT(rc && !rc->err);
     redisReply *r = redisCommand(rc, "SENTINEL FAILOVER " MASTER);
     ASSERT(r && r->type != REDIS_REPLY_ERROR);
     freeReplyObject(r);
     redisFree(rc);
-    int moved = 0;
-    for (int i = 0; i < 1000 && !moved; i++) {
-        loop_for(base, 10);
-        /* a new connection each time: the promotion kills the clients */
-        redisContext *nm = server_connect(&k.replica);
-        r = redisCommand(nm, "CLIENT LIST");
-        moved = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "name=idle-client ") != NULL &&
-                strstr(r->str, "name=idle-client:sub ") != NULL;
-        if (r) freeReplyObject(r);
-        redisFree(nm);
-    }
-    ASSERT(moved);
+    WAIT_FOR(base, moved_to(&k.replica), 10000);
     wait_connected(base, c);
     rjq_client_free(c);
     event_base_free(base);

@@ -71,9 +71,7 @@ wait_screen '^alpha .*PAUSED' || fail "alpha paused"
 # a new queue appears
 "$RJQ_BIN" enqueue gamma x >/dev/null
 wait_screen '^gamma +1 ' || fail "gamma appears"
-sleep 1 # refreshes: the count stays right
-screen
-grep -q "3 queues" "$DIR/screen" || fail "the header counts 3 queues"
+wait_screen "3 queues" || fail "the header counts 3 queues"
 # pick: the first row is alpha; down picks beta, whose numbers show below
 wait_screen '^alpha: enqueued 4' || fail "alpha picked first"
 "${TMUX_CMD[@]}" send-keys -t top Down
@@ -85,7 +83,10 @@ if [ -x "$WORKER" ]; then
     worker_pid=$!
     # (the jobs after top watches the queue: its worker makes it known)
     wait_screen '^timed +0 ' || fail "timed appears with its worker"
-    sleep 0.5
+    for _ in $(seq 50); do # top watches timed's events: it sees the jobs start and end
+        [ "$(redis-cli -p "$redis_port" PUBSUB NUMSUB 'rjq:{timed}:events' | tail -1)" -ge 1 ] && break
+        sleep 0.1
+    done
     for p in a b c; do "$RJQ_BIN" enqueue timed "sleep:150:$p" >/dev/null; done
     wait_screen '^timed +0 +0 +0 +0 +3 ' || fail "timed's 3 jobs done"
     # the columns keep the mean of the last jobs seen: wait a few ms, run ~150

@@ -12,7 +12,6 @@
 
 #include <stddef.h>
 
-#include "queue.h"
 #include "rjq.h"
 
 /* The most attempts a claim reply or push message may give a job (more:

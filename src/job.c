@@ -216,7 +216,7 @@ int rjq__finish_complete(const rjq__finish *f, const void *result, size_t len, r
     }
     RJQ_ASSERT(p->n < p->cap);
     size_t idlen = strlen(f->id);
-    char tail[16 + 64]; /* an int, a space and the token (a handle's holds < 64) */
+    char tail[16 + RJQ__TOKEN_MAX]; /* an int, a space and the token */
     int taillen = snprintf(tail, sizeof tail, "%d %s", f->attempt, f->token);
     if (taillen < 0 || (size_t)taillen >= sizeof tail) return RJQ_EINVAL;
     char *mem = malloc(idlen + (size_t)taillen + len + 3);

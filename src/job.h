@@ -18,6 +18,10 @@
  * malformed); server times are bounded by RJQ__TIME_MAX (core.h). */
 #define RJQ__ATTEMPTS_MAX 1000000
 
+/* A job handle's token, with its NUL, is shorter than this (a longer
+ * one is refused when the handle is made: rjq__w_new_job). */
+#define RJQ__TOKEN_MAX 64
+
 /* A job as Redis handed it out (pointers into the reply or message). */
 typedef struct rjq__pushed {
     const char *id, *token, *payload;

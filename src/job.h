@@ -67,8 +67,9 @@ typedef struct rjq__finish {
 } rjq__finish;
 
 /* Queue the completion of f's job with its result for the queue's next
- * tick (the caller kicks it); cb as rjq_job_complete() says. RJQ_OK, or
- * RJQ_ENOMEM / RJQ_EINVAL (nothing queued, cb never called). */
+ * tick (the caller kicks it); cb as rjq_job_complete() says. A queue's
+ * completions all give the same f->ops (asserted: one batch, one owner).
+ * RJQ_OK, or RJQ_ENOMEM / RJQ_EINVAL (nothing queued, cb never called). */
 int rjq__finish_complete(const rjq__finish *f, const void *result, size_t len, rjq_done_cb *cb,
                          void *data);
 /* Send the failure of f's job now (as rjq_job_fail() says). RJQ_OK, or

@@ -22,8 +22,7 @@
 /* ---- complete ------------------------------------------------------------ */
 
 typedef struct item {
-    rjq_worker *w;            /* the job's owner, told through ops */
-    const rjq__finish_ops *ops;
+    rjq_worker *w;            /* the job's owner, told through its part's ops */
     char *id;                 /* owns one block holding all three strings */
     char *tail;               /* "<attempt> <token>": how the job's state ends
                                * while this claim holds it (complete.lua) */
@@ -37,16 +36,19 @@ typedef struct item {
 typedef struct part {
     item *pending;
     size_t n, cap;
+    const rjq__finish_ops *ops; /* their owner's hooks (one owner: the worker layer) */
 } part;
 
 typedef struct complete_batch {
+    const rjq__finish_ops *ops; /* (part.ops) */
     size_t n, noffers;
     rjq__offer *offers;       /* freed slots offered for push delivery */
     item items[];
 } complete_batch;
 
 /* items must not be a live list: the callbacks may complete more jobs. */
-static void finish_items(rjq_client *c, item *items, size_t n, int status, redisReply *r) {
+static void finish_items(rjq_client *c, const rjq__finish_ops *ops, item *items, size_t n,
+                         int status, redisReply *r) {
     RJQ_ASSERT(status != RJQ_OK || (r != NULL && r->elements >= n)); /* (reply_ok) */
     for (size_t i = 0; i < n; i++) {
         int code = status;
@@ -56,7 +58,7 @@ static void finish_items(rjq_client *c, item *items, size_t n, int status, redis
                                                  : RJQ_ELEASELOST;
         if (code == RJQ_OK && rjq__write_short(c)) code = RJQ_EREPLICAS;
         if (items[i].cb) items[i].cb(c, code, items[i].data);
-        items[i].ops->replied(items[i].w);
+        ops->replied(items[i].w);
         free(items[i].id);
     }
 }
@@ -80,9 +82,9 @@ static void on_completed(rjq_client *c, int status, redisReply *r, void *priv) {
     }
     /* before the callbacks: they may stop the workers */
     for (size_t i = 0; i < b->noffers && !rjq__closing(c); i++)
-        b->items[0].ops->offer_done(&b->offers[i], status,
+        b->ops->offer_done(&b->offers[i], status,
                                status == RJQ_OK && r->element[b->n + i]->integer == 1);
-    finish_items(c, b->items, b->n, status, r);
+    finish_items(c, b->ops, b->items, b->n, status, r);
     free(b->offers);
     free(b);
 }
@@ -139,7 +141,7 @@ static void fail_pending(rjq_queue *q, part *p, int status) {
     size_t n = p->n;
     p->pending = NULL;
     p->n = p->cap = 0;
-    finish_items(rjq_queue_client(q), items, n, status, NULL);
+    finish_items(rjq_queue_client(q), p->ops, items, n, status, NULL);
     free(items);
 }
 
@@ -156,6 +158,7 @@ static void flush_some(rjq_queue *q, part *p) {
         fail_pending(q, p, RJQ_ENOMEM);
         return;
     }
+    b->ops = p->ops;
     b->n = n;
     memcpy(b->items, p->pending, n * sizeof b->items[0]);
     p->n -= n;
@@ -163,15 +166,13 @@ static void flush_some(rjq_queue *q, part *p) {
     b->noffers = 0;
     b->offers = malloc(n * sizeof *b->offers);
     for (size_t i = 0; b->offers && i < n; i++)
-        b->noffers += (size_t)b->items[i].ops->offer(b->items[i].w, &b->offers[b->noffers]);
+        b->noffers += (size_t)b->ops->offer(b->items[i].w, &b->offers[b->noffers]);
     RJQ_ASSERT(b->noffers <= n); /* at most one offer per completion */
-    for (size_t i = 1; i < n; i++) /* one owner: its hooks report every offer */
-        RJQ_ASSERT(b->items[i].ops == b->items[0].ops);
     int rc = send_batch(q, b);
     if (rc != RJQ_OK) {
         rjq__errmsg(c, "complete: %s", rjq_strerror(rc));
-        for (size_t i = 0; i < b->noffers; i++) b->items[0].ops->offer_done(&b->offers[i], rc, 0);
-        finish_items(c, b->items, b->n, rc, NULL);
+        for (size_t i = 0; i < b->noffers; i++) b->ops->offer_done(&b->offers[i], rc, 0);
+        finish_items(c, b->ops, b->items, b->n, rc, NULL);
         free(b->offers);
         free(b);
     }
@@ -207,6 +208,8 @@ int rjq__finish_complete(const rjq__finish *f, const void *result, size_t len, r
     RJQ_ASSERT(f->w != NULL && f->ops != NULL && f->id != NULL && f->token != NULL);
     part *p = part_of(f->q);
     if (p == NULL) return RJQ_ENOMEM;
+    RJQ_ASSERT(p->ops == NULL || p->ops == f->ops); /* one owner of the queue's completions */
+    p->ops = f->ops;
     if (p->n == p->cap) {
         size_t cap = p->cap ? p->cap * 2 : 64;
         item *grown = realloc(p->pending, cap * sizeof *grown);
@@ -216,14 +219,13 @@ int rjq__finish_complete(const rjq__finish *f, const void *result, size_t len, r
     }
     RJQ_ASSERT(p->n < p->cap);
     size_t idlen = strlen(f->id);
-    char tail[16 + 64]; /* an int, a space and the token (a handle's holds < 64) */
+    char tail[16 + RJQ__TOKEN_MAX]; /* an int, a space and the token */
     int taillen = snprintf(tail, sizeof tail, "%d %s", f->attempt, f->token);
     if (taillen < 0 || (size_t)taillen >= sizeof tail) return RJQ_EINVAL;
     char *mem = malloc(idlen + (size_t)taillen + len + 3);
     if (mem == NULL) return RJQ_ENOMEM;
     item *it = &p->pending[p->n++];
     it->w = f->w;
-    it->ops = f->ops;
     it->id = mem;
     memcpy(mem, f->id, idlen + 1);
     it->tail = mem + idlen + 1;

@@ -12,12 +12,15 @@
 
 #include <stddef.h>
 
-#include "queue.h"
 #include "rjq.h"
 
 /* The most attempts a claim reply or push message may give a job (more:
  * malformed); server times are bounded by RJQ__TIME_MAX (core.h). */
 #define RJQ__ATTEMPTS_MAX 1000000
+
+/* A job handle's token, with its NUL, is shorter than this (a longer
+ * one is refused when the handle is made: rjq__w_new_job). */
+#define RJQ__TOKEN_MAX 64
 
 /* A job as Redis handed it out (pointers into the reply or message). */
 typedef struct rjq__pushed {
@@ -64,8 +67,9 @@ typedef struct rjq__finish {
 } rjq__finish;
 
 /* Queue the completion of f's job with its result for the queue's next
- * tick (the caller kicks it); cb as rjq_job_complete() says. RJQ_OK, or
- * RJQ_ENOMEM / RJQ_EINVAL (nothing queued, cb never called). */
+ * tick (the caller kicks it); cb as rjq_job_complete() says. A queue's
+ * completions all give the same f->ops (asserted: one batch, one owner).
+ * RJQ_OK, or RJQ_ENOMEM / RJQ_EINVAL (nothing queued, cb never called). */
 int rjq__finish_complete(const rjq__finish *f, const void *result, size_t len, rjq_done_cb *cb,
                          void *data);
 /* Send the failure of f's job now (as rjq_job_fail() says). RJQ_OK, or

@@ -180,16 +180,18 @@ int rjq_job_complete(rjq_job *job, const void *result, size_t len, rjq_done_cb *
     rjq_queue *q = job->w->q;
     rjq_client *c = rjq_queue_client(q);
     char why[160];
+    int cause = 0; /* a result that cannot be stored: the attempt fails instead */
     if (result == NULL && len > 0) {
+        cause = RJQ_EINVAL;
         snprintf(why, sizeof why, "rjq_job_complete: result NULL with length %zu", len);
-        rjq__errmsg(c, "%s", why);
-        return send_fail(job, why, RJQ_FAIL_RETRY, -1, RJQ_EINVAL, cb, data);
-    }
-    if (len > rjq__client_max_payload(c)) {
+    } else if (len > rjq__client_max_payload(c)) {
+        cause = RJQ_ETOOBIG;
         snprintf(why, sizeof why, "rjq_job_complete: result of %zu bytes exceeds max_payload %zu",
                  len, rjq__client_max_payload(c));
+    }
+    if (cause) {
         rjq__errmsg(c, "%s", why);
-        return send_fail(job, why, RJQ_FAIL_RETRY, -1, RJQ_ETOOBIG, cb, data);
+        return send_fail(job, why, RJQ_FAIL_RETRY, -1, cause, cb, data);
     }
     rjq__finish f = finish_of(job);
     int rc = rjq__finish_complete(&f, result, len, cb, data);
@@ -207,11 +209,12 @@ int rjq_job_fail(rjq_job *job, const char *error, int flags, long long retry_del
                  rjq_done_cb *cb, void *data) {
     if (job == NULL) return RJQ_EINVAL;
     if (closed(job)) return release_closed(job);
-    if ((flags & ~RJQ_FAIL_FATAL) != 0 || retry_delay_ms > RJQ_DELAY_MAX) {
+    int bad_flags = (flags & ~RJQ_FAIL_FATAL) != 0;
+    if (bad_flags || retry_delay_ms > RJQ_DELAY_MAX) {
         rjq__errmsg(rjq_queue_client(job->w->q),
                     "rjq_job_fail: %s %lld invalid: failed under its retry policy",
-                    (flags & ~RJQ_FAIL_FATAL) != 0 ? "flags" : "retry_delay_ms",
-                    (flags & ~RJQ_FAIL_FATAL) != 0 ? (long long)flags : retry_delay_ms);
+                    bad_flags ? "flags" : "retry_delay_ms",
+                    bad_flags ? (long long)flags : retry_delay_ms);
         return send_fail(job, error, RJQ_FAIL_RETRY, -1, RJQ_EINVAL, cb, data);
     }
     return send_fail(job, error, flags, retry_delay_ms, 0, cb, data);

@@ -16,7 +16,7 @@
  * recovering claim leaves the job alone. Memory is bounded: at most
  * `concurrency` such handles are outstanding; a job timing out beyond
  * that keeps its slot until one of them is finished (then it is expired,
- * see finish_handle, worker_job.c). A stopping worker still waits for them. */
+ * see leave_worker, worker_job.c). A stopping worker still waits for them. */
 void rjq__w_expire(rjq_worker *w, rjq_job *j) {
     if (j->place != RJQ__JOB_RUNNING || w->expired >= w->concurrency) return;
     rjq__w_job_move(w, j, RJQ__JOB_EXPIRED);

@@ -69,7 +69,7 @@ typedef enum rjq__job_place {
 struct rjq_job {
     rjq_worker *w;            /* NULL once detached (client freed): then LOOSE */
     char *id;
-    char token[64];
+    char token[RJQ__TOKEN_MAX];
     const char *payload;
     size_t len;
     int attempt, max_attempts;

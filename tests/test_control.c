@@ -443,6 +443,10 @@ static void notice_then_complete(rjq_job *job, int reason, void *data) {
     ASSERT_OK(rjq_job_complete(job, "late", 4, on_late_complete, NULL));
 }
 
+/* The cancel child's lease: long, so that its first lease extension (which
+ * would also tell it) comes long after the push channel's notice. */
+#define CANCEL_CHILD_LEASE_MS 90000
+
 static void run_cancel_child(const test_server *s, const char *qname, int fd) {
     report_fd = fd;
     struct event_base *base = event_base_new();
@@ -450,6 +454,7 @@ static void run_cancel_child(const test_server *s, const char *qname, int fd) {
     rjq_queue *q = queue_for(c, qname);
     rjq_worker_options wo = quiet_worker_options(2);
     wo.on_notice = notice_then_complete;
+    wo.lease_ms = CANCEL_CHILD_LEASE_MS; /* its first extension: a third of it later */
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, keep_handler, NULL, &w));
     serve_until_killed(base, 60000);
@@ -491,7 +496,10 @@ TEST(cancel_of_a_running_job_from_another_process_tells_its_handler_and_refuses_
     ASSERT_EQ(RJQ_EJOBCANCELED, got.reason);
     ASSERT_EQ(RJQ_EJOBCANCELED, got.looked);
     fprintf(stderr, "cancel: the handler was told %.2f ms after the call\n", got.noticed_ms - t0);
-    ASSERT(got.noticed_ms - t0 < 100); /* over the push channel, not a lease extension */
+    /* over the push channel: before the first lease extension could tell it
+     * (a third of the lease after the start; no speed of the machine is
+     * asserted) */
+    ASSERT(got.noticed_ms - t0 < CANCEL_CHILD_LEASE_MS / 3);
     ASSERT_EQ(RJQ_EJOBCANCELED, got.complete_status);
 
     /* nothing more comes: no retry (the stats, a round trip after the

@@ -371,7 +371,7 @@ TEST(shardlink_slot_migrated_reports_unsubscribed_by_server) {
     sub(l2, ch);
     ASSERT(loop_until_count(base, &r2.subscribed, 1, 10000));
     redisContext *rt = cluster_connect(&cl, to);
-    ASSERT_EQ(1, server_int(rt, "SPUBLISH %s %s", ch, "moved"));
+    ASSERT_EQ(1, spublish(rt, ch, "moved"));
     ASSERT(loop_until_count(base, &r2.messages, 1, 10000));
     ASSERT_STREQ(ch, r2.last_channel);
     ASSERT_EQ(0, r.lost + r2.lost);

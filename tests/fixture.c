@@ -60,9 +60,9 @@ void wait_worker_started(struct event_base *base, rjq_client *c, rjq_queue *q,
                                 redisContext *rc, const char *name) {
     WAIT_FOR(base, worker_subscribed(c, rc, name), 5000);
     for (int i = 0; i < 100; i++) {
-        long long before = server_calls(rc, "fcall") + server_calls(rc, "evalsha");
+        long long before = server_script_calls(rc);
         (void)get_stats(base, q); /* one script call */
-        if (server_calls(rc, "fcall") + server_calls(rc, "evalsha") == before + 1) return;
+        if (server_script_calls(rc) == before + 1) return;
     }
     FAIL_AT(__FILE__, __LINE__, "the worker's claims did not settle");
 }

@@ -313,16 +313,21 @@ redisReply *server_cmd(redisContext *rc, const char *fmt, ...) {
     return r;
 }
 
-long long server_int(redisContext *rc, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
+static long long server_vint(redisContext *rc, const char *fmt, va_list ap) {
     redisReply *r = redisvCommand(rc, fmt, ap);
-    va_end(ap);
     ASSERT(r != NULL);
     long long v = r->type == REDIS_REPLY_INTEGER ? r->integer
                   : r->type == REDIS_REPLY_STRING ? atoll(r->str)
                                                   : 0;
     freeReplyObject(r);
+    return v;
+}
+
+long long server_int(redisContext *rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    long long v = server_vint(rc, fmt, ap);
+    va_end(ap);
     return v;
 }
 
@@ -423,13 +428,8 @@ static int server_int_is(void *arg) {
     server_int_poll *p = arg;
     va_list ap;
     va_copy(ap, p->ap);
-    redisReply *r = redisvCommand(p->rc, p->fmt, ap);
+    long long v = server_vint(p->rc, p->fmt, ap);
     va_end(ap);
-    ASSERT(r != NULL);
-    long long v = r->type == REDIS_REPLY_INTEGER ? r->integer
-                  : r->type == REDIS_REPLY_STRING ? atoll(r->str)
-                                                  : 0;
-    freeReplyObject(r);
     return v == p->want;
 }
 
@@ -503,8 +503,7 @@ int loop_until_empty(struct event_base *base, long timeout_ms) {
 }
 
 void serve_until_killed(struct event_base *base, long guard_ms) {
-    int never = 0;
-    loop_while(base, &never, NULL, 0, guard_ms);
+    loop_for(base, guard_ms);
     _exit(3);
 }
 

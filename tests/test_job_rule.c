@@ -110,9 +110,7 @@ static void rule_handler(rjq_job *job, void *data) {
 }
 
 static rjq_client *client_small(struct event_base *base, const test_server *s) {
-    rjq_client_options o = {0};
-    o.url = s->url;
-    o.prefix = "t";
+    rjq_client_options o = client_options(s->url);
     o.max_payload = MAX_PAYLOAD;
     return client_new(base, &o);
 }

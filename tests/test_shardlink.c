@@ -243,6 +243,10 @@ TEST(shardlink_refused_channel_reports_noperm_in_the_servers_words) {
     server_stop_guarded(&s);
 }
 
+static int three_attempts(void *l) {
+    return rjq__shardlink_attempts(l) >= 3;
+}
+
 TEST(shardlink_wrong_password_refuses_the_session_and_backs_off) {
     test_server s;
     server_start_guarded(&s, NULL);
@@ -257,12 +261,7 @@ TEST(shardlink_wrong_password_refuses_the_session_and_backs_off) {
     r.owner = &l;
     sub(l, "{q}a");
     /* each refused session is one more attempt; the channel stays wanted */
-    long attempts = 0;
-    for (int i = 0; i < 400 && attempts < 3; i++) {
-        loop_until(base, &(int){0}, 20);
-        attempts = (long)rjq__shardlink_attempts(l);
-    }
-    ASSERT(attempts >= 3);
+    ASSERT(loop_until_cond(base, three_attempts, l, 8000));
     ASSERT(strstr(rjq__shardlink_why(l), "WRONGPASS") != NULL);
     ASSERT_EQ(RJQ__SSCH_WANTED, rjq__shardlink_channel_state(l, "{q}a", 4));
     ASSERT_EQ(0, r.subscribed + r.lost);
@@ -309,7 +308,7 @@ TEST(shardlink_freed_from_inside_its_hooks) {
         ASSERT(l == NULL);
         /* nothing more arrives for it (ASan: no use after free) */
         spublish(rc, "{q}a", "after");
-        loop_until(base, &(int){0}, 50);
+        loop_for(base, 50);
         ASSERT(r.messages <= 1 && r.lost <= 1 && r.refused <= 1);
     }
     rjq_client_free(limited);
@@ -372,7 +371,7 @@ TEST(shardlink_slot_migrated_reports_unsubscribed_by_server) {
     sub(l2, ch);
     ASSERT(loop_until_count(base, &r2.subscribed, 1, 10000));
     redisContext *rt = cluster_connect(&cl, to);
-    ASSERT_EQ(1, server_int(rt, "SPUBLISH %s %s", ch, "moved"));
+    ASSERT_EQ(1, spublish(rt, ch, "moved"));
     ASSERT(loop_until_count(base, &r2.messages, 1, 10000));
     ASSERT_STREQ(ch, r2.last_channel);
     ASSERT_EQ(0, r.lost + r2.lost);

@@ -732,23 +732,21 @@ COMPLETION="$(dirname "${BASH_SOURCE[0]}")/../tools/completion/rjq.bash"
 # complete WORDS...: what the completion offers for the last word (the words
 # as a shell hands them over: COMP_WORDS, COMP_CWORD, COMP_LINE, COMP_POINT),
 # one a line in $DIR/out; complete_words_only: without COMP_LINE
-complete_words() {
+complete_run() { # line|words WORDS...
+    local how=$1
+    shift
     LAST="completion of: $*"
-    bash -c 'source "$1" || exit 9; shift
-        COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
-        _rjq; printf "%s\n" "${COMPREPLY[@]}"' _ "$COMPLETION" "$@" >"$DIR/out" 2>"$DIR/err"
+    [ "$how" = words ] && LAST="completion (COMP_WORDS only) of: $*"
+    bash -c 'how=$1; source "$2" || exit 9; shift 2
+        COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); unset COMP_LINE COMP_POINT
+        if [ "$how" = line ]; then COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}; fi
+        _rjq; printf "%s\n" "${COMPREPLY[@]}"' _ "$how" "$COMPLETION" "$@" >"$DIR/out" 2>"$DIR/err"
     RC=$?
     OUT=$(cat "$DIR/out")
     ERR=$(cat "$DIR/err")
 }
-complete_words_only() {
-    LAST="completion (COMP_WORDS only) of: $*"
-    bash -c 'source "$1" || exit 9; shift; unset COMP_LINE COMP_POINT
-        COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
-        _rjq; printf "%s\n" "${COMPREPLY[@]}"' _ "$COMPLETION" "$@" >"$DIR/out" 2>"$DIR/err"
-    RC=$?
-    OUT=$(cat "$DIR/out")
-}
+complete_words() { complete_run line "$@"; }
+complete_words_only() { complete_run words "$@"; }
 complete_words "$RJQ_BIN" ""
 expect_ok
 expect_err_empty

@@ -20,34 +20,21 @@
 #include <string.h>
 
 #include <event2/event.h>
-#include <hiredis/adapters/libevent.h>
 
 #include "core.h"
 #include "core_private.h" /* white-box: the requests in flight */
 #include "harness.h"
 #include "rjq.h"
 #include "server.h"
+#include "vclock.h"
 #include "waits.h"
 
-static uint64_t vnow = 1000000; /* virtual ms */
-
-static uint64_t virtual_clock(void) {
-    return vnow;
-}
-
 /* ---- the test's loop --------------------------------------------------- */
-
-static long armed_ms = -1; /* the client's timer: its last set_timer */
 
 static int fake_attach(void *loop, struct redisAsyncContext *ac) {
     (void)loop, (void)ac;
     FAIL_AT(__FILE__, __LINE__, "no name resolves: nothing to attach");
     return -1;
-}
-
-static void fake_set_timer(void *loop, long ms) {
-    (void)loop;
-    armed_ms = ms;
 }
 
 #define MAX_LOOKUPS 64
@@ -110,14 +97,6 @@ static void virtual_client_free(rjq_client *c) {
     rjq__clock_set(NULL);
 }
 
-/* Move the clock to the client's timer and fire it (the loop's part). */
-static void step(rjq_client *c) {
-    ASSERT(armed_ms >= 0);
-    vnow += (uint64_t)armed_ms;
-    armed_ms = -1;
-    rjq_client_handle_timeout(c);
-}
-
 /* The lookups of the connection of lookup i, in order: their times. */
 static int attempts_of(int i, uint64_t *at, int max) {
     int n = 0;
@@ -129,7 +108,7 @@ static int attempts_of(int i, uint64_t *at, int max) {
 TEST(reconnect_delays_double_from_the_minimum_to_the_cap_with_jitter_below_each) {
     rjq_client *c = virtual_client(1, 100, 1600, 2000);
     uint64_t t0 = vnow;
-    while (nlookups < 40 && vnow - t0 < 3600000) step(c);
+    while (nlookups < 40 && vnow - t0 < 3600000) vclock_step(c);
     ASSERT(nlookups >= 40);
     uint64_t at[MAX_LOOKUPS];
     int n = attempts_of(0, at, MAX_LOOKUPS);
@@ -152,7 +131,7 @@ TEST(reconnect_delays_double_from_the_minimum_to_the_cap_with_jitter_below_each)
 TEST(a_connect_that_never_completes_is_given_up_at_its_timeout_then_retried_after_the_backoff) {
     rjq_client *c = virtual_client(0, 1000, 1000, 2000);
     uint64_t t0 = vnow;
-    while (nlookups < 6 && vnow - t0 < 600000) step(c);
+    while (nlookups < 6 && vnow - t0 < 600000) vclock_step(c);
     ASSERT(nlookups >= 6);
     uint64_t at[MAX_LOOKUPS];
     int n = attempts_of(0, at, MAX_LOOKUPS);
@@ -171,38 +150,6 @@ TEST(a_connect_that_never_completes_is_given_up_at_its_timeout_then_retried_afte
 }
 
 /* ---- a real server: I/O on libevent, the client's timers in virtual time ---- */
-
-static int libevent_attach(void *loop, struct redisAsyncContext *ac) {
-    return redisLibeventAttach(ac, loop) == REDIS_OK ? 0 : -1;
-}
-
-static const rjq_loop_ops io_ops = {libevent_attach, fake_set_timer, NULL, NULL, NULL, NULL, NULL};
-
-/* A moment of I/O (real time) and the client's timers due now (the
- * virtual clock stands still meanwhile). */
-static void io(struct event_base *base, rjq_client *c) {
-    for (int i = 0; i < 4; i++) {
-        loop_for(base, 5);
-        if (armed_ms == 0) {
-            armed_ms = -1;
-            rjq_client_handle_timeout(c);
-        }
-    }
-}
-
-/* What the client waits for arrives (I/O, real time) until it arms a
- * timer, then the clock moves to it and it fires; nothing moves once
- * *done (may be NULL) is set. */
-static void vstep(struct event_base *base, rjq_client *c, const int *done) {
-    double end = mono_ms() + 30000;
-    while (armed_ms < 0 && !(done && *done)) {
-        ASSERT(mono_ms() < end);
-        io(base, c);
-    }
-    if (done && *done) return;
-    step(c);
-    io(base, c);
-}
 
 typedef struct {
     int done, status;
@@ -228,32 +175,32 @@ TEST(an_unanswered_request_fails_within_a_watchdog_tick_of_the_command_timeout_n
     o.command_timeout_ms = 8000; /* the watchdog looks every 1000 (a quarter, at most 1 s) */
     o.ping_interval_ms = -1;     /* no probe: only the request waits */
     rjq_client *c = NULL;
-    ASSERT_OK(rjq_client_new(&c, &o, &io_ops, base));
+    ASSERT_OK(rjq_client_new(&c, &o, &vclock_io_ops, base));
     double end = mono_ms() + 30000;
     while (!rjq_client_connected(c)) {
         ASSERT(mono_ms() < end);
-        io(base, c);
+        vclock_io(base, c);
     }
     rjq_queue *q = queue_for(c, "vt");
     stats_at w = {0};
     ASSERT_OK(rjq_queue_stats(q, on_stats_at, &w)); /* (its scripts are loaded now) */
     while (!w.done) {
         ASSERT(mono_ms() < end);
-        io(base, c);
+        vclock_io(base, c);
     }
     ASSERT_OK(w.status);
     ASSERT_EQ(0, kill(s.pid, SIGSTOP)); /* the server hears, and says nothing */
     memset(&w, 0, sizeof w);
     ASSERT_OK(rjq_queue_stats(q, on_stats_at, &w));
-    io(base, c); /* sent */
+    vclock_io(base, c); /* sent */
     uint64_t sent = vnow;
     /* virtual time runs on to the timeout: no answer before it ... */
     while (!w.done && armed_ms >= 0 && vnow + (uint64_t)armed_ms < sent + 8000) {
-        vstep(base, c, &w.done);
+        vclock_run_to_timer(base, c, &w.done);
     }
     ASSERT_EQ(0, w.done);
     /* ... and RJQ_ETIMEDOUT at the watchdog's first look from it on */
-    while (!w.done && vnow <= sent + 9000) vstep(base, c, &w.done);
+    while (!w.done && vnow <= sent + 9000) vclock_run_to_timer(base, c, &w.done);
     ASSERT_EQ(1, w.done);
     ASSERT_EQ(RJQ_ETIMEDOUT, w.status);
     ASSERT(w.at >= sent + 8000 && w.at <= sent + 9000);
@@ -279,8 +226,8 @@ static void enqueue_until(struct event_base *base, rjq_client *c, rjq_queue *q, 
                           uint64_t *answered_at, uint64_t until) {
     memset(w, 0, sizeof *w);
     ASSERT_OK(rjq_enqueue(q, "x", 1, NULL, on_enqueue_wait, w));
-    io(base, c);
-    while (!w->done && vnow < until) vstep(base, c, &w->done);
+    vclock_io(base, c);
+    while (!w->done && vnow < until) vclock_run_to_timer(base, c, &w->done);
     *answered_at = vnow;
 }
 
@@ -296,11 +243,11 @@ TEST(a_write_a_replica_refuses_is_sent_again_with_backoff_for_a_minute_then_fail
     o.command_timeout_ms = -1; /* (no watchdog: only the retries run the clock) */
     o.ping_interval_ms = -1;
     rjq_client *c = NULL;
-    ASSERT_OK(rjq_client_new(&c, &o, &io_ops, base));
+    ASSERT_OK(rjq_client_new(&c, &o, &vclock_io_ops, base));
     double end = mono_ms() + 30000;
     while (!rjq_client_connected(c)) {
         ASSERT(mono_ms() < end);
-        io(base, c);
+        vclock_io(base, c);
     }
     rjq_queue *q = queue_for(c, "ro");
     uint64_t t0 = vnow, at;
@@ -328,12 +275,12 @@ TEST(a_write_a_replica_refuses_is_sent_again_with_backoff_for_a_minute_then_fail
      * is done at its next try */
     enqueue_wait w2 = {0};
     ASSERT_OK(rjq_enqueue(q, "x", 1, NULL, on_enqueue_wait, &w2));
-    io(base, c);
+    vclock_io(base, c);
     uint64_t t1 = vnow;
-    while (vnow < t1 + 10000) vstep(base, c, &w2.done);
+    while (vnow < t1 + 10000) vclock_run_to_timer(base, c, &w2.done);
     ASSERT_EQ(0, w2.done);
     freeReplyObject(server_cmd(rc, "REPLICAOF NO ONE"));
-    while (!w2.done && vnow < t1 + 12000) vstep(base, c, &w2.done);
+    while (!w2.done && vnow < t1 + 12000) vclock_run_to_timer(base, c, &w2.done);
     ASSERT_EQ(1, w2.done);
     ASSERT_OK(w2.status);
     ASSERT(vnow <= t1 + 11000);
@@ -352,7 +299,7 @@ static void settle(struct event_base *base, rjq_client *c) {
     double end = mono_ms() + 30000;
     do {
         ASSERT(mono_ms() < end);
-        io(base, c);
+        vclock_io(base, c);
     } while (c->inflight.n > 0 || c->backlog.n > 0 || c->later.n > 0);
 }
 
@@ -366,11 +313,11 @@ static rjq_client *virtual_io_client(struct event_base *base, const test_server 
     o.ping_interval_ms = ping_interval_ms;
     o.command_timeout_ms = command_timeout_ms;
     rjq_client *c = NULL;
-    ASSERT_OK(rjq_client_new(&c, &o, &io_ops, base));
+    ASSERT_OK(rjq_client_new(&c, &o, &vclock_io_ops, base));
     double end = mono_ms() + 30000;
     while (!rjq_client_connected(c)) {
         ASSERT(mono_ms() < end);
-        io(base, c);
+        vclock_io(base, c);
     }
     settle(base, c);
     return c;
@@ -392,9 +339,9 @@ static int times_of(struct event_base *base, rjq_client *c, redisContext *rc, co
         double guard = mono_ms() + 30000;
         while (armed_ms < 0) { /* (a timer is always armed: the beat, the watchdog) */
             ASSERT(mono_ms() < guard);
-            io(base, c);
+            vclock_io(base, c);
         }
-        step(c);
+        vclock_step(c);
         settle(base, c);
         long long now = server_calls(rc, command);
         ASSERT(now - seen <= 1);

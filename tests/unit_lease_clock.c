@@ -1,9 +1,9 @@
 /*
  * The lease-extension schedule (src/worker_lease.c) in virtual time
  * (rjq__clock_set, core.h): a private redis-server, the client's I/O on
- * libevent, its timers on the test's virtual clock (as tests/unit_clock.c
- * does: the test's loop records the one timer the client asks for, moves
- * the clock to it and fires it). The server runs every extension it gets;
+ * libevent, its timers on the test's virtual clock (tests/vclock.h: the
+ * test's loop records the one timer the client asks for, moves the clock
+ * to it and fires it). The server runs every extension it gets;
  * its slow log (everything logged) says which calls were extensions, and
  * the virtual time at which one appeared is when the worker sent it, since
  * the clock stands still while I/O runs. Exact delays, no wall clock.
@@ -15,58 +15,14 @@
 #include <strings.h>
 
 #include <event2/event.h>
-#include <hiredis/adapters/libevent.h>
 
 #include "core.h"
 #include "harness.h"
 #include "rjq.h"
 #include "rjq_scripts.h"
 #include "server.h"
+#include "vclock.h"
 #include "waits.h"
-
-static uint64_t vnow = 1000000; /* virtual ms */
-
-static uint64_t virtual_clock(void) {
-    return vnow;
-}
-
-static long armed_ms = -1; /* the client's timer: its last set_timer */
-
-static void fake_set_timer(void *loop, long ms) {
-    (void)loop;
-    armed_ms = ms;
-}
-
-static int libevent_attach(void *loop, struct redisAsyncContext *ac) {
-    return redisLibeventAttach(ac, loop) == REDIS_OK ? 0 : -1;
-}
-
-static const rjq_loop_ops io_ops = {libevent_attach, fake_set_timer, NULL, NULL, NULL, NULL, NULL};
-
-/* A moment of I/O (real time) and the client's timers due now (the
- * virtual clock stands still meanwhile). */
-static void io(struct event_base *base, rjq_client *c) {
-    for (int i = 0; i < 4; i++) {
-        loop_for(base, 5);
-        if (armed_ms == 0) {
-            armed_ms = -1;
-            rjq_client_handle_timeout(c);
-        }
-    }
-}
-
-/* Move the clock to the client's timer, fire it, and let its I/O run. */
-static void vstep(struct event_base *base, rjq_client *c) {
-    double end = mono_ms() + 30000;
-    while (armed_ms < 0) {
-        ASSERT(mono_ms() < end);
-        io(base, c);
-    }
-    vnow += (uint64_t)armed_ms;
-    armed_ms = -1;
-    rjq_client_handle_timeout(c);
-    io(base, c);
-}
 
 /* ---- what the server ran ------------------------------------------------- */
 
@@ -132,11 +88,11 @@ static void venv_start(venv *e, const char *queue) {
     rjq_client_options o = client_options(e->s.url);
     o.command_timeout_ms = -1; /* (no watchdog: a stopped server is waited for) */
     o.ping_interval_ms = -1;
-    ASSERT_OK(rjq_client_new(&e->c, &o, &io_ops, e->base));
+    ASSERT_OK(rjq_client_new(&e->c, &o, &vclock_io_ops, e->base));
     double end = mono_ms() + 30000;
     while (!rjq_client_connected(e->c)) {
         ASSERT(mono_ms() < end);
-        io(e->base, e->c);
+        vclock_io(e->base, e->c);
     }
     e->q = queue_for(e->c, queue);
     freeReplyObject(server_cmd(e->rc, "CONFIG SET slowlog-log-slower-than 0"));
@@ -159,7 +115,7 @@ static void enqueue_now(venv *e) {
     double end = mono_ms() + 30000;
     while (!w.done) {
         ASSERT(mono_ms() < end);
-        io(e->base, e->c);
+        vclock_io(e->base, e->c);
     }
     ASSERT_OK(w.status);
 }
@@ -178,7 +134,7 @@ static rjq_worker *start_holder(venv *e, long lease_ms, holder *h) {
  * `until`); its virtual time, or 0. */
 static uint64_t next_extension(venv *e, uint64_t until) {
     while (vnow < until) {
-        vstep(e->base, e->c);
+        vclock_run_to_timer(e->base, e->c, NULL);
         int n = new_extensions(e->rc);
         if (n > 1) FAIL_AT(__FILE__, __LINE__, "%d extensions at once at +%llu", n,
                            (unsigned long long)vnow);
@@ -199,7 +155,7 @@ static void extensions_every_third_of(long lease_ms) {
     double end = mono_ms() + 30000;
     while (!h.started) { /* claimed at once: no time passes */
         ASSERT(mono_ms() < end);
-        io(e.base, e.c);
+        vclock_io(e.base, e.c);
     }
     ASSERT_EQ(t0, h.started_at);
     ASSERT_EQ(0, new_extensions(e.rc));
@@ -230,16 +186,16 @@ TEST(first_extension_of_a_job_started_later_comes_at_the_workers_next_period_not
     long lease_ms = 2400; /* a period of 800 ms */
     start_holder(&e, lease_ms, &h);
     /* a period with nothing running sends nothing */
-    while (vnow < t0 + 800) vstep(e.base, e.c);
+    while (vnow < t0 + 800) vclock_run_to_timer(e.base, e.c, NULL);
     ASSERT_EQ(0, new_extensions(e.rc));
-    if (vnow == t0 + 800) vstep(e.base, e.c); /* off the period's edge */
+    if (vnow == t0 + 800) vclock_run_to_timer(e.base, e.c, NULL); /* off the period's edge */
     uint64_t t1 = vnow;
     ASSERT((t1 - t0) % 800 != 0);
     enqueue_now(&e); /* pushed to the idle worker: runs now */
     double end = mono_ms() + 30000;
     while (!h.started) {
         ASSERT(mono_ms() < end);
-        io(e.base, e.c);
+        vclock_io(e.base, e.c);
     }
     ASSERT_EQ(t1, h.started_at);
     uint64_t due = t0 + 800 * ((t1 - t0) / 800 + 1);
@@ -263,23 +219,23 @@ TEST(extension_whose_reply_is_slow_is_not_doubled_and_the_schedule_keeps_its_per
     double end = mono_ms() + 30000;
     while (!h.started) {
         ASSERT(mono_ms() < end);
-        io(e.base, e.c);
+        vclock_io(e.base, e.c);
     }
     ASSERT_EQ(t0 + 1000, next_extension(&e, t0 + 1001));
     /* the server stops answering: the extension sent at +2000 waits, and
      * the periods at +3000 and +4000 send none beside it */
     ASSERT_EQ(0, kill(e.s.pid, SIGSTOP));
-    while (vnow < t0 + 4000) vstep(e.base, e.c);
+    while (vnow < t0 + 4000) vclock_run_to_timer(e.base, e.c, NULL);
     ASSERT_EQ(t0 + 4000, vnow);
     ASSERT_EQ(0, kill(e.s.pid, SIGCONT));
     end = mono_ms() + 30000;
     int ran = 0;
     while (ran == 0) { /* its reply comes (the clock stands still) */
         ASSERT(mono_ms() < end);
-        io(e.base, e.c);
+        vclock_io(e.base, e.c);
         ran += new_extensions(e.rc);
     }
-    io(e.base, e.c);
+    vclock_io(e.base, e.c);
     ran += new_extensions(e.rc);
     ASSERT_EQ(1, ran); /* one, though three periods went by */
     /* answered: the next period sends again, on the schedule's own beat */

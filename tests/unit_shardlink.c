@@ -2,8 +2,8 @@
  * The sharded pub/sub link without a server: its book and reply
  * dispatcher (src/ssbook.c) on replies made by hiredis' own reader from
  * RESP bytes, allocation failures in the book, and the link's connect
- * timeout and reconnect backoff in virtual time (rjq__clock_set, as
- * tests/unit_clock.c does): a loop glue of the test's own records the one
+ * timeout and reconnect backoff in virtual time (rjq__clock_set,
+ * tests/vclock.h): a loop glue of the test's own records the one
  * timer the client asks for and the sockets the link asks to watch.
  */
 #include <stdio.h>
@@ -19,6 +19,7 @@
 #include "server.h"
 #include "shardlink.h"
 #include "ssbook.h"
+#include "vclock.h"
 
 /* ---- replies from RESP bytes ------------------------------------------- */
 
@@ -247,20 +248,11 @@ TEST(ssbook_allocation_failures_leave_it_consistent) {
 
 /* ---- the link in virtual time ------------------------------------------- */
 
-static uint64_t vnow = 1000000;
-static uint64_t virtual_clock(void) {
-    return vnow;
-}
-static long armed_ms = -1;
 static int watch_ok;       /* 1: watch_fd gives a handle (that never fires) */
 static long watches, unwatches;
 static int fake_attach(void *loop, struct redisAsyncContext *ac) {
     (void)loop, (void)ac;
     return -1;
-}
-static void fake_set_timer(void *loop, long ms) {
-    (void)loop;
-    armed_ms = ms;
 }
 static void *fake_resolve(void *loop, const char *host, rjq_resolved_fn *done, void *arg) {
     (void)loop, (void)host;
@@ -309,21 +301,13 @@ static rjq_client *virtual_client(long min_ms, long max_ms, long connect_timeout
     return c;
 }
 
-/* Move the clock to the client's timer and fire it (the loop's part). */
-static void step(rjq_client *c) {
-    ASSERT(armed_ms >= 0);
-    vnow += (uint64_t)armed_ms;
-    armed_ms = -1;
-    rjq_client_handle_timeout(c);
-}
-
 /* Run until the link made `n` attempts; their times. */
 static void attempts_at(rjq_client *c, rjq__shardlink *l, uint64_t *at, int n) {
     unsigned long seen = rjq__shardlink_attempts(l);
     int k = 0;
     if (seen == 1) at[k++] = vnow;
     for (int i = 0; i < 10000 && k < n; i++) {
-        step(c);
+        vclock_step(c);
         if (rjq__shardlink_attempts(l) != seen) {
             ASSERT_EQ(seen + 1, rjq__shardlink_attempts(l));
             seen = rjq__shardlink_attempts(l);
@@ -350,10 +334,10 @@ TEST(shardlink_reconnect_delays_double_from_the_minimum_to_the_cap_with_jitter_b
     ASSERT_EQ(RJQ__SSCH_WANTED, rjq__shardlink_channel_state(l, "{q}a", 4));
     /* nothing wanted any more: the next timer leaves it idle, no socket */
     ASSERT_OK(rjq__shardlink_unsubscribe(l, "{q}a", 4));
-    for (int i = 0; i < 50 && rjq__shardlink_get_state(l) != RJQ__SHARDLINK_IDLE; i++) step(c);
+    for (int i = 0; i < 50 && rjq__shardlink_get_state(l) != RJQ__SHARDLINK_IDLE; i++) vclock_step(c);
     ASSERT_EQ(RJQ__SHARDLINK_IDLE, rjq__shardlink_get_state(l));
     unsigned long n = rjq__shardlink_attempts(l);
-    for (int i = 0; i < 20; i++) step(c);
+    for (int i = 0; i < 20; i++) vclock_step(c);
     ASSERT_EQ(n, rjq__shardlink_attempts(l));
     rjq__shardlink_free(l);
     rjq_client_free(c);
@@ -400,7 +384,7 @@ TEST(shardlink_allocation_failures_in_new_and_subscribe_leak_nothing) {
         ASSERT(rc2 == RJQ_OK || rc2 == RJQ_ENOMEM);
         ASSERT(rc3 == RJQ_OK || rc3 == RJQ_ENOMEM);
         if (rc == RJQ_OK) {
-            for (int i = 0; i < 5; i++) step(c); /* failed attempts back off */
+            for (int i = 0; i < 5; i++) vclock_step(c); /* failed attempts back off */
             rjq__shardlink_free(l);
         } else {
             ASSERT(l == NULL);

@@ -8,15 +8,11 @@
 
 #define DB_MAX (1L << 20) /* as the library's URL parser */
 
-static const char *const flag_names[][2] = {
-    /* name, part */
-    {"-u", NULL}, {"--url", NULL}, {"-h", "h"}, {"-p", "p"}, {"-a", "a"},
-    {"--pass", "a"}, {"--user", "U"}, {"-n", "n"},
-};
+static const char *const flag_names[] = {"-u", "--url", "-h", "-p", "-a", "--pass", "--user", "-n"};
 
 int connopts_is_flag(const char *name) {
     for (size_t i = 0; i < sizeof flag_names / sizeof flag_names[0]; i++)
-        if (strcmp(name, flag_names[i][0]) == 0) return 1;
+        if (strcmp(name, flag_names[i]) == 0) return 1;
     return 0;
 }
 

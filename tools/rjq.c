@@ -172,8 +172,7 @@ static void arm_deadline(cli *t) {
  * server sends an alert), and no reconnect will change it. */
 static int looks_like_tls_only(const cli *t, const char *detail) {
     const char *u = t->url ? t->url : DEFAULT_URL;
-    if (t->ever_connected || t->tls.enable || strncmp(u, "rediss://", 9) == 0) return 0;
-    if (strncmp(u, "redis://", 8) != 0) return 0;
+    if (t->ever_connected || t->tls.enable || strncmp(u, "redis://", 8) != 0) return 0; /* (not rediss://) */
     return detail && (strstr(detail, "reset by peer") || strstr(detail, "Protocol error") ||
                       strstr(detail, "Server closed the connection"));
 }

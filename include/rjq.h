@@ -1042,6 +1042,20 @@ RJQ_API int rjq_queue_monitor(rjq_queue *q, rjq_monitor_cb *cb, void *data,
 /* Detach a monitor (cb is not called again); the handle is freed. */
 RJQ_API int rjq_monitor_stop(rjq_monitor *m);
 
+/*
+ * Ask m's callback for "resync" events too (id ""), for a consumer that
+ * must not miss an event (pub/sub drops those published while the
+ * subscriber connection is down, and none are published while the
+ * monitored flag has lapsed). "resync" comes after every (re)confirmation
+ * of m's subscription and after every refresh that found the flag had
+ * lapsed, once the flag is set again: the events before it may have been
+ * lost, every event after it is delivered until the next "resync" (reads
+ * sent from its callback or later see every change whose event was lost).
+ * Called once m's subscription is confirmed already, a "resync" follows
+ * soon. Returns RJQ_OK, or RJQ_EINVAL (m NULL).
+ */
+RJQ_API int rjq_monitor_resyncs(rjq_monitor *m);
+
 /* During m's callback: the server time (ms) of the event, the time of the
  * script that made it (for "active", the start that rate limits count);
  * 0 from an rjq before event times. */

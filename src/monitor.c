@@ -20,6 +20,10 @@ struct rjq_monitor {
     void *data;
     long long time;           /* server ms of the event being delivered */
     rjq__timer refresh;
+    int resyncs;              /* 1: "resync" events wanted (rjq_monitor_resyncs) */
+    int confirmed;            /* the subscription is confirmed (since the last loss) */
+    int resync_due;           /* a "resync" waits for the next flag SET's reply */
+    struct refresh_ticket *ticket; /* the flag SET in flight, if any */
     struct rjq_monitor *next;
 };
 
@@ -52,6 +56,7 @@ static void one_event(rjq_client *c, rjq_monitor *m, const char *msg, size_t len
 }
 
 static const rjq__feature monitors_feature;
+static void on_refresh(rjq__timer *t);
 
 /* m is still one of c's monitors (a callback may have stopped it) and c
  * still takes calls (one may have freed it). */
@@ -68,7 +73,14 @@ static int still_there(rjq_client *c, const rjq_monitor *m) {
 static void on_event(rjq_client *c, const char *channel, const char *msg, size_t len, void *arg) {
     rjq_monitor *m = arg;
     (void)channel;
-    if (msg == NULL) return; /* subscription confirmed */
+    if (msg == NULL) { /* subscription confirmed (again): events before it are lost */
+        m->confirmed = 1;
+        if (m->resyncs) {
+            m->resync_due = 1;
+            on_refresh(&m->refresh); /* the flag first, then "resync" */
+        }
+        return;
+    }
     const char *end = msg + len;
     while (msg < end) {
         const char *nl = memchr(msg, '\n', (size_t)(end - msg));
@@ -79,8 +91,28 @@ static void on_event(rjq_client *c, const char *channel, const char *msg, size_t
     }
 }
 
-static void ignore(rjq_client *c, int status, redisReply *r, void *priv) {
-    (void)c, (void)status, (void)r, (void)priv;
+/* A flag SET in flight: its monitor, or NULL once that is gone. */
+typedef struct refresh_ticket {
+    rjq_monitor *m;
+} refresh_ticket;
+
+/* The flag SET's reply (SET ... GET: nil when the flag had lapsed, so
+ * events may have gone unpublished). With resyncs wanted, "resync" goes
+ * to the callback once the flag is known to be set again after a gap of
+ * the subscription or of the flag: every event after it is delivered (the
+ * reads the callback sends go after this SET). */
+static void on_set(rjq_client *c, int status, redisReply *r, void *priv) {
+    refresh_ticket *t = priv;
+    rjq_monitor *m = t->m;
+    free(t);
+    if (m == NULL) return;
+    m->ticket = NULL;
+    if (status != RJQ_OK || r == NULL || !m->resyncs) return; /* (due: the next SET) */
+    if (r->type == REDIS_REPLY_NIL) m->resync_due = 1;
+    if (!m->resync_due || !m->confirmed || !rjq__accepting(c)) return;
+    m->resync_due = 0;
+    m->time = 0;
+    m->cb(c, "resync", "", m->data);
 }
 
 static void on_refresh(rjq__timer *t) {
@@ -88,15 +120,21 @@ static void on_refresh(rjq__timer *t) {
     rjq_queue *q = m->q;
     size_t klen;
     const char *key = rjq__queue_key(q, RJQ__K_MONITORED, &klen);
-    const char *argv[5] = {"SET", key, "1", "PX", "15000"};
-    size_t lens[5] = {3, klen, 1, 2, 5};
-    rjq__command(rjq_queue_client(q), 0, ignore, NULL, 5, argv, lens);
+    const char *argv[6] = {"SET", key, "1", "PX", "15000", "GET"};
+    size_t lens[6] = {3, klen, 1, 2, 5, 3};
+    refresh_ticket *tk = m->ticket ? NULL : malloc(sizeof *tk);
+    if (tk) { /* (one in flight is enough: its reply tells) */
+        tk->m = m;
+        if (rjq__command(rjq_queue_client(q), 0, on_set, tk, 6, argv, lens) == RJQ_OK) m->ticket = tk;
+        else free(tk);
+    }
     rjq__timer_start(rjq_queue_client(q), &m->refresh, FLAG_TTL_MS / 3);
 }
 
 static void monitor_free(rjq_monitor *m) {
     rjq_client *c = rjq_queue_client(m->q);
     rjq__timer_teardown(c, &m->refresh);
+    if (m->ticket) m->ticket->m = NULL;
     rjq__unsubscribe(c, rjq__queue_key(m->q, RJQ__K_EVENTS, NULL), m);
     free(m);
 }
@@ -160,6 +198,17 @@ int rjq_monitor_stop(rjq_monitor *m) {
         }
     }
     return RJQ_EINVAL;
+}
+
+int rjq_monitor_resyncs(rjq_monitor *m) {
+    if (m == NULL) return RJQ_EINVAL;
+    if (m->resyncs) return RJQ_OK;
+    m->resyncs = 1;
+    if (m->confirmed) { /* confirmed before this call: a resync now */
+        m->resync_due = 1;
+        on_refresh(&m->refresh);
+    }
+    return RJQ_OK;
 }
 
 long long rjq_monitor_time(const rjq_monitor *m) {

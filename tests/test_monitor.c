@@ -134,3 +134,44 @@ TEST(monitor_stopped_by_its_callback_mid_message_gets_no_more_events) {
     ASSERT_EQ(1, stop_calls);
     env_stop(&e);
 }
+
+static long resyncs;
+
+static void count_resyncs(rjq_client *c, const char *event, const char *id, void *data) {
+    on_event(c, event, id, data);
+    if (strcmp(event, "resync") == 0) {
+        ASSERT_STREQ("", id);
+        resyncs++;
+    }
+}
+
+/* rjq_monitor_resyncs: "resync" after the subscription is confirmed, again
+ * after the subscriber connection was cut (its events meanwhile lost), and
+ * after a refresh found the flag lapsed (nothing published meanwhile);
+ * events after each resync arrive. A monitor without it never gets one. */
+TEST(monitor_resync_follows_each_gap_of_subscription_or_flag) {
+    test_env e;
+    nseen = 0;
+    resyncs = 0;
+    start_monitored(&e, "mon3", count_resyncs);
+    ASSERT_EQ(0, resyncs); /* not asked for */
+    ASSERT_OK(rjq_monitor_resyncs(the_monitor));
+    ASSERT(loop_until_count(e.base, &resyncs, 1, 5000)); /* confirmed already: one soon */
+    /* the subscriber connection cut: a resync once it is back */
+    freeReplyObject(server_cmd(e.rc, "CLIENT KILL TYPE pubsub"));
+    ASSERT(loop_until_count(e.base, &resyncs, 2, 10000));
+    rjq_job_options o = {.id = "after-cut"};
+    ASSERT_OK(rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));
+    for (int i = 0; i < 500 && !has("enqueued after-cut"); i++) loop_for(e.base, 10);
+    ASSERT(has("enqueued after-cut"));
+    /* the flag lapsed: the next refresh finds it gone and says so */
+    freeReplyObject(server_cmd(e.rc, "DEL t:{mon3}:monitored"));
+    ASSERT(loop_until_count(e.base, &resyncs, 3, 15000));
+    ASSERT_EQ(1, server_int(e.rc, "EXISTS t:{mon3}:monitored"));
+    o.id = "after-lapse";
+    ASSERT_OK(rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));
+    for (int i = 0; i < 500 && !has("enqueued after-lapse"); i++) loop_for(e.base, 10);
+    ASSERT(has("enqueued after-lapse"));
+    ASSERT_EQ(3, resyncs);
+    env_stop(&e);
+}

@@ -726,6 +726,34 @@ TEST(attempts_written_back_survive_a_redis_drop_while_a_restarted_bridge_reads_o
     teardown();
 }
 
+/* The bridge follows outcomes by its queue's events: jobs that end while
+ * its connections are cut (a half-open link: the events published then
+ * are lost for sure) are found by the read that follows its reconnect. */
+TEST(outcomes_that_happen_while_the_bridge_subscriber_is_cut_are_written_back) {
+    setup();
+    F.ws.hold = 1; /* the jobs start as soon as they are enqueued, and stay */
+    workers_start("jobs", 1, 100);
+    proxy px;
+    proxy_start(&px, F.e.base, F.e.s.port);
+    const char *extra[] = {"-u", px.url, NULL};
+    pid_t b = bridge_spawn(extra);
+    insert_rows("jobs", 1, 50, "0");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'processing' AND attempts = 1", 50, 30000);
+    ASSERT_EQ(50, F.ws.nheld);
+    proxy_blackhole(&px); /* the bridge hears nothing more on its connections */
+    long done = 0;
+    for (long i = 0; i < F.ws.nheld; i++)
+        ASSERT_OK(rjq_job_complete(F.ws.held[i], "done", 4, on_done_ok, &done));
+    ASSERT(loop_until_count(F.e.base, &done, 50, 10000));
+    ASSERT_EQ(50, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status = 'processing'"));
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'completed' AND attempts = 1 "
+            "AND result = 'done' AND completed_at IS NOT NULL",
+            50, 90000);
+    bridge_stop(b);
+    proxy_stop(&px);
+    teardown();
+}
+
 TEST(running_and_retrying_jobs_show_in_their_rows_each_start_counted_once) {
     setup();
     F.ws.hold = 1; /* the jobs start as soon as they are enqueued, and stay */

@@ -20,11 +20,18 @@
  *   claims reach Redis in claim order (priority, then id), as with one.
  * - the writer LISTENs for new rows and writes outcomes back, in
  *   batches, each batch one implicit transaction.
- * - outcomes come from one await per migrated row (race-free, read again
- *   after every subscriber reconnect: a job Redis lost answers "not
- *   found", and its row goes back to queued to be moved again) and from
- *   each queue's monitor (processing, retry_scheduled: at most once, so
- *   only for those in-between states). Rows the bridge did not migrate in
+ * - outcomes come from each queue's monitor: a final event (completed,
+ *   dead, cancelled) of a followed job makes the bridge read its record
+ *   and write it; after every "resync" (rjq_monitor_resyncs: the
+ *   subscription was made again or the monitored flag had lapsed, so
+ *   events may have been lost) every job followed on that queue is read
+ *   again, and a row pended meanwhile is read at its mark (a job Redis
+ *   lost answers "not found", and its row goes back to queued to be moved
+ *   again). A row moved by this bridge's claim after the last resync is
+ *   not read at its mark: its events all arrive. processing and
+ *   retry_scheduled come from the same events (at most once, so only for
+ *   those in-between states). --follow-await (or a queue without a
+ *   monitor) awaits each migrated job instead. Rows the bridge did not migrate in
  *   this run (a restart, another bridge's crash) are found by a periodic
  *   scan of open rows.
  */
@@ -74,6 +81,8 @@ typedef struct qent {
     char *name;
     rjq_queue *q;
     rjq_monitor *m;
+    int events;   /* outcomes from m's events (rjq_monitor_resyncs), not awaits */
+    long epoch;   /* m's resyncs so far (0: none yet: every follow reads its job) */
     double backoff_until; /* Redis refused its enqueue: left out of claims until then */
 } qent;
 
@@ -121,6 +130,11 @@ typedef struct follow {
     int existed; /* the enqueue found the job existing */
     int pending; /* enqueued, its row not yet marked: no await yet */
     int seen;    /* meanwhile: the last start or retry seen (W_ACTIVE, W_RETRY), or 0 */
+    /* followed by events (q->events): */
+    int evt;     /* 1: this entry follows by events (no await owns it) */
+    long epoch;  /* its queue's resyncs when it was pended */
+    int ended;   /* a final event seen (W_COMPLETED, W_FAILED, W_CANCELLED), or 0 */
+    int inflight, recheck, retry; /* its job read: in flight, again after it, after an error */
 } follow;
 
 typedef struct final_read {
@@ -197,6 +211,7 @@ struct bridge {
     struct event *write_retry;
     int reads;              /* job reads in flight (their writes are still to come) */
     final_read *rereads;    /* job reads a transient error ended: sent again */
+    int recheck_due;        /* some follows' reads (retry) wait for the reread timer */
     wlookup *lookups;       /* workers to find once the process listing is read */
     int listing;            /* a process listing is in flight */
     long list_offset;
@@ -378,6 +393,7 @@ static qent *queue_of(bridge *b, const char *name, char *why, size_t size) {
     }
     rc = rjq_queue_monitor(e->q, on_monitor, e, &e->m);
     if (rc != RJQ_OK) logf_("queue %s: no monitor (%s): processing and retry_scheduled are not written", name, rjq_strerror(rc));
+    else e->events = !b->o.follow_await && rjq_monitor_resyncs(e->m) == RJQ_OK;
     b->queues[b->nq++] = e;
     return e;
 }
@@ -772,10 +788,22 @@ static void send_final_read(bridge *b, final_read *f) {
     if (rc != RJQ_OK) on_info(b->c, rc, NULL, f);
 }
 
+static void check_follow(bridge *b, follow *fw);
+
 static void on_reread(evutil_socket_t fd, short what, void *arg) {
     (void)fd;
     (void)what;
     bridge *b = arg;
+    if (b->recheck_due) { /* follows whose read a transient error ended */
+        b->recheck_due = 0;
+        for (size_t i = 0; i < b->follows.cap; i++) {
+            follow *fw = b->follows.slots[i].value;
+            if (fw && fw->evt && fw->retry) {
+                fw->retry = 0;
+                check_follow(b, fw);
+            }
+        }
+    }
     final_read *list = b->rereads;
     b->rereads = NULL;
     while (list) {
@@ -926,7 +954,7 @@ static void on_outcome(rjq_client *c, int status, const rjq_outcome *out, void *
  * (follow_row), or the entry goes when the claim fails (unpend_row). */
 static void forget_older(bridge *b, int64_t id, int gen);
 
-static void pend_row(bridge *b, int64_t id, int gen) {
+static void pend_row(bridge *b, int64_t id, int gen, qent *q) {
     forget_older(b, id, gen);
     if (idmap_get(&b->follows, id) || b->follows.n >= b->o.max_follow) return;
     follow *fw = calloc(1, sizeof *fw);
@@ -935,6 +963,8 @@ static void pend_row(bridge *b, int64_t id, int gen) {
     fw->id = id;
     fw->gen = gen;
     fw->pending = 1;
+    fw->evt = q->events;
+    fw->epoch = q->epoch; /* a resync before its mark: its job is read then */
     if (idmap_put(&b->follows, id, fw) != 0) free(fw);
 }
 
@@ -953,7 +983,7 @@ static void forget_older(bridge *b, int64_t id, int gen) {
     follow *fw = idmap_get(&b->follows, id);
     if (fw == NULL || fw->gen >= gen) return;
     idmap_del(&b->follows, id);
-    if (fw->pending) free(fw);
+    if (fw->pending || (fw->evt && !fw->inflight)) free(fw); /* (else its read or await frees it) */
 }
 
 static void follow_row(bridge *b, int64_t id, int gen, qent *q, int existed, int claimed) {
@@ -976,6 +1006,8 @@ static void follow_row(bridge *b, int64_t id, int gen, qent *q, int existed, int
         }
     }
     int seen = fw->pending ? fw->seen : 0;
+    int was_pending = fw->pending, ended = fw->pending ? fw->ended : 0;
+    long epoch = fw->epoch;
     fw->b = b;
     fw->id = id;
     fw->gen = gen;
@@ -986,6 +1018,20 @@ static void follow_row(bridge *b, int64_t id, int gen, qent *q, int existed, int
     /* what its job did while the row was not yet marked (a write then
      * would have found the row still queued) */
     if (seen) add_write(b, id, gen, seen, NULL, 0, -1);
+    if (q->events) {
+        /* by its queue's events: its job is read now unless this claim
+         * made it (not one existing from before: it may have ended, or
+         * be only a reserved id) after the queue's last resync, none came
+         * since and no final event either (then every event of it reaches
+         * on_monitor; a later resync reads it) */
+        fw->evt = 1;
+        fw->ended = ended;
+        fw->epoch = q->epoch;
+        if (!claimed || existed || !was_pending || ended || epoch == 0 || epoch != q->epoch)
+            check_follow(b, fw);
+        return;
+    }
+    fw->evt = 0;
     char job_id[96];
     job_id_of(b, id, gen, job_id, sizeof job_id);
     int rc = rjq_queue_await(q->q, job_id, NULL, on_outcome, fw, NULL);
@@ -996,11 +1042,109 @@ static void follow_row(bridge *b, int64_t id, int gen, qent *q, int existed, int
     }
 }
 
+/* ---- following by events ---- */
+
+static void on_check(rjq_client *c, int status, const rjq_job_info *info, void *data);
+
+/* Read a job followed by events: a final state is written and ends the
+ * follow; any other keeps it (its final event reads it again). One read
+ * at a time per follow: asked again meanwhile, it goes again after. */
+static void check_follow(bridge *b, follow *fw) {
+    if (fw->inflight) {
+        fw->recheck = 1;
+        return;
+    }
+    if (!client_open(b) || b->stopping) return; /* the next start follows its row again */
+    char job_id[96];
+    job_id_of(b, fw->id, fw->gen, job_id, sizeof job_id);
+    fw->inflight = 1;
+    fw->recheck = 0;
+    b->reads++;
+    int rc = rjq_queue_job(fw->q->q, job_id, on_check, fw);
+    if (rc != RJQ_OK) on_check(b->c, rc, NULL, fw);
+}
+
+static void on_check(rjq_client *c, int status, const rjq_job_info *info, void *data) {
+    (void)c;
+    follow *fw = data;
+    bridge *b = fw->b;
+    b->reads--;
+    fw->inflight = 0;
+    if (idmap_get(&b->follows, fw->id) != fw) { /* forgotten meanwhile (a newer generation) */
+        free(fw);
+        stop_check(b);
+        return;
+    }
+    if (b->freeing) return; /* (bridge_free frees the entries left) */
+    if (status != RJQ_OK && status != RJQ_ENOTFOUND) {
+        if (lasting(status))
+            logf_("reading the job of row %" PRId64 ": %s (the next scan follows it again)", fw->id,
+                  rjq_strerror(status));
+        if (status == RJQ_ECANCELED || lasting(status) || b->stopping || !client_open(b)) {
+            idmap_del(&b->follows, fw->id); /* the row stays open: the next scan or start */
+            free(fw);
+        } else { /* again in a moment (after the reconnect, if it is that) */
+            fw->retry = 1;
+            b->recheck_due = 1;
+            if (!evtimer_pending(b->reread, NULL)) {
+                struct timeval tv = {0, 200 * 1000};
+                evtimer_add(b->reread, &tv);
+            }
+        }
+        stop_check(b);
+        return;
+    }
+    if (status == RJQ_OK) {
+        int now = final_kind(info->state);
+        if (now < 0) { /* waits or runs: its events go on */
+            if (fw->recheck) check_follow(b, fw);
+            stop_check(b);
+            return;
+        }
+        const char *blob = now == W_COMPLETED ? (info->result ? info->result : "")
+                           : now == W_FAILED  ? (info->error ? info->error : "dead")
+                                              : "cancelled";
+        size_t len = now == W_COMPLETED ? info->result_len : strlen(blob);
+        add_outcome(b, fw->id, fw->gen, now, blob, len, info->attempts, info->error,
+                    info->started_ms, info->ended_ms);
+        if (info->token) find_worker(b, fw->id, fw->gen, info->token);
+    } else if (fw->ended) { /* ended, then its record went (retention) */
+        const char *blob = fw->ended == W_FAILED ? "dead" : fw->ended == W_CANCELLED ? "cancelled" : "";
+        add_write_full(b, fw->id, fw->gen, fw->ended, blob, strlen(blob), -1,
+                       fw->ended == W_FAILED ? blob : NULL);
+    } else if (fw->existed) {
+        static const char why[] = "outcome unknown: the job had finished and its record "
+                                  "was deleted (retention) before the bridge read it";
+        add_write(b, fw->id, fw->gen, W_UNKNOWN, why, sizeof why - 1, -1);
+    } else {
+        add_write(b, fw->id, fw->gen, W_REQUEUE, NULL, 0, -1); /* Redis lost it: move it again */
+    }
+    idmap_del(&b->follows, fw->id);
+    free(fw);
+    stop_check(b);
+}
+
+/* q's events may have been lost before now (rjq_monitor_resyncs): every
+ * job of q followed by events is read again; a row pended meanwhile is
+ * read at its mark (its epoch is older). */
+static void resync(qent *q) {
+    bridge *b = q->b;
+    q->epoch++;
+    for (size_t i = 0; i < b->follows.cap; i++) {
+        follow *fw = b->follows.slots[i].value;
+        if (fw && fw->evt && !fw->pending && fw->q == q) check_follow(b, fw);
+    }
+}
+
 static void on_monitor(rjq_client *c, const char *event, const char *job_id, void *data) {
     (void)c;
     qent *q = data;
     int64_t id;
     int gen;
+    if (strcmp(event, "resync") == 0) {
+        resync(q);
+        return;
+    }
     if (parse_job_id(q->b, job_id, &id, &gen) != 0) return; /* not a job of the bridge */
     /* the rows this bridge moves or follows; of any other, whether it was
      * failed (its dead job replayed) */
@@ -1009,6 +1153,17 @@ static void on_monitor(rjq_client *c, const char *event, const char *job_id, voi
     int kind = strcmp(event, "active") == 0 ? W_ACTIVE
                : strcmp(event, "retried") == 0 || strcmp(event, "reclaimed") == 0 ? W_RETRY
                                                                                   : 0;
+    int final = strcmp(event, "completed") == 0 ? W_COMPLETED
+                : strcmp(event, "dead") == 0    ? W_FAILED
+                : strcmp(event, "cancelled") == 0 ? W_CANCELLED
+                                                  : 0;
+    if (final) { /* followed by events: read it for its outcome */
+        if (fw && fw->evt) {
+            fw->ended = final;
+            if (!fw->pending) check_follow(q->b, fw); /* (pending: at its mark) */
+        }
+        return;
+    }
     if (kind == 0) return;
     if (fw && fw->pending) fw->seen = kind; /* written once its row is marked */
     else if (fw) add_write(q->b, id, gen, kind, NULL, 0, -1);
@@ -1253,7 +1408,8 @@ static int enqueue_group(claim *cl, const int *idx, int n) {
         cl->pending++;
         /* a job may start (and say so) before its enqueue is answered:
          * its events are this bridge's from the send on */
-        for (int k = 0; k < n; k++) pend_row(b, cl->rows[idx[k]].id, cl->rows[idx[k]].gen);
+        for (int k = 0; k < n; k++)
+            pend_row(b, cl->rows[idx[k]].id, cl->rows[idx[k]].gen, cl->rows[idx[k]].q);
         rc = rjq_enqueue_batch(cl->rows[idx[0]].q->q, items, (size_t)n, on_enqueued, g);
         if (rc != RJQ_OK) {
             cl->pending--;

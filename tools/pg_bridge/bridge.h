@@ -24,7 +24,9 @@ typedef struct bridge_options {
     long report_ms;            /* the log line; 0: none */
     long long dedup_ms;        /* job ids stay reserved this long after they finish */
     size_t max_payload;        /* larger payloads make the row fail */
-    size_t max_follow;         /* outcome awaits at most pending at once */
+    size_t max_follow;         /* rows whose outcomes are followed at once */
+    int follow_await;          /* --follow-await: one await per moved job (the old way)
+                                  instead of the queue's events */
     int route;                 /* --route-priority: rows go to <queue>:high when their */
     int route_high, route_low; /* priority <= route_high, <queue>:low when > route_low */
 } bridge_options;

@@ -191,7 +191,7 @@ static void metrics(health *h, struct evhttp_request *req) {
     fprintf(out, "rjq_pg_bridge_outcomes_total{status=\"cancelled\"} %lld\n", c.cancelled);
     fprintf(out, "rjq_pg_bridge_outcomes_total{status=\"queued\"} %lld\n", c.requeued);
     fprintf(out, "rjq_pg_bridge_outcomes_total{status=\"unknown\"} %lld\n", c.unknown);
-    metric(out, "rjq_pg_bridge_following", "gauge", "Jobs whose outcome the bridge awaits.",
+    metric(out, "rjq_pg_bridge_following", "gauge", "Jobs whose outcome the bridge follows.",
            (double)c.following);
     metric(out, "rjq_pg_bridge_writes_waiting", "gauge", "Outcomes known, not yet written.",
            (double)c.writes_waiting);

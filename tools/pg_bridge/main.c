@@ -55,7 +55,9 @@ static const char usage_text[] =
     "  --dedup-ms MS        a row's job id stays reserved this long after its job\n"
     "                       ended (default 86400000: one day)\n"
     "  --max-payload BYTES  rows with larger payloads fail (default 16777216)\n"
-    "  --max-follow N       outcomes awaited at once (default 100000)\n"
+    "  --max-follow N       rows whose outcomes are followed at once (default 100000)\n"
+    "  --follow-await       follow each moved job by an await of its own (the way\n"
+    "                       before the queue's events were used; costs Redis more)\n"
     "  --route-priority high=N,low=M\n"
     "                       rows of priority <= N go to <queue>:high, > M to\n"
     "                       <queue>:low, the others to <queue> (either part may go)\n"
@@ -180,7 +182,7 @@ int main(int argc, char **argv) {
     }
     int init = 0;
     char **queues = NULL;
-    enum { O_PG = 256, O_INIT, O_TABLE, O_QUEUES, O_BATCH, O_CLAIMS, O_POLL, O_SCAN, O_REPORT, O_DEDUP, O_MAXP, O_MAXF,
+    enum { O_PG = 256, O_INIT, O_TABLE, O_QUEUES, O_BATCH, O_CLAIMS, O_POLL, O_SCAN, O_REPORT, O_DEDUP, O_MAXP, O_MAXF, O_FAWAIT,
            O_VER, O_ROUTE, O_LISTEN, O_ALAG, O_AQUEUED, O_PREFIX, O_USER, O_PASS, O_HELP };
     health_options ho = {0};
     static const struct option longopts[] = {
@@ -200,6 +202,7 @@ int main(int argc, char **argv) {
         {"dedup-ms", required_argument, NULL, O_DEDUP},
         {"max-payload", required_argument, NULL, O_MAXP},
         {"max-follow", required_argument, NULL, O_MAXF},
+        {"follow-await", no_argument, NULL, O_FAWAIT},
         {"route-priority", required_argument, NULL, O_ROUTE},
         {"listen", required_argument, NULL, O_LISTEN},
         {"alert-lag-ms", required_argument, NULL, O_ALAG},
@@ -261,6 +264,7 @@ int main(int argc, char **argv) {
         case O_MAXF:
             if ((rc = parse_num("--max-follow", optarg, 1, 100000000, &v)) == 0) o.max_follow = (size_t)v;
             break;
+        case O_FAWAIT: o.follow_await = 1; break;
         /* routing and health */
         case O_ROUTE: rc = parse_route(optarg, &o); break;
         case O_LISTEN: ho.listen = optarg; break;

@@ -335,21 +335,31 @@ static long long fire_call(redisContext *rc, const char *spec, const char *next)
 }
 
 /* fire.lua run directly on schedule `name` of queue sf, read with spec and
- * next fire time next, enqueuing the fire time 1000. */
-static long long fire_named(redisContext *rc, const char *name, const char *spec,
-                            const char *next) {
+ * next fire time next, enqueuing the k fire times times. */
+static long long fire_at(redisContext *rc, const char *name, const char *spec, const char *next,
+                         const char *const *times, int k) {
     const char *argv[48];
     layout_keys lk;
     argv[0] = "FCALL", argv[1] = rjq__scripts[RJQ__S_FIRE].function;
     int na = layout_script_keys(&lk, RJQ__S_FIRE, "t", "sf", argv, 2);
-    const char *args[] = {"t:{sf}:job:", "t:{sf}:wake", "tok",
-                          name, "0", spec, next, "1", "1000"};
+    char kt[16];
+    snprintf(kt, sizeof kt, "%d", k);
+    const char *args[] = {"t:{sf}:job:", "t:{sf}:wake", "tok", name, "0", spec, next, kt};
     for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) argv[na++] = args[i];
+    ASSERT(na + k <= (int)(sizeof argv / sizeof argv[0]));
+    for (int i = 0; i < k; i++) argv[na++] = times[i];
     redisReply *r = redisCommandArgv(rc, na, argv, NULL);
     ASSERT(r != NULL && r->type == REDIS_REPLY_INTEGER);
     long long n = r->integer;
     freeReplyObject(r);
     return n;
+}
+
+/* The same, enqueuing the fire time 1000. */
+static long long fire_named(redisContext *rc, const char *name, const char *spec,
+                            const char *next) {
+    const char *times[] = {"1000"};
+    return fire_at(rc, name, spec, next, times, 1);
 }
 
 TEST(fire_leaves_a_schedule_set_again_since_its_tick_alone) {
@@ -416,5 +426,155 @@ TEST(scheduled_jobs_get_their_options_as_enqueued_jobs_do) {
         ASSERT_EQ(server_int(e.rc, "ZSCORE t:{sf}:delayed %s", id) > 0,
                   server_int(e.rc, "ZSCORE t:{sf}:delayed %s@1000", name) > 0);
     }
+    env_stop(&e);
+}
+
+/* The doorbells rung on queue sf's wake channel since the last call: a
+ * marker is published after them and the messages before it counted
+ * (sub: subscribed to the channel). */
+static int doorbells(redisContext *sub, redisContext *rc) {
+    freeReplyObject(server_cmd(rc, "PUBLISH t:{sf}:wake marker"));
+    for (int n = 0;;) {
+        redisReply *m = NULL;
+        ASSERT(redisGetReply(sub, (void **)&m) == REDIS_OK && m != NULL);
+        ASSERT(m->type == REDIS_REPLY_ARRAY && m->elements == 3);
+        int marker = strcmp(m->element[2]->str, "marker") == 0;
+        if (!marker) ASSERT_STREQ("1", m->element[2]->str);
+        freeReplyObject(m);
+        if (marker) return n;
+        n++;
+    }
+}
+
+/* A job's state column value without its times, and its enqueue time
+ * (the first of its times, "@<enqueued>,<start>,<end>"). */
+static long long state_of_job(redisContext *rc, const char *id, char *state, size_t len) {
+    redisReply *r = server_cmd(rc, "HGET t:{sf}:state %s", id);
+    ASSERT(r->type == REDIS_REPLY_STRING);
+    const char *at = strchr(r->str, '@');
+    ASSERT(at != NULL && at > r->str);
+    snprintf(state, len, "%.*s", (int)(at - r->str), r->str);
+    long long q = atoll(at + 1);
+    ASSERT(q > 0);
+    ASSERT(strcmp(strchr(at, ','), ",,") == 0); /* never started, never ended */
+    freeReplyObject(r);
+    return q;
+}
+
+/* A fired job lands as the same job enqueued right after it: the same
+ * payload, options and state (enqueued at the call's time), the same
+ * place (ready behind it; its priority, ranked by the next sequence
+ * number; or delayed by exactly the delay from its enqueue time), and a
+ * fire that makes a job ready or the earliest delayed one in a queue with
+ * nothing waiting rings the doorbell once (and not when jobs were ready).
+ * Both scripts create jobs with lib.lua's job_maker. */
+TEST(a_fired_job_lands_as_the_same_job_enqueued) {
+    test_env e;
+    env_start(&e, "sf");
+    redisContext *sub = server_connect(&e.s);
+    struct timeval guard = {20, 0}; /* a failure guard only */
+    redisSetTimeout(sub, guard);
+    freeReplyObject(server_cmd(sub, "SUBSCRIBE t:{sf}:wake"));
+    rjq_job_options opts[] = {{0},
+                              {.priority = 3},
+                              {.priority = -2, .max_attempts = 7},
+                              {.priority = 3, .delay_ms = 5000},
+                              {.delay_ms = 7000, .timeout_ms = 9000}};
+    for (int i = 0; i < (int)(sizeof opts / sizeof opts[0]); i++) {
+        char name[16], fired[32], id[32];
+        snprintf(name, sizeof name, "l%d", i);
+        snprintf(fired, sizeof fired, "%s@1000", name);
+        snprintf(id, sizeof id, "e%d", i);
+        freeReplyObject(server_cmd(e.rc, "DEL t:{sf}:ready t:{sf}:prio t:{sf}:delayed"));
+        rjq_schedule s = {0};
+        s.every_ms = 1000;
+        s.payload = "pl";
+        s.len = 2;
+        s.opts = &opts[i];
+        ASSERT_EQ(1, set_schedule(&e, name, &s).n);
+        redisReply *r = server_cmd(e.rc, "HGET t:{sf}:schedules %s", name);
+        char spec[256];
+        snprintf(spec, sizeof spec, "%s", r->str);
+        freeReplyObject(r);
+        freeReplyObject(server_cmd(e.rc, "SET t:{sf}:scheduler tok"));
+        doorbells(sub, e.rc); /* (those before this fire) */
+        ASSERT_EQ(1, fire_named(e.rc, name, spec, "0"));
+        ASSERT_EQ(1, doorbells(sub, e.rc)); /* nothing waited: one ring */
+        long long seq = server_int(e.rc, "HGET t:{sf}:stats seq");
+        rjq_job_options o = opts[i];
+        o.id = id;
+        ASSERT_OK(enqueue_job(e.base, e.q, "pl", &o).status);
+
+        char fs[64], es[64];
+        long long fq = state_of_job(e.rc, fired, fs, sizeof fs);
+        long long eq = state_of_job(e.rc, id, es, sizeof es);
+        ASSERT_STREQ(es, fs);
+        ASSERT_STREQ(o.delay_ms ? "delayed 0 " : "ready 0 ", fs);
+        const char *cols[] = {"payload", "options", "result", "error", "failtoken", "watchers"};
+        for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++) {
+            redisReply *a = server_cmd(e.rc, "HGET t:{sf}:%s %s", cols[c], fired);
+            redisReply *b = server_cmd(e.rc, "HGET t:{sf}:%s %s", cols[c], id);
+            ASSERT_EQ(b->type, a->type);
+            if (b->type == REDIS_REPLY_STRING) ASSERT_STREQ(b->str, a->str);
+            freeReplyObject(a);
+            freeReplyObject(b);
+        }
+        if (o.delay_ms) {
+            ASSERT_EQ(fq + o.delay_ms, server_int(e.rc, "ZSCORE t:{sf}:delayed %s", fired));
+            ASSERT_EQ(eq + o.delay_ms, server_int(e.rc, "ZSCORE t:{sf}:delayed %s", id));
+            ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{sf}:ready t:{sf}:prio"));
+        } else if (o.priority) {
+            long long score = -(long long)o.priority * 4294967296LL + seq;
+            ASSERT_EQ(score, server_int(e.rc, "ZSCORE t:{sf}:prio %s", fired));
+            ASSERT_EQ(score + 1, server_int(e.rc, "ZSCORE t:{sf}:prio %s", id));
+            ASSERT_EQ(2, server_int(e.rc, "ZCARD t:{sf}:prio"));
+            ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{sf}:ready t:{sf}:delayed"));
+        } else {
+            r = server_cmd(e.rc, "LRANGE t:{sf}:ready 0 -1");
+            ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+            ASSERT_STREQ(fired, r->element[0]->str);
+            ASSERT_STREQ(id, r->element[1]->str);
+            freeReplyObject(r);
+            ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{sf}:prio t:{sf}:delayed"));
+        }
+    }
+    /* jobs wait: a fire rings no doorbell */
+    rjq_schedule s = {0};
+    s.every_ms = 1000;
+    ASSERT_EQ(1, set_schedule(&e, "quiet", &s).n);
+    redisReply *r = server_cmd(e.rc, "HGET t:{sf}:schedules quiet");
+    char spec[256];
+    snprintf(spec, sizeof spec, "%s", r->str);
+    freeReplyObject(r);
+    freeReplyObject(server_cmd(e.rc, "RPUSH t:{sf}:ready waiting"));
+    doorbells(sub, e.rc);
+    ASSERT_EQ(1, fire_named(e.rc, "quiet", spec, "0"));
+    ASSERT_EQ(0, doorbells(sub, e.rc));
+    ASSERT_EQ(2, server_int(e.rc, "LLEN t:{sf}:ready"));
+    redisFree(sub);
+    env_stop(&e);
+}
+
+/* A fire time given twice in one fire call makes one job (fire.lua writes
+ * its jobs' columns at the end of the call, lib.lua job_maker: the second
+ * is told by the ids the call made, not by the payload column). */
+TEST(a_fire_time_given_twice_in_one_call_makes_one_job) {
+    test_env e;
+    env_start(&e, "sf");
+    rjq_schedule s = {0};
+    s.every_ms = 1000;
+    rjq_job_options o = {.priority = 2};
+    s.opts = &o;
+    ASSERT_EQ(1, set_schedule(&e, "twice", &s).n);
+    redisReply *r = server_cmd(e.rc, "HGET t:{sf}:schedules twice");
+    char spec[256];
+    snprintf(spec, sizeof spec, "%s", r->str);
+    freeReplyObject(r);
+    freeReplyObject(server_cmd(e.rc, "SET t:{sf}:scheduler tok"));
+    const char *times[] = {"1000", "1000", "2000"};
+    ASSERT_EQ(2, fire_at(e.rc, "twice", spec, "0", times, 3));
+    ASSERT_EQ(2, server_int(e.rc, "ZCARD t:{sf}:prio"));
+    ASSERT_EQ(2, server_int(e.rc, "HGET t:{sf}:stats seq"));
+    ASSERT_EQ(0, server_int(e.rc, "HGET t:{sf}:stats skipped")); /* both counted enqueued */
     env_stop(&e);
 }

@@ -252,11 +252,10 @@ else
   seq = typed('hash', 'HINCRBY', stats, 'seq', n) - n -- the first write
   window = rank_window_in(seq + 1, seq + n) -- see "Order within a priority"
 end
-local now, qtimes, ready_v, ring = nil, nil, nil, false
+local ring = false
 local emit = monitor(monitored, events)
-local payloads, opts, watch, states = {}, {}, {}, {}
-local plain, plain_d, plain_o = {}, {}, {} -- new priority 0 jobs made ready
-local added, became_ready, nplain = 0, 0, 0 -- (counters: #t searches)
+local make = job_maker(J, ready, prio, delayed, wake, emit, nothing_ready) -- (lib.lua)
+local added = 0
 
 for a = 1, n do
   local i = admitted[a]
@@ -279,9 +278,8 @@ for a = 1, n do
         if stored[i] then redis.call('HSET', J.o, id, stored[i]); p = pri[i] end
         redis.call('HSET', J.d, id, payload)
         if delay[i] > 0 then
-          now = now or now_ms()
           redis.call('HSET', J.s, id, state_value('delayed', attempts, nil, tm))
-          if push_delayed(delayed, id, now + delay[i]) then ring = true end
+          if push_delayed(delayed, id, make.at() + delay[i]) then ring = true end
         else
           redis.call('HSET', J.s, id, state_value('ready', attempts, nil, tm))
           push_ready(ready, prio, stats, wake, id, p, false)
@@ -292,58 +290,20 @@ for a = 1, n do
   else
     taken[id] = true
     added = added + 1
-    if not qtimes then -- its times: enqueued now (the state column, lib.lua)
-      now = now or now_ms()
-      qtimes = int(now) .. ',,'
-      ready_v = state_value('ready', '0', nil, qtimes)
-    end
-    if not reserved then payloads[2 * added - 1] = id; payloads[2 * added] = payload end
-    if stored[i] then opts[#opts + 1] = id; opts[#opts + 1] = stored[i] end
-    if ch ~= '' then watch[2 * added - 1] = id; watch[2 * added] = ch end
-    if delay[i] > 0 then
-      states[#states + 1] = id; states[#states + 1] = state_value('delayed', '0', nil, qtimes)
-      if push_delayed(delayed, id, now + delay[i]) then ring = true end
-    else
-      states[#states + 1] = id; states[#states + 1] = ready_v
-      if pri[i] == 0 then
-        nplain = nplain + 1
-        plain[nplain] = id; plain_d[nplain] = payload; plain_o[nplain] = stored[i]
-      else
-        redis.call('ZADD', prio, prio_score(pri[i], seq), id)
-      end
-      became_ready = became_ready + 1
-    end
-    if emit ~= UNMONITORED then emit('enqueued', id) end
+    make.add(id, not reserved and payload or nil, stored[i], delay[i], pri[i], seq,
+             ch ~= '' and ch or nil)
   end
   out[2 * i - 1] = id
   out[2 * i] = existed
 end
 
-if added > 0 then
-  if #payloads > 0 then call_all('HSET', J.d, payloads, 2) end
-  if #opts > 0 then call_all('HSET', J.o, opts, 2) end
-  if #watch > 0 then set_watchers(J, watch) end
-  if #states > 0 then call_all('HSET', J.s, states, 2) end
-end
 -- enqueued is seq - skipped (lib.lua): only ids that existed need counting
 if added < n then redis.call('HINCRBY', stats, 'skipped', n - added) end
-if became_ready > 0 and nothing_ready and not any_prio and not reserved then
-  -- Nothing was waiting: new jobs go straight to idle workers, in order,
-  -- and only the rest is queued (waking idle workers elsewhere). (Jobs
-  -- whose payloads were written ahead go through ready: from_ready reads
-  -- them back for the workers it pushes to.)
-  local take, rest = new_jobs(plain, plain_d, plain_o, ready_v)
-  push_to_idle(J, active, idle, held, tbase, became_ready, emit, idle_pick, take, deadlines, now)
-  local left = rest()
-  if #left > 0 then rpush_all(ready, left); ring = true end
-elseif became_ready > 0 then
-  if #plain > 0 then rpush_all(ready, plain) end
-  local pushed = push_to_idle(J, active, idle, held, tbase, became_ready, emit, idle_pick,
-                              from_ready(J, ready, prio), deadlines, now)
-  -- jobs left ready in a queue that had nothing ready: wake idle workers
-  if nothing_ready and pushed < became_ready then ring = true end
-end
-if ring then redis.call('PUBLISH', wake, '1') end
+-- (Nothing was waiting: new jobs go straight to idle workers, job_maker.
+-- Jobs whose payloads were written ahead go through ready: from_ready
+-- reads them back for the workers it pushes to.)
+make.finish({active = active, idle = idle, held = held, deadlines = deadlines, tbase = tbase,
+             pick = idle_pick, direct = not any_prio and not reserved}, ring)
 return out
 end
 

@@ -4,8 +4,9 @@
 -- time (the one the scheduler read: a schedule changed or fired meanwhile
 -- is left alone). Each job's id is "<schedule name>@<fire time ms>", so a
 -- fire time is enqueued once even across schedulers and restarts (an
--- existing id is not touched). Jobs are created as enqueue.lua creates
--- them (without push delivery: idle workers hear the doorbell).
+-- existing id is not touched). Jobs are created by enqueue.lua's writer,
+-- lib.lua's job_maker, without push delivery (idle workers hear the
+-- doorbell; fire.lua has no keys of idle workers).
 -- KEYS (src/keys.def; bound to these locals): schedlease, schedules,
 --       schedpayload, schednext, ready, prio, delayed, stats, cols,
 --       monitored, events
@@ -24,7 +25,9 @@ if redis.call('GET', schedlease) ~= token then return -1 end
 -- refused there left the schedules before it fired and moved on)
 int_fields(stats, 'seq')
 local emit = monitor(monitored, events)
-local now, made, ring = nil, 0, false
+local make = job_maker(J, ready, prio, delayed, wake, emit,
+                       redis.call('LLEN', ready) == 0 and redis.call('ZCARD', prio) == 0)
+local made, mine = 0, {} -- (mine: ids made by this call, written at its end)
 local i = 4
 while i <= #ARGV do
   local name, seen, seen_spec = ARGV[i], ARGV[i + 1], ARGV[i + 2]
@@ -41,26 +44,11 @@ while i <= #ARGV do
     end
     for f = 1, k do
       local id = name .. '@' .. ARGV[i + 4 + f]
-      if redis.call('HEXISTS', J.d, id) == 0 then
+      if not mine[id] and redis.call('HEXISTS', J.d, id) == 0 then
+        mine[id] = true
         local seq = redis.call('HINCRBY', stats, 'seq', 1)
         if rank_window_in(seq, seq) then renumber_prio(prio) end
-        redis.call('HSET', J.d, id, payload)
-        if stored then redis.call('HSET', J.o, id, stored) end
-        now = now or now_ms()
-        local tm = int(now) .. ',,' -- its times: enqueued now (lib.lua, the state column)
-        if delay > 0 then
-          redis.call('HSET', J.s, id, state_value('delayed', '0', nil, tm))
-          if push_delayed(delayed, id, now + delay) then ring = true end
-        else
-          redis.call('HSET', J.s, id, state_value('ready', '0', nil, tm))
-          if p == 0 then
-            if redis.call('RPUSH', ready, id) == 1 and redis.call('ZCARD', prio) == 0 then ring = true end
-          else
-            redis.call('ZADD', prio, prio_score(p, seq), id)
-            if redis.call('ZCARD', prio) == 1 and redis.call('LLEN', ready) == 0 then ring = true end
-          end
-        end
-        emit('enqueued', id)
+        make.add(id, payload, stored, delay, p, seq)
         made = made + 1
       end
     end
@@ -69,5 +57,5 @@ while i <= #ARGV do
   end
   i = i + 5 + k
 end
-if ring then redis.call('PUBLISH', wake, '1') end
+make.finish(nil, false) -- (no push delivery: see above)
 return made

@@ -1153,3 +1153,90 @@ local function new_jobs(ids, d, o, sv)
   end
   return take, rest
 end
+
+-- The jobs one script call creates (enqueue.lua, fire.lua): the one writer
+-- of a new job's columns, its state (with its times: enqueued now), its
+-- place and the doorbell. Returns c:
+--   c.add(id, payload, stored, delay, p, seq, watch): job `id` is new, with
+--     payload (nil: written ahead, enqueue.lua "Payloads ahead"), options
+--     column value stored (false: defaults), delay ms, priority p, sequence
+--     number seq (its rank within its priority: the caller runs
+--     renumber_prio first when seq starts a rank window) and watch (the
+--     reply channel of an awaiting producer, or nil). A delayed job and a
+--     ready one of priority p ~= 0 take their place at once (in the order
+--     of the calls); columns and states wait for c.finish, as do the ready
+--     jobs of priority 0 (so a batch writes each column with one HSET).
+--   c.finish(push, ring): writes the columns and states of the jobs added,
+--     puts those of priority 0 made ready at the tail of ready and rings
+--     the doorbell (one PUBLISH on wake) when jobs became ready in a queue
+--     that had nothing ready (nothing_ready: the caller read it before its
+--     first write), a delayed job became the earliest, or ring (the
+--     caller's own reason) is true. push: push delivery to idle workers
+--     (enqueue.lua): {active, idle, held, deadlines, tbase, pick (see
+--     push_to_idle), direct (the new jobs may go to workers without
+--     passing through ready: new_jobs)}; the doorbell then rings only for
+--     jobs left ready. nil: none (fire.lua: its jobs wait in ready, idle
+--     workers hear the doorbell).
+--   c.at(): the call's server time (read once, at the first use; the
+--     new jobs' enqueue time).
+local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
+  local c = {now = nil}
+  local payloads, opts, watch, states = {}, {}, {}, {}
+  local plain, plain_d, plain_o = {}, {}, {} -- new priority 0 jobs made ready
+  local nplain, became_ready, ring, ready_v, qtimes = 0, 0, false, nil, nil
+  function c.at()
+    c.now = c.now or now_ms()
+    return c.now
+  end
+  function c.add(id, payload, stored, delay, p, seq, watch_ch)
+    if not qtimes then
+      qtimes = int(c.at()) .. ',,'
+      ready_v = state_value('ready', '0', nil, qtimes)
+    end
+    if payload then payloads[#payloads + 1] = id; payloads[#payloads + 1] = payload end
+    if stored then opts[#opts + 1] = id; opts[#opts + 1] = stored end
+    if watch_ch then watch[#watch + 1] = id; watch[#watch + 1] = watch_ch end
+    states[#states + 1] = id
+    if delay > 0 then
+      states[#states + 1] = state_value('delayed', '0', nil, qtimes)
+      if push_delayed(delayed, id, c.now + delay) then ring = true end
+    else
+      states[#states + 1] = ready_v
+      if p == 0 then
+        nplain = nplain + 1
+        plain[nplain] = id; plain_d[nplain] = payload; plain_o[nplain] = stored
+      else
+        redis.call('ZADD', prio, prio_score(p, seq), id)
+      end
+      became_ready = became_ready + 1
+    end
+    if emit ~= UNMONITORED then emit('enqueued', id) end
+  end
+  function c.finish(push, ring_too)
+    if #payloads > 0 then call_all('HSET', J.d, payloads, 2) end
+    if #opts > 0 then call_all('HSET', J.o, opts, 2) end
+    if #watch > 0 then set_watchers(J, watch) end
+    if #states > 0 then call_all('HSET', J.s, states, 2) end
+    ring = ring or ring_too
+    if became_ready > 0 and push and push.direct and nothing_ready then
+      -- Nothing was waiting: new jobs go straight to idle workers, in
+      -- order, and only the rest is queued (waking idle workers elsewhere).
+      local take, rest = new_jobs(plain, plain_d, plain_o, ready_v)
+      push_to_idle(J, push.active, push.idle, push.held, push.tbase, became_ready, emit, push.pick,
+                   take, push.deadlines, c.now)
+      local left = rest()
+      if #left > 0 then rpush_all(ready, left); ring = true end
+    elseif became_ready > 0 then
+      if nplain > 0 then rpush_all(ready, plain) end
+      local pushed = 0
+      if push then
+        pushed = push_to_idle(J, push.active, push.idle, push.held, push.tbase, became_ready, emit,
+                              push.pick, from_ready(J, ready, prio), push.deadlines, c.now)
+      end
+      -- jobs left ready in a queue that had nothing ready: wake idle workers
+      if nothing_ready and pushed < became_ready then ring = true end
+    end
+    if ring then redis.call('PUBLISH', wake, '1') end
+  end
+  return c
+end

@@ -457,11 +457,6 @@ static void describe(const rjq__req *r, char *out, size_t cap) {
     }
 }
 
-/* A request refused for a permission (NOPERM, NOAUTH, or a script's
- * command or key the user may not use): final, never retried; the
- * RJQ_EVENT_ERROR says which request, so the missing permission can be
- * found (the server's words do not always name it: a key refused inside a
- * script does not say which). */
 static void flush_backlog(rjq_client *c);
 
 /* A MOVED or ASK (on a cluster) to request r, answered on `on`: it did not
@@ -493,6 +488,11 @@ static int redirected(rjq_client *c, rjq__req *r, const redisReply *rep, rjq__co
     return 1;
 }
 
+/* A request refused for a permission (NOPERM, NOAUTH, or a script's
+ * command or key the user may not use): final, never retried; the
+ * RJQ_EVENT_ERROR says which request, so the missing permission can be
+ * found (the server's words do not always name it: a key refused inside a
+ * script does not say which). */
 static void refused(rjq_client *c, const rjq__req *r, const char *err) {
     char what[384], detail[RJQ__ERRMSG_MAX + 400];
     describe(r, what, sizeof what);
@@ -737,11 +737,11 @@ static void cmd_down(rjq__conn *conn, int fail, const char *why) {
     (void)why; /* (the errmsg has it) */
     rjq_client *c = conn->c;
     int node = conn != &c->cmd && rjq__route_mode(c) == RJQ__ROUTE_CLUSTER;
+    uint64_t now = rjq__now_ms();
     if (fail == RJQ_EAUTH) fail_all_waiting(c, fail);
-    else if (fail && node && fail == RJQ_ECONN && rjq__now_ms() > NODE_WAIT_MS)
-        fail_backlog_if(c, fail, rjq__now_ms() - NODE_WAIT_MS, conn);
-    else if (fail && !(node && fail == RJQ_ECONN))
-        fail_backlog(c, fail, conn);
+    else if (node && fail == RJQ_ECONN && now > NODE_WAIT_MS)
+        fail_backlog_if(c, fail, now - NODE_WAIT_MS, conn);
+    else if (fail && !(node && fail == RJQ_ECONN)) fail_backlog(c, fail, conn);
     rjq__route_refresh(c); /* (on a cluster: a node went, or failed over) */
 }
 

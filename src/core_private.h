@@ -168,7 +168,6 @@ struct rjq__node_addr;
 int rjq__route_init(rjq_client *c, const rjq__conn_hooks *hooks, void (*changed)(rjq_client *c));
 /* Client destruction: close every node link (in-flight replies reach
  * their requests as for c->cmd), then free it all. */
-void rjq__route_close(rjq_client *c);
 void rjq__route_free(rjq_client *c);
 int rjq__route_mode(const rjq_client *c);
 /* The command connection for a request of slot (-1: slot-less: the seed's

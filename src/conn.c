@@ -398,11 +398,7 @@ int rjq__conn_init(rjq_client *c, rjq__conn *conn, int kind, const rjq__conn_hoo
 
 static void schedule_reconnect(rjq__conn *conn) {
     rjq_client *c = conn->c;
-    long delay = c->reconnect_min_ms;
-    for (int i = 1; i < conn->failures && delay < c->reconnect_max_ms; i++) delay *= 2;
-    if (delay > c->reconnect_max_ms) delay = c->reconnect_max_ms;
-    delay = delay / 2 + (long)(rjq__random(c) % (uint64_t)(delay / 2 + 1)); /* jitter */
-    rjq__timer_start(c, &conn->timer, (uint64_t)delay);
+    rjq__timer_start(c, &conn->timer, rjq__reconnect_delay(c, conn->failures));
 }
 
 /* Report a connect that failed before any callback could, from the timer,

@@ -114,11 +114,7 @@ static void start(rjq__shardlink *l);
 
 static void schedule_reconnect(rjq__shardlink *l) {
     rjq_client *c = l->c;
-    long delay = c->reconnect_min_ms;
-    for (int i = 1; i < l->failures && delay < c->reconnect_max_ms; i++) delay *= 2;
-    if (delay > c->reconnect_max_ms) delay = c->reconnect_max_ms;
-    delay = delay / 2 + (long)(rjq__random(c) % (uint64_t)(delay / 2 + 1)); /* jitter */
-    rjq__timer_start(c, &l->timer, (uint64_t)delay);
+    rjq__timer_start(c, &l->timer, rjq__reconnect_delay(c, l->failures));
 }
 
 /* The connection is gone (or never came): close it, back off, and tell

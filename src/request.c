@@ -613,24 +613,27 @@ static void flush_backlog(rjq_client *c) {
     }
 }
 
+/* The connection the first request waiting for room goes to, when it is
+ * up (NULL: none waits, or it is down). */
+static rjq__conn *room_link(rjq_client *c) {
+    rjq__conn *to = c->room.head ? rjq__route_link(c, c->room.head->slot) : NULL;
+    return to && rjq__conn_ready(to) ? to : NULL;
+}
+
 /* The requests waiting for room go when there is room: from the callback
  * of a request's reply, and from the room timer (replies may be slow to
  * come: the output may be written long before). */
-static int room_on(const rjq_client *c) {
-    rjq__conn *to = c->room.head ? rjq__route_link((rjq_client *)c, c->room.head->slot) : NULL;
-    return to && rjq__conn_ready(to) && !output_full(to);
-}
-
 static void send_room(rjq_client *c) {
-    if (c->room.n > 0 && room_on(c)) flush_backlog(c);
+    rjq__conn *to = room_link(c);
+    if (to && !output_full(to)) flush_backlog(c);
 }
 
 /* While nothing is written (a stopped server), it looks less often. */
 static void on_room_timer(rjq__timer *t) {
     rjq_client *c = t->owner;
     send_room(c);
-    rjq__conn *to = c->room.head ? rjq__route_link(c, c->room.head->slot) : NULL;
-    if (to == NULL || !rjq__conn_ready(to)) return; /* (cmd_ready sends them) */
+    rjq__conn *to = room_link(c);
+    if (to == NULL) return; /* (cmd_ready sends them) */
     size_t out = unwritten(to);
     if (out == c->room_seen) {
         c->room_poll_ms = c->room_poll_ms * 2 > ROOM_POLL_MAX_MS ? ROOM_POLL_MAX_MS

@@ -438,7 +438,7 @@ static void connect_to(rjq__conn *conn, const char *ip) {
         if (ac) redisAsyncFree(ac);
         return;
     }
-    if (c->tls && rjq__tls_start(c->tls, ac, &conn->tls_session, why, sizeof why) != RJQ_OK) {
+    if (c->tls && rjq__tls_start(c->tls, &ac->c, &conn->tls_session, why, sizeof why) != RJQ_OK) {
         redisAsyncFree(ac);
         failed_now(conn, why);
         return;

@@ -366,7 +366,7 @@ static void start(rjq__shardlink *l) {
     else if (l->ctx->err) snprintf(why, sizeof why, "connect failed: %s", l->ctx->errstr);
     if (!why[0]) (void)redisEnableKeepAlive(l->ctx), l->ctx->err = 0;
     if (!why[0] && c->tls &&
-        rjq__tls_start_ctx(c->tls, l->ctx, &l->tls_session, why, sizeof why) != RJQ_OK)
+        rjq__tls_start(c->tls, l->ctx, &l->tls_session, why, sizeof why) != RJQ_OK)
         l->tls_session = NULL;
     if (!why[0] && c->url.password) {
         const char *argv[3] = {"AUTH", c->url.user ? c->url.user : c->url.password, c->url.password};

@@ -83,24 +83,24 @@ static int copy_options(rjq_client *c, const rjq_client_options *o) {
     return RJQ_OK;
 }
 
+/* A list's host (a sentinel, a seed node: `what`) that is a name needs a
+ * glue that resolves it ("localhost" excepted). */
+static int check_names(rjq_client *c, const rjq__url_host *h, size_t n, const char *what) {
+    for (size_t i = 0; i < n && !c->ops.resolve; i++) {
+        if (h[i].numeric || strcmp(h[i].host, "localhost") == 0) continue;
+        rjq__errmsg(c, "%s %s is a name, and this loop glue resolves no names: use a numeric "
+                       "address, or a glue with a resolver (rjq_libevent_client_new_dns)",
+                    what, h[i].host);
+        return RJQ_EURL;
+    }
+    return RJQ_OK;
+}
+
 /* A host name needs a glue that resolves it ("localhost" excepted). */
 static int check_host(rjq_client *c) {
-    for (size_t i = 0; i < c->url.nsentinels && !c->ops.resolve; i++) {
-        const rjq__url_host *s = &c->url.sentinels[i];
-        if (s->numeric || strcmp(s->host, "localhost") == 0) continue;
-        rjq__errmsg(c, "sentinel host %s is a name, and this loop glue resolves no names: use "
-                       "a numeric address, or a glue with a resolver (rjq_libevent_client_new_dns)",
-                    s->host);
-        return RJQ_EURL;
-    }
-    for (size_t i = 0; i < c->url.nseeds && !c->ops.resolve; i++) {
-        const rjq__url_host *s = &c->url.seeds[i];
-        if (s->numeric || strcmp(s->host, "localhost") == 0) continue;
-        rjq__errmsg(c, "seed node %s is a name, and this loop glue resolves no names: use a "
-                       "numeric address, or a glue with a resolver (rjq_libevent_client_new_dns)",
-                    s->host);
-        return RJQ_EURL;
-    }
+    int rc = check_names(c, c->url.sentinels, c->url.nsentinels, "sentinel host");
+    if (rc == RJQ_OK) rc = check_names(c, c->url.seeds, c->url.nseeds, "seed node");
+    if (rc != RJQ_OK) return rc;
     if (c->url.master || c->url.path || c->url.numeric || c->ops.resolve ||
         strcmp(c->url.host, "localhost") == 0)
         return RJQ_OK;

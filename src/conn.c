@@ -398,11 +398,7 @@ int rjq__conn_init(rjq_client *c, rjq__conn *conn, int kind, const rjq__conn_hoo
 
 static void schedule_reconnect(rjq__conn *conn) {
     rjq_client *c = conn->c;
-    long delay = c->reconnect_min_ms;
-    for (int i = 1; i < conn->failures && delay < c->reconnect_max_ms; i++) delay *= 2;
-    if (delay > c->reconnect_max_ms) delay = c->reconnect_max_ms;
-    delay = delay / 2 + (long)(rjq__random(c) % (uint64_t)(delay / 2 + 1)); /* jitter */
-    rjq__timer_start(c, &conn->timer, (uint64_t)delay);
+    rjq__timer_start(c, &conn->timer, rjq__reconnect_delay(c, conn->failures));
 }
 
 /* Report a connect that failed before any callback could, from the timer,
@@ -442,7 +438,7 @@ static void connect_to(rjq__conn *conn, const char *ip) {
         if (ac) redisAsyncFree(ac);
         return;
     }
-    if (c->tls && rjq__tls_start(c->tls, ac, &conn->tls_session, why, sizeof why) != RJQ_OK) {
+    if (c->tls && rjq__tls_start(c->tls, &ac->c, &conn->tls_session, why, sizeof why) != RJQ_OK) {
         redisAsyncFree(ac);
         failed_now(conn, why);
         return;
@@ -532,7 +528,8 @@ void rjq__conn_start(rjq__conn *conn) {
     forget_addresses(conn);
     conn->addr_port = 0;
     conn->want_port = 0;
-    /* a cluster node, or the URL's seed of this attempt */
+    /* where: a cluster node, else the URL's seed of this attempt, else the
+     * sentinels' master, the unix socket or the URL's host (port 0: the URL's) */
     const char *host = conn->host;
     int port = conn->port, numeric = conn->numeric;
     if (host == NULL && c->url.nseeds > 1) {
@@ -540,38 +537,35 @@ void rjq__conn_start(rjq__conn *conn) {
         host = s->host;
         port = s->port;
         numeric = s->numeric;
-    }
-    if (host && (numeric || c->ops.resolve == NULL)) {
-        conn->addr_port = port;
-        connect_to(conn, numeric ? host : "127.0.0.1"); /* (localhost) */
-    } else if (host) {
-        rjq__timer_start(c, &conn->timer, (uint64_t)c->connect_timeout_ms);
-        link_enter(conn, RJQ__LINK_RESOLVING, 0);
-        conn->want_port = port;
-        conn->resolve_inside = 1;
-        void *h = c->ops.resolve(c->loop, host, on_resolved, conn);
-        conn->resolve_inside = 0;
-        if (conn->state == RJQ__LINK_RESOLVING) conn->lookup = h;
-    } else if (c->url.master) {
+    } else if (host == NULL && c->url.master) {
         /* each sentinel has connect_timeout_ms; this covers them all */
         rjq__timer_start(c, &conn->timer,
                          (uint64_t)c->connect_timeout_ms * (c->url.nsentinels + 1));
         link_enter(conn, RJQ__LINK_RESOLVING, 0);
         conn->lookup = rjq__sentinel_ask(c, on_master_found, conn);
         if (conn->lookup == NULL) failed_now(conn, "out of memory");
-    } else if (c->url.path) {
+        return;
+    } else if (host == NULL && c->url.path) {
         connect_to(conn, NULL);
-    } else if (c->url.numeric || c->ops.resolve == NULL) {
-        connect_to(conn, c->url.numeric ? c->url.host : "127.0.0.1"); /* localhost */
-    } else {
-        /* the connect timeout covers the lookup too */
-        rjq__timer_start(c, &conn->timer, (uint64_t)c->connect_timeout_ms);
-        link_enter(conn, RJQ__LINK_RESOLVING, 0);
-        conn->resolve_inside = 1;
-        void *h = c->ops.resolve(c->loop, c->url.host, on_resolved, conn);
-        conn->resolve_inside = 0;
-        if (conn->state == RJQ__LINK_RESOLVING) conn->lookup = h; /* else done was called inside */
+        return;
+    } else if (host == NULL) {
+        host = c->url.host;
+        port = 0;
+        numeric = c->url.numeric;
     }
+    if (numeric || c->ops.resolve == NULL) {
+        conn->addr_port = port;
+        connect_to(conn, numeric ? host : "127.0.0.1"); /* (localhost) */
+        return;
+    }
+    /* the connect timeout covers the lookup too */
+    rjq__timer_start(c, &conn->timer, (uint64_t)c->connect_timeout_ms);
+    link_enter(conn, RJQ__LINK_RESOLVING, 0);
+    conn->want_port = port;
+    conn->resolve_inside = 1;
+    void *h = c->ops.resolve(c->loop, host, on_resolved, conn);
+    conn->resolve_inside = 0;
+    if (conn->state == RJQ__LINK_RESOLVING) conn->lookup = h; /* else done was called inside */
 }
 
 /* refused: the server ended the session with a permission error (hiredis

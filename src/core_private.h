@@ -168,7 +168,6 @@ struct rjq__node_addr;
 int rjq__route_init(rjq_client *c, const rjq__conn_hooks *hooks, void (*changed)(rjq_client *c));
 /* Client destruction: close every node link (in-flight replies reach
  * their requests as for c->cmd), then free it all. */
-void rjq__route_close(rjq_client *c);
 void rjq__route_free(rjq_client *c);
 int rjq__route_mode(const rjq_client *c);
 /* The command connection for a request of slot (-1: slot-less: the seed's
@@ -234,6 +233,10 @@ void rjq__pubsub_free(rjq_client *c);
 
 /* Replace the server-time estimate with this sample (runtime.c). */
 void rjq__server_time_rebase(rjq_client *c, long long server_ms);
+/* The wait before a reconnect after `failures` failed attempts in a row
+ * (runtime.c): reconnect_min_ms doubled per failure up to reconnect_max_ms,
+ * with jitter (half of it, plus up to the other half). */
+uint64_t rjq__reconnect_delay(rjq_client *c, int failures);
 /* The watchdog of both connections (command timeout, probes). */
 int rjq__liveness_init(rjq_client *c); /* its timer goes with the heap */
 

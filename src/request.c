@@ -211,17 +211,34 @@ static int args_slot(const char *p, const char *end) {
     return rjq__key_slot(s, n);
 }
 
+/* Where request r's command (a transaction's first call: after MULTI,
+ * and the plain commands when they go first) has its first bulk string,
+ * the command's name: past its "*N" header. NULL: no header end. */
+static const char *first_bulk(const rjq__req *r) {
+    const char *p = r->cmd, *end = r->cmd + r->len;
+    if (r->nparts) p += r->part_end[r->pre_after == 0 && r->npre > 0 ? r->npre : 0];
+    if (p < end && *p == '*') p = memchr(p, '\n', (size_t)(end - p));
+    return p ? p + 1 : NULL;
+}
+
 /* The slot of a plain command formatted by hiredis: of its first argument
  * unless the command takes no key. */
-static int command_slot(const char *cmd, size_t len) {
-    const char *p = cmd, *end = cmd + len, *name, *key;
+static int command_slot(const rjq__req *r) {
+    const char *p = first_bulk(r), *end = r->cmd + r->len, *name, *key;
     size_t nlen, klen;
-    if (p < end && *p == '*') p = memchr(p, '\n', (size_t)(end - p));
-    if (p == NULL) return -1;
-    p++;
-    if (resp_bulk(&p, end, &name, &nlen) != 0 || slotless(name, nlen)) return -1;
+    if (p == NULL || resp_bulk(&p, end, &name, &nlen) != 0 || slotless(name, nlen)) return -1;
     if (resp_bulk(&p, end, &key, &klen) != 0) return -1;
     return rjq__key_slot(key, klen);
+}
+
+/* The slot of a transaction's first call's first key (every call of one
+ * request is in its slot): past FCALL/EVALSHA and the function. */
+static int calls_slot(const rjq__req *r) {
+    const char *p = first_bulk(r), *end = r->cmd + r->len, *s;
+    size_t n;
+    if (p == NULL || resp_bulk(&p, end, &s, &n) != 0 || resp_bulk(&p, end, &s, &n) != 0)
+        return -1;
+    return args_slot(p, end);
 }
 
 /* Take a command formatted by hiredis. */
@@ -232,7 +249,7 @@ static int submit(rjq_client *c, rjq__conn *pin, int flags, rjq__reply_fn *fn, v
         redisFreeCommand(cmd);
         return RJQ_ENOMEM;
     }
-    r->slot = command_slot(cmd, len);
+    r->slot = command_slot(r);
     r->pin = pin;
     send_req(c, r);
     return RJQ_OK;
@@ -267,14 +284,7 @@ int rjq__script_parts_after(rjq_client *c, int script, int flags, rjq__reply_fn 
         rjq__req_free(r);
         return RJQ_ENOMEM;
     }
-    /* (the first call's first key: every call of one request is in its slot) */
-    const char *first = r->cmd + r->part_end[r->pre_after == 0 && r->npre > 0 ? r->npre : 0];
-    if (first < r->cmd + r->len && *first == '*') first = memchr(first, '\n', r->len - (size_t)(first - r->cmd));
-    const char *fend = r->cmd + r->len, *s;
-    size_t sn;
-    if (first && (first++, resp_bulk(&first, fend, &s, &sn) == 0) &&
-        resp_bulk(&first, fend, &s, &sn) == 0)
-        r->slot = args_slot(first, fend);
+    r->slot = calls_slot(r);
     send_req(c, r);
     return RJQ_OK;
 }
@@ -426,13 +436,9 @@ static int resp_bulk(const char **p, const char *end, const char **str, size_t *
 /* What request r is, for a report: "script <function> keys <keys...>"
  * (a script: its first call's keys) or "<COMMAND> <first argument>". */
 static void describe(const rjq__req *r, char *out, size_t cap) {
-    const char *p = r->cmd, *end = r->cmd + r->len, *arg[3];
+    const char *p = first_bulk(r), *end = r->cmd + r->len, *arg[3];
     size_t alen[3];
     int n = 0;
-    if (r->nparts) /* MULTI, and the plain commands when they go first */
-        p += r->pre_after == 0 && r->npre > 0 ? r->part_end[r->npre] : r->part_end[0];
-    if (p < end && *p == '*') p = memchr(p, '\n', (size_t)(end - p));
-    if (p) p++;
     while (p && n < 3 && resp_bulk(&p, end, &arg[n], &alen[n]) == 0) n++;
     if (r->script < 0 || n < 3) {
         snprintf(out, cap, "%.*s%s%.*s", n > 0 ? (int)alen[0] : 0, n > 0 ? arg[0] : "",
@@ -451,11 +457,6 @@ static void describe(const rjq__req *r, char *out, size_t cap) {
     }
 }
 
-/* A request refused for a permission (NOPERM, NOAUTH, or a script's
- * command or key the user may not use): final, never retried; the
- * RJQ_EVENT_ERROR says which request, so the missing permission can be
- * found (the server's words do not always name it: a key refused inside a
- * script does not say which). */
 static void flush_backlog(rjq_client *c);
 
 /* A MOVED or ASK (on a cluster) to request r, answered on `on`: it did not
@@ -487,6 +488,11 @@ static int redirected(rjq_client *c, rjq__req *r, const redisReply *rep, rjq__co
     return 1;
 }
 
+/* A request refused for a permission (NOPERM, NOAUTH, or a script's
+ * command or key the user may not use): final, never retried; the
+ * RJQ_EVENT_ERROR says which request, so the missing permission can be
+ * found (the server's words do not always name it: a key refused inside a
+ * script does not say which). */
 static void refused(rjq_client *c, const rjq__req *r, const char *err) {
     char what[384], detail[RJQ__ERRMSG_MAX + 400];
     describe(r, what, sizeof what);
@@ -607,24 +613,27 @@ static void flush_backlog(rjq_client *c) {
     }
 }
 
+/* The connection the first request waiting for room goes to, when it is
+ * up (NULL: none waits, or it is down). */
+static rjq__conn *room_link(rjq_client *c) {
+    rjq__conn *to = c->room.head ? rjq__route_link(c, c->room.head->slot) : NULL;
+    return to && rjq__conn_ready(to) ? to : NULL;
+}
+
 /* The requests waiting for room go when there is room: from the callback
  * of a request's reply, and from the room timer (replies may be slow to
  * come: the output may be written long before). */
-static int room_on(const rjq_client *c) {
-    rjq__conn *to = c->room.head ? rjq__route_link((rjq_client *)c, c->room.head->slot) : NULL;
-    return to && rjq__conn_ready(to) && !output_full(to);
-}
-
 static void send_room(rjq_client *c) {
-    if (c->room.n > 0 && room_on(c)) flush_backlog(c);
+    rjq__conn *to = room_link(c);
+    if (to && !output_full(to)) flush_backlog(c);
 }
 
 /* While nothing is written (a stopped server), it looks less often. */
 static void on_room_timer(rjq__timer *t) {
     rjq_client *c = t->owner;
     send_room(c);
-    rjq__conn *to = c->room.head ? rjq__route_link(c, c->room.head->slot) : NULL;
-    if (to == NULL || !rjq__conn_ready(to)) return; /* (cmd_ready sends them) */
+    rjq__conn *to = room_link(c);
+    if (to == NULL) return; /* (cmd_ready sends them) */
     size_t out = unwritten(to);
     if (out == c->room_seen) {
         c->room_poll_ms = c->room_poll_ms * 2 > ROOM_POLL_MAX_MS ? ROOM_POLL_MAX_MS
@@ -731,11 +740,11 @@ static void cmd_down(rjq__conn *conn, int fail, const char *why) {
     (void)why; /* (the errmsg has it) */
     rjq_client *c = conn->c;
     int node = conn != &c->cmd && rjq__route_mode(c) == RJQ__ROUTE_CLUSTER;
+    uint64_t now = rjq__now_ms();
     if (fail == RJQ_EAUTH) fail_all_waiting(c, fail);
-    else if (fail && node && fail == RJQ_ECONN && rjq__now_ms() > NODE_WAIT_MS)
-        fail_backlog_if(c, fail, rjq__now_ms() - NODE_WAIT_MS, conn);
-    else if (fail && !(node && fail == RJQ_ECONN))
-        fail_backlog(c, fail, conn);
+    else if (node && fail == RJQ_ECONN && now > NODE_WAIT_MS)
+        fail_backlog_if(c, fail, now - NODE_WAIT_MS, conn);
+    else if (fail && !(node && fail == RJQ_ECONN)) fail_backlog(c, fail, conn);
     rjq__route_refresh(c); /* (on a cluster: a node went, or failed over) */
 }
 

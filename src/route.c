@@ -95,17 +95,11 @@ int rjq__route_init(rjq_client *c, const rjq__conn_hooks *hooks, void (*changed)
     return RJQ_OK;
 }
 
-void rjq__route_close(rjq_client *c) {
+void rjq__route_free(rjq_client *c) {
     rjq__route *rt = c->route;
     if (rt == NULL) return;
     for (size_t i = 0; i < rt->nlinks; i++)
         if (rt->links[i]->conn.state != RJQ__LINK_RETIRED) rjq__conn_close(&rt->links[i]->conn);
-}
-
-void rjq__route_free(rjq_client *c) {
-    rjq__route *rt = c->route;
-    if (rt == NULL) return;
-    rjq__route_close(c);
     rjq__timer_teardown(c, &rt->timer);
     if (rt->inflight) rt->inflight->c = NULL; /* its callback frees it */
     for (size_t i = 0; i < rt->nlinks; i++) free(rt->links[i]);

@@ -36,6 +36,13 @@ uint64_t rjq__random(rjq_client *c) {
     return x * 0x2545F4914F6CDD1DULL;
 }
 
+uint64_t rjq__reconnect_delay(rjq_client *c, int failures) {
+    long delay = c->reconnect_min_ms;
+    for (int i = 1; i < failures && delay < c->reconnect_max_ms; i++) delay *= 2;
+    if (delay > c->reconnect_max_ms) delay = c->reconnect_max_ms;
+    return (uint64_t)(delay / 2 + (long)(rjq__random(c) % (uint64_t)(delay / 2 + 1))); /* jitter */
+}
+
 void rjq__random_word(rjq_client *c, char *out, int n) {
     static const char digits[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
     uint64_t x = rjq__random(c);

@@ -114,11 +114,7 @@ static void start(rjq__shardlink *l);
 
 static void schedule_reconnect(rjq__shardlink *l) {
     rjq_client *c = l->c;
-    long delay = c->reconnect_min_ms;
-    for (int i = 1; i < l->failures && delay < c->reconnect_max_ms; i++) delay *= 2;
-    if (delay > c->reconnect_max_ms) delay = c->reconnect_max_ms;
-    delay = delay / 2 + (long)(rjq__random(c) % (uint64_t)(delay / 2 + 1)); /* jitter */
-    rjq__timer_start(c, &l->timer, (uint64_t)delay);
+    rjq__timer_start(c, &l->timer, rjq__reconnect_delay(c, l->failures));
 }
 
 /* The connection is gone (or never came): close it, back off, and tell
@@ -370,7 +366,7 @@ static void start(rjq__shardlink *l) {
     else if (l->ctx->err) snprintf(why, sizeof why, "connect failed: %s", l->ctx->errstr);
     if (!why[0]) (void)redisEnableKeepAlive(l->ctx), l->ctx->err = 0;
     if (!why[0] && c->tls &&
-        rjq__tls_start_ctx(c->tls, l->ctx, &l->tls_session, why, sizeof why) != RJQ_OK)
+        rjq__tls_start(c->tls, l->ctx, &l->tls_session, why, sizeof why) != RJQ_OK)
         l->tls_session = NULL;
     if (!why[0] && c->url.password) {
         const char *argv[3] = {"AUTH", c->url.user ? c->url.user : c->url.password, c->url.password};

@@ -123,11 +123,7 @@ void rjq__tls_free(rjq__tls *t) {
     free(t);
 }
 
-int rjq__tls_start(rjq__tls *t, redisAsyncContext *ac, void **session, char *err, size_t errlen) {
-    return rjq__tls_start_ctx(t, &ac->c, session, err, errlen);
-}
-
-int rjq__tls_start_ctx(rjq__tls *t, redisContext *rc, void **session, char *err, size_t errlen) {
+int rjq__tls_start(rjq__tls *t, redisContext *rc, void **session, char *err, size_t errlen) {
     ERR_clear_error();
     SSL *ssl = SSL_new(t->ctx);
     if (ssl == NULL) {
@@ -228,17 +224,8 @@ void rjq__tls_free(rjq__tls *t) {
     (void)t;
 }
 
-int rjq__tls_start(rjq__tls *t, struct redisAsyncContext *ac, void **session, char *err,
+int rjq__tls_start(rjq__tls *t, struct redisContext *rc, void **session, char *err,
                    size_t errlen) {
-    (void)t;
-    (void)ac;
-    (void)session;
-    snprintf(err, errlen, "TLS: not built");
-    return RJQ_ETLS;
-}
-
-int rjq__tls_start_ctx(rjq__tls *t, struct redisContext *rc, void **session, char *err,
-                       size_t errlen) {
     (void)t;
     (void)rc;
     (void)session;

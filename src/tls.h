@@ -17,7 +17,6 @@
 
 #include "rjq.h"
 
-struct redisAsyncContext;
 struct redisContext;
 typedef struct rjq__tls rjq__tls;
 
@@ -31,16 +30,13 @@ int rjq__tls_new(rjq__tls **out, const rjq_tls_options *o, const char *host, int
                  char *err, size_t errlen);
 void rjq__tls_free(rjq__tls *t);
 
-/* Start TLS on a new context (before anything is sent). On success
- * *session is the connection's TLS session (owned by hiredis, valid while
- * the context lives), for rjq__tls_why. RJQ_ETLS (reason in err) else. */
-int rjq__tls_start(rjq__tls *t, struct redisAsyncContext *ac, void **session, char *err,
+/* Start TLS on a new context (before anything is sent): an async
+ * context's (&ac->c), or the sharded pub/sub link's non-blocking one (the
+ * handshake goes on as it reads and writes). On success *session is the
+ * connection's TLS session (owned by hiredis, valid while the context
+ * lives), for rjq__tls_why. RJQ_ETLS (reason in err) else. */
+int rjq__tls_start(rjq__tls *t, struct redisContext *rc, void **session, char *err,
                    size_t errlen);
-
-/* The same on a hiredis redisContext (the sharded pub/sub link's,
- * non-blocking: the handshake goes on as it reads and writes). */
-int rjq__tls_start_ctx(rjq__tls *t, struct redisContext *rc, void **session, char *err,
-                       size_t errlen);
 
 /* 1 while the session's handshake has not finished. */
 int rjq__tls_handshaking(void *session);

@@ -162,6 +162,25 @@ static int parse_host(const char *s, size_t n, rjq__url *u, char *err, size_t er
     return u->host ? RJQ_OK : RJQ_ENOMEM;
 }
 
+/* One "h[:p]" of a host list (n bytes) into *out, its port `port`
+ * unless it gives one. */
+static int parse_list_host(const char *s, size_t n, int port, rjq__url_host *out, rjq__url *u,
+                           char *err, size_t errlen) {
+    rjq__url one;
+    memset(&one, 0, sizeof one);
+    one.port = port;
+    char why[160];
+    int rc = parse_host(s, n, &one, why, sizeof why);
+    if (rc != RJQ_OK) {
+        free(one.host);
+        return rc == RJQ_ENOMEM ? rc : fail(u, err, errlen, why);
+    }
+    out->host = one.host;
+    out->numeric = one.numeric;
+    out->port = one.port;
+    return RJQ_OK;
+}
+
 /* The sentinels' list "h[:p],h[:p]..." (n bytes), then "/name[/db]". */
 static int parse_sentinel(const char *s, rjq__url *u, char *err, size_t errlen) {
     const char *slash = strchr(s, '/');
@@ -182,19 +201,10 @@ static int parse_sentinel(const char *s, rjq__url *u, char *err, size_t errlen) 
         const char *end = comma ? comma : slash;
         if (u->nsentinels == RJQ__SENTINELS_MAX) return fail(u, err, errlen, "at most 16 sentinels");
         if (end == s) return fail(u, err, errlen, "an empty sentinel address");
-        rjq__url one;
-        memset(&one, 0, sizeof one);
-        one.port = 26379;
-        char why[160];
-        rc = parse_host(s, (size_t)(end - s), &one, why, sizeof why);
-        if (rc != RJQ_OK) {
-            free(one.host);
-            if (rc == RJQ_ENOMEM) return rc;
-            return fail(u, err, errlen, why);
-        }
-        u->sentinels[u->nsentinels].host = one.host;
-        u->sentinels[u->nsentinels].numeric = one.numeric;
-        u->sentinels[u->nsentinels++].port = one.port;
+        rc = parse_list_host(s, (size_t)(end - s), 26379, &u->sentinels[u->nsentinels], u, err,
+                             errlen);
+        if (rc != RJQ_OK) return rc;
+        u->nsentinels++;
         s = comma ? comma + 1 : slash;
     }
     const char *name = slash + 1, *db = strchr(name, '/');
@@ -218,19 +228,9 @@ static int parse_seeds(const char *s, size_t n, rjq__url *u, char *err, size_t e
         const char *e = comma ? comma : end;
         if (u->nseeds == RJQ__SENTINELS_MAX) return fail(u, err, errlen, "at most 16 seed nodes");
         if (e == s) return fail(u, err, errlen, "an empty seed node address");
-        rjq__url one;
-        memset(&one, 0, sizeof one);
-        one.port = 6379;
-        char why[160];
-        int rc = parse_host(s, (size_t)(e - s), &one, why, sizeof why);
-        if (rc != RJQ_OK) {
-            free(one.host);
-            if (rc == RJQ_ENOMEM) return rc;
-            return fail(u, err, errlen, why);
-        }
-        u->seeds[u->nseeds].host = one.host;
-        u->seeds[u->nseeds].numeric = one.numeric;
-        u->seeds[u->nseeds++].port = one.port;
+        int rc = parse_list_host(s, (size_t)(e - s), 6379, &u->seeds[u->nseeds], u, err, errlen);
+        if (rc != RJQ_OK) return rc;
+        u->nseeds++;
         if (comma == NULL) break;
         s = comma + 1;
     }

@@ -788,6 +788,12 @@ RJQ_URL=redis://127.0.0.1:1 complete_words "$RJQ_BIN" "--url=redis://127.0.0.1:$
 expect_out "$(printf 'compa\ncompb')"
 complete_words "$RJQ_BIN" --prefix cp stats ""
 expect_out "pq1"
+# an option's value is not taken for the queue, whichever line of the
+# completion's lists names the option
+for o in --attempts --timeout --missed --lease --max-requests --max-waiting; do
+    complete_words "$RJQ_BIN" enqueue "$o" 3 comp
+    expect_out "$(printf 'compa\ncompb')"
+done
 complete_words "$RJQ_BIN" stats compa ""
 expect_out ""
 # nothing reachable: no names, no noise

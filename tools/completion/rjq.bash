@@ -16,6 +16,10 @@ _rjq_command_values=" --after --limit --offset --interval --id --delay --priorit
 --lease --listen --queues --token-file --max-body --wait-max --max-queues --max-requests
 --max-waiting --request-timeout --queue-idle --role "
 
+# (one line each, so that a match on " $word " finds the names at line ends)
+_rjq_global_values=${_rjq_global_values//$'\n'/ }
+_rjq_command_values=${_rjq_command_values//$'\n'/ }
+
 # A command's options (every command takes --json and --help).
 _rjq_command_options() {
     case $1 in

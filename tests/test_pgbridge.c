@@ -44,6 +44,8 @@ typedef struct workers {
     long nheld;
     long order[MAX_ROWS];/* row ids in start order */
     long started;
+    long finishing;      /* the handler's completions and failures sent */
+    long finished;       /* ... and answered (each RJQ_OK) */
 } workers;
 
 /* A private PostgreSQL with the table, a private redis-server with a
@@ -63,6 +65,12 @@ static long row_of(const rjq_job *job) {
     return row;
 }
 
+static void on_finished(rjq_client *c, int status, void *data) {
+    (void)c;
+    ASSERT_OK(status);
+    ((workers *)data)->finished++;
+}
+
 static void handler(rjq_job *job, void *data) {
     workers *ws = data;
     long row = row_of(job);
@@ -77,16 +85,19 @@ static void handler(rjq_job *job, void *data) {
     }
     if (ws->sleep_us) usleep((useconds_t)ws->sleep_us);
     if (ws->fail_pattern && len >= 5 && memcmp(p, "retry", 5) == 0 && ws->runs[row] == 1) {
-        ASSERT_OK(rjq_job_fail(job, "first try failed", RJQ_FAIL_RETRY, 0, on_done_ok, NULL));
+        ws->finishing++;
+        ASSERT_OK(rjq_job_fail(job, "first try failed", RJQ_FAIL_RETRY, 0, on_finished, ws));
         return;
     }
     if (ws->fail_pattern && len >= 4 && memcmp(p, "fail", 4) == 0) {
-        ASSERT_OK(rjq_job_fail(job, "it failed on purpose", RJQ_FAIL_FATAL, 0, on_done_ok, NULL));
+        ws->finishing++;
+        ASSERT_OK(rjq_job_fail(job, "it failed on purpose", RJQ_FAIL_FATAL, 0, on_finished, ws));
         return;
     }
     char result[256];
     int n = snprintf(result, sizeof result, "r:%.*s", (int)(len < 200 ? len : 200), p);
-    ASSERT_OK(rjq_job_complete(job, result, (size_t)n, on_done_ok, NULL));
+    ws->finishing++;
+    ASSERT_OK(rjq_job_complete(job, result, (size_t)n, on_finished, ws));
 }
 
 static void workers_start(const char *queue, int n, int concurrency) {
@@ -113,6 +124,10 @@ static void workers_start_each(const char *const *queues, int n, int concurrency
 }
 
 static void workers_free(workers *ws) {
+    /* PostgreSQL may show a job's outcome (the bridge heard its event)
+     * before the worker's own completion is answered: wait for the answers,
+     * else freeing the clients cancels them */
+    WAIT_FOR(F.e.base, ws->finished == ws->finishing, 30000);
     for (int i = 0; i < ws->n; i++) rjq_client_free(ws->c[i]);
     ws->n = 0;
 }

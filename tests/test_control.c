@@ -981,7 +981,11 @@ TEST(concurrency_limit_slot_left_to_a_silent_waiter_is_taken_after_its_grace) {
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{fg}:waiters %s", "1 t:{fg}:push:gone"));
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{fg}:waiters %s", "1 t:{fg}:push:silent"));
     ASSERT_OK(rjq_job_complete(fair_starts[0].job, "", 0, NULL, NULL));
-    ASSERT(loop_until_count(e.base, &fair_started, 2, 10000));
+    if (!loop_until_count(e.base, &fair_started, 2, 10000)) /* (what held it, if it fails) */
+        fprintf(stderr, "no second start: active %lld, ready %lld, waiters %lld, completed %lld\n",
+                server_int(e.rc, "ZCARD t:{fg}:active"), server_int(e.rc, "LLEN t:{fg}:ready"),
+                server_int(e.rc, "HLEN t:{fg}:waiters"), server_int(e.rc, "HGET t:{fg}:stats retained"));
+    ASSERT_EQ(2, fair_started);
     ASSERT_OK(rjq_job_complete(fair_starts[1].job, "", 0, NULL, NULL));
     redisFree(sub);
     env_stop(&e);

@@ -20,7 +20,10 @@
  *           jobs waiting. A doorbell heard while a claim is in flight
  *           triggers one more claim.
  * Claims ride the queue's tick, behind the completions of the same loop
- * turn, so the capacity they free is claimed in the same round trip.
+ * turn, so the capacity they free is claimed in the same round trip; a
+ * doorbell's or the poll timer's claim too, so it never overtakes a
+ * completion made earlier in the turn (held back by a concurrency limit
+ * whose slot that completion frees, it would wait for the poll timer).
  * Its lifecycle (w->state, changed only by rjq__w_set_state): ACTIVE, then
  * STOPPING after rjq_worker_stop() or when the client closes gracefully
  * (no more claims; jobs that still arrive, by a claim in flight or a push,

@@ -110,6 +110,7 @@ typedef enum wstate {
  *   RUNG_CLAIM  both: claim on the next tick, still rung until one is sent
  * Events (wevent) and where they lead:
  *   RING   (doorbell, resync)        NONE, RUNG -> RUNG; OFFER, CLAIM, RUNG_CLAIM -> RUNG_CLAIM
+ *                                    (rjq__w_poke then WANTs: its claim rides the tick)
  *   FREED  (a slot freed)            rung -> RUNG_CLAIM; hungry or grouped -> CLAIM
  *                                    (or stays); else NONE -> OFFER (OFFER, CLAIM stay)
  *   WANT   (claim on the tick)       NONE, OFFER -> CLAIM; RUNG -> RUNG_CLAIM (others stay)

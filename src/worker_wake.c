@@ -8,11 +8,16 @@
 
 #include "worker_private.h"
 
-/* Work is ready: claim (with the registered slots too, see rjq__w_claim()). A
- * doorbell that no claim could answer yet stays pending. */
+/* Work is ready: claim (with the registered slots too, see rjq__w_claim())
+ * on the queue's tick, behind the completions of this loop turn: a claim
+ * sent at once could reach Redis ahead of a completion made earlier in the
+ * turn, find its slot still taken under a concurrency limit and be held
+ * back with nothing to wake it, while that completion's batch offers
+ * nothing (a claim was owed). A doorbell that no claim could answer yet
+ * stays pending. */
 void rjq__w_poke(rjq_worker *w) {
     rjq__w_wake(w, WE_RING);
-    rjq__w_claim(w);
+    rjq__w_want_claim(w);
 }
 
 void rjq__w_resync(rjq_worker *w) {
@@ -37,5 +42,5 @@ void rjq__w_on_poll_timer(rjq__timer *t) {
     rjq__w_check(w);
     w->refused_until = 0;
     rjq__reg_resync(w->reg);
-    rjq__w_claim(w);
+    rjq__w_want_claim(w); /* on the tick, as rjq__w_poke's */
 }

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core.h" /* rjq__channel_confirmed */
 #include "fixture.h"
 #include "harness.h"
 #include "server.h"
@@ -980,9 +981,64 @@ TEST(concurrency_limit_slot_left_to_a_silent_waiter_is_taken_after_its_grace) {
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{fg}:waiters %s", "1 t:{fg}:push:gone"));
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{fg}:waiters %s", "1 t:{fg}:push:silent"));
     ASSERT_OK(rjq_job_complete(fair_starts[0].job, "", 0, NULL, NULL));
-    ASSERT(loop_until_count(e.base, &fair_started, 2, 10000));
+    if (!loop_until_count(e.base, &fair_started, 2, 10000)) /* (what held it, if it fails) */
+        fprintf(stderr, "no second start: active %lld, ready %lld, waiters %lld, completed %lld\n",
+                server_int(e.rc, "ZCARD t:{fg}:active"), server_int(e.rc, "LLEN t:{fg}:ready"),
+                server_int(e.rc, "HLEN t:{fg}:waiters"), server_int(e.rc, "HGET t:{fg}:stats retained"));
+    ASSERT_EQ(2, fair_started);
     ASSERT_OK(rjq_job_complete(fair_starts[1].job, "", 0, NULL, NULL));
     redisFree(sub);
+    env_stop(&e);
+}
+
+/* A doorbell heard in the loop turn where a job of a limited queue was
+ * completed, after the completion and before the queue's tick: the claim
+ * it owes rides the tick, behind the completion. Sent at once, it reached
+ * Redis ahead of the completion, found the slot still taken and was held
+ * back with nothing owed (no timer: next -1); the completion's batch made
+ * no offer (the claim in flight took the slot), so the freed slot waited
+ * for the poll timer (60 s here) and the next job did not start. The
+ * test completes the job from a callback made active before the loop
+ * runs, so the doorbell already in the subscriber connection's socket is
+ * read in the same turn, after it, and before the tick it kicked. */
+static redisContext *held_rc;
+
+static int started_or_held(void *arg) {
+    (void)arg;
+    return fair_started == 2 || server_int(held_rc, "HLEN t:{db}:waiters") > 0;
+}
+
+static void complete_first(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    ASSERT_OK(rjq_job_complete(arg, "", 0, NULL, NULL));
+}
+
+TEST(concurrency_limit_doorbell_heard_between_a_completion_and_its_tick_claims_behind_it) {
+    test_env e;
+    env_start(&e, "db");
+    ASSERT_EQ(1, set_limits(&e, 1, 0, 0));
+    enqueue_many(&e, 2);
+    fair_started = 0;
+    static int id0 = 0;
+    rjq_worker *w = NULL;
+    rjq_worker_options wo = quiet_worker_options(1);
+    ASSERT_OK(rjq_worker_start(e.q, &wo, fair_handler, &id0, &w));
+    ASSERT(loop_until_count(e.base, &fair_started, 1, 10000));
+    WAIT_FOR(e.base, rjq__channel_confirmed(e.c, "t:{db}:wake"), 5000);
+    subscriber_barrier(e.base, e.c, e.rc); /* (its claim's own doorbell heard) */
+    /* a doorbell waits in the worker's subscriber connection (Redis wrote
+     * it before it answered the PING) */
+    freeReplyObject(server_cmd(e.rc, "PUBLISH t:{db}:wake 1"));
+    freeReplyObject(server_cmd(e.rc, "PING"));
+    struct event *first = event_new(e.base, -1, 0, complete_first, fair_starts[0].job);
+    ASSERT(first != NULL);
+    event_active(first, EV_TIMEOUT, 1);
+    held_rc = e.rc;
+    ASSERT(loop_until_cond(e.base, started_or_held, NULL, 10000));
+    event_free(first);
+    ASSERT_EQ(0, server_int(e.rc, "HLEN t:{db}:waiters")); /* never held back */
+    ASSERT_EQ(2, fair_started);
+    ASSERT_OK(rjq_job_complete(fair_starts[1].job, "", 0, NULL, NULL));
     env_stop(&e);
 }
 

@@ -1262,7 +1262,16 @@ TEST(non_numeric_counter_refused_with_its_key_named) {
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(env.q, &wo, hold_handler, &h, &w));
     ASSERT(loop_until(env.base, &h.handled, 10000));
-    get_stats(env.base, env.q); /* a round trip: the claim registered the other slot */
+    /* The claim registered the other slot, and the worker's push channel
+     * is confirmed with the recovering claim that its confirmation makes
+     * answered. (A confirmation heard only after the completion went out
+     * made the worker recover: the completion's forget of the job's token
+     * went with it, so that claim, run once Redis had refused the
+     * completion and the forget, took the job, still held under a token
+     * the worker no longer named, back under a new token and lease, all
+     * before the completion's reply was read: the record changed, but not
+     * by the refused call.) */
+    wait_idle_settled(&env, "g");
 
     /* rjq_job_complete: the count of retained jobs */
     garble(&env, "retained");

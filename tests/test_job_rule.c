@@ -189,16 +189,22 @@ TEST(complete_too_big_result_releases_and_fails_the_attempt) {
     run_end(&r);
 }
 
+/* The failed attempt was retried: the job ran a second time, and that run's
+ * completion went through. */
+static void assert_ran_again_and_completed(run *r) {
+    ASSERT(loop_until_count(r->base, &r->x.handled, 2, 10000));
+    ASSERT_EQ(2, r->x.last_attempt);
+    ASSERT(loop_until_count(r->base, &r->x.retry_done, 1, 10000));
+    ASSERT_OK(r->x.retry_status);
+    ASSERT_STREQ("completed", job_info(r).state);
+}
+
 /* ... under the job's retry policy: with attempts left it runs again. */
 TEST(complete_too_big_result_is_retried_under_the_retry_policy) {
     run r;
     run_mode(&r, M_TOO_BIG, 2, 0);
     ASSERT_EQ(RJQ_ETOOBIG, r.x.cb_status);
-    ASSERT(loop_until_count(r.base, &r.x.handled, 2, 10000));
-    ASSERT_EQ(2, r.x.last_attempt);
-    ASSERT(loop_until_count(r.base, &r.x.retry_done, 1, 10000));
-    ASSERT_OK(r.x.retry_status);
-    ASSERT_STREQ("completed", job_info(&r).state);
+    assert_ran_again_and_completed(&r);
     run_end(&r);
 }
 
@@ -218,11 +224,7 @@ TEST(fail_with_bad_flags_releases_and_fails_under_the_retry_policy) {
     run r;
     run_mode(&r, M_BAD_FLAGS, 2, 0);
     ASSERT_EQ(RJQ_EINVAL, r.x.cb_status);
-    ASSERT(loop_until_count(r.base, &r.x.handled, 2, 10000));
-    ASSERT_EQ(2, r.x.last_attempt);
-    ASSERT(loop_until_count(r.base, &r.x.retry_done, 1, 10000));
-    ASSERT_OK(r.x.retry_status);
-    ASSERT_STREQ("completed", job_info(&r).state);
+    assert_ran_again_and_completed(&r);
     run_end(&r);
 }
 

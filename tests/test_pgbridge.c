@@ -718,6 +718,59 @@ static int kill_bridge_connections(void) {
     return killed;
 }
 
+/* A bridge with its health endpoint on a free port (its port). */
+static pid_t bridge_spawn_listening(int *port) {
+    static char listen[32];
+    *port = free_port();
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", *port);
+    const char *extra[] = {"--listen", listen, NULL};
+    return bridge_spawn(extra);
+}
+
+/* The number of a sample in GET /metrics now. */
+static double metric_now(int port, const char *name) {
+    static char body[65536];
+    ASSERT_EQ(200, http_get(port, "/metrics", body, sizeof body));
+    return metric_of(body, name);
+}
+
+/* A bridge started onto a backlog holds its first claims' enqueues until
+ * its queue's first resync: the rows it moves are followed by events
+ * from the start, none is read at its mark (before: the first claim's
+ * rows were each read once at their mark, and again at their end). */
+TEST(a_bridge_started_onto_a_backlog_reads_no_job_record_before_the_jobs_end) {
+    setup();
+    insert_rows("jobs", 1, 2500, "0");
+    int port;
+    pid_t b = bridge_spawn_listening(&port);
+    wait_metric(port, "rjq_pg_bridge_rows_moved_total", 2500, 60000);
+    ASSERT_EQ(0, (long)metric_now(port, "rjq_pg_bridge_job_reads_total"));
+    ASSERT_EQ(2500, pg_int(&F.p, "SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'"));
+    workers_start("jobs", 1, 8);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 60000);
+    assert_all_completed_once(2500);
+    bridge_stop(b);
+    teardown();
+}
+
+/* A bridge started over the rows of jobs that ended while no bridge ran
+ * reads each job once: its scan's reads go out before its queue's first
+ * resync (they are answered before it), which reads none of them again. */
+TEST(a_bridge_started_over_finished_jobs_reads_each_job_once) {
+    setup();
+    move_rows_then_stop_bridge(500);
+    workers_start("jobs", 1, 8);
+    wait_runs(500);
+    int port;
+    pid_t b = bridge_spawn_listening(&port);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 30000);
+    assert_all_completed_once(500);
+    wait_metric(port, "rjq_pg_bridge_following", 0, 10000);
+    ASSERT_EQ(500, (long)metric_now(port, "rjq_pg_bridge_job_reads_total"));
+    bridge_stop(b);
+    teardown();
+}
+
 TEST(attempts_written_back_survive_a_redis_drop_while_a_restarted_bridge_reads_outcomes) {
     setup();
     move_rows_then_stop_bridge(300);

@@ -30,7 +30,10 @@
  *   again). A row moved by this bridge's claim after the last resync is
  *   not read at its mark: its events all arrive. processing and
  *   retry_scheduled come from the same events (at most once, so only for
- *   those in-between states). --follow-await (or a queue without a
+ *   those in-between states). A queue's claims wait for its first resync
+ *   (HOLD_MS at most) before they enqueue: a bridge started onto a
+ *   backlog would otherwise read the job of every row it moved before
+ *   that. --follow-await (or a queue without a
  *   monitor) awaits each migrated job instead. Rows the bridge did not migrate in
  *   this run (a restart, another bridge's crash) are found by a periodic
  *   scan of open rows.
@@ -59,6 +62,7 @@
 
 #define WRITE_BATCH 1000
 #define RETRY_MS 1000 /* after a refused claim or enqueue */
+#define HOLD_MS 2000  /* a queue's first resync awaited this long at most (holding) */
 
 enum { C_IDLE, C_SELECTING, C_ENQUEUING, C_MARKING };
 
@@ -83,6 +87,8 @@ typedef struct qent {
     rjq_monitor *m;
     int events;   /* outcomes from m's events (rjq_monitor_resyncs), not awaits */
     long epoch;   /* m's resyncs so far (0: none yet: every follow reads its job) */
+    double opened_at; /* (now_s) */
+    int unheld;   /* no first resync within HOLD_MS: enqueued and read without it */
     double backoff_until; /* Redis refused its enqueue: left out of claims until then */
 } qent;
 
@@ -114,6 +120,8 @@ typedef struct claim {
     int n;
     int pending;  /* enqueue callbacks still due, plus one while sending */
     unsigned gen; /* the lane's connection when the transaction began */
+    char *copy;   /* held: its rows' payloads (the claim's result is gone) */
+    struct claim *next_held;
 } claim;
 
 typedef struct group {
@@ -198,6 +206,8 @@ struct bridge {
     int want;           /* claim again when a lane is free */
     struct event *poll, *retry;
     struct event *backoff;  /* a queue's backoff ends */
+    claim *held, **held_tail; /* claims waiting for a queue's first resync (holding), in order */
+    struct event *hold;     /* ... HOLD_MS at most */
     /* follows */
     idmap follows;
     int reconciling;
@@ -222,6 +232,7 @@ struct bridge {
     struct event *report;
     int reporting;
     long long moved, existed, bad, requeued, unknown, completed, failed, cancelled;
+    long long job_reads;    /* job records read for an outcome */
     long long moved_at_report;
     double report_at;
     /* stop */
@@ -354,6 +365,13 @@ static int claimers_up(const bridge *b) {
 
 static void on_monitor(rjq_client *c, const char *event, const char *job_id, void *data);
 
+/* q's first resync has not come yet (HOLD_MS at most): its claims'
+ * enqueues wait for it, so that their rows are followed by events from
+ * the start, not read at their mark (follow_row; release_held). */
+static int holding(const qent *q) {
+    return q && q->events && q->epoch == 0 && !q->unheld;
+}
+
 /* The handle of queue `name`, opened (and monitored) on first use; NULL
  * with why set when rjq refuses the name. */
 static qent *queue_of(bridge *b, const char *name, char *why, size_t size) {
@@ -394,6 +412,11 @@ static qent *queue_of(bridge *b, const char *name, char *why, size_t size) {
     rc = rjq_queue_monitor(e->q, on_monitor, e, &e->m);
     if (rc != RJQ_OK) logf_("queue %s: no monitor (%s): processing and retry_scheduled are not written", name, rjq_strerror(rc));
     else e->events = !b->o.follow_await && rjq_monitor_resyncs(e->m) == RJQ_OK;
+    e->opened_at = now_s();
+    if (e->events && b->hold && !evtimer_pending(b->hold, NULL)) {
+        struct timeval tv = {HOLD_MS / 1000, (HOLD_MS % 1000) * 1000};
+        evtimer_add(b->hold, &tv);
+    }
     b->queues[b->nq++] = e;
     return e;
 }
@@ -784,6 +807,7 @@ static void send_final_read(bridge *b, final_read *f) {
     char job_id[96];
     job_id_of(b, f->id, f->gen, job_id, sizeof job_id);
     b->reads++;
+    b->job_reads++;
     int rc = client_open(b) ? rjq_queue_job(f->q->q, job_id, on_info, f) : RJQ_ECANCELED;
     if (rc != RJQ_OK) on_info(b->c, rc, NULL, f);
 }
@@ -1060,6 +1084,7 @@ static void check_follow(bridge *b, follow *fw) {
     fw->inflight = 1;
     fw->recheck = 0;
     b->reads++;
+    b->job_reads++;
     int rc = rjq_queue_job(fw->q->q, job_id, on_check, fw);
     if (rc != RJQ_OK) on_check(b->c, rc, NULL, fw);
 }
@@ -1124,9 +1149,12 @@ static void on_check(rjq_client *c, int status, const rjq_job_info *info, void *
     stop_check(b);
 }
 
+static void release_held(bridge *b);
+
 /* q's events may have been lost before now (rjq_monitor_resyncs): every
  * job of q followed by events is read again; a row pended meanwhile is
- * read at its mark (its epoch is older). */
+ * read at its mark (its epoch is older). The first one lets the claims
+ * held for q go (holding). */
 static void resync(qent *q) {
     bridge *b = q->b;
     q->epoch++;
@@ -1134,6 +1162,35 @@ static void resync(qent *q) {
         follow *fw = b->follows.slots[i].value;
         if (fw && fw->evt && !fw->pending && fw->q == q) check_follow(b, fw);
     }
+    if (q->epoch == 1) release_held(b);
+}
+
+/* HOLD_MS passed since a queue was opened without its first resync: it is
+ * held no more (its rows are read at their mark, as when the resync comes
+ * late). */
+static void on_hold(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    bridge *b = arg;
+    double now = now_s(), next = 0;
+    for (size_t i = 0; i < b->nq; i++) {
+        qent *q = b->queues[i];
+        if (!holding(q)) continue;
+        double until = q->opened_at + HOLD_MS / 1000.0;
+        if (until > now) {
+            if (next == 0 || until < next) next = until;
+            continue;
+        }
+        logf_("queue %s: no resync of its events after %d ms: its rows are read at their mark",
+              q->name, HOLD_MS);
+        q->unheld = 1;
+    }
+    if (next > 0) {
+        long ms = (long)((next - now) * 1000) + 1;
+        struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+        evtimer_add(b->hold, &tv);
+    }
+    release_held(b);
 }
 
 static void on_monitor(rjq_client *c, const char *event, const char *job_id, void *data) {
@@ -1223,6 +1280,7 @@ static void on_reconcile_timer(evutil_socket_t fd, short what, void *arg) {
 
 static void claim_free(claim *cl) {
     for (int i = 0; i < cl->n; i++) free(cl->rows[i].bad);
+    free(cl->copy);
     free(cl->rows);
     free(cl);
 }
@@ -1518,6 +1576,65 @@ static void enqueue_rows(claim *cl) {
     claim_settle(cl);
 }
 
+/* ---- claims held for a queue's first resync (holding) ---- */
+
+static int claim_waits(const claim *cl) {
+    for (int i = 0; i < cl->n; i++)
+        if (!cl->rows[i].bad && holding(cl->rows[i].q)) return 1;
+    return 0;
+}
+
+/* Keep cl (its payloads copied: its result goes) until its queues' first
+ * resyncs, after the claims held before it (claim order); -1: no memory. */
+static int hold_claim(bridge *b, claim *cl) {
+    size_t total = 1;
+    for (int i = 0; i < cl->n; i++)
+        if (!cl->rows[i].bad) total += cl->rows[i].len;
+    if ((cl->copy = malloc(total)) == NULL) return -1;
+    char *p = cl->copy;
+    for (int i = 0; i < cl->n; i++) {
+        row *r = &cl->rows[i];
+        if (r->bad) continue;
+        if (r->len) memcpy(p, r->payload, r->len);
+        r->payload = p;
+        p += r->len;
+    }
+    cl->next_held = NULL;
+    *b->held_tail = cl;
+    b->held_tail = &cl->next_held;
+    return 0;
+}
+
+static claim *unhold_first(bridge *b) {
+    claim *cl = b->held;
+    b->held = cl->next_held;
+    if (b->held == NULL) b->held_tail = &b->held;
+    return cl;
+}
+
+/* The held claims whose queues resynced go, in order (one whose
+ * transaction was lost meanwhile ends: mark). */
+static void release_held(bridge *b) {
+    while (b->held && !claim_waits(b->held)) {
+        claim *cl = unhold_first(b);
+        lane *ln = cl->ln;
+        if (!pgconn_up(ln->pg) || pgconn_generation(ln->pg) != cl->gen) mark(cl);
+        else enqueue_rows(cl);
+    }
+}
+
+/* Stopping: the held claims end, their rows left queued. */
+static void drop_held(bridge *b) {
+    while (b->held) {
+        claim *cl = unhold_first(b);
+        lane *ln = cl->ln;
+        logf_("stopping: %d claimed rows not enqueued stay queued", cl->n);
+        rollback(ln);
+        claim_free(cl);
+        ln->cstate = C_IDLE;
+    }
+}
+
 static void on_claimed(void *arg, PGresult **res, int n, const char *err,
                       const char *sqlstate) {
     (void)sqlstate;
@@ -1552,7 +1669,17 @@ static void on_claimed(void *arg, PGresult **res, int n, const char *err,
     cl->n = rows;
     for (int i = 0; i < rows; i++) check_row(b, &cl->rows[i], r, i);
     ln->cstate = C_ENQUEUING;
-    enqueue_rows(cl); /* the payloads are copied by rjq: r may go after this */
+    if (b->held || claim_waits(cl)) { /* after its queue's first resync */
+        if (hold_claim(b, cl) != 0) {
+            logf_("out of memory: %d claimed rows stay queued", rows);
+            rollback(ln);
+            claim_free(cl);
+            claim_idle(ln, 0, RETRY_MS);
+            return;
+        }
+    } else {
+        enqueue_rows(cl); /* the payloads are copied by rjq: r may go after this */
+    }
     /* a full batch: more rows wait, the next lane selects them now (its
      * enqueue goes after this one's); or a notification came meanwhile */
     if (rows >= b->o.batch || b->want) claim_next(b);
@@ -1788,6 +1915,7 @@ void bridge_get_counters(const bridge *b, bridge_counters *out) {
     out->cancelled = b->cancelled;
     out->requeued = b->requeued;
     out->unknown = b->unknown;
+    out->job_reads = b->job_reads;
     out->following = b->follows.n;
     out->writes_waiting = b->wn;
     out->pg_claims_up = claimers_up(b);
@@ -1842,10 +1970,12 @@ bridge *bridge_start(struct event_base *base, const bridge_options *o) {
     b->backoff = evtimer_new(base, on_backoff, b);
     b->write_retry = evtimer_new(base, on_write_retry, b);
     b->reread = evtimer_new(base, on_reread, b);
+    b->hold = evtimer_new(base, on_hold, b);
+    b->held_tail = &b->held;
     b->poll = periodic(b, o->poll_ms, on_poll);
     b->reconcile = periodic(b, o->reconcile_ms, on_reconcile_timer);
     b->report = o->report_ms > 0 ? periodic(b, o->report_ms, on_report) : NULL;
-    if (b->retry == NULL || b->backoff == NULL || b->write_retry == NULL || b->reread == NULL || b->poll == NULL || b->reconcile == NULL || (o->report_ms > 0 && !b->report))
+    if (b->retry == NULL || b->backoff == NULL || b->write_retry == NULL || b->reread == NULL || b->hold == NULL || b->poll == NULL || b->reconcile == NULL || (o->report_ms > 0 && !b->report))
         goto fail;
     /* the served queues are opened (and monitored) now: their events are
      * seen from the start */
@@ -1926,6 +2056,7 @@ void bridge_stop(bridge *b, long deadline_ms) {
         return;
     }
     evtimer_add(b->deadline, &tv);
+    drop_held(b);
     logf_("stopping (%s in flight, %zu writes waiting)", claiming(b) ? "a claim" : "no claim",
           b->wn);
     stop_check(b);
@@ -1938,6 +2069,7 @@ void bridge_free(bridge *b) {
     b->c = NULL;
     for (size_t i = 0; i < b->follows.cap; i++) /* what is left: entries of unmarked rows */
         free(b->follows.slots[i].value);
+    while (b->held) claim_free(unhold_first(b));
     for (int i = 0; b->lanes && i < b->o.claims; i++)
         pgconn_free(b->lanes[i].pg); /* a claim in flight ends (and is freed) here */
     free(b->lanes);
@@ -1967,6 +2099,7 @@ void bridge_free(bridge *b) {
         free(f);
     }
     if (b->reread) event_free(b->reread);
+    if (b->hold) event_free(b->hold);
     idmap_free(&b->follows);
     if (b->poll) event_free(b->poll);
     if (b->retry) event_free(b->retry);

@@ -51,6 +51,7 @@ typedef struct bridge_counters {
                                                        existed, rows failed as bad */
     long long completed, failed, cancelled;         /* outcomes written back */
     long long requeued, unknown;                    /* rows sent back to queued, "outcome unknown" */
+    long long job_reads;                            /* job records read from Redis for an outcome */
     size_t following, writes_waiting;
     int pg_claims_up, pg_outcomes_up, redis_up;     /* 1: connected */
 } bridge_counters;

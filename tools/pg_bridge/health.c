@@ -193,6 +193,8 @@ static void metrics(health *h, struct evhttp_request *req) {
     fprintf(out, "rjq_pg_bridge_outcomes_total{status=\"unknown\"} %lld\n", c.unknown);
     metric(out, "rjq_pg_bridge_following", "gauge", "Jobs whose outcome the bridge follows.",
            (double)c.following);
+    metric(out, "rjq_pg_bridge_job_reads_total", "counter",
+           "Job records read from Redis for an outcome.", (double)c.job_reads);
     metric(out, "rjq_pg_bridge_writes_waiting", "gauge", "Outcomes known, not yet written.",
            (double)c.writes_waiting);
     prom_family(out, "rjq_pg_bridge_up", "gauge", "1 while the connection is up.");

@@ -115,20 +115,29 @@ local n = (#ARGV - FIRST + 1) / 3
 local delay, pri, stored = {}, {}, {}
 local any_delay, any_opts, any_prio, any_timeout, any_debounce = false, false, false, false, false
 local deb, joins = {}, {}
+-- (the jobs of a batch mostly share their options text, e.g. a bridge's
+-- rows: each text is read once, its first job's reading serves the others)
+local first_with = {}
 for i = 1, n do
   local o = ARGV[FIRST + 3 * i - 1]
-  if string.byte(o, 1) == 43 then joins[i] = true; o = string.sub(o, 2) end -- '+'
-  delay[i], pri[i], stored[i] = 0, 0, false
-  if o ~= '' then
-    local timeout, debounce
-    delay[i], pri[i], stored[i], timeout, debounce = job_options(o)
-    if not delay[i] then return redis.error_reply('ERR rjq enqueue: bad job options') end
-    if debounce then deb[i] = true; any_debounce = true end
-    if timeout then any_timeout = true end
-    if stored[i] then any_opts = true end
-    if delay[i] > 0 then any_delay = true elseif pri[i] ~= 0 then any_prio = true end
-    if reserved and (pri[i] ~= 0 or deb[i]) then
-      return redis.error_reply('ERR rjq enqueue: a job with payload ahead has a priority')
+  local f = first_with[o]
+  if f then
+    joins[i], deb[i], delay[i], pri[i], stored[i] = joins[f], deb[f], delay[f], pri[f], stored[f]
+  else
+    first_with[o] = i
+    if string.byte(o, 1) == 43 then joins[i] = true; o = string.sub(o, 2) end -- '+'
+    delay[i], pri[i], stored[i] = 0, 0, false
+    if o ~= '' then
+      local timeout, debounce
+      delay[i], pri[i], stored[i], timeout, debounce = job_options(o)
+      if not delay[i] then return redis.error_reply('ERR rjq enqueue: bad job options') end
+      if debounce then deb[i] = true; any_debounce = true end
+      if timeout then any_timeout = true end
+      if stored[i] then any_opts = true end
+      if delay[i] > 0 then any_delay = true elseif pri[i] ~= 0 then any_prio = true end
+      if reserved and (pri[i] ~= 0 or deb[i]) then
+        return redis.error_reply('ERR rjq enqueue: a job with payload ahead has a priority')
+      end
     end
   end
 end

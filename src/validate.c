@@ -43,18 +43,46 @@ int rjq__valid_client_name(const char *name) {
     return 1;
 }
 
-static int backoff_spec(const rjq_backoff *b, char *buf, size_t len) {
+/* v in decimal at p (no NUL); past its last digit. (snprintf cost a
+ * producer more than all else it does per job: enqueue.c encodes every
+ * job's options with this.) */
+static char *put_ll(char *p, long long v) {
+    char tmp[24];
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) *p++ = '-';
+    while (n) *p++ = tmp[--n];
+    return p;
+}
+
+/* The backoff's spec at buf (NUL-terminated; "" for the default); fits 64
+ * bytes. */
+static int backoff_spec(const rjq_backoff *b, char *buf) {
     long long base = b->base_ms ? b->base_ms : 1000;
     long long cap = b->max_ms ? b->max_ms : 3600000;
     if (base < 0 || cap < 0 || base > RJQ_DELAY_MAX || cap > RJQ_DELAY_MAX) return RJQ_EINVAL;
+    char *p = buf;
     switch (b->type) {
     case RJQ_BACKOFF_DEFAULT:
     case RJQ_BACKOFF_EXPONENTIAL:
-        if (b->type == RJQ_BACKOFF_DEFAULT && b->base_ms == 0 && b->max_ms == 0) buf[0] = '\0';
-        else snprintf(buf, len, "e,%lld,%lld", base, cap);
+        if (b->type != RJQ_BACKOFF_DEFAULT || b->base_ms != 0 || b->max_ms != 0) {
+            *p++ = 'e';
+            *p++ = ',';
+            p = put_ll(p, base);
+            *p++ = ',';
+            p = put_ll(p, cap);
+        }
+        *p = '\0';
         return RJQ_OK;
     case RJQ_BACKOFF_FIXED:
-        snprintf(buf, len, "f,%lld,0", base);
+        *p++ = 'f';
+        *p++ = ',';
+        p = put_ll(p, base);
+        memcpy(p, ",0", 3);
         return RJQ_OK;
     }
     return RJQ_EINVAL;
@@ -69,21 +97,37 @@ int rjq__encode_job_options(const rjq_job_options *o, char *buf) {
         o->timeout_ms > RJQ_DELAY_MAX || o->dedup_ms < 0 || o->dedup_ms > RJQ_DELAY_MAX ||
         ((o->dedup_ms || o->debounce) && o->id == NULL))
         return RJQ_EINVAL;
-    if (backoff_spec(&o->backoff, spec, sizeof spec) != RJQ_OK) return RJQ_EINVAL;
+    if (backoff_spec(&o->backoff, spec) != RJQ_OK) return RJQ_EINVAL;
     if (o->delay_ms == 0 && o->priority == 0 &&
         (o->max_attempts == 0 || o->max_attempts == 3) && spec[0] == '\0' && o->timeout_ms == 0 &&
         o->dedup_ms == 0 && !o->debounce)
         return RJQ_OK;
-    size_t n = (size_t)snprintf(buf, RJQ__OPTS_MAX, "%lld,%d,%d,%s", o->delay_ms, o->priority,
-                                o->max_attempts ? o->max_attempts : 3, spec);
-    /* then ";timeout;dedup;1" as far as needed (empty: none) */
-    if (o->timeout_ms || o->dedup_ms || o->debounce)
-        n += (size_t)(o->timeout_ms ? snprintf(buf + n, RJQ__OPTS_MAX - n, ";%lld", o->timeout_ms)
-                                    : snprintf(buf + n, RJQ__OPTS_MAX - n, ";"));
-    if (o->dedup_ms || o->debounce)
-        n += (size_t)(o->dedup_ms ? snprintf(buf + n, RJQ__OPTS_MAX - n, ";%lld", o->dedup_ms)
-                                  : snprintf(buf + n, RJQ__OPTS_MAX - n, ";"));
-    if (o->debounce) snprintf(buf + n, RJQ__OPTS_MAX - n, ";1");
+    /* "delay,priority,attempts,spec": at most 13 + 8 + 10 + 29 bytes and 3
+     * commas (the ranges checked above), then ";timeout;dedup;1" as far as
+     * needed (empty: none; 14 + 14 + 2 more): under RJQ__OPTS_MAX */
+    char *p = buf;
+    p = put_ll(p, o->delay_ms);
+    *p++ = ',';
+    p = put_ll(p, o->priority);
+    *p++ = ',';
+    p = put_ll(p, o->max_attempts ? o->max_attempts : 3);
+    *p++ = ',';
+    size_t slen = strlen(spec);
+    memcpy(p, spec, slen);
+    p += slen;
+    if (o->timeout_ms || o->dedup_ms || o->debounce) {
+        *p++ = ';';
+        if (o->timeout_ms) p = put_ll(p, o->timeout_ms);
+    }
+    if (o->dedup_ms || o->debounce) {
+        *p++ = ';';
+        if (o->dedup_ms) p = put_ll(p, o->dedup_ms);
+    }
+    if (o->debounce) {
+        *p++ = ';';
+        *p++ = '1';
+    }
+    *p = '\0';
     return RJQ_OK;
 }
 

@@ -1149,6 +1149,51 @@ TEST(dedup_window_keeps_an_id_reserved_after_its_record_is_deleted) {
     env_stop(&e);
 }
 
+/* The stored options column of job id in queue qname ("" when none). */
+static void options_of(test_env *e, const char *qname, const char *id, char *out, size_t size) {
+    redisReply *r = server_cmd(e->rc, "HGET t:{%s}:options %s", qname, id);
+    ASSERT(r != NULL);
+    snprintf(out, size, "%s", r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
+}
+
+/* enqueue.lua reads each options text of a call once and gives its reading
+ * to every job with the same text: a batch mixing shared and distinct
+ * texts (a '+' joins every job after the first) keeps each job's own. */
+TEST(a_batch_whose_jobs_share_options_texts_keeps_each_jobs_own_options) {
+    test_env e;
+    env_start(&e, "bo");
+    rjq_job_options o[6];
+    memset(o, 0, sizeof o);
+    static const char *ids[6] = {"b1", "b2", "b3", "b4", "b5", "b6"};
+    for (int i = 0; i < 6; i++) {
+        o[i].id = ids[i];
+        o[i].dedup_ms = 86400000;
+        o[i].max_attempts = 5;
+    }
+    o[3].priority = 7; /* b4: its own text */
+    o[3].max_attempts = 2;
+    o[5].delay_ms = 3600000; /* b6: its own text, delayed */
+    rjq_enqueue_item items[6];
+    for (int i = 0; i < 6; i++) items[i] = (rjq_enqueue_item){"x", 1, &o[i]};
+    long target = answers + 1;
+    ASSERT_OK(rjq_enqueue_batch(e.q, items, 6, on_enqueued, NULL));
+    ASSERT(loop_until_count(e.base, &answers, target, 5000));
+    char got[128];
+    for (int i = 0; i < 6; i++) {
+        info_wait w = get_info(e.base, e.q, ids[i]);
+        ASSERT_OK(w.status);
+        ASSERT_EQ(i == 3 ? 2 : 5, w.max_attempts);
+        ASSERT_STREQ(i == 5 ? "delayed" : "ready", w.state);
+        options_of(&e, "bo", ids[i], got, sizeof got);
+        ASSERT_STREQ(i == 3 ? "7,2,;;86400000" : "0,5,;;86400000", got);
+    }
+    ASSERT_EQ(4, server_int(e.rc, "LLEN t:{bo}:ready"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{bo}:prio")); /* b4, by its priority */
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{bo}:delayed"));
+    env_stop(&e);
+}
+
 TEST(dedup_window_covers_dead_and_cancelled_jobs_past_their_cap) {
     test_env e;
     rjq_queue_options qo = {0};

@@ -753,6 +753,35 @@ TEST(a_bridge_started_onto_a_backlog_reads_no_job_record_before_the_jobs_end) {
     teardown();
 }
 
+/* A queue whose event stream never resyncs (its monitored flag is a hash:
+ * the monitor's SET ... GET fails, the scripts still publish) holds its
+ * claims 2 s at most, then moves them the old way, each row read at its
+ * mark; a bridge stopped while it holds them exits cleanly, its rows
+ * moved by the next bridge, and each job runs once. */
+TEST(a_queue_whose_events_never_resync_is_held_two_seconds_at_most) {
+    setup();
+    freeReplyObject(server_cmd(F.e.rc, "HSET t:{jobs}:monitored x 1"));
+    insert_rows("jobs", 1, 300, "0");
+    int port;
+    pid_t a = bridge_spawn_listening(&port);
+    /* its claim holds the rows (locked), or moved them already */
+    wait_pg("SELECT count(*) FROM (SELECT 1 FROM rjq_jobs WHERE status = 'queued' "
+            "FOR UPDATE SKIP LOCKED) x",
+            0, 30000);
+    bridge_stop(a);
+    pid_t b = bridge_spawn_listening(&port);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'migrated'", 0, 30000);
+    /* each job read once: at its mark (no resync came), or by b's scan
+     * (the rows a moved); no worker runs yet */
+    wait_metric(port, "rjq_pg_bridge_job_reads_total", 300, 10000);
+    workers_start("jobs", 1, 8);
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status <> 'completed'", 0, 30000);
+    assert_all_completed_once(300);
+    ASSERT_EQ(300, get_stats(F.e.base, F.e.q).enqueued);
+    bridge_stop(b);
+    teardown();
+}
+
 /* A bridge started over the rows of jobs that ended while no bridge ran
  * reads each job once: its scan's reads go out before its queue's first
  * resync (they are answered before it), which reads none of them again. */

@@ -1698,8 +1698,9 @@ static void on_claimed(void *arg, PGresult **res, int n, const char *err,
     for (int i = 0; i < rows; i++) check_row(b, &cl->rows[i], r, i);
     ln->cstate = C_ENQUEUING;
     if (b->held || claim_waits(cl)) { /* after its queue's first resync */
-        if (hold_claim(b, cl) != 0) {
-            logf_("out of memory: %d claimed rows stay queued", rows);
+        if (b->stopping || hold_claim(b, cl) != 0) { /* (stopping: drop_held ran) */
+            logf_("%s: %d claimed rows stay queued", b->stopping ? "stopping" : "out of memory",
+                  rows);
             rollback(ln);
             claim_free(cl);
             claim_idle(ln, 0, RETRY_MS);

@@ -359,3 +359,33 @@ int rjq__route_answered(rjq_client *c, int slot) {
     RJQ_ASSERT(rt->pending[slot] > 0);
     return --rt->pending[slot] == 0;
 }
+
+/* ---- each master ---------------------------------------------------------- */
+
+int rjq__route_master_pin(const rjq_client *c, int slot) {
+    const rjq__route *rt = c->route;
+    if (rt == NULL || rt->mode != RJQ__ROUTE_CLUSTER || slot < 0 || slot >= RJQ__SLOTS) return -1;
+    int owner = rt->map.owner[slot];
+    if (owner < 0) return -1;
+    for (int s = 0; s < RJQ__SLOTS; s++)
+        if (rt->map.owner[s] == owner) return s;
+    return -1; /* (not reached: slot itself is one) */
+}
+
+/* The one "for each master" of the library: the masters of the slot
+ * table, each named by the lowest slot it serves (a request of that slot,
+ * or of a key tagged for it, goes to that master by the ordinary routing,
+ * redirects included), in slot order. */
+size_t rjq__route_masters(const rjq_client *c, int *pins, size_t max) {
+    const rjq__route *rt = c->route;
+    if (rt == NULL || rt->mode != RJQ__ROUTE_CLUSTER) return 0;
+    size_t n = 0;
+    char seen[RJQ__SLOTMAP_NODES_MAX] = {0};
+    for (int s = 0; s < RJQ__SLOTS && n < max; s++) {
+        int owner = rt->map.owner[s];
+        if (owner < 0 || owner >= RJQ__SLOTMAP_NODES_MAX || seen[owner]) continue;
+        seen[owner] = 1;
+        pins[n++] = s;
+    }
+    return n;
+}

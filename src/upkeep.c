@@ -31,6 +31,13 @@
  * the server time when it was sent plus liveness_ms (sent_alive). Without
  * that, the job in that reply was found stale on arrival, handed back and
  * claimed again, for ever.
+ * On a Redis Cluster all of this is per master (group below): the keys
+ * are "<prefix>:{clients-<n>}:...", in a slot of the master, the client
+ * beats into each master it has workers on with the names of its queues
+ * there, sweeps each as above (orphans.lua in each queue's own slot,
+ * gone.lua back in that master's registry), and a worker's stale check
+ * reads its queue's master's entry: a master failing over stops no job
+ * start on the others.
  * The process registry. "<prefix>:{clients}:info" (a hash: client id ->
  * what it says of itself, process_info) is sent with a beat when it
  * changed; gone.lua deletes it with the entry. rjq_client_processes

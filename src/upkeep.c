@@ -439,13 +439,16 @@ static char *process_info(const upkeep *u) {
     return out;
 }
 
-/* One beat into g's registry: names, the queue names on it; info, the
- * process info (or NULL). */
+/* One beat into g's registry: names, the queue names on it (taken: freed
+ * or kept here); info, the process info (or NULL). */
 static void beat(group *g, int arriving, char *names, const char *info) {
     upkeep *u = g->u;
     rjq_client *c = u->c;
     RJQ_ASSERT(g->beats >= 0 && g->beats <= BEATS_IN_FLIGHT);
-    if (g->beats && !(arriving && g->beats < BEATS_IN_FLIGHT)) return;
+    if (g->beats && !(arriving && g->beats < BEATS_IN_FLIGHT)) { /* its last one is due */
+        free(names);
+        return;
+    }
     /* the names when they changed or the server lacks them (else '') */
     int send_names = !g->names_stored || g->names_sent == NULL || strcmp(names, g->names_sent) != 0;
     char ttl[32], lease[32], most[16], prev[32], gap[32];

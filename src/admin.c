@@ -433,30 +433,28 @@ typedef struct names_merge {
     size_t n, cap;
 } names_merge;
 
-static int name_cmp(const void *a, const void *b, const names_merge *m) {
-    size_t i = *(const size_t *)a, j = *(const size_t *)b;
-    size_t la = m->lens[i], lb = m->lens[j];
-    int d = memcmp(m->names[i], m->names[j], la < lb ? la : lb);
-    return d ? d : (la > lb) - (la < lb);
-}
+/* A name of the merge, for sorting. */
+typedef struct name_ref {
+    const char *s;
+    size_t len;
+} name_ref;
 
-static const names_merge *sorting; /* (qsort has no argument; the loop is one thread) */
 static int by_name(const void *a, const void *b) {
-    return name_cmp(a, b, sorting);
+    const name_ref *x = a, *y = b;
+    int d = memcmp(x->s, y->s, x->len < y->len ? x->len : y->len);
+    return d ? d : (x->len > y->len) - (x->len < y->len);
 }
 
 static void merge_done(rjq_client *c, names_merge *m) {
-    size_t *order = m->n ? malloc(m->n * sizeof *order) : NULL;
+    name_ref *order = m->n ? malloc(m->n * sizeof *order) : NULL;
     const char **ids = m->n ? malloc(m->n * sizeof *ids) : NULL;
     size_t k = 0;
     if (m->status == RJQ_OK && m->n && (order == NULL || ids == NULL)) m->status = RJQ_ENOMEM;
     if (m->status == RJQ_OK) {
-        for (size_t i = 0; i < m->n; i++) order[i] = i;
-        sorting = m;
+        for (size_t i = 0; i < m->n; i++) order[i] = (name_ref){m->names[i], m->lens[i]};
         qsort(order, m->n, sizeof *order, by_name);
-        sorting = NULL;
         for (size_t i = 0; i < m->n && (long)k < m->limit; i++)
-            if (k == 0 || name_cmp(&order[i], &order[i - 1], m) != 0) ids[k++] = m->names[order[i]];
+            if (i == 0 || by_name(&order[i], &order[i - 1]) != 0) ids[k++] = order[i].s;
     }
     m->cb(c, m->status, m->status == RJQ_OK ? ids : NULL, m->status == RJQ_OK ? k : 0, m->data);
     for (size_t i = 0; i < m->n; i++) free(m->names[i]);

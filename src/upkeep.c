@@ -117,6 +117,7 @@ typedef struct upkeep {
     visitee *queues, *cursor;
     rjq__timer beat_timer, visit_timer;
     group *groups;            /* the registries beaten into */
+    int beat_deferred;        /* a beat came before the first connect: sent at it */
     long long started_ms;     /* wall clock when the upkeep began (the info's start) */
     char host[256];           /* gethostname(), for the info */
     uint64_t last_visit;
@@ -503,14 +504,17 @@ static void beat(group *g, int arriving, char *names, const char *info) {
  * a cluster each master's it has workers on (and each it had workers on:
  * with the names it had there, see group). Each says the same process
  * info; each master's holds the names of the client's queues it serves. */
-static void on_beat_timer(rjq__timer *t) {
-    upkeep *u = t->owner;
+static void beat_all(upkeep *u) {
     rjq_client *c = u->c;
-    if (rjq__client_liveness_ms(c) <= 0 || !any_wanted(u)) return; /* a join starts it again */
-    rjq__timer_start(c, &u->beat_timer, (uint64_t)beat_ms(u));
     /* not connected yet: a cluster is not told from a standalone server
-     * before the first connect (a beat then would go to the wrong registry) */
-    if (rjq__route_mode(c) == RJQ__ROUTE_UNKNOWN && !rjq_client_connected(c)) return;
+     * before the first connect (a beat then would go to the wrong
+     * registry): the beat goes when it is made (upkeep_ready), right
+     * behind the requests that waited for it (a worker's first claim) */
+    if (rjq__route_mode(c) == RJQ__ROUTE_UNKNOWN && !rjq_client_connected(c)) {
+        u->beat_deferred = 1;
+        return;
+    }
+    u->beat_deferred = 0;
     for (const visitee *v = u->queues; v; v = v->next) {
         int pin = pin_of(c, v->q);
         if (pin != -2) group_of(u, pin, 1); /* (out of memory: the next beat) */
@@ -533,13 +537,20 @@ static void on_beat_timer(rjq__timer *t) {
     free(info);
 }
 
+static void on_beat_timer(rjq__timer *t) {
+    upkeep *u = t->owner;
+    rjq_client *c = u->c;
+    if (rjq__client_liveness_ms(c) <= 0 || !any_wanted(u)) return; /* a join starts it again */
+    rjq__timer_start(c, &u->beat_timer, (uint64_t)beat_ms(u));
+    beat_all(u);
+}
+
 /* A command connection is back (made again: Redis restarted, or the
  * connection was lost; on a cluster, any master's): every other client
  * had to reconnect too, so the wait before sweeping starts over (and the
  * next beat says it has no previous one). */
 static void upkeep_ready(rjq_client *c, void *state, int kind) {
     upkeep *u = state;
-    (void)c;
     if (kind != RJQ_CONN_COMMAND) return;
     for (group *g = u->groups; g; g = g->next) {
         g->last_beat = 0;
@@ -550,6 +561,8 @@ static void upkeep_ready(rjq_client *c, void *state, int kind) {
         g->names_stored = 0;
         g->info_stored = 0;
     }
+    if (u->beat_deferred && !rjq__closing(c) && rjq__client_liveness_ms(c) > 0 && any_wanted(u))
+        beat_all(u);
 }
 
 /* ---- visits --------------------------------------------------------------- */

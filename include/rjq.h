@@ -1215,7 +1215,12 @@ RJQ_API int rjq_queue_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb
  * registry is one key per prefix: users scoped to different queue
  * patterns of one prefix share it (each may add names, a monitor reads
  * them all); tenants that must not see each other's queue names use
- * different prefixes. cb's names are valid only during the callback. */
+ * different prefixes. On a Redis Cluster the registry is one per master
+ * ("<prefix>:{queues-<n>}", in a slot it serves; README "Redis Cluster"):
+ * every master is asked for the page and the answers are merged, each
+ * name once, in name order (an error of any master is the call's status).
+ * Called before the client's first connect, it waits for that connect to
+ * know which. cb's names are valid only during the callback. */
 RJQ_API int rjq_client_queues(rjq_client *c, const char *after, long limit, rjq_ids_cb *cb,
                               void *data);
 
@@ -1260,7 +1265,13 @@ typedef void rjq_processes_cb(rjq_client *c, int status, const rjq_process *list
  * The registry is one per prefix: a monitor scoped to some queues reads
  * every process's queue names and running job ids.
  * An ACL user needs read access to "<prefix>:{clients}:*" (the monitor
- * role of rjq acl has it). RJQ_EINVAL for a bad offset or limit. */
+ * role of rjq acl has it). On a Redis Cluster the registry is one per
+ * master ("<prefix>:{clients-<n>}:*"): every master is asked for its
+ * first offset + limit and the answers are merged, each process once (with
+ * its latest entry end), the page cut from the merge (an error of any
+ * master is the call's status); called before the client's first connect,
+ * it waits for that connect to know which. RJQ_EINVAL for a bad offset or
+ * limit. */
 RJQ_API int rjq_client_processes(rjq_client *c, long offset, long limit, rjq_processes_cb *cb,
                                  void *data);
 

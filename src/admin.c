@@ -415,9 +415,143 @@ static void on_ids(rjq_client *c, int status, redisReply *r, void *priv) {
     free(ctx);
 }
 
-int rjq_client_queues(rjq_client *c, const char *after, long limit, rjq_ids_cb *cb, void *data) {
-    if (c == NULL || cb == NULL || limit <= 0 || limit > RJQ_JOBS_PAGE_MAX) return RJQ_EINVAL;
-    if (!rjq__accepting(c)) return RJQ_ECLOSED;
+/* ---- the queue registry ------------------------------------------------------ */
+
+/* On a Redis Cluster, one page of every master's registry ("<prefix>:
+ * {queues-<n>}", queue.c send_register), merged in name order: a name in
+ * two registries (its slot moved) is listed once. Each master is asked
+ * for the same page (names after `after`, `limit` of them), so the first
+ * `limit` of the merge are the page of the union. */
+typedef struct names_merge {
+    rjq_ids_cb *cb;
+    void *data;
+    long limit;
+    int pending;              /* replies to come, plus the sender's own while it sends */
+    int status;               /* the first failure; RJQ_OK */
+    char **names;             /* copies (NUL-terminated; lengths in lens) */
+    size_t *lens;
+    size_t n, cap;
+} names_merge;
+
+/* A name of the merge, for sorting. */
+typedef struct name_ref {
+    const char *s;
+    size_t len;
+} name_ref;
+
+static int by_name(const void *a, const void *b) {
+    const name_ref *x = a, *y = b;
+    int d = memcmp(x->s, y->s, x->len < y->len ? x->len : y->len);
+    return d ? d : (x->len > y->len) - (x->len < y->len);
+}
+
+static void merge_done(rjq_client *c, names_merge *m) {
+    name_ref *order = m->n ? malloc(m->n * sizeof *order) : NULL;
+    const char **ids = m->n ? malloc(m->n * sizeof *ids) : NULL;
+    size_t k = 0;
+    if (m->status == RJQ_OK && m->n && (order == NULL || ids == NULL)) m->status = RJQ_ENOMEM;
+    if (m->status == RJQ_OK) {
+        for (size_t i = 0; i < m->n; i++) order[i] = (name_ref){m->names[i], m->lens[i]};
+        qsort(order, m->n, sizeof *order, by_name);
+        for (size_t i = 0; i < m->n && (long)k < m->limit; i++)
+            if (i == 0 || by_name(&order[i], &order[i - 1]) != 0) ids[k++] = order[i].s;
+    }
+    m->cb(c, m->status, m->status == RJQ_OK ? ids : NULL, m->status == RJQ_OK ? k : 0, m->data);
+    for (size_t i = 0; i < m->n; i++) free(m->names[i]);
+    free(m->names);
+    free(m->lens);
+    free(order);
+    free(ids);
+    free(m);
+}
+
+static void on_master_names(rjq_client *c, int status, redisReply *r, void *priv) {
+    names_merge *m = priv;
+    if (status == RJQ_OK && r->type != REDIS_REPLY_ARRAY) status = RJQ_EPROTO;
+    for (size_t i = 0; status == RJQ_OK && i < r->elements; i++)
+        if (r->element[i]->type != REDIS_REPLY_STRING) status = RJQ_EPROTO;
+    if (status == RJQ_OK && m->n + r->elements > m->cap) {
+        size_t cap = m->n + r->elements;
+        char **names = realloc(m->names, cap * sizeof *names);
+        if (names) m->names = names;
+        size_t *lens = names ? realloc(m->lens, cap * sizeof *lens) : NULL;
+        if (lens) {
+            m->lens = lens;
+            m->cap = cap;
+        } else {
+            status = RJQ_ENOMEM;
+        }
+    }
+    for (size_t i = 0; status == RJQ_OK && i < r->elements; i++) {
+        char *copy = malloc(r->element[i]->len + 1);
+        if (copy == NULL) {
+            status = RJQ_ENOMEM;
+            break;
+        }
+        memcpy(copy, r->element[i]->str, r->element[i]->len + 1);
+        m->names[m->n] = copy;
+        m->lens[m->n++] = r->element[i]->len;
+    }
+    if (status == RJQ_EPROTO) rjq__errmsg(c, "queues: unexpected reply");
+    if (status != RJQ_OK && m->status == RJQ_OK) m->status = status;
+    RJQ_ASSERT(m->pending > 0);
+    if (--m->pending == 0) merge_done(c, m);
+}
+
+static int queues_of_masters(rjq_client *c, const int *pins, size_t npins, const char *from,
+                             size_t fromlen, long limit, rjq_ids_cb *cb, void *data) {
+    names_merge *m = calloc(1, sizeof *m);
+    if (m == NULL) return RJQ_ENOMEM;
+    m->cb = cb;
+    m->data = data;
+    m->limit = limit;
+    m->pending = 1; /* ours, while sending */
+    int rc = RJQ_OK, sent = 0;
+    rjq__enter(c);
+    for (size_t i = 0; i < npins && rc == RJQ_OK; i++) {
+        char *key = rjq__global_key_at(c, RJQ__G_REGISTRY, pins[i]);
+        rjq__argv a;
+        rjq__argv_init(&a);
+        rjq__argv_str(&a, "ZRANGEBYLEX");
+        if (key) rjq__argv_str(&a, key);
+        if (from) rjq__argv_add(&a, from, fromlen);
+        else rjq__argv_str(&a, "-");
+        rjq__argv_str(&a, "+");
+        rjq__argv_str(&a, "LIMIT");
+        rjq__argv_str(&a, "0");
+        rjq__argv_ll(&a, limit);
+        rc = key == NULL || a.oom ? RJQ_ENOMEM
+                                  : rjq__command(c, 0, on_master_names, m, a.n, a.v, a.len);
+        if (rc == RJQ_OK) {
+            m->pending++;
+            sent++;
+        }
+        rjq__argv_free(&a);
+        free(key);
+    }
+    if (sent == 0) {
+        free(m);
+    } else {
+        if (rc != RJQ_OK && m->status == RJQ_OK) m->status = rc; /* reported by cb */
+        rc = RJQ_OK;
+        if (--m->pending == 0) merge_done(c, m);
+    }
+    rjq__leave(c);
+    return rc;
+}
+
+static int list_queues(rjq_client *c, const char *after, long limit, rjq_ids_cb *cb, void *data) {
+    int pins[RJQ__MASTERS_MAX];
+    size_t npins = rjq__route_masters(c, pins, RJQ__MASTERS_MAX);
+    if (npins > 0) {
+        size_t alen = after ? strlen(after) : 0;
+        char *from = after ? malloc(alen + 2) : NULL;
+        if (after && from == NULL) return RJQ_ENOMEM;
+        if (from) snprintf(from, alen + 2, "(%s", after);
+        int rc = queues_of_masters(c, pins, npins, from, alen + 1, limit, cb, data);
+        free(from);
+        return rc;
+    }
     rjq__argv a;
     rjq__argv_init(&a);
     /* any name the registry may hold, also one longer than a queue name
@@ -440,6 +574,47 @@ int rjq_client_queues(rjq_client *c, const char *after, long limit, rjq_ids_cb *
     rjq__argv_ll(&a, limit);
     int rc = send_client_admin(c, -1, on_ids, (admin_cb){.ids = cb}, data, &a);
     free(from); /* (the command is formatted when sent) */
+    return rc;
+}
+
+/* A listing made before the first connect: it waits to know whether the
+ * server is a cluster (each master's registry) or not (the one). */
+typedef struct queues_call {
+    rjq_ids_cb *cb;
+    void *data;
+    long limit;
+    char *after;
+} queues_call;
+
+static void queues_routed(rjq_client *c, int status, void *arg) {
+    queues_call *k = arg;
+    if (status == RJQ_OK && !rjq__accepting(c)) status = RJQ_ECLOSED;
+    if (status == RJQ_OK) status = list_queues(c, k->after, k->limit, k->cb, k->data);
+    if (status != RJQ_OK) k->cb(c, status, NULL, 0, k->data);
+    free(k->after);
+    free(k);
+}
+
+int rjq_client_queues(rjq_client *c, const char *after, long limit, rjq_ids_cb *cb, void *data) {
+    if (c == NULL || cb == NULL || limit <= 0 || limit > RJQ_JOBS_PAGE_MAX) return RJQ_EINVAL;
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    if (rjq__route_mode(c) != RJQ__ROUTE_UNKNOWN || rjq_client_connected(c))
+        return list_queues(c, after, limit, cb, data);
+    queues_call *k = calloc(1, sizeof *k);
+    if (k == NULL || (after && (k->after = strdup(after)) == NULL)) {
+        free(k);
+        return RJQ_ENOMEM;
+    }
+    k->cb = cb;
+    k->data = data;
+    k->limit = limit;
+    rjq__enter(c);
+    int rc = rjq__when_routed(c, queues_routed, k);
+    rjq__leave(c);
+    if (rc != RJQ_OK) {
+        free(k->after);
+        free(k);
+    }
     return rc;
 }
 

@@ -101,6 +101,21 @@ void rjq__errmsg(rjq_client *c, const char *fmt, ...) __attribute__((format(prin
 void rjq__background_failed(rjq_client *c, int status, const char *what);
 
 const char *rjq__client_prefix(const rjq_client *c);
+
+/* ---- a cluster's masters (route.c) ------------------------------------- */
+
+#define RJQ__MASTERS_MAX 1024 /* masters of one slot table, at most */
+/* On a Redis Cluster, the masters of the slot table, each named by its
+ * "pin": the lowest slot it serves (a request of that slot goes to it),
+ * in slot order, up to max; returns how many. 0: not a cluster (a
+ * standalone server, or not known yet), or no table. */
+size_t rjq__route_masters(const rjq_client *c, int *pins, size_t max);
+/* The pin of the master serving slot; -1: not a cluster, or no owner known. */
+int rjq__route_master_pin(const rjq_client *c, int slot);
+#define RJQ__ROUTE_UNKNOWN 0    /* the seed has not answered CLUSTER SLOTS yet */
+#define RJQ__ROUTE_STANDALONE 1 /* one server (or Sentinel's master): c->cmd */
+#define RJQ__ROUTE_CLUSTER 2    /* a Redis Cluster: the slot table routes */
+int rjq__route_mode(const rjq_client *c);
 /* The name option ("" without one). */
 const char *rjq__client_name(const rjq_client *c);
 size_t rjq__client_max_payload(const rjq_client *c);

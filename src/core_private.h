@@ -158,9 +158,7 @@ void rjq__conn_close(rjq__conn *conn);
 typedef struct rjq__route rjq__route;
 struct rjq__node_addr;
 
-#define RJQ__ROUTE_UNKNOWN 0    /* the seed has not answered CLUSTER SLOTS yet */
-#define RJQ__ROUTE_STANDALONE 1 /* one server (or Sentinel's master): c->cmd */
-#define RJQ__ROUTE_CLUSTER 2    /* a Redis Cluster: the slot table routes */
+/* (RJQ__ROUTE_* and rjq__route_mode: core.h) */
 
 /* Set the routing up: new node links get `hooks` (the request layer's
  * command connection hooks); `changed` hears that the slot table moved
@@ -169,7 +167,6 @@ int rjq__route_init(rjq_client *c, const rjq__conn_hooks *hooks, void (*changed)
 /* Client destruction: close every node link (in-flight replies reach
  * their requests as for c->cmd), then free it all. */
 void rjq__route_free(rjq_client *c);
-int rjq__route_mode(const rjq_client *c);
 /* The command connection for a request of slot (-1: slot-less: the seed's
  * when it is up, else any up one): c->cmd unless on a cluster; a node link
  * is made and started on first use. Never NULL. */
@@ -208,10 +205,12 @@ typedef struct rjq__reqlist {
 } rjq__reqlist;
 
 int rjq__requests_init(rjq_client *c);
-/* When the oldest request in flight was sent (0: none in flight). */
-uint64_t rjq__requests_oldest_sent(const rjq_client *c);
-/* The connection the oldest request in flight went on (NULL: none). */
-rjq__conn *rjq__requests_oldest_link(const rjq_client *c);
+/* When the oldest request in flight on `on` was sent (0: none there). */
+uint64_t rjq__requests_oldest_sent_on(const rjq_client *c, const rjq__conn *on);
+/* A plain command sent on `on` only (the watchdog's ping of a cluster
+ * master's connection); RJQ_ECONN to fn if its node left the cluster. */
+int rjq__command_on(rjq_client *c, rjq__conn *on, rjq__reply_fn *fn, void *priv, int argc,
+                    const char **argv, const size_t *lens);
 /* End the requests that have waited for a connection since before
  * `made_before` and may not be re-sent, with RJQ_ETIMEDOUT. */
 void rjq__requests_expire(rjq_client *c, uint64_t made_before);
@@ -264,7 +263,7 @@ struct rjq_client {
     int wait_replicas;        /* WAIT for this many after durable writes; 0: none */
     long wait_timeout_ms;
     int write_short;          /* set while a short durable write is delivered */
-    struct wait_slot *open_wait;  /* the WAIT durable writes join (request.c) */
+    struct wait_slot *open_wait;  /* the WAITs durable writes join, one per connection (durable.c) */
     struct wait_slot *sent_waits; /* WAITs sent, not answered */
     rjq__timer wait_timer;    /* sends open_wait */
     char id[RJQ__CLIENT_ID_LEN + 1]; /* the client's random id (tokens, channels) */

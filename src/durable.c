@@ -51,15 +51,15 @@ static redisReply *reply_copy(const redisReply *r) {
 void rjq__durable_join(rjq_client *c, rjq__req *r) {
     /* just sent; a request re-sent left its old WAIT when it was lost or refused */
     RJQ_ASSERT(r->state == REQ_INFLIGHT && r->wait == NULL && r->held == NULL);
+    /* A WAIT confirms the writes of its own connection only: on a cluster,
+     * a burst over several masters joins one open WAIT per master. */
     wait_slot *w = c->open_wait;
-    /* A WAIT confirms the writes of its own connection only. On a cluster,
-     * a burst over several masters: those not on the first one's join no
-     * WAIT (reported unconfirmed; a WAIT per master is left to do). */
-    if (w && w->link != r->link) return;
+    while (w && w->link != r->link) w = w->open_next;
     if (w == NULL) {
         if ((w = calloc(1, sizeof *w)) == NULL) return;
         w->c = c;
         w->link = r->link;
+        w->open_next = c->open_wait;
         c->open_wait = w;
         rjq__timer_start(c, &c->wait_timer, 0);
     }
@@ -152,15 +152,35 @@ static void on_wait_reply(redisAsyncContext *ac, void *reply, void *priv) {
     rjq__leave(c);
 }
 
-/* The open WAIT goes out (the burst of durable writes is over). */
+/* One WAIT sent on its connection: 1 while it is not answered. */
+static int waiting_on(const rjq_client *c, const rjq__conn *link) {
+    for (const wait_slot *w = c->sent_waits; w; w = w->next)
+        if (w->link == link) return 1;
+    return 0;
+}
+
+static void send_wait(rjq_client *c, wait_slot *w);
+
+/* The open WAITs go out (the burst of durable writes is over), one per
+ * connection: one WAIT at a time on each, while one holds the connection,
+ * the writes behind it gather for the next (its reply sends it), so a
+ * write waits at most two WAITs (hence wait_timeout_ms <
+ * command_timeout_ms/2). On a cluster the masters' WAITs run side by side. */
 static void on_wait_timer(rjq__timer *t) {
     rjq_client *c = t->owner;
-    wait_slot *w = c->open_wait;
-    /* one WAIT at a time: while one holds the connection, the writes
-     * behind it gather for the next (its reply sends it), so a write
-     * waits at most two WAITs (hence wait_timeout_ms < command_timeout_ms/2) */
-    if (w == NULL || c->sent_waits) return;
-    c->open_wait = NULL;
+    for (wait_slot **pp = &c->open_wait; *pp;) {
+        wait_slot *w = *pp;
+        if (waiting_on(c, w->link)) {
+            pp = &w->open_next;
+            continue;
+        }
+        *pp = w->open_next;
+        w->open_next = NULL;
+        send_wait(c, w);
+    }
+}
+
+static void send_wait(rjq_client *c, wait_slot *w) {
     size_t live = 0;
     for (size_t i = 0; i < w->n; i++) live += w->m[i] != NULL;
     char n[24], ms[24];
@@ -187,17 +207,18 @@ void rjq__durable_cancel(rjq_client *c) {
      * writes); the open one: never sent, its held writes freed here */
     for (wait_slot *w = c->sent_waits; w; w = w->next) w->c = NULL;
     c->sent_waits = NULL;
-    wait_slot *open = c->open_wait;
-    c->open_wait = NULL;
-    if (open == NULL) return;
-    for (size_t i = 0; i < open->n; i++) {
-        rjq__req *m = open->m[i];
-        if (m == NULL) continue;
-        RJQ_ASSERT(m->state == REQ_ORPHANED); /* (a member is sent: it was in flight) */
-        rjq__req_leave_wait(m);
-        if (m->held) rjq__req_free(m); /* answered: no callback of its own will come */
+    while (c->open_wait) {
+        wait_slot *open = c->open_wait;
+        c->open_wait = open->open_next;
+        for (size_t i = 0; i < open->n; i++) {
+            rjq__req *m = open->m[i];
+            if (m == NULL) continue;
+            RJQ_ASSERT(m->state == REQ_ORPHANED); /* (a member is sent: it was in flight) */
+            rjq__req_leave_wait(m);
+            if (m->held) rjq__req_free(m); /* answered: no callback of its own will come */
+        }
+        slot_free(open);
     }
-    slot_free(open);
 }
 
 /* The wait timer (it sends the open WAIT). */

@@ -122,16 +122,20 @@ static uint64_t waited_since(const rjq__conn *conn, uint64_t since) {
     return conn->rx_ms > since ? conn->rx_ms : since;
 }
 
-static void watch_command(rjq_client *c, uint64_t now) {
-    /* the connection of the oldest request in flight (on a cluster, a
-     * node's), else the command connection */
-    rjq__conn *cmd = rjq__requests_oldest_link(c);
-    if (cmd == NULL) cmd = &c->cmd;
-    if (c->command_timeout_ms > 0 && now > (uint64_t)c->command_timeout_ms)
-        rjq__requests_expire(c, now - (uint64_t)c->command_timeout_ms);
+/* One command connection: the seed's (a standalone server's only one),
+ * or a cluster master's. */
+typedef struct watch {
+    rjq_client *c;
+    uint64_t now;
+} watch;
+
+static void watch_link(rjq__conn *cmd, void *arg) {
+    const watch *x = arg;
+    rjq_client *c = x->c;
+    uint64_t now = x->now;
     if (!rjq__conn_ready(cmd)) return;
     note_arrival(cmd, now);
-    uint64_t oldest = rjq__requests_oldest_sent(c);
+    uint64_t oldest = rjq__requests_oldest_sent_on(c, cmd);
     /* (a reply under way is the oldest request's: replies come in order) */
     uint64_t since = oldest ? waited_since(cmd, oldest) : 0;
     if (c->command_timeout_ms > 0 && oldest && now - since > (uint64_t)c->command_timeout_ms) {
@@ -140,8 +144,21 @@ static void watch_command(rjq_client *c, uint64_t now) {
     }
     if (c->ping_interval_ms > 0 && oldest == 0 &&
         now - cmd->last_io_ms >= (uint64_t)c->ping_interval_ms) {
-        send_time(c);
+        const char *argv[1] = {"TIME"};
+        /* (the seed's: any ready connection would do; a master's: its own) */
+        if (cmd == &c->cmd) rjq__command(c, 0, on_time, NULL, 1, argv, NULL);
+        else rjq__command_on(c, cmd, on_time, NULL, 1, argv, NULL);
     }
+}
+
+/* Each command connection is watched: on a cluster every master's, so a
+ * stalled master is found by its own silence, not only through the oldest
+ * request of the client (and an idle one is pinged). */
+static void watch_command(rjq_client *c, uint64_t now) {
+    if (c->command_timeout_ms > 0 && now > (uint64_t)c->command_timeout_ms)
+        rjq__requests_expire(c, now - (uint64_t)c->command_timeout_ms);
+    watch x = {c, now};
+    rjq__route_each(c, watch_link, &x);
 }
 
 static void watch_subscriber(rjq_client *c, uint64_t now) {

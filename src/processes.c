@@ -15,11 +15,6 @@
 #include "queue.h" /* the prefix's names and their scripts' KEYS (src/keys.def) */
 #include "rjq_scripts.h"
 
-typedef struct ctx {
-    rjq_processes_cb *cb;
-    void *data;
-} ctx;
-
 /* Split s at sep in place: up to max fields; returns how many. */
 static size_t split(char *s, char sep, char **out, size_t max) {
     size_t n = 0;
@@ -130,30 +125,89 @@ int rjq__processes_parse(const redisReply *r, rjq_process **out, size_t *nout) {
     return RJQ_OK;
 }
 
+/* One listing: a script call per master on a Redis Cluster (each holds the
+ * registry of the clients with workers on its queues: upkeep.c), one on a
+ * standalone server. The lists are merged: a client beating into several
+ * masters is listed once (with its latest entry end), soonest-expiring
+ * first, and the page is cut from the merge. */
+typedef struct ctx {
+    rjq_processes_cb *cb;
+    void *data;
+    long offset, limit;
+    int merge;                /* a cluster: each master was asked for offset + limit from 0 */
+    int pending;              /* replies to come, plus the sender's own while it sends */
+    int status;               /* the first failure; RJQ_OK */
+    rjq_process **blocks;     /* each reply's parsed list (rjq__processes_parse) */
+    size_t *nblock, nblocks;
+} ctx;
+
+static int by_id(const void *a, const void *b) {
+    const rjq_process *x = a, *y = b;
+    int d = strcmp(x->id, y->id);
+    if (d) return d;
+    return (x->alive_until_ms < y->alive_until_ms) - (x->alive_until_ms > y->alive_until_ms);
+}
+
+static int by_end(const void *a, const void *b) {
+    const rjq_process *x = a, *y = b;
+    if (x->alive_until_ms != y->alive_until_ms) return x->alive_until_ms < y->alive_until_ms ? -1 : 1;
+    return strcmp(x->id, y->id);
+}
+
+static void processes_done(rjq_client *c, ctx *x) {
+    size_t total = 0;
+    for (size_t i = 0; i < x->nblocks; i++) total += x->nblock[i];
+    rjq_process *all = NULL;
+    size_t n = 0;
+    if (x->status == RJQ_OK && total && (all = malloc(total * sizeof *all)) == NULL)
+        x->status = RJQ_ENOMEM;
+    if (x->status == RJQ_OK && total) {
+        for (size_t i = 0; i < x->nblocks; i++)
+            for (size_t k = 0; k < x->nblock[i]; k++) all[n++] = x->blocks[i][k];
+        if (x->merge) { /* once each, latest end first among equals, then by end */
+            qsort(all, n, sizeof *all, by_id);
+            size_t kept = 0;
+            for (size_t i = 0; i < n; i++)
+                if (kept == 0 || strcmp(all[kept - 1].id, all[i].id) != 0) all[kept++] = all[i];
+            n = kept;
+            qsort(all, n, sizeof *all, by_end);
+        }
+    }
+    const rjq_process *page = all;
+    if (x->merge) {
+        size_t off = (size_t)x->offset < n ? (size_t)x->offset : n;
+        page = all ? all + off : NULL;
+        n -= off;
+        if (n > (size_t)x->limit) n = (size_t)x->limit;
+    }
+    x->cb(c, x->status, x->status == RJQ_OK ? page : NULL, x->status == RJQ_OK ? n : 0, x->data);
+    free(all);
+    for (size_t i = 0; i < x->nblocks; i++) free(x->blocks[i]);
+    free(x->blocks);
+    free(x->nblock);
+    free(x);
+}
+
 static void on_processes(rjq_client *c, int status, redisReply *r, void *priv) {
     ctx *x = priv;
     rjq_process *list = NULL;
     size_t n = 0;
     if (status == RJQ_OK) status = rjq__processes_parse(r, &list, &n);
     if (status == RJQ_EPROTO) rjq__errmsg(c, "processes: unexpected reply");
-    x->cb(c, status, status == RJQ_OK ? list : NULL, status == RJQ_OK ? n : 0, x->data);
-    free(list);
-    free(x);
+    if (status == RJQ_OK) { /* (room for every reply was made before sending) */
+        x->blocks[x->nblocks] = list;
+        x->nblock[x->nblocks++] = n;
+    }
+    if (status != RJQ_OK && x->status == RJQ_OK) x->status = status;
+    RJQ_ASSERT(x->pending > 0);
+    if (--x->pending == 0) processes_done(c, x);
 }
 
-int rjq_client_processes(rjq_client *c, long offset, long limit, rjq_processes_cb *cb,
-                         void *data) {
-    if (c == NULL || cb == NULL || offset < 0 || offset > RJQ_JOBS_OFFSET_MAX || limit <= 0 ||
-        limit > RJQ_JOBS_PAGE_MAX)
-        return RJQ_EINVAL;
-    if (!rjq__accepting(c)) return RJQ_ECLOSED;
-    ctx *x = malloc(sizeof *x);
-    if (x == NULL) return RJQ_ENOMEM;
-    x->cb = cb;
-    x->data = data;
+/* Ask one registry (pin: a master's, -1: the standalone one). */
+static int ask(rjq_client *c, ctx *x, int pin, long offset, long limit) {
     char *keys[RJQ__G_COUNT];
     int keys_ok = 1;
-    for (int i = 0; i < RJQ__G_COUNT; i++) keys_ok &= (keys[i] = rjq__global_key(c, i)) != NULL;
+    for (int i = 0; i < RJQ__G_COUNT; i++) keys_ok &= (keys[i] = rjq__global_key_at(c, i, pin)) != NULL;
     char off[32], lim[32];
     snprintf(off, sizeof off, "%ld", offset);
     snprintf(lim, sizeof lim, "%ld", limit);
@@ -167,11 +221,88 @@ int rjq_client_processes(rjq_client *c, long offset, long limit, rjq_processes_c
         argv[n++] = lim;
         size_t lens[RJQ__NKEYS_PROCESSES + 3];
         for (int i = 0; i < n; i++) lens[i] = strlen(argv[i]);
-        rjq__enter(c); /* sending may flush enqueues, whose callbacks may free c */
         rc = rjq__script(c, RJQ__S_PROCESSES, 0, on_processes, x, n, argv, lens);
-        rjq__leave(c);
     }
     for (int i = 0; i < RJQ__G_COUNT; i++) free(keys[i]);
-    if (rc != RJQ_OK) free(x);
+    return rc;
+}
+
+static int list_processes(rjq_client *c, long offset, long limit, rjq_processes_cb *cb,
+                          void *data) {
+    int pins[RJQ__MASTERS_MAX];
+    size_t npins = rjq__route_masters(c, pins, RJQ__MASTERS_MAX);
+    size_t asks = npins ? npins : 1;
+    ctx *x = calloc(1, sizeof *x);
+    if (x == NULL) return RJQ_ENOMEM;
+    x->cb = cb;
+    x->data = data;
+    x->offset = offset;
+    x->limit = limit;
+    x->merge = npins > 0;
+    x->blocks = calloc(asks, sizeof *x->blocks);
+    x->nblock = calloc(asks, sizeof *x->nblock);
+    if (x->blocks == NULL || x->nblock == NULL) {
+        free(x->blocks);
+        free(x->nblock);
+        free(x);
+        return RJQ_ENOMEM;
+    }
+    x->pending = 1; /* ours, while sending */
+    int rc = RJQ_OK, sent = 0;
+    rjq__enter(c); /* sending may flush enqueues, whose callbacks may free c */
+    for (size_t i = 0; i < asks && rc == RJQ_OK; i++) {
+        rc = npins ? ask(c, x, pins[i], 0, offset + limit) : ask(c, x, -1, offset, limit);
+        if (rc == RJQ_OK) {
+            x->pending++;
+            sent++;
+        }
+    }
+    if (sent == 0) {
+        free(x->blocks);
+        free(x->nblock);
+        free(x);
+    } else {
+        if (rc != RJQ_OK && x->status == RJQ_OK) x->status = rc; /* reported by cb */
+        rc = RJQ_OK;
+        if (--x->pending == 0) processes_done(c, x);
+    }
+    rjq__leave(c);
+    return rc;
+}
+
+/* A listing made before the first connect: it waits to know whether the
+ * server is a cluster (each master's registry) or not (the one). */
+typedef struct processes_call {
+    rjq_processes_cb *cb;
+    void *data;
+    long offset, limit;
+} processes_call;
+
+static void processes_routed(rjq_client *c, int status, void *arg) {
+    processes_call *k = arg;
+    if (status == RJQ_OK && !rjq__accepting(c)) status = RJQ_ECLOSED;
+    if (status == RJQ_OK) status = list_processes(c, k->offset, k->limit, k->cb, k->data);
+    if (status != RJQ_OK) k->cb(c, status, NULL, 0, k->data);
+    free(k);
+}
+
+int rjq_client_processes(rjq_client *c, long offset, long limit, rjq_processes_cb *cb,
+                         void *data) {
+    if (c == NULL || cb == NULL || offset < 0 || offset > RJQ_JOBS_OFFSET_MAX || limit <= 0 ||
+        limit > RJQ_JOBS_PAGE_MAX)
+        return RJQ_EINVAL;
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    if (rjq__route_mode(c) != RJQ__ROUTE_UNKNOWN || rjq_client_connected(c))
+        return list_processes(c, offset, limit, cb, data);
+    processes_call *k = malloc(sizeof *k);
+    if (k == NULL) return RJQ_ENOMEM;
+    k->cb = cb;
+    k->data = data;
+    k->offset = offset;
+    k->limit = limit;
+    rjq__enter(c);
+    int rc = rjq__when_routed(c, processes_routed, k);
+    rjq__leave(c);
+    if (rc != RJQ_OK) free(k);
     return rc;
 }

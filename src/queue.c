@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "queue.h"
+#include "slot.h"
 #include "validate.h"
 
 struct rjq_queue {
@@ -166,7 +167,7 @@ static void queues_close(rjq_client *c, void *state) {
     free(qs);
 }
 
-/* ---- the registry: "<prefix>:queues" ------------------------------------------ */
+/* ---- the registry: "<prefix>:queues" (per master on a cluster) ---------------- */
 
 /* A sorted set of the queues' names (all scores 0: in name order), so
  * rjq_client_queues() pages through them without scanning the keyspace.
@@ -178,8 +179,52 @@ static void on_registered(rjq_client *c, int status, redisReply *r, void *priv) 
     (void)c, (void)status, (void)r, (void)priv;
 }
 
+/* ---- once the client knows what it talks to --------------------------------- */
+
+typedef struct routed {
+    rjq__routed_fn *fn;
+    void *arg;
+} routed;
+
+static void on_routed(rjq_client *c, int status, redisReply *r, void *priv) {
+    routed *x = priv;
+    (void)r;
+    x->fn(c, status, x->arg);
+    free(x);
+}
+
+int rjq__when_routed(rjq_client *c, rjq__routed_fn *fn, void *arg) {
+    if (rjq__route_mode(c) != RJQ__ROUTE_UNKNOWN || rjq_client_connected(c)) {
+        fn(c, RJQ_OK, arg);
+        return RJQ_OK;
+    }
+    routed *x = malloc(sizeof *x);
+    if (x == NULL) return RJQ_ENOMEM;
+    x->fn = fn;
+    x->arg = arg;
+    /* answered once the first connection's set-up (CLUSTER SLOTS) is done */
+    const char *argv[1] = {"PING"};
+    int rc = rjq__command(c, 0, on_routed, x, 1, argv, NULL);
+    if (rc != RJQ_OK) free(x);
+    return rc;
+}
+
+int rjq__queue_slot(const rjq_queue *q) {
+    return rjq__key_slot(q->keys[RJQ__K_READY], q->key_lens[RJQ__K_READY]);
+}
+
+/* On a Redis Cluster the registry is per master: the name goes to the
+ * registry of the master that serves the queue's slot ("<prefix>:{queues-
+ * <n>}", rjq__global_key_at), in that master's slot, by a plain idempotent
+ * ZADD NX; rjq_client_queues merges every master's. A queue whose slot
+ * moved is added to its new master's on the next connect; the old entry
+ * stays (the listing shows the name once). */
 static void send_register(rjq_queue *q) {
-    char *key = rjq__global_key(q->c, RJQ__G_REGISTRY);
+    int pin = rjq__route_mode(q->c) == RJQ__ROUTE_CLUSTER
+                  ? rjq__route_master_pin(q->c, rjq__queue_slot(q))
+                  : -1;
+    if (rjq__route_mode(q->c) == RJQ__ROUTE_CLUSTER && pin < 0) return; /* (no owner known) */
+    char *key = rjq__global_key_at(q->c, RJQ__G_REGISTRY, pin);
     if (key == NULL) return; /* unlisted until the next connect */
     const char *argv[] = {"ZADD", key, "NX", "0", q->name};
     rjq__command(q->c, 0, on_registered, NULL, 5, argv, NULL);
@@ -340,6 +385,30 @@ char *rjq__global_key(const rjq_client *c, int g) {
     size_t n = strlen(prefix) + 1 + strlen(rjq__global_names[g]) + 1;
     char *key = malloc(n);
     if (key) snprintf(key, n, "%s:%s", prefix, rjq__global_names[g]);
+    return key;
+}
+
+char *rjq__global_key_at(const rjq_client *c, int g, int pin) {
+    RJQ_ASSERT(g >= 0 && g < RJQ__G_COUNT && pin < RJQ__SLOTS);
+    if (pin < 0) return rjq__global_key(c, g);
+    /* "{base}rest" -> "{base-<n>}rest"; "name" -> "{name-<n>}" */
+    const char *name = rjq__global_names[g], *rest = "";
+    char base[64];
+    if (name[0] == '{') {
+        const char *close = strchr(name, '}');
+        RJQ_ASSERT(close != NULL && (size_t)(close - name) < sizeof base);
+        snprintf(base, sizeof base, "%.*s", (int)(close - name - 1), name + 1);
+        rest = close + 1;
+    } else {
+        RJQ_ASSERT(strlen(name) < sizeof base);
+        snprintf(base, sizeof base, "%s", name);
+    }
+    char tag[sizeof base + 24];
+    if (rjq__slot_tag(base, pin, tag, sizeof tag) != 0) return NULL;
+    const char *prefix = rjq__client_prefix(c);
+    size_t n = strlen(prefix) + strlen(tag) + strlen(rest) + 4;
+    char *key = malloc(n);
+    if (key) snprintf(key, n, "%s:{%s}%s", prefix, tag, rest);
     return key;
 }
 

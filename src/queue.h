@@ -94,6 +94,20 @@ void rjq__buf_script_keys(rjq__buf *b, const rjq_queue *q, int s);
 /* "<prefix>:<name>" of the client prefix's name g (RJQ__G_*), malloc'd,
  * or NULL out of memory. */
 char *rjq__global_key(const rjq_client *c, int g);
+/* The same name of one master of a Redis Cluster (pin: the lowest slot it
+ * serves, rjq__route_masters), in that slot: "{clients}:live" becomes
+ * "<prefix>:{clients-<n>}:live", "queues" "<prefix>:{queues-<n>}"
+ * (rjq__slot_tag). pin -1: rjq__global_key's name. NULL: out of memory. */
+char *rjq__global_key_at(const rjq_client *c, int g, int pin);
+/* Call fn(c, RJQ_OK, arg) once the client knows whether it talks to a
+ * Redis Cluster (at once when it does: after its first connect), for
+ * calls that read every master's registry; before that, a PING waits for
+ * the first connect's set-up and fn gets its status. Returns RJQ_OK (fn is
+ * called once, maybe from inside) or an error (fn never called). */
+typedef void rjq__routed_fn(rjq_client *c, int status, void *arg);
+int rjq__when_routed(rjq_client *c, rjq__routed_fn *fn, void *arg);
+/* The slot of the queue's keys (its hash tag {name}). */
+int rjq__queue_slot(const rjq_queue *q);
 /* Script s's numkeys and KEYS (s takes global names, RJQ__G_*): out[0] the
  * count (num, of 16 bytes, holds its text), then names[g] of each key in
  * order. Returns how many entries it wrote (1 + numkeys). */

@@ -224,11 +224,11 @@ size_t rjq__requests_pending(const rjq_client *c) {
     return c->inflight.n + c->backlog.n + c->room.n + c->later.n;
 }
 
-rjq__conn *rjq__requests_oldest_link(const rjq_client *c) {
-    return c->inflight.head ? c->inflight.head->link : NULL;
+uint64_t rjq__requests_oldest_sent_on(const rjq_client *c, const rjq__conn *on) {
+    /* (in flight in the order sent: the first on `on` is its oldest) */
+    for (const rjq__req *r = c->inflight.head; r; r = r->next)
+        if (r->link == on) return r->sent_ms;
+    return 0;
 }
 
-uint64_t rjq__requests_oldest_sent(const rjq_client *c) {
-    return c->inflight.head ? c->inflight.head->sent_ms : 0;
-}
 

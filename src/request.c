@@ -317,6 +317,11 @@ int rjq__command(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, int ar
     return new_req(c, NULL, flags, fn, priv, argc, argv, lens);
 }
 
+int rjq__command_on(rjq_client *c, rjq__conn *on, rjq__reply_fn *fn, void *priv, int argc,
+                    const char **argv, const size_t *lens) {
+    return new_req(c, on, 0, fn, priv, argc, argv, lens);
+}
+
 int rjq__script(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
                 int argc, const char **argv, const size_t *lens) {
     if (!rjq__accepting(c)) return RJQ_ECLOSED;

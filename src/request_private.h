@@ -96,7 +96,9 @@ typedef struct part_args {
     int nargs;
 } part_args;
 
-/* One WAIT confirms every durable write sent before it on the connection:
+/* One WAIT confirms every durable write sent before it on the connection
+ * (on a Redis Cluster, each master's connection has its own open slot and
+ * its own WAIT):
  * the writes of a burst join the open slot, and one WAIT goes out for
  * all of them from the client's wait timer (0 ms: after the code that
  * made them returned), so WAITs never queue behind one another. A write
@@ -111,6 +113,7 @@ typedef struct wait_slot {
     rjq__req **m;
     size_t n, cap;
     struct wait_slot *prev, *next; /* the client's sent slots */
+    struct wait_slot *open_next;   /* the client's open slots (one per connection) */
 } wait_slot;
 
 /* ---- states and lists (reqstate.c) ----------------------------------------- */

@@ -66,6 +66,8 @@ struct rjq__route {
     int wanted;                /* a refresh was asked for */
     uint64_t last_ms;          /* when the last one was sent */
     rjq__timer timer;          /* sends a wanted refresh when its second is over */
+    int16_t *pins;             /* per node of the table: the lowest slot it serves (-1: none);
+                                  NULL: to compute again (the table changed) */
     uint32_t *pending;         /* per slot: requests in flight (cluster only) */
     rjq__conn **last;          /* per slot: the connection they are in flight on */
 };
@@ -106,6 +108,7 @@ void rjq__route_free(rjq_client *c) {
     free(rt->links);
     free(rt->pending);
     free(rt->last);
+    free(rt->pins);
     rjq__slotmap_clear(&rt->map);
     free(rt);
     c->route = NULL;
@@ -228,6 +231,8 @@ static int take_table(rjq_client *c, const redisReply *r, const char *asked) {
         rjq__emit(c, RJQ_EVENT_ERROR, RJQ_CONN_COMMAND, c->errmsg);
         return rc;
     }
+    free(rt->pins); /* (the masters' pins are computed again when asked) */
+    rt->pins = NULL;
     retire_links(rt);
     return RJQ_OK;
 }
@@ -297,6 +302,8 @@ void rjq__route_ready(rjq__conn *conn) {
 
 void rjq__route_moved(rjq_client *c, int slot, const rjq__node_addr *a) {
     rjq__route *rt = c->route;
+    free(rt->pins);
+    rt->pins = NULL;
     if (rjq__slotmap_moved(&rt->map, slot, a) != RJQ_OK) rt->wanted = 1;
     rjq__route_refresh(c);
 }
@@ -358,4 +365,46 @@ int rjq__route_answered(rjq_client *c, int slot) {
     if (rt == NULL || rt->pending == NULL || slot < 0) return 0;
     RJQ_ASSERT(rt->pending[slot] > 0);
     return --rt->pending[slot] == 0;
+}
+
+/* ---- each master ---------------------------------------------------------- */
+
+/* The pins of the table's nodes, computed once per table (one pass over
+ * the slots); NULL when out of memory. */
+static const int16_t *pins_of(rjq__route *rt) {
+    if (rt->pins) return rt->pins;
+    size_t n = rt->map.nnodes ? rt->map.nnodes : 1;
+    if ((rt->pins = malloc(n * sizeof *rt->pins)) == NULL) return NULL;
+    for (size_t i = 0; i < n; i++) rt->pins[i] = -1;
+    for (int s = RJQ__SLOTS - 1; s >= 0; s--) {
+        int owner = rt->map.owner[s];
+        if (owner >= 0 && (size_t)owner < n) rt->pins[owner] = (int16_t)s;
+    }
+    return rt->pins;
+}
+
+int rjq__route_master_pin(const rjq_client *c, int slot) {
+    rjq__route *rt = c->route;
+    if (rt == NULL || rt->mode != RJQ__ROUTE_CLUSTER || slot < 0 || slot >= RJQ__SLOTS) return -1;
+    int owner = rt->map.owner[slot];
+    const int16_t *pins = owner >= 0 ? pins_of(rt) : NULL;
+    return pins && (size_t)owner < rt->map.nnodes ? pins[owner] : -1;
+}
+
+/* The one "for each master" of the library: the masters of the slot
+ * table, each named by the lowest slot it serves (a request of that slot,
+ * or of a key tagged for it, goes to that master by the ordinary routing,
+ * redirects included), in slot order. */
+size_t rjq__route_masters(const rjq_client *c, int *pins, size_t max) {
+    const rjq__route *rt = c->route;
+    if (rt == NULL || rt->mode != RJQ__ROUTE_CLUSTER) return 0;
+    size_t n = 0;
+    char seen[RJQ__SLOTMAP_NODES_MAX] = {0};
+    for (int s = 0; s < RJQ__SLOTS && n < max; s++) {
+        int owner = rt->map.owner[s];
+        if (owner < 0 || owner >= RJQ__SLOTMAP_NODES_MAX || seen[owner]) continue;
+        seen[owner] = 1;
+        pins[n++] = s;
+    }
+    return n;
 }

@@ -4,6 +4,7 @@
  */
 #include "slot.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Bit by bit: the keys are short and a queue's slot is computed once. */
@@ -37,4 +38,18 @@ int rjq__key_slot(const void *key, size_t len) {
     size_t n;
     const char *h = rjq__key_hashed(key, len, &n);
     return rjq__crc16(h, n) & (RJQ__SLOTS - 1);
+}
+
+int rjq__slot_tag(const char *base, int slot, char *out, size_t size) {
+    size_t blen = strlen(base);
+    if (slot < 0 || slot >= RJQ__SLOTS || size < blen + 2 + 20) return -1;
+    memcpy(out, base, blen);
+    out[blen] = '-';
+    /* 16384 slots: the first few hundred thousand numbers cover them all
+     * (a slot missed by the first 2^24 has probability e^-1024) */
+    for (unsigned long n = 0; n < (1ul << 24); n++) {
+        int len = snprintf(out + blen + 1, size - blen - 1, "%lu", n);
+        if (rjq__key_slot(out, blen + 1 + (size_t)len) == slot) return 0;
+    }
+    return -1;
 }

@@ -23,5 +23,11 @@ int rjq__key_slot(const void *key, size_t len);
 /* The part of the key that is hashed: its hash tag (*tag_len bytes at the
  * returned pointer, inside key) or, without one, the whole key. */
 const char *rjq__key_hashed(const void *key, size_t len, size_t *tag_len);
+/* A hash tag of slot for a name: "<base>-<n>" with the smallest n >= 0
+ * whose slot is `slot` (so every client finds the same one), written to
+ * out (NUL-terminated; size: strlen(base) + 22 at least). 0, or -1 when
+ * slot or size is out of range. On a cluster the registries of one
+ * master live under the tag of the lowest slot it serves (upkeep.c). */
+int rjq__slot_tag(const char *base, int slot, char *out, size_t size);
 
 #endif

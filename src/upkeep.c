@@ -31,6 +31,13 @@
  * the server time when it was sent plus liveness_ms (sent_alive). Without
  * that, the job in that reply was found stale on arrival, handed back and
  * claimed again, for ever.
+ * On a Redis Cluster all of this is per master (group below): the keys
+ * are "<prefix>:{clients-<n>}:...", in a slot of the master, the client
+ * beats into each master it has workers on with the names of its queues
+ * there, sweeps each as above (orphans.lua in each queue's own slot,
+ * gone.lua back in that master's registry), and a worker's stale check
+ * reads its queue's master's entry: a master failing over stops no job
+ * start on the others.
  * The process registry. "<prefix>:{clients}:info" (a hash: client id ->
  * what it says of itself, process_info) is sent with a beat when it
  * changed; gone.lua deletes it with the entry. rjq_client_processes
@@ -64,9 +71,34 @@ typedef struct visitee {
     struct visitee *next;
 } visitee;
 
+/* One liveness registry the client beats into: the standalone server's
+ * ("<prefix>:{clients}:*", pin -1), or on a Redis Cluster one per master
+ * it has workers on ("<prefix>:{clients-<n>}:*" in the master's lowest
+ * slot, pin: that slot; rjq__global_key_at). Made on first use, freed with
+ * the upkeep (a master that lost its queues keeps being beaten into with
+ * the names it had, so that the client, alive, is never swept there). */
+typedef struct group {
+    struct upkeep *u;
+    int pin;                  /* -1: standalone */
+    char *keys[RJQ__G_COUNT]; /* the registry's names (src/keys.def) */
+    int beats;                /* beats in flight */
+    long long sent_alive;     /* the expiry those sent while a reply arrived
+                                 set at least (server ms; 0: none in flight) */
+    int names_stored;         /* the server has names_sent */
+    char *names_sent;         /* our queue names on it as last sent */
+    int info_stored;          /* the server has info_sent */
+    char *info_sent;          /* our process info as last sent (process_info) */
+    long long alive_until;    /* our entry's expiry as the last beat set it (server ms) */
+    long long beat_server;    /* the server time of the last answered beat (0: none, or failed) */
+    uint64_t last_beat;       /* local ms of the last beat answered (0: none, or failed) */
+    uint64_t steady_since;    /* local ms since when beats were answered without a gap */
+    struct group *next;
+} group;
+
 /* A dead client being swept. */
 typedef struct sweep {
     struct upkeep *u;
+    group *g;                 /* the registry it was found dead in */
     char *id;                 /* its id */
     char who[32];             /* its token prefix, "<id>." */
     long long until;          /* the sweep's lease, as beat.lua set it */
@@ -84,20 +116,11 @@ typedef struct upkeep {
     rjq_client *c;
     visitee *queues, *cursor;
     rjq__timer beat_timer, visit_timer;
-    int beats;                /* beats in flight */
-    long long sent_alive;     /* the expiry those sent while a reply arrived
-                                 set at least (server ms; 0: none in flight) */
-    int names_stored;         /* the server has our queue names */
-    int info_stored;          /* the server has info_sent */
-    char *info_sent;          /* our process info as last sent (process_info) */
+    group *groups;            /* the registries beaten into */
+    int beat_deferred;        /* a beat came before the first connect: sent at it */
     long long started_ms;     /* wall clock when the upkeep began (the info's start) */
     char host[256];           /* gethostname(), for the info */
-    long long alive_until;    /* our entry's expiry as the last beat set it (server ms) */
-    long long beat_server;    /* the server time of the last answered beat (0: none, or failed) */
-    uint64_t last_beat;       /* local ms of the last beat answered (0: none, or failed) */
-    uint64_t steady_since;    /* local ms since when beats were answered without a gap */
     uint64_t last_visit;
-    char *keys[RJQ__G_COUNT]; /* the prefix's names (src/keys.def) */
 } upkeep;
 
 static void upkeep_close(rjq_client *c, void *state);
@@ -132,7 +155,7 @@ static void sweep_done(sweep *s) {
         snprintf(until, sizeof until, "%lld", s->until);
         const char *argv[RJQ__NKEYS_GONE + 3];
         char num[16];
-        int n = rjq__global_script_keys(RJQ__S_GONE, (const char *const *)s->u->keys, num, argv,
+        int n = rjq__global_script_keys(RJQ__S_GONE, (const char *const *)s->g->keys, num, argv,
                                         RJQ__NKEYS_GONE + 1);
         argv[n++] = s->id;
         argv[n++] = until;
@@ -186,13 +209,15 @@ static rjq_queue *queue_named(rjq_client *c, const char *name, size_t len, int *
 }
 
 /* Take on the sweep of client `id` (until: its lease) in the queues names. */
-static void start_sweep(upkeep *u, const redisReply *id, long long until, const redisReply *names) {
+static void start_sweep(group *g, const redisReply *id, long long until, const redisReply *names) {
+    upkeep *u = g->u;
     sweep *s = calloc(1, sizeof *s);
     if (s == NULL || id->len + 2 > sizeof s->who || (s->id = strndup(id->str, id->len)) == NULL) {
         free(s);
         return; /* another beat takes it on after the lease */
     }
     s->u = u;
+    s->g = g;
     s->until = until;
     snprintf(s->who, sizeof s->who, "%s.", s->id);
     s->pending = 1; /* this loop's own, dropped below */
@@ -265,9 +290,9 @@ static int beat_reply_ok(const redisReply *r) {
 }
 
 static void on_beat(rjq_client *c, int status, redisReply *r, void *priv) {
-    upkeep *u = priv;
-    RJQ_ASSERT(u->beats > 0); /* each beat sent is answered once */
-    if (--u->beats == 0) u->sent_alive = 0; /* the answers say it now */
+    group *g = priv;
+    RJQ_ASSERT(g->beats > 0); /* each beat sent is answered once */
+    if (--g->beats == 0) g->sent_alive = 0; /* the answers say it now */
     if (rjq__closing(c)) return;
     if (status == RJQ_OK && !beat_reply_ok(r)) {
         rjq__errmsg(c, "liveness beat: unexpected reply");
@@ -275,12 +300,12 @@ static void on_beat(rjq_client *c, int status, redisReply *r, void *priv) {
     }
     uint64_t now = rjq__now_ms();
     if (status != RJQ_OK || r->element[2]->integer > 0)
-        u->sent_alive = 0; /* those behind it may not have renewed the entry either */
+        g->sent_alive = 0; /* those behind it may not have renewed the entry either */
     if (status != RJQ_OK) {
-        u->names_stored = 0;
-        u->info_stored = 0;
-        u->last_beat = 0;
-        u->beat_server = 0;
+        g->names_stored = 0;
+        g->info_stored = 0;
+        g->last_beat = 0;
+        g->beat_server = 0;
         rjq__background_failed(c, status, "liveness beat");
         /* A beat refused for a permission (the ACL lacks the keys
          * "<prefix>:{clients}:*"; the request layer's RJQ_EVENT_ERROR named
@@ -293,8 +318,8 @@ static void on_beat(rjq_client *c, int status, redisReply *r, void *priv) {
              * would be handed back, claimed again, without end); another
              * client may return the jobs of that entry (their tokens fence
              * this one's completions of them) */
-            u->alive_until = 0;
-            rjq__timer_start(c, &u->beat_timer, (uint64_t)rjq__client_reconnect_span_ms(c));
+            g->alive_until = 0;
+            rjq__timer_start(c, &g->u->beat_timer, (uint64_t)rjq__client_reconnect_span_ms(c));
         }
         return;
     }
@@ -302,27 +327,38 @@ static void on_beat(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq__server_time_sample(c, r->element[0]->integer);
     /* Being swept (we were taken for dead): start no job until the sweep's
      * lease ends, as if our entry had run out. */
-    u->alive_until = r->element[2]->integer > 0
+    g->alive_until = r->element[2]->integer > 0
                          ? r->element[0]->integer
                          : r->element[0]->integer + rjq__client_liveness_ms(c);
-    u->beat_server = r->element[0]->integer;
+    g->beat_server = r->element[0]->integer;
     /* A gap (the server or this process stalled, a reconnect) starts the
      * wait before sweeping again. */
-    if (u->last_beat == 0 || now - u->last_beat > (uint64_t)STALL_GAP_MS(u)) u->steady_since = now;
-    u->last_beat = now;
-    if ((r->element[1]->integer & 1) == 0) u->names_stored = 0; /* the next beat sends them */
-    u->info_stored = (r->element[1]->integer & 2) != 0;
+    if (g->last_beat == 0 || now - g->last_beat > (uint64_t)STALL_GAP_MS(g->u)) g->steady_since = now;
+    g->last_beat = now;
+    if ((r->element[1]->integer & 1) == 0) g->names_stored = 0; /* the next beat sends them */
+    g->info_stored = (r->element[1]->integer & 2) != 0;
     for (size_t i = BEAT_HEAD; i < r->elements && !rjq__closing(c); i += 3)
-        start_sweep(u, r->element[i], r->element[i + 1]->integer, r->element[i + 2]);
+        start_sweep(g, r->element[i], r->element[i + 1]->integer, r->element[i + 2]);
 }
 
-/* The names of the queues the client has had workers on. */
-static char *queue_names(const upkeep *u) {
+/* The registry a queue's beat goes to: -1 on a standalone server, the pin
+ * of the queue's master on a cluster; -2: none (a cluster whose table
+ * names no owner of the queue's slot yet). */
+static int pin_of(rjq_client *c, const rjq_queue *q) {
+    if (rjq__route_mode(c) != RJQ__ROUTE_CLUSTER) return -1;
+    int pin = rjq__route_master_pin(c, rjq__queue_slot(q));
+    return pin >= 0 ? pin : -2;
+}
+
+/* The names of the queues the client has had workers on whose registry
+ * is pin's ("" when none). NULL when out of memory. */
+static char *queue_names(const upkeep *u, int pin) {
     size_t len = 1;
     for (const visitee *v = u->queues; v; v = v->next) len += strlen(rjq_queue_name(v->q)) + 1;
     char *s = malloc(len), *p = s;
     if (s == NULL) return NULL;
     for (const visitee *v = u->queues; v; v = v->next) {
+        if (pin_of(u->c, v->q) != pin) continue;
         size_t n = strlen(rjq_queue_name(v->q));
         if (p != s) *p++ = ' ';
         memcpy(p, rjq_queue_name(v->q), n);
@@ -330,6 +366,33 @@ static char *queue_names(const upkeep *u) {
     }
     *p = '\0';
     return s;
+}
+
+static group *group_of(upkeep *u, int pin, int make) {
+    group *g = u->groups;
+    while (g && g->pin != pin) g = g->next;
+    if (g || !make) return g;
+    if ((g = calloc(1, sizeof *g)) == NULL) return NULL;
+    g->u = u;
+    g->pin = pin;
+    int keys_ok = 1;
+    for (int i = 0; i < RJQ__G_COUNT; i++)
+        keys_ok &= (g->keys[i] = rjq__global_key_at(u->c, i, pin)) != NULL;
+    if (!keys_ok) {
+        for (int i = 0; i < RJQ__G_COUNT; i++) free(g->keys[i]);
+        free(g);
+        return NULL;
+    }
+    g->next = u->groups;
+    u->groups = g;
+    return g;
+}
+
+static void group_free(group *g) {
+    for (int i = 0; i < RJQ__G_COUNT; i++) free(g->keys[i]);
+    free(g->names_sent);
+    free(g->info_sent);
+    free(g);
 }
 
 /* What the process says of itself in the registry (processes.lua, read by
@@ -377,16 +440,18 @@ static char *process_info(const upkeep *u) {
     return out;
 }
 
-static void on_beat_timer(rjq__timer *t) {
-    upkeep *u = t->owner;
+/* One beat into g's registry: names, the queue names on it (taken: freed
+ * or kept here); info, the process info (or NULL). */
+static void beat(group *g, int arriving, char *names, const char *info) {
+    upkeep *u = g->u;
     rjq_client *c = u->c;
-    if (rjq__client_liveness_ms(c) <= 0 || !any_wanted(u)) return; /* a join starts it again */
-    rjq__timer_start(c, &u->beat_timer, (uint64_t)beat_ms(u));
-    int arriving = rjq__reply_arriving(c);
-    RJQ_ASSERT(u->beats >= 0 && u->beats <= BEATS_IN_FLIGHT);
-    if (u->beats && !(arriving && u->beats < BEATS_IN_FLIGHT)) return;
-    char *names = u->names_stored ? NULL : queue_names(u);
-    if (!u->names_stored && names == NULL) return;
+    RJQ_ASSERT(g->beats >= 0 && g->beats <= BEATS_IN_FLIGHT);
+    if (g->beats && !(arriving && g->beats < BEATS_IN_FLIGHT)) { /* its last one is due */
+        free(names);
+        return;
+    }
+    /* the names when they changed or the server lacks them (else '') */
+    int send_names = !g->names_stored || g->names_sent == NULL || strcmp(names, g->names_sent) != 0;
     char ttl[32], lease[32], most[16], prev[32], gap[32];
     snprintf(ttl, sizeof ttl, "%ld", rjq__client_liveness_ms(c));
     snprintf(lease, sizeof lease, "%d", SWEEP_LEASE_MS);
@@ -395,55 +460,109 @@ static void on_beat_timer(rjq__timer *t) {
      * process) stalled for everyone belongs to a client that had no chance
      * to renew it; past that wait, every live client has. */
     uint64_t now = rjq__now_ms();
-    int steady = u->last_beat && now - u->steady_since >= (uint64_t)sweep_wait_ms(c);
+    int steady = g->last_beat && now - g->steady_since >= (uint64_t)sweep_wait_ms(c);
     snprintf(most, sizeof most, "%d", steady ? SWEEPS_PER_BEAT : 0);
-    snprintf(prev, sizeof prev, "%lld", u->beat_server);
+    snprintf(prev, sizeof prev, "%lld", g->beat_server);
     snprintf(gap, sizeof gap, "%ld", STALL_GAP_MS(u));
     /* the info when it changed or the server lacks it (else ''); without
      * memory for it the beat goes without */
-    char *info = process_info(u);
-    int send_info = info && (!u->info_stored || u->info_sent == NULL ||
-                             strcmp(info, u->info_sent) != 0);
+    int send_info = info && (!g->info_stored || g->info_sent == NULL ||
+                             strcmp(info, g->info_sent) != 0);
+    char *info_copy = send_info ? strdup(info) : NULL;
+    if (info_copy == NULL) send_info = 0;
     const char *argv[RJQ__NKEYS_BEAT + 9];
     char num[16];
-    int n = rjq__global_script_keys(RJQ__S_BEAT, (const char *const *)u->keys, num, argv,
+    int n = rjq__global_script_keys(RJQ__S_BEAT, (const char *const *)g->keys, num, argv,
                                     RJQ__NKEYS_BEAT + 1);
-    const char *rest[] = {rjq__client_id(c), ttl, names ? names : "", lease, most, prev, gap,
+    const char *rest[] = {rjq__client_id(c), ttl, send_names ? names : "", lease, most, prev, gap,
                           send_info ? info : ""};
     for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) argv[n++] = rest[i];
     size_t lens[RJQ__NKEYS_BEAT + 9];
     for (int i = 0; i < n; i++) lens[i] = strlen(argv[i]);
-    if (rjq__script(c, RJQ__S_BEAT, 0, on_beat, u, n, argv, lens) == RJQ_OK) {
-        u->beats++;
+    if (rjq__script(c, RJQ__S_BEAT, 0, on_beat, g, n, argv, lens) == RJQ_OK) {
+        g->beats++;
         long long server = rjq__server_now(c);
-        if (arriving && server > 0 && server + rjq__client_liveness_ms(c) > u->sent_alive)
-            u->sent_alive = server + rjq__client_liveness_ms(c);
-        if (names) u->names_stored = 1; /* unless the reply says otherwise */
+        if (arriving && server > 0 && server + rjq__client_liveness_ms(c) > g->sent_alive)
+            g->sent_alive = server + rjq__client_liveness_ms(c);
+        if (send_names) { /* stored unless the reply says otherwise */
+            free(g->names_sent);
+            g->names_sent = names;
+            names = NULL;
+            g->names_stored = 1;
+        }
         if (send_info) {
-            free(u->info_sent);
-            u->info_sent = info;
-            info = NULL;
+            free(g->info_sent);
+            g->info_sent = info_copy;
+            info_copy = NULL;
         }
     }
-    free(info);
+    free(info_copy);
     free(names);
 }
 
-/* The command connection is back (made again: Redis restarted, or the
- * connection was lost): every other client had to reconnect too, so the
- * wait before sweeping starts over (and the next beat says it has no
- * previous one). */
+/* A beat into each registry of the client: the standalone server's, or on
+ * a cluster each master's it has workers on (and each it had workers on:
+ * with the names it had there, see group). Each says the same process
+ * info; each master's holds the names of the client's queues it serves. */
+static void beat_all(upkeep *u) {
+    rjq_client *c = u->c;
+    /* not connected yet: a cluster is not told from a standalone server
+     * before the first connect (a beat then would go to the wrong
+     * registry): the beat goes when it is made (upkeep_ready), right
+     * behind the requests that waited for it (a worker's first claim) */
+    if (rjq__route_mode(c) == RJQ__ROUTE_UNKNOWN && !rjq_client_connected(c)) {
+        u->beat_deferred = 1;
+        return;
+    }
+    u->beat_deferred = 0;
+    for (const visitee *v = u->queues; v; v = v->next) {
+        int pin = pin_of(c, v->q);
+        if (pin != -2) group_of(u, pin, 1); /* (out of memory: the next beat) */
+    }
+    int arriving = rjq__reply_arriving(c);
+    char *info = process_info(u);
+    for (group *g = u->groups; g; g = g->next) {
+        char *names = queue_names(u, g->pin);
+        if (names && names[0] == '\0' && g->names_sent) { /* none of ours is on it now */
+            free(names);
+            names = strdup(g->names_sent);
+        }
+        if (names == NULL) continue;
+        if (names[0] == '\0') { /* (never beaten into, and nothing to say) */
+            free(names);
+            continue;
+        }
+        beat(g, arriving, names, info);
+    }
+    free(info);
+}
+
+static void on_beat_timer(rjq__timer *t) {
+    upkeep *u = t->owner;
+    rjq_client *c = u->c;
+    if (rjq__client_liveness_ms(c) <= 0 || !any_wanted(u)) return; /* a join starts it again */
+    rjq__timer_start(c, &u->beat_timer, (uint64_t)beat_ms(u));
+    beat_all(u);
+}
+
+/* A command connection is back (made again: Redis restarted, or the
+ * connection was lost; on a cluster, any master's): every other client
+ * had to reconnect too, so the wait before sweeping starts over (and the
+ * next beat says it has no previous one). */
 static void upkeep_ready(rjq_client *c, void *state, int kind) {
     upkeep *u = state;
-    (void)c;
     if (kind != RJQ_CONN_COMMAND) return;
-    u->last_beat = 0;
-    u->beat_server = 0;
-    /* a server restarted from a snapshot, or a replica promoted, has its
-     * own copies of our names and info: stale ones, maybe, and a beat
-     * would only say they exist. The next beat sends them again. */
-    u->names_stored = 0;
-    u->info_stored = 0;
+    for (group *g = u->groups; g; g = g->next) {
+        g->last_beat = 0;
+        g->beat_server = 0;
+        /* a server restarted from a snapshot, or a replica promoted, has
+         * its own copies of our names and info: stale ones, maybe, and a
+         * beat would only say they exist. The next beat sends them again. */
+        g->names_stored = 0;
+        g->info_stored = 0;
+    }
+    if (u->beat_deferred && !rjq__closing(c) && rjq__client_liveness_ms(c) > 0 && any_wanted(u))
+        beat_all(u);
 }
 
 /* ---- visits --------------------------------------------------------------- */
@@ -519,8 +638,11 @@ static void upkeep_close(rjq_client *c, void *state) {
         u->queues = v->next;
         free(v);
     }
-    for (int i = 0; i < RJQ__G_COUNT; i++) free(u->keys[i]);
-    free(u->info_sent);
+    while (u->groups) {
+        group *g = u->groups;
+        u->groups = g->next;
+        group_free(g);
+    }
     free(u);
 }
 
@@ -529,15 +651,12 @@ static upkeep *upkeep_of(rjq_client *c) {
     if (u) return u;
     if ((u = calloc(1, sizeof *u)) == NULL) return NULL;
     u->c = c;
-    int keys_ok = 1;
-    for (int i = 0; i < RJQ__G_COUNT; i++) keys_ok &= (u->keys[i] = rjq__global_key(c, i)) != NULL;
     struct timeval tv;
     gettimeofday(&tv, NULL);
     u->started_ms = (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
     if (gethostname(u->host, sizeof u->host - 1) != 0) snprintf(u->host, sizeof u->host, "?");
     u->host[strcspn(u->host, "\t\n")] = '\0';
-    if (!keys_ok || rjq__timer_setup(c, &u->beat_timer, on_beat_timer, u) != RJQ_OK) {
-        for (int i = 0; i < RJQ__G_COUNT; i++) free(u->keys[i]);
+    if (rjq__timer_setup(c, &u->beat_timer, on_beat_timer, u) != RJQ_OK) {
         free(u);
         return NULL;
     }
@@ -549,10 +668,15 @@ static upkeep *upkeep_of(rjq_client *c) {
     return u;
 }
 
-long long rjq__upkeep_alive_until(const rjq_client *c) {
-    const upkeep *u = rjq__feature_state(c, &upkeep_feature);
+long long rjq__upkeep_alive_until(rjq_queue *q) {
+    rjq_client *c = rjq_queue_client(q);
+    upkeep *u = rjq__feature_state(c, &upkeep_feature);
     if (u == NULL || rjq__client_liveness_ms(c) <= 0) return 0;
-    return u->sent_alive > u->alive_until ? u->sent_alive : u->alive_until;
+    /* the registry of the queue's master: another master failing over
+     * stops no job here */
+    const group *g = group_of(u, pin_of(c, q), 0);
+    if (g == NULL) return 0; /* not beaten into yet */
+    return g->sent_alive > g->alive_until ? g->sent_alive : g->alive_until;
 }
 
 void rjq__upkeep_leave(rjq_queue *q) {
@@ -566,7 +690,6 @@ void rjq__upkeep_leave(rjq_queue *q) {
         }
         *pp = v->next;
         if (u->cursor == v) u->cursor = v->next;
-        u->names_stored = 0; /* the names the beat stores change */
         if (v->busy) v->gone = 1; /* freed by on_visited */
         else free(v);
     }
@@ -590,7 +713,6 @@ int rjq__upkeep_join(rjq_queue *q, const rjq__visit_ops *ops, void *arg, long pe
         v->due = rjq__now_ms() + (uint64_t)period_ms;
         v->next = u->queues;
         u->queues = v;
-        u->names_stored = 0; /* a new queue name */
     } else if (period_ms < v->period) {
         v->period = period_ms;
         if (v->due > rjq__now_ms() + (uint64_t)period_ms) v->due = rjq__now_ms() + (uint64_t)period_ms;

@@ -44,9 +44,10 @@ int rjq__upkeep_join(rjq_queue *q, const rjq__visit_ops *ops, void *arg, long pe
  * leaves those the beat stores (unless another handle has it). */
 void rjq__upkeep_leave(rjq_queue *q);
 
-/* The server time (ms) the client's liveness entry runs out, as its last
- * answered beat set it; 0 when it has none (no beat yet, or liveness off).
- * Past it, other clients may have returned its jobs. */
-long long rjq__upkeep_alive_until(const rjq_client *c);
+/* The server time (ms) the client's liveness entry for q runs out, as its
+ * last answered beat set it (on a Redis Cluster the entry in the registry
+ * of q's master: one per master); 0 when it has none (no beat yet, or
+ * liveness off). Past it, other clients may have returned its jobs in q. */
+long long rjq__upkeep_alive_until(rjq_queue *q);
 
 #endif /* RJQ_UPKEEP_H */

@@ -275,8 +275,9 @@ void rjq__w_drop_job(rjq_worker *w, rjq_job *job) {
  * have returned its jobs). A worker paused longer than that, SIGSTOP or a
  * frozen VM, finds jobs handed to it before the pause; they were or will
  * be reclaimed and run elsewhere. */
-static int stale(rjq_client *c, const rjq_job *j, long long until) {
-    long long now = rjq__server_now(c), alive = rjq__upkeep_alive_until(c);
+static int stale(rjq_worker *w, const rjq_job *j, long long until) {
+    rjq_client *c = client_of(w);
+    long long now = rjq__server_now(c), alive = rjq__upkeep_alive_until(w->q);
     long long end = until > j->deadline ? until : j->deadline;
     if (now <= 0) return 0;
     return (end > 0 && now >= end) || (alive > 0 && now + ALIVE_MARGIN_MS >= alive);
@@ -299,7 +300,7 @@ void rjq__w_run_jobs(rjq_worker *w, rjq_job **jobs, size_t n, long long until) {
     rjq__pushed *back = NULL;
     size_t i = 0, nback = 0;
     for (; i < n && !rjq__free_pending(c); i++) {
-        if (!stale(c, jobs[i], until)) {
+        if (!stale(w, jobs[i], until)) {
             w->handler(jobs[i], w->data);
             continue;
         }

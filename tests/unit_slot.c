@@ -1,6 +1,10 @@
 /* Unit tests for Redis Cluster's key slot (src/slot.c) and the slot table
  * and redirect parsers (src/slotmap.c). No Redis: test_cluster compares
  * the slots with a server's CLUSTER KEYSLOT and parses a real CLUSTER SLOTS. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include <hiredis/hiredis.h>
 
 #include "failalloc.h"
@@ -28,6 +32,33 @@ TEST(key_slot_known_values) {
     ASSERT_EQ(0, slot_of(""));
     ASSERT_EQ(slot_of("user1000"), slot_of("{user1000}.following"));
     ASSERT_EQ(slot_of("user1000"), slot_of("{user1000}.followers"));
+}
+
+/* The per-master registries' tags (upkeep.c, queue.c): for every slot,
+ * "<base>-<n>" with the smallest n that hashes there, so every client
+ * names the same key (a sample of slots, both ends); out-of-range slots
+ * and short buffers refused. */
+TEST(slot_tag_is_the_first_numbered_tag_of_the_slot) {
+    char tag[64], key[96];
+    for (int i = 0; i <= 169; i++) {
+        int slot = i == 169 ? RJQ__SLOTS - 1 : i * 97; /* 0, 97, ..., 16296, 16383 */
+        ASSERT_EQ(0, rjq__slot_tag("clients", slot, tag, sizeof tag));
+        ASSERT_EQ(slot, slot_of(tag));
+        snprintf(key, sizeof key, "t:{%s}:live", tag); /* as a key's hash tag too */
+        ASSERT_EQ(slot, slot_of(key));
+        ASSERT(strncmp(tag, "clients-", 8) == 0);
+        long n = atol(tag + 8);
+        for (long k = 0; k < n; k++) { /* every smaller one misses */
+            char other[64];
+            snprintf(other, sizeof other, "clients-%ld", k);
+            ASSERT(slot_of(other) != slot);
+        }
+    }
+    ASSERT_EQ(0, rjq__slot_tag("queues", 0, tag, sizeof tag));
+    ASSERT_EQ(0, slot_of(tag));
+    ASSERT_EQ(-1, rjq__slot_tag("clients", -1, tag, sizeof tag));
+    ASSERT_EQ(-1, rjq__slot_tag("clients", RJQ__SLOTS, tag, sizeof tag));
+    ASSERT_EQ(-1, rjq__slot_tag("clients", 0, tag, 12));
 }
 
 TEST(key_slot_hash_tags_as_redis) {

@@ -322,6 +322,21 @@ TEST(slot_migrated_while_awaits_wait_no_await_is_stuck) {
         if (s.ready == 20) break;
     }
     wait_subs(base, &cl, from, NULL, pat, 1);
+    /* a worker of a queue on the third master: its channels stay put */
+    int third = 3 - from - to;
+    const char *other = NULL;
+    for (int i = 0; i < NQ && other == NULL; i++)
+        if (cluster_owner(&cl, 0, rjq__key_slot(names[i], strlen(names[i]))) == third) other = names[i];
+    ASSERT(other != NULL);
+    rjq_queue *oq;
+    rjq_worker *ow;
+    work owk = {0};
+    ASSERT_OK(rjq_queue_open(c, other, NULL, &oq));
+    ASSERT_OK(rjq_worker_start(oq, NULL, on_job, &owk, &ow));
+    char owake[256];
+    snprintf(owake, sizeof owake, "t:{%s}:wake", other);
+    wait_subs(base, &cl, third, owake, NULL, 1);
+    long long third_subs = node_calls(&cl, third, "ssubscribe");
 
     cluster_migrate_slot(&cl, slot, from, to);
     /* the client follows: its reply channel is subscribed at `to` */
@@ -339,6 +354,11 @@ TEST(slot_migrated_while_awaits_wait_no_await_is_stuck) {
     ASSERT(loop_until_count(base, &t.done, 21, 30000));
     ASSERT_EQ(21, t.ok);
     ASSERT_EQ(1, shardnumsub(&cl, to, wake));
+    /* only the moved slot's channels were subscribed again: none on the
+     * third master (a refresh read the new table meanwhile) */
+    ASSERT_EQ(third_subs, node_calls(&cl, third, "ssubscribe"));
+    ASSERT_EQ(1, shardnumsub(&cl, third, owake));
+    rjq_worker_stop(ow, NULL, NULL);
     rjq_worker_stop(w, NULL, NULL);
     rjq_client_free(c);
     event_base_free(base);

@@ -75,6 +75,12 @@ static void on_notice(rjq_job *job, int reason, void *data) {
     rjq_job_complete(job, NULL, 0, NULL, NULL); /* (refused: it was cancelled) */
 }
 
+static void on_event(rjq_client *c, const char *event, const char *id, void *data) {
+    long *completed = data;
+    (void)c, (void)id;
+    if (strcmp(event, "completed") == 0) (*completed)++;
+}
+
 /* Queue names whose slots are spread evenly: `per` on each master. */
 static void spread_names(test_cluster *cl, char names[][32], int per) {
     int count[CLUSTER_MASTERS] = {0}, n = 0;
@@ -198,6 +204,15 @@ TEST(awaits_push_doorbells_progress_and_cancel_over_three_masters_are_sharded) {
         ASSERT_OK(rjq_queue_open(c, names[i], NULL, &q[i]));
         ASSERT_OK(rjq_worker_start(q[i], &wo, on_job, &wk, &w[i]));
     }
+    /* a monitor on every queue */
+    rjq_monitor *mon[NQ];
+    long completed_events = 0;
+    for (int i = 0; i < NQ; i++) ASSERT_OK(rjq_queue_monitor(q[i], on_event, &completed_events, &mon[i]));
+    for (int i = 0; i < NQ; i++) {
+        char ev[256];
+        snprintf(ev, sizeof ev, "t:{%s}:events", names[i]);
+        wait_subs(base, &cl, cluster_node_of_key(&cl, ev), ev, NULL, 1);
+    }
     /* every queue's doorbell is subscribed on its master, sharded */
     for (int i = 0; i < NQ; i++) {
         char ch[256];
@@ -233,6 +248,10 @@ TEST(awaits_push_doorbells_progress_and_cancel_over_three_masters_are_sharded) {
                        rjq_strerror(t.last_status), t.last_error);
     ASSERT_EQ(NQ * 10, t.ok);
     ASSERT(loop_until_count(base, &t.progress, NQ * 10, 20000));
+    /* the monitors heard every completion (monitor events, sharded) */
+    if (!loop_until_count(base, &completed_events, NQ * 10, 20000))
+        FAIL_AT(__FILE__, __LINE__, "%ld of %d completions heard by the monitors", completed_events,
+                NQ * 10);
     /* each queue's reply channel and the workers' push channels are on
      * its master only */
     for (int i = 0; i < NQ; i++) {
@@ -290,6 +309,7 @@ TEST(awaits_push_doorbells_progress_and_cancel_over_three_masters_are_sharded) {
     ASSERT(node_calls(&cl, 0, "subscribe") <= 1);
     for (int n = 1; n < CLUSTER_MASTERS; n++) ASSERT_EQ(0, node_calls(&cl, n, "subscribe"));
 
+    for (int i = 0; i < NQ; i++) rjq_monitor_stop(mon[i]);
     for (int i = 0; i < NQ; i++) rjq_worker_stop(w[i], NULL, NULL);
     rjq_client_free(c);
     event_base_free(base);

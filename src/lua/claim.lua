@@ -321,7 +321,7 @@ else
                nil, out)
   end
 end
-if more then pub(wake, '1') end
+if more then redis.call(PUB or pub_mode(), wake, '1') end
 if fair then
   -- the waiters' hash (see the top): who is gone, who is noticed, and this
   -- worker's place (a new turn at the back once served)
@@ -343,7 +343,7 @@ if fair then
   elseif fair.mine then
     redis.call('HDEL', waiters, field)
   end
-  if ring and not more then pub(wake, '1') end
+  if ring and not more then redis.call(PUB or pub_mode(), wake, '1') end
 end
 if got < want then
   if conc or rmax then

@@ -346,41 +346,32 @@ local WATCHERS_PIN = 'rjq: keeps this hash a table (a field longer than hash-max
 -- stays in the script's slot, and the client subscribes with SSUBSCRIBE
 -- on the slot's master; PUBSUB SHARDNUMSUB counts those subscribers (the
 -- master's own: rjq subscribes on masters only). A standalone server keeps
--- PUBLISH and NUMSUB. Which one is found out once per library load (the
--- local keeps it across calls; with EVALSHA, once per call that publishes):
--- CLUSTER MYID answers only in cluster mode ("cluster support disabled"
--- otherwise; an ACL without it: CLUSTER SLOTS, which rjq's ACL grants).
-local SHARDED -- nil: not known yet
-local function sharded()
-  if SHARDED == nil then
-    if not redis.REDIS_VERSION_NUM then -- before 7.0: no sharded pub/sub
-      SHARDED = false
-    else
-      local r = redis.pcall('CLUSTER', 'MYID')
-      if type(r) == 'table' and r.err and not string.find(r.err, 'disabled', 1, true) then
-        r = redis.pcall('CLUSTER', 'SLOTS')
-      end
-      SHARDED = not (type(r) == 'table' and r.err ~= nil)
+-- PUBLISH and NUMSUB. Which one is found out once per library load (these
+-- locals keep it across calls; with EVALSHA, once per call that
+-- publishes): CLUSTER MYID answers only in cluster mode ("cluster support
+-- disabled" otherwise; an ACL without it: CLUSTER SLOTS, which rjq's ACL
+-- grants). A publish is redis.call(PUB or pub_mode(), ...): once known, an
+-- upvalue read, nothing more (callgrind: no instruction count to tell
+-- from a plain PUBLISH).
+local PUB, NUMSUB -- 'PUBLISH'/'NUMSUB' or 'SPUBLISH'/'SHARDNUMSUB'; nil: not known yet
+local function pub_mode()
+  local sharded = false
+  if redis.REDIS_VERSION_NUM then -- (before 7.0: no sharded pub/sub)
+    local r = redis.pcall('CLUSTER', 'MYID')
+    if type(r) == 'table' and r.err and not string.find(r.err, 'disabled', 1, true) then
+      r = redis.pcall('CLUSTER', 'SLOTS')
     end
+    sharded = not (type(r) == 'table' and r.err ~= nil)
   end
-  return SHARDED
-end
-
--- PUBLISH or SPUBLISH (above); pub_p: the same through pcall.
-local function pub(ch, msg)
-  if sharded() then return redis.call('SPUBLISH', ch, msg) end
-  return redis.call('PUBLISH', ch, msg)
-end
-
-local function pub_p(ch, msg)
-  if sharded() then return redis.pcall('SPUBLISH', ch, msg) end
-  return redis.pcall('PUBLISH', ch, msg)
+  if sharded then PUB, NUMSUB = 'SPUBLISH', 'SHARDNUMSUB'
+  else PUB, NUMSUB = 'PUBLISH', 'NUMSUB' end
+  return PUB
 end
 
 -- Subscribers of ch (PUBSUB NUMSUB, or SHARDNUMSUB on a cluster).
 local function numsub(ch)
-  if sharded() then return redis.call('PUBSUB', 'SHARDNUMSUB', ch)[2] end
-  return redis.call('PUBSUB', 'NUMSUB', ch)[2]
+  if not NUMSUB then pub_mode() end
+  return redis.call('PUBSUB', NUMSUB, ch)[2]
 end
 
 local function now_ms()
@@ -448,14 +439,14 @@ local function push_ready(ready, prio, stats, wake, id, p, head)
     if head then n = redis.call('LPUSH', ready, id)
     else n = redis.call('RPUSH', ready, id) end
     if n == 1 and redis.call('ZCARD', prio) == 0 then
-      pub(wake, '1')
+      redis.call(PUB or pub_mode(), wake, '1')
     end
   else
     local seq = 0
     if not head then seq = next_seq(stats, prio) end
     redis.call('ZADD', prio, prio_score(p, seq), id)
     if redis.call('ZCARD', prio) == 1 and redis.call('LLEN', ready) == 0 then
-      pub(wake, '1')
+      redis.call(PUB or pub_mode(), wake, '1')
     end
   end
 end
@@ -535,7 +526,7 @@ local function notify(chs, k, kind, body)
       buf[#buf + 1] = framed
     else
       msg = msg or (kind .. '\n' .. k .. '\n' .. body)
-      pub(ch, msg)
+      redis.call(PUB or pub_mode(), ch, msg)
     end
   end
 end
@@ -609,7 +600,7 @@ local function finish(ok, res)
     -- leave nothing for the next call of the library
     OUTCOMES, EVENTS = {}, {}
     local function publish(ch, msg)
-      local r = pub_p(ch, msg)
+      local r = redis.pcall(PUB or pub_mode(), ch, msg)
       if type(r) == 'table' and r.err and not failed then failed = r end
     end
     for ch, buf in pairs(outcomes) do
@@ -732,7 +723,7 @@ local function fail_job(J, q, id, tok, attempts, o, err, fatal, delay, tm)
   redis.call('HSET', J.e, id, err)
   if delay > 0 then
     redis.call('HSET', J.s, id, state_value('delayed', attempts, nil, tm))
-    if push_delayed(delayed, id, now + delay) then pub(wake, '1') end
+    if push_delayed(delayed, id, now + delay) then redis.call(PUB or pub_mode(), wake, '1') end
   else
     redis.call('HSET', J.s, id, state_value('ready', attempts, nil, tm))
     push_ready(ready, prio, stats, wake, id, p, false)
@@ -1157,7 +1148,7 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
             msg[#msg + 1] = out[i]
           end
         end
-        pub(ch, table.concat(msg))
+        redis.call(PUB or pub_mode(), ch, table.concat(msg))
       end
     end
   end
@@ -1278,7 +1269,7 @@ local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
       -- jobs left ready in a queue that had nothing ready: wake idle workers
       if nothing_ready and pushed < became_ready then ring = true end
     end
-    if ring then pub(wake, '1') end
+    if ring then redis.call(PUB or pub_mode(), wake, '1') end
   end
   return c
 end

@@ -241,7 +241,11 @@ typedef void rjq__message_fn(rjq_client *c, const char *channel, const char *msg
 typedef void rjq__refused_fn(rjq_client *c, const char *channel, const char *err, void *arg);
 
 /* Listen on a channel (subscribing it if no listener had it, or if it was
- * refused). RJQ_OK, or RJQ_ENOMEM with nothing changed. */
+ * refused). RJQ_OK, or with nothing changed RJQ_ENOMEM, or RJQ_EINVAL on a
+ * Redis Cluster whose sharded link the loop glue cannot watch (no
+ * watch_fd: errmsg says so; a channel made before the client knew it was
+ * a cluster gets an RJQ_EVENT_ERROR instead, and is tried again by the
+ * resubscribe timer). */
 int rjq__subscribe(rjq_client *c, const char *name, rjq__message_fn *fn, void *arg);
 /* The same, and refused_fn hears of a refusal. */
 int rjq__subscribe_checked(rjq_client *c, const char *name, rjq__message_fn *fn,

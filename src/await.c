@@ -22,6 +22,17 @@
  * - The early list is capped (await_early.c): an enqueue whose reply
  *   comes after the cap pushed outcomes out reads its job's state too.
  *
+ * On a Redis Cluster a script may publish only in its own slot (SPUBLISH),
+ * so the reply channel is one per queue awaited on,
+ * "<prefix>:{Q}:reply:<random>:framed" (the same random part), each
+ * subscribed on the sharded link of its queue's master, each with its own
+ * confirmations: the rules above hold per channel (an await waits for its
+ * queue's channel, a resubscription re-reads the awaits of that channel).
+ * Until the client knows which it is (pubsub: the command connection's
+ * first set-up), an await waits without a channel (AW_WAIT_SUB, or
+ * watching with its watch held) and gets one when the command connection
+ * is ready.
+ *
  * An await may be referenced by requests in flight and by loops that run
  * callbacks (`inflight`, its pins); it is freed once it has ended and
  * nothing refers to it. A loop over awaits that runs user code pins them
@@ -60,12 +71,24 @@ typedef enum aw_state {
     AW_DONE,       /* its callback ran (resolve) */
 } aw_state;
 
+struct awaits;
+
+/* A reply channel: the client's one (standalone), or a queue's (cluster). */
+typedef struct rchan {
+    struct awaits *s;
+    struct rchan *next;
+    int listening;             /* its listener is registered */
+    unsigned generation;       /* subscription confirmations so far */
+    char name[];
+} rchan;
+
 /* The client's awaits (the feature's state). */
 typedef struct awaits {
     rjq_client *c;
     char channel[256];         /* this client's reply channel (prefix <= 200) */
-    int listening;             /* its listener is registered */
-    unsigned generation;       /* subscription confirmations so far */
+    char hex[32];              /* its random part */
+    rchan *main;               /* that channel's listener (standalone) */
+    rchan *queues;             /* a channel per queue awaited on (cluster) */
     rjq__table table;          /* awaits with a known job key, by key */
     struct rjq_await *all;     /* every live await */
     size_t count;
@@ -83,6 +106,7 @@ struct rjq_await {
     rjq_client *c;
     awaits *s;
     rjq_queue *q;
+    rchan *rc;               /* its reply channel; NULL until the mode is known */
     aw_state state;          /* (set_state) */
     int inflight;            /* pins: requests and loops that point at it */
     int need_watch;          /* watch once the subscription is confirmed */
@@ -279,17 +303,70 @@ static int start_watching(rjq_await *a) {
 
 /* ---- the reply channel ------------------------------------------------- */
 
-static int confirmed(const awaits *s) {
-    return s->listening && rjq__channel_confirmed(s->c, s->channel);
+static int confirmed(const rchan *r) {
+    return r && r->listening && rjq__channel_confirmed(r->s->c, r->name);
 }
 
 static void on_reply_refused(rjq_client *c, const char *ch, const char *err, void *arg);
 
-static int ensure_listening(awaits *s) {
-    if (s->listening) return RJQ_OK;
-    int rc = rjq__subscribe_checked(s->c, s->channel, on_reply_message, on_reply_refused, s);
-    if (rc == RJQ_OK) s->listening = 1;
+static rchan *rchan_new(awaits *s, const char *name) {
+    size_t len = strlen(name);
+    rchan *r = calloc(1, sizeof *r + len + 1);
+    if (r == NULL) return NULL;
+    r->s = s;
+    memcpy(r->name, name, len + 1);
+    return r;
+}
+
+/* The reply channel of an await on q: the client's (standalone), q's
+ * (cluster: made on first use); NULL with RJQ_OK: the mode is not known
+ * yet. */
+static int rchan_for(awaits *s, rjq_queue *q, rchan **out) {
+    *out = NULL;
+    int sharded = rjq__pubsub_sharded(s->c);
+    if (sharded < 0) return RJQ_OK;
+    if (!sharded) {
+        *out = s->main;
+        return RJQ_OK;
+    }
+    size_t plen;
+    const char *job = rjq__queue_key(q, RJQ__K_JOB, &plen); /* "<prefix>:{Q}:job:" */
+    RJQ_ASSERT(plen >= 4);
+    char name[512];
+    int n = snprintf(name, sizeof name, "%.*sreply:%s:framed", (int)(plen - 4), job, s->hex);
+    if (n < 0 || (size_t)n >= sizeof name) return RJQ_EINVAL;
+    for (rchan *r = s->queues; r; r = r->next)
+        if (strcmp(r->name, name) == 0) {
+            *out = r;
+            return RJQ_OK;
+        }
+    rchan *r = rchan_new(s, name);
+    if (r == NULL) return RJQ_ENOMEM;
+    r->next = s->queues;
+    s->queues = r;
+    *out = r;
+    return RJQ_OK;
+}
+
+/* Listen on r. The client-wide channel is a classic one: subscribed at
+ * once, also while the mode is not known (a session refused then reaches
+ * the awaits waiting for it); on a cluster its listener goes once the
+ * mode is known (awaits_ready). */
+static int ensure_listening(rchan *r) {
+    if (r == NULL || r->listening) return RJQ_OK;
+    rjq_client *c = r->s->c;
+    int rc = r == r->s->main
+                 ? rjq__subscribe_classic(c, r->name, on_reply_message, on_reply_refused, r)
+                 : rjq__subscribe_checked(c, r->name, on_reply_message, on_reply_refused, r);
+    if (rc == RJQ_OK) r->listening = 1;
     return rc;
+}
+
+/* Give a new await its channel (when the mode is known) and listen. */
+static int attach(awaits *s, rjq_await *a) {
+    int rc = rchan_for(s, a->q, &a->rc);
+    if (rc == RJQ_OK && a->rc == NULL) return ensure_listening(s->main); /* (see above) */
+    return rc == RJQ_OK ? ensure_listening(a->rc) : rc;
 }
 
 /* The server refused the reply channel (an ACL without +subscribe or the
@@ -301,23 +378,35 @@ static int ensure_listening(awaits *s) {
  * fixed meanwhile; a refusal again costs one reconnect of the subscriber
  * connection, spaced by its backoff). */
 static void on_reply_refused(rjq_client *c, const char *ch, const char *err, void *arg) {
-    awaits *s = arg;
+    rchan *r = arg;
+    awaits *s = r->s;
     (void)ch, (void)err;
-    rjq__unsubscribe(c, s->channel, s);
-    s->listening = 0;
-    /* the awaits of now (a callback may make new ones: they subscribe
-     * again), pinned: a callback may cancel any of them */
-    size_t n = s->count, k = 0;
+    rjq__unsubscribe(c, r->name, r);
+    r->listening = 0;
+    /* the awaits of now on this channel (a callback may make new ones:
+     * they subscribe again), pinned: a callback may cancel any of them */
+    size_t n = 0, k = 0;
+    /* (the client-wide channel speaks for the awaits without one yet) */
+#define OF_R(a) ((a)->rc == r || (r == s->main && (a)->rc == NULL))
+    for (rjq_await *a = s->all; a; a = a->next) n += OF_R(a);
     rjq_await **snap = n ? malloc(n * sizeof *snap) : NULL;
     if (snap == NULL) { /* none, or out of memory: end them one by one */
-        for (rjq_await *a = s->all; n > 0 && a && !rjq__closing(c); a = s->all, n--) {
+        for (rjq_await *a = s->all; n > 0 && a && !rjq__closing(c);) {
+            if (!OF_R(a)) {
+                a = a->next;
+                continue;
+            }
             free(a->payload);
             a->payload = NULL;
             resolve(a, RJQ_EAUTH, NULL, 0, NULL);
+            a = s->all;
+            n--;
         }
         return;
     }
-    for (rjq_await *a = s->all; a && k < n; a = a->next) pin(snap[k++] = a);
+    for (rjq_await *a = s->all; a && k < n; a = a->next)
+        if (OF_R(a)) pin(snap[k++] = a);
+#undef OF_R
     for (size_t i = 0; i < k; i++) {
         rjq_await *a = snap[i];
         if (a->state != AW_DONE && !rjq__closing(c)) {
@@ -414,7 +503,7 @@ size_t rjq__await_parse_framed(const char *msg, size_t len, char *kind, size_t k
     return (size_t)(*body + *blen - msg);
 }
 
-static void on_confirmed(awaits *s);
+static void on_confirmed(rchan *r);
 
 static rjq_await *of_entry(rjq__tentry *e) {
     return (rjq_await *)((char *)e - offsetof(rjq_await, entry));
@@ -461,13 +550,14 @@ static void on_outcome(awaits *s, const char *kind, const char *key, size_t klen
  * one outcome in the older form. */
 static void on_reply_message(rjq_client *c, const char *ch, const char *msg, size_t len,
                              void *arg) {
-    awaits *s = arg;
+    rchan *r = arg;
+    awaits *s = r->s;
     char kind[16];
     const char *key, *body;
     size_t klen, blen;
     (void)ch;
     if (msg == NULL) {
-        on_confirmed(s);
+        on_confirmed(r);
         return;
     }
     if (len > 0 && msg[0] == '+') {
@@ -508,7 +598,7 @@ static void on_enqueued(rjq_client *c, int status, const char *id, size_t idlen,
         rjq__early_free(e);
     } else if (a->timed_out) {
         resolve(a, RJQ_ETIMEDOUT, NULL, 0, NULL); /* (with the id now) */
-    } else if (existed || a->sent_gen != s->generation || a->sent_drops != s->early.dropped) {
+    } else if (existed || a->sent_gen != a->rc->generation || a->sent_drops != s->early.dropped) {
         /* an existing id (not ours to be notified of), a resubscription
          * since the enqueue went out, or outcomes pushed out of the early
          * list meanwhile (maybe this one's): read its state and watch it */
@@ -523,13 +613,14 @@ out:
 static int try_enqueue(rjq_await *a) {
     awaits *s = a->s;
     rjq_enqueue_item it = held_item(a);
-    int rc = rjq__enqueue_add(a->q, &it, s->channel, on_enqueued, a);
+    RJQ_ASSERT(a->rc != NULL); /* (sent once its channel is confirmed) */
+    int rc = rjq__enqueue_add(a->q, &it, a->rc->name, on_enqueued, a);
     if (rc != RJQ_OK) return rc;
     free(a->payload);
     a->payload = NULL;
     pin(a);
     set_state(a, AW_ENQUEUEING);
-    a->sent_gen = s->generation;
+    a->sent_gen = a->rc->generation;
     a->sent_drops = s->early.dropped;
     s->enqueues_inflight++;
     return RJQ_OK;
@@ -571,14 +662,13 @@ static int enqueue_await(rjq_queue *q, const void *payload, size_t len, const rj
     if (rc != RJQ_OK) return rc;
     awaits *s = state_of(c);
     if (s == NULL) return RJQ_ENOMEM;
-    if ((rc = ensure_listening(s)) != RJQ_OK) return rc;
     rjq_await *a = new_await(s, q, aw, cb, data);
     if (a == NULL) return RJQ_ENOMEM;
-    if ((rc = copy_inputs(a, payload, len, opts)) != RJQ_OK) {
+    if ((rc = attach(s, a)) != RJQ_OK || (rc = copy_inputs(a, payload, len, opts)) != RJQ_OK) {
         discard(a);
         return rc;
     }
-    if (confirmed(s) && (rc = try_enqueue(a)) != RJQ_OK) {
+    if (confirmed(a->rc) && (rc = try_enqueue(a)) != RJQ_OK) {
         discard(a); /* an error return: the callback is never called */
         return rc;
     }
@@ -652,7 +742,7 @@ static int watch_chunk(rjq_client *c, rjq_await **list, size_t n) {
     rjq__argv_init(&v);
     if (b) {
         rjq__argv_script_keys(&v, list[0]->q, RJQ__S_WATCH);
-        rjq__argv_str(&v, list[0]->s->channel);
+        rjq__argv_str(&v, list[0]->rc->name);
         for (size_t i = 0; i < n; i++) rjq__argv_str(&v, list[i]->id);
     }
     int rc = b == NULL || v.oom ? RJQ_ENOMEM
@@ -690,11 +780,12 @@ static int by_queue(const void *x, const void *y) {
     return a->q < b->q ? -1 : a->q > b->q;
 }
 
-/* Send held enqueues and watch the awaits that need it (all when `all`).
+/* Send held enqueues and watch the awaits that need it (all when `all`),
+ * of channel r (NULL: of every confirmed channel).
  * Every await is pinned first: callbacks run here (a failed send ends
  * its await) and may cancel any other. Out of memory for the list: mark
  * them and try again shortly. */
-static void watch_pending(awaits *s, int all) {
+static void watch_pending(awaits *s, int all, rchan *r) {
     rjq_client *c = s->c;
     size_t n = s->count;
     if (n == 0) return;
@@ -706,6 +797,7 @@ static void watch_pending(awaits *s, int all) {
     }
     size_t k = 0, m = 0;
     for (rjq_await *a = s->all; a; a = a->next) {
+        if (r ? a->rc != r : !confirmed(a->rc)) continue;
         pin(a);
         snap[k++] = a;
     }
@@ -721,14 +813,14 @@ static void watch_pending(awaits *s, int all) {
 
 static void on_retry(rjq__timer *t) {
     awaits *s = t->owner;
-    if (confirmed(s)) watch_pending(s, 0);
+    watch_pending(s, 0, NULL);
 }
 
 /* The reply channel is (again) subscribed: send held enqueues and, after
  * a resubscription, watch every await (outcomes published meanwhile). */
-static void on_confirmed(awaits *s) {
-    int again = s->generation++ > 0;
-    watch_pending(s, again);
+static void on_confirmed(rchan *r) {
+    int again = r->generation++ > 0;
+    watch_pending(r->s, again, r);
 }
 
 /* Hold a new await for the watch at the end of this loop pass. */
@@ -756,12 +848,12 @@ static void on_tick(rjq__timer *t) {
     s->nfresh = s->capfresh = 0;
     rjq_await **send = malloc(n * sizeof *send);
     for (size_t i = 0; i < n; i++)
-        if (list[i]->state == AW_WATCHING && list[i]->need_watch) {
+        if (list[i]->state == AW_WATCHING && list[i]->need_watch && confirmed(list[i]->rc)) {
             if (send) send[m++] = list[i];
         }
     if (send == NULL) { /* they keep need_watch: a full pass finds them */
         rjq__timer_start(s->c, &s->retry, RETRY_MS);
-    } else if (m && confirmed(s)) {
+    } else if (m) {
         if (m > 1) qsort(send, m, sizeof *send, by_queue);
         send_watch(s->c, send, m);
     }
@@ -775,16 +867,16 @@ static int queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw
     rjq_client *c = rjq_queue_client(q);
     awaits *s = state_of(c);
     if (s == NULL) return RJQ_ENOMEM;
-    int rc = ensure_listening(s);
-    if (rc != RJQ_OK) return rc;
+    int rc;
     rjq_await *a = new_await(s, q, aw, cb, data);
     if (a == NULL) return RJQ_ENOMEM;
-    if ((rc = set_key(a, id, strlen(id))) != RJQ_OK || (rc = start_watching(a)) != RJQ_OK) {
+    if ((rc = attach(s, a)) != RJQ_OK || (rc = set_key(a, id, strlen(id))) != RJQ_OK ||
+        (rc = start_watching(a)) != RJQ_OK) {
         discard(a);
         return rc;
     }
     a->need_watch = 1; /* watched at the end of the pass, or once subscribed */
-    if (confirmed(s) && add_fresh(s, a) != RJQ_OK && (rc = watch_chunk(c, &a, 1)) != RJQ_OK) {
+    if (confirmed(a->rc) && add_fresh(s, a) != RJQ_OK && (rc = watch_chunk(c, &a, 1)) != RJQ_OK) {
         discard(a); /* an error return: the callback is never called */
         return rc;
     }
@@ -816,11 +908,31 @@ int rjq_await_cancel(rjq_await *a) {
 
 /* ---- the feature ------------------------------------------------------------ */
 
-/* The command connection is back: watch awaits whose watch was lost. */
+/* The command connection is back: watch awaits whose watch was lost.
+ * The first time, the mode is known: awaits made before it get their
+ * channel (they go on once it is confirmed). */
 static void awaits_ready(rjq_client *c, void *state, int kind) {
     awaits *s = state;
-    (void)c;
-    if (kind == RJQ_CONN_COMMAND && confirmed(s)) watch_pending(s, 0);
+    if (kind != RJQ_CONN_COMMAND) return;
+    if (rjq__pubsub_sharded(c) == 1 && s->main->listening) {
+        rjq__unsubscribe(c, s->main->name, s->main); /* (not used on a cluster) */
+        s->main->listening = 0;
+    }
+    for (rjq_await *a = s->all; a && rjq__pubsub_sharded(c) >= 0; a = a->next) {
+        if (a->rc != NULL || a->state == AW_DONE) continue;
+        int rc = attach(s, a);
+        if (rc != RJQ_OK) {
+            /* (no channel: it ends; the list may change, start over) */
+            pin(a);
+            free(a->payload);
+            a->payload = NULL;
+            resolve(a, rc, NULL, 0, NULL);
+            unpin(a);
+            a = s->all;
+            if (a == NULL) break;
+        }
+    }
+    watch_pending(s, 0, NULL);
 }
 
 /* A graceful close began: an await still holding its enqueue (its reply
@@ -867,6 +979,12 @@ static void awaits_close(rjq_client *c, void *state) {
     rjq__early_clear(&s->early);
     rjq__table_free(&s->table);
     rjq__timer_teardown(c, &s->retry);
+    while (s->queues) {
+        rchan *r = s->queues;
+        s->queues = r->next;
+        free(r);
+    }
+    free(s->main);
     free(s);
 }
 
@@ -883,20 +1001,28 @@ static awaits *state_of(rjq_client *c) {
     if (s) return s;
     if ((s = calloc(1, sizeof *s)) == NULL) return NULL;
     s->c = c;
-    snprintf(s->channel, sizeof s->channel, "%s:reply:%016llx%08llx:framed", rjq__client_prefix(c),
-             (unsigned long long)rjq__random(c), (unsigned long long)(rjq__random(c) & 0xffffffffu));
+    snprintf(s->hex, sizeof s->hex, "%016llx%08llx", (unsigned long long)rjq__random(c),
+             (unsigned long long)(rjq__random(c) & 0xffffffffu));
+    snprintf(s->channel, sizeof s->channel, "%s:reply:%s:framed", rjq__client_prefix(c), s->hex);
+    if ((s->main = rchan_new(s, s->channel)) == NULL) {
+        free(s);
+        return NULL;
+    }
     if (rjq__timer_setup(c, &s->retry, on_retry, s) != RJQ_OK) {
+        free(s->main);
         free(s);
         return NULL;
     }
     if (rjq__timer_setup(c, &s->tick, on_tick, s) != RJQ_OK) {
         rjq__timer_teardown(c, &s->retry);
+        free(s->main);
         free(s);
         return NULL;
     }
     if (rjq__feature_add(c, &awaits_feature, s) != RJQ_OK) {
         rjq__timer_teardown(c, &s->retry);
         rjq__timer_teardown(c, &s->tick);
+        free(s->main);
         free(s);
         return NULL;
     }

@@ -256,11 +256,26 @@ typedef void rjq__message_fn(rjq_client *c, const char *channel, const char *msg
 typedef void rjq__refused_fn(rjq_client *c, const char *channel, const char *err, void *arg);
 
 /* Listen on a channel (subscribing it if no listener had it, or if it was
- * refused). RJQ_OK, or RJQ_ENOMEM with nothing changed. */
+ * refused). RJQ_OK, or with nothing changed RJQ_ENOMEM, or RJQ_EINVAL on a
+ * Redis Cluster whose sharded link the loop glue cannot watch (no
+ * watch_fd: errmsg says so; a channel made before the client knew it was
+ * a cluster gets an RJQ_EVENT_ERROR instead, and is tried again by the
+ * resubscribe timer). */
 int rjq__subscribe(rjq_client *c, const char *name, rjq__message_fn *fn, void *arg);
 /* The same, and refused_fn hears of a refusal. */
 int rjq__subscribe_checked(rjq_client *c, const char *name, rjq__message_fn *fn,
                            rjq__refused_fn *refused_fn, void *arg);
+/* The same on the classic subscriber connection even on a Redis Cluster,
+ * and at once (before the mode is known): liveness' probe channel, which
+ * the client itself PUBLISHes, and the awaits' client-wide reply channel. */
+int rjq__subscribe_classic(rjq_client *c, const char *name, rjq__message_fn *fn,
+                           rjq__refused_fn *refused_fn, void *arg);
+/* How channels are subscribed: 1 sharded (SSUBSCRIBE on a link per master:
+ * a Redis Cluster; the scripts SPUBLISH), 0 classic (SUBSCRIBE on the
+ * subscriber connection), -1 not known yet (the command connection's
+ * first set-up has not answered CLUSTER SLOTS): a subscription made then
+ * is sent once it is known, and is confirmed after that. */
+int rjq__pubsub_sharded(const rjq_client *c);
 /* 1 when the server refused the subscription of `name` (see rjq__refused_fn). */
 int rjq__channel_refused(const rjq_client *c, const char *name);
 /* Stop delivering to this listener (the subscription itself stays: see

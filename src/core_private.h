@@ -194,6 +194,22 @@ int rjq__route_sent(rjq_client *c, int slot, rjq__conn *on);
  * of its slot in flight. */
 int rjq__route_answered(rjq_client *c, int slot);
 
+/* What pubsub.c registers with route (so route never calls it by name). */
+struct rjq__shardlink;
+struct rjq__shardlink_hooks;
+typedef struct rjq__route_sub_hooks {
+    const struct rjq__shardlink_hooks *link; /* for every sharded link (arg: the client) */
+    void (*mode)(rjq_client *c);  /* the mode became known (standalone or cluster) */
+    void (*moved)(rjq_client *c); /* a refresh read a new slot table */
+} rjq__route_sub_hooks;
+void rjq__route_set_sub_hooks(rjq_client *c, const rjq__route_sub_hooks *h);
+/* The sharded pub/sub link of the master of slot (made on first use,
+ * beside the master's command link; freed with the route). NULL with *rc
+ * RJQ_OK: not a cluster, or no owner known yet (a refresh is due); NULL
+ * with *rc < 0: RJQ_ENOMEM, or RJQ_EINVAL from rjq__shardlink_new (the
+ * loop glue has no watch_fd: errmsg says so). */
+struct rjq__shardlink *rjq__route_sublink(rjq_client *c, int slot, int *rc);
+
 /* ---- requests (request.c; the request layer's own files share
  * request_private.h) ------------------------------------------------------ */
 

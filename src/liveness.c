@@ -218,7 +218,7 @@ int rjq__liveness_init(rjq_client *c) {
     if (rc != RJQ_OK || (c->command_timeout_ms <= 0 && c->ping_interval_ms <= 0)) return rc;
     snprintf(c->live_channel, sizeof c->live_channel, "%s:reply:%016llx:live", c->prefix,
              (unsigned long long)rjq__random(c)); /* prefix <= 200 bytes */
-    rc = rjq__subscribe(c, c->live_channel, on_live_message, c);
+    rc = rjq__subscribe_classic(c, c->live_channel, on_live_message, NULL, c);
     if (rc != RJQ_OK) return rc;
     rjq__timer_start(c, &c->watchdog, tick_ms(c));
     return RJQ_OK;

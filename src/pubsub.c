@@ -28,11 +28,33 @@
  * (an await's reply channel) leaves nothing to try again. A session refused
  * as a whole (a wrong password) tells every listener the same, but keeps
  * the channels: the next session subscribes them again.
+ *
+ * On a Redis Cluster (route.c found one) channels are sharded
+ * (docs/cluster.md 6.1): each is subscribed (SSUBSCRIBE) on the sharded
+ * link of the master of its slot (every rjq channel carries its queue's
+ * hash tag), a link per master made by route.c on first use with this
+ * file's hooks; the scripts SPUBLISH there. The link's events map onto the
+ * classic ones: SUBSCRIBED is a confirmation (listeners re-read what they
+ * may have missed), LOST marks the channel unconfirmed (the link
+ * subscribes it again by itself) and asks for a table refresh, a pushed
+ * `sunsubscribe` (its slot moved) or a MOVED answer subscribes it where the
+ * table says now (a MOVED updates the table first), at most REDIRECTS_MAX
+ * times in a row, then it waits for resub_timer; a refusal (NOPERM) is
+ * told like a refused SUBSCRIBE. A refreshed table moves only the channels
+ * whose slot changed master. A sharded channel whose last listener goes is
+ * unsubscribed (SUNSUBSCRIBE on rjq's own link: no hiredis issue). Until
+ * the command connection's first set-up says which it is (CLUSTER SLOTS),
+ * nothing but classic-only channels (liveness' probe) is subscribed.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core_private.h"
+#include "shardlink.h"
+#include "slot.h"
+#include "slotmap.h"
+
+#define REDIRECTS_MAX 5 /* MOVED / sunsubscribe in a row for one channel */
 
 struct rjq__channel {
     char *name;
@@ -41,6 +63,10 @@ struct rjq__channel {
     void *arg;
     int confirmed;            /* SUBSCRIBE confirmed on the current conn */
     int refused;              /* the server refused it: not subscribed on reconnect */
+    int classic;              /* on the classic subscriber even on a cluster */
+    int slot;                 /* its key slot (cluster) */
+    int redirects;            /* MOVED/sunsubscribe in a row (cluster) */
+    rjq__shardlink *link;     /* cluster: the link it is wanted on (NULL: none yet) */
     struct rjq__channel *next;
 };
 
@@ -52,6 +78,7 @@ typedef struct rjq__sent_list {
 } sent_list;
 
 static void on_message(redisAsyncContext *ac, void *reply, void *priv);
+static void dispatch(rjq_client *c, const char *name, const char *msg, size_t len);
 
 /* A listener of name that is subscribed (not refused). */
 static int has_listener(rjq_client *c, const char *name, const rjq__channel *except) {
@@ -120,8 +147,56 @@ static void mark_refused(rjq_client *c, const char *name, int refused) {
         if (strcmp(o->name, name) == 0) o->refused = refused;
 }
 
-int rjq__subscribe_checked(rjq_client *c, const char *name, rjq__message_fn *fn,
-                           rjq__refused_fn *refused_fn, void *arg) {
+int rjq__pubsub_sharded(const rjq_client *c) {
+    int mode = rjq__route_mode(c);
+    return mode == RJQ__ROUTE_CLUSTER ? 1 : mode == RJQ__ROUTE_STANDALONE ? 0 : -1;
+}
+
+/* Where ch goes: the classic subscriber, or a sharded link (neither while
+ * the mode is not known). */
+static int classic_ch(const rjq_client *c, const rjq__channel *ch) {
+    return ch->classic || rjq__route_mode(c) == RJQ__ROUTE_STANDALONE;
+}
+
+static int sharded_ch(const rjq_client *c, const rjq__channel *ch) {
+    return !ch->classic && rjq__route_mode(c) == RJQ__ROUTE_CLUSTER;
+}
+
+static void set_link(rjq_client *c, const char *name, rjq__shardlink *l) {
+    for (rjq__channel *o = c->channels; o; o = o->next)
+        if (!o->classic && strcmp(o->name, name) == 0) o->link = l;
+}
+
+static void set_confirmed(rjq_client *c, const char *name, int confirmed) {
+    for (rjq__channel *o = c->channels; o; o = o->next)
+        if (strcmp(o->name, name) == 0) o->confirmed = confirmed;
+}
+
+/* Subscribe ch's name where it goes now (ch may not be in the list yet).
+ * A cluster slot whose master is not known yet waits for the refresh
+ * asked for here (on_table). RJQ_OK, RJQ_ENOMEM, RJQ_EINVAL (the loop glue
+ * cannot watch a sharded link: errmsg says so). */
+static int want(rjq_client *c, rjq__channel *ch) {
+    if (classic_ch(c, ch)) return send_subscribe(c, ch->name);
+    if (!sharded_ch(c, ch)) return RJQ_OK; /* sent once the mode is known (on_mode) */
+    int rc;
+    rjq__shardlink *l = rjq__route_sublink(c, ch->slot, &rc);
+    if (l == NULL && rc == RJQ_OK) rjq__route_refresh(c);
+    if (l != NULL) rc = rjq__shardlink_subscribe(l, ch->name, strlen(ch->name));
+    if (rc != RJQ_OK) l = NULL;
+    set_link(c, ch->name, l);
+    ch->link = l;
+    return rc;
+}
+
+static rjq__shardlink *link_of(const rjq_client *c, const char *name) {
+    for (rjq__channel *o = c->channels; o; o = o->next)
+        if (!o->classic && strcmp(o->name, name) == 0) return o->link;
+    return NULL;
+}
+
+static int subscribe(rjq_client *c, const char *name, rjq__message_fn *fn,
+                     rjq__refused_fn *refused_fn, void *arg, int classic) {
     rjq__channel *ch = calloc(1, sizeof *ch);
     if (ch == NULL || (ch->name = strdup(name)) == NULL) {
         free(ch);
@@ -130,9 +205,16 @@ int rjq__subscribe_checked(rjq_client *c, const char *name, rjq__message_fn *fn,
     ch->fn = fn;
     ch->refused_fn = refused_fn;
     ch->arg = arg;
-    if (!has_listener(c, name, NULL) && send_subscribe(c, name) != RJQ_OK) {
-        channel_free(ch);
-        return RJQ_ENOMEM;
+    ch->classic = classic;
+    ch->slot = rjq__key_slot(name, strlen(name));
+    if (!has_listener(c, name, NULL)) {
+        int rc = want(c, ch);
+        if (rc != RJQ_OK) {
+            channel_free(ch);
+            return rc;
+        }
+    } else {
+        ch->link = link_of(c, name);
     }
     mark_refused(c, name, 0); /* a new listener tries a refused channel again */
     ch->confirmed = rjq__channel_confirmed(c, name);
@@ -141,8 +223,18 @@ int rjq__subscribe_checked(rjq_client *c, const char *name, rjq__message_fn *fn,
     return RJQ_OK;
 }
 
+int rjq__subscribe_checked(rjq_client *c, const char *name, rjq__message_fn *fn,
+                           rjq__refused_fn *refused_fn, void *arg) {
+    return subscribe(c, name, fn, refused_fn, arg, 0);
+}
+
 int rjq__subscribe(rjq_client *c, const char *name, rjq__message_fn *fn, void *arg) {
-    return rjq__subscribe_checked(c, name, fn, NULL, arg);
+    return subscribe(c, name, fn, NULL, arg, 0);
+}
+
+int rjq__subscribe_classic(rjq_client *c, const char *name, rjq__message_fn *fn,
+                           rjq__refused_fn *refused_fn, void *arg) {
+    return subscribe(c, name, fn, refused_fn, arg, 1);
 }
 
 void rjq__unsubscribe(rjq_client *c, const char *name, void *arg) {
@@ -150,6 +242,11 @@ void rjq__unsubscribe(rjq_client *c, const char *name, void *arg) {
         rjq__channel *ch = *p;
         if (ch->arg == arg && strcmp(ch->name, name) == 0) {
             *p = ch->next;
+            rjq__shardlink *l = ch->classic ? NULL : ch->link;
+            /* a sharded channel without listeners is let go (classic ones
+             * stay: see the top) */
+            if (l && !has_listener(c, name, NULL))
+                (void)rjq__shardlink_unsubscribe(l, ch->name, strlen(ch->name));
             channel_free(ch);
             return;
         }
@@ -169,6 +266,7 @@ static int sub_setup(rjq__conn *conn) {
     rjq_client *c = conn->c;
     sent_clear(c->sub_sent);
     for (rjq__channel *ch = c->channels; ch; ch = ch->next) {
+        if (!classic_ch(c, ch)) continue; /* (sharded, or sent once the mode is known) */
         ch->confirmed = 0;
         if (!ch->refused && !has_listener_before(c, ch) && send_subscribe(c, ch->name) != RJQ_OK)
             return RJQ_ENOMEM;
@@ -224,7 +322,7 @@ static void on_resub_timer(rjq__timer *t) {
     for (rjq__channel *ch = c->channels; ch; ch = ch->next) {
         if (!ch->refused) continue;
         mark_refused(c, ch->name, 0);
-        if (send_subscribe(c, ch->name) != RJQ_OK) {
+        if (want(c, ch) != RJQ_OK) {
             /* out of memory: mark it refused again, try at the next span */
             mark_refused(c, ch->name, 1);
             rjq__timer_start(c, &c->resub_timer, (uint64_t)rjq__client_reconnect_span_ms(c));
@@ -240,7 +338,8 @@ static void sub_down(rjq__conn *conn, int fail, const char *why) {
      * which cleared the list: no SUBSCRIBE is taken for refused then) */
     char *name = fail == RJQ_EAUTH ? sent_pop(c->sub_sent) : NULL;
     sent_clear(c->sub_sent);
-    for (rjq__channel *ch = c->channels; ch; ch = ch->next) ch->confirmed = 0;
+    for (rjq__channel *ch = c->channels; ch; ch = ch->next)
+        if (classic_ch(c, ch)) ch->confirmed = 0;
     if (fail != RJQ_EAUTH) {
         free(name);
         return;
@@ -265,8 +364,135 @@ static void sub_down(rjq__conn *conn, int fail, const char *why) {
 
 static const rjq__conn_hooks sub_hooks = {sub_setup, sub_ready, sub_down};
 
+/* ---- sharded channels (a Redis Cluster) --------------------------------- */
+
+/* The first listener of a sharded channel `name` (not refused), or NULL. */
+static rjq__channel *sharded_listener(rjq_client *c, const char *name) {
+    for (rjq__channel *ch = c->channels; ch; ch = ch->next)
+        if (!ch->classic && !ch->refused && strcmp(ch->name, name) == 0) return ch;
+    return NULL;
+}
+
+/* A channel could not be subscribed (why: what to say): its listeners are
+ * told it was refused, and it is tried again by resub_timer. */
+static void sharded_refused(rjq_client *c, const char *name, const char *why, int perm) {
+    char detail[RJQ__ERRMSG_MAX + 300];
+    snprintf(detail, sizeof detail, "sharded pub/sub: SSUBSCRIBE %s: %s", name, why);
+    if (perm) rjq__errmsg(c, "permission refused: SSUBSCRIBE %s: %s", name, why);
+    rjq__emit(c, RJQ_EVENT_ERROR, RJQ_CONN_SUBSCRIBER, detail);
+    if (perm) tell_refused(c, name, why, 1);
+    else mark_refused(c, name, 1); /* (listeners not told: tried again shortly) */
+    if (!rjq__timer_armed(&c->resub_timer))
+        rjq__timer_start(c, &c->resub_timer, (uint64_t)rjq__client_reconnect_span_ms(c));
+}
+
+/* Subscribe ch's name again where the table says now (its slot moved). */
+static void resubscribe(rjq_client *c, rjq__channel *ch) {
+    char *name = strdup(ch->name);
+    if (name == NULL) {
+        sharded_refused(c, ch->name, "out of memory", 0);
+        return;
+    }
+    int n = ++ch->redirects;
+    for (rjq__channel *o = c->channels; o; o = o->next)
+        if (!o->classic && strcmp(o->name, name) == 0) o->redirects = n;
+    if (n > REDIRECTS_MAX) {
+        ch->redirects = 0;
+        sharded_refused(c, name, "more than 5 redirects in a row (the slot table keeps changing)", 0);
+    } else {
+        int rc = want(c, ch);
+        if (rc != RJQ_OK) sharded_refused(c, name, rc == RJQ_ENOMEM ? "out of memory" : c->errmsg, 0);
+    }
+    free(name);
+}
+
+static void on_smessage(rjq__shardlink *l, void *arg, const char *channel, size_t chlen,
+                        const char *payload, size_t len) {
+    rjq_client *c = arg;
+    char small[512], *name = chlen < sizeof small ? small : malloc(chlen + 1);
+    (void)l;
+    if (name == NULL) return; /* (out of memory: the message is lost, as in hiredis) */
+    memcpy(name, channel, chlen);
+    name[chlen] = '\0';
+    dispatch(c, name, payload ? payload : "", len);
+    if (name != small) free(name);
+}
+
+static void on_sevent(rjq__shardlink *l, void *arg, const char *channel, size_t chlen, int ev,
+                      const char *detail) {
+    rjq_client *c = arg;
+    char small[512], *name = chlen < sizeof small ? small : malloc(chlen + 1);
+    if (name == NULL) return;
+    memcpy(name, channel, chlen);
+    name[chlen] = '\0';
+    rjq__channel *ch = sharded_listener(c, name);
+    if (ch == NULL || ch->link != l || c->closing) goto out; /* (no longer wanted there) */
+    rjq__redirect rd;
+    switch (ev) {
+    case RJQ__SHARDLINK_SUBSCRIBED:
+        for (rjq__channel *o = c->channels; o; o = o->next)
+            if (strcmp(o->name, name) == 0) o->redirects = 0;
+        dispatch(c, name, NULL, 0); /* confirmed: listeners re-check state */
+        break;
+    case RJQ__SHARDLINK_LOST: /* the link subscribes it again by itself */
+        set_confirmed(c, name, 0);
+        rjq__route_refresh(c); /* (its node may have failed over) */
+        break;
+    case RJQ__SHARDLINK_UNSUBSCRIBED: /* its slot moved: where to? */
+        set_confirmed(c, name, 0);
+        rjq__route_refresh(c);
+        resubscribe(c, ch);
+        break;
+    case RJQ__SHARDLINK_REFUSED:
+        set_confirmed(c, name, 0);
+        set_link(c, name, NULL);
+        if (detail && strncmp(detail, "MOVED ", 6) == 0 &&
+            rjq__redirect_parse(detail, strlen(detail), rjq__conn_address(&c->cmd), &rd) == RJQ_OK) {
+            rjq__route_moved(c, rd.slot, &rd.addr);
+            resubscribe(c, ch);
+        } else {
+            sharded_refused(c, name, detail ? detail : "refused",
+                            detail && strncmp(detail, "NOPERM", 6) == 0);
+        }
+        break;
+    default:
+        break;
+    }
+out:
+    if (name != small) free(name);
+}
+
+static const rjq__shardlink_hooks link_hooks = {on_smessage, on_sevent};
+
+/* The mode is known: subscribe every channel that waited for it. */
+static void on_mode(rjq_client *c) {
+    for (rjq__channel *ch = c->channels; ch && !c->closing; ch = ch->next) {
+        if (ch->classic || ch->refused || has_listener_before(c, ch)) continue;
+        int rc = want(c, ch);
+        if (rc != RJQ_OK) sharded_refused(c, ch->name, rc == RJQ_ENOMEM ? "out of memory" : c->errmsg, 0);
+    }
+}
+
+/* A refresh read a new table: the channels whose slot's master changed
+ * go to the new one (the others are left alone). */
+static void on_table(rjq_client *c) {
+    for (rjq__channel *ch = c->channels; ch && !c->closing; ch = ch->next) {
+        if (!sharded_ch(c, ch) || ch->refused || has_listener_before(c, ch)) continue;
+        int rc;
+        rjq__shardlink *l = rjq__route_sublink(c, ch->slot, &rc);
+        if (l == NULL || l == ch->link) continue; /* (owner unknown: stays) */
+        if (ch->link) (void)rjq__shardlink_unsubscribe(ch->link, ch->name, strlen(ch->name));
+        set_confirmed(c, ch->name, 0);
+        rc = want(c, ch);
+        if (rc != RJQ_OK) sharded_refused(c, ch->name, rc == RJQ_ENOMEM ? "out of memory" : c->errmsg, 0);
+    }
+}
+
+static const rjq__route_sub_hooks route_hooks = {&link_hooks, on_mode, on_table};
+
 int rjq__pubsub_init(rjq_client *c) {
     if ((c->sub_sent = calloc(1, sizeof(sent_list))) == NULL) return RJQ_ENOMEM;
+    rjq__route_set_sub_hooks(c, &route_hooks);
     if (rjq__timer_setup(c, &c->resub_timer, on_resub_timer, c) != RJQ_OK) {
         free(c->sub_sent);
         c->sub_sent = NULL;

@@ -38,15 +38,18 @@
 #include <string.h>
 
 #include "core_private.h"
+#include "shardlink.h"
 #include "slotmap.h"
 #include "validate.h"
 
 #define REFRESH_MIN_MS 1000 /* at most one refresh a second */
 
-/* A node's command connection, and the node's address as the table says. */
+/* A node's command connection, its sharded pub/sub link (made on first
+ * use, with pubsub's hooks), and the node's address as the table says. */
 typedef struct node_link {
     rjq__node_addr addr;
     rjq__conn conn;
+    rjq__shardlink *sub;
 } node_link;
 
 /* A refresh in flight: orphaned (c NULL) when the client goes first. */
@@ -70,6 +73,7 @@ struct rjq__route {
                                   NULL: to compute again (the table changed) */
     uint32_t *pending;         /* per slot: requests in flight (cluster only) */
     rjq__conn **last;          /* per slot: the connection they are in flight on */
+    const rjq__route_sub_hooks *sub_hooks; /* pubsub's (rjq__route_set_sub_hooks) */
 };
 
 int rjq__route_mode(const rjq_client *c) {
@@ -100,8 +104,11 @@ int rjq__route_init(rjq_client *c, const rjq__conn_hooks *hooks, void (*changed)
 void rjq__route_free(rjq_client *c) {
     rjq__route *rt = c->route;
     if (rt == NULL) return;
-    for (size_t i = 0; i < rt->nlinks; i++)
+    for (size_t i = 0; i < rt->nlinks; i++) {
         if (rt->links[i]->conn.state != RJQ__LINK_RETIRED) rjq__conn_close(&rt->links[i]->conn);
+        if (rt->links[i]->sub) rjq__shardlink_free(rt->links[i]->sub);
+        rt->links[i]->sub = NULL;
+    }
     rjq__timer_teardown(c, &rt->timer);
     if (rt->inflight) rt->inflight->c = NULL; /* its callback frees it */
     for (size_t i = 0; i < rt->nlinks; i++) free(rt->links[i]);
@@ -153,7 +160,7 @@ rjq__conn *rjq__route_link_at(rjq_client *c, const rjq__node_addr *a) {
         rt->links = links;
         rt->cap = cap;
     }
-    node_link *l = malloc(sizeof *l);
+    node_link *l = calloc(1, sizeof *l);
     if (l == NULL) return NULL;
     if (start_link(c, l, a) != RJQ_OK) {
         free(l);
@@ -185,6 +192,32 @@ rjq__conn *rjq__route_link(rjq_client *c, int slot) {
     return l ? l : &c->cmd; /* no owner known (or no memory): the seed answers MOVED */
 }
 
+void rjq__route_set_sub_hooks(rjq_client *c, const rjq__route_sub_hooks *h) {
+    c->route->sub_hooks = h;
+}
+
+struct rjq__shardlink *rjq__route_sublink(rjq_client *c, int slot, int *rc) {
+    rjq__route *rt = c->route;
+    *rc = RJQ_OK;
+    if (rt == NULL || rt->mode != RJQ__ROUTE_CLUSTER || slot < 0 || rt->sub_hooks == NULL)
+        return NULL;
+    const rjq__slot_node *n = rjq__slotmap_master(&rt->map, slot);
+    if (n == NULL || n->addr.unknown) return NULL; /* no owner known: a refresh is due */
+    /* the node's command link holds it (made now if need be: a master
+     * whose channels are wanted will see requests too) */
+    node_link *nl = NULL;
+    if (rjq__route_link_at(c, &n->addr) == NULL) {
+        *rc = RJQ_ENOMEM;
+        return NULL;
+    }
+    for (size_t i = 0; i < rt->nlinks && nl == NULL; i++)
+        if (link_is(rt->links[i], &n->addr)) nl = rt->links[i];
+    RJQ_ASSERT(nl != NULL); /* (rjq__route_link_at found or made it) */
+    if (nl->sub == NULL)
+        *rc = rjq__shardlink_new(c, nl->addr.host, nl->addr.port, rt->sub_hooks->link, c, &nl->sub);
+    return nl->sub;
+}
+
 void rjq__route_each(rjq_client *c, void (*fn)(rjq__conn *conn, void *arg), void *arg) {
     fn(&c->cmd, arg);
     rjq__route *rt = c->route;
@@ -206,6 +239,14 @@ static void retire_links(rjq__route *rt) {
     }
 }
 
+/* The mode is known (from UNKNOWN): pubsub subscribes what waited for it. */
+static void mode_known(rjq_client *c, int mode) {
+    rjq__route *rt = c->route;
+    if (rt->mode != RJQ__ROUTE_UNKNOWN) return;
+    rt->mode = mode;
+    if (rt->sub_hooks) rt->sub_hooks->mode(c);
+}
+
 static int become_cluster(rjq__route *rt) {
     if (rt->pending == NULL) {
         rt->pending = calloc(RJQ__SLOTS, sizeof *rt->pending);
@@ -218,7 +259,6 @@ static int become_cluster(rjq__route *rt) {
             return RJQ_ENOMEM;
         }
     }
-    rt->mode = RJQ__ROUTE_CLUSTER;
     return RJQ_OK;
 }
 
@@ -256,6 +296,7 @@ static void on_refresh_reply(redisAsyncContext *ac, void *reply, void *priv) {
     if (r && r->type == REDIS_REPLY_ARRAY && take_table(c, r, rjq__conn_address(f->on)) == RJQ_OK) {
         free(f);
         rt->changed(c);
+        if (rt->sub_hooks && !c->closing) rt->sub_hooks->moved(c);
     } else {
         free(f);
         rt->wanted = 1; /* lost, or an error (CLUSTERDOWN...): later */
@@ -318,11 +359,11 @@ static void on_slots_step(rjq__conn *conn, redisReply *r, void *arg) {
          * a standalone server as far as rjq can tell (NOAUTH: the session
          * is refused by its AUTH step's rules) */
         if (strncmp(r->str, "NOAUTH", 6) == 0) rjq__conn_step_failed(conn, "CLUSTER SLOTS", r->str);
-        else if (rt->mode == RJQ__ROUTE_UNKNOWN) rt->mode = RJQ__ROUTE_STANDALONE;
+        else mode_known(c, RJQ__ROUTE_STANDALONE);
         return;
     }
     if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
-        if (rt->mode == RJQ__ROUTE_UNKNOWN) rt->mode = RJQ__ROUTE_STANDALONE;
+        mode_known(c, RJQ__ROUTE_STANDALONE);
         return;
     }
     if (become_cluster(rt) != RJQ_OK) {
@@ -330,16 +371,21 @@ static void on_slots_step(rjq__conn *conn, redisReply *r, void *arg) {
         rjq__conn_drop(conn, "out of memory");
         return;
     }
+    int first = rt->mode == RJQ__ROUTE_UNKNOWN;
+    if (first) rt->mode = RJQ__ROUTE_CLUSTER; /* (before the table: retire_links) */
     take_table(c, r, rjq__conn_address(conn));
+    if (first && rt->sub_hooks) rt->sub_hooks->mode(c);
 }
 
 int rjq__route_setup(rjq__conn *conn) {
     rjq_client *c = conn->c;
     rjq__route *rt = c->route;
     /* only the seed asks; Sentinel and unix sockets serve no cluster */
-    if (rt == NULL || conn != &c->cmd || rt->mode == RJQ__ROUTE_STANDALONE || c->url.master ||
-        c->url.path)
+    if (rt == NULL || conn != &c->cmd || rt->mode == RJQ__ROUTE_STANDALONE) return RJQ_OK;
+    if (c->url.master || c->url.path) {
+        mode_known(c, RJQ__ROUTE_STANDALONE);
         return RJQ_OK;
+    }
     const char *argv[2] = {"CLUSTER", "SLOTS"};
     return rjq__conn_step(conn, on_slots_step, NULL, 2, argv, NULL);
 }

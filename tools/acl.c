@@ -50,17 +50,17 @@
 
 #define SESSION                                                                              \
     "+client|setname +select +time +publish +subscribe +script|load +evalsha +role +wait " \
-    "+cluster|slots +asking"
+    "+cluster|slots +cluster|myid +asking +ssubscribe +spublish"
 
 /* The commands the scripts of each role run (the scripts' lib functions
  * included). */
 #define PRODUCER_SCRIPTS                                                                  \
     "+exists +hdel +hexists +hincrby +hmget +hrandfield +hset +hsetnx +llen +lpop +lrem " \
-    "+pubsub|numsub +rpush +type +zadd +zcard +zmscore +zpopmin +zrange +zrangebyscore +zrem " \
+    "+pubsub|numsub +pubsub|shardnumsub +rpush +type +zadd +zcard +zmscore +zpopmin +zrange +zrangebyscore +zrem " \
     "+zremrangebylex +zremrangebyrank +zremrangebyscore +zscore"
 #define WORKER_SCRIPTS                                                                    \
     "+del +exists +get +hdel +hexists +hgetall +hincrby +hmget +hrandfield +hset +hsetnx +lindex " \
-    "+llen +lpop +lpush +lrange +lrem +pttl +pubsub|numsub +rpush +set +type +zadd +zcard +zcount +zmscore " \
+    "+llen +lpop +lpush +lrange +lrem +pttl +pubsub|numsub +pubsub|shardnumsub +rpush +set +type +zadd +zcard +zcount +zmscore " \
     "+zpopmin +zrange "                                                                    \
     "+zrangebylex +zrangebyscore +zrem +zremrangebylex +zremrangebyrank +zremrangebyscore "  \
     "+zscore"

@@ -32,7 +32,7 @@ if state == 'active' then
     -- its holder's client: the first part of the token (held index, lib.lua)
     local cid = string.match(tok, '^([^.]+)%.')
     if cid then
-      redis.call('PUBLISH', push .. cid, '!cancel ' .. tok .. ' ' .. id)
+      redis.call(PUB or pub_mode(), push .. cid, '!cancel ' .. tok .. ' ' .. id)
     end
   end
 else

@@ -256,7 +256,7 @@ if conc then
       if (mine and w[2] > mine) or #fair.owed >= free then break end
       local ch = string.match(w[1], '^%S+ (.+)$')
       if not ch or (w[3] > 0 and now - w[3] > WAIT_GRACE_MS) or
-         redis.call('PUBSUB', 'NUMSUB', ch)[2] == 0 then
+         numsub(ch) == 0 then
         fair.drop[#fair.drop + 1] = w[1]
       else
         fair.owed[#fair.owed + 1] = w
@@ -321,7 +321,7 @@ else
                nil, out)
   end
 end
-if more then redis.call('PUBLISH', wake, '1') end
+if more then redis.call(PUB or pub_mode(), wake, '1') end
 if fair then
   -- the waiters' hash (see the top): who is gone, who is noticed, and this
   -- worker's place (a new turn at the back once served)
@@ -343,7 +343,7 @@ if fair then
   elseif fair.mine then
     redis.call('HDEL', waiters, field)
   end
-  if ring and not more then redis.call('PUBLISH', wake, '1') end
+  if ring and not more then redis.call(PUB or pub_mode(), wake, '1') end
 end
 if got < want then
   if conc or rmax then

@@ -341,6 +341,39 @@ local ACTIVE_PIN = 'rjq: keeps this set a skiplist (longer than zset-max-listpac
 -- HMGET and HSET scans (measured 0.8 against 0.3 us of HMGET per job).
 local WATCHERS_PIN = 'rjq: keeps this hash a table (a field longer than hash-max-listpack-value)'
 
+-- Channels on a Redis Cluster are sharded (docs/cluster.md 3.6): every
+-- channel a script publishes on carries its queue's hash tag, so SPUBLISH
+-- stays in the script's slot, and the client subscribes with SSUBSCRIBE
+-- on the slot's master; PUBSUB SHARDNUMSUB counts those subscribers (the
+-- master's own: rjq subscribes on masters only). A standalone server keeps
+-- PUBLISH and NUMSUB. Which one is found out once per library load (these
+-- locals keep it across calls; with EVALSHA, once per call that
+-- publishes): CLUSTER MYID answers only in cluster mode ("cluster support
+-- disabled" otherwise; an ACL without it: CLUSTER SLOTS, which rjq's ACL
+-- grants). A publish is redis.call(PUB or pub_mode(), ...): once known, an
+-- upvalue read, nothing more (callgrind: no instruction count to tell
+-- from a plain PUBLISH).
+local PUB, NUMSUB -- 'PUBLISH'/'NUMSUB' or 'SPUBLISH'/'SHARDNUMSUB'; nil: not known yet
+local function pub_mode()
+  local sharded = false
+  if redis.REDIS_VERSION_NUM then -- (before 7.0: no sharded pub/sub)
+    local r = redis.pcall('CLUSTER', 'MYID')
+    if type(r) == 'table' and r.err and not string.find(r.err, 'disabled', 1, true) then
+      r = redis.pcall('CLUSTER', 'SLOTS')
+    end
+    sharded = not (type(r) == 'table' and r.err ~= nil)
+  end
+  if sharded then PUB, NUMSUB = 'SPUBLISH', 'SHARDNUMSUB'
+  else PUB, NUMSUB = 'PUBLISH', 'NUMSUB' end
+  return PUB
+end
+
+-- Subscribers of ch (PUBSUB NUMSUB, or SHARDNUMSUB on a cluster).
+local function numsub(ch)
+  if not NUMSUB then pub_mode() end
+  return redis.call('PUBSUB', NUMSUB, ch)[2]
+end
+
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -406,14 +439,14 @@ local function push_ready(ready, prio, stats, wake, id, p, head)
     if head then n = redis.call('LPUSH', ready, id)
     else n = redis.call('RPUSH', ready, id) end
     if n == 1 and redis.call('ZCARD', prio) == 0 then
-      redis.call('PUBLISH', wake, '1')
+      redis.call(PUB or pub_mode(), wake, '1')
     end
   else
     local seq = 0
     if not head then seq = next_seq(stats, prio) end
     redis.call('ZADD', prio, prio_score(p, seq), id)
     if redis.call('ZCARD', prio) == 1 and redis.call('LLEN', ready) == 0 then
-      redis.call('PUBLISH', wake, '1')
+      redis.call(PUB or pub_mode(), wake, '1')
     end
   end
 end
@@ -493,7 +526,7 @@ local function notify(chs, k, kind, body)
       buf[#buf + 1] = framed
     else
       msg = msg or (kind .. '\n' .. k .. '\n' .. body)
-      redis.call('PUBLISH', ch, msg)
+      redis.call(PUB or pub_mode(), ch, msg)
     end
   end
 end
@@ -567,7 +600,7 @@ local function finish(ok, res)
     -- leave nothing for the next call of the library
     OUTCOMES, EVENTS = {}, {}
     local function publish(ch, msg)
-      local r = redis.pcall('PUBLISH', ch, msg)
+      local r = redis.pcall(PUB or pub_mode(), ch, msg)
       if type(r) == 'table' and r.err and not failed then failed = r end
     end
     for ch, buf in pairs(outcomes) do
@@ -690,7 +723,7 @@ local function fail_job(J, q, id, tok, attempts, o, err, fatal, delay, tm)
   redis.call('HSET', J.e, id, err)
   if delay > 0 then
     redis.call('HSET', J.s, id, state_value('delayed', attempts, nil, tm))
-    if push_delayed(delayed, id, now + delay) then redis.call('PUBLISH', wake, '1') end
+    if push_delayed(delayed, id, now + delay) then redis.call(PUB or pub_mode(), wake, '1') end
   else
     redis.call('HSET', J.s, id, state_value('ready', attempts, nil, tm))
     push_ready(ready, prio, stats, wake, id, p, false)
@@ -1082,7 +1115,7 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
     local slots, epoch, lease, format = string.match(v, '^(%d+) (%S+) (%d+) (%S+)$')
     slots = tonumber(slots or 0)
     if not ch or slots < 1 or format ~= PUSH_FORMAT or
-       redis.call('PUBSUB', 'NUMSUB', ch)[2] == 0 then
+       numsub(ch) == 0 then
       redis.call('HDEL', idle, field)
     else
       local ids, d, o, s = take(math.min(slots, budget))
@@ -1115,7 +1148,7 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
             msg[#msg + 1] = out[i]
           end
         end
-        redis.call('PUBLISH', ch, table.concat(msg))
+        redis.call(PUB or pub_mode(), ch, table.concat(msg))
       end
     end
   end
@@ -1236,7 +1269,7 @@ local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
       -- jobs left ready in a queue that had nothing ready: wake idle workers
       if nothing_ready and pushed < became_ready then ring = true end
     end
-    if ring then redis.call('PUBLISH', wake, '1') end
+    if ring then redis.call(PUB or pub_mode(), wake, '1') end
   end
   return c
 end

@@ -23,5 +23,5 @@ else
 end
 reset_idle(idle, meta)
 redis.call('DEL', waiters)
-redis.call('PUBLISH', wake, '1')
+redis.call(PUB or pub_mode(), wake, '1')
 return 1

@@ -20,6 +20,6 @@ if pause then
 end
 if redis.call('HDEL', meta, 'paused') == 0 then return 0 end
 reset_idle(idle, meta)
-redis.call('PUBLISH', wake, '1')
+redis.call(PUB or pub_mode(), wake, '1')
 emit('resumed', '')
 return 1

@@ -74,7 +74,7 @@ for i, id in ipairs(ids) do
       -- its holder's client: the first part of the token (as in cancel.lua)
       local cid = tok and string.match(tok, '^([^.]+)%.')
       if cid then
-        redis.call('PUBLISH', push .. cid, '!timeout ' .. tok .. ' ' .. id)
+        redis.call(PUB or pub_mode(), push .. cid, '!timeout ' .. tok .. ' ' .. id)
       end
       -- failtoken "<token> timeout": the holder's extension tells it (extend.lua),
       -- and its own late failure is refused (fail.lua)

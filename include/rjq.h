@@ -812,8 +812,9 @@ typedef struct rjq_worker_options {
  * the queue (reclaim_ms). A claim whose reply was lost (a dropped
  * connection) is sent again and returns the jobs it claimed, with their
  * attempt; after its push channel was resubscribed the worker's next claim
- * returns the jobs pushed to it meanwhile: no attempt is spent by a lost
- * reply or message. While the client has workers it renews a liveness
+ * (its recovering claim) returns the jobs pushed to it meanwhile, and
+ * those of its jobs whose completion or failure Redis refused (see
+ * rjq_job_complete): no attempt is spent by a lost reply or message. While the client has workers it renews a liveness
  * entry (liveness_ms), and its upkeep returns the jobs of clients whose
  * entry ran out. A job whose lease has already ended (by the server's clock, as
  * the client knows it from its replies) when the worker gets to start it
@@ -953,14 +954,22 @@ typedef void rjq_done_cb(rjq_client *c, int status, void *data);
  *   accepted: the fencing token shows that nobody else ran it;
  *   RJQ_EJOBCANCELED when the job was cancelled meanwhile (nothing changed;
  *   it is not retried);
- * - refused by Redis, nothing changed (the job comes back after its
- *   lease), rjq_client_errmsg() has the server's message:
- *   RJQ_EWRONGTYPE when a key of the queue holds another type, or a
- *   counter of its stats hash is not an integer (the message names the
- *   key and the field); RJQ_EOOM when Redis is out of memory (maxmemory);
- *   RJQ_EAUTH when the Redis user may not run the script; RJQ_EREDIS for
- *   any other error, or a transient one that lasted past the retries
- *   below; RJQ_EPROTO for a reply of an unexpected shape;
+ * - refused by Redis, nothing changed, rjq_client_errmsg() has the
+ *   server's message: RJQ_EWRONGTYPE when a key of the queue holds
+ *   another type, or a counter of its stats hash is not an integer (the
+ *   message names the key and the field); RJQ_EOOM when Redis is out of
+ *   memory (maxmemory); RJQ_EAUTH when the Redis user may not run the
+ *   script; RJQ_EREDIS for any other error, or a transient one that lasted
+ *   past the retries below; RJQ_EPROTO for a reply of an unexpected shape.
+ *   The job stays active under its token, its lease no longer extended,
+ *   and comes back after its lease (the reclaim sweep takes it back, as
+ *   any job whose lease ran out: rjq_stats.reclaimed), or sooner: the
+ *   worker's next recovering claim (the claim that follows a new
+ *   subscription of its push channel, e.g. after the subscriber
+ *   connection reconnected: see rjq_worker_start) takes it back and hands
+ *   it to the handler again at once, under a new token and lease, its
+ *   attempt not spent (rjq_job_attempt() is the same), as it does for a
+ *   job pushed to the worker unheard;
  * - RJQ_ENOMEM when the completion (or the failure standing in for it)
  *   could not be queued or sent: nothing changed, the job comes back after
  *   its lease (its lease is no longer extended); RJQ_ECANCELED (or

@@ -714,7 +714,8 @@ RJQ_API int rjq_enqueue(rjq_queue *q, const void *payload, size_t len,
                         const rjq_job_options *opts, rjq_enqueue_cb *cb,
                         void *data);
 
-/* Enqueue 1..RJQ_BATCH_MAX jobs atomically: one script call, or, past 1 MiB
+/* Enqueue 1..RJQ_BATCH_MAX jobs atomically (items[] is read in steps of
+ * items[0].size: see "Extensible structs"): one script call, or, past 1 MiB
  * of arguments, several calls of at most 1 MiB in one transaction (MULTI/
  * EXEC: nothing runs between them; a bounded queue takes or refuses the
  * batch whole, also when it shares a script call with other enqueues of

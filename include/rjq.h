@@ -79,9 +79,10 @@
  *
  * For rjq's maintainers: fields are only ever added at the end of a
  * struct, and a struct has no tail padding (an `int` last is followed by
- * an explicit `int reserved`, which a later field may take over), so the
- * size of each older version ends exactly where its last field does
- * (src/validate.c asserts it at compile time).
+ * an explicit `int reserved`, which the library refuses when it is not 0,
+ * so that a later field may take it over), so the size of each older
+ * version ends exactly where its last field does (src/validate.c asserts
+ * it at compile time).
  */
 #ifndef RJQ_H
 #define RJQ_H
@@ -326,7 +327,8 @@ typedef struct rjq_tls_options {
     int insecure;            /* 1: check neither the certificate nor the
                                 name (tests only: anyone in the path can
                                 read and change everything) */
-    int reserved;            /* keep 0 */
+    int reserved;            /* keep 0 (room for a later field: RJQ_EINVAL
+                                when set) */
 } rjq_tls_options;
 #define RJQ_TLS_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_tls_options)
 
@@ -666,7 +668,8 @@ typedef struct rjq_job_options {
                              payload (and options, when given) and its due
                              time moves to delay_ms from now; reported as
                              existed = 1, replaced = 1 */
-    int reserved;         /* keep 0 */
+    int reserved;         /* keep 0 (room for a later field: RJQ_EINVAL
+                             when set) */
 } rjq_job_options;
 #define RJQ_JOB_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_job_options)
 
@@ -1457,7 +1460,8 @@ typedef struct rjq_schedule {
     int missed;           /* older fire times: RJQ_MISSED_SKIP (default) or
                              RJQ_MISSED_ONCE (one job, named by the first
                              of them) */
-    int reserved;         /* keep 0 */
+    int reserved;         /* keep 0 (room for a later field: RJQ_EINVAL
+                             when set) */
 } rjq_schedule;
 #define RJQ_SCHEDULE_INIT RJQ_SIZED_INIT_(rjq_schedule)
 

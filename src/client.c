@@ -118,6 +118,10 @@ static int setup_tls(rjq_client *c, const rjq_tls_options *given) {
         int rc = rjq__sized_take(&copy, sizeof copy, given, "rjq_tls_options", c->errmsg,
                                  sizeof c->errmsg);
         if (rc != RJQ_OK) return rc;
+        if (copy.reserved != 0) { /* (a later field, unknown here) */
+            rjq__errmsg(c, "rjq_tls_options: reserved is set (keep it 0)");
+            return RJQ_EINVAL;
+        }
         o = &copy;
     }
     if (!c->url.tls && !(o && o->enable)) return RJQ_OK;

@@ -903,7 +903,8 @@ static int items_in(rjq_client *c, const rjq_enqueue_item *items, size_t n,
     *copy = NULL;
     char why[256];
     int rc = rjq__sized_check(items, sizeof *items, "rjq_enqueue_item", why, sizeof why);
-    size_t stride = items->size, own = rc == RJQ_OK && stride == sizeof *items;
+    size_t stride = items->size;
+    int own = rc == RJQ_OK && stride == sizeof *items; /* usable in place */
     for (size_t i = 0; i < n && rc >= 0; i++) {
         const rjq_enqueue_item *it = (const void *)((const char *)items + i * stride);
         if (it->size != stride) {

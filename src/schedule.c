@@ -96,6 +96,10 @@ int rjq_schedule_set(rjq_queue *q, const char *name, const rjq_schedule *given, 
         (copy.opts && rjq__sized_in(c, &o, sizeof o, copy.opts, "rjq_job_options") != RJQ_OK))
         return RJQ_EINVAL;
     const rjq_schedule *s = &copy;
+    if (s->reserved != 0) { /* (a later field, unknown here) */
+        rjq__errmsg(c, "rjq_schedule: reserved is set (keep it 0)");
+        return RJQ_EINVAL;
+    }
     if (!valid_name(name)) {
         rjq__errmsg(c, "schedule names are 1..%d bytes without spaces or control characters, "
                        "and not all digits", NAME_MAX_LEN);

@@ -126,6 +126,7 @@ int rjq__encode_job_options(const rjq_job_options *o, char *buf) {
     char spec[64];
     buf[0] = '\0';
     if (o == NULL) return RJQ_OK;
+    if (o->reserved != 0) return RJQ_EINVAL; /* (a later field, unknown here) */
     if (o->delay_ms < 0 || o->delay_ms > RJQ_DELAY_MAX || o->priority < RJQ_PRIORITY_MIN ||
         o->priority > RJQ_PRIORITY_MAX || o->max_attempts < 0 || o->timeout_ms < 0 ||
         o->timeout_ms > RJQ_DELAY_MAX || o->dedup_ms < 0 || o->dedup_ms > RJQ_DELAY_MAX ||

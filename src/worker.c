@@ -229,9 +229,9 @@ static int check_options(rjq_client *c, const rjq_worker_options *given, rjq_wor
     *o = (rjq_worker_options)RJQ_WORKER_OPTIONS_INIT;
     if (given && rjq__sized_in(c, o, sizeof *o, given, "rjq_worker_options") != RJQ_OK)
         return RJQ_EINVAL;
-    if (o && (o->concurrency < 0 || o->lease_ms < 0 || o->poll_ms < 0 || o->reclaim_ms < 0))
+    if (o->concurrency < 0 || o->lease_ms < 0 || o->poll_ms < 0 || o->reclaim_ms < 0)
         return RJQ_EINVAL;
-    if (o && o->lease_ms > 0 && o->lease_ms < 30) {
+    if (o->lease_ms > 0 && o->lease_ms < 30) {
         rjq__errmsg(c, "lease_ms must be at least 30");
         return RJQ_EINVAL;
     }

@@ -274,6 +274,14 @@ TEST(structs_of_a_newer_header_are_taken_when_their_new_fields_are_zero_else_ref
     bjo.o.id = "newer-2";
     ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "n", 1, &bjo.o, never_enq, NULL));
     ASSERT(strstr(rjq_client_errmsg(e.c), "rjq_job_options") != NULL);
+    /* a reserved field set (a later field that took it over) */
+    rjq_job_options jres = RJQ_JOB_OPTIONS_INIT;
+    jres.reserved = 1;
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "n", 1, &jres, never_enq, NULL));
+    rjq_schedule sres = RJQ_SCHEDULE_INIT;
+    sres.every_ms = 1000;
+    sres.reserved = 1;
+    ASSERT_EQ(RJQ_EINVAL, rjq_schedule_set(e.q, "s", &sres, NULL, NULL));
     rjq_job_options jzero;
     memset(&jzero, 0, sizeof jzero);
     ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "n", 1, &jzero, never_enq, NULL));

@@ -610,7 +610,7 @@ TEST(requests_waiting_for_room_keep_their_order_through_busy_retries) {
     }
     ASSERT(loop_until_cond(e.base, server_busy, e.rc, 10000));
     ASSERT_EQ(0, kill(e.s.pid, SIGSTOP)); /* so the output fills */
-    rjq_job_options ao = {.size = sizeof(rjq_job_options), .id = "a"}, no = {.id = "n"};
+    rjq_job_options ao = {.size = sizeof(rjq_job_options), .id = "a"}, no = {.size = sizeof(rjq_job_options), .id = "n"};
     ASSERT_OK(rjq_enqueue(e.q, "a", 1, &ao, busy_cb, NULL));
     sent_poll sent = {e.c, 1}; /* each request goes out (or waits for room) on its own */
     ASSERT(loop_until_cond(e.base, requests_sent, &sent, 10000));

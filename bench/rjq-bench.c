@@ -417,14 +417,14 @@ static void on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, 
 static void client_open(void) {
     char url[300];
     snprintf(url, sizeof url, "redis://%s:%d", C.host, C.port);
-    rjq_client_options o = {0};
+    rjq_client_options o = RJQ_CLIENT_OPTIONS_INIT;
     o.url = url;
     o.name = "rjq-bench";
     o.on_event = on_event;
     conn_up[0] = conn_up[1] = conn_both = 0;
     int rc = rjq_libevent_client_new(&client, base, &o);
     if (rc != RJQ_OK) die("rjq_client_new: %s", rjq_strerror(rc));
-    rjq_queue_options qo = {0};
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.retention_ms = C.retention_ms;
     qo.completed_max = C.completed_max;
     rc = rjq_queue_open(client, QNAME, &qo, &queue);
@@ -538,11 +538,13 @@ static void enq_pump_bulk(void) {
         long m = E.total - E.next < C.bulk ? E.total - E.next : C.bulk;
         for (long j = 0; j < m; j++) {
             char *p = buf + (size_t)j * C.payload_max;
+            items[j].size = sizeof items[j];
             items[j].payload = p;
             items[j].len = (size_t)payload(p, E.next + j);
             items[j].opts = NULL;
             if (with_ids) {
                 snprintf(ids[j], sizeof ids[j], "pg-%ld", E.next + j + 1);
+                opts[j].size = sizeof opts[j];
                 opts[j].id = ids[j];
                 opts[j].dedup_ms = 24LL * 3600 * 1000;
                 items[j].opts = &opts[j];
@@ -671,7 +673,7 @@ static int drain_worker(const char *name, long depth) {
     static snap r0;
     redis_snap(&r0);
     double cpu0 = cpu_s(), t0 = now_s();
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = (int)C.conc;
     rjq_worker *w;
     int rc = rjq_worker_start(queue, &wo, drain_handler, NULL, &w);
@@ -800,7 +802,7 @@ static void serve_handler(rjq_job *job, void *data) {
 static int serve_worker(int ready_fd, int stop_fd) {
     loop_init(0);
     client_open();
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = (int)C.conc;
     rjq_worker *w;
     int rc = rjq_worker_start(queue, &wo, serve_handler, NULL, &w);

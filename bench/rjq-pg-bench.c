@@ -489,7 +489,7 @@ int main(int argc, char **argv) {
     b.pg = PQconnectdb(pgc);
     if (PQstatus(b.pg) != CONNECTION_OK) die("PostgreSQL", PQerrorMessage(b.pg));
     b.base = event_base_new();
-    rjq_client_options o = {0};
+    rjq_client_options o = RJQ_CLIENT_OPTIONS_INIT;
     o.url = getenv("RJQ_URL");
     o.prefix = getenv("PREFIX");
     if (rjq_libevent_client_new(&b.c, b.base, &o) != RJQ_OK) die("Redis", rjq_client_errmsg(NULL));
@@ -527,7 +527,7 @@ int main(int argc, char **argv) {
         b.total = (long)(b.rate * secs);
         b.cap = b.total;
         b.lat = calloc((size_t)b.cap + 1, sizeof *b.lat);
-        rjq_worker_options wo = {0};
+        rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
         wo.concurrency = 16;
         rjq_worker *w;
         if (rjq_worker_start(b.q, &wo, handler, &b, &w) != RJQ_OK) die("worker", "start");

@@ -276,7 +276,7 @@ static void pump(demo *d);
 static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n,
                         void *data) {
     demo *d = data;
-    (void)jobs; /* jobs[i].id is the server-assigned id of the i-th item */
+    (void)jobs; /* rjq_enqueued_at(jobs, i)->id is the server-assigned id of the i-th item */
     d->batches_inflight--;
     if (status == RJQ_ECANCELED) return; /* exiting early: rjq_client_free() */
     if (status != RJQ_OK) {
@@ -299,6 +299,7 @@ static void pump(demo *d) {
         for (long j = 0; j < k; j++) {
             char *p = d->payloads + j * PAYLOAD_MAX;
             int len = snprintf(p, PAYLOAD_MAX, "job %ld", d->next + j);
+            d->items[j].size = sizeof d->items[j];
             d->items[j].payload = p;
             d->items[j].len = (size_t)len;
             d->items[j].opts = &d->jopts;
@@ -548,7 +549,7 @@ static int setup(demo *d) {
         return -1;
     }
 
-    rjq_client_options co = {0};
+    rjq_client_options co = RJQ_CLIENT_OPTIONS_INIT;
     co.url = d->cfg.url;
     co.name = "rjq-demo";
     co.on_event = on_event;
@@ -561,7 +562,7 @@ static int setup(demo *d) {
 
     if (d->cfg.queue) snprintf(d->queue_name, sizeof d->queue_name, "%s", d->cfg.queue);
     else snprintf(d->queue_name, sizeof d->queue_name, "demo-%ld-%ld", (long)time(NULL), (long)getpid());
-    rjq_queue_options qo = {0};
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.retention_ms = 60000; /* completed jobs are deleted after a minute */
     if ((rc = rjq_queue_open(d->c, d->queue_name, &qo, &d->q)) != RJQ_OK) {
         fprintf(stderr, "rjq-demo: cannot open queue %s: %s\n", d->queue_name, rjq_strerror(rc));
@@ -569,6 +570,7 @@ static int setup(demo *d) {
     }
 
     /* Every job: 3 attempts, a fixed backoff between them. */
+    d->jopts = (rjq_job_options)RJQ_JOB_OPTIONS_INIT;
     d->jopts.max_attempts = 3;
     d->jopts.backoff.type = RJQ_BACKOFF_FIXED;
     d->jopts.backoff.base_ms = d->cfg.backoff_ms;
@@ -606,7 +608,7 @@ static int setup(demo *d) {
 
     /* The worker and the producer share the client and its connections.
      * Commands issued before the connection is up are queued. */
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = d->cfg.concurrency;
     if ((rc = rjq_worker_start(d->q, &wo, handler, d, &d->w)) != RJQ_OK) {
         fprintf(stderr, "rjq-demo: cannot start the worker: %s\n", rjq_strerror(rc));

@@ -201,7 +201,7 @@ int main(int argc, char **argv) {
 
     a.base = event_base_new();
     if (a.base == NULL) return 1;
-    rjq_client_options o = {0};
+    rjq_client_options o = RJQ_CLIENT_OPTIONS_INIT;
     o.url = url;
     o.prefix = prefix;
     o.name = name;
@@ -212,7 +212,7 @@ int main(int argc, char **argv) {
         event_base_free(a.base);
         return 1;
     }
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = (int)concurrency;
     for (int i = 0; i < nqueues; i++) {
         rjq_queue *q;

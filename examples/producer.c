@@ -61,7 +61,7 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
                 rjq_client_errmsg(c));
         a->failed = 1;
     }
-    for (size_t i = 0; i < n; i++) printf("%s%s\n", jobs[i].id, jobs[i].existed ? " (existed)" : "");
+    for (size_t i = 0; i < n; i++) printf("%s%s\n", rjq_enqueued_at(jobs, i)->id, rjq_enqueued_at(jobs, i)->existed ? " (existed)" : "");
     request_done(a);
 }
 
@@ -97,6 +97,7 @@ static int enqueue_stdin(app *a, rjq_queue *q) {
         } else {
             if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
             lines[n] = line;
+            items[n].size = sizeof items[n];
             items[n].payload = line;
             items[n].len = (size_t)len;
             items[n].opts = NULL;
@@ -133,7 +134,7 @@ int main(int argc, char **argv) {
     a.base = event_base_new();
     if (a.base == NULL) return 1;
 
-    rjq_client_options co = {0};
+    rjq_client_options co = RJQ_CLIENT_OPTIONS_INIT;
     co.url = getenv("REDIS_URL"); /* NULL: redis://127.0.0.1:6379 */
     int rc = rjq_libevent_client_new(&a.client, a.base, &co);
     if (rc != RJQ_OK) {

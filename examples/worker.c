@@ -189,7 +189,7 @@ int main(int argc, char **argv) {
 
     /* 1. A client: two connections (commands, pub/sub) shared by every
      *    queue and worker of the program. NULL url: redis://127.0.0.1:6379. */
-    rjq_client_options co = {0};
+    rjq_client_options co = RJQ_CLIENT_OPTIONS_INIT;
     co.url = getenv("REDIS_URL");
     co.on_event = on_event;
     int rc = rjq_libevent_client_new(&a.client, a.base, &co);
@@ -203,7 +203,7 @@ int main(int argc, char **argv) {
     rjq_queue *q;
     rc = rjq_queue_open(a.client, argv[1], NULL, &q);
     if (rc == RJQ_OK) {
-        rjq_worker_options wo = {0};
+        rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
         wo.concurrency = concurrency;
         rjq_worker *w; /* freed by the close */
         rc = rjq_worker_start(q, &wo, handle_job, &a, &w);

@@ -37,8 +37,52 @@
  * - Every function may be called from inside any rjq callback, including
  *   rjq_client_free() and rjq_worker_stop(): destruction is deferred until the
  *   callback stack unwinds.
- * - Option structs are zero-is-default: `rjq_x_options o = {0};` gives the
- *   documented defaults, and a NULL options pointer means all defaults.
+ * - Option structs are zero-is-default: `rjq_x_options o = RJQ_X_OPTIONS_INIT;`
+ *   gives the documented defaults, and a NULL options pointer means all
+ *   defaults.
+ *
+ * Extensible structs (the ABI)
+ * ----------------------------
+ * Every struct the caller fills and the library reads (rjq_loop_ops,
+ * rjq_client_options, rjq_tls_options, rjq_queue_options,
+ * rjq_job_options, rjq_enqueue_item, rjq_worker_options,
+ * rjq_await_options, rjq_limits, rjq_schedule) starts with `size_t size`:
+ * its size as the caller's header knew it. Initialise each one with its
+ * RJQ_<NAME>_INIT macro, which sets size and zeroes the rest, then set
+ * fields by name:
+ *
+ *     rjq_client_options o = RJQ_CLIENT_OPTIONS_INIT;
+ *     o.url = "redis://127.0.0.1:6379";
+ *
+ * (in C, `x = (rjq_job_options)RJQ_JOB_OPTIONS_INIT;` resets one), never
+ * positionally or with `= {0}` / memset alone. The library reads only the
+ * fields that size covers and takes the defaults for the others, so a
+ * program built against an older header keeps working with a newer
+ * library that added fields. A size bigger than this library knows (a
+ * program built against a newer header) is accepted when every byte past
+ * the fields it knows is zero (the newer options left at their defaults,
+ * which this library has anyway); otherwise, and for a size below
+ * sizeof(size_t) (e.g. 0: a struct set to {0}) or above 4096, the call
+ * fails with RJQ_EINVAL (or its callback gets it, where errors go there)
+ * and rjq_client_errmsg() names the struct. A NULL options pointer still
+ * means all defaults.
+ *
+ * Arrays: rjq_enqueue_batch() steps through items[] by items[0].size (every
+ * item's size must be the same). The arrays the library hands to
+ * callbacks (rjq_enqueued, rjq_process, rjq_process_queue,
+ * rjq_schedule_info) may grow the same way: take element i with
+ * rjq_<name>_at(list, i), never list[i] for i > 0 (element 0 is the
+ * pointer itself). Structs the library fills and hands over by pointer
+ * (rjq_stats, rjq_job_info, rjq_outcome, ...) only ever grow at their end.
+ * (rjq_backoff lives inside rjq_job_options and does not grow: new
+ * retry options go into rjq_job_options.)
+ *
+ * For rjq's maintainers: fields are only ever added at the end of a
+ * struct, and a struct has no tail padding (an `int` last is followed by
+ * an explicit `int reserved`, which the library refuses when it is not 0,
+ * so that a later field may take it over), so the size of each older
+ * version ends exactly where its last field does (src/validate.c asserts
+ * it at compile time).
  */
 #ifndef RJQ_H
 #define RJQ_H
@@ -53,6 +97,20 @@
 #define RJQ_CAST(type, x) (static_cast<type>(x))
 #else
 #define RJQ_CAST(type, x) ((type)(x))
+#endif
+
+/* The RJQ_<NAME>_INIT initialisers (see "Extensible structs" above): size
+ * set, everything else zero. In C++ a value-initialised copy (designated
+ * initialisers are C++20). */
+#ifdef __cplusplus
+template <class T> static inline T rjq_sized_() {
+    T t = T();
+    t.size = sizeof(T);
+    return t;
+}
+#define RJQ_SIZED_INIT_(type) (rjq_sized_<type>())
+#else
+#define RJQ_SIZED_INIT_(type) {.size = sizeof(type)}
 #endif
 
 #ifdef __cplusplus
@@ -215,6 +273,7 @@ typedef void rjq_resolved_fn(void *arg, const char *error, const char *const *ad
 typedef void rjq_fd_fn(void *arg, int readable, int writable);
 
 typedef struct rjq_loop_ops {
+    size_t size; /* sizeof(rjq_loop_ops): RJQ_LOOP_OPS_INIT sets it */
     int (*attach)(void *loop, struct redisAsyncContext *ac);
     void (*set_timer)(void *loop, long timeout_ms);
     void (*cleanup)(void *loop);
@@ -223,6 +282,7 @@ typedef struct rjq_loop_ops {
     void *(*watch_fd)(void *loop, int fd, int want_read, int want_write, rjq_fd_fn *cb, void *arg);
     void (*unwatch_fd)(void *loop, void *handle);
 } rjq_loop_ops;
+#define RJQ_LOOP_OPS_INIT RJQ_SIZED_INIT_(rjq_loop_ops)
 
 /* Connection events reported to rjq_client_options.on_event. */
 typedef enum rjq_event {
@@ -255,6 +315,7 @@ typedef void rjq_event_cb(rjq_client *c, rjq_event ev, int conn,
  * is reported (RJQ_EVENT_ERROR, rjq_client_errmsg) with the cause.
  */
 typedef struct rjq_tls_options {
+    size_t size;             /* RJQ_TLS_OPTIONS_INIT sets it */
     int enable;              /* 1: TLS for a redis:// URL too */
     const char *ca_file;     /* PEM file of trusted CA certificates */
     const char *ca_dir;      /* OpenSSL CA directory (hashed names) */
@@ -266,12 +327,16 @@ typedef struct rjq_tls_options {
     int insecure;            /* 1: check neither the certificate nor the
                                 name (tests only: anyone in the path can
                                 read and change everything) */
+    int reserved;            /* keep 0 (room for a later field: RJQ_EINVAL
+                                when set) */
 } rjq_tls_options;
+#define RJQ_TLS_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_tls_options)
 
 /* 1 when this build of rjq has TLS, else 0. */
 RJQ_API int rjq_tls_available(void);
 
 typedef struct rjq_client_options {
+    size_t size; /* RJQ_CLIENT_OPTIONS_INIT sets it (see "Extensible structs") */
     /* redis://[user[:password]@]host[:port][/db], rediss://... (TLS),
      * redis+sentinel://[user[:password]@]host[:port][,host[:port]...]/master[/db]
      * (sentinels by address or by name, port 26379 by default:
@@ -369,6 +434,7 @@ typedef struct rjq_client_options {
     int wait_replicas;
     long wait_timeout_ms;
 } rjq_client_options;
+#define RJQ_CLIENT_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_client_options)
 
 /*
  * Create a client and start connecting both connections. Commands issued
@@ -386,7 +452,8 @@ typedef struct rjq_client_options {
  * On success *out owns the client; free it with rjq_client_free().
  * ops is copied (it need not outlive the call).
  * Errors: RJQ_EINVAL (NULL out/ops/set_timer/attach, resolve without
- * resolve_cancel), RJQ_EURL, RJQ_ETLS (TLS
+ * resolve_cancel, a size of opts, ops or opts->tls this library does not
+ * read: see "Extensible structs"), RJQ_EURL, RJQ_ETLS (TLS
  * asked for without TLS in this build, or its files unusable),
  * RJQ_ENOMEM; rjq_client_errmsg(NULL) says why.
  * Not to be called from inside a callback of the same loop glue it creates.
@@ -467,6 +534,7 @@ RJQ_API int rjq_client_connected(const rjq_client *c);
  * ---------------------------------------------------------------------- */
 
 typedef struct rjq_queue_options {
+    size_t size;            /* RJQ_QUEUE_OPTIONS_INIT sets it */
     long long retention_ms; /* completed jobs (their records and results) are
                                deleted this long after completion (at the
                                latest 64 completions or one reclaim period
@@ -497,6 +565,7 @@ typedef struct rjq_queue_options {
     long long job_timeout_ms; /* the timeout_ms of jobs enqueued through this
                                  handle that give none; 0: none */
 } rjq_queue_options;
+#define RJQ_QUEUE_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_queue_options)
 
 /*
  * Open a queue handle. Names are 1..200 bytes, without '{', '}', spaces or
@@ -557,6 +626,7 @@ typedef struct rjq_backoff {
 #define RJQ_JOB_ID_MAX 200
 
 typedef struct rjq_job_options {
+    size_t size; /* RJQ_JOB_OPTIONS_INIT sets it */
     /* Caller's id (1..RJQ_JOB_ID_MAX bytes, no spaces or control characters,
      * not all digits: numeric ids are the server-assigned ones). Enqueueing
      * an id that exists reports the existing job (existed = 1) and writes
@@ -598,14 +668,21 @@ typedef struct rjq_job_options {
                              payload (and options, when given) and its due
                              time moves to delay_ms from now; reported as
                              existed = 1, replaced = 1 */
+    int reserved;         /* keep 0 (room for a later field: RJQ_EINVAL
+                             when set) */
 } rjq_job_options;
+#define RJQ_JOB_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_job_options)
 
-/* One job of a batch. opts may be NULL (defaults). */
+/* One job of a batch. opts may be NULL (defaults). size: RJQ_ENQUEUE_ITEM_INIT
+ * sets it, or set it to sizeof(rjq_enqueue_item) in every item (the batch
+ * is read in steps of items[0].size). */
 typedef struct rjq_enqueue_item {
+    size_t size;
     const void *payload;
     size_t len;
     const rjq_job_options *opts;
 } rjq_enqueue_item;
+#define RJQ_ENQUEUE_ITEM_INIT RJQ_SIZED_INIT_(rjq_enqueue_item)
 
 /* What enqueue reports per job, in request order. */
 typedef struct rjq_enqueued {
@@ -614,6 +691,10 @@ typedef struct rjq_enqueued {
                        unless replaced) */
     int replaced;   /* 1 when a debounce replaced the waiting job's payload */
 } rjq_enqueued;
+
+/* Element i of the jobs array an rjq_enqueue_cb gets (the struct may grow:
+ * never jobs[i] for i > 0). */
+RJQ_API const rjq_enqueued *rjq_enqueued_at(const rjq_enqueued *jobs, size_t i);
 
 typedef void rjq_enqueue_cb(rjq_client *c, int status, const rjq_enqueued *jobs,
                             size_t n, void *data);
@@ -636,7 +717,8 @@ RJQ_API int rjq_enqueue(rjq_queue *q, const void *payload, size_t len,
                         const rjq_job_options *opts, rjq_enqueue_cb *cb,
                         void *data);
 
-/* Enqueue 1..RJQ_BATCH_MAX jobs atomically: one script call, or, past 1 MiB
+/* Enqueue 1..RJQ_BATCH_MAX jobs atomically (items[] is read in steps of
+ * items[0].size: see "Extensible structs"): one script call, or, past 1 MiB
  * of arguments, several calls of at most 1 MiB in one transaction (MULTI/
  * EXEC: nothing runs between them; a bounded queue takes or refuses the
  * batch whole, also when it shares a script call with other enqueues of
@@ -676,6 +758,7 @@ typedef void rjq_handler_fn(rjq_job *job, void *data);
 typedef void rjq_notice_fn(rjq_job *job, int reason, void *data);
 
 typedef struct rjq_worker_options {
+    size_t size;      /* RJQ_WORKER_OPTIONS_INIT sets it */
     int concurrency;  /* jobs running at once; default 1 */
     long lease_ms;    /* lease per claim, extended every lease_ms/3 while the
                          job runs; default 30000 */
@@ -716,6 +799,7 @@ typedef struct rjq_worker_options {
      * rjq_job_notice(). */
     rjq_notice_fn *on_notice;
 } rjq_worker_options;
+#define RJQ_WORKER_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_worker_options)
 
 /*
  * Start a worker on queue q. It claims up to its free capacity in one script
@@ -732,8 +816,9 @@ typedef struct rjq_worker_options {
  * the queue (reclaim_ms). A claim whose reply was lost (a dropped
  * connection) is sent again and returns the jobs it claimed, with their
  * attempt; after its push channel was resubscribed the worker's next claim
- * returns the jobs pushed to it meanwhile: no attempt is spent by a lost
- * reply or message. While the client has workers it renews a liveness
+ * (its recovering claim) returns the jobs pushed to it meanwhile, and
+ * those of its jobs whose completion or failure Redis refused (see
+ * rjq_job_complete): no attempt is spent by a lost reply or message. While the client has workers it renews a liveness
  * entry (liveness_ms), and its upkeep returns the jobs of clients whose
  * entry ran out. A job whose lease has already ended (by the server's clock, as
  * the client knows it from its replies) when the worker gets to start it
@@ -873,14 +958,22 @@ typedef void rjq_done_cb(rjq_client *c, int status, void *data);
  *   accepted: the fencing token shows that nobody else ran it;
  *   RJQ_EJOBCANCELED when the job was cancelled meanwhile (nothing changed;
  *   it is not retried);
- * - refused by Redis, nothing changed (the job comes back after its
- *   lease), rjq_client_errmsg() has the server's message:
- *   RJQ_EWRONGTYPE when a key of the queue holds another type, or a
- *   counter of its stats hash is not an integer (the message names the
- *   key and the field); RJQ_EOOM when Redis is out of memory (maxmemory);
- *   RJQ_EAUTH when the Redis user may not run the script; RJQ_EREDIS for
- *   any other error, or a transient one that lasted past the retries
- *   below; RJQ_EPROTO for a reply of an unexpected shape;
+ * - refused by Redis, nothing changed, rjq_client_errmsg() has the
+ *   server's message: RJQ_EWRONGTYPE when a key of the queue holds
+ *   another type, or a counter of its stats hash is not an integer (the
+ *   message names the key and the field); RJQ_EOOM when Redis is out of
+ *   memory (maxmemory); RJQ_EAUTH when the Redis user may not run the
+ *   script; RJQ_EREDIS for any other error, or a transient one that lasted
+ *   past the retries below; RJQ_EPROTO for a reply of an unexpected shape.
+ *   The job stays active under its token, its lease no longer extended,
+ *   and comes back after its lease (the reclaim sweep takes it back, as
+ *   any job whose lease ran out: rjq_stats.reclaimed), or sooner: the
+ *   worker's next recovering claim (the claim that follows a new
+ *   subscription of its push channel, e.g. after the subscriber
+ *   connection reconnected: see rjq_worker_start) takes it back and hands
+ *   it to the handler again at once, under a new token and lease, its
+ *   attempt not spent (rjq_job_attempt() is the same), as it does for a
+ *   job pushed to the worker unheard;
  * - RJQ_ENOMEM when the completion (or the failure standing in for it)
  *   could not be queued or sent: nothing changed, the job comes back after
  *   its lease (its lease is no longer extended); RJQ_ECANCELED (or
@@ -957,6 +1050,7 @@ typedef void rjq_progress_cb(rjq_client *c, const char *id, const void *progress
                              size_t len, void *data);
 
 typedef struct rjq_await_options {
+    size_t size;                  /* RJQ_AWAIT_OPTIONS_INIT sets it */
     long long timeout_ms;         /* 0: no timeout. For rjq_enqueue_await, an
                                      await whose enqueue has no reply yet
                                      waits for it up to command_timeout_ms
@@ -972,6 +1066,7 @@ typedef struct rjq_await_options {
                                      may or may not be enqueued */
     rjq_progress_cb *on_progress; /* optional; gets the await's data */
 } rjq_await_options;
+#define RJQ_AWAIT_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_await_options)
 
 /*
  * Enqueue one job and await its outcome: cb is called exactly once. The
@@ -1120,11 +1215,13 @@ RJQ_API int rjq_queue_resume(rjq_queue *q, rjq_count_cb *cb, void *data);
 /* A queue's limits, enforced on the server by the claim script, for every
  * worker of every process alike. */
 typedef struct rjq_limits {
+    size_t size;         /* RJQ_LIMITS_INIT sets it */
     long concurrency;    /* at most this many of its jobs active at once; 0: none */
     long rate;           /* at most this many starts ... */
     long rate_window_ms; /* ... in any window of this length (sliding, server
                             time); 0 means 1000. rate 0: none */
 } rjq_limits;
+#define RJQ_LIMITS_INIT RJQ_SIZED_INIT_(rjq_limits)
 
 /*
  * Set the queue's limits (NULL or all 0: none), stored in Redis: from the
@@ -1240,6 +1337,10 @@ typedef struct rjq_process_queue {
     size_t njobs;
 } rjq_process_queue;
 
+/* Element i of rjq_process.queues (the struct may grow: never queues[i]
+ * for i > 0). */
+RJQ_API const rjq_process_queue *rjq_process_queue_at(const rjq_process_queue *list, size_t i);
+
 typedef struct rjq_process {
     const char *id;             /* the client's id (its jobs' fencing tokens
                                    start with it) */
@@ -1255,6 +1356,9 @@ typedef struct rjq_process {
 
 typedef void rjq_processes_cb(rjq_client *c, int status, const rjq_process *list, size_t n,
                               void *data);
+
+/* Element i of the list an rjq_processes_cb gets (never list[i] for i > 0). */
+RJQ_API const rjq_process *rjq_process_at(const rjq_process *list, size_t i);
 
 /* List up to `limit` (1..RJQ_JOBS_PAGE_MAX) live processes of the client's
  * prefix from `offset` on (0..RJQ_JOBS_OFFSET_MAX), soonest-expiring first:
@@ -1345,6 +1449,7 @@ RJQ_API int rjq_queue_purge(rjq_queue *q, rjq_job_state state, long limit, rjq_c
 #define RJQ_MISSED_ONCE 1 /* they are run once, as one job */
 
 typedef struct rjq_schedule {
+    size_t size;          /* RJQ_SCHEDULE_INIT sets it */
     long long every_ms;   /* fire every this many ms, at the multiples of it
                              since the epoch (1000: each second); or 0 and: */
     const char *cron;     /* a cron expression: 5 fields (minute hour day
@@ -1366,7 +1471,10 @@ typedef struct rjq_schedule {
     int missed;           /* older fire times: RJQ_MISSED_SKIP (default) or
                              RJQ_MISSED_ONCE (one job, named by the first
                              of them) */
+    int reserved;         /* keep 0 (room for a later field: RJQ_EINVAL
+                             when set) */
 } rjq_schedule;
+#define RJQ_SCHEDULE_INIT RJQ_SIZED_INIT_(rjq_schedule)
 
 /* Set schedule `name` (1..179 bytes, no spaces or control characters) of
  * q, replacing one of that name. cb (may be NULL) gets 1 when it is new or
@@ -1389,6 +1497,8 @@ typedef struct rjq_schedule_info {
 } rjq_schedule_info;
 typedef void rjq_schedules_cb(rjq_client *c, int status, const rjq_schedule_info *list, size_t n,
                               void *data);
+/* Element i of the list an rjq_schedules_cb gets (never list[i] for i > 0). */
+RJQ_API const rjq_schedule_info *rjq_schedule_info_at(const rjq_schedule_info *list, size_t i);
 /* List q's schedules, by name (valid during the callback). */
 RJQ_API int rjq_schedule_list(rjq_queue *q, rjq_schedules_cb *cb, void *data);
 

@@ -5,7 +5,8 @@ pkgs=(gcc g++ make cmake pkg-config libhiredis-dev libevent-dev libuv1-dev libev
       redis-server redis-tools redis-sentinel valgrind libpq-dev postgresql
       libncurses-dev tmux libjansson-dev curl python3
       clang libclang-rt-14-dev # clang, libclang-rt: the libFuzzer targets (make fuzz-smoke)
-      debhelper dpkg-dev lintian) # the Debian packages and their test (tests/consumer/debs.sh)
+      debhelper dpkg-dev lintian # the Debian packages and their test (tests/consumer/debs.sh)
+      abigail-tools) # abidw, abidiff: the ABI check (scripts/abi-check.sh, ctest label abi)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 ((${#missing[@]})) || exit 0

@@ -241,8 +241,10 @@ int rjq_queue_resume(rjq_queue *q, rjq_count_cb *cb, void *data) {
 int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *l, rjq_count_cb *cb, void *data) {
     int rc = usable(q, 1);
     if (rc != RJQ_OK) return rc;
-    rjq_limits none = {0, 0, 0};
-    if (l == NULL) l = &none;
+    rjq_limits copy = RJQ_LIMITS_INIT;
+    if (l && rjq__sized_in(rjq_queue_client(q), &copy, sizeof copy, l, "rjq_limits") != RJQ_OK)
+        return RJQ_EINVAL;
+    l = &copy;
     if (l->concurrency < 0 || l->rate < 0 || l->rate_window_ms < 0 ||
         l->rate_window_ms > RJQ_DELAY_MAX)
         return RJQ_EINVAL;

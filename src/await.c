@@ -191,7 +191,8 @@ static void unpin(rjq_await *a) {
 
 /* The job an await still holds (its enqueue waits for the reply channel). */
 static rjq_enqueue_item held_item(const rjq_await *a) {
-    return (rjq_enqueue_item){a->payload, a->len, a->has_opts ? &a->opts : NULL};
+    return (rjq_enqueue_item){sizeof(rjq_enqueue_item), a->payload, a->len,
+                              a->has_opts ? &a->opts : NULL};
 }
 
 /* End the await: its callback runs exactly once, here. */
@@ -652,12 +653,15 @@ static int copy_inputs(rjq_await *a, const void *payload, size_t len, const rjq_
 
 static awaits *state_of(rjq_client *c);
 
-static int enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *opts,
+static int enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *given,
                          const rjq_await_options *aw, rjq_await_cb *cb, void *data,
                          rjq_await **out) {
     rjq_client *c = rjq_queue_client(q);
     char enc[RJQ__OPTS_MAX];
-    rjq_enqueue_item it = {payload, len, opts};
+    rjq_job_options copy;
+    const rjq_job_options *opts;
+    if (rjq__job_options_in(c, given, &copy, &opts) != RJQ_OK) return RJQ_EINVAL;
+    rjq_enqueue_item it = {sizeof it, payload, len, opts};
     int rc = rjq__enqueue_check(q, &it, enc);
     if (rc != RJQ_OK) return rc;
     awaits *s = state_of(c);
@@ -679,10 +683,16 @@ static int enqueue_await(rjq_queue *q, const void *payload, size_t len, const rj
 /* The public calls enter the client: sending may flush enqueues, whose
  * callbacks may free the client (then freed on leave). */
 int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *opts,
-                      const rjq_await_options *aw, rjq_await_cb *cb, void *data, rjq_await **out) {
-    if (q == NULL || cb == NULL || (aw && aw->timeout_ms < 0)) return RJQ_EINVAL;
+                      const rjq_await_options *given, rjq_await_cb *cb, void *data,
+                      rjq_await **out) {
+    if (q == NULL || cb == NULL) return RJQ_EINVAL;
     rjq_client *c = rjq_queue_client(q);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    rjq_await_options copy;
+    const rjq_await_options *aw = given ? &copy : NULL;
+    if (given && rjq__sized_in(c, &copy, sizeof copy, given, "rjq_await_options") != RJQ_OK)
+        return RJQ_EINVAL;
+    if (aw && aw->timeout_ms < 0) return RJQ_EINVAL;
     rjq__enter(c);
     int rc = enqueue_await(q, payload, len, opts, aw, cb, data, out);
     rjq__leave(c);
@@ -884,11 +894,16 @@ static int queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw
     return RJQ_OK;
 }
 
-int rjq_queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw, rjq_await_cb *cb,
+int rjq_queue_await(rjq_queue *q, const char *id, const rjq_await_options *given, rjq_await_cb *cb,
                     void *data, rjq_await **out) {
-    if (q == NULL || cb == NULL || (aw && aw->timeout_ms < 0)) return RJQ_EINVAL;
+    if (q == NULL || cb == NULL) return RJQ_EINVAL;
     rjq_client *c = rjq_queue_client(q);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    rjq_await_options copy;
+    const rjq_await_options *aw = given ? &copy : NULL;
+    if (given && rjq__sized_in(c, &copy, sizeof copy, given, "rjq_await_options") != RJQ_OK)
+        return RJQ_EINVAL;
+    if (aw && aw->timeout_ms < 0) return RJQ_EINVAL;
     if (id == NULL || id[0] == '\0' || strlen(id) > RJQ_JOB_ID_MAX) return RJQ_EJOBID;
     rjq__enter(c);
     int rc = queue_await(q, id, aw, cb, data, out);

@@ -111,7 +111,19 @@ static int check_host(rjq_client *c) {
 }
 
 /* TLS for a rediss:// URL, or when the options ask for it. */
-static int setup_tls(rjq_client *c, const rjq_tls_options *o) {
+static int setup_tls(rjq_client *c, const rjq_tls_options *given) {
+    rjq_tls_options copy;
+    const rjq_tls_options *o = NULL;
+    if (given) {
+        int rc = rjq__sized_take(&copy, sizeof copy, given, "rjq_tls_options", c->errmsg,
+                                 sizeof c->errmsg);
+        if (rc != RJQ_OK) return rc;
+        if (copy.reserved != 0) { /* (a later field, unknown here) */
+            rjq__errmsg(c, "rjq_tls_options: reserved is set (keep it 0)");
+            return RJQ_EINVAL;
+        }
+        o = &copy;
+    }
     if (!c->url.tls && !(o && o->enable)) return RJQ_OK;
     if (c->url.path) {
         rjq__errmsg(c, "TLS: Redis serves TLS on TCP ports only, not on a unix socket");
@@ -165,12 +177,28 @@ static void discard(rjq_client *c) {
     free(c);
 }
 
-int rjq_client_new(rjq_client **out, const rjq_client_options *opts, const rjq_loop_ops *ops,
-                   void *loop) {
-    if (out == NULL || ops == NULL || ops->set_timer == NULL || ops->attach == NULL ||
-        (ops->resolve && ops->resolve_cancel == NULL))
-        return RJQ_EINVAL;
+int rjq_client_new(rjq_client **out, const rjq_client_options *given,
+                   const rjq_loop_ops *given_ops, void *loop) {
+    if (out == NULL || given_ops == NULL) return RJQ_EINVAL;
     *out = NULL;
+    /* the caller's structs as this library knows them (rjq.h "Extensible
+     * structs"): fields past their size take the defaults */
+    rjq_loop_ops ops_copy;
+    rjq_client_options opts_copy;
+    const rjq_client_options *opts = given ? &opts_copy : NULL;
+    int rc = rjq__sized_take(&ops_copy, sizeof ops_copy, given_ops, "rjq_loop_ops", new_error,
+                             sizeof new_error);
+    if (rc == RJQ_OK && given)
+        rc = rjq__sized_take(&opts_copy, sizeof opts_copy, given, "rjq_client_options", new_error,
+                             sizeof new_error);
+    if (rc != RJQ_OK) return rc;
+    const rjq_loop_ops *ops = &ops_copy;
+    if (ops->set_timer == NULL || ops->attach == NULL ||
+        (ops->resolve && ops->resolve_cancel == NULL)) {
+        snprintf(new_error, sizeof new_error, "rjq_loop_ops: attach and set_timer are needed, "
+                                              "and resolve_cancel with resolve");
+        return RJQ_EINVAL;
+    }
     rjq_client *c = calloc(1, sizeof *c);
     if (c == NULL) {
         snprintf(new_error, sizeof new_error, "out of memory");
@@ -182,7 +210,7 @@ int rjq_client_new(rjq_client **out, const rjq_client_options *opts, const rjq_l
     c->rng = seed();
     rjq__random_word(c, c->id, RJQ__CLIENT_ID_LEN);
     c->destroy = destroy;
-    int rc = copy_options(c, opts);
+    rc = copy_options(c, opts);
     if (rc == RJQ_OK)
         rc = rjq__url_parse(opts ? opts->url : NULL, &c->url, c->errmsg, sizeof c->errmsg);
     if (rc == RJQ_OK) rc = check_host(c);

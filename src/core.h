@@ -94,6 +94,11 @@ void rjq__random_word(rjq_client *c, char *out, int n);
  * out holds at least 16 bytes. */
 void rjq__random_fraction(rjq_client *c, char *out, size_t len);
 void rjq__errmsg(rjq_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A caller's extensible struct (rjq.h "Extensible structs") into dst, the
+ * library's own struct of known bytes: the fields its size covers, defaults
+ * (zeros) for the rest. RJQ_EINVAL (errmsg names `what`) for a size this
+ * library does not read. */
+int rjq__sized_in(rjq_client *c, void *dst, size_t known, const void *src, const char *what);
 /* A background request (no caller to tell) answered status: anything but
  * success, a cancel, a lost or timed-out connection goes to errmsg as
  * "<what>: ..." (RJQ_EAUTH: with the server's words, which the errmsg

@@ -139,8 +139,8 @@ int rjq__enqueue_check(rjq_queue *q, const rjq_enqueue_item *it, char *opts) {
                        "and not all digits", RJQ_JOB_ID_MAX);
         return RJQ_EJOBID;
     }
-    rjq_job_options o = {0};
-    if (it->opts) o = *it->opts;
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    if (it->opts) o = *it->opts; /* (this library's size: rjq__job_options_in) */
     if (o.timeout_ms == 0) o.timeout_ms = rjq__queue_job_timeout_ms(q);
     if (rjq__encode_job_options(&o, opts) != RJQ_OK) {
         rjq__errmsg(c, "invalid job options (delay, priority, attempts, backoff or timeout)");
@@ -883,21 +883,93 @@ int rjq__enqueue_add(rjq_queue *q, const rjq_enqueue_item *it, const char *reply
     return add_group(q, it, 1, reply_channel, NULL, fn, priv);
 }
 
+int rjq__job_options_in(rjq_client *c, const rjq_job_options *given, rjq_job_options *copy,
+                        const rjq_job_options **out) {
+    *out = NULL;
+    if (given == NULL) return RJQ_OK;
+    if (rjq__sized_in(c, copy, sizeof *copy, given, "rjq_job_options") != RJQ_OK)
+        return RJQ_EINVAL;
+    *out = copy;
+    return RJQ_OK;
+}
+
+/* The caller's items as this library reads them (rjq.h "Extensible
+ * structs"): in place when they and their options are of this library's
+ * sizes (or bigger with nothing set past them), else a copy in *copy (to
+ * be freed) with every struct made this library's. */
+static int items_in(rjq_client *c, const rjq_enqueue_item *items, size_t n,
+                    const rjq_enqueue_item **out, void **copy) {
+    *out = items;
+    *copy = NULL;
+    char why[256];
+    int rc = rjq__sized_check(items, sizeof *items, "rjq_enqueue_item", why, sizeof why);
+    size_t stride = items->size;
+    int own = rc == RJQ_OK && stride == sizeof *items; /* usable in place */
+    for (size_t i = 0; i < n && rc >= 0; i++) {
+        const rjq_enqueue_item *it = (const void *)((const char *)items + i * stride);
+        if (it->size != stride) {
+            snprintf(why, sizeof why, "rjq_enqueue_item: item %zu has size %zu, item 0 %zu "
+                     "(every item's size must be the same)", i, it->size, stride);
+            rc = RJQ_EINVAL;
+            break;
+        }
+        if (i > 0 && (rc = rjq__sized_check(it, sizeof *it, "rjq_enqueue_item", why,
+                                            sizeof why)) < 0)
+            break;
+        rjq_enqueue_item head; /* its fields this library knows */
+        rjq__sized_copy(&head, sizeof head, it);
+        if (head.opts == NULL) continue;
+        int orc = rjq__sized_check(head.opts, sizeof *head.opts, "rjq_job_options", why,
+                                   sizeof why);
+        if (orc != RJQ_OK) own = 0;
+        if (orc < 0) rc = orc;
+    }
+    if (rc < 0) {
+        rjq__errmsg(c, "%s", why);
+        return RJQ_EINVAL;
+    }
+    if (own) return RJQ_OK;
+    rjq_enqueue_item *its = malloc(n * (sizeof *its + sizeof(rjq_job_options)));
+    if (its == NULL) return RJQ_ENOMEM;
+    rjq_job_options *jos = (rjq_job_options *)(its + n);
+    for (size_t i = 0; i < n; i++) {
+        rjq__sized_copy(&its[i], sizeof its[i], (const char *)items + i * stride);
+        if (its[i].opts == NULL) continue;
+        rjq__sized_copy(&jos[i], sizeof jos[i], its[i].opts);
+        its[i].opts = &jos[i];
+    }
+    *out = its;
+    *copy = its;
+    return RJQ_OK;
+}
+
 /* The public calls enter the client: a flush inside may run callbacks of
  * earlier enqueues, which may free the client (then freed on leave). */
-int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n, rjq_enqueue_cb *cb,
+int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *given, size_t n, rjq_enqueue_cb *cb,
                       void *data) {
-    if (q == NULL || items == NULL || n == 0 || n > RJQ_BATCH_MAX) return RJQ_EINVAL;
+    if (q == NULL || given == NULL || n == 0 || n > RJQ_BATCH_MAX) return RJQ_EINVAL;
     rjq_client *c = rjq_queue_client(q);
+    const rjq_enqueue_item *items;
+    void *copy;
+    int rc = items_in(c, given, n, &items, &copy);
+    if (rc != RJQ_OK) return rc;
     rjq__enter(c);
-    int rc = add_group(q, items, n, NULL, cb, NULL, data);
+    rc = add_group(q, items, n, NULL, cb, NULL, data);
     rjq__leave(c);
+    free(copy);
     return rc;
 }
 
 int rjq_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *opts,
                 rjq_enqueue_cb *cb, void *data) {
     if (q == NULL) return RJQ_EINVAL;
-    rjq_enqueue_item it = {payload, len, opts};
+    rjq_job_options copy;
+    const rjq_job_options *o;
+    if (rjq__job_options_in(rjq_queue_client(q), opts, &copy, &o) != RJQ_OK) return RJQ_EINVAL;
+    rjq_enqueue_item it = {sizeof it, payload, len, o};
     return rjq_enqueue_batch(q, &it, 1, cb, data);
+}
+
+const rjq_enqueued *rjq_enqueued_at(const rjq_enqueued *jobs, size_t i) {
+    return jobs ? &jobs[i] : NULL;
 }

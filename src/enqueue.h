@@ -22,6 +22,11 @@ typedef void rjq__enqueued_fn(rjq_client *c, int status, const char *id, size_t 
  * (RJQ__OPTS_MAX bytes; the queue's job_timeout_ms for a job that gives
  * none). Sets the client's errmsg on failure. */
 int rjq__enqueue_check(rjq_queue *q, const rjq_enqueue_item *it, char *opts);
+/* The caller's job options (NULL: defaults) as this library reads them
+ * (rjq.h "Extensible structs"): *out is NULL or copy. RJQ_EINVAL (errmsg
+ * set) for a size it does not read. */
+int rjq__job_options_in(rjq_client *c, const rjq_job_options *given, rjq_job_options *copy,
+                        const rjq_job_options **out);
 /* Add one job to this tick's batch. reply_channel: where the finishing
  * script publishes its outcome (NULL: nowhere). fn(priv) gets the result
  * once. RJQ_OK, or an error with nothing added and fn never called. */

@@ -306,3 +306,11 @@ int rjq_client_processes(rjq_client *c, long offset, long limit, rjq_processes_c
     if (rc != RJQ_OK) free(k);
     return rc;
 }
+
+const rjq_process *rjq_process_at(const rjq_process *list, size_t i) {
+    return list ? &list[i] : NULL;
+}
+
+const rjq_process_queue *rjq_process_queue_at(const rjq_process_queue *list, size_t i) {
+    return list ? &list[i] : NULL;
+}

@@ -269,11 +269,15 @@ static int make_keys(rjq_queue *q, const char *prefix) {
 }
 
 
-int rjq_queue_open(rjq_client *c, const char *name, const rjq_queue_options *opts,
+int rjq_queue_open(rjq_client *c, const char *name, const rjq_queue_options *given,
                    rjq_queue **out) {
     if (c == NULL || out == NULL) return RJQ_EINVAL;
     *out = NULL;
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    rjq_queue_options copy;
+    const rjq_queue_options *opts = given ? &copy : NULL;
+    if (given && rjq__sized_in(c, &copy, sizeof copy, given, "rjq_queue_options") != RJQ_OK)
+        return RJQ_EINVAL;
     if (!rjq__valid_queue_name(name)) {
         rjq__errmsg(c, "queue names are 1..%d bytes without '{', '}', spaces or control characters",
                     RJQ__QUEUE_NAME_MAX);

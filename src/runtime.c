@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "core_private.h"
+#include "validate.h"
 
 static uint64_t (*test_clock)(void); /* rjq__clock_set */
 
@@ -63,6 +64,10 @@ void rjq__errmsg(rjq_client *c, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(c->errmsg, sizeof c->errmsg, fmt, ap);
     va_end(ap);
+}
+
+int rjq__sized_in(rjq_client *c, void *dst, size_t known, const void *src, const char *what) {
+    return rjq__sized_take(dst, known, src, what, c->errmsg, sizeof c->errmsg);
 }
 
 void rjq__background_failed(rjq_client *c, int status, const char *what) {

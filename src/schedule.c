@@ -86,10 +86,20 @@ static int start(rjq_queue *q, const char *op, rjq_count_cb *count, rjq_schedule
     return RJQ_OK;
 }
 
-int rjq_schedule_set(rjq_queue *q, const char *name, const rjq_schedule *s, rjq_count_cb *cb,
+int rjq_schedule_set(rjq_queue *q, const char *name, const rjq_schedule *given, rjq_count_cb *cb,
                      void *data) {
-    if (q == NULL || s == NULL) return RJQ_EINVAL;
+    if (q == NULL || given == NULL) return RJQ_EINVAL;
     rjq_client *c = rjq_queue_client(q);
+    rjq_schedule copy; /* as this library reads it (rjq.h "Extensible structs") */
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    if (rjq__sized_in(c, &copy, sizeof copy, given, "rjq_schedule") != RJQ_OK ||
+        (copy.opts && rjq__sized_in(c, &o, sizeof o, copy.opts, "rjq_job_options") != RJQ_OK))
+        return RJQ_EINVAL;
+    const rjq_schedule *s = &copy;
+    if (s->reserved != 0) { /* (a later field, unknown here) */
+        rjq__errmsg(c, "rjq_schedule: reserved is set (keep it 0)");
+        return RJQ_EINVAL;
+    }
     if (!valid_name(name)) {
         rjq__errmsg(c, "schedule names are 1..%d bytes without spaces or control characters, "
                        "and not all digits", NAME_MAX_LEN);
@@ -109,8 +119,6 @@ int rjq_schedule_set(rjq_queue *q, const char *name, const rjq_schedule *s, rjq_
         return RJQ_EINVAL;
     }
     if (s->len > rjq__client_max_payload(c)) return RJQ_ETOOBIG;
-    rjq_job_options o = {0};
-    if (s->opts) o = *s->opts;
     o.id = NULL;
     char opts[RJQ__OPTS_MAX];
     if (rjq__encode_job_options(&o, opts) != RJQ_OK) {
@@ -145,6 +153,10 @@ int rjq_schedule_remove(rjq_queue *q, const char *name, rjq_count_cb *cb, void *
     if (rc != RJQ_OK) return rc;
     rjq__argv_str(&a, name);
     return send(q, on_count, x, &a);
+}
+
+const rjq_schedule_info *rjq_schedule_info_at(const rjq_schedule_info *list, size_t i) {
+    return list ? &list[i] : NULL;
 }
 
 /* "every <ms>" or "cron <expr> (UTC+<min>)" from a stored spec. */

@@ -1,9 +1,71 @@
 /* Input checks and encodings that need no Redis: pure, unit-tested. */
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "validate.h"
+
+/* ---- extensible structs (rjq.h "Extensible structs") -------------------- */
+
+/* The maintainers' rule: no struct has tail padding, so every older
+ * version's size ends exactly at its last field (a field added later never
+ * falls into bytes an older caller left as padding, unset). */
+#define RJQ__ENDS_AT_(type, last)                                                     \
+    _Static_assert(offsetof(type, last) + sizeof(((type *)0)->last) == sizeof(type), \
+                   #type " has tail padding: add an explicit int reserved")
+RJQ__ENDS_AT_(rjq_loop_ops, unwatch_fd);
+RJQ__ENDS_AT_(rjq_tls_options, reserved);
+RJQ__ENDS_AT_(rjq_client_options, wait_timeout_ms);
+RJQ__ENDS_AT_(rjq_queue_options, job_timeout_ms);
+RJQ__ENDS_AT_(rjq_job_options, reserved);
+RJQ__ENDS_AT_(rjq_enqueue_item, opts);
+RJQ__ENDS_AT_(rjq_worker_options, on_notice);
+RJQ__ENDS_AT_(rjq_await_options, on_progress);
+RJQ__ENDS_AT_(rjq_limits, rate_window_ms);
+RJQ__ENDS_AT_(rjq_schedule, reserved);
+
+int rjq__sized_check(const void *src, size_t known, const char *what, char *why, size_t whylen) {
+    size_t size;
+    memcpy(&size, src, sizeof size);
+    if (size < sizeof(size_t) || size > RJQ__SIZED_MAX) {
+        snprintf(why, whylen,
+                 "%s: size %zu is not a size this library reads (initialise it with its "
+                 "RJQ_..._INIT macro: rjq.h \"Extensible structs\")",
+                 what, size);
+        return RJQ_EINVAL;
+    }
+    if (size < known) return 1;
+    const unsigned char *b = src;
+    for (size_t i = known; i < size; i++) {
+        if (b[i] != 0) {
+            snprintf(why, whylen,
+                     "%s: a field this library does not know is set (byte %zu of a struct of "
+                     "%zu bytes; this library's has %zu): the program was built against a "
+                     "newer rjq.h",
+                     what, i, size, known);
+            return RJQ_EINVAL;
+        }
+    }
+    return RJQ_OK;
+}
+
+void rjq__sized_copy(void *dst, size_t known, const void *src) {
+    size_t size;
+    memcpy(&size, src, sizeof size);
+    if (size > known) size = known;
+    memset(dst, 0, known);
+    memcpy(dst, src, size);
+    memcpy(dst, &known, sizeof known);
+}
+
+int rjq__sized_take(void *dst, size_t known, const void *src, const char *what, char *why,
+                    size_t whylen) {
+    int rc = rjq__sized_check(src, known, what, why, whylen);
+    if (rc < 0) return rc;
+    rjq__sized_copy(dst, known, src);
+    return RJQ_OK;
+}
 
 /* Bytes allowed in names and ids: printable, no space; rjq's braces would
  * change the hash tag of every key, so queue names exclude them. */
@@ -92,6 +154,7 @@ int rjq__encode_job_options(const rjq_job_options *o, char *buf) {
     char spec[64];
     buf[0] = '\0';
     if (o == NULL) return RJQ_OK;
+    if (o->reserved != 0) return RJQ_EINVAL; /* (a later field, unknown here) */
     if (o->delay_ms < 0 || o->delay_ms > RJQ_DELAY_MAX || o->priority < RJQ_PRIORITY_MIN ||
         o->priority > RJQ_PRIORITY_MAX || o->max_attempts < 0 || o->timeout_ms < 0 ||
         o->timeout_ms > RJQ_DELAY_MAX || o->dedup_ms < 0 || o->dedup_ms > RJQ_DELAY_MAX ||

@@ -19,6 +19,28 @@ int rjq__valid_client_name(const char *name);
  * "delay,priority,max_attempts,backoff[;timeout]").
  * buf must hold RJQ__OPTS_MAX bytes. Returns RJQ_OK or RJQ_EINVAL. */
 int rjq__encode_job_options(const rjq_job_options *o, char *buf);
+/* The most a caller's extensible struct may say it is (rjq.h "Extensible
+ * structs"): a bigger size is taken for garbage. */
+#define RJQ__SIZED_MAX 4096
+/* Check a caller's extensible struct (its first member its size_t size)
+ * against the library's own size `known` of it. Returns:
+ *   RJQ_OK     usable in place: size >= known, every byte past known zero;
+ *   1          smaller (an older header): copy it with rjq__sized_copy;
+ *   RJQ_EINVAL refused, why (whylen bytes) says so naming `what`: a size
+ *              below sizeof(size_t) (not initialised with its _INIT), above
+ *              RJQ__SIZED_MAX, or a byte past known that is not zero (a
+ *              field this library does not have is set).
+ * src must not be NULL. */
+int rjq__sized_check(const void *src, size_t known, const char *what, char *why, size_t whylen);
+/* Copy what src's size covers (at most known bytes) into dst (known bytes),
+ * zero the rest (defaults) and set dst's size to known. src must have
+ * passed rjq__sized_check. */
+void rjq__sized_copy(void *dst, size_t known, const void *src);
+/* Both: dst (known bytes) becomes the normalised copy of src, or RJQ_EINVAL
+ * as rjq__sized_check says. */
+int rjq__sized_take(void *dst, size_t known, const void *src, const char *what, char *why,
+                    size_t whylen);
+
 /* Map a Redis error text to an RJQ_E* code (error.c). */
 int rjq__redis_error_code(const char *err);
 /* 1 when a Redis error text says the server could not serve for a moment

@@ -223,11 +223,15 @@ static int setup_timers(rjq_client *c, rjq_worker *w) {
     return RJQ_OK;
 }
 
-/* Options checked, as rjq_worker_start() documents. */
-static int check_options(rjq_client *c, const rjq_worker_options *o) {
-    if (o && (o->concurrency < 0 || o->lease_ms < 0 || o->poll_ms < 0 || o->reclaim_ms < 0))
+/* Options checked, as rjq_worker_start() documents, into *o (the caller's
+ * as this library knows them: rjq.h "Extensible structs"; NULL: defaults). */
+static int check_options(rjq_client *c, const rjq_worker_options *given, rjq_worker_options *o) {
+    *o = (rjq_worker_options)RJQ_WORKER_OPTIONS_INIT;
+    if (given && rjq__sized_in(c, o, sizeof *o, given, "rjq_worker_options") != RJQ_OK)
         return RJQ_EINVAL;
-    if (o && o->lease_ms > 0 && o->lease_ms < 30) {
+    if (o->concurrency < 0 || o->lease_ms < 0 || o->poll_ms < 0 || o->reclaim_ms < 0)
+        return RJQ_EINVAL;
+    if (o->lease_ms > 0 && o->lease_ms < 30) {
         rjq__errmsg(c, "lease_ms must be at least 30");
         return RJQ_EINVAL;
     }
@@ -288,13 +292,15 @@ static void go_live(rjq_worker *w) {
     rjq__queue_register(w->q);
 }
 
-int rjq_worker_start(rjq_queue *q, const rjq_worker_options *o, rjq_handler_fn *handler,
+int rjq_worker_start(rjq_queue *q, const rjq_worker_options *given, rjq_handler_fn *handler,
                      void *data, rjq_worker **out) {
     if (q == NULL || handler == NULL || out == NULL) return RJQ_EINVAL;
     *out = NULL;
     rjq_client *c = rjq_queue_client(q);
     if (!rjq__accepting(c) || rjq__draining(c)) return RJQ_ECLOSED;
-    int rc = check_options(c, o);
+    rjq_worker_options opts;
+    const rjq_worker_options *o = &opts;
+    int rc = check_options(c, given, &opts);
     if (rc != RJQ_OK) return rc;
     rjq_worker *w = make_worker(q, o, handler, data);
     if (w == NULL) return RJQ_ENOMEM;
@@ -304,7 +310,7 @@ int rjq_worker_start(rjq_queue *q, const rjq_worker_options *o, rjq_handler_fn *
 }
 
 int rjq_worker_start_queues(rjq_queue *const *queues, size_t n, rjq_worker_order order,
-                            const int *weights, const rjq_worker_options *o,
+                            const int *weights, const rjq_worker_options *given,
                             rjq_handler_fn *handler, void *data, rjq_worker **out) {
     if (out) *out = NULL;
     if (queues == NULL || n == 0 || n > RJQ_WORKER_QUEUES_MAX || handler == NULL || out == NULL ||
@@ -322,7 +328,9 @@ int rjq_worker_start_queues(rjq_queue *const *queues, size_t n, rjq_worker_order
     }
     rjq_client *c = rjq_queue_client(queues[0]);
     if (!rjq__accepting(c) || rjq__draining(c)) return RJQ_ECLOSED;
-    int rc = check_options(c, o);
+    rjq_worker_options opts;
+    const rjq_worker_options *o = &opts;
+    int rc = check_options(c, given, &opts);
     if (rc != RJQ_OK) return rc;
     group *g = calloc(1, sizeof *g);
     if (g == NULL) return RJQ_ENOMEM;

@@ -92,7 +92,7 @@ static void ad_enqueue(rjq_queue *q, ad_counts *n, int from, int count, int with
         char id[32], payload[32];
         snprintf(id, sizeof id, "j%d", i);
         snprintf(payload, sizeof payload, "p%d", i);
-        rjq_job_options o = {0};
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
         o.id = id;
         ASSERT_OK(rjq_enqueue(q, payload, strlen(payload), with_ids ? &o : NULL, ad_on_enq, n));
     }
@@ -105,7 +105,7 @@ static void ad_await(rjq_queue *q, ad_counts *n, int count, int with_ids) {
         char payload[32], id[32];
         snprintf(payload, sizeof payload, "a%d", i);
         snprintf(id, sizeof id, "aw%d", i);
-        rjq_job_options o = {0};
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
         o.id = id;
         ASSERT_OK(rjq_enqueue_await(q, payload, strlen(payload), with_ids ? &o : NULL, NULL,
                                     ad_on_await, n, NULL));
@@ -119,7 +119,7 @@ static void adapter_runs_jobs_and_awaits(const adapter *a) {
     rjq_client *c = ad_client(a, &s);
     rjq_queue *q = queue_for(c, "ad");
     ad_counts n = {0};
-    rjq_worker_options wo = {.concurrency = 8};
+    rjq_worker_options wo = {.size = sizeof(rjq_worker_options), .concurrency = 8};
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(q, &wo, ad_handler, &n, &w));
     ad_enqueue(q, &n, 0, 100, 0);
@@ -144,7 +144,7 @@ static void adapter_survives_killed_connections(const adapter *a) {
     rjq_client *c = ad_client(a, &s);
     rjq_queue *q = queue_for(c, "ad");
     ad_counts n = {0};
-    rjq_worker_options wo = {.concurrency = 4};
+    rjq_worker_options wo = {.size = sizeof(rjq_worker_options), .concurrency = 4};
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(q, &wo, ad_handler, &n, &w));
     ad_enqueue(q, &n, 0, 200, 1);
@@ -177,7 +177,7 @@ static void adapter_client_freed_inside_a_handler(const adapter *a) {
     rjq_queue *q = queue_for(c, "ad");
     ad_counts n = {0};
     n.free_me = c;
-    rjq_worker_options wo = {.concurrency = 2};
+    rjq_worker_options wo = {.size = sizeof(rjq_worker_options), .concurrency = 2};
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(q, &wo, ad_handler, &n, &w));
     ad_enqueue(q, &n, 0, 3, 0);

@@ -34,7 +34,7 @@ void env_stop(test_env *e) {
 }
 
 rjq_worker_options quiet_worker_options(int concurrency) {
-    rjq_worker_options o = {0};
+    rjq_worker_options o = RJQ_WORKER_OPTIONS_INIT;
     o.concurrency = concurrency;
     o.poll_ms = 60000;
     o.reclaim_ms = 600000;

@@ -508,7 +508,7 @@ void serve_until_killed(struct event_base *base, long guard_ms) {
 }
 
 rjq_client_options client_options(const char *url) {
-    rjq_client_options o = {0};
+    rjq_client_options o = RJQ_CLIENT_OPTIONS_INIT;
     o.url = url;
     o.prefix = "t";
     o.reconnect_min_ms = 20;

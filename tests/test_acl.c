@@ -210,10 +210,10 @@ static void on_processes_listed(rjq_client *c, int status, const rjq_process *li
     ASSERT_OK(status);
     process_queues[0] = '\0';
     for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < list[i].nqueues; k++)
+        for (size_t k = 0; k < rjq_process_at(list, i)->nqueues; k++)
             snprintf(process_queues + strlen(process_queues),
                      sizeof process_queues - strlen(process_queues), "%s%s",
-                     process_queues[0] ? "," : "", list[i].queues[k].queue);
+                     process_queues[0] ? "," : "", rjq_process_queue_at(rjq_process_at(list, i)->queues, k)->queue);
     processes_listed++;
 }
 
@@ -263,7 +263,7 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(wq, NULL, handler, NULL, &w));
     /* plain, delayed, prioritised, retried and dead jobs, all awaited */
-    rjq_job_options delayed = {0}, urgent = {0};
+    rjq_job_options delayed = RJQ_JOB_OPTIONS_INIT, urgent = RJQ_JOB_OPTIONS_INIT;
     delayed.delay_ms = 50;
     urgent.priority = 5;
     for (int i = 0; i < 20; i++) {
@@ -277,7 +277,7 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     static char chunk[400 << 10];
     memset(chunk, 'c', sizeof chunk);
     rjq_enqueue_item items[4];
-    for (int i = 0; i < 4; i++) items[i] = (rjq_enqueue_item){chunk, sizeof chunk, NULL};
+    for (int i = 0; i < 4; i++) items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), chunk, sizeof chunk, NULL};
     ASSERT_OK(rjq_enqueue_batch(pq, items, 4, on_big_batch, NULL));
     ASSERT(loop_until_count(base, &big_batches, 1, 10000));
     /* big payloads: after the first, the worker claims ids only and reads
@@ -296,7 +296,7 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     ASSERT(loop_until_count(base, &controls_ok, 2, 5000));
     ASSERT_OK(rjq_queue_stats(mq, on_stats, NULL));
     ASSERT(loop_until_count(base, &stats_seen, 1, 5000));
-    rjq_job_options id = {0};
+    rjq_job_options id = RJQ_JOB_OPTIONS_INIT;
     id.id = "known";
     ASSERT_OK(enqueue_job(base, pq, "x", &id).status);
     ASSERT_OK(rjq_queue_job(mq, "known", on_job, NULL));
@@ -324,7 +324,7 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
 
     /* controls: the producer cancels; the worker role also pauses,
      * resumes, limits and cancels; the monitor does none of it */
-    rjq_job_options later = {0};
+    rjq_job_options later = RJQ_JOB_OPTIONS_INIT;
     later.delay_ms = 60000;
     later.id = "to-cancel";
     ASSERT_OK(enqueue_job(base, pq, "x", &later).status);
@@ -334,10 +334,10 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     ASSERT_OK(rjq_queue_cancel(wq, "to-cancel-2", on_cancel_ok, NULL));
     ASSERT_OK(rjq_queue_pause(wq, on_control, NULL));
     ASSERT_OK(rjq_queue_resume(wq, on_control, NULL));
-    rjq_limits lim = {3, 100, 1000};
+    rjq_limits lim = {sizeof(rjq_limits), 3, 100, 1000};
     ASSERT_OK(rjq_queue_set_limits(wq, &lim, on_control, NULL));
     ASSERT(loop_until_count(base, &controls_ok, 7, 5000));
-    rjq_job_options timed = {0};
+    rjq_job_options timed = RJQ_JOB_OPTIONS_INIT;
     timed.timeout_ms = 5000;
     ASSERT_OK(rjq_enqueue_await(pq, "work", 4, &timed, NULL, on_outcome, NULL, NULL));
     ASSERT(loop_until_count(base, &ok_outcomes, 23, 5000)); /* a limited claim */
@@ -347,7 +347,7 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     ASSERT(loop_until_count(base, &ok_outcomes, 24, 5000)); /* pushed: deadlines written */
     /* schedules: the worker role sets them and runs the scheduler, the
      * monitor lists them */
-    rjq_schedule sch = {0};
+    rjq_schedule sch = RJQ_SCHEDULE_INIT;
     sch.every_ms = 100;
     ASSERT_OK(rjq_schedule_set(wq, "tick", &sch, on_control, NULL));
     ASSERT(loop_until_count(base, &controls_ok, 9, 5000));
@@ -637,7 +637,7 @@ TEST(worker_refused_a_script_command_reports_an_error_event) {
         rjq_client *producer = client_for(base, &s);
         rjq_queue *pq = queue_for(producer, "jobs");
         enqueue_job(base, pq, "x", NULL);
-        rjq_worker_options wo = {0};
+        rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
         wo.concurrency = 1;
         wo.reclaim_ms = 50; /* the queue's visits find the job waiting this often */
         rjq_worker *w;
@@ -688,7 +688,7 @@ TEST(wrong_password_ends_enqueue_with_id_and_await_with_eauth) {
     h.needle = "WRONGPASS";
     rjq_client *c = client_heard(base, &s, "rjq-producer", "not-the-password", &h);
     rjq_queue *q = queue_for(c, "jobs");
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "with-id";
     ended e = {0};
     ASSERT_OK(rjq_enqueue(q, "x", 1, &o, on_enqueued_once, &e));
@@ -726,7 +726,7 @@ TEST(worker_without_clients_keys_reports_liveness_refused) {
     o.liveness_ms = 1000; /* a beat every 333 ms */
     o.reconnect_max_ms = 3000; /* the reconnect span: 5 s */
     rjq_client *c = client_new(base, &o);
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.reclaim_ms = 50; /* a visit every 50 ms */
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(queue_for(c, "jobs"), &wo, handler, NULL, &w));
@@ -803,7 +803,7 @@ TEST(worker_channels_refused_once_are_subscribed_again_once_the_acl_allows_them)
     h.needle = "'subscribe'";
     rjq_client *c = client_heard(base, &s, "latesub", PW, &h);
     rjq_queue *q = queue_for(c, "jobs");
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 1;
     wo.poll_ms = 60000;
     wo.reclaim_ms = 600000;

@@ -39,7 +39,7 @@ static void on_batch(rjq_client *c, int status, const rjq_enqueued *jobs, size_t
     w->status = status;
     w->n = n;
     for (size_t i = 0; i < n && i < JOBS; i++)
-        snprintf(w->ids[i], sizeof w->ids[i], "%s", jobs[i].id);
+        snprintf(w->ids[i], sizeof w->ids[i], "%s", rjq_enqueued_at(jobs, i)->id);
 }
 
 /* Enqueue jobs first..first+n-1 (payloads by make_payload) as one batch
@@ -50,7 +50,7 @@ static batch_wait enqueue_batch(test_env *e, rjq_queue *q, long first, size_t n)
     ASSERT(n <= JOBS);
     for (size_t i = 0; i < n; i++) {
         size_t len = make_payload(first + (long)i, bufs[i]);
-        items[i] = (rjq_enqueue_item){bufs[i], len, NULL};
+        items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), bufs[i], len, NULL};
     }
     batch_wait w = {0};
     ASSERT_OK(rjq_enqueue_batch(q, items, n, on_batch, &w));
@@ -246,7 +246,7 @@ TEST(payloads_ahead_after_a_flush_are_deleted_before_the_batch_goes_again) {
  * the next one lands. */
 TEST(refused_payloads_ahead_leave_nothing_behind) {
     test_env e;
-    rjq_queue_options o = {.max_waiting = JOBS + 10};
+    rjq_queue_options o = {.size = sizeof(rjq_queue_options), .max_waiting = JOBS + 10};
     env_start_queue(&e, "ahr", &o);
     ASSERT_OK(enqueue_batch(&e, e.q, 0, JOBS).status);
     wait_reserved(&e, e.q, "ahr");
@@ -368,7 +368,7 @@ TEST(a_stale_batch_of_several_calls_goes_again_the_usual_way) {
     enum { N = 600 }; /* 1.2 MiB */
     static char bufs[N][BIG];
     static rjq_enqueue_item items[N];
-    for (int i = 0; i < N; i++) items[i] = (rjq_enqueue_item){bufs[i], make_payload(i, bufs[i]), NULL};
+    for (int i = 0; i < N; i++) items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), bufs[i], make_payload(i, bufs[i]), NULL};
     batch_wait w = {0};
     long long execs = server_calls(e.rc, "exec");
     ASSERT_OK(rjq_enqueue_batch(e.q, items, N, on_batch, &w));

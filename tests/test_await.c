@@ -105,7 +105,7 @@ static void on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, 
 
 static rjq_client *mk_client(struct event_base *base, const test_server *s, const char *name,
                              long reconnect_ms, events *ev) {
-    rjq_client_options o = {0};
+    rjq_client_options o = RJQ_CLIENT_OPTIONS_INIT;
     rjq_client *c = NULL;
     o.url = s->url;
     o.prefix = "t";
@@ -241,7 +241,7 @@ static size_t release(work *w, size_t n) {
 }
 
 static rjq_worker *start_worker(rjq_queue *q, int concurrency, work *w) {
-    rjq_worker_options o = {0};
+    rjq_worker_options o = RJQ_WORKER_OPTIONS_INIT;
     rjq_worker *wk = NULL;
     o.concurrency = concurrency;
     ASSERT_OK(rjq_worker_start(q, &o, handler, w, &wk));
@@ -273,7 +273,7 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
 static void enqueue_id(struct event_base *base, rjq_queue *q, const char *id, const char *payload,
                        int max_attempts) {
     long done = 0;
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = id;
     o.max_attempts = max_attempts;
     ASSERT_OK(rjq_enqueue(q, payload, strlen(payload), &o, on_enqueued, &done));
@@ -351,7 +351,7 @@ static void outcomes_barrier(struct event_base *base, redisContext *rc, rjq_clie
     snprintf(id, sizeof id, "barrier-%d", ++n);
     rjq_queue *bq = queue_for(c, "barrier");
     int done = 0;
-    rjq_job_options o = {.id = id};
+    rjq_job_options o = {.size = sizeof(rjq_job_options), .id = id};
     ASSERT_OK(rjq_enqueue_await(bq, "b", 1, &o, NULL, on_barrier, &done, NULL));
     ASSERT_EQ(1, wait_watchers(base, rc, "barrier", id, 1));
     int sent = 0; /* the enqueue's reply processed: the await watches the job */
@@ -391,7 +391,7 @@ TEST(await_never_misses_completion_before_during_after_registration) {
     rec_set(&before[1], RJQ_OK, "r:p-before");
     ASSERT_OK(rjq_queue_await(e.pq, "before-1", NULL, on_outcome, &before[0], NULL));
     /* enqueue_await of an id that already finished: answered from its state */
-    rjq_job_options same = {0};
+    rjq_job_options same = RJQ_JOB_OPTIONS_INIT;
     same.id = "before-1";
     ASSERT_OK(rjq_enqueue_await(e.pq, "ignored", 7, &same, NULL, on_outcome, &before[1], NULL));
     ASSERT(loop_until_count(e.base, &resolved, 2, 5000));
@@ -417,7 +417,7 @@ TEST(await_never_misses_completion_before_during_after_registration) {
         char payload[64], id[32];
         snprintf(id, sizeof id, "dq-%d", i);
         int n = snprintf(payload, sizeof payload, "byid-%d-%08x", i, salt);
-        rjq_job_options o = {0};
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
         o.id = id;
         rec_set(&during[ND + i], RJQ_OK, "r:%s", payload);
         ASSERT_OK(rjq_enqueue(e.pq, payload, (size_t)n, &o, NULL, NULL));
@@ -437,7 +437,7 @@ TEST(await_never_misses_completion_before_during_after_registration) {
     memset(bulk, 'b', BULK);
     rjq_queue *bq = queue_for(e.pc, "bulk");
     long bulk_done = 0;
-    rjq_job_options bo = {0};
+    rjq_job_options bo = RJQ_JOB_OPTIONS_INIT;
     bo.id = "bulk-1";
     ASSERT_OK(rjq_enqueue(bq, bulk, BULK, &bo, on_enqueued, &bulk_done));
     ASSERT(loop_until_count(e.base, &bulk_done, 1, 10000));
@@ -467,7 +467,7 @@ TEST(await_never_misses_completion_before_during_after_registration) {
     rec after[2];
     rec_set(&after[0], RJQ_OK, "r:p-after-1");
     rec_set(&after[1], RJQ_OK, "r:p-after-2");
-    rjq_job_options a1 = {0};
+    rjq_job_options a1 = RJQ_JOB_OPTIONS_INIT;
     a1.id = "after-1";
     ASSERT_OK(rjq_enqueue_await(e.pq, "p-after-1", 9, &a1, NULL, on_outcome, &after[0], NULL));
     enqueue_id(e.base, e.pq, "after-2", "p-after-2", 0);
@@ -603,7 +603,7 @@ TEST(subscriber_killed_while_jobs_complete_every_await_resolves_once) {
         char payload[32], id[32];
         snprintf(id, sizeof id, "ki-%d", i);
         int n = snprintf(payload, sizeof payload, "ki-payload-%d", i);
-        rjq_job_options o = {0};
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
         o.id = id;
         rec_set(&r[NE + i], RJQ_OK, "r:%s", payload);
         ASSERT_OK(rjq_enqueue(e.pq, payload, (size_t)n, &o, NULL, NULL));
@@ -664,10 +664,10 @@ TEST(timeout_fires_once_late_completion_ignored) {
     rec r[2];
     rec_set(&r[0], RJQ_ETIMEDOUT, "-");
     rec_set(&r[1], RJQ_ETIMEDOUT, "-");
-    rjq_await_options ao = {0};
+    rjq_await_options ao = RJQ_AWAIT_OPTIONS_INIT;
     ao.timeout_ms = 200;
     ASSERT_OK(rjq_queue_await(e.pq, "to-1", &ao, on_outcome, &r[0], NULL));
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "to-2";
     ASSERT_OK(rjq_enqueue_await(e.pq, "p-2", 3, &o, &ao, on_outcome, &r[1], NULL));
     int synced = 0;
@@ -716,9 +716,9 @@ TEST(enqueue_await_timeout_before_the_enqueue_reply_still_gives_the_id) {
     ASSERT(loop_until_count(e.base, &resolved, 1, 5000));
 
     ASSERT_EQ(0, kill(e.s.pid, SIGSTOP));
-    rjq_await_options ao = {0};
+    rjq_await_options ao = RJQ_AWAIT_OPTIONS_INIT;
     ao.timeout_ms = 1;
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "tb-1";
     rec_set(&r[1], RJQ_ETIMEDOUT, "-");
     rec_set(&r[2], RJQ_ETIMEDOUT, "-");
@@ -755,7 +755,7 @@ TEST(enqueue_await_timeout_before_the_enqueue_reply_still_gives_the_id) {
 TEST(enqueue_await_with_an_id_ends_near_its_timeout_while_redis_is_stopped) {
     aw_env e;
     aw_start(&e, NULL, NULL);
-    rjq_client_options co = {0};
+    rjq_client_options co = RJQ_CLIENT_OPTIONS_INIT;
     co.url = e.s.url;
     co.prefix = "t";
     co.command_timeout_ms = 300;
@@ -771,9 +771,9 @@ TEST(enqueue_await_with_an_id_ends_near_its_timeout_while_redis_is_stopped) {
     ASSERT_OK(rjq_queue_await(q, "tu-none", NULL, on_outcome, &r[0], NULL));
     ASSERT(loop_until_count(e.base, &resolved, 1, 5000));
     ASSERT_EQ(0, kill(e.s.pid, SIGSTOP));
-    rjq_await_options ao = {0};
+    rjq_await_options ao = RJQ_AWAIT_OPTIONS_INIT;
     ao.timeout_ms = 200;
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "tu-1";
     rec_set(&r[1], RJQ_ETIMEDOUT, "-");
     ASSERT_OK(rjq_enqueue_await(q, "p", 1, &o, &ao, on_outcome, &r[1], NULL));
@@ -796,7 +796,7 @@ TEST(await_of_dead_job_reports_last_error) {
 
     rec r[3];
     rec_set(&r[0], RJQ_EJOBDEAD, "attempt 2 of 2 failed: die");
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "d-1";
     o.max_attempts = 2;
     ASSERT_OK(rjq_enqueue_await(e.pq, "die", 3, &o, NULL, on_outcome, &r[0], NULL));
@@ -870,7 +870,7 @@ TEST(free_client_with_awaits_pending_cancels_each_once) {
     for (int i = 0; i < A1; i++) {
         char id[32];
         snprintf(id, sizeof id, "fa-%d", i);
-        rjq_job_options o = {0};
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
         o.id = id;
         rec_set(&ra[i], RJQ_ECANCELED, "-");
         ASSERT_OK(rjq_enqueue_await(qa, id, strlen(id), &o, NULL, on_outcome, &ra[i], NULL));
@@ -1017,10 +1017,10 @@ TEST(progress_reaches_awaiting_producer) {
     /* Three awaits on one job: its producer, a second await on the same
      * client by id, and another client by id. */
     rec r[3];
-    rjq_await_options ao = {0};
+    rjq_await_options ao = RJQ_AWAIT_OPTIONS_INIT;
     ao.on_progress = on_progress;
     for (int i = 0; i < 3; i++) rec_set(&r[i], RJQ_OK, "done");
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "pg-1";
     ASSERT_OK(rjq_enqueue_await(e.pq, "prog", 4, &o, &ao, on_outcome, &r[0], NULL));
     wait_watchers(e.base, e.rc, "prog", "pg-1", 1);
@@ -1159,7 +1159,7 @@ TEST(big_result_fetched_once) {
 
     /* A 200 KiB result travels as a 'big' marker and one HGET. */
     long long hget0 = server_calls(e.rc, "hget");
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "big-1";
     char payload[32];
     int n = snprintf(payload, sizeof payload, "big:%d", BIG);
@@ -1336,7 +1336,7 @@ TEST(dead_and_cancelled_jobs_have_no_watchers) {
     aw_start(&e, "nw", NULL);
     rec r[2];
     rec_set(&r[0], RJQ_EJOBCANCELED, "-");
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "nw-c";
     ASSERT_OK(rjq_enqueue_await(e.pq, "x", 1, &o, NULL, on_outcome, &r[0], NULL));
     wait_watchers(e.base, e.rc, "nw", "nw-c", 1);

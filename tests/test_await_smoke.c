@@ -37,7 +37,7 @@ TEST(await_smoke_complete_dead_and_by_id) {
     ASSERT(loop_until_count(e.base, &resolved, 2, 5000));
     ASSERT_EQ(RJQ_EJOBDEAD, last_status);
     ASSERT_STREQ("boom", last_body);
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "known-1";
     ASSERT_OK(rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));
     ASSERT_OK(rjq_queue_await(e.q, "known-1", NULL, on_outcome, NULL, NULL));

@@ -150,7 +150,7 @@ TEST(invalid_queue_names_rejected) {
  * ====================================================================== */
 
 static rjq_client *client_with(struct event_base *base, const test_server *s, size_t max_payload) {
-    rjq_client_options o = {0};
+    rjq_client_options o = RJQ_CLIENT_OPTIONS_INIT;
     o.url = s->url;
     o.prefix = "t";
     o.max_payload = max_payload;
@@ -169,7 +169,7 @@ TEST(oversize_payload_rejected_nothing_written) {
 
     ASSERT_EQ(RJQ_ETOOBIG, rjq_enqueue(q, buf, 101, NULL, never_enq, NULL));
     /* One bad item fails the whole batch. */
-    rjq_enqueue_item items[3] = {{buf, 10, NULL}, {buf, 101, NULL}, {buf, 1, NULL}};
+    rjq_enqueue_item items[3] = {{sizeof(rjq_enqueue_item), buf, 10, NULL}, {sizeof(rjq_enqueue_item), buf, 101, NULL}, {sizeof(rjq_enqueue_item), buf, 1, NULL}};
     ASSERT_EQ(RJQ_ETOOBIG, rjq_enqueue_batch(q, items, 3, never_enq, NULL));
     stats_wait st = stats_of(base, q); /* anything sent would have run by now */
     ASSERT_OK(st.status);
@@ -203,30 +203,30 @@ TEST(invalid_job_ids_and_options_rejected) {
 
     const char *bad_ids[] = {"12345", "0", "has space", long_id, "", "tab\tid", "nl\n"};
     for (size_t i = 0; i < sizeof bad_ids / sizeof bad_ids[0]; i++) {
-        rjq_job_options o = {0};
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
         o.id = bad_ids[i];
         int rc_enq = rjq_enqueue(env.q, "p", 1, &o, never_enq, NULL);
         if (rc_enq != RJQ_EJOBID)
             FAIL_AT(__FILE__, __LINE__, "id #%zu: expected RJQ_EJOBID, got %d", i, rc_enq);
     }
     /* A bad id anywhere fails the whole batch. */
-    rjq_job_options good = {0}, bad = {0};
+    rjq_job_options good = RJQ_JOB_OPTIONS_INIT, bad = RJQ_JOB_OPTIONS_INIT;
     good.id = "fine-1";
     bad.id = "999";
-    rjq_enqueue_item items[2] = {{"a", 1, &good}, {"b", 1, &bad}};
+    rjq_enqueue_item items[2] = {{sizeof(rjq_enqueue_item), "a", 1, &good}, {sizeof(rjq_enqueue_item), "b", 1, &bad}};
     ASSERT_EQ(RJQ_EJOBID, rjq_enqueue_batch(env.q, items, 2, never_enq, NULL));
 
     struct {
         const char *what;
         rjq_job_options o;
     } bad_opts[] = {
-        {"priority above max", {.priority = RJQ_PRIORITY_MAX + 1}},
-        {"priority below min", {.priority = RJQ_PRIORITY_MIN - 1}},
-        {"negative delay", {.delay_ms = -1}},
-        {"negative max_attempts", {.max_attempts = -1}},
-        {"unknown backoff type", {.backoff = {(rjq_backoff_type)7, 100, 0}}},
-        {"negative backoff base", {.backoff = {RJQ_BACKOFF_FIXED, -5, 0}}},
-        {"negative backoff cap", {.backoff = {RJQ_BACKOFF_EXPONENTIAL, 100, -1}}},
+        {"priority above max", {.size = sizeof(rjq_job_options), .priority = RJQ_PRIORITY_MAX + 1}},
+        {"priority below min", {.size = sizeof(rjq_job_options), .priority = RJQ_PRIORITY_MIN - 1}},
+        {"negative delay", {.size = sizeof(rjq_job_options), .delay_ms = -1}},
+        {"negative max_attempts", {.size = sizeof(rjq_job_options), .max_attempts = -1}},
+        {"unknown backoff type", {.size = sizeof(rjq_job_options), .backoff = {(rjq_backoff_type)7, 100, 0}}},
+        {"negative backoff base", {.size = sizeof(rjq_job_options), .backoff = {RJQ_BACKOFF_FIXED, -5, 0}}},
+        {"negative backoff cap", {.size = sizeof(rjq_job_options), .backoff = {RJQ_BACKOFF_EXPONENTIAL, 100, -1}}},
     };
     for (size_t i = 0; i < sizeof bad_opts / sizeof bad_opts[0]; i++) {
         int rc_enq = rjq_enqueue(env.q, "p", 1, &bad_opts[i].o, never_enq, NULL);
@@ -249,7 +249,7 @@ TEST(invalid_job_ids_and_options_rejected) {
 
     /* The limits themselves are fine. */
     long_id[200] = '\0';
-    rjq_job_options ok = {0};
+    rjq_job_options ok = RJQ_JOB_OPTIONS_INIT;
     ok.id = long_id;
     ok.priority = RJQ_PRIORITY_MIN;
     enq_wait e = {0};
@@ -274,7 +274,7 @@ TEST(wrongtype_key_reported_nothing_written) {
     env_start(&env, "q");
 
     /* One job first, so the queue's stats exist and can be compared. */
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "before";
     enq_wait e = {0};
     ASSERT_OK(rjq_enqueue(env.q, "x", 1, &o, on_enq, &e));
@@ -297,11 +297,11 @@ TEST(wrongtype_key_reported_nothing_written) {
 
     memset(&e, 0, sizeof e);
     ASSERT_OK(rjq_enqueue(env.q, "z", 1, NULL, on_enq, &e));
-    rjq_job_options d = {0};
+    rjq_job_options d = RJQ_JOB_OPTIONS_INIT;
     d.delay_ms = 1000;
     enq_wait e2 = {0};
     ASSERT_OK(rjq_enqueue(env.q, "d", 1, &d, on_enq, &e2));
-    rjq_enqueue_item items[2] = {{"b1", 2, NULL}, {"b2", 2, NULL}};
+    rjq_enqueue_item items[2] = {{sizeof(rjq_enqueue_item), "b1", 2, NULL}, {sizeof(rjq_enqueue_item), "b2", 2, NULL}};
     enq_wait e3 = {0};
     ASSERT_OK(rjq_enqueue_batch(env.q, items, 2, on_enq, &e3));
     ASSERT(loop_until(env.base, &e3.calls, 10000));
@@ -338,7 +338,7 @@ TEST(wrongtype_key_reported_nothing_written) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         plant_wrongtype(env.rc, cases[i].key, cases[i].plant);
         snapshot(env.rc, before, sizeof before);
-        rjq_job_options k = {0};
+        rjq_job_options k = RJQ_JOB_OPTIONS_INIT;
         k.id = "j3";
         k.delay_ms = cases[i].delay_ms;
         k.priority = cases[i].priority;
@@ -457,7 +457,7 @@ static void complete_on_wrongtype_announces_nothing(const char *key) {
 
     held_job h = {0};
     ASSERT_OK(rjq_enqueue_await(env.q, "p", 1, NULL, NULL, on_held_outcome, &h, NULL));
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 2;
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(env.q, &wo, hold_handler, &h, &w));
@@ -532,7 +532,7 @@ static void claim_refused_by_wrongtype_job(const char *q, const char *key,
     snapshot(env.rc, before, sizeof before);
 
     int handled = 0;
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.poll_ms = 50; /* a failed claim is tried again after poll_ms */
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(env.q, &wo, count_handled, &handled, &w));
@@ -597,7 +597,7 @@ TEST(claim_promoting_a_due_priority_job_on_wrongtype_stats_changes_nothing) {
     test_env env;
     env_start(&env, "p");
 
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "due";
     o.priority = 5;
     o.delay_ms = 50;
@@ -612,7 +612,7 @@ TEST(claim_promoting_a_due_priority_job_on_wrongtype_stats_changes_nothing) {
     snapshot(env.rc, before, sizeof before);
 
     int handled = 0;
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 1;
     wo.poll_ms = 50; /* each poll claims again */
     rjq_worker *w = NULL;
@@ -898,7 +898,7 @@ TEST(bad_urls_rejected_with_eurl) {
         "",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        rjq_client_options o = {0};
+        rjq_client_options o = RJQ_CLIENT_OPTIONS_INIT;
         rjq_client *c = (rjq_client *)base; /* must be reset to NULL */
         o.url = bad[i];
         int rc = rjq_libevent_client_new(&c, base, &o);
@@ -910,7 +910,7 @@ TEST(bad_urls_rejected_with_eurl) {
     const char *good[] = {"redis://127.0.0.1:1", "redis://localhost:1", "redis://[::1]:1/2",
                           "redis://u:p%40ss@127.0.0.1:1", "unix:///nonexistent/rjq.sock?db=3"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
-        rjq_client_options o = {0};
+        rjq_client_options o = RJQ_CLIENT_OPTIONS_INIT;
         rjq_client *c = NULL;
         o.url = good[i];
         o.connect_timeout_ms = 100;
@@ -985,7 +985,7 @@ TEST(claim_checks_every_key_it_touches_before_its_first_write) {
         claim_refused_by_wrongtype(q, key, plant_moved, restore_moved);
     }
     /* a job with a run time limit: its claim writes deadlines */
-    rjq_job_options jo = {0};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     jo.timeout_ms = 60000;
     wt_key = "t:{ckd}:deadlines";
     claim_refused_by_wrongtype_job("ckd", wt_key, plant_moved, restore_moved, &jo);
@@ -995,7 +995,7 @@ TEST(claim_checks_every_key_it_touches_before_its_first_write) {
  * the claim reads it (for the doorbell) before its first write all the
  * same, so a wrongly typed one still refuses it with nothing written. */
 TEST(claim_filled_by_priority_jobs_on_wrongtype_ready_changes_nothing) {
-    rjq_job_options jo = {0};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     jo.priority = 5;
     wt_key = "t:{ckp}:ready";
     claim_refused_by_wrongtype_job("ckp", wt_key, plant_moved, restore_moved, &jo);
@@ -1122,7 +1122,7 @@ static void first_of_held_jobs_completed(test_env *env, const char *q, const rjq
  * its slot back.) */
 TEST(completion_due_to_sweep_on_wrongtype_column_writes_nothing) {
     test_env env;
-    rjq_queue_options qo = {0};
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.completed_max = 1;
     held_job h = {0};
     first_of_held_jobs_completed(&env, "sw", &qo, 2, &h);
@@ -1167,7 +1167,7 @@ static void on_reclaimed_count(rjq_client *c, int status, long long n, void *dat
 
 TEST(reclaim_sweep_on_wrongtype_column_writes_nothing) {
     test_env env;
-    rjq_queue_options qo = {0};
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.retention_ms = 1;
     held_job h = {0};
     first_of_held_jobs_completed(&env, "rs", &qo, 1, &h);
@@ -1362,7 +1362,7 @@ TEST(non_numeric_counter_never_loses_a_job_moved_by_sweep_claim_or_replay) {
     env_start(&env, "g");
     /* the sweep: a job past its run time, held by a worker that hangs */
     held_job h = {0};
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "slow";
     o.timeout_ms = 50;
     enqueue_job(env.base, env.q, "x", &o);
@@ -1390,7 +1390,7 @@ TEST(non_numeric_counter_never_loses_a_job_moved_by_sweep_claim_or_replay) {
     stop_and_wait(&env, w);
 
     /* the claim: a due priority job takes a sequence number */
-    rjq_job_options p = {0};
+    rjq_job_options p = RJQ_JOB_OPTIONS_INIT;
     p.id = "due";
     p.priority = 5;
     p.delay_ms = 50;
@@ -1414,7 +1414,7 @@ TEST(non_numeric_counter_never_loses_a_job_moved_by_sweep_claim_or_replay) {
     stop_and_wait(&env, w2);
 
     /* the replay: a dead priority job goes back to prio with a sequence number */
-    rjq_job_options d = {0};
+    rjq_job_options d = RJQ_JOB_OPTIONS_INIT;
     d.id = "gone";
     d.priority = 3;
     enqueue_job(env.base, env.q, "x", &d);
@@ -1443,7 +1443,7 @@ TEST(non_numeric_counter_never_loses_a_job_moved_by_sweep_claim_or_replay) {
 TEST(garbled_last_turn_of_the_waiters_refuses_the_claim_before_it_starts_jobs) {
     test_env env;
     env_start(&env, "wg");
-    rjq_limits l = {0};
+    rjq_limits l = RJQ_LIMITS_INIT;
     l.concurrency = 2;
     count_wait cw = {0};
     ASSERT_OK(rjq_queue_set_limits(env.q, &l, on_count, &cw));

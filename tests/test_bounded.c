@@ -42,7 +42,7 @@ static long long seq_of(test_env *e) {
 
 TEST(bounded_queue_refuses_what_would_pass_the_bound) {
     test_env e;
-    rjq_queue_options qo = {0};
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.max_waiting = 5;
     env_start_queue(&e, "b", &qo);
     ASSERT_EQ(RJQ_OK, enqueue_one(&e, "a", 0, 0));
@@ -69,6 +69,7 @@ TEST(bounded_queue_refuses_what_would_pass_the_bound) {
     rjq_enqueue_item items[4];
     memset(items, 0, sizeof items);
     for (int i = 0; i < 4; i++) {
+        items[i].size = sizeof items[i];
         items[i].payload = "y";
         items[i].len = 1;
     }
@@ -92,7 +93,7 @@ TEST(bounded_queue_refuses_what_would_pass_the_bound) {
  * (enqueue.c, flush_parts): the bound still takes or refuses it whole. */
 TEST(bounded_queue_takes_or_refuses_a_batch_of_several_calls_whole) {
     test_env e;
-    rjq_queue_options qo = {0};
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.max_waiting = 6;
     env_start_queue(&e, "b", &qo);
     ASSERT_EQ(RJQ_OK, enqueue_one(&e, NULL, 0, 0));
@@ -102,7 +103,7 @@ TEST(bounded_queue_takes_or_refuses_a_batch_of_several_calls_whole) {
     ASSERT(big != NULL);
     memset(big, 'z', SIZE);
     rjq_enqueue_item items[6];
-    for (int i = 0; i < 6; i++) items[i] = (rjq_enqueue_item){big, SIZE, NULL};
+    for (int i = 0; i < 6; i++) items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), big, SIZE, NULL};
     long long seq = seq_of(&e), execs = server_calls(e.rc, "exec");
     long target = answers + 1;
     ASSERT_OK(rjq_enqueue_batch(e.q, items, 6, on_enqueued, NULL)); /* 2 + 6 > 6 */
@@ -126,7 +127,7 @@ TEST(bounded_queue_takes_or_refuses_a_batch_of_several_calls_whole) {
 
     /* jobs with ids that exist are no new jobs, in whichever call they
      * come: a batch sent again (a lost reply) fits, as one call would */
-    rjq_queue_options qo2 = {0};
+    rjq_queue_options qo2 = RJQ_QUEUE_OPTIONS_INIT;
     qo2.max_waiting = 8;
     rjq_queue *q8 = NULL;
     ASSERT_OK(rjq_queue_open(e.c, "b8", &qo2, &q8));
@@ -134,8 +135,8 @@ TEST(bounded_queue_takes_or_refuses_a_batch_of_several_calls_whole) {
     rjq_job_options jo[6];
     for (int i = 0; i < 6; i++) {
         snprintf(ids[i], sizeof ids[i], "k%d", i);
-        jo[i] = (rjq_job_options){.id = ids[i]};
-        items[i] = (rjq_enqueue_item){big, SIZE, &jo[i]};
+        jo[i] = (rjq_job_options){.size = sizeof(rjq_job_options), .id = ids[i]};
+        items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), big, SIZE, &jo[i]};
     }
     for (int round = 0; round < 2; round++) {
         target = answers + 1;
@@ -206,7 +207,7 @@ static long count_status(const burst *b, int from, int to, int status) {
  * taken). */
 TEST(bounded_queue_admits_each_enqueue_of_a_loop_turn_on_its_own) {
     test_env e;
-    rjq_queue_options qo = {0};
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.max_waiting = 100;
     env_start_queue(&e, "b", &qo);
     static burst b;
@@ -227,12 +228,12 @@ TEST(bounded_queue_admits_each_enqueue_of_a_loop_turn_on_its_own) {
 
     /* an explicit batch among them is still taken or refused whole; a
      * single after a refused batch may still fit */
-    rjq_queue_options q10 = {0};
+    rjq_queue_options q10 = RJQ_QUEUE_OPTIONS_INIT;
     q10.max_waiting = 10;
     rjq_queue *q = NULL;
     ASSERT_OK(rjq_queue_open(e.c, "b10", &q10, &q));
     rjq_enqueue_item items[6];
-    for (int i = 0; i < 6; i++) items[i] = (rjq_enqueue_item){"y", 1, NULL};
+    for (int i = 0; i < 6; i++) items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), "y", 1, NULL};
     memset(&b, 0, sizeof b);
     burst_on(q, &b, 0, 5, "x", 1);                                   /* 5 */
     slots[5] = (burst_slot){&b, 5};
@@ -257,7 +258,7 @@ TEST(bounded_queue_admits_each_enqueue_of_a_loop_turn_on_its_own) {
  * burst was refused or taken whole: 80). */
 TEST(bounded_queue_takes_exactly_its_bound_from_ten_bursting_producers) {
     test_env e;
-    rjq_queue_options qo = {0};
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.max_waiting = 100;
     env_start_queue(&e, "b", &qo);
     static burst b;
@@ -289,14 +290,14 @@ TEST(bounded_queue_takes_exactly_its_bound_from_ten_bursting_producers) {
  * under reserved numbers): the payloads of refused jobs are deleted. */
 TEST(bounded_queue_admits_each_enqueue_sent_with_payloads_ahead) {
     test_env e;
-    rjq_queue_options qo = {0};
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.max_waiting = 100;
     env_start_queue(&e, "b", &qo);
     enum { KIB2 = 2048 };
     static char big[KIB2];
     memset(big, 'p', sizeof big);
     rjq_enqueue_item items[10];
-    for (int i = 0; i < 10; i++) items[i] = (rjq_enqueue_item){big, KIB2, NULL};
+    for (int i = 0; i < 10; i++) items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), big, KIB2, NULL};
     long target = answers + 1;
     ASSERT_OK(rjq_enqueue_batch(e.q, items, 10, on_enqueued, NULL));
     ASSERT(loop_until_count(e.base, &answers, target, 5000));
@@ -327,7 +328,7 @@ TEST(bounded_queue_admits_each_enqueue_sent_with_payloads_ahead) {
  * admitted on its own (here taken while the batch is refused). */
 TEST(single_enqueue_before_a_batch_of_several_calls_is_admitted_on_its_own) {
     test_env e;
-    rjq_queue_options qo = {0};
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.max_waiting = 4000;
     env_start_queue(&e, "b", &qo);
     enum { K = 5000 };
@@ -338,13 +339,13 @@ TEST(single_enqueue_before_a_batch_of_several_calls_is_admitted_on_its_own) {
         snprintf(ids[i], sizeof ids[i], "k%d-", i);
         memset(ids[i] + strlen(ids[i]), 'i', RJQ_JOB_ID_MAX - strlen(ids[i]));
         ids[i][RJQ_JOB_ID_MAX] = '\0';
-        jo[i] = (rjq_job_options){.id = ids[i]};
-        items[i] = (rjq_enqueue_item){"", 0, &jo[i]};
+        jo[i] = (rjq_job_options){.size = sizeof(rjq_job_options), .id = ids[i]};
+        items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), "", 0, &jo[i]};
     }
     static burst b;
     memset(&b, 0, sizeof b);
     long long execs = server_calls(e.rc, "exec");
-    rjq_job_options one = {.id = "single"}; /* (with an id: the same batch as the ids below) */
+    rjq_job_options one = {.size = sizeof(rjq_job_options), .id = "single"}; /* (with an id: the same batch as the ids below) */
     slots[0] = (burst_slot){&b, 0};
     ASSERT_OK(rjq_enqueue(e.q, "x", 1, &one, on_burst, &slots[0]));
     slots[1] = (burst_slot){&b, 1};
@@ -365,7 +366,7 @@ static void handler(rjq_job *job, void *data) {
 /* Workers make room, and the room is taken again. */
 TEST(bounded_queue_takes_jobs_again_once_workers_made_room) {
     test_env e;
-    rjq_queue_options qo = {0};
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.max_waiting = 3;
     env_start_queue(&e, "b", &qo);
     for (int i = 0; i < 3; i++) ASSERT_EQ(RJQ_OK, enqueue_one(&e, NULL, 0, 0));
@@ -380,7 +381,7 @@ TEST(bounded_queue_takes_jobs_again_once_workers_made_room) {
 TEST(negative_bound_is_refused) {
     test_env e;
     env_start(&e, NULL);
-    rjq_queue_options qo = {0};
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.max_waiting = -1;
     rjq_queue *q = NULL;
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_open(e.c, "b", &qo, &q));

@@ -205,7 +205,7 @@ static void run_worker_child(const test_server *s, uint64_t seed) {
     o.liveness_ms = LIVENESS_MS;
     rjq_client *c = client_new(cx.base, &o);
     rjq_queue *q = queue_for(c, QNAME);
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = CONCURRENCY;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, chaos_handler, &cx, &w));
@@ -255,7 +255,7 @@ static void on_unit_enq(rjq_client *c, int status, const rjq_enqueued *jobs, siz
     u->enq_status = status;
     u->enq_n = n;
     if (status == RJQ_OK) {
-        for (size_t i = 0; i < n; i++) u->existed += jobs[i].existed;
+        for (size_t i = 0; i < n; i++) u->existed += rjq_enqueued_at(jobs, i)->existed;
         if (u->kind == U_PLAIN && n == 1 && u->id == NULL) {
             u->id = strdup(jobs[0].id);
             ASSERT(u->id != NULL);
@@ -298,7 +298,7 @@ static void issue_unit(int kind, long orig) {
     u->retry = -1;
     u->t = mono_ms();
     char payload[48], id[48];
-    rjq_job_options jo = {0};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     jo.max_attempts = MAX_ATTEMPTS;
     snprintf(payload, sizeof payload, "p-%ld", kind == U_RETRY ? orig : u->n);
     switch (kind) {
@@ -326,7 +326,7 @@ static void issue_unit(int kind, long orig) {
             snprintf(pls[i], sizeof pls[i], "p-%ld.%d", u->n, i);
             opts[i] = jo;
             opts[i].id = ids[i];
-            items[i] = (rjq_enqueue_item){pls[i], strlen(pls[i]), &opts[i]};
+            items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), pls[i], strlen(pls[i]), &opts[i]};
         }
         ASSERT_OK(rjq_enqueue_batch(prod.q, items, BATCH_N, on_unit_enq, u));
         break;

@@ -46,7 +46,7 @@ static void enqueue_ids(rjq_queue *q, int n) {
     for (int i = 1; i <= n; i++) {
         char id[16];
         snprintf(id, sizeof id, "j%d", i);
-        rjq_job_options jo = {0};
+        rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
         jo.id = id;
         ASSERT_OK(rjq_enqueue(q, id, strlen(id), &jo, NULL, NULL));
     }
@@ -219,7 +219,7 @@ TEST(close_sends_an_enqueue_still_held_by_its_await) {
     test_env e;
     env_start(&e, "cheld");
     held_calls = 0;
-    rjq_job_options jo = {0};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     jo.id = "held";
     /* the reply channel is subscribed with the first await: not yet confirmed */
     ASSERT_OK(rjq_enqueue_await(e.q, "x", 1, &jo, NULL, on_held_await, NULL, NULL));

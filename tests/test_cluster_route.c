@@ -115,7 +115,7 @@ TEST(twelve_queues_over_three_masters_through_one_node_url) {
     rjq_queue *q[NQ];
     rjq_worker *w[NQ];
     long handled = 0;
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 4;
     for (int i = 0; i < NQ; i++) {
         ASSERT_OK(rjq_queue_open(c, names[i], NULL, &q[i]));
@@ -147,7 +147,7 @@ TEST(twelve_queues_over_three_masters_through_one_node_url) {
 
     /* cancel: a delayed job on every queue */
     for (int i = 0; i < NQ; i++) {
-        rjq_job_options jo = {0};
+        rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
         char id[32];
         snprintf(id, sizeof id, "later-%d", i);
         jo.id = id;
@@ -219,7 +219,7 @@ TEST(slot_migrated_mid_run_moved_and_ask_followed) {
     ASSERT_OK(rjq_queue_open(c, names[2], NULL, &other));
     long handled = 0;
     rjq_worker *w = NULL, *w2 = NULL;
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 8;
     ASSERT_OK(rjq_worker_start(q, &wo, on_job, &handled, &w));
     ASSERT_OK(rjq_worker_start(other, &wo, on_job, &handled, &w2));
@@ -312,7 +312,7 @@ TEST(master_killed_replica_promoted_work_resumes_and_others_go_on) {
     rjq_queue *q[CLUSTER_MASTERS];
     rjq_worker *w[CLUSTER_MASTERS];
     long handled = 0;
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 4;
     for (int i = 0; i < CLUSTER_MASTERS; i++) {
         ASSERT_OK(rjq_queue_open(c, names[i], NULL, &q[i]));

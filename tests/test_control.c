@@ -373,7 +373,7 @@ TEST(cancel_waiting_delayed_and_prioritised_jobs_ends_them_for_good) {
     ASSERT_EQ(RJQ_EJOBCANCELED, late.status);
 
     /* the id stays taken while the record is kept */
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "w";
     ASSERT_EQ(1, enqueue_job(e.base, e.q, "x", &o).existed);
 
@@ -395,7 +395,7 @@ TEST(cancel_waiting_delayed_and_prioritised_jobs_ends_them_for_good) {
 
 TEST(cancelled_jobs_kept_are_capped_by_dead_max) {
     test_env e;
-    rjq_queue_options qo = {0};
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.dead_max = 2;
     env_start_queue(&e, "cm", &qo);
     enqueue_x_ok(e.base, e.q, "j1", 0, 0);
@@ -480,7 +480,7 @@ TEST(cancel_of_a_running_job_from_another_process_tells_its_handler_and_refuses_
         sleep_ms(10);
     }
     await_rec aw = {0};
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "r";
     ASSERT_OK(rjq_enqueue_await(e.q, "x", 1, &o, NULL, on_awaited, &aw, NULL));
     ASSERT(loop_until_server_int(e.base, e.rc, 1, 10000, "ZCOUNT t:{cr}:active -inf (+inf"));
@@ -622,7 +622,7 @@ TEST(job_past_its_timeout_is_failed_and_retried_and_its_holder_can_neither_exten
     timeout_notices = 0;
     rjq_worker *wa;
     ASSERT_OK(rjq_worker_start(e.q, &wo, keep_handler, NULL, &wa));
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "t";
     o.timeout_ms = 400;
     o.max_attempts = 2;
@@ -679,7 +679,7 @@ TEST(job_past_its_timeout_is_failed_and_retried_and_its_holder_can_neither_exten
  * client's) tells the holder on its push channel. */
 TEST(hung_holder_loses_a_job_at_its_timeout_not_at_its_lease) {
     test_env e;
-    rjq_queue_options qo = {0};
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.job_timeout_ms = 300;
     env_start_queue(&e, "th", &qo);
     rjq_worker_options wo = quiet_worker_options(1);
@@ -690,7 +690,7 @@ TEST(hung_holder_loses_a_job_at_its_timeout_not_at_its_lease) {
     timeout_notices = 0;
     rjq_worker *wa;
     ASSERT_OK(rjq_worker_start(e.q, &wo, keep_handler, NULL, &wa));
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "h";
     o.max_attempts = 1;
     long target = answers + 1;
@@ -730,12 +730,12 @@ TEST(hung_holder_loses_a_job_at_its_timeout_not_at_its_lease) {
 TEST(invalid_timeouts_are_refused) {
     test_env e;
     env_start(&e, "ti");
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.timeout_ms = -1;
     ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));
     o.timeout_ms = RJQ_DELAY_MAX + 1;
     ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));
-    rjq_queue_options qo = {0};
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.job_timeout_ms = -5;
     rjq_queue *q;
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_open(e.c, "ti2", &qo, &q));
@@ -745,7 +745,7 @@ TEST(invalid_timeouts_are_refused) {
 /* ---- limits ----------------------------------------------------------------------- */
 
 static long long set_limits(test_env *e, long concurrency, long rate, long window) {
-    rjq_limits l = {concurrency, rate, window};
+    rjq_limits l = {sizeof(rjq_limits), concurrency, rate, window};
     count_wait w = {0};
     ASSERT_OK(rjq_queue_set_limits(e->q, &l, on_count, &w));
     ASSERT(loop_until(e->base, &w.done, 5000));
@@ -756,7 +756,7 @@ static long long set_limits(test_env *e, long concurrency, long rate, long windo
 static void enqueue_many(test_env *e, int n) {
     static rjq_enqueue_item items[1000];
     ASSERT(n <= 1000);
-    for (int i = 0; i < n; i++) items[i] = (rjq_enqueue_item){"x", 1, NULL};
+    for (int i = 0; i < n; i++) items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), "x", 1, NULL};
     long target = answers + 1;
     ASSERT_OK(rjq_enqueue_batch(e->q, items, (size_t)n, on_enqueued, NULL));
     ASSERT(loop_until_count(e->base, &answers, target, 5000));
@@ -1095,11 +1095,11 @@ TEST(concurrency_limit_of_5_shares_the_starts_among_3_worker_processes) {
 TEST(invalid_limits_are_refused) {
     test_env e;
     env_start(&e, "li");
-    rjq_limits l = {-1, 0, 0};
+    rjq_limits l = {sizeof(rjq_limits), -1, 0, 0};
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_set_limits(e.q, &l, NULL, NULL));
-    l = (rjq_limits){0, -5, 0};
+    l = (rjq_limits){sizeof(rjq_limits), 0, -5, 0};
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_set_limits(e.q, &l, NULL, NULL));
-    l = (rjq_limits){0, 5, -1};
+    l = (rjq_limits){sizeof(rjq_limits), 0, 5, -1};
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_set_limits(e.q, &l, NULL, NULL));
     env_stop(&e);
 }
@@ -1114,22 +1114,22 @@ static enqueue_wait enqueue_opts(test_env *e, const char *payload, const rjq_job
 
 TEST(dedup_window_keeps_an_id_reserved_after_its_record_is_deleted) {
     test_env e;
-    rjq_queue_options qo = {0};
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.completed_max = 1; /* records of completed jobs go at once */
     env_start_queue(&e, "dd", &qo);
     started = finished = 0;
     rjq_worker_options wo = quiet_worker_options(1);
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(e.q, &wo, complete_handler, NULL, &w));
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "once";
     o.dedup_ms = 1500;
     ASSERT_EQ(0, enqueue_opts(&e, "x", &o).existed);
-    rjq_job_options plain = {0};
+    rjq_job_options plain = RJQ_JOB_OPTIONS_INIT;
     plain.id = "plain";
     ASSERT_EQ(0, enqueue_opts(&e, "x", &plain).existed);
     ASSERT(loop_until_count(e.base, &finished, 2, 5000));
-    rjq_job_options third = {0};
+    rjq_job_options third = RJQ_JOB_OPTIONS_INIT;
     third.id = "third"; /* its completion sweeps the older records */
     enqueue_opts(&e, "x", &third);
     ASSERT(loop_until_count(e.base, &finished, 3, 5000)); /* (its completion's answer) */
@@ -1196,10 +1196,10 @@ TEST(a_batch_whose_jobs_share_options_texts_keeps_each_jobs_own_options) {
 
 TEST(dedup_window_covers_dead_and_cancelled_jobs_past_their_cap) {
     test_env e;
-    rjq_queue_options qo = {0};
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.dead_max = 1;
     env_start_queue(&e, "dc", &qo);
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.dedup_ms = 60000;
     o.id = "c1";
     enqueue_opts(&e, "x", &o);
@@ -1227,7 +1227,7 @@ static void payload_handler(rjq_job *job, void *data) {
 TEST(debounce_replaces_a_waiting_jobs_payload_and_pushes_it_back) {
     test_env e;
     env_start(&e, "db");
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "d";
     o.delay_ms = 400;
     o.debounce = 1;
@@ -1244,11 +1244,11 @@ TEST(debounce_replaces_a_waiting_jobs_payload_and_pushes_it_back) {
     ASSERT_STREQ("v2", i.payload);
 
     /* a ready job is moved back to delayed */
-    rjq_job_options now_ = {0};
+    rjq_job_options now_ = RJQ_JOB_OPTIONS_INIT;
     now_.id = "r";
     enqueue_opts(&e, "r1", &now_);
     ASSERT_EQ(1, server_int(e.rc, "LLEN t:{db}:ready"));
-    rjq_job_options later = {0};
+    rjq_job_options later = RJQ_JOB_OPTIONS_INIT;
     later.id = "r";
     later.delay_ms = 200;
     later.debounce = 1;
@@ -1266,7 +1266,7 @@ TEST(debounce_replaces_a_waiting_jobs_payload_and_pushes_it_back) {
     ASSERT(loop_until_count(e.base, &finished, 2, 5000));
     ASSERT_STREQ("v2", run_payload); /* the handler saw the replacement */
     /* a job enqueued after them runs, and nothing else did: each ran once */
-    enqueue_opts(&e, "marker", &(rjq_job_options){.id = "marker"});
+    enqueue_opts(&e, "marker", &(rjq_job_options){.size = sizeof(rjq_job_options), .id = "marker"});
     ASSERT(loop_until_count(e.base, &finished, 3, 5000));
     ASSERT_EQ(3, started);
 
@@ -1275,7 +1275,7 @@ TEST(debounce_replaces_a_waiting_jobs_payload_and_pushes_it_back) {
     ASSERT_EQ(1, r.existed);
     ASSERT_EQ(0, r.replaced);
     ASSERT_STREQ("v2", get_info(e.base, e.q, "d").payload);
-    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "x", 1, &(rjq_job_options){.debounce = 1}, NULL, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "x", 1, &(rjq_job_options){.size = sizeof(rjq_job_options), .debounce = 1}, NULL, NULL));
     env_stop(&e);
 }
 
@@ -1285,7 +1285,7 @@ TEST(debounce_replaces_a_waiting_jobs_payload_and_pushes_it_back) {
 TEST(debounce_to_another_priority_then_cancel_leaves_nothing_to_claim) {
     test_env e;
     env_start(&e, "dp");
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "x";
     enqueue_opts(&e, "a", &o);
     ASSERT_EQ(1, server_int(e.rc, "LLEN t:{dp}:ready"));
@@ -1297,7 +1297,7 @@ TEST(debounce_to_another_priority_then_cancel_leaves_nothing_to_claim) {
     ASSERT_OK(cancel_job(&e, "x").status);
     ASSERT_EQ(0, server_int(e.rc, "LLEN t:{dp}:ready") + server_int(e.rc, "ZCARD t:{dp}:prio"));
     /* and a delayed job debounced with delay 0 is ready now */
-    rjq_job_options d = {0};
+    rjq_job_options d = RJQ_JOB_OPTIONS_INIT;
     d.id = "y";
     d.delay_ms = 60000;
     enqueue_opts(&e, "a", &d);
@@ -1315,10 +1315,10 @@ TEST(debounce_to_another_priority_then_cancel_leaves_nothing_to_claim) {
  * timeout must not inherit it. */
 TEST(reused_id_does_not_inherit_an_old_run_time_end) {
     test_env e;
-    rjq_queue_options qo = {0};
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.dead_max = 1; /* cancelled records go at once */
     env_start_queue(&e, "rd", &qo);
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "r";
     o.timeout_ms = 600;
     enqueue_opts(&e, "x", &o);
@@ -1336,7 +1336,7 @@ TEST(reused_id_does_not_inherit_an_old_run_time_end) {
     late_calls = 0;
     ASSERT_OK(rjq_job_complete(first, "", 0, on_late, NULL));
     ASSERT(loop_until_count(e.base, &late_calls, 1, 5000));
-    rjq_job_options other = {0};
+    rjq_job_options other = RJQ_JOB_OPTIONS_INIT;
     other.id = "z";
     other.delay_ms = 60000; /* (not for the worker) */
     enqueue_opts(&e, "x", &other);
@@ -1344,7 +1344,7 @@ TEST(reused_id_does_not_inherit_an_old_run_time_end) {
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{rd}:payload r"));
     ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{rd}:deadlines")); /* r's entry is still there */
     long long old_end = server_int(e.rc, "ZSCORE t:{rd}:deadlines r");
-    rjq_job_options again = {0};
+    rjq_job_options again = RJQ_JOB_OPTIONS_INIT;
     again.id = "r"; /* no timeout this time */
     enqueue_opts(&e, "x", &again);
     ASSERT(loop_until_count(e.base, &started, 2, 5000));
@@ -1391,7 +1391,7 @@ TEST(completion_past_the_run_time_is_refused_before_any_sweep_and_changes_nothin
     held_job = NULL;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(e.q, &wo, keep_handler, NULL, &w));
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "l";
     o.timeout_ms = 200;
     o.max_attempts = 1;
@@ -1431,7 +1431,7 @@ TEST(failure_past_the_run_time_is_refused_before_any_sweep_and_changes_nothing) 
     held_job = NULL;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(e.q, &wo, keep_handler, NULL, &w));
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "f";
     o.timeout_ms = 200;
     o.max_attempts = 2;
@@ -1483,7 +1483,7 @@ TEST(completion_from_the_timeout_notice_before_the_sweep_is_refused_and_the_swee
     late_calls = 0;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(e.q, &wo, keep_handler, NULL, &w));
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "n";
     o.timeout_ms = 100;
     o.max_attempts = 1;
@@ -1540,7 +1540,7 @@ TEST(every_timed_out_attempt_is_told_while_later_attempts_of_its_job_run_on_the_
     timeout_notices = 0;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(e.q, &wo, keep_by_attempt, NULL, &w));
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "a";
     o.timeout_ms = 200;
     o.max_attempts = 3;
@@ -1596,7 +1596,7 @@ TEST(timed_out_attempts_missed_by_the_subscriber_are_told_by_the_next_extension)
     ASSERT(loop_until_cond(e.base, has_push_channel, e.rc, 10000));
     freeReplyObject(server_cmd(e.rc, "CLIENT KILL TYPE pubsub"));
     ASSERT_EQ(0, push_channels(e.rc, "tm"));
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "m";
     o.timeout_ms = 100;
     o.max_attempts = 2;
@@ -1681,7 +1681,7 @@ TEST(timed_out_attempt_frees_its_slot_while_its_handle_is_held_up_to_the_concurr
     id_notices = 0;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(e.q, &wo, keep_by_id, (void *)(intptr_t)1, &w));
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.timeout_ms = 200;
     o.max_attempts = 1;
     o.id = "a";
@@ -1765,7 +1765,7 @@ TEST(timed_out_handle_held_through_a_close_is_let_go_not_handed_back) {
     id_notices = 0;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(queue_for(wc, "tc"), &wo, keep_by_id, (void *)(intptr_t)1, &w));
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.timeout_ms = 100;
     o.max_attempts = 1;
     o.id = "a";
@@ -1807,7 +1807,7 @@ TEST(client_freed_from_inside_a_timeout_notice_leaks_nothing) {
     held_job = NULL;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(queue_for(wc, "tx"), &wo, keep_handler, NULL, &w));
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "a";
     o.timeout_ms = 100;
     o.max_attempts = 1;
@@ -1833,7 +1833,7 @@ TEST(completion_after_the_lease_ran_out_with_nobody_else_holding_the_job_is_acce
     held_job = NULL;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(e.q, &wo, keep_handler, NULL, &w));
-    rjq_job_options plain = {0}, timed = {0};
+    rjq_job_options plain = RJQ_JOB_OPTIONS_INIT, timed = RJQ_JOB_OPTIONS_INIT;
     plain.id = "p";
     timed.id = "t";
     timed.timeout_ms = 60000;

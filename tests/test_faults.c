@@ -204,9 +204,9 @@ static void on_enq(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n
     }
     e->ok_jobs += (long)n;
     for (size_t i = 0; i < n && e->ids; i++) {
-        ASSERT(jobs[i].existed == 0);
+        ASSERT(rjq_enqueued_at(jobs, i)->existed == 0);
         ASSERT(e->ids_n < e->ids_cap);
-        e->ids[e->ids_n] = strdup(jobs[i].id);
+        e->ids[e->ids_n] = strdup(rjq_enqueued_at(jobs, i)->id);
         ASSERT(e->ids[e->ids_n] != NULL);
         e->ids_n++;
     }
@@ -361,7 +361,7 @@ static void run_holding_child(const test_server *s, const char *qname) {
     struct event_base *base = event_base_new();
     rjq_client *c = client_for(base, s);
     rjq_queue *q = queue_for(c, qname);
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     rjq_worker *w;
     wo.concurrency = KILL_HELD;
     wo.lease_ms = 300000; /* five minutes: only its liveness entry brings them back soon */
@@ -386,7 +386,7 @@ TEST(worker_killed_sigkill_jobs_reclaimed) {
         rjq_client *c = client_for(base, &s);
         rjq_queue *q = queue_for(c, qname);
         rjq_enqueue_item items[KILL_JOBS];
-        for (int i = 0; i < KILL_JOBS; i++) items[i] = (rjq_enqueue_item){"payload", 7, NULL};
+        for (int i = 0; i < KILL_JOBS; i++) items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), "payload", 7, NULL};
         ASSERT_OK(rjq_enqueue_batch(q, items, KILL_JOBS, on_enq, &e));
         ASSERT(loop_until_count(base, &e.ok_jobs, KILL_JOBS, 10000));
         rjq_client_free(c);
@@ -427,7 +427,7 @@ TEST(worker_killed_sigkill_jobs_reclaimed) {
     rjq_queue *q = queue_for(c, qname);
     work_ctx w;
     work_init(&w, base, 0, 0);
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     rjq_worker *wk;
     wo.concurrency = 5;
     wo.reclaim_ms = 100;
@@ -507,7 +507,7 @@ enum fence_kind { FENCE_COMPLETE, FENCE_FAIL_RETRY, FENCE_FAIL_FATAL };
 /* Worker A on its own loop claims job `id` and holds it; A's loop is then
  * not run, so nothing extends its lease. */
 static void claim_and_hang(struct event_base *ba, rjq_queue *qa, hold_one *a, rjq_worker **wa) {
-    rjq_worker_options o = {0};
+    rjq_worker_options o = RJQ_WORKER_OPTIONS_INIT;
     o.concurrency = 1;
     o.lease_ms = 150;
     o.reclaim_ms = 600000; /* A never sweeps: the reclaim is done elsewhere */
@@ -568,7 +568,7 @@ static void fence_pair_open(fence_pair *f, const test_server *s, const char *qna
     wait_connected(f->ba, f->ca);
     wait_connected(f->bb, f->cb);
 
-    rjq_job_options jo = {0};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     jo.id = id;
     enq_res e = {0};
     ASSERT_OK(rjq_enqueue(f->qb, "work", 4, &jo, on_enq, &e));
@@ -601,7 +601,7 @@ static void fence_round(const test_server *s, const char *qname, enum fence_kind
     ASSERT_STREQ("ready", ir.state);
 
     rjq_worker *wb;
-    rjq_worker_options o = {0};
+    rjq_worker_options o = RJQ_WORKER_OPTIONS_INIT;
     o.poll_ms = 600000;
     if (b_holds) {
         hold_one b = {0};
@@ -780,7 +780,7 @@ static void run_race_child(const test_server *s, const char *qname, int ctl_fd, 
     event_add(rc.ctl_ev, NULL);
     rjq_client *c = client_for(base, s);
     rjq_queue *q = queue_for(c, qname);
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     rjq_worker *w;
     wo.concurrency = 20;
     wo.reclaim_ms = 500;
@@ -840,7 +840,7 @@ TEST(ten_thousand_jobs_three_worker_processes_exactly_once) {
         e.ids = ids;
         e.ids_cap = RACE_JOBS;
         static rjq_enqueue_item items[1000];
-        for (int i = 0; i < 1000; i++) items[i] = (rjq_enqueue_item){"x", 1, NULL};
+        for (int i = 0; i < 1000; i++) items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), "x", 1, NULL};
         for (int b = 0; b < RACE_JOBS / 1000; b++) ASSERT_OK(rjq_enqueue_batch(q, items, 1000, on_enq, &e));
         ASSERT(loop_until_count(base, &e.ok_jobs, RACE_JOBS, 60000));
         ASSERT_EQ(0, e.errors);
@@ -999,7 +999,7 @@ static void flush_and_kill_scenario(int evalsha) {
     e.ids = ids;
     e.ids_cap = FLUSH_JOBS;
     static rjq_enqueue_item items[500];
-    for (int i = 0; i < 500; i++) items[i] = (rjq_enqueue_item){"chaos", 5, NULL};
+    for (int i = 0; i < 500; i++) items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), "chaos", 5, NULL};
     for (int b = 0; b < FLUSH_JOBS / 500; b++) ASSERT_OK(rjq_enqueue_batch(q, items, 500, on_enq, &e));
     ASSERT(loop_until_count(base, &e.ok_jobs, FLUSH_JOBS, 30000));
 
@@ -1009,7 +1009,7 @@ static void flush_and_kill_scenario(int evalsha) {
      * long, so only the doorbell and reconnects wake the worker. */
     work_ctx w;
     work_init(&w, base, 1, 2);
-    rjq_worker_options wo = {.concurrency = 20, .lease_ms = 1000, .reclaim_ms = 100};
+    rjq_worker_options wo = {.size = sizeof(rjq_worker_options), .concurrency = 20, .lease_ms = 1000, .reclaim_ms = 100};
     rjq_worker *wk = start_doorbell_worker(q, wo, &w);
 
     ASSERT(loop_until_count(base, &w.done_ok, 1000, 60000));
@@ -1036,7 +1036,7 @@ static void flush_and_kill_scenario(int evalsha) {
     rc = server_connect(&s);
     ASSERT(loop_until_count(base, &ev.disconnected[RJQ_CONN_COMMAND], disc + 1, 10000));
     /* Issued while the client knows it is down: sent once reconnected. */
-    rjq_job_options jo = {0};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     jo.id = "after-kill";
     enq_res after = {0};
     ASSERT_OK(rjq_enqueue(q, "late", 4, &jo, on_enq, &after));
@@ -1156,7 +1156,7 @@ static void on_burst_stats(rjq_client *c, int status, const rjq_stats *st, void 
 
 static void burst_enqueue(rjq_queue *q, int i) {
     char id[32];
-    rjq_job_options jo = {0};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     snprintf(id, sizeof id, "burst-%d", i);
     jo.id = id;
     ASSERT_OK(rjq_enqueue(q, id, strlen(id), &jo, on_burst_enq, &burst_enq[i]));
@@ -1169,8 +1169,9 @@ static void enqueue_named(rjq_queue *q, const char *prefix, int n, enq_res *e) {
     ASSERT(items && opts && names);
     for (int i = 0; i < n; i++) {
         snprintf(names[i], sizeof names[i], "%s-%d", prefix, i);
+        opts[i].size = sizeof opts[i];
         opts[i].id = names[i];
-        items[i] = (rjq_enqueue_item){names[i], strlen(names[i]), &opts[i]};
+        items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), names[i], strlen(names[i]), &opts[i]};
     }
     ASSERT_OK(rjq_enqueue_batch(q, items, (size_t)n, on_enq, e));
     free(items);
@@ -1195,7 +1196,7 @@ TEST(server_restart_work_resumes) {
      * worker. */
     work_ctx w;
     work_init(&w, base, 2, 5);
-    rjq_worker_options wo = {.concurrency = 10, .lease_ms = 10000, .reclaim_ms = 200};
+    rjq_worker_options wo = {.size = sizeof(rjq_worker_options), .concurrency = 10, .lease_ms = 10000, .reclaim_ms = 200};
     rjq_worker *wk = start_doorbell_worker(q, wo, &w);
 
     enq_res pre = {0};
@@ -1266,7 +1267,7 @@ TEST(server_restart_work_resumes) {
         if (burst_enq[i].status != RJQ_ECONN) continue;
         econn_by_third[i / (RESTART_BURST / 3)]++;
         char id[32];
-        rjq_job_options jo = {0};
+        rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
         snprintf(id, sizeof id, "burst-%d", i);
         jo.id = id;
         ASSERT_OK(rjq_enqueue(q, id, strlen(id), &jo, on_enq, &retry));
@@ -1467,7 +1468,7 @@ static pid_t spawn_stale_child(test_server *s, const char *qname, long lease_ms,
 /* Two jobs, both pushed to the stopped child (its slots are registered). */
 static void push_two_to_the_stopped_child(struct event_base *base, rjq_queue *q, redisContext *rc,
                                           const char *qname) {
-    rjq_job_options jo = {0};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     jo.id = "p1";
     ASSERT_OK(rjq_enqueue(q, "x", 1, &jo, NULL, NULL));
     jo.id = "p2";

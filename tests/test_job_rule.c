@@ -130,7 +130,7 @@ static void run_mode(run *r, int mode, int max_attempts, int free_after) {
     r->base = event_base_new();
     r->c = client_small(r->base, &r->s);
     r->q = queue_for(r->c, "rule");
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "j1";
     o.max_attempts = max_attempts;
     o.backoff.type = RJQ_BACKOFF_FIXED;

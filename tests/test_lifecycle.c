@@ -127,7 +127,7 @@ TEST(retry_with_backoff_then_dead_then_replay_completes) {
     x.rc = env.rc;
     x.max_remaining = -1;
 
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "job-retry";
     o.max_attempts = 3;
     o.backoff.type = RJQ_BACKOFF_FIXED;
@@ -136,7 +136,7 @@ TEST(retry_with_backoff_then_dead_then_replay_completes) {
     ASSERT_STREQ("job-retry", e.id);
     ASSERT_EQ(0, e.existed);
 
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 1;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, retry_handler, &x, &w));
@@ -237,7 +237,7 @@ TEST(fatal_failure_goes_dead_on_first_attempt) {
     env_start(&env, "fatal");
     struct event_base *base = env.base;
     rjq_queue *q = env.q;
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "job-fatal";
     o.max_attempts = 5;
     enqueue_sync(base, q, "p", &o);
@@ -389,13 +389,13 @@ TEST(backoff_delay_follows_policy_and_grows_exponentially) {
     /* the caller's retry delay beats the job's backoff */
     bo_jobs[4] = (bo_job){"explicit", {RJQ_BACKOFF_FIXED, 50, 0}, 3, 70000, 0, 0, -1};
     for (int i = 0; i < 5; i++) {
-        rjq_job_options o = {0};
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
         o.id = bo_jobs[i].id;
         o.max_attempts = bo_jobs[i].max_attempts;
         o.backoff = bo_jobs[i].backoff;
         enqueue_sync(base, q, "x", &o);
     }
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 5;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, bo_handler, NULL, &w));
@@ -456,7 +456,7 @@ TEST(delayed_job_not_before_due_and_promptly_after) {
 
     /* d300 first, then d150: the later enqueue becomes the earliest due
      * and must re-arm the idle worker's timer. */
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "d300";
     o.delay_ms = 300;
     double sent300 = mono_ms();
@@ -510,7 +510,7 @@ TEST(priorities_strict_order_fifo_within_priority) {
     enqueue_wait waits[PRIO_N];
     memset(waits, 0, sizeof waits);
     for (int i = 0; i < PRIO_N; i++) {
-        rjq_job_options o = {0};
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
         o.priority = prio_values[i];
         snprintf(names[i], sizeof names[i], "j%02d", i);
         ASSERT_OK(rjq_enqueue(q, names[i], strlen(names[i]), &o, on_enqueue_wait, &waits[i]));
@@ -528,7 +528,7 @@ TEST(priorities_strict_order_fifo_within_priority) {
             order[k - 1] = t;
         }
 
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 1;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, prio_handler, NULL, &w));
@@ -618,8 +618,8 @@ static void on_batch(rjq_client *c, int status, const rjq_enqueued *jobs, size_t
     w->status = status;
     w->n = n;
     for (size_t i = 0; i < n && i < BATCH_N; i++) {
-        snprintf(w->ids[i], sizeof w->ids[i], "%s", jobs[i].id);
-        w->existed[i] = jobs[i].existed;
+        snprintf(w->ids[i], sizeof w->ids[i], "%s", rjq_enqueued_at(jobs, i)->id);
+        w->existed[i] = rjq_enqueued_at(jobs, i)->existed;
     }
 }
 
@@ -636,7 +636,7 @@ TEST(idempotent_id_reports_existing) {
     struct event_base *base = env.base;
     rjq_queue *q = env.q;
 
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "order-42";
     enqueue_wait e = enqueue_sync(base, q, "first", &o);
     ASSERT_STREQ("order-42", e.id);
@@ -662,6 +662,8 @@ TEST(idempotent_id_reports_existing) {
     static char payloads[BATCH_N][16];
     memset(opts, 0, sizeof opts);
     for (int i = 0; i < BATCH_N; i++) {
+        opts[i].size = sizeof opts[i];
+        items[i].size = sizeof items[i];
         snprintf(payloads[i], sizeof payloads[i], "p%d", i);
         items[i].payload = payloads[i];
         items[i].len = strlen(payloads[i]);
@@ -804,7 +806,7 @@ TEST(free_client_inside_handler_is_safe) {
     x.c = env.c;
     x.q = env.q;
     enqueue_n(base, x.q, 4);
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 2;
     ASSERT_OK(rjq_worker_start(x.q, &wo, free_in_handler, &x, &x.w));
     ASSERT(loop_until(base, &x.stop.calls, 10000));
@@ -969,7 +971,7 @@ TEST(stop_worker_inside_handler) {
     enqueue_n(base, q, 3);
     stop_ctx x;
     memset(&x, 0, sizeof x);
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 2;
     ASSERT_OK(rjq_worker_start(q, &wo, stop_in_handler, &x, &x.w));
     ASSERT(loop_until_count(base, &x.done, 1, 10000));
@@ -1068,7 +1070,7 @@ TEST(held_job_after_client_free_reports_eclosed) {
     struct event_base *base = env.base;
     rjq_queue *q = env.q;
     enqueue_n(base, q, 2);
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 2;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, hold_handler, NULL, &w));
@@ -1151,14 +1153,14 @@ TEST(counters_and_depths_agree) {
     for (size_t k = 0; k < sizeof plan / sizeof plan[0]; k++)
         for (int i = 0; i < plan[k].n; i++) {
             char p[8] = {plan[k].kind, (char)('0' + i), '\0'};
-            rjq_job_options o = {0};
+            rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
             if (plan[k].kind == 'E') o.max_attempts = 2;
             enqueue_wait e = enqueue_sync(base, q, p, &o);
             snprintf(ids[nids++], sizeof ids[0], "%s", e.id);
         }
     mix_ctx x;
     memset(&x, 0, sizeof x);
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 4;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, mix_handler, &x, &w));
@@ -1194,7 +1196,7 @@ TEST(counters_and_depths_agree) {
         snprintf(ids[nids++], sizeof ids[0], "%s", e.id);
     }
     for (int i = 0; i < 4; i++) {
-        rjq_job_options o = {0};
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
         o.delay_ms = 600000;
         char p[8] = {'H', 'd', (char)('0' + i), '\0'};
         enqueue_wait e = enqueue_sync(base, q, p, &o);
@@ -1289,7 +1291,7 @@ TEST(running_job_keeps_its_lease_by_extension) {
     rjq_queue *q = env.q;
     long_job = NULL;
     enqueue_sync(base, q, "long", NULL);
-    rjq_worker_options wo = {.concurrency = 1, .lease_ms = 600, .reclaim_ms = 100};
+    rjq_worker_options wo = {.size = sizeof(rjq_worker_options), .concurrency = 1, .lease_ms = 600, .reclaim_ms = 100};
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, keep_handler, NULL, &w));
     for (int i = 0; i < 500 && long_job == NULL; i++) loop_for(base, 10);
@@ -1341,7 +1343,7 @@ static void er_await_cb(rjq_client *c, int status, const rjq_outcome *o, void *d
 TEST(empty_result_is_not_stored_and_reads_back_empty) {
     test_env env;
     env_start(&env, "empty");
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "empty";
     enqueue_sync(env.base, env.q, "x", &o);
     o.id = "full";
@@ -1423,13 +1425,13 @@ TEST(job_info_has_server_times_of_enqueue_last_start_and_end) {
     struct event_base *base = env.base;
     rjq_queue *q = env.q;
     long long t0 = server_now_ms(env.rc);
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "t-ok";
     enqueue_sync(base, q, "p", &o);
     o.id = "t-bad";
     o.max_attempts = 1;
     enqueue_sync(base, q, "p", &o);
-    rjq_job_options later = {0};
+    rjq_job_options later = RJQ_JOB_OPTIONS_INIT;
     later.id = "t-cancel";
     later.delay_ms = 600000;
     enqueue_sync(base, q, "p", &later);

@@ -166,7 +166,7 @@ static counted purge(test_env *e, rjq_job_state state, long limit) {
 TEST(dead_and_cancelled_jobs_are_deleted_by_id_or_purged_oldest_first) {
     test_env e;
     env_start(&e, "del");
-    rjq_job_options o = {.id = "a0", .dedup_ms = 60000};
+    rjq_job_options o = {.size = sizeof(rjq_job_options), .id = "a0", .dedup_ms = 60000};
     ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
     enqueue_x_ok(e.base, e.q, "a1", 0, 0);
     enqueue_x_ok(e.base, e.q, "a2", 0, 0);
@@ -277,7 +277,7 @@ TEST(queues_paused_resumed_or_limited_are_listed) {
     count_wait paused = {0}, resumed = {0}, limited = {0};
     ASSERT_OK(rjq_queue_pause(queue_for(e.c, "paused"), on_count, &paused));
     ASSERT_OK(rjq_queue_resume(queue_for(e.c, "resumed"), on_count, &resumed));
-    rjq_limits l = {2, 0, 0};
+    rjq_limits l = {sizeof(rjq_limits), 2, 0, 0};
     ASSERT_OK(rjq_queue_set_limits(queue_for(e.c, "limited"), &l, on_count, &limited));
     ASSERT(loop_until(e.base, &paused.done, 5000));
     ASSERT(loop_until(e.base, &resumed.done, 5000));
@@ -306,11 +306,11 @@ static void on_procs(rjq_client *c, int status, const rjq_process *list, size_t 
     p->text[0] = '\0';
     for (size_t i = 0; i < n; i++) {
         size_t used = strlen(p->text);
-        snprintf(p->text + used, sizeof p->text - used, "%s%s %ld", i ? "|" : "", list[i].name,
-                 list[i].pid);
-        ASSERT(list[i].started_ms > 0 && list[i].alive_until_ms > 0 && list[i].host[0]);
-        for (size_t k = 0; k < list[i].nqueues; k++) {
-            const rjq_process_queue *q = &list[i].queues[k];
+        snprintf(p->text + used, sizeof p->text - used, "%s%s %ld", i ? "|" : "", rjq_process_at(list, i)->name,
+                 rjq_process_at(list, i)->pid);
+        ASSERT(rjq_process_at(list, i)->started_ms > 0 && rjq_process_at(list, i)->alive_until_ms > 0 && rjq_process_at(list, i)->host[0]);
+        for (size_t k = 0; k < rjq_process_at(list, i)->nqueues; k++) {
+            const rjq_process_queue *q = rjq_process_queue_at(rjq_process_at(list, i)->queues, k);
             used = strlen(p->text);
             snprintf(p->text + used, sizeof p->text - used, " %s:%d:%d:", q->queue,
                      q->concurrency, q->running);
@@ -506,7 +506,7 @@ static void on_proc_ids(rjq_client *c, int status, const rjq_process *list, size
     p->ids[0] = '\0';
     for (size_t i = 0; i < n; i++)
         snprintf(p->ids + strlen(p->ids), sizeof p->ids - strlen(p->ids), "%s%s", i ? "," : "",
-                 list[i].id);
+                 rjq_process_at(list, i)->id);
 }
 
 static const char *process_ids(test_env *e, long offset, long limit) {

@@ -69,7 +69,7 @@ static void aw_cb(rjq_client *c, int status, const rjq_outcome *o, void *data) {
 }
 
 static void await_job(rjq_queue *q, const char *id, aw_wait *w) {
-    rjq_job_options jo = {0};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     jo.id = id;
     memset(w, 0, sizeof *w);
     ASSERT_OK(rjq_enqueue_await(q, "x", 1, &jo, NULL, aw_cb, w, NULL));
@@ -258,7 +258,7 @@ TEST(server_loading_its_data_delays_requests_instead_of_failing_them) {
     for (int i = 0; i < 20; i++) {
         char id[16];
         snprintf(id, sizeof id, "o%02d", i);
-        rjq_job_options jo = {0};
+        rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
         jo.id = id;
         ASSERT_OK(rjq_enqueue(q2, id, strlen(id), &jo, on_loading_enq, NULL));
         loop_turn(e.base);
@@ -325,7 +325,7 @@ TEST(unix_socket_url_connects_and_works) {
     rjq_client_free(e.c);
     char url[200];
     snprintf(url, sizeof url, "unix://%s", sock);
-    e.c = client_new(e.base, &(rjq_client_options){.url = url, .prefix = "t"});
+    e.c = client_new(e.base, &(rjq_client_options){.size = sizeof(rjq_client_options), .url = url, .prefix = "t"});
     e.q = queue_for(e.c, "unix");
     wait_connected(e.base, e.c);
     stats_wait sw;

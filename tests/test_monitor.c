@@ -41,7 +41,7 @@ TEST(monitor_sees_each_transition_of_a_retried_job) {
     WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{mon}:monitored") == 1, 5000);
     WAIT_FOR(e.base, server_numsub(e.rc, "t:{mon}:events") == 1, 5000);
     ASSERT_EQ(1, server_numsub(e.rc, "t:{mon}:events")); /* subscribed: no event is missed */
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "job-a";
     ASSERT_OK(rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));
     rjq_worker *w;
@@ -93,8 +93,8 @@ TEST(events_of_one_script_call_travel_in_one_message) {
     rjq_job_options o[20];
     for (int i = 0; i < 20; i++) {
         snprintf(ids[i], sizeof ids[i], "j%d", i);
-        o[i] = (rjq_job_options){.id = ids[i]};
-        items[i] = (rjq_enqueue_item){"x", 1, &o[i]};
+        o[i] = (rjq_job_options){.size = sizeof(rjq_job_options), .id = ids[i]};
+        items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), "x", 1, &o[i]};
     }
     long long publishes = server_calls(e.rc, "publish");
     ASSERT_OK(rjq_enqueue_batch(e.q, items, 20, NULL, NULL));
@@ -125,7 +125,7 @@ TEST(monitor_stopped_by_its_callback_mid_message_gets_no_more_events) {
     stop_calls = 0;
     start_monitored(&e, "mon2", stop_on_first);
     rjq_enqueue_item items[5];
-    for (int i = 0; i < 5; i++) items[i] = (rjq_enqueue_item){"x", 1, NULL};
+    for (int i = 0; i < 5; i++) items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), "x", 1, NULL};
     enqueue_wait w = {0};
     ASSERT_OK(rjq_enqueue_batch(e.q, items, 5, on_enqueue_wait, &w));
     ASSERT(loop_until(e.base, &w.done, 5000));
@@ -160,7 +160,7 @@ TEST(monitor_resync_follows_each_gap_of_subscription_or_flag) {
     /* the subscriber connection cut: a resync once it is back */
     freeReplyObject(server_cmd(e.rc, "CLIENT KILL TYPE pubsub"));
     ASSERT(loop_until_count(e.base, &resyncs, 2, 10000));
-    rjq_job_options o = {.id = "after-cut"};
+    rjq_job_options o = {.size = sizeof(rjq_job_options), .id = "after-cut"};
     ASSERT_OK(rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));
     for (int i = 0; i < 500 && !has("enqueued after-cut"); i++) loop_for(e.base, 10);
     ASSERT(has("enqueued after-cut"));

@@ -64,8 +64,8 @@ static void enqueue_many(test_env *e, rjq_queue *q, const char *prefix, int n) {
         static char ids[500][32];
         for (int i = 0; i < k; i++) {
             snprintf(ids[i], sizeof ids[i], "%s%d", prefix, at + i);
-            o[i] = (rjq_job_options){.id = ids[i]};
-            it[i] = (rjq_enqueue_item){"x", 1, &o[i]};
+            o[i] = (rjq_job_options){.size = sizeof(rjq_job_options), .id = ids[i]};
+            it[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), "x", 1, &o[i]};
         }
         enqueue_wait r = {0};
         ASSERT_OK(rjq_enqueue_batch(q, it, (size_t)k, on_enqueue_wait, &r));

@@ -83,7 +83,7 @@ static void ef_on_first(rjq_client *c, int status, const rjq_enqueued *jobs, siz
     ef.seen_at_report = failalloc_count();
     ef.failures_at_report = failalloc_failures();
     if (ef.mode == EF_ENQUEUE_AGAIN) {
-        rjq_job_options o = {0};
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
         o.id = "again";
         ef.again_rc = rjq_enqueue(q, "small", 5, &o, ef_on_again, NULL);
     } else {
@@ -260,7 +260,7 @@ static void completion_batch_fails(size_t min_size) {
     env_start(&e, "fin");
     memset(&cf, 0, sizeof cf);
     static rjq_enqueue_item items[CF_JOBS];
-    for (int i = 0; i < CF_JOBS; i++) items[i] = (rjq_enqueue_item){"j", 1, NULL};
+    for (int i = 0; i < CF_JOBS; i++) items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), "j", 1, NULL};
     ASSERT_OK(rjq_enqueue_batch(e.q, items, CF_JOBS, NULL, NULL));
     rjq_worker_options wo = quiet_worker_options(CF_JOBS);
     rjq_worker *w;
@@ -384,7 +384,7 @@ TEST(await_callback_cancelling_other_awaits_during_a_watch_pass_is_safe) {
     char id[AW_MAX][32];
     for (int i = 0; i < HELD; i++) {
         snprintf(id[i], sizeof id[i], "held-%d", i);
-        rjq_job_options o = {0};
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
         o.id = id[i];
         ASSERT_OK(rjq_enqueue_await(e.q, payload, sizeof payload, &o, NULL, aw_on_outcome,
                                     (void *)(intptr_t)i, &aw.r[i].h));

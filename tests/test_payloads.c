@@ -38,7 +38,7 @@ static const rjq_job_options *job_id(long i) {
     static char id[32];
     static rjq_job_options o;
     snprintf(id, sizeof id, "p%ld", i);
-    o = (rjq_job_options){.id = id};
+    o = (rjq_job_options){.size = sizeof(rjq_job_options), .id = id};
     return &o;
 }
 
@@ -143,7 +143,7 @@ TEST(claimed_job_without_payload_is_not_run_and_left_to_its_lease) {
     env_start(&e, "gone");
     static char big[24 * 1024];
     memset(big, 'b', sizeof big);
-    rjq_job_options o = {.id = "first"};
+    rjq_job_options o = {.size = sizeof(rjq_job_options), .id = "first"};
     ASSERT_OK(rjq_enqueue(e.q, big, sizeof big, &o, NULL, NULL));
     gone_ctx x = {0};
     rjq_worker_options wo = quiet_worker_options(1);
@@ -154,12 +154,12 @@ TEST(claimed_job_without_payload_is_not_run_and_left_to_its_lease) {
     for (int k = 0; k < 500 && x.held == NULL; k++) loop_for(e.base, 10);
     ASSERT(x.held != NULL);
     /* while the worker has no free slot: a job without payload, one with */
-    rjq_job_options ov = {.id = "victim", .max_attempts = 1};
+    rjq_job_options ov = {.size = sizeof(rjq_job_options), .id = "victim", .max_attempts = 1};
     ASSERT_EQ(0, enqueue_job(e.base, e.q, "v", &ov).status);
     redisReply *r = server_cmd(e.rc, "HDEL t:{gone}:payload victim");
     ASSERT_EQ(1, r->integer);
     freeReplyObject(r);
-    rjq_job_options oa = {.id = "after"};
+    rjq_job_options oa = {.size = sizeof(rjq_job_options), .id = "after"};
     ASSERT_EQ(0, enqueue_job(e.base, e.q, "a", &oa).status);
     ASSERT_OK(rjq_job_complete(x.held, "ok", 2, on_done_ok, &x.completed));
     for (int k = 0; k < 500 && get_stats(e.base, e.q).dead < 1; k++) loop_for(e.base, 10);
@@ -370,7 +370,7 @@ TEST(refused_payload_read_hands_the_jobs_back_at_once) {
     int paused = 0;
     ASSERT_OK(rjq_queue_pause(e.q, on_counted, &paused));
     for (int k = 0; k < 500 && paused < 1; k++) loop_for(e.base, 10);
-    rjq_job_options o = {.id = "x"};
+    rjq_job_options o = {.size = sizeof(rjq_job_options), .id = "x"};
     long long calls = server_script_calls(e.rc);
     ASSERT_EQ(0, enqueue_job(e.base, e.q, big, &o).status);
     /* its doorbell makes the worker claim (and hear "paused"): let that
@@ -443,8 +443,8 @@ static void make_id_batches(id_batches *x, size_t size, char letter) {
     for (int b = 0; b < ID_BATCHES; b++)
         for (int j = 0; j < ID_JOBS; j++) {
             snprintf(x->ids[b][j], sizeof x->ids[b][j], "b%dj%d", b, j);
-            x->jo[b][j] = (rjq_job_options){.id = x->ids[b][j]};
-            x->items[b][j] = (rjq_enqueue_item){payload, size, &x->jo[b][j]};
+            x->jo[b][j] = (rjq_job_options){.size = sizeof(rjq_job_options), .id = x->ids[b][j]};
+            x->items[b][j] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), payload, size, &x->jo[b][j]};
         }
 }
 
@@ -610,7 +610,7 @@ TEST(requests_waiting_for_room_keep_their_order_through_busy_retries) {
     }
     ASSERT(loop_until_cond(e.base, server_busy, e.rc, 10000));
     ASSERT_EQ(0, kill(e.s.pid, SIGSTOP)); /* so the output fills */
-    rjq_job_options ao = {.id = "a"}, no = {.id = "n"};
+    rjq_job_options ao = {.size = sizeof(rjq_job_options), .id = "a"}, no = {.size = sizeof(rjq_job_options), .id = "n"};
     ASSERT_OK(rjq_enqueue(e.q, "a", 1, &ao, busy_cb, NULL));
     sent_poll sent = {e.c, 1}; /* each request goes out (or waits for room) on its own */
     ASSERT(loop_until_cond(e.base, requests_sent, &sent, 10000));
@@ -691,7 +691,7 @@ static void enqueue_huge(test_env *e, const huge_ctx *x, const char *id) {
     char *big = malloc(x->len);
     ASSERT(big != NULL);
     memset(big, x->fill, x->len);
-    rjq_job_options jo = {0};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     jo.id = id;
     ASSERT_OK(rjq_enqueue(e->q, big, x->len, id ? &jo : NULL, NULL, NULL));
     free(big);
@@ -998,8 +998,8 @@ TEST(one_push_carries_a_bounded_amount_of_payloads) {
     for (int i = 0; i < MANY_JOBS; i++) {
         memset(payloads[i], 'a' + i % 26, MANY_SIZE);
         snprintf(ids[i], sizeof ids[i], "m%d", i);
-        jo[i] = (rjq_job_options){.id = ids[i]};
-        items[i] = (rjq_enqueue_item){payloads[i], MANY_SIZE, &jo[i]};
+        jo[i] = (rjq_job_options){.size = sizeof(rjq_job_options), .id = ids[i]};
+        items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), payloads[i], MANY_SIZE, &jo[i]};
     }
     ASSERT_OK(rjq_enqueue_batch(e.q, items, MANY_JOBS, NULL, NULL));
     loop_until_cond(e.base, many_completed_or_dropped, &x, 30000);

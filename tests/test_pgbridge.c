@@ -916,7 +916,7 @@ TEST(rows_whose_finished_jobs_were_trimmed_meanwhile_are_not_run_again) {
     move_rows_then_stop_bridge(100);
     /* no bridge runs; the jobs complete and their records are deleted at once */
     rjq_client *wc = client_for(F.e.base, &F.e.s);
-    rjq_queue_options qo = {0};
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.retention_ms = 1;
     rjq_queue *wq;
     ASSERT_OK(rjq_queue_open(wc, "jobs", &qo, &wq));

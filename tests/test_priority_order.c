@@ -70,7 +70,7 @@ static void on_enq(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n
     r->done++;
     r->status = status;
     r->n = n;
-    for (size_t i = 0; i < n; i++) r->existed += jobs[i].existed;
+    for (size_t i = 0; i < n; i++) r->existed += rjq_enqueued_at(jobs, i)->existed;
 }
 
 /* Enqueue jobs[0..n) (payload: the id) in one call, a batch when n > 1,
@@ -81,9 +81,10 @@ static void enqueue_now(test_env *e, const job_spec *jobs, size_t n) {
     ASSERT(n >= 1 && n <= MAX_JOBS);
     memset(o, 0, sizeof o);
     for (size_t i = 0; i < n; i++) {
+        o[i].size = sizeof o[i];
         o[i].id = jobs[i].id;
         o[i].priority = jobs[i].priority;
-        it[i] = (rjq_enqueue_item){jobs[i].id, strlen(jobs[i].id), &o[i]};
+        it[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), jobs[i].id, strlen(jobs[i].id), &o[i]};
     }
     enq_reply r = {0};
     ASSERT_OK(rjq_enqueue_batch(e->q, it, n, on_enq, &r));
@@ -279,11 +280,11 @@ TEST(due_delayed_priority_job_queues_behind_waiting_ones_across_seq_wrap) {
     test_env env;
     env_start(&env, "due");
     set_next_seq(&env, "due", TWO_32 - 3);
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "later";
     o.priority = 5;
     o.delay_ms = 50;
-    rjq_enqueue_item it = {"later", 5, &o}; /* 2^32-3 */
+    rjq_enqueue_item it = {sizeof(rjq_enqueue_item), "later", 5, &o}; /* 2^32-3 */
     enq_reply r = {0};
     ASSERT_OK(rjq_enqueue_batch(env.q, &it, 1, on_enq, &r));
     ASSERT(loop_until(env.base, &r.done, 10000));

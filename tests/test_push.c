@@ -99,7 +99,7 @@ static int wait_registration(struct event_base *base, redisContext *rc, const ch
 }
 
 static void enqueue_id(rjq_queue *q, const char *id) {
-    rjq_job_options jo = {0};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     jo.id = id;
     ASSERT_OK(rjq_enqueue(q, "x", 1, &jo, NULL, NULL));
 }
@@ -187,8 +187,8 @@ TEST(idle_worker_gets_new_jobs_pushed_and_offers_freed_slots) {
 
     /* A batch bigger than the free slots: three pushed, the other two
      * claimed as slots free up. */
-    rjq_enqueue_item items[5] = {{"1", 1, NULL}, {"2", 1, NULL}, {"3", 1, NULL},
-                                 {"4", 1, NULL}, {"5", 1, NULL}};
+    rjq_enqueue_item items[5] = {{sizeof(rjq_enqueue_item), "1", 1, NULL}, {sizeof(rjq_enqueue_item), "2", 1, NULL}, {sizeof(rjq_enqueue_item), "3", 1, NULL},
+                                 {sizeof(rjq_enqueue_item), "4", 1, NULL}, {sizeof(rjq_enqueue_item), "5", 1, NULL}};
     ASSERT_OK(rjq_enqueue_batch(e.env.q, items, 5, NULL, NULL));
     ASSERT(loop_until_count(e.env.base, &e.h.handled, 4, 5000));
     ASSERT_EQ(3, e.h.n);

@@ -191,7 +191,7 @@ TEST(resent_claim_returns_its_lease_end_uncapped_so_a_lost_lease_is_not_told_as_
     int stopped = 0;
     ASSERT_OK(rjq_worker_stop(w, on_stopped, &stopped));
     ASSERT(loop_until(e.base, &stopped, 5000));
-    rjq_job_options oa = {0}, ob = {0};
+    rjq_job_options oa = RJQ_JOB_OPTIONS_INIT, ob = RJQ_JOB_OPTIONS_INIT;
     oa.id = "a";
     oa.timeout_ms = 5500;
     oa.max_attempts = 1;

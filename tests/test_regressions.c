@@ -69,6 +69,7 @@ TEST(claim_larger_than_lua_unpack_limit_loses_nothing) {
     env_start(&e, "big");
     static rjq_enqueue_item items[BIG_JOBS];
     for (int i = 0; i < BIG_JOBS; i++) {
+        items[i].size = sizeof items[i];
         items[i].payload = "x";
         items[i].len = 1;
         items[i].opts = NULL;
@@ -77,7 +78,7 @@ TEST(claim_larger_than_lua_unpack_limit_loses_nothing) {
     ASSERT_OK(rjq_enqueue_batch(e.q, items, BIG_JOBS, on_enq_ok, NULL));
     ASSERT(loop_until_count(e.base, &enq_ok, BIG_JOBS, 5000));
 
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = BIG_JOBS; /* one claim would ask for every job at once */
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(e.q, &wo, big_handler, NULL, &w));
@@ -349,11 +350,11 @@ static void fin_on_stats(rjq_client *c, int status, const rjq_stats *st, void *d
 TEST(finish_job_during_client_free_returns_eclosed_without_leak) {
     test_env e;
     env_start(&e, "fin");
-    rjq_enqueue_item items[2] = {{"a", 1, NULL}, {"b", 1, NULL}};
+    rjq_enqueue_item items[2] = {{sizeof(rjq_enqueue_item), "a", 1, NULL}, {sizeof(rjq_enqueue_item), "b", 1, NULL}};
     enq_ok = 0;
     ASSERT_OK(rjq_enqueue_batch(e.q, items, 2, on_enq_ok, NULL));
     ASSERT(loop_until_count(e.base, &enq_ok, 2, 5000));
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 2;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(e.q, &wo, fin_handler, NULL, &w));
@@ -410,7 +411,7 @@ static void bell_replayed(rjq_client *c, int status, long long n, void *data) {
 /* Enqueue a marker job on the monitored queue and wait for its event: what
  * the subscriber connection carried before it has been handled. */
 static int bell_mark(struct event_base *base, rjq_queue *marker, const char *id) {
-    rjq_job_options jo = {0};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     jo.id = id;
     snprintf(bell_marker_want, sizeof bell_marker_want, "%s", id);
     bell_marker = 0;
@@ -437,11 +438,11 @@ TEST(doorbell_heard_while_claim_in_flight_is_not_lost) {
     freeReplyObject(server_cmd(e.rc, "HSET t:{bell}:state late %s", "dead 1"));
     freeReplyObject(server_cmd(e.rc, "ZADD t:{bell}:dead 1 late"));
 
-    rjq_enqueue_item items[3] = {{"1", 1, NULL}, {"2", 1, NULL}, {"3", 1, NULL}};
+    rjq_enqueue_item items[3] = {{sizeof(rjq_enqueue_item), "1", 1, NULL}, {sizeof(rjq_enqueue_item), "2", 1, NULL}, {sizeof(rjq_enqueue_item), "3", 1, NULL}};
     enq_ok = 0;
     ASSERT_OK(rjq_enqueue_batch(e.q, items, 3, on_enq_ok, NULL));
     ASSERT(loop_until_count(e.base, &enq_ok, 3, 5000));
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 3;
     wo.poll_ms = 60000; /* the safety poll must not be what finds the job */
     rjq_worker *w;
@@ -541,9 +542,9 @@ TEST(await_with_long_job_key_resolves) {
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, NULL, long_handler, NULL, &w));
 
-    rjq_job_options jo = {0};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     jo.id = id;
-    rjq_await_options ao = {0};
+    rjq_await_options ao = RJQ_AWAIT_OPTIONS_INIT;
     ao.timeout_ms = 5000; /* safety net */
     ASSERT_OK(rjq_enqueue_await(q, "x", 1, &jo, &ao, long_await_cb, NULL, NULL));
     ASSERT(loop_until(base, &long_done, 6000));
@@ -658,7 +659,7 @@ TEST(resent_failure_after_the_job_moved_on_is_recognised) {
     env_start(&e, "fres");
     rjq_client *cb = client_for(e.base, &e.s);
     rjq_queue *qb = queue_for(cb, "fres");
-    rjq_job_options jo = {0};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     jo.id = "fj";
     ASSERT_OK(rjq_enqueue(e.q, "x", 1, &jo, NULL, NULL));
     rjq_worker *wa, *wb;
@@ -741,7 +742,7 @@ TEST(await_whose_early_outcome_was_pushed_out_by_the_cap_still_resolves) {
     wait_worker_started(e.base, c2, q2, e.rc, "lost"); /* registered idle: the job will be pushed to it */
 
     proxy_hold(&p, 1); /* the enqueue's reply will wait in the proxy */
-    rjq_job_options jo = {0};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     jo.id = "mine";
     ASSERT_OK(rjq_enqueue_await(e.q, "x", 1, &jo, NULL, lost_await_cb, NULL, NULL));
     /* The job runs and completes; its outcome reaches the reply channel
@@ -806,7 +807,7 @@ TEST(enqueue_batches_are_capped_by_bytes) {
      * (enqueue.c). */
     rjq_queue *fresh = queue_for(e.c, "capped");
     rjq_enqueue_item items[6];
-    for (int i = 0; i < 6; i++) items[i] = (rjq_enqueue_item){payload, SIZE, NULL};
+    for (int i = 0; i < 6; i++) items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), payload, SIZE, NULL};
     before = server_calls(e.rc, "fcall") + server_calls(e.rc, "evalsha");
     long long execs = server_calls(e.rc, "exec");
     ASSERT_OK(rjq_enqueue_batch(fresh, items, 6, capped_cb, NULL));
@@ -846,7 +847,7 @@ TEST(batch_of_several_calls_survives_function_flush) {
     memset(payload, 'f', SIZE);
     freeReplyObject(server_cmd(e.rc, "FUNCTION FLUSH"));
     rjq_enqueue_item items[8];
-    for (int i = 0; i < 8; i++) items[i] = (rjq_enqueue_item){payload, SIZE, NULL};
+    for (int i = 0; i < 8; i++) items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), payload, SIZE, NULL};
     ASSERT_OK(rjq_enqueue_batch(e.q, items, 8, flushed_cb, NULL));
     ASSERT(loop_until_count(e.base, &flushed_ok, 8, 10000));
     ASSERT_STREQ("1", flushed_first);
@@ -876,9 +877,9 @@ TEST(batch_of_several_calls_on_a_wrongtype_key_writes_nothing) {
     ASSERT(payload != NULL);
     memset(payload, 'w', SIZE);
     freeReplyObject(server_cmd(e.rc, "SET t:{wt}:delayed x"));
-    rjq_job_options later = {.delay_ms = 60000};
+    rjq_job_options later = {.size = sizeof(rjq_job_options), .delay_ms = 60000};
     rjq_enqueue_item items[6];
-    for (int i = 0; i < 6; i++) items[i] = (rjq_enqueue_item){payload, SIZE, i >= 3 ? &later : NULL};
+    for (int i = 0; i < 6; i++) items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), payload, SIZE, i >= 3 ? &later : NULL};
     ASSERT_OK(rjq_enqueue_batch(e.q, items, 6, wt_cb, NULL));
     ASSERT(loop_until(e.base, &wt_calls, 10000));
     ASSERT_EQ(RJQ_EWRONGTYPE, wt_status);
@@ -1004,7 +1005,7 @@ TEST(enqueue_with_an_id_whose_reply_was_lost_is_sent_again) {
     env_start_proxied(&e, &p, "lostreply", on_lost_event);
     lost_enq with_id = {0}, without = {0};
     proxy_hold(&p, 1); /* the replies will wait in the proxy */
-    rjq_job_options jo = {0};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     jo.id = "keep";
     ASSERT_OK(rjq_enqueue(e.q, "x", 1, &jo, on_lost_enq, &with_id));
     ASSERT_OK(rjq_enqueue(e.q, "y", 1, NULL, on_lost_enq, &without));
@@ -1042,7 +1043,7 @@ static void on_lost_batch(rjq_client *c, int status, const rjq_enqueued *jobs, s
     l->calls++;
     l->status = status;
     l->n = n;
-    for (size_t i = 0; i < n; i++) l->existed += jobs[i].existed;
+    for (size_t i = 0; i < n; i++) l->existed += rjq_enqueued_at(jobs, i)->existed;
 }
 
 TEST(batch_of_several_calls_whose_reply_was_lost_is_sent_again_whole) {
@@ -1059,9 +1060,9 @@ TEST(batch_of_several_calls_whose_reply_was_lost_is_sent_again_whole) {
     rjq_enqueue_item with[N], without[N];
     for (int i = 0; i < N; i++) {
         snprintf(ids[i], sizeof ids[i], "k%d", i);
-        jo[i] = (rjq_job_options){.id = ids[i]};
-        with[i] = (rjq_enqueue_item){payload, SIZE, &jo[i]};
-        without[i] = (rjq_enqueue_item){payload, SIZE, NULL};
+        jo[i] = (rjq_job_options){.size = sizeof(rjq_job_options), .id = ids[i]};
+        with[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), payload, SIZE, &jo[i]};
+        without[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), payload, SIZE, NULL};
     }
     lost_batch a = {0}, b = {0};
     proxy_hold(&p, 1); /* the replies will wait in the proxy */
@@ -1105,7 +1106,7 @@ TEST(claim_arriving_after_stop_hands_its_jobs_back) {
     proxy p;
     env_start_proxied(&e, &p, "late", NULL);
     late_handled = late_stopped = 0;
-    rjq_job_options jo = {0};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     jo.id = "l1";
     ASSERT_OK(rjq_enqueue(e.q, "x", 1, &jo, NULL, NULL));
     jo.id = "l2";
@@ -1145,7 +1146,7 @@ TEST(claim_arriving_after_stop_hands_its_jobs_back) {
 static void enqueue_xs(struct event_base *base, rjq_queue *q, int n) {
     rjq_enqueue_item items[16];
     ASSERT(n <= 16);
-    for (int i = 0; i < n; i++) items[i] = (rjq_enqueue_item){"x", 1, NULL};
+    for (int i = 0; i < n; i++) items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), "x", 1, NULL};
     enq_ok = 0;
     ASSERT_OK(rjq_enqueue_batch(q, items, (size_t)n, on_enq_ok, NULL));
     ASSERT(loop_until_count(base, &enq_ok, n, 5000));

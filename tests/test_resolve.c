@@ -87,7 +87,7 @@ static void fake_cancel(void *loop, void *handle) {
 }
 
 static rjq_client *fake_client(struct event_base *base, const char *url, rjq_event_cb *ev) {
-    static const rjq_loop_ops ops = {rjq_libevent_attach_, rjq_libevent_set_timer_,
+    static const rjq_loop_ops ops = {sizeof(rjq_loop_ops), rjq_libevent_attach_, rjq_libevent_set_timer_,
                                      rjq_libevent_cleanup_, fake_resolve, fake_cancel, NULL, NULL};
     rjq_client_options o = client_options(url);
     o.on_event = ev;
@@ -232,7 +232,7 @@ TEST(glue_without_resolver_refuses_names) {
     ASSERT(strstr(rjq_client_errmsg(NULL), "host redis.test is a name") != NULL);
     ASSERT(strstr(rjq_client_errmsg(NULL), "rjq_libevent_client_new_dns") != NULL);
     /* resolve without resolve_cancel is no valid glue */
-    static const rjq_loop_ops half = {rjq_libevent_attach_, rjq_libevent_set_timer_,
+    static const rjq_loop_ops half = {sizeof(rjq_loop_ops), rjq_libevent_attach_, rjq_libevent_set_timer_,
                                       rjq_libevent_cleanup_, fake_resolve, NULL, NULL, NULL};
     ASSERT_EQ(RJQ_EINVAL, rjq_client_new(&c, &o, &half, NULL));
     event_base_free(base);
@@ -385,7 +385,7 @@ static void free_on_any_error(rjq_client *c, rjq_event ev, int conn, const char 
 
 TEST(resolver_failing_inside_its_hook_reports_from_the_loop) {
     struct event_base *base = event_base_new();
-    static const rjq_loop_ops ops = {rjq_libevent_attach_, rjq_libevent_set_timer_,
+    static const rjq_loop_ops ops = {sizeof(rjq_loop_ops), rjq_libevent_attach_, rjq_libevent_set_timer_,
                                      rjq_libevent_cleanup_, fail_inside, fake_cancel, NULL, NULL};
     rjq_client_options o = client_options("redis://nowhere.test:6399");
     o.on_event = free_on_any_error;
@@ -409,7 +409,7 @@ TEST(client_freed_with_lookups_pending_on_its_own_resolver) {
     char ns[64];
     snprintf(ns, sizeof ns, "127.0.0.1:%d", ntohs(sin.sin_port));
     ASSERT_EQ(0, evdns_base_nameserver_ip_add(dns, ns));
-    const rjq_loop_ops ops = {rjq_libevent_attach_, rjq_libevent_set_timer_, rjq_libevent_cleanup_,
+    const rjq_loop_ops ops = {sizeof(rjq_loop_ops), rjq_libevent_attach_, rjq_libevent_set_timer_, rjq_libevent_cleanup_,
                               rjq_libevent_resolve_, rjq_libevent_resolve_cancel_, NULL, NULL};
     rjq_client_options o = client_options("redis://slow.test:6399");
     rjq_client *c = NULL;

@@ -47,7 +47,7 @@ static void complete_handler(rjq_job *job, void *data) {
 /* The shared environment (test_env) with queue `name` under the given
  * retention limits. */
 static void ret_start(test_env *e, const char *name, long long retention_ms, long completed_max) {
-    rjq_queue_options o = {.retention_ms = retention_ms, .completed_max = completed_max};
+    rjq_queue_options o = {.size = sizeof(rjq_queue_options), .retention_ms = retention_ms, .completed_max = completed_max};
     env_start_queue(e, name, &o);
 }
 
@@ -59,7 +59,7 @@ static void enqueue_ids(struct event_base *base, rjq_queue *q, const char *id, i
         char jid[32], payload[32];
         snprintf(jid, sizeof jid, "%s%02d", id, i);
         snprintf(payload, sizeof payload, "p%02d", i);
-        rjq_job_options o = {.id = jid};
+        rjq_job_options o = {.size = sizeof(rjq_job_options), .id = jid};
         ASSERT_OK(rjq_enqueue(q, payload, strlen(payload), &o, NULL, NULL));
     }
     get_stats(base, q); /* a round trip: the enqueues are done */
@@ -76,7 +76,7 @@ static void on_stopped(rjq_worker *w, int status, void *data) {
  * sweep period (0: the default). */
 static void run_worker_with(struct event_base *base, rjq_queue *q, long n, long reclaim_ms) {
     long done = 0;
-    rjq_worker_options wo = {.concurrency = 1, .reclaim_ms = reclaim_ms};
+    rjq_worker_options wo = {.size = sizeof(rjq_worker_options), .concurrency = 1, .reclaim_ms = reclaim_ms};
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, complete_handler, &done, &w));
     ASSERT(loop_until_count(base, &done, n, 20000));

@@ -38,9 +38,9 @@ static void on_list(rjq_client *c, int status, const rjq_schedule_info *l, size_
     w->status = status;
     w->n = n;
     for (size_t i = 0; i < n && i < 8; i++) {
-        snprintf(w->names[i], sizeof w->names[i], "%s", l[i].name);
-        snprintf(w->specs[i], sizeof w->specs[i], "%s", l[i].spec);
-        w->next[i] = l[i].next_ms;
+        snprintf(w->names[i], sizeof w->names[i], "%s", rjq_schedule_info_at(l, i)->name);
+        snprintf(w->specs[i], sizeof w->specs[i], "%s", rjq_schedule_info_at(l, i)->spec);
+        w->next[i] = rjq_schedule_info_at(l, i)->next_ms;
     }
 }
 
@@ -56,7 +56,7 @@ static list_wait list_schedules(test_env *e) {
 TEST(schedules_are_set_listed_and_removed) {
     test_env e;
     env_start(&e, "sl");
-    rjq_schedule s = {0};
+    rjq_schedule s = RJQ_SCHEDULE_INIT;
     s.every_ms = 1000;
     s.payload = "p";
     s.len = 1;
@@ -67,7 +67,7 @@ TEST(schedules_are_set_listed_and_removed) {
     s.payload = "q"; /* a new payload is a change (its next fire time stays) */
     ASSERT_EQ(1, set_schedule(&e, "tick", &s).n);
     ASSERT_EQ(0, set_schedule(&e, "tick", &s).n);
-    rjq_schedule cr = {0};
+    rjq_schedule cr = RJQ_SCHEDULE_INIT;
     cr.cron = "*/5 9-17 * * MON-FRI";
     cr.utc_offset_min = 60;
     ASSERT_EQ(1, set_schedule(&e, "report", &cr).n);
@@ -80,7 +80,7 @@ TEST(schedules_are_set_listed_and_removed) {
     ASSERT_EQ(0, l.next[1]); /* no scheduler ran yet */
 
     /* refused */
-    rjq_schedule bad = {0};
+    rjq_schedule bad = RJQ_SCHEDULE_INIT;
     ASSERT_EQ(RJQ_EINVAL, rjq_schedule_set(e.q, "x", &bad, NULL, NULL)); /* neither */
     bad.every_ms = 10;
     bad.cron = "* * * * *";
@@ -156,10 +156,10 @@ TEST(scheduler_enqueues_one_job_per_fire_time_at_its_time) {
     env_start(&e, "se");
     ASSERT_OK(rjq_queue_monitor(e.q, on_event, NULL, &mon));
     wait_monitoring(e.base, e.c, "se");
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.priority = 0;
     o.max_attempts = 5;
-    rjq_schedule s = {0};
+    rjq_schedule s = RJQ_SCHEDULE_INIT;
     s.every_ms = 200;
     s.payload = "beat";
     s.len = 4;
@@ -209,7 +209,7 @@ static void run_scheduler_child(const test_server *s, const char *qname) {
 TEST(two_schedulers_one_killed_midway_enqueue_each_fire_time_exactly_once) {
     test_env e;
     env_start(&e, "s2");
-    rjq_schedule s = {0};
+    rjq_schedule s = RJQ_SCHEDULE_INIT;
     s.cron = "* * * * * *"; /* every second */
     ASSERT_EQ(1, set_schedule(&e, "sec", &s).n);
     pid_t a = fork_child();
@@ -266,7 +266,7 @@ TEST(two_schedulers_one_killed_midway_enqueue_each_fire_time_exactly_once) {
 static void missed_case(int missed) {
     test_env e;
     env_start(&e, "sm");
-    rjq_schedule s = {0};
+    rjq_schedule s = RJQ_SCHEDULE_INIT;
     s.every_ms = 1000;
     s.catchup_ms = 2500;
     s.missed = missed;
@@ -365,7 +365,7 @@ static long long fire_named(redisContext *rc, const char *name, const char *spec
 TEST(fire_leaves_a_schedule_set_again_since_its_tick_alone) {
     test_env e;
     env_start(&e, "sf");
-    rjq_schedule s = {0};
+    rjq_schedule s = RJQ_SCHEDULE_INIT;
     s.every_ms = 1000;
     ASSERT_EQ(1, set_schedule(&e, "s", &s).n); /* loads the scripts too */
     freeReplyObject(server_cmd(e.rc, "SET t:{sf}:scheduler tok"));
@@ -389,14 +389,14 @@ TEST(fire_leaves_a_schedule_set_again_since_its_tick_alone) {
 TEST(scheduled_jobs_get_their_options_as_enqueued_jobs_do) {
     test_env e;
     env_start(&e, "sf");
-    rjq_job_options opts[] = {{.delay_ms = 5000},
-                              {.priority = 3},
-                              {.priority = -2, .max_attempts = 7, .timeout_ms = 9000},
-                              {.max_attempts = 3, .backoff = {RJQ_BACKOFF_FIXED, 250, 0}}};
+    rjq_job_options opts[] = {{.size = sizeof(rjq_job_options), .delay_ms = 5000},
+                              {.size = sizeof(rjq_job_options), .priority = 3},
+                              {.size = sizeof(rjq_job_options), .priority = -2, .max_attempts = 7, .timeout_ms = 9000},
+                              {.size = sizeof(rjq_job_options), .max_attempts = 3, .backoff = {RJQ_BACKOFF_FIXED, 250, 0}}};
     for (int i = 0; i < (int)(sizeof opts / sizeof opts[0]); i++) {
         char name[16], id[32];
         snprintf(name, sizeof name, "o%d", i);
-        rjq_schedule s = {0};
+        rjq_schedule s = RJQ_SCHEDULE_INIT;
         s.every_ms = 1000;
         s.opts = &opts[i];
         ASSERT_EQ(1, set_schedule(&e, name, &s).n);
@@ -475,18 +475,18 @@ TEST(a_fired_job_lands_as_the_same_job_enqueued) {
     struct timeval guard = {20, 0}; /* a failure guard only */
     redisSetTimeout(sub, guard);
     freeReplyObject(server_cmd(sub, "SUBSCRIBE t:{sf}:wake"));
-    rjq_job_options opts[] = {{0},
-                              {.priority = 3},
-                              {.priority = -2, .max_attempts = 7},
-                              {.priority = 3, .delay_ms = 5000},
-                              {.delay_ms = 7000, .timeout_ms = 9000}};
+    rjq_job_options opts[] = {{.size = sizeof(rjq_job_options)},
+                              {.size = sizeof(rjq_job_options), .priority = 3},
+                              {.size = sizeof(rjq_job_options), .priority = -2, .max_attempts = 7},
+                              {.size = sizeof(rjq_job_options), .priority = 3, .delay_ms = 5000},
+                              {.size = sizeof(rjq_job_options), .delay_ms = 7000, .timeout_ms = 9000}};
     for (int i = 0; i < (int)(sizeof opts / sizeof opts[0]); i++) {
         char name[16], fired[32], id[32];
         snprintf(name, sizeof name, "l%d", i);
         snprintf(fired, sizeof fired, "%s@1000", name);
         snprintf(id, sizeof id, "e%d", i);
         freeReplyObject(server_cmd(e.rc, "DEL t:{sf}:ready t:{sf}:prio t:{sf}:delayed"));
-        rjq_schedule s = {0};
+        rjq_schedule s = RJQ_SCHEDULE_INIT;
         s.every_ms = 1000;
         s.payload = "pl";
         s.len = 2;
@@ -539,7 +539,7 @@ TEST(a_fired_job_lands_as_the_same_job_enqueued) {
         }
     }
     /* jobs wait: a fire rings no doorbell */
-    rjq_schedule s = {0};
+    rjq_schedule s = RJQ_SCHEDULE_INIT;
     s.every_ms = 1000;
     ASSERT_EQ(1, set_schedule(&e, "quiet", &s).n);
     redisReply *r = server_cmd(e.rc, "HGET t:{sf}:schedules quiet");
@@ -561,9 +561,9 @@ TEST(a_fired_job_lands_as_the_same_job_enqueued) {
 TEST(a_fire_time_given_twice_in_one_call_makes_one_job) {
     test_env e;
     env_start(&e, "sf");
-    rjq_schedule s = {0};
+    rjq_schedule s = RJQ_SCHEDULE_INIT;
     s.every_ms = 1000;
-    rjq_job_options o = {.priority = 2};
+    rjq_job_options o = {.size = sizeof(rjq_job_options), .priority = 2};
     s.opts = &o;
     ASSERT_EQ(1, set_schedule(&e, "twice", &s).n);
     redisReply *r = server_cmd(e.rc, "HGET t:{sf}:schedules twice");

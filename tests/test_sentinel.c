@@ -247,7 +247,7 @@ static void worker_process(const char *url) {
     struct event_base *base = event_base_new();
     rjq_client_options o = sentinel_options(url);
     rjq_client *c = client_new(base, &o);
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 20;
     wo.lease_ms = 5000;
     rjq_worker *w;
@@ -285,7 +285,7 @@ static void produce(evutil_socket_t fd, short what, void *arg) {
     for (int n = 0; n < 20 && p->next < JOBS; n++, p->next++) {
         char id[32];
         snprintf(id, sizeof id, "job-%d", p->next);
-        rjq_job_options o = {0};
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
         o.id = id;
         ASSERT_OK(rjq_enqueue_await(p->q, id, strlen(id), &o, NULL, on_outcome,
                                     (void *)(intptr_t)p->next, NULL));
@@ -366,7 +366,7 @@ TEST(manual_failover_moves_the_client_to_the_new_master) {
     for (int i = 0; i < 10; i++) {
         char id[32];
         snprintf(id, sizeof id, "before-%d", i);
-        rjq_job_options jo = {0};
+        rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
         jo.id = id;
         ASSERT_OK(rjq_enqueue_await(q, id, strlen(id), &jo, NULL, on_outcome, (void *)(intptr_t)i, NULL));
     }
@@ -397,7 +397,7 @@ TEST(manual_failover_moves_the_client_to_the_new_master) {
     for (int i = 10; i < 30; i++) {
         char id[32];
         snprintf(id, sizeof id, "after-%d", i);
-        rjq_job_options jo = {0};
+        rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
         jo.id = id;
         ASSERT_OK(rjq_enqueue_await(q, id, strlen(id), &jo, NULL, on_outcome, (void *)(intptr_t)i, NULL));
     }
@@ -436,7 +436,7 @@ static void produce_durable(evutil_socket_t fd, short what, void *arg) {
     for (int n = 0; n < 20 && p->next < JOBS; n++, p->next++) {
         char id[32];
         snprintf(id, sizeof id, "durable-%d", p->next);
-        rjq_job_options o = {0};
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
         o.id = id;
         ASSERT_OK(rjq_enqueue(p->q, id, strlen(id), &o, on_durable, NULL));
     }
@@ -565,7 +565,7 @@ TEST(sentinels_by_name_are_resolved) {
     rjq_client *c = NULL;
     ASSERT_EQ(RJQ_EURL, rjq_libevent_client_new(&c, base, &o));
     ASSERT(strstr(rjq_client_errmsg(NULL), "sentinel host nowhere.test is a name") != NULL);
-    static const rjq_loop_ops ops = {rjq_libevent_attach_, rjq_libevent_set_timer_,
+    static const rjq_loop_ops ops = {sizeof(rjq_loop_ops), rjq_libevent_attach_, rjq_libevent_set_timer_,
                                      rjq_libevent_cleanup_, resolve_to_loopback, never_cancelled, NULL, NULL};
     ASSERT_OK(rjq_libevent_client_make_(&c, base, NULL, NULL, &o, &ops));
     wait_connected(base, c);

@@ -320,7 +320,7 @@ TEST(shardlink_freed_from_inside_its_hooks) {
 
 TEST(shardlink_without_watch_fd_is_refused_not_a_crash) {
     struct event_base *base = event_base_new();
-    static const rjq_loop_ops ops = {rjq_libevent_attach_, rjq_libevent_set_timer_,
+    static const rjq_loop_ops ops = {sizeof(rjq_loop_ops), rjq_libevent_attach_, rjq_libevent_set_timer_,
                                      rjq_libevent_cleanup_, NULL, NULL, NULL, NULL};
     rjq_client_options o = client_options("redis://127.0.0.1:1");
     rjq_client *c = NULL;
@@ -420,7 +420,7 @@ TEST(shardlink_over_tls) {
     server_start_tls(&s, 0);
     char ca[512];
     snprintf(ca, sizeof ca, "%s", server_file(&s, "certs/ca.crt"));
-    rjq_tls_options t = {0};
+    rjq_tls_options t = RJQ_TLS_OPTIONS_INIT;
     t.ca_file = ca;
     struct event_base *base = event_base_new();
     rjq_client_options o = client_options(s.url);

@@ -35,7 +35,7 @@ TEST(smoke_enqueue_work_complete) {
     env_open(&e, "smoke", NULL); /* the enqueues wait for the connection */
     for (int i = 0; i < 100; i++) ASSERT_OK(rjq_enqueue(e.q, "hello", 5, NULL, on_enq, NULL));
     ASSERT(loop_until_count(e.base, &enqueued, 100, 5000));
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 10;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(e.q, &wo, handler, NULL, &w));

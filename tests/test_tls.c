@@ -51,7 +51,7 @@ static void expect_no_tls(void) {
     ASSERT(strstr(why, "built without TLS") != NULL);
     ASSERT(strstr(why, "hiredis_ssl") != NULL);
     ASSERT(strstr(why, PASSWORD) == NULL);
-    rjq_tls_options t = {0};
+    rjq_tls_options t = RJQ_TLS_OPTIONS_INIT;
     t.enable = 1;
     o = tls_client_options("redis://127.0.0.1:6380", &t);
     ASSERT_EQ(RJQ_ETLS, rjq_libevent_client_new(&c, base, &o));
@@ -94,7 +94,7 @@ static certs paths(const test_server *s) {
 static rjq_tls_options start_with_ca(test_server *s, int client_certs, certs *p) {
     server_start_tls(s, client_certs);
     *p = paths(s);
-    rjq_tls_options t = {0};
+    rjq_tls_options t = RJQ_TLS_OPTIONS_INIT;
     t.ca_file = p->ca;
     return t;
 }
@@ -262,7 +262,7 @@ TEST(tls_and_plain_mixed_up_fail_clearly) {
     server_start_tls(&s, 0);
     server_start_guarded(&plain, NULL);
     certs p = paths(&s);
-    rjq_tls_options t = {0};
+    rjq_tls_options t = RJQ_TLS_OPTIONS_INIT;
     t.ca_file = p.ca;
     char url[96];
     snprintf(url, sizeof url, "rediss://127.0.0.1:%d", plain.port);
@@ -288,12 +288,12 @@ TEST(unusable_tls_files_fail_the_client_naming_them) {
         rjq_tls_options t;
         const char *needle;
     } cases[] = {
-        {{0, "/nonexistent/ca.pem", NULL, NULL, NULL, NULL, 0}, "/nonexistent/ca.pem"},
-        {{0, NULL, "/nonexistent/cadir", NULL, NULL, NULL, 0}, "/nonexistent/cadir"},
-        {{0, p.ca, NULL, p.cert, NULL, NULL, 0}, "needs its key"},
-        {{0, p.ca, NULL, NULL, p.key, NULL, 0}, "needs its key"},
-        {{0, p.ca, NULL, "/nonexistent/c.pem", p.key, NULL, 0}, "client certificate /nonexistent/c.pem"},
-        {{0, p.ca, NULL, p.cert, p.ca, NULL, 0}, p.ca}, /* a certificate is no key */
+        {{sizeof(rjq_tls_options), 0, "/nonexistent/ca.pem", NULL, NULL, NULL, NULL, 0, 0}, "/nonexistent/ca.pem"},
+        {{sizeof(rjq_tls_options), 0, NULL, "/nonexistent/cadir", NULL, NULL, NULL, 0, 0}, "/nonexistent/cadir"},
+        {{sizeof(rjq_tls_options), 0, p.ca, NULL, p.cert, NULL, NULL, 0, 0}, "needs its key"},
+        {{sizeof(rjq_tls_options), 0, p.ca, NULL, NULL, p.key, NULL, 0, 0}, "needs its key"},
+        {{sizeof(rjq_tls_options), 0, p.ca, NULL, "/nonexistent/c.pem", p.key, NULL, 0, 0}, "client certificate /nonexistent/c.pem"},
+        {{sizeof(rjq_tls_options), 0, p.ca, NULL, p.cert, p.ca, NULL, 0, 0}, p.ca}, /* a certificate is no key */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         rjq_client_options o = tls_client_options(s.url, &cases[i].t);
@@ -305,7 +305,7 @@ TEST(unusable_tls_files_fail_the_client_naming_them) {
                     rjq_client_errmsg(NULL));
     }
     /* TLS over a unix socket is no such thing */
-    rjq_tls_options t = {0};
+    rjq_tls_options t = RJQ_TLS_OPTIONS_INIT;
     t.enable = 1;
     rjq_client_options o = tls_client_options("unix:///tmp/rjq-none.sock", &t);
     rjq_client *c = NULL;

@@ -64,7 +64,7 @@ static void fake_resolve_cancel(void *loop, void *handle) {
     l->cancelled_at = vnow;
 }
 
-static const rjq_loop_ops fake_ops = {fake_attach, fake_set_timer, NULL, fake_resolve,
+static const rjq_loop_ops fake_ops = {sizeof(rjq_loop_ops), fake_attach, fake_set_timer, NULL, fake_resolve,
                                       fake_resolve_cancel, NULL, NULL};
 
 static int errors; /* RJQ_EVENT_ERROR events */
@@ -81,7 +81,7 @@ static rjq_client *virtual_client(int answer, long min_ms, long max_ms, long con
     armed_ms = -1;
     nlookups = 0;
     errors = 0;
-    rjq_client_options o = {0};
+    rjq_client_options o = RJQ_CLIENT_OPTIONS_INIT;
     o.url = "redis://nowhere.invalid:6379";
     o.reconnect_min_ms = min_ms;
     o.reconnect_max_ms = max_ms;
@@ -371,7 +371,7 @@ TEST(a_client_with_workers_beats_every_third_of_its_liveness_time_at_most_every_
         /* no watchdog, no probe: the beat is the client's only timer but the
          * worker's own, a minute and more away */
         rjq_client *c = virtual_io_client(base, &s, liveness[i], -1, -1);
-        rjq_worker_options wo = {0};
+        rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
         wo.concurrency = 1;
         wo.poll_ms = 600000;
         wo.reclaim_ms = 600000;

@@ -88,7 +88,8 @@ TEST(every_code_in_the_header_has_its_name_and_description) {
     for (const char *p = text; regexec(&re, p, 1, m, 0) == 0; p += m[0].rm_eo) {
         char name[64];
         snprintf(name, sizeof name, "%.*s", (int)(m[0].rm_eo - m[0].rm_so), p + m[0].rm_so);
-        if (strcmp(name, "RJQ_ERRNO_MAP") == 0 || strncmp(name, "RJQ_EVENT_", 10) == 0) continue;
+        if (strcmp(name, "RJQ_ERRNO_MAP") == 0 || strncmp(name, "RJQ_EVENT_", 10) == 0 ||
+            strstr(name, "_INIT") != NULL) continue;
         if (!is_code(codes, n, name))
             FAIL_AT(__FILE__, __LINE__, "rjq.h names %s, which is not in RJQ_ERRNO_MAP", name);
     }

@@ -121,7 +121,7 @@ static void enqueue_now(venv *e) {
 }
 
 static rjq_worker *start_holder(venv *e, long lease_ms, holder *h) {
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.lease_ms = lease_ms;
     wo.poll_ms = 600000;    /* only the extension and the upkeep move the clock */
     wo.reclaim_ms = 600000;

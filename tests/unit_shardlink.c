@@ -273,7 +273,7 @@ static void fake_unwatch(void *loop, void *handle) {
     ASSERT(handle == &watches);
     unwatches++;
 }
-static const rjq_loop_ops fake_ops = {fake_attach,  fake_set_timer, NULL,        fake_resolve,
+static const rjq_loop_ops fake_ops = {sizeof(rjq_loop_ops), fake_attach,  fake_set_timer, NULL,        fake_resolve,
                                       fake_resolve_cancel, fake_watch, fake_unwatch};
 
 static void nop_message(rjq__shardlink *l, void *arg, const char *ch, size_t chlen, const char *p,
@@ -291,7 +291,7 @@ static const rjq__shardlink_hooks nop_hooks = {nop_message, nop_event};
 static rjq_client *virtual_client(long min_ms, long max_ms, long connect_timeout_ms) {
     rjq__clock_set(virtual_clock);
     armed_ms = -1;
-    rjq_client_options o = {0};
+    rjq_client_options o = RJQ_CLIENT_OPTIONS_INIT;
     o.url = "redis://nowhere.invalid:6379";
     o.reconnect_min_ms = min_ms;
     o.reconnect_max_ms = max_ms;

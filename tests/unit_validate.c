@@ -176,7 +176,7 @@ TEST(encode_defaults) {
     memset(buf, 'X', sizeof buf);
     ASSERT_OK(rjq__encode_job_options(NULL, buf));
     ASSERT_STREQ("", buf);
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     expect_encoding(&o, "");
     o.max_attempts = 3; /* the default, spelled out */
     expect_encoding(&o, "");
@@ -185,10 +185,10 @@ TEST(encode_defaults) {
 }
 
 TEST(encode_delay_priority_attempts) {
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.delay_ms = 5000;
     expect_encoding(&o, "5000,0,3,");
-    o = (rjq_job_options){0};
+    o = (rjq_job_options){.size = sizeof(rjq_job_options)};
     o.priority = 7;
     expect_encoding(&o, "0,7,3,");
     o.priority = -7;
@@ -197,21 +197,21 @@ TEST(encode_delay_priority_attempts) {
     expect_encoding(&o, "0,1000000,3,");
     o.priority = RJQ_PRIORITY_MIN;
     expect_encoding(&o, "0,-1000000,3,");
-    o = (rjq_job_options){0};
+    o = (rjq_job_options){.size = sizeof(rjq_job_options)};
     o.max_attempts = 1;
     expect_encoding(&o, "0,0,1,");
     o.max_attempts = 10;
     expect_encoding(&o, "0,0,10,");
     o.max_attempts = INT_MAX;
     expect_encoding(&o, "0,0,2147483647,");
-    o = (rjq_job_options){0};
+    o = (rjq_job_options){.size = sizeof(rjq_job_options)};
     o.delay_ms = RJQ_DELAY_MAX; /* the largest delay: 100 years */
     expect_encoding(&o, "3153600000000,0,3,");
     o.delay_ms = RJQ_DELAY_MAX + 1; /* beyond it the server's %d would overflow */
     expect_einval(&o);
     o.delay_ms = LLONG_MAX;
     expect_einval(&o);
-    o = (rjq_job_options){0};
+    o = (rjq_job_options){.size = sizeof(rjq_job_options)};
     o.delay_ms = 250;
     o.priority = -3;
     o.max_attempts = 5;
@@ -219,7 +219,7 @@ TEST(encode_delay_priority_attempts) {
 }
 
 TEST(encode_backoff) {
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.backoff.type = RJQ_BACKOFF_FIXED;
     expect_encoding(&o, "0,0,3,f,1000,0");
     o.backoff.base_ms = 250;
@@ -227,7 +227,7 @@ TEST(encode_backoff) {
     o.backoff.max_ms = 9999; /* ignored for fixed */
     expect_encoding(&o, "0,0,3,f,250,0");
 
-    o = (rjq_job_options){0};
+    o = (rjq_job_options){.size = sizeof(rjq_job_options)};
     o.backoff.type = RJQ_BACKOFF_EXPONENTIAL;
     expect_encoding(&o, "0,0,3,e,1000,3600000");
     o.backoff.base_ms = 100;
@@ -236,15 +236,15 @@ TEST(encode_backoff) {
     expect_encoding(&o, "0,0,3,e,100,60000");
 
     /* DEFAULT with custom numbers is exponential with them. */
-    o = (rjq_job_options){0};
+    o = (rjq_job_options){.size = sizeof(rjq_job_options)};
     o.backoff.base_ms = 500;
     expect_encoding(&o, "0,0,3,e,500,3600000");
-    o = (rjq_job_options){0};
+    o = (rjq_job_options){.size = sizeof(rjq_job_options)};
     o.backoff.max_ms = 10000;
     expect_encoding(&o, "0,0,3,e,1000,10000");
 
     /* Combined with the other fields. */
-    o = (rjq_job_options){0};
+    o = (rjq_job_options){.size = sizeof(rjq_job_options)};
     o.delay_ms = 1;
     o.priority = 2;
     o.max_attempts = 4;
@@ -254,7 +254,7 @@ TEST(encode_backoff) {
 }
 
 TEST(encode_timeout) {
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.timeout_ms = 5000;
     expect_encoding(&o, "0,0,3,;5000");
     o.delay_ms = 1;
@@ -272,7 +272,7 @@ TEST(encode_timeout) {
 }
 
 TEST(encode_dedup_and_debounce) {
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = "x";
     o.dedup_ms = 60000;
     expect_encoding(&o, "0,0,3,;;60000");
@@ -296,7 +296,7 @@ TEST(encode_dedup_and_debounce) {
 }
 
 TEST(encode_invalid) {
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.priority = RJQ_PRIORITY_MAX + 1;
     expect_einval(&o);
     o.priority = RJQ_PRIORITY_MIN - 1;
@@ -305,27 +305,27 @@ TEST(encode_invalid) {
     expect_einval(&o);
     o.priority = INT_MIN;
     expect_einval(&o);
-    o = (rjq_job_options){0};
+    o = (rjq_job_options){.size = sizeof(rjq_job_options)};
     o.delay_ms = -1;
     expect_einval(&o);
     o.delay_ms = LLONG_MIN;
     expect_einval(&o);
-    o = (rjq_job_options){0};
+    o = (rjq_job_options){.size = sizeof(rjq_job_options)};
     o.max_attempts = -1;
     expect_einval(&o);
-    o = (rjq_job_options){0};
+    o = (rjq_job_options){.size = sizeof(rjq_job_options)};
     o.backoff.type = (rjq_backoff_type)3;
     expect_einval(&o);
     o.backoff.type = (rjq_backoff_type)-1;
     expect_einval(&o);
-    o = (rjq_job_options){0};
+    o = (rjq_job_options){.size = sizeof(rjq_job_options)};
     o.backoff.type = RJQ_BACKOFF_EXPONENTIAL;
     o.backoff.base_ms = -1;
     expect_einval(&o);
     o.backoff.base_ms = 0;
     o.backoff.max_ms = -5;
     expect_einval(&o);
-    o = (rjq_job_options){0};
+    o = (rjq_job_options){.size = sizeof(rjq_job_options)};
     o.backoff.type = RJQ_BACKOFF_FIXED;
     o.backoff.base_ms = -100;
     expect_einval(&o);

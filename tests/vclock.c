@@ -22,7 +22,7 @@ static int libevent_attach(void *loop, struct redisAsyncContext *ac) {
     return redisLibeventAttach(ac, loop) == REDIS_OK ? 0 : -1;
 }
 
-const rjq_loop_ops vclock_io_ops = {libevent_attach, fake_set_timer, NULL, NULL, NULL, NULL, NULL};
+const rjq_loop_ops vclock_io_ops = {sizeof(rjq_loop_ops), libevent_attach, fake_set_timer, NULL, NULL, NULL, NULL, NULL};
 
 void vclock_step(rjq_client *c) {
     ASSERT(armed_ms >= 0);

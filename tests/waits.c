@@ -52,7 +52,7 @@ enqueue_wait enqueue_job(struct event_base *base, rjq_queue *q, const char *payl
 
 enqueue_wait enqueue_x(struct event_base *base, rjq_queue *q, const char *id, long long delay,
                        int priority) {
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = id;
     o.delay_ms = delay;
     o.priority = priority;

@@ -250,7 +250,7 @@ static int reply_ok(cli *t, int status) {
 /* Create the loop, the client and the queue handle. Returns 0 or 1. */
 /* The client options of the global options. */
 static void client_options(cli *t, rjq_client_options *o) {
-    memset(o, 0, sizeof *o);
+    *o = (rjq_client_options)RJQ_CLIENT_OPTIONS_INIT;
     o->url = t->url;
     o->prefix = t->prefix;
     o->name = "rjq-cli";
@@ -622,6 +622,7 @@ static int batch_add(batch *b, const char *line, size_t len) {
 static int batch_send(cli *t, batch *b, const rjq_job_options *o) {
     static rjq_enqueue_item items[STDIN_BATCH];
     for (size_t i = 0; i < b->n; i++) {
+        items[i].size = sizeof items[i];
         items[i].payload = b->buf + b->off[i];
         items[i].len = b->len[i];
         items[i].opts = o;
@@ -683,7 +684,7 @@ static int cmd_enqueue(cli *t, int argc, char **argv) {
         return usage_error("%s needs --id", dedup ? "--dedup" : "--debounce");
     int from_stdin = strcmp(pos[1], "-") == 0;
     if (from_stdin && id) return usage_error("%s cannot be used with stdin payloads", "--id");
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = id;
     o.delay_ms = d;
     o.priority = (int)p;
@@ -858,7 +859,7 @@ static void on_processes(rjq_client *c, int status, const rjq_process *list, siz
     if (!reply_ok(t, status)) return;
     if (t->json) putchar('[');
     for (size_t i = 0; i < n; i++) {
-        const rjq_process *p = &list[i];
+        const rjq_process *p = rjq_process_at(list, i);
         if (t->json) {
             printf("%s{\"id\":", i ? "," : "");
             print_json_string(p->id, strlen(p->id));
@@ -872,7 +873,7 @@ static void on_processes(rjq_client *c, int status, const rjq_process *list, siz
                    p->name[0] ? " name " : "", p->name, p->started_ms);
         }
         for (size_t k = 0; k < p->nqueues; k++) {
-            const rjq_process_queue *q = &p->queues[k];
+            const rjq_process_queue *q = rjq_process_queue_at(p->queues, k);
             if (t->json) {
                 printf("%s{\"queue\":", k ? "," : "");
                 print_json_string(q->queue, strlen(q->queue));
@@ -1205,7 +1206,7 @@ static int cmd_limit(cli *t, int argc, char **argv) {
             (slash && (rc = parse_ll("--rate's window", slash + 1, 1, RJQ_DELAY_MAX, &rw))))
             return rc;
     }
-    rjq_limits l = {(long)cn, (long)rn, (long)rw};
+    rjq_limits l = {sizeof(rjq_limits), (long)cn, (long)rn, (long)rw};
     t->limits_set = cn || rn;
     if (cli_open(t, pos[0]) || require_queue(t, pos[0], create)) return 1;
     return send_and_wait(t, rjq_queue_set_limits(t->q, &l, on_limited, t));
@@ -1243,11 +1244,11 @@ static int cmd_schedule(cli *t, int argc, char **argv) {
         return usage_error("%s", "schedule needs either --every MS or --cron EXPR");
     if (missed && strcmp(missed, "skip") != 0 && strcmp(missed, "once") != 0)
         return usage_error("--missed is skip or once, not '%s'", missed);
-    rjq_job_options o = {0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.priority = (int)p;
     o.max_attempts = (int)a;
     o.timeout_ms = to;
-    rjq_schedule s = {0};
+    rjq_schedule s = RJQ_SCHEDULE_INIT;
     s.every_ms = ev;
     s.cron = cron;
     s.utc_offset_min = (int)off;
@@ -1278,12 +1279,12 @@ static void on_schedules(rjq_client *c, int status, const rjq_schedule_info *l, 
     for (size_t i = 0; i < n; i++) {
         if (t->json) {
             if (i) putchar(',');
-            print_field(t, 1, "name", l[i].name, strlen(l[i].name));
-            print_field(t, 0, "spec", l[i].spec, strlen(l[i].spec));
-            print_num(t, 0, "next_ms", l[i].next_ms);
+            print_field(t, 1, "name", rjq_schedule_info_at(l, i)->name, strlen(rjq_schedule_info_at(l, i)->name));
+            print_field(t, 0, "spec", rjq_schedule_info_at(l, i)->spec, strlen(rjq_schedule_info_at(l, i)->spec));
+            print_num(t, 0, "next_ms", rjq_schedule_info_at(l, i)->next_ms);
             putchar('}');
         } else {
-            printf("%s\t%s\t%lld\n", l[i].name, l[i].spec, l[i].next_ms);
+            printf("%s\t%s\t%lld\n", rjq_schedule_info_at(l, i)->name, rjq_schedule_info_at(l, i)->spec, rjq_schedule_info_at(l, i)->next_ms);
         }
     }
     if (t->json) puts("]");
@@ -1587,6 +1588,7 @@ static int run_command(cli *t, int argc, char **argv, int i) {
 int main(int argc, char **argv) {
     cli t;
     memset(&t, 0, sizeof t);
+    t.tls = (rjq_tls_options)RJQ_TLS_OPTIONS_INIT;
     t.timeout_s = DEFAULT_TIMEOUT_S;
     if (argc == 1) return usage();
     if (argc == 2 && strcmp(argv[1], "-h") == 0) return cmd_help(0, NULL); /* -h HOST needs a value */

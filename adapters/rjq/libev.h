@@ -104,10 +104,9 @@ static void rjq_libev_unwatch_fd_(void *loop, void *handle) {
  */
 static inline int rjq_libev_client_new(rjq_client **out, struct ev_loop *loop,
                                        const rjq_client_options *opts) {
-    static const rjq_loop_ops ops = {rjq_libev_attach_,   rjq_libev_set_timer_,
-                                     rjq_libev_cleanup_,  NULL,
-                                     NULL,                rjq_libev_watch_fd_,
-                                     rjq_libev_unwatch_fd_};
+    static const rjq_loop_ops ops = {
+        sizeof(rjq_loop_ops), rjq_libev_attach_, rjq_libev_set_timer_, rjq_libev_cleanup_, NULL,
+        NULL, rjq_libev_watch_fd_, rjq_libev_unwatch_fd_};
     if (out == NULL || loop == NULL) return RJQ_EINVAL;
     rjq_libev_glue *g = RJQ_CAST(rjq_libev_glue *, calloc(1, sizeof *g));
     if (g == NULL) return RJQ_ENOMEM;

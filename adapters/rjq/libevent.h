@@ -438,10 +438,9 @@ static inline int rjq_libevent_client_make_(rjq_client **out, struct event_base 
  */
 static inline int rjq_libevent_client_new(rjq_client **out, struct event_base *base,
                                           const rjq_client_options *opts) {
-    static const rjq_loop_ops ops = {rjq_libevent_attach_,    rjq_libevent_set_timer_,
-                                     rjq_libevent_cleanup_,   NULL,
-                                     NULL,                    rjq_libevent_watch_fd_,
-                                     rjq_libevent_unwatch_fd_};
+    static const rjq_loop_ops ops = {
+        sizeof(rjq_loop_ops), rjq_libevent_attach_, rjq_libevent_set_timer_, rjq_libevent_cleanup_,
+        NULL, NULL, rjq_libevent_watch_fd_, rjq_libevent_unwatch_fd_};
     if (out == NULL || base == NULL) return RJQ_EINVAL;
     return rjq_libevent_client_make_(out, base, NULL, NULL, opts, &ops);
 }
@@ -462,10 +461,10 @@ static inline int rjq_libevent_client_new_dns(rjq_client **out, struct event_bas
     /* not static: nothing here may be emitted unless this is called (the
      * glue without names must link without libevent_extra); the client
      * keeps a copy */
-    const rjq_loop_ops ops = {rjq_libevent_attach_, rjq_libevent_set_timer_,
-                              rjq_libevent_cleanup_, rjq_libevent_resolve_,
-                              rjq_libevent_resolve_cancel_, rjq_libevent_watch_fd_,
-                              rjq_libevent_unwatch_fd_};
+    const rjq_loop_ops ops = {
+        sizeof(rjq_loop_ops), rjq_libevent_attach_, rjq_libevent_set_timer_, rjq_libevent_cleanup_,
+        rjq_libevent_resolve_, rjq_libevent_resolve_cancel_, rjq_libevent_watch_fd_,
+        rjq_libevent_unwatch_fd_};
     int own = dns == NULL;
     if (out == NULL || base == NULL) return RJQ_EINVAL;
     if (own) {

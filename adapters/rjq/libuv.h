@@ -124,10 +124,9 @@ static void rjq_libuv_unwatch_fd_(void *loop, void *handle) {
  */
 static inline int rjq_libuv_client_new(rjq_client **out, uv_loop_t *loop,
                                        const rjq_client_options *opts) {
-    static const rjq_loop_ops ops = {rjq_libuv_attach_,   rjq_libuv_set_timer_,
-                                     rjq_libuv_cleanup_,  NULL,
-                                     NULL,                rjq_libuv_watch_fd_,
-                                     rjq_libuv_unwatch_fd_};
+    static const rjq_loop_ops ops = {
+        sizeof(rjq_loop_ops), rjq_libuv_attach_, rjq_libuv_set_timer_, rjq_libuv_cleanup_, NULL,
+        NULL, rjq_libuv_watch_fd_, rjq_libuv_unwatch_fd_};
     if (out == NULL || loop == NULL) return RJQ_EINVAL;
     rjq_libuv_glue *g = RJQ_CAST(rjq_libuv_glue *, calloc(1, sizeof *g));
     if (g == NULL) return RJQ_ENOMEM;

@@ -16,7 +16,7 @@ int main(void) {
     }
     if (strcmp(rjq_strerror(RJQ_EINVAL), "") == 0) return 1;
     struct event_base *base = event_base_new();
-    rjq_client_options o = {0};
+    rjq_client_options o = RJQ_CLIENT_OPTIONS_INIT;
     o.url = "redis://127.0.0.1:1"; /* nothing listens: only the set-up is exercised */
     rjq_client *c = NULL;
     int rc = rjq_libevent_client_new(&c, base, &o);

@@ -13,7 +13,7 @@
 #include <cstdio>
 
 int main() {
-    rjq_client_options o = {};
+    rjq_client_options o = RJQ_CLIENT_OPTIONS_INIT;
     o.url = "redis://127.0.0.1:1"; // nothing listens: only the set-up runs
     rjq_client *c = nullptr;
 #if defined(GLUE_LIBEVENT)

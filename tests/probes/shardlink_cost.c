@@ -88,7 +88,7 @@ int main(int argc, char **argv) {
     base = event_base_new();
     char url[64];
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
-    rjq_client_options o = {0};
+    rjq_client_options o = RJQ_CLIENT_OPTIONS_INIT;
     o.url = url;
     rjq_client *c = NULL;
     if (rjq_libevent_client_new(&c, base, &o) != RJQ_OK) return 1;

@@ -788,8 +788,8 @@ static void on_processes(rjq_client *c, int status, const rjq_process *list, siz
         if (p == NULL) break;
         b->next_procs = p;
         p = &p[b->nnext];
-        if (snprintf(p->client, sizeof p->client, "%s", list[i].id) >= (int)sizeof p->client) continue;
-        snprintf(p->where, sizeof p->where, "%.256s:%ld", list[i].host, list[i].pid);
+        if (snprintf(p->client, sizeof p->client, "%s", rjq_process_at(list, i)->id) >= (int)sizeof p->client) continue;
+        snprintf(p->where, sizeof p->where, "%.256s:%ld", rjq_process_at(list, i)->host, rjq_process_at(list, i)->pid);
         b->nnext++;
     }
     if (!done && !b->freeing && client_open(b)) { /* the next page */
@@ -1450,7 +1450,7 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
         for (int k = 0; k < g->n && (size_t)k < n; k++) {
             row *r = &cl->rows[g->idx[k]];
             r->acked = 1;
-            r->existed = jobs[k].existed;
+            r->existed = rjq_enqueued_at(jobs, k)->existed;
         }
     } else if (!b->freeing && status != RJQ_ECANCELED) {
         qent *q = cl->rows[g->idx[0]].q;
@@ -1477,6 +1477,7 @@ static int enqueue_group(claim *cl, const int *idx, int n) {
         memcpy(gidx, idx, (size_t)n * sizeof *gidx);
         for (int k = 0; k < n; k++) {
             row *r = &cl->rows[idx[k]];
+            opts[k].size = sizeof opts[k];
             opts[k].id = r->job_id;
             opts[k].delay_ms = r->delay_ms;
             opts[k].priority = r->priority;
@@ -1484,6 +1485,7 @@ static int enqueue_group(claim *cl, const int *idx, int n) {
             opts[k].dedup_ms = b->o.dedup_ms;
             opts[k].backoff = r->backoff;
             opts[k].timeout_ms = r->timeout_ms;
+            items[k].size = sizeof items[k];
             items[k].payload = r->payload;
             items[k].len = r->len;
             items[k].opts = &opts[k];
@@ -1982,7 +1984,7 @@ bridge *bridge_start(struct event_base *base, const bridge_options *o) {
         if ((*sql[i].dst = pgb_sql(sql[i].tmpl, b->o.table)) == NULL) goto fail;
     b->report_at = now_s();
     if (o->queues && (b->queues_param = array_literal(o->queues, o->nqueues)) == NULL) goto fail;
-    rjq_client_options co = {0};
+    rjq_client_options co = RJQ_CLIENT_OPTIONS_INIT;
     co.url = o->redis_url;
     co.prefix = o->prefix;
     co.name = "rjq-pg-bridge";

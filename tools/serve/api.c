@@ -122,10 +122,10 @@ void api_server(server *s, struct evhttp_request *req) {
 json_t *processes_json(const rjq_process *list, size_t n) {
     json_t *a = json_array();
     for (size_t i = 0; a && i < n; i++) {
-        const rjq_process *p = &list[i];
+        const rjq_process *p = rjq_process_at(list, i);
         json_t *qs = json_array();
         for (size_t k = 0; qs && k < p->nqueues; k++) {
-            const rjq_process_queue *q = &p->queues[k];
+            const rjq_process_queue *q = rjq_process_queue_at(p->queues, k);
             json_t *ids = json_array();
             for (size_t j = 0; ids && j < q->njobs; j++)
                 json_array_append_new(ids, json_name(q->jobs[j]));

@@ -163,7 +163,7 @@ static int set_size(demo *d, int size) {
     d->w = NULL;
     d->size = size;
     if (size == 0) return RJQ_OK;
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = size;
     wo.reclaim_ms = RECLAIM_MS;
     wo.on_notice = on_notice;
@@ -191,12 +191,12 @@ static void enqueue(demo *d, struct evhttp_request *req, const struct evkeyvalq 
     }
     static rjq_enqueue_item items[ENQUEUE_MAX];
     static char payloads[ENQUEUE_MAX][64];
-    rjq_job_options jo = {0};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     jo.timeout_ms = HANG_TIMEOUT_MS;
     jo.max_attempts = 3;
     for (long long i = 0; i < n; i++) {
         int len = snprintf(payloads[i], sizeof payloads[i], "{\"kind\":\"%s\",\"n\":%lld}", kind, i + 1);
-        items[i] = (rjq_enqueue_item){payloads[i], (size_t)len, &jo};
+        items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), payloads[i], (size_t)len, &jo};
     }
     held *h = calloc(1, sizeof *h);
     if (h == NULL) {

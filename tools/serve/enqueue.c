@@ -156,7 +156,7 @@ void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squ
         reply_error(req, 503, "redis unavailable");
         return;
     }
-    rjq_job_options jo = {0};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     long long delay, prio, attempts, timeout, dedup, wait;
     if (query_ll(req, args, "delay", 0, RJQ_DELAY_MAX, 0, &delay) ||
         query_ll(req, args, "priority", RJQ_PRIORITY_MIN, RJQ_PRIORITY_MAX, 0, &prio) ||
@@ -214,7 +214,7 @@ void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squ
     }
     int rc;
     if (wait >= 0) {
-        rjq_await_options ao = {0};
+        rjq_await_options ao = RJQ_AWAIT_OPTIONS_INIT;
         ao.timeout_ms = wait ? wait : 1; /* ?wait=0: answer 202 at once unless already done */
         rc = rjq_enqueue_await(q->q, body, len, &jo, &ao, on_outcome, w, &w->aw);
     } else {

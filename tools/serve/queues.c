@@ -141,7 +141,7 @@ void queues_watch_all(server *s) {
 
 /* A handle of name (one per queue served: closed when it is let go). */
 static int handle_open(server *s, const char *name, rjq_queue **out) {
-    rjq_queue_options qo = {0};
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.max_waiting = s->o.max_waiting;
     int rc = rjq_queue_open(s->c, name, &qo, out);
     if (rc != RJQ_OK) return rc == RJQ_EINVAL ? RJQ_EQUEUENAME : rc; /* a name rjq refuses */

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# A program built against an older rjq.h keeps working with this library
+# (README "ABI"): tests/abi/older_consumer.c is compiled against a copy of
+# include/rjq.h without the fields added last to three of its structs (as
+# the header of a release before them would be), linked with this build's
+# librjq.so, and run against a private redis-server: it enqueues, works
+# and awaits a job. ctest sets RJQ_BUILD and RJQ_SOURCE.
+set -euo pipefail
+src=${RJQ_SOURCE:?} build=${RJQ_BUILD:?}
+dir=$(mktemp -d "${TMPDIR:-/tmp}/rjq-older.XXXXXX")
+# shellcheck source=scripts/redis-private.sh
+. "$src/scripts/redis-private.sh"
+cleanup() { redis_private_stop; rm -rf "$dir"; }
+trap cleanup EXIT
+
+/usr/bin/python3 - "$src/include/rjq.h" "$dir/rjq.h" <<'PY'
+import sys
+s = open(sys.argv[1]).read()
+def drop(old, new):
+    global s
+    if s.count(old) != 1:
+        sys.exit("older_header.sh: rjq.h changed, update the cut: " + old.splitlines()[0])
+    s = s.replace(old, new)
+# rjq_loop_ops before watch_fd and unwatch_fd
+drop("""    void *(*watch_fd)(void *loop, int fd, int want_read, int want_write, rjq_fd_fn *cb, void *arg);
+    void (*unwatch_fd)(void *loop, void *handle);
+} rjq_loop_ops;""", "} rjq_loop_ops;")
+# rjq_client_options before wait_replicas and wait_timeout_ms
+drop("""    int wait_replicas;
+    long wait_timeout_ms;
+} rjq_client_options;""", "} rjq_client_options;")
+# rjq_job_options before dedup_ms
+i = s.index("    long long dedup_ms;")
+j = s.index("} rjq_job_options;")
+s = s[:i] + s[j:]
+open(sys.argv[2], "w").write(s)
+PY
+grep -q "int wait_replicas;" "$dir/rjq.h" && { echo "FAIL: the cut left wait_replicas"; exit 1; }
+cc -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -I"$dir" $(pkg-config --cflags hiredis libevent) \
+   -o "$dir/older" "$src/tests/abi/older_consumer.c" -L"$build" -Wl,-rpath,"$build" -lrjq \
+   $(pkg-config --libs hiredis libevent)
+# (the library it runs with is this build's, whose structs are bigger)
+ldd "$dir/older" > "$dir/ldd"
+grep -q "=> $build/librjq.so" "$dir/ldd" || { echo "FAIL: not linked with $build/librjq.so:"; cat "$dir/ldd"; exit 1; }
+redis_private_start "$dir" || { echo "FAIL: could not start redis-server"; exit 1; }
+"$dir/older" "$redis_url"
+echo "ok: a program built against the older header enqueued, ran and awaited a job"

@@ -197,7 +197,7 @@ TEST(awaits_push_doorbells_progress_and_cancel_over_three_masters_are_sharded) {
     rjq_queue *q[NQ];
     rjq_worker *w[NQ];
     work wk = {0};
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 2;
     wo.on_notice = on_notice;
     for (int i = 0; i < NQ; i++) {
@@ -237,7 +237,7 @@ TEST(awaits_push_doorbells_progress_and_cancel_over_three_masters_are_sharded) {
 
     /* awaits with progress on every queue (idle workers: pushed jobs) */
     tally t = {0};
-    rjq_await_options ao = {0};
+    rjq_await_options ao = RJQ_AWAIT_OPTIONS_INIT;
     ao.on_progress = on_progress;
     for (int i = 0; i < NQ; i++)
         for (int k = 0; k < 10; k++)
@@ -285,7 +285,7 @@ TEST(awaits_push_doorbells_progress_and_cancel_over_three_masters_are_sharded) {
     tally tc = {0};
     long handled = wk.handled;
     for (int i = 0; i < NQ; i++) {
-        rjq_job_options jo = {0};
+        rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
         char id[32];
         snprintf(id, sizeof id, "hold-%d", i);
         jo.id = id;

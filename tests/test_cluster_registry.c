@@ -219,7 +219,7 @@ TEST(listings_merge_every_master_once_in_order) {
     rjq_queue *q[NQ];
     rjq_worker *w[NQ];
     long handled = 0;
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 1;
     for (int i = 0; i < NQ; i++) {
         ASSERT_OK(rjq_queue_open(a, names[i], NULL, &q[i]));
@@ -345,7 +345,7 @@ TEST(master_killed_other_masters_keep_beating_and_starting_jobs) {
     rjq_worker *w[CLUSTER_MASTERS];
     int of[CLUSTER_MASTERS]; /* each queue's master */
     long handled = 0;
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 2;
     for (int i = 0; i < CLUSTER_MASTERS; i++) {
         of[i] = cluster_owner(&cl, 0, rjq__key_slot(names[i], strlen(names[i])));
@@ -460,7 +460,7 @@ TEST(client_killed_with_jobs_on_three_masters_all_reclaimed) {
         co.name = "doomed";
         rjq_client *dc = client_new(cb, &co);
         holder h = {fds[1], 0, 2 * CLUSTER_MASTERS};
-        rjq_worker_options wo = {0};
+        rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
         wo.concurrency = 2;
         wo.lease_ms = 300000;
         for (int i = 0; i < CLUSTER_MASTERS; i++) {
@@ -495,7 +495,7 @@ TEST(client_killed_with_jobs_on_three_masters_all_reclaimed) {
 
     /* p's workers on the three queues: p sweeps each master's registry */
     reran r = {0};
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 2;
     rjq_worker *w[CLUSTER_MASTERS];
     for (int i = 0; i < CLUSTER_MASTERS; i++)

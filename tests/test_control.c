@@ -1164,9 +1164,9 @@ TEST(a_batch_whose_jobs_share_options_texts_keeps_each_jobs_own_options) {
     test_env e;
     env_start(&e, "bo");
     rjq_job_options o[6];
-    memset(o, 0, sizeof o);
     static const char *ids[6] = {"b1", "b2", "b3", "b4", "b5", "b6"};
     for (int i = 0; i < 6; i++) {
+        o[i] = (rjq_job_options)RJQ_JOB_OPTIONS_INIT;
         o[i].id = ids[i];
         o[i].dedup_ms = 86400000;
         o[i].max_attempts = 5;
@@ -1175,7 +1175,7 @@ TEST(a_batch_whose_jobs_share_options_texts_keeps_each_jobs_own_options) {
     o[3].max_attempts = 2;
     o[5].delay_ms = 3600000; /* b6: its own text, delayed */
     rjq_enqueue_item items[6];
-    for (int i = 0; i < 6; i++) items[i] = (rjq_enqueue_item){"x", 1, &o[i]};
+    for (int i = 0; i < 6; i++) items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), "x", 1, &o[i]};
     long target = answers + 1;
     ASSERT_OK(rjq_enqueue_batch(e.q, items, 6, on_enqueued, NULL));
     ASSERT(loop_until_count(e.base, &answers, target, 5000));

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "queue.h"
+#include "slot.h"
 #include "validate.h"
 
 struct rjq_queue {
@@ -269,6 +270,11 @@ const char *rjq_queue_name(const rjq_queue *q) {
 
 rjq_client *rjq_queue_client(const rjq_queue *q) {
     return q->c;
+}
+
+int rjq_queue_slot(const rjq_queue *q) {
+    if (q == NULL) return RJQ_EINVAL;
+    return rjq__key_slot(q->name, strlen(q->name));
 }
 
 rjq_queue *rjq__queue_first(const rjq_client *c) {

@@ -1,0 +1,229 @@
+/*
+ * Operating rjq on a Redis Cluster (issue 34, "Tools"): the library call
+ * behind `rjq cluster` (rjq_client_masters: each master, its slots and
+ * replicas, one command's reply from each; rjq_queue_slot), on the test
+ * cluster of tests/cluster.c (3 masters, 3 replicas) and on a standalone
+ * server.
+ *
+ * Every wait waits for the event it checks (the callback), bounded so that
+ * a broken build fails instead of hanging.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "cluster.h"
+#include "fixture.h"
+#include "harness.h"
+#include "server.h"
+#include "slot.h"
+
+#define MAX_M 8
+
+/* What a rjq_client_masters callback saw (copied out of it). */
+typedef struct seen {
+    long calls;
+    int status;
+    size_t n;
+    char address[MAX_M][64];
+    int ranges[MAX_M][64];
+    size_t nranges[MAX_M];
+    char replica[MAX_M][64];
+    size_t nreplicas[MAX_M];
+    int mstatus[MAX_M];
+    char reply[MAX_M][8192];
+    int has_reply[MAX_M];
+} seen;
+
+static void on_masters(rjq_client *c, int status, const rjq_master *list, size_t n, void *data) {
+    seen *s = data;
+    (void)c;
+    s->calls++;
+    s->status = status;
+    s->n = n;
+    if (status != RJQ_OK) ASSERT(list == NULL && n == 0);
+    for (size_t i = 0; i < n && i < MAX_M; i++) {
+        const rjq_master *m = &list[i];
+        snprintf(s->address[i], sizeof s->address[i], "%s", m->address);
+        ASSERT(m->nranges <= 32);
+        s->nranges[i] = m->nranges;
+        for (size_t r = 0; r < 2 * m->nranges; r++) s->ranges[i][r] = m->ranges[r];
+        s->nreplicas[i] = m->nreplicas;
+        if (m->nreplicas) snprintf(s->replica[i], sizeof s->replica[i], "%s", m->replicas[0]);
+        s->mstatus[i] = m->status;
+        s->has_reply[i] = m->reply != NULL;
+        if (m->reply) {
+            ASSERT_EQ(strlen(m->reply), m->len);
+            snprintf(s->reply[i], sizeof s->reply[i], "%.*s", (int)m->len, m->reply);
+        }
+    }
+}
+
+static seen asked;
+
+static seen ask(struct event_base *base, rjq_client *c, int argc, const char *const *argv) {
+    memset(&asked, 0, sizeof asked);
+    ASSERT_OK(rjq_client_masters(c, argc, argv, NULL, on_masters, &asked));
+    ASSERT(loop_until_count(base, &asked.calls, 1, 30000));
+    return asked;
+}
+
+static int port_of(const char *address) {
+    const char *p = strrchr(address, ':');
+    return p ? atoi(p + 1) : -1;
+}
+
+/* Does master i of s serve slot? */
+static int serves(const seen *s, size_t i, int slot) {
+    for (size_t r = 0; r < s->nranges[i]; r++)
+        if (slot >= s->ranges[i][2 * r] && slot <= s->ranges[i][2 * r + 1]) return 1;
+    return 0;
+}
+
+/* One client given node 0's URL: the three masters, their slots (every
+ * slot once, ranges ascending), their replicas, and each master's own
+ * answer (INFO server names its port); errors per master; a queue's slot
+ * is CLUSTER KEYSLOT's and its master's range holds it. */
+TEST(masters_lists_each_master_its_slots_replicas_and_own_reply) {
+    test_cluster cl;
+    cluster_start(&cl, 0);
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(cl.url);
+    rjq_client *c = client_new(base, &o);
+
+    const char *info[] = {"INFO", "server"};
+    static seen s;
+    s = ask(base, c, 2, info);
+    ASSERT_OK(s.status);
+    ASSERT_EQ(CLUSTER_MASTERS, (long)s.n);
+    static int covered[RJQ__SLOTS];
+    int node_seen[CLUSTER_NODES] = {0};
+    for (size_t i = 0; i < s.n; i++) {
+        int node = cluster_node_at(&cl, port_of(s.address[i]));
+        ASSERT(node >= 0 && node < CLUSTER_NODES);
+        ASSERT(cluster_is_master(&cl, node));
+        node_seen[node]++;
+        ASSERT(s.nranges[i] >= 1);
+        for (size_t r = 0; r < s.nranges[i]; r++) {
+            int a = s.ranges[i][2 * r], b = s.ranges[i][2 * r + 1];
+            ASSERT(a <= b && b < RJQ__SLOTS);
+            if (r > 0) ASSERT(a > s.ranges[i][2 * r - 1] + 1); /* apart, ascending */
+            for (int k = a; k <= b; k++) {
+                covered[k]++;
+                ASSERT_EQ(node, cluster_owner(&cl, 0, k));
+            }
+        }
+        ASSERT_EQ(1, (long)s.nreplicas[i]);
+        ASSERT_EQ(cluster_replica_of(&cl, node), cluster_node_at(&cl, port_of(s.replica[i])));
+        /* the command ran on that master */
+        ASSERT_OK(s.mstatus[i]);
+        char want[32];
+        snprintf(want, sizeof want, "tcp_port:%d", port_of(s.address[i]));
+        if (strstr(s.reply[i], want) == NULL)
+            FAIL_AT(__FILE__, __LINE__, "master %s answered %s", s.address[i], s.reply[i]);
+    }
+    for (int k = 0; k < RJQ__SLOTS; k++) ASSERT_EQ(1, covered[k]);
+    for (int i = 0; i < CLUSTER_NODES; i++) ASSERT(node_seen[i] <= 1);
+
+    /* each master answers for itself: its own port, its own role */
+    const char *port[] = {"CONFIG", "GET", "port"}; /* an array: not text */
+    s = ask(base, c, 3, port);
+    ASSERT_OK(s.status);
+    for (size_t i = 0; i < s.n; i++) {
+        ASSERT_EQ(RJQ_EPROTO, s.mstatus[i]);
+        ASSERT(!s.has_reply[i]);
+    }
+    const char *myid[] = {"CLUSTER", "MYID"};
+    s = ask(base, c, 2, myid);
+    ASSERT_OK(s.status);
+    for (size_t i = 0; i < s.n; i++) {
+        ASSERT_OK(s.mstatus[i]);
+        int node = cluster_node_at(&cl, port_of(s.address[i]));
+        if (strcmp(s.reply[i], cl.id[node]) != 0)
+            FAIL_AT(__FILE__, __LINE__, "%s answered id %s, its id is %s", s.address[i],
+                    s.reply[i], cl.id[node]);
+    }
+    /* an integer in decimal; an error's words with RJQ_EREDIS */
+    const char *dbsize[] = {"DBSIZE"};
+    s = ask(base, c, 1, dbsize);
+    for (size_t i = 0; i < s.n; i++) {
+        ASSERT_OK(s.mstatus[i]);
+        ASSERT(s.reply[i][0] >= '0' && s.reply[i][0] <= '9');
+    }
+    const char *bad[] = {"NOSUCHCOMMAND"};
+    s = ask(base, c, 1, bad);
+    ASSERT_OK(s.status);
+    ASSERT_EQ(CLUSTER_MASTERS, (long)s.n);
+    for (size_t i = 0; i < s.n; i++) {
+        ASSERT_EQ(RJQ_EREDIS, s.mstatus[i]);
+        if (strstr(s.reply[i], "unknown command") == NULL)
+            FAIL_AT(__FILE__, __LINE__, "error text: %s", s.reply[i]);
+    }
+
+    /* a queue's slot: CLUSTER KEYSLOT's, served by the master that owns it */
+    redisContext *rc = cluster_connect(&cl, 0);
+    const char *names[] = {"a", "orders", "cq17", "x y"};
+    for (size_t k = 0; k < 3; k++) {
+        rjq_queue *q = NULL;
+        ASSERT_OK(rjq_queue_open(c, names[k], NULL, &q));
+        redisReply *r = redisCommand(rc, "CLUSTER KEYSLOT rjq:{%s}:ready", names[k]);
+        ASSERT(r && r->type == REDIS_REPLY_INTEGER);
+        ASSERT_EQ(r->integer, rjq_queue_slot(q));
+        freeReplyObject(r);
+        int holders = 0;
+        for (size_t i = 0; i < s.n; i++) holders += serves(&s, i, rjq_queue_slot(q));
+        ASSERT_EQ(1, holders);
+    }
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_slot(NULL));
+    redisFree(rc);
+
+    /* arguments */
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_masters(NULL, 1, dbsize, NULL, on_masters, &s));
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_masters(c, 1, dbsize, NULL, NULL, &s));
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_masters(c, 0, dbsize, NULL, on_masters, &s));
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_masters(c, 1, NULL, NULL, on_masters, &s));
+    const char *holed[] = {"INFO", NULL};
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_masters(c, 2, holed, NULL, on_masters, &s));
+    /* lens: binary-safe arguments of the given lengths */
+    const char *echo[] = {"ECHOxx", "a\0b"};
+    size_t lens[] = {4, 3};
+    memset(&s, 0, sizeof s);
+    ASSERT_OK(rjq_client_masters(c, 2, echo, lens, on_masters, &s));
+    ASSERT(loop_until_count(base, &s.calls, 1, 30000));
+    for (size_t i = 0; i < s.n; i++) ASSERT_OK(s.mstatus[i]);
+
+    /* the client freed with the call in flight: called once, ECANCELED */
+    memset(&s, 0, sizeof s);
+    ASSERT_OK(rjq_client_masters(c, 1, dbsize, NULL, on_masters, &s));
+    rjq_client_free(c);
+    ASSERT_EQ(1, s.calls);
+    ASSERT_EQ(RJQ_ECANCELED, s.status);
+    event_base_free(base);
+    cluster_stop(&cl);
+}
+
+/* The same call on a standalone server: the server alone, no slot ranges
+ * (it serves every queue), its reply. */
+TEST(masters_on_a_standalone_server_is_the_server_alone) {
+    test_env e;
+    env_start(&e, "q");
+    const char *info[] = {"INFO", "server"};
+    static seen s;
+    s = ask(e.base, e.c, 2, info);
+    ASSERT_OK(s.status);
+    ASSERT_EQ(1, (long)s.n);
+    ASSERT_EQ(0, (long)s.nranges[0]);
+    ASSERT_EQ(0, (long)s.nreplicas[0]);
+    ASSERT_EQ(e.s.port, port_of(s.address[0]));
+    ASSERT_OK(s.mstatus[0]);
+    char want[32];
+    snprintf(want, sizeof want, "tcp_port:%d", e.s.port);
+    if (strstr(s.reply[0], want) == NULL) FAIL_AT(__FILE__, __LINE__, "reply: %s", s.reply[0]);
+    const char *nil[] = {"GET", "no-such-key"};
+    s = ask(e.base, e.c, 2, nil);
+    ASSERT_OK(s.mstatus[0]);
+    ASSERT(!s.has_reply[0]);
+    env_stop(&e);
+}

@@ -8,9 +8,13 @@
  * Every wait waits for the event it checks (the callback), bounded so that
  * a broken build fails instead of hanging.
  */
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -226,4 +230,135 @@ TEST(masters_on_a_standalone_server_is_the_server_alone) {
     ASSERT_OK(s.mstatus[0]);
     ASSERT(!s.has_reply[0]);
     env_stop(&e);
+}
+
+/* ---- the rjq tool on a cluster URL -------------------------------------------- */
+
+#define RJQ_TOOL RJQ_BUILD_DIR "/rjq"
+
+/* Run a shell command line (stdout and stderr into out); its exit code. */
+static int run_tool(char *out, size_t cap, const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    char full[4200];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    ASSERT(p != NULL);
+    size_t n = 0;
+    while (n + 1 < cap) {
+        size_t got = fread(out + n, 1, cap - 1 - n, p);
+        if (got == 0) break;
+        n += got;
+    }
+    out[n] = '\0';
+    char sink[4096];
+    while (fread(sink, 1, sizeof sink, p) > 0) {}
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+#define TOOL_OK(out, ...)                                                              \
+    do {                                                                               \
+        int rc_ = run_tool(out, sizeof out, __VA_ARGS__);                              \
+        if (rc_ != 0) FAIL_AT(__FILE__, __LINE__, "exit %d: %s", rc_, out);            \
+    } while (0)
+
+#define HAS(out, needle)                                                               \
+    do {                                                                               \
+        if (strstr(out, needle) == NULL)                                               \
+            FAIL_AT(__FILE__, __LINE__, "no '%s' in: %s", needle, out);                \
+    } while (0)
+
+/* Queue names whose slots are spread evenly: `per` on each master. */
+static void spread_names(test_cluster *cl, char names[][32], int per) {
+    int count[CLUSTER_MASTERS] = {0}, n = 0;
+    for (int i = 0; n < per * CLUSTER_MASTERS && i < 10000; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "tq%d", i);
+        int owner = cluster_owner(cl, 0, rjq__key_slot(name, strlen(name)));
+        ASSERT(owner >= 0 && owner < CLUSTER_MASTERS);
+        if (count[owner] == per) continue;
+        count[owner]++;
+        snprintf(names[n++], 32, "%s", name);
+    }
+    ASSERT_EQ(per * CLUSTER_MASTERS, n);
+}
+
+/* The tool's everyday commands given node 0's URL, on queues of every
+ * master: enqueue, stats, jobs, job, pause and resume, metrics, queues,
+ * and rjq cluster putting each queue under the master serving it, with
+ * every master's share of the work. */
+TEST(cli_commands_on_a_cluster_url_reach_every_master) {
+    test_cluster cl;
+    cluster_start(&cl, 0);
+    enum { PER = 2, N = PER * CLUSTER_MASTERS };
+    char names[N][32];
+    spread_names(&cl, names, PER);
+    static char out[65536];
+    char id[N][64];
+    for (int i = 0; i < N; i++) {
+        TOOL_OK(out, "%s -u %s enqueue %s payload-%d", RJQ_TOOL, cl.url, names[i], i);
+        ASSERT(strlen(out) > 1 && strlen(out) < sizeof id[i]);
+        snprintf(id[i], sizeof id[i], "%.*s", (int)strcspn(out, "\n"), out);
+        TOOL_OK(out, "%s -u %s stats %s", RJQ_TOOL, cl.url, names[i]);
+        HAS(out, "enqueued 1\n");
+        HAS(out, "ready 1\n");
+        TOOL_OK(out, "%s -u %s jobs %s ready", RJQ_TOOL, cl.url, names[i]);
+        HAS(out, id[i]);
+        TOOL_OK(out, "%s -u %s job %s %s", RJQ_TOOL, cl.url, names[i], id[i]);
+        char want[64];
+        snprintf(want, sizeof want, "payload payload-%d\n", i);
+        HAS(out, want);
+        TOOL_OK(out, "%s -u %s pause %s", RJQ_TOOL, cl.url, names[i]);
+        TOOL_OK(out, "%s -u %s stats %s", RJQ_TOOL, cl.url, names[i]);
+        HAS(out, "paused 1\n");
+        TOOL_OK(out, "%s -u %s resume %s", RJQ_TOOL, cl.url, names[i]);
+        TOOL_OK(out, "%s -u %s stats %s", RJQ_TOOL, cl.url, names[i]);
+        HAS(out, "paused 0\n");
+    }
+    /* every queue's key lives on its own master (the tool routed there) */
+    for (int i = 0; i < N; i++) {
+        int node = cluster_owner(&cl, 0, rjq__key_slot(names[i], strlen(names[i])));
+        redisContext *rc = cluster_connect(&cl, node);
+        redisReply *r = redisCommand(rc, "HEXISTS rjq:{%s}:payload %s", names[i], id[i]);
+        ASSERT(r && r->type == REDIS_REPLY_INTEGER);
+        if (r->integer != 1) FAIL_AT(__FILE__, __LINE__, "job %s not on node %d", id[i], node);
+        freeReplyObject(r);
+        redisFree(rc);
+    }
+    TOOL_OK(out, "%s -u %s metrics %s %s %s %s %s %s", RJQ_TOOL, cl.url, names[0], names[1],
+            names[2], names[3], names[4], names[5]);
+    for (int i = 0; i < N; i++) {
+        char want[256];
+        snprintf(want, sizeof want, "rjq_jobs_total{queue=\"%s\",outcome=\"enqueued\"} 1", names[i]);
+        HAS(out, want);
+    }
+    TOOL_OK(out, "%s -u %s queues", RJQ_TOOL, cl.url);
+    for (int i = 0; i < N; i++) HAS(out, names[i]);
+    /* rjq cluster: three masters, each with its queues and a share */
+    TOOL_OK(out, "%s -u %s cluster --json", RJQ_TOOL, cl.url);
+    for (int i = 0; i < N; i++) {
+        int node = cluster_owner(&cl, 0, rjq__key_slot(names[i], strlen(names[i])));
+        char addr[64], quoted[80];
+        snprintf(addr, sizeof addr, "{\"address\":\"127.0.0.1:%d\"", cl.node[node].port);
+        snprintf(quoted, sizeof quoted, "\"%s\"", names[i]);
+        const char *obj = strstr(out, addr);
+        if (obj == NULL) FAIL_AT(__FILE__, __LINE__, "no master %s in %s", addr, out);
+        const char *end = strstr(obj + 1, "{\"address\"");
+        const char *at = strstr(obj, quoted);
+        if (at == NULL || (end && at > end))
+            FAIL_AT(__FILE__, __LINE__, "%s not under its master %s: %s", names[i], addr, out);
+        HAS(obj, "\"commands\":");
+    }
+    int masters = 0;
+    for (const char *p = strstr(out, "{\"address\""); p; p = strstr(p + 1, "{\"address\"")) masters++;
+    ASSERT_EQ(CLUSTER_MASTERS, masters);
+    TOOL_OK(out, "%s -u %s cluster --interval 100", RJQ_TOOL, cl.url);
+    HAS(out, " slots ");
+    HAS(out, " replicas 127.0.0.1:");
+    HAS(out, "  work over the interval: ");
+    cluster_stop(&cl);
 }

@@ -109,7 +109,8 @@ for case in ("drain", "awaited"):
     print(f"{case}: Redis CPU per job {c['redis_cpu_us_per_job']:.2f} us (cluster, summed over "
           f"{c['masters']} masters) / {s['redis_cpu_us_per_job']:.2f} us (standalone) = "
           f"{c['redis_cpu_us_per_job'] / s['redis_cpu_us_per_job']:.2f}x; commands per job "
-          f"{c['commands_per_job']:.3f} / {s['commands_per_job']:.3f}")
+          f"{c['commands_per_job']:.3f} / {s['commands_per_job']:.3f}; the client's CPU per job "
+          f"{c['client_cpu_us_per_job']:.2f} / {s['client_cpu_us_per_job']:.2f} us")
     shares = [m["commands_share"] for m in c["per_master"]]
     print(f"{case}: each master's share of the commands (30 queues cb0..cb29): "
           + ", ".join(f"{x * 3:.2f} of a third" for x in shares))

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <event2/event.h>
@@ -66,6 +67,7 @@ typedef struct snap {
     long long calls[64];
     size_t ncmd;
     long long bus_pub[MASTERS_MAX]; /* CLUSTER INFO: publish messages received on the bus */
+    double self_cpu;              /* this process's CPU (the client side), s */
     int done;
 } snap;
 
@@ -123,6 +125,10 @@ static void take_snap(snap *s) {
     if ((rc = rjq_client_masters(cl, 2, ci, NULL, on_cluster_info, s)) != RJQ_OK)
         die("rjq_client_masters", rc);
     while (s->done < 2) event_base_loop(base, EVLOOP_ONCE);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    s->self_cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                  (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 static void report(const char *mode, long jobs, double secs, const snap *a, const snap *b) {
@@ -137,9 +143,9 @@ static void report(const char *mode, long jobs, double secs, const snap *a, cons
            b->n, jobs, secs, cpu);
     if (jobs > 0) {
         printf("\"jobs_per_s\":%.0f,\"redis_cpu_us_per_job\":%.2f,\"commands_per_job\":%.3f,"
-               "\"bus_publish_per_job\":%.3f,",
+               "\"bus_publish_per_job\":%.3f,\"client_cpu_us_per_job\":%.2f,",
                (double)jobs / secs, cpu * 1e6 / (double)jobs, (double)cmds / (double)jobs,
-               (double)bus / (double)jobs);
+               (double)bus / (double)jobs, (b->self_cpu - a->self_cpu) * 1e6 / (double)jobs);
     /* the commands by calls in the phase (summed over the masters) */
     printf("\"calls\":{");
     for (size_t k = 0, first = 1; k < b->ncmd; k++) {

@@ -16,13 +16,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <event2/event.h>
+#include <rjq/libevent.h>
 
 #include "cluster.h"
 #include "fixture.h"
 #include "harness.h"
 #include "server.h"
 #include "slot.h"
+#include "waits.h"
 
 #define MAX_M 8
 
@@ -360,5 +364,222 @@ TEST(cli_commands_on_a_cluster_url_reach_every_master) {
     HAS(out, " slots ");
     HAS(out, " replicas 127.0.0.1:");
     HAS(out, "  work over the interval: ");
+    cluster_stop(&cl);
+}
+
+/* ---- workers in a child process, the tool's long-running commands ---------------- */
+
+static void on_worker_job(rjq_job *job, void *data) {
+    size_t len;
+    const void *p = rjq_job_payload(job, &len);
+    (void)data;
+    rjq_job_complete(job, p, len, NULL, NULL); /* the result is the payload */
+}
+
+/* A child process with its own loop and client on url (prefix "t"),
+ * workers on the queues named, until it is killed. */
+static pid_t spawn_workers(const char *url, char names[][32], int n) {
+    pid_t pid = fork_child();
+    if (pid != 0) return pid;
+    for (int fd = 3; fd < 1024; fd++) close(fd);
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(url);
+    rjq_client *c = client_new(base, &o);
+    rjq_worker_options wo = {0};
+    wo.concurrency = 4;
+    for (int i = 0; i < n; i++) {
+        rjq_queue *q = NULL;
+        rjq_worker *w = NULL;
+        ASSERT_OK(rjq_queue_open(c, names[i], NULL, &q));
+        ASSERT_OK(rjq_worker_start(q, &wo, on_worker_job, NULL, &w));
+    }
+    event_base_dispatch(base);
+    _exit(3);
+}
+
+/* Start the rjq tool with these arguments (NULL-ended), stdout and stderr
+ * into log; its pid. */
+static pid_t spawn_tool(const char *log, const char *const *args) {
+    pid_t pid = fork_child();
+    if (pid != 0) return pid;
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) _exit(98);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    for (int k = 3; k < 1024; k++) close(k);
+    execv(RJQ_TOOL, (char *const *)args);
+    _exit(97);
+}
+
+typedef struct awaited {
+    long done, ok;
+    char result[64];
+} awaited;
+
+static void on_awaited(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    awaited *a = data;
+    (void)c;
+    a->done++;
+    if (status == RJQ_OK) {
+        a->ok++;
+        snprintf(a->result, sizeof a->result, "%.*s", (int)o->result_len, (const char *)o->result);
+    }
+}
+
+/* rjq serve given a cluster URL: the API's enqueue-and-wait answers with
+ * each job's result for queues on every master (run by workers of another
+ * process), and the dashboard's data endpoints (the queues with their
+ * stats, one queue, a job) read each queue from its master. */
+TEST(serve_on_a_cluster_url_enqueue_and_wait_and_dashboard_data) {
+    static test_cluster cl;
+    cluster_start(&cl, 0);
+    char names[CLUSTER_MASTERS][32];
+    spread_names(&cl, names, 1);
+    pid_t workers = spawn_workers(cl.url, names, CLUSTER_MASTERS);
+    int port = free_port();
+    char listen[64], log[256];
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+    snprintf(log, sizeof log, "%s/serve.log", cl.node[0].dir);
+    const char *args[] = {"rjq", "-u", cl.url, "--prefix", "t", "serve", "--listen", listen,
+                          "--queues", "tq*", NULL};
+    pid_t serve = spawn_tool(log, args);
+    static char out[65536];
+    double end = wait_deadline(30000);
+    while (run_tool(out, sizeof out, "curl -s http://%s/healthz", listen) != 0 ||
+           strstr(out, "ok") == NULL) {
+        if (mono_ms() > end) FAIL_AT(__FILE__, __LINE__, "rjq serve did not come up: %s", out);
+        sleep_ms(20); /* (the server's start, in another process) */
+    }
+    char id[CLUSTER_MASTERS][64];
+    for (int i = 0; i < CLUSTER_MASTERS; i++) {
+        TOOL_OK(out, "curl -s -D - -X POST --data result-%d 'http://%s/v1/queues/%s/jobs?wait=20000'",
+                i, listen, names[i]);
+        HAS(out, "HTTP/1.1 200");
+        char want[32];
+        snprintf(want, sizeof want, "\r\n\r\nresult-%d", i);
+        HAS(out, want);
+        const char *h = strstr(out, "X-Job-Id: ");
+        if (h == NULL) h = strstr(out, "x-job-id: ");
+        ASSERT(h != NULL);
+        snprintf(id[i], sizeof id[i], "%.*s", (int)strcspn(h + 10, "\r\n"), h + 10);
+    }
+    TOOL_OK(out, "curl -s http://%s/v1/queues", listen);
+    for (int i = 0; i < CLUSTER_MASTERS; i++) {
+        char want[128];
+        snprintf(want, sizeof want, "\"%s\"", names[i]);
+        HAS(out, want);
+    }
+    for (int i = 0; i < CLUSTER_MASTERS; i++) {
+        TOOL_OK(out, "curl -s -w ' %%{http_code}' http://%s/v1/queues/%s", listen, names[i]);
+        HAS(out, "\"completed\":1");
+        HAS(out, " 200");
+        TOOL_OK(out, "curl -s -w ' %%{http_code}' http://%s/v1/queues/%s/jobs/%s", listen, names[i],
+                id[i]);
+        HAS(out, "\"state\":\"completed\"");
+        HAS(out, " 200");
+    }
+    ASSERT(kill(serve, SIGTERM) == 0);
+    int st = reap(serve, 20000);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        run_tool(out, sizeof out, "cat %s", log);
+        FAIL_AT(__FILE__, __LINE__, "rjq serve ended with 0x%x: %s", st, out);
+    }
+    ASSERT(kill(workers, SIGKILL) == 0);
+    reap(workers, 5000);
+    cluster_stop(&cl);
+}
+
+/* Send one ACL line (as rjq acl prints it, with pw for CHANGE-ME) to every
+ * node: ACLs are per node. */
+static void acl_everywhere(test_cluster *cl, const char *line, const char *pw) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", line);
+    const char *argv[256];
+    size_t lens[256];
+    char pass[64];
+    snprintf(pass, sizeof pass, ">%s", pw);
+    int argc = 0;
+    for (char *t = strtok(buf, " \n"); t && argc < 256; t = strtok(NULL, " \n")) {
+        argv[argc] = strcmp(t, ">CHANGE-ME") == 0 ? pass : t;
+        lens[argc] = strlen(argv[argc]);
+        argc++;
+    }
+    for (int i = 0; i < CLUSTER_NODES; i++) {
+        redisContext *rc = cluster_connect(cl, i);
+        redisReply *r = redisCommandArgv(rc, argc, argv, lens);
+        if (r == NULL || r->type != REDIS_REPLY_STATUS)
+            FAIL_AT(__FILE__, __LINE__, "node %d: ACL SETUSER: %s", i,
+                    r && r->str ? r->str : "no reply");
+        freeReplyObject(r);
+        redisFree(rc);
+    }
+}
+
+/* rjq acl's worker role on a cluster: a user made on every node from the
+ * printed line runs a worker on a queue of every master (each awaited job
+ * completed); and rjq scheduler given the cluster URL enqueues a schedule's
+ * fires on a queue of a master other than the URL's, and stops on SIGTERM. */
+TEST(acl_worker_role_and_scheduler_on_a_cluster) {
+    static test_cluster cl;
+    cluster_start(&cl, 0);
+    char names[CLUSTER_MASTERS][32];
+    spread_names(&cl, names, 1);
+    static char out[65536];
+    TOOL_OK(out, "%s --prefix t acl --role worker --queues 'tq*'", RJQ_TOOL);
+    const char *line = strstr(out, "ACL SETUSER rjq-worker ");
+    ASSERT(line != NULL);
+    char one[4096];
+    snprintf(one, sizeof one, "%.*s", (int)strcspn(line, "\n"), line);
+    acl_everywhere(&cl, one, "w-pass");
+    char url[128];
+    snprintf(url, sizeof url, "redis://rjq-worker:w-pass@127.0.0.1:%d", cl.node[0].port);
+    pid_t workers = spawn_workers(url, names, CLUSTER_MASTERS);
+
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(cl.url);
+    rjq_client *c = client_new(base, &o);
+    awaited a[CLUSTER_MASTERS];
+    memset(a, 0, sizeof a);
+    rjq_queue *q[CLUSTER_MASTERS];
+    for (int i = 0; i < CLUSTER_MASTERS; i++) {
+        ASSERT_OK(rjq_queue_open(c, names[i], NULL, &q[i]));
+        char payload[32];
+        snprintf(payload, sizeof payload, "by-role-%d", i);
+        ASSERT_OK(rjq_enqueue_await(q[i], payload, strlen(payload), NULL, NULL, on_awaited, &a[i],
+                                    NULL));
+    }
+    for (int i = 0; i < CLUSTER_MASTERS; i++) {
+        ASSERT(loop_until_count(base, &a[i].done, 1, 60000));
+        ASSERT_EQ(1, a[i].ok);
+        char want[32];
+        snprintf(want, sizeof want, "by-role-%d", i);
+        ASSERT_STREQ(want, a[i].result);
+    }
+    ASSERT(kill(workers, SIGKILL) == 0);
+    reap(workers, 5000);
+
+    /* the scheduler, on a queue the URL's node does not serve */
+    int k = 0;
+    while (k < CLUSTER_MASTERS &&
+           cluster_owner(&cl, 0, rjq__key_slot(names[k], strlen(names[k]))) == 0)
+        k++;
+    ASSERT(k < CLUSTER_MASTERS);
+    TOOL_OK(out, "%s -u %s --prefix t schedule %s tick --every 200", RJQ_TOOL, cl.url, names[k]);
+    char log[256];
+    snprintf(log, sizeof log, "%s/scheduler.log", cl.node[0].dir);
+    const char *args[] = {"rjq", "-u", cl.url, "--prefix", "t", "scheduler", names[k], NULL};
+    pid_t sched = spawn_tool(log, args);
+    long long before = get_stats(base, q[k]).enqueued;
+    double end = wait_deadline(30000);
+    while (get_stats(base, q[k]).enqueued < before + 3)
+        if (!wait_poll(base, end, 50)) FAIL_AT(__FILE__, __LINE__, "the scheduler enqueued nothing");
+    ASSERT(kill(sched, SIGTERM) == 0);
+    int st = reap(sched, 20000);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        run_tool(out, sizeof out, "cat %s", log);
+        FAIL_AT(__FILE__, __LINE__, "rjq scheduler ended with 0x%x: %s", st, out);
+    }
+    rjq_client_free(c);
+    event_base_free(base);
     cluster_stop(&cl);
 }

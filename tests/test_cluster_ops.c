@@ -367,6 +367,50 @@ TEST(cli_commands_on_a_cluster_url_reach_every_master) {
     cluster_stop(&cl);
 }
 
+/* One `rjq enqueue` on a cluster names its queue in the registry (3
+ * queues on the registry key's master, 3 elsewhere): the tool's exit waits
+ * for the library's own writes. The registration is not awaited; it was
+ * still waiting for a connection's set-up (which loads the function
+ * library: flushed before each run here, as on a first run) when the
+ * enqueue was answered and the tool exited, and rjq queues, top and serve
+ * did not list the queue. */
+TEST(cli_enqueue_names_its_queue_in_the_registry_on_a_cluster) {
+    static test_cluster cl;
+    cluster_start(&cl, 0);
+    int registry = cluster_node_of_key(&cl, "rjq:queues");
+    ASSERT(registry >= 0);
+    char names[6][32];
+    int n = 0, on_registry = 0;
+    for (int i = 0; n < 6 && i < 10000; i++) { /* 3 on the registry's master, 3 elsewhere */
+        char name[32];
+        snprintf(name, sizeof name, "rq%d", i);
+        int here = cluster_owner(&cl, 0, rjq__key_slot(name, strlen(name))) == registry;
+        if (here ? on_registry == 3 : n - on_registry == 3) continue;
+        on_registry += here;
+        snprintf(names[n++], sizeof names[0], "%s", name);
+    }
+    ASSERT_EQ(6, n);
+    static char out[65536];
+    for (int i = 0; i < n; i++) {
+        /* each run as the first one: its connections' set-up loads the
+         * function library (what kept the registry's connection from
+         * being up when the enqueue was answered) */
+        for (int m = 0; m < CLUSTER_MASTERS; m++) {
+            redisContext *rc = cluster_connect(&cl, m);
+            freeReplyObject(redisCommand(rc, "FUNCTION FLUSH"));
+            redisFree(rc);
+        }
+        TOOL_OK(out, "%s -u %s enqueue %s one", RJQ_TOOL, cl.url, names[i]);
+    }
+    TOOL_OK(out, "%s -u %s queues", RJQ_TOOL, cl.url);
+    for (int i = 0; i < n; i++) {
+        char want[256];
+        snprintf(want, sizeof want, "%s\n", names[i]);
+        HAS(out, want);
+    }
+    cluster_stop(&cl);
+}
+
 /* ---- workers in a child process, the tool's long-running commands ---------------- */
 
 static void on_worker_job(rjq_job *job, void *data) {
@@ -581,5 +625,47 @@ TEST(acl_worker_role_and_scheduler_on_a_cluster) {
     }
     rjq_client_free(c);
     event_base_free(base);
+    cluster_stop(&cl);
+}
+
+/* rjq top given a cluster URL (driven in a private tmux server, as
+ * tests/tool_top.sh does): the queues of every master with their numbers,
+ * which follow enqueues on a master other than the URL's. */
+TEST(top_on_a_cluster_url_shows_the_queues_of_every_master) {
+    static test_cluster cl;
+    cluster_start(&cl, 0);
+    char names[CLUSTER_MASTERS][32];
+    spread_names(&cl, names, 1);
+    static char out[65536];
+    for (int i = 0; i < CLUSTER_MASTERS; i++)
+        for (int k = 0; k <= i; k++) TOOL_OK(out, "%s -u %s enqueue %s p%d", RJQ_TOOL, cl.url, names[i], k);
+    char sock[256];
+    snprintf(sock, sizeof sock, "%s/tmux.sock", cl.node[0].dir);
+    TOOL_OK(out, "tmux -S %s new-session -d -s top -x 150 -y 24 '%s -u %s top --interval 300'", sock,
+            RJQ_TOOL, cl.url);
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < CLUSTER_MASTERS; i++) {
+            char want[64];
+            int ready = round == 0 ? i + 1 : i + 1 + (i == 1 ? 5 : 0);
+            snprintf(want, sizeof want, "%s +%d +0 ", names[i], ready);
+            double end = wait_deadline(20000);
+            for (;;) { /* the screen, until the row shows (it refreshes every 300 ms) */
+                run_tool(out, sizeof out, "tmux -S %s capture-pane -p -t top | grep -E '^%s'", sock,
+                         want);
+                if (strncmp(out, names[i], strlen(names[i])) == 0) break;
+                if (mono_ms() > end) {
+                    run_tool(out, sizeof out, "tmux -S %s capture-pane -p -t top", sock);
+                    FAIL_AT(__FILE__, __LINE__, "no row /%s/ on the screen:\n%s", want, out);
+                }
+                sleep_ms(50);
+            }
+        }
+        if (round == 0) /* more jobs on the second queue's master */
+            for (int k = 0; k < 5; k++)
+                TOOL_OK(out, "%s -u %s enqueue %s more%d", RJQ_TOOL, cl.url, names[1], k);
+    }
+    run_tool(out, sizeof out, "tmux -S %s capture-pane -p -t top", sock);
+    HAS(out, "3 queues");
+    run_tool(out, sizeof out, "tmux -S %s kill-server", sock);
     cluster_stop(&cl);
 }

@@ -78,6 +78,8 @@ typedef struct cli {
     int limits_set;          /* "limit": some limit was given */
     int exists;              /* pause, resume, limit: the queue has keys in Redis */
     int tty;                 /* stdout is a terminal: bytes are shown escaped */
+    int closed;              /* cli_close: the graceful close is over */
+    int close_expired;       /* cli_close: it took longer than CLOSE_WAIT_S */
 } cli;
 
 static cli *the_cli; /* every command takes --json (parse_args) */
@@ -290,8 +292,35 @@ static int cli_open(cli *t, const char *queue) {
     return 0;
 }
 
+static void on_cli_closed(const rjq_close_report *report, void *data) {
+    (void)report;
+    ((cli *)data)->closed = 1;
+}
+
+static void on_close_deadline(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    ((cli *)arg)->close_expired = 1; /* (what is left is cancelled below) */
+}
+
+#define CLOSE_WAIT_S 2 /* the most the tool waits for its own writes at exit */
+
 static void cli_close(cli *t) {
     t->closing = 1;
+    /* The library's own writes of the command (a queue's registration:
+     * not awaited, and on a cluster perhaps on another master's connection,
+     * not even up yet) go out before the client does: a graceful close,
+     * up to CLOSE_WAIT_S when Redis still answers. */
+    struct event *wait = t->c && t->base && !t->timed_out
+                             ? evtimer_new(t->base, on_close_deadline, t)
+                             : NULL;
+    if (wait && rjq_client_close(t->c, 0, on_cli_closed, t) == RJQ_OK) {
+        struct timeval tv = {CLOSE_WAIT_S, 0};
+        if (t->deadline) evtimer_del(t->deadline);
+        evtimer_add(wait, &tv);
+        while (!t->closed && !t->close_expired && event_base_loop(t->base, EVLOOP_ONCE) == 0) {}
+        if (t->closed) t->c = NULL; /* freed by the close (or, below, at once) */
+    }
+    if (wait) event_free(wait);
     rjq_client_free(t->c); /* pending callbacks get RJQ_ECANCELED */
     if (t->deadline) event_free(t->deadline);
     if (t->base) event_base_free(t->base);

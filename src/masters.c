@@ -141,8 +141,9 @@ static void on_slots(rjq_client *c, int status, redisReply *r, void *priv) {
         finish(c, f, RJQ_ECANCELED);
         return;
     }
-    int cluster = rjq__route_mode(c) == RJQ__ROUTE_CLUSTER;
-    if (cluster && status != RJQ_OK) {
+    int mode = rjq__route_mode(c), cluster = mode == RJQ__ROUTE_CLUSTER;
+    if (status != RJQ_OK && mode != RJQ__ROUTE_STANDALONE) {
+        /* (a cluster's table unread; or never connected: nothing known) */
         finish(c, f, status);
         return;
     }

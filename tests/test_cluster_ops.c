@@ -236,6 +236,29 @@ TEST(masters_on_a_standalone_server_is_the_server_alone) {
     env_stop(&e);
 }
 
+/* No server ever answered: cb gets the request's error (the list NULL),
+ * once, and nothing is taken for a standalone server. */
+TEST(masters_without_a_server_ends_with_the_requests_error) {
+    struct event_base *base = event_base_new();
+    char url[64];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", free_port());
+    rjq_client_options o = client_options(url);
+    o.command_timeout_ms = 300;
+    o.connect_timeout_ms = 100;
+    rjq_client *c = client_new(base, &o);
+    const char *ping[] = {"PING"};
+    static seen s;
+    memset(&s, 0, sizeof s);
+    ASSERT_OK(rjq_client_masters(c, 1, ping, NULL, on_masters, &s));
+    ASSERT(loop_until_count(base, &s.calls, 1, 30000));
+    if (s.status != RJQ_ETIMEDOUT && s.status != RJQ_ECONN)
+        FAIL_AT(__FILE__, __LINE__, "status %s", rjq_strerror(s.status));
+    ASSERT_EQ(0, (long)s.n);
+    rjq_client_free(c);
+    ASSERT_EQ(1, s.calls);
+    event_base_free(base);
+}
+
 /* ---- the rjq tool on a cluster URL -------------------------------------------- */
 
 #define RJQ_TOOL RJQ_BUILD_DIR "/rjq"

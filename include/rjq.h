@@ -1289,7 +1289,8 @@ typedef struct rjq_master {
                                      socket's path) */
     const int *ranges;            /* the slots it serves: range i is
                                      ranges[2*i] .. ranges[2*i+1] (both
-                                     included), ascending */
+                                     included), ascending (never NULL,
+                                     also when empty; so is replicas) */
     size_t nranges;               /* 0: not a cluster (a standalone server
                                      or Sentinel's master: it serves every
                                      queue, and it is the list's only one) */

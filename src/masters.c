@@ -130,7 +130,11 @@ static int take_server(rjq_client *c, fanout *f) {
     f->names = calloc(1, sizeof *f->names);
     if (!f->m || !f->names || (f->names[0] = strdup(buf)) == NULL) return RJQ_ENOMEM;
     f->nnames = 1;
+    static const int no_ranges[1];
+    static const char *const no_replicas[1];
     f->m[0].address = f->names[0];
+    f->m[0].ranges = no_ranges; /* (never NULL: empty) */
+    f->m[0].replicas = no_replicas;
     f->n = 1;
     return RJQ_OK;
 }

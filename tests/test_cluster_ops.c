@@ -56,6 +56,7 @@ static void on_masters(rjq_client *c, int status, const rjq_master *list, size_t
         const rjq_master *m = &list[i];
         snprintf(s->address[i], sizeof s->address[i], "%s", m->address);
         ASSERT(m->nranges <= 32);
+        ASSERT(m->ranges != NULL && m->replicas != NULL); /* (also when empty) */
         s->nranges[i] = m->nranges;
         for (size_t r = 0; r < 2 * m->nranges; r++) s->ranges[i][r] = m->ranges[r];
         s->nreplicas[i] = m->nreplicas;

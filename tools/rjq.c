@@ -983,7 +983,8 @@ static int rows_take(cluster_view *v, const rjq_master *list, size_t n) {
         r->ranges = malloc((2 * list[i].nranges + 1) * sizeof *r->ranges);
         r->replicas = calloc(list[i].nreplicas + 1, sizeof *r->replicas);
         if (!r->address || !r->ranges || !r->replicas) return RJQ_ENOMEM;
-        memcpy(r->ranges, list[i].ranges, 2 * list[i].nranges * sizeof *r->ranges);
+        if (list[i].nranges)
+            memcpy(r->ranges, list[i].ranges, 2 * list[i].nranges * sizeof *r->ranges);
         r->nranges = list[i].nranges;
         for (size_t k = 0; k < list[i].nreplicas; k++, r->nreplicas++)
             if ((r->replicas[k] = strdup(list[i].replicas[k])) == NULL) return RJQ_ENOMEM;

@@ -1397,6 +1397,66 @@ typedef void rjq_memory_cb(rjq_client *c, int status, const rjq_memory_info *inf
  * only during the callback. */
 RJQ_API int rjq_client_memory(rjq_client *c, rjq_memory_cb *cb, void *data);
 
+/* Each master: a Redis Cluster's masters (or the one server), with one
+ * command's reply from each. */
+typedef struct rjq_master {
+    const char *address;          /* "host:port" ("[v6]:port"; a unix
+                                     socket's path) */
+    const int *ranges;            /* the slots it serves: range i is
+                                     ranges[2*i] .. ranges[2*i+1] (both
+                                     included), ascending (never NULL,
+                                     also when empty; so is replicas) */
+    size_t nranges;               /* 0: not a cluster (a standalone server
+                                     or Sentinel's master: it serves every
+                                     queue, and it is the list's only one) */
+    const char *const *replicas;  /* the addresses of its replicas, as the
+                                     cluster's table lists them */
+    size_t nreplicas;
+    int status;                   /* the command on this master: RJQ_OK, or
+                                     what the request ended with: RJQ_EREDIS
+                                     (reply: the error's words), RJQ_EAUTH,
+                                     RJQ_ECONN, RJQ_ETIMEDOUT, RJQ_ECANCELED,
+                                     RJQ_ENOMEM, RJQ_EPROTO (a reply that is
+                                     not text: an array, a map...) */
+    const char *reply;            /* its reply as text: a string or status
+                                     as it is, an integer in decimal, an
+                                     error's words; NULL for a nil reply and
+                                     without a reply */
+    size_t len;                   /* reply's bytes */
+} rjq_master;
+
+typedef void rjq_masters_cb(rjq_client *c, int status, const rjq_master *list, size_t n,
+                            void *data);
+
+/* Send one command to every master: argc (>= 1) arguments argv[i] of
+ * lens[i] bytes each (lens NULL: C strings; copied during the call). The
+ * masters are read from the cluster (CLUSTER SLOTS, once the client's
+ * session is up); each master's command goes to it as a request of the
+ * first slot it serves, so it follows redirects and retries as any
+ * request does (a topology changing meanwhile may answer it from the
+ * slot's new master). Meant for commands without keys (INFO, PING,
+ * DBSIZE...): a key of another master's slot is answered by that master.
+ * On a standalone server (the client found no cluster) the list is the
+ * server alone, nranges 0. An ACL user needs the command and, on a
+ * cluster, CLUSTER SLOTS (+cluster|slots: every role of rjq acl has it).
+ *
+ * cb is called once, when every master answered: status RJQ_OK and the n
+ * (>= 1) masters in the table's order, each with its own status and
+ * reply; or, with list NULL and n 0: RJQ_ECONN, RJQ_ETIMEDOUT,
+ * RJQ_EAUTH, RJQ_EREDIS (CLUSTER SLOTS failed on a cluster),
+ * RJQ_EPROTO (a table rjq cannot read, or one without a master serving
+ * slots), RJQ_ENOMEM, RJQ_ECANCELED (the client was freed first). list
+ * and its strings are valid only during the callback.
+ * Returns RJQ_OK, RJQ_EINVAL (c, cb or argv NULL, an argument NULL, argc
+ * < 1), RJQ_ECLOSED or RJQ_ENOMEM (cb not called). */
+RJQ_API int rjq_client_masters(rjq_client *c, int argc, const char *const *argv,
+                               const size_t *lens, rjq_masters_cb *cb, void *data);
+
+/* The cluster slot of q's keys (all of them carry the hash tag "{name}"):
+ * 0 .. 16383, as CLUSTER KEYSLOT says; a master of rjq_client_masters()
+ * serves q when the slot is in one of its ranges. RJQ_EINVAL for q NULL. */
+RJQ_API int rjq_queue_slot(const rjq_queue *q);
+
 /* The states rjq_queue_jobs() lists. */
 typedef enum rjq_job_state {
     RJQ_STATE_READY,     /* waiting, in claim order: higher priorities first,

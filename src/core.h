@@ -209,6 +209,12 @@ int rjq__write_short(const rjq_client *c);
  * (fn will be called once) or an error (fn never called). */
 int rjq__command(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, int argc,
                  const char **argv, const size_t *lens);
+/* The same, sent to the master serving `slot` (0 .. 16383) whatever the
+ * command's arguments: on a cluster, a command for one master (INFO...)
+ * pinned to a slot it serves, redirected like any request of that slot;
+ * on a standalone server, the server. */
+int rjq__command_in(rjq_client *c, int slot, int flags, rjq__reply_fn *fn, void *priv, int argc,
+                    const char **argv, const size_t *lens);
 /* Run one of rjq's scripts (FCALL of its function, or EVALSHA where the
  * server has no functions): argv are "numkeys, keys..., args...". */
 int rjq__script(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv, int argc,

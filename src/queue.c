@@ -320,6 +320,11 @@ rjq_client *rjq_queue_client(const rjq_queue *q) {
     return q->c;
 }
 
+int rjq_queue_slot(const rjq_queue *q) {
+    if (q == NULL) return RJQ_EINVAL;
+    return rjq__key_slot(q->name, strlen(q->name));
+}
+
 rjq_queue *rjq__queue_first(const rjq_client *c) {
     queues *qs = rjq__feature_state(c, &queues_feature);
     return qs ? qs->head : NULL;

@@ -242,21 +242,21 @@ static int calls_slot(const rjq__req *r) {
 }
 
 /* Take a command formatted by hiredis. */
-static int submit(rjq_client *c, rjq__conn *pin, int flags, rjq__reply_fn *fn, void *priv,
-                  char *cmd, size_t len) {
+static int submit(rjq_client *c, rjq__conn *pin, int slot, int flags, rjq__reply_fn *fn,
+                  void *priv, char *cmd, size_t len) {
     rjq__req *r = rjq__req_new(c, flags, fn, priv, cmd, len);
     if (r == NULL) {
         redisFreeCommand(cmd);
         return RJQ_ENOMEM;
     }
-    r->slot = command_slot(r);
+    r->slot = slot >= 0 ? slot : command_slot(r);
     r->pin = pin;
     send_req(c, r);
     return RJQ_OK;
 }
 
-static int new_req(rjq_client *c, rjq__conn *pin, int flags, rjq__reply_fn *fn, void *priv,
-                   int argc, const char **argv, const size_t *lens) {
+static int new_req(rjq_client *c, rjq__conn *pin, int slot, int flags, rjq__reply_fn *fn,
+                   void *priv, int argc, const char **argv, const size_t *lens) {
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     /* Work batched for the tick goes first: a request made after an
      * enqueue (await it, read it, complete a job) must see it. */
@@ -265,7 +265,7 @@ static int new_req(rjq_client *c, rjq__conn *pin, int flags, rjq__reply_fn *fn, 
     char *cmd = NULL;
     rjq__fmtlen len = redisFormatCommandArgv(&cmd, argc, argv, lens);
     if (len < 0 || cmd == NULL) return RJQ_ENOMEM;
-    return submit(c, pin, flags, fn, priv, cmd, (size_t)len);
+    return submit(c, pin, slot, flags, fn, priv, cmd, (size_t)len);
 }
 
 int rjq__script_parts_after(rjq_client *c, int script, int flags, rjq__reply_fn *fn,
@@ -314,7 +314,13 @@ int rjq__script_buf(rjq_client *c, int script, int flags, rjq__reply_fn *fn, voi
 
 int rjq__command(rjq_client *c, int flags, rjq__reply_fn *fn, void *priv, int argc,
                  const char **argv, const size_t *lens) {
-    return new_req(c, NULL, flags, fn, priv, argc, argv, lens);
+    return new_req(c, NULL, -1, flags, fn, priv, argc, argv, lens);
+}
+
+int rjq__command_in(rjq_client *c, int slot, int flags, rjq__reply_fn *fn, void *priv, int argc,
+                    const char **argv, const size_t *lens) {
+    RJQ_ASSERT(slot >= 0 && slot < RJQ__SLOTS);
+    return new_req(c, NULL, slot, flags, fn, priv, argc, argv, lens);
 }
 
 int rjq__command_on(rjq_client *c, rjq__conn *on, rjq__reply_fn *fn, void *priv, int argc,
@@ -346,7 +352,7 @@ static void reload_and_resend(rjq_client *c, rjq__req *r, rjq__conn *on) {
     const char *argv[3] = {"SCRIPT", "LOAD", s->body};
     size_t lens[3] = {6, 4, s->len};
     r->resends++;
-    new_req(c, on, 0, ignore_reply, NULL, 3, argv, lens);
+    new_req(c, on, -1, 0, ignore_reply, NULL, 3, argv, lens);
     r->order = ++c->req_order; /* sent again: behind the load */
     send_req(c, r);
 }
@@ -360,7 +366,7 @@ static void on_library_loaded(rjq_client *c, int status, redisReply *reply, void
 static void load_library(rjq_client *c, rjq__conn *on) {
     const char *argv[3] = {"FUNCTION", "LOAD", rjq__library};
     size_t lens[3] = {8, 4, rjq__library_len};
-    if (new_req(c, on, 0, on_library_loaded, on, 3, argv, lens) != RJQ_OK)
+    if (new_req(c, on, -1, 0, on_library_loaded, on, 3, argv, lens) != RJQ_OK)
         on->fcall = 0; /* cannot load it now: EVALSHA needs nothing more */
 }
 

@@ -56,6 +56,7 @@
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
 
+#include "cluster.h"
 #include "fixture.h"
 #include "harness.h"
 #include "server.h"
@@ -92,6 +93,13 @@ static long rng_range(uint64_t *s, long lo, long hi) {
 /* ---- child processes ----------------------------------------------------- */
 
 
+/* On the test cluster (chaos_on_a_cluster...): the queue's master is
+ * SIGKILLed and its replica promoted; every client waits for a replica's
+ * confirmation of its writes (wait_replicas 1), so nothing acknowledged
+ * goes with the master, and its command timeout spans a failover. */
+static int on_cluster;
+#define CLUSTER_TIMEOUT_MS 15000 /* command_timeout_ms on the cluster: a promotion takes ~5 s */
+
 /* The options of every client of this test: short command and connect
  * timeouts, frequent probes. */
 static rjq_client_options chaos_options(const char *url) {
@@ -99,6 +107,10 @@ static rjq_client_options chaos_options(const char *url) {
     o.command_timeout_ms = TIMEOUT_MS;
     o.connect_timeout_ms = TIMEOUT_MS;
     o.ping_interval_ms = 250;
+    if (on_cluster) {
+        o.command_timeout_ms = CLUSTER_TIMEOUT_MS;
+        o.wait_replicas = 1;
+    }
     return o;
 }
 
@@ -144,6 +156,11 @@ static void on_child_done(rjq_client *c, int status, void *data) {
     (void)c;
     if (status == RJQ_ELEASELOST)
         child_line(d->cx, "L %s %d\n", d->id, d->attempt);
+    else if (on_cluster && (status == RJQ_EREPLICAS || status == RJQ_ECONN ||
+                            status == RJQ_ETIMEDOUT))
+        /* its master went: done there, or not (a promoted replica that
+         * had not seen it runs the job again) */
+        child_line(d->cx, "U %s %d %s\n", d->id, d->attempt, rjq_strerror(status));
     else if (status != RJQ_OK)
         child_line(d->cx, "E done %s %d %s\n", d->id, d->attempt, rjq_strerror(status));
     free(d);
@@ -186,7 +203,7 @@ static void chaos_handler(rjq_job *job, void *data) {
     evtimer_add(p->ev, &tv);
 }
 
-static void run_worker_child(const test_server *s, uint64_t seed) {
+static void run_worker_child(const char *dir, const char *url, uint64_t seed) {
     /* Nothing of the parent's: its client's sockets would otherwise stay
      * open here after the parent closed them. */
     for (int fd = 3; fd < 1024; fd++) close(fd);
@@ -196,12 +213,12 @@ static void run_worker_child(const test_server *s, uint64_t seed) {
     cx.rng = seed ^ ((uint64_t)cx.pid * 0x9E3779B97F4A7C15ull);
     if (cx.rng == 0) cx.rng = 1;
     char path[256];
-    snprintf(path, sizeof path, "%s/runs-%d.txt", s->dir, (int)cx.pid);
+    snprintf(path, sizeof path, "%s/runs-%d.txt", dir, (int)cx.pid);
     cx.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
     ASSERT(cx.fd >= 0);
     cx.base = event_base_new();
     ASSERT(cx.base != NULL);
-    rjq_client_options o = chaos_options(s->url);
+    rjq_client_options o = chaos_options(url);
     o.liveness_ms = LIVENESS_MS;
     rjq_client *c = client_new(cx.base, &o);
     rjq_queue *q = queue_for(c, QNAME);
@@ -352,10 +369,17 @@ static int units_answered(void) {
 
 /* ---- faults --------------------------------------------------------------------------- */
 
-enum fault_kind { F_WKILL, F_CKILL_NORMAL, F_WSTOP, F_CKILL_PUBSUB, F_RSTOP, F_RKILL, F_KINDS };
+enum fault_kind {
+    F_WKILL, F_CKILL_NORMAL, F_WSTOP, F_CKILL_PUBSUB, F_RSTOP, F_RKILL, F_MKILL, F_KINDS
+};
 static const char *const fault_names[F_KINDS] = {
     "worker SIGKILL", "CLIENT KILL normal", "worker SIGSTOP", "CLIENT KILL pubsub",
-    "redis SIGSTOP", "redis SIGKILL+restart"};
+    "redis SIGSTOP", "redis SIGKILL+restart", "master SIGKILL+failover"};
+/* The faults of a round, in order: on one server, and on the cluster
+ * (where the server's own faults are the queue's master's failover). */
+static const int server_faults[] = {F_WKILL, F_CKILL_NORMAL, F_WSTOP, F_CKILL_PUBSUB, F_RSTOP,
+                                    F_RKILL};
+static const int cluster_faults[] = {F_WKILL, F_CKILL_NORMAL, F_WSTOP, F_CKILL_PUBSUB, F_MKILL};
 
 typedef struct fault {
     int kind;
@@ -368,7 +392,11 @@ typedef struct fault {
 #define PIDS_MAX 32
 
 typedef struct chaos_run {
-    test_server s;
+    test_server s;         /* one server; or: */
+    test_cluster *cl;      /* the cluster (NULL: one server) */
+    int master;            /* the node of the queue's master now */
+    char url[512];         /* the clients' URL (the cluster's: every node) */
+    char dir[128];         /* where the run files go */
     const char *const *extra;
     redisContext *rc;
     struct event_base *base;
@@ -385,7 +413,7 @@ static void spawn_slot(chaos_run *r, int k) {
     ASSERT(r->npids < PIDS_MAX);
     uint64_t seed = r->seed + (uint64_t)r->npids * 7919u;
     pid_t pid = fork_child();
-    if (pid == 0) run_worker_child(&r->s, seed);
+    if (pid == 0) run_worker_child(r->dir, r->url, seed);
     r->slot[k] = pid;
     r->pids[r->npids++] = pid;
 }
@@ -419,12 +447,52 @@ static fault *log_fault(chaos_run *r, int kind, pid_t pid) {
     return f;
 }
 
-static long long client_kill(chaos_run *r, const char *type) {
-    redisReply *rep = server_cmd(r->rc, "CLIENT KILL TYPE %s", type); /* SKIPME yes */
+static long long client_kill_on(redisContext *rc, const char *type) {
+    redisReply *rep = server_cmd(rc, "CLIENT KILL TYPE %s", type); /* SKIPME yes */
     ASSERT(rep->type == REDIS_REPLY_INTEGER);
     long long n = rep->integer;
     freeReplyObject(rep);
     return n;
+}
+
+/* On every node of the cluster (the clients' connections to all masters). */
+static long long client_kill(chaos_run *r, const char *type) {
+    if (r->cl == NULL) return client_kill_on(r->rc, type);
+    long long n = 0;
+    for (int i = 0; i < CLUSTER_NODES; i++) {
+        if (r->cl->node[i].pid == 0) continue;
+        redisContext *rc = cluster_connect(r->cl, i);
+        n += client_kill_on(rc, type);
+        redisFree(rc);
+    }
+    return n;
+}
+
+/* The queue's master SIGKILLed; the loop runs (producer, faults'
+ * aftermath) until its replica is promoted and the cluster agrees; then
+ * the old master is started again and rejoins as a replica. */
+static void master_failover(chaos_run *r, fault *f) {
+    test_cluster *cl = r->cl;
+    int old = r->master, promoted = cluster_replica_of(cl, old);
+    ASSERT(promoted >= 0);
+    pid_t pid = cl->node[old].pid;
+    redisFree(r->rc);
+    r->rc = NULL;
+    ASSERT(kill(pid, SIGKILL) == 0);
+    ASSERT(waitpid(pid, NULL, 0) == pid);
+    forget_on_abort(pid);
+    cl->node[old].pid = 0;
+    double end = wait_deadline(60000);
+    while (!cluster_is_master(cl, promoted)) {
+        if (!wait_poll(r->base, end, 50)) FAIL_AT(__FILE__, __LINE__, "no promotion in 60 s");
+        check_children(r);
+    }
+    cluster_wait_settled(cl);
+    f->t1 = mono_ms();
+    r->master = promoted;
+    r->rc = cluster_connect(cl, promoted);
+    cluster_restart_node(cl, old); /* back, as the promoted one's replica */
+    kill_on_abort(cl->node[old].pid);
 }
 
 static void do_fault(chaos_run *r, int kind, int round) {
@@ -484,6 +552,10 @@ static void do_fault(chaos_run *r, int kind, int round) {
         r->rc = server_connect(&r->s);
         break;
     }
+    case F_MKILL:
+        f = log_fault(r, kind, 0);
+        master_failover(r, f);
+        break;
     default:
         ASSERT(0);
     }
@@ -603,7 +675,7 @@ static void add_rec(job *j, const run_rec *rec) {
  * completions; fails on an error line. */
 static void load_runs(chaos_run *r, jobset *js, pid_t pid, long *lease_lost, long *runs) {
     char path[256];
-    snprintf(path, sizeof path, "%s/runs-%d.txt", r->s.dir, (int)pid);
+    snprintf(path, sizeof path, "%s/runs-%d.txt", r->dir, (int)pid);
     FILE *f = fopen(path, "r");
     if (f == NULL) return; /* killed before it opened it */
     char line[512];
@@ -619,6 +691,8 @@ static void load_runs(chaos_run *r, jobset *js, pid_t pid, long *lease_lost, lon
             add_rec(j, &rec);
             (*runs)++;
         } else if (line[0] == 'L') {
+            (*lease_lost)++;
+        } else if (line[0] == 'U' && r->cl) { /* a completion's outcome lost with a master */
             (*lease_lost)++;
         } else if (line[0] == 'E') {
             FAIL_AT(__FILE__, __LINE__, "worker process %d: %s", (int)pid, line);
@@ -670,6 +744,20 @@ static int cut_by_fault(const chaos_run *r, pid_t pid, double t, double t_next) 
         if ((f->kind == F_WKILL || f->kind == F_WSTOP) && f->pid == pid &&
             f->t0 + SIGNAL_SLACK_MS > t && f->t0 < t_next)
             return 1;
+        /* a master's failover cuts every run of its queue: a completion
+         * or claim the promoted replica had not seen is not there */
+        if (f->kind == F_MKILL && f->t1 + SIGNAL_SLACK_MS > t && f->t0 < t_next) return 1;
+    }
+    return 0;
+}
+
+/* A master's failover came between two starts (the promoted replica had
+ * not seen the first one's claim: the attempt ran again). */
+static int failover_between(const chaos_run *r, double t1, double t2) {
+    for (int i = 0; i < r->nfaults; i++) {
+        const fault *f = &r->faults[i];
+        if (f->kind == F_MKILL && f->t1 >= (t1 < t2 ? t1 : t2) && f->t0 <= (t1 < t2 ? t2 : t1))
+            return 1;
     }
     return 0;
 }
@@ -678,7 +766,9 @@ static int cut_by_fault(const chaos_run *r, pid_t pid, double t, double t_next) 
 static int worker_fault_within(const chaos_run *r, double lo, double hi) {
     for (int i = 0; i < r->nfaults; i++) {
         const fault *f = &r->faults[i];
-        if ((f->kind == F_WKILL || f->kind == F_WSTOP) && f->t1 >= lo && f->t0 <= hi) return 1;
+        if ((f->kind == F_WKILL || f->kind == F_WSTOP || f->kind == F_MKILL) && f->t1 >= lo &&
+            f->t0 <= hi)
+            return 1;
     }
     return 0;
 }
@@ -744,17 +834,36 @@ static unit *unit_of(const job *j, int *batch_item) {
     return u;
 }
 
-TEST(chaos_loses_nothing_and_spends_no_attempt_on_a_lost_reply) {
+static void run_chaos(test_cluster *cl) {
     static const char *const extra[] = {"--appendonly", "yes", "--appendfsync", "always", NULL};
-    chaos_run r;
+    static chaos_run r;
     memset(&r, 0, sizeof r);
     const char *env_seed = getenv("RJQ_CHAOS_SEED");
     r.seed = env_seed ? strtoull(env_seed, NULL, 10) : DEFAULT_SEED;
     r.rng = r.seed ? r.seed : 1;
     r.extra = extra;
     fprintf(stderr, "chaos seed %llu (RJQ_CHAOS_SEED)\n", (unsigned long long)r.seed);
-    server_start_guarded(&r.s, extra);
-    r.rc = server_connect(&r.s);
+    const int *faults = server_faults;
+    int nfaults = (int)(sizeof server_faults / sizeof *server_faults);
+    if (cl) { /* the queue's master, and a URL of every node (seeds) */
+        on_cluster = 1;
+        r.cl = cl;
+        faults = cluster_faults;
+        nfaults = (int)(sizeof cluster_faults / sizeof *cluster_faults);
+        r.master = cluster_node_of_key(cl, "t:{" QNAME "}:ready");
+        ASSERT(r.master >= 0);
+        r.rc = cluster_connect(cl, r.master);
+        int n = snprintf(r.url, sizeof r.url, "redis://");
+        for (int i = 0; i < CLUSTER_NODES; i++)
+            n += snprintf(r.url + n, sizeof r.url - (size_t)n, "%s127.0.0.1:%d", i ? "," : "",
+                          cl->node[i].port);
+        snprintf(r.dir, sizeof r.dir, "%s", cl->node[0].dir);
+    } else {
+        server_start_guarded(&r.s, extra);
+        r.rc = server_connect(&r.s);
+        snprintf(r.url, sizeof r.url, "%s", r.s.url);
+        snprintf(r.dir, sizeof r.dir, "%s", r.s.dir);
+    }
 
     /* The workers first, before this process has a loop or a client. */
     for (int k = 0; k < WORKERS; k++) spawn_slot(&r, k);
@@ -770,7 +879,7 @@ TEST(chaos_loses_nothing_and_spends_no_attempt_on_a_lost_reply) {
     ASSERT(prod.units != NULL);
     r.base = event_base_new();
     ASSERT(r.base != NULL);
-    rjq_client_options po = chaos_options(r.s.url);
+    rjq_client_options po = chaos_options(r.url);
     rjq_client *c = client_new(r.base, &po);
     prod.q = queue_for(c, QNAME);
     wait_connected(r.base, c);
@@ -784,9 +893,9 @@ TEST(chaos_loses_nothing_and_spends_no_attempt_on_a_lost_reply) {
     prod.on = 1;
     run_for(&r, rng_range(&r.rng, 1000, 2000));
     for (int round = 0; round < ROUNDS; round++)
-        for (int kind = 0; kind < F_KINDS; kind++) {
+        for (int k = 0; k < nfaults; k++) {
             run_for(&r, rng_range(&r.rng, 1500, 3000));
-            do_fault(&r, kind, round);
+            do_fault(&r, faults[k], round);
         }
     run_for(&r, 2000);
     prod.on = 0;
@@ -927,12 +1036,12 @@ TEST(chaos_loses_nothing_and_spends_no_attempt_on_a_lost_reply) {
                 bad = 1;
             }
             for (int i2 = 0; i2 < i; i2++)
-                if (j->recs[i2].attempt == a->attempt) {
+                if (j->recs[i2].attempt == a->attempt && !failover_between(&r, j->recs[i2].t, a->t)) {
                     fprintf(stderr, "  job %s: attempt %d started twice\n", j->id, a->attempt);
                     twice++;
                     bad = 1;
                 }
-            if (a->attempt == j->attempts) last = a;
+            if (a->attempt == j->attempts && (last == NULL || a->t > last->t)) last = a;
         }
         if (last == NULL) {
             fprintf(stderr, "  job %s: no run of its last attempt %d\n", j->id, j->attempts);
@@ -989,14 +1098,15 @@ TEST(chaos_loses_nothing_and_spends_no_attempt_on_a_lost_reply) {
             "chaos seed %llu: %ld jobs (%ld units: %ld plain, %ld id, %ld await, %ld batch, %ld "
             "re-sent after a lost plain reply, %ld of those first sends had written their job; %ld "
             "existed), faults: %ld worker SIGKILL, %ld worker SIGSTOP, %ld CLIENT KILL normal, %ld "
-            "CLIENT KILL pubsub, %ld redis SIGSTOP, %ld redis SIGKILL+restart; %ld runs, %ld jobs with "
+            "CLIENT KILL pubsub, %ld redis SIGSTOP, %ld redis SIGKILL+restart, %ld master "
+            "SIGKILL+failover; %ld runs, %ld jobs with "
             "attempts > 1 (max %d), %ld completions refused (lease lost), %ld unexplained attempts, "
             "%ld stale starts, %ld double starts, held index left %lld; drained %.1f s after the "
             "last enqueue; %.1f s\n",
             (unsigned long long)r.seed, js.n, prod.n, per_kind[U_PLAIN], per_kind[U_ID],
             per_kind[U_AWAIT], per_kind[U_BATCH], per_kind[U_RETRY], written_by_lost, existed,
             nf[F_WKILL], nf[F_WSTOP], nf[F_CKILL_NORMAL], nf[F_CKILL_PUBSUB], nf[F_RSTOP], nf[F_RKILL],
-            runs, retried_jobs, max_attempts_seen, lease_lost, unexplained, stale_starts, twice,
+            nf[F_MKILL], runs, retried_jobs, max_attempts_seen, lease_lost, unexplained, stale_starts, twice,
             held_left, drain_ms / 1000.0, secs);
     if (unexplained || twice || stale_starts || wrong) {
         print_faults(&r);
@@ -1018,5 +1128,22 @@ TEST(chaos_loses_nothing_and_spends_no_attempt_on_a_lost_reply) {
     rjq_client_free(c);
     event_base_free(r.base);
     redisFree(r.rc);
-    server_stop_guarded(&r.s);
+    if (cl == NULL) server_stop_guarded(&r.s);
+    on_cluster = 0;
+}
+
+TEST(chaos_loses_nothing_and_spends_no_attempt_on_a_lost_reply) {
+    run_chaos(NULL);
+}
+
+/* The same on the test cluster (3 masters, 3 replicas), the server's own
+ * faults replaced by its master's: SIGKILLed, its replica promoted
+ * mid-run, then started again as a replica; every client waits for a
+ * replica's confirmation (wait_replicas 1). Nothing is lost, every await
+ * and enqueue is answered once. */
+TEST(chaos_on_a_cluster_master_killed_loses_nothing_and_answers_every_await_once) {
+    static test_cluster cl;
+    cluster_start(&cl, 0);
+    run_chaos(&cl);
+    cluster_stop(&cl);
 }

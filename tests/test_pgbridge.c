@@ -17,11 +17,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cluster.h"
 #include "fixture.h"
 #include "harness.h"
 #include "pgserver.h"
 #include "proxy.h"
 #include "server.h"
+#include "slot.h"
 #include "waits.h"
 
 #include "../tools/pg_bridge/schema.h"
@@ -1405,4 +1407,55 @@ TEST(five_thousand_rows_through_bridge_postgres_and_redis_kills_each_job_runs_on
     fprintf(stderr, "5000 rows through three kills in %.1f s\n", (mono_ms() - t0) / 1000);
     bridge_stop(b);
     teardown();
+}
+
+/* On a Redis Cluster (issue 34): a bridge given one node's URL moves the
+ * rows of three queues, one on each master, and follows their outcomes;
+ * workers given the same URL run each job once. */
+TEST(a_bridge_on_a_cluster_moves_rows_to_queues_on_three_masters) {
+    static test_cluster cl;
+    memset(&F.ws, 0, sizeof F.ws);
+    pg_start(&F.p);
+    init_table(&F.p);
+    cluster_start(&cl, 0);
+    memset(&F.e, 0, sizeof F.e);
+    snprintf(F.e.s.url, sizeof F.e.s.url, "%s", cl.url); /* (the bridge's and workers' URL) */
+    F.e.base = event_base_new();
+    ASSERT(F.e.base != NULL);
+    char names[CLUSTER_MASTERS][16];
+    const char *queues[CLUSTER_MASTERS];
+    int seen[CLUSTER_MASTERS] = {0}, n = 0;
+    for (int i = 0; n < CLUSTER_MASTERS && i < 1000; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "pq%d", i);
+        int owner = cluster_owner(&cl, 0, rjq__key_slot(name, strlen(name)));
+        ASSERT(owner >= 0 && owner < CLUSTER_MASTERS);
+        if (seen[owner]++) continue;
+        snprintf(names[n], sizeof names[n], "%s", name);
+        queues[n] = names[n];
+        n++;
+    }
+    ASSERT_EQ(CLUSTER_MASTERS, n);
+    workers_start_each(queues, CLUSTER_MASTERS, 4);
+    pid_t b = bridge_spawn(NULL);
+    for (int i = 0; i < CLUSTER_MASTERS; i++) insert_rows(names[i], 1 + 20 * i, 20, "0");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'completed'", 60, 60000);
+    assert_all_completed_once(60);
+    /* each queue's jobs are on its own master */
+    for (int i = 0; i < CLUSTER_MASTERS; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "t:{%s}:stats", names[i]);
+        redisContext *rc = cluster_connect(&cl, cluster_node_of_key(&cl, key));
+        redisReply *r = redisCommand(rc, "EXISTS %s", key);
+        ASSERT(r && r->type == REDIS_REPLY_INTEGER);
+        ASSERT_EQ(1, r->integer);
+        freeReplyObject(r);
+        redisFree(rc);
+    }
+    bridge_stop(b);
+    workers_free(&F.ws);
+    event_base_free(F.e.base);
+    memset(&F.e, 0, sizeof F.e);
+    cluster_stop(&cl);
+    pg_stop(&F.p);
 }

@@ -813,6 +813,21 @@ if command -v zsh >/dev/null; then
     check; head -1 "$ZCOMP" | grep -qx '#compdef rjq' || fail "_rjq starts with #compdef rjq"
 fi
 
+# ---- rjq cluster on a standalone server (issue 34): the server, every queue --------
+run enqueue cq-standalone one
+expect_ok
+run cluster
+expect_ok
+expect_out_re '^not a cluster: one server, every queue is on it'$'\n'"127\.0\.0\.1:$PORT"$'\n'
+expect_out_re $'\n  work since start: [0-9]+ commands \(100\.0%\), cpu [0-9.]+ s \([0-9.]+%\)\n'
+expect_out_re $'\n  queues \([0-9]+\):.* cq-standalone'
+expect_err_empty
+run cluster --interval 50 --json
+expect_ok
+expect_out_re '^\[\{"address":"127\.0\.0\.1:'"$PORT"'","slots":\[\],"replicas":\[\],"commands":[0-9]+,"commands_share":100\.0,"cpu_s":[0-9.]+,"cpu_share":[0-9.]+,"queues":\[.*"cq-standalone".*\]\}\]$'
+run cluster --interval 0
+expect_rc 2
+
 # ---- --json on every command (issue 15): always valid JSON ----------------------------
 # a payload that is not UTF-8 comes back in base64, marked
 printf 'ok\xff\xfe\n' >"$DIR/bin-line"

@@ -39,6 +39,7 @@ static const char overview[] =
     "  queues       the queues written to, by name\n"
     "  processes    the processes running workers\n"
     "  top          a live view of every queue\n"
+    "  cluster      each master: its slots, replicas, queues and share of the work\n"
     "  stats        a queue's counters and depths\n"
     "  metrics      queues' counters and depths in Prometheus' text format\n"
     "  enqueue      enqueue a job, or one per stdin line\n"
@@ -94,6 +95,15 @@ static const cmdhelp cmds[] = {
      "\n"
      "  --interval MS  refresh period (default 1000)\n",
      "rjq top --interval 500"},
+    {"cluster", "cluster [--interval MS] [--json]",
+     "Each master of a Redis Cluster: its address, slot ranges and replicas, its share\n"
+     "of the work (commands from INFO commandstats, CPU from INFO cpu, and each one's\n"
+     "percentage of all masters') and its queues (the registry's names whose slot it\n"
+     "serves). On a standalone server: that server, with every queue.\n"
+     "\n"
+     "  --interval MS  the work done over MS ms (two samples), instead of since each\n"
+     "                 server started\n",
+     "rjq -u redis://127.0.0.1:7000 cluster --interval 1000"},
     {"stats", "stats QUEUE [--json]",
      "The queue's counters and depths, one \"name value\" per line.\n"
      "\n"

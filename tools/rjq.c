@@ -78,6 +78,8 @@ typedef struct cli {
     int limits_set;          /* "limit": some limit was given */
     int exists;              /* pause, resume, limit: the queue has keys in Redis */
     int tty;                 /* stdout is a terminal: bytes are shown escaped */
+    int closed;              /* cli_close: the graceful close is over */
+    int close_expired;       /* cli_close: it took longer than CLOSE_WAIT_S */
 } cli;
 
 static cli *the_cli; /* every command takes --json (parse_args) */
@@ -290,8 +292,35 @@ static int cli_open(cli *t, const char *queue) {
     return 0;
 }
 
+static void on_cli_closed(const rjq_close_report *report, void *data) {
+    (void)report;
+    ((cli *)data)->closed = 1;
+}
+
+static void on_close_deadline(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    ((cli *)arg)->close_expired = 1; /* (what is left is cancelled below) */
+}
+
+#define CLOSE_WAIT_S 2 /* the most the tool waits for its own writes at exit */
+
 static void cli_close(cli *t) {
     t->closing = 1;
+    /* The library's own writes of the command (a queue's registration:
+     * not awaited, and on a cluster perhaps on another master's connection,
+     * not even up yet) go out before the client does: a graceful close,
+     * up to CLOSE_WAIT_S when Redis still answers. */
+    struct event *wait = t->c && t->base && !t->timed_out
+                             ? evtimer_new(t->base, on_close_deadline, t)
+                             : NULL;
+    if (wait && rjq_client_close(t->c, 0, on_cli_closed, t) == RJQ_OK) {
+        struct timeval tv = {CLOSE_WAIT_S, 0};
+        if (t->deadline) evtimer_del(t->deadline);
+        evtimer_add(wait, &tv);
+        while (!t->closed && !t->close_expired && event_base_loop(t->base, EVLOOP_ONCE) == 0) {}
+        if (t->closed) t->c = NULL; /* freed by the close (or, below, at once) */
+    }
+    if (wait) event_free(wait);
     rjq_client_free(t->c); /* pending callbacks get RJQ_ECANCELED */
     if (t->deadline) event_free(t->deadline);
     if (t->base) event_base_free(t->base);
@@ -911,6 +940,296 @@ static int cmd_processes(cli *t, int argc, char **argv) {
     return send_and_wait(t, rjq_client_processes(t->c, (long)off, (long)lim, on_processes, t));
 }
 
+/* rjq cluster [--interval MS]: each master (address, slot ranges,
+ * replicas), its share of the work (commands and CPU from INFO
+ * commandstats and INFO cpu: since each server started, or over
+ * --interval) and its queues (the registry's names whose slot it serves). */
+#define CLUSTER_MAX 1024 /* masters shown */
+
+typedef struct master_row {
+    char *address;
+    int *ranges;
+    size_t nranges;
+    char **replicas;
+    size_t nreplicas;
+    long long calls[2]; /* INFO commandstats' calls summed: before, after */
+    double cpu[2];      /* used_cpu_sys + used_cpu_user, s */
+    int have[2];
+    namelist queues;
+} master_row;
+
+typedef struct cluster_view {
+    cli *t;
+    master_row *m;
+    size_t n;
+    int sample;  /* 0 or 1: which sample the replies fill */
+    int cluster; /* slot ranges were given */
+    int bad;     /* a master's answer was an error (reported) */
+} cluster_view;
+
+static master_row *row_of(cluster_view *v, const char *address) {
+    for (size_t i = 0; i < v->n; i++)
+        if (strcmp(v->m[i].address, address) == 0) return &v->m[i];
+    return NULL;
+}
+
+/* Keep the masters as the first reply lists them (copied). */
+static int rows_take(cluster_view *v, const rjq_master *list, size_t n) {
+    if (n > CLUSTER_MAX) n = CLUSTER_MAX;
+    v->m = calloc(n, sizeof *v->m);
+    if (v->m == NULL) return RJQ_ENOMEM;
+    for (size_t i = 0; i < n; i++, v->n++) {
+        master_row *r = &v->m[i];
+        r->address = strdup(list[i].address);
+        r->ranges = malloc((2 * list[i].nranges + 1) * sizeof *r->ranges);
+        r->replicas = calloc(list[i].nreplicas + 1, sizeof *r->replicas);
+        if (!r->address || !r->ranges || !r->replicas) return RJQ_ENOMEM;
+        if (list[i].nranges)
+            memcpy(r->ranges, list[i].ranges, 2 * list[i].nranges * sizeof *r->ranges);
+        r->nranges = list[i].nranges;
+        for (size_t k = 0; k < list[i].nreplicas; k++, r->nreplicas++)
+            if ((r->replicas[k] = strdup(list[i].replicas[k])) == NULL) return RJQ_ENOMEM;
+        if (r->nranges) v->cluster = 1;
+    }
+    return RJQ_OK;
+}
+
+static void rows_free(cluster_view *v) {
+    for (size_t i = 0; i < v->n; i++) {
+        master_row *r = &v->m[i];
+        free(r->address);
+        free(r->ranges);
+        for (size_t k = 0; k < r->nreplicas; k++) free(r->replicas[k]);
+        free(r->replicas);
+        free(r->queues.buf);
+        free(r->queues.off);
+        free(r->queues.len);
+    }
+    free(v->m);
+}
+
+/* The sum of "calls=" over INFO commandstats' lines. */
+static int commandstats_calls(const char *text, long long *out) {
+    long long sum = 0;
+    for (const char *p = strstr(text, "cmdstat_"); p; p = strstr(p + 1, "\ncmdstat_")) {
+        const char *c = strstr(p, "calls=");
+        const char *eol = strchr(p + 1, '\n');
+        if (c == NULL || (eol && c > eol)) return -1;
+        char *end;
+        long long n = strtoll(c + 6, &end, 10);
+        if (end == c + 6 || n < 0 || n > LLONG_MAX - sum) return -1;
+        sum += n;
+    }
+    *out = sum;
+    return 0;
+}
+
+/* "field:<number>" of INFO text. */
+static int info_double(const char *text, const char *field, double *out) {
+    size_t flen = strlen(field);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, field, flen) != 0 || p[flen] != ':') continue;
+        char *end;
+        double d = strtod(p + flen + 1, &end);
+        if (end == p + flen + 1 || !(d >= 0 && d < 1e15)) return -1;
+        *out = d;
+        return 0;
+    }
+    return -1;
+}
+
+static void on_cluster_info(rjq_client *c, int status, const rjq_master *list, size_t n,
+                            void *data) {
+    cluster_view *v = data;
+    cli *t = v->t;
+    (void)c;
+    if (!reply_ok(t, status)) return;
+    if (v->m == NULL && rows_take(v, list, n) != RJQ_OK) {
+        report(t, RJQ_ENOMEM, "cluster");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        master_row *r = row_of(v, list[i].address);
+        if (r == NULL) continue; /* (a master that came meanwhile: the next run shows it) */
+        if (list[i].status != RJQ_OK) { /* (reported; the other masters are shown) */
+            fprintf(stderr, "rjq: cluster: %s: %s (%s)\n", list[i].address,
+                    rjq_strerror(list[i].status),
+                    list[i].reply ? list[i].reply : rjq_client_errmsg(t->c));
+            v->bad = 1;
+            continue;
+        }
+        long long calls;
+        double sys, user;
+        const char *text = list[i].reply ? list[i].reply : "";
+        int ok = 1;
+        if (strstr(text, "# Commandstats")) {
+            if ((ok = commandstats_calls(text, &calls) == 0)) r->calls[v->sample] = calls;
+        } else if (strstr(text, "# CPU")) {
+            ok = info_double(text, "used_cpu_sys", &sys) == 0 &&
+                 info_double(text, "used_cpu_user", &user) == 0;
+            if (ok) r->cpu[v->sample] = sys + user;
+        } else {
+            ok = 0;
+        }
+        if (!ok) {
+            fprintf(stderr, "rjq: cluster: %s: %s (INFO commandstats/cpu unreadable)\n",
+                    list[i].address, rjq_strerror(RJQ_EPROTO));
+            v->bad = 1;
+            continue;
+        }
+        r->have[v->sample]++; /* (2: both sections) */
+    }
+}
+
+/* Does r serve slot? */
+static int row_serves(const master_row *r, int slot) {
+    if (r->nranges == 0) return 1; /* not a cluster: the one server */
+    for (size_t k = 0; k < r->nranges; k++)
+        if (slot >= r->ranges[2 * k] && slot <= r->ranges[2 * k + 1]) return 1;
+    return 0;
+}
+
+static void print_cluster(cli *t, cluster_view *v, int delta) {
+    long long calls_all = 0;
+    double cpu_all = 0;
+    for (size_t i = 0; i < v->n; i++) {
+        master_row *r = &v->m[i];
+        if (r->have[0] < 2 || (delta && r->have[1] < 2)) continue;
+        calls_all += delta ? r->calls[1] - r->calls[0] : r->calls[0];
+        cpu_all += delta ? r->cpu[1] - r->cpu[0] : r->cpu[0];
+    }
+    if (t->json) putchar('[');
+    else if (!v->cluster)
+        printf("not a cluster: one server, every queue is on it\n");
+    for (size_t i = 0; i < v->n; i++) {
+        master_row *r = &v->m[i];
+        int have = r->have[0] == 2 && (!delta || r->have[1] == 2);
+        long long calls = have ? (delta ? r->calls[1] - r->calls[0] : r->calls[0]) : 0;
+        double cpu = have ? (delta ? r->cpu[1] - r->cpu[0] : r->cpu[0]) : 0;
+        double cs = calls_all ? 100.0 * (double)calls / (double)calls_all : 0;
+        double ps = cpu_all > 0 ? 100.0 * cpu / cpu_all : 0;
+        if (t->json) {
+            printf("%s{\"address\":", i ? "," : "");
+            print_json_string(r->address, strlen(r->address));
+            fputs(",\"slots\":[", stdout);
+            for (size_t k = 0; k < r->nranges; k++)
+                printf("%s[%d,%d]", k ? "," : "", r->ranges[2 * k], r->ranges[2 * k + 1]);
+            fputs("],\"replicas\":[", stdout);
+            for (size_t k = 0; k < r->nreplicas; k++) {
+                if (k) putchar(',');
+                print_json_string(r->replicas[k], strlen(r->replicas[k]));
+            }
+            putchar(']');
+            if (have)
+                printf(",\"commands\":%lld,\"commands_share\":%.1f,\"cpu_s\":%.3f,"
+                       "\"cpu_share\":%.1f",
+                       calls, cs, cpu, ps);
+            fputs(",\"queues\":[", stdout);
+        } else {
+            printf("%s", r->address);
+            if (r->nranges) {
+                fputs(" slots", stdout);
+                for (size_t k = 0; k < r->nranges; k++) {
+                    if (r->ranges[2 * k] == r->ranges[2 * k + 1])
+                        printf("%s%d", k ? "," : " ", r->ranges[2 * k]);
+                    else
+                        printf("%s%d-%d", k ? "," : " ", r->ranges[2 * k], r->ranges[2 * k + 1]);
+                }
+            }
+            if (r->nreplicas) {
+                fputs(" replicas", stdout);
+                for (size_t k = 0; k < r->nreplicas; k++) printf(" %s", r->replicas[k]);
+            }
+            putchar('\n');
+            if (have)
+                printf("  work%s: %lld commands (%.1f%%), cpu %.2f s (%.1f%%)\n",
+                       delta ? " over the interval" : " since start", calls, cs, cpu, ps);
+            printf("  queues (%zu):", r->queues.n);
+        }
+        for (size_t k = 0; k < r->queues.n; k++) {
+            const char *p = r->queues.buf + r->queues.off[k];
+            size_t len = r->queues.len[k];
+            if (t->json) {
+                if (k) putchar(',');
+                print_json_string(p, len);
+            } else {
+                putchar(' ');
+                print_bytes(t, p, len);
+            }
+        }
+        fputs(t->json ? "]}" : "\n", stdout);
+    }
+    if (t->json) puts("]");
+}
+
+static void on_cluster_tick(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what;
+    ((cli *)arg)->pending--;
+}
+
+/* One sample of every master's work: its commands, then its CPU (two
+ * INFO calls: before Redis 7, INFO takes one section). */
+static int cluster_sample(cli *t, cluster_view *v) {
+    const char *stats[] = {"INFO", "commandstats"}, *cpu[] = {"INFO", "cpu"};
+    if (send_and_wait(t, rjq_client_masters(t->c, 2, stats, NULL, on_cluster_info, v))) return 1;
+    return send_and_wait(t, rjq_client_masters(t->c, 2, cpu, NULL, on_cluster_info, v));
+}
+
+static int cmd_cluster(cli *t, int argc, char **argv) {
+    const char *interval = NULL;
+    const optdef defs[] = {{"--interval", &interval, NULL}, {NULL, NULL, NULL}};
+    long long ms = 0;
+    int rc = parse_args(argc, argv, defs, NULL, 0, 0, NULL);
+    if (rc || (rc = parse_ll("--interval", interval, 1, 3600000, &ms))) return rc;
+    if (cli_open(t, NULL)) return 1;
+    cluster_view v = {0};
+    v.t = t;
+    rc = cluster_sample(t, &v);
+    if (rc == 0 && ms > 0) { /* the second sample, ms later: the work between */
+        struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+        evtimer_del(t->deadline);
+        t->pending++;
+        event_base_once(t->base, -1, EV_TIMEOUT, on_cluster_tick, t, &tv);
+        while (t->pending > 0 && event_base_loop(t->base, EVLOOP_ONCE) == 0) {}
+        v.sample = 1;
+        rc = cluster_sample(t, &v);
+    }
+    /* the queues: the registry's names, each under the master serving its slot */
+    namelist names = {0};
+    t->names = &names;
+    t->after = NULL;
+    while (rc == 0 && !t->failed) {
+        t->last_page = 0;
+        if (send_and_wait(t, rjq_client_queues(t->c, t->after, RJQ_JOBS_PAGE_MAX, on_queues, t))) {
+            rc = 1;
+            break;
+        }
+        if (t->last_page < RJQ_JOBS_PAGE_MAX) break;
+    }
+    for (size_t i = 0; rc == 0 && i < names.n; i++) {
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)names.len[i], names.buf + names.off[i]);
+        rjq_queue *q = NULL;
+        if (rjq_queue_open(t->c, name, NULL, &q) != RJQ_OK) continue; /* not a queue's name */
+        int slot = rjq_queue_slot(q);
+        rjq_queue_close(q);
+        for (size_t k = 0; k < v.n; k++)
+            if (row_serves(&v.m[k], slot)) {
+                if (namelist_add(&v.m[k].queues, names.buf + names.off[i], names.len[i]) != RJQ_OK)
+                    rc = 1, report(t, RJQ_ENOMEM, "cluster");
+                break;
+            }
+    }
+    if (rc == 0 && !t->failed) print_cluster(t, &v, ms > 0);
+    free(names.buf);
+    free(names.off);
+    free(names.len);
+    free(t->after);
+    t->after = NULL;
+    rows_free(&v);
+    return rc || t->failed || v.bad;
+}
+
 /* rjq top [--interval MS]: the live view (top.c). */
 static int cmd_top(cli *t, int argc, char **argv) {
     const char *interval = NULL;
@@ -1429,7 +1748,7 @@ static const struct {
 } commands[] = {
     {"stats", cmd_stats}, {"enqueue", cmd_enqueue}, {"job", cmd_job},
     {"dead", cmd_dead},   {"replay", cmd_replay},   {"reclaim", cmd_reclaim},
-    {"queues", cmd_queues}, {"top", cmd_top},
+    {"queues", cmd_queues}, {"top", cmd_top},   {"cluster", cmd_cluster},
     {"pause", cmd_pause}, {"resume", cmd_pause},   {"cancel", cmd_cancel},
     {"limit", cmd_limit}, {"schedule", cmd_schedule}, {"unschedule", cmd_unschedule},
     {"schedules", cmd_schedules}, {"scheduler", cmd_scheduler},

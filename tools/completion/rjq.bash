@@ -2,7 +2,7 @@
 # `rjq queues`, run quietly with the connection options already typed).
 # Installed as share/bash-completion/completions/rjq; or source this file.
 
-_rjq_commands="queues processes top stats metrics enqueue job jobs dead delete purge replay
+_rjq_commands="queues processes top cluster stats metrics enqueue job jobs dead delete purge replay
 reclaim pause resume cancel limit schedule unschedule schedules scheduler serve acl version
 help"
 _rjq_global_options="-u --url -h -p -a --pass --user -n --prefix -t --tls --cacert --cacertdir
@@ -25,7 +25,7 @@ _rjq_command_options() {
     case $1 in
     queues) echo --after --limit ;;
     processes | jobs | dead) echo --offset --limit ;;
-    top) echo --interval ;;
+    top | cluster) echo --interval ;;
     enqueue) echo --id --delay --priority --attempts --timeout --dedup --debounce ;;
     purge) echo --yes ;;
     replay) echo --all --limit ;;

@@ -1,0 +1,346 @@
+/*
+ * rjq-cluster-bench: what a Redis Cluster costs rjq (issue 34, bench/cluster.sh).
+ *
+ *   rjq-cluster-bench drain | awaited | idle
+ *
+ * One process, one client, the URL of $REDIS_URL (a cluster node or a
+ * standalone server: the same program). Redis' side is read per master
+ * through the library's own rjq_client_masters() (INFO cpu, INFO
+ * commandstats, INFO stats) before and after the measured phase, so the
+ * numbers are summed over every master the cluster has.
+ *
+ * drain:   QUEUES (30) queues, N (60000) jobs spread evenly, enqueued in
+ *          batches of 1000, then one worker per queue (CONC, 8) completes
+ *          them all. Measured: both phases.
+ * awaited: the same queues, workers running, WINDOW (200) rjq_enqueue_await
+ *          in flight round-robin over the queues until N (20000) are
+ *          answered.
+ * idle:    QUEUES (1000) queues with a worker each (concurrency 1, nothing
+ *          to do), SETTLE (5) s to settle, then commands over IDLE_SECS (30).
+ *
+ * Prints one JSON line: the case, masters, jobs, seconds, Redis CPU summed
+ * (s) and per job (us), commands per job, each master's share of the
+ * commands and of the CPU (and for idle: commands per second in all).
+ * Queue names "cb<i>", key prefix $PREFIX (rjqcb): their keys are left
+ * behind (use a scratch server).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <event2/event.h>
+#include <rjq/libevent.h>
+
+#include "rjq.h"
+
+#define MASTERS_MAX 64
+
+static long env_long(const char *name, long def) {
+    const char *s = getenv(name);
+    return s && *s ? atol(s) : def;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what, int rc) {
+    fprintf(stderr, "rjq-cluster-bench: %s: %s\n", what, rjq_strerror(rc));
+    exit(1);
+}
+
+static struct event_base *base;
+static rjq_client *cl;
+
+/* ---- per master snapshots ------------------------------------------------------ */
+
+typedef struct snap {
+    size_t n;
+    char addr[MASTERS_MAX][64];
+    double cpu[MASTERS_MAX];
+    long long cmds[MASTERS_MAX]; /* total_commands_processed */
+    char cmd[64][32];             /* INFO commandstats: calls per command, summed */
+    long long calls[64];
+    size_t ncmd;
+    long long bus_pub[MASTERS_MAX]; /* CLUSTER INFO: publish messages received on the bus */
+    double self_cpu;              /* this process's CPU (the client side), s */
+    int done;
+} snap;
+
+static double field(const char *text, const char *name) {
+    const char *p = strstr(text, name);
+    return p ? atof(p + strlen(name)) : -1;
+}
+
+static void on_info(rjq_client *c, int status, const rjq_master *list, size_t n, void *data) {
+    snap *s = data;
+    (void)c;
+    if (status != RJQ_OK) die("INFO on the masters", status);
+    s->n = n < MASTERS_MAX ? n : MASTERS_MAX;
+    for (size_t i = 0; i < s->n; i++) {
+        if (list[i].status != RJQ_OK || list[i].reply == NULL) die(list[i].address, list[i].status);
+        const char *t = list[i].reply;
+        snprintf(s->addr[i], sizeof s->addr[i], "%s", list[i].address);
+        s->cpu[i] = field(t, "used_cpu_sys:") + field(t, "used_cpu_user:");
+        s->cmds[i] = (long long)field(t, "total_commands_processed:");
+        for (const char *p = strstr(t, "cmdstat_"); p; p = strstr(p + 1, "cmdstat_")) {
+            char name[32];
+            size_t len = strcspn(p + 8, ":");
+            if (len >= sizeof name) continue;
+            snprintf(name, sizeof name, "%.*s", (int)len, p + 8);
+            size_t k = 0;
+            while (k < s->ncmd && strcmp(s->cmd[k], name) != 0) k++;
+            if (k == s->ncmd) {
+                if (k == 64) continue;
+                snprintf(s->cmd[s->ncmd++], sizeof s->cmd[0], "%s", name);
+            }
+            s->calls[k] += (long long)field(p, "calls=");
+        }
+    }
+    s->done++;
+}
+
+static void on_cluster_info(rjq_client *c, int status, const rjq_master *list, size_t n,
+                            void *data) {
+    snap *s = data;
+    (void)c;
+    for (size_t i = 0; status == RJQ_OK && i < n && i < s->n; i++)
+        if (list[i].status == RJQ_OK && list[i].reply) /* (a standalone server: an error) */
+            s->bus_pub[i] = (long long)field(list[i].reply, "cluster_stats_messages_publish_received:");
+    s->done++;
+}
+
+static void take_snap(snap *s) {
+    /* (INFO with several sections: Redis 7) */
+    const char *argv[] = {"INFO", "cpu", "stats", "commandstats"};
+    const char *ci[] = {"CLUSTER", "INFO"};
+    memset(s, 0, sizeof *s);
+    int rc = rjq_client_masters(cl, 4, argv, NULL, on_info, s);
+    if (rc != RJQ_OK) die("rjq_client_masters", rc);
+    while (s->done < 1) event_base_loop(base, EVLOOP_ONCE);
+    if ((rc = rjq_client_masters(cl, 2, ci, NULL, on_cluster_info, s)) != RJQ_OK)
+        die("rjq_client_masters", rc);
+    while (s->done < 2) event_base_loop(base, EVLOOP_ONCE);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    s->self_cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                  (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static void report(const char *mode, long jobs, double secs, const snap *a, const snap *b) {
+    double cpu = 0;
+    long long cmds = 0, bus = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        cpu += b->cpu[i] - a->cpu[i];
+        cmds += b->cmds[i] - a->cmds[i];
+        bus += b->bus_pub[i] - a->bus_pub[i];
+    }
+    printf("{\"case\":\"%s\",\"masters\":%zu,\"jobs\":%ld,\"secs\":%.2f,\"redis_cpu_s\":%.3f,", mode,
+           b->n, jobs, secs, cpu);
+    if (jobs > 0) {
+        printf("\"jobs_per_s\":%.0f,\"redis_cpu_us_per_job\":%.2f,\"commands_per_job\":%.3f,"
+               "\"bus_publish_per_job\":%.3f,\"client_cpu_us_per_job\":%.2f,",
+               (double)jobs / secs, cpu * 1e6 / (double)jobs, (double)cmds / (double)jobs,
+               (double)bus / (double)jobs, (b->self_cpu - a->self_cpu) * 1e6 / (double)jobs);
+    /* the commands by calls in the phase (summed over the masters) */
+    printf("\"calls\":{");
+    for (size_t k = 0, first = 1; k < b->ncmd; k++) {
+        long long before = 0;
+        for (size_t j = 0; j < a->ncmd; j++)
+            if (strcmp(a->cmd[j], b->cmd[k]) == 0) before = a->calls[j];
+        if (b->calls[k] - before <= 0) continue;
+        printf("%s\"%s\":%lld", first ? "" : ",", b->cmd[k], b->calls[k] - before);
+        first = 0;
+    }
+        printf("},");
+    } else {
+        printf("\"commands_per_s\":%.1f,", (double)cmds / secs);
+    }
+    printf("\"commands\":%lld,\"per_master\":[", cmds);
+    for (size_t i = 0; i < b->n; i++)
+        printf("%s{\"address\":\"%s\",\"commands_share\":%.3f,\"cpu_share\":%.3f}", i ? "," : "",
+               b->addr[i], cmds ? (double)(b->cmds[i] - a->cmds[i]) / (double)cmds : 0,
+               cpu > 0 ? (b->cpu[i] - a->cpu[i]) / cpu : 0);
+    printf("]}\n");
+    fflush(stdout);
+}
+
+/* ---- queues, workers ----------------------------------------------------------- */
+
+static rjq_queue **qs;
+static long nq;
+static long completed, enq_ok, enq_bad, awaited_ok, awaited_bad;
+
+static void on_job(rjq_job *job, void *data) {
+    (void)data;
+    int rc = rjq_job_complete(job, "", 0, NULL, NULL);
+    if (rc != RJQ_OK) die("rjq_job_complete", rc);
+    completed++;
+}
+
+/* The masters' slot ranges (for EVEN=1). */
+typedef struct ranges {
+    size_t n;
+    int *r[MASTERS_MAX];
+    size_t nr[MASTERS_MAX];
+    int done;
+} ranges;
+
+static void on_ranges(rjq_client *c, int status, const rjq_master *list, size_t n, void *data) {
+    ranges *g = data;
+    (void)c;
+    if (status != RJQ_OK) die("masters", status);
+    g->n = n < MASTERS_MAX ? n : MASTERS_MAX;
+    for (size_t i = 0; i < g->n; i++) {
+        g->nr[i] = list[i].nranges;
+        g->r[i] = malloc((2 * list[i].nranges + 1) * sizeof(int));
+        memcpy(g->r[i], list[i].ranges, 2 * list[i].nranges * sizeof(int));
+    }
+    g->done = 1;
+}
+
+static size_t master_of(const ranges *g, int slot) {
+    for (size_t i = 0; i < g->n; i++)
+        for (size_t k = 0; k < g->nr[i]; k++)
+            if (slot >= g->r[i][2 * k] && slot <= g->r[i][2 * k + 1]) return i;
+    return 0; /* (a standalone server: no ranges) */
+}
+
+/* Queues "cb<i>"; EVEN=1: only names that put as many queues on each
+ * master (rjq_queue_slot against each master's ranges). */
+static void open_queues(long n) {
+    ranges g = {0};
+    int even = (int)env_long("EVEN", 0);
+    if (even) {
+        const char *ping[] = {"PING"};
+        int rc = rjq_client_masters(cl, 1, ping, NULL, on_ranges, &g);
+        if (rc != RJQ_OK) die("rjq_client_masters", rc);
+        while (!g.done) event_base_loop(base, EVLOOP_ONCE);
+    }
+    long per[MASTERS_MAX] = {0};
+    nq = n;
+    qs = calloc((size_t)n, sizeof *qs);
+    for (long i = 0, k = 0; k < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "cb%ld", i);
+        int rc = rjq_queue_open(cl, name, NULL, &qs[k]);
+        if (rc != RJQ_OK) die("rjq_queue_open", rc);
+        if (even && g.n > 1) {
+            size_t m = master_of(&g, rjq_queue_slot(qs[k]));
+            if (per[m] >= (n + (long)g.n - 1) / (long)g.n) {
+                rjq_queue_close(qs[k]);
+                continue;
+            }
+            per[m]++;
+        }
+        k++;
+    }
+    for (size_t i = 0; i < g.n; i++) free(g.r[i]);
+}
+
+static void start_workers(int conc) {
+    rjq_worker_options wo = {0};
+    wo.concurrency = conc;
+    for (long i = 0; i < nq; i++) {
+        rjq_worker *w;
+        int rc = rjq_worker_start(qs[i], &wo, on_job, NULL, &w);
+        if (rc != RJQ_OK) die("rjq_worker_start", rc);
+    }
+}
+
+static void on_batch(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)jobs, (void)data;
+    if (status == RJQ_OK) enq_ok += (long)n;
+    else enq_bad++;
+}
+
+static void on_awaited(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    (void)c, (void)o, (void)data;
+    if (status == RJQ_OK) awaited_ok++;
+    else awaited_bad++;
+}
+
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "drain";
+    const char *url = getenv("REDIS_URL");
+    base = event_base_new();
+    rjq_client_options o = {0};
+    o.url = url ? url : "redis://127.0.0.1:6379";
+    o.prefix = getenv("PREFIX") ? getenv("PREFIX") : "rjqcb";
+    int rc = rjq_libevent_client_new(&cl, base, &o);
+    if (rc != RJQ_OK) die("client", rc);
+    snap a, b;
+    if (strcmp(mode, "drain") == 0) {
+        long n = env_long("N", 60000);
+        open_queues(env_long("QUEUES", 30));
+        n -= n % nq;
+        static char payload[] = "payload-of-a-bench-job";
+        rjq_enqueue_item items[1000];
+        for (int i = 0; i < 1000; i++) items[i] = (rjq_enqueue_item){payload, sizeof payload - 1, NULL};
+        take_snap(&a);
+        double t0 = now_s();
+        long sent = 0, per = n / nq;
+        for (long qi = 0; qi < nq; qi++)
+            for (long k = 0; k < per; k += 1000) {
+                size_t m = (size_t)(per - k < 1000 ? per - k : 1000);
+                if ((rc = rjq_enqueue_batch(qs[qi], items, m, on_batch, NULL)) != RJQ_OK)
+                    die("rjq_enqueue_batch", rc);
+                sent += (long)m;
+                while (sent - enq_ok > 8000 && !enq_bad) event_base_loop(base, EVLOOP_ONCE);
+            }
+        while (enq_ok < sent && !enq_bad) event_base_loop(base, EVLOOP_ONCE);
+        if (enq_bad) die("enqueue", RJQ_EREDIS);
+        start_workers((int)env_long("CONC", 8));
+        while (completed < n) event_base_loop(base, EVLOOP_ONCE);
+        double secs = now_s() - t0;
+        take_snap(&b);
+        report("drain", n, secs, &a, &b);
+    } else if (strcmp(mode, "awaited") == 0) {
+        long n = env_long("N", 20000), window = env_long("WINDOW", 200);
+        open_queues(env_long("QUEUES", 30));
+        start_workers((int)env_long("CONC", 8));
+        /* warm: one await per queue (subscriptions, links) */
+        for (long i = 0; i < nq; i++)
+            if ((rc = rjq_enqueue_await(qs[i], "w", 1, NULL, NULL, on_awaited, NULL, NULL)))
+                die("rjq_enqueue_await", rc);
+        while (awaited_ok + awaited_bad < nq) event_base_loop(base, EVLOOP_ONCE);
+        awaited_ok = awaited_bad = 0;
+        take_snap(&a);
+        double t0 = now_s();
+        long sent = 0;
+        while (awaited_ok + awaited_bad < n) {
+            while (sent < n && sent - awaited_ok - awaited_bad < window) {
+                if ((rc = rjq_enqueue_await(qs[sent % nq], "p", 1, NULL, NULL, on_awaited, NULL,
+                                            NULL)))
+                    die("rjq_enqueue_await", rc);
+                sent++;
+            }
+            event_base_loop(base, EVLOOP_ONCE);
+        }
+        double secs = now_s() - t0;
+        take_snap(&b);
+        if (awaited_bad) die("awaits failed", RJQ_EREDIS);
+        report("awaited", n, secs, &a, &b);
+    } else if (strcmp(mode, "idle") == 0) {
+        open_queues(env_long("QUEUES", 1000));
+        start_workers(1);
+        double settle = now_s() + (double)env_long("SETTLE", 5);
+        while (now_s() < settle) event_base_loop(base, EVLOOP_ONCE);
+        take_snap(&a);
+        double t0 = now_s(), end = t0 + (double)env_long("IDLE_SECS", 30);
+        while (now_s() < end) event_base_loop(base, EVLOOP_ONCE);
+        double secs = now_s() - t0;
+        take_snap(&b);
+        report("idle", 0, secs, &a, &b);
+    } else {
+        fprintf(stderr, "usage: rjq-cluster-bench drain|awaited|idle\n");
+        return 2;
+    }
+    rjq_client_free(cl);
+    event_base_free(base);
+    return 0;
+}

@@ -243,7 +243,7 @@ static void open_queues(long n) {
 }
 
 static void start_workers(int conc) {
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = conc;
     for (long i = 0; i < nq; i++) {
         rjq_worker *w;
@@ -268,7 +268,7 @@ int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "drain";
     const char *url = getenv("REDIS_URL");
     base = event_base_new();
-    rjq_client_options o = {0};
+    rjq_client_options o = RJQ_CLIENT_OPTIONS_INIT;
     o.url = url ? url : "redis://127.0.0.1:6379";
     o.prefix = getenv("PREFIX") ? getenv("PREFIX") : "rjqcb";
     int rc = rjq_libevent_client_new(&cl, base, &o);
@@ -280,7 +280,7 @@ int main(int argc, char **argv) {
         n -= n % nq;
         static char payload[] = "payload-of-a-bench-job";
         rjq_enqueue_item items[1000];
-        for (int i = 0; i < 1000; i++) items[i] = (rjq_enqueue_item){payload, sizeof payload - 1, NULL};
+        for (int i = 0; i < 1000; i++) items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), payload, sizeof payload - 1, NULL};
         take_snap(&a);
         double t0 = now_s();
         long sent = 0, per = n / nq;

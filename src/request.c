@@ -325,7 +325,7 @@ int rjq__command_in(rjq_client *c, int slot, int flags, rjq__reply_fn *fn, void 
 
 int rjq__command_on(rjq_client *c, rjq__conn *on, rjq__reply_fn *fn, void *priv, int argc,
                     const char **argv, const size_t *lens) {
-    return new_req(c, on, 0, fn, priv, argc, argv, lens);
+    return new_req(c, on, -1, 0, fn, priv, argc, argv, lens);
 }
 
 int rjq__script(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,

@@ -453,7 +453,7 @@ static pid_t spawn_workers(const char *url, char names[][32], int n) {
     struct event_base *base = event_base_new();
     rjq_client_options o = client_options(url);
     rjq_client *c = client_new(base, &o);
-    rjq_worker_options wo = {0};
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 4;
     for (int i = 0; i < n; i++) {
         rjq_queue *q = NULL;

@@ -38,7 +38,10 @@
  * ids: tenants that must not see each other use different prefixes), and the registry of queue names
  * "<prefix>:queues" (producers and workers add their queues with ZADD,
  * write-only "%W~"; a monitor reads it with ZRANGEBYLEX, "%R~"; it is one
- * key per prefix, shared by every queue pattern). The monitor has only commands that
+ * key per prefix, shared by every queue pattern). On a Redis Cluster both
+ * registries are one per master ("<prefix>:{clients-<n>}:*",
+ * "<prefix>:{queues-<n>}", README "Redis Cluster"): each role's rule for
+ * the standalone name has a twin for those. The monitor has only commands that
  * read (a script it runs can write nothing), and SET in a selector that
  * reaches no key but the "monitored" flags (its keys are not read-only
  * "%R~" ones: EVALSHA asks for write access to the keys it is given). Channels: the queues' ("<prefix>:{<queue>}:*": wake,
@@ -88,31 +91,32 @@ int rjq_acl_print(FILE *out, const char *prefix, const char *queues, int roles, 
     if (roles & RJQ_ACL_PRODUCER)
         fprintf(out,
                 "# producer: enqueues, awaits results and cancels jobs\n"
-                "ACL SETUSER rjq-producer reset on >CHANGE-ME ~%s:{%s}:* %%W~%s:queues resetchannels "
-                "&%s:{%s}:* &%s:reply:* " SESSION " +hget +multi +exec " PRODUCER_SCRIPTS "\n",
-                p, q, p, p, q, p);
+                "ACL SETUSER rjq-producer reset on >CHANGE-ME ~%s:{%s}:* %%W~%s:queues %%W~%s:{queues-*} "
+                "resetchannels &%s:{%s}:* &%s:reply:* " SESSION " +hget +multi +exec " PRODUCER_SCRIPTS
+                "\n",
+                p, q, p, p, p, q, p);
     if (roles & RJQ_ACL_WORKER)
         fprintf(out,
                 "# worker: runs jobs (also what rjq replay, reclaim, pause, resume, cancel, limit and schedule need; runs schedulers)\n"
-                "ACL SETUSER rjq-worker reset on >CHANGE-ME ~%s:{%s}:* ~%s:{clients}:* %%W~%s:queues "
-                "resetchannels &%s:{%s}:* &%s:reply:* " SESSION " +hget " WORKER_SCRIPTS
-                "\n",
-                p, q, p, p, p, q, p);
+                "ACL SETUSER rjq-worker reset on >CHANGE-ME ~%s:{%s}:* ~%s:{clients}:* ~%s:{clients-*}:* "
+                "%%W~%s:queues %%W~%s:{queues-*} resetchannels &%s:{%s}:* &%s:reply:* " SESSION
+                " +hget " WORKER_SCRIPTS "\n",
+                p, q, p, p, p, p, p, q, p);
     if (roles & RJQ_ACL_MONITOR)
         fprintf(out,
                 "# monitor: reads stats, jobs and the dead list, watches events; writes nothing "
                 "but its \"monitored\" flag\n"
-                "ACL SETUSER rjq-monitor reset on >CHANGE-ME ~%s:{%s}:* ~%s:{clients}:* %%R~%s:queues "
-                "resetchannels &%s:{%s}:events &%s:reply:* " SESSION " +zrange +zrangebylex +info "
-                MONITOR_SCRIPTS " (~%s:{%s}:monitored +set)\n",
-                p, q, p, p, p, q, p, p, q);
+                "ACL SETUSER rjq-monitor reset on >CHANGE-ME ~%s:{%s}:* ~%s:{clients}:* ~%s:{clients-*}:* "
+                "%%R~%s:queues %%R~%s:{queues-*} resetchannels &%s:{%s}:events &%s:reply:* " SESSION
+                " +zrange +zrangebylex +info " MONITOR_SCRIPTS " (~%s:{%s}:monitored +set)\n",
+                p, q, p, p, p, p, p, q, p, p, q);
     if (roles & RJQ_ACL_BRIDGE)
         fprintf(out,
                 "# bridge: rjq-pg-bridge (enqueues with ids, awaits outcomes, reads jobs, watches "
                 "events)\n"
-                "ACL SETUSER rjq-pg-bridge reset on >CHANGE-ME ~%s:{%s}:* ~%s:{clients}:* %%W~%s:queues "
-                "resetchannels &%s:{%s}:* &%s:reply:* " SESSION " +hget +multi +exec " PRODUCER_SCRIPTS
-                " (~%s:{%s}:monitored +set)\n",
-                p, q, p, p, p, q, p, p, q);
+                "ACL SETUSER rjq-pg-bridge reset on >CHANGE-ME ~%s:{%s}:* ~%s:{clients}:* ~%s:{clients-*}:* "
+                "%%W~%s:queues %%W~%s:{queues-*} resetchannels &%s:{%s}:* &%s:reply:* " SESSION
+                " +hget +multi +exec " PRODUCER_SCRIPTS " (~%s:{%s}:monitored +set)\n",
+                p, q, p, p, p, p, p, q, p, p, q);
     return 0;
 }

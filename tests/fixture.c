@@ -91,6 +91,11 @@ static void on_marker(rjq_client *c, const char *channel, const char *msg, size_
     if (msg) (*(int *)arg)++; /* (NULL: the subscription is confirmed) */
 }
 
+static void on_spublished(rjq_client *c, int status, redisReply *reply, void *arg) {
+    (void)c, (void)reply, (void)arg;
+    ASSERT_OK(status);
+}
+
 void subscriber_barrier(struct event_base *base, rjq_client *c, redisContext *rc) {
     static int markers, n;
     char channel[64];
@@ -98,7 +103,14 @@ void subscriber_barrier(struct event_base *base, rjq_client *c, redisContext *rc
     markers = 0;
     ASSERT_OK(rjq__subscribe(c, channel, on_marker, &markers));
     WAIT_FOR(base, rjq__channel_confirmed(c, channel), 5000);
-    freeReplyObject(server_cmd(rc, "PUBLISH %s marker", channel));
+    if (rjq__route_mode(c) == RJQ__ROUTE_CLUSTER) {
+        /* a sharded channel: SPUBLISH at its slot's master (routed by the
+         * client, as its own scripts' publishes go) */
+        const char *argv[] = {"SPUBLISH", channel, "marker"};
+        ASSERT_OK(rjq__command(c, 0, on_spublished, NULL, 3, argv, NULL));
+    } else {
+        freeReplyObject(server_cmd(rc, "PUBLISH %s marker", channel));
+    }
     ASSERT(loop_until(base, &markers, 5000));
     rjq__unsubscribe(c, channel, &markers);
 }

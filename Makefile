@@ -62,9 +62,10 @@ fuzz-smoke: build-fuzz
 # `make test JOBS=2` or `make test TEST_JOBS=3`). The tests wait on their
 # servers, processes and timers far more than they compute: a first pass at
 # -j2 on 2 loaded cores used 181 s of CPU in 562 s (16% of the two cores),
-# so one per core left the cores idle most of the time. The one test that
-# must not share the machine (test_chaos: 1 s liveness) runs alone
-# (RUN_SERIAL, tests/CMakeLists.txt).
+# so one per core left the cores idle most of the time (all passes green
+# at -j4 on 2 cores at load 10-20). test_chaos (1 s liveness) takes two of
+# the slots (PROCESSORS, tests/CMakeLists.txt), and the longest tests
+# start first (COST there).
 TEST_JOBS ?= $(shell echo $$((2 * $(JOBS))))
 CTEST = ctest --output-on-failure -j$(TEST_JOBS)
 RECAP = || { bash $(CURDIR)/tests/failure_recap.sh .; exit 1; }

@@ -43,7 +43,7 @@ run() {
     shift
     rm -rf "$T/first" "$T/asan" "$T/fuzz" "$T/log"
     mkdir -p "$T/first" "$T/asan" "$T/fuzz"
-    env -u RJQ_UNDER_ASAN -u JOBS -u MAKEFLAGS -u MFLAGS -u MAKELEVEL PATH="$T/bin:$PATH" FAKE_LOG="$T/log" FAKE_FAIL_IN="$fail_in" \
+    env -u RJQ_UNDER_ASAN -u JOBS -u TEST_JOBS -u MAKEFLAGS -u MFLAGS -u MAKELEVEL PATH="$T/bin:$PATH" FAKE_LOG="$T/log" FAKE_FAIL_IN="$fail_in" \
         make --no-print-directory -C "$SRC" -o build -o build-asan -o build-fuzz test \
         BUILD="$T/first" ASAN_BUILD="$T/asan" FUZZ_BUILD="$T/fuzz" "$@" >"$T/out" 2>&1
     RC=$?
@@ -80,12 +80,15 @@ run none
 both_ran "both passed"
 grep -q "failed tests" "$T/out" && fail "a recap although nothing failed"
 grep -q "make test: first pass passed, ASan+UBSan pass passed" "$T/out" || fail "no summary of both passes"
-jobs_are "by default" "$(nproc)"
+jobs_are "by default" "$((2 * $(nproc)))" # (two tests per core)
 
-# ctest -j follows JOBS
+# ctest -j follows TEST_JOBS, by default twice JOBS
 run none JOBS=5
 [ "$RC" = 0 ] || fail "JOBS=5: make test exited $RC"
-jobs_are "JOBS=5" 5
+jobs_are "JOBS=5" 10
+run none JOBS=5 TEST_JOBS=3
+[ "$RC" = 0 ] || fail "TEST_JOBS=3: make test exited $RC"
+jobs_are "TEST_JOBS=3" 3
 
 [ "$FAILURES" = 0 ] || exit 1
 echo "make test runs and reports its three passes"

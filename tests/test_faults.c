@@ -1005,11 +1005,17 @@ static void flush_and_kill_scenario(int evalsha) {
 
     /* Odd ids complete on a later loop turn, so completions, claims and
      * extensions are in flight at any moment. The lease is short so jobs
-     * of a claim whose reply is lost come back soon; the safety poll is
-     * long, so only the doorbell and reconnects wake the worker. */
+     * of a claim whose reply is lost come back soon, yet longer than this
+     * process can stall: the test asserts each job ran once, and a job
+     * whose lease ran out is rightly run again. A lease of 1 s (extended
+     * every 333 ms) was lost under ASan on a loaded machine, where the
+     * reconnect after the CLIENT KILL and the starved loop took longer
+     * than its last two thirds: "job 2071: handled 2 times, completed ok
+     * 1, failed 1 (lease lost)". The safety poll is long, so only the
+     * doorbell and reconnects wake the worker. */
     work_ctx w;
     work_init(&w, base, 1, 2);
-    rjq_worker_options wo = {.size = sizeof(rjq_worker_options), .concurrency = 20, .lease_ms = 1000, .reclaim_ms = 100};
+    rjq_worker_options wo = {.size = sizeof(rjq_worker_options), .concurrency = 20, .lease_ms = 5000, .reclaim_ms = 100};
     rjq_worker *wk = start_doorbell_worker(q, wo, &w);
 
     ASSERT(loop_until_count(base, &w.done_ok, 1000, 60000));

@@ -36,8 +36,19 @@ s = s[:i] + s[j:]
 open(sys.argv[2], "w").write(s)
 PY
 grep -q "int wait_replicas;" "$dir/rjq.h" && { echo "FAIL: the cut left wait_replicas"; exit 1; }
+# The hiredis the library was built with, also for the program (0.14 and
+# 1.x in one process crash): a hiredis outside the system paths (the 1.x
+# builds of make test-hiredis) is the build's CMAKE_PREFIX_PATH.
+rpaths="-Wl,-rpath,$build"
+hiredis_prefix=$(sed -n 's/^CMAKE_PREFIX_PATH:[A-Z]*=//p' "$build/CMakeCache.txt")
+for p in ${hiredis_prefix//;/ }; do
+    for d in "$p"/lib*/pkgconfig; do [ -d "$d" ] && PKG_CONFIG_PATH="$d${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"; done
+    for d in "$p"/lib*; do [ -d "$d" ] && rpaths="$rpaths -Wl,-rpath,$d"; done
+done
+export PKG_CONFIG_PATH
+# shellcheck disable=SC2086 # (word splitting of the flags is meant)
 cc -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -I"$dir" $(pkg-config --cflags hiredis libevent) \
-   -o "$dir/older" "$src/tests/abi/older_consumer.c" -L"$build" -Wl,-rpath,"$build" -lrjq \
+   -o "$dir/older" "$src/tests/abi/older_consumer.c" -L"$build" $rpaths -lrjq \
    $(pkg-config --libs hiredis libevent)
 # (the library it runs with is this build's, whose structs are bigger)
 ldd "$dir/older" > "$dir/ldd"

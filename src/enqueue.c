@@ -140,7 +140,7 @@ int rjq__enqueue_check(rjq_queue *q, const rjq_enqueue_item *it, char *opts) {
         return RJQ_EJOBID;
     }
     rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
-    if (it->opts) o = *it->opts; /* (this library's size: rjq__job_options_in) */
+    if (it->opts) o = *it->opts; /* (this library's size: items_in, rjq__job_options_in) */
     if (o.timeout_ms == 0) o.timeout_ms = rjq__queue_job_timeout_ms(q);
     if (rjq__encode_job_options(&o, opts) != RJQ_OK) {
         rjq__errmsg(c, "invalid job options (delay, priority, attempts, backoff or timeout)");

@@ -680,6 +680,19 @@ static int enqueue_await(rjq_queue *q, const void *payload, size_t len, const rj
     return RJQ_OK;
 }
 
+/* The caller's await options as this library reads them (rjq.h
+ * "Extensible structs"), checked: *aw is copy, or NULL (none given). */
+static int await_options_in(rjq_client *c, const rjq_await_options *given,
+                            rjq_await_options *copy, const rjq_await_options **aw) {
+    *aw = NULL;
+    if (given == NULL) return RJQ_OK;
+    if (rjq__sized_in(c, copy, sizeof *copy, given, "rjq_await_options") != RJQ_OK ||
+        copy->timeout_ms < 0)
+        return RJQ_EINVAL;
+    *aw = copy;
+    return RJQ_OK;
+}
+
 /* The public calls enter the client: sending may flush enqueues, whose
  * callbacks may free the client (then freed on leave). */
 int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *opts,
@@ -689,10 +702,8 @@ int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_j
     rjq_client *c = rjq_queue_client(q);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     rjq_await_options copy;
-    const rjq_await_options *aw = given ? &copy : NULL;
-    if (given && rjq__sized_in(c, &copy, sizeof copy, given, "rjq_await_options") != RJQ_OK)
-        return RJQ_EINVAL;
-    if (aw && aw->timeout_ms < 0) return RJQ_EINVAL;
+    const rjq_await_options *aw;
+    if (await_options_in(c, given, &copy, &aw) != RJQ_OK) return RJQ_EINVAL;
     rjq__enter(c);
     int rc = enqueue_await(q, payload, len, opts, aw, cb, data, out);
     rjq__leave(c);
@@ -900,10 +911,8 @@ int rjq_queue_await(rjq_queue *q, const char *id, const rjq_await_options *given
     rjq_client *c = rjq_queue_client(q);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     rjq_await_options copy;
-    const rjq_await_options *aw = given ? &copy : NULL;
-    if (given && rjq__sized_in(c, &copy, sizeof copy, given, "rjq_await_options") != RJQ_OK)
-        return RJQ_EINVAL;
-    if (aw && aw->timeout_ms < 0) return RJQ_EINVAL;
+    const rjq_await_options *aw;
+    if (await_options_in(c, given, &copy, &aw) != RJQ_OK) return RJQ_EINVAL;
     if (id == NULL || id[0] == '\0' || strlen(id) > RJQ_JOB_ID_MAX) return RJQ_EJOBID;
     rjq__enter(c);
     int rc = queue_await(q, id, aw, cb, data, out);

@@ -115,8 +115,7 @@ static int setup_tls(rjq_client *c, const rjq_tls_options *given) {
     rjq_tls_options copy;
     const rjq_tls_options *o = NULL;
     if (given) {
-        int rc = rjq__sized_take(&copy, sizeof copy, given, "rjq_tls_options", c->errmsg,
-                                 sizeof c->errmsg);
+        int rc = rjq__sized_in(c, &copy, sizeof copy, given, "rjq_tls_options");
         if (rc != RJQ_OK) return rc;
         if (copy.reserved != 0) { /* (a later field, unknown here) */
             rjq__errmsg(c, "rjq_tls_options: reserved is set (keep it 0)");

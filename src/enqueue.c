@@ -140,7 +140,7 @@ int rjq__enqueue_check(rjq_queue *q, const rjq_enqueue_item *it, char *opts) {
         return RJQ_EJOBID;
     }
     rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
-    if (it->opts) o = *it->opts; /* (this library's size: rjq__job_options_in) */
+    if (it->opts) o = *it->opts; /* (this library's size: items_in, rjq__job_options_in) */
     if (o.timeout_ms == 0) o.timeout_ms = rjq__queue_job_timeout_ms(q);
     if (rjq__encode_job_options(&o, opts) != RJQ_OK) {
         rjq__errmsg(c, "invalid job options (delay, priority, attempts, backoff or timeout)");
@@ -944,18 +944,25 @@ static int items_in(rjq_client *c, const rjq_enqueue_item *items, size_t n,
 }
 
 /* The public calls enter the client: a flush inside may run callbacks of
- * earlier enqueues, which may free the client (then freed on leave). */
+ * earlier enqueues, which may free the client (then freed on leave).
+ * items are this library's (items_in). */
+static int enqueue_items(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
+                         rjq_enqueue_cb *cb, void *data) {
+    rjq_client *c = rjq_queue_client(q);
+    rjq__enter(c);
+    int rc = add_group(q, items, n, NULL, cb, NULL, data);
+    rjq__leave(c);
+    return rc;
+}
+
 int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *given, size_t n, rjq_enqueue_cb *cb,
                       void *data) {
     if (q == NULL || given == NULL || n == 0 || n > RJQ_BATCH_MAX) return RJQ_EINVAL;
-    rjq_client *c = rjq_queue_client(q);
     const rjq_enqueue_item *items;
     void *copy;
-    int rc = items_in(c, given, n, &items, &copy);
+    int rc = items_in(rjq_queue_client(q), given, n, &items, &copy);
     if (rc != RJQ_OK) return rc;
-    rjq__enter(c);
-    rc = add_group(q, items, n, NULL, cb, NULL, data);
-    rjq__leave(c);
+    rc = enqueue_items(q, items, n, cb, data);
     free(copy);
     return rc;
 }
@@ -966,8 +973,8 @@ int rjq_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_job_opt
     rjq_job_options copy;
     const rjq_job_options *o;
     if (rjq__job_options_in(rjq_queue_client(q), opts, &copy, &o) != RJQ_OK) return RJQ_EINVAL;
-    rjq_enqueue_item it = {sizeof it, payload, len, o};
-    return rjq_enqueue_batch(q, &it, 1, cb, data);
+    rjq_enqueue_item it = {sizeof it, payload, len, o}; /* (this library's: no items_in) */
+    return enqueue_items(q, &it, 1, cb, data);
 }
 
 const rjq_enqueued *rjq_enqueued_at(const rjq_enqueued *jobs, size_t i) {

@@ -238,7 +238,8 @@ static int check_options(rjq_client *c, const rjq_worker_options *given, rjq_wor
     return RJQ_OK;
 }
 
-/* A worker on q, made and linked but not yet claiming (see go_live). */
+/* A worker on q, made and linked but not yet claiming (see go_live); o as
+ * check_options made it. */
 static rjq_worker *make_worker(rjq_queue *q, const rjq_worker_options *o,
                                rjq_handler_fn *handler, void *data) {
     rjq_client *c = rjq_queue_client(q);
@@ -247,12 +248,12 @@ static rjq_worker *make_worker(rjq_queue *q, const rjq_worker_options *o,
     if (w == NULL) return NULL;
     w->q = q;
     w->handler = handler;
-    w->on_notice = o ? o->on_notice : NULL;
+    w->on_notice = o->on_notice;
     w->data = data;
-    w->concurrency = o && o->concurrency ? o->concurrency : 1;
-    w->lease_ms = o && o->lease_ms ? o->lease_ms : 30000;
-    w->poll_ms = o && o->poll_ms ? o->poll_ms : 5000;
-    w->reclaim_ms = o && o->reclaim_ms ? o->reclaim_ms : 1000;
+    w->concurrency = o->concurrency ? o->concurrency : 1;
+    w->lease_ms = o->lease_ms ? o->lease_ms : 30000;
+    w->poll_ms = o->poll_ms ? o->poll_ms : 5000;
+    w->reclaim_ms = o->reclaim_ms ? o->reclaim_ms : 1000;
     w->state = W_ACTIVE;
     w->mode = CL_IDLE;
     w->recover = rjq__w_recover;
@@ -298,11 +299,10 @@ int rjq_worker_start(rjq_queue *q, const rjq_worker_options *given, rjq_handler_
     *out = NULL;
     rjq_client *c = rjq_queue_client(q);
     if (!rjq__accepting(c) || rjq__draining(c)) return RJQ_ECLOSED;
-    rjq_worker_options opts;
-    const rjq_worker_options *o = &opts;
-    int rc = check_options(c, given, &opts);
+    rjq_worker_options o;
+    int rc = check_options(c, given, &o);
     if (rc != RJQ_OK) return rc;
-    rjq_worker *w = make_worker(q, o, handler, data);
+    rjq_worker *w = make_worker(q, &o, handler, data);
     if (w == NULL) return RJQ_ENOMEM;
     go_live(w);
     *out = w;
@@ -328,16 +328,15 @@ int rjq_worker_start_queues(rjq_queue *const *queues, size_t n, rjq_worker_order
     }
     rjq_client *c = rjq_queue_client(queues[0]);
     if (!rjq__accepting(c) || rjq__draining(c)) return RJQ_ECLOSED;
-    rjq_worker_options opts;
-    const rjq_worker_options *o = &opts;
-    int rc = check_options(c, given, &opts);
+    rjq_worker_options o;
+    int rc = check_options(c, given, &o);
     if (rc != RJQ_OK) return rc;
     group *g = calloc(1, sizeof *g);
     if (g == NULL) return RJQ_ENOMEM;
     g->order = order;
-    g->concurrency = o && o->concurrency ? o->concurrency : 1;
+    g->concurrency = o.concurrency ? o.concurrency : 1;
     for (size_t i = 0; i < n; i++) {
-        rjq_worker *w = make_worker(queues[i], o, handler, data);
+        rjq_worker *w = make_worker(queues[i], &o, handler, data);
         if (w == NULL) {
             for (int k = 0; k < g->n; k++) unmake_worker(g->m[k]);
             free(g);

@@ -108,6 +108,10 @@ typedef void rjq__routed_fn(rjq_client *c, int status, void *arg);
 int rjq__when_routed(rjq_client *c, rjq__routed_fn *fn, void *arg);
 /* The slot of the queue's keys (its hash tag {name}). */
 int rjq__queue_slot(const rjq_queue *q);
+/* The registry (rjq__global_key_at's pin) the queue's names go to: -1 on
+ * a standalone server, the pin of the queue's master on a cluster; -2:
+ * none (a cluster whose table names no owner of the queue's slot yet). */
+int rjq__queue_registry_pin(const rjq_queue *q);
 /* Script s's numkeys and KEYS (s takes global names, RJQ__G_*): out[0] the
  * count (num, of 16 bytes, holds its text), then names[g] of each key in
  * order. Returns how many entries it wrote (1 + numkeys). */

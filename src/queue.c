@@ -193,8 +193,12 @@ static void on_routed(rjq_client *c, int status, redisReply *r, void *priv) {
     free(x);
 }
 
+int rjq__routed(const rjq_client *c) {
+    return rjq__route_mode(c) != RJQ__ROUTE_UNKNOWN || rjq_client_connected(c);
+}
+
 int rjq__when_routed(rjq_client *c, rjq__routed_fn *fn, void *arg) {
-    if (rjq__route_mode(c) != RJQ__ROUTE_UNKNOWN || rjq_client_connected(c)) {
+    if (rjq__routed(c)) {
         fn(c, RJQ_OK, arg);
         return RJQ_OK;
     }

@@ -501,7 +501,7 @@ static void beat_all(upkeep *u) {
      * before the first connect (a beat then would go to the wrong
      * registry): the beat goes when it is made (upkeep_ready), right
      * behind the requests that waited for it (a worker's first claim) */
-    if (rjq__route_mode(c) == RJQ__ROUTE_UNKNOWN && !rjq_client_connected(c)) {
+    if (!rjq__routed(c)) {
         u->beat_deferred = 1;
         return;
     }

@@ -600,7 +600,7 @@ static void queues_routed(rjq_client *c, int status, void *arg) {
 int rjq_client_queues(rjq_client *c, const char *after, long limit, rjq_ids_cb *cb, void *data) {
     if (c == NULL || cb == NULL || limit <= 0 || limit > RJQ_JOBS_PAGE_MAX) return RJQ_EINVAL;
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
-    if (rjq__route_mode(c) != RJQ__ROUTE_UNKNOWN || rjq_client_connected(c))
+    if (rjq__routed(c))
         return list_queues(c, after, limit, cb, data);
     queues_call *k = calloc(1, sizeof *k);
     if (k == NULL || (after && (k->after = strdup(after)) == NULL)) {

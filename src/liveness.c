@@ -85,9 +85,12 @@ static void on_live_message(rjq_client *c, const char *ch, const char *msg, size
     (void)c, (void)ch, (void)msg, (void)len, (void)arg; /* pubsub.c noted the activity */
 }
 
-static void send_time(rjq_client *c) {
+/* A TIME on `on` (a cluster master's own link), or with on NULL on any
+ * ready connection. */
+static void send_time(rjq_client *c, rjq__conn *on) {
     const char *argv[1] = {"TIME"};
-    rjq__command(c, 0, on_time, NULL, 1, argv, NULL);
+    if (on == NULL) rjq__command(c, 0, on_time, NULL, 1, argv, NULL);
+    else rjq__command_on(c, on, on_time, NULL, 1, argv, NULL);
 }
 
 /* hiredis' reader holds part of a reply: bytes not yet parsed, or the
@@ -144,10 +147,8 @@ static void watch_link(rjq__conn *cmd, void *arg) {
     }
     if (c->ping_interval_ms > 0 && oldest == 0 &&
         now - cmd->last_io_ms >= (uint64_t)c->ping_interval_ms) {
-        const char *argv[1] = {"TIME"};
         /* (the seed's: any ready connection would do; a master's: its own) */
-        if (cmd == &c->cmd) rjq__command(c, 0, on_time, NULL, 1, argv, NULL);
-        else rjq__command_on(c, cmd, on_time, NULL, 1, argv, NULL);
+        send_time(c, cmd == &c->cmd ? NULL : cmd);
     }
 }
 
@@ -206,7 +207,7 @@ static void on_watchdog(rjq__timer *t) {
     rjq__timer_start(c, &c->watchdog, tick_ms(c));
     if (c->rebase_wanted && !c->rebase_sent && rjq__conn_ready(&c->cmd)) {
         c->rebase_sent = 1;
-        send_time(c);
+        send_time(c, NULL);
     }
     watch_command(c, now);
     if (!c->closing) watch_subscriber(c, now);

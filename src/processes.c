@@ -292,7 +292,7 @@ int rjq_client_processes(rjq_client *c, long offset, long limit, rjq_processes_c
         limit > RJQ_JOBS_PAGE_MAX)
         return RJQ_EINVAL;
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
-    if (rjq__route_mode(c) != RJQ__ROUTE_UNKNOWN || rjq_client_connected(c))
+    if (rjq__routed(c))
         return list_processes(c, offset, limit, cb, data);
     processes_call *k = malloc(sizeof *k);
     if (k == NULL) return RJQ_ENOMEM;

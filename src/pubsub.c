@@ -386,6 +386,13 @@ static void sharded_refused(rjq_client *c, const char *name, const char *why, in
         rjq__timer_start(c, &c->resub_timer, (uint64_t)rjq__client_reconnect_span_ms(c));
 }
 
+/* want(ch), and on failure its listeners hear of it as of a refusal
+ * (name: ch's, or a copy of it that outlives ch). */
+static void want_or_refused(rjq_client *c, rjq__channel *ch, const char *name) {
+    int rc = want(c, ch);
+    if (rc != RJQ_OK) sharded_refused(c, name, rc == RJQ_ENOMEM ? "out of memory" : c->errmsg, 0);
+}
+
 /* Subscribe ch's name again where the table says now (its slot moved). */
 static void resubscribe(rjq_client *c, rjq__channel *ch) {
     char *name = strdup(ch->name);
@@ -400,20 +407,28 @@ static void resubscribe(rjq_client *c, rjq__channel *ch) {
         ch->redirects = 0;
         sharded_refused(c, name, "more than 5 redirects in a row (the slot table keeps changing)", 0);
     } else {
-        int rc = want(c, ch);
-        if (rc != RJQ_OK) sharded_refused(c, name, rc == RJQ_ENOMEM ? "out of memory" : c->errmsg, 0);
+        want_or_refused(c, ch, name);
     }
     free(name);
+}
+
+/* A link's channel (chlen bytes) as a string: in small (size bytes) when
+ * it fits, else malloc'd (the caller frees it unless it is small); NULL:
+ * out of memory. */
+static char *name_z(char *small, size_t size, const char *channel, size_t chlen) {
+    char *name = chlen < size ? small : malloc(chlen + 1);
+    if (name == NULL) return NULL;
+    memcpy(name, channel, chlen);
+    name[chlen] = '\0';
+    return name;
 }
 
 static void on_smessage(rjq__shardlink *l, void *arg, const char *channel, size_t chlen,
                         const char *payload, size_t len) {
     rjq_client *c = arg;
-    char small[512], *name = chlen < sizeof small ? small : malloc(chlen + 1);
+    char small[512], *name = name_z(small, sizeof small, channel, chlen);
     (void)l;
     if (name == NULL) return; /* (out of memory: the message is lost, as in hiredis) */
-    memcpy(name, channel, chlen);
-    name[chlen] = '\0';
     dispatch(c, name, payload ? payload : "", len);
     if (name != small) free(name);
 }
@@ -421,10 +436,8 @@ static void on_smessage(rjq__shardlink *l, void *arg, const char *channel, size_
 static void on_sevent(rjq__shardlink *l, void *arg, const char *channel, size_t chlen, int ev,
                       const char *detail) {
     rjq_client *c = arg;
-    char small[512], *name = chlen < sizeof small ? small : malloc(chlen + 1);
+    char small[512], *name = name_z(small, sizeof small, channel, chlen);
     if (name == NULL) return;
-    memcpy(name, channel, chlen);
-    name[chlen] = '\0';
     rjq__channel *ch = sharded_listener(c, name);
     if (ch == NULL || ch->link != l || c->closing) goto out; /* (no longer wanted there) */
     rjq__redirect rd;
@@ -468,8 +481,7 @@ static const rjq__shardlink_hooks link_hooks = {on_smessage, on_sevent};
 static void on_mode(rjq_client *c) {
     for (rjq__channel *ch = c->channels; ch && !c->closing; ch = ch->next) {
         if (ch->classic || ch->refused || has_listener_before(c, ch)) continue;
-        int rc = want(c, ch);
-        if (rc != RJQ_OK) sharded_refused(c, ch->name, rc == RJQ_ENOMEM ? "out of memory" : c->errmsg, 0);
+        want_or_refused(c, ch, ch->name);
     }
 }
 
@@ -483,8 +495,7 @@ static void on_table(rjq_client *c) {
         if (l == NULL || l == ch->link) continue; /* (owner unknown: stays) */
         if (ch->link) (void)rjq__shardlink_unsubscribe(ch->link, ch->name, strlen(ch->name));
         set_confirmed(c, ch->name, 0);
-        rc = want(c, ch);
-        if (rc != RJQ_OK) sharded_refused(c, ch->name, rc == RJQ_ENOMEM ? "out of memory" : c->errmsg, 0);
+        want_or_refused(c, ch, ch->name);
     }
 }
 

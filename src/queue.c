@@ -193,8 +193,12 @@ static void on_routed(rjq_client *c, int status, redisReply *r, void *priv) {
     free(x);
 }
 
+int rjq__routed(const rjq_client *c) {
+    return rjq__route_mode(c) != RJQ__ROUTE_UNKNOWN || rjq_client_connected(c);
+}
+
 int rjq__when_routed(rjq_client *c, rjq__routed_fn *fn, void *arg) {
-    if (rjq__route_mode(c) != RJQ__ROUTE_UNKNOWN || rjq_client_connected(c)) {
+    if (rjq__routed(c)) {
         fn(c, RJQ_OK, arg);
         return RJQ_OK;
     }
@@ -213,6 +217,12 @@ int rjq__queue_slot(const rjq_queue *q) {
     return rjq__key_slot(q->keys[RJQ__K_READY], q->key_lens[RJQ__K_READY]);
 }
 
+int rjq__queue_registry_pin(const rjq_queue *q) {
+    if (rjq__route_mode(q->c) != RJQ__ROUTE_CLUSTER) return -1;
+    int pin = rjq__route_master_pin(q->c, rjq__queue_slot(q));
+    return pin >= 0 ? pin : -2;
+}
+
 /* On a Redis Cluster the registry is per master: the name goes to the
  * registry of the master that serves the queue's slot ("<prefix>:{queues-
  * <n>}", rjq__global_key_at), in that master's slot, by a plain idempotent
@@ -220,10 +230,8 @@ int rjq__queue_slot(const rjq_queue *q) {
  * moved is added to its new master's on the next connect; the old entry
  * stays (the listing shows the name once). */
 static void send_register(rjq_queue *q) {
-    int pin = rjq__route_mode(q->c) == RJQ__ROUTE_CLUSTER
-                  ? rjq__route_master_pin(q->c, rjq__queue_slot(q))
-                  : -1;
-    if (rjq__route_mode(q->c) == RJQ__ROUTE_CLUSTER && pin < 0) return; /* (no owner known) */
+    int pin = rjq__queue_registry_pin(q);
+    if (pin == -2) return; /* (no owner known) */
     char *key = rjq__global_key_at(q->c, RJQ__G_REGISTRY, pin);
     if (key == NULL) return; /* unlisted until the next connect */
     const char *argv[] = {"ZADD", key, "NX", "0", q->name};

@@ -106,8 +106,15 @@ char *rjq__global_key_at(const rjq_client *c, int g, int pin);
  * called once, maybe from inside) or an error (fn never called). */
 typedef void rjq__routed_fn(rjq_client *c, int status, void *arg);
 int rjq__when_routed(rjq_client *c, rjq__routed_fn *fn, void *arg);
+/* 1 when the client knows whether it talks to a Redis Cluster (the mode is
+ * known, or it is connected): rjq__when_routed would call fn at once. */
+int rjq__routed(const rjq_client *c);
 /* The slot of the queue's keys (its hash tag {name}). */
 int rjq__queue_slot(const rjq_queue *q);
+/* The registry (rjq__global_key_at's pin) the queue's names go to: -1 on
+ * a standalone server, the pin of the queue's master on a cluster; -2:
+ * none (a cluster whose table names no owner of the queue's slot yet). */
+int rjq__queue_registry_pin(const rjq_queue *q);
 /* Script s's numkeys and KEYS (s takes global names, RJQ__G_*): out[0] the
  * count (num, of 16 bytes, holds its text), then names[g] of each key in
  * order. Returns how many entries it wrote (1 + numkeys). */

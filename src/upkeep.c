@@ -341,15 +341,6 @@ static void on_beat(rjq_client *c, int status, redisReply *r, void *priv) {
         start_sweep(g, r->element[i], r->element[i + 1]->integer, r->element[i + 2]);
 }
 
-/* The registry a queue's beat goes to: -1 on a standalone server, the pin
- * of the queue's master on a cluster; -2: none (a cluster whose table
- * names no owner of the queue's slot yet). */
-static int pin_of(rjq_client *c, const rjq_queue *q) {
-    if (rjq__route_mode(c) != RJQ__ROUTE_CLUSTER) return -1;
-    int pin = rjq__route_master_pin(c, rjq__queue_slot(q));
-    return pin >= 0 ? pin : -2;
-}
-
 /* The names of the queues the client has had workers on whose registry
  * is pin's ("" when none). NULL when out of memory. */
 static char *queue_names(const upkeep *u, int pin) {
@@ -358,7 +349,7 @@ static char *queue_names(const upkeep *u, int pin) {
     char *s = malloc(len), *p = s;
     if (s == NULL) return NULL;
     for (const visitee *v = u->queues; v; v = v->next) {
-        if (pin_of(u->c, v->q) != pin) continue;
+        if (rjq__queue_registry_pin(v->q) != pin) continue;
         size_t n = strlen(rjq_queue_name(v->q));
         if (p != s) *p++ = ' ';
         memcpy(p, rjq_queue_name(v->q), n);
@@ -510,13 +501,13 @@ static void beat_all(upkeep *u) {
      * before the first connect (a beat then would go to the wrong
      * registry): the beat goes when it is made (upkeep_ready), right
      * behind the requests that waited for it (a worker's first claim) */
-    if (rjq__route_mode(c) == RJQ__ROUTE_UNKNOWN && !rjq_client_connected(c)) {
+    if (!rjq__routed(c)) {
         u->beat_deferred = 1;
         return;
     }
     u->beat_deferred = 0;
     for (const visitee *v = u->queues; v; v = v->next) {
-        int pin = pin_of(c, v->q);
+        int pin = rjq__queue_registry_pin(v->q);
         if (pin != -2) group_of(u, pin, 1); /* (out of memory: the next beat) */
     }
     int arriving = rjq__reply_arriving(c);
@@ -674,7 +665,7 @@ long long rjq__upkeep_alive_until(rjq_queue *q) {
     if (u == NULL || rjq__client_liveness_ms(c) <= 0) return 0;
     /* the registry of the queue's master: another master failing over
      * stops no job here */
-    const group *g = group_of(u, pin_of(c, q), 0);
+    const group *g = group_of(u, rjq__queue_registry_pin(q), 0);
     if (g == NULL) return 0; /* not beaten into yet */
     return g->sent_alive > g->alive_until ? g->sent_alive : g->alive_until;
 }

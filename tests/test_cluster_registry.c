@@ -356,8 +356,9 @@ TEST(master_killed_other_masters_keep_beating_and_starting_jobs) {
         FAIL_AT(__FILE__, __LINE__, "the replica was promoted before the other masters' jobs ran");
 
     /* the promotion: the dead master's queue resumes, beaten into there */
-    for (int k = 0; k < 6000 && !cluster_is_master(&cl, promoted); k++) loop_for(base, 10);
-    ASSERT(cluster_is_master(&cl, promoted));
+    double promotion = wait_deadline(60000);
+    while (!cluster_is_master(&cl, promoted))
+        if (!wait_poll(base, promotion, 10)) FAIL_AT(__FILE__, __LINE__, "node %d not promoted", promoted);
     int vq = of[0] == victim ? 0 : of[1] == victim ? 1 : 2;
     ASSERT_EQ(victim, of[vq]);
     tally resumed = {0};
@@ -519,7 +520,7 @@ TEST(durable_writes_on_three_masters_each_confirmed_by_a_wait_there) {
         for (int i = 0; i < CLUSTER_MASTERS; i++)
             ASSERT_OK(rjq_enqueue(q[i], "x", 1, NULL, on_durable, NULL));
         long target = (burst + 1) * CLUSTER_MASTERS;
-        for (int k = 0; k < 3000 && confirmed + unconfirmed < target; k++) loop_for(base, 10);
+        WAIT_FOR(base, confirmed + unconfirmed >= target, 30000);
         ASSERT_EQ(target, confirmed + unconfirmed);
     }
     if (unconfirmed)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "slot.h"
 
 /* The longest any wait of the fixture may take before the test fails: a
  * failover takes about two node timeouts, a loaded machine more. */
@@ -30,6 +31,20 @@ static void node_args(const test_cluster *c, int i, const char **argv, char *nt,
 redisContext *cluster_connect(const test_cluster *c, int i) {
     ASSERT(i >= 0 && i < CLUSTER_NODES && c->node[i].pid > 0);
     return server_connect(&c->node[i]);
+}
+
+long long cluster_node_calls(const test_cluster *c, int i, const char *cmd) {
+    redisContext *rc = cluster_connect(c, i);
+    long long n = server_calls(rc, cmd);
+    redisFree(rc);
+    return n;
+}
+
+void cluster_seed_url(const test_cluster *c, char *url, size_t size) {
+    int len = snprintf(url, size, "redis://");
+    for (int i = 0; i < CLUSTER_NODES; i++)
+        len += snprintf(url + len, size - (size_t)len, "%s127.0.0.1:%d", i ? "," : "",
+                        c->node[i].port);
 }
 
 int cluster_node_at(const test_cluster *c, int port) {
@@ -347,16 +362,21 @@ void cluster_migrate_slot(test_cluster *c, int slot, int from, int to) {
     cluster_migrate_end(c, slot, from, to);
 }
 
+void cluster_kill_node(test_cluster *c, int i) {
+    pid_t pid = c->node[i].pid;
+    ASSERT(pid > 0);
+    ASSERT(kill(pid, SIGKILL) == 0);
+    ASSERT(waitpid(pid, NULL, 0) == pid);
+    forget_on_abort(pid);
+    c->node[i].pid = 0;
+}
+
 int cluster_kill_master(test_cluster *c, int m, double *took_ms) {
     ASSERT(cluster_is_master(c, m));
     int r = cluster_replica_of(c, m);
     ASSERT(r >= 0);
     double t0 = mono_ms();
-    pid_t pid = c->node[m].pid;
-    ASSERT(kill(pid, SIGKILL) == 0);
-    ASSERT(waitpid(pid, NULL, 0) == pid);
-    forget_on_abort(pid);
-    c->node[m].pid = 0;
+    cluster_kill_node(c, m);
     double end = t0 + (double)settle_bound_ms(c);
     while (!cluster_is_master(c, r)) {
         if (mono_ms() > end) FAIL_AT(__FILE__, __LINE__, "node %d was not promoted after node %d died", r, m);
@@ -375,4 +395,18 @@ void cluster_restart_node(test_cluster *c, int i) {
     server_restart(&c->node[i], argv);
     kill_on_abort(c->node[i].pid);
     cluster_wait_settled(c);
+}
+
+void cluster_spread_names(const test_cluster *c, const char *prefix, char names[][32], int per) {
+    int count[CLUSTER_MASTERS] = {0}, n = 0;
+    for (int i = 0; n < per * CLUSTER_MASTERS && i < 10000; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "%s%d", prefix, i);
+        int owner = cluster_owner(c, 0, rjq__key_slot(name, strlen(name)));
+        ASSERT(owner >= 0 && owner < CLUSTER_MASTERS);
+        if (count[owner] == per) continue;
+        count[owner]++;
+        snprintf(names[n++], 32, "%s", name);
+    }
+    ASSERT_EQ(per * CLUSTER_MASTERS, n);
 }

@@ -47,6 +47,15 @@ int cluster_owner(const test_cluster *c, int asked, int slot);
 int cluster_node_of_key(const test_cluster *c, const char *key);
 /* The replica of master m (a running node that replicates it), or -1. */
 int cluster_replica_of(const test_cluster *c, int m);
+/* The calls of command cmd (lower case) on node i (INFO commandstats; 0:
+ * never called). */
+long long cluster_node_calls(const test_cluster *c, int i, const char *cmd);
+/* A redis:// URL listing every node as a seed ("redis://127.0.0.1:p0,...,
+ * 127.0.0.1:p5"). */
+void cluster_seed_url(const test_cluster *c, char *url, size_t size);
+/* Queue names "<prefix><i>" whose slots are spread evenly: `per` on each
+ * master (as node 0's CLUSTER SLOTS says), in the order found. */
+void cluster_spread_names(const test_cluster *c, const char *prefix, char names[][32], int per);
 
 /* Migrate a slot by hand, in the steps a resharding takes, so a test can
  * act between them: begin (CLUSTER SETSLOT <slot> IMPORTING on `to`, then
@@ -60,6 +69,8 @@ void cluster_migrate_end(test_cluster *c, int slot, int from, int to);
 /* All three steps. */
 void cluster_migrate_slot(test_cluster *c, int slot, int from, int to);
 
+/* SIGKILL node i and reap it (its pid 0 after); nothing waited for. */
+void cluster_kill_node(test_cluster *c, int i);
 /* SIGKILL master m, then wait until its replica is a master serving m's
  * slots and every running node says cluster_state:ok and agrees. Returns
  * the promoted node's index; *took_ms (if not NULL): ms from the kill to

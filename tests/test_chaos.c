@@ -484,13 +484,9 @@ static void master_failover(chaos_run *r, fault *f) {
     test_cluster *cl = r->cl;
     int old = r->master, promoted = cluster_replica_of(cl, old);
     ASSERT(promoted >= 0);
-    pid_t pid = cl->node[old].pid;
     redisFree(r->rc);
     r->rc = NULL;
-    ASSERT(kill(pid, SIGKILL) == 0);
-    ASSERT(waitpid(pid, NULL, 0) == pid);
-    forget_on_abort(pid);
-    cl->node[old].pid = 0;
+    cluster_kill_node(cl, old);
     double end = wait_deadline(60000);
     while (!cluster_is_master(cl, promoted)) {
         if (!wait_poll(r->base, end, 50)) FAIL_AT(__FILE__, __LINE__, "no promotion in 60 s");
@@ -500,8 +496,7 @@ static void master_failover(chaos_run *r, fault *f) {
     f->t1 = mono_ms();
     r->master = promoted;
     r->rc = cluster_connect(cl, promoted);
-    cluster_restart_node(cl, old); /* back, as the promoted one's replica */
-    kill_on_abort(cl->node[old].pid);
+    cluster_restart_node(cl, old); /* back, as the promoted one's replica (guarded) */
 }
 
 static void do_fault(chaos_run *r, int kind, int round) {
@@ -876,10 +871,7 @@ static void run_chaos(test_cluster *cl) {
         r.master = cluster_node_of_key(cl, "t:{" QNAME "}:ready");
         ASSERT(r.master >= 0);
         r.rc = cluster_connect(cl, r.master);
-        int n = snprintf(r.url, sizeof r.url, "redis://");
-        for (int i = 0; i < CLUSTER_NODES; i++)
-            n += snprintf(r.url + n, sizeof r.url - (size_t)n, "%s127.0.0.1:%d", i ? "," : "",
-                          cl->node[i].port);
+        cluster_seed_url(cl, r.url, sizeof r.url);
         snprintf(r.dir, sizeof r.dir, "%s", cl->node[0].dir);
     } else {
         server_start_guarded(&r.s, extra);

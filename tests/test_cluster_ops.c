@@ -300,21 +300,6 @@ static int run_tool(char *out, size_t cap, const char *fmt, ...) {
             FAIL_AT(__FILE__, __LINE__, "no '%s' in: %s", needle, out);                \
     } while (0)
 
-/* Queue names whose slots are spread evenly: `per` on each master. */
-static void spread_names(test_cluster *cl, char names[][32], int per) {
-    int count[CLUSTER_MASTERS] = {0}, n = 0;
-    for (int i = 0; n < per * CLUSTER_MASTERS && i < 10000; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "tq%d", i);
-        int owner = cluster_owner(cl, 0, rjq__key_slot(name, strlen(name)));
-        ASSERT(owner >= 0 && owner < CLUSTER_MASTERS);
-        if (count[owner] == per) continue;
-        count[owner]++;
-        snprintf(names[n++], 32, "%s", name);
-    }
-    ASSERT_EQ(per * CLUSTER_MASTERS, n);
-}
-
 /* The tool's everyday commands given node 0's URL, on queues of every
  * master: enqueue, stats, jobs, job, pause and resume, metrics, queues,
  * and rjq cluster putting each queue under the master serving it, with
@@ -324,7 +309,7 @@ TEST(cli_commands_on_a_cluster_url_reach_every_master) {
     cluster_start(&cl, 0);
     enum { PER = 2, N = PER * CLUSTER_MASTERS };
     char names[N][32];
-    spread_names(&cl, names, PER);
+    cluster_spread_names(&cl, "tq", names, PER);
     static char out[65536];
     char id[N][64];
     for (int i = 0; i < N; i++) {
@@ -502,7 +487,7 @@ TEST(serve_on_a_cluster_url_enqueue_and_wait_and_dashboard_data) {
     static test_cluster cl;
     cluster_start(&cl, 0);
     char names[CLUSTER_MASTERS][32];
-    spread_names(&cl, names, 1);
+    cluster_spread_names(&cl, "tq", names, 1);
     pid_t workers = spawn_workers(cl.url, names, CLUSTER_MASTERS);
     int port = free_port();
     char listen[64], log[256];
@@ -591,7 +576,7 @@ TEST(acl_worker_role_and_scheduler_on_a_cluster) {
     static test_cluster cl;
     cluster_start(&cl, 0);
     char names[CLUSTER_MASTERS][32];
-    spread_names(&cl, names, 1);
+    cluster_spread_names(&cl, "tq", names, 1);
     static char out[65536];
     TOOL_OK(out, "%s --prefix t acl --role worker --queues 'tq*'", RJQ_TOOL);
     const char *line = strstr(out, "ACL SETUSER rjq-worker ");
@@ -659,7 +644,7 @@ TEST(top_on_a_cluster_url_shows_the_queues_of_every_master) {
     static test_cluster cl;
     cluster_start(&cl, 0);
     char names[CLUSTER_MASTERS][32];
-    spread_names(&cl, names, 1);
+    cluster_spread_names(&cl, "tq", names, 1);
     static char out[65536];
     for (int i = 0; i < CLUSTER_MASTERS; i++)
         for (int k = 0; k <= i; k++) TOOL_OK(out, "%s -u %s enqueue %s p%d", RJQ_TOOL, cl.url, names[i], k);

@@ -81,28 +81,6 @@ static void on_event(rjq_client *c, const char *event, const char *id, void *dat
     if (strcmp(event, "completed") == 0) (*completed)++;
 }
 
-/* Queue names whose slots are spread evenly: `per` on each master. */
-static void spread_names(test_cluster *cl, char names[][32], int per) {
-    int count[CLUSTER_MASTERS] = {0}, n = 0;
-    for (int i = 0; n < per * CLUSTER_MASTERS && i < 10000; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "pq%d", i);
-        int owner = cluster_owner(cl, 0, rjq__key_slot(name, strlen(name)));
-        ASSERT(owner >= 0 && owner < CLUSTER_MASTERS);
-        if (count[owner] == per) continue;
-        count[owner]++;
-        snprintf(names[n++], 32, "%s", name);
-    }
-    ASSERT_EQ(per * CLUSTER_MASTERS, n);
-}
-
-static long long node_calls(test_cluster *cl, int node, const char *cmd) {
-    redisContext *rc = cluster_connect(cl, node);
-    long long n = server_calls(rc, cmd);
-    redisFree(rc);
-    return n < 0 ? 0 : n;
-}
-
 /* PUBSUB SHARDNUMSUB of channel on node i. */
 static long long shardnumsub(test_cluster *cl, int node, const char *channel) {
     redisContext *rc = cluster_connect(cl, node);
@@ -191,7 +169,7 @@ TEST(awaits_push_doorbells_progress_and_cancel_over_three_masters_are_sharded) {
     test_cluster cl;
     cluster_start(&cl, 0);
     char names[NQ][32];
-    spread_names(&cl, names, PER);
+    cluster_spread_names(&cl, "pq", names, PER);
     struct event_base *base = event_base_new();
     rjq_client *c = cluster_client(base, cl.url);
     rjq_queue *q[NQ];
@@ -233,7 +211,7 @@ TEST(awaits_push_doorbells_progress_and_cancel_over_three_masters_are_sharded) {
         obs[i] = observe(&cl, m, pat);
     }
     long long spub[CLUSTER_MASTERS];
-    for (int m = 0; m < CLUSTER_MASTERS; m++) spub[m] = node_calls(&cl, m, "spublish");
+    for (int m = 0; m < CLUSTER_MASTERS; m++) spub[m] = cluster_node_calls(&cl, m, "spublish");
 
     /* awaits with progress on every queue (idle workers: pushed jobs) */
     tally t = {0};
@@ -276,9 +254,9 @@ TEST(awaits_push_doorbells_progress_and_cancel_over_three_masters_are_sharded) {
     }
     /* every master published its own queues' messages, sharded */
     for (int m = 0; m < CLUSTER_MASTERS; m++)
-        if (node_calls(&cl, m, "spublish") < spub[m] + PER * 10)
+        if (cluster_node_calls(&cl, m, "spublish") < spub[m] + PER * 10)
             FAIL_AT(__FILE__, __LINE__, "master %d: %lld SPUBLISH", m,
-                    node_calls(&cl, m, "spublish") - spub[m]);
+                    cluster_node_calls(&cl, m, "spublish") - spub[m]);
 
     /* a running job cancelled on every queue: its worker hears the notice,
      * its await ends cancelled */
@@ -305,9 +283,9 @@ TEST(awaits_push_doorbells_progress_and_cancel_over_three_masters_are_sharded) {
      * one classic SUBSCRIBE at most, on the URL's node: the awaits'
      * client-wide channel, listened on before the client knew it was a
      * cluster (nothing publishes there) */
-    for (int n = 0; n < CLUSTER_NODES; n++) ASSERT_EQ(0, node_calls(&cl, n, "publish"));
-    ASSERT(node_calls(&cl, 0, "subscribe") <= 1);
-    for (int n = 1; n < CLUSTER_MASTERS; n++) ASSERT_EQ(0, node_calls(&cl, n, "subscribe"));
+    for (int n = 0; n < CLUSTER_NODES; n++) ASSERT_EQ(0, cluster_node_calls(&cl, n, "publish"));
+    ASSERT(cluster_node_calls(&cl, 0, "subscribe") <= 1);
+    for (int n = 1; n < CLUSTER_MASTERS; n++) ASSERT_EQ(0, cluster_node_calls(&cl, n, "subscribe"));
 
     for (int i = 0; i < NQ; i++) rjq_monitor_stop(mon[i]);
     for (int i = 0; i < NQ; i++) rjq_worker_stop(w[i], NULL, NULL);
@@ -323,7 +301,7 @@ TEST(slot_migrated_while_awaits_wait_no_await_is_stuck) {
     test_cluster cl;
     cluster_start(&cl, 0);
     char names[NQ][32];
-    spread_names(&cl, names, PER);
+    cluster_spread_names(&cl, "pq", names, PER);
     const char *name = names[0];
     int slot = rjq__key_slot(name, strlen(name));
     char wake[256], pat[64];
@@ -356,7 +334,7 @@ TEST(slot_migrated_while_awaits_wait_no_await_is_stuck) {
     char owake[256];
     snprintf(owake, sizeof owake, "t:{%s}:wake", other);
     wait_subs(base, &cl, third, owake, NULL, 1);
-    long long third_subs = node_calls(&cl, third, "ssubscribe");
+    long long third_subs = cluster_node_calls(&cl, third, "ssubscribe");
 
     cluster_migrate_slot(&cl, slot, from, to);
     /* the client follows: its reply channel is subscribed at `to` */
@@ -376,7 +354,7 @@ TEST(slot_migrated_while_awaits_wait_no_await_is_stuck) {
     ASSERT_EQ(1, shardnumsub(&cl, to, wake));
     /* only the moved slot's channels were subscribed again: none on the
      * third master (a refresh read the new table meanwhile) */
-    ASSERT_EQ(third_subs, node_calls(&cl, third, "ssubscribe"));
+    ASSERT_EQ(third_subs, cluster_node_calls(&cl, third, "ssubscribe"));
     ASSERT_EQ(1, shardnumsub(&cl, third, owake));
     rjq_worker_stop(ow, NULL, NULL);
     rjq_worker_stop(w, NULL, NULL);
@@ -392,7 +370,7 @@ TEST(master_killed_replica_promoted_awaits_are_answered) {
     test_cluster cl;
     cluster_start(&cl, 0);
     char names[NQ][32];
-    spread_names(&cl, names, PER);
+    cluster_spread_names(&cl, "pq", names, PER);
     /* a queue whose master is not node 0 (the URL's) */
     const char *name = NULL;
     int m = -1;

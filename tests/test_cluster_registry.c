@@ -31,22 +31,6 @@
 
 /* ---- helpers --------------------------------------------------------------- */
 
-/* Queue names whose slots are spread evenly: `per` on each master (as node
- * 0 says), in the order found. */
-static void spread_names(test_cluster *cl, char names[][32], int per) {
-    int count[CLUSTER_MASTERS] = {0}, n = 0;
-    for (int i = 0; n < per * CLUSTER_MASTERS && i < 10000; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "rq%d", i);
-        int owner = cluster_owner(cl, 0, rjq__key_slot(name, strlen(name)));
-        ASSERT(owner >= 0 && owner < CLUSTER_MASTERS);
-        if (count[owner] == per) continue;
-        count[owner]++;
-        snprintf(names[n++], 32, "%s", name);
-    }
-    ASSERT_EQ(per * CLUSTER_MASTERS, n);
-}
-
 /* Each node's pin as node `asked` says: the lowest slot it serves (-1: a
  * replica, or not running). */
 static void node_pins(const test_cluster *cl, int asked, int pin[CLUSTER_NODES]) {
@@ -95,20 +79,6 @@ static long long node_time(const test_cluster *cl, int node) {
     long long ms = server_now_ms(rc);
     redisFree(rc);
     return ms;
-}
-
-static long long node_calls(const test_cluster *cl, int node, const char *cmd) {
-    redisContext *rc = cluster_connect(cl, node);
-    long long n = server_calls(rc, cmd);
-    redisFree(rc);
-    return n;
-}
-
-static void seed_list(const test_cluster *cl, char *url, size_t size) {
-    int len = snprintf(url, size, "redis://");
-    for (int i = 0; i < CLUSTER_NODES; i++)
-        len += snprintf(url + len, size - (size_t)len, "%s127.0.0.1:%d", i ? "," : "",
-                        cl->node[i].port);
 }
 
 static void on_complete(rjq_job *job, void *data) {
@@ -209,7 +179,7 @@ TEST(listings_merge_every_master_once_in_order) {
     cluster_start(&cl, 0);
     enum { NQ = 12 };
     char names[NQ][32];
-    spread_names(&cl, names, NQ / CLUSTER_MASTERS);
+    cluster_spread_names(&cl, "rq", names, NQ / CLUSTER_MASTERS);
     int pin[CLUSTER_NODES];
     node_pins(&cl, 0, pin);
     struct event_base *base = event_base_new();
@@ -330,14 +300,14 @@ TEST(master_killed_other_masters_keep_beating_and_starting_jobs) {
     test_cluster cl;
     cluster_start(&cl, 5000); /* a failover of ~10 s: long beside a 1 s liveness */
     char names[CLUSTER_MASTERS][32];
-    spread_names(&cl, names, 1);
+    cluster_spread_names(&cl, "rq", names, 1);
     int victim = cluster_owner(&cl, 0, rjq__key_slot("clients", 7));
     ASSERT(victim >= 0 && victim < CLUSTER_MASTERS);
     int pin[CLUSTER_NODES];
     node_pins(&cl, 0, pin);
     struct event_base *base = event_base_new();
     char url[512];
-    seed_list(&cl, url, sizeof url);
+    cluster_seed_url(&cl, url, sizeof url);
     rjq_client_options o = client_options(url);
     o.liveness_ms = 1000;
     rjq_client *c = client_new(base, &o);
@@ -366,11 +336,7 @@ TEST(master_killed_other_masters_keep_beating_and_starting_jobs) {
     ASSERT(promoted >= 0);
     int survivor = (victim + 1) % CLUSTER_MASTERS;
     long long killed_at = node_time(&cl, survivor);
-    pid_t pid = cl.node[victim].pid;
-    ASSERT(kill(pid, SIGKILL) == 0);
-    ASSERT(waitpid(pid, NULL, 0) == pid);
-    forget_on_abort(pid);
-    cl.node[victim].pid = 0;
+    cluster_kill_node(&cl, victim);
 
     /* the other masters' entries are renewed past when they would have
      * run out without a beat answered since the kill */
@@ -390,8 +356,9 @@ TEST(master_killed_other_masters_keep_beating_and_starting_jobs) {
         FAIL_AT(__FILE__, __LINE__, "the replica was promoted before the other masters' jobs ran");
 
     /* the promotion: the dead master's queue resumes, beaten into there */
-    for (int k = 0; k < 6000 && !cluster_is_master(&cl, promoted); k++) loop_for(base, 10);
-    ASSERT(cluster_is_master(&cl, promoted));
+    double promotion = wait_deadline(60000);
+    while (!cluster_is_master(&cl, promoted))
+        if (!wait_poll(base, promotion, 10)) FAIL_AT(__FILE__, __LINE__, "node %d not promoted", promoted);
     int vq = of[0] == victim ? 0 : of[1] == victim ? 1 : 2;
     ASSERT_EQ(victim, of[vq]);
     tally resumed = {0};
@@ -446,7 +413,7 @@ TEST(client_killed_with_jobs_on_three_masters_all_reclaimed) {
     test_cluster cl;
     cluster_start(&cl, 0);
     char names[CLUSTER_MASTERS][32];
-    spread_names(&cl, names, 1);
+    cluster_spread_names(&cl, "rq", names, 1);
     int pin[CLUSTER_NODES];
     node_pins(&cl, 0, pin);
     int fds[2];
@@ -537,7 +504,7 @@ TEST(durable_writes_on_three_masters_each_confirmed_by_a_wait_there) {
     test_cluster cl;
     cluster_start(&cl, 0);
     char names[CLUSTER_MASTERS][32];
-    spread_names(&cl, names, 1);
+    cluster_spread_names(&cl, "rq", names, 1);
     struct event_base *base = event_base_new();
     rjq_client_options o = client_options(cl.url);
     o.wait_replicas = 1;
@@ -548,18 +515,18 @@ TEST(durable_writes_on_three_masters_each_confirmed_by_a_wait_there) {
     for (int i = 0; i < CLUSTER_MASTERS; i++) q[i] = queue_for(c, names[i]);
     wait_connected(base, c);
     long long waits[CLUSTER_MASTERS];
-    for (int m = 0; m < CLUSTER_MASTERS; m++) waits[m] = node_calls(&cl, m, "wait");
+    for (int m = 0; m < CLUSTER_MASTERS; m++) waits[m] = cluster_node_calls(&cl, m, "wait");
     for (int burst = 0; burst < 5; burst++) {
         for (int i = 0; i < CLUSTER_MASTERS; i++)
             ASSERT_OK(rjq_enqueue(q[i], "x", 1, NULL, on_durable, NULL));
         long target = (burst + 1) * CLUSTER_MASTERS;
-        for (int k = 0; k < 3000 && confirmed + unconfirmed < target; k++) loop_for(base, 10);
+        WAIT_FOR(base, confirmed + unconfirmed >= target, 30000);
         ASSERT_EQ(target, confirmed + unconfirmed);
     }
     if (unconfirmed)
         FAIL_AT(__FILE__, __LINE__, "%ld of %ld writes reported short: %s", unconfirmed,
                 confirmed + unconfirmed, rjq_client_errmsg(c));
-    for (int m = 0; m < CLUSTER_MASTERS; m++) ASSERT(node_calls(&cl, m, "wait") > waits[m]);
+    for (int m = 0; m < CLUSTER_MASTERS; m++) ASSERT(cluster_node_calls(&cl, m, "wait") > waits[m]);
     rjq_client_free(c);
     event_base_free(base);
     cluster_stop(&cl);
@@ -571,7 +538,7 @@ TEST(watchdog_pings_every_master_link) {
     test_cluster cl;
     cluster_start(&cl, 0);
     char names[CLUSTER_MASTERS][32];
-    spread_names(&cl, names, 1);
+    cluster_spread_names(&cl, "rq", names, 1);
     struct event_base *base = event_base_new();
     rjq_client_options o = client_options(cl.url);
     o.ping_interval_ms = 100;
@@ -579,9 +546,9 @@ TEST(watchdog_pings_every_master_link) {
     for (int i = 0; i < CLUSTER_MASTERS; i++) /* (a master link is made on first use) */
         (void)get_stats(base, queue_for(c, names[i]));
     long long before[CLUSTER_MASTERS];
-    for (int m = 0; m < CLUSTER_MASTERS; m++) before[m] = node_calls(&cl, m, "time");
+    for (int m = 0; m < CLUSTER_MASTERS; m++) before[m] = cluster_node_calls(&cl, m, "time");
     for (int m = 0; m < CLUSTER_MASTERS; m++)
-        WAIT_FOR(base, node_calls(&cl, m, "time") >= before[m] + 3, 20000);
+        WAIT_FOR(base, cluster_node_calls(&cl, m, "time") >= before[m] + 3, 20000);
     rjq_client_free(c);
     event_base_free(base);
     cluster_stop(&cl);

@@ -822,6 +822,12 @@ static int namelist_add(namelist *l, const char *p, size_t len) {
     return RJQ_OK;
 }
 
+static void namelist_free(namelist *l) {
+    free(l->buf);
+    free(l->off);
+    free(l->len);
+}
+
 /* A page of names: kept (the whole list is printed once complete, so an
  * error prints nothing on stdout), the last one noted for the next page. */
 static void on_queues(rjq_client *c, int status, const char *const *names, size_t n, void *data) {
@@ -836,6 +842,23 @@ static void on_queues(rjq_client *c, int status, const char *const *names, size_
     t->last_page = (long long)n;
 }
 
+/* Up to lim names of the registry after `after` (NULL: from the first)
+ * into names: its pages, each after the last name seen (t->after, freed by
+ * the caller). Returns 0 or 1 (reported). */
+static int list_queues(cli *t, namelist *names, const char *after, long long lim) {
+    t->names = names;
+    t->after = after ? strdup(after) : NULL;
+    long long listed = 0;
+    do {
+        t->last_page = 0;
+        long page = lim - listed < RJQ_JOBS_PAGE_MAX ? (long)(lim - listed) : RJQ_JOBS_PAGE_MAX;
+        if (send_and_wait(t, rjq_client_queues(t->c, t->after, page, on_queues, t)) || t->failed)
+            return 1;
+        listed += t->last_page;
+    } while (t->last_page == RJQ_JOBS_PAGE_MAX && listed < lim);
+    return 0;
+}
+
 static int cmd_queues(cli *t, int argc, char **argv) {
     const char *after = NULL, *limit = NULL;
     const optdef defs[] = {{"--after", &after, NULL}, {"--limit", &limit, NULL}, {NULL, NULL, NULL}};
@@ -844,18 +867,7 @@ static int cmd_queues(cli *t, int argc, char **argv) {
     if (rc || (rc = parse_ll("--limit", limit, 1, LLONG_MAX, &lim))) return rc;
     if (cli_open(t, NULL)) return 1;
     namelist names = {0};
-    t->names = &names;
-    t->after = after ? strdup(after) : NULL;
-    long long listed = 0;
-    do { /* pages of the registry, each after the last name seen */
-        t->last_page = 0;
-        long page = lim - listed < RJQ_JOBS_PAGE_MAX ? (long)(lim - listed) : RJQ_JOBS_PAGE_MAX;
-        if (send_and_wait(t, rjq_client_queues(t->c, t->after, page, on_queues, t)) || t->failed) {
-            rc = 1;
-            break;
-        }
-        listed += t->last_page;
-    } while (t->last_page == RJQ_JOBS_PAGE_MAX && listed < lim);
+    rc = list_queues(t, &names, after, lim);
     if (rc == 0) { /* the list, whole */
         if (t->json) putchar('[');
         for (size_t i = 0; i < names.n; i++) {
@@ -871,9 +883,7 @@ static int cmd_queues(cli *t, int argc, char **argv) {
         }
         if (t->json) puts("]");
     }
-    free(names.buf);
-    free(names.off);
-    free(names.len);
+    namelist_free(&names);
     free(t->after);
     t->after = NULL;
     return rc;
@@ -1001,9 +1011,7 @@ static void rows_free(cluster_view *v) {
         free(r->ranges);
         for (size_t k = 0; k < r->nreplicas; k++) free(r->replicas[k]);
         free(r->replicas);
-        free(r->queues.buf);
-        free(r->queues.off);
-        free(r->queues.len);
+        namelist_free(&r->queues);
     }
     free(v->m);
 }
@@ -1196,16 +1204,7 @@ static int cmd_cluster(cli *t, int argc, char **argv) {
     }
     /* the queues: the registry's names, each under the master serving its slot */
     namelist names = {0};
-    t->names = &names;
-    t->after = NULL;
-    while (rc == 0 && !t->failed) {
-        t->last_page = 0;
-        if (send_and_wait(t, rjq_client_queues(t->c, t->after, RJQ_JOBS_PAGE_MAX, on_queues, t))) {
-            rc = 1;
-            break;
-        }
-        if (t->last_page < RJQ_JOBS_PAGE_MAX) break;
-    }
+    if (rc == 0 && !t->failed) rc = list_queues(t, &names, NULL, LLONG_MAX);
     for (size_t i = 0; rc == 0 && i < names.n; i++) {
         char name[256];
         snprintf(name, sizeof name, "%.*s", (int)names.len[i], names.buf + names.off[i]);
@@ -1221,9 +1220,7 @@ static int cmd_cluster(cli *t, int argc, char **argv) {
             }
     }
     if (rc == 0 && !t->failed) print_cluster(t, &v, ms > 0);
-    free(names.buf);
-    free(names.off);
-    free(names.len);
+    namelist_free(&names);
     free(t->after);
     t->after = NULL;
     rows_free(&v);

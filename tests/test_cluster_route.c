@@ -53,22 +53,6 @@ static void on_job(rjq_job *job, void *data) {
     rjq_job_complete(job, p, len, NULL, NULL);
 }
 
-/* Queue names whose slots are spread evenly: `per` on each master (as the
- * cluster's node `asked` says). */
-static void spread_names(test_cluster *cl, char names[][32], int per) {
-    int count[CLUSTER_MASTERS] = {0}, n = 0;
-    for (int i = 0; n < per * CLUSTER_MASTERS && i < 10000; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "cq%d", i);
-        int owner = cluster_owner(cl, 0, rjq__key_slot(name, strlen(name)));
-        ASSERT(owner >= 0 && owner < CLUSTER_MASTERS);
-        if (count[owner] == per) continue;
-        count[owner]++;
-        snprintf(names[n++], 32, "%s", name);
-    }
-    ASSERT_EQ(per * CLUSTER_MASTERS, n);
-}
-
 static void await_n(rjq_queue *q, int n, const char *tag, tally *t) {
     for (int i = 0; i < n; i++) {
         char payload[64];
@@ -108,7 +92,7 @@ TEST(twelve_queues_over_three_masters_through_one_node_url) {
     test_cluster cl;
     cluster_start(&cl, 0);
     char names[NQ][32];
-    spread_names(&cl, names, NQ / CLUSTER_MASTERS);
+    cluster_spread_names(&cl, "cq", names, NQ / CLUSTER_MASTERS);
     struct event_base *base = event_base_new();
     rjq_client_options o = client_options(cl.url);
     rjq_client *c = client_new(base, &o);
@@ -207,7 +191,7 @@ TEST(slot_migrated_mid_run_moved_and_ask_followed) {
     test_cluster cl;
     cluster_start(&cl, 0);
     char names[CLUSTER_MASTERS][32];
-    spread_names(&cl, names, 1);
+    cluster_spread_names(&cl, "cq", names, 1);
     const char *name = names[1]; /* on master 1: not the URL's node */
     int slot = rjq__key_slot(name, strlen(name));
     int from = cluster_owner(&cl, 0, slot), to = (from + 1) % CLUSTER_MASTERS;
@@ -296,7 +280,7 @@ TEST(master_killed_replica_promoted_work_resumes_and_others_go_on) {
     test_cluster cl;
     cluster_start(&cl, 0);
     char names[CLUSTER_MASTERS][32];
-    spread_names(&cl, names, 1);
+    cluster_spread_names(&cl, "cq", names, 1);
     struct event_base *base = event_base_new();
     /* every node as a seed: the subscriber connection finds a live one */
     char url[512];
@@ -328,11 +312,7 @@ TEST(master_killed_replica_promoted_work_resumes_and_others_go_on) {
     ASSERT_EQ(victim, victim_node);
     int promoted = cluster_replica_of(&cl, victim_node);
     ASSERT(promoted >= 0);
-    pid_t pid = cl.node[victim_node].pid;
-    ASSERT(kill(pid, SIGKILL) == 0);
-    ASSERT(waitpid(pid, NULL, 0) == pid);
-    forget_on_abort(pid);
-    cl.node[victim_node].pid = 0;
+    cluster_kill_node(&cl, victim_node);
     /* the other masters answer while the failover is under way */
     tally others = {0}, resumed = {0};
     await_n(q[0], 10, "other0", &others);
@@ -403,7 +383,7 @@ TEST(a_queues_enqueues_keep_their_order_through_moved) {
     test_cluster cl;
     cluster_start(&cl, 0);
     char names[CLUSTER_MASTERS][32];
-    spread_names(&cl, names, 1);
+    cluster_spread_names(&cl, "cq", names, 1);
     int slot = rjq__key_slot(names[1], strlen(names[1]));
     int from = cluster_owner(&cl, 0, slot), to = cluster_owner(&cl, 0,
                                                               rjq__key_slot(names[2], strlen(names[2])));

@@ -350,10 +350,23 @@ typedef struct rjq_client_options {
      * sends each request to the master of its key's slot, one command
      * connection per master used, following MOVED and ASK; database 0
      * only; README "Redis Cluster"), or
-     * unix:///path[?db=N]. host is a name or a numeric address ([..] for
-     * IPv6); names need a loop glue that resolves them (rjq_loop_ops
-     * resolve: rjq_libevent_client_new_dns), without one only "localhost"
-     * (127.0.0.1). NULL means redis://127.0.0.1:6379. */
+     * unix://[user[:password]@]/path. host is a name or a numeric address
+     * ([..] for IPv6); names need a loop glue that resolves them
+     * (rjq_loop_ops resolve: rjq_libevent_client_new_dns), without one
+     * only "localhost" (127.0.0.1). A lone word before '@' is the
+     * password (redis://secret@host, as redis-cli), unless ?password= is
+     * given: then it is the user. Every form takes a query
+     * ?key=value&...: db=N (as /N: not both), username=, password= (not
+     * both with the user or password before '@'; percent-decoded),
+     * timeout= (the connect timeout: seconds "2", "0.5", or "1500ms",
+     * "2s"; it replaces connect_timeout_ms; also spelt connect_timeout,
+     * dial_timeout, socket_connect_timeout) and protocol=2 (rjq speaks
+     * RESP2: protocol=3 is refused). Characters with a meaning in URLs
+     * (/ ? # @ : % &) are written %XX in the user, password and path.
+     * What the URL names wins over username, password and
+     * connect_timeout_ms below. A malformed URL, an unknown query option,
+     * one given twice: RJQ_EURL, rjq_client_errmsg(NULL) says which. NULL
+     * means redis://127.0.0.1:6379. */
     const char *url;
     const char *prefix;        /* key prefix; NULL means "rjq" */
     const char *name;          /* CLIENT SETNAME; NULL means "rjq" */
@@ -433,6 +446,17 @@ typedef struct rjq_client_options {
      * WAIT. */
     int wait_replicas;
     long wait_timeout_ms;
+    /* AUTH for every connection the client makes to Redis (command and
+     * subscriber connections, a Redis Cluster's node connections and
+     * sharded pub/sub links, the master a Sentinel URL names; not the
+     * sentinels: sentinel_user, sentinel_password), for when the URL
+     * names none, e.g. a unix:// socket, or a password kept out of the
+     * URL. The URL's user and password (before '@' or in its query) win,
+     * each on its own. NULL or "": none. A username needs a password
+     * (from here or the URL): RJQ_EINVAL otherwise. password alone is the
+     * legacy AUTH <password> (ACL user "default"). */
+    const char *username;
+    const char *password;
 } rjq_client_options;
 #define RJQ_CLIENT_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_client_options)
 
@@ -453,7 +477,8 @@ typedef struct rjq_client_options {
  * ops is copied (it need not outlive the call).
  * Errors: RJQ_EINVAL (NULL out/ops/set_timer/attach, resolve without
  * resolve_cancel, a size of opts, ops or opts->tls this library does not
- * read: see "Extensible structs"), RJQ_EURL, RJQ_ETLS (TLS
+ * read: see "Extensible structs", a username without a password),
+ * RJQ_EURL (a malformed URL, or a ?username= without a password), RJQ_ETLS (TLS
  * asked for without TLS in this build, or its files unusable),
  * RJQ_ENOMEM; rjq_client_errmsg(NULL) says why.
  * Not to be called from inside a callback of the same loop glue it creates.

@@ -83,6 +83,28 @@ static int copy_options(rjq_client *c, const rjq_client_options *o) {
     return RJQ_OK;
 }
 
+/* The options' username and password where the URL names none, and the
+ * URL's ?timeout= over connect_timeout_ms (rjq.h: the URL wins). */
+static int merge_url(rjq_client *c, const rjq_client_options *o) {
+    if (c->url.timeout_ms > 0) c->connect_timeout_ms = c->url.timeout_ms;
+    int url_user = c->url.user != NULL;
+    if (o && o->password && o->password[0] && c->url.password == NULL) {
+        c->url.password = strdup(o->password);
+        if (c->url.password == NULL) return RJQ_ENOMEM;
+    }
+    if (o && o->username && o->username[0] && c->url.user == NULL) {
+        c->url.user = strdup(o->username);
+        if (c->url.user == NULL) return RJQ_ENOMEM;
+    }
+    if (c->url.user && c->url.password == NULL) {
+        rjq__errmsg(c, "a user (%s) needs a password: rjq_client_options.password, ?password= "
+                       "or user:password@ in the URL",
+                    url_user ? "?username= in the URL" : "rjq_client_options.username");
+        return url_user ? RJQ_EURL : RJQ_EINVAL;
+    }
+    return RJQ_OK;
+}
+
 /* A list's host (a sentinel, a seed node: `what`) that is a name needs a
  * glue that resolves it ("localhost" excepted). */
 static int check_names(rjq_client *c, const rjq__url_host *h, size_t n, const char *what) {
@@ -212,6 +234,7 @@ int rjq_client_new(rjq_client **out, const rjq_client_options *given,
     rc = copy_options(c, opts);
     if (rc == RJQ_OK)
         rc = rjq__url_parse(opts ? opts->url : NULL, &c->url, c->errmsg, sizeof c->errmsg);
+    if (rc == RJQ_OK) rc = merge_url(c, opts);
     if (rc == RJQ_OK) rc = check_host(c);
     if (rc == RJQ_OK) rc = setup_tls(c, opts ? opts->tls : NULL);
     if (rc == RJQ_OK) rc = rjq__timer_setup(c, &c->drain_timer, on_drain_timer, c);

@@ -62,21 +62,10 @@ static int parse_int(const char *s, size_t n, long lo, long hi, int *out) {
     return 0;
 }
 
-static int parse_unix(const char *rest, rjq__url *u, char *err, size_t errlen) {
-    const char *q = strchr(rest, '?');
-    size_t n = q ? (size_t)(q - rest) : strlen(rest);
-    int oom = 0;
-    if (n == 0 || rest[0] != '/') return fail(u, err, errlen, "unix URL needs an absolute path");
-    u->path = decode(rest, n, &oom);
-    if (u->path == NULL) return oom ? RJQ_ENOMEM : fail(u, err, errlen, "bad %-escape in path");
-    if (q) {
-        if (strncmp(q + 1, "db=", 3) != 0 || parse_int(q + 4, strlen(q + 4), 0, 1 << 20, &u->db))
-            return fail(u, err, errlen, "unix URL accepts only ?db=N");
-    }
-    return RJQ_OK;
-}
-
-static int parse_userinfo(const char *s, size_t n, rjq__url *u, char *err, size_t errlen) {
+/* The userinfo s[0..n): "user:password", ":password", or a lone word
+ * (*lone set): the password (legacy AUTH), unless the query gives
+ * ?password= (then parse_query makes it the user, as redis-py does). */
+static int parse_userinfo(const char *s, size_t n, rjq__url *u, int *lone, char *err, size_t errlen) {
     const char *colon = memchr(s, ':', n);
     int oom = 0;
     size_t ulen = colon ? (size_t)(colon - s) : n;
@@ -92,6 +81,7 @@ static int parse_userinfo(const char *s, size_t n, rjq__url *u, char *err, size_
         /* redis://secret@host: a lone word is the password (legacy AUTH) */
         u->password = u->user;
         u->user = NULL;
+        *lone = 1;
     }
     return RJQ_OK;
 }
@@ -181,39 +171,35 @@ static int parse_list_host(const char *s, size_t n, int port, rjq__url_host *out
     return RJQ_OK;
 }
 
-/* The sentinels' list "h[:p],h[:p]..." (n bytes), then "/name[/db]". */
-static int parse_sentinel(const char *s, rjq__url *u, char *err, size_t errlen) {
-    const char *slash = strchr(s, '/');
-    const char *at = NULL;
-    for (const char *p = s; *p && p != slash; p++)
-        if (*p == '@') at = p;
-    int rc;
-    if (at) {
-        if ((rc = parse_userinfo(s, (size_t)(at - s), u, err, errlen)) != RJQ_OK) return rc;
-        s = at + 1;
-    }
-    if (slash == NULL || slash[1] == '\0' || slash[1] == '/')
+/* The sentinels' list "h[:p],h[:p]..." (n bytes), and the path
+ * "/name[/db]" (plen bytes). */
+static int parse_sentinel(const char *s, size_t n, const char *path, size_t plen, rjq__url *u,
+                          char *err, size_t errlen) {
+    const char *end = s + n;
+    if (plen < 2 || path[1] == '/')
         return fail(u, err, errlen, "a Sentinel URL names its master: redis+sentinel://host:port/NAME");
     u->sentinels = calloc(RJQ__SENTINELS_MAX, sizeof *u->sentinels);
     if (u->sentinels == NULL) return RJQ_ENOMEM;
-    while (s < slash) {
-        const char *comma = memchr(s, ',', (size_t)(slash - s));
-        const char *end = comma ? comma : slash;
+    while (s < end) {
+        const char *comma = memchr(s, ',', (size_t)(end - s));
+        const char *e = comma ? comma : end;
         if (u->nsentinels == RJQ__SENTINELS_MAX) return fail(u, err, errlen, "at most 16 sentinels");
-        if (end == s) return fail(u, err, errlen, "an empty sentinel address");
-        rc = parse_list_host(s, (size_t)(end - s), 26379, &u->sentinels[u->nsentinels], u, err,
-                             errlen);
+        if (e == s) return fail(u, err, errlen, "an empty sentinel address");
+        int rc = parse_list_host(s, (size_t)(e - s), 26379, &u->sentinels[u->nsentinels], u, err,
+                                 errlen);
         if (rc != RJQ_OK) return rc;
         u->nsentinels++;
-        s = comma ? comma + 1 : slash;
+        s = comma ? comma + 1 : end;
     }
-    const char *name = slash + 1, *db = strchr(name, '/');
-    size_t nlen = db ? (size_t)(db - name) : strlen(name);
+    if (u->nsentinels == 0) return fail(u, err, errlen, "an empty sentinel address");
+    const char *name = path + 1, *db = memchr(name, '/', plen - 1);
+    size_t nlen = db ? (size_t)(db - name) : plen - 1;
     int oom = 0;
     u->master = decode(name, nlen, &oom);
     if (u->master == NULL) return oom ? RJQ_ENOMEM : fail(u, err, errlen, "bad %-escape in the master's name");
-    if (db && parse_int(db + 1, strlen(db + 1), 0, 1 << 20, &u->db))
+    if (db && parse_int(db + 1, plen - (size_t)(db + 1 - path), 0, RJQ__DB_MAX, &u->db))
         return fail(u, err, errlen, "database must be a number");
+    u->db_given = db != NULL;
     return RJQ_OK;
 }
 
@@ -240,35 +226,209 @@ static int parse_seeds(const char *s, size_t n, rjq__url *u, char *err, size_t e
     return u->host ? RJQ_OK : RJQ_ENOMEM;
 }
 
+/* A connect timeout as ?timeout= takes it: seconds ("2", "0.5": to the
+ * millisecond) or with a unit ("1500ms", "2s"), 1 ms .. 1 day. */
+static int parse_timeout(const char *s, size_t n, long *ms) {
+    long scale = 1000;
+    if (n > 2 && strncmp(s + n - 2, "ms", 2) == 0) n -= 2, scale = 1;
+    else if (n > 1 && s[n - 1] == 's') n--;
+    long whole = 0, frac = 0, fscale = 1000;
+    size_t i = 0, digits = 0;
+    for (; i < n && isdigit((unsigned char)s[i]); i++, digits++) {
+        if (digits >= 9) return -1;
+        whole = whole * 10 + (s[i] - '0');
+    }
+    if (digits == 0) return -1;
+    if (i < n && s[i] == '.' && scale == 1000) {
+        size_t fd = 0;
+        for (i++; i < n && isdigit((unsigned char)s[i]); i++, fd++) {
+            if (fd >= 3) return -1; /* finer than a millisecond */
+            frac = frac * 10 + (s[i] - '0');
+            fscale /= 10;
+        }
+        if (fd == 0) return -1;
+        frac *= fscale;
+    }
+    if (i != n) return -1;
+    long v = whole * scale + frac;
+    if (v < 1 || v > 86400000L) return -1;
+    *ms = v;
+    return 0;
+}
+
+/* One key of the query, as rjq knows it (aliases: the forms redis-py and
+ * go-redis write the connect timeout in). */
+enum { Q_DB, Q_PASSWORD, Q_USERNAME, Q_TIMEOUT, Q_PROTOCOL, Q_N };
+static int query_key(const char *k, size_t n) {
+    static const struct {
+        const char *name;
+        int key;
+    } keys[] = {{"db", Q_DB},
+                {"password", Q_PASSWORD},
+                {"username", Q_USERNAME},
+                {"timeout", Q_TIMEOUT},
+                {"connect_timeout", Q_TIMEOUT},
+                {"dial_timeout", Q_TIMEOUT},
+                {"socket_connect_timeout", Q_TIMEOUT},
+                {"protocol", Q_PROTOCOL}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strlen(keys[i].name) == n && memcmp(keys[i].name, k, n) == 0) return keys[i].key;
+    return -1;
+}
+
+/* The query q (n bytes, after the '?'): "key=value" pairs joined by '&',
+ * values percent-decoded. lone: the userinfo was a lone word. */
+static int parse_query(const char *q, size_t n, int lone, rjq__url *u, char *err, size_t errlen) {
+    const char *end = q + n;
+    int seen[Q_N] = {0};
+    char why[200];
+    while (q < end) {
+        const char *amp = memchr(q, '&', (size_t)(end - q));
+        const char *e = amp ? amp : end;
+        const char *eq = memchr(q, '=', (size_t)(e - q));
+        size_t klen = eq ? (size_t)(eq - q) : (size_t)(e - q);
+        /* a key is shown when it looks like one (not a piece of a
+         * password with a '?' in it) */
+        int shown = klen > 0 && klen <= 40 && strspn(q, "abcdefghijklmnopqrstuvwxyz_0123456789") >= klen;
+        int klen_shown = shown ? (int)klen : 0;
+        if (e == q) { /* "a=1&&b=2", a trailing '&' */
+            q = e + 1;
+            continue;
+        }
+        int key = query_key(q, klen);
+        if (key < 0) {
+            snprintf(why, sizeof why,
+                     "unknown query option%s%.*s%s (rjq takes db, username, password, timeout "
+                     "and protocol; a '?' in a password is written %%3F)",
+                     shown ? " '" : "", klen_shown, q, shown ? "'" : "");
+            return fail(u, err, errlen, why);
+        }
+        if (eq == NULL || eq + 1 == e) {
+            snprintf(why, sizeof why, "query option %.*s needs a value (%.*s=...)", klen_shown, q,
+                     klen_shown, q);
+            return fail(u, err, errlen, why);
+        }
+        if (seen[key]++) {
+            snprintf(why, sizeof why, "query option %.*s given twice", klen_shown, q);
+            return fail(u, err, errlen, why);
+        }
+        const char *v = eq + 1;
+        size_t vlen = (size_t)(e - v);
+        int oom = 0;
+        char *text = NULL;
+        switch (key) {
+        case Q_DB:
+            if (u->db_given)
+                return fail(u, err, errlen, "the database is given twice (in the path and ?db=)");
+            if (parse_int(v, vlen, 0, RJQ__DB_MAX, &u->db))
+                return fail(u, err, errlen, "?db= must be a database number (0..1048576)");
+            u->db_given = 1;
+            break;
+        case Q_PASSWORD:
+        case Q_USERNAME:
+            text = decode(v, vlen, &oom);
+            if (text == NULL)
+                return oom ? RJQ_ENOMEM
+                           : fail(u, err, errlen,
+                                  key == Q_PASSWORD ? "bad %-escape in ?password=" : "bad %-escape in ?username=");
+            if (key == Q_PASSWORD && lone && u->user == NULL) {
+                /* redis://alice@host?password=x: the lone word is the user */
+                u->user = u->password;
+                u->password = NULL;
+                lone = 0;
+            }
+            char **slot = key == Q_PASSWORD ? &u->password : &u->user;
+            if (*slot) {
+                free(text);
+                return fail(u, err, errlen,
+                            key == Q_PASSWORD
+                                ? "the password is given twice (before '@' and ?password=)"
+                                : "the user is given twice (before '@' and ?username=)");
+            }
+            *slot = text;
+            break;
+        case Q_TIMEOUT:
+            if (parse_timeout(v, vlen, &u->timeout_ms))
+                return fail(u, err, errlen,
+                            "?timeout= is the connect timeout in seconds (\"2\", \"0.5\") or with "
+                            "a unit (\"1500ms\", \"2s\"): 1 ms to 1 day");
+            break;
+        case Q_PROTOCOL:
+            if (vlen == 1 && v[0] == '3')
+                return fail(u, err, errlen,
+                            "?protocol=3: rjq speaks RESP2 only (protocol=2, or leave it out)");
+            if (vlen != 1 || v[0] != '2')
+                return fail(u, err, errlen, "?protocol= must be 2 (rjq speaks RESP2)");
+            break;
+        }
+        q = amp ? amp + 1 : end;
+    }
+    return RJQ_OK;
+}
+
+/* A unix:// URL's path (n bytes): absolute, percent-decoded. */
+static int parse_unix(size_t hlen, const char *path, size_t n, rjq__url *u,
+                      char *err, size_t errlen) {
+    int oom = 0;
+    if (hlen != 0 || n == 0)
+        return fail(u, err, errlen,
+                    "unix URL needs an absolute path: unix:///path or unix://user:password@/path");
+    u->path = decode(path, n, &oom);
+    if (u->path == NULL) return oom ? RJQ_ENOMEM : fail(u, err, errlen, "bad %-escape in path");
+    return RJQ_OK;
+}
+
+enum { K_TCP, K_UNIX, K_SENTINEL };
+
+/* scheme://[userinfo@]hosts[/path][?query]: the userinfo ends at the last
+ * '@' before the path or the query, the hosts at the first '/' or '?'
+ * after it, the path at the first '?'. */
 static int parse(const char *url, rjq__url *u, char *err, size_t errlen) {
     u->port = 6379;
-    if (url && strncmp(url, "redis+sentinel://", 17) == 0) return parse_sentinel(url + 17, u, err, errlen);
     if (url == NULL) url = "redis://127.0.0.1:6379";
-    if (strncmp(url, "unix://", 7) == 0) return parse_unix(url + 7, u, err, errlen);
-    if (strncmp(url, "rediss://", 9) == 0) {
-        u->tls = 1;
-    } else if (strncmp(url, "redis://", 8) != 0) {
+    int kind = K_TCP;
+    const char *s;
+    if (strncmp(url, "redis+sentinel://", 17) == 0) kind = K_SENTINEL, s = url + 17;
+    else if (strncmp(url, "unix://", 7) == 0) kind = K_UNIX, s = url + 7;
+    else if (strncmp(url, "rediss://", 9) == 0) u->tls = 1, s = url + 9;
+    else if (strncmp(url, "redis://", 8) == 0) s = url + 8;
+    else
         return fail(u, err, errlen,
                     "URL must start with redis://, rediss://, redis+sentinel:// or unix://");
-    }
-    const char *s = url + (u->tls ? 9 : 8);
-    const char *slash = strchr(s, '/');
-    size_t auth_end_limit = slash ? (size_t)(slash - s) : strlen(s);
+    size_t alen = strcspn(s, "/?"); /* the authority: [userinfo@]hosts */
+    const char *path = s + alen;
+    size_t plen = strcspn(path, "?");
+    const char *query = path[plen] == '?' ? path + plen + 1 : NULL;
     const char *at = NULL;
-    for (size_t i = 0; i < auth_end_limit; i++)
+    for (size_t i = 0; i < alen; i++)
         if (s[i] == '@') at = s + i; /* the last '@' ends the userinfo */
-    int rc;
+    int rc, lone = 0;
     if (at) {
-        if ((rc = parse_userinfo(s, (size_t)(at - s), u, err, errlen)) != RJQ_OK) return rc;
+        if ((rc = parse_userinfo(s, (size_t)(at - s), u, &lone, err, errlen)) != RJQ_OK) return rc;
+        alen -= (size_t)(at + 1 - s);
         s = at + 1;
     }
-    size_t hostlen = slash ? (size_t)(slash - s) : strlen(s);
-    const char *comma = memchr(s, ',', hostlen);
-    if (comma && (rc = parse_seeds(s, hostlen, u, err, errlen)) != RJQ_OK) return rc;
-    if (comma == NULL && (rc = parse_host(s, hostlen, u, err, errlen)) != RJQ_OK) return rc;
-    if (slash && slash[1] != '\0' && parse_int(slash + 1, strlen(slash + 1), 0, 1 << 20, &u->db))
-        return fail(u, err, errlen, "database must be a number");
-    return RJQ_OK;
+    if (kind == K_UNIX) {
+        rc = parse_unix(alen, path, plen, u, err, errlen);
+    } else if (kind == K_SENTINEL) {
+        rc = parse_sentinel(s, alen, path, plen, u, err, errlen);
+    } else {
+        const char *comma = memchr(s, ',', alen);
+        rc = comma ? parse_seeds(s, alen, u, err, errlen) : parse_host(s, alen, u, err, errlen);
+        if (rc == RJQ_OK && plen > 1) {
+            if (parse_int(path + 1, plen - 1, 0, RJQ__DB_MAX, &u->db))
+                return fail(u, err, errlen, "database must be a number");
+            u->db_given = 1;
+        }
+    }
+    if (rc == RJQ_OK && query) rc = parse_query(query, strlen(query), lone, u, err, errlen);
+    if (rc == RJQ_EURL && at == NULL && strchr(s + alen, '@')) { /* "redis://:pa?ss@host" */
+        size_t len = strlen(err);
+        snprintf(err + len, errlen - len,
+                 " (the user and password end at the first '/' or '?': write those in them "
+                 "as %%2F, %%3F)");
+    }
+    return rc;
 }
 
 void rjq__url_free(rjq__url *u) {

@@ -1,7 +1,8 @@
 /*
  * Redis URLs: redis[s]://[user[:password]@]host[:port][/db],
  * redis+sentinel://[user[:password]@]host[:port][,host[:port]...]/name[/db]
- * and unix:///path[?db=N]. redis[s]:// may list several seed nodes of a
+ * and unix://[user[:password]@]/path, each with an optional query
+ * ?db=N&username=U&password=P&timeout=T&protocol=2 (rjq.h, url). redis[s]:// may list several seed nodes of a
  * Redis Cluster: redis://h1:p1,h2:p2 (each port 6379 unless given). Pure parsing, no I/O: a host name is checked for
  * its form only (the loop glue resolves it, client.c decides whether one
  * may be given).
@@ -12,6 +13,7 @@
 #include <stddef.h>
 
 #define RJQ__HOST_MAX 256 /* a host name's bytes, with its NUL */
+#define RJQ__DB_MAX (1 << 20) /* the highest database number taken */
 
 typedef struct rjq__url_host {
     char *host;
@@ -41,6 +43,8 @@ typedef struct rjq__url {
     char *user;      /* NULL when absent */
     char *password;  /* NULL when absent */
     int db;
+    int db_given;    /* the URL names the database (path or ?db=) */
+    long timeout_ms; /* ?timeout=: the connect timeout; 0 when not given */
 } rjq__url;
 
 /* Parse url into *out (all strings malloc'd, percent-decoded). On error

@@ -16,7 +16,7 @@
                    #type " has tail padding: add an explicit int reserved")
 RJQ__ENDS_AT_(rjq_loop_ops, unwatch_fd);
 RJQ__ENDS_AT_(rjq_tls_options, reserved);
-RJQ__ENDS_AT_(rjq_client_options, wait_timeout_ms);
+RJQ__ENDS_AT_(rjq_client_options, password);
 RJQ__ENDS_AT_(rjq_queue_options, job_timeout_ms);
 RJQ__ENDS_AT_(rjq_job_options, reserved);
 RJQ__ENDS_AT_(rjq_enqueue_item, opts);

@@ -363,6 +363,197 @@ TEST(url_err_unix_relative) {
     expect_bad("unix://?db=1", "absolute");
 }
 
+/* issue 37: "redis://:secret@host:port?db=3" was refused with "port must
+ * be 1..65535" (the query was read as part of the port). */
+TEST(url_query_after_port) {
+    rjq__url u;
+    parse_ok("redis://:secret@127.0.0.1:6380?db=3", &u);
+    ASSERT_STREQ("127.0.0.1", u.host);
+    ASSERT_EQ(6380, u.port);
+    ASSERT_NULL(u.user);
+    ASSERT_STREQ("secret", u.password);
+    ASSERT_EQ(3, u.db);
+    ASSERT_EQ(0, u.timeout_ms);
+    rjq__url_free(&u);
+
+    parse_ok("rediss://localhost/?db=2", &u); /* a '/' before the '?' */
+    ASSERT_EQ(1, u.tls);
+    ASSERT_EQ(2, u.db);
+    rjq__url_free(&u);
+
+    parse_ok("redis://[::1]:7000?db=1", &u);
+    ASSERT_STREQ("::1", u.host);
+    ASSERT_EQ(7000, u.port);
+    ASSERT_EQ(1, u.db);
+    rjq__url_free(&u);
+
+    parse_ok("redis://127.0.0.1:7000,127.0.0.1:7001?timeout=2", &u); /* seed nodes */
+    ASSERT_EQ(2u, u.nseeds);
+    ASSERT_EQ(7001, u.seeds[1].port);
+    ASSERT_EQ(2000, u.timeout_ms);
+    rjq__url_free(&u);
+
+    parse_ok("redis://127.0.0.1?", &u); /* an empty query */
+    ASSERT_EQ(0, u.db);
+    rjq__url_free(&u);
+}
+
+TEST(url_query_user_password) {
+    rjq__url u;
+    parse_ok("redis://127.0.0.1?username=alice&password=p%26w%3F", &u);
+    ASSERT_STREQ("alice", u.user);
+    ASSERT_STREQ("p&w?", u.password);
+    rjq__url_free(&u);
+
+    parse_ok("redis://127.0.0.1?password=pw", &u); /* legacy AUTH <password> */
+    ASSERT_NULL(u.user);
+    ASSERT_STREQ("pw", u.password);
+    rjq__url_free(&u);
+
+    /* a lone word before '@' is the password, but the user when the query
+     * gives the password (redis-py's unix://user@/path?password=) */
+    parse_ok("redis://alice@127.0.0.1?password=pw", &u);
+    ASSERT_STREQ("alice", u.user);
+    ASSERT_STREQ("pw", u.password);
+    rjq__url_free(&u);
+
+    parse_ok("redis://:pw@127.0.0.1?username=alice", &u);
+    ASSERT_STREQ("alice", u.user);
+    ASSERT_STREQ("pw", u.password);
+    rjq__url_free(&u);
+
+    /* a user alone parses (the client options may give the password;
+     * rjq_client_new refuses it otherwise) */
+    parse_ok("redis://127.0.0.1?username=alice", &u);
+    ASSERT_STREQ("alice", u.user);
+    ASSERT_NULL(u.password);
+    rjq__url_free(&u);
+}
+
+TEST(url_unix_userinfo_and_query) {
+    rjq__url u;
+    parse_ok("unix://alice:s%40cret@/tmp/r.sock?db=4&timeout=1500ms", &u);
+    ASSERT_STREQ("/tmp/r.sock", u.path);
+    ASSERT_NULL(u.host);
+    ASSERT_STREQ("alice", u.user);
+    ASSERT_STREQ("s@cret", u.password);
+    ASSERT_EQ(4, u.db);
+    ASSERT_EQ(1500, u.timeout_ms);
+    rjq__url_free(&u);
+
+    parse_ok("unix://:pw@/tmp/r.sock", &u);
+    ASSERT_NULL(u.user);
+    ASSERT_STREQ("pw", u.password);
+    rjq__url_free(&u);
+
+    parse_ok("unix://secret@/tmp/r.sock", &u); /* as redis:// */
+    ASSERT_NULL(u.user);
+    ASSERT_STREQ("secret", u.password);
+    rjq__url_free(&u);
+
+    parse_ok("unix://alice@/tmp/r.sock?password=pw&protocol=2", &u);
+    ASSERT_STREQ("alice", u.user);
+    ASSERT_STREQ("pw", u.password);
+    rjq__url_free(&u);
+
+    parse_ok("unix:///tmp/a%3Fb.sock?db=1", &u); /* a '?' in the path, encoded */
+    ASSERT_STREQ("/tmp/a?b.sock", u.path);
+    ASSERT_EQ(1, u.db);
+    rjq__url_free(&u);
+}
+
+TEST(url_sentinel_query) {
+    rjq__url u;
+    parse_ok("redis+sentinel://u:p@127.0.0.1:26380,[::1]/mymaster?db=2&timeout=0.25", &u);
+    ASSERT_EQ(2u, u.nsentinels);
+    ASSERT_STREQ("mymaster", u.master);
+    ASSERT_STREQ("u", u.user);
+    ASSERT_STREQ("p", u.password);
+    ASSERT_EQ(2, u.db);
+    ASSERT_EQ(250, u.timeout_ms);
+    rjq__url_free(&u);
+
+    parse_ok("redis+sentinel://127.0.0.1/mymaster/3?password=pw", &u);
+    ASSERT_STREQ("mymaster", u.master);
+    ASSERT_EQ(3, u.db);
+    ASSERT_STREQ("pw", u.password);
+    rjq__url_free(&u);
+}
+
+TEST(url_timeout_forms) {
+    static const struct {
+        const char *q;
+        long ms;
+    } ok[] = {{"timeout=2", 2000},        {"timeout=0.5", 500},    {"timeout=1.25", 1250},
+              {"timeout=1500ms", 1500},   {"timeout=3s", 3000},    {"timeout=0.001", 1},
+              {"timeout=86400", 86400000}, {"connect_timeout=4", 4000}, {"dial_timeout=5s", 5000},
+              {"socket_connect_timeout=0.1", 100}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        char url[128];
+        snprintf(url, sizeof url, "redis://127.0.0.1?%s", ok[i].q);
+        rjq__url u;
+        parse_ok(url, &u);
+        if (u.timeout_ms != ok[i].ms)
+            FAIL_AT(__FILE__, __LINE__, "%s: %ld ms, expected %ld", url, u.timeout_ms, ok[i].ms);
+        rjq__url_free(&u);
+    }
+    static const char *bad[] = {"timeout=0",      "timeout=0ms",   "timeout=-1",   "timeout=1.",
+                                "timeout=.5",     "timeout=0.0001", "timeout=1.5ms", "timeout=2m",
+                                "timeout=86401",  "timeout=1e3",   "timeout=s",    "timeout=ms",
+                                "timeout=9999999999", "timeout=1 s"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char url[128];
+        snprintf(url, sizeof url, "redis://127.0.0.1?%s", bad[i]);
+        expect_bad(url, "timeout");
+    }
+}
+
+TEST(url_err_query) {
+    expect_bad("redis://127.0.0.1?protocol=3", "RESP2");
+    expect_bad("redis://127.0.0.1?protocol=1", "protocol");
+    expect_bad("redis://127.0.0.1?protocol=22", "protocol");
+    expect_bad("redis://127.0.0.1?foo=1", "unknown query option 'foo'");
+    expect_bad("redis://127.0.0.1?DB=1", "unknown query option");
+    expect_bad("redis://127.0.0.1?db", "needs a value");
+    expect_bad("redis://127.0.0.1?password=", "needs a value");
+    expect_bad("redis://127.0.0.1?db=1&db=2", "twice");
+    expect_bad("redis://127.0.0.1/1?db=2", "twice");
+    expect_bad("redis://127.0.0.1/0?db=0", "twice");
+    expect_bad("redis+sentinel://127.0.0.1/m/1?db=1", "twice");
+    expect_bad("redis://:a@127.0.0.1?password=b", "twice");
+    expect_bad("redis://u:a@127.0.0.1?username=v", "twice");
+    expect_bad("redis://127.0.0.1?timeout=1&dial_timeout=2", "twice");
+    expect_bad("redis://127.0.0.1?db=x", "db");
+    expect_bad("redis://127.0.0.1?db=1048577", "db");
+    expect_bad("redis://127.0.0.1?db=-1", "db");
+    expect_bad("redis://127.0.0.1?password=%zz", "%");
+    expect_bad("redis://127.0.0.1?username=a%00b&password=p", "%");
+    expect_bad("redis://127.0.0.1?db=1#frag", "db");
+    /* a raw '?' in a password ends the host part: refused, hinting %3F,
+     * and the piece of the password is not echoed */
+    rjq__url u;
+    ASSERT_EQ(RJQ_EURL, rjq__url_parse("redis://:pa?ss@127.0.0.1", &u, err, sizeof err));
+    ASSERT(strstr(err, "%3F") != NULL);
+    ASSERT(strstr(err, "ss@") == NULL);
+    ASSERT_EQ(RJQ_EURL, rjq__url_parse("redis://u:pa?SECRETWORD=1@h", &u, err, sizeof err));
+    ASSERT(strstr(err, "SECRETWORD") == NULL);
+}
+
+TEST(url_err_unix_host) {
+    expect_bad("unix://localhost/tmp/r.sock", "absolute path");
+    expect_bad("unix://u:p@host/tmp/r.sock", "absolute path");
+    expect_bad("unix://u:p@", "absolute path");
+    expect_bad("unix://u:p@?db=1", "absolute path");
+    expect_bad("unix:///tmp/r.sock?db=1&db=1", "twice");
+}
+
+/* redis+sentinel:///m (no sentinel at all) was taken, leaving a client
+ * with nsentinels 0 to divide by. */
+TEST(url_err_sentinel_none) {
+    expect_bad("redis+sentinel:///m", "empty sentinel");
+    expect_bad("redis+sentinel://u:p@/m", "empty sentinel");
+}
+
 /* A tiny err buffer truncates the message but stays NUL-terminated. */
 TEST(url_err_small_buffer) {
     rjq__url u;
@@ -378,8 +569,10 @@ TEST(url_parse_free_loop) {
     static const char *good[] = {
         NULL, "redis://alice:pw@127.0.0.1:6380/2", "redis://secret@localhost",
         "redis://:p%40@[::1]:6380", "unix:///tmp/x.sock?db=3",
-        "redis+sentinel://u:p@127.0.0.1,[::1]:26380/m/2"};
+        "redis+sentinel://u:p@127.0.0.1,[::1]:26380/m/2",
+        "unix://u:p@/tmp/x.sock?db=3&timeout=2", "redis://a@127.0.0.1?password=b&db=1"};
     static const char *bad[] = {
+        "redis://:a@127.0.0.1?password=b", "unix://u:p@/x?username=v", "redis://x?protocol=3",
         "redis://alice:pw@exa$mple.com", "redis://u:p@127.0.0.1:0",
         "redis://u:p@127.0.0.1/abc", "redis://u:%zz@127.0.0.1",
         "redis://us%zz:p@127.0.0.1", "redis://u:p@[::1", "unix:///x?db=z",
@@ -413,6 +606,9 @@ TEST(url_parse_frees_everything_when_allocation_fails) {
         {"redis://:pw@127.0.0.1", 2},
         {"redis+sentinel://u:p@127.0.0.1,[::1]:26380/m/2", 6},
         {"unix:///tmp/x%20y.sock?db=3", 1},
+        {"unix://u:p@/tmp/x.sock?db=3", 3},
+        {"redis://u@127.0.0.1?password=p%20w&timeout=2", 3},
+        {"redis://127.0.0.1?username=u&password=p", 3},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *url = cases[i].url ? cases[i].url : "(null)";

@@ -25,10 +25,10 @@ def drop(old, new):
 drop("""    void *(*watch_fd)(void *loop, int fd, int want_read, int want_write, rjq_fd_fn *cb, void *arg);
     void (*unwatch_fd)(void *loop, void *handle);
 } rjq_loop_ops;""", "} rjq_loop_ops;")
-# rjq_client_options before wait_replicas and wait_timeout_ms
-drop("""    int wait_replicas;
-    long wait_timeout_ms;
-} rjq_client_options;""", "} rjq_client_options;")
+# rjq_client_options before wait_replicas (and the fields after it)
+i = s.index("    int wait_replicas;")
+j = s.index("} rjq_client_options;")
+s = s[:i] + s[j:]
 # rjq_job_options before dedup_ms
 i = s.index("    long long dedup_ms;")
 j = s.index("} rjq_job_options;")

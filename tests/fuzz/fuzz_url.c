@@ -1,5 +1,5 @@
 /* Redis URLs (url.c: rjq__url_parse), as rjq_client_new and the tools'
- * --url take them. */
+ * --url take them, with their query options (?db=, ?password=, ...). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (rc == RJQ_OK) {
         MUST((u.path == NULL) != (u.host == NULL) || u.master != NULL);
         MUST(u.path != NULL || u.master != NULL || (u.port > 0 && u.port <= 65535));
+        MUST(u.db >= 0 && u.db <= RJQ__DB_MAX && (u.db == 0 || u.db_given));
+        MUST(u.timeout_ms >= 0 && u.timeout_ms <= 86400000L);
         touch_str(u.host), touch_str(u.path), touch_str(u.user), touch_str(u.password);
         touch_str(u.master);
         for (size_t i = 0; i < u.nsentinels; i++) {

@@ -31,6 +31,7 @@ trap cleanup EXIT
 redis_private_start "$DIR" || die "could not start redis-server (log: $(cat "$DIR/redis.log" 2>/dev/null))"
 PORT=$redis_port
 export RJQ_URL=$redis_url
+unset REDISCLI_AUTH # (the caller's would log every run in)
 rcli() { redis-cli -p "$PORT" "$@" >/dev/null; }
 
 # ---- helpers -----------------------------------------------------------------
@@ -574,6 +575,10 @@ check; { [ $((T1 - T0)) -ge 900 ] && [ $((T1 - T0)) -lt 6000 ]; } || fail "took 
 run -t 1 -u "redis://user:hunter2@127.0.0.1:$DEAD_PORT" stats q
 expect_rc 1
 check; grep -q hunter2 "$DIR/err" && fail "the password leaked into the message"
+run -t 1 -u "redis://127.0.0.1:$DEAD_PORT?password=hunter3&db=1" stats q
+expect_rc 1
+check; grep -q hunter3 "$DIR/err" && fail "the ?password= leaked into the message"
+expect_err_has "redis://127.0.0.1:$DEAD_PORT?password=***&db=1"
 
 # ---- redis-cli's connection flags (issue 37) -------------------------------------------
 # REDIS_URL when RJQ_URL is unset or empty; RJQ_URL first
@@ -628,6 +633,35 @@ expect_ok
 run -u "redis://clibob:wrong@127.0.0.1:$PORT" --pass=nope -t 2 stats q
 expect_rc 1
 check; grep -q nope "$DIR/err" && fail "the password of --pass leaked into the message"
+# $REDISCLI_AUTH (redis-cli's): the password when neither -a/--pass nor the
+# URL gives one; with --user it is that user's (the default user here takes
+# any password: a wrong one refused shows the user was sent)
+REDISCLI_AUTH='p@ss w:rd/%' run -p "$PORT" --user clibob stats q
+expect_ok
+REDISCLI_AUTH=wrongpw run -p "$PORT" --user clibob -t 2 stats q
+expect_rc 1
+check; grep -q wrongpw "$DIR/err" && fail "the password of REDISCLI_AUTH leaked into the message"
+REDISCLI_AUTH='p@ss w:rd/%' run -u "redis://127.0.0.1:$PORT?username=clibob" stats q
+expect_ok
+REDISCLI_AUTH=wrongpw run -u "redis://127.0.0.1:$PORT?username=clibob" -t 2 stats q
+expect_rc 1
+# -a and the URL's password win over it
+REDISCLI_AUTH=wrongpw run -p "$PORT" --user clibob -a 'p@ss w:rd/%' stats q
+expect_ok
+REDISCLI_AUTH=wrongpw run -u "redis://clibob:p%40ss%20w%3Ard%2F%25@127.0.0.1:$PORT" stats q
+expect_ok
+REDISCLI_AUTH= run -p "$PORT" --user clibob stats q
+expect_rc 2
+expect_err_has "REDISCLI_AUTH"
+# the library's URL query options: ?db= (redis://:pw@host:port?db=N was
+# refused with "port must be 1..65535")
+run -u "redis://clibob:p%40ss%20w%3Ard%2F%25@127.0.0.1:$PORT?db=6" enqueue qdb x
+expect_ok
+run -u "redis://127.0.0.1:$PORT/6" stats qdb
+expect_line "enqueued 1"
+run -u "redis://127.0.0.1:$PORT?protocol=3" stats q
+expect_rc 1
+expect_err_has "RESP2"
 rcli ACL DELUSER clibob
 # an IPv6 -h goes in brackets
 run -t 1 -h ::1 -p "$DEAD_PORT" stats q

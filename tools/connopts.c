@@ -21,6 +21,12 @@ void connopts_init(connopts *c) {
     const char *env = getenv("RJQ_URL");
     if (env == NULL || env[0] == '\0') env = getenv("REDIS_URL");
     if (env && env[0] != '\0') c->env_url = env;
+    const char *auth = getenv("REDISCLI_AUTH"); /* redis-cli's */
+    if (auth && auth[0] != '\0') c->env_auth = auth;
+}
+
+const char *connopts_password(const connopts *c) {
+    return c->env_auth;
 }
 
 void connopts_free(connopts *c) {
@@ -227,19 +233,28 @@ int connopts_url(connopts *c, const char **url, char *err, size_t errlen) {
         query = c->query, c->query = NULL;
     }
     int rc = 0;
-    if (p[CONN_USER] && p[CONN_PASS] == NULL) {
-        snprintf(err, errlen, "--user needs a password too (-a or --pass)");
+    /* a user without a password here: ?username=, the password from
+     * $REDISCLI_AUTH (the library's options) */
+    int user_query = p[CONN_USER] && p[CONN_PASS] == NULL;
+    if (user_query && c->env_auth == NULL) {
+        snprintf(err, errlen, "--user needs a password too (-a, --pass or $REDISCLI_AUTH)");
         rc = -1;
     } else {
-        size_t size = 64 + (query ? strlen(query) : 0);
+        size_t size = 80 + (query ? strlen(query) : 0);
         for (int i = 0; i < CONN_NPARTS; i++) size += p[i] ? strlen(p[i]) : 0;
         c->built = alloc(size);
+        const char *user = user_query ? NULL : p[CONN_USER];
         snprintf(c->built, size, "%s://%s%s%s%s%s:%s%s%s", tls ? "rediss" : "redis",
-                 p[CONN_USER] ? p[CONN_USER] : "", p[CONN_USER] ? ":" : "",
+                 user ? user : "", user ? ":" : "",
                  p[CONN_PASS] ? p[CONN_PASS] : "", p[CONN_PASS] ? "@" : "",
                  p[CONN_HOST] ? p[CONN_HOST] : "127.0.0.1", p[CONN_PORT] ? p[CONN_PORT] : "6379",
                  p[CONN_DB] ? "/" : "", p[CONN_DB] ? p[CONN_DB] : "");
         if (query) append_query(c->built, size, query, p);
+        if (user_query) {
+            size_t len = strlen(c->built);
+            snprintf(c->built + len, size - len, "%cusername=%s", strchr(c->built, '?') ? '&' : '?',
+                     p[CONN_USER]);
+        }
         *url = c->built;
     }
     for (int i = 0; i < CONN_NPARTS; i++) set_part(&base[i], NULL);

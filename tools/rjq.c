@@ -100,26 +100,44 @@ static int usage_error(const char *fmt, const char *arg) {
 /* The URL to show in messages, with any password masked: the userinfo
  * ends at the last '@' before the path (as the library reads it), and a
  * lone word there is a password too (redis://secret@host). */
+static void append(char *out, size_t size, const char *s, size_t n) {
+    size_t len = strlen(out);
+    snprintf(out + len, size - len, "%.*s", (int)n, s);
+}
+
+/* The URL with its password ("user:***@", "***@", "password=***") hidden. */
 static void display_url(const cli *t, char *out, size_t size) {
     const char *u = t->url ? t->url : DEFAULT_URL;
     const char *auth = strstr(u, "://");
-    if (auth == NULL) {
-        snprintf(out, size, "%s", u);
+    out[0] = '\0';
+    if (auth) {
+        auth += 3;
+        const char *end = auth + strcspn(auth, "/?"), *at = NULL;
+        for (const char *p = auth; p < end; p++)
+            if (*p == '@') at = p;
+        if (at) {
+            const char *colon = memchr(auth, ':', (size_t)(at - auth));
+            append(out, size, u, (size_t)((colon ? colon + 1 : auth) - u)); /* user:, or a lone password */
+            append(out, size, "***", 3);
+            u = at;
+        }
+    }
+    const char *q = strchr(u, '?');
+    if (q == NULL) {
+        append(out, size, u, strlen(u));
         return;
     }
-    auth += 3;
-    const char *end = auth + strcspn(auth, "/"), *at = NULL;
-    for (const char *p = auth; p < end; p++)
-        if (*p == '@') at = p;
-    if (at == NULL) {
-        snprintf(out, size, "%s", u);
-        return;
+    append(out, size, u, (size_t)(q - u));
+    while (*q) { /* "?k=v" or "&k=v" */
+        size_t n = 1 + strcspn(q + 1, "&");
+        if (strncmp(q + 1, "password=", 9) == 0) {
+            append(out, size, q, 10);
+            append(out, size, "***", 3);
+        } else {
+            append(out, size, q, n);
+        }
+        q += n;
     }
-    const char *colon = memchr(auth, ':', (size_t)(at - auth));
-    if (colon) /* user:password */
-        snprintf(out, size, "%.*s:***%s", (int)(colon - u), u, at);
-    else /* a lone password */
-        snprintf(out, size, "%.*s***%s", (int)(auth - u), u, at);
 }
 
 /* ---- errors --------------------------------------------------------------- */
@@ -254,6 +272,7 @@ static int reply_ok(cli *t, int status) {
 static void client_options(cli *t, rjq_client_options *o) {
     *o = (rjq_client_options)RJQ_CLIENT_OPTIONS_INIT;
     o->url = t->url;
+    o->password = connopts_password(&t->conn); /* $REDISCLI_AUTH: the URL's wins */
     o->prefix = t->prefix;
     o->name = "rjq-cli";
     o->on_event = on_event;

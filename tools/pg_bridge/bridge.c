@@ -1986,6 +1986,7 @@ bridge *bridge_start(struct event_base *base, const bridge_options *o) {
     if (o->queues && (b->queues_param = array_literal(o->queues, o->nqueues)) == NULL) goto fail;
     rjq_client_options co = RJQ_CLIENT_OPTIONS_INIT;
     co.url = o->redis_url;
+    co.password = o->redis_password;
     co.prefix = o->prefix;
     co.name = "rjq-pg-bridge";
     co.max_payload = o->max_payload;

@@ -13,6 +13,7 @@
 typedef struct bridge_options {
     const char *pg;            /* libpq connection string ("" : the PG* variables) */
     const char *redis_url;     /* NULL: rjq's default */
+    const char *redis_password; /* $REDISCLI_AUTH: for a URL without one; NULL: none */
     const char *prefix;        /* NULL: "rjq" */
     const char *table;         /* NULL: "rjq_jobs" (sqlname.h: pgb_table_ok) */
     char **queues;             /* the queues served; NULL: every queue */

@@ -288,6 +288,7 @@ int main(int argc, char **argv) {
         rc = usage_error("%s: the alerts need --listen", ho.alert_lag_ms ? "--alert-lag-ms" : "--alert-queued");
     if (rc == 0 && optind < argc) rc = usage_error("unexpected argument \"%s\"", argv[optind]);
     if (rc == 0 && connopts_url(&conn, &o.redis_url, err, sizeof err) != 0) rc = usage_error("%s", err);
+    o.redis_password = connopts_password(&conn);
     if (rc != 0) {
         if (queues) free(queues[o.nqueues]);
         free(queues);

@@ -77,8 +77,8 @@ static int fits(const char *s) {
     return 1;
 }
 
-int rjq_acl_print(FILE *out, const char *prefix, const char *queues, int roles, char *why,
-                  size_t whylen) {
+int acl_print(FILE *out, const char *prefix, const char *queues, int roles, char *why,
+              size_t whylen) {
     if (!fits(prefix) || !fits(queues)) {
         snprintf(why, whylen, "%s cannot go into an ACL rule (no spaces, '{', '}' or control "
                               "characters)", fits(prefix) ? "the queue pattern" : "the prefix");

@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-/* The roles, for rjq_acl_print's `role`. */
+/* The roles, for acl_print's `role`. */
 #define RJQ_ACL_PRODUCER 1
 #define RJQ_ACL_WORKER 2
 #define RJQ_ACL_MONITOR 4
@@ -18,7 +18,7 @@
  * queues matching the glob `queues`. Returns 0, or -1 when prefix or
  * queues cannot go into an ACL rule (a space, '{', '}' or a control
  * character), with the reason in why. */
-int rjq_acl_print(FILE *out, const char *prefix, const char *queues, int roles, char *why,
-                  size_t whylen);
+int acl_print(FILE *out, const char *prefix, const char *queues, int roles, char *why,
+              size_t whylen);
 
 #endif

@@ -1256,8 +1256,8 @@ static int cmd_top(cli *t, int argc, char **argv) {
 #ifdef RJQ_HAVE_TOP
     if (cli_open(t, NULL)) return 1;
     rjq_client *c = t->c;
-    t->c = NULL; /* rjq_top frees it */
-    return rjq_top(t->base, c, (long)ms);
+    t->c = NULL; /* top_run frees it */
+    return top_run(t->base, c, (long)ms);
 #else
     fprintf(stderr, "rjq: top: this rjq was built without ncurses\n");
     return 1;
@@ -1320,7 +1320,7 @@ static int cmd_serve(cli *t, int argc, char **argv) {
         report(t, RJQ_ENOMEM, "cannot create the event loop");
         return 1;
     }
-    return rjq_serve(t->base, &o, &so);
+    return serve_run(t->base, &o, &so);
 #else
     fprintf(stderr, "rjq: serve: this rjq was built without jansson (libjansson-dev)\n");
     return 1;
@@ -1731,7 +1731,7 @@ static int cmd_acl(cli *t, int argc, char **argv) {
             report(t, RJQ_ENOMEM, "acl");
             return 1;
         }
-        rc = rjq_acl_print(mem, t->prefix ? t->prefix : "rjq", queues, roles, why, sizeof why);
+        rc = acl_print(mem, t->prefix ? t->prefix : "rjq", queues, roles, why, sizeof why);
         fclose(mem);
         if (rc == 0) {
             fputs("{\"users\":[", stdout);
@@ -1749,7 +1749,7 @@ static int cmd_acl(cli *t, int argc, char **argv) {
         fprintf(stderr, "rjq: acl: %s\n", why);
         return EXIT_USAGE;
     }
-    if (rjq_acl_print(stdout, t->prefix ? t->prefix : "rjq", queues, roles, why, sizeof why)) {
+    if (acl_print(stdout, t->prefix ? t->prefix : "rjq", queues, roles, why, sizeof why)) {
         fprintf(stderr, "rjq: acl: %s\n", why);
         return EXIT_USAGE;
     }

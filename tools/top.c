@@ -343,7 +343,7 @@ static void on_keys(evutil_socket_t fd, short what, void *arg) {
     }
 }
 
-int rjq_top(struct event_base *base, rjq_client *c, long interval_ms) {
+int top_run(struct event_base *base, rjq_client *c, long interval_ms) {
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
         fprintf(stderr, "rjq: top: needs a terminal (for numbers in a script: rjq stats, rjq "
                         "metrics, rjq queues)\n");

@@ -11,6 +11,6 @@
 /* Run the view on base until the user quits; frees c before returning
  * (its callbacks use the view's state). 0, or 1 / 2 (not a terminal)
  * with a message on stderr. */
-int rjq_top(struct event_base *base, rjq_client *c, long interval_ms);
+int top_run(struct event_base *base, rjq_client *c, long interval_ms);
 
 #endif

@@ -28,6 +28,6 @@ typedef struct serve_options {
 /* Open a client with co (its on_event is the server's) and serve on base
  * until SIGINT/SIGTERM. Prints "listening on ADDR:PORT" on stdout once it
  * accepts. 0, or 1 with a message on stderr. */
-int rjq_serve(struct event_base *base, const rjq_client_options *co, const serve_options *o);
+int serve_run(struct event_base *base, const rjq_client_options *co, const serve_options *o);
 
 #endif

@@ -684,7 +684,7 @@ static int start_listening(server *s) {
 }
 
 
-int rjq_serve(struct event_base *base, const rjq_client_options *co, const serve_options *o) {
+int serve_run(struct event_base *base, const rjq_client_options *co, const serve_options *o) {
     server *s = calloc(1, sizeof *s);
     int rc = 1;
     if (s == NULL) {

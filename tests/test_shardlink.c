@@ -243,6 +243,38 @@ TEST(shardlink_refused_channel_reports_noperm_in_the_servers_words) {
     server_stop_guarded(&s);
 }
 
+/* issue 37: rjq_client_options.username and .password log in a sharded
+ * pub/sub link too (the URL names no user): the channel the ACL user
+ * lacks is refused, the one it has is served. */
+TEST(shardlink_logs_in_with_the_options_username_and_password) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    freeReplyObject(server_cmd(rc, "ACL SETUSER limited on >pw ~* resetchannels &{q}allowed +@all"));
+    char url[128];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", s.port);
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(url);
+    o.name = "shardtest";
+    o.username = "limited";
+    o.password = "pw";
+    rjq_client *c = client_new(base, &o);
+    rec r = {0};
+    rjq__shardlink *l = link_to(c, s.port, &r);
+    r.owner = &l;
+    sub(l, "{q}other");
+    sub(l, "{q}allowed");
+    ASSERT(loop_until_count(base, &r.subscribed, 1, 10000));
+    ASSERT_EQ(1, r.refused);
+    ASSERT_STREQ("{q}other", r.refused_channel);
+    ASSERT_EQ(RJQ__SSCH_SUBSCRIBED, rjq__shardlink_channel_state(l, "{q}allowed", 10));
+    rjq__shardlink_free(l);
+    rjq_client_free(c);
+    event_base_free(base);
+    redisFree(rc);
+    server_stop_guarded(&s);
+}
+
 static int three_attempts(void *l) {
     return rjq__shardlink_attempts(l) >= 3;
 }

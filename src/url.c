@@ -180,7 +180,7 @@ static int parse_sentinel(const char *s, size_t n, const char *path, size_t plen
         return fail(u, err, errlen, "a Sentinel URL names its master: redis+sentinel://host:port/NAME");
     u->sentinels = calloc(RJQ__SENTINELS_MAX, sizeof *u->sentinels);
     if (u->sentinels == NULL) return RJQ_ENOMEM;
-    while (s < end) {
+    for (;;) { /* an empty one (none at all, a trailing ',') is refused */
         const char *comma = memchr(s, ',', (size_t)(end - s));
         const char *e = comma ? comma : end;
         if (u->nsentinels == RJQ__SENTINELS_MAX) return fail(u, err, errlen, "at most 16 sentinels");
@@ -189,9 +189,9 @@ static int parse_sentinel(const char *s, size_t n, const char *path, size_t plen
                                  errlen);
         if (rc != RJQ_OK) return rc;
         u->nsentinels++;
-        s = comma ? comma + 1 : end;
+        if (comma == NULL) break;
+        s = comma + 1;
     }
-    if (u->nsentinels == 0) return fail(u, err, errlen, "an empty sentinel address");
     const char *name = path + 1, *db = memchr(name, '/', plen - 1);
     size_t nlen = db ? (size_t)(db - name) : plen - 1;
     int oom = 0;

@@ -548,10 +548,13 @@ TEST(url_err_unix_host) {
 }
 
 /* redis+sentinel:///m (no sentinel at all) was taken, leaving a client
- * with nsentinels 0 to divide by. */
+ * with nsentinels 0 to divide by; a trailing ',' was dropped silently. */
 TEST(url_err_sentinel_none) {
     expect_bad("redis+sentinel:///m", "empty sentinel");
     expect_bad("redis+sentinel://u:p@/m", "empty sentinel");
+    expect_bad("redis+sentinel://127.0.0.1,/m", "empty sentinel");
+    expect_bad("redis+sentinel://,127.0.0.1/m", "empty sentinel");
+    expect_bad("redis://127.0.0.1,", "empty seed");
 }
 
 /* A tiny err buffer truncates the message but stays NUL-terminated. */

@@ -229,10 +229,10 @@ static int parse_seeds(const char *s, size_t n, rjq__url *u, char *err, size_t e
 /* A connect timeout as ?timeout= takes it: seconds ("2", "0.5": to the
  * millisecond) or with a unit ("1500ms", "2s"), 1 ms .. 1 day. */
 static int parse_timeout(const char *s, size_t n, long *ms) {
-    long scale = 1000;
+    long long scale = 1000;
     if (n > 2 && strncmp(s + n - 2, "ms", 2) == 0) n -= 2, scale = 1;
     else if (n > 1 && s[n - 1] == 's') n--;
-    long whole = 0, frac = 0, fscale = 1000;
+    long long whole = 0, frac = 0, fscale = 1000;
     size_t i = 0, digits = 0;
     for (; i < n && isdigit((unsigned char)s[i]); i++, digits++) {
         if (digits >= 9) return -1;
@@ -250,9 +250,9 @@ static int parse_timeout(const char *s, size_t n, long *ms) {
         frac *= fscale;
     }
     if (i != n) return -1;
-    long v = whole * scale + frac;
-    if (v < 1 || v > 86400000L) return -1;
-    *ms = v;
+    long long v = whole * scale + frac;
+    if (v < 1 || v > 86400000LL) return -1;
+    *ms = (long)v;
     return 0;
 }
 

@@ -60,9 +60,9 @@ static void rjq_glib_socket_(void *arg, int fd, int what) {
         g_source_modify_unix_fd(&s->source, s->fds[i].tag, rjq_glib_cond_(what));
         return;
     }
-    if (s->nfds == s->cap) { /* (g_renew aborts when out of memory, as GLib does) */
+    if (s->nfds == s->cap) { /* (g_realloc_n aborts when out of memory, as GLib does) */
         s->cap = s->cap ? s->cap * 2 : 4;
-        s->fds = g_renew(rjq_glib_fd, s->fds, s->cap);
+        s->fds = RJQ_CAST(rjq_glib_fd *, g_realloc_n(s->fds, s->cap, sizeof *s->fds));
     }
     s->fds[s->nfds].fd = fd;
     s->fds[s->nfds].tag = g_source_add_unix_fd(&s->source, fd, rjq_glib_cond_(what));
@@ -93,7 +93,7 @@ static gboolean rjq_glib_dispatch_(GSource *source, GSourceFunc cb, gpointer dat
     size_t n = 0;
     (void)cb;
     (void)data;
-    if (s->nfds > 16) seen = g_new(rjq_glib_fd, s->nfds);
+    if (s->nfds > 16) seen = RJQ_CAST(rjq_glib_fd *, g_malloc_n(s->nfds, sizeof *seen));
     for (size_t i = 0; i < s->nfds; i++) {
         GIOCondition c = g_source_query_unix_fd(source, s->fds[i].tag);
         if (c == 0) continue;

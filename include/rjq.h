@@ -485,7 +485,10 @@ RJQ_API void rjq_client_handle_timeout(rjq_client *c);
  *           rjq call. Level-triggered: while fd stays ready for what it
  *           watches, call rjq_client_handle_io() on every loop pass.
  *           Every fd the client was told to watch is told RJQ_IO_NONE
- *           before it closes, and before cleanup. Mandatory.
+ *           before it closes, and before cleanup. It cannot fail: a loop
+ *           that cannot watch a descriptor (out of memory) has no way on
+ *           (the glue in adapters/rjq/ aborts then, as GLib does).
+ *           Mandatory.
  * timer     the same as rjq_loop_ops.set_timer: arm the client's single
  *           one-shot timer for timeout_ms (0: soon, never synchronously;
  *           from inside rjq_client_handle_timeout() not before the next

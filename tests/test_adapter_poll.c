@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "adapter_cases.h"
+#include "failalloc.h"
 
 #define PL_MAX 64
 
@@ -281,5 +282,49 @@ TEST(io_ops_writes_without_asking_for_writability) {
     ASSERT_EQ(told, pl.sockets_told);
     rjq_client_free(c);
     pl_close();
+    server_stop_guarded(&s);
+}
+
+/* Each allocation of rjq_client_new_io() failed in turn: the call fails
+ * with RJQ_ENOMEM and leaves nothing (no descriptor told, no cleanup, no
+ * leak: ASan), or, when what failed was a connection's (its watch), the
+ * client is made and that connection is tried again: it connects, and the
+ * free tells every descriptor RJQ_IO_NONE. */
+TEST(io_ops_new_survives_each_allocation_failing) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    rjq_client_options o = client_options(s.url);
+    long made = 0, refused = 0;
+    for (long n = 0;; n++) {
+        rjq_client *c = NULL;
+        failalloc_arm_once(n);
+        int rc = pl_client_new(&c, &o);
+        failalloc_disarm();
+        if (failalloc_failures() == 0) {
+            ASSERT_OK(rc);
+            rjq_client_free(c);
+            pl_close();
+            break;
+        }
+        if (rc != RJQ_OK) {
+            ASSERT_EQ(RJQ_ENOMEM, rc);
+            ASSERT(c == NULL);
+            ASSERT_EQ(0, pl.nfds);
+            ASSERT_EQ(0, pl.cleanups);
+            memset(&pl, 0, sizeof pl);
+            refused++;
+            continue;
+        }
+        made++;
+        for (int i = 0; i < 5000 && !rjq_client_connected(c); i++) {
+            pl_turn();
+            sleep_ms(1);
+        }
+        ASSERT(rjq_client_connected(c));
+        rjq_client_free(c);
+        pl_close();
+    }
+    ASSERT(refused > 0);
+    printf("%ld allocations refused the client, %ld were retried\n", refused, made);
     server_stop_guarded(&s);
 }

@@ -11,6 +11,7 @@
  * the client is freed and its glue told every descriptor goodbye; 1 on a
  * wrong outcome, 2 after 60 s without the end.
  */
+#define _POSIX_C_SOURCE 200809L /* poll(), clock_gettime() under -std=c11 */
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>

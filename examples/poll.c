@@ -49,7 +49,8 @@ static void on_socket(void *arg, int fd, int what) {
         if (l->nfds == MAX_FDS) abort(); /* (a real program grows its table) */
         l->fds[l->nfds++].fd = fd;
     }
-    l->fds[i].events = (short)(((what & RJQ_IO_READ) ? POLLIN : 0) | ((what & RJQ_IO_WRITE) ? POLLOUT : 0));
+    l->fds[i].events =
+        (short)(((what & RJQ_IO_READ) ? POLLIN : 0) | ((what & RJQ_IO_WRITE) ? POLLOUT : 0));
 }
 
 /* rjq_io_ops.timer: fire in ms, -1: off. */
@@ -163,8 +164,8 @@ int main(int argc, char **argv) {
     printf("rjq-poll: %ld of %ld jobs awaited, %ld right, %ld wrong\n", a.awaited, a.n, a.right,
            a.wrong);
     if (l.nfds != 0 || l.cleaned_up != 1) {
-        fprintf(stderr, "rjq-poll: after the free: %d descriptors still watched, cleanup ran %d times\n",
-                l.nfds, l.cleaned_up);
+        fprintf(stderr, "rjq-poll: after the free: %d descriptors still watched, "
+                        "cleanup ran %d times\n", l.nfds, l.cleaned_up);
         return 1;
     }
     if (a.awaited < a.n) return 2;

@@ -214,7 +214,8 @@ TEST(io_ops_struct_is_read_only_as_far_as_its_size) {
     rjq_client_options o = client_options(s.url);
     size_t older = offsetof(rjq_io_ops, resolve);
     long page = sysconf(_SC_PAGESIZE);
-    char *m = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *m =
+        mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ASSERT(m != MAP_FAILED);
     ASSERT(mprotect(m + page, (size_t)page, PROT_NONE) == 0);
     rjq_io_ops full = RJQ_IO_OPS_INIT;

@@ -72,7 +72,9 @@ static void rjq_glib_socket_(void *arg, int fd, int what) {
 static void rjq_glib_timer_(void *arg, long ms) {
     rjq_glib_source *s = RJQ_CAST(rjq_glib_source *, arg);
     if (ms < 0) g_source_set_ready_time(&s->source, -1);
-    else g_source_set_ready_time(&s->source, g_source_get_time(&s->source) + RJQ_CAST(gint64, ms) * 1000);
+    else
+        g_source_set_ready_time(&s->source,
+                                g_source_get_time(&s->source) + RJQ_CAST(gint64, ms) * 1000);
 }
 
 /* From rjq_client_free(): every fd was removed already. */

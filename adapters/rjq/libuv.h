@@ -54,7 +54,8 @@ static void rjq_libuv_closed_(uv_handle_t *h) {
 
 static void rjq_libuv_on_poll_(uv_poll_t *p, int status, int events) {
     rjq_libuv_io *w = RJQ_CAST(rjq_libuv_io *, p->data);
-    int ev = ((events & UV_READABLE) ? RJQ_IO_READ : 0) | ((events & UV_WRITABLE) ? RJQ_IO_WRITE : 0);
+    int ev = ((events & UV_READABLE) ? RJQ_IO_READ : 0) |
+             ((events & UV_WRITABLE) ? RJQ_IO_WRITE : 0);
     if (status < 0) ev = RJQ_IO_READ | RJQ_IO_WRITE; /* an error: the client finds it by reading */
     rjq_client_handle_io(w->g->client, w->fd, ev);     /* may close w's poll, free the client */
 }
@@ -82,7 +83,8 @@ static void rjq_libuv_socket_(void *arg, int fd, int what) {
         w->next = g->ios;
         g->ios = w;
     }
-    int events = ((what & RJQ_IO_READ) ? UV_READABLE : 0) | ((what & RJQ_IO_WRITE) ? UV_WRITABLE : 0);
+    int events = ((what & RJQ_IO_READ) ? UV_READABLE : 0) |
+                 ((what & RJQ_IO_WRITE) ? UV_WRITABLE : 0);
     uv_poll_start(&w->poll, events, rjq_libuv_on_poll_);
 }
 
@@ -131,12 +133,11 @@ static void rjq_libuv_resolved_(uv_getaddrinfo_t *req, int status, struct addrin
     size_t n = 0;
     for (struct addrinfo *a = res; status == 0 && !l->cancelled && a && n < 16; a = a->ai_next) {
         int rc = -1;
+        const void *sa = a->ai_addr;
         if (a->ai_family == AF_INET)
-            rc = uv_ip4_name(RJQ_CAST(const struct sockaddr_in *, RJQ_CAST(const void *, a->ai_addr)),
-                             text[n], sizeof text[n]);
+            rc = uv_ip4_name(RJQ_CAST(const struct sockaddr_in *, sa), text[n], sizeof text[n]);
         else if (a->ai_family == AF_INET6)
-            rc = uv_ip6_name(RJQ_CAST(const struct sockaddr_in6 *, RJQ_CAST(const void *, a->ai_addr)),
-                             text[n], sizeof text[n]);
+            rc = uv_ip6_name(RJQ_CAST(const struct sockaddr_in6 *, sa), text[n], sizeof text[n]);
         if (rc != 0) continue;
         size_t i = 0;
         while (i < n && strcmp(addrs[i], text[n]) != 0) i++;
@@ -154,7 +155,8 @@ static void rjq_libuv_resolved_(uv_getaddrinfo_t *req, int status, struct addrin
     free(l);
 }
 
-static void *rjq_libuv_resolve_(void *arg, const char *host, rjq_resolved_fn *done, void *done_arg) {
+static void *rjq_libuv_resolve_(void *arg, const char *host, rjq_resolved_fn *done,
+                                void *done_arg) {
     rjq_libuv_glue *g = RJQ_CAST(rjq_libuv_glue *, arg);
     rjq_libuv_lookup *l = RJQ_CAST(rjq_libuv_lookup *, calloc(1, sizeof *l));
     if (l == NULL) {

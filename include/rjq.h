@@ -11,8 +11,10 @@
  * pub/sub wake-ups. Every queue, worker and producer of the client shares them.
  * No blocking Redis command is ever sent.
  *
- * The client runs on the caller's event loop through a small set of hooks
- * (rjq_loop_ops); adapters/rjq/libevent.h provides them for libevent. A client
+ * The client runs on the caller's event loop: through two callbacks
+ * (rjq_io_ops: which descriptors to watch, when the timer is due; any
+ * loop), or through hiredis-level hooks (rjq_loop_ops). adapters/rjq/
+ * has the glue for libevent, libev, libuv and GLib. A client
  * is not thread-safe: use it from the loop's thread only.
  *
  * Conventions
@@ -44,7 +46,7 @@
  * Extensible structs (the ABI)
  * ----------------------------
  * Every struct the caller fills and the library reads (rjq_loop_ops,
- * rjq_client_options, rjq_tls_options, rjq_queue_options,
+ * rjq_io_ops, rjq_client_options, rjq_tls_options, rjq_queue_options,
  * rjq_job_options, rjq_enqueue_item, rjq_worker_options,
  * rjq_await_options, rjq_limits, rjq_schedule) starts with `size_t size`:
  * its size as the caller's header knew it. Initialise each one with its
@@ -486,8 +488,82 @@ typedef struct rjq_client_options {
 RJQ_API int rjq_client_new(rjq_client **out, const rjq_client_options *opts,
                            const rjq_loop_ops *ops, void *loop);
 
-/* The adapter calls this when the timer armed by set_timer fires. */
+/* The adapter calls this when the timer armed by set_timer (rjq_loop_ops)
+ * or timer (rjq_io_ops) fires. */
 RJQ_API void rjq_client_handle_timeout(rjq_client *c);
+
+/*
+ * Any event loop, without hiredis (the libcurl multi style). Instead of
+ * rjq_loop_ops, the application gives two callbacks: it is told which
+ * descriptors to watch for what, and when the client's next timer is due;
+ * it calls rjq_client_handle_io() when a descriptor is ready and
+ * rjq_client_handle_timeout() when the timer fires. The library drives
+ * hiredis itself: no redisAsyncContext, no hiredis adapter. The glue in
+ * adapters/rjq/ (libev, libuv, GLib) and examples/poll.c use it.
+ *
+ * socket    watch fd for `what`: RJQ_IO_READ, RJQ_IO_WRITE or both, until
+ *           a later call for the same fd says otherwise; RJQ_IO_NONE (0):
+ *           stop watching it (it is about to close, or is idle). Called
+ *           only when what changes for that fd, also from inside
+ *           rjq_client_new_io() (the connects start there),
+ *           rjq_client_handle_io(), rjq_client_handle_timeout() and any
+ *           rjq call. Level-triggered: while fd stays ready for what it
+ *           watches, call rjq_client_handle_io() on every loop pass.
+ *           Every fd the client was told to watch is told RJQ_IO_NONE
+ *           before it closes, and before cleanup. It cannot fail: a loop
+ *           that cannot watch a descriptor (out of memory) has no way on
+ *           (the glue in adapters/rjq/ aborts then, as GLib does).
+ *           Mandatory.
+ * timer     the same as rjq_loop_ops.set_timer: arm the client's single
+ *           one-shot timer for timeout_ms (0: soon, never synchronously;
+ *           from inside rjq_client_handle_timeout() not before the next
+ *           loop pass), replacing any earlier setting; -1 disarms it. When
+ *           it fires, call rjq_client_handle_timeout(). Mandatory.
+ * cleanup   called once from rjq_client_free() (possibly deferred to the
+ *           end of the rjq call or callback it was made in), after every
+ *           fd was told RJQ_IO_NONE; no callback and no rjq_client_handle_*
+ *           call follows. Optional.
+ * resolve, resolve_cancel  as in rjq_loop_ops, with arg for loop.
+ *           Optional: without them a URL's host must be numeric or
+ *           "localhost".
+ * arg       passed to each of them.
+ */
+#define RJQ_IO_NONE 0
+#define RJQ_IO_READ 1
+#define RJQ_IO_WRITE 2
+
+typedef struct rjq_io_ops {
+    size_t size; /* sizeof(rjq_io_ops): RJQ_IO_OPS_INIT sets it */
+    void *arg;
+    void (*socket)(void *arg, int fd, int what);
+    void (*timer)(void *arg, long timeout_ms);
+    void (*cleanup)(void *arg);
+    void *(*resolve)(void *arg, const char *host, rjq_resolved_fn *done, void *done_arg);
+    void (*resolve_cancel)(void *arg, void *handle);
+} rjq_io_ops;
+#define RJQ_IO_OPS_INIT RJQ_SIZED_INIT_(rjq_io_ops)
+
+/*
+ * rjq_client_new() on the two callbacks of io (copied: it need not outlive
+ * the call). The same contract otherwise.
+ * Errors: those of rjq_client_new(), with RJQ_EINVAL also for a NULL io,
+ * socket or timer, or resolve without resolve_cancel.
+ */
+RJQ_API int rjq_client_new_io(rjq_client **out, const rjq_client_options *opts,
+                              const rjq_io_ops *io);
+
+/*
+ * fd is ready: events is RJQ_IO_READ, RJQ_IO_WRITE or both, as the loop
+ * saw it (poll()'s POLLERR or POLLHUP: pass both). Only what the socket
+ * callback asked for is acted on; an fd the client does not watch (any
+ * more) is ignored, so events a loop gathered before a change may be
+ * passed. Works out every reply that arrived, then writes what that
+ * produced without waiting for the next loop pass (a write waits for
+ * RJQ_IO_WRITE only when the socket is full). A client made with
+ * rjq_client_new() has no descriptors of its own: the call is ignored.
+ * May free the client (rjq_client_free() inside a callback run here).
+ */
+RJQ_API void rjq_client_handle_io(rjq_client *c, int fd, int events);
 
 /*
  * Free the client: every pending callback is called once with

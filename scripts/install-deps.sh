@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing rjq needs on Debian/Ubuntu, only when missing.
 set -euo pipefail
-pkgs=(gcc g++ make cmake pkg-config libhiredis-dev libevent-dev libuv1-dev libev-dev libssl-dev openssl
+pkgs=(gcc g++ make cmake pkg-config libhiredis-dev libevent-dev libuv1-dev libev-dev libglib2.0-dev libssl-dev openssl
       redis-server redis-tools redis-sentinel valgrind libpq-dev postgresql
       libncurses-dev tmux libjansson-dev curl python3
       clang libclang-rt-14-dev # clang, libclang-rt: the libFuzzer targets (make fuzz-smoke)

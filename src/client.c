@@ -25,6 +25,10 @@
 /* Why the last rjq_client_new() of this thread failed (rjq_client_errmsg(NULL)). */
 static _Thread_local char new_error[RJQ__ERRMSG_MAX];
 
+void rjq__client_new_failed(const char *why) {
+    snprintf(new_error, sizeof new_error, "%s", why);
+}
+
 static uint64_t seed(void) {
     uint64_t s = 0;
     if (getrandom(&s, sizeof s, GRND_NONBLOCK) != (ssize_t)sizeof s) {

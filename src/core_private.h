@@ -257,6 +257,10 @@ int rjq__liveness_init(rjq_client *c); /* its timer goes with the heap */
 
 /* ---- the client (runtime.c, client.c) ------------------------------------ */
 
+/* What rjq_client_errmsg(NULL) says after a failed rjq_client_new_io()
+ * (client.c; ioglue.c makes that client). */
+void rjq__client_new_failed(const char *why);
+
 typedef struct rjq__feature_reg {
     const rjq__feature *f;
     void *state;
@@ -265,6 +269,9 @@ typedef struct rjq__feature_reg {
 struct rjq_client {
     rjq_loop_ops ops;
     void *loop;
+    /* rjq_io_ops' glue (ioglue.c): writes what the timers queued, at the
+     * end of rjq_client_handle_timeout(); NULL on rjq_loop_ops */
+    void (*after_timers)(rjq_client *c);
     rjq__url url;
     rjq__tls *tls;            /* NULL: plain TCP */
     char *sentinel_user, *sentinel_password; /* the sentinels' own AUTH */

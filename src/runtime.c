@@ -232,6 +232,7 @@ void rjq_client_handle_timeout(rjq_client *c) {
      * loop turn: only timers due before this pass started run in it. */
     while (!c->closing && (t = rjq__timers_pop_due(&c->timers, now)) != NULL) t->fn(t);
     arm(c);
+    if (c->after_timers && !c->closing) c->after_timers(c);
     rjq__leave(c);
 }
 

@@ -15,6 +15,7 @@
     _Static_assert(offsetof(type, last) + sizeof(((type *)0)->last) == sizeof(type), \
                    #type " has tail padding: add an explicit int reserved")
 RJQ__ENDS_AT_(rjq_loop_ops, unwatch_fd);
+RJQ__ENDS_AT_(rjq_io_ops, resolve_cancel);
 RJQ__ENDS_AT_(rjq_tls_options, reserved);
 RJQ__ENDS_AT_(rjq_client_options, password);
 RJQ__ENDS_AT_(rjq_queue_options, job_timeout_ms);

@@ -44,7 +44,7 @@ else
     # /usr: a literal prefix (pkgconf recognises its system directories only so)
     DESTDIR="$tmp/destdir" cmake --install "$build" --prefix /usr --component Development > /dev/null
     usr_pc=$(find "$tmp/destdir/usr" -name rjq.pc)
-    for m in rjq rjq-libevent rjq-libuv rjq-libev; do
+    for m in rjq rjq-libevent rjq-libuv rjq-libev rjq-glib; do
         [ -f "$(dirname "$usr_pc")/$m.pc" ] || fail "no $m.pc installed"
     done
     grep -qx 'prefix=/usr' "$usr_pc" || fail "rjq.pc of an install into /usr: $(head -1 "$usr_pc")"
@@ -99,11 +99,16 @@ export PKG_CONFIG_PATH="$pcdir$extra_pc"
 requires=$(pkg-config --print-requires rjq)
 [ "$requires" = "hiredis = $(pkg-config --modversion hiredis)" ] ||
     fail "rjq.pc requires '$requires', not the hiredis it was built with ($(pkg-config --modversion hiredis))"
-libs_of() { pkg-config --libs "$1" | tr ' ' '\n' | grep -E '^-l(event|uv|ev)' | sort | tr '\n' ' '; }
+libs_of() { pkg-config --libs "$1" | tr ' ' '\n' | grep -E '^-l(event|uv|ev|glib)' | sort | tr '\n' ' '; }
 [ "$(libs_of rjq)" = "" ] || fail "pkg-config --libs rjq brings an event loop: $(libs_of rjq)"
 [ "$(libs_of rjq-libevent)" = "-levent_core " ] || fail "rjq-libevent: $(libs_of rjq-libevent)"
 [ "$(libs_of rjq-libuv)" = "-luv " ] || fail "rjq-libuv: $(libs_of rjq-libuv)"
 [ "$(libs_of rjq-libev)" = "-lev " ] || fail "rjq-libev: $(libs_of rjq-libev)"
+glib=
+if pkg-config --exists glib-2.0; then
+    glib=glib
+    [ "$(libs_of rjq-glib)" = "-lglib-2.0 " ] || fail "rjq-glib: $(libs_of rjq-glib)"
+fi
 
 cc=${CC:-cc}
 # shellcheck disable=SC2046
@@ -121,13 +126,14 @@ ldd "$tmp/pc_static" | grep -q librjq && fail "the static consumer links librjq.
 # through its loop's module
 cxx=${CXX:-c++}
 if command -v "$cxx" >/dev/null; then
-    for loop in libevent libev libuv; do
+    for loop in libevent libev libuv $glib; do
         macro=$(echo "$loop" | tr a-z A-Z)
         # shellcheck disable=SC2046,SC2086
-        # hiredis' own headers are not ours to judge (1.x's sds.h has C
-        # casts): they are system headers here, as they are in /usr/include.
+        # hiredis' and GLib's own headers are not ours to judge (1.x's
+        # sds.h, GLib's macros have C casts): they are system headers here,
+        # as they are in /usr/include.
         $cxx -std=c++11 -Wall -Wextra -Wold-style-cast -Werror $san -DGLUE_$macro -o "$tmp/cxx_$loop" \
-            $(pkg-config --cflags-only-I hiredis | sed 's/-I/-isystem /g') \
+            $(pkg-config --cflags-only-I hiredis ${glib:+glib-2.0} | sed 's/-I/-isystem /g') \
             "$src/tests/consumer/glue.cc" $(pkg-config --cflags --libs rjq-$loop) $rpaths
         "$tmp/cxx_$loop"
     done

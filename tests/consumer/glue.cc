@@ -1,5 +1,5 @@
 // A C++ program on an installed rjq: rjq.h and one loop glue (chosen with
-// -DGLUE_LIBEVENT, -DGLUE_LIBEV or -DGLUE_LIBUV) compile with
+// -DGLUE_LIBEVENT, -DGLUE_LIBEV, -DGLUE_LIBUV or -DGLUE_GLIB) compile with
 // -Wall -Wextra -Wold-style-cast -Werror, link and make a client
 // (tests/install_consumer.sh).
 #include <rjq.h>
@@ -9,6 +9,8 @@
 #include <rjq/libev.h>
 #elif defined(GLUE_LIBUV)
 #include <rjq/libuv.h>
+#elif defined(GLUE_GLIB)
+#include <rjq/glib.h>
 #endif
 #include <cstdio>
 
@@ -26,6 +28,9 @@ int main() {
     uv_loop_t loop;
     uv_loop_init(&loop);
     int rc = rjq_libuv_client_new(&c, &loop, &o);
+#elif defined(GLUE_GLIB)
+    GMainContext *ctx = g_main_context_new();
+    int rc = rjq_glib_client_new(&c, ctx, &o);
 #endif
     if (rc != RJQ_OK) {
         std::fprintf(stderr, "client: %s\n", rjq_strerror(rc));
@@ -39,6 +44,8 @@ int main() {
 #elif defined(GLUE_LIBUV)
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
+#elif defined(GLUE_GLIB)
+    g_main_context_unref(ctx);
 #endif
     std::printf("C++ consumer ok\n");
     return 0;

@@ -1614,14 +1614,15 @@ typedef void rjq_queue_open_cb(rjq_client *c, int status, rjq_queue *q, void *da
 
 /*
  * Open the queue `name` as rjq_queue_open() does, and read its shard
- * declaration (one GET of "<prefix>:{name}:shards" in the queue's slot,
- * sent again after a reconnect) before handing the handle over: cb gets
+ * declaration (one GET of "<prefix>:{name}:shards" in the queue's slot)
+ * before handing the handle over: cb gets
  * it only once its layout is known, so no call on it goes to the wrong
  * place. cb is called once: RJQ_OK and q (the caller's from then on, as
  * from rjq_queue_open; rjq_queue_shards() tells its layout), or NULL
  * with RJQ_EPROTO (a declaration this library cannot read), RJQ_EAUTH,
- * RJQ_EREDIS, RJQ_ECONN, RJQ_ETIMEDOUT, RJQ_ENOMEM or RJQ_ECANCELED (the
- * client was freed first). Returns RJQ_OK (cb will be called) or, cb not
+ * RJQ_EREDIS, RJQ_ECONN (no connection: the server could not be reached,
+ * or the connection was lost before the reply), RJQ_ETIMEDOUT, RJQ_ENOMEM
+ * or RJQ_ECANCELED (the client was freed first). Returns RJQ_OK (cb will be called) or, cb not
  * called: RJQ_EINVAL (c or cb NULL, invalid options), RJQ_EQUEUENAME,
  * RJQ_ECLOSED, RJQ_ENOMEM.
  */

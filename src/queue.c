@@ -146,8 +146,8 @@ int rjq__queue_front(const rjq_queue *q) {
 
 int rjq__queue_refuse_front(const rjq_queue *q, const char *what) {
     if (!q->front) return RJQ_OK;
-    rjq__errmsg(q->c, "queue %s is sharded: %s does not span its shards yet (use it on a shard: "
-                      "rjq_queue_shard_at)", q->name, what);
+    rjq__errmsg(q->c, "queue %s is split into shards and %s acts on one queue's keys (use it "
+                      "on each shard: rjq_queue_shard_at)", q->name, what);
     return RJQ_ESHARDED;
 }
 

@@ -121,6 +121,9 @@ static int layout_apply(rjq_queue *q, const decl *d, const rjq_queue_options *op
             return RJQ_ENOMEM;
         }
         rjq__queue_set_part(q, RJQ__PART_SHARDS, &layout_ops, l);
+        /* (anonymous jobs start at a random shard: many short-lived
+         * producers do not all begin with the first) */
+        l->rr = (unsigned)(rjq__random(c) % RJQ_SHARDS_MAX);
     }
     layout_release(q, l); /* the old shards (empty: a change of N needs it) */
     for (int i = 0; i < d->n; i++) l->sub[i] = sub[i];
@@ -141,8 +144,7 @@ typedef struct opening {
 
 static int send_get(rjq_queue *q, rjq__reply_fn *fn, void *priv) {
     const char *argv[] = {"GET", decl_key(q)};
-    return rjq__command_in(rjq_queue_client(q), rjq__queue_slot(q), RJQ__REQ_RETRY, fn, priv, 2,
-                           argv, NULL);
+    return rjq__command_in(rjq_queue_client(q), rjq__queue_slot(q), 0, fn, priv, 2, argv, NULL);
 }
 
 static void on_opened(rjq_client *c, int status, redisReply *r, void *priv) {

@@ -395,7 +395,7 @@ TEST(calls_that_do_not_span_shards_refuse_a_sharded_handle) {
     ASSERT_OK(declare(e.base, q, 2));
     count_wait w = {0};
     ASSERT_EQ(RJQ_ESHARDED, rjq_queue_pause(q, on_count, &w));
-    ASSERT(strstr(rjq_client_errmsg(e.c), "sharded") != NULL);
+    ASSERT(strstr(rjq_client_errmsg(e.c), "split into shards") != NULL);
     ASSERT_EQ(RJQ_ESHARDED, rjq_queue_cancel(q, "x", on_cancelled, NULL));
     ASSERT_EQ(RJQ_ESHARDED, rjq_queue_purge(q, RJQ_STATE_READY, 10, on_count, &w));
     rjq_scheduler *s;

@@ -7,6 +7,7 @@
  * queue with nothing lost or run twice, awaits answered once, stats
  * summed, and the calls that do not span shards refused.
  */
+#include "failalloc.h"
 #include "fixture.h"
 #include "harness.h"
 #include "server.h"
@@ -412,5 +413,103 @@ TEST(calls_that_do_not_span_shards_refuse_a_sharded_handle) {
     ASSERT_OK(w.status);
     ASSERT_EQ(1, get_stats(e.base, q).paused); /* summed: one shard paused */
     ASSERT_STREQ("RJQ_ESHARDED", rjq_err_name(RJQ_ESHARDED));
+    env_stop(&e);
+}
+
+/* A client freed while a queue's layout is being read, or a declaration
+ * is under way: each callback once, with RJQ_ECANCELED, nothing leaked. */
+TEST(client_freed_mid_open_or_declaration_ends_each_callback_once) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_client *c2 = client_for(e.base, &e.s);
+    open_wait w = {0};
+    ASSERT_OK(rjq_queue_open_async(c2, "sh_free", NULL, on_open, &w));
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(c2, "sh_free2", NULL, &q));
+    count_wait d = {0};
+    ASSERT_OK(rjq_queue_shard(q, 3, on_count, &d));
+    rjq_client_free(c2);
+    ASSERT_EQ(1, w.done);
+    ASSERT_EQ(RJQ_ECANCELED, w.status);
+    ASSERT(w.q == NULL);
+    ASSERT_EQ(1, d.done);
+    ASSERT_EQ(RJQ_ECANCELED, d.status);
+
+    /* the same once connected, with the declaration's stats reads in flight */
+    c2 = client_for(e.base, &e.s);
+    wait_connected(e.base, c2);
+    ASSERT_OK(rjq_queue_open(c2, "sh_free3", NULL, &q));
+    memset(&d, 0, sizeof d);
+    ASSERT_OK(rjq_queue_shard(q, 3, on_count, &d));
+    loop_turn(e.base); /* (the GET answered at most; its stats reads out or not yet) */
+    rjq_client_free(c2);
+    ASSERT_EQ(1, d.done);
+    env_stop(&e);
+}
+
+/* Allocation failures at every step of a batch split over shards: either
+ * the call returns RJQ_ENOMEM (no callback: nothing was sent) or its
+ * callback comes once, with every result or an error; of an open that
+ * learns the layout: RJQ_ENOMEM returned, or one callback. Nothing leaks
+ * (ASan). */
+TEST(allocation_failures_in_a_split_batch_and_an_open_end_cleanly) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "sh_oom");
+    ASSERT_OK(declare(e.base, q, 3));
+    rjq_job_options o[9];
+    rjq_enqueue_item it[9];
+    char ids[9][16];
+    for (int i = 0; i < 9; i++) {
+        o[i] = (rjq_job_options)RJQ_JOB_OPTIONS_INIT;
+        snprintf(ids[i], sizeof ids[i], "oom-%d", i);
+        o[i].id = ids[i];
+        it[i] = (rjq_enqueue_item)RJQ_ENQUEUE_ITEM_INIT;
+        it[i].payload = "x";
+        it[i].len = 1;
+        it[i].opts = &o[i];
+    }
+    long n = 0;
+    int failed_sync = 0, called = 0;
+    for (;; n++) {
+        batch_wait w = {0};
+        failalloc_arm_once(n);
+        int rc = rjq_enqueue_batch(q, it, 9, on_batch, &w);
+        failalloc_disarm();
+        if (rc == RJQ_OK) {
+            ASSERT(loop_until(e.base, &w.done, 10000));
+            loop_turn(e.base);
+            ASSERT_EQ(1, w.done);
+            if (w.status == RJQ_OK) ASSERT_EQ(9, w.n);
+            else ASSERT_EQ(RJQ_ENOMEM, w.status);
+            called++;
+        } else {
+            ASSERT_EQ(RJQ_ENOMEM, rc);
+            loop_turn(e.base);
+            ASSERT_EQ(0, w.done);
+            failed_sync++;
+        }
+        if (failalloc_failures() == 0) break;
+        ASSERT(n < 1000);
+    }
+    ASSERT(failed_sync > 0 && called > 0);
+    ASSERT_EQ(9, get_stats(e.base, q).ready); /* ids: written once, whatever failed */
+
+    for (n = 0;; n++) {
+        open_wait w = {0};
+        failalloc_arm_once(n);
+        int rc = rjq_queue_open_async(e.c, "sh_oom", NULL, on_open, &w);
+        failalloc_disarm();
+        if (rc == RJQ_OK) {
+            ASSERT(loop_until(e.base, &w.done, 10000));
+            ASSERT_OK(w.status);
+            ASSERT_EQ(3, rjq_queue_shards(w.q));
+            ASSERT_OK(rjq_queue_close(w.q));
+        } else {
+            ASSERT_EQ(RJQ_ENOMEM, rc);
+        }
+        if (failalloc_failures() == 0) break;
+        ASSERT(n < 1000);
+    }
     env_stop(&e);
 }

@@ -129,6 +129,9 @@ static int layout_apply(rjq_queue *q, const decl *d, const rjq_queue_options *op
     for (int i = 0; i < d->n; i++) l->sub[i] = sub[i];
     l->n = d->n;
     rjq__queue_set_front(q, d->n > 0);
+    /* (named in the registry: rjq queues lists the sharded queue, its
+     * shards too, as they are written to) */
+    if (d->n > 0) rjq__queue_register(q);
     return RJQ_OK;
 }
 

@@ -985,6 +985,10 @@ expect_rc 1
 expect_err_has "split into shards"
 run shards sq 0
 expect_rc 2
+run queues
+expect_ok
+expect_line "sq"
+expect_line "sq~0-0"
 
 # ---- the server survived it all ---------------------------------------------------------
 run stats q

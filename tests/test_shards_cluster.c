@@ -5,7 +5,8 @@
  * client learns the declaration; ids dedup across retries from another
  * client (same id, same shard); one worker drains the 6-shard queue with
  * nothing lost or run twice and every master running its shards' jobs;
- * awaits are answered once.
+ * awaits are answered once; a failover keeps the placement (the shards
+ * stay with their slots, on the promoted replica) and the work.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,6 +202,81 @@ TEST(shards_on_distinct_masters_ids_dedup_and_one_worker_drains_them) {
     loop_turn(base);
     ASSERT_EQ(30, a.done);
 
+    worker_stop_wait(base, w);
+    rjq_client_free(c2);
+    rjq_client_free(c);
+    event_base_free(base);
+    cluster_stop(&cl);
+}
+
+static void echo(rjq_job *job, void *data) {
+    size_t len;
+    const void *p = rjq_job_payload(job, &len);
+    (void)data;
+    ASSERT_OK(rjq_job_complete(job, p, len, NULL, NULL));
+}
+
+/* n awaited jobs "<tag>-<i>" (with ids) on q. */
+static void await_ids(rjq_queue *q, const char *tag, int n, await_log *a) {
+    for (int i = 0; i < n; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "%s-%d", tag, i);
+        rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+        jo.id = id;
+        ASSERT_OK(rjq_enqueue_await(q, id, strlen(id), &jo, NULL, on_awaited, a, NULL));
+    }
+}
+
+/* A master killed and its replica promoted: the recorded shards stay
+ * where their slots are (on the promoted node), a client that opens the
+ * queue afterwards learns the same shards, still on 3 distinct masters,
+ * and the work of every shard goes on. */
+TEST(a_failover_keeps_the_shards_placement_and_their_work) {
+    test_cluster cl;
+    cluster_start(&cl, 0);
+    struct event_base *base = event_base_new();
+    char url[512];
+    int len = snprintf(url, sizeof url, "redis://");
+    for (int i = 0; i < CLUSTER_NODES; i++)
+        len += snprintf(url + len, sizeof url - (size_t)len, "%s127.0.0.1:%d", i ? "," : "",
+                        cl.node[i].port);
+    rjq_client_options o = client_options(url);
+    rjq_client *c = client_new(base, &o);
+    rjq_queue *q = open_learnt(base, c, "shf");
+    declare(base, q, 3);
+    int before[3];
+    for (int i = 0; i < 3; i++) before[i] = master_of_shard(&cl, q, i);
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
+    wo.concurrency = 4;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, echo, NULL, &w));
+    static await_log warm, after;
+    memset(&warm, 0, sizeof warm);
+    memset(&after, 0, sizeof after);
+    await_ids(q, "warm", 30, &warm);
+    ASSERT(loop_until_count(base, &warm.done, 30, 60000));
+    ASSERT_EQ(30, warm.ok);
+
+    int promoted = cluster_kill_master(&cl, before[1], NULL);
+    ASSERT(promoted >= 0);
+    /* a client opening the queue now learns the same shards */
+    rjq_client *c2 = client_new(base, &o);
+    rjq_queue *q2 = open_learnt(base, c2, "shf");
+    ASSERT_EQ(3, rjq_queue_shards(q2));
+    int seen[CLUSTER_NODES] = {0};
+    for (int i = 0; i < 3; i++) {
+        ASSERT_STREQ(rjq_queue_name(rjq_queue_shard_at(q, i)),
+                     rjq_queue_name(rjq_queue_shard_at(q2, i)));
+        int m = master_of_shard(&cl, q2, i);
+        ASSERT_EQ(i == 1 ? promoted : before[i], m);
+        seen[m]++;
+    }
+    for (int m = 0; m < CLUSTER_NODES; m++) ASSERT(seen[m] <= 1);
+    /* every shard's work goes on, through the second client's producer */
+    await_ids(q2, "after", 30, &after);
+    if (!loop_until_count(base, &after.done, 30, 60000))
+        FAIL_AT(__FILE__, __LINE__, "%ld of 30 awaits answered", after.done);
+    ASSERT_EQ(30, after.ok);
     worker_stop_wait(base, w);
     rjq_client_free(c2);
     rjq_client_free(c);

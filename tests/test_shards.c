@@ -78,7 +78,8 @@ TEST(declaration_learnt_by_a_second_client) {
     for (int i = 0; i < 4; i++) {
         const char *a = rjq_queue_name(rjq_queue_shard_at(q, i));
         ASSERT_STREQ(a, rjq_queue_name(rjq_queue_shard_at(q2, i)));
-        for (int k = 0; k < i; k++) ASSERT(strcmp(a, rjq_queue_name(rjq_queue_shard_at(q, k))) != 0);
+        for (int k = 0; k < i; k++)
+            ASSERT(strcmp(a, rjq_queue_name(rjq_queue_shard_at(q, k))) != 0);
         char want[64];
         snprintf(want, sizeof want, "sh_decl~%d-0", i);
         ASSERT_STREQ(want, a);

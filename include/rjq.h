@@ -189,7 +189,8 @@ extern "C" {
     XX(ETLS, 21, "TLS could not be set up")               \
     XX(EREPLICAS, 22, "done on the master, but fewer replicas than asked confirmed it") \
     XX(EFULL, 23, "the queue is full (max_waiting)")                        \
-    XX(EJOBCANCELED, 24, "the job was cancelled")
+    XX(EJOBCANCELED, 24, "the job was cancelled")                            \
+    XX(ESHARDED, 25, "the queue is sharded: this call does not span its shards yet")
 
 typedef enum rjq_status {
     RJQ_OK = 0,
@@ -1675,6 +1676,90 @@ RJQ_API int rjq_scheduler_start(rjq_queue *q, long lease_ms, rjq_scheduler **out
 RJQ_API int rjq_scheduler_stop(rjq_scheduler *s);
 /* 1 while it holds the lease (it is the one that enqueues), else 0. */
 RJQ_API int rjq_scheduler_leading(const rjq_scheduler *s);
+
+/* ------------------------------------------------------------------------
+ * Sharded queues (README "Sharded queues", docs/sharding.md)
+ *
+ * A queue declared with N shards is stored as N ordinary queues with their
+ * own hash tags ("<name>~<i>-<k>"), placed on distinct masters of a Redis
+ * Cluster when it has N or more (on a standalone server they share it).
+ * A handle that knows the declaration (rjq_queue_open_async) is one queue
+ * to these calls: rjq_enqueue (a job with an id goes to the shard of its
+ * id's hash, so an id always meets itself; anonymous jobs go to the shards
+ * in turn), rjq_enqueue_batch (split per shard: see below),
+ * rjq_enqueue_await, rjq_queue_await (caller ids: server-assigned ids
+ * repeat across shards, so those are refused with RJQ_ESHARDED),
+ * rjq_worker_start (one worker of every shard, its concurrency shared:
+ * rjq_worker_start_queues in weighted order, equal weights; rjq_job_queue()
+ * is the job's shard) and rjq_queue_stats (summed over the shards; paused
+ * when any shard is; limits: the first shard's). Priorities and FIFO order
+ * hold within a shard, not across shards. Every other call on such a handle
+ * (pause, resume, limits, cancel, job, jobs, dead, replay, delete, purge,
+ * reclaim, monitor, schedules, rjq_worker_start_queues) returns
+ * RJQ_ESHARDED, rjq_client_errmsg() saying so: use it on a shard
+ * (rjq_queue_shard_at). A handle from rjq_queue_open() does not read the
+ * declaration: it is the unsharded queue of that name (whose jobs a
+ * sharded queue's workers do not claim).
+ *
+ * rjq_enqueue_batch on a sharded handle validates every item first
+ * (nothing is sent when one is invalid), then makes one call per shard
+ * (each atomic, in the caller's order within it); cb is called once, with
+ * every item's result in the caller's order, or with the first error of a
+ * shard's call and n 0: the batch is atomic per shard only, so other
+ * shards may have taken their jobs (give jobs ids to retry safely).
+ * ---------------------------------------------------------------------- */
+
+#define RJQ_SHARDS_MAX 16 /* shards of one queue (one worker serves them all) */
+
+typedef void rjq_queue_open_cb(rjq_client *c, int status, rjq_queue *q, void *data);
+
+/*
+ * Open the queue `name` as rjq_queue_open() does, and read its shard
+ * declaration (one GET of "<prefix>:{name}:shards" in the queue's slot)
+ * before handing the handle over: cb gets
+ * it only once its layout is known, so no call on it goes to the wrong
+ * place. cb is called once: RJQ_OK and q (the caller's from then on, as
+ * from rjq_queue_open; rjq_queue_shards() tells its layout), or NULL
+ * with RJQ_EPROTO (a declaration this library cannot read), RJQ_EAUTH,
+ * RJQ_EREDIS, RJQ_ECONN (no connection: the server could not be reached,
+ * or the connection was lost before the reply), RJQ_ETIMEDOUT, RJQ_ENOMEM
+ * or RJQ_ECANCELED (the client was freed first). Returns RJQ_OK (cb will be called) or, cb not
+ * called: RJQ_EINVAL (c or cb NULL, invalid options), RJQ_EQUEUENAME,
+ * RJQ_ECLOSED, RJQ_ENOMEM.
+ */
+RJQ_API int rjq_queue_open_async(rjq_client *c, const char *name, const rjq_queue_options *opts,
+                                 rjq_queue_open_cb *cb, void *data);
+
+/*
+ * Declare q's shard count n (1..RJQ_SHARDS_MAX; 1: not sharded). The same
+ * count as declared changes nothing (the recorded shards stay: cb gets
+ * RJQ_OK). Another count is written only while the queue is empty: no job
+ * ready, delayed or active in its own keys nor in any declared shard (read
+ * from each one's stats first); else cb gets RJQ_EBUSY and nothing
+ * changes. Shard names are picked from the client's slot table (shard i on
+ * master i mod M) and recorded, so every client finds them there. On
+ * success q itself takes the new layout; other handles keep the layout
+ * they learnt until opened again (change the count with the queue's
+ * producers and workers stopped). cb (may be NULL) gets RJQ_OK and n, or 0
+ * and RJQ_EBUSY, RJQ_EPROTO (a declaration this library cannot read),
+ * RJQ_ECONN (no master known on a cluster, or the connection was lost),
+ * RJQ_ETIMEDOUT, RJQ_EAUTH, RJQ_EREDIS, RJQ_EWRONGTYPE, RJQ_ENOMEM,
+ * RJQ_ECANCELED (the client was freed first). Returns RJQ_OK (cb will be
+ * called) or, cb not called: RJQ_EINVAL (q NULL, n out of range),
+ * RJQ_EQUEUENAME (the shards' names would be longer than a queue name may
+ * be), RJQ_ECLOSED, RJQ_ENOMEM.
+ */
+RJQ_API int rjq_queue_shard(rjq_queue *q, int n, rjq_count_cb *cb, void *data);
+
+/* The number of shards q's handle routes over: N for a sharded queue, 1
+ * for a plain one; RJQ_EINVAL for q NULL. */
+RJQ_API int rjq_queue_shards(const rjq_queue *q);
+
+/* Shard i (0 .. rjq_queue_shards(q) - 1) of q, an ordinary queue handle
+ * owned by q (valid while q is; for a per-shard breakdown: rjq_queue_stats
+ * on each, or the calls a sharded handle refuses); for a plain q, q itself
+ * at i 0. NULL when i is out of range or q NULL. */
+RJQ_API rjq_queue *rjq_queue_shard_at(rjq_queue *q, int i);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin.h"
 #include "job.h"
 #include "reclaim.h"
 #include "validate.h"
@@ -60,7 +61,8 @@ static int send_admin(rjq_queue *q, int script, rjq__reply_fn *fn, admin_cb cb, 
 
 static int usable(rjq_queue *q, int has_cb) {
     if (q == NULL || !has_cb) return RJQ_EINVAL;
-    return rjq__accepting(rjq_queue_client(q)) ? RJQ_OK : RJQ_ECLOSED;
+    if (!rjq__accepting(rjq_queue_client(q))) return RJQ_ECLOSED;
+    return rjq__queue_refuse_front(q, "this call");
 }
 
 /* ---- stats ------------------------------------------------------------- */
@@ -92,7 +94,7 @@ static void on_stats(rjq_client *c, int status, redisReply *r, void *priv) {
     free(ctx);
 }
 
-int rjq_queue_stats(rjq_queue *q, rjq_stats_cb *cb, void *data) {
+int rjq__queue_stats_one(rjq_queue *q, rjq_stats_cb *cb, void *data) {
     int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;
     rjq__argv a;

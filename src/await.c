@@ -695,9 +695,9 @@ static int await_options_in(rjq_client *c, const rjq_await_options *given,
 
 /* The public calls enter the client: sending may flush enqueues, whose
  * callbacks may free the client (then freed on leave). */
-int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *opts,
-                      const rjq_await_options *given, rjq_await_cb *cb, void *data,
-                      rjq_await **out) {
+int rjq__enqueue_await_one(rjq_queue *q, const void *payload, size_t len,
+                           const rjq_job_options *opts, const rjq_await_options *given,
+                           rjq_await_cb *cb, void *data, rjq_await **out) {
     if (q == NULL || cb == NULL) return RJQ_EINVAL;
     rjq_client *c = rjq_queue_client(q);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
@@ -905,8 +905,8 @@ static int queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw
     return RJQ_OK;
 }
 
-int rjq_queue_await(rjq_queue *q, const char *id, const rjq_await_options *given, rjq_await_cb *cb,
-                    void *data, rjq_await **out) {
+int rjq__queue_await_one(rjq_queue *q, const char *id, const rjq_await_options *given,
+                         rjq_await_cb *cb, void *data, rjq_await **out) {
     if (q == NULL || cb == NULL) return RJQ_EINVAL;
     rjq_client *c = rjq_queue_client(q);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;

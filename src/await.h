@@ -1,6 +1,6 @@
 /*
- * Awaits (await.c). Nothing in src/ calls into the await module; this
- * header is for white-box tests only.
+ * Awaits (await.c). Only shard.c calls into the await module (the public
+ * calls on one queue); the rest of this header is for white-box tests.
  */
 #ifndef RJQ_AWAIT_H
 #define RJQ_AWAIT_H
@@ -24,5 +24,13 @@ size_t rjq__await_parse_framed(const char *msg, size_t len, char *kind, size_t k
                                const char **key, size_t *klen, const char **body, size_t *blen);
 int rjq__await_parse_message(const char *msg, size_t len, char *kind, size_t kindcap,
                              const char **key, size_t *klen, const char **body, size_t *blen);
+
+/* rjq_enqueue_await and rjq_queue_await on one queue (shard.c's public
+ * calls pick it: a shard of a sharded queue, or q itself). */
+int rjq__enqueue_await_one(rjq_queue *q, const void *payload, size_t len,
+                           const rjq_job_options *opts, const rjq_await_options *aw,
+                           rjq_await_cb *cb, void *data, rjq_await **out);
+int rjq__queue_await_one(rjq_queue *q, const char *id, const rjq_await_options *aw,
+                         rjq_await_cb *cb, void *data, rjq_await **out);
 
 #endif

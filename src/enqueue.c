@@ -955,8 +955,8 @@ static int enqueue_items(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
     return rc;
 }
 
-int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *given, size_t n, rjq_enqueue_cb *cb,
-                      void *data) {
+int rjq__enqueue_batch_one(rjq_queue *q, const rjq_enqueue_item *given, size_t n,
+                           rjq_enqueue_cb *cb, void *data) {
     if (q == NULL || given == NULL || n == 0 || n > RJQ_BATCH_MAX) return RJQ_EINVAL;
     const rjq_enqueue_item *items;
     void *copy;
@@ -967,8 +967,8 @@ int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *given, size_t n, rjq
     return rc;
 }
 
-int rjq_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *opts,
-                rjq_enqueue_cb *cb, void *data) {
+int rjq__enqueue_one(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *opts,
+                     rjq_enqueue_cb *cb, void *data) {
     if (q == NULL) return RJQ_EINVAL;
     rjq_job_options copy;
     const rjq_job_options *o;

@@ -30,6 +30,12 @@ int rjq__job_options_in(rjq_client *c, const rjq_job_options *given, rjq_job_opt
 /* Add one job to this tick's batch. reply_channel: where the finishing
  * script publishes its outcome (NULL: nowhere). fn(priv) gets the result
  * once. RJQ_OK, or an error with nothing added and fn never called. */
+/* rjq_enqueue and rjq_enqueue_batch on one queue (shard.c's public calls
+ * pick the queue: a shard of a sharded queue, or q itself). */
+int rjq__enqueue_one(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *opts,
+                     rjq_enqueue_cb *cb, void *data);
+int rjq__enqueue_batch_one(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
+                           rjq_enqueue_cb *cb, void *data);
 int rjq__enqueue_add(rjq_queue *q, const rjq_enqueue_item *it, const char *reply_channel,
                      rjq__enqueued_fn *fn, void *priv);
 

@@ -157,6 +157,7 @@ int rjq_queue_monitor(rjq_queue *q, rjq_monitor_cb *cb, void *data, rjq_monitor 
     if (q == NULL || cb == NULL || out == NULL) return RJQ_EINVAL;
     rjq_client *c = rjq_queue_client(q);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    if (rjq__queue_refuse_front(q, "rjq_queue_monitor") != RJQ_OK) return RJQ_ESHARDED;
     monitors *ms = rjq__feature_ensure(c, &monitors_feature, sizeof *ms);
     rjq_monitor *m = ms ? calloc(1, sizeof *m) : NULL;
     if (m == NULL) return RJQ_ENOMEM;

@@ -27,6 +27,7 @@ struct rjq_queue {
     int closed;               /* rjq_queue_close: freed once nothing holds it */
     int holds;                /* work in flight that looks at it (rjq__queue_hold) */
     int users;                /* workers, monitors, schedulers on it (rjq__queue_use) */
+    int front;                /* stands for other queues (rjq__queue_set_front) */
     struct rjq_queue *next;
 };
 
@@ -133,6 +134,21 @@ void rjq__queue_use(rjq_queue *q) {
 void rjq__queue_unuse(rjq_queue *q) {
     RJQ_ASSERT(q->users > 0);
     q->users--;
+}
+
+void rjq__queue_set_front(rjq_queue *q, int on) {
+    q->front = on != 0;
+}
+
+int rjq__queue_front(const rjq_queue *q) {
+    return q->front;
+}
+
+int rjq__queue_refuse_front(const rjq_queue *q, const char *what) {
+    if (!q->front) return RJQ_OK;
+    rjq__errmsg(q->c, "queue %s is split into shards and %s acts on one queue's keys (use it "
+                      "on each shard: rjq_queue_shard_at)", q->name, what);
+    return RJQ_ESHARDED;
 }
 
 int rjq__queue_closed(const rjq_queue *q) {

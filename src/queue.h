@@ -19,6 +19,7 @@
  * same round trip). */
 enum {
     RJQ__PART_ENQUEUE, RJQ__PART_FINISH, RJQ__PART_HELD, RJQ__PART_PUSH, RJQ__PART_WORKERS,
+    RJQ__PART_SHARDS, /* a sharded queue's layout (shard.c; no tick) */
     RJQ__PART_COUNT
 };
 
@@ -60,6 +61,15 @@ void rjq__queue_release(rjq_queue *q);
  * stopped; rjq_queue_close refuses (RJQ_EBUSY) while any is. */
 void rjq__queue_use(rjq_queue *q);
 void rjq__queue_unuse(rjq_queue *q);
+/* A front: q stands for other queues (the shards of a sharded queue,
+ * shard.c), so calls that act on q's own keys would act on the wrong
+ * ones. Set (on 1) and cleared (0) by the layer above that owns the
+ * front's calls. */
+void rjq__queue_set_front(rjq_queue *q, int on);
+int rjq__queue_front(const rjq_queue *q);
+/* RJQ_OK for a queue that is not a front; for a front RJQ_ESHARDED, with
+ * rjq_client_errmsg() naming the call `what`. */
+int rjq__queue_refuse_front(const rjq_queue *q, const char *what);
 /* 1 once rjq_queue_close was called on q (it only finishes its work). */
 int rjq__queue_closed(const rjq_queue *q);
 

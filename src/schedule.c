@@ -76,6 +76,7 @@ static int start(rjq_queue *q, const char *op, rjq_count_cb *count, rjq_schedule
                  void *data, ctx **x, rjq__argv *a) {
     if (q == NULL) return RJQ_EINVAL;
     if (!rjq__accepting(rjq_queue_client(q))) return RJQ_ECLOSED;
+    if (rjq__queue_refuse_front(q, "schedules") != RJQ_OK) return RJQ_ESHARDED;
     if ((*x = calloc(1, sizeof **x)) == NULL) return RJQ_ENOMEM;
     (*x)->count = count;
     (*x)->list = list;

@@ -227,6 +227,7 @@ int rjq_scheduler_start(rjq_queue *q, long lease_ms, rjq_scheduler **out) {
     if (q == NULL || out == NULL || lease_ms < 0) return RJQ_EINVAL;
     rjq_client *c = rjq_queue_client(q);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    if (rjq__queue_refuse_front(q, "rjq_scheduler_start") != RJQ_OK) return RJQ_ESHARDED;
     schedulers *all = rjq__feature_ensure(c, &schedulers_feature, sizeof *all);
     rjq_scheduler *s = all ? calloc(1, sizeof *s) : NULL;
     if (s == NULL) return RJQ_ENOMEM;

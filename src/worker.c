@@ -293,8 +293,8 @@ static void go_live(rjq_worker *w) {
     rjq__queue_register(w->q);
 }
 
-int rjq_worker_start(rjq_queue *q, const rjq_worker_options *given, rjq_handler_fn *handler,
-                     void *data, rjq_worker **out) {
+int rjq__worker_start_one(rjq_queue *q, const rjq_worker_options *given, rjq_handler_fn *handler,
+                          void *data, rjq_worker **out) {
     if (q == NULL || handler == NULL || out == NULL) return RJQ_EINVAL;
     *out = NULL;
     rjq_client *c = rjq_queue_client(q);
@@ -320,6 +320,8 @@ int rjq_worker_start_queues(rjq_queue *const *queues, size_t n, rjq_worker_order
     for (size_t i = 0; i < n; i++) {
         if (queues[i] == NULL || rjq_queue_client(queues[i]) != rjq_queue_client(queues[0]))
             return RJQ_EINVAL;
+        if (rjq__queue_refuse_front(queues[i], "rjq_worker_start_queues") != RJQ_OK)
+            return RJQ_ESHARDED;
         for (size_t k = 0; k < i; k++)
             if (queues[k] == queues[i]) return RJQ_EINVAL;
         if (order == RJQ_WORKER_WEIGHTED &&

@@ -9,6 +9,11 @@
 #include "job.h"
 #include "queue.h"
 
+/* rjq_worker_start on one queue (shard.c's public call: a sharded queue
+ * gets a worker of its shards, rjq_worker_start_queues). */
+int rjq__worker_start_one(rjq_queue *q, const rjq_worker_options *opts, rjq_handler_fn *handler,
+                          void *data, rjq_worker **out);
+
 /* A claim's reply (claim.lua): [next due, slots registered, token,
  * deadline, then 4 per job: id, payload (nil: read later), attempt, max
  * attempts]. 1 when it is one for a claim of `asked` jobs with every

@@ -985,6 +985,45 @@ run enqueue q -- --help
 expect_ok
 expect_out_re '^[0-9]+$'
 
+# ---- sharded queues: rjq shards, and stats of one queue -------------------------------
+run shards sq 3
+expect_ok
+expect_out "$(printf 'shards 3\nshard sq~0-0\nshard sq~1-0\nshard sq~2-0')"
+run shards sq --json
+expect_ok
+expect_out '{"shards":3,"names":["sq~0-0","sq~1-0","sq~2-0"]}'
+for i in 1 2 3 4 5 6; do run enqueue sq "job $i" --id "sid-$i"; expect_ok; done
+run enqueue sq anonymous
+expect_ok
+run enqueue sq again --id sid-1
+expect_ok
+expect_out sid-1
+# one queue: 7 jobs, summed over the shards, and only those of the shards
+run stats sq
+expect_ok
+expect_line "ready 7"
+expect_line "enqueued 7"
+expect_line "shards 3"
+check; [ "$(redis-cli -p "$PORT" EXISTS 'rjq:{sq}:ready')" = 0 ] || fail "a job went to the unsharded queue"
+run stats sq --shards --json
+expect_ok
+check; [ "$(wc -l <"$DIR/out")" -eq 4 ] || fail "expected the sum and 3 shards' objects"
+check; [ "$(grep -o '"ready":[0-9]*' "$DIR/out" | tail -3 | awk -F: '{s += $2} END {print s}')" = 7 ] \
+    || fail "the shards' ready do not add up to 7"
+# another count is refused while it has jobs; calls that do not span shards are refused
+run shards sq 4
+expect_rc 1
+expect_err_has "changes only while it is empty"
+run pause sq
+expect_rc 1
+expect_err_has "split into shards"
+run shards sq 0
+expect_rc 2
+run queues
+expect_ok
+expect_line "sq"
+expect_line "sq~0-0"
+
 # ---- the server survived it all ---------------------------------------------------------
 run stats q
 expect_ok

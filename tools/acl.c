@@ -25,7 +25,12 @@
  *   worker reads the payloads of big jobs it claimed), HDEL (a worker
  *   drops its push registration), ZRANGE (the dead list), SET (a
  *   monitor marks its queue monitored), INFO (the monitor reads Redis'
- *   memory and eviction policy, rjq_client_memory).
+ *   memory and eviction policy, rjq_client_memory), GET (every role: a
+ *   queue opened with rjq_queue_open_async, as the tools open theirs,
+ *   reads its shard declaration "<prefix>:{<queue>}:shards"; declaring
+ *   one, rjq shards, is the worker's SET). A sharded queue's shards are
+ *   queues named "<queue>~<i>-<k>": a queue pattern that ends in '*'
+ *   covers them, an exact name does not.
  * - rjq-pg-bridge (only with --role bridge): the producer's rights (its
  *   scripts also read a job, rjq_queue_job), the liveness keys
  *   "<prefix>:{clients}:*" (it reads the process registry for a row's
@@ -92,7 +97,7 @@ int acl_print(FILE *out, const char *prefix, const char *queues, int roles, char
         fprintf(out,
                 "# producer: enqueues, awaits results and cancels jobs\n"
                 "ACL SETUSER rjq-producer reset on >CHANGE-ME ~%s:{%s}:* %%W~%s:queues %%W~%s:{queues-*} "
-                "resetchannels &%s:{%s}:* &%s:reply:* " SESSION " +hget +multi +exec " PRODUCER_SCRIPTS
+                "resetchannels &%s:{%s}:* &%s:reply:* " SESSION " +get +hget +multi +exec " PRODUCER_SCRIPTS
                 "\n",
                 p, q, p, p, p, q, p);
     if (roles & RJQ_ACL_WORKER)
@@ -108,7 +113,7 @@ int acl_print(FILE *out, const char *prefix, const char *queues, int roles, char
                 "but its \"monitored\" flag\n"
                 "ACL SETUSER rjq-monitor reset on >CHANGE-ME ~%s:{%s}:* ~%s:{clients}:* ~%s:{clients-*}:* "
                 "%%R~%s:queues %%R~%s:{queues-*} resetchannels &%s:{%s}:events &%s:reply:* " SESSION
-                " +zrange +zrangebylex +info " MONITOR_SCRIPTS " (~%s:{%s}:monitored +set)\n",
+                " +get +zrange +zrangebylex +info " MONITOR_SCRIPTS " (~%s:{%s}:monitored +set)\n",
                 p, q, p, p, p, p, p, q, p, p, q);
     if (roles & RJQ_ACL_BRIDGE)
         fprintf(out,
@@ -116,7 +121,7 @@ int acl_print(FILE *out, const char *prefix, const char *queues, int roles, char
                 "events)\n"
                 "ACL SETUSER rjq-pg-bridge reset on >CHANGE-ME ~%s:{%s}:* ~%s:{clients}:* ~%s:{clients-*}:* "
                 "%%W~%s:queues %%W~%s:{queues-*} resetchannels &%s:{%s}:* &%s:reply:* " SESSION
-                " +hget +multi +exec " PRODUCER_SCRIPTS " (~%s:{%s}:monitored +set)\n",
+                " +get +hget +multi +exec " PRODUCER_SCRIPTS " (~%s:{%s}:monitored +set)\n",
                 p, q, p, p, p, p, p, q, p, p, q);
     return 0;
 }

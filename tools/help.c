@@ -105,11 +105,22 @@ static const cmdhelp cmds[] = {
      "  --interval MS  the work done over MS ms (two samples), instead of since each\n"
      "                 server started\n",
      "rjq -u redis://127.0.0.1:7000 cluster --interval 1000"},
-    {"stats", "stats QUEUE [--json]",
-     "The queue's counters and depths, one \"name value\" per line.\n"
+    {"stats", "stats QUEUE [--shards] [--json]",
+     "The queue's counters and depths, one \"name value\" per line. A sharded queue's\n"
+     "are its shards' summed (and \"shards N\" follows).\n"
      "\n"
+     "  --shards       then each shard's, after a \"shard NAME\" line (with --json:\n"
+     "                 one more object per shard, with \"shard\":NAME)\n"
      "  --json         one JSON object\n",
      "rjq stats orders"},
+    {"shards", "shards QUEUE [N] [--json]",
+     "Declare the queue's shard count N (1..16; 1: not sharded), then print its\n"
+     "layout: \"shards N\" and a \"shard NAME\" line per shard. A new count is taken\n"
+     "only while the queue is empty (no job ready, delayed or running). On a Redis\n"
+     "Cluster the shards go to distinct masters (shard i on master i mod M).\n"
+     "\n"
+     "  --json         one JSON object\n",
+     "rjq shards orders 3"},
     {"metrics", "metrics QUEUE... [--json]",
      "The queues' counters and depths in Prometheus' text format (rjq_jobs_total,\n"
      "rjq_jobs, rjq_queue_paused, ...).\n"

@@ -80,6 +80,8 @@ typedef struct cli {
     int tty;                 /* stdout is a terminal: bytes are shown escaped */
     int closed;              /* cli_close: the graceful close is over */
     int close_expired;       /* cli_close: it took longer than CLOSE_WAIT_S */
+    int shards;              /* "stats --shards": each shard's too */
+    const char *shard_name;  /* "stats --shards": the shard being printed (NULL: the sum) */
 } cli;
 
 static cli *the_cli; /* every command takes --json (parse_args) */
@@ -284,6 +286,14 @@ static void client_options(cli *t, rjq_client_options *o) {
     o->connect_timeout_ms = half < 2000 ? 2000 : half > 5000 ? 5000 : half;
 }
 
+static int reply_ok(cli *t, int status);
+
+static void on_queue_opened(rjq_client *c, int status, rjq_queue *q, void *data) {
+    cli *t = data;
+    (void)c;
+    if (reply_ok(t, status)) t->q = q;
+}
+
 static int cli_open(cli *t, const char *queue) {
     rjq_client_options o;
     client_options(t, &o);
@@ -303,12 +313,9 @@ static int cli_open(cli *t, const char *queue) {
         return 1;
     }
     if (queue == NULL) return 0; /* a command about the client's queues */
-    rc = rjq_queue_open(t->c, queue, NULL, &t->q);
-    if (rc != RJQ_OK) {
-        report_rc(t, rc);
-        return 1;
-    }
-    return 0;
+    /* (its layout first: a sharded queue is one queue to the commands) */
+    if (send_and_wait(t, rjq_queue_open_async(t->c, queue, NULL, on_queue_opened, t))) return 1;
+    return t->q == NULL;
 }
 
 static void on_cli_closed(const rjq_close_report *report, void *data) {
@@ -531,25 +538,79 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) 
     cli *t = data;
     (void)c;
     if (!reply_ok(t, status)) return;
-    if (!s->exists) {
+    if (t->shard_name) {
+        if (t->json) printf("{\"shard\":\"%s\"", t->shard_name);
+        else printf("shard %s\n", t->shard_name);
+    } else if (!s->exists) {
         t->failed = 1;
         fprintf(stderr, "rjq: %s: queue '%s' does not exist (nothing of it is in Redis)\n",
                 t->what, rjq_queue_name(t->q));
         return;
     }
     for (size_t i = 0; i < stat_nfields; i++)
-        print_num(t, i == 0, stat_fields[i].name, stat_value(s, i));
+        print_num(t, i == 0 && t->shard_name == NULL, stat_fields[i].name, stat_value(s, i));
     print_num(t, 0, "paused", s->paused);
+    if (t->shard_name == NULL && rjq_queue_shards(t->q) > 1)
+        print_num(t, 0, "shards", rjq_queue_shards(t->q));
     end_object(t);
 }
 
+/* rjq stats QUEUE: a sharded queue's stats are its shards' summed (and,
+ * with --shards, each shard's after them). */
 static int cmd_stats(cli *t, int argc, char **argv) {
     char *pos[1];
-    const optdef defs[] = {{"--json", NULL, &t->json}, {NULL, NULL, NULL}};
+    const optdef defs[] = {{"--json", NULL, &t->json}, {"--shards", NULL, &t->shards},
+                           {NULL, NULL, NULL}};
     int rc = parse_args(argc, argv, defs, pos, 1, 1, NULL);
     if (rc) return rc;
     if (cli_open(t, pos[0])) return 1;
-    return send_and_wait(t, rjq_queue_stats(t->q, on_stats, t));
+    if (send_and_wait(t, rjq_queue_stats(t->q, on_stats, t))) return 1;
+    int n = rjq_queue_shards(t->q);
+    for (int i = 0; t->shards && n > 1 && i < n; i++) {
+        rjq_queue *s = rjq_queue_shard_at(t->q, i);
+        t->shard_name = rjq_queue_name(s);
+        if (send_and_wait(t, rjq_queue_stats(s, on_stats, t))) return 1;
+    }
+    return 0;
+}
+
+/* ---- shards ------------------------------------------------------------------ */
+
+static void on_sharded(rjq_client *c, int status, long long n, void *data) {
+    cli *t = data;
+    (void)c;
+    if (reply_ok(t, status)) (void)n;
+}
+
+/* rjq shards QUEUE [N]: declare the queue's shard count (N), then print
+ * its layout: the count and each shard's queue name. */
+static int cmd_shards(cli *t, int argc, char **argv) {
+    char *pos[2];
+    int npos = 0;
+    const optdef defs[] = {{"--json", NULL, &t->json}, {NULL, NULL, NULL}};
+    int rc = parse_args(argc, argv, defs, pos, 1, 2, &npos);
+    if (rc) return rc;
+    long n = 0;
+    if (npos == 2) {
+        char *end;
+        n = strtol(pos[1], &end, 10);
+        if (*end != '\0' || n < 1 || n > RJQ_SHARDS_MAX) {
+            fprintf(stderr, "rjq: shards: N must be 1..%d\n", RJQ_SHARDS_MAX);
+            return EXIT_USAGE;
+        }
+    }
+    if (cli_open(t, pos[0])) return 1;
+    if (n && send_and_wait(t, rjq_queue_shard(t->q, (int)n, on_sharded, t))) return 1;
+    int shards = rjq_queue_shards(t->q);
+    if (t->json) printf("{\"shards\":%d,\"names\":[", shards);
+    else printf("shards %d\n", shards);
+    for (int i = 0; shards > 1 && i < shards; i++) {
+        const char *name = rjq_queue_name(rjq_queue_shard_at(t->q, i));
+        if (t->json) printf("%s\"%s\"", i ? "," : "", name);
+        else printf("shard %s\n", name);
+    }
+    if (t->json) puts("]}");
+    return 0;
 }
 
 /* ---- metrics ----------------------------------------------------------------- */
@@ -1770,7 +1831,7 @@ static const struct {
     {"schedules", cmd_schedules}, {"scheduler", cmd_scheduler},
     {"metrics", cmd_metrics}, {"jobs", cmd_jobs}, {"delete", cmd_delete},
     {"purge", cmd_purge},     {"version", cmd_version}, {"acl", cmd_acl},
-    {"serve", cmd_serve},     {"processes", cmd_processes},
+    {"serve", cmd_serve},     {"processes", cmd_processes}, {"shards", cmd_shards},
 };
 
 /* A TLS option (--tls ...): 1 taken (*i moved past its value), 0 not one,

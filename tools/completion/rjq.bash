@@ -2,7 +2,7 @@
 # `rjq queues`, run quietly with the connection options already typed).
 # Installed as share/bash-completion/completions/rjq; or source this file.
 
-_rjq_commands="queues processes top cluster stats metrics enqueue job jobs dead delete purge replay
+_rjq_commands="queues processes top cluster stats shards metrics enqueue job jobs dead delete purge replay
 reclaim pause resume cancel limit schedule unschedule schedules scheduler serve acl version
 help"
 _rjq_global_options="-u --url -h -p -a --pass --user -n --prefix -t --tls --cacert --cacertdir
@@ -30,6 +30,7 @@ _rjq_command_options() {
     purge) echo --yes ;;
     replay) echo --all --limit ;;
     pause | resume) echo --create ;;
+    stats) echo --shards ;;
     limit) echo --concurrency --rate --create ;;
     schedule)
         echo --every --cron --utc-offset --payload --catchup --missed --priority --attempts \
@@ -121,7 +122,7 @@ _rjq() {
         case $cmd in
         help) ((npos == 0)) && what=commands ;;
         metrics) what=queues ;;
-        stats | enqueue | job | jobs | dead | delete | purge | replay | reclaim | pause | resume | \
+        stats | shards | enqueue | job | jobs | dead | delete | purge | replay | reclaim | pause | resume | \
             cancel | limit | schedule | unschedule | schedules | scheduler)
             ((npos == 0)) && what=queues
             [[ $cmd == jobs && $npos == 1 ]] && what="ready delayed active dead cancelled completed"

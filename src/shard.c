@@ -1,0 +1,650 @@
+/*
+ * Sharded queues (docs/sharding.md): a queue Q declared with N shards is
+ * stored as N ordinary queues "<Q>~<i>-<k>", each its own hash tag, and
+ * the calls on Q that span shards are made here, above the queue layer:
+ * each shard is a queue to every script, key and channel below. A handle
+ * learns Q's layout when opened with rjq_queue_open_async (one GET of the
+ * declaration "<prefix>:{Q}:shards", in Q's slot); a handle that knows Q
+ * is sharded is a front (rjq__queue_set_front), which the calls that do
+ * not span shards yet refuse (RJQ_ESHARDED).
+ *
+ * The declaration: "rjq-shards 1 <N> <name 1> ... <name N>" (version 1).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin.h"
+#include "await.h"
+#include "enqueue.h"
+#include "slot.h"
+#include "validate.h"
+#include "worker.h"
+
+#define DECL_MAGIC "rjq-shards"
+#define DECL_MAX (32 + RJQ_SHARDS_MAX * (RJQ__QUEUE_NAME_MAX + 1))
+#define NAME_CAP (RJQ__QUEUE_NAME_MAX + 1)
+
+/* A front's shards (the queue part RJQ__PART_SHARDS; n 0: not sharded). */
+typedef struct layout {
+    int n;
+    rjq_queue *sub[RJQ_SHARDS_MAX];
+    unsigned rr; /* the next anonymous job's shard */
+} layout;
+
+static void layout_release(rjq_queue *q, void *state) {
+    layout *l = state;
+    (void)q;
+    for (int i = 0; i < l->n; i++) rjq_queue_close(l->sub[i]); /* (EBUSY: goes with the client) */
+    l->n = 0;
+}
+
+static void layout_close(rjq_queue *q, void *state) {
+    (void)q;
+    free(state);
+}
+
+static const rjq__part_ops layout_ops = {.release = layout_release, .close = layout_close};
+
+static layout *layout_of(const rjq_queue *q) {
+    layout *l = q ? rjq__queue_part(q, RJQ__PART_SHARDS) : NULL;
+    return l && l->n > 0 ? l : NULL;
+}
+
+/* The declaration's key "<prefix>:{Q}:shards" (src/keys.def SHARDS). */
+static const char *decl_key(const rjq_queue *q) {
+    return rjq__queue_key(q, RJQ__K_SHARDS, NULL);
+}
+
+/* A parsed declaration: n 0 when there is none. */
+typedef struct decl {
+    int n;
+    char names[RJQ_SHARDS_MAX][NAME_CAP];
+} decl;
+
+/* The GET's reply, never trusted: nil (no declaration) or the string of
+ * the format above with 2..RJQ_SHARDS_MAX distinct valid queue names.
+ * RJQ_OK or RJQ_EPROTO (errmsg set). */
+static int decl_parse(rjq_client *c, const redisReply *r, const char *qname, decl *d) {
+    memset(d, 0, sizeof *d);
+    if (r->type == REDIS_REPLY_NIL) return RJQ_OK;
+    if (r->type != REDIS_REPLY_STRING || r->len == 0 || r->len >= DECL_MAX) goto bad;
+    char buf[DECL_MAX];
+    memcpy(buf, r->str, r->len);
+    buf[r->len] = '\0';
+    if (strlen(buf) != r->len) goto bad; /* (a NUL inside) */
+    char *save = NULL, *tok = strtok_r(buf, " ", &save);
+    if (tok == NULL || strcmp(tok, DECL_MAGIC) != 0) goto bad;
+    if ((tok = strtok_r(NULL, " ", &save)) == NULL || strcmp(tok, "1") != 0) goto bad;
+    if ((tok = strtok_r(NULL, " ", &save)) == NULL) goto bad;
+    char *end;
+    long n = strtol(tok, &end, 10);
+    if (*end != '\0' || n < 2 || n > RJQ_SHARDS_MAX) goto bad;
+    for (int i = 0; i < n; i++) {
+        if ((tok = strtok_r(NULL, " ", &save)) == NULL || !rjq__valid_queue_name(tok) ||
+            strcmp(tok, qname) == 0)
+            goto bad;
+        for (int k = 0; k < i; k++)
+            if (strcmp(d->names[k], tok) == 0) goto bad;
+        snprintf(d->names[i], NAME_CAP, "%s", tok);
+    }
+    if (strtok_r(NULL, " ", &save) != NULL) goto bad;
+    d->n = (int)n;
+    return RJQ_OK;
+bad:
+    memset(d, 0, sizeof *d);
+    rjq__errmsg(c, "queue %s: its shard declaration is not one this library reads", qname);
+    return RJQ_EPROTO;
+}
+
+/* Make q a front of d's shards (or plain again when d has none), opening
+ * a handle per shard with opts. RJQ_OK or RJQ_ENOMEM (q unchanged). */
+static int layout_apply(rjq_queue *q, const decl *d, const rjq_queue_options *opts) {
+    rjq_client *c = rjq_queue_client(q);
+    layout *l = rjq__queue_part(q, RJQ__PART_SHARDS);
+    if (l == NULL && d->n == 0) return RJQ_OK;
+    if (l && l->n == d->n) { /* the same shards: keep the handles (workers may use them) */
+        int same = 1;
+        for (int i = 0; i < d->n && same; i++)
+            same = strcmp(rjq_queue_name(l->sub[i]), d->names[i]) == 0;
+        if (same) return RJQ_OK;
+    }
+    rjq_queue *sub[RJQ_SHARDS_MAX] = {0};
+    for (int i = 0; i < d->n; i++)
+        if (rjq_queue_open(c, d->names[i], opts, &sub[i]) != RJQ_OK) {
+            for (int k = 0; k < i; k++) rjq_queue_close(sub[k]);
+            return RJQ_ENOMEM;
+        }
+    if (l == NULL) {
+        if ((l = calloc(1, sizeof *l)) == NULL) {
+            for (int k = 0; k < d->n; k++) rjq_queue_close(sub[k]);
+            return RJQ_ENOMEM;
+        }
+        rjq__queue_set_part(q, RJQ__PART_SHARDS, &layout_ops, l);
+        /* (anonymous jobs start at a random shard: many short-lived
+         * producers do not all begin with the first) */
+        l->rr = (unsigned)(rjq__random(c) % RJQ_SHARDS_MAX);
+    }
+    layout_release(q, l); /* the old shards (empty: a change of N needs it) */
+    for (int i = 0; i < d->n; i++) l->sub[i] = sub[i];
+    l->n = d->n;
+    rjq__queue_set_front(q, d->n > 0);
+    /* (named in the registry: rjq queues lists the sharded queue, its
+     * shards too, as they are written to) */
+    if (d->n > 0) rjq__queue_register(q);
+    return RJQ_OK;
+}
+
+/* ---- opening: learn the layout first ---------------------------------------- */
+
+typedef struct opening {
+    rjq_queue *q;
+    rjq_queue_options opts;
+    int has_opts;
+    rjq_queue_open_cb *cb;
+    void *data;
+} opening;
+
+static int send_get(rjq_queue *q, rjq__reply_fn *fn, void *priv) {
+    const char *argv[] = {"GET", decl_key(q)};
+    return rjq__command_in(rjq_queue_client(q), rjq__queue_slot(q), 0, fn, priv, 2, argv, NULL);
+}
+
+static void on_opened(rjq_client *c, int status, redisReply *r, void *priv) {
+    opening *o = priv;
+    decl d;
+    if (status == RJQ_OK) status = decl_parse(c, r, rjq_queue_name(o->q), &d);
+    if (status == RJQ_OK) status = layout_apply(o->q, &d, o->has_opts ? &o->opts : NULL);
+    if (status != RJQ_OK && status != RJQ_ECANCELED && rjq__accepting(c)) rjq_queue_close(o->q);
+    o->cb(c, status, status == RJQ_OK ? o->q : NULL, o->data);
+    free(o);
+}
+
+int rjq_queue_open_async(rjq_client *c, const char *name, const rjq_queue_options *opts,
+                         rjq_queue_open_cb *cb, void *data) {
+    if (c == NULL || cb == NULL) return RJQ_EINVAL;
+    opening *o = calloc(1, sizeof *o);
+    if (o == NULL) return RJQ_ENOMEM;
+    int rc = rjq_queue_open(c, name, opts, &o->q);
+    if (rc == RJQ_OK && opts) {
+        rjq__sized_in(c, &o->opts, sizeof o->opts, opts, "rjq_queue_options"); /* (checked) */
+        o->has_opts = 1;
+    }
+    o->cb = cb;
+    o->data = data;
+    if (rc == RJQ_OK && (rc = send_get(o->q, on_opened, o)) != RJQ_OK) rjq_queue_close(o->q);
+    if (rc != RJQ_OK) free(o);
+    return rc;
+}
+
+int rjq_queue_shards(const rjq_queue *q) {
+    if (q == NULL) return RJQ_EINVAL;
+    const layout *l = layout_of(q);
+    return l ? l->n : 1;
+}
+
+rjq_queue *rjq_queue_shard_at(rjq_queue *q, int i) {
+    layout *l = layout_of(q);
+    if (l) return i >= 0 && i < l->n ? l->sub[i] : NULL;
+    return q && i == 0 ? q : NULL;
+}
+
+/* ---- declaring ---------------------------------------------------------------- */
+
+/* The names of n shards of queue `name` (docs/sharding.md section 2): on
+ * a cluster shard i lands on master i mod M of the client's table, else
+ * k is 0. RJQ_OK, RJQ_EQUEUENAME (a name would be too long) or RJQ_ECONN
+ * (a cluster whose table names no master yet). */
+static int make_names(rjq_client *c, const char *name, int n, decl *d) {
+    int pins[RJQ__SLOTS / 64];
+    size_t m = 0;
+    if (rjq__route_mode(c) == RJQ__ROUTE_CLUSTER) {
+        m = rjq__route_masters(c, pins, sizeof pins / sizeof pins[0]);
+        if (m == 0) {
+            rjq__errmsg(c, "queue %s: no master known to place its shards on", name);
+            return RJQ_ECONN;
+        }
+    }
+    memset(d, 0, sizeof *d);
+    for (int i = 0; i < n; i++) {
+        char base[NAME_CAP + 16], tag[NAME_CAP + 48];
+        snprintf(base, sizeof base, "%s~%d", name, i);
+        char first[sizeof base + 4];
+        snprintf(first, sizeof first, "%s-0", base);
+        int slot = m ? pins[(size_t)i % m] : rjq__key_slot(first, strlen(first));
+        if (rjq__slot_tag(base, slot, tag, sizeof tag) != 0 || !rjq__valid_queue_name(tag)) {
+            rjq__errmsg(c, "queue %s: its shard names would pass %d bytes", name,
+                        RJQ__QUEUE_NAME_MAX);
+            return RJQ_EQUEUENAME;
+        }
+        memcpy(d->names[i], tag, strlen(tag) + 1); /* (a valid name: it fits) */
+    }
+    d->n = n;
+    return RJQ_OK;
+}
+
+typedef struct declaring {
+    rjq_queue *q;
+    int n, tries;
+    rjq_count_cb *cb;
+    void *data;
+    decl old;                         /* as read */
+    decl nw;                          /* as written */
+    rjq_queue *check[RJQ_SHARDS_MAX + 1]; /* handles whose stats are read */
+    int nchecks, waiting, status;
+    long long jobs;                   /* ready + delayed + active of them all */
+} declaring;
+
+static void declare_end(declaring *x, int status) {
+    rjq_client *c = rjq_queue_client(x->q);
+    if (x->cb) x->cb(c, status, status == RJQ_OK ? x->n : 0, x->data);
+    rjq__queue_release(x->q);
+    free(x);
+}
+
+static void declare_read(declaring *x);
+
+static void on_written(rjq_client *c, int status, redisReply *r, void *priv) {
+    declaring *x = priv;
+    if (status == RJQ_OK && r->type == REDIS_REPLY_NIL) { /* SET NX lost: declared meanwhile */
+        if (++x->tries < 3) {
+            declare_read(x);
+            return;
+        }
+        rjq__errmsg(c, "queue %s: its shard declaration keeps changing", rjq_queue_name(x->q));
+        status = RJQ_EBUSY;
+    }
+    if (status == RJQ_OK && r->type != REDIS_REPLY_STATUS && r->type != REDIS_REPLY_INTEGER)
+        status = RJQ_EPROTO;
+    if (status == RJQ_OK && rjq__accepting(c)) status = layout_apply(x->q, &x->nw, NULL);
+    declare_end(x, status);
+}
+
+/* Every handle of the check answered: write the declaration when Q is empty. */
+static void declare_write(declaring *x) {
+    rjq_client *c = rjq_queue_client(x->q);
+    for (int i = 0; i < x->nchecks; i++) rjq_queue_close(x->check[i]);
+    x->nchecks = 0;
+    if (x->status != RJQ_OK) {
+        declare_end(x, x->status);
+        return;
+    }
+    if (x->jobs > 0) {
+        rjq__errmsg(c, "queue %s has %lld jobs ready, delayed or running: its shard count "
+                       "changes only while it is empty", rjq_queue_name(x->q), x->jobs);
+        declare_end(x, RJQ_EBUSY);
+        return;
+    }
+    decl *d = &x->nw;
+    memset(d, 0, sizeof *d);
+    int rc = x->n > 1 ? make_names(c, rjq_queue_name(x->q), x->n, d) : RJQ_OK;
+    const char *key = decl_key(x->q);
+    char *val = rc == RJQ_OK ? malloc(DECL_MAX) : NULL;
+    if (rc == RJQ_OK && val == NULL) rc = RJQ_ENOMEM;
+    if (rc == RJQ_OK) {
+        if (x->n > 1) {
+            size_t at = (size_t)snprintf(val, DECL_MAX, "%s 1 %d", DECL_MAGIC, x->n);
+            for (int i = 0; i < x->n; i++)
+                at += (size_t)snprintf(val + at, DECL_MAX - at, " %s", d->names[i]);
+            const char *set[] = {"SET", key, val, "NX"};
+            rc = rjq__command_in(c, rjq__queue_slot(x->q), 0, on_written, x, x->old.n ? 3 : 4,
+                                 set, NULL);
+        } else {
+            const char *del[] = {"DEL", key};
+            rc = rjq__command_in(c, rjq__queue_slot(x->q), 0, on_written, x, 2, del, NULL);
+        }
+    }
+    free(val);
+    if (rc != RJQ_OK) declare_end(x, rc);
+}
+
+static void on_checked(rjq_client *c, int status, const rjq_stats *s, void *data) {
+    declaring *x = data;
+    (void)c;
+    if (status != RJQ_OK && x->status == RJQ_OK) x->status = status;
+    if (status == RJQ_OK) x->jobs += s->ready + s->delayed + s->active;
+    if (--x->waiting == 0) declare_write(x);
+}
+
+static void on_declared(rjq_client *c, int status, redisReply *r, void *priv) {
+    declaring *x = priv;
+    if (status == RJQ_OK) status = decl_parse(c, r, rjq_queue_name(x->q), &x->old);
+    if (status != RJQ_OK) {
+        declare_end(x, status);
+        return;
+    }
+    if (x->old.n == (x->n > 1 ? x->n : 0)) { /* as declared: keep its names */
+        declare_end(x, rjq__accepting(c) ? layout_apply(x->q, &x->old, NULL) : RJQ_OK);
+        return;
+    }
+    /* Q empty? its base queue and every recorded shard, each by its stats */
+    const char *names[RJQ_SHARDS_MAX + 1];
+    names[0] = rjq_queue_name(x->q);
+    for (int i = 0; i < x->old.n; i++) names[1 + i] = x->old.names[i];
+    x->status = RJQ_OK;
+    x->jobs = 0;
+    x->waiting = 1; /* (this loop's own, so that no answer ends it early) */
+    for (int i = 0; i < 1 + x->old.n && rjq__accepting(c); i++) {
+        rjq_queue *h;
+        int rc = rjq_queue_open(c, names[i], NULL, &h);
+        if (rc == RJQ_OK) {
+            x->check[x->nchecks++] = h;
+            x->waiting++;
+            if ((rc = rjq__queue_stats_one(h, on_checked, x)) != RJQ_OK) x->waiting--;
+        }
+        if (rc != RJQ_OK) {
+            x->status = rc;
+            break;
+        }
+    }
+    if (--x->waiting == 0) declare_write(x);
+}
+
+static void declare_read(declaring *x) {
+    int rc = send_get(x->q, on_declared, x);
+    if (rc != RJQ_OK) declare_end(x, rc);
+}
+
+static void declare_routed(rjq_client *c, int status, void *arg) {
+    declaring *x = arg;
+    (void)c;
+    if (status != RJQ_OK) declare_end(x, status);
+    else declare_read(x);
+}
+
+int rjq_queue_shard(rjq_queue *q, int n, rjq_count_cb *cb, void *data) {
+    if (q == NULL || n < 1 || n > RJQ_SHARDS_MAX) return RJQ_EINVAL;
+    rjq_client *c = rjq_queue_client(q);
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    decl probe;
+    if (n > 1 && strlen(rjq_queue_name(q)) + 26 > RJQ__QUEUE_NAME_MAX &&
+        make_names(c, rjq_queue_name(q), n, &probe) == RJQ_EQUEUENAME)
+        return RJQ_EQUEUENAME;
+    declaring *x = calloc(1, sizeof *x);
+    if (x == NULL) return RJQ_ENOMEM;
+    x->q = q;
+    x->n = n;
+    x->cb = cb;
+    x->data = data;
+    rjq__queue_hold(q);
+    int rc = rjq__when_routed(c, declare_routed, x);
+    if (rc != RJQ_OK) {
+        rjq__queue_release(q);
+        free(x);
+    }
+    return rc;
+}
+
+/* ---- enqueue ------------------------------------------------------------------ */
+
+/* The shard of a job: by its id's hash (so an id always meets itself),
+ * anonymous ones in turn. */
+static rjq_queue *shard_for(layout *l, const char *id) {
+    if (id) return l->sub[rjq__crc16(id, strlen(id)) % (unsigned)l->n];
+    return l->sub[l->rr++ % (unsigned)l->n];
+}
+
+int rjq_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *opts,
+                rjq_enqueue_cb *cb, void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__enqueue_one(q, payload, len, opts, cb, data);
+    rjq_job_options copy;
+    const rjq_job_options *o;
+    if (rjq__job_options_in(rjq_queue_client(q), opts, &copy, &o) != RJQ_OK) return RJQ_EINVAL;
+    return rjq__enqueue_one(shard_for(l, o ? o->id : NULL), payload, len, o, cb, data);
+}
+
+/* A batch split over the shards: one call per shard; the caller's
+ * callback once, with every item's result in its order. */
+typedef struct split split;
+typedef struct split_part {
+    split *s;
+    size_t n;
+    size_t *idx; /* the caller's index of each of this part's items */
+} split_part;
+
+struct split {
+    rjq_enqueue_cb *cb;
+    void *data;
+    size_t n;
+    int waiting, status;
+    rjq_enqueued *out; /* n of them; ids malloc'd */
+    split_part part[RJQ_SHARDS_MAX];
+};
+
+static void split_free(split *s) {
+    for (size_t i = 0; i < s->n; i++) free((char *)s->out[i].id);
+    for (int k = 0; k < RJQ_SHARDS_MAX; k++) free(s->part[k].idx);
+    free(s->out);
+    free(s);
+}
+
+static void split_done(rjq_client *c, split *s) {
+    if (s->cb) {
+        if (s->status == RJQ_OK) s->cb(c, RJQ_OK, s->out, s->n, s->data);
+        else s->cb(c, s->status, NULL, 0, s->data);
+    }
+    split_free(s);
+}
+
+static void on_split_part(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n,
+                          void *data) {
+    split_part *p = data;
+    split *s = p->s;
+    if (status == RJQ_OK && n != p->n) status = RJQ_EPROTO;
+    for (size_t j = 0; status == RJQ_OK && j < n; j++) {
+        const rjq_enqueued *e = rjq_enqueued_at(jobs, j);
+        rjq_enqueued *o = &s->out[p->idx[j]];
+        if ((o->id = strdup(e->id)) == NULL) status = RJQ_ENOMEM;
+        o->existed = e->existed;
+        o->replaced = e->replaced;
+    }
+    if (status != RJQ_OK && s->status == RJQ_OK) s->status = status;
+    if (--s->waiting == 0) split_done(c, s);
+}
+
+int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n, rjq_enqueue_cb *cb,
+                      void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__enqueue_batch_one(q, items, n, cb, data);
+    if (items == NULL || n == 0 || n > RJQ_BATCH_MAX) return RJQ_EINVAL;
+    rjq_client *c = rjq_queue_client(q);
+    char why[256];
+    if (rjq__sized_check(items, sizeof *items, "rjq_enqueue_item", why, sizeof why) < 0) {
+        rjq__errmsg(c, "%s", why);
+        return RJQ_EINVAL;
+    }
+    size_t stride = items->size;
+    /* every item as this library reads it, and its shard */
+    rjq_enqueue_item *its = malloc(n * (sizeof *its + sizeof(rjq_job_options) + sizeof(int)));
+    split *s = calloc(1, sizeof *s);
+    if (s) s->out = calloc(n, sizeof *s->out);
+    if (its == NULL || s == NULL || s->out == NULL) {
+        free(its);
+        if (s) free(s->out);
+        free(s);
+        return RJQ_ENOMEM;
+    }
+    s->n = n;
+    s->cb = cb;
+    s->data = data;
+    rjq_job_options *jos = (rjq_job_options *)(its + n);
+    int *shard = (int *)(jos + n);
+    int rc = RJQ_OK;
+    for (size_t i = 0; i < n && rc == RJQ_OK; i++) {
+        const rjq_enqueue_item *it = (const void *)((const char *)items + i * stride);
+        if (it->size != stride ||
+            (i > 0 && rjq__sized_check(it, sizeof *it, "rjq_enqueue_item", why, sizeof why) < 0)) {
+            rjq__errmsg(c, "rjq_enqueue_item: item %zu is not of item 0's size", i);
+            rc = RJQ_EINVAL;
+            break;
+        }
+        rjq__sized_copy(&its[i], sizeof its[i], it);
+        const rjq_job_options *o;
+        if (rjq__job_options_in(c, its[i].opts, &jos[i], &o) != RJQ_OK) {
+            rc = RJQ_EINVAL;
+            break;
+        }
+        if (o) jos[i] = *o, its[i].opts = &jos[i];
+        /* (the check each part would make, before any part is sent) */
+        char enc[RJQ__OPTS_MAX + 1];
+        rjq_queue *to = shard_for(l, o ? o->id : NULL);
+        if ((rc = rjq__enqueue_check(to, &its[i], enc)) != RJQ_OK) break;
+        for (shard[i] = 0; l->sub[shard[i]] != to; shard[i]++) {}
+        s->part[shard[i]].n++;
+    }
+    for (int k = 0; k < l->n && rc == RJQ_OK; k++) {
+        s->part[k].s = s;
+        if (s->part[k].n && (s->part[k].idx = malloc(s->part[k].n * sizeof(size_t))) == NULL)
+            rc = RJQ_ENOMEM;
+        s->part[k].n = 0;
+    }
+    for (size_t i = 0; i < n && rc == RJQ_OK; i++) {
+        split_part *p = &s->part[shard[i]];
+        p->idx[p->n++] = i;
+    }
+    if (rc != RJQ_OK) {
+        free(its);
+        split_free(s);
+        return rc;
+    }
+    /* one call per shard, each of its items in the caller's order */
+    rjq_enqueue_item *part = malloc(n * sizeof *part);
+    if (part == NULL) {
+        free(its);
+        split_free(s);
+        return RJQ_ENOMEM;
+    }
+    rjq__enter(c); /* a flush inside may run callbacks that free the client */
+    s->waiting = 1;
+    int sent = 0;
+    for (int k = 0; k < l->n && rjq__accepting(c); k++) {
+        split_part *p = &s->part[k];
+        if (p->n == 0) continue;
+        for (size_t j = 0; j < p->n; j++) part[j] = its[p->idx[j]];
+        s->waiting++;
+        if ((rc = rjq__enqueue_batch_one(l->sub[k], part, p->n, on_split_part, p)) != RJQ_OK) {
+            s->waiting--;
+            if (s->status == RJQ_OK) s->status = rc;
+            break;
+        }
+        sent++;
+    }
+    free(part);
+    free(its);
+    if (sent == 0) { /* nothing sent: the error is returned, cb never called */
+        if (rc == RJQ_OK) rc = RJQ_ECLOSED;
+        s->cb = NULL;
+    } else {
+        rc = RJQ_OK;
+    }
+    if (--s->waiting == 0) split_done(c, s);
+    rjq__leave(c);
+    return rc;
+}
+
+/* ---- workers, awaits, stats ------------------------------------------------------ */
+
+int rjq_worker_start(rjq_queue *q, const rjq_worker_options *opts, rjq_handler_fn *handler,
+                     void *data, rjq_worker **out) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__worker_start_one(q, opts, handler, data, out);
+    int weights[RJQ_SHARDS_MAX];
+    for (int i = 0; i < l->n; i++) weights[i] = 1;
+    return rjq_worker_start_queues(l->sub, (size_t)l->n, RJQ_WORKER_WEIGHTED, weights, opts,
+                                   handler, data, out);
+}
+
+int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *opts,
+                      const rjq_await_options *aw, rjq_await_cb *cb, void *data,
+                      rjq_await **out) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__enqueue_await_one(q, payload, len, opts, aw, cb, data, out);
+    rjq_job_options copy;
+    const rjq_job_options *o;
+    if (rjq__job_options_in(rjq_queue_client(q), opts, &copy, &o) != RJQ_OK) return RJQ_EINVAL;
+    return rjq__enqueue_await_one(shard_for(l, o ? o->id : NULL), payload, len, o, aw, cb, data,
+                                  out);
+}
+
+int rjq_queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw, rjq_await_cb *cb,
+                    void *data, rjq_await **out) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_await_one(q, id, aw, cb, data, out);
+    if (id == NULL || id[0] == '\0') return RJQ_EJOBID;
+    if (id[strspn(id, "0123456789")] == '\0') {
+        rjq__errmsg(rjq_queue_client(q), "queue %s is sharded: a server-assigned id names a job "
+                    "of one shard (await it on its shard: rjq_queue_shard_at)", rjq_queue_name(q));
+        return RJQ_ESHARDED;
+    }
+    return rjq__queue_await_one(shard_for(l, id), id, aw, cb, data, out);
+}
+
+typedef struct summing {
+    rjq_stats_cb *cb;
+    void *data;
+    int waiting, status, got;
+    rjq_stats sum;
+} summing;
+
+static void sum_done(rjq_client *c, summing *s) {
+    if (s->status == RJQ_OK) s->cb(c, RJQ_OK, &s->sum, s->data);
+    else s->cb(c, s->status, NULL, s->data);
+    free(s);
+}
+
+static void on_shard_stats(rjq_client *c, int status, const rjq_stats *st, void *data) {
+    summing *s = data;
+    if (status != RJQ_OK && s->status == RJQ_OK) s->status = status;
+    if (status == RJQ_OK) {
+        rjq_stats *t = &s->sum;
+        long long *to[] = {&t->enqueued, &t->completed, &t->failed,     &t->retried,
+                           &t->dead,     &t->reclaimed, &t->replayed,   &t->ready,
+                           &t->delayed,  &t->active,    &t->dead_depth, &t->cancelled,
+                           &t->cancelled_depth};
+        const long long from[] = {st->enqueued, st->completed, st->failed,     st->retried,
+                                  st->dead,     st->reclaimed, st->replayed,   st->ready,
+                                  st->delayed,  st->active,    st->dead_depth, st->cancelled,
+                                  st->cancelled_depth};
+        for (size_t i = 0; i < sizeof to / sizeof to[0]; i++) *to[i] += from[i];
+        t->paused |= st->paused;
+        t->exists |= st->exists;
+        if (s->got++ == 0) { /* (limits are not split yet: shard 0's) */
+            t->limit_concurrency = st->limit_concurrency;
+            t->limit_rate = st->limit_rate;
+            t->limit_rate_window_ms = st->limit_rate_window_ms;
+        }
+    }
+    if (--s->waiting == 0) sum_done(c, s);
+}
+
+int rjq_queue_stats(rjq_queue *q, rjq_stats_cb *cb, void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_stats_one(q, cb, data);
+    if (cb == NULL) return RJQ_EINVAL;
+    rjq_client *c = rjq_queue_client(q);
+    summing *s = calloc(1, sizeof *s);
+    if (s == NULL) return RJQ_ENOMEM;
+    s->cb = cb;
+    s->data = data;
+    int rc = RJQ_OK, sent = 0;
+    rjq__enter(c);
+    s->waiting = 1;
+    for (int k = 0; k < l->n && rjq__accepting(c); k++) {
+        s->waiting++;
+        if ((rc = rjq__queue_stats_one(l->sub[k], on_shard_stats, s)) != RJQ_OK) {
+            s->waiting--;
+            s->status = rc;
+            break;
+        }
+        sent++;
+    }
+    if (sent == 0) {
+        free(s);
+        rjq__leave(c);
+        return rc != RJQ_OK ? rc : RJQ_ECLOSED;
+    }
+    if (--s->waiting == 0) sum_done(c, s);
+    rjq__leave(c);
+    return RJQ_OK;
+}

@@ -1,0 +1,516 @@
+/*
+ * Sharded queues on a standalone server (issue 35, docs/sharding.md): the
+ * declaration learnt by another client, a change of the shard count
+ * refused unless the queue is empty, ids going to the shard of their hash
+ * (so dedup holds across retries), a batch split over shards reporting
+ * once with per-item results in order, one worker draining a 6-shard
+ * queue with nothing lost or run twice, awaits answered once, stats
+ * summed, and the calls that do not span shards refused.
+ */
+#include "failalloc.h"
+#include "fixture.h"
+#include "harness.h"
+#include "server.h"
+#include "waits.h"
+
+typedef struct open_wait {
+    int done, status;
+    rjq_queue *q;
+} open_wait;
+
+static void on_open(rjq_client *c, int status, rjq_queue *q, void *data) {
+    open_wait *w = data;
+    (void)c;
+    w->done++;
+    w->status = status;
+    w->q = q;
+}
+
+/* Open name on c, knowing its layout. */
+static rjq_queue *open_learnt(struct event_base *base, rjq_client *c, const char *name) {
+    open_wait w = {0};
+    ASSERT_OK(rjq_queue_open_async(c, name, NULL, on_open, &w));
+    ASSERT(loop_until(base, &w.done, 10000));
+    ASSERT_EQ(1, w.done);
+    ASSERT_OK(w.status);
+    ASSERT(w.q != NULL);
+    return w.q;
+}
+
+/* Declare n shards of q; the callback's status. */
+static int declare(struct event_base *base, rjq_queue *q, int n) {
+    count_wait w = {0};
+    ASSERT_OK(rjq_queue_shard(q, n, on_count, &w));
+    ASSERT(loop_until(base, &w.done, 10000));
+    ASSERT_EQ(1, w.done);
+    if (w.status == RJQ_OK) ASSERT_EQ(n, w.n);
+    return w.status;
+}
+
+/* Which shard of q holds job id (-1: none). */
+static int shard_holding(test_env *e, rjq_queue *q, const char *id) {
+    int found = -1;
+    for (int i = 0; i < rjq_queue_shards(q); i++) {
+        info_wait w = get_info(e->base, rjq_queue_shard_at(q, i), id);
+        if (w.status == RJQ_OK) {
+            ASSERT_EQ(-1, found); /* in one shard only */
+            found = i;
+        } else {
+            ASSERT_EQ(RJQ_ENOTFOUND, w.status);
+        }
+    }
+    return found;
+}
+
+TEST(declaration_learnt_by_a_second_client) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "sh_decl");
+    ASSERT_EQ(1, rjq_queue_shards(q));
+    ASSERT(rjq_queue_shard_at(q, 0) == q);
+    ASSERT(rjq_queue_shard_at(q, 1) == NULL);
+    ASSERT_OK(declare(e.base, q, 4));
+    ASSERT_EQ(4, rjq_queue_shards(q)); /* the declaring handle takes it at once */
+
+    rjq_client *c2 = client_for(e.base, &e.s);
+    rjq_queue *q2 = open_learnt(e.base, c2, "sh_decl");
+    ASSERT_EQ(4, rjq_queue_shards(q2));
+    for (int i = 0; i < 4; i++) {
+        const char *a = rjq_queue_name(rjq_queue_shard_at(q, i));
+        ASSERT_STREQ(a, rjq_queue_name(rjq_queue_shard_at(q2, i)));
+        for (int k = 0; k < i; k++)
+            ASSERT(strcmp(a, rjq_queue_name(rjq_queue_shard_at(q, k))) != 0);
+        char want[64];
+        snprintf(want, sizeof want, "sh_decl~%d-0", i);
+        ASSERT_STREQ(want, a);
+    }
+    /* the same count again changes nothing, also from another client */
+    ASSERT_OK(declare(e.base, q2, 4));
+    ASSERT_EQ(4, rjq_queue_shards(q2));
+
+    /* a plain handle is refused nothing but knows nothing: it is the base queue */
+    rjq_queue *plain;
+    ASSERT_OK(rjq_queue_open(c2, "sh_decl", NULL, &plain));
+    ASSERT_EQ(1, rjq_queue_shards(plain));
+
+    /* a declaration this library cannot read is refused, never guessed */
+    redisReply *r = server_cmd(e.rc, "SET t:{sh_bad}:shards %s", "rjq-shards 1 3 a b");
+    freeReplyObject(r);
+    open_wait w = {0};
+    ASSERT_OK(rjq_queue_open_async(c2, "sh_bad", NULL, on_open, &w));
+    ASSERT(loop_until(e.base, &w.done, 10000));
+    ASSERT_EQ(RJQ_EPROTO, w.status);
+    ASSERT(w.q == NULL);
+    rjq_client_free(c2);
+    env_stop(&e);
+}
+
+static void on_cancel_wait(rjq_client *c, int status, const char *state, void *data) {
+    int *done = data;
+    (void)c, (void)state;
+    ASSERT_OK(status);
+    (*done)++;
+}
+
+/* Cancel a waiting job (it no longer counts as ready). */
+static void cancel_job(test_env *e, rjq_queue *q, const char *id) {
+    int done = 0;
+    ASSERT_OK(rjq_queue_cancel(q, id, on_cancel_wait, &done));
+    ASSERT(loop_until(e->base, &done, 10000));
+}
+
+TEST(changing_the_shard_count_is_refused_unless_the_queue_is_empty) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "sh_change");
+    /* the base queue has a job: no declaration */
+    enqueue_x_ok(e.base, q, "before", 0, 0);
+    ASSERT_EQ(RJQ_EBUSY, declare(e.base, q, 3));
+    ASSERT_EQ(1, rjq_queue_shards(q));
+    ASSERT(strstr(rjq_client_errmsg(e.c), "empty") != NULL);
+    cancel_job(&e, q, "before");
+    ASSERT_OK(declare(e.base, q, 3));
+    ASSERT_EQ(3, rjq_queue_shards(q));
+
+    /* a job in a shard: no other count */
+    enqueue_x_ok(e.base, q, "in-a-shard", 0, 0);
+    ASSERT_EQ(RJQ_EBUSY, declare(e.base, q, 5));
+    ASSERT_EQ(3, rjq_queue_shards(q));
+    ASSERT_OK(declare(e.base, q, 3)); /* the same count: fine */
+    int s = shard_holding(&e, q, "in-a-shard");
+    ASSERT(s >= 0);
+    cancel_job(&e, rjq_queue_shard_at(q, s), "in-a-shard");
+    ASSERT_OK(declare(e.base, q, 5));
+    ASSERT_EQ(5, rjq_queue_shards(q));
+    ASSERT_OK(declare(e.base, q, 1)); /* back to plain */
+    ASSERT_EQ(1, rjq_queue_shards(q));
+    redisReply *r = server_cmd(e.rc, "EXISTS t:{sh_change}:shards");
+    ASSERT_EQ(0, r->integer);
+    freeReplyObject(r);
+    env_stop(&e);
+}
+
+TEST(ids_go_to_the_shard_of_their_hash_and_dedup_across_retries) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "sh_ids");
+    ASSERT_OK(declare(e.base, q, 6));
+    rjq_client *c2 = client_for(e.base, &e.s);
+    rjq_queue *q2 = open_learnt(e.base, c2, "sh_ids");
+    int used[6] = {0};
+    for (int i = 0; i < 60; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "order-%d", i);
+        enqueue_wait a = enqueue_x(e.base, q, id, 0, 0);
+        ASSERT_OK(a.status);
+        ASSERT_EQ(0, a.existed);
+        /* a retry, from another client: the same shard, so it exists */
+        enqueue_wait b = enqueue_x(e.base, q2, id, 0, 0);
+        ASSERT_OK(b.status);
+        ASSERT_EQ(1, b.existed);
+        ASSERT_STREQ(id, b.id);
+        int s = shard_holding(&e, q, id);
+        ASSERT(s >= 0);
+        used[s]++;
+    }
+    for (int i = 0; i < 6; i++) ASSERT(used[i] > 0); /* spread over every shard */
+    /* anonymous jobs: in turn over the shards */
+    for (int i = 0; i < 12; i++) ASSERT_OK(enqueue_job(e.base, q, "anon", NULL).status);
+    for (int i = 0; i < 6; i++) {
+        rjq_stats st = get_stats(e.base, rjq_queue_shard_at(q, i));
+        ASSERT_EQ(used[i] + 2, st.ready);
+    }
+    rjq_stats all = get_stats(e.base, q);
+    ASSERT_EQ(72, all.ready);
+    ASSERT_EQ(72, all.enqueued);
+    ASSERT_EQ(1, all.exists);
+    /* the base queue has nothing */
+    rjq_queue *plain;
+    ASSERT_OK(rjq_queue_open(e.c, "sh_ids", NULL, &plain));
+    ASSERT_EQ(0, get_stats(e.base, plain).ready);
+    rjq_client_free(c2);
+    env_stop(&e);
+}
+
+typedef struct batch_wait {
+    int done, status;
+    size_t n;
+    char ids[64][32];
+    int existed[64];
+} batch_wait;
+
+static void on_batch(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    batch_wait *w = data;
+    (void)c;
+    w->done++;
+    w->status = status;
+    w->n = n;
+    for (size_t i = 0; i < n && i < 64; i++) {
+        snprintf(w->ids[i], sizeof w->ids[i], "%s", rjq_enqueued_at(jobs, i)->id);
+        w->existed[i] = rjq_enqueued_at(jobs, i)->existed;
+    }
+}
+
+TEST(a_batch_split_over_shards_reports_once_with_results_in_order) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "sh_batch");
+    ASSERT_OK(declare(e.base, q, 4));
+    enqueue_x_ok(e.base, q, "b-7", 0, 0); /* one id exists already */
+    rjq_job_options o[40];
+    rjq_enqueue_item it[40];
+    char ids[40][16];
+    for (int i = 0; i < 40; i++) {
+        o[i] = (rjq_job_options)RJQ_JOB_OPTIONS_INIT;
+        snprintf(ids[i], sizeof ids[i], "b-%d", i);
+        o[i].id = ids[i];
+        it[i] = (rjq_enqueue_item)RJQ_ENQUEUE_ITEM_INIT;
+        it[i].payload = ids[i];
+        it[i].len = strlen(ids[i]);
+        it[i].opts = i % 3 == 2 ? NULL : &o[i]; /* every third anonymous */
+    }
+    batch_wait w = {0};
+    ASSERT_OK(rjq_enqueue_batch(q, it, 40, on_batch, &w));
+    ASSERT(loop_until(e.base, &w.done, 10000));
+    loop_turn(e.base);
+    ASSERT_EQ(1, w.done);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(40, w.n);
+    for (int i = 0; i < 40; i++) {
+        if (i % 3 == 2) {
+            ASSERT(w.ids[i][0] >= '0' && w.ids[i][0] <= '9'); /* server-assigned */
+            continue;
+        }
+        ASSERT_STREQ(ids[i], w.ids[i]);
+        ASSERT_EQ(i == 7 ? 1 : 0, w.existed[i]);
+        ASSERT(shard_holding(&e, q, ids[i]) >= 0);
+    }
+    ASSERT_EQ(40, get_stats(e.base, q).ready); /* 26 ids (one existed) + 13 anonymous + b-7 */
+
+    /* an invalid item: nothing sent, no callback */
+    o[4].priority = RJQ_PRIORITY_MAX + 1;
+    batch_wait w2 = {0};
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_batch(q, it, 40, on_batch, &w2));
+    ASSERT_EQ(40, get_stats(e.base, q).ready);
+    ASSERT_EQ(0, w2.done);
+    env_stop(&e);
+}
+
+#define DRAIN_JOBS 600
+
+typedef struct drain_log {
+    long started, done;
+    int runs[DRAIN_JOBS];
+    int per_shard[6];
+    rjq_queue *q;
+    rjq_worker *w;
+} drain_log;
+
+static void drain_handler(rjq_job *job, void *data) {
+    drain_log *l = data;
+    const char *id = rjq_job_id(job);
+    int n = -1;
+    ASSERT(sscanf(id, "d-%d", &n) == 1 || sscanf(rjq_job_payload(job, NULL), "d-%d", &n) == 1);
+    ASSERT(n >= 0 && n < DRAIN_JOBS);
+    l->runs[n]++;
+    for (int i = 0; i < 6; i++)
+        if (rjq_job_queue(job) == rjq_queue_shard_at(l->q, i)) l->per_shard[i]++;
+    ASSERT(rjq_job_worker(job) == l->w);
+    l->started++;
+    ASSERT_OK(rjq_job_complete(job, NULL, 0, on_done_ok, &l->done));
+}
+
+TEST(one_worker_drains_a_six_shard_queue_nothing_lost_nothing_twice) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "sh_drain");
+    ASSERT_OK(declare(e.base, q, 6));
+    static drain_log l;
+    memset(&l, 0, sizeof l);
+    l.q = q;
+    rjq_worker_options wo = quiet_worker_options(4);
+    ASSERT_OK(rjq_worker_start(q, &wo, drain_handler, &l, &l.w));
+    /* half with ids, half anonymous (the payload names them) */
+    static char names[DRAIN_JOBS][16];
+    static rjq_job_options o[DRAIN_JOBS];
+    static rjq_enqueue_item it[DRAIN_JOBS];
+    for (int i = 0; i < DRAIN_JOBS; i++) {
+        snprintf(names[i], sizeof names[i], "d-%d", i);
+        o[i] = (rjq_job_options)RJQ_JOB_OPTIONS_INIT;
+        o[i].id = names[i];
+        it[i] = (rjq_enqueue_item)RJQ_ENQUEUE_ITEM_INIT;
+        it[i].payload = names[i];
+        it[i].len = strlen(names[i]);
+        it[i].opts = i % 2 ? &o[i] : NULL;
+    }
+    for (int at = 0; at < DRAIN_JOBS; at += 100) {
+        batch_wait w = {0};
+        ASSERT_OK(rjq_enqueue_batch(q, it + at, 100, on_batch, &w));
+        ASSERT(loop_until(e.base, &w.done, 10000));
+        ASSERT_OK(w.status);
+    }
+    ASSERT(loop_until_count(e.base, &l.done, DRAIN_JOBS, 60000));
+    for (int i = 0; i < DRAIN_JOBS; i++) ASSERT_EQ(1, l.runs[i]);
+    for (int i = 0; i < 6; i++) ASSERT(l.per_shard[i] > 0);
+    rjq_stats st = get_stats(e.base, q);
+    ASSERT_EQ(DRAIN_JOBS, st.completed);
+    ASSERT_EQ(0, st.ready + st.active + st.delayed);
+    ASSERT(rjq_worker_running(l.w) == 0);
+    worker_stop_wait(e.base, l.w);
+    env_stop(&e);
+}
+
+typedef struct await_log {
+    int done, status;
+    char result[64];
+} await_log;
+
+static void on_awaited(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    await_log *a = data;
+    (void)c;
+    a->done++;
+    a->status = status;
+    if (o && status == RJQ_OK)
+        snprintf(a->result, sizeof a->result, "%.*s", (int)o->result_len, (const char *)o->result);
+}
+
+static void echo_handler(rjq_job *job, void *data) {
+    size_t len;
+    const void *p = rjq_job_payload(job, &len);
+    (void)data;
+    ASSERT_OK(rjq_job_complete(job, p, len, NULL, NULL));
+}
+
+TEST(awaits_on_a_sharded_queue_are_answered_once) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "sh_await");
+    ASSERT_OK(declare(e.base, q, 3));
+    rjq_worker *w;
+    rjq_worker_options wo = quiet_worker_options(2);
+    ASSERT_OK(rjq_worker_start(q, &wo, echo_handler, NULL, &w));
+    static await_log a[12], byid[6];
+    memset(a, 0, sizeof a);
+    memset(byid, 0, sizeof byid);
+    rjq_job_options o[12];
+    char ids[12][16], payload[12][16];
+    for (int i = 0; i < 12; i++) {
+        o[i] = (rjq_job_options)RJQ_JOB_OPTIONS_INIT;
+        snprintf(ids[i], sizeof ids[i], "aw-%d", i);
+        snprintf(payload[i], sizeof payload[i], "p%d", i);
+        o[i].id = i < 6 ? ids[i] : NULL;
+        ASSERT_OK(rjq_enqueue_await(q, payload[i], strlen(payload[i]), &o[i], NULL, on_awaited,
+                                    &a[i], NULL));
+        /* the same job awaited by id too */
+        if (i < 6) ASSERT_OK(rjq_queue_await(q, ids[i], NULL, on_awaited, &byid[i], NULL));
+    }
+    for (int i = 0; i < 12; i++) {
+        ASSERT(loop_until(e.base, &a[i].done, 20000));
+        ASSERT_OK(a[i].status);
+        ASSERT_STREQ(payload[i], a[i].result);
+    }
+    for (int i = 0; i < 6; i++) {
+        ASSERT(loop_until(e.base, &byid[i].done, 20000));
+        ASSERT_OK(byid[i].status);
+        ASSERT_STREQ(payload[i], byid[i].result);
+    }
+    /* a server-assigned id names a job of one shard: refused */
+    await_log n = {0};
+    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_await(q, "1", NULL, on_awaited, &n, NULL));
+    loop_turn(e.base);
+    for (int i = 0; i < 12; i++) ASSERT_EQ(1, a[i].done);
+    for (int i = 0; i < 6; i++) ASSERT_EQ(1, byid[i].done);
+    ASSERT_EQ(0, n.done);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+static void on_cancelled(rjq_client *c, int status, const char *state, void *data) {
+    (void)c, (void)status, (void)state, (void)data;
+    FAIL_AT(__FILE__, __LINE__, "a refused call's callback ran");
+}
+
+TEST(calls_that_do_not_span_shards_refuse_a_sharded_handle) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "sh_refuse");
+    ASSERT_OK(declare(e.base, q, 2));
+    count_wait w = {0};
+    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_pause(q, on_count, &w));
+    ASSERT(strstr(rjq_client_errmsg(e.c), "split into shards") != NULL);
+    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_cancel(q, "x", on_cancelled, NULL));
+    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_purge(q, RJQ_STATE_READY, 10, on_count, &w));
+    rjq_scheduler *s;
+    ASSERT_EQ(RJQ_ESHARDED, rjq_scheduler_start(q, 0, &s));
+    rjq_worker *wk;
+    rjq_queue *qs[] = {q};
+    int weight = 1;
+    rjq_worker_options wo = quiet_worker_options(1);
+    ASSERT_EQ(RJQ_ESHARDED, rjq_worker_start_queues(qs, 1, RJQ_WORKER_WEIGHTED, &weight, &wo,
+                                                    echo_handler, NULL, &wk));
+    /* on a shard they work */
+    ASSERT_OK(rjq_queue_pause(rjq_queue_shard_at(q, 0), on_count, &w));
+    ASSERT(loop_until(e.base, &w.done, 10000));
+    ASSERT_OK(w.status);
+    ASSERT_EQ(1, get_stats(e.base, q).paused); /* summed: one shard paused */
+    ASSERT_STREQ("RJQ_ESHARDED", rjq_err_name(RJQ_ESHARDED));
+    env_stop(&e);
+}
+
+/* A client freed while a queue's layout is being read, or a declaration
+ * is under way: each callback once, with RJQ_ECANCELED, nothing leaked. */
+TEST(client_freed_mid_open_or_declaration_ends_each_callback_once) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_client *c2 = client_for(e.base, &e.s);
+    open_wait w = {0};
+    ASSERT_OK(rjq_queue_open_async(c2, "sh_free", NULL, on_open, &w));
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(c2, "sh_free2", NULL, &q));
+    count_wait d = {0};
+    ASSERT_OK(rjq_queue_shard(q, 3, on_count, &d));
+    rjq_client_free(c2);
+    ASSERT_EQ(1, w.done);
+    ASSERT_EQ(RJQ_ECANCELED, w.status);
+    ASSERT(w.q == NULL);
+    ASSERT_EQ(1, d.done);
+    ASSERT_EQ(RJQ_ECANCELED, d.status);
+
+    /* the same once connected, with the declaration's stats reads in flight */
+    c2 = client_for(e.base, &e.s);
+    wait_connected(e.base, c2);
+    ASSERT_OK(rjq_queue_open(c2, "sh_free3", NULL, &q));
+    memset(&d, 0, sizeof d);
+    ASSERT_OK(rjq_queue_shard(q, 3, on_count, &d));
+    loop_turn(e.base); /* (the GET answered at most; its stats reads out or not yet) */
+    rjq_client_free(c2);
+    ASSERT_EQ(1, d.done);
+    env_stop(&e);
+}
+
+/* Allocation failures at every step of a batch split over shards: either
+ * the call returns RJQ_ENOMEM (no callback: nothing was sent) or its
+ * callback comes once, with every result or an error; of an open that
+ * learns the layout: RJQ_ENOMEM returned, or one callback. Nothing leaks
+ * (ASan). */
+TEST(allocation_failures_in_a_split_batch_and_an_open_end_cleanly) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "sh_oom");
+    ASSERT_OK(declare(e.base, q, 3));
+    rjq_job_options o[9];
+    rjq_enqueue_item it[9];
+    char ids[9][16];
+    for (int i = 0; i < 9; i++) {
+        o[i] = (rjq_job_options)RJQ_JOB_OPTIONS_INIT;
+        snprintf(ids[i], sizeof ids[i], "oom-%d", i);
+        o[i].id = ids[i];
+        it[i] = (rjq_enqueue_item)RJQ_ENQUEUE_ITEM_INIT;
+        it[i].payload = "x";
+        it[i].len = 1;
+        it[i].opts = &o[i];
+    }
+    long n = 0;
+    int failed_sync = 0, called = 0;
+    for (;; n++) {
+        batch_wait w = {0};
+        failalloc_arm_once(n);
+        int rc = rjq_enqueue_batch(q, it, 9, on_batch, &w);
+        failalloc_disarm();
+        if (rc == RJQ_OK) {
+            ASSERT(loop_until(e.base, &w.done, 10000));
+            loop_turn(e.base);
+            ASSERT_EQ(1, w.done);
+            if (w.status == RJQ_OK) ASSERT_EQ(9, w.n);
+            else ASSERT_EQ(RJQ_ENOMEM, w.status);
+            called++;
+        } else {
+            ASSERT_EQ(RJQ_ENOMEM, rc);
+            loop_turn(e.base);
+            ASSERT_EQ(0, w.done);
+            failed_sync++;
+        }
+        if (failalloc_failures() == 0) break;
+        ASSERT(n < 1000);
+    }
+    ASSERT(failed_sync > 0 && called > 0);
+    ASSERT_EQ(9, get_stats(e.base, q).ready); /* ids: written once, whatever failed */
+
+    for (n = 0;; n++) {
+        open_wait w = {0};
+        failalloc_arm_once(n);
+        int rc = rjq_queue_open_async(e.c, "sh_oom", NULL, on_open, &w);
+        failalloc_disarm();
+        if (rc == RJQ_OK) {
+            ASSERT(loop_until(e.base, &w.done, 10000));
+            ASSERT_OK(w.status);
+            ASSERT_EQ(3, rjq_queue_shards(w.q));
+            ASSERT_OK(rjq_queue_close(w.q));
+        } else {
+            ASSERT_EQ(RJQ_ENOMEM, rc);
+        }
+        if (failalloc_failures() == 0) break;
+        ASSERT(n < 1000);
+    }
+    env_stop(&e);
+}

@@ -22,6 +22,11 @@
 #                                script calls per job by function (enqueue, complete, claim
 #                                ...): jobs per enqueue call and per complete call. MONITOR
 #                                costs Redis CPU: the CPU figures of such runs are not valid.
+#   VALGRIND=1                   every redis-server under callgrind; each run prints Redis'
+#                                instructions per job (summed over the masters) of its
+#                                measured phase (the bench zeroes and dumps the counters:
+#                                CG_HOOK); a figure that does not move with the machine's
+#                                load. Use small N (N_AWAIT=2000): Redis runs ~50x slower.
 set -euo pipefail
 BUILD=${BUILD:-build}
 BENCH=$BUILD/rjq-cluster-bench
@@ -59,10 +64,13 @@ start_node() { # start_node PORT [cluster]
     local extra=()
     [ "${2:-}" = cluster ] && extra=(--cluster-enabled yes --cluster-config-file nodes.conf
         --cluster-node-timeout 5000)
-    redis-server --port "$port" --bind 127.0.0.1 --dir "$d" --save '' --appendonly no \
-        --daemonize no --logfile "$d/log" "${extra[@]}" &
+    local vg=()
+    [ "${VALGRIND:-0}" = 1 ] && vg=(valgrind --tool=callgrind --callgrind-out-file="$d/cg.out.%p")
+    "${vg[@]}" redis-server --port "$port" --bind 127.0.0.1 --dir "$d" --save '' --appendonly no \
+        --daemonize no --logfile "$d/log" "${extra[@]}" 2>"$d/valgrind.log" &
     PIDS+=($!)
-    for _ in $(seq 200); do
+    NODE_PID[$port]=$!
+    for _ in $(seq 2000); do
         redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && return
         sleep 0.05
     done
@@ -71,6 +79,7 @@ start_node() { # start_node PORT [cluster]
     exit 1
 }
 
+declare -A NODE_PID
 SA=$(free_port)
 start_node "$SA"
 PORTS=()
@@ -140,6 +149,37 @@ print(json.dumps({"server": name, "bench": label, "case": case, "jobs": jobs,
                   "jobs_per_call": {k: round(jobs / v, 2) for k, v in n.most_common()}}))
 EOF
 }
+# the callgrind hook the bench calls (zero, dump) on the nodes of CG_PIDS
+cat >"$DIR/cg_hook.sh" <<'HOOK'
+#!/bin/bash
+for p in $CG_PIDS; do
+    case "$1" in
+    zero) callgrind_control -z "$p" >/dev/null ;;
+    dump) callgrind_control --dump="$CG_TAG" "$p" >/dev/null ;;
+    esac
+done
+HOOK
+chmod +x "$DIR/cg_hook.sh"
+# instructions of the last dump of each node, per measured job
+count_instr() { # count_instr NAME LABEL CASE PORT...
+    local name=$1 label=$2 case=$3 p f ir total=0 parts=()
+    shift 3
+    for p in "$@"; do
+        f=$(ls -t "$DIR/$p"/cg.out."${NODE_PID[$p]}".* 2>/dev/null | head -1)
+        ir=$(sed -n 's/^summary: *\([0-9]*\).*/\1/p; s/^totals: *\([0-9]*\).*/\1/p' "$f" | head -1)
+        total=$((total + ir))
+        parts+=("$ir")
+    done
+    /usr/bin/python3 -c '
+import json, sys
+name, label, case, total, last = sys.argv[1:6]
+parts = [int(x) for x in sys.argv[6:]]
+jobs = json.loads(last)["jobs"] or 1
+print(json.dumps({"server": name, "bench": label, "case": case, "jobs": jobs,
+                  "redis_instructions_per_job": round(int(total) / jobs),
+                  "per_master": [round(x / jobs) for x in parts]}))' \
+        "$name" "$label" "$case" "$total" "$(tail -1 "$DIR/results")" "${parts[@]}"
+}
 run() { # run NAME URL CASE [ENV...]
     local name=$1 url=$2 case=$3 tag ports=("${PORTS[@]}")
     shift 3
@@ -148,8 +188,17 @@ run() { # run NAME URL CASE [ENV...]
         local label=${tag%%=*} bench=${tag#*=}
         RUN=$((RUN + 1))
         [ "$CALLS" = 1 ] && monitor_start "${ports[@]}"
-        env REDIS_URL="$url" PREFIX="b$RANDOM" "$@" "$bench" "$case" |
+        local cg=()
+        if [ "${VALGRIND:-0}" = 1 ]; then
+            local pids=() p
+            for p in "${ports[@]}"; do pids+=("${NODE_PID[$p]}"); done
+            cg=(CG_HOOK="$DIR/cg_hook.sh" CG_PIDS="${pids[*]}" CG_TAG="run$RUN")
+        fi
+        env REDIS_URL="$url" PREFIX="b$RANDOM" "${cg[@]}" "$@" "$bench" "$case" |
             sed "s/^{/{\"server\":\"$name\",\"bench\":\"$label\",/" | tee -a "$DIR/results"
+        if [ "${VALGRIND:-0}" = 1 ]; then
+            count_instr "$name" "$label" "$case" "${ports[@]}" | tee -a "$DIR/instr"
+        fi
         if [ "$CALLS" = 1 ]; then
             monitor_stop "${ports[@]}"
             count_calls "$name" "$label" "$case" "${MON_FILES[@]}" | tee -a "$DIR/calls"
@@ -173,7 +222,7 @@ for rep in $(seq "$REPS"); do
     done
 done
 # the ratios: cluster / standalone of Redis CPU per job (per bench; medians over REPS)
-/usr/bin/python3 - "$DIR/results" "$DIR/calls" <<'EOF'
+/usr/bin/python3 - "$DIR/results" "$DIR/calls" "$DIR/instr" <<'EOF'
 import collections, json, os, statistics, sys
 r = collections.defaultdict(list)
 for line in open(sys.argv[1]):
@@ -217,5 +266,9 @@ for b in benches:
 if os.path.exists(sys.argv[2]):
     print("script calls per job (MONITOR):")
     for line in open(sys.argv[2]):
+        print("  " + line.rstrip())
+if os.path.exists(sys.argv[3]):
+    print("Redis instructions per job (callgrind, summed over the masters):")
+    for line in open(sys.argv[3]):
         print("  " + line.rstrip())
 EOF

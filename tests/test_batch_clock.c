@@ -112,6 +112,45 @@ TEST(a_read_made_while_a_batch_is_held_back_sees_its_job) {
     env_stop_proxied(&e, &p);
 }
 
+static rjq_job *kept;
+
+static void keep_job(rjq_job *job, void *data) {
+    (void)data;
+    kept = job;
+}
+
+/* A completion made after an enqueue never overtakes it on the wire, even
+ * in another queue's slot: the batch held back for the call in flight
+ * goes ahead of it ("enqueue the next step, then complete this one"). */
+TEST(a_completion_made_after_a_held_enqueue_does_not_overtake_it) {
+    test_env e;
+    proxy p;
+    env_start_proxied(&e, &p, "next", NULL);
+    rjq_queue *done_q = queue_for(e.c, "step");
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(done_q, &wo, keep_job, NULL, &w));
+    wait_worker_started(e.base, e.c, done_q, e.rc, "step");
+    enqueue_job(e.base, done_q, "s", NULL);
+    WAIT_FOR(e.base, kept != NULL, 10000);
+    order o = {0}, held = {0};
+    first_call_out(&e, &p, "t:{next}:ready", &o);
+    ASSERT_OK(rjq_enqueue(e.q, "n1", 2, NULL, on_ordered, &held));
+    loop_turn(e.base); /* (its tick holds it back) */
+    long done = 0;
+    ASSERT_OK(rjq_job_complete(kept, "", 0, on_done_ok, &done));
+    kept = NULL;
+    /* the completion ran in Redis (its reply is held): the enqueue made
+     * before it had run already */
+    ASSERT(loop_until_server_int(e.base, e.rc, 1, 10000, "LLEN t:{step}:completed"));
+    ASSERT_EQ(2, server_int(e.rc, "LLEN t:{next}:ready"));
+    proxy_hold(&p, 0);
+    WAIT_FOR(e.base, done == 1 && o.calls == 1 && held.calls == 1, 10000);
+    ASSERT_EQ(0, o.bad + held.bad);
+    worker_stop_wait(e.base, w);
+    env_stop_proxied(&e, &p);
+}
+
 /* A reply that never comes ends with the command timeout, and the batch
  * held back for it then goes (and ends) too: nothing is held forever. */
 TEST(a_batch_held_back_goes_when_the_call_before_it_times_out) {

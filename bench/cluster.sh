@@ -13,6 +13,20 @@
 #
 #   bash bench/cluster.sh            (BUILD=build, N_DRAIN=60000, N_AWAIT=20000,
 #                                     IDLE_SECS=30; the servers are stopped by pid)
+#
+#   CASES="drain awaited idle"   the cases to run (the EVEN=1 drain runs with drain)
+#   BENCHES="before=/path/rjq-cluster-bench after=build/rjq-cluster-bench"
+#                                A/B: each case runs with each bench in turn (interleaved),
+#                                REPS (1) times; the lines carry "bench"
+#   CALLS=1                      tap MONITOR on every node during each run and print the
+#                                script calls per job by function (enqueue, complete, claim
+#                                ...): jobs per enqueue call and per complete call. MONITOR
+#                                costs Redis CPU: the CPU figures of such runs are not valid.
+#   VALGRIND=1                   every redis-server under callgrind; each run prints Redis'
+#                                instructions per job (summed over the masters) of its
+#                                measured phase (the bench zeroes and dumps the counters:
+#                                CG_HOOK); a figure that does not move with the machine's
+#                                load. Use small N (N_AWAIT=2000): Redis runs ~50x slower.
 set -euo pipefail
 BUILD=${BUILD:-build}
 BENCH=$BUILD/rjq-cluster-bench
@@ -32,7 +46,9 @@ trap cleanup EXIT
 free_port() {
     local p
     while :; do
-        p=$((20000 + RANDOM % 20000))
+        # (both below the ephemeral range: a bus port there may be a client socket's)
+        p=$((20000 + RANDOM % 12000))
+        [ $((p + 10000)) -lt 32768 ] || continue
         # the port and its cluster bus port (+10000) both free
         if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null &&
             ! (exec 3<>/dev/tcp/127.0.0.1/$((p + 10000))) 2>/dev/null; then
@@ -48,17 +64,22 @@ start_node() { # start_node PORT [cluster]
     local extra=()
     [ "${2:-}" = cluster ] && extra=(--cluster-enabled yes --cluster-config-file nodes.conf
         --cluster-node-timeout 5000)
-    redis-server --port "$port" --bind 127.0.0.1 --dir "$d" --save '' --appendonly no \
-        --daemonize no --logfile "$d/log" "${extra[@]}" &
+    local vg=()
+    [ "${VALGRIND:-0}" = 1 ] && vg=(valgrind --tool=callgrind --callgrind-out-file="$d/cg.out.%p")
+    "${vg[@]}" redis-server --port "$port" --bind 127.0.0.1 --dir "$d" --save '' --appendonly no \
+        --daemonize no --logfile "$d/log" "${extra[@]}" 2>"$d/valgrind.log" &
     PIDS+=($!)
-    for _ in $(seq 200); do
+    NODE_PID[$port]=$!
+    for _ in $(seq 2000); do
         redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && return
         sleep 0.05
     done
     echo "redis-server on $port did not start" >&2
+    cat "$d/log" >&2
     exit 1
 }
 
+declare -A NODE_PID
 SA=$(free_port)
 start_node "$SA"
 PORTS=()
@@ -82,48 +103,172 @@ done
 STANDALONE=redis://127.0.0.1:$SA
 CLUSTER=redis://127.0.0.1:${PORTS[0]}
 echo "# $(date -u '+%F %H:%M UTC'), redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), $(nproc) cores"
-run() { # run NAME URL CASE [ENV...]
-    local name=$1 url=$2 case=$3
-    shift 3
-    env REDIS_URL="$url" PREFIX="b$RANDOM" "$@" "$BENCH" "$case" | sed "s/^{/{\"server\":\"$name\",/" |
-        tee -a "$DIR/results"
+CASES=${CASES:-drain awaited idle}
+BENCHES=${BENCHES:-cur=$BENCH}
+REPS=${REPS:-1}
+CALLS=${CALLS:-0}
+RUN=0
+# monitor_start PORT...: a MONITOR tap per node (pids in MON_PIDS, files in MON_FILES)
+monitor_start() {
+    MON_PIDS=() MON_FILES=()
+    local p f
+    for p in "$@"; do
+        f=$DIR/mon.$RUN.$p
+        redis-cli -p "$p" monitor >"$f" &
+        MON_PIDS+=($!) MON_FILES+=("$f")
+        # (the tap is on once it shows a command)
+        until grep -q rjq-mon-start "$f" 2>/dev/null; do
+            redis-cli -p "$p" echo rjq-mon-start >/dev/null
+        done
+    done
 }
-for round in standalone cluster; do
-    url=$STANDALONE
-    [ $round = cluster ] && url=$CLUSTER
-    run $round "$url" drain N="$N_DRAIN"
-    run $round "$url" awaited N="$N_AWAIT"
-    run $round "$url" idle IDLE_SECS="$IDLE_SECS"
+monitor_stop() { # monitor_stop PORT...: each tap saw its node's last command, then stops
+    local i=0 p
+    for p in "$@"; do
+        until grep -q rjq-mon-end "${MON_FILES[$i]}"; do redis-cli -p "$p" echo rjq-mon-end >/dev/null; done
+        kill "${MON_PIDS[$i]}"
+        wait "${MON_PIDS[$i]}" 2>/dev/null || true
+        i=$((i + 1))
+    done
+}
+# script calls by function over a run (its warm-up included), per measured job
+count_calls() { # count_calls NAME LABEL CASE FILE...
+    /usr/bin/python3 - "$@" "$(tail -1 "$DIR/results")" <<'EOF'
+import collections, json, re, sys
+name, label, case = sys.argv[1:4]
+files, last = sys.argv[4:-1], sys.argv[-1]
+jobs = json.loads(last)["jobs"] or 1
+n = collections.Counter()
+for f in files:
+    for line in open(f, errors="replace"):
+        m = re.search(r'\] "(?:FCALL|fcall|EVALSHA|evalsha)" "([^"]+)"', line)
+        if m:
+            n[m.group(1)] += 1
+print(json.dumps({"server": name, "bench": label, "case": case, "jobs": jobs,
+                  "script_calls_per_job": {k: round(v / jobs, 4) for k, v in n.most_common()},
+                  "jobs_per_call": {k: round(jobs / v, 2) for k, v in n.most_common()}}))
+EOF
+}
+# the callgrind hook the bench calls (zero, dump) on the nodes of CG_PIDS
+cat >"$DIR/cg_hook.sh" <<'HOOK'
+#!/bin/bash
+for p in $CG_PIDS; do
+    case "$1" in
+    zero) callgrind_control -z "$p" >/dev/null ;;
+    dump) callgrind_control --dump="$CG_TAG" "$p" >/dev/null ;;
+    esac
 done
-# the spread with 30 queues named so that each master has 10 (EVEN=1)
-run cluster-even "$CLUSTER" drain N="$N_DRAIN" EVEN=1
-# the ratios: cluster / standalone of Redis CPU per job
-/usr/bin/python3 - "$DIR/results" <<'EOF'
+HOOK
+chmod +x "$DIR/cg_hook.sh"
+# instructions of the last dump of each node, per measured job
+count_instr() { # count_instr NAME LABEL CASE PORT...
+    local name=$1 label=$2 case=$3 p f ir total=0 parts=()
+    shift 3
+    for p in "$@"; do
+        f=$(ls -t "$DIR/$p"/cg.out."${NODE_PID[$p]}".* 2>/dev/null | head -1)
+        ir=$(sed -n 's/^summary: *\([0-9]*\).*/\1/p; s/^totals: *\([0-9]*\).*/\1/p' "$f" | head -1)
+        total=$((total + ir))
+        parts+=("$ir")
+    done
+    /usr/bin/python3 -c '
 import json, sys
-r = {}
+name, label, case, total, last = sys.argv[1:6]
+parts = [int(x) for x in sys.argv[6:]]
+jobs = json.loads(last)["jobs"] or 1
+print(json.dumps({"server": name, "bench": label, "case": case, "jobs": jobs,
+                  "redis_instructions_per_job": round(int(total) / jobs),
+                  "per_master": [round(x / jobs) for x in parts]}))' \
+        "$name" "$label" "$case" "$total" "$(tail -1 "$DIR/results")" "${parts[@]}"
+}
+run() { # run NAME URL CASE [ENV...]
+    local name=$1 url=$2 case=$3 tag ports=("${PORTS[@]}")
+    shift 3
+    [ "$name" = standalone ] && ports=("$SA")
+    for tag in $BENCHES; do
+        local label=${tag%%=*} bench=${tag#*=}
+        RUN=$((RUN + 1))
+        [ "$CALLS" = 1 ] && monitor_start "${ports[@]}"
+        local cg=()
+        if [ "${VALGRIND:-0}" = 1 ]; then
+            local pids=() p
+            for p in "${ports[@]}"; do pids+=("${NODE_PID[$p]}"); done
+            cg=(CG_HOOK="$DIR/cg_hook.sh" CG_PIDS="${pids[*]}" CG_TAG="run$RUN")
+        fi
+        env REDIS_URL="$url" PREFIX="b$RANDOM" "${cg[@]}" "$@" "$bench" "$case" |
+            sed "s/^{/{\"server\":\"$name\",\"bench\":\"$label\",/" | tee -a "$DIR/results"
+        if [ "${VALGRIND:-0}" = 1 ]; then
+            count_instr "$name" "$label" "$case" "${ports[@]}" | tee -a "$DIR/instr"
+        fi
+        if [ "$CALLS" = 1 ]; then
+            monitor_stop "${ports[@]}"
+            count_calls "$name" "$label" "$case" "${MON_FILES[@]}" | tee -a "$DIR/calls"
+            rm -f "${MON_FILES[@]}"
+        fi
+    done
+}
+for rep in $(seq "$REPS"); do
+    for c in $CASES; do
+        for round in standalone cluster; do
+            url=$STANDALONE
+            [ $round = cluster ] && url=$CLUSTER
+            case $c in
+            drain) run $round "$url" drain N="$N_DRAIN" ;;
+            awaited) run $round "$url" awaited N="$N_AWAIT" ;;
+            idle) run $round "$url" idle IDLE_SECS="$IDLE_SECS" ;;
+            esac
+        done
+        # the spread with 30 queues named so that each master has 10 (EVEN=1)
+        if [ "$c" = drain ]; then run cluster-even "$CLUSTER" drain N="$N_DRAIN" EVEN=1; fi
+    done
+done
+# the ratios: cluster / standalone of Redis CPU per job (per bench; medians over REPS)
+/usr/bin/python3 - "$DIR/results" "$DIR/calls" "$DIR/instr" <<'EOF'
+import collections, json, os, statistics, sys
+r = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     d = json.loads(line)
-    r[(d["server"], d["case"])] = d
-for case in ("drain", "awaited"):
-    s, c = r[("standalone", case)], r[("cluster", case)]
-    print(f"{case}: Redis CPU per job {c['redis_cpu_us_per_job']:.2f} us (cluster, summed over "
-          f"{c['masters']} masters) / {s['redis_cpu_us_per_job']:.2f} us (standalone) = "
-          f"{c['redis_cpu_us_per_job'] / s['redis_cpu_us_per_job']:.2f}x; commands per job "
-          f"{c['commands_per_job']:.3f} / {s['commands_per_job']:.3f}; the client's CPU per job "
-          f"{c['client_cpu_us_per_job']:.2f} / {s['client_cpu_us_per_job']:.2f} us")
-    shares = [m["commands_share"] for m in c["per_master"]]
-    print(f"{case}: each master's share of the commands (30 queues cb0..cb29): "
-          + ", ".join(f"{x * 3:.2f} of a third" for x in shares))
-    print(f"{case}: cluster bus publish messages per job {c['bus_publish_per_job']:.2f}; calls per job "
-          "(cluster / standalone): " + ", ".join(
-              f"{k} {c['calls'].get(k, 0) / c['jobs']:.2f}/{s['calls'].get(k, 0) / s['jobs']:.2f}"
-              for k in sorted(set(c['calls']) | set(s['calls']),
-                              key=lambda k: -c['calls'].get(k, 0))[:6]))
-e = r[("cluster-even", "drain")]
-print("drain, 10 queues on each master: shares of the commands "
-      + ", ".join(f"{m['commands_share'] * 3:.2f}" for m in e["per_master"]) + " of a third; of the CPU "
-      + ", ".join(f"{m['cpu_share'] * 3:.2f}" for m in e["per_master"]))
-s, c = r[("standalone", "idle")], r[("cluster", "idle")]
-print(f"idle: 1000 idle queues: {c['commands_per_s']:.1f} commands/s on the cluster (summed), "
-      f"{s['commands_per_s']:.1f} on the standalone server")
+    r[(d["server"], d["bench"], d["case"])].append(d)
+med = lambda runs, k: statistics.median(x[k] for x in runs)
+benches = sorted({k[1] for k in r}, key=lambda b: min(i for i, k in enumerate(r) if k[1] == b))
+for b in benches:
+    for case in ("drain", "awaited"):
+        s, c = r.get(("standalone", b, case)), r.get(("cluster", b, case))
+        if not s or not c:
+            continue
+        sc, cc = med(s, "redis_cpu_us_per_job"), med(c, "redis_cpu_us_per_job")
+        print(f"[{b}] {case}: Redis CPU per job {cc:.2f} us (cluster, summed over "
+              f"{c[0]['masters']} masters) / {sc:.2f} us (standalone) = {cc / sc:.2f}x "
+              f"(runs: {', '.join('%.1f' % x['redis_cpu_us_per_job'] for x in c)} / "
+              f"{', '.join('%.1f' % x['redis_cpu_us_per_job'] for x in s)}); commands per job "
+              f"{med(c, 'commands_per_job'):.3f} / {med(s, 'commands_per_job'):.3f}; the client's "
+              f"CPU per job {med(c, 'client_cpu_us_per_job'):.2f} / "
+              f"{med(s, 'client_cpu_us_per_job'):.2f} us")
+        shares = [m["commands_share"] for m in c[0]["per_master"]]
+        print(f"[{b}] {case}: each master's share of the commands (30 queues cb0..cb29): "
+              + ", ".join(f"{x * 3:.2f} of a third" for x in shares))
+        c0, s0 = c[0], s[0]
+        print(f"[{b}] {case}: cluster bus publish messages per job {c0['bus_publish_per_job']:.2f}; "
+              "calls per job (cluster / standalone): " + ", ".join(
+                  f"{k} {c0['calls'].get(k, 0) / c0['jobs']:.3f}/{s0['calls'].get(k, 0) / s0['jobs']:.3f}"
+                  for k in sorted(set(c0['calls']) | set(s0['calls']),
+                                  key=lambda k: -c0['calls'].get(k, 0))[:6]))
+    e = r.get(("cluster-even", b, "drain"))
+    if e:
+        e = e[0]
+        print(f"[{b}] drain, 10 queues on each master: shares of the commands "
+              + ", ".join(f"{m['commands_share'] * 3:.2f}" for m in e["per_master"])
+              + " of a third; of the CPU "
+              + ", ".join(f"{m['cpu_share'] * 3:.2f}" for m in e["per_master"]))
+    s, c = r.get(("standalone", b, "idle")), r.get(("cluster", b, "idle"))
+    if s and c:
+        print(f"[{b}] idle: 1000 idle queues: {med(c, 'commands_per_s'):.1f} commands/s on the "
+              f"cluster (summed), {med(s, 'commands_per_s'):.1f} on the standalone server")
+if os.path.exists(sys.argv[2]):
+    print("script calls per job (MONITOR):")
+    for line in open(sys.argv[2]):
+        print("  " + line.rstrip())
+if os.path.exists(sys.argv[3]):
+    print("Redis instructions per job (callgrind, summed over the masters):")
+    for line in open(sys.argv[3]):
+        print("  " + line.rstrip())
 EOF

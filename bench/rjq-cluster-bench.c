@@ -23,6 +23,10 @@
  * commands and of the CPU (and for idle: commands per second in all).
  * Queue names "cb<i>", key prefix $PREFIX (rjqcb): their keys are left
  * behind (use a scratch server).
+ *
+ * CG_HOOK (bench/cluster.sh VALGRIND=1): a command run with "zero" right
+ * after the first snapshot and with "dump" right before the second, so a
+ * redis-server under callgrind counts the measured phase only.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +133,14 @@ static void take_snap(snap *s) {
     getrusage(RUSAGE_SELF, &ru);
     s->self_cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
                   (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static void cg_hook(const char *what) {
+    const char *hook = getenv("CG_HOOK");
+    char cmd[1024];
+    if (hook == NULL || *hook == '\0') return;
+    snprintf(cmd, sizeof cmd, "%s %s", hook, what);
+    if (system(cmd) != 0) fprintf(stderr, "rjq-cluster-bench: %s failed\n", cmd);
 }
 
 static void report(const char *mode, long jobs, double secs, const snap *a, const snap *b) {
@@ -259,9 +271,13 @@ static void on_batch(rjq_client *c, int status, const rjq_enqueued *jobs, size_t
 }
 
 static void on_awaited(rjq_client *c, int status, const rjq_outcome *o, void *data) {
-    (void)c, (void)o, (void)data;
-    if (status == RJQ_OK) awaited_ok++;
-    else awaited_bad++;
+    (void)o, (void)data;
+    if (status == RJQ_OK) {
+        awaited_ok++;
+    } else if (awaited_bad++ == 0) {
+        fprintf(stderr, "rjq-cluster-bench: an await: %s (%s)\n", rjq_strerror(status),
+                rjq_client_errmsg(c));
+    }
 }
 
 int main(int argc, char **argv) {
@@ -271,6 +287,8 @@ int main(int argc, char **argv) {
     rjq_client_options o = RJQ_CLIENT_OPTIONS_INIT;
     o.url = url ? url : "redis://127.0.0.1:6379";
     o.prefix = getenv("PREFIX") ? getenv("PREFIX") : "rjqcb";
+    /* (CMD_TIMEOUT_MS: Redis under callgrind answers slowly) */
+    if (env_long("CMD_TIMEOUT_MS", 0) > 0) o.command_timeout_ms = env_long("CMD_TIMEOUT_MS", 0);
     int rc = rjq_libevent_client_new(&cl, base, &o);
     if (rc != RJQ_OK) die("client", rc);
     snap a, b;
@@ -282,6 +300,7 @@ int main(int argc, char **argv) {
         rjq_enqueue_item items[1000];
         for (int i = 0; i < 1000; i++) items[i] = (rjq_enqueue_item){sizeof(rjq_enqueue_item), payload, sizeof payload - 1, NULL};
         take_snap(&a);
+        cg_hook("zero");
         double t0 = now_s();
         long sent = 0, per = n / nq;
         for (long qi = 0; qi < nq; qi++)
@@ -297,6 +316,7 @@ int main(int argc, char **argv) {
         start_workers((int)env_long("CONC", 8));
         while (completed < n) event_base_loop(base, EVLOOP_ONCE);
         double secs = now_s() - t0;
+        cg_hook("dump");
         take_snap(&b);
         report("drain", n, secs, &a, &b);
     } else if (strcmp(mode, "awaited") == 0) {
@@ -310,6 +330,7 @@ int main(int argc, char **argv) {
         while (awaited_ok + awaited_bad < nq) event_base_loop(base, EVLOOP_ONCE);
         awaited_ok = awaited_bad = 0;
         take_snap(&a);
+        cg_hook("zero");
         double t0 = now_s();
         long sent = 0;
         while (awaited_ok + awaited_bad < n) {
@@ -322,6 +343,7 @@ int main(int argc, char **argv) {
             event_base_loop(base, EVLOOP_ONCE);
         }
         double secs = now_s() - t0;
+        cg_hook("dump");
         take_snap(&b);
         if (awaited_bad) die("awaits failed", RJQ_EREDIS);
         report("awaited", n, secs, &a, &b);
@@ -331,9 +353,11 @@ int main(int argc, char **argv) {
         double settle = now_s() + (double)env_long("SETTLE", 5);
         while (now_s() < settle) event_base_loop(base, EVLOOP_ONCE);
         take_snap(&a);
+        cg_hook("zero");
         double t0 = now_s(), end = t0 + (double)env_long("IDLE_SECS", 30);
         while (now_s() < end) event_base_loop(base, EVLOOP_ONCE);
         double secs = now_s() - t0;
+        cg_hook("dump");
         take_snap(&b);
         report("idle", 0, secs, &a, &b);
     } else {

@@ -317,7 +317,7 @@ static void on_drain_timer(rjq__timer *t) {
         c->close_report.handed_back += rjq__features_hand_back(c);
         c->drain_give_up = now + (uint64_t)(c->command_timeout_ms > 0 ? c->command_timeout_ms : 10000);
     }
-    if (c->flush_wanted) rjq__features_before_send(c);
+    if (c->flush_wanted) rjq__features_before_send(c, -1, 1);
     size_t pending = rjq__requests_pending(c);
     int quiet = pending == 0 && rjq__features_busy(c) == 0;
     if (quiet || (c->drain_give_up && now >= c->drain_give_up)) {

@@ -148,8 +148,14 @@ typedef struct rjq__feature {
      * been lost. Run in registration order. */
     void (*ready)(rjq_client *c, void *state, int kind);
     /* A request is about to be sent and rjq__want_flush() was called:
-     * send batched work first, so later requests see it. */
-    void (*before_send)(rjq_client *c, void *state);
+     * send batched work first, so later requests see it. slot: the
+     * request's hash slot, -1 when it has none or it is not known (all of
+     * it goes). link 0: the work of the request's slot must go (other
+     * slots' may wait: the request cannot see it); 1: all the work that
+     * goes on the same connection (rjq__route_master_pin: the same master;
+     * on one server, all of it), a write the user is told of, which must
+     * not overtake an earlier write on the wire. */
+    void (*before_send)(rjq_client *c, void *state, int slot, int link);
     /* Client destruction, before pending requests are cancelled: end
      * work not yet sent with RJQ_ECANCELED. Registration order. */
     void (*abort)(rjq_client *c, void *state);

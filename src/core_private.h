@@ -349,7 +349,7 @@ struct rjq_client {
 void rjq__emit(rjq_client *c, rjq_event ev, int conn, const char *detail);
 /* Run the features' hooks (see rjq__feature). */
 void rjq__features_ready(rjq_client *c, int kind);
-void rjq__features_before_send(rjq_client *c);
+void rjq__features_before_send(rjq_client *c, int slot, int link);
 void rjq__features_abort(rjq_client *c);
 void rjq__features_cancel(rjq_client *c);
 void rjq__features_close(rjq_client *c);

@@ -14,6 +14,22 @@
  * any other request of the client (the before_send hook), so a request
  * made after an enqueue sees it.
  *
+ * Self-clocking. While one of a queue's enqueue calls is in flight, its
+ * tick holds the queue's next batch back (it keeps gathering) and the
+ * reply's callback kicks the tick that sends it: a queue whose jobs come
+ * one or two per loop pass (awaited jobs, a cluster's links each waking
+ * the loop on their own) still pays one script call for all the jobs of a
+ * round trip, while a job alone, with nothing in flight, goes at once.
+ * Every end of the call in flight (its reply, an error, the command
+ * timeout, a reconnect's failure) lets the held batch go; a full batch
+ * goes at once as ever; the client's teardown fails it with the rest. A
+ * held batch still goes before any later request that may see it (one in
+ * the queue's slot, or of no known slot) and before a later completion or
+ * failure sent on its connection, so that never overtakes it on the wire
+ * (before_send). Completions are not clocked this way: held back, the
+ * free slots they offer for push delivery come late, and the idle workers
+ * claim instead (measured: bench/README.md, "Redis Cluster").
+ *
  * A batch whose jobs all have caller ids is idempotent (an existing id is
  * reported, never written twice), so it is re-sent after a reconnect
  * instead of failing with RJQ_ECONN. Jobs with and without ids never share
@@ -105,6 +121,7 @@ typedef struct part {
     rjq__buf spare;           /* a batch's argument buffer back from a batch
                                  sent ahead, for the next one (reused: a
                                  buffer new per batch cost page faults) */
+    size_t inflight;          /* enqueue calls out: the tick holds b[] back */
 } part;
 
 /* A batch goes with its payloads ahead when they average this much or
@@ -255,6 +272,13 @@ static void refill(rjq_queue *q, size_t n);
 static void give_back(rjq_queue *q, rjq__buf *args);
 static void undropped(const sent_batch *s);
 
+/* One of q's calls ended: the batches its tick held back go. */
+static void call_ended(rjq_client *c, rjq_queue *q) {
+    part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
+    RJQ_ASSERT(p != NULL && p->inflight > 0); /* (counted by flush_batch) */
+    if (--p->inflight == 0 && (p->b[0].n || p->b[1].n) && !rjq__closing(c)) rjq__queue_kick(q);
+}
+
 static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
     sent_batch *b = priv;
     rjq_queue *q = b->q; /* held while b is out (flush_batch) */
@@ -283,6 +307,7 @@ static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
         free(b->ah);
         b->ah = NULL;
     }
+    call_ended(c, q);
     if (status == RJQ_OK && b->want_pool) refill(b->q, b->n);
     if (status == RJQ_OK && b->nparts) {
         status = join_parts(c, r, b->nparts, &flat);
@@ -699,6 +724,7 @@ static void flush_batch(rjq_queue *q, batch *b) {
     }
     if (rc == RJQ_OK) {
         rjq__queue_hold(q); /* released by on_enqueued */
+        ((part *)rjq__queue_part(q, RJQ__PART_ENQUEUE))->inflight++; /* (call_ended) */
         take(c, b);
         return;
     }
@@ -707,10 +733,16 @@ static void flush_batch(rjq_queue *q, batch *b) {
     fail_batch(c, b, rc);
 }
 
-static void part_tick(rjq_queue *q, void *state) {
-    part *p = state;
+static void flush_both(rjq_queue *q, part *p) {
     flush_batch(q, &p->b[0]);
     flush_batch(q, &p->b[1]);
+}
+
+/* The queue's batches go, unless one of its calls is in flight: then
+ * they go when its calls have ended (self-clocking, call_ended). */
+static void part_tick(rjq_queue *q, void *state) {
+    part *p = state;
+    if (p->inflight == 0) flush_both(q, p);
 }
 
 static void part_abort(rjq_queue *q, void *state) {
@@ -734,13 +766,22 @@ static void part_close(rjq_queue *q, void *state) {
 
 static const rjq__part_ops part_ops = {part_tick, part_abort, NULL, part_close, NULL};
 
-/* Every queue's batches go out ahead of a later request. */
-static void before_send(rjq_client *c, void *state) {
+/* Every queue's batches go out ahead of a later request, but those held
+ * back for a call in flight (part_tick) only ahead of one that may see
+ * them (in their queue's slot, or of no known slot: -1) or, for a write
+ * the user is told of (link), one on the same connection (the same
+ * master; one server: all). */
+static void before_send(rjq_client *c, void *state, int slot, int link) {
     enqueues *e = state;
     for (rjq_queue *q = rjq__queue_first(c); q && e->pending; q = rjq__queue_next(q)) {
         part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
-        if (p) part_tick(q, p);
+        if (p == NULL || (p->b[0].n == 0 && p->b[1].n == 0)) continue;
+        int qs = p->inflight == 0 || slot < 0 ? -1 : rjq__queue_slot(q);
+        if (qs < 0 || qs == slot ||
+            (link && rjq__route_master_pin(c, qs) == rjq__route_master_pin(c, slot)))
+            flush_both(q, p);
     }
+    if (e->pending && rjq__accepting(c)) rjq__want_flush(c); /* (held: for a later one) */
 }
 
 static void enqueues_close(rjq_client *c, void *state) {

@@ -259,8 +259,10 @@ static int new_req(rjq_client *c, rjq__conn *pin, int slot, int flags, rjq__repl
                    void *priv, int argc, const char **argv, const size_t *lens) {
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     /* Work batched for the tick goes first: a request made after an
-     * enqueue (await it, read it, complete a job) must see it. */
-    if (c->flush_wanted) rjq__features_before_send(c);
+     * enqueue (await it, read it, complete a job) must see it: all of it
+     * (a plain command's slot, or the one it is routed by, may not be its
+     * keys': rjq__script passes its keys' slot). */
+    if (c->flush_wanted) rjq__features_before_send(c, -1, 1);
     if (!rjq__accepting(c)) return RJQ_ECLOSED; /* a flushed callback freed the client */
     char *cmd = NULL;
     rjq__fmtlen len = redisFormatCommandArgv(&cmd, argc, argv, lens);
@@ -331,11 +333,18 @@ int rjq__command_on(rjq_client *c, rjq__conn *on, rjq__reply_fn *fn, void *priv,
 int rjq__script(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
                 int argc, const char **argv, const size_t *lens) {
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
-    /* Work batched for the tick goes first (see new_req). */
-    if (c->flush_wanted) rjq__features_before_send(c);
-    if (!rjq__accepting(c)) return RJQ_ECLOSED; /* a flushed callback freed the client */
     rjq__buf b = {0};
     for (int i = 0; i < argc; i++) rjq__buf_arg(&b, argv[i], lens ? lens[i] : strlen(argv[i]));
+    /* Work batched for the tick goes first (see new_req): what the call's
+     * slot may see, and before a write the user is told of (a completion,
+     * a failure) all that goes on its connection, so it never overtakes an
+     * earlier enqueue on the wire. */
+    if (c->flush_wanted)
+        rjq__features_before_send(c, args_slot(b.p, b.p + b.len), (flags & RJQ__REQ_DURABLE) != 0);
+    if (!rjq__accepting(c)) { /* a flushed callback freed the client */
+        rjq__buf_free(&b);
+        return RJQ_ECLOSED;
+    }
     int rc = rjq__script_buf(c, script, flags, fn, priv, argc, &b);
     rjq__buf_free(&b);
     return rc;

@@ -275,11 +275,12 @@ void rjq__features_ready(rjq_client *c, int kind) {
         if (c->features[i].f->ready) c->features[i].f->ready(c, c->features[i].state, kind);
 }
 
-void rjq__features_before_send(rjq_client *c) {
+void rjq__features_before_send(rjq_client *c, int slot, int link) {
     RJQ_ASSERT(!c->closing); /* (its callers check rjq__accepting) */
-    c->flush_wanted = 0;
+    c->flush_wanted = 0; /* (a hook that keeps work back asks again) */
     for (int i = 0; i < c->nfeatures && !c->closing; i++)
-        if (c->features[i].f->before_send) c->features[i].f->before_send(c, c->features[i].state);
+        if (c->features[i].f->before_send)
+            c->features[i].f->before_send(c, c->features[i].state, slot, link);
 }
 
 /* The teardown hooks run from the client's destruction only. */

@@ -227,20 +227,29 @@ static void print_file(const char *path) {
     fclose(f);
 }
 
-/* Start node i (a new one: its own directory, port and bus port) and read
- * its id. */
-static void node_start(test_cluster *c, int i) {
-    const char *argv[24];
-    char nt[16], bus[16];
-    c->bus_port[i] = free_port();
-    node_args(c, i, argv, nt, bus);
-    server_start_guarded(&c->node[i], argv);
+/* Node i's id (CLUSTER MYID). */
+static void read_id(test_cluster *c, int i) {
     redisContext *rc = server_connect(&c->node[i]);
     redisReply *r = server_cmd(rc, "CLUSTER MYID");
     ASSERT(r->type == REDIS_REPLY_STRING && r->len == 40);
     memcpy(c->id[i], r->str, 41);
     freeReplyObject(r);
     redisFree(rc);
+}
+
+/* Start nodes from..to-1 (new ones: their own directories, ports and bus
+ * ports), side by side, and read their ids. */
+static void nodes_start(test_cluster *c, int from, int to) {
+    const char *argv[CLUSTER_NODES_MAX][24];
+    const char *const *extra[CLUSTER_NODES_MAX] = {0};
+    char nt[CLUSTER_NODES_MAX][16], bus[CLUSTER_NODES_MAX][16];
+    for (int i = from; i < to; i++) {
+        c->bus_port[i] = free_port();
+        node_args(c, i, argv[i], nt[i], bus[i]);
+        extra[i] = argv[i];
+    }
+    server_start_many_guarded(&c->node[from], to - from, &extra[from]);
+    for (int i = from; i < to; i++) read_id(c, i);
 }
 
 /* Start `redis-cli --cluster <argv...>` (NULL-terminated, after
@@ -285,7 +294,7 @@ void cluster_start(test_cluster *c, long node_timeout_ms) {
     memset(c, 0, sizeof *c);
     c->nnodes = CLUSTER_NODES;
     c->node_timeout_ms = node_timeout_ms > 0 ? node_timeout_ms : 2000;
-    for (int i = 0; i < c->nnodes; i++) node_start(c, i);
+    nodes_start(c, 0, c->nnodes);
     snprintf(c->url, sizeof c->url, "%s", c->node[0].url);
 
     /* redis-cli --cluster create: the first 3 nodes are the masters */
@@ -314,7 +323,7 @@ void cluster_start(test_cluster *c, long node_timeout_ms) {
 int cluster_add_master(test_cluster *c) {
     ASSERT(c->nnodes < CLUSTER_NODES_MAX);
     int i = c->nnodes, seed = first_running(c);
-    node_start(c, i);
+    nodes_start(c, i, i + 1);
     c->nnodes++;
     char added[32], known[32];
     snprintf(added, sizeof added, "127.0.0.1:%d", c->node[i].port);

@@ -224,7 +224,11 @@ TEST(reshard_of_busy_queues_loses_no_job_runs_none_twice_and_leaves_no_await_stu
     int done = 0;
     long long moving_from = 0;
     redisContext *src = cluster_connect(&cl, from);
+    double end = mono_ms() + 90000; /* (a bound: jobs that never flow fail the test) */
     while (!done) {
+        if (mono_ms() > end)
+            FAIL_AT(__FILE__, __LINE__, "%ld of %ld jobs ran; the reshard %s", f.handled, seq,
+                    reshard ? "did not end" : "never started");
         if (seq < MAX_JOBS) {
             for (int i = 0; i <= BUSY; i++) {
                 char payload[32], id[32];

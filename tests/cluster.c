@@ -24,12 +24,19 @@ static void node_args(const test_cluster *c, int i, const char **argv, char *nt,
                        "--cluster-node-timeout", nt, "--cluster-port", bus,
                        /* a replica may always take over, and stays where it is */
                        "--cluster-replica-validity-factor", "0",
-                       "--cluster-allow-replica-migration", "no", NULL};
+                       "--cluster-allow-replica-migration", "no",
+                       /* a replica syncs at once, and its master's pings move
+                        * its offset within a second: CLUSTER SLOTS lists a
+                        * replica once its offset is not 0 (Redis 7), which
+                        * the default 10 s period made cluster_start wait
+                        * for (~6 s of each start) */
+                       "--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1", NULL};
+    _Static_assert(sizeof a <= 24 * sizeof *argv, "node_args: the callers' argv[24]");
     memcpy(argv, a, sizeof a);
 }
 
 redisContext *cluster_connect(const test_cluster *c, int i) {
-    ASSERT(i >= 0 && i < CLUSTER_NODES && c->node[i].pid > 0);
+    ASSERT(i >= 0 && i < c->nnodes && c->node[i].pid > 0);
     return server_connect(&c->node[i]);
 }
 
@@ -42,13 +49,13 @@ long long cluster_node_calls(const test_cluster *c, int i, const char *cmd) {
 
 void cluster_seed_url(const test_cluster *c, char *url, size_t size) {
     int len = snprintf(url, size, "redis://");
-    for (int i = 0; i < CLUSTER_NODES; i++)
+    for (int i = 0; i < c->nnodes; i++)
         len += snprintf(url + len, size - (size_t)len, "%s127.0.0.1:%d", i ? "," : "",
                         c->node[i].port);
 }
 
 int cluster_node_at(const test_cluster *c, int port) {
-    for (int i = 0; i < CLUSTER_NODES; i++)
+    for (int i = 0; i < c->nnodes; i++)
         if (c->node[i].port == port) return i;
     return -1;
 }
@@ -74,7 +81,7 @@ int cluster_is_master(const test_cluster *c, int i) {
 }
 
 int cluster_replica_of(const test_cluster *c, int m) {
-    for (int i = 0; i < CLUSTER_NODES; i++) {
+    for (int i = 0; i < c->nnodes; i++) {
         if (i == m || c->node[i].pid <= 0) continue;
         char r[16] = "";
         int port = 0;
@@ -90,7 +97,7 @@ int cluster_replica_of(const test_cluster *c, int m) {
 static int owners_replicas(const test_cluster *c, int asked, int *owner, int *replicas) {
     for (int s = 0; s < 16384; s++) owner[s] = -1;
     if (replicas)
-        for (int i = 0; i < CLUSTER_NODES; i++) replicas[i] = 0;
+        for (int i = 0; i < c->nnodes; i++) replicas[i] = 0;
     redisContext *rc = cluster_connect(c, asked);
     redisReply *r = server_cmd(rc, "CLUSTER SLOTS");
     int ok = r->type == REDIS_REPLY_ARRAY;
@@ -123,7 +130,7 @@ int cluster_owner(const test_cluster *c, int asked, int slot) {
 }
 
 static int first_running(const test_cluster *c) {
-    for (int i = 0; i < CLUSTER_NODES; i++)
+    for (int i = 0; i < c->nnodes; i++)
         if (c->node[i].pid > 0) return i;
     FAIL_AT(__FILE__, __LINE__, "no node of the cluster is running");
     return -1;
@@ -140,22 +147,22 @@ int cluster_node_of_key(const test_cluster *c, const char *key) {
 /* Is the cluster settled, as the running nodes say? (see the header) */
 static int settled(const test_cluster *c, char *why, size_t size) {
     static int first[16384], other[16384];
-    int base = -1, expected[CLUSTER_NODES] = {0}, listed[CLUSTER_NODES];
+    int base = -1, expected[CLUSTER_NODES_MAX] = {0}, listed[CLUSTER_NODES_MAX];
     /* the replicas each master has, as their ROLE says */
-    for (int i = 0; i < CLUSTER_NODES; i++) {
+    for (int i = 0; i < c->nnodes; i++) {
         char rl[16] = "";
         int port = 0;
         if (c->node[i].pid > 0 && role(c, i, rl, sizeof rl, &port) && strcmp(rl, "slave") == 0 &&
             cluster_node_at(c, port) >= 0)
             expected[cluster_node_at(c, port)]++;
     }
-    for (int i = 0; i < CLUSTER_NODES; i++) {
+    for (int i = 0; i < c->nnodes; i++) {
         if (c->node[i].pid <= 0) continue;
         redisContext *rc = cluster_connect(c, i);
         redisReply *r = server_cmd(rc, "CLUSTER INFO");
         int ok = r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok") != NULL;
         const char *known = ok ? strstr(r->str, "cluster_known_nodes:") : NULL;
-        ok = known && atoi(known + strlen("cluster_known_nodes:")) == CLUSTER_NODES;
+        ok = known && atoi(known + strlen("cluster_known_nodes:")) == c->nnodes;
         freeReplyObject(r);
         char rl[16] = "";
         if (ok && role(c, i, rl, sizeof rl, NULL) && strcmp(rl, "slave") == 0) {
@@ -175,7 +182,7 @@ static int settled(const test_cluster *c, char *why, size_t size) {
         /* each master serving slots lists as many replicas as it has (a
          * node serving none is not in CLUSTER SLOTS) */
         const int *own = base < 0 ? first : other;
-        for (int k = 0; k < CLUSTER_NODES; k++) {
+        for (int k = 0; k < c->nnodes; k++) {
             if (c->node[k].pid <= 0 || listed[k] == expected[k]) continue;
             int serves = 0;
             for (int s = 0; s < 16384 && !serves; s++) serves = own[s] == k;
@@ -220,40 +227,43 @@ static void print_file(const char *path) {
     fclose(f);
 }
 
-void cluster_start(test_cluster *c, long node_timeout_ms) {
-    memset(c, 0, sizeof *c);
-    c->node_timeout_ms = node_timeout_ms > 0 ? node_timeout_ms : 2000;
-    for (int i = 0; i < CLUSTER_NODES; i++) {
-        const char *argv[16];
-        char nt[16], bus[16];
-        c->bus_port[i] = free_port();
-        node_args(c, i, argv, nt, bus);
-        server_start_guarded(&c->node[i], argv);
-        redisContext *rc = server_connect(&c->node[i]);
-        redisReply *r = server_cmd(rc, "CLUSTER MYID");
-        ASSERT(r->type == REDIS_REPLY_STRING && r->len == 40);
-        memcpy(c->id[i], r->str, 41);
-        freeReplyObject(r);
-        redisFree(rc);
-    }
-    snprintf(c->url, sizeof c->url, "%s", c->node[0].url);
+/* Node i's id (CLUSTER MYID). */
+static void read_id(test_cluster *c, int i) {
+    redisContext *rc = server_connect(&c->node[i]);
+    redisReply *r = server_cmd(rc, "CLUSTER MYID");
+    ASSERT(r->type == REDIS_REPLY_STRING && r->len == 40);
+    memcpy(c->id[i], r->str, 41);
+    freeReplyObject(r);
+    redisFree(rc);
+}
 
-    /* redis-cli --cluster create: the first 3 nodes are the masters */
-    char addr[CLUSTER_NODES][32], log[300];
-    const char *argv[CLUSTER_NODES + 8];
+/* Start nodes from..to-1 (new ones: their own directories, ports and bus
+ * ports), side by side, and read their ids. */
+static void nodes_start(test_cluster *c, int from, int to) {
+    const char *argv[CLUSTER_NODES_MAX][24];
+    const char *const *extra[CLUSTER_NODES_MAX] = {0};
+    char nt[CLUSTER_NODES_MAX][16], bus[CLUSTER_NODES_MAX][16];
+    for (int i = from; i < to; i++) {
+        c->bus_port[i] = free_port();
+        node_args(c, i, argv[i], nt[i], bus[i]);
+        extra[i] = argv[i];
+    }
+    server_start_many_guarded(&c->node[from], to - from, &extra[from]);
+    for (int i = from; i < to; i++) read_id(c, i);
+}
+
+/* Start `redis-cli --cluster <argv...>` (NULL-terminated, after
+ * "redis-cli --cluster"), its output in log (a file of node 0's
+ * directory named name). Returns its pid (killed if the test aborts). */
+static pid_t cli_start(const test_cluster *c, const char *const *args, const char *name, char *log,
+                       size_t size) {
+    const char *argv[32];
     int n = 0;
     argv[n++] = "redis-cli";
     argv[n++] = "--cluster";
-    argv[n++] = "create";
-    for (int i = 0; i < CLUSTER_NODES; i++) {
-        snprintf(addr[i], sizeof addr[i], "127.0.0.1:%d", c->node[i].port);
-        argv[n++] = addr[i];
-    }
-    argv[n++] = "--cluster-replicas";
-    argv[n++] = "1";
-    argv[n++] = "--cluster-yes";
+    for (int k = 0; args[k] && n < 31; k++) argv[n++] = args[k];
     argv[n] = NULL;
-    snprintf(log, sizeof log, "%s/cluster-create.log", c->node[0].dir);
+    snprintf(log, size, "%s/%s", c->node[0].dir, name);
     pid_t pid = fork_child();
     if (pid == 0) {
         FILE *out = freopen(log, "w", stdout);
@@ -261,23 +271,120 @@ void cluster_start(test_cluster *c, long node_timeout_ms) {
         execvp("redis-cli", (char *const *)argv);
         _exit(127);
     }
-    int status = reap(pid, 120000);
+    return pid;
+}
+
+/* The end of a redis-cli of cli_start: it must have exited 0. */
+static void cli_exited(pid_t pid, int status, const char *what, const char *log) {
     forget_on_abort(pid);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         print_file(log);
-        FAIL_AT(__FILE__, __LINE__, "redis-cli --cluster create failed (status %d)", status);
+        FAIL_AT(__FILE__, __LINE__, "redis-cli --cluster %s failed (status %d)", what, status);
     }
+}
+
+/* Run redis-cli --cluster <args...> to its end. */
+static void cli_run(const test_cluster *c, const char *const *args, const char *name) {
+    char log[300];
+    pid_t pid = cli_start(c, args, name, log, sizeof log);
+    cli_exited(pid, reap(pid, 120000), args[0], log);
+}
+
+void cluster_start(test_cluster *c, long node_timeout_ms) {
+    memset(c, 0, sizeof *c);
+    c->nnodes = CLUSTER_NODES;
+    c->node_timeout_ms = node_timeout_ms > 0 ? node_timeout_ms : 2000;
+    nodes_start(c, 0, c->nnodes);
+    snprintf(c->url, sizeof c->url, "%s", c->node[0].url);
+
+    /* redis-cli --cluster create: the first 3 nodes are the masters */
+    char addr[CLUSTER_NODES][32];
+    const char *args[CLUSTER_NODES + 8];
+    int n = 0;
+    args[n++] = "create";
+    for (int i = 0; i < CLUSTER_NODES; i++) {
+        snprintf(addr[i], sizeof addr[i], "127.0.0.1:%d", c->node[i].port);
+        args[n++] = addr[i];
+    }
+    args[n++] = "--cluster-replicas";
+    args[n++] = "1";
+    args[n++] = "--cluster-yes";
+    args[n] = NULL;
+    cli_run(c, args, "cluster-create.log");
     cluster_wait_settled(c);
-    for (int i = 0; i < CLUSTER_NODES; i++)
+    for (int i = 0; i < c->nnodes; i++)
         if (cluster_is_master(c, i) != (i < CLUSTER_MASTERS)) {
-            print_file(log);
+            print_file(server_file(&c->node[0], "cluster-create.log"));
             FAIL_AT(__FILE__, __LINE__, "node %d: not the role redis-cli was asked for", i);
         }
     for (int m = 0; m < CLUSTER_MASTERS; m++) ASSERT(cluster_replica_of(c, m) >= CLUSTER_MASTERS);
 }
 
+int cluster_add_master(test_cluster *c) {
+    ASSERT(c->nnodes < CLUSTER_NODES_MAX);
+    int i = c->nnodes, seed = first_running(c);
+    nodes_start(c, i, i + 1);
+    c->nnodes++;
+    char added[32], known[32];
+    snprintf(added, sizeof added, "127.0.0.1:%d", c->node[i].port);
+    snprintf(known, sizeof known, "127.0.0.1:%d", c->node[seed].port);
+    const char *args[] = {"add-node", added, known, NULL};
+    cli_run(c, args, "cluster-add-node.log");
+    cluster_wait_settled(c); /* (every node knows c->nnodes nodes) */
+    ASSERT(cluster_is_master(c, i));
+    return i;
+}
+
+int cluster_first_slot(const test_cluster *c, int m) {
+    static int owner[16384];
+    ASSERT(owners(c, first_running(c), owner));
+    for (int s = 0; s < 16384; s++)
+        if (owner[s] == m) return s;
+    return -1;
+}
+
+pid_t cluster_reshard_start(test_cluster *c, int from, int to, int nslots) {
+    char seed[32], n[16];
+    snprintf(seed, sizeof seed, "127.0.0.1:%d", c->node[first_running(c)].port);
+    snprintf(n, sizeof n, "%d", nslots);
+    const char *args[] = {"reshard", seed, "--cluster-from", c->id[from], "--cluster-to", c->id[to],
+                          "--cluster-slots", n, "--cluster-yes", NULL};
+    return cli_start(c, args, "cluster-reshard.log", c->cli_log, sizeof c->cli_log);
+}
+
+int cluster_reshard_done(test_cluster *c, pid_t pid) {
+    int status = 0;
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == 0) return 0;
+    ASSERT(r == pid);
+    cli_exited(pid, status, "reshard", c->cli_log);
+    cluster_wait_settled(c);
+    return 1;
+}
+
+void cluster_reshard(test_cluster *c, int from, int to, int nslots) {
+    pid_t pid = cluster_reshard_start(c, from, to, nslots);
+    cli_exited(pid, reap(pid, 120000), "reshard", c->cli_log);
+    cluster_wait_settled(c);
+}
+
+void cluster_shutdown_node(test_cluster *c, int i) {
+    pid_t pid = c->node[i].pid;
+    ASSERT(pid > 0);
+    redisContext *rc = cluster_connect(c, i);
+    redisReply *r = redisCommand(rc, "SHUTDOWN SAVE"); /* (no reply: the server is gone) */
+    if (r != NULL) FAIL_AT(__FILE__, __LINE__, "node %d: SHUTDOWN SAVE: %s", i, r->str ? r->str : "?");
+    redisFree(rc);
+    int status = reap(pid, 60000);
+    forget_on_abort(pid);
+    ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    c->node[i].pid = 0;
+}
+
 void cluster_stop(test_cluster *c) {
-    for (int i = 0; i < CLUSTER_NODES; i++)
+    for (int i = 0; i < c->nnodes; i++) /* (all told first: they stop side by side) */
+        if (c->node[i].pid > 0) kill(c->node[i].pid, SIGTERM);
+    for (int i = 0; i < c->nnodes; i++)
         if (c->node[i].dir[0]) server_stop_guarded(&c->node[i]);
 }
 
@@ -345,10 +452,10 @@ long cluster_migrate_keys(test_cluster *c, int slot, int from, int to) {
 void cluster_migrate_end(test_cluster *c, int slot, int from, int to) {
     setslot(c, to, slot, "NODE", to);
     setslot(c, from, slot, "NODE", to);
-    for (int i = 0; i < CLUSTER_NODES; i++)
+    for (int i = 0; i < c->nnodes; i++)
         if (i != to && i != from && c->node[i].pid > 0 && cluster_is_master(c, i)) setslot(c, i, slot, "NODE", to);
     double end = mono_ms() + (double)settle_bound_ms(c);
-    for (int i = 0; i < CLUSTER_NODES; i++) {
+    for (int i = 0; i < c->nnodes; i++) {
         while (c->node[i].pid > 0 && cluster_owner(c, i, slot) != to) {
             if (mono_ms() > end) FAIL_AT(__FILE__, __LINE__, "node %d does not see slot %d on node %d", i, slot, to);
             sleep_ms(20);
@@ -388,7 +495,7 @@ int cluster_kill_master(test_cluster *c, int m, double *took_ms) {
 }
 
 void cluster_restart_node(test_cluster *c, int i) {
-    const char *argv[16];
+    const char *argv[24];
     char nt[16], bus[16];
     ASSERT(c->node[i].pid <= 0);
     node_args(c, i, argv, nt, bus);

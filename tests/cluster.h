@@ -3,7 +3,8 @@
  * free loopback ports (each node a redis-server of server.h in its own
  * temporary directory, stopped by its pid), and what the cluster tests do
  * to it: find the node serving a key or slot, migrate a slot by hand,
- * SIGKILL a master and wait for its replica's promotion, restart a node.
+ * SIGKILL a master and wait for its replica's promotion, restart a node,
+ * add a master and move slots with `redis-cli --cluster add-node/reshard`.
  * Every wait waits for the state it names (polling the nodes), bounded so
  * a broken cluster fails the test instead of hanging it.
  */
@@ -16,13 +17,16 @@
 
 #define CLUSTER_NODES 6   /* nodes 0..2 are the masters at the start, 3..5 replicas */
 #define CLUSTER_MASTERS 3
+#define CLUSTER_NODES_MAX 7 /* and one master a test adds (cluster_add_master) */
 
 typedef struct test_cluster {
-    test_server node[CLUSTER_NODES]; /* pid 0: stopped (killed) */
-    int bus_port[CLUSTER_NODES];     /* each node's cluster bus port (cluster-port) */
-    char id[CLUSTER_NODES][41];      /* node ids (CLUSTER MYID) */
-    long node_timeout_ms;            /* cluster-node-timeout */
-    char url[64];                    /* node 0's redis:// URL */
+    test_server node[CLUSTER_NODES_MAX]; /* pid 0: stopped (killed) */
+    int bus_port[CLUSTER_NODES_MAX];     /* each node's cluster bus port (cluster-port) */
+    char id[CLUSTER_NODES_MAX][41];      /* node ids (CLUSTER MYID) */
+    int nnodes;                          /* nodes 0..nnodes-1: CLUSTER_NODES, one more once added */
+    long node_timeout_ms;                /* cluster-node-timeout */
+    char url[64];                        /* node 0's redis:// URL */
+    char cli_log[300];                   /* the output of the last redis-cli --cluster reshard */
 } test_cluster;
 
 /* Start 6 nodes (cluster-enabled, cluster-node-timeout node_timeout_ms: 0
@@ -33,6 +37,27 @@ typedef struct test_cluster {
 void cluster_start(test_cluster *c, long node_timeout_ms);
 /* Stop every node still running and remove their directories. */
 void cluster_stop(test_cluster *c);
+
+/* Start one more node (node c->nnodes, counted in c->nnodes from then on)
+ * and add it to the cluster with `redis-cli --cluster add-node`: a master
+ * serving no slot. Waits until every node knows it and the cluster is
+ * settled (cluster_wait_settled); returns its index. */
+int cluster_add_master(test_cluster *c);
+/* The lowest slot master m serves, as a running node's CLUSTER SLOTS says
+ * (-1: none). */
+int cluster_first_slot(const test_cluster *c, int m);
+/* `redis-cli --cluster reshard <a node> --cluster-from <from's id>
+ * --cluster-to <to's id> --cluster-slots nslots --cluster-yes`: moves the
+ * nslots lowest slots of master `from` (cluster_first_slot onwards, the
+ * ones it serves) to master `to`, keys and all, with MIGRATE. Started in a
+ * child process so the test's loop runs while it moves: returns its pid;
+ * cluster_reshard_done(c, pid) is 0 while it runs, and once it has exited
+ * (0, else the test fails with its output) waits until the cluster is
+ * settled (every node agrees on the new owners) and returns 1.
+ * cluster_reshard: both, waiting. */
+pid_t cluster_reshard_start(test_cluster *c, int from, int to, int nslots);
+int cluster_reshard_done(test_cluster *c, pid_t pid);
+void cluster_reshard(test_cluster *c, int from, int to, int nslots);
 
 /* A synchronous connection to node i (it must be running). */
 redisContext *cluster_connect(const test_cluster *c, int i);
@@ -76,6 +101,9 @@ void cluster_kill_node(test_cluster *c, int i);
  * the promoted node's index; *took_ms (if not NULL): ms from the kill to
  * the promotion seen. */
 int cluster_kill_master(test_cluster *c, int m, double *took_ms);
+/* SHUTDOWN SAVE on node i (its data saved in its directory) and reap it
+ * (its pid 0 after); nothing else waited for. */
+void cluster_shutdown_node(test_cluster *c, int i);
 /* Start node i again (same port, directory and nodes.conf) and wait until
  * it is back in the cluster (cluster_state:ok on it, all nodes agree). */
 void cluster_restart_node(test_cluster *c, int i);

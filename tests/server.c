@@ -95,7 +95,13 @@ int redis_listening(pid_t *pid, const char *log, long from, const char *ready) {
  * since free_port() found it free). A server answering on the port is
  * taken for ours only once our server's log says it listens
  * (redis_listening): two tests started at once may be given one port. */
-static int spawn(test_server *s, const char *const *extra) {
+typedef struct launched {
+    char log[300];
+    long from; /* the log's size before this start */
+} launched;
+
+/* Start redis-server on s->port (not waiting for it). */
+static void launch(test_server *s, const char *const *extra, launched *l) {
     char port[16];
     const char *argv[64];
     int n = 0;
@@ -121,9 +127,8 @@ static int spawn(test_server *s, const char *const *extra) {
     argv[n++] = "redis.log";
     for (int i = 0; extra && extra[i] && n < 62; i++) argv[n++] = extra[i];
     argv[n] = NULL;
-    char log[300];
-    snprintf(log, sizeof log, "%s/redis.log", s->dir);
-    long from = file_size(log);
+    snprintf(l->log, sizeof l->log, "%s/redis.log", s->dir);
+    l->from = file_size(l->log);
     s->pid = fork();
     ASSERT(s->pid >= 0);
     if (s->pid == 0) {
@@ -131,9 +136,14 @@ static int spawn(test_server *s, const char *const *extra) {
         execvp("redis-server", (char *const *)argv);
         _exit(127);
     }
+}
+
+/* Wait until the server launch() started answers (1), or exited because
+ * its port was taken (0). */
+static int answering(test_server *s, const launched *l) {
     for (int i = 0; i < 1000; i++) {
         /* (checked on every pass: our server may fail after that line) */
-        int listening = redis_listening(&s->pid, log, from, "Server initialized");
+        int listening = redis_listening(&s->pid, l->log, l->from, "Server initialized");
         if (listening == 0) return 0;
         if (listening == 1 && s->tls && tcp_listening(s->port)) return 1; /* TLS: listening is enough */
         if (listening == 1 && !s->tls) {
@@ -147,6 +157,12 @@ static int spawn(test_server *s, const char *const *extra) {
     }
     FAIL_AT(__FILE__, __LINE__, "redis-server did not answer on port %d", s->port);
     return 0;
+}
+
+static int spawn(test_server *s, const char *const *extra) {
+    launched l;
+    launch(s, extra, &l);
+    return answering(s, &l);
 }
 
 /* Start on a free port, another one when that one was taken meanwhile. */
@@ -164,6 +180,28 @@ void server_start(test_server *s, const char *const *extra) {
     ASSERT(mkdtemp(s->dir) != NULL);
     spawn_on_free_port(s, extra);
     snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", s->port);
+}
+
+void server_start_many_guarded(test_server *s, int n, const char *const *const *extra) {
+    launched l[16];
+    ASSERT(n > 0 && n <= 16);
+    for (int i = 0; i < n; i++) {
+        memset(&s[i], 0, sizeof s[i]);
+        snprintf(s[i].dir, sizeof s[i].dir, "/tmp/rjq-test-XXXXXX");
+        ASSERT(mkdtemp(s[i].dir) != NULL);
+        s[i].port = free_port();
+        launch(&s[i], extra[i], &l[i]);
+        kill_on_abort(s[i].pid);
+    }
+    for (int i = 0; i < n; i++) {
+        pid_t pid = s[i].pid;
+        if (!answering(&s[i], &l[i])) { /* its port was taken meanwhile: another one */
+            forget_on_abort(pid);
+            spawn_on_free_port(&s[i], extra[i]);
+            kill_on_abort(s[i].pid);
+        }
+        snprintf(s[i].url, sizeof s[i].url, "redis://127.0.0.1:%d", s[i].port);
+    }
 }
 
 void server_start_at(test_server *s, const char *bind, int port) {

@@ -68,6 +68,9 @@ void forget_on_abort(pid_t pid);
 void forget_all_on_abort(void);
 /* server_start and server_stop, with the server killed if the test aborts. */
 void server_start_guarded(test_server *s, const char *const *extra);
+/* n servers (n <= 16) started side by side, server i with extra[i] (as
+ * server_start's), each killed if the test aborts. */
+void server_start_many_guarded(test_server *s, int n, const char *const *const *extra);
 void server_stop_guarded(test_server *s);
 /* fork() for a child process of a test (a worker): the child dies with its
  * parent and does not kill the parent's processes when it aborts itself;

@@ -34,11 +34,11 @@ local FIRST = FORGET + tonumber(ARGV[5]) -- of the first job
 local J = columns(cols, prefix)
 J.u = dedup
 -- Wrongly typed keys are refused before the first write: the reads below
--- check theirs (stats: the count of retained jobs), ZREM active is that
--- first write, the rest get a TYPE (result only when a result will be
--- written; every column and dedup when the retention sweep is due, as it
--- deletes records).
-expect_types({completed, 'list'})
+-- check theirs (stats: the count of retained jobs), the first two writes
+-- check their own (the RPUSH of the retention index, undone when the ZREM
+-- of active that follows it is refused: undoable in lib.lua), the rest
+-- get a TYPE (result only when a result will be written; every column
+-- and dedup when the retention sweep is due, as it deletes records).
 local retained = int_fields(stats, 'retained', 'swept')[1] or 0 -- (swept: the sweep counts)
 if FIRST > FORGET then expect_types({held, 'zset'}) end
 local now = now_ms()
@@ -133,10 +133,13 @@ elseif nr > 0 then
   expect_types({J.r, 'hash'})
 end
 if #gone > 0 then
-  call_all('ZREM', active, gone, 1, 'zset') -- the first write
+  local u = undoable()
+  index_completed(completed, stamp, gone, u) -- the first write
+  u.call('zset', nil, 'ZREM', active, unpack(gone, 1, math.min(CHUNK, #gone))) -- (not undone)
+  if #gone > CHUNK then call_all('ZREM', active, gone, 1, nil, CHUNK + 1) end
   call_all('HSET', J.s, st, 2)
   if nr > 0 then call_all('HSET', J.r, res, 2) end -- (empty results are not stored)
-  index_completed(completed, stats, stamp, gone)
+  redis.call('HINCRBY', stats, 'retained', #gone)
   -- announced once the writes went through; a finished job has no
   -- watchers (the column holds unfinished jobs only, so it stays small)
   local told = {}

@@ -572,8 +572,11 @@ local function UNMONITORED() end
 local EVENTS = {} -- channel -> the call's events (emptied by finish)
 local EVENTS_PER_MESSAGE = 1000
 
-local function monitor(monitored, events, now)
-  if redis.call('EXISTS', monitored) == 1 then
+-- on: whether the key `monitored` exists, when the caller knows (nil:
+-- read here).
+local function monitor(monitored, events, now, on)
+  if on == nil then on = redis.call('EXISTS', monitored) == 1 end
+  if on then
     local ch = events
     local t = now and int(now)
     local buf = EVENTS[ch]

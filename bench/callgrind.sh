@@ -29,6 +29,10 @@
 #   CG_PORT    the server's port (17440); OUT the output folder (mktemp)
 #   TIMEOUT    rjq-bench's limit per case, s (3600: under callgrind a 16 KiB
 #              awaited job takes ~0.1 s)
+#   CG_IDLE_S  seconds of the rjq clients idle before an awaited case (10):
+#              their background work (liveness, sweeps, polls go by the clock,
+#              so a loaded machine's slower jobs would carry more of it) is
+#              measured there and subtracted, instead of the idle server's
 #   CMDS=1     also print each case's commands per job, by command
 set -euo pipefail
 # (valgrind and callgrind_control: the valgrind package; redis-cli: redis-tools)
@@ -87,7 +91,7 @@ done
 # The instructions of the dump tagged $1 (its "totals:" line).
 dumped() {
   local f
-  f=$(grep -l "^desc: Trigger: Client Request: $1\$" "$OUT"/redis."$CG_REDIS_PID".cg.* 2> /dev/null | tail -1)
+  f=$(grep -l "^desc: Trigger: dump $1\$" "$OUT"/redis."$CG_REDIS_PID".cg.* 2> /dev/null | tail -1)
   [ -n "$f" ] || f=$(ls -t "$OUT"/redis."$CG_REDIS_PID".cg.* | head -1)
   awk '/^(totals|summary):/ { print $2; exit }' "$f"
 }
@@ -100,17 +104,23 @@ sleep 5
 CG_TAG=idle "$mark" dump 2> /dev/null
 idle_rate=$(awk -v ir="$(dumped idle)" -v s="$(window idle)" 'BEGIN { printf "%.0f", ir / s }')
 
-# Commands per job of the window of $1 (INFO, the snapshots, left out);
-# prints "commands scripts".
+# Commands per job of the window of $1 (INFO, the snapshots, left out),
+# less the background of $3 (that window's commands per second, by command;
+# $4: seconds of $1); prints "commands scripts".
 cmds() {
-  awk -F'[:,=]' -v n="$2" -v detail="${CMDS:-0}" -v tag="$1" '
-    FNR == 1 { file++ }
+  local bg0=/dev/null bg1=/dev/null
+  if [ -n "${3:-}" ]; then bg0=$OUT/$3.cs0 bg1=$OUT/$3.cs1; fi
+  awk -F'[:,=]' -v n="$2" -v detail="${CMDS:-0}" -v tag="$1" -v bgs="${5:-1}" -v secs="${4:-0}" '
+    FNR == 1 { file = FILENAME }
     /^cmdstat_/ { name = substr($1, 9); if (name == "info") next
-                  if (file == 1) a[name] = $3; else b[name] = $3 }
-    END { for (c in b) { d = b[c] - a[c]; if (d <= 0) continue; tot += d
+                  if (file ~ /\.cs0$/ && file !~ /-idle\.cs0$/) a[name] = $3
+                  else if (file ~ /-idle\.cs0$/) ia[name] = $3
+                  else if (file ~ /-idle\.cs1$/) ib[name] = $3
+                  else b[name] = $3 }
+    END { for (c in b) { d = b[c] - a[c] - (ib[c] - ia[c]) / bgs * secs; if (d <= 0) continue; tot += d
                          if (c ~ /^(fcall|fcall_ro|evalsha|eval|evalsha_ro|eval_ro)$/) lua += d
                          if (detail == 1) printf "  %-8s %-20s %8.2f\n", tag, c, d / n > "/dev/stderr" }
-          printf "%.1f %.2f\n", tot / n, lua / n }' "$OUT/$1.cs0" "$OUT/$1.cs1"
+          printf "%.1f %.2f\n", tot / n, lua / n }' "$OUT/$1.cs0" "$OUT/$1.cs1" "$bg0" "$bg1"
 }
 
 run_case() {
@@ -125,7 +135,7 @@ run_case() {
   case $c in
     rjq-drain) # (small pre-enqueue batches: a batch of 1000 may take > 10 s under callgrind)
       REDIS_PORT=$CG_PORT N=$jobs BULK=${BULK:-100} BULK_WINDOW=${BULK_WINDOW:-2} "$RJQ_BENCH" drain > "$OUT/$c.json" 2> "$OUT/$c.err" ;;
-    rjq-*) REDIS_PORT=$CG_PORT N=$jobs PAYLOAD_BYTES=$pb "$RJQ_BENCH" awaited-seq > "$OUT/$c.json" 2> "$OUT/$c.err" ;;
+    rjq-*) REDIS_PORT=$CG_PORT N=$jobs PAYLOAD_BYTES=$pb CG_IDLE_S=${CG_IDLE_S:-10} "$RJQ_BENCH" awaited-seq > "$OUT/$c.json" 2> "$OUT/$c.err" ;;
     bee-drain | bull-drain)
       local js=bench_beequeue.js
       [ "$c" = bull-drain ] && js=bench_bullmq.js
@@ -142,13 +152,22 @@ run_case() {
     echo "callgrind.sh: $c: no dump (see $OUT/$c.err)" >&2
     return 1
   fi
-  local ir secs cs
+  local ir secs cs rate=$idle_rate
   ir=$(dumped "$c")
   secs=$(window "$c")
-  cs=$(cmds "$c" "$jobs")
+  if [ -s "$OUT/$c-idle.cs1" ]; then
+    # the clients' background (rjq-bench awaited-seq: CG_IDLE_S) instead of
+    # the idle server's alone
+    local isecs
+    isecs=$(window "$c-idle")
+    rate=$(awk -v ir="$(dumped "$c-idle")" -v s="$isecs" 'BEGIN { printf "%.0f", ir / s }')
+    cs=$(cmds "$c" "$jobs" "$c-idle" "$secs" "$isecs")
+  else
+    cs=$(cmds "$c" "$jobs")
+  fi
   local ok
   ok=$(grep -o '"ok":[a-z]*' "$OUT/$c.json" | tail -1 | cut -d: -f2)
-  awk -v c="$c" -v k="$kind" -v pb="${pb:-18}" -v n="$jobs" -v ir="$ir" -v s="$secs" -v idle="$idle_rate" \
+  awk -v c="$c" -v k="$kind" -v pb="${pb:-18}" -v n="$jobs" -v ir="$ir" -v s="$secs" -v idle="$rate" \
       -v cs="$cs" -v ok="${ok:-?}" 'BEGIN { split(cs, x, " ")
         printf "| %-10s | %-7s | %5s | %6d | %8.1fk | %6.1f | %5.2f | %s |\n",
                c, k, pb, n, (ir - idle * s) / n / 1000, x[1], x[2], ok }'

@@ -807,11 +807,13 @@ end
 -- Add the jobs ids, completed at `stamp`, to the retention index (one
 -- entry per call: cheaper than a sorted-set member per job); the caller
 -- counts them (stats field retained). Through u (undoable()): the push
--- checks the index's type, undone by popping the entry again.
+-- checks the index's type, undone by removing the entry from the tail
+-- again (LREM -1: a command every role that completes has already).
 local function index_completed(completed, stamp, ids, u)
+  local entry = stamp .. ' ' .. table.concat(ids, ' ')
   u.call('list', function()
-    return function() redis.call('RPOP', completed) end
-  end, 'RPUSH', completed, stamp .. ' ' .. table.concat(ids, ' '))
+    return function() redis.call('LREM', completed, -1, entry) end
+  end, 'RPUSH', completed, entry)
 end
 
 -- Retention is applied in batches: past the count cap, a sweep deletes

@@ -33,6 +33,10 @@
 #              their background work (liveness, sweeps, polls go by the clock,
 #              so a loaded machine's slower jobs would carry more of it) is
 #              measured there and subtracted, instead of the idle server's
+#   REPORT=1   no run: the table again from the files an earlier run left in OUT
+#   RECLAIM_MS the awaited cases' worker's reclaim_ms (60000: its visits of
+#              the queue go by the clock; the default 1000 made them half a
+#              script call per job on a loaded machine)
 #   CMDS=1     also print each case's commands per job, by command
 set -euo pipefail
 # (valgrind and callgrind_control: the valgrind package; redis-cli: redis-tools)
@@ -77,6 +81,9 @@ cp "$SHARED_PEERS/callgrind/cg_mark.sh" "$mark"
 chmod u+wx "$mark"
 export CG_MARK=$mark CG_DIR=$OUT
 
+if [ "${REPORT:-0}" = 1 ]; then # the table again from the files of an earlier run in $OUT
+  CG_REDIS_PID='*'
+else
 valgrind --tool=callgrind --callgrind-out-file="$OUT/redis.%p.cg" \
   redis-server --port "$CG_PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$OUT" \
   > "$OUT/redis.log" 2>&1 &
@@ -87,26 +94,36 @@ until redis-cli -p "$CG_PORT" ping > /dev/null 2>&1; do
   kill -0 "$CG_REDIS_PID" 2> /dev/null || { echo "callgrind.sh: redis-server died: $OUT/redis.log" >&2; exit 1; }
   sleep 0.2
 done
+fi
 
 # The instructions of the dump tagged $1 (its "totals:" line).
 dumped() {
   local f
-  f=$(grep -l "^desc: Trigger: dump $1\$" "$OUT"/redis."$CG_REDIS_PID".cg.* 2> /dev/null | tail -1)
-  [ -n "$f" ] || f=$(ls -t "$OUT"/redis."$CG_REDIS_PID".cg.* | head -1)
+  f=$(grep -l "^desc: Trigger: dump $1\$" "$OUT"/redis.$CG_REDIS_PID.cg.* 2> /dev/null | tail -1)
+  [ -n "$f" ] || f=$(ls -t "$OUT"/redis.$CG_REDIS_PID.cg.* | head -1)
   awk '/^(totals|summary):/ { print $2; exit }' "$f"
 }
 window() { awk '{ a = $1 } END { print a }' "$OUT/$1.t1" | awk -v t0="$(cat "$OUT/$1.t0")" '{ printf "%.3f", $1 - t0 }'; }
 
 # The idle server's own work per second (cron, valgrind's own clock), over
 # a window of known length, subtracted from each case.
-CG_TAG=idle "$mark" zero 2> /dev/null
-sleep 5
-CG_TAG=idle "$mark" dump 2> /dev/null
+if [ "${REPORT:-0}" != 1 ]; then
+  CG_TAG=idle "$mark" zero 2> /dev/null
+  sleep 5
+  CG_TAG=idle "$mark" dump 2> /dev/null
+fi
 idle_rate=$(awk -v ir="$(dumped idle)" -v s="$(window idle)" 'BEGIN { printf "%.0f", ir / s }')
 
+# Script calls in the window of $1.
+scripts_in() {
+  awk -F'[:,=]' 'FNR == 1 { f++ }
+    /^cmdstat_(fcall|fcall_ro|evalsha|eval|evalsha_ro|eval_ro):/ { if (f == 1) a += $3; else b += $3 }
+    END { print b - a }' "$OUT/$1.cs0" "$OUT/$1.cs1"
+}
+
 # Commands per job of the window of $1 (INFO, the snapshots, left out),
-# less the background of $3 (that window's commands per second, by command;
-# $4: seconds of $1); prints "commands scripts".
+# less the background of $3 (that window's commands, by command, times
+# $4 / $5); prints "commands scripts".
 cmds() {
   local bg0=/dev/null bg1=/dev/null
   if [ -n "${3:-}" ]; then bg0=$OUT/$3.cs0 bg1=$OUT/$3.cs1; fi
@@ -130,12 +147,14 @@ run_case() {
   esac
   case $c in *-drain) jobs=$DRAIN_N; kind=drain ;; *) jobs=$N; kind=awaited ;; esac
   export CG_TAG=$c
-  rm -f "$OUT/$c".*
+  [ "${REPORT:-0}" = 1 ] || {
+  rm -f "$OUT/$c".* "$OUT/$c"-idle.*
   redis-cli -p "$CG_PORT" flushall > /dev/null
   case $c in
     rjq-drain) # (small pre-enqueue batches: a batch of 1000 may take > 10 s under callgrind)
       REDIS_PORT=$CG_PORT N=$jobs BULK=${BULK:-100} BULK_WINDOW=${BULK_WINDOW:-2} "$RJQ_BENCH" drain > "$OUT/$c.json" 2> "$OUT/$c.err" ;;
-    rjq-*) REDIS_PORT=$CG_PORT N=$jobs PAYLOAD_BYTES=$pb CG_IDLE_S=${CG_IDLE_S:-10} "$RJQ_BENCH" awaited-seq > "$OUT/$c.json" 2> "$OUT/$c.err" ;;
+    rjq-*) REDIS_PORT=$CG_PORT N=$jobs PAYLOAD_BYTES=$pb CG_IDLE_S=${CG_IDLE_S:-10} RECLAIM_MS=${RECLAIM_MS:-60000} \
+             "$RJQ_BENCH" awaited-seq > "$OUT/$c.json" 2> "$OUT/$c.err" ;;
     bee-drain | bull-drain)
       local js=bench_beequeue.js
       [ "$c" = bull-drain ] && js=bench_bullmq.js
@@ -148,6 +167,7 @@ run_case() {
         node -r ./callgrind/cg_hook.js "$js" > "$OUT/$c.json" 2> "$OUT/$c.err") ;;
     *) echo "callgrind.sh: unknown case $c" >&2; return 1 ;;
   esac
+  }
   if [ ! -s "$OUT/$c.cs1" ]; then
     echo "callgrind.sh: $c: no dump (see $OUT/$c.err)" >&2
     return 1
@@ -156,12 +176,19 @@ run_case() {
   ir=$(dumped "$c")
   secs=$(window "$c")
   if [ -s "$OUT/$c-idle.cs1" ]; then
-    # the clients' background (rjq-bench awaited-seq: CG_IDLE_S) instead of
-    # the idle server's alone
-    local isecs
+    # The clients' background (rjq-bench awaited-seq: CG_IDLE_S seconds
+    # idle first) is mostly the worker's script calls that go by the clock
+    # (polls, sweeps, beats). An awaited job is two script calls (enqueue,
+    # complete), so the script calls beyond 2 per job are background: the
+    # idle window's work (less the idle server's) is subtracted in that
+    # proportion, and the idle server's per second.
+    local isecs k
     isecs=$(window "$c-idle")
-    rate=$(awk -v ir="$(dumped "$c-idle")" -v s="$isecs" 'BEGIN { printf "%.0f", ir / s }')
-    cs=$(cmds "$c" "$jobs" "$c-idle" "$secs" "$isecs")
+    k=$(awk -v w="$(scripts_in "$c")" -v i="$(scripts_in "$c-idle")" -v n="$jobs" \
+          'BEGIN { x = w - 2 * n; if (x < 0 || i <= 0) x = 0; printf "%.4f", (i > 0 ? x / i : 0) }')
+    rate=$(awk -v ir="$(dumped "$c-idle")" -v is="$isecs" -v s="$secs" -v k="$k" -v idle="$idle_rate" \
+             'BEGIN { printf "%.0f", (idle * s + (ir - idle * is) * k) / s }')
+    cs=$(cmds "$c" "$jobs" "$c-idle" "$k" 1)
   else
     cs=$(cmds "$c" "$jobs")
   fi

@@ -818,6 +818,9 @@ static int serve_worker(int ready_fd, int stop_fd) {
     client_open();
     rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = (int)C.conc;
+    /* RECLAIM_MS (bench/callgrind.sh): the worker's visits of the queue
+     * (sweeps, looks for work) go by the clock, not by the job */
+    if (env_long("RECLAIM_MS", 0) > 0) wo.reclaim_ms = env_long("RECLAIM_MS", 0);
     rjq_worker *w;
     int rc = rjq_worker_start(queue, &wo, serve_handler, NULL, &w);
     if (rc != RJQ_OK) die("worker: rjq_worker_start: %s", rjq_strerror(rc));

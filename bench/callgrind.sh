@@ -35,8 +35,9 @@
 #              measured there and subtracted, instead of the idle server's
 #   REPORT=1   no run: the table again from the files an earlier run left in OUT
 #   RECLAIM_MS the awaited cases' worker's reclaim_ms (60000: its visits of
-#              the queue go by the clock; the default 1000 made them half a
-#              script call per job on a loaded machine)
+#              the queue go by the clock; with the default 1000 they were
+#              half a script call per job on a loaded machine, where each
+#              job took 0.2 s under callgrind)
 #   CMDS=1     also print each case's commands per job, by command
 set -euo pipefail
 # (valgrind and callgrind_control: the valgrind package; redis-cli: redis-tools)
@@ -177,17 +178,13 @@ run_case() {
   secs=$(window "$c")
   if [ -s "$OUT/$c-idle.cs1" ]; then
     # The clients' background (rjq-bench awaited-seq: CG_IDLE_S seconds
-    # idle first) is mostly the worker's script calls that go by the clock
-    # (polls, sweeps, beats). An awaited job is two script calls (enqueue,
-    # complete), so the script calls beyond 2 per job are background: the
-    # idle window's work (less the idle server's) is subtracted in that
-    # proportion, and the idle server's per second.
+    # idle first: liveness beats, the worker's visits of the queue with
+    # RECLAIM_MS, the server's cron) goes by the clock: subtracted for the
+    # window's length, instead of the idle server's alone.
     local isecs k
     isecs=$(window "$c-idle")
-    k=$(awk -v w="$(scripts_in "$c")" -v i="$(scripts_in "$c-idle")" -v n="$jobs" \
-          'BEGIN { x = w - 2 * n; if (x < 0 || i <= 0) x = 0; printf "%.4f", (i > 0 ? x / i : 0) }')
-    rate=$(awk -v ir="$(dumped "$c-idle")" -v is="$isecs" -v s="$secs" -v k="$k" -v idle="$idle_rate" \
-             'BEGIN { printf "%.0f", (idle * s + (ir - idle * is) * k) / s }')
+    k=$(awk -v s="$secs" -v is="$isecs" 'BEGIN { printf "%.4f", s / is }')
+    rate=$(awk -v ir="$(dumped "$c-idle")" -v is="$isecs" 'BEGIN { printf "%.0f", ir / is }')
     cs=$(cmds "$c" "$jobs" "$c-idle" "$k" 1)
   else
     cs=$(cmds "$c" "$jobs")

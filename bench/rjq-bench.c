@@ -2,7 +2,7 @@
  * rjq-bench: the peer benchmark cases (/work/shared/peers: BullMQ,
  * bee-queue, ...) for rjq, printing the same one-line JSON result.
  *
- *   rjq-bench enqueue-bulk | enqueue-single | drain | depth | latency
+ *   rjq-bench enqueue-bulk | enqueue-single | drain | depth | latency | awaited-seq
  *
  * Configured by environment like the peer scripts (see bench/README.md):
  * REDIS_HOST (127.0.0.1) REDIS_PORT (6390) N (50000) BULK (1000)
@@ -244,6 +244,18 @@ static void redis_snap(snap *s) {
     s->cpu = user + sys;
     freeReplyObject(rep);
     redisFree(r);
+}
+
+/* bench/callgrind.sh: with CG_MARK set (the peers' callgrind/cg_mark.sh),
+ * "$CG_MARK zero" right after the snapshot that starts a timed phase and
+ * "$CG_MARK dump" right before the one that ends it, so callgrind counts
+ * the redis-server's instructions of that phase only. */
+static void cg_mark(const char *what) {
+    const char *m = getenv("CG_MARK");
+    if (m == NULL || *m == '\0') return;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' %s", m, what);
+    if (system(cmd) != 0) die("%s failed", cmd);
 }
 
 /* Per-command breakdown of a timed phase (CMDSTATS=1), on stderr. Commands
@@ -641,6 +653,7 @@ static void on_job_done(rjq_client *c, int status, void *data) {
     if (++D.done == D.target) {
         D.t1 = now_s();
         D.cpu1 = cpu_s();
+        cg_mark("dump");
         redis_snap(&D.r1); /* synchronous: the phase ends here */
         D.reached = 1;
     }
@@ -672,6 +685,7 @@ static int drain_worker(const char *name, long depth) {
     D.target = C.n;
     static snap r0;
     redis_snap(&r0);
+    cg_mark("zero");
     double cpu0 = cpu_s(), t0 = now_s();
     rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = (int)C.conc;
@@ -804,6 +818,9 @@ static int serve_worker(int ready_fd, int stop_fd) {
     client_open();
     rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = (int)C.conc;
+    /* RECLAIM_MS (bench/callgrind.sh): the worker's visits of the queue
+     * (sweeps, looks for work) go by the clock, not by the job */
+    if (env_long("RECLAIM_MS", 0) > 0) wo.reclaim_ms = env_long("RECLAIM_MS", 0);
     rjq_worker *w;
     int rc = rjq_worker_start(queue, &wo, serve_handler, NULL, &w);
     if (rc != RJQ_OK) die("worker: rjq_worker_start: %s", rjq_strerror(rc));
@@ -984,6 +1001,133 @@ static int case_latency(void) {
     return 0;
 }
 
+/* ---- awaited-seq: awaited jobs strictly one at a time ------------------------- */
+
+/* Like the peers' callgrind/seq_*.js: the latency case's worker process
+ * and warm-up, then N awaited jobs, each sent from the previous one's
+ * await callback, so Redis sees exactly one job's work at a time (what
+ * bench/callgrind.sh measures per job). Reports latency percentiles too. */
+static void seq_send(long i);
+
+static void on_seq(rjq_client *c, int status, const rjq_outcome *out, void *data) {
+    (void)c, (void)out;
+    long i = (long)(intptr_t)data;
+    if (status == RJQ_OK) L.lat[L.completed++] = (now_s() - L.ts[i]) * 1000.0;
+    else {
+        L.errors++;
+        L.last_err = status;
+    }
+    L.finished++;
+    if (i + 1 < L.total) seq_send(i + 1);
+    else L.all_done = 1;
+}
+
+static void seq_send(long i) {
+    static char *p;
+    if (p == NULL) p = payload_buf();
+    int len = payload(p, i);
+    L.ts[i] = now_s();
+    int rc = rjq_enqueue_await(queue, p, (size_t)len, NULL, NULL, on_seq, (void *)(intptr_t)i, NULL);
+    if (rc != RJQ_OK) {
+        L.errors++;
+        L.last_err = rc;
+        L.all_done = 1;
+    }
+}
+
+static int case_awaited_seq(void) {
+    char name[96];
+    snprintf(name, sizeof name, "awaited-seq(c=%ld)", C.conc);
+    clean_queue();
+    int ready_pipe[2], stop_pipe[2];
+    if (pipe(ready_pipe) != 0 || pipe(stop_pipe) != 0) die("pipe: %s", strerror(errno));
+    pid_t pid = fork_worker();
+    if (pid == 0) {
+        close(ready_pipe[0]);
+        close(stop_pipe[1]);
+        exit(serve_worker(ready_pipe[1], stop_pipe[0]));
+    }
+    close(ready_pipe[1]);
+    close(stop_pipe[0]);
+    char byte;
+    if (read(ready_pipe[0], &byte, 1) != 1) {
+        close(stop_pipe[1]);
+        wait_child(pid);
+        die("the worker process did not start");
+    }
+    close(ready_pipe[0]);
+
+    loop_init(1);
+    client_open();
+    memset(&L, 0, sizeof L);
+    L.total = C.warm;
+    L.ts = calloc((size_t)(C.n > C.warm ? C.n : C.warm) + 1, sizeof *L.ts);
+    L.lat = calloc((size_t)(C.n > C.warm ? C.n : C.warm) + 1, sizeof *L.lat);
+    if (L.ts == NULL || L.lat == NULL) die("out of memory");
+    if (C.warm > 0) { /* one at a time too: the reply channel subscribed */
+        seq_send(0);
+        if (!loop_until(&L.all_done, 30) || L.errors) die("warm-up jobs did not complete");
+    }
+    loop_sleep(0.2);
+    /* bench/callgrind.sh: the clients' background work (liveness beats,
+     * sweeps, polls: by the clock, not by the job), CG_IDLE_S seconds of
+     * it with nothing to do, dumped as <CG_TAG>-idle, so that a loaded
+     * machine's slower jobs are not charged with more of it */
+    double idle_s = getenv("CG_IDLE_S") ? atof(getenv("CG_IDLE_S")) : 0;
+    const char *tag = getenv("CG_TAG");
+    if (idle_s > 0 && tag && getenv("CG_MARK")) {
+        char *was = strdup(tag), idle_tag[256];
+        if (was == NULL) die("out of memory");
+        snprintf(idle_tag, sizeof idle_tag, "%s-idle", was);
+        setenv("CG_TAG", idle_tag, 1);
+        cg_mark("zero");
+        loop_sleep(idle_s);
+        cg_mark("dump");
+        setenv("CG_TAG", was, 1);
+        free(was);
+    }
+
+    L.total = C.n;
+    L.completed = L.finished = 0;
+    L.all_done = 0;
+    static snap r0, r1;
+    redis_snap(&r0);
+    cg_mark("zero");
+    double cpu0 = cpu_s();
+    L.t0 = now_s();
+    progress(name, &L.finished, L.total);
+    seq_send(0);
+    loop_until(&L.all_done, (double)C.timeout_s);
+    progress_end();
+    double cpu = cpu_s() - cpu0, elapsed = now_s() - L.t0;
+    cg_mark("dump");
+    redis_snap(&r1);
+
+    if (write(stop_pipe[1], "s", 1) != 1) { /* the child sees EOF anyway */
+    }
+    close(stop_pipe[1]);
+    int child_rc = wait_child(pid);
+    if (L.errors)
+        fprintf(stderr, "rjq-bench: %ld awaits failed, last: %s (%s)\n", L.errors, rjq_strerror(L.last_err),
+                rjq_client_errmsg(client));
+    client_close();
+    loop_free();
+
+    qsort(L.lat, (size_t)L.completed, sizeof *L.lat, cmp_double_);
+    print_cmdstats(&r0, &r1, L.total);
+    jbegin(name, L.total, L.completed == L.total && child_rc == 0);
+    jadd(",\"completed\":%ld,\"elapsed_s\":%.3f", L.completed, elapsed);
+    jadd(",\"p50_ms\":%.3f,\"p90_ms\":%.3f,\"p99_ms\":%.3f,\"max_ms\":%.3f", pct(L.lat, L.completed, 50),
+         pct(L.lat, L.completed, 90), pct(L.lat, L.completed, 99),
+         L.completed ? L.lat[L.completed - 1] : 0.0);
+    jadd(",\"producer_cpu_s\":%.3f", cpu);
+    jredis(&r0, &r1, L.total);
+    jend();
+    free(L.ts);
+    free(L.lat);
+    return 0;
+}
+
 /* ---- main ---------------------------------------------------------------------- */
 
 /* ---- reference: the same data work with plain pipelined commands -------------- */
@@ -1087,7 +1231,7 @@ static int case_reference(void) {
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: rjq-bench enqueue-bulk|enqueue-single|drain|depth|latency|reference\n"
+            "usage: rjq-bench enqueue-bulk|enqueue-single|drain|depth|latency|awaited-seq|reference\n"
             "env: REDIS_HOST=127.0.0.1 REDIS_PORT=6390 N=50000 BULK=1000 BULK_WINDOW=4 WINDOW=100\n"
             "     CONC=50 RATE=1000 SECS=10 DEPTH=(drain: N; depth: 1000000) WARM=10 TIMEOUT=120\n"
             "     CMDSTATS=1 (per-command breakdown on stderr) VERBOSE=1\n"
@@ -1111,6 +1255,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "drain") == 0) return case_drain(C.depth);
     if (strcmp(mode, "depth") == 0) return case_drain(C.depth ? C.depth : 1000000);
     if (strcmp(mode, "latency") == 0) return case_latency();
+    if (strcmp(mode, "awaited-seq") == 0) return case_awaited_seq();
     if (strcmp(mode, "reference") == 0) return case_reference();
     usage();
     return 2;

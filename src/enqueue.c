@@ -128,6 +128,11 @@ typedef struct part {
  * more (below it the MULTI and an HSETNX per job cost Redis more than Lua
  * hashing the payloads does). */
 #define AHEAD_MIN_PAYLOAD 1024
+/* ... and when the batch has this many jobs or more: a single job (an
+ * awaited one, mostly) is one script call the usual way, against a
+ * MULTI, two script calls, an HSETNX and an EXEC ahead (callgrind, per
+ * job: bench/README.md "Redis work per job"). */
+#define AHEAD_MIN_JOBS 2
 /* Numbers a pool asks for at least (and 8 batches' worth at most 65536). */
 #define AHEAD_RESERVE_MIN 1024
 #define AHEAD_RESERVE_MAX 65536
@@ -711,7 +716,7 @@ static void flush_batch(rjq_queue *q, batch *b) {
         part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
         pool *pl = &p->pool;
         rc = -1;
-        if (b->plain && !pl->off && b->payload_bytes >= AHEAD_MIN_PAYLOAD * b->n) {
+        if (b->plain && !pl->off && b->n >= AHEAD_MIN_JOBS && b->payload_bytes >= AHEAD_MIN_PAYLOAD * b->n) {
             if (pool_serves(pl, b->n) && (rc = send_ahead(q, p, b, s)) == RJQ_OK) {
                 refill(q, b->n);
             } else {

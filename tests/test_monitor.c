@@ -81,6 +81,40 @@ static void start_monitored(test_env *e, const char *queue, rjq_monitor_cb *cb) 
     the_monitor = m;
 }
 
+static long done_jobs;
+static void complete_handler(rjq_job *job, void *data) {
+    (void)data;
+    ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));
+    done_jobs++;
+}
+
+/* Enqueue and complete learn that a monitor listens from the one EXISTS
+ * that also asks for waiting jobs and run-time limits (enqueue.lua,
+ * complete.lua): with jobs waiting and a job with a timeout (the keys
+ * ready and deadlines exist too), the events still come. */
+TEST(monitor_sees_events_with_jobs_waiting_and_run_time_limits) {
+    test_env e;
+    start_monitored(&e, "mbk", on_event);
+    nseen = 0;
+    ASSERT_OK(rjq_enqueue(e.q, "a", 1, NULL, NULL, NULL)); /* job 1 waits: ready exists */
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.timeout_ms = 60000; /* deadlines exists once it runs */
+    ASSERT_OK(rjq_enqueue(e.q, "b", 1, &o, NULL, NULL));
+    ASSERT_OK(rjq_enqueue(e.q, "c", 1, NULL, NULL, NULL));
+    WAIT_FOR(e.base, has("enqueued 3"), 5000);
+    ASSERT(has("enqueued 1"));
+    ASSERT(has("enqueued 2"));
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
+    wo.concurrency = 1; /* one job at a time: the others wait meanwhile */
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_handler, NULL, &w));
+    ASSERT(loop_until_count(e.base, &done_jobs, 3, 10000));
+    WAIT_FOR(e.base, has("completed 3"), 5000);
+    ASSERT(has("completed 1"));
+    ASSERT(has("completed 2"));
+    env_stop(&e);
+}
+
 /* The events of one script call travel as one message (one event a line):
  * a batch of 20 enqueues is one PUBLISH of events (and one of the doorbell),
  * not one per job, and every event still reaches the monitor, in order. */

@@ -34,16 +34,37 @@ local FIRST = FORGET + tonumber(ARGV[5]) -- of the first job
 local J = columns(cols, prefix)
 J.u = dedup
 -- Wrongly typed keys are refused before the first write: the reads below
--- check theirs (stats: the count of retained jobs), ZREM active is that
--- first write, the rest get a TYPE (result only when a result will be
--- written; every column and dedup when the retention sweep is due, as it
--- deletes records).
-expect_types({completed, 'list'})
+-- check theirs (stats: the count of retained jobs), the first two writes
+-- check their own (the RPUSH of the retention index, undone when the ZREM
+-- of active that follows it is refused: undoable in lib.lua), the rest
+-- get a TYPE (result only when a result will be written; every column
+-- and dedup when the retention sweep is due, as it deletes records).
 local retained = int_fields(stats, 'retained', 'swept')[1] or 0 -- (swept: the sweep counts)
 if FIRST > FORGET then expect_types({held, 'zset'}) end
 local now = now_ms()
 local stamp = int(now) -- formatted once: number->string costs per call
-local emit = monitor(monitored, events)
+-- Whether a monitor listens, jobs have run-time limits and (for offers)
+-- jobs wait, with one EXISTS: these keys exist while they have members,
+-- so 0 (the usual case) answers the monitor's EXISTS, the EXISTS of
+-- deadlines and the offers' LLEN ready and ZCARD prio at once; else
+-- deadlines, ready and prio are asked (ready and prio with their type
+-- check: a wrongly typed key exists) and the monitor key is what the
+-- count leaves.
+local probe = {monitored, deadlines}
+if offers > 0 then probe[3] = ready; probe[4] = prio end
+local exist = redis.call('EXISTS', unpack(probe))
+local has_deadlines, monitored_on, waiting = false, false, false
+if exist > 0 then
+  has_deadlines = redis.call('EXISTS', deadlines) == 1
+  local w = 0
+  if offers > 0 then
+    local nr, np = typed('list', 'LLEN', ready), typed('zset', 'ZCARD', prio)
+    waiting = nr > 0 or np > 0
+    w = (nr > 0 and 1 or 0) + (np > 0 and 1 or 0)
+  end
+  monitored_on = exist - w - (has_deadlines and 1 or 0) > 0
+end
+local emit = monitor(monitored, events, nil, monitored_on)
 
 local ids = {}
 for i = FIRST, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
@@ -52,7 +73,7 @@ local s, n = hmget(J.s, ids, 'hash'), hmget_sparse(J.n, ids, 'hash')
 -- for a job with a timeout (one left by an earlier job of the id does
 -- not, as in extend.lua); most queues have no such key: one EXISTS.
 local late = {}
-if redis.call('EXISTS', deadlines) == 1 then
+if has_deadlines then
   local past, ends = {}, {}
   for i = 1, #ids, CHUNK do
     local part = typed('zset', 'ZMSCORE', deadlines, unpack(ids, i, math.min(i + CHUNK - 1, #ids)))
@@ -73,8 +94,7 @@ end
 -- Idle workers offer their slots only while no work is waiting; then
 -- their registrations are read here, before the first write (idle_v:
 -- field -> value, false when absent).
-local waiting = offers > 0 and
-                (typed('list', 'LLEN', ready) > 0 or typed('zset', 'ZCARD', prio) > 0)
+-- (waiting: read above)
 local idle_v = {}
 if offers > 0 and not waiting then
   local f = {}
@@ -133,10 +153,13 @@ elseif nr > 0 then
   expect_types({J.r, 'hash'})
 end
 if #gone > 0 then
-  call_all('ZREM', active, gone, 1, 'zset') -- the first write
+  local u = undoable()
+  index_completed(completed, stamp, gone, u) -- the first write
+  u.call('zset', nil, 'ZREM', active, unpack(gone, 1, math.min(CHUNK, #gone))) -- (not undone)
+  if #gone > CHUNK then call_all('ZREM', active, gone, 1, nil, CHUNK + 1) end
   call_all('HSET', J.s, st, 2)
   if nr > 0 then call_all('HSET', J.r, res, 2) end -- (empty results are not stored)
-  index_completed(completed, stats, stamp, gone)
+  redis.call('HINCRBY', stats, 'retained', #gone)
   -- announced once the writes went through; a finished job has no
   -- watchers (the column holds unfinished jobs only, so it stays small)
   local told = {}

@@ -143,15 +143,37 @@ for i = 1, n do
 end
 
 -- Refuse wrongly typed keys before the first write: the reads below check
--- theirs; keys this call only writes get a TYPE each.
+-- theirs; keys this call only writes get a TYPE each, but for the usual
+-- call (new anonymous jobs, ready at once, of priority 0, one call): the
+-- counter stats seq is its first write, the job columns come next and
+-- check their own types, each undone if one is refused (undoable in
+-- lib.lua), so their TYPEs are spared.
+local own = not reserved and not mark and not any_delay and not any_prio and not any_debounce
+if own then
+  for i = FIRST, #ARGV, 3 do
+    if ARGV[i] ~= '' then own = false; break end
+  end
+end
 local idle_pick = typed('hash', 'HRANDFIELD', idle, 1, 'WITHVALUES')
-local nothing_ready = typed('list', 'LLEN', ready) == 0
-nothing_ready = typed('zset', 'ZCARD', prio) == 0 and nothing_ready
-local spec = {J.d, 'hash'}
-if ch ~= '' then spec[#spec + 1] = J.n; spec[#spec + 1] = 'hash' end
-if any_opts then spec[#spec + 1] = J.o; spec[#spec + 1] = 'hash' end
+-- Whether jobs wait and a monitor listens, with one EXISTS: a list or a
+-- sorted set exists while it has members, so 0 (the usual case) answers
+-- LLEN ready, ZCARD prio and the monitor's EXISTS at once; else ready and
+-- prio are read (with their type check: a wrongly typed key exists) and
+-- the monitor key is what the count leaves.
+local exist = redis.call('EXISTS', ready, prio, monitored)
+local nothing_ready, monitored_on = true, false
+if exist > 0 then
+  local nr, np = typed('list', 'LLEN', ready), typed('zset', 'ZCARD', prio)
+  nothing_ready = nr == 0 and np == 0
+  monitored_on = exist - (nr > 0 and 1 or 0) - (np > 0 and 1 or 0) > 0
+end
+local spec = {}
+-- the job columns (J.s: every new job's state, its enqueue time)
+local col_spec = {J.d, 'hash', J.s, 'hash'}
+if ch ~= '' then col_spec[#col_spec + 1] = J.n; col_spec[#col_spec + 1] = 'hash' end
+if any_opts then col_spec[#col_spec + 1] = J.o; col_spec[#col_spec + 1] = 'hash' end
+if not own then spec = col_spec end
 if any_delay then spec[#spec + 1] = delayed; spec[#spec + 1] = 'zset' end
-spec[#spec + 1] = J.s; spec[#spec + 1] = 'hash' -- (every new job's state: its enqueue time)
 if any_debounce then
   spec[#spec + 1] = delayed; spec[#spec + 1] = 'zset'
   spec[#spec + 1] = J.o; spec[#spec + 1] = 'hash'
@@ -255,14 +277,22 @@ n = #admitted -- (the jobs written: the loop below goes through these)
 if reserved or #given > 0 then int_fields(stats, 'skipped') end
 wrote = true
 local seq, window = 0, false
+local u = own and undoable() -- (the columns' writes: see the type checks above)
 if reserved then -- numbers taken already: used now, no longer skipped
   redis.call('HINCRBY', stats, 'skipped', -n)
+elseif u then
+  seq = u.call('hash', function(r)
+    if r == n then return function() redis.call('HDEL', stats, 'seq') end end
+    return function() redis.call('HINCRBY', stats, 'seq', -n) end
+  end, 'HINCRBY', stats, 'seq', n) - n -- the first write
+  window = rank_window_in(seq + 1, seq + n)
+  if window then u.check(col_spec); u = nil end -- (renumber_prio writes first)
 else
   seq = typed('hash', 'HINCRBY', stats, 'seq', n) - n -- the first write
   window = rank_window_in(seq + 1, seq + n) -- see "Order within a priority"
 end
 local ring = false
-local emit = monitor(monitored, events)
+local emit = monitor(monitored, events, nil, monitored_on)
 local make = job_maker(J, ready, prio, delayed, wake, emit, nothing_ready) -- (lib.lua)
 local added = 0
 
@@ -312,7 +342,7 @@ if added < n then redis.call('HINCRBY', stats, 'skipped', n - added) end
 -- Jobs whose payloads were written ahead go through ready: from_ready
 -- reads them back for the workers it pushes to.)
 make.finish({active = active, idle = idle, held = held, deadlines = deadlines, tbase = tbase,
-             pick = idle_pick, direct = not any_prio and not reserved}, ring)
+             pick = idle_pick, direct = not any_prio and not reserved}, ring, u)
 return out
 end
 

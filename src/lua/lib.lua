@@ -184,11 +184,12 @@ end
 -- chunks of `step` values (a multiple of the group width).
 local CHUNK = 1000
 
--- cmd key args..., in chunks of CHUNK groups of `width` values. With want
--- (the key's type), a wrongly typed key is refused as typed() does.
-local function call_all(cmd, key, args, width, want)
+-- cmd key args..., in chunks of CHUNK groups of `width` values (from
+-- args[from], default 1). With want (the key's type), a wrongly typed key
+-- is refused as typed() does.
+local function call_all(cmd, key, args, width, want, from)
   local step = CHUNK * (width or 1)
-  for i = 1, #args, step do
+  for i = from or 1, #args, step do
     typed(want, cmd, key, unpack(args, i, math.min(i + step - 1, #args)))
   end
 end
@@ -542,9 +543,17 @@ end
 
 -- Write watchers: fv = { id, channels, ... }. Every write of the column
 -- also writes WATCHERS_PIN, so it stays a hash table.
-local function set_watchers(J, fv)
+-- u (undoable(), may be nil): its first HSET checks the column's type,
+-- and is not undone (so it comes after the writes made through u).
+local function set_watchers(J, fv, u)
   fv[#fv + 1] = WATCHERS_PIN; fv[#fv + 1] = ''
-  call_all('HSET', J.n, fv, 2)
+  if u then
+    local last = math.min(2 * CHUNK, #fv)
+    u.call('hash', nil, 'HSET', J.n, unpack(fv, 1, last))
+    if last < #fv then call_all('HSET', J.n, fv, 2, nil, last + 1) end
+  else
+    call_all('HSET', J.n, fv, 2)
+  end
 end
 
 -- The emit() of a queue nobody monitors (per-job loops skip the call).
@@ -563,8 +572,11 @@ local function UNMONITORED() end
 local EVENTS = {} -- channel -> the call's events (emptied by finish)
 local EVENTS_PER_MESSAGE = 1000
 
-local function monitor(monitored, events, now)
-  if redis.call('EXISTS', monitored) == 1 then
+-- on: whether the key `monitored` exists, when the caller knows (nil:
+-- read here).
+local function monitor(monitored, events, now, on)
+  if on == nil then on = redis.call('EXISTS', monitored) == 1 end
+  if on then
     local ch = events
     local t = now and int(now)
     local buf = EVENTS[ch]
@@ -578,6 +590,67 @@ local function monitor(monitored, events, now)
     end
   end
   return UNMONITORED
+end
+
+-- Writes that check their own key's type, so a script spares a TYPE per
+-- key written (a TYPE costs as much as the write: ~7.4k Redis
+-- instructions, callgrind). A script refuses wrongly typed keys before
+-- its first write (expect_types); with undoable() it may leave keys out
+-- of that check when their writes come first, each through u.call: a
+-- write refused for the key's type (or any error) undoes, newest first,
+-- every write made through u before it, drops the call's monitor events,
+-- and refuses the call as expect_types would, with nothing written. So
+-- only writes whose undo is exact go through u, each with its undo
+-- (u.call(want, undo, cmd, key, ...): undo(r) gets the write's reply and
+-- returns a function that undoes it, or nil when it cannot be undone
+-- exactly: u.exact is then false, and the caller checks the keys it has
+-- not written yet with expect_types before writing more). A write that
+-- cannot be undone may go last (undo nil: nothing after it through u).
+local function undoable()
+  local u, steps = {exact = true}, {}
+  local function back()
+    for i = #steps, 1, -1 do steps[i]() end
+    steps = {}
+    for ch in pairs(EVENTS) do EVENTS[ch] = nil end
+  end
+  function u.call(want, undo, cmd, key, ...)
+    local r = redis.pcall(cmd, key, ...)
+    if type(r) == 'table' and r.err then
+      back()
+      if want and string.sub(r.err, 1, 9) == 'WRONGTYPE' then expect_types({key, want}) end
+      if want == 'hash' and cmd == 'HINCRBY' and string.find(r.err, 'not an integer', 1, true) then
+        error({err = 'WRONGTYPE field ' .. (...) .. ' of ' .. key ..
+                     ' is not an integer, rjq expects one'}) -- (as typed() says it)
+      end
+      error(r)
+    end
+    if undo then
+      local f = undo(r)
+      if f then steps[#steps + 1] = f else u.exact = false end
+    end
+    return r
+  end
+  -- expect_types(spec), undoing the writes made through u when it refuses
+  function u.check(spec)
+    local ok, e = pcall(expect_types, spec)
+    if not ok then back(); error(e) end
+  end
+  -- HSET of the field-value pairs fv (in chunks): undone by deleting the
+  -- fields when they were all new (exact), else not exactly.
+  function u.hset(key, fv)
+    for i = 1, #fv, 2 * CHUNK do
+      local part = {unpack(fv, i, math.min(i + 2 * CHUNK - 1, #fv))}
+      u.call('hash', function(r)
+        if r ~= #part / 2 then return nil end
+        return function()
+          local f = {}
+          for j = 1, #part, 2 do f[#f + 1] = part[j] end
+          redis.call('HDEL', key, unpack(f))
+        end
+      end, 'HSET', key, unpack(part))
+    end
+  end
+  return u
 end
 
 -- An error caught by pcall, answered as the error it was: Redis 7.0's
@@ -732,11 +805,15 @@ local function fail_job(J, q, id, tok, attempts, o, err, fatal, delay, tm)
 end
 
 -- Add the jobs ids, completed at `stamp`, to the retention index (one
--- entry per call: cheaper than a sorted-set member per job) and count
--- them.
-local function index_completed(completed, stats, stamp, ids)
-  redis.call('RPUSH', completed, stamp .. ' ' .. table.concat(ids, ' '))
-  redis.call('HINCRBY', stats, 'retained', #ids)
+-- entry per call: cheaper than a sorted-set member per job); the caller
+-- counts them (stats field retained). Through u (undoable()): the push
+-- checks the index's type, undone by removing the entry from the tail
+-- again (LREM -1: a command every role that completes has already).
+local function index_completed(completed, stamp, ids, u)
+  local entry = stamp .. ' ' .. table.concat(ids, ' ')
+  u.call('list', function()
+    return function() redis.call('LREM', completed, -1, entry) end
+  end, 'RPUSH', completed, entry)
 end
 
 -- Retention is applied in batches: past the count cap, a sweep deletes
@@ -1245,11 +1322,28 @@ local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
     end
     if emit ~= UNMONITORED then emit('enqueued', id) end
   end
-  function c.finish(push, ring_too)
-    if #payloads > 0 then call_all('HSET', J.d, payloads, 2) end
-    if #opts > 0 then call_all('HSET', J.o, opts, 2) end
-    if #watch > 0 then set_watchers(J, watch) end
-    if #states > 0 then call_all('HSET', J.s, states, 2) end
+  function c.finish(push, ring_too, u)
+    -- the columns; through u (undoable(), may be nil) they check their own
+    -- types: a column written so that its undo is not exact (a field of a
+    -- new job was there) has the others checked by TYPE first
+    local w = {}
+    if #payloads > 0 then w[#w + 1] = J.d; w[#w + 1] = payloads end
+    if #opts > 0 then w[#w + 1] = J.o; w[#w + 1] = opts end
+    if #states > 0 then w[#w + 1] = J.s; w[#w + 1] = states end
+    for i = 1, #w, 2 do
+      if u and not u.exact then
+        local spec = {}
+        for j = i, #w, 2 do spec[#spec + 1] = w[j]; spec[#spec + 1] = 'hash' end
+        if #watch > 0 then spec[#spec + 1] = J.n; spec[#spec + 1] = 'hash' end
+        u.check(spec)
+        u = nil
+      end
+      if u then u.hset(w[i], w[i + 1]) else call_all('HSET', w[i], w[i + 1], 2) end
+    end
+    if #watch > 0 then
+      if u and not u.exact then u.check({J.n, 'hash'}); u = nil end
+      set_watchers(J, watch, u) -- (last: through u, it is not undone)
+    end
     ring = ring or ring_too
     if became_ready > 0 and push and push.direct and nothing_ready then
       -- Nothing was waiting: new jobs go straight to idle workers, in

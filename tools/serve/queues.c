@@ -67,6 +67,39 @@ static void on_monitor(rjq_client *c, const char *event, const char *id, void *d
     if (e) sse_broadcast(s, "job", q, e, 1);
 }
 
+/* ---- the next ready job's enqueue time (rjq_queue_latency_seconds) ---------------- */
+
+static void on_head_job(rjq_client *c, int status, const rjq_job_info *info, void *data) {
+    squeue *q = data;
+    (void)c;
+    q->reading_head = 0;
+    /* (the job may have started meanwhile: then it is no longer waiting) */
+    if (status == RJQ_OK && info && info->state && strcmp(info->state, "ready") == 0 && info->enqueued_ms > 0)
+        q->head_enqueued_ms = info->enqueued_ms;
+    else if (status == RJQ_OK || status == RJQ_ENOTFOUND)
+        q->head_enqueued_ms = 0;
+}
+
+static void on_head(rjq_client *c, int status, const char *const *ids, size_t n, void *data) {
+    squeue *q = data;
+    server *s = rjq_client_data(c);
+    if (status == RJQ_OK && n == 0) q->head_enqueued_ms = 0;
+    if (status != RJQ_OK || n == 0 || s == NULL || s->stopping ||
+        rjq_queue_job(q->q, ids[0], on_head_job, q) != RJQ_OK)
+        q->reading_head = 0;
+}
+
+/* Read the enqueue time of the job next in claim order (two reads, each
+ * O(log n)), or forget it when none is ready. */
+static void read_head(squeue *q) {
+    if (q->reading_head) return;
+    if (q->s.ready <= 0) {
+        q->head_enqueued_ms = 0;
+        return;
+    }
+    if (rjq_queue_jobs(q->q, RJQ_STATE_READY, 0, 1, on_head, q) == RJQ_OK) q->reading_head = 1;
+}
+
 /* ---- stats ---------------------------------------------------------------------- */
 
 static void on_stats(rjq_client *c, int status, const rjq_stats *st, void *data) {
@@ -100,6 +133,7 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *st, void *data)
         q->fail_rate = (double)(q->s.failed - q->prev.failed) / dt;
     }
     timing_queue_means(&q->t, &q->wait_ms, &q->run_ms);
+    read_head(q);
     if (sse_recording(s) && (changed || was_moving)) {
         json_t *j = queues_json(q);
         if (j) sse_broadcast(s, "stats", q, j, 0);
@@ -248,7 +282,7 @@ static void on_refresh(evutil_socket_t fd, short what, void *arg) {
     for (squeue *q = s->queues, *before = NULL, *next; q; q = next) {
         next = q->next;
         if (all) q->used_at = now;
-        if (now - q->used_at > idle && q->refs == 0 && !q->refreshing) {
+        if (now - q->used_at > idle && q->refs == 0 && !q->refreshing && !q->reading_head) {
             let_go(s, q, before);
             continue;
         }

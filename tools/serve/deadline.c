@@ -14,9 +14,10 @@
  *   - where the last whole request ended in them (the route handler says
  *     when a request is whole: deadline_request);
  *   - the requests being answered (their answer not yet written:
- *     deadline_complete, from access.c's on-complete callback). While one is, no deadline runs:
- *     a waiting or streaming answer is not the client's delay, and a
- *     request pipelined behind it is read when evhttp gets to it.
+ *     deadline_complete, from access.c's on-complete callback). While one
+ *     is, no deadline runs: a waiting or streaming answer is not the
+ *     client's delay, and a request pipelined behind it is read when
+ *     evhttp gets to it.
  * A request is partial when bytes were read past the last whole one and
  * nothing is being answered; its clock starts then. Its deadline is the
  * timeout plus a second per KiB received since (MIN_RATE): a big body

@@ -74,7 +74,8 @@ static void on_head_job(rjq_client *c, int status, const rjq_job_info *info, voi
     (void)c;
     q->reading_head = 0;
     /* (the job may have started meanwhile: then it is no longer waiting) */
-    if (status == RJQ_OK && info && info->state && strcmp(info->state, "ready") == 0 && info->enqueued_ms > 0)
+    if (status == RJQ_OK && info && info->state && strcmp(info->state, "ready") == 0 &&
+        info->enqueued_ms > 0)
         q->head_enqueued_ms = info->enqueued_ms;
     else if (status == RJQ_OK || status == RJQ_ENOTFOUND)
         q->head_enqueued_ms = 0;

@@ -518,11 +518,11 @@ static void on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, 
     if (conn == RJQ_CONN_COMMAND && ev == RJQ_EVENT_DISCONNECTED) s->redis_up = 0;
     if (s->redis_up != was_up) sse_broadcast(s, "server", NULL, server_state_json(s), 0);
     if (ev != RJQ_EVENT_CONNECTED || detail)
-        log_line(ev == RJQ_EVENT_CONNECTED ? "info" : "warn", NULL, 0, "redis %s connection %s%s%s",
-                conn == RJQ_CONN_COMMAND ? "command" : "subscriber",
-                ev == RJQ_EVENT_CONNECTED ? "connected"
-                : ev == RJQ_EVENT_DISCONNECTED ? "lost" : "error",
-                detail ? ": " : "", detail ? detail : "");
+        log_line(ev == RJQ_EVENT_CONNECTED ? "info" : "warn", NULL, 0,
+                 "redis %s connection %s%s%s", conn == RJQ_CONN_COMMAND ? "command" : "subscriber",
+                 ev == RJQ_EVENT_CONNECTED ? "connected"
+                 : ev == RJQ_EVENT_DISCONNECTED ? "lost" : "error",
+                 detail ? ": " : "", detail ? detail : "");
 }
 
 static void on_heartbeat(evutil_socket_t fd, short what, void *arg) {
@@ -606,7 +606,7 @@ static void on_accept_error(struct evconnlistener *l, void *arg) {
     if (time(NULL) != last_said) {
         last_said = time(NULL);
         log_line("error", NULL, 0, "accept: %s: pausing new connections for 1 s",
-                evutil_socket_error_to_string(err));
+                 evutil_socket_error_to_string(err));
     }
     evconnlistener_disable(l);
     struct timeval one = {1, 0};

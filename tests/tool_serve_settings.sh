@@ -2,7 +2,8 @@
 # GET /v1/queues/{q}/settings of rjq serve: the queue's pause state, its
 # limits, the bound (--max-waiting) and its schedules with their next fire
 # times (null until a scheduler computed one); 404 for a queue never
-# written to, 405 for another method.
+# written to, 405 for another method; and GET /v1/server's redis_nodes
+# (each master's version, role, clients and memory).
 set -u
 BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
 SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
@@ -77,6 +78,22 @@ get "$BASE/v1/queues/snever/settings"
 CHECKS=$((CHECKS + 1))
 get -X POST "$BASE/v1/queues/s1/settings"
 [ "$CODE" = 405 ] || fail "POST settings: $CODE $BODY"
+
+# GET /v1/server: each Redis master's version, role, clients and memory (read every 2 s)
+CHECKS=$((CHECKS + 1))
+for _ in $(seq 200); do
+    get "$BASE/v1/server"
+    [[ $BODY == *'"redis_nodes":['* ]] && break
+    sleep 0.05
+done
+"$PY" -c '
+import json, sys
+n = json.loads(sys.argv[1])["redis_nodes"]
+assert len(n) == 1 and n[0]["ok"] is True and n[0]["address"].endswith(":" + sys.argv[2]), n
+assert n[0]["role"] == "master" and n[0]["version"].count(".") == 2, n
+assert isinstance(n[0]["clients"], int) and n[0]["clients"] >= 2, n  # (serve has two connections)
+assert isinstance(n[0]["used_memory"], int) and n[0]["used_memory"] > 0, n
+' "$BODY" "$redis_port" || fail "redis_nodes: $BODY"
 
 echo "$CHECKS checks, $FAILURES failures"
 [ "$FAILURES" = 0 ]

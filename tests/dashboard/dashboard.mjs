@@ -55,6 +55,10 @@ try {
     return (await page.locator('#evict-warning:not([hidden])').count()) === 1 &&
       (await page.textContent('#evict-warning')).includes('allkeys-lru');
   });
+  await until('the overview shows Redis: version, role, clients, memory', async () => {
+    const t = await page.textContent('#redis-health');
+    return /Redis \d+\.\d+\.\d+ at 127\.0\.0\.1:\d+ · master · \d+ clients · [\d.]+ MB used/.test(t);
+  });
   await page.screenshot({ path: `${ART}/dashboard-overview.png`, fullPage: true });
 
   // ---- enqueue from the page; the job completes without reload ----

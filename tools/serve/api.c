@@ -115,6 +115,8 @@ void api_server(server *s, struct evhttp_request *req) {
     }
     if (o) json_object_set_new(o, "redis_memory", mem);
     else json_decref(mem);
+    if (o) json_object_set_new(o, "redis_nodes", s->redis_nodes ? json_incref(s->redis_nodes)
+                                                                : json_null());
     reply_json(req, 200, o);
 }
 

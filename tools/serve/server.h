@@ -100,6 +100,10 @@ typedef struct server {
     int memory_known, memory_reading;
     rjq_memory_info memory;
     char memory_policy[64];
+    /* queues.c: each Redis master's version, role, clients and memory (INFO),
+     * read with the memory; a JSON array (owned), NULL until read */
+    int nodes_reading;
+    json_t *redis_nodes;
     struct demo *demo;       /* demo.c, made on first use (--demo) */
     struct deadlines *deadlines; /* deadline.c (--request-timeout), NULL: none */
     /* access.c: requests answered, by status and method (method: a static name) */

@@ -193,8 +193,15 @@ function overview(main) {
   const empty = el('p', { class: 'muted', id: 'empty' }, state.redis ? NO_QUEUE : NO_REDIS);
   const down = el('div', { id: 'redis-down', class: 'warning bad', hidden: state.redis }, NO_REDIS);
   const warn = el('div', { id: 'evict-warning', class: 'warning', hidden: true });
-  main.append(el('h1', {}, 'Queues'), down, warn, state.server.demo ? demoPanel() : '', empty, table);
+  const health = el('div', { id: 'redis-health', class: 'muted health' });
+  main.append(el('h1', {}, 'Queues'), down, warn, health, state.server.demo ? demoPanel() : '', empty, table);
   api('GET', '/v1/server').then(r => {
+    // each Redis master: version, role, clients, memory (INFO, read every 2 s)
+    const mb = (b) => b === null || b === undefined ? '–' : (b / 1048576).toFixed(1) + ' MB';
+    health.replaceChildren(...(r.data.redis_nodes || []).map(n => el('span', {
+      class: 'node' + (n.ok ? '' : ' bad'), 'data-node': n.address },
+      n.ok ? `Redis ${n.version || '?'} at ${n.address} · ${n.role || '?'} · ${fmt(n.clients)} clients · ` +
+             `${mb(n.used_memory)} used` : `Redis at ${n.address}: no answer`)));
     const m = r.data.redis_memory;
     if (m && m.can_evict_jobs) {
       warn.textContent = `Redis may delete jobs to make room: its maxmemory-policy is ${m.maxmemory_policy} ` +

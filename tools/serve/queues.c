@@ -311,6 +311,9 @@ static void on_info(rjq_client *c, int status, const rjq_master *list, size_t n,
             json_object_set_new(o, "clients", info_number(m->reply, m->len, "connected_clients"));
             json_object_set_new(o, "used_memory", info_number(m->reply, m->len, "used_memory"));
         }
+        if (o && !ok) /* (e.g. an ACL user without +info: the error's words) */
+            json_object_set_new(o, "error", m->reply ? json_bytes(m->reply, m->len)
+                                                     : json_string(rjq_strerror(m->status)));
         if (o) json_array_append_new(a, o);
     }
     if (a == NULL) return;

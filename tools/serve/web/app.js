@@ -201,7 +201,7 @@ function overview(main) {
     health.replaceChildren(...(r.data.redis_nodes || []).map(n => el('span', {
       class: 'node' + (n.ok ? '' : ' bad'), 'data-node': n.address },
       n.ok ? `Redis ${n.version || '?'} at ${n.address} · ${n.role || '?'} · ${fmt(n.clients)} clients · ` +
-             `${mb(n.used_memory)} used` : `Redis at ${n.address}: no answer`)));
+             `${mb(n.used_memory)} used` : `Redis at ${n.address}: ${n.error || 'no answer'}`)));
     const m = r.data.redis_memory;
     if (m && m.can_evict_jobs) {
       warn.textContent = `Redis may delete jobs to make room: its maxmemory-policy is ${m.maxmemory_policy} ` +

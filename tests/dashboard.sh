@@ -64,6 +64,9 @@ start_serve rw # (BASE: the read-write server; each one answers /healthz by now)
 PIDS+=("$!")
 
 # a policy that can evict jobs: the overview warns
+# the queue page's settings (tests/dashboard/dashboard.mjs, "idle")
+"$RJQ" --prefix d schedule idle nightly --cron '0 3 * * *' >/dev/null || { echo "FAIL: rjq schedule"; exit 1; }
+"$RJQ" --prefix d limit idle --concurrency 3 --create >/dev/null || { echo "FAIL: rjq limit"; exit 1; }
 redis-cli -p "$redis_port" config set maxmemory 1gb >/dev/null
 redis-cli -p "$redis_port" config set maxmemory-policy allkeys-lru >/dev/null
 cp "$SRC/tests/dashboard/dashboard.mjs" "$PW/dashboard.mjs" # resolves playwright-core from $PW

@@ -161,6 +161,21 @@ static pid_t bridge_spawn(const char *const *extra) {
     return pid;
 }
 
+/* bridge_spawn with its stderr into the file at path. */
+static pid_t bridge_spawn_logging(const char *const *extra, const char *path) {
+    fflush(NULL);
+    int saved = dup(2);
+    ASSERT(saved >= 0);
+    FILE *f = fopen(path, "w");
+    ASSERT(f != NULL);
+    dup2(fileno(f), 2); /* (the child inherits it) */
+    fclose(f);
+    pid_t pid = bridge_spawn(extra);
+    dup2(saved, 2);
+    close(saved);
+    return pid;
+}
+
 /* SIGTERM, and the bridge must exit 0 (under ASan: without a report). */
 static void bridge_stop(pid_t pid) {
     kill(pid, SIGTERM);
@@ -1090,6 +1105,45 @@ TEST(init_is_idempotent_and_bad_options_exit_2) {
     const char *bad_pg[] = {"--pg", "host=127.0.0.1 port=1 connect_timeout=2", "--init", NULL};
     ASSERT_EQ(1, bridge_run(bad_pg));
     pg_stop(&F.p);
+}
+
+TEST(log_format_json_writes_each_line_as_one_object_with_time_level_and_message) {
+    setup();
+    char path[] = "/tmp/rjq-pgbridge-log.XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT(fd >= 0);
+    close(fd);
+    const char *extra[] = {"--log-format", "json", NULL};
+    pid_t b = bridge_spawn_logging(extra, path);
+    insert_rows("jobs", 1, 3, "0");
+    wait_pg("SELECT count(*) FROM rjq_jobs WHERE status = 'migrated'", 3, 30000);
+    bridge_stop(b); /* (its "stopping" line is the last) */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 -c '\n"
+             "import json, sys\n"
+             "lines = open(sys.argv[1], encoding=\"utf-8\").read().splitlines()\n"
+             "objs = [json.loads(l) for l in lines]\n"
+             "assert objs, \"no line\"\n"
+             "for d in objs:\n"
+             "    assert isinstance(d, dict) and d[\"level\"] in (\"info\", \"warn\"), d\n"
+             "    assert d[\"time\"].endswith(\"Z\") and isinstance(d[\"message\"], str), d\n"
+             "m = [d[\"message\"] for d in objs]\n"
+             "assert any(x.startswith(\"PostgreSQL connected\") for x in m), m\n"
+             "assert any(x.startswith(\"Redis connected\") for x in m), m\n"
+             "assert any(x.startswith(\"stopping\") for x in m), m\n"
+             "' %s",
+             path);
+    int rc = system(cmd);
+    if (rc != 0) {
+        snprintf(cmd, sizeof cmd, "cat %s >&2", path);
+        (void)!system(cmd);
+    }
+    unlink(path);
+    ASSERT_EQ(0, rc);
+    const char *bad[] = {"--log-format", "xml", NULL};
+    ASSERT_EQ(2, bridge_run(bad));
+    teardown();
 }
 
 TEST(health_goes_red_on_lag_and_queued_rows_and_back_and_metrics_count_the_rows) {

@@ -742,7 +742,7 @@ expect_line "  --json         one JSON object"
 run serve --help
 expect_ok
 for o in --listen --queues --read-only --token-file --max-body --wait-max --max-queues \
-    --max-requests --max-waiting --request-timeout --queue-idle --demo; do
+    --max-requests --max-waiting --request-timeout --queue-idle --demo --log-format --access-log; do
     expect_out_re "
   $o "
 done

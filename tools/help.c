@@ -122,8 +122,9 @@ static const cmdhelp cmds[] = {
      "  --json         one JSON object\n",
      "rjq shards orders 3"},
     {"metrics", "metrics QUEUE... [--json]",
-     "The queues' counters and depths in Prometheus' text format (rjq_jobs_total,\n"
-     "rjq_jobs, rjq_queue_paused, ...).\n"
+     "The queues' counters and depths in Prometheus' text format (a counter per\n"
+     "transition: rjq_jobs_enqueued_total, rjq_jobs_completed_total, ...; rjq_jobs,\n"
+     "rjq_queue_paused, ...).\n"
      "\n"
      "  --json         an object of each queue's stats\n",
      "rjq metrics orders emails"},
@@ -237,7 +238,7 @@ static const cmdhelp cmds[] = {
      "serve [--listen ADDR:PORT] [--queues PATTERN[,PATTERN...]] [--read-only]\n"
      "           [--token-file FILE] [--max-body BYTES] [--wait-max MS] [--max-queues N]\n"
      "           [--max-requests N] [--max-waiting N] [--request-timeout MS]\n"
-     "           [--queue-idle MS] [--demo]",
+     "           [--queue-idle MS] [--demo] [--log-format text|json] [--access-log]",
      "The HTTP API, the dashboard (/) and /metrics, until SIGINT/SIGTERM; prints\n"
      "\"listening on ADDR:PORT\" once it accepts. The connection options come before\n"
      "serve (rjq -h HOST -p PORT serve ...). See rjq(1) for the API.\n"
@@ -254,7 +255,9 @@ static const cmdhelp cmds[] = {
      "  --request-timeout MS   time for a request to arrive whole (default 30000; 0: none)\n"
      "  --queue-idle MS        how long a queue stays watched after a request named it\n"
      "                         (default 60000)\n"
-     "  --demo                 a demo worker pool on the queue \"demo\", driven from the page\n",
+     "  --demo                 a demo worker pool on the queue \"demo\", driven from the page\n"
+     "  --log-format F         text (default) or json: one JSON object per log line\n"
+     "  --access-log           a log line per request answered (default: none)\n",
      "rjq -h redis.internal -p 6380 serve --listen 0.0.0.0:8080 --read-only"},
     {"acl", "acl [--queues PATTERN] [--role producer|worker|monitor|bridge] [--json]",
      "Print the ACL SETUSER lines of rjq's roles for the prefix (--prefix) and the queues\n"

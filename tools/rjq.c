@@ -32,6 +32,7 @@
 #include "acl.h"
 #include "connopts.h"
 #include "help.h"
+#include "log.h"
 #include "statsfmt.h"
 #ifdef RJQ_HAVE_SERVE
 #include "serve.h"
@@ -1327,12 +1328,13 @@ static int cmd_top(cli *t, int argc, char **argv) {
 
 /* rjq serve [--listen ADDR:PORT] [--queues PATTERN] [--read-only]
  * [--token-file F] [--max-body BYTES] [--wait-max MS] [--max-queues N]
- * [--max-requests N] [--max-waiting N] [--request-timeout MS] [--queue-idle MS]:
- * the HTTP API, the dashboard and /metrics (serve/). */
+ * [--max-requests N] [--max-waiting N] [--request-timeout MS] [--queue-idle MS]
+ * [--log-format text|json] [--access-log]: the HTTP API, the dashboard and /metrics (serve/). */
 static int cmd_serve(cli *t, int argc, char **argv) {
     const char *listen = NULL, *queues = NULL, *token = NULL, *body = NULL, *wait = NULL,
-               *maxq = NULL, *maxr = NULL, *maxw = NULL, *rto = NULL, *idle = NULL;
-    int read_only = 0, demo = 0;
+               *maxq = NULL, *maxr = NULL, *maxw = NULL, *rto = NULL, *idle = NULL,
+               *logf = NULL;
+    int read_only = 0, demo = 0, access_log = 0;
     const optdef defs[] = {{"--listen", &listen, NULL},     {"--queues", &queues, NULL},
                            {"--demo", NULL, &demo},
                            {"--token-file", &token, NULL},  {"--read-only", NULL, &read_only},
@@ -1340,6 +1342,7 @@ static int cmd_serve(cli *t, int argc, char **argv) {
                            {"--max-queues", &maxq, NULL},   {"--max-requests", &maxr, NULL},
                            {"--max-waiting", &maxw, NULL},  {"--request-timeout", &rto, NULL},
                            {"--queue-idle", &idle, NULL},
+                           {"--log-format", &logf, NULL},   {"--access-log", NULL, &access_log},
                            {NULL, NULL, NULL}};
     long long mb = 16 << 20, wm = 600000, mq = 1000, mr = 10000, mw = 0, rt = 30000, qi = 60000;
     int rc = parse_args(argc, argv, defs, NULL, 0, 0, NULL);
@@ -1352,7 +1355,11 @@ static int cmd_serve(cli *t, int argc, char **argv) {
         (rc = parse_ll("--queue-idle", idle, 100, 86400000, &qi)))
         return rc;
     if (queues && queues[0] == '\0') return usage_error("--queues %s: empty pattern", queues);
+    log_format lf = LOG_TEXT;
+    if (logf && log_format_parse(logf, &lf) != 0)
+        return usage_error("--log-format %s: expected text or json", logf);
 #ifdef RJQ_HAVE_SERVE
+    log_init(lf, "rjq serve", 0);
     serve_options so = {0};
     so.listen = listen ? listen : "127.0.0.1:8080";
     so.queues = queues;
@@ -1366,6 +1373,7 @@ static int cmd_serve(cli *t, int argc, char **argv) {
     so.max_waiting = (long)mw;
     so.request_timeout_ms = (long)rt;
     so.queue_idle_ms = (long)qi;
+    so.access_log = access_log;
     rjq_client_options o;
     client_options(t, &o);
     o.name = "rjq-serve";

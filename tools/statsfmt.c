@@ -98,10 +98,39 @@ static void kind_samples(FILE *out, const prom_queue *q, size_t n, int kind, con
             samples(out, q, n, name, label, stat_fields[k].label, stat_fields[k].off, 0, 1);
 }
 
+/* One counter family per transition (prometheus.io naming: a family whose
+ * samples add up to something meaningful, so no family mixes enqueues with
+ * outcomes, nor failed attempts with the retried ones among them). */
+static const struct {
+    const char *name;
+    size_t off;
+    const char *help;
+} transitions[] = {
+    {"rjq_jobs_enqueued_total", offsetof(rjq_stats, enqueued),
+     "Jobs enqueued into the queue since it was created."},
+    {"rjq_jobs_completed_total", offsetof(rjq_stats, completed),
+     "Jobs of the queue that completed."},
+    {"rjq_job_attempts_failed_total", offsetof(rjq_stats, failed),
+     "Attempts of the queue's jobs that failed (timed out included)."},
+    {"rjq_job_retries_total", offsetof(rjq_stats, retried),
+     "Failed attempts that were retried (a subset of rjq_job_attempts_failed_total)."},
+    {"rjq_jobs_dead_total", offsetof(rjq_stats, dead),
+     "Jobs of the queue that went dead (attempts spent or failed for good)."},
+    {"rjq_jobs_cancelled_total", offsetof(rjq_stats, cancelled), "Jobs of the queue cancelled."},
+    {"rjq_jobs_reclaimed_total", offsetof(rjq_stats, reclaimed),
+     "Jobs taken back from a worker whose lease expired."},
+    {"rjq_jobs_replayed_total", offsetof(rjq_stats, replayed),
+     "Dead jobs moved back to ready by a replay."},
+};
+
 void prom_write_stats(FILE *out, const prom_queue *q, size_t n) {
+    for (size_t k = 0; k < sizeof transitions / sizeof transitions[0]; k++) {
+        prom_family(out, transitions[k].name, "counter", transitions[k].help);
+        samples(out, q, n, transitions[k].name, NULL, NULL, transitions[k].off, 0, 1);
+    }
     prom_family(out, "rjq_jobs_total", "counter",
-                "Jobs of the queue by outcome since it was created (failed: failed "
-                "attempts; retried: of those, retried; dead: jobs that went dead).");
+                "Deprecated, removed in the next release: the rjq_jobs_*_total and "
+                "rjq_job_*_total families by transition instead (its outcomes overlap).");
     kind_samples(out, q, n, STAT_COUNTER, "rjq_jobs_total", "outcome");
     prom_family(out, "rjq_jobs", "gauge",
                 "Jobs of the queue by state now (ready includes prioritised jobs; dead and "

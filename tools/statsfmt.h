@@ -46,8 +46,9 @@ void prom_family(FILE *out, const char *name, const char *type, const char *help
 /* A label value with backslash, double quote and newline escaped. */
 void prom_label_value(FILE *out, const char *v);
 
-/* Every family of the stats (rjq_jobs_total, rjq_jobs, rjq_queue_paused,
- * the limits), each once with its samples for the n queues. */
+/* Every family of the stats (a counter per transition: rjq_jobs_enqueued_total
+ * ...; the deprecated rjq_jobs_total, rjq_jobs, rjq_queue_paused, the
+ * limits), each once with its samples for the n queues. */
 void prom_write_stats(FILE *out, const prom_queue *q, size_t n);
 
 #endif

@@ -55,6 +55,10 @@ try {
     return (await page.locator('#evict-warning:not([hidden])').count()) === 1 &&
       (await page.textContent('#evict-warning')).includes('allkeys-lru');
   });
+  await until('the overview shows Redis: version, role, clients, memory', async () => {
+    const t = await page.textContent('#redis-health');
+    return /Redis \d+\.\d+\.\d+ at 127\.0\.0\.1:\d+ · master · \d+ clients · [\d.]+ MB used/.test(t);
+  });
   await page.screenshot({ path: `${ART}/dashboard-overview.png`, fullPage: true });
 
   // ---- enqueue from the page; the job completes without reload ----
@@ -95,6 +99,20 @@ try {
   await page.click('button[data-action="pause"]');
   await until('the page shows the queue paused', async () => (await page.locator('#paused').count()) === 1);
   check((await api(BASE, 'GET', '/v1/queues/idle')).data.stats.paused === true, 'the queue is paused');
+  // ---- its settings: state, limits, bound, schedules (set by dashboard.sh) ----
+  await until('the settings say paused', async () =>
+    (await page.textContent('#settings tr[data-setting="paused"] td')) === 'paused');
+  check((await page.textContent('#settings tr[data-setting="concurrency"] td')) === '3',
+    'the settings show the concurrency limit');
+  check((await page.textContent('#settings tr[data-setting="rate"] td')) === 'none', 'no rate limit shown');
+  check((await page.textContent('#settings tr[data-setting="max_waiting"] td')) === 'none', 'no bound shown');
+  check((await page.locator('#schedules tr[data-schedule="nightly"]').count()) === 1,
+    'the settings list the schedule');
+  check((await page.textContent('#schedules tr[data-schedule="nightly"]')).includes('cron 0 3 * * *'),
+    'the schedule shows its spec');
+  check(/no next fire time yet|next \d{4}-/.test(await page.textContent('#schedules tr[data-schedule="nightly"] .next')),
+    'the schedule shows its next fire time or why not');
+  await page.locator('#settings').screenshot({ path: `${ART}/dashboard-settings.png` });
   await page.goto(BASE + '/');
   await until('the overview shows it paused', async () =>
     (await page.locator('tr[data-queue="idle"] .badge.paused').count()) === 1);

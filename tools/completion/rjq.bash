@@ -14,7 +14,7 @@ _rjq_global_values=" -u --url -h -p -a --pass --user -n --prefix -t --cacert --c
 _rjq_command_values=" --after --limit --offset --interval --id --delay --priority --attempts
 --timeout --dedup --concurrency --rate --every --cron --utc-offset --payload --catchup --missed
 --lease --listen --queues --token-file --max-body --wait-max --max-queues --max-requests
---max-waiting --request-timeout --queue-idle --role "
+--max-waiting --request-timeout --queue-idle --role --log-format "
 
 # (one line each, so that a match on " $word " finds the names at line ends)
 _rjq_global_values=${_rjq_global_values//$'\n'/ }
@@ -39,7 +39,8 @@ _rjq_command_options() {
     scheduler) echo --lease ;;
     serve)
         echo --listen --queues --read-only --token-file --max-body --wait-max --max-queues \
-            --max-requests --max-waiting --request-timeout --queue-idle --demo
+            --max-requests --max-waiting --request-timeout --queue-idle --demo --log-format \
+            --access-log
         ;;
     acl) echo --queues --role ;;
     esac
@@ -108,6 +109,7 @@ _rjq() {
             ;;
         --role) mapfile -t reply < <(compgen -W "producer worker monitor bridge" -- "$cur") ;;
         --missed) mapfile -t reply < <(compgen -W "skip once" -- "$cur") ;;
+        --log-format) mapfile -t reply < <(compgen -W "text json" -- "$cur") ;;
         esac
     elif [[ $cur == -* && $ended == 0 ]]; then
         if [[ -z $cmd ]]; then

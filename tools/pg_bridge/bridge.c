@@ -54,6 +54,7 @@
 #include <rjq/libevent.h>
 
 #include "idmap.h"
+#include "log.h"
 #include "pgconn.h"
 #include "rjq.h"
 #include "schema.h"
@@ -248,20 +249,16 @@ static char *array_literal(char **names, size_t n);
 
 /* ---- small helpers ---------------------------------------------------------- */
 
-static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void logf_(const char *fmt, ...) {
-    char when[32];
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    struct tm tm;
-    gmtime_r(&tv.tv_sec, &tm);
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-    fprintf(stderr, "%s.%03ldZ rjq-pg-bridge: ", when, (long)(tv.tv_usec / 1000));
+static void logf_(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A log line at level "info" or "warn" (tools/log.c: text with the time
+ * first, or one JSON object with --log-format json). */
+static void logf_(const char *level, const char *fmt, ...) {
+    char line[2048];
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    log_line(level, NULL, 0, "%s", line);
 }
 
 static double now_s(void) {
@@ -435,7 +432,7 @@ static qent *queue_of(bridge *b, const char *name, char *why, size_t size) {
         return NULL;
     }
     rc = rjq_queue_monitor(e->q, on_monitor, e, &e->m);
-    if (rc != RJQ_OK) logf_("queue %s: no monitor (%s): processing and retry_scheduled are not written", name, rjq_strerror(rc));
+    if (rc != RJQ_OK) logf_("warn", "queue %s: no monitor (%s): processing and retry_scheduled are not written", name, rjq_strerror(rc));
     else e->events = !b->o.follow_await && rjq_monitor_resyncs(e->m) == RJQ_OK;
     e->opened_at = now_s();
     if (e->events && b->hold && !evtimer_pending(b->hold, NULL)) {
@@ -502,7 +499,7 @@ static void add_outcome(bridge *b, int64_t id, int gen, int kind, const void *bl
         size_t cap = b->wcap ? b->wcap * 2 : 256;
         wentry *w = realloc(b->w, cap * sizeof *w);
         if (w == NULL) {
-            logf_("out of memory: the outcome of row %" PRId64 " waits for the next scan", id);
+            logf_("warn", "out of memory: the outcome of row %" PRId64 " waits for the next scan", id);
             return;
         }
         b->w = w;
@@ -526,13 +523,13 @@ static void add_outcome(bridge *b, int64_t id, int gen, int kind, const void *bl
             e->len = e->blob ? strlen(e->blob) : 0;
         }
         if (e->blob == NULL) {
-            logf_("out of memory: the outcome of row %" PRId64 " waits for the next scan", id);
+            logf_("warn", "out of memory: the outcome of row %" PRId64 " waits for the next scan", id);
             return;
         }
     }
     if (last_error && (e->last_error = utf8_text(last_error, strlen(last_error))) == NULL) {
         free(e->blob);
-        logf_("out of memory: the outcome of row %" PRId64 " waits for the next scan", id);
+        logf_("warn", "out of memory: the outcome of row %" PRId64 " waits for the next scan", id);
         return;
     }
     b->wn++;
@@ -574,7 +571,7 @@ static void count_written(bridge *b, const wentry *e, PGresult *r) {
 static void unshift_writes(bridge *b, wbatch *wb) {
     wentry *w = b->wcap >= b->wn + wb->n ? b->w : realloc(b->w, (b->wn + wb->n) * sizeof *w);
     if (w == NULL) {
-        logf_("out of memory: %zu outcomes wait for the next scan", wb->n);
+        logf_("warn", "out of memory: %zu outcomes wait for the next scan", wb->n);
         free_entries(wb->e, wb->n);
         return;
     }
@@ -626,16 +623,16 @@ static void on_written(void *arg, PGresult **res, int n, const char *err,
         if (!same) { /* the connection was lost: the writes wait for the next one, first */
             unshift_writes(b, wb);
         } else if (transient(sqlstate)) { /* again, first, in a moment */
-            logf_("writing %zu outcomes: %s; again", wb->n, oneline(err, msg, sizeof msg));
+            logf_("warn", "writing %zu outcomes: %s; again", wb->n, oneline(err, msg, sizeof msg));
             unshift_writes(b, wb);
             struct timeval tv = {0, 200 * 1000};
             evtimer_add(b->write_retry, &tv);
         } else if (wb->n > 1) { /* one of them is refused: find it, one at a time */
-            logf_("writing %zu outcomes: %s; again one by one", wb->n, oneline(err, msg, sizeof msg));
+            logf_("warn", "writing %zu outcomes: %s; again one by one", wb->n, oneline(err, msg, sizeof msg));
             b->write_single = wb->n;
             unshift_writes(b, wb);
         } else { /* this one is refused: drop it (the next scan follows its row again) */
-            logf_("the outcome of row %" PRId64 " cannot be written: %s", wb->e[0].id,
+            logf_("warn", "the outcome of row %" PRId64 " cannot be written: %s", wb->e[0].id,
                   oneline(err, msg, sizeof msg));
             free_entries(wb->e, wb->n);
         }
@@ -880,7 +877,7 @@ static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *d
     b->reads--;
     if (status != RJQ_OK && status != RJQ_ENOTFOUND) {
         if (lasting(status))
-            logf_("reading the job of row %" PRId64 ": %s (the next scan follows it again)", f->id,
+            logf_("warn", "reading the job of row %" PRId64 ": %s (the next scan follows it again)", f->id,
                   rjq_strerror(status));
         if (status == RJQ_ECANCELED || lasting(status) || b->stopping || b->freeing || !client_open(b)) {
             /* the row stays open: the next scan or start follows it again */
@@ -934,7 +931,7 @@ static void final_outcome(bridge *b, follow *fw, int status, const rjq_outcome *
     size_t len = status == RJQ_OK ? out->result_len : text ? strlen(text) : 0;
     if (f == NULL || (f->blob = malloc(len + 1)) == NULL) {
         free(f);
-        logf_("out of memory: the outcome of row %" PRId64 " waits for the next scan", fw->id);
+        logf_("warn", "out of memory: the outcome of row %" PRId64 " waits for the next scan", fw->id);
         return;
     }
     if (len) memcpy(f->blob, text, len);
@@ -992,7 +989,7 @@ static void on_outcome(rjq_client *c, int status, const rjq_outcome *out, void *
         }
         break;
     default:
-        logf_("awaiting row %" PRId64 ": %s (the next scan follows it again)", fw->id,
+        logf_("warn", "awaiting row %" PRId64 ": %s (the next scan follows it again)", fw->id,
               rjq_strerror(status));
     }
     free(fw);
@@ -1087,7 +1084,7 @@ static void follow_row(bridge *b, int64_t id, int gen, qent *q, int existed, int
     if (rc != RJQ_OK) {
         idmap_del(&b->follows, id);
         free(fw);
-        logf_("awaiting row %" PRId64 ": %s", id, rjq_strerror(rc));
+        logf_("warn", "awaiting row %" PRId64 ": %s", id, rjq_strerror(rc));
     }
 }
 
@@ -1128,7 +1125,7 @@ static void on_check(rjq_client *c, int status, const rjq_job_info *info, void *
     if (b->freeing) return; /* (bridge_free frees the entries left) */
     if (status != RJQ_OK && status != RJQ_ENOTFOUND) {
         if (lasting(status))
-            logf_("reading the job of row %" PRId64 ": %s (the next scan follows it again)", fw->id,
+            logf_("warn", "reading the job of row %" PRId64 ": %s (the next scan follows it again)", fw->id,
                   rjq_strerror(status));
         if (status == RJQ_ECANCELED || lasting(status) || b->stopping || !client_open(b)) {
             idmap_del(&b->follows, fw->id); /* the row stays open: the next scan or start */
@@ -1206,7 +1203,7 @@ static void on_hold(evutil_socket_t fd, short what, void *arg) {
             if (next == 0 || until < next) next = until;
             continue;
         }
-        logf_("queue %s: no resync of its events after %d ms: its rows are read at their mark",
+        logf_("warn", "queue %s: no resync of its events after %d ms: its rows are read at their mark",
               q->name, HOLD_MS);
         q->unheld = 1;
     }
@@ -1263,7 +1260,7 @@ static void on_scanned(void *arg, PGresult **res, int n, const char *err,
     if (b->freeing) return;
     if (err || n < 1) {
         char msg[512];
-        if (err) logf_("scanning open rows: %s", oneline(err, msg, sizeof msg));
+        if (err) logf_("warn", "scanning open rows: %s", oneline(err, msg, sizeof msg));
         b->reconciling = 0;
         return;
     }
@@ -1346,7 +1343,7 @@ static void on_marked(void *arg, PGresult **res, int n, const char *err,
     }
     if (err) {
         char msg[512];
-        logf_("marking %d rows failed (%s): rows still queued are moved again (their jobs exist "
+        logf_("warn", "marking %d rows failed (%s): rows still queued are moved again (their jobs exist "
               "in Redis: nothing runs twice), rows marked are followed by the next scan",
               cl->n, oneline(err, msg, sizeof msg));
         for (int i = 0; i < cl->n; i++) unpend_row(b, cl->rows[i].id);
@@ -1360,7 +1357,7 @@ static void on_marked(void *arg, PGresult **res, int n, const char *err,
         row *r = &cl->rows[i];
         if (r->bad) {
             b->bad++;
-            logf_("row %" PRId64 " failed: %s", r->id, r->bad);
+            logf_("warn", "row %" PRId64 " failed: %s", r->id, r->bad);
         } else if (r->acked) {
             if (r->existed) b->existed++;
             else b->moved++;
@@ -1380,7 +1377,7 @@ static void mark(claim *cl) {
         return;
     }
     if (!pgconn_up(ln->pg) || pgconn_generation(ln->pg) != cl->gen) {
-        logf_("the claim of %d rows lost its transaction (PostgreSQL connection): they stay "
+        logf_("warn", "the claim of %d rows lost its transaction (PostgreSQL connection): they stay "
               "queued and are moved again",
               cl->n);
         for (int i = 0; i < cl->n; i++) unpend_row(b, cl->rows[i].id);
@@ -1393,7 +1390,7 @@ static void mark(claim *cl) {
     size_t cap = 3 + (size_t)cl->n * 21, len = 0;
     char *ids = malloc(cap);
     if (ids == NULL) {
-        logf_("out of memory marking %d rows: they stay queued", cl->n);
+        logf_("warn", "out of memory marking %d rows: they stay queued", cl->n);
         for (int i = 0; i < cl->n; i++) unpend_row(b, cl->rows[i].id);
         rollback(ln);
         claim_free(cl);
@@ -1455,7 +1452,7 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
     } else if (!b->freeing && status != RJQ_ECANCELED) {
         qent *q = cl->rows[g->idx[0]].q;
         for (int k = 0; k < g->n; k++) unpend_row(b, cl->rows[g->idx[k]].id);
-        logf_("enqueueing %d rows into %s: %s (%s): they stay queued; the queue is tried again "
+        logf_("warn", "enqueueing %d rows into %s: %s (%s): they stay queued; the queue is tried again "
               "in %d ms",
               g->n, q->name, rjq_strerror(status), rjq_client_errmsg(c), RETRY_MS);
         back_off(b, q);
@@ -1595,12 +1592,12 @@ static void enqueue_rows(claim *cl) {
             }
         }
         if (rc != RJQ_OK && !invalid_item(rc)) { /* out of memory ...: the rows stay queued */
-            logf_("enqueueing %d rows into %s: %s: they stay queued", n, cl->rows[i].q->name,
+            logf_("warn", "enqueueing %d rows into %s: %s: they stay queued", n, cl->rows[i].q->name,
                   rjq_strerror(rc));
             back_off(b, cl->rows[i].q);
         }
     }
-    if (idx == NULL || done == NULL) logf_("out of memory: %d claimed rows stay queued", cl->n);
+    if (idx == NULL || done == NULL) logf_("warn", "out of memory: %d claimed rows stay queued", cl->n);
     free(idx);
     free(done);
     claim_settle(cl);
@@ -1658,7 +1655,7 @@ static void drop_held(bridge *b) {
     while (b->held) {
         claim *cl = unhold_first(b);
         lane *ln = cl->ln;
-        logf_("stopping: %d claimed rows not enqueued stay queued", cl->n);
+        logf_("warn", "stopping: %d claimed rows not enqueued stay queued", cl->n);
         rollback(ln);
         claim_free(cl);
         ln->cstate = C_IDLE;
@@ -1673,7 +1670,7 @@ static void on_claimed(void *arg, PGresult **res, int n, const char *err,
     if (b->freeing) return;
     if (err || n < 3) {
         char msg[512];
-        if (err) logf_("claiming rows: %s", oneline(err, msg, sizeof msg));
+        if (err) logf_("warn", "claiming rows: %s", oneline(err, msg, sizeof msg));
         rollback(ln);
         claim_idle(ln, 0, RETRY_MS);
         return;
@@ -1683,7 +1680,7 @@ static void on_claimed(void *arg, PGresult **res, int n, const char *err,
     claim *cl = calloc(1, sizeof *cl);
     if (cl == NULL || (rows > 0 && (cl->rows = calloc((size_t)rows, sizeof *cl->rows)) == NULL)) {
         free(cl);
-        if (rows > 0) logf_("out of memory: %d claimed rows stay queued", rows);
+        if (rows > 0) logf_("warn", "out of memory: %d claimed rows stay queued", rows);
         rollback(ln);
         claim_idle(ln, 0, RETRY_MS);
         return;
@@ -1701,7 +1698,7 @@ static void on_claimed(void *arg, PGresult **res, int n, const char *err,
     ln->cstate = C_ENQUEUING;
     if (b->held || claim_waits(cl)) { /* after its queue's first resync */
         if (b->stopping || hold_claim(b, cl) != 0) { /* (stopping: drop_held ran) */
-            logf_("%s: %d claimed rows stay queued", b->stopping ? "stopping" : "out of memory",
+            logf_("warn", "%s: %d claimed rows stay queued", b->stopping ? "stopping" : "out of memory",
                   rows);
             rollback(ln);
             claim_free(cl);
@@ -1798,10 +1795,10 @@ static void on_claimer_state(pgconn *p, int up, const char *err, void *arg) {
     bridge *b = ((lane *)arg)->b;
     char msg[512];
     if (up) {
-        logf_("PostgreSQL connected (claims)");
+        logf_("info", "PostgreSQL connected (claims)");
         claim_next(b);
     } else {
-        logf_("PostgreSQL connection lost (claims): %s", oneline(err, msg, sizeof msg));
+        logf_("warn", "PostgreSQL connection lost (claims): %s", oneline(err, msg, sizeof msg));
     }
 }
 
@@ -1810,12 +1807,12 @@ static void on_writer_state(pgconn *p, int up, const char *err, void *arg) {
     bridge *b = arg;
     char msg[512];
     if (up) {
-        logf_("PostgreSQL connected (outcomes, LISTEN %s)", b->o.table);
+        logf_("info", "PostgreSQL connected (outcomes, LISTEN %s)", b->o.table);
         flush_writes(b);
         reconcile(b);
         claim_next(b); /* notifications may have been missed meanwhile */
     } else {
-        logf_("PostgreSQL connection lost (outcomes): %s", oneline(err, msg, sizeof msg));
+        logf_("warn", "PostgreSQL connection lost (outcomes): %s", oneline(err, msg, sizeof msg));
         b->reconciling = 0;
         b->reporting = 0;
     }
@@ -1832,12 +1829,12 @@ static void on_redis_event(rjq_client *c, rjq_event ev, int conn, const char *de
     bridge *b = data;
     const char *which = conn == RJQ_CONN_COMMAND ? "commands" : "subscriber";
     if (ev == RJQ_EVENT_CONNECTED) {
-        logf_("Redis connected (%s)", which);
+        logf_("info", "Redis connected (%s)", which);
         if (conn == RJQ_CONN_COMMAND) claim_next(b);
     } else if (ev == RJQ_EVENT_DISCONNECTED) {
-        logf_("Redis connection lost (%s): %s", which, detail ? detail : "");
+        logf_("warn", "Redis connection lost (%s): %s", which, detail ? detail : "");
     } else {
-        logf_("Redis: %s", detail ? detail : "error");
+        logf_("warn", "Redis: %s", detail ? detail : "error");
     }
 }
 
@@ -1865,7 +1862,7 @@ static void print_report(bridge *b, PGresult *depth, PGresult *lag) {
         len += (size_t)snprintf(line + len, sizeof line - len, "%s %.60s/%s=%s", i ? "" : ";",
                                 PQgetvalue(depth, i, 0), PQgetvalue(depth, i, 1),
                                 PQgetvalue(depth, i, 2));
-    logf_("%s", line);
+    logf_("info", "%s", line);
 }
 
 static void on_report_rows(void *arg, PGresult **res, int n, const char *err,
@@ -2068,7 +2065,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg) {
     (void)fd;
     (void)what;
     bridge *b = arg;
-    logf_("stopping: the deadline passed with %s in flight (%zu outcomes not written: the "
+    logf_("warn", "stopping: the deadline passed with %s in flight (%zu outcomes not written: the "
           "next start follows their rows again)",
           claiming(b) ? "a claim" : "outcomes", b->wn);
     event_base_loopbreak(b->base);
@@ -2089,7 +2086,7 @@ void bridge_stop(bridge *b, long deadline_ms) {
     }
     evtimer_add(b->deadline, &tv);
     drop_held(b);
-    logf_("stopping (%s in flight, %zu writes waiting)", claiming(b) ? "a claim" : "no claim",
+    logf_("info", "stopping (%s in flight, %zu writes waiting)", claiming(b) ? "a claim" : "no claim",
           b->wn);
     stop_check(b);
 }

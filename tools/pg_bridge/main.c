@@ -19,6 +19,7 @@
 #include "bridge.h"
 #include "connopts.h"
 #include "health.h"
+#include "log.h"
 #include "rjq.h"
 #include "schema.h"
 #include "sqlname.h"
@@ -64,6 +65,8 @@ static const char usage_text[] =
     "  --listen ADDR:PORT   serve GET /healthz and /metrics there (default: off)\n"
     "  --alert-lag-ms MS    /healthz is 503 while the oldest queued row is older\n"
     "  --alert-queued N     /healthz is 503 while more rows are queued\n"
+    "  --log-format F       text (default) or json: each log line one JSON object\n"
+    "                       (time, level, message)\n"
     "  --help               this text (also -h alone)\n"
     "  --version            the rjq library's version\n";
 
@@ -183,8 +186,9 @@ int main(int argc, char **argv) {
     int init = 0;
     char **queues = NULL;
     enum { O_PG = 256, O_INIT, O_TABLE, O_QUEUES, O_BATCH, O_CLAIMS, O_POLL, O_SCAN, O_REPORT, O_DEDUP, O_MAXP, O_MAXF, O_FAWAIT,
-           O_VER, O_ROUTE, O_LISTEN, O_ALAG, O_AQUEUED, O_PREFIX, O_USER, O_PASS, O_HELP };
+           O_VER, O_ROUTE, O_LISTEN, O_ALAG, O_AQUEUED, O_PREFIX, O_USER, O_PASS, O_HELP, O_LOGF };
     health_options ho = {0};
+    log_format logf = LOG_TEXT;
     static const struct option longopts[] = {
         {"pg", required_argument, NULL, O_PG},
         {"url", required_argument, NULL, 'u'},
@@ -207,6 +211,7 @@ int main(int argc, char **argv) {
         {"listen", required_argument, NULL, O_LISTEN},
         {"alert-lag-ms", required_argument, NULL, O_ALAG},
         {"alert-queued", required_argument, NULL, O_AQUEUED},
+        {"log-format", required_argument, NULL, O_LOGF},
         {"help", no_argument, NULL, O_HELP},
         {"version", no_argument, NULL, O_VER},
         {NULL, 0, NULL, 0},
@@ -274,6 +279,10 @@ int main(int argc, char **argv) {
         case O_AQUEUED:
             if ((rc = parse_num("--alert-queued", optarg, 1, LLONG_MAX, &v)) == 0) ho.alert_queued = v;
             break;
+        case O_LOGF:
+            if (log_format_parse(optarg, &logf) != 0)
+                rc = usage_error("--log-format %s: expected text or json", optarg);
+            break;
         case O_HELP: fputs(usage_text, stdout); rc = done = 1; break;
         case O_VER:
             printf("rjq-pg-bridge %d.%d.%d\n", rjq_version() / 10000, rjq_version() / 100 % 100,
@@ -302,6 +311,7 @@ int main(int argc, char **argv) {
         connopts_free(&conn);
         return rc;
     }
+    log_init(logf, "rjq-pg-bridge", 1);
     signal(SIGPIPE, SIG_IGN);
     struct event_base *base = event_base_new();
     struct event *sigint = base ? evsignal_new(base, SIGINT, on_signal, NULL) : NULL;

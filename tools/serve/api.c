@@ -40,6 +40,7 @@ typedef struct call {
     long long total;  /* purge: deleted so far */
     rjq_job_state state;
     const char *what; /* the action, in replies (a literal) */
+    rjq_stats st;     /* settings: the stats read first */
 } call;
 
 static void call_free(call *c) {
@@ -114,6 +115,8 @@ void api_server(server *s, struct evhttp_request *req) {
     }
     if (o) json_object_set_new(o, "redis_memory", mem);
     else json_decref(mem);
+    if (o) json_object_set_new(o, "redis_nodes", s->redis_nodes ? json_incref(s->redis_nodes)
+                                                                : json_null());
     reply_json(req, 200, o);
 }
 
@@ -213,6 +216,49 @@ static void on_queue_stats(rjq_client *cl, int status, const rjq_stats *st, void
         tmp.s = *st;
         reply_json(req, 200, queues_json(&tmp));
     }
+    call_free(c);
+}
+
+/* ---- GET /v1/queues/{q}/settings: the stats' settings, then the schedules ---------- */
+
+static void on_settings_schedules(rjq_client *cl, int status, const rjq_schedule_info *list,
+                                  size_t n, void *data) {
+    call *c = data;
+    (void)cl;
+    struct evhttp_request *req = call_reply(c, status);
+    if (req) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < n; i++) {
+            const rjq_schedule_info *si = rjq_schedule_info_at(list, i);
+            json_array_append_new(a, json_pack("{so so so}", "name", json_name(si->name), "spec",
+                                               json_name(si->spec), "next_ms",
+                                               si->next_ms > 0 ? json_integer(si->next_ms)
+                                                               : json_null()));
+        }
+        const rjq_stats *st = &c->st;
+        long mw = c->h.s->o.max_waiting;
+        reply_json(req, 200,
+                   json_pack("{so sb s{sI sI sI} so so}", "queue", json_name(c->q->name),
+                             "paused", st->paused, "limits", "concurrency",
+                             (json_int_t)st->limit_concurrency, "rate",
+                             (json_int_t)st->limit_rate, "rate_window_ms",
+                             (json_int_t)st->limit_rate_window_ms, "max_waiting",
+                             mw > 0 ? json_integer(mw) : json_null(), "schedules", a));
+    }
+    call_free(c);
+}
+
+static void on_settings_stats(rjq_client *cl, int status, const rjq_stats *st, void *data) {
+    call *c = data;
+    (void)cl;
+    if (status == RJQ_OK && st->exists && c->h.req) {
+        c->st = *st;
+        call_sent(c, rjq_schedule_list(c->q->q, on_settings_schedules, c));
+        return;
+    }
+    struct evhttp_request *req = call_reply(c, status);
+    if (req) reply_error(req, 404, "queue '%s' does not exist (nothing of it is in Redis)",
+                         c->q->name);
     call_free(c);
 }
 
@@ -481,8 +527,12 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
         const char *a = g.v[1];
         long long limit = RJQ_JOBS_PAGE_MAX;
         rjq_job_state st = RJQ_STATE_DEAD;
-        if (strcmp(a, "pause") && strcmp(a, "resume") && strcmp(a, "replay") &&
-            strcmp(a, "purge") && strcmp(a, "reclaim")) {
+        if (strcmp(a, "settings") == 0) {
+            if (!method(req, EVHTTP_REQ_GET)) method_not_allowed(req, "GET");
+            else if ((c = call_new(s, req, q, "settings")))
+                call_sent(c, rjq_queue_stats(q->q, on_settings_stats, c));
+        } else if (strcmp(a, "pause") && strcmp(a, "resume") && strcmp(a, "replay") &&
+                   strcmp(a, "purge") && strcmp(a, "reclaim")) {
             reply_error(req, 404, "no such route");
         } else if (!method(req, EVHTTP_REQ_POST)) {
             method_not_allowed(req, "POST");

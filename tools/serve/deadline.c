@@ -14,9 +14,10 @@
  *   - where the last whole request ended in them (the route handler says
  *     when a request is whole: deadline_request);
  *   - the requests being answered (their answer not yet written:
- *     evhttp_request_set_on_complete_cb). While one is, no deadline runs:
- *     a waiting or streaming answer is not the client's delay, and a
- *     request pipelined behind it is read when evhttp gets to it.
+ *     deadline_complete, from access.c's on-complete callback). While one
+ *     is, no deadline runs: a waiting or streaming answer is not the
+ *     client's delay, and a request pipelined behind it is read when
+ *     evhttp gets to it.
  * A request is partial when bytes were read past the last whole one and
  * nothing is being answered; its clock starts then. Its deadline is the
  * timeout plus a second per KiB received since (MIN_RATE): a big body
@@ -193,8 +194,9 @@ static conn_state *entry_of(struct deadlines *dl, struct evhttp_request *req,
 
 /* The answer of a request was written: a request read meanwhile (bytes past
  * the whole ones) starts its clock now. */
-static void on_complete(struct evhttp_request *req, void *arg) {
-    struct deadlines *dl = arg;
+void deadline_complete(server *s, struct evhttp_request *req) {
+    struct deadlines *dl = s->deadlines;
+    if (dl == NULL) return;
     struct bufferevent *bev;
     conn_state *e = entry_of(dl, req, &bev);
     if (e == NULL) return;
@@ -214,7 +216,6 @@ void deadline_request(server *s, struct evhttp_request *req) {
     e->done = e->read >= left ? e->read - left : 0;
     e->answering++;
     e->since = 0;
-    evhttp_request_set_on_complete_cb(req, on_complete, dl);
 }
 
 /* Is fd still e's connection, with nothing of an answer unsent? 1: yes;

@@ -6,12 +6,16 @@
  * the server started (tools/timing.c):
  *   rjq_job_wait_seconds   histogram: enqueue to first start (delays included)
  *   rjq_job_run_seconds    histogram: start to completion or failure, per run
- * and the server's own numbers (rjq_serve_*).
+ * the age of each queue's next ready job (rjq_queue_latency_seconds, as
+ * asynq's queue latency), rjq_build_info, and the server's own numbers
+ * (rjq_serve_*; rjq_serve_requests_total by code and method from access.c).
+ * The histograms are this server's (the jobs it saw), not stored figures.
  */
 #include "server.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/time.h>
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -61,6 +65,20 @@ void metrics_handle(server *s, struct evhttp_request *req) {
         if (q->have) pq[n++] = (prom_queue){.name = q->name, .s = q->s};
     prom_write_stats(out, pq, n);
     free(pq);
+    prom_family(out, "rjq_queue_latency_seconds", "gauge",
+                "Age of the job next in claim order (the oldest ready job of the highest "
+                "priority waiting): now, by this server's clock, minus its enqueue time "
+                "(Redis' clock); 0 when none is ready. Read at each refresh (1 s).");
+    struct timeval now;
+    gettimeofday(&now, NULL);
+    long long now_ms = (long long)now.tv_sec * 1000 + now.tv_usec / 1000;
+    for (squeue *q = s->queues; q; q = q->next) {
+        if (!q->have) continue;
+        long long age = q->head_enqueued_ms > 0 ? now_ms - q->head_enqueued_ms : 0;
+        fprintf(out, "rjq_queue_latency_seconds{queue=\"");
+        prom_label_value(out, q->name);
+        fprintf(out, "\"} %.3f\n", age > 0 ? (double)age / 1000.0 : 0.0);
+    }
     histogram(out, s, "rjq_job_wait_seconds",
               "Time from a job's enqueue to its first start (delays included), of the jobs "
               "whose both events this server saw.",
@@ -78,6 +96,11 @@ void metrics_handle(server *s, struct evhttp_request *req) {
               "1 when Redis' maxmemory-policy may evict jobs (allkeys-* under a maxmemory).",
               s->memory.can_evict_jobs);
     }
+    prom_family(out, "rjq_build_info", "gauge",
+                "Always 1: the version of the rjq library this server runs, as a label.");
+    int v = rjq_version();
+    fprintf(out, "rjq_build_info{version=\"%d.%d.%d\"} 1\n", v / 10000, v / 100 % 100,
+            v % 100);
     gauge(out, "rjq_serve_queues", "gauge", "Queues this server serves.", (double)s->nqueues);
     gauge(out, "rjq_serve_waiting_requests", "gauge",
           "Enqueue requests waiting for their reply or their job's outcome.",
@@ -85,8 +108,12 @@ void metrics_handle(server *s, struct evhttp_request *req) {
     gauge(out, "rjq_serve_event_streams", "gauge", "Open /v1/events streams.", (double)s->nsse);
     gauge(out, "rjq_serve_redis_up", "gauge", "1 while the Redis command connection is up.",
           s->redis_up);
-    gauge(out, "rjq_serve_requests_total", "counter", "HTTP requests received.",
-          (double)s->requests);
+    prom_family(out, "rjq_serve_requests_total", "counter",
+                "HTTP requests answered, by status code and method (counted once the "
+                "answer is written; this scrape's own is not in it yet).");
+    for (size_t i = 0; i < s->nanswered; i++)
+        fprintf(out, "rjq_serve_requests_total{code=\"%d\",method=\"%s\"} %lld\n",
+                s->answered[i].code, s->answered[i].method, s->answered[i].n);
     gauge(out, "rjq_serve_request_timeouts_total", "counter",
           "Requests answered 408: not whole within --request-timeout.",
           (double)deadline_timed_out(s));

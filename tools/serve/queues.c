@@ -17,6 +17,8 @@
  */
 #include "server.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +69,40 @@ static void on_monitor(rjq_client *c, const char *event, const char *id, void *d
     if (e) sse_broadcast(s, "job", q, e, 1);
 }
 
+/* ---- the next ready job's enqueue time (rjq_queue_latency_seconds) ---------------- */
+
+static void on_head_job(rjq_client *c, int status, const rjq_job_info *info, void *data) {
+    squeue *q = data;
+    (void)c;
+    q->reading_head = 0;
+    /* (the job may have started meanwhile: then it is no longer waiting) */
+    if (status == RJQ_OK && info && info->state && strcmp(info->state, "ready") == 0 &&
+        info->enqueued_ms > 0)
+        q->head_enqueued_ms = info->enqueued_ms;
+    else if (status == RJQ_OK || status == RJQ_ENOTFOUND)
+        q->head_enqueued_ms = 0;
+}
+
+static void on_head(rjq_client *c, int status, const char *const *ids, size_t n, void *data) {
+    squeue *q = data;
+    server *s = rjq_client_data(c);
+    if (status == RJQ_OK && n == 0) q->head_enqueued_ms = 0;
+    if (status != RJQ_OK || n == 0 || s == NULL || s->stopping ||
+        rjq_queue_job(q->q, ids[0], on_head_job, q) != RJQ_OK)
+        q->reading_head = 0;
+}
+
+/* Read the enqueue time of the job next in claim order (two reads, each
+ * O(log n)), or forget it when none is ready. */
+static void read_head(squeue *q) {
+    if (q->reading_head) return;
+    if (q->s.ready <= 0) {
+        q->head_enqueued_ms = 0;
+        return;
+    }
+    if (rjq_queue_jobs(q->q, RJQ_STATE_READY, 0, 1, on_head, q) == RJQ_OK) q->reading_head = 1;
+}
+
 /* ---- stats ---------------------------------------------------------------------- */
 
 static void on_stats(rjq_client *c, int status, const rjq_stats *st, void *data) {
@@ -100,6 +136,7 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *st, void *data)
         q->fail_rate = (double)(q->s.failed - q->prev.failed) / dt;
     }
     timing_queue_means(&q->t, &q->wait_ms, &q->run_ms);
+    read_head(q);
     if (sse_recording(s) && (changed || was_moving)) {
         json_t *j = queues_json(q);
         if (j) sse_broadcast(s, "stats", q, j, 0);
@@ -217,6 +254,73 @@ static void on_memory(rjq_client *c, int status, const rjq_memory_info *m, void 
     s->memory_known = 1;
 }
 
+/* The value of field `key` in an INFO reply ("key:value\r\n" lines) into
+ * out (at most outsz - 1 bytes of letters, digits, '.', '-' and '_');
+ * 0, or -1 when absent or not such a value. */
+static int info_field(const char *info, size_t len, const char *key, char *out, size_t outsz) {
+    size_t klen = strlen(key);
+    for (const char *p = info, *end = info + len; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *eol = nl ? nl : end;
+        if ((size_t)(eol - p) > klen && memcmp(p, key, klen) == 0 && p[klen] == ':') {
+            const char *v = p + klen + 1;
+            size_t n = (size_t)(eol - v);
+            if (n && v[n - 1] == '\r') n--;
+            if (n == 0 || n >= outsz) return -1;
+            for (size_t i = 0; i < n; i++)
+                if (!isalnum((unsigned char)v[i]) && !strchr(".-_", v[i])) return -1;
+            memcpy(out, v, n);
+            out[n] = '\0';
+            return 0;
+        }
+        p = eol + 1;
+    }
+    return -1;
+}
+
+/* A number field of an INFO reply in [0, 2^53) (json null otherwise). */
+static json_t *info_number(const char *info, size_t len, const char *key) {
+    char v[24], *e;
+    if (info_field(info, len, key, v, sizeof v) != 0) return json_null();
+    errno = 0;
+    long long n = strtoll(v, &e, 10);
+    return *e || errno || n < 0 || n >= (1LL << 53) ? json_null() : json_integer(n);
+}
+
+static void on_info(rjq_client *c, int status, const rjq_master *list, size_t n, void *data) {
+    server *s = data;
+    (void)c;
+    s->nodes_reading = 0;
+    if (status != RJQ_OK) return; /* (kept: the last read; /healthz says whether it is up) */
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++) {
+        const rjq_master *m = &list[i];
+        char version[32], role[16];
+        int ok = m->status == RJQ_OK && m->reply;
+        json_t *o = json_pack("{so sb}", "address", json_name(m->address), "ok", ok);
+        if (o && ok) {
+            json_object_set_new(o, "version",
+                                info_field(m->reply, m->len, "redis_version", version,
+                                           sizeof version) == 0
+                                    ? json_string(version)
+                                    : json_null());
+            json_object_set_new(o, "role",
+                                info_field(m->reply, m->len, "role", role, sizeof role) == 0
+                                    ? json_string(role)
+                                    : json_null());
+            json_object_set_new(o, "clients", info_number(m->reply, m->len, "connected_clients"));
+            json_object_set_new(o, "used_memory", info_number(m->reply, m->len, "used_memory"));
+        }
+        if (o && !ok) /* (e.g. an ACL user without +info: the error's words) */
+            json_object_set_new(o, "error", m->reply ? json_bytes(m->reply, m->len)
+                                                     : json_string(rjq_strerror(m->status)));
+        if (o) json_array_append_new(a, o);
+    }
+    if (a == NULL) return;
+    json_decref(s->redis_nodes);
+    s->redis_nodes = a;
+}
+
 /* Let q go: no more stats, monitor or timings, and its handle closed. (A
  * handle something still runs on, which only the demo's queue has and it
  * is never let go, would stay until the client goes.) */
@@ -248,7 +352,7 @@ static void on_refresh(evutil_socket_t fd, short what, void *arg) {
     for (squeue *q = s->queues, *before = NULL, *next; q; q = next) {
         next = q->next;
         if (all) q->used_at = now;
-        if (now - q->used_at > idle && q->refs == 0 && !q->refreshing) {
+        if (now - q->used_at > idle && q->refs == 0 && !q->refreshing && !q->reading_head) {
             let_go(s, q, before);
             continue;
         }
@@ -266,6 +370,10 @@ static void on_refresh(evutil_socket_t fd, short what, void *arg) {
     if (s->ticks % MEMORY_EVERY == 0 && !s->memory_reading &&
         rjq_client_memory(s->c, on_memory, s) == RJQ_OK)
         s->memory_reading = 1;
+    static const char *const info_argv[] = {"INFO"};
+    if (s->ticks % MEMORY_EVERY == 0 && !s->nodes_reading &&
+        rjq_client_masters(s->c, 1, info_argv, NULL, on_info, s) == RJQ_OK)
+        s->nodes_reading = 1;
     if (++s->ticks % SWEEP_EVERY == 0) timing_sweep_now(&s->times);
 }
 
@@ -279,6 +387,8 @@ int queues_start(server *s) {
 }
 
 void queues_free(server *s) {
+    json_decref(s->redis_nodes);
+    s->redis_nodes = NULL;
     while (s->queues) {
         squeue *q = s->queues;
         s->queues = q->next;

@@ -23,6 +23,7 @@ typedef struct serve_options {
     long max_waiting;       /* the queues' bound (rjq_queue_options.max_waiting); 0: none */
     long request_timeout_ms; /* a request must arrive whole this soon after its
                                 first byte, else 408 (0: no such deadline) */
+    int access_log;          /* a log line per request answered (access.c) */
 } serve_options;
 
 /* Open a client with co (its on_event is the server's) and serve on base

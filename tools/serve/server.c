@@ -6,6 +6,7 @@
  * connections) for every request, event stream and queue watched.
  */
 #include "listen.h"
+#include "log.h"
 #include "server.h"
 
 #include <errno.h>
@@ -428,6 +429,7 @@ json_t *server_state_json(const server *s) {
 static void on_request(struct evhttp_request *req, void *arg) {
     server *s = arg;
     deadline_request(s, req); /* it arrived whole */
+    access_request(s, req);
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = evhttp_uri_get_path(uri);
     const char *query = evhttp_uri_get_query(uri);
@@ -516,11 +518,11 @@ static void on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, 
     if (conn == RJQ_CONN_COMMAND && ev == RJQ_EVENT_DISCONNECTED) s->redis_up = 0;
     if (s->redis_up != was_up) sse_broadcast(s, "server", NULL, server_state_json(s), 0);
     if (ev != RJQ_EVENT_CONNECTED || detail)
-        fprintf(stderr, "rjq serve: redis %s connection %s%s%s\n",
-                conn == RJQ_CONN_COMMAND ? "command" : "subscriber",
-                ev == RJQ_EVENT_CONNECTED ? "connected"
-                : ev == RJQ_EVENT_DISCONNECTED ? "lost" : "error",
-                detail ? ": " : "", detail ? detail : "");
+        log_line(ev == RJQ_EVENT_CONNECTED ? "info" : "warn", NULL, 0,
+                 "redis %s connection %s%s%s", conn == RJQ_CONN_COMMAND ? "command" : "subscriber",
+                 ev == RJQ_EVENT_CONNECTED ? "connected"
+                 : ev == RJQ_EVENT_DISCONNECTED ? "lost" : "error",
+                 detail ? ": " : "", detail ? detail : "");
 }
 
 static void on_heartbeat(evutil_socket_t fd, short what, void *arg) {
@@ -541,7 +543,7 @@ static void on_client_closed(const rjq_close_report *r, void *data) {
     server *s = data;
     s->c = NULL;
     if (r->handed_back)
-        fprintf(stderr, "rjq serve: %zu running job(s) handed back to their queue\n", r->handed_back);
+        log_line("info", NULL, 0, "%zu running job(s) handed back to their queue", r->handed_back);
     finish(s);
 }
 
@@ -549,7 +551,7 @@ static void on_client_closed(const rjq_close_report *r, void *data) {
 
 static void on_close_deadline(evutil_socket_t fd, short what, void *arg) {
     (void)fd, (void)what;
-    fprintf(stderr, "rjq serve: Redis did not answer the close: stopping now\n");
+    log_line("warn", NULL, 0, "Redis did not answer the close: stopping now");
     finish(arg); /* (the client is freed after the loop) */
 }
 
@@ -576,11 +578,11 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
     server *s = arg;
     (void)what;
     if (s->stopping) { /* a second signal: now */
-        fprintf(stderr, "rjq serve: signal %d again: stopping now\n", (int)sig);
+        log_line("info", NULL, 0, "signal %d again: stopping now", (int)sig);
         finish(s);
         return;
     }
-    fprintf(stderr, "rjq serve: signal %d: stopping\n", (int)sig);
+    log_line("info", NULL, 0, "signal %d: stopping", (int)sig);
     s->stopping = 1;
     if (s->bound) {
         evhttp_del_accept_socket(s->http, s->bound);
@@ -603,8 +605,8 @@ static void on_accept_error(struct evconnlistener *l, void *arg) {
     static time_t last_said;
     if (time(NULL) != last_said) {
         last_said = time(NULL);
-        fprintf(stderr, "rjq serve: accept: %s: pausing new connections for 1 s\n",
-                evutil_socket_error_to_string(err));
+        log_line("error", NULL, 0, "accept: %s: pausing new connections for 1 s",
+                 evutil_socket_error_to_string(err));
     }
     evconnlistener_disable(l);
     struct timeval one = {1, 0};
@@ -766,6 +768,7 @@ done:
     free(s->token);
     free(s->list_after);
     free(s->processes_sent);
+    access_free(s);
     free(s);
     return rc;
 }

@@ -4,6 +4,7 @@
  *   server.c   listening, routing, auth, replies, signals, the lifetime
  *   deadline.c --request-timeout: 408 for requests that do not arrive whole;
  *              413 (JSON) for those past --max-body
+ *   access.c   requests answered: counts by status and method, the access log
  *   queues.c   the queues served: handles, monitors, stats refresh, rates
  *   ../timing.c enqueue-to-start and run-time histograms from job events
  *   api.c      the /v1 routes but enqueue
@@ -29,6 +30,8 @@
 
 #define SERVE_QUEUE_BUCKETS 1024
 
+typedef struct answered_count answered_count;
+
 /* A queue served: its handle, monitor and latest numbers. */
 typedef struct squeue {
     char *name;
@@ -39,6 +42,9 @@ typedef struct squeue {
     double in_rate, done_rate, fail_rate; /* per second, between the two */
     double prev_at, at;   /* monotonic seconds of prev and s */
     int refreshing;       /* a stats call is out */
+    int reading_head;     /* the next ready job's enqueue time is being read */
+    long long head_enqueued_ms; /* enqueue time (Redis clock, ms) of the job next
+                                   in claim order; 0: none ready (or unknown) */
     timing_queue t;       /* wait and run times (the owner in s->times) */
     double wait_ms, run_ms; /* mean over the last refresh (-1: none) */
     double used_at;       /* monotonic seconds it was last named or watched */
@@ -94,8 +100,19 @@ typedef struct server {
     int memory_known, memory_reading;
     rjq_memory_info memory;
     char memory_policy[64];
+    /* queues.c: each Redis master's version, role, clients and memory (INFO),
+     * read with the memory; a JSON array (owned), NULL until read */
+    int nodes_reading;
+    json_t *redis_nodes;
     struct demo *demo;       /* demo.c, made on first use (--demo) */
     struct deadlines *deadlines; /* deadline.c (--request-timeout), NULL: none */
+    /* access.c: requests answered, by status and method (method: a static name) */
+    struct answered_count {
+        int code;
+        const char *method;
+        long long n;
+    } *answered;
+    size_t nanswered, answered_cap;
     /* counters (GET /v1/server) */
     long long requests, refused;
 } server;
@@ -166,9 +183,20 @@ int deadline_start(server *s, long timeout_ms);
 long long deadline_too_large(const server *s);
 /* A request arrived whole (call first in the route handler). */
 void deadline_request(server *s, struct evhttp_request *req);
+/* The answer of req was written (access.c's on-complete callback). */
+void deadline_complete(server *s, struct evhttp_request *req);
 /* Requests answered 408 so far. */
 long long deadline_timed_out(const server *s);
 void deadline_free(server *s);
+
+/* ---- access.c: requests answered: their counts and the access log ---------------- */
+
+/* Call first for each request: counts it and (--access-log) logs it once
+ * its answer is written (and tells deadline.c). */
+void access_request(server *s, struct evhttp_request *req);
+/* "GET", "POST", ... ("OTHER" for none of evhttp's). */
+const char *access_method_name(enum evhttp_cmd_type m);
+void access_free(server *s);
 
 /* ---- queues.c ------------------------------------------------------------- */
 

@@ -193,8 +193,15 @@ function overview(main) {
   const empty = el('p', { class: 'muted', id: 'empty' }, state.redis ? NO_QUEUE : NO_REDIS);
   const down = el('div', { id: 'redis-down', class: 'warning bad', hidden: state.redis }, NO_REDIS);
   const warn = el('div', { id: 'evict-warning', class: 'warning', hidden: true });
-  main.append(el('h1', {}, 'Queues'), down, warn, state.server.demo ? demoPanel() : '', empty, table);
+  const health = el('div', { id: 'redis-health', class: 'muted health' });
+  main.append(el('h1', {}, 'Queues'), down, warn, health, state.server.demo ? demoPanel() : '', empty, table);
   api('GET', '/v1/server').then(r => {
+    // each Redis master: version, role, clients, memory (INFO, read every 2 s)
+    const mb = (b) => b === null || b === undefined ? '–' : (b / 1048576).toFixed(1) + ' MB';
+    health.replaceChildren(...(r.data.redis_nodes || []).map(n => el('span', {
+      class: 'node' + (n.ok ? '' : ' bad'), 'data-node': n.address },
+      n.ok ? `Redis ${n.version || '?'} at ${n.address} · ${n.role || '?'} · ${fmt(n.clients)} clients · ` +
+             `${mb(n.used_memory)} used` : `Redis at ${n.address}: ${n.error || 'no answer'}`)));
     const m = r.data.redis_memory;
     if (m && m.can_evict_jobs) {
       warn.textContent = `Redis may delete jobs to make room: its maxmemory-policy is ${m.maxmemory_policy} ` +
@@ -336,6 +343,7 @@ function queuePage(main, name, tab, offset) {
   const tabs = el('nav', { class: 'tabs' }, STATES.map(s =>
     el('a', { href: `#/q/${enc(name)}/${s}`, class: s === tab ? 'on' : '', 'data-tab': s }, s)));
   const pager = el('div', { class: 'pager' });
+  const settings = el('div', { class: 'settings', id: 'settings' });
   const enqueueForm = canAct() ? el('form', { class: 'enqueue', id: 'enqueue' },
     el('textarea', { name: 'payload', rows: 2, placeholder: 'payload (text or JSON)' }),
     el('label', {}, 'priority ', el('input', { name: 'priority', type: 'number', value: 0 })),
@@ -354,7 +362,8 @@ function queuePage(main, name, tab, offset) {
     head, enqueueForm, tabs,
     el('div', { class: 'cols' },
       el('div', { class: 'jobs' }, el('table', { class: 'ids' }, list), pager),
-      el('div', { class: 'side' }, el('h3', {}, 'live events'), feed)));
+      el('div', { class: 'side' }, el('h3', {}, 'settings'), settings,
+        el('h3', {}, 'live events'), feed)));
 
   function drawHead(q) {
     const s = q.stats;
@@ -386,7 +395,33 @@ function queuePage(main, name, tab, offset) {
     if (window.confirm(question)) await act(method, path);
   }
 
+  // GET /v1/queues/{q}/settings: pause state, limits, bound, schedules
+  async function loadSettings() {
+    try {
+      const d = (await api('GET', `/v1/queues/${enc(name)}/settings`)).data;
+      const row = (k, label, v) => el('tr', { 'data-setting': k }, el('th', {}, label), el('td', {}, v));
+      const l = d.limits;
+      settings.dataset.paused = String(d.paused);
+      settings.replaceChildren(
+        el('table', { class: 'kv' }, el('tbody', {},
+          row('paused', 'state', d.paused ? 'paused' : 'running'),
+          row('concurrency', 'concurrency limit', l.concurrency ? fmt(l.concurrency) : 'none'),
+          row('rate', 'rate limit', l.rate ? `${fmt(l.rate)} per ${ms(l.rate_window_ms)}` : 'none'),
+          row('max_waiting', 'bound (waiting jobs)', d.max_waiting ? fmt(d.max_waiting) : 'none'))),
+        el('h4', {}, 'schedules'),
+        d.schedules.length ? el('table', { class: 'schedules', id: 'schedules' }, el('tbody', {},
+          d.schedules.map(x => el('tr', { 'data-schedule': x.name },
+            el('td', {}, x.name), el('td', { class: 'muted' }, x.spec),
+            el('td', { class: 'next' }, x.next_ms ? 'next ' + new Date(x.next_ms).toISOString().replace('.000Z', 'Z')
+                                                  : 'no next fire time yet (no scheduler ran)')))))
+          : el('p', { class: 'muted', id: 'no-schedules' }, 'no schedule'));
+    } catch (e) {
+      settings.replaceChildren(el('p', { class: 'bad' }, e.message));
+    }
+  }
+
   async function loadHead() {
+    loadSettings();
     try {
       const r = await api('GET', `/v1/queues/${enc(name)}`);
       state.queues.set(name, r.data);
@@ -417,7 +452,11 @@ function queuePage(main, name, tab, offset) {
   refresh();
   connectEvents('queues=' + name);
   return {
-    onStats(q) { if (q.name === name) drawHead(q); },
+    onStats(q) {
+      if (q.name !== name) return;
+      if (settings.dataset.paused !== String(q.stats.paused)) loadSettings(); /* paused elsewhere */
+      drawHead(q);
+    },
     onJob(e) {
       if (e.queue !== name) return;
       const li = el('li', { class: 'ev ' + e.event },

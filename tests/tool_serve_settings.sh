@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# GET /v1/queues/{q}/settings of rjq serve: the queue's pause state, its
+# limits, the bound (--max-waiting) and its schedules with their next fire
+# times (null until a scheduler computed one); 404 for a queue never
+# written to, 405 for another method; and GET /v1/server's redis_nodes
+# (each master's version, role, clients and memory).
+set -u
+BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
+SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
+RJQ="$BUILD/rjq"
+PY=/usr/bin/python3
+[ -x "$RJQ" ] || { echo "FAIL: $RJQ not built"; exit 1; }
+if "$RJQ" serve --listen x 2>&1 | grep -q "built without"; then
+    echo "SKIP: rjq was built without serve (libjansson-dev)"; exit 0
+fi
+command -v curl >/dev/null || { echo "FAIL: curl is needed (scripts/install-deps.sh)"; exit 1; }
+[ -x "$PY" ] || { echo "FAIL: /usr/bin/python3 is needed (scripts/install-deps.sh)"; exit 1; }
+# shellcheck source=scripts/redis-private.sh
+. "$SRC/scripts/redis-private.sh"
+# shellcheck source=tests/serve_helpers.bash
+. "$SRC/tests/serve_helpers.bash"
+DIR=$(mktemp -d "${TMPDIR:-/tmp}/rjq-serve-settings.XXXXXX")
+PIDS=()
+SERVE_PREFIX=ps
+cleanup() {
+    stop_pids
+    redis_private_stop
+    rm -rf "$DIR"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+redis_private_start "$DIR" || { echo "FAIL: redis-server"; exit 1; }
+export RJQ_URL=$redis_url
+FAILURES=0 CHECKS=0
+fail() { FAILURES=$((FAILURES + 1)); echo "FAIL: $*"; }
+get() { CODE=$(curl -s -o "$DIR/b" -w '%{http_code}' "$@"); BODY=$(cat "$DIR/b"); }
+
+start_serve main --queues 's*' --max-waiting 500
+R="$RJQ --prefix ps"
+$R schedule s1 nightly --cron '0 3 * * *' >/dev/null || fail "schedule nightly"
+$R schedule s1 tick --every 60000 --payload t >/dev/null || fail "schedule tick"
+$R limit s1 --concurrency 4 --rate 10/2000 --create >/dev/null || fail "limit"
+$R pause s1 --create >/dev/null || fail "pause"
+
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/s1/settings"
+[ "$CODE" = 200 ] && "$PY" -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["queue"] == "s1" and d["paused"] is True, d
+assert d["limits"] == {"concurrency": 4, "rate": 10, "rate_window_ms": 2000}, d
+assert d["max_waiting"] == 500, d
+names = [x["name"] for x in d["schedules"]]
+assert names == ["nightly", "tick"], d
+assert d["schedules"][0]["spec"].startswith("cron 0 3 * * *"), d
+assert d["schedules"][1]["spec"] == "every 60000", d
+assert all(x["next_ms"] is None for x in d["schedules"]), d  # no scheduler ran
+' "$BODY" || fail "settings: $CODE $BODY"
+
+# a scheduler computes the next fire times
+$R scheduler s1 >"$DIR/sched.out" 2>&1 &
+PIDS+=($!)
+CHECKS=$((CHECKS + 1))
+for _ in $(seq 200); do
+    get "$BASE/v1/queues/s1/settings"
+    [[ $BODY != *'"next_ms":null'* ]] && break
+    sleep 0.05
+done
+"$PY" -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert all(isinstance(x["next_ms"], int) and x["next_ms"] > 0 for x in d["schedules"]), d
+' "$BODY" || fail "no next fire times: $BODY"
+
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/snever/settings"
+[ "$CODE" = 404 ] || fail "a queue never written to: $CODE $BODY"
+CHECKS=$((CHECKS + 1))
+get -X POST "$BASE/v1/queues/s1/settings"
+[ "$CODE" = 405 ] || fail "POST settings: $CODE $BODY"
+
+# GET /v1/server: each Redis master's version, role, clients and memory (read every 2 s)
+CHECKS=$((CHECKS + 1))
+for _ in $(seq 200); do
+    get "$BASE/v1/server"
+    [[ $BODY == *'"redis_nodes":['* ]] && break
+    sleep 0.05
+done
+"$PY" -c '
+import json, sys
+n = json.loads(sys.argv[1])["redis_nodes"]
+assert len(n) == 1 and n[0]["ok"] is True and n[0]["address"].endswith(":" + sys.argv[2]), n
+assert n[0]["role"] == "master" and n[0]["version"].count(".") == 2, n
+assert isinstance(n[0]["clients"], int) and n[0]["clients"] >= 2, n  # (serve has two connections)
+assert isinstance(n[0]["used_memory"], int) and n[0]["used_memory"] > 0, n
+' "$BODY" "$redis_port" || fail "redis_nodes: $BODY"
+
+echo "$CHECKS checks, $FAILURES failures"
+[ "$FAILURES" = 0 ]

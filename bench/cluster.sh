@@ -303,6 +303,11 @@ for b in benches:
               f"{med(c, 'commands_per_job'):.3f} / {med(s, 'commands_per_job'):.3f}; the client's "
               f"CPU per job {med(c, 'client_cpu_us_per_job'):.2f} / "
               f"{med(s, 'client_cpu_us_per_job'):.2f} us")
+        if "redis_sys_us_per_job" in c[0] and "redis_sys_us_per_job" in s[0]:
+            ks, kc = med(s, "redis_sys_us_per_job"), med(c, "redis_sys_us_per_job")
+            print(f"[{b}] {case}: of it in the kernel (used_cpu_sys) {kc:.2f} / {ks:.2f} us "
+                  f"= {kc / ks:.2f}x; user space {cc - kc:.2f} / {sc - ks:.2f} us "
+                  f"= {(cc - kc) / (sc - ks):.2f}x")
         shares = [m["commands_share"] for m in c[0]["per_master"]]
         print(f"[{b}] {case}: each master's share of the commands (30 queues cb0..cb29): "
               + ", ".join(f"{x * 3:.2f} of a third" for x in shares))

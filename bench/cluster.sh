@@ -34,6 +34,10 @@
 #                                not valid. Not with VALGRIND=1 (valgrind's own calls).
 #   WINDOW=200                   awaited jobs in flight (WINDOW=1: one at a time, so no
 #                                batching on either side: routing's own cost per job)
+#   NODE_TIMEOUT=5000            cluster-node-timeout (ms); raise it with VALGRIND=1, where a
+#                                node busy with a long script misses the bus' pings, is marked
+#                                failed and the cluster answers CLUSTERDOWN (the run then
+#                                measures retries)
 #   EVEN_RUN=0                   skip the drain's EVEN=1 run (the spread)
 #   KEEP=DIR                     copy the callgrind dumps and strace tables there at the end
 set -euo pipefail
@@ -72,7 +76,7 @@ start_node() { # start_node PORT [cluster]
     mkdir -p "$d"
     local extra=()
     [ "${2:-}" = cluster ] && extra=(--cluster-enabled yes --cluster-config-file nodes.conf
-        --cluster-node-timeout 5000)
+        --cluster-node-timeout "${NODE_TIMEOUT:-5000}")
     local vg=()
     [ "${VALGRIND:-0}" = 1 ] && vg=(valgrind --tool=callgrind --callgrind-out-file="$d/cg.out.%p")
     "${vg[@]}" redis-server --port "$port" --bind 127.0.0.1 --dir "$d" --save '' --appendonly no \

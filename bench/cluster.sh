@@ -163,9 +163,13 @@ print(json.dumps({"server": name, "bench": label, "case": case, "jobs": jobs,
 EOF
 }
 # the hook the bench calls (zero, dump) around its measured phase: callgrind's
-# counters on the nodes of CG_PIDS, an strace -c per node of ST_PIDS (into ST_OUT.<pid>)
+# counters on the nodes of CG_PIDS, an strace -c per node of ST_PIDS (into ST_OUT.<pid>),
+# the context switches of each node's main thread (CS_PIDS, into CS_OUT.zero/.dump)
 cat >"$DIR/cg_hook.sh" <<'HOOK'
 #!/bin/bash
+for p in $CS_PIDS; do
+    echo "$p $(sed -n 's/^\(nonvoluntary\|voluntary\)_ctxt_switches:[[:space:]]*//p' /proc/$p/status | tr '\n' ' ')"
+done >>"$CS_OUT.$1"
 for p in $CG_PIDS; do
     case "$1" in
     zero) callgrind_control -z "$p" >/dev/null ;;
@@ -229,6 +233,21 @@ print(json.dumps({"server": name, "bench": label, "case": case, "jobs": jobs,
                   "by_call": {k: round(v / jobs, 3) for k, v in n.most_common(8)}}))
 EOF
 }
+# context switches of the nodes' main threads over the measured phase, per job
+count_ctx() { # count_ctx NAME LABEL CASE PREFIX
+    /usr/bin/python3 - "$@" "$(tail -1 "$DIR/results")" <<'EOF'
+import json, sys
+name, label, case, prefix, last = sys.argv[1:6]
+jobs = json.loads(last)["jobs"] or 1
+read = lambda f: {w[0]: (int(w[1]), int(w[2])) for w in (l.split() for l in open(f)) if len(w) == 3}
+a, b = read(prefix + ".zero"), read(prefix + ".dump")
+vol = sum(b[p][0] - a[p][0] for p in b if p in a)
+inv = sum(b[p][1] - a[p][1] for p in b if p in a)
+print(json.dumps({"server": name, "bench": label, "case": case, "jobs": jobs,
+                  "voluntary_ctxt_switches_per_job": round(vol / jobs, 3),
+                  "involuntary_ctxt_switches_per_job": round(inv / jobs, 3)}))
+EOF
+}
 run() { # run NAME URL CASE [ENV...]
     local name=$1 url=$2 case=$3 tag ports=("${PORTS[@]}")
     shift 3
@@ -237,18 +256,22 @@ run() { # run NAME URL CASE [ENV...]
         local label=${tag%%=*} bench=${tag#*=}
         RUN=$((RUN + 1))
         [ "$CALLS" = 1 ] && monitor_start "${ports[@]}"
-        local cg=()
+        local cg=() cs=() p
+        for p in "${ports[@]}"; do cs+=("${NODE_PID[$p]}"); done
+        cg=(CG_HOOK="$DIR/cg_hook.sh" CS_PIDS="${cs[*]}" CS_OUT="$DIR/cs.$RUN")
         if [ "${VALGRIND:-0}" = 1 ]; then
             local pids=() p
             for p in "${ports[@]}"; do pids+=("${NODE_PID[$p]}"); done
-            cg=(CG_HOOK="$DIR/cg_hook.sh" CG_PIDS="${pids[*]}" CG_TAG="run$RUN")
+            cg+=(CG_PIDS="${pids[*]}" CG_TAG="run$RUN")
         elif [ "${STRACE:-0}" = 1 ]; then
             local pids=() p
             for p in "${ports[@]}"; do pids+=("${NODE_PID[$p]}"); done
-            cg=(CG_HOOK="$DIR/cg_hook.sh" ST_PIDS="${pids[*]}" ST_OUT="$DIR/st.$RUN.$name.$case")
+            cg+=(ST_PIDS="${pids[*]}" ST_OUT="$DIR/st.$RUN.$name.$case")
         fi
         env REDIS_URL="$url" PREFIX="b$RANDOM" "${cg[@]}" "$@" "$bench" "$case" |
             sed "s/^{/{\"server\":\"$name\",\"bench\":\"$label\",/" | tee -a "$DIR/results"
+        [ -e "$DIR/cs.$RUN.dump" ] && count_ctx "$name" "$label" "$case" "$DIR/cs.$RUN" |
+            tee -a "$DIR/ctx"
         if [ "${VALGRIND:-0}" = 1 ]; then
             count_instr "$name" "$label" "$case" "${ports[@]}" | tee -a "$DIR/instr"
         elif [ "${STRACE:-0}" = 1 ]; then
@@ -286,7 +309,7 @@ if [ -n "${KEEP:-}" ]; then
     done
     cp "$DIR"/st.* "$DIR/results" "$KEEP/" 2>/dev/null || true
 fi
-/usr/bin/python3 - "$DIR/results" "$DIR/calls" "$DIR/instr" "$DIR/syscalls" <<'EOF'
+/usr/bin/python3 - "$DIR/results" "$DIR/calls" "$DIR/instr" "$DIR/syscalls" "$DIR/ctx" <<'EOF'
 import collections, json, os, statistics, sys
 r = collections.defaultdict(list)
 for line in open(sys.argv[1]):
@@ -343,5 +366,9 @@ if os.path.exists(sys.argv[3]):
 if os.path.exists(sys.argv[4]):
     print("Redis system calls per job (strace -c -f, summed over the masters):")
     for line in open(sys.argv[4]):
+        print("  " + line.rstrip())
+if os.path.exists(sys.argv[5]):
+    print("context switches of Redis' main threads per job (wake-ups: voluntary; summed):")
+    for line in open(sys.argv[5]):
         print("  " + line.rstrip())
 EOF

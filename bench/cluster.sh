@@ -27,6 +27,19 @@
 #                                measured phase (the bench zeroes and dumps the counters:
 #                                CG_HOOK); a figure that does not move with the machine's
 #                                load. Use small N (N_AWAIT=2000): Redis runs ~50x slower.
+#                                Instructions are user space only (no kernel time).
+#   STRACE=1                     strace -c -f attached to every redis-server for the measured
+#                                phase (the same hook); prints system calls per job summed over
+#                                the masters, by call. strace slows Redis: its CPU figures are
+#                                not valid. Not with VALGRIND=1 (valgrind's own calls).
+#   WINDOW=200                   awaited jobs in flight (WINDOW=1: one at a time, so no
+#                                batching on either side: routing's own cost per job)
+#   NODE_TIMEOUT=5000            cluster-node-timeout (ms); raise it with VALGRIND=1, where a
+#                                node busy with a long script misses the bus' pings, is marked
+#                                failed and the cluster answers CLUSTERDOWN (the run then
+#                                measures retries)
+#   EVEN_RUN=0                   skip the drain's EVEN=1 run (the spread)
+#   KEEP=DIR                     copy the callgrind dumps and strace tables there at the end
 set -euo pipefail
 BUILD=${BUILD:-build}
 BENCH=$BUILD/rjq-cluster-bench
@@ -63,7 +76,7 @@ start_node() { # start_node PORT [cluster]
     mkdir -p "$d"
     local extra=()
     [ "${2:-}" = cluster ] && extra=(--cluster-enabled yes --cluster-config-file nodes.conf
-        --cluster-node-timeout 5000)
+        --cluster-node-timeout "${NODE_TIMEOUT:-5000}")
     local vg=()
     [ "${VALGRIND:-0}" = 1 ] && vg=(valgrind --tool=callgrind --callgrind-out-file="$d/cg.out.%p")
     "${vg[@]}" redis-server --port "$port" --bind 127.0.0.1 --dir "$d" --save '' --appendonly no \
@@ -149,13 +162,31 @@ print(json.dumps({"server": name, "bench": label, "case": case, "jobs": jobs,
                   "jobs_per_call": {k: round(jobs / v, 2) for k, v in n.most_common()}}))
 EOF
 }
-# the callgrind hook the bench calls (zero, dump) on the nodes of CG_PIDS
+# the hook the bench calls (zero, dump) around its measured phase: callgrind's
+# counters on the nodes of CG_PIDS, an strace -c per node of ST_PIDS (into ST_OUT.<pid>),
+# the context switches of each node's main thread (CS_PIDS, into CS_OUT.zero/.dump)
 cat >"$DIR/cg_hook.sh" <<'HOOK'
 #!/bin/bash
+for p in $CS_PIDS; do
+    echo "$p $(sed -n 's/^\(nonvoluntary\|voluntary\)_ctxt_switches:[[:space:]]*//p' /proc/$p/status | tr '\n' ' ')"
+done >>"$CS_OUT.$1"
 for p in $CG_PIDS; do
     case "$1" in
     zero) callgrind_control -z "$p" >/dev/null ;;
     dump) callgrind_control --dump="$CG_TAG" "$p" >/dev/null ;;
+    esac
+done
+for p in $ST_PIDS; do
+    case "$1" in
+    zero)
+        strace -c -f -p "$p" -o "$ST_OUT.$p" </dev/null >/dev/null 2>"$ST_OUT.$p.err" &
+        echo $! >"$ST_OUT.$p.pid"
+        # (attached once strace says so: "Process N attached [with T threads]")
+        until grep -q attached "$ST_OUT.$p.err" 2>/dev/null; do sleep 0.01; done ;;
+    dump)
+        s=$(cat "$ST_OUT.$p.pid")
+        kill -INT "$s"
+        while kill -0 "$s" 2>/dev/null; do sleep 0.01; done ;;
     esac
 done
 HOOK
@@ -180,6 +211,43 @@ print(json.dumps({"server": name, "bench": label, "case": case, "jobs": jobs,
                   "per_master": [round(x / jobs) for x in parts]}))' \
         "$name" "$label" "$case" "$total" "$(tail -1 "$DIR/results")" "${parts[@]}"
 }
+# system calls of the measured phase, summed over the nodes, per job
+count_syscalls() { # count_syscalls NAME LABEL CASE FILE...
+    /usr/bin/python3 - "$@" "$(tail -1 "$DIR/results")" <<'EOF'
+import collections, json, sys
+name, label, case = sys.argv[1:4]
+files, last = sys.argv[4:-1], sys.argv[-1]
+jobs = json.loads(last)["jobs"] or 1
+n, per = collections.Counter(), []
+for f in files:
+    total = 0
+    for line in open(f):
+        w = line.split()
+        # "% time seconds usecs/call calls [errors] syscall"
+        if len(w) >= 5 and w[0][0].isdigit() and w[-1] != "total":
+            n[w[-1]] += int(w[3])
+            total += int(w[3])
+    per.append(round(total / jobs, 3))
+print(json.dumps({"server": name, "bench": label, "case": case, "jobs": jobs,
+                  "syscalls_per_job": round(sum(n.values()) / jobs, 3), "per_master": per,
+                  "by_call": {k: round(v / jobs, 3) for k, v in n.most_common(8)}}))
+EOF
+}
+# context switches of the nodes' main threads over the measured phase, per job
+count_ctx() { # count_ctx NAME LABEL CASE PREFIX
+    /usr/bin/python3 - "$@" "$(tail -1 "$DIR/results")" <<'EOF'
+import json, sys
+name, label, case, prefix, last = sys.argv[1:6]
+jobs = json.loads(last)["jobs"] or 1
+read = lambda f: {w[0]: (int(w[1]), int(w[2])) for w in (l.split() for l in open(f)) if len(w) == 3}
+a, b = read(prefix + ".zero"), read(prefix + ".dump")
+vol = sum(b[p][0] - a[p][0] for p in b if p in a)
+inv = sum(b[p][1] - a[p][1] for p in b if p in a)
+print(json.dumps({"server": name, "bench": label, "case": case, "jobs": jobs,
+                  "voluntary_ctxt_switches_per_job": round(vol / jobs, 3),
+                  "involuntary_ctxt_switches_per_job": round(inv / jobs, 3)}))
+EOF
+}
 run() { # run NAME URL CASE [ENV...]
     local name=$1 url=$2 case=$3 tag ports=("${PORTS[@]}")
     shift 3
@@ -188,16 +256,28 @@ run() { # run NAME URL CASE [ENV...]
         local label=${tag%%=*} bench=${tag#*=}
         RUN=$((RUN + 1))
         [ "$CALLS" = 1 ] && monitor_start "${ports[@]}"
-        local cg=()
+        local cg=() cs=() p
+        for p in "${ports[@]}"; do cs+=("${NODE_PID[$p]}"); done
+        cg=(CG_HOOK="$DIR/cg_hook.sh" CS_PIDS="${cs[*]}" CS_OUT="$DIR/cs.$RUN")
         if [ "${VALGRIND:-0}" = 1 ]; then
             local pids=() p
             for p in "${ports[@]}"; do pids+=("${NODE_PID[$p]}"); done
-            cg=(CG_HOOK="$DIR/cg_hook.sh" CG_PIDS="${pids[*]}" CG_TAG="run$RUN")
+            cg+=(CG_PIDS="${pids[*]}" CG_TAG="run$RUN")
+        elif [ "${STRACE:-0}" = 1 ]; then
+            local pids=() p
+            for p in "${ports[@]}"; do pids+=("${NODE_PID[$p]}"); done
+            cg+=(ST_PIDS="${pids[*]}" ST_OUT="$DIR/st.$RUN.$name.$case")
         fi
         env REDIS_URL="$url" PREFIX="b$RANDOM" "${cg[@]}" "$@" "$bench" "$case" |
             sed "s/^{/{\"server\":\"$name\",\"bench\":\"$label\",/" | tee -a "$DIR/results"
+        [ -e "$DIR/cs.$RUN.dump" ] && count_ctx "$name" "$label" "$case" "$DIR/cs.$RUN" |
+            tee -a "$DIR/ctx"
         if [ "${VALGRIND:-0}" = 1 ]; then
             count_instr "$name" "$label" "$case" "${ports[@]}" | tee -a "$DIR/instr"
+        elif [ "${STRACE:-0}" = 1 ]; then
+            local files=() p
+            for p in "${ports[@]}"; do files+=("$DIR/st.$RUN.$name.$case.${NODE_PID[$p]}"); done
+            count_syscalls "$name" "$label" "$case" "${files[@]}" | tee -a "$DIR/syscalls"
         fi
         if [ "$CALLS" = 1 ]; then
             monitor_stop "${ports[@]}"
@@ -213,16 +293,23 @@ for rep in $(seq "$REPS"); do
             [ $round = cluster ] && url=$CLUSTER
             case $c in
             drain) run $round "$url" drain N="$N_DRAIN" ;;
-            awaited) run $round "$url" awaited N="$N_AWAIT" ;;
+            awaited) run $round "$url" awaited N="$N_AWAIT" WINDOW="${WINDOW:-200}" ;;
             idle) run $round "$url" idle IDLE_SECS="$IDLE_SECS" ;;
             esac
         done
         # the spread with 30 queues named so that each master has 10 (EVEN=1)
-        if [ "$c" = drain ]; then run cluster-even "$CLUSTER" drain N="$N_DRAIN" EVEN=1; fi
+        if [ "$c" = drain ] && [ "${EVEN_RUN:-1}" = 1 ]; then run cluster-even "$CLUSTER" drain N="$N_DRAIN" EVEN=1; fi
     done
 done
 # the ratios: cluster / standalone of Redis CPU per job (per bench; medians over REPS)
-/usr/bin/python3 - "$DIR/results" "$DIR/calls" "$DIR/instr" <<'EOF'
+if [ -n "${KEEP:-}" ]; then
+    mkdir -p "$KEEP"
+    for p in "$SA" "${PORTS[@]}"; do
+        for f in "$DIR/$p"/cg.out.*; do [ -e "$f" ] && cp "$f" "$KEEP/$p.${f##*/}"; done
+    done
+    cp "$DIR"/st.* "$DIR/results" "$KEEP/" 2>/dev/null || true
+fi
+/usr/bin/python3 - "$DIR/results" "$DIR/calls" "$DIR/instr" "$DIR/syscalls" "$DIR/ctx" <<'EOF'
 import collections, json, os, statistics, sys
 r = collections.defaultdict(list)
 for line in open(sys.argv[1]):
@@ -243,6 +330,11 @@ for b in benches:
               f"{med(c, 'commands_per_job'):.3f} / {med(s, 'commands_per_job'):.3f}; the client's "
               f"CPU per job {med(c, 'client_cpu_us_per_job'):.2f} / "
               f"{med(s, 'client_cpu_us_per_job'):.2f} us")
+        if "redis_sys_us_per_job" in c[0] and "redis_sys_us_per_job" in s[0]:
+            ks, kc = med(s, "redis_sys_us_per_job"), med(c, "redis_sys_us_per_job")
+            print(f"[{b}] {case}: of it in the kernel (used_cpu_sys) {kc:.2f} / {ks:.2f} us "
+                  f"= {kc / ks:.2f}x; user space {cc - kc:.2f} / {sc - ks:.2f} us "
+                  f"= {(cc - kc) / (sc - ks):.2f}x")
         shares = [m["commands_share"] for m in c[0]["per_master"]]
         print(f"[{b}] {case}: each master's share of the commands (30 queues cb0..cb29): "
               + ", ".join(f"{x * 3:.2f} of a third" for x in shares))
@@ -270,5 +362,13 @@ if os.path.exists(sys.argv[2]):
 if os.path.exists(sys.argv[3]):
     print("Redis instructions per job (callgrind, summed over the masters):")
     for line in open(sys.argv[3]):
+        print("  " + line.rstrip())
+if os.path.exists(sys.argv[4]):
+    print("Redis system calls per job (strace -c -f, summed over the masters):")
+    for line in open(sys.argv[4]):
+        print("  " + line.rstrip())
+if os.path.exists(sys.argv[5]):
+    print("context switches of Redis' main threads per job (wake-ups: voluntary; summed):")
+    for line in open(sys.argv[5]):
         print("  " + line.rstrip())
 EOF

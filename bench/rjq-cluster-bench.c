@@ -66,6 +66,7 @@ typedef struct snap {
     size_t n;
     char addr[MASTERS_MAX][64];
     double cpu[MASTERS_MAX];
+    double cpu_sys[MASTERS_MAX]; /* used_cpu_sys: the kernel's share */
     long long cmds[MASTERS_MAX]; /* total_commands_processed */
     char cmd[64][32];             /* INFO commandstats: calls per command, summed */
     long long calls[64];
@@ -90,6 +91,7 @@ static void on_info(rjq_client *c, int status, const rjq_master *list, size_t n,
         const char *t = list[i].reply;
         snprintf(s->addr[i], sizeof s->addr[i], "%s", list[i].address);
         s->cpu[i] = field(t, "used_cpu_sys:") + field(t, "used_cpu_user:");
+        s->cpu_sys[i] = field(t, "used_cpu_sys:");
         s->cmds[i] = (long long)field(t, "total_commands_processed:");
         for (const char *p = strstr(t, "cmdstat_"); p; p = strstr(p + 1, "cmdstat_")) {
             char name[32];
@@ -144,19 +146,22 @@ static void cg_hook(const char *what) {
 }
 
 static void report(const char *mode, long jobs, double secs, const snap *a, const snap *b) {
-    double cpu = 0;
+    double cpu = 0, sys = 0;
     long long cmds = 0, bus = 0;
     for (size_t i = 0; i < b->n; i++) {
         cpu += b->cpu[i] - a->cpu[i];
+        sys += b->cpu_sys[i] - a->cpu_sys[i];
         cmds += b->cmds[i] - a->cmds[i];
         bus += b->bus_pub[i] - a->bus_pub[i];
     }
     printf("{\"case\":\"%s\",\"masters\":%zu,\"jobs\":%ld,\"secs\":%.2f,\"redis_cpu_s\":%.3f,", mode,
            b->n, jobs, secs, cpu);
     if (jobs > 0) {
-        printf("\"jobs_per_s\":%.0f,\"redis_cpu_us_per_job\":%.2f,\"commands_per_job\":%.3f,"
+        printf("\"jobs_per_s\":%.0f,\"redis_cpu_us_per_job\":%.2f,\"redis_sys_us_per_job\":%.2f,"
+               "\"commands_per_job\":%.3f,"
                "\"bus_publish_per_job\":%.3f,\"client_cpu_us_per_job\":%.2f,",
-               (double)jobs / secs, cpu * 1e6 / (double)jobs, (double)cmds / (double)jobs,
+               (double)jobs / secs, cpu * 1e6 / (double)jobs, sys * 1e6 / (double)jobs,
+               (double)cmds / (double)jobs,
                (double)bus / (double)jobs, (b->self_cpu - a->self_cpu) * 1e6 / (double)jobs);
     /* the commands by calls in the phase (summed over the masters) */
     printf("\"calls\":{");

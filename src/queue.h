@@ -45,7 +45,7 @@ void rjq__queue_kick(rjq_queue *q);
 /* Run the queue's tick now if it is scheduled, instead of at the end of
  * the loop turn. */
 void rjq__queue_tick_now(rjq_queue *q);
-/* Name the queue in the client's registry of queues (rjq_client_queues),
+/* Name the queue in the client's registry of queues (rjq_client_list_queues),
  * once per handle: called by those that write to it (enqueue, workers). */
 void rjq__queue_register(rjq_queue *q);
 

@@ -61,7 +61,7 @@ TEST(close_is_refused_while_a_worker_runs_and_allowed_from_its_stop_callback) {
     ASSERT_OK(rjq_worker_start(e.q, &wo, complete_r, NULL, &w));
     wait_worker_started(e.base, e.c, e.q, e.rc, "qc1");
     ASSERT_EQ(RJQ_EBUSY, rjq_queue_close(e.q));
-    ASSERT(strstr(rjq_client_errmsg(e.c), "stop it first") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "stop it first") != NULL);
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_close(NULL));
     ASSERT_EQ(1, handles(e.c));
 
@@ -152,7 +152,7 @@ TEST(work_asked_before_close_ends_once_each_and_then_the_handle_is_freed) {
         ASSERT_OK(rjq_enqueue(q, big, sizeof big, NULL, count_enqueued, &t));
     for (int i = 0; i < 2; i++)
         ASSERT_OK(rjq_enqueue_await(q, "y", 1, NULL, NULL, count_awaited, &t, NULL));
-    ASSERT_OK(rjq_queue_stats(q, count_stats, &t));
+    ASSERT_OK(rjq_queue_get_stats(q, count_stats, &t));
     ASSERT_OK(rjq_queue_close(q)); /* nothing of it sent yet */
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_close(q)); /* (still there: its work holds it) */
     ASSERT_EQ(2, handles(e.c));

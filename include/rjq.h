@@ -132,9 +132,10 @@ extern "C" {
 /* RJQ_DEPRECATED("use rjq_x"): marks a declaration deprecated (a warning,
  * -Wdeprecated-declarations, where it is used), in C and C++; nothing on a
  * compiler without the attribute. */
-#if defined(__GNUC__) && (__GNUC__ > 4 || (__GNUC__ == 4 && __GNUC_MINOR__ >= 5))
+#if defined(__clang__) || \
+    (defined(__GNUC__) && (__GNUC__ > 4 || (__GNUC__ == 4 && __GNUC_MINOR__ >= 5)))
 #define RJQ_DEPRECATED(msg) __attribute__((deprecated(msg)))
-#elif defined(__GNUC__) || defined(__clang__)
+#elif defined(__GNUC__)
 #define RJQ_DEPRECATED(msg) __attribute__((deprecated))
 #elif defined(_MSC_VER)
 #define RJQ_DEPRECATED(msg) __declspec(deprecated(msg))

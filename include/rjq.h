@@ -19,6 +19,11 @@
  *
  * Conventions
  * -----------
+ * - Names are rjq_<object>_<verb>[_<what>] (README "Naming"): get/set one
+ *   thing, list a page, count, is a yes/no, or the action itself
+ *   (rjq_queue_get_stats, rjq_queue_list_jobs, rjq_worker_count_running,
+ *   rjq_client_is_connected, rjq_queue_close). The names from before that
+ *   rule are deprecated aliases until 1.0 (at the end of this header).
  * - Functions return RJQ_OK (0) or a negative RJQ_E* code; rjq_strerror()
  *   describes a code, rjq_client_get_errmsg() gives detail (e.g. Redis' text).
  * - When a function that takes a callback returns an error, the callback is

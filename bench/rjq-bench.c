@@ -465,7 +465,7 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *st, void *data)
 
 static int read_stats(rjq_stats *out) {
     stats_wait w = {0, 0, {0}};
-    int rc = rjq_queue_stats(queue, on_stats, &w);
+    int rc = rjq_queue_get_stats(queue, on_stats, &w);
     if (rc != RJQ_OK) return rc;
     if (!loop_until(&w.done, 10)) return RJQ_ETIMEDOUT;
     if (w.status == RJQ_OK) *out = w.st;
@@ -598,7 +598,7 @@ static long enqueue_all(long total, int bulk, const char *what) {
     loop_until(&E.done, (double)C.timeout_s);
     progress_end();
     if (E.errors) fprintf(stderr, "rjq-bench: %ld enqueue errors, last: %s (%s)\n", E.errors,
-                          rjq_strerror(E.last_err), rjq_client_errmsg(client));
+                          rjq_strerror(E.last_err), rjq_client_get_errmsg(client));
     if (!E.done) fprintf(stderr, "rjq-bench: enqueue timed out (%ld of %ld answered)\n", E.finished, total);
     return E.ok;
 }
@@ -978,10 +978,10 @@ static int case_latency(void) {
     int child_rc = wait_child(pid);
     if (L.errors)
         fprintf(stderr, "rjq-bench: %ld awaits failed, last: %s (%s)\n", L.errors, rjq_strerror(L.last_err),
-                rjq_client_errmsg(client));
+                rjq_client_get_errmsg(client));
     if (L.completed < L.total)
         fprintf(stderr, "rjq-bench: %ld of %ld awaited jobs completed (%zu awaits pending)\n", L.completed,
-                L.total, rjq_client_awaits(client));
+                L.total, rjq_client_count_awaits(client));
     event_free(L.pace);
     client_close();
     loop_free();
@@ -1109,7 +1109,7 @@ static int case_awaited_seq(void) {
     int child_rc = wait_child(pid);
     if (L.errors)
         fprintf(stderr, "rjq-bench: %ld awaits failed, last: %s (%s)\n", L.errors, rjq_strerror(L.last_err),
-                rjq_client_errmsg(client));
+                rjq_client_get_errmsg(client));
     client_close();
     loop_free();
 

@@ -5,7 +5,7 @@
  *
  * One process, one client, the URL of $REDIS_URL (a cluster node or a
  * standalone server: the same program). Redis' side is read per master
- * through the library's own rjq_client_masters() (INFO cpu, INFO
+ * through the library's own rjq_client_send_to_masters() (INFO cpu, INFO
  * commandstats, INFO stats) before and after the measured phase, so the
  * numbers are summed over every master the cluster has.
  *
@@ -125,11 +125,11 @@ static void take_snap(snap *s) {
     const char *argv[] = {"INFO", "cpu", "stats", "commandstats"};
     const char *ci[] = {"CLUSTER", "INFO"};
     memset(s, 0, sizeof *s);
-    int rc = rjq_client_masters(cl, 4, argv, NULL, on_info, s);
-    if (rc != RJQ_OK) die("rjq_client_masters", rc);
+    int rc = rjq_client_send_to_masters(cl, 4, argv, NULL, on_info, s);
+    if (rc != RJQ_OK) die("rjq_client_send_to_masters", rc);
     while (s->done < 1) event_base_loop(base, EVLOOP_ONCE);
-    if ((rc = rjq_client_masters(cl, 2, ci, NULL, on_cluster_info, s)) != RJQ_OK)
-        die("rjq_client_masters", rc);
+    if ((rc = rjq_client_send_to_masters(cl, 2, ci, NULL, on_cluster_info, s)) != RJQ_OK)
+        die("rjq_client_send_to_masters", rc);
     while (s->done < 2) event_base_loop(base, EVLOOP_ONCE);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -228,14 +228,14 @@ static size_t master_of(const ranges *g, int slot) {
 }
 
 /* Queues "cb<i>"; EVEN=1: only names that put as many queues on each
- * master (rjq_queue_slot against each master's ranges). */
+ * master (rjq_queue_get_slot against each master's ranges). */
 static void open_queues(long n) {
     ranges g = {0};
     int even = (int)env_long("EVEN", 0);
     if (even) {
         const char *ping[] = {"PING"};
-        int rc = rjq_client_masters(cl, 1, ping, NULL, on_ranges, &g);
-        if (rc != RJQ_OK) die("rjq_client_masters", rc);
+        int rc = rjq_client_send_to_masters(cl, 1, ping, NULL, on_ranges, &g);
+        if (rc != RJQ_OK) die("rjq_client_send_to_masters", rc);
         while (!g.done) event_base_loop(base, EVLOOP_ONCE);
     }
     long per[MASTERS_MAX] = {0};
@@ -247,7 +247,7 @@ static void open_queues(long n) {
         int rc = rjq_queue_open(cl, name, NULL, &qs[k]);
         if (rc != RJQ_OK) die("rjq_queue_open", rc);
         if (even && g.n > 1) {
-            size_t m = master_of(&g, rjq_queue_slot(qs[k]));
+            size_t m = master_of(&g, rjq_queue_get_slot(qs[k]));
             if (per[m] >= (n + (long)g.n - 1) / (long)g.n) {
                 rjq_queue_close(qs[k]);
                 continue;
@@ -281,7 +281,7 @@ static void on_awaited(rjq_client *c, int status, const rjq_outcome *o, void *da
         awaited_ok++;
     } else if (awaited_bad++ == 0) {
         fprintf(stderr, "rjq-cluster-bench: an await: %s (%s)\n", rjq_strerror(status),
-                rjq_client_errmsg(c));
+                rjq_client_get_errmsg(c));
     }
 }
 

@@ -111,7 +111,7 @@ static void poll_stats(evutil_socket_t fd, short what, void *arg) {
     bench *b = arg;
     if (!b->stats_pending && !b->reached) {
         b->stats_pending = 1;
-        rjq_queue_stats(b->q, on_stats, b);
+        rjq_queue_get_stats(b->q, on_stats, b);
     }
 }
 
@@ -123,11 +123,11 @@ static int cmp_double(const void *x, const void *y) {
 static void handler(rjq_job *job, void *data) {
     bench *b = data;
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
+    const char *p = rjq_job_get_payload(job, &len);
     char buf[64];
     snprintf(buf, sizeof buf, "%.*s", (int)(len < 63 ? len : 63), p);
     double at = atof(buf);
-    if (at <= 0) fprintf(stderr, "rjq-pg-bench: a job not of this run: %s \"%s\"\n", rjq_job_id(job), buf);
+    if (at <= 0) fprintf(stderr, "rjq-pg-bench: a job not of this run: %s \"%s\"\n", rjq_job_get_id(job), buf);
     if (b->nlat < b->cap) b->lat[b->nlat++] = wall_ms() - at;
     rjq_job_complete(job, "ok", 2, NULL, NULL);
     if (b->nlat >= b->total) event_base_loopbreak(b->base);
@@ -492,11 +492,11 @@ int main(int argc, char **argv) {
     rjq_client_options o = RJQ_CLIENT_OPTIONS_INIT;
     o.url = getenv("RJQ_URL");
     o.prefix = getenv("PREFIX");
-    if (rjq_libevent_client_new(&b.c, b.base, &o) != RJQ_OK) die("Redis", rjq_client_errmsg(NULL));
+    if (rjq_libevent_client_new(&b.c, b.base, &o) != RJQ_OK) die("Redis", rjq_client_get_errmsg(NULL));
     if (rjq_queue_open(b.c, b.queue, NULL, &b.q) != RJQ_OK) die("queue", b.queue);
     /* the counter before */
     b.stats_pending = 1;
-    rjq_queue_stats(b.q, on_stats, &b);
+    rjq_queue_get_stats(b.q, on_stats, &b);
     while (b.stats_pending) event_base_loop(b.base, EVLOOP_ONCE);
     if (strcmp(argv[1], "backlog") == 0) {
         bench_backlog(&b, atoll(argv[2]), atoi(argv[3]), &argv[4]);

@@ -14,7 +14,7 @@
  * A progress line shows what is happening (updated in place ~10 times a
  * second on a terminal, plain lines once a second otherwise). At the end the
  * demo stops the worker, reads the queue's counters and depths back from
- * Redis with rjq_queue_stats() and checks that they agree with what it did:
+ * Redis with rjq_queue_get_stats() and checks that they agree with what it did:
  * completed == N - dead, nothing left ready, delayed or active. It exits 0
  * only if they do.
  *
@@ -158,7 +158,7 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) 
     demo *d = data;
     if (status == RJQ_ECANCELED) return; /* exiting early: rjq_client_free() */
     if (status != RJQ_OK) {
-        die(d, "rjq_queue_stats: %s (%s)", rjq_strerror(status), rjq_client_errmsg(c));
+        die(d, "rjq_queue_get_stats: %s (%s)", rjq_strerror(status), rjq_client_get_errmsg(c));
         return;
     }
     d->stats = *s;
@@ -178,8 +178,8 @@ static void on_stopped(rjq_worker *w, int status, void *data) {
         die(d, "worker stop: %s", rjq_strerror(status));
         return;
     }
-    int rc = rjq_queue_stats(d->q, on_stats, d);
-    if (rc != RJQ_OK) die(d, "rjq_queue_stats: %s", rjq_strerror(rc));
+    int rc = rjq_queue_get_stats(d->q, on_stats, d);
+    if (rc != RJQ_OK) die(d, "rjq_queue_get_stats: %s", rjq_strerror(rc));
 }
 
 /* Every job has an outcome acknowledged by Redis: stop the worker. It calls
@@ -243,7 +243,7 @@ static void on_buried(rjq_client *c, int status, void *data) {
 static void handler(rjq_job *job, void *data) {
     demo *d = data;
     size_t len;
-    const void *payload = rjq_job_payload(job, &len);
+    const void *payload = rjq_job_get_payload(job, &len);
     long i = job_index(payload, len);
     int rc;
 
@@ -251,7 +251,7 @@ static void handler(rjq_job *job, void *data) {
         rc = rjq_job_fail(job, "demo: unexpected payload", RJQ_FAIL_FATAL, 0, on_buried, d);
     } else if (is_dead(d, i)) {
         rc = rjq_job_fail(job, "demo: fatal failure", RJQ_FAIL_FATAL, 0, on_buried, d);
-    } else if (fails_once(d, i) && rjq_job_attempt(job) == 1) {
+    } else if (fails_once(d, i) && rjq_job_get_attempt(job) == 1) {
         /* -1: wait the job's own backoff (fixed, set at enqueue time). */
         rc = rjq_job_fail(job, "demo: transient failure", RJQ_FAIL_RETRY, -1,
                           on_retry_scheduled, d);
@@ -276,14 +276,14 @@ static void pump(demo *d);
 static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n,
                         void *data) {
     demo *d = data;
-    (void)jobs; /* rjq_enqueued_at(jobs, i)->id is the server-assigned id of the i-th item */
+    (void)jobs; /* rjq_enqueued_get(jobs, i)->id is the server-assigned id of the i-th item */
     d->batches_inflight--;
     if (status == RJQ_ECANCELED) return; /* exiting early: rjq_client_free() */
     if (status != RJQ_OK) {
         /* RJQ_ECONN: the connection dropped with this batch in flight, so
          * whether it was written is unknown. Jobs with explicit ids
          * (rjq_job_options.id) could simply be enqueued again. */
-        die(d, "enqueue: %s (%s)", rjq_strerror(status), rjq_client_errmsg(c));
+        die(d, "enqueue: %s (%s)", rjq_strerror(status), rjq_client_get_errmsg(c));
         return;
     }
     d->enqueued += (long)n;
@@ -308,7 +308,7 @@ static void pump(demo *d) {
          * are reused for the next batch right away. */
         int rc = rjq_enqueue_batch(d->q, d->items, (size_t)k, on_enqueued, d);
         if (rc != RJQ_OK) {
-            die(d, "rjq_enqueue_batch: %s (%s)", rjq_strerror(rc), rjq_client_errmsg(d->c));
+            die(d, "rjq_enqueue_batch: %s (%s)", rjq_strerror(rc), rjq_client_get_errmsg(d->c));
             return;
         }
         d->next += k;
@@ -362,8 +362,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg) {
         d->last_progress_t = t;
     } else if (t - d->last_progress_t > (double)d->cfg.stall_s) {
         die(d, "no progress for %ld s (%s to %s; last error: %s)", d->cfg.stall_s,
-            rjq_client_connected(d->c) ? "connected" : "not connected", d->cfg.url,
-            rjq_client_errmsg(d->c)[0] ? rjq_client_errmsg(d->c) : "none");
+            rjq_client_is_connected(d->c) ? "connected" : "not connected", d->cfg.url,
+            rjq_client_get_errmsg(d->c)[0] ? rjq_client_get_errmsg(d->c) : "none");
     }
 }
 

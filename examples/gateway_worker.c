@@ -63,7 +63,7 @@ static void on_finished(rjq_client *c, int status, void *data) {
 
 static void complete(app *a, rjq_job *job) {
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
+    const char *p = rjq_job_get_payload(job, &len);
     char *res = malloc(len + 5);
     if (res == NULL) {
         rjq_job_fail(job, "worker out of memory", RJQ_FAIL_RETRY, -1, on_finished, a);
@@ -96,7 +96,7 @@ static void on_slept(evutil_socket_t fd, short what, void *arg) {
 static void handle(rjq_job *job, void *data) {
     app *a = data;
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
+    const char *p = rjq_job_get_payload(job, &len);
     if (len >= 4 && memcmp(p, "fail", 4) == 0) {
         char err[ERROR_MAX + 16];
         snprintf(err, sizeof err, "refused: %.*s", (int)(len < ERROR_MAX ? len : ERROR_MAX), p);

@@ -99,7 +99,7 @@ typedef struct app {
 static void handler(rjq_job *job, void *data) {
     char result[64];
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
+    const char *p = rjq_job_get_payload(job, &len);
     (void)data;
     int k = snprintf(result, sizeof result, "done:%.*s", (int)len, p);
     if (rjq_job_complete(job, result, (size_t)k, NULL, NULL) != RJQ_OK)
@@ -134,7 +134,7 @@ int main(int argc, char **argv) {
     o.url = getenv("REDIS_URL");
     rjq_client *c;
     if (rjq_client_new_io(&c, &o, &io) != RJQ_OK) {
-        fprintf(stderr, "rjq-poll: %s\n", rjq_client_errmsg(NULL));
+        fprintf(stderr, "rjq-poll: %s\n", rjq_client_get_errmsg(NULL));
         return 1;
     }
     rjq_queue *q;
@@ -143,7 +143,7 @@ int main(int argc, char **argv) {
     wo.concurrency = 16;
     if (rjq_queue_open(c, "poll-example", NULL, &q) != RJQ_OK ||
         rjq_worker_start(q, &wo, handler, &a, &w) != RJQ_OK) {
-        fprintf(stderr, "rjq-poll: %s\n", rjq_client_errmsg(c));
+        fprintf(stderr, "rjq-poll: %s\n", rjq_client_get_errmsg(c));
         rjq_client_free(c);
         return 1;
     }
@@ -153,7 +153,7 @@ int main(int argc, char **argv) {
         rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
         jo.id = id;
         if (rjq_enqueue_await(q, id, (size_t)k, &jo, NULL, on_outcome, &a, NULL) != RJQ_OK) {
-            fprintf(stderr, "rjq-poll: %s\n", rjq_client_errmsg(c));
+            fprintf(stderr, "rjq-poll: %s\n", rjq_client_get_errmsg(c));
             rjq_client_free(c);
             return 1;
         }

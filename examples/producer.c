@@ -58,10 +58,10 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
          * been written). Give jobs your own ids (rjq_job_options.id) to
          * make enqueueing them again safe. */
         fprintf(stderr, "rjq-producer: enqueue: %s (%s)\n", rjq_strerror(status),
-                rjq_client_errmsg(c));
+                rjq_client_get_errmsg(c));
         a->failed = 1;
     }
-    for (size_t i = 0; i < n; i++) printf("%s%s\n", rjq_enqueued_at(jobs, i)->id, rjq_enqueued_at(jobs, i)->existed ? " (existed)" : "");
+    for (size_t i = 0; i < n; i++) printf("%s%s\n", rjq_enqueued_get(jobs, i)->id, rjq_enqueued_get(jobs, i)->existed ? " (existed)" : "");
     request_done(a);
 }
 

@@ -98,10 +98,10 @@ static void on_work_done(evutil_socket_t fd, short what, void *arg) {
 static void handle_job(rjq_job *job, void *data) {
     app *a = data;
     size_t len;
-    const void *payload = rjq_job_payload(job, &len);
+    const void *payload = rjq_job_get_payload(job, &len);
 
-    printf("job %s (attempt %d of %d): ", rjq_job_id(job), rjq_job_attempt(job),
-           rjq_job_max_attempts(job));
+    printf("job %s (attempt %d of %d): ", rjq_job_get_id(job), rjq_job_get_attempt(job),
+           rjq_job_get_max_attempts(job));
     print_bytes(payload, len);
     putchar('\n');
     fflush(stdout);

@@ -19,8 +19,13 @@
  *
  * Conventions
  * -----------
+ * - Names are rjq_<object>_<verb>[_<what>] (README "Naming"): get/set one
+ *   thing, list a page, count, is a yes/no, or the action itself
+ *   (rjq_queue_get_stats, rjq_queue_list_jobs, rjq_worker_count_running,
+ *   rjq_client_is_connected, rjq_queue_close). The names from before that
+ *   rule are deprecated aliases until 1.0 (at the end of this header).
  * - Functions return RJQ_OK (0) or a negative RJQ_E* code; rjq_strerror()
- *   describes a code, rjq_client_errmsg() gives detail (e.g. Redis' text).
+ *   describes a code, rjq_client_get_errmsg() gives detail (e.g. Redis' text).
  * - When a function that takes a callback returns an error, the callback is
  *   never called. When it returns RJQ_OK, the callback is called exactly once:
  *   with the outcome, or with RJQ_ECONN (the connection dropped while the
@@ -66,7 +71,7 @@
  * which this library has anyway); otherwise, and for a size below
  * sizeof(size_t) (e.g. 0: a struct set to {0}) or above 4096, the call
  * fails with RJQ_EINVAL (or its callback gets it, where errors go there)
- * and rjq_client_errmsg() names the struct. A NULL options pointer still
+ * and rjq_client_get_errmsg() names the struct. A NULL options pointer still
  * means all defaults.
  *
  * Arrays: rjq_enqueue_batch() steps through items[] by items[0].size (every
@@ -129,6 +134,20 @@ extern "C" {
 #define RJQ_API
 #endif
 
+/* RJQ_DEPRECATED("use rjq_x"): marks a declaration deprecated (a warning,
+ * -Wdeprecated-declarations, where it is used), in C and C++; nothing on a
+ * compiler without the attribute. */
+#if defined(__clang__) || \
+    (defined(__GNUC__) && (__GNUC__ > 4 || (__GNUC__ == 4 && __GNUC_MINOR__ >= 5)))
+#define RJQ_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#elif defined(__GNUC__)
+#define RJQ_DEPRECATED(msg) __attribute__((deprecated))
+#elif defined(_MSC_VER)
+#define RJQ_DEPRECATED(msg) __declspec(deprecated(msg))
+#else
+#define RJQ_DEPRECATED(msg)
+#endif
+
 /* ------------------------------------------------------------------------
  * Errors
  * ---------------------------------------------------------------------- */
@@ -141,7 +160,7 @@ extern "C" {
  * its concurrency limit) is not an integer. The call is refused before it
  * writes anything; the error message names the key (and the field).
  * Keys the call does not touch are not checked (an enqueue without delay
- * does not look at the delayed set); rjq_queue_stats() checks the
+ * does not look at the delayed set); rjq_queue_get_stats() checks the
  * queue's lists, sets and counters.
  *
  * RJQ_EAUTH: the server refused a login (WRONGPASS, NOAUTH) or a
@@ -162,7 +181,7 @@ extern "C" {
  * of range (a negative count, a time past 2^62 ms, an attempt count not a
  * number in 0..1000000): any call that reads a reply may end with it, and
  * a worker's claim that gets one starts none of its jobs (they come back
- * after their lease; rjq_client_errmsg() says "claim: unexpected reply").
+ * after their lease; rjq_client_get_errmsg() says "claim: unexpected reply").
  * A pub/sub message out of range (a push, an outcome, an event) is
  * dropped the same way. Nothing read from the network is trusted. */
 #define RJQ_ERRNO_MAP(XX)                                                     \
@@ -309,13 +328,13 @@ typedef void rjq_event_cb(rjq_client *c, rjq_event ev, int conn,
                           const char *detail, void *data);
 
 /*
- * TLS (rediss:// URLs). Needs an rjq built with TLS (rjq_tls_available():
+ * TLS (rediss:// URLs). Needs an rjq built with TLS (rjq_tls_is_available():
  * hiredis >= 1.0 made with SSL). The files are read by rjq_client_new();
  * a file that cannot be used fails it with RJQ_ETLS and a message naming
  * the file. By default the server's certificate must chain to a trusted
  * CA (ca_file / ca_dir, else the system's) and hold the server name (a
  * DNS name, or an IP address for a numeric host); a handshake that fails
- * is reported (RJQ_EVENT_ERROR, rjq_client_errmsg) with the cause.
+ * is reported (RJQ_EVENT_ERROR, rjq_client_get_errmsg) with the cause.
  */
 typedef struct rjq_tls_options {
     size_t size;             /* RJQ_TLS_OPTIONS_INIT sets it */
@@ -336,7 +355,7 @@ typedef struct rjq_tls_options {
 #define RJQ_TLS_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_tls_options)
 
 /* 1 when this build of rjq has TLS, else 0. */
-RJQ_API int rjq_tls_available(void);
+RJQ_API int rjq_tls_is_available(void);
 
 typedef struct rjq_client_options {
     size_t size; /* RJQ_CLIENT_OPTIONS_INIT sets it (see "Extensible structs") */
@@ -368,7 +387,7 @@ typedef struct rjq_client_options {
      * (/ ? # @ : % &) are written %XX in the user, password and path.
      * What the URL names wins over username, password and
      * connect_timeout_ms below. A malformed URL, an unknown query option,
-     * one given twice: RJQ_EURL, rjq_client_errmsg(NULL) says which. NULL
+     * one given twice: RJQ_EURL, rjq_client_get_errmsg(NULL) says which. NULL
      * means redis://127.0.0.1:6379. */
     const char *url;
     const char *prefix;        /* key prefix; NULL means "rjq" */
@@ -483,7 +502,7 @@ typedef struct rjq_client_options {
  * read: see "Extensible structs", a username without a password),
  * RJQ_EURL (a malformed URL, or a ?username= without a password), RJQ_ETLS (TLS
  * asked for without TLS in this build, or its files unusable),
- * RJQ_ENOMEM; rjq_client_errmsg(NULL) says why.
+ * RJQ_ENOMEM; rjq_client_get_errmsg(NULL) says why.
  * Not to be called from inside a callback of the same loop glue it creates.
  */
 RJQ_API int rjq_client_new(rjq_client **out, const rjq_client_options *opts,
@@ -622,14 +641,14 @@ RJQ_API int rjq_client_close(rjq_client *c, long deadline_ms, rjq_closed_cb *cb,
 /* Detail of the last error seen by this client (Redis' error text, ...).
  * Owned by the client; valid until the next call on it. With c NULL: why
  * the last rjq_client_new() of the calling thread failed (bad URL ...). */
-RJQ_API const char *rjq_client_errmsg(const rjq_client *c);
+RJQ_API const char *rjq_client_get_errmsg(const rjq_client *c);
 
 /* A user pointer stored in the client. */
 RJQ_API void rjq_client_set_data(rjq_client *c, void *data);
-RJQ_API void *rjq_client_data(const rjq_client *c);
+RJQ_API void *rjq_client_get_data(const rjq_client *c);
 
 /* 1 when the command connection is up and its session set, else 0. */
-RJQ_API int rjq_client_connected(const rjq_client *c);
+RJQ_API int rjq_client_is_connected(const rjq_client *c);
 
 /* ------------------------------------------------------------------------
  * Queues
@@ -701,8 +720,8 @@ RJQ_API int rjq_queue_open(rjq_client *c, const char *name,
  */
 RJQ_API int rjq_queue_close(rjq_queue *q);
 
-RJQ_API const char *rjq_queue_name(const rjq_queue *q);
-RJQ_API rjq_client *rjq_queue_client(const rjq_queue *q);
+RJQ_API const char *rjq_queue_get_name(const rjq_queue *q);
+RJQ_API rjq_client *rjq_queue_get_client(const rjq_queue *q);
 
 /* ------------------------------------------------------------------------
  * Enqueue
@@ -796,7 +815,7 @@ typedef struct rjq_enqueued {
 
 /* Element i of the jobs array an rjq_enqueue_cb gets (the struct may grow:
  * never jobs[i] for i > 0). */
-RJQ_API const rjq_enqueued *rjq_enqueued_at(const rjq_enqueued *jobs, size_t i);
+RJQ_API const rjq_enqueued *rjq_enqueued_get(const rjq_enqueued *jobs, size_t i);
 
 typedef void rjq_enqueue_cb(rjq_client *c, int status, const rjq_enqueued *jobs,
                             size_t n, void *data);
@@ -898,7 +917,7 @@ typedef struct rjq_worker_options {
      * be held beyond the concurrency: while that many are, a job timing
      * out keeps its slot until one of them is finished. A handler that
      * never listens is refused the same way when it finishes. See also
-     * rjq_job_notice(). */
+     * rjq_job_get_notice(). */
     rjq_notice_fn *on_notice;
 } rjq_worker_options;
 #define RJQ_WORKER_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_worker_options)
@@ -939,7 +958,7 @@ RJQ_API int rjq_worker_start(rjq_queue *q, const rjq_worker_options *opts,
  * rjq_worker_start, whose other options and promises apply to each queue:
  * leases and their extension, reclaim, notices, pause, stale jobs handed
  * back) bounds the jobs running at once across all the queues; the
- * handler (and on_notice) serves them all, rjq_job_queue() tells a job's
+ * handler (and on_notice) serves them all, rjq_job_get_queue() tells a job's
  * queue. The order in which free slots go to the queues:
  *
  * RJQ_WORKER_STRICT: in the order of queues[] (weights ignored, may be
@@ -966,7 +985,7 @@ RJQ_API int rjq_worker_start(rjq_queue *q, const rjq_worker_options *opts,
  * queues: 1..RJQ_WORKER_QUEUES_MAX distinct queues of one client. *out is
  * the worker's one handle: rjq_worker_stop() stops every queue's claims
  * (cb once, when the jobs of all of them are finished),
- * rjq_worker_running() counts the jobs of all of them, rjq_job_worker()
+ * rjq_worker_count_running() counts the jobs of all of them, rjq_job_get_worker()
  * returns it for each of their jobs. Returns RJQ_OK, RJQ_EINVAL (a NULL
  * or repeated queue, queues of different clients, n or a weight out of
  * range, no weights in weighted order, options as rjq_worker_start),
@@ -1002,26 +1021,26 @@ RJQ_API int rjq_worker_stop(rjq_worker *w, rjq_stopped_cb *cb, void *data);
 /* Number of jobs this worker has handed out and not yet seen finished
  * (timed-out ones whose slot was freed included: it may exceed the
  * concurrency, by at most the concurrency). */
-RJQ_API int rjq_worker_running(const rjq_worker *w);
+RJQ_API int rjq_worker_count_running(const rjq_worker *w);
 
 /* Job accessors: valid until rjq_job_complete()/rjq_job_fail() is called. */
-RJQ_API const char *rjq_job_id(const rjq_job *job);
-RJQ_API const void *rjq_job_payload(const rjq_job *job, size_t *len);
-RJQ_API int rjq_job_attempt(const rjq_job *job);      /* 1 on the first run */
-RJQ_API int rjq_job_max_attempts(const rjq_job *job);
+RJQ_API const char *rjq_job_get_id(const rjq_job *job);
+RJQ_API const void *rjq_job_get_payload(const rjq_job *job, size_t *len);
+RJQ_API int rjq_job_get_attempt(const rjq_job *job);      /* 1 on the first run */
+RJQ_API int rjq_job_get_max_attempts(const rjq_job *job);
 /* The fencing token of this claim of the job: new for every claim call,
  * so a job claimed again gets another one; jobs claimed by the same call
  * (or pushed in one message) share it. Together with the job's id it
  * identifies the claim. */
-RJQ_API const char *rjq_job_token(const rjq_job *job);
-RJQ_API rjq_worker *rjq_job_worker(const rjq_job *job); /* NULL if detached */
+RJQ_API const char *rjq_job_get_token(const rjq_job *job);
+RJQ_API rjq_worker *rjq_job_get_worker(const rjq_job *job); /* NULL if detached */
 /* The queue the job was claimed from (a worker of several queues serves
  * many); NULL if detached. */
-RJQ_API rjq_queue *rjq_job_queue(const rjq_job *job);
+RJQ_API rjq_queue *rjq_job_get_queue(const rjq_job *job);
 /* 0 while the job may run on, else why it must stop (the reason the
  * worker's on_notice got: RJQ_EJOBCANCELED or RJQ_ETIMEDOUT), for
  * handlers that look rather than listen. */
-RJQ_API int rjq_job_notice(const rjq_job *job);
+RJQ_API int rjq_job_get_notice(const rjq_job *job);
 
 typedef void rjq_done_cb(rjq_client *c, int status, void *data);
 
@@ -1060,7 +1079,7 @@ typedef void rjq_done_cb(rjq_client *c, int status, void *data);
  *   accepted: the fencing token shows that nobody else ran it;
  *   RJQ_EJOBCANCELED when the job was cancelled meanwhile (nothing changed;
  *   it is not retried);
- * - refused by Redis, nothing changed, rjq_client_errmsg() has the
+ * - refused by Redis, nothing changed, rjq_client_get_errmsg() has the
  *   server's message: RJQ_EWRONGTYPE when a key of the queue holds
  *   another type, or a counter of its stats hash is not an integer (the
  *   message names the key and the field); RJQ_EOOM when Redis is out of
@@ -1074,7 +1093,7 @@ typedef void rjq_done_cb(rjq_client *c, int status, void *data);
  *   subscription of its push channel, e.g. after the subscriber
  *   connection reconnected: see rjq_worker_start) takes it back and hands
  *   it to the handler again at once, under a new token and lease, its
- *   attempt not spent (rjq_job_attempt() is the same), as it does for a
+ *   attempt not spent (rjq_job_get_attempt() is the same), as it does for a
  *   job pushed to the worker unheard;
  * - RJQ_ENOMEM when the completion (or the failure standing in for it)
  *   could not be queued or sent: nothing changed, the job comes back after
@@ -1147,7 +1166,7 @@ typedef struct rjq_outcome {
 typedef void rjq_await_cb(rjq_client *c, int status, const rjq_outcome *outcome,
                           void *data);
 
-/* Progress reported by the job's handler (rjq_job_progress). */
+/* Progress reported by the job's handler (rjq_job_report_progress). */
 typedef void rjq_progress_cb(rjq_client *c, const char *id, const void *progress,
                              size_t len, void *data);
 
@@ -1202,7 +1221,7 @@ RJQ_API int rjq_queue_await(rjq_queue *q, const char *id, const rjq_await_option
 RJQ_API int rjq_await_cancel(rjq_await *a);
 
 /* Number of awaits pending on this client. */
-RJQ_API size_t rjq_client_awaits(const rjq_client *c);
+RJQ_API size_t rjq_client_count_awaits(const rjq_client *c);
 
 /*
  * Report progress bytes for a running job to everyone awaiting it (a
@@ -1213,7 +1232,7 @@ RJQ_API size_t rjq_client_awaits(const rjq_client *c);
  * handle outlived its worker), RJQ_ETOOBIG (over max_payload), RJQ_ENOMEM,
  * or an error of sending (RJQ_ECLOSED while the client is being freed).
  */
-RJQ_API int rjq_job_progress(rjq_job *job, const void *progress, size_t len);
+RJQ_API int rjq_job_report_progress(rjq_job *job, const void *progress, size_t len);
 
 /* ------------------------------------------------------------------------
  * Monitoring
@@ -1251,12 +1270,12 @@ RJQ_API int rjq_monitor_stop(rjq_monitor *m);
  * Called once m's subscription is confirmed already, a "resync" follows
  * soon. Returns RJQ_OK, or RJQ_EINVAL (m NULL).
  */
-RJQ_API int rjq_monitor_resyncs(rjq_monitor *m);
+RJQ_API int rjq_monitor_enable_resyncs(rjq_monitor *m);
 
 /* During m's callback: the server time (ms) of the event, the time of the
  * script that made it (for "active", the start that rate limits count);
  * 0 from an rjq before event times. */
-RJQ_API long long rjq_monitor_time(const rjq_monitor *m);
+RJQ_API long long rjq_monitor_get_time(const rjq_monitor *m);
 
 /* ------------------------------------------------------------------------
  * Administration
@@ -1280,7 +1299,7 @@ typedef void rjq_stats_cb(rjq_client *c, int status, const rjq_stats *stats,
                           void *data);
 
 /* Read the queue's counters and depths in one script call. */
-RJQ_API int rjq_queue_stats(rjq_queue *q, rjq_stats_cb *cb, void *data);
+RJQ_API int rjq_queue_get_stats(rjq_queue *q, rjq_stats_cb *cb, void *data);
 
 typedef void rjq_count_cb(rjq_client *c, int status, long long n, void *data);
 
@@ -1362,7 +1381,7 @@ typedef void rjq_cancel_cb(rjq_client *c, int status, const char *state, void *d
  */
 RJQ_API int rjq_queue_cancel(rjq_queue *q, const char *id, rjq_cancel_cb *cb, void *data);
 
-/* A job's stored state, as read by rjq_queue_job(). */
+/* A job's stored state, as read by rjq_queue_get_job(). */
 typedef struct rjq_job_info {
     const char *id;
     const char *state; /* "ready", "delayed", "active", "completed", "dead",
@@ -1378,7 +1397,7 @@ typedef struct rjq_job_info {
                            dead, cancelled), NULL otherwise (waiting, or
                            finished without running). It starts with the id
                            of the client whose worker ran that attempt and a
-                           '.': rjq_client_processes() maps that id to the
+                           '.': rjq_client_list_processes() maps that id to the
                            process' host and pid while it is alive */
     /* The job's times, by the Redis server's clock (ms since the epoch), 0
      * when unknown (a job enqueued before rjq kept them):
@@ -1394,15 +1413,15 @@ typedef void rjq_job_info_cb(rjq_client *c, int status, const rjq_job_info *info
                              void *data);
 
 /* Read one job (RJQ_ENOTFOUND when it does not exist or has expired). */
-RJQ_API int rjq_queue_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb,
-                          void *data);
+RJQ_API int rjq_queue_get_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb,
+                              void *data);
 
 /* List up to `limit` ids of the dead set, oldest first, starting at offset.
  * cb's ids array and strings are valid only during the callback. */
 typedef void rjq_ids_cb(rjq_client *c, int status, const char *const *ids,
                         size_t n, void *data);
-RJQ_API int rjq_queue_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb,
-                           void *data);
+RJQ_API int rjq_queue_list_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb,
+                                void *data);
 
 /* The names of the client's prefix's queues, in name order: up to `limit`
  * (1..RJQ_JOBS_PAGE_MAX) after `after` (NULL: from the first), from the
@@ -1420,8 +1439,8 @@ RJQ_API int rjq_queue_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb
  * name once, in name order (an error of any master is the call's status).
  * Called before the client's first connect, it waits for that connect to
  * know which. cb's names are valid only during the callback. */
-RJQ_API int rjq_client_queues(rjq_client *c, const char *after, long limit, rjq_ids_cb *cb,
-                              void *data);
+RJQ_API int rjq_client_list_queues(rjq_client *c, const char *after, long limit, rjq_ids_cb *cb,
+                                   void *data);
 
 /* The process registry: the clients with workers (the processes that run
  * jobs), each as it described itself with its last liveness beat (at most
@@ -1441,7 +1460,7 @@ typedef struct rjq_process_queue {
 
 /* Element i of rjq_process.queues (the struct may grow: never queues[i]
  * for i > 0). */
-RJQ_API const rjq_process_queue *rjq_process_queue_at(const rjq_process_queue *list, size_t i);
+RJQ_API const rjq_process_queue *rjq_process_queue_get(const rjq_process_queue *list, size_t i);
 
 typedef struct rjq_process {
     const char *id;             /* the client's id (its jobs' fencing tokens
@@ -1460,7 +1479,7 @@ typedef void rjq_processes_cb(rjq_client *c, int status, const rjq_process *list
                               void *data);
 
 /* Element i of the list an rjq_processes_cb gets (never list[i] for i > 0). */
-RJQ_API const rjq_process *rjq_process_at(const rjq_process *list, size_t i);
+RJQ_API const rjq_process *rjq_process_get(const rjq_process *list, size_t i);
 
 /* List up to `limit` (1..RJQ_JOBS_PAGE_MAX) live processes of the client's
  * prefix from `offset` on (0..RJQ_JOBS_OFFSET_MAX), soonest-expiring first:
@@ -1478,8 +1497,8 @@ RJQ_API const rjq_process *rjq_process_at(const rjq_process *list, size_t i);
  * master is the call's status); called before the client's first connect,
  * it waits for that connect to know which. RJQ_EINVAL for a bad offset or
  * limit. */
-RJQ_API int rjq_client_processes(rjq_client *c, long offset, long limit, rjq_processes_cb *cb,
-                                 void *data);
+RJQ_API int rjq_client_list_processes(rjq_client *c, long offset, long limit, rjq_processes_cb *cb,
+                                      void *data);
 
 /* Redis' memory, as INFO memory says it. */
 typedef struct rjq_memory_info {
@@ -1497,7 +1516,7 @@ typedef void rjq_memory_cb(rjq_client *c, int status, const rjq_memory_info *inf
 /* Read Redis' memory use and eviction policy (INFO memory; an ACL user
  * needs +info: the monitor role of rjq acl has it). The strings are valid
  * only during the callback. */
-RJQ_API int rjq_client_memory(rjq_client *c, rjq_memory_cb *cb, void *data);
+RJQ_API int rjq_client_get_memory(rjq_client *c, rjq_memory_cb *cb, void *data);
 
 /* Each master: a Redis Cluster's masters (or the one server), with one
  * command's reply from each. */
@@ -1551,15 +1570,15 @@ typedef void rjq_masters_cb(rjq_client *c, int status, const rjq_master *list, s
  * and its strings are valid only during the callback.
  * Returns RJQ_OK, RJQ_EINVAL (c, cb or argv NULL, an argument NULL, argc
  * < 1), RJQ_ECLOSED or RJQ_ENOMEM (cb not called). */
-RJQ_API int rjq_client_masters(rjq_client *c, int argc, const char *const *argv,
-                               const size_t *lens, rjq_masters_cb *cb, void *data);
+RJQ_API int rjq_client_send_to_masters(rjq_client *c, int argc, const char *const *argv,
+                                       const size_t *lens, rjq_masters_cb *cb, void *data);
 
 /* The cluster slot of q's keys (all of them carry the hash tag "{name}"):
- * 0 .. 16383, as CLUSTER KEYSLOT says; a master of rjq_client_masters()
+ * 0 .. 16383, as CLUSTER KEYSLOT says; a master of rjq_client_send_to_masters()
  * serves q when the slot is in one of its ranges. RJQ_EINVAL for q NULL. */
-RJQ_API int rjq_queue_slot(const rjq_queue *q);
+RJQ_API int rjq_queue_get_slot(const rjq_queue *q);
 
-/* The states rjq_queue_jobs() lists. */
+/* The states rjq_queue_list_jobs() lists. */
 typedef enum rjq_job_state {
     RJQ_STATE_READY,     /* waiting, in claim order: higher priorities first,
                             FIFO within one */
@@ -1579,8 +1598,8 @@ typedef enum rjq_job_state {
  * only reads, O(log n + limit) (completed: O(offset + limit)). The ids
  * are valid only during the callback. RJQ_EINVAL for a bad state, offset
  * or limit. */
-RJQ_API int rjq_queue_jobs(rjq_queue *q, rjq_job_state state, long offset, long limit,
-                           rjq_ids_cb *cb, void *data);
+RJQ_API int rjq_queue_list_jobs(rjq_queue *q, rjq_job_state state, long offset, long limit,
+                                rjq_ids_cb *cb, void *data);
 
 /* Delete a dead or cancelled job for good (its record; an id with a dedup
  * time stays reserved until that is over). cb gets 1, or RJQ_ENOTFOUND (no
@@ -1643,7 +1662,7 @@ typedef struct rjq_schedule {
  * changed (a new timing has its next fire time computed again, from now; a
  * new payload or job options count as a new timing too, a new payload
  * alone does not), 0 when it was the same. RJQ_EINVAL (neither or both of every_ms and cron, a bad cron
- * expression: rjq_client_errmsg says why, bad numbers), RJQ_EJOBID (bad
+ * expression: rjq_client_get_errmsg says why, bad numbers), RJQ_EJOBID (bad
  * name), RJQ_ETOOBIG (payload). */
 RJQ_API int rjq_schedule_set(rjq_queue *q, const char *name, const rjq_schedule *s,
                              rjq_count_cb *cb, void *data);
@@ -1660,7 +1679,7 @@ typedef struct rjq_schedule_info {
 typedef void rjq_schedules_cb(rjq_client *c, int status, const rjq_schedule_info *list, size_t n,
                               void *data);
 /* Element i of the list an rjq_schedules_cb gets (never list[i] for i > 0). */
-RJQ_API const rjq_schedule_info *rjq_schedule_info_at(const rjq_schedule_info *list, size_t i);
+RJQ_API const rjq_schedule_info *rjq_schedule_info_get(const rjq_schedule_info *list, size_t i);
 /* List q's schedules, by name (valid during the callback). */
 RJQ_API int rjq_schedule_list(rjq_queue *q, rjq_schedules_cb *cb, void *data);
 
@@ -1675,7 +1694,7 @@ RJQ_API int rjq_scheduler_start(rjq_queue *q, long lease_ms, rjq_scheduler **out
  * scheduler takes over at once. */
 RJQ_API int rjq_scheduler_stop(rjq_scheduler *s);
 /* 1 while it holds the lease (it is the one that enqueues), else 0. */
-RJQ_API int rjq_scheduler_leading(const rjq_scheduler *s);
+RJQ_API int rjq_scheduler_is_leading(const rjq_scheduler *s);
 
 /* ------------------------------------------------------------------------
  * Sharded queues (README "Sharded queues", docs/sharding.md)
@@ -1690,14 +1709,14 @@ RJQ_API int rjq_scheduler_leading(const rjq_scheduler *s);
  * rjq_enqueue_await, rjq_queue_await (caller ids: server-assigned ids
  * repeat across shards, so those are refused with RJQ_ESHARDED),
  * rjq_worker_start (one worker of every shard, its concurrency shared:
- * rjq_worker_start_queues in weighted order, equal weights; rjq_job_queue()
- * is the job's shard) and rjq_queue_stats (summed over the shards; paused
+ * rjq_worker_start_queues in weighted order, equal weights; rjq_job_get_queue()
+ * is the job's shard) and rjq_queue_get_stats (summed over the shards; paused
  * when any shard is; limits: the first shard's). Priorities and FIFO order
  * hold within a shard, not across shards. Every other call on such a handle
  * (pause, resume, limits, cancel, job, jobs, dead, replay, delete, purge,
  * reclaim, monitor, schedules, rjq_worker_start_queues) returns
- * RJQ_ESHARDED, rjq_client_errmsg() saying so: use it on a shard
- * (rjq_queue_shard_at). A handle from rjq_queue_open() does not read the
+ * RJQ_ESHARDED, rjq_client_get_errmsg() saying so: use it on a shard
+ * (rjq_queue_get_shard). A handle from rjq_queue_open() does not read the
  * declaration: it is the unsharded queue of that name (whose jobs a
  * sharded queue's workers do not claim).
  *
@@ -1719,7 +1738,7 @@ typedef void rjq_queue_open_cb(rjq_client *c, int status, rjq_queue *q, void *da
  * before handing the handle over: cb gets
  * it only once its layout is known, so no call on it goes to the wrong
  * place. cb is called once: RJQ_OK and q (the caller's from then on, as
- * from rjq_queue_open; rjq_queue_shards() tells its layout), or NULL
+ * from rjq_queue_open; rjq_queue_count_shards() tells its layout), or NULL
  * with RJQ_EPROTO (a declaration this library cannot read), RJQ_EAUTH,
  * RJQ_EREDIS, RJQ_ECONN (no connection: the server could not be reached,
  * or the connection was lost before the reply), RJQ_ETIMEDOUT, RJQ_ENOMEM
@@ -1753,13 +1772,76 @@ RJQ_API int rjq_queue_shard(rjq_queue *q, int n, rjq_count_cb *cb, void *data);
 
 /* The number of shards q's handle routes over: N for a sharded queue, 1
  * for a plain one; RJQ_EINVAL for q NULL. */
-RJQ_API int rjq_queue_shards(const rjq_queue *q);
+RJQ_API int rjq_queue_count_shards(const rjq_queue *q);
 
-/* Shard i (0 .. rjq_queue_shards(q) - 1) of q, an ordinary queue handle
- * owned by q (valid while q is; for a per-shard breakdown: rjq_queue_stats
+/* Shard i (0 .. rjq_queue_count_shards(q) - 1) of q, an ordinary queue handle
+ * owned by q (valid while q is; for a per-shard breakdown: rjq_queue_get_stats
  * on each, or the calls a sharded handle refuses); for a plain q, q itself
  * at i 0. NULL when i is out of range or q NULL. */
-RJQ_API rjq_queue *rjq_queue_shard_at(rjq_queue *q, int i);
+RJQ_API rjq_queue *rjq_queue_get_shard(rjq_queue *q, int i);
+
+/* ------------------------------------------------------------------------
+ * Deprecated names (README "Naming"): the names before the verb rule, each
+ * the function it names in its message, behaving exactly as it; removed at
+ * 1.0. Using one warns (-Wdeprecated-declarations).
+ * BEGIN deprecated names (scripts leave this block alone)
+ * ---------------------------------------------------------------------- */
+
+RJQ_DEPRECATED("use rjq_client_count_awaits") RJQ_API size_t rjq_client_awaits(const rjq_client *c);
+RJQ_DEPRECATED("use rjq_client_is_connected") RJQ_API int rjq_client_connected(const rjq_client *c);
+RJQ_DEPRECATED("use rjq_client_get_data") RJQ_API void *rjq_client_data(const rjq_client *c);
+RJQ_DEPRECATED("use rjq_client_get_errmsg")
+RJQ_API const char *rjq_client_errmsg(const rjq_client *c);
+RJQ_DEPRECATED("use rjq_client_send_to_masters")
+RJQ_API int rjq_client_masters(rjq_client *c, int argc, const char *const *argv,
+                               const size_t *lens, rjq_masters_cb *cb, void *data);
+RJQ_DEPRECATED("use rjq_client_get_memory")
+RJQ_API int rjq_client_memory(rjq_client *c, rjq_memory_cb *cb, void *data);
+RJQ_DEPRECATED("use rjq_client_list_processes")
+RJQ_API int rjq_client_processes(rjq_client *c, long offset, long limit, rjq_processes_cb *cb,
+                                 void *data);
+RJQ_DEPRECATED("use rjq_client_list_queues")
+RJQ_API int rjq_client_queues(rjq_client *c, const char *after, long limit, rjq_ids_cb *cb,
+                              void *data);
+RJQ_DEPRECATED("use rjq_enqueued_get")
+RJQ_API const rjq_enqueued *rjq_enqueued_at(const rjq_enqueued *jobs, size_t i);
+RJQ_DEPRECATED("use rjq_process_get")
+RJQ_API const rjq_process *rjq_process_at(const rjq_process *list, size_t i);
+RJQ_DEPRECATED("use rjq_process_queue_get")
+RJQ_API const rjq_process_queue *rjq_process_queue_at(const rjq_process_queue *list, size_t i);
+RJQ_DEPRECATED("use rjq_schedule_info_get")
+RJQ_API const rjq_schedule_info *rjq_schedule_info_at(const rjq_schedule_info *list, size_t i);
+RJQ_DEPRECATED("use rjq_job_get_attempt") RJQ_API int rjq_job_attempt(const rjq_job *job);
+RJQ_DEPRECATED("use rjq_job_get_id") RJQ_API const char *rjq_job_id(const rjq_job *job);
+RJQ_DEPRECATED("use rjq_job_get_max_attempts") RJQ_API int rjq_job_max_attempts(const rjq_job *job);
+RJQ_DEPRECATED("use rjq_job_get_notice") RJQ_API int rjq_job_notice(const rjq_job *job);
+RJQ_DEPRECATED("use rjq_job_get_payload")
+RJQ_API const void *rjq_job_payload(const rjq_job *job, size_t *len);
+RJQ_DEPRECATED("use rjq_job_report_progress")
+RJQ_API int rjq_job_progress(rjq_job *job, const void *progress, size_t len);
+RJQ_DEPRECATED("use rjq_job_get_queue") RJQ_API rjq_queue *rjq_job_queue(const rjq_job *job);
+RJQ_DEPRECATED("use rjq_job_get_token") RJQ_API const char *rjq_job_token(const rjq_job *job);
+RJQ_DEPRECATED("use rjq_job_get_worker") RJQ_API rjq_worker *rjq_job_worker(const rjq_job *job);
+RJQ_DEPRECATED("use rjq_monitor_enable_resyncs") RJQ_API int rjq_monitor_resyncs(rjq_monitor *m);
+RJQ_DEPRECATED("use rjq_monitor_get_time") RJQ_API long long rjq_monitor_time(const rjq_monitor *m);
+RJQ_DEPRECATED("use rjq_queue_get_client") RJQ_API rjq_client *rjq_queue_client(const rjq_queue *q);
+RJQ_DEPRECATED("use rjq_queue_list_dead")
+RJQ_API int rjq_queue_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *data);
+RJQ_DEPRECATED("use rjq_queue_get_job")
+RJQ_API int rjq_queue_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *data);
+RJQ_DEPRECATED("use rjq_queue_list_jobs")
+RJQ_API int rjq_queue_jobs(rjq_queue *q, rjq_job_state state, long offset, long limit,
+                           rjq_ids_cb *cb, void *data);
+RJQ_DEPRECATED("use rjq_queue_get_name") RJQ_API const char *rjq_queue_name(const rjq_queue *q);
+RJQ_DEPRECATED("use rjq_queue_get_slot") RJQ_API int rjq_queue_slot(const rjq_queue *q);
+RJQ_DEPRECATED("use rjq_queue_get_stats")
+RJQ_API int rjq_queue_stats(rjq_queue *q, rjq_stats_cb *cb, void *data);
+RJQ_DEPRECATED("use rjq_scheduler_is_leading")
+RJQ_API int rjq_scheduler_leading(const rjq_scheduler *s);
+RJQ_DEPRECATED("use rjq_tls_is_available") RJQ_API int rjq_tls_available(void);
+RJQ_DEPRECATED("use rjq_worker_count_running") RJQ_API int rjq_worker_running(const rjq_worker *w);
+
+/* END deprecated names */
 
 #ifdef __cplusplus
 }

@@ -56,12 +56,12 @@ static int send_client_admin(rjq_client *c, int script, rjq__reply_fn *fn, admin
 
 static int send_admin(rjq_queue *q, int script, rjq__reply_fn *fn, admin_cb cb, void *data,
                       rjq__argv *a) {
-    return send_client_admin(rjq_queue_client(q), script, fn, cb, data, a);
+    return send_client_admin(rjq_queue_get_client(q), script, fn, cb, data, a);
 }
 
 static int usable(rjq_queue *q, int has_cb) {
     if (q == NULL || !has_cb) return RJQ_EINVAL;
-    if (!rjq__accepting(rjq_queue_client(q))) return RJQ_ECLOSED;
+    if (!rjq__accepting(rjq_queue_get_client(q))) return RJQ_ECLOSED;
     return rjq__queue_refuse_front(q, "this call");
 }
 
@@ -206,7 +206,7 @@ int rjq_queue_reclaim(rjq_queue *q, rjq_count_cb *cb, void *data) {
     if (ctx == NULL) return RJQ_ENOMEM;
     ctx->cb.count = cb;
     ctx->data = data;
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     rjq__enter(c);
     rc = rjq__reclaim_send(q, 0, 0, on_count, ctx);
     rjq__leave(c);
@@ -244,7 +244,7 @@ int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *l, rjq_count_cb *cb, vo
     int rc = usable(q, 1);
     if (rc != RJQ_OK) return rc;
     rjq_limits copy = RJQ_LIMITS_INIT;
-    if (l && rjq__sized_in(rjq_queue_client(q), &copy, sizeof copy, l, "rjq_limits") != RJQ_OK)
+    if (l && rjq__sized_in(rjq_queue_get_client(q), &copy, sizeof copy, l, "rjq_limits") != RJQ_OK)
         return RJQ_EINVAL;
     l = &copy;
     if (l->concurrency < 0 || l->rate < 0 || l->rate_window_ms < 0 ||
@@ -317,7 +317,7 @@ static void on_job(rjq_client *c, int status, redisReply *r, void *priv) {
     free(ctx);
 }
 
-int rjq_queue_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *data) {
+int rjq_queue_get_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *data) {
     int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;
     if (id == NULL || id[0] == '\0' || strlen(id) > RJQ_JOB_ID_MAX) return RJQ_EJOBID;
@@ -330,7 +330,7 @@ int rjq_queue_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *data)
     rjq__argv_init(&a);
     rjq__argv_script_keys(&a, q, RJQ__S_JOB);
     rjq__argv_str(&a, id);
-    rc = send_client_request(rjq_queue_client(q), RJQ__S_JOB, on_job, ctx, &a);
+    rc = send_client_request(rjq_queue_get_client(q), RJQ__S_JOB, on_job, ctx, &a);
     rjq__argv_free(&a);
     if (rc != RJQ_OK) free(ctx);
     return rc;
@@ -384,7 +384,7 @@ static void on_memory(rjq_client *c, int status, redisReply *r, void *priv) {
     free(ctx);
 }
 
-int rjq_client_memory(rjq_client *c, rjq_memory_cb *cb, void *data) {
+int rjq_client_get_memory(rjq_client *c, rjq_memory_cb *cb, void *data) {
     if (c == NULL || cb == NULL) return RJQ_EINVAL;
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     memory_ctx *ctx = malloc(sizeof *ctx);
@@ -599,7 +599,7 @@ static void queues_routed(rjq_client *c, int status, void *arg) {
     free(k);
 }
 
-int rjq_client_queues(rjq_client *c, const char *after, long limit, rjq_ids_cb *cb, void *data) {
+int rjq_client_list_queues(rjq_client *c, const char *after, long limit, rjq_ids_cb *cb, void *data) {
     if (c == NULL || cb == NULL || limit <= 0 || limit > RJQ_JOBS_PAGE_MAX) return RJQ_EINVAL;
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     if (rjq__routed(c))
@@ -622,7 +622,7 @@ int rjq_client_queues(rjq_client *c, const char *after, long limit, rjq_ids_cb *
     return rc;
 }
 
-int rjq_queue_jobs(rjq_queue *q, rjq_job_state state, long offset, long limit, rjq_ids_cb *cb,
+int rjq_queue_list_jobs(rjq_queue *q, rjq_job_state state, long offset, long limit, rjq_ids_cb *cb,
                    void *data) {
     static const char *const names[] = {"ready", "delayed", "active",
                                         "dead",  "cancelled", "completed"};
@@ -640,7 +640,7 @@ int rjq_queue_jobs(rjq_queue *q, rjq_job_state state, long offset, long limit, r
     return send_admin(q, RJQ__S_JOBS, on_ids, (admin_cb){.ids = cb}, data, &a);
 }
 
-int rjq_queue_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *data) {
+int rjq_queue_list_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *data) {
     int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;
     if (offset < 0 || limit <= 0 || limit > LONG_MAX - offset) return RJQ_EINVAL;

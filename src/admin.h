@@ -7,7 +7,7 @@
 
 #include "queue.h"
 
-/* rjq_queue_stats on one queue (refuses a front: RJQ_ESHARDED). */
+/* rjq_queue_get_stats on one queue (refuses a front: RJQ_ESHARDED). */
 int rjq__queue_stats_one(rjq_queue *q, rjq_stats_cb *cb, void *data);
 
 #endif

@@ -656,7 +656,7 @@ static awaits *state_of(rjq_client *c);
 static int enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *given,
                          const rjq_await_options *aw, rjq_await_cb *cb, void *data,
                          rjq_await **out) {
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     char enc[RJQ__OPTS_MAX];
     rjq_job_options copy;
     const rjq_job_options *opts;
@@ -699,7 +699,7 @@ int rjq__enqueue_await_one(rjq_queue *q, const void *payload, size_t len,
                            const rjq_job_options *opts, const rjq_await_options *given,
                            rjq_await_cb *cb, void *data, rjq_await **out) {
     if (q == NULL || cb == NULL) return RJQ_EINVAL;
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     rjq_await_options copy;
     const rjq_await_options *aw;
@@ -885,7 +885,7 @@ static void on_tick(rjq__timer *t) {
 
 static int queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw,
                        rjq_await_cb *cb, void *data, rjq_await **out) {
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     awaits *s = state_of(c);
     if (s == NULL) return RJQ_ENOMEM;
     int rc;
@@ -908,7 +908,7 @@ static int queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw
 int rjq__queue_await_one(rjq_queue *q, const char *id, const rjq_await_options *given,
                          rjq_await_cb *cb, void *data, rjq_await **out) {
     if (q == NULL || cb == NULL) return RJQ_EINVAL;
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     rjq_await_options copy;
     const rjq_await_options *aw;
@@ -1053,7 +1053,7 @@ static awaits *state_of(rjq_client *c) {
     return s;
 }
 
-size_t rjq_client_awaits(const rjq_client *c) {
+size_t rjq_client_count_awaits(const rjq_client *c) {
     const awaits *s = rjq__feature_state(c, &awaits_feature);
     return s ? s->count : 0;
 }

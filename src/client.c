@@ -22,7 +22,7 @@
 #define DEFAULT_MAX_PAYLOAD (16u * 1024 * 1024)
 #define DRAIN_TICK_MS 10 /* how often a graceful close looks whether it is done */
 
-/* Why the last rjq_client_new() of this thread failed (rjq_client_errmsg(NULL)). */
+/* Why the last rjq_client_new() of this thread failed (rjq_client_get_errmsg(NULL)). */
 static _Thread_local char new_error[RJQ__ERRMSG_MAX];
 
 void rjq__client_new_failed(const char *why) {
@@ -162,7 +162,7 @@ static int setup_tls(rjq_client *c, const rjq_tls_options *given) {
     return rjq__tls_new(&c->tls, o, c->url.host, c->url.numeric, c->errmsg, sizeof c->errmsg);
 }
 
-int rjq_tls_available(void) {
+int rjq_tls_is_available(void) {
     return rjq__tls_built();
 }
 
@@ -350,7 +350,7 @@ int rjq_client_close(rjq_client *c, long deadline_ms, rjq_closed_cb *cb, void *d
     return RJQ_OK;
 }
 
-const char *rjq_client_errmsg(const rjq_client *c) {
+const char *rjq_client_get_errmsg(const rjq_client *c) {
     if (c == NULL) return new_error[0] ? new_error : "no error";
     return c->errmsg[0] ? c->errmsg : "no error";
 }
@@ -359,10 +359,10 @@ void rjq_client_set_data(rjq_client *c, void *data) {
     c->data = data;
 }
 
-void *rjq_client_data(const rjq_client *c) {
+void *rjq_client_get_data(const rjq_client *c) {
     return c->data;
 }
 
-int rjq_client_connected(const rjq_client *c) {
+int rjq_client_is_connected(const rjq_client *c) {
     return rjq__conn_ready(&c->cmd);
 }

@@ -257,7 +257,7 @@ int rjq__liveness_init(rjq_client *c); /* its timer goes with the heap */
 
 /* ---- the client (runtime.c, client.c) ------------------------------------ */
 
-/* What rjq_client_errmsg(NULL) says after a failed rjq_client_new_io()
+/* What rjq_client_get_errmsg(NULL) says after a failed rjq_client_new_io()
  * (client.c; ioglue.c makes that client). */
 void rjq__client_new_failed(const char *why);
 

@@ -149,7 +149,7 @@ typedef struct enqueues {
 } enqueues;
 
 int rjq__enqueue_check(rjq_queue *q, const rjq_enqueue_item *it, char *opts) {
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     if (it->payload == NULL && it->len > 0) return RJQ_EINVAL;
     size_t max = rjq__client_max_payload(c);
     if (it->len > max) {
@@ -379,7 +379,7 @@ static size_t job_id(const batch *b, size_t i, const char **id) {
 static int call_args(rjq_queue *q, rjq__buf *a, const char *which, const batch *b,
                      size_t later) {
     char tbase[16]; /* tokens of jobs pushed to idle workers */
-    rjq__random_word(rjq_queue_client(q), tbase, 10);
+    rjq__random_word(rjq_queue_get_client(q), tbase, 10);
     strcat(tbase, "p"); /* then the message's number */
     rjq__buf_arg_str(a, tbase);
     char num[24];
@@ -409,7 +409,7 @@ static int call_args(rjq_queue *q, rjq__buf *a, const char *which, const batch *
  * 1 MiB calls), and the batch still lands whole (enqueue.lua, "One batch,
  * several calls"). */
 static int flush_parts(rjq_queue *q, batch *b, sent_batch *s) {
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     size_t nparts = 0;
     for (size_t i = 0, bytes = 0; i < b->n; i++) { /* count them */
         if (i == 0 || bytes + job_bytes(b, i) > RJQ__ENQUEUE_BYTES) {
@@ -451,7 +451,7 @@ static int flush_parts(rjq_queue *q, batch *b, sent_batch *s) {
 /* The batch the usual way: one script call, or several in one
  * transaction. */
 static int send_usual(rjq_queue *q, batch *b, sent_batch *s) {
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     if (b->n > 1 && b->args.len > RJQ__ENQUEUE_BYTES) return flush_parts(q, b, s);
     return rjq__script_buf(c, RJQ__S_ENQUEUE, (b->all_ids ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
                            on_enqueued, s, b->nargs, &b->args);
@@ -487,7 +487,7 @@ static void give_back(rjq_queue *q, rjq__buf *args) {
  * it again the usual way, with the same entries. */
 static int resend_usual(sent_batch *s, int off) {
     rjq_queue *q = s->q;
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
     if (p) { /* the rest of that range is lost too */
         if (is_range(&p->pool.cur, s->ah->member)) p->pool.cur.lo = 0;
@@ -615,9 +615,9 @@ static void refill(rjq_queue *q, size_t n) {
     rjq__buf_script_keys(&a, q, RJQ__S_RESERVE);
     snprintf(num, sizeof num, "%zu", want);
     rjq__buf_arg_str(&a, num);
-    rjq__random_word(rjq_queue_client(q), pl->asked, 10);
+    rjq__random_word(rjq_queue_get_client(q), pl->asked, 10);
     rjq__buf_arg_str(&a, pl->asked);
-    if (rjq__script_buf(rjq_queue_client(q), RJQ__S_RESERVE, 0, on_reserved, pl,
+    if (rjq__script_buf(rjq_queue_get_client(q), RJQ__S_RESERVE, 0, on_reserved, pl,
                          1 + rjq__scripts[RJQ__S_RESERVE].nkeys + 2, &a) ==
         RJQ_OK) {
         pl->asking = 1;
@@ -638,7 +638,7 @@ static const char *bulk_at(const char *p, const char **data, size_t *len) {
  * check, one HSETNX per job under numbers from the pool, then the script
  * with them and no payloads, in one transaction. */
 static int send_ahead(rjq_queue *q, part *p, batch *b, sent_batch *s) {
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     pool *pl = &p->pool;
     rjq__buf *pre = &p->pre, calls[2] = {{0}};
     pre->len = 0;
@@ -707,7 +707,7 @@ static int send_ahead(rjq_queue *q, part *p, batch *b, sent_batch *s) {
 /* Send the batch: with its payloads ahead when it can, else the usual way. */
 static void flush_batch(rjq_queue *q, batch *b) {
     if (b->n == 0) return;
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     sent_batch *s = malloc(sizeof *s + b->n * sizeof s->items[0]);
     int rc = RJQ_ENOMEM;
     if (s) {
@@ -752,7 +752,7 @@ static void part_tick(rjq_queue *q, void *state) {
 
 static void part_abort(rjq_queue *q, void *state) {
     part *p = state;
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     for (int i = 0; i < 2; i++)
         if (p->b[i].n) fail_batch(c, &p->b[i], RJQ_ECANCELED);
 }
@@ -805,7 +805,7 @@ static enqueues *state_of(rjq_client *c) {
 static part *part_of(rjq_queue *q) {
     part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
     if (p) return p;
-    if (rjq__feature_ensure(rjq_queue_client(q), &enqueue_feature, sizeof(enqueues)) == NULL ||
+    if (rjq__feature_ensure(rjq_queue_get_client(q), &enqueue_feature, sizeof(enqueues)) == NULL ||
         (p = calloc(1, sizeof *p)) == NULL)
         return NULL;
     p->pool.q = q;
@@ -855,7 +855,7 @@ static size_t group_bytes(const rjq_enqueue_item *items, size_t n) {
 static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
                      const char *reply_channel, rjq_enqueue_cb *cb, rjq__enqueued_fn *fn,
                      void *data) {
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     part *p = part_of(q);
     if (p == NULL) return RJQ_ENOMEM;
@@ -994,7 +994,7 @@ static int items_in(rjq_client *c, const rjq_enqueue_item *items, size_t n,
  * items are this library's (items_in). */
 static int enqueue_items(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
                          rjq_enqueue_cb *cb, void *data) {
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     rjq__enter(c);
     int rc = add_group(q, items, n, NULL, cb, NULL, data);
     rjq__leave(c);
@@ -1006,7 +1006,7 @@ int rjq__enqueue_batch_one(rjq_queue *q, const rjq_enqueue_item *given, size_t n
     if (q == NULL || given == NULL || n == 0 || n > RJQ_BATCH_MAX) return RJQ_EINVAL;
     const rjq_enqueue_item *items;
     void *copy;
-    int rc = items_in(rjq_queue_client(q), given, n, &items, &copy);
+    int rc = items_in(rjq_queue_get_client(q), given, n, &items, &copy);
     if (rc != RJQ_OK) return rc;
     rc = enqueue_items(q, items, n, cb, data);
     free(copy);
@@ -1018,11 +1018,11 @@ int rjq__enqueue_one(rjq_queue *q, const void *payload, size_t len, const rjq_jo
     if (q == NULL) return RJQ_EINVAL;
     rjq_job_options copy;
     const rjq_job_options *o;
-    if (rjq__job_options_in(rjq_queue_client(q), opts, &copy, &o) != RJQ_OK) return RJQ_EINVAL;
+    if (rjq__job_options_in(rjq_queue_get_client(q), opts, &copy, &o) != RJQ_OK) return RJQ_EINVAL;
     rjq_enqueue_item it = {sizeof it, payload, len, o}; /* (this library's: no items_in) */
     return enqueue_items(q, &it, 1, cb, data);
 }
 
-const rjq_enqueued *rjq_enqueued_at(const rjq_enqueued *jobs, size_t i) {
+const rjq_enqueued *rjq_enqueued_get(const rjq_enqueued *jobs, size_t i) {
     return jobs ? &jobs[i] : NULL;
 }

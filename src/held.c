@@ -59,7 +59,7 @@ static void on_forgotten(rjq_client *c, int status, redisReply *r, void *priv) {
  * completions: the tick runs this part after theirs). */
 static void part_tick(rjq_queue *q, void *state) {
     part *p = state;
-    while (p->n > 0 && !rjq__closing(rjq_queue_client(q))) {
+    while (p->n > 0 && !rjq__closing(rjq_queue_get_client(q))) {
         rjq__argv a;
         rjq__argv_init(&a);
         rjq__argv_script_keys(&a, q, RJQ__S_FORGET);
@@ -67,7 +67,7 @@ static void part_tick(rjq_queue *q, void *state) {
         /* Idempotent, so re-sent across reconnects. Failing that, the
          * members stay until the client is gone (the orphan sweep). */
         if (!a.oom)
-            rjq__script(rjq_queue_client(q), RJQ__S_FORGET, RJQ__REQ_RETRY, on_forgotten, NULL,
+            rjq__script(rjq_queue_get_client(q), RJQ__S_FORGET, RJQ__REQ_RETRY, on_forgotten, NULL,
                         a.n, a.v, a.len);
         rjq__argv_free(&a);
     }
@@ -98,7 +98,7 @@ rjq__holder *rjq__held_join(rjq_queue *q, unsigned wid) {
     rjq__holder *h = part_of(q) ? calloc(1, sizeof *h) : NULL;
     if (h == NULL) return NULL;
     h->q = q;
-    snprintf(h->prefix, sizeof h->prefix, "%s.%u.", rjq__client_id(rjq_queue_client(q)), wid);
+    snprintf(h->prefix, sizeof h->prefix, "%s.%u.", rjq__client_id(rjq_queue_get_client(q)), wid);
     return h;
 }
 

@@ -127,7 +127,7 @@ static int send_batch(rjq_queue *q, complete_batch *b) {
         rjq__argv_add(&a, b->items[i].result, b->items[i].result_len);
     }
     int rc = a.oom ? RJQ_ENOMEM
-                   : rjq__script(rjq_queue_client(q), RJQ__S_COMPLETE,
+                   : rjq__script(rjq_queue_get_client(q), RJQ__S_COMPLETE,
                                  RJQ__REQ_RETRY | RJQ__REQ_DURABLE,
                                  on_completed, b, a.n, a.v, a.len);
     rjq__argv_free(&a);
@@ -141,7 +141,7 @@ static void fail_pending(rjq_queue *q, part *p, int status) {
     size_t n = p->n;
     p->pending = NULL;
     p->n = p->cap = 0;
-    finish_items(rjq_queue_client(q), p->ops, items, n, status, NULL);
+    finish_items(rjq_queue_get_client(q), p->ops, items, n, status, NULL);
     free(items);
 }
 
@@ -149,7 +149,7 @@ static void fail_pending(rjq_queue *q, part *p, int status) {
  * queue's list before anything is reported, so callbacks that complete
  * more jobs append to a list nobody is walking. */
 static void flush_some(rjq_queue *q, part *p) {
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     size_t n = batch_size(p);
     RJQ_ASSERT(n >= 1 && n <= p->n); /* (part_tick: some are queued) */
     complete_batch *b = malloc(sizeof *b + n * sizeof b->items[0]);
@@ -180,7 +180,7 @@ static void flush_some(rjq_queue *q, part *p) {
 
 static void part_tick(rjq_queue *q, void *state) {
     part *p = state;
-    while (p->n > 0 && !rjq__closing(rjq_queue_client(q))) flush_some(q, p);
+    while (p->n > 0 && !rjq__closing(rjq_queue_get_client(q))) flush_some(q, p);
 }
 
 static void part_abort(rjq_queue *q, void *state) {
@@ -273,7 +273,7 @@ int rjq__finish_fail(const rjq__finish *job, const char *error, int flags, long 
                      rjq_done_cb *cb, void *data) {
     RJQ_ASSERT(job->w != NULL && job->ops != NULL && job->id != NULL && job->token != NULL);
     rjq_queue *q = job->q;
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     char jitter[32];
     rjq__random_fraction(c, jitter, sizeof jitter);
     fail_ctx *f = malloc(sizeof *f);
@@ -311,7 +311,7 @@ static void ignore(rjq_client *c, int status, redisReply *r, void *priv) {
 
 int rjq__finish_progress(rjq_queue *q, const char *id, const char *token, const void *progress,
                          size_t len) {
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     rjq__argv a;
     rjq__argv_init(&a);
     rjq__argv_script_keys(&a, q, RJQ__S_PROGRESS);

@@ -1,6 +1,6 @@
 /*
  * Each master: one command sent to every master of a Redis Cluster (or to
- * the one server), its answers gathered (rjq_client_masters).
+ * the one server), its answers gathered (rjq_client_send_to_masters).
  *
  * The masters come from a CLUSTER SLOTS of its own (through the request
  * layer: it waits for the session like any request, and goes to any ready
@@ -209,7 +209,7 @@ static int masters_each(rjq_client *c, int argc, const char *const *argv, const 
     return rc;
 }
 
-/* ---- rjq_client_masters: the replies as text ----------------------------------- */
+/* ---- rjq_client_send_to_masters: the replies as text ----------------------------------- */
 
 typedef struct text_run {
     rjq_masters_cb *cb;
@@ -263,7 +263,7 @@ static void on_text_all(rjq_client *c, int status, rjq_master *list, size_t n, v
     free(t);
 }
 
-int rjq_client_masters(rjq_client *c, int argc, const char *const *argv, const size_t *lens,
+int rjq_client_send_to_masters(rjq_client *c, int argc, const char *const *argv, const size_t *lens,
                        rjq_masters_cb *cb, void *data) {
     if (c == NULL || cb == NULL || argc < 1 || argv == NULL) return RJQ_EINVAL;
     for (int i = 0; i < argc; i++)

@@ -20,7 +20,7 @@ struct rjq_monitor {
     void *data;
     long long time;           /* server ms of the event being delivered */
     rjq__timer refresh;
-    int resyncs;              /* 1: "resync" events wanted (rjq_monitor_resyncs) */
+    int resyncs;              /* 1: "resync" events wanted (rjq_monitor_enable_resyncs) */
     int confirmed;            /* the subscription is confirmed (since the last loss) */
     int resync_due;           /* a "resync" waits for the next flag SET's reply */
     struct refresh_ticket *ticket; /* the flag SET in flight, if any */
@@ -125,14 +125,14 @@ static void on_refresh(rjq__timer *t) {
     refresh_ticket *tk = m->ticket ? NULL : malloc(sizeof *tk);
     if (tk) { /* (one in flight is enough: its reply tells) */
         tk->m = m;
-        if (rjq__command(rjq_queue_client(q), 0, on_set, tk, 6, argv, lens) == RJQ_OK) m->ticket = tk;
+        if (rjq__command(rjq_queue_get_client(q), 0, on_set, tk, 6, argv, lens) == RJQ_OK) m->ticket = tk;
         else free(tk);
     }
-    rjq__timer_start(rjq_queue_client(q), &m->refresh, FLAG_TTL_MS / 3);
+    rjq__timer_start(rjq_queue_get_client(q), &m->refresh, FLAG_TTL_MS / 3);
 }
 
 static void monitor_free(rjq_monitor *m) {
-    rjq_client *c = rjq_queue_client(m->q);
+    rjq_client *c = rjq_queue_get_client(m->q);
     rjq__timer_teardown(c, &m->refresh);
     if (m->ticket) m->ticket->m = NULL;
     rjq__unsubscribe(c, rjq__queue_key(m->q, RJQ__K_EVENTS, NULL), m);
@@ -155,7 +155,7 @@ static const rjq__feature monitors_feature = {.name = "monitors", .close = monit
 
 int rjq_queue_monitor(rjq_queue *q, rjq_monitor_cb *cb, void *data, rjq_monitor **out) {
     if (q == NULL || cb == NULL || out == NULL) return RJQ_EINVAL;
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     if (rjq__queue_refuse_front(q, "rjq_queue_monitor") != RJQ_OK) return RJQ_ESHARDED;
     monitors *ms = rjq__feature_ensure(c, &monitors_feature, sizeof *ms);
@@ -189,7 +189,7 @@ int rjq_queue_monitor(rjq_queue *q, rjq_monitor_cb *cb, void *data, rjq_monitor 
 
 int rjq_monitor_stop(rjq_monitor *m) {
     if (m == NULL) return RJQ_EINVAL;
-    monitors *ms = rjq__feature_state(rjq_queue_client(m->q), &monitors_feature);
+    monitors *ms = rjq__feature_state(rjq_queue_get_client(m->q), &monitors_feature);
     for (rjq_monitor **p = &ms->head; *p; p = &(*p)->next) {
         if (*p == m) {
             *p = m->next;
@@ -201,7 +201,7 @@ int rjq_monitor_stop(rjq_monitor *m) {
     return RJQ_EINVAL;
 }
 
-int rjq_monitor_resyncs(rjq_monitor *m) {
+int rjq_monitor_enable_resyncs(rjq_monitor *m) {
     if (m == NULL) return RJQ_EINVAL;
     if (m->resyncs) return RJQ_OK;
     m->resyncs = 1;
@@ -212,6 +212,6 @@ int rjq_monitor_resyncs(rjq_monitor *m) {
     return RJQ_OK;
 }
 
-long long rjq_monitor_time(const rjq_monitor *m) {
+long long rjq_monitor_get_time(const rjq_monitor *m) {
     return m->time;
 }

@@ -1,5 +1,5 @@
 /*
- * The process registry, read side (rjq_client_processes): the live
+ * The process registry, read side (rjq_client_list_processes): the live
  * entries of the liveness set with what each client said of itself
  * (processes.lua; the beat that writes it is upkeep.c's).
  */
@@ -286,7 +286,7 @@ static void processes_routed(rjq_client *c, int status, void *arg) {
     free(k);
 }
 
-int rjq_client_processes(rjq_client *c, long offset, long limit, rjq_processes_cb *cb,
+int rjq_client_list_processes(rjq_client *c, long offset, long limit, rjq_processes_cb *cb,
                          void *data) {
     if (c == NULL || cb == NULL || offset < 0 || offset > RJQ_JOBS_OFFSET_MAX || limit <= 0 ||
         limit > RJQ_JOBS_PAGE_MAX)
@@ -307,10 +307,10 @@ int rjq_client_processes(rjq_client *c, long offset, long limit, rjq_processes_c
     return rc;
 }
 
-const rjq_process *rjq_process_at(const rjq_process *list, size_t i) {
+const rjq_process *rjq_process_get(const rjq_process *list, size_t i) {
     return list ? &list[i] : NULL;
 }
 
-const rjq_process_queue *rjq_process_queue_at(const rjq_process_queue *list, size_t i) {
+const rjq_process_queue *rjq_process_queue_get(const rjq_process_queue *list, size_t i) {
     return list ? &list[i] : NULL;
 }

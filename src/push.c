@@ -217,10 +217,10 @@ static rjq__reg *find_in(const part *p, unsigned long long id) {
  * when it is not there. */
 static rjq__reg *find_reg(rjq_queue *q, unsigned long long id) {
     rjq__reg *r = find_in(rjq__queue_part(q, RJQ__PART_PUSH), id);
-    const char *name = rjq_queue_name(q);
-    for (rjq_queue *h = rjq__queue_first(rjq_queue_client(q)); h && r == NULL;
+    const char *name = rjq_queue_get_name(q);
+    for (rjq_queue *h = rjq__queue_first(rjq_queue_get_client(q)); h && r == NULL;
          h = rjq__queue_next(h))
-        if (h != q && strcmp(rjq_queue_name(h), name) == 0)
+        if (h != q && strcmp(rjq_queue_get_name(h), name) == 0)
             r = find_in(rjq__queue_part(h, RJQ__PART_PUSH), id);
     return r;
 }
@@ -236,10 +236,10 @@ static char *make_field(const part *p, unsigned long long id) {
  * out of step and to recover, and its worker told (it claims, replacing
  * the registration and recovering what was pushed to it unheard). */
 static void resync_all(rjq_queue *q) {
-    const char *name = rjq_queue_name(q);
-    for (rjq_queue *h = rjq__queue_first(rjq_queue_client(q)); h; h = rjq__queue_next(h)) {
+    const char *name = rjq_queue_get_name(q);
+    for (rjq_queue *h = rjq__queue_first(rjq_queue_get_client(q)); h; h = rjq__queue_next(h)) {
         part *p = rjq__queue_part(h, RJQ__PART_PUSH);
-        if (p == NULL || strcmp(rjq_queue_name(h), name) != 0) continue;
+        if (p == NULL || strcmp(rjq_queue_get_name(h), name) != 0) continue;
         for (rjq__reg *r = p->regs, *next; r; r = next) {
             next = r->next;
             r->out_of_step = 1;
@@ -351,11 +351,11 @@ static void part_close(rjq_queue *q, void *state) {
  * channel stays subscribed throughout.) */
 static void part_release(rjq_queue *q, void *state) {
     part *p = state;
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     if (!p->listening) return;
     for (rjq_queue *h = rjq__queue_first(c); h; h = rjq__queue_next(h)) {
         part *hp = rjq__queue_part(h, RJQ__PART_PUSH);
-        if (h == q || hp == NULL || hp->listening || strcmp(rjq_queue_name(h), rjq_queue_name(q)))
+        if (h == q || hp == NULL || hp->listening || strcmp(rjq_queue_get_name(h), rjq_queue_get_name(q)))
             continue;
         /* (out of memory: its workers go on with doorbells and claims) */
         if (rjq__subscribe(c, hp->channel, on_push, h) == RJQ_OK) hp->listening = 1;
@@ -371,8 +371,8 @@ static const rjq__part_ops part_ops = {NULL, NULL, NULL, part_close, part_releas
 static part *part_of(rjq_queue *q) {
     part *p = rjq__queue_part(q, RJQ__PART_PUSH);
     if (p) return p;
-    rjq_client *c = rjq_queue_client(q);
-    const char *name = rjq_queue_name(q);
+    rjq_client *c = rjq_queue_get_client(q);
+    const char *name = rjq_queue_get_name(q);
     const char *base = rjq__queue_key(q, RJQ__K_PUSH, NULL); /* "<prefix>:{Q}:push:" */
     size_t len = strlen(base) + strlen(rjq__client_id(c)) + 1;
     if ((p = calloc(1, sizeof *p)) == NULL || (p->channel = malloc(len)) == NULL) {
@@ -384,7 +384,7 @@ static part *part_of(rjq_queue *q) {
     snprintf(p->channel, len, "%s%s", base, rjq__client_id(c));
     int subscribed = 0; /* by another handle of the queue (handles live as long as the client) */
     for (rjq_queue *h = rjq__queue_first(c); h && !subscribed; h = rjq__queue_next(h))
-        subscribed = h != q && rjq__queue_part(h, RJQ__PART_PUSH) && strcmp(rjq_queue_name(h), name) == 0;
+        subscribed = h != q && rjq__queue_part(h, RJQ__PART_PUSH) && strcmp(rjq_queue_get_name(h), name) == 0;
     if (!subscribed && rjq__subscribe(c, p->channel, on_push, q) != RJQ_OK) {
         free(p->channel);
         free(p);
@@ -431,7 +431,7 @@ int rjq__push_leave(rjq__reg *r, rjq__reply_fn *fn, void *priv) {
     const char *key = rjq__queue_key(r->q, RJQ__K_IDLE, &klen);
     const char *argv[3] = {"HDEL", key, r->field};
     size_t lens[3] = {4, klen, strlen(r->field)};
-    return rjq__command(rjq_queue_client(r->q), 0, fn, priv, 3, argv, lens);
+    return rjq__command(rjq_queue_get_client(r->q), 0, fn, priv, 3, argv, lens);
 }
 
 void rjq__push_free(rjq__reg *r) {
@@ -462,7 +462,7 @@ int rjq__push_release(rjq_queue *q, const char *field, const rjq__pushed *jobs, 
     /* Token-checked, so safe to re-send; failing that, the lease brings
      * the jobs back. */
     int rc = a.oom ? RJQ_ENOMEM
-                   : rjq__script(rjq_queue_client(q), RJQ__S_RELEASE, RJQ__REQ_RETRY, on_released,
+                   : rjq__script(rjq_queue_get_client(q), RJQ__S_RELEASE, RJQ__REQ_RETRY, on_released,
                                  NULL, a.n, a.v, a.len);
     rjq__argv_free(&a);
     return rc;

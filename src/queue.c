@@ -61,7 +61,7 @@ static void on_tick(rjq__timer *t) {
         if (q->ops[i] && q->ops[i]->tick) q->ops[i]->tick(q, q->parts[i]);
     if (q->register_due && !rjq__closing(q->c)) {
         q->register_due = 0;
-        if (rjq_client_connected(q->c)) send_register(q); /* else when it connects */
+        if (rjq_client_is_connected(q->c)) send_register(q); /* else when it connects */
     }
     /* (the parts' ticks sent what was left: what they sent holds q) */
     if (q->closed && q->holds == 0 && q->users == 0 && !rjq__closing(q->c)) queue_drop(q);
@@ -147,7 +147,7 @@ int rjq__queue_front(const rjq_queue *q) {
 int rjq__queue_refuse_front(const rjq_queue *q, const char *what) {
     if (!q->front) return RJQ_OK;
     rjq__errmsg(q->c, "queue %s is split into shards and %s acts on one queue's keys (use it "
-                      "on each shard: rjq_queue_shard_at)", q->name, what);
+                      "on each shard: rjq_queue_get_shard)", q->name, what);
     return RJQ_ESHARDED;
 }
 
@@ -186,7 +186,7 @@ static void queues_close(rjq_client *c, void *state) {
 /* ---- the registry: "<prefix>:queues" (per master on a cluster) ---------------- */
 
 /* A sorted set of the queues' names (all scores 0: in name order), so
- * rjq_client_queues() pages through them without scanning the keyspace.
+ * rjq_client_list_queues() pages through them without scanning the keyspace.
  * A name is added once per handle that enqueues or runs a worker, and
  * again after every reconnect (a Redis that lost its data learns its
  * queues back). Its reply is not awaited: a user without ZADD on the key
@@ -210,7 +210,7 @@ static void on_routed(rjq_client *c, int status, redisReply *r, void *priv) {
 }
 
 int rjq__routed(const rjq_client *c) {
-    return rjq__route_mode(c) != RJQ__ROUTE_UNKNOWN || rjq_client_connected(c);
+    return rjq__route_mode(c) != RJQ__ROUTE_UNKNOWN || rjq_client_is_connected(c);
 }
 
 int rjq__when_routed(rjq_client *c, rjq__routed_fn *fn, void *arg) {
@@ -242,7 +242,7 @@ int rjq__queue_registry_pin(const rjq_queue *q) {
 /* On a Redis Cluster the registry is per master: the name goes to the
  * registry of the master that serves the queue's slot ("<prefix>:{queues-
  * <n>}", rjq__global_key_at), in that master's slot, by a plain idempotent
- * ZADD NX; rjq_client_queues merges every master's. A queue whose slot
+ * ZADD NX; rjq_client_list_queues merges every master's. A queue whose slot
  * moved is added to its new master's on the next connect; the old entry
  * stays (the listing shows the name once). */
 static void send_register(rjq_queue *q) {
@@ -336,15 +336,15 @@ int rjq_queue_open(rjq_client *c, const char *name, const rjq_queue_options *giv
 
 /* ---- accessors -------------------------------------------------------------- */
 
-const char *rjq_queue_name(const rjq_queue *q) {
+const char *rjq_queue_get_name(const rjq_queue *q) {
     return q->name;
 }
 
-rjq_client *rjq_queue_client(const rjq_queue *q) {
+rjq_client *rjq_queue_get_client(const rjq_queue *q) {
     return q->c;
 }
 
-int rjq_queue_slot(const rjq_queue *q) {
+int rjq_queue_get_slot(const rjq_queue *q) {
     if (q == NULL) return RJQ_EINVAL;
     return rjq__key_slot(q->name, strlen(q->name));
 }

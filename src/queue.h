@@ -46,7 +46,7 @@ void rjq__queue_kick(rjq_queue *q);
 /* Run the queue's tick now if it is scheduled, instead of at the end of
  * the loop turn. */
 void rjq__queue_tick_now(rjq_queue *q);
-/* Name the queue in the client's registry of queues (rjq_client_queues),
+/* Name the queue in the client's registry of queues (rjq_client_list_queues),
  * once per handle: called by those that write to it (enqueue, workers). */
 void rjq__queue_register(rjq_queue *q);
 
@@ -68,7 +68,7 @@ void rjq__queue_unuse(rjq_queue *q);
 void rjq__queue_set_front(rjq_queue *q, int on);
 int rjq__queue_front(const rjq_queue *q);
 /* RJQ_OK for a queue that is not a front; for a front RJQ_ESHARDED, with
- * rjq_client_errmsg() naming the call `what`. */
+ * rjq_client_get_errmsg() naming the call `what`. */
 int rjq__queue_refuse_front(const rjq_queue *q, const char *what);
 /* 1 once rjq_queue_close was called on q (it only finishes its work). */
 int rjq__queue_closed(const rjq_queue *q);

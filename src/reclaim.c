@@ -17,10 +17,10 @@ int rjq__reclaim_send(rjq_queue *q, long guard_ms, int look, rjq__reply_fn *fn, 
     rjq__argv_ll(&a, rjq__queue_completed_max(q));
     rjq__argv_str(&a, look ? "1" : "0");
     char jitter[32];
-    rjq__random_fraction(rjq_queue_client(q), jitter, sizeof jitter);
+    rjq__random_fraction(rjq_queue_get_client(q), jitter, sizeof jitter);
     rjq__argv_str(&a, jitter);
     int rc = a.oom ? RJQ_ENOMEM
-                   : rjq__script(rjq_queue_client(q), RJQ__S_RECLAIM, 0, fn, priv, a.n, a.v, a.len);
+                   : rjq__script(rjq_queue_get_client(q), RJQ__S_RECLAIM, 0, fn, priv, a.n, a.v, a.len);
     rjq__argv_free(&a);
     return rc;
 }
@@ -37,7 +37,7 @@ int rjq__orphans_send(rjq_queue *q, const char *who, long long until, rjq__reply
     rjq__argv_ll(&a, rjq__queue_dead_max(q));
     rjq__argv_ll(&a, until);
     int rc = a.oom ? RJQ_ENOMEM
-                   : rjq__script(rjq_queue_client(q), RJQ__S_ORPHANS, RJQ__REQ_RETRY, fn, priv,
+                   : rjq__script(rjq_queue_get_client(q), RJQ__S_ORPHANS, RJQ__REQ_RETRY, fn, priv,
                                  a.n, a.v, a.len);
     rjq__argv_free(&a);
     return rc;

@@ -60,7 +60,7 @@ static void on_count(rjq_client *c, int status, redisReply *r, void *priv) {
 /* Send schedule.lua with the given ARGV (after its KEYS); the call enters
  * the client (sending may flush enqueues, whose callbacks may free it). */
 static int send(rjq_queue *q, rjq__reply_fn *fn, ctx *x, rjq__argv *a) {
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     int rc = RJQ_ENOMEM;
     rjq__enter(c);
     if (!a->oom) rc = rjq__script(c, RJQ__S_SCHEDULE, 0, fn, x, a->n, a->v, a->len);
@@ -75,7 +75,7 @@ static int send(rjq_queue *q, rjq__reply_fn *fn, ctx *x, rjq__argv *a) {
 static int start(rjq_queue *q, const char *op, rjq_count_cb *count, rjq_schedules_cb *list,
                  void *data, ctx **x, rjq__argv *a) {
     if (q == NULL) return RJQ_EINVAL;
-    if (!rjq__accepting(rjq_queue_client(q))) return RJQ_ECLOSED;
+    if (!rjq__accepting(rjq_queue_get_client(q))) return RJQ_ECLOSED;
     if (rjq__queue_refuse_front(q, "schedules") != RJQ_OK) return RJQ_ESHARDED;
     if ((*x = calloc(1, sizeof **x)) == NULL) return RJQ_ENOMEM;
     (*x)->count = count;
@@ -90,7 +90,7 @@ static int start(rjq_queue *q, const char *op, rjq_count_cb *count, rjq_schedule
 int rjq_schedule_set(rjq_queue *q, const char *name, const rjq_schedule *given, rjq_count_cb *cb,
                      void *data) {
     if (q == NULL || given == NULL) return RJQ_EINVAL;
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     rjq_schedule copy; /* as this library reads it (rjq.h "Extensible structs") */
     rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     if (rjq__sized_in(c, &copy, sizeof copy, given, "rjq_schedule") != RJQ_OK ||
@@ -156,7 +156,7 @@ int rjq_schedule_remove(rjq_queue *q, const char *name, rjq_count_cb *cb, void *
     return send(q, on_count, x, &a);
 }
 
-const rjq_schedule_info *rjq_schedule_info_at(const rjq_schedule_info *list, size_t i) {
+const rjq_schedule_info *rjq_schedule_info_get(const rjq_schedule_info *list, size_t i) {
     return list ? &list[i] : NULL;
 }
 

@@ -42,7 +42,7 @@ typedef struct schedulers {
 static void tick(rjq_scheduler *s);
 
 static rjq_client *client_of(const rjq_scheduler *s) {
-    return rjq_queue_client(s->q);
+    return rjq_queue_get_client(s->q);
 }
 
 static void scheduler_free(rjq_scheduler *s) {
@@ -225,7 +225,7 @@ static void on_timer(rjq__timer *t) {
 
 int rjq_scheduler_start(rjq_queue *q, long lease_ms, rjq_scheduler **out) {
     if (q == NULL || out == NULL || lease_ms < 0) return RJQ_EINVAL;
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     if (rjq__queue_refuse_front(q, "rjq_scheduler_start") != RJQ_OK) return RJQ_ESHARDED;
     schedulers *all = rjq__feature_ensure(c, &schedulers_feature, sizeof *all);
@@ -277,6 +277,6 @@ int rjq_scheduler_stop(rjq_scheduler *s) {
     return RJQ_OK;
 }
 
-int rjq_scheduler_leading(const rjq_scheduler *s) {
+int rjq_scheduler_is_leading(const rjq_scheduler *s) {
     return s->leading;
 }

@@ -100,13 +100,13 @@ bad:
 /* Make q a front of d's shards (or plain again when d has none), opening
  * a handle per shard with opts. RJQ_OK or RJQ_ENOMEM (q unchanged). */
 static int layout_apply(rjq_queue *q, const decl *d, const rjq_queue_options *opts) {
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     layout *l = rjq__queue_part(q, RJQ__PART_SHARDS);
     if (l == NULL && d->n == 0) return RJQ_OK;
     if (l && l->n == d->n) { /* the same shards: keep the handles (workers may use them) */
         int same = 1;
         for (int i = 0; i < d->n && same; i++)
-            same = strcmp(rjq_queue_name(l->sub[i]), d->names[i]) == 0;
+            same = strcmp(rjq_queue_get_name(l->sub[i]), d->names[i]) == 0;
         if (same) return RJQ_OK;
     }
     rjq_queue *sub[RJQ_SHARDS_MAX] = {0};
@@ -147,13 +147,13 @@ typedef struct opening {
 
 static int send_get(rjq_queue *q, rjq__reply_fn *fn, void *priv) {
     const char *argv[] = {"GET", decl_key(q)};
-    return rjq__command_in(rjq_queue_client(q), rjq__queue_slot(q), 0, fn, priv, 2, argv, NULL);
+    return rjq__command_in(rjq_queue_get_client(q), rjq__queue_slot(q), 0, fn, priv, 2, argv, NULL);
 }
 
 static void on_opened(rjq_client *c, int status, redisReply *r, void *priv) {
     opening *o = priv;
     decl d;
-    if (status == RJQ_OK) status = decl_parse(c, r, rjq_queue_name(o->q), &d);
+    if (status == RJQ_OK) status = decl_parse(c, r, rjq_queue_get_name(o->q), &d);
     if (status == RJQ_OK) status = layout_apply(o->q, &d, o->has_opts ? &o->opts : NULL);
     if (status != RJQ_OK && status != RJQ_ECANCELED && rjq__accepting(c)) rjq_queue_close(o->q);
     o->cb(c, status, status == RJQ_OK ? o->q : NULL, o->data);
@@ -177,13 +177,13 @@ int rjq_queue_open_async(rjq_client *c, const char *name, const rjq_queue_option
     return rc;
 }
 
-int rjq_queue_shards(const rjq_queue *q) {
+int rjq_queue_count_shards(const rjq_queue *q) {
     if (q == NULL) return RJQ_EINVAL;
     const layout *l = layout_of(q);
     return l ? l->n : 1;
 }
 
-rjq_queue *rjq_queue_shard_at(rjq_queue *q, int i) {
+rjq_queue *rjq_queue_get_shard(rjq_queue *q, int i) {
     layout *l = layout_of(q);
     if (l) return i >= 0 && i < l->n ? l->sub[i] : NULL;
     return q && i == 0 ? q : NULL;
@@ -236,7 +236,7 @@ typedef struct declaring {
 } declaring;
 
 static void declare_end(declaring *x, int status) {
-    rjq_client *c = rjq_queue_client(x->q);
+    rjq_client *c = rjq_queue_get_client(x->q);
     if (x->cb) x->cb(c, status, status == RJQ_OK ? x->n : 0, x->data);
     rjq__queue_release(x->q);
     free(x);
@@ -251,7 +251,7 @@ static void on_written(rjq_client *c, int status, redisReply *r, void *priv) {
             declare_read(x);
             return;
         }
-        rjq__errmsg(c, "queue %s: its shard declaration keeps changing", rjq_queue_name(x->q));
+        rjq__errmsg(c, "queue %s: its shard declaration keeps changing", rjq_queue_get_name(x->q));
         status = RJQ_EBUSY;
     }
     if (status == RJQ_OK && r->type != REDIS_REPLY_STATUS && r->type != REDIS_REPLY_INTEGER)
@@ -262,7 +262,7 @@ static void on_written(rjq_client *c, int status, redisReply *r, void *priv) {
 
 /* Every handle of the check answered: write the declaration when Q is empty. */
 static void declare_write(declaring *x) {
-    rjq_client *c = rjq_queue_client(x->q);
+    rjq_client *c = rjq_queue_get_client(x->q);
     for (int i = 0; i < x->nchecks; i++) rjq_queue_close(x->check[i]);
     x->nchecks = 0;
     if (x->status != RJQ_OK) {
@@ -271,13 +271,13 @@ static void declare_write(declaring *x) {
     }
     if (x->jobs > 0) {
         rjq__errmsg(c, "queue %s has %lld jobs ready, delayed or running: its shard count "
-                       "changes only while it is empty", rjq_queue_name(x->q), x->jobs);
+                       "changes only while it is empty", rjq_queue_get_name(x->q), x->jobs);
         declare_end(x, RJQ_EBUSY);
         return;
     }
     decl *d = &x->nw;
     memset(d, 0, sizeof *d);
-    int rc = x->n > 1 ? make_names(c, rjq_queue_name(x->q), x->n, d) : RJQ_OK;
+    int rc = x->n > 1 ? make_names(c, rjq_queue_get_name(x->q), x->n, d) : RJQ_OK;
     const char *key = decl_key(x->q);
     char *val = rc == RJQ_OK ? malloc(DECL_MAX) : NULL;
     if (rc == RJQ_OK && val == NULL) rc = RJQ_ENOMEM;
@@ -308,7 +308,7 @@ static void on_checked(rjq_client *c, int status, const rjq_stats *s, void *data
 
 static void on_declared(rjq_client *c, int status, redisReply *r, void *priv) {
     declaring *x = priv;
-    if (status == RJQ_OK) status = decl_parse(c, r, rjq_queue_name(x->q), &x->old);
+    if (status == RJQ_OK) status = decl_parse(c, r, rjq_queue_get_name(x->q), &x->old);
     if (status != RJQ_OK) {
         declare_end(x, status);
         return;
@@ -319,7 +319,7 @@ static void on_declared(rjq_client *c, int status, redisReply *r, void *priv) {
     }
     /* Q empty? its base queue and every recorded shard, each by its stats */
     const char *names[RJQ_SHARDS_MAX + 1];
-    names[0] = rjq_queue_name(x->q);
+    names[0] = rjq_queue_get_name(x->q);
     for (int i = 0; i < x->old.n; i++) names[1 + i] = x->old.names[i];
     x->status = RJQ_OK;
     x->jobs = 0;
@@ -354,11 +354,11 @@ static void declare_routed(rjq_client *c, int status, void *arg) {
 
 int rjq_queue_shard(rjq_queue *q, int n, rjq_count_cb *cb, void *data) {
     if (q == NULL || n < 1 || n > RJQ_SHARDS_MAX) return RJQ_EINVAL;
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     decl probe;
-    if (n > 1 && strlen(rjq_queue_name(q)) + 26 > RJQ__QUEUE_NAME_MAX &&
-        make_names(c, rjq_queue_name(q), n, &probe) == RJQ_EQUEUENAME)
+    if (n > 1 && strlen(rjq_queue_get_name(q)) + 26 > RJQ__QUEUE_NAME_MAX &&
+        make_names(c, rjq_queue_get_name(q), n, &probe) == RJQ_EQUEUENAME)
         return RJQ_EQUEUENAME;
     declaring *x = calloc(1, sizeof *x);
     if (x == NULL) return RJQ_ENOMEM;
@@ -390,7 +390,7 @@ int rjq_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_job_opt
     if (l == NULL) return rjq__enqueue_one(q, payload, len, opts, cb, data);
     rjq_job_options copy;
     const rjq_job_options *o;
-    if (rjq__job_options_in(rjq_queue_client(q), opts, &copy, &o) != RJQ_OK) return RJQ_EINVAL;
+    if (rjq__job_options_in(rjq_queue_get_client(q), opts, &copy, &o) != RJQ_OK) return RJQ_EINVAL;
     return rjq__enqueue_one(shard_for(l, o ? o->id : NULL), payload, len, o, cb, data);
 }
 
@@ -433,7 +433,7 @@ static void on_split_part(rjq_client *c, int status, const rjq_enqueued *jobs, s
     split *s = p->s;
     if (status == RJQ_OK && n != p->n) status = RJQ_EPROTO;
     for (size_t j = 0; status == RJQ_OK && j < n; j++) {
-        const rjq_enqueued *e = rjq_enqueued_at(jobs, j);
+        const rjq_enqueued *e = rjq_enqueued_get(jobs, j);
         rjq_enqueued *o = &s->out[p->idx[j]];
         if ((o->id = strdup(e->id)) == NULL) status = RJQ_ENOMEM;
         o->existed = e->existed;
@@ -448,7 +448,7 @@ int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n, rjq
     layout *l = layout_of(q);
     if (l == NULL) return rjq__enqueue_batch_one(q, items, n, cb, data);
     if (items == NULL || n == 0 || n > RJQ_BATCH_MAX) return RJQ_EINVAL;
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     char why[256];
     if (rjq__sized_check(items, sizeof *items, "rjq_enqueue_item", why, sizeof why) < 0) {
         rjq__errmsg(c, "%s", why);
@@ -562,7 +562,7 @@ int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_j
     if (l == NULL) return rjq__enqueue_await_one(q, payload, len, opts, aw, cb, data, out);
     rjq_job_options copy;
     const rjq_job_options *o;
-    if (rjq__job_options_in(rjq_queue_client(q), opts, &copy, &o) != RJQ_OK) return RJQ_EINVAL;
+    if (rjq__job_options_in(rjq_queue_get_client(q), opts, &copy, &o) != RJQ_OK) return RJQ_EINVAL;
     return rjq__enqueue_await_one(shard_for(l, o ? o->id : NULL), payload, len, o, aw, cb, data,
                                   out);
 }
@@ -573,8 +573,8 @@ int rjq_queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw, r
     if (l == NULL) return rjq__queue_await_one(q, id, aw, cb, data, out);
     if (id == NULL || id[0] == '\0') return RJQ_EJOBID;
     if (id[strspn(id, "0123456789")] == '\0') {
-        rjq__errmsg(rjq_queue_client(q), "queue %s is sharded: a server-assigned id names a job "
-                    "of one shard (await it on its shard: rjq_queue_shard_at)", rjq_queue_name(q));
+        rjq__errmsg(rjq_queue_get_client(q), "queue %s is sharded: a server-assigned id names a job "
+                    "of one shard (await it on its shard: rjq_queue_get_shard)", rjq_queue_get_name(q));
         return RJQ_ESHARDED;
     }
     return rjq__queue_await_one(shard_for(l, id), id, aw, cb, data, out);
@@ -618,11 +618,11 @@ static void on_shard_stats(rjq_client *c, int status, const rjq_stats *st, void 
     if (--s->waiting == 0) sum_done(c, s);
 }
 
-int rjq_queue_stats(rjq_queue *q, rjq_stats_cb *cb, void *data) {
+int rjq_queue_get_stats(rjq_queue *q, rjq_stats_cb *cb, void *data) {
     layout *l = layout_of(q);
     if (l == NULL) return rjq__queue_stats_one(q, cb, data);
     if (cb == NULL) return RJQ_EINVAL;
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     summing *s = calloc(1, sizeof *s);
     if (s == NULL) return RJQ_ENOMEM;
     s->cb = cb;

@@ -40,7 +40,7 @@
  * start on the others.
  * The process registry. "<prefix>:{clients}:info" (a hash: client id ->
  * what it says of itself, process_info) is sent with a beat when it
- * changed; gone.lua deletes it with the entry. rjq_client_processes
+ * changed; gone.lua deletes it with the entry. rjq_client_list_processes
  * (processes.c) lists the live entries with it.
  */
 #include <limits.h>
@@ -197,7 +197,7 @@ static void on_orphans(rjq_client *c, int status, redisReply *r, void *priv) {
 static rjq_queue *queue_named(rjq_client *c, const char *name, size_t len, int *bad) {
     *bad = 0;
     for (rjq_queue *q = rjq__queue_first(c); q; q = rjq__queue_next(q)) {
-        const char *n = rjq_queue_name(q);
+        const char *n = rjq_queue_get_name(q);
         if (!rjq__queue_closed(q) && strlen(n) == len && memcmp(n, name, len) == 0) return q;
     }
     char *copy = strndup(name, len);
@@ -345,14 +345,14 @@ static void on_beat(rjq_client *c, int status, redisReply *r, void *priv) {
  * is pin's ("" when none). NULL when out of memory. */
 static char *queue_names(const upkeep *u, int pin) {
     size_t len = 1;
-    for (const visitee *v = u->queues; v; v = v->next) len += strlen(rjq_queue_name(v->q)) + 1;
+    for (const visitee *v = u->queues; v; v = v->next) len += strlen(rjq_queue_get_name(v->q)) + 1;
     char *s = malloc(len), *p = s;
     if (s == NULL) return NULL;
     for (const visitee *v = u->queues; v; v = v->next) {
         if (rjq__queue_registry_pin(v->q) != pin) continue;
-        size_t n = strlen(rjq_queue_name(v->q));
+        size_t n = strlen(rjq_queue_get_name(v->q));
         if (p != s) *p++ = ' ';
-        memcpy(p, rjq_queue_name(v->q), n);
+        memcpy(p, rjq_queue_get_name(v->q), n);
         p += n;
     }
     *p = '\0';
@@ -387,7 +387,7 @@ static void group_free(group *g) {
 }
 
 /* What the process says of itself in the registry (processes.lua, read by
- * rjq_client_processes): a line "rjq1 host pid start-ms name", then one
+ * rjq_client_list_processes): a line "rjq1 host pid start-ms name", then one
  * per queue with workers "queue concurrency running ids...", the fields
  * tab-separated (names and ids hold no tab or newline). NULL when out of
  * memory. */
@@ -401,23 +401,23 @@ static char *process_info(const upkeep *u) {
                      u->started_ms, name);
     size_t len = (size_t)n, cap = len + 1;
     for (const visitee *v = u->queues; v; v = v->next)
-        cap += strlen(rjq_queue_name(v->q)) + 2 + RJQ__DESCRIBE_MAX;
+        cap += strlen(rjq_queue_get_name(v->q)) + 2 + RJQ__DESCRIBE_MAX;
     char *out = malloc(cap);
     if (out == NULL) return NULL;
     memcpy(out, line, len + 1);
     /* one line per name: handles of one queue (opened twice) add up */
     for (const visitee *v = u->queues; v; v = v->next) {
-        const char *qname = rjq_queue_name(v->q);
+        const char *qname = rjq_queue_get_name(v->q);
         if (!wanted(v) || v->ops->describe == NULL) continue;
         const visitee *first = u->queues;
         while (first != v && !(wanted(first) && first->ops->describe &&
-                               strcmp(rjq_queue_name(first->q), qname) == 0))
+                               strcmp(rjq_queue_get_name(first->q), qname) == 0))
             first = first->next;
         if (first != v) continue; /* described with the first */
         rjq__describe d;
         memset(&d, 0, sizeof d);
         for (const visitee *w = v; w; w = w->next) {
-            if (!wanted(w) || w->ops->describe == NULL || strcmp(rjq_queue_name(w->q), qname))
+            if (!wanted(w) || w->ops->describe == NULL || strcmp(rjq_queue_get_name(w->q), qname))
                 continue;
             const visitee *x = v; /* handles may share their workers' state */
             while (x != w && x->arg != w->arg) x = x->next;
@@ -660,7 +660,7 @@ static upkeep *upkeep_of(rjq_client *c) {
 }
 
 long long rjq__upkeep_alive_until(rjq_queue *q) {
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     upkeep *u = rjq__feature_state(c, &upkeep_feature);
     if (u == NULL || rjq__client_liveness_ms(c) <= 0) return 0;
     /* the registry of the queue's master: another master failing over
@@ -671,7 +671,7 @@ long long rjq__upkeep_alive_until(rjq_queue *q) {
 }
 
 void rjq__upkeep_leave(rjq_queue *q) {
-    upkeep *u = rjq__feature_state(rjq_queue_client(q), &upkeep_feature);
+    upkeep *u = rjq__feature_state(rjq_queue_get_client(q), &upkeep_feature);
     if (u == NULL) return;
     for (visitee **pp = &u->queues; *pp;) {
         visitee *v = *pp;
@@ -688,7 +688,7 @@ void rjq__upkeep_leave(rjq_queue *q) {
 }
 
 int rjq__upkeep_join(rjq_queue *q, const rjq__visit_ops *ops, void *arg, long period_ms) {
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     RJQ_ASSERT(ops != NULL && ops->wanted != NULL && ops->waiting != NULL && period_ms > 0);
     upkeep *u = upkeep_of(c);
     if (u == NULL) return RJQ_ENOMEM;

@@ -104,7 +104,7 @@ static void part_close(rjq_queue *q, void *state) {
 /* The handle was closed (no worker left on it): its doorbell and visits go. */
 static void part_release(rjq_queue *q, void *state) {
     (void)state;
-    rjq__unsubscribe(rjq_queue_client(q), rjq__queue_key(q, RJQ__K_WAKE, NULL), q);
+    rjq__unsubscribe(rjq_queue_get_client(q), rjq__queue_key(q, RJQ__K_WAKE, NULL), q);
     rjq__upkeep_leave(q);
 }
 
@@ -201,7 +201,7 @@ static const rjq__visit_ops visit_ops = {visit_wanted, visit_waiting, visit_desc
 static part *part_of(rjq_queue *q) {
     part *p = rjq__queue_part(q, RJQ__PART_WORKERS);
     if (p) return p;
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     /* The feature has no state of its own: a marker that it is registered. */
     static char registered;
     if (rjq__feature_add(c, &workers_feature, &registered) != RJQ_OK) return NULL;
@@ -242,7 +242,7 @@ static int check_options(rjq_client *c, const rjq_worker_options *given, rjq_wor
  * check_options made it. */
 static rjq_worker *make_worker(rjq_queue *q, const rjq_worker_options *o,
                                rjq_handler_fn *handler, void *data) {
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     part *p = part_of(q);
     rjq_worker *w = p ? calloc(1, sizeof *w) : NULL;
     if (w == NULL) return NULL;
@@ -297,7 +297,7 @@ int rjq__worker_start_one(rjq_queue *q, const rjq_worker_options *given, rjq_han
                           void *data, rjq_worker **out) {
     if (q == NULL || handler == NULL || out == NULL) return RJQ_EINVAL;
     *out = NULL;
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     if (!rjq__accepting(c) || rjq__draining(c)) return RJQ_ECLOSED;
     rjq_worker_options o;
     int rc = check_options(c, given, &o);
@@ -318,7 +318,7 @@ int rjq_worker_start_queues(rjq_queue *const *queues, size_t n, rjq_worker_order
         (order == RJQ_WORKER_WEIGHTED && weights == NULL))
         return RJQ_EINVAL;
     for (size_t i = 0; i < n; i++) {
-        if (queues[i] == NULL || rjq_queue_client(queues[i]) != rjq_queue_client(queues[0]))
+        if (queues[i] == NULL || rjq_queue_get_client(queues[i]) != rjq_queue_get_client(queues[0]))
             return RJQ_EINVAL;
         if (rjq__queue_refuse_front(queues[i], "rjq_worker_start_queues") != RJQ_OK)
             return RJQ_ESHARDED;
@@ -328,7 +328,7 @@ int rjq_worker_start_queues(rjq_queue *const *queues, size_t n, rjq_worker_order
             (weights[i] < 1 || weights[i] > RJQ_WORKER_WEIGHT_MAX))
             return RJQ_EINVAL;
     }
-    rjq_client *c = rjq_queue_client(queues[0]);
+    rjq_client *c = rjq_queue_get_client(queues[0]);
     if (!rjq__accepting(c) || rjq__draining(c)) return RJQ_ECLOSED;
     rjq_worker_options o;
     int rc = check_options(c, given, &o);
@@ -390,7 +390,7 @@ int rjq_worker_stop(rjq_worker *w, rjq_stopped_cb *cb, void *data) {
     return RJQ_OK;
 }
 
-int rjq_worker_running(const rjq_worker *w) {
+int rjq_worker_count_running(const rjq_worker *w) {
     if (w->g == NULL) return w->running + w->expired;
     int n = 0;
     for (int i = 0; i < w->g->n; i++) n += w->g->m[i]->running + w->g->m[i]->expired;

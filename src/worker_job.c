@@ -23,38 +23,38 @@
 
 #include "worker_private.h"
 
-const char *rjq_job_id(const rjq_job *job) {
+const char *rjq_job_get_id(const rjq_job *job) {
     return job->id;
 }
 
-const void *rjq_job_payload(const rjq_job *job, size_t *len) {
+const void *rjq_job_get_payload(const rjq_job *job, size_t *len) {
     if (len) *len = job->len;
     return job->payload;
 }
 
-int rjq_job_attempt(const rjq_job *job) {
+int rjq_job_get_attempt(const rjq_job *job) {
     return job->attempt;
 }
 
-int rjq_job_max_attempts(const rjq_job *job) {
+int rjq_job_get_max_attempts(const rjq_job *job) {
     return job->max_attempts;
 }
 
-const char *rjq_job_token(const rjq_job *job) {
+const char *rjq_job_get_token(const rjq_job *job) {
     return job->token;
 }
 
 /* The handle the user knows w by: its group's, or its own. */
-rjq_worker *rjq_job_worker(const rjq_job *job) {
+rjq_worker *rjq_job_get_worker(const rjq_job *job) {
     if (job->w == NULL) return NULL;
     return job->w->g ? job->w->g->m[0] : job->w;
 }
 
-rjq_queue *rjq_job_queue(const rjq_job *job) {
+rjq_queue *rjq_job_get_queue(const rjq_job *job) {
     return job->w ? job->w->q : NULL;
 }
 
-int rjq_job_notice(const rjq_job *job) {
+int rjq_job_get_notice(const rjq_job *job) {
     return job->notice;
 }
 
@@ -153,7 +153,7 @@ static int closed(const rjq_job *job) {
 static int send_fail(rjq_job *job, const char *error, int flags, long long retry_delay_ms,
                      int cause, rjq_done_cb *cb, void *data) {
     rjq_queue *q = job->w->q;
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     rjq__enter(c);
     rjq__finish f = finish_of(job);
     f.cause = cause;
@@ -178,7 +178,7 @@ int rjq_job_complete(rjq_job *job, const void *result, size_t len, rjq_done_cb *
     if (job == NULL) return RJQ_EINVAL;
     if (closed(job)) return release_closed(job);
     rjq_queue *q = job->w->q;
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     char why[160];
     int cause = 0; /* a result that cannot be stored: the attempt fails instead */
     if (result == NULL && len > 0) {
@@ -211,7 +211,7 @@ int rjq_job_fail(rjq_job *job, const char *error, int flags, long long retry_del
     if (closed(job)) return release_closed(job);
     int bad_flags = (flags & ~RJQ_FAIL_FATAL) != 0;
     if (bad_flags || retry_delay_ms > RJQ_DELAY_MAX) {
-        rjq__errmsg(rjq_queue_client(job->w->q),
+        rjq__errmsg(rjq_queue_get_client(job->w->q),
                     "rjq_job_fail: %s %lld invalid: failed under its retry policy",
                     bad_flags ? "flags" : "retry_delay_ms",
                     bad_flags ? (long long)flags : retry_delay_ms);
@@ -220,11 +220,11 @@ int rjq_job_fail(rjq_job *job, const char *error, int flags, long long retry_del
     return send_fail(job, error, flags, retry_delay_ms, 0, cb, data);
 }
 
-int rjq_job_progress(rjq_job *job, const void *progress, size_t len) {
+int rjq_job_report_progress(rjq_job *job, const void *progress, size_t len) {
     if (job == NULL || (progress == NULL && len > 0)) return RJQ_EINVAL;
     if (job->w == NULL) return RJQ_ECLOSED;
     rjq_queue *q = job->w->q;
-    rjq_client *c = rjq_queue_client(q);
+    rjq_client *c = rjq_queue_get_client(q);
     if (len > rjq__client_max_payload(c)) return RJQ_ETOOBIG;
     rjq__enter(c);
     int rc = rjq__finish_progress(q, job->id, job->token, progress, len);

@@ -74,7 +74,7 @@ struct rjq_job {
     size_t len;
     int attempt, max_attempts;
     long long deadline;       /* its lease's end when it was handed out, server time (ms) */
-    int notice;               /* why it must stop (rjq_job_notice), 0: it may run on */
+    int notice;               /* why it must stop (rjq_job_get_notice), 0: it may run on */
     rjq__job_place place;     /* which of its worker's lists holds it (rjq__w_job_move) */
     struct rjq__tok *tok;     /* its token's record (held.h), while its worker has it */
     struct rjq_job *prev, *next; /* the worker's running jobs (refused: next only) */
@@ -276,7 +276,7 @@ typedef struct claim_ctx {
     } while (0)
 
 static inline rjq_client *client_of(const rjq_worker *w) {
-    return rjq_queue_client(w->q);
+    return rjq_queue_get_client(w->q);
 }
 
 /* ---- worker_state.c ---- */

@@ -50,8 +50,8 @@ static rjq_client *ad_client(const adapter *a, const test_server *s) {
     rjq_client_options o = client_options(s->url);
     rjq_client *c = NULL;
     ASSERT_OK(a->client_new(&c, &o));
-    for (int i = 0; i < 5000 && !rjq_client_connected(c); i++) ad_run_for(a, 1);
-    ASSERT(rjq_client_connected(c));
+    for (int i = 0; i < 5000 && !rjq_client_is_connected(c); i++) ad_run_for(a, 1);
+    ASSERT(rjq_client_is_connected(c));
     return c;
 }
 
@@ -72,7 +72,7 @@ static void ad_handler(rjq_job *job, void *data) {
         return;
     }
     size_t len;
-    const void *p = rjq_job_payload(job, &len);
+    const void *p = rjq_job_get_payload(job, &len);
     ASSERT_OK(rjq_job_complete(job, p, len, on_done_ok, &n->done));
 }
 

@@ -5,7 +5,8 @@
 #  - the graph has no cycle (tsort);
 #  - nothing uses a file of a higher rank: leaves (0) use only leaves;
 #    inside the core, runtime (1) < conn, sentinel, route (2) < request, pubsub (3) <
-#    client, liveness (4); features (5) use anything below them (their own order is
+#    client, liveness (4); features (5) use anything below them, the deprecated
+#    names (6) the public functions they call (the features' own order is
 #    kept by the no-cycle rule). A src/*.c file in no layer fails the
 #    check, so a new file has to be placed.
 # As the preprocessor sees it: which file includes which header.
@@ -35,6 +36,7 @@ ranks=(
     "request reqstate scripts txn durable pubsub" # 3 core: the connections' owners
     "client liveness masters ioglue"              # 4 core: the public lifetime, the watchdog, each master, rjq_io_ops
     "queue enqueue held push worker worker_state worker_stop worker_fetch worker_claim worker_group worker_wake worker_notice worker_lease worker_push worker_job reclaim upkeep job await await_table await_early monitor admin processes schedule scheduler shard" # 5
+    "deprecated"                                  # 6 the deprecated names: each calls its new name
 )
 # The request layer's files: the only ones that see request_private.h.
 request_layer="request reqstate scripts txn durable"

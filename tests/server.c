@@ -573,8 +573,8 @@ rjq_queue *queue_for(rjq_client *c, const char *name) {
 }
 
 void wait_connected(struct event_base *base, rjq_client *c) {
-    for (int i = 0; i < 500 && !rjq_client_connected(c); i++) loop_for(base, 10);
-    ASSERT(rjq_client_connected(c));
+    for (int i = 0; i < 500 && !rjq_client_is_connected(c); i++) loop_for(base, 10);
+    ASSERT(rjq_client_is_connected(c));
 }
 
 long long server_active_jobs(redisContext *rc, const char *q) {

@@ -67,7 +67,7 @@ static void on_batch(rjq_client *c, int status, const rjq_enqueued *jobs, size_t
     w->status = status;
     w->n = n;
     for (size_t i = 0; i < n && i < 4; i++)
-        snprintf(w->ids[i], sizeof w->ids[i], "%s", rjq_enqueued_at(jobs, i)->id);
+        snprintf(w->ids[i], sizeof w->ids[i], "%s", rjq_enqueued_get(jobs, i)->id);
 }
 
 static void on_await(rjq_client *c, int status, const rjq_outcome *o, void *data) {
@@ -221,7 +221,7 @@ static void client_refused(struct event_base *base, const rjq_client_options *o,
                  : rjq_libevent_client_new(&c, base, o);
     ASSERT_EQ(RJQ_EINVAL, rc);
     ASSERT(c == NULL);
-    ASSERT(strstr(rjq_client_errmsg(NULL), what) != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(NULL), what) != NULL);
 }
 
 TEST(structs_of_a_newer_header_are_taken_when_their_new_fields_are_zero_else_refused) {
@@ -273,7 +273,7 @@ TEST(structs_of_a_newer_header_are_taken_when_their_new_fields_are_zero_else_ref
     bjo.newer = 7;
     bjo.o.id = "newer-2";
     ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "n", 1, &bjo.o, never_enq, NULL));
-    ASSERT(strstr(rjq_client_errmsg(e.c), "rjq_job_options") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "rjq_job_options") != NULL);
     /* a reserved field set (a later field that took it over) */
     rjq_job_options jres = RJQ_JOB_OPTIONS_INIT;
     jres.reserved = 1;
@@ -309,11 +309,11 @@ TEST(structs_of_a_newer_header_are_taken_when_their_new_fields_are_zero_else_ref
     }
     bi[1].newer = 1; /* an unknown field set in one item */
     ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_batch(e.q, &bi[0].it, 3, never_enq, NULL));
-    ASSERT(strstr(rjq_client_errmsg(e.c), "rjq_enqueue_item") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "rjq_enqueue_item") != NULL);
     bi[1].newer = 0;
     bi[2].it.size = sizeof(rjq_enqueue_item); /* sizes differ */
     ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_batch(e.q, &bi[0].it, 3, never_enq, NULL));
-    ASSERT(strstr(rjq_client_errmsg(e.c), "item 2") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "item 2") != NULL);
     /* an item's job options are checked too */
     rjq_enqueue_item one = RJQ_ENQUEUE_ITEM_INIT;
     one.payload = "o";
@@ -329,12 +329,12 @@ TEST(structs_of_a_newer_header_are_taken_when_their_new_fields_are_zero_else_ref
     bwo.o.size = sizeof bwo;
     rjq_worker *w = NULL;
     ASSERT_EQ(RJQ_EINVAL, rjq_worker_start(e.q, &bwo.o, never_job, NULL, &w));
-    ASSERT(strstr(rjq_client_errmsg(e.c), "rjq_worker_options") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "rjq_worker_options") != NULL);
     rjq_queue_options qzero;
     memset(&qzero, 0, sizeof qzero);
     rjq_queue *q2 = NULL;
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_open(e.c, "abi2", &qzero, &q2));
-    ASSERT(strstr(rjq_client_errmsg(e.c), "rjq_queue_options") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "rjq_queue_options") != NULL);
     rjq_await_options azero;
     memset(&azero, 0, sizeof azero);
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_await(e.q, "newer-1", &azero, on_await, NULL, NULL));
@@ -345,6 +345,6 @@ TEST(structs_of_a_newer_header_are_taken_when_their_new_fields_are_zero_else_ref
     memset(&szero, 0, sizeof szero);
     szero.every_ms = 1000;
     ASSERT_EQ(RJQ_EINVAL, rjq_schedule_set(e.q, "s", &szero, NULL, NULL));
-    ASSERT(strstr(rjq_client_errmsg(e.c), "rjq_schedule") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "rjq_schedule") != NULL);
     env_stop(&e);
 }

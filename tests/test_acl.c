@@ -55,10 +55,10 @@ static rjq_client *client_as(struct event_base *base, const test_server *s, cons
 static void handler(rjq_job *job, void *data) {
     (void)data;
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
+    const char *p = rjq_job_get_payload(job, &len);
     if (len == 4 && memcmp(p, "fail", 4) == 0)
         ASSERT_OK(rjq_job_fail(job, "no", RJQ_FAIL_FATAL, -1, NULL, NULL));
-    else if (len == 5 && memcmp(p, "retry", 5) == 0 && rjq_job_attempt(job) == 1)
+    else if (len == 5 && memcmp(p, "retry", 5) == 0 && rjq_job_get_attempt(job) == 1)
         ASSERT_OK(rjq_job_fail(job, "again", RJQ_FAIL_RETRY, 0, NULL, NULL));
     else
         ASSERT_OK(rjq_job_complete(job, p, len, NULL, NULL));
@@ -69,7 +69,7 @@ static long big_batches;
 
 static void on_big_batch(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
     (void)jobs, (void)data;
-    if (status != RJQ_OK) FAIL_AT(__FILE__, __LINE__, "big batch: %d: %s", status, rjq_client_errmsg(c));
+    if (status != RJQ_OK) FAIL_AT(__FILE__, __LINE__, "big batch: %d: %s", status, rjq_client_get_errmsg(c));
     ASSERT_EQ(4, n);
     big_batches++;
 }
@@ -79,7 +79,7 @@ static void on_outcome(rjq_client *c, int status, const rjq_outcome *o, void *da
     (void)c, (void)o, (void)data;
     if (status == RJQ_OK) ok_outcomes++;
     else if (status == RJQ_EJOBDEAD) dead_outcomes++;
-    else FAIL_AT(__FILE__, __LINE__, "await ended with %d: %s", status, rjq_client_errmsg(c));
+    else FAIL_AT(__FILE__, __LINE__, "await ended with %d: %s", status, rjq_client_get_errmsg(c));
 }
 
 static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) {
@@ -106,7 +106,7 @@ static long ids_listed;
 
 static void on_ids_listed(rjq_client *c, int status, const char *const *ids, size_t n, void *data) {
     (void)ids, (void)data;
-    if (status != RJQ_OK) FAIL_AT(__FILE__, __LINE__, "listing: %d: %s", status, rjq_client_errmsg(c));
+    if (status != RJQ_OK) FAIL_AT(__FILE__, __LINE__, "listing: %d: %s", status, rjq_client_get_errmsg(c));
     ASSERT(n <= 10);
     ids_listed++;
 }
@@ -210,10 +210,10 @@ static void on_processes_listed(rjq_client *c, int status, const rjq_process *li
     ASSERT_OK(status);
     process_queues[0] = '\0';
     for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < rjq_process_at(list, i)->nqueues; k++)
+        for (size_t k = 0; k < rjq_process_get(list, i)->nqueues; k++)
             snprintf(process_queues + strlen(process_queues),
                      sizeof process_queues - strlen(process_queues), "%s%s",
-                     process_queues[0] ? "," : "", rjq_process_queue_at(rjq_process_at(list, i)->queues, k)->queue);
+                     process_queues[0] ? "," : "", rjq_process_queue_get(rjq_process_get(list, i)->queues, k)->queue);
     processes_listed++;
 }
 
@@ -229,7 +229,7 @@ static void on_memory_read(rjq_client *c, int status, const rjq_memory_info *m, 
 /* Does the process list read by monitor name exactly the queues `want`? */
 static int processes_of(struct event_base *base, rjq_client *monitor, const char *want) {
     long before = processes_listed;
-    ASSERT_OK(rjq_client_processes(monitor, 0, 10, on_processes_listed, NULL));
+    ASSERT_OK(rjq_client_list_processes(monitor, 0, 10, on_processes_listed, NULL));
     ASSERT(loop_until_count(base, &processes_listed, before + 1, 5000));
     return strcmp(process_queues, want) == 0;
 }
@@ -294,32 +294,32 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     ASSERT_OK(rjq_queue_resume(wq, on_control, NULL));
     ASSERT(loop_until_count(base, &ok_outcomes, 22, 10000));
     ASSERT(loop_until_count(base, &controls_ok, 2, 5000));
-    ASSERT_OK(rjq_queue_stats(mq, on_stats, NULL));
+    ASSERT_OK(rjq_queue_get_stats(mq, on_stats, NULL));
     ASSERT(loop_until_count(base, &stats_seen, 1, 5000));
     rjq_job_options id = RJQ_JOB_OPTIONS_INIT;
     id.id = "known";
     ASSERT_OK(enqueue_job(base, pq, "x", &id).status);
-    ASSERT_OK(rjq_queue_job(mq, "known", on_job, NULL));
+    ASSERT_OK(rjq_queue_get_job(mq, "known", on_job, NULL));
     ASSERT(loop_until_count(base, &job_seen, 1, 5000));
-    ASSERT_OK(rjq_queue_dead(mq, 0, 10, on_dead, NULL));
+    ASSERT_OK(rjq_queue_list_dead(mq, 0, 10, on_dead, NULL));
     ASSERT(loop_until_count(base, &dead_listed, 1, 5000));
-    ASSERT_OK(rjq_queue_jobs(mq, RJQ_STATE_DEAD, 0, 10, on_dead, NULL)); /* the script */
+    ASSERT_OK(rjq_queue_list_jobs(mq, RJQ_STATE_DEAD, 0, 10, on_dead, NULL)); /* the script */
     ASSERT(loop_until_count(base, &dead_listed, 2, 5000));
-    ASSERT_OK(rjq_queue_jobs(mq, RJQ_STATE_READY, 0, 10, on_ids_listed, NULL));
-    ASSERT_OK(rjq_queue_jobs(mq, RJQ_STATE_COMPLETED, 0, 10, on_ids_listed, NULL));
+    ASSERT_OK(rjq_queue_list_jobs(mq, RJQ_STATE_READY, 0, 10, on_ids_listed, NULL));
+    ASSERT_OK(rjq_queue_list_jobs(mq, RJQ_STATE_COMPLETED, 0, 10, on_ids_listed, NULL));
     ASSERT(loop_until_count(base, &ids_listed, 2, 5000));
     ASSERT(events_seen > 0);
     /* the producer and the worker named their queues in the registry (the
      * producer alone writes "pjobs"); the monitor reads it */
     ASSERT_OK(enqueue_job(base, queue_for(producer, "pjobs"), "x", NULL).status);
     queue_names[0] = '\0';
-    ASSERT_OK(rjq_client_queues(monitor, NULL, 10, on_queue_names, NULL));
+    ASSERT_OK(rjq_client_list_queues(monitor, NULL, 10, on_queue_names, NULL));
     ASSERT(loop_until_count(base, &names_listed, 1, 5000));
     ASSERT_STREQ("jobs,pjobs", queue_names);
     /* the worker's process is in the registry (its beats); the monitor lists it */
     WAIT_FOR(base, processes_of(base, monitor, "jobs"), 5000);
     /* and reads Redis' memory and eviction policy (INFO) */
-    ASSERT_OK(rjq_client_memory(monitor, on_memory_read, NULL));
+    ASSERT_OK(rjq_client_get_memory(monitor, on_memory_read, NULL));
     ASSERT(loop_until_count(base, &memory_read, 1, 5000));
 
     /* controls: the producer cancels; the worker role also pauses,
@@ -355,7 +355,7 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     ASSERT_OK(rjq_scheduler_start(wq, 0, &sched));
     WAIT_FOR(base, server_int(admin, "ZCOUNT t:{jobs}:schednext 1 +inf") > 0, 5000);
     WAIT_FOR(base, ticks_fired(admin) >= 1, 5000); /* (an HSCAN reply lists field and value) */
-    ASSERT(rjq_scheduler_leading(sched));
+    ASSERT(rjq_scheduler_is_leading(sched));
     ASSERT(server_int(admin, "HLEN t:{jobs}:payload") > 0);
     ASSERT_OK(rjq_scheduler_stop(sched));
     ASSERT_OK(rjq_schedule_list(mq, on_listed, NULL));
@@ -392,7 +392,7 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     rjq_client *durable = client_new(base, &po);
     ASSERT_OK(rjq_enqueue(queue_for(durable, "jobs"), "x", 1, NULL, on_short, NULL));
     ASSERT(loop_until_count(base, &shorts, 1, 5000));
-    ASSERT(strstr(rjq_client_errmsg(durable), "0 of 1 replicas confirmed") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(durable), "0 of 1 replicas confirmed") != NULL);
     rjq_client_free(durable);
     expect_allowed(&s, "rjq-worker", "ROLE");
 
@@ -501,7 +501,7 @@ static void on_ended(rjq_client *c, int status, const rjq_outcome *o, void *data
     ASSERT_EQ(0, e->done); /* exactly once */
     e->done = 1;
     e->status = status;
-    snprintf(e->errmsg, sizeof e->errmsg, "%s", rjq_client_errmsg(c));
+    snprintf(e->errmsg, sizeof e->errmsg, "%s", rjq_client_get_errmsg(c));
 }
 
 static ended await_one(struct event_base *base, rjq_queue *q) {
@@ -569,7 +569,7 @@ TEST(refused_reply_channel_ends_awaits_with_eauth_and_is_not_subscribed_again) {
     /* the next await tries again (the ACL may have been fixed): refused again */
     e = await_one(base, q);
     ASSERT_EQ(RJQ_EAUTH, e.status);
-    ASSERT_EQ(0, rjq_client_awaits(c));
+    ASSERT_EQ(0, rjq_client_count_awaits(c));
     /* the subscriber connection comes back and holds the channels it may
      * have: a monitor hears an enqueue */
     long before = h.connected[RJQ_CONN_SUBSCRIBER];
@@ -621,7 +621,7 @@ TEST(no_subscribe_permission_ends_awaits_with_eauth) {
 
 /* A worker whose ACL lacks a command its scripts run (zadd), or EVALSHA
  * itself: the refusal is an RJQ_EVENT_ERROR naming the script and its
- * keys with the server's words, not only a line in rjq_client_errmsg. */
+ * keys with the server's words, not only a line in rjq_client_get_errmsg. */
 TEST(worker_refused_a_script_command_reports_an_error_event) {
     static const char *const missing[] = {"+zadd", "+evalsha"};
     for (int i = 0; i < 2; i++) {
@@ -672,7 +672,7 @@ static void on_enqueued_once(rjq_client *c, int status, const rjq_enqueued *jobs
     ASSERT_EQ(0, e->done);
     e->done = 1;
     e->status = status;
-    snprintf(e->errmsg, sizeof e->errmsg, "%s", rjq_client_errmsg(c));
+    snprintf(e->errmsg, sizeof e->errmsg, "%s", rjq_client_get_errmsg(c));
 }
 
 /* A wrong password: an enqueue with an id (which may be re-sent, so it
@@ -732,7 +732,7 @@ TEST(worker_without_clients_keys_reports_liveness_refused) {
     ASSERT_OK(rjq_worker_start(queue_for(c, "jobs"), &wo, handler, NULL, &w));
     ASSERT(loop_until_count(base, &h.matched, 1, 10000));
     ASSERT(strstr(h.match, "permission refused") != NULL && strstr(h.match, "NOPERM") != NULL);
-    ASSERT(strstr(rjq_client_errmsg(c), "liveness beat: NOPERM") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(c), "liveness beat: NOPERM") != NULL);
     /* the refused beat backs off (the reconnect span, 5 s here), not a
      * refusal every beat: 60 visits (3 s) later, at most a few more */
     long long from = server_calls(admin, "evalsha");

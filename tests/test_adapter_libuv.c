@@ -72,8 +72,8 @@ TEST(libuv_glue_resolves_host_names) {
     rjq_client_options o = client_options(url);
     rjq_client *c = NULL;
     ASSERT_OK(uv_client_new(&c, &o));
-    for (int i = 0; i < 5000 && !rjq_client_connected(c); i++) ad_run_for(&libuv_adapter, 1);
-    ASSERT(rjq_client_connected(c));
+    for (int i = 0; i < 5000 && !rjq_client_is_connected(c); i++) ad_run_for(&libuv_adapter, 1);
+    ASSERT(rjq_client_is_connected(c));
     rjq_queue *q = queue_for(c, "ad");
     ad_counts n = {0};
     rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;

@@ -124,11 +124,11 @@ TEST(io_ops_told_every_descriptor_and_none_after_the_free) {
     rjq_client *c = NULL;
     ASSERT_OK(pl_client_new(&c, &o));
     ASSERT_EQ(2, pl.nfds); /* the command and the subscriber connection */
-    for (int i = 0; i < 5000 && !rjq_client_connected(c); i++) {
+    for (int i = 0; i < 5000 && !rjq_client_is_connected(c); i++) {
         pl_turn();
         sleep_ms(1);
     }
-    ASSERT(rjq_client_connected(c));
+    ASSERT(rjq_client_is_connected(c));
     ASSERT_EQ(2, pl.nfds);
     for (int i = 0; i < pl.nfds; i++) ASSERT_EQ(POLLIN, pl.fds[i].events); /* idle: read only */
     pl.due = 5;
@@ -189,16 +189,16 @@ TEST(io_ops_new_refuses_missing_callbacks) {
     ASSERT_EQ(RJQ_EINVAL, rjq_client_new_io(&c, NULL, NULL));
     ASSERT_EQ(RJQ_EINVAL, rjq_client_new_io(&c, NULL, &io));
     ASSERT(c == NULL);
-    ASSERT(strstr(rjq_client_errmsg(NULL), "socket and timer") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(NULL), "socket and timer") != NULL);
     io.socket = nop_socket;
     ASSERT_EQ(RJQ_EINVAL, rjq_client_new_io(&c, NULL, &io));
     io.timer = nop_timer;
     io.resolve = nop_resolve;
     ASSERT_EQ(RJQ_EINVAL, rjq_client_new_io(&c, NULL, &io));
-    ASSERT(strstr(rjq_client_errmsg(NULL), "resolve_cancel") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(NULL), "resolve_cancel") != NULL);
     rjq_io_ops zero = {0};
     ASSERT_EQ(RJQ_EINVAL, rjq_client_new_io(&c, NULL, &zero));
-    ASSERT(strstr(rjq_client_errmsg(NULL), "rjq_io_ops") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(NULL), "rjq_io_ops") != NULL);
 }
 
 /* rjq_io_ops is an extensible struct (rjq.h): one of an older header
@@ -228,11 +228,11 @@ TEST(io_ops_struct_is_read_only_as_far_as_its_size) {
     rjq_client *c = NULL;
     ASSERT_OK(rjq_client_new_io(&c, &o, (const rjq_io_ops *)(void *)(m + page - older)));
     pl.c = c;
-    for (int i = 0; i < 5000 && !rjq_client_connected(c); i++) {
+    for (int i = 0; i < 5000 && !rjq_client_is_connected(c); i++) {
         pl_turn();
         sleep_ms(1);
     }
-    ASSERT(rjq_client_connected(c));
+    ASSERT(rjq_client_is_connected(c));
     rjq_client_free(c);
     pl_close();
     munmap(m, 2 * (size_t)page);
@@ -249,7 +249,7 @@ TEST(io_ops_struct_is_read_only_as_far_as_its_size) {
     big.io.cleanup = pl_cleanup;
     big.newer = 1;
     ASSERT_EQ(RJQ_EINVAL, rjq_client_new_io(&c, &o, &big.io));
-    ASSERT(strstr(rjq_client_errmsg(NULL), "rjq_io_ops") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(NULL), "rjq_io_ops") != NULL);
     big.newer = 0;
     ASSERT_OK(rjq_client_new_io(&c, &o, &big.io));
     pl.c = c;
@@ -317,11 +317,11 @@ TEST(io_ops_new_survives_each_allocation_failing) {
             continue;
         }
         made++;
-        for (int i = 0; i < 5000 && !rjq_client_connected(c); i++) {
+        for (int i = 0; i < 5000 && !rjq_client_is_connected(c); i++) {
             pl_turn();
             sleep_ms(1);
         }
-        ASSERT(rjq_client_connected(c));
+        ASSERT(rjq_client_is_connected(c));
         rjq_client_free(c);
         pl_close();
     }

@@ -39,7 +39,7 @@ static void on_batch(rjq_client *c, int status, const rjq_enqueued *jobs, size_t
     w->status = status;
     w->n = n;
     for (size_t i = 0; i < n && i < JOBS; i++)
-        snprintf(w->ids[i], sizeof w->ids[i], "%s", rjq_enqueued_at(jobs, i)->id);
+        snprintf(w->ids[i], sizeof w->ids[i], "%s", rjq_enqueued_get(jobs, i)->id);
 }
 
 /* Enqueue jobs first..first+n-1 (payloads by make_payload) as one batch
@@ -91,7 +91,7 @@ static void check_handler(rjq_job *job, void *data) {
     run_ctx *x = data;
     static char want[BIG];
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
+    const char *p = rjq_job_get_payload(job, &len);
     long i = atol(p);
     if (i != x->next || len != make_payload(i, want) || memcmp(p, want, len) != 0) x->bad++;
     x->next = i + 1;

@@ -85,7 +85,7 @@ static rjq_client *client_works(auth_env *e, const rjq_client_options *o) {
     rjq_queue *q = queue_for(c, "auth");
     enqueue_wait w = enqueue_job(e->base, q, "x", NULL);
     if (w.status != RJQ_OK)
-        FAIL_AT(__FILE__, __LINE__, "enqueue over %s: %d (%s)", o->url, w.status, rjq_client_errmsg(c));
+        FAIL_AT(__FILE__, __LINE__, "enqueue over %s: %d (%s)", o->url, w.status, rjq_client_get_errmsg(c));
     rjq_monitor *m = NULL;
     ASSERT_OK(rjq_queue_monitor(q, on_monitor_event, NULL, &m));
     ASSERT(loop_until_numsub(e->base, e->rc, "t:{auth}:events", 1, 10000));
@@ -185,15 +185,15 @@ TEST(username_without_a_password_is_refused) {
     rjq_client *c = (rjq_client *)base; /* must be reset to NULL */
     ASSERT_EQ(RJQ_EINVAL, rjq_libevent_client_new(&c, base, &o));
     ASSERT(c == NULL);
-    ASSERT(strstr(rjq_client_errmsg(NULL), "needs a password") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(NULL), "needs a password") != NULL);
 
     o = client_options("redis://127.0.0.1:1?username=alice");
     ASSERT_EQ(RJQ_EURL, rjq_libevent_client_new(&c, base, &o));
-    ASSERT(strstr(rjq_client_errmsg(NULL), "needs a password") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(NULL), "needs a password") != NULL);
 
     o = client_options("redis://127.0.0.1:1?protocol=3");
     ASSERT_EQ(RJQ_EURL, rjq_libevent_client_new(&c, base, &o));
-    ASSERT(strstr(rjq_client_errmsg(NULL), "RESP2") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(NULL), "RESP2") != NULL);
     event_base_free(base);
 }
 

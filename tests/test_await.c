@@ -1,6 +1,6 @@
 /*
  * Awaiting job outcomes: rjq_enqueue_await, rjq_queue_await,
- * rjq_await_cancel, rjq_client_awaits, rjq_job_progress.
+ * rjq_await_cancel, rjq_client_count_awaits, rjq_job_report_progress.
  *
  * Producers and workers run on separate clients (two connections each) on
  * one loop, against a private redis-server. Every await records each call
@@ -187,7 +187,7 @@ static void on_done(rjq_client *c, int status, void *data) {
 
 static void finish(rjq_job *job, work *w) {
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
+    const char *p = rjq_job_get_payload(job, &len);
     if (len > 4 && memcmp(p, "big:", 4) == 0) {
         size_t n = (size_t)atol(p + 4);
         char *buf = malloc(n);
@@ -196,14 +196,14 @@ static void finish(rjq_job *job, work *w) {
         ASSERT_OK(rjq_job_complete(job, buf, n, on_done, w));
         free(buf);
     } else if (len == 4 && memcmp(p, "prog", 4) == 0) {
-        ASSERT_OK(rjq_job_progress(job, "1/3", 3));
-        ASSERT_OK(rjq_job_progress(job, "2/3", 3));
-        ASSERT_OK(rjq_job_progress(job, "3/3", 3));
+        ASSERT_OK(rjq_job_report_progress(job, "1/3", 3));
+        ASSERT_OK(rjq_job_report_progress(job, "2/3", 3));
+        ASSERT_OK(rjq_job_report_progress(job, "3/3", 3));
         ASSERT_OK(rjq_job_complete(job, "done", 4, on_done, w));
     } else if (len == 3 && memcmp(p, "die", 3) == 0) {
         char err[64];
-        snprintf(err, sizeof err, "attempt %d of %d failed: die", rjq_job_attempt(job),
-                 rjq_job_max_attempts(job));
+        snprintf(err, sizeof err, "attempt %d of %d failed: die", rjq_job_get_attempt(job),
+                 rjq_job_get_max_attempts(job));
         ASSERT_OK(rjq_job_fail(job, err, RJQ_FAIL_RETRY, 0, on_done, w));
     } else {
         char *res = malloc(len + 2);
@@ -296,7 +296,7 @@ static void on_stats_sentinel(rjq_client *c, int status, const rjq_stats *st, vo
  * on it before this call has been processed when this returns. */
 static void sync_client(struct event_base *base, rjq_queue *q) {
     int done = 0;
-    ASSERT_OK(rjq_queue_stats(q, on_stats_sentinel, &done));
+    ASSERT_OK(rjq_queue_get_stats(q, on_stats_sentinel, &done));
     ASSERT(loop_until(base, &done, 10000));
 }
 
@@ -355,7 +355,7 @@ static void outcomes_barrier(struct event_base *base, redisContext *rc, rjq_clie
     ASSERT_OK(rjq_enqueue_await(bq, "b", 1, &o, NULL, on_barrier, &done, NULL));
     ASSERT_EQ(1, wait_watchers(base, rc, "barrier", id, 1));
     int sent = 0; /* the enqueue's reply processed: the await watches the job */
-    ASSERT_OK(rjq_queue_stats(bq, on_stats_sentinel, &sent));
+    ASSERT_OK(rjq_queue_get_stats(bq, on_stats_sentinel, &sent));
     ASSERT(loop_until(base, &sent, 10000));
     redisReply *ch = server_cmd(rc, "HGET t:{barrier}:watchers %s", id);
     ASSERT(ch->type == REDIS_REPLY_STRING);
@@ -426,7 +426,7 @@ TEST(await_never_misses_completion_before_during_after_registration) {
     }
     ASSERT(loop_until_count(e.base, &resolved, base_resolved + ND + NQ, 60000));
     check_recs(during, ND + NQ, "during");
-    ASSERT_EQ(0, rjq_client_awaits(e.pc));
+    ASSERT_EQ(0, rjq_client_count_awaits(e.pc));
 
     /* During, outcome first: each job's outcome reaches the producer while
      * its enqueue reply still waits behind a big reply (a job info of
@@ -446,7 +446,7 @@ TEST(await_never_misses_completion_before_during_after_registration) {
     ASSERT(first != NULL);
     long before_first = resolved;
     int info = 0;
-    ASSERT_OK(rjq_queue_job(bq, "bulk-1", on_job_info, &info));
+    ASSERT_OK(rjq_queue_get_job(bq, "bulk-1", on_job_info, &info));
     for (int i = 0; i < NB; i++) {
         char payload[32];
         int n = snprintf(payload, sizeof payload, "first-%d", i);
@@ -478,13 +478,13 @@ TEST(await_never_misses_completion_before_during_after_registration) {
     outcomes_barrier(e.base, e.rc, e.pc);
     ASSERT_EQ(0, after[0].calls);
     ASSERT_EQ(0, after[1].calls);
-    ASSERT_EQ(2, rjq_client_awaits(e.pc));
+    ASSERT_EQ(2, rjq_client_count_awaits(e.pc));
     long handled = w.handled;
     wk = start_worker(e.wq, 10, &w);
     ASSERT(loop_until_count(e.base, &resolved, base_resolved + ND + NQ + 2, 10000));
     check_recs(after, 2, "after");
     ASSERT_EQ(handled + 2, w.handled);
-    ASSERT_EQ(0, rjq_client_awaits(e.pc));
+    ASSERT_EQ(0, rjq_client_count_awaits(e.pc));
 
     recs_free(before, 2);
     recs_free(during, ND + NQ);
@@ -526,13 +526,13 @@ TEST(ten_thousand_concurrent_awaits_resolve_with_right_results) {
     long rss0 = rss_kib();
     for (int i = 0; i < N; i++)
         ASSERT_OK(rjq_enqueue_await(e.pq, payloads[i], strlen(payloads[i]), NULL, NULL, on_outcome, &r[i], NULL));
-    ASSERT_EQ(N, rjq_client_awaits(e.pc));
+    ASSERT_EQ(N, rjq_client_count_awaits(e.pc));
     /* all enqueued on the server, and their replies processed */
     for (int i = 0; i < 3000 && llen(e.rc, "ten") < N; i++) loop_for(e.base, 10);
     ASSERT_EQ(N, llen(e.rc, "ten"));
     sync_client(e.base, e.pq);
     ASSERT_EQ(0, resolved);
-    ASSERT_EQ(N, rjq_client_awaits(e.pc));
+    ASSERT_EQ(N, rjq_client_count_awaits(e.pc));
     malloc_trim(0);
     struct mallinfo2 m1 = mallinfo2();
     long rss1 = rss_kib();
@@ -548,7 +548,7 @@ TEST(ten_thousand_concurrent_awaits_resolve_with_right_results) {
     start_worker(e.wq, 200, &w);
     ASSERT(loop_until_count(e.base, &resolved, N, 90000));
     check_recs(r, N, "ten-thousand");
-    ASSERT_EQ(0, rjq_client_awaits(e.pc));
+    ASSERT_EQ(0, rjq_client_count_awaits(e.pc));
     outcomes_barrier(e.base, e.rc, e.pc);
     ASSERT_EQ(N, resolved); /* nothing called twice afterwards */
     ASSERT_EQ(N, w.handled);
@@ -612,7 +612,7 @@ TEST(subscriber_killed_while_jobs_complete_every_await_resolves_once) {
     /* every job claimed and held, every await registered */
     ASSERT(loop_until_count(e.base, &w.handled, N0, 30000));
     sync_client(e.base, e.pq);
-    ASSERT_EQ(N0, rjq_client_awaits(e.pc));
+    ASSERT_EQ(N0, rjq_client_count_awaits(e.pc));
 
     /* A timer completes a few held jobs every 2 ms, keeping KILL_BATCH
      * of the first N0 in reserve for each kill. */
@@ -644,7 +644,7 @@ TEST(subscriber_killed_while_jobs_complete_every_await_resolves_once) {
     check_recs(r, N, "killed");
     ASSERT_EQ(N, resolved);
     ASSERT_EQ(N, w.handled);
-    ASSERT_EQ(0, rjq_client_awaits(e.pc));
+    ASSERT_EQ(0, rjq_client_count_awaits(e.pc));
     ASSERT_EQ(0, w.ack_errors);
 
     event_free(t.ev);
@@ -671,13 +671,13 @@ TEST(timeout_fires_once_late_completion_ignored) {
     o.id = "to-2";
     ASSERT_OK(rjq_enqueue_await(e.pq, "p-2", 3, &o, &ao, on_outcome, &r[1], NULL));
     int synced = 0;
-    ASSERT_OK(rjq_queue_stats(e.pq, on_stats_sentinel, &synced));
+    ASSERT_OK(rjq_queue_get_stats(e.pq, on_stats_sentinel, &synced));
     ASSERT(loop_until_count(e.base, &resolved, 2, 5000));
     int id_known = synced && r[1].calls == 1; /* the enqueue reply came before the timeout */
     check_recs(r, 2, "timeout");
     ASSERT_STREQ("to-1", r[0].id);
     if (id_known) ASSERT_STREQ("to-2", r[1].id);
-    ASSERT_EQ(0, rjq_client_awaits(e.pc));
+    ASSERT_EQ(0, rjq_client_count_awaits(e.pc));
 
     /* The jobs complete late: the outcome is published to the producer
      * (its channel is recorded on the job) and must be ignored. */
@@ -694,7 +694,7 @@ TEST(timeout_fires_once_late_completion_ignored) {
     ASSERT_EQ(1, r[0].calls);
     ASSERT_EQ(1, r[1].calls);
     ASSERT_EQ(2, resolved);
-    ASSERT_EQ(0, rjq_client_awaits(e.pc));
+    ASSERT_EQ(0, rjq_client_count_awaits(e.pc));
 
     recs_free(r, 2);
     aw_stop(&e);
@@ -741,8 +741,8 @@ TEST(enqueue_await_timeout_before_the_enqueue_reply_still_gives_the_id) {
     ASSERT(r[2].id[0] != '\0');
     ASSERT(r[3].id[0] != '\0');
     ASSERT_EQ(3, server_int(e.rc, "LLEN t:{tb}:ready")); /* every job was enqueued */
-    ASSERT_EQ(0, rjq_client_awaits(e.pc));
-    ASSERT_EQ(0, rjq_client_awaits(fresh));
+    ASSERT_EQ(0, rjq_client_count_awaits(e.pc));
+    ASSERT_EQ(0, rjq_client_count_awaits(fresh));
     rjq_client_free(fresh);
     recs_free(r, 5);
     aw_stop(&e);
@@ -816,7 +816,7 @@ TEST(await_of_dead_job_reports_last_error) {
     ASSERT_STREQ("no-such-job", r[2].id);
     outcomes_barrier(e.base, e.rc, e.pc);
     ASSERT_EQ(3, resolved);
-    ASSERT_EQ(0, rjq_client_awaits(e.pc));
+    ASSERT_EQ(0, rjq_client_count_awaits(e.pc));
 
     recs_free(r, 3);
     aw_stop(&e);
@@ -851,7 +851,7 @@ static void on_outcome_free(rjq_client *c, int status, const rjq_outcome *o, voi
     ASSERT(c == f->c);
     f->freed = 1;
     rjq_client_free(c); /* deferred until this callback returns */
-    ASSERT_EQ(f->total - 1, rjq_client_awaits(c)); /* the others; still valid here */
+    ASSERT_EQ(f->total - 1, rjq_client_count_awaits(c)); /* the others; still valid here */
 }
 
 TEST(free_client_with_awaits_pending_cancels_each_once) {
@@ -881,7 +881,7 @@ TEST(free_client_with_awaits_pending_cancels_each_once) {
         rec_set(&ra[A1 + i], RJQ_ECANCELED, "-");
         ASSERT_OK(rjq_queue_await(qa, id, NULL, on_outcome, &ra[A1 + i], NULL));
     }
-    ASSERT_EQ(A1 + A2, rjq_client_awaits(ca));
+    ASSERT_EQ(A1 + A2, rjq_client_count_awaits(ca));
     for (int i = 0; i < 3000 && llen(e.rc, "free") < A1; i++) loop_for(e.base, 10);
     ASSERT_EQ(A1, llen(e.rc, "free"));
     sync_client(e.base, qa);
@@ -903,7 +903,7 @@ TEST(free_client_with_awaits_pending_cancels_each_once) {
     }
     sync_client(e.base, qa); /* a round trip: what was sent before has run */
     ASSERT_EQ(A1, llen(e.rc, "free")); /* the held enqueues were not sent */
-    ASSERT_EQ(NA, rjq_client_awaits(ca));
+    ASSERT_EQ(NA, rjq_client_count_awaits(ca));
 
     /* Client B: connected and subscribed, then awaits whose enqueues and
      * watches are in flight when it is freed. */
@@ -929,7 +929,7 @@ TEST(free_client_with_awaits_pending_cancels_each_once) {
         rec_set(&rb[B1 + i], RJQ_ECANCELED, "-");
         ASSERT_OK(rjq_queue_await(qb, id, NULL, on_outcome, &rb[B1 + i], NULL));
     }
-    ASSERT_EQ(NB, rjq_client_awaits(cb));
+    ASSERT_EQ(NB, rjq_client_count_awaits(cb));
 
     rjq_client_free(ca);
     check_recs(ra, NA, "free-a");
@@ -967,7 +967,7 @@ TEST(free_client_with_awaits_pending_cancels_each_once) {
     sync_client(e.base, e.pq);
     ASSERT_OK(rjq_await_cancel(h[2])); /* watching */
     ASSERT_EQ(1, rc3[2].calls);
-    ASSERT_EQ(0, rjq_client_awaits(e.pc));
+    ASSERT_EQ(0, rjq_client_count_awaits(e.pc));
     work w = {0};
     start_worker(e.wq, 4, &w);
     ASSERT(loop_until_count(e.base, &w.acked, 3, 10000));
@@ -1045,8 +1045,8 @@ TEST(progress_reaches_awaiting_producer) {
     outcomes_barrier(e.base, e.rc, e.pc);
     outcomes_barrier(e.base, e.rc, pc2);
     ASSERT_EQ(3, resolved);
-    ASSERT_EQ(0, rjq_client_awaits(e.pc));
-    ASSERT_EQ(0, rjq_client_awaits(pc2));
+    ASSERT_EQ(0, rjq_client_count_awaits(e.pc));
+    ASSERT_EQ(0, rjq_client_count_awaits(pc2));
 
     recs_free(r, 3);
     rjq_client_free(pc2);
@@ -1191,7 +1191,7 @@ TEST(big_result_fetched_once) {
     ASSERT_OK(rjq_queue_await(e.pq, "big-1", NULL, on_outcome, &r[2], NULL));
     ASSERT(loop_until_count(e.base, &resolved, 3, 10000));
     check_recs(r, 3, "big-all");
-    ASSERT_EQ(0, rjq_client_awaits(e.pc));
+    ASSERT_EQ(0, rjq_client_count_awaits(e.pc));
 
     recs_free(r, 3);
     aw_stop(&e);

@@ -10,7 +10,7 @@ static char last_body[64];
 static void handler(rjq_job *job, void *data) {
     (void)data;
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
+    const char *p = rjq_job_get_payload(job, &len);
     if (len == 4 && memcmp(p, "fail", 4) == 0) ASSERT_OK(rjq_job_fail(job, "boom", RJQ_FAIL_FATAL, -1, NULL, NULL));
     else ASSERT_OK(rjq_job_complete(job, p, len, NULL, NULL));
 }
@@ -44,6 +44,6 @@ TEST(await_smoke_complete_dead_and_by_id) {
     ASSERT(loop_until_count(e.base, &resolved, 3, 5000));
     ASSERT_EQ(RJQ_OK, last_status);
     ASSERT_STREQ("x", last_body);
-    ASSERT_EQ(0, rjq_client_awaits(e.c));
+    ASSERT_EQ(0, rjq_client_count_awaits(e.c));
     env_stop(&e);
 }

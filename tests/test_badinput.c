@@ -19,7 +19,7 @@ typedef struct enq_wait {
     int calls, status;
     size_t n;
     int jobs_null;
-    char errmsg[160]; /* rjq_client_errmsg() as the callback saw it */
+    char errmsg[160]; /* rjq_client_get_errmsg() as the callback saw it */
 } enq_wait;
 
 static void on_enq(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
@@ -28,7 +28,7 @@ static void on_enq(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n
     w->status = status;
     w->n = n;
     w->jobs_null = jobs == NULL;
-    snprintf(w->errmsg, sizeof w->errmsg, "%s", rjq_client_errmsg(c));
+    snprintf(w->errmsg, sizeof w->errmsg, "%s", rjq_client_get_errmsg(c));
 }
 
 static long never_calls;
@@ -105,7 +105,7 @@ typedef struct errmsg_poll {
 
 static int errmsg_has(void *arg) {
     errmsg_poll *p = arg;
-    const char *m = rjq_client_errmsg(p->c);
+    const char *m = rjq_client_get_errmsg(p->c);
     return strstr(m, p->a) != NULL || (p->b && strstr(m, p->b) != NULL);
 }
 
@@ -124,7 +124,7 @@ TEST(invalid_queue_names_rejected) {
             FAIL_AT(__FILE__, __LINE__, "name #%zu: expected RJQ_EQUEUENAME, got %d", i, rc_open);
         ASSERT(q == NULL);
     }
-    ASSERT(strstr(rjq_client_errmsg(env.c), "queue name") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(env.c), "queue name") != NULL);
     rjq_queue *probe = queue_for(env.c, "probe");
     ASSERT_OK(stats_of(env.base, probe).status); /* a round trip (stats write nothing) */
     ASSERT_EQ(0, dbsize(env.rc));
@@ -134,7 +134,7 @@ TEST(invalid_queue_names_rejected) {
     long_name[200] = '\0';
     ASSERT_OK(rjq_queue_open(env.c, long_name, NULL, &q));
     ASSERT(q != NULL);
-    ASSERT_STREQ(long_name, rjq_queue_name(q));
+    ASSERT_STREQ(long_name, rjq_queue_get_name(q));
     ASSERT_OK(rjq_queue_open(env.c, "a:b-c.d/e[f]", NULL, &q));
     enq_wait e = {0};
     ASSERT_OK(rjq_enqueue(q, "x", 1, NULL, on_enq, &e));
@@ -293,7 +293,7 @@ TEST(wrongtype_key_reported_nothing_written) {
     ASSERT_EQ(RJQ_EWRONGTYPE, e.status);
     ASSERT_EQ(0, e.n);
     ASSERT(e.jobs_null);
-    ASSERT(strstr(rjq_client_errmsg(env.c), "WRONGTYPE") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(env.c), "WRONGTYPE") != NULL);
 
     memset(&e, 0, sizeof e);
     ASSERT_OK(rjq_enqueue(env.q, "z", 1, NULL, on_enq, &e));
@@ -629,8 +629,8 @@ static void claim_refused_by_wrongtype_job(const char *q, const char *key,
     wo.poll_ms = 50; /* a failed claim is tried again after poll_ms */
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(env.q, &wo, count_handled, &handled, &w));
-    for (int i = 0; i < 1000 && !strstr(rjq_client_errmsg(env.c), key); i++) loop_for(env.base, 10);
-    ASSERT(strstr(rjq_client_errmsg(env.c), "WRONGTYPE") != NULL);
+    for (int i = 0; i < 1000 && !strstr(rjq_client_get_errmsg(env.c), key); i++) loop_for(env.base, 10);
+    ASSERT(strstr(rjq_client_get_errmsg(env.c), "WRONGTYPE") != NULL);
     /* a few more tries (each a script call, refused) */
     ASSERT(loop_until_script_calls(env.base, env.rc, server_script_calls(env.rc) + 3, 10000));
     ASSERT_EQ(0, handled);
@@ -710,9 +710,9 @@ TEST(claim_promoting_a_due_priority_job_on_wrongtype_stats_changes_nothing) {
     wo.poll_ms = 50; /* each poll claims again */
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(env.q, &wo, count_handled, &handled, &w));
-    for (int i = 0; i < 1000 && !strstr(rjq_client_errmsg(env.c), "t:{p}:stats"); i++) loop_for(env.base, 10);
-    ASSERT(strstr(rjq_client_errmsg(env.c), "WRONGTYPE") != NULL);
-    ASSERT(strstr(rjq_client_errmsg(env.c), "t:{p}:stats") != NULL);
+    for (int i = 0; i < 1000 && !strstr(rjq_client_get_errmsg(env.c), "t:{p}:stats"); i++) loop_for(env.base, 10);
+    ASSERT(strstr(rjq_client_get_errmsg(env.c), "WRONGTYPE") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(env.c), "t:{p}:stats") != NULL);
     /* a few more polls (each a script call, refused) */
     ASSERT(loop_until_script_calls(env.base, env.rc, server_script_calls(env.rc) + 3, 10000));
     ASSERT_EQ(0, handled);
@@ -866,7 +866,7 @@ TEST(setname_refused_by_acl_keeps_the_session) {
     ASSERT(strstr(log.detail, "NOPERM") != NULL || strstr(log.detail, "CLIENT") != NULL);
     session_stays_up(&env);
     ASSERT_EQ(2, log.connected); /* command and subscriber connection, once each */
-    ASSERT(rjq_client_connected(env.c));
+    ASSERT(rjq_client_is_connected(env.c));
     env_stop(&env);
 }
 
@@ -1222,14 +1222,14 @@ TEST(completion_due_to_sweep_on_wrongtype_column_writes_nothing) {
     for (int i = 0; i < 1000 && h.handled < 2; i++) loop_for(env.base, 10);
     ASSERT_EQ(2, h.handled);
     char id[32];
-    snprintf(id, sizeof id, "%s", rjq_job_id(h.job));
+    snprintf(id, sizeof id, "%s", rjq_job_get_id(h.job));
 
     plant_wrongtype(env.rc, "t:{sw}:error", "SET %s x");
     h.done = 0;
     ASSERT_OK(rjq_job_complete(h.job, "", 0, on_held_done, &h));
     ASSERT(loop_until(env.base, &h.done, 10000));
     ASSERT_EQ(RJQ_EWRONGTYPE, h.done_status);
-    ASSERT(strstr(rjq_client_errmsg(env.c), "t:{sw}:error") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(env.c), "t:{sw}:error") != NULL);
     /* still active (the worker, which dropped it, may have taken it back
      * under a new token by now: its attempt unchanged) */
     redisReply *r = server_cmd(env.rc, "HGET t:{sw}:state %s", id);
@@ -1338,7 +1338,7 @@ static void job_record(test_env *env, const char *id, char *out, size_t cap) {
 }
 
 static void assert_names_field(rjq_client *c, const char *field) {
-    const char *m = rjq_client_errmsg(c);
+    const char *m = rjq_client_get_errmsg(c);
     char want[64];
     snprintf(want, sizeof want, "field %s of t:{g}:stats", field);
     if (strstr(m, want) == NULL) fprintf(stderr, "errmsg: %s\n", m);
@@ -1369,7 +1369,7 @@ TEST(non_numeric_counter_refused_with_its_key_named) {
     /* rjq_job_complete: the count of retained jobs */
     garble(&env, "retained");
     char id[32];
-    snprintf(id, sizeof id, "%s", rjq_job_id(h.job));
+    snprintf(id, sizeof id, "%s", rjq_job_get_id(h.job));
     job_record(&env, id, before, sizeof before);
     /* (the record is read in the callback: a refused completion leaves
      * the job to its worker, which may claim it back right after) */
@@ -1387,7 +1387,7 @@ TEST(non_numeric_counter_refused_with_its_key_named) {
     ASSERT_EQ(2, h.handled);
     get_stats(env.base, env.q);
     garble(&env, "failed");
-    snprintf(id, sizeof id, "%s", rjq_job_id(h.job));
+    snprintf(id, sizeof id, "%s", rjq_job_get_id(h.job));
     job_record(&env, id, before, sizeof before);
     h.done = 0;
     ASSERT_OK(rjq_job_fail(h.job, "boom", 0, 0, on_held_done, &h));
@@ -1398,7 +1398,7 @@ TEST(non_numeric_counter_refused_with_its_key_named) {
     h.snap = NULL;
     ungarble(&env, "failed");
 
-    /* rjq_queue_stats: every counter it reads */
+    /* rjq_queue_get_stats: every counter it reads */
     const char *counters[] = {"seq", "retained", "failed", "retried", "dead", "reclaimed",
                               "replayed", "skipped", "swept", "cancelled"};
     for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++) {
@@ -1553,7 +1553,7 @@ TEST(garbled_last_turn_of_the_waiters_refuses_the_claim_before_it_starts_jobs) {
     ASSERT_OK(rjq_worker_start(env.q, &wo, count_handled, &handled, &w));
     errmsg_poll refused = {env.c, "t:{wg}:waiters", "arithmetic"};
     loop_until_cond(env.base, errmsg_has, &refused, 10000);
-    const char *m = rjq_client_errmsg(env.c);
+    const char *m = rjq_client_get_errmsg(env.c);
     if (!strstr(m, "field # of t:{wg}:waiters")) fprintf(stderr, "errmsg: %s\n", m);
     ASSERT(strstr(m, "WRONGTYPE field # of t:{wg}:waiters") != NULL);
     ASSERT_EQ(0, server_int(env.rc, "ZCOUNT t:{wg}:active -inf (+inf")); /* none started */
@@ -1759,7 +1759,7 @@ TEST(reserve_with_a_non_numeric_counter_counts_nothing_and_names_it) {
     server_stop_guarded(&s);
 }
 
-/* A job's times in rjq_queue_job's reply are range-checked like every
+/* A job's times in rjq_queue_get_job's reply are range-checked like every
  * number of a reply: one that is no number, not positive or past
  * RJQ__TIME_MAX (2^62) ends the read with RJQ_EPROTO; the reply of a
  * library from before rjq kept times (7 elements) reads as none (0). The

@@ -35,7 +35,7 @@ static void on_ordered(rjq_client *c, int status, const rjq_enqueued *jobs, size
         o->bad++;
         return;
     }
-    long long id = atoll(rjq_enqueued_at(jobs, 0)->id);
+    long long id = atoll(rjq_enqueued_get(jobs, 0)->id);
     if (id <= o->last_id) o->out_of_order++;
     o->last_id = id;
 }
@@ -102,7 +102,7 @@ TEST(a_read_made_while_a_batch_is_held_back_sees_its_job) {
     ASSERT_OK(rjq_enqueue(e.q, "h", 1, &jo, on_enqueue_wait, &ew));
     loop_turn(e.base); /* (its tick holds it back) */
     read_wait r = {0};
-    ASSERT_OK(rjq_queue_job(e.q, "held", on_read, &r));
+    ASSERT_OK(rjq_queue_get_job(e.q, "held", on_read, &r));
     proxy_hold(&p, 0);
     WAIT_FOR(e.base, r.done && ew.done && o.calls == 1, 10000);
     ASSERT_EQ(1, r.done);

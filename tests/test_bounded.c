@@ -53,7 +53,7 @@ TEST(bounded_queue_refuses_what_would_pass_the_bound) {
     long long seq = seq_of(&e);
     ASSERT_EQ(RJQ_EFULL, enqueue_one(&e, NULL, 0, 0));
     ASSERT_EQ(0, last_n);
-    ASSERT(strstr(rjq_client_errmsg(e.c), "max_waiting 5") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "max_waiting 5") != NULL);
     ASSERT_EQ(RJQ_EFULL, enqueue_one(&e, "d", 5000, 0));
     ASSERT_EQ(seq, seq_of(&e)); /* nothing written */
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{b}:payload d"));
@@ -171,7 +171,7 @@ static void on_burst(rjq_client *c, int status, const rjq_enqueued *jobs, size_t
     s->b->answered[s->i]++;
     s->b->status[s->i] = status;
     snprintf(s->b->errmsg[s->i], sizeof s->b->errmsg[s->i], "%s",
-             status == RJQ_OK ? "" : rjq_client_errmsg(c));
+             status == RJQ_OK ? "" : rjq_client_get_errmsg(c));
     s->b->answers++;
 }
 

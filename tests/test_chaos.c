@@ -169,8 +169,8 @@ static void on_child_done(rjq_client *c, int status, void *data) {
 static void on_child_finish(evutil_socket_t fd, short what, void *arg) {
     pending_job *p = arg;
     (void)fd, (void)what;
-    const char *id = rjq_job_id(p->job);
-    int attempt = rjq_job_attempt(p->job);
+    const char *id = rjq_job_get_id(p->job);
+    int attempt = rjq_job_get_attempt(p->job);
     char result[300];
     int n = snprintf(result, sizeof result, "%s/%d/%d", id, attempt, (int)p->cx->pid);
     ASSERT(n > 0 && (size_t)n < sizeof result);
@@ -191,8 +191,8 @@ static void on_child_finish(evutil_socket_t fd, short what, void *arg) {
 /* Record the start, then complete the job 0..20 ms later. */
 static void chaos_handler(rjq_job *job, void *data) {
     child_ctx *cx = data;
-    child_line(cx, "R %s %d %.3f %s\n", rjq_job_id(job), rjq_job_attempt(job), mono_ms(),
-               rjq_job_token(job));
+    child_line(cx, "R %s %d %.3f %s\n", rjq_job_get_id(job), rjq_job_get_attempt(job), mono_ms(),
+               rjq_job_get_token(job));
     pending_job *p = malloc(sizeof *p);
     ASSERT(p != NULL);
     p->cx = cx;
@@ -281,7 +281,7 @@ static void on_unit_enq(rjq_client *c, int status, const rjq_enqueued *jobs, siz
     u->enq_status = status;
     u->enq_n = n;
     if (status == RJQ_OK) {
-        for (size_t i = 0; i < n; i++) u->existed += rjq_enqueued_at(jobs, i)->existed;
+        for (size_t i = 0; i < n; i++) u->existed += rjq_enqueued_get(jobs, i)->existed;
         if (u->kind == U_PLAIN && n == 1 && u->id == NULL) {
             u->id = strdup(jobs[0].id);
             ASSERT(u->id != NULL);

@@ -1,7 +1,7 @@
 /*
  * Operating rjq on a Redis Cluster (issue 34, "Tools"): the library call
- * behind `rjq cluster` (rjq_client_masters: each master, its slots and
- * replicas, one command's reply from each; rjq_queue_slot), on the test
+ * behind `rjq cluster` (rjq_client_send_to_masters: each master, its slots and
+ * replicas, one command's reply from each; rjq_queue_get_slot), on the test
  * cluster of tests/cluster.c (3 masters, 3 replicas) and on a standalone
  * server.
  *
@@ -30,7 +30,7 @@
 
 #define MAX_M 8
 
-/* What a rjq_client_masters callback saw (copied out of it). */
+/* What a rjq_client_send_to_masters callback saw (copied out of it). */
 typedef struct seen {
     long calls;
     int status;
@@ -74,7 +74,7 @@ static seen asked;
 
 static seen ask(struct event_base *base, rjq_client *c, int argc, const char *const *argv) {
     memset(&asked, 0, sizeof asked);
-    ASSERT_OK(rjq_client_masters(c, argc, argv, NULL, on_masters, &asked));
+    ASSERT_OK(rjq_client_send_to_masters(c, argc, argv, NULL, on_masters, &asked));
     ASSERT(loop_until_count(base, &asked.calls, 1, 30000));
     return asked;
 }
@@ -179,33 +179,33 @@ TEST(masters_lists_each_master_its_slots_replicas_and_own_reply) {
         ASSERT_OK(rjq_queue_open(c, names[k], NULL, &q));
         redisReply *r = redisCommand(rc, "CLUSTER KEYSLOT rjq:{%s}:ready", names[k]);
         ASSERT(r && r->type == REDIS_REPLY_INTEGER);
-        ASSERT_EQ(r->integer, rjq_queue_slot(q));
+        ASSERT_EQ(r->integer, rjq_queue_get_slot(q));
         freeReplyObject(r);
         int holders = 0;
-        for (size_t i = 0; i < s.n; i++) holders += serves(&s, i, rjq_queue_slot(q));
+        for (size_t i = 0; i < s.n; i++) holders += serves(&s, i, rjq_queue_get_slot(q));
         ASSERT_EQ(1, holders);
     }
-    ASSERT_EQ(RJQ_EINVAL, rjq_queue_slot(NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_get_slot(NULL));
     redisFree(rc);
 
     /* arguments */
-    ASSERT_EQ(RJQ_EINVAL, rjq_client_masters(NULL, 1, dbsize, NULL, on_masters, &s));
-    ASSERT_EQ(RJQ_EINVAL, rjq_client_masters(c, 1, dbsize, NULL, NULL, &s));
-    ASSERT_EQ(RJQ_EINVAL, rjq_client_masters(c, 0, dbsize, NULL, on_masters, &s));
-    ASSERT_EQ(RJQ_EINVAL, rjq_client_masters(c, 1, NULL, NULL, on_masters, &s));
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_send_to_masters(NULL, 1, dbsize, NULL, on_masters, &s));
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_send_to_masters(c, 1, dbsize, NULL, NULL, &s));
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_send_to_masters(c, 0, dbsize, NULL, on_masters, &s));
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_send_to_masters(c, 1, NULL, NULL, on_masters, &s));
     const char *holed[] = {"INFO", NULL};
-    ASSERT_EQ(RJQ_EINVAL, rjq_client_masters(c, 2, holed, NULL, on_masters, &s));
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_send_to_masters(c, 2, holed, NULL, on_masters, &s));
     /* lens: binary-safe arguments of the given lengths */
     const char *echo[] = {"ECHOxx", "a\0b"};
     size_t lens[] = {4, 3};
     memset(&s, 0, sizeof s);
-    ASSERT_OK(rjq_client_masters(c, 2, echo, lens, on_masters, &s));
+    ASSERT_OK(rjq_client_send_to_masters(c, 2, echo, lens, on_masters, &s));
     ASSERT(loop_until_count(base, &s.calls, 1, 30000));
     for (size_t i = 0; i < s.n; i++) ASSERT_OK(s.mstatus[i]);
 
     /* the client freed with the call in flight: called once, ECANCELED */
     memset(&s, 0, sizeof s);
-    ASSERT_OK(rjq_client_masters(c, 1, dbsize, NULL, on_masters, &s));
+    ASSERT_OK(rjq_client_send_to_masters(c, 1, dbsize, NULL, on_masters, &s));
     rjq_client_free(c);
     ASSERT_EQ(1, s.calls);
     ASSERT_EQ(RJQ_ECANCELED, s.status);
@@ -250,7 +250,7 @@ TEST(masters_without_a_server_ends_with_the_requests_error) {
     const char *ping[] = {"PING"};
     static seen s;
     memset(&s, 0, sizeof s);
-    ASSERT_OK(rjq_client_masters(c, 1, ping, NULL, on_masters, &s));
+    ASSERT_OK(rjq_client_send_to_masters(c, 1, ping, NULL, on_masters, &s));
     ASSERT(loop_until_count(base, &s.calls, 1, 30000));
     if (s.status != RJQ_ETIMEDOUT && s.status != RJQ_ECONN)
         FAIL_AT(__FILE__, __LINE__, "status %s", rjq_strerror(s.status));
@@ -424,7 +424,7 @@ TEST(cli_enqueue_names_its_queue_in_the_registry_on_a_cluster) {
 
 static void on_worker_job(rjq_job *job, void *data) {
     size_t len;
-    const void *p = rjq_job_payload(job, &len);
+    const void *p = rjq_job_get_payload(job, &len);
     (void)data;
     rjq_job_complete(job, p, len, NULL, NULL); /* the result is the payload */
 }

@@ -42,7 +42,7 @@ static void on_awaited(rjq_client *c, int status, const rjq_outcome *o, void *da
     } else {
         t->bad++;
         t->last_status = status;
-        snprintf(t->last_error, sizeof t->last_error, "%s", rjq_client_errmsg(c));
+        snprintf(t->last_error, sizeof t->last_error, "%s", rjq_client_get_errmsg(c));
     }
 }
 
@@ -61,10 +61,10 @@ typedef struct work {
 static void on_job(rjq_job *job, void *data) {
     work *w = data;
     size_t len;
-    const void *p = rjq_job_payload(job, &len);
+    const void *p = rjq_job_get_payload(job, &len);
     w->handled++;
     if (len == 4 && memcmp(p, "hold", 4) == 0) return; /* finished by on_notice */
-    ASSERT_OK(rjq_job_progress(job, "half", 4));
+    ASSERT_OK(rjq_job_report_progress(job, "half", 4));
     rjq_job_complete(job, p, len, NULL, NULL);
 }
 

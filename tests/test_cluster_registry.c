@@ -84,7 +84,7 @@ static long long node_time(const test_cluster *cl, int node) {
 static void on_complete(rjq_job *job, void *data) {
     long *handled = data;
     size_t len;
-    const void *p = rjq_job_payload(job, &len);
+    const void *p = rjq_job_get_payload(job, &len);
     (*handled)++;
     rjq_job_complete(job, p, len, NULL, NULL);
 }
@@ -104,7 +104,7 @@ static void on_awaited(rjq_client *c, int status, const rjq_outcome *o, void *da
     } else {
         t->bad++;
         t->last_status = status;
-        snprintf(t->last_error, sizeof t->last_error, "%s", rjq_client_errmsg(c));
+        snprintf(t->last_error, sizeof t->last_error, "%s", rjq_client_get_errmsg(c));
     }
 }
 
@@ -170,9 +170,9 @@ static int run_lines(const char *cmd, char lines[][128], int max) {
 
 /* 12 queues, 4 per master, worked by one client: each master's registry
  * holds the names of its own queues and the client's liveness entry (no
- * registry key of another slot anywhere); rjq_client_queues lists the 12
+ * registry key of another slot anywhere); rjq_client_list_queues lists the 12
  * once each in name order, also in pages and with a name left in a second
- * master's registry (a migrated queue); rjq_client_processes lists the
+ * master's registry (a migrated queue); rjq_client_list_processes lists the
  * client once with its 12 queues; so do `rjq queues` and `rjq processes`. */
 TEST(listings_merge_every_master_once_in_order) {
     test_cluster cl;
@@ -235,7 +235,7 @@ TEST(listings_merge_every_master_once_in_order) {
 
     rjq_client *b = client_new(base, &o); /* (not connected yet: waits to know) */
     names_page p = {0};
-    ASSERT_OK(rjq_client_queues(b, NULL, 100, on_names, &p));
+    ASSERT_OK(rjq_client_list_queues(b, NULL, 100, on_names, &p));
     ASSERT(loop_until(base, &p.done, 20000));
     ASSERT_OK(p.status);
     ASSERT_EQ(NQ, (long)p.n);
@@ -245,7 +245,7 @@ TEST(listings_merge_every_master_once_in_order) {
     char after[32] = "";
     do {
         names_page pg = {0};
-        ASSERT_OK(rjq_client_queues(b, seen ? after : NULL, 5, on_names, &pg));
+        ASSERT_OK(rjq_client_list_queues(b, seen ? after : NULL, 5, on_names, &pg));
         ASSERT(loop_until(base, &pg.done, 20000));
         ASSERT_OK(pg.status);
         ASSERT((int)pg.n <= 5);
@@ -258,7 +258,7 @@ TEST(listings_merge_every_master_once_in_order) {
 
     /* the process registry: a, once, with its 12 queues */
     procs_page pp = {0};
-    ASSERT_OK(rjq_client_processes(b, 0, 100, on_procs, &pp));
+    ASSERT_OK(rjq_client_list_processes(b, 0, 100, on_procs, &pp));
     ASSERT(loop_until(base, &pp.done, 20000));
     ASSERT_OK(pp.status);
     ASSERT_EQ(1, (long)pp.n);
@@ -398,8 +398,8 @@ typedef struct reran {
 
 static void on_rerun(rjq_job *job, void *data) {
     reran *r = data;
-    if (r->attempt_min == 0 || rjq_job_attempt(job) < r->attempt_min)
-        r->attempt_min = rjq_job_attempt(job);
+    if (r->attempt_min == 0 || rjq_job_get_attempt(job) < r->attempt_min)
+        r->attempt_min = rjq_job_get_attempt(job);
     r->done++;
     rjq_job_complete(job, "", 0, NULL, NULL);
 }
@@ -525,7 +525,7 @@ TEST(durable_writes_on_three_masters_each_confirmed_by_a_wait_there) {
     }
     if (unconfirmed)
         FAIL_AT(__FILE__, __LINE__, "%ld of %ld writes reported short: %s", unconfirmed,
-                confirmed + unconfirmed, rjq_client_errmsg(c));
+                confirmed + unconfirmed, rjq_client_get_errmsg(c));
     for (int m = 0; m < CLUSTER_MASTERS; m++) ASSERT(cluster_node_calls(&cl, m, "wait") > waits[m]);
     rjq_client_free(c);
     event_base_free(base);

@@ -44,7 +44,7 @@ typedef struct one_await {
 
 static void failed(flow *f, rjq_client *c, int status) {
     f->last_status = status;
-    snprintf(f->last_error, sizeof f->last_error, "%s", rjq_client_errmsg(c));
+    snprintf(f->last_error, sizeof f->last_error, "%s", rjq_client_get_errmsg(c));
 }
 
 static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
@@ -73,7 +73,7 @@ static void on_awaited(rjq_client *c, int status, const rjq_outcome *o, void *da
 static void on_job(rjq_job *job, void *data) {
     flow *f = data;
     size_t len;
-    const void *p = rjq_job_payload(job, &len);
+    const void *p = rjq_job_get_payload(job, &len);
     if ((size_t)f->handled == f->ran_cap) {
         f->ran_cap = f->ran_cap ? 2 * f->ran_cap : 1024;
         f->ran = realloc(f->ran, f->ran_cap * sizeof *f->ran);

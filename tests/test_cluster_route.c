@@ -41,14 +41,14 @@ static void on_awaited(rjq_client *c, int status, const rjq_outcome *o, void *da
     } else {
         t->bad++;
         t->last_status = status;
-        snprintf(t->last_error, sizeof t->last_error, "%s", rjq_client_errmsg(c));
+        snprintf(t->last_error, sizeof t->last_error, "%s", rjq_client_get_errmsg(c));
     }
 }
 
 static void on_job(rjq_job *job, void *data) {
     long *handled = data;
     size_t len;
-    const void *p = rjq_job_payload(job, &len);
+    const void *p = rjq_job_get_payload(job, &len);
     (*handled)++;
     rjq_job_complete(job, p, len, NULL, NULL);
 }
@@ -177,8 +177,8 @@ TEST(twelve_queues_over_three_masters_through_one_node_url) {
     ASSERT_OK(rjq_queue_open(c, names[0], NULL, &q1));
     enqueue_wait e = enqueue_job(base, q1, "x", NULL);
     ASSERT(e.status != RJQ_OK);
-    if (strstr(rjq_client_errmsg(c), "database 0 only") == NULL)
-        FAIL_AT(__FILE__, __LINE__, "errmsg: %s", rjq_client_errmsg(c));
+    if (strstr(rjq_client_get_errmsg(c), "database 0 only") == NULL)
+        FAIL_AT(__FILE__, __LINE__, "errmsg: %s", rjq_client_get_errmsg(c));
     rjq_client_free(c);
     event_base_free(base);
     cluster_stop(&cl);
@@ -346,8 +346,8 @@ TEST(seed_node_names_need_a_resolving_glue) {
     rjq_client *c = NULL;
     ASSERT_EQ(RJQ_EURL, rjq_libevent_client_new(&c, base, &o));
     ASSERT(c == NULL);
-    if (strstr(rjq_client_errmsg(NULL), "seed node nowhere.test is a name") == NULL)
-        FAIL_AT(__FILE__, __LINE__, "errmsg: %s", rjq_client_errmsg(NULL));
+    if (strstr(rjq_client_get_errmsg(NULL), "seed node nowhere.test is a name") == NULL)
+        FAIL_AT(__FILE__, __LINE__, "errmsg: %s", rjq_client_get_errmsg(NULL));
     o = client_options("redis://127.0.0.1:7000,localhost:7001,[::1]:7002");
     ASSERT_OK(rjq_libevent_client_new(&c, base, &o));
     rjq_client_free(c);

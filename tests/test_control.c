@@ -161,7 +161,7 @@ static long started, finished;
 static void keep_a_handler(rjq_job *job, void *data) {
     (void)data;
     started++;
-    if (strcmp(rjq_job_id(job), "a") == 0) {
+    if (strcmp(rjq_job_get_id(job), "a") == 0) {
         held_job = job;
         return;
     }
@@ -416,7 +416,7 @@ TEST(cancelled_jobs_kept_are_capped_by_dead_max) {
  * its handler keeps the job until the notice comes, then completes it and
  * writes what it saw to the pipe. */
 typedef struct child_report {
-    int reason, looked;       /* on_notice's reason, rjq_job_notice() then */
+    int reason, looked;       /* on_notice's reason, rjq_job_get_notice() then */
     double noticed_ms;        /* mono_ms() at the notice */
     int complete_status;      /* what the late completion got */
 } child_report;
@@ -440,7 +440,7 @@ static void notice_then_complete(rjq_job *job, int reason, void *data) {
     (void)data;
     report.noticed_ms = mono_ms();
     report.reason = reason;
-    report.looked = rjq_job_notice(job);
+    report.looked = rjq_job_get_notice(job);
     ASSERT_OK(rjq_job_complete(job, "late", 4, on_late_complete, NULL));
 }
 
@@ -639,7 +639,7 @@ TEST(job_past_its_timeout_is_failed_and_retried_and_its_holder_can_neither_exten
      * waits for the zombie's handle */
     ASSERT_OK(rjq_worker_stop(wa, NULL, NULL));
     ASSERT_EQ(RJQ_ETIMEDOUT, timeout_reason);
-    ASSERT_EQ(RJQ_ETIMEDOUT, rjq_job_notice(zombie));
+    ASSERT_EQ(RJQ_ETIMEDOUT, rjq_job_get_notice(zombie));
     /* (the notice may come before the sweep failed the job) */
     stats_poll sp = {&e, {0}};
     ASSERT(loop_until_cond(e.base, has_failed, &sp, 10000));
@@ -805,7 +805,7 @@ typedef struct starts_log {
 static void on_start_event(rjq_client *c, const char *ev, const char *id, void *data) {
     starts_log *l = data;
     (void)c, (void)id;
-    if (strcmp(ev, "active") == 0 && l->n < 2000) l->t[l->n++] = rjq_monitor_time(l->m);
+    if (strcmp(ev, "active") == 0 && l->n < 2000) l->t[l->n++] = rjq_monitor_get_time(l->m);
 }
 
 #define RATE_JOBS 400
@@ -1218,8 +1218,8 @@ static char run_payload[64];
 static void payload_handler(rjq_job *job, void *data) {
     (void)data;
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
-    if (strcmp(rjq_job_id(job), "d") == 0) snprintf(run_payload, sizeof run_payload, "%.*s", (int)len, p);
+    const char *p = rjq_job_get_payload(job, &len);
+    if (strcmp(rjq_job_get_id(job), "d") == 0) snprintf(run_payload, sizeof run_payload, "%.*s", (int)len, p);
     started++;
     ASSERT_OK(rjq_job_complete(job, "", 0, on_done_ok, &finished));
 }
@@ -1408,7 +1408,7 @@ TEST(completion_past_the_run_time_is_refused_before_any_sweep_and_changes_nothin
     rjq_stats st = get_stats(e.base, e.q);
     ASSERT_EQ(0, st.completed);
     ASSERT_EQ(0, st.failed);
-    ASSERT_EQ(0, rjq_worker_running(w)); /* its slot is free */
+    ASSERT_EQ(0, rjq_worker_count_running(w)); /* its slot is free */
     ASSERT_EQ(1, sweep_now(&e)); /* the sweep finds it */
     i = get_info(e.base, e.q, "l");
     ASSERT_STREQ("dead", i.state);
@@ -1508,14 +1508,14 @@ static rjq_job *attempt_jobs[8];
 static void keep_by_attempt(rjq_job *job, void *data) {
     (void)data;
     started++;
-    int a = rjq_job_attempt(job);
+    int a = rjq_job_get_attempt(job);
     ASSERT(a >= 1 && a < 8);
     attempt_jobs[a] = job;
 }
 
 static void note_attempt_notice(rjq_job *job, int reason, void *data) {
     (void)data;
-    int a = rjq_job_attempt(job);
+    int a = rjq_job_get_attempt(job);
     ASSERT(a >= 1 && a < 8);
     attempt_notices[a]++;
     attempt_reason[a] = reason;
@@ -1553,9 +1553,9 @@ TEST(every_timed_out_attempt_is_told_while_later_attempts_of_its_job_run_on_the_
     for (int a = 1; a <= 3; a++) {
         ASSERT_EQ(1, attempt_notices[a]);
         ASSERT_EQ(RJQ_ETIMEDOUT, attempt_reason[a]);
-        ASSERT_EQ(RJQ_ETIMEDOUT, rjq_job_notice(attempt_jobs[a]));
+        ASSERT_EQ(RJQ_ETIMEDOUT, rjq_job_get_notice(attempt_jobs[a]));
     }
-    ASSERT_EQ(3, rjq_worker_running(w));
+    ASSERT_EQ(3, rjq_worker_count_running(w));
     info_wait i = get_info(e.base, e.q, "a");
     ASSERT_STREQ("dead", i.state);
     ASSERT_STREQ("timed out after 200 ms", i.error);
@@ -1565,7 +1565,7 @@ TEST(every_timed_out_attempt_is_told_while_later_attempts_of_its_job_run_on_the_
         ASSERT(loop_until_count(e.base, &late_calls, 1, 5000));
         ASSERT_EQ(RJQ_ELEASELOST, late_status);
     }
-    ASSERT_EQ(0, rjq_worker_running(w));
+    ASSERT_EQ(0, rjq_worker_count_running(w));
     ASSERT_EQ(3, timeout_notices); /* told once each */
     env_stop(&e);
 }
@@ -1617,7 +1617,7 @@ TEST(timed_out_attempts_missed_by_the_subscriber_are_told_by_the_next_extension)
         ASSERT(loop_until_count(e.base, &late_calls, 1, 5000));
         ASSERT_EQ(RJQ_ELEASELOST, late_status);
     }
-    ASSERT_EQ(0, rjq_worker_running(w));
+    ASSERT_EQ(0, rjq_worker_count_running(w));
     rjq_client_free(wc);
     env_stop(&e);
 }
@@ -1628,7 +1628,7 @@ static int ran_by[26], id_notice[26];
 static long id_notices;
 
 static int id_slot(const rjq_job *job) {
-    const char *id = rjq_job_id(job);
+    const char *id = rjq_job_get_id(job);
     ASSERT(id[0] >= 'a' && id[0] <= 'z' && id[1] == '\0');
     return id[0] - 'a';
 }
@@ -1693,8 +1693,8 @@ TEST(timed_out_attempt_frees_its_slot_while_its_handle_is_held_up_to_the_concurr
     ASSERT(loop_until_count(e.base, &started, 2, 5000));
     ASSERT_EQ(1, ran_by['b' - 'a']);
     ASSERT_EQ(RJQ_ETIMEDOUT, id_notice[0]);
-    ASSERT_EQ(RJQ_ETIMEDOUT, rjq_job_notice(by_id[0]));
-    ASSERT_EQ(2, rjq_worker_running(w)); /* handed out, not finished */
+    ASSERT_EQ(RJQ_ETIMEDOUT, rjq_job_get_notice(by_id[0]));
+    ASSERT_EQ(2, rjq_worker_count_running(w)); /* handed out, not finished */
 
     /* b times out too: one handle is already held beyond the concurrency,
      * so b keeps its slot; c goes to a second worker */
@@ -1716,7 +1716,7 @@ TEST(timed_out_attempt_frees_its_slot_while_its_handle_is_held_up_to_the_concurr
     /* a finished (refused): b's slot frees, d starts on the first worker */
     finish_late(by_id[0]);
     ASSERT_EQ(RJQ_ELEASELOST, late_status);
-    ASSERT_EQ(1, rjq_worker_running(w));
+    ASSERT_EQ(1, rjq_worker_count_running(w));
     enqueue_x_ok(e.base, e.q, "d", 0, 0);
     ASSERT(loop_until_count(e.base, &started, 4, 5000));
     ASSERT_EQ(1, ran_by['d' - 'a']);
@@ -1841,7 +1841,7 @@ TEST(completion_after_the_lease_ran_out_with_nobody_else_holding_the_job_is_acce
     for (int k = 0; k < 2; k++) {
         enqueue_opts(&e, "x", opts[k]);
         ASSERT(loop_until_count(e.base, &started, k + 1, 5000));
-        ASSERT_STREQ(opts[k]->id, rjq_job_id(held_job));
+        ASSERT_STREQ(opts[k]->id, rjq_job_get_id(held_job));
         /* its lease ended a second ago, by the server's clock */
         freeReplyObject(server_cmd(e.rc, "ZADD t:{te}:active XX %lld %s", server_now_ms(e.rc) - 1000,
                                    opts[k]->id));

@@ -133,8 +133,8 @@ TEST(too_few_replicas_is_reported_with_the_jobs) {
     ASSERT_EQ(RJQ_EREPLICAS, enq);
     ASSERT(last_id[0] != '\0'); /* the job's id is given: it is enqueued */
     ASSERT_EQ(RJQ_EREPLICAS, done);
-    if (strstr(rjq_client_errmsg(c), " of 2 replicas confirmed the write within 100 ms") == NULL)
-        FAIL_AT(__FILE__, __LINE__, "errmsg: %s", rjq_client_errmsg(c));
+    if (strstr(rjq_client_get_errmsg(c), " of 2 replicas confirmed the write within 100 ms") == NULL)
+        FAIL_AT(__FILE__, __LINE__, "errmsg: %s", rjq_client_get_errmsg(c));
     fail_them = 1;
     enqueue_and_run(base, q, &enq, &done);
     ASSERT_EQ(RJQ_EREPLICAS, done);
@@ -166,7 +166,7 @@ TEST(wait_timeout_must_be_below_half_the_command_timeout) {
     o.wait_timeout_ms = 5000; /* half the default command timeout */
     rjq_client *c = NULL;
     ASSERT_EQ(RJQ_EINVAL, rjq_libevent_client_new(&c, base, &o));
-    ASSERT(strstr(rjq_client_errmsg(NULL), "wait_timeout_ms") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(NULL), "wait_timeout_ms") != NULL);
     o.command_timeout_ms = -1; /* no command timeout: any wait */
     ASSERT_OK(rjq_libevent_client_new(&c, base, &o));
     rjq_client_free(c);
@@ -207,7 +207,7 @@ TEST(writes_made_together_share_one_wait) {
     ASSERT(loop_until_count(base, &shorts_seen, 5, 5000));
     ASSERT(server_calls(rc, "wait") - waits <= 2);
     for (int i = 0; i < 5; i++) ASSERT_EQ(1, server_int(rc, "LLEN t:{q%d}:ready", i));
-    ASSERT_EQ(1, rjq_client_connected(c)); /* never taken for dead */
+    ASSERT_EQ(1, rjq_client_is_connected(c)); /* never taken for dead */
     redisFree(rc);
     rjq_client_free(c);
     event_base_free(base);

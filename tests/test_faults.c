@@ -43,7 +43,7 @@ static long long qcount(redisContext *rc, const char *cmd, const char *q, const 
     return server_int(rc, "%s t:{%s}:%s", cmd, q, key);
 }
 
-/* A counter of q's stats hash, read directly (rjq_queue_stats needs a
+/* A counter of q's stats hash, read directly (rjq_queue_get_stats needs a
  * loop). enqueued and completed are derived from two fields each (see
  * "stats" in src/lua/lib.lua). */
 static long long stat_field(redisContext *rc, const char *q, const char *field) {
@@ -204,9 +204,9 @@ static void on_enq(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n
     }
     e->ok_jobs += (long)n;
     for (size_t i = 0; i < n && e->ids; i++) {
-        ASSERT(rjq_enqueued_at(jobs, i)->existed == 0);
+        ASSERT(rjq_enqueued_get(jobs, i)->existed == 0);
         ASSERT(e->ids_n < e->ids_cap);
-        e->ids[e->ids_n] = strdup(rjq_enqueued_at(jobs, i)->id);
+        e->ids[e->ids_n] = strdup(rjq_enqueued_get(jobs, i)->id);
         ASSERT(e->ids[e->ids_n] != NULL);
         e->ids_n++;
     }
@@ -263,7 +263,7 @@ static void on_work_done(rjq_client *c, int status, void *data) {
 }
 
 static void finish_job(work_ctx *w, rjq_job *job) {
-    const char *id = rjq_job_id(job);
+    const char *id = rjq_job_get_id(job);
     done_ref *d = malloc(sizeof *d + strlen(id) + 1);
     ASSERT(d != NULL);
     d->w = w;
@@ -273,10 +273,10 @@ static void finish_job(work_ctx *w, rjq_job *job) {
 
 static void work_handler(rjq_job *job, void *data) {
     work_ctx *w = data;
-    const char *id = rjq_job_id(job);
+    const char *id = rjq_job_get_id(job);
     idrec *r = idmap_find(&w->ids, id, 1);
     r->handled++;
-    r->attempt = rjq_job_attempt(job);
+    r->attempt = rjq_job_get_attempt(job);
     w->handled++;
     size_t len = strlen(id);
     int later = w->defer == 2 || (w->defer == 1 && len > 0 && (id[len - 1] - '0') % 2 == 1);
@@ -481,8 +481,8 @@ static void hold_one_handler(rjq_job *job, void *data) {
     hold_one *h = data;
     ASSERT(h->job == NULL);
     h->job = job;
-    h->attempt = rjq_job_attempt(job);
-    snprintf(h->token, sizeof h->token, "%s", rjq_job_token(job));
+    h->attempt = rjq_job_get_attempt(job);
+    snprintf(h->token, sizeof h->token, "%s", rjq_job_get_token(job));
     h->got = 1;
 }
 
@@ -497,8 +497,8 @@ static void complete_as_handler(rjq_job *job, void *data) {
     complete_as *b = data;
     ASSERT(!b->got);
     b->got = 1;
-    b->attempt = rjq_job_attempt(job);
-    snprintf(b->token, sizeof b->token, "%s", rjq_job_token(job));
+    b->attempt = rjq_job_get_attempt(job);
+    snprintf(b->token, sizeof b->token, "%s", rjq_job_get_token(job));
     ASSERT_OK(rjq_job_complete(job, b->result, strlen(b->result), on_status, &b->done));
 }
 
@@ -749,7 +749,7 @@ static void race_done(rjq_client *c, int status, void *data) {
 static void race_handler(rjq_job *job, void *data) {
     race_child *rc = data;
     rc->handled++;
-    fprintf(rc->out, "H %s %d\n", rjq_job_id(job), rjq_job_attempt(job));
+    fprintf(rc->out, "H %s %d\n", rjq_job_get_id(job), rjq_job_get_attempt(job));
     ASSERT_OK(rjq_job_complete(job, "ok", 2, race_done, rc));
 }
 
@@ -1067,7 +1067,7 @@ static void flush_and_kill_scenario(int evalsha) {
 
     /* Idle now: kill the subscriber again; once it is back, new work must
      * still wake the worker (its poll is far away). */
-    WAIT_FOR(base, rjq_worker_running(wk) == 0, 5000);
+    WAIT_FOR(base, rjq_worker_count_running(wk) == 0, 5000);
     char wake[64];
     snprintf(wake, sizeof wake, "t:{%s}:wake", qname);
     sdisc = ev.disconnected[RJQ_CONN_SUBSCRIBER];
@@ -1223,7 +1223,7 @@ TEST(server_restart_work_resumes) {
     event_del(w.flush_ev); /* they stay held until the server is gone (flushed below) */
     for (int i = 0; i < RESTART_BURST / 3; i++) burst_enqueue(q, i);
     for (int i = 0; i < RESTART_STATS / 3; i++)
-        ASSERT_OK(rjq_queue_stats(q, on_burst_stats, &burst_stats[i]));
+        ASSERT_OK(rjq_queue_get_stats(q, on_burst_stats, &burst_stats[i]));
     event_base_loop(base, EVLOOP_NONBLOCK); /* writes them */
     long held = (long)w.npending, done_before = w.done_ok;
     ASSERT(held > 0);
@@ -1243,15 +1243,15 @@ TEST(server_restart_work_resumes) {
     ASSERT_EQ(done_before, w.done_ok); /* their callbacks are still to come */
     for (int i = RESTART_BURST / 3; i < 2 * RESTART_BURST / 3; i++) burst_enqueue(q, i);
     for (int i = RESTART_STATS / 3; i < 2 * RESTART_STATS / 3; i++)
-        ASSERT_OK(rjq_queue_stats(q, on_burst_stats, &burst_stats[i]));
+        ASSERT_OK(rjq_queue_get_stats(q, on_burst_stats, &burst_stats[i]));
     /* ... the client notices, and its reconnect attempts fail meanwhile. */
     long cmd_err = ev.errors[RJQ_CONN_COMMAND];
     ASSERT(loop_until_count(base, &ev.disconnected[RJQ_CONN_COMMAND], 1, 10000));
     ASSERT(loop_until_count(base, &ev.errors[RJQ_CONN_COMMAND], cmd_err + 1, 10000));
-    ASSERT(!rjq_client_connected(c));
+    ASSERT(!rjq_client_is_connected(c));
     for (int i = 2 * RESTART_BURST / 3; i < RESTART_BURST; i++) burst_enqueue(q, i);
     for (int i = 2 * RESTART_STATS / 3; i < RESTART_STATS; i++)
-        ASSERT_OK(rjq_queue_stats(q, on_burst_stats, &burst_stats[i]));
+        ASSERT_OK(rjq_queue_get_stats(q, on_burst_stats, &burst_stats[i]));
     /* two more reconnect attempts failed with them waiting: nothing ended */
     ASSERT(loop_until_count(base, &ev.errors[RJQ_CONN_COMMAND], cmd_err + 3, 10000));
     ASSERT_EQ(done_before, w.done_ok); /* retried, not failed */
@@ -1263,7 +1263,7 @@ TEST(server_restart_work_resumes) {
     ASSERT(loop_until_count(base, &ev.connected[RJQ_CONN_SUBSCRIBER], sub_up + 1, 20000));
     ASSERT(ev.disconnected[RJQ_CONN_SUBSCRIBER] >= 1);
     ASSERT(loop_until_count(base, &burst_fired, RESTART_BURST + RESTART_STATS, 20000));
-    ASSERT(rjq_client_connected(c));
+    ASSERT(rjq_client_is_connected(c));
 
     /* Unknown outcomes are retried with the same id: idempotent. */
     int econn = 0, econn_by_third[3] = {0, 0, 0};
@@ -1292,7 +1292,7 @@ TEST(server_restart_work_resumes) {
 
     /* The backlog drains; the worker goes idle. */
     ASSERT(loop_until_count(base, &w.done_ok, RESTART_PRE + RESTART_BURST, 60000));
-    WAIT_FOR(base, rjq_worker_running(wk) == 0 && w.npending == 0, 5000);
+    WAIT_FOR(base, rjq_worker_count_running(wk) == 0 && w.npending == 0, 5000);
     redisContext *rc = server_connect(&s);
     wait_worker_started(base, c, q, rc, qname); /* idle, subscribed, its claims answered */
 
@@ -1352,7 +1352,7 @@ static int stale_fd = -1;
 static void stale_handler(rjq_job *job, void *data) {
     (void)data;
     char line[256];
-    int n = snprintf(line, sizeof line, "%s\n", rjq_job_id(job));
+    int n = snprintf(line, sizeof line, "%s\n", rjq_job_get_id(job));
     ASSERT(write(stale_fd, line, (size_t)n) == n);
     rjq_job_complete(job, "child", 5, NULL, NULL);
 }
@@ -1369,7 +1369,7 @@ static void on_synced(rjq_client *c, int status, const rjq_stats *s, void *data)
 
 static void on_sync_signal(evutil_socket_t sig, short what, void *arg) {
     (void)sig, (void)what;
-    ASSERT_OK(rjq_queue_stats(arg, on_synced, NULL));
+    ASSERT_OK(rjq_queue_get_stats(arg, on_synced, NULL));
 }
 
 static void run_stale_child(const test_server *s, const char *qname, long lease_ms,

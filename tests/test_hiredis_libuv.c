@@ -56,8 +56,8 @@ static void glue_start(glue *g, const test_server *s) {
     o.ping_interval_ms = 200;
     o.connect_timeout_ms = TIMEOUT_MS;
     ASSERT_OK(rjq_libuv_client_new(&g->c, &g->loop, &o));
-    for (int i = 0; i < 5000 && !rjq_client_connected(g->c); i++) run_for(g, 1);
-    ASSERT(rjq_client_connected(g->c));
+    for (int i = 0; i < 5000 && !rjq_client_is_connected(g->c); i++) run_for(g, 1);
+    ASSERT(rjq_client_is_connected(g->c));
 }
 
 static void glue_stop(glue *g) {
@@ -69,7 +69,7 @@ static void glue_stop(glue *g) {
 static stats_res stats(glue *g, rjq_queue *q, double *took) {
     stats_res r = {0, 0};
     double t0 = mono_ms();
-    ASSERT_OK(rjq_queue_stats(q, on_stats, &r));
+    ASSERT_OK(rjq_queue_get_stats(q, on_stats, &r));
     ASSERT(run_until(g, &r.done, 10000));
     if (took) *took = mono_ms() - t0;
     return r;
@@ -97,7 +97,7 @@ TEST(stopped_server_times_out_on_hiredis_libuv_adapter) {
     ASSERT(took < TIMEOUT_MS + 1000);
     run_for(&g, 300);
     ASSERT_EQ(0, kill(s.pid, SIGCONT));
-    for (int i = 0; i < 5000 && !rjq_client_connected(g.c); i++) run_for(&g, 1);
+    for (int i = 0; i < 5000 && !rjq_client_is_connected(g.c); i++) run_for(&g, 1);
     ASSERT_OK(stats(&g, q, NULL).status);
     glue_stop(&g);
     server_stop_guarded(&s);

@@ -32,7 +32,7 @@ typedef struct rule_ctx {
     int mode;              /* what the handler does with the job */
     int in_call;           /* the handler is inside complete/fail */
     int rc;                /* what complete/fail returned */
-    int running_after;     /* rjq_worker_running() right after the call */
+    int running_after;     /* rjq_worker_count_running() right after the call */
     long handled;          /* handler runs */
     int last_attempt;
     long cb_calls;
@@ -64,7 +64,7 @@ static void on_retry_done(rjq_client *c, int status, void *data) {
 static void rule_handler(rjq_job *job, void *data) {
     rule_ctx *x = data;
     x->handled++;
-    x->last_attempt = rjq_job_attempt(job);
+    x->last_attempt = rjq_job_get_attempt(job);
     if (x->handled > 1) { /* the retry the rule's failure scheduled */
         ASSERT_OK(rjq_job_complete(job, "ok", 2, on_retry_done, x));
         return;
@@ -102,7 +102,7 @@ static void rule_handler(rjq_job *job, void *data) {
         break;
     }
     x->in_call = 0;
-    x->running_after = rjq_worker_running(x->w);
+    x->running_after = rjq_worker_count_running(x->w);
     if (x->free_after) {
         rjq_client_free(x->c); /* deferred: this is the worker's callback */
         x->c = NULL;

@@ -86,18 +86,18 @@ static void on_retry_completed(rjq_client *c, int status, void *data) {
 static void retry_handler(rjq_job *job, void *data) {
     retry_ctx *x = data;
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
-    ASSERT_STREQ("job-retry", rjq_job_id(job));
+    const char *p = rjq_job_get_payload(job, &len);
+    ASSERT_STREQ("job-retry", rjq_job_get_id(job));
     ASSERT_EQ(7, len);
     ASSERT(memcmp(p, "payload", 7) == 0);
-    ASSERT_EQ(3, rjq_job_max_attempts(job));
+    ASSERT_EQ(3, rjq_job_get_max_attempts(job));
     ASSERT(x->handled < 8);
-    x->attempts[x->handled++] = rjq_job_attempt(job);
+    x->attempts[x->handled++] = rjq_job_get_attempt(job);
     if (x->succeed) {
         ASSERT_OK(rjq_job_complete(job, "ok", 2, on_retry_completed, x));
     } else {
         char err[32];
-        snprintf(err, sizeof err, "boom %d", rjq_job_attempt(job));
+        snprintf(err, sizeof err, "boom %d", rjq_job_get_attempt(job));
         ASSERT_OK(rjq_job_fail(job, err, RJQ_FAIL_RETRY, -1, on_retry_failed, x));
     }
 }
@@ -173,7 +173,7 @@ TEST(retry_with_backoff_then_dead_then_replay_completes) {
     ASSERT_EQ(0, st.active);
 
     ids_wait dl = {0};
-    ASSERT_OK(rjq_queue_dead(q, 0, 10, on_ids, &dl));
+    ASSERT_OK(rjq_queue_list_dead(q, 0, 10, on_ids, &dl));
     ASSERT(loop_until(base, &dl.done, 10000));
     ASSERT_OK(dl.status);
     ASSERT_EQ(1, dl.n);
@@ -227,8 +227,8 @@ static long fatal_handled, fatal_replies;
 static void fatal_handler(rjq_job *job, void *data) {
     (void)data;
     fatal_handled++;
-    ASSERT_EQ(1, rjq_job_attempt(job));
-    ASSERT_EQ(5, rjq_job_max_attempts(job));
+    ASSERT_EQ(1, rjq_job_get_attempt(job));
+    ASSERT_EQ(5, rjq_job_get_max_attempts(job));
     ASSERT_OK(rjq_job_fail(job, "fatal!", RJQ_FAIL_FATAL, 0, on_done_ok, &fatal_replies));
 }
 
@@ -346,13 +346,13 @@ static void bo_handler(rjq_job *job, void *data) {
     (void)data;
     bo_job *j = NULL;
     for (int i = 0; i < 5; i++)
-        if (strcmp(bo_jobs[i].id, rjq_job_id(job)) == 0) j = &bo_jobs[i];
+        if (strcmp(bo_jobs[i].id, rjq_job_get_id(job)) == 0) j = &bo_jobs[i];
     ASSERT(j != NULL);
     ASSERT(!j->dead);
     bo_fail *f = malloc(sizeof *f);
     ASSERT(f != NULL);
     f->j = j;
-    f->attempt = rjq_job_attempt(job);
+    f->attempt = rjq_job_get_attempt(job);
     f->before = server_now_ms(bo_rc);
     if (j->not_before >= 0) {
         if (f->before < j->not_before)
@@ -433,7 +433,7 @@ static void delayed_handler(rjq_job *job, void *data) {
     ASSERT(x->handled < 2);
     x->t_handled[x->handled] = t;
     x->server_at_handler[x->handled] = server_now_ms(x->rc);
-    snprintf(x->order[x->handled], sizeof x->order[0], "%s", rjq_job_id(job));
+    snprintf(x->order[x->handled], sizeof x->order[0], "%s", rjq_job_get_id(job));
     x->handled++;
     ASSERT_OK(rjq_job_complete(job, NULL, 0, NULL, NULL));
 }
@@ -495,7 +495,7 @@ static int prio_handled;
 static void prio_handler(rjq_job *job, void *data) {
     (void)data;
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
+    const char *p = rjq_job_get_payload(job, &len);
     ASSERT(prio_handled < PRIO_N);
     snprintf(prio_seen[prio_handled++], sizeof prio_seen[0], "%.*s", (int)len, p);
     ASSERT_OK(rjq_job_complete(job, NULL, 0, NULL, NULL));
@@ -618,8 +618,8 @@ static void on_batch(rjq_client *c, int status, const rjq_enqueued *jobs, size_t
     w->status = status;
     w->n = n;
     for (size_t i = 0; i < n && i < BATCH_N; i++) {
-        snprintf(w->ids[i], sizeof w->ids[i], "%s", rjq_enqueued_at(jobs, i)->id);
-        w->existed[i] = rjq_enqueued_at(jobs, i)->existed;
+        snprintf(w->ids[i], sizeof w->ids[i], "%s", rjq_enqueued_get(jobs, i)->id);
+        w->existed[i] = rjq_enqueued_get(jobs, i)->existed;
     }
 }
 
@@ -782,7 +782,7 @@ static void free_in_handler(rjq_job *job, void *data) {
     ASSERT(x->handled < 4);
     x->held[x->handled++] = job;
     if (x->handled < 2) return; /* hold the first job, act on the second */
-    ASSERT_OK(rjq_queue_stats(x->q, count_stats, &x->stats1));
+    ASSERT_OK(rjq_queue_get_stats(x->q, count_stats, &x->stats1));
     x->enq_rc = rjq_enqueue(x->q, "late", 4, NULL, count_enq, &x->enq);
     ASSERT_OK(x->enq_rc);
     x->stop_rc = rjq_worker_stop(x->w, count_stopped, &x->stop);
@@ -791,7 +791,7 @@ static void free_in_handler(rjq_job *job, void *data) {
     rjq_client_free(x->c); /* a second free while the first is deferred: no-op */
     /* Calls after the free inside the same callback: either refused now,
      * or accepted and then cancelled exactly once. */
-    x->stats2_rc = rjq_queue_stats(x->q, count_stats, &x->stats2);
+    x->stats2_rc = rjq_queue_get_stats(x->q, count_stats, &x->stats2);
     ASSERT(x->stats2_rc == RJQ_OK || x->stats2_rc == RJQ_ECLOSED);
     ASSERT_EQ(0, x->stats1.calls); /* callbacks never run inside the call */
     ASSERT_EQ(0, x->stop.calls);
@@ -828,8 +828,8 @@ TEST(free_client_inside_handler_is_safe) {
     }
     /* Job handles held across the free: still readable, detached, and
      * released by complete/fail, which report RJQ_ECLOSED. */
-    ASSERT(rjq_job_worker(x.held[0]) == NULL);
-    ASSERT(rjq_job_id(x.held[0])[0] != '\0');
+    ASSERT(rjq_job_get_worker(x.held[0]) == NULL);
+    ASSERT(rjq_job_get_id(x.held[0])[0] != '\0');
     cb_count done = {0, 0};
     ASSERT_EQ(RJQ_ECLOSED, rjq_job_complete(x.held[0], "r", 1, count_done, &done));
     ASSERT_EQ(RJQ_ECLOSED, rjq_job_fail(x.held[1], "e", RJQ_FAIL_RETRY, -1, count_done, &done));
@@ -885,7 +885,7 @@ static void free_in_enq_cb(rjq_client *c, int status, const rjq_enqueued *jobs, 
     ASSERT_OK(status);
     ASSERT_EQ(1, n);
     /* Sent just before the free: it cannot have been answered yet. */
-    ASSERT_OK(rjq_queue_stats(x->q, tracked_stats, &x->st_inside));
+    ASSERT_OK(rjq_queue_get_stats(x->q, tracked_stats, &x->st_inside));
     rjq_client_free(c);
     x->freed = 1;
     x->late_rc = rjq_enqueue(x->q, "late", 4, NULL, tracked_enq, &x->late);
@@ -906,7 +906,7 @@ TEST(free_client_inside_enqueue_callback) {
     /* Pipelined behind the first: still in flight when it is answered. */
     ASSERT_OK(rjq_enqueue(x.q, "1", 1, NULL, free_in_enq_cb, &x));
     ASSERT_OK(rjq_enqueue(x.q, "2", 1, NULL, tracked_enq, &x.e2));
-    ASSERT_OK(rjq_queue_stats(x.q, tracked_stats, &x.st));
+    ASSERT_OK(rjq_queue_get_stats(x.q, tracked_stats, &x.st));
     ASSERT_OK(rjq_enqueue(x.q, "3", 1, NULL, tracked_enq, &x.e3));
     ASSERT(loop_until(base, &x.e1_calls, 10000));
     env.c = NULL; /* freed by the callback */
@@ -938,7 +938,7 @@ typedef struct stop_ctx {
     rjq_job *held;
     long done;
     cb_count stop;
-    int stop_running; /* rjq_worker_running() inside the stop callback */
+    int stop_running; /* rjq_worker_count_running() inside the stop callback */
     long done_at_stop;
 } stop_ctx;
 
@@ -946,7 +946,7 @@ static void stop_cb(rjq_worker *w, int status, void *data) {
     stop_ctx *x = data;
     x->stop.calls++;
     x->stop.status = status;
-    x->stop_running = rjq_worker_running(w);
+    x->stop_running = rjq_worker_count_running(w);
     x->done_at_stop = x->done;
 }
 
@@ -1011,7 +1011,7 @@ static void free_in_stopped(rjq_worker *w, int status, void *data) {
     free_stop_ctx *x = data;
     x->stop.calls++;
     x->stop.status = status;
-    ASSERT_OK(rjq_queue_stats(x->q, count_stats, &x->st));
+    ASSERT_OK(rjq_queue_get_stats(x->q, count_stats, &x->st));
     rjq_client_free(x->c);
     x->enq_rc = rjq_enqueue(x->q, "late", 4, NULL, count_enq, &x->enq);
     ASSERT(x->enq_rc == RJQ_OK || x->enq_rc == RJQ_ECLOSED);
@@ -1076,15 +1076,15 @@ TEST(held_job_after_client_free_reports_eclosed) {
     ASSERT_OK(rjq_worker_start(q, &wo, hold_handler, NULL, &w));
     for (int i = 0; i < 1000 && held_n < 2; i++) loop_for(base, 10);
     ASSERT_EQ(2, held_n);
-    ASSERT(rjq_job_worker(held_jobs[0]) == w);
+    ASSERT(rjq_job_get_worker(held_jobs[0]) == w);
     char id0[64];
-    snprintf(id0, sizeof id0, "%s", rjq_job_id(held_jobs[0]));
+    snprintf(id0, sizeof id0, "%s", rjq_job_get_id(held_jobs[0]));
     rjq_client_free(env.c);
     env.c = NULL;
     /* Readable until released; detached from the freed worker. */
-    ASSERT_STREQ(id0, rjq_job_id(held_jobs[0]));
-    ASSERT(rjq_job_worker(held_jobs[0]) == NULL);
-    ASSERT(rjq_job_worker(held_jobs[1]) == NULL);
+    ASSERT_STREQ(id0, rjq_job_get_id(held_jobs[0]));
+    ASSERT(rjq_job_get_worker(held_jobs[0]) == NULL);
+    ASSERT(rjq_job_get_worker(held_jobs[1]) == NULL);
     cb_count done = {0, 0};
     ASSERT_EQ(RJQ_ECLOSED, rjq_job_complete(held_jobs[0], NULL, 0, count_done, &done));
     ASSERT_EQ(RJQ_ECLOSED, rjq_job_fail(held_jobs[1], "x", RJQ_FAIL_FATAL, -1, count_done, &done));
@@ -1110,9 +1110,9 @@ typedef struct mix_ctx {
 static void mix_handler(rjq_job *job, void *data) {
     mix_ctx *x = data;
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
+    const char *p = rjq_job_get_payload(job, &len);
     ASSERT(len >= 1);
-    int a = rjq_job_attempt(job);
+    int a = rjq_job_get_attempt(job);
     x->handled++;
     switch (p[0]) {
     case 'A':
@@ -1300,7 +1300,7 @@ TEST(running_job_keeps_its_lease_by_extension) {
      * the lease's end as it was, a sweep takes nothing back (it was
      * extended meanwhile). */
     for (int i = 0; i < 6; i++) {
-        long long ends = server_int(env.rc, "ZSCORE t:{ext}:active %s", rjq_job_id(long_job));
+        long long ends = server_int(env.rc, "ZSCORE t:{ext}:active %s", rjq_job_get_id(long_job));
         ASSERT(ends > 0);
         ASSERT(loop_until_server_ms(base, env.rc, ends, 10000));
         count_wait cw = {0};
@@ -1320,7 +1320,7 @@ TEST(running_job_keeps_its_lease_by_extension) {
 
 /* An empty result is not stored (complete.lua: a field per job cost every
  * completion an insert into a hash as large as the retention). The job
- * still reads back completed with an empty result, by rjq_queue_job and
+ * still reads back completed with an empty result, by rjq_queue_get_job and
  * by an await of the finished job; a result with bytes is stored. */
 static long er_done;
 static int er_await_calls, er_await_status;
@@ -1328,7 +1328,7 @@ static size_t er_await_len;
 
 static void er_handler(rjq_job *job, void *data) {
     (void)data;
-    if (strcmp(rjq_job_id(job), "full") == 0) ASSERT_OK(rjq_job_complete(job, "res", 3, NULL, NULL));
+    if (strcmp(rjq_job_get_id(job), "full") == 0) ASSERT_OK(rjq_job_complete(job, "res", 3, NULL, NULL));
     else ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));
     er_done++;
 }
@@ -1385,9 +1385,9 @@ static char times_token[3][128];
 
 static void times_handler(rjq_job *job, void *data) {
     (void)data;
-    const char *id = rjq_job_id(job);
+    const char *id = rjq_job_get_id(job);
     int k = strcmp(id, "t-ok") == 0 ? 0 : strcmp(id, "t-bad") == 0 ? 1 : 2;
-    snprintf(times_token[k], sizeof times_token[k], "%s", rjq_job_token(job));
+    snprintf(times_token[k], sizeof times_token[k], "%s", rjq_job_get_token(job));
     if (k == 1) ASSERT_OK(rjq_job_fail(job, "no", 0, 0, on_done_ok, &times_done));
     else ASSERT_OK(rjq_job_complete(job, "r", 1, on_done_ok, &times_done));
 }

@@ -1,8 +1,8 @@
 /*
- * rjq_queue_jobs(): the ids of a queue's jobs in one state, in queue order,
+ * rjq_queue_list_jobs(): the ids of a queue's jobs in one state, in queue order,
  * paged. Ready jobs come in claim order across the priority set and the
  * ready list; each other state in the order its structure keeps.
- * rjq_client_queues(): the registry of the queues written to.
+ * rjq_client_list_queues(): the registry of the queues written to.
  */
 #include "fixture.h"
 #include "harness.h"
@@ -32,7 +32,7 @@ static void on_page(rjq_client *c, int status, const char *const *ids, size_t n,
 static const char *list(test_env *e, rjq_queue *q, rjq_job_state state, long offset, long limit) {
     static page p;
     memset(&p, 0, sizeof p);
-    ASSERT_OK(rjq_queue_jobs(q, state, offset, limit, on_page, &p));
+    ASSERT_OK(rjq_queue_list_jobs(q, state, offset, limit, on_page, &p));
     ASSERT(loop_until(e->base, &p.done, 5000));
     ASSERT_OK(p.status);
     return p.ids;
@@ -63,11 +63,11 @@ TEST(ready_jobs_are_listed_in_claim_order_across_priorities_and_pages) {
     ASSERT_STREQ("", list(&e, e.q, RJQ_STATE_ACTIVE, 0, 100));
     /* bad arguments, refused before anything is sent */
     page p = {0};
-    ASSERT_EQ(RJQ_EINVAL, rjq_queue_jobs(e.q, (rjq_job_state)99, 0, 10, on_page, &p));
-    ASSERT_EQ(RJQ_EINVAL, rjq_queue_jobs(e.q, RJQ_STATE_READY, 0, 0, on_page, &p));
-    ASSERT_EQ(RJQ_EINVAL, rjq_queue_jobs(e.q, RJQ_STATE_READY, 0, RJQ_JOBS_PAGE_MAX + 1, on_page, &p));
-    ASSERT_EQ(RJQ_EINVAL, rjq_queue_jobs(e.q, RJQ_STATE_READY, -1, 10, on_page, &p));
-    ASSERT_EQ(RJQ_EINVAL, rjq_queue_jobs(e.q, RJQ_STATE_READY, 0, 10, NULL, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs(e.q, (rjq_job_state)99, 0, 10, on_page, &p));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs(e.q, RJQ_STATE_READY, 0, 0, on_page, &p));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs(e.q, RJQ_STATE_READY, 0, RJQ_JOBS_PAGE_MAX + 1, on_page, &p));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs(e.q, RJQ_STATE_READY, -1, 10, on_page, &p));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs(e.q, RJQ_STATE_READY, 0, 10, NULL, NULL));
     ASSERT_EQ(0, p.done);
     env_stop(&e);
 }
@@ -80,7 +80,7 @@ typedef struct run_ctx {
 /* x1, x4 complete; x2 fails for good; x3 is held (active). */
 static void handler(rjq_job *job, void *data) {
     run_ctx *x = data;
-    const char *id = rjq_job_id(job);
+    const char *id = rjq_job_get_id(job);
     if (strcmp(id, "x2") == 0)
         ASSERT_OK(rjq_job_fail(job, "no", RJQ_FAIL_FATAL, -1, on_done_ok, &x->done));
     else if (strcmp(id, "x3") == 0)
@@ -218,22 +218,22 @@ TEST(dead_and_cancelled_jobs_are_deleted_by_id_or_purged_oldest_first) {
     env_stop(&e);
 }
 
-/* The names rjq_client_queues() gives as "a,b,c". */
+/* The names rjq_client_list_queues() gives as "a,b,c". */
 static const char *queues(test_env *e, const char *after, long limit) {
     static page p;
     memset(&p, 0, sizeof p);
-    ASSERT_OK(rjq_client_queues(e->c, after, limit, on_page, &p));
+    ASSERT_OK(rjq_client_list_queues(e->c, after, limit, on_page, &p));
     ASSERT(loop_until(e->base, &p.done, 5000));
     ASSERT_OK(p.status);
     return p.ids;
 }
 
-/* Are the names rjq_client_queues() gives `want`? (A read may meet the
+/* Are the names rjq_client_list_queues() gives `want`? (A read may meet the
  * reconnect: an error is a no.) */
 static int queues_read_back(test_env *e, const char *want) {
     static page p;
     memset(&p, 0, sizeof p);
-    ASSERT_OK(rjq_client_queues(e->c, NULL, 10, on_page, &p));
+    ASSERT_OK(rjq_client_list_queues(e->c, NULL, 10, on_page, &p));
     ASSERT(loop_until(e->base, &p.done, 5000));
     return p.status == RJQ_OK && strcmp(p.ids, want) == 0;
 }
@@ -258,8 +258,8 @@ TEST(queues_written_to_are_listed_by_name_paged_and_again_after_redis_lost_them)
     ASSERT_STREQ("alpha,beta", queues(&e, NULL, 2));
     ASSERT_STREQ("gamma", queues(&e, "beta", 2));
     ASSERT_STREQ("", queues(&e, "gamma", 2));
-    ASSERT_EQ(RJQ_EINVAL, rjq_client_queues(e.c, NULL, 0, on_page, NULL));
-    ASSERT_EQ(RJQ_EINVAL, rjq_client_queues(e.c, NULL, RJQ_JOBS_PAGE_MAX + 1, on_page, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_list_queues(e.c, NULL, 0, on_page, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_list_queues(e.c, NULL, RJQ_JOBS_PAGE_MAX + 1, on_page, NULL));
     /* a Redis restarted empty learns them back from the client */
     server_restart(&e.s, NULL);
     redisFree(e.rc);
@@ -306,11 +306,11 @@ static void on_procs(rjq_client *c, int status, const rjq_process *list, size_t 
     p->text[0] = '\0';
     for (size_t i = 0; i < n; i++) {
         size_t used = strlen(p->text);
-        snprintf(p->text + used, sizeof p->text - used, "%s%s %ld", i ? "|" : "", rjq_process_at(list, i)->name,
-                 rjq_process_at(list, i)->pid);
-        ASSERT(rjq_process_at(list, i)->started_ms > 0 && rjq_process_at(list, i)->alive_until_ms > 0 && rjq_process_at(list, i)->host[0]);
-        for (size_t k = 0; k < rjq_process_at(list, i)->nqueues; k++) {
-            const rjq_process_queue *q = rjq_process_queue_at(rjq_process_at(list, i)->queues, k);
+        snprintf(p->text + used, sizeof p->text - used, "%s%s %ld", i ? "|" : "", rjq_process_get(list, i)->name,
+                 rjq_process_get(list, i)->pid);
+        ASSERT(rjq_process_get(list, i)->started_ms > 0 && rjq_process_get(list, i)->alive_until_ms > 0 && rjq_process_get(list, i)->host[0]);
+        for (size_t k = 0; k < rjq_process_get(list, i)->nqueues; k++) {
+            const rjq_process_queue *q = rjq_process_queue_get(rjq_process_get(list, i)->queues, k);
             used = strlen(p->text);
             snprintf(p->text + used, sizeof p->text - used, " %s:%d:%d:", q->queue,
                      q->concurrency, q->running);
@@ -325,7 +325,7 @@ static void on_procs(rjq_client *c, int status, const rjq_process *list, size_t 
 static const char *processes(test_env *e, long offset, long limit) {
     static procs p;
     memset(&p, 0, sizeof p);
-    ASSERT_OK(rjq_client_processes(e->c, offset, limit, on_procs, &p));
+    ASSERT_OK(rjq_client_list_processes(e->c, offset, limit, on_procs, &p));
     ASSERT(loop_until(e->base, &p.done, 5000));
     ASSERT_OK(p.status);
     return p.text;
@@ -360,7 +360,7 @@ static void on_proc_id(rjq_client *c, int status, const rjq_process *list, size_
 /* Has the process list a process yet? (its id into proc_id) */
 static int read_proc_id(test_env *e) {
     int done = 0;
-    ASSERT_OK(rjq_client_processes(e->c, 0, 10, on_proc_id, &done));
+    ASSERT_OK(rjq_client_list_processes(e->c, 0, 10, on_proc_id, &done));
     ASSERT(loop_until(e->base, &done, 5000));
     return proc_id[0] != '\0';
 }
@@ -429,8 +429,8 @@ TEST(processes_with_workers_are_listed_with_their_running_jobs_and_leave_when_th
     /* the next beat (at most a third of liveness_ms) says so */
     WAIT_FOR(e.base, strcmp(got = processes(&e, 0, 10), want) == 0 || strcmp(got, alt) == 0, 5000);
     ASSERT_STREQ("", processes(&e, 1, 10)); /* paged */
-    ASSERT_EQ(RJQ_EINVAL, rjq_client_processes(e.c, 0, 0, on_procs, NULL));
-    ASSERT_EQ(RJQ_EINVAL, rjq_client_processes(e.c, -1, 10, on_procs, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_list_processes(e.c, 0, 0, on_procs, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_list_processes(e.c, -1, 10, on_procs, NULL));
     /* the jobs finish: the next beat says none runs */
     for (int i = 0; i < nheld; i++) ASSERT_OK(rjq_job_complete(held_jobs[i], "", 0, NULL, NULL));
     snprintf(want, sizeof want, "billing-7 %ld pb:2:0: pa:6:0:", (long)getpid());
@@ -465,7 +465,7 @@ static void on_memory(rjq_client *c, int status, const rjq_memory_info *m, void 
 static mem read_memory(test_env *e) {
     mem x;
     memset(&x, 0, sizeof x);
-    ASSERT_OK(rjq_client_memory(e->c, on_memory, &x));
+    ASSERT_OK(rjq_client_get_memory(e->c, on_memory, &x));
     ASSERT(loop_until(e->base, &x.done, 5000));
     ASSERT_OK(x.status);
     return x;
@@ -489,7 +489,7 @@ TEST(redis_memory_says_whether_its_policy_can_evict_jobs) {
     x = read_memory(&e);
     ASSERT_STREQ("noeviction", x.policy);
     ASSERT_EQ(0, x.evicts);
-    ASSERT_EQ(RJQ_EINVAL, rjq_client_memory(e.c, NULL, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_get_memory(e.c, NULL, NULL));
     env_stop(&e);
 }
 
@@ -506,13 +506,13 @@ static void on_proc_ids(rjq_client *c, int status, const rjq_process *list, size
     p->ids[0] = '\0';
     for (size_t i = 0; i < n; i++)
         snprintf(p->ids + strlen(p->ids), sizeof p->ids - strlen(p->ids), "%s%s", i ? "," : "",
-                 rjq_process_at(list, i)->id);
+                 rjq_process_get(list, i)->id);
 }
 
 static const char *process_ids(test_env *e, long offset, long limit) {
     static idpage p;
     memset(&p, 0, sizeof p);
-    ASSERT_OK(rjq_client_processes(e->c, offset, limit, on_proc_ids, &p));
+    ASSERT_OK(rjq_client_list_processes(e->c, offset, limit, on_proc_ids, &p));
     ASSERT(loop_until(e->base, &p.done, 5000));
     ASSERT_OK(p.status);
     return p.ids;

@@ -79,7 +79,7 @@ static void await_job(rjq_queue *q, const char *id, aw_wait *w) {
  * read (a round trip behind it): an await's enqueue waits for its reply
  * channel, so the job is enqueued and watched. */
 static void wait_awaited(test_env *e, const char *id) {
-    WAIT_FOR(e->base, server_int(e->rc, "HEXISTS t:{%s}:payload %s", rjq_queue_name(e->q), id) == 1,
+    WAIT_FOR(e->base, server_int(e->rc, "HEXISTS t:{%s}:payload %s", rjq_queue_get_name(e->q), id) == 1,
              10000);
     (void)get_stats(e->base, e->q);
 }
@@ -109,7 +109,7 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) 
 static double timed_stats(struct event_base *base, rjq_queue *q, stats_wait *w) {
     memset(w, 0, sizeof *w);
     double t0 = mono_ms();
-    ASSERT_OK(rjq_queue_stats(q, on_stats, w));
+    ASSERT_OK(rjq_queue_get_stats(q, on_stats, w));
     ASSERT(loop_until(base, &w->done, 10000));
     return mono_ms() - t0;
 }
@@ -249,7 +249,7 @@ TEST(server_loading_its_data_delays_requests_instead_of_failing_them) {
     e.rc = server_connect(&e.s);
     ASSERT_EQ(1, server_info_number(e.rc, "persistence", "loading:")); /* the test tests something */
     /* once the client is connected to the loading server */
-    WAIT_FOR(e.base, ev.down[RJQ_CONN_COMMAND] && rjq_client_connected(e.c), 5000);
+    WAIT_FOR(e.base, ev.down[RJQ_CONN_COMMAND] && rjq_client_is_connected(e.c), 5000);
     ASSERT_EQ(1, server_info_number(e.rc, "persistence", "loading:"));
     loading_ok = loading_err = 0;
     /* 20 enqueues in 20 loop turns (20 requests, each answered LOADING at

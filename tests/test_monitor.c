@@ -12,14 +12,14 @@ static rjq_monitor *the_monitor;
 static void on_event(rjq_client *c, const char *event, const char *id, void *data) {
     (void)c, (void)data;
     if (nseen < 64) {
-        seen_at[nseen] = rjq_monitor_time(the_monitor);
+        seen_at[nseen] = rjq_monitor_get_time(the_monitor);
         snprintf(seen[nseen++], sizeof seen[0], "%s %s", event, id);
     }
 }
 
 static void handler(rjq_job *job, void *data) {
     (void)data;
-    int attempt = rjq_job_attempt(job); /* the handle is gone after fail/complete */
+    int attempt = rjq_job_get_attempt(job); /* the handle is gone after fail/complete */
     if (attempt == 1) ASSERT_OK(rjq_job_fail(job, "once", 0, 0, NULL, NULL));
     else ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));
     completed += attempt == 2;
@@ -179,7 +179,7 @@ static void count_resyncs(rjq_client *c, const char *event, const char *id, void
     }
 }
 
-/* rjq_monitor_resyncs: "resync" after the subscription is confirmed, again
+/* rjq_monitor_enable_resyncs: "resync" after the subscription is confirmed, again
  * after the subscriber connection was cut (its events meanwhile lost), and
  * after a refresh found the flag lapsed (nothing published meanwhile);
  * events after each resync arrive. A monitor without it never gets one. */
@@ -189,7 +189,7 @@ TEST(monitor_resync_follows_each_gap_of_subscription_or_flag) {
     resyncs = 0;
     start_monitored(&e, "mon3", count_resyncs);
     ASSERT_EQ(0, resyncs); /* not asked for */
-    ASSERT_OK(rjq_monitor_resyncs(the_monitor));
+    ASSERT_OK(rjq_monitor_enable_resyncs(the_monitor));
     ASSERT(loop_until_count(e.base, &resyncs, 1, 5000)); /* confirmed already: one soon */
     /* the subscriber connection cut: a resync once it is back */
     freeReplyObject(server_cmd(e.rc, "CLIENT KILL TYPE pubsub"));

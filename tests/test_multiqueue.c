@@ -28,9 +28,9 @@ typedef struct mq_log {
 static void handler(rjq_job *job, void *data) {
     mq_log *l = data;
     ASSERT(l->n < MAX_STARTS);
-    ASSERT(rjq_job_worker(job) == l->w); /* the one handle, whatever the queue */
-    if (l->n < 64) snprintf(l->ids[l->n], sizeof l->ids[0], "%s", rjq_job_id(job));
-    l->queue[l->n++] = rjq_job_queue(job);
+    ASSERT(rjq_job_get_worker(job) == l->w); /* the one handle, whatever the queue */
+    if (l->n < 64) snprintf(l->ids[l->n], sizeof l->ids[0], "%s", rjq_job_get_id(job));
+    l->queue[l->n++] = rjq_job_get_queue(job);
     l->started = l->n;
     if (l->hold) {
         ASSERT(l->nheld < 64);
@@ -108,7 +108,7 @@ TEST(strict_high_job_is_next_when_a_slot_frees) {
     start_strict(&l, 1, high, low, &wo);
     ASSERT(loop_until_count(e.base, &l.started, 2, 10000));
     ASSERT(l.queue[0] == low && l.queue[1] == low);
-    ASSERT_EQ(2, rjq_worker_running(l.w));
+    ASSERT_EQ(2, rjq_worker_count_running(l.w));
 
     enqueue_x_ok(e.base, high, "h", 0, 0);
     /* pushed, refused for want of a slot, handed back */
@@ -120,7 +120,7 @@ TEST(strict_high_job_is_next_when_a_slot_frees) {
     ASSERT(loop_until_count(e.base, &l.started, 3, 10000));
     ASSERT(l.queue[2] == high);
     ASSERT_STREQ("h", l.ids[2]);
-    ASSERT_EQ(1, rjq_job_attempt(l.held[2]));
+    ASSERT_EQ(1, rjq_job_get_attempt(l.held[2]));
     /* nothing else started: both slots are taken */
     ASSERT(loop_until_count(e.base, &l.done, 1, 10000));
     get_stats(e.base, low);
@@ -243,8 +243,8 @@ TEST(start_queues_refuses_bad_arguments) {
 static void on_notice(rjq_job *job, int reason, void *data) {
     mq_log *l = data;
     ASSERT_EQ(RJQ_EJOBCANCELED, reason);
-    ASSERT(rjq_job_queue(job) != NULL);
-    snprintf(l->ids[63], sizeof l->ids[63], "%s", rjq_job_id(job));
+    ASSERT(rjq_job_get_queue(job) != NULL);
+    snprintf(l->ids[63], sizeof l->ids[63], "%s", rjq_job_get_id(job));
     l->done += 100; /* counted apart from completions */
 }
 
@@ -303,14 +303,14 @@ TEST(client_free_frees_a_worker_of_several_queues) {
     rjq_worker_options wo = quiet_worker_options(4);
     start_strict(&l, 1, high, low, &wo);
     ASSERT(loop_until_count(e.base, &l.started, 4, 10000));
-    ASSERT_EQ(4, rjq_worker_running(l.w));
+    ASSERT_EQ(4, rjq_worker_count_running(l.w));
     int stopped = 0;
     ASSERT_OK(rjq_worker_stop(l.w, on_stopped_cancelled, &stopped));
     rjq_client_free(e.c);
     e.c = NULL;
     ASSERT_EQ(1, stopped);
     for (int k = 0; k < 4; k++) {
-        ASSERT(rjq_job_worker(l.held[k]) == NULL && rjq_job_queue(l.held[k]) == NULL);
+        ASSERT(rjq_job_get_worker(l.held[k]) == NULL && rjq_job_get_queue(l.held[k]) == NULL);
         ASSERT_EQ(RJQ_ECLOSED, rjq_job_complete(l.held[k], NULL, 0, NULL, NULL));
     }
     env_stop(&e);

@@ -235,7 +235,7 @@ static struct {
 static void cf_handler(rjq_job *job, void *data) {
     (void)data;
     ASSERT(cf.held < CF_JOBS);
-    snprintf(cf.ids[cf.held], sizeof cf.ids[0], "%s", rjq_job_id(job));
+    snprintf(cf.ids[cf.held], sizeof cf.ids[0], "%s", rjq_job_get_id(job));
     cf.jobs[cf.held++] = job;
 }
 
@@ -395,13 +395,13 @@ TEST(await_callback_cancelling_other_awaits_during_a_watch_pass_is_safe) {
                                   &aw.r[i].h));
     }
     aw.n = HELD + WATCHED;
-    ASSERT_EQ(aw.n, rjq_client_awaits(e.c));
+    ASSERT_EQ(aw.n, rjq_client_count_awaits(e.c));
 
     /* the subscription is confirmed inside the loop */
     failalloc_arm_min_size(sizeof payload);
     aw_check(&e);
     ASSERT(aw.first < HELD); /* a held enqueue failed */
-    ASSERT_EQ(0, rjq_client_awaits(e.c));
+    ASSERT_EQ(0, rjq_client_count_awaits(e.c));
 
     /* The cancelled awaits' enqueues are sent all the same (rjq.h); the
      * one that failed is not. */
@@ -438,12 +438,12 @@ TEST(await_callback_cancelling_other_awaits_of_a_failed_watch_batch_is_safe) {
         ASSERT_OK(rjq_queue_await(e.q, id, NULL, aw_on_outcome, (void *)(intptr_t)i, &aw.r[i].h));
     }
     aw.n = LONG_IDS;
-    ASSERT_EQ(aw.n, rjq_client_awaits(e.c));
+    ASSERT_EQ(aw.n, rjq_client_count_awaits(e.c));
 
     /* The watch call's arguments take ~10 KiB; everything else in the
      * pass is far smaller. */
     failalloc_arm_min_size(8u << 10);
     aw_check(&e);
-    ASSERT_EQ(0, rjq_client_awaits(e.c));
+    ASSERT_EQ(0, rjq_client_count_awaits(e.c));
     env_stop(&e);
 }

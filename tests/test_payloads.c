@@ -54,8 +54,8 @@ static void check_handler(rjq_job *job, void *data) {
     run_ctx *x = data;
     static char want[32 * 1024];
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
-    long i = atol(rjq_job_id(job) + 1); /* "p<i>" */
+    const char *p = rjq_job_get_payload(job, &len);
+    long i = atol(rjq_job_get_id(job) + 1); /* "p<i>" */
     x->handled++;
     if (i < 0 || i >= x->total) {
         x->bad++;
@@ -127,8 +127,8 @@ typedef struct gone_ctx {
 static void gone_handler(rjq_job *job, void *data) {
     gone_ctx *x = data;
     x->handled++;
-    if (strcmp(rjq_job_id(job), "victim") == 0) x->handled_victim++;
-    if (strcmp(rjq_job_id(job), "first") == 0) x->held = job;
+    if (strcmp(rjq_job_get_id(job), "victim") == 0) x->handled_victim++;
+    if (strcmp(rjq_job_get_id(job), "first") == 0) x->held = job;
     else ASSERT_OK(rjq_job_complete(job, "ok", 2, on_done_ok, &x->completed));
 }
 
@@ -168,7 +168,7 @@ TEST(claimed_job_without_payload_is_not_run_and_left_to_its_lease) {
     ASSERT_EQ(2, s.completed);
     ASSERT_EQ(0, x.handled_victim);
     ASSERT_EQ(2, x.handled);
-    /* (rjq_queue_job reports a job without payload as not found) */
+    /* (rjq_queue_get_job reports a job without payload as not found) */
     redisReply *d = server_cmd(e.rc, "ZSCORE t:{gone}:dead victim");
     ASSERT_EQ(REDIS_REPLY_STRING, d->type);
     freeReplyObject(d);
@@ -324,11 +324,11 @@ typedef struct refused_ctx {
 
 static void refused_handler(rjq_job *job, void *data) {
     refused_ctx *x = data;
-    if (strcmp(rjq_job_id(job), "x") == 0) {
+    if (strcmp(rjq_job_get_id(job), "x") == 0) {
         size_t len;
-        rjq_job_payload(job, &len);
+        rjq_job_get_payload(job, &len);
         x->handled_x++;
-        x->attempt_x = rjq_job_attempt(job);
+        x->attempt_x = rjq_job_get_attempt(job);
         x->len_x = (long)len;
     }
     ASSERT_OK(rjq_job_complete(job, "ok", 2, on_done_ok, &x->completed));
@@ -350,7 +350,7 @@ static int ff_x_active(void *rc) {
 static int ff_handed_back_and_refused(void *arg) {
     test_env *e = arg;
     return server_int(e->rc, "LLEN t:{ff}:ready") == 1 &&
-           strstr(rjq_client_errmsg(e->c), "WRONGTYPE t:{ff}:payload");
+           strstr(rjq_client_get_errmsg(e->c), "WRONGTYPE t:{ff}:payload");
 }
 
 TEST(refused_payload_read_hands_the_jobs_back_at_once) {
@@ -389,8 +389,8 @@ TEST(refused_payload_read_hands_the_jobs_back_at_once) {
      * client's last error is the fetch's own: waited for, not raced). */
     loop_until_cond(e.base, ff_handed_back_and_refused, &e, 10000);
     ASSERT_EQ(1, server_int(e.rc, "LLEN t:{ff}:ready"));
-    if (strstr(rjq_client_errmsg(e.c), "WRONGTYPE t:{ff}:payload") == NULL)
-        FAIL_AT(__FILE__, __LINE__, "the client's last error: %s", rjq_client_errmsg(e.c));
+    if (strstr(rjq_client_get_errmsg(e.c), "WRONGTYPE t:{ff}:payload") == NULL)
+        FAIL_AT(__FILE__, __LINE__, "the client's last error: %s", rjq_client_get_errmsg(e.c));
     ASSERT_EQ(0, x.handled_x);
 
     freeReplyObject(server_cmd(e.rc, "DEL t:{ff}:payload"));
@@ -660,7 +660,7 @@ typedef struct huge_ctx {
 static void huge_handler(rjq_job *job, void *data) {
     huge_ctx *x = data;
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
+    const char *p = rjq_job_get_payload(job, &len);
     x->handled++;
     int ok = len == x->len;
     for (size_t i = 0; ok && i < len; i += 4093) ok = p[i] == x->fill;
@@ -779,7 +779,7 @@ TEST(claim_reply_that_stops_arriving_still_times_out) {
     proxy_blackhole(&p);
     wait_completed_or_dropped(e.base, &x);
     ASSERT_EQ(1, x.drops[RJQ_CONN_COMMAND]);
-    ASSERT(strstr(rjq_client_errmsg(e.c), "no reply") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "no reply") != NULL);
     ASSERT_EQ(0, x.handled);
     /* the re-sent claim, over a working connection, brings it */
     proxy_trickle(&p, 0, 0);
@@ -839,7 +839,7 @@ static void assert_ran_once_under(test_env *e, const char *queue, huge_ctx *x, c
 }
 
 static void token_handler(rjq_job *job, void *data) {
-    snprintf(read_token, sizeof read_token, "%s", rjq_job_token(job));
+    snprintf(read_token, sizeof read_token, "%s", rjq_job_get_token(job));
     huge_handler(job, data);
 }
 
@@ -975,8 +975,8 @@ static int many_completed_or_dropped(void *arg) {
 static void many_handler(rjq_job *job, void *data) {
     huge_ctx *x = data;
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
-    char c = (char)('a' + atoi(rjq_job_id(job) + 1) % 26); /* "m<i>" */
+    const char *p = rjq_job_get_payload(job, &len);
+    char c = (char)('a' + atoi(rjq_job_get_id(job) + 1) % 26); /* "m<i>" */
     x->handled++;
     if (len != MANY_SIZE || p[0] != c || p[len - 1] != c) x->bad++;
     ASSERT_OK(rjq_job_complete(job, "ok", 2, on_done_ok, &x->completed));

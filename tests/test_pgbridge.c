@@ -60,7 +60,7 @@ static struct {
 } F;
 
 static long row_of(const rjq_job *job) {
-    const char *id = rjq_job_id(job);
+    const char *id = rjq_job_get_id(job);
     ASSERT(strncmp(id, "pg-", 3) == 0);
     long row = atol(id + 3);
     ASSERT(row > 0 && row < MAX_ROWS);
@@ -80,7 +80,7 @@ static void handler(rjq_job *job, void *data) {
     ws->total++;
     ws->order[ws->started++ % MAX_ROWS] = row;
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
+    const char *p = rjq_job_get_payload(job, &len);
     if (ws->hold) {
         ws->held[ws->nheld++] = job;
         return;
@@ -1446,7 +1446,7 @@ TEST(five_thousand_rows_through_bridge_postgres_and_redis_kills_each_job_runs_on
             forget_on_abort(old);
             F.e.s.pid = 0;
             redisFree(F.e.rc);
-            WAIT_FOR(F.e.base, !rjq_client_connected(F.e.c), 10000); /* its clients saw it go */
+            WAIT_FOR(F.e.base, !rjq_client_is_connected(F.e.c), 10000); /* its clients saw it go */
             server_restart(&F.e.s, aof);
             kill_on_abort(F.e.s.pid);
             F.e.rc = server_connect(&F.e.s);

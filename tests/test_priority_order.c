@@ -45,10 +45,10 @@ static void on_retry_scheduled(rjq_client *c, int status, void *data) {
 
 static void record_handler(rjq_job *job, void *data) {
     run_log *l = data;
-    const char *id = rjq_job_id(job);
+    const char *id = rjq_job_get_id(job);
     ASSERT(l->n < MAX_JOBS);
     snprintf(l->ids[l->n++], sizeof l->ids[0], "%s", id);
-    int first = rjq_job_attempt(job) == 1;
+    int first = rjq_job_get_attempt(job) == 1;
     if (first && l->fail_once && strcmp(id, l->fail_once) == 0) {
         ASSERT_OK(rjq_job_fail(job, "again", RJQ_FAIL_RETRY, 0, on_retry_scheduled, NULL));
     } else if (first && l->hold && strcmp(id, l->hold) == 0) {
@@ -70,7 +70,7 @@ static void on_enq(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n
     r->done++;
     r->status = status;
     r->n = n;
-    for (size_t i = 0; i < n; i++) r->existed += rjq_enqueued_at(jobs, i)->existed;
+    for (size_t i = 0; i < n; i++) r->existed += rjq_enqueued_get(jobs, i)->existed;
 }
 
 /* Enqueue jobs[0..n) (payload: the id) in one call, a batch when n > 1,
@@ -121,7 +121,7 @@ static void prio_score(test_env *e, const char *queue, const char *id, char *out
 static int drained(test_env *e) {
     rjq_stats s = get_stats(e->base, e->q);
     return s.ready == 0 && s.delayed == 0 && s.active == 0 &&
-           server_int(e->rc, "HLEN t:{%s}:idle", rjq_queue_name(e->q)) > 0;
+           server_int(e->rc, "HLEN t:{%s}:idle", rjq_queue_get_name(e->q)) > 0;
 }
 
 /* Start a worker of concurrency 1 recording into l, run until it has run

@@ -34,8 +34,8 @@ static void hold_handler(rjq_job *job, void *data) {
     if (h->n > h->most) h->most = h->n;
     ASSERT(h->n <= h->concurrency);
     h->handled++;
-    snprintf(h->last_id, sizeof h->last_id, "%s", rjq_job_id(job));
-    h->last_attempt = rjq_job_attempt(job);
+    snprintf(h->last_id, sizeof h->last_id, "%s", rjq_job_get_id(job));
+    h->last_attempt = rjq_job_get_attempt(job);
 }
 
 /* Complete the oldest held job. */
@@ -379,8 +379,8 @@ TEST(malformed_push_message_runs_nothing_and_worker_keeps_working) {
     ASSERT(loop_until_count(e.env.base, &e.h.handled, 1, 5000));
     ASSERT_STREQ("real", e.h.last_id);
     ASSERT_EQ(1, e.h.handled);
-    ASSERT(strstr(rjq_client_errmsg(e.env.c), "malformed") != NULL);
-    ASSERT(strstr(rjq_client_errmsg(e.env.c), ch) != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(e.env.c), "malformed") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(e.env.c), ch) != NULL);
     ASSERT_EQ(1, registration(e.env.rc, "bad", NULL, 0, NULL)); /* one slot taken by "real" */
     long done = 0;
     release_one(&e.h, &done);
@@ -446,7 +446,7 @@ static void on_completed(rjq_client *c, int status, void *data) {
 
 static void run_once_handler(rjq_job *job, void *data) {
     (void)data;
-    int i = atoi(rjq_job_id(job) + 1); /* "j<i>" */
+    int i = atoi(rjq_job_get_id(job) + 1); /* "j<i>" */
     ASSERT(i >= 0 && i < 40);
     runs[i]++;
     ASSERT_OK(rjq_job_complete(job, "", 0, on_completed, NULL));

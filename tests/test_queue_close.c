@@ -61,7 +61,7 @@ TEST(close_is_refused_while_a_worker_runs_and_allowed_from_its_stop_callback) {
     ASSERT_OK(rjq_worker_start(e.q, &wo, complete_r, NULL, &w));
     wait_worker_started(e.base, e.c, e.q, e.rc, "qc1");
     ASSERT_EQ(RJQ_EBUSY, rjq_queue_close(e.q));
-    ASSERT(strstr(rjq_client_errmsg(e.c), "stop it first") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "stop it first") != NULL);
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_close(NULL));
     ASSERT_EQ(1, handles(e.c));
 
@@ -152,7 +152,7 @@ TEST(work_asked_before_close_ends_once_each_and_then_the_handle_is_freed) {
         ASSERT_OK(rjq_enqueue(q, big, sizeof big, NULL, count_enqueued, &t));
     for (int i = 0; i < 2; i++)
         ASSERT_OK(rjq_enqueue_await(q, "y", 1, NULL, NULL, count_awaited, &t, NULL));
-    ASSERT_OK(rjq_queue_stats(q, count_stats, &t));
+    ASSERT_OK(rjq_queue_get_stats(q, count_stats, &t));
     ASSERT_OK(rjq_queue_close(q)); /* nothing of it sent yet */
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_close(q)); /* (still there: its work holds it) */
     ASSERT_EQ(2, handles(e.c));
@@ -320,5 +320,78 @@ TEST(a_closed_handle_is_no_longer_visited_by_the_upkeep) {
     long long before = script_calls(e.rc);
     for (int i = 0; i < 2000 && script_calls(e.rc) < before + 10; i++) loop_for(e.base, 10);
     ASSERT(script_calls(e.rc) >= before + 10);
+    env_stop(&e);
+}
+
+/* ---- a worker of several queues; the client freed first; an await's timeout --- */
+
+TEST(close_is_refused_on_each_queue_of_a_worker_of_several_until_its_stop) {
+    test_env e;
+    env_start(&e, "qc8a");
+    rjq_queue *qb;
+    ASSERT_OK(rjq_queue_open(e.c, "qc8b", NULL, &qb));
+    rjq_queue *qs[2] = {e.q, qb};
+    rjq_worker *w;
+    rjq_worker_options wo = quiet_worker_options(1);
+    ASSERT_OK(rjq_worker_start_queues(qs, 2, RJQ_WORKER_STRICT, NULL, &wo, complete_r, NULL, &w));
+    ASSERT_EQ(RJQ_EBUSY, rjq_queue_close(e.q));
+    ASSERT_EQ(RJQ_EBUSY, rjq_queue_close(qb));
+    ASSERT_EQ(2, handles(e.c));
+    int stopped = 0;
+    ASSERT_OK(rjq_worker_stop(w, count_stopped, &stopped));
+    ASSERT(loop_until(e.base, &stopped, 5000));
+    ASSERT_OK(rjq_queue_close(e.q));
+    ASSERT_OK(rjq_queue_close(qb));
+    e.q = NULL;
+    wait_handles(&e, 0);
+    env_stop(&e);
+}
+
+typedef struct ended {
+    int calls, status;
+} ended;
+
+static void on_ended(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    ended *x = data;
+    (void)c, (void)o;
+    x->status = status;
+    x->calls++;
+}
+
+TEST(freeing_the_client_ends_the_awaits_of_a_closed_handle_once_each) {
+    test_env e;
+    env_start(&e, "qc9"); /* no worker: the awaits wait */
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(e.c, "qc9", NULL, &q));
+    ended x[2] = {{0, -1}, {0, -1}};
+    for (int i = 0; i < 2; i++)
+        ASSERT_OK(rjq_enqueue_await(q, "z", 1, NULL, NULL, on_ended, &x[i], NULL));
+    ASSERT_OK(rjq_queue_close(q));
+    WAIT_FOR(e.base, get_stats(e.base, e.q).ready == 2, 5000); /* sent, waiting */
+    ASSERT_EQ(2, handles(e.c)); /* the closed one lives on: its awaits hold it */
+    ASSERT_EQ(0, x[0].calls + x[1].calls);
+    rjq_client_free(e.c); /* ASan: the closed handle freed with it, nothing leaked */
+    e.c = NULL;
+    for (int i = 0; i < 2; i++) {
+        ASSERT_EQ(1, x[i].calls);
+        ASSERT_EQ(RJQ_ECANCELED, x[i].status);
+    }
+    env_stop(&e);
+}
+
+TEST(an_await_of_a_closed_handle_times_out_once_and_then_the_handle_is_freed) {
+    test_env e;
+    env_start(&e, "qc10"); /* no worker: the job waits */
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(e.c, "qc10", NULL, &q));
+    rjq_await_options ao = RJQ_AWAIT_OPTIONS_INIT;
+    ao.timeout_ms = 200;
+    ended x = {0, -1};
+    ASSERT_OK(rjq_enqueue_await(q, "z", 1, NULL, &ao, on_ended, &x, NULL));
+    ASSERT_OK(rjq_queue_close(q));
+    ASSERT(loop_until(e.base, &x.calls, 5000));
+    ASSERT_EQ(RJQ_ETIMEDOUT, x.status);
+    wait_handles(&e, 1);
+    ASSERT_EQ(1, x.calls);
     env_stop(&e);
 }

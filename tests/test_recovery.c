@@ -33,7 +33,7 @@ typedef struct runs {
 static void on_run(rjq_job *job, void *data) {
     runs *r = data;
     r->ran++;
-    if (rjq_job_attempt(job) > r->attempt_max) r->attempt_max = rjq_job_attempt(job);
+    if (rjq_job_get_attempt(job) > r->attempt_max) r->attempt_max = rjq_job_get_attempt(job);
     if (r->keep && r->nheld < 64) {
         r->held[r->nheld++] = job;
         return;
@@ -165,7 +165,7 @@ static void on_done_any(rjq_client *c, int status, void *data) {
 
 static void note_notice(rjq_job *job, int reason, void *data) {
     (void)data;
-    notice_of[rjq_job_id(job)[0] == 'b'] = reason;
+    notice_of[rjq_job_get_id(job)[0] == 'b'] = reason;
     notices_seen++;
 }
 
@@ -213,9 +213,9 @@ TEST(resent_claim_returns_its_lease_end_uncapped_so_a_lost_lease_is_not_told_as_
     kill_held(&e, &p, 0);
     ASSERT(loop_until_count(e.base, &r.ran, 2, 5000)); /* the re-send brought both */
     ASSERT_EQ(2, r.nheld);
-    rjq_job *a = strcmp(rjq_job_id(r.held[0]), "a") == 0 ? r.held[0] : r.held[1];
+    rjq_job *a = strcmp(rjq_job_get_id(r.held[0]), "a") == 0 ? r.held[0] : r.held[1];
     rjq_job *b = a == r.held[0] ? r.held[1] : r.held[0];
-    ASSERT_STREQ("b", rjq_job_id(b));
+    ASSERT_STREQ("b", rjq_job_get_id(b));
 
     /* a's lease is lost: another worker finished it */
     freeReplyObject(server_cmd(e.rc, "ZREM t:{capped}:active a"));
@@ -225,7 +225,7 @@ TEST(resent_claim_returns_its_lease_end_uncapped_so_a_lost_lease_is_not_told_as_
     ASSERT_EQ(RJQ_ETIMEDOUT, notice_of[1]);
     (void)get_stats(e.base, e.q); /* the rest of that extension's reply is handled */
     ASSERT_EQ(0, notice_of[0]); /* a: lease lost, its run time not over */
-    ASSERT_EQ(0, rjq_job_notice(a));
+    ASSERT_EQ(0, rjq_job_get_notice(a));
     ASSERT_EQ(1, notices_seen);
 
     long finished = 0;
@@ -333,7 +333,7 @@ TEST(jobs_of_a_dead_client_run_elsewhere_long_before_their_lease_ends) {
     rjq_worker *wb = NULL;
     ASSERT_OK(rjq_worker_start(qb, &wo, on_run, &rb, &wb));
     if (!loop_until_count(e.base, &rb.done, 3, 10000)) { /* (their lease: 300 s) */
-        fprintf(stderr, "errmsg: %s; live %lld held %lld active %lld ran %ld\n", rjq_client_errmsg(e.c),
+        fprintf(stderr, "errmsg: %s; live %lld held %lld active %lld ran %ld\n", rjq_client_get_errmsg(e.c),
                 server_int(e.rc, "ZCARD t:{clients}:live"), server_held_members(e.rc, "orphan"),
                 server_active_jobs(e.rc, "orphan"), rb.ran);
         ASSERT(0);
@@ -357,7 +357,7 @@ TEST(jobs_of_a_dead_client_run_elsewhere_long_before_their_lease_ends) {
 static void fail_odd_once(rjq_job *job, void *data) {
     runs *r = data;
     r->ran++;
-    if (rjq_job_attempt(job) == 1 && atoi(rjq_job_id(job)) % 2 == 1)
+    if (rjq_job_get_attempt(job) == 1 && atoi(rjq_job_get_id(job)) % 2 == 1)
         ASSERT_OK(rjq_job_fail(job, "again", 0, 0, NULL, NULL));
     else
         ASSERT_OK(rjq_job_complete(job, "ok", 2, on_done_ok, &r->done));

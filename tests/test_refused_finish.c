@@ -25,9 +25,9 @@ static void hold(rjq_job *job, void *data) {
     held *h = data;
     h->job = job;
     h->handled++;
-    h->attempt = rjq_job_attempt(job);
-    snprintf(h->id, sizeof h->id, "%s", rjq_job_id(job));
-    snprintf(h->token, sizeof h->token, "%s", rjq_job_token(job));
+    h->attempt = rjq_job_get_attempt(job);
+    snprintf(h->id, sizeof h->id, "%s", rjq_job_get_id(job));
+    snprintf(h->token, sizeof h->token, "%s", rjq_job_get_token(job));
 }
 
 typedef struct done_wait {

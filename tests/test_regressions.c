@@ -132,7 +132,7 @@ static void free_client_during_disconnect(int mode) {
     get_stats(base, q); /* the session is fully set */
 
     kill(s.pid, SIGSTOP); /* the request below goes out and stays unanswered */
-    ASSERT_OK(rjq_queue_stats(q, disc_on_stats, NULL));
+    ASSERT_OK(rjq_queue_get_stats(q, disc_on_stats, NULL));
     quiet_for(base, 100, "the server is stopped: no answer can mark that the request went out");
     ASSERT_EQ(0, disc_stats_calls);
     server_kill_now(&s); /* the connections drop with the request in flight */
@@ -288,7 +288,7 @@ TEST(unix_socket_missing_fails_requests_and_defers_events) {
     rjq_queue *q = queue_for(c, "usock");
     for (int round = 0; round < 2; round++) { /* the first attempt, then a reconnect */
         usock_stats_done = 0;
-        ASSERT_OK(rjq_queue_stats(q, usock_on_stats, NULL));
+        ASSERT_OK(rjq_queue_get_stats(q, usock_on_stats, NULL));
         ASSERT(loop_until(base, &usock_stats_done, 5000));
         ASSERT_EQ(1, usock_stats_done);
         ASSERT_EQ(RJQ_ECONN, usock_stats_status);
@@ -362,7 +362,7 @@ TEST(finish_job_during_client_free_returns_eclosed_without_leak) {
     ASSERT_EQ(2, fin_nheld);
 
     fin_complete_rc = fin_fail_rc = 12345;
-    ASSERT_OK(rjq_queue_stats(e.q, fin_on_stats, NULL));           /* in flight */
+    ASSERT_OK(rjq_queue_get_stats(e.q, fin_on_stats, NULL));           /* in flight */
     ASSERT_OK(rjq_enqueue(e.q, "c", 1, NULL, fin_on_enq, NULL)); /* batched for the tick */
     rjq_client_free(e.c); /* both callbacks run in here, with RJQ_ECANCELED */
     e.c = NULL;
@@ -383,7 +383,7 @@ static char bell_marker_want[32];
 
 static void bell_handler(rjq_job *job, void *data) {
     (void)data;
-    if (strcmp(rjq_job_id(job), "late") == 0) {
+    if (strcmp(rjq_job_get_id(job), "late") == 0) {
         bell_late++;
         ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));
         return;
@@ -667,7 +667,7 @@ TEST(resent_failure_after_the_job_moved_on_is_recognised) {
     for (int i = 0; i < 500 && fres_held == NULL; i++) loop_for(e.base, 10);
     ASSERT(fres_held != NULL);
     char token[64];
-    snprintf(token, sizeof token, "%s", rjq_job_token(fres_held));
+    snprintf(token, sizeof token, "%s", rjq_job_get_token(fres_held));
     ASSERT_OK(rjq_worker_stop(wa, NULL, NULL)); /* A claims nothing more */
     ASSERT_OK(rjq_job_fail(fres_held, "boom", RJQ_FAIL_RETRY, 0, fres_done, NULL));
     fres_held = NULL;
@@ -675,7 +675,7 @@ TEST(resent_failure_after_the_job_moved_on_is_recognised) {
     ASSERT_OK(rjq_worker_start(qb, NULL, fres_hold, NULL, &wb));
     for (int i = 0; i < 500 && fres_held == NULL; i++) loop_for(e.base, 10);
     ASSERT(fres_held != NULL);
-    ASSERT(strcmp(token, rjq_job_token(fres_held)) != 0); /* B holds it now */
+    ASSERT(strcmp(token, rjq_job_get_token(fres_held)) != 0); /* B holds it now */
 
     const char *argv[48];
     layout_keys lk;
@@ -690,7 +690,7 @@ TEST(resent_failure_after_the_job_moved_on_is_recognised) {
     freeReplyObject(r);
     /* and nothing changed: B still holds it, one failure counted */
     char want[128];
-    snprintf(want, sizeof want, "active 2 %s @", rjq_job_token(fres_held)); /* state attempts token times */
+    snprintf(want, sizeof want, "active 2 %s @", rjq_job_get_token(fres_held)); /* state attempts token times */
     r = server_cmd(e.rc, "HGET t:{fres}:state fj");
     ASSERT(strncmp(r->str, want, strlen(want)) == 0);
     freeReplyObject(r);
@@ -1043,7 +1043,7 @@ static void on_lost_batch(rjq_client *c, int status, const rjq_enqueued *jobs, s
     l->calls++;
     l->status = status;
     l->n = n;
-    for (size_t i = 0; i < n; i++) l->existed += rjq_enqueued_at(jobs, i)->existed;
+    for (size_t i = 0; i < n; i++) l->existed += rjq_enqueued_get(jobs, i)->existed;
 }
 
 TEST(batch_of_several_calls_whose_reply_was_lost_is_sent_again_whole) {

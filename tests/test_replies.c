@@ -42,10 +42,10 @@ static void replace_function(test_env *e, int s, const char *body) {
     free(lib);
 }
 
-/* Run the loop until rjq_client_errmsg(c) contains what (10 s at most). */
+/* Run the loop until rjq_client_get_errmsg(c) contains what (10 s at most). */
 static int wait_errmsg(test_env *e, const char *what) {
     double until = wait_deadline(10000);
-    while (strstr(rjq_client_errmsg(e->c), what) == NULL)
+    while (strstr(rjq_client_get_errmsg(e->c), what) == NULL)
         if (!wait_step(e->base, until)) return 0;
     return 1;
 }
@@ -72,7 +72,7 @@ TEST(claim_reply_with_a_deadline_of_int64_min_ends_the_claim_in_eproto) {
     ASSERT_OK(rjq_worker_start(e.q, &wo, count_job, NULL, &w));
     if (!wait_errmsg(&e, "claim: unexpected reply"))
         FAIL_AT(__FILE__, __LINE__, "no EPROTO for the claim; errmsg \"%s\", %ld handled",
-                rjq_client_errmsg(e.c), handled);
+                rjq_client_get_errmsg(e.c), handled);
     ASSERT_EQ(0, handled); /* the malformed claim started nothing */
     env_stop(&e);
 }
@@ -149,7 +149,7 @@ TEST(process_info_numbers_out_of_range_read_as_not_given) {
     const char *argv[4] = {"HSET", "t:{clients}:info", "c9", info};
     freeReplyObject(redisCommandArgv(e.rc, 4, argv, NULL));
     procs_wait p = {0};
-    ASSERT_OK(rjq_client_processes(e.c, 0, 10, on_procs, &p));
+    ASSERT_OK(rjq_client_list_processes(e.c, 0, 10, on_procs, &p));
     ASSERT(loop_until(e.base, &p.done, 5000));
     ASSERT_OK(p.status);
     ASSERT_EQ(0, p.pid);
@@ -242,7 +242,7 @@ TEST(push_message_with_a_deadline_of_zero_is_malformed) {
     const char *argv[3] = {"PUBLISH", channel, "999 1 1 x.999.1 0\n5 1 1 3\njob-1x"};
     freeReplyObject(redisCommandArgv(e.rc, 3, argv, NULL));
     if (!wait_errmsg(&e, "malformed message"))
-        FAIL_AT(__FILE__, __LINE__, "not malformed; errmsg \"%s\"", rjq_client_errmsg(e.c));
+        FAIL_AT(__FILE__, __LINE__, "not malformed; errmsg \"%s\"", rjq_client_get_errmsg(e.c));
     env_stop(&e);
 }
 

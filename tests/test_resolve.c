@@ -179,7 +179,7 @@ TEST(every_reconnect_resolves_again) {
     long calls = fake.calls;
     fake.addrs[0] = "127.0.0.2";
     server_stop_guarded(&a);
-    WAIT_FOR(base, !rjq_client_connected(c), 5000);
+    WAIT_FOR(base, !rjq_client_is_connected(c), 5000);
     wait_connected(base, c);
     ASSERT(fake.calls > calls);
     enqueue_lands_on(base, c, &b);
@@ -199,7 +199,7 @@ TEST(failed_lookup_is_reported_and_retried) {
     WAIT_FOR(base, fake.calls >= 6, 5000);
     ASSERT(fake.calls >= 6); /* both connections, again and again */
     ASSERT(strstr(events, "cannot resolve nowhere.test: no such name (test resolver)") != NULL);
-    ASSERT_EQ(0, rjq_client_connected(c));
+    ASSERT_EQ(0, rjq_client_is_connected(c));
     rjq_client_free(c);
     ASSERT_EQ(0, fake.pending);
     event_base_free(base);
@@ -229,8 +229,8 @@ TEST(glue_without_resolver_refuses_names) {
     rjq_client *c = (rjq_client *)base;
     ASSERT_EQ(RJQ_EURL, rjq_libevent_client_new(&c, base, &o));
     ASSERT(c == NULL);
-    ASSERT(strstr(rjq_client_errmsg(NULL), "host redis.test is a name") != NULL);
-    ASSERT(strstr(rjq_client_errmsg(NULL), "rjq_libevent_client_new_dns") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(NULL), "host redis.test is a name") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(NULL), "rjq_libevent_client_new_dns") != NULL);
     /* resolve without resolve_cancel is no valid glue */
     static const rjq_loop_ops half = {sizeof(rjq_loop_ops), rjq_libevent_attach_, rjq_libevent_set_timer_,
                                       rjq_libevent_cleanup_, fake_resolve, NULL, NULL, NULL};
@@ -312,9 +312,9 @@ TEST(evdns_resolves_names_through_a_dns_server) {
     rjq_client *c = NULL;
     ASSERT_OK(rjq_libevent_client_new_dns(&c, base, dns, &o));
     double until = wait_deadline(5000);
-    while (!rjq_client_connected(c) && wait_step(base, until)) {
+    while (!rjq_client_is_connected(c) && wait_step(base, until)) {
     }
-    if (!rjq_client_connected(c)) FAIL_AT(__FILE__, __LINE__, "not connected:\n%s", events);
+    if (!rjq_client_is_connected(c)) FAIL_AT(__FILE__, __LINE__, "not connected:\n%s", events);
     ASSERT(dns_queries >= 2);
     enqueue_lands_on(base, c, &s);
     rjq_client_free(c);

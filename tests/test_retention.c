@@ -38,7 +38,7 @@ static long long max_column_len(redisContext *rc, const char *q) {
 
 static void complete_handler(rjq_job *job, void *data) {
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
+    const char *p = rjq_job_get_payload(job, &len);
     char res[64];
     int n = snprintf(res, sizeof res, "r:%.*s", (int)len, p);
     ASSERT_OK(rjq_job_complete(job, res, (size_t)n, on_done_ok, data));

@@ -38,9 +38,9 @@ static void on_list(rjq_client *c, int status, const rjq_schedule_info *l, size_
     w->status = status;
     w->n = n;
     for (size_t i = 0; i < n && i < 8; i++) {
-        snprintf(w->names[i], sizeof w->names[i], "%s", rjq_schedule_info_at(l, i)->name);
-        snprintf(w->specs[i], sizeof w->specs[i], "%s", rjq_schedule_info_at(l, i)->spec);
-        w->next[i] = rjq_schedule_info_at(l, i)->next_ms;
+        snprintf(w->names[i], sizeof w->names[i], "%s", rjq_schedule_info_get(l, i)->name);
+        snprintf(w->specs[i], sizeof w->specs[i], "%s", rjq_schedule_info_get(l, i)->spec);
+        w->next[i] = rjq_schedule_info_get(l, i)->next_ms;
     }
 }
 
@@ -88,7 +88,7 @@ TEST(schedules_are_set_listed_and_removed) {
     bad.every_ms = 0;
     bad.cron = "61 * * * *";
     ASSERT_EQ(RJQ_EINVAL, rjq_schedule_set(e.q, "x", &bad, NULL, NULL));
-    ASSERT(strstr(rjq_client_errmsg(e.c), "minute") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "minute") != NULL);
     bad.cron = "* * * * *";
     bad.utc_offset_min = 2000;
     ASSERT_EQ(RJQ_EINVAL, rjq_schedule_set(e.q, "x", &bad, NULL, NULL));
@@ -145,7 +145,7 @@ static void on_event(rjq_client *c, const char *ev, const char *id, void *data) 
     (void)c, (void)data;
     const char *at = strchr(id, '@');
     if (strcmp(ev, "enqueued") != 0 || at == NULL) return;
-    long long late = rjq_monitor_time(mon) - atoll(at + 1);
+    long long late = rjq_monitor_get_time(mon) - atoll(at + 1);
     ASSERT(late >= 0); /* never early */
     if (late > worst_lateness) worst_lateness = late;
     enqueued_events++;
@@ -170,7 +170,7 @@ TEST(scheduler_enqueues_one_job_per_fire_time_at_its_time) {
     worst_lateness = 0;
     enqueued_events = 0;
     ASSERT(loop_until_count(e.base, &enqueued_events, 6, 5000));
-    ASSERT(rjq_scheduler_leading(sch));
+    ASSERT(rjq_scheduler_is_leading(sch));
     long long t[64];
     int n = fire_times(e.rc, "se", "beat", t, 64);
     ASSERT(n >= 6);
@@ -311,16 +311,16 @@ TEST(stopped_leader_hands_over_within_a_third_of_the_lease) {
     rjq_client *c2 = client_for(e.base, &e.s);
     rjq_scheduler *a, *b;
     ASSERT_OK(rjq_scheduler_start(e.q, 9000, &a));
-    WAIT_FOR(e.base, rjq_scheduler_leading(a), 5000);
+    WAIT_FOR(e.base, rjq_scheduler_is_leading(a), 5000);
     ASSERT_OK(rjq_scheduler_start(queue_for(c2, "sh"), 9000, &b));
     loop_turn(e.base); /* its first tick (a timer due at once) asks for the lease */
     (void)get_stats(e.base, queue_for(c2, "sh")); /* a round trip behind it: refused */
-    ASSERT(!rjq_scheduler_leading(b));
+    ASSERT(!rjq_scheduler_is_leading(b));
     /* when a's lease would run out by the server's clock */
     long long lease_end = server_now_ms(e.rc) + server_int(e.rc, "PTTL t:{sh}:scheduler");
     ASSERT(lease_end > server_now_ms(e.rc));
     ASSERT_OK(rjq_scheduler_stop(a));
-    WAIT_FOR(e.base, rjq_scheduler_leading(b), 15000); /* (a third of 9 s: 3 s) */
+    WAIT_FOR(e.base, rjq_scheduler_is_leading(b), 15000); /* (a third of 9 s: 3 s) */
     ASSERT(server_now_ms(e.rc) < lease_end); /* not when a's lease ran out */
     rjq_client_free(c2); /* frees b */
     env_stop(&e);

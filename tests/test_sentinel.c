@@ -189,7 +189,7 @@ static void expect_refused(struct event_base *base, const char *url, const char 
     }
     if (strstr(events, needle) == NULL)
         FAIL_AT(__FILE__, __LINE__, "expected \"%s\" in the events, got:\n%s", needle, events);
-    ASSERT_EQ(0, rjq_client_connected(c));
+    ASSERT_EQ(0, rjq_client_is_connected(c));
     rjq_client_free(c);
 }
 
@@ -238,7 +238,7 @@ TEST(a_replica_named_as_master_is_refused) {
 static void handler(rjq_job *job, void *data) {
     (void)data;
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
+    const char *p = rjq_job_get_payload(job, &len);
     rjq_job_complete(job, p, len, NULL, NULL); /* may fail during the failover */
 }
 
@@ -564,7 +564,7 @@ TEST(sentinels_by_name_are_resolved) {
     rjq_client_options o = sentinel_options(url);
     rjq_client *c = NULL;
     ASSERT_EQ(RJQ_EURL, rjq_libevent_client_new(&c, base, &o));
-    ASSERT(strstr(rjq_client_errmsg(NULL), "sentinel host nowhere.test is a name") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(NULL), "sentinel host nowhere.test is a name") != NULL);
     static const rjq_loop_ops ops = {sizeof(rjq_loop_ops), rjq_libevent_attach_, rjq_libevent_set_timer_,
                                      rjq_libevent_cleanup_, resolve_to_loopback, never_cancelled, NULL, NULL};
     ASSERT_OK(rjq_libevent_client_make_(&c, base, NULL, NULL, &o, &ops));

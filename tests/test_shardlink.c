@@ -361,7 +361,7 @@ TEST(shardlink_without_watch_fd_is_refused_not_a_crash) {
     rjq__shardlink *l = (rjq__shardlink *)&r;
     ASSERT_EQ(RJQ_EINVAL, rjq__shardlink_new(c, "127.0.0.1", 6379, &hooks, &r, &l));
     ASSERT(l == NULL);
-    ASSERT(strstr(rjq_client_errmsg(c), "watch_fd") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(c), "watch_fd") != NULL);
     rjq_client_free(c);
     event_base_free(base);
 }
@@ -472,6 +472,6 @@ TEST(shardlink_over_tls) {
     event_base_free(base);
     server_stop_guarded(&s);
 #else
-    ASSERT(!rjq_tls_available());
+    ASSERT(!rjq_tls_is_available());
 #endif
 }

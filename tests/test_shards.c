@@ -50,8 +50,8 @@ static int declare(struct event_base *base, rjq_queue *q, int n) {
 /* Which shard of q holds job id (-1: none). */
 static int shard_holding(test_env *e, rjq_queue *q, const char *id) {
     int found = -1;
-    for (int i = 0; i < rjq_queue_shards(q); i++) {
-        info_wait w = get_info(e->base, rjq_queue_shard_at(q, i), id);
+    for (int i = 0; i < rjq_queue_count_shards(q); i++) {
+        info_wait w = get_info(e->base, rjq_queue_get_shard(q, i), id);
         if (w.status == RJQ_OK) {
             ASSERT_EQ(-1, found); /* in one shard only */
             found = i;
@@ -66,32 +66,32 @@ TEST(declaration_learnt_by_a_second_client) {
     test_env e;
     env_start(&e, NULL);
     rjq_queue *q = open_learnt(e.base, e.c, "sh_decl");
-    ASSERT_EQ(1, rjq_queue_shards(q));
-    ASSERT(rjq_queue_shard_at(q, 0) == q);
-    ASSERT(rjq_queue_shard_at(q, 1) == NULL);
+    ASSERT_EQ(1, rjq_queue_count_shards(q));
+    ASSERT(rjq_queue_get_shard(q, 0) == q);
+    ASSERT(rjq_queue_get_shard(q, 1) == NULL);
     ASSERT_OK(declare(e.base, q, 4));
-    ASSERT_EQ(4, rjq_queue_shards(q)); /* the declaring handle takes it at once */
+    ASSERT_EQ(4, rjq_queue_count_shards(q)); /* the declaring handle takes it at once */
 
     rjq_client *c2 = client_for(e.base, &e.s);
     rjq_queue *q2 = open_learnt(e.base, c2, "sh_decl");
-    ASSERT_EQ(4, rjq_queue_shards(q2));
+    ASSERT_EQ(4, rjq_queue_count_shards(q2));
     for (int i = 0; i < 4; i++) {
-        const char *a = rjq_queue_name(rjq_queue_shard_at(q, i));
-        ASSERT_STREQ(a, rjq_queue_name(rjq_queue_shard_at(q2, i)));
+        const char *a = rjq_queue_get_name(rjq_queue_get_shard(q, i));
+        ASSERT_STREQ(a, rjq_queue_get_name(rjq_queue_get_shard(q2, i)));
         for (int k = 0; k < i; k++)
-            ASSERT(strcmp(a, rjq_queue_name(rjq_queue_shard_at(q, k))) != 0);
+            ASSERT(strcmp(a, rjq_queue_get_name(rjq_queue_get_shard(q, k))) != 0);
         char want[64];
         snprintf(want, sizeof want, "sh_decl~%d-0", i);
         ASSERT_STREQ(want, a);
     }
     /* the same count again changes nothing, also from another client */
     ASSERT_OK(declare(e.base, q2, 4));
-    ASSERT_EQ(4, rjq_queue_shards(q2));
+    ASSERT_EQ(4, rjq_queue_count_shards(q2));
 
     /* a plain handle is refused nothing but knows nothing: it is the base queue */
     rjq_queue *plain;
     ASSERT_OK(rjq_queue_open(c2, "sh_decl", NULL, &plain));
-    ASSERT_EQ(1, rjq_queue_shards(plain));
+    ASSERT_EQ(1, rjq_queue_count_shards(plain));
 
     /* a declaration this library cannot read is refused, never guessed */
     redisReply *r = server_cmd(e.rc, "SET t:{sh_bad}:shards %s", "rjq-shards 1 3 a b");
@@ -126,24 +126,24 @@ TEST(changing_the_shard_count_is_refused_unless_the_queue_is_empty) {
     /* the base queue has a job: no declaration */
     enqueue_x_ok(e.base, q, "before", 0, 0);
     ASSERT_EQ(RJQ_EBUSY, declare(e.base, q, 3));
-    ASSERT_EQ(1, rjq_queue_shards(q));
-    ASSERT(strstr(rjq_client_errmsg(e.c), "empty") != NULL);
+    ASSERT_EQ(1, rjq_queue_count_shards(q));
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "empty") != NULL);
     cancel_job(&e, q, "before");
     ASSERT_OK(declare(e.base, q, 3));
-    ASSERT_EQ(3, rjq_queue_shards(q));
+    ASSERT_EQ(3, rjq_queue_count_shards(q));
 
     /* a job in a shard: no other count */
     enqueue_x_ok(e.base, q, "in-a-shard", 0, 0);
     ASSERT_EQ(RJQ_EBUSY, declare(e.base, q, 5));
-    ASSERT_EQ(3, rjq_queue_shards(q));
+    ASSERT_EQ(3, rjq_queue_count_shards(q));
     ASSERT_OK(declare(e.base, q, 3)); /* the same count: fine */
     int s = shard_holding(&e, q, "in-a-shard");
     ASSERT(s >= 0);
-    cancel_job(&e, rjq_queue_shard_at(q, s), "in-a-shard");
+    cancel_job(&e, rjq_queue_get_shard(q, s), "in-a-shard");
     ASSERT_OK(declare(e.base, q, 5));
-    ASSERT_EQ(5, rjq_queue_shards(q));
+    ASSERT_EQ(5, rjq_queue_count_shards(q));
     ASSERT_OK(declare(e.base, q, 1)); /* back to plain */
-    ASSERT_EQ(1, rjq_queue_shards(q));
+    ASSERT_EQ(1, rjq_queue_count_shards(q));
     redisReply *r = server_cmd(e.rc, "EXISTS t:{sh_change}:shards");
     ASSERT_EQ(0, r->integer);
     freeReplyObject(r);
@@ -177,7 +177,7 @@ TEST(ids_go_to_the_shard_of_their_hash_and_dedup_across_retries) {
     /* anonymous jobs: in turn over the shards */
     for (int i = 0; i < 12; i++) ASSERT_OK(enqueue_job(e.base, q, "anon", NULL).status);
     for (int i = 0; i < 6; i++) {
-        rjq_stats st = get_stats(e.base, rjq_queue_shard_at(q, i));
+        rjq_stats st = get_stats(e.base, rjq_queue_get_shard(q, i));
         ASSERT_EQ(used[i] + 2, st.ready);
     }
     rjq_stats all = get_stats(e.base, q);
@@ -206,8 +206,8 @@ static void on_batch(rjq_client *c, int status, const rjq_enqueued *jobs, size_t
     w->status = status;
     w->n = n;
     for (size_t i = 0; i < n && i < 64; i++) {
-        snprintf(w->ids[i], sizeof w->ids[i], "%s", rjq_enqueued_at(jobs, i)->id);
-        w->existed[i] = rjq_enqueued_at(jobs, i)->existed;
+        snprintf(w->ids[i], sizeof w->ids[i], "%s", rjq_enqueued_get(jobs, i)->id);
+        w->existed[i] = rjq_enqueued_get(jobs, i)->existed;
     }
 }
 
@@ -268,14 +268,14 @@ typedef struct drain_log {
 
 static void drain_handler(rjq_job *job, void *data) {
     drain_log *l = data;
-    const char *id = rjq_job_id(job);
+    const char *id = rjq_job_get_id(job);
     int n = -1;
-    ASSERT(sscanf(id, "d-%d", &n) == 1 || sscanf(rjq_job_payload(job, NULL), "d-%d", &n) == 1);
+    ASSERT(sscanf(id, "d-%d", &n) == 1 || sscanf(rjq_job_get_payload(job, NULL), "d-%d", &n) == 1);
     ASSERT(n >= 0 && n < DRAIN_JOBS);
     l->runs[n]++;
     for (int i = 0; i < 6; i++)
-        if (rjq_job_queue(job) == rjq_queue_shard_at(l->q, i)) l->per_shard[i]++;
-    ASSERT(rjq_job_worker(job) == l->w);
+        if (rjq_job_get_queue(job) == rjq_queue_get_shard(l->q, i)) l->per_shard[i]++;
+    ASSERT(rjq_job_get_worker(job) == l->w);
     l->started++;
     ASSERT_OK(rjq_job_complete(job, NULL, 0, on_done_ok, &l->done));
 }
@@ -315,7 +315,7 @@ TEST(one_worker_drains_a_six_shard_queue_nothing_lost_nothing_twice) {
     rjq_stats st = get_stats(e.base, q);
     ASSERT_EQ(DRAIN_JOBS, st.completed);
     ASSERT_EQ(0, st.ready + st.active + st.delayed);
-    ASSERT(rjq_worker_running(l.w) == 0);
+    ASSERT(rjq_worker_count_running(l.w) == 0);
     worker_stop_wait(e.base, l.w);
     env_stop(&e);
 }
@@ -336,7 +336,7 @@ static void on_awaited(rjq_client *c, int status, const rjq_outcome *o, void *da
 
 static void echo_handler(rjq_job *job, void *data) {
     size_t len;
-    const void *p = rjq_job_payload(job, &len);
+    const void *p = rjq_job_get_payload(job, &len);
     (void)data;
     ASSERT_OK(rjq_job_complete(job, p, len, NULL, NULL));
 }
@@ -397,7 +397,7 @@ TEST(calls_that_do_not_span_shards_refuse_a_sharded_handle) {
     ASSERT_OK(declare(e.base, q, 2));
     count_wait w = {0};
     ASSERT_EQ(RJQ_ESHARDED, rjq_queue_pause(q, on_count, &w));
-    ASSERT(strstr(rjq_client_errmsg(e.c), "split into shards") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "split into shards") != NULL);
     ASSERT_EQ(RJQ_ESHARDED, rjq_queue_cancel(q, "x", on_cancelled, NULL));
     ASSERT_EQ(RJQ_ESHARDED, rjq_queue_purge(q, RJQ_STATE_READY, 10, on_count, &w));
     rjq_scheduler *s;
@@ -409,7 +409,7 @@ TEST(calls_that_do_not_span_shards_refuse_a_sharded_handle) {
     ASSERT_EQ(RJQ_ESHARDED, rjq_worker_start_queues(qs, 1, RJQ_WORKER_WEIGHTED, &weight, &wo,
                                                     echo_handler, NULL, &wk));
     /* on a shard they work */
-    ASSERT_OK(rjq_queue_pause(rjq_queue_shard_at(q, 0), on_count, &w));
+    ASSERT_OK(rjq_queue_pause(rjq_queue_get_shard(q, 0), on_count, &w));
     ASSERT(loop_until(e.base, &w.done, 10000));
     ASSERT_OK(w.status);
     ASSERT_EQ(1, get_stats(e.base, q).paused); /* summed: one shard paused */
@@ -504,7 +504,7 @@ TEST(allocation_failures_in_a_split_batch_and_an_open_end_cleanly) {
         if (rc == RJQ_OK) {
             ASSERT(loop_until(e.base, &w.done, 10000));
             ASSERT_OK(w.status);
-            ASSERT_EQ(3, rjq_queue_shards(w.q));
+            ASSERT_EQ(3, rjq_queue_count_shards(w.q));
             ASSERT_OK(rjq_queue_close(w.q));
         } else {
             ASSERT_EQ(RJQ_ENOMEM, rc);

@@ -47,13 +47,13 @@ static void declare(struct event_base *base, rjq_queue *q, int n) {
     ASSERT(loop_until(base, &w.done, 20000));
     ASSERT_OK(w.status);
     ASSERT_EQ(n, w.n);
-    ASSERT_EQ(n, rjq_queue_shards(q));
+    ASSERT_EQ(n, rjq_queue_count_shards(q));
 }
 
 /* The master (node index) serving shard i of q. */
 static int master_of_shard(test_cluster *cl, rjq_queue *q, int i) {
     char key[128];
-    snprintf(key, sizeof key, "{%s}", rjq_queue_name(rjq_queue_shard_at(q, i)));
+    snprintf(key, sizeof key, "{%s}", rjq_queue_get_name(rjq_queue_get_shard(q, i)));
     int node = cluster_node_of_key(cl, key);
     ASSERT(node >= 0 && cluster_is_master(cl, node));
     return node;
@@ -71,12 +71,12 @@ typedef struct drain_log {
 static void handler(rjq_job *job, void *data) {
     drain_log *l = data;
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
+    const char *p = rjq_job_get_payload(job, &len);
     int n = -1;
     ASSERT(sscanf(p, "j-%d", &n) == 1 && n >= 0 && n < JOBS);
     l->runs[n]++;
     for (int i = 0; i < 6; i++)
-        if (rjq_job_queue(job) == rjq_queue_shard_at(l->q, i)) l->per_shard[i]++;
+        if (rjq_job_get_queue(job) == rjq_queue_get_shard(l->q, i)) l->per_shard[i]++;
     l->started++;
     ASSERT_OK(rjq_job_complete(job, p, len, on_done_ok, &l->done));
 }
@@ -92,7 +92,7 @@ static void on_batch(rjq_client *c, int status, const rjq_enqueued *jobs, size_t
     w->done++;
     w->status = status;
     w->n = n;
-    for (size_t i = 0; i < n; i++) w->existed += (size_t)rjq_enqueued_at(jobs, i)->existed;
+    for (size_t i = 0; i < n; i++) w->existed += (size_t)rjq_enqueued_get(jobs, i)->existed;
 }
 
 typedef struct await_log {
@@ -134,10 +134,10 @@ TEST(shards_on_distinct_masters_ids_dedup_and_one_worker_drains_them) {
 
     /* a second client learns it */
     rjq_queue *q2 = open_learnt(base, c2, "shc6");
-    ASSERT_EQ(6, rjq_queue_shards(q2));
+    ASSERT_EQ(6, rjq_queue_count_shards(q2));
     for (int i = 0; i < 6; i++)
-        ASSERT_STREQ(rjq_queue_name(rjq_queue_shard_at(q, i)),
-                     rjq_queue_name(rjq_queue_shard_at(q2, i)));
+        ASSERT_STREQ(rjq_queue_get_name(rjq_queue_get_shard(q, i)),
+                     rjq_queue_get_name(rjq_queue_get_shard(q2, i)));
 
     /* jobs: every other one with an id; the id ones enqueued again from
      * the second client exist already */
@@ -211,7 +211,7 @@ TEST(shards_on_distinct_masters_ids_dedup_and_one_worker_drains_them) {
 
 static void echo(rjq_job *job, void *data) {
     size_t len;
-    const void *p = rjq_job_payload(job, &len);
+    const void *p = rjq_job_get_payload(job, &len);
     (void)data;
     ASSERT_OK(rjq_job_complete(job, p, len, NULL, NULL));
 }
@@ -262,11 +262,11 @@ TEST(a_failover_keeps_the_shards_placement_and_their_work) {
     /* a client opening the queue now learns the same shards */
     rjq_client *c2 = client_new(base, &o);
     rjq_queue *q2 = open_learnt(base, c2, "shf");
-    ASSERT_EQ(3, rjq_queue_shards(q2));
+    ASSERT_EQ(3, rjq_queue_count_shards(q2));
     int seen[CLUSTER_NODES] = {0};
     for (int i = 0; i < 3; i++) {
-        ASSERT_STREQ(rjq_queue_name(rjq_queue_shard_at(q, i)),
-                     rjq_queue_name(rjq_queue_shard_at(q2, i)));
+        ASSERT_STREQ(rjq_queue_get_name(rjq_queue_get_shard(q, i)),
+                     rjq_queue_get_name(rjq_queue_get_shard(q2, i)));
         int m = master_of_shard(&cl, q2, i);
         ASSERT_EQ(i == 1 ? promoted : before[i], m);
         seen[m]++;

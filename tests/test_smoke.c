@@ -9,7 +9,7 @@ static long done_count, handled;
 static void handler(rjq_job *job, void *data) {
     (void)data;
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
+    const char *p = rjq_job_get_payload(job, &len);
     handled++;
     ASSERT_OK(rjq_job_complete(job, p, len, on_done_ok, &done_count));
 }
@@ -40,7 +40,7 @@ TEST(smoke_enqueue_work_complete) {
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(e.q, &wo, handler, NULL, &w));
     ASSERT(loop_until_count(e.base, &done_count, 100, 5000));
-    ASSERT_OK(rjq_queue_stats(e.q, on_stats, NULL));
+    ASSERT_OK(rjq_queue_get_stats(e.q, on_stats, NULL));
     ASSERT(loop_until(e.base, &got_stats, 5000));
     ASSERT_EQ(100, last.enqueued);
     ASSERT_EQ(100, last.completed);

@@ -47,7 +47,7 @@ static void expect_no_tls(void) {
     rjq_client *c = (rjq_client *)base;
     ASSERT_EQ(RJQ_ETLS, rjq_libevent_client_new(&c, base, &o));
     ASSERT(c == NULL);
-    const char *why = rjq_client_errmsg(NULL);
+    const char *why = rjq_client_get_errmsg(NULL);
     ASSERT(strstr(why, "built without TLS") != NULL);
     ASSERT(strstr(why, "hiredis_ssl") != NULL);
     ASSERT(strstr(why, PASSWORD) == NULL);
@@ -61,7 +61,7 @@ static void expect_no_tls(void) {
 /* The TLS tests, in a build without TLS: that refusal instead. */
 #define TLS_ONLY()                \
     do {                          \
-        if (!rjq_tls_available()) { \
+        if (!rjq_tls_is_available()) { \
             expect_no_tls();      \
             return;               \
         }                         \
@@ -72,7 +72,7 @@ static void expect_no_tls(void) {
 #endif
 
 TEST(tls_availability_matches_the_build) {
-    ASSERT_EQ(RJQ_TEST_TLS, rjq_tls_available());
+    ASSERT_EQ(RJQ_TEST_TLS, rjq_tls_is_available());
     if (!RJQ_TEST_TLS) expect_no_tls();
 }
 
@@ -104,7 +104,7 @@ static long done_jobs, outcomes;
 static void handler(rjq_job *job, void *data) {
     (void)data;
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
+    const char *p = rjq_job_get_payload(job, &len);
     char out[64];
     int n = snprintf(out, sizeof out, "done:%.*s", (int)len, p);
     ASSERT_OK(rjq_job_complete(job, out, (size_t)n, NULL, NULL));
@@ -200,10 +200,10 @@ static void expect_refused(const char *url, const rjq_tls_options *t, const char
     rjq_client *c = client_new(base, &o);
     for (int i = 0; i < 500 && errors_seen == 0; i++) loop_for(base, 10);
     ASSERT(errors_seen > 0);
-    ASSERT_EQ(0, rjq_client_connected(c));
+    ASSERT_EQ(0, rjq_client_is_connected(c));
     if (strstr(events, needle) == NULL)
         FAIL_AT(__FILE__, __LINE__, "expected \"%s\" in the events, got:\n%s", needle, events);
-    if (strstr(events, "RJQ_E") || strstr(events, PASSWORD) || strstr(rjq_client_errmsg(c), PASSWORD))
+    if (strstr(events, "RJQ_E") || strstr(events, PASSWORD) || strstr(rjq_client_get_errmsg(c), PASSWORD))
         FAIL_AT(__FILE__, __LINE__, "the password or a code name is in a message:\n%s", events);
     rjq_client_free(c);
     event_base_free(base);
@@ -300,9 +300,9 @@ TEST(unusable_tls_files_fail_the_client_naming_them) {
         rjq_client *c = (rjq_client *)base;
         ASSERT_EQ(RJQ_ETLS, rjq_libevent_client_new(&c, base, &o));
         ASSERT(c == NULL);
-        if (strstr(rjq_client_errmsg(NULL), cases[i].needle) == NULL)
+        if (strstr(rjq_client_get_errmsg(NULL), cases[i].needle) == NULL)
             FAIL_AT(__FILE__, __LINE__, "case %zu: expected \"%s\" in \"%s\"", i, cases[i].needle,
-                    rjq_client_errmsg(NULL));
+                    rjq_client_get_errmsg(NULL));
     }
     /* TLS over a unix socket is no such thing */
     rjq_tls_options t = RJQ_TLS_OPTIONS_INIT;
@@ -310,7 +310,7 @@ TEST(unusable_tls_files_fail_the_client_naming_them) {
     rjq_client_options o = tls_client_options("unix:///tmp/rjq-none.sock", &t);
     rjq_client *c = NULL;
     ASSERT_EQ(RJQ_ETLS, rjq_libevent_client_new(&c, base, &o));
-    ASSERT(strstr(rjq_client_errmsg(NULL), "unix socket") != NULL);
+    ASSERT(strstr(rjq_client_get_errmsg(NULL), "unix socket") != NULL);
     event_base_free(base);
     server_stop_guarded(&s);
 }

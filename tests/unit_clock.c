@@ -177,13 +177,13 @@ TEST(an_unanswered_request_fails_within_a_watchdog_tick_of_the_command_timeout_n
     rjq_client *c = NULL;
     ASSERT_OK(rjq_client_new(&c, &o, &vclock_io_ops, base));
     double end = mono_ms() + 30000;
-    while (!rjq_client_connected(c)) {
+    while (!rjq_client_is_connected(c)) {
         ASSERT(mono_ms() < end);
         vclock_io(base, c);
     }
     rjq_queue *q = queue_for(c, "vt");
     stats_at w = {0};
-    ASSERT_OK(rjq_queue_stats(q, on_stats_at, &w)); /* (its scripts are loaded now) */
+    ASSERT_OK(rjq_queue_get_stats(q, on_stats_at, &w)); /* (its scripts are loaded now) */
     while (!w.done) {
         ASSERT(mono_ms() < end);
         vclock_io(base, c);
@@ -191,7 +191,7 @@ TEST(an_unanswered_request_fails_within_a_watchdog_tick_of_the_command_timeout_n
     ASSERT_OK(w.status);
     ASSERT_EQ(0, kill(s.pid, SIGSTOP)); /* the server hears, and says nothing */
     memset(&w, 0, sizeof w);
-    ASSERT_OK(rjq_queue_stats(q, on_stats_at, &w));
+    ASSERT_OK(rjq_queue_get_stats(q, on_stats_at, &w));
     vclock_io(base, c); /* sent */
     uint64_t sent = vnow;
     /* virtual time runs on to the timeout: no answer before it ... */
@@ -245,7 +245,7 @@ TEST(a_write_a_replica_refuses_is_sent_again_with_backoff_for_a_minute_then_fail
     rjq_client *c = NULL;
     ASSERT_OK(rjq_client_new(&c, &o, &vclock_io_ops, base));
     double end = mono_ms() + 30000;
-    while (!rjq_client_connected(c)) {
+    while (!rjq_client_is_connected(c)) {
         ASSERT(mono_ms() < end);
         vclock_io(base, c);
     }
@@ -266,7 +266,7 @@ TEST(a_write_a_replica_refuses_is_sent_again_with_backoff_for_a_minute_then_fail
      * 100, 200, 400 and 800 ms, then every second (65 tries in all, the
      * last at 60.55 s); without a backoff it would be hundreds */
     if (at != t0 + 60550)
-        FAIL_AT(__FILE__, __LINE__, "failed %llu ms after the first try (%s: %s)", (unsigned long long)(at - t0), rjq_strerror(w.status), rjq_client_errmsg(c));
+        FAIL_AT(__FILE__, __LINE__, "failed %llu ms after the first try (%s: %s)", (unsigned long long)(at - t0), rjq_strerror(w.status), rjq_client_get_errmsg(c));
     long long tries = readonly_errors(rc) - before;
     fprintf(stderr, "refused %lld times, failed %llu ms after the first try\n", tries,
             (unsigned long long)(at - t0));
@@ -315,7 +315,7 @@ static rjq_client *virtual_io_client(struct event_base *base, const test_server 
     rjq_client *c = NULL;
     ASSERT_OK(rjq_client_new(&c, &o, &vclock_io_ops, base));
     double end = mono_ms() + 30000;
-    while (!rjq_client_connected(c)) {
+    while (!rjq_client_is_connected(c)) {
         ASSERT(mono_ms() < end);
         vclock_io(base, c);
     }

@@ -90,7 +90,7 @@ static void venv_start(venv *e, const char *queue) {
     o.ping_interval_ms = -1;
     ASSERT_OK(rjq_client_new(&e->c, &o, &vclock_io_ops, e->base));
     double end = mono_ms() + 30000;
-    while (!rjq_client_connected(e->c)) {
+    while (!rjq_client_is_connected(e->c)) {
         ASSERT(mono_ms() < end);
         vclock_io(e->base, e->c);
     }

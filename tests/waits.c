@@ -17,7 +17,7 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) 
 stats_wait stats_of(struct event_base *base, rjq_queue *q) {
     stats_wait w;
     memset(&w, 0, sizeof w);
-    ASSERT_OK(rjq_queue_stats(q, on_stats, &w));
+    ASSERT_OK(rjq_queue_get_stats(q, on_stats, &w));
     ASSERT(loop_until(base, &w.done, 10000));
     ASSERT_EQ(1, w.done);
     return w;
@@ -92,7 +92,7 @@ static void on_info(rjq_client *c, int status, const rjq_job_info *info, void *d
 info_wait get_info(struct event_base *base, rjq_queue *q, const char *id) {
     info_wait w;
     memset(&w, 0, sizeof w);
-    ASSERT_OK(rjq_queue_job(q, id, on_info, &w));
+    ASSERT_OK(rjq_queue_get_job(q, id, on_info, &w));
     ASSERT(loop_until(base, &w.done, 10000));
     ASSERT_EQ(1, w.done);
     return w;

@@ -12,7 +12,7 @@
 
 #include "rjq.h"
 
-/* rjq_queue_stats */
+/* rjq_queue_get_stats */
 typedef struct stats_wait {
     int done, status;
     rjq_stats s;
@@ -25,7 +25,7 @@ stats_wait stats_of(struct event_base *base, rjq_queue *q);
 /* The same, asserting RJQ_OK; returns the stats. */
 rjq_stats get_stats(struct event_base *base, rjq_queue *q);
 
-/* rjq_queue_job */
+/* rjq_queue_get_job */
 typedef struct info_wait {
     int done, status;
     char state[32];

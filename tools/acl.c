@@ -25,14 +25,14 @@
  *   worker reads the payloads of big jobs it claimed), HDEL (a worker
  *   drops its push registration), ZRANGE (the dead list), SET (a
  *   monitor marks its queue monitored), INFO (the monitor reads Redis'
- *   memory and eviction policy, rjq_client_memory), GET (every role: a
+ *   memory and eviction policy, rjq_client_get_memory), GET (every role: a
  *   queue opened with rjq_queue_open_async, as the tools open theirs,
  *   reads its shard declaration "<prefix>:{<queue>}:shards"; declaring
  *   one, rjq shards, is the worker's SET). A sharded queue's shards are
  *   queues named "<queue>~<i>-<k>": a queue pattern that ends in '*'
  *   covers them, an exact name does not.
  * - rjq-pg-bridge (only with --role bridge): the producer's rights (its
- *   scripts also read a job, rjq_queue_job), the liveness keys
+ *   scripts also read a job, rjq_queue_get_job), the liveness keys
  *   "<prefix>:{clients}:*" (it reads the process registry for a row's
  *   worker_id; the registry script only reads them), and SET in a selector
  *   that reaches only the "monitored" flags (it watches the queues' events).

@@ -156,7 +156,7 @@ static void report(cli *t, int code, const char *detail) {
 /* Report an error code with the client's detail; a request that failed
  * because the server was never reached says so. */
 static void report_rc(cli *t, int code) {
-    const char *detail = t->c ? rjq_client_errmsg(t->c) : NULL;
+    const char *detail = t->c ? rjq_client_get_errmsg(t->c) : NULL;
     char url[256];
     if (detail && strcmp(detail, "no error") == 0) detail = NULL;
     if (code == RJQ_ECONN && !t->ever_connected) { /* nothing was sent: no "outcome unknown" */
@@ -308,7 +308,7 @@ static int cli_open(cli *t, const char *queue) {
     if (rc != RJQ_OK) {
         char url[256], why[768];
         display_url(t, url, sizeof url);
-        snprintf(why, sizeof why, "%s: %s", url, rjq_client_errmsg(NULL));
+        snprintf(why, sizeof why, "%s: %s", url, rjq_client_get_errmsg(NULL));
         report(t, rc, rc == RJQ_EURL || rc == RJQ_ETLS ? why : NULL);
         t->c = NULL;
         return 1;
@@ -545,14 +545,14 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) 
     } else if (!s->exists) {
         t->failed = 1;
         fprintf(stderr, "rjq: %s: queue '%s' does not exist (nothing of it is in Redis)\n",
-                t->what, rjq_queue_name(t->q));
+                t->what, rjq_queue_get_name(t->q));
         return;
     }
     for (size_t i = 0; i < stat_nfields; i++)
         print_num(t, i == 0 && t->shard_name == NULL, stat_fields[i].name, stat_value(s, i));
     print_num(t, 0, "paused", s->paused);
-    if (t->shard_name == NULL && rjq_queue_shards(t->q) > 1)
-        print_num(t, 0, "shards", rjq_queue_shards(t->q));
+    if (t->shard_name == NULL && rjq_queue_count_shards(t->q) > 1)
+        print_num(t, 0, "shards", rjq_queue_count_shards(t->q));
     end_object(t);
 }
 
@@ -565,12 +565,12 @@ static int cmd_stats(cli *t, int argc, char **argv) {
     int rc = parse_args(argc, argv, defs, pos, 1, 1, NULL);
     if (rc) return rc;
     if (cli_open(t, pos[0])) return 1;
-    if (send_and_wait(t, rjq_queue_stats(t->q, on_stats, t))) return 1;
-    int n = rjq_queue_shards(t->q);
+    if (send_and_wait(t, rjq_queue_get_stats(t->q, on_stats, t))) return 1;
+    int n = rjq_queue_count_shards(t->q);
     for (int i = 0; t->shards && n > 1 && i < n; i++) {
-        rjq_queue *s = rjq_queue_shard_at(t->q, i);
-        t->shard_name = rjq_queue_name(s);
-        if (send_and_wait(t, rjq_queue_stats(s, on_stats, t))) return 1;
+        rjq_queue *s = rjq_queue_get_shard(t->q, i);
+        t->shard_name = rjq_queue_get_name(s);
+        if (send_and_wait(t, rjq_queue_get_stats(s, on_stats, t))) return 1;
     }
     return 0;
 }
@@ -602,11 +602,11 @@ static int cmd_shards(cli *t, int argc, char **argv) {
     }
     if (cli_open(t, pos[0])) return 1;
     if (n && send_and_wait(t, rjq_queue_shard(t->q, (int)n, on_sharded, t))) return 1;
-    int shards = rjq_queue_shards(t->q);
+    int shards = rjq_queue_count_shards(t->q);
     if (t->json) printf("{\"shards\":%d,\"names\":[", shards);
     else printf("shards %d\n", shards);
     for (int i = 0; shards > 1 && i < shards; i++) {
-        const char *name = rjq_queue_name(rjq_queue_shard_at(t->q, i));
+        const char *name = rjq_queue_get_name(rjq_queue_get_shard(t->q, i));
         if (t->json) printf("%s\"%s\"", i ? "," : "", name);
         else printf("shard %s\n", name);
     }
@@ -653,7 +653,7 @@ static int cmd_metrics(cli *t, int argc, char **argv) {
             report_rc(t, rc);
             return 1;
         }
-        if (sent(t, rjq_queue_stats(q, on_metrics_stats, &m[i]))) return 1;
+        if (sent(t, rjq_queue_get_stats(q, on_metrics_stats, &m[i]))) return 1;
     }
     if (wait_replies(t, 0)) return 1;
     if (!t->json) {
@@ -832,7 +832,7 @@ static int cmd_job(cli *t, int argc, char **argv) {
     int rc = parse_args(argc, argv, defs, pos, 2, 2, NULL);
     if (rc) return rc;
     if (cli_open(t, pos[0])) return 1;
-    return send_and_wait(t, rjq_queue_job(t->q, pos[1], on_job, t));
+    return send_and_wait(t, rjq_queue_get_job(t->q, pos[1], on_job, t));
 }
 
 /* ---- dead ---------------------------------------------------------------------- */
@@ -865,7 +865,7 @@ static int cmd_dead(cli *t, int argc, char **argv) {
         (rc = parse_ll("--limit", limit, 1, LONG_MAX - off, &lim)))
         return rc;
     if (cli_open(t, pos[0])) return 1;
-    return send_and_wait(t, rjq_queue_dead(t->q, (long)off, (long)lim, on_dead, t));
+    return send_and_wait(t, rjq_queue_list_dead(t->q, (long)off, (long)lim, on_dead, t));
 }
 
 /* rjq queues [--after NAME] [--limit N]: the registry's names, a page at
@@ -933,7 +933,7 @@ static int list_queues(cli *t, namelist *names, const char *after, long long lim
     do {
         t->last_page = 0;
         long page = lim - listed < RJQ_JOBS_PAGE_MAX ? (long)(lim - listed) : RJQ_JOBS_PAGE_MAX;
-        if (send_and_wait(t, rjq_client_queues(t->c, t->after, page, on_queues, t)) || t->failed)
+        if (send_and_wait(t, rjq_client_list_queues(t->c, t->after, page, on_queues, t)) || t->failed)
             return 1;
         listed += t->last_page;
     } while (t->last_page == RJQ_JOBS_PAGE_MAX && listed < lim);
@@ -979,7 +979,7 @@ static void on_processes(rjq_client *c, int status, const rjq_process *list, siz
     if (!reply_ok(t, status)) return;
     if (t->json) putchar('[');
     for (size_t i = 0; i < n; i++) {
-        const rjq_process *p = rjq_process_at(list, i);
+        const rjq_process *p = rjq_process_get(list, i);
         if (t->json) {
             printf("%s{\"id\":", i ? "," : "");
             print_json_string(p->id, strlen(p->id));
@@ -993,7 +993,7 @@ static void on_processes(rjq_client *c, int status, const rjq_process *list, siz
                    p->name[0] ? " name " : "", p->name, p->started_ms);
         }
         for (size_t k = 0; k < p->nqueues; k++) {
-            const rjq_process_queue *q = rjq_process_queue_at(p->queues, k);
+            const rjq_process_queue *q = rjq_process_queue_get(p->queues, k);
             if (t->json) {
                 printf("%s{\"queue\":", k ? "," : "");
                 print_json_string(q->queue, strlen(q->queue));
@@ -1028,7 +1028,7 @@ static int cmd_processes(cli *t, int argc, char **argv) {
         (rc = parse_ll("--limit", limit, 1, RJQ_JOBS_PAGE_MAX, &lim)))
         return rc;
     if (cli_open(t, NULL)) return 1;
-    return send_and_wait(t, rjq_client_processes(t->c, (long)off, (long)lim, on_processes, t));
+    return send_and_wait(t, rjq_client_list_processes(t->c, (long)off, (long)lim, on_processes, t));
 }
 
 /* rjq cluster [--interval MS]: each master (address, slot ranges,
@@ -1143,7 +1143,7 @@ static void on_cluster_info(rjq_client *c, int status, const rjq_master *list, s
         if (list[i].status != RJQ_OK) { /* (reported; the other masters are shown) */
             fprintf(stderr, "rjq: cluster: %s: %s (%s)\n", list[i].address,
                     rjq_strerror(list[i].status),
-                    list[i].reply ? list[i].reply : rjq_client_errmsg(t->c));
+                    list[i].reply ? list[i].reply : rjq_client_get_errmsg(t->c));
             v->bad = 1;
             continue;
         }
@@ -1260,8 +1260,8 @@ static void on_cluster_tick(evutil_socket_t fd, short what, void *arg) {
  * INFO calls: before Redis 7, INFO takes one section). */
 static int cluster_sample(cli *t, cluster_view *v) {
     const char *stats[] = {"INFO", "commandstats"}, *cpu[] = {"INFO", "cpu"};
-    if (send_and_wait(t, rjq_client_masters(t->c, 2, stats, NULL, on_cluster_info, v))) return 1;
-    return send_and_wait(t, rjq_client_masters(t->c, 2, cpu, NULL, on_cluster_info, v));
+    if (send_and_wait(t, rjq_client_send_to_masters(t->c, 2, stats, NULL, on_cluster_info, v))) return 1;
+    return send_and_wait(t, rjq_client_send_to_masters(t->c, 2, cpu, NULL, on_cluster_info, v));
 }
 
 static int cmd_cluster(cli *t, int argc, char **argv) {
@@ -1291,7 +1291,7 @@ static int cmd_cluster(cli *t, int argc, char **argv) {
         snprintf(name, sizeof name, "%.*s", (int)names.len[i], names.buf + names.off[i]);
         rjq_queue *q = NULL;
         if (rjq_queue_open(t->c, name, NULL, &q) != RJQ_OK) continue; /* not a queue's name */
-        int slot = rjq_queue_slot(q);
+        int slot = rjq_queue_get_slot(q);
         rjq_queue_close(q);
         for (size_t k = 0; k < v.n; k++)
             if (row_serves(&v.m[k], slot)) {
@@ -1412,7 +1412,7 @@ static int cmd_jobs(cli *t, int argc, char **argv) {
         return usage_error("unknown state '%s' (ready, delayed, active, dead, cancelled, "
                            "completed)", pos[1]);
     if (cli_open(t, pos[0])) return 1;
-    return send_and_wait(t, rjq_queue_jobs(t->q, st, (long)off, (long)lim, on_dead, t));
+    return send_and_wait(t, rjq_queue_list_jobs(t->q, st, (long)off, (long)lim, on_dead, t));
 }
 
 /* rjq version: the library's, which may be newer than the tool's header. */
@@ -1531,7 +1531,7 @@ static void on_exists(rjq_client *c, int status, const rjq_stats *s, void *data)
 
 static int require_queue(cli *t, const char *name, int create) {
     if (create) return 0;
-    if (send_and_wait(t, rjq_queue_stats(t->q, on_exists, t))) return 1;
+    if (send_and_wait(t, rjq_queue_get_stats(t->q, on_exists, t))) return 1;
     if (t->failed) return 1;
     if (t->exists) return 0;
     t->failed = 1;
@@ -1683,12 +1683,12 @@ static void on_schedules(rjq_client *c, int status, const rjq_schedule_info *l, 
     for (size_t i = 0; i < n; i++) {
         if (t->json) {
             if (i) putchar(',');
-            print_field(t, 1, "name", rjq_schedule_info_at(l, i)->name, strlen(rjq_schedule_info_at(l, i)->name));
-            print_field(t, 0, "spec", rjq_schedule_info_at(l, i)->spec, strlen(rjq_schedule_info_at(l, i)->spec));
-            print_num(t, 0, "next_ms", rjq_schedule_info_at(l, i)->next_ms);
+            print_field(t, 1, "name", rjq_schedule_info_get(l, i)->name, strlen(rjq_schedule_info_get(l, i)->name));
+            print_field(t, 0, "spec", rjq_schedule_info_get(l, i)->spec, strlen(rjq_schedule_info_get(l, i)->spec));
+            print_num(t, 0, "next_ms", rjq_schedule_info_get(l, i)->next_ms);
             putchar('}');
         } else {
-            printf("%s\t%s\t%lld\n", rjq_schedule_info_at(l, i)->name, rjq_schedule_info_at(l, i)->spec, rjq_schedule_info_at(l, i)->next_ms);
+            printf("%s\t%s\t%lld\n", rjq_schedule_info_get(l, i)->name, rjq_schedule_info_get(l, i)->spec, rjq_schedule_info_get(l, i)->next_ms);
         }
     }
     if (t->json) puts("]");
@@ -1716,10 +1716,10 @@ static void on_sched_tick(evutil_socket_t fd, short what, void *arg) {
     sched_run *r = arg;
     (void)fd, (void)what;
     if (r->stopping) return; /* r->s is gone */
-    int now = rjq_scheduler_leading(r->s);
+    int now = rjq_scheduler_is_leading(r->s);
     if (now != r->leading)
         fprintf(stderr, "rjq: scheduler: %s %s\n", now ? "leading" : "standing by for",
-                rjq_queue_name(r->t->q));
+                rjq_queue_get_name(r->t->q));
     r->leading = now;
 }
 
@@ -1766,7 +1766,7 @@ static int cmd_scheduler(cli *t, int argc, char **argv) {
         rc = 1;
     } else {
         fprintf(stderr, "rjq: scheduler for %s started (SIGINT or SIGTERM stops it)\n",
-                rjq_queue_name(t->q));
+                rjq_queue_get_name(t->q));
         event_base_dispatch(t->base);
     }
     if (r.tick) event_free(r.tick);

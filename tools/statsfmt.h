@@ -29,7 +29,7 @@ extern const size_t stat_nfields;
 /* The value of stat_fields[k] in s. */
 long long stat_value(const rjq_stats *s, size_t k);
 
-/* The job states' names as rjq_queue_jobs() takes them ("ready", ...):
+/* The job states' names as rjq_queue_list_jobs() takes them ("ready", ...):
  * the name of a state, and the state of a name (-1: none). */
 const char *job_state_name(rjq_job_state st);
 int job_state_parse(const char *name, rjq_job_state *out);

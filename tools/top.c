@@ -1,8 +1,8 @@
 /*
  * rjq top: a live terminal view of every queue of a prefix (ncurses).
  *
- * The queues come from the registry (rjq_client_queues), their numbers from
- * rjq_queue_stats, one call per queue per refresh. A refresh runs every
+ * The queues come from the registry (rjq_client_list_queues), their numbers from
+ * rjq_queue_get_stats, one call per queue per refresh. A refresh runs every
  * interval, and sooner (100 ms after) when a queue's event stream says
  * something happened, so a busy queue is seen moving and an idle one costs
  * a few commands per interval. Rates are the counters' differences over
@@ -196,7 +196,7 @@ static void on_event(rjq_client *c, const char *event, const char *id, void *dat
     (void)c;
     row *r = data;
     top *t = r->t;
-    timing_queue_event(&t->times, &r->times, event, id, r->m ? rjq_monitor_time(r->m) : 0);
+    timing_queue_event(&t->times, &r->times, event, id, r->m ? rjq_monitor_get_time(r->m) : 0);
     if (!evtimer_pending(t->soon, NULL)) {
         struct timeval tv = {0, EVENT_DELAY_MS * 1000};
         evtimer_add(t->soon, &tv);
@@ -259,7 +259,7 @@ static void on_names(rjq_client *c, int status, const char *const *names, size_t
     t->listing = 0;
     if (status != RJQ_OK) {
         snprintf(t->status, sizeof t->status, "listing queues: %s (%s)", rjq_strerror(status),
-                 rjq_client_errmsg(t->c));
+                 rjq_client_get_errmsg(t->c));
         t->refreshing = 0;
         if (!t->quit) draw(t);
         return;
@@ -302,7 +302,7 @@ static void on_names(rjq_client *c, int status, const char *const *names, size_t
         req->t = t;
         req->i = i;
         t->pending++;
-        if (rjq_queue_stats(t->rows[i]->q, on_stats, req) != RJQ_OK) {
+        if (rjq_queue_get_stats(t->rows[i]->q, on_stats, req) != RJQ_OK) {
             free(req);
             t->pending--;
         }
@@ -317,7 +317,7 @@ static void refresh_now(top *t) {
     if (t->refreshing || t->quit) return;
     t->refreshing = t->listing = 1;
     t->status[0] = '\0';
-    if (rjq_client_queues(t->c, NULL, MAX_QUEUES, on_names, t) != RJQ_OK) t->refreshing = t->listing = 0;
+    if (rjq_client_list_queues(t->c, NULL, MAX_QUEUES, on_names, t) != RJQ_OK) t->refreshing = t->listing = 0;
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg) {

@@ -38,8 +38,8 @@ static void set_timer(void *loop, long ms) {
 static void handler(rjq_job *job, void *data) {
     (void)data;
     size_t len;
-    const char *p = rjq_job_payload(job, &len);
-    if (rjq_job_max_attempts(job) != 7) len = 0; /* the options must have arrived */
+    const char *p = rjq_job_get_payload(job, &len);
+    if (rjq_job_get_max_attempts(job) != 7) len = 0; /* the options must have arrived */
     rjq_job_complete(job, p, len, NULL, NULL);
 }
 static void done(rjq_client *c, int status, const rjq_outcome *o, void *data) {
@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
     o.prefix = "older";
     int rc = rjq_client_new(&client, &o, &ops, base);
     if (rc != RJQ_OK) {
-        fprintf(stderr, "older_consumer: rjq_client_new: %s\n", rjq_client_errmsg(NULL));
+        fprintf(stderr, "older_consumer: rjq_client_new: %s\n", rjq_client_get_errmsg(NULL));
         return 1;
     }
     rjq_queue *q;
@@ -79,7 +79,7 @@ int main(int argc, char **argv) {
     if (rjq_queue_open(client, "jobs", NULL, &q) != RJQ_OK ||
         rjq_worker_start(q, &wo, handler, NULL, &w) != RJQ_OK ||
         rjq_enqueue_await(q, "hello", 5, &jo, NULL, done, NULL, NULL) != RJQ_OK) {
-        fprintf(stderr, "older_consumer: %s\n", rjq_client_errmsg(client));
+        fprintf(stderr, "older_consumer: %s\n", rjq_client_get_errmsg(client));
         return 1;
     }
     struct event *g = evtimer_new(base, guard, NULL);

@@ -21,12 +21,12 @@ static void check(const redisReply *r) {
     MUST((rc == RJQ_OK) == (list != NULL));
     if (rc != RJQ_OK) return;
     for (size_t i = 0; i < n; i++) {
-        const rjq_process *p = rjq_process_at(list, i);
+        const rjq_process *p = rjq_process_get(list, i);
         touch_str(p->id), touch_str(p->host), touch_str(p->name);
         MUST(p->pid >= 0 && p->started_ms >= 0 && p->started_ms <= (1LL << 62));
         MUST(p->alive_until_ms >= 0 && p->alive_until_ms <= (1LL << 62));
         for (size_t k = 0; k < p->nqueues; k++) {
-            const rjq_process_queue *q = rjq_process_queue_at(p->queues, k);
+            const rjq_process_queue *q = rjq_process_queue_get(p->queues, k);
             touch_str(q->queue);
             MUST(q->concurrency >= 0 && q->running >= 0 && q->njobs <= RJQ_PROCESS_JOBS_MAX);
             for (size_t j = 0; j < q->njobs; j++) touch_str(q->jobs[j]);

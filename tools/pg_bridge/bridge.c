@@ -22,7 +22,7 @@
  *   batches, each batch one implicit transaction.
  * - outcomes come from each queue's monitor: a final event (completed,
  *   dead, cancelled) of a followed job makes the bridge read its record
- *   and write it; after every "resync" (rjq_monitor_resyncs: the
+ *   and write it; after every "resync" (rjq_monitor_enable_resyncs: the
  *   subscription was made again or the monitored flag had lapsed, so
  *   events may have been lost) every job followed on that queue is read
  *   again, and a row pended meanwhile is read at its mark (a job Redis
@@ -86,7 +86,7 @@ typedef struct qent {
     char *name;
     rjq_queue *q;
     rjq_monitor *m;
-    int events;   /* outcomes from m's events (rjq_monitor_resyncs), not awaits */
+    int events;   /* outcomes from m's events (rjq_monitor_enable_resyncs), not awaits */
     long epoch;   /* m's resyncs so far (0: none yet: every follow reads its job) */
     double opened_at; /* (now_s) */
     int unheld;   /* no first resync within HOLD_MS: enqueued and read without it */
@@ -433,7 +433,7 @@ static qent *queue_of(bridge *b, const char *name, char *why, size_t size) {
     }
     rc = rjq_queue_monitor(e->q, on_monitor, e, &e->m);
     if (rc != RJQ_OK) logf_("warn", "queue %s: no monitor (%s): processing and retry_scheduled are not written", name, rjq_strerror(rc));
-    else e->events = !b->o.follow_await && rjq_monitor_resyncs(e->m) == RJQ_OK;
+    else e->events = !b->o.follow_await && rjq_monitor_enable_resyncs(e->m) == RJQ_OK;
     e->opened_at = now_s();
     if (e->events && b->hold && !evtimer_pending(b->hold, NULL)) {
         struct timeval tv = {HOLD_MS / 1000, (HOLD_MS % 1000) * 1000};
@@ -596,7 +596,7 @@ static void check_revived(bridge *b, int64_t id, int gen, const char *queue, int
     f->gen = gen;
     f->q = q;
     job_id_of(b, id, gen, job_id, sizeof job_id);
-    if (rjq_queue_job(q->q, job_id, on_revive_info, f) == RJQ_OK) b->reads++;
+    if (rjq_queue_get_job(q->q, job_id, on_revive_info, f) == RJQ_OK) b->reads++;
     else free(f);
 }
 
@@ -785,8 +785,8 @@ static void on_processes(rjq_client *c, int status, const rjq_process *list, siz
         if (p == NULL) break;
         b->next_procs = p;
         p = &p[b->nnext];
-        if (snprintf(p->client, sizeof p->client, "%s", rjq_process_at(list, i)->id) >= (int)sizeof p->client) continue;
-        snprintf(p->where, sizeof p->where, "%.256s:%ld", rjq_process_at(list, i)->host, rjq_process_at(list, i)->pid);
+        if (snprintf(p->client, sizeof p->client, "%s", rjq_process_get(list, i)->id) >= (int)sizeof p->client) continue;
+        snprintf(p->where, sizeof p->where, "%.256s:%ld", rjq_process_get(list, i)->host, rjq_process_get(list, i)->pid);
         b->nnext++;
     }
     if (!done && !b->freeing && client_open(b)) { /* the next page */
@@ -820,7 +820,7 @@ static void list_processes(bridge *b) {
     if (!client_open(b)) return;
     b->reads++;
     b->listing = 1;
-    int rc = rjq_client_processes(b->c, b->list_offset, RJQ_JOBS_PAGE_MAX, on_processes, b);
+    int rc = rjq_client_list_processes(b->c, b->list_offset, RJQ_JOBS_PAGE_MAX, on_processes, b);
     if (rc != RJQ_OK) on_processes(b->c, rc, NULL, 0, b);
 }
 
@@ -830,7 +830,7 @@ static void send_final_read(bridge *b, final_read *f) {
     job_id_of(b, f->id, f->gen, job_id, sizeof job_id);
     b->reads++;
     b->job_reads++;
-    int rc = client_open(b) ? rjq_queue_job(f->q->q, job_id, on_info, f) : RJQ_ECANCELED;
+    int rc = client_open(b) ? rjq_queue_get_job(f->q->q, job_id, on_info, f) : RJQ_ECANCELED;
     if (rc != RJQ_OK) on_info(b->c, rc, NULL, f);
 }
 
@@ -1107,7 +1107,7 @@ static void check_follow(bridge *b, follow *fw) {
     fw->recheck = 0;
     b->reads++;
     b->job_reads++;
-    int rc = rjq_queue_job(fw->q->q, job_id, on_check, fw);
+    int rc = rjq_queue_get_job(fw->q->q, job_id, on_check, fw);
     if (rc != RJQ_OK) on_check(b->c, rc, NULL, fw);
 }
 
@@ -1173,7 +1173,7 @@ static void on_check(rjq_client *c, int status, const rjq_job_info *info, void *
 
 static void release_held(bridge *b);
 
-/* q's events may have been lost before now (rjq_monitor_resyncs): every
+/* q's events may have been lost before now (rjq_monitor_enable_resyncs): every
  * job of q followed by events is read again; a row pended meanwhile is
  * read at its mark (its epoch is older). The first one lets the claims
  * held for q go (holding). */
@@ -1447,14 +1447,14 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
         for (int k = 0; k < g->n && (size_t)k < n; k++) {
             row *r = &cl->rows[g->idx[k]];
             r->acked = 1;
-            r->existed = rjq_enqueued_at(jobs, k)->existed;
+            r->existed = rjq_enqueued_get(jobs, k)->existed;
         }
     } else if (!b->freeing && status != RJQ_ECANCELED) {
         qent *q = cl->rows[g->idx[0]].q;
         for (int k = 0; k < g->n; k++) unpend_row(b, cl->rows[g->idx[k]].id);
         logf_("warn", "enqueueing %d rows into %s: %s (%s): they stay queued; the queue is tried again "
               "in %d ms",
-              g->n, q->name, rjq_strerror(status), rjq_client_errmsg(c), RETRY_MS);
+              g->n, q->name, rjq_strerror(status), rjq_client_get_errmsg(c), RETRY_MS);
         back_off(b, q);
     }
     free(g->idx);
@@ -1715,7 +1715,7 @@ static void on_claimed(void *arg, PGresult **res, int n, const char *err,
 
 static void claim_next(bridge *b) {
     if (b->stopping || b->freeing) return;
-    if (evtimer_pending(b->retry, NULL) || !rjq_client_connected(b->c)) {
+    if (evtimer_pending(b->retry, NULL) || !rjq_client_is_connected(b->c)) {
         b->want = 1; /* the retry, or the connection's return, claims */
         return;
     }
@@ -1854,7 +1854,7 @@ static void print_report(bridge *b, PGresult *depth, PGresult *lag) {
                             b->moved, rate, b->existed, b->bad, b->completed, b->failed,
                             b->cancelled, b->requeued, b->unknown, b->follows.n, b->wn,
                             claimers_up(b) && pgconn_up(b->writer) ? "up" : "down",
-                            b->c && rjq_client_connected(b->c) ? "up" : "down");
+                            b->c && rjq_client_is_connected(b->c) ? "up" : "down");
     if (lag && PQntuples(lag) == 1)
         len += (size_t)snprintf(line + len, sizeof line - len, "; lag %.3f s",
                                 atof(PQgetvalue(lag, 0, 0)));
@@ -1948,7 +1948,7 @@ void bridge_get_counters(const bridge *b, bridge_counters *out) {
     out->writes_waiting = b->wn;
     out->pg_claims_up = claimers_up(b);
     out->pg_outcomes_up = b->writer && pgconn_up(b->writer);
-    out->redis_up = client_open(b) && rjq_client_connected(b->c);
+    out->redis_up = client_open(b) && rjq_client_is_connected(b->c);
 }
 
 const char *bridge_queues_literal(const bridge *b) {
@@ -1991,7 +1991,7 @@ bridge *bridge_start(struct event_base *base, const bridge_options *o) {
     co.event_data = b;
     int rc = rjq_libevent_client_new_dns(&b->c, base, NULL, &co);
     if (rc != RJQ_OK) {
-        fprintf(stderr, "rjq-pg-bridge: Redis: %s (%s)\n", rjq_strerror(rc), rjq_client_errmsg(NULL));
+        fprintf(stderr, "rjq-pg-bridge: Redis: %s (%s)\n", rjq_strerror(rc), rjq_client_get_errmsg(NULL));
         b->c = NULL;
         goto fail;
     }

@@ -2,7 +2,7 @@
  * rjq serve: the /v1 routes but the enqueue (enqueue.c).
  *
  *   GET    /v1/server                         the server: version, options, counters
- *   GET    /v1/processes[?offset=&limit=]     the processes running workers (rjq_client_processes)
+ *   GET    /v1/processes[?offset=&limit=]     the processes running workers (rjq_client_list_processes)
  *   GET    /v1/queues[?after=&limit=]         the queues served, with stats and rates
  *   GET    /v1/queues/{q}                     one queue (404 when nothing of it is in Redis)
  *   GET    /v1/queues/{q}/jobs?state=S[&offset=&limit=]   ids of a state, in queue order
@@ -65,7 +65,7 @@ static call *call_new(server *s, struct evhttp_request *req, squeue *q, const ch
 /* A request refused by the library before it was sent. */
 static void call_refused(call *c, int rc) {
     struct evhttp_request *req = held_end(&c->h);
-    if (req) reply_rjq_error(req, rc, rjq_client_errmsg(c->h.s->c));
+    if (req) reply_rjq_error(req, rc, rjq_client_get_errmsg(c->h.s->c));
     call_free(c);
 }
 
@@ -79,7 +79,7 @@ static void call_sent(call *c, int rc) {
 static struct evhttp_request *call_reply(call *c, int status) {
     struct evhttp_request *req = held_end(&c->h);
     if (req && status != RJQ_OK && status != RJQ_ENOTFOUND && status != RJQ_ESTATE) {
-        reply_rjq_error(req, status, rjq_client_errmsg(c->h.s->c));
+        reply_rjq_error(req, status, rjq_client_get_errmsg(c->h.s->c));
         req = NULL;
     }
     return req;
@@ -102,7 +102,7 @@ void api_server(server *s, struct evhttp_request *req) {
                          s->token != NULL, "queues", json_name(s->o.queues ? s->o.queues : "*"),
                          "served", (json_int_t)s->nqueues, "max_body", (json_int_t)s->o.max_body,
                          "waiting", (json_int_t)s->nwaiters, "awaits",
-                         (json_int_t)rjq_client_awaits(s->c), "streams", (json_int_t)s->nsse,
+                         (json_int_t)rjq_client_count_awaits(s->c), "streams", (json_int_t)s->nsse,
                          "requests", (json_int_t)s->requests, "request_timeout_ms",
                          (json_int_t)s->o.request_timeout_ms, "timed_out",
                          (json_int_t)deadline_timed_out(s), "redis", s->redis_up);
@@ -125,10 +125,10 @@ void api_server(server *s, struct evhttp_request *req) {
 json_t *processes_json(const rjq_process *list, size_t n) {
     json_t *a = json_array();
     for (size_t i = 0; a && i < n; i++) {
-        const rjq_process *p = rjq_process_at(list, i);
+        const rjq_process *p = rjq_process_get(list, i);
         json_t *qs = json_array();
         for (size_t k = 0; qs && k < p->nqueues; k++) {
-            const rjq_process_queue *q = rjq_process_queue_at(p->queues, k);
+            const rjq_process_queue *q = rjq_process_queue_get(p->queues, k);
             json_t *ids = json_array();
             for (size_t j = 0; ids && j < q->njobs; j++)
                 json_array_append_new(ids, json_name(q->jobs[j]));
@@ -160,7 +160,7 @@ void api_processes(server *s, struct evhttp_request *req, const struct evkeyvalq
     if (query_ll(req, args, "offset", 0, RJQ_JOBS_OFFSET_MAX, 0, &offset) == 0 &&
         query_ll(req, args, "limit", 1, RJQ_JOBS_PAGE_MAX, RJQ_JOBS_PAGE_MAX, &limit) == 0) {
         call *c = call_new(s, req, NULL, "processes");
-        if (c) call_sent(c, rjq_client_processes(s->c, (long)offset, (long)limit, on_processes, c));
+        if (c) call_sent(c, rjq_client_list_processes(s->c, (long)offset, (long)limit, on_processes, c));
     }
 }
 
@@ -229,7 +229,7 @@ static void on_settings_schedules(rjq_client *cl, int status, const rjq_schedule
     if (req) {
         json_t *a = json_array();
         for (size_t i = 0; a && i < n; i++) {
-            const rjq_schedule_info *si = rjq_schedule_info_at(list, i);
+            const rjq_schedule_info *si = rjq_schedule_info_get(list, i);
             json_array_append_new(a, json_pack("{so so so}", "name", json_name(si->name), "spec",
                                                json_name(si->spec), "next_ms",
                                                si->next_ms > 0 ? json_integer(si->next_ms)
@@ -291,7 +291,7 @@ static void list_jobs(server *s, struct evhttp_request *req, squeue *q,
     if (c == NULL) return;
     c->state = st;
     c->total = offset;
-    call_sent(c, rjq_queue_jobs(q->q, st, (long)offset, (long)limit, on_ids, c));
+    call_sent(c, rjq_queue_list_jobs(q->q, st, (long)offset, (long)limit, on_ids, c));
 }
 
 /* A job's time (server ms), null when it has none. */
@@ -498,7 +498,7 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
         c->rest = strdup(rest);
         char *before = just_before(g.v[0]);
         if (c->rest == NULL || before == NULL) call_refused(c, RJQ_ENOMEM);
-        else call_sent(c, rjq_client_queues(s->c, before[0] ? before : NULL, 1, on_lookup, c));
+        else call_sent(c, rjq_client_list_queues(s->c, before[0] ? before : NULL, 1, on_lookup, c));
         free(before);
         return;
     }
@@ -518,7 +518,7 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
     if (g.n == 1) {
         if (!method(req, EVHTTP_REQ_GET)) method_not_allowed(req, "GET");
         else if ((c = call_new(s, req, q, "stats")))
-            call_sent(c, rjq_queue_stats(q->q, on_queue_stats, c));
+            call_sent(c, rjq_queue_get_stats(q->q, on_queue_stats, c));
     } else if (g.n == 2 && strcmp(g.v[1], "jobs") == 0) {
         if (post_jobs) enqueue_handle(s, req, g.v[0], q, args);
         else if (method(req, EVHTTP_REQ_GET)) list_jobs(s, req, q, args);
@@ -530,7 +530,7 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
         if (strcmp(a, "settings") == 0) {
             if (!method(req, EVHTTP_REQ_GET)) method_not_allowed(req, "GET");
             else if ((c = call_new(s, req, q, "settings")))
-                call_sent(c, rjq_queue_stats(q->q, on_settings_stats, c));
+                call_sent(c, rjq_queue_get_stats(q->q, on_settings_stats, c));
         } else if (strcmp(a, "pause") && strcmp(a, "resume") && strcmp(a, "replay") &&
                    strcmp(a, "purge") && strcmp(a, "reclaim")) {
             reply_error(req, 404, "no such route");
@@ -563,7 +563,7 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
     } else if (g.n == 3) {
         if (method(req, EVHTTP_REQ_GET)) {
             if ((c = call_new(s, req, q, "job")))
-                call_sent(c, rjq_queue_job(q->q, g.v[2], on_job, c));
+                call_sent(c, rjq_queue_get_job(q->q, g.v[2], on_job, c));
         } else if (method(req, EVHTTP_REQ_DELETE)) {
             if ((c = call_new(s, req, q, "deleted")))
                 call_sent(c, rjq_queue_delete(q->q, g.v[2], on_count, c));

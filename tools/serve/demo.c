@@ -76,7 +76,7 @@ static void on_work_done(evutil_socket_t fd, short what, void *arg) {
                      NULL);
     } else {
         size_t len;
-        const void *p = rjq_job_payload(j->job, &len);
+        const void *p = rjq_job_get_payload(j->job, &len);
         int n = snprintf(result, sizeof result, "{\"ok\":true,\"payload_bytes\":%zu}", len);
         (void)p;
         d->done++;

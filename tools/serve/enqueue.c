@@ -96,7 +96,7 @@ static void on_outcome(rjq_client *c, int status, const rjq_outcome *o, void *da
                                   "retry with an Idempotency-Key to be safe",
                         status == RJQ_ECANCELED ? "the server stopped" : rjq_strerror(status));
         } else { /* the enqueue failed */
-            reply_rjq_error(req, status, rjq_client_errmsg(w->s->c));
+            reply_rjq_error(req, status, rjq_client_get_errmsg(w->s->c));
         }
     }
     unlink_waiter(w);
@@ -125,7 +125,7 @@ static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, siz
         reply_error(req, 504, "the enqueue's outcome is unknown (%s): the job may exist; retry "
                               "with an Idempotency-Key to be safe", rjq_strerror(status));
     } else if (req) {
-        reply_rjq_error(req, status, rjq_client_errmsg(w->s->c));
+        reply_rjq_error(req, status, rjq_client_get_errmsg(w->s->c));
     }
     unlink_waiter(w);
     w->q->refs--;
@@ -223,7 +223,7 @@ void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squ
     if (rc != RJQ_OK) {
         free(w->given_id);
         free(w);
-        reply_rjq_error(req, rc, rjq_client_errmsg(s->c));
+        reply_rjq_error(req, rc, rjq_client_get_errmsg(s->c));
         return;
     }
     /* (the callbacks never run inside the calls above: w is ours here) */

@@ -1,6 +1,6 @@
 /*
  * rjq serve: the queues served. A queue is served once it matches
- * --queues and is named: by the registry (rjq_client_queues, one page per
+ * --queues and is named: by the registry (rjq_client_list_queues, one page per
  * refresh, while someone watches every queue) or by a request. Each has a
  * handle, its latest stats, refreshed every second with one script call,
  * from which the rates come, and once it exists a monitor (its events feed
@@ -56,8 +56,8 @@ int queues_match(const server *s, const char *name) {
 
 static void on_monitor(rjq_client *c, const char *event, const char *id, void *data) {
     squeue *q = data;
-    server *s = rjq_client_data(c);
-    long long t = q->m ? rjq_monitor_time(q->m) : 0;
+    server *s = rjq_client_get_data(c);
+    long long t = q->m ? rjq_monitor_get_time(q->m) : 0;
     timing_queue_event(&s->times, &q->t, event, id, t);
     if (!sse_recording(s)) {
         sse_skip(s);
@@ -85,10 +85,10 @@ static void on_head_job(rjq_client *c, int status, const rjq_job_info *info, voi
 
 static void on_head(rjq_client *c, int status, const char *const *ids, size_t n, void *data) {
     squeue *q = data;
-    server *s = rjq_client_data(c);
+    server *s = rjq_client_get_data(c);
     if (status == RJQ_OK && n == 0) q->head_enqueued_ms = 0;
     if (status != RJQ_OK || n == 0 || s == NULL || s->stopping ||
-        rjq_queue_job(q->q, ids[0], on_head_job, q) != RJQ_OK)
+        rjq_queue_get_job(q->q, ids[0], on_head_job, q) != RJQ_OK)
         q->reading_head = 0;
 }
 
@@ -100,14 +100,14 @@ static void read_head(squeue *q) {
         q->head_enqueued_ms = 0;
         return;
     }
-    if (rjq_queue_jobs(q->q, RJQ_STATE_READY, 0, 1, on_head, q) == RJQ_OK) q->reading_head = 1;
+    if (rjq_queue_list_jobs(q->q, RJQ_STATE_READY, 0, 1, on_head, q) == RJQ_OK) q->reading_head = 1;
 }
 
 /* ---- stats ---------------------------------------------------------------------- */
 
 static void on_stats(rjq_client *c, int status, const rjq_stats *st, void *data) {
     squeue *q = data;
-    server *s = rjq_client_data(c);
+    server *s = rjq_client_get_data(c);
     q->refreshing = 0;
     if (status != RJQ_OK || s == NULL || s->stopping) return;
     double t = serve_now_s();
@@ -346,7 +346,7 @@ static void on_refresh(evutil_socket_t fd, short what, void *arg) {
     double now = serve_now_s(), idle = (double)s->o.queue_idle_ms / 1000.0;
     int all = s->nsse_all > 0 || now < s->all_until;
     if (all && !s->listing &&
-        rjq_client_queues(s->c, s->list_after, LIST_PAGE, on_names, s) == RJQ_OK)
+        rjq_client_list_queues(s->c, s->list_after, LIST_PAGE, on_names, s) == RJQ_OK)
         s->listing = 1;
     sse_touch_queues(s);
     for (squeue *q = s->queues, *before = NULL, *next; q; q = next) {
@@ -357,10 +357,10 @@ static void on_refresh(evutil_socket_t fd, short what, void *arg) {
             continue;
         }
         before = q;
-        if (!q->refreshing && rjq_queue_stats(q->q, on_stats, q) == RJQ_OK) q->refreshing = 1;
+        if (!q->refreshing && rjq_queue_get_stats(q->q, on_stats, q) == RJQ_OK) q->refreshing = 1;
     }
     if (s->nsse_processes && !s->reading_processes &&
-        rjq_client_processes(s->c, 0, RJQ_JOBS_PAGE_MAX, on_processes, s) == RJQ_OK)
+        rjq_client_list_processes(s->c, 0, RJQ_JOBS_PAGE_MAX, on_processes, s) == RJQ_OK)
         s->reading_processes = 1;
     if (s->nsse_processes == 0 && s->processes_sent) { /* stale once nobody looks */
         free(s->processes_sent);
@@ -368,11 +368,11 @@ static void on_refresh(evutil_socket_t fd, short what, void *arg) {
     }
     demo_tick(s);
     if (s->ticks % MEMORY_EVERY == 0 && !s->memory_reading &&
-        rjq_client_memory(s->c, on_memory, s) == RJQ_OK)
+        rjq_client_get_memory(s->c, on_memory, s) == RJQ_OK)
         s->memory_reading = 1;
     static const char *const info_argv[] = {"INFO"};
     if (s->ticks % MEMORY_EVERY == 0 && !s->nodes_reading &&
-        rjq_client_masters(s->c, 1, info_argv, NULL, on_info, s) == RJQ_OK)
+        rjq_client_send_to_masters(s->c, 1, info_argv, NULL, on_info, s) == RJQ_OK)
         s->nodes_reading = 1;
     if (++s->ticks % SWEEP_EVERY == 0) timing_sweep_now(&s->times);
 }

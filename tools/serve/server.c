@@ -702,7 +702,7 @@ int serve_run(struct event_base *base, const rjq_client_options *co, const serve
     copts.event_data = s;
     int crc = rjq_libevent_client_new_dns(&s->c, base, NULL, &copts);
     if (crc != RJQ_OK) {
-        fprintf(stderr, "rjq: serve: %s (%s)\n", rjq_strerror(crc), rjq_client_errmsg(NULL));
+        fprintf(stderr, "rjq: serve: %s (%s)\n", rjq_strerror(crc), rjq_client_get_errmsg(NULL));
         free(s);
         return 1;
     }

@@ -96,7 +96,7 @@ typedef struct server {
     char *processes_sent;    /* the last processes event (owned) */
     struct sse_ring *sse_ring; /* the last events, for streams that resume (NULL: none yet) */
     double sse_keep_until;   /* events are kept this long after the last stream closed */
-    /* queues.c: Redis' memory (rjq_client_memory), read every few seconds */
+    /* queues.c: Redis' memory (rjq_client_get_memory), read every few seconds */
     int memory_known, memory_reading;
     rjq_memory_info memory;
     char memory_policy[64];

@@ -648,3 +648,179 @@ int rjq_queue_stats(rjq_queue *q, rjq_stats_cb *cb, void *data) {
     rjq__leave(c);
     return RJQ_OK;
 }
+
+/* ---- calls by id: the id's shard ------------------------------------------------ */
+
+/* The shard of job id on a sharded queue, as rjq_enqueue picks it; a
+ * server-assigned (all digits) id repeats across shards, so its shard
+ * cannot be known: RJQ_ESHARDED. */
+static int shard_of_id(rjq_queue *q, layout *l, const char *id, rjq_queue **to) {
+    if (id[strspn(id, "0123456789")] == '\0') {
+        rjq__errmsg(rjq_queue_client(q), "queue %s is sharded: a server-assigned id names a job "
+                    "of one shard (use the call on its shard: rjq_queue_shard_at)",
+                    rjq_queue_name(q));
+        return RJQ_ESHARDED;
+    }
+    *to = shard_for(l, id);
+    return RJQ_OK;
+}
+
+/* The shard for a call by id: an absent or empty id goes to any shard (for
+ * the plain call's own answer to it). */
+static int route_id(rjq_queue *q, layout *l, const char *id, rjq_queue **to) {
+    *to = l->sub[0];
+    return id && id[0] ? shard_of_id(q, l, id, to) : RJQ_OK;
+}
+
+int rjq_queue_cancel(rjq_queue *q, const char *id, rjq_cancel_cb *cb, void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_cancel_one(q, id, cb, data);
+    rjq_queue *to;
+    int rc = route_id(q, l, id, &to);
+    return rc != RJQ_OK ? rc : rjq__queue_cancel_one(to, id, cb, data);
+}
+
+int rjq_queue_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_job_one(q, id, cb, data);
+    rjq_queue *to;
+    int rc = route_id(q, l, id, &to);
+    return rc != RJQ_OK ? rc : rjq__queue_job_one(to, id, cb, data);
+}
+
+int rjq_queue_delete(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_delete_one(q, id, cb, data);
+    rjq_queue *to;
+    int rc = route_id(q, l, id, &to);
+    return rc != RJQ_OK ? rc : rjq__queue_delete_one(to, id, cb, data);
+}
+
+/* ---- whole-queue calls: every shard, one callback -------------------------------- */
+
+/* One shard's part of a fanned-out call: the per-queue call on sub. */
+typedef int fan_send_fn(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *data);
+
+typedef struct fan {
+    rjq_count_cb *cb;
+    void *data;
+    int waiting, status;
+    int any;     /* cb gets 1 when any shard's n was not 0 (pause, resume) */
+    long long n; /* else the sum */
+} fan;
+
+static void fan_done(rjq_client *c, fan *f) {
+    long long n = f->any ? f->n > 0 : f->n;
+    if (f->cb) f->cb(c, f->status, f->status == RJQ_OK ? n : 0, f->data);
+    free(f);
+}
+
+static void on_fan_part(rjq_client *c, int status, long long n, void *data) {
+    fan *f = data;
+    if (status != RJQ_OK && f->status == RJQ_OK) f->status = status; /* the first error */
+    if (status == RJQ_OK) f->n += n;
+    if (--f->waiting == 0) fan_done(c, f);
+}
+
+/* Send the call to every shard of l; cb once, when each has answered.
+ * A shard whose call cannot be sent ends the sending: nothing sent, its
+ * error is returned (cb never called); else cb gets it. */
+static int fan_out(rjq_queue *q, layout *l, fan_send_fn *send, const void *arg, int any,
+                   rjq_count_cb *cb, void *data) {
+    rjq_client *c = rjq_queue_client(q);
+    fan *f = calloc(1, sizeof *f);
+    if (f == NULL) return RJQ_ENOMEM;
+    f->cb = cb;
+    f->data = data;
+    f->any = any;
+    int rc = RJQ_OK, sent = 0;
+    rjq__enter(c);
+    f->waiting = 1;
+    for (int k = 0; k < l->n && rjq__accepting(c); k++) {
+        f->waiting++;
+        if ((rc = send(l->sub[k], arg, on_fan_part, f)) != RJQ_OK) {
+            f->waiting--;
+            f->status = rc;
+            break;
+        }
+        sent++;
+    }
+    if (sent == 0) {
+        free(f);
+        rjq__leave(c);
+        return rc != RJQ_OK ? rc : RJQ_ECLOSED;
+    }
+    if (--f->waiting == 0) fan_done(c, f);
+    rjq__leave(c);
+    return RJQ_OK;
+}
+
+static int send_pause(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *data) {
+    (void)arg;
+    return rjq__queue_pause_one(sub, cb, data);
+}
+
+static int send_resume(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *data) {
+    (void)arg;
+    return rjq__queue_resume_one(sub, cb, data);
+}
+
+static int send_reclaim(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *data) {
+    (void)arg;
+    return rjq__queue_reclaim_one(sub, cb, data);
+}
+
+typedef struct page_arg {
+    rjq_job_state state;
+    long limit;
+} page_arg;
+
+static int send_replay(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *data) {
+    return rjq__queue_replay_one(sub, NULL, ((const page_arg *)arg)->limit, cb, data);
+}
+
+static int send_purge(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *data) {
+    const page_arg *p = arg;
+    return rjq__queue_purge_one(sub, p->state, p->limit, cb, data);
+}
+
+int rjq_queue_pause(rjq_queue *q, rjq_count_cb *cb, void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_pause_one(q, cb, data);
+    return fan_out(q, l, send_pause, NULL, 1, cb, data);
+}
+
+int rjq_queue_resume(rjq_queue *q, rjq_count_cb *cb, void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_resume_one(q, cb, data);
+    return fan_out(q, l, send_resume, NULL, 1, cb, data);
+}
+
+int rjq_queue_reclaim(rjq_queue *q, rjq_count_cb *cb, void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_reclaim_one(q, cb, data);
+    if (cb == NULL) return RJQ_EINVAL;
+    return fan_out(q, l, send_reclaim, NULL, 0, cb, data);
+}
+
+int rjq_queue_replay(rjq_queue *q, const char *id, long limit, rjq_count_cb *cb, void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_replay_one(q, id, limit, cb, data);
+    if (cb == NULL) return RJQ_EINVAL;
+    if (id && id[0]) { /* (an empty id is none, as for a plain queue: all) */
+        rjq_queue *to;
+        int rc = shard_of_id(q, l, id, &to);
+        return rc != RJQ_OK ? rc : rjq__queue_replay_one(to, id, limit, cb, data);
+    }
+    page_arg p = {.limit = limit};
+    return fan_out(q, l, send_replay, &p, 0, cb, data);
+}
+
+int rjq_queue_purge(rjq_queue *q, rjq_job_state state, long limit, rjq_count_cb *cb,
+                    void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_purge_one(q, state, limit, cb, data);
+    if (cb == NULL) return RJQ_EINVAL;
+    page_arg p = {.state = state, .limit = limit};
+    return fan_out(q, l, send_purge, &p, 0, cb, data);
+}

@@ -1719,8 +1719,20 @@ RJQ_API int rjq_scheduler_leading(const rjq_scheduler *s);
  * shard is) and the others not; pause and resume are idempotent, so
  * calling again completes them.
  *
- * Every other call on such a handle (rjq_queue_set_limits, jobs, dead,
- * monitor, schedules, rjq_worker_start_queues) returns RJQ_ESHARDED,
+ * Listings: rjq_queue_jobs and rjq_queue_dead read the first
+ * offset + limit ids of every shard (offset + limit <= RJQ_JOBS_PAGE_MAX,
+ * else RJQ_EINVAL) and each one's enqueue time (an rjq_queue_job read per
+ * id: N x (offset + limit) reads), and merge them: the next id is the
+ * head, among the shards' remaining ids, enqueued first (ties: the lower
+ * shard). Each shard's own order is kept (ready: claim order; dead: oldest
+ * death first), so a queue whose shards list in enqueue order (FIFO
+ * ready, no priorities) lists in enqueue order, and a page (offset,
+ * limit) is the slice of that one merged order: pages add up as for a
+ * plain queue while the jobs stay put. Jobs gone between the two reads
+ * are left out. cb once.
+ *
+ * Every other call on such a handle (rjq_queue_set_limits, monitor,
+ * schedules, rjq_worker_start_queues) returns RJQ_ESHARDED,
  * rjq_client_errmsg() saying so: use it on a shard (rjq_queue_shard_at). A handle from rjq_queue_open() does not read the
  * declaration: it is the unsharded queue of that name (whose jobs a
  * sharded queue's workers do not claim).

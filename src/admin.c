@@ -623,8 +623,8 @@ int rjq_client_queues(rjq_client *c, const char *after, long limit, rjq_ids_cb *
     return rc;
 }
 
-int rjq_queue_jobs(rjq_queue *q, rjq_job_state state, long offset, long limit, rjq_ids_cb *cb,
-                   void *data) {
+int rjq__queue_jobs_one(rjq_queue *q, rjq_job_state state, long offset, long limit,
+                        rjq_ids_cb *cb, void *data) {
     static const char *const names[] = {"ready", "delayed", "active",
                                         "dead",  "cancelled", "completed"};
     int rc = usable(q, cb != NULL);
@@ -641,7 +641,7 @@ int rjq_queue_jobs(rjq_queue *q, rjq_job_state state, long offset, long limit, r
     return send_admin(q, RJQ__S_JOBS, on_ids, (admin_cb){.ids = cb}, data, &a);
 }
 
-int rjq_queue_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *data) {
+int rjq__queue_dead_one(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *data) {
     int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;
     if (offset < 0 || limit <= 0 || limit > LONG_MAX - offset) return RJQ_EINVAL;

@@ -824,3 +824,171 @@ int rjq_queue_purge(rjq_queue *q, rjq_job_state state, long limit, rjq_count_cb 
     page_arg p = {.state = state, .limit = limit};
     return fan_out(q, l, send_purge, &p, 0, cb, data);
 }
+
+/* ---- listings: every shard's page, merged by enqueue time ------------------------ */
+
+/* rjq_queue_jobs and rjq_queue_dead on a sharded queue: the first
+ * offset + limit ids of each shard (in the shard's own order), each
+ * job's enqueue time read (rjq_queue_job), then merged: the next id is
+ * the head, among the shards' remaining ids, enqueued first (ties: the
+ * lower shard), so each shard's order is kept and a page depends only on
+ * the shards' first offset + limit ids; ids skip offset, limit of them. */
+typedef struct listing listing;
+
+typedef struct list_item {
+    listing *g;
+    char *id;
+    long long enqueued_ms;
+    int gone; /* no longer there when read: left out */
+} list_item;
+
+typedef struct list_part {
+    listing *g;
+    size_t n;
+    list_item *items;
+} list_part;
+
+struct listing {
+    rjq_ids_cb *cb;
+    void *data;
+    int n;
+    rjq_queue *sub[RJQ_SHARDS_MAX];
+    long offset, limit;
+    int waiting, status;
+    list_part part[RJQ_SHARDS_MAX];
+};
+
+static void listing_free(listing *g) {
+    for (int k = 0; k < g->n; k++) {
+        for (size_t i = 0; i < g->part[k].n; i++) free(g->part[k].items[i].id);
+        free(g->part[k].items);
+    }
+    free(g);
+}
+
+static void listing_end(rjq_client *c, listing *g) {
+    const char **out = NULL;
+    size_t n = 0;
+    if (g->status == RJQ_OK && (out = malloc((size_t)g->limit * sizeof *out)) == NULL)
+        g->status = RJQ_ENOMEM;
+    size_t at[RJQ_SHARDS_MAX] = {0};
+    for (long rank = 0; g->status == RJQ_OK && rank < g->offset + g->limit; rank++) {
+        int best = -1;
+        for (int k = 0; k < g->n; k++) {
+            list_part *p = &g->part[k];
+            while (at[k] < p->n && p->items[at[k]].gone) at[k]++;
+            if (at[k] < p->n && (best < 0 || p->items[at[k]].enqueued_ms <
+                                                 g->part[best].items[at[best]].enqueued_ms))
+                best = k;
+        }
+        if (best < 0) break;
+        const char *id = g->part[best].items[at[best]++].id;
+        if (rank >= g->offset) out[n++] = id;
+    }
+    if (g->status == RJQ_OK) g->cb(c, RJQ_OK, out, n, g->data);
+    else g->cb(c, g->status, NULL, 0, g->data);
+    free(out);
+    listing_free(g);
+}
+
+static void on_item_read(rjq_client *c, int status, const rjq_job_info *info, void *data) {
+    list_item *it = data;
+    listing *g = it->g;
+    if (status == RJQ_ENOTFOUND) it->gone = 1; /* (deleted or expired since listed) */
+    else if (status != RJQ_OK && g->status == RJQ_OK) g->status = status;
+    else if (status == RJQ_OK) it->enqueued_ms = info->enqueued_ms;
+    if (--g->waiting == 0) listing_end(c, g);
+}
+
+/* Every shard's ids came: read each one's enqueue time. */
+static void listing_read(rjq_client *c, listing *g) {
+    g->waiting = 1;
+    for (int k = 0; k < g->n && g->status == RJQ_OK; k++) {
+        list_part *p = &g->part[k];
+        for (size_t i = 0; i < p->n && g->status == RJQ_OK; i++) {
+            if (!rjq__accepting(c)) {
+                g->status = RJQ_ECANCELED;
+                break;
+            }
+            g->waiting++;
+            int rc = rjq__queue_job_one(g->sub[k], p->items[i].id, on_item_read, &p->items[i]);
+            if (rc != RJQ_OK) {
+                g->waiting--;
+                g->status = rc;
+            }
+        }
+    }
+    if (--g->waiting == 0) listing_end(c, g);
+}
+
+static void on_list_part(rjq_client *c, int status, const char *const *ids, size_t n,
+                         void *data) {
+    list_part *p = data;
+    listing *g = p->g;
+    if (status == RJQ_OK && n > 0 && (p->items = calloc(n, sizeof *p->items)) == NULL)
+        status = RJQ_ENOMEM;
+    for (size_t i = 0; status == RJQ_OK && i < n; i++) {
+        p->items[i].g = g;
+        if ((p->items[i].id = strdup(ids[i])) == NULL) status = RJQ_ENOMEM;
+        p->n = i + 1;
+    }
+    if (status != RJQ_OK && g->status == RJQ_OK) g->status = status;
+    if (--g->waiting == 0) {
+        if (g->status == RJQ_OK) listing_read(c, g);
+        else listing_end(c, g);
+    }
+}
+
+static int list_merged(rjq_queue *q, layout *l, rjq_job_state state, long offset, long limit,
+                       rjq_ids_cb *cb, void *data) {
+    if (cb == NULL || offset < 0 || limit <= 0 || limit > RJQ_JOBS_PAGE_MAX ||
+        offset > RJQ_JOBS_PAGE_MAX - limit)
+        return RJQ_EINVAL;
+    rjq_client *c = rjq_queue_client(q);
+    listing *g = calloc(1, sizeof *g);
+    if (g == NULL) return RJQ_ENOMEM;
+    g->cb = cb;
+    g->data = data;
+    g->offset = offset;
+    g->limit = limit;
+    int rc = RJQ_OK, sent = 0;
+    rjq__enter(c);
+    g->waiting = 1;
+    for (int k = 0; k < l->n && rjq__accepting(c); k++) {
+        g->sub[k] = l->sub[k];
+        g->part[k].g = g;
+        g->n = k + 1;
+        g->waiting++;
+        if ((rc = rjq__queue_jobs_one(l->sub[k], state, 0, offset + limit, on_list_part,
+                                      &g->part[k])) != RJQ_OK) {
+            g->waiting--;
+            g->status = rc;
+            break;
+        }
+        sent++;
+    }
+    if (sent == 0) {
+        listing_free(g);
+        rjq__leave(c);
+        return rc != RJQ_OK ? rc : RJQ_ECLOSED;
+    }
+    if (--g->waiting == 0) {
+        if (g->status == RJQ_OK) listing_read(c, g);
+        else listing_end(c, g);
+    }
+    rjq__leave(c);
+    return RJQ_OK;
+}
+
+int rjq_queue_jobs(rjq_queue *q, rjq_job_state state, long offset, long limit, rjq_ids_cb *cb,
+                   void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_jobs_one(q, state, offset, limit, cb, data);
+    return list_merged(q, l, state, offset, limit, cb, data);
+}
+
+int rjq_queue_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_dead_one(q, offset, limit, cb, data);
+    return list_merged(q, l, RJQ_STATE_DEAD, offset, limit, cb, data);
+}

@@ -1030,6 +1030,10 @@ expect_out "cancelled (was ready)"
 run job sq sid-2
 expect_ok
 expect_line "state cancelled"
+run jobs sq ready
+expect_ok
+check; [ "$(wc -l <"$DIR/out")" -eq 6 ] || fail "expected the 6 ready jobs of the 3 shards"
+check; grep -qxF sid-2 "$DIR/out" && fail "a cancelled job listed as ready"
 run limit sq --rate 10
 expect_rc 1
 expect_err_has "split into shards"

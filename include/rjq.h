@@ -1733,9 +1733,10 @@ RJQ_API int rjq_scheduler_leading(const rjq_scheduler *s);
  *
  * Every other call on such a handle (rjq_queue_set_limits, monitor,
  * schedules, rjq_worker_start_queues) returns RJQ_ESHARDED,
- * rjq_client_errmsg() saying so: use it on a shard (rjq_queue_shard_at). A handle from rjq_queue_open() does not read the
- * declaration: it is the unsharded queue of that name (whose jobs a
- * sharded queue's workers do not claim).
+ * rjq_client_errmsg() saying so: use it on a shard (rjq_queue_shard_at).
+ * A handle from rjq_queue_open() does not read the declaration: it is the
+ * unsharded queue of that name (whose jobs a sharded queue's workers do
+ * not claim).
  *
  * rjq_enqueue_batch on a sharded handle validates every item first
  * (nothing is sent when one is invalid), then makes one call per shard

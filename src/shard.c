@@ -902,6 +902,7 @@ static void on_item_read(rjq_client *c, int status, const rjq_job_info *info, vo
 
 /* Every shard's ids came: read each one's enqueue time. */
 static void listing_read(rjq_client *c, listing *g) {
+    rjq__enter(c); /* a flush inside may run callbacks that free the client */
     g->waiting = 1;
     for (int k = 0; k < g->n && g->status == RJQ_OK; k++) {
         list_part *p = &g->part[k];
@@ -919,6 +920,7 @@ static void listing_read(rjq_client *c, listing *g) {
         }
     }
     if (--g->waiting == 0) listing_end(c, g);
+    rjq__leave(c);
 }
 
 static void on_list_part(rjq_client *c, int status, const char *const *ids, size_t n,

@@ -1307,7 +1307,8 @@ typedef void rjq_count_cb(rjq_client *c, int status, long long n, void *data);
  * Move dead jobs back to ready with their attempts reset. id NULL replays up
  * to `limit` of the oldest dead jobs (limit <= 0 means 1000); cb gets the
  * number moved. For a single id, cb gets RJQ_ENOTFOUND (no such job) or
- * RJQ_ESTATE (it is not dead).
+ * RJQ_ESTATE (it is not dead). Returns RJQ_ESHARDED for a server-assigned
+ * id on a sharded queue (id NULL: every shard, see "Sharded queues").
  */
 RJQ_API int rjq_queue_replay(rjq_queue *q, const char *id, long limit,
                              rjq_count_cb *cb, void *data);
@@ -1377,7 +1378,8 @@ typedef void rjq_cancel_cb(rjq_client *c, int status, const char *state, void *d
  * refused with that code. Awaits of the job end with RJQ_EJOBCANCELED.
  * Cancelled jobs are kept as dead ones are (dead_max, oldest deleted).
  * cb gets RJQ_OK, RJQ_ENOTFOUND (no such job) or RJQ_ESTATE (it had
- * already finished). Returns RJQ_EJOBID for an invalid id.
+ * already finished). Returns RJQ_EJOBID for an invalid id, RJQ_ESHARDED
+ * for a server-assigned id on a sharded queue ("Sharded queues" below).
  */
 RJQ_API int rjq_queue_cancel(rjq_queue *q, const char *id, rjq_cancel_cb *cb, void *data);
 
@@ -1412,9 +1414,10 @@ typedef struct rjq_job_info {
 typedef void rjq_job_info_cb(rjq_client *c, int status, const rjq_job_info *info,
                              void *data);
 
-/* Read one job (RJQ_ENOTFOUND when it does not exist or has expired). */
+/* Read one job (RJQ_ENOTFOUND when it does not exist or has expired).
+ * Returns RJQ_ESHARDED for a server-assigned id on a sharded queue. */
 RJQ_API int rjq_queue_get_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb,
-                              void *data);
+                          void *data);
 
 /* List up to `limit` ids of the dead set, oldest first, starting at offset.
  * cb's ids array and strings are valid only during the callback. */
@@ -1604,7 +1607,8 @@ RJQ_API int rjq_queue_list_jobs(rjq_queue *q, rjq_job_state state, long offset, 
 /* Delete a dead or cancelled job for good (its record; an id with a dedup
  * time stays reserved until that is over). cb gets 1, or RJQ_ENOTFOUND (no
  * such job) or RJQ_ESTATE (it waits, runs or completed: cancel a waiting
- * or running job; completed ones leave by retention). */
+ * or running job; completed ones leave by retention). Returns RJQ_ESHARDED
+ * for a server-assigned id on a sharded queue. */
 RJQ_API int rjq_queue_delete(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data);
 
 /* Delete the oldest `limit` (1..RJQ_JOBS_PAGE_MAX) jobs of the dead
@@ -1712,13 +1716,46 @@ RJQ_API int rjq_scheduler_is_leading(const rjq_scheduler *s);
  * rjq_worker_start_queues in weighted order, equal weights; rjq_job_get_queue()
  * is the job's shard) and rjq_queue_get_stats (summed over the shards; paused
  * when any shard is; limits: the first shard's). Priorities and FIFO order
- * hold within a shard, not across shards. Every other call on such a handle
- * (pause, resume, limits, cancel, job, jobs, dead, replay, delete, purge,
- * reclaim, monitor, schedules, rjq_worker_start_queues) returns
- * RJQ_ESHARDED, rjq_client_get_errmsg() saying so: use it on a shard
- * (rjq_queue_get_shard). A handle from rjq_queue_open() does not read the
- * declaration: it is the unsharded queue of that name (whose jobs a
- * sharded queue's workers do not claim).
+ * hold within a shard, not across shards.
+ *
+ * Calls by id go to the id's shard, as rjq_enqueue picks it:
+ * rjq_queue_cancel, rjq_queue_get_job, rjq_queue_delete and rjq_queue_replay
+ * with an id. A server-assigned (all digits) id repeats across shards, so
+ * its shard cannot be known: those calls refuse it with RJQ_ESHARDED
+ * (make the call on its shard, rjq_queue_get_shard). (rjq_job_report_progress and
+ * the lease calls take the job's handle, which is its shard's already.)
+ *
+ * Whole-queue calls go to every shard, one call each, and cb is called
+ * once, when every shard has answered: rjq_queue_pause and
+ * rjq_queue_resume (cb gets 1 when any shard's state changed, else 0),
+ * rjq_queue_purge, rjq_queue_reclaim and rjq_queue_replay without an id
+ * (cb gets the sum; each shard is given the whole `limit`, so up to
+ * N x limit jobs are moved or deleted per call: call again until it gets
+ * 0). An argument refused synchronously is refused as for a plain queue
+ * (nothing sent). On an error cb gets the first shard's error (n 0),
+ * while the other shards' calls took effect: a partial pause leaves the
+ * shards that answered paused (rjq_queue_get_stats says paused when any
+ * shard is) and the others not; pause and resume are idempotent, so
+ * calling again completes them.
+ *
+ * Listings: rjq_queue_list_jobs and rjq_queue_list_dead read the first
+ * offset + limit ids of every shard (offset + limit <= RJQ_JOBS_PAGE_MAX,
+ * else RJQ_EINVAL) and each one's enqueue time (an rjq_queue_get_job read per
+ * id: N x (offset + limit) reads), and merge them: the next id is the
+ * head, among the shards' remaining ids, enqueued first (ties: the lower
+ * shard). Each shard's own order is kept (ready: claim order; dead: oldest
+ * death first), so a queue whose shards list in enqueue order (FIFO
+ * ready, no priorities) lists in enqueue order, and a page (offset,
+ * limit) is the slice of that one merged order: pages add up as for a
+ * plain queue while the jobs stay put. Jobs gone between the two reads
+ * are left out. cb once.
+ *
+ * Every other call on such a handle (rjq_queue_set_limits, monitor,
+ * schedules, rjq_worker_start_queues) returns RJQ_ESHARDED,
+ * rjq_client_get_errmsg() saying so: use it on a shard (rjq_queue_get_shard).
+ * A handle from rjq_queue_open() does not read the declaration: it is the
+ * unsharded queue of that name (whose jobs a sharded queue's workers do
+ * not claim).
  *
  * rjq_enqueue_batch on a sharded handle validates every item first
  * (nothing is sent when one is invalid), then makes one call per shard

@@ -124,7 +124,7 @@ static void on_cancel(rjq_client *c, int status, redisReply *r, void *priv) {
     free(ctx);
 }
 
-int rjq_queue_cancel(rjq_queue *q, const char *id, rjq_cancel_cb *cb, void *data) {
+int rjq__queue_cancel_one(rjq_queue *q, const char *id, rjq_cancel_cb *cb, void *data) {
     int rc = usable(q, 1);
     if (rc != RJQ_OK) return rc;
     if (id == NULL || id[0] == '\0' || strlen(id) > RJQ_JOB_ID_MAX || strpbrk(id, " \t\r\n"))
@@ -156,7 +156,8 @@ static void on_count(rjq_client *c, int status, redisReply *r, void *priv) {
     free(ctx);
 }
 
-int rjq_queue_replay(rjq_queue *q, const char *id, long limit, rjq_count_cb *cb, void *data) {
+int rjq__queue_replay_one(rjq_queue *q, const char *id, long limit, rjq_count_cb *cb,
+                          void *data) {
     int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;
     if (id && strlen(id) > RJQ_JOB_ID_MAX) return RJQ_EJOBID;
@@ -180,15 +181,15 @@ static int send_delete(rjq_queue *q, const char *what, const char *arg, rjq_coun
     return send_admin(q, RJQ__S_DELETE, on_count, (admin_cb){.count = cb}, data, &a);
 }
 
-int rjq_queue_delete(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data) {
+int rjq__queue_delete_one(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data) {
     int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;
     if (id == NULL || id[0] == '\0' || strlen(id) > RJQ_JOB_ID_MAX) return RJQ_EJOBID;
     return send_delete(q, "id", id, cb, data);
 }
 
-int rjq_queue_purge(rjq_queue *q, rjq_job_state state, long limit, rjq_count_cb *cb,
-                    void *data) {
+int rjq__queue_purge_one(rjq_queue *q, rjq_job_state state, long limit, rjq_count_cb *cb,
+                         void *data) {
     int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;
     if ((state != RJQ_STATE_DEAD && state != RJQ_STATE_CANCELLED) || limit <= 0 ||
@@ -199,7 +200,7 @@ int rjq_queue_purge(rjq_queue *q, rjq_job_state state, long limit, rjq_count_cb 
     return send_delete(q, state == RJQ_STATE_DEAD ? "dead" : "cancelled", n, cb, data);
 }
 
-int rjq_queue_reclaim(rjq_queue *q, rjq_count_cb *cb, void *data) {
+int rjq__queue_reclaim_one(rjq_queue *q, rjq_count_cb *cb, void *data) {
     int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;
     admin_ctx *ctx = malloc(sizeof *ctx);
@@ -230,11 +231,11 @@ static int set_paused(rjq_queue *q, int pause, rjq_count_cb *cb, void *data) {
     return rc;
 }
 
-int rjq_queue_pause(rjq_queue *q, rjq_count_cb *cb, void *data) {
+int rjq__queue_pause_one(rjq_queue *q, rjq_count_cb *cb, void *data) {
     return set_paused(q, 1, cb, data);
 }
 
-int rjq_queue_resume(rjq_queue *q, rjq_count_cb *cb, void *data) {
+int rjq__queue_resume_one(rjq_queue *q, rjq_count_cb *cb, void *data) {
     return set_paused(q, 0, cb, data);
 }
 
@@ -317,7 +318,7 @@ static void on_job(rjq_client *c, int status, redisReply *r, void *priv) {
     free(ctx);
 }
 
-int rjq_queue_get_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *data) {
+int rjq__queue_job_one(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *data) {
     int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;
     if (id == NULL || id[0] == '\0' || strlen(id) > RJQ_JOB_ID_MAX) return RJQ_EJOBID;
@@ -622,8 +623,8 @@ int rjq_client_list_queues(rjq_client *c, const char *after, long limit, rjq_ids
     return rc;
 }
 
-int rjq_queue_list_jobs(rjq_queue *q, rjq_job_state state, long offset, long limit, rjq_ids_cb *cb,
-                   void *data) {
+int rjq__queue_jobs_one(rjq_queue *q, rjq_job_state state, long offset, long limit,
+                        rjq_ids_cb *cb, void *data) {
     static const char *const names[] = {"ready", "delayed", "active",
                                         "dead",  "cancelled", "completed"};
     int rc = usable(q, cb != NULL);
@@ -640,7 +641,7 @@ int rjq_queue_list_jobs(rjq_queue *q, rjq_job_state state, long offset, long lim
     return send_admin(q, RJQ__S_JOBS, on_ids, (admin_cb){.ids = cb}, data, &a);
 }
 
-int rjq_queue_list_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *data) {
+int rjq__queue_dead_one(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *data) {
     int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;
     if (offset < 0 || limit <= 0 || limit > LONG_MAX - offset) return RJQ_EINVAL;

@@ -10,4 +10,20 @@
 /* rjq_queue_get_stats on one queue (refuses a front: RJQ_ESHARDED). */
 int rjq__queue_stats_one(rjq_queue *q, rjq_stats_cb *cb, void *data);
 
+/* The public calls of the same names (rjq.h) on one queue (each refuses a
+ * front: RJQ_ESHARDED); shard.c routes a sharded queue's to its shards. */
+int rjq__queue_cancel_one(rjq_queue *q, const char *id, rjq_cancel_cb *cb, void *data);
+int rjq__queue_job_one(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *data);
+int rjq__queue_replay_one(rjq_queue *q, const char *id, long limit, rjq_count_cb *cb,
+                          void *data);
+int rjq__queue_delete_one(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data);
+int rjq__queue_purge_one(rjq_queue *q, rjq_job_state state, long limit, rjq_count_cb *cb,
+                         void *data);
+int rjq__queue_reclaim_one(rjq_queue *q, rjq_count_cb *cb, void *data);
+int rjq__queue_pause_one(rjq_queue *q, rjq_count_cb *cb, void *data);
+int rjq__queue_resume_one(rjq_queue *q, rjq_count_cb *cb, void *data);
+int rjq__queue_jobs_one(rjq_queue *q, rjq_job_state state, long offset, long limit,
+                        rjq_ids_cb *cb, void *data);
+int rjq__queue_dead_one(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *data);
+
 #endif

@@ -648,3 +648,349 @@ int rjq_queue_get_stats(rjq_queue *q, rjq_stats_cb *cb, void *data) {
     rjq__leave(c);
     return RJQ_OK;
 }
+
+/* ---- calls by id: the id's shard ------------------------------------------------ */
+
+/* The shard of job id on a sharded queue, as rjq_enqueue picks it; a
+ * server-assigned (all digits) id repeats across shards, so its shard
+ * cannot be known: RJQ_ESHARDED. */
+static int shard_of_id(rjq_queue *q, layout *l, const char *id, rjq_queue **to) {
+    if (id[strspn(id, "0123456789")] == '\0') {
+        rjq__errmsg(rjq_queue_get_client(q), "queue %s is sharded: a server-assigned id names a job "
+                    "of one shard (use the call on its shard: rjq_queue_get_shard)",
+                    rjq_queue_get_name(q));
+        return RJQ_ESHARDED;
+    }
+    *to = shard_for(l, id);
+    return RJQ_OK;
+}
+
+/* The shard for a call by id: an absent or empty id goes to any shard (for
+ * the plain call's own answer to it). */
+static int route_id(rjq_queue *q, layout *l, const char *id, rjq_queue **to) {
+    *to = l->sub[0];
+    return id && id[0] ? shard_of_id(q, l, id, to) : RJQ_OK;
+}
+
+int rjq_queue_cancel(rjq_queue *q, const char *id, rjq_cancel_cb *cb, void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_cancel_one(q, id, cb, data);
+    rjq_queue *to;
+    int rc = route_id(q, l, id, &to);
+    return rc != RJQ_OK ? rc : rjq__queue_cancel_one(to, id, cb, data);
+}
+
+int rjq_queue_get_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_job_one(q, id, cb, data);
+    rjq_queue *to;
+    int rc = route_id(q, l, id, &to);
+    return rc != RJQ_OK ? rc : rjq__queue_job_one(to, id, cb, data);
+}
+
+int rjq_queue_delete(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_delete_one(q, id, cb, data);
+    rjq_queue *to;
+    int rc = route_id(q, l, id, &to);
+    return rc != RJQ_OK ? rc : rjq__queue_delete_one(to, id, cb, data);
+}
+
+/* ---- whole-queue calls: every shard, one callback -------------------------------- */
+
+/* One shard's part of a fanned-out call: the per-queue call on sub. */
+typedef int fan_send_fn(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *data);
+
+typedef struct fan {
+    rjq_count_cb *cb;
+    void *data;
+    int waiting, status;
+    int any;     /* cb gets 1 when any shard's n was not 0 (pause, resume) */
+    long long n; /* else the sum */
+} fan;
+
+static void fan_done(rjq_client *c, fan *f) {
+    long long n = f->any ? f->n > 0 : f->n;
+    if (f->cb) f->cb(c, f->status, f->status == RJQ_OK ? n : 0, f->data);
+    free(f);
+}
+
+static void on_fan_part(rjq_client *c, int status, long long n, void *data) {
+    fan *f = data;
+    if (status != RJQ_OK && f->status == RJQ_OK) f->status = status; /* the first error */
+    if (status == RJQ_OK) f->n += n;
+    if (--f->waiting == 0) fan_done(c, f);
+}
+
+/* Send the call to every shard of l; cb once, when each has answered.
+ * A shard whose call cannot be sent ends the sending: nothing sent, its
+ * error is returned (cb never called); else cb gets it. */
+static int fan_out(rjq_queue *q, layout *l, fan_send_fn *send, const void *arg, int any,
+                   rjq_count_cb *cb, void *data) {
+    rjq_client *c = rjq_queue_get_client(q);
+    fan *f = calloc(1, sizeof *f);
+    if (f == NULL) return RJQ_ENOMEM;
+    f->cb = cb;
+    f->data = data;
+    f->any = any;
+    int rc = RJQ_OK, sent = 0;
+    rjq__enter(c);
+    f->waiting = 1;
+    for (int k = 0; k < l->n && rjq__accepting(c); k++) {
+        f->waiting++;
+        if ((rc = send(l->sub[k], arg, on_fan_part, f)) != RJQ_OK) {
+            f->waiting--;
+            f->status = rc;
+            break;
+        }
+        sent++;
+    }
+    if (sent == 0) {
+        free(f);
+        rjq__leave(c);
+        return rc != RJQ_OK ? rc : RJQ_ECLOSED;
+    }
+    if (--f->waiting == 0) fan_done(c, f);
+    rjq__leave(c);
+    return RJQ_OK;
+}
+
+static int send_pause(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *data) {
+    (void)arg;
+    return rjq__queue_pause_one(sub, cb, data);
+}
+
+static int send_resume(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *data) {
+    (void)arg;
+    return rjq__queue_resume_one(sub, cb, data);
+}
+
+static int send_reclaim(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *data) {
+    (void)arg;
+    return rjq__queue_reclaim_one(sub, cb, data);
+}
+
+typedef struct page_arg {
+    rjq_job_state state;
+    long limit;
+} page_arg;
+
+static int send_replay(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *data) {
+    return rjq__queue_replay_one(sub, NULL, ((const page_arg *)arg)->limit, cb, data);
+}
+
+static int send_purge(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *data) {
+    const page_arg *p = arg;
+    return rjq__queue_purge_one(sub, p->state, p->limit, cb, data);
+}
+
+int rjq_queue_pause(rjq_queue *q, rjq_count_cb *cb, void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_pause_one(q, cb, data);
+    return fan_out(q, l, send_pause, NULL, 1, cb, data);
+}
+
+int rjq_queue_resume(rjq_queue *q, rjq_count_cb *cb, void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_resume_one(q, cb, data);
+    return fan_out(q, l, send_resume, NULL, 1, cb, data);
+}
+
+int rjq_queue_reclaim(rjq_queue *q, rjq_count_cb *cb, void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_reclaim_one(q, cb, data);
+    if (cb == NULL) return RJQ_EINVAL;
+    return fan_out(q, l, send_reclaim, NULL, 0, cb, data);
+}
+
+int rjq_queue_replay(rjq_queue *q, const char *id, long limit, rjq_count_cb *cb, void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_replay_one(q, id, limit, cb, data);
+    if (cb == NULL) return RJQ_EINVAL;
+    if (id && id[0]) { /* (an empty id is none, as for a plain queue: all) */
+        rjq_queue *to;
+        int rc = shard_of_id(q, l, id, &to);
+        return rc != RJQ_OK ? rc : rjq__queue_replay_one(to, id, limit, cb, data);
+    }
+    page_arg p = {.limit = limit};
+    return fan_out(q, l, send_replay, &p, 0, cb, data);
+}
+
+int rjq_queue_purge(rjq_queue *q, rjq_job_state state, long limit, rjq_count_cb *cb,
+                    void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_purge_one(q, state, limit, cb, data);
+    if (cb == NULL) return RJQ_EINVAL;
+    page_arg p = {.state = state, .limit = limit};
+    return fan_out(q, l, send_purge, &p, 0, cb, data);
+}
+
+/* ---- listings: every shard's page, merged by enqueue time ------------------------ */
+
+/* rjq_queue_list_jobs and rjq_queue_list_dead on a sharded queue: the first
+ * offset + limit ids of each shard (in the shard's own order), each
+ * job's enqueue time read (rjq_queue_get_job), then merged: the next id is
+ * the head, among the shards' remaining ids, enqueued first (ties: the
+ * lower shard), so each shard's order is kept and a page depends only on
+ * the shards' first offset + limit ids; ids skip offset, limit of them. */
+typedef struct listing listing;
+
+typedef struct list_item {
+    listing *g;
+    char *id;
+    long long enqueued_ms;
+    int gone; /* no longer there when read: left out */
+} list_item;
+
+typedef struct list_part {
+    listing *g;
+    size_t n;
+    list_item *items;
+} list_part;
+
+struct listing {
+    rjq_ids_cb *cb;
+    void *data;
+    int n;
+    rjq_queue *sub[RJQ_SHARDS_MAX];
+    long offset, limit;
+    int waiting, status;
+    list_part part[RJQ_SHARDS_MAX];
+};
+
+static void listing_free(listing *g) {
+    for (int k = 0; k < g->n; k++) {
+        for (size_t i = 0; i < g->part[k].n; i++) free(g->part[k].items[i].id);
+        free(g->part[k].items);
+    }
+    free(g);
+}
+
+static void listing_end(rjq_client *c, listing *g) {
+    const char **out = NULL;
+    size_t n = 0;
+    if (g->status == RJQ_OK && (out = malloc((size_t)g->limit * sizeof *out)) == NULL)
+        g->status = RJQ_ENOMEM;
+    size_t at[RJQ_SHARDS_MAX] = {0};
+    for (long rank = 0; g->status == RJQ_OK && rank < g->offset + g->limit; rank++) {
+        int best = -1;
+        for (int k = 0; k < g->n; k++) {
+            list_part *p = &g->part[k];
+            while (at[k] < p->n && p->items[at[k]].gone) at[k]++;
+            if (at[k] < p->n && (best < 0 || p->items[at[k]].enqueued_ms <
+                                                 g->part[best].items[at[best]].enqueued_ms))
+                best = k;
+        }
+        if (best < 0) break;
+        const char *id = g->part[best].items[at[best]++].id;
+        if (rank >= g->offset) out[n++] = id;
+    }
+    if (g->status == RJQ_OK) g->cb(c, RJQ_OK, out, n, g->data);
+    else g->cb(c, g->status, NULL, 0, g->data);
+    free(out);
+    listing_free(g);
+}
+
+static void on_item_read(rjq_client *c, int status, const rjq_job_info *info, void *data) {
+    list_item *it = data;
+    listing *g = it->g;
+    if (status == RJQ_ENOTFOUND) it->gone = 1; /* (deleted or expired since listed) */
+    else if (status != RJQ_OK && g->status == RJQ_OK) g->status = status;
+    else if (status == RJQ_OK) it->enqueued_ms = info->enqueued_ms;
+    if (--g->waiting == 0) listing_end(c, g);
+}
+
+/* Every shard's ids came: read each one's enqueue time. */
+static void listing_read(rjq_client *c, listing *g) {
+    rjq__enter(c); /* a flush inside may run callbacks that free the client */
+    g->waiting = 1;
+    for (int k = 0; k < g->n && g->status == RJQ_OK; k++) {
+        list_part *p = &g->part[k];
+        for (size_t i = 0; i < p->n && g->status == RJQ_OK; i++) {
+            if (!rjq__accepting(c)) {
+                g->status = RJQ_ECANCELED;
+                break;
+            }
+            g->waiting++;
+            int rc = rjq__queue_job_one(g->sub[k], p->items[i].id, on_item_read, &p->items[i]);
+            if (rc != RJQ_OK) {
+                g->waiting--;
+                g->status = rc;
+            }
+        }
+    }
+    if (--g->waiting == 0) listing_end(c, g);
+    rjq__leave(c);
+}
+
+static void on_list_part(rjq_client *c, int status, const char *const *ids, size_t n,
+                         void *data) {
+    list_part *p = data;
+    listing *g = p->g;
+    if (status == RJQ_OK && n > 0 && (p->items = calloc(n, sizeof *p->items)) == NULL)
+        status = RJQ_ENOMEM;
+    for (size_t i = 0; status == RJQ_OK && i < n; i++) {
+        p->items[i].g = g;
+        if ((p->items[i].id = strdup(ids[i])) == NULL) status = RJQ_ENOMEM;
+        p->n = i + 1;
+    }
+    if (status != RJQ_OK && g->status == RJQ_OK) g->status = status;
+    if (--g->waiting == 0) {
+        if (g->status == RJQ_OK) listing_read(c, g);
+        else listing_end(c, g);
+    }
+}
+
+static int list_merged(rjq_queue *q, layout *l, rjq_job_state state, long offset, long limit,
+                       rjq_ids_cb *cb, void *data) {
+    if (cb == NULL || offset < 0 || limit <= 0 || limit > RJQ_JOBS_PAGE_MAX ||
+        offset > RJQ_JOBS_PAGE_MAX - limit)
+        return RJQ_EINVAL;
+    rjq_client *c = rjq_queue_get_client(q);
+    listing *g = calloc(1, sizeof *g);
+    if (g == NULL) return RJQ_ENOMEM;
+    g->cb = cb;
+    g->data = data;
+    g->offset = offset;
+    g->limit = limit;
+    int rc = RJQ_OK, sent = 0;
+    rjq__enter(c);
+    g->waiting = 1;
+    for (int k = 0; k < l->n && rjq__accepting(c); k++) {
+        g->sub[k] = l->sub[k];
+        g->part[k].g = g;
+        g->n = k + 1;
+        g->waiting++;
+        if ((rc = rjq__queue_jobs_one(l->sub[k], state, 0, offset + limit, on_list_part,
+                                      &g->part[k])) != RJQ_OK) {
+            g->waiting--;
+            g->status = rc;
+            break;
+        }
+        sent++;
+    }
+    if (sent == 0) {
+        listing_free(g);
+        rjq__leave(c);
+        return rc != RJQ_OK ? rc : RJQ_ECLOSED;
+    }
+    if (--g->waiting == 0) {
+        if (g->status == RJQ_OK) listing_read(c, g);
+        else listing_end(c, g);
+    }
+    rjq__leave(c);
+    return RJQ_OK;
+}
+
+int rjq_queue_list_jobs(rjq_queue *q, rjq_job_state state, long offset, long limit, rjq_ids_cb *cb,
+                   void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_jobs_one(q, state, offset, limit, cb, data);
+    return list_merged(q, l, state, offset, limit, cb, data);
+}
+
+int rjq_queue_list_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_dead_one(q, offset, limit, cb, data);
+    return list_merged(q, l, RJQ_STATE_DEAD, offset, limit, cb, data);
+}

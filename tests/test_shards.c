@@ -396,10 +396,12 @@ TEST(calls_that_do_not_span_shards_refuse_a_sharded_handle) {
     rjq_queue *q = open_learnt(e.base, e.c, "sh_refuse");
     ASSERT_OK(declare(e.base, q, 2));
     count_wait w = {0};
-    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_pause(q, on_count, &w));
+    rjq_limits lim = RJQ_LIMITS_INIT;
+    lim.rate = 10;
+    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_set_limits(q, &lim, on_count, &w));
     ASSERT(strstr(rjq_client_get_errmsg(e.c), "split into shards") != NULL);
-    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_cancel(q, "x", on_cancelled, NULL));
-    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_purge(q, RJQ_STATE_READY, 10, on_count, &w));
+    /* a server-assigned id: its shard cannot be known */
+    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_cancel(q, "123", on_cancelled, NULL));
     rjq_scheduler *s;
     ASSERT_EQ(RJQ_ESHARDED, rjq_scheduler_start(q, 0, &s));
     rjq_worker *wk;
@@ -414,6 +416,313 @@ TEST(calls_that_do_not_span_shards_refuse_a_sharded_handle) {
     ASSERT_OK(w.status);
     ASSERT_EQ(1, get_stats(e.base, q).paused); /* summed: one shard paused */
     ASSERT_STREQ("RJQ_ESHARDED", rjq_err_name(RJQ_ESHARDED));
+    env_stop(&e);
+}
+
+typedef struct cancel_wait {
+    int done, status;
+    char state[32];
+} cancel_wait;
+
+static void on_cancel_state(rjq_client *c, int status, const char *state, void *data) {
+    cancel_wait *w = data;
+    (void)c;
+    w->done++;
+    w->status = status;
+    snprintf(w->state, sizeof w->state, "%s", state ? state : "");
+}
+
+static cancel_wait cancel_of(struct event_base *base, rjq_queue *q, const char *id) {
+    cancel_wait w = {0};
+    ASSERT_OK(rjq_queue_cancel(q, id, on_cancel_state, &w));
+    ASSERT(loop_until(base, &w.done, 10000));
+    return w;
+}
+
+/* Run a call answering with a count (started by the caller with on_count
+ * and &w) to its callback, and check that it came once. */
+static count_wait counted(struct event_base *base, int rc, count_wait *w) {
+    ASSERT_OK(rc);
+    ASSERT(loop_until(base, &w->done, 10000));
+    loop_turn(base);
+    ASSERT_EQ(1, w->done);
+    return *w;
+}
+
+static void on_info_never(rjq_client *c, int status, const rjq_job_info *info, void *data) {
+    (void)c, (void)status, (void)info, (void)data;
+    FAIL_AT(__FILE__, __LINE__, "a refused call's callback ran");
+}
+
+static void fatal_handler(rjq_job *job, void *data) {
+    ASSERT_OK(rjq_job_fail(job, "fatal", RJQ_FAIL_FATAL, 0, on_done_ok, data));
+}
+
+/* cancel, job, replay and delete by id on a sharded handle act on the
+ * id's shard (the one rjq_enqueue picked); a server-assigned id is
+ * refused (its shard cannot be known). */
+TEST(calls_by_id_go_to_the_shard_of_the_id) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "sh_byid");
+    ASSERT_OK(declare(e.base, q, 6));
+    char ids[12][16];
+    int used[6] = {0};
+    for (int i = 0; i < 12; i++) {
+        snprintf(ids[i], sizeof ids[i], "k-%d", i);
+        enqueue_x_ok(e.base, q, ids[i], 0, 0);
+        info_wait w = get_info(e.base, q, ids[i]);
+        ASSERT_OK(w.status);
+        ASSERT_STREQ("ready", w.state);
+        used[shard_holding(&e, q, ids[i])]++;
+    }
+    int shards_used = 0;
+    for (int i = 0; i < 6; i++) shards_used += used[i] > 0;
+    ASSERT(shards_used > 1); /* (so a call on one fixed shard would miss some) */
+    ASSERT_EQ(RJQ_ENOTFOUND, get_info(e.base, q, "nope").status);
+
+    /* cancel: every id on its shard */
+    for (int i = 6; i < 12; i++) {
+        cancel_wait c = cancel_of(e.base, q, ids[i]);
+        ASSERT_OK(c.status);
+        ASSERT_STREQ("ready", c.state);
+        ASSERT_STREQ("cancelled", get_info(e.base, q, ids[i]).state);
+        c = cancel_of(e.base, q, ids[i]);
+        ASSERT_EQ(RJQ_ESTATE, c.status);
+        ASSERT_STREQ("cancelled", c.state);
+    }
+    ASSERT_EQ(RJQ_ENOTFOUND, cancel_of(e.base, q, "nope").status);
+    /* replay by id finds the job (cancelled: not dead) */
+    count_wait w = {0};
+    ASSERT_EQ(RJQ_ESTATE, counted(e.base, rjq_queue_replay(q, "k-6", 0, on_count, &w), &w).status);
+    /* delete by id */
+    for (int i = 6; i < 12; i++) {
+        memset(&w, 0, sizeof w);
+        w = counted(e.base, rjq_queue_delete(q, ids[i], on_count, &w), &w);
+        ASSERT_OK(w.status);
+        ASSERT_EQ(1, w.n);
+        ASSERT_EQ(RJQ_ENOTFOUND, get_info(e.base, q, ids[i]).status);
+        ASSERT_EQ(-1, shard_holding(&e, q, ids[i]));
+    }
+
+    /* dead jobs: replayed and deleted by id */
+    long replies = 0;
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *wk;
+    ASSERT_OK(rjq_worker_start(q, &wo, fatal_handler, &replies, &wk));
+    ASSERT(loop_until_count(e.base, &replies, 6, 10000));
+    worker_stop_wait(e.base, wk);
+    for (int i = 0; i < 6; i++) ASSERT_STREQ("dead", get_info(e.base, q, ids[i]).state);
+    memset(&w, 0, sizeof w);
+    w = counted(e.base, rjq_queue_replay(q, "k-0", 0, on_count, &w), &w);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(1, w.n);
+    ASSERT_STREQ("ready", get_info(e.base, q, "k-0").state);
+    memset(&w, 0, sizeof w);
+    w = counted(e.base, rjq_queue_delete(q, "k-1", on_count, &w), &w);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(1, w.n);
+    ASSERT_EQ(-1, shard_holding(&e, q, "k-1"));
+    /* replay without an id: every shard's dead jobs, one callback, summed */
+    memset(&w, 0, sizeof w);
+    w = counted(e.base, rjq_queue_replay(q, NULL, 0, on_count, &w), &w);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(4, w.n);
+    rjq_stats st = get_stats(e.base, q);
+    ASSERT_EQ(5, st.ready);
+    ASSERT_EQ(0, st.dead_depth);
+
+    /* server-assigned ids: refused, saying why, no callback */
+    memset(&w, 0, sizeof w);
+    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_cancel(q, "42", on_cancelled, NULL));
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "server-assigned") != NULL);
+    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_delete(q, "42", on_count, &w));
+    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_replay(q, "42", 0, on_count, &w));
+    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_get_job(q, "42", on_info_never, NULL));
+    /* an invalid id: the plain call's answer */
+    ASSERT_EQ(RJQ_EJOBID, rjq_queue_cancel(q, "", on_cancelled, NULL));
+    loop_turn(e.base);
+    ASSERT_EQ(0, w.done);
+    env_stop(&e);
+}
+
+/* pause, resume, purge, replay and reclaim on a sharded handle act on
+ * every shard, their callback once. */
+TEST(whole_queue_calls_act_on_every_shard_with_one_callback) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "sh_whole");
+    ASSERT_OK(declare(e.base, q, 4));
+    count_wait w = {0};
+    w = counted(e.base, rjq_queue_pause(q, on_count, &w), &w);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(1, w.n);
+    for (int i = 0; i < 4; i++) ASSERT_EQ(1, get_stats(e.base, rjq_queue_get_shard(q, i)).paused);
+    memset(&w, 0, sizeof w);
+    w = counted(e.base, rjq_queue_pause(q, on_count, &w), &w);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(0, w.n); /* already so */
+
+    /* paused: a worker starts nothing; resumed: it drains every shard */
+    static drain_log l;
+    memset(&l, 0, sizeof l);
+    l.q = q;
+    rjq_worker_options wo = quiet_worker_options(2);
+    ASSERT_OK(rjq_worker_start(q, &wo, drain_handler, &l, &l.w));
+    for (int i = 0; i < 16; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "d-%d", i);
+        enqueue_x_ok(e.base, q, id, 0, 0);
+    }
+    ASSERT_EQ(16, get_stats(e.base, q).ready);
+    memset(&w, 0, sizeof w);
+    w = counted(e.base, rjq_queue_resume(q, on_count, &w), &w);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(1, w.n);
+    ASSERT(loop_until_count(e.base, &l.done, 16, 10000));
+    for (int i = 0; i < 16; i++) ASSERT_EQ(1, l.runs[i]);
+    worker_stop_wait(e.base, l.w);
+    for (int i = 0; i < 4; i++) ASSERT_EQ(0, get_stats(e.base, rjq_queue_get_shard(q, i)).paused);
+    ASSERT_EQ(0, get_stats(e.base, q).paused);
+
+    /* purge: every shard's cancelled jobs (each shard given the limit) */
+    for (int i = 0; i < 8; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "c-%d", i);
+        enqueue_x_ok(e.base, q, id, 0, 0);
+        ASSERT_OK(cancel_of(e.base, q, id).status);
+    }
+    ASSERT_EQ(8, get_stats(e.base, q).cancelled_depth);
+    memset(&w, 0, sizeof w);
+    w = counted(e.base, rjq_queue_purge(q, RJQ_STATE_CANCELLED, 100, on_count, &w), &w);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(8, w.n);
+    ASSERT_EQ(0, get_stats(e.base, q).cancelled_depth);
+    memset(&w, 0, sizeof w);
+    w = counted(e.base, rjq_queue_purge(q, RJQ_STATE_CANCELLED, 100, on_count, &w), &w);
+    ASSERT_EQ(0, w.n);
+    /* a bad argument: refused as for a plain queue, no callback */
+    memset(&w, 0, sizeof w);
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_purge(q, RJQ_STATE_READY, 10, on_count, &w));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_reclaim(q, NULL, NULL));
+    /* reclaim: one sweep per shard, nothing to take back */
+    w = counted(e.base, rjq_queue_reclaim(q, on_count, &w), &w);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(0, w.n);
+    env_stop(&e);
+}
+
+typedef struct ids_wait {
+    int done, status;
+    size_t n;
+    char ids[64][16];
+} ids_wait;
+
+static void on_ids(rjq_client *c, int status, const char *const *ids, size_t n, void *data) {
+    ids_wait *w = data;
+    (void)c;
+    w->done++;
+    w->status = status;
+    w->n = n;
+    ASSERT(n <= 64);
+    for (size_t i = 0; i < n; i++) snprintf(w->ids[i], sizeof w->ids[i], "%s", ids[i]);
+}
+
+/* A listing (dead: rjq_queue_list_dead) run to its one callback, RJQ_OK. */
+static ids_wait listing(struct event_base *base, rjq_queue *q, int dead, rjq_job_state state,
+                        long offset, long limit) {
+    ids_wait w = {0};
+    ASSERT_OK(dead ? rjq_queue_list_dead(q, offset, limit, on_ids, &w)
+                   : rjq_queue_list_jobs(q, state, offset, limit, on_ids, &w));
+    ASSERT(loop_until(base, &w.done, 10000));
+    loop_turn(base);
+    ASSERT_EQ(1, w.done);
+    ASSERT_OK(w.status);
+    return w;
+}
+
+/* The listing holds each of the n ids "l-<i>" once, in enqueue order
+ * (enqueue times never decrease), each shard's in its own order. */
+static void check_merged(test_env *e, rjq_queue *q, const ids_wait *w, int n) {
+    ASSERT_EQ((size_t)n, w->n);
+    int seen[64] = {0};
+    long long last = 0;
+    int last_of_shard[RJQ_SHARDS_MAX];
+    for (int i = 0; i < RJQ_SHARDS_MAX; i++) last_of_shard[i] = -1;
+    for (size_t i = 0; i < w->n; i++) {
+        int k = -1;
+        ASSERT(sscanf(w->ids[i], "l-%d", &k) == 1 && k >= 0 && k < n);
+        ASSERT_EQ(0, seen[k]++);
+        info_wait iw = get_info(e->base, q, w->ids[i]);
+        ASSERT_OK(iw.status);
+        ASSERT(iw.enqueued_ms >= last);
+        last = iw.enqueued_ms;
+        int s = shard_holding(e, q, w->ids[i]);
+        ASSERT(k > last_of_shard[s]); /* (enqueued in order of k: FIFO within a shard) */
+        last_of_shard[s] = k;
+    }
+}
+
+/* rjq_queue_list_jobs and rjq_queue_list_dead on a sharded handle: every shard's
+ * jobs, merged by enqueue time, one callback; pages by offset and limit
+ * add up to the whole listing. */
+TEST(listings_merge_every_shard_by_enqueue_time) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "sh_list");
+    ASSERT_OK(declare(e.base, q, 4));
+    char ids[12][16];
+    for (int i = 0; i < 12; i++) {
+        snprintf(ids[i], sizeof ids[i], "l-%d", i);
+        enqueue_x_ok(e.base, q, ids[i], 0, 0);
+    }
+    ids_wait all = listing(e.base, q, 0, RJQ_STATE_READY, 0, 100);
+    check_merged(&e, q, &all, 12);
+    /* pages: offset and limit over the merged order */
+    ids_wait page[3];
+    for (int p = 0; p < 3; p++) page[p] = listing(e.base, q, 0, RJQ_STATE_READY, 5 * p, 5);
+    ASSERT_EQ(5, page[0].n);
+    ASSERT_EQ(5, page[1].n);
+    ASSERT_EQ(2, page[2].n);
+    for (int i = 0; i < 12; i++) ASSERT_STREQ(all.ids[i], page[i / 5].ids[i % 5]);
+    ASSERT_EQ(0, listing(e.base, q, 0, RJQ_STATE_DELAYED, 0, 10).n);
+    /* a page past offset + limit 1000 is refused (each shard's first
+     * offset + limit ids are read); so is a bad state, as for a plain queue */
+    ids_wait none = {0};
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs(q, RJQ_STATE_READY, 999, 2, on_ids, &none));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs(q, (rjq_job_state)42, 0, 2, on_ids, &none));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_dead(q, 0, 0, on_ids, &none));
+
+    /* dead: the same merge */
+    long replies = 0;
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *wk;
+    ASSERT_OK(rjq_worker_start(q, &wo, fatal_handler, &replies, &wk));
+    ASSERT(loop_until_count(e.base, &replies, 12, 10000));
+    worker_stop_wait(e.base, wk);
+    ASSERT_EQ(0, listing(e.base, q, 0, RJQ_STATE_READY, 0, 100).n);
+    ids_wait dead = listing(e.base, q, 1, 0, 0, 100);
+    ASSERT_EQ(12, dead.n);
+    int seen[12] = {0};
+    for (size_t i = 0; i < dead.n; i++) {
+        int k = -1;
+        ASSERT(sscanf(dead.ids[i], "l-%d", &k) == 1 && k >= 0 && k < 12);
+        ASSERT_EQ(0, seen[k]++);
+    }
+    /* each shard's dead jobs in the shard's own order (oldest death first) */
+    for (int sh = 0; sh < 4; sh++) {
+        ids_wait own = listing(e.base, rjq_queue_get_shard(q, sh), 1, 0, 0, 100);
+        size_t at = 0;
+        for (size_t i = 0; i < dead.n; i++)
+            if (shard_holding(&e, q, dead.ids[i]) == sh) ASSERT_STREQ(own.ids[at++], dead.ids[i]);
+        ASSERT_EQ(own.n, at);
+    }
+    ids_wait dead2 = listing(e.base, q, 0, RJQ_STATE_DEAD, 10, 5);
+    ASSERT_EQ(2, dead2.n);
+    ASSERT_STREQ(dead.ids[10], dead2.ids[0]);
+    ASSERT_STREQ(dead.ids[11], dead2.ids[1]);
+    loop_turn(e.base);
+    ASSERT_EQ(0, none.done);
     env_stop(&e);
 }
 
@@ -445,6 +754,29 @@ TEST(client_freed_mid_open_or_declaration_ends_each_callback_once) {
     loop_turn(e.base); /* (the GET answered at most; its stats reads out or not yet) */
     rjq_client_free(c2);
     ASSERT_EQ(1, d.done);
+
+    /* a merged listing and a fanned-out call, the client freed before or
+     * while the shards' answers come: each callback once */
+    for (int turns = 0; turns < 4; turns++) {
+        c2 = client_for(e.base, &e.s);
+        q = open_learnt(e.base, c2, "sh_free4");
+        if (rjq_queue_count_shards(q) == 1) ASSERT_OK(declare(e.base, q, 3));
+        for (int i = 0; i < 6; i++) {
+            char id[16];
+            snprintf(id, sizeof id, "f-%d", i);
+            enqueue_x_ok(e.base, q, id, 0, 0);
+        }
+        ids_wait l = {0};
+        count_wait p = {0};
+        ASSERT_OK(rjq_queue_list_jobs(q, RJQ_STATE_READY, 0, 10, on_ids, &l));
+        ASSERT_OK(rjq_queue_pause(q, on_count, &p));
+        for (int t = 0; t < turns; t++) loop_turn(e.base);
+        rjq_client_free(c2);
+        ASSERT_EQ(1, l.done);
+        ASSERT_EQ(1, p.done);
+        if (l.status == RJQ_OK) ASSERT_EQ(6, l.n);
+        else ASSERT_EQ(RJQ_ECANCELED, l.status);
+    }
     env_stop(&e);
 }
 
@@ -495,6 +827,29 @@ TEST(allocation_failures_in_a_split_batch_and_an_open_end_cleanly) {
     }
     ASSERT(failed_sync > 0 && called > 0);
     ASSERT_EQ(9, get_stats(e.base, q).ready); /* ids: written once, whatever failed */
+
+    /* a merged listing: ENOMEM returned, or one callback (all 9 ids, or ENOMEM) */
+    called = failed_sync = 0;
+    for (n = 0;; n++) {
+        ids_wait w = {0};
+        failalloc_arm_once(n);
+        int rc = rjq_queue_list_jobs(q, RJQ_STATE_READY, 0, 20, on_ids, &w);
+        failalloc_disarm();
+        if (rc == RJQ_OK) {
+            ASSERT(loop_until(e.base, &w.done, 10000));
+            loop_turn(e.base);
+            ASSERT_EQ(1, w.done);
+            if (w.status == RJQ_OK) ASSERT_EQ(9, w.n);
+            else ASSERT_EQ(RJQ_ENOMEM, w.status);
+            called++;
+        } else {
+            ASSERT_EQ(RJQ_ENOMEM, rc);
+            failed_sync++;
+        }
+        if (failalloc_failures() == 0) break;
+        ASSERT(n < 1000);
+    }
+    ASSERT(failed_sync > 0 && called > 0);
 
     for (n = 0;; n++) {
         open_wait w = {0};

@@ -5,7 +5,8 @@
  * client learns the declaration; ids dedup across retries from another
  * client (same id, same shard); one worker drains the 6-shard queue with
  * nothing lost or run twice and every master running its shards' jobs;
- * awaits are answered once; a failover keeps the placement (the shards
+ * awaits are answered once; pause/resume span the masters, a cancel by id
+ * reaches its shard, the ready jobs list merged; a failover keeps the placement (the shards
  * stay with their slots, on the promoted replica) and the work.
  */
 #include <stdio.h>
@@ -106,6 +107,30 @@ static void on_awaited(rjq_client *c, int status, const rjq_outcome *o, void *da
     if (status == RJQ_OK) a->ok++;
 }
 
+typedef struct cancel_wait {
+    int done, status;
+} cancel_wait;
+
+static void on_cancel_state(rjq_client *c, int status, const char *state, void *data) {
+    cancel_wait *w = data;
+    (void)c, (void)state;
+    w->done++;
+    w->status = status;
+}
+
+typedef struct ids_wait {
+    int done, status;
+    size_t n;
+} ids_wait;
+
+static void on_ids(rjq_client *c, int status, const char *const *ids, size_t n, void *data) {
+    ids_wait *w = data;
+    (void)c, (void)ids;
+    w->done++;
+    w->status = status;
+    w->n = n;
+}
+
 TEST(shards_on_distinct_masters_ids_dedup_and_one_worker_drains_them) {
     test_cluster cl;
     cluster_start(&cl, 0);
@@ -201,6 +226,42 @@ TEST(shards_on_distinct_masters_ids_dedup_and_one_worker_drains_them) {
     ASSERT_EQ(0, st.ready + st.active + st.delayed);
     loop_turn(base);
     ASSERT_EQ(30, a.done);
+
+    /* whole-queue and by-id calls over the 3 masters: paused on every
+     * shard (the worker starts nothing), a job cancelled on its shard from
+     * the other client, the ready ones listed merged, resumed: drained */
+    count_wait pw = {0};
+    ASSERT_OK(rjq_queue_pause(q, on_count, &pw));
+    ASSERT(loop_until(base, &pw.done, 20000));
+    ASSERT_OK(pw.status);
+    ASSERT_EQ(1, pw.n);
+    for (int i = 0; i < 6; i++) ASSERT_EQ(1, get_stats(base, rjq_queue_get_shard(q, i)).paused);
+    for (int i = 0; i < 6; i++) {
+        char id[16], p[16];
+        snprintf(id, sizeof id, "p-%d", i);
+        snprintf(p, sizeof p, "j-%d", i);
+        rjq_job_options po = RJQ_JOB_OPTIONS_INIT;
+        po.id = id;
+        ASSERT_OK(enqueue_job(base, q2, p, &po).status);
+    }
+    ASSERT_EQ(6, get_stats(base, q).ready);
+    cancel_wait cw = {0};
+    ASSERT_OK(rjq_queue_cancel(q2, "p-0", on_cancel_state, &cw));
+    ASSERT(loop_until(base, &cw.done, 20000));
+    ASSERT_OK(cw.status);
+    ASSERT_STREQ("cancelled", get_info(base, q, "p-0").state);
+    ids_wait iw = {0};
+    ASSERT_OK(rjq_queue_list_jobs(q, RJQ_STATE_READY, 0, 100, on_ids, &iw));
+    ASSERT(loop_until(base, &iw.done, 20000));
+    ASSERT_OK(iw.status);
+    ASSERT_EQ(5, iw.n);
+    memset(&pw, 0, sizeof pw);
+    ASSERT_OK(rjq_queue_resume(q2, on_count, &pw));
+    ASSERT(loop_until(base, &pw.done, 20000));
+    ASSERT_OK(pw.status);
+    ASSERT_EQ(1, pw.n);
+    ASSERT(loop_until_count(base, &l.done, JOBS + 30 + 5, 60000));
+    ASSERT_EQ(0, get_stats(base, q).paused);
 
     worker_stop_wait(base, w);
     rjq_client_free(c2);

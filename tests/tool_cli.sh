@@ -1014,7 +1014,27 @@ check; [ "$(grep -o '"ready":[0-9]*' "$DIR/out" | tail -3 | awk -F: '{s += $2} E
 run shards sq 4
 expect_rc 1
 expect_err_has "changes only while it is empty"
+# whole-queue calls act on every shard, calls by id on the id's shard
 run pause sq
+expect_ok
+expect_out "paused"
+run stats sq --shards
+expect_ok
+check; [ "$(grep -c '^paused 1$' "$DIR/out")" -eq 4 ] || fail "not every shard is paused"
+run resume sq
+expect_ok
+expect_out "resumed"
+run cancel sq sid-2
+expect_ok
+expect_out "cancelled (was ready)"
+run job sq sid-2
+expect_ok
+expect_line "state cancelled"
+run jobs sq ready
+expect_ok
+check; [ "$(wc -l <"$DIR/out")" -eq 6 ] || fail "expected the 6 ready jobs of the 3 shards"
+check; grep -qxF sid-2 "$DIR/out" && fail "a cancelled job listed as ready"
+run limit sq --rate 10
 expect_rc 1
 expect_err_has "split into shards"
 run shards sq 0

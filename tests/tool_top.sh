@@ -103,6 +103,12 @@ if [ -x "$WORKER" ]; then
 else
     fail "$WORKER is not built"
 fi
+# a sharded queue is one row, its shards' numbers summed; the shards are not listed
+"$RJQ_BIN" shards sh 3 >/dev/null || die "shards"
+for id in a b c d; do "$RJQ_BIN" enqueue sh x --id "$id" >/dev/null || die "enqueue"; done
+wait_screen '^sh +4 +0 +0 +0 +0 ' || fail "the sharded queue sh with its 4 jobs, summed"
+grep -q '^sh~' "$DIR/screen" && fail "a shard listed as a queue"
+wait_screen "5 queues" || fail "the header counts sh once (alpha, beta, gamma, timed, sh)"
 "${TMUX_CMD[@]}" send-keys -t top q
 for _ in $(seq 50); do [ -s "$DIR/rc" ] && break; sleep 0.1; done
 [ "$(cat "$DIR/rc" 2>/dev/null)" = 0 ] || fail "q quits with exit 0 (got '$(cat "$DIR/rc" 2>/dev/null)')"

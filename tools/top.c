@@ -12,6 +12,12 @@
  * by the last refresh that saw any, and the picked queue's p50 and p99
  * since top started.
  *
+ * A sharded queue (README "Sharded queues") is one row: it is opened with
+ * rjq_queue_open_async, so its stats are its shards' summed, and its
+ * shards' own registry names are folded under it (not listed). Its row
+ * has no wait and run times (no monitor: monitors refuse a sharded
+ * handle).
+ *
  * Keys: up/down (or k/j) pick a queue, whose every number shows at the
  * bottom; q quits.
  *
@@ -51,6 +57,8 @@ typedef struct row {
     double wait_ms, run_ms;          /* the last means (see rates); -1: none yet */
     double spark[SPARK];
     int nspark;
+    int sharded;      /* q is a sharded queue's handle */
+    struct row *next_folded; /* a shard's row taken out of the view (freed at exit) */
 } row;
 
 struct top {
@@ -59,6 +67,7 @@ struct top {
     long interval_ms;
     row **rows;            /* each row stays where it is: its monitor points to it */
     size_t n;
+    row *folded;           /* rows of sharded queues' shards, out of the view */
     int sel;
     int pending;           /* stats replies still due this refresh */
     int listing;           /* a registry page is being read */
@@ -252,6 +261,46 @@ static row *find_row(top *t, const char *name) {
     return NULL;
 }
 
+/* Is name a shard of a sharded queue of the view? */
+static int is_shard(const top *t, const char *name) {
+    for (size_t i = 0; i < t->n; i++) {
+        const row *r = t->rows[i];
+        for (int k = 0; r->sharded && k < rjq_queue_count_shards(r->q); k++)
+            if (strcmp(rjq_queue_get_name(rjq_queue_get_shard(r->q, k)), name) == 0) return 1;
+    }
+    return 0;
+}
+
+/* A row's queue, opened knowing its layout: a sharded queue's stats are
+ * summed; only a plain queue gets a monitor. */
+static void on_opened(rjq_client *c, int status, rjq_queue *q, void *data) {
+    row *r = data;
+    (void)c;
+    if (status != RJQ_OK) return; /* (no numbers: the row shows "...") */
+    r->q = q;
+    r->sharded = rjq_queue_count_shards(q) > 1;
+    /* (without a monitor: the interval only, and no timings) */
+    if (r->sharded || rjq_queue_monitor(r->q, on_event, r, &r->m) != RJQ_OK) r->m = NULL;
+}
+
+/* Take the rows of sharded queues' shards out of the view (no stats in
+ * flight: between two refreshes). */
+static void fold_shards(top *t) {
+    size_t kept = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        row *r = t->rows[i];
+        if (!is_shard(t, r->name)) {
+            t->rows[kept++] = r;
+            continue;
+        }
+        if (r->m) rjq_monitor_stop(r->m);
+        r->m = NULL;
+        r->next_folded = t->folded;
+        t->folded = r;
+    }
+    t->n = kept;
+}
+
 /* A registry page: new names get a row (and a monitor); then the stats. */
 static void on_names(rjq_client *c, int status, const char *const *names, size_t n, void *data) {
     top *t = data;
@@ -266,20 +315,21 @@ static void on_names(rjq_client *c, int status, const char *const *names, size_t
     }
     char picked[201];
     snprintf(picked, sizeof picked, "%s", (size_t)t->sel < t->n ? t->rows[t->sel]->name : "");
+    fold_shards(t);
     for (size_t i = 0; i < n && t->n < MAX_QUEUES; i++) {
         /* (a name no queue can have: written there by someone else) */
-        if (strlen(names[i]) >= sizeof t->rows[0]->name || find_row(t, names[i])) continue;
+        if (strlen(names[i]) >= sizeof t->rows[0]->name || find_row(t, names[i]) ||
+            is_shard(t, names[i]))
+            continue;
         row *r = calloc(1, sizeof *r);
         if (r == NULL) break;
         r->t = t;
         r->wait_ms = r->run_ms = -1;
         snprintf(r->name, sizeof r->name, "%s", names[i]);
-        if (rjq_queue_open(t->c, r->name, NULL, &r->q) != RJQ_OK) {
+        if (rjq_queue_open_async(t->c, r->name, NULL, on_opened, r) != RJQ_OK) {
             free(r);
             continue;
         }
-        /* (without a monitor: the interval only, and no timings) */
-        if (rjq_queue_monitor(r->q, on_event, r, &r->m) != RJQ_OK) r->m = NULL;
         t->rows[t->n++] = r;
     }
     /* names come sorted from the registry; new ones at the end: sort all */
@@ -289,6 +339,7 @@ static void on_names(rjq_client *c, int status, const char *const *names, size_t
             t->rows[j] = t->rows[j - 1];
             t->rows[j - 1] = tmp;
         }
+    if ((size_t)t->sel >= t->n) t->sel = t->n > 0 ? (int)t->n - 1 : 0;
     for (size_t i = 0; i < t->n; i++) /* the pick stays on its queue */
         if (strcmp(t->rows[i]->name, picked) == 0) t->sel = (int)i;
     if (++t->refreshes % SWEEP_EVERY == 0) timing_sweep_now(&t->times);
@@ -297,6 +348,7 @@ static void on_names(rjq_client *c, int status, const char *const *names, size_t
     t->refreshed_at = now;
     t->pending = 1;
     for (size_t i = 0; i < t->n; i++) {
+        if (t->rows[i]->q == NULL) continue; /* (being opened) */
         stats_req *req = malloc(sizeof *req);
         if (req == NULL) continue;
         req->t = t;
@@ -390,6 +442,11 @@ int top_run(struct event_base *base, rjq_client *c, long interval_ms) {
     event_free(t.soon);
     event_free(t.keys);
     for (size_t i = 0; i < t.n; i++) free(t.rows[i]); /* their handles went with the client */
+    while (t.folded) {
+        row *r = t.folded;
+        t.folded = r->next_folded;
+        free(r);
+    }
     free(t.rows);
     timing_map_free(&t.times);
     return 0;

@@ -40,19 +40,9 @@ fi
 # shellcheck source=tests/serve_helpers.bash
 . "$SRC/tests/serve_helpers.bash"
 SERVE_PREFIX=d
-DIR=$(mktemp -d "${TMPDIR:-/tmp}/rjq-dashboard.XXXXXX")
 ART="$BUILD/artifacts"
 mkdir -p "$ART"
-PIDS=()
-cleanup() {
-    stop_pids
-    redis_private_stop
-    rm -rf "$DIR"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-redis_private_start "$DIR" || { echo "FAIL: redis-server"; exit 1; }
-export RJQ_URL=$redis_url
+serve_setup dashboard
 
 start_serve ro --read-only; RO_BASE=$BASE
 TOKEN=dashboard-token-0123456789

@@ -1,7 +1,26 @@
-# Shared by the rjq serve tests (tool_serve.sh, dashboard.sh); sourced, not
-# a test itself (ctest runs tests/*.sh). Needs RJQ (the rjq binary), DIR
-# (the test's folder), PIDS (an array) and SERVE_PREFIX (the key prefix).
+# Shared by the rjq serve tests (tool_serve*.sh, dashboard.sh); sourced, not
+# a test itself (ctest runs tests/*.sh), after scripts/redis-private.sh.
+# Needs RJQ (the rjq binary) and SERVE_PREFIX (the key prefix); serve_setup
+# sets DIR (the test's folder) and PIDS (an array).
 # shellcheck shell=bash
+
+# serve_setup NAME: a fresh folder DIR (rjq-NAME.XXXXXX), PIDS empty, a
+# private redis-server (RJQ_URL exported to it) and, on exit, PIDS stopped,
+# that server stopped and DIR removed. In this shell, never in $(...).
+serve_setup() {
+    DIR=$(mktemp -d "${TMPDIR:-/tmp}/rjq-$1.XXXXXX")
+    PIDS=()
+    trap serve_cleanup EXIT
+    trap 'exit 1' INT TERM
+    redis_private_start "$DIR" || { echo "FAIL: redis-server"; exit 1; }
+    export RJQ_URL=$redis_url
+}
+
+serve_cleanup() {
+    stop_pids
+    redis_private_stop
+    rm -rf "$DIR"
+}
 
 # start_serve NAME ARGS...: start `rjq serve` on a free port, in this shell
 # (its pid must reach PIDS for the cleanup: never call it in $(...)); sets

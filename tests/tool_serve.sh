@@ -22,18 +22,8 @@ PY=/usr/bin/python3
 . "$SRC/scripts/redis-private.sh"
 # shellcheck source=tests/serve_helpers.bash
 . "$SRC/tests/serve_helpers.bash"
-DIR=$(mktemp -d "${TMPDIR:-/tmp}/rjq-serve.XXXXXX")
-PIDS=()
 SERVE_PREFIX=t
-cleanup() {
-    stop_pids
-    redis_private_stop
-    rm -rf "$DIR"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-redis_private_start "$DIR" || { echo "FAIL: redis-server"; exit 1; }
-export RJQ_URL=$redis_url
+serve_setup serve
 FAILURES=0 CHECKS=0
 fail() { FAILURES=$((FAILURES + 1)); echo "FAIL: $*"; }
 

@@ -19,18 +19,8 @@ command -v curl >/dev/null || { echo "FAIL: curl is needed (scripts/install-deps
 . "$SRC/scripts/redis-private.sh"
 # shellcheck source=tests/serve_helpers.bash
 . "$SRC/tests/serve_helpers.bash"
-DIR=$(mktemp -d "${TMPDIR:-/tmp}/rjq-serve-settings.XXXXXX")
-PIDS=()
 SERVE_PREFIX=ps
-cleanup() {
-    stop_pids
-    redis_private_stop
-    rm -rf "$DIR"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-redis_private_start "$DIR" || { echo "FAIL: redis-server"; exit 1; }
-export RJQ_URL=$redis_url
+serve_setup serve-settings
 FAILURES=0 CHECKS=0
 fail() { FAILURES=$((FAILURES + 1)); echo "FAIL: $*"; }
 get() { CODE=$(curl -s -o "$DIR/b" -w '%{http_code}' "$@"); BODY=$(cat "$DIR/b"); }

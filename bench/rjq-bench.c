@@ -915,10 +915,9 @@ static void on_warm(rjq_client *c, int status, const rjq_outcome *out, void *dat
     if (--w->left == 0) w->done = 1;
 }
 
-static int case_latency(void) {
-    char name[96];
-    snprintf(name, sizeof name, "latency(%ld/s,c=%ld)", C.rate, C.conc);
-    clean_queue();
+/* A worker process (serve_worker) for the awaited cases, returned once it
+ * runs; *stop_fd is the pipe end that stop_serve_worker writes to stop it. */
+static pid_t spawn_serve_worker(int *stop_fd) {
     int ready_pipe[2], stop_pipe[2];
     if (pipe(ready_pipe) != 0 || pipe(stop_pipe) != 0) die("pipe: %s", strerror(errno));
     pid_t pid = fork_worker();
@@ -936,6 +935,24 @@ static int case_latency(void) {
         die("the worker process did not start");
     }
     close(ready_pipe[0]);
+    *stop_fd = stop_pipe[1];
+    return pid;
+}
+
+/* Stops the worker process of spawn_serve_worker; its exit status. */
+static int stop_serve_worker(pid_t pid, int stop_fd) {
+    if (write(stop_fd, "s", 1) != 1) { /* the child sees EOF anyway */
+    }
+    close(stop_fd);
+    return wait_child(pid);
+}
+
+static int case_latency(void) {
+    char name[96];
+    snprintf(name, sizeof name, "latency(%ld/s,c=%ld)", C.rate, C.conc);
+    clean_queue();
+    int stop_fd;
+    pid_t pid = spawn_serve_worker(&stop_fd);
 
     loop_init(1);
     client_open();
@@ -972,10 +989,7 @@ static int case_latency(void) {
     redis_snap(&r1);
     if (!L.sending_done) L.send_s = now_s() - L.t0;
 
-    if (write(stop_pipe[1], "s", 1) != 1) { /* the child sees EOF anyway */
-    }
-    close(stop_pipe[1]);
-    int child_rc = wait_child(pid);
+    int child_rc = stop_serve_worker(pid, stop_fd);
     if (L.errors)
         fprintf(stderr, "rjq-bench: %ld awaits failed, last: %s (%s)\n", L.errors, rjq_strerror(L.last_err),
                 rjq_client_get_errmsg(client));
@@ -1039,23 +1053,8 @@ static int case_awaited_seq(void) {
     char name[96];
     snprintf(name, sizeof name, "awaited-seq(c=%ld)", C.conc);
     clean_queue();
-    int ready_pipe[2], stop_pipe[2];
-    if (pipe(ready_pipe) != 0 || pipe(stop_pipe) != 0) die("pipe: %s", strerror(errno));
-    pid_t pid = fork_worker();
-    if (pid == 0) {
-        close(ready_pipe[0]);
-        close(stop_pipe[1]);
-        exit(serve_worker(ready_pipe[1], stop_pipe[0]));
-    }
-    close(ready_pipe[1]);
-    close(stop_pipe[0]);
-    char byte;
-    if (read(ready_pipe[0], &byte, 1) != 1) {
-        close(stop_pipe[1]);
-        wait_child(pid);
-        die("the worker process did not start");
-    }
-    close(ready_pipe[0]);
+    int stop_fd;
+    pid_t pid = spawn_serve_worker(&stop_fd);
 
     loop_init(1);
     client_open();
@@ -1103,10 +1102,7 @@ static int case_awaited_seq(void) {
     cg_mark("dump");
     redis_snap(&r1);
 
-    if (write(stop_pipe[1], "s", 1) != 1) { /* the child sees EOF anyway */
-    }
-    close(stop_pipe[1]);
-    int child_rc = wait_child(pid);
+    int child_rc = stop_serve_worker(pid, stop_fd);
     if (L.errors)
         fprintf(stderr, "rjq-bench: %ld awaits failed, last: %s (%s)\n", L.errors, rjq_strerror(L.last_err),
                 rjq_client_get_errmsg(client));

@@ -213,11 +213,25 @@ TEST(shardlink_client_kill_reports_lost_and_resubscribes) {
     server_stop_guarded(&s);
 }
 
+/* An ACL user "limited" (password pw) allowed the channel {q}allowed only. */
+#define LIMITED_USER "ACL SETUSER limited on >pw ~* resetchannels &{q}allowed +@all"
+
+/* l, logged in as LIMITED_USER, subscribes {q}other then {q}allowed: the
+ * first is refused (r's refusal names it), the second is subscribed. */
+static void sub_other_then_allowed(struct event_base *base, rjq__shardlink *l, rec *r) {
+    sub(l, "{q}other");
+    sub(l, "{q}allowed");
+    ASSERT(loop_until_count(base, &r->subscribed, 1, 10000));
+    ASSERT_EQ(1, r->refused);
+    ASSERT_STREQ("{q}other", r->refused_channel);
+    ASSERT_EQ(RJQ__SSCH_SUBSCRIBED, rjq__shardlink_channel_state(l, "{q}allowed", 10));
+}
+
 TEST(shardlink_refused_channel_reports_noperm_in_the_servers_words) {
     test_server s;
     server_start_guarded(&s, NULL);
     redisContext *rc = server_connect(&s);
-    freeReplyObject(server_cmd(rc, "ACL SETUSER limited on >pw ~* resetchannels &{q}allowed +@all"));
+    freeReplyObject(server_cmd(rc, LIMITED_USER));
     char url[128];
     snprintf(url, sizeof url, "redis://limited:pw@127.0.0.1:%d", s.port);
     struct event_base *base = event_base_new();
@@ -225,14 +239,9 @@ TEST(shardlink_refused_channel_reports_noperm_in_the_servers_words) {
     rec r = {0};
     rjq__shardlink *l = link_to(c, s.port, &r);
     r.owner = &l;
-    sub(l, "{q}other");
-    sub(l, "{q}allowed");
-    ASSERT(loop_until_count(base, &r.subscribed, 1, 10000));
-    ASSERT_EQ(1, r.refused);
-    ASSERT_STREQ("{q}other", r.refused_channel);
+    sub_other_then_allowed(base, l, &r);
     ASSERT(strncmp(r.detail, "NOPERM", 6) == 0);
     ASSERT_EQ(-1, rjq__shardlink_channel_state(l, "{q}other", 8));
-    ASSERT_EQ(RJQ__SSCH_SUBSCRIBED, rjq__shardlink_channel_state(l, "{q}allowed", 10));
     ASSERT_EQ(1, spublish(rc, "{q}allowed", "hi"));
     ASSERT(loop_until_count(base, &r.messages, 1, 10000));
     ASSERT_STREQ("{q}allowed", r.last_channel);
@@ -250,7 +259,7 @@ TEST(shardlink_logs_in_with_the_options_username_and_password) {
     test_server s;
     server_start_guarded(&s, NULL);
     redisContext *rc = server_connect(&s);
-    freeReplyObject(server_cmd(rc, "ACL SETUSER limited on >pw ~* resetchannels &{q}allowed +@all"));
+    freeReplyObject(server_cmd(rc, LIMITED_USER));
     char url[128];
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", s.port);
     struct event_base *base = event_base_new();
@@ -262,12 +271,7 @@ TEST(shardlink_logs_in_with_the_options_username_and_password) {
     rec r = {0};
     rjq__shardlink *l = link_to(c, s.port, &r);
     r.owner = &l;
-    sub(l, "{q}other");
-    sub(l, "{q}allowed");
-    ASSERT(loop_until_count(base, &r.subscribed, 1, 10000));
-    ASSERT_EQ(1, r.refused);
-    ASSERT_STREQ("{q}other", r.refused_channel);
-    ASSERT_EQ(RJQ__SSCH_SUBSCRIBED, rjq__shardlink_channel_state(l, "{q}allowed", 10));
+    sub_other_then_allowed(base, l, &r);
     rjq__shardlink_free(l);
     rjq_client_free(c);
     event_base_free(base);

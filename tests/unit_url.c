@@ -34,6 +34,23 @@ static void expect_bad_at(const char *file, int line, const char *url, const cha
 }
 #define expect_bad(url, needle) expect_bad_at(__FILE__, __LINE__, url, needle)
 
+static int same_or_both_null(const char *a, const char *b) {
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* The URL parses, with that user and that password (NULL: none). */
+static void expect_auth_at(const char *file, int line, const char *url, const char *user,
+                           const char *password) {
+    rjq__url u;
+    parse_ok(url, &u);
+    if (!same_or_both_null(user, u.user) || !same_or_both_null(password, u.password))
+        FAIL_AT(file, line, "parse(\"%s\"): user %s password %s, expected %s and %s", url,
+                u.user ? u.user : "(none)", u.password ? u.password : "(none)", user ? user : "(none)",
+                password ? password : "(none)");
+    rjq__url_free(&u);
+}
+#define expect_auth(url, user, password) expect_auth_at(__FILE__, __LINE__, url, user, password)
+
 TEST(url_host_port_db) {
     rjq__url u;
     parse_ok("redis://10.1.2.3:6380/5", &u);
@@ -399,35 +416,19 @@ TEST(url_query_after_port) {
 }
 
 TEST(url_query_user_password) {
-    rjq__url u;
-    parse_ok("redis://127.0.0.1?username=alice&password=p%26w%3F", &u);
-    ASSERT_STREQ("alice", u.user);
-    ASSERT_STREQ("p&w?", u.password);
-    rjq__url_free(&u);
+    expect_auth("redis://127.0.0.1?username=alice&password=p%26w%3F", "alice", "p&w?");
 
-    parse_ok("redis://127.0.0.1?password=pw", &u); /* legacy AUTH <password> */
-    ASSERT_NULL(u.user);
-    ASSERT_STREQ("pw", u.password);
-    rjq__url_free(&u);
+    expect_auth("redis://127.0.0.1?password=pw", NULL, "pw"); /* legacy AUTH <password> */
 
     /* a lone word before '@' is the password, but the user when the query
      * gives the password (redis-py's unix://user@/path?password=) */
-    parse_ok("redis://alice@127.0.0.1?password=pw", &u);
-    ASSERT_STREQ("alice", u.user);
-    ASSERT_STREQ("pw", u.password);
-    rjq__url_free(&u);
+    expect_auth("redis://alice@127.0.0.1?password=pw", "alice", "pw");
 
-    parse_ok("redis://:pw@127.0.0.1?username=alice", &u);
-    ASSERT_STREQ("alice", u.user);
-    ASSERT_STREQ("pw", u.password);
-    rjq__url_free(&u);
+    expect_auth("redis://:pw@127.0.0.1?username=alice", "alice", "pw");
 
     /* a user alone parses (the client options may give the password;
      * rjq_client_new refuses it otherwise) */
-    parse_ok("redis://127.0.0.1?username=alice", &u);
-    ASSERT_STREQ("alice", u.user);
-    ASSERT_NULL(u.password);
-    rjq__url_free(&u);
+    expect_auth("redis://127.0.0.1?username=alice", "alice", NULL);
 }
 
 TEST(url_unix_userinfo_and_query) {
@@ -441,20 +442,11 @@ TEST(url_unix_userinfo_and_query) {
     ASSERT_EQ(1500, u.timeout_ms);
     rjq__url_free(&u);
 
-    parse_ok("unix://:pw@/tmp/r.sock", &u);
-    ASSERT_NULL(u.user);
-    ASSERT_STREQ("pw", u.password);
-    rjq__url_free(&u);
+    expect_auth("unix://:pw@/tmp/r.sock", NULL, "pw");
 
-    parse_ok("unix://secret@/tmp/r.sock", &u); /* as redis:// */
-    ASSERT_NULL(u.user);
-    ASSERT_STREQ("secret", u.password);
-    rjq__url_free(&u);
+    expect_auth("unix://secret@/tmp/r.sock", NULL, "secret"); /* as redis:// */
 
-    parse_ok("unix://alice@/tmp/r.sock?password=pw&protocol=2", &u);
-    ASSERT_STREQ("alice", u.user);
-    ASSERT_STREQ("pw", u.password);
-    rjq__url_free(&u);
+    expect_auth("unix://alice@/tmp/r.sock?password=pw&protocol=2", "alice", "pw");
 
     parse_ok("unix:///tmp/a%3Fb.sock?db=1", &u); /* a '?' in the path, encoded */
     ASSERT_STREQ("/tmp/a?b.sock", u.path);

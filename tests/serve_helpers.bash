@@ -13,6 +13,7 @@ serve_setup() {
     trap serve_cleanup EXIT
     trap 'exit 1' INT TERM
     redis_private_start "$DIR" || { echo "FAIL: redis-server"; exit 1; }
+    # shellcheck disable=SC2154 # (redis_url: set by redis_private_start)
     export RJQ_URL=$redis_url
 }
 

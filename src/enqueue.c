@@ -708,12 +708,12 @@ static int send_ahead(rjq_queue *q, part *p, batch *b, sent_batch *s) {
 static void flush_batch(rjq_queue *q, batch *b) {
     if (b->n == 0) return;
     rjq_client *c = rjq_queue_get_client(q);
+    part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
     sent_batch *s = malloc(sizeof *s + b->n * sizeof s->items[0]);
     int rc = RJQ_ENOMEM;
     if (s) {
         *s = (sent_batch){.n = b->n, .q = q};
         memcpy(s->items, b->items, b->n * sizeof s->items[0]);
-        part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
         pool *pl = &p->pool;
         rc = -1;
         if (b->plain && !pl->off && b->n >= AHEAD_MIN_JOBS && b->payload_bytes >= AHEAD_MIN_PAYLOAD * b->n) {
@@ -729,7 +729,7 @@ static void flush_batch(rjq_queue *q, batch *b) {
     }
     if (rc == RJQ_OK) {
         rjq__queue_hold(q); /* released by on_enqueued */
-        ((part *)rjq__queue_part(q, RJQ__PART_ENQUEUE))->inflight++; /* (call_ended) */
+        p->inflight++; /* (call_ended) */
         take(c, b);
         return;
     }

@@ -13,40 +13,6 @@
 #include "server.h"
 #include "waits.h"
 
-typedef struct open_wait {
-    int done, status;
-    rjq_queue *q;
-} open_wait;
-
-static void on_open(rjq_client *c, int status, rjq_queue *q, void *data) {
-    open_wait *w = data;
-    (void)c;
-    w->done++;
-    w->status = status;
-    w->q = q;
-}
-
-/* Open name on c, knowing its layout. */
-static rjq_queue *open_learnt(struct event_base *base, rjq_client *c, const char *name) {
-    open_wait w = {0};
-    ASSERT_OK(rjq_queue_open_async(c, name, NULL, on_open, &w));
-    ASSERT(loop_until(base, &w.done, 10000));
-    ASSERT_EQ(1, w.done);
-    ASSERT_OK(w.status);
-    ASSERT(w.q != NULL);
-    return w.q;
-}
-
-/* Declare n shards of q; the callback's status. */
-static int declare(struct event_base *base, rjq_queue *q, int n) {
-    count_wait w = {0};
-    ASSERT_OK(rjq_queue_shard(q, n, on_count, &w));
-    ASSERT(loop_until(base, &w.done, 10000));
-    ASSERT_EQ(1, w.done);
-    if (w.status == RJQ_OK) ASSERT_EQ(n, w.n);
-    return w.status;
-}
-
 /* Which shard of q holds job id (-1: none). */
 static int shard_holding(test_env *e, rjq_queue *q, const char *id) {
     int found = -1;
@@ -69,7 +35,7 @@ TEST(declaration_learnt_by_a_second_client) {
     ASSERT_EQ(1, rjq_queue_count_shards(q));
     ASSERT(rjq_queue_get_shard(q, 0) == q);
     ASSERT(rjq_queue_get_shard(q, 1) == NULL);
-    ASSERT_OK(declare(e.base, q, 4));
+    ASSERT_OK(declare_shards(e.base, q, 4));
     ASSERT_EQ(4, rjq_queue_count_shards(q)); /* the declaring handle takes it at once */
 
     rjq_client *c2 = client_for(e.base, &e.s);
@@ -85,7 +51,7 @@ TEST(declaration_learnt_by_a_second_client) {
         ASSERT_STREQ(want, a);
     }
     /* the same count again changes nothing, also from another client */
-    ASSERT_OK(declare(e.base, q2, 4));
+    ASSERT_OK(declare_shards(e.base, q2, 4));
     ASSERT_EQ(4, rjq_queue_count_shards(q2));
 
     /* a plain handle is refused nothing but knows nothing: it is the base queue */
@@ -97,7 +63,7 @@ TEST(declaration_learnt_by_a_second_client) {
     redisReply *r = server_cmd(e.rc, "SET t:{sh_bad}:shards %s", "rjq-shards 1 3 a b");
     freeReplyObject(r);
     open_wait w = {0};
-    ASSERT_OK(rjq_queue_open_async(c2, "sh_bad", NULL, on_open, &w));
+    ASSERT_OK(rjq_queue_open_async(c2, "sh_bad", NULL, on_open_wait, &w));
     ASSERT(loop_until(e.base, &w.done, 10000));
     ASSERT_EQ(RJQ_EPROTO, w.status);
     ASSERT(w.q == NULL);
@@ -125,24 +91,24 @@ TEST(changing_the_shard_count_is_refused_unless_the_queue_is_empty) {
     rjq_queue *q = open_learnt(e.base, e.c, "sh_change");
     /* the base queue has a job: no declaration */
     enqueue_x_ok(e.base, q, "before", 0, 0);
-    ASSERT_EQ(RJQ_EBUSY, declare(e.base, q, 3));
+    ASSERT_EQ(RJQ_EBUSY, declare_shards(e.base, q, 3));
     ASSERT_EQ(1, rjq_queue_count_shards(q));
     ASSERT(strstr(rjq_client_get_errmsg(e.c), "empty") != NULL);
     cancel_job(&e, q, "before");
-    ASSERT_OK(declare(e.base, q, 3));
+    ASSERT_OK(declare_shards(e.base, q, 3));
     ASSERT_EQ(3, rjq_queue_count_shards(q));
 
     /* a job in a shard: no other count */
     enqueue_x_ok(e.base, q, "in-a-shard", 0, 0);
-    ASSERT_EQ(RJQ_EBUSY, declare(e.base, q, 5));
+    ASSERT_EQ(RJQ_EBUSY, declare_shards(e.base, q, 5));
     ASSERT_EQ(3, rjq_queue_count_shards(q));
-    ASSERT_OK(declare(e.base, q, 3)); /* the same count: fine */
+    ASSERT_OK(declare_shards(e.base, q, 3)); /* the same count: fine */
     int s = shard_holding(&e, q, "in-a-shard");
     ASSERT(s >= 0);
     cancel_job(&e, rjq_queue_get_shard(q, s), "in-a-shard");
-    ASSERT_OK(declare(e.base, q, 5));
+    ASSERT_OK(declare_shards(e.base, q, 5));
     ASSERT_EQ(5, rjq_queue_count_shards(q));
-    ASSERT_OK(declare(e.base, q, 1)); /* back to plain */
+    ASSERT_OK(declare_shards(e.base, q, 1)); /* back to plain */
     ASSERT_EQ(1, rjq_queue_count_shards(q));
     redisReply *r = server_cmd(e.rc, "EXISTS t:{sh_change}:shards");
     ASSERT_EQ(0, r->integer);
@@ -154,7 +120,7 @@ TEST(ids_go_to_the_shard_of_their_hash_and_dedup_across_retries) {
     test_env e;
     env_start(&e, NULL);
     rjq_queue *q = open_learnt(e.base, e.c, "sh_ids");
-    ASSERT_OK(declare(e.base, q, 6));
+    ASSERT_OK(declare_shards(e.base, q, 6));
     rjq_client *c2 = client_for(e.base, &e.s);
     rjq_queue *q2 = open_learnt(e.base, c2, "sh_ids");
     int used[6] = {0};
@@ -215,7 +181,7 @@ TEST(a_batch_split_over_shards_reports_once_with_results_in_order) {
     test_env e;
     env_start(&e, NULL);
     rjq_queue *q = open_learnt(e.base, e.c, "sh_batch");
-    ASSERT_OK(declare(e.base, q, 4));
+    ASSERT_OK(declare_shards(e.base, q, 4));
     enqueue_x_ok(e.base, q, "b-7", 0, 0); /* one id exists already */
     rjq_job_options o[40];
     rjq_enqueue_item it[40];
@@ -284,7 +250,7 @@ TEST(one_worker_drains_a_six_shard_queue_nothing_lost_nothing_twice) {
     test_env e;
     env_start(&e, NULL);
     rjq_queue *q = open_learnt(e.base, e.c, "sh_drain");
-    ASSERT_OK(declare(e.base, q, 6));
+    ASSERT_OK(declare_shards(e.base, q, 6));
     static drain_log l;
     memset(&l, 0, sizeof l);
     l.q = q;
@@ -345,7 +311,7 @@ TEST(awaits_on_a_sharded_queue_are_answered_once) {
     test_env e;
     env_start(&e, NULL);
     rjq_queue *q = open_learnt(e.base, e.c, "sh_await");
-    ASSERT_OK(declare(e.base, q, 3));
+    ASSERT_OK(declare_shards(e.base, q, 3));
     rjq_worker *w;
     rjq_worker_options wo = quiet_worker_options(2);
     ASSERT_OK(rjq_worker_start(q, &wo, echo_handler, NULL, &w));
@@ -394,7 +360,7 @@ TEST(calls_that_do_not_span_shards_refuse_a_sharded_handle) {
     test_env e;
     env_start(&e, NULL);
     rjq_queue *q = open_learnt(e.base, e.c, "sh_refuse");
-    ASSERT_OK(declare(e.base, q, 2));
+    ASSERT_OK(declare_shards(e.base, q, 2));
     count_wait w = {0};
     rjq_limits lim = RJQ_LIMITS_INIT;
     lim.rate = 10;
@@ -465,7 +431,7 @@ TEST(calls_by_id_go_to_the_shard_of_the_id) {
     test_env e;
     env_start(&e, NULL);
     rjq_queue *q = open_learnt(e.base, e.c, "sh_byid");
-    ASSERT_OK(declare(e.base, q, 6));
+    ASSERT_OK(declare_shards(e.base, q, 6));
     char ids[12][16];
     int used[6] = {0};
     for (int i = 0; i < 12; i++) {
@@ -552,7 +518,7 @@ TEST(whole_queue_calls_act_on_every_shard_with_one_callback) {
     test_env e;
     env_start(&e, NULL);
     rjq_queue *q = open_learnt(e.base, e.c, "sh_whole");
-    ASSERT_OK(declare(e.base, q, 4));
+    ASSERT_OK(declare_shards(e.base, q, 4));
     count_wait w = {0};
     w = counted(e.base, rjq_queue_pause(q, on_count, &w), &w);
     ASSERT_OK(w.status);
@@ -670,7 +636,7 @@ TEST(listings_merge_every_shard_by_enqueue_time) {
     test_env e;
     env_start(&e, NULL);
     rjq_queue *q = open_learnt(e.base, e.c, "sh_list");
-    ASSERT_OK(declare(e.base, q, 4));
+    ASSERT_OK(declare_shards(e.base, q, 4));
     char ids[12][16];
     for (int i = 0; i < 12; i++) {
         snprintf(ids[i], sizeof ids[i], "l-%d", i);
@@ -733,7 +699,7 @@ TEST(client_freed_mid_open_or_declaration_ends_each_callback_once) {
     env_start(&e, NULL);
     rjq_client *c2 = client_for(e.base, &e.s);
     open_wait w = {0};
-    ASSERT_OK(rjq_queue_open_async(c2, "sh_free", NULL, on_open, &w));
+    ASSERT_OK(rjq_queue_open_async(c2, "sh_free", NULL, on_open_wait, &w));
     rjq_queue *q;
     ASSERT_OK(rjq_queue_open(c2, "sh_free2", NULL, &q));
     count_wait d = {0};
@@ -760,7 +726,7 @@ TEST(client_freed_mid_open_or_declaration_ends_each_callback_once) {
     for (int turns = 0; turns < 4; turns++) {
         c2 = client_for(e.base, &e.s);
         q = open_learnt(e.base, c2, "sh_free4");
-        if (rjq_queue_count_shards(q) == 1) ASSERT_OK(declare(e.base, q, 3));
+        if (rjq_queue_count_shards(q) == 1) ASSERT_OK(declare_shards(e.base, q, 3));
         for (int i = 0; i < 6; i++) {
             char id[16];
             snprintf(id, sizeof id, "f-%d", i);
@@ -789,7 +755,7 @@ TEST(allocation_failures_in_a_split_batch_and_an_open_end_cleanly) {
     test_env e;
     env_start(&e, NULL);
     rjq_queue *q = open_learnt(e.base, e.c, "sh_oom");
-    ASSERT_OK(declare(e.base, q, 3));
+    ASSERT_OK(declare_shards(e.base, q, 3));
     rjq_job_options o[9];
     rjq_enqueue_item it[9];
     char ids[9][16];
@@ -854,7 +820,7 @@ TEST(allocation_failures_in_a_split_batch_and_an_open_end_cleanly) {
     for (n = 0;; n++) {
         open_wait w = {0};
         failalloc_arm_once(n);
-        int rc = rjq_queue_open_async(e.c, "sh_oom", NULL, on_open, &w);
+        int rc = rjq_queue_open_async(e.c, "sh_oom", NULL, on_open_wait, &w);
         failalloc_disarm();
         if (rc == RJQ_OK) {
             ASSERT(loop_until(e.base, &w.done, 10000));

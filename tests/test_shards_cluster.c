@@ -21,33 +21,8 @@
 #include "server.h"
 #include "waits.h"
 
-typedef struct open_wait {
-    int done, status;
-    rjq_queue *q;
-} open_wait;
-
-static void on_open(rjq_client *c, int status, rjq_queue *q, void *data) {
-    open_wait *w = data;
-    (void)c;
-    w->done++;
-    w->status = status;
-    w->q = q;
-}
-
-static rjq_queue *open_learnt(struct event_base *base, rjq_client *c, const char *name) {
-    open_wait w = {0};
-    ASSERT_OK(rjq_queue_open_async(c, name, NULL, on_open, &w));
-    ASSERT(loop_until(base, &w.done, 20000));
-    ASSERT_OK(w.status);
-    return w.q;
-}
-
 static void declare(struct event_base *base, rjq_queue *q, int n) {
-    count_wait w = {0};
-    ASSERT_OK(rjq_queue_shard(q, n, on_count, &w));
-    ASSERT(loop_until(base, &w.done, 20000));
-    ASSERT_OK(w.status);
-    ASSERT_EQ(n, w.n);
+    ASSERT_OK(declare_shards(base, q, n));
     ASSERT_EQ(n, rjq_queue_count_shards(q));
 }
 

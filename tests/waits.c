@@ -106,6 +106,33 @@ void on_count(rjq_client *c, int status, long long n, void *data) {
     w->n = n;
 }
 
+void on_open_wait(rjq_client *c, int status, rjq_queue *q, void *data) {
+    open_wait *w = data;
+    (void)c;
+    w->done++;
+    w->status = status;
+    w->q = q;
+}
+
+rjq_queue *open_learnt(struct event_base *base, rjq_client *c, const char *name) {
+    open_wait w = {0};
+    ASSERT_OK(rjq_queue_open_async(c, name, NULL, on_open_wait, &w));
+    ASSERT(loop_until(base, &w.done, 20000));
+    ASSERT_EQ(1, w.done);
+    ASSERT_OK(w.status);
+    ASSERT(w.q != NULL);
+    return w.q;
+}
+
+int declare_shards(struct event_base *base, rjq_queue *q, int n) {
+    count_wait w = {0};
+    ASSERT_OK(rjq_queue_shard(q, n, on_count, &w));
+    ASSERT(loop_until(base, &w.done, 20000));
+    ASSERT_EQ(1, w.done);
+    if (w.status == RJQ_OK) ASSERT_EQ(n, w.n);
+    return w.status;
+}
+
 void on_done_ok(rjq_client *c, int status, void *data) {
     (void)c;
     ASSERT_OK(status);

@@ -76,6 +76,22 @@ typedef struct count_wait {
 
 void on_count(rjq_client *c, int status, long long n, void *data);
 
+/* rjq_queue_open_async */
+typedef struct open_wait {
+    int done, status;
+    rjq_queue *q;
+} open_wait;
+
+void on_open_wait(rjq_client *c, int status, rjq_queue *q, void *data);
+
+/* Open name on c, knowing its layout (a sharded
+ * queue's shards), asserting RJQ_OK; the handle. */
+rjq_queue *open_learnt(struct event_base *base, rjq_client *c, const char *name);
+
+/* rjq_queue_shard: declare n shards of q; the callback's status (n shards
+ * asserted when RJQ_OK). */
+int declare_shards(struct event_base *base, rjq_queue *q, int n);
+
 /* A done callback (complete, fail) that asserts RJQ_OK and, when data is
  * not NULL, counts the calls in the long it points to. */
 void on_done_ok(rjq_client *c, int status, void *data);

@@ -778,12 +778,16 @@ static const rjq__part_ops part_ops = {part_tick, part_abort, NULL, part_close, 
  * master; one server: all). */
 static void before_send(rjq_client *c, void *state, int slot, int link) {
     enqueues *e = state;
+    int pin = 0, pinned = 0; /* the request's master, looked up once, when needed */
     for (rjq_queue *q = rjq__queue_first(c); q && e->pending; q = rjq__queue_next(q)) {
         part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
         if (p == NULL || (p->b[0].n == 0 && p->b[1].n == 0)) continue;
         int qs = p->inflight == 0 || slot < 0 ? -1 : rjq__queue_slot(q);
-        if (qs < 0 || qs == slot ||
-            (link && rjq__route_master_pin(c, qs) == rjq__route_master_pin(c, slot)))
+        if (qs >= 0 && qs != slot && link && !pinned) {
+            pin = rjq__route_master_pin(c, slot);
+            pinned = 1;
+        }
+        if (qs < 0 || qs == slot || (link && rjq__route_master_pin(c, qs) == pin))
             flush_both(q, p);
     }
     if (e->pending && rjq__accepting(c)) rjq__want_flush(c); /* (held: for a later one) */

@@ -8,6 +8,17 @@
 #   drain    N jobs over 30 queues, enqueued in batches then drained (Redis CPU per job)
 #   awaited  N awaited jobs over 30 queues, WINDOW in flight (Redis CPU per job)
 #   idle     1000 idle queues with a worker each: commands per second
+#   sharded  (issue 35) the drain of ONE queue (QUEUES=1, N_DRAIN jobs) on the cluster,
+#            unsharded ("cluster-1q") then declared with SHARDS (3) shards
+#            ("cluster-sharded", one per master): Redis CPU per job summed over the
+#            masters and each master's share (not in the default CASES); the worker's
+#            concurrency is CONC (8) on both, SHARDED_CONC on the sharded one
+#   place    (issue 35) anonymous jobs' shard: POLICY=rr (the library's round robin)
+#            and POLICY=least (fewest enqueues awaiting their reply) on one 3-shard
+#            queue, N_PLACE (30000) jobs, PLACE_WINDOW (500) enqueues in flight,
+#            workers running; evenly, then with one master slowed (SLOW_PAUSE_MS
+#            (20) of every 2x that paused with CLIENT PAUSE): throughput and the
+#            spread of the shards' depths (not in the default CASES)
 # The cluster's drain also gives the work spread (each master's share of the
 # commands). One JSON line per case and server on stdout; the ratios at the end.
 #
@@ -289,6 +300,7 @@ run() { # run NAME URL CASE [ENV...]
 for rep in $(seq "$REPS"); do
     for c in $CASES; do
         for round in standalone cluster; do
+            case $c in sharded | place) continue ;; esac
             url=$STANDALONE
             [ $round = cluster ] && url=$CLUSTER
             case $c in
@@ -297,6 +309,29 @@ for rep in $(seq "$REPS"); do
             idle) run $round "$url" idle IDLE_SECS="$IDLE_SECS" ;;
             esac
         done
+        if [ "$c" = sharded ]; then
+            run cluster-1q "$CLUSTER" drain N="$N_DRAIN" QUEUES=1
+            run cluster-sharded "$CLUSTER" drain N="$N_DRAIN" QUEUES=1 SHARDS="${SHARDS:-3}" \
+                CONC="${SHARDED_CONC:-${CONC:-8}}"
+        fi
+        if [ "$c" = place ]; then
+            for slow in 0 1; do
+                for pol in rr least; do
+                    sp=
+                    if [ $slow = 1 ]; then # one master paused SLOW_PAUSE_MS of every 2x that
+                        ms=${SLOW_PAUSE_MS:-20}
+                        (while :; do
+                            redis-cli -p "${PORTS[1]}" client pause "$ms" all >/dev/null
+                            sleep "$(awk "BEGIN{print $ms * 2 / 1000}")"
+                        done) &
+                        sp=$!
+                    fi
+                    run "place-slow$slow" "$CLUSTER" place N="${N_PLACE:-30000}" SHARDS=3 \
+                        POLICY=$pol WINDOW="${PLACE_WINDOW:-500}"
+                    if [ -n "$sp" ]; then kill "$sp"; wait "$sp" 2>/dev/null || true; fi
+                done
+            done
+        fi
         # the spread with 30 queues named so that each master has 10 (EVEN=1)
         if [ "$c" = drain ] && [ "${EVEN_RUN:-1}" = 1 ]; then run cluster-even "$CLUSTER" drain N="$N_DRAIN" EVEN=1; fi
     done
@@ -355,6 +390,30 @@ for b in benches:
     if s and c:
         print(f"[{b}] idle: 1000 idle queues: {med(c, 'commands_per_s'):.1f} commands/s on the "
               f"cluster (summed), {med(s, 'commands_per_s'):.1f} on the standalone server")
+for b in benches:
+    u, h = r.get(("cluster-1q", b, "drain")), r.get(("cluster-sharded", b, "drain"))
+    if u and h:
+        uc, hc = med(u, "redis_cpu_us_per_job"), med(h, "redis_cpu_us_per_job")
+        print(f"[{b}] sharded: one queue drained, Redis CPU per job {hc:.2f} us (3 shards, summed "
+              f"over {h[0]['masters']} masters) / {uc:.2f} us (unsharded) = {hc / uc:.2f}x; "
+              f"commands per job {med(h, 'commands_per_job'):.3f} / {med(u, 'commands_per_job'):.3f}; "
+              f"jobs/s {med(h, 'jobs_per_s'):.0f} / {med(u, 'jobs_per_s'):.0f}; the client's CPU "
+              f"per job {med(h, 'client_cpu_us_per_job'):.2f} / {med(u, 'client_cpu_us_per_job'):.2f} us")
+        h0, u0 = h[0], u[0]
+        print(f"[{b}] sharded: each master's share (of a third): commands "
+              + ", ".join(f"{m['commands_share'] * 3:.2f}" for m in h0["per_master"]) + "; CPU "
+              + ", ".join(f"{m['cpu_share'] * 3:.2f}" for m in h0["per_master"]))
+        print(f"[{b}] sharded: calls per job (sharded / unsharded): " + ", ".join(
+            f"{k} {h0['calls'].get(k, 0) / h0['jobs']:.3f}/{u0['calls'].get(k, 0) / u0['jobs']:.3f}"
+            for k in sorted(set(h0['calls']) | set(u0['calls']),
+                            key=lambda k: -h0['calls'].get(k, 0))[:8]))
+    for slow in ("place-slow0", "place-slow1"):
+        for x in r.get((slow, b, "place"), []):
+            print(f"[{b}] {slow} {x['policy']}: {x['jobs_per_s']} jobs/s done, enqueued "
+                  f"{x['enqueued_per_s']}/s; depth spread max {x['depth_spread_max']}, mean "
+                  f"{x['depth_spread_mean']}, ready per shard at the end of enqueue "
+                  f"{x['ready_at_end_of_enqueue']}, placed {x['placed']}; Redis CPU per job "
+                  f"{x['redis_cpu_us_per_job']} us")
 if os.path.exists(sys.argv[2]):
     print("script calls per job (MONITOR):")
     for line in open(sys.argv[2]):

@@ -30,6 +30,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -227,6 +228,25 @@ static size_t master_of(const ranges *g, int slot) {
     return 0; /* (a standalone server: no ranges) */
 }
 
+static long declared, declare_bad;
+
+static void on_declared(rjq_client *c, int status, long long n, void *data) {
+    (void)n, (void)data;
+    if (status != RJQ_OK && declare_bad++ == 0)
+        fprintf(stderr, "rjq-cluster-bench: rjq_queue_shard: %s (%s)\n", rjq_strerror(status),
+                rjq_client_get_errmsg(c));
+    declared++;
+}
+
+static void declare_shards(int n) {
+    for (long i = 0; i < nq; i++) {
+        int rc = rjq_queue_shard(qs[i], n, on_declared, NULL);
+        if (rc != RJQ_OK) die("rjq_queue_shard", rc);
+    }
+    while (declared < nq) event_base_loop(base, EVLOOP_ONCE);
+    if (declare_bad) die("declaring shards", RJQ_EREDIS);
+}
+
 /* Queues "cb<i>"; EVEN=1: only names that put as many queues on each
  * master (rjq_queue_get_slot against each master's ranges). */
 static void open_queues(long n) {
@@ -257,6 +277,11 @@ static void open_queues(long n) {
         k++;
     }
     for (size_t i = 0; i < g.n; i++) free(g.r[i]);
+    /* SHARDS=N (> 1): each queue declared with N shards (rjq_queue_shard:
+     * on a cluster shard i is placed on master i mod M); the handle is then
+     * the sharded queue's, which every call below spans */
+    long shards = env_long("SHARDS", 0);
+    if (shards > 1) declare_shards((int)shards);
 }
 
 static void start_workers(int conc) {
@@ -283,6 +308,123 @@ static void on_awaited(rjq_client *c, int status, const rjq_outcome *o, void *da
         fprintf(stderr, "rjq-cluster-bench: an await: %s (%s)\n", rjq_strerror(status),
                 rjq_client_get_errmsg(c));
     }
+}
+
+/* ---- place: which shard an anonymous job goes to (issue 35) -------------------- */
+
+/* POLICY=rr: rjq_enqueue on the sharded handle (the library's round robin);
+ * POLICY=least: the shard with the fewest of this client's enqueues awaiting
+ * their reply (what a client knows without asking: a slow master answers
+ * late, so its count grows), ties in turn; the bench picks it and enqueues
+ * on that shard's handle (rjq_queue_get_shard). */
+static long inflight[RJQ_SHARDS_MAX], placed[RJQ_SHARDS_MAX];
+static int nshards;
+
+static void on_placed(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    (void)c, (void)jobs;
+    inflight[(long)(intptr_t)data]--;
+    if (status == RJQ_OK) enq_ok += (long)n;
+    else enq_bad++;
+}
+
+static int pick_least(void) {
+    static unsigned turn;
+    int best = -1;
+    for (int k = 0; k < nshards; k++) {
+        int i = (int)((turn + (unsigned)k) % (unsigned)nshards);
+        if (best < 0 || inflight[i] < inflight[best]) best = i;
+    }
+    turn++;
+    return best;
+}
+
+static rjq_stats depth[RJQ_SHARDS_MAX];
+static int depth_waiting;
+
+static void on_depth(rjq_client *c, int status, const rjq_stats *st, void *data) {
+    (void)c;
+    if (status != RJQ_OK) die("rjq_queue_get_stats", status);
+    depth[(long)(intptr_t)data] = *st;
+    depth_waiting--;
+}
+
+/* each shard's ready jobs now; returns max - min */
+static long long depth_spread(void) {
+    depth_waiting = nshards;
+    for (int i = 0; i < nshards; i++) {
+        int rc = rjq_queue_get_stats(rjq_queue_get_shard(qs[0], i), on_depth, (void *)(intptr_t)i);
+        if (rc != RJQ_OK) die("rjq_queue_get_stats", rc);
+    }
+    while (depth_waiting > 0) event_base_loop(base, EVLOOP_ONCE);
+    long long lo = depth[0].ready, hi = depth[0].ready;
+    for (int i = 1; i < nshards; i++) {
+        if (depth[i].ready < lo) lo = depth[i].ready;
+        if (depth[i].ready > hi) hi = depth[i].ready;
+    }
+    return hi - lo;
+}
+
+static void place(void) {
+    long n = env_long("N", 30000), window = env_long("WINDOW", 500);
+    const char *policy = getenv("POLICY") ? getenv("POLICY") : "rr";
+    int least = strcmp(policy, "least") == 0;
+    if (!least && strcmp(policy, "rr") != 0) die("POLICY: rr or least", RJQ_EINVAL);
+    if (env_long("SHARDS", 0) < 2) die("place needs SHARDS=N (2 or more)", RJQ_EINVAL);
+    open_queues(1);
+    nshards = rjq_queue_count_shards(qs[0]);
+    start_workers((int)env_long("CONC", 8));
+    static char payload[] = "payload-of-a-bench-job";
+    long long spread_max = 0, spread_sum = 0;
+    int samples = 0;
+    snap a, b;
+    take_snap(&a);
+    double t0 = now_s();
+    long sent = 0;
+    while (sent < n) {
+        while (sent < n && sent - enq_ok - enq_bad < window) {
+            int rc, i = least ? pick_least() : -1;
+            if (least) {
+                rc = rjq_enqueue(rjq_queue_get_shard(qs[0], i), payload, sizeof payload - 1, NULL,
+                                 on_placed, (void *)(intptr_t)i);
+                inflight[i]++, placed[i]++;
+            } else {
+                rc = rjq_enqueue(qs[0], payload, sizeof payload - 1, NULL, on_batch, NULL);
+            }
+            if (rc != RJQ_OK) die("rjq_enqueue", rc);
+            /* (a tenth of the jobs sent: each shard's depth) */
+            if (++sent % (n / 10 ? n / 10 : 1) == 0) {
+                long long sp = depth_spread();
+                spread_sum += sp, samples++;
+                if (sp > spread_max) spread_max = sp;
+            }
+        }
+        event_base_loop(base, EVLOOP_ONCE);
+    }
+    while (enq_ok + enq_bad < n) event_base_loop(base, EVLOOP_ONCE);
+    double t_enq = now_s() - t0;
+    if (enq_bad) die("enqueue", RJQ_EREDIS);
+    long long spread_end = depth_spread();
+    long long ready_end[RJQ_SHARDS_MAX];
+    for (int i = 0; i < nshards; i++) ready_end[i] = depth[i].ready;
+    while (completed < n) event_base_loop(base, EVLOOP_ONCE);
+    double secs = now_s() - t0;
+    take_snap(&b);
+    printf("{\"case\":\"place\",\"policy\":\"%s\",\"shards\":%d,\"jobs\":%ld,\"window\":%ld,"
+           "\"secs\":%.2f,\"jobs_per_s\":%.0f,\"enqueue_secs\":%.2f,\"enqueued_per_s\":%.0f,"
+           "\"depth_spread_max\":%lld,\"depth_spread_mean\":%.0f,\"depth_spread_end\":%lld,"
+           "\"ready_at_end_of_enqueue\":[",
+           policy, nshards, n, window, secs, (double)n / secs, t_enq, (double)n / t_enq, spread_max,
+           samples ? (double)spread_sum / samples : 0.0, spread_end);
+    for (int i = 0; i < nshards; i++) printf("%s%lld", i ? "," : "", ready_end[i]);
+    printf("],\"placed\":[");
+    for (int i = 0; i < nshards; i++) printf("%s%ld", i ? "," : "", least ? placed[i] : -1L);
+    double cpu = 0;
+    for (size_t i = 0; i < b.n; i++) cpu += b.cpu[i] - a.cpu[i];
+    printf("],\"redis_cpu_us_per_job\":%.2f,\"per_master_cpu_share\":[", cpu * 1e6 / (double)n);
+    for (size_t i = 0; i < b.n; i++)
+        printf("%s%.3f", i ? "," : "", cpu > 0 ? (b.cpu[i] - a.cpu[i]) / cpu : 0);
+    printf("]}\n");
+    fflush(stdout);
 }
 
 int main(int argc, char **argv) {
@@ -365,8 +507,10 @@ int main(int argc, char **argv) {
         cg_hook("dump");
         take_snap(&b);
         report("idle", 0, secs, &a, &b);
+    } else if (strcmp(mode, "place") == 0) {
+        place();
     } else {
-        fprintf(stderr, "usage: rjq-cluster-bench drain|awaited|idle\n");
+        fprintf(stderr, "usage: rjq-cluster-bench drain|awaited|idle|place\n");
         return 2;
     }
     rjq_client_free(cl);

@@ -976,11 +976,14 @@ RJQ_API int rjq_worker_start(rjq_queue *q, const rjq_worker_options *opts,
  * first at the next free slot. A later queue waits while an earlier one
  * has a backlog (or its claims fail: they are retried after poll_ms).
  *
- * RJQ_WORKER_WEIGHTED: each free slot goes to one of the queues that may
- * have jobs ready, by smooth weighted round robin over weights[] (n of
- * them, each 1..RJQ_WORKER_WEIGHT_MAX): while every queue has a backlog,
- * jobs start in proportion to the weights; a queue without jobs ready
- * leaves its share to the others.
+ * RJQ_WORKER_WEIGHTED: the free slots go to the queues that may have
+ * jobs ready, by smooth weighted round robin over weights[] (n of them,
+ * each 1..RJQ_WORKER_WEIGHT_MAX) counted in slots: while every queue has
+ * a backlog, jobs start in proportion to the weights; a queue without
+ * jobs ready leaves its share to the others. The worker has as many
+ * claims in flight as a worker of one queue (at most two, each for up to
+ * a worker of one queue's share of the slots), whatever n, so a claim
+ * carries as many jobs.
  *
  * queues: 1..RJQ_WORKER_QUEUES_MAX distinct queues of one client. *out is
  * the worker's one handle: rjq_worker_stop() stops every queue's claims

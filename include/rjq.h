@@ -519,7 +519,7 @@ RJQ_API void rjq_client_handle_timeout(rjq_client *c);
  * it calls rjq_client_handle_io() when a descriptor is ready and
  * rjq_client_handle_timeout() when the timer fires. The library drives
  * hiredis itself: no redisAsyncContext, no hiredis adapter. The glue in
- * adapters/rjq/ (libev, libuv, GLib) and examples/poll.c use it.
+ * adapters/rjq/ (libevent, libev, libuv, GLib) and examples/poll.c use it.
  *
  * socket    watch fd for `what`: RJQ_IO_READ, RJQ_IO_WRITE or both, until
  *           a later call for the same fd says otherwise; RJQ_IO_NONE (0):

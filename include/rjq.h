@@ -374,7 +374,7 @@ typedef struct rjq_client_options {
      * only; README "Redis Cluster"), or
      * unix://[user[:password]@]/path. host is a name or a numeric address
      * ([..] for IPv6); names need a loop glue that resolves them
-     * (rjq_loop_ops resolve: rjq_libevent_client_new_dns), without one
+     * (rjq_io_ops resolve: rjq_libevent_client_new_dns), without one
      * only "localhost" (127.0.0.1). A lone word before '@' is the
      * password (redis://secret@host, as redis-cli), unless ?password= is
      * given: then it is the user. Every form takes a query

@@ -374,7 +374,7 @@ typedef struct rjq_client_options {
      * only; README "Redis Cluster"), or
      * unix://[user[:password]@]/path. host is a name or a numeric address
      * ([..] for IPv6); names need a loop glue that resolves them
-     * (rjq_loop_ops resolve: rjq_libevent_client_new_dns), without one
+     * (rjq_io_ops resolve: rjq_libevent_client_new_dns), without one
      * only "localhost" (127.0.0.1). A lone word before '@' is the
      * password (redis://secret@host, as redis-cli), unless ?password= is
      * given: then it is the user. Every form takes a query
@@ -519,7 +519,7 @@ RJQ_API void rjq_client_handle_timeout(rjq_client *c);
  * it calls rjq_client_handle_io() when a descriptor is ready and
  * rjq_client_handle_timeout() when the timer fires. The library drives
  * hiredis itself: no redisAsyncContext, no hiredis adapter. The glue in
- * adapters/rjq/ (libev, libuv, GLib) and examples/poll.c use it.
+ * adapters/rjq/ (libevent, libev, libuv, GLib) and examples/poll.c use it.
  *
  * socket    watch fd for `what`: RJQ_IO_READ, RJQ_IO_WRITE or both, until
  *           a later call for the same fd says otherwise; RJQ_IO_NONE (0):

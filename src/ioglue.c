@@ -47,6 +47,7 @@ struct io_glue {
     io_watch *watches;
     int flush_soon;   /* the application's timer is at 0 for a flush */
     int dispatching;  /* inside rjq_client_handle_io */
+    int closed;       /* cleanup ran inside it: freed at its end */
 };
 
 static void after_timers(rjq_client *c);
@@ -226,7 +227,8 @@ static void cleanup(void *loop) {
     while (g->watches) watch_end(g->watches); /* (none: each told NONE already) */
     g->io.timer(g->io.arg, -1);
     if (g->io.cleanup) g->io.cleanup(g->io.arg);
-    free(g);
+    if (g->dispatching) g->closed = 1; /* rjq_client_handle_io frees it */
+    else free(g);
 }
 
 /* ---- the application's calls --------------------------------------------- */
@@ -247,7 +249,10 @@ void rjq_client_handle_io(rjq_client *c, int fd, int events) {
     io_glue *g = c->loop;
     io_watch *w = watch_find(g, fd);
     if (w == NULL) return;
-    rjq__enter(c); /* a free inside waits for the end of this call */
+    /* No rjq__enter here: a free inside a reply's callback completes as
+     * that callback returns (the core's own rule), so replies read in the
+     * same pass but not yet worked out are cancelled, not reported after
+     * the free. g stays until the end of this call (dispatching). */
     g->dispatching++;
     w->busy++;
     int r = (events & RJQ_IO_READ) && (w->told & RJQ_IO_READ);
@@ -259,8 +264,10 @@ void rjq_client_handle_io(rjq_client *c, int fd, int events) {
         w->cb(w->arg, r, wr); /* may end w */
     }
     if (--w->busy == 0 && w->dead) free(w);
-    if (--g->dispatching == 0) flush_all(g);
-    rjq__leave(c); /* may free c, and g with it */
+    if (--g->dispatching == 0) {
+        if (g->closed) free(g); /* c went inside: every watch ended */
+        else flush_all(g);
+    }
 }
 
 int rjq_client_new_io(rjq_client **out, const rjq_client_options *opts, const rjq_io_ops *given) {

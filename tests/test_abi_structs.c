@@ -19,6 +19,7 @@
 
 #include "fixture.h"
 #include "harness.h"
+#include "loopops.h"
 #include "rjq/libevent.h"
 #include "server.h"
 #include "waits.h"
@@ -82,16 +83,14 @@ TEST(structs_of_an_older_header_are_read_only_as_far_as_their_size) {
     /* rjq_loop_ops as it was before watch_fd and unwatch_fd (the growth
      * that broke positional initialisers), rjq_client_options before
      * wait_replicas */
-    const rjq_loop_ops full_ops = {sizeof(rjq_loop_ops), rjq_libevent_attach_,
-                                   rjq_libevent_set_timer_, rjq_libevent_cleanup_, NULL, NULL,
-                                   NULL, NULL};
+    const rjq_loop_ops full_ops = loopops_ops();
     size_t ops_size = offsetof(rjq_loop_ops, watch_fd);
     rjq_loop_ops *ops = older(&full_ops, ops_size);
     rjq_client_options co = client_options(e.s.url);
     size_t co_size = offsetof(rjq_client_options, wait_replicas);
     rjq_client_options *old_co = older(&co, co_size);
     rjq_client *c = NULL;
-    ASSERT_OK(rjq_libevent_client_make_(&c, e.base, NULL, NULL, old_co, ops));
+    ASSERT_OK(loopops_client_new(&c, e.base, old_co, ops));
     wait_connected(e.base, c);
 
     /* rjq_queue_options before job_timeout_ms */
@@ -217,8 +216,7 @@ static void never_job(rjq_job *job, void *data) {
 static void client_refused(struct event_base *base, const rjq_client_options *o,
                            const rjq_loop_ops *ops, const char *what) {
     rjq_client *c = NULL;
-    int rc = ops ? rjq_libevent_client_make_(&c, base, NULL, NULL, o, ops)
-                 : rjq_libevent_client_new(&c, base, o);
+    int rc = ops ? loopops_client_new(&c, base, o, ops) : rjq_libevent_client_new(&c, base, o);
     ASSERT_EQ(RJQ_EINVAL, rc);
     ASSERT(c == NULL);
     ASSERT(strstr(rjq_client_get_errmsg(NULL), what) != NULL);
@@ -251,13 +249,12 @@ TEST(structs_of_a_newer_header_are_taken_when_their_new_fields_are_zero_else_ref
     struct {
         rjq_loop_ops ops;
         void (*newer)(void);
-    } bops = {{sizeof bops, rjq_libevent_attach_, rjq_libevent_set_timer_,
-               rjq_libevent_cleanup_, NULL, NULL, NULL, NULL},
-              (void (*)(void))abort};
+    } bops = {loopops_ops(), (void (*)(void))abort};
+    bops.ops.size = sizeof bops;
     rjq_client_options co = client_options(e.s.url);
     client_refused(e.base, &co, &bops.ops, "rjq_loop_ops");
     bops.newer = NULL;
-    ASSERT_OK(rjq_libevent_client_make_(&c, e.base, NULL, NULL, &co, &bops.ops));
+    ASSERT_OK(loopops_client_new(&c, e.base, &co, &bops.ops));
     rjq_client_free(c);
 
     /* job options */

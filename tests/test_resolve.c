@@ -1,5 +1,5 @@
 /*
- * Host names: the optional resolve hook of rjq_loop_ops. With a test
+ * Host names: the optional resolve hook of rjq_io_ops. With a test
  * resolver (it answers what the test says, at once or later, or never),
  * the core's rules: every connect attempt resolves again, the addresses
  * are tried in turn (IPv6 and IPv4), a failed lookup is reported and
@@ -87,13 +87,11 @@ static void fake_cancel(void *loop, void *handle) {
 }
 
 static rjq_client *fake_client(struct event_base *base, const char *url, rjq_event_cb *ev) {
-    static const rjq_loop_ops ops = {sizeof(rjq_loop_ops), rjq_libevent_attach_, rjq_libevent_set_timer_,
-                                     rjq_libevent_cleanup_, fake_resolve, fake_cancel, NULL, NULL};
     rjq_client_options o = client_options(url);
     o.on_event = ev;
     o.connect_timeout_ms = 1000;
     rjq_client *c = NULL;
-    ASSERT_OK(rjq_libevent_client_make_(&c, base, NULL, NULL, &o, &ops));
+    ASSERT_OK(rjq_libevent_client_make_(&c, base, NULL, NULL, &o, fake_resolve, fake_cancel));
     return c;
 }
 
@@ -222,6 +220,22 @@ TEST(pending_lookup_is_cancelled_by_timeout_and_by_free) {
     event_base_free(base);
 }
 
+static void never_socket(void *arg, int fd, int what) {
+    (void)arg, (void)fd, (void)what;
+    FAIL_AT(__FILE__, __LINE__, "a refused glue was asked to watch a socket");
+}
+
+static void never_timer(void *arg, long ms) {
+    (void)arg, (void)ms;
+    FAIL_AT(__FILE__, __LINE__, "a refused glue was asked for a timer");
+}
+
+static int never_attach(void *loop, struct redisAsyncContext *ac) {
+    (void)loop, (void)ac;
+    FAIL_AT(__FILE__, __LINE__, "a refused glue was asked to attach");
+    return -1;
+}
+
 /* A glue without a resolver: names refused (localhost excepted), clearly. */
 TEST(glue_without_resolver_refuses_names) {
     struct event_base *base = event_base_new();
@@ -231,10 +245,20 @@ TEST(glue_without_resolver_refuses_names) {
     ASSERT(c == NULL);
     ASSERT(strstr(rjq_client_get_errmsg(NULL), "host redis.test is a name") != NULL);
     ASSERT(strstr(rjq_client_get_errmsg(NULL), "rjq_libevent_client_new_dns") != NULL);
-    /* resolve without resolve_cancel is no valid glue */
-    static const rjq_loop_ops half = {sizeof(rjq_loop_ops), rjq_libevent_attach_, rjq_libevent_set_timer_,
-                                      rjq_libevent_cleanup_, fake_resolve, NULL, NULL, NULL};
-    ASSERT_EQ(RJQ_EINVAL, rjq_client_new(&c, &o, &half, NULL));
+    /* resolve without resolve_cancel is no valid glue (rjq_io_ops, and the
+     * deprecated rjq_loop_ops) */
+    rjq_io_ops half = RJQ_IO_OPS_INIT;
+    half.socket = never_socket;
+    half.timer = never_timer;
+    half.resolve = fake_resolve;
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_new_io(&c, &o, &half));
+    ASSERT(c == NULL);
+    rjq_loop_ops half_ops = RJQ_LOOP_OPS_INIT;
+    half_ops.attach = never_attach;
+    half_ops.set_timer = never_timer;
+    half_ops.resolve = fake_resolve;
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_new(&c, &o, &half_ops, NULL));
+    ASSERT(c == NULL);
     event_base_free(base);
 }
 
@@ -385,13 +409,11 @@ static void free_on_any_error(rjq_client *c, rjq_event ev, int conn, const char 
 
 TEST(resolver_failing_inside_its_hook_reports_from_the_loop) {
     struct event_base *base = event_base_new();
-    static const rjq_loop_ops ops = {sizeof(rjq_loop_ops), rjq_libevent_attach_, rjq_libevent_set_timer_,
-                                     rjq_libevent_cleanup_, fail_inside, fake_cancel, NULL, NULL};
     rjq_client_options o = client_options("redis://nowhere.test:6399");
     o.on_event = free_on_any_error;
     freed_in_event = events_inside_new = 0;
     rjq_client *c = NULL;
-    ASSERT_OK(rjq_libevent_client_make_(&c, base, NULL, NULL, &o, &ops));
+    ASSERT_OK(rjq_libevent_client_make_(&c, base, NULL, NULL, &o, fail_inside, fake_cancel));
     ASSERT_EQ(0, events_inside_new); /* no user code inside rjq_client_new */
     ASSERT(loop_until(base, &freed_in_event, 3000));
     event_base_free(base);
@@ -409,12 +431,11 @@ TEST(client_freed_with_lookups_pending_on_its_own_resolver) {
     char ns[64];
     snprintf(ns, sizeof ns, "127.0.0.1:%d", ntohs(sin.sin_port));
     ASSERT_EQ(0, evdns_base_nameserver_ip_add(dns, ns));
-    const rjq_loop_ops ops = {sizeof(rjq_loop_ops), rjq_libevent_attach_, rjq_libevent_set_timer_, rjq_libevent_cleanup_,
-                              rjq_libevent_resolve_, rjq_libevent_resolve_cancel_, NULL, NULL};
     rjq_client_options o = client_options("redis://slow.test:6399");
     rjq_client *c = NULL;
     /* as rjq_libevent_client_new_dns(NULL) makes it: the glue owns dns */
-    ASSERT_OK(rjq_libevent_client_make_(&c, base, dns, rjq_libevent_dns_free_, &o, &ops));
+    ASSERT_OK(rjq_libevent_client_make_(&c, base, dns, rjq_libevent_dns_free_, &o,
+                                        rjq_libevent_resolve_, rjq_libevent_resolve_cancel_));
     WAIT_FOR(base, datagram_waiting(fd), 5000); /* a lookup is out */
     rjq_client_free(c);
     WAIT_FOR(base, loop_empty(base), 5000); /* the lookups' ends came, the glue and evdns went */

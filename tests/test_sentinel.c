@@ -565,9 +565,8 @@ TEST(sentinels_by_name_are_resolved) {
     rjq_client *c = NULL;
     ASSERT_EQ(RJQ_EURL, rjq_libevent_client_new(&c, base, &o));
     ASSERT(strstr(rjq_client_get_errmsg(NULL), "sentinel host nowhere.test is a name") != NULL);
-    static const rjq_loop_ops ops = {sizeof(rjq_loop_ops), rjq_libevent_attach_, rjq_libevent_set_timer_,
-                                     rjq_libevent_cleanup_, resolve_to_loopback, never_cancelled, NULL, NULL};
-    ASSERT_OK(rjq_libevent_client_make_(&c, base, NULL, NULL, &o, &ops));
+    ASSERT_OK(rjq_libevent_client_make_(&c, base, NULL, NULL, &o, resolve_to_loopback,
+                                        never_cancelled));
     wait_connected(base, c);
     ASSERT(names_resolved >= 2); /* the unknown name, then the one that answered */
     rjq_queue *q = queue_for(c, "named");

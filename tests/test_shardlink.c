@@ -14,6 +14,7 @@
 
 #include "cluster.h"
 #include "harness.h"
+#include "loopops.h"
 #include "server.h"
 #include "shardlink.h"
 #include "ssbook.h"
@@ -356,11 +357,12 @@ TEST(shardlink_freed_from_inside_its_hooks) {
 
 TEST(shardlink_without_watch_fd_is_refused_not_a_crash) {
     struct event_base *base = event_base_new();
-    static const rjq_loop_ops ops = {sizeof(rjq_loop_ops), rjq_libevent_attach_, rjq_libevent_set_timer_,
-                                     rjq_libevent_cleanup_, NULL, NULL, NULL, NULL};
+    /* rjq_loop_ops (deprecated hooks) without watch_fd; every rjq_io_ops
+     * glue has it */
+    const rjq_loop_ops ops = loopops_ops();
     rjq_client_options o = client_options("redis://127.0.0.1:1");
     rjq_client *c = NULL;
-    ASSERT_OK(rjq_libevent_client_make_(&c, base, NULL, NULL, &o, &ops));
+    ASSERT_OK(loopops_client_new(&c, base, &o, &ops));
     rec r = {0};
     rjq__shardlink *l = (rjq__shardlink *)&r;
     ASSERT_EQ(RJQ_EINVAL, rjq__shardlink_new(c, "127.0.0.1", 6379, &hooks, &r, &l));

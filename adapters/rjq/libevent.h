@@ -16,21 +16,22 @@
  * 200112L (or _DEFAULT_SOURCE) before the first #include, else only
  * rjq_libevent_client_new() is there (RJQ_LIBEVENT_HAVE_DNS tells).
  *
- * Two things here are about latency and system calls, not correctness;
- * hiredis' own adapter (redisLibeventAttach) and an evtimer would work too:
+ * Built on rjq_io_ops (rjq.h "Any event loop"), like the libev, libuv and
+ * GLib glue: the client tells which sockets to watch for what and when its
+ * timer is due. Two things here are about latency and system calls, not
+ * correctness:
  *
- * - I/O. Each hiredis context gets a persistent read event (added once, not
- *   re-added after every read) and writes without waiting for the loop:
- *   hiredis asks to write when a command is queued, and the glue writes
- *   later in the same loop pass (a manually activated event), after the
- *   code that queued it returned. Only when the socket is full does it wait
- *   for writability. That is one epoll_wait and two epoll_ctl calls fewer
- *   per request.
+ * - I/O. Each socket gets a persistent read event (added once, not
+ *   re-added after every read) and a write event added only while the
+ *   client waits for writability (a connect, a full socket): rjq_io_ops
+ *   writes what a call queued at its end, without a round through the loop.
+ *   That is one epoll_wait and two epoll_ctl calls fewer per request than
+ *   hiredis' own adapter (redisLibeventAttach).
  * - The client's single timer. "Fire at once" (0 ms) from outside the timer
  *   callback activates the timer event for this loop pass, so a batch the
  *   client gathers (completions, enqueues) goes out before the loop sleeps.
  *   From inside the timer callback it waits for the next pass, as the
- *   loop-ops contract says, so the client cannot keep the loop spinning.
+ *   rjq_io_ops contract says, so the client cannot keep the loop spinning.
  */
 #ifndef RJQ_LIBEVENT_H
 #define RJQ_LIBEVENT_H
@@ -51,140 +52,18 @@
 #else
 struct evdns_base;
 #endif
-#include <hiredis/hiredis.h>
-#include <hiredis/async.h>
 
 #include "rjq.h"
 
-/* ---- hiredis I/O -------------------------------------------------------- */
+/* ---- the glue ------------------------------------------------------------ */
 
-typedef struct rjq_libevent_io {
-    redisAsyncContext *ac;
-    struct event *rev;   /* EV_READ | EV_PERSIST */
-    struct event *wev;   /* EV_WRITE | EV_PERSIST: the socket has room again */
-    struct event *flush; /* manually activated: write what hiredis queued */
-    int reading, waiting, flushing, in_write, freed;
-} rjq_libevent_io;
-
-
-static void rjq_libevent_on_read_(evutil_socket_t fd, short what, void *arg) {
-    rjq_libevent_io *e = RJQ_CAST(rjq_libevent_io *, arg);
-    (void)fd;
-    (void)what;
-    redisAsyncHandleRead(e->ac); /* may free e (cleanup); e unused after */
-}
-
-/* Write now. hiredis may free the context (and so call cleanup) from
- * inside: cleanup then leaves freeing e to us. */
-static void rjq_libevent_write_(rjq_libevent_io *e) {
-    e->in_write = 1;
-    redisAsyncHandleWrite(e->ac);
-    if (e->freed) {
-        free(e);
-        return;
-    }
-    e->in_write = 0;
-}
-
-static void rjq_libevent_on_writable_(evutil_socket_t fd, short what, void *arg) {
-    (void)fd;
-    (void)what;
-    rjq_libevent_write_(RJQ_CAST(rjq_libevent_io *, arg));
-}
-
-static void rjq_libevent_on_flush_(evutil_socket_t fd, short what, void *arg) {
-    rjq_libevent_io *e = RJQ_CAST(rjq_libevent_io *, arg);
-    (void)fd;
-    (void)what;
-    e->flushing = 0;
-    if (!e->waiting) rjq_libevent_write_(e);
-}
-
-/* Watch (or stop watching) with event ev; *on says whether it is added. */
-static void rjq_libevent_watch_(struct event *ev, int *on) {
-    if (!*on && event_add(ev, NULL) == 0) *on = 1;
-}
-
-static void rjq_libevent_unwatch_(struct event *ev, int *on) {
-    if (*on) event_del(ev);
-    *on = 0;
-}
-
-static void rjq_libevent_add_read_(void *data) {
-    rjq_libevent_io *e = RJQ_CAST(rjq_libevent_io *, data);
-    rjq_libevent_watch_(e->rev, &e->reading);
-}
-
-static void rjq_libevent_del_read_(void *data) {
-    rjq_libevent_io *e = RJQ_CAST(rjq_libevent_io *, data);
-    rjq_libevent_unwatch_(e->rev, &e->reading);
-}
-
-/* hiredis has output to send. While connecting, or when a write just left
- * output behind (the socket is full), wait for writability; otherwise
- * write later in this loop pass. */
-static void rjq_libevent_add_write_(void *data) {
-    rjq_libevent_io *e = RJQ_CAST(rjq_libevent_io *, data);
-    if (e->waiting) return;
-    if (e->in_write || !(e->ac->c.flags & REDIS_CONNECTED)) {
-        rjq_libevent_watch_(e->wev, &e->waiting);
-        return;
-    }
-    if (!e->flushing) {
-        e->flushing = 1;
-        event_active(e->flush, EV_WRITE, 1);
-    }
-}
-
-static void rjq_libevent_del_write_(void *data) {
-    rjq_libevent_io *e = RJQ_CAST(rjq_libevent_io *, data);
-    rjq_libevent_unwatch_(e->wev, &e->waiting);
-}
-
-/* hiredis calls this before it closes the socket: the events go now,
- * while their fd is still open. */
-static void rjq_libevent_io_cleanup_(void *data) {
-    rjq_libevent_io *e = RJQ_CAST(rjq_libevent_io *, data);
-    event_free(e->rev);
-    event_free(e->wev);
-    event_free(e->flush);
-    if (e->in_write) e->freed = 1; /* rjq_libevent_write_ frees e */
-    else free(e);
-}
-
-static int rjq_libevent_io_attach_(redisAsyncContext *ac, struct event_base *base) {
-    if (ac->ev.data != NULL) return -1;
-    rjq_libevent_io *e = RJQ_CAST(rjq_libevent_io *, calloc(1, sizeof *e));
-    if (e == NULL) return -1;
-    e->ac = ac;
-    e->rev = event_new(base, ac->c.fd, EV_READ | EV_PERSIST, rjq_libevent_on_read_, e);
-    e->wev = event_new(base, ac->c.fd, EV_WRITE | EV_PERSIST, rjq_libevent_on_writable_, e);
-    e->flush = event_new(base, -1, 0, rjq_libevent_on_flush_, e);
-    if (e->rev == NULL || e->wev == NULL || e->flush == NULL) {
-        if (e->rev) event_free(e->rev);
-        if (e->wev) event_free(e->wev);
-        if (e->flush) event_free(e->flush);
-        free(e);
-        return -1;
-    }
-    ac->ev.data = e;
-    ac->ev.addRead = rjq_libevent_add_read_;
-    ac->ev.delRead = rjq_libevent_del_read_;
-    ac->ev.addWrite = rjq_libevent_add_write_;
-    ac->ev.delWrite = rjq_libevent_del_write_;
-    ac->ev.cleanup = rjq_libevent_io_cleanup_;
-    /* Like hiredis' adapter: read, and wait for the connect to complete. */
-    rjq_libevent_add_read_(e);
-    rjq_libevent_add_write_(e);
-    return 0;
-}
-
-/* ---- the client's timer -------------------------------------------------- */
+typedef struct rjq_libevent_io rjq_libevent_io;
 
 typedef struct rjq_libevent_glue {
     struct event_base *base;
     struct event *timer;
     rjq_client *client;
+    rjq_libevent_io *ios;   /* one per socket watched */
     struct evdns_base *dns; /* rjq_libevent_client_new_dns */
     /* evdns_base_free for a resolver made here (a pointer, so that the
      * glue without names links without libevent_extra) */
@@ -196,10 +75,73 @@ typedef struct rjq_libevent_glue {
     int closing, firing, in_lookup, pending;
 } rjq_libevent_glue;
 
-static int rjq_libevent_attach_(void *loop, struct redisAsyncContext *ac) {
-    rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, loop);
-    return rjq_libevent_io_attach_(ac, g->base);
+/* ---- sockets ------------------------------------------------------------- */
+
+struct rjq_libevent_io {
+    rjq_libevent_glue *g;
+    rjq_libevent_io *next;
+    int fd;
+    struct event *rev; /* EV_READ | EV_PERSIST */
+    struct event *wev; /* EV_WRITE | EV_PERSIST */
+    int reading, writing; /* rev, wev added */
+};
+
+static void rjq_libevent_on_read_(evutil_socket_t fd, short what, void *arg) {
+    rjq_libevent_io *w = RJQ_CAST(rjq_libevent_io *, arg);
+    (void)what;
+    rjq_client_handle_io(w->g->client, RJQ_CAST(int, fd), RJQ_IO_READ); /* may free w, the glue */
 }
+
+static void rjq_libevent_on_write_(evutil_socket_t fd, short what, void *arg) {
+    rjq_libevent_io *w = RJQ_CAST(rjq_libevent_io *, arg);
+    (void)what;
+    rjq_client_handle_io(w->g->client, RJQ_CAST(int, fd), RJQ_IO_WRITE); /* may free w, the glue */
+}
+
+/* Add or delete ev as on says; *added tracks it (no system call when it
+ * stays as it is). */
+static void rjq_libevent_want_(struct event *ev, int on, int *added) {
+    if (on && !*added) {
+        /* (cannot fail on a valid, open socket but out of memory: no way on) */
+        if (event_add(ev, NULL) != 0) abort();
+        *added = 1;
+    } else if (!on && *added) {
+        event_del(ev);
+        *added = 0;
+    }
+}
+
+/* rjq_io_ops.socket. RJQ_IO_NONE comes before the fd closes (libevent
+ * allows event_free from inside the event's own callback). */
+static void rjq_libevent_socket_(void *arg, int fd, int what) {
+    rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, arg);
+    rjq_libevent_io **p = &g->ios;
+    while (*p && (*p)->fd != fd) p = &(*p)->next;
+    rjq_libevent_io *w = *p;
+    if (what == RJQ_IO_NONE) {
+        if (w == NULL) return;
+        *p = w->next;
+        event_free(w->rev);
+        event_free(w->wev);
+        free(w);
+        return;
+    }
+    if (w == NULL) {
+        w = RJQ_CAST(rjq_libevent_io *, calloc(1, sizeof *w));
+        if (w == NULL) abort(); /* (the rjq_io_ops contract: socket cannot fail) */
+        w->g = g;
+        w->fd = fd;
+        w->rev = event_new(g->base, fd, EV_READ | EV_PERSIST, rjq_libevent_on_read_, w);
+        w->wev = event_new(g->base, fd, EV_WRITE | EV_PERSIST, rjq_libevent_on_write_, w);
+        if (w->rev == NULL || w->wev == NULL) abort();
+        w->next = g->ios;
+        g->ios = w;
+    }
+    rjq_libevent_want_(w->rev, (what & RJQ_IO_READ) != 0, &w->reading);
+    rjq_libevent_want_(w->wev, (what & RJQ_IO_WRITE) != 0, &w->writing);
+}
+
+/* ---- the client's timer, the end ----------------------------------------- */
 
 static void rjq_libevent_glue_free_(rjq_libevent_glue *g) {
     if (g->free_dns) g->free_dns(g->dns, 0);
@@ -228,8 +170,9 @@ static void rjq_libevent_fire_(evutil_socket_t fd, short what, void *arg) {
     rjq_libevent_release_(g);
 }
 
-static void rjq_libevent_set_timer_(void *loop, long timeout_ms) {
-    rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, loop);
+/* rjq_io_ops.timer */
+static void rjq_libevent_timer_(void *arg, long timeout_ms) {
+    rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, arg);
     evtimer_del(g->timer);
     if (timeout_ms < 0) return;
     if (timeout_ms == 0 && !g->firing) {
@@ -242,43 +185,11 @@ static void rjq_libevent_set_timer_(void *loop, long timeout_ms) {
     evtimer_add(g->timer, &tv);
 }
 
-/* ---- sockets the core connected itself (watch_fd) ------------------------ */
-
-typedef struct rjq_libevent_fdw {
-    struct event *ev; /* persistent */
-    rjq_fd_fn *cb;
-    void *arg;
-} rjq_libevent_fdw;
-
-static void rjq_libevent_on_fd_(evutil_socket_t fd, short what, void *arg) {
-    rjq_libevent_fdw *w = RJQ_CAST(rjq_libevent_fdw *, arg);
-    (void)fd;
-    w->cb(w->arg, (what & EV_READ) != 0, (what & EV_WRITE) != 0); /* may unwatch: w freed */
-}
-
-static void *rjq_libevent_watch_fd_(void *loop, int fd, int want_read, int want_write,
-                                    rjq_fd_fn *cb, void *arg) {
-    rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, loop);
-    rjq_libevent_fdw *w = RJQ_CAST(rjq_libevent_fdw *, calloc(1, sizeof *w));
-    if (w == NULL) return NULL;
-    short what = RJQ_CAST(short, (want_read ? EV_READ : 0) | (want_write ? EV_WRITE : 0) | EV_PERSIST);
-    w->cb = cb;
-    w->arg = arg;
-    w->ev = event_new(g->base, fd, what, rjq_libevent_on_fd_, w);
-    if (w->ev == NULL || event_add(w->ev, NULL) != 0) {
-        if (w->ev) event_free(w->ev);
-        free(w);
-        return NULL;
-    }
-    return w;
-}
-
-/* (libevent allows event_free from inside the event's own callback) */
-static void rjq_libevent_unwatch_fd_(void *loop, void *handle) {
-    rjq_libevent_fdw *w = RJQ_CAST(rjq_libevent_fdw *, handle);
-    (void)loop;
-    event_free(w->ev);
-    free(w);
+/* rjq_io_ops.cleanup: every socket was told RJQ_IO_NONE already. */
+static void rjq_libevent_cleanup_(void *arg) {
+    rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, arg);
+    g->closing = 1;
+    rjq_libevent_release_(g); /* else the last callback that needs it does */
 }
 
 #ifdef RJQ_LIBEVENT_HAVE_DNS
@@ -361,9 +272,9 @@ static inline void rjq_libevent_dns_free_(struct evdns_base *dns, int fail_reque
     evdns_base_free(dns, 1);
 }
 
-static inline void *rjq_libevent_resolve_(void *loop, const char *host, rjq_resolved_fn *done,
-                                   void *arg) {
-    rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, loop);
+static inline void *rjq_libevent_resolve_(void *glue, const char *host, rjq_resolved_fn *done,
+                                          void *arg) {
+    rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, glue);
     rjq_libevent_lookup *l = RJQ_CAST(rjq_libevent_lookup *, calloc(1, sizeof *l));
     if (l == NULL) {
         done(arg, "out of memory", NULL, 0);
@@ -388,26 +299,21 @@ static inline void *rjq_libevent_resolve_(void *loop, const char *host, rjq_reso
     return l;
 }
 
-static inline void rjq_libevent_resolve_cancel_(void *loop, void *handle) {
+static inline void rjq_libevent_resolve_cancel_(void *glue, void *handle) {
     rjq_libevent_lookup *l = RJQ_CAST(rjq_libevent_lookup *, handle);
-    (void)loop;
+    (void)glue;
     l->cancelled = 1;
     evdns_getaddrinfo_cancel(l->req); /* its callback (now or later) frees l */
 }
 
 #endif /* RJQ_LIBEVENT_HAVE_DNS */
 
-static void rjq_libevent_cleanup_(void *loop) {
-    rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, loop);
-    g->closing = 1;
-    rjq_libevent_release_(g); /* else the last callback that needs it does */
-}
-
-static inline int rjq_libevent_client_make_(rjq_client **out, struct event_base *base,
-                                            struct evdns_base *dns,
-                                            void (*free_dns)(struct evdns_base *, int),
-                                            const rjq_client_options *opts,
-                                            const rjq_loop_ops *ops) {
+/* resolve, resolve_cancel: rjq_io_ops' (NULL: names refused). */
+static inline int rjq_libevent_client_make_(
+    rjq_client **out, struct event_base *base, struct evdns_base *dns,
+    void (*free_dns)(struct evdns_base *, int), const rjq_client_options *opts,
+    void *(*resolve)(void *, const char *, rjq_resolved_fn *, void *),
+    void (*resolve_cancel)(void *, void *)) {
     rjq_libevent_glue *g = RJQ_CAST(rjq_libevent_glue *, calloc(1, sizeof *g));
     if (g == NULL) {
         if (free_dns) free_dns(dns, 0);
@@ -422,7 +328,14 @@ static inline int rjq_libevent_client_make_(rjq_client **out, struct event_base 
         free(g);
         return RJQ_ENOMEM;
     }
-    int rc = rjq_client_new(out, opts, ops, g);
+    rjq_io_ops io = RJQ_IO_OPS_INIT;
+    io.arg = g;
+    io.socket = rjq_libevent_socket_;
+    io.timer = rjq_libevent_timer_;
+    io.cleanup = rjq_libevent_cleanup_;
+    io.resolve = resolve;
+    io.resolve_cancel = resolve_cancel;
+    int rc = rjq_client_new_io(out, opts, &io);
     if (rc != RJQ_OK) {
         rjq_libevent_glue_free_(g);
         return rc;
@@ -438,11 +351,8 @@ static inline int rjq_libevent_client_make_(rjq_client **out, struct event_base 
  */
 static inline int rjq_libevent_client_new(rjq_client **out, struct event_base *base,
                                           const rjq_client_options *opts) {
-    static const rjq_loop_ops ops = {
-        sizeof(rjq_loop_ops), rjq_libevent_attach_, rjq_libevent_set_timer_, rjq_libevent_cleanup_,
-        NULL, NULL, rjq_libevent_watch_fd_, rjq_libevent_unwatch_fd_};
     if (out == NULL || base == NULL) return RJQ_EINVAL;
-    return rjq_libevent_client_make_(out, base, NULL, NULL, opts, &ops);
+    return rjq_libevent_client_make_(out, base, NULL, NULL, opts, NULL, NULL);
 }
 
 #ifdef RJQ_LIBEVENT_HAVE_DNS
@@ -458,13 +368,6 @@ static inline int rjq_libevent_client_new(rjq_client **out, struct event_base *b
 static inline int rjq_libevent_client_new_dns(rjq_client **out, struct event_base *base,
                                               struct evdns_base *dns,
                                               const rjq_client_options *opts) {
-    /* not static: nothing here may be emitted unless this is called (the
-     * glue without names must link without libevent_extra); the client
-     * keeps a copy */
-    const rjq_loop_ops ops = {
-        sizeof(rjq_loop_ops), rjq_libevent_attach_, rjq_libevent_set_timer_, rjq_libevent_cleanup_,
-        rjq_libevent_resolve_, rjq_libevent_resolve_cancel_, rjq_libevent_watch_fd_,
-        rjq_libevent_unwatch_fd_};
     int own = dns == NULL;
     if (out == NULL || base == NULL) return RJQ_EINVAL;
     if (own) {
@@ -473,7 +376,10 @@ static inline int rjq_libevent_client_new_dns(rjq_client **out, struct event_bas
                                        EVDNS_BASE_DISABLE_WHEN_INACTIVE);
         if (dns == NULL) return RJQ_ENOMEM;
     }
-    return rjq_libevent_client_make_(out, base, dns, own ? rjq_libevent_dns_free_ : NULL, opts, &ops);
+    /* (nothing here is emitted unless this is called: the glue without
+     * names links without libevent_extra) */
+    return rjq_libevent_client_make_(out, base, dns, own ? rjq_libevent_dns_free_ : NULL, opts,
+                                     rjq_libevent_resolve_, rjq_libevent_resolve_cancel_);
 }
 #endif /* RJQ_LIBEVENT_HAVE_DNS */
 

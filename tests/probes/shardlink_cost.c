@@ -1,7 +1,8 @@
 /*
  * Client-side cost of receiving 10 000 messages: the sharded pub/sub link
  * (src/shardlink.c: SSUBSCRIBE, its own reader) vs the classic subscriber
- * (hiredis async SUBSCRIBE on the same libevent glue, as pubsub.c runs it).
+ * (hiredis async SUBSCRIBE, on hiredis' libevent adapter: the rjq glue has
+ * no hiredis hooks any more, it is on rjq_io_ops).
  * Once subscribed, a forked child publishes the messages (pipelined, 100
  * bytes each) and exits; the parent counts them. Callgrind collects only
  * from the subscription to the last message (CALLGRIND_TOGGLE_COLLECT), so
@@ -22,6 +23,7 @@
 
 #include <event2/event.h>
 #include <hiredis/async.h>
+#include <hiredis/adapters/libevent.h>
 #include <hiredis/hiredis.h>
 #include <rjq/libevent.h>
 #include <valgrind/callgrind.h>
@@ -100,7 +102,7 @@ int main(int argc, char **argv) {
         rjq__shardlink_subscribe(l, "{q}ch", 5);
     } else {
         ac = redisAsyncConnect("127.0.0.1", port);
-        if (rjq_libevent_io_attach_(ac, base) != 0) return 1;
+        if (redisLibeventAttach(ac, base) != REDIS_OK) return 1;
         redisAsyncCommand(ac, on_classic, NULL, "SUBSCRIBE {q}ch");
     }
     event_base_dispatch(base);

@@ -323,7 +323,11 @@ static void on_settings_stats(rjq_client *cl, int status, const rjq_stats *st, v
     (void)cl;
     if (status == RJQ_OK && st->exists && c->h.req) {
         c->st = *st;
-        call_sent(c, rjq_schedule_list(c->q->q, on_settings_schedules, c));
+        int rc = rjq_schedule_list(c->q->q, on_settings_schedules, c);
+        if (rc == RJQ_ESHARDED) /* (schedules of a sharded queue are refused: it has none) */
+            on_settings_schedules(cl, RJQ_OK, NULL, 0, c);
+        else
+            call_sent(c, rc);
         return;
     }
     struct evhttp_request *req = call_reply(c, status);

@@ -12,7 +12,8 @@
 #   - /metrics: queue="Q" once (no series of its shards' names),
 #     rjq_queue_shards, the shard label only with --metrics-shards
 #     (rjq_shard_jobs), promtool check clean (when installed); `rjq metrics`
-#     sums a sharded queue named after another.
+#     sums a sharded queue named after another;
+#   - SIGTERM: exit 0 (under ASan: nothing leaked).
 set -u
 BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
 SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
@@ -53,6 +54,7 @@ scrape() { curl -s -o "$DIR/m" "$BASE/metrics"; }
 "$RJQ" --prefix ss shards sq 3 >/dev/null || fail "rjq shards sq 3"
 "$RJQ" --prefix ss enqueue plain x >/dev/null || fail "enqueue plain"
 start_serve main --metrics-shards
+MAIN_PID=$SPID
 
 # ---- enqueue through the sharded handle ------------------------------------------------
 for id in a b c d e f; do
@@ -152,6 +154,10 @@ check; ! grep -q 'queue="sq~' "$DIR/m" || fail "/metrics (2) names a shard as a 
 "$RJQ" --prefix ss metrics plain sq >"$DIR/cli.m" 2>&1 || fail "rjq metrics: $(cat "$DIR/cli.m")"
 check; grep -qxF 'rjq_jobs_completed_total{queue="sq"} 12' "$DIR/cli.m" ||
     fail "rjq metrics plain sq: $(grep 'completed_total' "$DIR/cli.m")"
+
+# SIGTERM: exit 0 (under ASan: no leak, the parked requests and handles freed)
+kill -TERM "$MAIN_PID"; wait "$MAIN_PID"; RC=$?
+same "$RC" 0 "rjq serve's exit status on SIGTERM (stderr: $(tail -5 "$DIR/main.err"))"
 
 echo "$CHECKS checks, $FAILURES failures"
 [ "$FAILURES" = 0 ]

@@ -43,16 +43,30 @@ trap 'exit 1' INT TERM
 # ---- three masters (a port whose bus port, + 10000, is below 65536) ------------------------
 PORTS=()
 for i in 0 1 2; do
-    for _ in $(seq 20); do
-        port=$(redis_free_port) || break
-        [ $((port + 10000)) -lt 65536 ] && ! (exec 3<>"/dev/tcp/127.0.0.1/$((port + 10000))") 2>/dev/null && break
+    for attempt in 1 2 3 4 5 6 7 8; do # (a free port may be taken before the node binds it)
+        for _ in $(seq 20); do
+            port=$(redis_free_port) || break
+            [ $((port + 10000)) -lt 65536 ] && ! (exec 3<>"/dev/tcp/127.0.0.1/$((port + 10000))") 2>/dev/null && break
+        done
+        rm -rf "$DIR/n$i"
+        mkdir -p "$DIR/n$i"
+        redis-server --port "$port" --bind 127.0.0.1 --dir "$DIR/n$i" --save '' --appendonly no \
+            --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 \
+            --daemonize yes --pidfile "$DIR/n$i/redis.pid" --logfile "$DIR/n$i/redis.log" >/dev/null
+        up=0
+        for _ in $(seq 200); do # its log says so once it listens (not another server's port)
+            if [ -s "$DIR/n$i/redis.pid" ] && grep -q "Server initialized" "$DIR/n$i/redis.log" 2>/dev/null &&
+                redis_alive "$(cat "$DIR/n$i/redis.pid")" && redis_ping "$port"; then
+                up=1; break
+            fi
+            grep -q "aborting" "$DIR/n$i/redis.log" 2>/dev/null && break
+            sleep 0.05
+        done
+        [ "$up" = 1 ] && break
+        [ -s "$DIR/n$i/redis.pid" ] && kill "$(cat "$DIR/n$i/redis.pid")" 2>/dev/null
+        echo "node $i on port $port did not start (attempt $attempt): $(tail -1 "$DIR/n$i/redis.log")"
     done
-    mkdir -p "$DIR/n$i"
-    redis-server --port "$port" --bind 127.0.0.1 --dir "$DIR/n$i" --save '' --appendonly no \
-        --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000 \
-        --daemonize yes --pidfile "$DIR/n$i/redis.pid" --logfile "$DIR/n$i/redis.log" >/dev/null
-    for _ in $(seq 200); do [ -s "$DIR/n$i/redis.pid" ] && redis_ping "$port" && break; sleep 0.05; done
-    redis_ping "$port" || { echo "FAIL: node $i did not start: $(tail -3 "$DIR/n$i/redis.log")"; exit 1; }
+    [ "$up" = 1 ] || { echo "FAIL: node $i did not start"; exit 1; }
     NODES+=("$(cat "$DIR/n$i/redis.pid")")
     PORTS+=("$port")
 done

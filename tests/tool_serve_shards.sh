@@ -155,9 +155,24 @@ check; ! grep -q 'queue="sq~' "$DIR/m" || fail "/metrics (2) names a shard as a 
 check; grep -qxF 'rjq_jobs_completed_total{queue="sq"} 12' "$DIR/cli.m" ||
     fail "rjq metrics plain sq: $(grep 'completed_total' "$DIR/cli.m")"
 
-# SIGTERM: exit 0 (under ASan: no leak, the parked requests and handles freed)
+# SIGTERM while an enqueue waits for its new queue's layout (Redis stopped):
+# exit 0 (under ASan: no leak, the waiting request and the handles freed)
+BASE=$(sed -n 's/^listening on /http:\/\//p' "$DIR/main.out")
+kill -STOP "$redis_pid"
+curl -s -o "$DIR/parked.b" -w '%{http_code}' -X POST --data x "$BASE/v1/queues/fresh/jobs" >"$DIR/parked.code" &
+CURL=$!
+PIDS+=("$CURL")
+for _ in $(seq 400); do
+    [[ $(curl -s "$BASE/v1/server") == *'"waiting":1,'* ]] && break
+    sleep 0.05
+done
+check; [[ $(curl -s "$BASE/v1/server") == *'"waiting":1,'* ]] || fail "the enqueue to a new queue is not waiting"
 kill -TERM "$MAIN_PID"; wait "$MAIN_PID"; RC=$?
+kill -CONT "$redis_pid"
 same "$RC" 0 "rjq serve's exit status on SIGTERM (stderr: $(tail -5 "$DIR/main.err"))"
+wait "$CURL"
+check; [[ $(cat "$DIR/parked.code") =~ ^(503|000)$ ]] ||
+    fail "the waiting enqueue at shutdown: $(cat "$DIR/parked.code") $(cat "$DIR/parked.b")"
 
 echo "$CHECKS checks, $FAILURES failures"
 [ "$FAILURES" = 0 ]

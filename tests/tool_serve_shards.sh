@@ -10,7 +10,8 @@
 #     enqueue-and-wait go through the sharded handle; a server-assigned id
 #     (all digits) cannot name a job of a sharded queue: 409;
 #   - /metrics: queue="Q" once (no series of its shards' names),
-#     rjq_queue_shards, the shard label only with --metrics-shards
+#     rjq_queue_shards, run times (the shards' monitors feed the queue's),
+#     the shard label only with --metrics-shards
 #     (rjq_shard_jobs), promtool check clean (when installed); `rjq metrics`
 #     sums a sharded queue named after another;
 #   - SIGTERM: exit 0 (under ASan: nothing leaked).
@@ -109,7 +110,14 @@ same "$(json 'd["stats"]["paused"] and all(x["stats"]["paused"] for x in d["shar
 req POST /v1/queues/sq/resume; expect 200 '"changed":true'
 req POST "/v1/queues/sq/jobs?id=a" --data again; expect 200 # (an id meets itself: its shard)
 
-# enqueue-and-wait: a worker of the three shards answers
+# enqueue-and-wait: a worker of the three shards answers (once the server
+# monitors the shards: their events are the queue's, for its timings)
+for _ in $(seq 400); do
+    req GET /v1/queues/sq
+    [[ $BODY == *'"monitored":true'* ]] && break
+    sleep 0.05
+done
+expect 200 '"monitored":true'
 # shellcheck disable=SC2086 # (the shards' names, one word each)
 "$WORKER" -r "$redis_url" -P ss $SHARDS >"$DIR/worker.log" 2>&1 &
 PIDS+=($!)
@@ -128,6 +136,14 @@ done
 check; grep -qxF 'rjq_jobs_completed_total{queue="sq"} 12' "$DIR/m" ||
     fail "/metrics: no rjq_jobs_completed_total{queue=\"sq\"} 12: $(grep completed_total "$DIR/m")"
 check; grep -qxF 'rjq_queue_shards{queue="sq"} 3' "$DIR/m" || fail "/metrics: no rjq_queue_shards 3"
+# run times from the shards' monitors (13 runs: 12 completed, 1 failed for good)
+for _ in $(seq 400); do
+    grep -qxF 'rjq_job_run_seconds_count{queue="sq"} 13' "$DIR/m" && break
+    sleep 0.05
+    scrape
+done
+check; grep -qxF 'rjq_job_run_seconds_count{queue="sq"} 13' "$DIR/m" ||
+    fail "/metrics: run times of sq: $(grep 'rjq_job_run_seconds_count' "$DIR/m")"
 check; grep -qxF 'rjq_queue_shards{queue="plain"} 1' "$DIR/m" || fail "/metrics: no rjq_queue_shards 1"
 check; ! grep -q 'queue="sq~' "$DIR/m" || fail "/metrics names a shard as a queue: $(grep -m3 'queue="sq~' "$DIR/m")"
 check; [ "$(grep -c '^rjq_shard_jobs{queue="sq",shard="[0-2]",state="ready"}' "$DIR/m")" = 3 ] ||

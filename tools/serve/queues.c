@@ -69,6 +69,35 @@ static void on_monitor(rjq_client *c, const char *event, const char *id, void *d
     if (e) sse_broadcast(s, "job", q, e, 1);
 }
 
+/* A shard's event: its sharded queue's (the stream names the queue). */
+static void on_shard_monitor(rjq_client *c, const char *event, const char *id, void *data) {
+    struct shard_read *r = data;
+    squeue *q = r->q;
+    server *s = rjq_client_get_data(c);
+    long long t = q->sm[r->i] ? rjq_monitor_get_time(q->sm[r->i]) : 0;
+    char key[RJQ_JOB_ID_MAX + 16];
+    snprintf(key, sizeof key, "%d~%s", r->i, id); /* (ids repeat across shards) */
+    timing_queue_event(&s->times, &q->t, event, key, t);
+    if (!sse_recording(s)) {
+        sse_skip(s);
+        return;
+    }
+    json_t *e = json_pack("{so ss so sI si}", "queue", json_name(q->name), "event", event, "id",
+                          json_name(id), "time", (json_int_t)t, "shard", r->i);
+    if (e) sse_broadcast(s, "job", q, e, 1);
+}
+
+/* Monitor each shard of a sharded queue (once it exists) not monitored yet. */
+static void monitor_shards(squeue *q) {
+    for (int i = 0; i < q->nshards; i++) {
+        if (q->sm[i]) continue;
+        q->shard_mon[i] = (struct shard_read){q, i};
+        if (rjq_queue_monitor(rjq_queue_get_shard(q->q, i), on_shard_monitor, &q->shard_mon[i],
+                              &q->sm[i]) != RJQ_OK)
+            q->sm[i] = NULL;
+    }
+}
+
 /* ---- the next ready job's enqueue time (rjq_queue_latency_seconds) ---------------- */
 
 static void on_head_job(rjq_client *c, int status, const rjq_job_info *info, void *data) {
@@ -130,6 +159,7 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *st, void *data)
     if (st->exists && q->m == NULL && q->nshards == 1 &&
         rjq_queue_monitor(q->q, on_monitor, q, &q->m) != RJQ_OK)
         q->m = NULL;
+    if (st->exists && q->nshards > 1) monitor_shards(q); /* (those missing) */
     if (q->have_prev && q->at > q->prev_at) {
         double dt = q->at - q->prev_at;
         q->in_rate = (double)(q->s.enqueued - q->prev.enqueued) / dt;
@@ -189,7 +219,8 @@ json_t *queues_json(const server *s, const squeue *q) {
                           q->fail_rate, "wait_ms",
                           q->wait_ms >= 0 ? json_real(q->wait_ms) : json_null(), "run_ms",
                           q->run_ms >= 0 ? json_real(q->run_ms) : json_null(), "monitored",
-                          q->m != NULL, "shards", q->known ? q->nshards : 1);
+                          q->m != NULL || q->sm[0] != NULL, "shards",
+                          q->known ? q->nshards : 1);
     int index;
     squeue *of = o ? queues_shard_of(s, q->name, &index) : NULL;
     if (of) { /* a shard addressed on its own (operators): marked as one */
@@ -440,6 +471,8 @@ static void let_go(server *s, squeue *q, squeue *before) {
     if (s->queues_tail == q) s->queues_tail = before;
     s->nqueues--;
     if (q->m) rjq_monitor_stop(q->m);
+    for (int i = 0; i < RJQ_SHARDS_MAX; i++)
+        if (q->sm[i]) rjq_monitor_stop(q->sm[i]);
     if (q->plain) rjq_queue_close(q->plain);
     if (rjq_queue_close(q->q) == RJQ_OK) s->nhandles--;
     timing_forget_owner(&s->times, &q->t);

@@ -61,6 +61,11 @@ typedef struct squeue {
     rjq_stats shard_s[RJQ_SHARDS_MAX];
     struct shard_read { struct squeue *q; int i; } shard_rd[RJQ_SHARDS_MAX];
     struct parked *parked; /* requests waiting for the layout (api.c) */
+    /* a sharded queue: a monitor per shard (monitors do not span shards),
+     * their events the queue's (timings keyed by shard and id: server-assigned
+     * ids repeat across shards) */
+    rjq_monitor *sm[RJQ_SHARDS_MAX];
+    struct shard_read shard_mon[RJQ_SHARDS_MAX];
     struct squeue *hnext; /* hash chain */
     struct squeue *next;  /* all queues, in the order served */
 } squeue;

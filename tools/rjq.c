@@ -625,7 +625,16 @@ static int cmd_shards(cli *t, int argc, char **argv) {
 typedef struct metrics_q {
     cli *t;
     prom_queue *p;
+    rjq_queue *q;
 } metrics_q;
+
+/* (each queue opened knowing its layout: a sharded queue is one queue, its
+ * stats summed) */
+static void on_metrics_opened(rjq_client *c, int status, rjq_queue *q, void *data) {
+    metrics_q *m = data;
+    (void)c;
+    if (reply_ok(m->t, status)) m->q = q;
+}
 
 static void on_metrics_stats(rjq_client *c, int status, const rjq_stats *s, void *data) {
     metrics_q *m = data;
@@ -646,15 +655,14 @@ static int cmd_metrics(cli *t, int argc, char **argv) {
         for (int j = 0; j < i; j++)
             if (strcmp(pos[i], pos[j]) == 0) return usage_error("queue '%s' named twice", pos[i]);
     for (int i = 0; i < n; i++) {
-        rjq_queue *q = t->q;
         p[i] = (prom_queue){.name = pos[i]};
-        m[i] = (metrics_q){.t = t, .p = &p[i]};
-        if (i > 0 && (rc = rjq_queue_open(t->c, pos[i], NULL, &q)) != RJQ_OK) {
-            report_rc(t, rc);
+        m[i] = (metrics_q){.t = t, .p = &p[i], .q = i == 0 ? t->q : NULL};
+        if (i > 0 && sent(t, rjq_queue_open_async(t->c, pos[i], NULL, on_metrics_opened, &m[i])))
             return 1;
-        }
-        if (sent(t, rjq_queue_get_stats(q, on_metrics_stats, &m[i]))) return 1;
     }
+    if (wait_replies(t, 0)) return 1;
+    for (int i = 0; i < n; i++)
+        if (sent(t, rjq_queue_get_stats(m[i].q, on_metrics_stats, &m[i]))) return 1;
     if (wait_replies(t, 0)) return 1;
     if (!t->json) {
         prom_write_stats(stdout, p, (size_t)n);
@@ -1329,12 +1337,13 @@ static int cmd_top(cli *t, int argc, char **argv) {
 /* rjq serve [--listen ADDR:PORT] [--queues PATTERN] [--read-only]
  * [--token-file F] [--max-body BYTES] [--wait-max MS] [--max-queues N]
  * [--max-requests N] [--max-waiting N] [--request-timeout MS] [--queue-idle MS]
- * [--log-format text|json] [--access-log]: the HTTP API, the dashboard and /metrics (serve/). */
+ * [--log-format text|json] [--access-log] [--metrics-shards]: the HTTP API, the dashboard and
+ * /metrics (serve/). */
 static int cmd_serve(cli *t, int argc, char **argv) {
     const char *listen = NULL, *queues = NULL, *token = NULL, *body = NULL, *wait = NULL,
                *maxq = NULL, *maxr = NULL, *maxw = NULL, *rto = NULL, *idle = NULL,
                *logf = NULL;
-    int read_only = 0, demo = 0, access_log = 0;
+    int read_only = 0, demo = 0, access_log = 0, metrics_shards = 0;
     const optdef defs[] = {{"--listen", &listen, NULL},     {"--queues", &queues, NULL},
                            {"--demo", NULL, &demo},
                            {"--token-file", &token, NULL},  {"--read-only", NULL, &read_only},
@@ -1343,6 +1352,7 @@ static int cmd_serve(cli *t, int argc, char **argv) {
                            {"--max-waiting", &maxw, NULL},  {"--request-timeout", &rto, NULL},
                            {"--queue-idle", &idle, NULL},
                            {"--log-format", &logf, NULL},   {"--access-log", NULL, &access_log},
+                           {"--metrics-shards", NULL, &metrics_shards},
                            {NULL, NULL, NULL}};
     long long mb = 16 << 20, wm = 600000, mq = 1000, mr = 10000, mw = 0, rt = 30000, qi = 60000;
     int rc = parse_args(argc, argv, defs, NULL, 0, 0, NULL);
@@ -1374,6 +1384,7 @@ static int cmd_serve(cli *t, int argc, char **argv) {
     so.request_timeout_ms = (long)rt;
     so.queue_idle_ms = (long)qi;
     so.access_log = access_log;
+    so.metrics_shards = metrics_shards;
     rjq_client_options o;
     client_options(t, &o);
     o.name = "rjq-serve";

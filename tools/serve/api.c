@@ -4,7 +4,8 @@
  *   GET    /v1/server                         the server: version, options, counters
  *   GET    /v1/processes[?offset=&limit=]     the processes running workers (rjq_client_list_processes)
  *   GET    /v1/queues[?after=&limit=]         the queues served, with stats and rates
- *   GET    /v1/queues/{q}                     one queue (404 when nothing of it is in Redis)
+ *   GET    /v1/queues/{q}[?shards=1]          one queue (404 when nothing of it is in Redis);
+ *                                             a sharded queue's shards too with ?shards=1
  *   GET    /v1/queues/{q}/jobs?state=S[&offset=&limit=]   ids of a state, in queue order
  *   POST   /v1/queues/{q}/jobs                enqueue (enqueue.c)
  *   GET    /v1/queues/{q}/jobs/{id}           one job
@@ -40,8 +41,25 @@ typedef struct call {
     long long total;  /* purge: deleted so far */
     rjq_job_state state;
     const char *what; /* the action, in replies (a literal) */
-    rjq_stats st;     /* settings: the stats read first */
+    rjq_stats st;     /* settings: the stats read first; ?shards=1: the sum */
+    int want_shards;  /* GET /v1/queues/{q}?shards=1 */
+    int waiting, failed; /* ?shards=1: shards' stats out, the first error */
+    struct shard_call {
+        struct call *c;
+        int i;
+    } sc[RJQ_SHARDS_MAX];
+    rjq_stats shard_st[RJQ_SHARDS_MAX];
 } call;
+
+/* A request waiting for its queue's layout (queues.c reads it once, when
+ * the queue is first served): routed again once known. */
+typedef struct parked {
+    held h;
+    squeue *q;
+    char *rest;
+    int enqueue;      /* an enqueue: counted with the server's waiting requests */
+    struct parked *next;
+} parked;
 
 static void call_free(call *c) {
     if (c->q) c->q->refs--;
@@ -190,7 +208,8 @@ static void list_queues(server *s, struct evhttp_request *req, const struct evke
     for (size_t i = 0; i < n && (long long)json_array_size(a) < limit; i++) {
         if (after && strcmp(v[i]->name, after) <= 0) continue;
         if (v[i]->have && !v[i]->s.exists) continue; /* named by a refused request */
-        json_t *j = queues_json(v[i]);
+        if (queues_shard_of(s, v[i]->name, NULL)) continue; /* one row per sharded queue */
+        json_t *j = queues_json(s, v[i]);
         if (j && !v[i]->have) json_object_set_new(j, "stats", json_null()); /* not read yet */
         json_array_append_new(a, j);
         last = v[i]->name;
@@ -204,17 +223,68 @@ static void list_queues(server *s, struct evhttp_request *req, const struct evke
 
 /* ---- one queue ------------------------------------------------------------------------ */
 
+/* The reply of GET /v1/queues/{q}: its stats (the sum for a sharded
+ * queue) and, with ?shards=1, each shard's. */
+static void queue_reply(call *c, struct evhttp_request *req) {
+    squeue tmp = *c->q; /* its rates and timings, these stats */
+    tmp.s = c->st;
+    json_t *o = queues_json(c->h.s, &tmp);
+    if (o && c->want_shards) {
+        json_t *a = json_array();
+        int n = c->q->known ? c->q->nshards : 1;
+        for (int i = 0; a && n > 1 && i < n; i++) {
+            rjq_queue *sh = rjq_queue_get_shard(c->q->q, i);
+            int slot = rjq_queue_get_slot(sh);
+            const char *m = queues_master_of(c->h.s, slot);
+            json_array_append_new(a, json_pack("{si so si so so}", "index", i, "name",
+                                               json_name(rjq_queue_get_name(sh)), "slot", slot,
+                                               "master", m ? json_name(m) : json_null(),
+                                               "stats", queues_stats_json(&c->shard_st[i])));
+        }
+        json_object_set_new(o, "shard_stats", a ? a : json_null());
+    }
+    reply_json(req, 200, o);
+}
+
+static void shard_stats_end(call *c) {
+    if (--c->waiting > 0) return;
+    struct evhttp_request *req = call_reply(c, c->failed);
+    if (req) queue_reply(c, req);
+    call_free(c);
+}
+
+static void on_shard_stats(rjq_client *cl, int status, const rjq_stats *st, void *data) {
+    struct shard_call *sc = data;
+    (void)cl;
+    if (status == RJQ_OK) sc->c->shard_st[sc->i] = *st;
+    else if (sc->c->failed == RJQ_OK) sc->c->failed = status;
+    shard_stats_end(sc->c);
+}
+
 static void on_queue_stats(rjq_client *cl, int status, const rjq_stats *st, void *data) {
     call *c = data;
     (void)cl;
+    if (status == RJQ_OK && st->exists && c->want_shards && c->q->known && c->q->nshards > 1 &&
+        c->h.req) { /* each shard's stats next (the sum is read first, in one call) */
+        c->st = *st;
+        int n = c->q->nshards, rc = RJQ_OK;
+        c->waiting = 1;
+        for (int i = 0; i < n && rc == RJQ_OK; i++) {
+            c->sc[i] = (struct shard_call){c, i};
+            rc = rjq_queue_get_stats(rjq_queue_get_shard(c->q->q, i), on_shard_stats, &c->sc[i]);
+            if (rc == RJQ_OK) c->waiting++;
+            else c->failed = rc;
+        }
+        shard_stats_end(c); /* (the calls' own count) */
+        return;
+    }
     struct evhttp_request *req = call_reply(c, status);
     if (req && !st->exists) {
         reply_error(req, 404, "queue '%s' does not exist (nothing of it is in Redis)",
                     c->q->name);
     } else if (req) {
-        squeue tmp = *c->q; /* its rates and timings, these stats */
-        tmp.s = *st;
-        reply_json(req, 200, queues_json(&tmp));
+        c->st = *st;
+        queue_reply(c, req);
     }
     call_free(c);
 }
@@ -253,7 +323,11 @@ static void on_settings_stats(rjq_client *cl, int status, const rjq_stats *st, v
     (void)cl;
     if (status == RJQ_OK && st->exists && c->h.req) {
         c->st = *st;
-        call_sent(c, rjq_schedule_list(c->q->q, on_settings_schedules, c));
+        int rc = rjq_schedule_list(c->q->q, on_settings_schedules, c);
+        if (rc == RJQ_ESHARDED) /* (schedules of a sharded queue are refused: it has none) */
+            on_settings_schedules(cl, RJQ_OK, NULL, 0, c);
+        else
+            call_sent(c, rc);
         return;
     }
     struct evhttp_request *req = call_reply(c, status);
@@ -469,6 +543,49 @@ static void on_lookup(rjq_client *cl, int status, const char *const *names, size
     call_free(c);
 }
 
+/* Hold req until q's layout is known (api_queue_ready routes it again). */
+static void park(server *s, struct evhttp_request *req, squeue *q, const char *rest,
+                 int enqueue) {
+    parked *p = calloc(1, sizeof *p);
+    if (p == NULL || (p->rest = strdup(rest)) == NULL) {
+        free(p);
+        reply_error(req, 503, "out of memory");
+        return;
+    }
+    p->q = q;
+    p->enqueue = enqueue;
+    s->nwaiters += enqueue;
+    q->refs++;
+    parked **tail = &q->parked; /* (in arrival order) */
+    while (*tail) tail = &(*tail)->next;
+    *tail = p;
+    held_start(s, &p->h, req, NULL, 0);
+}
+
+void api_queue_ready(server *s, squeue *q, int status) {
+    parked *p = q->parked;
+    q->parked = NULL;
+    while (p) {
+        parked *next = p->next;
+        struct evhttp_request *req = held_end(&p->h);
+        q->refs--;
+        s->nwaiters -= p->enqueue;
+        if (req && status == RJQ_OK) {
+            const char *uq = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+            struct evkeyvalq args;
+            TAILQ_INIT(&args);
+            if (uq) evhttp_parse_query_str(uq, &args); /* (it parsed the first time) */
+            route(s, req, p->rest, 1, &args);
+            evhttp_clear_headers(&args);
+        } else if (req) {
+            reply_rjq_error(req, status, rjq_client_get_errmsg(s->c));
+        }
+        free(p->rest);
+        free(p);
+        p = next;
+    }
+}
+
 static void route(server *s, struct evhttp_request *req, const char *rest, int looked_up,
                   const struct evkeyvalq *args) {
     segs g;
@@ -514,15 +631,30 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
         reply_rjq_error(req, rc, NULL);
         return;
     }
+    if (q && !q->known) { /* its layout is being read (a sharded queue is one queue) */
+        park(s, req, q, rest, post_jobs);
+        return;
+    }
     call *c = NULL;
     if (g.n == 1) {
-        if (!method(req, EVHTTP_REQ_GET)) method_not_allowed(req, "GET");
-        else if ((c = call_new(s, req, q, "stats")))
+        const char *sh = query_get(args, "shards");
+        if (!method(req, EVHTTP_REQ_GET)) {
+            method_not_allowed(req, "GET");
+        } else if (sh && strcmp(sh, "0") && strcmp(sh, "1")) {
+            reply_error(req, 400, "shards must be 0 or 1");
+        } else if ((c = call_new(s, req, q, "stats"))) {
+            c->want_shards = sh && strcmp(sh, "1") == 0;
             call_sent(c, rjq_queue_get_stats(q->q, on_queue_stats, c));
+        }
     } else if (g.n == 2 && strcmp(g.v[1], "jobs") == 0) {
-        if (post_jobs) enqueue_handle(s, req, g.v[0], q, args);
-        else if (method(req, EVHTTP_REQ_GET)) list_jobs(s, req, q, args);
-        else method_not_allowed(req, "GET, POST");
+        if (post_jobs) {
+            if (enqueue_handle(s, req, g.v[0], q, args) == 1)
+                park(s, req, queues_find(s, g.v[0]), rest, 1);
+        } else if (method(req, EVHTTP_REQ_GET)) {
+            list_jobs(s, req, q, args);
+        } else {
+            method_not_allowed(req, "GET, POST");
+        }
     } else if (g.n == 2) {
         const char *a = g.v[1];
         long long limit = RJQ_JOBS_PAGE_MAX;

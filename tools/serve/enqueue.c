@@ -146,15 +146,15 @@ static int valid_id(const char *id) {
     return !digits;
 }
 
-void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squeue *q,
-                    const struct evkeyvalq *args) {
+int enqueue_handle(server *s, struct evhttp_request *req, const char *name, squeue *q,
+                   const struct evkeyvalq *args) {
     if (s->stopping) {
         reply_error(req, 503, "the server is shutting down");
-        return;
+        return 0;
     }
     if (!s->redis_up) { /* fail fast rather than time out */
         reply_error(req, 503, "redis unavailable");
-        return;
+        return 0;
     }
     rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     long long delay, prio, attempts, timeout, dedup, wait;
@@ -164,13 +164,13 @@ void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squ
         query_ll(req, args, "timeout", 0, RJQ_DELAY_MAX, 0, &timeout) ||
         query_ll(req, args, "dedup", 0, RJQ_DELAY_MAX, 0, &dedup) ||
         query_ll(req, args, "wait", 0, s->o.wait_max_ms, -1, &wait))
-        return;
+        return 0;
     const char *qid = query_get(args, "id");
     const char *hid =
         evhttp_find_header(evhttp_request_get_input_headers(req), "Idempotency-Key");
     if (qid && hid && strcmp(qid, hid) != 0) {
         reply_error(req, 400, "?id and Idempotency-Key differ");
-        return;
+        return 0;
     }
     jo.id = qid ? qid : hid;
     jo.delay_ms = delay;
@@ -180,22 +180,23 @@ void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squ
     jo.dedup_ms = dedup;
     if (dedup && jo.id == NULL) {
         reply_error(req, 400, "dedup needs an id");
-        return;
+        return 0;
     }
     if (jo.id && !valid_id(jo.id)) {
         reply_rjq_error(req, RJQ_EJOBID, NULL);
-        return;
+        return 0;
     }
     int orc = q ? RJQ_OK : queues_get(s, name, &q);
     if (orc == RJQ_OK) queues_touch(q);
     if (orc == RJQ_EBUSY) {
         reply_error(req, 503, "too many queues served (--max-queues %ld)", s->o.max_queues);
-        return;
+        return 0;
     }
     if (orc != RJQ_OK) {
         reply_rjq_error(req, orc, NULL);
-        return;
+        return 0;
     }
+    if (!q->known) return 1; /* (its layout is being read: parked, routed again) */
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
     const unsigned char *body = len ? evbuffer_pullup(in, -1) : (const unsigned char *)"";
@@ -203,14 +204,14 @@ void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squ
     if (w == NULL || body == NULL) {
         free(w);
         reply_error(req, 503, "out of memory");
-        return;
+        return 0;
     }
     w->s = s;
     w->q = q;
     if (jo.id && (w->given_id = strdup(jo.id)) == NULL) {
         free(w);
         reply_error(req, 503, "out of memory");
-        return;
+        return 0;
     }
     int rc;
     if (wait >= 0) {
@@ -224,7 +225,7 @@ void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squ
         free(w->given_id);
         free(w);
         reply_rjq_error(req, rc, rjq_client_get_errmsg(s->c));
-        return;
+        return 0;
     }
     /* (the callbacks never run inside the calls above: w is ours here) */
     q->refs++;
@@ -234,6 +235,7 @@ void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squ
     s->nwaiters++;
     /* (a plain enqueue's callback still comes and frees w) */
     held_start(s, &w->h, req, wait >= 0 ? waiter_gone : NULL, 0);
+    return 0;
 }
 
 void enqueue_cancel_all(server *s) {

@@ -10,6 +10,13 @@
  * asynq's queue latency), rjq_build_info, and the server's own numbers
  * (rjq_serve_*; rjq_serve_requests_total by code and method from access.c).
  * The histograms are this server's (the jobs it saw), not stored figures.
+ *
+ * A sharded queue (README "Sharded queues") is one queue here: label
+ * queue="Q", its stats summed over its shards, whose own names are left
+ * out (rjq_queue_shards gives its count). Its shards' series are written
+ * only with --metrics-shards: rjq_shard_jobs{queue,shard,state} and
+ * rjq_shard_jobs_total{queue,shard,transition}, shard the index 0..N-1
+ * (at most RJQ_SHARDS_MAX per queue: the label sets stay bounded).
  */
 #include "server.h"
 
@@ -22,9 +29,43 @@
 
 #include "statsfmt.h"
 
+/* A queue of its own in /metrics: not a shard of a served sharded queue. */
+static int listed(const server *s, const squeue *q) {
+    return queues_shard_of(s, q->name, NULL) == NULL;
+}
+
+/* --metrics-shards: each shard's depths and counters. */
+static void shard_series(FILE *out, server *s) {
+    prom_family(out, "rjq_shard_jobs", "gauge",
+                "Jobs of one shard of a sharded queue by state now (--metrics-shards; "
+                "rjq_jobs has the queue's sum).");
+    for (squeue *q = s->queues; q; q = q->next)
+        for (int i = 0; q->shard_have == 1 && listed(s, q) && i < q->nshards; i++)
+            for (size_t k = 0; k < stat_nfields; k++) {
+                if (stat_fields[k].kind != STAT_DEPTH) continue;
+                fprintf(out, "rjq_shard_jobs{queue=\"");
+                prom_label_value(out, q->name);
+                fprintf(out, "\",shard=\"%d\",state=\"%s\"} %lld\n", i, stat_fields[k].label,
+                        stat_value(&q->shard_s[i], k));
+            }
+    prom_family(out, "rjq_shard_jobs_total", "counter",
+                "Job transitions of one shard of a sharded queue (--metrics-shards), by the "
+                "name of the stats' counter: enqueued, completed, failed...");
+    for (squeue *q = s->queues; q; q = q->next)
+        for (int i = 0; q->shard_have == 1 && listed(s, q) && i < q->nshards; i++)
+            for (size_t k = 0; k < stat_nfields; k++) {
+                if (stat_fields[k].kind != STAT_COUNTER) continue;
+                fprintf(out, "rjq_shard_jobs_total{queue=\"");
+                prom_label_value(out, q->name);
+                fprintf(out, "\",shard=\"%d\",transition=\"%s\"} %lld\n", i,
+                        stat_fields[k].name, stat_value(&q->shard_s[i], k));
+            }
+}
+
 static void histogram(FILE *out, server *s, const char *name, const char *help, size_t off) {
     prom_family(out, name, "histogram", help);
     for (squeue *q = s->queues; q; q = q->next) {
+        if (!listed(s, q)) continue;
         const timing_hist *h = (const timing_hist *)(const void *)((const char *)q + off);
         unsigned long long cum = 0;
         for (int i = 0; i <= TIMING_BUCKETS; i++) {
@@ -62,9 +103,18 @@ void metrics_handle(server *s, struct evhttp_request *req) {
     }
     size_t n = 0;
     for (squeue *q = s->queues; q; q = q->next)
-        if (q->have) pq[n++] = (prom_queue){.name = q->name, .s = q->s};
+        if (q->have && listed(s, q)) pq[n++] = (prom_queue){.name = q->name, .s = q->s};
     prom_write_stats(out, pq, n);
     free(pq);
+    prom_family(out, "rjq_queue_shards", "gauge",
+                "Shards of the queue (README \"Sharded queues\"; 1: not sharded).");
+    for (squeue *q = s->queues; q; q = q->next) {
+        if (!q->have || !listed(s, q)) continue;
+        fprintf(out, "rjq_queue_shards{queue=\"");
+        prom_label_value(out, q->name);
+        fprintf(out, "\"} %d\n", q->known ? q->nshards : 1);
+    }
+    if (s->o.metrics_shards) shard_series(out, s);
     prom_family(out, "rjq_queue_latency_seconds", "gauge",
                 "Age of the job next in claim order (the oldest ready job of the highest "
                 "priority waiting): now, by this server's clock, minus its enqueue time "
@@ -73,7 +123,7 @@ void metrics_handle(server *s, struct evhttp_request *req) {
     gettimeofday(&now, NULL);
     long long now_ms = (long long)now.tv_sec * 1000 + now.tv_usec / 1000;
     for (squeue *q = s->queues; q; q = q->next) {
-        if (!q->have) continue;
+        if (!q->have || !listed(s, q)) continue;
         long long age = q->head_enqueued_ms > 0 ? now_ms - q->head_enqueued_ms : 0;
         fprintf(out, "rjq_queue_latency_seconds{queue=\"");
         prom_label_value(out, q->name);

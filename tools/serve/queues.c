@@ -69,6 +69,35 @@ static void on_monitor(rjq_client *c, const char *event, const char *id, void *d
     if (e) sse_broadcast(s, "job", q, e, 1);
 }
 
+/* A shard's event: its sharded queue's (the stream names the queue). */
+static void on_shard_monitor(rjq_client *c, const char *event, const char *id, void *data) {
+    struct shard_read *r = data;
+    squeue *q = r->q;
+    server *s = rjq_client_get_data(c);
+    long long t = q->sm[r->i] ? rjq_monitor_get_time(q->sm[r->i]) : 0;
+    char key[RJQ_JOB_ID_MAX + 16];
+    snprintf(key, sizeof key, "%d~%s", r->i, id); /* (ids repeat across shards) */
+    timing_queue_event(&s->times, &q->t, event, key, t);
+    if (!sse_recording(s)) {
+        sse_skip(s);
+        return;
+    }
+    json_t *e = json_pack("{so ss so sI si}", "queue", json_name(q->name), "event", event, "id",
+                          json_name(id), "time", (json_int_t)t, "shard", r->i);
+    if (e) sse_broadcast(s, "job", q, e, 1);
+}
+
+/* Monitor each shard of a sharded queue (once it exists) not monitored yet. */
+static void monitor_shards(squeue *q) {
+    for (int i = 0; i < q->nshards; i++) {
+        if (q->sm[i]) continue;
+        q->shard_mon[i] = (struct shard_read){q, i};
+        if (rjq_queue_monitor(rjq_queue_get_shard(q->q, i), on_shard_monitor, &q->shard_mon[i],
+                              &q->sm[i]) != RJQ_OK)
+            q->sm[i] = NULL;
+    }
+}
+
 /* ---- the next ready job's enqueue time (rjq_queue_latency_seconds) ---------------- */
 
 static void on_head_job(rjq_client *c, int status, const rjq_job_info *info, void *data) {
@@ -127,8 +156,10 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *st, void *data)
      * which a name that was only asked about must not get. Without one
      * (out of memory) the queue is served all the same, without timings
      * and job events. */
-    if (st->exists && q->m == NULL && rjq_queue_monitor(q->q, on_monitor, q, &q->m) != RJQ_OK)
+    if (st->exists && q->m == NULL && q->nshards == 1 &&
+        rjq_queue_monitor(q->q, on_monitor, q, &q->m) != RJQ_OK)
         q->m = NULL;
+    if (st->exists && q->nshards > 1) monitor_shards(q); /* (those missing) */
     if (q->have_prev && q->at > q->prev_at) {
         double dt = q->at - q->prev_at;
         q->in_rate = (double)(q->s.enqueued - q->prev.enqueued) / dt;
@@ -138,26 +169,65 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *st, void *data)
     timing_queue_means(&q->t, &q->wait_ms, &q->run_ms);
     read_head(q);
     if (sse_recording(s) && (changed || was_moving)) {
-        json_t *j = queues_json(q);
+        json_t *j = queues_json(s, q);
         if (j) sse_broadcast(s, "stats", q, j, 0);
     } else if (changed || was_moving) {
         sse_skip(s);
     }
 }
 
-json_t *queues_json(const squeue *q) {
+squeue *queues_shard_of(const server *s, const char *name, int *index) {
+    const char *tilde = strrchr(name, '~');
+    if (tilde == NULL || tilde == name || (size_t)(tilde - name) >= 256) return NULL;
+    char base[256];
+    memcpy(base, name, (size_t)(tilde - name));
+    base[tilde - name] = '\0';
+    squeue *b = queues_find((server *)s, base);
+    for (int i = 0; b && b->known && i < b->nshards && b->nshards > 1; i++)
+        if (strcmp(rjq_queue_get_name(rjq_queue_get_shard(b->q, i)), name) == 0) {
+            if (index) *index = i;
+            return b;
+        }
+    return NULL;
+}
+
+const char *queues_master_of(const server *s, int slot) {
+    for (size_t i = 0; i < s->nmasters; i++) {
+        const struct serve_master *m = &s->masters[i];
+        if (m->nranges == 0) return s->nmasters == 1 ? m->address : NULL;
+        for (size_t r = 0; r < m->nranges; r++)
+            if (slot >= m->ranges[2 * r] && slot <= m->ranges[2 * r + 1]) return m->address;
+    }
+    return NULL;
+}
+
+json_t *queues_stats_json(const rjq_stats *s) {
     json_t *st = json_object();
     if (st == NULL) return NULL;
     for (size_t k = 0; k < stat_nfields; k++)
-        json_object_set_new(st, stat_fields[k].name, json_integer(stat_value(&q->s, k)));
-    json_object_set_new(st, "paused", json_boolean(q->s.paused));
-    json_object_set_new(st, "exists", json_boolean(q->s.exists));
-    return json_pack("{so so s{sfsfsf} so so sb}", "name", json_name(q->name), "stats", st,
-                     "rates", "in",
-                     q->in_rate, "done", q->done_rate, "fail", q->fail_rate, "wait_ms",
-                     q->wait_ms >= 0 ? json_real(q->wait_ms) : json_null(), "run_ms",
-                     q->run_ms >= 0 ? json_real(q->run_ms) : json_null(), "monitored",
-                     q->m != NULL);
+        json_object_set_new(st, stat_fields[k].name, json_integer(stat_value(s, k)));
+    json_object_set_new(st, "paused", json_boolean(s->paused));
+    json_object_set_new(st, "exists", json_boolean(s->exists));
+    return st;
+}
+
+json_t *queues_json(const server *s, const squeue *q) {
+    json_t *st = queues_stats_json(&q->s);
+    if (st == NULL) return NULL;
+    json_t *o = json_pack("{so so s{sfsfsf} so so sb si}", "name", json_name(q->name), "stats",
+                          st, "rates", "in", q->in_rate, "done", q->done_rate, "fail",
+                          q->fail_rate, "wait_ms",
+                          q->wait_ms >= 0 ? json_real(q->wait_ms) : json_null(), "run_ms",
+                          q->run_ms >= 0 ? json_real(q->run_ms) : json_null(), "monitored",
+                          q->m != NULL || q->sm[0] != NULL, "shards",
+                          q->known ? q->nshards : 1);
+    int index;
+    squeue *of = o ? queues_shard_of(s, q->name, &index) : NULL;
+    if (of) { /* a shard addressed on its own (operators): marked as one */
+        json_object_set_new(o, "shard_of", json_name(of->name));
+        json_object_set_new(o, "shard", json_integer(index));
+    }
+    return o;
 }
 
 /* ---- the set ----------------------------------------------------------------------- */
@@ -186,6 +256,39 @@ static int handle_open(server *s, const char *name, rjq_queue **out) {
     return RJQ_OK;
 }
 
+static void layout_read(server *s, squeue *q);
+
+/* The layout read: a sharded queue's handle takes the plain one's place
+ * (nothing was asked of the plain one: requests wait for the layout). */
+static void on_layout(rjq_client *c, int status, rjq_queue *h, void *data) {
+    squeue *q = data;
+    server *s = rjq_client_get_data(c);
+    q->opening = 0;
+    if (status == RJQ_OK && rjq_queue_count_shards(h) > 1) {
+        q->plain = q->q; /* (kept until let go: the demo's pool may run on it) */
+        q->q = h;
+        q->nshards = rjq_queue_count_shards(h);
+    } else if (status == RJQ_OK) {
+        rjq_queue_close(h); /* (plain: the handle opened first serves) */
+        q->nshards = 1;
+    }
+    if (status == RJQ_OK) q->known = 1;
+    /* Redis out of reach: the requests wait for it (as an enqueue's reply
+     * does), the read tried again at the next refresh */
+    if (s && (status == RJQ_ECONN || status == RJQ_ETIMEDOUT) && !s->stopping) return;
+    if (s) api_queue_ready(s, q, status);
+}
+
+/* Read q's layout (again, after a failure: at the next refresh). */
+static void layout_read(server *s, squeue *q) {
+    if (q->known || q->opening || s->stopping) return;
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
+    qo.max_waiting = s->o.max_waiting;
+    int rc = rjq_queue_open_async(s->c, q->name, &qo, on_layout, q);
+    if (rc == RJQ_OK) q->opening = 1;
+    else api_queue_ready(s, q, rc);
+}
+
 int queues_get(server *s, const char *name, squeue **out) {
     size_t b = hash_name(name);
     if ((*out = queues_find(s, name)) != NULL) {
@@ -206,6 +309,7 @@ int queues_get(server *s, const char *name, squeue **out) {
         return rc;
     }
     q->wait_ms = q->run_ms = -1;
+    q->nshards = 1;
     queues_touch(q);
     q->hnext = s->buckets[b];
     s->buckets[b] = q;
@@ -214,6 +318,7 @@ int queues_get(server *s, const char *name, squeue **out) {
     s->queues_tail = q;
     s->nqueues++;
     *out = q;
+    layout_read(s, q);
     return RJQ_OK;
 }
 
@@ -225,6 +330,16 @@ static void on_names(rjq_client *c, int status, const char *const *names, size_t
     if (status != RJQ_OK || s->stopping) return;
     for (size_t i = 0; i < n; i++) {
         squeue *q;
+        /* a sharded queue's shards are not served as queues of their own
+         * (nor while the layout of the queue they may belong to is read) */
+        const char *tilde = strrchr(names[i], '~');
+        if (tilde && tilde != names[i] && (size_t)(tilde - names[i]) < 256) {
+            char base[256];
+            memcpy(base, names[i], (size_t)(tilde - names[i]));
+            base[tilde - names[i]] = '\0';
+            squeue *b = queues_find(s, base);
+            if (b && (!b->known || queues_shard_of(s, names[i], NULL))) continue;
+        }
         if (queues_match(s, names[i])) queues_get(s, names[i], &q); /* EBUSY: the first ones */
     }
     /* a short page ends the listing: the next one starts over */
@@ -287,6 +402,14 @@ static json_t *info_number(const char *info, size_t len, const char *key) {
     return *e || errno || n < 0 || n >= (1LL << 53) ? json_null() : json_integer(n);
 }
 
+static void masters_free(struct serve_master *ms, size_t n) {
+    for (size_t i = 0; ms && i < n; i++) {
+        free(ms[i].address);
+        free(ms[i].ranges);
+    }
+    free(ms);
+}
+
 static void on_info(rjq_client *c, int status, const rjq_master *list, size_t n, void *data) {
     server *s = data;
     (void)c;
@@ -319,6 +442,21 @@ static void on_info(rjq_client *c, int status, const rjq_master *list, size_t n,
     if (a == NULL) return;
     json_decref(s->redis_nodes);
     s->redis_nodes = a;
+    struct serve_master *ms = calloc(n, sizeof *ms);
+    for (size_t i = 0; ms && i < n; i++) {
+        ms[i].address = strdup(list[i].address);
+        ms[i].ranges = list[i].nranges ? malloc(2 * list[i].nranges * sizeof(int)) : NULL;
+        ms[i].nranges = list[i].nranges;
+        if (ms[i].ranges) memcpy(ms[i].ranges, list[i].ranges, 2 * list[i].nranges * sizeof(int));
+        if (ms[i].address == NULL || (list[i].nranges && ms[i].ranges == NULL)) {
+            masters_free(ms, i + 1);
+            ms = NULL;
+        }
+    }
+    if (ms == NULL) return; /* (out of memory: the last table stays) */
+    masters_free(s->masters, s->nmasters);
+    s->masters = ms;
+    s->nmasters = n;
 }
 
 /* Let q go: no more stats, monitor or timings, and its handle closed. (A
@@ -333,10 +471,40 @@ static void let_go(server *s, squeue *q, squeue *before) {
     if (s->queues_tail == q) s->queues_tail = before;
     s->nqueues--;
     if (q->m) rjq_monitor_stop(q->m);
+    for (int i = 0; i < RJQ_SHARDS_MAX; i++)
+        if (q->sm[i]) rjq_monitor_stop(q->sm[i]);
+    if (q->plain) rjq_queue_close(q->plain);
     if (rjq_queue_close(q->q) == RJQ_OK) s->nhandles--;
     timing_forget_owner(&s->times, &q->t);
     free(q->name);
     free(q);
+}
+
+/* --metrics-shards: each shard's stats (the sum is read as for any queue). */
+static void on_shard_stats(rjq_client *c, int status, const rjq_stats *st, void *data) {
+    struct shard_read *r = data;
+    squeue *q = r->q;
+    (void)c;
+    if (status == RJQ_OK) q->shard_s[r->i] = *st;
+    else r->i = -1; /* (this round failed) */
+    if (status != RJQ_OK) q->shard_have = -1;
+    if (--q->shard_reading == 0) q->shard_have = q->shard_have == -1 ? 0 : 1;
+}
+
+static void read_shards(squeue *q) {
+    if (q->shard_reading || !q->known || q->nshards < 2) return;
+    int failed = 0;
+    for (int i = 0; i < q->nshards && !failed; i++) {
+        q->shard_rd[i] = (struct shard_read){q, i};
+        if (rjq_queue_get_stats(rjq_queue_get_shard(q->q, i), on_shard_stats, &q->shard_rd[i]) ==
+            RJQ_OK)
+            q->shard_reading++;
+        else
+            failed = 1;
+    }
+    /* (shard_have: 1 once a whole round was read; -1 while a round that
+     * failed is still out; 0 otherwise) */
+    if (failed) q->shard_have = q->shard_reading ? -1 : 0;
 }
 
 static void on_refresh(evutil_socket_t fd, short what, void *arg) {
@@ -351,13 +519,20 @@ static void on_refresh(evutil_socket_t fd, short what, void *arg) {
     sse_touch_queues(s);
     for (squeue *q = s->queues, *before = NULL, *next; q; q = next) {
         next = q->next;
-        if (all) q->used_at = now;
-        if (now - q->used_at > idle && q->refs == 0 && !q->refreshing && !q->reading_head) {
+        /* (a shard of a sharded queue stays only while requests name it) */
+        if (all && queues_shard_of(s, q->name, NULL) == NULL) q->used_at = now;
+        if (now - q->used_at > idle && q->refs == 0 && !q->refreshing && !q->reading_head &&
+            !q->opening && !q->shard_reading && q->parked == NULL) {
             let_go(s, q, before);
             continue;
         }
         before = q;
+        if (!q->known) {
+            layout_read(s, q); /* (after a failure) */
+            continue;
+        }
         if (!q->refreshing && rjq_queue_get_stats(q->q, on_stats, q) == RJQ_OK) q->refreshing = 1;
+        if (s->o.metrics_shards) read_shards(q);
     }
     if (s->nsse_processes && !s->reading_processes &&
         rjq_client_list_processes(s->c, 0, RJQ_JOBS_PAGE_MAX, on_processes, s) == RJQ_OK)
@@ -387,6 +562,9 @@ int queues_start(server *s) {
 }
 
 void queues_free(server *s) {
+    masters_free(s->masters, s->nmasters);
+    s->masters = NULL;
+    s->nmasters = 0;
     json_decref(s->redis_nodes);
     s->redis_nodes = NULL;
     while (s->queues) {

@@ -24,6 +24,7 @@ typedef struct serve_options {
     long request_timeout_ms; /* a request must arrive whole this soon after its
                                 first byte, else 408 (0: no such deadline) */
     int access_log;          /* a log line per request answered (access.c) */
+    int metrics_shards;      /* /metrics: each shard's series too (label shard) */
 } serve_options;
 
 /* Open a client with co (its on_event is the server's) and serve on base

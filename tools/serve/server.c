@@ -79,7 +79,8 @@ int http_status_of(int rc) {
     case RJQ_EJOBID:
     case RJQ_EQUEUENAME: return 400;
     case RJQ_ENOTFOUND: return 404;
-    case RJQ_ESTATE: return 409;
+    case RJQ_ESTATE:
+    case RJQ_ESHARDED: return 409; /* (a call that does not span a sharded queue) */
     case RJQ_ETOOBIG: return 413;
     case RJQ_EFULL: return 429;
     default: return 503; /* Redis unreachable, out of memory, closing */

@@ -49,6 +49,23 @@ typedef struct squeue {
     double wait_ms, run_ms; /* mean over the last refresh (-1: none) */
     double used_at;       /* monotonic seconds it was last named or watched */
     int refs;             /* requests that point at it (it is not let go) */
+    /* its layout (README "Sharded queues"): q is a plain handle (rjq_queue_open)
+     * until rjq_queue_open_async has read the declaration; then, for a sharded
+     * queue, the sharded handle (stats summed, calls spanning the shards) */
+    rjq_queue *plain;     /* a sharded queue's plain handle (closed when let go) */
+    int opening;          /* rjq_queue_open_async is out */
+    int known;            /* the layout is known: requests may use q */
+    int nshards;          /* its shards (1: a plain queue) */
+    int shard_reading;    /* --metrics-shards: each shard's stats being read */
+    int shard_have;       /* shard_s holds every shard's latest stats */
+    rjq_stats shard_s[RJQ_SHARDS_MAX];
+    struct shard_read { struct squeue *q; int i; } shard_rd[RJQ_SHARDS_MAX];
+    struct parked *parked; /* requests waiting for the layout (api.c) */
+    /* a sharded queue: a monitor per shard (monitors do not span shards),
+     * their events the queue's (timings keyed by shard and id: server-assigned
+     * ids repeat across shards) */
+    rjq_monitor *sm[RJQ_SHARDS_MAX];
+    struct shard_read shard_mon[RJQ_SHARDS_MAX];
     struct squeue *hnext; /* hash chain */
     struct squeue *next;  /* all queues, in the order served */
 } squeue;
@@ -104,6 +121,14 @@ typedef struct server {
      * read with the memory; a JSON array (owned), NULL until read */
     int nodes_reading;
     json_t *redis_nodes;
+    /* queues.c: the masters' addresses and slot ranges, read with the INFO
+     * (the master of a shard in GET /v1/queues/{q}?shards=1) */
+    struct serve_master {
+        char *address;
+        int *ranges;
+        size_t nranges;
+    } *masters;
+    size_t nmasters;
     struct demo *demo;       /* demo.c, made on first use (--demo) */
     struct deadlines *deadlines; /* deadline.c (--request-timeout), NULL: none */
     /* access.c: requests answered, by status and method (method: a static name) */
@@ -217,8 +242,18 @@ void queues_watch_all(server *s);
 int queues_match(const server *s, const char *name);
 /* Start the refresh timer and the registry listing. */
 int queues_start(server *s);
-/* A queue's numbers as the JSON the API and the event stream send. */
-json_t *queues_json(const squeue *q);
+/* A queue's numbers as the JSON the API and the event stream send (with
+ * "shards": N, and for a shard of a served sharded queue "shard_of" and
+ * "shard"). */
+json_t *queues_json(const server *s, const squeue *q);
+/* Stats as JSON: every number of rjq_stats by name, paused, exists. */
+json_t *queues_stats_json(const rjq_stats *s);
+/* The served sharded queue that name is a shard of (*index: which), or
+ * NULL. */
+squeue *queues_shard_of(const server *s, const char *name, int *index);
+/* The address of the master serving slot (a standalone server: its own),
+ * as last read; NULL when not known. */
+const char *queues_master_of(const server *s, int slot);
 /* Free every queue's state (handles go with the client). */
 void queues_free(server *s);
 
@@ -234,9 +269,13 @@ json_t *processes_json(const rjq_process *list, size_t n);
 void api_processes(server *s, struct evhttp_request *req, const struct evkeyvalq *args);
 /* api.c: GET /v1/server. */
 void api_server(server *s, struct evhttp_request *req);
+/* api.c: q's layout is known now (status RJQ_OK) or could not be read:
+ * route again, or answer, the requests parked for it. */
+void api_queue_ready(server *s, squeue *q, int status);
 /* enqueue.c: POST /v1/queues/{name}/jobs; q: the queue when served, NULL
- * to open it once the request is found valid. */
-void enqueue_handle(server *s, struct evhttp_request *req, const char *name, squeue *q,
+ * to open it once the request is found valid. 1 (nothing answered) when
+ * the queue's layout is not known yet: the caller parks the request. */
+int enqueue_handle(server *s, struct evhttp_request *req, const char *name, squeue *q,
                     const struct evkeyvalq *args);
 /* enqueue.c: end every waiting request now (503) at shutdown. */
 void enqueue_cancel_all(server *s);

@@ -354,7 +354,7 @@ void sse_handle(server *s, struct evhttp_request *req, const struct evkeyvalq *a
     if (k->processes && s->processes_sent) send_text(k, "processes", s->processes_sent);
     for (squeue *q = s->queues; q; q = q->next) {
         if (!q->have || !wants(k, q)) continue;
-        json_t *j = queues_json(q);
+        json_t *j = queues_json(s, q);
         char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
         json_decref(j);
         if (text) send_text(k, "stats", text);

@@ -211,9 +211,11 @@ function overview(main) {
   }).catch(() => {});
   const rows = new Map();
   function row(q) {
+    if (q.shard_of !== undefined) return; /* a sharded queue is one row: its shards are not */
     const s = q.stats || {};
     const cells = [
-      el('td', {}, el('a', { href: '#/q/' + enc(q.name), class: 'qname' }, q.name)),
+      el('td', {}, el('a', { href: '#/q/' + enc(q.name), class: 'qname' }, q.name),
+        q.shards > 1 ? el('span', { class: 'badge shards', 'data-shards': q.shards }, `${q.shards} shards`) : ''),
       el('td', { class: 'num' }, fmt(s.ready)),
       el('td', { class: 'num' }, fmt(s.delayed)),
       el('td', { class: 'num' }, fmt(s.active)),
@@ -344,6 +346,7 @@ function queuePage(main, name, tab, offset) {
     el('a', { href: `#/q/${enc(name)}/${s}`, class: s === tab ? 'on' : '', 'data-tab': s }, s)));
   const pager = el('div', { class: 'pager' });
   const settings = el('div', { class: 'settings', id: 'settings' });
+  const shards = el('div', { class: 'shards', id: 'shards' });
   const enqueueForm = canAct() ? el('form', { class: 'enqueue', id: 'enqueue' },
     el('textarea', { name: 'payload', rows: 2, placeholder: 'payload (text or JSON)' }),
     el('label', {}, 'priority ', el('input', { name: 'priority', type: 'number', value: 0 })),
@@ -359,7 +362,7 @@ function queuePage(main, name, tab, offset) {
     } catch (e) { toast(e.message, true); }
   });
   main.append(el('p', { class: 'crumbs' }, el('a', { href: '#/' }, 'queues'), ' / ', name),
-    head, enqueueForm, tabs,
+    head, shards, enqueueForm, tabs,
     el('div', { class: 'cols' },
       el('div', { class: 'jobs' }, el('table', { class: 'ids' }, list), pager),
       el('div', { class: 'side' }, el('h3', {}, 'settings'), settings,
@@ -420,12 +423,40 @@ function queuePage(main, name, tab, offset) {
     }
   }
 
+  // a sharded queue: each shard's numbers and master (GET ?shards=1);
+  // a shard opened on its own: which queue it belongs to
+  function drawShards(q) {
+    if (q.shard_of !== undefined) {
+      shards.replaceChildren(el('p', { class: 'muted', id: 'shard-of' }, `shard ${q.shard} of `,
+        el('a', { href: '#/q/' + enc(q.shard_of) }, q.shard_of),
+        ' (its jobs are the sharded queue\'s: use that queue)'));
+      return;
+    }
+    if (!(q.shards > 1) || !q.shard_stats) { shards.replaceChildren(); return; }
+    const cols = ['ready', 'delayed', 'active', 'dead_depth', 'completed', 'failed'];
+    shards.replaceChildren(el('h3', {}, `${q.shards} shards`),
+      el('table', { class: 'shardtable', id: 'shard-table' },
+        el('thead', {}, el('tr', {}, ['shard', 'name', 'master', ...cols.map(k => k.replace('_depth', '')), '']
+          .map(h => el('th', {}, h)))),
+        el('tbody', {}, q.shard_stats.map(x => el('tr', { 'data-shard': x.index },
+          el('td', { class: 'num' }, String(x.index)), el('td', {}, x.name),
+          el('td', { class: 'muted' }, x.master || '–'),
+          ...cols.map(k => el('td', { class: 'num', 'data-stat': k }, fmt(x.stats[k]))),
+          el('td', {}, x.stats.paused ? el('span', { class: 'badge paused' }, 'paused') : ''))))));
+  }
+  let shardsAt = 0;
+  async function loadShards() {
+    shardsAt = Date.now();
+    try { drawShards((await api('GET', `/v1/queues/${enc(name)}?shards=1`)).data); } catch (e) { /* kept */ }
+  }
   async function loadHead() {
     loadSettings();
     try {
-      const r = await api('GET', `/v1/queues/${enc(name)}`);
+      const r = await api('GET', `/v1/queues/${enc(name)}?shards=1`);
       state.queues.set(name, r.data);
       drawHead(r.data);
+      drawShards(r.data);
+      shardsAt = Date.now();
     } catch (e) {
       head.replaceChildren(el('h1', {}, name), el('p', { class: 'bad' }, e.message));
     }
@@ -456,6 +487,8 @@ function queuePage(main, name, tab, offset) {
       if (q.name !== name) return;
       if (settings.dataset.paused !== String(q.stats.paused)) loadSettings(); /* paused elsewhere */
       drawHead(q);
+      if (q.shards > 1 && Date.now() - shardsAt > 2000) loadShards(); /* (every 2 s at most) */
+      if (q.shards > 1) soon(); /* (no job events from a sharded queue: the list follows its stats) */
     },
     onJob(e) {
       if (e.queue !== name) return;

@@ -609,11 +609,11 @@ static void on_shard_stats(rjq_client *c, int status, const rjq_stats *st, void 
         for (size_t i = 0; i < sizeof to / sizeof to[0]; i++) *to[i] += from[i];
         t->paused |= st->paused;
         t->exists |= st->exists;
-        if (s->got++ == 0) { /* (limits are not split yet: shard 0's) */
-            t->limit_concurrency = st->limit_concurrency;
-            t->limit_rate = st->limit_rate;
-            t->limit_rate_window_ms = st->limit_rate_window_ms;
-        }
+        /* limits: split over the shards (rjq_queue_set_limits), so summed;
+         * the window is shard 0's */
+        t->limit_concurrency += st->limit_concurrency;
+        t->limit_rate += st->limit_rate;
+        if (s->got++ == 0) t->limit_rate_window_ms = st->limit_rate_window_ms;
     }
     if (--s->waiting == 0) sum_done(c, s);
 }
@@ -823,6 +823,51 @@ int rjq_queue_purge(rjq_queue *q, rjq_job_state state, long limit, rjq_count_cb 
     if (cb == NULL) return RJQ_EINVAL;
     page_arg p = {.state = state, .limit = limit};
     return fan_out(q, l, send_purge, &p, 0, cb, data);
+}
+
+/* ---- limits: the whole queue's, split over the shards ---------------------------- */
+
+/* Shard i's share of a whole-queue figure: total / n, the first total % n
+ * shards one more, so the shares add up to total (0 stays 0: none). */
+static long share_of(long total, int n, int i) {
+    return total / n + (i < total % n ? 1 : 0);
+}
+
+typedef struct limits_arg {
+    const layout *l;
+    rjq_limits lim; /* the whole queue's */
+} limits_arg;
+
+static int send_limits(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *data) {
+    const limits_arg *a = arg;
+    int i = 0;
+    while (i < a->l->n - 1 && a->l->sub[i] != sub) i++;
+    rjq_limits part = a->lim;
+    part.concurrency = share_of(a->lim.concurrency, a->l->n, i);
+    part.rate = share_of(a->lim.rate, a->l->n, i);
+    return rjq__queue_limits_one(sub, &part, cb, data);
+}
+
+/* A sharded queue's limits are split statically over its shards
+ * (docs/sharding.md "Limits"): each claim script still reads its own
+ * shard's, so nothing is added per job, and the shares add up to the
+ * whole queue's figure. A figure below the shard count cannot be split
+ * (a share of 0 is no limit): RJQ_EINVAL. */
+int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *lim, rjq_count_cb *cb, void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_limits_one(q, lim, cb, data);
+    rjq_client *c = rjq_queue_get_client(q);
+    limits_arg a = {.l = l, .lim = RJQ_LIMITS_INIT};
+    if (lim && rjq__sized_in(c, &a.lim, sizeof a.lim, lim, "rjq_limits") != RJQ_OK)
+        return RJQ_EINVAL;
+    if ((a.lim.concurrency > 0 && a.lim.concurrency < l->n) ||
+        (a.lim.rate > 0 && a.lim.rate < l->n)) {
+        rjq__errmsg(c, "queue %s has %d shards: a concurrency or rate limit below that cannot be "
+                       "split among them", rjq_queue_get_name(q), l->n);
+        return RJQ_EINVAL;
+    }
+    if (a.lim.concurrency < 0 || a.lim.rate < 0) return RJQ_EINVAL; /* (the rest: each shard's) */
+    return fan_out(q, l, send_limits, &a, 1, cb, data);
 }
 
 /* ---- listings: every shard's page, merged by enqueue time ------------------------ */

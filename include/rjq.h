@@ -1734,7 +1734,11 @@ RJQ_API int rjq_scheduler_is_leading(const rjq_scheduler *s);
  * A concurrency or rate below N cannot be split (a share of 0 would be
  * no limit): RJQ_EINVAL, nothing sent. cb gets 1 once every shard took
  * its share; on an error the first one, the shards that answered having
- * taken theirs (call again).
+ * taken theirs (call again). A bounded queue's max_waiting (the options
+ * of the handle that learns the layout) is split the same way, each
+ * shard at least 1: the queue never holds more waiting jobs than the
+ * bound (n when it is below n), and an enqueue whose own shard is full
+ * is refused with RJQ_EFULL although other shards may have room.
  *
  * Calls by id go to the id's shard, as rjq_enqueue picks it:
  * rjq_queue_cancel, rjq_queue_get_job, rjq_queue_delete and rjq_queue_replay

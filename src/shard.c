@@ -97,6 +97,12 @@ bad:
     return RJQ_EPROTO;
 }
 
+/* Shard i's share of a whole-queue figure: total / n, the first total % n
+ * shards one more, so the shares add up to total (0 stays 0: none). */
+static long share_of(long total, int n, int i) {
+    return total / n + (i < total % n ? 1 : 0);
+}
+
 /* Make q a front of d's shards (or plain again when d has none), opening
  * a handle per shard with opts. RJQ_OK or RJQ_ENOMEM (q unchanged). */
 static int layout_apply(rjq_queue *q, const decl *d, const rjq_queue_options *opts) {
@@ -110,11 +116,20 @@ static int layout_apply(rjq_queue *q, const decl *d, const rjq_queue_options *op
         if (same) return RJQ_OK;
     }
     rjq_queue *sub[RJQ_SHARDS_MAX] = {0};
-    for (int i = 0; i < d->n; i++)
-        if (rjq_queue_open(c, d->names[i], opts, &sub[i]) != RJQ_OK) {
+    /* a bounded queue's bound is split as its limits are (share_of), each
+     * shard at least 1: the shards' bounds add up to the whole queue's (to
+     * n when it is below n) */
+    rjq_queue_options so = RJQ_QUEUE_OPTIONS_INIT;
+    if (opts) so = *opts; /* (the whole struct: rjq_queue_open_async copied it in) */
+    long bound = rjq__queue_max_waiting(q);
+    for (int i = 0; i < d->n; i++) {
+        so.max_waiting = bound ? share_of(bound, d->n, i) : 0;
+        if (bound && so.max_waiting == 0) so.max_waiting = 1;
+        if (rjq_queue_open(c, d->names[i], &so, &sub[i]) != RJQ_OK) {
             for (int k = 0; k < i; k++) rjq_queue_close(sub[k]);
             return RJQ_ENOMEM;
         }
+    }
     if (l == NULL) {
         if ((l = calloc(1, sizeof *l)) == NULL) {
             for (int k = 0; k < d->n; k++) rjq_queue_close(sub[k]);
@@ -826,12 +841,6 @@ int rjq_queue_purge(rjq_queue *q, rjq_job_state state, long limit, rjq_count_cb 
 }
 
 /* ---- limits: the whole queue's, split over the shards ---------------------------- */
-
-/* Shard i's share of a whole-queue figure: total / n, the first total % n
- * shards one more, so the shares add up to total (0 stays 0: none). */
-static long share_of(long total, int n, int i) {
-    return total / n + (i < total % n ? 1 : 0);
-}
 
 typedef struct limits_arg {
     const layout *l;

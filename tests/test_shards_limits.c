@@ -269,3 +269,62 @@ TEST(concurrency_limit_over_3_shards_and_3_workers_never_has_more_active_than_th
     for (int k = 0; k < 3; k++) rjq_client_free(wc[k]);
     env_stop(&e);
 }
+
+/* ---- bounded size ---------------------------------------------------------------- */
+
+static void on_enqueue_count(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n,
+                             void *data) {
+    long *counts = data; /* [0] answers, [1] taken, [2] refused full */
+    (void)c, (void)jobs, (void)n;
+    counts[0]++;
+    if (status == RJQ_OK) counts[1]++;
+    else if (status == RJQ_EFULL) counts[2]++;
+    else FAIL_AT(__FILE__, __LINE__, "enqueue: %s", rjq_strerror(status));
+}
+
+TEST(bounded_sharded_queue_holds_its_bound_as_a_whole) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "shl_bound");
+    ASSERT_OK(declare_shards(e.base, q, SHARDS));
+    /* a producer with a bound of 10 learns the shards: 4 + 3 + 3 */
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
+    qo.max_waiting = 10;
+    open_wait ow = {0};
+    ASSERT_OK(rjq_queue_open_async(e.c, "shl_bound", &qo, on_open_wait, &ow));
+    ASSERT(loop_until(e.base, &ow.done, 20000));
+    ASSERT_OK(ow.status);
+    rjq_queue *bq = ow.q;
+    ASSERT_EQ(SHARDS, rjq_queue_count_shards(bq));
+    /* 20 anonymous jobs, one call each: exactly 10 taken, the rest refused */
+    long counts[3] = {0};
+    for (int i = 0; i < 20; i++)
+        ASSERT_OK(rjq_enqueue(bq, "x", 1, NULL, on_enqueue_count, counts));
+    ASSERT(loop_until_count(e.base, &counts[0], 20, 20000));
+    ASSERT_EQ(10, counts[1]);
+    ASSERT_EQ(10, counts[2]);
+    ASSERT_EQ(10, get_stats(e.base, q).ready);
+    for (int i = 0; i < SHARDS; i++) {
+        long long r = get_stats(e.base, rjq_queue_get_shard(q, i)).ready;
+        ASSERT(r == 10 / SHARDS || r == 10 / SHARDS + 1);
+    }
+    /* a job with an id goes to its id's shard, full too */
+    ASSERT_EQ(RJQ_EFULL, enqueue_x(e.base, bq, "one-more", 0, 0).status);
+    ASSERT_EQ(10, get_stats(e.base, q).ready);
+
+    /* a bound below the shard count: one per shard (the whole queue's is N) */
+    rjq_queue *q2 = open_learnt(e.base, e.c, "shl_bound2");
+    ASSERT_OK(declare_shards(e.base, q2, SHARDS));
+    qo.max_waiting = 2;
+    memset(&ow, 0, sizeof ow);
+    ASSERT_OK(rjq_queue_open_async(e.c, "shl_bound2", &qo, on_open_wait, &ow));
+    ASSERT(loop_until(e.base, &ow.done, 20000));
+    ASSERT_OK(ow.status);
+    memset(counts, 0, sizeof counts);
+    for (int i = 0; i < 6; i++)
+        ASSERT_OK(rjq_enqueue(ow.q, "x", 1, NULL, on_enqueue_count, counts));
+    ASSERT(loop_until_count(e.base, &counts[0], 6, 20000));
+    ASSERT_EQ(SHARDS, counts[1]);
+    ASSERT_EQ(SHARDS, get_stats(e.base, q2).ready);
+    env_stop(&e);
+}

@@ -328,3 +328,58 @@ TEST(bounded_sharded_queue_holds_its_bound_as_a_whole) {
     ASSERT_EQ(SHARDS, get_stats(e.base, q2).ready);
     env_stop(&e);
 }
+
+/* ---- dedup ----------------------------------------------------------------------- */
+
+static void on_cancel_ok(rjq_client *c, int status, const char *state, void *data) {
+    (void)c, (void)state;
+    ASSERT_OK(status);
+    (*(int *)data)++;
+}
+
+static enqueue_wait enqueue_dedup(test_env *e, rjq_queue *q, const char *id) {
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.id = id;
+    o.dedup_ms = 600000;
+    return enqueue_job(e->base, q, "x", &o);
+}
+
+TEST(dedup_window_holds_on_a_sharded_queue_across_retries_from_another_client) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "shl_dedup");
+    ASSERT_OK(declare_shards(e.base, q, SHARDS));
+    rjq_client *c2 = client_for(e.base, &e.s);
+    rjq_queue *q2 = open_learnt(e.base, c2, "shl_dedup");
+    for (int i = 0; i < 30; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "pay-%d", i);
+        enqueue_wait a = enqueue_dedup(&e, q, id);
+        ASSERT_OK(a.status);
+        ASSERT_EQ(0, a.existed);
+        /* the job finishes (cancelled) and its record is deleted: the id
+         * stays reserved for dedup_ms, on its shard */
+        int done = 0;
+        ASSERT_OK(rjq_queue_cancel(q, id, on_cancel_ok, &done));
+        ASSERT(loop_until(e.base, &done, 10000));
+        count_wait d = {0};
+        ASSERT_OK(rjq_queue_delete(q, id, on_count, &d));
+        ASSERT(loop_until(e.base, &d.done, 10000));
+        ASSERT_OK(d.status);
+        ASSERT_EQ(1, d.n);
+        ASSERT_EQ(RJQ_ENOTFOUND, get_info(e.base, q, id).status);
+        /* retried, from another client: the same shard, so existed */
+        for (int r = 0; r < 2; r++) {
+            enqueue_wait b = enqueue_dedup(&e, q2, id);
+            ASSERT_OK(b.status);
+            ASSERT_EQ(1, b.existed);
+        }
+    }
+    rjq_stats st = get_stats(e.base, q);
+    ASSERT_EQ(0, st.ready + st.delayed + st.active); /* no retry wrote a job */
+    ASSERT_EQ(30, st.enqueued);
+    for (int s = 0; s < SHARDS; s++) /* the ids spread over the shards */
+        ASSERT(get_stats(e.base, rjq_queue_get_shard(q, s)).enqueued > 0);
+    rjq_client_free(c2);
+    env_stop(&e);
+}

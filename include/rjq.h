@@ -1772,8 +1772,14 @@ RJQ_API int rjq_scheduler_is_leading(const rjq_scheduler *s);
  * plain queue while the jobs stay put. Jobs gone between the two reads
  * are left out. cb once.
  *
- * Every other call on such a handle (monitor, schedules,
- * rjq_worker_start_queues) returns RJQ_ESHARDED,
+ * rjq_queue_monitor on a sharded handle monitors every shard (a monitor
+ * of each, all with cb and data, under the one handle it returns):
+ * rjq_monitor_get_time is the event's own shard's server time,
+ * rjq_monitor_stop stops them all, rjq_monitor_enable_resyncs asks each
+ * (a "resync" per shard). Events keep their order within a shard only.
+ *
+ * Every other call on such a handle (schedules, rjq_worker_start_queues)
+ * returns RJQ_ESHARDED,
  * rjq_client_get_errmsg() saying so: use it on a shard (rjq_queue_get_shard).
  * A handle from rjq_queue_open() does not read the declaration: it is the
  * unsharded queue of that name (whose jobs a sharded queue's workers do

@@ -383,3 +383,100 @@ TEST(dedup_window_holds_on_a_sharded_queue_across_retries_from_another_client) {
     rjq_client_free(c2);
     env_stop(&e);
 }
+
+/* ---- monitors -------------------------------------------------------------------- */
+
+#define MON_JOBS 30
+
+typedef struct mon_log {
+    rjq_monitor *m;
+    long enqueued[MON_JOBS], active[MON_JOBS], completed[MON_JOBS];
+    long completions, paused, resumed;
+    int bad_time;
+} mon_log;
+
+static void on_whole_event(rjq_client *c, const char *ev, const char *id, void *data) {
+    mon_log *l = data;
+    (void)c;
+    if (strcmp(ev, "resync") != 0 && rjq_monitor_get_time(l->m) <= 0) l->bad_time = 1;
+    if (strcmp(ev, "paused") == 0 || strcmp(ev, "resumed") == 0 || strcmp(ev, "resync") == 0) {
+        if (ev[0] == 'p') l->paused++;
+        if (ev[1] == 'e' && ev[2] == 's' && ev[3] == 'u') l->resumed++;
+        return;
+    }
+    int i;
+    ASSERT(sscanf(id, "m-%d", &i) == 1 && i >= 0 && i < MON_JOBS);
+    if (strcmp(ev, "enqueued") == 0) l->enqueued[i]++;
+    else if (strcmp(ev, "active") == 0) l->active[i]++;
+    else if (strcmp(ev, "completed") == 0) {
+        l->completed[i]++;
+        l->completions++;
+    }
+}
+
+TEST(monitor_on_a_sharded_queue_receives_every_shards_events) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "shl_mon");
+    ASSERT_OK(declare_shards(e.base, q, SHARDS));
+    static mon_log l;
+    memset(&l, 0, sizeof l);
+    ASSERT_OK(rjq_queue_monitor(q, on_whole_event, &l, &l.m));
+    for (int i = 0; i < SHARDS; i++)
+        wait_monitoring(e.base, e.c, rjq_queue_get_name(rjq_queue_get_shard(q, i)));
+    /* a monitor holds its queue: closing it is refused until it stops */
+    ASSERT_EQ(RJQ_EBUSY, rjq_queue_close(q));
+
+    rjq_client *c2 = client_for(e.base, &e.s);
+    rjq_queue *q2 = open_learnt(e.base, c2, "shl_mon");
+    for (int i = 0; i < MON_JOBS; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "m-%d", i);
+        enqueue_x_ok(e.base, q2, id, 0, 0);
+    }
+    for (int s = 0; s < SHARDS; s++) /* every shard has some of them */
+        ASSERT(get_stats(e.base, rjq_queue_get_shard(q, s)).ready > 0);
+    rjq_worker_options wo = quiet_worker_options(4);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q2, &wo, complete_now, NULL, &w));
+    ASSERT(loop_until_count(e.base, &l.completions, MON_JOBS, 20000));
+    worker_stop_wait(e.base, w);
+    for (int i = 0; i < MON_JOBS; i++) {
+        ASSERT_EQ(1, l.enqueued[i]);
+        ASSERT_EQ(1, l.active[i]);
+        ASSERT_EQ(1, l.completed[i]);
+    }
+    ASSERT_EQ(0, l.bad_time); /* each event's server time, through the one handle */
+    /* a whole-queue call: each shard's event */
+    count_wait pw = {0};
+    ASSERT_OK(rjq_queue_pause(q2, on_count, &pw));
+    ASSERT(loop_until(e.base, &pw.done, 10000));
+    ASSERT(loop_until_count(e.base, &l.paused, SHARDS, 10000));
+    /* stopped: no shard's event comes to it any more (the flag is still
+     * set, so the resume's events are published: the barrier has them
+     * handed to the client's listeners) */
+    ASSERT_OK(rjq_monitor_stop(l.m));
+    memset(&pw, 0, sizeof pw);
+    ASSERT_OK(rjq_queue_resume(q2, on_count, &pw));
+    ASSERT(loop_until(e.base, &pw.done, 10000));
+    ASSERT_EQ(1, pw.n);
+    subscriber_barrier(e.base, e.c, e.rc);
+    ASSERT_EQ(0, l.resumed);
+    ASSERT_OK(rjq_queue_close(q));
+    rjq_client_free(c2);
+    env_stop(&e);
+}
+
+/* A monitor still running when its client is freed goes with it. */
+TEST(monitor_on_a_sharded_queue_freed_with_its_client) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "shl_mon2");
+    ASSERT_OK(declare_shards(e.base, q, SHARDS));
+    static mon_log l;
+    memset(&l, 0, sizeof l);
+    ASSERT_OK(rjq_queue_monitor(q, on_whole_event, &l, &l.m));
+    ASSERT_OK(rjq_monitor_enable_resyncs(l.m));
+    wait_monitoring(e.base, e.c, rjq_queue_get_name(rjq_queue_get_shard(q, 0)));
+    env_stop(&e); /* (ASan and valgrind tell a leak) */
+}

@@ -858,7 +858,7 @@ static int send_limits(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *
 }
 
 /* A sharded queue's limits are split statically over its shards
- * (docs/sharding.md "Limits"): each claim script still reads its own
+ * (docs/sharding.md section 4): each claim script still reads its own
  * shard's, so nothing is added per job, and the shares add up to the
  * whole queue's figure. A figure below the shard count cannot be split
  * (a share of 0 is no limit): RJQ_EINVAL. */

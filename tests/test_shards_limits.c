@@ -1,10 +1,12 @@
 /*
  * Limits of a sharded queue hold for the queue as a whole (issue 35,
- * docs/sharding.md "Limits"), on a standalone server: a rate limit of
+ * docs/sharding.md section 4), on a standalone server: a rate limit of
  * 1000/s over 3 shards starts 1000 +- 5% per second under load on every
- * shard (start times read from the server's clock), and a concurrency
- * limit over 3 shards never has more active than the whole queue's figure
- * with 3 worker clients.
+ * shard (start times read from the server's clock; 300/s in the sanitized
+ * build), a concurrency limit over 3 shards never has more active than the
+ * whole queue's figure with 3 worker clients, a bounded queue's bound
+ * holds as a whole, a dedup window holds across retries, and a monitor of
+ * a sharded queue gets every shard's events.
  */
 #include <signal.h>
 
@@ -59,9 +61,16 @@ static void enqueue_anonymous(test_env *e, rjq_queue *q, int n) {
 
 /* ---- rate ------------------------------------------------------------------------ */
 
+#ifdef __SANITIZE_ADDRESS__
+/* the sanitized build's workers do not sustain 1000 jobs a second on a
+ * loaded 2-core machine (about 600 measured): the same promise, at a
+ * figure they keep up with */
+#define RATE 300
+#else
 #define RATE 1000
-#define RATE_WINDOW_MS 4000  /* the starts counted: those in 4 s from the first */
-#define RATE_JOBS 5400       /* about 1800 a shard: every shard still has work past 5 s */
+#endif
+#define RATE_WINDOW_MS 4000          /* the starts counted: those in 4 s from the first */
+#define RATE_JOBS (RATE * 54 / 10)   /* every shard still has work past 5 s */
 #define RATE_WORKERS 3       /* worker processes (each of all the shards) */
 
 static void complete_now(rjq_job *job, void *data) {
@@ -144,7 +153,7 @@ TEST(rate_limit_of_1000_per_second_over_3_shards_starts_1000_per_second_within_5
         ASSERT_OK(rjq_enqueue_batch(q, items, (size_t)k, on_batched, NULL));
         ASSERT(loop_until_count(e.base, &batches, target, 20000));
     }
-    for (int i = 0; i < SHARDS; i++) /* (1800 each but for the hash's spread) */
+    for (int i = 0; i < SHARDS; i++) /* (a third each but for the hash's spread) */
         ASSERT(get_stats(e.base, rjq_queue_get_shard(q, i)).ready > RATE_JOBS / SHARDS * 9 / 10);
     pid_t pids[RATE_WORKERS];
     for (int k = 0; k < RATE_WORKERS; k++) pids[k] = spawn_rate_worker(&e.s, "shl_rate");

@@ -1362,7 +1362,9 @@ typedef struct rjq_limits {
  * then. With 3 workers of 5 slots at a concurrency of 5, the slots go
  * round the three. A limited queue has no push delivery (jobs wait in the queue for claims):
  * limits cost their queue the push's latency, and nothing to others. cb
- * (may be NULL) gets 1. RJQ_EINVAL for negative numbers.
+ * (may be NULL) gets 1. RJQ_EINVAL for negative numbers. A sharded queue's
+ * limits are split over its shards (see "Sharded queues" below; RJQ_EINVAL
+ * for a concurrency or rate below its shard count).
  */
 RJQ_API int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *l, rjq_count_cb *cb,
                                  void *data);
@@ -1718,8 +1720,28 @@ RJQ_API int rjq_scheduler_is_leading(const rjq_scheduler *s);
  * rjq_worker_start (one worker of every shard, its concurrency shared:
  * rjq_worker_start_queues in weighted order, equal weights; rjq_job_get_queue()
  * is the job's shard) and rjq_queue_get_stats (summed over the shards; paused
- * when any shard is; limits: the first shard's). Priorities and FIFO order
- * hold within a shard, not across shards.
+ * when any shard is; limits: the sum of the shards' shares, the window
+ * the first shard's). Priorities and FIFO order hold within a shard, not
+ * across shards.
+ *
+ * Limits: rjq_queue_set_limits on a sharded handle splits the whole
+ * queue's concurrency and rate over the N shards, statically (shard i
+ * gets figure / N, the first figure % N shards one more; the window is
+ * each shard's): the shares add up to the figure, so the whole queue
+ * never has more active jobs, nor more starts in any window, than it
+ * says, at no cost per job (each claim reads its own shard's share).
+ * Under load on every shard the figure is reached (a rate of 1000/s over
+ * 3 shards starts 1000 a second); a shard with less work than its share
+ * leaves the rest of its share unused (the whole queue then starts or
+ * runs less than the figure; the shares are not moved between shards).
+ * A concurrency or rate below N cannot be split (a share of 0 would be
+ * no limit): RJQ_EINVAL, nothing sent. cb gets 1 once every shard took
+ * its share; on an error the first one, the shards that answered having
+ * taken theirs (call again). A bounded queue's max_waiting (the options
+ * of the handle that learns the layout) is split the same way, each
+ * shard at least 1: the queue never holds more waiting jobs than the
+ * bound (n when it is below n), and an enqueue whose own shard is full
+ * is refused with RJQ_EFULL although other shards may have room.
  *
  * Calls by id go to the id's shard, as rjq_enqueue picks it:
  * rjq_queue_cancel, rjq_queue_get_job, rjq_queue_delete and rjq_queue_replay
@@ -1753,8 +1775,14 @@ RJQ_API int rjq_scheduler_is_leading(const rjq_scheduler *s);
  * plain queue while the jobs stay put. Jobs gone between the two reads
  * are left out. cb once.
  *
- * Every other call on such a handle (rjq_queue_set_limits, monitor,
- * schedules, rjq_worker_start_queues) returns RJQ_ESHARDED,
+ * rjq_queue_monitor on a sharded handle monitors every shard (a monitor
+ * of each, all with cb and data, under the one handle it returns):
+ * rjq_monitor_get_time is the event's own shard's server time,
+ * rjq_monitor_stop stops them all, rjq_monitor_enable_resyncs asks each
+ * (a "resync" per shard). Events keep their order within a shard only.
+ *
+ * Every other call on such a handle (schedules, rjq_worker_start_queues)
+ * returns RJQ_ESHARDED,
  * rjq_client_get_errmsg() saying so: use it on a shard (rjq_queue_get_shard).
  * A handle from rjq_queue_open() does not read the declaration: it is the
  * unsharded queue of that name (whose jobs a sharded queue's workers do

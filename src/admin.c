@@ -241,7 +241,7 @@ int rjq__queue_resume_one(rjq_queue *q, rjq_count_cb *cb, void *data) {
 
 /* ---- limits ------------------------------------------------------------------ */
 
-int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *l, rjq_count_cb *cb, void *data) {
+int rjq__queue_limits_one(rjq_queue *q, const rjq_limits *l, rjq_count_cb *cb, void *data) {
     int rc = usable(q, 1);
     if (rc != RJQ_OK) return rc;
     rjq_limits copy = RJQ_LIMITS_INIT;

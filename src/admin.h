@@ -22,6 +22,7 @@ int rjq__queue_purge_one(rjq_queue *q, rjq_job_state state, long limit, rjq_coun
 int rjq__queue_reclaim_one(rjq_queue *q, rjq_count_cb *cb, void *data);
 int rjq__queue_pause_one(rjq_queue *q, rjq_count_cb *cb, void *data);
 int rjq__queue_resume_one(rjq_queue *q, rjq_count_cb *cb, void *data);
+int rjq__queue_limits_one(rjq_queue *q, const rjq_limits *l, rjq_count_cb *cb, void *data);
 int rjq__queue_jobs_one(rjq_queue *q, rjq_job_state state, long offset, long limit,
                         rjq_ids_cb *cb, void *data);
 int rjq__queue_dead_one(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *data);

@@ -25,6 +25,12 @@ struct rjq_monitor {
     int resync_due;           /* a "resync" waits for the next flag SET's reply */
     struct refresh_ticket *ticket; /* the flag SET in flight, if any */
     struct rjq_monitor *next;
+    /* A sharded queue's monitor is a monitor per shard (its parts, each with
+     * the caller's cb and data) and this one, which streams nothing itself:
+     * a part's event sets the whole's time. */
+    struct rjq_monitor *whole;            /* a part's: the sharded queue's monitor */
+    struct rjq_monitor *parts[RJQ_SHARDS_MAX];
+    int nparts;                           /* > 0: this one is a whole */
 };
 
 typedef struct monitors {
@@ -52,7 +58,10 @@ int rjq__event_parse(const char *msg, size_t len, char ev[RJQ__EVENT_MAX + 1],
 /* One event line to m's callback (a malformed one is skipped). */
 static void one_event(rjq_client *c, rjq_monitor *m, const char *msg, size_t len) {
     char ev[RJQ__EVENT_MAX + 1], id[RJQ_JOB_ID_MAX + 1];
-    if (rjq__event_parse(msg, len, ev, id, &m->time) == 0) m->cb(c, ev, id, m->data);
+    if (rjq__event_parse(msg, len, ev, id, &m->time) == 0) {
+        if (m->whole) m->whole->time = m->time;
+        m->cb(c, ev, id, m->data);
+    }
 }
 
 static const rjq__feature monitors_feature;
@@ -112,6 +121,7 @@ static void on_set(rjq_client *c, int status, redisReply *r, void *priv) {
     if (!m->resync_due || !m->confirmed || !rjq__accepting(c)) return;
     m->resync_due = 0;
     m->time = 0;
+    if (m->whole) m->whole->time = 0;
     m->cb(c, "resync", "", m->data);
 }
 
@@ -132,6 +142,10 @@ static void on_refresh(rjq__timer *t) {
 }
 
 static void monitor_free(rjq_monitor *m) {
+    if (m->nparts > 0) { /* a whole: its parts are monitors of their own */
+        free(m);
+        return;
+    }
     rjq_client *c = rjq_queue_get_client(m->q);
     rjq__timer_teardown(c, &m->refresh);
     if (m->ticket) m->ticket->m = NULL;
@@ -153,10 +167,45 @@ static void monitors_close(rjq_client *c, void *state) {
 static const rjq__feature monitors_feature = {.name = "monitors", .close = monitors_close};
 
 
+/* A sharded queue (docs/sharding.md section 4): a monitor of each shard,
+ * every one with cb and data, under one handle. */
+static int monitor_shards(rjq_queue *q, rjq_monitor_cb *cb, void *data, rjq_monitor **out) {
+    rjq_client *c = rjq_queue_get_client(q);
+    monitors *ms = rjq__feature_ensure(c, &monitors_feature, sizeof *ms);
+    rjq_monitor *m = ms ? calloc(1, sizeof *m) : NULL;
+    if (m == NULL) return RJQ_ENOMEM;
+    m->q = q;
+    m->cb = cb;
+    m->data = data;
+    int n = rjq_queue_count_shards(q), rc = RJQ_OK;
+    rjq__enter(c); /* (a part's flag SET may run callbacks that free c) */
+    for (int i = 0; i < n && rc == RJQ_OK; i++) {
+        rc = rjq_queue_monitor(rjq_queue_get_shard(q, i), cb, data, &m->parts[i]);
+        if (rc == RJQ_OK) {
+            m->parts[i]->whole = m;
+            m->nparts = i + 1;
+        }
+    }
+    if (rc == RJQ_OK && !rjq__accepting(c)) rc = RJQ_ECLOSED;
+    if (rc != RJQ_OK) {
+        if (rjq__accepting(c))
+            for (int i = 0; i < m->nparts; i++) rjq_monitor_stop(m->parts[i]);
+        free(m); /* (not listed yet: a client freed meanwhile freed the parts) */
+    } else {
+        m->next = ms->head;
+        ms->head = m;
+        rjq__queue_use(q);
+        *out = m;
+    }
+    rjq__leave(c);
+    return rc;
+}
+
 int rjq_queue_monitor(rjq_queue *q, rjq_monitor_cb *cb, void *data, rjq_monitor **out) {
     if (q == NULL || cb == NULL || out == NULL) return RJQ_EINVAL;
     rjq_client *c = rjq_queue_get_client(q);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    if (rjq_queue_count_shards(q) > 1) return monitor_shards(q, cb, data, out);
     if (rjq__queue_refuse_front(q, "rjq_queue_monitor") != RJQ_OK) return RJQ_ESHARDED;
     monitors *ms = rjq__feature_ensure(c, &monitors_feature, sizeof *ms);
     rjq_monitor *m = ms ? calloc(1, sizeof *m) : NULL;
@@ -193,6 +242,7 @@ int rjq_monitor_stop(rjq_monitor *m) {
     for (rjq_monitor **p = &ms->head; *p; p = &(*p)->next) {
         if (*p == m) {
             *p = m->next;
+            for (int i = 0; i < m->nparts; i++) rjq_monitor_stop(m->parts[i]);
             rjq__queue_unuse(m->q);
             monitor_free(m);
             return RJQ_OK;
@@ -203,7 +253,8 @@ int rjq_monitor_stop(rjq_monitor *m) {
 
 int rjq_monitor_enable_resyncs(rjq_monitor *m) {
     if (m == NULL) return RJQ_EINVAL;
-    if (m->resyncs) return RJQ_OK;
+    for (int i = 0; i < m->nparts; i++) rjq_monitor_enable_resyncs(m->parts[i]);
+    if (m->resyncs || m->nparts > 0) return RJQ_OK;
     m->resyncs = 1;
     if (m->confirmed) { /* confirmed before this call: a resync now */
         m->resync_due = 1;

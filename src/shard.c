@@ -97,6 +97,12 @@ bad:
     return RJQ_EPROTO;
 }
 
+/* Shard i's share of a whole-queue figure: total / n, the first total % n
+ * shards one more, so the shares add up to total (0 stays 0: none). */
+static long share_of(long total, int n, int i) {
+    return total / n + (i < total % n ? 1 : 0);
+}
+
 /* Make q a front of d's shards (or plain again when d has none), opening
  * a handle per shard with opts. RJQ_OK or RJQ_ENOMEM (q unchanged). */
 static int layout_apply(rjq_queue *q, const decl *d, const rjq_queue_options *opts) {
@@ -110,11 +116,20 @@ static int layout_apply(rjq_queue *q, const decl *d, const rjq_queue_options *op
         if (same) return RJQ_OK;
     }
     rjq_queue *sub[RJQ_SHARDS_MAX] = {0};
-    for (int i = 0; i < d->n; i++)
-        if (rjq_queue_open(c, d->names[i], opts, &sub[i]) != RJQ_OK) {
+    /* a bounded queue's bound is split as its limits are (share_of), each
+     * shard at least 1: the shards' bounds add up to the whole queue's (to
+     * n when it is below n) */
+    rjq_queue_options so = RJQ_QUEUE_OPTIONS_INIT;
+    if (opts) so = *opts; /* (the whole struct: rjq_queue_open_async copied it in) */
+    long bound = rjq__queue_max_waiting(q);
+    for (int i = 0; i < d->n; i++) {
+        so.max_waiting = bound ? share_of(bound, d->n, i) : 0;
+        if (bound && so.max_waiting == 0) so.max_waiting = 1;
+        if (rjq_queue_open(c, d->names[i], &so, &sub[i]) != RJQ_OK) {
             for (int k = 0; k < i; k++) rjq_queue_close(sub[k]);
             return RJQ_ENOMEM;
         }
+    }
     if (l == NULL) {
         if ((l = calloc(1, sizeof *l)) == NULL) {
             for (int k = 0; k < d->n; k++) rjq_queue_close(sub[k]);
@@ -609,11 +624,11 @@ static void on_shard_stats(rjq_client *c, int status, const rjq_stats *st, void 
         for (size_t i = 0; i < sizeof to / sizeof to[0]; i++) *to[i] += from[i];
         t->paused |= st->paused;
         t->exists |= st->exists;
-        if (s->got++ == 0) { /* (limits are not split yet: shard 0's) */
-            t->limit_concurrency = st->limit_concurrency;
-            t->limit_rate = st->limit_rate;
-            t->limit_rate_window_ms = st->limit_rate_window_ms;
-        }
+        /* limits: split over the shards (rjq_queue_set_limits), so summed;
+         * the window is shard 0's */
+        t->limit_concurrency += st->limit_concurrency;
+        t->limit_rate += st->limit_rate;
+        if (s->got++ == 0) t->limit_rate_window_ms = st->limit_rate_window_ms;
     }
     if (--s->waiting == 0) sum_done(c, s);
 }
@@ -823,6 +838,45 @@ int rjq_queue_purge(rjq_queue *q, rjq_job_state state, long limit, rjq_count_cb 
     if (cb == NULL) return RJQ_EINVAL;
     page_arg p = {.state = state, .limit = limit};
     return fan_out(q, l, send_purge, &p, 0, cb, data);
+}
+
+/* ---- limits: the whole queue's, split over the shards ---------------------------- */
+
+typedef struct limits_arg {
+    const layout *l;
+    rjq_limits lim; /* the whole queue's */
+} limits_arg;
+
+static int send_limits(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *data) {
+    const limits_arg *a = arg;
+    int i = 0;
+    while (i < a->l->n - 1 && a->l->sub[i] != sub) i++;
+    rjq_limits part = a->lim;
+    part.concurrency = share_of(a->lim.concurrency, a->l->n, i);
+    part.rate = share_of(a->lim.rate, a->l->n, i);
+    return rjq__queue_limits_one(sub, &part, cb, data);
+}
+
+/* A sharded queue's limits are split statically over its shards
+ * (docs/sharding.md section 4): each claim script still reads its own
+ * shard's, so nothing is added per job, and the shares add up to the
+ * whole queue's figure. A figure below the shard count cannot be split
+ * (a share of 0 is no limit): RJQ_EINVAL. */
+int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *lim, rjq_count_cb *cb, void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_limits_one(q, lim, cb, data);
+    rjq_client *c = rjq_queue_get_client(q);
+    limits_arg a = {.l = l, .lim = RJQ_LIMITS_INIT};
+    if (lim && rjq__sized_in(c, &a.lim, sizeof a.lim, lim, "rjq_limits") != RJQ_OK)
+        return RJQ_EINVAL;
+    if ((a.lim.concurrency > 0 && a.lim.concurrency < l->n) ||
+        (a.lim.rate > 0 && a.lim.rate < l->n)) {
+        rjq__errmsg(c, "queue %s has %d shards: a concurrency or rate limit below that cannot be "
+                       "split among them", rjq_queue_get_name(q), l->n);
+        return RJQ_EINVAL;
+    }
+    if (a.lim.concurrency < 0 || a.lim.rate < 0) return RJQ_EINVAL; /* (the rest: each shard's) */
+    return fan_out(q, l, send_limits, &a, 1, cb, data);
 }
 
 /* ---- listings: every shard's page, merged by enqueue time ------------------------ */

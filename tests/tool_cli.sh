@@ -1035,8 +1035,17 @@ expect_ok
 check; [ "$(wc -l <"$DIR/out")" -eq 6 ] || fail "expected the 6 ready jobs of the 3 shards"
 check; grep -qxF sid-2 "$DIR/out" && fail "a cancelled job listed as ready"
 run limit sq --rate 10
+expect_ok
+run stats sq --shards
+expect_ok
+check; [ "$(grep -c '^limit_rate ' "$DIR/out")" -eq 4 ] || fail "expected the sum's and 3 shards' rates"
+expect_line "limit_rate 10"
+expect_line "limit_rate 4"
+run limit sq --rate 2
 expect_rc 1
-expect_err_has "split into shards"
+expect_err_has "cannot be split"
+run limit sq
+expect_ok
 run shards sq 0
 expect_rc 2
 run queues

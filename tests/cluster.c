@@ -512,8 +512,9 @@ void cluster_spread_names(const test_cluster *c, const char *prefix, char names[
         int owner = cluster_owner(c, 0, rjq__key_slot(name, strlen(name)));
         ASSERT(owner >= 0 && owner < CLUSTER_MASTERS);
         if (count[owner] == per) continue;
-        count[owner]++;
-        snprintf(names[n++], 32, "%s", name);
+        /* by master, whatever order the names are found in */
+        snprintf(names[owner * per + count[owner]++], 32, "%s", name);
+        n++;
     }
     ASSERT_EQ(per * CLUSTER_MASTERS, n);
 }

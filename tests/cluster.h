@@ -79,7 +79,9 @@ long long cluster_node_calls(const test_cluster *c, int i, const char *cmd);
  * 127.0.0.1:p5"). */
 void cluster_seed_url(const test_cluster *c, char *url, size_t size);
 /* Queue names "<prefix><i>" whose slots are spread evenly: `per` on each
- * master (as node 0's CLUSTER SLOTS says), in the order found. */
+ * master (as node 0's CLUSTER SLOTS says), grouped by master:
+ * names[m * per .. m * per + per - 1] are on master m (node m, the URL's
+ * node being master 0), whatever order they were found in. */
 void cluster_spread_names(const test_cluster *c, const char *prefix, char names[][32], int per);
 
 /* Migrate a slot by hand, in the steps a resharding takes, so a test can

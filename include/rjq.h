@@ -1169,7 +1169,16 @@ typedef struct rjq_outcome {
 typedef void rjq_await_cb(rjq_client *c, int status, const rjq_outcome *outcome,
                           void *data);
 
-/* Progress reported by the job's handler (rjq_job_report_progress). */
+/* Progress reported by the job's handler (rjq_job_report_progress), in
+ * the order reported. Progress reported before the job's outcome is
+ * delivered before the await's callback runs, also when it arrives
+ * before the enqueue's reply (kept with the outcome, like an early
+ * outcome: up to 1024 such messages of the client's awaits in flight;
+ * past that the oldest go, and the outcome is read from the job's
+ * state). Not delivered: progress reported after the outcome, or
+ * published while the client's subscription was down (a reconnect, a
+ * slot that moved): the outcome is then read from the job's state, the
+ * progress is gone. */
 typedef void rjq_progress_cb(rjq_client *c, const char *id, const void *progress,
                              size_t len, void *data);
 

@@ -10,7 +10,10 @@
  *   subscription is confirmed; the job records the channel and the script
  *   that finishes it publishes there. An outcome that arrives before the
  *   enqueue reply (a very fast job) is kept in the `early` list while
- *   enqueues are in flight and consumed when the await registers.
+ *   enqueues are in flight and consumed when the await registers; so is
+ *   progress, so that progress reported before the outcome reaches
+ *   on_progress before the outcome reaches the callback, whichever of the
+ *   enqueue's reply and the messages the loop reads first.
  * - rjq_queue_await (a job enqueued by anyone) runs the watch script after the
  *   subscription is confirmed: it answers from the stored state, or adds
  *   the channel to the job's watchers, atomically.
@@ -541,7 +544,9 @@ static void on_outcome(awaits *s, const char *kind, const char *key, size_t klen
         unpin(hits[i]);
     }
     if (hits != stack) free(hits);
-    if (n == 0 && s->enqueues_inflight > 0 && strcmp(kind, "progress") != 0)
+    /* (progress too: what was reported before the outcome is delivered
+     * before it, as when the enqueue's reply comes first) */
+    if (n == 0 && s->enqueues_inflight > 0)
         rjq__early_keep(&s->early, keybuf, klen, kind, body, blen);
     if (keybuf != small) free(keybuf);
 }
@@ -582,7 +587,8 @@ static void on_enqueued(rjq_client *c, int status, const char *id, size_t idlen,
                         void *priv) {
     rjq_await *a = priv;
     awaits *s = a->s;
-    (void)c;
+    int outcome = 0;
+    rjq__early *e;
     RJQ_ASSERT(s->enqueues_inflight > 0 && a->inflight > 0); /* try_enqueue counted and pinned it */
     s->enqueues_inflight--;
     if (a->state == AW_DONE) goto out;
@@ -593,10 +599,16 @@ static void on_enqueued(rjq_client *c, int status, const char *id, size_t idlen,
         resolve(a, status, NULL, 0, NULL);
         goto out;
     }
-    rjq__early *e = rjq__early_take(&s->early, a->key);
-    if (e) {
+    /* what beat this reply, in the order it came: progress, then at most
+     * one outcome */
+    while (!outcome && a->state == AW_WATCHING && !rjq__closing(c) &&
+           (e = rjq__early_take(&s->early, a->key)) != NULL) {
+        outcome = strcmp(e->kind, "progress") != 0;
         deliver(a, e->kind, e->body, e->len);
         rjq__early_free(e);
+    }
+    if (outcome || a->state != AW_WATCHING || rjq__closing(c)) {
+        /* answered (or being: a big result read), or ended by a callback */
     } else if (a->timed_out) {
         resolve(a, RJQ_ETIMEDOUT, NULL, 0, NULL); /* (with the id now) */
     } else if (existed || a->sent_gen != a->rc->generation || a->sent_drops != s->early.dropped) {

@@ -438,7 +438,8 @@ static void connect_to(rjq__conn *conn, const char *ip) {
         if (ac) redisAsyncFree(ac);
         return;
     }
-    if (c->tls && rjq__tls_start(c->tls, &ac->c, &conn->tls_session, why, sizeof why) != RJQ_OK) {
+    if (c->tls &&
+        rjq__tls_start(c->tls, &ac->c, conn->host, &conn->tls_session, why, sizeof why) != RJQ_OK) {
         redisAsyncFree(ac);
         failed_now(conn, why);
         return;
@@ -552,6 +553,16 @@ void rjq__conn_start(rjq__conn *conn) {
         host = c->url.host;
         port = 0;
         numeric = c->url.numeric;
+    }
+    if (!numeric && c->ops.resolve == NULL && strcmp(host, "localhost") != 0) {
+        /* (a cluster node announced by a host name: the URL's were checked
+         * when the client was made) */
+        char why[RJQ__ERRMSG_MAX];
+        snprintf(why, sizeof why,
+                 "cannot resolve %s: the loop glue has no resolve hook (rjq_libevent_client_new_dns)",
+                 host);
+        failed_now(conn, why);
+        return;
     }
     if (numeric || c->ops.resolve == NULL) {
         conn->addr_port = port;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <arpa/inet.h>
 
 #include "core_private.h"
 #include "ssbook.h"
@@ -33,7 +34,9 @@ struct rjq__shardlink {
     const rjq__shardlink_hooks *hooks;
     void *arg;
     rjq__shardlink_state state;
-    redisContext *ctx;         /* CONNECTING, SETUP, READY */
+    redisContext *ctx;         /* CONNECTING (once the host name is resolved), SETUP, READY */
+    void *lookup;              /* CONNECTING: the loop glue's lookup of a host name, pending */
+    int resolve_inside;        /* a call marker: inside the glue's resolve hook */
     void *watch;               /* the loop's watch of ctx->fd */
     int watch_write;           /* ... for writability too */
     void *tls_session;
@@ -97,6 +100,8 @@ static int watch(rjq__shardlink *l, int want_write) {
 }
 
 static void close_ctx(rjq__shardlink *l) {
+    if (l->lookup) l->c->ops.resolve_cancel(l->c->loop, l->lookup);
+    l->lookup = NULL;
     unwatch(l); /* before the fd closes */
     if (l->ctx) redisFree(l->ctx);
     l->ctx = NULL;
@@ -343,15 +348,11 @@ static void on_fd(void *arg, int readable, int writable) {
     rjq__leave(c);
 }
 
-/* A new connection: connect, TLS, the set-up commands, the watch. */
-static void start(rjq__shardlink *l) {
+/* Connect to ip (an address): TLS, the set-up commands, the watch. From
+ * start or from the glue's lookup (maybe inside its resolve hook, maybe
+ * inside a call of the interface): no hook runs here. */
+static void connect_ip(rjq__shardlink *l, const char *ip) {
     rjq_client *c = l->c;
-    enter(l, RJQ__SHARDLINK_CONNECTING);
-    l->attempts++;
-    l->setup_due = 0;
-    l->last_rx_ms = rjq__now_ms();
-    rjq__timer_start(c, &l->timer, (uint64_t)c->connect_timeout_ms);
-    const char *ip = strcmp(l->host, "localhost") == 0 ? "127.0.0.1" : l->host;
 #if RJQ_HIREDIS_AT_LEAST(1, 0)
     redisOptions opt;
     memset(&opt, 0, sizeof opt);
@@ -366,7 +367,7 @@ static void start(rjq__shardlink *l) {
     else if (l->ctx->err) snprintf(why, sizeof why, "connect failed: %s", l->ctx->errstr);
     if (!why[0]) (void)redisEnableKeepAlive(l->ctx), l->ctx->err = 0;
     if (!why[0] && c->tls &&
-        rjq__tls_start(c->tls, l->ctx, &l->tls_session, why, sizeof why) != RJQ_OK)
+        rjq__tls_start(c->tls, l->ctx, l->host, &l->tls_session, why, sizeof why) != RJQ_OK)
         l->tls_session = NULL;
     if (!why[0] && c->url.password) {
         const char *argv[3] = {"AUTH", c->url.user ? c->url.user : c->url.password, c->url.password};
@@ -385,6 +386,55 @@ static void start(rjq__shardlink *l) {
     }
     if (!why[0] && watch(l, 1) != 0) snprintf(why, sizeof why, "the loop cannot watch the socket");
     if (why[0]) drop_later(l, why); /* (maybe inside a call: no hook here) */
+}
+
+/* The glue's answer for the host name: connect to its first address (a
+ * reconnect asks again), or report why there is none. */
+static void on_resolved(void *arg, const char *error, const char *const *addrs, size_t n) {
+    rjq__shardlink *l = arg;
+    rjq_client *c = l->c;
+    if (l->state != RJQ__SHARDLINK_CONNECTING || l->ctx != NULL || l->freed) return;
+    l->lookup = NULL;
+    int inside = l->resolve_inside;
+    if (!inside) rjq__enter(c), l->depth++;
+    if (error || n == 0 || addrs == NULL || addrs[0] == NULL) {
+        char why[RJQ__ERRMSG_MAX];
+        snprintf(why, sizeof why, "cannot resolve %s: %s", l->host, error ? error : "no address");
+        drop_later(l, why);
+    } else {
+        connect_ip(l, addrs[0]);
+    }
+    if (!inside) way_out(l), rjq__leave(c); /* (l may be gone) */
+}
+
+/* A new connection: the host name looked up by the loop glue (never
+ * blocking the loop: hiredis would call getaddrinfo), then connect_ip. */
+static void start(rjq__shardlink *l) {
+    rjq_client *c = l->c;
+    enter(l, RJQ__SHARDLINK_CONNECTING);
+    l->attempts++;
+    l->setup_due = 0;
+    l->last_rx_ms = rjq__now_ms();
+    rjq__timer_start(c, &l->timer, (uint64_t)c->connect_timeout_ms);
+    unsigned char buf[16];
+    int numeric = inet_pton(strchr(l->host, ':') ? AF_INET6 : AF_INET, l->host, buf) == 1;
+    if (numeric || strcmp(l->host, "localhost") == 0) {
+        connect_ip(l, numeric ? l->host : "127.0.0.1");
+        return;
+    }
+    if (c->ops.resolve == NULL) {
+        char why[RJQ__ERRMSG_MAX];
+        snprintf(why, sizeof why,
+                 "cannot resolve %s: the loop glue has no resolve hook (rjq_libevent_client_new_dns)",
+                 l->host);
+        drop_later(l, why);
+        return;
+    }
+    l->resolve_inside = 1;
+    void *h = c->ops.resolve(c->loop, l->host, on_resolved, l);
+    l->resolve_inside = 0;
+    /* (done may have been called inside: then ctx is set or a drop is due) */
+    if (l->state == RJQ__SHARDLINK_CONNECTING && l->ctx == NULL && !l->drop_why[0]) l->lookup = h;
 }
 
 static void on_timer(rjq__timer *t) {

@@ -56,7 +56,7 @@ typedef struct rjq__shardlink rjq__shardlink;
 
 typedef enum rjq__shardlink_state {
     RJQ__SHARDLINK_IDLE,       /* nothing wanted yet (or any more): no socket */
-    RJQ__SHARDLINK_CONNECTING, /* TCP (and TLS) connect in flight; connect timer armed */
+    RJQ__SHARDLINK_CONNECTING, /* name lookup, TCP (and TLS) connect; connect timer armed */
     RJQ__SHARDLINK_SETUP,      /* AUTH / CLIENT SETNAME sent, replies due; same timer */
     RJQ__SHARDLINK_READY,      /* subscriptions flow; PING timer armed */
     RJQ__SHARDLINK_BACKOFF,    /* lost or refused: reconnect timer armed */
@@ -79,8 +79,12 @@ typedef struct rjq__shardlink_hooks {
                   const char *detail);
 } rjq__shardlink_hooks;
 
-/* A link to host (a numeric address, or "localhost") and port for client
- * c, with its TLS and credentials; IDLE until the first subscribe.
+/* A link to host and port for client c, with its TLS and credentials;
+ * IDLE until the first subscribe. host: a numeric address, "localhost",
+ * or a host name the loop glue's resolve hook looks up at each connect
+ * attempt (CONNECTING covers the lookup; the first address is used; a
+ * glue without resolve makes each attempt fail, "cannot resolve NAME");
+ * over TLS a host name is the SNI and the name checked (rjq__tls_start).
  * RJQ_OK; RJQ_EINVAL: the loop glue has no watch_fd/unwatch_fd (errmsg
  * says so), no hooks, or a bad port; RJQ_ENOMEM. */
 int rjq__shardlink_new(rjq_client *c, const char *host, int port, const rjq__shardlink_hooks *hooks,

@@ -22,6 +22,7 @@ struct rjq__tls {
     int numeric;  /* name is an IP address: checked against IP SANs, no SNI */
     int verify;
     int has_cert; /* a client certificate is shown */
+    int named;    /* name is the options' server_name: it holds for every node */
 };
 
 int rjq__tls_built(void) {
@@ -66,6 +67,7 @@ int rjq__tls_new(rjq__tls **out, const rjq_tls_options *o, const char *host, int
                                       inet_pton(AF_INET6, name, addr) == 1
                                 : numeric;
     t->verify = !o->insecure;
+    t->named = o->server_name != NULL;
     t->name = strdup(name);
     ERR_clear_error();
     t->ctx = SSL_CTX_new(TLS_client_method());
@@ -123,7 +125,17 @@ void rjq__tls_free(rjq__tls *t) {
     free(t);
 }
 
-int rjq__tls_start(rjq__tls *t, redisContext *rc, void **session, char *err, size_t errlen) {
+int rjq__tls_start(rjq__tls *t, redisContext *rc, const char *host, void **session, char *err,
+                   size_t errlen) {
+    /* the name checked: a node's host name, else the client's */
+    const char *name = t->name;
+    int numeric = t->numeric;
+    unsigned char addr[16];
+    if (host && !t->named && inet_pton(AF_INET, host, addr) != 1 &&
+        inet_pton(AF_INET6, host, addr) != 1) {
+        name = host;
+        numeric = 0;
+    }
     ERR_clear_error();
     SSL *ssl = SSL_new(t->ctx);
     if (ssl == NULL) {
@@ -131,13 +143,13 @@ int rjq__tls_start(rjq__tls *t, redisContext *rc, void **session, char *err, siz
         return RJQ_ETLS;
     }
     int ok = 1;
-    if (!t->numeric) ok = SSL_set_tlsext_host_name(ssl, t->name) == 1;
+    if (!numeric) ok = SSL_set_tlsext_host_name(ssl, name) == 1;
     if (ok && t->verify) {
-        if (t->numeric) ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), t->name) == 1;
-        else ok = SSL_set1_host(ssl, t->name) == 1;
+        if (numeric) ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name) == 1;
+        else ok = SSL_set1_host(ssl, name) == 1;
     }
     if (!ok) {
-        snprintf(err, errlen, "TLS: cannot use the server name %s: %s", t->name,
+        snprintf(err, errlen, "TLS: cannot use the server name %s: %s", name,
                  ssl_reason("refused"));
         SSL_free(ssl);
         return RJQ_ETLS;
@@ -181,8 +193,9 @@ int rjq__tls_why(const rjq__tls *t, void *session, int ready, const char *io_err
                  v == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN ||
                  v == X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT)
             hint = " (is the CA file the one that signed the server's certificate?)";
+        const char *sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
         snprintf(buf, len, "TLS: the server's certificate was refused: %s, checked for %s%s",
-                 X509_verify_cert_error_string(v), t->name, hint);
+                 X509_verify_cert_error_string(v), sni ? sni : t->name, hint);
         ERR_clear_error();
         return 1;
     }
@@ -224,10 +237,11 @@ void rjq__tls_free(rjq__tls *t) {
     (void)t;
 }
 
-int rjq__tls_start(rjq__tls *t, struct redisContext *rc, void **session, char *err,
-                   size_t errlen) {
+int rjq__tls_start(rjq__tls *t, struct redisContext *rc, const char *host, void **session,
+                   char *err, size_t errlen) {
     (void)t;
     (void)rc;
+    (void)host;
     (void)session;
     snprintf(err, errlen, "TLS: not built");
     return RJQ_ETLS;

@@ -32,11 +32,16 @@ void rjq__tls_free(rjq__tls *t);
 
 /* Start TLS on a new context (before anything is sent): an async
  * context's (&ac->c), or the sharded pub/sub link's non-blocking one (the
- * handshake goes on as it reads and writes). On success *session is the
- * connection's TLS session (owned by hiredis, valid while the context
- * lives), for rjq__tls_why. RJQ_ETLS (reason in err) else. */
-int rjq__tls_start(rjq__tls *t, struct redisContext *rc, void **session, char *err,
-                   size_t errlen);
+ * handshake goes on as it reads and writes). host: the endpoint this
+ * connection was aimed at (a cluster node's, as the slot table or a
+ * redirect names it), or NULL for the URL's: a host name is the server
+ * name (SNI, and the name the certificate is checked for) unless the
+ * options give server_name, which holds for every connection; an address
+ * is checked as the URL's host (or server_name) is. On success *session
+ * is the connection's TLS session (owned by hiredis, valid while the
+ * context lives), for rjq__tls_why. RJQ_ETLS (reason in err) else. */
+int rjq__tls_start(rjq__tls *t, struct redisContext *rc, const char *host, void **session,
+                   char *err, size_t errlen);
 
 /* 1 while the session's handshake has not finished. */
 int rjq__tls_handshaking(void *session);

@@ -31,8 +31,16 @@ static void node_args(const test_cluster *c, int i, const char **argv, char *nt,
                         * the default 10 s period made cluster_start wait
                         * for (~6 s of each start) */
                        "--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1", NULL};
-    _Static_assert(sizeof a <= 24 * sizeof *argv, "node_args: the callers' argv[24]");
+    _Static_assert(sizeof a + 4 * sizeof *argv <= 24 * sizeof *argv, "node_args: the callers' argv[24]");
     memcpy(argv, a, sizeof a);
+    if (c->hostname[0]) { /* (in place of the NULL, and a new one) */
+        size_t n = sizeof a / sizeof *a - 1;
+        argv[n++] = "--cluster-announce-hostname";
+        argv[n++] = c->hostname;
+        argv[n++] = "--cluster-preferred-endpoint-type";
+        argv[n++] = "hostname";
+        argv[n] = NULL;
+    }
 }
 
 redisContext *cluster_connect(const test_cluster *c, int i) {
@@ -290,8 +298,49 @@ static void cli_run(const test_cluster *c, const char *const *args, const char *
     cli_exited(pid, reap(pid, 120000), args[0], log);
 }
 
+/* Does every node entry of node i's CLUSTER SLOTS name its node by
+ * c->hostname? */
+static int slots_named(const test_cluster *c, int i) {
+    redisContext *rc = cluster_connect(c, i);
+    redisReply *r = server_cmd(rc, "CLUSTER SLOTS");
+    int ok = r->type == REDIS_REPLY_ARRAY && r->elements > 0;
+    for (size_t k = 0; ok && k < r->elements; k++) {
+        const redisReply *e = r->element[k];
+        ok = e->type == REDIS_REPLY_ARRAY && e->elements >= 3;
+        for (size_t n = 2; ok && n < e->elements; n++) {
+            const redisReply *node = e->element[n];
+            ok = node->type == REDIS_REPLY_ARRAY && node->elements >= 2 &&
+                 node->element[0]->type == REDIS_REPLY_STRING &&
+                 strcmp(node->element[0]->str, c->hostname) == 0;
+        }
+    }
+    freeReplyObject(r);
+    redisFree(rc);
+    return ok;
+}
+
+static void start_cluster(test_cluster *c, long node_timeout_ms, const char *hostname);
+
 void cluster_start(test_cluster *c, long node_timeout_ms) {
+    start_cluster(c, node_timeout_ms, "");
+}
+
+void cluster_start_named(test_cluster *c, long node_timeout_ms, const char *hostname) {
+    start_cluster(c, node_timeout_ms, hostname);
+    double end = mono_ms() + (double)settle_bound_ms(c);
+    for (int i = 0; i < c->nnodes; i++)
+        while (!slots_named(c, i)) {
+            if (mono_ms() > end)
+                FAIL_AT(__FILE__, __LINE__, "node %d's CLUSTER SLOTS does not name every node %s", i,
+                        c->hostname);
+            sleep_ms(20);
+        }
+}
+
+static void start_cluster(test_cluster *c, long node_timeout_ms, const char *hostname) {
     memset(c, 0, sizeof *c);
+    ASSERT(strlen(hostname) < sizeof c->hostname);
+    snprintf(c->hostname, sizeof c->hostname, "%s", hostname);
     c->nnodes = CLUSTER_NODES;
     c->node_timeout_ms = node_timeout_ms > 0 ? node_timeout_ms : 2000;
     nodes_start(c, 0, c->nnodes);
@@ -512,8 +561,9 @@ void cluster_spread_names(const test_cluster *c, const char *prefix, char names[
         int owner = cluster_owner(c, 0, rjq__key_slot(name, strlen(name)));
         ASSERT(owner >= 0 && owner < CLUSTER_MASTERS);
         if (count[owner] == per) continue;
-        count[owner]++;
-        snprintf(names[n++], 32, "%s", name);
+        /* by master, whatever order the names are found in */
+        snprintf(names[owner * per + count[owner]++], 32, "%s", name);
+        n++;
     }
     ASSERT_EQ(per * CLUSTER_MASTERS, n);
 }

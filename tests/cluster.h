@@ -27,6 +27,7 @@ typedef struct test_cluster {
     long node_timeout_ms;                /* cluster-node-timeout */
     char url[64];                        /* node 0's redis:// URL */
     char cli_log[300];                   /* the output of the last redis-cli --cluster reshard */
+    char hostname[64];                   /* cluster-announce-hostname of every node ("": none) */
 } test_cluster;
 
 /* Start 6 nodes (cluster-enabled, cluster-node-timeout node_timeout_ms: 0
@@ -35,6 +36,12 @@ typedef struct test_cluster {
  * all 6 nodes and agrees on who serves each slot, and every replica's link
  * to its master is up. Each node is killed if the test aborts. */
 void cluster_start(test_cluster *c, long node_timeout_ms);
+/* The same, every node announcing the host name `hostname` (a name that
+ * resolves to 127.0.0.1 for the client) with cluster-preferred-endpoint-type
+ * hostname: CLUSTER SLOTS and the MOVED/ASK redirects name the nodes by it.
+ * Also waits until every running node's CLUSTER SLOTS names every node
+ * so (the names travel with the cluster bus' pings). */
+void cluster_start_named(test_cluster *c, long node_timeout_ms, const char *hostname);
 /* Stop every node still running and remove their directories. */
 void cluster_stop(test_cluster *c);
 
@@ -79,7 +86,9 @@ long long cluster_node_calls(const test_cluster *c, int i, const char *cmd);
  * 127.0.0.1:p5"). */
 void cluster_seed_url(const test_cluster *c, char *url, size_t size);
 /* Queue names "<prefix><i>" whose slots are spread evenly: `per` on each
- * master (as node 0's CLUSTER SLOTS says), in the order found. */
+ * master (as node 0's CLUSTER SLOTS says), grouped by master:
+ * names[m * per .. m * per + per - 1] are on master m (node m, the URL's
+ * node being master 0), whatever order they were found in. */
 void cluster_spread_names(const test_cluster *c, const char *prefix, char names[][32], int per);
 
 /* Migrate a slot by hand, in the steps a resharding takes, so a test can

@@ -195,6 +195,12 @@ TEST(slot_migrated_mid_run_moved_and_ask_followed) {
     const char *name = names[1]; /* on master 1: not the URL's node */
     int slot = rjq__key_slot(name, strlen(name));
     int from = cluster_owner(&cl, 0, slot), to = (from + 1) % CLUSTER_MASTERS;
+    ASSERT_EQ(1, from); /* (cluster_spread_names: by master) */
+    /* the helper groups by master whatever order it finds the names in
+     * (two per master: "cq3" on master 2 is found before "cq4" on master 0) */
+    char two[2 * CLUSTER_MASTERS][32];
+    cluster_spread_names(&cl, "cq", two, 2);
+    for (int i = 0; i < 2 * CLUSTER_MASTERS; i++) ASSERT_EQ(i / 2, cluster_node_of_key(&cl, two[i]));
     struct event_base *base = event_base_new();
     rjq_client_options o = client_options(cl.url);
     rjq_client *c = client_new(base, &o);

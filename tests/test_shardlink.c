@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include <event2/dns.h>
 #include <event2/event.h>
 #include <rjq/libevent.h>
 
@@ -476,6 +479,75 @@ TEST(shardlink_over_tls) {
     rjq__shardlink_free(l);
     rjq_client_free(c);
     event_base_free(base);
+    server_stop_guarded(&s);
+#else
+    ASSERT(!rjq_tls_is_available());
+#endif
+}
+
+#ifdef RJQ_TEST_TLS
+/* A link to host (resolved by the client's evdns) over TLS: READY, or
+ * not ready after a failed attempt (1: ready; 0: the attempt failed). */
+static int tls_link_ready(struct event_base *base, rjq_client *c, const char *host, int port,
+                          char *why, size_t size) {
+    rec r = {0};
+    rjq__shardlink *l = NULL;
+    ASSERT_OK(rjq__shardlink_new(c, host, port, &hooks, &r, &l));
+    r.owner = &l;
+    sub(l, "{q}a");
+    double until = wait_deadline(10000);
+    while (r.subscribed == 0 && rjq__shardlink_why(l)[0] == '\0' && wait_step(base, until)) {
+    }
+    int ready = r.subscribed > 0;
+    snprintf(why, size, "%s", rjq__shardlink_why(l));
+    if (!ready) ASSERT(why[0] != '\0'); /* (else the wait ran out) */
+    rjq__shardlink_free(l);
+    return ready;
+}
+#endif
+
+/* A cluster node named by a host name (cluster-preferred-endpoint-type
+ * hostname) is checked for that name over TLS (and gets it as SNI), not
+ * for the URL's host; tls.server_name, when set, holds for every node. The
+ * server's certificate holds localhost, redis.test and 127.0.0.1, not
+ * node.test; the URL names 127.0.0.1. */
+TEST(shardlink_over_tls_checks_the_node_host_name) {
+#ifdef RJQ_TEST_TLS
+    test_server s;
+    server_start_tls(&s, 0);
+    char ca[512], hosts[] = "/tmp/rjq-hosts-XXXXXX";
+    snprintf(ca, sizeof ca, "%s", server_file(&s, "certs/ca.crt"));
+    int fd = mkstemp(hosts);
+    ASSERT(fd >= 0);
+    const char line[] = "127.0.0.1 node.test redis.test\n";
+    ASSERT_EQ((ssize_t)strlen(line), write(fd, line, strlen(line)));
+    close(fd);
+    struct event_base *base = event_base_new();
+    struct evdns_base *dns = evdns_base_new(base, 0);
+    ASSERT(dns != NULL);
+    ASSERT_EQ(0, evdns_base_load_hosts(dns, hosts));
+    rjq_tls_options t = RJQ_TLS_OPTIONS_INIT;
+    t.ca_file = ca;
+    rjq_client_options o = client_options(s.url);
+    o.name = "shardtest";
+    o.tls = &t;
+    rjq_client *c = NULL;
+    ASSERT_OK(rjq_libevent_client_new_dns(&c, base, dns, &o));
+    char why[512];
+    if (!tls_link_ready(base, c, "redis.test", s.port, why, sizeof why))
+        FAIL_AT(__FILE__, __LINE__, "redis.test: %s", why);
+    if (tls_link_ready(base, c, "node.test", s.port, why, sizeof why))
+        FAIL_AT(__FILE__, __LINE__, "node.test: the certificate was taken for a name it lacks");
+    rjq_client_free(c);
+    /* server_name: checked on every node */
+    t.server_name = "localhost";
+    ASSERT_OK(rjq_libevent_client_new_dns(&c, base, dns, &o));
+    if (!tls_link_ready(base, c, "node.test", s.port, why, sizeof why))
+        FAIL_AT(__FILE__, __LINE__, "node.test with server_name localhost: %s", why);
+    rjq_client_free(c);
+    evdns_base_free(dns, 0);
+    event_base_free(base);
+    unlink(hosts);
     server_stop_guarded(&s);
 #else
     ASSERT(!rjq_tls_is_available());

@@ -459,7 +459,8 @@ int rjq_queue_open(rjq_client *c, const char *name, const rjq_queue_options *opt
     int rc = rjq__queue_open(c, name, opts, out);
     if (rc != RJQ_OK) return rc;
     rjq_queue *q = *out;
-    layout *l = rjq__feature_ensure(c, &shards_feature, 1) ? layout_make(q) : NULL;
+    static char registered; /* (the feature keeps no state: a marker) */
+    layout *l = rjq__feature_add(c, &shards_feature, &registered) == RJQ_OK ? layout_make(q) : NULL;
     if (l == NULL) rc = RJQ_ENOMEM;
     if (rc == RJQ_OK && opts) {
         rjq__sized_in(c, &l->opts, sizeof l->opts, opts, "rjq_queue_options"); /* (checked) */

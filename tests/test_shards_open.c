@@ -269,3 +269,60 @@ TEST(plain_open_client_freed_while_reading_cancels_held_calls_once) {
     env_stop(&e);
 }
 
+
+static void on_cancel_state_wait(rjq_client *c, int status, const char *state, void *data) {
+    (void)c, (void)state;
+    ASSERT_OK(status);
+    (*(int *)data)++;
+}
+
+typedef struct hold_job {
+    rjq_job *job;
+    int started;
+} hold_job;
+
+static void keep_handler(rjq_job *job, void *data) {
+    hold_job *h = data;
+    h->job = job;
+    h->started = 1;
+}
+
+/* Changing N (issue 35: "refused unless it is empty"): a job delayed in
+ * a shard, or running, refuses another count (RJQ_EBUSY, nothing
+ * changes); once it completed the change is taken. */
+TEST(changing_the_shard_count_is_refused_while_a_job_is_delayed_or_running) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "sh_busy");
+    ASSERT_OK(declare_shards(e.base, q, 3));
+    enqueue_x_ok(e.base, q, "later", 3600000, 0); /* delayed an hour */
+    ASSERT_EQ(1, get_stats(e.base, q).delayed);
+    ASSERT_EQ(RJQ_EBUSY, declare_shards(e.base, q, 4));
+    ASSERT_EQ(3, rjq_queue_count_shards(q));
+    int done = 0;
+    ASSERT_OK(rjq_queue_cancel(q, "later", on_cancel_state_wait, &done));
+    ASSERT(loop_until(e.base, &done, 10000));
+
+    /* a running job */
+    enqueue_x_ok(e.base, q, "running", 0, 0);
+    static hold_job h;
+    memset(&h, 0, sizeof h);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, NULL, keep_handler, &h, &w));
+    ASSERT(loop_until(e.base, &h.started, 10000));
+    ASSERT_EQ(1, get_stats(e.base, q).active);
+    ASSERT_EQ(RJQ_EBUSY, declare_shards(e.base, q, 2));
+    ASSERT_EQ(3, rjq_queue_count_shards(q));
+    long completed = 0;
+    ASSERT_OK(rjq_job_complete(h.job, NULL, 0, on_done_ok, &completed));
+    ASSERT(loop_until_count(e.base, &completed, 1, 10000));
+    worker_stop_wait(e.base, w);
+    ASSERT_OK(declare_shards(e.base, q, 2));
+    ASSERT_EQ(2, rjq_queue_count_shards(q));
+    /* a client opening it now learns 2 */
+    rjq_queue *q2;
+    ASSERT_OK(rjq_queue_open(e.c, "sh_busy", NULL, &q2));
+    get_stats(e.base, q2);
+    ASSERT_EQ(2, rjq_queue_count_shards(q2));
+    env_stop(&e);
+}

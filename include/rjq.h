@@ -705,7 +705,8 @@ typedef struct rjq_queue_options {
  * checked and copied as far as they can be without the layout (rjq_enqueue
  * and rjq_enqueue_batch check every job now; the others' argument errors
  * then reach their callbacks), then they are made in call order, each
- * routed as the layout says. rjq_worker_start returns its handle at once
+ * routed as the layout says (rjq_queue_count_shards() says 1 until the
+ * layout is known). rjq_worker_start returns its handle at once
  * and starts it then (rjq_worker_stop before that ends it: its stop
  * callback gets RJQ_OK). If the read fails (RJQ_ECONN, RJQ_ETIMEDOUT,
  * RJQ_EPROTO for a declaration this library cannot read, RJQ_EAUTH,

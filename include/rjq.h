@@ -714,10 +714,13 @@ typedef struct rjq_queue_options {
  * exactly once, and nothing was sent for it; a held worker waits on (not
  * started, nothing sent) and the read is made again at the next connect;
  * the next held call reads again too. When the client is freed meanwhile
- * the held callbacks get RJQ_ECANCELED. Not held (they act on the queue's
- * own keys at once, as before the layout is known; a handle that knows it
- * refuses them with RJQ_ESHARDED): rjq_enqueue_await, rjq_queue_await,
- * limits, monitors, schedules and rjq_worker_start_queues. Wait for
+ * the held callbacks get RJQ_ECANCELED. rjq_enqueue_await and
+ * rjq_queue_await without `out` are held too (rjq_client_count_awaits()
+ * counts them once they are made). Not held (they act on the queue's own
+ * keys at once, ahead of the calls held; a handle that knows the layout
+ * refuses the last four with RJQ_ESHARDED): rjq_enqueue_await and
+ * rjq_queue_await with `out` (the handle is returned at once), limits,
+ * monitors, schedules and rjq_worker_start_queues. Wait for
  * rjq_queue_open_async's callback before those on a queue that may be
  * sharded. Returns RJQ_OK, RJQ_EINVAL (c or out NULL, invalid options),
  * RJQ_EQUEUENAME, RJQ_ECLOSED, RJQ_ENOMEM.

@@ -222,7 +222,7 @@ int rjq_queue_open_async(rjq_client *c, const char *name, const rjq_queue_option
  * read's error. */
 typedef enum {
     H_ENQUEUE, H_BATCH, H_WORKER, H_STATS, H_CANCEL, H_GET_JOB, H_DELETE, H_PAUSE, H_RESUME,
-    H_RECLAIM, H_REPLAY, H_PURGE, H_LIST_JOBS, H_LIST_DEAD
+    H_RECLAIM, H_REPLAY, H_PURGE, H_LIST_JOBS, H_LIST_DEAD, H_ENQUEUE_AWAIT, H_QUEUE_AWAIT
 } hkind;
 
 typedef void any_fn(void);
@@ -242,6 +242,8 @@ struct held {
     char *id;               /* by id; NULL: none */
     long offset, limit;
     rjq_job_state jstate;
+    rjq_await_options aw;   /* H_ENQUEUE_AWAIT, H_QUEUE_AWAIT (has_aw: given) */
+    int has_aw;
     rjq_worker *w;          /* H_WORKER: a reserved worker (rjq__worker_reserve) */
     rjq_worker_options wo;
 };
@@ -270,6 +272,8 @@ static void held_fail(rjq_client *c, held *h, int status) {
     case H_GET_JOB: ((rjq_job_info_cb *)h->cb)(c, status, NULL, h->data); break;
     case H_LIST_JOBS:
     case H_LIST_DEAD: ((rjq_ids_cb *)h->cb)(c, status, NULL, 0, h->data); break;
+    case H_ENQUEUE_AWAIT:
+    case H_QUEUE_AWAIT: ((rjq_await_cb *)h->cb)(c, status, NULL, h->data); break;
     case H_WORKER: break;
     default: ((rjq_count_cb *)h->cb)(c, status, 0, h->data); break;
     }
@@ -287,6 +291,14 @@ static void held_run(rjq_queue *q, held *h) {
         break;
     case H_BATCH:
         rc = rjq_enqueue_batch(q, h->items, h->n, (rjq_enqueue_cb *)h->cb, h->data);
+        break;
+    case H_ENQUEUE_AWAIT:
+        rc = rjq_enqueue_await(q, h->payload, h->len, h->has_jo ? &h->jo : NULL,
+                               h->has_aw ? &h->aw : NULL, (rjq_await_cb *)h->cb, h->data, NULL);
+        break;
+    case H_QUEUE_AWAIT:
+        rc = rjq_queue_await(q, h->id, h->has_aw ? &h->aw : NULL, (rjq_await_cb *)h->cb, h->data,
+                             NULL);
         break;
     case H_STATS: rc = rjq_queue_get_stats(q, (rjq_stats_cb *)h->cb, h->data); break;
     case H_CANCEL: rc = rjq_queue_cancel(q, h->id, (rjq_cancel_cb *)h->cb, h->data); break;
@@ -472,6 +484,22 @@ int rjq_queue_open(rjq_client *c, const char *name, const rjq_queue_options *opt
         *out = NULL;
     }
     return rc;
+}
+
+/* The call just held on q (the last) is an await: its kind, callback and
+ * await options (copied as this library reads them). */
+static int held_as_await(rjq_queue *q, hkind kind, const rjq_await_options *aw, rjq_await_cb *cb,
+                         void *data) {
+    layout *l = rjq__queue_part(q, RJQ__PART_SHARDS);
+    held *h = l->held;
+    while (h->next) h = h->next;
+    h->kind = kind;
+    h->cb = (any_fn *)cb;
+    h->data = data;
+    if (aw && rjq__sized_in(rjq_queue_get_client(q), &h->aw, sizeof h->aw, aw,
+                            "rjq_await_options") == RJQ_OK)
+        h->has_aw = 1;
+    return RJQ_OK;
 }
 
 /* A call with a page or a limit, held. */
@@ -971,6 +999,11 @@ int rjq_worker_start(rjq_queue *q, const rjq_worker_options *opts, rjq_handler_f
 int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *opts,
                       const rjq_await_options *aw, rjq_await_cb *cb, void *data,
                       rjq_await **out) {
+    if (gated(q) && out == NULL && cb != NULL) { /* (with out: made now, see rjq.h) */
+        int rc = hold_enqueue(q, payload, len, opts, NULL, NULL);
+        if (rc == RJQ_OK) rc = held_as_await(q, H_ENQUEUE_AWAIT, aw, cb, data);
+        return rc;
+    }
     layout *l = layout_of(q);
     if (l == NULL) return rjq__enqueue_await_one(q, payload, len, opts, aw, cb, data, out);
     rjq_job_options copy;
@@ -982,6 +1015,12 @@ int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_j
 
 int rjq_queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw, rjq_await_cb *cb,
                     void *data, rjq_await **out) {
+    if (gated(q) && out == NULL && cb != NULL) { /* (with out: made now, see rjq.h) */
+        if (id == NULL || id[0] == '\0') return RJQ_EJOBID;
+        int rc = hold_call(q, H_QUEUE_AWAIT, (any_fn *)cb, data, id);
+        if (rc == RJQ_OK) rc = held_as_await(q, H_QUEUE_AWAIT, aw, cb, data);
+        return rc;
+    }
     layout *l = layout_of(q);
     if (l == NULL) return rjq__queue_await_one(q, id, aw, cb, data, out);
     if (id == NULL || id[0] == '\0') return RJQ_EJOBID;

@@ -486,6 +486,13 @@ int rjq_queue_open(rjq_client *c, const char *name, const rjq_queue_options *opt
     return rc;
 }
 
+/* RJQ_OK when aw is NULL or of a size this library reads (errmsg set). */
+static int await_options_ok(rjq_queue *q, const rjq_await_options *aw) {
+    rjq_await_options copy;
+    if (aw == NULL) return RJQ_OK;
+    return rjq__sized_in(rjq_queue_get_client(q), &copy, sizeof copy, aw, "rjq_await_options");
+}
+
 /* The call just held on q (the last) is an await: its kind, callback and
  * await options (copied as this library reads them). */
 static int held_as_await(rjq_queue *q, hkind kind, const rjq_await_options *aw, rjq_await_cb *cb,
@@ -1000,6 +1007,7 @@ int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_j
                       const rjq_await_options *aw, rjq_await_cb *cb, void *data,
                       rjq_await **out) {
     if (gated(q) && out == NULL && cb != NULL) { /* (with out: made now, see rjq.h) */
+        if (await_options_ok(q, aw) != RJQ_OK) return RJQ_EINVAL;
         int rc = hold_enqueue(q, payload, len, opts, NULL, NULL);
         if (rc == RJQ_OK) rc = held_as_await(q, H_ENQUEUE_AWAIT, aw, cb, data);
         return rc;
@@ -1016,6 +1024,7 @@ int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_j
 int rjq_queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw, rjq_await_cb *cb,
                     void *data, rjq_await **out) {
     if (gated(q) && out == NULL && cb != NULL) { /* (with out: made now, see rjq.h) */
+        if (await_options_ok(q, aw) != RJQ_OK) return RJQ_EINVAL;
         if (id == NULL || id[0] == '\0') return RJQ_EJOBID;
         int rc = hold_call(q, H_QUEUE_AWAIT, (any_fn *)cb, data, id);
         if (rc == RJQ_OK) rc = held_as_await(q, H_QUEUE_AWAIT, aw, cb, data);

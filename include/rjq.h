@@ -694,6 +694,36 @@ typedef struct rjq_queue_options {
  * is freed with it, or earlier by rjq_queue_close(); opening the same name
  * twice gives two handles to the same queue. All keys of queue Q live under
  * "<prefix>:{Q}:" (one hash slot).
+ *
+ * The handle learns the queue's shard layout (section "Sharded queues")
+ * before its first request: the declaration is read (one GET, sent now)
+ * and, until it has answered, the calls that a sharded queue routes
+ * (rjq_enqueue, rjq_enqueue_batch, rjq_worker_start, rjq_queue_get_stats,
+ * rjq_queue_cancel, rjq_queue_get_job, rjq_queue_delete, rjq_queue_pause,
+ * rjq_queue_resume, rjq_queue_reclaim, rjq_queue_replay, rjq_queue_purge,
+ * rjq_queue_list_jobs, rjq_queue_list_dead) are held: their arguments are
+ * checked and copied as far as they can be without the layout (rjq_enqueue
+ * and rjq_enqueue_batch check every job now; the others' argument errors
+ * then reach their callbacks), then they are made in call order, each
+ * routed as the layout says (rjq_queue_count_shards() says 1 until the
+ * layout is known). rjq_worker_start returns its handle at once
+ * and starts it then (rjq_worker_stop before that ends it: its stop
+ * callback gets RJQ_OK). If the read fails (RJQ_ECONN, RJQ_ETIMEDOUT,
+ * RJQ_EPROTO for a declaration this library cannot read, RJQ_EAUTH,
+ * RJQ_EREDIS, RJQ_ENOMEM), every held call's callback gets that error,
+ * exactly once, and nothing was sent for it; a held worker waits on (not
+ * started, nothing sent) and the read is made again at the next connect;
+ * the next held call reads again too. When the client is freed meanwhile
+ * the held callbacks get RJQ_ECANCELED. rjq_enqueue_await and
+ * rjq_queue_await without `out` are held too (rjq_client_count_awaits()
+ * counts them once they are made). Not held (they act on the queue's own
+ * keys at once, ahead of the calls held; a handle that knows the layout
+ * refuses the last four with RJQ_ESHARDED): rjq_enqueue_await and
+ * rjq_queue_await with `out` (the handle is returned at once), limits,
+ * monitors, schedules and rjq_worker_start_queues. Wait for
+ * rjq_queue_open_async's callback before those on a queue that may be
+ * sharded. Returns RJQ_OK, RJQ_EINVAL (c or out NULL, invalid options),
+ * RJQ_EQUEUENAME, RJQ_ECLOSED, RJQ_ENOMEM.
  */
 RJQ_API int rjq_queue_open(rjq_client *c, const char *name,
                            const rjq_queue_options *opts, rjq_queue **out);
@@ -1720,7 +1750,8 @@ RJQ_API int rjq_scheduler_is_leading(const rjq_scheduler *s);
  * A queue declared with N shards is stored as N ordinary queues with their
  * own hash tags ("<name>~<i>-<k>"), placed on distinct masters of a Redis
  * Cluster when it has N or more (on a standalone server they share it).
- * A handle that knows the declaration (rjq_queue_open_async) is one queue
+ * A handle that knows the declaration (rjq_queue_open_async, or
+ * rjq_queue_open once its read answered) is one queue
  * to these calls: rjq_enqueue (a job with an id goes to the shard of its
  * id's hash, so an id always meets itself; anonymous jobs go to the shards
  * in turn), rjq_enqueue_batch (split per shard: see below),
@@ -1793,9 +1824,8 @@ RJQ_API int rjq_scheduler_is_leading(const rjq_scheduler *s);
  * Every other call on such a handle (schedules, rjq_worker_start_queues)
  * returns RJQ_ESHARDED,
  * rjq_client_get_errmsg() saying so: use it on a shard (rjq_queue_get_shard).
- * A handle from rjq_queue_open() does not read the declaration: it is the
- * unsharded queue of that name (whose jobs a sharded queue's workers do
- * not claim).
+ * A handle from rjq_queue_open() reads the declaration too, holding its
+ * routed calls until it is known (see rjq_queue_open).
  *
  * rjq_enqueue_batch on a sharded handle validates every item first
  * (nothing is sent when one is invalid), then makes one call per shard

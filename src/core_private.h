@@ -23,7 +23,7 @@
 #include "url.h"
 
 #define RJQ__ERRMSG_MAX 256
-#define RJQ__FEATURES_MAX 8
+#define RJQ__FEATURES_MAX 12
 
 /* ---- connections (conn.c) ------------------------------------------------ */
 

@@ -292,9 +292,8 @@ static int make_keys(rjq_queue *q, const char *prefix) {
     return RJQ_OK;
 }
 
-
-int rjq_queue_open(rjq_client *c, const char *name, const rjq_queue_options *given,
-                   rjq_queue **out) {
+int rjq__queue_open(rjq_client *c, const char *name, const rjq_queue_options *given,
+                    rjq_queue **out) {
     if (c == NULL || out == NULL) return RJQ_EINVAL;
     *out = NULL;
     if (!rjq__accepting(c)) return RJQ_ECLOSED;

@@ -13,6 +13,13 @@
 
 #include "rjq_keys.h" /* the key ids RJQ__K_*, RJQ__G_*: generated from src/keys.def */
 
+/* rjq_queue_open without learning a layout (shard.c's rjq_queue_open reads
+ * it): the handle of the queue of that name's own keys, as rjq_queue_open
+ * documents its arguments and codes. For the library's own handles
+ * (shards, sweeps). */
+int rjq__queue_open(rjq_client *c, const char *name, const rjq_queue_options *opts,
+                    rjq_queue **out);
+
 /* The parts a queue has, in the order its tick runs them: enqueues first,
  * completions next, then the held index's forgets no completion carried,
  * claims last (so the capacity that completions free is claimed in the

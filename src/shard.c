@@ -25,12 +25,27 @@
 #define DECL_MAX (32 + RJQ_SHARDS_MAX * (RJQ__QUEUE_NAME_MAX + 1))
 #define NAME_CAP (RJQ__QUEUE_NAME_MAX + 1)
 
+typedef struct held held;
+
+/* Where a handle is with its layout: learnt (rjq_queue_open_async, a
+ * declaration written through it, or its read answered), being read
+ * (rjq_queue_open: its routed calls are held meanwhile), or unknown (the
+ * read failed: the next routed call, or the next connect when a worker
+ * waits, reads it again). */
+enum { L_LEARNT, L_READING, L_UNKNOWN };
+
 /* A front's shards (the queue part RJQ__PART_SHARDS; n 0: not sharded). */
 typedef struct layout {
     int n;
     rjq_queue *sub[RJQ_SHARDS_MAX];
     unsigned rr; /* the next anonymous job's shard */
+    int state;   /* L_* */
+    rjq_queue_options opts; /* the handle's, for its shards' handles */
+    int has_opts;
+    held *held, **held_end; /* calls made while it was not learnt, in call order */
 } layout;
+
+static void held_end_all(rjq_queue *q, layout *l, int status);
 
 static void layout_release(rjq_queue *q, void *state) {
     layout *l = state;
@@ -39,16 +54,37 @@ static void layout_release(rjq_queue *q, void *state) {
     l->n = 0;
 }
 
+static void layout_cancel(rjq_queue *q, void *state) {
+    held_end_all(q, state, RJQ_ECANCELED);
+}
+
 static void layout_close(rjq_queue *q, void *state) {
     (void)q;
     free(state);
 }
 
-static const rjq__part_ops layout_ops = {.release = layout_release, .close = layout_close};
+static void layout_tick(rjq_queue *q, void *state);
+
+static const rjq__part_ops layout_ops = {
+    .tick = layout_tick, .cancel = layout_cancel, .release = layout_release, .close = layout_close};
 
 static layout *layout_of(const rjq_queue *q) {
     layout *l = q ? rjq__queue_part(q, RJQ__PART_SHARDS) : NULL;
     return l && l->n > 0 ? l : NULL;
+}
+
+/* The layout part of q, made on first use (not learnt: L_UNKNOWN). */
+static layout *layout_make(rjq_queue *q) {
+    layout *l = rjq__queue_part(q, RJQ__PART_SHARDS);
+    if (l) return l;
+    if ((l = calloc(1, sizeof *l)) == NULL) return NULL;
+    l->state = L_UNKNOWN;
+    l->held_end = &l->held;
+    /* (anonymous jobs start at a random shard: many short-lived
+     * producers do not all begin with the first) */
+    l->rr = (unsigned)(rjq__random(rjq_queue_get_client(q)) % RJQ_SHARDS_MAX);
+    rjq__queue_set_part(q, RJQ__PART_SHARDS, &layout_ops, l);
+    return l;
 }
 
 /* The declaration's key "<prefix>:{Q}:shards" (src/keys.def SHARDS). */
@@ -113,6 +149,10 @@ static int layout_apply(rjq_queue *q, const decl *d, const rjq_queue_options *op
         int same = 1;
         for (int i = 0; i < d->n && same; i++)
             same = strcmp(rjq_queue_get_name(l->sub[i]), d->names[i]) == 0;
+        if (same && l->state == L_UNKNOWN) {
+            l->state = L_LEARNT;
+            rjq__queue_kick(q); /* (its tick starts the calls held) */
+        }
         if (same) return RJQ_OK;
     }
     rjq_queue *sub[RJQ_SHARDS_MAX] = {0};
@@ -120,25 +160,23 @@ static int layout_apply(rjq_queue *q, const decl *d, const rjq_queue_options *op
      * shard at least 1: the shards' bounds add up to the whole queue's (to
      * n when it is below n) */
     rjq_queue_options so = RJQ_QUEUE_OPTIONS_INIT;
-    if (opts) so = *opts; /* (the whole struct: rjq_queue_open_async copied it in) */
+    if (opts) so = *opts; /* (the whole struct: a sized-in copy of the caller's) */
     long bound = rjq__queue_max_waiting(q);
     for (int i = 0; i < d->n; i++) {
         so.max_waiting = bound ? share_of(bound, d->n, i) : 0;
         if (bound && so.max_waiting == 0) so.max_waiting = 1;
-        if (rjq_queue_open(c, d->names[i], &so, &sub[i]) != RJQ_OK) {
+        if (rjq__queue_open(c, d->names[i], &so, &sub[i]) != RJQ_OK) {
             for (int k = 0; k < i; k++) rjq_queue_close(sub[k]);
             return RJQ_ENOMEM;
         }
     }
-    if (l == NULL) {
-        if ((l = calloc(1, sizeof *l)) == NULL) {
-            for (int k = 0; k < d->n; k++) rjq_queue_close(sub[k]);
-            return RJQ_ENOMEM;
-        }
-        rjq__queue_set_part(q, RJQ__PART_SHARDS, &layout_ops, l);
-        /* (anonymous jobs start at a random shard: many short-lived
-         * producers do not all begin with the first) */
-        l->rr = (unsigned)(rjq__random(c) % RJQ_SHARDS_MAX);
+    if (l == NULL && (l = layout_make(q)) == NULL) {
+        for (int k = 0; k < d->n; k++) rjq_queue_close(sub[k]);
+        return RJQ_ENOMEM;
+    }
+    if (l->state == L_UNKNOWN) { /* (L_READING: its read's answer says) */
+        l->state = L_LEARNT;
+        rjq__queue_kick(q); /* (its tick starts the calls held) */
     }
     layout_release(q, l); /* the old shards (empty: a change of N needs it) */
     for (int i = 0; i < d->n; i++) l->sub[i] = sub[i];
@@ -180,7 +218,7 @@ int rjq_queue_open_async(rjq_client *c, const char *name, const rjq_queue_option
     if (c == NULL || cb == NULL) return RJQ_EINVAL;
     opening *o = calloc(1, sizeof *o);
     if (o == NULL) return RJQ_ENOMEM;
-    int rc = rjq_queue_open(c, name, opts, &o->q);
+    int rc = rjq__queue_open(c, name, opts, &o->q);
     if (rc == RJQ_OK && opts) {
         rjq__sized_in(c, &o->opts, sizeof o->opts, opts, "rjq_queue_options"); /* (checked) */
         o->has_opts = 1;
@@ -190,6 +228,315 @@ int rjq_queue_open_async(rjq_client *c, const char *name, const rjq_queue_option
     if (rc == RJQ_OK && (rc = send_get(o->q, on_opened, o)) != RJQ_OK) rjq_queue_close(o->q);
     if (rc != RJQ_OK) free(o);
     return rc;
+}
+
+/* ---- rjq_queue_open: the gate until the layout is read --------------------------- */
+
+/* A call made on a handle whose layout is not learnt: its arguments
+ * copied, made again (routed) once it is, or its callback given the
+ * read's error. */
+typedef enum {
+    H_ENQUEUE, H_BATCH, H_WORKER, H_STATS, H_CANCEL, H_GET_JOB, H_DELETE, H_PAUSE, H_RESUME,
+    H_RECLAIM, H_REPLAY, H_PURGE, H_LIST_JOBS, H_LIST_DEAD, H_ENQUEUE_AWAIT, H_QUEUE_AWAIT
+} hkind;
+
+typedef void any_fn(void);
+
+struct held {
+    held *next;
+    hkind kind;
+    any_fn *cb;
+    void *data;
+    char *payload; /* H_ENQUEUE */
+    size_t len;
+    rjq_job_options jo; /* H_ENQUEUE (jo.id a copy) */
+    int has_jo;
+    rjq_enqueue_item *items; /* H_BATCH: n items, each payload and opts (and id) a copy */
+    rjq_job_options *jos;
+    size_t n;
+    char *id;               /* by id; NULL: none */
+    long offset, limit;
+    rjq_job_state jstate;
+    rjq_await_options aw;   /* H_ENQUEUE_AWAIT, H_QUEUE_AWAIT (has_aw: given) */
+    int has_aw;
+    rjq_worker *w;          /* H_WORKER: a reserved worker (rjq__worker_reserve) */
+    rjq_worker_options wo;
+};
+
+static void held_free(held *h) {
+    free(h->payload);
+    free((char *)h->jo.id);
+    for (size_t i = 0; h->items && i < h->n; i++) {
+        free((void *)h->items[i].payload);
+        free((char *)h->jos[i].id);
+    }
+    free(h->items);
+    free(h->jos);
+    free(h->id);
+    free(h);
+}
+
+/* h's callback gets status (it never ran): exactly once. */
+static void held_fail(rjq_client *c, held *h, int status) {
+    if (h->cb == NULL) return;
+    switch (h->kind) {
+    case H_ENQUEUE:
+    case H_BATCH: ((rjq_enqueue_cb *)h->cb)(c, status, NULL, 0, h->data); break;
+    case H_STATS: ((rjq_stats_cb *)h->cb)(c, status, NULL, h->data); break;
+    case H_CANCEL: ((rjq_cancel_cb *)h->cb)(c, status, NULL, h->data); break;
+    case H_GET_JOB: ((rjq_job_info_cb *)h->cb)(c, status, NULL, h->data); break;
+    case H_LIST_JOBS:
+    case H_LIST_DEAD: ((rjq_ids_cb *)h->cb)(c, status, NULL, 0, h->data); break;
+    case H_ENQUEUE_AWAIT:
+    case H_QUEUE_AWAIT: ((rjq_await_cb *)h->cb)(c, status, NULL, h->data); break;
+    case H_WORKER: break;
+    default: ((rjq_count_cb *)h->cb)(c, status, 0, h->data); break;
+    }
+}
+
+/* Make h's call on q (learnt now): its public call, routed; a synchronous
+ * error goes to its callback. */
+static void held_run(rjq_queue *q, held *h) {
+    rjq_client *c = rjq_queue_get_client(q);
+    int rc;
+    switch (h->kind) {
+    case H_ENQUEUE:
+        rc = rjq_enqueue(q, h->payload, h->len, h->has_jo ? &h->jo : NULL,
+                         (rjq_enqueue_cb *)h->cb, h->data);
+        break;
+    case H_BATCH:
+        rc = rjq_enqueue_batch(q, h->items, h->n, (rjq_enqueue_cb *)h->cb, h->data);
+        break;
+    case H_ENQUEUE_AWAIT:
+        rc = rjq_enqueue_await(q, h->payload, h->len, h->has_jo ? &h->jo : NULL,
+                               h->has_aw ? &h->aw : NULL, (rjq_await_cb *)h->cb, h->data, NULL);
+        break;
+    case H_QUEUE_AWAIT:
+        rc = rjq_queue_await(q, h->id, h->has_aw ? &h->aw : NULL, (rjq_await_cb *)h->cb, h->data,
+                             NULL);
+        break;
+    case H_STATS: rc = rjq_queue_get_stats(q, (rjq_stats_cb *)h->cb, h->data); break;
+    case H_CANCEL: rc = rjq_queue_cancel(q, h->id, (rjq_cancel_cb *)h->cb, h->data); break;
+    case H_GET_JOB: rc = rjq_queue_get_job(q, h->id, (rjq_job_info_cb *)h->cb, h->data); break;
+    case H_DELETE: rc = rjq_queue_delete(q, h->id, (rjq_count_cb *)h->cb, h->data); break;
+    case H_PAUSE: rc = rjq_queue_pause(q, (rjq_count_cb *)h->cb, h->data); break;
+    case H_RESUME: rc = rjq_queue_resume(q, (rjq_count_cb *)h->cb, h->data); break;
+    case H_RECLAIM: rc = rjq_queue_reclaim(q, (rjq_count_cb *)h->cb, h->data); break;
+    case H_REPLAY:
+        rc = rjq_queue_replay(q, h->id, h->limit, (rjq_count_cb *)h->cb, h->data);
+        break;
+    case H_PURGE:
+        rc = rjq_queue_purge(q, h->jstate, h->limit, (rjq_count_cb *)h->cb, h->data);
+        break;
+    case H_LIST_JOBS:
+        rc = rjq_queue_list_jobs(q, h->jstate, h->offset, h->limit, (rjq_ids_cb *)h->cb, h->data);
+        break;
+    case H_LIST_DEAD:
+        rc = rjq_queue_list_dead(q, h->offset, h->limit, (rjq_ids_cb *)h->cb, h->data);
+        break;
+    default: rc = RJQ_EINVAL; break;
+    }
+    if (rc != RJQ_OK) held_fail(c, h, rc);
+}
+
+/* Start reserved worker h->w on q's shards (or on q, plain). RJQ_OK, or
+ * an error with it still reserved. */
+static int held_start_worker(rjq_queue *q, held *h) {
+    layout *l = layout_of(q);
+    if (l) return rjq__worker_start_reserved(h->w, l->sub, (size_t)l->n, &h->wo);
+    return rjq__worker_start_reserved(h->w, &q, 1, &h->wo);
+}
+
+/* q learnt its layout (status RJQ_OK), or its read failed: make the held
+ * calls in order, or give them status. A reserved worker waits across a
+ * failure (the next read starts it); one stopped meanwhile ends (its stop
+ * callback gets RJQ_OK, or RJQ_ECANCELED with the client). */
+static void held_end_all(rjq_queue *q, layout *l, int status) {
+    rjq_client *c = rjq_queue_get_client(q);
+    held *keep = NULL, **keep_end = &keep;
+    rjq__enter(c); /* a callback may free the client: its end waits for leave */
+    while (l->held) {
+        held *h = l->held;
+        l->held = h->next;
+        h->next = NULL;
+        if (h->kind == H_WORKER) {
+            int closing = rjq__closing(c) || !rjq__accepting(c);
+            if (closing || rjq__worker_reserved_stopped(h->w)) {
+                rjq__worker_unreserve(h->w, closing ? RJQ_ECANCELED : RJQ_OK);
+            } else if (status != RJQ_OK || held_start_worker(q, h) != RJQ_OK) {
+                *keep_end = h; /* (waits for the next read) */
+                keep_end = &h->next;
+                continue;
+            }
+        } else if (status == RJQ_OK && rjq__accepting(c)) {
+            held_run(q, h);
+        } else {
+            held_fail(c, h, status == RJQ_OK ? RJQ_ECANCELED : status);
+        }
+        held_free(h);
+    }
+    l->held = keep;
+    l->held_end = keep ? keep_end : &l->held;
+    rjq__leave(c);
+}
+
+static void on_read(rjq_client *c, int status, redisReply *r, void *priv);
+
+/* Read q's declaration (l->state L_READING until it answers; q held). */
+static int layout_read(rjq_queue *q, layout *l) {
+    const char *argv[] = {"GET", decl_key(q)};
+    int rc = rjq__command_in(rjq_queue_get_client(q), rjq__queue_slot(q), 0, on_read, q, 2, argv,
+                             NULL);
+    if (rc != RJQ_OK) return rc;
+    l->state = L_READING;
+    rjq__queue_hold(q);
+    return RJQ_OK;
+}
+
+static void on_read(rjq_client *c, int status, redisReply *r, void *priv) {
+    rjq_queue *q = priv;
+    layout *l = rjq__queue_part(q, RJQ__PART_SHARDS);
+    decl d;
+    if (status == RJQ_OK) status = decl_parse(c, r, rjq_queue_get_name(q), &d);
+    if (status == RJQ_OK && rjq__accepting(c))
+        status = layout_apply(q, &d, l->has_opts ? &l->opts : NULL);
+    l->state = status == RJQ_OK ? L_LEARNT : L_UNKNOWN;
+    held_end_all(q, l, status);
+    rjq__queue_release(q);
+}
+
+/* The layout's tick: workers stopped before they started end; calls held
+ * while a declaration was written through the handle start. */
+static void layout_tick(rjq_queue *q, void *state) {
+    layout *l = state;
+    if (l->held == NULL) return;
+    if (l->state == L_LEARNT) {
+        held_end_all(q, l, RJQ_OK);
+        return;
+    }
+    for (held **hp = &l->held; *hp;) {
+        held *h = *hp;
+        if (h->kind == H_WORKER && rjq__worker_reserved_stopped(h->w)) {
+            *hp = h->next;
+            if (*hp == NULL) l->held_end = hp;
+            rjq__worker_unreserve(h->w, RJQ_OK);
+            held_free(h);
+        } else {
+            hp = &h->next;
+        }
+    }
+}
+
+/* A read again at a connect, for the handles whose workers wait. */
+static void shards_ready(rjq_client *c, void *state, int kind) {
+    (void)state;
+    if (kind != RJQ_CONN_COMMAND) return;
+    for (rjq_queue *q = rjq__queue_first(c); q; q = rjq__queue_next(q)) {
+        layout *l = rjq__queue_part(q, RJQ__PART_SHARDS);
+        if (l && l->state == L_UNKNOWN && l->held) layout_read(q, l); /* (failed: next time) */
+    }
+}
+
+static const rjq__feature shards_feature = {.name = "shards", .ready = shards_ready};
+
+/* 1 when calls on q wait for its layout (L_UNKNOWN: a read is sent). */
+static int gated(rjq_queue *q) {
+    layout *l = q ? rjq__queue_part(q, RJQ__PART_SHARDS) : NULL;
+    return l && l->state != L_LEARNT;
+}
+
+/* Hold call h on q (gated): RJQ_OK (h is q's), or an error (h freed). */
+static int hold(rjq_queue *q, held *h) {
+    layout *l = rjq__queue_part(q, RJQ__PART_SHARDS);
+    rjq_client *c = rjq_queue_get_client(q);
+    int rc = rjq__accepting(c) ? RJQ_OK : RJQ_ECLOSED;
+    if (rc == RJQ_OK && l->state == L_UNKNOWN) rc = layout_read(q, l);
+    if (rc != RJQ_OK) {
+        if (h->kind == H_WORKER) rjq__worker_unreserve(h->w, RJQ_OK);
+        held_free(h);
+        return rc;
+    }
+    *l->held_end = h;
+    l->held_end = &h->next;
+    return RJQ_OK;
+}
+
+static held *held_new(hkind kind, any_fn *cb, void *data) {
+    held *h = calloc(1, sizeof *h);
+    if (h) {
+        h->kind = kind;
+        h->cb = cb;
+        h->data = data;
+    }
+    return h;
+}
+
+/* A call with a callback only and an optional id, held. */
+static int hold_call(rjq_queue *q, hkind kind, any_fn *cb, void *data, const char *id) {
+    held *h = held_new(kind, cb, data);
+    if (h && id && (h->id = strdup(id)) == NULL) {
+        held_free(h);
+        h = NULL;
+    }
+    return h ? hold(q, h) : RJQ_ENOMEM;
+}
+
+int rjq_queue_open(rjq_client *c, const char *name, const rjq_queue_options *opts,
+                   rjq_queue **out) {
+    int rc = rjq__queue_open(c, name, opts, out);
+    if (rc != RJQ_OK) return rc;
+    rjq_queue *q = *out;
+    static char registered; /* (the feature keeps no state: a marker) */
+    layout *l = rjq__feature_add(c, &shards_feature, &registered) == RJQ_OK ? layout_make(q) : NULL;
+    if (l == NULL) rc = RJQ_ENOMEM;
+    if (rc == RJQ_OK && opts) {
+        rjq__sized_in(c, &l->opts, sizeof l->opts, opts, "rjq_queue_options"); /* (checked) */
+        l->has_opts = 1;
+    }
+    if (rc == RJQ_OK) rc = layout_read(q, l);
+    if (rc != RJQ_OK) {
+        rjq_queue_close(q);
+        *out = NULL;
+    }
+    return rc;
+}
+
+/* RJQ_OK when aw is NULL or of a size this library reads (errmsg set). */
+static int await_options_ok(rjq_queue *q, const rjq_await_options *aw) {
+    rjq_await_options copy;
+    if (aw == NULL) return RJQ_OK;
+    return rjq__sized_in(rjq_queue_get_client(q), &copy, sizeof copy, aw, "rjq_await_options");
+}
+
+/* The call just held on q (the last) is an await: its kind, callback and
+ * await options (copied as this library reads them). */
+static int held_as_await(rjq_queue *q, hkind kind, const rjq_await_options *aw, rjq_await_cb *cb,
+                         void *data) {
+    layout *l = rjq__queue_part(q, RJQ__PART_SHARDS);
+    held *h = l->held;
+    while (h->next) h = h->next;
+    h->kind = kind;
+    h->cb = (any_fn *)cb;
+    h->data = data;
+    if (aw && rjq__sized_in(rjq_queue_get_client(q), &h->aw, sizeof h->aw, aw,
+                            "rjq_await_options") == RJQ_OK)
+        h->has_aw = 1;
+    return RJQ_OK;
+}
+
+/* A call with a page or a limit, held. */
+static int hold_paged(rjq_queue *q, hkind kind, any_fn *cb, void *data, const char *id,
+                      rjq_job_state state, long offset, long limit) {
+    held *h = held_new(kind, cb, data);
+    if (h && id && (h->id = strdup(id)) == NULL) {
+        held_free(h);
+        h = NULL;
+    }
+    if (h == NULL) return RJQ_ENOMEM;
+    h->jstate = state;
+    h->offset = offset;
+    h->limit = limit;
+    return hold(q, h);
 }
 
 int rjq_queue_count_shards(const rjq_queue *q) {
@@ -341,7 +688,7 @@ static void on_declared(rjq_client *c, int status, redisReply *r, void *priv) {
     x->waiting = 1; /* (this loop's own, so that no answer ends it early) */
     for (int i = 0; i < 1 + x->old.n && rjq__accepting(c); i++) {
         rjq_queue *h;
-        int rc = rjq_queue_open(c, names[i], NULL, &h);
+        int rc = rjq__queue_open(c, names[i], NULL, &h);
         if (rc == RJQ_OK) {
             x->check[x->nchecks++] = h;
             x->waiting++;
@@ -399,8 +746,38 @@ static rjq_queue *shard_for(layout *l, const char *id) {
     return l->sub[l->rr++ % (unsigned)l->n];
 }
 
+/* rjq_enqueue held: checked now as it would be, its inputs copied. */
+static int hold_enqueue(rjq_queue *q, const void *payload, size_t len,
+                        const rjq_job_options *opts, rjq_enqueue_cb *cb, void *data) {
+    rjq_client *c = rjq_queue_get_client(q);
+    rjq_job_options copy;
+    const rjq_job_options *o;
+    if (rjq__job_options_in(c, opts, &copy, &o) != RJQ_OK) return RJQ_EINVAL;
+    rjq_enqueue_item it = RJQ_ENQUEUE_ITEM_INIT;
+    it.payload = payload;
+    it.len = len;
+    it.opts = o;
+    char enc[RJQ__OPTS_MAX + 1];
+    int rc = rjq__enqueue_check(q, &it, enc);
+    if (rc != RJQ_OK) return rc;
+    held *h = held_new(H_ENQUEUE, (any_fn *)cb, data);
+    if (h == NULL || (h->payload = malloc(len ? len : 1)) == NULL) goto oom;
+    if (len) memcpy(h->payload, payload, len);
+    h->len = len;
+    if (o) {
+        h->jo = *o;
+        h->has_jo = 1;
+        if (o->id && (h->jo.id = strdup(o->id)) == NULL) goto oom;
+    }
+    return hold(q, h);
+oom:
+    if (h) held_free(h);
+    return RJQ_ENOMEM;
+}
+
 int rjq_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *opts,
                 rjq_enqueue_cb *cb, void *data) {
+    if (gated(q)) return hold_enqueue(q, payload, len, opts, cb, data);
     layout *l = layout_of(q);
     if (l == NULL) return rjq__enqueue_one(q, payload, len, opts, cb, data);
     rjq_job_options copy;
@@ -458,8 +835,70 @@ static void on_split_part(rjq_client *c, int status, const rjq_enqueued *jobs, s
     if (--s->waiting == 0) split_done(c, s);
 }
 
+/* rjq_enqueue_batch held: every item checked now as it would be (on q),
+ * and copied. */
+static int hold_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n, rjq_enqueue_cb *cb,
+                      void *data) {
+    if (items == NULL || n == 0 || n > RJQ_BATCH_MAX) return RJQ_EINVAL;
+    rjq_client *c = rjq_queue_get_client(q);
+    char why[256];
+    if (rjq__sized_check(items, sizeof *items, "rjq_enqueue_item", why, sizeof why) < 0) {
+        rjq__errmsg(c, "%s", why);
+        return RJQ_EINVAL;
+    }
+    size_t stride = items->size;
+    held *h = held_new(H_BATCH, (any_fn *)cb, data);
+    if (h == NULL || (h->items = calloc(n, sizeof *h->items)) == NULL ||
+        (h->jos = calloc(n, sizeof *h->jos)) == NULL) {
+        if (h) held_free(h);
+        return RJQ_ENOMEM;
+    }
+    h->n = n;
+    int rc = RJQ_OK;
+    for (size_t i = 0; i < n && rc == RJQ_OK; i++) {
+        const rjq_enqueue_item *it = (const void *)((const char *)items + i * stride);
+        if (it->size != stride ||
+            (i > 0 && rjq__sized_check(it, sizeof *it, "rjq_enqueue_item", why, sizeof why) < 0)) {
+            rjq__errmsg(c, "rjq_enqueue_item: item %zu is not of item 0's size", i);
+            rc = RJQ_EINVAL;
+            break;
+        }
+        rjq_enqueue_item *to = &h->items[i];
+        rjq__sized_copy(to, sizeof *to, it);
+        const void *p = to->payload;
+        to->payload = NULL; /* (copies only from here on: held_free frees them) */
+        const rjq_job_options *o;
+        rc = rjq__job_options_in(c, to->opts, &h->jos[i], &o) != RJQ_OK ? RJQ_EINVAL : RJQ_OK;
+        if (rc == RJQ_OK && o) h->jos[i] = *o;
+        const char *uid = rc == RJQ_OK && o ? o->id : NULL;
+        h->jos[i].id = NULL;
+        if (rc != RJQ_OK) break;
+        rjq_enqueue_item check = *to;
+        check.payload = p;
+        check.opts = o ? &h->jos[i] : NULL;
+        h->jos[i].id = uid;
+        char enc[RJQ__OPTS_MAX + 1];
+        rc = rjq__enqueue_check(q, &check, enc);
+        h->jos[i].id = NULL;
+        if (rc != RJQ_OK) break;
+        to->opts = check.opts;
+        if ((to->payload = malloc(to->len ? to->len : 1)) == NULL ||
+            (uid && (h->jos[i].id = strdup(uid)) == NULL)) {
+            rc = RJQ_ENOMEM;
+            break;
+        }
+        if (to->len) memcpy((void *)to->payload, p, to->len);
+    }
+    if (rc != RJQ_OK) {
+        held_free(h);
+        return rc;
+    }
+    return hold(q, h);
+}
+
 int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n, rjq_enqueue_cb *cb,
                       void *data) {
+    if (gated(q)) return hold_batch(q, items, n, cb, data);
     layout *l = layout_of(q);
     if (l == NULL) return rjq__enqueue_batch_one(q, items, n, cb, data);
     if (items == NULL || n == 0 || n > RJQ_BATCH_MAX) return RJQ_EINVAL;
@@ -562,6 +1001,15 @@ int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n, rjq
 
 int rjq_worker_start(rjq_queue *q, const rjq_worker_options *opts, rjq_handler_fn *handler,
                      void *data, rjq_worker **out) {
+    if (gated(q)) { /* a worker handle now, started once the layout is learnt */
+        held *h = held_new(H_WORKER, NULL, NULL);
+        if (h == NULL) return RJQ_ENOMEM;
+        int rc = rjq__worker_reserve(q, opts, handler, data, &h->wo, &h->w);
+        if (rc == RJQ_OK) rc = hold(q, h);
+        else held_free(h);
+        if (rc == RJQ_OK) *out = h->w;
+        return rc;
+    }
     layout *l = layout_of(q);
     if (l == NULL) return rjq__worker_start_one(q, opts, handler, data, out);
     int weights[RJQ_SHARDS_MAX];
@@ -573,6 +1021,12 @@ int rjq_worker_start(rjq_queue *q, const rjq_worker_options *opts, rjq_handler_f
 int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *opts,
                       const rjq_await_options *aw, rjq_await_cb *cb, void *data,
                       rjq_await **out) {
+    if (gated(q) && out == NULL && cb != NULL) { /* (with out: made now, see rjq.h) */
+        if (await_options_ok(q, aw) != RJQ_OK) return RJQ_EINVAL;
+        int rc = hold_enqueue(q, payload, len, opts, NULL, NULL);
+        if (rc == RJQ_OK) rc = held_as_await(q, H_ENQUEUE_AWAIT, aw, cb, data);
+        return rc;
+    }
     layout *l = layout_of(q);
     if (l == NULL) return rjq__enqueue_await_one(q, payload, len, opts, aw, cb, data, out);
     rjq_job_options copy;
@@ -584,6 +1038,13 @@ int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_j
 
 int rjq_queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw, rjq_await_cb *cb,
                     void *data, rjq_await **out) {
+    if (gated(q) && out == NULL && cb != NULL) { /* (with out: made now, see rjq.h) */
+        if (await_options_ok(q, aw) != RJQ_OK) return RJQ_EINVAL;
+        if (id == NULL || id[0] == '\0') return RJQ_EJOBID;
+        int rc = hold_call(q, H_QUEUE_AWAIT, (any_fn *)cb, data, id);
+        if (rc == RJQ_OK) rc = held_as_await(q, H_QUEUE_AWAIT, aw, cb, data);
+        return rc;
+    }
     layout *l = layout_of(q);
     if (l == NULL) return rjq__queue_await_one(q, id, aw, cb, data, out);
     if (id == NULL || id[0] == '\0') return RJQ_EJOBID;
@@ -634,6 +1095,7 @@ static void on_shard_stats(rjq_client *c, int status, const rjq_stats *st, void 
 }
 
 int rjq_queue_get_stats(rjq_queue *q, rjq_stats_cb *cb, void *data) {
+    if (gated(q)) return hold_call(q, H_STATS, (any_fn *)cb, data, NULL);
     layout *l = layout_of(q);
     if (l == NULL) return rjq__queue_stats_one(q, cb, data);
     if (cb == NULL) return RJQ_EINVAL;
@@ -688,6 +1150,7 @@ static int route_id(rjq_queue *q, layout *l, const char *id, rjq_queue **to) {
 }
 
 int rjq_queue_cancel(rjq_queue *q, const char *id, rjq_cancel_cb *cb, void *data) {
+    if (gated(q)) return hold_call(q, H_CANCEL, (any_fn *)cb, data, id);
     layout *l = layout_of(q);
     if (l == NULL) return rjq__queue_cancel_one(q, id, cb, data);
     rjq_queue *to;
@@ -696,6 +1159,7 @@ int rjq_queue_cancel(rjq_queue *q, const char *id, rjq_cancel_cb *cb, void *data
 }
 
 int rjq_queue_get_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *data) {
+    if (gated(q)) return hold_call(q, H_GET_JOB, (any_fn *)cb, data, id);
     layout *l = layout_of(q);
     if (l == NULL) return rjq__queue_job_one(q, id, cb, data);
     rjq_queue *to;
@@ -704,6 +1168,7 @@ int rjq_queue_get_job(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *d
 }
 
 int rjq_queue_delete(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data) {
+    if (gated(q)) return hold_call(q, H_DELETE, (any_fn *)cb, data, id);
     layout *l = layout_of(q);
     if (l == NULL) return rjq__queue_delete_one(q, id, cb, data);
     rjq_queue *to;
@@ -800,18 +1265,21 @@ static int send_purge(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *d
 }
 
 int rjq_queue_pause(rjq_queue *q, rjq_count_cb *cb, void *data) {
+    if (gated(q)) return hold_call(q, H_PAUSE, (any_fn *)cb, data, NULL);
     layout *l = layout_of(q);
     if (l == NULL) return rjq__queue_pause_one(q, cb, data);
     return fan_out(q, l, send_pause, NULL, 1, cb, data);
 }
 
 int rjq_queue_resume(rjq_queue *q, rjq_count_cb *cb, void *data) {
+    if (gated(q)) return hold_call(q, H_RESUME, (any_fn *)cb, data, NULL);
     layout *l = layout_of(q);
     if (l == NULL) return rjq__queue_resume_one(q, cb, data);
     return fan_out(q, l, send_resume, NULL, 1, cb, data);
 }
 
 int rjq_queue_reclaim(rjq_queue *q, rjq_count_cb *cb, void *data) {
+    if (gated(q)) return hold_call(q, H_RECLAIM, (any_fn *)cb, data, NULL);
     layout *l = layout_of(q);
     if (l == NULL) return rjq__queue_reclaim_one(q, cb, data);
     if (cb == NULL) return RJQ_EINVAL;
@@ -819,6 +1287,7 @@ int rjq_queue_reclaim(rjq_queue *q, rjq_count_cb *cb, void *data) {
 }
 
 int rjq_queue_replay(rjq_queue *q, const char *id, long limit, rjq_count_cb *cb, void *data) {
+    if (gated(q)) return hold_paged(q, H_REPLAY, (any_fn *)cb, data, id, 0, 0, limit);
     layout *l = layout_of(q);
     if (l == NULL) return rjq__queue_replay_one(q, id, limit, cb, data);
     if (cb == NULL) return RJQ_EINVAL;
@@ -833,6 +1302,7 @@ int rjq_queue_replay(rjq_queue *q, const char *id, long limit, rjq_count_cb *cb,
 
 int rjq_queue_purge(rjq_queue *q, rjq_job_state state, long limit, rjq_count_cb *cb,
                     void *data) {
+    if (gated(q)) return hold_paged(q, H_PURGE, (any_fn *)cb, data, NULL, state, 0, limit);
     layout *l = layout_of(q);
     if (l == NULL) return rjq__queue_purge_one(q, state, limit, cb, data);
     if (cb == NULL) return RJQ_EINVAL;
@@ -1038,12 +1508,14 @@ static int list_merged(rjq_queue *q, layout *l, rjq_job_state state, long offset
 
 int rjq_queue_list_jobs(rjq_queue *q, rjq_job_state state, long offset, long limit, rjq_ids_cb *cb,
                    void *data) {
+    if (gated(q)) return hold_paged(q, H_LIST_JOBS, (any_fn *)cb, data, NULL, state, offset, limit);
     layout *l = layout_of(q);
     if (l == NULL) return rjq__queue_jobs_one(q, state, offset, limit, cb, data);
     return list_merged(q, l, state, offset, limit, cb, data);
 }
 
 int rjq_queue_list_dead(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *data) {
+    if (gated(q)) return hold_paged(q, H_LIST_DEAD, (any_fn *)cb, data, NULL, 0, offset, limit);
     layout *l = layout_of(q);
     if (l == NULL) return rjq__queue_dead_one(q, offset, limit, cb, data);
     return list_merged(q, l, RJQ_STATE_DEAD, offset, limit, cb, data);

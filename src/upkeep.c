@@ -203,7 +203,7 @@ static rjq_queue *queue_named(rjq_client *c, const char *name, size_t len, int *
     char *copy = strndup(name, len);
     rjq_queue *q = NULL;
     if (copy && !rjq__valid_queue_name(copy)) *bad = 1;
-    else if (copy) rjq_queue_open(c, copy, NULL, &q);
+    else if (copy) rjq__queue_open(c, copy, NULL, &q);
     free(copy);
     return q;
 }

@@ -240,12 +240,13 @@ static int check_options(rjq_client *c, const rjq_worker_options *given, rjq_wor
 
 /* A worker on q, made and linked but not yet claiming (see go_live); o as
  * check_options made it. */
-static rjq_worker *make_worker(rjq_queue *q, const rjq_worker_options *o,
-                               rjq_handler_fn *handler, void *data) {
+static rjq_worker *make_worker_in(rjq_worker *given, rjq_queue *q, const rjq_worker_options *o,
+                                  rjq_handler_fn *handler, void *data) {
     rjq_client *c = rjq_queue_get_client(q);
     part *p = part_of(q);
-    rjq_worker *w = p ? calloc(1, sizeof *w) : NULL;
+    rjq_worker *w = p ? given ? given : calloc(1, sizeof *w) : NULL;
     if (w == NULL) return NULL;
+    memset(w, 0, sizeof *w);
     w->q = q;
     w->handler = handler;
     w->on_notice = o->on_notice;
@@ -260,7 +261,7 @@ static rjq_worker *make_worker(rjq_queue *q, const rjq_worker_options *o,
     background_init(&w->extend, w, "lease extension");
     background_init(&w->deregister, w, "worker stop");
     if (setup_timers(c, w) != RJQ_OK) {
-        free(w);
+        if (w != given) free(w);
         return NULL;
     }
     if ((w->reg = rjq__push_join(q, &rjq__w_reg_ops, w)) == NULL ||
@@ -268,7 +269,7 @@ static rjq_worker *make_worker(rjq_queue *q, const rjq_worker_options *o,
         rjq__push_free(w->reg);
         rjq__timer_teardown(c, &w->poll_timer);
         rjq__timer_teardown(c, &w->extend_timer);
-        free(w);
+        if (w != given) free(w);
         return NULL;
     }
     w->next = p->workers;
@@ -280,10 +281,17 @@ static rjq_worker *make_worker(rjq_queue *q, const rjq_worker_options *o,
     return w;
 }
 
-/* Undo make_worker (nothing of it was sent). */
-static void unmake_worker(rjq_worker *w) {
+/* A worker on q, in new memory (given NULL) or in given's (zeroed first;
+ * left zeroed, not freed, when out of memory). */
+static rjq_worker *make_worker(rjq_queue *q, const rjq_worker_options *o,
+                               rjq_handler_fn *handler, void *data) {
+    return make_worker_in(NULL, q, o, handler, data);
+}
+
+/* Undo make_worker (nothing of it was sent); given's memory is not freed. */
+static void unmake_worker(rjq_worker *w, const rjq_worker *given) {
     rjq__w_detach(w);
-    free(w);
+    if (w != given) free(w);
 }
 
 /* Start its lease extension and its first claim. */
@@ -309,6 +317,33 @@ int rjq__worker_start_one(rjq_queue *q, const rjq_worker_options *given, rjq_han
     return RJQ_OK;
 }
 
+/* A worker of queues[0..n-1] under one slot budget (options checked);
+ * its first member in first's memory when given (rjq__worker_start_reserved). */
+static int start_group(rjq_worker *first, rjq_queue *const *queues, size_t n,
+                       rjq_worker_order order, const int *weights, const rjq_worker_options *o,
+                       rjq_handler_fn *handler, void *data, rjq_worker **out) {
+    group *g = calloc(1, sizeof *g);
+    if (g == NULL) return RJQ_ENOMEM;
+    g->order = order;
+    g->concurrency = o->concurrency ? o->concurrency : 1;
+    for (size_t i = 0; i < n; i++) {
+        rjq_worker *w = make_worker_in(i == 0 ? first : NULL, queues[i], o, handler, data);
+        if (w == NULL) {
+            for (int k = 0; k < g->n; k++) unmake_worker(g->m[k], first);
+            free(g);
+            return RJQ_ENOMEM;
+        }
+        w->g = g;
+        g->weight[g->n] = order == RJQ_WORKER_WEIGHTED ? weights[i] : 1;
+        g->m[g->n++] = w;
+    }
+    g->alive = g->n;
+    for (int i = 0; i < g->n; i++) go_live(g->m[i]);
+    *out = g->m[0];
+    return RJQ_OK;
+}
+
+
 int rjq_worker_start_queues(rjq_queue *const *queues, size_t n, rjq_worker_order order,
                             const int *weights, const rjq_worker_options *given,
                             rjq_handler_fn *handler, void *data, rjq_worker **out) {
@@ -333,25 +368,73 @@ int rjq_worker_start_queues(rjq_queue *const *queues, size_t n, rjq_worker_order
     rjq_worker_options o;
     int rc = check_options(c, given, &o);
     if (rc != RJQ_OK) return rc;
-    group *g = calloc(1, sizeof *g);
-    if (g == NULL) return RJQ_ENOMEM;
-    g->order = order;
-    g->concurrency = o.concurrency ? o.concurrency : 1;
-    for (size_t i = 0; i < n; i++) {
-        rjq_worker *w = make_worker(queues[i], &o, handler, data);
-        if (w == NULL) {
-            for (int k = 0; k < g->n; k++) unmake_worker(g->m[k]);
-            free(g);
-            return RJQ_ENOMEM;
-        }
-        w->g = g;
-        g->weight[g->n] = order == RJQ_WORKER_WEIGHTED ? weights[i] : 1;
-        g->m[g->n++] = w;
-    }
-    g->alive = g->n;
-    for (int i = 0; i < g->n; i++) go_live(g->m[i]);
-    *out = g->m[0];
+    return start_group(NULL, queues, n, order, weights, &o, handler, data, out);
+}
+
+/* ---- a worker whose queues are not known yet (shard.c) ------------------------ */
+
+int rjq__worker_reserve(rjq_queue *q, const rjq_worker_options *given, rjq_handler_fn *handler,
+                        void *data, rjq_worker_options *o, rjq_worker **out) {
+    if (q == NULL || handler == NULL || out == NULL) return RJQ_EINVAL;
+    *out = NULL;
+    rjq_client *c = rjq_queue_get_client(q);
+    if (!rjq__accepting(c) || rjq__draining(c)) return RJQ_ECLOSED;
+    int rc = check_options(c, given, o);
+    if (rc != RJQ_OK) return rc;
+    rjq_worker *w = calloc(1, sizeof *w);
+    if (w == NULL) return RJQ_ENOMEM;
+    w->q = q;
+    w->reserved = 1;
+    w->handler = handler;
+    w->data = data;
+    w->state = W_ACTIVE;
+    w->mode = CL_IDLE;
+    rjq__queue_use(q); /* (rjq_queue_close refuses while it is) */
+    *out = w;
     return RJQ_OK;
+}
+
+int rjq__worker_reserved_stopped(const rjq_worker *w) {
+    RJQ_ASSERT(w->reserved);
+    return w->state != W_ACTIVE;
+}
+
+void rjq__worker_unreserve(rjq_worker *w, int status) {
+    RJQ_ASSERT(w->reserved);
+    rjq__queue_unuse(w->q);
+    if (w->state != W_ACTIVE && w->stop_cb) w->stop_cb(w, status, w->stop_data);
+    free(w);
+}
+
+int rjq__worker_start_reserved(rjq_worker *w, rjq_queue *const *queues, size_t n,
+                               const rjq_worker_options *o) {
+    RJQ_ASSERT(w->reserved && w->state == W_ACTIVE && n >= 1 && n <= RJQ_WORKER_QUEUES_MAX);
+    rjq_client *c = rjq_queue_get_client(queues[0]);
+    if (!rjq__accepting(c) || rjq__draining(c)) return RJQ_ECLOSED;
+    rjq_queue *was = w->q;
+    rjq_handler_fn *handler = w->handler;
+    void *data = w->data;
+    rjq__queue_unuse(was);
+    int rc;
+    if (n == 1) {
+        rc = make_worker_in(w, queues[0], o, handler, data) ? RJQ_OK : RJQ_ENOMEM;
+        if (rc == RJQ_OK) go_live(w);
+    } else {
+        int weights[RJQ_WORKER_QUEUES_MAX];
+        for (size_t i = 0; i < n; i++) weights[i] = 1;
+        rjq_worker *out;
+        rc = start_group(w, queues, n, RJQ_WORKER_WEIGHTED, weights, o, handler, data, &out);
+    }
+    if (rc != RJQ_OK) { /* (still reserved, on its first queue) */
+        memset(w, 0, sizeof *w);
+        w->q = was;
+        w->reserved = 1;
+        w->state = W_ACTIVE;
+        w->handler = handler;
+        w->data = data;
+        rjq__queue_use(was);
+    }
+    return rc;
 }
 
 static int stop_group(group *g, rjq_stopped_cb *cb, void *data) {
@@ -375,6 +458,15 @@ static int stop_group(group *g, rjq_stopped_cb *cb, void *data) {
 
 int rjq_worker_stop(rjq_worker *w, rjq_stopped_cb *cb, void *data) {
     if (w == NULL) return RJQ_EINVAL;
+    if (w->reserved) { /* (ended by its queue's layout: shard.c, at its tick or later) */
+        if (w->state != W_ACTIVE) return RJQ_EBUSY;
+        if (!rjq__accepting(client_of(w))) return RJQ_ECLOSED;
+        rjq__w_set_state(w, W_STOPPING);
+        w->stop_cb = cb;
+        w->stop_data = data;
+        rjq__queue_kick(w->q);
+        return RJQ_OK;
+    }
     if (w->g) return stop_group(w->g, cb, data);
     if (w->state != W_ACTIVE) return RJQ_EBUSY;
     rjq_client *c = client_of(w);

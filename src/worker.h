@@ -14,6 +14,25 @@
 int rjq__worker_start_one(rjq_queue *q, const rjq_worker_options *opts, rjq_handler_fn *handler,
                           void *data, rjq_worker **out);
 
+/* A worker handle for q whose queues are not known yet (shard.c: q's
+ * layout is being read): handler, data and options checked as
+ * rjq_worker_start does (*o: the options as this library reads them),
+ * nothing made or sent; it counts as a use of q (rjq__queue_use).
+ * rjq_worker_stop on it only marks it stopped (and kicks q's tick):
+ * rjq__worker_reserved_stopped then says 1. Returns rjq_worker_start's
+ * synchronous codes. */
+int rjq__worker_reserve(rjq_queue *q, const rjq_worker_options *given, rjq_handler_fn *handler,
+                        void *data, rjq_worker_options *o, rjq_worker **out);
+int rjq__worker_reserved_stopped(const rjq_worker *w);
+/* Start reserved w on queues[0..n-1] (n 1: a worker of that queue; more:
+ * of all, weighted, equal weights), the same handle. RJQ_OK, or
+ * RJQ_ENOMEM/RJQ_ECLOSED with w still reserved. */
+int rjq__worker_start_reserved(rjq_worker *w, rjq_queue *const *queues, size_t n,
+                               const rjq_worker_options *o);
+/* End reserved w, never started: its stop callback (when stopped) gets
+ * status; freed. */
+void rjq__worker_unreserve(rjq_worker *w, int status);
+
 /* A claim's reply (claim.lua): [next due, slots registered, token,
  * deadline, then 4 per job: id, payload (nil: read later), attempt, max
  * attempts]. 1 when it is one for a claim of `asked` jobs with every

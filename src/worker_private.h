@@ -148,6 +148,7 @@ typedef struct background {
 
 struct rjq_worker {
     rjq_queue *q;
+    int reserved;             /* made by rjq__worker_reserve, not yet started */
     rjq_handler_fn *handler;
     rjq_notice_fn *on_notice;
     void *data;

@@ -98,6 +98,7 @@ static void ef_on_first(rjq_client *c, int status, const rjq_enqueued *jobs, siz
  * the call); otherwise waits until this round is answered and returns 0. */
 static int early_send_fails(test_env *e, const char *name, long n, rjq_queue **qp, int *rc) {
     rjq_queue *q = *qp = queue_for(e->c, name);
+    get_stats(e->base, q); /* (its layout read: enqueues are no longer held) */
     int mode = ef.mode;
     memset(&ef, 0, sizeof ef);
     ef.mode = mode;

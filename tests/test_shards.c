@@ -54,10 +54,12 @@ TEST(declaration_learnt_by_a_second_client) {
     ASSERT_OK(declare_shards(e.base, q2, 4));
     ASSERT_EQ(4, rjq_queue_count_shards(q2));
 
-    /* a plain handle is refused nothing but knows nothing: it is the base queue */
+    /* a plain rjq_queue_open handle learns it before its first request
+     * (tests/test_shards_open.c) */
     rjq_queue *plain;
     ASSERT_OK(rjq_queue_open(c2, "sh_decl", NULL, &plain));
-    ASSERT_EQ(1, rjq_queue_count_shards(plain));
+    get_stats(e.base, plain);
+    ASSERT_EQ(4, rjq_queue_count_shards(plain));
 
     /* a declaration this library cannot read is refused, never guessed */
     redisReply *r = server_cmd(e.rc, "SET t:{sh_bad}:shards %s", "rjq-shards 1 3 a b");
@@ -150,10 +152,11 @@ TEST(ids_go_to_the_shard_of_their_hash_and_dedup_across_retries) {
     ASSERT_EQ(72, all.ready);
     ASSERT_EQ(72, all.enqueued);
     ASSERT_EQ(1, all.exists);
-    /* the base queue has nothing */
-    rjq_queue *plain;
-    ASSERT_OK(rjq_queue_open(e.c, "sh_ids", NULL, &plain));
-    ASSERT_EQ(0, get_stats(e.base, plain).ready);
+    /* the base queue has nothing: no key under its tag but the declaration */
+    redisReply *r = server_cmd(e.rc, "KEYS t:{sh_ids}:*");
+    ASSERT_EQ(1, (long)r->elements);
+    ASSERT_STREQ("t:{sh_ids}:shards", r->element[0]->str);
+    freeReplyObject(r);
     rjq_client_free(c2);
     env_stop(&e);
 }

@@ -77,6 +77,12 @@ typedef struct {
     rjq_queue *q;
 } venv;
 
+static void on_learnt(rjq_client *c, int status, const rjq_stats *st, void *data) {
+    (void)c, (void)st;
+    ASSERT_OK(status);
+    *(int *)data = 1;
+}
+
 static void venv_start(venv *e, const char *queue) {
     rjq__clock_set(virtual_clock);
     armed_ms = -1;
@@ -95,6 +101,12 @@ static void venv_start(venv *e, const char *queue) {
         vclock_io(e->base, e->c);
     }
     e->q = queue_for(e->c, queue);
+    int learnt = 0; /* (its layout read: a worker starts when asked) */
+    ASSERT_OK(rjq_queue_get_stats(e->q, on_learnt, &learnt));
+    while (!learnt) {
+        ASSERT(mono_ms() < end);
+        vclock_io(e->base, e->c);
+    }
     freeReplyObject(server_cmd(e->rc, "CONFIG SET slowlog-log-slower-than 0"));
     freeReplyObject(server_cmd(e->rc, "CONFIG SET slowlog-max-len 100000"));
     freeReplyObject(server_cmd(e->rc, "SLOWLOG RESET"));

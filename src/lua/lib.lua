@@ -1079,12 +1079,15 @@ local function start_jobs(J, c, ids, d, o, s, out)
   if before_write then before_write(n, dz ~= nil) end
   if n == 0 then return enter(0) end
   typed('zset', 'ZADD', active, unpack(za)) -- (a claim's first write: see claim.lua)
-  -- (events after that write: a refused call's events are still published)
-  if emit ~= UNMONITORED then
+  -- (events after that write: a refused call's events are still published;
+  -- c.quiet: the caller emits them, push_to_idle once its push was heard)
+  if emit ~= UNMONITORED and not c.quiet then
     for i = base + 1, base + n do emit('active', hi[i]) end
   end
   redis.call('HSET', J.s, unpack(st))
   if dz then redis.call('ZADD', deadlines, unpack(dz)) end
+  c.timed = dz ~= nil
+  c.member = tok .. ' ' .. table.concat(hi, ' ')
   return enter(n)
 end
 
@@ -1175,12 +1178,20 @@ end
 -- pick: the caller's HRANDFIELD idle 1 WITHVALUES, the first worker tried.
 -- take(n): up to n jobs to start, as ids and their records d, o, s (see
 -- load_jobs), in claim order; from_ready or new_jobs below.
+-- back(n) (new_jobs; nil for from_ready): gives the last n jobs taken
+-- back. With it, whether the worker listens is what the PUBLISH of its
+-- message answers (its receivers; no PUBSUB NUMSUB before, a command per
+-- push saved): 0 undoes the push exactly (the leases, states, deadlines
+-- and held member its start wrote; the 'active' events are emitted only
+-- after a push that was heard) and the jobs go to the next worker or
+-- stay ready, as they would have. Jobs taken from ready cannot be given
+-- back as cheaply: their workers are asked first (NUMSUB).
 -- The token of a message is "<client>.<worker>.<tbase><k>" (the client's
 -- id ends its push channel's name), entered in the held index (`held`).
 -- deadlines: the queue's zset of run time ends (see start_jobs). now:
 -- the caller's server time, when it read it (nil: read here when needed).
 -- Returns how many jobs were taken.
-local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, take, deadlines, now)
+local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, take, deadlines, now, back)
   local k, taken, inline_left = 0, 0, PUSH_INLINE_TOTAL
   while budget > 0 do
     pick = pick or redis.call('HRANDFIELD', idle, 1, 'WITHVALUES')
@@ -1192,7 +1203,7 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
     local slots, epoch, lease, format = string.match(v, '^(%d+) (%S+) (%d+) (%S+)$')
     slots = tonumber(slots or 0)
     if not ch or slots < 1 or format ~= PUSH_FORMAT or
-       numsub(ch) == 0 then
+       (not back and numsub(ch) == 0) then
       redis.call('HDEL', idle, field)
     else
       local ids, d, o, s = take(math.min(slots, budget))
@@ -1202,8 +1213,9 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
       k = k + 1
       local out, tok = {}, string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. k
       local deadline = int(now + tonumber(lease))
-      local n = start_jobs(J, {active = active, held = held, deadlines = deadlines, emit = emit, now = now,
-                               tok = tok, deadline = deadline}, ids, d, o, s, out)
+      local c = {active = active, held = held, deadlines = deadlines, emit = emit, now = now,
+                 tok = tok, deadline = deadline, quiet = back ~= nil}
+      local n = start_jobs(J, c, ids, d, o, s, out)
       if slots - n > 0 then
         redis.call('HSET', idle, field, registration(slots - n, epoch, lease))
       else
@@ -1211,6 +1223,7 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
       end
       budget = budget - #ids
       if n > 0 then
+        local inline_was = inline_left
         local msg = {wid .. ' ' .. epoch .. ' ' .. n .. ' ' .. tok .. ' ' .. deadline .. '\n'}
         for i = 1, #out, 4 do
           local p = out[i + 1]
@@ -1225,7 +1238,25 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
             msg[#msg + 1] = out[i]
           end
         end
-        redis.call(PUB or pub_mode(), ch, table.concat(msg))
+        local heard = redis.call(PUB or pub_mode(), ch, table.concat(msg))
+        if back and heard == 0 then
+          -- nobody listens (see above): the push undone, the worker's
+          -- registration dropped, the jobs offered to the next one
+          local started, st = {}, {}
+          for i = 1, #out, 4 do started[#started + 1] = out[i] end
+          for i = 1, #ids do st[2 * i - 1] = ids[i]; st[2 * i] = s[i] end
+          redis.call('ZREM', active, unpack(started))
+          if c.timed then redis.call('ZREM', deadlines, unpack(started)) end
+          redis.call('HSET', J.s, unpack(st))
+          redis.call('ZREM', held, c.member)
+          if slots - n > 0 then redis.call('HDEL', idle, field) end
+          back(#ids)
+          taken = taken - #ids
+          budget = budget + #ids
+          inline_left = inline_was
+        elseif back and emit ~= UNMONITORED then
+          for i = 1, #out, 4 do emit('active', out[i]) end
+        end
       end
     end
   end
@@ -1261,7 +1292,8 @@ local function new_jobs(ids, d, o, sv)
     for i = at, #ids do r[#r + 1] = ids[i] end
     return r
   end
-  return take, rest
+  local function back(n) at = at - n end
+  return take, rest, back
 end
 
 -- The jobs one script call creates (enqueue.lua, fire.lua): the one writer
@@ -1348,9 +1380,9 @@ local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
     if became_ready > 0 and push and push.direct and nothing_ready then
       -- Nothing was waiting: new jobs go straight to idle workers, in
       -- order, and only the rest is queued (waking idle workers elsewhere).
-      local take, rest = new_jobs(plain, plain_d, plain_o, ready_v)
+      local take, rest, back = new_jobs(plain, plain_d, plain_o, ready_v)
       push_to_idle(J, push.active, push.idle, push.held, push.tbase, became_ready, emit, push.pick,
-                   take, push.deadlines, c.now)
+                   take, push.deadlines, c.now, back)
       local left = rest()
       if #left > 0 then rpush_all(ready, left); ring = true end
     elseif became_ready > 0 then

@@ -119,3 +119,80 @@ TEST(push_nobody_hears_is_undone_and_the_job_waits_unspent) {
     ASSERT(loop_until_count(e.base, &done, 1, 10000));
     env_stop(&e);
 }
+
+/* The usual enqueue's push checks the types of active and held by its own
+ * writes (no TYPE calls): a wrongly typed one refuses the call with
+ * nothing written (the job's columns, the counter, the registration) and
+ * nothing pushed to the worker. */
+static long awaited_status = 1;
+static void on_awaited(rjq_client *c, int status, const rjq_outcome *out, void *data) {
+    (void)c, (void)out;
+    awaited_status = status;
+    (*(long *)data)++;
+}
+
+static char *queue_state(redisContext *rc, const char *q) {
+    static char buf[4096];
+    size_t at = 0;
+    const char *cmds[] = {"HGETALL t:{%s}:stats", "HGETALL t:{%s}:payload", "HGETALL t:{%s}:state",
+                          "HGETALL t:{%s}:watchers", "HGETALL t:{%s}:idle", "TYPE t:{%s}:active",
+                          "TYPE t:{%s}:held", "ZRANGE t:{%s}:active 0 -1", "ZRANGE t:{%s}:held 0 -1",
+                          "LRANGE t:{%s}:ready 0 -1"};
+    for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {
+        redisReply *r = server_cmd(rc, cmds[k], q);
+        if (r->type == REDIS_REPLY_ARRAY) {
+            for (size_t i = 0; i < r->elements; i++)
+                at += (size_t)snprintf(buf + at, sizeof buf - at, "%s,", r->element[i]->str);
+        } else if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) {
+            at += (size_t)snprintf(buf + at, sizeof buf - at, "%s", r->str);
+        } else {
+            at += (size_t)snprintf(buf + at, sizeof buf - at, "(%d)", r->type);
+        }
+        at += (size_t)snprintf(buf + at, sizeof buf - at, ";");
+        freeReplyObject(r);
+        ASSERT(at < sizeof buf - 1);
+    }
+    return buf;
+}
+
+static void push_on_wrongtype_writes_nothing(const char *key) {
+    test_env e;
+    env_start(&e, "pw");
+    long enq = 0;
+    ASSERT_OK(rjq_enqueue(e.q, "first", 5, NULL, on_enqueued, &enq)); /* seq, columns exist */
+    ASSERT(loop_until_count(e.base, &enq, 1, 10000));
+    freeReplyObject(server_cmd(e.rc, "DEL t:{pw}:ready"));
+    redisContext *sub = server_connect(&e.s);
+    struct timeval tv = {10, 0};
+    redisSetTimeout(sub, tv);
+    redisReply *r = redisCommand(sub, "SUBSCRIBE t:{pw}:push:x");
+    ASSERT(r != NULL);
+    freeReplyObject(r);
+    freeReplyObject(server_cmd(e.rc, "HSET t:{pw}:idle %s %s", "w1 t:{pw}:push:x", "2 7 30000 5"));
+    freeReplyObject(server_cmd(e.rc, "SET %s x", key));
+    char before[4096];
+    snprintf(before, sizeof before, "%s", queue_state(e.rc, "pw"));
+
+    long done = 0;
+    ASSERT_OK(rjq_enqueue_await(e.q, "p", 1, NULL, NULL, on_awaited, &done, NULL));
+    ASSERT(loop_until_count(e.base, &done, 1, 10000));
+    ASSERT_EQ(RJQ_EWRONGTYPE, awaited_status);
+    ASSERT_STREQ(before, queue_state(e.rc, "pw"));
+
+    /* nothing reached the worker's channel before this marker */
+    freeReplyObject(server_cmd(e.rc, "PUBLISH t:{pw}:push:x marker"));
+    ASSERT_EQ(REDIS_OK, redisGetReply(sub, (void **)&r));
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    ASSERT_STREQ("marker", r->element[2]->str);
+    freeReplyObject(r);
+    redisFree(sub);
+    env_stop(&e);
+}
+
+TEST(awaited_push_on_wrongtype_active_writes_nothing) {
+    push_on_wrongtype_writes_nothing("t:{pw}:active");
+}
+
+TEST(awaited_push_on_wrongtype_held_writes_nothing) {
+    push_on_wrongtype_writes_nothing("t:{pw}:held");
+}

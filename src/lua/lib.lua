@@ -549,7 +549,19 @@ local function set_watchers(J, fv, u)
   fv[#fv + 1] = WATCHERS_PIN; fv[#fv + 1] = ''
   if u then
     local last = math.min(2 * CHUNK, #fv)
-    u.call('hash', nil, 'HSET', J.n, unpack(fv, 1, last))
+    -- (undone by deleting the fields when they were all new, the pin
+    -- aside, and the whole write went through u: exact, but for a column
+    -- that had a field of a new job and no pin, only behind rjq's back)
+    u.call('hash', function(r)
+      local fields = last / 2
+      if last < #fv or r < fields - 1 then return nil end
+      return function()
+        local f = {}
+        for j = 1, last - 2, 2 do f[#f + 1] = fv[j] end
+        if r == fields then f[#f + 1] = WATCHERS_PIN end
+        redis.call('HDEL', J.n, unpack(f))
+      end
+    end, 'HSET', J.n, unpack(fv, 1, last))
     if last < #fv then call_all('HSET', J.n, fv, 2, nil, last + 1) end
   else
     call_all('HSET', J.n, fv, 2)
@@ -1031,9 +1043,12 @@ local function start_jobs(J, c, ids, d, o, s, out)
   local hi = {}
   if also then for i = 1, #also do hi[i] = also[i] end end
   local base = #hi
+  local u = c.u -- (undoable(): active and held not checked yet, see job_maker)
   local function enter(n)
     if n > 0 or also then
-      redis.call('ZADD', held, 0, HELD_PIN, 0, tok .. ' ' .. table.concat(hi, ' '))
+      local m = tok .. ' ' .. table.concat(hi, ' ')
+      if u then u.call('zset', nil, 'ZADD', held, 0, HELD_PIN, 0, m) -- (last through u)
+      else redis.call('ZADD', held, 0, HELD_PIN, 0, m) end
     end
     return n
   end
@@ -1042,7 +1057,7 @@ local function start_jobs(J, c, ids, d, o, s, out)
     return enter(0)
   end
   -- Per-job appends use counters: #t is a search on every call.
-  local za, st, n, k, seen = {'+inf', ACTIVE_PIN}, {}, 0, #out, {}
+  local za, st, n, k, seen, prev = {'+inf', ACTIVE_PIN}, {}, 0, #out, {}, {}
   local started = int(now or now_ms()) -- (the jobs' start time, see the state column)
   local dz -- ZADD arguments for deadlines
   for i, id in ipairs(ids) do
@@ -1071,6 +1086,7 @@ local function start_jobs(J, c, ids, d, o, s, out)
         dz[#dz + 1] = int(ends); dz[#dz + 1] = id
       end
       st[2 * n + 1] = id; st[2 * n + 2] = v
+      if u then prev[n + 1] = s[i] or 'ready 0' end
       out[k + 1] = id; out[k + 2] = d and d[i] or false; out[k + 3] = a; out[k + 4] = max
       hi[base + n + 1] = id
       n, k = n + 1, k + 4
@@ -1078,14 +1094,42 @@ local function start_jobs(J, c, ids, d, o, s, out)
   end
   if before_write then before_write(n, dz ~= nil) end
   if n == 0 then return enter(0) end
-  typed('zset', 'ZADD', active, unpack(za)) -- (a claim's first write: see claim.lua)
+  if u then
+    -- undone exactly: the jobs are new (their pin with them when it was)
+    u.call('zset', function(r)
+      if r < n then return nil end
+      return function()
+        redis.call('ZREM', active, unpack(hi, base + 1, base + n))
+        if r > n then redis.call('ZREM', active, ACTIVE_PIN) end
+      end
+    end, 'ZADD', active, unpack(za))
+  else
+    typed('zset', 'ZADD', active, unpack(za)) -- (a claim's first write: see claim.lua)
+  end
   -- (events after that write: a refused call's events are still published;
   -- c.quiet: the caller emits them, push_to_idle once its push was heard)
   if emit ~= UNMONITORED and not c.quiet then
     for i = base + 1, base + n do emit('active', hi[i]) end
   end
-  redis.call('HSET', J.s, unpack(st))
-  if dz then redis.call('ZADD', deadlines, unpack(dz)) end
+  if u then
+    u.call('hash', function()
+      local back_ = {}
+      for i = 1, n do back_[2 * i - 1] = st[2 * i - 1]; back_[2 * i] = prev[i] end
+      return function() redis.call('HSET', J.s, unpack(back_)) end
+    end, 'HSET', J.s, unpack(st))
+    if dz then
+      u.call('zset', function()
+        return function()
+          local z = {}
+          for i = 2, #dz, 2 do z[#z + 1] = dz[i] end
+          redis.call('ZREM', deadlines, unpack(z))
+        end
+      end, 'ZADD', deadlines, unpack(dz))
+    end
+  else
+    redis.call('HSET', J.s, unpack(st))
+    if dz then redis.call('ZADD', deadlines, unpack(dz)) end
+  end
   c.timed = dz ~= nil
   c.member = tok .. ' ' .. table.concat(hi, ' ')
   return enter(n)
@@ -1191,7 +1235,7 @@ end
 -- deadlines: the queue's zset of run time ends (see start_jobs). now:
 -- the caller's server time, when it read it (nil: read here when needed).
 -- Returns how many jobs were taken.
-local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, take, deadlines, now, back)
+local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, take, deadlines, now, back, u)
   local k, taken, inline_left = 0, 0, PUSH_INLINE_TOTAL
   while budget > 0 do
     pick = pick or redis.call('HRANDFIELD', idle, 1, 'WITHVALUES')
@@ -1214,8 +1258,9 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
       local out, tok = {}, string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. k
       local deadline = int(now + tonumber(lease))
       local c = {active = active, held = held, deadlines = deadlines, emit = emit, now = now,
-                 tok = tok, deadline = deadline, quiet = back ~= nil}
+                 tok = tok, deadline = deadline, quiet = back ~= nil, u = u}
       local n = start_jobs(J, c, ids, d, o, s, out)
+      u = nil -- (the first push's writes checked active and held)
       if slots - n > 0 then
         redis.call('HSET', idle, field, registration(slots - n, epoch, lease))
       else
@@ -1362,27 +1407,41 @@ local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
     if #payloads > 0 then w[#w + 1] = J.d; w[#w + 1] = payloads end
     if #opts > 0 then w[#w + 1] = J.o; w[#w + 1] = opts end
     if #states > 0 then w[#w + 1] = J.s; w[#w + 1] = states end
+    -- push.spec: keys the push writes that were not checked yet (enqueue's
+    -- usual call: active, held): its first writes check them through u,
+    -- or they are checked with the others once u is not exact
+    local pspec = push and push.spec
+    local function check(spec)
+      for j = 1, #(pspec or {}) do spec[#spec + 1] = pspec[j] end
+      pspec = nil
+      u.check(spec)
+      u = nil
+    end
     for i = 1, #w, 2 do
       if u and not u.exact then
         local spec = {}
         for j = i, #w, 2 do spec[#spec + 1] = w[j]; spec[#spec + 1] = 'hash' end
         if #watch > 0 then spec[#spec + 1] = J.n; spec[#spec + 1] = 'hash' end
-        u.check(spec)
-        u = nil
+        check(spec)
       end
       if u then u.hset(w[i], w[i + 1]) else call_all('HSET', w[i], w[i + 1], 2) end
     end
     if #watch > 0 then
-      if u and not u.exact then u.check({J.n, 'hash'}); u = nil end
-      set_watchers(J, watch, u) -- (last: through u, it is not undone)
+      if u and not u.exact then check({J.n, 'hash'}) end
+      set_watchers(J, watch, u) -- (through u: undone exactly, or u is not exact)
     end
+    if pspec and u and not u.exact then check({}) end
+    -- (the push's first writes go through u only for new jobs: those taken
+    -- from ready left it first, which u does not undo)
+    if pspec and not (became_ready > 0 and push.direct and nothing_ready) then check({}) end
+    if not pspec then u = nil end
     ring = ring or ring_too
     if became_ready > 0 and push and push.direct and nothing_ready then
       -- Nothing was waiting: new jobs go straight to idle workers, in
       -- order, and only the rest is queued (waking idle workers elsewhere).
       local take, rest, back = new_jobs(plain, plain_d, plain_o, ready_v)
       push_to_idle(J, push.active, push.idle, push.held, push.tbase, became_ready, emit, push.pick,
-                   take, push.deadlines, c.now, back)
+                   take, push.deadlines, c.now, back, u)
       local left = rest()
       if #left > 0 then rpush_all(ready, left); ring = true end
     elseif became_ready > 0 then

@@ -1361,7 +1361,10 @@ end
 --     caller's own reason) is true. push: push delivery to idle workers
 --     (enqueue.lua): {active, idle, held, deadlines, tbase, pick (see
 --     push_to_idle), direct (the new jobs may go to workers without
---     passing through ready: new_jobs)}; the doorbell then rings only for
+--     passing through ready: new_jobs), spec (nil, or the keys the push
+--     writes that were not type-checked: the first push's writes check
+--     them through u, undone with the columns if refused; else they are
+--     checked with expect_types before it)}; the doorbell then rings only for
 --     jobs left ready. nil: none (fire.lua: its jobs wait in ready, idle
 --     workers hear the doorbell).
 --   c.at(): the call's server time (read once, at the first use; the

@@ -196,3 +196,9 @@ TEST(awaited_push_on_wrongtype_active_writes_nothing) {
 TEST(awaited_push_on_wrongtype_held_writes_nothing) {
     push_on_wrongtype_writes_nothing("t:{pw}:held");
 }
+
+/* The states of new jobs pushed at once are written once, by the push
+ * (not ready, then active): that write checks the state column's type. */
+TEST(awaited_push_on_wrongtype_state_column_writes_nothing) {
+    push_on_wrongtype_writes_nothing("t:{pw}:state");
+}

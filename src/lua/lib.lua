@@ -1111,12 +1111,23 @@ local function start_jobs(J, c, ids, d, o, s, out)
   if emit ~= UNMONITORED and not c.quiet then
     for i = base + 1, base + n do emit('active', hi[i]) end
   end
-  if u then
+  if u and c.all then
+    -- the first write of the new jobs' states (job_maker): theirs started
+    -- here, the others' ready (undone by deleting the fields, all new)
+    local mine, a, hs = {}, c.all.states, {}
+    for i = 1, #st, 2 do mine[st[i]] = st[i + 1] end
+    for i = 1, #a, 2 do hs[i] = a[i]; hs[i + 1] = mine[a[i]] or a[i + 1] end
+    u.hset(J.s, hs)
+    c.all.done = true
+    if not u.exact then u.check({held, 'zset'}) end
+  elseif u then
     u.call('hash', function()
       local back_ = {}
       for i = 1, n do back_[2 * i - 1] = st[2 * i - 1]; back_[2 * i] = prev[i] end
       return function() redis.call('HSET', J.s, unpack(back_)) end
     end, 'HSET', J.s, unpack(st))
+  end
+  if u then
     if dz then
       u.call('zset', function()
         return function()
@@ -1235,7 +1246,8 @@ end
 -- deadlines: the queue's zset of run time ends (see start_jobs). now:
 -- the caller's server time, when it read it (nil: read here when needed).
 -- Returns how many jobs were taken.
-local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, take, deadlines, now, back, u)
+local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, take, deadlines, now, back, u,
+                            all)
   local k, taken, inline_left = 0, 0, PUSH_INLINE_TOTAL
   while budget > 0 do
     pick = pick or redis.call('HRANDFIELD', idle, 1, 'WITHVALUES')
@@ -1258,9 +1270,9 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
       local out, tok = {}, string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. k
       local deadline = int(now + tonumber(lease))
       local c = {active = active, held = held, deadlines = deadlines, emit = emit, now = now,
-                 tok = tok, deadline = deadline, quiet = back ~= nil, u = u}
+                 tok = tok, deadline = deadline, quiet = back ~= nil, u = u, all = all}
       local n = start_jobs(J, c, ids, d, o, s, out)
-      u = nil -- (the first push's writes checked active and held)
+      u, all = nil, nil -- (the first push's writes checked active, held, state)
       if slots - n > 0 then
         redis.call('HSET', idle, field, registration(slots - n, epoch, lease))
       else
@@ -1306,6 +1318,15 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
     end
   end
   return taken
+end
+
+-- Whether push_to_idle starts jobs for registration pick (HRANDFIELD
+-- idle 1 WITHVALUES) without asking NUMSUB (new jobs: see back above).
+local function push_pick_ok(pick)
+  if not pick or #pick == 0 or pick[1] == CONTROL_MARK then return false end
+  local ch = string.match(pick[1], '^%S+ (.+)$')
+  local slots, _, _, format = string.match(pick[2], '^(%d+) (%S+) (%d+) (%S+)$')
+  return ch ~= nil and tonumber(slots or 0) >= 1 and format == PUSH_FORMAT
 end
 
 -- A take() for push_to_idle: jobs waiting in ready and prio.
@@ -1409,16 +1430,26 @@ local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
     local w = {}
     if #payloads > 0 then w[#w + 1] = J.d; w[#w + 1] = payloads end
     if #opts > 0 then w[#w + 1] = J.o; w[#w + 1] = opts end
-    if #states > 0 then w[#w + 1] = J.s; w[#w + 1] = states end
     -- push.spec: keys the push writes that were not checked yet (enqueue's
     -- usual call: active, held): its first writes check them through u,
     -- or they are checked with the others once u is not exact
     local pspec = push and push.spec
+    local direct = became_ready > 0 and push and push.direct and nothing_ready
+    -- The states of new jobs that go to a worker at once are written once
+    -- (not ready, then active): by the first push, with the others' (all:
+    -- see start_jobs), when it will surely start jobs through u (a valid
+    -- registration picked; a push nobody hears sets its jobs' states back
+    -- to ready). Else, or once u is not exact, here.
+    local all = u and pspec and direct and #states > 0 and push_pick_ok(push.pick) and
+                {states = states, done = false}
+    if not all and #states > 0 then w[#w + 1] = J.s; w[#w + 1] = states end
     local function check(spec)
       for j = 1, #(pspec or {}) do spec[#spec + 1] = pspec[j] end
+      if all then spec[#spec + 1] = J.s; spec[#spec + 1] = 'hash' end
       pspec = nil
       u.check(spec)
       u = nil
+      if all then call_all('HSET', J.s, states, 2); all = nil end
     end
     for i = 1, #w, 2 do
       if u and not u.exact then
@@ -1439,12 +1470,15 @@ local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
     if pspec and not (became_ready > 0 and push.direct and nothing_ready) then check({}) end
     if not pspec then u = nil end
     ring = ring or ring_too
-    if became_ready > 0 and push and push.direct and nothing_ready then
+    if direct then
       -- Nothing was waiting: new jobs go straight to idle workers, in
       -- order, and only the rest is queued (waking idle workers elsewhere).
       local take, rest, back = new_jobs(plain, plain_d, plain_o, ready_v)
       push_to_idle(J, push.active, push.idle, push.held, push.tbase, became_ready, emit, push.pick,
-                   take, push.deadlines, c.now, back, u)
+                   take, push.deadlines, c.now, back, u, all or nil)
+      if all and not all.done then -- (not expected: see push_pick_ok)
+        if u then u.hset(J.s, states) else call_all('HSET', J.s, states, 2) end
+      end
       local left = rest()
       if #left > 0 then rpush_all(ready, left); ring = true end
     elseif became_ready > 0 then

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "admin.h"
+#include "shard.h"
 #include "await.h"
 #include "enqueue.h"
 #include "slot.h"
@@ -438,6 +439,11 @@ static void shards_ready(rjq_client *c, void *state, int kind) {
 }
 
 static const rjq__feature shards_feature = {.name = "shards", .ready = shards_ready};
+
+int rjq__queue_layout_known(const rjq_queue *q) {
+    const layout *l = q ? rjq__queue_part(q, RJQ__PART_SHARDS) : NULL;
+    return l == NULL || l->state == L_LEARNT;
+}
 
 /* 1 when calls on q wait for its layout (L_UNKNOWN: a read is sent). */
 static int gated(rjq_queue *q) {

@@ -5,7 +5,6 @@
 #include "fixture.h"
 #include "core.h" /* rjq__channel_confirmed */
 #include "harness.h"
-#include "shard.h" /* rjq__queue_layout_known */
 #include "waits.h"
 
 void env_open(test_env *e, const char *queue, const rjq_queue_options *o) {
@@ -18,16 +17,12 @@ void env_open(test_env *e, const char *queue, const rjq_queue_options *o) {
     e->rc = server_connect(&e->s);
 }
 
-static int layout_known(void *q) {
-    return rjq__queue_layout_known(q);
-}
-
 void env_start_queue(test_env *e, const char *queue, const rjq_queue_options *o) {
     env_open(e, queue, o);
     wait_connected(e->base, e->c);
     /* (rjq_queue_open reads whether the queue is sharded: a test that stops
      * Redis next has its first calls sent, not held for that read) */
-    if (e->q) ASSERT(loop_until_cond(e->base, layout_known, e->q, 10000));
+    if (e->q) wait_layout_known(e->base, e->q);
 }
 
 void env_start(test_env *e, const char *queue) {

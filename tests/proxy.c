@@ -167,6 +167,7 @@ void env_start_proxied_opts(test_env *e, proxy *p, const char *queue, rjq_client
     e->q = queue_for(e->c, queue);
     e->rc = server_connect(&e->s);
     wait_connected(e->base, e->c);
+    wait_layout_known(e->base, e->q);
 }
 
 void env_start_proxied(test_env *e, proxy *p, const char *queue, rjq_event_cb *on_event) {

@@ -21,6 +21,7 @@
 #include <rjq/libevent.h>
 
 #include "harness.h"
+#include "shard.h" /* rjq__queue_layout_known */
 
 int free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -579,6 +580,11 @@ rjq_queue *queue_for(rjq_client *c, const char *name) {
 void wait_connected(struct event_base *base, rjq_client *c) {
     for (int i = 0; i < 500 && !rjq_client_is_connected(c); i++) loop_for(base, 10);
     ASSERT(rjq_client_is_connected(c));
+}
+
+void wait_layout_known(struct event_base *base, rjq_queue *q) {
+    for (int i = 0; i < 1000 && !rjq__queue_layout_known(q); i++) loop_for(base, 10);
+    ASSERT(rjq__queue_layout_known(q));
 }
 
 long long server_active_jobs(redisContext *rc, const char *q) {

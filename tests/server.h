@@ -159,5 +159,9 @@ rjq_client *client_for(struct event_base *base, const test_server *s);
 rjq_queue *queue_for(rjq_client *c, const char *name);
 /* Block until the client's command connection is up. */
 void wait_connected(struct event_base *base, rjq_client *c);
+/* Wait until q (rjq_queue_open) knows whether its queue is sharded, so its
+ * calls go out at once rather than held for that read: before a test stops
+ * Redis or holds its replies. */
+void wait_layout_known(struct event_base *base, rjq_queue *q);
 
 #endif

@@ -39,6 +39,7 @@ static void env_start_with(test_env *e, const char *queue, rjq_client_options o,
     e->q = queue_for(e->c, queue);
     e->rc = server_connect(&e->s);
     wait_connected(e->base, e->c);
+    wait_layout_known(e->base, e->q);
 }
 
 typedef struct ev_count {

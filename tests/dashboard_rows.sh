@@ -41,4 +41,10 @@ cp "$SRC/tests/dashboard/rows.mjs" "$PW/rows.mjs" # resolves playwright-core fro
 BASE=$BASE WPID=$WPID HOST=$(hostname) CHROMIUM=$CHROMIUM ART=$ART timeout 120 node "$PW/rows.mjs"
 RC=$?
 [ "$RC" = 0 ] || { echo "server log:"; tail -20 "$DIR/rw.err"; }
+# the server stops cleanly (under ASan: no leak, no error report)
+kill "$SPID"
+wait "$SPID"; SERVE_RC=$?
+if [ "$SERVE_RC" != 0 ] || grep -q 'Sanitizer\|runtime error' "$DIR/rw.err"; then
+    echo "FAIL: serve exit $SERVE_RC: $(grep -A5 Sanitizer "$DIR/rw.err" | head -20)"; RC=1
+fi
 exit $RC

@@ -22,7 +22,7 @@ command -v curl >/dev/null || { echo "FAIL: curl is needed (scripts/install-deps
 . "$SRC/scripts/redis-private.sh"
 # shellcheck source=tests/serve_helpers.bash
 . "$SRC/tests/serve_helpers.bash"
-SERVE_PREFIX=pr
+SERVE_PREFIX=rows
 serve_setup serve-rows
 FAILURES=0 CHECKS=0
 fail() { FAILURES=$((FAILURES + 1)); echo "FAIL: $*"; }
@@ -39,7 +39,7 @@ wait_for() {
 }
 
 start_serve main
-"$WORKER" -r "$redis_url" -P pr r >"$DIR/worker.log" 2>&1 &
+"$WORKER" -r "$redis_url" -P rows r >"$DIR/worker.log" 2>&1 &
 WPID=$!
 PIDS+=("$WPID")
 

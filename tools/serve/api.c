@@ -6,7 +6,9 @@
  *   GET    /v1/queues[?after=&limit=]         the queues served, with stats and rates
  *   GET    /v1/queues/{q}[?shards=1]          one queue (404 when nothing of it is in Redis);
  *                                             a sharded queue's shards too with ?shards=1
- *   GET    /v1/queues/{q}/jobs?state=S[&offset=&limit=]   ids of a state, in queue order
+ *   GET    /v1/queues/{q}/jobs?state=S[&offset=&limit=&rows=0]   the jobs of a state, in
+ *                                          queue order: ids, and their rows (rows.c) for a
+ *                                          page of at most 100 (rows=0: ids only)
  *   POST   /v1/queues/{q}/jobs                enqueue (enqueue.c)
  *   GET    /v1/queues/{q}/jobs/{id}           one job
  *   DELETE /v1/queues/{q}/jobs/{id}           delete a dead or cancelled job
@@ -32,6 +34,7 @@
 
 #define LIST_DEFAULT 1000
 #define JOBS_DEFAULT 100
+#define ROWS_MAX 100      /* the longest page whose jobs are read (rows.c) */
 
 /* One request waiting for a reply from Redis. */
 typedef struct call {
@@ -49,6 +52,7 @@ typedef struct call {
         int i;
     } sc[RJQ_SHARDS_MAX];
     rjq_stats shard_st[RJQ_SHARDS_MAX];
+    int rows;         /* jobs: read the rows of the ids (rows.c) */
 } call;
 
 /* A request waiting for its queue's layout (queues.c reads it once, when
@@ -340,7 +344,9 @@ static void on_ids(rjq_client *cl, int status, const char *const *ids, size_t n,
     call *c = data;
     (void)cl;
     struct evhttp_request *req = call_reply(c, status);
-    if (req) {
+    if (req && c->rows) {
+        rows_reply(c->h.s, req, c->q, c->state, c->total, ids, n);
+    } else if (req) {
         json_t *a = json_array();
         for (size_t i = 0; a && i < n; i++) json_array_append_new(a, json_name(ids[i]));
         reply_json(req, 200, json_pack("{so ss sI so}", "queue", json_name(c->q->name), "state",
@@ -353,16 +359,18 @@ static void on_ids(rjq_client *cl, int status, const char *const *ids, size_t n,
 static void list_jobs(server *s, struct evhttp_request *req, squeue *q,
                       const struct evkeyvalq *args) {
     rjq_job_state st;
-    long long offset, limit;
+    long long offset, limit, rows;
     if (job_state_parse(query_get(args, "state"), &st) != 0) {
         reply_error(req, 400, "state must be ready, delayed, active, dead, cancelled or completed");
         return;
     }
     if (query_ll(req, args, "offset", 0, RJQ_JOBS_OFFSET_MAX, 0, &offset) ||
-        query_ll(req, args, "limit", 1, RJQ_JOBS_PAGE_MAX, JOBS_DEFAULT, &limit))
+        query_ll(req, args, "limit", 1, RJQ_JOBS_PAGE_MAX, JOBS_DEFAULT, &limit) ||
+        query_ll(req, args, "rows", 0, 1, 1, &rows))
         return;
     call *c = call_new(s, req, q, "jobs");
     if (c == NULL) return;
+    c->rows = rows && limit <= ROWS_MAX; /* a longer page: ids only, as before rows */
     c->state = st;
     c->total = offset;
     call_sent(c, rjq_queue_list_jobs(q->q, st, (long)offset, (long)limit, on_ids, c));
@@ -389,7 +397,7 @@ static void on_job(rjq_client *cl, int status, const rjq_job_info *ji, void *dat
                               ji->error ? json_bytes(ji->error, strlen(ji->error)) : json_null(),
                               "enqueued_ms", json_time(ji->enqueued_ms), "started_ms",
                               json_time(ji->started_ms), "ended_ms", json_time(ji->ended_ms));
-        reply_json(req, 200, o);
+        rows_job_reply(c->h.s, req, o, ji->token); /* (its worker, rows.c) */
     }
     call_free(c);
 }

@@ -265,6 +265,13 @@ void api_queues(server *s, struct evhttp_request *req, const char *rest,
 /* api.c: {"processes": [...]}, as GET /v1/processes and the event stream
  * give them. */
 json_t *processes_json(const rjq_process *list, size_t n);
+/* rows.c: answer GET /v1/queues/{q}/jobs with the rows of these ids (each
+ * job read, and the processes, in one round), or 503 out of memory. */
+void rows_reply(server *s, struct evhttp_request *req, squeue *q, rjq_job_state st,
+                long long offset, const char *const *ids, size_t n);
+/* rows.c: answer GET /v1/queues/{q}/jobs/{id} with job (taken) and its
+ * "worker" (null without a token; host and pid read from the processes). */
+void rows_job_reply(server *s, struct evhttp_request *req, json_t *job, const char *token);
 /* api.c: GET /v1/processes. */
 void api_processes(server *s, struct evhttp_request *req, const struct evkeyvalq *args);
 /* api.c: GET /v1/server. */

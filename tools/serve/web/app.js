@@ -345,6 +345,47 @@ function queuePage(main, name, tab, offset) {
   const tabs = el('nav', { class: 'tabs' }, STATES.map(s =>
     el('a', { href: `#/q/${enc(name)}/${s}`, class: s === tab ? 'on' : '', 'data-tab': s }, s)));
   const pager = el('div', { class: 'pager' });
+  // the rows' bulk selection: kept across live refreshes (by id)
+  const selected = new Set();
+  const allBox = el('input', { type: 'checkbox', id: 'select-all', title: 'select every job of the page',
+    onchange: () => {
+      for (const b of list.querySelectorAll('input.pick')) {
+        b.checked = allBox.checked;
+        if (allBox.checked) selected.add(b.dataset.id); else selected.delete(b.dataset.id);
+      }
+      drawBulk();
+    } });
+  const listHead = el('thead', {}, el('tr', {},
+    canAct() ? el('th', { class: 'pick' }, allBox) : null,
+    ['id', 'kind / payload', 'attempts', 'enqueued', 'started', 'finished', 'error', 'worker', '']
+      .map(h => el('th', {}, h))));
+  const bulk = el('div', { class: 'bulk', id: 'bulk' });
+  function drawBulk() {
+    const n = selected.size;
+    const acts = [];
+    if (['ready', 'delayed', 'active'].includes(tab)) acts.push(['cancel', 'cancelled', id => ['POST', `/cancel`]]);
+    if (tab === 'dead') acts.push(['replay', 'replayed', id => ['POST', `/replay`]]);
+    if (['dead', 'cancelled'].includes(tab)) acts.push(['delete', 'deleted', id => ['DELETE', '']]);
+    bulk.replaceChildren(...(n && canAct() ? [el('span', { id: 'bulk-count' }, `${n} selected`),
+      ...acts.map(([verb, done, how]) => action(verb + ' selected', () => bulkAct(verb, done, how),
+        verb === 'replay' ? '' : 'danger'))] : []));
+  }
+  async function bulkAct(verb, done, how) {
+    const ids = [...selected];
+    const res = await Promise.allSettled(ids.map(id => {
+      const [m, tail] = how(id);
+      return api(m, `/v1/queues/${enc(name)}/jobs/${enc(id)}${tail}`);
+    }));
+    const ok = res.filter(r => r.status === 'fulfilled').length;
+    const bad = res.filter(r => r.status === 'rejected');
+    for (const id of ids) selected.delete(id);
+    toast(`${plural(ok, 'job')} ${done}` +
+      (bad.length ? `; ${bad.length} could not be (${bad[0].reason.message})` : ''), bad.length > 0 && ok === 0);
+    allBox.checked = false;
+    drawBulk();
+    refresh();
+    loadHead();
+  }
   const settings = el('div', { class: 'settings', id: 'settings' });
   const shards = el('div', { class: 'shards', id: 'shards' });
   const enqueueForm = canAct() ? el('form', { class: 'enqueue', id: 'enqueue' },
@@ -364,7 +405,7 @@ function queuePage(main, name, tab, offset) {
   main.append(el('p', { class: 'crumbs' }, el('a', { href: '#/' }, 'queues'), ' / ', name),
     head, shards, enqueueForm, tabs,
     el('div', { class: 'cols' },
-      el('div', { class: 'jobs' }, el('table', { class: 'ids' }, list), pager),
+      el('div', { class: 'jobs' }, bulk, el('table', { class: 'ids rows' }, listHead, list), pager),
       el('div', { class: 'side' }, el('h3', {}, 'settings'), settings,
         el('h3', {}, 'live events'), feed)));
 
@@ -390,7 +431,7 @@ function queuePage(main, name, tab, offset) {
 
   async function act(method, path) {
     const r = await api(method, path);
-    toast(Object.entries(r.data).filter(([k]) => k !== 'queue').map(([k, v]) => `${k}: ${v}`).join(', ') || 'done');
+    toast(actionToast(name, path, r.data));
     refresh();
     loadHead();
   }
@@ -467,10 +508,16 @@ function queuePage(main, name, tab, offset) {
     pending = null;
     try {
       const r = await api('GET', `/v1/queues/${enc(name)}/jobs?state=${tab}&offset=${offset}&limit=${PAGE}`);
-      list.replaceChildren(...(r.data.ids.length ? r.data.ids.map(id => el('tr', { 'data-id': id },
-        el('td', {}, el('a', { href: `#/q/${enc(name)}/job/${enc(id)}` }, id)),
-        el('td', { class: 'rowacts' }, jobActions(name, id, tab, () => { refresh(); loadHead(); })))) :
-        [el('tr', {}, el('td', { class: 'muted' }, `no ${tab} job`))]));
+      const jobs = r.data.jobs || r.data.ids.map(id => ({ id, state: tab }));
+      const onPage = new Set(jobs.map(j => String(j.id)));
+      for (const id of [...selected]) if (!onPage.has(id)) selected.delete(id);
+      list.replaceChildren(...(jobs.length ? jobs.map(j => jobRow(name, j, tab, selected, () => {
+        allBox.checked = jobs.length > 0 && selected.size === jobs.length;
+        drawBulk();
+      }, () => { refresh(); loadHead(); })) :
+        [el('tr', {}, el('td', { class: 'muted', colspan: 10 }, `no ${tab} job`))]));
+      allBox.checked = jobs.length > 0 && selected.size === jobs.length;
+      drawBulk();
       pager.replaceChildren(
         offset > 0 ? el('a', { href: `#/q/${enc(name)}/${tab}/${Math.max(0, offset - PAGE)}` }, '← newer') : '',
         ` ${offset + 1}–${offset + r.data.ids.length} `,
@@ -525,13 +572,22 @@ function jobPage(main, name, id) {
     try {
       const r = await api('GET', `/v1/queues/${enc(name)}/jobs/${enc(id)}`);
       const j = r.data;
+      const row = (k, label, v) => el('tr', { 'data-field': k }, el('th', {}, label), el('td', {}, v));
+      const dur = (a, b) => (a && b ? ms(b - a) : '–');
       box.replaceChildren(
         el('h1', {}, 'job ', id, ' ', el('span', { class: 'badge st-' + j.state, id: 'jobstate' }, j.state)),
-        el('p', {}, `attempts ${j.attempts} of ${j.max_attempts}`),
         el('div', { class: 'actions' }, jobActions(name, id, j.state, load)),
+        el('table', { class: 'kv jobinfo', id: 'jobinfo' }, el('tbody', {},
+          row('attempts', 'attempts', `${j.attempts} of ${j.max_attempts}`),
+          row('enqueued', 'enqueued', when(j.enqueued_ms)),
+          row('started', 'started (last attempt)', when(j.started_ms)),
+          row('ended', 'finished', when(j.ended_ms)),
+          row('wait', 'waited', dur(j.enqueued_ms, j.started_ms)),
+          row('run', 'ran', dur(j.started_ms, j.ended_ms)),
+          row('worker', 'worker', workerText(j.worker)))),
+        el('h3', {}, 'error'), j.error === null ? el('span', { class: 'muted' }, 'none') : bytesView(j.error),
         el('h3', {}, 'payload'), bytesView(j.payload),
-        el('h3', {}, 'result'), bytesView(j.result),
-        el('h3', {}, 'error'), j.error === null ? el('span', { class: 'muted' }, 'none') : bytesView(j.error));
+        el('h3', {}, 'result'), bytesView(j.result));
     } catch (e) {
       box.replaceChildren(el('h1', {}, 'job ', id), el('p', { class: 'bad' }, e.message));
     }
@@ -539,6 +595,58 @@ function jobPage(main, name, id) {
   load();
   connectEvents('queues=' + name);
   return { onJob(e) { if (e.queue === name && e.id === id) load(); } };
+}
+
+// ---- job rows (GET /v1/queues/{q}/jobs: rows.c) -------------------------
+
+function plural(n, what) { return `${n} ${what}${n === 1 ? '' : 's'}`; }
+
+// A server time (ms): how long ago, the exact time as its title; '–' when none.
+function when(t) {
+  if (!t) return el('span', { class: 'muted' }, '–');
+  const iso = new Date(t).toISOString();
+  return el('time', { datetime: iso, title: iso }, ago(t));
+}
+
+function workerText(w) {
+  if (!w) return el('span', { class: 'muted' }, '–');
+  if (w.host !== null && w.host !== undefined) return el('span', { title: 'client ' + w.client }, `${w.host} pid ${w.pid}`);
+  return el('span', { class: 'muted', title: 'process not listed (gone)' }, 'client ' + w.client);
+}
+
+function jobRow(name, j, tab, selected, onPick, done) {
+  const id = typeof j.id === 'string' ? j.id : JSON.stringify(j.id);
+  const href = `#/q/${enc(name)}/job/${enc(id)}`;
+  const pick = canAct() ? el('td', { class: 'pick' }, el('input', { type: 'checkbox', class: 'pick', 'data-id': id,
+    onchange: (ev) => { if (ev.target.checked) selected.add(id); else selected.delete(id); onPick(); } })) : null;
+  if (pick && selected.has(id)) pick.firstChild.checked = true;
+  if (j.state === null) /* gone since it was listed */
+    return el('tr', { 'data-id': id, class: 'gone' }, pick, el('td', {}, id),
+      el('td', { class: 'muted', colspan: 8 }, 'gone (finished and expired, or deleted)'));
+  const what = j.kind !== null && j.kind !== undefined ? el('span', { class: 'kind' }, j.kind)
+    : j.preview !== null && j.preview !== undefined ? el('code', { class: 'preview' }, j.preview)
+    : el('span', { class: 'muted' }, j.payload_bytes !== undefined ? `${fmt(j.payload_bytes)} bytes (binary)` : '–');
+  const moved = j.state && j.state !== tab ? el('span', { class: 'badge st-' + j.state }, j.state) : '';
+  return el('tr', { 'data-id': id, 'data-state': j.state || tab }, pick,
+    el('td', {}, el('a', { href }, id), ' ', moved),
+    el('td', { class: 'what' }, what),
+    el('td', { class: 'num attempts' }, j.attempts !== undefined ? `${j.attempts}/${j.max_attempts}` : '–'),
+    el('td', { class: 'enqueued' }, when(j.enqueued_ms)),
+    el('td', { class: 'started' }, when(j.started_ms)),
+    el('td', { class: 'ended' }, when(j.ended_ms)),
+    el('td', { class: 'error' + (j.error ? ' bad' : ''), title: j.error || '' }, j.error || ''),
+    el('td', { class: 'worker' }, workerText(j.worker)),
+    el('td', { class: 'rowacts' }, jobActions(name, id, tab, done)));
+}
+
+// A queue action's answer in words ("3 jobs replayed", "queue paused").
+function actionToast(name, path, d) {
+  if (path.endsWith('/pause')) return d.changed ? `${name} paused` : `${name} was already paused`;
+  if (path.endsWith('/resume')) return d.changed ? `${name} resumed` : `${name} was not paused`;
+  if (d.replayed !== undefined) return `${plural(d.replayed, 'job')} replayed`;
+  if (d.deleted !== undefined) return `${plural(d.deleted, 'job')} deleted`;
+  if (d.reclaimed !== undefined) return `${plural(d.reclaimed, 'job')} reclaimed`;
+  return 'done';
 }
 
 function ago(msEpoch) {

@@ -1,0 +1,137 @@
+// The dashboard's job rows, job page and bulk actions in a real browser
+// (Debian's chromium, driven by playwright-core): run by
+// tests/dashboard_rows.sh, which starts rjq serve and a worker on "rq".
+// Env: BASE, WPID (the worker's pid), HOST (its host name), CHROMIUM, ART.
+import { chromium } from 'playwright-core';
+import { readFileSync } from 'node:fs';
+
+const { BASE, WPID, HOST, CHROMIUM, ART } = process.env;
+let failures = 0, checks = 0;
+function check(ok, what) {
+  checks++;
+  if (!ok) { failures++; console.log('FAIL: ' + what); }
+}
+async function api(method, path, body) {
+  const r = await fetch(BASE + path, { method, body });
+  return { status: r.status, data: await r.json().catch(() => null) };
+}
+async function until(what, fn, ms = 15000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    try { if (await fn()) { checks++; return true; } } catch (e) { /* not yet */ }
+    if (Date.now() > end) { check(false, what); return false; }
+    await new Promise(r => setTimeout(r, 100));
+  }
+}
+
+const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+const consoleErrors = [];
+page.on('console', m => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+page.on('pageerror', e => consoleErrors.push(String(e)));
+
+// A full-page screenshot, and each element it must show: visible, and
+// inside the picture taken (its size read from the PNG header).
+async function shotShows(name, selectors) {
+  const path = `${ART}/${name}.png`;
+  await page.screenshot({ path, fullPage: true });
+  const png = readFileSync(path);
+  const w = png.readUInt32BE(16), h = png.readUInt32BE(20);
+  for (const sel of selectors) {
+    const loc = page.locator(sel).first();
+    const box = (await loc.isVisible()) ? await loc.boundingBox() : null;
+    const scroll = await page.evaluate(() => [window.scrollX, window.scrollY]);
+    check(box && box.width > 0 && box.height > 0 && box.x + scroll[0] >= 0 && box.y + scroll[1] >= 0 &&
+          box.x + scroll[0] + box.width <= w + 1 && box.y + scroll[1] + box.height <= h + 1,
+          `${name}.png (${w}x${h}) shows ${sel}: ${JSON.stringify(box)}`);
+  }
+}
+const cell = (id, cls) => page.locator(`tr[data-id="${id}"] td.${cls}`).textContent();
+
+try {
+  // jobs in several states: completed, dead, active (sleeps), delayed
+  check((await api('POST', '/v1/queues/rq/jobs?id=done-1&wait=10000', '{"kind":"email","to":"a@b.c"}')).status === 200,
+    'done-1 completed');
+  check((await api('POST', '/v1/queues/rq/jobs?id=dead-1&wait=10000&attempts=1', 'fail-on-purpose')).status === 502,
+    'dead-1 died');
+  await api('POST', '/v1/queues/rq/jobs?id=busy-1', 'sleep:600000:x');
+  for (const i of [1, 2, 3, 4])
+    await api('POST', `/v1/queues/rq/jobs?id=later-${i}&delay=600000`, `{"type":"resize","n":${i}}`);
+  await until('busy-1 is active', async () =>
+    (await api('GET', '/v1/queues/rq/jobs?state=active&rows=0')).data.ids.includes('busy-1'));
+
+  // ---- the completed list: kind, attempts, times, worker ----
+  await page.goto(BASE + '/#/q/rq/completed');
+  await until('the completed list shows done-1 with its kind', async () =>
+    (await cell('done-1', 'what')) === 'email');
+  check((await cell('done-1', 'attempts')) === '1/' + (await api('GET', '/v1/queues/rq/jobs/done-1')).data.max_attempts,
+    'attempts of done-1: ' + await cell('done-1', 'attempts'));
+  for (const c of ['enqueued', 'started', 'ended'])
+    check(/ago$/.test(await cell('done-1', c)) &&
+          (await page.locator(`tr[data-id="done-1"] td.${c} time`).count()) === 1, `done-1 shows its ${c} time`);
+  check((await cell('done-1', 'worker')) === `${HOST} pid ${WPID}`, 'done-1 worker: ' + await cell('done-1', 'worker'));
+  await shotShows('rows-completed', ['table.rows thead', 'tr[data-id="done-1"] td.what',
+    'tr[data-id="done-1"] td.attempts', 'tr[data-id="done-1"] td.ended time', 'tr[data-id="done-1"] td.worker']);
+
+  // ---- dead: the error; active: started, not finished, its worker ----
+  await page.goto(BASE + '/#/q/rq/dead');
+  await until('the dead list shows the error', async () =>
+    (await cell('dead-1', 'error')).startsWith('refused: fail-on-purpose'));
+  check((await cell('dead-1', 'what')) === 'fail-on-purpose', 'dead-1 preview: ' + await cell('dead-1', 'what'));
+  await shotShows('rows-dead', ['tr[data-id="dead-1"] td.error', 'tr[data-id="dead-1"] button[data-action="replay"]']);
+  await page.goto(BASE + '/#/q/rq/active');
+  await until('the active list shows busy-1 running on the worker', async () =>
+    (await cell('busy-1', 'worker')) === `${HOST} pid ${WPID}` && /ago$/.test(await cell('busy-1', 'started')) &&
+    (await cell('busy-1', 'ended')) === '–');
+
+  // ---- the job page: times, attempts, worker, payload, result ----
+  await page.goto(BASE + '/#/q/rq/job/done-1');
+  await until('the job page shows its times and worker', async () =>
+    (await page.textContent('#jobstate')) === 'completed' &&
+    (await page.locator('#jobinfo tr[data-field="ended"] time').count()) === 1);
+  for (const f of ['enqueued', 'started', 'ended'])
+    check((await page.locator(`#jobinfo tr[data-field="${f}"] time`).getAttribute('datetime')).endsWith('Z'),
+      `job page: ${f} time`);
+  check((await page.textContent('#jobinfo tr[data-field="worker"] td')) === `${HOST} pid ${WPID}`, 'job page: worker');
+  check((await page.textContent('#jobinfo tr[data-field="attempts"] td')).startsWith('1 of '), 'job page: attempts');
+  check(/ms|s$/.test(await page.textContent('#jobinfo tr[data-field="run"] td')), 'job page: run time');
+  check((await page.locator('pre[data-kind="json"]').first().textContent()).includes('"kind": "email"'), 'job page: payload');
+  await shotShows('rows-job', ['#jobstate', '#jobinfo tr[data-field="enqueued"] time',
+    '#jobinfo tr[data-field="started"] time', '#jobinfo tr[data-field="ended"] time',
+    '#jobinfo tr[data-field="worker"]', 'pre[data-kind="json"]']);
+
+  // ---- bulk: select 3 delayed jobs, cancel them ----
+  await page.goto(BASE + '/#/q/rq/delayed');
+  await until('the delayed list shows 4 jobs with their kind', async () =>
+    (await page.locator('tr[data-id^="later-"] td.what').allTextContents()).filter(t => t === 'resize').length === 4);
+  for (const i of [1, 2, 3]) await page.check(`tr[data-id="later-${i}"] input.pick`);
+  await until('3 selected', async () => (await page.textContent('#bulk-count')) === '3 selected');
+  await shotShows('rows-bulk', ['#bulk-count', '#bulk button[data-action="cancel selected"]',
+    'tr[data-id="later-1"] input.pick:checked', 'tr[data-id="later-3"] input.pick:checked']);
+  await page.click('#bulk button[data-action="cancel selected"]');
+  await until('a readable toast: 3 jobs cancelled', async () =>
+    (await page.locator('.toast').allTextContents()).includes('3 jobs cancelled'));
+  const cancelled = (await api('GET', '/v1/queues/rq/jobs?state=cancelled&rows=0')).data.ids.sort();
+  check(JSON.stringify(cancelled) === '["later-1","later-2","later-3"]', 'cancelled: ' + cancelled);
+  await until('the list keeps later-4 only', async () =>
+    (await page.locator('tr[data-id^="later-"]').count()) === 1 &&
+    (await page.locator('tr[data-id="later-4"]').count()) === 1);
+
+  // select all on the page, then delete the cancelled ones
+  await page.goto(BASE + '/#/q/rq/cancelled');
+  await until('the cancelled list shows 3 jobs', async () => (await page.locator('tr[data-id^="later-"]').count()) === 3);
+  await page.check('#select-all');
+  await until('select all picks the page', async () => (await page.textContent('#bulk-count')) === '3 selected');
+  await page.click('#bulk button[data-action="delete selected"]');
+  await until('a readable toast: 3 jobs deleted', async () =>
+    (await page.locator('.toast').allTextContents()).includes('3 jobs deleted'));
+  check((await api('GET', '/v1/queues/rq/jobs?state=cancelled&rows=0')).data.ids.length === 0, 'the cancelled set is empty');
+  check(consoleErrors.length === 0, 'console errors: ' + consoleErrors.join(' | '));
+} catch (e) {
+  check(false, 'exception: ' + (e.stack || e));
+  await page.screenshot({ path: `${ART}/rows-failure.png`, fullPage: true }).catch(() => {});
+} finally {
+  await browser.close();
+}
+console.log(`${checks} checks, ${failures} failures`);
+process.exit(failures ? 1 : 0);

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# GET /v1/queues/{q}/jobs of rjq serve gives rows, not only ids: each job's
+# state, kind (a JSON object's "kind"/"type"/"name") or payload preview
+# (compact JSON or text, at most 80 characters, UTF-8 safe; null for binary
+# bytes), attempts, times, last error (capped) and worker (host and pid of
+# a listed process); ids only with rows=0 or a page longer than 100. And
+# GET /v1/queues/{q}/jobs/{id} gives the job's worker.
+set -u
+BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
+SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
+RJQ="$BUILD/rjq"
+WORKER="$BUILD/rjq-gateway_worker"
+PY=/usr/bin/python3
+[ -x "$RJQ" ] || { echo "FAIL: $RJQ not built"; exit 1; }
+if "$RJQ" serve --listen x 2>&1 | grep -q "built without"; then
+    echo "SKIP: rjq was built without serve (libjansson-dev)"; exit 0
+fi
+[ -x "$WORKER" ] || { echo "FAIL: $WORKER not built"; exit 1; }
+command -v curl >/dev/null || { echo "FAIL: curl is needed (scripts/install-deps.sh)"; exit 1; }
+[ -x "$PY" ] || { echo "FAIL: /usr/bin/python3 is needed (scripts/install-deps.sh)"; exit 1; }
+# shellcheck source=scripts/redis-private.sh
+. "$SRC/scripts/redis-private.sh"
+# shellcheck source=tests/serve_helpers.bash
+. "$SRC/tests/serve_helpers.bash"
+SERVE_PREFIX=rows
+serve_setup serve-rows
+FAILURES=0 CHECKS=0
+fail() { FAILURES=$((FAILURES + 1)); echo "FAIL: $*"; }
+get() { CODE=$(curl -s -o "$DIR/b" -w '%{http_code}' "$@"); BODY=$(cat "$DIR/b"); }
+post() { get -X POST "$BASE/v1/queues/r/jobs?$1" --data-binary "$2"; [ "$CODE" = 201 ] || fail "enqueue $1: $CODE $BODY"; }
+# wait_for STATE ID: until the job is listed in that state (its event)
+wait_for() {
+    for _ in $(seq 400); do
+        get "$BASE/v1/queues/r/jobs?state=$1&rows=0"
+        [[ $BODY == *"\"$2\""* ]] && return 0
+        sleep 0.05
+    done
+    fail "$2 never $1: $BODY"
+}
+
+start_serve main
+"$WORKER" -r "$redis_url" -P rows r >"$DIR/worker.log" 2>&1 &
+WPID=$!
+PIDS+=("$WPID")
+
+LONG_ERR="fail-$(printf 'e%.0s' $(seq 300))"
+post "id=k1" '{"kind":"email","to":"a@example.com"}'
+post "id=k3&attempts=1" "$LONG_ERR"
+post "id=k4" 'sleep:600000:z'
+post "id=k2&delay=600000" '{"customer":12,"items":["aaaaaaaaaaaaaaaa","bbbbbbbbbbbbbbbbbbbb","cccccccccccccccccccccc","dddddddddddd"]}'
+post "id=k5&delay=600000" $'hello\nworld'
+printf '\xff\xfe\x00\x01binary' >"$DIR/bin"
+get -X POST "$BASE/v1/queues/r/jobs?id=k6&delay=600000" --data-binary @"$DIR/bin"
+[ "$CODE" = 201 ] || fail "enqueue k6: $CODE $BODY"
+post "id=k7&delay=600000" "$(printf 'é%.0s' $(seq 100))"
+post "id=k8&delay=600000" '{"type":"resize","w":3}'
+wait_for completed k1
+wait_for dead k3
+wait_for active k4
+
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/r/jobs?state=completed"
+"$PY" -c '
+import json, sys
+d = json.loads(sys.argv[1]); pid = int(sys.argv[2]); host = sys.argv[3]
+assert d["ids"] == ["k1"], d
+[j] = d["jobs"]
+assert j["id"] == "k1" and j["state"] == "completed" and j["kind"] == "email", j
+assert j["attempts"] == 1 and j["max_attempts"] >= 1, j
+assert 0 < j["enqueued_ms"] <= j["started_ms"] <= j["ended_ms"], j
+assert j["error"] is None, j
+w = j["worker"]
+assert w["pid"] == pid and w["host"] == host and w["client"], j
+' "$BODY" "$WPID" "$(hostname)" || fail "completed rows: $BODY"
+
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/r/jobs?state=dead"
+"$PY" -c '
+import json, sys
+d = json.loads(sys.argv[1])
+[j] = d["jobs"]
+assert j["state"] == "dead" and j["kind"] is None and j["attempts"] == 1 and j["max_attempts"] == 1, j
+assert j["preview"].startswith("fail-eee") and len(j["preview"]) == 81 and j["preview"][-1] == "\u2026", j
+assert j["error"].startswith("refused: fail-eee") and len(j["error"]) == 201 and j["error"][-1] == "\u2026", j
+assert j["ended_ms"] and j["worker"]["pid"] == int(sys.argv[2]), j
+' "$BODY" "$WPID" || fail "dead rows: $BODY"
+
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/r/jobs?state=active"
+"$PY" -c '
+import json, sys
+d = json.loads(sys.argv[1])
+[j] = d["jobs"]
+assert j["id"] == "k4" and j["state"] == "active" and j["preview"] == "sleep:600000:z", j
+assert j["started_ms"] and j["ended_ms"] is None and j["worker"]["pid"] == int(sys.argv[2]), j
+' "$BODY" "$WPID" || fail "active rows: $BODY"
+
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/r/jobs?state=delayed"
+"$PY" -c '
+import json, sys
+d = json.loads(sys.argv[1])
+rows = {j["id"]: j for j in d["jobs"]}
+assert sorted(rows) == ["k2", "k5", "k6", "k7", "k8"], d
+p = rows["k2"]["preview"]
+assert rows["k2"]["kind"] is None and p.startswith("{\"customer\":12,\"items\":[") and len(p) == 81 and p[-1] == "\u2026", p
+assert rows["k5"]["preview"] == "hello world", rows["k5"]
+assert rows["k6"]["preview"] is None and rows["k6"]["payload_bytes"] == 10, rows["k6"]
+assert rows["k7"]["preview"] == "\u00e9" * 80 + "\u2026", rows["k7"]
+assert rows["k8"]["kind"] == "resize", rows["k8"]
+for j in rows.values():
+    assert j["state"] == "delayed" and j["attempts"] == 0 and j["started_ms"] is None and j["worker"] is None, j
+' "$BODY" || fail "delayed rows: $BODY"
+
+# one job: its worker too
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/r/jobs/k1"
+"$PY" -c '
+import json, sys
+j = json.loads(sys.argv[1])
+assert j["state"] == "completed" and j["result"] and j["ended_ms"], j
+assert j["worker"]["pid"] == int(sys.argv[2]) and j["worker"]["host"] == sys.argv[3], j
+' "$BODY" "$WPID" "$(hostname)" || fail "job k1: $BODY"
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/r/jobs/k5"
+[[ $CODE == 200 && $BODY == *'"worker":null'* ]] || fail "job k5: $CODE $BODY"
+
+# ids only: rows=0, or a page longer than rows are read for
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/r/jobs?state=delayed&rows=0"
+[[ $CODE == 200 && $BODY == *'"ids":["'* && $BODY != *'"jobs"'* ]] || fail "rows=0: $CODE $BODY"
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/r/jobs?state=delayed&limit=101"
+[[ $CODE == 200 && $BODY == *'"ids":["'* && $BODY != *'"jobs"'* ]] || fail "limit=101: $CODE $BODY"
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/r/jobs?state=delayed&rows=2"
+[ "$CODE" = 400 ] || fail "rows=2: $CODE $BODY"
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/r/jobs?state=ready"
+[[ $CODE == 200 && $BODY == *'"ids":[],"jobs":[]'* || $BODY == *'"jobs":[],'* ]] || fail "empty page: $CODE $BODY"
+
+# the server stops cleanly (under ASan: no leak, no error report)
+CHECKS=$((CHECKS + 1))
+kill "$SPID"
+wait "$SPID"; RC=$?
+{ [ "$RC" = 0 ] && ! grep -q 'Sanitizer\|runtime error' "$DIR/main.err"; } || fail "serve exit $RC: $(grep -A5 Sanitizer "$DIR/main.err" | head -20)"
+
+[ "$FAILURES" = 0 ] || { echo "$FAILURES of $CHECKS checks failed"; tail -5 "$DIR/main.err"; exit 1; }
+echo "ok: $CHECKS checks"

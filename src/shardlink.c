@@ -422,9 +422,7 @@ static void start(rjq__shardlink *l) {
     }
     if (c->ops.resolve == NULL) {
         char why[RJQ__ERRMSG_MAX];
-        snprintf(why, sizeof why,
-                 "cannot resolve %s: the loop glue has no resolve hook (rjq_libevent_client_new_dns)",
-                 l->host);
+        snprintf(why, sizeof why, RJQ__NO_RESOLVE_FMT, l->host);
         drop_later(l, why);
         return;
     }

@@ -558,9 +558,7 @@ void rjq__conn_start(rjq__conn *conn) {
         /* (a cluster node announced by a host name: the URL's were checked
          * when the client was made) */
         char why[RJQ__ERRMSG_MAX];
-        snprintf(why, sizeof why,
-                 "cannot resolve %s: the loop glue has no resolve hook (rjq_libevent_client_new_dns)",
-                 host);
+        snprintf(why, sizeof why, RJQ__NO_RESOLVE_FMT, host);
         failed_now(conn, why);
         return;
     }

@@ -24,6 +24,10 @@
 
 #define RJQ__ERRMSG_MAX 256
 #define RJQ__FEATURES_MAX 12
+/* Why a host name cannot be connected to (conn.c, shardlink.c): the loop
+ * glue has no resolve hook. A format: the name. */
+#define RJQ__NO_RESOLVE_FMT \
+    "cannot resolve %s: the loop glue has no resolve hook (rjq_libevent_client_new_dns)"
 
 /* ---- connections (conn.c) ------------------------------------------------ */
 

@@ -32,7 +32,6 @@
  *
  * This file knows slots and nodes, never queues.
  */
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,8 +131,7 @@ static int link_is(const node_link *l, const rjq__node_addr *a) {
 static int start_link(rjq_client *c, node_link *nl, const rjq__node_addr *a) {
     rjq__conn *l = &nl->conn;
     nl->addr = *a;
-    unsigned char buf[16];
-    int numeric = inet_pton(strchr(a->host, ':') ? AF_INET6 : AF_INET, a->host, buf) == 1;
+    int numeric = rjq__url_is_address(a->host);
     int rc = rjq__conn_init(c, l, RJQ_CONN_COMMAND, c->route->hooks);
     if (rc != RJQ_OK) return rc;
     if ((rc = rjq__conn_aim(l, a->host, a->port, numeric)) != RJQ_OK) {

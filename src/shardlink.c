@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <arpa/inet.h>
 
 #include "core_private.h"
 #include "ssbook.h"
@@ -416,17 +415,14 @@ static void start(rjq__shardlink *l) {
     l->setup_due = 0;
     l->last_rx_ms = rjq__now_ms();
     rjq__timer_start(c, &l->timer, (uint64_t)c->connect_timeout_ms);
-    unsigned char buf[16];
-    int numeric = inet_pton(strchr(l->host, ':') ? AF_INET6 : AF_INET, l->host, buf) == 1;
+    int numeric = rjq__url_is_address(l->host);
     if (numeric || strcmp(l->host, "localhost") == 0) {
         connect_ip(l, numeric ? l->host : "127.0.0.1");
         return;
     }
     if (c->ops.resolve == NULL) {
         char why[RJQ__ERRMSG_MAX];
-        snprintf(why, sizeof why,
-                 "cannot resolve %s: the loop glue has no resolve hook (rjq_libevent_client_new_dns)",
-                 l->host);
+        snprintf(why, sizeof why, RJQ__NO_RESOLVE_FMT, l->host);
         drop_later(l, why);
         return;
     }

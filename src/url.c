@@ -452,3 +452,8 @@ int rjq__url_parse(const char *url, rjq__url *u, char *err, size_t errlen) {
     if (rc != RJQ_OK) rjq__url_free(u); /* *out is left empty on every error */
     return rc;
 }
+
+int rjq__url_is_address(const char *host) {
+    unsigned char addr[16];
+    return inet_pton(strchr(host, ':') ? AF_INET6 : AF_INET, host, addr) == 1;
+}

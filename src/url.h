@@ -54,4 +54,7 @@ typedef struct rjq__url {
 int rjq__url_parse(const char *url, rjq__url *out, char *err, size_t errlen);
 void rjq__url_free(rjq__url *u);
 
+/* 1 when host is a numeric IPv4 or IPv6 address (not a host name). */
+int rjq__url_is_address(const char *host);
+
 #endif

@@ -239,9 +239,10 @@ static int check_options(rjq_client *c, const rjq_worker_options *given, rjq_wor
 }
 
 /* A worker on q, made and linked but not yet claiming (see go_live); o as
- * check_options made it. */
-static rjq_worker *make_worker_in(rjq_worker *given, rjq_queue *q, const rjq_worker_options *o,
-                                  rjq_handler_fn *handler, void *data) {
+ * check_options made it. In new memory (given NULL) or in given's (zeroed
+ * first; not freed when out of memory). */
+static rjq_worker *make_worker(rjq_worker *given, rjq_queue *q, const rjq_worker_options *o,
+                               rjq_handler_fn *handler, void *data) {
     rjq_client *c = rjq_queue_get_client(q);
     part *p = part_of(q);
     rjq_worker *w = p ? given ? given : calloc(1, sizeof *w) : NULL;
@@ -281,13 +282,6 @@ static rjq_worker *make_worker_in(rjq_worker *given, rjq_queue *q, const rjq_wor
     return w;
 }
 
-/* A worker on q, in new memory (given NULL) or in given's (zeroed first;
- * left zeroed, not freed, when out of memory). */
-static rjq_worker *make_worker(rjq_queue *q, const rjq_worker_options *o,
-                               rjq_handler_fn *handler, void *data) {
-    return make_worker_in(NULL, q, o, handler, data);
-}
-
 /* Undo make_worker (nothing of it was sent); given's memory is not freed. */
 static void unmake_worker(rjq_worker *w, const rjq_worker *given) {
     rjq__w_detach(w);
@@ -310,7 +304,7 @@ int rjq__worker_start_one(rjq_queue *q, const rjq_worker_options *given, rjq_han
     rjq_worker_options o;
     int rc = check_options(c, given, &o);
     if (rc != RJQ_OK) return rc;
-    rjq_worker *w = make_worker(q, &o, handler, data);
+    rjq_worker *w = make_worker(NULL, q, &o, handler, data);
     if (w == NULL) return RJQ_ENOMEM;
     go_live(w);
     *out = w;
@@ -327,7 +321,7 @@ static int start_group(rjq_worker *first, rjq_queue *const *queues, size_t n,
     g->order = order;
     g->concurrency = o->concurrency ? o->concurrency : 1;
     for (size_t i = 0; i < n; i++) {
-        rjq_worker *w = make_worker_in(i == 0 ? first : NULL, queues[i], o, handler, data);
+        rjq_worker *w = make_worker(i == 0 ? first : NULL, queues[i], o, handler, data);
         if (w == NULL) {
             for (int k = 0; k < g->n; k++) unmake_worker(g->m[k], first);
             free(g);
@@ -373,6 +367,17 @@ int rjq_worker_start_queues(rjq_queue *const *queues, size_t n, rjq_worker_order
 
 /* ---- a worker whose queues are not known yet (shard.c) ------------------------ */
 
+/* Make w (zeroed) a reserved worker of q: a use of q. */
+static void reserve_in(rjq_worker *w, rjq_queue *q, rjq_handler_fn *handler, void *data) {
+    w->q = q;
+    w->reserved = 1;
+    w->handler = handler;
+    w->data = data;
+    w->state = W_ACTIVE;
+    w->mode = CL_IDLE;
+    rjq__queue_use(q); /* (rjq_queue_close refuses while it is) */
+}
+
 int rjq__worker_reserve(rjq_queue *q, const rjq_worker_options *given, rjq_handler_fn *handler,
                         void *data, rjq_worker_options *o, rjq_worker **out) {
     if (q == NULL || handler == NULL || out == NULL) return RJQ_EINVAL;
@@ -383,13 +388,7 @@ int rjq__worker_reserve(rjq_queue *q, const rjq_worker_options *given, rjq_handl
     if (rc != RJQ_OK) return rc;
     rjq_worker *w = calloc(1, sizeof *w);
     if (w == NULL) return RJQ_ENOMEM;
-    w->q = q;
-    w->reserved = 1;
-    w->handler = handler;
-    w->data = data;
-    w->state = W_ACTIVE;
-    w->mode = CL_IDLE;
-    rjq__queue_use(q); /* (rjq_queue_close refuses while it is) */
+    reserve_in(w, q, handler, data);
     *out = w;
     return RJQ_OK;
 }
@@ -417,7 +416,7 @@ int rjq__worker_start_reserved(rjq_worker *w, rjq_queue *const *queues, size_t n
     rjq__queue_unuse(was);
     int rc;
     if (n == 1) {
-        rc = make_worker_in(w, queues[0], o, handler, data) ? RJQ_OK : RJQ_ENOMEM;
+        rc = make_worker(w, queues[0], o, handler, data) ? RJQ_OK : RJQ_ENOMEM;
         if (rc == RJQ_OK) go_live(w);
     } else {
         int weights[RJQ_WORKER_QUEUES_MAX];
@@ -427,12 +426,7 @@ int rjq__worker_start_reserved(rjq_worker *w, rjq_queue *const *queues, size_t n
     }
     if (rc != RJQ_OK) { /* (still reserved, on its first queue) */
         memset(w, 0, sizeof *w);
-        w->q = was;
-        w->reserved = 1;
-        w->state = W_ACTIVE;
-        w->handler = handler;
-        w->data = data;
-        rjq__queue_use(was);
+        reserve_in(w, was, handler, data);
     }
     return rc;
 }

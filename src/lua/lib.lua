@@ -1047,6 +1047,7 @@ local function start_jobs(J, c, ids, d, o, s, out)
   local function enter(n)
     if n > 0 or also then
       local m = tok .. ' ' .. table.concat(hi, ' ')
+      c.member = m -- (push_to_idle's undo of a push nobody heard)
       if u then u.call('zset', nil, 'ZADD', held, 0, HELD_PIN, 0, m) -- (last through u)
       else redis.call('ZADD', held, 0, HELD_PIN, 0, m) end
     end
@@ -1142,7 +1143,6 @@ local function start_jobs(J, c, ids, d, o, s, out)
     if dz then redis.call('ZADD', deadlines, unpack(dz)) end
   end
   c.timed = dz ~= nil
-  c.member = tok .. ' ' .. table.concat(hi, ' ')
   return enter(n)
 end
 
@@ -1467,7 +1467,7 @@ local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
     if pspec and u and not u.exact then check({}) end
     -- (the push's first writes go through u only for new jobs: those taken
     -- from ready left it first, which u does not undo)
-    if pspec and not (became_ready > 0 and push.direct and nothing_ready) then check({}) end
+    if pspec and not direct then check({}) end
     if not pspec then u = nil end
     ring = ring or ring_too
     if direct then

@@ -237,7 +237,8 @@ int rjq_queue_open_async(rjq_client *c, const char *name, const rjq_queue_option
  * read's error. */
 typedef enum {
     H_ENQUEUE, H_BATCH, H_WORKER, H_STATS, H_CANCEL, H_GET_JOB, H_DELETE, H_PAUSE, H_RESUME,
-    H_RECLAIM, H_REPLAY, H_PURGE, H_LIST_JOBS, H_LIST_DEAD, H_ENQUEUE_AWAIT, H_QUEUE_AWAIT
+    H_RECLAIM, H_REPLAY, H_PURGE, H_LIST_JOBS, H_LIST_DEAD, H_ENQUEUE_AWAIT, H_QUEUE_AWAIT,
+    H_LIMITS
 } hkind;
 
 typedef void any_fn(void);
@@ -261,6 +262,7 @@ struct held {
     int has_aw;
     rjq_worker *w;          /* H_WORKER: a reserved worker (rjq__worker_reserve) */
     rjq_worker_options wo;
+    rjq_limits lim;         /* H_LIMITS (the whole queue's) */
 };
 
 static void held_free(held *h) {
@@ -334,6 +336,7 @@ static void held_run(rjq_queue *q, held *h) {
     case H_LIST_DEAD:
         rc = rjq_queue_list_dead(q, h->offset, h->limit, (rjq_ids_cb *)h->cb, h->data);
         break;
+    case H_LIMITS: rc = rjq_queue_set_limits(q, &h->lim, (rjq_count_cb *)h->cb, h->data); break;
     default: rc = RJQ_EINVAL; break;
     }
     if (rc != RJQ_OK) held_fail(c, h, rc);
@@ -1333,6 +1336,20 @@ static int send_limits(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *
  * whole queue's figure. A figure below the shard count cannot be split
  * (a share of 0 is no limit): RJQ_EINVAL. */
 int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *lim, rjq_count_cb *cb, void *data) {
+    if (gated(q)) { /* held, then split (or not) as on a handle that knows its layout */
+        held *h = held_new(H_LIMITS, (any_fn *)cb, data);
+        rjq_limits none = RJQ_LIMITS_INIT;
+        if (h == NULL) return RJQ_ENOMEM;
+        h->lim = none;
+        if ((lim && rjq__sized_in(rjq_queue_get_client(q), &h->lim, sizeof h->lim, lim,
+                                  "rjq_limits") != RJQ_OK) ||
+            h->lim.concurrency < 0 || h->lim.rate < 0 || h->lim.rate_window_ms < 0 ||
+            h->lim.rate_window_ms > RJQ_DELAY_MAX) {
+            held_free(h);
+            return RJQ_EINVAL;
+        }
+        return hold(q, h);
+    }
     layout *l = layout_of(q);
     if (l == NULL) return rjq__queue_limits_one(q, lim, cb, data);
     rjq_client *c = rjq_queue_get_client(q);

@@ -326,3 +326,41 @@ TEST(changing_the_shard_count_is_refused_while_a_job_is_delayed_or_running) {
     ASSERT_EQ(2, rjq_queue_count_shards(q2));
     env_stop(&e);
 }
+
+/* rjq_queue_set_limits made on an rjq_queue_open handle at once, before
+ * its layout is read, is held and then split over the shards as on a
+ * handle that knows it (rjq.h "Sharded queues"): each shard gets its
+ * share, and nothing is written under the unsharded queue's tag. */
+TEST(set_limits_right_after_open_is_split_over_the_shards) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *decl = open_learnt(e.base, e.c, "shl");
+    ASSERT_OK(declare_shards(e.base, decl, 3));
+    rjq_client_options o = client_options(e.s.url);
+    rjq_client *p = client_new(e.base, &o);
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(p, "shl", NULL, &q));
+    rjq_limits lim = RJQ_LIMITS_INIT;
+    lim.concurrency = 10;
+    lim.rate = 30;
+    count_wait cw = {0};
+    ASSERT_OK(rjq_queue_set_limits(q, &lim, on_count, &cw));
+    ASSERT(loop_until(e.base, &cw.done, 20000));
+    ASSERT_OK(cw.status);
+    ASSERT_EQ(1, cw.done);
+    ASSERT_EQ(1, cw.n);
+    ASSERT_EQ(3, rjq_queue_count_shards(q));
+    long conc = 0, rate = 0;
+    for (int i = 0; i < 3; i++) {
+        rjq_stats st = get_stats(e.base, rjq_queue_get_shard(decl, i));
+        ASSERT_EQ(i == 0 ? 4 : 3, st.limit_concurrency);
+        ASSERT_EQ(10, st.limit_rate);
+        conc += st.limit_concurrency;
+        rate += st.limit_rate;
+    }
+    ASSERT_EQ(10, conc);
+    ASSERT_EQ(30, rate);
+    base_keys_only_declaration(e.rc, "shl");
+    rjq_client_free(p);
+    env_stop(&e);
+}

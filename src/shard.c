@@ -17,6 +17,7 @@
 #include "admin.h"
 #include "await.h"
 #include "enqueue.h"
+#include "shard.h"
 #include "slot.h"
 #include "validate.h"
 #include "worker.h"
@@ -238,7 +239,7 @@ int rjq_queue_open_async(rjq_client *c, const char *name, const rjq_queue_option
 typedef enum {
     H_ENQUEUE, H_BATCH, H_WORKER, H_STATS, H_CANCEL, H_GET_JOB, H_DELETE, H_PAUSE, H_RESUME,
     H_RECLAIM, H_REPLAY, H_PURGE, H_LIST_JOBS, H_LIST_DEAD, H_ENQUEUE_AWAIT, H_QUEUE_AWAIT,
-    H_LIMITS
+    H_LIMITS, H_LEARNT
 } hkind;
 
 typedef void any_fn(void);
@@ -292,6 +293,7 @@ static void held_fail(rjq_client *c, held *h, int status) {
     case H_ENQUEUE_AWAIT:
     case H_QUEUE_AWAIT: ((rjq_await_cb *)h->cb)(c, status, NULL, h->data); break;
     case H_WORKER: break;
+    case H_LEARNT: ((rjq__learnt_fn *)h->cb)(c, status, h->data); break;
     default: ((rjq_count_cb *)h->cb)(c, status, 0, h->data); break;
     }
 }
@@ -337,6 +339,7 @@ static void held_run(rjq_queue *q, held *h) {
         rc = rjq_queue_list_dead(q, h->offset, h->limit, (rjq_ids_cb *)h->cb, h->data);
         break;
     case H_LIMITS: rc = rjq_queue_set_limits(q, &h->lim, (rjq_count_cb *)h->cb, h->data); break;
+    case H_LEARNT: ((rjq__learnt_fn *)h->cb)(c, RJQ_OK, h->data); return;
     default: rc = RJQ_EINVAL; break;
     }
     if (rc != RJQ_OK) held_fail(c, h, rc);
@@ -371,6 +374,11 @@ static void held_end_all(rjq_queue *q, layout *l, int status) {
                 keep_end = &h->next;
                 continue;
             }
+        } else if (h->kind == H_LEARNT && status != RJQ_OK && status != RJQ_ECANCELED &&
+                   rjq__accepting(c)) {
+            *keep_end = h; /* (waits for the next read, as a worker does) */
+            keep_end = &h->next;
+            continue;
         } else if (status == RJQ_OK && rjq__accepting(c)) {
             held_run(q, h);
         } else {
@@ -525,6 +533,16 @@ static int held_as_await(rjq_queue *q, hkind kind, const rjq_await_options *aw, 
                             "rjq_await_options") == RJQ_OK)
         h->has_aw = 1;
     return RJQ_OK;
+}
+
+int rjq__queue_learning(rjq_queue *q) {
+    return gated(q);
+}
+
+int rjq__queue_when_learnt(rjq_queue *q, rjq__learnt_fn *fn, void *data) {
+    if (!gated(q)) return 1;
+    held *h = held_new(H_LEARNT, (any_fn *)fn, data);
+    return h ? hold(q, h) : RJQ_ENOMEM;
 }
 
 /* A call with a page or a limit, held. */

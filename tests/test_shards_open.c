@@ -364,3 +364,56 @@ TEST(set_limits_right_after_open_is_split_over_the_shards) {
     rjq_client_free(p);
     env_stop(&e);
 }
+
+#define MON_JOBS 30
+
+typedef struct mon_seen {
+    rjq_monitor *m;
+    long enqueued[MON_JOBS], events;
+} mon_seen;
+
+static void on_mon_event(rjq_client *c, const char *ev, const char *id, void *data) {
+    mon_seen *s = data;
+    int i;
+    (void)c;
+    if (strcmp(ev, "enqueued") != 0) return;
+    ASSERT(sscanf(id, "m-%d", &i) == 1 && i >= 0 && i < MON_JOBS);
+    s->enqueued[i]++;
+    s->events++;
+}
+
+/* rjq_queue_monitor made on an rjq_queue_open handle at once, before its
+ * layout is read, returns its handle then and monitors every shard once
+ * the layout is read (rjq.h "Sharded queues"): each shard's events reach
+ * it, and nothing is written under the unsharded queue's tag. */
+TEST(monitor_right_after_open_receives_every_shards_events) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *decl = open_learnt(e.base, e.c, "shm");
+    ASSERT_OK(declare_shards(e.base, decl, 3));
+    rjq_client_options o = client_options(e.s.url);
+    rjq_client *p = client_new(e.base, &o);
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(p, "shm", NULL, &q));
+    static mon_seen s;
+    memset(&s, 0, sizeof s);
+    ASSERT_OK(rjq_queue_monitor(q, on_mon_event, &s, &s.m));
+    ASSERT(s.m != NULL);
+    for (int i = 0; i < 3; i++)
+        wait_monitoring(e.base, p, rjq_queue_get_name(rjq_queue_get_shard(decl, i)));
+    ASSERT_EQ(3, rjq_queue_count_shards(q));
+    for (int i = 0; i < MON_JOBS; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "m-%d", i);
+        enqueue_x_ok(e.base, decl, id, 0, 0);
+    }
+    for (int k = 0; k < 3; k++) /* every shard has some of them */
+        ASSERT(get_stats(e.base, rjq_queue_get_shard(decl, k)).ready > 0);
+    if (!loop_until_count(e.base, &s.events, MON_JOBS, 20000))
+        FAIL_AT(__FILE__, __LINE__, "%ld of %d enqueued events", s.events, MON_JOBS);
+    for (int i = 0; i < MON_JOBS; i++) ASSERT_EQ(1, s.enqueued[i]);
+    base_keys_only_declaration(e.rc, "shm");
+    ASSERT_OK(rjq_monitor_stop(s.m));
+    rjq_client_free(p);
+    env_stop(&e);
+}

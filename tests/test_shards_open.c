@@ -417,3 +417,32 @@ TEST(monitor_right_after_open_receives_every_shards_events) {
     rjq_client_free(p);
     env_stop(&e);
 }
+
+/* A monitor and a monitor stopped, both made while the layout is read,
+ * then the client freed before it answers: nothing leaks (ASan), no
+ * event reaches the callback, and a limits call's callback gets
+ * RJQ_ECANCELED once. */
+TEST(monitor_and_limits_made_while_reading_end_with_the_client) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_client_options o = client_options(e.s.url);
+    rjq_client *c = client_new(e.base, &o);
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(c, "shmfree", NULL, &q));
+    static mon_seen s1, s2;
+    memset(&s1, 0, sizeof s1);
+    memset(&s2, 0, sizeof s2);
+    ASSERT_OK(rjq_queue_monitor(q, on_mon_event, &s1, &s1.m));
+    ASSERT_OK(rjq_queue_monitor(q, on_mon_event, &s2, &s2.m));
+    ASSERT_OK(rjq_monitor_enable_resyncs(s1.m));
+    ASSERT_OK(rjq_monitor_stop(s2.m));
+    rjq_limits lim = RJQ_LIMITS_INIT;
+    lim.concurrency = 2;
+    count_wait cw = {0};
+    ASSERT_OK(rjq_queue_set_limits(q, &lim, on_count, &cw));
+    rjq_client_free(c);
+    ASSERT_EQ(1, cw.done);
+    ASSERT_EQ(RJQ_ECANCELED, cw.status);
+    ASSERT_EQ(0, s1.events + s2.events);
+    env_stop(&e);
+}

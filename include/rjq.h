@@ -716,11 +716,16 @@ typedef struct rjq_queue_options {
  * the next held call reads again too. When the client is freed meanwhile
  * the held callbacks get RJQ_ECANCELED. rjq_enqueue_await and
  * rjq_queue_await without `out` are held too (rjq_client_count_awaits()
- * counts them once they are made). Not held (they act on the queue's own
+ * counts them once they are made), and so is rjq_queue_set_limits (split
+ * over the shards once the layout is read; its argument errors are still
+ * returned at once). rjq_queue_monitor returns its handle at once and
+ * attaches it (to every shard, or to the queue) once the layout is read,
+ * in call order with the calls held; a failed read leaves it waiting for
+ * the next, as a worker. Not held (they act on the queue's own
  * keys at once, ahead of the calls held; a handle that knows the layout
- * refuses the last four with RJQ_ESHARDED): rjq_enqueue_await and
- * rjq_queue_await with `out` (the handle is returned at once), limits,
- * monitors, schedules and rjq_worker_start_queues. Wait for
+ * refuses the last two with RJQ_ESHARDED): rjq_enqueue_await and
+ * rjq_queue_await with `out` (the handle is returned at once),
+ * schedules and rjq_worker_start_queues. Wait for
  * rjq_queue_open_async's callback before those on a queue that may be
  * sharded. Returns RJQ_OK, RJQ_EINVAL (c or out NULL, invalid options),
  * RJQ_EQUEUENAME, RJQ_ECLOSED, RJQ_ENOMEM.

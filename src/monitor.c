@@ -10,6 +10,7 @@
 
 #include "monitor.h"
 #include "queue.h"
+#include "shard.h"
 #include "validate.h"
 
 #define FLAG_TTL_MS 15000
@@ -30,8 +31,15 @@ struct rjq_monitor {
      * a part's event sets the whole's time. */
     struct rjq_monitor *whole;            /* a part's: the sharded queue's monitor */
     struct rjq_monitor *parts[RJQ_SHARDS_MAX];
-    int nparts;                           /* > 0: this one is a whole */
+    int nparts;
+    int is_whole;                         /* 1: this one is a whole (parts may come later) */
+    struct learn_ticket *learn;           /* a whole made before q knew its layout: its wait */
 };
+
+/* A whole's wait for its queue's layout: its monitor, or NULL once gone. */
+typedef struct learn_ticket {
+    struct rjq_monitor *m;
+} learn_ticket;
 
 typedef struct monitors {
     rjq_monitor *head;
@@ -142,7 +150,8 @@ static void on_refresh(rjq__timer *t) {
 }
 
 static void monitor_free(rjq_monitor *m) {
-    if (m->nparts > 0) { /* a whole: its parts are monitors of their own */
+    if (m->is_whole) { /* a whole: its parts are monitors of their own */
+        if (m->learn) m->learn->m = NULL;
         free(m);
         return;
     }
@@ -167,9 +176,46 @@ static void monitors_close(rjq_client *c, void *state) {
 static const rjq__feature monitors_feature = {.name = "monitors", .close = monitors_close};
 
 
+/* Whole m's parts: a monitor of each of its queue's shards (of the queue
+ * itself when it has one), each with m's cb and data. RJQ_OK, or an error
+ * with the parts made so far still m's. (In rjq__enter: a part's flag SET
+ * may run callbacks that free c.) */
+static int attach_parts(rjq_client *c, rjq_monitor *m) {
+    int n = rjq_queue_count_shards(m->q), rc = RJQ_OK;
+    for (int i = 0; i < n && rc == RJQ_OK; i++) {
+        rc = rjq_queue_monitor(rjq_queue_get_shard(m->q, i), m->cb, m->data, &m->parts[i]);
+        if (rc == RJQ_OK) {
+            m->parts[i]->whole = m;
+            m->nparts = i + 1;
+            if (m->resyncs) rjq_monitor_enable_resyncs(m->parts[i]);
+        }
+    }
+    if (rc == RJQ_OK && !rjq__accepting(c)) rc = RJQ_ECLOSED;
+    return rc;
+}
+
+/* A whole made before its queue knew its layout: the parts now (a part
+ * that cannot be made leaves the whole without parts: nothing streamed). */
+static void on_learnt(rjq_client *c, int status, void *data) {
+    learn_ticket *t = data;
+    rjq_monitor *m = t->m;
+    free(t);
+    if (m == NULL) return; /* (stopped meanwhile) */
+    m->learn = NULL;
+    if (status != RJQ_OK || !rjq__accepting(c)) return;
+    rjq__enter(c);
+    if (attach_parts(c, m) != RJQ_OK && rjq__accepting(c)) {
+        for (int i = 0; i < m->nparts; i++) rjq_monitor_stop(m->parts[i]);
+        m->nparts = 0;
+    }
+    rjq__leave(c);
+}
+
 /* A sharded queue (docs/sharding.md section 4): a monitor of each shard,
- * every one with cb and data, under one handle. */
-static int monitor_shards(rjq_queue *q, rjq_monitor_cb *cb, void *data, rjq_monitor **out) {
+ * every one with cb and data, under one handle. On a handle still reading
+ * its layout (rjq_queue_open) the handle now, its parts once it is read. */
+static int monitor_shards(rjq_queue *q, rjq_monitor_cb *cb, void *data, rjq_monitor **out,
+                          int learning) {
     rjq_client *c = rjq_queue_get_client(q);
     monitors *ms = rjq__feature_ensure(c, &monitors_feature, sizeof *ms);
     rjq_monitor *m = ms ? calloc(1, sizeof *m) : NULL;
@@ -177,16 +223,31 @@ static int monitor_shards(rjq_queue *q, rjq_monitor_cb *cb, void *data, rjq_moni
     m->q = q;
     m->cb = cb;
     m->data = data;
-    int n = rjq_queue_count_shards(q), rc = RJQ_OK;
-    rjq__enter(c); /* (a part's flag SET may run callbacks that free c) */
-    for (int i = 0; i < n && rc == RJQ_OK; i++) {
-        rc = rjq_queue_monitor(rjq_queue_get_shard(q, i), cb, data, &m->parts[i]);
-        if (rc == RJQ_OK) {
-            m->parts[i]->whole = m;
-            m->nparts = i + 1;
+    m->is_whole = 1;
+    int rc = RJQ_OK;
+    if (learning) {
+        learn_ticket *t = malloc(sizeof *t);
+        if (t == NULL) {
+            free(m);
+            return RJQ_ENOMEM;
         }
+        t->m = m;
+        rc = rjq__queue_when_learnt(q, on_learnt, t);
+        if (rc == RJQ_OK) {
+            m->learn = t;
+        } else {
+            free(t);
+            free(m);
+            return rc == 1 ? RJQ_EINVAL : rc; /* (1: cannot be, learning was just asked) */
+        }
+        m->next = ms->head;
+        ms->head = m;
+        rjq__queue_use(q);
+        *out = m;
+        return RJQ_OK;
     }
-    if (rc == RJQ_OK && !rjq__accepting(c)) rc = RJQ_ECLOSED;
+    rjq__enter(c);
+    rc = attach_parts(c, m);
     if (rc != RJQ_OK) {
         if (rjq__accepting(c))
             for (int i = 0; i < m->nparts; i++) rjq_monitor_stop(m->parts[i]);
@@ -205,7 +266,8 @@ int rjq_queue_monitor(rjq_queue *q, rjq_monitor_cb *cb, void *data, rjq_monitor 
     if (q == NULL || cb == NULL || out == NULL) return RJQ_EINVAL;
     rjq_client *c = rjq_queue_get_client(q);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
-    if (rjq_queue_count_shards(q) > 1) return monitor_shards(q, cb, data, out);
+    if (rjq_queue_count_shards(q) > 1) return monitor_shards(q, cb, data, out, 0);
+    if (rjq__queue_learning(q)) return monitor_shards(q, cb, data, out, 1);
     if (rjq__queue_refuse_front(q, "rjq_queue_monitor") != RJQ_OK) return RJQ_ESHARDED;
     monitors *ms = rjq__feature_ensure(c, &monitors_feature, sizeof *ms);
     rjq_monitor *m = ms ? calloc(1, sizeof *m) : NULL;
@@ -254,7 +316,8 @@ int rjq_monitor_stop(rjq_monitor *m) {
 int rjq_monitor_enable_resyncs(rjq_monitor *m) {
     if (m == NULL) return RJQ_EINVAL;
     for (int i = 0; i < m->nparts; i++) rjq_monitor_enable_resyncs(m->parts[i]);
-    if (m->resyncs || m->nparts > 0) return RJQ_OK;
+    if (m->is_whole) m->resyncs = 1; /* (for the parts made later) */
+    if (m->resyncs) return RJQ_OK;
     m->resyncs = 1;
     if (m->confirmed) { /* confirmed before this call: a resync now */
         m->resync_due = 1;

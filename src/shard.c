@@ -18,6 +18,7 @@
 #include "shard.h"
 #include "await.h"
 #include "enqueue.h"
+#include "shard.h"
 #include "slot.h"
 #include "validate.h"
 #include "worker.h"
@@ -238,7 +239,8 @@ int rjq_queue_open_async(rjq_client *c, const char *name, const rjq_queue_option
  * read's error. */
 typedef enum {
     H_ENQUEUE, H_BATCH, H_WORKER, H_STATS, H_CANCEL, H_GET_JOB, H_DELETE, H_PAUSE, H_RESUME,
-    H_RECLAIM, H_REPLAY, H_PURGE, H_LIST_JOBS, H_LIST_DEAD, H_ENQUEUE_AWAIT, H_QUEUE_AWAIT
+    H_RECLAIM, H_REPLAY, H_PURGE, H_LIST_JOBS, H_LIST_DEAD, H_ENQUEUE_AWAIT, H_QUEUE_AWAIT,
+    H_LIMITS, H_LEARNT
 } hkind;
 
 typedef void any_fn(void);
@@ -262,6 +264,7 @@ struct held {
     int has_aw;
     rjq_worker *w;          /* H_WORKER: a reserved worker (rjq__worker_reserve) */
     rjq_worker_options wo;
+    rjq_limits lim;         /* H_LIMITS (the whole queue's) */
 };
 
 static void held_free(held *h) {
@@ -291,6 +294,7 @@ static void held_fail(rjq_client *c, held *h, int status) {
     case H_ENQUEUE_AWAIT:
     case H_QUEUE_AWAIT: ((rjq_await_cb *)h->cb)(c, status, NULL, h->data); break;
     case H_WORKER: break;
+    case H_LEARNT: ((rjq__learnt_fn *)h->cb)(c, status, h->data); break;
     default: ((rjq_count_cb *)h->cb)(c, status, 0, h->data); break;
     }
 }
@@ -335,6 +339,8 @@ static void held_run(rjq_queue *q, held *h) {
     case H_LIST_DEAD:
         rc = rjq_queue_list_dead(q, h->offset, h->limit, (rjq_ids_cb *)h->cb, h->data);
         break;
+    case H_LIMITS: rc = rjq_queue_set_limits(q, &h->lim, (rjq_count_cb *)h->cb, h->data); break;
+    case H_LEARNT: ((rjq__learnt_fn *)h->cb)(c, RJQ_OK, h->data); return;
     default: rc = RJQ_EINVAL; break;
     }
     if (rc != RJQ_OK) held_fail(c, h, rc);
@@ -369,6 +375,11 @@ static void held_end_all(rjq_queue *q, layout *l, int status) {
                 keep_end = &h->next;
                 continue;
             }
+        } else if (h->kind == H_LEARNT && status != RJQ_OK && status != RJQ_ECANCELED &&
+                   rjq__accepting(c)) {
+            *keep_end = h; /* (waits for the next read, as a worker does) */
+            keep_end = &h->next;
+            continue;
         } else if (status == RJQ_OK && rjq__accepting(c)) {
             held_run(q, h);
         } else {
@@ -439,11 +450,6 @@ static void shards_ready(rjq_client *c, void *state, int kind) {
 }
 
 static const rjq__feature shards_feature = {.name = "shards", .ready = shards_ready};
-
-int rjq__queue_layout_known(const rjq_queue *q) {
-    const layout *l = q ? rjq__queue_part(q, RJQ__PART_SHARDS) : NULL;
-    return l == NULL || l->state == L_LEARNT;
-}
 
 /* 1 when calls on q wait for its layout (L_UNKNOWN: a read is sent). */
 static int gated(rjq_queue *q) {
@@ -528,6 +534,16 @@ static int held_as_await(rjq_queue *q, hkind kind, const rjq_await_options *aw, 
                             "rjq_await_options") == RJQ_OK)
         h->has_aw = 1;
     return RJQ_OK;
+}
+
+int rjq__queue_learning(rjq_queue *q) {
+    return gated(q);
+}
+
+int rjq__queue_when_learnt(rjq_queue *q, rjq__learnt_fn *fn, void *data) {
+    if (!gated(q)) return 1;
+    held *h = held_new(H_LEARNT, (any_fn *)fn, data);
+    return h ? hold(q, h) : RJQ_ENOMEM;
 }
 
 /* A call with a page or a limit, held. */
@@ -1339,6 +1355,20 @@ static int send_limits(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *
  * whole queue's figure. A figure below the shard count cannot be split
  * (a share of 0 is no limit): RJQ_EINVAL. */
 int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *lim, rjq_count_cb *cb, void *data) {
+    if (gated(q)) { /* held, then split (or not) as on a handle that knows its layout */
+        held *h = held_new(H_LIMITS, (any_fn *)cb, data);
+        rjq_limits none = RJQ_LIMITS_INIT;
+        if (h == NULL) return RJQ_ENOMEM;
+        h->lim = none;
+        if ((lim && rjq__sized_in(rjq_queue_get_client(q), &h->lim, sizeof h->lim, lim,
+                                  "rjq_limits") != RJQ_OK) ||
+            h->lim.concurrency < 0 || h->lim.rate < 0 || h->lim.rate_window_ms < 0 ||
+            h->lim.rate_window_ms > RJQ_DELAY_MAX) {
+            held_free(h);
+            return RJQ_EINVAL;
+        }
+        return hold(q, h);
+    }
     layout *l = layout_of(q);
     if (l == NULL) return rjq__queue_limits_one(q, lim, cb, data);
     rjq_client *c = rjq_queue_get_client(q);

@@ -21,7 +21,7 @@
 #include <rjq/libevent.h>
 
 #include "harness.h"
-#include "shard.h" /* rjq__queue_layout_known */
+#include "shard.h" /* rjq__queue_learning */
 
 int free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -583,8 +583,8 @@ void wait_connected(struct event_base *base, rjq_client *c) {
 }
 
 void wait_layout_known(struct event_base *base, rjq_queue *q) {
-    for (int i = 0; i < 1000 && !rjq__queue_layout_known(q); i++) loop_for(base, 10);
-    ASSERT(rjq__queue_layout_known(q));
+    for (int i = 0; i < 1000 && rjq__queue_learning(q); i++) loop_for(base, 10);
+    ASSERT(!rjq__queue_learning(q));
 }
 
 long long server_active_jobs(redisContext *rc, const char *q) {

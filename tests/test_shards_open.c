@@ -326,3 +326,123 @@ TEST(changing_the_shard_count_is_refused_while_a_job_is_delayed_or_running) {
     ASSERT_EQ(2, rjq_queue_count_shards(q2));
     env_stop(&e);
 }
+
+/* rjq_queue_set_limits made on an rjq_queue_open handle at once, before
+ * its layout is read, is held and then split over the shards as on a
+ * handle that knows it (rjq.h "Sharded queues"): each shard gets its
+ * share, and nothing is written under the unsharded queue's tag. */
+TEST(set_limits_right_after_open_is_split_over_the_shards) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *decl = open_learnt(e.base, e.c, "shl");
+    ASSERT_OK(declare_shards(e.base, decl, 3));
+    rjq_client_options o = client_options(e.s.url);
+    rjq_client *p = client_new(e.base, &o);
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(p, "shl", NULL, &q));
+    rjq_limits lim = RJQ_LIMITS_INIT;
+    lim.concurrency = 10;
+    lim.rate = 30;
+    count_wait cw = {0};
+    ASSERT_OK(rjq_queue_set_limits(q, &lim, on_count, &cw));
+    ASSERT(loop_until(e.base, &cw.done, 20000));
+    ASSERT_OK(cw.status);
+    ASSERT_EQ(1, cw.done);
+    ASSERT_EQ(1, cw.n);
+    ASSERT_EQ(3, rjq_queue_count_shards(q));
+    long conc = 0, rate = 0;
+    for (int i = 0; i < 3; i++) {
+        rjq_stats st = get_stats(e.base, rjq_queue_get_shard(decl, i));
+        ASSERT_EQ(i == 0 ? 4 : 3, st.limit_concurrency);
+        ASSERT_EQ(10, st.limit_rate);
+        conc += st.limit_concurrency;
+        rate += st.limit_rate;
+    }
+    ASSERT_EQ(10, conc);
+    ASSERT_EQ(30, rate);
+    base_keys_only_declaration(e.rc, "shl");
+    rjq_client_free(p);
+    env_stop(&e);
+}
+
+#define MON_JOBS 30
+
+typedef struct mon_seen {
+    rjq_monitor *m;
+    long enqueued[MON_JOBS], events;
+} mon_seen;
+
+static void on_mon_event(rjq_client *c, const char *ev, const char *id, void *data) {
+    mon_seen *s = data;
+    int i;
+    (void)c;
+    if (strcmp(ev, "enqueued") != 0) return;
+    ASSERT(sscanf(id, "m-%d", &i) == 1 && i >= 0 && i < MON_JOBS);
+    s->enqueued[i]++;
+    s->events++;
+}
+
+/* rjq_queue_monitor made on an rjq_queue_open handle at once, before its
+ * layout is read, returns its handle then and monitors every shard once
+ * the layout is read (rjq.h "Sharded queues"): each shard's events reach
+ * it, and nothing is written under the unsharded queue's tag. */
+TEST(monitor_right_after_open_receives_every_shards_events) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *decl = open_learnt(e.base, e.c, "shm");
+    ASSERT_OK(declare_shards(e.base, decl, 3));
+    rjq_client_options o = client_options(e.s.url);
+    rjq_client *p = client_new(e.base, &o);
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(p, "shm", NULL, &q));
+    static mon_seen s;
+    memset(&s, 0, sizeof s);
+    ASSERT_OK(rjq_queue_monitor(q, on_mon_event, &s, &s.m));
+    ASSERT(s.m != NULL);
+    for (int i = 0; i < 3; i++)
+        wait_monitoring(e.base, p, rjq_queue_get_name(rjq_queue_get_shard(decl, i)));
+    ASSERT_EQ(3, rjq_queue_count_shards(q));
+    for (int i = 0; i < MON_JOBS; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "m-%d", i);
+        enqueue_x_ok(e.base, decl, id, 0, 0);
+    }
+    for (int k = 0; k < 3; k++) /* every shard has some of them */
+        ASSERT(get_stats(e.base, rjq_queue_get_shard(decl, k)).ready > 0);
+    if (!loop_until_count(e.base, &s.events, MON_JOBS, 20000))
+        FAIL_AT(__FILE__, __LINE__, "%ld of %d enqueued events", s.events, MON_JOBS);
+    for (int i = 0; i < MON_JOBS; i++) ASSERT_EQ(1, s.enqueued[i]);
+    base_keys_only_declaration(e.rc, "shm");
+    ASSERT_OK(rjq_monitor_stop(s.m));
+    rjq_client_free(p);
+    env_stop(&e);
+}
+
+/* A monitor and a monitor stopped, both made while the layout is read,
+ * then the client freed before it answers: nothing leaks (ASan), no
+ * event reaches the callback, and a limits call's callback gets
+ * RJQ_ECANCELED once. */
+TEST(monitor_and_limits_made_while_reading_end_with_the_client) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_client_options o = client_options(e.s.url);
+    rjq_client *c = client_new(e.base, &o);
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(c, "shmfree", NULL, &q));
+    static mon_seen s1, s2;
+    memset(&s1, 0, sizeof s1);
+    memset(&s2, 0, sizeof s2);
+    ASSERT_OK(rjq_queue_monitor(q, on_mon_event, &s1, &s1.m));
+    ASSERT_OK(rjq_queue_monitor(q, on_mon_event, &s2, &s2.m));
+    ASSERT_OK(rjq_monitor_enable_resyncs(s1.m));
+    ASSERT_OK(rjq_monitor_stop(s2.m));
+    rjq_limits lim = RJQ_LIMITS_INIT;
+    lim.concurrency = 2;
+    count_wait cw = {0};
+    ASSERT_OK(rjq_queue_set_limits(q, &lim, on_count, &cw));
+    rjq_client_free(c);
+    ASSERT_EQ(1, cw.done);
+    ASSERT_EQ(RJQ_ECANCELED, cw.status);
+    ASSERT_EQ(0, s1.events + s2.events);
+    env_stop(&e);
+}

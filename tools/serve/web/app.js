@@ -485,10 +485,18 @@ function queuePage(main, name, tab, offset) {
           ...cols.map(k => el('td', { class: 'num', 'data-stat': k }, fmt(x.stats[k]))),
           el('td', {}, x.stats.paused ? el('span', { class: 'badge paused' }, 'paused') : ''))))));
   }
-  let shardsAt = 0;
+  let shardsAt = 0, shardsTimer = null;
   async function loadShards() {
     shardsAt = Date.now();
     try { drawShards((await api('GET', `/v1/queues/${enc(name)}?shards=1`)).data); } catch (e) { /* kept */ }
+  }
+  /* the shard table follows the stats every 2 s at most, and a change
+   * within those 2 s is read when they end (stats events come only when
+   * the numbers change: the last one must not be dropped) */
+  function shardsSoon() {
+    if (shardsTimer) return;
+    shardsTimer = setTimeout(() => { shardsTimer = null; loadShards(); },
+                             Math.max(0, 2000 - (Date.now() - shardsAt)));
   }
   async function loadHead() {
     loadSettings();
@@ -534,7 +542,7 @@ function queuePage(main, name, tab, offset) {
       if (q.name !== name) return;
       if (settings.dataset.paused !== String(q.stats.paused)) loadSettings(); /* paused elsewhere */
       drawHead(q);
-      if (q.shards > 1 && Date.now() - shardsAt > 2000) loadShards(); /* (every 2 s at most) */
+      if (q.shards > 1) shardsSoon();
       if (q.shards > 1) soon(); /* (no job events from a sharded queue: the list follows its stats) */
     },
     onJob(e) {
@@ -546,7 +554,10 @@ function queuePage(main, name, tab, offset) {
       while (feed.children.length > 30) feed.lastChild.remove();
       soon();
     },
-    close() { if (pending) clearTimeout(pending); },
+    close() {
+      if (pending) clearTimeout(pending);
+      if (shardsTimer) clearTimeout(shardsTimer);
+    },
   };
 }
 

@@ -16,24 +16,8 @@ PW_VERSION=1.65.1
 "$RJQ" serve --listen x 2>&1 | grep -q "built without" && { echo "SKIP: rjq built without serve"; exit 0; }
 [ -x "$WORKER" ] || { echo "FAIL: $WORKER not built"; exit 1; }
 
-apt_install() { # apt_install PKG...: as root, update the lists when the first try fails
-    [ "$(id -u)" = 0 ] || return 1
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >/dev/null 2>&1 ||
-        { apt-get update >/dev/null 2>&1 &&
-          DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >/dev/null 2>&1; }
-}
-CHROMIUM=/usr/lib/chromium/chromium
-[ -x "$CHROMIUM" ] || apt_install chromium
-[ -x "$CHROMIUM" ] || { echo "SKIP: chromium cannot be installed here (Debian package chromium)"; exit 0; }
-command -v npm >/dev/null || apt_install nodejs npm
-command -v npm >/dev/null || { echo "SKIP: npm cannot be installed here (Debian packages nodejs, npm)"; exit 0; }
-PW="$BUILD/playwright"
-if [ ! -f "$PW/node_modules/playwright-core/package.json" ] ||
-   ! grep -q "\"version\": \"$PW_VERSION\"" "$PW/node_modules/playwright-core/package.json"; then
-    mkdir -p "$PW"
-    npm install --prefix "$PW" --no-audit --no-fund --loglevel=error "playwright-core@$PW_VERSION" >"$PW/install.log" 2>&1 ||
-        { echo "SKIP: playwright-core cannot be installed from npm: $(tail -3 "$PW/install.log")"; exit 0; }
-fi
+# shellcheck source=tests/browser_setup.bash
+. "$SRC/tests/browser_setup.bash"
 
 # shellcheck source=scripts/redis-private.sh
 . "$SRC/scripts/redis-private.sh"

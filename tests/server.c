@@ -69,6 +69,13 @@ long file_size(const char *path) {
     return n < 0 ? 0 : n;
 }
 
+void temp_file(char *path, const char *text) {
+    int fd = mkstemp(path);
+    ASSERT(fd >= 0);
+    ASSERT_EQ((ssize_t)strlen(text), write(fd, text, strlen(text)));
+    close(fd);
+}
+
 /* Does the file, past offset from, contain needle? */
 static int file_has(const char *path, long from, const char *needle) {
     char line[1024];

@@ -46,6 +46,9 @@ void server_restart(test_server *s, const char *const *extra);
 
 /* The size of a file (0 when it is missing). */
 long file_size(const char *path);
+/* Make a temporary file from path (a mkstemp template, "...XXXXXX",
+ * replaced by its name) holding text; the test unlinks it. */
+void temp_file(char *path, const char *text);
 /* Has the redis-server or redis-sentinel *pid, logging to log (its lines
  * past offset from are this start's), started listening? 1: its log has
  * the line ready, one written after its sockets listen in every version

@@ -88,11 +88,7 @@ static void on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, 
 
 TEST(host_named_nodes_queues_on_every_master_run_and_moved_to_a_host_name_is_followed) {
     char hosts[] = "/tmp/rjq-hosts-XXXXXX";
-    int fd = mkstemp(hosts);
-    ASSERT(fd >= 0);
-    const char line[] = "127.0.0.1 " HOST "\n";
-    ASSERT_EQ((ssize_t)strlen(line), write(fd, line, strlen(line)));
-    close(fd);
+    temp_file(hosts, "127.0.0.1 " HOST "\n");
 
     test_cluster cl;
     cluster_start_named(&cl, 0, HOST);

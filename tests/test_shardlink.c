@@ -517,11 +517,7 @@ TEST(shardlink_over_tls_checks_the_node_host_name) {
     server_start_tls(&s, 0);
     char ca[512], hosts[] = "/tmp/rjq-hosts-XXXXXX";
     snprintf(ca, sizeof ca, "%s", server_file(&s, "certs/ca.crt"));
-    int fd = mkstemp(hosts);
-    ASSERT(fd >= 0);
-    const char line[] = "127.0.0.1 node.test redis.test\n";
-    ASSERT_EQ((ssize_t)strlen(line), write(fd, line, strlen(line)));
-    close(fd);
+    temp_file(hosts, "127.0.0.1 node.test redis.test\n");
     struct event_base *base = event_base_new();
     struct evdns_base *dns = evdns_base_new(base, 0);
     ASSERT(dns != NULL);

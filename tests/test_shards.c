@@ -13,21 +13,6 @@
 #include "server.h"
 #include "waits.h"
 
-/* Which shard of q holds job id (-1: none). */
-static int shard_holding(test_env *e, rjq_queue *q, const char *id) {
-    int found = -1;
-    for (int i = 0; i < rjq_queue_count_shards(q); i++) {
-        info_wait w = get_info(e->base, rjq_queue_get_shard(q, i), id);
-        if (w.status == RJQ_OK) {
-            ASSERT_EQ(-1, found); /* in one shard only */
-            found = i;
-        } else {
-            ASSERT_EQ(RJQ_ENOTFOUND, w.status);
-        }
-    }
-    return found;
-}
-
 TEST(declaration_learnt_by_a_second_client) {
     test_env e;
     env_start(&e, NULL);
@@ -105,7 +90,7 @@ TEST(changing_the_shard_count_is_refused_unless_the_queue_is_empty) {
     ASSERT_EQ(RJQ_EBUSY, declare_shards(e.base, q, 5));
     ASSERT_EQ(3, rjq_queue_count_shards(q));
     ASSERT_OK(declare_shards(e.base, q, 3)); /* the same count: fine */
-    int s = shard_holding(&e, q, "in-a-shard");
+    int s = shard_holding(e.base, q, "in-a-shard");
     ASSERT(s >= 0);
     cancel_job(&e, rjq_queue_get_shard(q, s), "in-a-shard");
     ASSERT_OK(declare_shards(e.base, q, 5));
@@ -137,7 +122,7 @@ TEST(ids_go_to_the_shard_of_their_hash_and_dedup_across_retries) {
         ASSERT_OK(b.status);
         ASSERT_EQ(1, b.existed);
         ASSERT_STREQ(id, b.id);
-        int s = shard_holding(&e, q, id);
+        int s = shard_holding(e.base, q, id);
         ASSERT(s >= 0);
         used[s]++;
     }
@@ -212,7 +197,7 @@ TEST(a_batch_split_over_shards_reports_once_with_results_in_order) {
         }
         ASSERT_STREQ(ids[i], w.ids[i]);
         ASSERT_EQ(i == 7 ? 1 : 0, w.existed[i]);
-        ASSERT(shard_holding(&e, q, ids[i]) >= 0);
+        ASSERT(shard_holding(e.base, q, ids[i]) >= 0);
     }
     ASSERT_EQ(40, get_stats(e.base, q).ready); /* 26 ids (one existed) + 13 anonymous + b-7 */
 
@@ -440,7 +425,7 @@ TEST(calls_by_id_go_to_the_shard_of_the_id) {
         info_wait w = get_info(e.base, q, ids[i]);
         ASSERT_OK(w.status);
         ASSERT_STREQ("ready", w.state);
-        used[shard_holding(&e, q, ids[i])]++;
+        used[shard_holding(e.base, q, ids[i])]++;
     }
     int shards_used = 0;
     for (int i = 0; i < 6; i++) shards_used += used[i] > 0;
@@ -468,7 +453,7 @@ TEST(calls_by_id_go_to_the_shard_of_the_id) {
         ASSERT_OK(w.status);
         ASSERT_EQ(1, w.n);
         ASSERT_EQ(RJQ_ENOTFOUND, get_info(e.base, q, ids[i]).status);
-        ASSERT_EQ(-1, shard_holding(&e, q, ids[i]));
+        ASSERT_EQ(-1, shard_holding(e.base, q, ids[i]));
     }
 
     /* dead jobs: replayed and deleted by id */
@@ -488,7 +473,7 @@ TEST(calls_by_id_go_to_the_shard_of_the_id) {
     w = counted(e.base, rjq_queue_delete(q, "k-1", on_count, &w), &w);
     ASSERT_OK(w.status);
     ASSERT_EQ(1, w.n);
-    ASSERT_EQ(-1, shard_holding(&e, q, "k-1"));
+    ASSERT_EQ(-1, shard_holding(e.base, q, "k-1"));
     /* replay without an id: every shard's dead jobs, one callback, summed */
     memset(&w, 0, sizeof w);
     w = counted(e.base, rjq_queue_replay(q, NULL, 0, on_count, &w), &w);
@@ -623,7 +608,7 @@ static void check_merged(test_env *e, rjq_queue *q, const ids_wait *w, int n) {
         ASSERT_OK(iw.status);
         ASSERT(iw.enqueued_ms >= last);
         last = iw.enqueued_ms;
-        int s = shard_holding(e, q, w->ids[i]);
+        int s = shard_holding(e->base, q, w->ids[i]);
         ASSERT(k > last_of_shard[s]); /* (enqueued in order of k: FIFO within a shard) */
         last_of_shard[s] = k;
     }
@@ -680,7 +665,7 @@ TEST(listings_merge_every_shard_by_enqueue_time) {
         ids_wait own = listing(e.base, rjq_queue_get_shard(q, sh), 1, 0, 0, 100);
         size_t at = 0;
         for (size_t i = 0; i < dead.n; i++)
-            if (shard_holding(&e, q, dead.ids[i]) == sh) ASSERT_STREQ(own.ids[at++], dead.ids[i]);
+            if (shard_holding(e.base, q, dead.ids[i]) == sh) ASSERT_STREQ(own.ids[at++], dead.ids[i]);
         ASSERT_EQ(own.n, at);
     }
     ids_wait dead2 = listing(e.base, q, 0, RJQ_STATE_DEAD, 10, 5);

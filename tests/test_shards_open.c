@@ -28,29 +28,6 @@ static void on_enq(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n
     if (status == RJQ_OK) t->ok++;
 }
 
-static void on_stats_wait(rjq_client *c, int status, const rjq_stats *st, void *data) {
-    stats_wait *w = data;
-    (void)c;
-    w->done++;
-    w->status = status;
-    if (st) w->s = *st;
-}
-
-/* Which shard of q holds job id (-1: none; asserted in one shard only). */
-static int shard_holding(struct event_base *base, rjq_queue *q, const char *id) {
-    int found = -1;
-    for (int i = 0; i < rjq_queue_count_shards(q); i++) {
-        info_wait w = get_info(base, rjq_queue_get_shard(q, i), id);
-        if (w.status == RJQ_OK) {
-            ASSERT_EQ(-1, found);
-            found = i;
-        } else {
-            ASSERT_EQ(RJQ_ENOTFOUND, w.status);
-        }
-    }
-    return found;
-}
-
 /* The keys under the unsharded queue's tag: only its declaration. */
 static void base_keys_only_declaration(redisContext *rc, const char *name) {
     redisReply *r = redisCommand(rc, "KEYS t:{%s}:*", name);

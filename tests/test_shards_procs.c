@@ -78,19 +78,6 @@ static void run_child(const char *url, int control_fd, int runs_fd, int ready_fd
     _exit(0);
 }
 
-typedef struct batch_wait {
-    int done, status;
-    size_t n;
-} batch_wait;
-
-static void on_batch(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
-    batch_wait *b = data;
-    (void)c, (void)jobs;
-    b->done++;
-    b->status = status;
-    b->n = n;
-}
-
 TEST(three_worker_processes_drain_a_six_shard_queue_each_job_once) {
     test_cluster cl;
     cluster_start(&cl, 0);
@@ -140,8 +127,8 @@ TEST(three_worker_processes_drain_a_six_shard_queue_each_job_once) {
         it[i].len = strlen(pay[i]);
         it[i].opts = i % 2 ? &jo[i] : NULL;
     }
-    batch_wait b = {0};
-    ASSERT_OK(rjq_enqueue_batch(q, it, JOBS, on_batch, &b));
+    enqueue_wait b = {0};
+    ASSERT_OK(rjq_enqueue_batch(q, it, JOBS, on_enqueue_wait, &b));
     ASSERT(loop_until(base, &b.done, 30000));
     ASSERT_OK(b.status);
     ASSERT_EQ(JOBS, (long)b.n);

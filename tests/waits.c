@@ -6,7 +6,7 @@
 #include "harness.h"
 #include "server.h"
 
-static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) {
+void on_stats_wait(rjq_client *c, int status, const rjq_stats *s, void *data) {
     (void)c;
     stats_wait *w = data;
     w->done++;
@@ -17,7 +17,7 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) 
 stats_wait stats_of(struct event_base *base, rjq_queue *q) {
     stats_wait w;
     memset(&w, 0, sizeof w);
-    ASSERT_OK(rjq_queue_get_stats(q, on_stats, &w));
+    ASSERT_OK(rjq_queue_get_stats(q, on_stats_wait, &w));
     ASSERT(loop_until(base, &w.done, 10000));
     ASSERT_EQ(1, w.done);
     return w;
@@ -96,6 +96,20 @@ info_wait get_info(struct event_base *base, rjq_queue *q, const char *id) {
     ASSERT(loop_until(base, &w.done, 10000));
     ASSERT_EQ(1, w.done);
     return w;
+}
+
+int shard_holding(struct event_base *base, rjq_queue *q, const char *id) {
+    int found = -1;
+    for (int i = 0; i < rjq_queue_count_shards(q); i++) {
+        info_wait w = get_info(base, rjq_queue_get_shard(q, i), id);
+        if (w.status == RJQ_OK) {
+            ASSERT_EQ(-1, found); /* in one shard only */
+            found = i;
+        } else {
+            ASSERT_EQ(RJQ_ENOTFOUND, w.status);
+        }
+    }
+    return found;
 }
 
 void on_count(rjq_client *c, int status, long long n, void *data) {

@@ -18,6 +18,8 @@ typedef struct stats_wait {
     rjq_stats s;
 } stats_wait;
 
+/* An rjq_queue_get_stats callback filling in the stats_wait at data. */
+void on_stats_wait(rjq_client *c, int status, const rjq_stats *s, void *data);
 /* Ask for q's stats and run the loop until they came (exactly once). Also
  * a round trip on the client's command connection: everything sent before
  * it has been executed once it returns. */
@@ -44,6 +46,9 @@ typedef struct info_wait {
 /* Read job id of q and run the loop until it came (exactly once; the
  * status is the caller's to check). */
 info_wait get_info(struct event_base *base, rjq_queue *q, const char *id);
+/* Which shard of sharded q holds job id (get_info on each; -1: none),
+ * asserting it is in one shard only. */
+int shard_holding(struct event_base *base, rjq_queue *q, const char *id);
 
 /* rjq_enqueue of one job */
 typedef struct enqueue_wait {

@@ -34,32 +34,33 @@ static int listed(const server *s, const squeue *q) {
     return queues_shard_of(s, q->name, NULL) == NULL;
 }
 
-/* --metrics-shards: each shard's depths and counters. */
-static void shard_series(FILE *out, server *s) {
-    prom_family(out, "rjq_shard_jobs", "gauge",
-                "Jobs of one shard of a sharded queue by state now (--metrics-shards; "
-                "rjq_jobs has the queue's sum).");
+/* --metrics-shards: one family of each shard's numbers of one kind
+ * (STAT_DEPTH: labelled by state; STAT_COUNTER: by the counter's name). */
+static void shard_family(FILE *out, server *s, const char *family, const char *type,
+                         const char *help, int kind, const char *label) {
+    prom_family(out, family, type, help);
     for (squeue *q = s->queues; q; q = q->next)
         for (int i = 0; q->shard_have == 1 && listed(s, q) && i < q->nshards; i++)
             for (size_t k = 0; k < stat_nfields; k++) {
-                if (stat_fields[k].kind != STAT_DEPTH) continue;
-                fprintf(out, "rjq_shard_jobs{queue=\"");
+                if (stat_fields[k].kind != kind) continue;
+                fprintf(out, "%s{queue=\"", family);
                 prom_label_value(out, q->name);
-                fprintf(out, "\",shard=\"%d\",state=\"%s\"} %lld\n", i, stat_fields[k].label,
+                fprintf(out, "\",shard=\"%d\",%s=\"%s\"} %lld\n", i, label,
+                        kind == STAT_DEPTH ? stat_fields[k].label : stat_fields[k].name,
                         stat_value(&q->shard_s[i], k));
             }
-    prom_family(out, "rjq_shard_jobs_total", "counter",
-                "Job transitions of one shard of a sharded queue (--metrics-shards), by the "
-                "name of the stats' counter: enqueued, completed, failed...");
-    for (squeue *q = s->queues; q; q = q->next)
-        for (int i = 0; q->shard_have == 1 && listed(s, q) && i < q->nshards; i++)
-            for (size_t k = 0; k < stat_nfields; k++) {
-                if (stat_fields[k].kind != STAT_COUNTER) continue;
-                fprintf(out, "rjq_shard_jobs_total{queue=\"");
-                prom_label_value(out, q->name);
-                fprintf(out, "\",shard=\"%d\",transition=\"%s\"} %lld\n", i,
-                        stat_fields[k].name, stat_value(&q->shard_s[i], k));
-            }
+}
+
+/* --metrics-shards: each shard's depths and counters. */
+static void shard_series(FILE *out, server *s) {
+    shard_family(out, s, "rjq_shard_jobs", "gauge",
+                 "Jobs of one shard of a sharded queue by state now (--metrics-shards; "
+                 "rjq_jobs has the queue's sum).",
+                 STAT_DEPTH, "state");
+    shard_family(out, s, "rjq_shard_jobs_total", "counter",
+                 "Job transitions of one shard of a sharded queue (--metrics-shards), by the "
+                 "name of the stats' counter: enqueued, completed, failed...",
+                 STAT_COUNTER, "transition");
 }
 
 static void histogram(FILE *out, server *s, const char *name, const char *help, size_t off) {

@@ -176,13 +176,19 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *st, void *data)
     }
 }
 
-squeue *queues_shard_of(const server *s, const char *name, int *index) {
+/* The queue served under the part of name before its last '~' (a shard's
+ * name is "<queue>~<i>"), or NULL. */
+static squeue *tilde_base(const server *s, const char *name) {
     const char *tilde = strrchr(name, '~');
     if (tilde == NULL || tilde == name || (size_t)(tilde - name) >= 256) return NULL;
     char base[256];
     memcpy(base, name, (size_t)(tilde - name));
     base[tilde - name] = '\0';
-    squeue *b = queues_find((server *)s, base);
+    return queues_find((server *)s, base);
+}
+
+squeue *queues_shard_of(const server *s, const char *name, int *index) {
+    squeue *b = tilde_base(s, name);
     for (int i = 0; b && b->known && i < b->nshards && b->nshards > 1; i++)
         if (strcmp(rjq_queue_get_name(rjq_queue_get_shard(b->q, i)), name) == 0) {
             if (index) *index = i;
@@ -332,14 +338,8 @@ static void on_names(rjq_client *c, int status, const char *const *names, size_t
         squeue *q;
         /* a sharded queue's shards are not served as queues of their own
          * (nor while the layout of the queue they may belong to is read) */
-        const char *tilde = strrchr(names[i], '~');
-        if (tilde && tilde != names[i] && (size_t)(tilde - names[i]) < 256) {
-            char base[256];
-            memcpy(base, names[i], (size_t)(tilde - names[i]));
-            base[tilde - names[i]] = '\0';
-            squeue *b = queues_find(s, base);
-            if (b && (!b->known || queues_shard_of(s, names[i], NULL))) continue;
-        }
+        squeue *b = tilde_base(s, names[i]);
+        if (b && (!b->known || queues_shard_of(s, names[i], NULL))) continue;
         if (queues_match(s, names[i])) queues_get(s, names[i], &q); /* EBUSY: the first ones */
     }
     /* a short page ends the listing: the next one starts over */
@@ -486,8 +486,7 @@ static void on_shard_stats(rjq_client *c, int status, const rjq_stats *st, void 
     squeue *q = r->q;
     (void)c;
     if (status == RJQ_OK) q->shard_s[r->i] = *st;
-    else r->i = -1; /* (this round failed) */
-    if (status != RJQ_OK) q->shard_have = -1;
+    else q->shard_have = -1; /* (this round failed) */
     if (--q->shard_reading == 0) q->shard_have = q->shard_have == -1 ? 0 : 1;
 }
 

@@ -178,15 +178,9 @@ if any_debounce then
   spec[#spec + 1] = delayed; spec[#spec + 1] = 'zset'
   spec[#spec + 1] = J.o; spec[#spec + 1] = 'hash'
 end
--- (the usual call: active and held are checked by the push's own writes,
--- undone with the columns' if refused; push_spec, see job_maker)
-local push_spec = nil
 if #idle_pick > 0 then
-  if own then push_spec = {active, 'zset', held, 'zset'}
-  else
-    spec[#spec + 1] = active; spec[#spec + 1] = 'zset'
-    spec[#spec + 1] = held; spec[#spec + 1] = 'zset'
-  end
+  spec[#spec + 1] = active; spec[#spec + 1] = 'zset'
+  spec[#spec + 1] = held; spec[#spec + 1] = 'zset'
   -- (jobs with a timeout enter deadlines when pushed; those already ready
   -- may have one too)
   if any_timeout or not nothing_ready then spec[#spec + 1] = deadlines; spec[#spec + 1] = 'zset' end
@@ -292,11 +286,7 @@ elseif u then
     return function() redis.call('HINCRBY', stats, 'seq', -n) end
   end, 'HINCRBY', stats, 'seq', n) - n -- the first write
   window = rank_window_in(seq + 1, seq + n)
-  if window then -- (renumber_prio writes first)
-    local all = {unpack(col_spec)}
-    for i = 1, #(push_spec or {}) do all[#all + 1] = push_spec[i] end
-    u.check(all); u = nil; push_spec = nil
-  end
+  if window then u.check(col_spec); u = nil end -- (renumber_prio writes first)
 else
   seq = typed('hash', 'HINCRBY', stats, 'seq', n) - n -- the first write
   window = rank_window_in(seq + 1, seq + n) -- see "Order within a priority"
@@ -352,7 +342,7 @@ if added < n then redis.call('HINCRBY', stats, 'skipped', n - added) end
 -- Jobs whose payloads were written ahead go through ready: from_ready
 -- reads them back for the workers it pushes to.)
 make.finish({active = active, idle = idle, held = held, deadlines = deadlines, tbase = tbase,
-             pick = idle_pick, direct = not any_prio and not reserved, spec = push_spec}, ring, u)
+             pick = idle_pick, direct = not any_prio and not reserved}, ring, u)
 return out
 end
 

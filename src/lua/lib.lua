@@ -549,19 +549,7 @@ local function set_watchers(J, fv, u)
   fv[#fv + 1] = WATCHERS_PIN; fv[#fv + 1] = ''
   if u then
     local last = math.min(2 * CHUNK, #fv)
-    -- (undone by deleting the fields when they were all new, the pin
-    -- aside, and the whole write went through u: exact, but for a column
-    -- that had a field of a new job and no pin, only behind rjq's back)
-    u.call('hash', function(r)
-      local fields = last / 2
-      if last < #fv or r < fields - 1 then return nil end
-      return function()
-        local f = {}
-        for j = 1, last - 2, 2 do f[#f + 1] = fv[j] end
-        if r == fields then f[#f + 1] = WATCHERS_PIN end
-        redis.call('HDEL', J.n, unpack(f))
-      end
-    end, 'HSET', J.n, unpack(fv, 1, last))
+    u.call('hash', nil, 'HSET', J.n, unpack(fv, 1, last))
     if last < #fv then call_all('HSET', J.n, fv, 2, nil, last + 1) end
   else
     call_all('HSET', J.n, fv, 2)
@@ -1043,13 +1031,9 @@ local function start_jobs(J, c, ids, d, o, s, out)
   local hi = {}
   if also then for i = 1, #also do hi[i] = also[i] end end
   local base = #hi
-  local u = c.u -- (undoable(): active and held not checked yet, see job_maker)
   local function enter(n)
     if n > 0 or also then
-      local m = tok .. ' ' .. table.concat(hi, ' ')
-      c.member = m -- (push_to_idle's undo of a push nobody heard)
-      if u then u.call('zset', nil, 'ZADD', held, 0, HELD_PIN, 0, m) -- (last through u)
-      else redis.call('ZADD', held, 0, HELD_PIN, 0, m) end
+      redis.call('ZADD', held, 0, HELD_PIN, 0, tok .. ' ' .. table.concat(hi, ' '))
     end
     return n
   end
@@ -1058,7 +1042,7 @@ local function start_jobs(J, c, ids, d, o, s, out)
     return enter(0)
   end
   -- Per-job appends use counters: #t is a search on every call.
-  local za, st, n, k, seen, prev = {'+inf', ACTIVE_PIN}, {}, 0, #out, {}, {}
+  local za, st, n, k, seen = {'+inf', ACTIVE_PIN}, {}, 0, #out, {}
   local started = int(now or now_ms()) -- (the jobs' start time, see the state column)
   local dz -- ZADD arguments for deadlines
   for i, id in ipairs(ids) do
@@ -1087,7 +1071,6 @@ local function start_jobs(J, c, ids, d, o, s, out)
         dz[#dz + 1] = int(ends); dz[#dz + 1] = id
       end
       st[2 * n + 1] = id; st[2 * n + 2] = v
-      if u then prev[n + 1] = s[i] or 'ready 0' end
       out[k + 1] = id; out[k + 2] = d and d[i] or false; out[k + 3] = a; out[k + 4] = max
       hi[base + n + 1] = id
       n, k = n + 1, k + 4
@@ -1095,54 +1078,13 @@ local function start_jobs(J, c, ids, d, o, s, out)
   end
   if before_write then before_write(n, dz ~= nil) end
   if n == 0 then return enter(0) end
-  if u then
-    -- undone exactly: the jobs are new (their pin with them when it was)
-    u.call('zset', function(r)
-      if r < n then return nil end
-      return function()
-        redis.call('ZREM', active, unpack(hi, base + 1, base + n))
-        if r > n then redis.call('ZREM', active, ACTIVE_PIN) end
-      end
-    end, 'ZADD', active, unpack(za))
-  else
-    typed('zset', 'ZADD', active, unpack(za)) -- (a claim's first write: see claim.lua)
-  end
-  -- (events after that write: a refused call's events are still published;
-  -- c.quiet: the caller emits them, push_to_idle once its push was heard)
-  if emit ~= UNMONITORED and not c.quiet then
+  typed('zset', 'ZADD', active, unpack(za)) -- (a claim's first write: see claim.lua)
+  -- (events after that write: a refused call's events are still published)
+  if emit ~= UNMONITORED then
     for i = base + 1, base + n do emit('active', hi[i]) end
   end
-  if u and c.all then
-    -- the first write of the new jobs' states (job_maker): theirs started
-    -- here, the others' ready (undone by deleting the fields, all new)
-    local mine, a, hs = {}, c.all.states, {}
-    for i = 1, #st, 2 do mine[st[i]] = st[i + 1] end
-    for i = 1, #a, 2 do hs[i] = a[i]; hs[i + 1] = mine[a[i]] or a[i + 1] end
-    u.hset(J.s, hs)
-    c.all.done = true
-    if not u.exact then u.check({held, 'zset'}) end
-  elseif u then
-    u.call('hash', function()
-      local back_ = {}
-      for i = 1, n do back_[2 * i - 1] = st[2 * i - 1]; back_[2 * i] = prev[i] end
-      return function() redis.call('HSET', J.s, unpack(back_)) end
-    end, 'HSET', J.s, unpack(st))
-  end
-  if u then
-    if dz then
-      u.call('zset', function()
-        return function()
-          local z = {}
-          for i = 2, #dz, 2 do z[#z + 1] = dz[i] end
-          redis.call('ZREM', deadlines, unpack(z))
-        end
-      end, 'ZADD', deadlines, unpack(dz))
-    end
-  else
-    redis.call('HSET', J.s, unpack(st))
-    if dz then redis.call('ZADD', deadlines, unpack(dz)) end
-  end
-  c.timed = dz ~= nil
+  redis.call('HSET', J.s, unpack(st))
+  if dz then redis.call('ZADD', deadlines, unpack(dz)) end
   return enter(n)
 end
 
@@ -1233,21 +1175,12 @@ end
 -- pick: the caller's HRANDFIELD idle 1 WITHVALUES, the first worker tried.
 -- take(n): up to n jobs to start, as ids and their records d, o, s (see
 -- load_jobs), in claim order; from_ready or new_jobs below.
--- back(n) (new_jobs; nil for from_ready): gives the last n jobs taken
--- back. With it, whether the worker listens is what the PUBLISH of its
--- message answers (its receivers; no PUBSUB NUMSUB before, a command per
--- push saved): 0 undoes the push exactly (the leases, states, deadlines
--- and held member its start wrote; the 'active' events are emitted only
--- after a push that was heard) and the jobs go to the next worker or
--- stay ready, as they would have. Jobs taken from ready cannot be given
--- back as cheaply: their workers are asked first (NUMSUB).
 -- The token of a message is "<client>.<worker>.<tbase><k>" (the client's
 -- id ends its push channel's name), entered in the held index (`held`).
 -- deadlines: the queue's zset of run time ends (see start_jobs). now:
 -- the caller's server time, when it read it (nil: read here when needed).
 -- Returns how many jobs were taken.
-local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, take, deadlines, now, back, u,
-                            all)
+local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, take, deadlines, now)
   local k, taken, inline_left = 0, 0, PUSH_INLINE_TOTAL
   while budget > 0 do
     pick = pick or redis.call('HRANDFIELD', idle, 1, 'WITHVALUES')
@@ -1259,7 +1192,7 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
     local slots, epoch, lease, format = string.match(v, '^(%d+) (%S+) (%d+) (%S+)$')
     slots = tonumber(slots or 0)
     if not ch or slots < 1 or format ~= PUSH_FORMAT or
-       (not back and numsub(ch) == 0) then
+       numsub(ch) == 0 then
       redis.call('HDEL', idle, field)
     else
       local ids, d, o, s = take(math.min(slots, budget))
@@ -1269,10 +1202,8 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
       k = k + 1
       local out, tok = {}, string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. k
       local deadline = int(now + tonumber(lease))
-      local c = {active = active, held = held, deadlines = deadlines, emit = emit, now = now,
-                 tok = tok, deadline = deadline, quiet = back ~= nil, u = u, all = all}
-      local n = start_jobs(J, c, ids, d, o, s, out)
-      u, all = nil, nil -- (the first push's writes checked active, held, state)
+      local n = start_jobs(J, {active = active, held = held, deadlines = deadlines, emit = emit, now = now,
+                               tok = tok, deadline = deadline}, ids, d, o, s, out)
       if slots - n > 0 then
         redis.call('HSET', idle, field, registration(slots - n, epoch, lease))
       else
@@ -1280,7 +1211,6 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
       end
       budget = budget - #ids
       if n > 0 then
-        local inline_was = inline_left
         local msg = {wid .. ' ' .. epoch .. ' ' .. n .. ' ' .. tok .. ' ' .. deadline .. '\n'}
         for i = 1, #out, 4 do
           local p = out[i + 1]
@@ -1295,38 +1225,11 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
             msg[#msg + 1] = out[i]
           end
         end
-        local heard = redis.call(PUB or pub_mode(), ch, table.concat(msg))
-        if back and heard == 0 then
-          -- nobody listens (see above): the push undone, the worker's
-          -- registration dropped, the jobs offered to the next one
-          local started, st = {}, {}
-          for i = 1, #out, 4 do started[#started + 1] = out[i] end
-          for i = 1, #ids do st[2 * i - 1] = ids[i]; st[2 * i] = s[i] end
-          redis.call('ZREM', active, unpack(started))
-          if c.timed then redis.call('ZREM', deadlines, unpack(started)) end
-          redis.call('HSET', J.s, unpack(st))
-          redis.call('ZREM', held, c.member)
-          if slots - n > 0 then redis.call('HDEL', idle, field) end
-          back(#ids)
-          taken = taken - #ids
-          budget = budget + #ids
-          inline_left = inline_was
-        elseif back and emit ~= UNMONITORED then
-          for i = 1, #out, 4 do emit('active', out[i]) end
-        end
+        redis.call(PUB or pub_mode(), ch, table.concat(msg))
       end
     end
   end
   return taken
-end
-
--- Whether push_to_idle starts jobs for registration pick (HRANDFIELD
--- idle 1 WITHVALUES) without asking NUMSUB (new jobs: see back above).
-local function push_pick_ok(pick)
-  if not pick or #pick == 0 or pick[1] == CONTROL_MARK then return false end
-  local ch = string.match(pick[1], '^%S+ (.+)$')
-  local slots, _, _, format = string.match(pick[2], '^(%d+) (%S+) (%d+) (%S+)$')
-  return ch ~= nil and tonumber(slots or 0) >= 1 and format == PUSH_FORMAT
 end
 
 -- A take() for push_to_idle: jobs waiting in ready and prio.
@@ -1358,8 +1261,7 @@ local function new_jobs(ids, d, o, sv)
     for i = at, #ids do r[#r + 1] = ids[i] end
     return r
   end
-  local function back(n) at = at - n end
-  return take, rest, back
+  return take, rest
 end
 
 -- The jobs one script call creates (enqueue.lua, fire.lua): the one writer
@@ -1382,10 +1284,7 @@ end
 --     caller's own reason) is true. push: push delivery to idle workers
 --     (enqueue.lua): {active, idle, held, deadlines, tbase, pick (see
 --     push_to_idle), direct (the new jobs may go to workers without
---     passing through ready: new_jobs), spec (nil, or the keys the push
---     writes that were not type-checked: the first push's writes check
---     them through u, undone with the columns if refused; else they are
---     checked with expect_types before it)}; the doorbell then rings only for
+--     passing through ready: new_jobs)}; the doorbell then rings only for
 --     jobs left ready. nil: none (fire.lua: its jobs wait in ready, idle
 --     workers hear the doorbell).
 --   c.at(): the call's server time (read once, at the first use; the
@@ -1430,55 +1329,28 @@ local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
     local w = {}
     if #payloads > 0 then w[#w + 1] = J.d; w[#w + 1] = payloads end
     if #opts > 0 then w[#w + 1] = J.o; w[#w + 1] = opts end
-    -- push.spec: keys the push writes that were not checked yet (enqueue's
-    -- usual call: active, held): its first writes check them through u,
-    -- or they are checked with the others once u is not exact
-    local pspec = push and push.spec
-    local direct = became_ready > 0 and push and push.direct and nothing_ready
-    -- The states of new jobs that go to a worker at once are written once
-    -- (not ready, then active): by the first push, with the others' (all:
-    -- see start_jobs), when it will surely start jobs through u (a valid
-    -- registration picked; a push nobody hears sets its jobs' states back
-    -- to ready). Else, or once u is not exact, here.
-    local all = u and pspec and direct and #states > 0 and push_pick_ok(push.pick) and
-                {states = states, done = false}
-    if not all and #states > 0 then w[#w + 1] = J.s; w[#w + 1] = states end
-    local function check(spec)
-      for j = 1, #(pspec or {}) do spec[#spec + 1] = pspec[j] end
-      if all then spec[#spec + 1] = J.s; spec[#spec + 1] = 'hash' end
-      pspec = nil
-      u.check(spec)
-      u = nil
-      if all then call_all('HSET', J.s, states, 2); all = nil end
-    end
+    if #states > 0 then w[#w + 1] = J.s; w[#w + 1] = states end
     for i = 1, #w, 2 do
       if u and not u.exact then
         local spec = {}
         for j = i, #w, 2 do spec[#spec + 1] = w[j]; spec[#spec + 1] = 'hash' end
         if #watch > 0 then spec[#spec + 1] = J.n; spec[#spec + 1] = 'hash' end
-        check(spec)
+        u.check(spec)
+        u = nil
       end
       if u then u.hset(w[i], w[i + 1]) else call_all('HSET', w[i], w[i + 1], 2) end
     end
     if #watch > 0 then
-      if u and not u.exact then check({J.n, 'hash'}) end
-      set_watchers(J, watch, u) -- (through u: undone exactly, or u is not exact)
+      if u and not u.exact then u.check({J.n, 'hash'}); u = nil end
+      set_watchers(J, watch, u) -- (last: through u, it is not undone)
     end
-    if pspec and u and not u.exact then check({}) end
-    -- (the push's first writes go through u only for new jobs: those taken
-    -- from ready left it first, which u does not undo)
-    if pspec and not direct then check({}) end
-    if not pspec then u = nil end
     ring = ring or ring_too
-    if direct then
+    if became_ready > 0 and push and push.direct and nothing_ready then
       -- Nothing was waiting: new jobs go straight to idle workers, in
       -- order, and only the rest is queued (waking idle workers elsewhere).
-      local take, rest, back = new_jobs(plain, plain_d, plain_o, ready_v)
+      local take, rest = new_jobs(plain, plain_d, plain_o, ready_v)
       push_to_idle(J, push.active, push.idle, push.held, push.tbase, became_ready, emit, push.pick,
-                   take, push.deadlines, c.now, back, u, all or nil)
-      if all and not all.done then -- (not expected: see push_pick_ok)
-        if u then u.hset(J.s, states) else call_all('HSET', J.s, states, 2) end
-      end
+                   take, push.deadlines, c.now)
       local left = rest()
       if #left > 0 then rpush_all(ready, left); ring = true end
     elseif became_ready > 0 then

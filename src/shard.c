@@ -10,6 +10,7 @@
  *
  * The declaration: "rjq-shards 1 <N> <name 1> ... <name N>" (version 1).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -484,12 +485,18 @@ static held *held_new(hkind kind, any_fn *cb, void *data) {
 }
 
 /* A call with a callback only and an optional id, held. */
-static int hold_call(rjq_queue *q, hkind kind, any_fn *cb, void *data, const char *id) {
+/* A new held call with a copy of id (NULL: none); NULL when out of memory. */
+static held *held_new_id(hkind kind, any_fn *cb, void *data, const char *id) {
     held *h = held_new(kind, cb, data);
     if (h && id && (h->id = strdup(id)) == NULL) {
         held_free(h);
         h = NULL;
     }
+    return h;
+}
+
+static int hold_call(rjq_queue *q, hkind kind, any_fn *cb, void *data, const char *id) {
+    held *h = held_new_id(kind, cb, data, id);
     return h ? hold(q, h) : RJQ_ENOMEM;
 }
 
@@ -525,8 +532,9 @@ static int await_options_ok(rjq_queue *q, const rjq_await_options *aw) {
 static int held_as_await(rjq_queue *q, hkind kind, const rjq_await_options *aw, rjq_await_cb *cb,
                          void *data) {
     layout *l = rjq__queue_part(q, RJQ__PART_SHARDS);
-    held *h = l->held;
-    while (h->next) h = h->next;
+    /* the call just held is the last: held_end points at its next (no walk
+     * over the calls held before it) */
+    held *h = (held *)(void *)((char *)l->held_end - offsetof(held, next));
     h->kind = kind;
     h->cb = (any_fn *)cb;
     h->data = data;
@@ -549,11 +557,7 @@ int rjq__queue_when_learnt(rjq_queue *q, rjq__learnt_fn *fn, void *data) {
 /* A call with a page or a limit, held. */
 static int hold_paged(rjq_queue *q, hkind kind, any_fn *cb, void *data, const char *id,
                       rjq_job_state state, long offset, long limit) {
-    held *h = held_new(kind, cb, data);
-    if (h && id && (h->id = strdup(id)) == NULL) {
-        held_free(h);
-        h = NULL;
-    }
+    held *h = held_new_id(kind, cb, data, id);
     if (h == NULL) return RJQ_ENOMEM;
     h->jstate = state;
     h->offset = offset;

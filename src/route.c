@@ -144,7 +144,9 @@ static int start_link(rjq_client *c, node_link *nl, const rjq__node_addr *a) {
 
 rjq__conn *rjq__route_link_at(rjq_client *c, const rjq__node_addr *a) {
     rjq__route *rt = c->route;
-    if (a->unknown) return NULL;
+    rjq__node_addr known = *a; /* "?:port" (an ASK): the table's node on that port */
+    if (!rjq__slotmap_known(&rt->map, &known)) return NULL;
+    a = &known;
     for (size_t i = 0; i < rt->nlinks; i++)
         if (link_is(rt->links[i], a)) {
             node_link *l = rt->links[i];
@@ -343,7 +345,9 @@ void rjq__route_moved(rjq_client *c, int slot, const rjq__node_addr *a) {
     rjq__route *rt = c->route;
     free(rt->pins);
     rt->pins = NULL;
-    if (rjq__slotmap_moved(&rt->map, slot, a) != RJQ_OK) rt->wanted = 1;
+    rjq__node_addr known = *a; /* "?:port": the table's node on that port, if it knows one */
+    rjq__slotmap_known(&rt->map, &known);
+    if (rjq__slotmap_moved(&rt->map, slot, &known) != RJQ_OK) rt->wanted = 1;
     rjq__route_refresh(c);
 }
 

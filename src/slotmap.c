@@ -88,7 +88,31 @@ static int add_node(rjq__slotmap *m, const rjq__node_addr *a, const char *id, si
     return (int)m->nnodes++;
 }
 
-/* One node entry of a range: [endpoint, port, id?, metadata?...]. */
+/* The "ip" of a node entry's metadata (a map: RESP3, or RESP2's flat array
+ * of names and values), or NULL when it has none or has another shape. */
+static const char *meta_ip(const redisReply *meta, size_t *len) {
+    if (meta == NULL) return NULL;
+    int map = meta->type == REDIS_REPLY_ARRAY;
+#ifdef REDIS_REPLY_MAP
+    map = map || meta->type == REDIS_REPLY_MAP;
+#endif
+    if (!map || meta->elements % 2 != 0) return NULL;
+    for (size_t k = 0; k + 1 < meta->elements; k += 2) {
+        const redisReply *n = meta->element[k], *v = meta->element[k + 1];
+        if (n == NULL || v == NULL || n->type != REDIS_REPLY_STRING || n->str == NULL ||
+            v->type != REDIS_REPLY_STRING || v->str == NULL)
+            continue;
+        if (n->len == 2 && memcmp(n->str, "ip", 2) == 0 && v->len > 0 && !(v->len == 1 && v->str[0] == '?')) {
+            *len = v->len;
+            return v->str;
+        }
+    }
+    return NULL;
+}
+
+/* One node entry of a range: [endpoint, port, id?, metadata?...]. An
+ * endpoint "?" (host names preferred, the node has none) is replaced by
+ * the IP its metadata gives. */
 static int parse_node(const redisReply *e, const char *asked, rjq__node_addr *a, const char **id,
                       size_t *idlen) {
     if (e == NULL || e->type != REDIS_REPLY_ARRAY || e->elements < 2) return RJQ_EPROTO;
@@ -103,6 +127,14 @@ static int parse_node(const redisReply *e, const char *asked, rjq__node_addr *a,
     } else if (h->type != REDIS_REPLY_NIL) {
         return RJQ_EPROTO;
     }
+    if (hlen == 1 && host[0] == '?' && e->elements >= 4) { /* its IP instead, if given */
+        size_t iplen;
+        const char *ip = meta_ip(e->element[3], &iplen);
+        if (ip != NULL) {
+            host = ip;
+            hlen = iplen;
+        }
+    }
     int rc = addr_set(a, host, hlen, p->integer, asked);
     if (rc != RJQ_OK) return rc;
     *id = "";
@@ -115,8 +147,8 @@ static int parse_node(const redisReply *e, const char *asked, rjq__node_addr *a,
         *id = i->str;
         *idlen = i->len;
     }
-    /* (a 4th element, the metadata, is not needed: the endpoint is the one
-     * the server prefers) */
+    /* (the 4th element, the metadata, serves only an endpoint "?": the
+     * endpoint is the one the server prefers) */
     return RJQ_OK;
 }
 
@@ -225,6 +257,20 @@ int rjq__slotmap_moved(rjq__slotmap *m, int slot, const rjq__node_addr *addr) {
     if (m->owner[slot] == -1) m->nslots++;
     m->owner[slot] = (int16_t)i;
     return RJQ_OK;
+}
+
+int rjq__slotmap_known(const rjq__slotmap *m, rjq__node_addr *a) {
+    if (!a->unknown) return 1;
+    int found = -1;
+    for (size_t i = 0; i < m->nnodes; i++) {
+        const rjq__node_addr *n = &m->nodes[i].addr;
+        if (n->unknown || n->port != a->port) continue;
+        if (found >= 0 && strcmp(m->nodes[found].addr.host, n->host) != 0) return 0; /* two hosts */
+        found = (int)i;
+    }
+    if (found < 0) return 0;
+    *a = m->nodes[found].addr;
+    return 1;
 }
 
 const char *rjq__node_addr_format(const rjq__node_addr *a, char *buf, size_t size) {

@@ -13,8 +13,13 @@
  * (cluster-preferred-endpoint-type): an IPv4 or IPv6 address (without
  * brackets), a host name, an empty string or a nil (the node is reached at
  * the address the reply came from, on the port given: `asked` below), or
- * "?" (the node has no host name while host names are preferred: it cannot
- * be reached until it has one; `unknown` is set and host is "?").
+ * "?" (the node has no host name while host names are preferred). A "?" in
+ * CLUSTER SLOTS is replaced by the "ip" of the node entry's metadata
+ * (Redis 7 gives it whenever the preferred endpoint is not the IP); a "?"
+ * with no IP given, and the "?" of a MOVED/ASK (which gives a port only),
+ * set `unknown` (host "?"): rjq__slotmap_known finds such a node's address
+ * by its port in the table, else it cannot be reached until a refresh
+ * names it.
  */
 #ifndef RJQ_SLOTMAP_H
 #define RJQ_SLOTMAP_H
@@ -92,6 +97,11 @@ int rjq__redirect_parse(const char *err, size_t len, const char *asked, rjq__red
  * RJQ__SLOTMAP_NODES_MAX nodes; RJQ_ENOMEM (the table is unchanged). */
 int rjq__slotmap_moved(rjq__slotmap *m, int slot, const rjq__node_addr *addr);
 
+/* An address that may be unknown ("?:port" of a redirect): when it is,
+ * replace it with the address of the table's node on that port, if the
+ * nodes on that port all have the same host. Returns 1 when *a is known
+ * (now or already), 0 when not (a is unchanged). */
+int rjq__slotmap_known(const rjq__slotmap *m, rjq__node_addr *a);
 /* "host:port", "[v6]:port" for an address with a ':' in it, into buf
  * (always NUL-terminated; truncated if size is too small). Returns buf. */
 const char *rjq__node_addr_format(const rjq__node_addr *a, char *buf, size_t size);

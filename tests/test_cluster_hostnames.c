@@ -174,3 +174,97 @@ TEST(host_named_nodes_queues_on_every_master_run_and_moved_to_a_host_name_is_fol
     cluster_stop(&cl);
     unlink(hosts);
 }
+
+/* Set cluster-preferred-endpoint-type on every running node. */
+static void endpoint_type(const test_cluster *cl, const char *type) {
+    for (int i = 0; i < cl->nnodes; i++) {
+        if (cl->node[i].pid <= 0) continue;
+        redisContext *rc = cluster_connect(cl, i);
+        redisReply *r = server_cmd(rc, "CONFIG SET cluster-preferred-endpoint-type %s", type);
+        ASSERT(r->type == REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+        redisFree(rc);
+    }
+}
+
+/* The MOVED node `from` answers for a key of names's slot, checked to be
+ * "MOVED <slot> <endpoint>:<port of node to>". */
+static void moved_reads(const test_cluster *cl, int from, const char *name, int slot, const char *endpoint,
+                        int to) {
+    redisContext *rc = cluster_connect(cl, from);
+    redisReply *r = server_cmd(rc, "GET {%s}", name);
+    char moved[96];
+    snprintf(moved, sizeof moved, "MOVED %d %s:%d", slot, endpoint, cl->node[to].port);
+    ASSERT(r->type == REDIS_REPLY_ERROR);
+    ASSERT_STREQ(moved, r->str);
+    freeReplyObject(r);
+    redisFree(rc);
+}
+
+/* Host names preferred but none announced: Redis names every node "?" in
+ * CLUSTER SLOTS (with its IP in the entry's metadata) and in the MOVED
+ * redirects ("MOVED <slot> ?:<port>"); unknown-endpoint: a nil endpoint
+ * and "MOVED <slot> :<port>". Queues on every master run, and both MOVEDs
+ * are followed. */
+TEST(nodes_announced_as_question_mark_are_reached_at_their_ip_and_moved_to_them_is_followed) {
+    test_cluster cl;
+    cluster_start(&cl, 0);
+    char names[CLUSTER_MASTERS][32];
+    cluster_spread_names(&cl, "uq", names, 1);
+    endpoint_type(&cl, "hostname"); /* (no cluster-announce-hostname) */
+    redisContext *rc = cluster_connect(&cl, 0);
+    redisReply *r = server_cmd(rc, "CLUSTER SLOTS");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements >= 3);
+    ASSERT_STREQ("?", r->element[0]->element[2]->element[0]->str);
+    freeReplyObject(r);
+    redisFree(rc);
+
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(cl.url);
+    o.on_event = on_event;
+    events[0] = '\0';
+    rjq_client *c = client_new(base, &o);
+    rjq_queue *q[CLUSTER_MASTERS];
+    rjq_worker *w[CLUSTER_MASTERS];
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
+    wo.concurrency = 4;
+    tally t = {0};
+    for (int m = 0; m < CLUSTER_MASTERS; m++) {
+        ASSERT_OK(rjq_queue_open(c, names[m], NULL, &q[m]));
+        ASSERT_OK(rjq_worker_start(q[m], &wo, on_job, NULL, &w[m]));
+        await_n(q[m], 10, &t);
+    }
+    awaits_answered(base, &t, 3 * 10);
+    double until = wait_deadline(30000);
+    for (int m = 0; m < CLUSTER_MASTERS; m++)
+        while (!has_ssub_client(&cl, m))
+            if (!wait_step(base, until))
+                FAIL_AT(__FILE__, __LINE__, "no sharded pub/sub connection on master %d; errors:\n%s",
+                        m, events);
+
+    /* "MOVED <slot> ?:<port>": master 1's queue's slot goes to master 2 */
+    int slot = rjq__key_slot(names[1], strlen(names[1]));
+    ASSERT_EQ(1, cluster_owner(&cl, 0, slot));
+    cluster_migrate_slot(&cl, slot, 1, 2);
+    moved_reads(&cl, 1, names[1], slot, "?", 2);
+    rc = cluster_connect(&cl, 1);
+    long long moves_before = server_info_number(rc, "errorstats", "errorstat_MOVED:count=");
+    await_n(q[1], 10, &t);
+    awaits_answered(base, &t, 4 * 10);
+    ASSERT(server_info_number(rc, "errorstats", "errorstat_MOVED:count=") > moves_before);
+    redisFree(rc);
+
+    /* unknown-endpoint: "MOVED <slot> :<port>" (the address the client
+     * reached the answering node on) */
+    endpoint_type(&cl, "unknown-endpoint");
+    slot = rjq__key_slot(names[2], strlen(names[2]));
+    cluster_migrate_slot(&cl, slot, 2, 0);
+    moved_reads(&cl, 2, names[2], slot, "", 0);
+    await_n(q[2], 10, &t);
+    awaits_answered(base, &t, 5 * 10);
+
+    for (int m = 0; m < CLUSTER_MASTERS; m++) rjq_worker_stop(w[m], NULL, NULL);
+    rjq_client_free(c);
+    event_base_free(base);
+    cluster_stop(&cl);
+}

@@ -408,3 +408,46 @@ TEST(slotmap_moved_updates_one_slot_and_promotes_a_replica) {
     ASSERT_EQ(1, m.nslots);
     rjq__slotmap_clear(&m);
 }
+
+/* cluster-preferred-endpoint-type hostname with no host name announced:
+ * Redis writes "?" and gives the IP in the metadata (RESP2: a flat array);
+ * a redirect's "?:port" is the table's node on that port. */
+TEST(slotmap_unknown_endpoint_takes_the_metadata_ip_and_redirects_find_it_by_port) {
+    rjq__slotmap m;
+    rjq__slotmap_init(&m);
+#define QNODE(port, id, meta) "*4\r\n$1\r\n?\r\n:" port "\r\n$40\r\n" id "\r\n" meta
+    redisReply *r = resp("*3\r\n"
+                         "*4\r\n:0\r\n:99\r\n" QNODE("7001", ID("a"), "*2\r\n$2\r\nip\r\n$8\r\n10.0.0.1\r\n")
+                         QNODE("7004", ID("d"), "*4\r\n$8\r\nhostname\r\n$1\r\nx\r\n$2\r\nip\r\n$8\r\n10.0.0.4\r\n")
+                         "*3\r\n:100\r\n:199\r\n" QNODE("7002", ID("b"), "*0\r\n")
+                         "*3\r\n:200\r\n:299\r\n" QNODE("7003", ID("c"), "*2\r\n$2\r\nip\r\n:1\r\n"));
+#undef QNODE
+    ASSERT_OK(rjq__slotmap_parse_slots(&m, r, "192.168.1.9"));
+    freeReplyObject(r);
+    const rjq__slot_node *n = rjq__slotmap_master(&m, 0);
+    ASSERT_STREQ("10.0.0.1", n->addr.host);
+    ASSERT_EQ(0, n->addr.unknown);
+    ASSERT_STREQ("10.0.0.4", m.nodes[1].addr.host);         /* the replica too */
+    ASSERT_EQ(1, rjq__slotmap_master(&m, 100)->addr.unknown); /* no IP given */
+    ASSERT_EQ(1, rjq__slotmap_master(&m, 200)->addr.unknown); /* an IP of another type */
+
+    rjq__redirect d = redirect_ok("MOVED 150 ?:7004", "192.168.1.9");
+    ASSERT_EQ(1, d.addr.unknown);
+    ASSERT_EQ(1, rjq__slotmap_known(&m, &d.addr));
+    ASSERT_STREQ("10.0.0.4", d.addr.host);
+    ASSERT_EQ(7004, d.addr.port);
+    d = redirect_ok("ASK 150 ?:7002", NULL); /* its node's IP is not known either */
+    ASSERT_EQ(0, rjq__slotmap_known(&m, &d.addr));
+    ASSERT_STREQ("?", d.addr.host);
+    d = redirect_ok("MOVED 150 ?:7009", NULL); /* no node on that port */
+    ASSERT_EQ(0, rjq__slotmap_known(&m, &d.addr));
+    d = redirect_ok("MOVED 150 10.0.0.7:7009", NULL); /* known already */
+    ASSERT_EQ(1, rjq__slotmap_known(&m, &d.addr));
+    ASSERT_STREQ("10.0.0.7", d.addr.host);
+    /* two hosts on one port: which is meant cannot be told */
+    d = redirect_ok("MOVED 300 10.0.0.5:7001", NULL);
+    ASSERT_OK(rjq__slotmap_moved(&m, d.slot, &d.addr));
+    d = redirect_ok("MOVED 150 ?:7001", NULL);
+    ASSERT_EQ(0, rjq__slotmap_known(&m, &d.addr));
+    rjq__slotmap_clear(&m);
+}

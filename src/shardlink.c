@@ -35,6 +35,8 @@ struct rjq__shardlink {
     rjq__shardlink_state state;
     redisContext *ctx;         /* CONNECTING (once the host name is resolved), SETUP, READY */
     void *lookup;              /* CONNECTING: the loop glue's lookup of a host name, pending */
+    char **addrs;              /* CONNECTING: the host name's addresses, tried in turn */
+    size_t naddrs, next_addr;  /* ... how many, and the next one to try */
     int resolve_inside;        /* a call marker: inside the glue's resolve hook */
     void *watch;               /* the loop's watch of ctx->fd */
     int watch_write;           /* ... for writability too */
@@ -98,14 +100,27 @@ static int watch(rjq__shardlink *l, int want_write) {
     return l->watch ? 0 : -1;
 }
 
-static void close_ctx(rjq__shardlink *l) {
-    if (l->lookup) l->c->ops.resolve_cancel(l->c->loop, l->lookup);
-    l->lookup = NULL;
+static void free_addrs(rjq__shardlink *l) {
+    for (size_t i = 0; i < l->naddrs; i++) free(l->addrs[i]);
+    free(l->addrs);
+    l->addrs = NULL;
+    l->naddrs = l->next_addr = 0;
+}
+
+/* The socket and hiredis context go (the lookup and addresses stay). */
+static void free_ctx(rjq__shardlink *l) {
     unwatch(l); /* before the fd closes */
     if (l->ctx) redisFree(l->ctx);
     l->ctx = NULL;
     l->tls_session = NULL;
     l->gen++;
+}
+
+static void close_ctx(rjq__shardlink *l) {
+    if (l->lookup) l->c->ops.resolve_cancel(l->c->loop, l->lookup);
+    l->lookup = NULL;
+    free_addrs(l); /* (a reconnect asks again) */
+    free_ctx(l);
 }
 
 static const char *link_words(const rjq__shardlink *l, const char *otherwise) {
@@ -315,6 +330,7 @@ static int connect_error(const rjq__shardlink *l) {
 }
 
 static void destroy(rjq__shardlink *l);
+static int next_addr(rjq__shardlink *l);
 
 /* Leave a way in from the loop: a link freed inside goes now. */
 static void way_out(rjq__shardlink *l) {
@@ -332,7 +348,7 @@ static void on_fd(void *arg, int readable, int writable) {
         if (err != 0) {
             char why[RJQ__ERRMSG_MAX];
             snprintf(why, sizeof why, "connect failed: %s", strerror(err));
-            lost(l, why, 0);
+            if (!next_addr(l)) lost(l, why, 0);
         } else if (writable) {
             enter(l, RJQ__SHARDLINK_SETUP);
         }
@@ -349,8 +365,10 @@ static void on_fd(void *arg, int readable, int writable) {
 
 /* Connect to ip (an address): TLS, the set-up commands, the watch. From
  * start or from the glue's lookup (maybe inside its resolve hook, maybe
- * inside a call of the interface): no hook runs here. */
-static void connect_ip(rjq__shardlink *l, const char *ip) {
+ * inside a call of the interface): no hook runs here. Returns -1 when the
+ * TCP connect failed at once (words in why: the caller tries another
+ * address or drops the link), else 0 (any other failure: a drop is due). */
+static int connect_ip(rjq__shardlink *l, const char *ip, char *why, size_t size) {
     rjq_client *c = l->c;
 #if RJQ_HIREDIS_AT_LEAST(1, 0)
     redisOptions opt;
@@ -361,18 +379,21 @@ static void connect_ip(rjq__shardlink *l, const char *ip) {
 #else
     l->ctx = redisConnectNonBlock(ip, l->port);
 #endif
-    char why[RJQ__ERRMSG_MAX] = "";
-    if (l->ctx == NULL) snprintf(why, sizeof why, "out of memory");
-    else if (l->ctx->err) snprintf(why, sizeof why, "connect failed: %s", l->ctx->errstr);
+    if (l->ctx && l->ctx->err) {
+        snprintf(why, size, "connect failed: %s", l->ctx->errstr);
+        return -1;
+    }
+    why[0] = '\0';
+    if (l->ctx == NULL) snprintf(why, size, "out of memory");
     if (!why[0]) (void)redisEnableKeepAlive(l->ctx), l->ctx->err = 0;
     if (!why[0] && c->tls &&
-        rjq__tls_start(c->tls, l->ctx, l->host, &l->tls_session, why, sizeof why) != RJQ_OK)
+        rjq__tls_start(c->tls, l->ctx, l->host, &l->tls_session, why, size) != RJQ_OK)
         l->tls_session = NULL;
     if (!why[0] && c->url.password) {
         const char *argv[3] = {"AUTH", c->url.user ? c->url.user : c->url.password, c->url.password};
         int argc = c->url.user ? 3 : 2;
         if (append(l, RJQ__SSCMD_SETUP, NULL, STEP_AUTH, argc, argv, NULL) != 0)
-            snprintf(why, sizeof why, "out of memory");
+            snprintf(why, size, "out of memory");
         else l->setup_due++;
     }
     if (!why[0]) {
@@ -380,15 +401,34 @@ static void connect_ip(rjq__shardlink *l, const char *ip) {
         snprintf(name, sizeof name, "%s:ssub", c->name);
         const char *argv[3] = {"CLIENT", "SETNAME", name};
         if (append(l, RJQ__SSCMD_SETUP, NULL, STEP_SETNAME, 3, argv, NULL) != 0)
-            snprintf(why, sizeof why, "out of memory");
+            snprintf(why, size, "out of memory");
         else l->setup_due++;
     }
-    if (!why[0] && watch(l, 1) != 0) snprintf(why, sizeof why, "the loop cannot watch the socket");
+    if (!why[0] && watch(l, 1) != 0) snprintf(why, size, "the loop cannot watch the socket");
     if (why[0]) drop_later(l, why); /* (maybe inside a call: no hook here) */
+    return 0;
 }
 
-/* The glue's answer for the host name: connect to its first address (a
- * reconnect asks again), or report why there is none. */
+/* Connect to the host name's next address that a connect does not refuse
+ * at once, each with the whole connect timeout (hiredis tries each
+ * address in turn too); none left: a drop is due. No hook runs here.
+ * Returns 0 when no address was left to try. */
+static int next_addr(rjq__shardlink *l) {
+    if (l->next_addr >= l->naddrs) return 0;
+    char why[RJQ__ERRMSG_MAX] = "no address";
+    while (l->next_addr < l->naddrs) {
+        free_ctx(l);
+        rjq__ssbook_reset(&l->book); /* (only set-up steps were due: nothing is lost) */
+        l->setup_due = 0;
+        rjq__timer_start(l->c, &l->timer, (uint64_t)l->c->connect_timeout_ms);
+        if (connect_ip(l, l->addrs[l->next_addr++], why, sizeof why) == 0) return 1;
+    }
+    drop_later(l, why);
+    return 1;
+}
+
+/* The glue's answer for the host name: connect to its addresses in turn
+ * (a reconnect asks again), or report why there is none. */
 static void on_resolved(void *arg, const char *error, const char *const *addrs, size_t n) {
     rjq__shardlink *l = arg;
     rjq_client *c = l->c;
@@ -401,7 +441,13 @@ static void on_resolved(void *arg, const char *error, const char *const *addrs, 
         snprintf(why, sizeof why, "cannot resolve %s: %s", l->host, error ? error : "no address");
         drop_later(l, why);
     } else {
-        connect_ip(l, addrs[0]);
+        size_t k = 0;
+        l->addrs = calloc(n, sizeof *l->addrs);
+        for (; l->addrs && k < n && addrs[k] != NULL; k++)
+            if ((l->addrs[k] = strdup(addrs[k])) == NULL) break;
+        l->naddrs = l->addrs ? k : 0;
+        if (l->addrs == NULL || (k < n && addrs[k] != NULL)) drop_later(l, "out of memory");
+        else next_addr(l);
     }
     if (!inside) way_out(l), rjq__leave(c); /* (l may be gone) */
 }
@@ -417,7 +463,8 @@ static void start(rjq__shardlink *l) {
     rjq__timer_start(c, &l->timer, (uint64_t)c->connect_timeout_ms);
     int numeric = rjq__url_is_address(l->host);
     if (numeric || strcmp(l->host, "localhost") == 0) {
-        connect_ip(l, numeric ? l->host : "127.0.0.1");
+        char why[RJQ__ERRMSG_MAX];
+        if (connect_ip(l, numeric ? l->host : "127.0.0.1", why, sizeof why) != 0) drop_later(l, why);
         return;
     }
     if (c->ops.resolve == NULL) {
@@ -445,7 +492,7 @@ static void on_timer(rjq__timer *t) {
         if (l->book.nwanted == 0) enter(l, RJQ__SHARDLINK_IDLE);
         else start(l);
     } else if (l->state == RJQ__SHARDLINK_CONNECTING) {
-        lost(l, "connect timed out", 0);
+        if (!next_addr(l)) lost(l, "connect timed out", 0);
     } else if (l->state == RJQ__SHARDLINK_SETUP) {
         lost(l, "session set-up timed out", 0);
     }

@@ -485,6 +485,62 @@ TEST(shardlink_over_tls) {
 #endif
 }
 
+/* A host name whose first address refuses (nothing listens on 127.0.0.2:
+ * the server is bound to 127.0.0.1) and whose second is the server's: the
+ * link connects to the second in the same attempt, as hiredis tries each
+ * address in turn; only when every address refuses is the attempt lost. */
+TEST(shardlink_tries_each_resolved_address_in_turn) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    char hosts[] = "/tmp/rjq-hosts-XXXXXX";
+    temp_file(hosts, "127.0.0.2 two.test\n127.0.0.1 two.test\n127.0.0.2 none.test\n127.0.0.3 none.test\n");
+    struct event_base *base = event_base_new();
+    struct evdns_base *dns = evdns_base_new(base, 0); /* no name server: the hosts file only */
+    ASSERT(dns != NULL);
+    ASSERT_EQ(0, evdns_base_load_hosts(dns, hosts));
+    rjq_client_options o = client_options(s.url);
+    o.name = "shardtest";
+    rjq_client *c = NULL;
+    ASSERT_OK(rjq_libevent_client_new_dns(&c, base, dns, &o));
+
+    rec r = {0};
+    rjq__shardlink *l = NULL;
+    ASSERT_OK(rjq__shardlink_new(c, "two.test", s.port, &hooks, &r, &l));
+    r.owner = &l;
+    sub(l, "{q}a");
+    double until = wait_deadline(10000);
+    while (r.subscribed == 0 && rjq__shardlink_why(l)[0] == '\0' && wait_step(base, until)) {
+    }
+    if (r.subscribed != 1)
+        FAIL_AT(__FILE__, __LINE__, "not subscribed through two.test's second address: %s", rjq__shardlink_why(l));
+    ASSERT_EQ(RJQ__SHARDLINK_READY, rjq__shardlink_get_state(l));
+    ASSERT_STREQ("", rjq__shardlink_why(l)); /* no attempt was lost */
+    redisContext *rc = server_connect(&s);
+    ASSERT_EQ(1, spublish(rc, "{q}a", "m0"));
+    ASSERT(loop_until_count(base, &r.next_a, 1, 10000));
+    redisFree(rc);
+    rjq__shardlink_free(l);
+
+    /* every address refuses: the attempt is lost, in the connect's words */
+    rec r2 = {0};
+    ASSERT_OK(rjq__shardlink_new(c, "none.test", s.port, &hooks, &r2, &l));
+    r2.owner = &l;
+    sub(l, "{q}a");
+    until = wait_deadline(10000);
+    while (rjq__shardlink_why(l)[0] == '\0' && wait_step(base, until)) {
+    }
+    if (strstr(rjq__shardlink_why(l), "connect failed") == NULL)
+        FAIL_AT(__FILE__, __LINE__, "none.test: '%s'", rjq__shardlink_why(l));
+    ASSERT_EQ(0, r2.subscribed);
+    rjq__shardlink_free(l);
+
+    rjq_client_free(c);
+    evdns_base_free(dns, 0);
+    event_base_free(base);
+    unlink(hosts);
+    server_stop_guarded(&s);
+}
+
 #ifdef RJQ_TEST_TLS
 /* A link to host (resolved by the client's evdns) over TLS: READY, or
  * not ready after a failed attempt (1: ready; 0: the attempt failed). */

@@ -19,6 +19,15 @@
 #            workers running; evenly, then with one master slowed (SLOW_PAUSE_MS
 #            (20) of every 2x that paused with CLIENT PAUSE): throughput and the
 #            spread of the shards' depths (not in the default CASES)
+#   paced    (issues 34, 35: the floor) awaited jobs at a FIXED offered load, RATE (600) a
+#            second for PACED_SECS (15) s (WINDOW 2000: never the limit), 30 queues:
+#            "standalone" at RATE, "standalone-third" at RATE/3 (the load each of 3 masters
+#            sees) and "cluster" at RATE; with STRACE=1 each master's epoll_wait returns
+#            (wake-ups) and system calls per job, with VALGRIND=1 (use RATE=60) Redis'
+#            instructions per job, always the kernel's share (used_cpu_sys) and each master's
+#            voluntary context switches (a wake-up after a wait) per job
+#   paced-sharded  the same for ONE queue: "cluster-1q" at RATE and RATE/3 (unsharded: one
+#            master does it all), "cluster-sharded" (SHARDS, 3) at RATE
 # The cluster's drain also gives the work spread (each master's share of the
 # commands). One JSON line per case and server on stdout; the ratios at the end.
 #
@@ -229,18 +238,22 @@ import collections, json, sys
 name, label, case = sys.argv[1:4]
 files, last = sys.argv[4:-1], sys.argv[-1]
 jobs = json.loads(last)["jobs"] or 1
-n, per = collections.Counter(), []
+n, per, wake = collections.Counter(), [], []
 for f in files:
-    total = 0
+    total, m = 0, collections.Counter()
     for line in open(f):
         w = line.split()
         # "% time seconds usecs/call calls [errors] syscall"
         if len(w) >= 5 and w[0][0].isdigit() and w[-1] != "total":
             n[w[-1]] += int(w[3])
+            m[w[-1]] += int(w[3])
             total += int(w[3])
     per.append(round(total / jobs, 3))
+    wake.append(round(m["epoll_wait"] / jobs, 3))
 print(json.dumps({"server": name, "bench": label, "case": case, "jobs": jobs,
                   "syscalls_per_job": round(sum(n.values()) / jobs, 3), "per_master": per,
+                  "epoll_wait_per_job": round(n["epoll_wait"] / jobs, 3),
+                  "epoll_wait_per_job_per_master": wake,
                   "by_call": {k: round(v / jobs, 3) for k, v in n.most_common(8)}}))
 EOF
 }
@@ -262,7 +275,7 @@ EOF
 run() { # run NAME URL CASE [ENV...]
     local name=$1 url=$2 case=$3 tag ports=("${PORTS[@]}")
     shift 3
-    [ "$name" = standalone ] && ports=("$SA")
+    case $name in standalone*) ports=("$SA") ;; esac
     for tag in $BENCHES; do
         local label=${tag%%=*} bench=${tag#*=}
         RUN=$((RUN + 1))
@@ -300,7 +313,7 @@ run() { # run NAME URL CASE [ENV...]
 for rep in $(seq "$REPS"); do
     for c in $CASES; do
         for round in standalone cluster; do
-            case $c in sharded | place) continue ;; esac
+            case $c in sharded | place | paced*) continue ;; esac
             url=$STANDALONE
             [ $round = cluster ] && url=$CLUSTER
             case $c in
@@ -309,6 +322,21 @@ for rep in $(seq "$REPS"); do
             idle) run $round "$url" idle IDLE_SECS="$IDLE_SECS" ;;
             esac
         done
+        if [ "$c" = paced ] || [ "$c" = paced-sharded ]; then
+            rate=${RATE:-600} secs=${PACED_SECS:-15}
+            third=$((rate / 3))
+            pw=(WINDOW="${PACED_WINDOW:-2000}")
+            if [ "$c" = paced ]; then
+                run standalone "$STANDALONE" awaited N=$((rate * secs)) RATE=$rate "${pw[@]}"
+                run standalone-third "$STANDALONE" awaited N=$((third * secs)) RATE=$third "${pw[@]}"
+                run cluster "$CLUSTER" awaited N=$((rate * secs)) RATE=$rate "${pw[@]}"
+            else
+                run cluster-1q "$CLUSTER" awaited N=$((rate * secs)) RATE=$rate QUEUES=1 "${pw[@]}"
+                run cluster-1q-third "$CLUSTER" awaited N=$((third * secs)) RATE=$third QUEUES=1 "${pw[@]}"
+                run cluster-sharded "$CLUSTER" awaited N=$((rate * secs)) RATE=$rate QUEUES=1 \
+                    SHARDS="${SHARDS:-3}" "${pw[@]}"
+            fi
+        fi
         if [ "$c" = sharded ]; then
             run cluster-1q "$CLUSTER" drain N="$N_DRAIN" QUEUES=1
             run cluster-sharded "$CLUSTER" drain N="$N_DRAIN" QUEUES=1 SHARDS="${SHARDS:-3}" \
@@ -414,6 +442,42 @@ for b in benches:
                   f"{x['depth_spread_mean']}, ready per shard at the end of enqueue "
                   f"{x['ready_at_end_of_enqueue']}, placed {x['placed']}; Redis CPU per job "
                   f"{x['redis_cpu_us_per_job']} us")
+# the paced cases: one table row per run (per job; the cluster's masters also one by one)
+extra = collections.defaultdict(dict)
+for i, key in ((4, "st"), (5, "cs"), (3, "ir")):
+    if os.path.exists(sys.argv[i]):
+        for line in open(sys.argv[i]):
+            d = json.loads(line)
+            extra[(d["server"], d["bench"])][key] = d
+paced = [k for k in r if k[2] == "awaited" and (k[0].startswith("standalone-third") or
+         k[0].startswith("cluster-1q") or k[0] == "cluster-sharded" or
+         ("standalone-third", k[1], "awaited") in r or ("cluster-1q", k[1], "awaited") in r)]
+if paced:
+    print("paced awaited runs, per job (CPU and sys: INFO used_cpu_*; wake-ups: epoll_wait "
+          "(STRACE=1) or voluntary context switches; instructions: VALGRIND=1):")
+    print("| run | jobs/s | masters | Redis CPU us | of it sys us | fcall | commands | "
+          "epoll_wait | syscalls | vol. ctx sw. | instructions |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for k in paced:
+        x = r[k][0]
+        e = extra.get((k[0], k[1]), {})
+        st, cs, ir = e.get("st", {}), e.get("cs", {}), e.get("ir", {})
+        fc = x["calls"].get("fcall", 0) / x["jobs"]
+        row = [f"{k[0]} [{k[1]}]", f"{x['jobs_per_s']}", f"{x['masters']}",
+               f"{x['redis_cpu_us_per_job']:.1f}", f"{x['redis_sys_us_per_job']:.1f}", f"{fc:.3f}",
+               f"{x['commands_per_job']:.2f}", f"{st.get('epoll_wait_per_job', '-')}",
+               f"{st.get('syscalls_per_job', '-')}", f"{cs.get('voluntary_ctxt_switches_per_job', '-')}",
+               f"{ir.get('redis_instructions_per_job', '-')}"]
+        print("| " + " | ".join(row) + " |")
+        if x["masters"] > 1:
+            for j, m in enumerate(x["per_master"]):
+                w = st.get("epoll_wait_per_job_per_master", [])
+                sc = st.get("per_master", [])
+                ip = ir.get("per_master", [])
+                print(f"|  master {j} | | | {m['cpu_us_per_job']:.1f} | {m['sys_us_per_job']:.1f} | | "
+                      f"{m['commands_share'] * x['commands_per_job']:.2f} | "
+                      f"{w[j] if j < len(w) else '-'} | {sc[j] if j < len(sc) else '-'} | | "
+                      f"{ip[j] if j < len(ip) else '-'} |")
 if os.path.exists(sys.argv[2]):
     print("script calls per job (MONITOR):")
     for line in open(sys.argv[2]):

@@ -14,7 +14,9 @@
  *          them all. Measured: both phases.
  * awaited: the same queues, workers running, WINDOW (200) rjq_enqueue_await
  *          in flight round-robin over the queues until N (20000) are
- *          answered.
+ *          answered. RATE (0: as fast as answers come) paces the awaits at
+ *          RATE a second (a 1 ms tick sends the ones due, within WINDOW):
+ *          the same offered load on a standalone server and a cluster.
  * idle:    QUEUES (1000) queues with a worker each (concurrency 1, nothing
  *          to do), SETTLE (5) s to settle, then commands over IDLE_SECS (30).
  *
@@ -180,9 +182,12 @@ static void report(const char *mode, long jobs, double secs, const snap *a, cons
     }
     printf("\"commands\":%lld,\"per_master\":[", cmds);
     for (size_t i = 0; i < b->n; i++)
-        printf("%s{\"address\":\"%s\",\"commands_share\":%.3f,\"cpu_share\":%.3f}", i ? "," : "",
+        printf("%s{\"address\":\"%s\",\"commands_share\":%.3f,\"cpu_share\":%.3f,"
+               "\"cpu_us_per_job\":%.2f,\"sys_us_per_job\":%.2f}", i ? "," : "",
                b->addr[i], cmds ? (double)(b->cmds[i] - a->cmds[i]) / (double)cmds : 0,
-               cpu > 0 ? (b->cpu[i] - a->cpu[i]) / cpu : 0);
+               cpu > 0 ? (b->cpu[i] - a->cpu[i]) / cpu : 0,
+               jobs > 0 ? (b->cpu[i] - a->cpu[i]) * 1e6 / (double)jobs : 0,
+               jobs > 0 ? (b->cpu_sys[i] - a->cpu_sys[i]) * 1e6 / (double)jobs : 0);
     printf("]}\n");
     fflush(stdout);
 }
@@ -192,6 +197,10 @@ static void report(const char *mode, long jobs, double secs, const snap *a, cons
 static rjq_queue **qs;
 static long nq;
 static long completed, enq_ok, enq_bad, awaited_ok, awaited_bad;
+
+static void on_tick(evutil_socket_t fd, short what, void *arg) {
+    (void)fd, (void)what, (void)arg; /* (it only wakes the loop) */
+}
 
 static void on_job(rjq_job *job, void *data) {
     (void)data;
@@ -478,10 +487,20 @@ int main(int argc, char **argv) {
         awaited_ok = awaited_bad = 0;
         take_snap(&a);
         cg_hook("zero");
+        double rate = (double)env_long("RATE", 0);
+        struct event *tick = NULL;
+        if (rate > 0) {
+            struct timeval ms = {0, 1000};
+            tick = event_new(base, -1, EV_PERSIST, on_tick, NULL);
+            if (tick == NULL || event_add(tick, &ms) != 0) die("the pacing tick", RJQ_ENOMEM);
+        }
         double t0 = now_s();
-        long sent = 0;
+        long sent = 0, late = 0;
         while (awaited_ok + awaited_bad < n) {
-            while (sent < n && sent - awaited_ok - awaited_bad < window) {
+            long due = rate > 0 ? (long)((now_s() - t0) * rate) + 1 : n;
+            if (due > n) due = n;
+            if (rate > 0 && sent < due && sent - awaited_ok - awaited_bad >= window) late++;
+            while (sent < due && sent - awaited_ok - awaited_bad < window) {
                 if ((rc = rjq_enqueue_await(qs[sent % nq], "p", 1, NULL, NULL, on_awaited, NULL,
                                             NULL)))
                     die("rjq_enqueue_await", rc);
@@ -491,6 +510,10 @@ int main(int argc, char **argv) {
         }
         double secs = now_s() - t0;
         cg_hook("dump");
+        if (tick) event_free(tick);
+        if (late)
+            fprintf(stderr, "rjq-cluster-bench: RATE %.0f/s not kept: the window (%ld) was full %ld times\n",
+                    rate, window, late);
         take_snap(&b);
         if (awaited_bad) die("awaits failed", RJQ_EREDIS);
         report("awaited", n, secs, &a, &b);

@@ -330,6 +330,10 @@ for rep in $(seq "$REPS"); do
                 run standalone "$STANDALONE" awaited N=$((rate * secs)) RATE=$rate "${pw[@]}"
                 run standalone-third "$STANDALONE" awaited N=$((third * secs)) RATE=$third "${pw[@]}"
                 run cluster "$CLUSTER" awaited N=$((rate * secs)) RATE=$rate "${pw[@]}"
+                # the same client, queues and workers with no jobs: what a second costs
+                # without work (timers, the client's beats), to take out of the per-job figures
+                run standalone-quiet "$STANDALONE" idle QUEUES=30 SETTLE=2 IDLE_SECS="$secs"
+                run cluster-quiet "$CLUSTER" idle QUEUES=30 SETTLE=2 IDLE_SECS="$secs"
             else
                 run cluster-1q "$CLUSTER" awaited N=$((rate * secs)) RATE=$rate QUEUES=1 "${pw[@]}"
                 run cluster-1q-third "$CLUSTER" awaited N=$((third * secs)) RATE=$third QUEUES=1 "${pw[@]}"
@@ -452,6 +456,16 @@ for i, key in ((4, "st"), (5, "cs"), (3, "ir")):
 paced = [k for k in r if k[2] == "awaited" and (k[0].startswith("standalone-third") or
          k[0].startswith("cluster-1q") or k[0] == "cluster-sharded" or
          ("standalone-third", k[1], "awaited") in r or ("cluster-1q", k[1], "awaited") in r)]
+quiet = {k[0]: v[0] for k, v in r.items() if k[0].endswith("-quiet")}
+for k in paced:
+    x = r[k][0]
+    q = quiet.get(("cluster" if x["masters"] > 1 else "standalone") + "-quiet")
+    if q and k[0] in ("standalone", "standalone-third", "cluster"):
+        base = q["redis_cpu_s"] / q["secs"]
+        net = (x["redis_cpu_s"] - base * x["secs"]) * 1e6 / x["jobs"]
+        print(f"{k[0]} [{k[1]}]: Redis CPU per job {x['redis_cpu_us_per_job']:.1f} us, of it "
+              f"{base * 1e6 / x['jobs_per_s']:.1f} us what the same client costs with no jobs "
+              f"({base * 1e3:.2f} ms/s, {q['commands_per_s']:.1f} commands/s): net {net:.1f} us")
 if paced:
     print("paced awaited runs, per job (CPU and sys: INFO used_cpu_*; wake-ups: epoll_wait "
           "(STRACE=1) or voluntary context switches; instructions: VALGRIND=1):")

@@ -732,11 +732,10 @@ typedef struct rjq_queue_options {
  * named knows its layout (in weighted or strict order as asked); when one
  * of them is sharded the worker is never started (rjq_client_get_errmsg
  * says which, nothing is sent for it): rjq_worker_stop ends it, its stop
- * callback RJQ_OK. Not held (it acts on the queue's own keys at once,
- * ahead of the calls held; a handle that knows the layout refuses it
- * with RJQ_ESHARDED): schedules. Wait for
- * rjq_queue_open_async's callback before those on a queue that may be
- * sharded. Returns RJQ_OK, RJQ_EINVAL (c or out NULL, invalid options),
+ * callback RJQ_OK. Schedules are not held: they live in the queue's own
+ * slot on a sharded queue too (rjq_schedule_set, _remove and _list act on
+ * it at once), and a scheduler started on such a handle fires nothing
+ * before the layout is known. Returns RJQ_OK, RJQ_EINVAL (c or out NULL, invalid options),
  * RJQ_EQUEUENAME, RJQ_ECLOSED, RJQ_ENOMEM.
  */
 RJQ_API int rjq_queue_open(rjq_client *c, const char *name,
@@ -1837,9 +1836,20 @@ RJQ_API int rjq_scheduler_is_leading(const rjq_scheduler *s);
  * rjq_monitor_stop stops them all, rjq_monitor_enable_resyncs asks each
  * (a "resync" per shard). Events keep their order within a shard only.
  *
- * Every other call on such a handle (schedules, rjq_worker_start_queues)
- * returns RJQ_ESHARDED,
- * rjq_client_get_errmsg() saying so: use it on a shard (rjq_queue_get_shard).
+ * Schedules of a sharded queue live in the queue's own slot (with its
+ * declaration, not on a shard): rjq_schedule_set, _remove and _list on the
+ * sharded handle (or any handle of the queue) set, remove and list them
+ * once; rjq_scheduler_start on it runs a scheduler that fires each fire
+ * time once for the whole queue (the lease, as on a plain queue), its job
+ * "<name>@<fire ms>" enqueued through the sharded handle, so to the shard
+ * of that id (the fire times spread over the shards, and a fire time
+ * enqueued again after a failover meets its job); the next fire time moves
+ * on only once the jobs are enqueued. A shard's own handle has its own
+ * schedules (none, unless set on it).
+ *
+ * rjq_worker_start_queues on such a handle returns RJQ_ESHARDED,
+ * rjq_client_get_errmsg() saying so: use its shards (rjq_queue_get_shard)
+ * or rjq_worker_start.
  * A handle from rjq_queue_open() reads the declaration too, holding its
  * routed calls until it is known (see rjq_queue_open).
  *

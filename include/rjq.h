@@ -716,18 +716,26 @@ typedef struct rjq_queue_options {
  * the next held call reads again too. When the client is freed meanwhile
  * the held callbacks get RJQ_ECANCELED. rjq_enqueue_await and
  * rjq_queue_await without `out` are held too (rjq_client_count_awaits()
- * counts them once they are made), and so is rjq_queue_set_limits (split
+ * counts them once they are made), and so are they with `out`: *out is an
+ * await handle at once (counted at once; rjq_await_cancel ends it with
+ * RJQ_ECANCELED, an enqueue's job still sent, routed, once the layout is
+ * read; its timeout runs from the call, and when it ends first the await
+ * ends RJQ_ETIMEDOUT with no id, its job sent as a cancelled one's; an
+ * all-digit id of rjq_queue_await on a queue found sharded ends
+ * RJQ_ESHARDED), and so is rjq_queue_set_limits (split
  * over the shards once the layout is read; its argument errors are still
  * returned at once). rjq_queue_monitor returns its handle at once and
  * attaches it (to every shard, or to the queue) once the layout is read,
  * in call order with the calls held; a failed read leaves it waiting for
- * the next, as a worker. Not held (they act on the queue's own
- * keys at once, ahead of the calls held; a handle that knows the layout
- * refuses the last two with RJQ_ESHARDED): rjq_enqueue_await and
- * rjq_queue_await with `out` (the handle is returned at once),
- * schedules and rjq_worker_start_queues. Wait for
- * rjq_queue_open_async's callback before those on a queue that may be
- * sharded. Returns RJQ_OK, RJQ_EINVAL (c or out NULL, invalid options),
+ * the next, as a worker. rjq_worker_start_queues with such a handle among
+ * its queues returns its worker at once and starts it once every queue
+ * named knows its layout (in weighted or strict order as asked); when one
+ * of them is sharded the worker is never started (rjq_client_get_errmsg
+ * says which, nothing is sent for it): rjq_worker_stop ends it, its stop
+ * callback RJQ_OK. Schedules are not held: they live in the queue's own
+ * slot on a sharded queue too (rjq_schedule_set, _remove and _list act on
+ * it at once), and a scheduler started on such a handle fires nothing
+ * before the layout is known. Returns RJQ_OK, RJQ_EINVAL (c or out NULL, invalid options),
  * RJQ_EQUEUENAME, RJQ_ECLOSED, RJQ_ENOMEM.
  */
 RJQ_API int rjq_queue_open(rjq_client *c, const char *name,
@@ -1027,7 +1035,9 @@ RJQ_API int rjq_worker_start(rjq_queue *q, const rjq_worker_options *opts,
  * returns it for each of their jobs. Returns RJQ_OK, RJQ_EINVAL (a NULL
  * or repeated queue, queues of different clients, n or a weight out of
  * range, no weights in weighted order, options as rjq_worker_start),
- * RJQ_ENOMEM (nothing started) or RJQ_ECLOSED.
+ * RJQ_ESHARDED (a handle known to be of a sharded queue; one still reading
+ * its layout: see rjq_queue_open), RJQ_ENOMEM (nothing started) or
+ * RJQ_ECLOSED.
  */
 #define RJQ_WORKER_QUEUES_MAX 16
 #define RJQ_WORKER_WEIGHT_MAX 1000
@@ -1826,9 +1836,20 @@ RJQ_API int rjq_scheduler_is_leading(const rjq_scheduler *s);
  * rjq_monitor_stop stops them all, rjq_monitor_enable_resyncs asks each
  * (a "resync" per shard). Events keep their order within a shard only.
  *
- * Every other call on such a handle (schedules, rjq_worker_start_queues)
- * returns RJQ_ESHARDED,
- * rjq_client_get_errmsg() saying so: use it on a shard (rjq_queue_get_shard).
+ * Schedules of a sharded queue live in the queue's own slot (with its
+ * declaration, not on a shard): rjq_schedule_set, _remove and _list on the
+ * sharded handle (or any handle of the queue) set, remove and list them
+ * once; rjq_scheduler_start on it runs a scheduler that fires each fire
+ * time once for the whole queue (the lease, as on a plain queue), its job
+ * "<name>@<fire ms>" enqueued through the sharded handle, so to the shard
+ * of that id (the fire times spread over the shards, and a fire time
+ * enqueued again after a failover meets its job); the next fire time moves
+ * on only once the jobs are enqueued. A shard's own handle has its own
+ * schedules (none, unless set on it).
+ *
+ * rjq_worker_start_queues on such a handle returns RJQ_ESHARDED,
+ * rjq_client_get_errmsg() saying so: use its shards (rjq_queue_get_shard)
+ * or rjq_worker_start.
  * A handle from rjq_queue_open() reads the declaration too, holding its
  * routed calls until it is known (see rjq_queue_open).
  *

@@ -114,6 +114,7 @@ struct rjq_await {
     int inflight;            /* pins: requests and loops that point at it */
     int need_watch;          /* watch once the subscription is confirmed */
     int timed_out;           /* its timeout came before its enqueue's reply */
+    int reserved;            /* rjq__await_reserve: its queue's layout not known yet */
     unsigned sent_gen;       /* subscription generation when enqueued */
     unsigned long long sent_drops; /* early outcomes dropped when enqueued */
     rjq__tentry entry;       /* in the table; entry.key is key */
@@ -665,26 +666,41 @@ static int copy_inputs(rjq_await *a, const void *payload, size_t len, const rjq_
 
 static awaits *state_of(rjq_client *c);
 
+/* Send a's job (checked) once its channel is confirmed: RJQ_OK, or an
+ * error with a not started (its inputs freed with it). */
+static int begin_enqueue(awaits *s, rjq_await *a, const void *payload, size_t len,
+                         const rjq_job_options *opts) {
+    int rc;
+    if ((rc = attach(s, a)) != RJQ_OK || (rc = copy_inputs(a, payload, len, opts)) != RJQ_OK)
+        return rc;
+    if (confirmed(a->rc) && (rc = try_enqueue(a)) != RJQ_OK) return rc;
+    return RJQ_OK;
+}
+
+/* given checked and encodable on q: RJQ_OK with *opts the options to use. */
+static int enqueue_inputs_ok(rjq_queue *q, const void *payload, size_t len,
+                             const rjq_job_options *given, rjq_job_options *copy,
+                             const rjq_job_options **opts) {
+    char enc[RJQ__OPTS_MAX];
+    if (rjq__job_options_in(rjq_queue_get_client(q), given, copy, opts) != RJQ_OK)
+        return RJQ_EINVAL;
+    rjq_enqueue_item it = {sizeof it, payload, len, *opts};
+    return rjq__enqueue_check(q, &it, enc);
+}
+
 static int enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *given,
                          const rjq_await_options *aw, rjq_await_cb *cb, void *data,
                          rjq_await **out) {
     rjq_client *c = rjq_queue_get_client(q);
-    char enc[RJQ__OPTS_MAX];
     rjq_job_options copy;
     const rjq_job_options *opts;
-    if (rjq__job_options_in(c, given, &copy, &opts) != RJQ_OK) return RJQ_EINVAL;
-    rjq_enqueue_item it = {sizeof it, payload, len, opts};
-    int rc = rjq__enqueue_check(q, &it, enc);
+    int rc = enqueue_inputs_ok(q, payload, len, given, &copy, &opts);
     if (rc != RJQ_OK) return rc;
     awaits *s = state_of(c);
     if (s == NULL) return RJQ_ENOMEM;
     rjq_await *a = new_await(s, q, aw, cb, data);
     if (a == NULL) return RJQ_ENOMEM;
-    if ((rc = attach(s, a)) != RJQ_OK || (rc = copy_inputs(a, payload, len, opts)) != RJQ_OK) {
-        discard(a);
-        return rc;
-    }
-    if (confirmed(a->rc) && (rc = try_enqueue(a)) != RJQ_OK) {
+    if ((rc = begin_enqueue(s, a, payload, len, opts)) != RJQ_OK) {
         discard(a); /* an error return: the callback is never called */
         return rc;
     }
@@ -895,6 +911,19 @@ static void on_tick(rjq__timer *t) {
     free(send);
 }
 
+/* Watch a's job `id` (at the end of the pass, or once subscribed):
+ * RJQ_OK, or an error with a not watched. */
+static int begin_watch(awaits *s, rjq_await *a, const char *id) {
+    int rc;
+    if ((rc = attach(s, a)) != RJQ_OK || (rc = set_key(a, id, strlen(id))) != RJQ_OK ||
+        (rc = start_watching(a)) != RJQ_OK)
+        return rc;
+    a->need_watch = 1; /* watched at the end of the pass, or once subscribed */
+    if (confirmed(a->rc) && add_fresh(s, a) != RJQ_OK && (rc = watch_chunk(s->c, &a, 1)) != RJQ_OK)
+        return rc;
+    return RJQ_OK;
+}
+
 static int queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw,
                        rjq_await_cb *cb, void *data, rjq_await **out) {
     rjq_client *c = rjq_queue_get_client(q);
@@ -903,13 +932,7 @@ static int queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw
     int rc;
     rjq_await *a = new_await(s, q, aw, cb, data);
     if (a == NULL) return RJQ_ENOMEM;
-    if ((rc = attach(s, a)) != RJQ_OK || (rc = set_key(a, id, strlen(id))) != RJQ_OK ||
-        (rc = start_watching(a)) != RJQ_OK) {
-        discard(a);
-        return rc;
-    }
-    a->need_watch = 1; /* watched at the end of the pass, or once subscribed */
-    if (confirmed(a->rc) && add_fresh(s, a) != RJQ_OK && (rc = watch_chunk(c, &a, 1)) != RJQ_OK) {
+    if ((rc = begin_watch(s, a, id)) != RJQ_OK) {
         discard(a); /* an error return: the callback is never called */
         return rc;
     }
@@ -930,6 +953,68 @@ int rjq__queue_await_one(rjq_queue *q, const char *id, const rjq_await_options *
     int rc = queue_await(q, id, aw, cb, data, out);
     rjq__leave(c);
     return rc;
+}
+
+/* ---- awaits whose queue is not known yet (shard.c) ---------------------------- */
+
+int rjq__await_reserve(rjq_queue *q, const rjq_await_options *given, rjq_await_cb *cb,
+                       void *data, rjq_await **out) {
+    if (q == NULL || cb == NULL || out == NULL) return RJQ_EINVAL;
+    rjq_client *c = rjq_queue_get_client(q);
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    rjq_await_options copy;
+    const rjq_await_options *aw;
+    if (await_options_in(c, given, &copy, &aw) != RJQ_OK) return RJQ_EINVAL;
+    awaits *s = state_of(c);
+    if (s == NULL) return RJQ_ENOMEM;
+    rjq_await *a = new_await(s, q, aw, cb, data);
+    if (a == NULL) return RJQ_ENOMEM;
+    a->reserved = 1;
+    pin(a); /* the caller's, until it starts or ends it */
+    *out = a;
+    return RJQ_OK;
+}
+
+int rjq__await_start_reserved(rjq_await *a, rjq_queue *q, const void *payload, size_t len,
+                              const rjq_job_options *opts, const char *id) {
+    RJQ_ASSERT(a->reserved && a->inflight > 0);
+    a->reserved = 0;
+    if (a->state == AW_DONE) { /* cancelled or timed out meanwhile */
+        unpin(a);
+        return 1;
+    }
+    rjq_client *c = a->c;
+    rjq__enter(c);
+    if (q != a->q) {
+        rjq__queue_hold(q);
+        rjq__queue_release(a->q);
+        a->q = q;
+    }
+    int rc;
+    if (id == NULL) {
+        rjq_job_options copy;
+        const rjq_job_options *o;
+        rc = enqueue_inputs_ok(q, payload, len, opts, &copy, &o);
+        if (rc == RJQ_OK) rc = begin_enqueue(a->s, a, payload, len, o);
+    } else {
+        rc = strlen(id) > RJQ_JOB_ID_MAX ? RJQ_EJOBID : begin_watch(a->s, a, id);
+    }
+    if (rc != RJQ_OK) {
+        free(a->payload); /* nothing of it was sent: nothing to send on resolve */
+        a->payload = NULL;
+        resolve(a, rc, NULL, 0, NULL);
+    }
+    unpin(a);
+    rjq__leave(c);
+    return RJQ_OK;
+}
+
+void rjq__await_unreserve(rjq_await *a, int status) {
+    RJQ_ASSERT(a->reserved && a->inflight > 0);
+    a->reserved = 0;
+    if (status == RJQ_OK) a->cb = NULL; /* (a call refused: no callback) */
+    resolve(a, status == RJQ_OK ? RJQ_ECANCELED : status, NULL, 0, NULL);
+    unpin(a);
 }
 
 int rjq_await_cancel(rjq_await *a) {
@@ -955,7 +1040,7 @@ static void awaits_ready(rjq_client *c, void *state, int kind) {
         s->main->listening = 0;
     }
     for (rjq_await *a = s->all; a && rjq__pubsub_sharded(c) >= 0; a = a->next) {
-        if (a->rc != NULL || a->state == AW_DONE) continue;
+        if (a->rc != NULL || a->state == AW_DONE || a->reserved) continue;
         int rc = attach(s, a);
         if (rc != RJQ_OK) {
             /* (no channel: it ends; the list may change, start over) */

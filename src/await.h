@@ -33,4 +33,21 @@ int rjq__enqueue_await_one(rjq_queue *q, const void *payload, size_t len,
 int rjq__queue_await_one(rjq_queue *q, const char *id, const rjq_await_options *aw,
                          rjq_await_cb *cb, void *data, rjq_await **out);
 
+/* An await of a job on q whose queue is not known yet (rjq_queue_open's
+ * gate, shard.c): made now (its timeout running, counted, cancellable with
+ * rjq_await_cancel, ended with the client), started later on the queue
+ * its job routes to. The caller holds it until it calls one of the two
+ * below, exactly once. RJQ_OK, RJQ_EINVAL, RJQ_ECLOSED, RJQ_ENOMEM. */
+int rjq__await_reserve(rjq_queue *q, const rjq_await_options *aw, rjq_await_cb *cb,
+                       void *data, rjq_await **out);
+/* Start reserved a on q: the job (payload, len, opts) enqueued and
+ * awaited, or (id non-NULL) job id awaited. RJQ_OK: started, or its
+ * callback got the error; 1: it had already ended (cancelled or timed
+ * out: an enqueue's job is the caller's to send). */
+int rjq__await_start_reserved(rjq_await *a, rjq_queue *q, const void *payload, size_t len,
+                              const rjq_job_options *opts, const char *id);
+/* End reserved a, never started: its callback gets status (RJQ_OK: none,
+ * the call that made it is refused). */
+void rjq__await_unreserve(rjq_await *a, int status);
+
 #endif

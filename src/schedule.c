@@ -38,6 +38,45 @@ long long rjq__schedule_after(const rjq__spec *s, long long t) {
     return rjq__cron_next(&s->cron, s->offset_min, t);
 }
 
+int rjq__schedule_job_options(const char *spec, rjq_job_options *o) {
+    const rjq_job_options init = RJQ_JOB_OPTIONS_INIT;
+    char tok[RJQ__OPTS_MAX + 1], again[RJQ__OPTS_MAX];
+    *o = init;
+    if (sscanf(spec, "%*s %*s %*s %*s %128s", tok) != 1) return -1;
+    if (strcmp(tok, "-") == 0) return 0;
+    /* "delay,priority,attempts[,e|f,base,cap][;timeout]" */
+    long long d, p, a, b, cap;
+    char kind;
+    int used = 0, more = 0;
+    if (sscanf(tok, "%lld,%lld,%lld%n", &d, &p, &a, &used) != 3 || used == 0) return -1;
+    const char *rest = tok + used;
+    if (*rest == ',') {
+        if (sscanf(rest, ",%c,%lld,%lld%n", &kind, &b, &cap, &more) != 3 || more == 0 ||
+            (kind != 'e' && kind != 'f'))
+            return -1;
+        o->backoff.type = kind == 'e' ? RJQ_BACKOFF_EXPONENTIAL : RJQ_BACKOFF_FIXED;
+        o->backoff.base_ms = b;
+        o->backoff.max_ms = kind == 'e' ? cap : 0;
+        rest += more;
+    }
+    if (*rest == ';') {
+        long long t;
+        more = 0;
+        if (sscanf(rest, ";%lld%n", &t, &more) != 1 || more == 0) return -1;
+        o->timeout_ms = t;
+        rest += more;
+    }
+    if (*rest != '\0' || d < 0 || p < RJQ_PRIORITY_MIN || p > RJQ_PRIORITY_MAX || a < 1 ||
+        a > 1000000000LL)
+        return -1;
+    o->delay_ms = d;
+    o->priority = (int)p;
+    o->max_attempts = (int)a;
+    /* exactly what rjq_schedule_set wrote: encoded again, the same bytes */
+    if (rjq__encode_job_options(o, again) != RJQ_OK || strcmp(again, tok) != 0) return -1;
+    return 0;
+}
+
 static int valid_name(const char *name) {
     return name && strlen(name) <= NAME_MAX_LEN && rjq__valid_job_id(name);
 }
@@ -76,7 +115,6 @@ static int start(rjq_queue *q, const char *op, rjq_count_cb *count, rjq_schedule
                  void *data, ctx **x, rjq__argv *a) {
     if (q == NULL) return RJQ_EINVAL;
     if (!rjq__accepting(rjq_queue_get_client(q))) return RJQ_ECLOSED;
-    if (rjq__queue_refuse_front(q, "schedules") != RJQ_OK) return RJQ_ESHARDED;
     if ((*x = calloc(1, sizeof **x)) == NULL) return RJQ_ENOMEM;
     (*x)->count = count;
     (*x)->list = list;

@@ -27,4 +27,9 @@ int rjq__schedule_parse(const char *spec, rjq__spec *out);
  * comes, or t beyond +-RJQ__TIME_MAX). */
 long long rjq__schedule_after(const rjq__spec *s, long long t);
 
+/* The job options a stored spec gives its jobs (as rjq_schedule_set
+ * encoded them: no id, so no dedup or debounce): 0 with *o set (defaults
+ * for "-"), or -1 when they are not options this library wrote. */
+int rjq__schedule_job_options(const char *spec, rjq_job_options *o);
+
 #endif

@@ -241,7 +241,7 @@ int rjq_queue_open_async(rjq_client *c, const char *name, const rjq_queue_option
 typedef enum {
     H_ENQUEUE, H_BATCH, H_WORKER, H_STATS, H_CANCEL, H_GET_JOB, H_DELETE, H_PAUSE, H_RESUME,
     H_RECLAIM, H_REPLAY, H_PURGE, H_LIST_JOBS, H_LIST_DEAD, H_ENQUEUE_AWAIT, H_QUEUE_AWAIT,
-    H_LIMITS, H_LEARNT
+    H_LIMITS, H_LEARNT, H_WORKERS
 } hkind;
 
 typedef void any_fn(void);
@@ -263,12 +263,21 @@ struct held {
     rjq_job_state jstate;
     rjq_await_options aw;   /* H_ENQUEUE_AWAIT, H_QUEUE_AWAIT (has_aw: given) */
     int has_aw;
-    rjq_worker *w;          /* H_WORKER: a reserved worker (rjq__worker_reserve) */
+    rjq_await *a;           /* ... with an out handle: a reserved await (rjq__await_reserve) */
+    rjq_worker *w;          /* H_WORKER, H_WORKERS: a reserved worker (rjq__worker_reserve) */
     rjq_worker_options wo;
+    rjq_queue *qs[RJQ_WORKER_QUEUES_MAX]; /* H_WORKERS: its queues, each a use but qs[at] */
+    int weights[RJQ_WORKER_QUEUES_MAX];   /* (w's use) */
+    size_t nq, at;
+    rjq_worker_order order;
+    int parked; /* H_WORKERS: a queue is sharded: never started, ends when stopped */
     rjq_limits lim;         /* H_LIMITS (the whole queue's) */
 };
 
 static void held_free(held *h) {
+    for (size_t i = 0; i < h->nq; i++)
+        if (i != h->at) rjq__queue_unuse(h->qs[i]);
+    if (h->a) rjq__await_unreserve(h->a, RJQ_OK); /* (a call refused: no callback) */
     free(h->payload);
     free((char *)h->jo.id);
     for (size_t i = 0; h->items && i < h->n; i++) {
@@ -283,6 +292,11 @@ static void held_free(held *h) {
 
 /* h's callback gets status (it never ran): exactly once. */
 static void held_fail(rjq_client *c, held *h, int status) {
+    if (h->a) { /* (its callback is the await's) */
+        rjq__await_unreserve(h->a, status);
+        h->a = NULL;
+        return;
+    }
     if (h->cb == NULL) return;
     switch (h->kind) {
     case H_ENQUEUE:
@@ -294,9 +308,36 @@ static void held_fail(rjq_client *c, held *h, int status) {
     case H_LIST_DEAD: ((rjq_ids_cb *)h->cb)(c, status, NULL, 0, h->data); break;
     case H_ENQUEUE_AWAIT:
     case H_QUEUE_AWAIT: ((rjq_await_cb *)h->cb)(c, status, NULL, h->data); break;
-    case H_WORKER: break;
+    case H_WORKER:
+    case H_WORKERS: break;
     case H_LEARNT: ((rjq__learnt_fn *)h->cb)(c, status, h->data); break;
     default: ((rjq_count_cb *)h->cb)(c, status, 0, h->data); break;
+    }
+}
+
+static rjq_queue *shard_for(layout *l, const char *id);
+
+/* Start h's reserved await on the queue its job routes to (q learnt now);
+ * an enqueue's job whose await ended meanwhile is still enqueued (as a
+ * cancelled await's held job is: rjq_await_cancel). */
+static void held_start_await(rjq_queue *q, held *h) {
+    rjq_await *a = h->a;
+    h->a = NULL;
+    layout *l = layout_of(q);
+    const char *id = h->kind == H_QUEUE_AWAIT ? h->id : h->has_jo ? h->jo.id : NULL;
+    if (h->kind == H_QUEUE_AWAIT && l && id[strspn(id, "0123456789")] == '\0') {
+        rjq__errmsg(rjq_queue_get_client(q), "queue %s is sharded: a server-assigned id names a "
+                    "job of one shard (await it on its shard: rjq_queue_get_shard)",
+                    rjq_queue_get_name(q));
+        rjq__await_unreserve(a, RJQ_ESHARDED);
+        return;
+    }
+    rjq_queue *to = l ? shard_for(l, id) : q;
+    if (h->kind == H_QUEUE_AWAIT) {
+        (void)rjq__await_start_reserved(a, to, NULL, 0, NULL, id);
+    } else if (rjq__await_start_reserved(a, to, h->payload, h->len, h->has_jo ? &h->jo : NULL,
+                                         NULL) == 1) {
+        (void)rjq__enqueue_one(to, h->payload, h->len, h->has_jo ? &h->jo : NULL, NULL, NULL);
     }
 }
 
@@ -314,10 +355,12 @@ static void held_run(rjq_queue *q, held *h) {
         rc = rjq_enqueue_batch(q, h->items, h->n, (rjq_enqueue_cb *)h->cb, h->data);
         break;
     case H_ENQUEUE_AWAIT:
+        if (h->a) return held_start_await(q, h);
         rc = rjq_enqueue_await(q, h->payload, h->len, h->has_jo ? &h->jo : NULL,
                                h->has_aw ? &h->aw : NULL, (rjq_await_cb *)h->cb, h->data, NULL);
         break;
     case H_QUEUE_AWAIT:
+        if (h->a) return held_start_await(q, h);
         rc = rjq_queue_await(q, h->id, h->has_aw ? &h->aw : NULL, (rjq_await_cb *)h->cb, h->data,
                              NULL);
         break;
@@ -349,10 +392,46 @@ static void held_run(rjq_queue *q, held *h) {
 
 /* Start reserved worker h->w on q's shards (or on q, plain). RJQ_OK, or
  * an error with it still reserved. */
+static int gated(rjq_queue *q);
+static int layout_read(rjq_queue *q, layout *l);
+
+/* H_WORKERS on q (learnt now): held on the next of its queues still
+ * reading its layout (1: h is that queue's now), else started (RJQ_OK),
+ * parked when one of them is sharded (RJQ_OK, h kept: it ends when
+ * stopped), or an error with it still reserved. */
+static int held_start_workers(held *h) {
+    for (size_t i = 0; i < h->nq; i++) {
+        layout *l = rjq__queue_part(h->qs[i], RJQ__PART_SHARDS);
+        if (!gated(h->qs[i])) continue;
+        if (l->state == L_UNKNOWN && layout_read(h->qs[i], l) != RJQ_OK)
+            return RJQ_ECONN; /* (kept here: tried again at the next read) */
+        rjq__queue_use(h->qs[h->at]); /* the worker's use moves to qs[i] */
+        rjq__worker_reserved_move(h->w, h->qs[i]);
+        rjq__queue_unuse(h->qs[i]);
+        h->at = i;
+        h->next = NULL;
+        *l->held_end = h;
+        l->held_end = &h->next;
+        return 1;
+    }
+    for (size_t i = 0; i < h->nq; i++) {
+        if (layout_of(h->qs[i])) {
+            rjq__errmsg(rjq_queue_get_client(h->qs[i]), "rjq_worker_start_queues: queue %s is "
+                        "sharded (the worker is not started: stop it, and start one on its "
+                        "shards or with rjq_worker_start)", rjq_queue_get_name(h->qs[i]));
+            h->parked = 1;
+            return RJQ_OK;
+        }
+    }
+    return rjq__worker_start_reserved(h->w, h->qs, h->nq, h->order, h->weights, &h->wo);
+}
+
 static int held_start_worker(rjq_queue *q, held *h) {
+    if (h->kind == H_WORKERS) return held_start_workers(h);
     layout *l = layout_of(q);
-    if (l) return rjq__worker_start_reserved(h->w, l->sub, (size_t)l->n, &h->wo);
-    return rjq__worker_start_reserved(h->w, &q, 1, &h->wo);
+    if (l) return rjq__worker_start_reserved(h->w, l->sub, (size_t)l->n, RJQ_WORKER_WEIGHTED, NULL,
+                                             &h->wo);
+    return rjq__worker_start_reserved(h->w, &q, 1, RJQ_WORKER_STRICT, NULL, &h->wo);
 }
 
 /* q learnt its layout (status RJQ_OK), or its read failed: make the held
@@ -367,12 +446,14 @@ static void held_end_all(rjq_queue *q, layout *l, int status) {
         held *h = l->held;
         l->held = h->next;
         h->next = NULL;
-        if (h->kind == H_WORKER) {
-            int closing = rjq__closing(c) || !rjq__accepting(c);
+        if (h->kind == H_WORKER || h->kind == H_WORKERS) {
+            int closing = rjq__closing(c) || !rjq__accepting(c), rc = RJQ_OK;
             if (closing || rjq__worker_reserved_stopped(h->w)) {
                 rjq__worker_unreserve(h->w, closing ? RJQ_ECANCELED : RJQ_OK);
-            } else if (status != RJQ_OK || held_start_worker(q, h) != RJQ_OK) {
-                *keep_end = h; /* (waits for the next read) */
+            } else if (h->parked || status != RJQ_OK || (rc = held_start_worker(q, h)) != RJQ_OK ||
+                       h->parked) {
+                if (rc == 1) continue; /* (held on another of its queues now) */
+                *keep_end = h; /* (waits for the next read, or parked: for its stop) */
                 keep_end = &h->next;
                 continue;
             }
@@ -429,7 +510,7 @@ static void layout_tick(rjq_queue *q, void *state) {
     }
     for (held **hp = &l->held; *hp;) {
         held *h = *hp;
-        if (h->kind == H_WORKER && rjq__worker_reserved_stopped(h->w)) {
+        if ((h->kind == H_WORKER || h->kind == H_WORKERS) && rjq__worker_reserved_stopped(h->w)) {
             *hp = h->next;
             if (*hp == NULL) l->held_end = hp;
             rjq__worker_unreserve(h->w, RJQ_OK);
@@ -465,7 +546,7 @@ static int hold(rjq_queue *q, held *h) {
     int rc = rjq__accepting(c) ? RJQ_OK : RJQ_ECLOSED;
     if (rc == RJQ_OK && l->state == L_UNKNOWN) rc = layout_read(q, l);
     if (rc != RJQ_OK) {
-        if (h->kind == H_WORKER) rjq__worker_unreserve(h->w, RJQ_OK);
+        if (h->kind == H_WORKER || h->kind == H_WORKERS) rjq__worker_unreserve(h->w, RJQ_OK);
         held_free(h);
         return rc;
     }
@@ -530,14 +611,15 @@ static int await_options_ok(rjq_queue *q, const rjq_await_options *aw) {
 /* The call just held on q (the last) is an await: its kind, callback and
  * await options (copied as this library reads them). */
 static int held_as_await(rjq_queue *q, hkind kind, const rjq_await_options *aw, rjq_await_cb *cb,
-                         void *data) {
+                         void *data, rjq_await *a) {
     layout *l = rjq__queue_part(q, RJQ__PART_SHARDS);
     /* the call just held is the last: held_end points at its next (no walk
      * over the calls held before it) */
     held *h = (held *)(void *)((char *)l->held_end - offsetof(held, next));
     h->kind = kind;
-    h->cb = (any_fn *)cb;
+    h->cb = a ? NULL : (any_fn *)cb;
     h->data = data;
+    h->a = a;
     if (aw && rjq__sized_in(rjq_queue_get_client(q), &h->aw, sizeof h->aw, aw,
                             "rjq_await_options") == RJQ_OK)
         h->has_aw = 1;
@@ -1044,13 +1126,44 @@ int rjq_worker_start(rjq_queue *q, const rjq_worker_options *opts, rjq_handler_f
                                    handler, data, out);
 }
 
+int rjq_worker_start_queues(rjq_queue *const *queues, size_t n, rjq_worker_order order,
+                            const int *weights, const rjq_worker_options *opts,
+                            rjq_handler_fn *handler, void *data, rjq_worker **out) {
+    int rc = rjq__worker_queues_ok(queues, n, order, weights, handler, out);
+    size_t g = 0;
+    while (rc == RJQ_OK && g < n && !gated(queues[g])) g++;
+    if (rc != RJQ_OK || g == n)
+        return rjq__worker_start_queues_now(queues, n, order, weights, opts, handler, data, out);
+    /* a worker handle now, started once every queue's layout is learnt */
+    held *h = held_new(H_WORKERS, NULL, NULL);
+    if (h == NULL) return RJQ_ENOMEM;
+    if ((rc = rjq__worker_reserve(queues[g], opts, handler, data, &h->wo, &h->w)) != RJQ_OK) {
+        held_free(h);
+        return rc;
+    }
+    h->order = order;
+    h->nq = n;
+    h->at = g;
+    for (size_t i = 0; i < n; i++) {
+        h->qs[i] = queues[i];
+        h->weights[i] = order == RJQ_WORKER_WEIGHTED ? weights[i] : 1;
+        if (i != g) rjq__queue_use(queues[i]); /* (rjq_queue_close refuses while held) */
+    }
+    if ((rc = hold(queues[g], h)) == RJQ_OK) *out = h->w;
+    return rc;
+}
+
 int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *opts,
                       const rjq_await_options *aw, rjq_await_cb *cb, void *data,
                       rjq_await **out) {
-    if (gated(q) && out == NULL && cb != NULL) { /* (with out: made now, see rjq.h) */
+    if (gated(q) && cb != NULL) { /* (with out: a reserved await, returned now) */
         if (await_options_ok(q, aw) != RJQ_OK) return RJQ_EINVAL;
-        int rc = hold_enqueue(q, payload, len, opts, NULL, NULL);
-        if (rc == RJQ_OK) rc = held_as_await(q, H_ENQUEUE_AWAIT, aw, cb, data);
+        rjq_await *a = NULL;
+        int rc = out ? rjq__await_reserve(q, aw, cb, data, &a) : RJQ_OK;
+        if (rc == RJQ_OK) rc = hold_enqueue(q, payload, len, opts, NULL, NULL);
+        if (rc == RJQ_OK) rc = held_as_await(q, H_ENQUEUE_AWAIT, aw, cb, data, a);
+        else if (a) rjq__await_unreserve(a, RJQ_OK);
+        if (rc == RJQ_OK && out) *out = a;
         return rc;
     }
     layout *l = layout_of(q);
@@ -1064,11 +1177,15 @@ int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_j
 
 int rjq_queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw, rjq_await_cb *cb,
                     void *data, rjq_await **out) {
-    if (gated(q) && out == NULL && cb != NULL) { /* (with out: made now, see rjq.h) */
+    if (gated(q) && cb != NULL) { /* (with out: a reserved await, returned now) */
         if (await_options_ok(q, aw) != RJQ_OK) return RJQ_EINVAL;
-        if (id == NULL || id[0] == '\0') return RJQ_EJOBID;
-        int rc = hold_call(q, H_QUEUE_AWAIT, (any_fn *)cb, data, id);
-        if (rc == RJQ_OK) rc = held_as_await(q, H_QUEUE_AWAIT, aw, cb, data);
+        if (id == NULL || id[0] == '\0' || strlen(id) > RJQ_JOB_ID_MAX) return RJQ_EJOBID;
+        rjq_await *a = NULL;
+        int rc = out ? rjq__await_reserve(q, aw, cb, data, &a) : RJQ_OK;
+        if (rc == RJQ_OK) rc = hold_call(q, H_QUEUE_AWAIT, (any_fn *)cb, data, id);
+        if (rc == RJQ_OK) rc = held_as_await(q, H_QUEUE_AWAIT, aw, cb, data, a);
+        else if (a) rjq__await_unreserve(a, RJQ_OK);
+        if (rc == RJQ_OK && out) *out = a;
         return rc;
     }
     layout *l = layout_of(q);

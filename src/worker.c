@@ -338,9 +338,8 @@ static int start_group(rjq_worker *first, rjq_queue *const *queues, size_t n,
 }
 
 
-int rjq_worker_start_queues(rjq_queue *const *queues, size_t n, rjq_worker_order order,
-                            const int *weights, const rjq_worker_options *given,
-                            rjq_handler_fn *handler, void *data, rjq_worker **out) {
+int rjq__worker_queues_ok(rjq_queue *const *queues, size_t n, rjq_worker_order order,
+                          const int *weights, rjq_handler_fn *handler, rjq_worker **out) {
     if (out) *out = NULL;
     if (queues == NULL || n == 0 || n > RJQ_WORKER_QUEUES_MAX || handler == NULL || out == NULL ||
         (order != RJQ_WORKER_STRICT && order != RJQ_WORKER_WEIGHTED) ||
@@ -357,10 +356,18 @@ int rjq_worker_start_queues(rjq_queue *const *queues, size_t n, rjq_worker_order
             (weights[i] < 1 || weights[i] > RJQ_WORKER_WEIGHT_MAX))
             return RJQ_EINVAL;
     }
+    return RJQ_OK;
+}
+
+int rjq__worker_start_queues_now(rjq_queue *const *queues, size_t n, rjq_worker_order order,
+                                 const int *weights, const rjq_worker_options *given,
+                                 rjq_handler_fn *handler, void *data, rjq_worker **out) {
+    int rc = rjq__worker_queues_ok(queues, n, order, weights, handler, out);
+    if (rc != RJQ_OK) return rc;
     rjq_client *c = rjq_queue_get_client(queues[0]);
     if (!rjq__accepting(c) || rjq__draining(c)) return RJQ_ECLOSED;
     rjq_worker_options o;
-    int rc = check_options(c, given, &o);
+    rc = check_options(c, given, &o);
     if (rc != RJQ_OK) return rc;
     return start_group(NULL, queues, n, order, weights, &o, handler, data, out);
 }
@@ -405,7 +412,15 @@ void rjq__worker_unreserve(rjq_worker *w, int status) {
     free(w);
 }
 
+void rjq__worker_reserved_move(rjq_worker *w, rjq_queue *q) {
+    RJQ_ASSERT(w->reserved);
+    rjq__queue_use(q);
+    rjq__queue_unuse(w->q);
+    w->q = q;
+}
+
 int rjq__worker_start_reserved(rjq_worker *w, rjq_queue *const *queues, size_t n,
+                               rjq_worker_order order, const int *weights,
                                const rjq_worker_options *o) {
     RJQ_ASSERT(w->reserved && w->state == W_ACTIVE && n >= 1 && n <= RJQ_WORKER_QUEUES_MAX);
     rjq_client *c = rjq_queue_get_client(queues[0]);
@@ -419,10 +434,10 @@ int rjq__worker_start_reserved(rjq_worker *w, rjq_queue *const *queues, size_t n
         rc = make_worker(w, queues[0], o, handler, data) ? RJQ_OK : RJQ_ENOMEM;
         if (rc == RJQ_OK) go_live(w);
     } else {
-        int weights[RJQ_WORKER_QUEUES_MAX];
-        for (size_t i = 0; i < n; i++) weights[i] = 1;
+        int equal[RJQ_WORKER_QUEUES_MAX];
+        for (size_t i = 0; i < n; i++) equal[i] = 1;
         rjq_worker *out;
-        rc = start_group(w, queues, n, RJQ_WORKER_WEIGHTED, weights, o, handler, data, &out);
+        rc = start_group(w, queues, n, order, weights ? weights : equal, o, handler, data, &out);
     }
     if (rc != RJQ_OK) { /* (still reserved, on its first queue) */
         memset(w, 0, sizeof *w);

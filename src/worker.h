@@ -25,10 +25,25 @@ int rjq__worker_reserve(rjq_queue *q, const rjq_worker_options *given, rjq_handl
                         void *data, rjq_worker_options *o, rjq_worker **out);
 int rjq__worker_reserved_stopped(const rjq_worker *w);
 /* Start reserved w on queues[0..n-1] (n 1: a worker of that queue; more:
- * of all, weighted, equal weights), the same handle. RJQ_OK, or
- * RJQ_ENOMEM/RJQ_ECLOSED with w still reserved. */
+ * of all, in order, weights as rjq_worker_start_queues takes them, NULL:
+ * equal), the same handle. RJQ_OK, or RJQ_ENOMEM/RJQ_ECLOSED with w still
+ * reserved. */
 int rjq__worker_start_reserved(rjq_worker *w, rjq_queue *const *queues, size_t n,
+                               rjq_worker_order order, const int *weights,
                                const rjq_worker_options *o);
+/* Reserved w becomes a use of q instead of the queue it was reserved on
+ * (rjq_worker_stop on it kicks q's tick from now on). */
+void rjq__worker_reserved_move(rjq_worker *w, rjq_queue *q);
+
+/* rjq_worker_start_queues' argument checks but the options' (a queue
+ * that is a front: RJQ_ESHARDED): RJQ_OK or its code; *out NULL. */
+int rjq__worker_queues_ok(rjq_queue *const *queues, size_t n, rjq_worker_order order,
+                          const int *weights, rjq_handler_fn *handler, rjq_worker **out);
+/* rjq_worker_start_queues on queues whose layouts are known (shard.c's
+ * public call holds it while one is being read). */
+int rjq__worker_start_queues_now(rjq_queue *const *queues, size_t n, rjq_worker_order order,
+                                 const int *weights, const rjq_worker_options *given,
+                                 rjq_handler_fn *handler, void *data, rjq_worker **out);
 /* End reserved w, never started: its stop callback (when stopped) gets
  * status; freed. */
 void rjq__worker_unreserve(rjq_worker *w, int status);

@@ -352,8 +352,6 @@ TEST(calls_that_do_not_span_shards_refuse_a_sharded_handle) {
     count_wait w = {0};
     /* a server-assigned id: its shard cannot be known */
     ASSERT_EQ(RJQ_ESHARDED, rjq_queue_cancel(q, "123", on_cancelled, NULL));
-    rjq_scheduler *s;
-    ASSERT_EQ(RJQ_ESHARDED, rjq_scheduler_start(q, 0, &s));
     rjq_worker *wk;
     rjq_queue *qs[] = {q};
     int weight = 1;

@@ -109,6 +109,32 @@ for id in a b c d; do "$RJQ_BIN" enqueue sh x --id "$id" >/dev/null || die "enqu
 wait_screen '^sh +4 +0 +0 +0 +0 ' || fail "the sharded queue sh with its 4 jobs, summed"
 grep -q '^sh~' "$DIR/screen" && fail "a shard listed as a queue"
 wait_screen "5 queues" || fail "the header counts sh once (alpha, beta, gamma, timed, sh)"
+# a sharded queue's wait and run times: a monitor per shard, its jobs timed
+# per shard and shown in its row as a plain queue's
+if [ -x "$WORKER" ]; then
+    "$RJQ_BIN" shards shtimed 3 >/dev/null || die "shards"
+    REDIS_URL=$RJQ_URL "$WORKER" -c 4 shtimed >"$DIR/worker2.log" 2>&1 &
+    worker_pid=$!
+    wait_screen '^shtimed +0 ' || fail "shtimed appears with its worker"
+    for _ in $(seq 50); do # top watches each shard's events
+        [ "$(redis-cli -p "$redis_port" PUBSUB CHANNELS 'rjq:{shtimed~*}:events' | wc -l)" -ge 3 ] &&
+            [ "$(redis-cli -p "$redis_port" PUBSUB NUMSUB $(redis-cli -p "$redis_port" PUBSUB CHANNELS 'rjq:{shtimed~*}:events') |
+                awk 'NR % 2 == 0 && $1 >= 1' | wc -l)" -ge 3 ] && break
+        sleep 0.1
+    done
+    for id in a b c; do "$RJQ_BIN" enqueue shtimed "sleep:150:$id" --id "t-$id" >/dev/null; done
+    wait_screen '^shtimed +0 +0 +0 +0 +3 ' || fail "shtimed's 3 jobs done"
+    awk '$1 == "shtimed" && $11 + 0 >= 140 && $11 + 0 < 1000 && $10 ~ /^[0-9.]+$/ { ok = 1 }
+         END { exit !ok }' "$DIR/screen" || fail "shtimed's WAIT and RUN ms columns"
+    # (rows by name: timed, picked, is the last; shtimed the row above it)
+    "${TMUX_CMD[@]}" send-keys -t top Up
+    wait_screen '^shtimed: enqueued 3' || fail "up picks shtimed"
+    wait_screen 'wait p50 <=[0-9.]+m?s p99 <=[0-9.]+m?s \(3 jobs\), run p50 <=(250|500)ms p99 <=(250|500)ms \(3 runs\)' ||
+        fail "shtimed's wait and run quantiles"
+    kill -TERM "$worker_pid" 2>/dev/null
+    wait "$worker_pid" 2>/dev/null
+    worker_pid=
+fi
 "${TMUX_CMD[@]}" send-keys -t top q
 for _ in $(seq 50); do [ -s "$DIR/rc" ] && break; sleep 0.1; done
 [ "$(cat "$DIR/rc" 2>/dev/null)" = 0 ] || fail "q quits with exit 0 (got '$(cat "$DIR/rc" 2>/dev/null)')"

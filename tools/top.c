@@ -14,9 +14,9 @@
  *
  * A sharded queue (README "Sharded queues") is one row: it is opened with
  * rjq_queue_open_async, so its stats are its shards' summed, and its
- * shards' own registry names are folded under it (not listed). Its row
- * has no wait and run times (no monitor: monitors refuse a sharded
- * handle).
+ * shards' own registry names are folded under it (not listed). Its row's
+ * wait and run times come from a monitor per shard, the jobs keyed per
+ * shard (server-assigned ids repeat across shards), observed in the row.
  *
  * Keys: up/down (or k/j) pick a queue, whose every number shows at the
  * bottom; q quits.
@@ -45,6 +45,13 @@
 
 typedef struct top top;
 
+/* A shard's monitor of a sharded queue's row: the owner of its jobs in
+ * top's timing map (server-assigned ids repeat across shards). */
+typedef struct shard_mon {
+    struct row *r;
+    rjq_monitor *m;
+} shard_mon;
+
 typedef struct row {
     top *t;
     char name[201];
@@ -58,6 +65,7 @@ typedef struct row {
     double spark[SPARK];
     int nspark;
     int sharded;      /* q is a sharded queue's handle */
+    shard_mon sm[RJQ_SHARDS_MAX]; /* its shards' monitors (sharded) */
     struct row *next_folded; /* a shard's row taken out of the view (freed at exit) */
 } row;
 
@@ -201,15 +209,32 @@ static void draw(top *t) {
 
 static void refresh_now(top *t);
 
-static void on_event(rjq_client *c, const char *event, const char *id, void *data) {
-    (void)c;
-    row *r = data;
-    top *t = r->t;
-    timing_queue_event(&t->times, &r->times, event, id, r->m ? rjq_monitor_get_time(r->m) : 0);
+static void refresh_soon(top *t) {
     if (!evtimer_pending(t->soon, NULL)) {
         struct timeval tv = {0, EVENT_DELAY_MS * 1000};
         evtimer_add(t->soon, &tv);
     }
+}
+
+static void on_event(rjq_client *c, const char *event, const char *id, void *data) {
+    (void)c;
+    row *r = data;
+    timing_queue_event(&r->t->times, &r->times, event, id, r->m ? rjq_monitor_get_time(r->m) : 0);
+    refresh_soon(r->t);
+}
+
+/* A shard's event: timed per shard (its own ids), observed in its
+ * queue's row, so the row's wait and run times are the whole queue's. */
+static void on_shard_event(rjq_client *c, const char *event, const char *id, void *data) {
+    (void)c;
+    shard_mon *sm = data;
+    row *r = sm->r;
+    double wait_s, run_s;
+    timing_event(&r->t->times, sm, event, id, sm->m ? rjq_monitor_get_time(sm->m) : 0, &wait_s,
+                 &run_s);
+    if (wait_s >= 0) timing_observe(&r->times.wait, wait_s);
+    if (run_s >= 0) timing_observe(&r->times.run, run_s);
+    refresh_soon(r->t);
 }
 
 /* Rates since the last refresh; the latency columns keep the mean of the
@@ -272,7 +297,8 @@ static int is_shard(const top *t, const char *name) {
 }
 
 /* A row's queue, opened knowing its layout: a sharded queue's stats are
- * summed; only a plain queue gets a monitor. */
+ * summed, and it gets a monitor per shard (its wait and run times are
+ * every shard's jobs'); a plain queue one monitor. */
 static void on_opened(rjq_client *c, int status, rjq_queue *q, void *data) {
     row *r = data;
     (void)c;
@@ -280,6 +306,12 @@ static void on_opened(rjq_client *c, int status, rjq_queue *q, void *data) {
     r->q = q;
     r->sharded = rjq_queue_count_shards(q) > 1;
     /* (without a monitor: the interval only, and no timings) */
+    for (int k = 0; r->sharded && k < rjq_queue_count_shards(q); k++) {
+        r->sm[k].r = r;
+        if (rjq_queue_monitor(rjq_queue_get_shard(q, k), on_shard_event, &r->sm[k], &r->sm[k].m) !=
+            RJQ_OK)
+            r->sm[k].m = NULL;
+    }
     if (r->sharded || rjq_queue_monitor(r->q, on_event, r, &r->m) != RJQ_OK) r->m = NULL;
 }
 

@@ -328,7 +328,7 @@ static void on_settings_stats(rjq_client *cl, int status, const rjq_stats *st, v
     if (status == RJQ_OK && st->exists && c->h.req) {
         c->st = *st;
         int rc = rjq_schedule_list(c->q->q, on_settings_schedules, c);
-        if (rc == RJQ_ESHARDED) /* (schedules of a sharded queue are refused: it has none) */
+        if (rc == RJQ_ESHARDED) /* (a library that refuses a sharded queue's schedules) */
             on_settings_schedules(cl, RJQ_OK, NULL, 0, c);
         else
             call_sent(c, rc);

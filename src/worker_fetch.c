@@ -33,7 +33,10 @@ static int held_by(const char *v, size_t len, int attempt, const char *token) {
  * queue (token-checked, attempt undone). The started ones go to the
  * handler (rjq__w_run_jobs: stale ones are handed back, by the lease end
  * the extensions sent meanwhile); slots of jobs not started are claimed
- * or offered again, and a stopped worker may end here. */
+ * or offered again, and a stopped worker may end here. A lease check's
+ * reply holds states: a job whose state is not "active <attempt> <token>"
+ * with its push's token is skipped (not ours: nothing to hand back);
+ * the others start with their pushed payload, or are read by a fetch. */
 static void on_fetched(rjq_client *c, int status, redisReply *r, void *priv) {
     fetch *f = priv;
     rjq_worker *w = f->w;
@@ -50,7 +53,7 @@ static void on_fetched(rjq_client *c, int status, redisReply *r, void *priv) {
         rjq__background_failed(c, status, "payload fetch");
         /* the server refuses the read (not a lost connection, which the
          * request outlives): claim with payloads again */
-        if (status != RJQ_ECONN) w->payload_avg = 0;
+        if (status != RJQ_ECONN && !f->check) w->payload_avg = 0;
     }
     rjq_job **jobs = !closing ? malloc(f->n * sizeof *jobs) : NULL;
     rjq__pushed *back = jobs ? malloc(f->n * sizeof *back) : NULL;

@@ -28,6 +28,9 @@ typedef struct rjq__pushed {
     size_t idlen, toklen, len;
     int attempt, max_attempts;
     long long deadline;       /* its lease's end, server time (ms) */
+    int check;                /* a push marked unconfirmed (" ?" in its head): the
+                               * worker starts it only once the server's state says
+                               * its token holds it (worker_fetch.c) */
 } rjq__pushed;
 
 /* Slots an idle worker offers along with a completion batch. */

@@ -8,13 +8,21 @@
  * "<worker id> <push channel>" (its registration), with the epoch of the
  * claim that registered them. Enqueue claims new jobs for registered
  * slots and publishes them there, one message per worker:
- *     "<worker> <epoch> <count> <token> <deadline>\n" then per job
+ *     "<worker> <epoch> <count> <token> <deadline>\n" (or "... <deadline> ?\n":
+ *     unconfirmed, see below) then per job
  *     "<id len> <payload len> <attempt> <max attempts>\n"
  *     followed by the id and payload bytes, or for a payload too big to
  *     push (PUSH_INLINE_MAX in lib.lua) "<id len> - <attempt> <max
  *     attempts>\n" followed by the id bytes: the worker reads that
  *     payload itself (the jobs of one message share their fencing token
  *     and their lease's end, in server time).
+ * An unconfirmed push, one the server sent without knowing that this
+ * worker's subscription is the one that hears it (a publish's receiver
+ * count is node-local: a copy may arrive by replication after the server
+ * counted nobody and took the jobs back), ends its head in " ?": the
+ * worker then starts a job only once the state column shows the server
+ * still holds it under the message's token (a lease check, worker_fetch.c),
+ * so a push undone on the server never starts a job twice.
  * Notices for running jobs start with '!' ("!cancel <token> <id>": the
  * job was cancelled) and go to the worker named in the token.
  * Jobs for a registration that is gone (its worker stopped meanwhile) go
@@ -288,15 +296,22 @@ int rjq__push_parse(const char *msg, size_t len, rjq__push_head *h, rjq__pushed 
     *jobs = NULL;
     if (parse_num(&p, end, ' ', &h->worker) || parse_num(&p, end, ' ', &h->epoch) ||
         parse_num(&p, end, ' ', &n) || n == 0 || n > len ||
-        parse_word(&p, end, ' ', &h->token, &h->toklen) || parse_num(&p, end, '\n', &deadline) ||
-        deadline == 0 || deadline > (unsigned long long)RJQ__TIME_MAX)
+        parse_word(&p, end, ' ', &h->token, &h->toklen))
         return RJQ_EPROTO;
+    /* the deadline, then "\n" or " ?\n" (unconfirmed: checked first) */
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    h->check = nl && nl - p >= 2 && nl[-2] == ' ' && nl[-1] == '?';
+    if (parse_num(&p, end, h->check ? ' ' : '\n', &deadline) || deadline == 0 ||
+        deadline > (unsigned long long)RJQ__TIME_MAX || (h->check && p != nl - 1))
+        return RJQ_EPROTO;
+    if (h->check) p = nl + 1;
     h->n = (size_t)n;
     if ((*jobs = malloc(h->n * sizeof **jobs)) == NULL) return RJQ_ENOMEM;
     size_t got = 0;
     while (got < h->n && parse_job(&p, end, &(*jobs)[got]) == 0) {
         (*jobs)[got].token = h->token, (*jobs)[got].toklen = h->toklen;
         (*jobs)[got].deadline = (long long)deadline;
+        (*jobs)[got].check = h->check;
         got++;
     }
     if (got == h->n && p == end) return RJQ_OK;

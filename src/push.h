@@ -101,6 +101,7 @@ typedef struct rjq__push_head {
     unsigned long long worker, epoch;
     const char *token;
     size_t toklen, n;
+    int check;                /* " ?" after the deadline: an unconfirmed push */
 } rjq__push_head;
 int rjq__push_parse(const char *msg, size_t len, rjq__push_head *h, rjq__pushed **jobs);
 /* A notice ("!cancel <token> <id>"): RJQ_OK, RJQ_EPROTO when malformed,

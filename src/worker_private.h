@@ -237,8 +237,16 @@ typedef struct fetch_job {
     size_t idlen;
     int attempt, max_attempts;
     int cancelled;            /* a cancel notice came for it meanwhile */
+    const char *payload;      /* a checked fetch's: the pushed payload (NULL: none) */
+    size_t len;
 } fetch_job;
 
+/* A lease check is a fetch too (check set): the jobs of an unconfirmed
+ * push (rjq__pushed.check) are started only once one HMGET of the state
+ * column shows each still "active <attempt> <token>" with the push's
+ * token; a job whose state says otherwise is not ours (nothing to hand
+ * back) and is not started; those that pass start with their pushed
+ * payload, or have it read by a plain fetch. */
 typedef struct fetch {
     rjq_worker *w;
     rjq__tok *tok;
@@ -246,7 +254,8 @@ typedef struct fetch {
     long long until;          /* its lease's end, by the extensions sent (server ms) */
     struct fetch *prev, *next; /* the worker's fetches in flight */
     size_t n;
-    fetch_job jobs[];         /* then their ids */
+    int check;                /* a lease check (reads states, not payloads) */
+    fetch_job jobs[];         /* then their ids (and a check's payloads) */
 } fetch;
 
 typedef struct claim_ctx {

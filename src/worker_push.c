@@ -19,9 +19,10 @@ static void take_pushed(void *arg, unsigned epoch, const rjq__pushed *d, size_t 
     rjq_job **jobs = malloc(n * sizeof *jobs);
     rjq__pushed *back = malloc(n * sizeof *back);
     /* jobs pushed without their payload (too big to push): read, as a
-     * claim's without payloads are (fetch) */
+     * claim's without payloads are (fetch); those of an unconfirmed push
+     * are lease-checked first (a checked fetch) */
     size_t big = 0;
-    for (size_t i = 0; i < n; i++) big += d[i].payload == NULL;
+    for (size_t i = 0; i < n; i++) big += d[i].payload == NULL || d[i].check;
     rjq__pushed *f = big ? malloc(big * sizeof *f) : NULL;
     /* the jobs of a message share their token */
     rjq__tok *tok = n ? rjq__tok_new(w->held, d[0].token, d[0].toklen) : NULL;
@@ -32,7 +33,7 @@ static void take_pushed(void *arg, unsigned epoch, const rjq__pushed *d, size_t 
                       (w->g == NULL || rjq__w_group_free(w->g) - (int)nfetch > 0);
         int room = jobs && back && tok && (f || !big) && w->state == W_ACTIVE &&
                    rjq__reg_accept(w->reg, epoch, rjq__w_free_slots(w) - (int)nfetch, can_run);
-        if (room && d[i].payload == NULL) {
+        if (room && (d[i].payload == NULL || d[i].check)) { /* (unconfirmed: a lease check) */
             f[nfetch++] = d[i];
             continue;
         }

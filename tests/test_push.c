@@ -431,6 +431,93 @@ TEST(registration_of_another_push_format_gets_no_push) {
     push_stop(&e);
 }
 
+/* PUBLISH msg (len bytes) on ch, heard by one subscriber. */
+static void publish_bytes(redisContext *rc, const char *ch, const char *msg, size_t len) {
+    redisReply *r = redisCommand(rc, "PUBLISH %s %b", ch, msg, len);
+    ASSERT(r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1);
+    freeReplyObject(r);
+}
+
+/* An unconfirmed push (" ?" after its deadline: one whose delivery the
+ * server could not count on, e.g. decided by a publish's receiver count,
+ * which is node-local) is lease-checked by the worker before it starts:
+ * a job whose state the server holds under another token, or that has no
+ * state, is not run, and nothing of it changes; the jobs it does hold run
+ * with their pushed payload, or with the payload read after the check
+ * (left out of the message), and complete under the push's token. The
+ * messages are made here as a server that trusted a count would send
+ * them, with this worker's registration. */
+TEST(unconfirmed_push_runs_only_jobs_whose_token_the_server_holds) {
+    push_env e;
+    push_start(&e, "lease", 2, 0);
+    redisReply *r = server_cmd(e.env.rc, "PUBSUB CHANNELS t:{lease}:push:*");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1);
+    char ch[128];
+    snprintf(ch, sizeof ch, "%s", r->element[0]->str);
+    freeReplyObject(r);
+    char field[256];
+    long epoch = 0;
+    ASSERT_EQ(2, registration(e.env.rc, "lease", field, sizeof field, &epoch));
+    long wid = atol(field);
+    const char *cid = strrchr(ch, ':') + 1; /* the client's id ends its push channel */
+    char stale[96], mine[96], other[96];
+    snprintf(stale, sizeof stale, "%s.%ld.stale1", cid, wid);
+    snprintf(mine, sizeof mine, "%s.%ld.mine1", cid, wid);
+    snprintf(other, sizeof other, "%s.%ld.other1", cid, wid);
+    long long deadline = (long long)time(NULL) * 1000 + 600000;
+
+    /* "taken": held under another token; "ghost": no record; "mine" and
+     * "big": held under the push's token (as start_jobs writes them, one
+     * with its times, one without) */
+    freeReplyObject(server_cmd(e.env.rc, "HSET t:{lease}:payload taken x mine m big bigpayload"));
+    char v[160];
+    snprintf(v, sizeof v, "active 1 %s", other);
+    freeReplyObject(server_cmd(e.env.rc, "HSET t:{lease}:state taken %s", v));
+    snprintf(v, sizeof v, "active 1 %s @%lld,%lld,", mine, deadline - 600000, deadline - 600000);
+    freeReplyObject(server_cmd(e.env.rc, "HSET t:{lease}:state mine %s", v));
+    snprintf(v, sizeof v, "active 1 %s", mine);
+    freeReplyObject(server_cmd(e.env.rc, "HSET t:{lease}:state big %s", v));
+    freeReplyObject(server_cmd(e.env.rc, "ZADD t:{lease}:active %lld taken %lld mine %lld big",
+                               deadline, deadline, deadline));
+    char held_taken[160];
+    snprintf(held_taken, sizeof held_taken, "active 1 %s", other);
+
+    /* both published before the loop reads either: the stale one's check
+     * is sent first, so it is answered before the held one's */
+    char msg[256];
+    int len = snprintf(msg, sizeof msg, "%ld %ld 2 %s %lld ?\n5 1 1 3\ntakenx5 1 1 3\nghosty", wid,
+                       epoch, stale, deadline);
+    publish_bytes(e.env.rc, ch, msg, (size_t)len);
+    len = snprintf(msg, sizeof msg, "%ld %ld 2 %s %lld ?\n4 1 1 3\nminem3 - 1 3\nbig", wid, epoch,
+                   mine, deadline);
+    publish_bytes(e.env.rc, ch, msg, (size_t)len);
+
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 10000));
+    (void)get_stats(e.env.base, e.env.q); /* a round trip more: nothing else comes */
+    ASSERT_EQ(2, e.h.handled);
+    ASSERT_STREQ("mine", rjq_job_get_id(e.h.jobs[0]));
+    ASSERT_STREQ("big", rjq_job_get_id(e.h.jobs[1]));
+    size_t plen = 0;
+    const char *pay = rjq_job_get_payload(e.h.jobs[1], &plen);
+    ASSERT(plen == 10 && memcmp(pay, "bigpayload", 10) == 0); /* read after the check */
+    ASSERT_EQ(1, rjq_job_get_attempt(e.h.jobs[0]));
+    r = server_cmd(e.env.rc, "HGET t:{lease}:state taken");
+    ASSERT(r->type == REDIS_REPLY_STRING);
+    ASSERT_STREQ(held_taken, r->str); /* untouched */
+    freeReplyObject(r);
+
+    long done = 0;
+    release_one(&e.h, &done);
+    release_one(&e.h, &done);
+    ASSERT(loop_until_count(e.env.base, &done, 2, 5000)); /* on_done_ok: completed, token held */
+    info_wait i = get_info(e.env.base, e.env.q, "mine");
+    ASSERT_STREQ("completed", i.state);
+    i = get_info(e.env.base, e.env.q, "big");
+    ASSERT_STREQ("completed", i.state);
+
+    push_stop(&e);
+}
+
 /* Two handles of one queue in one client, each with a worker: they share
  * the client's push channel. Each pushed (or claimed) job runs once, on
  * one of them, and their fencing tokens differ (the registrations' ids

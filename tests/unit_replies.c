@@ -206,8 +206,22 @@ TEST(push_message_numbers_out_of_range_are_malformed) {
     ASSERT_EQ(1, h.n);
     ASSERT_EQ(1700000000000LL, jobs[0].deadline);
     ASSERT(memcmp(jobs[0].payload, "abc", 3) == 0);
+    ASSERT_EQ(0, h.check);
+    ASSERT_EQ(0, jobs[0].check);
+    free(jobs);
+    /* an unconfirmed push: " ?" after the deadline */
+    ASSERT_EQ(RJQ_OK, push("3 1 1 c1.3.9 1700000000000 ?\n2 3 1 3\njbabc", &h, &jobs));
+    ASSERT_EQ(1, h.check);
+    ASSERT_EQ(1, jobs[0].check);
+    ASSERT_EQ(1700000000000LL, jobs[0].deadline);
+    ASSERT(memcmp(jobs[0].payload, "abc", 3) == 0);
     free(jobs);
     static const char *bad[] = {
+        "3 1 1 c1.3.9 1700000000000 x\n2 3 1 3\njbabc",       /* not " ?" */
+        "3 1 1 c1.3.9 1700000000000  ?\n2 3 1 3\njbabc",
+        "3 1 1 c1.3.9 1700000000000 ??\n2 3 1 3\njbabc",
+        "3 1 1 c1.3.9 0 ?\n2 3 1 3\njbabc",
+        "3 1 1 c1.3.9 ?\n2 3 1 3\njbabc",
         "3 1 1 c1.3.9 0\n2 3 1 3\njbabc",                       /* no deadline */
         "3 1 1 c1.3.9 4611686018427387905\n2 3 1 3\njbabc",     /* past 2^62 */
         "3 1 1 c1.3.9 18446744073709551616\n2 3 1 3\njbabc",    /* past 2^64 */

@@ -32,7 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             touch_in(msg, size, h.token, h.toklen);
             for (size_t i = 0; i < h.n; i++) {
                 MUST(jobs[i].idlen > 0 && jobs[i].deadline > 0 && jobs[i].attempt >= 0 &&
-                     jobs[i].max_attempts >= 0 && jobs[i].token == h.token);
+                     jobs[i].max_attempts >= 0 && jobs[i].token == h.token &&
+                     jobs[i].check == h.check && (h.check == 0 || h.check == 1));
                 keep(jobs[i].deadline - 0x7fffffffffffffffLL); /* take_pushed: - lease_ms */
                 touch_in(msg, size, jobs[i].id, jobs[i].idlen);
                 touch_in(msg, size, jobs[i].payload, jobs[i].len);

@@ -736,6 +736,8 @@ function searchPage(main, name, sid) {
   const text = el('input', { id: 'search-text', name: 'text', placeholder: 'text in the payloads', autocomplete: 'off', required: true });
   const boxes = STATES.map(s => el('label', { class: 'stbox' },
     el('input', { type: 'checkbox', name: 'state', value: s, checked: true }), ' ', s));
+  const count = el('input', { id: 'search-count', type: 'number', min: 1, max: 1000, value: 200,
+    title: 'payloads read by each step (one short Redis call)' });
   const startBtn = el('button', { type: 'submit', id: 'search-start' }, 'search');
   const cancelBtn = el('button', { type: 'button', id: 'search-cancel', class: 'danger', disabled: true }, 'cancel');
   const bar = el('progress', { id: 'search-progress', max: 1, value: 0 });
@@ -744,7 +746,7 @@ function searchPage(main, name, sid) {
   const table = el('table', { class: 'ids rows', id: 'search-matches' },
     el('thead', {}, el('tr', {}, ['id', 'state'].map(h => el('th', {}, h)))), rows);
   const form = el('form', { class: 'search', id: 'search-form' }, text, ' ', startBtn, ' ', cancelBtn,
-    el('div', { class: 'states' }, boxes));
+    el('div', { class: 'states' }, boxes, el('label', { class: 'stbox' }, 'payloads a step ', count)));
   main.append(el('p', { class: 'crumbs' }, el('a', { href: '#/' }, 'queues'), ' / ',
     el('a', { href: '#/q/' + enc(name) }, name), ' / search'),
     el('h1', {}, 'search the payloads of ', name), form,
@@ -791,7 +793,7 @@ function searchPage(main, name, sid) {
     const states = boxes.map(b => b.firstChild).filter(b => b.checked).map(b => b.value);
     if (!states.length) { toast('pick at least one state', true); return; }
     try {
-      const r = await api('POST', `/v1/queues/${enc(name)}/search?text=${enc(text.value)}&states=${states.join(',')}`);
+      const r = await api('POST', `/v1/queues/${enc(name)}/search?text=${enc(text.value)}&states=${states.join(',')}&count=${enc(count.value)}`);
       history.replaceState(null, '', `#/q/${enc(name)}/search/${enc(r.data.search)}`);
       follow(r.data.search);
     } catch (e) { toast(e.message, true); }

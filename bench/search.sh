@@ -4,20 +4,22 @@
 #
 #   1. N ready jobs, ~70-byte JSON payloads, every (N/100)-th holding
 #      "needle" (100 matches), enqueued with `rjq enqueue Q -`;
-#   2. with SLOWLOG recording every command, a search (count=COUNT): time to
+#   2. with SLOWLOG recording every command, a search for each count of
+#      COUNTS (payloads a step): time to
 #      first result, total time, steps, and each step's Redis time (the
 #      search script's FCALL/EVALSHA entries of SLOWLOG: p50, p99, max);
 #   3. a worker (rjq-gateway_worker, completes at once) drains the queue:
 #      jobs completed per second over DRAIN_S seconds without a search, then
 #      while a search runs (the search's own time), repeated until it ends.
 #
-#   bash bench/search.sh [BUILD_DIR]     N=100000 COUNT=200 bash bench/search.sh
+#   bash bench/search.sh [BUILD_DIR]     N=100000 COUNTS="100 200" COUNT=100 bash bench/search.sh
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 B=$(cd "${1:-$here/../build}" && pwd)
 N=${N:-1000000}
-COUNT=${COUNT:-200}
+COUNT=${COUNT:-100}                # the drain part's search
+COUNTS=${COUNTS:-"50 100 200 1000"} # the searches without a drain
 DRAIN_S=${DRAIN_S:-5}
 PY=/usr/bin/python3
 # shellcheck source=scripts/redis-private.sh
@@ -55,19 +57,20 @@ for _ in $(seq 200); do [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/healt
 # search SECONDS_LABEL: start one, poll until over; prints its final status JSON
 search() {
     local sid body
-    sid=$(curl -s -X POST "$BASE/v1/queues/q/search?text=needle&count=$COUNT" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["search"])')
+    sid=$(curl -s -X POST "$BASE/v1/queues/q/search?text=needle&count=${1:-$COUNT}" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["search"])')
     for _ in $(seq 100000); do
-        body=$(curl -s "$BASE/v1/queues/q/search/$sid?from=1000000")
+        body=$(curl -s "$BASE/v1/queues/q/search/$sid?from=100000")
         [[ $body == *'"state":"running"'* ]] || break
         sleep 0.05
     done
     echo "$body"
 }
 
+for c in $COUNTS; do
 RC config set slowlog-log-slower-than 0 >/dev/null
 RC config set slowlog-max-len 100000 >/dev/null
 RC slowlog reset >/dev/null
-S=$(search)
+S=$(search "$c")
 RC --json slowlog get 100000 >"$DIR/slowlog.txt"
 RC config set slowlog-log-slower-than 10000 >/dev/null
 "$PY" - "$S" "$DIR/slowlog.txt" <<'PYEOF'
@@ -78,7 +81,7 @@ print(f"search (no drain): state {d['state']}, found {d['found']}, scanned {d['s
       f"step round trip mean {d['step_ms_mean']:.3f} ms, max {d['step_ms_max']:.3f} ms")
 # SLOWLOG (redis-cli --json): [id, time, usec, [args...], addr, name]; the
 # search script's calls are FCALL rjq_<version>_search
-usec = [e[2] for e in json.load(open(sys.argv[2])) if len(e[3]) > 1 and str(e[3][1]).endswith('_search')]
+usec = [e[2] for e in json.loads(open(sys.argv[2], 'rb').read().decode('utf-8', 'replace')) if len(e[3]) > 1 and str(e[3][1]).endswith('_search')]
 usec.sort()
 if usec:
     q = lambda p: usec[min(len(usec) - 1, int(p * len(usec)))]
@@ -87,6 +90,8 @@ if usec:
 else:
     print("no search step in SLOWLOG (format?)")
 PYEOF
+
+done
 
 # the drain: rate without a search, then during searches
 "$DIR/rjq-gateway_worker" -r "$redis_url" -P $P -c 100 q >"$DIR/worker.log" 2>&1 &

@@ -52,6 +52,12 @@ for id in 8 2004; do # (the numbering assumed)
     [[ $("$RJQ" --prefix search job s $id) == *needle* ]] || fail "job $id: $("$RJQ" --prefix search job s $id)"
 done
 
+# a sharded queue of 3 shards: 300 jobs spread over them, 30 hold "needle"
+"$RJQ" --prefix search shards sh 3 >/dev/null || fail "rjq shards sh 3"
+for i in $(seq 0 299); do
+    if [ $((i % 10)) = 0 ]; then echo "sharded needle $i"; else echo "sharded $i"; fi
+done | "$RJQ" --prefix search enqueue sh - >/dev/null || fail "enqueue sh"
+
 start_serve main
 
 # bad input: clear 400s, unknown searches 404, wrong methods 405
@@ -104,6 +110,28 @@ assert d["from"] == 30 and len(d["matches"]) == 1 and d["found"] == 31, d
 CHECKS=$((CHECKS + 1))
 get "$BASE/v1/queues/s/search/$SID?from=-1"
 [ "$CODE" = 400 ] || fail "from=-1: $CODE $BODY"
+
+# a sharded queue: its shards one after the other, each match with its shard
+CHECKS=$((CHECKS + 1))
+get -X POST "$BASE/v1/queues/sh/search?text=needle&count=20"
+SID=$("$PY" -c 'import json,sys; print(json.loads(sys.argv[1])["search"])' "$BODY" 2>/dev/null)
+[ "$CODE" = 202 ] || fail "POST sharded search: $CODE $BODY"
+for _ in $(seq 1200); do
+    get "$BASE/v1/queues/sh/search/$SID"
+    [[ $CODE == 200 && $BODY != *'"state":"running"'* ]] && break
+    sleep 0.05
+done
+"$PY" -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["state"] == "done" and d["shards"] == 3 and d["total"] == 300 and d["scanned"] >= 300, d
+pairs = {(m["id"], m["shard"]) for m in d["matches"]}
+assert len(pairs) == d["found"] == 30, d
+assert len({m["shard"] for m in d["matches"]}) > 1 and all(0 <= m["shard"] < 3 for m in d["matches"]), d
+' "$BODY" || fail "sharded search: $BODY"
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/s/search/$SID"
+[ "$CODE" = 404 ] || fail "a search named under another queue: $CODE $BODY"
 
 # the states asked for
 CHECKS=$((CHECKS + 1))

@@ -31,7 +31,7 @@
 
 #define SEARCH_MAX 16            /* searches kept at once */
 #define SEARCH_IDLE_S 60         /* a search unasked this long is let go */
-#define SEARCH_COUNT_DEFAULT 200 /* payloads a step asks for (bench/README.md "Search") */
+#define SEARCH_COUNT_DEFAULT 100 /* payloads a step asks for (bench/README.md "Search") */
 #define SEARCH_MATCHES_DEFAULT 1000
 #define SEARCH_MATCHES_MAX 100000
 #define SEARCH_PAGE_MAX 1000     /* matches in one status */

@@ -736,7 +736,7 @@ function searchPage(main, name, sid) {
   const text = el('input', { id: 'search-text', name: 'text', placeholder: 'text in the payloads', autocomplete: 'off', required: true });
   const boxes = STATES.map(s => el('label', { class: 'stbox' },
     el('input', { type: 'checkbox', name: 'state', value: s, checked: true }), ' ', s));
-  const count = el('input', { id: 'search-count', type: 'number', min: 1, max: 1000, value: 200,
+  const count = el('input', { id: 'search-count', type: 'number', min: 1, max: 1000, value: 100,
     title: 'payloads read by each step (one short Redis call)' });
   const startBtn = el('button', { type: 'submit', id: 'search-start' }, 'search');
   const cancelBtn = el('button', { type: 'button', id: 'search-cancel', class: 'danger', disabled: true }, 'cancel');

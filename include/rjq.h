@@ -1678,7 +1678,10 @@ typedef void rjq_search_cb(rjq_client *c, int status, const char *cursor, long l
  * pattern): one script call that reads about `count`
  * (1..RJQ_SEARCH_COUNT_MAX) payloads from `cursor` on (HSCAN's cursor:
  * "0" to start, then the one cb got, until cb gets "0"), so a step costs
- * the same whatever the queue's size and never blocks Redis for long.
+ * the same whatever the queue's size and never blocks Redis for long (a
+ * queue small enough for Redis' compact hash encoding,
+ * hash-max-listpack-entries: 512 payloads by default, is read whole in
+ * one step).
  * Like HSCAN, a job there for the whole scan is seen at least once (maybe
  * twice); one enqueued or gone during it may or may not be. Returns
  * RJQ_EINVAL (q or cb NULL, a cursor that is not a number of at most 20

@@ -718,12 +718,17 @@ async function findById() {
     msg.className = 'find-msg bad';
     return;
   }
+  // each queue: its name when the job is there, null for a 404, else the error
   const found = await Promise.all(names.map(q =>
-    api('GET', `/v1/queues/${enc(q)}/jobs/${enc(id)}`).then(() => q, () => null)));
-  const q = found.find(x => x !== null);
+    api('GET', `/v1/queues/${enc(q)}/jobs/${enc(id)}`).then(() => q, e => (e.status === 404 ? null : e))));
+  const q = found.find(x => typeof x === 'string');
+  const err = found.find(x => x instanceof Error);
   if (q) {
     input.value = '';
     location.hash = `#/q/${enc(q)}/job/${enc(id)}`;
+  } else if (err) {
+    msg.textContent = `could not look for ${id}: ${err.message}`;
+    msg.className = 'find-msg bad';
   } else {
     msg.textContent = names.length === 1 ? `no job ${id} in ${names[0]}` : `no job ${id} in any queue`;
     msg.className = 'find-msg bad';

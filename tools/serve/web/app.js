@@ -1,6 +1,6 @@
 // rjq dashboard: one page, no build step, no dependency. It reads the
 // JSON API of rjq serve (docs/rjq.1, SERVE) and is updated by its event
-// stream (/v1/events): nothing polls. Every string from the server goes
+// stream (/v1/events): nothing polls (but a running search, searchPage). Every string from the server goes
 // into the page as text (textContent), never as markup.
 'use strict';
 

@@ -1663,6 +1663,45 @@ typedef enum rjq_job_state {
 RJQ_API int rjq_queue_list_jobs(rjq_queue *q, rjq_job_state state, long offset, long limit,
                                 rjq_ids_cb *cb, void *data);
 
+/* One step of a search of q's payloads (rjq_queue_search). */
+typedef struct rjq_search_match {
+    const char *id;
+    const char *state; /* "ready", "delayed", "active", "dead", "cancelled" or
+                          "completed" (within the retention), as read then */
+} rjq_search_match;
+
+/* cursor: where the next step starts ("0": the scan is over); scanned: the
+ * payloads this step read; total: the jobs in the queue then (payloads
+ * kept); matches: those of the step's payloads that hold the bytes. All
+ * valid only during the callback. On an error (status < 0) the rest is
+ * NULL or 0. */
+typedef void rjq_search_cb(rjq_client *c, int status, const char *cursor, long long scanned,
+                           long long total, const rjq_search_match *matches, size_t n,
+                           void *data);
+
+#define RJQ_SEARCH_BYTES_MAX 1024 /* the longest text a search looks for */
+#define RJQ_SEARCH_COUNT_MAX 1000 /* the most payloads one step asks for */
+
+/* One step of a search of q's job payloads (every job it keeps: waiting,
+ * delayed, running, dead, cancelled, completed within the retention) for
+ * the bytes (1..RJQ_SEARCH_BYTES_MAX, compared as they are, not a
+ * pattern): one script call that reads about `count`
+ * (1..RJQ_SEARCH_COUNT_MAX) payloads from `cursor` on (HSCAN's cursor:
+ * "0" to start, then the one cb got, until cb gets "0"), so a step costs
+ * the same whatever the queue's size and never blocks Redis for long (a
+ * queue small enough for Redis' compact hash encoding,
+ * hash-max-listpack-entries: 512 payloads by default, is read whole in
+ * one step).
+ * Like HSCAN, a job there for the whole scan is seen at least once (maybe
+ * twice); one enqueued or gone during it may or may not be. Returns
+ * RJQ_EINVAL (q or cb NULL, a cursor that is not a number of at most 20
+ * digits, no bytes or too many, count out of range), RJQ_ECLOSED (the
+ * client is closing), RJQ_ESHARDED (a sharded queue: search each shard,
+ * rjq_queue_get_shard) or RJQ_ENOMEM; cb gets RJQ_OK, RJQ_EPROTO (a reply
+ * out of range) or the connection's error. */
+RJQ_API int rjq_queue_search(rjq_queue *q, const char *cursor, const void *bytes, size_t len,
+                             long count, rjq_search_cb *cb, void *data);
+
 /* Delete a dead or cancelled job for good (its record; an id with a dedup
  * time stays reserved until that is over). cb gets 1, or RJQ_ENOTFOUND (no
  * such job) or RJQ_ESTATE (it waits, runs or completed: cancel a waiting

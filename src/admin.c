@@ -1,6 +1,7 @@
 /*
  * Administration: stats, replay of dead jobs, an explicit reclaim sweep,
- * pause and resume, cancel, reading one job, listing the dead set.
+ * pause and resume, cancel, reading one job, listing the dead set, a step
+ * of a payload search.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -397,6 +398,88 @@ int rjq_client_get_memory(rjq_client *c, rjq_memory_cb *cb, void *data) {
     rjq__argv_str(&a, "INFO");
     rjq__argv_str(&a, "memory");
     int rc = send_client_request(c, -1, on_memory, ctx, &a);
+    rjq__argv_free(&a);
+    if (rc != RJQ_OK) free(ctx);
+    return rc;
+}
+
+/* ---- a search step ------------------------------------------------------------ */
+
+typedef struct search_ctx {
+    rjq_search_cb *cb;
+    void *data;
+} search_ctx;
+
+/* A number of 1..20 digits (HSCAN's cursors are unsigned 64-bit). */
+static int cursor_ok(const char *s, size_t len) {
+    if (len == 0 || len > 20) return 0;
+    for (size_t i = 0; i < len; i++)
+        if (s[i] < '0' || s[i] > '9') return 0;
+    return 1;
+}
+
+static int state_word(const redisReply *e) {
+    static const char *const words[] = {"ready", "delayed", "active", "dead", "cancelled",
+                                        "completed"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (e->len == strlen(words[i]) && memcmp(e->str, words[i], e->len) == 0) return 1;
+    return 0;
+}
+
+static void on_search(rjq_client *c, int status, redisReply *r, void *priv) {
+    search_ctx *ctx = priv;
+    rjq_search_match *m = NULL;
+    size_t n = 0;
+    if (status == RJQ_OK &&
+        (r->type != REDIS_REPLY_ARRAY || r->elements < 3 || (r->elements - 3) % 2 ||
+         r->element[0]->type != REDIS_REPLY_STRING ||
+         !cursor_ok(r->element[0]->str, r->element[0]->len) ||
+         r->element[1]->type != REDIS_REPLY_INTEGER || r->element[1]->integer < 0 ||
+         r->element[2]->type != REDIS_REPLY_INTEGER || r->element[2]->integer < 0))
+        status = RJQ_EPROTO;
+    for (size_t i = 3; status == RJQ_OK && i < r->elements; i += 2) {
+        const redisReply *id = r->element[i], *st = r->element[i + 1];
+        if (id->type != REDIS_REPLY_STRING || id->len == 0 || id->len > RJQ_JOB_ID_MAX ||
+            memchr(id->str, '\0', id->len) || st->type != REDIS_REPLY_STRING || !state_word(st))
+            status = RJQ_EPROTO;
+    }
+    if (status == RJQ_EPROTO) rjq__errmsg(c, "search: unexpected reply");
+    if (status == RJQ_OK && r->elements > 3 &&
+        (m = malloc((r->elements - 3) / 2 * sizeof *m)) == NULL)
+        status = RJQ_ENOMEM;
+    if (status == RJQ_OK) {
+        for (size_t i = 3; i < r->elements; i += 2, n++) {
+            m[n].id = r->element[i]->str;
+            m[n].state = r->element[i + 1]->str;
+        }
+        ctx->cb(c, RJQ_OK, r->element[0]->str, r->element[2]->integer, r->element[1]->integer, m,
+                n, ctx->data);
+    } else {
+        ctx->cb(c, status, NULL, 0, 0, NULL, 0, ctx->data);
+    }
+    free(m);
+    free(ctx);
+}
+
+int rjq_queue_search(rjq_queue *q, const char *cursor, const void *bytes, size_t len,
+                     long count, rjq_search_cb *cb, void *data) {
+    if (q == NULL || cb == NULL || cursor == NULL || !cursor_ok(cursor, strlen(cursor)) ||
+        bytes == NULL || len == 0 || len > RJQ_SEARCH_BYTES_MAX || count < 1 ||
+        count > RJQ_SEARCH_COUNT_MAX)
+        return RJQ_EINVAL;
+    int rc = usable(q, 1);
+    if (rc != RJQ_OK) return rc;
+    search_ctx *ctx = malloc(sizeof *ctx);
+    if (ctx == NULL) return RJQ_ENOMEM;
+    ctx->cb = cb;
+    ctx->data = data;
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_script_keys(&a, q, RJQ__S_SEARCH);
+    rjq__argv_str(&a, cursor);
+    rjq__argv_ll(&a, count);
+    rjq__argv_add(&a, bytes, len);
+    rc = send_client_request(rjq_queue_get_client(q), RJQ__S_SEARCH, on_search, ctx, &a);
     rjq__argv_free(&a);
     if (rc != RJQ_OK) free(ctx);
     return rc;

@@ -18,6 +18,7 @@
  *   POST   /v1/queues/{q}/purge?state=dead|cancelled   delete every job of the set
  *   POST   /v1/queues/{q}/pause, /resume      pause or resume the queue
  *   POST   /v1/queues/{q}/reclaim             run a lease sweep now
+ *   POST   /v1/queues/{q}/search, GET|DELETE /v1/queues/{q}/search/{id}   (search.c)
  */
 #include "server.h"
 
@@ -644,6 +645,10 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
         return;
     }
     call *c = NULL;
+    if (g.n >= 2 && g.n <= 3 && strcmp(g.v[1], "search") == 0) { /* search.c */
+        search_handle(s, req, q, g.n == 3 ? g.v[2] : NULL, args);
+        return;
+    }
     if (g.n == 1) {
         const char *sh = query_get(args, "shards");
         if (!method(req, EVHTTP_REQ_GET)) {

@@ -467,7 +467,7 @@ static void on_request(struct evhttp_request *req, void *arg) {
         goto out;
     }
     if (!authorized(s, req, &args)) goto out;
-    if (s->o.read_only && !is_get(req)) {
+    if (s->o.read_only && !is_get(req) && !search_path(path)) {
         s->refused++;
         reply_error(req, 403, "this server is read-only");
         goto out;
@@ -755,6 +755,7 @@ done:
     /* after the requests: pending callbacks find nothing to answer (closed
      * already, unless a second signal or a failed start came first) */
     if (s->c) rjq_client_free(s->c);
+    search_free_all(s);
     sse_free(s);
     queues_free(s);
     timing_map_free(&s->times);

@@ -9,6 +9,8 @@
  *   ../timing.c enqueue-to-start and run-time histograms from job events
  *   api.c      the /v1 routes but enqueue
  *   enqueue.c  POST /v1/queues/{q}/jobs, with ?wait= (requests that wait)
+ *   search.c   /v1/queues/{q}/search: payload searches in bounded steps
+ *              (their logic: search_state.c)
  *   sse.c      GET /v1/events (Server-Sent Events)
  *   metrics.c  GET /metrics (Prometheus text)
  *   demo.c     --demo: a worker pool in the server and its controls
@@ -140,6 +142,7 @@ typedef struct server {
     size_t nanswered, answered_cap;
     /* counters (GET /v1/server) */
     long long requests, refused;
+    struct searches *searches; /* search.c, NULL until the first */
 } server;
 
 /* ---- server.c: the monotonic clock, seconds --- */
@@ -316,6 +319,15 @@ void demo_free(server *s);
 void demo_closing(server *s);
 /* demo.c: a "demo" event to the streams when the pool's numbers changed. */
 void demo_tick(server *s);
+/* search.c: a request under /v1/queues/{q}/search (sid: the segment
+ * after it, NULL for none). */
+void search_handle(server *s, struct evhttp_request *req, squeue *q, const char *sid,
+                   const struct evkeyvalq *args);
+/* search.c: 1 when path is /v1/queues/{q}/search[/{id}] (a read-only
+ * server allows POST and DELETE there: a search writes nothing). */
+int search_path(const char *path);
+/* search.c: end and free every search (after the client is freed). */
+void search_free_all(server *s);
 /* metrics.c: GET /metrics. */
 void metrics_handle(server *s, struct evhttp_request *req);
 /* assets.c: GET of a dashboard file; 0 when path is not one. */

@@ -1,6 +1,6 @@
 // rjq dashboard: one page, no build step, no dependency. It reads the
 // JSON API of rjq serve (docs/rjq.1, SERVE) and is updated by its event
-// stream (/v1/events): nothing polls. Every string from the server goes
+// stream (/v1/events): nothing polls (but a running search, searchPage). Every string from the server goes
 // into the page as text (textContent), never as markup.
 'use strict';
 
@@ -344,6 +344,7 @@ function queuePage(main, name, tab, offset) {
   const feed = el('ol', { class: 'feed', id: 'feed' });
   const tabs = el('nav', { class: 'tabs' }, STATES.map(s =>
     el('a', { href: `#/q/${enc(name)}/${s}`, class: s === tab ? 'on' : '', 'data-tab': s }, s)));
+  tabs.append(el('a', { href: `#/q/${enc(name)}/search`, class: 'searchlink', id: 'search-link' }, 'search payloads'));
   const pager = el('div', { class: 'pager' });
   // the rows' bulk selection: kept across live refreshes (by id)
   const selected = new Set();
@@ -699,6 +700,122 @@ function processesPage(main) {
   return { onProcesses: draw };
 }
 
+// ---- search (search.c) ----------------------------------------------------
+
+// The header's box: a job by its exact id, in the queue on screen, else in
+// every queue served (one GET each, at once); its page, or "no job" said.
+async function findById() {
+  const input = document.getElementById('find-id');
+  const msg = document.getElementById('find-msg');
+  const id = input.value.trim();
+  msg.textContent = '';
+  msg.className = 'find-msg';
+  if (!id) return;
+  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  const names = parts[0] === 'q' && parts[1] ? [parts[1]] : Array.from(state.queues.keys());
+  if (!names.length) {
+    msg.textContent = 'no queue to look in';
+    msg.className = 'find-msg bad';
+    return;
+  }
+  // each queue: its name when the job is there, null for a 404, else the error
+  const found = await Promise.all(names.map(q =>
+    api('GET', `/v1/queues/${enc(q)}/jobs/${enc(id)}`).then(() => q, e => (e.status === 404 ? null : e))));
+  const q = found.find(x => typeof x === 'string');
+  const err = found.find(x => x instanceof Error);
+  if (q) {
+    input.value = '';
+    location.hash = `#/q/${enc(q)}/job/${enc(id)}`;
+  } else if (err) {
+    msg.textContent = `could not look for ${id}: ${err.message}`;
+    msg.className = 'find-msg bad';
+  } else {
+    msg.textContent = names.length === 1 ? `no job ${id} in ${names[0]}` : `no job ${id} in any queue`;
+    msg.className = 'find-msg bad';
+  }
+}
+
+// A payload search: started (POST), followed (GET ?from=, every 250 ms while
+// it runs), cancelled (DELETE). sid: a search to follow (#/q/Q/search/ID).
+function searchPage(main, name, sid) {
+  const text = el('input', { id: 'search-text', name: 'text', placeholder: 'text in the payloads', autocomplete: 'off', required: true });
+  const boxes = STATES.map(s => el('label', { class: 'stbox' },
+    el('input', { type: 'checkbox', name: 'state', value: s, checked: true }), ' ', s));
+  const count = el('input', { id: 'search-count', type: 'number', min: 1, max: 1000, value: 100,
+    title: 'payloads read by each step (one short Redis call)' });
+  const startBtn = el('button', { type: 'submit', id: 'search-start' }, 'search');
+  const cancelBtn = el('button', { type: 'button', id: 'search-cancel', class: 'danger', disabled: true }, 'cancel');
+  const bar = el('progress', { id: 'search-progress', max: 1, value: 0 });
+  const status = el('span', { id: 'search-status', class: 'muted' }, 'not started');
+  const rows = el('tbody');
+  const table = el('table', { class: 'ids rows', id: 'search-matches' },
+    el('thead', {}, el('tr', {}, ['id', 'state'].map(h => el('th', {}, h)))), rows);
+  const form = el('form', { class: 'search', id: 'search-form' }, text, ' ', startBtn, ' ', cancelBtn,
+    el('div', { class: 'states' }, boxes, el('label', { class: 'stbox' }, 'payloads a step ', count)));
+  main.append(el('p', { class: 'crumbs' }, el('a', { href: '#/' }, 'queues'), ' / ',
+    el('a', { href: '#/q/' + enc(name) }, name), ' / search'),
+    el('h1', {}, 'search the payloads of ', name), form,
+    el('div', { class: 'progress' }, bar, ' ', status), table);
+  let cur = null, got = 0, timer = null, closed = false;
+
+  function draw(d) {
+    const total = Math.max(d.total, d.scanned, 1);
+    bar.max = total;
+    bar.value = Math.min(d.scanned, total);
+    const pct = d.state === 'done' ? 100 : Math.min(99, Math.floor(100 * d.scanned / total));
+    status.textContent = `${d.state} · ${fmt(d.scanned)} of ${fmt(d.total)} jobs read (${pct}%) · ` +
+      `${plural(d.found, 'match')}${d.truncated ? ' (stopped at the cap)' : ''} · ${ms(d.elapsed_ms)}`;
+    status.className = d.state === 'failed' ? 'bad' : 'muted';
+    status.dataset.state = d.state;
+    for (const m of d.matches) {
+      rows.append(el('tr', { 'data-id': m.id },
+        el('td', {}, el('a', { href: `#/q/${enc(name)}/job/${enc(m.id)}` }, m.id)),
+        el('td', {}, el('span', { class: 'badge st-' + m.state }, m.state))));
+    }
+    got += d.matches.length;
+    const running = d.state === 'running';
+    cancelBtn.disabled = !running;
+    startBtn.disabled = running;
+  }
+  async function poll() {
+    timer = null;
+    if (!cur || closed) return;
+    try {
+      const r = await api('GET', `/v1/queues/${enc(name)}/search/${enc(cur)}?from=${got}`);
+      if (closed) return;
+      draw(r.data);
+      if (r.data.state === 'running' || got < r.data.found) timer = setTimeout(poll, 250);
+    } catch (e) { toast(e.message, true); startBtn.disabled = false; cancelBtn.disabled = true; }
+  }
+  function follow(id) {
+    cur = id; got = 0;
+    rows.replaceChildren();
+    if (timer) clearTimeout(timer);
+    poll();
+  }
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const states = boxes.map(b => b.firstChild).filter(b => b.checked).map(b => b.value);
+    if (!states.length) { toast('pick at least one state', true); return; }
+    try {
+      const r = await api('POST', `/v1/queues/${enc(name)}/search?text=${enc(text.value)}&states=${states.join(',')}&count=${enc(count.value)}`);
+      history.replaceState(null, '', `#/q/${enc(name)}/search/${enc(r.data.search)}`);
+      follow(r.data.search);
+    } catch (e) { toast(e.message, true); }
+  });
+  cancelBtn.addEventListener('click', async () => {
+    if (!cur) return;
+    try {
+      await api('DELETE', `/v1/queues/${enc(name)}/search/${enc(cur)}`);
+      toast('search cancelled');
+      if (!timer) poll();
+    } catch (e) { toast(e.message, true); }
+  });
+  if (sid) follow(sid);
+  text.focus();
+  return { close() { closed = true; if (timer) clearTimeout(timer); } };
+}
+
 // ---- token, routing, start -----------------------------------------------
 
 function askToken() {
@@ -725,6 +842,8 @@ function route() {
   const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
   if (parts[0] === 'processes')
     state.view = processesPage(main);
+  else if (parts[0] === 'q' && parts[1] && parts[2] === 'search')
+    state.view = searchPage(main, parts[1], parts.slice(3).join('/'));
   else if (parts[0] === 'q' && parts[1] && parts[2] === 'job' && parts[3] !== undefined)
     state.view = jobPage(main, parts[1], parts.slice(3).join('/'));
   else if (parts[0] === 'q' && parts[1])
@@ -749,4 +868,5 @@ async function start() {
 }
 
 window.addEventListener('hashchange', route);
+document.getElementById('find').addEventListener('submit', (ev) => { ev.preventDefault(); findById(); });
 start();

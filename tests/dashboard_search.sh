@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The dashboard's search in a real browser (Debian's chromium, headless,
+# playwright-core as tests/dashboard.sh installs it): the header's box finds
+# a job by id (its page) or says there is none; the payload search page
+# shows a search's progress and its matches while it runs, cancels it, and
+# lists every match of a whole search. Screenshots, checked for the elements
+# they must show: <build>/artifacts/search-*.png.
+# Skipped (with the reason) only where chromium or npm cannot be installed.
+set -u
+BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
+SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
+RJQ="$BUILD/rjq"
+PW_VERSION=1.65.1
+"$RJQ" serve --listen x 2>&1 | grep -q "built without" && { echo "SKIP: rjq built without serve"; exit 0; }
+CHROMIUM=/usr/lib/chromium/chromium
+[ -x "$CHROMIUM" ] || { echo "SKIP: chromium is not installed (Debian package chromium; tests/dashboard.sh installs it)"; exit 0; }
+command -v npm >/dev/null || { echo "SKIP: npm is not installed (Debian packages nodejs, npm)"; exit 0; }
+PW="$BUILD/playwright"
+if [ ! -f "$PW/node_modules/playwright-core/package.json" ] ||
+   ! grep -q "\"version\": \"$PW_VERSION\"" "$PW/node_modules/playwright-core/package.json"; then
+    mkdir -p "$PW"
+    npm install --prefix "$PW" --no-audit --no-fund --loglevel=error "playwright-core@$PW_VERSION" >"$PW/install-search.log" 2>&1 ||
+        { echo "SKIP: playwright-core cannot be installed from npm: $(tail -3 "$PW/install-search.log")"; exit 0; }
+fi
+
+# shellcheck source=scripts/redis-private.sh
+. "$SRC/scripts/redis-private.sh"
+# shellcheck source=tests/serve_helpers.bash
+. "$SRC/tests/serve_helpers.bash"
+SERVE_PREFIX=ds
+ART="$BUILD/artifacts"
+mkdir -p "$ART"
+serve_setup dashboard-search
+# 5000 waiting jobs, every 10th holding "needle" (500 matches), and one by id
+for i in $(seq 0 4999); do
+    if [ $((i % 10)) = 0 ]; then echo "{\"kind\":\"mail\",\"to\":\"needle-$i@example.com\"}"; else echo "{\"kind\":\"mail\",\"n\":$i}"; fi
+done | "$RJQ" --prefix ds enqueue sq - >/dev/null || { echo "FAIL: enqueue"; exit 1; }
+"$RJQ" --prefix ds enqueue sq '{"kind":"invoice","customer":"acme"}' --id inv-42 >/dev/null || { echo "FAIL: enqueue inv-42"; exit 1; }
+start_serve rw
+cp "$SRC/tests/dashboard/search.mjs" "$PW/search.mjs" # resolves playwright-core from $PW
+# shellcheck disable=SC2154 # (redis_pid: set by redis_private_start)
+BASE=$BASE CHROMIUM=$CHROMIUM ART=$ART REDIS_PID=$redis_pid timeout 200 node "$PW/search.mjs"
+kill -CONT "$redis_pid" 2>/dev/null # (whatever became of the test)
+RC=$?
+[ "$RC" = 0 ] || { echo "server log:"; tail -20 "$DIR/rw.err"; }
+# the server stops cleanly (under ASan: no leak, no error report)
+kill "$SPID"
+wait "$SPID"; SERVE_RC=$?
+if [ "$SERVE_RC" != 0 ] || grep -q 'Sanitizer\|runtime error' "$DIR/rw.err"; then
+    echo "FAIL: serve exit $SERVE_RC: $(grep -A5 Sanitizer "$DIR/rw.err" | head -20)"; RC=1
+fi
+exit $RC

@@ -17,6 +17,27 @@ static void reserve(rjq__buf *b, size_t more) {
     b->cap = cap;
 }
 
+size_t rjq__dec(char *out, long long x) {
+    char digits[RJQ__DEC_MAX];
+    /* (the magnitude as unsigned: -LLONG_MIN overflows a long long) */
+    unsigned long long v = x < 0 ? 0ull - (unsigned long long)x : (unsigned long long)x;
+    size_t nd = 0, n = 0;
+    do {
+        digits[nd++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    if (x < 0) out[n++] = '-';
+    while (nd) out[n++] = digits[--nd];
+    out[n] = '\0';
+    return n;
+}
+
+void rjq__buf_ll(rjq__buf *b, long long v) {
+    char num[RJQ__DEC_MAX];
+    size_t n = rjq__dec(num, v);
+    rjq__buf_arg(b, num, n);
+}
+
 void rjq__buf_arg(rjq__buf *b, const void *data, size_t len) {
     /* "$<len>\r\n" (by hand: snprintf cost more than the copies, three
      * arguments a job in an enqueue batch) */

@@ -32,4 +32,16 @@
 /* redisFormatCommandArgv's return type differs (int / long long). */
 typedef long long rjq__fmtlen;
 
+/* Free what hiredis allocated (a reply's string rjq took over, its
+ * pointer in the reply set to NULL so freeReplyObject skips it): hi_free
+ * on 1.x, whose allocators an application may replace
+ * (hiredisSetAllocators); free on 0.14. */
+#if RJQ_HIREDIS_AT_LEAST(1, 0)
+#include <hiredis/alloc.h>
+#define rjq__hi_free(p) hi_free(p)
+#else
+#include <stdlib.h>
+#define rjq__hi_free(p) free(p)
+#endif
+
 #endif

@@ -39,9 +39,11 @@ typedef long long rjq__fmtlen;
 #if RJQ_HIREDIS_AT_LEAST(1, 0)
 #include <hiredis/alloc.h>
 #define rjq__hi_free(p) hi_free(p)
+#define rjq__hi_malloc(n) hi_malloc(n)
 #else
 #include <stdlib.h>
 #define rjq__hi_free(p) free(p)
+#define rjq__hi_malloc(n) malloc(n)
 #endif
 
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "compat.h"
+#include "replyarena.h"
 #include "worker_private.h"
 
 /* The group's slots in use (registered ones excluded). */
@@ -209,9 +210,10 @@ void rjq__w_job_move(rjq_worker *w, rjq_job *j, rjq__job_place to) {
 /* A running job (tok: the record of its token, which it holds). */
 rjq_job *rjq__w_new_job_from(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok, redisReply *from) {
     if (tok == NULL || d->toklen >= sizeof(((rjq_job *)0)->token)) return NULL;
-    /* (hiredis' strings end with a NUL, as the copies do) */
-    int take = from != NULL && from->type == REDIS_REPLY_STRING && from->str == d->payload &&
-               (size_t)from->len == d->len;
+    /* (taken: a string of its own allocation, NUL-ended as the copies are;
+     * only once the handle is made, so a failure leaves the reply whole) */
+    int take = from && from->type == REDIS_REPLY_STRING && from->str == d->payload &&
+               (size_t)from->len == d->len && d->len >= RJQ__REPLY_OWN_MIN;
     rjq_job *j = malloc(sizeof *j + d->idlen + 1 + (take ? 0 : d->len + 1));
     if (j == NULL) return NULL;
     char *mem = (char *)(j + 1);
@@ -223,9 +225,12 @@ rjq_job *rjq__w_new_job_from(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok,
     j->token[d->toklen] = '\0';
     j->own_payload = NULL;
     if (take) {
-        j->payload = j->own_payload = from->str;
-        from->str = NULL;
-        from->len = 0;
+        /* (replyarena.h: such a string can be taken) */
+        if ((j->own_payload = rjq__reply_take_str(from)) == NULL) {
+            free(j);
+            return NULL;
+        }
+        j->payload = j->own_payload;
     } else {
         j->payload = mem + d->idlen + 1;
         memcpy(mem + d->idlen + 1, d->payload, d->len);

@@ -16,6 +16,11 @@
  *   rjq attaches first (conn.c).
  * - RESP2 only: no HELLO 3 (0.14.1 drops the connection on it).
  * - Only HIREDIS_MAJOR/MINOR are meaningful (1.4.1 still says PATCH 0).
+ * - Reply object functions (replyarena.c, set on each connection's
+ *   reader): createArray takes an int on 0.14 and a size_t on 1.x, which
+ *   also has createDouble and createBool (RESP3: never met); strings rjq
+ *   takes over from a reply are hiredis' allocations: rjq__hi_malloc and
+ *   rjq__hi_free below (1.x's allocators can be replaced).
  */
 #ifndef RJQ_COMPAT_H
 #define RJQ_COMPAT_H

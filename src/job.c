@@ -18,6 +18,7 @@
 
 #define COMPLETE_BATCH 500           /* jobs per complete script call */
 #define COMPLETE_BYTES (8u << 20)    /* result bytes per complete script call */
+#define ARGS_KEPT (1u << 20)         /* pending arguments' buffer kept when empty */
 
 /* ---- complete ------------------------------------------------------------ */
 
@@ -49,6 +50,13 @@ typedef struct complete_batch {
     rjq__offer *offers;       /* freed slots offered for push delivery */
     item items[];
 } complete_batch;
+
+/* Nothing pending: args are written from the start again; a buffer grown
+ * past ARGS_KEPT (big results) is let go of. */
+static void args_reset(part *p) {
+    p->args.len = p->start = 0;
+    if (p->args.cap > ARGS_KEPT) rjq__buf_free(&p->args);
+}
 
 /* items must not be a live list: the callbacks may complete more jobs. */
 static void finish_items(rjq_client *c, const rjq__finish_ops *ops, item *items, size_t n,
@@ -148,7 +156,7 @@ static void fail_pending(rjq_queue *q, part *p, int status) {
     size_t n = p->n;
     p->pending = NULL;
     p->n = p->cap = 0;
-    p->args.len = p->start = 0;
+    args_reset(p);
     finish_items(rjq_queue_get_client(q), p->ops, items, n, status, NULL);
     free(items);
 }
@@ -182,7 +190,7 @@ static void flush_some(rjq_queue *q, part *p) {
     RJQ_ASSERT(b->noffers <= n); /* at most one offer per completion */
     int rc = send_batch(q, b, p->args.p + at, alen);
     /* (sent: copied into the request; nothing pending: args from the start) */
-    if (p->n == 0) p->args.len = p->start = 0;
+    if (p->n == 0) args_reset(p);
     if (rc != RJQ_OK) {
         rjq__errmsg(c, "complete: %s", rjq_strerror(rc));
         for (size_t i = 0; i < b->noffers; i++) b->ops->offer_done(&b->offers[i], rc, 0);

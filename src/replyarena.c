@@ -103,7 +103,9 @@ static arena *arena_of_task(const redisReadTask *task, redisReply *r) {
 static void *create_string(const redisReadTask *task, char *str, size_t len) {
     int own = len >= RJQ__REPLY_OWN_MIN;
     if (len >= SIZE_MAX - 2 * ALIGN) return NULL;
-    redisReply *r = new_object(task, task->type, task->parent || own ? 0 : up(len + 1));
+    /* (a root's room: its string, or the record of a big one) */
+    redisReply *r = new_object(task, task->type,
+                               task->parent ? 0 : own ? up(sizeof(big)) : up(len + 1));
     if (r == NULL) return NULL;
     arena *a = arena_of_task(task, r);
     char *s;

@@ -117,8 +117,19 @@ TEST(arena_long_string_taken_over_outlives_its_reply) {
     ASSERT_EQ(1000, (int)strlen(p));
     ASSERT(p[0] == 'p' && p[999] == 'p');
     rjq__hi_free(p);
-    /* the rest of the sample: freed with their replies, taken or not */
-    while (redisReaderGetReply(r, &rep) == REDIS_OK && rep) r->fn->freeObject(rep);
+    /* the rest of the sample: the lone long string (a root) taken too */
+    int roots = 0;
+    while (redisReaderGetReply(r, &rep) == REDIS_OK && rep) {
+        redisReply *x = rep;
+        char *q = x->type == REDIS_REPLY_STRING ? rjq__reply_take_str(x) : NULL;
+        r->fn->freeObject(rep);
+        if (q) {
+            ASSERT_EQ(1000, (int)strlen(q));
+            rjq__hi_free(q);
+            roots++;
+        }
+    }
+    ASSERT_EQ(1, roots);
     redisReaderFree(r);
 }
 

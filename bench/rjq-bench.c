@@ -37,6 +37,16 @@
 
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#endif
+#endif
+#ifndef CALLGRIND_ZERO_STATS /* (no valgrind headers: the client marks do nothing) */
+#define CALLGRIND_ZERO_STATS
+#define CALLGRIND_START_INSTRUMENTATION
+#define CALLGRIND_DUMP_STATS_AT(s) ((void)(s))
+#endif
 
 #include <rjq/libevent.h>
 
@@ -256,6 +266,22 @@ static void cg_mark(const char *what) {
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "'%s' %s", m, what);
     if (system(cmd) != 0) die("%s failed", cmd);
+}
+
+/* bench/client_callgrind.sh runs rjq-bench itself under callgrind: with
+ * CG_CLIENT=1 the drain's worker process zeroes its own counters where the
+ * timed phase starts and dumps them where it ends, so the dump holds the
+ * client's instructions of that phase only (outside valgrind: nothing).
+ * The script starts valgrind with instrumentation off (the untimed
+ * pre-enqueue runs faster so): the zero turns it on. */
+static void cg_client(int dump) {
+    const char *m = getenv("CG_CLIENT");
+    if (m == NULL || strcmp(m, "1") != 0) return;
+    if (dump) CALLGRIND_DUMP_STATS_AT("timed phase");
+    else {
+        CALLGRIND_START_INSTRUMENTATION;
+        CALLGRIND_ZERO_STATS;
+    }
 }
 
 /* Per-command breakdown of a timed phase (CMDSTATS=1), on stderr. Commands
@@ -653,6 +679,7 @@ static void on_job_done(rjq_client *c, int status, void *data) {
     if (++D.done == D.target) {
         D.t1 = now_s();
         D.cpu1 = cpu_s();
+        cg_client(1);
         cg_mark("dump");
         redis_snap(&D.r1); /* synchronous: the phase ends here */
         D.reached = 1;
@@ -686,6 +713,7 @@ static int drain_worker(const char *name, long depth) {
     static snap r0;
     redis_snap(&r0);
     cg_mark("zero");
+    cg_client(0);
     double cpu0 = cpu_s(), t0 = now_s();
     rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = (int)C.conc;

@@ -1,7 +1,7 @@
 /* The argv builder (argv.h). */
 #include "argv.h"
+#include "resp.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,7 +79,7 @@ void rjq__argv_copy(rjq__argv *a, const char *s) {
 }
 
 void rjq__argv_ll(rjq__argv *a, long long x) {
-    char buf[24];
-    snprintf(buf, sizeof buf, "%lld", x);
+    char buf[RJQ__DEC_MAX];
+    rjq__dec(buf, x); /* (no snprintf: numbers are on every hot path) */
     rjq__argv_copy(a, buf);
 }

@@ -16,6 +16,11 @@
  *   rjq attaches first (conn.c).
  * - RESP2 only: no HELLO 3 (0.14.1 drops the connection on it).
  * - Only HIREDIS_MAJOR/MINOR are meaningful (1.4.1 still says PATCH 0).
+ * - Reply object functions (replyarena.c, set on each connection's
+ *   reader): createArray takes an int on 0.14 and a size_t on 1.x, which
+ *   also has createDouble and createBool (RESP3: never met); strings rjq
+ *   takes over from a reply are hiredis' allocations: rjq__hi_malloc and
+ *   rjq__hi_free below (1.x's allocators can be replaced).
  */
 #ifndef RJQ_COMPAT_H
 #define RJQ_COMPAT_H
@@ -31,5 +36,19 @@
 
 /* redisFormatCommandArgv's return type differs (int / long long). */
 typedef long long rjq__fmtlen;
+
+/* Free what hiredis allocated (a reply's string rjq took over, its
+ * pointer in the reply set to NULL so freeReplyObject skips it): hi_free
+ * on 1.x, whose allocators an application may replace
+ * (hiredisSetAllocators); free on 0.14. */
+#if RJQ_HIREDIS_AT_LEAST(1, 0)
+#include <hiredis/alloc.h>
+#define rjq__hi_free(p) hi_free(p)
+#define rjq__hi_malloc(n) hi_malloc(n)
+#else
+#include <stdlib.h>
+#define rjq__hi_free(p) free(p)
+#define rjq__hi_malloc(n) malloc(n)
+#endif
 
 #endif

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "core_private.h"
+#include "replyarena.h"
 #include "sentinel.h"
 #include "validate.h"
 
@@ -438,6 +439,7 @@ static void connect_to(rjq__conn *conn, const char *ip) {
         if (ac) redisAsyncFree(ac);
         return;
     }
+    rjq__reply_arena_use(&ac->c); /* (replies in few blocks: replyarena.h) */
     if (c->tls &&
         rjq__tls_start(c->tls, &ac->c, conn->host, &conn->tls_session, why, sizeof why) != RJQ_OK) {
         redisAsyncFree(ac);

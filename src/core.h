@@ -225,7 +225,13 @@ int rjq__command_in(rjq_client *c, int slot, int flags, rjq__reply_fn *fn, void 
  * server has no functions): argv are "numkeys, keys..., args...". */
 int rjq__script(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv, int argc,
                 const char **argv, const size_t *lens);
-/* The same with the nargs arguments already in RESP form in b. */
+/* The same with the argc arguments already in RESP form in b (work
+ * batched for the tick flushed first, as rjq__script does); b stays the
+ * caller's. */
+int rjq__script_resp(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
+                     int argc, const rjq__buf *b);
+/* The same with the nargs arguments already in RESP form in b, sent as
+ * they are: nothing flushed first (for the batching features' own sends). */
 int rjq__script_buf(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
                     int nargs, const rjq__buf *b);
 /* Several calls of one script as one transaction (MULTI, the calls, EXEC:

@@ -18,24 +18,29 @@
 
 #define COMPLETE_BATCH 500           /* jobs per complete script call */
 #define COMPLETE_BYTES (8u << 20)    /* result bytes per complete script call */
+#define ARGS_KEPT (1u << 20)         /* pending arguments' buffer kept when empty */
 
 /* ---- complete ------------------------------------------------------------ */
 
 typedef struct item {
     rjq_worker *w;            /* the job's owner, told through its part's ops */
-    char *id;                 /* owns one block holding all three strings */
-    char *tail;               /* "<attempt> <token>": how the job's state ends
-                               * while this claim holds it (complete.lua) */
-    char *result;
+    size_t bytes;             /* its three arguments in its part's args */
     size_t result_len;
     rjq_done_cb *cb;
     void *data;
 } item;
 
-/* The queue's completions waiting for its tick. */
+/* The queue's completions waiting for its tick. Each one's arguments of
+ * the complete script (its id; "<attempt> <token>": how the job's state
+ * ends while this claim holds it, complete.lua; its result) are written
+ * in RESP form when it is made, the pending ones' one after the other in
+ * args from `start` on: no allocation per job, the result copied once
+ * before the request's own buffer. */
 typedef struct part {
     item *pending;
     size_t n, cap;
+    rjq__buf args;
+    size_t start;
     const rjq__finish_ops *ops; /* their owner's hooks (one owner: the worker layer) */
 } part;
 
@@ -45,6 +50,13 @@ typedef struct complete_batch {
     rjq__offer *offers;       /* freed slots offered for push delivery */
     item items[];
 } complete_batch;
+
+/* Nothing pending: args are written from the start again; a buffer grown
+ * past ARGS_KEPT (big results) is let go of. */
+static void args_reset(part *p) {
+    p->args.len = p->start = 0;
+    if (p->args.cap > ARGS_KEPT) rjq__buf_free(&p->args);
+}
 
 /* items must not be a live list: the callbacks may complete more jobs. */
 static void finish_items(rjq_client *c, const rjq__finish_ops *ops, item *items, size_t n,
@@ -59,7 +71,6 @@ static void finish_items(rjq_client *c, const rjq__finish_ops *ops, item *items,
         if (code == RJQ_OK && rjq__write_short(c)) code = RJQ_EREPLICAS;
         if (items[i].cb) items[i].cb(c, code, items[i].data);
         ops->replied(items[i].w);
-        free(items[i].id);
     }
 }
 
@@ -102,35 +113,39 @@ static size_t batch_size(const part *p) {
     return n;
 }
 
-static int send_batch(rjq_queue *q, complete_batch *b) {
-    rjq__argv a;
-    rjq__argv_init(&a);
-    rjq__argv_script_keys(&a, q, RJQ__S_COMPLETE);
-    rjq__argv_key(&a, q, RJQ__K_JOB);
-    rjq__argv_ll(&a, rjq__queue_retention_ms(q));
-    rjq__argv_ll(&a, rjq__queue_completed_max(q));
-    rjq__argv_ll(&a, (long long)b->noffers);
+/* (args: the items' arguments, in RESP form: see part) */
+static int send_batch(rjq_queue *q, complete_batch *b, const char *args, size_t alen) {
+    rjq__buf a = {0}; /* the arguments in RESP form: no argv, no printf */
+    int argc = 1 + rjq__script_keys[RJQ__S_COMPLETE].n;
+    rjq__buf_script_keys(&a, q, RJQ__S_COMPLETE);
+    rjq__buf_key(&a, q, RJQ__K_JOB);
+    rjq__buf_ll(&a, rjq__queue_retention_ms(q));
+    rjq__buf_ll(&a, rjq__queue_completed_max(q));
+    rjq__buf_ll(&a, (long long)b->noffers);
     /* the tokens these completions (and earlier finishes) left nothing of */
     size_t forgets = rjq__held_pending(q);
     if (forgets > COMPLETE_BATCH) forgets = COMPLETE_BATCH;
-    rjq__argv_ll(&a, (long long)forgets);
+    rjq__buf_ll(&a, (long long)forgets);
+    argc += 5;
     for (size_t i = 0; i < b->noffers; i++) {
-        rjq__argv_str(&a, b->offers[i].field);
-        rjq__argv_ll(&a, b->offers[i].epoch);
-        rjq__argv_ll(&a, b->offers[i].lease_ms);
-        rjq__argv_ll(&a, b->offers[i].slots);
+        rjq__buf_arg_str(&a, b->offers[i].field);
+        rjq__buf_ll(&a, b->offers[i].epoch);
+        rjq__buf_ll(&a, b->offers[i].lease_ms);
+        rjq__buf_ll(&a, b->offers[i].slots);
+        argc += 4;
     }
-    rjq__held_take(q, &a, forgets);
-    for (size_t i = 0; i < b->n; i++) {
-        rjq__argv_str(&a, b->items[i].id);
-        rjq__argv_str(&a, b->items[i].tail);
-        rjq__argv_add(&a, b->items[i].result, b->items[i].result_len);
-    }
-    int rc = a.oom ? RJQ_ENOMEM
-                   : rjq__script(rjq_queue_get_client(q), RJQ__S_COMPLETE,
-                                 RJQ__REQ_RETRY | RJQ__REQ_DURABLE,
-                                 on_completed, b, a.n, a.v, a.len);
-    rjq__argv_free(&a);
+    rjq__argv held;
+    rjq__argv_init(&held);
+    rjq__held_take(q, &held, forgets);
+    for (int i = 0; i < held.n; i++) rjq__buf_arg(&a, held.v[i], held.len[i]);
+    argc += held.n;
+    if (held.oom) a.oom = 1;
+    rjq__argv_free(&held);
+    rjq__buf_raw(&a, args, alen);
+    argc += 3 * (int)b->n;
+    int rc = rjq__script_resp(rjq_queue_get_client(q), RJQ__S_COMPLETE,
+                              RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_completed, b, argc, &a);
+    rjq__buf_free(&a);
     return rc;
 }
 
@@ -141,6 +156,7 @@ static void fail_pending(rjq_queue *q, part *p, int status) {
     size_t n = p->n;
     p->pending = NULL;
     p->n = p->cap = 0;
+    args_reset(p);
     finish_items(rjq_queue_get_client(q), p->ops, items, n, status, NULL);
     free(items);
 }
@@ -163,12 +179,18 @@ static void flush_some(rjq_queue *q, part *p) {
     memcpy(b->items, p->pending, n * sizeof b->items[0]);
     p->n -= n;
     memmove(p->pending, p->pending + n, p->n * sizeof p->pending[0]);
+    /* their arguments leave args: the rest go first, sent by a later turn */
+    size_t alen = 0, at = p->start;
+    for (size_t i = 0; i < n; i++) alen += b->items[i].bytes;
+    p->start += alen;
     b->noffers = 0;
     b->offers = malloc(n * sizeof *b->offers);
     for (size_t i = 0; b->offers && i < n; i++)
         b->noffers += (size_t)b->ops->offer(b->items[i].w, &b->offers[b->noffers]);
     RJQ_ASSERT(b->noffers <= n); /* at most one offer per completion */
-    int rc = send_batch(q, b);
+    int rc = send_batch(q, b, p->args.p + at, alen);
+    /* (sent: copied into the request; nothing pending: args from the start) */
+    if (p->n == 0) args_reset(p);
     if (rc != RJQ_OK) {
         rjq__errmsg(c, "complete: %s", rjq_strerror(rc));
         for (size_t i = 0; i < b->noffers; i++) b->ops->offer_done(&b->offers[i], rc, 0);
@@ -191,6 +213,7 @@ static void part_close(rjq_queue *q, void *state) {
     part *p = state;
     (void)q;
     free(p->pending);
+    rjq__buf_free(&p->args);
     free(p);
 }
 
@@ -218,21 +241,25 @@ int rjq__finish_complete(const rjq__finish *f, const void *result, size_t len, r
         p->cap = cap;
     }
     RJQ_ASSERT(p->n < p->cap);
-    size_t idlen = strlen(f->id);
-    char tail[16 + RJQ__TOKEN_MAX]; /* an int, a space and the token */
-    int taillen = snprintf(tail, sizeof tail, "%d %s", f->attempt, f->token);
-    if (taillen < 0 || (size_t)taillen >= sizeof tail) return RJQ_EINVAL;
-    char *mem = malloc(idlen + (size_t)taillen + len + 3);
-    if (mem == NULL) return RJQ_ENOMEM;
+    char tail[RJQ__DEC_MAX + 1 + RJQ__TOKEN_MAX]; /* an int, a space and the token */
+    size_t toklen = strlen(f->token), taillen = rjq__dec(tail, f->attempt);
+    if (taillen + 1 + toklen >= sizeof tail) return RJQ_EINVAL;
+    tail[taillen++] = ' ';
+    memcpy(tail + taillen, f->token, toklen + 1);
+    taillen += toklen;
+    /* its arguments in RESP form, the result copied once */
+    size_t at = p->args.len;
+    rjq__buf_arg_str(&p->args, f->id);
+    rjq__buf_arg(&p->args, tail, taillen);
+    rjq__buf_arg(&p->args, result, len);
+    if (p->args.oom) { /* (what was written of it is dropped) */
+        p->args.oom = 0;
+        p->args.len = at;
+        return RJQ_ENOMEM;
+    }
     item *it = &p->pending[p->n++];
     it->w = f->w;
-    it->id = mem;
-    memcpy(mem, f->id, idlen + 1);
-    it->tail = mem + idlen + 1;
-    memcpy(it->tail, tail, (size_t)taillen + 1);
-    it->result = it->tail + taillen + 1;
-    if (len) memcpy(it->result, result, len);
-    it->result[len] = '\0';
+    it->bytes = p->args.len - at;
     it->result_len = len;
     it->cb = cb;
     it->data = data;

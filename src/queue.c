@@ -405,9 +405,7 @@ void rjq__buf_script_keys(rjq__buf *b, const rjq_queue *q, int s) {
     RJQ_ASSERT(s >= 0 && s < RJQ__SCRIPT_COUNT);
     const rjq__script_keys_def *d = &rjq__script_keys[s];
     RJQ_ASSERT(!d->global && d->n == rjq__scripts[s].nkeys);
-    char num[16];
-    snprintf(num, sizeof num, "%d", d->n);
-    rjq__buf_arg_str(b, num);
+    rjq__buf_ll(b, d->n);
     for (int i = 0; i < d->n; i++) rjq__buf_key(b, q, d->keys[i]);
 }
 

@@ -330,22 +330,26 @@ int rjq__command_on(rjq_client *c, rjq__conn *on, rjq__reply_fn *fn, void *priv,
     return new_req(c, on, -1, 0, fn, priv, argc, argv, lens);
 }
 
-int rjq__script(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
-                int argc, const char **argv, const size_t *lens) {
+int rjq__script_resp(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
+                     int argc, const rjq__buf *b) {
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
-    rjq__buf b = {0};
-    for (int i = 0; i < argc; i++) rjq__buf_arg(&b, argv[i], lens ? lens[i] : strlen(argv[i]));
+    if (b->oom) return RJQ_ENOMEM;
     /* Work batched for the tick goes first (see new_req): what the call's
      * slot may see, and before a write the user is told of (a completion,
      * a failure) all that goes on its connection, so it never overtakes an
      * earlier enqueue on the wire. */
     if (c->flush_wanted)
-        rjq__features_before_send(c, args_slot(b.p, b.p + b.len), (flags & RJQ__REQ_DURABLE) != 0);
-    if (!rjq__accepting(c)) { /* a flushed callback freed the client */
-        rjq__buf_free(&b);
-        return RJQ_ECLOSED;
-    }
-    int rc = rjq__script_buf(c, script, flags, fn, priv, argc, &b);
+        rjq__features_before_send(c, args_slot(b->p, b->p + b->len), (flags & RJQ__REQ_DURABLE) != 0);
+    if (!rjq__accepting(c)) return RJQ_ECLOSED; /* a flushed callback freed the client */
+    return rjq__script_buf(c, script, flags, fn, priv, argc, b);
+}
+
+int rjq__script(rjq_client *c, int script, int flags, rjq__reply_fn *fn, void *priv,
+                int argc, const char **argv, const size_t *lens) {
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    rjq__buf b = {0};
+    for (int i = 0; i < argc; i++) rjq__buf_arg(&b, argv[i], lens ? lens[i] : strlen(argv[i]));
+    int rc = rjq__script_resp(c, script, flags, fn, priv, argc, &b);
     rjq__buf_free(&b);
     return rc;
 }

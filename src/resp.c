@@ -17,28 +17,59 @@ static void reserve(rjq__buf *b, size_t more) {
     b->cap = cap;
 }
 
-void rjq__buf_arg(rjq__buf *b, const void *data, size_t len) {
-    /* "$<len>\r\n" (by hand: snprintf cost more than the copies, three
-     * arguments a job in an enqueue batch) */
-    char digits[24];
-    size_t nd = 0, v = len;
+size_t rjq__dec(char *out, long long x) {
+    char digits[RJQ__DEC_MAX];
+    /* (the magnitude as unsigned: -LLONG_MIN overflows a long long) */
+    unsigned long long v = x < 0 ? 0ull - (unsigned long long)x : (unsigned long long)x;
+    size_t nd = 0, n = 0;
     do {
         digits[nd++] = (char)('0' + v % 10);
         v /= 10;
     } while (v);
-    size_t hlen = nd + 3;
-    reserve(b, hlen + len + 2);
+    if (x < 0) out[n++] = '-';
+    while (nd) out[n++] = digits[--nd];
+    out[n] = '\0';
+    return n;
+}
+
+void rjq__buf_ll(rjq__buf *b, long long v) {
+    char num[RJQ__DEC_MAX];
+    size_t n = rjq__dec(num, v);
+    rjq__buf_arg(b, num, n);
+}
+
+void rjq__buf_arg(rjq__buf *b, const void *data, size_t len) {
+    /* "$<len>\r\n" (by hand: snprintf cost more than the copies, three
+     * arguments a job in an enqueue batch and a completion batch); one
+     * check for room ('$', at most 20 digits, two CRLFs) */
     if (b->oom) return;
+    if (b->cap - b->len < len + 25) {
+        reserve(b, len + 25);
+        if (b->oom) return;
+    }
     char *p = b->p + b->len;
     *p++ = '$';
-    while (nd) *p++ = digits[--nd];
+    if (len < 10) {
+        *p++ = (char)('0' + len);
+    } else if (len < 100) {
+        *p++ = (char)('0' + len / 10);
+        *p++ = (char)('0' + len % 10);
+    } else {
+        char digits[24];
+        size_t nd = 0, v = len;
+        do {
+            digits[nd++] = (char)('0' + v % 10);
+            v /= 10;
+        } while (v);
+        while (nd) *p++ = digits[--nd];
+    }
     *p++ = '\r';
     *p++ = '\n';
-    b->len += hlen;
-    if (len) memcpy(b->p + b->len, data, len);
-    b->len += len;
-    b->p[b->len++] = '\r';
-    b->p[b->len++] = '\n';
+    if (len) memcpy(p, data, len);
+    p += len;
+    *p++ = '\r';
+    *p++ = '\n';
+    b->len = (size_t)(p - b->p);
 }
 
 void rjq__buf_raw(rjq__buf *b, const void *resp, size_t len) {

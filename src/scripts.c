@@ -19,11 +19,27 @@
 int rjq__script_head(int script, int nargs, int fcall, char *out, size_t cap) {
     RJQ_ASSERT(script >= 0 && script < RJQ__SCRIPT_COUNT && nargs >= 0);
     const rjq__script_def *s = &rjq__scripts[script];
-    int n = fcall ? snprintf(out, cap, "*%d\r\n$5\r\nFCALL\r\n$%zu\r\n%s\r\n", nargs + 2,
-                             strlen(s->function), s->function)
-                  : snprintf(out, cap, "*%d\r\n$7\r\nEVALSHA\r\n$40\r\n%s\r\n", nargs + 2, s->sha);
-    RJQ_ASSERT(n > 0 && (size_t)n < cap); /* whole: the callers copy n bytes of out */
-    return n;
+    /* "*<nargs+2>\r\n$5\r\nFCALL\r\n$<len>\r\n<function>\r\n", or
+     * "...$7\r\nEVALSHA\r\n$40\r\n<sha>\r\n": by hand, no snprintf (a
+     * head per script call, on every hot path) */
+    const char *name = fcall ? s->function : s->sha;
+    size_t nlen = fcall ? strlen(name) : 40;
+    char num[RJQ__DEC_MAX], nl[RJQ__DEC_MAX];
+    size_t numlen = rjq__dec(num, (long long)nargs + 2), nllen = rjq__dec(nl, (long long)nlen);
+    const char *verb = fcall ? "\r\n$5\r\nFCALL\r\n$" : "\r\n$7\r\nEVALSHA\r\n$";
+    size_t vlen = strlen(verb), n = 1 + numlen + vlen + nllen + 2 + nlen + 2;
+    RJQ_ASSERT(n < cap); /* whole: the callers copy n bytes of out */
+    if (n >= cap) return 0;
+    char *p = out;
+    *p++ = '*';
+    memcpy(p, num, numlen), p += numlen;
+    memcpy(p, verb, vlen), p += vlen;
+    memcpy(p, nl, nllen), p += nllen;
+    *p++ = '\r', *p++ = '\n';
+    memcpy(p, name, nlen), p += nlen;
+    *p++ = '\r', *p++ = '\n';
+    *p = '\0';
+    return (int)n;
 }
 
 /* The numkeys of a script call: its first argument (args: RESP bulk

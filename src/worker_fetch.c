@@ -60,7 +60,7 @@ static void on_fetched(rjq_client *c, int status, redisReply *r, void *priv) {
     size_t made = 0, nback = 0, nread = 0;
     const char *tokstr = rjq__tok_str(f->tok);
     for (size_t i = 0; back && i < f->n; i++) {
-        const redisReply *e = status == RJQ_OK ? r->element[i] : NULL;
+        redisReply *e = status == RJQ_OK ? r->element[i] : NULL;
         if (f->jobs[i].cancelled) continue; /* cancelled: nothing to run */
         if (e && e->type != REDIS_REPLY_STRING) continue; /* gone: its lease ends it */
         if (e && f->check && !held_by(e->str, e->len, f->jobs[i].attempt, tokstr))
@@ -76,7 +76,8 @@ static void on_fetched(rjq_client *c, int status, redisReply *r, void *priv) {
         }
         /* a stopping worker starts nothing more, a failed read nothing:
          * they go back */
-        rjq_job *j = e && w->state == W_ACTIVE ? rjq__w_new_job(w, &d, f->tok) : NULL;
+        /* (the payload is taken from the reply: not copied again) */
+        rjq_job *j = e && w->state == W_ACTIVE ? rjq__w_new_job_from(w, &d, f->tok, e) : NULL;
         if (j) jobs[made++] = j;
         else back[f->n - 1 - nback++] = d; /* (from the end: the reads are at the start) */
     }

@@ -85,6 +85,7 @@ struct rjq_job {
     int refused;
     rjq_done_cb *cb;
     void *cb_data;
+    char *own_payload;        /* payload taken from its reply (rjq__w_new_job_from), or NULL */
 };
 
 /* A worker's lifecycle, changed only by rjq__w_set_state:
@@ -305,6 +306,10 @@ void rjq__w_job_move(rjq_worker *w, rjq_job *j, rjq__job_place to);
 /* A running job made from d (tok: its token's record, which it holds);
  * NULL when out of memory. */
 rjq_job *rjq__w_new_job(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok);
+/* The same, taking the payload over from `from` (the reply string d's
+ * payload points into: its str is set to NULL, hiredis frees nothing of
+ * it) instead of copying it: one copy less of a big payload. */
+rjq_job *rjq__w_new_job_from(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok, redisReply *from);
 /* Off its worker's lists (LOOSE), its token let go of. */
 void rjq__w_unlink_job(rjq_worker *w, rjq_job *job);
 /* Free a handle that is LOOSE (asserted: on no list, no token held). */

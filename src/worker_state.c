@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compat.h"
+#include "replyarena.h"
 #include "worker_private.h"
 
 /* The group's slots in use (registered ones excluded). */
@@ -206,9 +208,13 @@ void rjq__w_job_move(rjq_worker *w, rjq_job *j, rjq__job_place to) {
 }
 
 /* A running job (tok: the record of its token, which it holds). */
-rjq_job *rjq__w_new_job(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok) {
+rjq_job *rjq__w_new_job_from(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok, redisReply *from) {
     if (tok == NULL || d->toklen >= sizeof(((rjq_job *)0)->token)) return NULL;
-    rjq_job *j = malloc(sizeof *j + d->idlen + 1 + d->len + 1);
+    /* (taken: a string of its own allocation, NUL-ended as the copies are;
+     * only once the handle is made, so a failure leaves the reply whole) */
+    int take = from && from->type == REDIS_REPLY_STRING && from->str == d->payload &&
+               (size_t)from->len == d->len && d->len >= RJQ__REPLY_OWN_MIN;
+    rjq_job *j = malloc(sizeof *j + d->idlen + 1 + (take ? 0 : d->len + 1));
     if (j == NULL) return NULL;
     char *mem = (char *)(j + 1);
     j->w = w;
@@ -217,9 +223,19 @@ rjq_job *rjq__w_new_job(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok) {
     mem[d->idlen] = '\0';
     memcpy(j->token, d->token, d->toklen);
     j->token[d->toklen] = '\0';
-    j->payload = mem + d->idlen + 1;
-    memcpy(mem + d->idlen + 1, d->payload, d->len);
-    mem[d->idlen + 1 + d->len] = '\0';
+    j->own_payload = NULL;
+    if (take) {
+        /* (replyarena.h: such a string can be taken) */
+        if ((j->own_payload = rjq__reply_take_str(from)) == NULL) {
+            free(j);
+            return NULL;
+        }
+        j->payload = j->own_payload;
+    } else {
+        j->payload = mem + d->idlen + 1;
+        memcpy(mem + d->idlen + 1, d->payload, d->len);
+        mem[d->idlen + 1 + d->len] = '\0';
+    }
     j->len = d->len;
     w->payload_avg += ((long)(d->len > (1u << 30) ? 1u << 30 : d->len) - w->payload_avg) / 8;
     j->attempt = d->attempt;
@@ -232,6 +248,10 @@ rjq_job *rjq__w_new_job(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok) {
     rjq__tok_hold(tok);
     rjq__w_job_move(w, j, RJQ__JOB_RUNNING);
     return j;
+}
+
+rjq_job *rjq__w_new_job(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok) {
+    return rjq__w_new_job_from(w, d, tok, NULL);
 }
 
 void rjq__w_unlink_job(rjq_worker *w, rjq_job *job) {
@@ -258,6 +278,7 @@ void rjq__w_let_go(rjq_worker *w) {
 void rjq__w_free_job(rjq_job *job) {
     RJQ_ASSERT(job->place == RJQ__JOB_LOOSE && job->tok == NULL);
     RJQ_ASSERT(job->prev == NULL && job->next == NULL);
+    if (job->own_payload) rjq__hi_free(job->own_payload);
     free(job);
 }
 

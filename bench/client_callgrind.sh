@@ -1,0 +1,72 @@
+#!/bin/bash
+# bench/client_callgrind.sh: the client's instructions per drained job,
+# measured by callgrind on rjq-bench's drain worker (issue 36, "Client";
+# bench/README.md "The client's instructions per drained job").
+#
+# Starts a private redis-server (not under valgrind), runs `rjq-bench drain`
+# under `valgrind --tool=callgrind` with CG_CLIENT=1: the forked worker
+# process zeroes its counters where the timed phase starts
+# (rjq_worker_start) and dumps them at the N-th completion, so the dump holds
+# the worker's instructions of the drain only (the untimed pre-enqueue, in
+# the parent process, runs uninstrumented: --instr-atstart=no) is left
+# out. Prints per case: instructions per
+# drained job, then the functions by inclusive and by self cost.
+#
+# Usage: bench/client_callgrind.sh [CASE...]
+#   cases: 18 (PAYLOAD_BYTES=18), 1k, 16k (default: 18 16k)
+# Environment:
+#   RJQ_BENCH  the rjq-bench binary (build/rjq-bench: `make build`)
+#   N          drained jobs per case (20000); CONC the worker's concurrency (50)
+#   CG_PORT    the private server's port (17450); OUT the output folder (mktemp)
+#   TOP        functions listed per table (25)
+#   BULK       the untimed pre-enqueue's batch size (100)
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+RJQ_BENCH=${RJQ_BENCH:-$root/build/rjq-bench}
+N=${N:-20000}
+CONC=${CONC:-50}
+CG_PORT=${CG_PORT:-17450}
+TOP=${TOP:-25}
+OUT=${OUT:-$(mktemp -d /tmp/rjq-client-callgrind.XXXXXX)}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+[ -x "$RJQ_BENCH" ] || { echo "client_callgrind.sh: no $RJQ_BENCH (make build)" >&2; exit 1; }
+
+cases=("$@")
+[ ${#cases[@]} -gt 0 ] || cases=(18 16k)
+
+redis-server --port "$CG_PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
+  --pidfile "$OUT/redis.pid" --logfile "$OUT/redis.log" --dir "$OUT"
+cleanup() { [ -f "$OUT/redis.pid" ] && kill "$(cat "$OUT/redis.pid")" 2>/dev/null || true; }
+trap cleanup EXIT
+for _ in $(seq 100); do redis-cli -p "$CG_PORT" ping > /dev/null 2>&1 && break; sleep 0.1; done
+
+printf '%-6s %10s %14s %s\n' case jobs 'instr/job' 'dump'
+for c in "${cases[@]}"; do
+  case $c in
+    18) bytes=18 ;; 1k) bytes=1024 ;; 16k) bytes=16384 ;;
+    *) echo "client_callgrind.sh: unknown case $c" >&2; exit 2 ;;
+  esac
+  rm -f "$OUT/client-$c".*
+  CG_CLIENT=1 N=$N CONC=$CONC BULK=${BULK:-100} PAYLOAD_BYTES=$bytes REDIS_PORT=$CG_PORT TIMEOUT=${TIMEOUT:-3600} \
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/client-$c.%p" "$RJQ_BENCH" drain \
+    > "$OUT/client-$c.json" 2> "$OUT/client-$c.log" ||
+    { echo "client_callgrind.sh: case $c failed: $OUT/client-$c.log" >&2; exit 1; }
+  dump=$(grep -l '^desc: Trigger: Client Request: timed phase' "$OUT/client-$c".* | head -1)
+  [ -n "$dump" ] || { echo "client_callgrind.sh: case $c: no dump of the timed phase" >&2; exit 1; }
+  grep -q '"ok":true' "$OUT/client-$c.json" ||
+    echo "client_callgrind.sh: case $c: the drain did not report ok: $OUT/client-$c.json" >&2
+  ir=$(awk '/^summary:|^totals:/ { print $2; exit }' "$dump")
+  printf '%-6s %10d %14.0f %s\n' "$c" "$N" "$(echo "$ir / $N" | bc -l)" "$dump"
+  callgrind_annotate --inclusive=yes "$dump" > "$OUT/client-$c.inclusive" 2> /dev/null || true
+  callgrind_annotate "$dump" > "$OUT/client-$c.self" 2> /dev/null || true
+done
+for c in "${cases[@]}"; do
+  echo
+  echo "== $c: inclusive ($OUT/client-$c.inclusive)"
+  grep -E '^ *[0-9,]+ ' "$OUT/client-$c.inclusive" | sed -n "1,${TOP}p"
+  echo "== $c: self ($OUT/client-$c.self)"
+  grep -E '^ *[0-9,]+ ' "$OUT/client-$c.self" | sed -n "1,${TOP}p"
+done

@@ -1660,6 +1660,17 @@ RJQ_API int rjq_queue_list_jobs(rjq_queue *q, rjq_job_state state, long offset, 
  * for a server-assigned id on a sharded queue. */
 RJQ_API int rjq_queue_delete(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data);
 
+/* Run a delayed job now (an operator's "run now"), from any process: a job
+ * waiting in the delayed set (delayed at enqueue, or waiting for a retry's
+ * backoff) becomes ready at once, last of its priority class, as if its
+ * due time had come: one script, so it is never both or neither; its
+ * attempts, last error and times stay. cb (may be NULL) gets 1, or
+ * RJQ_ENOTFOUND (no such job) or RJQ_ESTATE (it is not delayed: ready,
+ * running or finished; nothing changes). Returns RJQ_EJOBID for an invalid
+ * id, RJQ_ESHARDED for a server-assigned id on a sharded queue, RJQ_ECLOSED
+ * when the client is being freed. */
+RJQ_API int rjq_queue_promote(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data);
+
 /* Delete the oldest `limit` (1..RJQ_JOBS_PAGE_MAX) jobs of the dead
  * (RJQ_STATE_DEAD) or cancelled (RJQ_STATE_CANCELLED) set, as
  * rjq_queue_delete() does one; cb gets how many. Call again until it gets

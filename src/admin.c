@@ -188,6 +188,20 @@ int rjq__queue_delete_one(rjq_queue *q, const char *id, rjq_count_cb *cb, void *
     return send_delete(q, "id", id, cb, data);
 }
 
+/* promote.lua: a delayed job made ready now. */
+int rjq__queue_promote_one(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data) {
+    int rc = usable(q, 1);
+    if (rc != RJQ_OK) return rc;
+    if (id == NULL || id[0] == '\0' || strlen(id) > RJQ_JOB_ID_MAX || strpbrk(id, " \t\r\n"))
+        return RJQ_EJOBID;
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_script_keys(&a, q, RJQ__S_PROMOTE);
+    rjq__argv_key(&a, q, RJQ__K_WAKE);
+    rjq__argv_str(&a, id);
+    return send_admin(q, RJQ__S_PROMOTE, on_count, (admin_cb){.count = cb}, data, &a);
+}
+
 int rjq__queue_purge_one(rjq_queue *q, rjq_job_state state, long limit, rjq_count_cb *cb,
                          void *data) {
     int rc = usable(q, cb != NULL);

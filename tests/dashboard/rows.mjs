@@ -117,6 +117,32 @@ try {
     (await page.locator('tr[data-id^="later-"]').count()) === 1 &&
     (await page.locator('tr[data-id="later-4"]').count()) === 1);
 
+  // ---- run now: a delayed row's button, two selected at once, the job page's ----
+  for (const i of [5, 6, 7])
+    await api('POST', `/v1/queues/rq/jobs?id=later-${i}&delay=600000`, `{"type":"resize","n":${i}}`);
+  const notDelayed = async (id) => (await api('GET', `/v1/queues/rq/jobs/${id}`)).data.state !== 'delayed';
+  await until('the delayed list shows later-4..7', async () =>
+    (await page.locator('tr[data-id^="later-"]').count()) === 4);
+  await shotShows('rows-run-now', ['tr[data-id="later-4"] button[data-action="run now"]']);
+  await page.click('tr[data-id="later-4"] button[data-action="run now"]');
+  await until('a toast: made ready later-4', async () =>
+    (await page.locator('.toast').allTextContents()).includes('made ready later-4'));
+  check(await notDelayed('later-4'), 'later-4 left the delayed set');
+  await until('the list drops later-4', async () => (await page.locator('tr[data-id="later-4"]').count()) === 0);
+  for (const i of [5, 6]) await page.check(`tr[data-id="later-${i}"] input.pick`);
+  await until('2 selected', async () => (await page.textContent('#bulk-count')) === '2 selected');
+  await page.click('#bulk button[data-action="run now selected"]');
+  await until('a toast: 2 jobs made ready', async () =>
+    (await page.locator('.toast').allTextContents()).includes('2 jobs made ready'));
+  check(await notDelayed('later-5') && await notDelayed('later-6'), 'later-5 and later-6 left the delayed set');
+  await page.goto(BASE + '/#/q/rq/job/later-7');
+  await until('the job page of a delayed job has run now', async () =>
+    (await page.textContent('#jobstate')) === 'delayed' &&
+    (await page.locator('.actions button[data-action="run now"]').count()) === 1);
+  await page.click('.actions button[data-action="run now"]');
+  await until('the job page shows it left delayed', async () => (await page.textContent('#jobstate')) !== 'delayed');
+  check(await notDelayed('later-7'), 'later-7 left the delayed set');
+
   // select all on the page, then delete the cancelled ones
   await page.goto(BASE + '/#/q/rq/cancelled');
   await until('the cancelled list shows 3 jobs', async () => (await page.locator('tr[data-id^="later-"]').count()) === 3);

@@ -14,6 +14,7 @@
  *   DELETE /v1/queues/{q}/jobs/{id}           delete a dead or cancelled job
  *   POST   /v1/queues/{q}/jobs/{id}/cancel    cancel a job
  *   POST   /v1/queues/{q}/jobs/{id}/replay    replay a dead job
+ *   POST   /v1/queues/{q}/jobs/{id}/run-now   run a delayed job now (rjq_queue_promote)
  *   POST   /v1/queues/{q}/replay[?limit=]     replay the oldest dead jobs
  *   POST   /v1/queues/{q}/purge?state=dead|cancelled   delete every job of the set
  *   POST   /v1/queues/{q}/pause, /resume      pause or resume the queue
@@ -413,7 +414,8 @@ static void on_count(rjq_client *cl, int status, long long n, void *data) {
     } else if (req && status == RJQ_ESTATE) {
         reply_error(req, 409, strcmp(what, "deleted") == 0
                                   ? "only a dead or cancelled job can be deleted"
-                                  : "the job is not dead");
+                              : strcmp(what, "promoted") == 0 ? "the job is not delayed"
+                                                              : "the job is not dead");
     } else if (req && strcmp(what, "purge") == 0 && n == RJQ_JOBS_PAGE_MAX &&
                request_alive(req)) {
         /* more to delete: the next page (the held request goes on) */
@@ -710,6 +712,10 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
         } else {
             method_not_allowed(req, "GET, DELETE");
         }
+    } else if (strcmp(g.v[3], "run-now") == 0) {
+        if (!method(req, EVHTTP_REQ_POST)) method_not_allowed(req, "POST");
+        else if ((c = call_new(s, req, q, "promoted")))
+            call_sent(c, rjq_queue_promote(q->q, g.v[2], on_count, c));
     } else if (strcmp(g.v[3], "cancel") == 0 || strcmp(g.v[3], "replay") == 0) {
         if (!method(req, EVHTTP_REQ_POST)) method_not_allowed(req, "POST");
         else if (g.v[3][0] == 'c' && (c = call_new(s, req, q, "cancel")))

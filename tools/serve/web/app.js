@@ -363,12 +363,13 @@ function queuePage(main, name, tab, offset) {
   function drawBulk() {
     const n = selected.size;
     const acts = [];
+    if (tab === 'delayed') acts.push(['run now', 'made ready', id => ['POST', `/run-now`]]);
     if (['ready', 'delayed', 'active'].includes(tab)) acts.push(['cancel', 'cancelled', id => ['POST', `/cancel`]]);
     if (tab === 'dead') acts.push(['replay', 'replayed', id => ['POST', `/replay`]]);
     if (['dead', 'cancelled'].includes(tab)) acts.push(['delete', 'deleted', id => ['DELETE', '']]);
     bulk.replaceChildren(...(n && canAct() ? [el('span', { id: 'bulk-count' }, `${n} selected`),
       ...acts.map(([verb, done, how]) => action(verb + ' selected', () => bulkAct(verb, done, how),
-        verb === 'replay' ? '' : 'danger'))] : []));
+        verb === 'replay' || verb === 'run now' ? '' : 'danger'))] : []));
   }
   async function bulkAct(verb, done, how) {
     const ids = [...selected];
@@ -569,6 +570,7 @@ function jobActions(name, id, st, done) {
     done();
   };
   return [
+    st === 'delayed' ? action('run now', () => run('POST', base + '/run-now', 'made ready')) : null,
     ['ready', 'delayed', 'active'].includes(st) ? action('cancel', () => run('POST', base + '/cancel', 'cancelled'), 'danger') : null,
     st === 'dead' ? action('replay', () => run('POST', base + '/replay', 'replayed')) : null,
     ['dead', 'cancelled'].includes(st) ? action('delete', () => run('DELETE', base, 'deleted'), 'danger') : null,

@@ -1653,6 +1653,32 @@ typedef enum rjq_job_state {
 RJQ_API int rjq_queue_list_jobs(rjq_queue *q, rjq_job_state state, long offset, long limit,
                                 rjq_ids_cb *cb, void *data);
 
+/* A page of ids and the cursor after its last one: next is NULL when the
+ * list ended (a page shorter than asked). ids, next and their strings are
+ * valid only during the callback. */
+typedef void rjq_page_cb(rjq_client *c, int status, const char *const *ids, size_t n,
+                         const char *next, void *data);
+
+/* List up to `limit` (1..RJQ_JOBS_PAGE_MAX) ids of the queue's jobs in
+ * `state`, in rjq_queue_list_jobs()'s order, after the cursor `after` (NULL
+ * or "": from the first); cb gets them and the cursor of the next page.
+ * Paging stays correct while jobs move: a cursor names the last job listed
+ * by its place in the list (its score and id in a sorted set, its id in
+ * the ready list or the completed index), not by a rank, so a job leaving
+ * the list between two pages (claimed, retried, cancelled, swept) never
+ * makes the next page skip or repeat a job that stayed. (A ready job of
+ * priority 0 taken from the list's head: the pages go on from the head,
+ * since every job ahead of it was taken before it; a cancelled one:
+ * likewise, so the next page may repeat some, never skip one.) One script
+ * call that only reads: O(log n + limit) for the sorted sets, O(position +
+ * limit) for the ready list and the completed index. A cursor is opaque
+ * text: pass back only one a call gave. RJQ_EINVAL for a bad state, limit
+ * or cursor, RJQ_ESHARDED on a sharded queue (list
+ * each shard: rjq_queue_get_shard), RJQ_ECLOSED when the client is being
+ * freed. */
+RJQ_API int rjq_queue_list_jobs_after(rjq_queue *q, rjq_job_state state, const char *after,
+                                      long limit, rjq_page_cb *cb, void *data);
+
 /* Delete a dead or cancelled job for good (its record; an id with a dedup
  * time stays reserved until that is over). cb gets 1, or RJQ_ENOTFOUND (no
  * such job) or RJQ_ESTATE (it waits, runs or completed: cancel a waiting

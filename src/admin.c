@@ -655,6 +655,73 @@ int rjq__queue_jobs_one(rjq_queue *q, rjq_job_state state, long offset, long lim
     return send_admin(q, RJQ__S_JOBS, on_ids, (admin_cb){.ids = cb}, data, &a);
 }
 
+/* jobs_after.lua: { next, ids... }, next '' at the end. */
+typedef struct page_ctx {
+    rjq_page_cb *cb;
+    void *data;
+} page_ctx;
+
+static void on_page(rjq_client *c, int status, redisReply *r, void *priv) {
+    page_ctx *ctx = priv;
+    const char **ids = NULL;
+    size_t n = 0;
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+                             r->elements > RJQ_JOBS_PAGE_MAX + 1))
+        status = RJQ_EPROTO;
+    for (size_t i = 0; status == RJQ_OK && i < r->elements; i++)
+        if (r->element[i]->type != REDIS_REPLY_STRING) status = RJQ_EPROTO;
+    if (status == RJQ_OK && r->elements > 1 && (ids = malloc((r->elements - 1) * sizeof *ids)) == NULL)
+        status = RJQ_ENOMEM;
+    const char *next = NULL;
+    if (status == RJQ_OK) {
+        for (; n + 1 < r->elements; n++) ids[n] = r->element[n + 1]->str;
+        if (r->element[0]->len > 0) next = r->element[0]->str;
+    } else if (status == RJQ_EPROTO) {
+        rjq__errmsg(c, "jobs page: unexpected reply");
+    }
+    ctx->cb(c, status, ids, n, next, ctx->data);
+    free(ids);
+    free(ctx);
+}
+
+/* A cursor jobs_after.lua made: "z<score> <id>", "l <id>" or "c <id>". */
+static int cursor_ok(const char *k) {
+    const char *sp = strchr(k, ' ');
+    if (sp == NULL || sp[1] == '\0' || strlen(sp + 1) > RJQ_JOB_ID_MAX) return 0;
+    if (k[0] == 'l' || k[0] == 'c') return sp == k + 1;
+    if (k[0] != 'z' || sp == k + 1 || sp - k > 40) return 0;
+    char num[48], *end;
+    memcpy(num, k + 1, (size_t)(sp - k - 1));
+    num[sp - k - 1] = '\0';
+    (void)strtod(num, &end);
+    return *end == '\0';
+}
+
+int rjq_queue_list_jobs_after(rjq_queue *q, rjq_job_state state, const char *after, long limit,
+                              rjq_page_cb *cb, void *data) {
+    static const char *const names[] = {"ready", "delayed", "active",
+                                        "dead",  "cancelled", "completed"};
+    int rc = usable(q, cb != NULL);
+    if (rc != RJQ_OK) return rc;
+    if ((unsigned)state >= sizeof names / sizeof names[0] || limit <= 0 ||
+        limit > RJQ_JOBS_PAGE_MAX || (after && after[0] && !cursor_ok(after)))
+        return RJQ_EINVAL;
+    page_ctx *ctx = malloc(sizeof *ctx);
+    if (ctx == NULL) return RJQ_ENOMEM;
+    ctx->cb = cb;
+    ctx->data = data;
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_script_keys(&a, q, RJQ__S_JOBS_AFTER);
+    rjq__argv_str(&a, names[state]);
+    rjq__argv_str(&a, after ? after : "");
+    rjq__argv_ll(&a, limit);
+    rc = send_client_request(rjq_queue_get_client(q), RJQ__S_JOBS_AFTER, on_page, ctx, &a);
+    if (rc != RJQ_OK) free(ctx);
+    rjq__argv_free(&a);
+    return rc;
+}
+
 int rjq__queue_dead_one(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *data) {
     int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;

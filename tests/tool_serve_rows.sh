@@ -139,6 +139,23 @@ CHECKS=$((CHECKS + 1))
 get "$BASE/v1/queues/r/jobs?state=ready"
 [[ $CODE == 200 && $BODY == *'"ids":[],"jobs":[]'* || $BODY == *'"jobs":[],'* ]] || fail "empty page: $CODE $BODY"
 
+# by cursor (rjq_queue_list_jobs_after): after= empty is the first page,
+# "next" the next page's cursor, null at the end; rows or ids only
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/r/jobs?state=delayed&after=&limit=3"
+B1=$BODY
+get "$BASE/v1/queues/r/jobs?state=delayed&limit=3&rows=0&after=$("$PY" -c 'import json, sys, urllib.parse; print(urllib.parse.quote(json.loads(sys.argv[1])["next"], safe=""))' "$B1")"
+"$PY" -c '
+import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+assert len(a["ids"]) == 3 and len(a["jobs"]) == 3 and a["next"], a
+assert len(b["ids"]) == 2 and "jobs" not in b and b["next"] is None, b
+assert sorted(a["ids"] + b["ids"]) == ["k2", "k5", "k6", "k7", "k8"], (a, b)
+' "$B1" "$BODY" || fail "cursor pages: $B1 / $BODY"
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/r/jobs?state=delayed&after=bogus"
+[ "$CODE" = 400 ] || fail "a bad cursor: $CODE $BODY"
+
 # run now: a delayed job made ready at once (rjq_queue_promote); the worker
 # then takes it; anything not delayed is refused with 409, an unknown id 404
 CHECKS=$((CHECKS + 1))

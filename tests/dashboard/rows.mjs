@@ -143,6 +143,21 @@ try {
   await until('the job page shows it left delayed', async () => (await page.textContent('#jobstate')) !== 'delayed');
   check(await notDelayed('later-7'), 'later-7 left the delayed set');
 
+  // ---- paging by cursor: 55 delayed jobs, pages of 50 ----
+  await Promise.all([...Array(55).keys()].map(i =>
+    api('POST', `/v1/queues/rq/jobs?id=pg-${String(i).padStart(2, '0')}&delay=600000`, 'p')));
+  await page.goto(BASE + '/#/q/rq/delayed');
+  await until('the first page shows 50 delayed jobs', async () =>
+    (await page.locator('tr[data-id^="pg-"]').count()) === 50);
+  const first = await page.locator('tr[data-id^="pg-"]').evaluateAll(rs => rs.map(r => r.dataset.id));
+  await page.click('#page-more');
+  await until('the next page shows the other 5', async () =>
+    (await page.locator('tr[data-id^="pg-"]').count()) === 5 && (await page.locator('#page-back').count()) === 1);
+  const second = await page.locator('tr[data-id^="pg-"]').evaluateAll(rs => rs.map(r => r.dataset.id));
+  check(new Set([...first, ...second]).size === 55, `pages cover 55 jobs once: ${first.length} + ${second.length}`);
+  await page.click('#page-first');
+  await until('back on the first page', async () => (await page.locator('tr[data-id^="pg-"]').count()) === 50);
+
   // select all on the page, then delete the cancelled ones
   await page.goto(BASE + '/#/q/rq/cancelled');
   await until('the cancelled list shows 3 jobs', async () => (await page.locator('tr[data-id^="later-"]').count()) === 3);

@@ -9,6 +9,9 @@
  *   GET    /v1/queues/{q}/jobs?state=S[&offset=&limit=&rows=0]   the jobs of a state, in
  *                                          queue order: ids, and their rows (rows.c) for a
  *                                          page of at most 100 (rows=0: ids only)
+ *   GET    /v1/queues/{q}/jobs?state=S&after=CURSOR[&limit=&rows=0]   the same by cursor
+ *                                          (rjq_queue_list_jobs_after; after= empty: the
+ *                                          first page), "next" the next page's (null: the end)
  *   POST   /v1/queues/{q}/jobs                enqueue (enqueue.c)
  *   GET    /v1/queues/{q}/jobs/{id}           one job
  *   DELETE /v1/queues/{q}/jobs/{id}           delete a dead or cancelled job
@@ -357,6 +360,23 @@ static void on_ids(rjq_client *cl, int status, const char *const *ids, size_t n,
     call_free(c);
 }
 
+static void on_page(rjq_client *cl, int status, const char *const *ids, size_t n,
+                    const char *next, void *data) {
+    call *c = data;
+    (void)cl;
+    struct evhttp_request *req = call_reply(c, status);
+    if (req && c->rows) {
+        rows_reply_page(c->h.s, req, c->q, c->state, ids, n, next);
+    } else if (req) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < n; i++) json_array_append_new(a, json_name(ids[i]));
+        reply_json(req, 200, json_pack("{so ss so so}", "queue", json_name(c->q->name), "state",
+                                       job_state_name(c->state), "ids", a, "next",
+                                       next ? json_string(next) : json_null()));
+    }
+    call_free(c);
+}
+
 static void list_jobs(server *s, struct evhttp_request *req, squeue *q,
                       const struct evkeyvalq *args) {
     rjq_job_state st;
@@ -374,7 +394,11 @@ static void list_jobs(server *s, struct evhttp_request *req, squeue *q,
     c->rows = rows && limit <= ROWS_MAX; /* a longer page: ids only, as before rows */
     c->state = st;
     c->total = offset;
-    call_sent(c, rjq_queue_list_jobs(q->q, st, (long)offset, (long)limit, on_ids, c));
+    const char *after = query_get(args, "after");
+    if (after)
+        call_sent(c, rjq_queue_list_jobs_after(q->q, st, after, (long)limit, on_page, c));
+    else
+        call_sent(c, rjq_queue_list_jobs(q->q, st, (long)offset, (long)limit, on_ids, c));
 }
 
 /* A job's time (server ms), null when it has none. */

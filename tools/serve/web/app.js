@@ -513,10 +513,20 @@ function queuePage(main, name, tab, offset) {
   }
 
   let pending = null;
+  // cursor paging: the cursors of the pages shown so far ('' the first);
+  // null on a sharded queue (offsets, from the URL)
+  const paging = { cursors: offset > 0 ? null : [''] };
   async function refresh() {
     pending = null;
     try {
-      const r = await api('GET', `/v1/queues/${enc(name)}/jobs?state=${tab}&offset=${offset}&limit=${PAGE}`);
+      // by cursor (pages stay right while jobs move); by offset on a sharded queue
+      const base = `/v1/queues/${enc(name)}/jobs?state=${tab}&limit=${PAGE}`;
+      let r = null;
+      if (paging.cursors) {
+        try { r = await api('GET', `${base}&after=${enc(paging.cursors[paging.cursors.length - 1])}`); }
+        catch (e) { if (!/shard/.test(e.message)) throw e; paging.cursors = null; }
+      }
+      if (!r) r = await api('GET', `${base}&offset=${offset}`);
       const jobs = r.data.jobs || r.data.ids.map(id => ({ id, state: tab }));
       const onPage = new Set(jobs.map(j => String(j.id)));
       for (const id of [...selected]) if (!onPage.has(id)) selected.delete(id);
@@ -527,6 +537,16 @@ function queuePage(main, name, tab, offset) {
         [el('tr', {}, el('td', { class: 'muted', colspan: 10 }, `no ${tab} job`))]));
       allBox.checked = jobs.length > 0 && selected.size === jobs.length;
       drawBulk();
+      if (paging.cursors) {
+        const depth = paging.cursors.length;
+        const go = (cursors) => () => { paging.cursors = cursors; refresh(); };
+        pager.replaceChildren(
+          depth > 1 ? el('a', { href: '#', id: 'page-first', onclick: (ev) => { ev.preventDefault(); go([''])(); } }, '« first') : '',
+          depth > 1 ? el('a', { href: '#', id: 'page-back', onclick: (ev) => { ev.preventDefault(); go(paging.cursors.slice(0, -1))(); } }, ' ← back') : '',
+          ` page ${depth} `,
+          r.data.next ? el('a', { href: '#', id: 'page-more', onclick: (ev) => { ev.preventDefault(); go([...paging.cursors, r.data.next])(); } }, 'more →') : '');
+        return;
+      }
       pager.replaceChildren(
         offset > 0 ? el('a', { href: `#/q/${enc(name)}/${tab}/${Math.max(0, offset - PAGE)}` }, '← newer') : '',
         ` ${offset + 1}–${offset + r.data.ids.length} `,

@@ -1458,7 +1458,28 @@ typedef struct rjq_job_info {
                               first (or first since a replay) */
     long long ended_ms;    /* when it completed, died or was cancelled; 0
                               while it has not finished */
+    /* Its attempts that ended by a failure or a lost lease, oldest first
+     * (the newest RJQ_ATTEMPTS_KEPT; kept while the job's record is, also
+     * across a replay): the attempt running now, or the one that completed,
+     * is the job's own started_ms, ended_ms, token and state. Recorded only
+     * when an attempt fails or is lost: a completion costs nothing more.
+     * NULL and 0 when none. */
+    const struct rjq_attempt *history;
+    size_t history_len;
 } rjq_job_info;
+
+#define RJQ_ATTEMPTS_KEPT 20
+
+/* One ended attempt of a job (rjq_job_info.history). */
+typedef struct rjq_attempt {
+    long long started_ms; /* server ms; 0 when unknown */
+    long long ended_ms;   /* when its failure or loss was recorded */
+    const char *outcome;  /* "failed" (rjq_job_fail), "timeout" (its run time
+                             was over) or "lost" (its lease expired, or its
+                             worker's client was found gone) */
+    const char *token;    /* its fencing token (client id '.' ...), NULL when
+                             unknown */
+} rjq_attempt;
 
 typedef void rjq_job_info_cb(rjq_client *c, int status, const rjq_job_info *info,
                              void *data);

@@ -288,12 +288,47 @@ typedef struct job_ctx {
     char id[RJQ_JOB_ID_MAX + 1];
 } job_ctx;
 
+/* The attempts column: "<start> <end> <outcome> <token>" records joined by
+ * ';' (lib.lua record_attempt), parsed in place into h (at most
+ * RJQ_ATTEMPTS_KEPT; the newest kept). -1 for anything else. */
+static int parse_history(char *t, rjq_attempt *h, size_t *n) {
+    size_t k = 0;
+    for (char *rec = t, *semi; rec; rec = semi) {
+        semi = strchr(rec, ';');
+        if (semi) *semi++ = '\0';
+        char *f[4];
+        int nf = 0;
+        for (char *p = rec, *sp; p && nf < 4; p = sp) {
+            sp = nf < 3 ? strchr(p, ' ') : NULL;
+            if (sp) *sp++ = '\0';
+            f[nf++] = p;
+        }
+        if (nf != 4 || f[2][0] == '\0' || f[3][0] == '\0' || strchr(f[3], ' ')) return -1;
+        rjq_attempt a;
+        if (rjq__parse_ll(f[0], strlen(f[0]), 0, RJQ__TIME_MAX, &a.started_ms) != 0 ||
+            rjq__parse_ll(f[1], strlen(f[1]), 0, RJQ__TIME_MAX, &a.ended_ms) != 0)
+            return -1;
+        a.outcome = f[2];
+        a.token = strcmp(f[3], "-") == 0 ? NULL : f[3];
+        if (k == RJQ_ATTEMPTS_KEPT) { /* (more than kept: the newest) */
+            memmove(h, h + 1, (RJQ_ATTEMPTS_KEPT - 1) * sizeof *h);
+            k--;
+        }
+        h[k++] = a;
+    }
+    *n = k;
+    return 0;
+}
+
 static void on_job(rjq_client *c, int status, redisReply *r, void *priv) {
     job_ctx *ctx = priv;
     rjq_job_info info;
+    rjq_attempt hist[RJQ_ATTEMPTS_KEPT];
+    char *htext = NULL;
     memset(&info, 0, sizeof info);
-    /* (7 elements: a library from before job times) */
-    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || (r->elements != 7 && r->elements != 10)))
+    /* (7 elements: a library from before job times; 10: before attempt history) */
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY ||
+                             (r->elements != 7 && r->elements != 10 && r->elements != 11)))
         status = RJQ_EPROTO;
     if (status == RJQ_OK && str_or_null(r->element[0]) == NULL) status = RJQ_ENOTFOUND;
     if (status == RJQ_OK) {
@@ -320,15 +355,29 @@ static void on_job(rjq_client *c, int status, redisReply *r, void *priv) {
         const redisReply *tok = str_or_null(r->element[6]);
         info.token = tok ? tok->str : NULL;
         long long *times[3] = {&info.enqueued_ms, &info.started_ms, &info.ended_ms};
-        for (size_t i = 0; i < 3 && r->elements == 10; i++) {
+        for (size_t i = 0; i < 3 && r->elements >= 10; i++) {
             const redisReply *t = str_or_null(r->element[7 + i]);
             if (t && rjq__parse_ll(t->str, t->len, 1, RJQ__TIME_MAX, times[i]) != 0) {
                 rjq__errmsg(c, "job: unexpected reply");
                 status = RJQ_EPROTO;
             }
         }
+        const redisReply *h = r->elements == 11 ? str_or_null(r->element[10]) : NULL;
+        if (status == RJQ_OK && h && h->len > 0) {
+            if ((htext = malloc(h->len + 1)) == NULL) {
+                status = RJQ_ENOMEM;
+            } else {
+                memcpy(htext, h->str, h->len + 1);
+                if (parse_history(htext, hist, &info.history_len) != 0) {
+                    rjq__errmsg(c, "job: unexpected attempt history");
+                    status = RJQ_EPROTO;
+                }
+                info.history = info.history_len ? hist : NULL;
+            }
+        }
     }
     ctx->base.cb.job(c, status, status == RJQ_OK ? &info : NULL, ctx->base.data);
+    free(htext);
     free(ctx);
 }
 

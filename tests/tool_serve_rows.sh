@@ -139,6 +139,22 @@ CHECKS=$((CHECKS + 1))
 get "$BASE/v1/queues/r/jobs?state=ready"
 [[ $CODE == 200 && $BODY == *'"ids":[],"jobs":[]'* || $BODY == *'"jobs":[],'* ]] || fail "empty page: $CODE $BODY"
 
+# attempt history: the dead job's one failed attempt, the completed job's
+# own, each with its worker
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/r/jobs/k3"
+B3=$BODY
+get "$BASE/v1/queues/r/jobs/k1"
+"$PY" -c '
+import json, sys
+d, c = json.loads(sys.argv[1]), json.loads(sys.argv[2]); pid = int(sys.argv[3])
+[a] = d["attempts_history"]
+assert a["outcome"] == "failed" and 0 < a["started_ms"] <= a["ended_ms"] and a["worker"]["pid"] == pid, d
+[b] = c["attempts_history"]
+assert b["outcome"] == "completed" and b["started_ms"] == c["started_ms"] and b["ended_ms"] == c["ended_ms"], c
+assert b["worker"]["pid"] == pid and "token" not in b, c
+' "$B3" "$BODY" "$WPID" || fail "attempts_history: $B3 / $BODY"
+
 # by cursor (rjq_queue_list_jobs_after): after= empty is the first page,
 # "next" the next page's cursor, null at the end; rows or ids only
 CHECKS=$((CHECKS + 1))

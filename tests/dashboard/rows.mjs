@@ -96,9 +96,18 @@ try {
   check((await page.textContent('#jobinfo tr[data-field="attempts"] td')).startsWith('1 of '), 'job page: attempts');
   check(/ms|s$/.test(await page.textContent('#jobinfo tr[data-field="run"] td')), 'job page: run time');
   check((await page.locator('pre[data-kind="json"]').first().textContent()).includes('"kind": "email"'), 'job page: payload');
-  await shotShows('rows-job', ['#jobstate', '#jobinfo tr[data-field="enqueued"] time',
+  check((await page.locator('#attempts tbody tr').count()) === 1 &&
+        (await page.locator('#attempts tr[data-outcome="completed"]').count()) === 1, 'job page: one completed attempt');
+  await shotShows('rows-job', ['#attempts tr[data-outcome="completed"]', '#jobstate', '#jobinfo tr[data-field="enqueued"] time',
     '#jobinfo tr[data-field="started"] time', '#jobinfo tr[data-field="ended"] time',
     '#jobinfo tr[data-field="worker"]', 'pre[data-kind="json"]']);
+
+  // the dead job's page: its one failed attempt, with its worker
+  await page.goto(BASE + '/#/q/rq/job/dead-1');
+  await until('the dead job page shows its failed attempt', async () =>
+    (await page.locator('#attempts tr[data-outcome="failed"]').count()) === 1);
+  check((await page.locator('#attempts tr[data-outcome="failed"] td').nth(4).textContent()) === `${HOST} pid ${WPID}`,
+    'the failed attempt names its worker');
 
   // ---- bulk: select 3 delayed jobs, cancel them ----
   await page.goto(BASE + '/#/q/rq/delayed');

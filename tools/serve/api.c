@@ -406,6 +406,33 @@ static json_t *json_time(long long ms) {
     return ms ? json_integer(ms) : json_null();
 }
 
+/* One attempt: {started_ms, ended_ms, outcome, token} (rows.c turns the
+ * token into its worker). */
+static json_t *attempt_json(long long started, long long ended, const char *outcome,
+                            const char *token) {
+    return json_pack("{so so ss so}", "started_ms", json_time(started), "ended_ms",
+                     json_time(ended), "outcome", outcome, "token",
+                     token ? json_bytes(token, strlen(token)) : json_null());
+}
+
+/* A job's attempts, oldest first: those that failed or were lost
+ * (ji->history), then the current one from the job's own fields (running,
+ * completed, or cancelled while it ran). */
+static json_t *attempts_json(const rjq_job_info *ji) {
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < ji->history_len; i++) {
+        const rjq_attempt *h = &ji->history[i];
+        json_array_append_new(a, attempt_json(h->started_ms, h->ended_ms, h->outcome, h->token));
+    }
+    const char *now = strcmp(ji->state, "active") == 0      ? "running"
+                      : strcmp(ji->state, "completed") == 0 ? "completed"
+                      : strcmp(ji->state, "cancelled") == 0 && ji->token ? "cancelled"
+                                                                        : NULL;
+    if (a && now && ji->started_ms)
+        json_array_append_new(a, attempt_json(ji->started_ms, ji->ended_ms, now, ji->token));
+    return a;
+}
+
 static void on_job(rjq_client *cl, int status, const rjq_job_info *ji, void *data) {
     call *c = data;
     (void)cl;
@@ -422,6 +449,7 @@ static void on_job(rjq_client *cl, int status, const rjq_job_info *ji, void *dat
                               ji->error ? json_bytes(ji->error, strlen(ji->error)) : json_null(),
                               "enqueued_ms", json_time(ji->enqueued_ms), "started_ms",
                               json_time(ji->started_ms), "ended_ms", json_time(ji->ended_ms));
+        if (o) json_object_set_new(o, "attempts_history", attempts_json(ji));
         rows_job_reply(c->h.s, req, o, ji->token); /* (its worker, rows.c) */
     }
     call_free(c);

@@ -164,6 +164,13 @@ static void rows_done(rows *r) {
     struct evhttp_request *req = held_end(&r->h);
     if (req && r->single) {
         json_object_set_new(r->single, "worker", worker(r, r->single_token));
+        /* each attempt's worker too (its "token" in, "worker" out) */
+        json_t *hist = json_object_get(r->single, "attempts_history"), *a;
+        size_t i;
+        json_array_foreach(hist, i, a) {
+            json_object_set_new(a, "worker", worker(r, json_string_value(json_object_get(a, "token"))));
+            json_object_del(a, "token");
+        }
         reply_json(req, 200, json_incref(r->single));
     } else if (req) {
         json_t *ids = json_array(), *jobs = json_array();

@@ -618,6 +618,7 @@ function jobPage(main, name, id) {
           row('wait', 'waited', dur(j.enqueued_ms, j.started_ms)),
           row('run', 'ran', dur(j.started_ms, j.ended_ms)),
           row('worker', 'worker', workerText(j.worker)))),
+        el('h3', {}, 'attempts'), attemptsTable(j.attempts_history || []),
         el('h3', {}, 'error'), j.error === null ? el('span', { class: 'muted' }, 'none') : bytesView(j.error),
         el('h3', {}, 'payload'), bytesView(j.payload),
         el('h3', {}, 'result'), bytesView(j.result));
@@ -628,6 +629,18 @@ function jobPage(main, name, id) {
   load();
   connectEvents('queues=' + name);
   return { onJob(e) { if (e.queue === name && e.id === id) load(); } };
+}
+
+// A job's attempts, oldest first: start, end, run time, worker, outcome.
+function attemptsTable(list) {
+  if (!list.length) return el('p', { class: 'muted', id: 'attempts' }, 'not run yet');
+  return el('table', { class: 'kv attempts', id: 'attempts' },
+    el('thead', {}, el('tr', {}, ['#', 'started', 'ended', 'ran', 'worker', 'outcome'].map(h => el('th', {}, h)))),
+    el('tbody', {}, list.map((a, i) => el('tr', { 'data-outcome': a.outcome },
+      el('td', { class: 'num' }, String(i + 1)), el('td', {}, when(a.started_ms)), el('td', {}, when(a.ended_ms)),
+      el('td', {}, a.started_ms && a.ended_ms ? ms(a.ended_ms - a.started_ms) : '–'),
+      el('td', {}, workerText(a.worker)),
+      el('td', { class: 'outcome ' + (a.outcome === 'completed' ? 'good' : a.outcome === 'running' ? '' : 'bad') }, a.outcome)))));
 }
 
 // ---- job rows (GET /v1/queues/{q}/jobs: rows.c) -------------------------

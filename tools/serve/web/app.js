@@ -259,12 +259,14 @@ function overview(main) {
     empty.textContent = d.redis ? NO_QUEUE : NO_REDIS;
     if (back) list();
   }
-  return { onStats: row, onServer, onDemo: (d) => { if (demoDraw) demoDraw(d); } };
+  return { onStats: (q) => { row(q); if (q.name === 'demo' && demoLists) demoLists(); }, onServer,
+    onDemo: (d) => { if (demoDraw) demoDraw(d); } };
 }
 
 // --demo: the docs demo's controls (rjq serve --demo, /v1/demo); its
 // numbers come with the stream's "demo" events
 let demoDraw = null;
+let demoLists = null; // the demo's four lists: redrawn with the demo queue's stats too
 function demoPanel() {
   const info = el('span', { class: 'muted', id: 'demo-info' });
   const num = (name, value, attrs) => el('input', Object.assign({ name, type: 'number', value }, attrs || {}));
@@ -288,7 +290,39 @@ function demoPanel() {
   // the last apply: a live update must not undo what the user typed.
   const edited = new Set();
   pool.addEventListener('input', (ev) => { if (ev.target.name) edited.add(ev.target.name); });
+  // the seed's four lists side by side, each row the job's kind (newest
+  // ten of each), redrawn with each demo event (about once a second)
+  const LISTS = [['queued', 'ready'], ['processing', 'active'], ['completed', 'completed'], ['failed', 'dead']];
+  const cols = LISTS.map(([title, st]) => {
+    const body = el('ul', { class: 'demo-jobs' });
+    const head = el('h3', {}, title);
+    return { title, st, body, head, box: el('div', { class: 'demo-list', 'data-list': title }, head, body) };
+  });
+  const lists = el('div', { class: 'demo-lists', id: 'demo-lists' }, cols.map(c => c.box));
+  let listing = false;
+  async function drawLists() {
+    if (listing) return;
+    listing = true;
+    try {
+      await Promise.all(cols.map(async (c) => {
+        const base = `/v1/queues/demo/jobs?state=${c.st}`;
+        // (completed, failed: kept oldest first; the newest ten are shown)
+        const all = (await api('GET', `${base}&limit=1000&rows=0`)).data.ids;
+        const from = Math.max(0, all.length - 10);
+        const jobs = all.length ? (await api('GET', `${base}&offset=${from}&limit=10`)).data.jobs || [] : [];
+        if (c.st === 'completed' || c.st === 'dead') jobs.reverse();
+        c.head.textContent = `${c.title} (${all.length >= 1000 ? '1000+' : all.length})`;
+        c.body.replaceChildren(...(jobs.length ? jobs.map(j => el('li', { 'data-id': String(j.id), 'data-kind': j.kind || '' },
+          el('span', { class: 'kind' }, j.kind || j.preview || '?'), ' ',
+          el('a', { href: `#/q/demo/job/${enc(String(j.id))}`, class: 'muted' }, '#' + j.id),
+          j.attempts > 1 ? el('span', { class: 'muted' }, ` · attempt ${j.attempts}`) : '')) :
+          [el('li', { class: 'muted' }, 'none')]));
+      }));
+    } catch (e) { /* the next event redraws */ }
+    finally { listing = false; }
+  }
   function draw(d) {
+    drawLists();
     info.textContent = `queue "${d.queue}": pool of ${d.size}, ${d.running} running; ` +
         `${d.done} done, ${d.failed} failed, ${d.hung} hung (back after ${d.timeout_ms / 1000} s or a sweep)`;
     for (const k of ['size', 'latency_ms', 'fail_pct', 'hang_pct'])
@@ -298,6 +332,7 @@ function demoPanel() {
     try { draw((await api('GET', '/v1/demo')).data); } catch (e) { info.textContent = e.message; }
   }
   demoDraw = draw;
+  demoLists = drawLists;
   enq.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const q = new URLSearchParams({ n: enq.elements.n.value, kind: enq.elements.kind.value });
@@ -320,7 +355,7 @@ function demoPanel() {
   show();
   return el('section', { class: 'demo', id: 'demo' },
     el('p', {}, el('b', {}, 'Demo: '), 'jobs flow through the queue "demo" below; failed jobs retry, hung ones time out and come back, ',
-      'dead ones wait for a replay.'), enq, pool, info);
+      'dead ones wait for a replay.'), enq, pool, info, lists);
 }
 
 function padHistory(h) {

@@ -557,6 +557,12 @@ function queuePage(main, name, tab, offset) {
       // by cursor (pages stay right while jobs move); by offset on a sharded queue
       const base = `/v1/queues/${enc(name)}/jobs?state=${tab}&limit=${PAGE}`;
       let r = null;
+      if (paging.cursors && paging.shards === undefined) { /* (a sharded queue: offsets at once) */
+        const known = state.queues.get(name);
+        try { paging.shards = known ? known.shards : (await api('GET', `/v1/queues/${enc(name)}`)).data.shards; }
+        catch (e) { paging.shards = 1; }
+        if (paging.shards > 1) paging.cursors = null;
+      }
       if (paging.cursors) {
         try { r = await api('GET', `${base}&after=${enc(paging.cursors[paging.cursors.length - 1])}`); }
         catch (e) { if (!/shard/.test(e.message)) throw e; paging.cursors = null; }

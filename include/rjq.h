@@ -1468,7 +1468,28 @@ typedef struct rjq_job_info {
                               first (or first since a replay) */
     long long ended_ms;    /* when it completed, died or was cancelled; 0
                               while it has not finished */
+    /* Its attempts that ended by a failure or a lost lease, oldest first
+     * (the newest RJQ_ATTEMPTS_KEPT; kept while the job's record is, also
+     * across a replay): the attempt running now, or the one that completed,
+     * is the job's own started_ms, ended_ms, token and state. Recorded only
+     * when an attempt fails or is lost: a completion costs nothing more.
+     * NULL and 0 when none. */
+    const struct rjq_attempt *history;
+    size_t history_len;
 } rjq_job_info;
+
+#define RJQ_ATTEMPTS_KEPT 20
+
+/* One ended attempt of a job (rjq_job_info.history). */
+typedef struct rjq_attempt {
+    long long started_ms; /* server ms; 0 when unknown */
+    long long ended_ms;   /* when its failure or loss was recorded */
+    const char *outcome;  /* "failed" (rjq_job_fail), "timeout" (its run time
+                             was over) or "lost" (its lease expired, or its
+                             worker's client was found gone) */
+    const char *token;    /* its fencing token (client id '.' ...), NULL when
+                             unknown */
+} rjq_attempt;
 
 typedef void rjq_job_info_cb(rjq_client *c, int status, const rjq_job_info *info,
                              void *data);
@@ -1702,12 +1723,49 @@ typedef void rjq_search_cb(rjq_client *c, int status, const char *cursor, long l
 RJQ_API int rjq_queue_search(rjq_queue *q, const char *cursor, const void *bytes, size_t len,
                              long count, rjq_search_cb *cb, void *data);
 
+/* A page of ids and the cursor after its last one: next is NULL when the
+ * list ended (a page shorter than asked). ids, next and their strings are
+ * valid only during the callback. */
+typedef void rjq_page_cb(rjq_client *c, int status, const char *const *ids, size_t n,
+                         const char *next, void *data);
+
+/* List up to `limit` (1..RJQ_JOBS_PAGE_MAX) ids of the queue's jobs in
+ * `state`, in rjq_queue_list_jobs()'s order, after the cursor `after` (NULL
+ * or "": from the first); cb gets them and the cursor of the next page.
+ * Paging stays correct while jobs move: a cursor names the last job listed
+ * by its place in the list (its score and id in a sorted set, its id in
+ * the ready list or the completed index), not by a rank, so a job leaving
+ * the list between two pages (claimed, retried, cancelled, swept) never
+ * makes the next page skip or repeat a job that stayed. (A ready job of
+ * priority 0 taken from the list's head: the pages go on from the head,
+ * since every job ahead of it was taken before it; a cancelled one:
+ * likewise, so the next page may repeat some, never skip one.) One script
+ * call that only reads: O(log n + limit) for the sorted sets, O(position +
+ * limit) for the ready list and the completed index. A cursor is opaque
+ * text: pass back only one a call gave. RJQ_EINVAL for a bad state, limit
+ * or cursor, RJQ_ESHARDED on a sharded queue (list
+ * each shard: rjq_queue_get_shard), RJQ_ECLOSED when the client is being
+ * freed. */
+RJQ_API int rjq_queue_list_jobs_after(rjq_queue *q, rjq_job_state state, const char *after,
+                                      long limit, rjq_page_cb *cb, void *data);
+
 /* Delete a dead or cancelled job for good (its record; an id with a dedup
  * time stays reserved until that is over). cb gets 1, or RJQ_ENOTFOUND (no
  * such job) or RJQ_ESTATE (it waits, runs or completed: cancel a waiting
  * or running job; completed ones leave by retention). Returns RJQ_ESHARDED
  * for a server-assigned id on a sharded queue. */
 RJQ_API int rjq_queue_delete(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data);
+
+/* Run a delayed job now (an operator's "run now"), from any process: a job
+ * waiting in the delayed set (delayed at enqueue, or waiting for a retry's
+ * backoff) becomes ready at once, last of its priority class, as if its
+ * due time had come: one script, so it is never both or neither; its
+ * attempts, last error and times stay. cb (may be NULL) gets 1, or
+ * RJQ_ENOTFOUND (no such job) or RJQ_ESTATE (it is not delayed: ready,
+ * running or finished; nothing changes). Returns RJQ_EJOBID for an invalid
+ * id, RJQ_ESHARDED for a server-assigned id on a sharded queue, RJQ_ECLOSED
+ * when the client is being freed. */
+RJQ_API int rjq_queue_promote(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data);
 
 /* Delete the oldest `limit` (1..RJQ_JOBS_PAGE_MAX) jobs of the dead
  * (RJQ_STATE_DEAD) or cancelled (RJQ_STATE_CANCELLED) set, as

@@ -189,6 +189,20 @@ int rjq__queue_delete_one(rjq_queue *q, const char *id, rjq_count_cb *cb, void *
     return send_delete(q, "id", id, cb, data);
 }
 
+/* promote.lua: a delayed job made ready now. */
+int rjq__queue_promote_one(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data) {
+    int rc = usable(q, 1);
+    if (rc != RJQ_OK) return rc;
+    if (id == NULL || id[0] == '\0' || strlen(id) > RJQ_JOB_ID_MAX || strpbrk(id, " \t\r\n"))
+        return RJQ_EJOBID;
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_script_keys(&a, q, RJQ__S_PROMOTE);
+    rjq__argv_key(&a, q, RJQ__K_WAKE);
+    rjq__argv_str(&a, id);
+    return send_admin(q, RJQ__S_PROMOTE, on_count, (admin_cb){.count = cb}, data, &a);
+}
+
 int rjq__queue_purge_one(rjq_queue *q, rjq_job_state state, long limit, rjq_count_cb *cb,
                          void *data) {
     int rc = usable(q, cb != NULL);
@@ -275,12 +289,47 @@ typedef struct job_ctx {
     char id[RJQ_JOB_ID_MAX + 1];
 } job_ctx;
 
+/* The attempts column: "<start> <end> <outcome> <token>" records joined by
+ * ';' (lib.lua record_attempt), parsed in place into h (at most
+ * RJQ_ATTEMPTS_KEPT; the newest kept). -1 for anything else. */
+static int parse_history(char *t, rjq_attempt *h, size_t *n) {
+    size_t k = 0;
+    for (char *rec = t, *semi; rec; rec = semi) {
+        semi = strchr(rec, ';');
+        if (semi) *semi++ = '\0';
+        char *f[4];
+        int nf = 0;
+        for (char *p = rec, *sp; p && nf < 4; p = sp) {
+            sp = nf < 3 ? strchr(p, ' ') : NULL;
+            if (sp) *sp++ = '\0';
+            f[nf++] = p;
+        }
+        if (nf != 4 || f[2][0] == '\0' || f[3][0] == '\0' || strchr(f[3], ' ')) return -1;
+        rjq_attempt a;
+        if (rjq__parse_ll(f[0], strlen(f[0]), 0, RJQ__TIME_MAX, &a.started_ms) != 0 ||
+            rjq__parse_ll(f[1], strlen(f[1]), 0, RJQ__TIME_MAX, &a.ended_ms) != 0)
+            return -1;
+        a.outcome = f[2];
+        a.token = strcmp(f[3], "-") == 0 ? NULL : f[3];
+        if (k == RJQ_ATTEMPTS_KEPT) { /* (more than kept: the newest) */
+            memmove(h, h + 1, (RJQ_ATTEMPTS_KEPT - 1) * sizeof *h);
+            k--;
+        }
+        h[k++] = a;
+    }
+    *n = k;
+    return 0;
+}
+
 static void on_job(rjq_client *c, int status, redisReply *r, void *priv) {
     job_ctx *ctx = priv;
     rjq_job_info info;
+    rjq_attempt hist[RJQ_ATTEMPTS_KEPT];
+    char *htext = NULL;
     memset(&info, 0, sizeof info);
-    /* (7 elements: a library from before job times) */
-    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || (r->elements != 7 && r->elements != 10)))
+    /* (7 elements: a library from before job times; 10: before attempt history) */
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY ||
+                             (r->elements != 7 && r->elements != 10 && r->elements != 11)))
         status = RJQ_EPROTO;
     if (status == RJQ_OK && str_or_null(r->element[0]) == NULL) status = RJQ_ENOTFOUND;
     if (status == RJQ_OK) {
@@ -307,15 +356,29 @@ static void on_job(rjq_client *c, int status, redisReply *r, void *priv) {
         const redisReply *tok = str_or_null(r->element[6]);
         info.token = tok ? tok->str : NULL;
         long long *times[3] = {&info.enqueued_ms, &info.started_ms, &info.ended_ms};
-        for (size_t i = 0; i < 3 && r->elements == 10; i++) {
+        for (size_t i = 0; i < 3 && r->elements >= 10; i++) {
             const redisReply *t = str_or_null(r->element[7 + i]);
             if (t && rjq__parse_ll(t->str, t->len, 1, RJQ__TIME_MAX, times[i]) != 0) {
                 rjq__errmsg(c, "job: unexpected reply");
                 status = RJQ_EPROTO;
             }
         }
+        const redisReply *h = r->elements == 11 ? str_or_null(r->element[10]) : NULL;
+        if (status == RJQ_OK && h && h->len > 0) {
+            if ((htext = malloc(h->len + 1)) == NULL) {
+                status = RJQ_ENOMEM;
+            } else {
+                memcpy(htext, h->str, h->len + 1);
+                if (parse_history(htext, hist, &info.history_len) != 0) {
+                    rjq__errmsg(c, "job: unexpected attempt history");
+                    status = RJQ_EPROTO;
+                }
+                info.history = info.history_len ? hist : NULL;
+            }
+        }
     }
     ctx->base.cb.job(c, status, status == RJQ_OK ? &info : NULL, ctx->base.data);
+    free(htext);
     free(ctx);
 }
 
@@ -722,6 +785,73 @@ int rjq__queue_jobs_one(rjq_queue *q, rjq_job_state state, long offset, long lim
     rjq__argv_ll(&a, offset);
     rjq__argv_ll(&a, limit);
     return send_admin(q, RJQ__S_JOBS, on_ids, (admin_cb){.ids = cb}, data, &a);
+}
+
+/* jobs_after.lua: { next, ids... }, next '' at the end. */
+typedef struct page_ctx {
+    rjq_page_cb *cb;
+    void *data;
+} page_ctx;
+
+static void on_page(rjq_client *c, int status, redisReply *r, void *priv) {
+    page_ctx *ctx = priv;
+    const char **ids = NULL;
+    size_t n = 0;
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+                             r->elements > RJQ_JOBS_PAGE_MAX + 1))
+        status = RJQ_EPROTO;
+    for (size_t i = 0; status == RJQ_OK && i < r->elements; i++)
+        if (r->element[i]->type != REDIS_REPLY_STRING) status = RJQ_EPROTO;
+    if (status == RJQ_OK && r->elements > 1 && (ids = malloc((r->elements - 1) * sizeof *ids)) == NULL)
+        status = RJQ_ENOMEM;
+    const char *next = NULL;
+    if (status == RJQ_OK) {
+        for (; n + 1 < r->elements; n++) ids[n] = r->element[n + 1]->str;
+        if (r->element[0]->len > 0) next = r->element[0]->str;
+    } else if (status == RJQ_EPROTO) {
+        rjq__errmsg(c, "jobs page: unexpected reply");
+    }
+    ctx->cb(c, status, ids, n, next, ctx->data);
+    free(ids);
+    free(ctx);
+}
+
+/* A cursor jobs_after.lua made: "z<score> <id>", "l <id>" or "c <id>". */
+static int cursor_ok(const char *k) {
+    const char *sp = strchr(k, ' ');
+    if (sp == NULL || sp[1] == '\0' || strlen(sp + 1) > RJQ_JOB_ID_MAX) return 0;
+    if (k[0] == 'l' || k[0] == 'c') return sp == k + 1;
+    if (k[0] != 'z' || sp == k + 1 || sp - k > 40) return 0;
+    char num[48], *end;
+    memcpy(num, k + 1, (size_t)(sp - k - 1));
+    num[sp - k - 1] = '\0';
+    (void)strtod(num, &end);
+    return *end == '\0';
+}
+
+int rjq_queue_list_jobs_after(rjq_queue *q, rjq_job_state state, const char *after, long limit,
+                              rjq_page_cb *cb, void *data) {
+    static const char *const names[] = {"ready", "delayed", "active",
+                                        "dead",  "cancelled", "completed"};
+    int rc = usable(q, cb != NULL);
+    if (rc != RJQ_OK) return rc;
+    if ((unsigned)state >= sizeof names / sizeof names[0] || limit <= 0 ||
+        limit > RJQ_JOBS_PAGE_MAX || (after && after[0] && !cursor_ok(after)))
+        return RJQ_EINVAL;
+    page_ctx *ctx = malloc(sizeof *ctx);
+    if (ctx == NULL) return RJQ_ENOMEM;
+    ctx->cb = cb;
+    ctx->data = data;
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_script_keys(&a, q, RJQ__S_JOBS_AFTER);
+    rjq__argv_str(&a, names[state]);
+    rjq__argv_str(&a, after ? after : "");
+    rjq__argv_ll(&a, limit);
+    rc = send_client_request(rjq_queue_get_client(q), RJQ__S_JOBS_AFTER, on_page, ctx, &a);
+    if (rc != RJQ_OK) free(ctx);
+    rjq__argv_free(&a);
+    return rc;
 }
 
 int rjq__queue_dead_one(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *data) {

@@ -17,6 +17,7 @@ int rjq__queue_job_one(rjq_queue *q, const char *id, rjq_job_info_cb *cb, void *
 int rjq__queue_replay_one(rjq_queue *q, const char *id, long limit, rjq_count_cb *cb,
                           void *data);
 int rjq__queue_delete_one(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data);
+int rjq__queue_promote_one(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data);
 int rjq__queue_purge_one(rjq_queue *q, rjq_job_state state, long limit, rjq_count_cb *cb,
                          void *data);
 int rjq__queue_reclaim_one(rjq_queue *q, rjq_count_cb *cb, void *data);

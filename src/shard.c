@@ -241,7 +241,7 @@ int rjq_queue_open_async(rjq_client *c, const char *name, const rjq_queue_option
 typedef enum {
     H_ENQUEUE, H_BATCH, H_WORKER, H_STATS, H_CANCEL, H_GET_JOB, H_DELETE, H_PAUSE, H_RESUME,
     H_RECLAIM, H_REPLAY, H_PURGE, H_LIST_JOBS, H_LIST_DEAD, H_ENQUEUE_AWAIT, H_QUEUE_AWAIT,
-    H_LIMITS, H_LEARNT, H_WORKERS
+    H_LIMITS, H_LEARNT, H_WORKERS, H_PROMOTE
 } hkind;
 
 typedef void any_fn(void);
@@ -368,6 +368,7 @@ static void held_run(rjq_queue *q, held *h) {
     case H_CANCEL: rc = rjq_queue_cancel(q, h->id, (rjq_cancel_cb *)h->cb, h->data); break;
     case H_GET_JOB: rc = rjq_queue_get_job(q, h->id, (rjq_job_info_cb *)h->cb, h->data); break;
     case H_DELETE: rc = rjq_queue_delete(q, h->id, (rjq_count_cb *)h->cb, h->data); break;
+    case H_PROMOTE: rc = rjq_queue_promote(q, h->id, (rjq_count_cb *)h->cb, h->data); break;
     case H_PAUSE: rc = rjq_queue_pause(q, (rjq_count_cb *)h->cb, h->data); break;
     case H_RESUME: rc = rjq_queue_resume(q, (rjq_count_cb *)h->cb, h->data); break;
     case H_RECLAIM: rc = rjq_queue_reclaim(q, (rjq_count_cb *)h->cb, h->data); break;
@@ -1317,6 +1318,15 @@ int rjq_queue_delete(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data)
     rjq_queue *to;
     int rc = route_id(q, l, id, &to);
     return rc != RJQ_OK ? rc : rjq__queue_delete_one(to, id, cb, data);
+}
+
+int rjq_queue_promote(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data) {
+    if (gated(q)) return hold_call(q, H_PROMOTE, (any_fn *)cb, data, id);
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_promote_one(q, id, cb, data);
+    rjq_queue *to;
+    int rc = route_id(q, l, id, &to);
+    return rc != RJQ_OK ? rc : rjq__queue_promote_one(to, id, cb, data);
 }
 
 /* ---- whole-queue calls: every shard, one callback -------------------------------- */

@@ -3,7 +3,9 @@
 # playwright-core as tests/dashboard.sh installs it): the lists show each
 # job's kind or payload, attempts, times, error and worker for jobs in
 # several states, the job page its times and worker, and 3 jobs selected
-# are cancelled at once ("3 jobs cancelled"). Screenshots, checked for the
+# are cancelled at once ("3 jobs cancelled"); "run now" on a delayed row,
+# on two selected and on a delayed job's page makes them ready; pages by
+# cursor (more, first) list 55 jobs once. Screenshots, checked for the
 # elements they must show: <build>/artifacts/rows-*.png.
 # Skipped (with the reason) only where chromium or npm cannot be installed.
 set -u

@@ -139,6 +139,58 @@ CHECKS=$((CHECKS + 1))
 get "$BASE/v1/queues/r/jobs?state=ready"
 [[ $CODE == 200 && $BODY == *'"ids":[],"jobs":[]'* || $BODY == *'"jobs":[],'* ]] || fail "empty page: $CODE $BODY"
 
+# attempt history: the dead job's one failed attempt, the completed job's
+# own, each with its worker
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/r/jobs/k3"
+B3=$BODY
+get "$BASE/v1/queues/r/jobs/k1"
+"$PY" -c '
+import json, sys
+d, c = json.loads(sys.argv[1]), json.loads(sys.argv[2]); pid = int(sys.argv[3])
+[a] = d["attempts_history"]
+assert a["outcome"] == "failed" and 0 < a["started_ms"] <= a["ended_ms"] and a["worker"]["pid"] == pid, d
+[b] = c["attempts_history"]
+assert b["outcome"] == "completed" and b["started_ms"] == c["started_ms"] and b["ended_ms"] == c["ended_ms"], c
+assert b["worker"]["pid"] == pid and "token" not in b, c
+' "$B3" "$BODY" "$WPID" || fail "attempts_history: $B3 / $BODY"
+
+# by cursor (rjq_queue_list_jobs_after): after= empty is the first page,
+# "next" the next page's cursor, null at the end; rows or ids only
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/r/jobs?state=delayed&after=&limit=3"
+B1=$BODY
+get "$BASE/v1/queues/r/jobs?state=delayed&limit=3&rows=0&after=$("$PY" -c 'import json, sys, urllib.parse; print(urllib.parse.quote(json.loads(sys.argv[1])["next"], safe=""))' "$B1")"
+"$PY" -c '
+import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+assert len(a["ids"]) == 3 and len(a["jobs"]) == 3 and a["next"], a
+assert len(b["ids"]) == 2 and "jobs" not in b and b["next"] is None, b
+assert sorted(a["ids"] + b["ids"]) == ["k2", "k5", "k6", "k7", "k8"], (a, b)
+' "$B1" "$BODY" || fail "cursor pages: $B1 / $BODY"
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/r/jobs?state=delayed&after=bogus"
+[ "$CODE" = 400 ] || fail "a bad cursor: $CODE $BODY"
+
+# run now: a delayed job made ready at once (rjq_queue_promote); the worker
+# then takes it; anything not delayed is refused with 409, an unknown id 404
+CHECKS=$((CHECKS + 1))
+get -X POST "$BASE/v1/queues/r/jobs/k5/run-now"
+[[ $CODE == 200 && $BODY == *'"promoted":1'* ]] || fail "run-now k5: $CODE $BODY"
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/r/jobs?state=delayed&rows=0"
+[[ $BODY != *'"k5"'* && $BODY == *'"k8"'* ]] || fail "k5 still delayed: $BODY"
+wait_for completed k5
+CHECKS=$((CHECKS + 1))
+get -X POST "$BASE/v1/queues/r/jobs/k5/run-now"
+[[ $CODE == 409 && $BODY == *'not delayed'* ]] || fail "run-now of a finished job: $CODE $BODY"
+CHECKS=$((CHECKS + 1))
+get -X POST "$BASE/v1/queues/r/jobs/nope/run-now"
+[ "$CODE" = 404 ] || fail "run-now of no job: $CODE $BODY"
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/r/jobs/k8/run-now"
+[ "$CODE" = 405 ] || fail "GET run-now: $CODE $BODY"
+
 # the server stops cleanly (under ASan: no leak, no error report)
 CHECKS=$((CHECKS + 1))
 kill "$SPID"

@@ -68,12 +68,12 @@
     "+zremrangebylex +zremrangebyrank +zremrangebyscore +zscore"
 #define WORKER_SCRIPTS                                                                    \
     "+del +exists +get +hdel +hexists +hgetall +hincrby +hlen +hmget +hrandfield +hscan +hset +hsetnx +lindex " \
-    "+llen +lpop +lpush +lrange +lrem +pttl +pubsub|numsub +pubsub|shardnumsub +rpush +set +type +zadd +zcard +zcount +zmscore " \
+    "+llen +lpop +lpos +lpush +lrange +lrem +pttl +pubsub|numsub +pubsub|shardnumsub +rpush +set +type +zadd +zcard +zcount +zmscore " \
     "+zpopmin +zrange "                                                                    \
     "+zrangebylex +zrangebyscore +zrem +zremrangebylex +zremrangebyrank +zremrangebyscore "  \
     "+zscore"
 #define MONITOR_SCRIPTS                                                                   \
-    "+exists +hexists +hgetall +hlen +hmget +hscan +llen +lrange +type +zcard +zcount +zrangebyscore +zscore"
+    "+exists +hexists +hgetall +hlen +hmget +hscan +llen +lpos +lrange +type +zcard +zcount +zrangebyscore +zscore"
 
 static int fits(const char *s) {
     if (s[0] == '\0') return 0;

@@ -17,7 +17,7 @@ local fatal, delay, jitter, dead_max = ARGV[6] == '1', tonumber(ARGV[7]), tonumb
 local J = columns(cols, prefix)
 J.u = dedup
 expect_types({active, 'zset', ready, 'list', prio, 'zset', delayed, 'zset', dead, 'zset', stats, 'hash',
-              J.s, 'hash', J.e, 'hash', J.f, 'hash', J.u, 'zset'})
+              J.s, 'hash', J.e, 'hash', J.f, 'hash', J.u, 'zset', J.a, 'hash'})
 local v = fields(J, id, 's', 'o', 'f')
 local state, attempts, t, tm = state_of(v[1])
 if state ~= 'active' or t ~= tok then

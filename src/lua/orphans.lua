@@ -17,7 +17,7 @@ if now >= tonumber(ARGV[6]) then return {0, 0} end
 local J = columns(cols, prefix)
 J.u = dedup
 expect_types({held, 'zset', active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash',
-              J.s, 'hash', J.e, 'hash', J.u, 'zset'})
+              J.s, 'hash', J.e, 'hash', J.u, 'zset', J.a, 'hash'})
 local members = held_members(held, who, limit)
 -- the counters the returns count (bury's dead, reclaimed), before the
 -- first write: a HINCRBY refused after the ZREM below lost the job

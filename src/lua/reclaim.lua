@@ -33,7 +33,7 @@ J.u = dedup
 -- (every column: the retention sweep deletes records in all of them)
 expect_types({active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash', completed, 'list',
               J.d, 'hash', J.s, 'hash', J.o, 'hash', J.r, 'hash', J.e, 'hash', J.f, 'hash', J.n, 'hash',
-              delayed, 'zset', deadlines, 'zset', J.u, 'zset'})
+              delayed, 'zset', deadlines, 'zset', J.u, 'zset', J.a, 'hash'})
 local now = now_ms()
 local function result(n)
   if not look then return n end

@@ -96,9 +96,18 @@ try {
   check((await page.textContent('#jobinfo tr[data-field="attempts"] td')).startsWith('1 of '), 'job page: attempts');
   check(/ms|s$/.test(await page.textContent('#jobinfo tr[data-field="run"] td')), 'job page: run time');
   check((await page.locator('pre[data-kind="json"]').first().textContent()).includes('"kind": "email"'), 'job page: payload');
-  await shotShows('rows-job', ['#jobstate', '#jobinfo tr[data-field="enqueued"] time',
+  check((await page.locator('#attempts tbody tr').count()) === 1 &&
+        (await page.locator('#attempts tr[data-outcome="completed"]').count()) === 1, 'job page: one completed attempt');
+  await shotShows('rows-job', ['#attempts tr[data-outcome="completed"]', '#jobstate', '#jobinfo tr[data-field="enqueued"] time',
     '#jobinfo tr[data-field="started"] time', '#jobinfo tr[data-field="ended"] time',
     '#jobinfo tr[data-field="worker"]', 'pre[data-kind="json"]']);
+
+  // the dead job's page: its one failed attempt, with its worker
+  await page.goto(BASE + '/#/q/rq/job/dead-1');
+  await until('the dead job page shows its failed attempt', async () =>
+    (await page.locator('#attempts tr[data-outcome="failed"]').count()) === 1);
+  check((await page.locator('#attempts tr[data-outcome="failed"] td').nth(4).textContent()) === `${HOST} pid ${WPID}`,
+    'the failed attempt names its worker');
 
   // ---- bulk: select 3 delayed jobs, cancel them ----
   await page.goto(BASE + '/#/q/rq/delayed');
@@ -116,6 +125,47 @@ try {
   await until('the list keeps later-4 only', async () =>
     (await page.locator('tr[data-id^="later-"]').count()) === 1 &&
     (await page.locator('tr[data-id="later-4"]').count()) === 1);
+
+  // ---- run now: a delayed row's button, two selected at once, the job page's ----
+  for (const i of [5, 6, 7])
+    await api('POST', `/v1/queues/rq/jobs?id=later-${i}&delay=600000`, `{"type":"resize","n":${i}}`);
+  const notDelayed = async (id) => (await api('GET', `/v1/queues/rq/jobs/${id}`)).data.state !== 'delayed';
+  await until('the delayed list shows later-4..7', async () =>
+    (await page.locator('tr[data-id^="later-"]').count()) === 4);
+  await shotShows('rows-run-now', ['tr[data-id="later-4"] button[data-action="run now"]']);
+  await page.click('tr[data-id="later-4"] button[data-action="run now"]');
+  await until('a toast: made ready later-4', async () =>
+    (await page.locator('.toast').allTextContents()).includes('made ready later-4'));
+  check(await notDelayed('later-4'), 'later-4 left the delayed set');
+  await until('the list drops later-4', async () => (await page.locator('tr[data-id="later-4"]').count()) === 0);
+  for (const i of [5, 6]) await page.check(`tr[data-id="later-${i}"] input.pick`);
+  await until('2 selected', async () => (await page.textContent('#bulk-count')) === '2 selected');
+  await page.click('#bulk button[data-action="run now selected"]');
+  await until('a toast: 2 jobs made ready', async () =>
+    (await page.locator('.toast').allTextContents()).includes('2 jobs made ready'));
+  check(await notDelayed('later-5') && await notDelayed('later-6'), 'later-5 and later-6 left the delayed set');
+  await page.goto(BASE + '/#/q/rq/job/later-7');
+  await until('the job page of a delayed job has run now', async () =>
+    (await page.textContent('#jobstate')) === 'delayed' &&
+    (await page.locator('.actions button[data-action="run now"]').count()) === 1);
+  await page.click('.actions button[data-action="run now"]');
+  await until('the job page shows it left delayed', async () => (await page.textContent('#jobstate')) !== 'delayed');
+  check(await notDelayed('later-7'), 'later-7 left the delayed set');
+
+  // ---- paging by cursor: 55 delayed jobs, pages of 50 ----
+  await Promise.all([...Array(55).keys()].map(i =>
+    api('POST', `/v1/queues/rq/jobs?id=pg-${String(i).padStart(2, '0')}&delay=600000`, 'p')));
+  await page.goto(BASE + '/#/q/rq/delayed');
+  await until('the first page shows 50 delayed jobs', async () =>
+    (await page.locator('tr[data-id^="pg-"]').count()) === 50);
+  const first = await page.locator('tr[data-id^="pg-"]').evaluateAll(rs => rs.map(r => r.dataset.id));
+  await page.click('#page-more');
+  await until('the next page shows the other 5', async () =>
+    (await page.locator('tr[data-id^="pg-"]').count()) === 5 && (await page.locator('#page-back').count()) === 1);
+  const second = await page.locator('tr[data-id^="pg-"]').evaluateAll(rs => rs.map(r => r.dataset.id));
+  check(new Set([...first, ...second]).size === 55, `pages cover 55 jobs once: ${first.length} + ${second.length}`);
+  await page.click('#page-first');
+  await until('back on the first page', async () => (await page.locator('tr[data-id^="pg-"]').count()) === 50);
 
   // select all on the page, then delete the cancelled ones
   await page.goto(BASE + '/#/q/rq/cancelled');

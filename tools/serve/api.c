@@ -9,11 +9,15 @@
  *   GET    /v1/queues/{q}/jobs?state=S[&offset=&limit=&rows=0]   the jobs of a state, in
  *                                          queue order: ids, and their rows (rows.c) for a
  *                                          page of at most 100 (rows=0: ids only)
+ *   GET    /v1/queues/{q}/jobs?state=S&after=CURSOR[&limit=&rows=0]   the same by cursor
+ *                                          (rjq_queue_list_jobs_after; after= empty: the
+ *                                          first page), "next" the next page's (null: the end)
  *   POST   /v1/queues/{q}/jobs                enqueue (enqueue.c)
  *   GET    /v1/queues/{q}/jobs/{id}           one job
  *   DELETE /v1/queues/{q}/jobs/{id}           delete a dead or cancelled job
  *   POST   /v1/queues/{q}/jobs/{id}/cancel    cancel a job
  *   POST   /v1/queues/{q}/jobs/{id}/replay    replay a dead job
+ *   POST   /v1/queues/{q}/jobs/{id}/run-now   run a delayed job now (rjq_queue_promote)
  *   POST   /v1/queues/{q}/replay[?limit=]     replay the oldest dead jobs
  *   POST   /v1/queues/{q}/purge?state=dead|cancelled   delete every job of the set
  *   POST   /v1/queues/{q}/pause, /resume      pause or resume the queue
@@ -357,6 +361,23 @@ static void on_ids(rjq_client *cl, int status, const char *const *ids, size_t n,
     call_free(c);
 }
 
+static void on_page(rjq_client *cl, int status, const char *const *ids, size_t n,
+                    const char *next, void *data) {
+    call *c = data;
+    (void)cl;
+    struct evhttp_request *req = call_reply(c, status);
+    if (req && c->rows) {
+        rows_reply_page(c->h.s, req, c->q, c->state, ids, n, next);
+    } else if (req) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < n; i++) json_array_append_new(a, json_name(ids[i]));
+        reply_json(req, 200, json_pack("{so ss so so}", "queue", json_name(c->q->name), "state",
+                                       job_state_name(c->state), "ids", a, "next",
+                                       next ? json_string(next) : json_null()));
+    }
+    call_free(c);
+}
+
 static void list_jobs(server *s, struct evhttp_request *req, squeue *q,
                       const struct evkeyvalq *args) {
     rjq_job_state st;
@@ -374,12 +395,43 @@ static void list_jobs(server *s, struct evhttp_request *req, squeue *q,
     c->rows = rows && limit <= ROWS_MAX; /* a longer page: ids only, as before rows */
     c->state = st;
     c->total = offset;
-    call_sent(c, rjq_queue_list_jobs(q->q, st, (long)offset, (long)limit, on_ids, c));
+    const char *after = query_get(args, "after");
+    if (after)
+        call_sent(c, rjq_queue_list_jobs_after(q->q, st, after, (long)limit, on_page, c));
+    else
+        call_sent(c, rjq_queue_list_jobs(q->q, st, (long)offset, (long)limit, on_ids, c));
 }
 
 /* A job's time (server ms), null when it has none. */
 static json_t *json_time(long long ms) {
     return ms ? json_integer(ms) : json_null();
+}
+
+/* One attempt: {started_ms, ended_ms, outcome, token} (rows.c turns the
+ * token into its worker). */
+static json_t *attempt_json(long long started, long long ended, const char *outcome,
+                            const char *token) {
+    return json_pack("{so so ss so}", "started_ms", json_time(started), "ended_ms",
+                     json_time(ended), "outcome", outcome, "token",
+                     token ? json_bytes(token, strlen(token)) : json_null());
+}
+
+/* A job's attempts, oldest first: those that failed or were lost
+ * (ji->history), then the current one from the job's own fields (running,
+ * completed, or cancelled while it ran). */
+static json_t *attempts_json(const rjq_job_info *ji) {
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < ji->history_len; i++) {
+        const rjq_attempt *h = &ji->history[i];
+        json_array_append_new(a, attempt_json(h->started_ms, h->ended_ms, h->outcome, h->token));
+    }
+    const char *now = strcmp(ji->state, "active") == 0      ? "running"
+                      : strcmp(ji->state, "completed") == 0 ? "completed"
+                      : strcmp(ji->state, "cancelled") == 0 && ji->token ? "cancelled"
+                                                                        : NULL;
+    if (a && now && ji->started_ms)
+        json_array_append_new(a, attempt_json(ji->started_ms, ji->ended_ms, now, ji->token));
+    return a;
 }
 
 static void on_job(rjq_client *cl, int status, const rjq_job_info *ji, void *data) {
@@ -398,6 +450,7 @@ static void on_job(rjq_client *cl, int status, const rjq_job_info *ji, void *dat
                               ji->error ? json_bytes(ji->error, strlen(ji->error)) : json_null(),
                               "enqueued_ms", json_time(ji->enqueued_ms), "started_ms",
                               json_time(ji->started_ms), "ended_ms", json_time(ji->ended_ms));
+        if (o) json_object_set_new(o, "attempts_history", attempts_json(ji));
         rows_job_reply(c->h.s, req, o, ji->token); /* (its worker, rows.c) */
     }
     call_free(c);
@@ -414,7 +467,8 @@ static void on_count(rjq_client *cl, int status, long long n, void *data) {
     } else if (req && status == RJQ_ESTATE) {
         reply_error(req, 409, strcmp(what, "deleted") == 0
                                   ? "only a dead or cancelled job can be deleted"
-                                  : "the job is not dead");
+                              : strcmp(what, "promoted") == 0 ? "the job is not delayed"
+                                                              : "the job is not dead");
     } else if (req && strcmp(what, "purge") == 0 && n == RJQ_JOBS_PAGE_MAX &&
                request_alive(req)) {
         /* more to delete: the next page (the held request goes on) */
@@ -715,6 +769,10 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
         } else {
             method_not_allowed(req, "GET, DELETE");
         }
+    } else if (strcmp(g.v[3], "run-now") == 0) {
+        if (!method(req, EVHTTP_REQ_POST)) method_not_allowed(req, "POST");
+        else if ((c = call_new(s, req, q, "promoted")))
+            call_sent(c, rjq_queue_promote(q->q, g.v[2], on_count, c));
     } else if (strcmp(g.v[3], "cancel") == 0 || strcmp(g.v[3], "replay") == 0) {
         if (!method(req, EVHTTP_REQ_POST)) method_not_allowed(req, "POST");
         else if (g.v[3][0] == 'c' && (c = call_new(s, req, q, "cancel")))

@@ -39,6 +39,8 @@ typedef struct rows {
     struct one *ones;        /* the reads' callback data */
     json_t *single;          /* rows_job_reply: the job, its worker added */
     char *single_token;
+    int paged;               /* rows_reply_page: a cursor's page ("next" in the reply) */
+    char *next;              /* its next page's cursor; NULL: the list ended */
 } rows;
 
 /* One job's read. */
@@ -151,6 +153,7 @@ static void rows_free(rows *r) {
     json_decref(r->procs);
     json_decref(r->single);
     free(r->single_token);
+    free(r->next);
     if (r->q) r->q->refs--;
     free(r);
 }
@@ -161,6 +164,13 @@ static void rows_done(rows *r) {
     struct evhttp_request *req = held_end(&r->h);
     if (req && r->single) {
         json_object_set_new(r->single, "worker", worker(r, r->single_token));
+        /* each attempt's worker too (its "token" in, "worker" out) */
+        json_t *hist = json_object_get(r->single, "attempts_history"), *a;
+        size_t i;
+        json_array_foreach(hist, i, a) {
+            json_object_set_new(a, "worker", worker(r, json_string_value(json_object_get(a, "token"))));
+            json_object_del(a, "token");
+        }
         reply_json(req, 200, json_incref(r->single));
     } else if (req) {
         json_t *ids = json_array(), *jobs = json_array();
@@ -175,9 +185,12 @@ static void rows_done(rows *r) {
                                                       "state"));
             }
         }
-        reply_json(req, 200, json_pack("{so ss sI so so}", "queue", json_name(r->q->name),
-                                       "state", job_state_name(r->state), "offset",
-                                       (json_int_t)r->offset, "ids", ids, "jobs", jobs));
+        json_t *o = json_pack("{so ss sI so so}", "queue", json_name(r->q->name), "state",
+                              job_state_name(r->state), "offset", (json_int_t)r->offset, "ids",
+                              ids, "jobs", jobs);
+        if (o && r->paged)
+            json_object_set_new(o, "next", r->next ? json_string(r->next) : json_null());
+        reply_json(req, 200, o);
     }
     rows_free(r);
 }
@@ -206,8 +219,23 @@ static void on_procs(rjq_client *cl, int status, const rjq_process *list, size_t
     rows_done(r);
 }
 
+static void rows_start(server *s, struct evhttp_request *req, squeue *q, rjq_job_state st,
+                       long long offset, const char *const *ids, size_t n, int paged,
+                       const char *next);
+
 void rows_reply(server *s, struct evhttp_request *req, squeue *q, rjq_job_state st,
                 long long offset, const char *const *ids, size_t n) {
+    rows_start(s, req, q, st, offset, ids, n, 0, NULL);
+}
+
+void rows_reply_page(server *s, struct evhttp_request *req, squeue *q, rjq_job_state st,
+                     const char *const *ids, size_t n, const char *next) {
+    rows_start(s, req, q, st, 0, ids, n, 1, next);
+}
+
+static void rows_start(server *s, struct evhttp_request *req, squeue *q, rjq_job_state st,
+                       long long offset, const char *const *ids, size_t n, int paged,
+                       const char *next) {
     rows *r = calloc(1, sizeof *r);
     if (r == NULL || (n && ((r->ids = calloc(n, sizeof *r->ids)) == NULL ||
                             (r->tokens = calloc(n, sizeof *r->tokens)) == NULL ||
@@ -226,6 +254,12 @@ void rows_reply(server *s, struct evhttp_request *req, squeue *q, rjq_job_state 
     q->refs++;
     r->state = st;
     r->offset = offset;
+    r->paged = paged;
+    if (next && (r->next = strdup(next)) == NULL) {
+        rows_free(r);
+        reply_error(req, 503, "out of memory");
+        return;
+    }
     r->n = n;
     for (size_t i = 0; i < n; i++)
         if ((r->ids[i] = strdup(ids[i])) == NULL) {

@@ -272,6 +272,10 @@ json_t *processes_json(const rjq_process *list, size_t n);
  * job read, and the processes, in one round), or 503 out of memory. */
 void rows_reply(server *s, struct evhttp_request *req, squeue *q, rjq_job_state st,
                 long long offset, const char *const *ids, size_t n);
+/* rows.c: the same for a cursor's page: "next", its next page's cursor
+ * (null when the list ended), in the reply too. */
+void rows_reply_page(server *s, struct evhttp_request *req, squeue *q, rjq_job_state st,
+                     const char *const *ids, size_t n, const char *next);
 /* rows.c: answer GET /v1/queues/{q}/jobs/{id} with job (taken) and its
  * "worker" (null without a token; host and pid read from the processes). */
 void rows_job_reply(server *s, struct evhttp_request *req, json_t *job, const char *token);

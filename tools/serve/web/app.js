@@ -259,12 +259,14 @@ function overview(main) {
     empty.textContent = d.redis ? NO_QUEUE : NO_REDIS;
     if (back) list();
   }
-  return { onStats: row, onServer, onDemo: (d) => { if (demoDraw) demoDraw(d); } };
+  return { onStats: (q) => { row(q); if (q.name === 'demo' && demoLists) demoLists(); }, onServer,
+    onDemo: (d) => { if (demoDraw) demoDraw(d); } };
 }
 
 // --demo: the docs demo's controls (rjq serve --demo, /v1/demo); its
 // numbers come with the stream's "demo" events
 let demoDraw = null;
+let demoLists = null; // the demo's four lists: redrawn with the demo queue's stats too
 function demoPanel() {
   const info = el('span', { class: 'muted', id: 'demo-info' });
   const num = (name, value, attrs) => el('input', Object.assign({ name, type: 'number', value }, attrs || {}));
@@ -288,7 +290,39 @@ function demoPanel() {
   // the last apply: a live update must not undo what the user typed.
   const edited = new Set();
   pool.addEventListener('input', (ev) => { if (ev.target.name) edited.add(ev.target.name); });
+  // the seed's four lists side by side, each row the job's kind (newest
+  // ten of each), redrawn with each demo event (about once a second)
+  const LISTS = [['queued', 'ready'], ['processing', 'active'], ['completed', 'completed'], ['failed', 'dead']];
+  const cols = LISTS.map(([title, st]) => {
+    const body = el('ul', { class: 'demo-jobs' });
+    const head = el('h3', {}, title);
+    return { title, st, body, head, box: el('div', { class: 'demo-list', 'data-list': title }, head, body) };
+  });
+  const lists = el('div', { class: 'demo-lists', id: 'demo-lists' }, cols.map(c => c.box));
+  let listing = false;
+  async function drawLists() {
+    if (listing) return;
+    listing = true;
+    try {
+      await Promise.all(cols.map(async (c) => {
+        const base = `/v1/queues/demo/jobs?state=${c.st}`;
+        // (completed, failed: kept oldest first; the newest ten are shown)
+        const all = (await api('GET', `${base}&limit=1000&rows=0`)).data.ids;
+        const from = Math.max(0, all.length - 10);
+        const jobs = all.length ? (await api('GET', `${base}&offset=${from}&limit=10`)).data.jobs || [] : [];
+        if (c.st === 'completed' || c.st === 'dead') jobs.reverse();
+        c.head.textContent = `${c.title} (${all.length >= 1000 ? '1000+' : all.length})`;
+        c.body.replaceChildren(...(jobs.length ? jobs.map(j => el('li', { 'data-id': String(j.id), 'data-kind': j.kind || '' },
+          el('span', { class: 'kind' }, j.kind || j.preview || '?'), ' ',
+          el('a', { href: `#/q/demo/job/${enc(String(j.id))}`, class: 'muted' }, '#' + j.id),
+          j.attempts > 1 ? el('span', { class: 'muted' }, ` · attempt ${j.attempts}`) : '')) :
+          [el('li', { class: 'muted' }, 'none')]));
+      }));
+    } catch (e) { /* the next event redraws */ }
+    finally { listing = false; }
+  }
   function draw(d) {
+    drawLists();
     info.textContent = `queue "${d.queue}": pool of ${d.size}, ${d.running} running; ` +
         `${d.done} done, ${d.failed} failed, ${d.hung} hung (back after ${d.timeout_ms / 1000} s or a sweep)`;
     for (const k of ['size', 'latency_ms', 'fail_pct', 'hang_pct'])
@@ -298,6 +332,7 @@ function demoPanel() {
     try { draw((await api('GET', '/v1/demo')).data); } catch (e) { info.textContent = e.message; }
   }
   demoDraw = draw;
+  demoLists = drawLists;
   enq.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const q = new URLSearchParams({ n: enq.elements.n.value, kind: enq.elements.kind.value });
@@ -320,7 +355,7 @@ function demoPanel() {
   show();
   return el('section', { class: 'demo', id: 'demo' },
     el('p', {}, el('b', {}, 'Demo: '), 'jobs flow through the queue "demo" below; failed jobs retry, hung ones time out and come back, ',
-      'dead ones wait for a replay.'), enq, pool, info);
+      'dead ones wait for a replay.'), enq, pool, info, lists);
 }
 
 function padHistory(h) {
@@ -364,12 +399,13 @@ function queuePage(main, name, tab, offset) {
   function drawBulk() {
     const n = selected.size;
     const acts = [];
+    if (tab === 'delayed') acts.push(['run now', 'made ready', id => ['POST', `/run-now`]]);
     if (['ready', 'delayed', 'active'].includes(tab)) acts.push(['cancel', 'cancelled', id => ['POST', `/cancel`]]);
     if (tab === 'dead') acts.push(['replay', 'replayed', id => ['POST', `/replay`]]);
     if (['dead', 'cancelled'].includes(tab)) acts.push(['delete', 'deleted', id => ['DELETE', '']]);
     bulk.replaceChildren(...(n && canAct() ? [el('span', { id: 'bulk-count' }, `${n} selected`),
       ...acts.map(([verb, done, how]) => action(verb + ' selected', () => bulkAct(verb, done, how),
-        verb === 'replay' ? '' : 'danger'))] : []));
+        verb === 'replay' || verb === 'run now' ? '' : 'danger'))] : []));
   }
   async function bulkAct(verb, done, how) {
     const ids = [...selected];
@@ -513,10 +549,26 @@ function queuePage(main, name, tab, offset) {
   }
 
   let pending = null;
+  // cursor paging: the cursors of the pages shown so far ('' the first);
+  // null on a sharded queue (offsets, from the URL)
+  const paging = { cursors: offset > 0 ? null : [''] };
   async function refresh() {
     pending = null;
     try {
-      const r = await api('GET', `/v1/queues/${enc(name)}/jobs?state=${tab}&offset=${offset}&limit=${PAGE}`);
+      // by cursor (pages stay right while jobs move); by offset on a sharded queue
+      const base = `/v1/queues/${enc(name)}/jobs?state=${tab}&limit=${PAGE}`;
+      let r = null;
+      if (paging.cursors && paging.shards === undefined) { /* (a sharded queue: offsets at once) */
+        const known = state.queues.get(name);
+        try { paging.shards = known ? known.shards : (await api('GET', `/v1/queues/${enc(name)}`)).data.shards; }
+        catch (e) { paging.shards = 1; }
+        if (paging.shards > 1) paging.cursors = null;
+      }
+      if (paging.cursors) {
+        try { r = await api('GET', `${base}&after=${enc(paging.cursors[paging.cursors.length - 1])}`); }
+        catch (e) { if (!/shard/.test(e.message)) throw e; paging.cursors = null; }
+      }
+      if (!r) r = await api('GET', `${base}&offset=${offset}`);
       const jobs = r.data.jobs || r.data.ids.map(id => ({ id, state: tab }));
       const onPage = new Set(jobs.map(j => String(j.id)));
       for (const id of [...selected]) if (!onPage.has(id)) selected.delete(id);
@@ -527,6 +579,16 @@ function queuePage(main, name, tab, offset) {
         [el('tr', {}, el('td', { class: 'muted', colspan: 10 }, `no ${tab} job`))]));
       allBox.checked = jobs.length > 0 && selected.size === jobs.length;
       drawBulk();
+      if (paging.cursors) {
+        const depth = paging.cursors.length;
+        const go = (cursors) => () => { paging.cursors = cursors; refresh(); };
+        pager.replaceChildren(
+          depth > 1 ? el('a', { href: '#', id: 'page-first', onclick: (ev) => { ev.preventDefault(); go([''])(); } }, '« first') : '',
+          depth > 1 ? el('a', { href: '#', id: 'page-back', onclick: (ev) => { ev.preventDefault(); go(paging.cursors.slice(0, -1))(); } }, ' ← back') : '',
+          ` page ${depth} `,
+          r.data.next ? el('a', { href: '#', id: 'page-more', onclick: (ev) => { ev.preventDefault(); go([...paging.cursors, r.data.next])(); } }, 'more →') : '');
+        return;
+      }
       pager.replaceChildren(
         offset > 0 ? el('a', { href: `#/q/${enc(name)}/${tab}/${Math.max(0, offset - PAGE)}` }, '← newer') : '',
         ` ${offset + 1}–${offset + r.data.ids.length} `,
@@ -570,6 +632,7 @@ function jobActions(name, id, st, done) {
     done();
   };
   return [
+    st === 'delayed' ? action('run now', () => run('POST', base + '/run-now', 'made ready')) : null,
     ['ready', 'delayed', 'active'].includes(st) ? action('cancel', () => run('POST', base + '/cancel', 'cancelled'), 'danger') : null,
     st === 'dead' ? action('replay', () => run('POST', base + '/replay', 'replayed')) : null,
     ['dead', 'cancelled'].includes(st) ? action('delete', () => run('DELETE', base, 'deleted'), 'danger') : null,
@@ -597,6 +660,7 @@ function jobPage(main, name, id) {
           row('wait', 'waited', dur(j.enqueued_ms, j.started_ms)),
           row('run', 'ran', dur(j.started_ms, j.ended_ms)),
           row('worker', 'worker', workerText(j.worker)))),
+        el('h3', {}, 'attempts'), attemptsTable(j.attempts_history || []),
         el('h3', {}, 'error'), j.error === null ? el('span', { class: 'muted' }, 'none') : bytesView(j.error),
         el('h3', {}, 'payload'), bytesView(j.payload),
         el('h3', {}, 'result'), bytesView(j.result));
@@ -607,6 +671,18 @@ function jobPage(main, name, id) {
   load();
   connectEvents('queues=' + name);
   return { onJob(e) { if (e.queue === name && e.id === id) load(); } };
+}
+
+// A job's attempts, oldest first: start, end, run time, worker, outcome.
+function attemptsTable(list) {
+  if (!list.length) return el('p', { class: 'muted', id: 'attempts' }, 'not run yet');
+  return el('table', { class: 'kv attempts', id: 'attempts' },
+    el('thead', {}, el('tr', {}, ['#', 'started', 'ended', 'ran', 'worker', 'outcome'].map(h => el('th', {}, h)))),
+    el('tbody', {}, list.map((a, i) => el('tr', { 'data-outcome': a.outcome },
+      el('td', { class: 'num' }, String(i + 1)), el('td', {}, when(a.started_ms)), el('td', {}, when(a.ended_ms)),
+      el('td', {}, a.started_ms && a.ended_ms ? ms(a.ended_ms - a.started_ms) : '–'),
+      el('td', {}, workerText(a.worker)),
+      el('td', { class: 'outcome ' + (a.outcome === 'completed' ? 'good' : a.outcome === 'running' ? '' : 'bad') }, a.outcome)))));
 }
 
 // ---- job rows (GET /v1/queues/{q}/jobs: rows.c) -------------------------

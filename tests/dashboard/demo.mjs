@@ -1,0 +1,101 @@
+// The --demo page's four lists (tests/dashboard_demo.sh): jobs enqueued
+// from the page show in queued, processing, completed and failed with
+// their kind, live, as the page's pool runs, fails and hangs them.
+// Env: BASE, CHROMIUM, ART.
+import { chromium } from 'playwright-core';
+import { readFileSync } from 'node:fs';
+
+const { BASE, CHROMIUM, ART } = process.env;
+let failures = 0, checks = 0;
+function check(ok, what) {
+  checks++;
+  if (!ok) { failures++; console.log('FAIL: ' + what); }
+}
+async function api(method, path, body) {
+  const r = await fetch(BASE + path, { method, body });
+  return { status: r.status, data: await r.json().catch(() => null) };
+}
+async function until(what, fn, ms = 30000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    try { if (await fn()) { checks++; return true; } } catch (e) { /* not yet */ }
+    if (Date.now() > end) { check(false, what); return false; }
+    await new Promise(r => setTimeout(r, 100));
+  }
+}
+
+const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+const pageErrors = [];
+page.on('pageerror', e => pageErrors.push(String(e)));
+
+// A full-page screenshot, and each element it must show: visible, and
+// inside the picture taken (its size read from the PNG header).
+async function shotShows(name, selectors) {
+  const path = `${ART}/${name}.png`;
+  await page.screenshot({ path, fullPage: true });
+  const png = readFileSync(path);
+  const w = png.readUInt32BE(16), h = png.readUInt32BE(20);
+  for (const sel of selectors) {
+    const loc = page.locator(sel).first();
+    const box = (await loc.isVisible()) ? await loc.boundingBox() : null;
+    check(box && box.width > 0 && box.height > 0 && box.x >= 0 && box.y >= 0 &&
+          box.x + box.width <= w + 1 && box.y + box.height <= h + 1,
+          `${name}.png (${w}x${h}) shows ${sel}: ${JSON.stringify(box)}`);
+  }
+}
+
+const list = (name) => page.locator(`#demo-lists [data-list="${name}"] li[data-id]`);
+const kinds = async (name) => (await list(name).evaluateAll(ls => ls.map(l => l.dataset.kind)));
+async function setPool(size, fail, hang) {
+  for (const [k, v] of [['size', size], ['latency_ms', '5'], ['fail_pct', fail], ['hang_pct', hang]])
+    await page.fill(`#demo-pool input[name="${k}"]`, String(v));
+  await page.click('#demo-pool button[data-action="demo-pool"]');
+  await until(`the pool is set to ${size}`, async () => (await page.textContent('#demo-info')).includes(`pool of ${size},`));
+}
+async function enqueue(n, kind) {
+  await page.fill('#demo-enqueue input[name="n"]', String(n));
+  await page.selectOption('#demo-enqueue select', kind);
+  await page.click('#demo-enqueue button[data-action="demo-enqueue"]');
+}
+
+try {
+  await page.goto(BASE + '/');
+  await page.waitForSelector('#demo-lists');
+  check((await page.locator('#demo-lists .demo-list h3').allTextContents()).map(t => t.split(' ')[0]).join() ===
+    'queued,processing,completed,failed', 'four lists in order');
+  // queued: no pool, 3 reports wait
+  await setPool(0, 0, 0);
+  await enqueue(3, 'report');
+  await until('queued shows 3 reports, live', async () =>
+    (await kinds('queued')).filter(k => k === 'report').length === 3);
+  // completed: a pool runs them
+  await setPool(2, 0, 0);
+  await until('completed shows the 3 reports, queued none', async () =>
+    (await kinds('completed')).filter(k => k === 'report').length === 3 && (await list('queued').count()) === 0);
+  // failed: every attempt fails (3 attempts, then dead)
+  await setPool(2, 100, 0);
+  await enqueue(1, 'thumbnail');
+  await until('failed shows the thumbnail once its attempts are spent', async () =>
+    (await kinds('failed')).includes('thumbnail'), 60000);
+  // processing: one slot, its job hangs; the rest wait queued
+  await setPool(1, 0, 100);
+  await enqueue(3, 'email');
+  await until('processing shows a hung email, queued the other two', async () =>
+    (await kinds('processing')).join() === 'email' && (await kinds('queued')).join() === 'email,email');
+  await shotShows('demo-lists', ['#demo-lists [data-list="queued"] li[data-kind="email"]',
+    '#demo-lists [data-list="processing"] li[data-kind="email"]',
+    '#demo-lists [data-list="completed"] li[data-kind="report"]',
+    '#demo-lists [data-list="failed"] li[data-kind="thumbnail"]']);
+  // side by side: one row of four columns
+  const tops = await page.locator('#demo-lists .demo-list').evaluateAll(ds => ds.map(d => Math.round(d.getBoundingClientRect().top)));
+  check(new Set(tops).size === 1, 'the four lists side by side: ' + tops);
+  check(pageErrors.length === 0, 'page errors: ' + pageErrors.join(' | '));
+} catch (e) {
+  check(false, 'exception: ' + (e.stack || e));
+  await page.screenshot({ path: `${ART}/demo-failure.png`, fullPage: true }).catch(() => {});
+} finally {
+  await browser.close();
+}
+console.log(`${checks} checks, ${failures} failures`);
+process.exit(failures ? 1 : 0);

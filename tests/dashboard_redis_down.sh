@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The dashboard with Redis gone and back, in a real browser (Debian's
+# chromium, headless, playwright-core as tests/dashboard.sh installs it):
+# the test's own redis-server is stopped by its pid while the overview is
+# open; the page turns red ("redis down" badge, "Redis is unreachable"
+# warning), and once a redis-server listens on that port again it
+# recovers (badge live, warning gone, a queue enqueued then listed).
+# Screenshots, checked for the elements they must show:
+# <build>/artifacts/redis-down*.png.
+# Skipped (with the reason) only where chromium or npm cannot be installed.
+set -u
+BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
+SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
+RJQ="$BUILD/rjq"
+PW_VERSION=1.65.1
+"$RJQ" serve --listen x 2>&1 | grep -q "built without" && { echo "SKIP: rjq built without serve"; exit 0; }
+CHROMIUM=/usr/lib/chromium/chromium
+[ -x "$CHROMIUM" ] || { echo "SKIP: chromium is not installed (Debian package chromium; tests/dashboard.sh installs it)"; exit 0; }
+command -v npm >/dev/null || { echo "SKIP: npm is not installed (Debian packages nodejs, npm)"; exit 0; }
+PW="$BUILD/playwright"
+if [ ! -f "$PW/node_modules/playwright-core/package.json" ] ||
+   ! grep -q "\"version\": \"$PW_VERSION\"" "$PW/node_modules/playwright-core/package.json"; then
+    mkdir -p "$PW"
+    npm install --prefix "$PW" --no-audit --no-fund --loglevel=error "playwright-core@$PW_VERSION" >"$PW/install-down.log" 2>&1 ||
+        { echo "SKIP: playwright-core cannot be installed from npm: $(tail -3 "$PW/install-down.log")"; exit 0; }
+fi
+
+# shellcheck source=scripts/redis-private.sh
+. "$SRC/scripts/redis-private.sh"
+# shellcheck source=tests/serve_helpers.bash
+. "$SRC/tests/serve_helpers.bash"
+SERVE_PREFIX=rd
+ART="$BUILD/artifacts"
+mkdir -p "$ART"
+serve_setup dashboard-redis-down
+# the second redis-server (started by the page's script on the same port):
+# stopped by its pid, from its pid file, on exit
+stop_second() {
+    [ -s "$DIR/redis2.pid" ] && kill "$(cat "$DIR/redis2.pid")" 2>/dev/null
+    for _ in $(seq 100); do [ -s "$DIR/redis2.pid" ] && kill -0 "$(cat "$DIR/redis2.pid")" 2>/dev/null || break; sleep 0.05; done
+    serve_cleanup
+}
+trap stop_second EXIT
+start_serve down
+cp "$SRC/tests/dashboard/redis_down.mjs" "$PW/redis_down.mjs" # resolves playwright-core from $PW
+BASE=$BASE REDIS_PID=$redis_pid REDIS_PORT=$redis_port DIR=$DIR CHROMIUM=$CHROMIUM ART=$ART \
+    timeout 150 node "$PW/redis_down.mjs"
+RC=$?
+[ "$RC" = 0 ] || { echo "server log:"; tail -20 "$DIR/down.err"; }
+# the server stops cleanly (under ASan: no leak, no error report)
+kill "$SPID"
+wait "$SPID"; SERVE_RC=$?
+if [ "$SERVE_RC" != 0 ] || grep -q 'Sanitizer\|runtime error' "$DIR/down.err"; then
+    echo "FAIL: serve exit $SERVE_RC: $(grep -A5 Sanitizer "$DIR/down.err" | head -20)"; RC=1
+fi
+exit $RC

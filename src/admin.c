@@ -817,7 +817,7 @@ static void on_page(rjq_client *c, int status, redisReply *r, void *priv) {
 }
 
 /* A cursor jobs_after.lua made: "z<score> <id>", "l <id>" or "c <id>". */
-static int cursor_ok(const char *k) {
+static int page_cursor_ok(const char *k) {
     const char *sp = strchr(k, ' ');
     if (sp == NULL || sp[1] == '\0' || strlen(sp + 1) > RJQ_JOB_ID_MAX) return 0;
     if (k[0] == 'l' || k[0] == 'c') return sp == k + 1;
@@ -836,7 +836,7 @@ int rjq_queue_list_jobs_after(rjq_queue *q, rjq_job_state state, const char *aft
     int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;
     if ((unsigned)state >= sizeof names / sizeof names[0] || limit <= 0 ||
-        limit > RJQ_JOBS_PAGE_MAX || (after && after[0] && !cursor_ok(after)))
+        limit > RJQ_JOBS_PAGE_MAX || (after && after[0] && !page_cursor_ok(after)))
         return RJQ_EINVAL;
     page_ctx *ctx = malloc(sizeof *ctx);
     if (ctx == NULL) return RJQ_ENOMEM;

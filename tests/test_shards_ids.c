@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "failalloc.h"
 #include "fixture.h"
 #include "harness.h"
 #include "server.h"
@@ -197,5 +198,96 @@ TEST(a_plain_queue_and_a_shard_handle_keep_server_assigned_ids) {
     ASSERT_OK(f.status);
     ASSERT(!all_digits(f.id));
     ASSERT_EQ((int)(rjq__crc16(f.id, strlen(f.id)) % 3), shard_holding(e.base, q, f.id));
+    env_stop(&e);
+}
+
+typedef struct counted {
+    int done, status;
+    size_t n;
+} counted;
+
+static void on_counted(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    counted *w = data;
+    (void)c, (void)jobs;
+    w->done++;
+    w->status = status;
+    w->n = n;
+}
+
+/* Every allocation of an anonymous enqueue and of an anonymous batch on a
+ * sharded handle failed in turn (the client's first made id included:
+ * its counter's state): RJQ_ENOMEM returned with no callback, or one
+ * callback; the jobs reported are on the queue; nothing leaks (ASan). */
+TEST(allocation_failures_making_ids_end_cleanly) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *d = open_learnt(e.base, e.c, "shid_oom");
+    ASSERT_OK(declare_shards(e.base, d, 3));
+    rjq_client *c2 = client_for(e.base, &e.s);
+    rjq_queue *q = open_learnt(e.base, c2, "shid_oom");
+    long reported = 0;
+    int failed_sync = 0, called = 0;
+    for (long n = 0;; n++) {
+        counted w = {0};
+        failalloc_arm_once(n);
+        int rc = rjq_enqueue(q, "x", 1, NULL, on_counted, &w);
+        failalloc_disarm();
+        if (rc == RJQ_OK) {
+            ASSERT(loop_until(e.base, &w.done, 10000));
+            loop_turn(e.base);
+            ASSERT_EQ(1, w.done);
+            if (w.status == RJQ_OK) reported++;
+            else ASSERT_EQ(RJQ_ENOMEM, w.status);
+            called++;
+        } else {
+            ASSERT_EQ(RJQ_ENOMEM, rc);
+            loop_turn(e.base);
+            ASSERT_EQ(0, w.done);
+            failed_sync++;
+        }
+        if (failalloc_failures() == 0) break;
+        ASSERT(n < 1000);
+    }
+    ASSERT(failed_sync > 0 && called > 0);
+    ASSERT_EQ(reported, (long)get_stats(e.base, q).ready);
+
+    rjq_enqueue_item it[9];
+    for (int i = 0; i < 9; i++) {
+        it[i] = (rjq_enqueue_item)RJQ_ENQUEUE_ITEM_INIT;
+        it[i].payload = "y";
+        it[i].len = 1;
+    }
+    long sent_max = reported;
+    failed_sync = called = 0;
+    for (long n = 0;; n++) {
+        counted w = {0};
+        failalloc_arm_once(n);
+        int rc = rjq_enqueue_batch(q, it, 9, on_counted, &w);
+        failalloc_disarm();
+        if (rc == RJQ_OK) {
+            ASSERT(loop_until(e.base, &w.done, 10000));
+            loop_turn(e.base);
+            ASSERT_EQ(1, w.done);
+            if (w.status == RJQ_OK) {
+                ASSERT_EQ(9, w.n);
+                reported += 9;
+            } else {
+                ASSERT_EQ(RJQ_ENOMEM, w.status); /* (other shards may have taken theirs) */
+            }
+            sent_max += 9;
+            called++;
+        } else {
+            ASSERT_EQ(RJQ_ENOMEM, rc);
+            loop_turn(e.base);
+            ASSERT_EQ(0, w.done);
+            failed_sync++;
+        }
+        if (failalloc_failures() == 0) break;
+        ASSERT(n < 1000);
+    }
+    ASSERT(failed_sync > 0 && called > 0);
+    long ready = (long)get_stats(e.base, q).ready;
+    ASSERT(ready >= reported && ready <= sent_max);
+    rjq_client_free(c2);
     env_stop(&e);
 }

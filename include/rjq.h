@@ -794,7 +794,8 @@ typedef struct rjq_job_options {
     /* Caller's id (1..RJQ_JOB_ID_MAX bytes, no spaces or control characters,
      * not all digits: numeric ids are the server-assigned ones). Enqueueing
      * an id that exists reports the existing job (existed = 1) and writes
-     * nothing. NULL lets the server assign a numeric id. */
+     * nothing. NULL lets the server assign a numeric id (on a sharded
+     * queue's handle, the library makes one: "Sharded queues" below). */
     const char *id;
     long long delay_ms; /* run no earlier than this from now (server time);
                            0..RJQ_DELAY_MAX */
@@ -850,7 +851,12 @@ typedef struct rjq_enqueue_item {
 
 /* What enqueue reports per job, in request order. */
 typedef struct rjq_enqueued {
-    const char *id; /* NUL-terminated */
+    const char *id; /* NUL-terminated: the caller's id, or for a job
+                       without one the server-assigned number ("1", "2",
+                       ...), or on a sharded queue's handle the id the
+                       library made for it ("a<client id>.<n>.<k>", unique
+                       across the shards, routed to the job's shard: every
+                       by-id call on the handle finds it) */
     int existed;    /* 1 when the id already existed (nothing was written,
                        unless replaced) */
     int replaced;   /* 1 when a debounce replaced the waiting job's payload */
@@ -1866,9 +1872,13 @@ RJQ_API int rjq_scheduler_is_leading(const rjq_scheduler *s);
  * rjq_queue_open once its read answered) is one queue
  * to these calls: rjq_enqueue (a job with an id goes to the shard of its
  * id's hash, so an id always meets itself; anonymous jobs go to the shards
- * in turn), rjq_enqueue_batch (split per shard: see below),
- * rjq_enqueue_await, rjq_queue_await (caller ids: server-assigned ids
- * repeat across shards, so those are refused with RJQ_ESHARDED),
+ * in turn, each with an id the library makes, "a<client id>.<n>.<k>",
+ * unique across the shards, never all digits, whose hash routes it to its
+ * shard, so it goes as a caller id and every by-id call below finds it:
+ * rjq_enqueued.id), rjq_enqueue_batch (split per shard: see below),
+ * rjq_enqueue_await, rjq_queue_await (by id: server-assigned ids, of jobs
+ * put on a shard directly or by an older library, repeat across shards, so
+ * those are refused with RJQ_ESHARDED),
  * rjq_worker_start (one worker of every shard, its concurrency shared:
  * rjq_worker_start_queues in weighted order, equal weights; rjq_job_get_queue()
  * is the job's shard) and rjq_queue_get_stats (summed over the shards; paused
@@ -1897,7 +1907,9 @@ RJQ_API int rjq_scheduler_is_leading(const rjq_scheduler *s);
  *
  * Calls by id go to the id's shard, as rjq_enqueue picks it:
  * rjq_queue_cancel, rjq_queue_get_job, rjq_queue_delete and rjq_queue_replay
- * with an id. A server-assigned (all digits) id repeats across shards, so
+ * with an id (the library's made ids of anonymous jobs included). A
+ * server-assigned (all digits) id (a job put on a shard's own handle, or
+ * by an older library) repeats across shards, so
  * its shard cannot be known: those calls refuse it with RJQ_ESHARDED
  * (make the call on its shard, rjq_queue_get_shard). (rjq_job_report_progress and
  * the lease calls take the job's handle, which is its shard's already.)

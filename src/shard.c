@@ -20,6 +20,7 @@
 #include "await.h"
 #include "enqueue.h"
 #include "shard.h"
+#include "shard_ids.h"
 #include "slot.h"
 #include "validate.h"
 #include "worker.h"
@@ -855,6 +856,36 @@ static rjq_queue *shard_for(layout *l, const char *id) {
     return l->sub[l->rr++ % (unsigned)l->n];
 }
 
+/* Where a job of a front goes, with the options it goes with (*o, NULL or
+ * copy, as rjq__job_options_in gives them). A job with an id goes to its
+ * id's shard (one with dedup_ms or debounce but no id too: that shard's
+ * check refuses it, as on a plain queue). An anonymous job takes the next
+ * shard and an id made for it that routes there (shard_ids.c), written to
+ * idbuf and set in copy (*o becomes copy), so it goes as a caller id and
+ * every by-id call on the front finds it (docs/sharding.md 6a). RJQ_OK or
+ * RJQ_ENOMEM. */
+static int route_job(rjq_queue *q, layout *l, rjq_job_options *copy, const rjq_job_options **o,
+                     char *idbuf, rjq_queue **to) {
+    const rjq_job_options *g = *o;
+    if (g && (g->id || g->dedup_ms || g->debounce)) {
+        *to = shard_for(l, g->id);
+        return RJQ_OK;
+    }
+    int i = rjq__shard_id_make(rjq_queue_get_client(q), l->n, (int)(l->rr++ % (unsigned)l->n),
+                               idbuf);
+    if (i < 0) return i;
+    if (g == NULL) {
+        rjq_job_options init = RJQ_JOB_OPTIONS_INIT;
+        *copy = init;
+    } else if (g != copy) {
+        *copy = *g;
+    }
+    copy->id = idbuf;
+    *o = copy;
+    *to = l->sub[i];
+    return RJQ_OK;
+}
+
 /* rjq_enqueue held: checked now as it would be, its inputs copied. */
 static int hold_enqueue(rjq_queue *q, const void *payload, size_t len,
                         const rjq_job_options *opts, rjq_enqueue_cb *cb, void *data) {
@@ -892,7 +923,10 @@ int rjq_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_job_opt
     rjq_job_options copy;
     const rjq_job_options *o;
     if (rjq__job_options_in(rjq_queue_get_client(q), opts, &copy, &o) != RJQ_OK) return RJQ_EINVAL;
-    return rjq__enqueue_one(shard_for(l, o ? o->id : NULL), payload, len, o, cb, data);
+    char idbuf[RJQ__SHARD_ID_MAX];
+    rjq_queue *to;
+    int rc = route_job(q, l, &copy, &o, idbuf, &to);
+    return rc == RJQ_OK ? rjq__enqueue_one(to, payload, len, o, cb, data) : rc;
 }
 
 /* A batch split over the shards: one call per shard; the caller's
@@ -1019,7 +1053,8 @@ int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n, rjq
     }
     size_t stride = items->size;
     /* every item as this library reads it, and its shard */
-    rjq_enqueue_item *its = malloc(n * (sizeof *its + sizeof(rjq_job_options) + sizeof(int)));
+    rjq_enqueue_item *its = malloc(n * (sizeof *its + sizeof(rjq_job_options) + sizeof(int) +
+                                        RJQ__SHARD_ID_MAX));
     split *s = calloc(1, sizeof *s);
     if (s) s->out = calloc(n, sizeof *s->out);
     if (its == NULL || s == NULL || s->out == NULL) {
@@ -1033,6 +1068,7 @@ int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n, rjq
     s->data = data;
     rjq_job_options *jos = (rjq_job_options *)(its + n);
     int *shard = (int *)(jos + n);
+    char *idbufs = (char *)(shard + n); /* the ids made for anonymous items */
     int rc = RJQ_OK;
     for (size_t i = 0; i < n && rc == RJQ_OK; i++) {
         const rjq_enqueue_item *it = (const void *)((const char *)items + i * stride);
@@ -1048,10 +1084,12 @@ int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n, rjq
             rc = RJQ_EINVAL;
             break;
         }
-        if (o) jos[i] = *o, its[i].opts = &jos[i];
+        rjq_queue *to;
+        if ((rc = route_job(q, l, &jos[i], &o, idbufs + i * RJQ__SHARD_ID_MAX, &to)) != RJQ_OK)
+            break;
+        its[i].opts = o;
         /* (the check each part would make, before any part is sent) */
         char enc[RJQ__OPTS_MAX + 1];
-        rjq_queue *to = shard_for(l, o ? o->id : NULL);
         if ((rc = rjq__enqueue_check(to, &its[i], enc)) != RJQ_OK) break;
         for (shard[i] = 0; l->sub[shard[i]] != to; shard[i]++) {}
         s->part[shard[i]].n++;
@@ -1172,8 +1210,10 @@ int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_j
     rjq_job_options copy;
     const rjq_job_options *o;
     if (rjq__job_options_in(rjq_queue_get_client(q), opts, &copy, &o) != RJQ_OK) return RJQ_EINVAL;
-    return rjq__enqueue_await_one(shard_for(l, o ? o->id : NULL), payload, len, o, aw, cb, data,
-                                  out);
+    char idbuf[RJQ__SHARD_ID_MAX];
+    rjq_queue *to;
+    int rc = route_job(q, l, &copy, &o, idbuf, &to);
+    return rc == RJQ_OK ? rjq__enqueue_await_one(to, payload, len, o, aw, cb, data, out) : rc;
 }
 
 int rjq_queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw, rjq_await_cb *cb,

@@ -9,8 +9,11 @@
 
 /* Bit by bit: the keys are short and a queue's slot is computed once. */
 uint16_t rjq__crc16(const void *buf, size_t len) {
+    return rjq__crc16_more(0, buf, len);
+}
+
+uint16_t rjq__crc16_more(uint16_t crc, const void *buf, size_t len) {
     const unsigned char *p = buf;
-    uint16_t crc = 0;
     for (size_t i = 0; i < len; i++) {
         crc ^= (uint16_t)(p[i] << 8);
         for (int b = 0; b < 8; b++)

@@ -18,6 +18,9 @@
 
 /* CRC16/XMODEM of len bytes (any bytes, NUL included). */
 uint16_t rjq__crc16(const void *buf, size_t len);
+/* The CRC16 of bytes that follow those whose CRC16 is crc: rjq__crc16 of
+ * a + b is rjq__crc16_more(rjq__crc16(a), b). */
+uint16_t rjq__crc16_more(uint16_t crc, const void *buf, size_t len);
 /* The slot of a key of len bytes (any bytes), in 0 .. RJQ__SLOTS - 1. */
 int rjq__key_slot(const void *key, size_t len);
 /* The part of the key that is hashed: its hash tag (*tag_len bytes at the

@@ -4,7 +4,10 @@
 # has one row for the queue, with its shard count, and none for its shards;
 # its page shows the per-shard table (name, master, numbers) and the jobs
 # enqueued from the page land on the shards; a shard opened on its own
-# says which queue it belongs to. Screenshots: <build>/artifacts/.
+# says which queue it belongs to; the anonymous jobs' ids are unique (made
+# by the library, docs/sharding.md 6a) and a job's page answers 200, and a
+# job put on a shard directly (a server-assigned id) links to its shard's
+# route. Screenshots: <build>/artifacts/.
 # Skipped (with the reason) only where chromium or npm cannot be installed.
 set -u
 BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}

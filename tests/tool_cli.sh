@@ -995,6 +995,8 @@ expect_out '{"shards":3,"names":["sq~0-0","sq~1-0","sq~2-0"]}'
 for i in 1 2 3 4 5 6; do run enqueue sq "job $i" --id "sid-$i"; expect_ok; done
 run enqueue sq anonymous
 expect_ok
+expect_out_re '^a[0-9A-Za-z]+\.[0-9]+\.[0-9]+$' # made by the library (docs/sharding.md 6a)
+ANON_ID=$OUT
 run enqueue sq again --id sid-1
 expect_ok
 expect_out sid-1
@@ -1027,6 +1029,9 @@ expect_out "resumed"
 run cancel sq sid-2
 expect_ok
 expect_out "cancelled (was ready)"
+run job sq "$ANON_ID"
+expect_ok
+expect_line 'state ready'
 run job sq sid-2
 expect_ok
 expect_line "state cancelled"

@@ -82,6 +82,33 @@ try {
   await page.goto(`${BASE}/#/q/${encodeURIComponent(shardNames[0])}`);
   await until('a shard page names its queue', async () =>
     (await page.textContent('#shard-of')).includes('shard 0 of hot'));
+
+  // ---- ids (docs/sharding.md 6a): the anonymous jobs' ids made by the
+  // library, unique across shards; a job by such an id answers 200 ----
+  const listed = await api('GET', '/v1/queues/hot/jobs?state=ready&limit=100');
+  const ids = listed.data.ids;
+  check(listed.status === 200 && ids.length === 7, 'the ready list: ' + ids.length + ' ids');
+  check(new Set(ids).size === ids.length, 'no repeated id: ' + ids.join(' '));
+  check(ids.every(x => !/^[0-9]+$/.test(x)), 'no all-digit id: ' + ids.join(' '));
+  check((await api('GET', `/v1/queues/hot/jobs/${encodeURIComponent(ids[0])}`)).status === 200,
+        'an anonymous job by its id: 200');
+  await page.goto(`${BASE}/#/q/hot/job/${encodeURIComponent(ids[0])}`);
+  await until('an anonymous job\'s page', async () => (await page.locator('#jobinfo').count()) === 1);
+  // a job put on a shard directly keeps a server-assigned id: its row in
+  // the queue's list links to its shard's route (no 409 page)
+  const legacy = await api('POST', `/v1/queues/${encodeURIComponent(shardNames[0])}/jobs`, 'legacy');
+  check(legacy.status === 201 && /^[0-9]+$/.test(legacy.data.id), 'a numeric id on a shard: ' + legacy.status);
+  const rows = await api('GET', '/v1/queues/hot/jobs?state=ready&limit=100');
+  const row = rows.data.jobs.find(j => j.id === legacy.data.id);
+  check(row && row.shard === 0 && row.shard_queue === shardNames[0] && row.state === 'ready',
+        'its row names its shard: ' + JSON.stringify(row));
+  await page.goto(`${BASE}/#/q/hot/ready`);
+  const link = page.locator(`tr[data-id="${legacy.data.id}"] td a`).first();
+  await until('its row links to its shard\'s route', async () =>
+    (await link.getAttribute('href')) === `#/q/${encodeURIComponent(shardNames[0])}/job/${legacy.data.id}`);
+  await link.click();
+  await until('its page opens from the shard', async () => (await page.locator('#jobinfo').count()) === 1);
+  check((await page.locator('.job .bad').count()) === 0, 'no error on the legacy job\'s page');
   check(consoleErrors.length === 0, 'no console error: ' + consoleErrors.join(' | '));
 } catch (e) {
   check(false, 'exception: ' + (e && e.stack || e));

@@ -13,6 +13,15 @@
  * null when no attempt ran).
  *
  * rows_job_reply adds the worker to one job (GET /v1/queues/{q}/jobs/{id}).
+ *
+ * A sharded queue's job listed by a server-assigned id (all digits: put on
+ * a shard directly, or by an older library; the library names anonymous
+ * jobs of a sharded queue itself, docs/sharding.md 6a) names a job of one
+ * shard, which the sharded handle cannot read (RJQ_ESHARDED): it is read
+ * on every shard instead, and the id's k-th row of the page is the k-th of
+ * the shards holding it, in the merged listing's order (the listed state
+ * first, then enqueue time, then shard), with "shard" and "shard_queue"
+ * (the shard's name: the dashboard links the job to that queue's route).
  */
 #include "server.h"
 
@@ -41,13 +50,21 @@ typedef struct rows {
     char *single_token;
     int paged;               /* rows_reply_page: a cursor's page ("next" in the reply) */
     char *next;              /* its next page's cursor; NULL: the list ended */
+    int ns;                  /* a sharded queue's shards (else 0) */
+    json_t **cand;           /* n x ns: a server-assigned id's read on each shard */
+    char **cand_token;
 } rows;
 
-/* One job's read. */
+/* One job's read (shard -1: on the queue's handle). */
 typedef struct one {
     rows *r;
     size_t i;
+    int shard;
 } one;
+
+static int all_digits(const char *id) {
+    return id[0] != '\0' && id[strspn(id, "0123456789")] == '\0';
+}
 
 /* The bytes of at most max characters of valid UTF-8 at p: its length, and
  * *more when text was left out (an invalid byte ends it too). */
@@ -150,6 +167,12 @@ static void rows_free(rows *r) {
     free(r->tokens);
     free(r->row);
     free(r->ones);
+    for (size_t i = 0; r->cand && i < r->n * (size_t)r->ns; i++) {
+        json_decref(r->cand[i]);
+        free(r->cand_token[i]);
+    }
+    free(r->cand);
+    free(r->cand_token);
     json_decref(r->procs);
     json_decref(r->single);
     free(r->single_token);
@@ -158,9 +181,54 @@ static void rows_free(rows *r) {
     free(r);
 }
 
+/* Candidate a before b: in the listed state first, then enqueued first,
+ * then the lower shard (the merged listing's order). */
+static int cand_before(const rows *r, size_t i, int a, int b) {
+    json_t *x = r->cand[i * (size_t)r->ns + (size_t)a], *y = r->cand[i * (size_t)r->ns + (size_t)b];
+    const char *want = job_state_name(r->state);
+    int xs = strcmp(json_string_value(json_object_get(x, "state")), want) == 0;
+    int ys = strcmp(json_string_value(json_object_get(y, "state")), want) == 0;
+    if (xs != ys) return xs;
+    json_int_t xt = json_integer_value(json_object_get(x, "enqueued_ms"));
+    json_int_t yt = json_integer_value(json_object_get(y, "enqueued_ms"));
+    return xt != yt ? xt < yt : a < b;
+}
+
+/* Server-assigned ids of a sharded queue: each row from its shard. */
+static void rows_from_shards(rows *r) {
+    for (size_t i = 0; i < r->n && r->ns; i++) {
+        if (!all_digits(r->ids[i])) continue;
+        size_t k = 0; /* the id's rows before this one */
+        for (size_t j = 0; j < i; j++) k += strcmp(r->ids[j], r->ids[i]) == 0;
+        int order[RJQ_SHARDS_MAX], m = 0;
+        for (int sh = 0; sh < r->ns; sh++) {
+            if (r->cand[i * (size_t)r->ns + (size_t)sh] == NULL) continue;
+            int at = m++;
+            while (at > 0 && cand_before(r, i, sh, order[at - 1])) {
+                order[at] = order[at - 1];
+                at--;
+            }
+            order[at] = sh;
+        }
+        if (k >= (size_t)m) continue; /* gone */
+        size_t c = i * (size_t)r->ns + (size_t)order[k];
+        json_t *row = r->cand[c];
+        json_object_set_new(row, "shard", json_integer(order[k]));
+        json_object_set_new(row, "shard_queue",
+                            json_name(rjq_queue_get_name(rjq_queue_get_shard(r->q->q, order[k]))));
+        json_decref(r->row[i]);
+        r->row[i] = row;
+        r->cand[c] = NULL;
+        free(r->tokens[i]);
+        r->tokens[i] = r->cand_token[c];
+        r->cand_token[c] = NULL;
+    }
+}
+
 /* Every read is in (or refused): answer, and free. */
 static void rows_done(rows *r) {
     if (--r->pending) return;
+    rows_from_shards(r);
     struct evhttp_request *req = held_end(&r->h);
     if (req && r->single) {
         json_object_set_new(r->single, "worker", worker(r, r->single_token));
@@ -199,7 +267,11 @@ static void on_job(rjq_client *cl, int status, const rjq_job_info *ji, void *dat
     one *o = data;
     rows *r = o->r;
     (void)cl;
-    if (status == RJQ_OK && ji) {
+    if (status == RJQ_OK && ji && o->shard >= 0) {
+        size_t c = o->i * (size_t)r->ns + (size_t)o->shard;
+        r->cand[c] = row_of(ji);
+        if (ji->token) r->cand_token[c] = strdup(ji->token);
+    } else if (status == RJQ_OK && ji) {
         r->row[o->i] = row_of(ji);
         if (ji->token) r->tokens[o->i] = strdup(ji->token); /* (NULL: no worker shown) */
     }
@@ -237,14 +309,20 @@ static void rows_start(server *s, struct evhttp_request *req, squeue *q, rjq_job
                        long long offset, const char *const *ids, size_t n, int paged,
                        const char *next) {
     rows *r = calloc(1, sizeof *r);
+    int ns = q->known && q->nshards > 1 ? q->nshards : 0;
     if (r == NULL || (n && ((r->ids = calloc(n, sizeof *r->ids)) == NULL ||
                             (r->tokens = calloc(n, sizeof *r->tokens)) == NULL ||
                             (r->row = calloc(n, sizeof *r->row)) == NULL ||
-                            (r->ones = calloc(n, sizeof *r->ones)) == NULL))) {
+                            (r->ones = calloc(n * (size_t)(1 + ns), sizeof *r->ones)) == NULL)) ||
+        (n && ns && ((r->cand = calloc(n * (size_t)ns, sizeof *r->cand)) == NULL ||
+                     (r->cand_token = calloc(n * (size_t)ns, sizeof *r->cand_token)) == NULL))) {
         if (r) {
             free(r->ids);
             free(r->tokens);
             free(r->row);
+            free(r->ones);
+            free(r->cand);
+            free(r->cand_token);
             free(r);
         }
         reply_error(req, 503, "out of memory");
@@ -261,6 +339,7 @@ static void rows_start(server *s, struct evhttp_request *req, squeue *q, rjq_job
         return;
     }
     r->n = n;
+    r->ns = ns;
     for (size_t i = 0; i < n; i++)
         if ((r->ids[i] = strdup(ids[i])) == NULL) {
             rows_free(r);
@@ -275,8 +354,17 @@ static void rows_start(server *s, struct evhttp_request *req, squeue *q, rjq_job
             r->pending--;
     }
     for (size_t i = 0; i < n; i++) {
-        r->ones[i].r = r;
-        r->ones[i].i = i;
+        if (ns && all_digits(ids[i])) { /* read on each shard (see above) */
+            for (int sh = 0; sh < ns; sh++) {
+                one *o = &r->ones[n + i * (size_t)ns + (size_t)sh];
+                *o = (one){r, i, sh};
+                r->pending++;
+                if (rjq_queue_get_job(rjq_queue_get_shard(q->q, sh), ids[i], on_job, o) != RJQ_OK)
+                    r->pending--;
+            }
+            continue;
+        }
+        r->ones[i] = (one){r, i, -1};
         r->pending++;
         if (rjq_queue_get_job(q->q, ids[i], on_job, &r->ones[i]) != RJQ_OK) r->pending--;
     }

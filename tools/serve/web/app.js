@@ -704,6 +704,8 @@ function workerText(w) {
 
 function jobRow(name, j, tab, selected, onPick, done) {
   const id = typeof j.id === 'string' ? j.id : JSON.stringify(j.id);
+  /* a server-assigned id of a sharded queue names a job of one shard: its route (rows.c) */
+  if (j.shard_queue) name = j.shard_queue;
   const href = `#/q/${enc(name)}/job/${enc(id)}`;
   const pick = canAct() ? el('td', { class: 'pick' }, el('input', { type: 'checkbox', class: 'pick', 'data-id': id,
     onchange: (ev) => { if (ev.target.checked) selected.add(id); else selected.delete(id); onPick(); } })) : null;

@@ -85,6 +85,9 @@ struct rjq_job {
     int refused;
     rjq_done_cb *cb;
     void *cb_data;
+    uint64_t made_ms;         /* the client's clock when it was handed out (history) */
+    long long wait_ms;        /* its enqueue-to-first-start time, -1: not its first run or
+                                 not known (history) */
 };
 
 /* A worker's lifecycle, changed only by rjq__w_set_state:

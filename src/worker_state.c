@@ -225,6 +225,8 @@ rjq_job *rjq__w_new_job(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok) {
     j->attempt = d->attempt;
     j->max_attempts = d->max_attempts;
     j->deadline = d->deadline;
+    j->made_ms = rjq__now_ms();
+    j->wait_ms = -1;
     j->notice = 0;
     j->place = RJQ__JOB_NEW;
     j->prev = j->next = NULL;

@@ -66,13 +66,31 @@ static void part_close(rjq_queue *q, void *state) {
 
 static const rjq__part_ops part_ops = {NULL, NULL, NULL, part_close, part_release};
 
+/* A graceful close (rjq_client_close) began: every queue's counts go now
+ * (the close waits for the flushes' replies), so a short-lived producer
+ * (the rjq tool) loses none. */
+static void on_drain(rjq_client *c, void *state) {
+    (void)state;
+    for (rjq_queue *q = rjq__queue_first(c); q; q = rjq__queue_next(q)) {
+        hpart *p = rjq__queue_part(q, RJQ__PART_HISTORY);
+        if (p && any(p)) {
+            rjq__timer_stop(c, &p->flush);
+            flush(p);
+        }
+    }
+}
+
+static const rjq__feature history_feature = {.name = "history", .drain = on_drain};
+
 /* q's counts, made with the first; NULL when the handle writes no history
  * or out of memory (the counts are dropped). */
 static hpart *part_of(rjq_queue *q) {
     if (rjq__queue_history_ms(q) < 0) return NULL;
     hpart *p = rjq__queue_part(q, RJQ__PART_HISTORY);
     if (p) return p;
-    if ((p = calloc(1, sizeof *p)) == NULL) return NULL;
+    if (rjq__feature_ensure(rjq_queue_get_client(q), &history_feature, 1) == NULL ||
+        (p = calloc(1, sizeof *p)) == NULL)
+        return NULL;
     p->q = q;
     if (rjq__timer_setup(rjq_queue_get_client(q), &p->flush, on_flush, p) != RJQ_OK) {
         free(p);

@@ -197,6 +197,13 @@ void held_start(server *s, held *h, struct evhttp_request *req, void (*on_gone)(
  * is gone. */
 struct evhttp_request *held_end(held *h);
 
+/* ---- history.c: GET /v1/queues/{q}/history -------------------------------------- */
+
+void history_handle(server *s, struct evhttp_request *req, squeue *q,
+                    const struct evkeyvalq *args);
+/* One point of the history as the route's JSON (buckets: with its histograms). */
+json_t *history_point_json(const rjq_history_point *p, int buckets);
+
 /* ---- deadline.c: --request-timeout ------------------------------------------ */
 
 /* Give every request timeout_ms to arrive whole, else 408 and close (0:

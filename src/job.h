@@ -28,6 +28,8 @@ typedef struct rjq__pushed {
     size_t idlen, toklen, len;
     int attempt, max_attempts;
     long long deadline;       /* its lease's end, server time (ms) */
+    long long wait_ms;        /* enqueue to this first start (ms); -1: a later run, or
+                                 not known (the history's wait, src/history.c) */
 } rjq__pushed;
 
 /* Slots an idle worker offers along with a completion batch. */

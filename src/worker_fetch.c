@@ -49,7 +49,8 @@ static void on_fetched(rjq_client *c, int status, redisReply *r, void *priv) {
         rjq__pushed d = {.id = f->jobs[i].id, .idlen = f->jobs[i].idlen, .token = tokstr,
                          .toklen = strlen(tokstr), .payload = e ? e->str : NULL,
                          .len = e ? e->len : 0, .attempt = f->jobs[i].attempt,
-                         .max_attempts = f->jobs[i].max_attempts, .deadline = f->deadline};
+                         .max_attempts = f->jobs[i].max_attempts, .deadline = f->deadline,
+                         .wait_ms = f->jobs[i].wait_ms};
         /* a stopping worker starts nothing more, a failed read nothing:
          * they go back */
         rjq_job *j = e && w->state == W_ACTIVE ? rjq__w_new_job(w, &d, f->tok) : NULL;
@@ -99,7 +100,7 @@ int rjq__w_fetch(rjq_worker *w, rjq__tok *tok, const rjq__pushed *d, size_t n) {
     rjq__argv_key(&a, w->q, RJQ__K_PAYLOAD);
     for (size_t i = 0; i < n; i++) {
         memcpy(mem, d[i].id, d[i].idlen);
-        f->jobs[i] = (fetch_job){mem, d[i].idlen, d[i].attempt, d[i].max_attempts, 0};
+        f->jobs[i] = (fetch_job){mem, d[i].idlen, d[i].attempt, d[i].max_attempts, 0, d[i].wait_ms};
         rjq__argv_add(&a, mem, d[i].idlen);
         mem += d[i].idlen;
     }

@@ -45,8 +45,10 @@
  * it paid (1.27x, Redis CPU -35%), at 16 KiB 1.8x (-56%). */
 #define CLAIM_INLINE_MAX 2048
 
-/* [next due, slots registered, token, deadline, then 4 per job] (claim.lua) */
+/* [next due, slots registered, token, deadline, then CLAIM_PER_JOB per job:
+ * id, payload, attempt, max attempts, wait] (claim.lua) */
 #define CLAIM_HEAD 4
+#define CLAIM_PER_JOB 5
 
 /* A job handle's place in its worker, changed only by rjq__w_job_move
  * (worker_state.c), which asserts the transition:
@@ -240,6 +242,7 @@ typedef struct fetch_job {
     size_t idlen;
     int attempt, max_attempts;
     int cancelled;            /* a cancel notice came for it meanwhile */
+    long long wait_ms;        /* rjq__pushed's */
 } fetch_job;
 
 typedef struct fetch {

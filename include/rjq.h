@@ -1395,7 +1395,10 @@ typedef void rjq_history_cb(rjq_client *c, int status, const rjq_history_point *
 
 /* Read the last n minutes (step_ms 60000, n 1..RJQ_HISTORY_MINUTES) or
  * hours (step_ms 3600000, n 1..RJQ_HISTORY_HOURS) of q's history, the
- * current (unfinished) one last, in one script call that only reads. cb
+ * current (unfinished) one last, in one script call that only reads; or
+ * (step_ms 0, n 1) its totals: every count flushed since its history was
+ * first written (at_ms 0; they only grow, until the hours expire after 30
+ * idle days: counters for Prometheus). cb
  * gets all n points, oldest first (a minute without activity: its at_ms
  * and zeros), valid during the callback, or n 0 and RJQ_ECONN,
  * RJQ_ETIMEDOUT, RJQ_EAUTH, RJQ_EREDIS, RJQ_EWRONGTYPE, RJQ_EPROTO (a value

@@ -72,7 +72,7 @@ static int send_read(rjq_queue *q, hread *h) {
     rjq__argv a;
     rjq__argv_init(&a);
     rjq__argv_script_keys(&a, q, RJQ__S_HISTREAD);
-    rjq__argv_str(&a, h->step_ms == 60000 ? "m" : "h");
+    rjq__argv_str(&a, h->step_ms == 60000 ? "m" : h->step_ms == 0 ? "t" : "h");
     rjq__argv_ll(&a, h->n);
     int rc = a.oom ? RJQ_ENOMEM
                    : rjq__script(rjq_queue_get_client(q), RJQ__S_HISTREAD, RJQ__REQ_RETRY, on_read,
@@ -84,7 +84,7 @@ static int send_read(rjq_queue *q, hread *h) {
 int rjq_queue_get_history(rjq_queue *q, long step_ms, long n, rjq_history_cb *cb, void *data) {
     if (q == NULL || cb == NULL) return RJQ_EINVAL;
     if (!((step_ms == 60000 && n >= 1 && n <= RJQ_HISTORY_MINUTES) ||
-          (step_ms == 3600000 && n >= 1 && n <= RJQ_HISTORY_HOURS)))
+          (step_ms == 3600000 && n >= 1 && n <= RJQ_HISTORY_HOURS) || (step_ms == 0 && n == 1)))
         return RJQ_EINVAL;
     rjq_client *c = rjq_queue_get_client(q);
     if (!rjq__accepting(c)) return RJQ_ECLOSED;

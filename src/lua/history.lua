@@ -8,6 +8,8 @@
 --       completed, failed, wait sum ms, run sum ms, the wait buckets, the
 --       run buckets: rjq.h RJQ_HISTORY_BUCKETS each), N+2 the minute ring's
 --       expiry (ms), N+3 the hour ring's
+-- histh's field "total" adds up every flush (minute 0: never a lap), for
+-- counters that only grow (rjq serve's /metrics histograms).
 -- A slot's value: "<minute or hour> <the N counts>"; a slot holding an
 -- older minute (the ring came round) starts again from zero. A slot
 -- holding a later one (the server's clock was set back) takes the counts
@@ -22,8 +24,8 @@ for i = 1, n do
 end
 local now = now_ms()
 local function bump(key, step, slots, ttl)
-  local at = math.floor(now / step)
-  local slot = int(at % slots)
+  local at = step and math.floor(now / step) or 0
+  local slot = step and int(at % slots) or 'total'
   local v = typed('hash', 'HGET', key, slot)
   local cur = {}
   if v then for w in string.gmatch(v, '%d+') do cur[#cur + 1] = tonumber(w) end end
@@ -39,4 +41,5 @@ local function bump(key, step, slots, ttl)
 end
 local m = bump(histm, 60000, 1440, tonumber(ARGV[n + 2]))
 bump(histh, 3600000, 720, tonumber(ARGV[n + 3]))
+bump(histh, nil, nil, tonumber(ARGV[n + 3])) -- the totals (Prometheus' counters)
 return m

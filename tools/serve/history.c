@@ -120,3 +120,21 @@ void history_handle(server *s, struct evhttp_request *req, squeue *q,
         free(c);
     }
 }
+
+/* ---- the totals, for /metrics (metrics.c) ---------------------------------------- */
+
+static void on_totals(rjq_client *cl, int status, const rjq_history_point *list, size_t n,
+                      void *data) {
+    squeue *q = data;
+    (void)cl;
+    q->htotal_reading = 0;
+    if (status == RJQ_OK && n == 1) {
+        q->htotal = *rjq_history_point_get(list, 0);
+        q->htotal_have = 1;
+    }
+}
+
+void history_read_totals(squeue *q) {
+    if (!q->htotal_reading && rjq_queue_get_history(q->q, 0, 1, on_totals, q) == RJQ_OK)
+        q->htotal_reading = 1;
+}

@@ -3,14 +3,22 @@
  * "History"): which bucket a time falls in, the buckets' bounds, the
  * quantiles read from them, a stored value's parse (the ring's last lap
  * told apart, malformed values refused) and the adding up of points from
- * several processes or shards.
+ * several processes or shards; and, in virtual time (tests/vclock.h), when
+ * a producer's counts are flushed: one interval after the first count, and
+ * never while idle.
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include <event2/event.h>
+
+#include "core.h"
 #include "harness.h"
 #include "history.h"
+#include "server.h"
+#include "vclock.h"
+#include "waits.h"
 
 TEST(a_time_falls_in_the_log_scale_bucket_whose_bound_holds_it) {
     ASSERT_EQ(0, rjq__history_bucket(-5));
@@ -128,3 +136,85 @@ TEST(points_of_several_processes_add_up_bucket_by_bucket) {
     ASSERT_EQ(42, a.run_sum_ms);
 }
 
+
+/* n enqueues on q, their replies awaited (the virtual clock stands still). */
+static void enqueue_n(struct event_base *base, rjq_client *c, rjq_queue *q, int n) {
+    enqueue_wait w[8];
+    memset(w, 0, sizeof w);
+    for (int i = 0; i < n; i++) ASSERT_OK(rjq_enqueue(q, "x", 1, NULL, on_enqueue_wait, &w[i]));
+    double end = mono_ms() + 30000;
+    for (int i = 0; i < n; i++)
+        while (!w[i].done) {
+            ASSERT(mono_ms() < end);
+            vclock_io(base, c);
+        }
+    for (int i = 0; i < n; i++) ASSERT_OK(w[i].status);
+}
+
+TEST(a_flush_goes_one_interval_after_the_first_count_and_none_while_idle) {
+    rjq__clock_set(virtual_clock);
+    armed_ms = -1;
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    struct event_base *base = event_base_new();
+    ASSERT(base != NULL);
+    rjq_client_options o = client_options(s.url);
+    o.command_timeout_ms = -1; /* (no watchdog, no pings: the flush's timer runs the clock) */
+    o.ping_interval_ms = -1;
+    rjq_client *c = NULL;
+    ASSERT_OK(rjq_client_new(&c, &o, &vclock_io_ops, base));
+    double end = mono_ms() + 30000;
+    while (!rjq_client_is_connected(c)) {
+        ASSERT(mono_ms() < end);
+        vclock_io(base, c);
+    }
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
+    qo.history_flush_ms = 1000;
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(c, "vh", &qo, &q));
+    uint64_t t0 = vnow;
+    enqueue_n(base, c, q, 3);
+    ASSERT_EQ(t0, vnow);
+    ASSERT_EQ(0, server_int(rc, "EXISTS t:{vh}:hist:m")); /* counted, not flushed */
+    /* the clock runs to the client's timers until the minute is written */
+    while (server_int(rc, "EXISTS t:{vh}:hist:m") == 0) {
+        ASSERT(vnow < t0 + 60000);
+        vclock_run_to_timer(base, c, NULL);
+        for (int i = 0; i < 20 && server_int(rc, "EXISTS t:{vh}:hist:m") == 0; i++) vclock_io(base, c);
+    }
+    ASSERT_EQ(1000, (long long)(vnow - t0)); /* one interval after the first count */
+    /* the three, in the current minute */
+    long long minute = server_now_ms(rc) / 60000;
+    redisReply *r = server_cmd(rc, "HGET t:{vh}:hist:m %lld", minute % 1440);
+    if (r->type != REDIS_REPLY_STRING) { /* (the minute turned since the flush) */
+        freeReplyObject(r);
+        r = server_cmd(rc, "HGET t:{vh}:hist:m %lld", (minute - 1) % 1440);
+    }
+    ASSERT_EQ(REDIS_REPLY_STRING, r->type);
+    rjq_history_point p;
+    ASSERT(rjq__history_parse(r->str, r->len, atoll(r->str), 60000, &p) == 1);
+    ASSERT_EQ(3, p.enqueued);
+    freeReplyObject(r);
+    /* idle: an hour of virtual time writes nothing (a flush would make the
+     * keys again) */
+    freeReplyObject(server_cmd(rc, "DEL t:{vh}:hist:m t:{vh}:hist:h"));
+    uint64_t t1 = vnow;
+    while (vnow < t1 + 3600000 && armed_ms >= 0) vclock_run_to_timer(base, c, NULL);
+    for (int i = 0; i < 20; i++) vclock_io(base, c);
+    ASSERT_EQ(0, server_int(rc, "EXISTS t:{vh}:hist:m t:{vh}:hist:h"));
+    /* more counts: flushed again, one interval later */
+    uint64_t t2 = vnow;
+    enqueue_n(base, c, q, 2);
+    while (server_int(rc, "EXISTS t:{vh}:hist:m") == 0) {
+        ASSERT(vnow < t2 + 60000);
+        vclock_run_to_timer(base, c, NULL);
+        for (int i = 0; i < 20 && server_int(rc, "EXISTS t:{vh}:hist:m") == 0; i++) vclock_io(base, c);
+    }
+    ASSERT_EQ(1000, (long long)(vnow - t2));
+    rjq_client_free(c);
+    event_base_free(base);
+    redisFree(rc);
+    server_stop_guarded(&s);
+    rjq__clock_set(NULL);
+}

@@ -80,7 +80,13 @@ static void on_drain(rjq_client *c, void *state) {
     }
 }
 
-static const rjq__feature history_feature = {.name = "history", .drain = on_drain};
+static void on_close(rjq_client *c, void *state) {
+    (void)c;
+    free(state); /* (rjq__feature_ensure's bytes: nothing in them) */
+}
+
+static const rjq__feature history_feature = {.name = "history", .close = on_close,
+                                             .drain = on_drain};
 
 /* q's counts, made with the first; NULL when the handle writes no history
  * or out of memory (the counts are dropped). */

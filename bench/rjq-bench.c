@@ -65,6 +65,7 @@ static struct config {
     long payload_bytes;       /* PAYLOAD_BYTES: each payload's length (0: tiny) */
     size_t payload_max;       /* room for one payload and its NUL */
     long long retention_ms;
+    long long history_flush_ms; /* HISTORY_FLUSH_MS: the queue's history (-1: off) */
     long completed_max;
     int cmdstats, verbose, tty;
 } C;
@@ -111,6 +112,7 @@ static void load_config(void) {
     C.timeout_s = env_long("TIMEOUT", 120);
     C.retention_ms = env_signed("RETENTION_MS");
     C.completed_max = (long)env_signed("COMPLETED_MAX");
+    C.history_flush_ms = env_signed("HISTORY_FLUSH_MS");
     C.cmdstats = (int)env_long("CMDSTATS", 0);
     C.verbose = (int)env_long("VERBOSE", 0);
     /* as the peers read it (../shared/peers/common.js): the JSON's length */
@@ -465,6 +467,7 @@ static void client_open(void) {
     rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.retention_ms = C.retention_ms;
     qo.completed_max = C.completed_max;
+    qo.history_flush_ms = C.history_flush_ms;
     rc = rjq_queue_open(client, QNAME, &qo, &queue);
     if (rc != RJQ_OK) die("rjq_queue_open: %s", rjq_strerror(rc));
     if (!loop_until(&conn_both, 10)) die("could not connect to redis at %s:%d", C.host, C.port);

@@ -685,6 +685,13 @@ typedef struct rjq_queue_options {
                                none */
     long long job_timeout_ms; /* the timeout_ms of jobs enqueued through this
                                  handle that give none; 0: none */
+    long long history_flush_ms; /* the queue's history (rjq_queue_get_history):
+                                   this handle's producers and workers count
+                                   in memory and add their counts to it every
+                                   history_flush_ms (one script call per flush
+                                   with activity, none while idle); 0: the
+                                   default 1000; -1: this handle writes no
+                                   history; else 1..3600000 */
 } rjq_queue_options;
 #define RJQ_QUEUE_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_queue_options)
 
@@ -1363,6 +1370,71 @@ typedef void rjq_stats_cb(rjq_client *c, int status, const rjq_stats *stats,
 
 /* Read the queue's counters and depths in one script call. */
 RJQ_API int rjq_queue_get_stats(rjq_queue *q, rjq_stats_cb *cb, void *data);
+
+/* ------------------------------------------------------------------------
+ * History (README "History")
+ *
+ * Each queue keeps per-minute figures for a day and per-hour figures for
+ * 30 days in Redis, in its own slot: jobs enqueued, completed and failed
+ * (every failed attempt, as rjq_stats.failed), and histograms of the wait
+ * (enqueue to first start, delays included) and run times (a start to
+ * the worker's complete or fail call). Producers and workers count in
+ * memory and add their counts every history_flush_ms (rjq_queue_options);
+ * an outcome is counted when the worker sends it. What a process had not
+ * flushed yet is lost when it dies or its client is freed (at most one
+ * flush interval of counts), and so is a flush whose connection is lost.
+ * Counts of every process and shard add up in the same buckets.
+ *
+ * A histogram has RJQ_HISTORY_BUCKETS buckets on a fixed log scale:
+ * bucket i < RJQ_HISTORY_BUCKETS - 1 counts times in (2^(i-1), 2^i] ms
+ * (bucket 0: up to 1 ms), the last one the longer times.
+ * ---------------------------------------------------------------------- */
+
+#define RJQ_HISTORY_BUCKETS 22
+#define RJQ_HISTORY_MINUTES 1440 /* minutes kept */
+#define RJQ_HISTORY_HOURS 720    /* hours kept */
+
+typedef struct rjq_history_point {
+    long long at_ms;            /* the minute's or hour's start, server time
+                                   (ms since the epoch) */
+    long long enqueued, completed, failed;
+    long long wait_sum_ms, run_sum_ms;
+    long long wait[RJQ_HISTORY_BUCKETS]; /* jobs whose wait fell in bucket i */
+    long long run[RJQ_HISTORY_BUCKETS];  /* runs whose time fell in bucket i */
+} rjq_history_point;
+
+/* Element i of the list an rjq_history_cb gets (never list[i] for i > 0). */
+RJQ_API const rjq_history_point *rjq_history_point_get(const rjq_history_point *list, size_t i);
+
+typedef void rjq_history_cb(rjq_client *c, int status, const rjq_history_point *list, size_t n,
+                            void *data);
+
+/* Read the last n minutes (step_ms 60000, n 1..RJQ_HISTORY_MINUTES) or
+ * hours (step_ms 3600000, n 1..RJQ_HISTORY_HOURS) of q's history, the
+ * current (unfinished) one last, in one script call that only reads; or
+ * (step_ms 0, n 1) its totals: every count flushed since its history was
+ * first written (at_ms 0; they only grow, until the hours expire after 30
+ * idle days: counters for Prometheus). cb
+ * gets all n points, oldest first (a minute without activity: its at_ms
+ * and zeros), valid during the callback, or n 0 and RJQ_ECONN,
+ * RJQ_ETIMEDOUT, RJQ_EAUTH, RJQ_EREDIS, RJQ_EWRONGTYPE, RJQ_EPROTO (a value
+ * this library cannot read), RJQ_ENOMEM, RJQ_ECANCELED. On a sharded
+ * handle the shards' points are added up (cb once, when every shard
+ * answered; the first error otherwise). Returns RJQ_OK (cb will be called)
+ * or, cb not called: RJQ_EINVAL (q or cb NULL, step_ms or n out of range),
+ * RJQ_ECLOSED, RJQ_ENOMEM. */
+RJQ_API int rjq_queue_get_history(rjq_queue *q, long step_ms, long n, rjq_history_cb *cb,
+                                  void *data);
+
+/* The upper bound of bucket i, seconds (0.001 * 2^i); INFINITY for the
+ * last bucket; NAN for i out of range. */
+RJQ_API double rjq_history_bound(int i);
+
+/* The q-quantile (0 < q <= 1) of a histogram of RJQ_HISTORY_BUCKETS
+ * counts, seconds: linear within the bucket that holds it (as Prometheus'
+ * histogram_quantile); the last finite bound when it lies in the last
+ * bucket; -1 when the histogram is empty or q out of range. */
+RJQ_API double rjq_history_quantile(const long long *buckets, double q);
 
 typedef void rjq_count_cb(rjq_client *c, int status, long long n, void *data);
 

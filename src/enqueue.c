@@ -63,6 +63,7 @@
 #include <string.h>
 
 #include "enqueue.h"
+#include "history.h"
 
 /* Who gets the result of one enqueued job, or of a run of them. */
 typedef struct item {
@@ -321,6 +322,11 @@ static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
     if (status == RJQ_OK && !reply_ok(r, b->items, b->n)) {
         rjq__errmsg(c, "enqueue: unexpected reply");
         status = RJQ_EPROTO;
+    }
+    if (status == RJQ_OK) { /* the new jobs (not existing ids, nor refused) */
+        long long added = 0;
+        for (size_t i = 0; i < b->n; i++) added += r->element[2 * i + 1]->integer == 0;
+        rjq__history_enqueued(q, added);
     }
     report(c, b->items, b->n, status, r);
     free(flat.element);

@@ -31,6 +31,8 @@ typedef struct rjq__pushed {
     int check;                /* a push marked unconfirmed (" ?" in its head): the
                                * worker starts it only once the server's state says
                                * its token holds it (worker_fetch.c) */
+    long long wait_ms;        /* enqueue to this first start (ms); -1: a later run, or
+                                 not known (the history's wait, src/history.c) */
 } rjq__pushed;
 
 /* Slots an idle worker offers along with a completion batch. */

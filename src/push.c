@@ -10,10 +10,10 @@
  * slots and publishes them there, one message per worker:
  *     "<worker> <epoch> <count> <token> <deadline>\n" (or "... <deadline> ?\n":
  *     unconfirmed, see below) then per job
- *     "<id len> <payload len> <attempt> <max attempts>\n"
+ *     "<id len> <payload len> <attempt> <max attempts> <wait ms or ->\n"
  *     followed by the id and payload bytes, or for a payload too big to
  *     push (PUSH_INLINE_MAX in lib.lua) "<id len> - <attempt> <max
- *     attempts>\n" followed by the id bytes: the worker reads that
+ *     attempts> <wait ms or ->\n" followed by the id bytes: the worker reads that
  *     payload itself (the jobs of one message share their fencing token
  *     and their lease's end, in server time).
  * An unconfirmed push, one the server sent without knowing that this
@@ -201,7 +201,15 @@ static int parse_job(const char **p, const char *end, rjq__pushed *d) {
     } else if (parse_num(p, end, ' ', &len)) {
         return -1;
     }
-    if (parse_num(p, end, ' ', &attempt) || parse_num(p, end, '\n', &max)) return -1;
+    unsigned long long wait = 0;
+    int no_wait = 0;
+    if (parse_num(p, end, ' ', &attempt) || parse_num(p, end, ' ', &max)) return -1;
+    if (end - *p >= 2 && (*p)[0] == '-' && (*p)[1] == '\n') {
+        no_wait = 1;
+        *p += 2;
+    } else if (parse_num(p, end, '\n', &wait) || wait > (unsigned long long)RJQ__TIME_MAX) {
+        return -1;
+    }
     if (idlen == 0 || attempt > RJQ__ATTEMPTS_MAX || max > RJQ__ATTEMPTS_MAX ||
         (size_t)(end - *p) < idlen || (size_t)(end - *p) - idlen < len)
         return -1;
@@ -209,6 +217,7 @@ static int parse_job(const char **p, const char *end, rjq__pushed *d) {
     d->payload = left_out ? NULL : d->id + idlen, d->len = (size_t)len;
     d->attempt = (int)attempt;
     d->max_attempts = (int)max;
+    d->wait_ms = no_wait ? -1 : (long long)wait;
     *p = d->id + idlen + len;
     return 0;
 }

@@ -19,6 +19,7 @@ struct rjq_queue {
     long completed_max, dead_max;
     long max_waiting;         /* 0: no bound */
     long long job_timeout_ms; /* 0: none */
+    long long history_ms;     /* history flush period; -1: none */
     const rjq__part_ops *ops[RJQ__PART_COUNT];
     void *parts[RJQ__PART_COUNT];
     rjq__timer tick;          /* 0 ms: send what this loop turn gathered */
@@ -308,7 +309,8 @@ int rjq__queue_open(rjq_client *c, const char *name, const rjq_queue_options *gi
     }
     if (opts && (opts->retention_ms < -1 || opts->completed_max < -1 || opts->dead_max < 0 ||
                  opts->max_waiting < 0 || opts->job_timeout_ms < 0 ||
-                 opts->job_timeout_ms > RJQ_DELAY_MAX))
+                 opts->job_timeout_ms > RJQ_DELAY_MAX || opts->history_flush_ms < -1 ||
+                 opts->history_flush_ms > 3600000))
         return RJQ_EINVAL;
     queues *qs = rjq__feature_ensure(c, &queues_feature, sizeof *qs);
     rjq_queue *q = qs ? calloc(1, sizeof *q) : NULL;
@@ -319,6 +321,7 @@ int rjq__queue_open(rjq_client *c, const char *name, const rjq_queue_options *gi
     q->dead_max = opts && opts->dead_max ? opts->dead_max : 100000;
     q->max_waiting = opts ? opts->max_waiting : 0;
     q->job_timeout_ms = opts ? opts->job_timeout_ms : 0;
+    q->history_ms = opts && opts->history_flush_ms ? opts->history_flush_ms : 1000;
     if ((q->name = strdup(name)) == NULL || make_keys(q, rjq__client_prefix(c)) != RJQ_OK) {
         queue_free(q);
         return RJQ_ENOMEM;
@@ -377,6 +380,10 @@ long rjq__queue_max_waiting(const rjq_queue *q) {
 
 long long rjq__queue_job_timeout_ms(const rjq_queue *q) {
     return q->job_timeout_ms;
+}
+
+long long rjq__queue_history_ms(const rjq_queue *q) {
+    return q->history_ms;
 }
 
 long rjq__queue_dead_max(const rjq_queue *q) {

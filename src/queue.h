@@ -27,6 +27,7 @@ int rjq__queue_open(rjq_client *c, const char *name, const rjq_queue_options *op
 enum {
     RJQ__PART_ENQUEUE, RJQ__PART_FINISH, RJQ__PART_HELD, RJQ__PART_PUSH, RJQ__PART_WORKERS,
     RJQ__PART_SHARDS, /* a sharded queue's layout (shard.c; no tick) */
+    RJQ__PART_HISTORY, /* the history counts not flushed yet (history.c; no tick) */
     RJQ__PART_COUNT
 };
 
@@ -92,6 +93,8 @@ long rjq__queue_dead_max(const rjq_queue *q);
 long rjq__queue_max_waiting(const rjq_queue *q);
 /* The run time limit of its jobs when they give none (0: none). */
 long long rjq__queue_job_timeout_ms(const rjq_queue *q);
+/* The history flush period (ms; -1: the handle writes no history). */
+long long rjq__queue_history_ms(const rjq_queue *q);
 
 /* The job key "<prefix>:{Q}:job:<id>" (malloc'd, NUL-terminated), or
  * NULL when out of memory. */

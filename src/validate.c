@@ -18,7 +18,7 @@ RJQ__ENDS_AT_(rjq_loop_ops, unwatch_fd);
 RJQ__ENDS_AT_(rjq_io_ops, resolve_cancel);
 RJQ__ENDS_AT_(rjq_tls_options, reserved);
 RJQ__ENDS_AT_(rjq_client_options, password);
-RJQ__ENDS_AT_(rjq_queue_options, job_timeout_ms);
+RJQ__ENDS_AT_(rjq_queue_options, history_flush_ms);
 RJQ__ENDS_AT_(rjq_job_options, reserved);
 RJQ__ENDS_AT_(rjq_enqueue_item, opts);
 RJQ__ENDS_AT_(rjq_worker_options, on_notice);

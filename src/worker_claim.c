@@ -9,17 +9,18 @@
 
 #include "worker_private.h"
 
-/* (worker.h) Job i of a claim reply (id, payload, attempt, max_attempts)
+/* (worker.h) Job i of a claim reply (id, payload, attempt, max_attempts, wait)
  * with the reply's token and deadline, all checked by rjq__claim_reply_ok;
  * 0 on success, 1 when the payload was left out (nil: the worker reads
  * it, see worker_fetch.c). */
 int rjq__claim_reply_job(const redisReply *r, size_t i, rjq__pushed *d) {
-    redisReply **e = &r->element[CLAIM_HEAD + 4 * i];
+    redisReply **e = &r->element[CLAIM_HEAD + CLAIM_PER_JOB * i];
     d->id = e[0]->str, d->idlen = e[0]->len;
     d->token = r->element[2]->str, d->toklen = r->element[2]->len;
     d->payload = e[1]->str, d->len = e[1]->len;
     d->attempt = (int)e[2]->integer;
     d->max_attempts = (int)e[3]->integer;
+    d->wait_ms = e[4]->integer;
     d->deadline = r->element[3]->integer;
     return e[1]->type == REDIS_REPLY_NIL;
 }
@@ -33,18 +34,19 @@ static int in_range(const redisReply *e, long long lo, long long hi) {
  * one a job handle can hold. */
 int rjq__claim_reply_ok(const redisReply *r, int asked) {
     if (r->type != REDIS_REPLY_ARRAY || r->elements < CLAIM_HEAD ||
-        (r->elements - CLAIM_HEAD) % 4 != 0 || !in_range(r->element[0], -2, RJQ__TIME_MAX) ||
+        (r->elements - CLAIM_HEAD) % CLAIM_PER_JOB != 0 || !in_range(r->element[0], -2, RJQ__TIME_MAX) ||
         r->element[1]->type != REDIS_REPLY_INTEGER || r->element[2]->type != REDIS_REPLY_STRING ||
         r->element[2]->len == 0 || r->element[2]->len >= sizeof(((rjq_job *)0)->token) ||
         !in_range(r->element[3], 1, RJQ__TIME_MAX))
         return 0;
-    long long got = (long long)(r->elements - CLAIM_HEAD) / 4, registered = r->element[1]->integer;
+    long long got = (long long)(r->elements - CLAIM_HEAD) / CLAIM_PER_JOB, registered = r->element[1]->integer;
     if (got > asked || registered < 0 || registered > asked - got) return 0;
-    for (size_t i = CLAIM_HEAD; i < r->elements; i += 4) {
+    for (size_t i = CLAIM_HEAD; i < r->elements; i += CLAIM_PER_JOB) {
         redisReply **e = &r->element[i];
         if (e[0]->type != REDIS_REPLY_STRING || e[0]->len == 0 ||
             (e[1]->type != REDIS_REPLY_STRING && e[1]->type != REDIS_REPLY_NIL) ||
-            !in_range(e[2], 0, RJQ__ATTEMPTS_MAX) || !in_range(e[3], 0, RJQ__ATTEMPTS_MAX))
+            !in_range(e[2], 0, RJQ__ATTEMPTS_MAX) || !in_range(e[3], 0, RJQ__ATTEMPTS_MAX) ||
+            !in_range(e[4], -1, RJQ__TIME_MAX))
             return 0;
     }
     return 1;
@@ -183,7 +185,7 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
         rjq__w_check_stopped(w);
         return;
     }
-    size_t got = (r->elements - CLAIM_HEAD) / 4, made = 0;
+    size_t got = (r->elements - CLAIM_HEAD) / CLAIM_PER_JOB, made = 0;
     rjq_job **jobs = NULL;
     claim_admit(c, w, &x, r, got, &jobs, &made);
     claim_mode(c, w, (int)got == x.asked, r->element[0]->integer);

@@ -68,7 +68,8 @@ static void on_fetched(rjq_client *c, int status, redisReply *r, void *priv) {
         rjq__pushed d = {.id = f->jobs[i].id, .idlen = f->jobs[i].idlen, .token = tokstr,
                          .toklen = strlen(tokstr), .payload = e ? e->str : NULL,
                          .len = e ? e->len : 0, .attempt = f->jobs[i].attempt,
-                         .max_attempts = f->jobs[i].max_attempts, .deadline = f->deadline};
+                         .max_attempts = f->jobs[i].max_attempts, .deadline = f->deadline,
+                         .wait_ms = f->jobs[i].wait_ms};
         if (f->check) d.payload = f->jobs[i].payload, d.len = f->jobs[i].len;
         if (e && f->check && d.payload == NULL && w->state == W_ACTIVE) {
             back[nread++] = d; /* held: its payload is read next (moved below) */
@@ -133,7 +134,7 @@ int rjq__w_fetch(rjq_worker *w, rjq__tok *tok, const rjq__pushed *d, size_t n) {
     rjq__argv_key(&a, w->q, check ? RJQ__K_STATE : RJQ__K_PAYLOAD);
     for (size_t i = 0; i < n; i++) {
         memcpy(mem, d[i].id, d[i].idlen);
-        f->jobs[i] = (fetch_job){mem, d[i].idlen, d[i].attempt, d[i].max_attempts, 0, NULL, 0};
+        f->jobs[i] = (fetch_job){mem, d[i].idlen, d[i].attempt, d[i].max_attempts, 0, NULL, 0, d[i].wait_ms};
         rjq__argv_add(&a, mem, d[i].idlen);
         mem += d[i].idlen;
         if (check && d[i].payload) {

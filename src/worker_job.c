@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "history.h"
 #include "worker_private.h"
 
 const char *rjq_job_get_id(const rjq_job *job) {
@@ -159,6 +160,7 @@ static int send_fail(rjq_job *job, const char *error, int flags, long long retry
     f.cause = cause;
     int rc = rjq__finish_fail(&f, error, flags, retry_delay_ms, cb, data);
     if (rc == RJQ_OK) {
+        rjq__history_finished(q, 0, (long long)(rjq__now_ms() - job->made_ms), job->wait_ms);
         finish_handle(job);
         rjq__queue_kick(q);
     } else if (!rjq__accepting(c)) {
@@ -200,6 +202,7 @@ int rjq_job_complete(rjq_job *job, const void *result, size_t len, rjq_done_cb *
         refuse(job, rc, cb, data);
         return RJQ_OK;
     }
+    rjq__history_finished(q, 1, (long long)(rjq__now_ms() - job->made_ms), job->wait_ms);
     finish_handle(job);
     rjq__queue_kick(q);
     return RJQ_OK;

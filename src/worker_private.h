@@ -45,8 +45,10 @@
  * it paid (1.27x, Redis CPU -35%), at 16 KiB 1.8x (-56%). */
 #define CLAIM_INLINE_MAX 2048
 
-/* [next due, slots registered, token, deadline, then 4 per job] (claim.lua) */
+/* [next due, slots registered, token, deadline, then CLAIM_PER_JOB per job:
+ * id, payload, attempt, max attempts, wait] (claim.lua) */
 #define CLAIM_HEAD 4
+#define CLAIM_PER_JOB 5
 
 /* A job handle's place in its worker, changed only by rjq__w_job_move
  * (worker_state.c), which asserts the transition:
@@ -86,6 +88,9 @@ struct rjq_job {
     rjq_done_cb *cb;
     void *cb_data;
     char *own_payload;        /* payload taken from its reply (rjq__w_new_job_from), or NULL */
+    uint64_t made_ms;         /* the client's clock when it was handed out (history) */
+    long long wait_ms;        /* its enqueue-to-first-start time, -1: not its first run or
+                                 not known (history) */
 };
 
 /* A worker's lifecycle, changed only by rjq__w_set_state:
@@ -240,6 +245,7 @@ typedef struct fetch_job {
     int cancelled;            /* a cancel notice came for it meanwhile */
     const char *payload;      /* a checked fetch's: the pushed payload (NULL: none) */
     size_t len;
+    long long wait_ms;        /* rjq__pushed's */
 } fetch_job;
 
 /* A lease check is a fetch too (check set): the jobs of an unconfirmed

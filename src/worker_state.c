@@ -241,6 +241,8 @@ rjq_job *rjq__w_new_job_from(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok,
     j->attempt = d->attempt;
     j->max_attempts = d->max_attempts;
     j->deadline = d->deadline;
+    j->made_ms = rjq__now_ms();
+    j->wait_ms = d->attempt == 1 ? d->wait_ms : -1;
     j->notice = 0;
     j->place = RJQ__JOB_NEW;
     j->prev = j->next = NULL;
@@ -306,7 +308,7 @@ static int stale(rjq_worker *w, const rjq_job *j, long long until) {
 
 /* What a release needs of a job handle (its id and token). */
 rjq__pushed rjq__w_job_ref(const rjq_job *j) {
-    return (rjq__pushed){.id = j->id, .idlen = strlen(j->id), .token = j->token,
+    return (rjq__pushed){.id = j->id, .idlen = strlen(j->id), .token = j->token, .wait_ms = j->wait_ms,
                          .toklen = strlen(j->token)};
 }
 

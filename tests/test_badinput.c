@@ -1141,7 +1141,7 @@ TEST(claim_of_an_id_twice_on_wrongtype_idle_writes_nothing) {
     freeReplyObject(server_cmd(env.rc, "DEL t:{dup}:idle"));
     redisReply *r = claim_fcall(env.rc, "dup", "2", "0");
     ASSERT_EQ(REDIS_REPLY_ARRAY, r->type);
-    ASSERT_EQ(4 + 4, (long)r->elements); /* one job: a, once */
+    ASSERT_EQ(4 + 5, (long)r->elements); /* one job: a, once */
     ASSERT_STREQ("a", r->element[4]->str);
     freeReplyObject(r);
     ASSERT_EQ(0, server_int(env.rc, "LLEN t:{dup}:ready"));

@@ -485,10 +485,10 @@ TEST(unconfirmed_push_runs_only_jobs_whose_token_the_server_holds) {
     /* both published before the loop reads either: the stale one's check
      * is sent first, so it is answered before the held one's */
     char msg[256];
-    int len = snprintf(msg, sizeof msg, "%ld %ld 2 %s %lld ?\n5 1 1 3\ntakenx5 1 1 3\nghosty", wid,
+    int len = snprintf(msg, sizeof msg, "%ld %ld 2 %s %lld ?\n5 1 1 3 -\ntakenx5 1 1 3 -\nghosty", wid,
                        epoch, stale, deadline);
     publish_bytes(e.env.rc, ch, msg, (size_t)len);
-    len = snprintf(msg, sizeof msg, "%ld %ld 2 %s %lld ?\n4 1 1 3\nminem3 - 1 3\nbig", wid, epoch,
+    len = snprintf(msg, sizeof msg, "%ld %ld 2 %s %lld ?\n4 1 1 3 -\nminem3 - 1 3 -\nbig", wid, epoch,
                    mine, deadline);
     publish_bytes(e.env.rc, ch, msg, (size_t)len);
 

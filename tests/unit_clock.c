@@ -249,7 +249,11 @@ TEST(a_write_a_replica_refuses_is_sent_again_with_backoff_for_a_minute_then_fail
         ASSERT(mono_ms() < end);
         vclock_io(base, c);
     }
-    rjq_queue *q = queue_for(c, "ro");
+    /* (no history: its flush, a write too, would be refused and counted) */
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
+    qo.history_flush_ms = -1;
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(c, "ro", &qo, &q));
     uint64_t t0 = vnow, at;
     enqueue_wait w;
     enqueue_until(base, c, q, &w, &at, t0 + 10000); /* (the library is loaded now) */

@@ -65,11 +65,11 @@ static void reply_free(redisReply *r) {
 }
 
 /* A claim's reply with one job (claim.lua's form): next due, registered,
- * token, deadline, then id, payload, attempt, max attempts. */
+ * token, deadline, then id, payload, attempt, max attempts, wait. */
 static redisReply *claim_reply(long long next, long long deadline, redisReply *payload,
                                long long attempt, long long max) {
-    return arr(8, num(next), num(0), str("c1.2.3"), num(deadline), str("job-1"), payload,
-               num(attempt), num(max));
+    return arr(9, num(next), num(0), str("c1.2.3"), num(deadline), str("job-1"), payload,
+               num(attempt), num(max), num(attempt == 1 ? 250 : -1));
 }
 
 /* ---- claim replies ---------------------------------------------------------- */
@@ -97,12 +97,14 @@ TEST(claim_reply_in_range_is_read) {
     ASSERT_EQ(7, d.len);
     ASSERT_EQ(2, d.attempt);
     ASSERT_EQ(5, d.max_attempts);
+    ASSERT_EQ(-1, d.wait_ms); /* a later run: no wait */
     ASSERT_EQ(1700000000000LL, d.deadline);
     reply_free(r);
     /* a payload left out (nil: read later); paused (-2); the next job due */
     r = claim_reply(-2, 1700000000000LL, nil(), 1, 3);
     ASSERT_EQ(1, rjq__claim_reply_ok(r, 1));
     ASSERT_EQ(1, rjq__claim_reply_job(r, 0, &d));
+    ASSERT_EQ(250, d.wait_ms);
     reply_free(r);
     r = arr(4, num(1500), num(2), str("c1.2.3"), num(1700000000000LL));
     ASSERT_EQ(1, rjq__claim_reply_ok(r, 2));
@@ -152,15 +154,25 @@ TEST(claim_reply_numbers_out_of_range_are_malformed) {
     r = arr(4, num(-1), num(0), str(""), num(1700000000000LL));
     ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
     reply_free(r);
-    r = arr(8, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), str(""), str("p"), num(1),
-            num(3));
+    r = arr(9, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), str(""), str("p"), num(1),
+            num(3), num(-1));
     ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
     reply_free(r);
-    r = arr(8, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), num(7), str("p"), num(1),
-            num(3));
+    r = arr(9, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), num(7), str("p"), num(1),
+            num(3), num(-1));
     ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
     reply_free(r);
-    r = arr(7, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), str("j"), str("p"), num(1));
+    r = arr(8, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), str("j"), str("p"), num(1),
+            num(3)); /* (the format before the wait) */
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    reply_free(r);
+    /* the wait: -1 (not known) .. 2^62 */
+    r = arr(9, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), str("j"), str("p"), num(1),
+            num(3), num(-2));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    reply_free(r);
+    r = arr(9, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), str("j"), str("p"), num(1),
+            num(3), num(RJQ__TIME_MAX + 1));
     ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
     reply_free(r);
     r = str("OK");
@@ -201,39 +213,47 @@ static int push(const char *msg, rjq__push_head *h, rjq__pushed **jobs) {
 TEST(push_message_numbers_out_of_range_are_malformed) {
     rjq__push_head h;
     rjq__pushed *jobs;
-    ASSERT_EQ(RJQ_OK, push("3 1 1 c1.3.9 1700000000000\n2 3 1 3\njbabc", &h, &jobs));
+    ASSERT_EQ(RJQ_OK, push("3 1 1 c1.3.9 1700000000000\n2 3 1 3 7\njbabc", &h, &jobs));
     ASSERT_EQ(3, h.worker);
     ASSERT_EQ(1, h.n);
     ASSERT_EQ(1700000000000LL, jobs[0].deadline);
+    ASSERT_EQ(7, jobs[0].wait_ms);
     ASSERT(memcmp(jobs[0].payload, "abc", 3) == 0);
     ASSERT_EQ(0, h.check);
     ASSERT_EQ(0, jobs[0].check);
     free(jobs);
     /* an unconfirmed push: " ?" after the deadline */
-    ASSERT_EQ(RJQ_OK, push("3 1 1 c1.3.9 1700000000000 ?\n2 3 1 3\njbabc", &h, &jobs));
+    ASSERT_EQ(RJQ_OK, push("3 1 1 c1.3.9 1700000000000 ?\n2 3 1 3 7\njbabc", &h, &jobs));
     ASSERT_EQ(1, h.check);
     ASSERT_EQ(1, jobs[0].check);
     ASSERT_EQ(1700000000000LL, jobs[0].deadline);
     ASSERT(memcmp(jobs[0].payload, "abc", 3) == 0);
     free(jobs);
+    ASSERT_EQ(RJQ_OK, push("3 1 1 c1.3.9 1700000000000\n2 - 2 3 -\njb", &h, &jobs));
+    ASSERT_EQ(-1, jobs[0].wait_ms); /* not known */
+    ASSERT(jobs[0].payload == NULL);
+    free(jobs);
     static const char *bad[] = {
-        "3 1 1 c1.3.9 1700000000000 x\n2 3 1 3\njbabc",       /* not " ?" */
-        "3 1 1 c1.3.9 1700000000000  ?\n2 3 1 3\njbabc",
-        "3 1 1 c1.3.9 1700000000000 ??\n2 3 1 3\njbabc",
-        "3 1 1 c1.3.9 0 ?\n2 3 1 3\njbabc",
-        "3 1 1 c1.3.9 ?\n2 3 1 3\njbabc",
-        "3 1 1 c1.3.9 0\n2 3 1 3\njbabc",                       /* no deadline */
-        "3 1 1 c1.3.9 4611686018427387905\n2 3 1 3\njbabc",     /* past 2^62 */
-        "3 1 1 c1.3.9 18446744073709551616\n2 3 1 3\njbabc",    /* past 2^64 */
-        "3 1 1 c1.3.9 -1\n2 3 1 3\njbabc",
-        "3 1 1 c1.3.9 1700000000000\n2 4 1 3\njbabc",          /* payload past the end */
-        "3 1 1 c1.3.9 1700000000000\n2 18446744073709551615 1 3\njbabc",
-        "3 1 1 c1.3.9 1700000000000\n2 3 1000001 3\njbabc",    /* attempts */
-        "3 1 1 c1.3.9 1700000000000\n2 3 1 4294967296\njbabc",
-        "3 1 1 c1.3.9 1700000000000\n0 3 1 3\nabc",             /* empty id */
-        "3 1 2 c1.3.9 1700000000000\n2 3 1 3\njbabc",          /* fewer jobs than said */
-        "3 1 99 c1.3.9 1700000000000\n2 3 1 3\njbabc",         /* more than the bytes */
-        "3 1 1 c1.3.9 1700000000000\n2 2 1 3\njbabc",          /* bytes left over */
+        "3 1 1 c1.3.9 1700000000000 x\n2 3 1 3 7\njbabc",       /* not " ?" */
+        "3 1 1 c1.3.9 1700000000000  ?\n2 3 1 3 7\njbabc",
+        "3 1 1 c1.3.9 1700000000000 ??\n2 3 1 3 7\njbabc",
+        "3 1 1 c1.3.9 0 ?\n2 3 1 3 7\njbabc",
+        "3 1 1 c1.3.9 ?\n2 3 1 3 7\njbabc",
+        "3 1 1 c1.3.9 0\n2 3 1 3 7\njbabc",                       /* no deadline */
+        "3 1 1 c1.3.9 4611686018427387905\n2 3 1 3 7\njbabc",     /* past 2^62 */
+        "3 1 1 c1.3.9 18446744073709551616\n2 3 1 3 7\njbabc",    /* past 2^64 */
+        "3 1 1 c1.3.9 -1\n2 3 1 3 7\njbabc",
+        "3 1 1 c1.3.9 1700000000000\n2 4 1 3 7\njbabc",          /* payload past the end */
+        "3 1 1 c1.3.9 1700000000000\n2 18446744073709551615 1 3 7\njbabc",
+        "3 1 1 c1.3.9 1700000000000\n2 3 1000001 3 7\njbabc",    /* attempts */
+        "3 1 1 c1.3.9 1700000000000\n2 3 1 4294967296 7\njbabc",
+        "3 1 1 c1.3.9 1700000000000\n0 3 1 3 7\nabc",             /* empty id */
+        "3 1 2 c1.3.9 1700000000000\n2 3 1 3 7\njbabc",          /* fewer jobs than said */
+        "3 1 99 c1.3.9 1700000000000\n2 3 1 3 7\njbabc",         /* more than the bytes */
+        "3 1 1 c1.3.9 1700000000000\n2 2 1 3 7\njbabc",          /* bytes left over */
+        "3 1 1 c1.3.9 1700000000000\n2 3 1 3\njbabc",            /* no wait */
+        "3 1 1 c1.3.9 1700000000000\n2 3 1 3 4611686018427387905\njbabc", /* wait past 2^62 */
+        "3 1 1 c1.3.9 1700000000000\n2 3 1 3 -1\njbabc",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         jobs = (rjq__pushed *)&h;

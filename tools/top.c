@@ -19,7 +19,8 @@
  * shard (server-assigned ids repeat across shards), observed in the row.
  *
  * Keys: up/down (or k/j) pick a queue, whose every number shows at the
- * bottom; q quits.
+ * bottom, with its last minutes from the stored history (README "History":
+ * every process's counts, across restarts of top); q quits.
  *
  * Only the public API (rjq.h) and libevent are used.
  */
@@ -42,6 +43,7 @@
 #define SPARK 24
 #define EVENT_DELAY_MS 100
 #define SWEEP_EVERY 60               /* refreshes between two timing sweeps */
+#define HIST_MINUTES 5               /* the picked queue's stored minutes shown */
 
 typedef struct top top;
 
@@ -84,6 +86,11 @@ struct top {
     double dt;
     struct event *tick, *soon, *keys;
     timing_map times;      /* job id -> enqueue and start times */
+    /* the picked queue's stored history (README "History"): its last
+     * HIST_MINUTES minutes, added up, read with each refresh */
+    char hist_name[201];
+    rjq_history_point hist;
+    int hist_have, hist_reading;
     unsigned long refreshes;
     char status[160];
     int quit;
@@ -154,7 +161,7 @@ static void draw(top *t) {
              "DELAYED", "ACTIVE", "DEAD", "DONE", "IN/s", "DONE/s", "FAIL/s", "WAIT ms", "RUN ms",
              "DONE/s HISTORY");
     attroff(A_BOLD);
-    int first = 3, room = h - first - 4;
+    int first = 3, room = h - first - 5;
     int top_row = t->sel >= room ? t->sel - room + 1 : 0;
     for (int i = 0; i < room && (size_t)(top_row + i) < t->n; i++) {
         const row *r = t->rows[top_row + i];
@@ -190,6 +197,19 @@ static void draw(top *t) {
         bound_cell(timing_quantile(&r->times.wait, 0.99), w99, sizeof w99);
         bound_cell(timing_quantile(&r->times.run, 0.5), r50, sizeof r50);
         bound_cell(timing_quantile(&r->times.run, 0.99), r99, sizeof r99);
+        if (t->hist_have && strcmp(t->hist_name, r->name) == 0) {
+            const rjq_history_point *p = &t->hist;
+            char hw50[32], hw99[32], hr50[32], hr99[32];
+            double q[4] = {rjq_history_quantile(p->wait, 0.5), rjq_history_quantile(p->wait, 0.99),
+                           rjq_history_quantile(p->run, 0.5), rjq_history_quantile(p->run, 0.99)};
+            ms_cell(q[0] < 0 ? -1 : q[0] * 1000, hw50, sizeof hw50);
+            ms_cell(q[1] < 0 ? -1 : q[1] * 1000, hw99, sizeof hw99);
+            ms_cell(q[2] < 0 ? -1 : q[2] * 1000, hr50, sizeof hr50);
+            ms_cell(q[3] < 0 ? -1 : q[3] * 1000, hr99, sizeof hr99);
+            put_line(h - 5, "  last %d min (stored, every process): enqueued %lld, completed %lld, "
+                               "failed %lld; wait p50 %s p99 %s ms, run p50 %s p99 %s ms",
+                     HIST_MINUTES, p->enqueued, p->completed, p->failed, hw50, hw99, hr50, hr99);
+        }
         put_line(h - 4, "%s: enqueued %lld, completed %lld, failed %lld, retried %lld, "
                            "dead %lld, reclaimed %lld, replayed %lld, cancelled %lld",
                  r->name, s->enqueued, s->completed, s->failed, s->retried, s->dead,
@@ -397,8 +417,40 @@ static void on_names(rjq_client *c, int status, const char *const *names, size_t
     }
 }
 
+static void on_history(rjq_client *c, int status, const rjq_history_point *list, size_t n,
+                       void *data) {
+    top *t = data;
+    (void)c;
+    t->hist_reading = 0;
+    if (status != RJQ_OK) return;
+    memset(&t->hist, 0, sizeof t->hist);
+    for (size_t i = 0; i < n; i++) {
+        const rjq_history_point *p = rjq_history_point_get(list, i);
+        t->hist.enqueued += p->enqueued;
+        t->hist.completed += p->completed;
+        t->hist.failed += p->failed;
+        for (int b = 0; b < RJQ_HISTORY_BUCKETS; b++) {
+            t->hist.wait[b] += p->wait[b];
+            t->hist.run[b] += p->run[b];
+        }
+    }
+    t->hist_have = 1;
+    if (!t->quit && !t->refreshing) draw(t);
+}
+
+/* Read the picked queue's last minutes (one read at a time). */
+static void read_history(top *t) {
+    if (t->hist_reading || (size_t)t->sel >= t->n || t->rows[t->sel]->q == NULL) return;
+    const row *r = t->rows[t->sel];
+    if (strcmp(t->hist_name, r->name) != 0) t->hist_have = 0;
+    snprintf(t->hist_name, sizeof t->hist_name, "%s", r->name);
+    if (rjq_queue_get_history(r->q, 60000, HIST_MINUTES, on_history, t) == RJQ_OK)
+        t->hist_reading = 1;
+}
+
 static void refresh_now(top *t) {
     if (t->refreshing || t->quit) return;
+    read_history(t);
     t->refreshing = t->listing = 1;
     t->status[0] = '\0';
     if (rjq_client_list_queues(t->c, NULL, MAX_QUEUES, on_names, t) != RJQ_OK) t->refreshing = t->listing = 0;

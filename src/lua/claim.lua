@@ -51,8 +51,9 @@
 --       replace the registration), 9 recover (1/0), 10 payloads (1: in
 --       the reply; 0: not, the worker reads them itself), 11.. the tokens
 --       the worker holds jobs of (a recovering claim leaves those alone)
--- Returns { next, registered, token, deadline, then 4 per job: id, payload,
--- attempt, max_attempts } where the payload of a job this call started
+-- Returns { next, registered, token, deadline, then 5 per job: id, payload,
+-- attempt, max_attempts, wait (ms from its enqueue to this first start; -1:
+-- a later run or not known) } where the payload of a job this call started
 -- is nil when ARGV 10 is 0: the worker reads the payloads with one HMGET
 -- of the payload column, so their bytes never pass through Lua (which
 -- hashes every byte of a string that enters it, and copies it in and out:
@@ -141,7 +142,7 @@ if #first > 0 then
   for i, id in ipairs(keep) do
     out[#out + 1] = id; out[#out + 1] = d[i]; out[#out + 1] = a[i]
     local _, max, _b, tmo = parse_options(o[i])
-    out[#out + 1] = max
+    out[#out + 1] = max; out[#out + 1] = -1
     if tmo and ends[i] then
       local t = tonumber(ends[i]) - tmo + lease
       if not by_end or t > by_end then by_end = t end
@@ -178,7 +179,7 @@ if recover then
           want = want - 1
           rec[#rec + 1] = id
           out[#out + 1] = id; out[#out + 1] = d[i]; out[#out + 1] = a[i]
-          out[#out + 1] = select(2, parse_options(o[i]))
+          out[#out + 1] = select(2, parse_options(o[i])); out[#out + 1] = -1
           -- (its times stay: the start is that of the push it never ran)
           st[#st + 1] = id; st[#st + 1] = state_value('active', a[i], tok, tms[i] or nil)
           za[#za + 1] = deadline; za[#za + 1] = id
@@ -309,7 +310,7 @@ if #ids > 0 then
     -- one entry per start (its token and id: unique), at this call's time;
     -- the jobs a recovery took over (first in out) started before
     local za, t = {}, int(now)
-    for i = 5 + 4 * (rec and #rec or 0), #out, 4 do
+    for i = 5 + 5 * (rec and #rec or 0), #out, 5 do
       if out[i] then za[#za + 1] = t; za[#za + 1] = tok .. ' ' .. out[i] end
     end
     call_all('ZADD', starts, za, 2)

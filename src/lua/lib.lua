@@ -1093,8 +1093,12 @@ local function start_jobs(J, c, ids, d, o, s, out)
       end
       st[2 * n + 1] = id; st[2 * n + 2] = v
       out[k + 1] = id; out[k + 2] = d and d[i] or false; out[k + 3] = a; out[k + 4] = max
+      -- its wait (enqueue to first start, ms; -1: a later run, or not known):
+      -- the worker's history counts it (src/history.c)
+      local q = a == 1 and tonumber((times_split(tm))) or nil
+      out[k + 5] = q and math.max(started - q, 0) or -1
       hi[base + n + 1] = id
-      n, k = n + 1, k + 4
+      n, k = n + 1, k + 5
     end
   end
   if before_write then before_write(n, dz ~= nil) end
@@ -1123,7 +1127,7 @@ end
 -- others (that worker then hears the doorbell and claims), so clients of
 -- two versions on one queue never push to each other (a refused push
 -- would have spent an attempt of its jobs).
-local PUSH_FORMAT = '5'
+local PUSH_FORMAT = '6'
 
 -- A push carries a job's payload only while it is small: at most
 -- PUSH_INLINE_MAX bytes, and at most PUSH_INLINE_TOTAL bytes of payloads
@@ -1236,16 +1240,18 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
       budget = budget - #ids
       if n > 0 then
         local msg = {wid .. ' ' .. epoch .. ' ' .. n .. ' ' .. tok .. ' ' .. deadline .. '\n'}
-        for i = 1, #out, 4 do
+        for i = 1, #out, 5 do
           local p = out[i + 1]
           local len = #p
+          local wait = out[i + 4] >= 0 and int(out[i + 4]) or '-'
           if len <= PUSH_INLINE_MAX and len <= inline_left then
             inline_left = inline_left - len
             msg[#msg + 1] = num(#out[i]) .. ' ' .. num(len) .. ' ' .. num(out[i + 2]) .. ' ' ..
-                            num(out[i + 3]) .. '\n'
+                            num(out[i + 3]) .. ' ' .. wait .. '\n'
             msg[#msg + 1] = out[i]; msg[#msg + 1] = p
           else
-            msg[#msg + 1] = num(#out[i]) .. ' - ' .. num(out[i + 2]) .. ' ' .. num(out[i + 3]) .. '\n'
+            msg[#msg + 1] = num(#out[i]) .. ' - ' .. num(out[i + 2]) .. ' ' .. num(out[i + 3]) .. ' ' ..
+                            wait .. '\n'
             msg[#msg + 1] = out[i]
           end
         end

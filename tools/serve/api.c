@@ -23,6 +23,7 @@
  *   POST   /v1/queues/{q}/pause, /resume      pause or resume the queue
  *   POST   /v1/queues/{q}/reclaim             run a lease sweep now
  *   POST   /v1/queues/{q}/search, GET|DELETE /v1/queues/{q}/search/{id}   (search.c)
+ *   GET    /v1/queues/{q}/history?range=1h|24h|30d   the stored history (history.c)
  */
 #include "server.h"
 
@@ -726,7 +727,10 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
         const char *a = g.v[1];
         long long limit = RJQ_JOBS_PAGE_MAX;
         rjq_job_state st = RJQ_STATE_DEAD;
-        if (strcmp(a, "settings") == 0) {
+        if (strcmp(a, "history") == 0) {
+            if (!method(req, EVHTTP_REQ_GET)) method_not_allowed(req, "GET");
+            else history_handle(s, req, q, args);
+        } else if (strcmp(a, "settings") == 0) {
             if (!method(req, EVHTTP_REQ_GET)) method_not_allowed(req, "GET");
             else if ((c = call_new(s, req, q, "settings")))
                 call_sent(c, rjq_queue_get_stats(q->q, on_settings_stats, c));

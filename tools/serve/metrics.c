@@ -2,14 +2,16 @@
  * rjq serve: GET /metrics, the Prometheus text exposition format (0.0.4).
  *
  * The queues' families are rjq metrics' (statsfmt.c), from the stats the
- * server refreshes every second; then the timings of the jobs seen since
- * the server started (tools/timing.c):
+ * server refreshes every second; then the timings stored in the queues'
+ * history (README "History"):
  *   rjq_job_wait_seconds   histogram: enqueue to first start (delays included)
  *   rjq_job_run_seconds    histogram: start to completion or failure, per run
  * the age of each queue's next ready job (rjq_queue_latency_seconds, as
  * asynq's queue latency), rjq_build_info, and the server's own numbers
  * (rjq_serve_*; rjq_serve_requests_total by code and method from access.c).
- * The histograms are this server's (the jobs it saw), not stored figures.
+ * The histograms are the queues' stored history totals (rjq_queue_get_history
+ * with step 0, read with each stats refresh): every instance reports the
+ * same figures, counted by the processes that ran the jobs.
  *
  * A sharded queue (README "Sharded queues") is one queue here: label
  * queue="Q", its stats summed over its shards, whose own names are left
@@ -63,24 +65,29 @@ static void shard_series(FILE *out, server *s) {
                  STAT_COUNTER, "transition");
 }
 
-static void histogram(FILE *out, server *s, const char *name, const char *help, size_t off) {
+/* A histogram of the queues' stored history totals (rjq.h "History"):
+ * wait (1) or run (0) times. Every serve instance reports the same. */
+static void histogram(FILE *out, server *s, const char *name, const char *help, int wait) {
     prom_family(out, name, "histogram", help);
     for (squeue *q = s->queues; q; q = q->next) {
-        if (!listed(s, q)) continue;
-        const timing_hist *h = (const timing_hist *)(const void *)((const char *)q + off);
-        unsigned long long cum = 0;
-        for (int i = 0; i <= TIMING_BUCKETS; i++) {
-            cum += h->le[i];
+        if (!listed(s, q) || !q->htotal_have) continue;
+        const long long *b = wait ? q->htotal.wait : q->htotal.run;
+        long long cum = 0;
+        for (int i = 0; i < RJQ_HISTORY_BUCKETS; i++) {
+            cum += b[i];
             fprintf(out, "%s_bucket{queue=\"", name);
             prom_label_value(out, q->name);
-            if (i < TIMING_BUCKETS) fprintf(out, "\",le=\"%g\"} %llu\n", timing_bounds[i], cum);
-            else fprintf(out, "\",le=\"+Inf\"} %llu\n", cum);
+            if (i < RJQ_HISTORY_BUCKETS - 1)
+                fprintf(out, "\",le=\"%g\"} %lld\n", rjq_history_bound(i), cum);
+            else fprintf(out, "\",le=\"+Inf\"} %lld\n", cum);
         }
         fprintf(out, "%s_sum{queue=\"", name);
         prom_label_value(out, q->name);
-        fprintf(out, "\"} %.6f\n%s_count{queue=\"", h->sum, name);
+        fprintf(out, "\"} %.3f\n%s_count{queue=\"", (double)(wait ? q->htotal.wait_sum_ms
+                                                              : q->htotal.run_sum_ms) / 1000.0,
+                name);
         prom_label_value(out, q->name);
-        fprintf(out, "\"} %llu\n", h->count);
+        fprintf(out, "\"} %lld\n", cum);
     }
 }
 
@@ -131,13 +138,13 @@ void metrics_handle(server *s, struct evhttp_request *req) {
         fprintf(out, "\"} %.3f\n", age > 0 ? (double)age / 1000.0 : 0.0);
     }
     histogram(out, s, "rjq_job_wait_seconds",
-              "Time from a job's enqueue to its first start (delays included), of the jobs "
-              "whose both events this server saw.",
-              offsetof(squeue, t.wait));
+              "Time from a job's enqueue to its first start (delays included), from the "
+              "queue's stored history (every process that ran its jobs; README \"History\").",
+              1);
     histogram(out, s, "rjq_job_run_seconds",
-              "Time from a job's start to its completion or failure, per run, of the runs "
-              "this server saw.",
-              offsetof(squeue, t.run));
+              "Time from a job's start to its worker's complete or fail call, per run, from "
+              "the queue's stored history (README \"History\").",
+              0);
     if (s->memory_known) {
         gauge(out, "rjq_redis_memory_used_bytes", "gauge", "Redis' used_memory (INFO memory).",
               (double)s->memory.used_memory);

@@ -521,6 +521,7 @@ static void on_refresh(evutil_socket_t fd, short what, void *arg) {
         /* (a shard of a sharded queue stays only while requests name it) */
         if (all && queues_shard_of(s, q->name, NULL) == NULL) q->used_at = now;
         if (now - q->used_at > idle && q->refs == 0 && !q->refreshing && !q->reading_head &&
+            !q->htotal_reading &&
             !q->opening && !q->shard_reading && q->parked == NULL) {
             let_go(s, q, before);
             continue;
@@ -531,6 +532,7 @@ static void on_refresh(evutil_socket_t fd, short what, void *arg) {
             continue;
         }
         if (!q->refreshing && rjq_queue_get_stats(q->q, on_stats, q) == RJQ_OK) q->refreshing = 1;
+        history_read_totals(q);
         if (s->o.metrics_shards) read_shards(q);
     }
     if (s->nsse_processes && !s->reading_processes &&

@@ -68,6 +68,8 @@ typedef struct squeue {
      * ids repeat across shards) */
     rjq_monitor *sm[RJQ_SHARDS_MAX];
     struct shard_read shard_mon[RJQ_SHARDS_MAX];
+    rjq_history_point htotal; /* the stored history's totals (history.c: /metrics) */
+    int htotal_have, htotal_reading;
     struct squeue *hnext; /* hash chain */
     struct squeue *next;  /* all queues, in the order served */
 } squeue;
@@ -199,6 +201,15 @@ void held_start(server *s, held *h, struct evhttp_request *req, void (*on_gone)(
 /* Stop watching; returns the request to answer, or NULL when the client
  * is gone. */
 struct evhttp_request *held_end(held *h);
+
+/* ---- history.c: GET /v1/queues/{q}/history -------------------------------------- */
+
+void history_handle(server *s, struct evhttp_request *req, squeue *q,
+                    const struct evkeyvalq *args);
+/* Read q's history totals into q->htotal (with each stats refresh). */
+void history_read_totals(squeue *q);
+/* One point of the history as the route's JSON (buckets: with its histograms). */
+json_t *history_point_json(const rjq_history_point *p, int buckets);
 
 /* ---- deadline.c: --request-timeout ------------------------------------------ */
 

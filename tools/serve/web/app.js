@@ -440,7 +440,7 @@ function queuePage(main, name, tab, offset) {
     } catch (e) { toast(e.message, true); }
   });
   main.append(el('p', { class: 'crumbs' }, el('a', { href: '#/' }, 'queues'), ' / ', name),
-    head, shards, enqueueForm, tabs,
+    head, shards, historyCharts(name), enqueueForm, tabs,
     el('div', { class: 'cols' },
       el('div', { class: 'jobs' }, bulk, el('table', { class: 'ids rows' }, listHead, list), pager),
       el('div', { class: 'side' }, el('h3', {}, 'settings'), settings,

@@ -1,0 +1,83 @@
+// The queue page's history charts in a real browser (Debian's chromium,
+// driven by playwright-core): run by tests/dashboard_history.sh, twice:
+// PHASE=first after the --demo pool ran 20 jobs on "demo" (the charts show
+// them, and again after a reload of the page), PHASE=restarted against a
+// new rjq serve process with no job run since (the charts still show them:
+// the figures are stored in Redis). Env: BASE, CHROMIUM, ART, PHASE.
+import { chromium } from 'playwright-core';
+import { readFileSync } from 'node:fs';
+
+const { BASE, CHROMIUM, ART, PHASE } = process.env;
+let failures = 0, checks = 0;
+function check(ok, what) {
+  checks++;
+  if (!ok) { failures++; console.log('FAIL: ' + what); }
+}
+async function until(what, fn, ms = 20000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    try { if (await fn()) { checks++; return true; } } catch (e) { /* not yet */ }
+    if (Date.now() > end) { check(false, what); return false; }
+    await new Promise(r => setTimeout(r, 100));
+  }
+}
+
+const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+const consoleErrors = [];
+page.on('console', m => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+page.on('pageerror', e => consoleErrors.push(String(e)));
+
+// A full-page screenshot, and each element it must show: visible, and
+// inside the picture taken (its size read from the PNG header).
+async function shotShows(name, selectors) {
+  const path = `${ART}/${name}.png`;
+  await page.screenshot({ path, fullPage: true });
+  const png = readFileSync(path);
+  const w = png.readUInt32BE(16), h = png.readUInt32BE(20);
+  for (const sel of selectors) {
+    const loc = page.locator(sel).first();
+    const box = (await loc.isVisible()) ? await loc.boundingBox() : null;
+    const scroll = await page.evaluate(() => [window.scrollX, window.scrollY]);
+    check(box && box.width > 0 && box.height > 0 && box.x + scroll[0] >= 0 && box.y + scroll[1] >= 0 &&
+          box.x + scroll[0] + box.width <= w + 1 && box.y + scroll[1] + box.height <= h + 1,
+          `${name}.png (${w}x${h}) shows ${sel}: ${JSON.stringify(box)}`);
+  }
+}
+
+// The charts of the page show the 20 jobs: 20 completed in the history,
+// a completed line and a run p50 line drawn.
+async function chartsShowTheJobs(when) {
+  await until(`${when}: the history says 20 completed`, async () =>
+    (await page.locator('#history').getAttribute('data-completed')) === '20');
+  check((await page.locator('#chart-throughput polyline[data-series="completed"], #chart-throughput circle.s-done').count()) > 0,
+    `${when}: a completed line`);
+  check((await page.locator('#chart-latency polyline[data-series="run p50"], #chart-latency circle.s-run').count()) > 0,
+    `${when}: a run p50 line`);
+  check((await page.locator('#chart-latency polyline[data-series="wait p50"], #chart-latency circle.s-wait').count()) > 0,
+    `${when}: a wait p50 line`);
+  check((await page.locator('#chart-throughput').getAttribute('data-points')) === '60', `${when}: 60 minutes`);
+  const legend = await page.locator('#history .legend').first().textContent();
+  check(legend.includes('completed (20)'), `${when}: the legend says 20 completed: ${legend}`);
+}
+
+try {
+  await page.goto(BASE + '/#/q/demo');
+  await chartsShowTheJobs(PHASE);
+  await shotShows(`history-${PHASE}`, ['#chart-throughput', '#chart-latency', '#history .ranges a.on']);
+  await page.reload();
+  await chartsShowTheJobs(`${PHASE}, reloaded`);
+  await shotShows(`history-${PHASE}-reloaded`, ['#chart-throughput', '#chart-latency']);
+  // the 30 days: hours
+  await page.click('#history .ranges a[data-range="30d"]');
+  await until(`${PHASE}: 720 hours`, async () =>
+    (await page.locator('#chart-throughput').getAttribute('data-points')) === '720');
+  check((await page.locator('#history').getAttribute('data-completed')) === '20', `${PHASE}: 30d holds the 20`);
+  check(consoleErrors.length === 0, 'console errors: ' + consoleErrors.join(' | '));
+} catch (e) {
+  check(false, String(e && e.stack || e));
+  await page.screenshot({ path: `${ART}/history-failure.png`, fullPage: true }).catch(() => {});
+}
+await browser.close();
+console.log(`dashboard history (${PHASE}): ${checks - failures}/${checks} checks passed`);
+process.exit(failures ? 1 : 0);

@@ -20,6 +20,8 @@ typedef union admin_cb {
     rjq_job_info_cb *job;
     rjq_ids_cb *ids;
     rjq_cancel_cb *cancel;
+    rjq_search_cb *search;
+    rjq_page_cb *page;
 } admin_cb;
 
 typedef struct admin_ctx {
@@ -59,6 +61,11 @@ static int send_admin(rjq_queue *q, int script, rjq__reply_fn *fn, admin_cb cb, 
                       rjq__argv *a) {
     return send_client_admin(rjq_queue_get_client(q), script, fn, cb, data, a);
 }
+
+/* The state words of the scripts, indexed by rjq_job_state. */
+static const char *const state_names[] = {"ready", "delayed", "active",
+                                          "dead",  "cancelled", "completed"};
+#define STATES (sizeof state_names / sizeof state_names[0])
 
 static int usable(rjq_queue *q, int has_cb) {
     if (q == NULL || !has_cb) return RJQ_EINVAL;
@@ -468,11 +475,6 @@ int rjq_client_get_memory(rjq_client *c, rjq_memory_cb *cb, void *data) {
 
 /* ---- a search step ------------------------------------------------------------ */
 
-typedef struct search_ctx {
-    rjq_search_cb *cb;
-    void *data;
-} search_ctx;
-
 /* A number of 1..20 digits (HSCAN's cursors are unsigned 64-bit). */
 static int cursor_ok(const char *s, size_t len) {
     if (len == 0 || len > 20) return 0;
@@ -482,15 +484,14 @@ static int cursor_ok(const char *s, size_t len) {
 }
 
 static int state_word(const redisReply *e) {
-    static const char *const words[] = {"ready", "delayed", "active", "dead", "cancelled",
-                                        "completed"};
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-        if (e->len == strlen(words[i]) && memcmp(e->str, words[i], e->len) == 0) return 1;
+    for (size_t i = 0; i < STATES; i++)
+        if (e->len == strlen(state_names[i]) && memcmp(e->str, state_names[i], e->len) == 0)
+            return 1;
     return 0;
 }
 
 static void on_search(rjq_client *c, int status, redisReply *r, void *priv) {
-    search_ctx *ctx = priv;
+    admin_ctx *ctx = priv;
     rjq_search_match *m = NULL;
     size_t n = 0;
     if (status == RJQ_OK &&
@@ -515,10 +516,10 @@ static void on_search(rjq_client *c, int status, redisReply *r, void *priv) {
             m[n].id = r->element[i]->str;
             m[n].state = r->element[i + 1]->str;
         }
-        ctx->cb(c, RJQ_OK, r->element[0]->str, r->element[2]->integer, r->element[1]->integer, m,
-                n, ctx->data);
+        ctx->cb.search(c, RJQ_OK, r->element[0]->str, r->element[2]->integer,
+                       r->element[1]->integer, m, n, ctx->data);
     } else {
-        ctx->cb(c, status, NULL, 0, 0, NULL, 0, ctx->data);
+        ctx->cb.search(c, status, NULL, 0, 0, NULL, 0, ctx->data);
     }
     free(m);
     free(ctx);
@@ -532,20 +533,13 @@ int rjq_queue_search(rjq_queue *q, const char *cursor, const void *bytes, size_t
         return RJQ_EINVAL;
     int rc = usable(q, 1);
     if (rc != RJQ_OK) return rc;
-    search_ctx *ctx = malloc(sizeof *ctx);
-    if (ctx == NULL) return RJQ_ENOMEM;
-    ctx->cb = cb;
-    ctx->data = data;
     rjq__argv a;
     rjq__argv_init(&a);
     rjq__argv_script_keys(&a, q, RJQ__S_SEARCH);
     rjq__argv_str(&a, cursor);
     rjq__argv_ll(&a, count);
     rjq__argv_add(&a, bytes, len);
-    rc = send_client_request(rjq_queue_get_client(q), RJQ__S_SEARCH, on_search, ctx, &a);
-    rjq__argv_free(&a);
-    if (rc != RJQ_OK) free(ctx);
-    return rc;
+    return send_admin(q, RJQ__S_SEARCH, on_search, (admin_cb){.search = cb}, data, &a);
 }
 
 /* ---- dead list -------------------------------------------------------------- */
@@ -771,30 +765,23 @@ int rjq_client_list_queues(rjq_client *c, const char *after, long limit, rjq_ids
 
 int rjq__queue_jobs_one(rjq_queue *q, rjq_job_state state, long offset, long limit,
                         rjq_ids_cb *cb, void *data) {
-    static const char *const names[] = {"ready", "delayed", "active",
-                                        "dead",  "cancelled", "completed"};
     int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;
-    if ((unsigned)state >= sizeof names / sizeof names[0] || offset < 0 ||
+    if ((unsigned)state >= STATES || offset < 0 ||
         offset > RJQ_JOBS_OFFSET_MAX || limit <= 0 || limit > RJQ_JOBS_PAGE_MAX)
         return RJQ_EINVAL;
     rjq__argv a;
     rjq__argv_init(&a);
     rjq__argv_script_keys(&a, q, RJQ__S_JOBS);
-    rjq__argv_str(&a, names[state]);
+    rjq__argv_str(&a, state_names[state]);
     rjq__argv_ll(&a, offset);
     rjq__argv_ll(&a, limit);
     return send_admin(q, RJQ__S_JOBS, on_ids, (admin_cb){.ids = cb}, data, &a);
 }
 
 /* jobs_after.lua: { next, ids... }, next '' at the end. */
-typedef struct page_ctx {
-    rjq_page_cb *cb;
-    void *data;
-} page_ctx;
-
 static void on_page(rjq_client *c, int status, redisReply *r, void *priv) {
-    page_ctx *ctx = priv;
+    admin_ctx *ctx = priv;
     const char **ids = NULL;
     size_t n = 0;
     if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
@@ -811,7 +798,7 @@ static void on_page(rjq_client *c, int status, redisReply *r, void *priv) {
     } else if (status == RJQ_EPROTO) {
         rjq__errmsg(c, "jobs page: unexpected reply");
     }
-    ctx->cb(c, status, ids, n, next, ctx->data);
+    ctx->cb.page(c, status, ids, n, next, ctx->data);
     free(ids);
     free(ctx);
 }
@@ -831,27 +818,18 @@ static int page_cursor_ok(const char *k) {
 
 int rjq_queue_list_jobs_after(rjq_queue *q, rjq_job_state state, const char *after, long limit,
                               rjq_page_cb *cb, void *data) {
-    static const char *const names[] = {"ready", "delayed", "active",
-                                        "dead",  "cancelled", "completed"};
     int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;
-    if ((unsigned)state >= sizeof names / sizeof names[0] || limit <= 0 ||
-        limit > RJQ_JOBS_PAGE_MAX || (after && after[0] && !page_cursor_ok(after)))
+    if ((unsigned)state >= STATES || limit <= 0 || limit > RJQ_JOBS_PAGE_MAX ||
+        (after && after[0] && !page_cursor_ok(after)))
         return RJQ_EINVAL;
-    page_ctx *ctx = malloc(sizeof *ctx);
-    if (ctx == NULL) return RJQ_ENOMEM;
-    ctx->cb = cb;
-    ctx->data = data;
     rjq__argv a;
     rjq__argv_init(&a);
     rjq__argv_script_keys(&a, q, RJQ__S_JOBS_AFTER);
-    rjq__argv_str(&a, names[state]);
+    rjq__argv_str(&a, state_names[state]);
     rjq__argv_str(&a, after ? after : "");
     rjq__argv_ll(&a, limit);
-    rc = send_client_request(rjq_queue_get_client(q), RJQ__S_JOBS_AFTER, on_page, ctx, &a);
-    if (rc != RJQ_OK) free(ctx);
-    rjq__argv_free(&a);
-    return rc;
+    return send_admin(q, RJQ__S_JOBS_AFTER, on_page, (admin_cb){.page = cb}, data, &a);
 }
 
 int rjq__queue_dead_one(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *data) {

@@ -62,6 +62,15 @@ static void *take(arena *a, size_t n) {
     return p;
 }
 
+/* The arena of task's reply: r's own (the root's object), or its root
+ * task's (whose object is set before its elements). */
+static arena *arena_of_task(const redisReadTask *task, redisReply *r) {
+    const redisReadTask *t = task;
+    if (t->parent == NULL) return arena_of(r);
+    while (t->parent) t = t->parent;
+    return arena_of(t->obj);
+}
+
 /* A new object of task's reply: the root (a block of its own with `room`
  * bytes more, for its elements) or an element linked into its parent. */
 static void free_object(void *p);
@@ -79,10 +88,7 @@ static redisReply *new_object(const redisReadTask *task, int type, size_t room) 
         h->a.end = h->a.at + room;
         r = &h->root;
     } else {
-        const redisReadTask *t = task->parent;
-        while (t->parent) t = t->parent;
-        arena *a = arena_of(t->obj); /* (the root task's object: set before its elements) */
-        if ((r = take(a, sizeof *r)) == NULL) return NULL;
+        if ((r = take(arena_of_task(task, NULL), sizeof *r)) == NULL) return NULL;
     }
     memset(r, 0, sizeof *r);
     r->type = type;
@@ -91,13 +97,6 @@ static redisReply *new_object(const redisReadTask *task, int type, size_t room) 
         parent->element[task->idx] = r;
     }
     return r;
-}
-
-static arena *arena_of_task(const redisReadTask *task, redisReply *r) {
-    const redisReadTask *t = task;
-    if (t->parent == NULL) return arena_of(r);
-    while (t->parent) t = t->parent;
-    return arena_of(t->obj);
 }
 
 static void *create_string(const redisReadTask *task, char *str, size_t len) {

@@ -55,13 +55,7 @@ void rjq__buf_arg(rjq__buf *b, const void *data, size_t len) {
         *p++ = (char)('0' + len / 10);
         *p++ = (char)('0' + len % 10);
     } else {
-        char digits[24];
-        size_t nd = 0, v = len;
-        do {
-            digits[nd++] = (char)('0' + v % 10);
-            v /= 10;
-        } while (v);
-        while (nd) *p++ = digits[--nd];
+        p += rjq__dec(p, (long long)len); /* (its NUL: where the CR goes) */
     }
     *p++ = '\r';
     *p++ = '\n';

@@ -207,19 +207,22 @@ static void advance(rjq_scheduler *s) {
     s->firing = NULL;
 }
 
+/* The fire under way failed (status): its due schedules untouched, tried
+ * again later (the ids already enqueued meet themselves). */
+static void firing_failed(rjq_client *c, rjq_scheduler *s, int status) {
+    rjq__background_failed(c, status, "scheduler");
+    firing_free(s->firing);
+    s->firing = NULL;
+    sleep_for(s, s->lease_ms / 3);
+}
+
 static void on_fire_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n,
                              void *data) {
     rjq_scheduler *s = data;
     (void)jobs, (void)n;
     if (!replied(s)) return;
-    if (status != RJQ_OK) { /* (fire again later: the ids enqueued meet themselves) */
-        rjq__background_failed(c, status, "scheduler");
-        firing_free(s->firing);
-        s->firing = NULL;
-        sleep_for(s, s->lease_ms / 3);
-        return;
-    }
-    advance(s);
+    if (status != RJQ_OK) firing_failed(c, s, status);
+    else advance(s);
 }
 
 /* Enqueue the jobs of the payloads read (HMGET of the due names). */
@@ -268,10 +271,7 @@ static void on_payloads(rjq_client *c, int status, redisReply *r, void *priv) {
     } else if (rc == RJQ_OK) {
         advance(s);
     } else {
-        rjq__background_failed(c, rc, "scheduler");
-        firing_free(s->firing);
-        s->firing = NULL;
-        sleep_for(s, s->lease_ms / 3);
+        firing_failed(c, s, rc);
     }
 }
 

@@ -392,8 +392,6 @@ static void held_run(rjq_queue *q, held *h) {
     if (rc != RJQ_OK) held_fail(c, h, rc);
 }
 
-/* Start reserved worker h->w on q's shards (or on q, plain). RJQ_OK, or
- * an error with it still reserved. */
 static int gated(rjq_queue *q);
 static int layout_read(rjq_queue *q, layout *l);
 
@@ -428,6 +426,8 @@ static int held_start_workers(held *h) {
     return rjq__worker_start_reserved(h->w, h->qs, h->nq, h->order, h->weights, &h->wo);
 }
 
+/* Start reserved worker h->w on q's shards (or on q, plain; H_WORKERS:
+ * held_start_workers, 1 too). RJQ_OK, or an error with it still reserved. */
 static int held_start_worker(rjq_queue *q, held *h) {
     if (h->kind == H_WORKERS) return held_start_workers(h);
     layout *l = layout_of(q);

@@ -29,9 +29,5 @@ BASE=$BASE CHROMIUM=$CHROMIUM ART=$ART timeout 150 node "$PW/demo.mjs"
 RC=$?
 [ "$RC" = 0 ] || { echo "server log:"; tail -20 "$DIR/demo.err"; }
 # the server stops cleanly (under ASan: no leak, no error report)
-kill "$SPID"
-wait "$SPID"; SERVE_RC=$?
-if [ "$SERVE_RC" != 0 ] || grep -q 'Sanitizer\|runtime error' "$DIR/demo.err"; then
-    echo "FAIL: serve exit $SERVE_RC: $(grep -A5 Sanitizer "$DIR/demo.err" | head -20)"; RC=1
-fi
+stop_serve_clean demo || RC=1
 exit $RC

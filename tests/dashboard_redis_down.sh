@@ -40,9 +40,5 @@ BASE=$BASE REDIS_PID=$redis_pid REDIS_PORT=$redis_port DIR=$DIR CHROMIUM=$CHROMI
 RC=$?
 [ "$RC" = 0 ] || { echo "server log:"; tail -20 "$DIR/down.err"; }
 # the server stops cleanly (under ASan: no leak, no error report)
-kill "$SPID"
-wait "$SPID"; SERVE_RC=$?
-if [ "$SERVE_RC" != 0 ] || grep -q 'Sanitizer\|runtime error' "$DIR/down.err"; then
-    echo "FAIL: serve exit $SERVE_RC: $(grep -A5 Sanitizer "$DIR/down.err" | head -20)"; RC=1
-fi
+stop_serve_clean down || RC=1
 exit $RC

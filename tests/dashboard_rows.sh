@@ -36,9 +36,5 @@ BASE=$BASE WPID=$WPID HOST=$(hostname) CHROMIUM=$CHROMIUM ART=$ART timeout 120 n
 RC=$?
 [ "$RC" = 0 ] || { echo "server log:"; tail -20 "$DIR/rw.err"; }
 # the server stops cleanly (under ASan: no leak, no error report)
-kill "$SPID"
-wait "$SPID"; SERVE_RC=$?
-if [ "$SERVE_RC" != 0 ] || grep -q 'Sanitizer\|runtime error' "$DIR/rw.err"; then
-    echo "FAIL: serve exit $SERVE_RC: $(grep -A5 Sanitizer "$DIR/rw.err" | head -20)"; RC=1
-fi
+stop_serve_clean rw || RC=1
 exit $RC

@@ -105,7 +105,8 @@ TEST(a_lost_attempt_is_recorded_and_the_history_is_capped_and_deleted_with_the_j
     ASSERT_EQ(1, server_int(e.rc, "HSET t:{al}:attempts j %s", buf));
     rjq_worker_options wo = quiet_worker_options(1);
     rjq_worker *w;
-    last_held held = {0};
+    static last_held held; /* (static: the job it holds is never finished) */
+    held = (last_held){0};
     ASSERT_OK(rjq_worker_start(e.q, &wo, hold_last_handler, &held, &w));
     ASSERT(loop_until_count(e.base, &held.started, 1, 5000));
     /* its lease ran out (as if its worker hung): the sweep takes it back */

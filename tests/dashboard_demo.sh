@@ -12,16 +12,8 @@ SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
 RJQ="$BUILD/rjq"
 PW_VERSION=1.65.1
 "$RJQ" serve --listen x 2>&1 | grep -q "built without" && { echo "SKIP: rjq built without serve"; exit 0; }
-CHROMIUM=/usr/lib/chromium/chromium
-[ -x "$CHROMIUM" ] || { echo "SKIP: chromium is not installed (Debian package chromium; tests/dashboard.sh installs it)"; exit 0; }
-command -v npm >/dev/null || { echo "SKIP: npm is not installed (Debian packages nodejs, npm)"; exit 0; }
-PW="$BUILD/playwright"
-if [ ! -f "$PW/node_modules/playwright-core/package.json" ] ||
-   ! grep -q "\"version\": \"$PW_VERSION\"" "$PW/node_modules/playwright-core/package.json"; then
-    mkdir -p "$PW"
-    npm install --prefix "$PW" --no-audit --no-fund --loglevel=error "playwright-core@$PW_VERSION" >"$PW/install-demo.log" 2>&1 ||
-        { echo "SKIP: playwright-core cannot be installed from npm: $(tail -3 "$PW/install-demo.log")"; exit 0; }
-fi
+# shellcheck source=tests/browser_setup.bash
+. "$SRC/tests/browser_setup.bash"
 
 # shellcheck source=scripts/redis-private.sh
 . "$SRC/scripts/redis-private.sh"
@@ -37,9 +29,5 @@ BASE=$BASE CHROMIUM=$CHROMIUM ART=$ART timeout 150 node "$PW/demo.mjs"
 RC=$?
 [ "$RC" = 0 ] || { echo "server log:"; tail -20 "$DIR/demo.err"; }
 # the server stops cleanly (under ASan: no leak, no error report)
-kill "$SPID"
-wait "$SPID"; SERVE_RC=$?
-if [ "$SERVE_RC" != 0 ] || grep -q 'Sanitizer\|runtime error' "$DIR/demo.err"; then
-    echo "FAIL: serve exit $SERVE_RC: $(grep -A5 Sanitizer "$DIR/demo.err" | head -20)"; RC=1
-fi
+stop_serve_clean demo || RC=1
 exit $RC

@@ -55,3 +55,15 @@ stop_pids() {
         wait "$p" 2>/dev/null
     done
 }
+
+# stop_serve_clean NAME: stop the server start_serve NAME started (SPID) and
+# check it stopped cleanly (exit 0; under ASan: no leak, no error report in
+# DIR/NAME.err); says FAIL and returns 1 where it did not.
+stop_serve_clean() {
+    local rc
+    kill "$SPID"
+    wait "$SPID"; rc=$?
+    if [ "$rc" != 0 ] || grep -q 'Sanitizer\|runtime error' "$DIR/$1.err"; then
+        echo "FAIL: serve exit $rc: $(grep -A5 Sanitizer "$DIR/$1.err" | head -20)"; return 1
+    fi
+}

@@ -620,6 +620,18 @@ long long server_held_members(redisContext *rc, const char *q) {
     return server_int(rc, "ZLEXCOUNT t:{%s}:held - (~", q);
 }
 
+void server_assert_only_declaration(redisContext *rc, const char *q) {
+    redisReply *r = redisCommand(rc, "KEYS t:{%s}:*", q);
+    ASSERT(r && r->type == REDIS_REPLY_ARRAY);
+    for (size_t i = 0; i < r->elements; i++) {
+        char want[128];
+        snprintf(want, sizeof want, "t:{%s}:shards", q);
+        if (strcmp(r->element[i]->str, want) != 0)
+            FAIL_AT(__FILE__, __LINE__, "unsharded key %s written", r->element[i]->str);
+    }
+    freeReplyObject(r);
+}
+
 pid_t fork_child(void) {
     fflush(NULL);
     pid_t parent = getpid();

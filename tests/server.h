@@ -97,6 +97,9 @@ long long server_now_ms(redisContext *rc);
 long long server_active_jobs(redisContext *rc, const char *q);
 /* Members of queue q's held index (its pin member excluded). */
 long long server_held_members(redisContext *rc, const char *q);
+/* Assert that queue q (key prefix "t") has no key but its shard declaration
+ * t:{q}:shards: nothing unsharded was written. */
+void server_assert_only_declaration(redisContext *rc, const char *q);
 /* The number after needle (e.g. "errorstat_NOSCRIPT:count=") in INFO
  * section (0 if absent). */
 long long server_info_number(redisContext *rc, const char *section, const char *needle);

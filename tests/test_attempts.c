@@ -12,15 +12,6 @@
 #include "server.h"
 #include "waits.h"
 
-static rjq_job *held;
-static long started;
-
-static void hold_handler(rjq_job *job, void *data) {
-    (void)data;
-    held = job;
-    started++;
-}
-
 typedef struct hist_wait {
     int done, status;
     size_t n;
@@ -64,20 +55,20 @@ TEST(a_job_failed_twice_then_completed_has_two_failed_attempts_and_its_own) {
     ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
     rjq_worker_options wo = quiet_worker_options(1);
     rjq_worker *w;
-    started = 0;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_handler, NULL, &w));
+    last_held held = {0};
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_last_handler, &held, &w));
     char tokens[2][128];
     for (int k = 0; k < 2; k++) {
-        ASSERT(loop_until_count(e.base, &started, k + 1, 5000));
+        ASSERT(loop_until_count(e.base, &held.started, k + 1, 5000));
         hist_wait now = history_of(&e, "j");
         snprintf(tokens[k], sizeof tokens[k], "%s", now.last_token);
         long fails = 0;
-        ASSERT_OK(rjq_job_fail(held, "boom", RJQ_FAIL_RETRY, 0, on_done_ok, &fails));
+        ASSERT_OK(rjq_job_fail(held.job, "boom", RJQ_FAIL_RETRY, 0, on_done_ok, &fails));
         ASSERT(loop_until_count(e.base, &fails, 1, 5000));
     }
-    ASSERT(loop_until_count(e.base, &started, 3, 5000));
+    ASSERT(loop_until_count(e.base, &held.started, 3, 5000));
     long done = 0;
-    ASSERT_OK(rjq_job_complete(held, "", 0, on_done_ok, &done));
+    ASSERT_OK(rjq_job_complete(held.job, "", 0, on_done_ok, &done));
     ASSERT(loop_until_count(e.base, &done, 1, 5000));
     hist_wait h = history_of(&e, "j");
     ASSERT_OK(h.status);
@@ -114,9 +105,10 @@ TEST(a_lost_attempt_is_recorded_and_the_history_is_capped_and_deleted_with_the_j
     ASSERT_EQ(1, server_int(e.rc, "HSET t:{al}:attempts j %s", buf));
     rjq_worker_options wo = quiet_worker_options(1);
     rjq_worker *w;
-    started = 0;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_handler, NULL, &w));
-    ASSERT(loop_until_count(e.base, &started, 1, 5000));
+    static last_held held; /* (static: the job it holds is never finished) */
+    held = (last_held){0};
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_last_handler, &held, &w));
+    ASSERT(loop_until_count(e.base, &held.started, 1, 5000));
     /* its lease ran out (as if its worker hung): the sweep takes it back */
     ASSERT_EQ(0, server_int(e.rc, "ZADD t:{al}:active XX 1 j"));
     count_wait c = {0};

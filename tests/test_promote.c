@@ -52,15 +52,6 @@ TEST(promote_makes_a_delayed_job_ready_at_once_and_refuses_other_states) {
     env_stop(&e);
 }
 
-static rjq_job *held;
-static long started;
-
-static void hold_handler(rjq_job *job, void *data) {
-    (void)data;
-    held = job;
-    started++;
-}
-
 /* A job waiting for its retry's backoff runs now, its attempt count and
  * error kept; the worker takes it at once. */
 TEST(promote_runs_a_job_waiting_for_a_retry_now_keeping_its_attempts) {
@@ -71,23 +62,23 @@ TEST(promote_runs_a_job_waiting_for_a_retry_now_keeping_its_attempts) {
     ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
     rjq_worker_options wo = quiet_worker_options(1);
     rjq_worker *w;
-    started = 0;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_handler, NULL, &w));
-    ASSERT(loop_until_count(e.base, &started, 1, 5000));
+    last_held held = {0};
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_last_handler, &held, &w));
+    ASSERT(loop_until_count(e.base, &held.started, 1, 5000));
     long fails = 0;
-    ASSERT_OK(rjq_job_fail(held, "boom", RJQ_FAIL_RETRY, 3600000, on_done_ok, &fails));
+    ASSERT_OK(rjq_job_fail(held.job, "boom", RJQ_FAIL_RETRY, 3600000, on_done_ok, &fails));
     ASSERT(loop_until_count(e.base, &fails, 1, 5000));
     info_wait i = get_info(e.base, e.q, "j");
     ASSERT_STREQ("delayed", i.state);
     ASSERT_EQ(1, i.attempts);
     ASSERT_OK(promote(&e, "j").status);
-    ASSERT(loop_until_count(e.base, &started, 2, 5000));
+    ASSERT(loop_until_count(e.base, &held.started, 2, 5000));
     i = get_info(e.base, e.q, "j");
     ASSERT_STREQ("active", i.state);
     ASSERT_EQ(2, i.attempts);
     ASSERT_STREQ("boom", i.error);
     long done = 0;
-    ASSERT_OK(rjq_job_complete(held, "", 0, on_done_ok, &done));
+    ASSERT_OK(rjq_job_complete(held.job, "", 0, on_done_ok, &done));
     ASSERT(loop_until_count(e.base, &done, 1, 5000));
     worker_stop_wait(e.base, w);
     env_stop(&e);

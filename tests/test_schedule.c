@@ -24,35 +24,6 @@ static count_wait set_schedule(test_env *e, const char *name, const rjq_schedule
     return w;
 }
 
-typedef struct list_wait {
-    int done, status;
-    size_t n;
-    char names[8][64], specs[8][128];
-    long long next[8];
-} list_wait;
-
-static void on_list(rjq_client *c, int status, const rjq_schedule_info *l, size_t n, void *data) {
-    list_wait *w = data;
-    (void)c;
-    w->done++;
-    w->status = status;
-    w->n = n;
-    for (size_t i = 0; i < n && i < 8; i++) {
-        snprintf(w->names[i], sizeof w->names[i], "%s", rjq_schedule_info_get(l, i)->name);
-        snprintf(w->specs[i], sizeof w->specs[i], "%s", rjq_schedule_info_get(l, i)->spec);
-        w->next[i] = rjq_schedule_info_get(l, i)->next_ms;
-    }
-}
-
-static list_wait list_schedules(test_env *e) {
-    list_wait w;
-    memset(&w, 0, sizeof w);
-    ASSERT_OK(rjq_schedule_list(e->q, on_list, &w));
-    ASSERT(loop_until(e->base, &w.done, 5000));
-    ASSERT_OK(w.status);
-    return w;
-}
-
 TEST(schedules_are_set_listed_and_removed) {
     test_env e;
     env_start(&e, "sl");
@@ -71,7 +42,7 @@ TEST(schedules_are_set_listed_and_removed) {
     cr.cron = "*/5 9-17 * * MON-FRI";
     cr.utc_offset_min = 60;
     ASSERT_EQ(1, set_schedule(&e, "report", &cr).n);
-    list_wait l = list_schedules(&e);
+    schedules_wait l = schedules_of(e.base, e.q);
     ASSERT_EQ(2, l.n);
     ASSERT_STREQ("report", l.names[0]);
     ASSERT_STREQ("cron */5 9-17 * * MON-FRI (UTC+60)", l.specs[0]);
@@ -102,7 +73,7 @@ TEST(schedules_are_set_listed_and_removed) {
     memset(longname, 'n', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
     ASSERT_EQ(RJQ_EJOBID, rjq_schedule_set(e.q, longname, &bad, NULL, NULL));
-    ASSERT_EQ(2, list_schedules(&e).n); /* nothing written */
+    ASSERT_EQ(2, schedules_of(e.base, e.q).n); /* nothing written */
 
     count_wait r = {0};
     ASSERT_OK(rjq_schedule_remove(e.q, "report", on_count, &r));
@@ -112,7 +83,7 @@ TEST(schedules_are_set_listed_and_removed) {
     ASSERT_OK(rjq_schedule_remove(e.q, "report", on_count, &r));
     ASSERT(loop_until(e.base, &r.done, 5000));
     ASSERT_EQ(0, r.n);
-    ASSERT_EQ(1, list_schedules(&e).n);
+    ASSERT_EQ(1, schedules_of(e.base, e.q).n);
     env_stop(&e);
 }
 
@@ -186,7 +157,7 @@ TEST(scheduler_enqueues_one_job_per_fire_time_at_its_time) {
     ASSERT_OK(j.status);
     ASSERT_STREQ("beat", j.payload);
     ASSERT_EQ(5, j.max_attempts);
-    list_wait l = list_schedules(&e);
+    schedules_wait l = schedules_of(e.base, e.q);
     ASSERT(l.next[0] > t[n - 1]);
     ASSERT_OK(rjq_scheduler_stop(sch));
     /* the lease was given up */

@@ -16,34 +16,6 @@
 #include "waits.h"
 
 /* The keys under the unsharded queue's tag: only its declaration. */
-static void base_keys_only_declaration(redisContext *rc, const char *name) {
-    redisReply *r = redisCommand(rc, "KEYS t:{%s}:*", name);
-    ASSERT(r && r->type == REDIS_REPLY_ARRAY);
-    for (size_t i = 0; i < r->elements; i++) {
-        char want[128];
-        snprintf(want, sizeof want, "t:{%s}:shards", name);
-        if (strcmp(r->element[i]->str, want) != 0)
-            FAIL_AT(__FILE__, __LINE__, "unsharded key %s written", r->element[i]->str);
-    }
-    freeReplyObject(r);
-}
-
-typedef struct stopped {
-    int done, status;
-} stopped;
-
-static void on_stopped(rjq_worker *w, int status, void *data) {
-    stopped *s = data;
-    (void)w;
-    s->done++;
-    s->status = status;
-}
-
-static void never(rjq_job *job, void *data) {
-    (void)job, (void)data;
-    FAIL_AT(__FILE__, __LINE__, "a job ran");
-}
-
 typedef struct runs {
     long done;
     int seen[8];
@@ -87,7 +59,7 @@ TEST(start_queues_right_after_open_never_acts_on_a_sharded_queues_own_keys) {
     int weights[2] = {1, 1};
     rjq_worker_options wo = quiet_worker_options(2);
     rjq_worker *w = NULL;
-    ASSERT_OK(rjq_worker_start_queues(qs, 2, RJQ_WORKER_WEIGHTED, weights, &wo, never, NULL, &w));
+    ASSERT_OK(rjq_worker_start_queues(qs, 2, RJQ_WORKER_WEIGHTED, weights, &wo, never_runs, NULL, &w));
     ASSERT(w != NULL);
     ASSERT_EQ(RJQ_EBUSY, rjq_queue_close(qs[1])); /* (the held worker uses both) */
     wait_learnt(e.base, qs[0], qs[1]);
@@ -96,16 +68,16 @@ TEST(start_queues_right_after_open_never_acts_on_a_sharded_queues_own_keys) {
     /* a round trip on the worker's client after the layouts: nothing ran */
     ASSERT_EQ(1, get_stats(e.base, qs[0]).ready);
     ASSERT_EQ(0, rjq_worker_count_running(w));
-    base_keys_only_declaration(e.rc, "sgw");
-    stopped s = {0};
-    ASSERT_OK(rjq_worker_stop(w, on_stopped, &s));
+    server_assert_only_declaration(e.rc, "sgw");
+    stop_wait s = {0};
+    ASSERT_OK(rjq_worker_stop(w, on_stop_wait, &s));
     ASSERT(loop_until(e.base, &s.done, 20000));
     ASSERT_OK(s.status);
     loop_turn(e.base);
     ASSERT_EQ(1, s.done);
     ASSERT_OK(rjq_queue_close(qs[0]));
     ASSERT_OK(rjq_queue_close(qs[1]));
-    base_keys_only_declaration(e.rc, "sgw");
+    server_assert_only_declaration(e.rc, "sgw");
     rjq_client_free(wc);
     env_stop(&e);
 }
@@ -212,7 +184,7 @@ TEST(awaits_with_out_right_after_open_are_routed_to_their_shards) {
     ASSERT_EQ(1, a3.done);
     ASSERT_EQ(1, a4.done);
     ASSERT_EQ(0, (long)rjq_client_count_awaits(p));
-    base_keys_only_declaration(e.rc, "sgq");
+    server_assert_only_declaration(e.rc, "sgq");
     worker_stop_wait(e.base, w);
     rjq_client_free(wc);
     rjq_client_free(p);
@@ -254,9 +226,9 @@ TEST(awaits_with_out_and_start_queues_held_end_once_on_failure_or_free) {
     ASSERT_OK(rjq_enqueue_await(qs[0], "x", 1, NULL, NULL, on_awaited, &b1, &g1));
     ASSERT_OK(rjq_queue_await(qs[1], "id-2", NULL, on_awaited, &b2, &g2));
     rjq_worker *w;
-    ASSERT_OK(rjq_worker_start_queues(qs, 2, RJQ_WORKER_STRICT, NULL, NULL, never, NULL, &w));
-    stopped s = {0};
-    ASSERT_OK(rjq_worker_stop(w, on_stopped, &s));
+    ASSERT_OK(rjq_worker_start_queues(qs, 2, RJQ_WORKER_STRICT, NULL, NULL, never_runs, NULL, &w));
+    stop_wait s = {0};
+    ASSERT_OK(rjq_worker_stop(w, on_stop_wait, &s));
     rjq_client_free(c);
     ASSERT_EQ(1, b1.done);
     ASSERT_EQ(RJQ_ECANCELED, b1.status);

@@ -29,18 +29,6 @@ static void on_enq(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n
 }
 
 /* The keys under the unsharded queue's tag: only its declaration. */
-static void base_keys_only_declaration(redisContext *rc, const char *name) {
-    redisReply *r = redisCommand(rc, "KEYS t:{%s}:*", name);
-    ASSERT(r && r->type == REDIS_REPLY_ARRAY);
-    for (size_t i = 0; i < r->elements; i++) {
-        char want[128];
-        snprintf(want, sizeof want, "t:{%s}:shards", name);
-        if (strcmp(r->element[i]->str, want) != 0)
-            FAIL_AT(__FILE__, __LINE__, "unsharded key %s written", r->element[i]->str);
-    }
-    freeReplyObject(r);
-}
-
 typedef struct drain {
     long done;
     int runs[IDS + ANON];
@@ -107,7 +95,7 @@ TEST(plain_open_routes_calls_made_before_the_layout_is_read) {
         ASSERT_OK(get_info(e.base, decl, ids[i]).status);
     }
     ASSERT_EQ(IDS + ANON, get_stats(e.base, decl).ready);
-    base_keys_only_declaration(e.rc, "sho");
+    server_assert_only_declaration(e.rc, "sho");
 
     /* a worker started through rjq_queue_open at once drains every shard */
     rjq_client *wc = client_new(e.base, &o);
@@ -128,7 +116,7 @@ TEST(plain_open_routes_calls_made_before_the_layout_is_read) {
     rjq_stats st = get_stats(e.base, wq);
     ASSERT_EQ(IDS + ANON, st.completed);
     ASSERT_EQ(0, st.ready + st.active + st.delayed);
-    base_keys_only_declaration(e.rc, "sho");
+    server_assert_only_declaration(e.rc, "sho");
     worker_stop_wait(e.base, w);
     rjq_client_free(wc);
     rjq_client_free(p);
@@ -160,22 +148,6 @@ TEST(plain_open_of_an_unsharded_queue_acts_on_its_keys) {
     env_stop(&e);
 }
 
-typedef struct stopped {
-    int done, status;
-} stopped;
-
-static void on_stopped(rjq_worker *w, int status, void *data) {
-    stopped *s = data;
-    (void)w;
-    s->done++;
-    s->status = status;
-}
-
-static void never(rjq_job *job, void *data) {
-    (void)job, (void)data;
-    FAIL_AT(__FILE__, __LINE__, "a job ran");
-}
-
 /* The declaration cannot be read (one this library does not read): every
  * call held gets RJQ_EPROTO, once; nothing is written; a worker started
  * meanwhile and stopped ends with its stop callback, once. */
@@ -196,7 +168,7 @@ TEST(plain_open_read_failure_gives_each_held_call_the_error_once) {
     count_wait pw = {0};
     ASSERT_OK(rjq_queue_pause(q, on_count, &pw));
     rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(q, NULL, never, NULL, &w));
+    ASSERT_OK(rjq_worker_start(q, NULL, never_runs, NULL, &w));
     ASSERT(loop_until_count(e.base, &t.done, 2, 20000));
     ASSERT(loop_until(e.base, &sw.done, 20000));
     ASSERT(loop_until(e.base, &pw.done, 20000));
@@ -204,8 +176,8 @@ TEST(plain_open_read_failure_gives_each_held_call_the_error_once) {
     ASSERT_EQ(RJQ_EPROTO, sw.status);
     ASSERT_EQ(RJQ_EPROTO, pw.status);
     ASSERT_EQ(RJQ_EBUSY, rjq_queue_close(q)); /* (the worker still counts) */
-    stopped s = {0};
-    ASSERT_OK(rjq_worker_stop(w, on_stopped, &s));
+    stop_wait s = {0};
+    ASSERT_OK(rjq_worker_stop(w, on_stop_wait, &s));
     ASSERT(loop_until(e.base, &s.done, 20000));
     ASSERT_OK(s.status);
     /* a later call reads again, and gets the error again */
@@ -235,9 +207,9 @@ TEST(plain_open_client_freed_while_reading_cancels_held_calls_once) {
     tally t = {0};
     ASSERT_OK(rjq_enqueue(q, "p-0", 3, NULL, on_enq, &t));
     rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(q, NULL, never, NULL, &w));
-    stopped s = {0};
-    ASSERT_OK(rjq_worker_stop(w, on_stopped, &s));
+    ASSERT_OK(rjq_worker_start(q, NULL, never_runs, NULL, &w));
+    stop_wait s = {0};
+    ASSERT_OK(rjq_worker_stop(w, on_stop_wait, &s));
     rjq_client_free(c);
     ASSERT_EQ(1, t.done);
     ASSERT_EQ(0, t.ok);
@@ -337,7 +309,7 @@ TEST(set_limits_right_after_open_is_split_over_the_shards) {
     }
     ASSERT_EQ(10, conc);
     ASSERT_EQ(30, rate);
-    base_keys_only_declaration(e.rc, "shl");
+    server_assert_only_declaration(e.rc, "shl");
     rjq_client_free(p);
     env_stop(&e);
 }
@@ -389,7 +361,7 @@ TEST(monitor_right_after_open_receives_every_shards_events) {
     if (!loop_until_count(e.base, &s.events, MON_JOBS, 20000))
         FAIL_AT(__FILE__, __LINE__, "%ld of %d enqueued events", s.events, MON_JOBS);
     for (int i = 0; i < MON_JOBS; i++) ASSERT_EQ(1, s.enqueued[i]);
-    base_keys_only_declaration(e.rc, "shm");
+    server_assert_only_declaration(e.rc, "shm");
     ASSERT_OK(rjq_monitor_stop(s.m));
     rjq_client_free(p);
     env_stop(&e);

@@ -21,31 +21,6 @@
 #define NSH 3
 #define FIRES_SEEN 64
 
-typedef struct list_wait {
-    int done, status;
-    size_t n;
-    char names[4][64];
-} list_wait;
-
-static void on_list(rjq_client *c, int status, const rjq_schedule_info *l, size_t n, void *data) {
-    list_wait *w = data;
-    (void)c;
-    w->done++;
-    w->status = status;
-    w->n = n;
-    for (size_t i = 0; i < n && i < 4; i++)
-        snprintf(w->names[i], sizeof w->names[i], "%s", rjq_schedule_info_get(l, i)->name);
-}
-
-static list_wait list_of(struct event_base *base, rjq_queue *q) {
-    list_wait w;
-    memset(&w, 0, sizeof w);
-    ASSERT_OK(rjq_schedule_list(q, on_list, &w));
-    ASSERT(loop_until(base, &w.done, 10000));
-    ASSERT_OK(w.status);
-    return w;
-}
-
 /* The fire times of schedule `name`'s jobs ready on any shard of q (the
  * shard of each in shard[]), sorted; how many. */
 static int fire_times(redisContext *rc, rjq_queue *q, const char *name, long long *out,
@@ -110,10 +85,10 @@ TEST(a_sharded_queues_schedule_fires_once_per_tick_spread_over_its_shards) {
     ASSERT(loop_until(e.base, &w.done, 10000));
     ASSERT_OK(w.status);
     ASSERT_EQ(1, w.n);
-    list_wait l = list_of(e.base, q);
+    schedules_wait l = schedules_of(e.base, q);
     ASSERT_EQ(1, (long)l.n);
     ASSERT_STREQ("beat", l.names[0]);
-    for (int k = 0; k < NSH; k++) ASSERT_EQ(0, (long)list_of(e.base, rjq_queue_get_shard(q, k)).n);
+    for (int k = 0; k < NSH; k++) ASSERT_EQ(0, (long)schedules_of(e.base, rjq_queue_get_shard(q, k)).n);
 
     rjq_scheduler *sch;
     enqueued_events = 0;

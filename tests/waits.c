@@ -152,3 +152,43 @@ void on_done_ok(rjq_client *c, int status, void *data) {
     ASSERT_OK(status);
     if (data) (*(long *)data)++;
 }
+
+void on_stop_wait(rjq_worker *w, int status, void *data) {
+    stop_wait *s = data;
+    (void)w;
+    s->done++;
+    s->status = status;
+}
+
+void never_runs(rjq_job *job, void *data) {
+    (void)job, (void)data;
+    FAIL_AT(__FILE__, __LINE__, "a job ran");
+}
+
+void on_schedules_wait(rjq_client *c, int status, const rjq_schedule_info *l, size_t n, void *data) {
+    schedules_wait *w = data;
+    (void)c;
+    w->done++;
+    w->status = status;
+    w->n = n;
+    for (size_t i = 0; i < n && i < 8; i++) {
+        snprintf(w->names[i], sizeof w->names[i], "%s", rjq_schedule_info_get(l, i)->name);
+        snprintf(w->specs[i], sizeof w->specs[i], "%s", rjq_schedule_info_get(l, i)->spec);
+        w->next[i] = rjq_schedule_info_get(l, i)->next_ms;
+    }
+}
+
+schedules_wait schedules_of(struct event_base *base, rjq_queue *q) {
+    schedules_wait w;
+    memset(&w, 0, sizeof w);
+    ASSERT_OK(rjq_schedule_list(q, on_schedules_wait, &w));
+    ASSERT(loop_until(base, &w.done, 10000));
+    ASSERT_OK(w.status);
+    return w;
+}
+
+void hold_last_handler(rjq_job *job, void *data) {
+    last_held *h = data;
+    h->job = job;
+    h->started++;
+}

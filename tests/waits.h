@@ -101,4 +101,33 @@ int declare_shards(struct event_base *base, rjq_queue *q, int n);
  * not NULL, counts the calls in the long it points to. */
 void on_done_ok(rjq_client *c, int status, void *data);
 
+/* rjq_worker_stop: its callback's calls and last status (the test checks
+ * both: a stop may end in RJQ_ECANCELED). */
+typedef struct stop_wait {
+    int done, status;
+} stop_wait;
+void on_stop_wait(rjq_worker *w, int status, void *data);
+
+/* rjq_schedule_list: the first 8 schedules' names, specs and next fire times. */
+typedef struct schedules_wait {
+    int done, status;
+    size_t n;
+    char names[8][64], specs[8][128];
+    long long next[8];
+} schedules_wait;
+void on_schedules_wait(rjq_client *c, int status, const rjq_schedule_info *l, size_t n, void *data);
+/* The schedules of q (RJQ_OK asserted). */
+schedules_wait schedules_of(struct event_base *base, rjq_queue *q);
+
+/* A job handler that keeps the last job given (left unfinished: the test
+ * finishes it) and counts the jobs given, in the last_held at data. */
+typedef struct last_held {
+    rjq_job *job;
+    long started;
+} last_held;
+void hold_last_handler(rjq_job *job, void *data);
+
+/* A job handler for a worker that must run nothing: a job run fails the test. */
+void never_runs(rjq_job *job, void *data);
+
 #endif

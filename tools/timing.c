@@ -132,12 +132,17 @@ void timing_event(timing_map *m, const void *owner, const char *event, const cha
     if (e) e->seen_ms = t_ms;
 }
 
-void timing_queue_event(timing_map *m, timing_queue *q, const char *event, const char *id,
-                        long long t_ms) {
+void timing_queue_event_of(timing_map *m, const void *owner, timing_queue *q, const char *event,
+                           const char *id, long long t_ms) {
     double wait_s, run_s;
-    timing_event(m, q, event, id, t_ms, &wait_s, &run_s);
+    timing_event(m, owner, event, id, t_ms, &wait_s, &run_s);
     if (wait_s >= 0) timing_observe(&q->wait, wait_s);
     if (run_s >= 0) timing_observe(&q->run, run_s);
+}
+
+void timing_queue_event(timing_map *m, timing_queue *q, const char *event, const char *id,
+                        long long t_ms) {
+    timing_queue_event_of(m, q, q, event, id, t_ms);
 }
 
 static double mean_ms(const timing_hist *h, const timing_hist *seen) {

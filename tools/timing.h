@@ -64,6 +64,10 @@ typedef struct timing_queue {
 /* timing_event for queue q (the owner), its wait or run time observed. */
 void timing_queue_event(timing_map *m, timing_queue *q, const char *event, const char *id,
                         long long t_ms);
+/* The same for a job of `owner` (its ids apart from q's other owners':
+ * rjq top's shard of a sharded queue), observed in q. */
+void timing_queue_event_of(timing_map *m, const void *owner, timing_queue *q, const char *event,
+                           const char *id, long long t_ms);
 
 /* The mean wait and run time (ms) of the jobs observed since the last
  * call, -1 for none; they count as seen from now on. */

@@ -249,11 +249,8 @@ static void on_shard_event(rjq_client *c, const char *event, const char *id, voi
     (void)c;
     shard_mon *sm = data;
     row *r = sm->r;
-    double wait_s, run_s;
-    timing_event(&r->t->times, sm, event, id, sm->m ? rjq_monitor_get_time(sm->m) : 0, &wait_s,
-                 &run_s);
-    if (wait_s >= 0) timing_observe(&r->times.wait, wait_s);
-    if (run_s >= 0) timing_observe(&r->times.run, run_s);
+    timing_queue_event_of(&r->t->times, sm, &r->times, event, id,
+                          sm->m ? rjq_monitor_get_time(sm->m) : 0);
     refresh_soon(r->t);
 }
 

@@ -316,15 +316,7 @@ static void rows_start(server *s, struct evhttp_request *req, squeue *q, rjq_job
                             (r->ones = calloc(n * (size_t)(1 + ns), sizeof *r->ones)) == NULL)) ||
         (n && ns && ((r->cand = calloc(n * (size_t)ns, sizeof *r->cand)) == NULL ||
                      (r->cand_token = calloc(n * (size_t)ns, sizeof *r->cand_token)) == NULL))) {
-        if (r) {
-            free(r->ids);
-            free(r->tokens);
-            free(r->row);
-            free(r->ones);
-            free(r->cand);
-            free(r->cand_token);
-            free(r);
-        }
+        if (r) rows_free(r); /* (n and ns not set yet: the arrays only) */
         reply_error(req, 503, "out of memory");
         return;
     }

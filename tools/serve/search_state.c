@@ -7,13 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const names[] = {"ready", "delayed", "active", "dead", "cancelled",
-                                    "completed"}; /* (rjq_job_state's order) */
+#include "statsfmt.h"
 
 unsigned search_state_bit(const char *name) {
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(name, names[i]) == 0) return 1u << i;
-    return 0;
+    rjq_job_state st;
+    return job_state_parse(name, &st) == 0 ? 1u << st : 0;
 }
 
 int search_states_parse(const char *list, unsigned *mask) {

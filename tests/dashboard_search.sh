@@ -32,8 +32,8 @@ start_serve rw
 cp "$SRC/tests/dashboard/search.mjs" "$PW/search.mjs" # resolves playwright-core from $PW
 # shellcheck disable=SC2154 # (redis_pid: set by redis_private_start)
 BASE=$BASE CHROMIUM=$CHROMIUM ART=$ART REDIS_PID=$redis_pid timeout 200 node "$PW/search.mjs"
-kill -CONT "$redis_pid" 2>/dev/null # (whatever became of the test)
 RC=$?
+kill -CONT "$redis_pid" 2>/dev/null # (whatever became of the test)
 [ "$RC" = 0 ] || { echo "server log:"; tail -20 "$DIR/rw.err"; }
 # the server stops cleanly (under ASan: no leak, no error report)
 stop_serve_clean rw || RC=1

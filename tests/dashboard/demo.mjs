@@ -83,10 +83,17 @@ try {
   await enqueue(3, 'email');
   await until('processing shows a hung email, queued the other two', async () =>
     (await kinds('processing')).join() === 'email' && (await kinds('queued')).join() === 'email,email');
-  await shotShows('demo-lists', ['#demo-lists [data-list="queued"] li[data-kind="email"]',
+  const shown = ['#demo-lists [data-list="queued"] li[data-kind="email"]',
     '#demo-lists [data-list="processing"] li[data-kind="email"]',
     '#demo-lists [data-list="completed"] li[data-kind="report"]',
-    '#demo-lists [data-list="failed"] li[data-kind="thumbnail"]']);
+    '#demo-lists [data-list="failed"] li[data-kind="thumbnail"]'];
+  // (the lists redraw with every event, each from its own requests: wait
+  // until all four show their job, then take the screenshot)
+  await until('all four lists show their job', async () => {
+    for (const sel of shown) if ((await page.locator(sel).count()) === 0) return false;
+    return true;
+  });
+  await shotShows('demo-lists', shown);
   // side by side: one row of four columns
   const tops = await page.locator('#demo-lists .demo-list').evaluateAll(ds => ds.map(d => Math.round(d.getBoundingClientRect().top)));
   check(new Set(tops).size === 1, 'the four lists side by side: ' + tops);

@@ -687,7 +687,7 @@ function attemptsTable(list) {
 
 // ---- job rows (GET /v1/queues/{q}/jobs: rows.c) -------------------------
 
-function plural(n, what) { return `${n} ${what}${n === 1 ? '' : 's'}`; }
+function plural(n, what, many) { return `${n} ${n === 1 ? what : (many || what + 's')}`; }
 
 // A server time (ms): how long ago, the exact time as its title; '–' when none.
 function when(t) {
@@ -842,7 +842,7 @@ function searchPage(main, name, sid) {
     bar.value = Math.min(d.scanned, total);
     const pct = d.state === 'done' ? 100 : Math.min(99, Math.floor(100 * d.scanned / total));
     status.textContent = `${d.state} · ${fmt(d.scanned)} of ${fmt(d.total)} jobs read (${pct}%) · ` +
-      `${plural(d.found, 'match')}${d.truncated ? ' (stopped at the cap)' : ''} · ${ms(d.elapsed_ms)}`;
+      `${plural(d.found, 'match', 'matches')}${d.truncated ? ' (stopped at the cap)' : ''} · ${ms(d.elapsed_ms)}`;
     status.className = d.state === 'failed' ? 'bad' : 'muted';
     status.dataset.state = d.state;
     for (const m of d.matches) {

@@ -16,12 +16,15 @@ static long settle_bound_ms(const test_cluster *c) {
     return 20 * c->node_timeout_ms + 30000;
 }
 
-/* The arguments every node starts with (the strings live in *c). */
-static void node_args(const test_cluster *c, int i, const char **argv, char *nt, char *bus) {
+/* The arguments every node starts with (the strings live in *c). The bus
+ * port is Redis' default, port + 10000: free_port() checks it with the
+ * port, and a start retried on another port (spawn_on_free_port) moves it
+ * too; a bus port picked once and passed as --cluster-port made every
+ * retry fail on it when it was taken ("no free port in 20 tries"). */
+static void node_args(const test_cluster *c, const char **argv, char *nt) {
     snprintf(nt, 16, "%ld", c->node_timeout_ms);
-    snprintf(bus, 16, "%d", c->bus_port[i]);
     const char *a[] = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                       "--cluster-node-timeout", nt, "--cluster-port", bus,
+                       "--cluster-node-timeout", nt,
                        /* a replica may always take over, and stays where it is */
                        "--cluster-replica-validity-factor", "0",
                        "--cluster-allow-replica-migration", "no",
@@ -250,10 +253,9 @@ static void read_id(test_cluster *c, int i) {
 static void nodes_start(test_cluster *c, int from, int to) {
     const char *argv[CLUSTER_NODES_MAX][24];
     const char *const *extra[CLUSTER_NODES_MAX] = {0};
-    char nt[CLUSTER_NODES_MAX][16], bus[CLUSTER_NODES_MAX][16];
+    char nt[CLUSTER_NODES_MAX][16];
     for (int i = from; i < to; i++) {
-        c->bus_port[i] = free_port();
-        node_args(c, i, argv[i], nt[i], bus[i]);
+        node_args(c, argv[i], nt[i]);
         extra[i] = argv[i];
     }
     server_start_many_guarded(&c->node[from], to - from, &extra[from]);
@@ -545,9 +547,9 @@ int cluster_kill_master(test_cluster *c, int m, double *took_ms) {
 
 void cluster_restart_node(test_cluster *c, int i) {
     const char *argv[24];
-    char nt[16], bus[16];
+    char nt[16];
     ASSERT(c->node[i].pid <= 0);
-    node_args(c, i, argv, nt, bus);
+    node_args(c, argv, nt);
     server_restart(&c->node[i], argv);
     kill_on_abort(c->node[i].pid);
     cluster_wait_settled(c);

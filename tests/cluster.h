@@ -21,7 +21,6 @@
 
 typedef struct test_cluster {
     test_server node[CLUSTER_NODES_MAX]; /* pid 0: stopped (killed) */
-    int bus_port[CLUSTER_NODES_MAX];     /* each node's cluster bus port (cluster-port) */
     char id[CLUSTER_NODES_MAX][41];      /* node ids (CLUSTER MYID) */
     int nnodes;                          /* nodes 0..nnodes-1: CLUSTER_NODES, one more once added */
     long node_timeout_ms;                /* cluster-node-timeout */

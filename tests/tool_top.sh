@@ -98,8 +98,9 @@ if [ -x "$WORKER" ]; then
     wait_screen 'wait p50 <=[0-9.]+m?s p99 <=[0-9.]+m?s \(3 jobs\), run p50 <=(250|500)ms p99 <=(250|500)ms \(3 runs\)' ||
         fail "timed's wait and run quantiles"
     # the last minutes from the stored history (every process's counts):
-    # 3 enqueued (by rjq enqueue), 3 completed (by the worker), run ~150 ms
-    wait_screen 'last 5 min \(stored, every process\): enqueued 3, completed 3, failed 0; wait p50 [0-9.]+ p99 [0-9.]+ ms, run p50 1[0-9][0-9] p99 (1[0-9][0-9]|2[0-9][0-9]) ms' ||
+    # 3 enqueued (by rjq enqueue), 3 completed (by the worker), each run at
+    # least its 150 ms sleep (how much longer is the machine's load: no bound)
+    wait_screen 'last 5 min \(stored, every process\): enqueued 3, completed 3, failed 0; wait p50 [0-9.]+ p99 [0-9.]+ ms, run p50 [0-9]{3,}(\.[0-9]+)? p99 [0-9]{3,}(\.[0-9]+)? ms' ||
         fail "timed's stored history"
     kill -TERM "$worker_pid" 2>/dev/null
     wait "$worker_pid" 2>/dev/null

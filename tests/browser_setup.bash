@@ -1,5 +1,5 @@
 # Shared by the dashboard tests (dashboard*.sh); sourced, not a test itself
-# (ctest runs tests/*.sh). Needs BUILD and PW_VERSION; sets CHROMIUM (Debian's
+# (ctest runs tests/*.sh). Needs SRC, BUILD and PW_VERSION; sets CHROMIUM (Debian's
 # chromium) and PW (the folder where playwright-core is installed, on first
 # use), or exits 0 with the reason (SKIP) where they cannot be installed.
 # shellcheck shell=bash
@@ -22,3 +22,8 @@ if [ ! -f "$PW/node_modules/playwright-core/package.json" ] ||
     npm install --prefix "$PW" --no-audit --no-fund --loglevel=error "playwright-core@$PW_VERSION" >"$PW/install.log" 2>&1 ||
         { echo "SKIP: playwright-core cannot be installed from npm: $(tail -3 "$PW/install.log")"; exit 0; }
 fi
+# The scripts' shared module (tests/dashboard/lib.mjs), next to where each
+# test copies its script; copied under a temporary name and renamed, so a
+# test running at the same time never imports a half-written file.
+cp "$SRC/tests/dashboard/lib.mjs" "$PW/lib.mjs.$$" && mv -f "$PW/lib.mjs.$$" "$PW/lib.mjs" ||
+    { echo "FAIL: cannot copy tests/dashboard/lib.mjs to $PW"; exit 1; }

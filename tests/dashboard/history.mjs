@@ -4,46 +4,12 @@
 // them, and again after a reload of the page), PHASE=restarted against a
 // new rjq serve process with no job run since (the charts still show them:
 // the figures are stored in Redis). Env: BASE, CHROMIUM, ART, PHASE.
-import { chromium } from 'playwright-core';
-import { readFileSync } from 'node:fs';
+import { check, until, openPage, shotShowsOn, finish, tally } from './lib.mjs';
 
 const { BASE, CHROMIUM, ART, PHASE } = process.env;
-let failures = 0, checks = 0;
-function check(ok, what) {
-  checks++;
-  if (!ok) { failures++; console.log('FAIL: ' + what); }
-}
-async function until(what, fn, ms = 20000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    try { if (await fn()) { checks++; return true; } } catch (e) { /* not yet */ }
-    if (Date.now() > end) { check(false, what); return false; }
-    await new Promise(r => setTimeout(r, 100));
-  }
-}
 
-const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-const consoleErrors = [];
-page.on('console', m => { if (m.type() === 'error') consoleErrors.push(m.text()); });
-page.on('pageerror', e => consoleErrors.push(String(e)));
-
-// A full-page screenshot, and each element it must show: visible, and
-// inside the picture taken (its size read from the PNG header).
-async function shotShows(name, selectors) {
-  const path = `${ART}/${name}.png`;
-  await page.screenshot({ path, fullPage: true });
-  const png = readFileSync(path);
-  const w = png.readUInt32BE(16), h = png.readUInt32BE(20);
-  for (const sel of selectors) {
-    const loc = page.locator(sel).first();
-    const box = (await loc.isVisible()) ? await loc.boundingBox() : null;
-    const scroll = await page.evaluate(() => [window.scrollX, window.scrollY]);
-    check(box && box.width > 0 && box.height > 0 && box.x + scroll[0] >= 0 && box.y + scroll[1] >= 0 &&
-          box.x + scroll[0] + box.width <= w + 1 && box.y + scroll[1] + box.height <= h + 1,
-          `${name}.png (${w}x${h}) shows ${sel}: ${JSON.stringify(box)}`);
-  }
-}
+const { browser, page, errors: consoleErrors } = await openPage({ consoleError: () => true });
+const shotShows = (name, selectors) => shotShowsOn(page, name, selectors);
 
 // The charts of the page show the 20 jobs: 20 completed in the history,
 // a completed line and a run p50 line drawn.
@@ -79,5 +45,4 @@ try {
   await page.screenshot({ path: `${ART}/history-failure.png`, fullPage: true }).catch(() => {});
 }
 await browser.close();
-console.log(`dashboard history (${PHASE}): ${checks - failures}/${checks} checks passed`);
-process.exit(failures ? 1 : 0);
+finish(`dashboard history (${PHASE}): ${tally.checks - tally.failures}/${tally.checks} checks passed`);

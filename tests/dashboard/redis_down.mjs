@@ -2,50 +2,14 @@
 // Redis is stopped by its pid while the overview is open, then a new
 // redis-server is started on the same port (its pid file in DIR).
 // Env: BASE, REDIS_PID, REDIS_PORT, DIR, CHROMIUM, ART.
-import { chromium } from 'playwright-core';
-import { readFileSync } from 'node:fs';
+import { check, until, openPage, shotShowsOn, finish, api } from './lib.mjs';
 import { execFileSync } from 'node:child_process';
 
 const { BASE, REDIS_PID, REDIS_PORT, DIR, CHROMIUM, ART } = process.env;
-let failures = 0, checks = 0;
-function check(ok, what) {
-  checks++;
-  if (!ok) { failures++; console.log('FAIL: ' + what); }
-}
-async function api(method, path, body) {
-  const r = await fetch(BASE + path, { method, body });
-  return { status: r.status, data: await r.json().catch(() => null) };
-}
-async function until(what, fn, ms = 30000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    try { if (await fn()) { checks++; return true; } } catch (e) { /* not yet */ }
-    if (Date.now() > end) { check(false, what); return false; }
-    await new Promise(r => setTimeout(r, 100));
-  }
-}
 function alive(pid) { try { process.kill(pid, 0); return true; } catch (e) { return false; } }
 
-const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-const pageErrors = [];
-page.on('pageerror', e => pageErrors.push(String(e)));
-
-// A full-page screenshot, and each element it must show: visible, and
-// inside the picture taken (its size read from the PNG header).
-async function shotShows(name, selectors) {
-  const path = `${ART}/${name}.png`;
-  await page.screenshot({ path, fullPage: true });
-  const png = readFileSync(path);
-  const w = png.readUInt32BE(16), h = png.readUInt32BE(20);
-  for (const sel of selectors) {
-    const loc = page.locator(sel).first();
-    const box = (await loc.isVisible()) ? await loc.boundingBox() : null;
-    check(box && box.width > 0 && box.height > 0 && box.x >= 0 && box.y >= 0 &&
-          box.x + box.width <= w + 1 && box.y + box.height <= h + 1,
-          `${name}.png (${w}x${h}) shows ${sel}: ${JSON.stringify(box)}`);
-  }
-}
+const { browser, page, errors: pageErrors } = await openPage();
+const shotShows = (name, selectors) => shotShowsOn(page, name, selectors);
 
 try {
   check((await api('POST', '/v1/queues/before/jobs', 'x')).status === 201, 'a job enqueued');
@@ -89,5 +53,4 @@ try {
 } finally {
   await browser.close();
 }
-console.log(`${checks} checks, ${failures} failures`);
-process.exit(failures ? 1 : 0);
+finish();

@@ -2,50 +2,12 @@
 // (Debian's chromium, driven by playwright-core): run by
 // tests/dashboard_rows.sh, which starts rjq serve and a worker on "rq".
 // Env: BASE, WPID (the worker's pid), HOST (its host name), CHROMIUM, ART.
-import { chromium } from 'playwright-core';
-import { readFileSync } from 'node:fs';
+import { check, until, openPage, shotShowsOn, finish, api } from './lib.mjs';
 
 const { BASE, WPID, HOST, CHROMIUM, ART } = process.env;
-let failures = 0, checks = 0;
-function check(ok, what) {
-  checks++;
-  if (!ok) { failures++; console.log('FAIL: ' + what); }
-}
-async function api(method, path, body) {
-  const r = await fetch(BASE + path, { method, body });
-  return { status: r.status, data: await r.json().catch(() => null) };
-}
-async function until(what, fn, ms = 15000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    try { if (await fn()) { checks++; return true; } } catch (e) { /* not yet */ }
-    if (Date.now() > end) { check(false, what); return false; }
-    await new Promise(r => setTimeout(r, 100));
-  }
-}
 
-const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-const consoleErrors = [];
-page.on('console', m => { if (m.type() === 'error') consoleErrors.push(m.text()); });
-page.on('pageerror', e => consoleErrors.push(String(e)));
-
-// A full-page screenshot, and each element it must show: visible, and
-// inside the picture taken (its size read from the PNG header).
-async function shotShows(name, selectors) {
-  const path = `${ART}/${name}.png`;
-  await page.screenshot({ path, fullPage: true });
-  const png = readFileSync(path);
-  const w = png.readUInt32BE(16), h = png.readUInt32BE(20);
-  for (const sel of selectors) {
-    const loc = page.locator(sel).first();
-    const box = (await loc.isVisible()) ? await loc.boundingBox() : null;
-    const scroll = await page.evaluate(() => [window.scrollX, window.scrollY]);
-    check(box && box.width > 0 && box.height > 0 && box.x + scroll[0] >= 0 && box.y + scroll[1] >= 0 &&
-          box.x + scroll[0] + box.width <= w + 1 && box.y + scroll[1] + box.height <= h + 1,
-          `${name}.png (${w}x${h}) shows ${sel}: ${JSON.stringify(box)}`);
-  }
-}
+const { browser, page, errors: consoleErrors } = await openPage({ consoleError: () => true });
+const shotShows = (name, selectors) => shotShowsOn(page, name, selectors);
 const cell = (id, cls) => page.locator(`tr[data-id="${id}"] td.${cls}`).textContent();
 
 try {
@@ -183,5 +145,4 @@ try {
 } finally {
   await browser.close();
 }
-console.log(`${checks} checks, ${failures} failures`);
-process.exit(failures ? 1 : 0);
+finish();

@@ -4,47 +4,13 @@
 // Env: BASE, CHROMIUM, ART, REDIS_PID (the private redis-server: stopped
 // (SIGSTOP) while the test looks at a running search and cancels it, so
 // the search cannot end first; its status and cancel need no Redis).
-import { chromium } from 'playwright-core';
-import { readFileSync } from 'node:fs';
+import { check, until, openPage, shotShowsOn, finish } from './lib.mjs';
 
 const { BASE, CHROMIUM, ART, REDIS_PID } = process.env;
 let redisStopped = false;
-let failures = 0, checks = 0;
-function check(ok, what) {
-  checks++;
-  if (!ok) { failures++; console.log('FAIL: ' + what); }
-}
-async function until(what, fn, ms = 30000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    try { if (await fn()) { checks++; return true; } } catch (e) { /* not yet */ }
-    if (Date.now() > end) { check(false, what); return false; }
-    await new Promise(r => setTimeout(r, 50));
-  }
-}
 
-const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-const consoleErrors = [];
-page.on('console', m => { if (m.type() === 'error' && !/404/.test(m.text())) consoleErrors.push(m.text()); });
-page.on('pageerror', e => consoleErrors.push(String(e)));
-
-// A full-page screenshot, and each element it must show: visible, and
-// inside the picture taken (its size read from the PNG header).
-async function shotShows(name, selectors) {
-  const path = `${ART}/${name}.png`;
-  await page.screenshot({ path, fullPage: true });
-  const png = readFileSync(path);
-  const w = png.readUInt32BE(16), h = png.readUInt32BE(20);
-  for (const sel of selectors) {
-    const loc = page.locator(sel).first();
-    const box = (await loc.isVisible()) ? await loc.boundingBox() : null;
-    const scroll = await page.evaluate(() => [window.scrollX, window.scrollY]);
-    check(box && box.width > 0 && box.height > 0 && box.x + scroll[0] >= 0 && box.y + scroll[1] >= 0 &&
-          box.x + scroll[0] + box.width <= w + 1 && box.y + scroll[1] + box.height <= h + 1,
-          `${name}.png (${w}x${h}) shows ${sel}: ${JSON.stringify(box)}`);
-  }
-}
+const { browser, page, errors: consoleErrors } = await openPage({ consoleError: t => !/404/.test(t) });
+const shotShows = (name, selectors) => shotShowsOn(page, name, selectors);
 const status = () => page.getAttribute('#search-status', 'data-state');
 const matches = () => page.locator('#search-matches tbody tr').count();
 
@@ -120,5 +86,4 @@ try {
   if (redisStopped) process.kill(Number(REDIS_PID), 'SIGCONT');
   await browser.close();
 }
-console.log(`${checks} checks, ${failures} failures`);
-process.exit(failures ? 1 : 0);
+finish();

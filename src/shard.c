@@ -275,6 +275,11 @@ struct held {
     rjq_limits lim;         /* H_LIMITS (the whole queue's) */
 };
 
+/* A held rjq_worker_start or rjq_worker_start_queues (h->w reserved). */
+static int held_worker(const held *h) {
+    return h->kind == H_WORKER || h->kind == H_WORKERS;
+}
+
 static void held_free(held *h) {
     for (size_t i = 0; i < h->nq; i++)
         if (i != h->at) rjq__queue_unuse(h->qs[i]);
@@ -448,7 +453,7 @@ static void held_end_all(rjq_queue *q, layout *l, int status) {
         held *h = l->held;
         l->held = h->next;
         h->next = NULL;
-        if (h->kind == H_WORKER || h->kind == H_WORKERS) {
+        if (held_worker(h)) {
             int closing = rjq__closing(c) || !rjq__accepting(c), rc = RJQ_OK;
             if (closing || rjq__worker_reserved_stopped(h->w)) {
                 rjq__worker_unreserve(h->w, closing ? RJQ_ECANCELED : RJQ_OK);
@@ -512,7 +517,7 @@ static void layout_tick(rjq_queue *q, void *state) {
     }
     for (held **hp = &l->held; *hp;) {
         held *h = *hp;
-        if ((h->kind == H_WORKER || h->kind == H_WORKERS) && rjq__worker_reserved_stopped(h->w)) {
+        if (held_worker(h) && rjq__worker_reserved_stopped(h->w)) {
             *hp = h->next;
             if (*hp == NULL) l->held_end = hp;
             rjq__worker_unreserve(h->w, RJQ_OK);
@@ -548,7 +553,7 @@ static int hold(rjq_queue *q, held *h) {
     int rc = rjq__accepting(c) ? RJQ_OK : RJQ_ECLOSED;
     if (rc == RJQ_OK && l->state == L_UNKNOWN) rc = layout_read(q, l);
     if (rc != RJQ_OK) {
-        if (h->kind == H_WORKER || h->kind == H_WORKERS) rjq__worker_unreserve(h->w, RJQ_OK);
+        if (held_worker(h)) rjq__worker_unreserve(h->w, RJQ_OK);
         held_free(h);
         return rc;
     }
@@ -978,18 +983,40 @@ static void on_split_part(rjq_client *c, int status, const rjq_enqueued *jobs, s
     if (--s->waiting == 0) split_done(c, s);
 }
 
+/* rjq_enqueue_batch's array: its length, and item 0's size checked (the
+ * stride between items, *stride); RJQ_EINVAL (the reason set) otherwise. */
+static int batch_stride(rjq_queue *q, const rjq_enqueue_item *items, size_t n, size_t *stride) {
+    if (items == NULL || n == 0 || n > RJQ_BATCH_MAX) return RJQ_EINVAL;
+    char why[256];
+    if (rjq__sized_check(items, sizeof *items, "rjq_enqueue_item", why, sizeof why) < 0) {
+        rjq__errmsg(rjq_queue_get_client(q), "%s", why);
+        return RJQ_EINVAL;
+    }
+    *stride = items->size;
+    return RJQ_OK;
+}
+
+/* Item i of that array, or NULL (the reason set) when its size is not
+ * item 0's. */
+static const rjq_enqueue_item *batch_item(rjq_client *c, const rjq_enqueue_item *items,
+                                          size_t stride, size_t i) {
+    const rjq_enqueue_item *it = (const void *)((const char *)items + i * stride);
+    char why[256];
+    if (it->size != stride ||
+        (i > 0 && rjq__sized_check(it, sizeof *it, "rjq_enqueue_item", why, sizeof why) < 0)) {
+        rjq__errmsg(c, "rjq_enqueue_item: item %zu is not of item 0's size", i);
+        return NULL;
+    }
+    return it;
+}
+
 /* rjq_enqueue_batch held: every item checked now as it would be (on q),
  * and copied. */
 static int hold_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n, rjq_enqueue_cb *cb,
                       void *data) {
-    if (items == NULL || n == 0 || n > RJQ_BATCH_MAX) return RJQ_EINVAL;
+    size_t stride;
+    if (batch_stride(q, items, n, &stride) != RJQ_OK) return RJQ_EINVAL;
     rjq_client *c = rjq_queue_get_client(q);
-    char why[256];
-    if (rjq__sized_check(items, sizeof *items, "rjq_enqueue_item", why, sizeof why) < 0) {
-        rjq__errmsg(c, "%s", why);
-        return RJQ_EINVAL;
-    }
-    size_t stride = items->size;
     held *h = held_new(H_BATCH, (any_fn *)cb, data);
     if (h == NULL || (h->items = calloc(n, sizeof *h->items)) == NULL ||
         (h->jos = calloc(n, sizeof *h->jos)) == NULL) {
@@ -999,10 +1026,8 @@ static int hold_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n, rjq
     h->n = n;
     int rc = RJQ_OK;
     for (size_t i = 0; i < n && rc == RJQ_OK; i++) {
-        const rjq_enqueue_item *it = (const void *)((const char *)items + i * stride);
-        if (it->size != stride ||
-            (i > 0 && rjq__sized_check(it, sizeof *it, "rjq_enqueue_item", why, sizeof why) < 0)) {
-            rjq__errmsg(c, "rjq_enqueue_item: item %zu is not of item 0's size", i);
+        const rjq_enqueue_item *it = batch_item(c, items, stride, i);
+        if (it == NULL) {
             rc = RJQ_EINVAL;
             break;
         }
@@ -1044,14 +1069,9 @@ int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n, rjq
     if (gated(q)) return hold_batch(q, items, n, cb, data);
     layout *l = layout_of(q);
     if (l == NULL) return rjq__enqueue_batch_one(q, items, n, cb, data);
-    if (items == NULL || n == 0 || n > RJQ_BATCH_MAX) return RJQ_EINVAL;
+    size_t stride;
+    if (batch_stride(q, items, n, &stride) != RJQ_OK) return RJQ_EINVAL;
     rjq_client *c = rjq_queue_get_client(q);
-    char why[256];
-    if (rjq__sized_check(items, sizeof *items, "rjq_enqueue_item", why, sizeof why) < 0) {
-        rjq__errmsg(c, "%s", why);
-        return RJQ_EINVAL;
-    }
-    size_t stride = items->size;
     /* every item as this library reads it, and its shard */
     rjq_enqueue_item *its = malloc(n * (sizeof *its + sizeof(rjq_job_options) + sizeof(int) +
                                         RJQ__SHARD_ID_MAX));
@@ -1071,10 +1091,8 @@ int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n, rjq
     char *idbufs = (char *)(shard + n); /* the ids made for anonymous items */
     int rc = RJQ_OK;
     for (size_t i = 0; i < n && rc == RJQ_OK; i++) {
-        const rjq_enqueue_item *it = (const void *)((const char *)items + i * stride);
-        if (it->size != stride ||
-            (i > 0 && rjq__sized_check(it, sizeof *it, "rjq_enqueue_item", why, sizeof why) < 0)) {
-            rjq__errmsg(c, "rjq_enqueue_item: item %zu is not of item 0's size", i);
+        const rjq_enqueue_item *it = batch_item(c, items, stride, i);
+        if (it == NULL) {
             rc = RJQ_EINVAL;
             break;
         }

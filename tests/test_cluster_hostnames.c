@@ -86,6 +86,27 @@ static void on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, 
         snprintf(events + len, sizeof events - len, "%s\n", detail);
 }
 
+/* A queue on each master (names[m]) with a worker, 10 awaits on each,
+ * all answered; then each master holds the client's sharded pub/sub
+ * connection. */
+static void run_on_every_master(struct event_base *base, const test_cluster *cl, rjq_client *c,
+                                char names[][32], rjq_queue **q, rjq_worker **w, tally *t) {
+    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
+    wo.concurrency = 4;
+    for (int m = 0; m < CLUSTER_MASTERS; m++) {
+        ASSERT_OK(rjq_queue_open(c, names[m], NULL, &q[m]));
+        ASSERT_OK(rjq_worker_start(q[m], &wo, on_job, NULL, &w[m]));
+        await_n(q[m], 10, t);
+    }
+    awaits_answered(base, t, 3 * 10);
+    double until = wait_deadline(30000);
+    for (int m = 0; m < CLUSTER_MASTERS; m++)
+        while (!has_ssub_client(cl, m))
+            if (!wait_step(base, until))
+                FAIL_AT(__FILE__, __LINE__, "no sharded pub/sub connection on master %d; errors:\n%s",
+                        m, events);
+}
+
 TEST(host_named_nodes_queues_on_every_master_run_and_moved_to_a_host_name_is_followed) {
     char hosts[] = "/tmp/rjq-hosts-XXXXXX";
     temp_file(hosts, "127.0.0.1 " HOST "\n");
@@ -112,23 +133,10 @@ TEST(host_named_nodes_queues_on_every_master_run_and_moved_to_a_host_name_is_fol
     ASSERT_OK(rjq_libevent_client_new_dns(&c, base, dns, &o));
     rjq_queue *q[CLUSTER_MASTERS];
     rjq_worker *w[CLUSTER_MASTERS];
-    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
-    wo.concurrency = 4;
     tally t = {0};
-    for (int m = 0; m < CLUSTER_MASTERS; m++) {
-        ASSERT_OK(rjq_queue_open(c, names[m], NULL, &q[m]));
-        ASSERT_OK(rjq_worker_start(q[m], &wo, on_job, NULL, &w[m]));
-        await_n(q[m], 10, &t);
-    }
-    awaits_answered(base, &t, 3 * 10);
-    /* each master got the client's sharded pub/sub connection, made to
-     * the host name through the glue */
-    double until = wait_deadline(30000);
-    for (int m = 0; m < CLUSTER_MASTERS; m++)
-        while (!has_ssub_client(&cl, m))
-            if (!wait_step(base, until))
-                FAIL_AT(__FILE__, __LINE__, "no sharded pub/sub connection on master %d; errors:\n%s",
-                        m, events);
+    /* (each master gets the client's sharded pub/sub connection, made to
+     * the host name through the glue) */
+    run_on_every_master(base, &cl, c, names, q, w, &t);
 
     /* a MOVED that names the host: the slot of master 1's queue goes to
      * master 2 behind the client's back */
@@ -159,7 +167,7 @@ TEST(host_named_nodes_queues_on_every_master_run_and_moved_to_a_host_name_is_fol
     ASSERT_OK(rjq_enqueue(pq, "y", 1, NULL, on_enqueued, &enqueued));
     char want[96];
     snprintf(want, sizeof want, "cannot resolve %s", HOST);
-    until = wait_deadline(30000);
+    double until = wait_deadline(30000);
     while (strstr(events, want) == NULL && wait_step(base, until)) {
     }
     if (strstr(events, want) == NULL)
@@ -226,21 +234,8 @@ TEST(nodes_announced_as_question_mark_are_reached_at_their_ip_and_moved_to_them_
     rjq_client *c = client_new(base, &o);
     rjq_queue *q[CLUSTER_MASTERS];
     rjq_worker *w[CLUSTER_MASTERS];
-    rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
-    wo.concurrency = 4;
     tally t = {0};
-    for (int m = 0; m < CLUSTER_MASTERS; m++) {
-        ASSERT_OK(rjq_queue_open(c, names[m], NULL, &q[m]));
-        ASSERT_OK(rjq_worker_start(q[m], &wo, on_job, NULL, &w[m]));
-        await_n(q[m], 10, &t);
-    }
-    awaits_answered(base, &t, 3 * 10);
-    double until = wait_deadline(30000);
-    for (int m = 0; m < CLUSTER_MASTERS; m++)
-        while (!has_ssub_client(&cl, m))
-            if (!wait_step(base, until))
-                FAIL_AT(__FILE__, __LINE__, "no sharded pub/sub connection on master %d; errors:\n%s",
-                        m, events);
+    run_on_every_master(base, &cl, c, names, q, w, &t);
 
     /* "MOVED <slot> ?:<port>": master 1's queue's slot goes to master 2 */
     int slot = rjq__key_slot(names[1], strlen(names[1]));

@@ -30,11 +30,19 @@ redis_ping() {
 }
 
 # A port nobody listens on (checked, then bound by redis-server: a race with
-# another program is possible, so redis_private_start retries).
+# another program is possible, so redis_private_start retries). Picked
+# below the kernel's ephemeral range, with its cluster bus port (+ 10000)
+# too: a port in that range may be taken at any moment as the local port of
+# an outgoing connection (a loaded test run makes thousands), which a
+# check for a listener cannot see (a cluster test saw 8 starts in a row
+# fail "Failed listening on port", each port or bus port above 32767).
 redis_free_port() {
-    local port
+    local port low=32768 base=10000 span
+    read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || low=32768
+    span=$((low - 10000 - base))
+    [ "$span" -ge 1000 ] || { base=20000; span=40000; } # (an unusual range: as before)
     for _ in $(seq 100); do
-        port=$((20000 + RANDOM % 40000))
+        port=$((base + (RANDOM * 32768 + RANDOM) % span))
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
             echo "$port"
             return 0

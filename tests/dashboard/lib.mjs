@@ -20,13 +20,14 @@ export async function api(method, path, body) {
 }
 
 // Wait until fn() holds (a check passed), or fail the check `what` after
-// ms: a bound on a failing run, not a timing assertion.
-export async function until(what, fn, ms = 30000) {
+// ms: a bound on a failing run, not a timing assertion. fn is tried every
+// `every` ms.
+export async function until(what, fn, ms = 30000, every = 100) {
   const end = Date.now() + ms;
   for (;;) {
     try { if (await fn()) { tally.checks++; return true; } } catch (e) { /* not yet */ }
     if (Date.now() > end) { check(false, what); return false; }
-    await new Promise(r => setTimeout(r, 100));
+    await new Promise(r => setTimeout(r, every));
   }
 }
 

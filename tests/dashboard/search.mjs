@@ -4,13 +4,15 @@
 // Env: BASE, CHROMIUM, ART, REDIS_PID (the private redis-server: stopped
 // (SIGSTOP) while the test looks at a running search and cancels it, so
 // the search cannot end first; its status and cancel need no Redis).
-import { check, until, openPage, shotShowsOn, finish } from './lib.mjs';
+import { check, until as untilEvery, openPage, shotShowsOn, finish } from './lib.mjs';
 
 const { BASE, CHROMIUM, ART, REDIS_PID } = process.env;
 let redisStopped = false;
 
 const { browser, page, errors: consoleErrors } = await openPage({ consoleError: t => !/404/.test(t) });
 const shotShows = (name, selectors) => shotShowsOn(page, name, selectors);
+// (every 50 ms: the running search is caught between two of its steps)
+const until = (what, fn, ms = 30000) => untilEvery(what, fn, ms, 50);
 const status = () => page.getAttribute('#search-status', 'data-state');
 const matches = () => page.locator('#search-matches tbody tr').count();
 

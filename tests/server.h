@@ -109,8 +109,11 @@ long long server_calls(redisContext *rc, const char *command);
  * is not the expected one). */
 long long server_numsub(redisContext *rc, const char *channel);
 
-/* A TCP port of 127.0.0.1 nobody listens on (a race with another program
- * is possible). */
+/* A TCP port of 127.0.0.1 nobody listens on, its cluster bus port
+ * (+ 10000) too, both below the kernel's ephemeral range (so no outgoing
+ * connection takes them meanwhile) and reserved against the other tests
+ * running at once (a lock held until this process exits; never the same
+ * port twice in a process). A race with another program is possible. */
 int free_port(void);
 
 /* A monotonic clock in milliseconds, and a sleep. */

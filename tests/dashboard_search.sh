@@ -30,8 +30,8 @@ done | "$RJQ" --prefix ds enqueue sq - >/dev/null || { echo "FAIL: enqueue"; exi
 "$RJQ" --prefix ds enqueue sq '{"kind":"invoice","customer":"acme"}' --id inv-42 >/dev/null || { echo "FAIL: enqueue inv-42"; exit 1; }
 start_serve rw
 cp "$SRC/tests/dashboard/search.mjs" "$PW/search.mjs" # resolves playwright-core from $PW
-# shellcheck disable=SC2154 # (redis_pid: set by redis_private_start)
-BASE=$BASE CHROMIUM=$CHROMIUM ART=$ART REDIS_PID=$redis_pid timeout 200 node "$PW/search.mjs"
+# shellcheck disable=SC2154 # (redis_pid, redis_port: set by redis_private_start)
+BASE=$BASE CHROMIUM=$CHROMIUM ART=$ART REDIS_PID=$redis_pid REDIS_PORT=$redis_port timeout 200 node "$PW/search.mjs"
 RC=$?
 kill -CONT "$redis_pid" 2>/dev/null # (whatever became of the test)
 [ "$RC" = 0 ] || { echo "server log:"; tail -20 "$DIR/rw.err"; }

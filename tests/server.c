@@ -53,8 +53,7 @@ static int bind_port(int port) {
 #define BUS_OFFSET 10000
 #define PORTS_LOCK "/tmp/rjq-test-ports.lock"
 
-/* The low end of the ephemeral range (net.ipv4.ip_local_port_range). */
-static int ephemeral_low(void) {
+int ephemeral_port_low(void) {
     int low = 32768;
     FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
     if (f) {
@@ -114,7 +113,7 @@ int free_port(void) {
         ports_fd = open(PORTS_LOCK, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
         if (ports_fd >= 0) (void)fchmod(ports_fd, 0666); /* (whoever runs tests next) */
     }
-    int span = ephemeral_low() - BUS_OFFSET - PORT_BASE;
+    int span = ephemeral_port_low() - BUS_OFFSET - PORT_BASE;
     ASSERT(span >= 1000); /* (an ephemeral range this low leaves no room) */
     unsigned start = pick_from();
     for (int i = 0; i < span; i++) {
@@ -128,7 +127,7 @@ int free_port(void) {
         set_handed(port), set_handed(bus); /* (kept either way: this process tried it) */
         if (bind_port(port) == port && bind_port(bus) == bus) return port;
     }
-    FAIL_AT(__FILE__, __LINE__, "no free port below %d (with its bus port)", ephemeral_low());
+    FAIL_AT(__FILE__, __LINE__, "no free port below %d (with its bus port)", ephemeral_port_low());
     return 0;
 }
 
@@ -268,10 +267,10 @@ static int spawn(test_server *s, const char *const *extra) {
     return answering(s, &l);
 }
 
-/* Start on a free port, another one when that one was taken meanwhile.
- * A cluster node also needs its bus port (port + 10000) free and below
- * 65536: about one ephemeral port in five fails that, so 5 tries missed
- * about once in 3000 starts (a CI run starts ~300 nodes); 20 do not. */
+/* Start on a free port, another one when that one was taken meanwhile
+ * (by a program that is not a test: free_port() keeps the tests apart).
+ * A cluster node also needs its bus port (port + 10000) free: free_port()
+ * checks both. */
 #define SPAWN_TRIES 20
 static void spawn_on_free_port(test_server *s, const char *const *extra) {
     for (int attempt = 0; attempt < SPAWN_TRIES; attempt++) {
@@ -497,6 +496,15 @@ long long server_calls(redisContext *rc, const char *command) {
     char needle[64];
     snprintf(needle, sizeof needle, "cmdstat_%s:calls=", command);
     return server_info_number(rc, "commandstats", needle);
+}
+
+void server_copy_schedule(redisContext *rc, const char *q, const char *from, const char *name) {
+    redisReply *spec = server_cmd(rc, "HGET t:{%s}:schedules %s", q, from);
+    ASSERT_EQ(REDIS_REPLY_STRING, spec->type);
+    freeReplyObject(server_cmd(rc, "HSET t:{%s}:schedules %s %s", q, name, spec->str));
+    freeReplyObject(server_cmd(rc, "HSET t:{%s}:schedpayload %s copied", q, name));
+    freeReplyObject(server_cmd(rc, "ZADD t:{%s}:schednext 0 %s", q, name));
+    freeReplyObject(spec);
 }
 
 long long server_numsub(redisContext *rc, const char *channel) {

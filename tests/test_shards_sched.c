@@ -208,12 +208,7 @@ TEST(a_sharded_queues_schedule_with_too_long_a_name_writes_no_job) {
     char name[191];
     memset(name, 'L', 190);
     name[190] = '\0';
-    redisReply *spec = server_cmd(e.rc, "HGET t:{snq}:schedules beat");
-    ASSERT_EQ(REDIS_REPLY_STRING, spec->type);
-    freeReplyObject(server_cmd(e.rc, "HSET t:{snq}:schedules %s %s", name, spec->str));
-    freeReplyObject(server_cmd(e.rc, "HSET t:{snq}:schedpayload %s long", name));
-    freeReplyObject(server_cmd(e.rc, "ZADD t:{snq}:schednext 0 %s", name));
-    freeReplyObject(spec);
+    server_copy_schedule(e.rc, "snq", "beat", name);
     rjq_scheduler *sch;
     ASSERT_OK(rjq_scheduler_start(q, 0, &sch));
     long long t[FIRES_SEEN];

@@ -16,19 +16,9 @@
 
 #define PICKS 50
 
-static int ephemeral_low(void) {
-    int low = 32768;
-    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
-    if (f) {
-        if (fscanf(f, "%d", &low) != 1) low = 32768;
-        fclose(f);
-    }
-    return low;
-}
-
 TEST(free_ports_and_their_bus_ports_are_below_the_ephemeral_range_and_never_repeat) {
     static unsigned char used[65536];
-    int low = ephemeral_low();
+    int low = ephemeral_port_low();
     for (int i = 0; i < PICKS; i++) {
         int p = free_port();
         ASSERT(p >= 1024);

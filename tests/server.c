@@ -113,11 +113,12 @@ int free_port(void) {
         ports_fd = open(PORTS_LOCK, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
         if (ports_fd >= 0) (void)fchmod(ports_fd, 0666); /* (whoever runs tests next) */
     }
-    int span = ephemeral_port_low() - BUS_OFFSET - PORT_BASE;
-    ASSERT(span >= 1000); /* (an ephemeral range this low leaves no room) */
+    int base = PORT_BASE, span = ephemeral_port_low() - BUS_OFFSET - PORT_BASE;
+    if (span < 1000) /* (an ephemeral range this low leaves no room: any port whose bus port fits) */
+        base = 1024, span = 65536 - BUS_OFFSET - 1024;
     unsigned start = pick_from();
     for (int i = 0; i < span; i++) {
-        int port = PORT_BASE + (int)((start + (unsigned)i) % (unsigned)span), bus = port + BUS_OFFSET;
+        int port = base + (int)((start + (unsigned)i) % (unsigned)span), bus = port + BUS_OFFSET;
         if (is_handed(port) || is_handed(bus)) continue;
         if (!lock_port(port, F_WRLCK)) continue;
         if (!lock_port(bus, F_WRLCK)) {
@@ -127,7 +128,7 @@ int free_port(void) {
         set_handed(port), set_handed(bus); /* (kept either way: this process tried it) */
         if (bind_port(port) == port && bind_port(bus) == bus) return port;
     }
-    FAIL_AT(__FILE__, __LINE__, "no free port below %d (with its bus port)", ephemeral_port_low());
+    FAIL_AT(__FILE__, __LINE__, "no free port from %d (with its bus port)", base);
     return 0;
 }
 

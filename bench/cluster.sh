@@ -32,7 +32,8 @@
 # commands). One JSON line per case and server on stdout; the ratios at the end.
 #
 #   bash bench/cluster.sh            (BUILD=build, N_DRAIN=60000, N_AWAIT=20000,
-#                                     IDLE_SECS=30; the servers are stopped by pid)
+#                                     IDLE_SECS=30; what it started is stopped by pid at
+#                                     its end, Ctrl-C and SIGTERM included)
 #
 #   CASES="drain awaited idle"   the cases to run (the EVEN=1 drain runs with drain)
 #   BENCHES="before=/path/rjq-cluster-bench after=build/rjq-cluster-bench"
@@ -69,12 +70,40 @@ N_AWAIT=${N_AWAIT:-20000}
 IDLE_SECS=${IDLE_SECS:-30}
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/rjq-cluster-bench.XXXXXX")
 PIDS=()
+# descendants PID: the pids of every process under PID (from /proc), but this
+# listing's own subshell
+descendants() {
+    local f k kids
+    for f in /proc/"$1"/task/*/children; do
+        kids=()
+        read -r -a kids <"$f" 2>/dev/null || true
+        for k in "${kids[@]}"; do
+            [ "$k" = "$BASHPID" ] && continue
+            echo "$k"
+            descendants "$k"
+        done
+    done
+}
+# At the end, however it comes (an error, Ctrl-C, SIGTERM: the traps below
+# exit): whatever still runs under this script (a bench and its sed and tee,
+# MONITOR taps, the slow-master loop), the strace runs the bench's hook
+# started (not our children), then the servers; each by its pid.
 cleanup() {
+    trap - INT TERM HUP
+    local p f rest
+    rest=$(descendants $$)
+    for p in $rest; do kill "$p" 2>/dev/null || true; done
+    for f in "$DIR"/st.*.pid; do
+        [ -e "$f" ] && kill -INT "$(cat "$f")" 2>/dev/null || true
+    done
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
     for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
     rm -rf "$DIR"
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
 
 free_port() {
     local p
@@ -292,8 +321,11 @@ run() { # run NAME URL CASE [ENV...]
             for p in "${ports[@]}"; do pids+=("${NODE_PID[$p]}"); done
             cg+=(ST_PIDS="${pids[*]}" ST_OUT="$DIR/st.$RUN.$name.$case")
         fi
-        env REDIS_URL="$url" PREFIX="b$RANDOM" "${cg[@]}" "$@" "$bench" "$case" |
-            sed "s/^{/{\"server\":\"$name\",\"bench\":\"$label\",/" | tee -a "$DIR/results"
+        # (in the background, waited for: a signal's trap runs at once, not
+        # once the bench has ended)
+        { env REDIS_URL="$url" PREFIX="b$RANDOM" "${cg[@]}" "$@" "$bench" "$case" |
+            sed "s/^{/{\"server\":\"$name\",\"bench\":\"$label\",/" | tee -a "$DIR/results"; } &
+        wait $!
         [ -e "$DIR/cs.$RUN.dump" ] && count_ctx "$name" "$label" "$case" "$DIR/cs.$RUN" |
             tee -a "$DIR/ctx"
         if [ "${VALGRIND:-0}" = 1 ]; then

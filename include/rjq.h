@@ -1926,7 +1926,10 @@ typedef struct rjq_scheduler rjq_scheduler;
 /* Run a scheduler for q's schedules on this client until
  * rjq_scheduler_stop() or the client is freed. lease_ms (0 means 3000):
  * how long its lease lasts without renewal, so how soon another takes
- * over when this one dies. */
+ * over when this one dies. A stored schedule rjq_schedule_set would not
+ * write (its spec, or a name longer than 179 bytes written by other
+ * means) never fires: no job, no next fire time, still listed; for such a
+ * name rjq_client_get_errmsg() says so. */
 RJQ_API int rjq_scheduler_start(rjq_queue *q, long lease_ms, rjq_scheduler **out);
 /* Stop it (the handle is freed); a lease it holds is given up, so another
  * scheduler takes over at once. */

@@ -77,7 +77,7 @@ int rjq__schedule_job_options(const char *spec, rjq_job_options *o) {
     return 0;
 }
 
-static int valid_name(const char *name) {
+int rjq__schedule_valid_name(const char *name) {
     return name && strlen(name) <= NAME_MAX_LEN && rjq__valid_job_id(name);
 }
 
@@ -139,7 +139,7 @@ int rjq_schedule_set(rjq_queue *q, const char *name, const rjq_schedule *given, 
         rjq__errmsg(c, "rjq_schedule: reserved is set (keep it 0)");
         return RJQ_EINVAL;
     }
-    if (!valid_name(name)) {
+    if (!rjq__schedule_valid_name(name)) {
         rjq__errmsg(c, "schedule names are 1..%d bytes without spaces or control characters, "
                        "and not all digits", NAME_MAX_LEN);
         return RJQ_EJOBID;
@@ -185,7 +185,7 @@ int rjq_schedule_set(rjq_queue *q, const char *name, const rjq_schedule *given, 
 
 int rjq_schedule_remove(rjq_queue *q, const char *name, rjq_count_cb *cb, void *data) {
     if (q == NULL) return RJQ_EINVAL;
-    if (!valid_name(name)) return RJQ_EJOBID;
+    if (!rjq__schedule_valid_name(name)) return RJQ_EJOBID;
     ctx *x;
     rjq__argv a;
     int rc = start(q, "remove", cb, NULL, data, &x, &a);

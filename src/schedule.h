@@ -27,6 +27,11 @@ int rjq__schedule_parse(const char *spec, rjq__spec *out);
  * comes, or t beyond +-RJQ__TIME_MAX). */
 long long rjq__schedule_after(const rjq__spec *s, long long t);
 
+/* Is name one rjq_schedule_set accepts (1..RJQ_JOB_ID_MAX - 21 bytes, a
+ * valid job id: room for its jobs' ids "<name>@<fire time ms>")? A name
+ * read back from Redis is checked again before its jobs' ids are made. */
+int rjq__schedule_valid_name(const char *name);
+
 /* The job options a stored spec gives its jobs (as rjq_schedule_set
  * encoded them: no id, so no dedup or debounce): 0 with *o set (defaults
  * for "-"), or -1 when they are not options this library wrote. */

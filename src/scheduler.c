@@ -166,10 +166,23 @@ static int fires_of(const char *spec, long long seen, long long now, long long *
     return k;
 }
 
-static void add_fires(rjq__argv *a, const char *name, long long seen, const char *spec,
-                      long long now) {
-    long long fires[FIRES_MAX + 1], next;
-    int k = fires_of(spec, seen, now, fires, FIRES_MAX, &next);
+/* A due schedule's name, read back, is checked again: a name
+ * rjq_schedule_set refuses (written by other means) would make job ids
+ * "<name>@<fire time ms>" longer than RJQ_JOB_ID_MAX (cut short on a
+ * sharded queue: every fire time's id the same). Such a schedule never
+ * fires (no job written; its next fire time goes, as for a spec not rjq's:
+ * it stays listed); the client's errmsg says why (RJQ_EINVAL). */
+static int name_fires(rjq_client *c, const char *name) {
+    if (rjq__schedule_valid_name(name)) return 1;
+    rjq__errmsg(c, "scheduler: schedule \"%.40s...\" (%zu bytes): %s: not a schedule name, it never fires",
+                name, strlen(name), rjq_strerror(RJQ_EINVAL));
+    return 0;
+}
+
+static void add_fires(rjq_client *c, rjq__argv *a, const char *name, long long seen,
+                      const char *spec, long long now) {
+    long long fires[FIRES_MAX + 1], next = -1;
+    int k = name_fires(c, name) ? fires_of(spec, seen, now, fires, FIRES_MAX, &next) : 0;
     rjq__argv_copy(a, name);
     rjq__argv_ll(a, seen);
     rjq__argv_add(a, spec, strlen(spec)); /* (the reply it points into outlives the call) */
@@ -305,7 +318,8 @@ static void fire_sharded(rjq_scheduler *s, const redisReply *r, long long now) {
             memset(d, 0, sizeof *d);
             break;
         }
-        d->k = fires_of(d->spec, d->seen, now, d->fires, cap, &d->next);
+        d->next = -1;
+        d->k = name_fires(c, d->name) ? fires_of(d->spec, d->seen, now, d->fires, cap, &d->next) : 0;
         room -= d->k;
     }
     const char **argv = rc == RJQ_OK ? calloc(f->n + 2, sizeof *argv) : NULL;
@@ -384,7 +398,7 @@ static void on_tick(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_str(&a, s->token);
     for (size_t i = 3; i < r->elements; i += 3)
-        add_fires(&a, r->element[i]->str, r->element[i + 1]->integer, r->element[i + 2]->str, now);
+        add_fires(c, &a, r->element[i]->str, r->element[i + 1]->integer, r->element[i + 2]->str, now);
     if (!a.oom && rjq__script(c, RJQ__S_FIRE, 0, on_fired, s, a.n, a.v, a.len) == RJQ_OK)
         s->busy = 1;
     else

@@ -1,5 +1,5 @@
-# Shared by the dashboard tests (dashboard*.sh); sourced, not a test itself
-# (ctest runs tests/*.sh). Needs SRC, BUILD and PW_VERSION; sets CHROMIUM (Debian's
+# Shared by the dashboard tests (dashboard*.sh, through tests/serve_test.bash:
+# serve_test ... browser); sourced, not a test itself (ctest runs tests/*.sh). Needs SRC, BUILD and PW_VERSION; sets CHROMIUM (Debian's
 # chromium) and PW (the folder where playwright-core is installed, on first
 # use), or exits 0 with the reason (SKIP) where they cannot be installed.
 # shellcheck shell=bash

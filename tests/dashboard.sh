@@ -8,25 +8,10 @@
 # page turns red. Screenshots: <build>/artifacts/.
 # Skipped (with the reason) only where chromium or npm cannot be installed.
 set -u
-BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
 SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
-RJQ="$BUILD/rjq"
-WORKER="$BUILD/rjq-gateway_worker"
-PW_VERSION=1.65.1
-"$RJQ" serve --listen x 2>&1 | grep -q "built without" && { echo "SKIP: rjq built without serve"; exit 0; }
-[ -x "$WORKER" ] || { echo "FAIL: $WORKER not built"; exit 1; }
-
-# shellcheck source=tests/browser_setup.bash
-. "$SRC/tests/browser_setup.bash"
-
-# shellcheck source=scripts/redis-private.sh
-. "$SRC/scripts/redis-private.sh"
-# shellcheck source=tests/serve_helpers.bash
-. "$SRC/tests/serve_helpers.bash"
-SERVE_PREFIX=d
-ART="$BUILD/artifacts"
-mkdir -p "$ART"
-serve_setup dashboard
+# shellcheck source=tests/serve_test.bash
+. "$SRC/tests/serve_test.bash"
+serve_test d dashboard browser worker
 
 start_serve ro --read-only; RO_BASE=$BASE
 TOKEN=dashboard-token-0123456789

@@ -8,22 +8,10 @@
 # <build>/artifacts/history-*.png.
 # Skipped (with the reason) only where chromium or npm cannot be installed.
 set -u
-BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
 SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
-RJQ="$BUILD/rjq"
-PW_VERSION=1.65.1
-"$RJQ" serve --listen x 2>&1 | grep -q "built without" && { echo "SKIP: rjq built without serve"; exit 0; }
-
-# shellcheck source=tests/browser_setup.bash
-. "$SRC/tests/browser_setup.bash"
-# shellcheck source=scripts/redis-private.sh
-. "$SRC/scripts/redis-private.sh"
-# shellcheck source=tests/serve_helpers.bash
-. "$SRC/tests/serve_helpers.bash"
-SERVE_PREFIX=dh
-ART="$BUILD/artifacts"
-mkdir -p "$ART"
-serve_setup dashboard-history
+# shellcheck source=tests/serve_test.bash
+. "$SRC/tests/serve_test.bash"
+serve_test dh dashboard-history browser
 start_serve first --demo --queues 'demo'
 curl -s -o /dev/null -X POST "$BASE/v1/demo/pool?size=4&latency_ms=20&fail_pct=0&hang_pct=0" ||
     { echo "FAIL: pool"; exit 1; }

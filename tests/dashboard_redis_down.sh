@@ -9,22 +9,10 @@
 # <build>/artifacts/redis-down*.png.
 # Skipped (with the reason) only where chromium or npm cannot be installed.
 set -u
-BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
 SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
-RJQ="$BUILD/rjq"
-PW_VERSION=1.65.1
-"$RJQ" serve --listen x 2>&1 | grep -q "built without" && { echo "SKIP: rjq built without serve"; exit 0; }
-# shellcheck source=tests/browser_setup.bash
-. "$SRC/tests/browser_setup.bash"
-
-# shellcheck source=scripts/redis-private.sh
-. "$SRC/scripts/redis-private.sh"
-# shellcheck source=tests/serve_helpers.bash
-. "$SRC/tests/serve_helpers.bash"
-SERVE_PREFIX=rd
-ART="$BUILD/artifacts"
-mkdir -p "$ART"
-serve_setup dashboard-redis-down
+# shellcheck source=tests/serve_test.bash
+. "$SRC/tests/serve_test.bash"
+serve_test rd dashboard-redis-down browser
 # the second redis-server (started by the page's script on the same port):
 # stopped by its pid, from its pid file, on exit
 stop_second() {

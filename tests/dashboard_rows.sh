@@ -9,24 +9,10 @@
 # elements they must show: <build>/artifacts/rows-*.png.
 # Skipped (with the reason) only where chromium or npm cannot be installed.
 set -u
-BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
 SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
-RJQ="$BUILD/rjq"
-WORKER="$BUILD/rjq-gateway_worker"
-PW_VERSION=1.65.1
-"$RJQ" serve --listen x 2>&1 | grep -q "built without" && { echo "SKIP: rjq built without serve"; exit 0; }
-[ -x "$WORKER" ] || { echo "FAIL: $WORKER not built"; exit 1; }
-# shellcheck source=tests/browser_setup.bash
-. "$SRC/tests/browser_setup.bash"
-
-# shellcheck source=scripts/redis-private.sh
-. "$SRC/scripts/redis-private.sh"
-# shellcheck source=tests/serve_helpers.bash
-. "$SRC/tests/serve_helpers.bash"
-SERVE_PREFIX=dr
-ART="$BUILD/artifacts"
-mkdir -p "$ART"
-serve_setup dashboard-rows
+# shellcheck source=tests/serve_test.bash
+. "$SRC/tests/serve_test.bash"
+serve_test dr dashboard-rows browser worker
 start_serve rw
 "$WORKER" -r "$redis_url" -P dr rq >"$DIR/worker.log" 2>&1 &
 WPID=$!

@@ -7,22 +7,10 @@
 # they must show: <build>/artifacts/search-*.png.
 # Skipped (with the reason) only where chromium or npm cannot be installed.
 set -u
-BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
 SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
-RJQ="$BUILD/rjq"
-PW_VERSION=1.65.1
-"$RJQ" serve --listen x 2>&1 | grep -q "built without" && { echo "SKIP: rjq built without serve"; exit 0; }
-# shellcheck source=tests/browser_setup.bash
-. "$SRC/tests/browser_setup.bash"
-
-# shellcheck source=scripts/redis-private.sh
-. "$SRC/scripts/redis-private.sh"
-# shellcheck source=tests/serve_helpers.bash
-. "$SRC/tests/serve_helpers.bash"
-SERVE_PREFIX=ds
-ART="$BUILD/artifacts"
-mkdir -p "$ART"
-serve_setup dashboard-search
+# shellcheck source=tests/serve_test.bash
+. "$SRC/tests/serve_test.bash"
+serve_test ds dashboard-search browser
 # 5000 waiting jobs, every 10th holding "needle" (500 matches), and one by id
 for i in $(seq 0 4999); do
     if [ $((i % 10)) = 0 ]; then echo "{\"kind\":\"mail\",\"to\":\"needle-$i@example.com\"}"; else echo "{\"kind\":\"mail\",\"n\":$i}"; fi
@@ -30,8 +18,8 @@ done | "$RJQ" --prefix ds enqueue sq - >/dev/null || { echo "FAIL: enqueue"; exi
 "$RJQ" --prefix ds enqueue sq '{"kind":"invoice","customer":"acme"}' --id inv-42 >/dev/null || { echo "FAIL: enqueue inv-42"; exit 1; }
 start_serve rw
 cp "$SRC/tests/dashboard/search.mjs" "$PW/search.mjs" # resolves playwright-core from $PW
-# shellcheck disable=SC2154 # (redis_pid: set by redis_private_start)
-BASE=$BASE CHROMIUM=$CHROMIUM ART=$ART REDIS_PID=$redis_pid timeout 200 node "$PW/search.mjs"
+# shellcheck disable=SC2154 # (redis_pid, redis_port: set by redis_private_start)
+BASE=$BASE CHROMIUM=$CHROMIUM ART=$ART REDIS_PID=$redis_pid REDIS_PORT=$redis_port timeout 200 node "$PW/search.mjs"
 RC=$?
 kill -CONT "$redis_pid" 2>/dev/null # (whatever became of the test)
 [ "$RC" = 0 ] || { echo "server log:"; tail -20 "$DIR/rw.err"; }

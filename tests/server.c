@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,17 +44,92 @@ static int bind_port(int port) {
     return got;
 }
 
-/* A free port whose cluster bus port (port + 10000) is free and below
- * 65536 too, when one is found in 100 picks: any server may be a cluster
- * node, whose start fails ("Address already in use") on a taken bus port. */
-int free_port(void) {
-    int port = 0;
-    for (int i = 0; i < 100; i++) {
-        port = bind_port(0);
-        ASSERT(port > 0);
-        if (port + 10000 <= 65535 && bind_port(port + 10000) == port + 10000) return port;
+/* Test ports are picked below the kernel's ephemeral range, their cluster
+ * bus ports (port + 10000) too, as scripts/redis-private.sh's
+ * redis_free_port picks them: a port in that range may be taken at any
+ * moment as the local port of an outgoing connection (a loaded test run
+ * makes thousands), which no check for a listener can see. */
+#define PORT_BASE 10000
+#define BUS_OFFSET 10000
+#define PORTS_LOCK "/tmp/rjq-test-ports.lock"
+
+int ephemeral_port_low(void) {
+    int low = 32768;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (f) {
+        if (fscanf(f, "%d", &low) != 1) low = 32768;
+        fclose(f);
     }
-    return port;
+    return low;
+}
+
+/* Ports are reserved among the tests running at once by a write lock
+ * (fcntl, F_SETLK) on byte `port` of one shared file: held until this
+ * process exits (however it ends, the kernel lets go of it), so two tests
+ * never pick the same port, nor one's port the other's bus port. Locks do
+ * not conflict within a process: handed[] remembers its own picks. -1: no
+ * lock file (then the bind checks only). */
+static int ports_fd = -2;
+static unsigned char handed[65536 / 8];
+
+static int is_handed(int port) { return handed[port / 8] & (1u << (port % 8)); }
+static void set_handed(int port) { handed[port / 8] |= (unsigned char)(1u << (port % 8)); }
+
+static int lock_port(int port, int type) {
+    if (ports_fd < 0) return 1;
+    struct flock l;
+    memset(&l, 0, sizeof l);
+    l.l_type = (short)type;
+    l.l_whence = SEEK_SET;
+    l.l_start = port;
+    l.l_len = 1;
+    return fcntl(ports_fd, F_SETLK, &l) == 0;
+}
+
+/* Where this process's next pick starts: random at first (pid and clock),
+ * one further at each call (its own picks are skipped: handed[]). */
+static unsigned pick_from(void) {
+    static int seeded;
+    static unsigned from;
+    if (!seeded) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        unsigned long long x = ((unsigned long long)getpid() << 32) ^
+                               (unsigned long long)ts.tv_nsec ^
+                               (unsigned long long)ts.tv_sec * 0x9E3779B97F4A7C15ull;
+        x ^= x >> 29, x *= 0xBF58476D1CE4E5B9ull, x ^= x >> 32;
+        from = (unsigned)x;
+        seeded = 1;
+    }
+    return from++;
+}
+
+/* A port of 127.0.0.1 and its cluster bus port (+ 10000), both below the
+ * ephemeral range, reserved (see above) and free now (bound and let go):
+ * any server may be a cluster node, whose start fails ("Address already
+ * in use") on a taken bus port. */
+int free_port(void) {
+    if (ports_fd == -2) {
+        ports_fd = open(PORTS_LOCK, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        if (ports_fd >= 0) (void)fchmod(ports_fd, 0666); /* (whoever runs tests next) */
+    }
+    int base = PORT_BASE, span = ephemeral_port_low() - BUS_OFFSET - PORT_BASE;
+    if (span < 1000) /* (an ephemeral range this low leaves no room: any port whose bus port fits) */
+        base = 1024, span = 65536 - BUS_OFFSET - 1024;
+    unsigned start = pick_from();
+    for (int i = 0; i < span; i++) {
+        int port = base + (int)((start + (unsigned)i) % (unsigned)span), bus = port + BUS_OFFSET;
+        if (is_handed(port) || is_handed(bus)) continue;
+        if (!lock_port(port, F_WRLCK)) continue;
+        if (!lock_port(bus, F_WRLCK)) {
+            lock_port(port, F_UNLCK);
+            continue;
+        }
+        set_handed(port), set_handed(bus); /* (kept either way: this process tried it) */
+        if (bind_port(port) == port && bind_port(bus) == bus) return port;
+    }
+    FAIL_AT(__FILE__, __LINE__, "no free port from %d (with its bus port)", base);
+    return 0;
 }
 
 void sleep_ms(long ms) {
@@ -191,10 +268,10 @@ static int spawn(test_server *s, const char *const *extra) {
     return answering(s, &l);
 }
 
-/* Start on a free port, another one when that one was taken meanwhile.
- * A cluster node also needs its bus port (port + 10000) free and below
- * 65536: about one ephemeral port in five fails that, so 5 tries missed
- * about once in 3000 starts (a CI run starts ~300 nodes); 20 do not. */
+/* Start on a free port, another one when that one was taken meanwhile
+ * (by a program that is not a test: free_port() keeps the tests apart).
+ * A cluster node also needs its bus port (port + 10000) free: free_port()
+ * checks both. */
 #define SPAWN_TRIES 20
 static void spawn_on_free_port(test_server *s, const char *const *extra) {
     for (int attempt = 0; attempt < SPAWN_TRIES; attempt++) {
@@ -420,6 +497,15 @@ long long server_calls(redisContext *rc, const char *command) {
     char needle[64];
     snprintf(needle, sizeof needle, "cmdstat_%s:calls=", command);
     return server_info_number(rc, "commandstats", needle);
+}
+
+void server_copy_schedule(redisContext *rc, const char *q, const char *from, const char *name) {
+    redisReply *spec = server_cmd(rc, "HGET t:{%s}:schedules %s", q, from);
+    ASSERT_EQ(REDIS_REPLY_STRING, spec->type);
+    freeReplyObject(server_cmd(rc, "HSET t:{%s}:schedules %s %s", q, name, spec->str));
+    freeReplyObject(server_cmd(rc, "HSET t:{%s}:schedpayload %s copied", q, name));
+    freeReplyObject(server_cmd(rc, "ZADD t:{%s}:schednext 0 %s", q, name));
+    freeReplyObject(spec);
 }
 
 long long server_numsub(redisContext *rc, const char *channel) {

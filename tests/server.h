@@ -105,13 +105,23 @@ void server_assert_only_declaration(redisContext *rc, const char *q);
 long long server_info_number(redisContext *rc, const char *section, const char *needle);
 /* The number of calls of one command in INFO commandstats (0 if none). */
 long long server_calls(redisContext *rc, const char *command);
+/* Write schedule `name` of queue q (key prefix "t") as schedule `from`
+ * (its spec, payload "copied", due now) directly, as another program
+ * might: no check of the name. */
+void server_copy_schedule(redisContext *rc, const char *q, const char *from, const char *name);
 /* The number of subscribers of a channel (PUBSUB NUMSUB; -1 if the reply
  * is not the expected one). */
 long long server_numsub(redisContext *rc, const char *channel);
 
-/* A TCP port of 127.0.0.1 nobody listens on (a race with another program
- * is possible). */
+/* A TCP port of 127.0.0.1 nobody listens on, its cluster bus port
+ * (+ 10000) too, both below the kernel's ephemeral range (so no outgoing
+ * connection takes them meanwhile) and reserved against the other tests
+ * running at once (a lock held until this process exits; never the same
+ * port twice in a process). A race with another program is possible. */
 int free_port(void);
+/* The low end of the kernel's ephemeral port range
+ * (net.ipv4.ip_local_port_range; 32768 when it cannot be read). */
+int ephemeral_port_low(void);
 
 /* A monotonic clock in milliseconds, and a sleep. */
 double mono_ms(void);

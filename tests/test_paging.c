@@ -3,7 +3,8 @@
  * (issue 38). A worker takes jobs between the pages: no job is listed
  * twice, and every job still waiting at the end was listed (pages by
  * offset skip the jobs that moved up). A cursor whose own job has left
- * the list (cancelled) still goes on after it.
+ * the list (cancelled) still goes on after it. Pages of the completed
+ * index read it once.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,5 +165,47 @@ TEST(pages_of_delayed_jobs_go_on_after_a_cursor_whose_job_left) {
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs_after(e.q, RJQ_STATE_DELAYED, "x y", 10, on_page, NULL));
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs_after(e.q, RJQ_STATE_DELAYED, "zabc j1", 10, on_page, NULL));
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs_after(e.q, RJQ_STATE_DELAYED, "", 0, on_page, NULL));
+    env_stop(&e);
+}
+
+/* Pages of the completed index ("<time> <id> <id>..." entries, oldest
+ * first) read it once, each entry by one LRANGE (INFO commandstats):
+ * after a cursor still indexed the page starts right after it; after one
+ * swept, from the oldest kept. */
+TEST(pages_of_completed_jobs_read_the_index_once) {
+    test_env e;
+    env_start(&e, "pc");
+    for (int i = 0; i < 250; i++) { /* 250 entries of 2 ids: c000 c001, ..., c498 c499 */
+        char entry[64];
+        snprintf(entry, sizeof entry, "%d c%03d c%03d", 1000 + i, 2 * i, 2 * i + 1);
+        freeReplyObject(server_cmd(e.rc, "RPUSH t:{pc}:completed %s", entry));
+    }
+    long long calls = server_calls(e.rc, "lrange");
+    page_wait *p = page_after(&e, RJQ_STATE_COMPLETED, NULL, 20);
+    ASSERT_EQ(20, (long)p->n);
+    ASSERT_STREQ("c000", p->ids[0]);
+    ASSERT_STREQ("c c019", p->next);
+    ASSERT_EQ(calls + 1, server_calls(e.rc, "lrange"));
+    /* the cursor's entry is the 201st: 3 chunks of 100 read, once */
+    calls = server_calls(e.rc, "lrange");
+    p = page_after(&e, RJQ_STATE_COMPLETED, "c c401", 20);
+    ASSERT_EQ(20, (long)p->n);
+    ASSERT_STREQ("c402", p->ids[0]);
+    ASSERT_STREQ("c421", p->ids[19]);
+    ASSERT_STREQ("c c421", p->next);
+    ASSERT_EQ(calls + 3, server_calls(e.rc, "lrange"));
+    /* swept: from the oldest kept, the index read to its end once */
+    calls = server_calls(e.rc, "lrange");
+    p = page_after(&e, RJQ_STATE_COMPLETED, "c swept", 20);
+    ASSERT_EQ(20, (long)p->n);
+    ASSERT_STREQ("c000", p->ids[0]);
+    ASSERT_STREQ("c c019", p->next);
+    ASSERT_EQ(calls + 3, server_calls(e.rc, "lrange"));
+    /* the last page */
+    p = page_after(&e, RJQ_STATE_COMPLETED, "c c489", 20);
+    ASSERT_EQ(10, (long)p->n);
+    ASSERT_STREQ("c490", p->ids[0]);
+    ASSERT_STREQ("c499", p->ids[9]);
+    ASSERT_EQ(0, p->has_next);
     env_stop(&e);
 }

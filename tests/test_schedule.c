@@ -549,3 +549,42 @@ TEST(a_fire_time_given_twice_in_one_call_makes_one_job) {
     ASSERT_EQ(0, server_int(e.rc, "HGET t:{sf}:stats skipped")); /* both counted enqueued */
     env_stop(&e);
 }
+
+/* A due schedule whose name rjq_schedule_set refuses (written by other
+ * means: 190 bytes, so "<name>@<fire time>" would not fit RJQ_JOB_ID_MAX)
+ * never fires: no job written, its next fire time gone (still listed),
+ * the client's errmsg says why; the queue's other schedule fires on. */
+TEST(a_schedule_with_too_long_a_name_writes_no_job) {
+    test_env e;
+    env_start(&e, "sn");
+    rjq_schedule s = RJQ_SCHEDULE_INIT;
+    s.every_ms = 200;
+    s.payload = "beat";
+    s.len = 4;
+    ASSERT_EQ(1, set_schedule(&e, "beat", &s).n);
+    char name[191];
+    memset(name, 'L', 190);
+    name[190] = '\0';
+    server_copy_schedule(e.rc, "sn", "beat", name);
+    rjq_scheduler *sch;
+    ASSERT_OK(rjq_scheduler_start(e.q, 0, &sch));
+    long long t[64];
+    /* (both were due at its first tick: the long one is done with since) */
+    WAIT_FOR(e.base, fire_times(e.rc, "sn", "beat", t, 64) >= 3, 10000);
+    ASSERT_OK(rjq_scheduler_stop(sch));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{sn}:scheduler") == 0, 5000);
+    redisReply *r = server_cmd(e.rc, "LRANGE t:{sn}:ready 0 -1");
+    for (size_t i = 0; i < r->elements; i++) {
+        if (strncmp(r->element[i]->str, "LLLL", 4) == 0)
+            fprintf(stderr, "a job of the long name: %.60s... (%zu bytes)\n", r->element[i]->str,
+                    strlen(r->element[i]->str));
+        ASSERT(strncmp(r->element[i]->str, "LLLL", 4) != 0);
+    }
+    freeReplyObject(r);
+    r = server_cmd(e.rc, "ZSCORE t:{sn}:schednext %s", name);
+    ASSERT_EQ(REDIS_REPLY_NIL, r->type); /* never fires again */
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{sn}:schedules %s", name)); /* still listed */
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "not a schedule name") != NULL);
+    env_stop(&e);
+}

@@ -186,3 +186,44 @@ TEST(two_scheduler_processes_on_a_sharded_queue_fire_each_tick_once) {
     ASSERT_EQ(n, get_stats(e.base, q).enqueued); /* nothing twice */
     env_stop(&e);
 }
+
+/* On a sharded queue too, a due schedule whose name rjq_schedule_set
+ * refuses (written by other means: 190 bytes) never fires: no job (its
+ * ids "<name>@<fire time>" were cut short to RJQ_JOB_ID_MAX bytes, so
+ * every fire time's the same), its next fire time gone (still listed), the
+ * client's errmsg says why; the queue's other schedule fires on. */
+TEST(a_sharded_queues_schedule_with_too_long_a_name_writes_no_job) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "snq");
+    ASSERT_OK(declare_shards(e.base, q, NSH));
+    rjq_schedule s = RJQ_SCHEDULE_INIT;
+    s.every_ms = 200;
+    s.payload = "beat";
+    s.len = 4;
+    count_wait w = {0};
+    ASSERT_OK(rjq_schedule_set(q, "beat", &s, on_count, &w));
+    ASSERT(loop_until(e.base, &w.done, 10000));
+    ASSERT_OK(w.status);
+    char name[191];
+    memset(name, 'L', 190);
+    name[190] = '\0';
+    server_copy_schedule(e.rc, "snq", "beat", name);
+    rjq_scheduler *sch;
+    ASSERT_OK(rjq_scheduler_start(q, 0, &sch));
+    long long t[FIRES_SEEN];
+    int sh[FIRES_SEEN];
+    /* (both were due at its first tick: the long one is done with since) */
+    WAIT_FOR(e.base, fire_times(e.rc, q, "beat", t, sh, FIRES_SEEN) >= 3, 20000);
+    ASSERT_OK(rjq_scheduler_stop(sch));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{snq}:scheduler") == 0, 10000);
+    int n = fire_times(e.rc, q, name, t, sh, FIRES_SEEN);
+    if (n) fprintf(stderr, "%d jobs of the long name, cut short\n", n);
+    ASSERT_EQ(0, n);
+    redisReply *r = server_cmd(e.rc, "ZSCORE t:{snq}:schednext %s", name);
+    ASSERT_EQ(REDIS_REPLY_NIL, r->type); /* never fires again */
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{snq}:schedules %s", name)); /* still listed */
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "not a schedule name") != NULL);
+    env_stop(&e);
+}

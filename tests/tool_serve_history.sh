@@ -6,25 +6,10 @@
 # restarts (another process reads the same buckets), the 24h and 30d
 # ranges' lengths, 400 for a bad range, 405 for another method.
 set -u
-BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
 SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
-RJQ="$BUILD/rjq"
-PY=/usr/bin/python3
-[ -x "$RJQ" ] || { echo "FAIL: $RJQ not built"; exit 1; }
-if "$RJQ" serve --listen x 2>&1 | grep -q "built without"; then
-    echo "SKIP: rjq was built without serve (libjansson-dev)"; exit 0
-fi
-command -v curl >/dev/null || { echo "FAIL: curl is needed (scripts/install-deps.sh)"; exit 1; }
-[ -x "$PY" ] || { echo "FAIL: /usr/bin/python3 is needed (scripts/install-deps.sh)"; exit 1; }
-# shellcheck source=scripts/redis-private.sh
-. "$SRC/scripts/redis-private.sh"
-# shellcheck source=tests/serve_helpers.bash
-. "$SRC/tests/serve_helpers.bash"
-SERVE_PREFIX=ph
-serve_setup serve-history
-FAILURES=0 CHECKS=0
-fail() { FAILURES=$((FAILURES + 1)); echo "FAIL: $*"; }
-get() { CODE=$(curl -s -o "$DIR/b" -w '%{http_code}' "$@"); BODY=$(cat "$DIR/b"); }
+# shellcheck source=tests/serve_test.bash
+. "$SRC/tests/serve_test.bash"
+serve_test ph serve-history
 # sums BODY: enqueued completed failed run_count of every point
 sums() {
     "$PY" -c '

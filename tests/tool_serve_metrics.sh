@@ -14,29 +14,12 @@
 # Skipped (77) when promtool (Debian package prometheus, installed by
 # scripts/install-deps.sh) is missing.
 set -u
-BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
 SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
-RJQ="$BUILD/rjq"
-WORKER="$BUILD/rjq-gateway_worker"
-PY=/usr/bin/python3
-[ -x "$RJQ" ] || { echo "FAIL: $RJQ not built"; exit 1; }
-[ -x "$WORKER" ] || { echo "FAIL: $WORKER not built"; exit 1; }
-if "$RJQ" serve --listen x 2>&1 | grep -q "built without"; then
-    echo "SKIP: rjq was built without serve (libjansson-dev)"; exit 77
-fi
 command -v promtool >/dev/null || {
     echo "SKIP: promtool is missing (Debian package prometheus: scripts/install-deps.sh)"; exit 77; }
-command -v curl >/dev/null || { echo "FAIL: curl is needed (scripts/install-deps.sh)"; exit 1; }
-[ -x "$PY" ] || { echo "FAIL: /usr/bin/python3 is needed (scripts/install-deps.sh)"; exit 1; }
-# shellcheck source=scripts/redis-private.sh
-. "$SRC/scripts/redis-private.sh"
-# shellcheck source=tests/serve_helpers.bash
-. "$SRC/tests/serve_helpers.bash"
-SERVE_PREFIX=pm
-serve_setup serve-metrics
-FAILURES=0 CHECKS=0
-fail() { FAILURES=$((FAILURES + 1)); echo "FAIL: $*"; }
-check() { CHECKS=$((CHECKS + 1)); }
+# shellcheck source=tests/serve_test.bash
+. "$SRC/tests/serve_test.bash"
+serve_test pm serve-metrics worker
 has() { # has LINE: /metrics (in $DIR/m) has that exact sample line
     check; grep -qxF "$1" "$DIR/m" || fail "no line '$1' in /metrics"
 }

@@ -6,27 +6,10 @@
 # a listed process); ids only with rows=0 or a page longer than 100. And
 # GET /v1/queues/{q}/jobs/{id} gives the job's worker.
 set -u
-BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
 SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
-RJQ="$BUILD/rjq"
-WORKER="$BUILD/rjq-gateway_worker"
-PY=/usr/bin/python3
-[ -x "$RJQ" ] || { echo "FAIL: $RJQ not built"; exit 1; }
-if "$RJQ" serve --listen x 2>&1 | grep -q "built without"; then
-    echo "SKIP: rjq was built without serve (libjansson-dev)"; exit 0
-fi
-[ -x "$WORKER" ] || { echo "FAIL: $WORKER not built"; exit 1; }
-command -v curl >/dev/null || { echo "FAIL: curl is needed (scripts/install-deps.sh)"; exit 1; }
-[ -x "$PY" ] || { echo "FAIL: /usr/bin/python3 is needed (scripts/install-deps.sh)"; exit 1; }
-# shellcheck source=scripts/redis-private.sh
-. "$SRC/scripts/redis-private.sh"
-# shellcheck source=tests/serve_helpers.bash
-. "$SRC/tests/serve_helpers.bash"
-SERVE_PREFIX=rows
-serve_setup serve-rows
-FAILURES=0 CHECKS=0
-fail() { FAILURES=$((FAILURES + 1)); echo "FAIL: $*"; }
-get() { CODE=$(curl -s -o "$DIR/b" -w '%{http_code}' "$@"); BODY=$(cat "$DIR/b"); }
+# shellcheck source=tests/serve_test.bash
+. "$SRC/tests/serve_test.bash"
+serve_test rows serve-rows worker
 post() { get -X POST "$BASE/v1/queues/r/jobs?$1" --data-binary "$2"; [ "$CODE" = 201 ] || fail "enqueue $1: $CODE $BODY"; }
 # wait_for STATE ID: until the job is listed in that state (its event)
 wait_for() {

@@ -17,27 +17,10 @@
 #     sums a sharded queue named after another;
 #   - SIGTERM: exit 0 (under ASan: nothing leaked).
 set -u
-BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
 SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
-RJQ="$BUILD/rjq"
-WORKER="$BUILD/rjq-gateway_worker"
-PY=/usr/bin/python3
-[ -x "$RJQ" ] || { echo "FAIL: $RJQ not built"; exit 1; }
-[ -x "$WORKER" ] || { echo "FAIL: $WORKER not built"; exit 1; }
-if "$RJQ" serve --listen x 2>&1 | grep -q "built without"; then
-    echo "SKIP: rjq was built without serve (libjansson-dev)"; exit 77
-fi
-command -v curl >/dev/null || { echo "FAIL: curl is needed (scripts/install-deps.sh)"; exit 1; }
-[ -x "$PY" ] || { echo "FAIL: /usr/bin/python3 is needed (scripts/install-deps.sh)"; exit 1; }
-# shellcheck source=scripts/redis-private.sh
-. "$SRC/scripts/redis-private.sh"
-# shellcheck source=tests/serve_helpers.bash
-. "$SRC/tests/serve_helpers.bash"
-SERVE_PREFIX=ss
-serve_setup serve-shards
-FAILURES=0 CHECKS=0
-fail() { FAILURES=$((FAILURES + 1)); echo "FAIL: $*"; }
-check() { CHECKS=$((CHECKS + 1)); }
+# shellcheck source=tests/serve_test.bash
+. "$SRC/tests/serve_test.bash"
+serve_test ss serve-shards worker
 req() { # req METHOD PATH [curl args...]: sets CODE, BODY
     local m=$1 p=$2; shift 2
     CODE=$(curl -s -X "$m" -o "$DIR/b" -w '%{http_code}' "$@" "$BASE$p")

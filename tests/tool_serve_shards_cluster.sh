@@ -4,25 +4,10 @@
 # GET /v1/queues/Q?shards=1 names each shard's master: three distinct
 # masters, each one of the cluster's (the slot table `rjq cluster` prints).
 set -u
-BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
 SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
-RJQ="$BUILD/rjq"
-PY=/usr/bin/python3
-[ -x "$RJQ" ] || { echo "FAIL: $RJQ not built"; exit 1; }
-if "$RJQ" serve --listen x 2>&1 | grep -q "built without"; then
-    echo "SKIP: rjq was built without serve (libjansson-dev)"; exit 77
-fi
-command -v curl >/dev/null || { echo "FAIL: curl is needed (scripts/install-deps.sh)"; exit 1; }
-command -v redis-cli >/dev/null || { echo "FAIL: redis-cli is needed"; exit 1; }
-[ -x "$PY" ] || { echo "FAIL: /usr/bin/python3 is needed (scripts/install-deps.sh)"; exit 1; }
-# shellcheck source=scripts/redis-private.sh
-. "$SRC/scripts/redis-private.sh"
-# shellcheck source=tests/serve_helpers.bash
-. "$SRC/tests/serve_helpers.bash"
-SERVE_PREFIX=sc
-FAILURES=0 CHECKS=0
-fail() { FAILURES=$((FAILURES + 1)); echo "FAIL: $*"; }
-check() { CHECKS=$((CHECKS + 1)); }
+# shellcheck source=tests/serve_test.bash
+. "$SRC/tests/serve_test.bash"
+serve_test sc - redis-cli
 same() { check; [ "$1" = "$2" ] || fail "$3: '$1', expected '$2'"; }
 
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/rjq-serve-shards-cluster.XXXXXX")

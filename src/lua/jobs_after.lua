@@ -109,25 +109,18 @@ elseif state == 'active' then zpage(active)
 elseif state == 'dead' then zpage(dead)
 elseif state == 'cancelled' then zpage(cancelled)
 elseif state == 'completed' then
-  -- entries "<time ms> <id> <id> ...", oldest first. skipping: the
-  -- cursor's id is still indexed, so the page starts after it (else it
-  -- was swept, with every older one: from the oldest kept)
-  local total, skipping = typed('list', 'LLEN', completed), false
-  if kind == 'c' then
-    local needle = ' ' .. cid .. ' '
-    for at = 0, total - 1, 100 do
-      for _, e in ipairs(redis.call('LRANGE', completed, at, at + 99)) do
-        if string.find(e .. ' ', needle, 1, true) then skipping = true break end
-      end
-      if skipping then break end
-    end
-  end
-  local at = 0
+  -- entries "<time ms> <id> <id> ...", oldest first, read once. seeking:
+  -- passing over the ids up to the cursor's (the page starts after it);
+  -- meanwhile head keeps the first ids read: the page when the cursor's id
+  -- is no longer indexed (swept, with every older one: from the oldest kept)
+  local total, at = typed('list', 'LLEN', completed), 0
+  local seeking, head = kind == 'c', {}
   while #out < limit and at < total do
     for _, e in ipairs(redis.call('LRANGE', completed, at, at + 99)) do
       for id in string.gmatch(e, ' (%S+)') do
-        if skipping then
-          if id == cid then skipping = false end
+        if seeking then
+          if id == cid then seeking = false
+          elseif #head < limit then head[#head + 1] = id end
         elseif #out < limit then
           out[#out + 1] = id
           next = 'c ' .. id
@@ -135,6 +128,12 @@ elseif state == 'completed' then
       end
     end
     at = at + 100
+  end
+  if seeking then
+    for _, id in ipairs(head) do
+      out[#out + 1] = id
+      next = 'c ' .. id
+    end
   end
 else
   return redis.error_reply('ERR unknown job state ' .. state)

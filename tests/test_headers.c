@@ -136,6 +136,35 @@ TEST(headers_round_trip_claim_push_and_job_info) {
     env_stop(&e);
 }
 
+/* a payload too big to push goes as its id alone, read by the worker
+ * (worker_fetch.c): its headers come with the push all the same */
+TEST(headers_of_a_pushed_job_whose_payload_is_read_after) {
+    test_env e;
+    env_start(&e, "hp");
+    seen s;
+    memset(&s, 0, sizeof s);
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, record_headers, &s, &w));
+    wait_worker_started(e.base, e.c, e.q, e.rc, "hp");
+    long long reads = server_calls(e.rc, "hmget");
+    size_t big = 20000; /* over the push's inline limit (16 KiB) */
+    char *payload = malloc(big + 1);
+    ASSERT(payload != NULL);
+    memset(payload, 'p', big);
+    payload[big] = '\0';
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.headers = three;
+    o.nheaders = 3;
+    ASSERT_OK(enqueue_job(e.base, e.q, payload, &o).status);
+    free(payload);
+    ASSERT(loop_until_count(e.base, &s.jobs, 1, 5000));
+    ASSERT(server_calls(e.rc, "hmget") > reads); /* (its payload was read) */
+    check_seen(&s);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
 /* a batch whose every job has headers and other options */
 TEST(headers_round_trip_batch_with_options) {
     test_env e;

@@ -796,6 +796,16 @@ typedef struct rjq_backoff {
 #define RJQ_BATCH_MAX 10000
 #define RJQ_JOB_ID_MAX 200
 
+#define RJQ_HEADERS_MAX 16
+#define RJQ_HEADER_KEY_MAX 64
+#define RJQ_HEADER_VALUE_MAX 1024
+
+/* One job header (rjq_job_options.headers): NUL-terminated strings. */
+typedef struct rjq_header {
+    const char *key;
+    const char *value;
+} rjq_header;
+
 typedef struct rjq_job_options {
     size_t size; /* RJQ_JOB_OPTIONS_INIT sets it */
     /* Caller's id (1..RJQ_JOB_ID_MAX bytes, no spaces or control characters,
@@ -842,6 +852,19 @@ typedef struct rjq_job_options {
                              existed = 1, replaced = 1 */
     int reserved;         /* keep 0 (room for a later field: RJQ_EINVAL
                              when set) */
+    /* Headers: a small string map carried with the job (W3C trace context
+     * `traceparent` and `tracestate`, or keys of the caller's own), given
+     * to the handler (rjq_job_get_header, rjq_job_get_header_at) and
+     * returned by rjq_job_info() and `rjq serve`'s job JSON, kept with the
+     * job's options record (no command more per job; a job without
+     * headers costs what it did). nheaders 0..RJQ_HEADERS_MAX; keys
+     * 1..RJQ_HEADER_KEY_MAX bytes of [A-Za-z0-9_.-], each once; values
+     * 0..RJQ_HEADER_VALUE_MAX printable ASCII bytes (0x20..0x7e). Anything
+     * else: RJQ_EINVAL, nothing written. A debounce that replaces a
+     * waiting job's options replaces its headers too. Schedules
+     * (rjq_schedule.opts) carry none: RJQ_EINVAL when set there. */
+    const struct rjq_header *headers;
+    size_t nheaders;
 } rjq_job_options;
 #define RJQ_JOB_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_job_options)
 
@@ -975,6 +998,24 @@ typedef struct rjq_worker_options {
      * never listens is refused the same way when it finishes. See also
      * rjq_job_get_notice(). */
     rjq_notice_fn *on_notice;
+    /* Hooks around each attempt this worker runs (optional; both get the
+     * handler's data), enough to emit an OpenTelemetry span or a log line
+     * per attempt without patching rjq (examples/traces.c):
+     * on_job_start is called just before the handler gets the job (the
+     * job's id, attempt and headers readable; wait_ms: ms from its
+     * enqueue to this first start by the server's clock, -1 for a later
+     * attempt or when not known); on_job_finish when the handler calls
+     * rjq_job_complete() (failed 0; 1 when its result cannot be stored
+     * and the attempt fails instead) or rjq_job_fail() (failed 1) on that
+     * job, whatever the call then returns (also after the client was
+     * freed), from inside the call and before the handle is released
+     * (readable; the hook must not complete or fail it), with run_ms the
+     * client's ms from the job's hand-out to that call. Each is called
+     * exactly once per attempt handed to the handler, the start before
+     * the finish. Jobs handed back without running (stale, a stopping
+     * worker) get neither. */
+    void (*on_job_start)(rjq_job *job, long long wait_ms, void *data);
+    void (*on_job_finish)(rjq_job *job, int failed, long long run_ms, void *data);
 } rjq_worker_options;
 #define RJQ_WORKER_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_worker_options)
 
@@ -1102,6 +1143,16 @@ RJQ_API rjq_queue *rjq_job_get_queue(const rjq_job *job);
  * worker's on_notice got: RJQ_EJOBCANCELED or RJQ_ETIMEDOUT), for
  * handlers that look rather than listen. */
 RJQ_API int rjq_job_get_notice(const rjq_job *job);
+
+/* The value of the job's header key (rjq_job_options.headers), NUL-
+ * terminated, valid while the handler holds the job; NULL when it has no
+ * such header (or key is NULL). */
+RJQ_API const char *rjq_job_get_header(const rjq_job *job, const char *key);
+
+/* The job's header i (0..): 1 and *key, *value set (as
+ * rjq_job_get_header), or 0 when it has fewer headers. */
+RJQ_API int rjq_job_get_header_at(const rjq_job *job, size_t i, const char **key,
+                                  const char **value);
 
 typedef void rjq_done_cb(rjq_client *c, int status, void *data);
 
@@ -1554,6 +1605,10 @@ typedef struct rjq_job_info {
      * NULL and 0 when none. */
     const struct rjq_attempt *history;
     size_t history_len;
+    /* Its headers (rjq_job_options.headers), in the order given; NULL and
+     * 0 when none. */
+    const rjq_header *headers;
+    size_t nheaders;
 } rjq_job_info;
 
 #define RJQ_ATTEMPTS_KEPT 20

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "admin.h"
+#include "headers.h"
 #include "job.h"
 #include "reclaim.h"
 #include "validate.h"
@@ -333,10 +334,13 @@ static void on_job(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq_job_info info;
     rjq_attempt hist[RJQ_ATTEMPTS_KEPT];
     char *htext = NULL;
+    rjq_header *headers = NULL;
     memset(&info, 0, sizeof info);
-    /* (7 elements: a library from before job times; 10: before attempt history) */
+    /* (7 elements: a library from before job times; 10: before attempt
+     * history; 11: before headers) */
     if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY ||
-                             (r->elements != 7 && r->elements != 10 && r->elements != 11)))
+                             (r->elements != 7 && r->elements != 10 && r->elements != 11 &&
+                              r->elements != 12)))
         status = RJQ_EPROTO;
     if (status == RJQ_OK && str_or_null(r->element[0]) == NULL) status = RJQ_ENOTFOUND;
     if (status == RJQ_OK) {
@@ -370,7 +374,14 @@ static void on_job(rjq_client *c, int status, redisReply *r, void *priv) {
                 status = RJQ_EPROTO;
             }
         }
-        const redisReply *h = r->elements == 11 ? str_or_null(r->element[10]) : NULL;
+        const redisReply *hd = r->elements >= 12 ? str_or_null(r->element[11]) : NULL;
+        if (status == RJQ_OK && hd && hd->len > 0) { /* (headers.h: checked as read) */
+            int oom = 0;
+            headers = rjq__headers_read(hd->str, hd->len, &info.nheaders, &oom);
+            info.headers = headers;
+            if (oom) status = RJQ_ENOMEM;
+        }
+        const redisReply *h = r->elements >= 11 ? str_or_null(r->element[10]) : NULL;
         if (status == RJQ_OK && h && h->len > 0) {
             if ((htext = malloc(h->len + 1)) == NULL) {
                 status = RJQ_ENOMEM;
@@ -386,6 +397,7 @@ static void on_job(rjq_client *c, int status, redisReply *r, void *priv) {
     }
     ctx->base.cb.job(c, status, status == RJQ_OK ? &info : NULL, ctx->base.data);
     free(htext);
+    free(headers);
     free(ctx);
 }
 

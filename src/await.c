@@ -55,6 +55,7 @@
 #include "await_early.h"
 #include "await_table.h"
 #include "enqueue.h"
+#include "headers.h"
 
 #define WATCH_BATCH 1000
 #define RETRY_MS 100 /* a watch pass that ran out of memory tries again */
@@ -178,6 +179,7 @@ static void maybe_free(rjq_await *a) {
     free(a->key);
     free(a->payload);
     free((char *)a->opts.id);
+    free((void *)a->opts.headers);
     free(a);
 }
 
@@ -659,7 +661,10 @@ static int copy_inputs(rjq_await *a, const void *payload, size_t len, const rjq_
         a->opts = *o;
         a->has_opts = 1;
         a->opts.id = NULL;
+        a->opts.headers = NULL;
         if (o->id && (a->opts.id = strdup(o->id)) == NULL) return RJQ_ENOMEM;
+        if (o->nheaders && (a->opts.headers = rjq__headers_dup(o->headers, o->nheaders)) == NULL)
+            return RJQ_ENOMEM;
     }
     return RJQ_OK;
 }

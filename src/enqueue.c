@@ -63,6 +63,7 @@
 #include <string.h>
 
 #include "enqueue.h"
+#include "headers.h"
 #include "history.h"
 
 /* Who gets the result of one enqueued job, or of a run of them. */
@@ -169,7 +170,35 @@ int rjq__enqueue_check(rjq_queue *q, const rjq_enqueue_item *it, char *opts) {
         rjq__errmsg(c, "invalid job options (delay, priority, attempts, backoff or timeout)");
         return RJQ_EINVAL;
     }
+    if (o.nheaders || o.headers) { /* (headers.h: their text follows the options') */
+        char why[160];
+        if (o.nheaders == 0 || rjq__headers_check(o.headers, o.nheaders, why, sizeof why) != RJQ_OK) {
+            rjq__errmsg(c, "%s", o.nheaders ? why : "job headers: headers set with nheaders 0");
+            return RJQ_EINVAL;
+        }
+        if (opts[0] == '\0') strcpy(opts, "0,0,3,"); /* the defaults, spelt out */
+    }
     return RJQ_OK;
+}
+
+/* The options argument of a job: its options text opts, then with headers
+ * '\n' and their text (headers.h). */
+static void put_options(rjq__buf *a, const char *opts, const rjq_job_options *o) {
+    if (o == NULL || o->nheaders == 0) {
+        rjq__buf_arg_str(a, opts);
+        return;
+    }
+    size_t ol = strlen(opts), hl = rjq__headers_text_len(o->headers, o->nheaders);
+    char *t = malloc(ol + 1 + hl);
+    if (t == NULL) {
+        a->oom = 1;
+        return;
+    }
+    memcpy(t, opts, ol);
+    t[ol] = '\n';
+    rjq__headers_text(o->headers, o->nheaders, t + ol + 1);
+    rjq__buf_arg(a, t, ol + 1 + hl);
+    free(t);
 }
 
 /* ---- replies ------------------------------------------------------------ */
@@ -898,7 +927,7 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
         size_t off = b->args.len;
         rjq__buf_arg_str(&b->args, o && o->id ? o->id : "");
         rjq__buf_arg(&b->args, items[i].payload, items[i].len);
-        rjq__buf_arg_str(&b->args, i > 0 ? opts : opts + 1);
+        put_options(&b->args, i > 0 ? opts : opts + 1, o);
         if (o && (o->id || o->priority != 0)) b->plain = 0;
         b->payload_bytes += items[i].len;
         item *it = &b->items[b->n++];

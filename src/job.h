@@ -33,6 +33,8 @@ typedef struct rjq__pushed {
                                * its token holds it (worker_fetch.c) */
     long long wait_ms;        /* enqueue to this first start (ms); -1: a later run, or
                                  not known (the history's wait, src/history.c) */
+    const char *headers;      /* its headers' text (src/headers.h), as received: */
+    size_t hlen;              /* ... read when the handle is made; 0: none */
 } rjq__pushed;
 
 /* Slots an idle worker offers along with a completion batch. */

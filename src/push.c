@@ -201,9 +201,16 @@ static int parse_job(const char **p, const char *end, rjq__pushed *d) {
     } else if (parse_num(p, end, ' ', &len)) {
         return -1;
     }
-    unsigned long long wait = 0;
+    unsigned long long wait = 0, hlen = 0;
     int no_wait = 0;
-    if (parse_num(p, end, ' ', &attempt) || parse_num(p, end, ' ', &max)) return -1;
+    if (parse_num(p, end, ' ', &attempt)) return -1;
+    /* "<max>", or with headers "<max>+<headers length>" (their text after the id) */
+    const char *plus = memchr(*p, '+', (size_t)(end - *p)), *sp = memchr(*p, ' ', (size_t)(end - *p));
+    if (plus && sp && plus < sp) {
+        if (parse_num(p, end, '+', &max) || parse_num(p, end, ' ', &hlen)) return -1;
+    } else if (parse_num(p, end, ' ', &max)) {
+        return -1;
+    }
     if (end - *p >= 2 && (*p)[0] == '-' && (*p)[1] == '\n') {
         no_wait = 1;
         *p += 2;
@@ -211,14 +218,16 @@ static int parse_job(const char **p, const char *end, rjq__pushed *d) {
         return -1;
     }
     if (idlen == 0 || attempt > RJQ__ATTEMPTS_MAX || max > RJQ__ATTEMPTS_MAX ||
-        (size_t)(end - *p) < idlen || (size_t)(end - *p) - idlen < len)
+        (size_t)(end - *p) < idlen || (size_t)(end - *p) - idlen < hlen ||
+        (size_t)(end - *p) - idlen - hlen < len)
         return -1;
     d->id = *p, d->idlen = (size_t)idlen;
-    d->payload = left_out ? NULL : d->id + idlen, d->len = (size_t)len;
+    d->headers = hlen ? d->id + idlen : NULL, d->hlen = (size_t)hlen;
+    d->payload = left_out ? NULL : d->id + idlen + hlen, d->len = (size_t)len;
     d->attempt = (int)attempt;
     d->max_attempts = (int)max;
     d->wait_ms = no_wait ? -1 : (long long)wait;
-    *p = d->id + idlen + len;
+    *p = d->id + idlen + hlen + len;
     return 0;
 }
 

@@ -159,6 +159,10 @@ int rjq_schedule_set(rjq_queue *q, const char *name, const rjq_schedule *given, 
     }
     if (s->len > rjq__client_max_payload(c)) return RJQ_ETOOBIG;
     o.id = NULL;
+    if (o.headers || o.nheaders) { /* (rjq_job_options.headers: schedules carry none) */
+        rjq__errmsg(c, "a schedule's jobs carry no headers");
+        return RJQ_EINVAL;
+    }
     char opts[RJQ__OPTS_MAX];
     if (rjq__encode_job_options(&o, opts) != RJQ_OK) {
         rjq__errmsg(c, "invalid job options (delay, priority, attempts, backoff or timeout)");

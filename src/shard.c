@@ -19,6 +19,7 @@
 #include "shard.h"
 #include "await.h"
 #include "enqueue.h"
+#include "headers.h"
 #include "shard.h"
 #include "shard_ids.h"
 #include "slot.h"
@@ -286,9 +287,11 @@ static void held_free(held *h) {
     if (h->a) rjq__await_unreserve(h->a, RJQ_OK); /* (a call refused: no callback) */
     free(h->payload);
     free((char *)h->jo.id);
+    free((void *)h->jo.headers);
     for (size_t i = 0; h->items && i < h->n; i++) {
         free((void *)h->items[i].payload);
         free((char *)h->jos[i].id);
+        free((void *)h->jos[i].headers);
     }
     free(h->items);
     free(h->jos);
@@ -912,7 +915,10 @@ static int hold_enqueue(rjq_queue *q, const void *payload, size_t len,
     if (o) {
         h->jo = *o;
         h->has_jo = 1;
+        h->jo.headers = NULL; /* (a copy, as the id) */
         if (o->id && (h->jo.id = strdup(o->id)) == NULL) goto oom;
+        if (o->nheaders && (h->jo.headers = rjq__headers_dup(o->headers, o->nheaders)) == NULL)
+            goto oom;
     }
     return hold(q, h);
 oom:
@@ -1039,16 +1045,25 @@ static int hold_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n, rjq
         rc = rjq__job_options_in(c, to->opts, &h->jos[i], &o) != RJQ_OK ? RJQ_EINVAL : RJQ_OK;
         if (rc == RJQ_OK && o) h->jos[i] = *o;
         const char *uid = rc == RJQ_OK && o ? o->id : NULL;
+        const rjq_header *uh = rc == RJQ_OK && o ? o->headers : NULL;
         h->jos[i].id = NULL;
+        h->jos[i].headers = NULL;
         if (rc != RJQ_OK) break;
         rjq_enqueue_item check = *to;
         check.payload = p;
         check.opts = o ? &h->jos[i] : NULL;
         h->jos[i].id = uid;
+        h->jos[i].headers = uh;
         char enc[RJQ__OPTS_MAX + 1];
         rc = rjq__enqueue_check(q, &check, enc);
         h->jos[i].id = NULL;
+        h->jos[i].headers = NULL;
         if (rc != RJQ_OK) break;
+        if (uh && h->jos[i].nheaders &&
+            (h->jos[i].headers = rjq__headers_dup(uh, h->jos[i].nheaders)) == NULL) {
+            rc = RJQ_ENOMEM;
+            break;
+        }
         to->opts = check.opts;
         if ((to->payload = malloc(to->len ? to->len : 1)) == NULL ||
             (uid && (h->jos[i].id = strdup(uid)) == NULL)) {

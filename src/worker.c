@@ -251,6 +251,8 @@ static rjq_worker *make_worker(rjq_worker *given, rjq_queue *q, const rjq_worker
     w->q = q;
     w->handler = handler;
     w->on_notice = o->on_notice;
+    w->on_job_start = o->on_job_start;
+    w->on_job_finish = o->on_job_finish;
     w->data = data;
     w->concurrency = o->concurrency ? o->concurrency : 1;
     w->lease_ms = o->lease_ms ? o->lease_ms : 30000;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "validate.h"
 #include "worker_private.h"
 
 /* (worker.h) Job i of a claim reply (id, payload, attempt, max_attempts, wait)
@@ -19,7 +20,16 @@ int rjq__claim_reply_job(const redisReply *r, size_t i, rjq__pushed *d) {
     d->token = r->element[2]->str, d->toklen = r->element[2]->len;
     d->payload = e[1]->str, d->len = e[1]->len;
     d->attempt = (int)e[2]->integer;
-    d->max_attempts = (int)e[3]->integer;
+    d->headers = NULL, d->hlen = 0;
+    if (e[3]->type == REDIS_REPLY_STRING) { /* "<max>\n<headers>" (checked) */
+        const char *nl = memchr(e[3]->str, '\n', e[3]->len);
+        long long m = 0;
+        (void)rjq__parse_ll(e[3]->str, (size_t)(nl - e[3]->str), 0, RJQ__ATTEMPTS_MAX, &m);
+        d->max_attempts = (int)m;
+        d->headers = nl + 1, d->hlen = e[3]->len - (size_t)(nl + 1 - e[3]->str);
+    } else {
+        d->max_attempts = (int)e[3]->integer;
+    }
     d->wait_ms = e[4]->integer;
     d->deadline = r->element[3]->integer;
     return e[1]->type == REDIS_REPLY_NIL;
@@ -27,6 +37,15 @@ int rjq__claim_reply_job(const redisReply *r, size_t i, rjq__pushed *d) {
 
 static int in_range(const redisReply *e, long long lo, long long hi) {
     return e->type == REDIS_REPLY_INTEGER && e->integer >= lo && e->integer <= hi;
+}
+
+/* A job's max attempts in a claim reply: a number, or with its headers
+ * "<max>\n<headers>" (claim.lua). */
+static int max_ok(const redisReply *e) {
+    if (e->type != REDIS_REPLY_STRING) return in_range(e, 0, RJQ__ATTEMPTS_MAX);
+    const char *nl = memchr(e->str, '\n', e->len);
+    long long m;
+    return nl && rjq__parse_ll(e->str, (size_t)(nl - e->str), 0, RJQ__ATTEMPTS_MAX, &m) == 0;
 }
 
 /* (worker.h) A claim registers at most the slots it did not fill; next
@@ -45,7 +64,7 @@ int rjq__claim_reply_ok(const redisReply *r, int asked) {
         redisReply **e = &r->element[i];
         if (e[0]->type != REDIS_REPLY_STRING || e[0]->len == 0 ||
             (e[1]->type != REDIS_REPLY_STRING && e[1]->type != REDIS_REPLY_NIL) ||
-            !in_range(e[2], 0, RJQ__ATTEMPTS_MAX) || !in_range(e[3], 0, RJQ__ATTEMPTS_MAX) ||
+            !in_range(e[2], 0, RJQ__ATTEMPTS_MAX) || !max_ok(e[3]) ||
             !in_range(e[4], -1, RJQ__TIME_MAX))
             return 0;
     }

@@ -69,7 +69,8 @@ static void on_fetched(rjq_client *c, int status, redisReply *r, void *priv) {
                          .toklen = strlen(tokstr), .payload = e ? e->str : NULL,
                          .len = e ? e->len : 0, .attempt = f->jobs[i].attempt,
                          .max_attempts = f->jobs[i].max_attempts, .deadline = f->deadline,
-                         .wait_ms = f->jobs[i].wait_ms};
+                         .wait_ms = f->jobs[i].wait_ms, .headers = f->jobs[i].headers,
+                         .hlen = f->jobs[i].hlen};
         if (f->check) d.payload = f->jobs[i].payload, d.len = f->jobs[i].len;
         if (e && f->check && d.payload == NULL && w->state == W_ACTIVE) {
             back[nread++] = d; /* held: its payload is read next (moved below) */
@@ -118,7 +119,8 @@ static void on_fetched(rjq_client *c, int status, redisReply *r, void *priv) {
 int rjq__w_fetch(rjq_worker *w, rjq__tok *tok, const rjq__pushed *d, size_t n) {
     int check = n && d[0].check;
     size_t bytes = sizeof(fetch) + n * sizeof(fetch_job);
-    for (size_t i = 0; i < n; i++) bytes += d[i].idlen + (check && d[i].payload ? d[i].len : 0);
+    for (size_t i = 0; i < n; i++)
+        bytes += d[i].idlen + d[i].hlen + (check && d[i].payload ? d[i].len : 0);
     fetch *f = malloc(bytes);
     if (f == NULL) return -1;
     f->w = w;
@@ -134,9 +136,15 @@ int rjq__w_fetch(rjq_worker *w, rjq__tok *tok, const rjq__pushed *d, size_t n) {
     rjq__argv_key(&a, w->q, check ? RJQ__K_STATE : RJQ__K_PAYLOAD);
     for (size_t i = 0; i < n; i++) {
         memcpy(mem, d[i].id, d[i].idlen);
-        f->jobs[i] = (fetch_job){mem, d[i].idlen, d[i].attempt, d[i].max_attempts, 0, NULL, 0, d[i].wait_ms};
+        f->jobs[i] = (fetch_job){mem, d[i].idlen, d[i].attempt, d[i].max_attempts, 0, NULL, 0, d[i].wait_ms,
+                                 NULL, 0};
         rjq__argv_add(&a, mem, d[i].idlen);
         mem += d[i].idlen;
+        if (d[i].hlen) {
+            memcpy(mem, d[i].headers, d[i].hlen);
+            f->jobs[i].headers = mem, f->jobs[i].hlen = d[i].hlen;
+            mem += d[i].hlen;
+        }
         if (check && d[i].payload) {
             if (d[i].len) memcpy(mem, d[i].payload, d[i].len);
             f->jobs[i].payload = mem, f->jobs[i].len = d[i].len;

@@ -59,6 +59,28 @@ int rjq_job_get_notice(const rjq_job *job) {
     return job->notice;
 }
 
+const char *rjq_job_get_header(const rjq_job *job, const char *key) {
+    for (size_t i = 0; key && i < job->nheaders; i++)
+        if (strcmp(job->headers[i].key, key) == 0) return job->headers[i].value;
+    return NULL;
+}
+
+int rjq_job_get_header_at(const rjq_job *job, size_t i, const char **key, const char **value) {
+    if (i >= job->nheaders) return 0;
+    if (key) *key = job->headers[i].key;
+    if (value) *value = job->headers[i].value;
+    return 1;
+}
+
+/* The attempt ends for the handler: rjq_worker_options.on_job_finish, once
+ * (the job handle still whole). */
+static void finish_hook(rjq_job *job, int failed) {
+    void (*fn)(rjq_job *, int, long long, void *) = job->on_finish;
+    if (fn == NULL) return;
+    job->on_finish = NULL;
+    fn(job, failed, (long long)(rjq__now_ms() - job->made_ms), job->hook_data);
+}
+
 /* ---- the hand-over ------------------------------------------------------- */
 
 /* The user finished job: it leaves its worker's lists (LOOSE, its token let
@@ -178,6 +200,8 @@ static int send_fail(rjq_job *job, const char *error, int flags, long long retry
 int rjq_job_complete(rjq_job *job, const void *result, size_t len, rjq_done_cb *cb,
                      void *data) {
     if (job == NULL) return RJQ_EINVAL;
+    finish_hook(job, (result == NULL && len > 0) ||
+                         (job->w && len > rjq__client_max_payload(rjq_queue_get_client(job->w->q))));
     if (closed(job)) return release_closed(job);
     rjq_queue *q = job->w->q;
     rjq_client *c = rjq_queue_get_client(q);
@@ -211,6 +235,7 @@ int rjq_job_complete(rjq_job *job, const void *result, size_t len, rjq_done_cb *
 int rjq_job_fail(rjq_job *job, const char *error, int flags, long long retry_delay_ms,
                  rjq_done_cb *cb, void *data) {
     if (job == NULL) return RJQ_EINVAL;
+    finish_hook(job, 1);
     if (closed(job)) return release_closed(job);
     int bad_flags = (flags & ~RJQ_FAIL_FATAL) != 0;
     if (bad_flags || retry_delay_ms > RJQ_DELAY_MAX) {

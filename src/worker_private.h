@@ -91,6 +91,13 @@ struct rjq_job {
     uint64_t made_ms;         /* the client's clock when it was handed out (history) */
     long long wait_ms;        /* its enqueue-to-first-start time, -1: not its first run or
                                  not known (history) */
+    rjq_header *headers;      /* its headers (rjq__headers_read: one allocation), or NULL */
+    size_t nheaders;
+    /* rjq_worker_options.on_job_finish and the handler's data, taken when
+     * on_job_start was called (kept here: also after the worker is gone),
+     * cleared once called */
+    void (*on_finish)(rjq_job *job, int failed, long long run_ms, void *data);
+    void *hook_data;
 };
 
 /* A worker's lifecycle, changed only by rjq__w_set_state:
@@ -157,6 +164,8 @@ struct rjq_worker {
     int reserved;             /* made by rjq__worker_reserve, not yet started */
     rjq_handler_fn *handler;
     rjq_notice_fn *on_notice;
+    void (*on_job_start)(rjq_job *job, long long wait_ms, void *data);
+    void (*on_job_finish)(rjq_job *job, int failed, long long run_ms, void *data);
     void *data;
     int concurrency;
     long lease_ms, poll_ms, reclaim_ms;
@@ -246,6 +255,8 @@ typedef struct fetch_job {
     const char *payload;      /* a checked fetch's: the pushed payload (NULL: none) */
     size_t len;
     long long wait_ms;        /* rjq__pushed's */
+    const char *headers;      /* rjq__pushed's (a copy) */
+    size_t hlen;
 } fetch_job;
 
 /* A lease check is a fetch too (check set): the jobs of an unconfirmed

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "compat.h"
+#include "headers.h"
 #include "replyarena.h"
 #include "worker_private.h"
 
@@ -243,6 +244,15 @@ rjq_job *rjq__w_new_job_from(rjq_worker *w, const rjq__pushed *d, rjq__tok *tok,
     j->deadline = d->deadline;
     j->made_ms = rjq__now_ms();
     j->wait_ms = d->attempt == 1 ? d->wait_ms : -1;
+    j->on_finish = NULL;
+    j->hook_data = NULL;
+    int oom = 0;
+    j->headers = rjq__headers_read(d->headers, d->hlen, &j->nheaders, &oom);
+    if (oom) {
+        if (j->own_payload) rjq__hi_free(j->own_payload);
+        free(j);
+        return NULL;
+    }
     j->notice = 0;
     j->place = RJQ__JOB_NEW;
     j->prev = j->next = NULL;
@@ -281,6 +291,7 @@ void rjq__w_free_job(rjq_job *job) {
     RJQ_ASSERT(job->place == RJQ__JOB_LOOSE && job->tok == NULL);
     RJQ_ASSERT(job->prev == NULL && job->next == NULL);
     if (job->own_payload) rjq__hi_free(job->own_payload);
+    free(job->headers);
     free(job);
 }
 
@@ -324,6 +335,11 @@ void rjq__w_run_jobs(rjq_worker *w, rjq_job **jobs, size_t n, long long until) {
     size_t i = 0, nback = 0;
     for (; i < n && !rjq__free_pending(c); i++) {
         if (!stale(w, jobs[i], until)) {
+            if (w->on_job_start || w->on_job_finish) { /* (rjq.h: once per attempt each) */
+                jobs[i]->on_finish = w->on_job_finish;
+                jobs[i]->hook_data = w->data;
+                if (w->on_job_start) w->on_job_start(jobs[i], jobs[i]->wait_ms, w->data);
+            }
             w->handler(jobs[i], w->data);
             continue;
         }

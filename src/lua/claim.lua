@@ -52,8 +52,9 @@
 --       the reply; 0: not, the worker reads them itself), 11.. the tokens
 --       the worker holds jobs of (a recovering claim leaves those alone)
 -- Returns { next, registered, token, deadline, then 5 per job: id, payload,
--- attempt, max_attempts, wait (ms from its enqueue to this first start; -1:
--- a later run or not known) } where the payload of a job this call started
+-- attempt, max_attempts (for a job with headers the string "<max>\n<headers
+-- text>", max_of in lib.lua), wait (ms from its enqueue to this first
+-- start; -1: a later run or not known) } where the payload of a job this call started
 -- is nil when ARGV 10 is 0: the worker reads the payloads with one HMGET
 -- of the payload column, so their bytes never pass through Lua (which
 -- hashes every byte of a string that enters it, and copies it in and out:
@@ -141,8 +142,8 @@ if #first > 0 then
   local ends, by_end, by_score = zmscore_sparse(deadlines, keep), nil, nil
   for i, id in ipairs(keep) do
     out[#out + 1] = id; out[#out + 1] = d[i]; out[#out + 1] = a[i]
-    local _, max, _b, tmo = parse_options(o[i])
-    out[#out + 1] = max; out[#out + 1] = -1
+    local _, _m, _b, tmo = parse_options(o[i])
+    out[#out + 1] = max_of(o[i]); out[#out + 1] = -1
     if tmo and ends[i] then
       local t = tonumber(ends[i]) - tmo + lease
       if not by_end or t > by_end then by_end = t end
@@ -179,7 +180,7 @@ if recover then
           want = want - 1
           rec[#rec + 1] = id
           out[#out + 1] = id; out[#out + 1] = d[i]; out[#out + 1] = a[i]
-          out[#out + 1] = select(2, parse_options(o[i])); out[#out + 1] = -1
+          out[#out + 1] = max_of(o[i]); out[#out + 1] = -1
           -- (its times stay: the start is that of the push it never ran)
           st[#st + 1] = id; st[#st + 1] = state_value('active', a[i], tok, tms[i] or nil)
           za[#za + 1] = deadline; za[#za + 1] = id

@@ -35,7 +35,11 @@
 --             not all defaults; backoff is "kind,base,max" or empty,
 --             timeout the job's run time limit in ms, dedup how long its
 --             id stays reserved after it finished (ms); empty or absent:
---             none
+--             none. A job with headers (src/headers.h) has them after a
+--             '\n': "<options>\n<key>=<value>[\n<key>=<value>...]" (its
+--             options all defaults: "0,,"); every reader of the options
+--             stops at the '\n' (parse_options), the claim and the pushes
+--             hand the headers to the worker (start_jobs)
 --   result    result of a completed job; absent when empty (most jobs
 --             return nothing, and a field per job costs a completion an
 --             insert into a hash as large as the retention, and the
@@ -280,13 +284,24 @@ local function times_ended(tm, stamp)
 end
 
 -- A job's options: priority, max attempts, backoff spec (nil = default),
--- timeout ms (nil = none), dedup ms (nil = none).
+-- timeout ms (nil = none), dedup ms (nil = none), headers text (nil =
+-- none: see the options column above).
 local function parse_options(o)
   if not o then return 0, DEFAULT_MAX_ATTEMPTS, nil, nil, nil end
+  local h, at = nil, string.find(o, '\n', 1, true)
+  if at then h = string.sub(o, at + 1); o = string.sub(o, 1, at - 1) end
   local p, m, b, t, u = string.match(o, '^(%-?%d+),(%d*),([^;]*);?(%d*);?(%d*)$')
-  if not p then return 0, DEFAULT_MAX_ATTEMPTS, nil, nil, nil end
+  if not p then return 0, DEFAULT_MAX_ATTEMPTS, nil, nil, nil, h end
   if b == '' then b = nil end
-  return tonumber(p), tonumber(m) or DEFAULT_MAX_ATTEMPTS, b, tonumber(t), tonumber(u)
+  return tonumber(p), tonumber(m) or DEFAULT_MAX_ATTEMPTS, b, tonumber(t), tonumber(u), h
+end
+
+-- A job's max attempts as a claim reply gives it (start_jobs): the number,
+-- or for a job with headers the string "<max attempts>\n<headers>".
+local function max_of(o)
+  local _, m, _b, _t, _u, h = parse_options(o)
+  if h then return num(m) .. '\n' .. h end
+  return m
 end
 
 -- A new job's options as a producer gives them (src/validate.c),
@@ -295,15 +310,20 @@ end
 -- what is stored would all be defaults: nothing stored), whether it has a
 -- timeout, whether it is a debounce; nil when o is no such text. The one
 -- reading for every script that creates jobs (enqueue.lua, fire.lua).
+-- Headers follow the options after a '\n' (src/headers.h): stored with
+-- them, unread here.
 local function job_options(o)
+  local h, at = nil, string.find(o, '\n', 1, true)
+  if at then h = string.sub(o, at + 1); o = string.sub(o, 1, at - 1) end
   local d_, p_, m_, b_, t_, u_, x_ = string.match(o, '^(%d+),(%-?%d+),(%d+),([^;]*);?(%d*);?(%d*);?(%d*)$')
   if not d_ then return nil end
   local p, stored = tonumber(p_), false
-  if p ~= 0 or tonumber(m_) ~= DEFAULT_MAX_ATTEMPTS or b_ ~= '' or t_ ~= '' or u_ ~= '' then
+  if h or p ~= 0 or tonumber(m_) ~= DEFAULT_MAX_ATTEMPTS or b_ ~= '' or t_ ~= '' or u_ ~= '' then
     if tonumber(m_) == DEFAULT_MAX_ATTEMPTS then m_ = '' end
     stored = p_ .. ',' .. m_ .. ',' .. b_
     if u_ ~= '' then stored = stored .. ';' .. t_ .. ';' .. u_
     elseif t_ ~= '' then stored = stored .. ';' .. t_ end
+    if h then stored = stored .. '\n' .. h end
   end
   return tonumber(d_), p, stored, t_ ~= '', x_ == '1'
 end
@@ -1079,8 +1099,9 @@ local function start_jobs(J, c, ids, d, o, s, out)
         a, tm = a_ + 1, tm_
       end
       if o[i] then
-        local _, m_, _b, t_ = parse_options(o[i])
+        local _, m_, _b, t_, _u, h_ = parse_options(o[i])
         max, tmo = m_, t_
+        if h_ then max = max_of(o[i]) end -- (with its headers: the worker reads both)
       end
       -- (the value is made per job: its times are its own)
       local v = 'active ' .. num(a) .. ' ' .. tok .. ' @' .. times_started(tm, started)
@@ -1127,7 +1148,7 @@ end
 -- others (that worker then hears the doorbell and claims), so clients of
 -- two versions on one queue never push to each other (a refused push
 -- would have spent an attempt of its jobs).
-local PUSH_FORMAT = '6'
+local PUSH_FORMAT = '7'
 
 -- A push carries a job's payload only while it is small: at most
 -- PUSH_INLINE_MAX bytes, and at most PUSH_INLINE_TOTAL bytes of payloads
@@ -1190,9 +1211,11 @@ end
 -- Hand ready jobs to registered idle workers while both remain (at most
 -- `budget` jobs). Each worker gets one message on its channel:
 -- "<worker> <epoch> <count> <token> <deadline>\n" then per job
--- "<id len> <payload len> <attempt> <max attempts>\n" and the id and
+-- "<id len> <payload len> <attempt> <max attempts> <wait>\n" and the id and
 -- payload bytes, or for a payload too big to push (PUSH_INLINE_MAX, _TOTAL)
--- "<id len> - <attempt> <max attempts>\n" and the id bytes (the jobs of a
+-- "<id len> - <attempt> <max attempts> <wait>\n" and the id bytes; a job
+-- with headers has "<max attempts>+<headers length>" and its headers text
+-- right after its id (format 7; the jobs of a
 -- message share their token, see start_jobs, and their lease's end, in
 -- server time). A worker whose
 -- channel has no subscriber (its client is
@@ -1244,15 +1267,27 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
           local p = out[i + 1]
           local len = #p
           local wait = out[i + 4] >= 0 and int(out[i + 4]) or '-'
+          -- max attempts, and a job's headers (start_jobs) as "+<length>"
+          -- after it, their bytes after the id's
+          local m, h = out[i + 3], nil
+          if type(m) == 'string' then
+            local mx, hx = string.match(m, '^(%d+)\n(.*)$')
+            m, h = mx .. '+' .. num(#hx), hx
+          else
+            m = num(m)
+          end
           if len <= PUSH_INLINE_MAX and len <= inline_left then
             inline_left = inline_left - len
             msg[#msg + 1] = num(#out[i]) .. ' ' .. num(len) .. ' ' .. num(out[i + 2]) .. ' ' ..
-                            num(out[i + 3]) .. ' ' .. wait .. '\n'
-            msg[#msg + 1] = out[i]; msg[#msg + 1] = p
+                            m .. ' ' .. wait .. '\n'
+            msg[#msg + 1] = out[i]
+            if h then msg[#msg + 1] = h end
+            msg[#msg + 1] = p
           else
-            msg[#msg + 1] = num(#out[i]) .. ' - ' .. num(out[i + 2]) .. ' ' .. num(out[i + 3]) .. ' ' ..
+            msg[#msg + 1] = num(#out[i]) .. ' - ' .. num(out[i + 2]) .. ' ' .. m .. ' ' ..
                             wait .. '\n'
             msg[#msg + 1] = out[i]
+            if h then msg[#msg + 1] = h end
           end
         end
         redis.call(PUB or pub_mode(), ch, table.concat(msg))

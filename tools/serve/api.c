@@ -452,6 +452,10 @@ static void on_job(rjq_client *cl, int status, const rjq_job_info *ji, void *dat
                               "enqueued_ms", json_time(ji->enqueued_ms), "started_ms",
                               json_time(ji->started_ms), "ended_ms", json_time(ji->ended_ms));
         if (o) json_object_set_new(o, "attempts_history", attempts_json(ji));
+        json_t *hd = o ? json_object() : NULL; /* its headers (rjq_job_options.headers) */
+        for (size_t i = 0; hd && i < ji->nheaders; i++)
+            json_object_set_new(hd, ji->headers[i].key, json_string(ji->headers[i].value));
+        if (hd) json_object_set_new(o, "headers", hd);
         rows_job_reply(c->h.s, req, o, ji->token); /* (its worker, rows.c) */
     }
     call_free(c);

@@ -14,6 +14,12 @@
  * A client that resets its connection mid-wait is noticed at once and its
  * await cancelled (the job runs on); one that half-closed still gets its
  * answer.
+ *
+ * Trace context: the request's `traceparent` and `tracestate` headers (W3C
+ * Trace Context) become the job's headers of those names
+ * (rjq_job_options.headers), so its handler continues the caller's trace;
+ * one that is no job header value (over RJQ_HEADER_VALUE_MAX bytes, or not
+ * printable ASCII) is ignored, as the W3C spec asks of an invalid one.
  */
 #include "server.h"
 
@@ -39,6 +45,21 @@ static void unlink_waiter(waiter *w) {
     else s->waiters = w->next;
     if (w->next) w->next->prev = w->prev;
     s->nwaiters--;
+}
+
+/* The request's trace context headers that can be job headers, into h
+ * (room for 2); returns how many. */
+static size_t trace_headers(struct evhttp_request *req, rjq_header *h) {
+    static const char *const names[] = {"traceparent", "tracestate"};
+    size_t n = 0;
+    for (size_t i = 0; i < 2; i++) {
+        const char *v = evhttp_find_header(evhttp_request_get_input_headers(req), names[i]);
+        size_t len = v ? strlen(v) : 0;
+        int ok = v && len <= RJQ_HEADER_VALUE_MAX;
+        for (size_t k = 0; ok && k < len; k++) ok = v[k] >= 0x20 && v[k] <= 0x7e;
+        if (ok) h[n++] = (rjq_header){names[i], v};
+    }
+    return n;
 }
 
 /* X-Job-Id, and where the job can be read while it goes on (location). */
@@ -178,6 +199,8 @@ int enqueue_handle(server *s, struct evhttp_request *req, const char *name, sque
     jo.max_attempts = (int)attempts;
     jo.timeout_ms = timeout;
     jo.dedup_ms = dedup;
+    rjq_header trace[2];
+    if ((jo.nheaders = trace_headers(req, trace)) > 0) jo.headers = trace;
     if (dedup && jo.id == NULL) {
         reply_error(req, 400, "dedup needs an id");
         return 0;

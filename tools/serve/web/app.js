@@ -661,6 +661,7 @@ function jobPage(main, name, id) {
           row('run', 'ran', dur(j.started_ms, j.ended_ms)),
           row('worker', 'worker', workerText(j.worker)))),
         el('h3', {}, 'attempts'), attemptsTable(j.attempts_history || []),
+        el('h3', {}, 'headers'), headersTable(j.headers || {}),
         el('h3', {}, 'error'), j.error === null ? el('span', { class: 'muted' }, 'none') : bytesView(j.error),
         el('h3', {}, 'payload'), bytesView(j.payload),
         el('h3', {}, 'result'), bytesView(j.result));
@@ -671,6 +672,14 @@ function jobPage(main, name, id) {
   load();
   connectEvents('queues=' + name);
   return { onJob(e) { if (e.queue === name && e.id === id) load(); } };
+}
+
+// A job's headers (traceparent, tracestate, the producer's own keys).
+function headersTable(h) {
+  const keys = Object.keys(h);
+  if (!keys.length) return el('p', { class: 'muted', id: 'headers' }, 'none');
+  return el('table', { class: 'kv headers', id: 'headers' }, el('tbody', {},
+    keys.map(k => el('tr', { 'data-header': k }, el('th', {}, k), el('td', { class: 'mono' }, h[k])))));
 }
 
 // A job's attempts, oldest first: start, end, run time, worker, outcome.

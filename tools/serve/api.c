@@ -145,6 +145,8 @@ void api_server(server *s, struct evhttp_request *req) {
     else json_decref(mem);
     if (o) json_object_set_new(o, "redis_nodes", s->redis_nodes ? json_incref(s->redis_nodes)
                                                                 : json_null());
+    if (o) json_object_set_new(o, "redis_down_since_ms", s->redis_up ? json_null()
+                                                            : json_integer(s->redis_down_ms));
     reply_json(req, 200, o);
 }
 

@@ -87,6 +87,7 @@ typedef struct server {
     char *token;             /* --token-file's token, NULL: none */
     int early_close;         /* the loop backend reports EV_CLOSED */
     int redis_up;            /* the command connection is up */
+    long long redis_down_ms; /* while it is not: since when (wall-clock ms; the start) */
     long nheld;              /* requests held (held_start .. held_end or gone) */
     struct held *unwatched;  /* held requests whose socket is not watched yet */
     struct event *watch;     /* watches them once WATCH_AFTER_MS old */
@@ -149,6 +150,8 @@ typedef struct server {
 
 /* ---- server.c: the monotonic clock, seconds --- */
 double serve_now_s(void);
+/* The wall clock, ms since the epoch (times shown to people). */
+long long serve_wall_ms(void);
 
 /* ---- server.c: replies --------------------------------------------------- */
 
@@ -270,6 +273,9 @@ squeue *queues_shard_of(const server *s, const char *name, int *index);
 const char *queues_master_of(const server *s, int slot);
 /* Free every queue's state (handles go with the client). */
 void queues_free(server *s);
+/* Redis went away: forget what was read of it (memory, each master's
+ * INFO), so nothing shows its last figures as current; read again once back. */
+void queues_forget_redis(server *s);
 
 /* ---- the route handlers (args: the query's parameters, parsed once) ---------------------------------------------------- */
 

@@ -9,6 +9,7 @@
  *   ../timing.c enqueue-to-start and run-time histograms from job events
  *   api.c      the /v1 routes but enqueue
  *   enqueue.c  POST /v1/queues/{q}/jobs, with ?wait= (requests that wait)
+ *   bulk.c     POST /v1/queues/{q}/run-now: delayed jobs made ready, by id
  *   search.c   /v1/queues/{q}/search: payload searches in bounded steps
  *              (their logic: search_state.c)
  *   sse.c      GET /v1/events (Server-Sent Events)
@@ -276,6 +277,10 @@ void queues_free(server *s);
 /* Redis went away: forget what was read of it (memory, each master's
  * INFO), so nothing shows its last figures as current; read again once back. */
 void queues_forget_redis(server *s);
+
+/* ---- bulk.c: POST /v1/queues/{q}/run-now {"ids": [...]} ------------------------ */
+
+void bulk_run_now(server *s, struct evhttp_request *req, squeue *q);
 
 /* ---- the route handlers (args: the query's parameters, parsed once) ---------------------------------------------------- */
 

@@ -436,7 +436,30 @@ function queuePage(main, name, tab, offset) {
       ...acts.map(([verb, done, how]) => action(verb + ' selected', () => bulkAct(verb, done, how),
         verb === 'replay' || verb === 'run now' ? '' : 'danger'))] : []));
   }
+  // run now: one request for them all (POST /v1/queues/{q}/run-now), which
+  // says what became of each id
+  async function bulkRunNow() {
+    const ids = [...selected];
+    try {
+      const r = await api('POST', `/v1/queues/${enc(name)}/run-now`, JSON.stringify({ ids }));
+      const count = (what) => r.data.results.filter(x => x.result === what).length;
+      const parts = [`${plural(r.data.ran, 'job')} made ready`];
+      if (count('not delayed')) parts.push(`${count('not delayed')} not delayed any more`);
+      if (count('not found')) parts.push(`${count('not found')} not found`);
+      const err = r.data.results.find(x => x.result === 'error');
+      if (err) parts.push(`${count('error')} failed (${err.error})`);
+      toast(parts.join('; '), r.data.ran === 0);
+    } catch (e) {
+      toast(e.message, true);
+    }
+    for (const id of ids) selected.delete(id);
+    allBox.checked = false;
+    drawBulk();
+    refresh();
+    loadHead();
+  }
   async function bulkAct(verb, done, how) {
+    if (verb === 'run now') return bulkRunNow();
     const ids = [...selected];
     const res = await Promise.allSettled(ids.map(id => {
       const [m, tail] = how(id);

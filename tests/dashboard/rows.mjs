@@ -45,6 +45,19 @@ try {
   await until('the active list shows busy-1 running on the worker', async () =>
     (await cell('busy-1', 'worker')) === `${HOST} pid ${WPID}` && /ago$/.test(await cell('busy-1', 'started')) &&
     (await cell('busy-1', 'ended')) === '–');
+  // the queue page's processes: the worker, and the jobs it runs (pushed by the stream)
+  const procRow = `#queue-processes tr[data-process][data-queue="rq"]`;
+  await until('the queue page lists the worker process running busy-1', async () =>
+    (await page.locator(procRow).count()) === 1 &&
+    (await page.textContent(`${procRow} td`)).startsWith(`${HOST} pid ${WPID}`) &&
+    (await page.getAttribute(`${procRow} a[data-job="busy-1"]`, 'href')) === '#/q/rq/job/busy-1');
+  await api('POST', '/v1/queues/rq/jobs?id=busy-2', 'sleep:1500:x');
+  await until('busy-2 shows in the process\'s running jobs without a reload', async () =>
+    (await page.locator(`${procRow} a[data-job="busy-2"]`).count()) === 1);
+  await shotShows('rows-processes', [`${procRow} a[data-job="busy-1"]`, `${procRow} a[data-job="busy-2"]`]);
+  await until('busy-2 leaves them once it completed', async () =>
+    (await page.locator(`${procRow} a[data-job="busy-2"]`).count()) === 0 &&
+    (await page.locator(`${procRow} a[data-job="busy-1"]`).count()) === 1);
 
   // ---- the job page: times, attempts, worker, payload, result ----
   await page.goto(BASE + '/#/q/rq/job/done-1');

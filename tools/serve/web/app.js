@@ -476,6 +476,7 @@ function queuePage(main, name, tab, offset) {
     loadHead();
   }
   const settings = el('div', { class: 'settings', id: 'settings' });
+  const procs = el('div', { class: 'qprocs', id: 'queue-processes' });
   const shards = el('div', { class: 'shards', id: 'shards' });
   const enqueueForm = canAct() ? el('form', { class: 'enqueue', id: 'enqueue' },
     el('textarea', { name: 'payload', rows: 2, placeholder: 'payload (text or JSON)' }),
@@ -496,7 +497,27 @@ function queuePage(main, name, tab, offset) {
     el('div', { class: 'cols' },
       el('div', { class: 'jobs' }, bulk, el('table', { class: 'ids rows' }, listHead, list), pager),
       el('div', { class: 'side' }, el('h3', {}, 'settings'), settings,
+        el('h3', {}, 'processes'), procs,
         el('h3', {}, 'live events'), feed)));
+
+  // the processes running workers on this queue (a sharded queue: on its
+  // shards) and the jobs each runs, as each said at its last liveness beat
+  function drawProcs(list) {
+    const mine = (qn) => qn === name || qn.startsWith(name + '~');
+    const rows = [];
+    for (const p of list) for (const q of p.queues) if (mine(q.queue)) rows.push([p, q]);
+    if (!rows.length) {
+      procs.replaceChildren(el('p', { class: 'muted' }, 'No process runs workers on this queue now.'));
+      return;
+    }
+    procs.replaceChildren(el('table', { class: 'procs' }, el('tbody', {}, rows.map(([p, q]) =>
+      el('tr', { 'data-process': p.id, 'data-queue': q.queue },
+        el('td', {}, `${p.host} pid ${p.pid}` + (p.name ? ` (${p.name})` : '') + (q.queue !== name ? ` · ${q.queue}` : '')),
+        el('td', { class: 'num', title: 'running / concurrency' }, `${q.running}/${q.concurrency}`),
+        el('td', { class: 'jobids' }, q.jobs.length ? q.jobs.map(id =>
+          el('a', { href: `#/q/${enc(name)}/job/${enc(id)}`, 'data-job': id }, id)) : el('span', { class: 'muted' }, 'idle')))))));
+  }
+  api('GET', '/v1/processes').then(r => drawProcs(r.data.processes)).catch(() => {});
 
   function drawHead(q) {
     const s = q.stats;
@@ -651,8 +672,9 @@ function queuePage(main, name, tab, offset) {
 
   loadHead();
   refresh();
-  connectEvents('queues=' + name);
+  connectEvents('queues=' + name + '&processes=1');
   return {
+    onProcesses: drawProcs,
     onStats(q) {
       if (q.name !== name) return;
       if (settings.dataset.paused !== String(q.stats.paused)) loadSettings(); /* paused elsewhere */

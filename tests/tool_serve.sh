@@ -603,8 +603,8 @@ for _ in $(seq 100); do req GET /v1/demo; [[ $BODY == *'"running":2'* ]] && brea
 expect 200 '"running":2'
 curl -s -N "$BASE/v1/events?jobs=0" >"$DIR/down.sse" 2>/dev/null &
 PIDS+=("$!")
-for _ in $(seq 100); do grep -q '^data: {"redis":true}' "$DIR/down.sse" && break; sleep 0.05; done
-CHECKS=$((CHECKS + 1)); grep -q '^data: {"redis":true}' "$DIR/down.sse" || fail "no server event on the stream: $(head -c 300 "$DIR/down.sse")"
+for _ in $(seq 100); do grep -q '^data: {"redis":true,' "$DIR/down.sse" && break; sleep 0.05; done
+CHECKS=$((CHECKS + 1)); grep -q '^data: {"redis":true,' "$DIR/down.sse" || fail "no server event on the stream: $(head -c 300 "$DIR/down.sse")"
 kill -TERM "$WK_PID"; wait "$WK_PID" # (a worker stopping waits for Redis to deregister it)
 redis_private_stop
 # Redis down: the probe, the API and the streams say so
@@ -613,8 +613,8 @@ expect 503 '"redis":false'
 req GET /v1/queues; expect 503 'redis unavailable'; header_has "Retry-After: 1"
 req GET /v1/queues/demo; expect 503 'redis unavailable'
 req GET /v1/server; expect 200 '"redis":false'
-for _ in $(seq 100); do grep -q '^data: {"redis":false}' "$DIR/down.sse" && break; sleep 0.05; done
-CHECKS=$((CHECKS + 1)); grep -B1 '^data: {"redis":false}' "$DIR/down.sse" | grep -q '^event: server' || fail "no redis-down event: $(tail -c 300 "$DIR/down.sse")"
+for _ in $(seq 100); do grep -q '^data: {"redis":false,' "$DIR/down.sse" && break; sleep 0.05; done
+CHECKS=$((CHECKS + 1)); grep -B1 -E '^data: \{"redis":false,"down_since_ms":[0-9]{13},' "$DIR/down.sse" | grep -q '^event: server' || fail "no redis-down event: $(tail -c 300 "$DIR/down.sse")"
 kill -TERM "$SPID"
 for _ in $(seq 300); do kill -0 "$SPID" 2>/dev/null || break; sleep 0.05; done
 CHECKS=$((CHECKS + 1))

@@ -37,6 +37,7 @@
 
 #include <curses.h>
 
+#include "rate.h"
 #include "timing.h"
 
 #define MAX_QUEUES 1000
@@ -263,9 +264,10 @@ static void rates(top *t, row *r) {
     if (wait >= 0) r->wait_ms = wait;
     if (run >= 0) r->run_ms = run;
     if (!r->have_prev || t->dt <= 0) return;
-    r->done_rate = (double)(r->s.completed - r->prev.completed) / t->dt;
-    r->fail_rate = (double)(r->s.failed - r->prev.failed) / t->dt;
-    r->in_rate = (double)(r->s.enqueued - r->prev.enqueued) / t->dt;
+    stats_rates sr = stats_rates_between(&r->prev, &r->s, t->dt); /* (a reset: no negative) */
+    r->done_rate = sr.done;
+    r->fail_rate = sr.fail;
+    r->in_rate = sr.in;
     if (r->nspark == SPARK) memmove(r->spark, r->spark + 1, (SPARK - 1) * sizeof r->spark[0]);
     else r->nspark++;
     r->spark[r->nspark - 1] = r->done_rate < 0 ? 0 : r->done_rate;

@@ -1,6 +1,10 @@
 // The dashboard with Redis gone and back (tests/dashboard_redis_down.sh):
 // Redis is stopped by its pid while the overview is open, then a new
-// redis-server is started on the same port (its pid file in DIR).
+// redis-server is started on the same port (its pid file in DIR). While
+// Redis is down the health line is red ("Redis unreachable since <time>")
+// and shows none of the figures read before (nor does /v1/server), the
+// queue table is hidden; the restarted Redis has every counter back at 0,
+// which no rate may read as a negative one (a reset, as Prometheus reads it).
 // Env: BASE, REDIS_PID, REDIS_PORT, DIR, CHROMIUM, ART.
 import { check, until, openPage, shotShowsOn, finish, api } from './lib.mjs';
 import { execFileSync } from 'node:child_process';
@@ -12,13 +16,23 @@ const { browser, page, errors: pageErrors } = await openPage();
 const shotShows = (name, selectors) => shotShowsOn(page, name, selectors);
 
 try {
-  check((await api('POST', '/v1/queues/before/jobs', 'x')).status === 201, 'a job enqueued');
+  for (const p of ['x', 'y', 'z'])
+    check((await api('POST', '/v1/queues/before/jobs', p)).status === 201, 'a job enqueued');
   await page.goto(BASE + '/');
   await until('the overview is live and lists the queue', async () =>
     (await page.textContent('#conn')) === 'live' && (await page.locator('tr[data-queue="before"]').count()) === 1);
+  const FIGURES = /Redis \d+\.\d+\.\d+ at 127\.0\.0\.1:\d+ · master · \d+ clients · [\d.]+ MB used/;
+  await until('the health line shows Redis figures (the server reads them every 2 s)', async () => {
+    if (FIGURES.test(await page.textContent('#redis-health'))) return true;
+    await page.reload();
+    return false;
+  });
+  await until('the overview counts the 3 jobs', async () =>
+    (await page.textContent('tr[data-queue="before"] td:nth-child(2)')) === '3');
 
   // ---- Redis stopped (by its pid): red ----
   const pid = Number(REDIS_PID);
+  const stoppedAt = Date.now();
   process.kill(pid, 'SIGTERM');
   await until('redis-server exited', async () => !alive(pid));
   await until('the badge says redis down, in red', async () =>
@@ -26,7 +40,29 @@ try {
     (await page.getAttribute('#conn', 'class')).includes('bad'));
   await until('the overview says Redis is unreachable', async () =>
     (await page.locator('#redis-down:not([hidden])').count()) === 1 &&
-    (await page.textContent('#redis-down')).includes('Redis is unreachable'));
+    (await page.textContent('#redis-down')).includes('Redis is unreachable since '));
+  // the health line: red, the time Redis went, no figure of before
+  const DOWN = /^Redis unreachable since \d\d:\d\d:\d\d$/;
+  const downLine = async () => {
+    const t = await page.textContent('#redis-health');
+    return DOWN.test(t) && !/MB used|clients/.test(t) &&
+      (await page.locator('#redis-health #redis-unreachable.bad').count()) === 1 &&
+      (await page.locator('#redis-health [data-node]').count()) === 0;
+  };
+  await until('the health line says Redis unreachable since <time>, no stale figures', downLine);
+  await until('the queue table and its stale counts are hidden', async () =>
+    (await page.locator('#queues').isHidden()));
+  const hz = await fetch(BASE + '/healthz');
+  const hzBody = await hz.json();
+  check(hz.status === 503 && hzBody.down_since_ms >= stoppedAt - 1000 && hzBody.down_since_ms <= Date.now(),
+    '/healthz: 503 and since when: ' + JSON.stringify(hzBody));
+  const sv = (await api('GET', '/v1/server')).data;
+  check(sv.redis === false && sv.redis_nodes === null && sv.redis_memory === null &&
+        sv.redis_down_since_ms === hzBody.down_since_ms,
+    '/v1/server while down: no figures of before, since when: ' + JSON.stringify(sv));
+  // a page opened while Redis is down: the same, at once
+  await page.reload();
+  await until('a reload while down: red health line, no figures', downLine);
   const red = await page.evaluate(() => getComputedStyle(document.getElementById('conn')).backgroundColor);
   const [r, g, b] = red.match(/\d+/g).map(Number);
   check(r > 150 && g < 100 && b < 100, 'the badge is red: ' + red);
@@ -34,13 +70,29 @@ try {
   const ink = await page.evaluate(() => getComputedStyle(document.getElementById('conn')).color);
   const [ir, ig, ib] = ink.match(/\d+/g).map(Number);
   check(Math.abs(ir - r) + Math.abs(ig - g) + Math.abs(ib - b) > 200, `the badge's text (${ink}) is readable on ${red}`);
-  await shotShows('redis-down', ['#conn.bad', '#redis-down']);
+  await shotShows('redis-down', ['#conn.bad', '#redis-down', '#redis-unreachable']);
+  // every stats event from here on (the rates of the queue whose counters
+  // the new Redis resets)
+  await page.evaluate(() => {
+    window.seenStats = [];
+    const es = new EventSource('/v1/events?jobs=0');
+    es.addEventListener('stats', m => window.seenStats.push(JSON.parse(m.data)));
+  });
 
   // ---- Redis back on the same port: recovered ----
   execFileSync('redis-server', ['--port', REDIS_PORT, '--bind', '127.0.0.1', '--dir', DIR, '--save', '',
     '--appendonly', 'no', '--daemonize', 'yes', '--pidfile', `${DIR}/redis2.pid`, '--logfile', `${DIR}/redis2.log`]);
   await until('the badge is live again', async () => (await page.textContent('#conn')) === 'live', 60000);
   await until('the warning is gone', async () => (await page.locator('#redis-down:not([hidden])').count()) === 0);
+  await until('the health line shows the new Redis\' figures', async () =>
+    FIGURES.test(await page.textContent('#redis-health')));
+  await until('the queue enqueued to before is read from the new Redis: its counters reset', async () =>
+    (await page.evaluate(() => window.seenStats.some(q => q.name === 'before' && q.stats.enqueued === 0))));
+  const seen = await page.evaluate(() => window.seenStats);
+  const negative = seen.filter(q => q.rates.in < 0 || q.rates.done < 0 || q.rates.fail < 0);
+  check(negative.length === 0, 'no negative rate after the restart: ' + JSON.stringify(negative.map(q => [q.name, q.rates])));
+  check(await page.evaluate(() => [...document.querySelectorAll('#queues td.num')].every(td => !td.textContent.startsWith('-'))),
+    'no negative figure in the overview');
   await until('a job is enqueued after the restart', async () =>
     (await api('POST', '/v1/queues/after/jobs', 'y')).status === 201);
   await until('the queue enqueued to after the restart is listed', async () =>

@@ -45,6 +45,19 @@ try {
   await until('the active list shows busy-1 running on the worker', async () =>
     (await cell('busy-1', 'worker')) === `${HOST} pid ${WPID}` && /ago$/.test(await cell('busy-1', 'started')) &&
     (await cell('busy-1', 'ended')) === '–');
+  // the queue page's processes: the worker, and the jobs it runs (pushed by the stream)
+  const procRow = `#queue-processes tr[data-process][data-queue="rq"]`;
+  await until('the queue page lists the worker process running busy-1', async () =>
+    (await page.locator(procRow).count()) === 1 &&
+    (await page.textContent(`${procRow} td`)).startsWith(`${HOST} pid ${WPID}`) &&
+    (await page.getAttribute(`${procRow} a[data-job="busy-1"]`, 'href')) === '#/q/rq/job/busy-1');
+  await api('POST', '/v1/queues/rq/jobs?id=busy-2', 'sleep:1500:x');
+  await until('busy-2 shows in the process\'s running jobs without a reload', async () =>
+    (await page.locator(`${procRow} a[data-job="busy-2"]`).count()) === 1);
+  await shotShows('rows-processes', [`${procRow} a[data-job="busy-1"]`, `${procRow} a[data-job="busy-2"]`]);
+  await until('busy-2 leaves them once it completed', async () =>
+    (await page.locator(`${procRow} a[data-job="busy-2"]`).count()) === 0 &&
+    (await page.locator(`${procRow} a[data-job="busy-1"]`).count()) === 1);
 
   // ---- the job page: times, attempts, worker, payload, result ----
   await page.goto(BASE + '/#/q/rq/job/done-1');
@@ -102,10 +115,28 @@ try {
   await until('the list drops later-4', async () => (await page.locator('tr[data-id="later-4"]').count()) === 0);
   for (const i of [5, 6]) await page.check(`tr[data-id="later-${i}"] input.pick`);
   await until('2 selected', async () => (await page.textContent('#bulk-count')) === '2 selected');
+  const runNowPosts = [];
+  const onRequest = r => { if (r.method() === 'POST' && /run-now/.test(r.url())) runNowPosts.push([r.url(), r.postData()]); };
+  page.on('request', onRequest);
   await page.click('#bulk button[data-action="run now selected"]');
   await until('a toast: 2 jobs made ready', async () =>
     (await page.locator('.toast').allTextContents()).includes('2 jobs made ready'));
+  page.off('request', onRequest);
   check(await notDelayed('later-5') && await notDelayed('later-6'), 'later-5 and later-6 left the delayed set');
+  check(runNowPosts.length === 1 && runNowPosts[0][0] === BASE + '/v1/queues/rq/run-now' &&
+        JSON.stringify(JSON.parse(runNowPosts[0][1]).ids.sort()) === '["later-5","later-6"]',
+    'the bulk run now is one request with the ids: ' + JSON.stringify(runNowPosts));
+  // the bulk endpoint answers for each id, in the order given
+  await api('POST', '/v1/queues/rq/jobs?id=later-8&delay=600000', 'x');
+  const bulk = await api('POST', '/v1/queues/rq/run-now', JSON.stringify({ ids: ['later-8', 'later-5', 'no-such-job'] }));
+  check(bulk.status === 200 && bulk.data.ran === 1 && JSON.stringify(bulk.data.results) ===
+    '[{"id":"later-8","result":"ran"},{"id":"later-5","result":"not delayed"},{"id":"no-such-job","result":"not found"}]',
+    'POST /v1/queues/rq/run-now: ran, not delayed, not found: ' + JSON.stringify(bulk));
+  check(await notDelayed('later-8'), 'later-8 left the delayed set');
+  for (const body of ['', 'x', '{}', '{"ids":[]}', '{"ids":[1]}', '{"ids":[""]}',
+                      JSON.stringify({ ids: [...Array(101).keys()].map(i => 'j' + i) })])
+    check((await api('POST', '/v1/queues/rq/run-now', body)).status === 400, 'a bad bulk body is a 400: ' + body.slice(0, 20));
+  check((await api('GET', '/v1/queues/rq/run-now')).status === 405, 'GET run-now: 405');
   await page.goto(BASE + '/#/q/rq/job/later-7');
   await until('the job page of a delayed job has run now', async () =>
     (await page.textContent('#jobstate')) === 'delayed' &&

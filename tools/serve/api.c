@@ -18,6 +18,7 @@
  *   POST   /v1/queues/{q}/jobs/{id}/cancel    cancel a job
  *   POST   /v1/queues/{q}/jobs/{id}/replay    replay a dead job
  *   POST   /v1/queues/{q}/jobs/{id}/run-now   run a delayed job now (rjq_queue_promote)
+ *   POST   /v1/queues/{q}/run-now {"ids":[...]}   run delayed jobs now, each id's outcome (bulk.c)
  *   POST   /v1/queues/{q}/replay[?limit=]     replay the oldest dead jobs
  *   POST   /v1/queues/{q}/purge?state=dead|cancelled   delete every job of the set
  *   POST   /v1/queues/{q}/pause, /resume      pause or resume the queue
@@ -145,6 +146,8 @@ void api_server(server *s, struct evhttp_request *req) {
     else json_decref(mem);
     if (o) json_object_set_new(o, "redis_nodes", s->redis_nodes ? json_incref(s->redis_nodes)
                                                                 : json_null());
+    if (o) json_object_set_new(o, "redis_down_since_ms", s->redis_up ? json_null()
+                                                            : json_integer(s->redis_down_ms));
     reply_json(req, 200, o);
 }
 
@@ -738,6 +741,9 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
             if (!method(req, EVHTTP_REQ_GET)) method_not_allowed(req, "GET");
             else if ((c = call_new(s, req, q, "settings")))
                 call_sent(c, rjq_queue_get_stats(q->q, on_settings_stats, c));
+        } else if (strcmp(a, "run-now") == 0) {
+            if (!method(req, EVHTTP_REQ_POST)) method_not_allowed(req, "POST");
+            else bulk_run_now(s, req, q);
         } else if (strcmp(a, "pause") && strcmp(a, "resume") && strcmp(a, "replay") &&
                    strcmp(a, "purge") && strcmp(a, "reclaim")) {
             reply_error(req, 404, "no such route");

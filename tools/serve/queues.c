@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rate.h"
 #include "statsfmt.h"
 
 #define REFRESH_MS 1000
@@ -161,10 +162,11 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *st, void *data)
         q->m = NULL;
     if (st->exists && q->nshards > 1) monitor_shards(q); /* (those missing) */
     if (q->have_prev && q->at > q->prev_at) {
-        double dt = q->at - q->prev_at;
-        q->in_rate = (double)(q->s.enqueued - q->prev.enqueued) / dt;
-        q->done_rate = (double)(q->s.completed - q->prev.completed) / dt;
-        q->fail_rate = (double)(q->s.failed - q->prev.failed) / dt;
+        /* (a counter that went down, Redis restarted empty: a reset) */
+        stats_rates r = stats_rates_between(&q->prev, &q->s, q->at - q->prev_at);
+        q->in_rate = r.in;
+        q->done_rate = r.done;
+        q->fail_rate = r.fail;
     }
     timing_queue_means(&q->t, &q->wait_ms, &q->run_ms);
     read_head(q);
@@ -363,6 +365,7 @@ static void on_memory(rjq_client *c, int status, const rjq_memory_info *m, void 
     (void)c;
     s->memory_reading = 0;
     if (status != RJQ_OK) return; /* (a user without +info: no warning to give) */
+    if (!s->redis_up) return;     /* (an answer from before Redis went: forgotten) */
     s->memory = *m;
     snprintf(s->memory_policy, sizeof s->memory_policy, "%s", m->maxmemory_policy);
     s->memory.maxmemory_policy = s->memory_policy;
@@ -415,6 +418,7 @@ static void on_info(rjq_client *c, int status, const rjq_master *list, size_t n,
     (void)c;
     s->nodes_reading = 0;
     if (status != RJQ_OK) return; /* (kept: the last read; /healthz says whether it is up) */
+    if (!s->redis_up) return; /* (Redis went since it was asked: nothing to show as current) */
     json_t *a = json_array();
     for (size_t i = 0; a && i < n; i++) {
         const rjq_master *m = &list[i];
@@ -440,8 +444,11 @@ static void on_info(rjq_client *c, int status, const rjq_master *list, size_t n,
         if (o) json_array_append_new(a, o);
     }
     if (a == NULL) return;
+    int was_unknown = s->redis_nodes == NULL;
     json_decref(s->redis_nodes);
     s->redis_nodes = a;
+    if (was_unknown) /* (the pages read them again: first read, or Redis back) */
+        sse_broadcast(s, "server", NULL, server_state_json(s), 0);
     struct serve_master *ms = calloc(n, sizeof *ms);
     for (size_t i = 0; ms && i < n; i++) {
         ms[i].address = strdup(list[i].address);
@@ -560,6 +567,12 @@ int queues_start(server *s) {
     event_add(s->refresh, &tv);
     on_refresh(-1, 0, s); /* the first listing now */
     return 0;
+}
+
+void queues_forget_redis(server *s) {
+    json_decref(s->redis_nodes);
+    s->redis_nodes = NULL;
+    s->memory_known = 0;
 }
 
 void queues_free(server *s) {

@@ -412,7 +412,14 @@ static int is_get(struct evhttp_request *req) {
 
 static void healthz(server *s, struct evhttp_request *req) {
     if (s->redis_up) reply_json(req, 200, json_pack("{ss sb}", "status", "ok", "redis", 1));
-    else reply_json(req, 503, json_pack("{ss sb}", "status", "redis unavailable", "redis", 0));
+    else reply_json(req, 503, json_pack("{ss sb sI}", "status", "redis unavailable", "redis", 0,
+                                        "down_since_ms", (json_int_t)s->redis_down_ms));
+}
+
+long long serve_wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* The routes that read or write Redis: 503 while it is unreachable (a
@@ -422,9 +429,13 @@ static int needs_redis(const char *path) {
            strncmp(path, "/v1/demo", 8) == 0;
 }
 
-/* {"redis": up}: the "server" event of the streams. */
+/* {"redis": up, "down_since_ms": since when it is not (null while up),
+ * "nodes": each master's INFO is read (GET /v1/server has it)}: the
+ * "server" event of the streams. */
 json_t *server_state_json(const server *s) {
-    return json_pack("{sb}", "redis", s->redis_up);
+    return json_pack("{sb so sb}", "redis", s->redis_up, "down_since_ms",
+                     s->redis_up ? json_null() : json_integer(s->redis_down_ms), "nodes",
+                     s->redis_nodes != NULL);
 }
 
 static void on_request(struct evhttp_request *req, void *arg) {
@@ -517,6 +528,10 @@ static void on_event(rjq_client *c, rjq_event ev, int conn, const char *detail, 
     int was_up = s->redis_up;
     if (conn == RJQ_CONN_COMMAND && ev == RJQ_EVENT_CONNECTED) s->redis_up = 1;
     if (conn == RJQ_CONN_COMMAND && ev == RJQ_EVENT_DISCONNECTED) s->redis_up = 0;
+    if (was_up && !s->redis_up) { /* Redis' figures read before are not current any more */
+        s->redis_down_ms = serve_wall_ms();
+        queues_forget_redis(s);
+    }
     if (s->redis_up != was_up) sse_broadcast(s, "server", NULL, server_state_json(s), 0);
     if (ev != RJQ_EVENT_CONNECTED || detail)
         log_line(ev == RJQ_EVENT_CONNECTED ? "info" : "warn", NULL, 0,
@@ -697,6 +712,7 @@ int serve_run(struct event_base *base, const rjq_client_options *co, const serve
     s->base = base;
     s->o = *o;
     s->started = serve_now_s();
+    s->redis_down_ms = serve_wall_ms(); /* (until it first connects) */
     s->early_close = (event_base_get_features(base) & EV_FEATURE_EARLY_CLOSE) != 0;
     rjq_client_options copts = *co;
     copts.on_event = on_event;

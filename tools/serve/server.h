@@ -9,6 +9,7 @@
  *   ../timing.c enqueue-to-start and run-time histograms from job events
  *   api.c      the /v1 routes but enqueue
  *   enqueue.c  POST /v1/queues/{q}/jobs, with ?wait= (requests that wait)
+ *   bulk.c     POST /v1/queues/{q}/run-now: delayed jobs made ready, by id
  *   search.c   /v1/queues/{q}/search: payload searches in bounded steps
  *              (their logic: search_state.c)
  *   sse.c      GET /v1/events (Server-Sent Events)
@@ -87,6 +88,7 @@ typedef struct server {
     char *token;             /* --token-file's token, NULL: none */
     int early_close;         /* the loop backend reports EV_CLOSED */
     int redis_up;            /* the command connection is up */
+    long long redis_down_ms; /* while it is not: since when (wall-clock ms; the start) */
     long nheld;              /* requests held (held_start .. held_end or gone) */
     struct held *unwatched;  /* held requests whose socket is not watched yet */
     struct event *watch;     /* watches them once WATCH_AFTER_MS old */
@@ -149,6 +151,8 @@ typedef struct server {
 
 /* ---- server.c: the monotonic clock, seconds --- */
 double serve_now_s(void);
+/* The wall clock, ms since the epoch (times shown to people). */
+long long serve_wall_ms(void);
 
 /* ---- server.c: replies --------------------------------------------------- */
 
@@ -270,6 +274,13 @@ squeue *queues_shard_of(const server *s, const char *name, int *index);
 const char *queues_master_of(const server *s, int slot);
 /* Free every queue's state (handles go with the client). */
 void queues_free(server *s);
+/* Redis went away: forget what was read of it (memory, each master's
+ * INFO), so nothing shows its last figures as current; read again once back. */
+void queues_forget_redis(server *s);
+
+/* ---- bulk.c: POST /v1/queues/{q}/run-now {"ids": [...]} ------------------------ */
+
+void bulk_run_now(server *s, struct evhttp_request *req, squeue *q);
 
 /* ---- the route handlers (args: the query's parameters, parsed once) ---------------------------------------------------- */
 

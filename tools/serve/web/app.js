@@ -16,6 +16,7 @@ const state = {
   statsAt: new Map(),    // name -> statsSeq of its last stats event
   streamOpen: false,     // the event stream is connected
   redis: true,           // Redis reachable (the stream's "server" events)
+  redisDownSince: null,  // since when it is not (server ms), while it is not
 };
 
 // The badge in the header: the stream's state, and Redis' (red when down).
@@ -155,6 +156,7 @@ function connectEvents(query) {
     const d = JSON.parse(m.data);
     const back = d.redis && !state.redis;
     state.redis = d.redis;
+    state.redisDownSince = d.redis ? null : d.down_since_ms;
     showConn();
     if (state.view && state.view.onServer) state.view.onServer(d, back);
   });
@@ -189,26 +191,49 @@ function overview(main) {
        'wait', 'run', 'done/s history', ''].map(h => el('th', {}, h)))),
     body);
   const NO_QUEUE = 'No queue yet: queues appear once something enqueues to them or a worker runs on them.';
-  const NO_REDIS = 'Redis is unreachable: the queues cannot be read (the server retries).';
-  const empty = el('p', { class: 'muted', id: 'empty' }, state.redis ? NO_QUEUE : NO_REDIS);
-  const down = el('div', { id: 'redis-down', class: 'warning bad', hidden: state.redis }, NO_REDIS);
+  const since = () => state.redisDownSince ? ` since ${clock(state.redisDownSince)}` : '';
+  const noRedis = () => `Redis is unreachable${since()}: the queues cannot be read (the server retries).`;
+  const empty = el('p', { class: 'muted', id: 'empty' }, state.redis ? NO_QUEUE : noRedis());
+  const down = el('div', { id: 'redis-down', class: 'warning bad', hidden: state.redis }, noRedis());
   const warn = el('div', { id: 'evict-warning', class: 'warning', hidden: true });
   const health = el('div', { id: 'redis-health', class: 'muted health' });
   main.append(el('h1', {}, 'Queues'), down, warn, health, state.server.demo ? demoPanel() : '', empty, table);
-  api('GET', '/v1/server').then(r => {
-    // each Redis master: version, role, clients, memory (INFO, read every 2 s)
+  // Redis' health line: each master's version, role, clients, memory (INFO,
+  // read every 2 s), or red while Redis is unreachable: never the last
+  // figures read as if current (the server forgets them when Redis goes)
+  let healthKnown = false, healthAsking = false;
+  function drawHealth(d) {
+    if (!state.redis) {
+      healthKnown = false;
+      warn.hidden = true;
+      health.replaceChildren(el('span', { class: 'node bad', id: 'redis-unreachable' },
+        `Redis unreachable${since()}`));
+      return;
+    }
     const mb = (b) => b === null || b === undefined ? '–' : (b / 1048576).toFixed(1) + ' MB';
-    health.replaceChildren(...(r.data.redis_nodes || []).map(n => el('span', {
+    healthKnown = !!d.redis_nodes;
+    health.replaceChildren(...(d.redis_nodes || []).map(n => el('span', {
       class: 'node' + (n.ok ? '' : ' bad'), 'data-node': n.address },
       n.ok ? `Redis ${n.version || '?'} at ${n.address} · ${n.role || '?'} · ${fmt(n.clients)} clients · ` +
              `${mb(n.used_memory)} used` : `Redis at ${n.address}: ${n.error || 'no answer'}`)));
-    const m = r.data.redis_memory;
-    if (m && m.can_evict_jobs) {
+    const m = d.redis_memory;
+    warn.hidden = !(m && m.can_evict_jobs);
+    if (m && m.can_evict_jobs)
       warn.textContent = `Redis may delete jobs to make room: its maxmemory-policy is ${m.maxmemory_policy} ` +
         `under a maxmemory of ${fmt(m.maxmemory)} bytes. Set maxmemory-policy noeviction for job queues.`;
-      warn.hidden = false;
-    }
-  }).catch(() => {});
+  }
+  let healthAgain = false;
+  function loadHealth() {
+    if (healthAsking) { healthAgain = true; return; } /* (asked again once this answer is in) */
+    healthAsking = true;
+    api('GET', '/v1/server').then(r => {
+      if (r.data.redis !== false || !state.redis) drawHealth(r.data); /* (else older than the stream) */
+    }).catch(() => {}).finally(() => {
+      healthAsking = false;
+      if (healthAgain) { healthAgain = false; loadHealth(); }
+    });
+  }
+  loadHealth();
   const rows = new Map();
   function row(q) {
     if (q.shard_of !== undefined) return; /* a sharded queue is one row: its shards are not */
@@ -235,11 +260,11 @@ function overview(main) {
     else insertSorted(body, tr, q.name);
     rows.set(q.name, tr);
     empty.hidden = rows.size > 0;
-    table.hidden = rows.size === 0;
+    table.hidden = rows.size === 0 || !state.redis; /* (while Redis is down: no stale figures) */
   }
   for (const q of [...state.queues.values()].sort((a, b) => a.name < b.name ? -1 : 1)) row(q);
   empty.hidden = rows.size > 0;
-  table.hidden = rows.size === 0;
+  table.hidden = rows.size === 0 || !state.redis;
   // The listing and the stream come on two connections: a queue the
   // stream told of after the listing was asked for keeps the stream's
   // stats (the listing's may be older, and the stream sends a queue's
@@ -256,8 +281,12 @@ function overview(main) {
   connectEvents('jobs=0');
   function onServer(d, back) {
     down.hidden = d.redis;
-    empty.textContent = d.redis ? NO_QUEUE : NO_REDIS;
+    down.textContent = noRedis();
+    empty.textContent = d.redis ? NO_QUEUE : noRedis();
+    table.hidden = rows.size === 0 || !d.redis;
+    if (!d.redis) drawHealth(d);
     if (back) list();
+    if (d.redis && d.nodes && !healthKnown) loadHealth(); /* (back: once the server read Redis again) */
   }
   return { onStats: (q) => { row(q); if (q.name === 'demo' && demoLists) demoLists(); }, onServer,
     onDemo: (d) => { if (demoDraw) demoDraw(d); } };
@@ -407,7 +436,30 @@ function queuePage(main, name, tab, offset) {
       ...acts.map(([verb, done, how]) => action(verb + ' selected', () => bulkAct(verb, done, how),
         verb === 'replay' || verb === 'run now' ? '' : 'danger'))] : []));
   }
+  // run now: one request for them all (POST /v1/queues/{q}/run-now), which
+  // says what became of each id
+  async function bulkRunNow() {
+    const ids = [...selected];
+    try {
+      const r = await api('POST', `/v1/queues/${enc(name)}/run-now`, JSON.stringify({ ids }));
+      const count = (what) => r.data.results.filter(x => x.result === what).length;
+      const parts = [`${plural(r.data.ran, 'job')} made ready`];
+      if (count('not delayed')) parts.push(`${count('not delayed')} not delayed any more`);
+      if (count('not found')) parts.push(`${count('not found')} not found`);
+      const err = r.data.results.find(x => x.result === 'error');
+      if (err) parts.push(`${count('error')} failed (${err.error})`);
+      toast(parts.join('; '), r.data.ran === 0);
+    } catch (e) {
+      toast(e.message, true);
+    }
+    for (const id of ids) selected.delete(id);
+    allBox.checked = false;
+    drawBulk();
+    refresh();
+    loadHead();
+  }
   async function bulkAct(verb, done, how) {
+    if (verb === 'run now') return bulkRunNow();
     const ids = [...selected];
     const res = await Promise.allSettled(ids.map(id => {
       const [m, tail] = how(id);
@@ -424,6 +476,7 @@ function queuePage(main, name, tab, offset) {
     loadHead();
   }
   const settings = el('div', { class: 'settings', id: 'settings' });
+  const procs = el('div', { class: 'qprocs', id: 'queue-processes' });
   const shards = el('div', { class: 'shards', id: 'shards' });
   const enqueueForm = canAct() ? el('form', { class: 'enqueue', id: 'enqueue' },
     el('textarea', { name: 'payload', rows: 2, placeholder: 'payload (text or JSON)' }),
@@ -444,7 +497,27 @@ function queuePage(main, name, tab, offset) {
     el('div', { class: 'cols' },
       el('div', { class: 'jobs' }, bulk, el('table', { class: 'ids rows' }, listHead, list), pager),
       el('div', { class: 'side' }, el('h3', {}, 'settings'), settings,
+        el('h3', {}, 'processes'), procs,
         el('h3', {}, 'live events'), feed)));
+
+  // the processes running workers on this queue (a sharded queue: on its
+  // shards) and the jobs each runs, as each said at its last liveness beat
+  function drawProcs(list) {
+    const mine = (qn) => qn === name || qn.startsWith(name + '~');
+    const rows = [];
+    for (const p of list) for (const q of p.queues) if (mine(q.queue)) rows.push([p, q]);
+    if (!rows.length) {
+      procs.replaceChildren(el('p', { class: 'muted' }, 'No process runs workers on this queue now.'));
+      return;
+    }
+    procs.replaceChildren(el('table', { class: 'procs' }, el('tbody', {}, rows.map(([p, q]) =>
+      el('tr', { 'data-process': p.id, 'data-queue': q.queue },
+        el('td', {}, `${p.host} pid ${p.pid}` + (p.name ? ` (${p.name})` : '') + (q.queue !== name ? ` · ${q.queue}` : '')),
+        el('td', { class: 'num', title: 'running / concurrency' }, `${q.running}/${q.concurrency}`),
+        el('td', { class: 'jobids' }, q.jobs.length ? q.jobs.map(id =>
+          el('a', { href: `#/q/${enc(name)}/job/${enc(id)}`, 'data-job': id }, id)) : el('span', { class: 'muted' }, 'idle')))))));
+  }
+  api('GET', '/v1/processes').then(r => drawProcs(r.data.processes)).catch(() => {});
 
   function drawHead(q) {
     const s = q.stats;
@@ -599,8 +672,9 @@ function queuePage(main, name, tab, offset) {
 
   loadHead();
   refresh();
-  connectEvents('queues=' + name);
+  connectEvents('queues=' + name + '&processes=1');
   return {
+    onProcesses: drawProcs,
     onStats(q) {
       if (q.name !== name) return;
       if (settings.dataset.paused !== String(q.stats.paused)) loadSettings(); /* paused elsewhere */
@@ -697,6 +771,13 @@ function attemptsTable(list) {
 // ---- job rows (GET /v1/queues/{q}/jobs: rows.c) -------------------------
 
 function plural(n, what, many) { return `${n} ${n === 1 ? what : (many || what + 's')}`; }
+
+// A server time (ms) as the time of day, the date too when not today.
+function clock(t) {
+  const d = new Date(t), now = new Date();
+  const hms = d.toLocaleTimeString('en-GB', { hour12: false });
+  return d.toDateString() === now.toDateString() ? hms : `${d.toISOString().slice(0, 10)} ${hms}`;
+}
 
 // A server time (ms): how long ago, the exact time as its title; '–' when none.
 function when(t) {
@@ -943,6 +1024,8 @@ async function start() {
   try {
     const r = await api('GET', '/v1/server');
     state.server = r.data;
+    state.redis = r.data.redis !== false;
+    state.redisDownSince = r.data.redis_down_since_ms || null;
     const info = document.getElementById('info');
     info.textContent = `rjq ${r.data.version}` + (r.data.read_only ? ' · read-only' : '') +
       (r.data.queues !== '*' ? ` · queues ${r.data.queues}` : '');

@@ -118,6 +118,12 @@ void rjq__w_schedule(group *g) {
     rjq__w_group_sched(g, GE_LEAVE);
 }
 
+int rjq__w_group_wants(const group *g, const rjq_worker *but) {
+    for (int i = 0; i < g->n; i++)
+        if (g->m[i] != but && g->m[i]->state == W_ACTIVE && m_wants(g->m[i])) return 1;
+    return 0;
+}
+
 /* Claim: a member asks its group's scheduler. */
 void rjq__w_claim(rjq_worker *w) {
     if (w->g == NULL) {

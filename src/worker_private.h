@@ -378,7 +378,8 @@ void rjq__w_claim_up_to(rjq_worker *w, int cap);
 void rjq__w_schedule(group *g);
 /* Claim: a member asks its group's scheduler. */
 void rjq__w_claim(rjq_worker *w);
-/* A member of g other than `but` would claim now (the scheduler's test). */
+/* A member of g other than `but` would claim now and has slots of its own
+ * to claim with (the scheduler's tests). */
 int rjq__w_group_wants(const group *g, const rjq_worker *but);
 
 /* ---- worker_wake.c ---- */

@@ -83,11 +83,13 @@ TEST(awaited_jobs_on_a_sharded_queue_cost_the_script_calls_of_a_plain_queues) {
             (double)p.calls / JOBS, (double)p.commands / JOBS, (double)s.calls / JOBS,
             (double)s.commands / JOBS);
     /* an enqueue and a completion call per job (the completion offers the
-     * slot back: no claim) */
+     * slot back: no claim); before, 3.000 calls and 55 commands against
+     * 2.000 and 32 (the sharded queue's made ids take the caller-id path
+     * of the enqueue script: ~6 commands more, docs/sharding.md 6a) */
     ASSERT(p.calls <= JOBS * 23 / 10);
     ASSERT(s.calls <= JOBS * 23 / 10);
-    ASSERT(s.calls * 10 <= p.calls * 11);
-    ASSERT(s.commands * 10 <= p.commands * 12);
+    ASSERT(s.calls * 100 <= p.calls * 115);
+    ASSERT(s.commands * 10 <= p.commands * 14);
     env_stop(&e);
 }
 

@@ -439,7 +439,7 @@ static int held_start_workers(held *h) {
 static int held_start_worker(rjq_queue *q, held *h) {
     if (h->kind == H_WORKERS) return held_start_workers(h);
     layout *l = layout_of(q);
-    if (l) return rjq__worker_start_reserved(h->w, l->sub, (size_t)l->n, RJQ_WORKER_WEIGHTED, NULL,
+    if (l) return rjq__worker_start_reserved(h->w, l->sub, (size_t)l->n, RJQ__WORKER_SHARDS, NULL,
                                              &h->wo);
     return rjq__worker_start_reserved(h->w, &q, 1, RJQ_WORKER_STRICT, NULL, &h->wo);
 }
@@ -1194,8 +1194,8 @@ int rjq_worker_start(rjq_queue *q, const rjq_worker_options *opts, rjq_handler_f
     if (l == NULL) return rjq__worker_start_one(q, opts, handler, data, out);
     int weights[RJQ_SHARDS_MAX];
     for (int i = 0; i < l->n; i++) weights[i] = 1;
-    return rjq_worker_start_queues(l->sub, (size_t)l->n, RJQ_WORKER_WEIGHTED, weights, opts,
-                                   handler, data, out);
+    return rjq__worker_start_queues_now(l->sub, (size_t)l->n, RJQ__WORKER_SHARDS, weights, opts,
+                                        handler, data, out);
 }
 
 int rjq_worker_start_queues(rjq_queue *const *queues, size_t n, rjq_worker_order order,

@@ -320,7 +320,9 @@ static int start_group(rjq_worker *first, rjq_queue *const *queues, size_t n,
                        rjq_handler_fn *handler, void *data, rjq_worker **out) {
     group *g = calloc(1, sizeof *g);
     if (g == NULL) return RJQ_ENOMEM;
-    g->order = order;
+    g->shards = order == RJQ__WORKER_SHARDS;
+    g->order = g->shards ? RJQ_WORKER_WEIGHTED : order;
+    if (g->shards) order = RJQ_WORKER_WEIGHTED;
     g->concurrency = o->concurrency ? o->concurrency : 1;
     for (size_t i = 0; i < n; i++) {
         rjq_worker *w = make_worker(i == 0 ? first : NULL, queues[i], o, handler, data);
@@ -364,7 +366,8 @@ int rjq__worker_queues_ok(rjq_queue *const *queues, size_t n, rjq_worker_order o
 int rjq__worker_start_queues_now(rjq_queue *const *queues, size_t n, rjq_worker_order order,
                                  const int *weights, const rjq_worker_options *given,
                                  rjq_handler_fn *handler, void *data, rjq_worker **out) {
-    int rc = rjq__worker_queues_ok(queues, n, order, weights, handler, out);
+    int rc = rjq__worker_queues_ok(queues, n, order == RJQ__WORKER_SHARDS ? RJQ_WORKER_WEIGHTED : order,
+                                   weights, handler, out);
     if (rc != RJQ_OK) return rc;
     rjq_client *c = rjq_queue_get_client(queues[0]);
     if (!rjq__accepting(c) || rjq__draining(c)) return RJQ_ECLOSED;

@@ -24,6 +24,13 @@ int rjq__worker_start_one(rjq_queue *q, const rjq_worker_options *opts, rjq_hand
 int rjq__worker_reserve(rjq_queue *q, const rjq_worker_options *given, rjq_handler_fn *handler,
                         void *data, rjq_worker_options *o, rjq_worker **out);
 int rjq__worker_reserved_stopped(const rjq_worker *w);
+/* The order of a sharded queue's worker (shard.c), given to
+ * rjq__worker_start_reserved and rjq__worker_start_queues_now: weighted
+ * (the weights given), and a member offers back the slots its completions
+ * free to its own shard's registration instead of claiming (worker_private.h,
+ * group.shards). Never a public order (rjq_worker_start_queues refuses it). */
+#define RJQ__WORKER_SHARDS ((rjq_worker_order)2)
+
 /* Start reserved w on queues[0..n-1] (n 1: a worker of that queue; more:
  * of all, in order, weights as rjq_worker_start_queues takes them, NULL:
  * equal), the same handle. RJQ_OK, or RJQ_ENOMEM/RJQ_ECLOSED with w still

@@ -118,6 +118,16 @@ void rjq__w_schedule(group *g) {
     rjq__w_group_sched(g, GE_LEAVE);
 }
 
+/* (one whose own slots are all registered claims nothing: the scheduler
+ * passes it by) */
+int rjq__w_group_wants(const group *g, const rjq_worker *but) {
+    for (int i = 0; i < g->n; i++) {
+        const rjq_worker *m = g->m[i];
+        if (m != but && m->state == W_ACTIVE && m_wants(m) && m_own(m) > 0) return 1;
+    }
+    return 0;
+}
+
 /* Claim: a member asks its group's scheduler. */
 void rjq__w_claim(rjq_worker *w) {
     if (w->g == NULL) {

@@ -117,6 +117,7 @@ typedef enum wstate {
  *   OFFER       slots were freed while idle: the next completion batch
  *               offers them (rjq__w_offer), else the tick claims; only
  *               when not rung and not in a group (whose scheduler claims)
+ *               but a shards group (group.shards)
  *   CLAIM       claim on the next tick
  *   RUNG        doorbell heard, no claim could be sent since: the next
  *               slot freed or claim answered claims, and no offer is made
@@ -124,7 +125,7 @@ typedef enum wstate {
  * Events (wevent) and where they lead:
  *   RING   (doorbell, resync)        NONE, RUNG -> RUNG; OFFER, CLAIM, RUNG_CLAIM -> RUNG_CLAIM
  *                                    (rjq__w_poke then WANTs: its claim rides the tick)
- *   FREED  (a slot freed)            rung -> RUNG_CLAIM; hungry or grouped -> CLAIM
+ *   FREED  (a slot freed)            rung -> RUNG_CLAIM; hungry or grouped (but shards) -> CLAIM
  *                                    (or stays); else NONE -> OFFER (OFFER, CLAIM stay)
  *   WANT   (claim on the tick)       NONE, OFFER -> CLAIM; RUNG -> RUNG_CLAIM (others stay)
  *   SENT   (a claim went out)        RUNG -> NONE; RUNG_CLAIM -> CLAIM (others stay)
@@ -199,6 +200,8 @@ struct rjq_worker {
     int (*recover)(rjq_worker *w);
     struct group *g;          /* its worker of several queues (NULL: none) */
     int g_want;               /* it would claim now: the group's scheduler decides */
+    int freed;                /* slots freed since its wake became WK_OFFER (a
+                               * shards group's member offers back those only) */
     struct rjq_worker *next;
 };
 
@@ -215,6 +218,15 @@ struct rjq_worker {
  * every one of them has stopped. */
 typedef struct group {
     int n, order, concurrency;
+    /* Its members are one sharded queue's shards (shard.c's worker,
+     * RJQ__WORKER_SHARDS): weighted, equal weights, and a member offers
+     * back the slots its completions free to its own shard's registration
+     * (rjq__w_offer), as a plain worker does, instead of claiming on the
+     * next shard in turn (an empty claim per job when pushes deliver the
+     * work); while another member would claim, the slot goes to the
+     * scheduler instead (no shard starves). A group of different queues
+     * always claims: its order decides. */
+    int shards;
     gsched sched;             /* scheduler running, run owed to a tick (rjq__w_group_sched) */
     int alive;                /* members not yet stopped */
     int stopping;             /* rjq_worker_stop() was called */
@@ -377,6 +389,9 @@ void rjq__w_claim_up_to(rjq_worker *w, int cap);
 void rjq__w_schedule(group *g);
 /* Claim: a member asks its group's scheduler. */
 void rjq__w_claim(rjq_worker *w);
+/* A member of g other than `but` would claim now and has slots of its own
+ * to claim with (the scheduler's tests). */
+int rjq__w_group_wants(const group *g, const rjq_worker *but);
 
 /* ---- worker_wake.c ---- */
 void rjq__w_poke(rjq_worker *w);

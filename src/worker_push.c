@@ -68,12 +68,30 @@ const rjq__reg_ops rjq__w_reg_ops = {take_pushed, reg_resync, reg_notice};
 
 int rjq__w_offer(rjq_worker *w, rjq__offer *o) {
     rjq__w_check(w);
-    /* (a group's member claims instead: its scheduler decides) */
+    /* (a group's member claims instead, its scheduler decides; but a
+     * shards group's: group.shards) */
     if (w->wake != WK_OFFER || w->mode == CL_HUNGRY || w->state != W_ACTIVE ||
         rjq__reg_out_of_step(w->reg))
         return 0; /* left to the tick: it claims (WK_OFFER: not rung, no group) */
     rjq__w_wake(w, WE_OFFERED);
     int slots = rjq__w_free_slots(w);
+    if (w->g) {
+        /* A shard's member: back to its shard's registration go the slots
+         * its completions freed, no more (each shard keeps what it had
+         * offered). While another member would claim (work waiting, a
+         * doorbell heard, its registration in doubt), this one claims as
+         * any group's member does (the tick, after this batch): the
+         * scheduler gives the freed slots by turns, so a shard whose offers
+         * are used up still gets slots. No slot to offer (another
+         * member's claim took it meanwhile): it claims too, so a shard
+         * whose work waits (held back by a limit: woken by its worker's
+         * own completion) is claimed from once a slot frees. */
+        if (slots > w->freed) slots = w->freed;
+        if (slots <= 0 || rjq__w_group_wants(w->g, w)) {
+            rjq__w_want_claim(w);
+            return 0;
+        }
+    }
     if (slots <= 0) return 0;
     o->w = w;
     o->field = rjq__reg_field(w->reg);

@@ -53,7 +53,8 @@ void rjq__w_check(const rjq_worker *w) {
     RJQ_ASSERT(w->state == W_ACTIVE || w->state == W_STOPPING || w->state == W_FINAL);
     RJQ_ASSERT(w->mode == CL_IDLE || w->mode == CL_HUNGRY);
     RJQ_ASSERT(w->wake >= WK_NONE && w->wake <= WK_RUNG_CLAIM);
-    RJQ_ASSERT(w->wake != WK_OFFER || w->g == NULL); /* (a group's scheduler claims) */
+    /* (a group's scheduler claims; a shards group's members offer) */
+    RJQ_ASSERT(w->wake != WK_OFFER || w->g == NULL || w->g->shards);
     RJQ_ASSERT(w->g == NULL || (w->g->sched >= GS_REST && w->g->sched <= GS_RUNNING_KICKED));
     RJQ_ASSERT(w->running >= 0 && w->finishing >= 0);
     RJQ_ASSERT(w->expired >= 0 && w->expired <= w->concurrency);
@@ -108,7 +109,7 @@ static int wake_next(const rjq_worker *w, wwake from, wevent ev) {
         return from == WK_NONE || from == WK_RUNG ? WK_RUNG : WK_RUNG_CLAIM;
     case WE_FREED:
         if (rung) return WK_RUNG_CLAIM;
-        if (w->mode == CL_HUNGRY || w->g != NULL) return WK_CLAIM;
+        if (w->mode == CL_HUNGRY || (w->g != NULL && !w->g->shards)) return WK_CLAIM;
         return from == WK_NONE ? WK_OFFER : (int)from;
     case WE_WANT:
         return rung ? WK_RUNG_CLAIM : WK_CLAIM;
@@ -127,7 +128,9 @@ int rjq__w_wake(rjq_worker *w, wevent ev) {
     int to = wake_next(w, from, ev);
     RJQ_ASSERT(to >= WK_NONE && to <= WK_RUNG_CLAIM);
     /* an offer only while nothing rang and no group's scheduler decides */
-    RJQ_ASSERT(to != WK_OFFER || ((from == WK_NONE || from == WK_OFFER) && w->g == NULL));
+    RJQ_ASSERT(to != WK_OFFER || ((from == WK_NONE || from == WK_OFFER) &&
+                                  (w->g == NULL || w->g->shards)));
+    if (to == WK_OFFER && from != WK_OFFER) w->freed = 0;
     w->wake = (wwake)to;
     return ev == WE_TICK && from != WK_NONE && from != WK_RUNG;
 }
@@ -164,6 +167,7 @@ void rjq__w_want_claim(rjq_worker *w) {
 
 void rjq__w_slot_freed(rjq_worker *w) {
     rjq__w_wake(w, WE_FREED);
+    if (w->wake == WK_OFFER) w->freed++;
 }
 
 static void list_add(rjq_job **head, rjq_job *j) {

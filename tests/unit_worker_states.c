@@ -79,6 +79,31 @@ TEST(a_slot_freed_while_hungry_or_in_a_group_is_claimed_never_offered) {
     free(w);
 }
 
+/* A sharded queue's worker (group.shards): an idle member's freed slot is
+ * offered as a plain worker's is (the idle table), and a hungry one's
+ * claimed; the slots freed since the offer became owed are counted (the
+ * offer carries those only). */
+TEST(a_slot_freed_by_a_shards_group_member_is_offered_as_a_plain_workers) {
+    rjq_worker *w = calloc(1, sizeof *w);
+    ASSERT(w != NULL);
+    group g = {0};
+    g.shards = 1;
+    w->g = &g;
+    w->mode = CL_IDLE;
+    check_table(w, idle_table, "shards member");
+    w->wake = WK_NONE;
+    w->freed = 5;
+    rjq__w_slot_freed(w);
+    rjq__w_slot_freed(w);
+    ASSERT(w->wake == WK_OFFER);
+    ASSERT_EQ(2, w->freed);
+    w->mode = CL_HUNGRY;
+    w->wake = WK_NONE;
+    rjq__w_slot_freed(w);
+    ASSERT(w->wake == WK_CLAIM);
+    free(w);
+}
+
 TEST(a_doorbell_stays_unanswered_until_a_claim_is_sent) {
     rjq_worker *w = calloc(1, sizeof *w);
     ASSERT(w != NULL);

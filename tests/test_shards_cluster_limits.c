@@ -1,0 +1,124 @@
+/*
+ * Limits of a sharded queue hold for the whole queue on the test cluster
+ * (issue 35 "Tests": limits for the whole queue; docs/sharding.md section
+ * 4; the standalone figures are tests/test_shards_limits.c): a concurrency
+ * of 7 over 3 shards, one on each master, split 3 + 2 + 2, with 2 worker
+ * clients of 10 slots each: never more than 7 jobs active at once, more
+ * than one shard's share at some moment, every job run once.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "cluster.h"
+#include "fixture.h"
+#include "harness.h"
+#include "server.h"
+#include "waits.h"
+
+#define SHARDS 3
+#define CONC 7
+#define JOBS 120
+#define HOLD_MS 20 /* each job's work (a timer), so that jobs overlap */
+
+typedef struct conc_log {
+    struct event_base *base;
+    long active, most, started, done;
+    int runs[JOBS];
+} conc_log;
+
+static conc_log held_log;
+
+static void finish_held(evutil_socket_t fd, short what, void *arg) {
+    rjq_job *job = arg;
+    (void)fd, (void)what;
+    held_log.active--; /* (before the completion is sent: inside its time active on the server) */
+    ASSERT_OK(rjq_job_complete(job, NULL, 0, on_done_ok, &held_log.done));
+}
+
+static void held_handler(rjq_job *job, void *data) {
+    conc_log *l = data;
+    size_t len;
+    const char *p = rjq_job_get_payload(job, &len);
+    int n = -1;
+    ASSERT(sscanf(p, "j-%d", &n) == 1 && n >= 0 && n < JOBS);
+    l->runs[n]++;
+    l->started++;
+    if (++l->active > l->most) l->most = l->active;
+    struct timeval tv = {0, HOLD_MS * 1000};
+    ASSERT(event_base_once(l->base, -1, EV_TIMEOUT, finish_held, job, &tv) == 0);
+}
+
+static void on_batch(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    long *got = data;
+    (void)c, (void)jobs;
+    ASSERT_OK(status);
+    *got += (long)n;
+}
+
+TEST(concurrency_limit_of_a_sharded_queue_over_3_masters_holds_for_the_whole_queue) {
+    test_cluster cl;
+    cluster_start(&cl, 0);
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(cl.url);
+    rjq_client *c = client_new(base, &o);
+    rjq_queue *q = open_learnt(base, c, "shcl");
+    ASSERT_OK(declare_shards(base, q, SHARDS));
+    /* one shard on each master */
+    int seen[CLUSTER_NODES] = {0};
+    for (int i = 0; i < SHARDS; i++) {
+        char key[128];
+        snprintf(key, sizeof key, "{%s}", rjq_queue_get_name(rjq_queue_get_shard(q, i)));
+        int node = cluster_node_of_key(&cl, key);
+        ASSERT(node >= 0 && cluster_is_master(&cl, node));
+        ASSERT_EQ(0, seen[node]++);
+    }
+    rjq_limits lim = RJQ_LIMITS_INIT;
+    lim.concurrency = CONC;
+    count_wait cw = {0};
+    ASSERT_OK(rjq_queue_set_limits(q, &lim, on_count, &cw));
+    ASSERT(loop_until(base, &cw.done, 10000));
+    ASSERT_OK(cw.status);
+    ASSERT_EQ(CONC, get_stats(base, q).limit_concurrency);
+
+    conc_log *l = &held_log;
+    memset(l, 0, sizeof *l);
+    l->base = base;
+    rjq_client *wc[2];
+    rjq_worker *w[2];
+    for (int k = 0; k < 2; k++) {
+        wc[k] = client_new(base, &o);
+        rjq_queue *qk = open_learnt(base, wc[k], "shcl");
+        ASSERT_EQ(SHARDS, rjq_queue_count_shards(qk));
+        rjq_worker_options wo = quiet_worker_options(10);
+        ASSERT_OK(rjq_worker_start(qk, &wo, held_handler, l, &w[k]));
+    }
+    static rjq_enqueue_item it[JOBS];
+    static char payload[JOBS][16];
+    for (int i = 0; i < JOBS; i++) {
+        snprintf(payload[i], sizeof payload[i], "j-%d", i);
+        it[i] = (rjq_enqueue_item)RJQ_ENQUEUE_ITEM_INIT;
+        it[i].payload = payload[i];
+        it[i].len = strlen(payload[i]);
+    }
+    long queued = 0;
+    ASSERT_OK(rjq_enqueue_batch(q, it, JOBS, on_batch, &queued));
+    ASSERT(loop_until_count(base, &queued, JOBS, 20000));
+    ASSERT(loop_until_count(base, &l->done, JOBS, 90000));
+    for (int k = 0; k < 2; k++) worker_stop_wait(base, w[k]);
+    fprintf(stderr, "concurrency %d over %d shards on 3 masters, 2 workers of 10: at most %ld active\n",
+            CONC, SHARDS, l->most);
+    ASSERT_EQ(JOBS, l->started);
+    for (int i = 0; i < JOBS; i++) ASSERT_EQ(1, l->runs[i]);
+    ASSERT(l->most <= CONC);
+    ASSERT(l->most > CONC / SHARDS + 1); /* the shares add up */
+    rjq_stats st = get_stats(base, q);
+    ASSERT_EQ(JOBS, st.completed);
+    ASSERT_EQ(0, st.ready + st.active + st.delayed);
+    for (int k = 0; k < 2; k++) rjq_client_free(wc[k]);
+    rjq_client_free(c);
+    event_base_free(base);
+    cluster_stop(&cl);
+}

@@ -1,0 +1,179 @@
+/*
+ * A sharded queue's worker offers back the slot a completion freed to its
+ * shard's registration, as a plain queue's worker does, instead of making
+ * an empty claim on the next shard after every completion (issue 35,
+ * bench/README.md "Sharded queues": 0.93 script calls and ~15 commands per
+ * awaited job); and a shard whose offers are used up still gets slots.
+ * Counted (INFO commandstats), never timed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "harness.h"
+#include "server.h"
+#include "waits.h"
+
+enum { WARM = 12, JOBS = 150, CONC = 8 };
+
+static void complete_now(rjq_job *job, void *data) {
+    (void)data;
+    ASSERT_OK(rjq_job_complete(job, NULL, 0, NULL, NULL));
+}
+
+static void on_awaited(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    int *done = data;
+    (void)c, (void)o;
+    ASSERT_OK(status);
+    (*done)++;
+}
+
+/* Every command's calls in INFO commandstats but INFO's own. */
+static long long server_commands(redisContext *rc) {
+    redisReply *r = redisCommand(rc, "INFO commandstats");
+    ASSERT(r != NULL && r->type == REDIS_REPLY_STRING);
+    long long n = 0;
+    for (const char *p = r->str; (p = strstr(p, "cmdstat_")) != NULL; p++) {
+        const char *calls = strstr(p, ":calls=");
+        ASSERT(calls != NULL);
+        if (strncmp(p, "cmdstat_info:", 13) != 0) n += atoll(calls + 7);
+    }
+    freeReplyObject(r);
+    return n;
+}
+
+typedef struct cost {
+    long long calls, commands;
+} cost;
+
+/* Await jobs one at a time (anonymous, each enqueued once the last one's
+ * outcome came) on q, with one worker of concurrency CONC running: what
+ * the last JOBS of them cost (the first WARM reach every shard first). */
+static cost awaited_cost(test_env *e, rjq_queue *q) {
+    rjq_worker_options wo = quiet_worker_options(CONC);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, complete_now, NULL, &w));
+    cost before = {0, 0};
+    for (int i = 0; i < WARM + JOBS; i++) {
+        if (i == WARM) before = (cost){server_script_calls(e->rc), server_commands(e->rc)};
+        int done = 0;
+        ASSERT_OK(rjq_enqueue_await(q, "j", 1, NULL, NULL, on_awaited, &done, NULL));
+        ASSERT(loop_until(e->base, &done, 20000));
+    }
+    cost c = {server_script_calls(e->rc) - before.calls, server_commands(e->rc) - before.commands};
+    worker_stop_wait(e->base, w);
+    rjq_stats st = get_stats(e->base, q);
+    ASSERT_EQ(WARM + JOBS, st.completed);
+    return c;
+}
+
+/* Before: after every completion a sharded queue's worker claimed on the
+ * next shard in turn and found nothing (push delivery had given the job):
+ * ~3 script calls per awaited job against ~2 on a plain queue. */
+TEST(awaited_jobs_on_a_sharded_queue_cost_the_script_calls_of_a_plain_queues) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *plain = open_learnt(e.base, e.c, "so_plain");
+    cost p = awaited_cost(&e, plain);
+    rjq_queue *q = open_learnt(e.base, e.c, "so_sharded");
+    ASSERT_OK(declare_shards(e.base, q, 3));
+    cost s = awaited_cost(&e, q);
+    fprintf(stderr, "per awaited job: plain %.3f script calls, %.2f commands; 3 shards %.3f, %.2f\n",
+            (double)p.calls / JOBS, (double)p.commands / JOBS, (double)s.calls / JOBS,
+            (double)s.commands / JOBS);
+    /* an enqueue and a completion call per job (the completion offers the
+     * slot back: no claim); before, 3.000 calls and 55 commands against
+     * 2.000 and 32 (the sharded queue's made ids take the caller-id path
+     * of the enqueue script: ~6 commands more, docs/sharding.md 6a) */
+    ASSERT(p.calls <= JOBS * 23 / 10);
+    ASSERT(s.calls <= JOBS * 23 / 10);
+    ASSERT(s.calls * 100 <= p.calls * 115);
+    ASSERT(s.commands * 10 <= p.commands * 14);
+    env_stop(&e);
+}
+
+/* Jobs whose payload is "hold" are kept (the test finishes them), the
+ * others completed at once and counted. */
+typedef struct holder {
+    rjq_job *held[CONC];
+    long nheld;
+    long ran;
+} holder;
+
+static void hold_or_run(rjq_job *job, void *data) {
+    holder *h = data;
+    size_t len;
+    const char *p = rjq_job_get_payload(job, &len);
+    if (len == 4 && memcmp(p, "hold", 4) == 0) {
+        ASSERT(h->nheld < CONC);
+        h->held[h->nheld++] = job;
+        return;
+    }
+    h->ran++;
+    ASSERT_OK(rjq_job_complete(job, NULL, 0, NULL, NULL));
+}
+
+static void on_queued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    long *got = data;
+    (void)c, (void)jobs;
+    ASSERT_OK(status);
+    *got += (long)n;
+}
+
+static void enqueue_n(test_env *e, rjq_queue *q, const char *payload, int n) {
+    rjq_enqueue_item it[64];
+    ASSERT(n <= 64);
+    for (int i = 0; i < n; i++) {
+        it[i] = (rjq_enqueue_item)RJQ_ENQUEUE_ITEM_INIT;
+        it[i].payload = payload;
+        it[i].len = strlen(payload);
+    }
+    long queued = 0;
+    ASSERT_OK(rjq_enqueue_batch(q, it, (size_t)n, on_queued, &queued));
+    ASSERT(loop_until_count(e->base, &queued, n, 10000));
+}
+
+/* Every slot of the worker is taken by jobs of shards 1 and 2 (each shard
+ * still has slots offered for pushes: the registrations are not in the
+ * worker's budget), then jobs come on shard 0 only: pushed there, handed
+ * back (no room), so shard 0's member would claim. The held jobs finish
+ * one by one: each freed slot must reach shard 0 (its member claims), not
+ * go back to the registration of the shard that freed it, or shard 0's
+ * jobs would wait for the safety poll, a minute away. */
+TEST(a_shard_whose_offers_are_used_up_still_gets_slots) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "so_starve");
+    ASSERT_OK(declare_shards(e.base, q, 3));
+    holder h = {0};
+    rjq_worker_options wo = quiet_worker_options(4);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, hold_or_run, &h, &w));
+    /* every shard's slots offered back once: a job on each, run */
+    for (int s = 0; s < 3; s++) enqueue_n(&e, rjq_queue_get_shard(q, s), "warm", 4);
+    ASSERT(loop_until_count(e.base, &h.ran, 12, 20000));
+    /* the budget taken by shards 1 and 2 */
+    enqueue_n(&e, rjq_queue_get_shard(q, 1), "hold", 2);
+    enqueue_n(&e, rjq_queue_get_shard(q, 2), "hold", 2);
+    ASSERT(loop_until_count(e.base, &h.nheld, 4, 20000));
+    /* shard 0's jobs: pushed to its registration and handed back, or
+     * left ready; every message about them has reached the worker */
+    enqueue_n(&e, rjq_queue_get_shard(q, 0), "run", 20);
+    subscriber_barrier(e.base, e.c, e.rc);
+    ASSERT_EQ(12, h.ran);
+    for (int i = 0; i < 4; i++) {
+        long before = h.ran;
+        ASSERT_OK(rjq_job_complete(h.held[i], NULL, 0, NULL, NULL));
+        h.held[i] = NULL;
+        /* the freed slot brings shard 0's next job (i < 3: the other held
+         * jobs keep the rest of the budget) */
+        ASSERT(loop_until_count(e.base, &h.ran, before + 1, 30000));
+    }
+    ASSERT(loop_until_count(e.base, &h.ran, 32, 30000));
+    rjq_stats st = get_stats(e.base, q);
+    ASSERT_EQ(32 + 4, st.completed);
+    ASSERT_EQ(0, st.ready + st.active + st.delayed);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}

@@ -400,7 +400,7 @@ TEST(registration_of_another_push_format_gets_no_push) {
     char field[256];
     long epoch = 0;
     start_one_slot(&e, "fmt", field, sizeof field, &epoch);
-    const char *formats[] = {"", " 2"}; /* none (an old client), the previous format */
+    const char *formats[] = {"", " 6"}; /* none (an old client), the previous format */
     long done = 0;
     for (int k = 0; k < 2; k++) {
         ASSERT(wait_registration(e.env.base, e.env.rc, "fmt", 1));

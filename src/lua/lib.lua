@@ -1022,6 +1022,37 @@ local function held_split(m)
   return tok, ids
 end
 
+-- The jobs active under a token with prefix p ("<client>.<worker>." or
+-- "<client>."), but for tokens in skip and ids in seen (may be nil): what
+-- pushes started, which have no member in the held index (push_to_idle).
+-- A scan of active (every member: it holds the running jobs, bounded by
+-- the workers' total concurrency) with the states read CHUNK at a time;
+-- for the rare paths only (a recovering claim, the orphan sweep). Returns
+-- the tokens in the order found and, per token, its ids. (Jobs of older
+-- clients, whose pushes wrote held members, are found here too: callers
+-- read those members first and pass their ids in seen.)
+local function active_under(active, J, p, skip, seen)
+  local toks, by = {}, {}
+  local at = 0
+  while true do
+    local ids = redis.call('ZRANGE', active, at, at + CHUNK - 1)
+    if #ids == 0 then break end
+    at = at + #ids
+    local s = redis.call('HMGET', J.s, unpack(ids))
+    for i, id in ipairs(ids) do
+      if s[i] and not (seen and seen[id]) and string.sub(s[i], 1, 7) == 'active ' then
+        local state, _, t = state_of(s[i])
+        if state == 'active' and t and string.sub(t, 1, #p) == p and not (skip and skip[t]) then
+          if not by[t] then by[t] = {}; toks[#toks + 1] = t end
+          by[t][#by[t] + 1] = id
+        end
+      end
+    end
+    if #ids < CHUNK then break end
+  end
+  return toks, by
+end
+
 -- Start jobs ids (records d, o, s as load_jobs reads them) as the call
 -- c says: c.active, c.held, c.deadlines (the queue's keys; deadlines nil:
 -- none written), c.emit (its monitor), c.now (the caller's server time;
@@ -1035,7 +1066,8 @@ end
 -- with the job's id, and a shared token spares a string per job (a
 -- claim's Redis instructions per job -13% with the reply's token once
 -- per call, callgrind). The state values are made once per attempt count.
--- The started jobs are entered in the held index under tok, with the ids
+-- The started jobs are entered in the held index under tok (c.held nil:
+-- not, a push: see push_to_idle), with the ids
 -- in `also` (jobs the caller already put under tok; nil: none). With
 -- `also`, the member is written even when nothing started: it marks that
 -- this token's call ran (a re-sent claim finds it).
@@ -1053,7 +1085,7 @@ local function start_jobs(J, c, ids, d, o, s, out)
   if also then for i = 1, #also do hi[i] = also[i] end end
   local base = #hi
   local function enter(n)
-    if n > 0 or also then
+    if held and (n > 0 or also) then
       redis.call('ZADD', held, 0, HELD_PIN, 0, tok .. ' ' .. table.concat(hi, ' '))
     end
     return n
@@ -1126,8 +1158,10 @@ end
 -- enqueue pushes only to registrations of its own format and drops the
 -- others (that worker then hears the doorbell and claims), so clients of
 -- two versions on one queue never push to each other (a refused push
--- would have spent an attempt of its jobs).
-local PUSH_FORMAT = '6'
+-- would have spent an attempt of its jobs). (7: a push writes no held
+-- member, and its worker sends none of its tokens to be forgotten: a
+-- format 6 enqueue, which writes one, pushes to no format 7 worker.)
+local PUSH_FORMAT = '7'
 
 -- A push carries a job's payload only while it is small: at most
 -- PUSH_INLINE_MAX bytes, and at most PUSH_INLINE_TOTAL bytes of payloads
@@ -1204,11 +1238,14 @@ end
 -- take(n): up to n jobs to start, as ids and their records d, o, s (see
 -- load_jobs), in claim order; from_ready or new_jobs below.
 -- The token of a message is "<client>.<worker>.<tbase><k>" (the client's
--- id ends its push channel's name), entered in the held index (`held`).
+-- id ends its push channel's name). A push writes no member of the held
+-- index: its jobs are found by their token's prefix in their states
+-- (active_under), the rare paths that need them (a lost push's recovery,
+-- the orphan sweep).
 -- deadlines: the queue's zset of run time ends (see start_jobs). now:
 -- the caller's server time, when it read it (nil: read here when needed).
 -- Returns how many jobs were taken.
-local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, take, deadlines, now)
+local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, deadlines, now)
   local k, taken, inline_left = 0, 0, PUSH_INLINE_TOTAL
   while budget > 0 do
     pick = pick or redis.call('HRANDFIELD', idle, 1, 'WITHVALUES')
@@ -1230,7 +1267,7 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
       k = k + 1
       local out, tok = {}, string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. k
       local deadline = int(now + tonumber(lease))
-      local n = start_jobs(J, {active = active, held = held, deadlines = deadlines, emit = emit, now = now,
+      local n = start_jobs(J, {active = active, deadlines = deadlines, emit = emit, now = now,
                                tok = tok, deadline = deadline}, ids, d, o, s, out)
       if slots - n > 0 then
         redis.call('HSET', idle, field, registration(slots - n, epoch, lease))
@@ -1312,7 +1349,7 @@ end
 --     that had nothing ready (nothing_ready: the caller read it before its
 --     first write), a delayed job became the earliest, or ring (the
 --     caller's own reason) is true. push: push delivery to idle workers
---     (enqueue.lua): {active, idle, held, deadlines, tbase, pick (see
+--     (enqueue.lua): {active, idle, deadlines, tbase, pick (see
 --     push_to_idle), direct (the new jobs may go to workers without
 --     passing through ready: new_jobs)}; the doorbell then rings only for
 --     jobs left ready. nil: none (fire.lua: its jobs wait in ready, idle
@@ -1379,7 +1416,7 @@ local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
       -- Nothing was waiting: new jobs go straight to idle workers, in
       -- order, and only the rest is queued (waking idle workers elsewhere).
       local take, rest = new_jobs(plain, plain_d, plain_o, ready_v)
-      push_to_idle(J, push.active, push.idle, push.held, push.tbase, became_ready, emit, push.pick,
+      push_to_idle(J, push.active, push.idle, push.tbase, became_ready, emit, push.pick,
                    take, push.deadlines, c.now)
       local left = rest()
       if #left > 0 then rpush_all(ready, left); ring = true end
@@ -1387,7 +1424,7 @@ local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
       if nplain > 0 then rpush_all(ready, plain) end
       local pushed = 0
       if push then
-        pushed = push_to_idle(J, push.active, push.idle, push.held, push.tbase, became_ready, emit,
+        pushed = push_to_idle(J, push.active, push.idle, push.tbase, became_ready, emit,
                               push.pick, from_ready(J, ready, prio), push.deadlines, c.now)
       end
       -- jobs left ready in a queue that had nothing ready: wake idle workers

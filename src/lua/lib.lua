@@ -1077,7 +1077,9 @@ end
 -- and the reclaim sweep fails it as timed out (reclaim.lua).
 -- before_write (may be nil) is called before the first write with the
 -- number of jobs that will start and whether any has a timeout (claim.lua
--- checks the keys it will write then).
+-- checks the keys it will write then). c.stated: the caller wrote the
+-- jobs' active states already (job_maker: a new job pushed at once has
+-- its state written once), so they are not written here.
 local function start_jobs(J, c, ids, d, o, s, out)
   local active, held, deadlines, emit, now = c.active, c.held, c.deadlines, c.emit, c.now
   local tok, deadline, also, before_write = c.tok, c.deadline, c.also, c.before_write
@@ -1140,7 +1142,7 @@ local function start_jobs(J, c, ids, d, o, s, out)
   if emit ~= UNMONITORED then
     for i = base + 1, base + n do emit('active', hi[i]) end
   end
-  redis.call('HSET', J.s, unpack(st))
+  if not c.stated then redis.call('HSET', J.s, unpack(st)) end
   if dz then redis.call('ZADD', deadlines, unpack(dz)) end
   return enter(n)
 end
@@ -1244,8 +1246,10 @@ end
 -- the orphan sweep).
 -- deadlines: the queue's zset of run time ends (see start_jobs). now:
 -- the caller's server time, when it read it (nil: read here when needed).
+-- plan: true when push_plan planned the first message, to pick (checked
+-- there), and the caller wrote its jobs' states already (nil: none).
 -- Returns how many jobs were taken.
-local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, deadlines, now)
+local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, deadlines, now, plan)
   local k, taken, inline_left = 0, 0, PUSH_INLINE_TOTAL
   while budget > 0 do
     pick = pick or redis.call('HRANDFIELD', idle, 1, 'WITHVALUES')
@@ -1256,8 +1260,8 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
     local wid, ch = string.match(field, '^(%S+) (.+)$')
     local slots, epoch, lease, format = string.match(v, '^(%d+) (%S+) (%d+) (%S+)$')
     slots = tonumber(slots or 0)
-    if not ch or slots < 1 or format ~= PUSH_FORMAT or
-       numsub(ch) == 0 then
+    if not plan and (not ch or slots < 1 or format ~= PUSH_FORMAT or
+       numsub(ch) == 0) then
       redis.call('HDEL', idle, field)
     else
       local ids, d, o, s = take(math.min(slots, budget))
@@ -1268,7 +1272,8 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
       local out, tok = {}, string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. k
       local deadline = int(now + tonumber(lease))
       local n = start_jobs(J, {active = active, deadlines = deadlines, emit = emit, now = now,
-                               tok = tok, deadline = deadline}, ids, d, o, s, out)
+                               tok = tok, deadline = deadline, stated = plan ~= nil}, ids, d, o, s, out)
+      plan = nil
       if slots - n > 0 then
         redis.call('HSET', idle, field, registration(slots - n, epoch, lease))
       else
@@ -1297,6 +1302,24 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
     end
   end
   return taken
+end
+
+-- The first message push_to_idle will send to pick (the caller's HRANDFIELD
+-- idle 1 WITHVALUES), planned before the new jobs' columns are written, so
+-- their states are written once, active (job_maker): nil when pick is no
+-- registration to push to (push_to_idle then drops it), else how many of
+-- `budget` new jobs it takes and the state value of each (with sv, the
+-- value they were made with, and the call's time now): as start_jobs
+-- writes it. The same token as push_to_idle's first message (k = 1).
+local function push_plan(pick, tbase, budget, sv, now)
+  if #pick == 0 or pick[1] == CONTROL_MARK then return nil end
+  local wid, ch = string.match(pick[1], '^(%S+) (.+)$')
+  local slots, _, _, format = string.match(pick[2], '^(%d+) (%S+) (%d+) (%S+)$')
+  slots = tonumber(slots or 0)
+  if not ch or slots < 1 or format ~= PUSH_FORMAT or numsub(ch) == 0 then return nil end
+  local tok = string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. 1
+  local _, a, _t, tm = state_of(sv)
+  return math.min(slots, budget), 'active ' .. num(a + 1) .. ' ' .. tok .. ' @' .. times_started(tm, int(now))
 end
 
 -- A take() for push_to_idle: jobs waiting in ready and prio.
@@ -1359,7 +1382,7 @@ end
 local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
   local c = {now = nil}
   local payloads, opts, watch, states = {}, {}, {}, {}
-  local plain, plain_d, plain_o = {}, {}, {} -- new priority 0 jobs made ready
+  local plain, plain_d, plain_o, plain_s = {}, {}, {}, {} -- new priority 0 jobs made ready
   local nplain, became_ready, ring, ready_v, qtimes = 0, 0, false, nil, nil
   function c.at()
     c.now = c.now or now_ms()
@@ -1381,7 +1404,7 @@ local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
       states[#states + 1] = ready_v
       if p == 0 then
         nplain = nplain + 1
-        plain[nplain] = id; plain_d[nplain] = payload; plain_o[nplain] = stored
+        plain[nplain] = id; plain_d[nplain] = payload; plain_o[nplain] = stored; plain_s[nplain] = #states
       else
         redis.call('ZADD', prio, prio_score(p, seq), id)
       end
@@ -1390,6 +1413,18 @@ local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
     if emit ~= UNMONITORED then emit('enqueued', id) end
   end
   function c.finish(push, ring_too, u)
+    -- Nothing was waiting: new jobs go straight to idle workers, in order
+    -- (below); those of the first message have their state written once,
+    -- active, with the columns (push_plan).
+    local direct = became_ready > 0 and push and push.direct and nothing_ready
+    local plan, planned, active_v = nil, 0, nil
+    if direct then
+      planned, active_v = push_plan(push.pick, push.tbase, became_ready, ready_v, c.now)
+      if planned then
+        plan = true
+        for i = 1, planned do states[plain_s[i]] = active_v end
+      end
+    end
     -- the columns; through u (undoable(), may be nil) they check their own
     -- types: a column written so that its undo is not exact (a field of a
     -- new job was there) has the others checked by TYPE first
@@ -1412,12 +1447,11 @@ local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
       set_watchers(J, watch, u) -- (last: through u, it is not undone)
     end
     ring = ring or ring_too
-    if became_ready > 0 and push and push.direct and nothing_ready then
-      -- Nothing was waiting: new jobs go straight to idle workers, in
-      -- order, and only the rest is queued (waking idle workers elsewhere).
+    if direct then
+      -- only the rest is queued (waking idle workers elsewhere)
       local take, rest = new_jobs(plain, plain_d, plain_o, ready_v)
       push_to_idle(J, push.active, push.idle, push.tbase, became_ready, emit, push.pick,
-                   take, push.deadlines, c.now)
+                   take, push.deadlines, c.now, plan)
       local left = rest()
       if #left > 0 then rpush_all(ready, left); ring = true end
     elseif became_ready > 0 then

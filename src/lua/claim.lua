@@ -182,8 +182,17 @@ if recover then
       groups[#groups + 1] = {t, ids, m}
     end
   end
+  -- (a pushed job past its run time's end is left to the sweep, as an
+  -- extension leaves it: its completion was refused as lease lost, and
+  -- the worker forgot its token, as it forgets a claim's member)
   local toks, by = active_under(active, J, mine, known, seen)
-  for _, t in ipairs(toks) do groups[#groups + 1] = {t, by[t]} end
+  for _, t in ipairs(toks) do
+    local ids, ends, keep = by[t], zmscore_sparse(deadlines, by[t]), {}
+    for i, id in ipairs(ids) do
+      if not (ends[i] and tonumber(ends[i]) <= now) then keep[#keep + 1] = id end
+    end
+    if #keep > 0 then groups[#groups + 1] = {t, keep} end
+  end
   for _, g in ipairs(groups) do
     local t, ids, m = g[1], g[2], g[3]
     do

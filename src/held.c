@@ -15,6 +15,7 @@ struct rjq__tok {
     rjq__tok *prev, *next;    /* in h's records */
     rjq__tok *fnext;          /* in the queue's forget list */
     int refs;                 /* the worker's jobs of it, plus an arrival */
+    int member;               /* has a member in the index (a push's has none) */
     size_t len;
     char str[];
 };
@@ -25,7 +26,9 @@ struct rjq__holder {
     char prefix[64];
 };
 
-/* The queue's tokens to forget, oldest first. */
+/* The queue's tokens to forget, oldest first; n: those with a member
+ * (a pushed token has none: it goes from the list when a member token
+ * queued at its place would be sent, so its record lives as long). */
 typedef struct part {
     rjq__tok *head, **tail;
     size_t n;
@@ -44,8 +47,10 @@ static rjq__tok *pop(part *p) {
     rjq__tok *t = p->head;
     if (t == NULL) return NULL;
     if ((p->head = t->fnext) == NULL) p->tail = &p->head;
-    RJQ_ASSERT(p->n > 0);
-    p->n--;
+    if (t->member) {
+        RJQ_ASSERT(p->n > 0);
+        p->n--;
+    }
     unlink_tok(t);
     return t;
 }
@@ -71,6 +76,9 @@ static void part_tick(rjq_queue *q, void *state) {
                         a.n, a.v, a.len);
         rjq__argv_free(&a);
     }
+    /* pushed tokens left (nothing to send: their completions went before) */
+    rjq__tok *t;
+    while (p->n == 0 && (t = pop(p)) != NULL) free(t);
 }
 
 static void part_close(rjq_queue *q, void *state) {
@@ -122,6 +130,7 @@ static rjq__tok *make(rjq__holder *h, const char *tok, size_t len) {
     t->str[len] = '\0';
     t->len = len;
     t->refs = 1;
+    t->member = 1;
     t->fnext = NULL;
     t->prev = NULL;
     t->h = h;
@@ -137,6 +146,10 @@ rjq__tok *rjq__tok_new(rjq__holder *h, const char *tok, size_t len) {
     return make(h, tok, len);
 }
 
+void rjq__tok_pushed(rjq__tok *t) {
+    t->member = 0;
+}
+
 void rjq__tok_hold(rjq__tok *t) {
     RJQ_ASSERT(t->refs > 0);
     t->refs++;
@@ -146,7 +159,7 @@ static void queue_forget(rjq_queue *q, rjq__tok *t) {
     part *p = rjq__queue_part(q, RJQ__PART_HELD);
     *p->tail = t;
     p->tail = &t->fnext;
-    p->n++;
+    p->n += t->member;
     rjq__queue_kick(q);
 }
 
@@ -169,13 +182,6 @@ const rjq__tok *rjq__held_next(const rjq__tok *t) {
     return t->next;
 }
 
-void rjq__held_forget(rjq_queue *q, const char *tok, size_t len) {
-    rjq__tok *t = part_of(q) ? make(NULL, tok, len) : NULL;
-    if (t == NULL) return; /* the member stays until the client is gone */
-    t->refs = 0;
-    queue_forget(q, t);
-}
-
 /* ---- sending them ------------------------------------------------------- */
 
 size_t rjq__held_pending(const rjq_queue *q) {
@@ -188,9 +194,11 @@ size_t rjq__held_take(rjq_queue *q, rjq__argv *a, size_t max) {
     size_t n = 0;
     rjq__tok *t;
     while (n < max && (t = pop(p)) != NULL) {
-        rjq__argv_copy(a, t->str); /* tokens are short */
+        if (t->member) {
+            rjq__argv_copy(a, t->str); /* tokens are short */
+            n++;
+        }
         free(t);
-        n++;
     }
     return n;
 }

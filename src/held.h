@@ -4,8 +4,10 @@
  * tokens whose jobs have all left it, to be dropped from the index
  * ("forgotten").
  *
- * Every claim call and push message that starts jobs for a worker enters
- * them in the queue's held index under its token, "<client>.<worker>.<n>".
+ * Every claim call that starts jobs for a worker enters them in the
+ * queue's held index under its token, "<client>.<worker>.<n>"; a push
+ * message's token has no member (the server finds pushed jobs by their
+ * states, lib.lua active_under), so it is never sent to be forgotten.
  * The worker keeps one record per token it learnt of, counting the jobs
  * of it it still has (running or being handed back). When the count drops
  * to zero the token is forgotten: it goes out with the queue's next
@@ -36,6 +38,9 @@ const char *rjq__held_prefix(const rjq__holder *h);
  * reference per job it keeps (rjq__tok_hold) and then drops the arrival's
  * (rjq__tok_drop). NULL when out of memory. */
 rjq__tok *rjq__tok_new(rjq__holder *h, const char *tok, size_t len);
+/* t is a push's: no member in the index (its record still lives until
+ * a member token queued at its place would be sent). */
+void rjq__tok_pushed(rjq__tok *t);
 void rjq__tok_hold(rjq__tok *t);
 /* One job (or the arrival) less; at zero the token is queued to forget. */
 void rjq__tok_drop(rjq__tok *t);
@@ -44,10 +49,6 @@ const char *rjq__tok_str(const rjq__tok *t);
 /* The worker's records, for the known list of a recovering claim. */
 const rjq__tok *rjq__held_first(const rjq__holder *h);
 const rjq__tok *rjq__held_next(const rjq__tok *t);
-
-/* A token of q held by no worker here (a push for a worker that left):
- * forget it. */
-void rjq__held_forget(rjq_queue *q, const char *tok, size_t len);
 
 /* Tokens of q waiting to be forgotten. */
 size_t rjq__held_pending(const rjq_queue *q);

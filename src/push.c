@@ -44,7 +44,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "held.h"
 #include "push.h"
 
 /* The queue's push state. Handles of one queue in one client share the
@@ -362,8 +361,7 @@ static void on_push(rjq_client *c, const char *channel, const char *msg, size_t 
         r->ops->take(r->arg, (unsigned)h.epoch, jobs, h.n);
     } else { /* left: hand them back and drop what is left of its registration */
         char *field = make_field(pp, h.worker);
-        rjq__push_release(q, field, jobs, h.n);
-        rjq__held_forget(q, h.token, h.toklen);
+        rjq__push_release(q, field, jobs, h.n); /* (a push's token has no held member) */
         free(field);
     }
     free(jobs);

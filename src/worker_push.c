@@ -26,6 +26,7 @@ static void take_pushed(void *arg, unsigned epoch, const rjq__pushed *d, size_t 
     rjq__pushed *f = big ? malloc(big * sizeof *f) : NULL;
     /* the jobs of a message share their token */
     rjq__tok *tok = n ? rjq__tok_new(w->held, d[0].token, d[0].toklen) : NULL;
+    if (tok) rjq__tok_pushed(tok); /* (no member in the held index) */
     size_t made = 0, nback = 0, nfetch = 0;
     for (size_t i = 0; i < n; i++) {
         /* (those to read count as running: they take a slot) */

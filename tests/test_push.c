@@ -400,7 +400,7 @@ TEST(registration_of_another_push_format_gets_no_push) {
     char field[256];
     long epoch = 0;
     start_one_slot(&e, "fmt", field, sizeof field, &epoch);
-    const char *formats[] = {"", " 2"}; /* none (an old client), the previous format */
+    const char *formats[] = {"", " 6"}; /* none (an old client), the previous format */
     long done = 0;
     for (int k = 0; k < 2; k++) {
         ASSERT(wait_registration(e.env.base, e.env.rc, "fmt", 1));
@@ -428,6 +428,28 @@ TEST(registration_of_another_push_format_gets_no_push) {
     release_one(&e.h, &done);
     ASSERT(loop_until_count(e.env.base, &done, 3, 5000));
 
+    push_stop(&e);
+}
+
+/* A new job pushed at once to an idle worker has its state written once,
+ * active under the push's token: not first "ready 0" and then active
+ * (one command less per pushed job). The enqueue's HSETs: the payload and
+ * the state (its one slot taken: the registration goes, an HDEL). */
+TEST(job_pushed_at_once_has_its_state_written_once) {
+    push_env e;
+    char field[256];
+    long epoch = 0;
+    start_one_slot(&e, "once", field, sizeof field, &epoch);
+    long long hsets = server_calls(e.env.rc, "hset");
+    ASSERT_OK(rjq_enqueue(e.env.q, "x", 1, NULL, NULL, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 1, 5000));
+    ASSERT_EQ(hsets + 2, server_calls(e.env.rc, "hset"));
+    redisReply *r = server_cmd(e.env.rc, "HGET t:{once}:state 1");
+    ASSERT(r->type == REDIS_REPLY_STRING && strncmp(r->str, "active 1 ", 9) == 0);
+    freeReplyObject(r);
+    long done = 0;
+    release_one(&e.h, &done);
+    ASSERT(loop_until_count(e.env.base, &done, 1, 5000));
     push_stop(&e);
 }
 

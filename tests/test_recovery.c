@@ -253,6 +253,9 @@ TEST(push_lost_with_the_subscriber_connection_is_recovered) {
     ASSERT_OK(rjq_enqueue(e.q, "x", 1, NULL, NULL, NULL));
     wait_active(&e, "lostpush", 1); /* pushed: claimed for the worker */
     ASSERT_EQ(0, r.ran);
+    /* a push writes no member of the held index: the recovering claim
+     * finds the job by its state (a scan of active) */
+    ASSERT_EQ(0, server_held_members(e.rc, "lostpush"));
     kill_held(&e, &p, 1);
 
     ASSERT(loop_until_count(e.base, &r.done, 1, 5000));
@@ -298,6 +301,50 @@ TEST(push_unheard_by_a_stopped_worker_goes_back_at_once) {
     WAIT_FOR(e.base, server_held_members(e.rc, "stoppush") == 0, 5000);
     ASSERT_EQ(0, server_held_members(e.rc, "stoppush"));
     env_stop_proxied(&e, &p);
+}
+
+/* Jobs pushed to an idle worker (no member of the held index: a push
+ * writes none) whose client then dies: the orphan sweep finds them by
+ * their states (a scan of active) and they run elsewhere at once, not
+ * after their five-minute lease. */
+TEST(pushed_jobs_of_a_dead_client_are_found_by_their_state_and_run_elsewhere) {
+    test_env e;
+    env_start(&e, "orphanpush");
+    rjq_client_options o = client_options(e.s.url);
+    o.liveness_ms = 1000;
+    rjq_client *a = client_new(e.base, &o);
+    rjq_queue *qa = queue_for(a, "orphanpush");
+    wait_connected(e.base, a);
+
+    runs ra = {.keep = 1};
+    rjq_worker_options wo = quiet_worker_options(3);
+    wo.lease_ms = 300000;
+    rjq_worker *wa = NULL;
+    ASSERT_OK(rjq_worker_start(qa, &wo, on_run, &ra, &wa));
+    wait_worker_started(e.base, a, qa, e.rc, "orphanpush"); /* idle: enqueues push to it */
+    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{orphanpush}:idle"));
+    enqueue_n(&e, e.q, 3);
+    ASSERT(loop_until_count(e.base, &ra.ran, 3, 5000));
+    ASSERT_EQ(0, server_held_members(e.rc, "orphanpush")); /* pushed: no member */
+    ASSERT_EQ(3, server_active_jobs(e.rc, "orphanpush"));
+    WAIT_FOR(e.base, server_int(e.rc, "ZCARD t:{clients}:live") > 0, 5000);
+    rjq_client_free(a); /* its jobs stay active under its tokens */
+    for (long i = 0; i < ra.nheld; i++) rjq_job_fail(ra.held[i], "x", 0, -1, NULL, NULL);
+
+    rjq_client *b = client_new(e.base, &o);
+    rjq_queue *qb = queue_for(b, "orphanpush");
+    runs rb = {0};
+    rjq_worker *wb = NULL;
+    ASSERT_OK(rjq_worker_start(qb, &wo, on_run, &rb, &wb));
+    ASSERT(loop_until_count(e.base, &rb.done, 3, 10000)); /* (their lease: 300 s) */
+    ASSERT_EQ(2, rb.attempt_max); /* the dead client's run counts */
+    rjq_stats st = get_stats(e.base, e.q);
+    ASSERT_EQ(3, st.reclaimed);
+    WAIT_FOR(e.base, server_int(e.rc, "ZCARD t:{clients}:live") == 1, 5000);
+    ASSERT_EQ(0, server_active_jobs(e.rc, "orphanpush"));
+    ASSERT_EQ(0, server_held_members(e.rc, "orphanpush"));
+    rjq_client_free(b);
+    env_stop(&e);
 }
 
 /* A client holding jobs under a five-minute lease dies (freed without a
@@ -540,6 +587,63 @@ TEST(orphan_sweep_past_its_lease_returns_nothing) {
     freeReplyObject(r);
     ASSERT_EQ(0, server_int(rc, "ZCOUNT t:{lua}:active -inf +inf"));
     ASSERT_EQ(1, server_int(rc, "LLEN t:{lua}:ready"));
+    redisFree(rc);
+    server_stop_guarded(&s);
+}
+
+/* The sweep of client c9: its pushed jobs (no held member) are found by
+ * their states, its claimed ones (an older client's pushes alike) by their
+ * held members, each returned once; another client's (c90, whose id c9 is
+ * a prefix of) and a job whose state moved on stay. */
+TEST(orphan_sweep_returns_pushed_jobs_by_their_state_and_held_ones_once) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    const char *jobs[][2] = {{"p1", "active 1 c9.1.P1"}, {"p2", "active 2 c9.2.P2"},
+                             {"h1", "active 1 c9.1.T"},  {"o1", "active 1 c90.1.P1"},
+                             {"m1", "ready 1"}};
+    for (int i = 0; i < 5; i++) {
+        freeReplyObject(server_cmd(rc, "HSET t:{lua}:payload %s x", jobs[i][0]));
+        freeReplyObject(server_cmd(rc, "HSET t:{lua}:state %s %s", jobs[i][0], jobs[i][1]));
+        freeReplyObject(server_cmd(rc, "ZADD t:{lua}:active 9999999999999 %s", jobs[i][0]));
+    }
+    freeReplyObject(server_cmd(rc, "ZADD t:{lua}:held 0 %s", "c9.1.T h1"));
+    redisReply *r = orphans_eval(rc, "c9.", server_now_ms(rc) + 60000);
+    ASSERT_EQ(3, r->element[0]->integer);
+    ASSERT_EQ(0, r->element[1]->integer);
+    freeReplyObject(r);
+    ASSERT_EQ(3, server_int(rc, "LLEN t:{lua}:ready"));
+    ASSERT_EQ(0, server_int(rc, "ZCARD t:{lua}:held"));
+    ASSERT_EQ(2, server_int(rc, "ZCOUNT t:{lua}:active -inf +inf")); /* o1, m1 */
+    redisReply *st = server_cmd(rc, "HGET t:{lua}:state o1");
+    ASSERT_STREQ("active 1 c90.1.P1", st->str);
+    freeReplyObject(st);
+    redisFree(rc);
+    server_stop_guarded(&s);
+}
+
+/* A recovering claim takes over the jobs pushed to its worker (no held
+ * member) that it does not know of, found by their states; another
+ * worker's pushed job stays with it. */
+TEST(recovering_claim_finds_pushed_jobs_by_their_state) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    freeReplyObject(server_cmd(rc, "HSET t:{lua}:payload j1 x j2 y"));
+    freeReplyObject(server_cmd(rc, "HSET t:{lua}:state j1 %s", "active 1 c1.1.P1"));
+    freeReplyObject(server_cmd(rc, "HSET t:{lua}:state j2 %s", "active 1 c1.2.P1"));
+    freeReplyObject(server_cmd(rc, "ZADD t:{lua}:active 9999999999999 j1 9999999999999 j2"));
+    redisReply *r = claim_eval(rc, "c1.1.D", 2, 1);
+    ASSERT_EQ(9, r->elements); /* one job (5 per job) */
+    ASSERT_STREQ("j1", r->element[4]->str);
+    ASSERT_EQ(1, r->element[6]->integer); /* its attempt unchanged */
+    freeReplyObject(r);
+    redisReply *st = server_cmd(rc, "HGET t:{lua}:state j2");
+    ASSERT_STREQ("active 1 c1.2.P1", st->str); /* the other worker's */
+    freeReplyObject(st);
+    st = server_cmd(rc, "HGET t:{lua}:state j1");
+    ASSERT(strncmp(st->str, "active 1 c1.1.D", 15) == 0);
+    freeReplyObject(st);
     redisFree(rc);
     server_stop_guarded(&s);
 }

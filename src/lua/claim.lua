@@ -11,6 +11,8 @@
 -- worker's other tokens that it does not name as known (ARGV 11..): up to
 -- `want` of them go under this claim's token with a fresh lease (the rest
 -- back to the queue, attempt undone), then it claims for the slots left.
+-- (Pushed jobs have no member in the held index: they are found by a scan
+-- of active, active_under in lib.lua.)
 -- Its member is written even when it got nothing, so a re-send never
 -- recovers a second time.
 -- A paused queue (pause.lua) starts nothing: the claim registers no slots
@@ -170,9 +172,31 @@ if recover then
   local known = {[tok] = true}
   for i = 11, #ARGV do known[ARGV[i]] = true end
   local st, za, deadline = {}, {}, int(now + lease)
-  for _, m in ipairs(held_members(held, string.match(tok, '^[^.]+%.[^.]+%.'))) do
+  local mine, seen = string.match(tok, '^[^.]+%.[^.]+%.'), {}
+  -- the worker's claims (and an older client's pushes) by their held
+  -- members, then its pushes (no member) by a scan of active
+  local groups = {}
+  for _, m in ipairs(held_members(held, mine)) do
     local t, ids = held_split(m)
     if not known[t] then
+      for _, id in ipairs(ids) do seen[id] = true end
+      groups[#groups + 1] = {t, ids, m}
+    end
+  end
+  -- (a pushed job past its run time's end is left to the sweep, as an
+  -- extension leaves it: its completion was refused as lease lost, and
+  -- the worker forgot its token, as it forgets a claim's member)
+  local toks, by = active_under(active, J, mine, known, seen)
+  for _, t in ipairs(toks) do
+    local ids, ends, keep = by[t], zmscore_sparse(deadlines, by[t]), {}
+    for i, id in ipairs(ids) do
+      if not (ends[i] and tonumber(ends[i]) <= now) then keep[#keep + 1] = id end
+    end
+    if #keep > 0 then groups[#groups + 1] = {t, keep} end
+  end
+  for _, g in ipairs(groups) do
+    local t, ids, m = g[1], g[2], g[3]
+    do
       local keep, d, a, o, _, tms = still_held(ids, t)
       local ends = zmscore_sparse(deadlines, keep) -- (their run time's end stays)
       for i, id in ipairs(keep) do
@@ -191,7 +215,7 @@ if recover then
           hand_back(J, active, ready, prio, stats, wake, id, a[i], o[i], emit, tms[i] or nil)
         end
       end
-      redis.call('ZREM', held, m)
+      if m then redis.call('ZREM', held, m) end
     end
   end
   if #st > 0 then

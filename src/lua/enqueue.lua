@@ -2,7 +2,7 @@
 -- jobs made ready go straight to idle workers that registered free slots
 -- (push_to_idle in lib.lua), else the doorbell rings.
 -- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, stats,
---       active, idle, cols, monitored, events, held, deadlines, dedup,
+--       active, idle, cols, monitored, events, deadlines, dedup,
 --       reserved
 -- ARGV: 1 job name prefix, 2 wake channel, 3 reply channel of an awaiting
 --       producer ('' for none), 4 token base for pushed jobs (unique per
@@ -180,7 +180,6 @@ if any_debounce then
 end
 if #idle_pick > 0 then
   spec[#spec + 1] = active; spec[#spec + 1] = 'zset'
-  spec[#spec + 1] = held; spec[#spec + 1] = 'zset'
   -- (jobs with a timeout enter deadlines when pushed; those already ready
   -- may have one too)
   if any_timeout or not nothing_ready then spec[#spec + 1] = deadlines; spec[#spec + 1] = 'zset' end
@@ -188,7 +187,7 @@ end
 if reserved then spec[#spec + 1] = stats; spec[#spec + 1] = 'hash' end
 if mark then -- one of several calls: every key any of them may write
   spec = {J.d, 'hash', J.n, 'hash', J.o, 'hash', J.s, 'hash', delayed, 'zset', active, 'zset',
-          held, 'zset', deadlines, 'zset', dedup, 'zset', stats, 'hash'}
+          deadlines, 'zset', dedup, 'zset', stats, 'hash'}
 end
 expect_types(spec)
 
@@ -341,7 +340,7 @@ if added < n then redis.call('HINCRBY', stats, 'skipped', n - added) end
 -- (Nothing was waiting: new jobs go straight to idle workers, job_maker.
 -- Jobs whose payloads were written ahead go through ready: from_ready
 -- reads them back for the workers it pushes to.)
-make.finish({active = active, idle = idle, held = held, deadlines = deadlines, tbase = tbase,
+make.finish({active = active, idle = idle, deadlines = deadlines, tbase = tbase,
              pick = idle_pick, direct = not any_prio and not reserved}, ring, u)
 return out
 end

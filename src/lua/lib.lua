@@ -1042,6 +1042,37 @@ local function held_split(m)
   return tok, ids
 end
 
+-- The jobs active under a token with prefix p ("<client>.<worker>." or
+-- "<client>."), but for tokens in skip and ids in seen (may be nil): what
+-- pushes started, which have no member in the held index (push_to_idle).
+-- A scan of active (every member: it holds the running jobs, bounded by
+-- the workers' total concurrency) with the states read CHUNK at a time;
+-- for the rare paths only (a recovering claim, the orphan sweep). Returns
+-- the tokens in the order found and, per token, its ids. (Jobs of older
+-- clients, whose pushes wrote held members, are found here too: callers
+-- read those members first and pass their ids in seen.)
+local function active_under(active, J, p, skip, seen)
+  local toks, by = {}, {}
+  local at = 0
+  while true do
+    local ids = redis.call('ZRANGE', active, at, at + CHUNK - 1)
+    if #ids == 0 then break end
+    at = at + #ids
+    local s = redis.call('HMGET', J.s, unpack(ids))
+    for i, id in ipairs(ids) do
+      if s[i] and not (seen and seen[id]) and string.sub(s[i], 1, 7) == 'active ' then
+        local state, _, t = state_of(s[i])
+        if state == 'active' and t and string.sub(t, 1, #p) == p and not (skip and skip[t]) then
+          if not by[t] then by[t] = {}; toks[#toks + 1] = t end
+          by[t][#by[t] + 1] = id
+        end
+      end
+    end
+    if #ids < CHUNK then break end
+  end
+  return toks, by
+end
+
 -- Start jobs ids (records d, o, s as load_jobs reads them) as the call
 -- c says: c.active, c.held, c.deadlines (the queue's keys; deadlines nil:
 -- none written), c.emit (its monitor), c.now (the caller's server time;
@@ -1055,7 +1086,8 @@ end
 -- with the job's id, and a shared token spares a string per job (a
 -- claim's Redis instructions per job -13% with the reply's token once
 -- per call, callgrind). The state values are made once per attempt count.
--- The started jobs are entered in the held index under tok, with the ids
+-- The started jobs are entered in the held index under tok (c.held nil:
+-- not, a push: see push_to_idle), with the ids
 -- in `also` (jobs the caller already put under tok; nil: none). With
 -- `also`, the member is written even when nothing started: it marks that
 -- this token's call ran (a re-sent claim finds it).
@@ -1065,7 +1097,9 @@ end
 -- and the reclaim sweep fails it as timed out (reclaim.lua).
 -- before_write (may be nil) is called before the first write with the
 -- number of jobs that will start and whether any has a timeout (claim.lua
--- checks the keys it will write then).
+-- checks the keys it will write then). c.stated: the caller wrote the
+-- jobs' active states already (job_maker: a new job pushed at once has
+-- its state written once), so they are not written here.
 local function start_jobs(J, c, ids, d, o, s, out)
   local active, held, deadlines, emit, now = c.active, c.held, c.deadlines, c.emit, c.now
   local tok, deadline, also, before_write = c.tok, c.deadline, c.also, c.before_write
@@ -1073,7 +1107,7 @@ local function start_jobs(J, c, ids, d, o, s, out)
   if also then for i = 1, #also do hi[i] = also[i] end end
   local base = #hi
   local function enter(n)
-    if n > 0 or also then
+    if held and (n > 0 or also) then
       redis.call('ZADD', held, 0, HELD_PIN, 0, tok .. ' ' .. table.concat(hi, ' '))
     end
     return n
@@ -1129,7 +1163,7 @@ local function start_jobs(J, c, ids, d, o, s, out)
   if emit ~= UNMONITORED then
     for i = base + 1, base + n do emit('active', hi[i]) end
   end
-  redis.call('HSET', J.s, unpack(st))
+  if not c.stated then redis.call('HSET', J.s, unpack(st)) end
   if dz then redis.call('ZADD', deadlines, unpack(dz)) end
   return enter(n)
 end
@@ -1147,7 +1181,9 @@ end
 -- enqueue pushes only to registrations of its own format and drops the
 -- others (that worker then hears the doorbell and claims), so clients of
 -- two versions on one queue never push to each other (a refused push
--- would have spent an attempt of its jobs).
+-- would have spent an attempt of its jobs). (7: a push writes no held
+-- member, and its worker sends none of its tokens to be forgotten: a
+-- format 6 enqueue, which writes one, pushes to no format 7 worker.)
 local PUSH_FORMAT = '7'
 
 -- A push carries a job's payload only while it is small: at most
@@ -1227,11 +1263,16 @@ end
 -- take(n): up to n jobs to start, as ids and their records d, o, s (see
 -- load_jobs), in claim order; from_ready or new_jobs below.
 -- The token of a message is "<client>.<worker>.<tbase><k>" (the client's
--- id ends its push channel's name), entered in the held index (`held`).
+-- id ends its push channel's name). A push writes no member of the held
+-- index: its jobs are found by their token's prefix in their states
+-- (active_under), the rare paths that need them (a lost push's recovery,
+-- the orphan sweep).
 -- deadlines: the queue's zset of run time ends (see start_jobs). now:
 -- the caller's server time, when it read it (nil: read here when needed).
+-- plan: true when push_plan planned the first message, to pick (checked
+-- there), and the caller wrote its jobs' states already (nil: none).
 -- Returns how many jobs were taken.
-local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, take, deadlines, now)
+local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, deadlines, now, plan)
   local k, taken, inline_left = 0, 0, PUSH_INLINE_TOTAL
   while budget > 0 do
     pick = pick or redis.call('HRANDFIELD', idle, 1, 'WITHVALUES')
@@ -1242,8 +1283,8 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
     local wid, ch = string.match(field, '^(%S+) (.+)$')
     local slots, epoch, lease, format = string.match(v, '^(%d+) (%S+) (%d+) (%S+)$')
     slots = tonumber(slots or 0)
-    if not ch or slots < 1 or format ~= PUSH_FORMAT or
-       numsub(ch) == 0 then
+    if not plan and (not ch or slots < 1 or format ~= PUSH_FORMAT or
+       numsub(ch) == 0) then
       redis.call('HDEL', idle, field)
     else
       local ids, d, o, s = take(math.min(slots, budget))
@@ -1253,8 +1294,9 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
       k = k + 1
       local out, tok = {}, string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. k
       local deadline = int(now + tonumber(lease))
-      local n = start_jobs(J, {active = active, held = held, deadlines = deadlines, emit = emit, now = now,
-                               tok = tok, deadline = deadline}, ids, d, o, s, out)
+      local n = start_jobs(J, {active = active, deadlines = deadlines, emit = emit, now = now,
+                               tok = tok, deadline = deadline, stated = plan ~= nil}, ids, d, o, s, out)
+      plan = nil
       if slots - n > 0 then
         redis.call('HSET', idle, field, registration(slots - n, epoch, lease))
       else
@@ -1295,6 +1337,24 @@ local function push_to_idle(J, active, idle, held, tbase, budget, emit, pick, ta
     end
   end
   return taken
+end
+
+-- The first message push_to_idle will send to pick (the caller's HRANDFIELD
+-- idle 1 WITHVALUES), planned before the new jobs' columns are written, so
+-- their states are written once, active (job_maker): nil when pick is no
+-- registration to push to (push_to_idle then drops it), else how many of
+-- `budget` new jobs it takes and the state value of each (with sv, the
+-- value they were made with, and the call's time now): as start_jobs
+-- writes it. The same token as push_to_idle's first message (k = 1).
+local function push_plan(pick, tbase, budget, sv, now)
+  if #pick == 0 or pick[1] == CONTROL_MARK then return nil end
+  local wid, ch = string.match(pick[1], '^(%S+) (.+)$')
+  local slots, _, _, format = string.match(pick[2], '^(%d+) (%S+) (%d+) (%S+)$')
+  slots = tonumber(slots or 0)
+  if not ch or slots < 1 or format ~= PUSH_FORMAT or numsub(ch) == 0 then return nil end
+  local tok = string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. 1
+  local _, a, _t, tm = state_of(sv)
+  return math.min(slots, budget), 'active ' .. num(a + 1) .. ' ' .. tok .. ' @' .. times_started(tm, int(now))
 end
 
 -- A take() for push_to_idle: jobs waiting in ready and prio.
@@ -1347,7 +1407,7 @@ end
 --     that had nothing ready (nothing_ready: the caller read it before its
 --     first write), a delayed job became the earliest, or ring (the
 --     caller's own reason) is true. push: push delivery to idle workers
---     (enqueue.lua): {active, idle, held, deadlines, tbase, pick (see
+--     (enqueue.lua): {active, idle, deadlines, tbase, pick (see
 --     push_to_idle), direct (the new jobs may go to workers without
 --     passing through ready: new_jobs)}; the doorbell then rings only for
 --     jobs left ready. nil: none (fire.lua: its jobs wait in ready, idle
@@ -1357,7 +1417,7 @@ end
 local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
   local c = {now = nil}
   local payloads, opts, watch, states = {}, {}, {}, {}
-  local plain, plain_d, plain_o = {}, {}, {} -- new priority 0 jobs made ready
+  local plain, plain_d, plain_o, plain_s = {}, {}, {}, {} -- new priority 0 jobs made ready
   local nplain, became_ready, ring, ready_v, qtimes = 0, 0, false, nil, nil
   function c.at()
     c.now = c.now or now_ms()
@@ -1379,7 +1439,7 @@ local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
       states[#states + 1] = ready_v
       if p == 0 then
         nplain = nplain + 1
-        plain[nplain] = id; plain_d[nplain] = payload; plain_o[nplain] = stored
+        plain[nplain] = id; plain_d[nplain] = payload; plain_o[nplain] = stored; plain_s[nplain] = #states
       else
         redis.call('ZADD', prio, prio_score(p, seq), id)
       end
@@ -1388,6 +1448,18 @@ local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
     if emit ~= UNMONITORED then emit('enqueued', id) end
   end
   function c.finish(push, ring_too, u)
+    -- Nothing was waiting: new jobs go straight to idle workers, in order
+    -- (below); those of the first message have their state written once,
+    -- active, with the columns (push_plan).
+    local direct = became_ready > 0 and push and push.direct and nothing_ready
+    local plan, planned, active_v = nil, 0, nil
+    if direct then
+      planned, active_v = push_plan(push.pick, push.tbase, became_ready, ready_v, c.now)
+      if planned then
+        plan = true
+        for i = 1, planned do states[plain_s[i]] = active_v end
+      end
+    end
     -- the columns; through u (undoable(), may be nil) they check their own
     -- types: a column written so that its undo is not exact (a field of a
     -- new job was there) has the others checked by TYPE first
@@ -1410,19 +1482,18 @@ local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
       set_watchers(J, watch, u) -- (last: through u, it is not undone)
     end
     ring = ring or ring_too
-    if became_ready > 0 and push and push.direct and nothing_ready then
-      -- Nothing was waiting: new jobs go straight to idle workers, in
-      -- order, and only the rest is queued (waking idle workers elsewhere).
+    if direct then
+      -- only the rest is queued (waking idle workers elsewhere)
       local take, rest = new_jobs(plain, plain_d, plain_o, ready_v)
-      push_to_idle(J, push.active, push.idle, push.held, push.tbase, became_ready, emit, push.pick,
-                   take, push.deadlines, c.now)
+      push_to_idle(J, push.active, push.idle, push.tbase, became_ready, emit, push.pick,
+                   take, push.deadlines, c.now, plan)
       local left = rest()
       if #left > 0 then rpush_all(ready, left); ring = true end
     elseif became_ready > 0 then
       if nplain > 0 then rpush_all(ready, plain) end
       local pushed = 0
       if push then
-        pushed = push_to_idle(J, push.active, push.idle, push.held, push.tbase, became_ready, emit,
+        pushed = push_to_idle(J, push.active, push.idle, push.tbase, became_ready, emit,
                               push.pick, from_ready(J, ready, prio), push.deadlines, c.now)
       end
       -- jobs left ready in a queue that had nothing ready: wake idle workers

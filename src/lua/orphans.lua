@@ -2,7 +2,8 @@
 -- (its liveness entry ran out, beat.lua) go back at once, without waiting
 -- for their leases (which may be long), as the reclaim sweep would return
 -- them: the attempt counts; dead when attempts are spent. Its members of
--- the held index (lib.lua) go too.
+-- the held index (lib.lua) go too. Its pushed jobs (no member: push_to_idle)
+-- are found by a scan of active (active_under), once no member is left.
 -- KEYS (src/keys.def; bound to these locals): held, active, ready, prio,
 --       dead, stats, cols, monitored, events, dedup
 -- ARGV: 1 job name prefix, 2 wake channel, 3 the client's token prefix
@@ -10,7 +11,9 @@
 --       lease end (server ms): a call that runs later does nothing (the
 --       client may be back and holding new jobs; beat.lua told it to start
 --       none until then)
--- Returns { jobs returned, 1 when members are left (call again) else 0 }.
+-- Returns { jobs returned, 1 when members or jobs are left (call again)
+-- else 0 }: at most ARGV 4 members, or ARGV 4 jobs found by the scan, per
+-- call.
 local prefix, wake, who, limit, dead_max = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local now = now_ms()
 if now >= tonumber(ARGV[6]) then return {0, 0} end
@@ -19,9 +22,24 @@ J.u = dedup
 expect_types({held, 'zset', active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash',
               J.s, 'hash', J.e, 'hash', J.u, 'zset', J.a, 'hash'})
 local members = held_members(held, who, limit)
+-- no member left: its pushed jobs, by their tokens (at most limit)
+local scanned, more = {}, #members == limit
+if not more then
+  local seen = {} -- (the members' jobs: returned below)
+  for _, m in ipairs(members) do
+    for _, id in ipairs(select(2, held_split(m))) do seen[id] = true end
+  end
+  local toks, by = active_under(active, J, who, nil, seen)
+  for _, t in ipairs(toks) do
+    for _, id in ipairs(by[t]) do
+      if #scanned == 2 * limit then more = true; break end
+      scanned[#scanned + 1] = t; scanned[#scanned + 1] = id
+    end
+  end
+end
 -- the counters the returns count (bury's dead, reclaimed), before the
 -- first write: a HINCRBY refused after the ZREM below lost the job
-if #members > 0 then int_fields(stats, 'dead', 'reclaimed') end
+if #members > 0 or #scanned > 0 then int_fields(stats, 'dead', 'reclaimed') end
 local q = {ready = ready, prio = prio, dead = dead, stats = stats, wake = wake, now = now, dead_max = dead_max,
            emit = monitor(monitored, events)}
 local n = 0
@@ -38,5 +56,12 @@ for _, m in ipairs(members) do
   end
   redis.call('ZREM', held, m)
 end
+for i = 1, #scanned, 2 do
+  local t, id = scanned[i], scanned[i + 1]
+  local _, attempts, _t, tm = state_of(redis.call('HMGET', J.s, id)[1])
+  n = n + 1
+  redis.call('ZREM', active, id)
+  return_lost(J, q, id, attempts, redis.call('HMGET', J.o, id)[1], 'worker lost', t, tm)
+end
 if n > 0 then redis.call('HINCRBY', stats, 'reclaimed', n) end
-return {n, #members == limit and 1 or 0}
+return {n, more and 1 or 0}

@@ -1009,7 +1009,8 @@ typedef struct rjq_worker_options {
      * and the attempt fails instead) or rjq_job_fail() (failed 1) on that
      * job, whatever the call then returns (also after the client was
      * freed), from inside the call and before the handle is released
-     * (readable; the hook must not complete or fail it), with run_ms the
+     * (readable; the hook must not complete or fail it, nor free the
+     * client), with run_ms the
      * client's ms from the job's hand-out to that call. Each is called
      * exactly once per attempt handed to the handler, the start before
      * the finish. Jobs handed back without running (stale, a stopping

@@ -204,8 +204,8 @@ static int parse_job(const char **p, const char *end, rjq__pushed *d) {
     int no_wait = 0;
     if (parse_num(p, end, ' ', &attempt)) return -1;
     /* "<max>", or with headers "<max>+<headers length>" (their text after the id) */
-    const char *plus = memchr(*p, '+', (size_t)(end - *p)), *sp = memchr(*p, ' ', (size_t)(end - *p));
-    if (plus && sp && plus < sp) {
+    const char *sp = memchr(*p, ' ', (size_t)(end - *p));
+    if (sp && memchr(*p, '+', (size_t)(sp - *p))) { /* (looked for before the space only) */
         if (parse_num(p, end, '+', &max) || parse_num(p, end, ' ', &hlen)) return -1;
     } else if (parse_num(p, end, ' ', &max)) {
         return -1;

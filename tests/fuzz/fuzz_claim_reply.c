@@ -32,6 +32,8 @@ static void check(const redisReply *r, int asked) {
         MUST(d.attempt >= 0 && d.max_attempts >= 0 && d.deadline == deadline);
         touch_in(d.id, d.idlen, d.id, d.idlen);
         if (!nil) touch_in(d.payload, d.len, d.payload, d.len);
+        redisReply *m = r->element[4 + 5 * i + 3]; /* (max attempts, with headers a string) */
+        if (d.hlen) touch_in(m->str, m->len, d.headers, d.hlen);
     }
 }
 

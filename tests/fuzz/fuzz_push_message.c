@@ -37,6 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 keep(jobs[i].deadline - 0x7fffffffffffffffLL); /* take_pushed: - lease_ms */
                 touch_in(msg, size, jobs[i].id, jobs[i].idlen);
                 touch_in(msg, size, jobs[i].payload, jobs[i].len);
+                touch_in(msg, size, jobs[i].headers, jobs[i].hlen);
             }
             free(jobs);
         }

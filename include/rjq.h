@@ -1878,15 +1878,18 @@ typedef void rjq_find_cb(rjq_client *c, int status, const rjq_search_match *matc
 /* Look up the jobs whose declared field `field` has the value (len 1..
  * RJQ_INDEX_VALUE_MAX bytes, compared as they are): one script call,
  * O(log n + limit), that lists up to `limit` (1..RJQ_JOBS_PAGE_MAX) of
- * them from `offset` (0..RJQ_JOBS_OFFSET_MAX) on. cb gets RJQ_OK (every
+ * them in id order (bytewise), after the id `after` (NULL or "": from the
+ * first; else the last id of the page before: a job that matches for the
+ * whole paging is listed exactly once). cb gets RJQ_OK (every
  * match of the page: fewer than limit means the last page), RJQ_ENOTFOUND
  * (the field is not declared), RJQ_ESTATE (the index covers `covered` of
  * the `total` jobs only: nothing looked up; scan instead, or fill the
  * index), RJQ_EWRONGTYPE, RJQ_EPROTO or the connection's error. Returns
- * RJQ_EINVAL (q, cb, field or value NULL, a bad field name, len, offset or
- * limit), RJQ_ECLOSED, RJQ_ESHARDED or RJQ_ENOMEM. */
+ * RJQ_EINVAL (q, cb, field or value NULL, a bad field name, len, an after
+ * that is no valid job id, limit), RJQ_ECLOSED, RJQ_ESHARDED or
+ * RJQ_ENOMEM. */
 RJQ_API int rjq_queue_find(rjq_queue *q, const char *field, const void *value, size_t len,
-                           long offset, long limit, rjq_find_cb *cb, void *data);
+                           const char *after, long limit, rjq_find_cb *cb, void *data);
 
 /* A page of ids and the cursor after its last one: next is NULL when the
  * list ended (a page shorter than asked). ids, next and their strings are

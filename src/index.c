@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "enqueue.h"
+#include "validate.h"
 
 typedef struct index_ctx {
     rjq_queue *q;             /* held: set teaches it the declaration */
@@ -227,11 +228,12 @@ static void on_find(rjq_client *c, int status, redisReply *r, void *priv) {
     free(ctx);
 }
 
-int rjq_queue_find(rjq_queue *q, const char *field, const void *value, size_t len, long offset,
-                   long limit, rjq_find_cb *cb, void *data) {
+int rjq_queue_find(rjq_queue *q, const char *field, const void *value, size_t len,
+                   const char *after, long limit, rjq_find_cb *cb, void *data) {
+    if (after == NULL) after = "";
     if (cb == NULL || field == NULL || !rjq__valid_index_field(field, strlen(field)) ||
-        value == NULL || len == 0 || len > RJQ_INDEX_VALUE_MAX || offset < 0 ||
-        offset > RJQ_JOBS_OFFSET_MAX || limit < 1 || limit > RJQ_JOBS_PAGE_MAX)
+        value == NULL || len == 0 || len > RJQ_INDEX_VALUE_MAX ||
+        (after[0] && !rjq__valid_job_id(after)) || limit < 1 || limit > RJQ_JOBS_PAGE_MAX)
         return RJQ_EINVAL;
     int rc = usable(q);
     if (rc != RJQ_OK) return rc;
@@ -241,7 +243,7 @@ int rjq_queue_find(rjq_queue *q, const char *field, const void *value, size_t le
     rjq__argv_str(&a, "find");
     rjq__argv_str(&a, field);
     rjq__argv_add(&a, value, len);
-    rjq__argv_ll(&a, offset);
+    rjq__argv_str(&a, after);
     rjq__argv_ll(&a, limit);
     index_ctx *ctx = calloc(1, sizeof *ctx);
     if (ctx) {

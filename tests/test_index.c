@@ -81,7 +81,7 @@ static void on_find(rjq_client *c, int status, const rjq_search_match *m, size_t
 
 static find_wait find(test_env *e, rjq_queue *q, const char *field, const char *value) {
     find_wait w = {0};
-    ASSERT_OK(rjq_queue_find(q, field, value, strlen(value), 0, 100, on_find, &w));
+    ASSERT_OK(rjq_queue_find(q, field, value, strlen(value), NULL, 100, on_find, &w));
     ASSERT(loop_until(e->base, &w.done, 5000));
     ASSERT_EQ(1, w.done);
     return w;
@@ -139,11 +139,15 @@ TEST(index_kept_by_enqueue_single_batch_and_an_existing_id_adds_nothing) {
     ASSERT_EQ(0, f.n);
     f = find(&e, e.q, "x", "1"); /* not declared */
     ASSERT_EQ(RJQ_ENOTFOUND, f.status);
-    /* paging */
+    /* paging: after the last id of the page before */
     find_wait pw = {0};
-    ASSERT_OK(rjq_queue_find(e.q, "customer", "acme", 4, 1, 1, on_find, &pw));
+    ASSERT_OK(rjq_queue_find(e.q, "customer", "acme", 4, "", 2, on_find, &pw));
     ASSERT(loop_until(e.base, &pw.done, 5000));
-    ASSERT_STREQ(" d1=ready", pw.found);
+    ASSERT_STREQ(" a1=ready d1=ready", pw.found);
+    pw = (find_wait){0};
+    ASSERT_OK(rjq_queue_find(e.q, "customer", "acme", 4, "d1", 2, on_find, &pw));
+    ASSERT(loop_until(e.base, &pw.done, 5000));
+    ASSERT_STREQ(" d3=ready", pw.found);
     env_stop(&e);
 }
 
@@ -313,11 +317,13 @@ TEST(bad_declarations_refused_with_nothing_written) {
     longname[RJQ_INDEX_FIELD_MAX] = '\0'; /* the longest name */
     const char *longest[] = {longname};
     find_wait f = {0};
-    ASSERT_EQ(RJQ_EINVAL, rjq_queue_find(e.q, "a b", "x", 1, 0, 10, on_find, &f));
-    ASSERT_EQ(RJQ_EINVAL, rjq_queue_find(e.q, "a", "x", 0, 0, 10, on_find, &f));
-    ASSERT_EQ(RJQ_EINVAL, rjq_queue_find(e.q, "a", "x", RJQ_INDEX_VALUE_MAX + 1, 0, 10, on_find, &f));
-    ASSERT_EQ(RJQ_EINVAL, rjq_queue_find(e.q, "a", "x", 1, -1, 10, on_find, &f));
-    ASSERT_EQ(RJQ_EINVAL, rjq_queue_find(e.q, "a", "x", 1, 0, 0, on_find, &f));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_find(e.q, "a b", "x", 1, NULL, 10, on_find, &f));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_find(e.q, "a", "x", 0, NULL, 10, on_find, &f));
+    ASSERT_EQ(RJQ_EINVAL,
+              rjq_queue_find(e.q, "a", "x", RJQ_INDEX_VALUE_MAX + 1, NULL, 10, on_find, &f));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_find(e.q, "a", "x", 1, "a b", 10, on_find, &f));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_find(e.q, "a", "x", 1, NULL, 0, on_find, &f));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_find(e.q, "a", "x", 1, NULL, RJQ_JOBS_PAGE_MAX + 1, on_find, &f));
     ASSERT_EQ(0, w.done + f.done);
     ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{ixbad}:meta"));
     /* the script refuses a bad name too, before writing */

@@ -10,8 +10,9 @@
 --   'get';
 --   'fill', 2 cursor, 3 count: one HSCAN step of the payload column
 --     (COUNT count), indexing the jobs read that the index does not cover;
---   'find', 2 field, 3 value, 4 offset, 5 limit: the jobs whose field has
---     that value, in id order (bytewise), from offset on.
+--   'find', 2 field, 3 value, 4 after ('' to start, else the last id of
+--     the page before), 5 limit: the jobs whose field has that value, in
+--     id order (bytewise), after that id.
 -- The index covers a job when the job has an entry in the indexed column
 -- (enqueue.lua, 'fill'); that column only holds jobs that exist (entries
 -- leave with the record, lib.lua delete_jobs), so the index covers every
@@ -66,8 +67,9 @@ if not declared then return {-1, 0, 0} end
 local covered, total = redis.call('HLEN', J.x), redis.call('HLEN', J.d)
 if covered ~= total then return {-2, covered, total} end
 local p = ARGV[2] .. '\0' .. #ARGV[3] .. ':' .. ARGV[3] .. '\0'
-local m = redis.call('ZRANGEBYLEX', J.i, '[' .. p, '(' .. string.sub(p, 1, -2) .. '\1',
-                     'LIMIT', ARGV[4], ARGV[5])
+local from = ARGV[4] == '' and '[' .. p or '(' .. p .. ARGV[4]
+local m = redis.call('ZRANGEBYLEX', J.i, from, '(' .. string.sub(p, 1, -2) .. '\1', 'LIMIT', 0,
+                     ARGV[5])
 local out, ids = {0, covered, total}, {}
 for _, e in ipairs(m) do ids[#ids + 1] = string.sub(e, #p + 1) end
 if #ids > 0 then

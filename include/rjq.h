@@ -1886,7 +1886,7 @@ typedef void rjq_find_cb(rjq_client *c, int status, const rjq_search_match *matc
  * the `total` jobs only: nothing looked up; scan instead, or fill the
  * index), RJQ_EWRONGTYPE, RJQ_EPROTO or the connection's error. Returns
  * RJQ_EINVAL (q, cb, field or value NULL, a bad field name, len, an after
- * that is no valid job id, limit), RJQ_ECLOSED, RJQ_ESHARDED or
+ * longer than RJQ_JOB_ID_MAX, limit), RJQ_ECLOSED, RJQ_ESHARDED or
  * RJQ_ENOMEM. */
 RJQ_API int rjq_queue_find(rjq_queue *q, const char *field, const void *value, size_t len,
                            const char *after, long limit, rjq_find_cb *cb, void *data);

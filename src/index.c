@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "enqueue.h"
-#include "validate.h"
 
 typedef struct index_ctx {
     rjq_queue *q;             /* held: set teaches it the declaration */
@@ -233,7 +232,7 @@ int rjq_queue_find(rjq_queue *q, const char *field, const void *value, size_t le
     if (after == NULL) after = "";
     if (cb == NULL || field == NULL || !rjq__valid_index_field(field, strlen(field)) ||
         value == NULL || len == 0 || len > RJQ_INDEX_VALUE_MAX ||
-        (after[0] && !rjq__valid_job_id(after)) || limit < 1 || limit > RJQ_JOBS_PAGE_MAX)
+        strlen(after) > RJQ_JOB_ID_MAX || limit < 1 || limit > RJQ_JOBS_PAGE_MAX)
         return RJQ_EINVAL;
     int rc = usable(q);
     if (rc != RJQ_OK) return rc;

@@ -321,7 +321,9 @@ TEST(bad_declarations_refused_with_nothing_written) {
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_find(e.q, "a", "x", 0, NULL, 10, on_find, &f));
     ASSERT_EQ(RJQ_EINVAL,
               rjq_queue_find(e.q, "a", "x", RJQ_INDEX_VALUE_MAX + 1, NULL, 10, on_find, &f));
-    ASSERT_EQ(RJQ_EINVAL, rjq_queue_find(e.q, "a", "x", 1, "a b", 10, on_find, &f));
+    static char long_id[RJQ_JOB_ID_MAX + 2];
+    memset(long_id, 'i', RJQ_JOB_ID_MAX + 1);
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_find(e.q, "a", "x", 1, long_id, 10, on_find, &f));
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_find(e.q, "a", "x", 1, NULL, 0, on_find, &f));
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_find(e.q, "a", "x", 1, NULL, RJQ_JOBS_PAGE_MAX + 1, on_find, &f));
     ASSERT_EQ(0, w.done + f.done);

@@ -67,17 +67,17 @@
 /* The commands the scripts of each role run (the scripts' lib functions
  * included). */
 #define PRODUCER_SCRIPTS                                                                  \
-    "+exists +hdel +hexists +hget +hincrby +hmget +hrandfield +hset +hsetnx +llen +lpop +lrem " \
+    "+exists +hdel +hexists +hincrby +hmget +hrandfield +hset +hsetnx +llen +lpop +lrem " \
     "+pexpire +pubsub|numsub +pubsub|shardnumsub +rpush +type +zadd +zcard +zmscore +zpopmin +zrange +zrangebyscore +zrem " \
     "+zremrangebylex +zremrangebyrank +zremrangebyscore +zscore"
 #define WORKER_SCRIPTS                                                                    \
-    "+del +exists +get +hdel +hexists +hget +hgetall +hincrby +hlen +hmget +hrandfield +hscan +hset +hsetnx +lindex " \
+    "+del +exists +get +hdel +hexists +hgetall +hincrby +hlen +hmget +hrandfield +hscan +hset +hsetnx +lindex " \
     "+llen +lpop +lpos +lpush +lrange +lrem +pexpire +pttl +pubsub|numsub +pubsub|shardnumsub +rpush +set +type +zadd +zcard +zcount +zmscore " \
     "+zpopmin +zrange "                                                                    \
     "+zrangebylex +zrangebyscore +zrem +zremrangebylex +zremrangebyrank +zremrangebyscore "  \
     "+zscore +unlink"
 #define MONITOR_SCRIPTS                                                                   \
-    "+exists +hexists +hget +hgetall +hlen +hmget +hscan +llen +lpos +lrange +type +zcard +zcount +zrangebylex +zrangebyscore +zscore"
+    "+exists +hexists +hget +hgetall +hlen +hmget +hscan +llen +lpos +lrange +type +zcard +zcount +zrangebyscore +zscore"
 
 static int fits(const char *s) {
     if (s[0] == '\0') return 0;

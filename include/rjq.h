@@ -1814,15 +1814,16 @@ RJQ_API int rjq_queue_search(rjq_queue *q, const char *cursor, const void *bytes
  * nothing: its enqueues write and read nothing more.
  *
  * Producers learn the declaration: a queue handle reads it (one HGET of
- * the queue's settings) with its first enqueue, whose batch waits for
- * that answer, and again with the first enqueue after
- * RJQ_INDEX_RELEARN_MS, without waiting; rjq_queue_set_index() teaches
- * its own handle at once. A producer that passes the fields it learnt
+ * the queue's settings, in the background) when it starts enqueueing and
+ * again with its first enqueue after RJQ_INDEX_RELEARN_MS;
+ * rjq_queue_set_index() teaches its own handle at once. Until the first
+ * read answers, the handle's enqueue calls have the script read the
+ * declaration itself (one HGET a call). A producer that knows of an index
  * has its jobs indexed by the declaration then in force (the script reads
- * it: a changed one is never missed); one that has not learnt an index
- * yet (a handle opened before the declaration, within its relearn time,
- * or an rjq older than the index) enqueues unindexed jobs, as do
- * schedules (their jobs are made by the scheduler's script). The index
+ * it: a changed one is never missed); one that learnt "no index" before
+ * the declaration (for up to RJQ_INDEX_RELEARN_MS), or an rjq older than
+ * the index, enqueues unindexed jobs, as do schedules (their jobs are
+ * made by the scheduler's script). The index
  * knows which jobs it covers: rjq_queue_find() refuses (RJQ_ESTATE) while
  * it does not cover every job the queue keeps, so a search by the index
  * never misses a job silently: the caller scans (rjq_queue_search), or

@@ -1813,12 +1813,12 @@ RJQ_API int rjq_queue_search(rjq_queue *q, const char *cursor, const void *bytes
  * and cancelled caps, delete, purge). A queue without an index pays
  * nothing: its enqueues write and read nothing more.
  *
- * Producers learn the declaration: a queue handle reads it (one HGET of
+ * Producers learn the declaration: a queue handle reads it (one HMGET of
  * the queue's settings, in the background) when it starts enqueueing and
  * again with its first enqueue after RJQ_INDEX_RELEARN_MS;
  * rjq_queue_set_index() teaches its own handle at once. Until the first
  * read answers, the handle's enqueue calls have the script read the
- * declaration itself (one HGET a call). A producer that knows of an index
+ * declaration itself (one HMGET a call). A producer that knows of an index
  * has its jobs indexed by the declaration then in force (the script reads
  * it: a changed one is never missed); one that learnt "no index" before
  * the declaration (for up to RJQ_INDEX_RELEARN_MS), or an rjq older than

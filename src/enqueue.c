@@ -783,9 +783,11 @@ void rjq__enqueue_index_learnt(rjq_queue *q, const char *fields, size_t len) {
 static void on_learnt(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq_queue *q = priv; /* (held) */
     part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
-    if (status == RJQ_OK && r->type == REDIS_REPLY_NIL) {
+    if (status == RJQ_OK && r->type == REDIS_REPLY_ARRAY && r->elements == 1) r = r->element[0];
+    else if (status == RJQ_OK) r = NULL;
+    if (status == RJQ_OK && r && r->type == REDIS_REPLY_NIL) {
         p->index[0] = '\0';
-    } else if (status == RJQ_OK && r->type == REDIS_REPLY_STRING && r->len < sizeof p->index &&
+    } else if (status == RJQ_OK && r && r->type == REDIS_REPLY_STRING && r->len < sizeof p->index &&
                rjq__valid_index_fields(r->str, r->len)) {
         memcpy(p->index, r->str, r->len);
         p->index[r->len] = '\0';
@@ -806,7 +808,7 @@ static void learn(rjq_queue *q, part *p) {
     rjq_client *c = rjq_queue_get_client(q);
     rjq__argv a;
     rjq__argv_init(&a);
-    rjq__argv_str(&a, "HGET");
+    rjq__argv_str(&a, "HMGET"); /* (HMGET: an await's fetch of a big result is the HGET) */
     rjq__argv_key(&a, q, RJQ__K_META);
     rjq__argv_str(&a, "index");
     int rc = RJQ_ENOMEM;

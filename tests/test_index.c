@@ -254,10 +254,10 @@ static long long all_calls(redisContext *rc) {
 }
 
 /* The commands one enqueue of 10 anonymous jobs cost (the INFO itself
- * counted once, taken out), and how many of them were HGET and ZADD. */
+ * counted once, taken out), and how many of them were HMGET and ZADD. */
 static long long enqueue_cost(test_env *e, rjq_queue *q, long long *hget, long long *zadd) {
     enqueue_id(e, q, NULL, "{\"customer\":\"warm\"}"); /* (learnt, scripts loaded) */
-    *hget = server_calls(e->rc, "hget");
+    *hget = server_calls(e->rc, "hmget");
     *zadd = server_calls(e->rc, "zadd");
     rjq_enqueue_item items[10];
     for (int i = 0; i < 10; i++) {
@@ -271,7 +271,7 @@ static long long enqueue_cost(test_env *e, rjq_queue *q, long long *hget, long l
     ASSERT(loop_until(e->base, &bw.done, 5000));
     ASSERT_OK(bw.status);
     long long n = all_calls(e->rc) - before - 1;
-    *hget = server_calls(e->rc, "hget") - *hget;
+    *hget = server_calls(e->rc, "hmget") - *hget;
     *zadd = server_calls(e->rc, "zadd") - *zadd;
     return n - 2; /* (the two INFOs above) */
 }
@@ -289,7 +289,7 @@ TEST(queue_without_index_runs_no_index_command_on_enqueue) {
     ASSERT_EQ(0, zadd);
     ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{plain}:index t:{plain}:indexed"));
     long long indexed = enqueue_cost(&e, iq, &hget, &zadd);
-    /* the indexed one reads the declaration (HGET), checks the types of
+    /* the indexed one reads the declaration (HMGET), checks the types of
      * the two keys it writes (two TYPE) and writes the entries (one HSET
      * of the column, one ZADD): five commands a call, whatever its jobs */
     ASSERT_EQ(1, hget);

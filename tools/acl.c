@@ -21,7 +21,7 @@
  *   monitor reads stats, jobs, schedules, processes and the index (a
  *   lookup, rjq_queue_find; the enqueue script of a producer reads the
  *   index declaration with HGET, and its first enqueues read it outside
- *   the script too). tests/acl_covers_scripts.sh fails when
+ *   the script too, HMGET). tests/acl_covers_scripts.sh fails when
  *   a script uses a command no role has;
  * - outside scripts: MULTI and EXEC (the producer's batches of more than
  *   1 MiB go as several script calls in one transaction), HGET (an await
@@ -77,7 +77,7 @@
     "+zrangebylex +zrangebyscore +zrem +zremrangebylex +zremrangebyrank +zremrangebyscore "  \
     "+zscore +unlink"
 #define MONITOR_SCRIPTS                                                                   \
-    "+exists +hexists +hget +hgetall +hlen +hmget +hscan +llen +lpos +lrange +type +zcard +zcount +zrangebyscore +zscore"
+    "+exists +hexists +hgetall +hlen +hmget +hscan +llen +lpos +lrange +type +zcard +zcount +zrangebyscore +zscore"
 
 static int fits(const char *s) {
     if (s[0] == '\0') return 0;

@@ -35,14 +35,14 @@ if op == 'set' then
     f[#f + 1] = ARGV[i]
   end
   local text = table.concat(f, ' ')
-  if text ~= (redis.call('HGET', meta, 'index') or '') then
+  if text ~= (redis.call('HMGET', meta, 'index')[1] or '') then
     redis.call('UNLINK', J.x, J.i)
     if text == '' then redis.call('HDEL', meta, 'index') else redis.call('HSET', meta, 'index', text) end
   end
   op = 'get'
 end
 if op == 'get' then
-  return {redis.call('HGET', meta, 'index') or '', redis.call('HLEN', J.x), redis.call('HLEN', J.d)}
+  return {redis.call('HMGET', meta, 'index')[1] or '', redis.call('HLEN', J.x), redis.call('HLEN', J.d)}
 end
 local fields = index_fields(meta)
 if op == 'fill' then

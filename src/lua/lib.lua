@@ -231,7 +231,7 @@ local INDEX_VALUE_MAX = 256 -- rjq.h RJQ_INDEX_VALUE_MAX
 
 -- The declared fields of the queue (meta field "index"), a list; nil: none.
 local function index_fields(meta)
-  local v = redis.call('HGET', meta, 'index')
+  local v = redis.call('HMGET', meta, 'index')[1]
   if not v or v == '' then return nil end
   local f = {}
   for w in string.gmatch(v, '%S+') do f[#f + 1] = w end

@@ -10,9 +10,18 @@
 #      search script's FCALL/EVALSHA entries of SLOWLOG: p50, p99, max);
 #   3. a worker (rjq-gateway_worker, completes at once) drains the queue:
 #      jobs completed per second over DRAIN_S seconds without a search, then
-#      while a search runs (the search's own time), repeated until it ends.
+#      while a search runs (the search's own time), repeated until it ends;
+#   4. the index of declared JSON fields: the same N jobs enqueued into a
+#      queue that declared `rjq index qi customer_id` (before its first
+#      job), against the plain queue's enqueue of part 1: Redis commands
+#      (INFO commandstats) and Redis main-thread CPU (INFO cpu) per job;
+#      then lookups of customer_id values (200 jobs each): `rjq find` and
+#      the serve search by the field (index), against the same search on the
+#      plain queue (no index: a scan for the value, count 1000), with each
+#      lookup's Redis time (SLOWLOG of the index script).
 #
 #   bash bench/search.sh [BUILD_DIR]     N=100000 COUNTS="100 200" COUNT=100 bash bench/search.sh
+#   PARTS="index" bash bench/search.sh   (parts: scan, drain, index; default all)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,6 +30,7 @@ N=${N:-1000000}
 COUNT=${COUNT:-100}                # the drain part's search
 COUNTS=${COUNTS:-"50 100 200 1000"} # the searches without a drain
 DRAIN_S=${DRAIN_S:-5}
+PARTS=${PARTS:-"scan drain index"}
 PY=/usr/bin/python3
 # shellcheck source=scripts/redis-private.sh
 . "$here/../scripts/redis-private.sh"
@@ -40,13 +50,20 @@ export RJQ_URL=$redis_url
 P=bs
 
 every=$((N / 100))
+# the server's counters: every command run (scripts' included), and the
+# main thread's CPU seconds
+calls() { RC info commandstats | awk -F'[=,:]' '/^cmdstat_/ { s += $3 } END { print s }'; }
+cpu() { RC info cpu | awk -F: '/^used_cpu_(sys|user)_main_thread:/ { s += $2 } END { print s }'; }
+k0=$(calls); u0=$(cpu)
 t0=$(date +%s.%N)
 awk -v n="$N" -v e="$every" 'BEGIN { for (i = 0; i < n; i++)
     if (i % e == e - 1) printf "{\"kind\":\"mail\",\"customer_id\":%d,\"to\":\"needle-%d@example.com\"}\n", i % 5000, i;
     else printf "{\"kind\":\"mail\",\"customer_id\":%d,\"to\":\"user-%d@example.com\"}\n", i % 5000, i }' |
     "$DIR/rjq" --prefix $P enqueue q - >/dev/null
 t1=$(date +%s.%N)
+k1=$(calls); u1=$(cpu)
 echo "enqueued $N jobs in $("$PY" -c "print(round($t1 - $t0, 1))") s; used_memory $(RC info memory | sed -n 's/^used_memory_human://p' | tr -d '\r')"
+echo "  Redis per job: $("$PY" -c "print(round(($k1 - $k0) / $N, 3))") commands, $("$PY" -c "print(round(($u1 - $u0) * 1e6 / $N, 2))") us of main-thread CPU"
 
 "$DIR/rjq" --prefix $P serve --listen 127.0.0.1:0 >"$DIR/serve.out" 2>"$DIR/serve.err" &
 PIDS+=($!)
@@ -67,6 +84,7 @@ search() {
 }
 
 for c in $COUNTS; do
+[[ " $PARTS " == *" scan "* ]] || break
 RC config set slowlog-log-slower-than 0 >/dev/null
 RC config set slowlog-max-len 100000 >/dev/null
 RC slowlog reset >/dev/null
@@ -93,6 +111,57 @@ PYEOF
 
 done
 
+# ---- 4. the index ------------------------------------------------------------
+if [[ " $PARTS " == *" index "* ]]; then
+"$DIR/rjq" --prefix $P index qi customer_id --create >/dev/null
+k0=$(calls); u0=$(cpu); t0=$(date +%s.%N)
+awk -v n="$N" -v e="$every" 'BEGIN { for (i = 0; i < n; i++)
+    if (i % e == e - 1) printf "{\"kind\":\"mail\",\"customer_id\":%d,\"to\":\"needle-%d@example.com\"}\n", i % 5000, i;
+    else printf "{\"kind\":\"mail\",\"customer_id\":%d,\"to\":\"user-%d@example.com\"}\n", i % 5000, i }' |
+    "$DIR/rjq" --prefix $P enqueue qi - >/dev/null
+t1=$(date +%s.%N); k1=$(calls); u1=$(cpu)
+echo "index: enqueued $N jobs into qi (index customer_id) in $("$PY" -c "print(round($t1 - $t0, 1))") s; used_memory $(RC info memory | sed -n 's/^used_memory_human://p' | tr -d '\r')"
+echo "  Redis per job: $("$PY" -c "print(round(($k1 - $k0) / $N, 3))") commands, $("$PY" -c "print(round(($u1 - $u0) * 1e6 / $N, 2))") us of main-thread CPU"
+"$DIR/rjq" --prefix $P index qi
+RC config set slowlog-log-slower-than 0 >/dev/null
+RC config set slowlog-max-len 100000 >/dev/null
+RC slowlog reset >/dev/null
+for v in 42 4242 777; do
+    t0=$(date +%s.%N)
+    n=$("$DIR/rjq" --prefix $P find qi customer_id $v | wc -l)
+    t1=$(date +%s.%N)
+    echo "rjq find qi customer_id $v: $n jobs in $("$PY" -c "print(round(($t1 - $t0) * 1000, 1))") ms (the whole command: process start, connect, lookup)"
+done
+RC --json slowlog get 100000 >"$DIR/slowlog.txt"
+"$PY" - "$DIR/slowlog.txt" <<'PYEOF'
+import json, sys
+usec = sorted(e[2] for e in json.loads(open(sys.argv[1], 'rb').read().decode('utf-8', 'replace')) if len(e[3]) > 1 and str(e[3][1]).endswith('_index'))
+print(f"index lookups' Redis time (SLOWLOG, {len(usec)} calls): {usec} us")
+PYEOF
+RC config set slowlog-log-slower-than 10000 >/dev/null
+# through serve: by the index (qi) and by a scan (q, no index declared)
+search_on() { # QUEUE QUERY
+    local sid body
+    sid=$(curl -s -X POST "$BASE/v1/queues/$1/search?$2" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["search"])')
+    for _ in $(seq 100000); do
+        body=$(curl -s "$BASE/v1/queues/$1/search/$sid?from=100000")
+        [[ $body == *'"state":"running"'* ]] || break
+        sleep 0.02
+    done
+    echo "$body"
+}
+for qq in qi q; do
+    S=$(search_on $qq "field=customer_id&text=4242&count=1000")
+    "$PY" - "$S" <<'PYEOF'
+import json, sys
+d = json.loads(sys.argv[1])
+print(f"serve search {d['queue']} customer_id=4242: {'index' if d['index']['used'] else 'scan'} ({d['index']['note']}), "
+      f"state {d['state']}, found {d['found']}, steps {d['steps']}, first result {d['first_match_ms']} ms, total {d['elapsed_ms']} ms")
+PYEOF
+done
+fi
+
+[[ " $PARTS " == *" drain "* ]] || exit 0
 # the drain: rate without a search, then during searches
 "$DIR/rjq-gateway_worker" -r "$redis_url" -P $P -c 100 q >"$DIR/worker.log" 2>&1 &
 PIDS+=($!)

@@ -1857,6 +1857,97 @@ typedef void rjq_search_cb(rjq_client *c, int status, const char *cursor, long l
 RJQ_API int rjq_queue_search(rjq_queue *q, const char *cursor, const void *bytes, size_t len,
                              long count, rjq_search_cb *cb, void *data);
 
+/* ---- The index of declared JSON fields -----------------------------------
+ * A queue may declare up to RJQ_INDEX_FIELDS_MAX fields of its JSON
+ * payloads (e.g. "customer_id"): its enqueue script then keeps, for each
+ * new job whose payload is a JSON object with such a field at its top
+ * level, a string or a number (as its decimal text: an integer without a
+ * fraction, so 42 and "42" are the same value) of at most
+ * RJQ_INDEX_VALUE_MAX bytes, an entry in an index (a sorted set in the
+ * queue's slot), so that rjq_queue_find() looks a value up in O(log n +
+ * matches). The entries leave with the job's record (retention, the dead
+ * and cancelled caps, delete, purge). A queue without an index pays
+ * nothing: its enqueues write and read nothing more.
+ *
+ * Producers learn the declaration: a queue handle reads it (one HMGET of
+ * the queue's settings, in the background) when it starts enqueueing and
+ * again with its first enqueue after RJQ_INDEX_RELEARN_MS;
+ * rjq_queue_set_index() teaches its own handle at once. Until the first
+ * read answers, the handle's enqueue calls have the script read the
+ * declaration itself (one HMGET a call). A producer that knows of an index
+ * has its jobs indexed by the declaration then in force (the script reads
+ * it: a changed one is never missed); one that learnt "no index" before
+ * the declaration (for up to RJQ_INDEX_RELEARN_MS), or an rjq older than
+ * the index, enqueues unindexed jobs, as do schedules (their jobs are
+ * made by the scheduler's script). The index
+ * knows which jobs it covers: rjq_queue_find() refuses (RJQ_ESTATE) while
+ * it does not cover every job the queue keeps, so a search by the index
+ * never misses a job silently: the caller scans (rjq_queue_search), or
+ * has the index catch up with rjq_queue_fill_index(). */
+#define RJQ_INDEX_FIELDS_MAX 4   /* fields a queue declares at most */
+#define RJQ_INDEX_FIELD_MAX 64   /* bytes of a field name: letters, digits, '_', '.', '-' */
+#define RJQ_INDEX_VALUE_MAX 256  /* the longest value indexed (bytes) */
+#define RJQ_INDEX_RELEARN_MS 10000
+
+/* The declaration: fields[0..n) (n 0: no index), covered: the jobs the
+ * index covers, total: the jobs the queue keeps (payloads), as read then.
+ * Valid only during the callback; on an error NULL and 0s. */
+typedef void rjq_index_cb(rjq_client *c, int status, const char *const *fields, size_t n,
+                          long long covered, long long total, void *data);
+
+/* Declare the index's fields (n 0: drop the index), stored with the
+ * queue (its settings hash). A declaration other than the one in force
+ * drops the index at once (freed in the background): it covers no job
+ * until new jobs come (or rjq_queue_fill_index() walks the old ones); the
+ * same declaration again changes nothing. cb (may be NULL) gets the
+ * declaration as it is then. Returns RJQ_EINVAL (q NULL, fields NULL with
+ * n > 0, n > RJQ_INDEX_FIELDS_MAX, a field empty, longer than
+ * RJQ_INDEX_FIELD_MAX or with another byte than those above, a field
+ * twice: nothing is sent), RJQ_ECLOSED, RJQ_ESHARDED (declare on each
+ * shard) or RJQ_ENOMEM; cb gets RJQ_OK, RJQ_EWRONGTYPE, RJQ_EPROTO or the
+ * connection's error. */
+RJQ_API int rjq_queue_set_index(rjq_queue *q, const char *const *fields, size_t n,
+                                rjq_index_cb *cb, void *data);
+
+/* Read the declaration and coverage. Returns RJQ_EINVAL (q or cb NULL),
+ * RJQ_ECLOSED, RJQ_ESHARDED or RJQ_ENOMEM; cb as above. */
+RJQ_API int rjq_queue_get_index(rjq_queue *q, rjq_index_cb *cb, void *data);
+
+/* cursor: where the next step starts ("0": done); covered, total: as
+ * above after the step; indexed: the jobs this step indexed. */
+typedef void rjq_index_fill_cb(rjq_client *c, int status, const char *cursor, long long covered,
+                               long long total, long long indexed, void *data);
+
+/* One step of indexing the jobs the index does not cover: one script call
+ * that reads about `count` (1..RJQ_SEARCH_COUNT_MAX) payloads from cursor
+ * on (HSCAN's cursor, as rjq_queue_search), so a step never blocks Redis
+ * for long. Returns RJQ_EINVAL (q or cb NULL, a bad cursor or count),
+ * RJQ_ECLOSED, RJQ_ESHARDED or RJQ_ENOMEM; cb gets RJQ_OK, RJQ_EREDIS (no
+ * index declared), RJQ_EWRONGTYPE, RJQ_EPROTO or the connection's error. */
+RJQ_API int rjq_queue_fill_index(rjq_queue *q, const char *cursor, long count,
+                                 rjq_index_fill_cb *cb, void *data);
+
+/* The jobs found (ids in bytewise order; state as rjq_search_match),
+ * covered and total as above. All valid only during the callback. */
+typedef void rjq_find_cb(rjq_client *c, int status, const rjq_search_match *matches, size_t n,
+                         long long covered, long long total, void *data);
+
+/* Look up the jobs whose declared field `field` has the value (len 1..
+ * RJQ_INDEX_VALUE_MAX bytes, compared as they are): one script call,
+ * O(log n + limit), that lists up to `limit` (1..RJQ_JOBS_PAGE_MAX) of
+ * them in id order (bytewise), after the id `after` (NULL or "": from the
+ * first; else the last id of the page before: a job that matches for the
+ * whole paging is listed exactly once). cb gets RJQ_OK (every
+ * match of the page: fewer than limit means the last page), RJQ_ENOTFOUND
+ * (the field is not declared), RJQ_ESTATE (the index covers `covered` of
+ * the `total` jobs only: nothing looked up; scan instead, or fill the
+ * index), RJQ_EWRONGTYPE, RJQ_EPROTO or the connection's error. Returns
+ * RJQ_EINVAL (q, cb, field or value NULL, a bad field name, len, an after
+ * longer than RJQ_JOB_ID_MAX, limit), RJQ_ECLOSED, RJQ_ESHARDED or
+ * RJQ_ENOMEM. */
+RJQ_API int rjq_queue_find(rjq_queue *q, const char *field, const void *value, size_t len,
+                           const char *after, long limit, rjq_find_cb *cb, void *data);
+
 /* A page of ids and the cursor after its last one: next is NULL when the
  * list ended (a page shorter than asked). ids, next and their strings are
  * valid only during the callback. */

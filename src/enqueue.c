@@ -124,7 +124,16 @@ typedef struct part {
                                  sent ahead, for the next one (reused: a
                                  buffer new per batch cost page faults) */
     size_t inflight;          /* enqueue calls out: the tick holds b[] back */
+    /* the queue's index declaration as learnt (rjq.h "The index of
+     * declared JSON fields"): passed to the script as its last argument */
+    char index[RJQ_INDEX_FIELDS_MAX * (RJQ_INDEX_FIELD_MAX + 1)];
+    uint64_t learnt_ms;       /* when it was read (0: never) */
+    int learning;             /* a read is out (it holds the queue) */
 } part;
+
+static const char *index_of(rjq_queue *q);
+static void learn(rjq_queue *q, part *p);
+static part *part_of(rjq_queue *q);
 
 /* A batch goes with its payloads ahead when they average this much or
  * more (below it the MULTI and an HSETNX per job cost Redis more than Lua
@@ -468,7 +477,8 @@ static int flush_parts(rjq_queue *q, batch *b, sent_batch *s) {
         rjq__buf_raw(a, b->args.p, b->fixed_len);
         int n = call_args(q, a, which, k == 0 ? b : NULL, i);
         rjq__buf_raw(a, b->args.p + b->items[first].off, bytes);
-        nargs[k] = b->fixed_nargs + n + 3 * (int)(i - first);
+        rjq__buf_arg_str(a, index_of(q));
+        nargs[k] = b->fixed_nargs + n + 3 * (int)(i - first) + 1;
         if (a->oom) rc = RJQ_ENOMEM;
     }
     if (rc == RJQ_OK) {
@@ -488,8 +498,10 @@ static int flush_parts(rjq_queue *q, batch *b, sent_batch *s) {
 static int send_usual(rjq_queue *q, batch *b, sent_batch *s) {
     rjq_client *c = rjq_queue_get_client(q);
     if (b->n > 1 && b->args.len > RJQ__ENQUEUE_BYTES) return flush_parts(q, b, s);
+    rjq__buf_arg_str(&b->args, index_of(q)); /* (the last argument) */
+    if (b->args.oom) return RJQ_ENOMEM;
     return rjq__script_buf(c, RJQ__S_ENQUEUE, (b->all_ids ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
-                           on_enqueued, s, b->nargs, &b->args);
+                           on_enqueued, s, b->nargs + 1, &b->args);
 }
 
 static void member_of(const range *r, char *out, size_t cap) {
@@ -712,6 +724,10 @@ static int send_ahead(rjq_queue *q, part *p, batch *b, sent_batch *s) {
         rjq__buf_arg(&calls[1], "", 0);
         rjq__buf_arg(&calls[1], opts, olen);
     }
+    for (int k = 0; k < 2; k++) {
+        rjq__buf_arg_str(&calls[k], index_of(q));
+        nargs[k]++;
+    }
     int rc = ends ? RJQ_OK : RJQ_ENOMEM;
     if (rc == RJQ_OK) {
         memcpy(ah->drop, pl->drop, sizeof ah->drop);
@@ -751,8 +767,11 @@ static void flush_batch(rjq_queue *q, batch *b) {
         memcpy(s->items, b->items, b->n * sizeof s->items[0]);
         pool *pl = &p->pool;
         rc = -1;
-        if (b->plain && !pl->off && b->n >= AHEAD_MIN_JOBS && b->payload_bytes >= AHEAD_MIN_PAYLOAD * b->n) {
-            if (pool_serves(pl, b->n) && (rc = send_ahead(q, p, b, s)) == RJQ_OK) {
+        /* (payloads ahead never pass through the script: not on a queue
+         * with an index, nor before the declaration is known, "?") */
+        const char *ix = index_of(q);
+        if (b->plain && !pl->off && (!ix[0] || !strcmp(ix, "?")) && b->n >= AHEAD_MIN_JOBS && b->payload_bytes >= AHEAD_MIN_PAYLOAD * b->n) {
+            if (!ix[0] && pool_serves(pl, b->n) && (rc = send_ahead(q, p, b, s)) == RJQ_OK) {
                 refill(q, b->n);
             } else {
                 /* the pool is filled once this one landed: a batch the
@@ -773,6 +792,65 @@ static void flush_batch(rjq_queue *q, batch *b) {
     fail_batch(c, b, rc);
 }
 
+/* ---- the index declaration (rjq.h "The index of declared JSON fields") -- */
+
+/* The script's last argument: the fields learnt, or "?" before the first
+ * answer (the script reads the declaration then: enqueue.lua "Index"). */
+static const char *index_of(rjq_queue *q) {
+    part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
+    return p == NULL || p->learnt_ms == 0 ? "?" : p->index;
+}
+
+void rjq__enqueue_index_learnt(rjq_queue *q, const char *fields, size_t len) {
+    part *p = part_of(q);
+    if (p == NULL || len >= sizeof p->index || !rjq__valid_index_fields(fields, len)) return;
+    memcpy(p->index, fields, len);
+    p->index[len] = '\0';
+    p->learnt_ms = rjq__now_ms();
+}
+
+static void on_learnt(rjq_client *c, int status, redisReply *r, void *priv) {
+    rjq_queue *q = priv; /* (held) */
+    part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
+    if (status == RJQ_OK && r->type == REDIS_REPLY_ARRAY && r->elements == 1) r = r->element[0];
+    else if (status == RJQ_OK) r = NULL;
+    if (status == RJQ_OK && r && r->type == REDIS_REPLY_NIL) {
+        p->index[0] = '\0';
+    } else if (status == RJQ_OK && r && r->type == REDIS_REPLY_STRING && r->len < sizeof p->index &&
+               rjq__valid_index_fields(r->str, r->len)) {
+        memcpy(p->index, r->str, r->len);
+        p->index[r->len] = '\0';
+    } else if (status == RJQ_OK) {
+        rjq__errmsg(c, "enqueue: unexpected index declaration");
+    }
+    /* (whatever came: read again after the relearn time, not per batch;
+     * "?" until a reply came) */
+    if (status != RJQ_ECANCELED) p->learnt_ms = rjq__now_ms();
+    p->learning = 0;
+    rjq__queue_release(q);
+}
+
+/* Read the queue's index declaration, in the background: the batches do
+ * not wait for it (before its first answer they ask the script to read
+ * it, index_of). */
+static void learn(rjq_queue *q, part *p) {
+    rjq_client *c = rjq_queue_get_client(q);
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_str(&a, "HMGET"); /* (HMGET: an await's fetch of a big result is the HGET) */
+    rjq__argv_key(&a, q, RJQ__K_META);
+    rjq__argv_str(&a, "index");
+    int rc = RJQ_ENOMEM;
+    rjq__queue_hold(q);
+    p->learning = 1;
+    if (!a.oom) rc = rjq__command(c, 0, on_learnt, q, a.n, a.v, a.len);
+    rjq__argv_free(&a);
+    if (rc != RJQ_OK) {
+        p->learning = 0;
+        rjq__queue_release(q);
+    }
+}
+
 static void flush_both(rjq_queue *q, part *p) {
     flush_batch(q, &p->b[0]);
     flush_batch(q, &p->b[1]);
@@ -782,6 +860,9 @@ static void flush_both(rjq_queue *q, part *p) {
  * they go when its calls have ended (self-clocking, call_ended). */
 static void part_tick(rjq_queue *q, void *state) {
     part *p = state;
+    if ((p->b[0].n || p->b[1].n) && !p->learning &&
+        (p->learnt_ms == 0 || rjq__now_ms() - p->learnt_ms >= RJQ_INDEX_RELEARN_MS))
+        learn(q, p);
     if (p->inflight == 0) flush_both(q, p);
 }
 

@@ -211,3 +211,26 @@ int rjq__parse_ll(const char *s, size_t len, long long lo, long long hi, long lo
     *out = x;
     return 0;
 }
+
+int rjq__valid_index_field(const char *s, size_t len) {
+    if (s == NULL || len == 0 || len > RJQ_INDEX_FIELD_MAX) return 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_' || ch == '.' || ch == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+int rjq__valid_index_fields(const char *s, size_t len) {
+    size_t n = 0, at = 0;
+    while (at < len) {
+        const char *sp = memchr(s + at, ' ', len - at);
+        size_t end = sp ? (size_t)(sp - s) : len;
+        if (++n > RJQ_INDEX_FIELDS_MAX || !rjq__valid_index_field(s + at, end - at)) return 0;
+        if (sp && end + 1 == len) return 0; /* a trailing space */
+        at = end + 1;
+    }
+    return 1;
+}

@@ -41,6 +41,14 @@ void rjq__sized_copy(void *dst, size_t known, const void *src);
 int rjq__sized_take(void *dst, size_t known, const void *src, const char *what, char *why,
                     size_t whylen);
 
+/* 1 when the len bytes at s are an index field name (rjq.h
+ * RJQ_INDEX_FIELD_MAX: 1..64 letters, digits, '_', '.', '-'), else 0. */
+int rjq__valid_index_field(const char *s, size_t len);
+/* 1 when s (len bytes) is a declaration as stored: up to
+ * RJQ_INDEX_FIELDS_MAX such names, each followed by one space but the
+ * last ("": none), else 0. */
+int rjq__valid_index_fields(const char *s, size_t len);
+
 /* Map a Redis error text to an RJQ_E* code (error.c). */
 int rjq__redis_error_code(const char *err);
 /* 1 when a Redis error text says the server could not serve for a moment

@@ -1058,6 +1058,59 @@ expect_ok
 expect_line "sq"
 expect_line "sq~0-0"
 
+# ---- index, find: the index of declared JSON fields ----------------------------------------
+run enqueue ix '{"customer":"acme","n":1}'
+expect_ok
+run index ix
+expect_ok
+expect_out "no index"
+run find ix customer acme
+expect_rc 1
+expect_err_has "not indexed"
+run index ix "bad name"
+expect_rc 2
+expect_err_has "a FIELD is"
+run index ix customer customer
+expect_rc 2
+run index ix a b c d e
+expect_rc 2
+check; [ "$(redis-cli -p "$PORT" HEXISTS rjq:{ix}:meta index 2>/dev/null)" != 1 ] || fail "a refused declaration wrote"
+# declaring indexes the job there already (the fill), so lookups use it
+run index ix customer
+expect_ok
+expect_out "index customer: covers 1 of 1 jobs"
+run enqueue ix '{"customer":"acme","n":2}'
+expect_ok
+ID2=$OUT
+run enqueue ix '{"customer":"bolt"}'
+expect_ok
+run find ix customer acme
+expect_ok
+check; [ "$(wc -l <"$DIR/out")" = 2 ] || fail "expected 2 jobs"
+expect_line "$ID2 ready"
+run --json find ix customer bolt
+expect_ok
+expect_out_re '^\[\{"id":"[0-9]+","state":"ready"\}\]$'
+run --json index ix
+expect_ok
+expect_out '{"fields":["customer"],"covered":3,"total":3}'
+# a job written without the index (as a producer that has not learnt it):
+# lookups refuse until the index covers it again
+rcli HSET rjq:{ix}:payload zz '{"customer":"acme"}'
+run find ix customer acme
+expect_rc 1
+expect_err_has "covers 3 of 4 jobs"
+run index ix customer
+expect_ok
+expect_out "index customer: covers 4 of 4 jobs"
+run find ix customer acme
+expect_ok
+expect_line "zz ready"
+run index ix --drop
+expect_ok
+expect_out "no index"
+check; [ "$(redis-cli -p "$PORT" EXISTS rjq:{ix}:index rjq:{ix}:indexed)" = 0 ] || fail "the dropped index stayed"
+
 # ---- the server survived it all ---------------------------------------------------------
 run stats q
 expect_ok

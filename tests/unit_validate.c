@@ -64,6 +64,30 @@ TEST(job_id_valid) {
     ASSERT(rjq__valid_job_id("uuid:0b6f4a7e-3d2c-4e1b-9f0a-1c2d3e4f5a6b"));
 }
 
+/* index field names (rjq_queue_set_index) and a declaration as stored in
+ * the queue's settings, read back by producers (enqueue.c learn) */
+TEST(index_field_names_and_declarations) {
+    ASSERT(rjq__valid_index_field("customer_id", 11));
+    ASSERT(rjq__valid_index_field("a.b-c_9", 7));
+    ASSERT(!rjq__valid_index_field("", 0));
+    ASSERT(!rjq__valid_index_field(NULL, 1));
+    ASSERT(!rjq__valid_index_field("a b", 3));
+    ASSERT(!rjq__valid_index_field("a\"b", 3));
+    ASSERT(!rjq__valid_index_field("a\0b", 3));
+    char name[RJQ_INDEX_FIELD_MAX + 1];
+    memset(name, 'x', sizeof name);
+    ASSERT(rjq__valid_index_field(name, RJQ_INDEX_FIELD_MAX));
+    ASSERT(!rjq__valid_index_field(name, RJQ_INDEX_FIELD_MAX + 1));
+    ASSERT(rjq__valid_index_fields("", 0)); /* none */
+    ASSERT(rjq__valid_index_fields("a", 1));
+    ASSERT(rjq__valid_index_fields("a b c d", 7));
+    ASSERT(!rjq__valid_index_fields("a b c d e", 9)); /* more than RJQ_INDEX_FIELDS_MAX */
+    ASSERT(!rjq__valid_index_fields("a  b", 4));
+    ASSERT(!rjq__valid_index_fields(" a", 2));
+    ASSERT(!rjq__valid_index_fields("a ", 2));
+    ASSERT(!rjq__valid_index_fields("a\nb", 3));
+}
+
 TEST(job_id_invalid) {
     ASSERT(!rjq__valid_job_id(NULL));
     ASSERT(!rjq__valid_job_id(""));

@@ -17,7 +17,11 @@
  *   extends, reclaims, releases, forgets, beats and sweeps (liveness),
  *   pauses, resumes, cancels, limits and schedules (what an operator's
  *   rjq pause, resume, cancel, limit and schedule need) and runs
- *   schedulers, the monitor reads stats, jobs, schedules and processes. tests/acl_covers_scripts.sh fails when
+ *   schedulers and declares and fills a queue's index (rjq index), the
+ *   monitor reads stats, jobs, schedules, processes and the index (a
+ *   lookup, rjq_queue_find; the enqueue script of a producer reads the
+ *   index declaration with HGET, and its first enqueues read it outside
+ *   the script too, HMGET). tests/acl_covers_scripts.sh fails when
  *   a script uses a command no role has;
  * - outside scripts: MULTI and EXEC (the producer's batches of more than
  *   1 MiB go as several script calls in one transaction), HGET (an await
@@ -71,7 +75,7 @@
     "+llen +lpop +lpos +lpush +lrange +lrem +pexpire +pttl +pubsub|numsub +pubsub|shardnumsub +rpush +set +type +zadd +zcard +zcount +zmscore " \
     "+zpopmin +zrange "                                                                    \
     "+zrangebylex +zrangebyscore +zrem +zremrangebylex +zremrangebyrank +zremrangebyscore "  \
-    "+zscore"
+    "+zscore +unlink"
 #define MONITOR_SCRIPTS                                                                   \
     "+exists +hexists +hgetall +hlen +hmget +hscan +llen +lpos +lrange +type +zcard +zcount +zrangebyscore +zscore"
 

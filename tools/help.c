@@ -55,6 +55,8 @@ static const char overview[] =
     "  resume       start jobs again\n"
     "  cancel       end a job for good\n"
     "  limit        a queue's concurrency and rate limits\n"
+    "  index        declare the JSON fields a queue indexes; its coverage\n"
+    "  find         the jobs whose indexed field has a value\n"
     "  schedule     set a repeatable or cron job\n"
     "  unschedule   remove a schedule\n"
     "  schedules    list a queue's schedules\n"
@@ -206,6 +208,26 @@ static const cmdhelp cmds[] = {
      "  --rate N[/MS]    starts per MS (default 1000) ms\n"
      "  --create         act on a queue that has nothing in Redis yet (else an error)\n",
      "rjq limit orders --concurrency 5 --rate 100/1000"},
+    {"index", "index QUEUE [FIELD...] [--drop] [--no-fill] [--create]",
+     "Without FIELD: the queue's index declaration and how many of its jobs the index\n"
+     "covers. With FIELDs (at most 4; letters, digits, '_', '.', '-'): declare them (a\n"
+     "declaration stored with the queue; another one replaces it and drops the index),\n"
+     "then index the jobs there already in bounded steps (HSCAN of 1000 payloads each).\n"
+     "The enqueue script then indexes each new job whose JSON payload has such a field\n"
+     "at its top level (a string or a number); producers learn the declaration within\n"
+     "10 s, and lookups scan instead while the index does not cover every job.\n"
+     "\n"
+     "  --drop      drop the index (no FIELD)\n"
+     "  --no-fill   do not index the jobs there already\n"
+     "  --create    act on a queue that has nothing in Redis yet (else an error)\n",
+     "rjq index orders customer_id"},
+    {"find", "find QUEUE FIELD VALUE [--limit N]",
+     "The jobs whose indexed FIELD has VALUE (exactly; a number as its decimal text),\n"
+     "one \"ID STATE\" per line, in id order: O(matches), from the index (rjq index).\n"
+     "Fails while the index does not cover every job (the dashboard's search scans).\n"
+     "\n"
+     "  --limit N   at most N jobs (default: all)\n",
+     "rjq find orders customer_id 42"},
     {"schedule",
      "schedule QUEUE NAME (--every MS | --cron EXPR) [--utc-offset MIN]\n"
      "           [--payload DATA] [--catchup MS] [--missed skip|once] [--priority N]\n"

@@ -83,6 +83,11 @@ typedef struct cli {
     int close_expired;       /* cli_close: it took longer than CLOSE_WAIT_S */
     int shards;              /* "stats --shards": each shard's too */
     const char *shard_name;  /* "stats --shards": the shard being printed (NULL: the sum) */
+    char index_cursor[24];   /* "index": the fill's next step ("0": done) */
+    char index_fields[RJQ_INDEX_FIELDS_MAX * (RJQ_INDEX_FIELD_MAX + 1)]; /* "index" */
+    long long covered, total; /* "index", "find": the index's coverage */
+    char *found_after;       /* "find": the last id listed (owned) */
+    long long found;         /* "find": ids listed */
 } cli;
 
 static cli *the_cli; /* every command takes --json (parse_args) */
@@ -1627,6 +1632,141 @@ static int cmd_limit(cli *t, int argc, char **argv) {
     return send_and_wait(t, rjq_queue_set_limits(t->q, &l, on_limited, t));
 }
 
+/* ---- the index of declared JSON fields ------------------------------------------- */
+
+/* rjq index QUEUE [FIELD...] [--drop] [--no-fill] */
+static void on_index(rjq_client *c, int status, const char *const *fields, size_t n,
+                     long long covered, long long total, void *data) {
+    cli *t = data;
+    (void)c;
+    if (!reply_ok(t, status)) return;
+    t->index_fields[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        size_t used = strlen(t->index_fields);
+        snprintf(t->index_fields + used, sizeof t->index_fields - used, "%s%s", i ? " " : "",
+                 fields[i]);
+    }
+    t->covered = covered;
+    t->total = total;
+}
+
+static void on_filled(rjq_client *c, int status, const char *cursor, long long covered,
+                      long long total, long long indexed, void *data) {
+    cli *t = data;
+    (void)c, (void)indexed;
+    if (!reply_ok(t, status)) return;
+    snprintf(t->index_cursor, sizeof t->index_cursor, "%s", cursor);
+    t->covered = covered;
+    t->total = total;
+}
+
+static void print_index(const cli *t) {
+    if (t->json) {
+        printf("{\"fields\":[");
+        const char *f = t->index_fields;
+        for (int i = 0; *f; i++) {
+            size_t len = strcspn(f, " ");
+            printf("%s", i ? "," : "");
+            print_json_string(f, len);
+            f += len + (f[len] == ' ');
+        }
+        printf("],\"covered\":%lld,\"total\":%lld}\n", t->covered, t->total);
+    } else if (!t->index_fields[0]) {
+        puts("no index");
+    } else {
+        printf("index %s: covers %lld of %lld jobs%s\n", t->index_fields, t->covered, t->total,
+               t->covered == t->total ? "" : " (lookups scan until it covers them all)");
+    }
+}
+
+static int cmd_index(cli *t, int argc, char **argv) {
+    char *pos[1 + RJQ_INDEX_FIELDS_MAX];
+    int drop = 0, no_fill = 0, create = 0, n = 0;
+    const optdef defs[] = {{"--drop", NULL, &drop}, {"--no-fill", NULL, &no_fill},
+                           {"--create", NULL, &create}, {NULL, NULL, NULL}};
+    int rc = parse_args(argc, argv, defs, pos, 1, 1 + RJQ_INDEX_FIELDS_MAX, &n);
+    if (rc) return rc;
+    if (drop && n > 1) return usage_error("%s", "--drop takes no FIELD");
+    const char *const *fields = (const char *const *)pos + 1;
+    static const char name_bytes[] =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-";
+    for (int i = 1; i < n; i++) {
+        size_t len = strlen(pos[i]);
+        if (len == 0 || len > RJQ_INDEX_FIELD_MAX || strspn(pos[i], name_bytes) != len)
+            return usage_error("a FIELD is 1 to 64 letters, digits, '_', '.' or '-', not '%s'",
+                               pos[i]);
+        for (int j = 1; j < i; j++)
+            if (strcmp(pos[i], pos[j]) == 0) return usage_error("FIELD '%s' given twice", pos[i]);
+    }
+    if (cli_open(t, pos[0])) return 1;
+    if (n > 1 || drop) {
+        if (require_queue(t, pos[0], create) ||
+            send_and_wait(t, rjq_queue_set_index(t->q, fields, (size_t)n - 1, on_index, t)))
+            return 1;
+        if (n > 1 && !no_fill) { /* index the jobs there already, in bounded steps */
+            snprintf(t->index_cursor, sizeof t->index_cursor, "0");
+            do {
+                if (send_and_wait(t, rjq_queue_fill_index(t->q, t->index_cursor, 1000, on_filled, t)))
+                    return 1;
+            } while (strcmp(t->index_cursor, "0") != 0);
+        }
+    } else if (send_and_wait(t, rjq_queue_get_index(t->q, on_index, t))) {
+        return 1;
+    }
+    print_index(t);
+    return 0;
+}
+
+/* rjq find QUEUE FIELD VALUE [--limit N] */
+static void on_found(rjq_client *c, int status, const rjq_search_match *m, size_t n,
+                     long long covered, long long total, void *data) {
+    cli *t = data;
+    char why[160];
+    (void)c;
+    if (status == RJQ_ESTATE)
+        snprintf(why, sizeof why, "the index covers %lld of %lld jobs (rjq index QUEUE FIELD... "
+                                  "fills it; the dashboard's search scans)", covered, total);
+    if (status == RJQ_ENOTFOUND) snprintf(why, sizeof why, "the field is not indexed (rjq index)");
+    if (!reply_ok_why(t, status, status == RJQ_ESTATE || status == RJQ_ENOTFOUND ? why : NULL))
+        return;
+    for (size_t i = 0; i < n; i++) {
+        if (t->json) {
+            printf("%s{\"id\":", t->found ? "," : "[");
+            print_json_string(m[i].id, strlen(m[i].id));
+            printf(",\"state\":\"%s\"}", m[i].state);
+        } else {
+            printf("%s %s\n", m[i].id, m[i].state);
+        }
+        t->found++;
+    }
+    free(t->found_after);
+    t->found_after = n ? strdup(m[n - 1].id) : NULL;
+    t->last_page = (long long)n;
+}
+
+static int cmd_find(cli *t, int argc, char **argv) {
+    char *pos[3];
+    const char *limit_s = NULL;
+    long long limit = LLONG_MAX;
+    const optdef defs[] = {{"--limit", &limit_s, NULL}, {NULL, NULL, NULL}};
+    int rc = parse_args(argc, argv, defs, pos, 3, 3, NULL);
+    if (rc || (rc = parse_ll("--limit", limit_s, 1, LLONG_MAX, &limit))) return rc;
+    if (strlen(pos[2]) == 0 || strlen(pos[2]) > RJQ_INDEX_VALUE_MAX)
+        return usage_error("VALUE is 1 to 256 bytes, not '%s'", pos[2]);
+    if (cli_open(t, pos[0])) return 1;
+    do {
+        long page = limit - t->found < RJQ_JOBS_PAGE_MAX ? (long)(limit - t->found) : RJQ_JOBS_PAGE_MAX;
+        rc = send_and_wait(t, rjq_queue_find(t->q, pos[1], pos[2], strlen(pos[2]), t->found_after,
+                                             page, on_found, t));
+        if (rc || t->failed) break;
+    } while (t->last_page == RJQ_JOBS_PAGE_MAX && t->found < limit);
+    free(t->found_after);
+    t->found_after = NULL;
+    if (rc || t->failed) return 1;
+    if (t->json) puts(t->found ? "]" : "[]");
+    return 0;
+}
+
 /* ---- schedules ------------------------------------------------------------------- */
 
 static void on_scheduled(rjq_client *c, int status, long long n, void *data) {
@@ -1851,6 +1991,7 @@ static const struct {
     {"metrics", cmd_metrics}, {"jobs", cmd_jobs}, {"delete", cmd_delete},
     {"purge", cmd_purge},     {"version", cmd_version}, {"acl", cmd_acl},
     {"serve", cmd_serve},     {"processes", cmd_processes}, {"shards", cmd_shards},
+    {"index", cmd_index},     {"find", cmd_find},
 };
 
 /* A TLS option (--tls ...): 1 taken (*i moved past its value), 0 not one,

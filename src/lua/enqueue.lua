@@ -3,7 +3,7 @@
 -- (push_to_idle in lib.lua), else the doorbell rings.
 -- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, stats,
 --       active, idle, cols, monitored, events, deadlines, dedup,
---       reserved
+--       reserved, meta
 -- ARGV: 1 job name prefix, 2 wake channel, 3 reply channel of an awaiting
 --       producer ('' for none), 4 token base for pushed jobs (unique per
 --       call), 5 max waiting jobs (0: no bound), 6 jobs without an id in
@@ -13,7 +13,9 @@
 --       assign the next number), payload, options ('' = defaults, else
 --       "delay_ms,priority,max_attempts,backoff[;timeout_ms[;dedup_ms[;1]]]",
 --       the last 1 for debounce), with a leading '+' when the job belongs
---       to the same unit of admission as the one before it (see below).
+--       to the same unit of admission as the one before it (see below);
+--       last, the declared index fields as the producer learnt them ('':
+--       none; see "Index" below).
 -- Returns { id1, existed1, id2, existed2, ... } in request order; an
 -- existing id is reported (existed = 1) and not touched, as is one still
 -- reserved in the dedup set (its record is gone: lib.lua). With debounce,
@@ -57,6 +59,14 @@
 -- deletes the payloads it wrote: nothing of it stays. <drop>: the records
 -- of ranges the producer left with numbers unused, comma-separated ('-':
 -- none), dropped when the batch lands.
+-- Index: on a queue with declared JSON fields (index.lua) the producer
+-- passes the fields it learnt (src/enqueue.c): then, and only then, this
+-- call reads the declaration (meta field "index", the truth: the fields
+-- passed only say that there may be one) and indexes its new jobs (and
+-- the new payload of a debounced one) with lib.lua index_jobs. A call
+-- with '' costs nothing more; its jobs are not indexed, which the index's
+-- coverage shows (index.lua: a search by the index falls back to the scan
+-- while the index does not cover every job).
 local wrote = false -- the call wrote (beyond the payloads written ahead)
 local refused = {} -- job index -> why its unit was refused (a bounded queue)
 
@@ -107,7 +117,9 @@ if mark then
     return redis.error_reply(why)
   end
 end
-local n = (#ARGV - FIRST + 1) / 3
+local n = (#ARGV - FIRST) / 3
+local ifields = ARGV[#ARGV] ~= '' and index_fields(meta) or nil
+local ix_ids, ix_p = {}, {} -- the jobs to index and their payloads
 
 -- Options first (no writes yet): delay, priority and the options column
 -- value (false: defaults) of each job, so the type checks below cover
@@ -150,7 +162,7 @@ end
 -- lib.lua), so their TYPEs are spared.
 local own = not reserved and not mark and not any_delay and not any_prio and not any_debounce
 if own then
-  for i = FIRST, #ARGV, 3 do
+  for i = FIRST, #ARGV - 1, 3 do
     if ARGV[i] ~= '' then own = false; break end
   end
 end
@@ -189,12 +201,13 @@ if mark then -- one of several calls: every key any of them may write
   spec = {J.d, 'hash', J.n, 'hash', J.o, 'hash', J.s, 'hash', delayed, 'zset', active, 'zset',
           deadlines, 'zset', dedup, 'zset', stats, 'hash'}
 end
+if ifields then spec[#spec + 1] = J.x; spec[#spec + 1] = 'hash'; spec[#spec + 1] = J.i; spec[#spec + 1] = 'zset' end
 expect_types(spec)
 
 -- Ids given by the caller that exist already (or twice in this batch);
 -- with those of later calls' jobs, for the bound (see above).
 local given = {}
-for i = FIRST, #ARGV, 3 do
+for i = FIRST, #ARGV - 1, 3 do
   if ARGV[i] ~= '' and not reserved then given[#given + 1] = ARGV[i] end
 end
 for i = LATER, FIRST - 1 do given[#given + 1] = ARGV[i] end
@@ -234,7 +247,7 @@ if max_waiting > 0 and (not part or part == '1') then
       if id == '' then adds = adds + 1
       elseif not taken[id] and not seen[id] then adds = adds + 1; seen[id] = true end
     end
-    for i = FIRST, #ARGV, 3 do count(ARGV[i]) end
+    for i = FIRST, #ARGV - 1, 3 do count(ARGV[i]) end
     for i = LATER, FIRST - 1 do count(ARGV[i]) end
     if adds > 0 and waiting + adds > max_waiting then
       local why = over(adds)
@@ -315,6 +328,8 @@ for a = 1, n do
         local p = parse_options(was)
         if stored[i] then redis.call('HSET', J.o, id, stored[i]); p = pri[i] end
         redis.call('HSET', J.d, id, payload)
+        unindex(J, {id}) -- (its entries were of the payload before)
+        if ifields then ix_ids[#ix_ids + 1] = id; ix_p[#ix_p + 1] = payload end
         if delay[i] > 0 then
           redis.call('HSET', J.s, id, state_value('delayed', attempts, nil, tm))
           if push_delayed(delayed, id, make.at() + delay[i]) then ring = true end
@@ -330,6 +345,7 @@ for a = 1, n do
     added = added + 1
     make.add(id, not reserved and payload or nil, stored[i], delay[i], pri[i], seq,
              ch ~= '' and ch or nil)
+    if ifields and not reserved then ix_ids[#ix_ids + 1] = id; ix_p[#ix_p + 1] = payload end
   end
   out[2 * i - 1] = id
   out[2 * i] = existed
@@ -342,6 +358,7 @@ if added < n then redis.call('HINCRBY', stats, 'skipped', n - added) end
 -- reads them back for the workers it pushes to.)
 make.finish({active = active, idle = idle, deadlines = deadlines, tbase = tbase,
              pick = idle_pick, direct = not any_prio and not reserved}, ring, u)
+if #ix_ids > 0 then index_jobs(J, ifields, ix_ids, ix_p) end
 return out
 end
 
@@ -355,7 +372,7 @@ end
 local ids, lo, hi = {}, tonumber(rlo), tonumber(rhi)
 local rec = redis.pcall('ZSCORE', reserved, member)
 local valid = type(rec) == 'string'
-for i = 9 + tonumber(ARGV[8]), #ARGV, 3 do
+for i = 9 + tonumber(ARGV[8]), #ARGV - 1, 3 do
   local x = tonumber(ARGV[i])
   if not x or x < lo or x > hi then valid = false end
   ids[#ids + 1] = ARGV[i]

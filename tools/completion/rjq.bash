@@ -3,7 +3,7 @@
 # Installed as share/bash-completion/completions/rjq; or source this file.
 
 _rjq_commands="queues processes top cluster stats shards metrics enqueue job jobs dead delete purge replay
-reclaim pause resume cancel limit schedule unschedule schedules scheduler serve acl version
+reclaim pause resume cancel limit index find schedule unschedule schedules scheduler serve acl version
 help"
 _rjq_global_options="-u --url -h -p -a --pass --user -n --prefix -t --tls --cacert --cacertdir
 --cacert-dir --cert --key --sni --insecure --json --help --version"
@@ -32,6 +32,8 @@ _rjq_command_options() {
     pause | resume) echo --create ;;
     stats) echo --shards ;;
     limit) echo --concurrency --rate --create ;;
+    index) echo --drop --no-fill --create ;;
+    find) echo --limit ;;
     schedule)
         echo --every --cron --utc-offset --payload --catchup --missed --priority --attempts \
             --timeout
@@ -125,7 +127,7 @@ _rjq() {
         help) ((npos == 0)) && what=commands ;;
         metrics) what=queues ;;
         stats | shards | enqueue | job | jobs | dead | delete | purge | replay | reclaim | pause | resume | \
-            cancel | limit | schedule | unschedule | schedules | scheduler)
+            cancel | limit | index | find | schedule | unschedule | schedules | scheduler)
             ((npos == 0)) && what=queues
             [[ $cmd == jobs && $npos == 1 ]] && what="ready delayed active dead cancelled completed"
             [[ $cmd == purge && $npos == 1 ]] && what="dead cancelled"

@@ -1,10 +1,16 @@
 /*
  * rjq serve: payload searches (README "rjq serve", "Search").
  *
- *   POST   /v1/queues/{q}/search?text=T[&states=S,S&max=N&count=N]
+ *   POST   /v1/queues/{q}/search?text=T[&field=F&states=S,S&max=N&count=N]
  *          start a search of the queue's payloads for the bytes T: 202 and
  *          the search's status ({"search": id, ...}); read-only servers
- *          allow it (it writes nothing)
+ *          allow it (it writes nothing). With field F: the jobs whose
+ *          declared JSON field F has the value T, looked up in the queue's
+ *          index (rjq_queue_find, pages of `count` ids: O(matches)); when F
+ *          is not declared, or the index does not cover every job (a shard's
+ *          first page says so), that shard is scanned for T instead (a
+ *          superset: T anywhere in the payload), and the status's "index"
+ *          says why
  *   GET    /v1/queues/{q}/search/{id}[?from=N]   its status: state
  *          (running, done, cancelled, failed), scanned and total, the
  *          matches from the N-th on ({"id", "state"}), found, truncated,
@@ -43,6 +49,11 @@ typedef struct search {
     char *text;
     size_t len;
     long count;
+    char *field;             /* the indexed field looked up (NULL: a scan) */
+    int by_index;            /* the next step is a lookup (else a scan step) */
+    int index_used;          /* some lookup answered */
+    char *index_note;        /* why a shard was scanned instead (NULL: none) */
+    char after[RJQ_JOB_ID_MAX + 1]; /* the last id of the lookup's page ("": none) */
     search_state st;
     int out;                 /* a step is out */
     int cancelled, failed;
@@ -87,6 +98,8 @@ static void search_free(search *x) {
     search_state_free(&x->st);
     if (x->q) x->q->refs--;
     free(x->text);
+    free(x->field);
+    free(x->index_note);
     free(x->error);
     free(x);
 }
@@ -127,6 +140,10 @@ static json_t *status_json(const search *x, size_t from) {
         json_object_set_new(o, "step_ms_max", json_real(x->step_max_s * 1000));
         json_object_set_new(o, "shards", json_integer(x->st.nshards));
         json_object_set_new(o, "error", x->error ? json_string(x->error) : json_null());
+        json_object_set_new(o, "field", x->field ? json_string(x->field) : json_null());
+        json_object_set_new(o, "index", json_pack("{sb so}", "used", x->index_used, "note",
+                                                  x->index_note ? json_string(x->index_note)
+                                                                : json_null()));
     }
     return o;
 }
@@ -153,6 +170,8 @@ static void fail(search *x, const char *why) {
 
 static void on_step(rjq_client *c, int status, const char *cursor, long long scanned,
                     long long total, const rjq_search_match *m, size_t n, void *data);
+static void on_found(rjq_client *c, int status, const rjq_search_match *m, size_t n,
+                     long long covered, long long total, void *data);
 
 /* The queue (or shard) the search's next step reads. */
 static rjq_queue *target(const search *x) {
@@ -169,8 +188,10 @@ static void send_step(evutil_socket_t fd, short what, void *arg) {
         return;
     }
     rjq_queue *q = target(x);
-    int rc = q ? rjq_queue_search(q, x->st.cursor, x->text, x->len, x->count, on_step, x)
-               : RJQ_EINVAL;
+    int rc = !q ? RJQ_EINVAL
+             : x->by_index
+                 ? rjq_queue_find(q, x->field, x->text, x->len, x->after, x->count, on_found, x)
+                 : rjq_queue_search(q, x->st.cursor, x->text, x->len, x->count, on_step, x);
     if (rc != RJQ_OK) {
         fail(x, rjq_strerror(rc));
         return;
@@ -205,6 +226,41 @@ static void on_step(rjq_client *c, int status, const char *cursor, long long sca
     else event_active(x->next, EV_TIMEOUT, 0);
 }
 
+/* A lookup's page: as a scan step whose cursor is "0" on the shard's last
+ * page. A shard whose index cannot answer (the field is not declared, or
+ * the index does not cover every job) is scanned instead, from its start. */
+static void on_found(rjq_client *c, int status, const rjq_search_match *m, size_t n,
+                     long long covered, long long total, void *data) {
+    search *x = data;
+    if (x->s->searches->freeing) {
+        x->out = 0;
+        return; /* (search_free_all frees it) */
+    }
+    if (!x->cancelled && (status == RJQ_ENOTFOUND || status == RJQ_ESTATE)) {
+        char note[160];
+        if (status == RJQ_ENOTFOUND)
+            snprintf(note, sizeof note, "the field is not indexed: payloads scanned for the value");
+        else
+            snprintf(note, sizeof note,
+                     "the index covers %lld of %lld jobs: payloads scanned for the value",
+                     covered, total);
+        free(x->index_note);
+        x->index_note = strdup(note);
+        x->by_index = 0;
+        snprintf(x->st.cursor, sizeof x->st.cursor, "0");
+        x->out = 0;
+        event_active(x->next, EV_TIMEOUT, 0);
+        return;
+    }
+    if (status == RJQ_OK) {
+        x->index_used = 1;
+        if (n) snprintf(x->after, sizeof x->after, "%s", m[n - 1].id);
+    }
+    int shard = x->st.shard, kept = !x->cancelled; /* (a cancelled one may be freed) */
+    on_step(c, status, (long)n < x->count ? "0" : "1", (long long)n, total, m, n, data);
+    if (kept && x->st.shard != shard) x->after[0] = '\0'; /* (a new shard: from its first) */
+}
+
 /* POST /v1/queues/{q}/search */
 static void start(server *s, struct evhttp_request *req, squeue *q,
                   const struct evkeyvalq *args) {
@@ -221,6 +277,16 @@ static void start(server *s, struct evhttp_request *req, squeue *q,
                               "active, dead, cancelled, completed");
         return;
     }
+    const char *field = query_get(args, "field");
+    if (field && (*field == '\0' || strlen(field) > RJQ_INDEX_FIELD_MAX ||
+                  strspn(field, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+                      strlen(field) ||
+                  strlen(text) > RJQ_INDEX_VALUE_MAX)) {
+        reply_error(req, 400, "field must be 1 to %d letters, digits, '_', '.' or '-' (a JSON "
+                              "field the queue indexes), and text its value (at most %d bytes)",
+                    RJQ_INDEX_FIELD_MAX, RJQ_INDEX_VALUE_MAX);
+        return;
+    }
     if (query_ll(req, args, "max", 1, SEARCH_MATCHES_MAX, SEARCH_MATCHES_DEFAULT, &max) ||
         query_ll(req, args, "count", 1, RJQ_SEARCH_COUNT_MAX, SEARCH_COUNT_DEFAULT, &count))
         return;
@@ -235,7 +301,7 @@ static void start(server *s, struct evhttp_request *req, squeue *q,
         return;
     }
     search *x = calloc(1, sizeof *x);
-    if (x == NULL || (x->text = strdup(text)) == NULL ||
+    if (x == NULL || (x->text = strdup(text)) == NULL || (field && (x->field = strdup(field)) == NULL) ||
         search_state_init(&x->st, states, (size_t)max, q->nshards) != 0 ||
         (x->next = event_new(s->base, -1, 0, send_step, x)) == NULL ||
         (x->idle = evtimer_new(s->base, on_idle, x)) == NULL) {
@@ -243,6 +309,7 @@ static void start(server *s, struct evhttp_request *req, squeue *q,
             search_state_free(&x->st);
             if (x->next) event_free(x->next);
             free(x->text);
+            free(x->field);
             free(x);
         }
         reply_error(req, 503, "out of memory");
@@ -253,6 +320,7 @@ static void start(server *s, struct evhttp_request *req, squeue *q,
     q->refs++;
     x->len = strlen(text);
     x->count = (long)count;
+    x->by_index = x->field != NULL;
     x->id = ++a->last_id;
     x->link = a->list;
     a->list = x;

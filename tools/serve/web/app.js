@@ -909,6 +909,8 @@ function searchPage(main, name, sid) {
   const text = el('input', { id: 'search-text', name: 'text', placeholder: 'text in the payloads', autocomplete: 'off', required: true });
   const boxes = STATES.map(s => el('label', { class: 'stbox' },
     el('input', { type: 'checkbox', name: 'state', value: s, checked: true }), ' ', s));
+  const field = el('input', { id: 'search-field', name: 'field', placeholder: 'JSON field (indexed)', autocomplete: 'off',
+    pattern: '[A-Za-z0-9_.\\-]{1,64}', title: 'look the text up as this field\'s value in the queue\'s index (rjq index)' });
   const count = el('input', { id: 'search-count', type: 'number', min: 1, max: 1000, value: 100,
     title: 'payloads read by each step (one short Redis call)' });
   const startBtn = el('button', { type: 'submit', id: 'search-start' }, 'search');
@@ -918,12 +920,13 @@ function searchPage(main, name, sid) {
   const rows = el('tbody');
   const table = el('table', { class: 'ids rows', id: 'search-matches' },
     el('thead', {}, el('tr', {}, ['id', 'state'].map(h => el('th', {}, h)))), rows);
-  const form = el('form', { class: 'search', id: 'search-form' }, text, ' ', startBtn, ' ', cancelBtn,
+  const how = el('span', { id: 'search-index', class: 'muted' });
+  const form = el('form', { class: 'search', id: 'search-form' }, text, ' ', field, ' ', startBtn, ' ', cancelBtn,
     el('div', { class: 'states' }, boxes, el('label', { class: 'stbox' }, 'payloads a step ', count)));
   main.append(el('p', { class: 'crumbs' }, el('a', { href: '#/' }, 'queues'), ' / ',
     el('a', { href: '#/q/' + enc(name) }, name), ' / search'),
     el('h1', {}, 'search the payloads of ', name), form,
-    el('div', { class: 'progress' }, bar, ' ', status), table);
+    el('div', { class: 'progress' }, bar, ' ', status), el('p', {}, how), table);
   let cur = null, got = 0, timer = null, closed = false;
 
   function draw(d) {
@@ -935,6 +938,11 @@ function searchPage(main, name, sid) {
       `${plural(d.found, 'match', 'matches')}${d.truncated ? ' (stopped at the cap)' : ''} · ${ms(d.elapsed_ms)}`;
     status.className = d.state === 'failed' ? 'bad' : 'muted';
     status.dataset.state = d.state;
+    // by an indexed field: whether the index answered, or why it scanned
+    how.textContent = !d.field ? '' : d.index.used && !d.index.note
+      ? `looked up in the index of ${d.field}: O(matches), no scan`
+      : `${d.field}: ${d.index.note || 'by the index'}`;
+    how.dataset.index = d.field ? (d.index.used && !d.index.note ? 'used' : 'scan') : '';
     for (const m of d.matches) {
       rows.append(el('tr', { 'data-id': m.id },
         el('td', {}, el('a', { href: `#/q/${enc(name)}/job/${enc(m.id)}` }, m.id)),
@@ -966,7 +974,8 @@ function searchPage(main, name, sid) {
     const states = boxes.map(b => b.firstChild).filter(b => b.checked).map(b => b.value);
     if (!states.length) { toast('pick at least one state', true); return; }
     try {
-      const r = await api('POST', `/v1/queues/${enc(name)}/search?text=${enc(text.value)}&states=${states.join(',')}&count=${enc(count.value)}`);
+      const by = field.value ? `&field=${enc(field.value)}` : '';
+      const r = await api('POST', `/v1/queues/${enc(name)}/search?text=${enc(text.value)}${by}&states=${states.join(',')}&count=${enc(count.value)}`);
       history.replaceState(null, '', `#/q/${enc(name)}/search/${enc(r.data.search)}`);
       follow(r.data.search);
     } catch (e) { toast(e.message, true); }

@@ -796,6 +796,50 @@ typedef struct rjq_backoff {
 #define RJQ_BATCH_MAX 10000
 #define RJQ_JOB_ID_MAX 200
 
+/*
+ * Dependencies (README "Dependencies and batches"). A job enqueued with
+ * rjq_job_options.after waits for other jobs, of any queues of the same
+ * client prefix (on any masters of a cluster): it is stored in the state
+ * "waiting" until every dependency
+ * has finished, then becomes ready, or delayed by its own delay_ms.
+ * - The job is written first, in its own queue's slot, with each
+ *   dependency pending; then the enqueuing client registers it with each
+ *   dependency's queue (a call on that queue: every script touches one
+ *   queue's slot). A dependency that already finished when it is
+ *   registered (or that does not exist: its outcome is "missing", handled
+ *   like dead) is counted at once, so no outcome falls between the two.
+ * - When a dependency finishes (completed, dead, cancelled), the script
+ *   that finished it tells its caller, and the finishing client (the
+ *   worker's completion or failure, rjq_queue_cancel's caller) sends
+ *   an idempotent release to each dependent's queue: each dependency is
+ *   counted once, a release sent again changes nothing. The dependency's
+ *   list of dependents is dropped once every one was released.
+ * - Policies, for a dependency that ended dead, cancelled or missing:
+ *   RJQ_AFTER_FAIL buries the job (dead, error "dependency <queue>:<id>
+ *   ended <outcome>"; its own dependents apply their policies in turn),
+ *   RJQ_AFTER_RUN counts it as done, RJQ_AFTER_IGNORE drops it from the
+ *   job's list.
+ * - Cancelling a waiting job cancels it alone (its dependents apply their
+ *   policy); replaying a dead dependency re-blocks nothing released.
+ * - Not built yet (README): the sweep that completes the notification of
+ *   a finisher that died between its finish and the releases (its
+ *   dependents entry stays, deps_due.lua lists it by scan), the
+ *   registration's own resumption after the enqueuing client died
+ *   between its two steps, rjq_job_dependencies, batches and flows.
+ *   Sharded queues take no dependencies.
+ */
+#define RJQ_AFTER_MAX 100
+#define RJQ_AFTER_FAIL 0
+#define RJQ_AFTER_RUN 1
+#define RJQ_AFTER_IGNORE 2
+
+/* One dependency: a job of queue `queue` (a queue name, not a handle)
+ * with id `id` (a caller's id or a server-assigned number). */
+typedef struct rjq_dep {
+    const char *queue;
+    const char *id;
+} rjq_dep;
+
 typedef struct rjq_job_options {
     size_t size; /* RJQ_JOB_OPTIONS_INIT sets it */
     /* Caller's id (1..RJQ_JOB_ID_MAX bytes, no spaces or control characters,
@@ -841,6 +885,17 @@ typedef struct rjq_job_options {
                              time moves to delay_ms from now; reported as
                              existed = 1, replaced = 1 */
     int reserved;         /* keep 0 (room for a later field: RJQ_EINVAL
+                             when set) */
+    /* Dependencies (see "Dependencies" below): the jobs this one waits
+     * for, n_after of them (1..RJQ_AFTER_MAX; after NULL and n_after 0:
+     * none). Only rjq_enqueue() takes them: a batch item with them is
+     * refused (RJQ_EINVAL), as is a debounce with them. */
+    const struct rjq_dep *after;
+    size_t n_after;
+    int after_policy;     /* RJQ_AFTER_FAIL (0, default), RJQ_AFTER_RUN or
+                             RJQ_AFTER_IGNORE: what a dependency that ended
+                             dead or cancelled (or that does not exist) does */
+    int reserved2;        /* keep 0 (room for a later field: RJQ_EINVAL
                              when set) */
 } rjq_job_options;
 #define RJQ_JOB_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_job_options)

@@ -10,8 +10,10 @@
  *             admin.c call rjq__deps_notify); deps_due reads them,
  *             deps_release goes to each dependent's queue, and once every
  *             one went through, deps_done drops the list.
- * A release that fails leaves the list in place: sent again (the sweep,
- * not built yet), it changes nothing already counted.
+ * A release that fails leaves the list in place, as does a finisher that
+ * dies before it told the dependents: the sweep (rjq__deps_sweep, from the
+ * queue's periodic visit) finds it and sends the releases again, which
+ * change nothing already counted.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -188,8 +190,19 @@ static int is_outcome(const redisReply *r) {
     return 0;
 }
 
+static void send_due(rjq_queue *q, int scan, const char *cursor, size_t clen,
+                     const char *const *ids, const size_t *lens, size_t n);
+
+typedef struct due_call {
+    rjq_queue *q;
+    int scan;            /* the sweep's scan (else the ids of a finish) */
+} due_call;
+
 static void on_due(rjq_client *c, int status, redisReply *r, void *priv) {
-    rjq_queue *q = priv;
+    due_call *dc = priv;
+    rjq_queue *q = dc->q;
+    int scan = dc->scan;
+    free(dc);
     /* deps_due.lua: { cursor, (id, outcome, dependents)... } */
     if (status == RJQ_OK &&
         (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || (r->elements - 1) % 3 != 0)) {
@@ -203,18 +216,37 @@ static void on_due(rjq_client *c, int status, redisReply *r, void *priv) {
             continue; /* (not rjq's: left for nobody) */
         release_all(q, id, oc->str, list);
     }
+    const redisReply *cur = status == RJQ_OK ? r->element[0] : NULL;
+    if (scan && cur && cur->type == REDIS_REPLY_STRING && cur->len > 0 && cur->len < 24 &&
+        strspn(cur->str, "0123456789") == cur->len && !(cur->len == 1 && cur->str[0] == '0') &&
+        rjq__accepting(c))
+        send_due(q, 1, cur->str, cur->len, NULL, NULL, 0); /* the next page */
     rjq__queue_release(q);
+}
+
+static void send_due(rjq_queue *q, int scan, const char *cursor, size_t clen,
+                     const char *const *ids, const size_t *lens, size_t n) {
+    due_call *dc = malloc(sizeof *dc);
+    if (dc == NULL) return;
+    dc->q = q;
+    dc->scan = scan;
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_script_keys(&a, q, RJQ__S_DEPS_DUE);
+    rjq__argv_str(&a, scan ? "scan" : "");
+    rjq__argv_add(&a, cursor, clen);
+    for (size_t i = 0; i < n; i++) rjq__argv_add(&a, ids[i], lens[i]);
+    if (send_script(q, RJQ__S_DEPS_DUE, RJQ__REQ_RETRY, on_due, dc, &a) != RJQ_OK) free(dc);
+}
+
+void rjq__deps_sweep(rjq_queue *q) {
+    if (!rjq__accepting(rjq_queue_get_client(q)) || rjq__queue_front(q)) return;
+    send_due(q, 1, "0", 1, NULL, NULL, 0);
 }
 
 void rjq__deps_notify(rjq_queue *q, const char *const *ids, const size_t *lens, size_t n) {
     if (n == 0 || !rjq__accepting(rjq_queue_get_client(q))) return;
-    rjq__argv a;
-    rjq__argv_init(&a);
-    rjq__argv_script_keys(&a, q, RJQ__S_DEPS_DUE);
-    rjq__argv_str(&a, "");
-    rjq__argv_str(&a, "0");
-    for (size_t i = 0; i < n; i++) rjq__argv_add(&a, ids[i], lens[i]);
-    (void)send_script(q, RJQ__S_DEPS_DUE, RJQ__REQ_RETRY, on_due, q, &a);
+    send_due(q, 0, "0", 1, ids, lens, n);
 }
 
 /* ---- enqueue ------------------------------------------------------------ */

@@ -19,4 +19,13 @@ int rjq__deps_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_j
  * q's dependents column, for the sweep). */
 void rjq__deps_notify(rjq_queue *q, const char *const *ids, const size_t *lens, size_t n);
 
+/* The sweep: release the dependents of every finished job of q whose
+ * list is still recorded (its finisher died before it told them, or a
+ * release failed): a scan of q's dependents column, a page per call. Run
+ * by the periodic visit of a queue (upkeep.c) when the reclaim sweep says
+ * the column exists (the sweeper that holds its guard: one per period;
+ * a long scan that overlaps the next one repeats releases, which change
+ * nothing). */
+void rjq__deps_sweep(rjq_queue *q);
+
 #endif /* RJQ_DEPS_H */

@@ -821,12 +821,25 @@ typedef struct rjq_backoff {
  *   job's list.
  * - Cancelling a waiting job cancels it alone (its dependents apply their
  *   policy); replaying a dead dependency re-blocks nothing released.
- * - Not built yet (README): the sweep that completes the notification of
- *   a finisher that died between its finish and the releases (its
- *   dependents entry stays, deps_due.lua lists it by scan), the
- *   registration's own resumption after the enqueuing client died
- *   between its two steps, rjq_job_dependencies, batches and flows.
- *   Sharded queues take no dependencies.
+ * - A finisher that dies between its finish and the releases (or a
+ *   release that fails) leaves the dependency's list of dependents
+ *   recorded: the sweep releases them. It runs with the periodic visit
+ *   of the dependency's queue (the reclaim sweep of a client whose
+ *   workers work on that queue, rjq_worker_options.reclaim_ms), so a
+ *   dependent waits at most about one such period longer, and is
+ *   released once.
+ * - Codes: rjq_enqueue's; RJQ_EINVAL also for more than RJQ_AFTER_MAX
+ *   dependencies, a bad queue name (empty, over 200 bytes, blanks or
+ *   braces) or job id of one, an unknown policy, a debounce with
+ *   dependencies, a batch item with dependencies (nothing is written).
+ *   The callback's status is an error when a registration failed (the job
+ *   was written and may wait until it is enqueued again with the same id:
+ *   registering again changes nothing registered already).
+ * - Not built yet (README "Dependencies and batches"): resuming the
+ *   registrations of an enqueuing client that died between its two steps,
+ *   rjq_job_dependencies, the count of waiting jobs in rjq_stats and
+ *   listings, the CLI's --after, batches and flows. Sharded queues take
+ *   no dependencies.
  */
 #define RJQ_AFTER_MAX 100
 #define RJQ_AFTER_FAIL 0

@@ -6,6 +6,7 @@
  * sent again is counted once; bad input is refused with nothing written.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fixture.h"
@@ -13,6 +14,10 @@
 #include "rjq_scripts.h"
 #include "server.h"
 #include "waits.h"
+
+/* (finishing_a_job_without_dependencies_costs_what_it_did) */
+#define COMPLETION_COMMANDS 11
+#define FAILURE_COMMANDS 28
 
 /* A handler that completes its job at once, noting the order of ids. */
 typedef struct ran {
@@ -315,5 +320,68 @@ TEST(sweep_releases_dependents_whose_finisher_died_before_telling_them) {
     ASSERT(d->type == REDIS_REPLY_STRING && strstr(d->str, "\nx ds a") != NULL);
     freeReplyObject(d);
     worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* Commands the server ran (INFO commandstats: every command, those of
+ * scripts included; INFO itself left out). */
+static long long commands_run(redisContext *rc) {
+    redisReply *r = server_cmd(rc, "INFO commandstats");
+    ASSERT(r->type == REDIS_REPLY_STRING);
+    long long total = 0;
+    for (const char *p = r->str; (p = strstr(p, "cmdstat_")) != NULL; p++) {
+        if (strncmp(p, "cmdstat_info:", 13) == 0) continue;
+        const char *c = strstr(p, "calls=");
+        ASSERT(c != NULL);
+        total += atoll(c + 6);
+    }
+    freeReplyObject(r);
+    return total;
+}
+
+/* Job j of queue q as a claim leaves it: active, attempt 1, token "tok". */
+static void plant_active(redisContext *rc, const char *q, const char *j) {
+    freeReplyObject(server_cmd(rc, "HSET t:{%s}:payload %s x", q, j));
+    freeReplyObject(server_cmd(rc, "HSET t:{%s}:state %s %s", q, j, "active 1 tok @1,2,"));
+    freeReplyObject(server_cmd(rc, "ZADD t:{%s}:active 99999999999999 %s", q, j));
+}
+
+/* Run script s on queue q with args (after the keys); returns the reply. */
+static redisReply *fcall(redisContext *rc, int s, const char *q, const char **args, size_t n) {
+    layout_keys lk;
+    const char *argv[64];
+    argv[0] = "FCALL";
+    argv[1] = rjq__scripts[s].function;
+    int k = layout_script_keys(&lk, s, "t", q, argv, 2);
+    for (size_t i = 0; i < n; i++) argv[k++] = args[i];
+    redisReply *r = redisCommandArgv(rc, k, argv, NULL);
+    ASSERT(r != NULL && r->type != REDIS_REPLY_ERROR);
+    return r;
+}
+
+/* The commands a plain job's completion and failure run are what they
+ * were before dependencies (counted on main, 8ad0e37, with the same
+ * test): the finishing scripts learn of dependents from the watchers
+ * column they read anyway. */
+TEST(finishing_a_job_without_dependencies_costs_what_it_did) {
+    test_env e;
+    env_start(&e, "pc");
+    plant_active(e.rc, "pc", "j");
+    plant_active(e.rc, "pc", "k");
+    long long before = commands_run(e.rc);
+    const char *done[] = {"t:{pc}:job:", "-1", "0", "0", "0", "j", "1 tok", "r"};
+    redisReply *r = fcall(e.rc, RJQ__S_COMPLETE, "pc", done, 8);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
+    freeReplyObject(r);
+    long long completion = commands_run(e.rc) - before - 1; /* (the FCALL) */
+    before = commands_run(e.rc);
+    const char *failed[] = {"t:{pc}:job:", "t:{pc}:wake", "k", "tok", "boom", "1", "-1", "0", "1000"};
+    r = fcall(e.rc, RJQ__S_FAIL, "pc", failed, 9);
+    ASSERT(r->type == REDIS_REPLY_INTEGER && r->integer == 2);
+    freeReplyObject(r);
+    long long failure = commands_run(e.rc) - before - 1;
+    printf("commands: completion %lld, failure to dead %lld\n", completion, failure);
+    ASSERT_EQ(COMPLETION_COMMANDS, completion);
+    ASSERT_EQ(FAILURE_COMMANDS, failure);
     env_stop(&e);
 }

@@ -806,6 +806,63 @@ typedef struct rjq_header {
     const char *value;
 } rjq_header;
 
+/*
+ * Dependencies (README "Dependencies and batches"). A job enqueued with
+ * rjq_job_options.after waits for other jobs, of any queues of the same
+ * client prefix (on any masters of a cluster): it is stored in the state
+ * "waiting" until every dependency
+ * has finished, then becomes ready, or delayed by its own delay_ms.
+ * - The job is written first, in its own queue's slot, with each
+ *   dependency pending; then the enqueuing client registers it with each
+ *   dependency's queue (a call on that queue: every script touches one
+ *   queue's slot). A dependency that already finished when it is
+ *   registered (or that does not exist: its outcome is "missing", handled
+ *   like dead) is counted at once, so no outcome falls between the two.
+ * - When a dependency finishes (completed, dead, cancelled), the script
+ *   that finished it tells its caller, and the finishing client (the
+ *   worker's completion or failure, rjq_queue_cancel's caller) sends
+ *   an idempotent release to each dependent's queue: each dependency is
+ *   counted once, a release sent again changes nothing. The dependency's
+ *   list of dependents is dropped once every one was released.
+ * - Policies, for a dependency that ended dead, cancelled or missing:
+ *   RJQ_AFTER_FAIL buries the job (dead, error "dependency <queue>:<id>
+ *   ended <outcome>"; its own dependents apply their policies in turn),
+ *   RJQ_AFTER_RUN counts it as done, RJQ_AFTER_IGNORE drops it from the
+ *   job's list.
+ * - Cancelling a waiting job cancels it alone (its dependents apply their
+ *   policy); replaying a dead dependency re-blocks nothing released.
+ * - A finisher that dies between its finish and the releases (or a
+ *   release that fails) leaves the dependency's list of dependents
+ *   recorded: the sweep releases them. It runs with the periodic visit
+ *   of the dependency's queue (the reclaim sweep of a client whose
+ *   workers work on that queue, rjq_worker_options.reclaim_ms), so a
+ *   dependent waits at most about one such period longer, and is
+ *   released once.
+ * - Codes: rjq_enqueue's; RJQ_EINVAL also for more than RJQ_AFTER_MAX
+ *   dependencies, a bad queue name (empty, over 200 bytes, blanks or
+ *   braces) or job id of one, an unknown policy, a debounce with
+ *   dependencies, a batch item with dependencies (nothing is written).
+ *   The callback's status is an error when a registration failed (the job
+ *   was written and may wait until it is enqueued again with the same id:
+ *   registering again changes nothing registered already).
+ * - Not built yet (README "Dependencies and batches"): resuming the
+ *   registrations of an enqueuing client that died between its two steps,
+ *   rjq_job_dependencies, the count of waiting jobs in rjq_stats and
+ *   listings, the CLI's --after, batches and flows. Sharded queues take
+ *   no dependencies.
+ */
+#define RJQ_AFTER_MAX 100
+#define RJQ_AFTER_FAIL 0
+#define RJQ_AFTER_RUN 1
+#define RJQ_AFTER_IGNORE 2
+
+/* One dependency: a job of queue `queue` (a queue name, not a handle)
+ * with id `id` (a caller's id or a server-assigned number). */
+typedef struct rjq_dep {
+    const char *queue;
+    const char *id;
+} rjq_dep;
+
 typedef struct rjq_job_options {
     size_t size; /* RJQ_JOB_OPTIONS_INIT sets it */
     /* Caller's id (1..RJQ_JOB_ID_MAX bytes, no spaces or control characters,
@@ -865,6 +922,17 @@ typedef struct rjq_job_options {
      * (rjq_schedule.opts) carry none: RJQ_EINVAL when set there. */
     const struct rjq_header *headers;
     size_t nheaders;
+    /* Dependencies (see "Dependencies" below): the jobs this one waits
+     * for, n_after of them (1..RJQ_AFTER_MAX; after NULL and n_after 0:
+     * none). Only rjq_enqueue() takes them: a batch item with them is
+     * refused (RJQ_EINVAL), as is a debounce with them. */
+    const struct rjq_dep *after;
+    size_t n_after;
+    int after_policy;     /* RJQ_AFTER_FAIL (0, default), RJQ_AFTER_RUN or
+                             RJQ_AFTER_IGNORE: what a dependency that ended
+                             dead or cancelled (or that does not exist) does */
+    int reserved2;        /* keep 0 (room for a later field: RJQ_EINVAL
+                             when set) */
 } rjq_job_options;
 #define RJQ_JOB_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_job_options)
 

@@ -10,6 +10,7 @@
 
 #include "admin.h"
 #include "headers.h"
+#include "deps.h"
 #include "job.h"
 #include "reclaim.h"
 #include "validate.h"
@@ -28,6 +29,8 @@ typedef union admin_cb {
 typedef struct admin_ctx {
     admin_cb cb;
     void *data;
+    rjq_queue *q;  /* cancel: the job's queue and id (dependents, deps.c) */
+    char *id;
 } admin_ctx;
 
 /* Send a request for an admin call. Sending may flush enqueues, whose
@@ -51,6 +54,8 @@ static int send_client_admin(rjq_client *c, int script, rjq__reply_fn *fn, admin
     if (ctx) {
         ctx->cb = cb;
         ctx->data = data;
+        ctx->q = NULL;
+        ctx->id = NULL;
         rc = send_client_request(c, script, fn, ctx, a);
     }
     if (rc != RJQ_OK) free(ctx);
@@ -118,11 +123,19 @@ static void on_cancel(rjq_client *c, int status, redisReply *r, void *priv) {
     admin_ctx *ctx = priv;
     const char *state = NULL;
     if (status == RJQ_OK &&
-        (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
          r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_STRING ||
-         r->element[0]->integer < 0 || r->element[0]->integer > 2)) {
+         r->element[0]->integer < 0 || r->element[0]->integer > 2 ||
+         r->element[2]->type != REDIS_REPLY_INTEGER || r->element[2]->integer < 0 ||
+         r->element[2]->integer > 1)) {
         rjq__errmsg(c, "cancel: unexpected reply");
         status = RJQ_EPROTO;
+    }
+    if (status == RJQ_OK && r->element[2]->integer == 1 && ctx->q && !rjq__closing(c)) {
+        /* it had dependents: released (deps.c) */
+        const char *id = ctx->id;
+        size_t len = strlen(id);
+        rjq__deps_notify(ctx->q, &id, &len, 1);
     }
     if (status == RJQ_OK) {
         long long code = r->element[0]->integer;
@@ -130,6 +143,7 @@ static void on_cancel(rjq_client *c, int status, redisReply *r, void *priv) {
         if (code != 0) state = r->element[1]->str;
     }
     if (ctx->cb.cancel) ctx->cb.cancel(c, status, state, ctx->data);
+    free(ctx->id);
     free(ctx);
 }
 
@@ -144,7 +158,19 @@ int rjq__queue_cancel_one(rjq_queue *q, const char *id, rjq_cancel_cb *cb, void 
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_str(&a, id);
     rjq__argv_ll(&a, rjq__queue_dead_max(q));
-    return send_admin(q, RJQ__S_CANCEL, on_cancel, (admin_cb){.cancel = cb}, data, &a);
+    admin_ctx *ctx = malloc(sizeof *ctx);
+    rc = RJQ_ENOMEM;
+    if (ctx) {
+        ctx->cb.cancel = cb;
+        ctx->data = data;
+        ctx->q = q;
+        ctx->id = strdup(id);
+        if (ctx->id) rc = send_client_request(rjq_queue_get_client(q), RJQ__S_CANCEL, on_cancel, ctx, &a);
+        if (rc != RJQ_OK) free(ctx->id);
+    }
+    if (rc != RJQ_OK) free(ctx);
+    rjq__argv_free(&a);
+    return rc;
 }
 
 /* ---- counts: replay, reclaim ------------------------------------------- */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deps.h"
 #include "held.h"
 #include "job.h"
 
@@ -46,6 +47,7 @@ typedef struct part {
 
 typedef struct complete_batch {
     const rjq__finish_ops *ops; /* (part.ops) */
+    rjq_queue *q;             /* (for the releases of dependents: deps.c) */
     size_t n, noffers;
     rjq__offer *offers;       /* freed slots offered for push delivery */
     item items[];
@@ -65,7 +67,7 @@ static void finish_items(rjq_client *c, const rjq__finish_ops *ops, item *items,
     for (size_t i = 0; i < n; i++) {
         int code = status;
         if (status == RJQ_OK)
-            code = r->element[i]->integer == 1   ? RJQ_OK
+            code = r->element[i]->integer == 1 || r->element[i]->integer == 3 ? RJQ_OK
                    : r->element[i]->integer == 2 ? RJQ_EJOBCANCELED
                                                  : RJQ_ELEASELOST;
         if (code == RJQ_OK && rjq__write_short(c)) code = RJQ_EREPLICAS;
@@ -74,15 +76,39 @@ static void finish_items(rjq_client *c, const rjq__finish_ops *ops, item *items,
     }
 }
 
-/* One code per job (0 lease lost, 1 done, 2 cancelled), then one per
- * offer (0 or 1): any other number is a reply of the wrong shape. */
+/* One code per job (0 lease lost, 1 done, 2 cancelled, 3 done with
+ * dependents to release), then one per offer (0 or 1), then the id of
+ * each job of code 3: any other reply is of the wrong shape. */
 static int reply_ok(const redisReply *r, size_t n, size_t noffers) {
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != n + noffers) return 0;
-    for (size_t i = 0; i < n + noffers; i++)
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < n + noffers) return 0;
+    size_t with_deps = 0;
+    for (size_t i = 0; i < n + noffers; i++) {
         if (r->element[i]->type != REDIS_REPLY_INTEGER || r->element[i]->integer < 0 ||
-            r->element[i]->integer > (i < n ? 2 : 1))
+            r->element[i]->integer > (i < n ? 3 : 1))
+            return 0;
+        if (i < n && r->element[i]->integer == 3) with_deps++;
+    }
+    if (r->elements != n + noffers + with_deps) return 0;
+    for (size_t i = n + noffers; i < r->elements; i++)
+        if (r->element[i]->type != REDIS_REPLY_STRING || r->element[i]->len == 0 ||
+            r->element[i]->len > RJQ_JOB_ID_MAX)
             return 0;
     return 1;
+}
+
+/* The jobs of a completion that have dependents: released (deps.c). */
+static void release_dependents(complete_batch *b, redisReply *r) {
+    size_t first = b->n + b->noffers, n = r->elements - first;
+    const char *ids[64];
+    size_t lens[64];
+    for (size_t i = 0; i < n; i += 64) {
+        size_t k = n - i < 64 ? n - i : 64;
+        for (size_t j = 0; j < k; j++) {
+            ids[j] = r->element[first + i + j]->str;
+            lens[j] = r->element[first + i + j]->len;
+        }
+        rjq__deps_notify(b->q, ids, lens, k);
+    }
 }
 
 static void on_completed(rjq_client *c, int status, redisReply *r, void *priv) {
@@ -91,6 +117,8 @@ static void on_completed(rjq_client *c, int status, redisReply *r, void *priv) {
         rjq__errmsg(c, "complete: unexpected reply");
         status = RJQ_EPROTO;
     }
+    if (status == RJQ_OK && r->elements > b->n + b->noffers && !rjq__closing(c))
+        release_dependents(b, r);
     /* before the callbacks: they may stop the workers */
     for (size_t i = 0; i < b->noffers && !rjq__closing(c); i++)
         b->ops->offer_done(&b->offers[i], status,
@@ -175,6 +203,7 @@ static void flush_some(rjq_queue *q, part *p) {
         return;
     }
     b->ops = p->ops;
+    b->q = q;
     b->n = n;
     memcpy(b->items, p->pending, n * sizeof b->items[0]);
     p->n -= n;
@@ -274,16 +303,24 @@ typedef struct fail_ctx {
     rjq_done_cb *cb;
     void *data;
     int cause;                /* (rjq__finish.cause) */
+    rjq_queue *q;
+    char id[];                /* (for the releases of dependents: deps.c) */
 } fail_ctx;
 
 static void on_failed(rjq_client *c, int status, redisReply *r, void *priv) {
     fail_ctx *f = priv;
     RJQ_ASSERT(status != RJQ_OK || r != NULL); /* a success comes with its reply */
     /* fail.lua: 0 lease lost, 1 retry scheduled, 2 dead, 3 already
-     * failed with this token, 4 cancelled; any other number is no answer */
-    if (status == RJQ_OK && (r->type != REDIS_REPLY_INTEGER || r->integer < 0 || r->integer > 4)) {
+     * failed with this token, 4 cancelled, 5 dead with dependents to
+     * release; any other number is no answer */
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_INTEGER || r->integer < 0 || r->integer > 5)) {
         rjq__errmsg(c, "fail: unexpected reply");
         status = RJQ_EPROTO;
+    }
+    if (status == RJQ_OK && r->integer == 5 && !rjq__closing(c)) {
+        const char *id = f->id;
+        size_t len = strlen(id);
+        rjq__deps_notify(f->q, &id, &len, 1);
     }
     if (status == RJQ_OK)
         status = r->integer == 0             ? RJQ_ELEASELOST
@@ -303,8 +340,11 @@ int rjq__finish_fail(const rjq__finish *job, const char *error, int flags, long 
     rjq_client *c = rjq_queue_get_client(q);
     char jitter[32];
     rjq__random_fraction(c, jitter, sizeof jitter);
-    fail_ctx *f = malloc(sizeof *f);
+    size_t idlen = strlen(job->id);
+    fail_ctx *f = malloc(sizeof *f + idlen + 1);
     if (f == NULL) return RJQ_ENOMEM;
+    f->q = q;
+    memcpy(f->id, job->id, idlen + 1);
     f->w = job->w;
     f->ops = job->ops;
     f->cb = cb;

@@ -50,6 +50,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "deps.h"
 #include "reclaim.h"
 #include "upkeep.h"
 #include "validate.h"
@@ -587,8 +588,9 @@ static void on_visited(rjq_client *c, int status, redisReply *r, void *priv) {
         return;
     }
     if (rjq__closing(c)) return;
-    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-                             r->element[1]->type != REDIS_REPLY_INTEGER)) {
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+                             r->element[1]->type != REDIS_REPLY_INTEGER ||
+                             r->element[2]->type != REDIS_REPLY_INTEGER)) {
         rjq__errmsg(c, "reclaim: unexpected reply");
         status = RJQ_EPROTO;
     }
@@ -596,6 +598,7 @@ static void on_visited(rjq_client *c, int status, redisReply *r, void *priv) {
         rjq__background_failed(c, status, "reclaim");
         return;
     }
+    if (r->element[2]->integer == 1) rjq__deps_sweep(v->q); /* (deps.c) */
     if (r->element[1]->integer > 0 && wanted(v)) v->ops->waiting(v->q, v->arg);
 }
 

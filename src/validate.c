@@ -19,7 +19,7 @@ RJQ__ENDS_AT_(rjq_io_ops, resolve_cancel);
 RJQ__ENDS_AT_(rjq_tls_options, reserved);
 RJQ__ENDS_AT_(rjq_client_options, password);
 RJQ__ENDS_AT_(rjq_queue_options, history_flush_ms);
-RJQ__ENDS_AT_(rjq_job_options, nheaders);
+RJQ__ENDS_AT_(rjq_job_options, reserved2);
 RJQ__ENDS_AT_(rjq_enqueue_item, opts);
 RJQ__ENDS_AT_(rjq_worker_options, on_job_finish);
 RJQ__ENDS_AT_(rjq_await_options, on_progress);
@@ -155,7 +155,9 @@ int rjq__encode_job_options(const rjq_job_options *o, char *buf) {
     char spec[64];
     buf[0] = '\0';
     if (o == NULL) return RJQ_OK;
-    if (o->reserved != 0) return RJQ_EINVAL; /* (a later field, unknown here) */
+    if (o->reserved != 0 || o->reserved2 != 0) return RJQ_EINVAL; /* (a later field, unknown here) */
+    if (o->after != NULL || o->n_after != 0 || o->after_policy != 0)
+        return RJQ_EINVAL; /* (dependencies: deps.c takes them off first) */
     if (o->delay_ms < 0 || o->delay_ms > RJQ_DELAY_MAX || o->priority < RJQ_PRIORITY_MIN ||
         o->priority > RJQ_PRIORITY_MAX || o->max_attempts < 0 || o->timeout_ms < 0 ||
         o->timeout_ms > RJQ_DELAY_MAX || o->dedup_ms < 0 || o->dedup_ms > RJQ_DELAY_MAX ||

@@ -9,20 +9,22 @@
 -- `most` are kept (the oldest records are deleted past that); awaiting
 -- producers are told ('cancelled').
 -- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, active,
---       stats, cancelled, cols, monitored, events, push, dedup
+--       stats, cancelled, cols, monitored, events, push, dedup, waiting
 -- ARGV: 1 job name prefix, 2 id, 3 most cancelled jobs kept
--- Returns { code, state }: 1 cancelled (state: the one it left: ready,
--- delayed or active), 0 no such job, 2 already finished (state: completed,
--- dead or cancelled).
+-- Returns { code, state, told }: 1 cancelled (state: the one it left:
+-- ready, delayed, active or waiting), 0 no such job, 2 already finished
+-- (state: completed, dead or cancelled); told 1 when the job cancelled has
+-- dependents to release (deps_due.lua), else 0.
 local prefix, id, most = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local J = columns(cols, prefix)
 J.u = dedup
 expect_types({ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset', stats, 'hash',
-              cancelled, 'zset', J.s, 'hash', J.d, 'hash', J.o, 'hash', J.n, 'hash', J.u, 'zset'})
+              cancelled, 'zset', J.s, 'hash', J.d, 'hash', J.o, 'hash', J.n, 'hash', J.u, 'zset',
+              waiting, 'zset'})
 local v = fields(J, id, 'd', 's', 'o', 'n')
-if not v[1] then return {0, ''} end
+if not v[1] then return {0, '', 0} end
 local state, attempts, tok, tm = state_text(v[2])
-if state == 'completed' or state == 'dead' or state == 'cancelled' then return {2, state} end
+if state == 'completed' or state == 'dead' or state == 'cancelled' then return {2, state, 0} end
 -- the counter it counts, before the first write (a HINCRBY refused at the
 -- end left the job cancelled and its awaits untold)
 int_fields(stats, 'cancelled')
@@ -35,6 +37,8 @@ if state == 'active' then
       redis.call(PUB or pub_mode(), push .. cid, '!cancel ' .. tok .. ' ' .. id)
     end
   end
+elseif state == 'waiting' then
+  redis.call('ZREM', waiting, id) -- (waiting for dependencies: deps_add.lua)
 else
   unqueue(ready, prio, delayed, id, state, v[3])
 end
@@ -46,7 +50,9 @@ redis.call('ZADD', cancelled, t, id)
 redis.call('HINCRBY', stats, 'cancelled', 1)
 local emit = monitor(monitored, events)
 emit('cancelled', id)
+DEPS_TOLD[1] = false
 notify_finished(J, id, v[4], 'cancelled', '')
+local told = DEPS_TOLD[1] and 1 or 0
 local extra = redis.call('ZCARD', cancelled) - most
 if extra > 0 then trim_oldest(J, cancelled, extra) end
-return {1, state}
+return {1, state, told}

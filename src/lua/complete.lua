@@ -24,9 +24,11 @@
 --       id, "<attempt> <token>" (the tail of the state the claim wrote,
 --       see the state column in lib.lua), result.
 -- Returns one code per job: 1 done (or already done with this token),
--- 0 lease lost (or its run time is over), 2 cancelled (cancel.lua); then one per offer: 1
+-- 0 lease lost (or its run time is over), 2 cancelled (cancel.lua), 3
+-- done and it has dependents to release (deps_due.lua); then one per offer: 1
 -- registered, 0 not (work is waiting, the queue is paused or limited, or
--- the worker's registration has another epoch: the worker then claims).
+-- the worker's registration has another epoch: the worker then claims);
+-- then the id of each job of code 3, in job order.
 local prefix, retention, cap, offers = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local OFFERS = 6 -- ARGV index of the first offer
 local FORGET = OFFERS + 4 * offers -- of the first token to forget
@@ -144,6 +146,7 @@ for i, id in ipairs(ids) do
   end
 end
 
+local with_deps = false -- the ids of jobs of code 3, listed after the offers
 local kept = retained + #gone -- ids in the retention index after this call
 local sweep = #gone > 0 and sweep_due(completed, kept, #gone, retention, cap, now)
 if sweep then
@@ -163,9 +166,15 @@ if #gone > 0 then
   -- announced once the writes went through; a finished job has no
   -- watchers (the column holds unfinished jobs only, so it stays small)
   local told = {}
+  with_deps = {}
   for _, i in ipairs(fresh) do
     if n[i] then
+      DEPS_TOLD[1] = false
       notify(n[i], prefix .. ids[i], 'completed', ARGV[FIRST + 3 * i - 1])
+      if DEPS_TOLD[1] then -- (dependents to release: lib.lua DEPS_MARK)
+        out[i] = 3
+        with_deps[#with_deps + 1] = ids[i]
+      end
       told[#told + 1] = ids[i]
     end
     if emit ~= UNMONITORED then emit('completed', ids[i]) end
@@ -182,6 +191,10 @@ if offers > 0 then
     end
     out[#out + 1] = got > 0 and 1 or 0
   end
+end
+
+if with_deps then
+  for _, id in ipairs(with_deps) do out[#out + 1] = id end
 end
 
 for i = FORGET, FIRST - 1 do

@@ -11,7 +11,8 @@
 --       8 jitter in [0,1), 9 dead cap
 -- Returns 0 lease lost (or its run time is over), 1 retry scheduled, 2
 -- dead, 3 already failed with this token (a retried call whose first
--- reply was lost), 4 cancelled (cancel.lua).
+-- reply was lost), 4 cancelled (cancel.lua), 5 dead and it has
+-- dependents to release (deps_due.lua).
 local prefix, wake, id, tok, err = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local fatal, delay, jitter, dead_max = ARGV[6] == '1', tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 local J = columns(cols, prefix)
@@ -39,4 +40,7 @@ end
 local q = {ready = ready, prio = prio, delayed = delayed, dead = dead, stats = stats, wake = wake, now = now,
            jitter = jitter, dead_max = dead_max, emit = monitor(monitored, events)}
 redis.call('ZREM', active, id)
-return fail_job(J, q, id, tok, attempts, v[2], err, fatal, delay, tm)
+DEPS_TOLD[1] = false
+local r = fail_job(J, q, id, tok, attempts, v[2], err, fatal, delay, tm)
+if r == 2 and DEPS_TOLD[1] then return 5 end
+return r

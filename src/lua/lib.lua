@@ -605,21 +605,35 @@ local INLINE_RESULT_MAX = 65536
 local OUTCOMES = {} -- framed channel -> the call's outcomes (emptied by finish)
 local OUTCOME_MESSAGE_BYTES = 65536
 
+-- Dependencies (deps_watch.lua): a job that other jobs wait for has the
+-- mark DEPS_MARK among its watchers (no reply channel is that); notify()
+-- publishes nothing for it and sets DEPS_TOLD[1] to the job's name, so a
+-- finishing script can tell its caller (complete.lua, fail.lua,
+-- cancel.lua) to release the dependents (deps_due.lua). A script that
+-- reads DEPS_TOLD clears it first (it lives on between calls).
+local DEPS_MARK = '~deps'
+local DEPS_TOLD = {}
+
 -- Publish (or queue, see above) an outcome of the job named k to every
 -- reply channel in chs (space-separated).
 local function notify(chs, k, kind, body)
   if not chs or chs == '' then return end
+  if chs == DEPS_MARK then DEPS_TOLD[1] = k; return end
   if kind == 'completed' and #body > INLINE_RESULT_MAX then
     kind, body = 'big', ''
   end
   local framed, msg
   for ch in string.gmatch(chs, '%S+') do
     local buf = OUTCOMES[ch]
-    if not buf and string.find(ch, ':reply:%x+:framed$') then
+    if ch == DEPS_MARK then
+      DEPS_TOLD[1] = k
+    elseif not buf and string.find(ch, ':reply:%x+:framed$') then
       buf = {}
       OUTCOMES[ch] = buf
     end
-    if buf then
+    if ch == DEPS_MARK then
+      -- (a mark, no channel: see DEPS_MARK)
+    elseif buf then
       framed = framed or (kind .. ' ' .. #k .. ' ' .. #body .. '\n' .. k .. body)
       buf[#buf + 1] = framed
     else

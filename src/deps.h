@@ -1,0 +1,31 @@
+/*
+ * Job dependencies (deps.c; rjq.h "Dependencies"): the enqueue of a job
+ * with `after`, and the releases a finishing client carries to the
+ * dependents of the jobs it finished. A feature: job.c and admin.c tell
+ * it which jobs finished with dependents; it calls nothing of theirs.
+ */
+#ifndef RJQ_DEPS_H
+#define RJQ_DEPS_H
+
+#include "queue.h"
+
+/* rjq_enqueue() of a job with dependencies (o->n_after > 0; o is this
+ * library's copy). Codes as rjq_enqueue's. */
+int rjq__deps_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *o,
+                      rjq_enqueue_cb *cb, void *data);
+
+/* Jobs ids (lens[i] bytes each) of q finished and have dependents to
+ * release: release them (fire and forget: what fails stays recorded in
+ * q's dependents column, for the sweep). */
+void rjq__deps_notify(rjq_queue *q, const char *const *ids, const size_t *lens, size_t n);
+
+/* The sweep: release the dependents of every finished job of q whose
+ * list is still recorded (its finisher died before it told them, or a
+ * release failed): a scan of q's dependents column, a page per call. Run
+ * by the periodic visit of a queue (upkeep.c) when the reclaim sweep says
+ * the column exists (the sweeper that holds its guard: one per period;
+ * a long scan that overlaps the next one repeats releases, which change
+ * nothing). */
+void rjq__deps_sweep(rjq_queue *q);
+
+#endif /* RJQ_DEPS_H */

@@ -1,0 +1,387 @@
+/*
+ * Job dependencies (issue 39, rjq.h "Dependencies"): a job enqueued with
+ * `after` waits (state "waiting") until every dependency finished, across
+ * queues; a dependency finished before the registration counts at once;
+ * the policies for a dependency that ended dead or cancelled; a release
+ * sent again is counted once; bad input is refused with nothing written.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "harness.h"
+#include "rjq_scripts.h"
+#include "server.h"
+#include "waits.h"
+
+/* (finishing_a_job_without_dependencies_costs_what_it_did) */
+#define COMPLETION_COMMANDS 11
+#define FAILURE_COMMANDS 28
+
+/* A handler that completes its job at once, noting the order of ids. */
+typedef struct ran {
+    char order[256];
+    long n;
+} ran;
+
+static void complete_it(rjq_job *job, void *data) {
+    ran *r = data;
+    const char *id = rjq_job_get_id(job);
+    if (strlen(r->order) + strlen(id) + 2 < sizeof r->order) {
+        if (r->order[0]) strcat(r->order, ",");
+        strcat(r->order, id);
+    }
+    r->n++;
+    ASSERT_OK(rjq_job_complete(job, "ok", 2, NULL, NULL));
+}
+
+/* A handler that fails its job for good. */
+static void bury_it(rjq_job *job, void *data) {
+    long *n = data;
+    (*n)++;
+    ASSERT_OK(rjq_job_fail(job, "boom", RJQ_FAIL_FATAL, 0, NULL, NULL));
+}
+
+static enqueue_wait enqueue_after(test_env *e, rjq_queue *q, const char *id, const rjq_dep *deps,
+                                  size_t n, int policy) {
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.id = id;
+    o.after = deps;
+    o.n_after = n;
+    o.after_policy = policy;
+    return enqueue_job(e->base, q, "p", &o);
+}
+
+static rjq_queue *open_queue(test_env *e, const char *name) {
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(e->c, name, NULL, &q));
+    return q;
+}
+
+static int state_is(test_env *e, rjq_queue *q, const char *id, const char *want) {
+    return strcmp(get_info(e->base, q, id).state, want) == 0;
+}
+
+TEST(chain_across_two_queues_runs_in_order) {
+    test_env e;
+    env_start(&e, "da");
+    rjq_queue *qb = open_queue(&e, "db");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0); /* held back: delayed an hour */
+    rjq_dep on_a = {"da", "a"}, on_b = {"db", "b"};
+    enqueue_wait w = enqueue_after(&e, qb, "b", &on_a, 1, RJQ_AFTER_FAIL);
+    ASSERT_OK(w.status);
+    ASSERT_STREQ("b", w.id);
+    ASSERT_EQ(0, w.existed);
+    ASSERT_OK(enqueue_after(&e, e.q, "c", &on_b, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_STREQ("waiting", get_info(e.base, qb, "b").state);
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "c").state);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{db}:waiting"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{da}:waiting"));
+    ASSERT_EQ(0, server_int(e.rc, "LLEN t:{db}:ready"));
+    ran r = {{0}, 0};
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *wa, *wb;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, &r, &wa));
+    ASSERT_OK(rjq_worker_start(qb, &wo, complete_it, &r, &wb));
+    count_wait p = {0};
+    ASSERT_OK(rjq_queue_promote(e.q, "a", on_count, &p)); /* a runs now */
+    ASSERT(loop_until_count(e.base, &r.n, 3, 10000));
+    ASSERT_STREQ("a,b,c", r.order);
+    WAIT_FOR(e.base, state_is(&e, e.q, "c", "completed"), 10000);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{da}:waiting"));
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{db}:waiting"));
+    /* the dependents' lists went once released */
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{da}:dependents t:{db}:dependents") == 0, 10000);
+    worker_stop_wait(e.base, wa);
+    worker_stop_wait(e.base, wb);
+    env_stop(&e);
+}
+
+TEST(dependency_finished_before_registration_counts_at_once) {
+    test_env e;
+    env_start(&e, "df");
+    enqueue_x_ok(e.base, e.q, "a", 0, 0);
+    ran r = {{0}, 0};
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, &r, &w));
+    ASSERT(loop_until_count(e.base, &r.n, 1, 10000));
+    WAIT_FOR(e.base, state_is(&e, e.q, "a", "completed"), 10000);
+    rjq_dep on_a = {"df", "a"};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    /* the enqueue's callback came after its release: b is no longer waiting */
+    ASSERT(strcmp(get_info(e.base, e.q, "b").state, "waiting") != 0);
+    ASSERT(loop_until_count(e.base, &r.n, 2, 10000));
+    ASSERT_STREQ("a,b", r.order);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{df}:dependents"));
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+static void on_cancel_wait(rjq_client *c, int status, const char *state, void *data) {
+    (void)c, (void)state;
+    *(int *)data = status == RJQ_OK ? 1 : -1;
+}
+
+TEST(cancelled_dependency_applies_each_policy) {
+    test_env e;
+    env_start(&e, "dp");
+    rjq_queue *q2 = open_queue(&e, "dp2");
+    enqueue_x_ok(e.base, e.q, "x", 3600000, 0);
+    enqueue_x_ok(e.base, e.q, "y", 3600000, 0);
+    rjq_dep both[2] = {{"dp", "x"}, {"dp", "y"}};
+    ASSERT_OK(enqueue_after(&e, q2, "f", both, 2, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, q2, "r", both, 2, RJQ_AFTER_RUN).status);
+    ASSERT_OK(enqueue_after(&e, q2, "i", both, 2, RJQ_AFTER_IGNORE).status);
+    int done = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "x", on_cancel_wait, &done));
+    ASSERT(loop_until(e.base, &done, 5000));
+    ASSERT_EQ(1, done);
+    /* fail: dead at once, naming the dependency */
+    WAIT_FOR(e.base, state_is(&e, q2, "f", "dead"), 10000);
+    info_wait f = get_info(e.base, q2, "f");
+    ASSERT_STREQ("dependency dp:x ended cancelled", f.error);
+    /* run and ignore: still waiting for y */
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{dp}:dependents") == 1 &&
+                     server_int(e.rc, "ZCARD t:{dp2}:waiting") == 2, 10000);
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "r").state);
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "i").state);
+    redisReply *d = server_cmd(e.rc, "HGET t:{dp2}:deps i");
+    ASSERT(d->type == REDIS_REPLY_STRING && strstr(d->str, "\n- dp x") != NULL);
+    freeReplyObject(d);
+    d = server_cmd(e.rc, "HGET t:{dp2}:deps r");
+    ASSERT(d->type == REDIS_REPLY_STRING && strstr(d->str, "\nx dp x") != NULL);
+    freeReplyObject(d);
+    /* y ends dead by its handler: r and i run, f stays dead */
+    long buried = 0;
+    count_wait p = {0};
+    ASSERT_OK(rjq_queue_promote(e.q, "y", on_count, &p));
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *wy, *w2;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, bury_it, &buried, &wy));
+    ran r = {{0}, 0};
+    ASSERT_OK(rjq_worker_start(q2, &wo, complete_it, &r, &w2));
+    ASSERT(loop_until_count(e.base, &r.n, 2, 10000));
+    ASSERT(strcmp(r.order, "r,i") == 0 || strcmp(r.order, "i,r") == 0);
+    ASSERT_EQ(1, buried);
+    ASSERT_STREQ("dead", get_info(e.base, q2, "f").state);
+    worker_stop_wait(e.base, wy);
+    worker_stop_wait(e.base, w2);
+    env_stop(&e);
+}
+
+TEST(dead_dependency_under_policy_fail_buries_its_chain) {
+    test_env e;
+    env_start(&e, "dd");
+    enqueue_x_ok(e.base, e.q, "a", 0, 0);
+    rjq_dep on_a = {"dd", "a"}, on_b = {"dd", "b"};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "c", &on_b, 1, RJQ_AFTER_FAIL).status);
+    long buried = 0;
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, bury_it, &buried, &w));
+    WAIT_FOR(e.base, state_is(&e, e.q, "c", "dead"), 10000);
+    ASSERT_EQ(1, buried); /* only a ran */
+    ASSERT_STREQ("dependency dd:a ended dead", get_info(e.base, e.q, "b").error);
+    ASSERT_STREQ("dependency dd:b ended dead", get_info(e.base, e.q, "c").error);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{dd}:waiting"));
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* deps_release called as the client calls it (its function). */
+static redisReply *release_fcall(redisContext *rc, const char *q, const char *id, const char *dq,
+                                 const char *did, const char *outcome) {
+    char prefix[48], wake[48];
+    layout_keys lk;
+    const char *argv[48];
+    argv[0] = "FCALL";
+    argv[1] = rjq__scripts[RJQ__S_DEPS_RELEASE].function;
+    int n = layout_script_keys(&lk, RJQ__S_DEPS_RELEASE, "t", q, argv, 2);
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
+    snprintf(wake, sizeof wake, "t:{%s}:wake", q);
+    const char *args[] = {prefix, wake, id, dq, did, outcome, "1000"};
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) argv[n++] = args[i];
+    redisReply *r = redisCommandArgv(rc, n, argv, NULL);
+    ASSERT(r != NULL);
+    return r;
+}
+
+TEST(release_sent_again_is_counted_once) {
+    test_env e;
+    env_start(&e, "dr");
+    enqueue_x_ok(e.base, e.q, "a1", 3600000, 0);
+    enqueue_x_ok(e.base, e.q, "a2", 3600000, 0);
+    rjq_dep two[2] = {{"dr", "a1"}, {"dr", "a2"}};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", two, 2, RJQ_AFTER_FAIL).status);
+    redisReply *r = release_fcall(e.rc, "dr", "b", "dr", "a1", "completed");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    ASSERT_EQ(1, r->element[0]->integer); /* counted, a2 pending */
+    freeReplyObject(r);
+    r = release_fcall(e.rc, "dr", "b", "dr", "a1", "completed");
+    ASSERT_EQ(0, r->element[0]->integer); /* sent again: nothing changed */
+    freeReplyObject(r);
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "b").state);
+    r = release_fcall(e.rc, "dr", "b", "dr", "a2", "completed");
+    ASSERT_EQ(2, r->element[0]->integer); /* released */
+    freeReplyObject(r);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{dr}:ready"));
+    r = release_fcall(e.rc, "dr", "b", "dr", "a2", "completed");
+    ASSERT_EQ(0, r->element[0]->integer);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{dr}:ready")); /* not twice */
+    env_stop(&e);
+}
+
+TEST(bad_dependencies_are_refused_with_nothing_written) {
+    test_env e;
+    env_start(&e, "db");
+    long long keys = server_int(e.rc, "DBSIZE");
+    char longname[260];
+    memset(longname, 'q', 201);
+    longname[201] = '\0';
+    rjq_dep bad_queue = {longname, "a"}, braces = {"a{b}", "a"}, bad_id = {"db", "a b"};
+    rjq_dep no_queue = {NULL, "a"}, empty_id = {"db", ""};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    const rjq_dep *each[] = {&bad_queue, &braces, &bad_id, &no_queue, &empty_id};
+    for (size_t i = 0; i < sizeof each / sizeof each[0]; i++) {
+        o.after = each[i];
+        o.n_after = 1;
+        ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "p", 1, &o, on_enqueue_wait, NULL));
+    }
+    static rjq_dep many[RJQ_AFTER_MAX + 1];
+    for (size_t i = 0; i <= RJQ_AFTER_MAX; i++) many[i] = (rjq_dep){"db", "a"};
+    o.after = many;
+    o.n_after = RJQ_AFTER_MAX + 1;
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "p", 1, &o, on_enqueue_wait, NULL));
+    o.n_after = 0; /* after without a count */
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "p", 1, &o, on_enqueue_wait, NULL));
+    o.n_after = 1;
+    o.after_policy = 3;
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "p", 1, &o, on_enqueue_wait, NULL));
+    o.after_policy = RJQ_AFTER_FAIL;
+    o.id = "x";
+    o.debounce = 1;
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "p", 1, &o, on_enqueue_wait, NULL));
+    o.debounce = 0;
+    /* a batch item with dependencies */
+    rjq_enqueue_item it = RJQ_ENQUEUE_ITEM_INIT;
+    it.payload = "p";
+    it.len = 1;
+    it.opts = &o;
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_batch(e.q, &it, 1, on_enqueue_wait, NULL));
+    /* (a round trip: anything sent would have run by now) */
+    ASSERT_EQ(keys, server_int(e.rc, "DBSIZE"));
+    env_stop(&e);
+}
+
+/* The cancel script called directly, as a client that dies before it
+ * carries the releases would leave it: the dependency is cancelled, its
+ * dependents are not told. */
+static void cancel_fcall(redisContext *rc, const char *q, const char *id) {
+    char prefix[48];
+    layout_keys lk;
+    const char *argv[48];
+    argv[0] = "FCALL";
+    argv[1] = rjq__scripts[RJQ__S_CANCEL].function;
+    int n = layout_script_keys(&lk, RJQ__S_CANCEL, "t", q, argv, 2);
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
+    const char *args[] = {prefix, id, "1000"};
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) argv[n++] = args[i];
+    redisReply *r = redisCommandArgv(rc, n, argv, NULL);
+    ASSERT(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    ASSERT_EQ(1, r->element[0]->integer);
+    ASSERT_EQ(1, r->element[2]->integer); /* it had dependents to release */
+    freeReplyObject(r);
+}
+
+TEST(sweep_releases_dependents_whose_finisher_died_before_telling_them) {
+    test_env e;
+    env_start(&e, "ds");
+    rjq_queue *q2 = open_queue(&e, "ds2");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    rjq_dep on_a = {"ds", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "b", &on_a, 1, RJQ_AFTER_RUN).status);
+    cancel_fcall(e.rc, "ds", "a");
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{ds}:dependents a")); /* untold */
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "b").state);
+    /* a worker on ds: its queue's periodic visit sweeps */
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 50;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, never_runs, NULL, &w));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{ds}:dependents") == 0, 10000);
+    ASSERT_STREQ("ready", get_info(e.base, q2, "b").state);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{ds2}:ready")); /* released once */
+    redisReply *d = server_cmd(e.rc, "HGET t:{ds2}:deps b");
+    ASSERT(d->type == REDIS_REPLY_STRING && strstr(d->str, "\nx ds a") != NULL);
+    freeReplyObject(d);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* Commands the server ran (INFO commandstats: every command, those of
+ * scripts included; INFO itself left out). */
+static long long commands_run(redisContext *rc) {
+    redisReply *r = server_cmd(rc, "INFO commandstats");
+    ASSERT(r->type == REDIS_REPLY_STRING);
+    long long total = 0;
+    for (const char *p = r->str; (p = strstr(p, "cmdstat_")) != NULL; p++) {
+        if (strncmp(p, "cmdstat_info:", 13) == 0) continue;
+        const char *c = strstr(p, "calls=");
+        ASSERT(c != NULL);
+        total += atoll(c + 6);
+    }
+    freeReplyObject(r);
+    return total;
+}
+
+/* Job j of queue q as a claim leaves it: active, attempt 1, token "tok". */
+static void plant_active(redisContext *rc, const char *q, const char *j) {
+    freeReplyObject(server_cmd(rc, "HSET t:{%s}:payload %s x", q, j));
+    freeReplyObject(server_cmd(rc, "HSET t:{%s}:state %s %s", q, j, "active 1 tok @1,2,"));
+    freeReplyObject(server_cmd(rc, "ZADD t:{%s}:active 99999999999999 %s", q, j));
+}
+
+/* Run script s on queue q with args (after the keys); returns the reply. */
+static redisReply *fcall(redisContext *rc, int s, const char *q, const char **args, size_t n) {
+    layout_keys lk;
+    const char *argv[64];
+    argv[0] = "FCALL";
+    argv[1] = rjq__scripts[s].function;
+    int k = layout_script_keys(&lk, s, "t", q, argv, 2);
+    for (size_t i = 0; i < n; i++) argv[k++] = args[i];
+    redisReply *r = redisCommandArgv(rc, k, argv, NULL);
+    ASSERT(r != NULL && r->type != REDIS_REPLY_ERROR);
+    return r;
+}
+
+/* The commands a plain job's completion and failure run are what they
+ * were before dependencies (counted on main, 8ad0e37, with the same
+ * test): the finishing scripts learn of dependents from the watchers
+ * column they read anyway. */
+TEST(finishing_a_job_without_dependencies_costs_what_it_did) {
+    test_env e;
+    env_start(&e, "pc");
+    plant_active(e.rc, "pc", "j");
+    plant_active(e.rc, "pc", "k");
+    long long before = commands_run(e.rc);
+    const char *done[] = {"t:{pc}:job:", "-1", "0", "0", "0", "j", "1 tok", "r"};
+    redisReply *r = fcall(e.rc, RJQ__S_COMPLETE, "pc", done, 8);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
+    freeReplyObject(r);
+    long long completion = commands_run(e.rc) - before - 1; /* (the FCALL) */
+    before = commands_run(e.rc);
+    const char *failed[] = {"t:{pc}:job:", "t:{pc}:wake", "k", "tok", "boom", "1", "-1", "0", "1000"};
+    r = fcall(e.rc, RJQ__S_FAIL, "pc", failed, 9);
+    ASSERT(r->type == REDIS_REPLY_INTEGER && r->integer == 2);
+    freeReplyObject(r);
+    long long failure = commands_run(e.rc) - before - 1;
+    printf("commands: completion %lld, failure to dead %lld\n", completion, failure);
+    ASSERT_EQ(COMPLETION_COMMANDS, completion);
+    ASSERT_EQ(FAILURE_COMMANDS, failure);
+    env_stop(&e);
+}

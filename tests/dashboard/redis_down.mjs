@@ -31,6 +31,13 @@ try {
     (await page.textContent('tr[data-queue="before"] td:nth-child(2)')) === '3');
 
   // ---- Redis stopped (by its pid): red ----
+  // a second page on the queue's page: its figures, until Redis goes
+  const qpage = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  qpage.on('pageerror', e => pageErrors.push(String(e)));
+  await qpage.goto(BASE + '/#/q/before/ready');
+  await until('the queue page shows its figures', async () =>
+    (await qpage.textContent('#conn')) === 'live' &&
+    (await qpage.textContent('.qhead [data-stat="ready"] b')) === '3');
   const pid = Number(REDIS_PID);
   const stoppedAt = Date.now();
   process.kill(pid, 'SIGTERM');
@@ -52,6 +59,10 @@ try {
   await until('the health line says Redis unreachable since <time>, no stale figures', downLine);
   await until('the queue table and its stale counts are hidden', async () =>
     (await page.locator('#queues').isHidden()));
+  await until('the queue page says Redis is unreachable since <time>, not its figures of before', async () =>
+    /^Redis unreachable since \d\d:\d\d:\d\d: /.test(await qpage.textContent('#queue-redis-down')) &&
+    (await qpage.locator('.qhead [data-stat]').count()) === 0);
+  await qpage.screenshot({ path: `${ART}/redis-down-queue.png`, fullPage: true });
   const hz = await fetch(BASE + '/healthz');
   const hzBody = await hz.json();
   check(hz.status === 503 && hzBody.down_since_ms >= stoppedAt - 1000 && hzBody.down_since_ms <= Date.now(),
@@ -84,6 +95,10 @@ try {
     '--appendonly', 'no', '--daemonize', 'yes', '--pidfile', `${DIR}/redis2.pid`, '--logfile', `${DIR}/redis2.log`]);
   await until('the badge is live again', async () => (await page.textContent('#conn')) === 'live', 60000);
   await until('the warning is gone', async () => (await page.locator('#redis-down:not([hidden])').count()) === 0);
+  await until('the queue page reads the queue again: the new Redis has nothing of it', async () =>
+    (await qpage.locator('#queue-redis-down').count()) === 0 &&
+    (await qpage.textContent('.qhead')).includes('does not exist'));
+  await qpage.close();
   await until('the health line shows the new Redis\' figures', async () =>
     FIGURES.test(await page.textContent('#redis-health')));
   await until('the queue enqueued to before is read from the new Redis: its counters reset', async () =>

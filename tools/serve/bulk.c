@@ -94,8 +94,12 @@ static json_t *parse_ids(struct evhttp_request *req) {
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
     const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
+    if (body == NULL) {
+        reply_error(req, 503, "out of memory");
+        return NULL;
+    }
     json_error_t err;
-    json_t *root = body ? json_loadb(body, len, 0, &err) : NULL;
+    json_t *root = json_loadb(body, len, 0, &err);
     json_t *ids = json_is_object(root) ? json_object_get(root, "ids") : NULL;
     size_t n = json_is_array(ids) ? json_array_size(ids) : 0;
     int ok = n >= 1 && n <= BULK_MAX;

@@ -675,6 +675,18 @@ function queuePage(main, name, tab, offset) {
   connectEvents('queues=' + name + '&processes=1');
   return {
     onProcesses: drawProcs,
+    // Redis gone: its figures of before are not shown as current; back: read again
+    onServer(d, back) {
+      if (!d.redis) {
+        head.replaceChildren(el('h1', {}, name), el('p', { class: 'bad', id: 'queue-redis-down' },
+          `Redis unreachable${state.redisDownSince ? ' since ' + clock(state.redisDownSince) : ''}: ` +
+          'the queue\'s figures cannot be read (the server retries).'));
+        shards.replaceChildren();
+      } else if (back) {
+        loadHead();
+        refresh();
+      }
+    },
     onStats(q) {
       if (q.name !== name) return;
       if (settings.dataset.paused !== String(q.stats.paused)) loadSettings(); /* paused elsewhere */

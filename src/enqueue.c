@@ -814,7 +814,7 @@ static void learn(rjq_queue *q, part *p) {
     int rc = RJQ_ENOMEM;
     rjq__queue_hold(q);
     p->learning = 1;
-    if (!a.oom) rc = rjq__command(c, 0, on_learnt, q, a.n, a.v, a.len);
+    if (!a.oom) rc = rjq__command(c, RJQ__REQ_BACKGROUND_READ, on_learnt, q, a.n, a.v, a.len);
     rjq__argv_free(&a);
     if (rc != RJQ_OK) {
         p->learning = 0;

@@ -132,7 +132,6 @@ typedef struct part {
 
 static const char *index_of(rjq_queue *q);
 static void learn(rjq_queue *q, part *p);
-static part *part_of(rjq_queue *q);
 
 /* A batch goes with its payloads ahead when they average this much or
  * more (below it the MULTI and an HSETNX per job cost Redis more than Lua
@@ -773,7 +772,8 @@ static const char *index_of(rjq_queue *q) {
 }
 
 void rjq__enqueue_index_learnt(rjq_queue *q, const char *fields, size_t len) {
-    part *p = part_of(q);
+    /* (not part_of: no enqueue state for a handle that only declares) */
+    part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
     if (p == NULL || len >= sizeof p->index || !rjq__valid_index_fields(fields, len)) return;
     memcpy(p->index, fields, len);
     p->index[len] = '\0';

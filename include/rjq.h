@@ -1939,8 +1939,11 @@ RJQ_API int rjq_queue_search(rjq_queue *q, const char *cursor, const void *bytes
  *
  * Producers learn the declaration: a queue handle reads it (one HMGET of
  * the queue's settings, in the background) when it starts enqueueing and
- * again with its first enqueue after RJQ_INDEX_RELEARN_MS;
- * rjq_queue_set_index() teaches its own handle at once. Until the first
+ * again with its first enqueue after RJQ_INDEX_RELEARN_MS (no timer: a
+ * handle that never enqueues reads nothing, and an enqueue never waits
+ * for the read, nor are its retries re-timed by it);
+ * rjq_queue_set_index() teaches its own handle at once once it has
+ * enqueued (before, its first enqueue reads it). Until the first
  * read answers, the handle's enqueue calls have the script read the
  * declaration itself (one HMGET a call). A producer that knows of an index
  * has its jobs indexed by the declaration then in force (the script reads

@@ -206,6 +206,11 @@ typedef void rjq__reply_fn(rjq_client *c, int status, redisReply *reply, void *p
  * replicas than asked confirmed it (the status stays RJQ_OK: the write
  * is done on the master). */
 #define RJQ__REQ_DURABLE 2
+/* A read made in the background (a feature's own, no user waits on it):
+ * its success says nothing of whether the server takes writes again, so
+ * it leaves the backoff of requests waiting to be re-sent (READONLY...)
+ * as it is; a write's retries are never re-timed by it. */
+#define RJQ__REQ_BACKGROUND_READ 4
 
 /* Inside a request's function: 1 when its write was confirmed by fewer
  * replicas than wait_replicas asks for (see RJQ__REQ_DURABLE), else 0. */

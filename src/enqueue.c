@@ -134,7 +134,6 @@ typedef struct part {
 
 static const char *index_of(rjq_queue *q);
 static void learn(rjq_queue *q, part *p);
-static part *part_of(rjq_queue *q);
 
 /* A batch goes with its payloads ahead when they average this much or
  * more (below it the MULTI and an HSETNX per job cost Redis more than Lua
@@ -803,7 +802,8 @@ static const char *index_of(rjq_queue *q) {
 }
 
 void rjq__enqueue_index_learnt(rjq_queue *q, const char *fields, size_t len) {
-    part *p = part_of(q);
+    /* (not part_of: no enqueue state for a handle that only declares) */
+    part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
     if (p == NULL || len >= sizeof p->index || !rjq__valid_index_fields(fields, len)) return;
     memcpy(p->index, fields, len);
     p->index[len] = '\0';
@@ -844,7 +844,7 @@ static void learn(rjq_queue *q, part *p) {
     int rc = RJQ_ENOMEM;
     rjq__queue_hold(q);
     p->learning = 1;
-    if (!a.oom) rc = rjq__command(c, 0, on_learnt, q, a.n, a.v, a.len);
+    if (!a.oom) rc = rjq__command(c, RJQ__REQ_BACKGROUND_READ, on_learnt, q, a.n, a.v, a.len);
     rjq__argv_free(&a);
     if (rc != RJQ_OK) {
         p->learning = 0;

@@ -40,7 +40,8 @@ int rjq__enqueue_add(rjq_queue *q, const rjq_enqueue_item *it, const char *reply
                      rjq__enqueued_fn *fn, void *priv);
 
 /* q's producers learnt the index declaration `fields` (len bytes, as
- * stored: rjq__valid_index_fields; rjq_queue_set_index's own handle). */
+ * stored: rjq__valid_index_fields; rjq_queue_set_index's own handle).
+ * Nothing on a handle that never enqueued (its first enqueue reads it). */
 void rjq__enqueue_index_learnt(rjq_queue *q, const char *fields, size_t len);
 
 #endif /* RJQ_ENQUEUE_H */

@@ -548,9 +548,11 @@ static void refused(rjq_client *c, const rjq__req *r, const char *err) {
  *
  * A transaction's outcome is read from its EXEC's reply first (txn.c).
  * Any reply at all shows the server serving: the backoff starts short
- * again after a success, and requests waiting for output room go when
- * there is some. The function runs inside rjq__enter/rjq__leave, so a
- * user callback that frees the client is deferred to its end. */
+ * again after a success (not a background read's, which a replica
+ * answers: RJQ__REQ_BACKGROUND_READ), and requests waiting for output
+ * room go when there is some. The function runs inside
+ * rjq__enter/rjq__leave, so a user callback that frees the client is
+ * deferred to its end. */
 static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
     rjq__req *r = priv;
     rjq_client *c = r->c;
@@ -609,7 +611,9 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv) {
         }
     } else {
         on->last_io_ms = rjq__now_ms();
-        c->retry_wait_ms = RETRY_FIRST_MS; /* the server serves: back to short waits */
+        /* the server serves: back to short waits (not for a background
+         * read: a replica answers it and still refuses the writes) */
+        if (!(r->flags & RJQ__REQ_BACKGROUND_READ)) c->retry_wait_ms = RETRY_FIRST_MS;
         if (waits && rjq__durable_hold(c, r, rep)) {
             /* done on the master: its WAIT says the rest */
         } else if ((r->flags & RJQ__REQ_DURABLE) && c->wait_replicas > 0) {

@@ -1031,6 +1031,12 @@ end
 -- the tokens in the order found and, per token, its ids. (Jobs of older
 -- clients, whose pushes wrote held members, are found here too: callers
 -- read those members first and pass their ids in seen.)
+-- Only push tokens count (their last part a token base, 10 characters and
+-- 'p' (enqueue.c), then the message's number): a claim's token always has
+-- its member, and a job still active under a claim token without one was
+-- let go by its worker (a completion refused for want of memory: the token
+-- forgotten, the job left to its lease), never to be started again here.
+local PUSH_TOKEN_END = '%.' .. string.rep('%w', 10) .. 'p%d+$'
 local function active_under(active, J, p, skip, seen)
   local toks, by = {}, {}
   local at = 0
@@ -1042,7 +1048,8 @@ local function active_under(active, J, p, skip, seen)
     for i, id in ipairs(ids) do
       if s[i] and not (seen and seen[id]) and string.sub(s[i], 1, 7) == 'active ' then
         local state, _, t = state_of(s[i])
-        if state == 'active' and t and string.sub(t, 1, #p) == p and not (skip and skip[t]) then
+        if state == 'active' and t and string.sub(t, 1, #p) == p and not (skip and skip[t]) and
+           string.find(t, PUSH_TOKEN_END) then
           if not by[t] then by[t] = {}; toks[#toks + 1] = t end
           by[t][#by[t] + 1] = id
         end

@@ -1036,8 +1036,10 @@ end
 -- its member, and a job still active under a claim token without one was
 -- let go by its worker (a completion refused for want of memory: the token
 -- forgotten, the job left to its lease), never to be started again here.
-local PUSH_TOKEN_END = '%.' .. string.rep('%w', 10) .. 'p%d+$'
+-- (The pattern is made inside the function: FUNCTION LOAD runs lib.lua's
+-- top level where `string` is no global, and the library would not load.)
 local function active_under(active, J, p, skip, seen)
+  local push_end = '%.' .. string.rep('%w', 10) .. 'p%d+$'
   local toks, by = {}, {}
   local at = 0
   while true do
@@ -1049,7 +1051,7 @@ local function active_under(active, J, p, skip, seen)
       if s[i] and not (seen and seen[id]) and string.sub(s[i], 1, 7) == 'active ' then
         local state, _, t = state_of(s[i])
         if state == 'active' and t and string.sub(t, 1, #p) == p and not (skip and skip[t]) and
-           string.find(t, PUSH_TOKEN_END) then
+           string.find(t, push_end) then
           if not by[t] then by[t] = {}; toks[#toks + 1] = t end
           by[t][#by[t] + 1] = id
         end

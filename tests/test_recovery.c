@@ -594,15 +594,21 @@ TEST(orphan_sweep_past_its_lease_returns_nothing) {
 /* The sweep of client c9: its pushed jobs (no held member) are found by
  * their states, its claimed ones (an older client's pushes alike) by their
  * held members, each returned once; another client's (c90, whose id c9 is
- * a prefix of) and a job whose state moved on stay. */
+ * a prefix of), a job whose state moved on, and one under a claim's token
+ * whose member was forgotten (its worker let it go: left to its lease)
+ * stay. Push tokens have their real shape: token base (10 characters and
+ * 'p', enqueue.c) and the message's number. */
 TEST(orphan_sweep_returns_pushed_jobs_by_their_state_and_held_ones_once) {
     test_server s;
     server_start_guarded(&s, NULL);
     redisContext *rc = server_connect(&s);
-    const char *jobs[][2] = {{"p1", "active 1 c9.1.P1"}, {"p2", "active 2 c9.2.P2"},
-                             {"h1", "active 1 c9.1.T"},  {"o1", "active 1 c90.1.P1"},
-                             {"m1", "ready 1"}};
-    for (int i = 0; i < 5; i++) {
+    const char *jobs[][2] = {{"p1", "active 1 c9.1.Aa0Bb1Cc2Dp1"},
+                             {"p2", "active 2 c9.2.Aa0Bb1Cc2Dp2"},
+                             {"h1", "active 1 c9.1.T"},
+                             {"o1", "active 1 c90.1.Aa0Bb1Cc2Dp1"},
+                             {"m1", "ready 1"},
+                             {"f1", "active 1 c9.1.Ab0p1Cc2Dx"}};
+    for (int i = 0; i < 6; i++) {
         freeReplyObject(server_cmd(rc, "HSET t:{lua}:payload %s x", jobs[i][0]));
         freeReplyObject(server_cmd(rc, "HSET t:{lua}:state %s %s", jobs[i][0], jobs[i][1]));
         freeReplyObject(server_cmd(rc, "ZADD t:{lua}:active 9999999999999 %s", jobs[i][0]));
@@ -614,9 +620,12 @@ TEST(orphan_sweep_returns_pushed_jobs_by_their_state_and_held_ones_once) {
     freeReplyObject(r);
     ASSERT_EQ(3, server_int(rc, "LLEN t:{lua}:ready"));
     ASSERT_EQ(0, server_int(rc, "ZCARD t:{lua}:held"));
-    ASSERT_EQ(2, server_int(rc, "ZCOUNT t:{lua}:active -inf +inf")); /* o1, m1 */
+    ASSERT_EQ(3, server_int(rc, "ZCOUNT t:{lua}:active -inf +inf")); /* o1, m1, f1 */
     redisReply *st = server_cmd(rc, "HGET t:{lua}:state o1");
-    ASSERT_STREQ("active 1 c90.1.P1", st->str);
+    ASSERT_STREQ("active 1 c90.1.Aa0Bb1Cc2Dp1", st->str);
+    freeReplyObject(st);
+    st = server_cmd(rc, "HGET t:{lua}:state f1");
+    ASSERT_STREQ("active 1 c9.1.Ab0p1Cc2Dx", st->str);
     freeReplyObject(st);
     redisFree(rc);
     server_stop_guarded(&s);
@@ -624,22 +633,29 @@ TEST(orphan_sweep_returns_pushed_jobs_by_their_state_and_held_ones_once) {
 
 /* A recovering claim takes over the jobs pushed to its worker (no held
  * member) that it does not know of, found by their states; another
- * worker's pushed job stays with it. */
+ * worker's pushed job stays with it, and so does a job under one of its
+ * worker's claim tokens whose member was forgotten (let go after a refused
+ * completion: left to its lease, never started again at once). */
 TEST(recovering_claim_finds_pushed_jobs_by_their_state) {
     test_server s;
     server_start_guarded(&s, NULL);
     redisContext *rc = server_connect(&s);
-    freeReplyObject(server_cmd(rc, "HSET t:{lua}:payload j1 x j2 y"));
-    freeReplyObject(server_cmd(rc, "HSET t:{lua}:state j1 %s", "active 1 c1.1.P1"));
-    freeReplyObject(server_cmd(rc, "HSET t:{lua}:state j2 %s", "active 1 c1.2.P1"));
-    freeReplyObject(server_cmd(rc, "ZADD t:{lua}:active 9999999999999 j1 9999999999999 j2"));
+    freeReplyObject(server_cmd(rc, "HSET t:{lua}:payload j1 x j2 y j3 z"));
+    freeReplyObject(server_cmd(rc, "HSET t:{lua}:state j1 %s", "active 1 c1.1.Aa0Bb1Cc2Dp1"));
+    freeReplyObject(server_cmd(rc, "HSET t:{lua}:state j2 %s", "active 1 c1.2.Aa0Bb1Cc2Dp1"));
+    freeReplyObject(server_cmd(rc, "HSET t:{lua}:state j3 %s", "active 1 c1.1.Ab0p1Cc2Dx"));
+    freeReplyObject(server_cmd(rc, "ZADD t:{lua}:active 9999999999999 j1 9999999999999 j2 "
+                                   "9999999999999 j3"));
     redisReply *r = claim_eval(rc, "c1.1.D", 2, 1);
     ASSERT_EQ(9, r->elements); /* one job (5 per job) */
     ASSERT_STREQ("j1", r->element[4]->str);
     ASSERT_EQ(1, r->element[6]->integer); /* its attempt unchanged */
     freeReplyObject(r);
     redisReply *st = server_cmd(rc, "HGET t:{lua}:state j2");
-    ASSERT_STREQ("active 1 c1.2.P1", st->str); /* the other worker's */
+    ASSERT_STREQ("active 1 c1.2.Aa0Bb1Cc2Dp1", st->str); /* the other worker's */
+    freeReplyObject(st);
+    st = server_cmd(rc, "HGET t:{lua}:state j3");
+    ASSERT_STREQ("active 1 c1.1.Ab0p1Cc2Dx", st->str); /* a forgotten claim's */
     freeReplyObject(st);
     st = server_cmd(rc, "HGET t:{lua}:state j1");
     ASSERT(strncmp(st->str, "active 1 c1.1.D", 15) == 0);

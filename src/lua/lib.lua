@@ -1142,7 +1142,15 @@ end
 -- the tokens in the order found and, per token, its ids. (Jobs of older
 -- clients, whose pushes wrote held members, are found here too: callers
 -- read those members first and pass their ids in seen.)
+-- Only push tokens count (their last part a token base, 10 characters and
+-- 'p' (enqueue.c), then the message's number): a claim's token always has
+-- its member, and a job still active under a claim token without one was
+-- let go by its worker (a completion refused for want of memory: the token
+-- forgotten, the job left to its lease), never to be started again here.
+-- (The pattern is made inside the function: FUNCTION LOAD runs lib.lua's
+-- top level where `string` is no global, and the library would not load.)
 local function active_under(active, J, p, skip, seen)
+  local push_end = '%.' .. string.rep('%w', 10) .. 'p%d+$'
   local toks, by = {}, {}
   local at = 0
   while true do
@@ -1153,7 +1161,8 @@ local function active_under(active, J, p, skip, seen)
     for i, id in ipairs(ids) do
       if s[i] and not (seen and seen[id]) and string.sub(s[i], 1, 7) == 'active ' then
         local state, _, t = state_of(s[i])
-        if state == 'active' and t and string.sub(t, 1, #p) == p and not (skip and skip[t]) then
+        if state == 'active' and t and string.sub(t, 1, #p) == p and not (skip and skip[t]) and
+           string.find(t, push_end) then
           if not by[t] then by[t] = {}; toks[#toks + 1] = t end
           by[t][#by[t] + 1] = id
         end

@@ -47,17 +47,39 @@ export async function openPage({ width = 1400, height = 900, consoleError = null
 // inside the picture taken (its size read from the PNG header; the box is
 // the viewport's, so the page's scroll is added).
 export async function shotShowsOn(page, name, selectors) {
+  // The page re-renders rows as the stream pushes changes, so an element
+  // can be replaced between a wait and the screenshot: wait until every
+  // selector is visible, take the shot, and look at it again (up to 5
+  // tries) when a row was replaced meanwhile. A selector that never shows
+  // fails as before.
   const path = `${ART}/${name}.png`;
-  await page.screenshot({ path, fullPage: true });
-  const png = readFileSync(path);
-  const w = png.readUInt32BE(16), h = png.readUInt32BE(20);
+  let bad = [];
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const end = Date.now() + 10000;
+    while (Date.now() < end) {
+      let all = true;
+      for (const sel of selectors)
+        if (!(await page.locator(sel).first().isVisible().catch(() => false))) { all = false; break; }
+      if (all) break;
+      await new Promise(r => setTimeout(r, 100));
+    }
+    await page.screenshot({ path, fullPage: true });
+    const png = readFileSync(path);
+    const w = png.readUInt32BE(16), h = png.readUInt32BE(20);
+    bad = [];
+    for (const sel of selectors) {
+      const loc = page.locator(sel).first();
+      const box = (await loc.isVisible()) ? await loc.boundingBox() : null;
+      const scroll = await page.evaluate(() => [window.scrollX, window.scrollY]);
+      if (!(box && box.width > 0 && box.height > 0 && box.x + scroll[0] >= 0 && box.y + scroll[1] >= 0 &&
+            box.x + scroll[0] + box.width <= w + 1 && box.y + scroll[1] + box.height <= h + 1))
+        bad.push(`${name}.png (${w}x${h}) shows ${sel}: ${JSON.stringify(box)}`);
+    }
+    if (bad.length === 0) break;
+  }
   for (const sel of selectors) {
-    const loc = page.locator(sel).first();
-    const box = (await loc.isVisible()) ? await loc.boundingBox() : null;
-    const scroll = await page.evaluate(() => [window.scrollX, window.scrollY]);
-    check(box && box.width > 0 && box.height > 0 && box.x + scroll[0] >= 0 && box.y + scroll[1] >= 0 &&
-          box.x + scroll[0] + box.width <= w + 1 && box.y + scroll[1] + box.height <= h + 1,
-          `${name}.png (${w}x${h}) shows ${sel}: ${JSON.stringify(box)}`);
+    const b = bad.find(x => x.includes(` shows ${sel}: `));
+    check(!b, b);
   }
 }
 

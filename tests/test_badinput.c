@@ -510,6 +510,20 @@ static void wait_idle_settled(test_env *env, const char *q) {
     FAIL_AT(__FILE__, __LINE__, "the worker's claims did not settle");
 }
 
+/* A job waits in queue q's ready list. */
+typedef struct ready_poll {
+    test_env *env;
+    const char *q;
+} ready_poll;
+
+static int job_ready(void *arg) {
+    ready_poll *p = arg;
+    redisReply *r = server_cmd(p->env->rc, "LLEN t:{%s}:ready", p->q);
+    int ok = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    freeReplyObject(r);
+    return ok;
+}
+
 /* A completion refused for a wrongly typed key must not announce the job
  * as completed (to its awaiting producer or to monitors) before refusing:
  * the script checks before it writes or publishes anything. The worker
@@ -537,6 +551,12 @@ static void complete_on_wrongtype_announces_nothing(const char *key) {
 
     held_job h = {0};
     ASSERT_OK(rjq_enqueue_await(env.q, "p", 1, NULL, NULL, on_held_outcome, &h, NULL));
+    /* The job is claimed, not pushed: it waits in ready before the worker
+     * starts (an await's enqueue goes once its channel is confirmed, so a
+     * worker started at once may register first and get it pushed; a
+     * pushed job's completion forgets no token and never reads held). */
+    ready_poll rp = {&env, "w"};
+    ASSERT(loop_until_cond(env.base, job_ready, &rp, 10000));
     rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 2;
     rjq_worker *w = NULL;

@@ -513,8 +513,7 @@ int rjq_client_get_memory(rjq_client *c, rjq_memory_cb *cb, void *data) {
 
 /* ---- a search step ------------------------------------------------------------ */
 
-/* A number of 1..20 digits (HSCAN's cursors are unsigned 64-bit). */
-static int cursor_ok(const char *s, size_t len) {
+int rjq__hscan_cursor_ok(const char *s, size_t len) {
     if (len == 0 || len > 20) return 0;
     for (size_t i = 0; i < len; i++)
         if (s[i] < '0' || s[i] > '9') return 0;
@@ -522,10 +521,32 @@ static int cursor_ok(const char *s, size_t len) {
 }
 
 static int state_word(const redisReply *e) {
+    if (e->type != REDIS_REPLY_STRING) return 0;
     for (size_t i = 0; i < STATES; i++)
         if (e->len == strlen(state_names[i]) && memcmp(e->str, state_names[i], e->len) == 0)
             return 1;
     return 0;
+}
+
+int rjq__search_matches(const redisReply *r, rjq_search_match **out, size_t *n) {
+    *out = NULL;
+    *n = 0;
+    if (r->elements < 3 || (r->elements - 3) % 2) return RJQ_EPROTO;
+    for (size_t i = 3; i < r->elements; i += 2) {
+        const redisReply *id = r->element[i];
+        if (id->type != REDIS_REPLY_STRING || id->len == 0 || id->len > RJQ_JOB_ID_MAX ||
+            memchr(id->str, '\0', id->len) || !state_word(r->element[i + 1]))
+            return RJQ_EPROTO;
+    }
+    if (r->elements == 3) return RJQ_OK;
+    rjq_search_match *m = malloc((r->elements - 3) / 2 * sizeof *m);
+    if (m == NULL) return RJQ_ENOMEM;
+    for (size_t i = 3; i < r->elements; i += 2, ++*n) {
+        m[*n].id = r->element[i]->str;
+        m[*n].state = r->element[i + 1]->str;
+    }
+    *out = m;
+    return RJQ_OK;
 }
 
 static void on_search(rjq_client *c, int status, redisReply *r, void *priv) {
@@ -533,39 +554,27 @@ static void on_search(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq_search_match *m = NULL;
     size_t n = 0;
     if (status == RJQ_OK &&
-        (r->type != REDIS_REPLY_ARRAY || r->elements < 3 || (r->elements - 3) % 2 ||
+        (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
          r->element[0]->type != REDIS_REPLY_STRING ||
-         !cursor_ok(r->element[0]->str, r->element[0]->len) ||
+         !rjq__hscan_cursor_ok(r->element[0]->str, r->element[0]->len) ||
          r->element[1]->type != REDIS_REPLY_INTEGER || r->element[1]->integer < 0 ||
          r->element[2]->type != REDIS_REPLY_INTEGER || r->element[2]->integer < 0))
         status = RJQ_EPROTO;
-    for (size_t i = 3; status == RJQ_OK && i < r->elements; i += 2) {
-        const redisReply *id = r->element[i], *st = r->element[i + 1];
-        if (id->type != REDIS_REPLY_STRING || id->len == 0 || id->len > RJQ_JOB_ID_MAX ||
-            memchr(id->str, '\0', id->len) || st->type != REDIS_REPLY_STRING || !state_word(st))
-            status = RJQ_EPROTO;
-    }
+    if (status == RJQ_OK) status = rjq__search_matches(r, &m, &n);
     if (status == RJQ_EPROTO) rjq__errmsg(c, "search: unexpected reply");
-    if (status == RJQ_OK && r->elements > 3 &&
-        (m = malloc((r->elements - 3) / 2 * sizeof *m)) == NULL)
-        status = RJQ_ENOMEM;
-    if (status == RJQ_OK) {
-        for (size_t i = 3; i < r->elements; i += 2, n++) {
-            m[n].id = r->element[i]->str;
-            m[n].state = r->element[i + 1]->str;
-        }
+    if (status == RJQ_OK)
         ctx->cb.search(c, RJQ_OK, r->element[0]->str, r->element[2]->integer,
                        r->element[1]->integer, m, n, ctx->data);
-    } else {
+    else
         ctx->cb.search(c, status, NULL, 0, 0, NULL, 0, ctx->data);
-    }
     free(m);
     free(ctx);
 }
 
 int rjq_queue_search(rjq_queue *q, const char *cursor, const void *bytes, size_t len,
                      long count, rjq_search_cb *cb, void *data) {
-    if (q == NULL || cb == NULL || cursor == NULL || !cursor_ok(cursor, strlen(cursor)) ||
+    if (q == NULL || cb == NULL || cursor == NULL ||
+        !rjq__hscan_cursor_ok(cursor, strlen(cursor)) ||
         bytes == NULL || len == 0 || len > RJQ_SEARCH_BYTES_MAX || count < 1 ||
         count > RJQ_SEARCH_COUNT_MAX)
         return RJQ_EINVAL;

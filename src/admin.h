@@ -28,4 +28,15 @@ int rjq__queue_jobs_one(rjq_queue *q, rjq_job_state state, long offset, long lim
                         rjq_ids_cb *cb, void *data);
 int rjq__queue_dead_one(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *data);
 
+/* A cursor of HSCAN (search.lua, index.lua fill): 1..20 digits (its
+ * cursors are unsigned 64-bit). */
+int rjq__hscan_cursor_ok(const char *s, size_t len);
+
+/* The matches of a search or find reply: r->element[3..] as id, state
+ * pairs (each id 1..RJQ_JOB_ID_MAX bytes without a NUL, each state a
+ * state word), checked and put in *out (malloc'ed, NULL when none; the
+ * strings point into r). RJQ_OK, RJQ_EPROTO (the pairs are not that) or
+ * RJQ_ENOMEM. */
+int rjq__search_matches(const redisReply *r, rjq_search_match **out, size_t *n);
+
 #endif

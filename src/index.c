@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin.h"
 #include "enqueue.h"
 
 typedef struct index_ctx {
@@ -125,20 +126,13 @@ int rjq_queue_get_index(rjq_queue *q, rjq_index_cb *cb, void *data) {
 
 /* ---- fill ----------------------------------------------------------------------- */
 
-/* A number of 1..20 digits (HSCAN's cursors are unsigned 64-bit). */
-static int cursor_ok(const char *s, size_t len) {
-    if (len == 0 || len > 20) return 0;
-    for (size_t i = 0; i < len; i++)
-        if (s[i] < '0' || s[i] > '9') return 0;
-    return 1;
-}
-
 static void on_fill(rjq_client *c, int status, redisReply *r, void *priv) {
     index_ctx *ctx = priv;
     if (status == RJQ_OK &&
         (r->type != REDIS_REPLY_ARRAY || r->elements != 4 ||
          r->element[0]->type != REDIS_REPLY_STRING ||
-         !cursor_ok(r->element[0]->str, r->element[0]->len) || !count_ok(r->element[1]) ||
+         !rjq__hscan_cursor_ok(r->element[0]->str, r->element[0]->len) ||
+         !count_ok(r->element[1]) ||
          !count_ok(r->element[2]) || !count_ok(r->element[3])))
         status = RJQ_EPROTO;
     if (status == RJQ_EPROTO) rjq__errmsg(c, "index fill: unexpected reply");
@@ -153,8 +147,8 @@ static void on_fill(rjq_client *c, int status, redisReply *r, void *priv) {
 
 int rjq_queue_fill_index(rjq_queue *q, const char *cursor, long count, rjq_index_fill_cb *cb,
                          void *data) {
-    if (cb == NULL || cursor == NULL || !cursor_ok(cursor, strlen(cursor)) || count < 1 ||
-        count > RJQ_SEARCH_COUNT_MAX)
+    if (cb == NULL || cursor == NULL || !rjq__hscan_cursor_ok(cursor, strlen(cursor)) ||
+        count < 1 || count > RJQ_SEARCH_COUNT_MAX)
         return RJQ_EINVAL;
     int rc = usable(q);
     if (rc != RJQ_OK) return rc;
@@ -174,22 +168,13 @@ int rjq_queue_fill_index(rjq_queue *q, const char *cursor, long count, rjq_index
 
 /* ---- find ----------------------------------------------------------------------- */
 
-static const char *const states[] = {"ready", "delayed", "active", "dead", "cancelled", "completed"};
-
-static int state_word(const redisReply *e) {
-    if (e->type != REDIS_REPLY_STRING) return 0;
-    for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)
-        if (e->len == strlen(states[i]) && memcmp(e->str, states[i], e->len) == 0) return 1;
-    return 0;
-}
-
 static void on_find(rjq_client *c, int status, redisReply *r, void *priv) {
     index_ctx *ctx = priv;
     rjq_search_match *m = NULL;
     size_t n = 0;
     long long code = 0;
     if (status == RJQ_OK &&
-        (r->type != REDIS_REPLY_ARRAY || r->elements < 3 || (r->elements - 3) % 2 ||
+        (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
          r->element[0]->type != REDIS_REPLY_INTEGER || !count_ok(r->element[1]) ||
          !count_ok(r->element[2])))
         status = RJQ_EPROTO;
@@ -198,21 +183,9 @@ static void on_find(rjq_client *c, int status, redisReply *r, void *priv) {
         if ((code != 0 && code != -1 && code != -2) || (code != 0 && r->elements != 3))
             status = RJQ_EPROTO;
     }
-    for (size_t i = 3; status == RJQ_OK && i < r->elements; i += 2) {
-        const redisReply *id = r->element[i];
-        if (id->type != REDIS_REPLY_STRING || id->len == 0 || id->len > RJQ_JOB_ID_MAX ||
-            memchr(id->str, '\0', id->len) || !state_word(r->element[i + 1]))
-            status = RJQ_EPROTO;
-    }
+    if (status == RJQ_OK) status = rjq__search_matches(r, &m, &n);
     if (status == RJQ_EPROTO) rjq__errmsg(c, "find: unexpected reply");
-    if (status == RJQ_OK && r->elements > 3 &&
-        (m = malloc((r->elements - 3) / 2 * sizeof *m)) == NULL)
-        status = RJQ_ENOMEM;
     if (status == RJQ_OK) {
-        for (size_t i = 3; i < r->elements; i += 2, n++) {
-            m[n].id = r->element[i]->str;
-            m[n].state = r->element[i + 1]->str;
-        }
         if (code == -1) rjq__errmsg(c, "find: the field is not declared");
         if (code == -2)
             rjq__errmsg(c, "find: the index covers %lld of %lld jobs", r->element[1]->integer,

@@ -30,20 +30,9 @@ if nm "$demo" 2>/dev/null | grep -q __asan_init; then
     exit 0
 fi
 
-# shellcheck source=scripts/redis-private.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../scripts/redis-private.sh"
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/rjq-demo-valgrind.XXXXXX") || exit 1
-cleanup() {
-    redis_private_stop
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-redis_private_start "$dir" || { echo "FAIL: could not start redis-server" >&2; exit 1; }
-export REDIS_URL=$redis_url
+# shellcheck source=tests/example_redis.bash
+. "$(dirname "${BASH_SOURCE[0]}")/example_redis.bash"
+example_redis_start demo-valgrind
 echo "private redis-server (pid $redis_pid) at $REDIS_URL"
 
 export DEMO_N=2000

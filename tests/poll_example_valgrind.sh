@@ -13,20 +13,9 @@ build=${RJQ_BUILD:?RJQ_BUILD must name the build folder}
 ex="$build/rjq-poll"
 [ -x "$ex" ] || { echo "FAIL: $ex not found (configure with RJQ_BUILD_EXAMPLES=ON)" >&2; exit 1; }
 
-# shellcheck source=scripts/redis-private.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../scripts/redis-private.sh"
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/rjq-poll-example.XXXXXX") || exit 1
-cleanup() {
-    redis_private_stop
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-redis_private_start "$dir" || { echo "FAIL: could not start redis-server" >&2; exit 1; }
-export REDIS_URL=$redis_url
+# shellcheck source=tests/example_redis.bash
+. "$(dirname "${BASH_SOURCE[0]}")/example_redis.bash"
+example_redis_start poll-example
 
 "$ex" 500 || { echo "FAIL: rjq-poll exited with status $?" >&2; exit 1; }
 

@@ -11,20 +11,9 @@ build=${RJQ_BUILD:?RJQ_BUILD must name the build folder}
 ex="$build/rjq-traces"
 [ -x "$ex" ] || { echo "FAIL: $ex not found (configure with RJQ_BUILD_EXAMPLES=ON)" >&2; exit 1; }
 
-# shellcheck source=scripts/redis-private.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../scripts/redis-private.sh"
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/rjq-traces-example.XXXXXX") || exit 1
-cleanup() {
-    redis_private_stop
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-redis_private_start "$dir" || { echo "FAIL: could not start redis-server" >&2; exit 1; }
-export REDIS_URL=$redis_url
+# shellcheck source=tests/example_redis.bash
+. "$(dirname "${BASH_SOURCE[0]}")/example_redis.bash"
+example_redis_start traces-example
 
 n=5
 "$ex" $n > "$dir/out" || { echo "FAIL: rjq-traces exited with status $?" >&2; cat "$dir/out" >&2; exit 1; }

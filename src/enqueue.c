@@ -35,6 +35,20 @@
  * instead of failing with RJQ_ECONN. Jobs with and without ids never share
  * a batch: the batch gathered so far goes out first, so call order holds.
  *
+ * Made ids (docs/sharding.md 6a). A sharded queue's front gives each
+ * anonymous job an id made for it alone (shard_ids.c) and says so around
+ * its call (rjq__enqueue_made_ids): such an id goes with a leading ' ',
+ * which no caller id has, and the script writes the job as new without
+ * looking the id up (enqueue.lua "Made ids": the anonymous path's
+ * commands) when the call is one of its own. So the call is not re-sent
+ * as it is after a lost connection (it may have run: its jobs would be
+ * written twice): it goes without RJQ__REQ_RETRY, its arguments kept, and
+ * when it ends with RJQ_ECONN or RJQ_ETIMEDOUT it goes again with each
+ * mark made a '\t' (looked up as any caller id) and may be re-sent from
+ * then on (resend_checked), so such batches stay idempotent as caller-id
+ * batches are. A batch sent as several calls (flush_parts) is looked up
+ * by the script whatever its marks.
+ *
  * Two batches per queue: [0] plain, [1] recording a reply channel
  * (enqueue + await; the channel is the client's, so it is one per batch).
  *
@@ -58,6 +72,7 @@
  * producer stopped are never given to a job (so anonymous ids may skip
  * numbers; enqueued still counts jobs).
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +97,7 @@ typedef struct batch {
     int nargs;
     int all_ids;              /* every job has a caller id: re-sendable */
     int plain;                /* every job is anonymous, of priority 0 */
+    int made;                 /* jobs with made ids (" <id>"): not re-sent as is */
     size_t payload_bytes;     /* of all its jobs' payloads */
     size_t fixed_len;         /* the arguments every call repeats (up to ARGV 3) */
     int fixed_nargs;
@@ -157,6 +173,9 @@ static void learn(rjq_queue *q, part *p);
 /* The client's enqueue state: jobs batched on all its queues. */
 typedef struct enqueues {
     size_t pending;
+    /* the made ids of the call being made (rjq__enqueue_made_ids) */
+    const char *made;
+    size_t made_n, made_stride;
 } enqueues;
 
 int rjq__enqueue_check(rjq_queue *q, const rjq_enqueue_item *it, char *opts) {
@@ -227,6 +246,9 @@ typedef struct sent_batch {
     rjq_queue *q;
     int want_pool;            /* could have gone ahead: fill the pool once it lands */
     ahead *ah;                /* sent with its payloads ahead (else NULL) */
+    rjq__buf kept;            /* a batch of made ids sent as one call: its
+                                 arguments, to go again looked up */
+    int kept_nargs;
     item items[];
 } sent_batch;
 
@@ -323,10 +345,17 @@ static void call_ended(rjq_client *c, rjq_queue *q) {
     if (--p->inflight == 0 && (p->b[0].n || p->b[1].n) && !rjq__closing(c)) rjq__queue_kick(q);
 }
 
+static int resend_checked(sent_batch *s);
+
 static void on_enqueued(rjq_client *c, int status, redisReply *r, void *priv) {
     sent_batch *b = priv;
     rjq_queue *q = b->q; /* held while b is out (flush_batch) */
     redisReply flat = {0};
+    if (b->kept.p != NULL || b->kept.oom) { /* made ids (see "Made ids" above) */
+        if ((status == RJQ_ECONN || status == RJQ_ETIMEDOUT) && resend_checked(b) == RJQ_OK)
+            return;
+        give_back(q, &b->kept);
+    }
     if (b->ah) {
         /* the EXEC's array: the check's reply, the HSETNX replies, then the
          * enqueue's */
@@ -500,8 +529,38 @@ static int send_usual(rjq_queue *q, batch *b, sent_batch *s) {
     if (b->n > 1 && b->args.len > RJQ__ENQUEUE_BYTES) return flush_parts(q, b, s);
     rjq__buf_arg_str(&b->args, index_of(q)); /* (the last argument) */
     if (b->args.oom) return RJQ_ENOMEM;
+    if (b->made) { /* not re-sent as it is: kept to go again looked up */
+        int rc = rjq__script_buf(c, RJQ__S_ENQUEUE, RJQ__REQ_DURABLE, on_enqueued, s,
+                                 b->nargs + 1, &b->args);
+        if (rc == RJQ_OK) {
+            part *p = rjq__queue_part(q, RJQ__PART_ENQUEUE);
+            s->kept = b->args;
+            s->kept_nargs = b->nargs + 1;
+            b->args = p->spare;
+            p->spare = (rjq__buf){0};
+        }
+        return rc;
+    }
     return rjq__script_buf(c, RJQ__S_ENQUEUE, (b->all_ids ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
                            on_enqueued, s, b->nargs + 1, &b->args);
+}
+
+/* A call of made ids lost with its connection (it may have run): sent
+ * again with every made id marked to be looked up ('\t': enqueue.lua), so
+ * an id it wrote is reported existing and written once; re-sendable from
+ * now on. */
+static int resend_checked(sent_batch *s) {
+    rjq_client *c = rjq_queue_get_client(s->q);
+    for (size_t i = 0; i < s->n; i++) {
+        char *p = s->kept.p + s->items[i].off + 1; /* "$<len>\r\n<id>\r\n" */
+        size_t len = (size_t)strtoul(p, NULL, 10);
+        char *id = strchr(p, '\n') + 1;
+        if (len > 1 && id[0] == ' ') id[0] = '\t';
+    }
+    int rc = rjq__script_buf(c, RJQ__S_ENQUEUE, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_enqueued, s,
+                             s->kept_nargs, &s->kept);
+    if (rc == RJQ_OK) give_back(s->q, &s->kept);
+    return rc;
 }
 
 static void member_of(const range *r, char *out, size_t cap) {
@@ -948,6 +1007,23 @@ static void start_batch(rjq_queue *q, batch *b, const char *reply_channel) {
     b->nargs = b->fixed_nargs + call_args(q, a, "", NULL, 0);
 }
 
+/* 1 when id was made by the library for its job alone (the call being
+ * made said so: rjq__enqueue_made_ids). */
+static int is_made(const enqueues *e, const char *id) {
+    if (e == NULL || e->made == NULL || id == NULL) return 0;
+    if (e->made_n == 1) return strcmp(id, e->made) == 0; /* (an await's copy too) */
+    uintptr_t at = (uintptr_t)id, lo = (uintptr_t)e->made;
+    return at >= lo && at - lo < e->made_n * e->made_stride && (at - lo) % e->made_stride == 0;
+}
+
+void rjq__enqueue_made_ids(rjq_client *c, const char *ids, size_t n, size_t stride) {
+    enqueues *e = ids ? rjq__feature_ensure(c, &enqueue_feature, sizeof(enqueues)) : state_of(c);
+    if (e == NULL) return; /* (out of memory: looked up as caller ids) */
+    e->made = ids;
+    e->made_n = ids ? n : 0;
+    e->made_stride = stride;
+}
+
 /* 1 when every job of the group has a caller id. */
 static int group_all_ids(const rjq_enqueue_item *items, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -996,9 +1072,11 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
         start_batch(q, b, reply_channel);
         b->all_ids = ids;
         b->plain = 1;
+        b->made = 0;
         b->payload_bytes = 0;
     }
-    int save_plain = b->plain;
+    int save_plain = b->plain, save_made = b->made;
+    const enqueues *e = state_of(c);
     size_t save_bytes = b->payload_bytes;
     for (size_t i = 0; i < n && rc == RJQ_OK; i++) {
         /* '+': admitted with the job before it (enqueue.lua), so a bounded
@@ -1007,7 +1085,15 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
         if ((rc = rjq__enqueue_check(q, &items[i], opts + 1)) != RJQ_OK) break;
         const rjq_job_options *o = items[i].opts;
         size_t off = b->args.len;
-        rjq__buf_arg_str(&b->args, o && o->id ? o->id : "");
+        if (o && is_made(e, o->id)) { /* " <id>" (see "Made ids" above) */
+            char marked[RJQ_JOB_ID_MAX + 2] = " ";
+            size_t idlen = strlen(o->id);
+            memcpy(marked + 1, o->id, idlen);
+            rjq__buf_arg(&b->args, marked, idlen + 1);
+            b->made = 1;
+        } else {
+            rjq__buf_arg_str(&b->args, o && o->id ? o->id : "");
+        }
         rjq__buf_arg(&b->args, items[i].payload, items[i].len);
         put_options(&b->args, i > 0 ? opts : opts + 1, o);
         if (o && (o->id || o->priority != 0)) b->plain = 0;
@@ -1031,6 +1117,7 @@ static int add_group(rjq_queue *q, const rjq_enqueue_item *items, size_t n,
         b->nargs = save_nargs;
         b->n = save_n;
         b->plain = save_plain;
+        b->made = save_made;
         b->payload_bytes = save_bytes;
         if (!again) return rc;
         flush_batch(q, b);

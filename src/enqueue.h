@@ -39,6 +39,14 @@ int rjq__enqueue_batch_one(rjq_queue *q, const rjq_enqueue_item *items, size_t n
 int rjq__enqueue_add(rjq_queue *q, const rjq_enqueue_item *it, const char *reply_channel,
                      rjq__enqueued_fn *fn, void *priv);
 
+/* Made ids (docs/sharding.md 6a): the jobs added until the next call whose
+ * ids are ids[0], ids[stride], ... ids[(n - 1) * stride] (n 1: any equal
+ * copy, as an await's) have ids the library made for them alone (a
+ * sharded queue's anonymous jobs), so the script writes them as new
+ * without looking them up (src/enqueue.c "Made ids"). ids NULL: none.
+ * The caller says none again before those ids' memory goes. */
+void rjq__enqueue_made_ids(rjq_client *c, const char *ids, size_t n, size_t stride);
+
 /* q's producers learnt the index declaration `fields` (len bytes, as
  * stored: rjq__valid_index_fields; rjq_queue_set_index's own handle).
  * Nothing on a handle that never enqueued (its first enqueue reads it). */

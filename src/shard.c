@@ -894,6 +894,12 @@ static int route_job(rjq_queue *q, layout *l, rjq_job_options *copy, const rjq_j
     return RJQ_OK;
 }
 
+/* The job's id is the one route_job made (idbuf): tell the enqueue it
+ * needs no look-up (rjq__enqueue_made_ids; said none again after the call). */
+static void made_ids(rjq_client *c, const rjq_job_options *o, const char *idbuf) {
+    if (o && o->id == idbuf) rjq__enqueue_made_ids(c, idbuf, 1, 0);
+}
+
 /* rjq_enqueue held: checked now as it would be, its inputs copied. */
 static int hold_enqueue(rjq_queue *q, const void *payload, size_t len,
                         const rjq_job_options *opts, rjq_enqueue_cb *cb, void *data) {
@@ -937,7 +943,14 @@ int rjq_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_job_opt
     char idbuf[RJQ__SHARD_ID_MAX];
     rjq_queue *to;
     int rc = route_job(q, l, &copy, &o, idbuf, &to);
-    return rc == RJQ_OK ? rjq__enqueue_one(to, payload, len, o, cb, data) : rc;
+    if (rc != RJQ_OK) return rc;
+    rjq_client *c = rjq_queue_get_client(q);
+    rjq__enter(c); /* (a callback may free the client: not before the made id is let go) */
+    made_ids(c, o, idbuf);
+    rc = rjq__enqueue_one(to, payload, len, o, cb, data);
+    rjq__enqueue_made_ids(c, NULL, 0, 0);
+    rjq__leave(c);
+    return rc;
 }
 
 /* A batch split over the shards: one call per shard; the caller's
@@ -1152,6 +1165,7 @@ int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n, rjq
     rjq__enter(c); /* a flush inside may run callbacks that free the client */
     s->waiting = 1;
     int sent = 0;
+    rjq__enqueue_made_ids(c, idbufs, n, RJQ__SHARD_ID_MAX); /* (its items' made ids) */
     for (int k = 0; k < l->n && rjq__accepting(c); k++) {
         split_part *p = &s->part[k];
         if (p->n == 0) continue;
@@ -1164,6 +1178,7 @@ int rjq_enqueue_batch(rjq_queue *q, const rjq_enqueue_item *items, size_t n, rjq
         }
         sent++;
     }
+    rjq__enqueue_made_ids(c, NULL, 0, 0);
     free(part);
     free(its);
     if (sent == 0) { /* nothing sent: the error is returned, cb never called */
@@ -1246,7 +1261,14 @@ int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_j
     char idbuf[RJQ__SHARD_ID_MAX];
     rjq_queue *to;
     int rc = route_job(q, l, &copy, &o, idbuf, &to);
-    return rc == RJQ_OK ? rjq__enqueue_await_one(to, payload, len, o, aw, cb, data, out) : rc;
+    if (rc != RJQ_OK) return rc;
+    rjq_client *c = rjq_queue_get_client(q);
+    rjq__enter(c);
+    made_ids(c, o, idbuf); /* (an await sent at once copies it: compared by value) */
+    rc = rjq__enqueue_await_one(to, payload, len, o, aw, cb, data, out);
+    rjq__enqueue_made_ids(c, NULL, 0, 0);
+    rjq__leave(c);
+    return rc;
 }
 
 int rjq_queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw, rjq_await_cb *cb,

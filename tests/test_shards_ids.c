@@ -13,6 +13,7 @@
 #include "failalloc.h"
 #include "fixture.h"
 #include "harness.h"
+#include "proxy.h"
 #include "server.h"
 #include "slot.h"
 #include "waits.h"
@@ -290,4 +291,54 @@ TEST(allocation_failures_making_ids_end_cleanly) {
     ASSERT(ready >= reported && ready <= sent_max);
     rjq_client_free(c2);
     env_stop(&e);
+}
+
+/* The jobs waiting in q's shards (their ready lists, read on the server). */
+static long long ready_on_shards(redisContext *rc, rjq_queue *q, int n) {
+    long long sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += server_int(rc, "LLEN t:{%s}:ready", rjq_queue_get_name(rjq_queue_get_shard(q, i)));
+    return sum;
+}
+
+typedef struct one_made {
+    int done, status;
+    char id[ID_CAP];
+} one_made;
+
+static void on_one_made(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    one_made *w = data;
+    (void)c;
+    w->done++;
+    w->status = status;
+    if (status == RJQ_OK && n == 1) snprintf(w->id, sizeof w->id, "%s", rjq_enqueued_get(jobs, 0)->id);
+}
+
+/* A made id is written without a look-up (enqueue.lua "Made ids"), so a
+ * call of made ids whose reply was lost with its connection (the script
+ * ran) must not go again as it was: it goes again looked up, and its job
+ * is on the queue once, its id the one reported. */
+TEST(a_made_id_enqueue_lost_with_its_connection_is_written_once) {
+    test_env e;
+    proxy p;
+    env_start_proxied(&e, &p, "mkp_env", NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "mkp");
+    ASSERT_OK(declare_shards(e.base, q, 3));
+    enqueue_wait first = enqueue_job(e.base, q, "x", NULL); /* (scripts loaded) */
+    ASSERT_OK(first.status);
+    ASSERT_EQ(1, ready_on_shards(e.rc, q, 3));
+
+    proxy_hold(&p, 1); /* the reply waits in the proxy: the script runs */
+    one_made w = {0};
+    ASSERT_OK(rjq_enqueue(q, "y", 1, NULL, on_one_made, &w));
+    WAIT_FOR(e.base, ready_on_shards(e.rc, q, 3) == 2, 5000);
+    freeReplyObject(server_cmd(e.rc, "CLIENT KILL TYPE normal SKIPME yes")); /* reply lost */
+    proxy_hold(&p, 0);
+    ASSERT(loop_until(e.base, &w.done, 10000));
+    ASSERT_OK(w.status);
+    ASSERT(!all_digits(w.id));
+    ASSERT_EQ(2, ready_on_shards(e.rc, q, 3)); /* once, not twice */
+    ASSERT_EQ((int)(rjq__crc16(w.id, strlen(w.id)) % 3), shard_holding(e.base, q, w.id));
+    ASSERT_EQ(2, get_stats(e.base, q).ready);
+    env_stop_proxied(&e, &p);
 }

@@ -67,6 +67,28 @@
 -- with '' costs nothing more; its jobs are not indexed, which the index's
 -- coverage shows (index.lua: a search by the index falls back to the scan
 -- while the index does not cover every job).
+-- Made ids: the library's ids for anonymous jobs of a sharded queue
+-- (docs/sharding.md 6a) come with a first byte no caller id has, taken off
+-- here: ' ', unique by construction, so in a call of its own the job is new
+-- without a look-up (the anonymous path's cost); '\t' (or in a batch of
+-- several calls) looked up as any caller id: the call was sent again after
+-- a lost connection and may have run (src/enqueue.c, "Made ids").
+local function unmark_made_ids(first, later, single)
+  local new = {}
+  for i = first, #ARGV - 1, 3 do
+    local b = string.byte(ARGV[i], 1)
+    if b == 32 or b == 9 then
+      ARGV[i] = string.sub(ARGV[i], 2)
+      if b == 32 and single then new[ARGV[i]] = true end
+    end
+  end
+  for i = later, first - 1 do
+    local b = string.byte(ARGV[i], 1)
+    if b == 32 or b == 9 then ARGV[i] = string.sub(ARGV[i], 2) end
+  end
+  return new
+end
+
 local wrote = false -- the call wrote (beyond the payloads written ahead)
 local refused = {} -- job index -> why its unit was refused (a bounded queue)
 
@@ -118,6 +140,7 @@ if mark then
   end
 end
 local n = (#ARGV - FIRST) / 3
+local made = unmark_made_ids(FIRST, LATER, not mark and not reserved)
 local ifields = ARGV[#ARGV] ~= '' and index_fields(meta) or nil
 local ix_ids, ix_p = {}, {} -- the jobs to index and their payloads
 
@@ -163,7 +186,7 @@ end
 local own = not reserved and not mark and not any_delay and not any_prio and not any_debounce
 if own then
   for i = FIRST, #ARGV - 1, 3 do
-    if ARGV[i] ~= '' then own = false; break end
+    if ARGV[i] ~= '' and not made[ARGV[i]] then own = false; break end
   end
 end
 local idle_pick = typed('hash', 'HRANDFIELD', idle, 1, 'WITHVALUES')
@@ -208,7 +231,7 @@ expect_types(spec)
 -- with those of later calls' jobs, for the bound (see above).
 local given = {}
 for i = FIRST, #ARGV - 1, 3 do
-  if ARGV[i] ~= '' and not reserved then given[#given + 1] = ARGV[i] end
+  if ARGV[i] ~= '' and not reserved and not made[ARGV[i]] then given[#given + 1] = ARGV[i] end
 end
 for i = LATER, FIRST - 1 do given[#given + 1] = ARGV[i] end
 local taken, recorded = {}, {}

@@ -75,6 +75,15 @@ void rjq__w_schedule(group *g) {
         int calls = CLAIMS_IN_FLIGHT;
         for (int i = 0; i < g->n; i++) {
             rjq_worker *m = g->m[i];
+            /* One whose own slots are all taken or registered for pushes
+             * (which fill them) has nothing to claim with: its ask is
+             * answered now, as a strict group's member's is when it
+             * claimed nothing (a slot it frees, or a push handed back,
+             * asks again). Left set, it counted as wanting for ever: its
+             * credit grew while the others claimed, and a shards group's
+             * other members took it for work waiting and claimed instead
+             * of offering their freed slots back (rjq__w_offer). */
+            if (m->g_want && m_own(m) <= 0) m->g_want = 0;
             /* (one refused for a permission waits for its timer, out of turn) */
             ok[i] = m->state == W_ACTIVE && m_wants(m) &&
                     !(m->refused_until && rjq__now_ms() < m->refused_until);
@@ -119,7 +128,9 @@ void rjq__w_schedule(group *g) {
 }
 
 /* (one whose own slots are all registered claims nothing: the scheduler
- * passes it by) */
+ * passes it by. Its ask, g_want, is answered then (rjq__w_schedule); a
+ * doorbell it heard stays pending until it claims, as a plain worker's
+ * does when its slots are full, so its slots are still looked at here) */
 int rjq__w_group_wants(const group *g, const rjq_worker *but) {
     for (int i = 0; i < g->n; i++) {
         const rjq_worker *m = g->m[i];

@@ -15,6 +15,7 @@
 #include "harness.h"
 #include "server.h"
 #include "waits.h"
+#include "worker_private.h"
 
 enum { WARM = 12, JOBS = 150, CONC = 8 };
 
@@ -206,6 +207,50 @@ TEST(a_shard_whose_offers_are_used_up_still_gets_slots) {
     rjq_stats st = get_stats(e.base, q);
     ASSERT_EQ(32 + 4, st.completed);
     ASSERT_EQ(0, st.ready + st.active + st.delayed);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* A member of a sharded queue's worker (a weighted group) whose own slots
+ * are all registered for pushes asks to claim (as a push handed back or
+ * its tick makes it): the scheduler passes it by, and its ask is answered
+ * then (g_want cleared, as a strict group's is), not left set for ever.
+ * Left set, it counted as wanting: its credit grew while the others
+ * claimed, and every other shard's completion claimed instead of offering
+ * its slot back (2.67 script calls per awaited job under load; the test in
+ * rjq__w_group_wants of a member's own slots had hidden it there). */
+TEST(a_group_member_passed_by_for_want_of_slots_no_longer_wants_to_claim) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "so_want");
+    ASSERT_OK(declare_shards(e.base, q, 3));
+    rjq_worker_options wo = quiet_worker_options(CONC);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, complete_now, NULL, &w));
+    for (int s = 0; s < 3; s++) {
+        int done = 0;
+        ASSERT_OK(rjq_enqueue_await(rjq_queue_get_shard(q, s), "j", 1, NULL, NULL, on_awaited,
+                                    &done, NULL));
+        ASSERT(loop_until(e.base, &done, 20000));
+    }
+    group *g = w->g;
+    ASSERT(g != NULL && g->n == 3);
+    rjq_worker *m = g->m[1];
+    /* idle: every slot of its own registered, nothing asked or in flight */
+    WAIT_FOR(e.base, rjq__w_own_free(m) == 0 && m->claiming == 0 && !m->g_want &&
+                         !rjq__reg_out_of_step(m->reg), 10000);
+    long long calls = server_script_calls(e.rc);
+    rjq__w_claim(m);
+    ASSERT_EQ(0, m->g_want);
+    ASSERT_EQ(0, m->claiming); /* (nothing to claim with) */
+    /* and the other shards' completions still offer their slots back */
+    for (int i = 0; i < 20; i++) {
+        int done = 0;
+        ASSERT_OK(rjq_enqueue_await(rjq_queue_get_shard(q, 0), "j", 1, NULL, NULL, on_awaited,
+                                    &done, NULL));
+        ASSERT(loop_until(e.base, &done, 20000));
+    }
+    ASSERT(server_script_calls(e.rc) - calls <= 2 * 20 + 2);
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }

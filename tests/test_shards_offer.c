@@ -219,6 +219,16 @@ TEST(a_shard_whose_offers_are_used_up_still_gets_slots) {
  * claimed, and every other shard's completion claimed instead of offering
  * its slot back (2.67 script calls per awaited job under load; the test in
  * rjq__w_group_wants of a member's own slots had hidden it there). */
+static rjq_worker *registered_member(const group *g) {
+    for (int i = 0; i < g->n; i++) {
+        rjq_worker *m = g->m[i];
+        if (rjq__w_own_free(m) == 0 && m->claiming == 0 && !m->g_want && m->running == 0 &&
+            !rjq__reg_out_of_step(m->reg))
+            return m;
+    }
+    return NULL;
+}
+
 TEST(a_group_member_passed_by_for_want_of_slots_no_longer_wants_to_claim) {
     test_env e;
     env_start(&e, NULL);
@@ -235,19 +245,21 @@ TEST(a_group_member_passed_by_for_want_of_slots_no_longer_wants_to_claim) {
     }
     group *g = w->g;
     ASSERT(g != NULL && g->n == 3);
-    rjq_worker *m = g->m[1];
-    /* idle: every slot of its own registered, nothing asked or in flight */
-    WAIT_FOR(e.base, rjq__w_own_free(m) == 0 && m->claiming == 0 && !m->g_want &&
-                         !rjq__reg_out_of_step(m->reg), 10000);
+    /* a member idle with every slot of its own registered, nothing asked
+     * or in flight (one whose last claim was short of the group's slots
+     * registered only those: not that one) */
+    rjq_worker *m = NULL;
+    WAIT_FOR(e.base, (m = registered_member(g)) != NULL, 10000);
     long long calls = server_script_calls(e.rc);
     rjq__w_claim(m);
     ASSERT_EQ(0, m->g_want);
     ASSERT_EQ(0, m->claiming); /* (nothing to claim with) */
-    /* and the other shards' completions still offer their slots back */
+    /* and another shard's completions still offer their slots back */
+    int other = 0;
+    while (g->m[other] == m) other++;
     for (int i = 0; i < 20; i++) {
         int done = 0;
-        ASSERT_OK(rjq_enqueue_await(rjq_queue_get_shard(q, 0), "j", 1, NULL, NULL, on_awaited,
-                                    &done, NULL));
+        ASSERT_OK(rjq_enqueue_await(g->m[other]->q, "j", 1, NULL, NULL, on_awaited, &done, NULL));
         ASSERT(loop_until(e.base, &done, 20000));
     }
     ASSERT(server_script_calls(e.rc) - calls <= 20 * 23 / 10); /* (2 a job, margin as above) */

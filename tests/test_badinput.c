@@ -1339,6 +1339,42 @@ TEST(completion_due_to_sweep_on_wrongtype_column_writes_nothing) {
     env_stop(&env);
 }
 
+/* The sweep's own counter (stats swept) is checked only when a sweep is
+ * due, after the count of retained jobs (the completion's first write,
+ * whose reply decides the sweep): not an integer, it refuses the
+ * completion naming the field, with the count undone and nothing else
+ * written (the sweep's HINCRBY failed halfway through before the check). */
+TEST(completion_due_to_sweep_with_a_non_numeric_swept_counter_writes_nothing) {
+    test_env env;
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
+    qo.completed_max = 1;
+    held_job h = {0};
+    first_of_held_jobs_completed(&env, "sc", &qo, 2, &h);
+    for (int i = 0; i < 1000 && h.handled < 2; i++) loop_for(env.base, 10);
+    ASSERT_EQ(2, h.handled);
+    char id[32];
+    snprintf(id, sizeof id, "%s", rjq_job_get_id(h.job));
+
+    freeReplyObject(server_cmd(env.rc, "HSET t:{sc}:stats swept 12abc"));
+    h.done = 0;
+    ASSERT_OK(rjq_job_complete(h.job, "", 0, on_held_done, &h));
+    ASSERT(loop_until(env.base, &h.done, 10000));
+    ASSERT_EQ(RJQ_EWRONGTYPE, h.done_status);
+    ASSERT(strstr(rjq_client_get_errmsg(env.c), "field swept of t:{sc}:stats") != NULL);
+    redisReply *r = server_cmd(env.rc, "HGET t:{sc}:state %s", id);
+    ASSERT(r->type == REDIS_REPLY_STRING && strncmp(r->str, "active 1 ", 9) == 0);
+    freeReplyObject(r);
+    ASSERT_EQ(2, server_int(env.rc, "HLEN t:{sc}:payload")); /* the older record too */
+    ASSERT_EQ(1, server_int(env.rc, "LLEN t:{sc}:completed"));
+    ASSERT_EQ(1, server_int(env.rc, "HGET t:{sc}:stats retained")); /* counted back */
+    r = server_cmd(env.rc, "HGET t:{sc}:stats swept");
+    ASSERT(r->type == REDIS_REPLY_STRING && strcmp(r->str, "12abc") == 0);
+    freeReplyObject(r);
+    (void)stats_of(env.base, env.q); /* (garbled: refused; a round trip) */
+    if (h.handled > 2) ASSERT_OK(rjq_job_complete(h.job, "", 0, NULL, NULL));
+    env_stop(&env);
+}
+
 /* The reclaim sweep deletes completed jobs past the retention in every
  * column: with one of them of the wrong type (watchers, which it did not
  * check) it is refused before its first write; the record, the retention

@@ -571,9 +571,10 @@ static void complete_on_wrongtype_announces_nothing(const char *key) {
     ASSERT(loop_until(env.base, &h.done, 10000));
     ASSERT_EQ(RJQ_EWRONGTYPE, h.done_status);
     snapshot(env.rc, after, sizeof after);
-    if (strstr(key, ":completed")) {
+    if (strstr(key, ":completed") || strstr(key, ":stats")) {
         /* the worker claims with the slot it freed (a claim does not read
-         * the retention index): its registration may change meanwhile */
+         * the retention index or the counters): its registration may
+         * change meanwhile */
         snapshot_without(before, "t:{w}:idle");
         snapshot_without(after, "t:{w}:idle");
     }
@@ -620,6 +621,77 @@ TEST(complete_on_wrongtype_held_announces_nothing) {
  * refused: complete_on_wrongtype_active_announces_nothing). */
 TEST(complete_on_wrongtype_completed_index_announces_nothing) {
     complete_on_wrongtype_announces_nothing("t:{w}:completed");
+}
+
+/* The count of retained jobs is now the completion's first write (its
+ * reply says whether the retention sweep is due; no HMGET of stats before
+ * it): a wrongly typed stats hash refuses the completion with nothing
+ * written, and the count is undone when a later write is refused (the
+ * queue's first completion: the field was absent and is deleted again;
+ * complete_on_wrongtype_active_announces_nothing). */
+TEST(complete_on_wrongtype_stats_announces_nothing) {
+    complete_on_wrongtype_announces_nothing("t:{w}:stats");
+}
+
+/* An enqueue that pushes its jobs to an idle worker writes their lease
+ * (active) right after the job columns, and that ZADD checks active's type
+ * (no TYPE call): refused, it undoes the columns and the counter, so a
+ * wrongly typed active set leaves everything as it was (on the queue's
+ * first enqueue, the counter absent, and on a later one), nothing is
+ * pushed, and the next job, with active fixed, is pushed and handled. */
+static void pushed_enqueue_on_wrongtype_active(int first, int awaited) {
+    test_env env;
+    env_start(&env, "pa");
+    held_job h = {0};
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(env.q, &wo, hold_handler, &h, &w));
+    if (!first) {
+        enqueue_x_ok(env.base, env.q, NULL, 0, 0);
+        ASSERT(loop_until(env.base, &h.handled, 10000));
+        ASSERT_OK(rjq_job_complete(h.job, "", 0, on_held_done, &h));
+        ASSERT(loop_until(env.base, &h.done, 10000));
+        ASSERT_OK(h.done_status);
+        h.handled = 0;
+    }
+    wait_idle_settled(&env, "pa"); /* registered: an enqueue pushes to it */
+    plant_wrongtype(env.rc, "t:{pa}:active", "SADD %s x");
+    static char before[8192], after[8192];
+    snapshot(env.rc, before, sizeof before);
+    enq_wait e = {0};
+    if (awaited) {
+        ASSERT_OK(rjq_enqueue_await(env.q, "y", 1, NULL, NULL, on_awaited_enq, &e, NULL));
+    } else {
+        ASSERT_OK(rjq_enqueue(env.q, "y", 1, NULL, on_enq, &e));
+    }
+    ASSERT(loop_until(env.base, &e.calls, 10000));
+    ASSERT_EQ(RJQ_EWRONGTYPE, e.status);
+    ASSERT(strstr(e.errmsg, "t:{pa}:active") != NULL);
+    snapshot(env.rc, after, sizeof after);
+    ASSERT_STREQ(before, after);
+    ASSERT_EQ(0, h.handled);
+
+    freeReplyObject(server_cmd(env.rc, "DEL t:{pa}:active"));
+    held_job a = {0};
+    ASSERT_OK(rjq_enqueue_await(env.q, "z", 1, NULL, NULL, on_held_outcome, &a, NULL));
+    ASSERT(loop_until(env.base, &h.handled, 10000));
+    ASSERT_EQ(1, h.handled);
+    /* numbered as if nothing happened */
+    ASSERT_STREQ(first ? "1" : "2", rjq_job_get_id(h.job));
+    ASSERT_OK(rjq_job_complete(h.job, "", 0, on_held_done, &h));
+    ASSERT(loop_until(env.base, &a.awaited, 10000));
+    ASSERT_OK(a.await_status);
+    env_stop(&env);
+}
+
+TEST(pushed_enqueue_on_wrongtype_active_writes_nothing) {
+    pushed_enqueue_on_wrongtype_active(1, 0);
+    pushed_enqueue_on_wrongtype_active(0, 0);
+}
+
+TEST(pushed_awaited_enqueue_on_wrongtype_active_writes_nothing) {
+    pushed_enqueue_on_wrongtype_active(1, 1);
+    pushed_enqueue_on_wrongtype_active(0, 1);
 }
 
 static void count_handled(rjq_job *job, void *data) {
@@ -1263,6 +1335,42 @@ TEST(completion_due_to_sweep_on_wrongtype_column_writes_nothing) {
      * round trip; a later one is cancelled by the free): the handle is
      * ours to let go */
     (void)stats_of(env.base, env.q);
+    if (h.handled > 2) ASSERT_OK(rjq_job_complete(h.job, "", 0, NULL, NULL));
+    env_stop(&env);
+}
+
+/* The sweep's own counter (stats swept) is checked only when a sweep is
+ * due, after the count of retained jobs (the completion's first write,
+ * whose reply decides the sweep): not an integer, it refuses the
+ * completion naming the field, with the count undone and nothing else
+ * written (the sweep's HINCRBY failed halfway through before the check). */
+TEST(completion_due_to_sweep_with_a_non_numeric_swept_counter_writes_nothing) {
+    test_env env;
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
+    qo.completed_max = 1;
+    held_job h = {0};
+    first_of_held_jobs_completed(&env, "sc", &qo, 2, &h);
+    for (int i = 0; i < 1000 && h.handled < 2; i++) loop_for(env.base, 10);
+    ASSERT_EQ(2, h.handled);
+    char id[32];
+    snprintf(id, sizeof id, "%s", rjq_job_get_id(h.job));
+
+    freeReplyObject(server_cmd(env.rc, "HSET t:{sc}:stats swept 12abc"));
+    h.done = 0;
+    ASSERT_OK(rjq_job_complete(h.job, "", 0, on_held_done, &h));
+    ASSERT(loop_until(env.base, &h.done, 10000));
+    ASSERT_EQ(RJQ_EWRONGTYPE, h.done_status);
+    ASSERT(strstr(rjq_client_get_errmsg(env.c), "field swept of t:{sc}:stats") != NULL);
+    redisReply *r = server_cmd(env.rc, "HGET t:{sc}:state %s", id);
+    ASSERT(r->type == REDIS_REPLY_STRING && strncmp(r->str, "active 1 ", 9) == 0);
+    freeReplyObject(r);
+    ASSERT_EQ(2, server_int(env.rc, "HLEN t:{sc}:payload")); /* the older record too */
+    ASSERT_EQ(1, server_int(env.rc, "LLEN t:{sc}:completed"));
+    ASSERT_EQ(1, server_int(env.rc, "HGET t:{sc}:stats retained")); /* counted back */
+    r = server_cmd(env.rc, "HGET t:{sc}:stats swept");
+    ASSERT(r->type == REDIS_REPLY_STRING && strcmp(r->str, "12abc") == 0);
+    freeReplyObject(r);
+    (void)stats_of(env.base, env.q); /* (garbled: refused; a round trip) */
     if (h.handled > 2) ASSERT_OK(rjq_job_complete(h.job, "", 0, NULL, NULL));
     env_stop(&env);
 }

@@ -36,12 +36,14 @@ local FIRST = FORGET + tonumber(ARGV[5]) -- of the first job
 local J = columns(cols, prefix)
 J.u = dedup
 -- Wrongly typed keys are refused before the first write: the reads below
--- check theirs (stats: the count of retained jobs), the first two writes
--- check their own (the RPUSH of the retention index, undone when the ZREM
--- of active that follows it is refused: undoable in lib.lua), the rest
--- get a TYPE (result only when a result will be written; every column
--- and dedup when the retention sweep is due, as it deletes records).
-local retained = int_fields(stats, 'retained', 'swept')[1] or 0 -- (swept: the sweep counts)
+-- check theirs, the first three writes check their own (the count of
+-- retained jobs, whose reply says whether the retention sweep is due, then
+-- the RPUSH of the retention index, each undone when a later check or
+-- the ZREM of active that follows them is refused: undoable in lib.lua),
+-- the rest get a TYPE after the count, undoing it when refused (result
+-- only when a result will be written; every column and dedup, and the
+-- sweep's own counter, when the retention sweep is due, as it deletes
+-- records).
 if FIRST > FORGET then expect_types({held, 'zset'}) end
 local now = now_ms()
 local stamp = int(now) -- formatted once: number->string costs per call
@@ -147,22 +149,23 @@ for i, id in ipairs(ids) do
 end
 
 local with_deps = false -- the ids of jobs of code 3, listed after the offers
-local kept = retained + #gone -- ids in the retention index after this call
-local sweep = #gone > 0 and sweep_due(completed, kept, #gone, retention, cap, now)
-if sweep then
-  expect_types({J.d, 'hash', J.s, 'hash', J.o, 'hash', J.r, 'hash', J.e, 'hash', J.f, 'hash', J.n, 'hash',
-                J.u, 'zset'})
-elseif nr > 0 then
-  expect_types({J.r, 'hash'})
-end
+local kept, sweep = 0, false -- ids in the retention index after this call; sweep due?
 if #gone > 0 then
   local u = undoable()
-  index_completed(completed, stamp, gone, u) -- the first write
+  kept = count_retained(stats, #gone, u) -- the first write
+  sweep = u.guard(sweep_due, completed, kept, #gone, retention, cap, now)
+  if sweep then
+    u.check({J.d, 'hash', J.s, 'hash', J.o, 'hash', J.r, 'hash', J.e, 'hash', J.f, 'hash', J.n, 'hash',
+             J.u, 'zset'})
+    u.guard(int_fields, stats, 'swept') -- (the sweep counts)
+  elseif nr > 0 then
+    u.check({J.r, 'hash'})
+  end
+  index_completed(completed, stamp, gone, u)
   u.call('zset', nil, 'ZREM', active, unpack(gone, 1, math.min(CHUNK, #gone))) -- (not undone)
   if #gone > CHUNK then call_all('ZREM', active, gone, 1, nil, CHUNK + 1) end
   call_all('HSET', J.s, st, 2)
   if nr > 0 then call_all('HSET', J.r, res, 2) end -- (empty results are not stored)
-  redis.call('HINCRBY', stats, 'retained', #gone)
   -- announced once the writes went through; a finished job has no
   -- watchers (the column holds unfinished jobs only, so it stays small)
   local told = {}

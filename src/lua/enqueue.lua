@@ -213,8 +213,16 @@ if any_debounce then
   spec[#spec + 1] = delayed; spec[#spec + 1] = 'zset'
   spec[#spec + 1] = J.o; spec[#spec + 1] = 'hash'
 end
+-- active: written by a push. The usual call (own) leaves it to the push's
+-- lease, its ZADD through u right after the columns (job_maker), or checks
+-- it with the columns when those lose their undo (col_spec).
+local active_unchecked = own and #idle_pick > 0
 if #idle_pick > 0 then
-  spec[#spec + 1] = active; spec[#spec + 1] = 'zset'
+  if own then
+    col_spec[#col_spec + 1] = active; col_spec[#col_spec + 1] = 'zset'
+  else
+    spec[#spec + 1] = active; spec[#spec + 1] = 'zset'
+  end
   -- (jobs with a timeout enter deadlines when pushed; those already ready
   -- may have one too)
   if any_timeout or not nothing_ready then spec[#spec + 1] = deadlines; spec[#spec + 1] = 'zset' end
@@ -321,7 +329,7 @@ elseif u then
     return function() redis.call('HINCRBY', stats, 'seq', -n) end
   end, 'HINCRBY', stats, 'seq', n) - n -- the first write
   window = rank_window_in(seq + 1, seq + n)
-  if window then u.check(col_spec); u = nil end -- (renumber_prio writes first)
+  if window then u.check(col_spec); u = nil; active_unchecked = false end -- (renumber_prio writes first)
 else
   seq = typed('hash', 'HINCRBY', stats, 'seq', n) - n -- the first write
   window = rank_window_in(seq + 1, seq + n) -- see "Order within a priority"
@@ -380,7 +388,8 @@ if added < n then redis.call('HINCRBY', stats, 'skipped', n - added) end
 -- Jobs whose payloads were written ahead go through ready: from_ready
 -- reads them back for the workers it pushes to.)
 make.finish({active = active, idle = idle, deadlines = deadlines, tbase = tbase,
-             pick = idle_pick, direct = not any_prio and not reserved}, ring, u)
+             pick = idle_pick, direct = not any_prio and not reserved,
+             unchecked = active_unchecked}, ring, u)
 if #ix_ids > 0 then index_jobs(J, ifields, ix_ids, ix_p) end
 return out
 end

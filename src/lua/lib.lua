@@ -746,6 +746,13 @@ local function undoable()
     local ok, e = pcall(expect_types, spec)
     if not ok then back(); error(e) end
   end
+  -- f(...) (a read, or a check: one result), undoing the writes made
+  -- through u when it raises an error (a wrongly typed key it reads)
+  function u.guard(f, ...)
+    local ok, r = pcall(f, ...)
+    if not ok then back(); error(r, 0) end
+    return r
+  end
   -- HSET of the field-value pairs fv (in chunks): undone by deleting the
   -- fields when they were all new (exact), else not exactly.
   function u.hset(key, fv)
@@ -948,6 +955,18 @@ local function index_completed(completed, stamp, ids, u)
   end, 'RPUSH', completed, entry)
 end
 
+-- Count n more completed jobs in the retention index (stats field
+-- retained) and return the new count: through u (undoable()) as a call's
+-- first write, which checks the hash's type and the field's value. The
+-- undo is exact because the count is never stored as 0 (the sweep
+-- deletes the field instead): a reply of n means the field was absent.
+local function count_retained(stats, n, u)
+  return u.call('hash', function(r)
+    if r == n then return function() redis.call('HDEL', stats, 'retained') end end
+    return function() redis.call('HINCRBY', stats, 'retained', -n) end
+  end, 'HINCRBY', stats, 'retained', n)
+end
+
 -- Retention is applied in batches: past the count cap, a sweep deletes
 -- down to `slack` below it (caps of 64 jobs or more: 1/64 of the cap, at
 -- most 64; smaller caps are kept exactly), and for the age limit a
@@ -995,13 +1014,14 @@ local function sweep_completed(J, completed, stats, retention, cap, now, budget,
     redis.call('LPOP', completed)
     for id in string.gmatch(head, ' (%S+)') do old[#old + 1] = id; at[#old] = stamp end
   end
+  -- (a count of 0 is deleted, not stored: see count_retained)
   if empty and kept ~= #old then
     -- the index is empty: so is the count (completed stays: its ids count
     -- as swept)
-    redis.call('HSET', stats, 'retained', 0)
+    redis.call('HDEL', stats, 'retained')
     redis.call('HINCRBY', stats, 'swept', kept)
   elseif #old > 0 then
-    redis.call('HINCRBY', stats, 'retained', -#old)
+    if redis.call('HINCRBY', stats, 'retained', -#old) == 0 then redis.call('HDEL', stats, 'retained') end
     redis.call('HINCRBY', stats, 'swept', #old)
   end
   forget_jobs(J, old, at)
@@ -1199,7 +1219,11 @@ end
 -- number of jobs that will start and whether any has a timeout (claim.lua
 -- checks the keys it will write then). c.stated: the caller wrote the
 -- jobs' active states already (job_maker: a new job pushed at once has
--- its state written once), so they are not written here.
+-- its state written once), so they are not written here. c.u (may be
+-- nil): the undoable() of the caller's writes so far (job_maker): the
+-- ZADD of active goes through it, checking active's type (undone if a
+-- later write through u is refused), then c.after_lease() runs (may be
+-- nil; with no job started, active is checked by TYPE first).
 local function start_jobs(J, c, ids, d, o, s, out)
   local active, held, deadlines, emit, now = c.active, c.held, c.deadlines, c.emit, c.now
   local tok, deadline, also, before_write = c.tok, c.deadline, c.also, c.before_write
@@ -1212,8 +1236,14 @@ local function start_jobs(J, c, ids, d, o, s, out)
     end
     return n
   end
+  -- (with no lease written through c.u, active is checked, then c.after_lease)
+  local function no_lease()
+    if c.u then c.u.check({active, 'zset'}) end
+    if c.after_lease then c.after_lease() end
+  end
   if #ids == 0 then
     if before_write then before_write(0, false) end
+    no_lease()
     return enter(0)
   end
   -- Per-job appends use counters: #t is a search on every call.
@@ -1257,8 +1287,22 @@ local function start_jobs(J, c, ids, d, o, s, out)
     end
   end
   if before_write then before_write(n, dz ~= nil) end
-  if n == 0 then return enter(0) end
-  typed('zset', 'ZADD', active, unpack(za)) -- (a claim's first write: see claim.lua)
+  if n == 0 then no_lease(); return enter(0) end
+  if c.u then
+    -- through u (undoable(), job_maker): the ids are new jobs (their
+    -- columns' fields were all new), so a reply of n added them all and
+    -- ACTIVE_PIN was there, n + 1 the pin too
+    c.u.call('zset', function(r)
+      if r ~= n and r ~= n + 1 then return nil end
+      local m = {}
+      for i = 1, n do m[i] = za[2 * i + 2] end
+      if r == n + 1 then m[n + 1] = ACTIVE_PIN end
+      return function() redis.call('ZREM', active, unpack(m)) end
+    end, 'ZADD', active, unpack(za))
+    if c.after_lease then c.after_lease() end
+  else
+    typed('zset', 'ZADD', active, unpack(za)) -- (a claim's first write: see claim.lua)
+  end
   -- (events after that write: a refused call's events are still published)
   if emit ~= UNMONITORED then
     for i = base + 1, base + n do emit('active', hi[i]) end
@@ -1371,8 +1415,11 @@ end
 -- the caller's server time, when it read it (nil: read here when needed).
 -- plan: true when push_plan planned the first message, to pick (checked
 -- there), and the caller wrote its jobs' states already (nil: none).
+-- first (with plan; nil: none): {u = undoable(), after = f}: the first
+-- message's lease is written through u (it checks active's type; see
+-- start_jobs c.u), then f() runs.
 -- Returns how many jobs were taken.
-local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, deadlines, now, plan)
+local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, deadlines, now, plan, first)
   local k, taken, inline_left = 0, 0, PUSH_INLINE_TOTAL
   while budget > 0 do
     pick = pick or redis.call('HRANDFIELD', idle, 1, 'WITHVALUES')
@@ -1395,8 +1442,9 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
       local out, tok = {}, string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. k
       local deadline = int(now + tonumber(lease))
       local n = start_jobs(J, {active = active, deadlines = deadlines, emit = emit, now = now,
-                               tok = tok, deadline = deadline, stated = plan ~= nil}, ids, d, o, s, out)
-      plan = nil
+                               tok = tok, deadline = deadline, stated = plan ~= nil,
+                               u = first and first.u, after_lease = first and first.after}, ids, d, o, s, out)
+      plan, first = nil, nil
       if slots - n > 0 then
         redis.call('HSET', idle, field, registration(slots - n, epoch, lease))
       else
@@ -1562,31 +1610,51 @@ local function job_maker(J, ready, prio, delayed, wake, emit, nothing_ready)
     end
     -- the columns; through u (undoable(), may be nil) they check their own
     -- types: a column written so that its undo is not exact (a field of a
-    -- new job was there) has the others checked by TYPE first
+    -- new job was there) has the others checked by TYPE first. So does
+    -- active when the caller left it unchecked (push.unchecked: its type
+    -- not checked yet, u given): the lease of the first message (push_plan)
+    -- is then written through u right after the columns, before the
+    -- watchers (written last through u, not undone), and checks its own
+    -- type; with no such lease active gets its TYPE here.
+    local unchecked = u and push and push.unchecked
     local w = {}
     if #payloads > 0 then w[#w + 1] = J.d; w[#w + 1] = payloads end
     if #opts > 0 then w[#w + 1] = J.o; w[#w + 1] = opts end
     if #states > 0 then w[#w + 1] = J.s; w[#w + 1] = states end
-    for i = 1, #w, 2 do
+    for i = 1, #w + 1, 2 do
       if u and not u.exact then
         local spec = {}
         for j = i, #w, 2 do spec[#spec + 1] = w[j]; spec[#spec + 1] = 'hash' end
         if #watch > 0 then spec[#spec + 1] = J.n; spec[#spec + 1] = 'hash' end
+        if unchecked then spec[#spec + 1] = push.active; spec[#spec + 1] = 'zset' end
         u.check(spec)
-        u = nil
+        u, unchecked = nil, false
       end
+      if i > #w then break end
       if u then u.hset(w[i], w[i + 1]) else call_all('HSET', w[i], w[i + 1], 2) end
     end
-    if #watch > 0 then
-      if u and not u.exact then u.check({J.n, 'hash'}); u = nil end
-      set_watchers(J, watch, u) -- (last: through u, it is not undone)
+    local function watchers()
+      if #watch > 0 then set_watchers(J, watch, u) end -- (last through u: not undone)
+    end
+    local lease = nil
+    if direct and plan and unchecked then
+      lease = {u = u}
+      function lease.after() lease.done = true; watchers() end
+    end
+    if not lease then
+      if unchecked then u.check({push.active, 'zset'}) end
+      watchers()
     end
     ring = ring or ring_too
     if direct then
       -- only the rest is queued (waking idle workers elsewhere)
       local take, rest = new_jobs(plain, plain_d, plain_o, ready_v)
       push_to_idle(J, push.active, push.idle, push.tbase, became_ready, emit, push.pick,
-                   take, push.deadlines, c.now, plan)
+                   take, push.deadlines, c.now, plan, lease)
+      if lease and not lease.done then -- (no job of the message started)
+        u.check({push.active, 'zset'})
+        watchers()
+      end
       local left = rest()
       if #left > 0 then rpush_all(ready, left); ring = true end
     elseif became_ready > 0 then

@@ -21,6 +21,13 @@
  *   also has createDouble and createBool (RESP3: never met); strings rjq
  *   takes over from a reply are hiredis' allocations: rjq__hi_malloc and
  *   rjq__hi_free below (1.x's allocators can be replaced).
+ * - A connected plain socket is read by rjq into its reader's buffer
+ *   (ioglue.c, readin.c), then redisProcessCallbacks runs its replies, as
+ *   redisAsyncHandleRead does after its own read: that function is
+ *   exported by 0.14.1 and 1.x alike (declared in 1.x's async_private.h,
+ *   in no installed header), so it is declared below. A TLS session
+ *   (1.x: the context's privctx, set by redisInitiateSSL) is left to
+ *   hiredis' read: rjq__hi_tls.
  */
 #ifndef RJQ_COMPAT_H
 #define RJQ_COMPAT_H
@@ -49,6 +56,17 @@ typedef long long rjq__fmtlen;
 #include <stdlib.h>
 #define rjq__hi_free(p) free(p)
 #define rjq__hi_malloc(n) malloc(n)
+#endif
+
+/* hiredis' own, exported in every version rjq supports (see above). */
+struct redisAsyncContext;
+void redisProcessCallbacks(struct redisAsyncContext *ac);
+
+/* The context reads through a TLS session of hiredis_ssl (1.x only). */
+#if RJQ_HIREDIS_AT_LEAST(1, 0)
+#define rjq__hi_tls(c) ((c)->privctx != NULL)
+#else
+#define rjq__hi_tls(c) ((void)(c), 0)
 #endif
 
 #endif

@@ -27,7 +27,9 @@
  *   exported by 0.14.1 and 1.x alike (declared in 1.x's async_private.h,
  *   in no installed header), so it is declared below. A TLS session
  *   (1.x: the context's privctx, set by redisInitiateSSL) is left to
- *   hiredis' read: rjq__hi_tls.
+ *   hiredis' read: rjq__hi_tls. The reader's buffer, cursor and task
+ *   stack are read.h's public fields; the task stack's layout differs:
+ *   rjq__reader_task_type.
  */
 #ifndef RJQ_COMPAT_H
 #define RJQ_COMPAT_H
@@ -61,6 +63,15 @@ typedef long long rjq__fmtlen;
 /* hiredis' own, exported in every version rjq supports (see above). */
 struct redisAsyncContext;
 void redisProcessCallbacks(struct redisAsyncContext *ac);
+
+/* The type of the item hiredis' reader is in the middle of (-1: none, or
+ * its type byte not read yet): 0.14 keeps its tasks in rstack, 1.x in
+ * task (readin.c). */
+#if RJQ_HIREDIS_AT_LEAST(1, 0)
+#define rjq__reader_task_type(r) ((r)->ridx >= 0 ? (r)->task[(r)->ridx]->type : -1)
+#else
+#define rjq__reader_task_type(r) ((r)->ridx >= 0 ? (r)->rstack[(r)->ridx].type : -1)
+#endif
 
 /* The context reads through a TLS session of hiredis_ssl (1.x only). */
 #if RJQ_HIREDIS_AT_LEAST(1, 0)

@@ -4,7 +4,10 @@
  * a reply split across reads at every byte, a string of 4 MiB); a fully
  * parsed buffer starts again at its front and one left big is let go;
  * the end of the stream, nothing there yet and a reader in error are
- * told apart, the last reading nothing. No Redis: a socketpair. */
+ * told apart, the last reading nothing; the rest of a long bulk string
+ * the reader waits for is read to its end and no further (what follows
+ * it is not moved again), whatever digits its head has. No Redis: a
+ * socketpair. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -282,3 +285,90 @@ TEST(readin_eagain_eof_and_reader_error_told_apart) {
     close(fds[0]);
 }
 
+
+/* "$20000" split by the first read: the second reads exactly the rest of
+ * the string, its CRLF and RJQ__READIN_PEEK bytes more (the next
+ * string's head), so once the string is parsed only the peek is left in
+ * the buffer to move; the rest stays in the socket for the next read. A
+ * short string (under RJQ__READIN_EXACT_MIN) is read as usual. */
+TEST(readin_reads_a_long_bulk_to_its_end_and_a_peek_no_further) {
+    int fds[2];
+    pair(fds);
+    redisReader *r = redisReaderCreate();
+    size_t n = 20000;
+    char *s = malloc(n + 256);
+    ASSERT(s != NULL);
+    int h = sprintf(s, "$%zu\r\n", n);
+    for (size_t i = 0; i < n; i++) s[h + i] = "\r\n\0x"[i % 4];
+    size_t whole = (size_t)h + n + 2;
+    memcpy(s + h + n, "\r\n$70\r\n", 7);
+    memset(s + whole + 5, 'z', 70);
+    memcpy(s + whole + 75, "\r\n", 2);
+    write_all(r, fds, s, whole + 77);
+    ASSERT_EQ(RJQ__READIN_ROOM, (size_t)rjq__readin(r, fds[0]));
+    void *rep = NULL;
+    ASSERT_EQ(REDIS_OK, redisReaderGetReply(r, &rep));
+    ASSERT(rep == NULL); /* waits for the rest */
+    ASSERT_EQ(whole - RJQ__READIN_ROOM + RJQ__READIN_PEEK, (size_t)rjq__readin(r, fds[0]));
+    ASSERT_EQ(REDIS_OK, redisReaderGetReply(r, &rep));
+    ASSERT(rep != NULL);
+    ASSERT_EQ(n, (size_t)((redisReply *)rep)->len);
+    ASSERT(memcmp(((redisReply *)rep)->str, s + h, n) == 0);
+    freeReplyObject(rep);
+    ASSERT_EQ(RJQ__READIN_PEEK, (size_t)(r->len - r->pos)); /* only the peek left */
+    ASSERT_EQ(REDIS_OK, redisReaderGetReply(r, &rep));
+    ASSERT(rep == NULL);
+    ASSERT_EQ(77 - RJQ__READIN_PEEK, (size_t)rjq__readin(r, fds[0]));
+    ASSERT_EQ(REDIS_OK, redisReaderGetReply(r, &rep));
+    ASSERT_EQ(70, (int)((redisReply *)rep)->len);
+    ASSERT(((redisReply *)rep)->str[69] == 'z');
+    freeReplyObject(rep);
+
+    /* a short string split: the next read takes what is there */
+    write_all(r, fds, "*2\r\n$100\r\n", 10);
+    ASSERT_EQ(10, (int)rjq__readin(r, fds[0]));
+    ASSERT_EQ(REDIS_OK, redisReaderGetReply(r, &rep));
+    ASSERT(rep == NULL);
+    memset(s, 'y', 100);
+    memcpy(s + 100, "\r\n:1\r\n+AFTER\r\n", 14);
+    write_all(r, fds, s, 114);
+    ASSERT_EQ(114, (int)rjq__readin(r, fds[0]));
+    ASSERT_EQ(REDIS_OK, redisReaderGetReply(r, &rep));
+    ASSERT_EQ(2, (int)((redisReply *)rep)->elements);
+    freeReplyObject(rep);
+    ASSERT_EQ(REDIS_OK, redisReaderGetReply(r, &rep));
+    ASSERT_STREQ("AFTER", ((redisReply *)rep)->str);
+    freeReplyObject(rep);
+    redisReaderFree(r);
+    free(s);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+/* Heads a server should never send: 10 digits or more, none, no CRLF
+ * yet, a huge length: each read takes at most what it would take
+ * otherwise (RJQ__READIN_ROOM, or RJQ__READIN_MAX for a 9-digit length),
+ * nothing past the socket's bytes. */
+TEST(readin_bulk_heads_from_the_network_are_range_checked) {
+    const char *heads[] = {"$99999999999999999999\r\n", "$9999999999\r\n", "$\r\n",
+                           "$12345", "$-1", "$999999999\r\n", "$18446744073709551617\r\n"};
+    for (size_t i = 0; i < sizeof heads / sizeof *heads; i++) {
+        int fds[2];
+        pair(fds);
+        redisReader *r = redisReaderCreate();
+        size_t hl = strlen(heads[i]);
+        write_all(r, fds, heads[i], hl);
+        ASSERT_EQ(hl, (size_t)rjq__readin(r, fds[0]));
+        void *rep = NULL;
+        (void)redisReaderGetReply(r, &rep); /* (hiredis may call it an error) */
+        if (rep) freeReplyObject(rep);
+        if (r->err == 0) {
+            write_all(r, fds, "abc", 3);
+            ASSERT_EQ(3, (int)rjq__readin(r, fds[0]));
+            ASSERT(sdsalloc(r->buf) <= 4u * RJQ__READIN_MAX);
+        }
+        redisReaderFree(r);
+        close(fds[0]);
+        close(fds[1]);
+    }
+}

@@ -21,6 +21,15 @@
  *   also has createDouble and createBool (RESP3: never met); strings rjq
  *   takes over from a reply are hiredis' allocations: rjq__hi_malloc and
  *   rjq__hi_free below (1.x's allocators can be replaced).
+ * - A connected plain socket is read by rjq into its reader's buffer
+ *   (ioglue.c, readin.c), then redisProcessCallbacks runs its replies, as
+ *   redisAsyncHandleRead does after its own read: that function is
+ *   exported by 0.14.1 and 1.x alike (declared in 1.x's async_private.h,
+ *   in no installed header), so it is declared below. A TLS session
+ *   (1.x: the context's privctx, set by redisInitiateSSL) is left to
+ *   hiredis' read: rjq__hi_tls. The reader's buffer, cursor and task
+ *   stack are read.h's public fields; the task stack's layout differs:
+ *   rjq__reader_task_type.
  */
 #ifndef RJQ_COMPAT_H
 #define RJQ_COMPAT_H
@@ -49,6 +58,26 @@ typedef long long rjq__fmtlen;
 #include <stdlib.h>
 #define rjq__hi_free(p) free(p)
 #define rjq__hi_malloc(n) malloc(n)
+#endif
+
+/* hiredis' own, exported in every version rjq supports (see above). */
+struct redisAsyncContext;
+void redisProcessCallbacks(struct redisAsyncContext *ac);
+
+/* The type of the item hiredis' reader is in the middle of (-1: none, or
+ * its type byte not read yet): 0.14 keeps its tasks in rstack, 1.x in
+ * task (readin.c). */
+#if RJQ_HIREDIS_AT_LEAST(1, 0)
+#define rjq__reader_task_type(r) ((r)->ridx >= 0 ? (r)->task[(r)->ridx]->type : -1)
+#else
+#define rjq__reader_task_type(r) ((r)->ridx >= 0 ? (r)->rstack[(r)->ridx].type : -1)
+#endif
+
+/* The context reads through a TLS session of hiredis_ssl (1.x only). */
+#if RJQ_HIREDIS_AT_LEAST(1, 0)
+#define rjq__hi_tls(c) ((c)->privctx != NULL)
+#else
+#define rjq__hi_tls(c) ((void)(c), 0)
 #endif
 
 #endif

@@ -12,15 +12,20 @@
  * after a round through the loop for writability; only a write that left
  * output behind (the socket is full), or a connect, waits for
  * RJQ_IO_WRITE. Reads: RJQ_IO_READ stays asked for while hiredis reads, so
- * the application changes nothing per request.
+ * the application changes nothing per request. A connected plain socket
+ * is read here, straight into its reader's buffer (do_read).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
+#include "compat.h"
 #include "core_private.h"
+#include "readin.h"
 #include "validate.h"
 
 typedef struct io_glue io_glue;
@@ -113,6 +118,46 @@ static void flush_later(io_glue *g) {
 }
 
 /* ---- hiredis contexts ---------------------------------------------------- */
+
+/* A context's socket is readable. hiredis' own read (redisAsyncHandleRead)
+ * reads into a buffer on its stack and copies that into the reader's: a
+ * connected plain socket is read here straight into the reader's buffer
+ * (readin.h) and its replies handed to their callbacks as hiredis' read
+ * then does (re-arm the read, redisProcessCallbacks). hiredis reads
+ * itself while it connects, a TLS session (its privctx, 1.x), and once
+ * the context has an error. A failed read is set on the context as
+ * hiredis sets it (__redisSetError's codes and words), and hiredis' read,
+ * which returns at once on a context's error, drops the connection. */
+static void do_read(io_watch *w) {
+    redisAsyncContext *ac = w->ac;
+    redisContext *c = &ac->c;
+    if (!(c->flags & REDIS_CONNECTED) || c->err || rjq__hi_tls(c)) {
+        redisAsyncHandleRead(ac); /* may end w */
+        return;
+    }
+    ssize_t n = rjq__readin(c->reader, c->fd);
+    if (n > 0) {
+        if (ac->ev.addRead) ac->ev.addRead(ac->ev.data);
+        redisProcessCallbacks(ac); /* may end w */
+        return;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    if (n == 0) {
+        c->err = REDIS_ERR_EOF;
+        snprintf(c->errstr, sizeof c->errstr, "%s", "Server closed the connection");
+    } else if (errno == ENOMEM) {
+        c->err = REDIS_ERR_OOM;
+        snprintf(c->errstr, sizeof c->errstr, "%s", "Out of memory");
+    } else if (errno == EINVAL && c->reader->err) {
+        c->err = c->reader->err;
+        snprintf(c->errstr, sizeof c->errstr, "%s", c->reader->errstr);
+    } else {
+        int e = errno;
+        c->err = REDIS_ERR_IO;
+        snprintf(c->errstr, sizeof c->errstr, "%s", strerror(e));
+    }
+    redisAsyncHandleRead(ac); /* drops the connection: may end w */
+}
 
 static void do_write(io_watch *w) {
     w->flush = 0;
@@ -258,7 +303,7 @@ void rjq_client_handle_io(rjq_client *c, int fd, int events) {
     int r = (events & RJQ_IO_READ) && (w->told & RJQ_IO_READ);
     int wr = (events & RJQ_IO_WRITE) && (w->told & RJQ_IO_WRITE);
     if (w->ac) {
-        if (r) redisAsyncHandleRead(w->ac); /* may end w */
+        if (r) do_read(w); /* may end w */
         if (wr && !w->dead && w->waiting) do_write(w);
     } else if (r || wr) {
         w->cb(w->arg, r, wr); /* may end w */

@@ -241,14 +241,15 @@ static int calls_slot(const rjq__req *r) {
     return args_slot(p, end);
 }
 
-/* Take a command formatted by hiredis. */
+/* Take a command formatted by rjq__resp_command (ours: free()). */
 static int submit(rjq_client *c, rjq__conn *pin, int slot, int flags, rjq__reply_fn *fn,
                   void *priv, char *cmd, size_t len) {
     rjq__req *r = rjq__req_new(c, flags, fn, priv, cmd, len);
     if (r == NULL) {
-        redisFreeCommand(cmd);
+        free(cmd);
         return RJQ_ENOMEM;
     }
+    r->own_cmd = 1;
     r->slot = slot >= 0 ? slot : command_slot(r);
     r->pin = pin;
     send_req(c, r);
@@ -264,9 +265,9 @@ static int new_req(rjq_client *c, rjq__conn *pin, int slot, int flags, rjq__repl
      * keys': rjq__script passes its keys' slot). */
     if (c->flush_wanted) rjq__features_before_send(c, -1, 1);
     if (!rjq__accepting(c)) return RJQ_ECLOSED; /* a flushed callback freed the client */
-    char *cmd = NULL;
-    rjq__fmtlen len = redisFormatCommandArgv(&cmd, argc, argv, lens);
-    if (len < 0 || cmd == NULL) return RJQ_ENOMEM;
+    char *cmd;
+    long long len = rjq__resp_command(&cmd, argc, argv, lens); /* (no sprintf per argument) */
+    if (len < 0) return RJQ_ENOMEM;
     return submit(c, pin, slot, flags, fn, priv, cmd, (size_t)len);
 }
 

@@ -1,6 +1,8 @@
 /* The RESP argument buffer (resp.h). */
 #include "resp.h"
 
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,4 +82,48 @@ void rjq__buf_arg_str(rjq__buf *b, const char *s) {
 void rjq__buf_free(rjq__buf *b) {
     free(b->p);
     memset(b, 0, sizeof *b);
+}
+
+/* Digits of n in decimal. */
+static size_t ndigits(size_t n) {
+    size_t d = 1;
+    while (n >= 10) {
+        n /= 10;
+        d++;
+    }
+    return d;
+}
+
+long long rjq__resp_command(char **out, int argc, const char **argv, const size_t *lens) {
+    *out = NULL;
+    if (argc < 0) return -1;
+    size_t total = 1 + ndigits((size_t)argc) + 2;
+    for (int i = 0; i < argc; i++) {
+        size_t n = lens ? lens[i] : strlen(argv[i]);
+        size_t one = 1 + ndigits(n) + 2 + 2; /* "$<n>\r\n" and the CRLF after */
+        if (n > SIZE_MAX - one || total > SIZE_MAX - one - n - 1) return -1;
+        total += one + n;
+    }
+    if (total > (size_t)LLONG_MAX) return -1;
+    char *cmd = malloc(total + 1);
+    if (cmd == NULL) return -1;
+    char *p = cmd;
+    *p++ = '*';
+    p += rjq__dec(p, argc);
+    *p++ = '\r';
+    *p++ = '\n';
+    for (int i = 0; i < argc; i++) {
+        size_t n = lens ? lens[i] : strlen(argv[i]);
+        *p++ = '$';
+        p += rjq__dec(p, (long long)n);
+        *p++ = '\r';
+        *p++ = '\n';
+        if (n) memcpy(p, argv[i], n);
+        p += n;
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    *p = '\0';
+    *out = cmd;
+    return (long long)(p - cmd);
 }

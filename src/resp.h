@@ -27,4 +27,12 @@ void rjq__buf_ll(rjq__buf *b, long long v);
 #define RJQ__DEC_MAX 21
 size_t rjq__dec(char *out, long long x);
 
+/* A whole command in RESP form, byte for byte what hiredis'
+ * redisFormatCommandArgv makes ("*<argc>\r\n", then "$<len>\r\n<bytes>\r\n"
+ * per argument; lens NULL: each argv[i] is NUL-ended), without its
+ * sprintf per argument: one malloc'd buffer at *out (NUL-ended; free()).
+ * Its length, or -1 (*out NULL) out of memory, for argc < 0, or a length
+ * that does not fit. */
+long long rjq__resp_command(char **out, int argc, const char **argv, const size_t *lens);
+
 #endif

@@ -15,12 +15,14 @@
  * followed by ' ' and its times (the state column, lib.lua): the server
  * holds the job under that token. */
 static int held_by(const char *v, size_t len, int attempt, const char *token) {
-    char head[32];
-    int hn = snprintf(head, sizeof head, "active %d ", attempt);
+    char head[8 + RJQ__DEC_MAX]; /* "active <attempt> " (no snprintf per job) */
+    memcpy(head, "active ", 7);
+    size_t hn = 7 + rjq__dec(head + 7, attempt);
+    head[hn++] = ' ';
     size_t tl = strlen(token);
-    if (hn < 0 || (size_t)hn >= sizeof head || len < (size_t)hn + tl) return 0;
-    if (memcmp(v, head, (size_t)hn) != 0 || memcmp(v + hn, token, tl) != 0) return 0;
-    return len == (size_t)hn + tl || v[hn + tl] == ' ';
+    if (len < hn + tl) return 0;
+    if (memcmp(v, head, hn) != 0 || memcmp(v + hn, token, tl) != 0) return 0;
+    return len == hn + tl || v[hn + tl] == ' ';
 }
 
 /* A payload fetch's reply (priv: its fetch). The fetch leaves the

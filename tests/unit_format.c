@@ -1,12 +1,16 @@
 /* The hand-rolled formatting of the hot paths (issue 36, "Client": no
  * snprintf per job): decimal numbers (src/resp.c), numbers in an argv
  * (src/argv.c) and a script call's head (src/scripts.c) are byte for byte
- * what printf made of them before. No Redis. */
+ * what printf made of them before; a whole command (rjq__resp_command) is
+ * byte for byte what hiredis' redisFormatCommandArgv makes. No Redis. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <hiredis/hiredis.h>
+
+#include "compat.h"
 #include "harness.h"
 #include "request_private.h"
 
@@ -72,4 +76,78 @@ TEST(script_head_is_the_resp_of_fcall_and_evalsha) {
             }
         }
     }
+}
+
+/* rjq__resp_command(argc, argv, lens) against hiredis' own
+ * redisFormatCommandArgv: the same bytes, the same length, NUL-ended. */
+static void same_as_hiredis(int argc, const char **argv, const size_t *lens) {
+    char *want = NULL, *got = (char *)1;
+    rjq__fmtlen wn = redisFormatCommandArgv(&want, argc, argv, lens);
+    long long gn = rjq__resp_command(&got, argc, argv, lens);
+    ASSERT(wn > 0 && want != NULL);
+    ASSERT(got != NULL);
+    ASSERT_EQ((long long)wn, gn);
+    ASSERT(memcmp(want, got, (size_t)gn) == 0);
+    ASSERT_EQ('\0', got[gn]);
+    redisFreeCommand(want);
+    free(got);
+}
+
+TEST(resp_command_is_byte_for_byte_hiredis_format) {
+    const char *one[] = {"PING"};
+    same_as_hiredis(1, one, NULL);
+    /* binary: NUL, CR, LF, '$' and '*' inside, and an empty argument */
+    const char bin[] = {'a', '\0', '\r', '\n', '$', '*', '\r', '\n', '\0'};
+    const char *argv[] = {"HMGET", "rjq:{q}:job:1", bin, "", "x"};
+    size_t lens[] = {5, 13, sizeof bin, 0, 1};
+    same_as_hiredis(5, argv, lens);
+    /* arguments of lengths around each digit boundary, and counts too */
+    static char big[100001];
+    memset(big, 'v', sizeof big);
+    const size_t sizes[] = {9, 10, 11, 99, 100, 101, 999, 1000, 9999, 10000, 16384, 99999, 100000};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        const char *a[2] = {"SET", big};
+        size_t l[2] = {3, sizes[i]};
+        same_as_hiredis(2, a, l);
+    }
+    for (int n = 1; n <= 1001; n += (n < 12 ? 1 : 99)) {
+        const char **a = malloc((size_t)n * sizeof *a);
+        size_t *l = malloc((size_t)n * sizeof *l);
+        ASSERT(a && l);
+        for (int k = 0; k < n; k++) {
+            a[k] = big;
+            l[k] = (size_t)(k % 13);
+        }
+        same_as_hiredis(n, a, l);
+        free(a);
+        free(l);
+    }
+}
+
+TEST(resp_command_of_a_large_value) {
+    size_t n = (8u << 20) + 3; /* 8 MiB and a bit: a length of 7 digits */
+    char *v = malloc(n);
+    ASSERT(v != NULL);
+    for (size_t i = 0; i < n; i++) v[i] = (char)(i * 31);
+    const char *argv[] = {"SET", "k", v};
+    size_t lens[] = {3, 1, n};
+    same_as_hiredis(3, argv, lens);
+    char *got;
+    long long len = rjq__resp_command(&got, 3, argv, lens);
+    const char *head = "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$8388611\r\n";
+    ASSERT_EQ((long long)(strlen(head) + n + 2), len);
+    ASSERT(memcmp(got, head, strlen(head)) == 0);
+    ASSERT(memcmp(got + strlen(head), v, n) == 0);
+    ASSERT(memcmp(got + len - 2, "\r\n", 2) == 0);
+    free(got);
+    free(v);
+}
+
+TEST(resp_command_refuses_a_negative_count_and_writes_nothing) {
+    char *got = (char *)1;
+    ASSERT_EQ(-1, rjq__resp_command(&got, -1, NULL, NULL));
+    ASSERT(got == NULL);
+    ASSERT_EQ(4, rjq__resp_command(&got, 0, NULL, NULL)); /* "*0\r\n", as hiredis */
+    ASSERT_STREQ("*0\r\n", got);
+    free(got);
 }

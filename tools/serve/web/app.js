@@ -492,13 +492,28 @@ function queuePage(main, name, tab, offset) {
       toast(`enqueued job ${r.data.id}`);
     } catch (e) { toast(e.message, true); }
   });
-  main.append(el('p', { class: 'crumbs' }, el('a', { href: '#/' }, 'queues'), ' / ', name),
-    head, shards, historyCharts(name), enqueueForm, tabs,
+  const charts = historyCharts(name);
+  // while Redis is unreachable: the job rows, charts, settings and
+  // processes read before are hidden (.stale, style.css), not shown as live
+  const staleNote = el('p', { class: 'warning bad', id: 'queue-stale', hidden: true });
+  const page = el('div', { class: 'qpage', id: 'queue-page' },
+    el('p', { class: 'crumbs' }, el('a', { href: '#/' }, 'queues'), ' / ', name),
+    head, staleNote, shards, charts, enqueueForm, tabs,
     el('div', { class: 'cols' },
       el('div', { class: 'jobs' }, bulk, el('table', { class: 'ids rows' }, listHead, list), pager),
       el('div', { class: 'side' }, el('h3', {}, 'settings'), settings,
         el('h3', {}, 'processes'), procs,
         el('h3', {}, 'live events'), feed)));
+  main.append(page);
+  function markStale(down) {
+    page.classList.toggle('stale', down);
+    page.dataset.redis = down ? 'down' : 'up';
+    staleNote.hidden = !down;
+    staleNote.textContent = down ? `Redis unreachable${state.redisDownSince ? ' since ' + clock(state.redisDownSince) : ''}: ` +
+      'the job lists, charts, settings and processes read before are hidden, not shown as live; ' +
+      'they are read again when Redis is back.' : '';
+  }
+  markStale(!state.redis);
 
   // the processes running workers on this queue (a sharded queue: on its
   // shards) and the jobs each runs, as each said at its last liveness beat
@@ -677,6 +692,7 @@ function queuePage(main, name, tab, offset) {
     onProcesses: drawProcs,
     // Redis gone: its figures of before are not shown as current; back: read again
     onServer(d, back) {
+      markStale(!d.redis);
       if (!d.redis) {
         head.replaceChildren(el('h1', {}, name), el('p', { class: 'bad', id: 'queue-redis-down' },
           `Redis unreachable${state.redisDownSince ? ' since ' + clock(state.redisDownSince) : ''}: ` +
@@ -685,6 +701,8 @@ function queuePage(main, name, tab, offset) {
       } else if (back) {
         loadHead();
         refresh();
+        charts.reload();
+        api('GET', '/v1/processes').then(r => drawProcs(r.data.processes)).catch(() => {});
       }
     },
     onStats(q) {

@@ -120,5 +120,6 @@ function historyCharts(name) {
     timer = setTimeout(() => { if (root.isConnected) load(); }, 10000);
   }
   setTimeout(load, 0);
+  root.reload = load; /* (Redis back: read again at once) */
   return root;
 }

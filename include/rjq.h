@@ -1504,6 +1504,10 @@ typedef struct rjq_stats {
     long long limit_concurrency, limit_rate, limit_rate_window_ms;
     int exists;                /* 1 when anything of the queue is in Redis (0: it
                                   was never written to, or was deleted) */
+    /* dedup (rjq_job_options.dedup_ms): ids still reserved after their
+     * job's record went (retention, the dead cap, a delete), and the
+     * earliest server time (ms) one of them is let go (0: none) */
+    long long dedup_reserved, dedup_next_release_ms;
 } rjq_stats;
 
 typedef void rjq_stats_cb(rjq_client *c, int status, const rjq_stats *stats,

@@ -576,7 +576,10 @@ function queuePage(main, name, tab, offset) {
           row('paused', 'state', d.paused ? 'paused' : 'running'),
           row('concurrency', 'concurrency limit', l.concurrency ? fmt(l.concurrency) : 'none'),
           row('rate', 'rate limit', l.rate ? `${fmt(l.rate)} per ${ms(l.rate_window_ms)}` : 'none'),
-          row('max_waiting', 'bound (waiting jobs)', d.max_waiting ? fmt(d.max_waiting) : 'none'))),
+          row('max_waiting', 'bound (waiting jobs)', d.max_waiting ? fmt(d.max_waiting) : 'none'),
+          row('dedup', 'dedup (ids kept reserved)', !d.dedup || !d.dedup.reserved ? 'none' :
+            `${plural(d.dedup.reserved, 'id')} past their records; the next freed ` +
+            new Date(d.dedup.next_release_ms).toISOString().replace('.000Z', 'Z')))),
         el('h4', {}, 'schedules'),
         d.schedules.length ? el('table', { class: 'schedules', id: 'schedules' }, el('tbody', {},
           d.schedules.map(x => el('tr', { 'data-schedule': x.name },

@@ -46,7 +46,6 @@ try {
     (await qpage.locator('#chart-throughput').count()) === 1 &&
     (await qpage.locator('#settings table').count()) === 1);
   check(await qpage.locator('#queue-stale').isHidden(), 'no stale note while Redis is up');
-  const chartsLoadedBefore = await qpage.getAttribute('#history', 'data-loaded');
   const pid = Number(REDIS_PID);
   const stoppedAt = Date.now();
   process.kill(pid, 'SIGTERM');
@@ -81,6 +80,13 @@ try {
     (await qpage.locator('#settings').isHidden()) &&
     (await qpage.locator('#queue-processes').isHidden()));
   await shotShowsOn(qpage, 'redis-down-queue', ['#queue-stale', '#queue-redis-down']);
+  // a queue page opened while Redis is down: the same, at once
+  await qpage.reload();
+  await until('a queue page opened while Redis is down hides the same, says why', async () =>
+    (await qpage.locator('#queue-page.stale[data-redis="down"]').count()) === 1 &&
+    (await qpage.locator('#queue-stale').isVisible()) &&
+    (await qpage.locator('.jobs table.rows').isHidden()) &&
+    (await qpage.locator('#history').isHidden()));
   const hz = await fetch(BASE + '/healthz');
   const hzBody = await hz.json();
   check(hz.status === 503 && hzBody.down_since_ms >= stoppedAt - 1000 && hzBody.down_since_ms <= Date.now(),
@@ -122,7 +128,7 @@ try {
     (await qpage.locator('.jobs tr[data-id]').count()) === 0 && /* (the new Redis has none of the 3) */
     (await qpage.locator('.jobs table.rows').isVisible()) &&
     (await qpage.locator('#chart-throughput').isVisible()) &&
-    (await qpage.getAttribute('#history', 'data-loaded')) !== chartsLoadedBefore &&
+    (await qpage.getAttribute('#history', 'data-loaded')) !== null &&
     (await qpage.locator('#settings').isVisible()));
   await shotShowsOn(qpage, 'redis-down-queue-recovered', ['#chart-throughput', '.jobs table.rows', '#settings']);
   await qpage.close();

@@ -20,8 +20,14 @@
  * That is where an application creates and ends its OpenTelemetry span
  * (a SpanContext from the traceparent as the parent, the wait and run
  * times as attributes), or writes its log lines, without patching rjq.
+ * The producer awaits each job (rjq_enqueue_await): the outcome hands the
+ * job's headers back (rjq_outcome_get_header), so the producer's side
+ * closes under the same trace:
+ *
+ *     outcome job=<id> trace=<trace id> parent=<span id> status=completed tenant=<tenant>
+ *
  * Prints "producer trace=<trace id> span=<span id>" first. Exits 0 once
- * every job finished, 1 on an error.
+ * every job finished and its outcome came back, 1 on an error.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <signal.h>
@@ -45,7 +51,7 @@ typedef struct app {
     struct event_base *base;
     rjq_client *client;
     rjq_worker *worker;
-    long jobs, finished;
+    long jobs, finished, outcomes;
     int failed;
     span running[MAX_RUNNING]; /* the child span of each running job */
 } app;
@@ -110,6 +116,14 @@ static void on_job_finish(rjq_job *job, int failed, long long run_ms, void *data
     }
 }
 
+static void on_stopped(rjq_worker *w, int status, void *data);
+
+/* every job completed by the worker and awaited by the producer: stop */
+static void maybe_stop(app *a) {
+    if (a->finished == a->jobs && a->outcomes == a->jobs && a->worker)
+        rjq_worker_stop(a->worker, on_stopped, a);
+}
+
 static void on_stopped(rjq_worker *w, int status, void *data) {
     app *a = data;
     (void)w;
@@ -127,7 +141,8 @@ static void on_completed(rjq_client *c, int status, void *data) {
         fprintf(stderr, "rjq-traces: complete: %s\n", rjq_strerror(status));
         a->failed = 1;
     }
-    if (++a->finished == a->jobs && a->worker) rjq_worker_stop(a->worker, on_stopped, a);
+    a->finished++;
+    maybe_stop(a);
 }
 
 static void handler(rjq_job *job, void *data) {
@@ -136,16 +151,24 @@ static void handler(rjq_job *job, void *data) {
     rjq_job_complete(job, "done", 4, on_completed, data);
 }
 
-static void on_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n,
-                        void *data) {
+/* The producer's await: the job's outcome, with the headers it was
+ * enqueued with (the trace the producer started). */
+static void on_outcome(rjq_client *c, int status, const rjq_outcome *o, void *data) {
     app *a = data;
-    (void)jobs, (void)n;
-    if (status != RJQ_OK) {
-        fprintf(stderr, "rjq-traces: enqueue: %s (%s)\n", rjq_strerror(status),
+    char trace[33] = "-", parent[17] = "-";
+    if (o == NULL || status != RJQ_OK) {
+        fprintf(stderr, "rjq-traces: await: %s (%s)\n", rjq_strerror(status),
                 rjq_client_get_errmsg(c));
         a->failed = 1;
         event_base_loopexit(a->base, NULL);
+        return;
     }
+    parse_traceparent(rjq_outcome_get_header(o, "traceparent"), trace, parent);
+    const char *tenant = rjq_outcome_get_header(o, "tenant");
+    printf("outcome job=%s trace=%s parent=%s status=completed tenant=%s\n", o->id, trace, parent,
+           tenant ? tenant : "-");
+    a->outcomes++;
+    maybe_stop(a);
 }
 
 int main(int argc, char **argv) {
@@ -182,7 +205,7 @@ int main(int argc, char **argv) {
     jo.headers = headers;
     jo.nheaders = 2;
     for (long i = 0; i < a.jobs && rc == RJQ_OK; i++)
-        rc = rjq_enqueue(q, "work", 4, &jo, on_enqueued, &a);
+        rc = rjq_enqueue_await(q, "work", 4, &jo, NULL, on_outcome, &a, NULL);
 
     rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 2;
@@ -199,5 +222,5 @@ int main(int argc, char **argv) {
     if (a.client) rjq_client_free(a.client);
     event_base_free(a.base);
     fflush(stdout);
-    return a.failed || a.finished != a.jobs ? 1 : 0;
+    return a.failed || a.finished != a.jobs || a.outcomes != a.jobs ? 1 : 0;
 }

@@ -1332,7 +1332,28 @@ typedef struct rjq_outcome {
     const void *result;  /* RJQ_OK: the result bytes (may be empty) */
     size_t result_len;
     const char *error;   /* RJQ_EJOBDEAD: the last error text */
+    /* The job's headers (rjq_job_options.headers; read them with
+     * rjq_outcome_get_header, rjq_outcome_get_header_at, which a program
+     * built against an older header can call too): for
+     * rjq_enqueue_await, the ones it was enqueued with (kept by the
+     * client, no Redis work); for rjq_queue_await, and for an
+     * rjq_enqueue_await whose id named a job that existed, the job's own,
+     * read by the script that registers the await (one HMGET per call,
+     * none per job). NULL and 0 when it has none (or the client ran out
+     * of memory reading them). */
+    const rjq_header *headers;
+    size_t nheaders;
 } rjq_outcome;
+
+/* The value of header key of the awaited job (rjq_outcome.headers),
+ * NUL-terminated, valid during the await's callback; NULL when it has no
+ * such header (or o or key is NULL). */
+RJQ_API const char *rjq_outcome_get_header(const rjq_outcome *o, const char *key);
+
+/* The awaited job's header i (0..): 1 and *key, *value set (as
+ * rjq_outcome_get_header), or 0 when it has fewer headers (or o is NULL). */
+RJQ_API int rjq_outcome_get_header_at(const rjq_outcome *o, size_t i, const char **key,
+                                      const char **value);
 
 /*
  * status: RJQ_OK (completed; result set), RJQ_EJOBDEAD (dead; error set),
@@ -1483,6 +1504,10 @@ typedef struct rjq_stats {
     long long limit_concurrency, limit_rate, limit_rate_window_ms;
     int exists;                /* 1 when anything of the queue is in Redis (0: it
                                   was never written to, or was deleted) */
+    /* dedup (rjq_job_options.dedup_ms): ids still reserved after their
+     * job's record went (retention, the dead cap, a delete), and the
+     * earliest server time (ms) one of them is let go (0: none) */
+    long long dedup_reserved, dedup_next_release_ms;
 } rjq_stats;
 
 typedef void rjq_stats_cb(rjq_client *c, int status, const rjq_stats *stats,

@@ -90,7 +90,8 @@ static void on_stats(rjq_client *c, int status, redisReply *r, void *priv) {
                       &s.dead,      &s.reclaimed,        &s.replayed,   &s.ready,
                       &s.delayed,   &s.active,           &s.dead_depth, &s.cancelled,
                       &paused,      &s.cancelled_depth,  &s.limit_concurrency,
-                      &s.limit_rate, &s.limit_rate_window_ms, &exists};
+                      &s.limit_rate, &s.limit_rate_window_ms, &exists,
+                      &s.dedup_reserved, &s.dedup_next_release_ms};
     size_t nf = sizeof f / sizeof f[0];
     if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != nf))
         status = RJQ_EPROTO;

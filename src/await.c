@@ -130,6 +130,12 @@ struct rjq_await {
     size_t len;
     rjq_job_options opts;
     int has_opts;
+    /* the job's headers for its outcome: the ones it was enqueued with
+     * (opts.headers, kept after the enqueue went out), or as a watch
+     * reply read them (read: owned) */
+    const rjq_header *headers;
+    size_t nheaders;
+    rjq_header *read;
     struct rjq_await *prev, *next;  /* every live await */
 };
 
@@ -180,6 +186,7 @@ static void maybe_free(rjq_await *a) {
     free(a->payload);
     free((char *)a->opts.id);
     free((void *)a->opts.headers);
+    free(a->read);
     free(a);
 }
 
@@ -223,9 +230,23 @@ static void resolve(rjq_await *a, int status, const void *result, size_t rlen, c
     else s->all = a->next;
     if (a->next) a->next->prev = a->prev;
     s->count--;
-    rjq_outcome o = {a->id, result, rlen, error};
+    rjq_outcome o = {a->id, result, rlen, error, a->headers, a->nheaders};
     if (a->cb) a->cb(c, status, a->id ? &o : NULL, a->data);
     maybe_free(a);
+}
+
+const char *rjq_outcome_get_header(const rjq_outcome *o, const char *key) {
+    for (size_t i = 0; o && key && i < o->nheaders; i++)
+        if (strcmp(o->headers[i].key, key) == 0) return o->headers[i].value;
+    return NULL;
+}
+
+int rjq_outcome_get_header_at(const rjq_outcome *o, size_t i, const char **key,
+                              const char **value) {
+    if (o == NULL || i >= o->nheaders) return 0;
+    if (key) *key = o->headers[i].key;
+    if (value) *value = o->headers[i].value;
+    return 1;
 }
 
 static int try_enqueue(rjq_await *a);
@@ -665,6 +686,8 @@ static int copy_inputs(rjq_await *a, const void *payload, size_t len, const rjq_
         if (o->id && (a->opts.id = strdup(o->id)) == NULL) return RJQ_ENOMEM;
         if (o->nheaders && (a->opts.headers = rjq__headers_dup(o->headers, o->nheaders)) == NULL)
             return RJQ_ENOMEM;
+        a->headers = a->opts.headers;
+        a->nheaders = a->opts.headers ? o->nheaders : 0;
     }
     return RJQ_OK;
 }
@@ -751,17 +774,29 @@ typedef struct watch_batch {
 } watch_batch;
 
 /* Per await: a code (0 no such job, 1 completed, 2 dead, 3 watching, 4
- * cancelled; any other: malformed) and a body (the result or the error)
- * where the code has one. */
+ * cancelled; any other: malformed), a body (the result or the error)
+ * where the code has one, and the job's headers text (a string). */
 static int watch_reply_ok(const redisReply *r, size_t n) {
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 * n) return 0;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 * n) return 0;
     for (size_t i = 0; i < n; i++) {
-        const redisReply *code = r->element[2 * i], *body = r->element[2 * i + 1];
+        const redisReply *code = r->element[3 * i], *body = r->element[3 * i + 1];
         if (code->type != REDIS_REPLY_INTEGER || code->integer < 0 || code->integer > 4) return 0;
         if ((code->integer == 1 || code->integer == 2) && body->type != REDIS_REPLY_STRING)
             return 0;
+        if (r->element[3 * i + 2]->type != REDIS_REPLY_STRING) return 0;
     }
     return 1;
+}
+
+/* a's headers as the watch reply gives them (text, len bytes: the job's
+ * stored ones, which are what an existing id's job carries). Out of
+ * memory: the outcome comes without them. */
+static void set_read_headers(rjq_await *a, const char *text, size_t len) {
+    size_t n = 0;
+    free(a->read);
+    a->read = len ? rjq__headers_read(text, len, &n, NULL) : NULL;
+    a->headers = a->read;
+    a->nheaders = a->read ? n : 0;
 }
 
 static void on_watched(rjq_client *c, int status, redisReply *r, void *priv) {
@@ -777,7 +812,9 @@ static void on_watched(rjq_client *c, int status, redisReply *r, void *priv) {
         } else if (status != RJQ_OK) {
             resolve(a, status, NULL, 0, NULL);
         } else {
-            redisReply *code = r->element[2 * i], *body = r->element[2 * i + 1];
+            redisReply *code = r->element[3 * i], *body = r->element[3 * i + 1];
+            if (a->state != AW_DONE)
+                set_read_headers(a, r->element[3 * i + 2]->str, r->element[3 * i + 2]->len);
             if (code->integer == 0) resolve(a, RJQ_ENOTFOUND, NULL, 0, NULL);
             else if (code->integer == 1) resolve(a, RJQ_OK, body->str, body->len, NULL);
             else if (code->integer == 2) resolve(a, RJQ_EJOBDEAD, NULL, 0, body->str);

@@ -1329,6 +1329,11 @@ static void on_shard_stats(rjq_client *c, int status, const rjq_stats *st, void 
         t->limit_concurrency += st->limit_concurrency;
         t->limit_rate += st->limit_rate;
         if (s->got++ == 0) t->limit_rate_window_ms = st->limit_rate_window_ms;
+        /* dedup: an id is on one shard; the earliest release of any */
+        t->dedup_reserved += st->dedup_reserved;
+        if (st->dedup_next_release_ms > 0 &&
+            (t->dedup_next_release_ms == 0 || st->dedup_next_release_ms < t->dedup_next_release_ms))
+            t->dedup_next_release_ms = st->dedup_next_release_ms;
     }
     if (--s->waiting == 0) sum_done(c, s);
 }

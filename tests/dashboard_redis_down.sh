@@ -4,7 +4,9 @@
 # the test's own redis-server is stopped by its pid while the overview is
 # open; the page turns red ("redis down" badge, "Redis is unreachable"
 # warning), and once a redis-server listens on that port again it
-# recovers (badge live, warning gone, a queue enqueued then listed).
+# recovers (badge live, warning gone, a queue enqueued then listed). The
+# queue page open meanwhile hides its job rows, charts, settings and
+# processes read before (a red note says why) and reads them again after.
 # Screenshots, checked for the elements they must show:
 # <build>/artifacts/redis-down*.png.
 # Skipped (with the reason) only where chromium or npm cannot be installed.

@@ -1136,6 +1136,12 @@ TEST(dedup_window_keeps_an_id_reserved_after_its_record_is_deleted) {
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{dd}:payload once")); /* the record is gone */
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{dd}:payload plain"));
     ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{dd}:dedup"));
+    /* the stats count it, and when it is let go */
+    long long until = server_int(e.rc, "ZSCORE t:{dd}:dedup once");
+    stats_wait st = stats_of(e.base, e.q);
+    ASSERT_OK(st.status);
+    ASSERT_EQ(1, st.s.dedup_reserved);
+    ASSERT_EQ(until, st.s.dedup_next_release_ms);
     long long seq = server_int(e.rc, "HGET t:{dd}:stats seq");
     enqueue_wait r = enqueue_opts(&e, "again", &o);
     ASSERT_EQ(1, r.existed); /* still reserved */
@@ -1144,6 +1150,9 @@ TEST(dedup_window_keeps_an_id_reserved_after_its_record_is_deleted) {
     ASSERT_EQ(seq + 1, server_int(e.rc, "HGET t:{dd}:stats seq")); /* no job: skipped */
     ASSERT_EQ(0, enqueue_opts(&e, "again", &plain).existed); /* no dedup: a new job */
     sleep_ms(1500);
+    st = stats_of(e.base, e.q); /* (its entry may still be there: not counted) */
+    ASSERT_EQ(0, st.s.dedup_reserved);
+    ASSERT_EQ(0, st.s.dedup_next_release_ms);
     ASSERT_EQ(0, enqueue_opts(&e, "again", &o).existed); /* the window is over */
     ASSERT(loop_until_count(e.base, &finished, 5, 5000));
     env_stop(&e);

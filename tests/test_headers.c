@@ -463,3 +463,136 @@ TEST(job_headers_cost_no_command_beyond_the_options_record) {
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }
+
+/* ---- headers returned with outcomes ------------------------------------------ */
+
+/* What an await's callback got of its outcome's headers. */
+typedef struct awaited_headers {
+    int done, status;
+    size_t n;
+    char keys[RJQ_HEADERS_MAX][RJQ_HEADER_KEY_MAX + 1];
+    char values[RJQ_HEADERS_MAX][128];
+    char tp[128];
+    int missing_is_null;
+} awaited_headers;
+
+static void on_awaited_headers(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    awaited_headers *w = data;
+    (void)c;
+    w->status = status;
+    ASSERT(o != NULL);
+    ASSERT(o->nheaders == 0 ? o->headers == NULL : o->headers != NULL);
+    const char *k, *v;
+    for (w->n = 0; rjq_outcome_get_header_at(o, w->n, &k, &v); w->n++) {
+        snprintf(w->keys[w->n], sizeof w->keys[w->n], "%s", k);
+        snprintf(w->values[w->n], sizeof w->values[w->n], "%s", v);
+    }
+    ASSERT_EQ((long)o->nheaders, (long)w->n);
+    snprintf(w->tp, sizeof w->tp, "%s", (v = rjq_outcome_get_header(o, "traceparent")) ? v : "");
+    w->missing_is_null = rjq_outcome_get_header(o, "nope") == NULL &&
+                         rjq_outcome_get_header(o, NULL) == NULL &&
+                         rjq_outcome_get_header(NULL, "traceparent") == NULL &&
+                         rjq_outcome_get_header_at(NULL, 0, &k, &v) == 0;
+    w->done++;
+}
+
+static void check_awaited_three(const awaited_headers *w) {
+    ASSERT_OK(w->status);
+    ASSERT(w->missing_is_null);
+    ASSERT_EQ(3, (long)w->n);
+    for (int i = 0; i < 3; i++) {
+        ASSERT_STREQ(three[i].key, w->keys[i]);
+        ASSERT_STREQ(three[i].value, w->values[i]);
+    }
+    ASSERT_STREQ(TP, w->tp);
+}
+
+/* rjq_enqueue_await: the outcome gives the headers the job was enqueued
+ * with, kept by the producer: an awaited job with headers runs exactly the
+ * commands of one with other options (no read of them); one without
+ * headers gets none. */
+TEST(enqueue_await_outcome_returns_the_headers_enqueued_with_no_command_more) {
+    test_env e;
+    env_start(&e, "ha");
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    jobs_done = 0;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, NULL, &w));
+    long long cost[2] = {0, 0};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.max_attempts = 5;
+    for (int with = 0; with < 2; with++) {
+        o.headers = with ? three : NULL;
+        o.nheaders = with ? 3 : 0;
+        for (int k = 0; k < 2; k++) { /* the second of each is measured */
+            wait_worker_started(e.base, e.c, e.q, e.rc, "ha");
+            long long before = commands_run(e.rc);
+            awaited_headers a;
+            memset(&a, 0, sizeof a);
+            ASSERT_OK(rjq_enqueue_await(e.q, "x", 1, &o, NULL, on_awaited_headers, &a, NULL));
+            ASSERT(loop_until(e.base, &a.done, 5000));
+            ASSERT_OK(a.status);
+            if (with) check_awaited_three(&a);
+            else ASSERT_EQ(0, (long)a.n);
+            wait_worker_started(e.base, e.c, e.q, e.rc, "ha");
+            cost[with] = commands_run(e.rc) - before;
+        }
+    }
+    fprintf(stderr, "commands per awaited job: options %lld, options and headers %lld\n", cost[0],
+            cost[1]);
+    ASSERT_EQ(cost[0], cost[1]);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* rjq_queue_await by id of a job enqueued elsewhere: the watch script
+ * reads its headers with its state, for a job still waiting (its outcome
+ * published later, without them) and for one that finished; a job
+ * without headers gives none; an rjq_enqueue_await whose id named an
+ * existing job gets that job's headers, not the ones it asked for. */
+TEST(queue_await_outcome_returns_the_jobs_stored_headers_pending_or_finished) {
+    test_env e;
+    env_start(&e, "hw");
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.headers = three;
+    o.nheaders = 3;
+    o.id = "with";
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    ASSERT_OK(enqueue_job(e.base, e.q, "y", &(rjq_job_options){.size = sizeof o, .id = "without"})
+                  .status);
+    /* awaited while waiting (no worker yet) */
+    awaited_headers pending, plain;
+    memset(&pending, 0, sizeof pending);
+    memset(&plain, 0, sizeof plain);
+    ASSERT_OK(rjq_queue_await(e.q, "with", NULL, on_awaited_headers, &pending, NULL));
+    ASSERT_OK(rjq_queue_await(e.q, "without", NULL, on_awaited_headers, &plain, NULL));
+    ASSERT(loop_until_server_int(e.base, e.rc, 1, 5000, "HEXISTS t:{hw}:watchers with"));
+    ASSERT(loop_until_server_int(e.base, e.rc, 1, 5000, "HEXISTS t:{hw}:watchers without"));
+    ASSERT_EQ(0, pending.done);
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    jobs_done = 0;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, NULL, &w));
+    ASSERT(loop_until(e.base, &pending.done, 5000));
+    ASSERT(loop_until(e.base, &plain.done, 5000));
+    check_awaited_three(&pending);
+    ASSERT_OK(plain.status);
+    ASSERT_EQ(0, (long)plain.n);
+    /* awaited once finished: answered from the stored state */
+    awaited_headers done;
+    memset(&done, 0, sizeof done);
+    ASSERT_OK(rjq_queue_await(e.q, "with", NULL, on_awaited_headers, &done, NULL));
+    ASSERT(loop_until(e.base, &done.done, 5000));
+    check_awaited_three(&done);
+    /* an enqueue_await of an existing id: that job's headers (none) */
+    awaited_headers existing;
+    memset(&existing, 0, sizeof existing);
+    rjq_job_options again = o;
+    again.id = "without";
+    ASSERT_OK(rjq_enqueue_await(e.q, "z", 1, &again, NULL, on_awaited_headers, &existing, NULL));
+    ASSERT(loop_until(e.base, &existing.done, 5000));
+    ASSERT_OK(existing.status);
+    ASSERT_EQ(0, (long)existing.n);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}

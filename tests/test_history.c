@@ -1,7 +1,9 @@
 /*
  * The queue's history (rjq.h "History"): counts of separate processes
  * flushed into the same minute add up exactly; a handle with
- * history_flush_ms -1 writes none; rjq_queue_get_history's argument checks.
+ * history_flush_ms -1 writes none; rjq_queue_get_history's argument checks;
+ * the retention: a day of minutes and 30 days of hours (the rings' sizes
+ * and the keys' expiry).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -215,5 +217,88 @@ TEST(history_reads_refuse_bad_arguments) {
     ASSERT_OK(rjq_queue_get_history(e.q, 60000, 2, on_history, &g));
     ASSERT(loop_until(e.base, &g.done, 30000));
     ASSERT_EQ(RJQ_EPROTO, g.status);
+    env_stop(&e);
+}
+
+/* A value of the history as history.lua stores it: "<at> <counts>", with
+ * `enqueued` the first count and every other count 0. */
+static void plant(redisContext *rc, const char *key, long long slot, long long at, long long enqueued) {
+    char v[512];
+    int len = snprintf(v, sizeof v, "%lld %lld", at, enqueued);
+    for (int i = 1; i < 5 + 2 * RJQ_HISTORY_BUCKETS; i++) len += snprintf(v + len, sizeof v - len, " 0");
+    freeReplyObject(server_cmd(rc, "HSET %s %lld %s", key, slot, v));
+}
+
+typedef struct ends_read {
+    int done, status;
+    size_t n;
+    long long at[2], enqueued[2], last_at, total;
+} ends_read;
+
+static void on_ends(rjq_client *c, int status, const rjq_history_point *list, size_t n, void *data) {
+    ends_read *r = data;
+    (void)c;
+    r->status = status;
+    r->n = n;
+    for (size_t i = 0; i < n; i++) {
+        const rjq_history_point *p = rjq_history_point_get(list, i);
+        if (i < 2) r->at[i] = p->at_ms, r->enqueued[i] = p->enqueued;
+        r->last_at = p->at_ms;
+        r->total += p->enqueued;
+    }
+    r->done = 1;
+}
+
+/* Plant, at the oldest step a full read covers (a day of minutes, 30 days
+ * of hours), a value of that step (kept: read as the first point) and, in
+ * the next slot, a value one lap older (past the retention: read as an
+ * empty step), then read the whole range; again when the step turned
+ * meanwhile. */
+static ends_read oldest_steps(test_env *e, const char *key, long step, long slots) {
+    for (int tries = 0; tries < 5; tries++) {
+        long long now = server_now_ms(e->rc) / step;
+        plant(e->rc, key, (now - slots + 1) % slots, now - slots + 1, 7);
+        plant(e->rc, key, (now - slots + 2) % slots, now - slots + 2 - slots, 1000);
+        ends_read r = {0};
+        ASSERT_OK(rjq_queue_get_history(e->q, step, slots, on_ends, &r));
+        ASSERT(loop_until(e->base, &r.done, 30000));
+        ASSERT_OK(r.status);
+        ASSERT_EQ(slots, (long)r.n);
+        if (r.last_at != now * step) continue; /* (the step turned: again) */
+        ASSERT_EQ((now - slots + 1) * step, r.at[0]);
+        ASSERT_EQ((now - slots + 2) * step, r.at[1]);
+        return r;
+    }
+    ASSERT(0);
+    return (ends_read){0};
+}
+
+/* The retention the issue asks for: 24 h at one minute, 30 days at one
+ * hour. A flush's keys expire a day (minutes) and 30 days (hours) after
+ * it, plus the hour they end in; a read of the whole range gets the
+ * oldest minute (hour) still kept, and a value a lap older, which the
+ * ring's slot still holds, as an empty one. */
+TEST(history_keeps_a_day_of_minutes_and_30_days_of_hours) {
+    test_env e;
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
+    qo.history_flush_ms = 1;
+    env_start_queue(&e, "hret", &qo);
+    ASSERT_EQ(1440, RJQ_HISTORY_MINUTES);
+    ASSERT_EQ(720, RJQ_HISTORY_HOURS);
+    ASSERT_OK(enqueue_job(e.base, e.q, "ok", NULL).status);
+    ASSERT(loop_until_server_int(e.base, e.rc, 2, 30000, "EXISTS t:{hret}:hist:m t:{hret}:hist:h"));
+    long long day = 24LL * 3600000, hour = 3600000;
+    long long ttl_m = server_int(e.rc, "PTTL t:{hret}:hist:m");
+    long long ttl_h = server_int(e.rc, "PTTL t:{hret}:hist:h");
+    ASSERT(ttl_m > day && ttl_m <= day + hour);
+    ASSERT(ttl_h > 30 * day && ttl_h <= 30 * day + hour);
+    ends_read m = oldest_steps(&e, "t:{hret}:hist:m", 60000, RJQ_HISTORY_MINUTES);
+    ASSERT_EQ(7, m.enqueued[0]);
+    ASSERT_EQ(0, m.enqueued[1]);
+    ASSERT_EQ(8, m.total); /* (and the job enqueued now) */
+    ends_read h = oldest_steps(&e, "t:{hret}:hist:h", 3600000, RJQ_HISTORY_HOURS);
+    ASSERT_EQ(7, h.enqueued[0]);
+    ASSERT_EQ(0, h.enqueued[1]);
+    ASSERT_EQ(8, h.total);
     env_stop(&e);
 }

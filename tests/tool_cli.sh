@@ -82,7 +82,7 @@ expect_line "delayed 0"
 expect_line "dead_depth 0"
 expect_line "cancelled 0"
 expect_line "paused 0"
-check; [ "$(wc -l <"$DIR/out")" -eq 17 ] || fail "expected 17 stats lines"
+check; [ "$(wc -l <"$DIR/out")" -eq 19 ] || fail "expected 19 stats lines (dedup_reserved, dedup_next_release_ms included)"
 
 run stats q --json
 expect_ok
@@ -90,7 +90,7 @@ expect_out_re '^\{"enqueued":1,.*"ready":1,.*"dead_depth":0,.*"paused":0\}$'
 check; [ "$(wc -l <"$DIR/out")" -eq 1 ] || fail "expected one JSON line"
 if command -v python3 >/dev/null; then
     check
-    python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ready"]==1 and d["paused"]==0 and len(d)==17' \
+    python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ready"]==1 and d["paused"]==0 and len(d)==19 and d["dedup_reserved"]==0' \
         <"$DIR/out" 2>/dev/null || fail "stats --json is not the expected JSON object"
 fi
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # GET /v1/queues/{q}/settings of rjq serve: the queue's pause state, its
-# limits, the bound (--max-waiting) and its schedules with their next fire
-# times (null until a scheduler computed one); 404 for a queue never
+# limits, the bound (--max-waiting), its schedules with their next fire
+# times (null until a scheduler computed one) and its dedup reservations
+# (ids kept reserved past their records, and when the next one is let
+# go: a job enqueued with --dedup, cancelled and deleted); 404 for a queue never
 # written to, 405 for another method; and GET /v1/server's redis_nodes
 # (each master's version, role, clients and memory).
 set -u
@@ -30,7 +32,27 @@ assert names == ["nightly", "tick"], d
 assert d["schedules"][0]["spec"].startswith("cron 0 3 * * *"), d
 assert d["schedules"][1]["spec"] == "every 60000", d
 assert all(x["next_ms"] is None for x in d["schedules"]), d  # no scheduler ran
+assert d["dedup"] == {"reserved": 0, "next_release_ms": None}, d
 ' "$BODY" || fail "settings: $CODE $BODY"
+
+# dedup: a job whose id stays reserved 10 minutes after its record went
+$R enqueue s1 x --id kept --dedup 600000 >/dev/null || fail "enqueue --dedup"
+$R cancel s1 kept >/dev/null || fail "cancel"
+before_ms=$(($(date +%s%3N)))
+$R delete s1 kept >/dev/null || fail "delete"
+CHECKS=$((CHECKS + 1))
+get "$BASE/v1/queues/s1/settings"
+[ "$CODE" = 200 ] && "$PY" -c '
+import json, sys
+d = json.loads(sys.argv[1])["dedup"]
+at = int(sys.argv[2])
+assert d["reserved"] == 1, d
+# the cancel time + 10 minutes (server clock; this machine is the server)
+assert at + 600000 - 60000 <= d["next_release_ms"] <= at + 600000 + 60000, (d, at)
+' "$BODY" "$before_ms" || fail "dedup in settings: $CODE $BODY"
+$R stats s1 >"$DIR/stats.out" || fail "rjq stats"
+CHECKS=$((CHECKS + 1))
+grep -qx "dedup_reserved 1" "$DIR/stats.out" || fail "rjq stats: no dedup_reserved 1: $(cat "$DIR/stats.out")"
 
 # a scheduler computes the next fire times
 $R scheduler s1 >"$DIR/sched.out" 2>&1 &

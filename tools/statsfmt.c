@@ -22,6 +22,8 @@ const stat_field stat_fields[] = {
     {"limit_concurrency", offsetof(rjq_stats, limit_concurrency), STAT_OTHER, NULL},
     {"limit_rate", offsetof(rjq_stats, limit_rate), STAT_OTHER, NULL},
     {"limit_rate_window_ms", offsetof(rjq_stats, limit_rate_window_ms), STAT_OTHER, NULL},
+    {"dedup_reserved", offsetof(rjq_stats, dedup_reserved), STAT_OTHER, NULL},
+    {"dedup_next_release_ms", offsetof(rjq_stats, dedup_next_release_ms), STAT_OTHER, NULL},
 };
 const size_t stat_nfields = sizeof stat_fields / sizeof stat_fields[0];
 

@@ -1,14 +1,17 @@
 -- stats: the queue's counters and depths in one atomic read.
 -- KEYS (src/keys.def; bound to these locals): stats, ready, prio, delayed,
---       active, dead, meta, cancelled
+--       active, dead, meta, cancelled, dedup
 -- Returns { enqueued, completed, failed, retried, dead, reclaimed,
 --           replayed, ready, delayed, active, dead_depth, cancelled,
 --           paused (0/1), cancelled_depth, concurrency limit, rate limit
---           starts, its window ms, exists } (limits 0: none; exists 1
---           when any of these keys is there: a queue never written to has
---           none).
+--           starts, its window ms, exists, ids reserved by dedup, the
+--           earliest time one of them is let go (ms; 0: none) } (limits 0:
+--           none; exists 1 when any of the first eight keys is there: a
+--           queue never written to has none; the reserved ids: those of
+--           jobs whose record went before their dedup time was over, whose
+--           time is not over yet).
 expect_types({stats, 'hash', ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset', dead, 'zset',
-              meta, 'hash', cancelled, 'zset'})
+              meta, 'hash', cancelled, 'zset', dedup, 'zset'})
 local c = int_fields(stats, 'seq', 'retained', 'failed', 'retried', 'dead', 'reclaimed', 'replayed',
                     'skipped', 'swept', 'cancelled')
 local out = {}
@@ -28,4 +31,9 @@ out[9] = redis.call('ZCARD', delayed)
 out[10] = redis.call('ZCARD', active) - (redis.call('ZSCORE', active, ACTIVE_PIN) and 1 or 0)
 out[11] = redis.call('ZCARD', dead)
 out[18] = redis.call('EXISTS', stats, ready, prio, delayed, active, dead, meta, cancelled) > 0 and 1 or 0
+local now = now_ms()
+out[19] = redis.call('ZCOUNT', dedup, '(' .. int(now), '+inf')
+local next_ = out[19] > 0 and redis.call('ZRANGEBYSCORE', dedup, '(' .. int(now), '+inf', 'WITHSCORES',
+                                         'LIMIT', 0, 1) or {}
+out[20] = next_[2] and tonumber(next_[2]) or 0
 return out

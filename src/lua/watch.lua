@@ -5,11 +5,14 @@
 -- client's subscription is confirmed: no outcome can fall in between.
 -- KEYS (src/keys.def; bound to these locals): cols
 -- ARGV: 1 reply channel, then the job ids
--- Returns { code, body, ... } per id: 0 no such job, 1 completed (body =
--- result), 2 dead (body = last error), 3 pending (now watched), 4
--- cancelled.
--- A call watches many ids (the awaits of a loop pass share one): the state
--- and watchers columns are read with one HMGET each for all of them, a
+-- Returns { code, body, headers, ... } per id: 0 no such job, 1 completed
+-- (body = result), 2 dead (body = last error), 3 pending (now watched), 4
+-- cancelled; headers: the job's headers text (src/headers.h), '' when none
+-- (the outcome hands them to the awaiting producer: read here with the
+-- state, since the published outcome does not carry them).
+-- A call watches many ids (the awaits of a loop pass share one): the state,
+-- watchers and options columns are read with one HMGET each for all of them (the
+-- options one skipped after an EXISTS when no job has options), a
 -- result or error only for a job that finished, and the new watchers go
 -- out in one HSET, so a batch costs a few commands (plus one HEXISTS per
 -- job enqueued by a library older than the job times: such a ready job has
@@ -20,6 +23,7 @@ local ids = {}
 for i = 2, #ARGV do ids[i - 1] = ARGV[i] end
 local S = hmget(J.s, ids)
 local N = hmget_sparse(J.n, ids)
+local O = hmget_sparse(J.o, ids)
 local out, fv, now = {}, {}, {}
 for i = 1, #ids do
   local id = ids[i]
@@ -42,6 +46,7 @@ for i = 1, #ids do
     end
     out[#out + 1] = 3; out[#out + 1] = ''
   end
+  out[#out + 1] = select(6, parse_options(O[i] or nil)) or ''
 end
 if #fv > 0 then set_watchers(J, fv) end
 return out

@@ -106,6 +106,7 @@ try {
     'the settings show the concurrency limit');
   check((await page.textContent('#settings tr[data-setting="rate"] td')) === 'none', 'no rate limit shown');
   check((await page.textContent('#settings tr[data-setting="max_waiting"] td')) === 'none', 'no bound shown');
+  check((await page.textContent('#settings tr[data-setting="dedup"] td')) === 'none', 'no dedup reservation shown');
   check((await page.locator('#schedules tr[data-schedule="nightly"]').count()) === 1,
     'the settings list the schedule');
   check((await page.textContent('#schedules tr[data-schedule="nightly"]')).includes('cron 0 3 * * *'),

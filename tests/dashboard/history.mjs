@@ -25,15 +25,26 @@ async function chartsShowTheJobs(when) {
   check((await page.locator('#chart-throughput').getAttribute('data-points')) === '60', `${when}: 60 minutes`);
   const legend = await page.locator('#history .legend').first().textContent();
   check(legend.includes('completed (20)'), `${when}: the legend says 20 completed: ${legend}`);
+  // the latency histogram: the 20 jobs' waits and runs, per bucket
+  const counted = async (series) => (await page.locator(`#chart-histogram rect[data-series="${series}"]`)
+    .evaluateAll(rs => rs.map(r => Number(r.getAttribute('data-count'))))).reduce((a, v) => a + v, 0);
+  check(await counted('run') === 20, `${when}: the histogram counts 20 runs`);
+  check(await counted('wait') === 20, `${when}: the histogram counts 20 waits`);
+  /* the pool runs each job at least 10 ms (20 ms latency, jittered): no run in the first buckets */
+  const shortRuns = await page.locator('#chart-histogram rect[data-series="run"]').evaluateAll(rs =>
+    rs.filter(r => Number(r.getAttribute('data-bucket')) <= 2).reduce((a, r) => a + Number(r.getAttribute('data-count')), 0));
+  check(shortRuns === 0, `${when}: no run of 4 ms or less in the histogram (${shortRuns})`);
+  const hlegend = await page.locator('#chart-histogram + .legend').textContent();
+  check(hlegend.includes('run (20)') && hlegend.includes('wait (20)'), `${when}: the histogram's legend: ${hlegend}`);
 }
 
 try {
   await page.goto(BASE + '/#/q/demo');
   await chartsShowTheJobs(PHASE);
-  await shotShows(`history-${PHASE}`, ['#chart-throughput', '#chart-latency', '#history .ranges a.on']);
+  await shotShows(`history-${PHASE}`, ['#chart-throughput', '#chart-latency', '#chart-histogram', '#history .ranges a.on']);
   await page.reload();
   await chartsShowTheJobs(`${PHASE}, reloaded`);
-  await shotShows(`history-${PHASE}-reloaded`, ['#chart-throughput', '#chart-latency']);
+  await shotShows(`history-${PHASE}-reloaded`, ['#chart-throughput', '#chart-latency', '#chart-histogram']);
   // the 30 days: hours
   await page.click('#history .ranges a[data-range="30d"]');
   await until(`${PHASE}: 720 hours`, async () =>

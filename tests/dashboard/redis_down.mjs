@@ -5,6 +5,9 @@
 // and shows none of the figures read before (nor does /v1/server), the
 // queue table is hidden; the restarted Redis has every counter back at 0,
 // which no rate may read as a negative one (a reset, as Prometheus reads it).
+// The queue page, open meanwhile, hides its job rows, charts, settings and
+// processes read before (not shown as live: a red note says why) and reads
+// them again once Redis is back.
 // Env: BASE, REDIS_PID, REDIS_PORT, DIR, CHROMIUM, ART.
 import { check, until, openPage, shotShowsOn, finish, api } from './lib.mjs';
 import { execFileSync } from 'node:child_process';
@@ -38,6 +41,11 @@ try {
   await until('the queue page shows its figures', async () =>
     (await qpage.textContent('#conn')) === 'live' &&
     (await qpage.textContent('.qhead [data-stat="ready"] b')) === '3');
+  await until('the queue page lists its 3 ready jobs and draws its charts', async () =>
+    (await qpage.locator('.jobs tr[data-id][data-state="ready"]').count()) === 3 &&
+    (await qpage.locator('#chart-throughput').count()) === 1 &&
+    (await qpage.locator('#settings table').count()) === 1);
+  check(await qpage.locator('#queue-stale').isHidden(), 'no stale note while Redis is up');
   const pid = Number(REDIS_PID);
   const stoppedAt = Date.now();
   process.kill(pid, 'SIGTERM');
@@ -62,7 +70,23 @@ try {
   await until('the queue page says Redis is unreachable since <time>, not its figures of before', async () =>
     /^Redis unreachable since \d\d:\d\d:\d\d: /.test(await qpage.textContent('#queue-redis-down')) &&
     (await qpage.locator('.qhead [data-stat]').count()) === 0);
-  await qpage.screenshot({ path: `${ART}/redis-down-queue.png`, fullPage: true });
+  await until('the queue page hides its job rows, charts, settings and processes, says why', async () =>
+    (await qpage.locator('#queue-page.stale[data-redis="down"]').count()) === 1 &&
+    /^Redis unreachable since \d\d:\d\d:\d\d: the job lists, charts, settings and processes read before are hidden/
+      .test(await qpage.textContent('#queue-stale')) &&
+    (await qpage.locator('.jobs tr[data-id]').first().isHidden()) &&
+    (await qpage.locator('#chart-throughput').isHidden()) &&
+    (await qpage.locator('#history').isHidden()) &&
+    (await qpage.locator('#settings').isHidden()) &&
+    (await qpage.locator('#queue-processes').isHidden()));
+  await shotShowsOn(qpage, 'redis-down-queue', ['#queue-stale', '#queue-redis-down']);
+  // a queue page opened while Redis is down: the same, at once
+  await qpage.reload();
+  await until('a queue page opened while Redis is down hides the same, says why', async () =>
+    (await qpage.locator('#queue-page.stale[data-redis="down"]').count()) === 1 &&
+    (await qpage.locator('#queue-stale').isVisible()) &&
+    (await qpage.locator('.jobs table.rows').isHidden()) &&
+    (await qpage.locator('#history').isHidden()));
   const hz = await fetch(BASE + '/healthz');
   const hzBody = await hz.json();
   check(hz.status === 503 && hzBody.down_since_ms >= stoppedAt - 1000 && hzBody.down_since_ms <= Date.now(),
@@ -98,6 +122,15 @@ try {
   await until('the queue page reads the queue again: the new Redis has nothing of it', async () =>
     (await qpage.locator('#queue-redis-down').count()) === 0 &&
     (await qpage.textContent('.qhead')).includes('does not exist'));
+  await until('the queue page shows its list, charts and settings again, read from the new Redis', async () =>
+    (await qpage.locator('#queue-page:not(.stale)[data-redis="up"]').count()) === 1 &&
+    (await qpage.locator('#queue-stale').isHidden()) &&
+    (await qpage.locator('.jobs tr[data-id]').count()) === 0 && /* (the new Redis has none of the 3) */
+    (await qpage.locator('.jobs table.rows').isVisible()) &&
+    (await qpage.locator('#chart-throughput').isVisible()) &&
+    (await qpage.getAttribute('#history', 'data-loaded')) !== null &&
+    (await qpage.locator('#settings').isVisible()));
+  await shotShowsOn(qpage, 'redis-down-queue-recovered', ['#chart-throughput', '.jobs table.rows', '#settings']);
   await qpage.close();
   await until('the health line shows the new Redis\' figures', async () =>
     FIGURES.test(await page.textContent('#redis-health')));

@@ -321,12 +321,16 @@ static void on_settings_schedules(rjq_client *cl, int status, const rjq_schedule
         const rjq_stats *st = &c->st;
         long mw = c->h.s->o.max_waiting;
         reply_json(req, 200,
-                   json_pack("{so sb s{sI sI sI} so so}", "queue", json_name(c->q->name),
+                   json_pack("{so sb s{sI sI sI} so so s{sI so}}", "queue", json_name(c->q->name),
                              "paused", st->paused, "limits", "concurrency",
                              (json_int_t)st->limit_concurrency, "rate",
                              (json_int_t)st->limit_rate, "rate_window_ms",
                              (json_int_t)st->limit_rate_window_ms, "max_waiting",
-                             mw > 0 ? json_integer(mw) : json_null(), "schedules", a));
+                             mw > 0 ? json_integer(mw) : json_null(), "schedules", a, "dedup",
+                             "reserved", (json_int_t)st->dedup_reserved, "next_release_ms",
+                             st->dedup_next_release_ms > 0
+                                 ? json_integer(st->dedup_next_release_ms)
+                                 : json_null()));
     }
     call_free(c);
 }

@@ -492,13 +492,28 @@ function queuePage(main, name, tab, offset) {
       toast(`enqueued job ${r.data.id}`);
     } catch (e) { toast(e.message, true); }
   });
-  main.append(el('p', { class: 'crumbs' }, el('a', { href: '#/' }, 'queues'), ' / ', name),
-    head, shards, historyCharts(name), enqueueForm, tabs,
+  const charts = historyCharts(name);
+  // while Redis is unreachable: the job rows, charts, settings and
+  // processes read before are hidden (.stale, style.css), not shown as live
+  const staleNote = el('p', { class: 'warning bad', id: 'queue-stale', hidden: true });
+  const page = el('div', { class: 'qpage', id: 'queue-page' },
+    el('p', { class: 'crumbs' }, el('a', { href: '#/' }, 'queues'), ' / ', name),
+    head, staleNote, shards, charts, enqueueForm, tabs,
     el('div', { class: 'cols' },
       el('div', { class: 'jobs' }, bulk, el('table', { class: 'ids rows' }, listHead, list), pager),
       el('div', { class: 'side' }, el('h3', {}, 'settings'), settings,
         el('h3', {}, 'processes'), procs,
         el('h3', {}, 'live events'), feed)));
+  main.append(page);
+  function markStale(down) {
+    page.classList.toggle('stale', down);
+    page.dataset.redis = down ? 'down' : 'up';
+    staleNote.hidden = !down;
+    staleNote.textContent = down ? `Redis unreachable${state.redisDownSince ? ' since ' + clock(state.redisDownSince) : ''}: ` +
+      'the job lists, charts, settings and processes read before are hidden, not shown as live; ' +
+      'they are read again when Redis is back.' : '';
+  }
+  markStale(!state.redis);
 
   // the processes running workers on this queue (a sharded queue: on its
   // shards) and the jobs each runs, as each said at its last liveness beat
@@ -561,7 +576,10 @@ function queuePage(main, name, tab, offset) {
           row('paused', 'state', d.paused ? 'paused' : 'running'),
           row('concurrency', 'concurrency limit', l.concurrency ? fmt(l.concurrency) : 'none'),
           row('rate', 'rate limit', l.rate ? `${fmt(l.rate)} per ${ms(l.rate_window_ms)}` : 'none'),
-          row('max_waiting', 'bound (waiting jobs)', d.max_waiting ? fmt(d.max_waiting) : 'none'))),
+          row('max_waiting', 'bound (waiting jobs)', d.max_waiting ? fmt(d.max_waiting) : 'none'),
+          row('dedup', 'dedup (ids kept reserved)', !d.dedup || !d.dedup.reserved ? 'none' :
+            `${plural(d.dedup.reserved, 'id')} past their records; the next freed ` +
+            new Date(d.dedup.next_release_ms).toISOString().replace('.000Z', 'Z')))),
         el('h4', {}, 'schedules'),
         d.schedules.length ? el('table', { class: 'schedules', id: 'schedules' }, el('tbody', {},
           d.schedules.map(x => el('tr', { 'data-schedule': x.name },
@@ -677,6 +695,7 @@ function queuePage(main, name, tab, offset) {
     onProcesses: drawProcs,
     // Redis gone: its figures of before are not shown as current; back: read again
     onServer(d, back) {
+      markStale(!d.redis);
       if (!d.redis) {
         head.replaceChildren(el('h1', {}, name), el('p', { class: 'bad', id: 'queue-redis-down' },
           `Redis unreachable${state.redisDownSince ? ' since ' + clock(state.redisDownSince) : ''}: ` +
@@ -685,6 +704,8 @@ function queuePage(main, name, tab, offset) {
       } else if (back) {
         loadHead();
         refresh();
+        charts.reload();
+        api('GET', '/v1/processes').then(r => drawProcs(r.data.processes)).catch(() => {});
       }
     },
     onStats(q) {

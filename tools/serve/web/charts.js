@@ -1,6 +1,7 @@
 // rjq dashboard: a queue's history charts (GET /v1/queues/{q}/history,
 // README "History"): throughput (enqueued, completed, failed per minute or
-// hour) and latency (wait and run p50/p99), plain SVG. The figures are
+// hour), latency (wait and run p50/p99) and the latency histogram (the
+// wait and run times of the range's jobs, per log-scale bucket), plain SVG. The figures are
 // stored in Redis, so the charts are the same after a reload or a restart
 // of rjq serve. historyCharts(name) returns the element; it refreshes
 // itself every 10 s while it is in the page.
@@ -70,6 +71,56 @@ function lineChart(id, title, t, series, unit) {
   return box;
 }
 
+// A bucket's bound (seconds; null: +Inf) as a short label.
+function boundLabel(b, prev) {
+  return b === null ? `>${chartLabel(prev, 's')}` : `≤${chartLabel(b, 's')}`;
+}
+
+// The histogram of the range: series [{name, cls, values: a count per
+// bucket}], bounds: the buckets' upper bounds (seconds; the last null).
+// Only the buckets from the first to the last one with a count are drawn
+// (a bar per series in each), labelled with their bounds.
+function histogramChart(id, title, bounds, series) {
+  let lo = bounds.length, hi = -1;
+  for (const s of series) s.values.forEach((v, i) => { if (v > 0) { lo = Math.min(lo, i); hi = Math.max(hi, i); } });
+  if (hi < 0) lo = 0, hi = 0;
+  const n = hi - lo + 1, max = Math.max(1, ...series.flatMap(s => s.values.slice(lo, hi + 1)));
+  const slot = (CHART_W - CHART_PAD - 4) / n, bw = Math.max(1, slot / (series.length + 1));
+  const y = v => CHART_H - 16 - (v / max) * (CHART_H - 24);
+  const svg = svgEl('svg', { width: CHART_W, height: CHART_H, viewBox: `0 0 ${CHART_W} ${CHART_H}`,
+    class: 'chart histogram', id, 'data-buckets': n, 'data-max': max });
+  svg.append(svgEl('line', { x1: CHART_PAD, y1: y(0), x2: CHART_W - 4, y2: y(0), class: 'axis' }));
+  svg.append(svgEl('text', { x: 2, y: y(max) + 4, class: 'tick' }, chartLabel(max, '')));
+  svg.append(svgEl('text', { x: 2, y: y(0) + 4, class: 'tick' }, '0'));
+  const every = Math.ceil(n / 8); /* (at most 8 bound labels) */
+  for (let i = lo; i <= hi; i++) {
+    const x0 = CHART_PAD + (i - lo) * slot;
+    series.forEach((s, k) => {
+      const v = s.values[i] || 0;
+      const label = `${s.name} ${boundLabel(bounds[i], bounds[i - 1])}: ${v}`;
+      svg.append(svgEl('rect', { x: (x0 + k * bw).toFixed(1), y: y(v).toFixed(1), width: bw.toFixed(1),
+        height: (y(0) - y(v)).toFixed(1), class: s.cls, 'data-series': s.name, 'data-bucket': i, 'data-count': v },
+        svgEl('title', {}, label)));
+    });
+    if ((i - lo) % every === 0)
+      svg.append(svgEl('text', { x: x0.toFixed(1), y: CHART_H - 2, class: 'tick' }, boundLabel(bounds[i], bounds[i - 1])));
+  }
+  const legend = document.createElement('div');
+  legend.className = 'legend';
+  for (const s of series) {
+    const sw = document.createElement('span');
+    sw.className = 'swatch ' + s.cls;
+    sw.textContent = `${s.name} (${chartLabel(s.values.reduce((a, v) => a + v, 0), '')})`;
+    legend.append(sw);
+  }
+  const box = document.createElement('figure');
+  box.className = 'chartbox';
+  const cap = document.createElement('figcaption');
+  cap.textContent = title;
+  box.append(cap, svg, legend);
+  return box;
+}
+
 function historyCharts(name) {
   const root = document.createElement('section');
   root.className = 'history';
@@ -96,7 +147,7 @@ function historyCharts(name) {
     for (const a of bar.querySelectorAll('a')) a.classList.toggle('on', a.dataset.range === range);
     try {
       // (api: app.js's, with the dashboard's token)
-      const d = (await api('GET', `/v1/queues/${encodeURIComponent(name)}/history?range=${range}`)).data;
+      const d = (await api('GET', `/v1/queues/${encodeURIComponent(name)}/history?range=${range}&buckets=1`)).data;
       const p = d.points;
       const t = p.map(x => x.t);
       const per = d.step_ms === 60000 ? 'minute' : 'hour';
@@ -110,7 +161,10 @@ function historyCharts(name) {
           { name: 'wait p50', cls: 's-wait', values: p.map(x => x.wait_p50) },
           { name: 'wait p99', cls: 's-wait99', values: p.map(x => x.wait_p99) },
           { name: 'run p50', cls: 's-run', values: p.map(x => x.run_p50) },
-          { name: 'run p99', cls: 's-run99', values: p.map(x => x.run_p99) }], 's'));
+          { name: 'run p99', cls: 's-run99', values: p.map(x => x.run_p99) }], 's'),
+        histogramChart('chart-histogram', `wait and run times of the ${range}'s jobs (jobs per bucket)`, d.bounds, [
+          { name: 'wait', cls: 's-wait', values: d.bounds.map((_, i) => p.reduce((a, x) => a + (x.wait ? x.wait[i] : 0), 0)) },
+          { name: 'run', cls: 's-run', values: d.bounds.map((_, i) => p.reduce((a, x) => a + (x.run ? x.run[i] : 0), 0)) }]));
       root.dataset.loaded = String(Date.now());
       root.dataset.completed = String(p.reduce((a, x) => a + x.completed, 0));
     } catch (e) {
@@ -120,5 +174,6 @@ function historyCharts(name) {
     timer = setTimeout(() => { if (root.isConnected) load(); }, 10000);
   }
   setTimeout(load, 0);
+  root.reload = load; /* (Redis back: read again at once) */
   return root;
 }

@@ -845,9 +845,10 @@ typedef struct rjq_header {
  *   The callback's status is an error when a registration failed (the job
  *   was written and may wait until it is enqueued again with the same id:
  *   registering again changes nothing registered already).
+ * - A handler reads its dependencies' outcomes with rjq_job_dependencies().
  * - Not built yet (README "Dependencies and batches"): resuming the
  *   registrations of an enqueuing client that died between its two steps,
- *   rjq_job_dependencies, the count of waiting jobs in rjq_stats and
+ *   the count of waiting jobs in rjq_stats and
  *   listings, the CLI's --after, batches and flows. Sharded queues take
  *   no dependencies.
  */
@@ -1222,6 +1223,53 @@ RJQ_API const char *rjq_job_get_header(const rjq_job *job, const char *key);
  * rjq_job_get_header), or 0 when it has fewer headers. */
 RJQ_API int rjq_job_get_header_at(const rjq_job *job, size_t i, const char **key,
                                   const char **value);
+
+/* One dependency of a job as rjq_job_dependencies() reads it. */
+typedef struct rjq_dep_outcome {
+    const char *queue;  /* the dependency's queue name and id, as given to */
+    const char *id;     /* rjq_job_options.after */
+    const char *state;  /* its state now: "completed", "dead", "cancelled",
+                           or "missing" (no such job: it never existed, or
+                           its record was deleted since it released this
+                           one); another state only for a job that was
+                           replayed after it released this one */
+    const void *result; /* completed: its result (result_len bytes, may be
+                           0); else NULL */
+    size_t result_len;
+    const char *error;  /* its last failure's text, or NULL */
+    const char *counted; /* how this job counted it when it finished:
+                            "completed", "dead", "cancelled", "missing",
+                            "ignored" (dropped by RJQ_AFTER_IGNORE), or
+                            "pending" (not counted: the job was not
+                            released by its dependencies, e.g. replayed) */
+} rjq_dep_outcome;
+
+/* Element i of the list an rjq_dependencies_cb gets (never list[i] for
+ * i > 0). */
+RJQ_API const rjq_dep_outcome *rjq_dep_outcome_get(const rjq_dep_outcome *list, size_t i);
+
+/* deps: the job's dependencies in the order of its `after` (n of them; 0
+ * and NULL for a job enqueued without after), valid during the call;
+ * NULL unless status is RJQ_OK. */
+typedef void rjq_dependencies_cb(rjq_client *c, int status, const rjq_dep_outcome *deps,
+                                 size_t n, void *data);
+
+/*
+ * Read the outcomes of the job's dependencies (README "Dependencies and
+ * batches"), for a handler whose job was enqueued with `after`: a read of
+ * the job's list on its own queue, then one call per dependency queue,
+ * all sent together (a round trip per master). The job may be finished
+ * before cb runs (the call keeps what it needs); cb is called once,
+ * also with RJQ_ECANCELED when the client is freed first. A dependency's
+ * record stays at least until it released this job (retention then may
+ * delete it: state "missing", counted still says how it ended).
+ * Returns RJQ_OK, RJQ_EINVAL (job or cb NULL, or a job detached from its
+ * worker), RJQ_ESHARDED (a sharded queue's job: they take no
+ * dependencies), RJQ_ECLOSED (the client is closing) or RJQ_ENOMEM. cb's status:
+ * RJQ_OK, RJQ_EPROTO (a reply rjq cannot read), RJQ_ENOMEM, RJQ_ECANCELED,
+ * or a request's error (RJQ_ECONN, RJQ_ETIMEDOUT, RJQ_EAUTH, ...).
+ */
+RJQ_API int rjq_job_dependencies(rjq_job *job, rjq_dependencies_cb *cb, void *data);
 
 typedef void rjq_done_cb(rjq_client *c, int status, void *data);
 

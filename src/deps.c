@@ -23,10 +23,8 @@
 
 /* ---- queues by name ---------------------------------------------------- */
 
-/* The client's handle of queue `name` (len bytes), opened when it has
- * none (the library's own handle, freed with the client). NULL when it is
- * no queue name or out of memory. */
-static rjq_queue *queue_named(rjq_client *c, const char *name, size_t len) {
+/* (deps.h) */
+rjq_queue *rjq__deps_queue(rjq_client *c, const char *name, size_t len) {
     for (rjq_queue *q = rjq__queue_first(c); q; q = rjq__queue_next(q)) {
         const char *n = rjq_queue_get_name(q);
         if (!rjq__queue_closed(q) && !rjq__queue_front(q) && strlen(n) == len &&
@@ -166,7 +164,7 @@ static void release_all(rjq_queue *q, const redisReply *id, const char *outcome,
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *le = nl ? nl : end;
         const char *sp = memchr(p, ' ', (size_t)(le - p));
-        rjq_queue *dq = sp && sp > p && sp + 1 < le ? queue_named(c, p, (size_t)(sp - p)) : NULL;
+        rjq_queue *dq = sp && sp > p && sp + 1 < le ? rjq__deps_queue(c, p, (size_t)(sp - p)) : NULL;
         if (dq == NULL) {
             d->failed = 1; /* (kept for the sweep) */
         } else {
@@ -339,7 +337,7 @@ static void on_added(rjq_client *c, int status, redisReply *r, void *priv) {
      * existed: a call sent again after a lost reply registers it then;
      * registering twice changes nothing) */
     for (size_t i = 0; status == RJQ_OK && i < a->n; i++) {
-        rjq_queue *on = rjq__accepting(c) ? queue_named(c, a->dq[i], strlen(a->dq[i])) : NULL;
+        rjq_queue *on = rjq__accepting(c) ? rjq__deps_queue(c, a->dq[i], strlen(a->dq[i])) : NULL;
         watch_ctx *w = on ? malloc(sizeof *w) : NULL;
         if (w == NULL) {
             status = on ? RJQ_ENOMEM : RJQ_ECLOSED;
@@ -365,9 +363,22 @@ static void on_added(rjq_client *c, int status, redisReply *r, void *priv) {
     add_step_done(a, status);
 }
 
-int rjq__deps_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *o,
-                      rjq_enqueue_cb *cb, void *data) {
-    rjq_client *c = rjq_queue_get_client(q);
+rjq_dep *rjq__deps_dup(const rjq_dep *a, size_t n) {
+    size_t bytes = n * sizeof *a;
+    for (size_t i = 0; i < n; i++) bytes += strlen(a[i].queue) + strlen(a[i].id) + 2;
+    rjq_dep *out = malloc(bytes ? bytes : 1);
+    if (out == NULL) return NULL;
+    char *p = (char *)(out + n);
+    for (size_t i = 0; i < n; i++) {
+        size_t lq = strlen(a[i].queue) + 1, li = strlen(a[i].id) + 1;
+        out[i].queue = memcpy(p, a[i].queue, lq);
+        out[i].id = memcpy(p + lq, a[i].id, li);
+        p += lq + li;
+    }
+    return out;
+}
+
+int rjq__deps_check(rjq_client *c, const rjq_job_options *o) {
     if (o->after == NULL || o->n_after == 0 || o->n_after > RJQ_AFTER_MAX || o->debounce ||
         o->after_policy < RJQ_AFTER_FAIL || o->after_policy > RJQ_AFTER_IGNORE ||
         (o->id != NULL && !rjq__valid_job_id(o->id))) {
@@ -381,7 +392,15 @@ int rjq__deps_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_j
             return RJQ_EINVAL;
         }
     }
-    int rc = rjq__queue_refuse_front(q, "enqueue with dependencies");
+    return RJQ_OK;
+}
+
+int rjq__deps_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *o,
+                      rjq_enqueue_cb *cb, void *data) {
+    rjq_client *c = rjq_queue_get_client(q);
+    int rc = rjq__deps_check(c, o);
+    if (rc != RJQ_OK) return rc;
+    rc = rjq__queue_refuse_front(q, "enqueue with dependencies");
     if (rc != RJQ_OK) return rc;
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     rjq_job_options rest = *o; /* the options the enqueue script knows */

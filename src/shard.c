@@ -18,6 +18,7 @@
 #include "admin.h"
 #include "shard.h"
 #include "await.h"
+#include "deps.h"
 #include "enqueue.h"
 #include "headers.h"
 #include "shard.h"
@@ -288,6 +289,7 @@ static void held_free(held *h) {
     free(h->payload);
     free((char *)h->jo.id);
     free((void *)h->jo.headers);
+    free((void *)h->jo.after);
     for (size_t i = 0; h->items && i < h->n; i++) {
         free((void *)h->items[i].payload);
         free((char *)h->jos[i].id);
@@ -905,6 +907,15 @@ static int hold_enqueue(rjq_queue *q, const void *payload, size_t len,
     it.payload = payload;
     it.len = len;
     it.opts = o;
+    rjq_job_options plain; /* (dependencies: checked by deps.c, the rest as any) */
+    if (o && (o->after || o->n_after)) {
+        if (rjq__deps_check(c, o) != RJQ_OK) return RJQ_EINVAL;
+        plain = *o;
+        plain.after = NULL;
+        plain.n_after = 0;
+        plain.after_policy = 0;
+        it.opts = &plain;
+    }
     char enc[RJQ__OPTS_MAX + 1];
     int rc = rjq__enqueue_check(q, &it, enc);
     if (rc != RJQ_OK) return rc;
@@ -916,7 +927,9 @@ static int hold_enqueue(rjq_queue *q, const void *payload, size_t len,
         h->jo = *o;
         h->has_jo = 1;
         h->jo.headers = NULL; /* (a copy, as the id) */
+        h->jo.after = NULL;   /* (a copy too) */
         if (o->id && (h->jo.id = strdup(o->id)) == NULL) goto oom;
+        if (o->n_after && (h->jo.after = rjq__deps_dup(o->after, o->n_after)) == NULL) goto oom;
         if (o->nheaders && (h->jo.headers = rjq__headers_dup(o->headers, o->nheaders)) == NULL)
             goto oom;
     }

@@ -191,6 +191,160 @@ TEST(dead_dependency_under_policy_fail_buries_its_chain) {
     env_stop(&e);
 }
 
+/* What a handler read with rjq_job_dependencies (copies). */
+typedef struct read_deps {
+    int status, calls;
+    size_t n;
+    char line[8][128]; /* "<queue>:<id> <state> <counted> <result|-> <error|->" */
+    long ran;
+} read_deps;
+
+typedef struct read_job {
+    read_deps *rd;
+    rjq_job *job;
+} read_job;
+
+static void on_dependencies(rjq_client *c, int status, const rjq_dep_outcome *deps, size_t n,
+                            void *data) {
+    (void)c;
+    read_job *rj = data;
+    read_deps *rd = rj->rd;
+    rd->status = status;
+    rd->calls++;
+    rd->n = n;
+    for (size_t i = 0; status == RJQ_OK && i < n && i < 8; i++) {
+        const rjq_dep_outcome *o = rjq_dep_outcome_get(deps, i);
+        snprintf(rd->line[i], sizeof rd->line[i], "%s:%s %s %s %.*s %s", o->queue, o->id, o->state,
+                 o->counted, o->result ? (int)o->result_len : 1,
+                 o->result ? (const char *)o->result : "-", o->error ? o->error : "-");
+    }
+    ASSERT_OK(rjq_job_complete(rj->job, "ok", 2, NULL, NULL));
+    free(rj);
+    rd->ran++;
+}
+
+/* A handler that reads its dependencies, then completes its job. */
+static void read_then_complete(rjq_job *job, void *data) {
+    read_job *rj = malloc(sizeof *rj);
+    ASSERT(rj != NULL);
+    rj->rd = data;
+    rj->job = job;
+    ASSERT_OK(rjq_job_dependencies(job, on_dependencies, rj));
+}
+
+static void complete_with_result(rjq_job *job, void *data) {
+    (*(long *)data)++;
+    ASSERT_OK(rjq_job_complete(job, "r-a", 3, NULL, NULL));
+}
+
+TEST(handler_reads_its_dependencies_outcomes_across_queues) {
+    test_env e;
+    env_start(&e, "rd");
+    rjq_queue *q2 = open_queue(&e, "rd2");
+    rjq_queue *q3 = open_queue(&e, "rd3");
+    enqueue_x_ok(e.base, e.q, "a", 0, 0);
+    enqueue_x_ok(e.base, q2, "b", 3600000, 0);
+    /* (a listed twice: both lines are counted by its one release) */
+    rjq_dep on[4] = {{"rd", "a"}, {"rd2", "b"}, {"rd2", "nosuch"}, {"rd", "a"}};
+    ASSERT_OK(enqueue_after(&e, q3, "c", on, 4, RJQ_AFTER_RUN).status);
+    enqueue_x_ok(e.base, q3, "plain", 3600000, 0);
+    long na = 0, nb = 0;
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *wa, *wb, *wc;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_with_result, &na, &wa));
+    ASSERT(loop_until_count(e.base, &na, 1, 10000));
+    ASSERT_OK(rjq_worker_start(q2, &wo, bury_it, &nb, &wb));
+    count_wait p = {0};
+    ASSERT_OK(rjq_queue_promote(q2, "b", on_count, &p));
+    ASSERT(loop_until_count(e.base, &nb, 1, 10000));
+    read_deps rd;
+    memset(&rd, 0, sizeof rd);
+    ASSERT_OK(rjq_worker_start(q3, &wo, read_then_complete, &rd, &wc));
+    ASSERT(loop_until_count(e.base, &rd.ran, 1, 10000));
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(4, (long)rd.n);
+    ASSERT_STREQ("rd:a completed completed r-a -", rd.line[0]);
+    ASSERT_STREQ("rd2:b dead dead - boom", rd.line[1]);
+    ASSERT_STREQ("rd2:nosuch missing missing - -", rd.line[2]);
+    ASSERT_STREQ("rd:a completed completed r-a -", rd.line[3]);
+    WAIT_FOR(e.base, state_is(&e, q3, "c", "completed"), 10000);
+    /* a job without dependencies reads none */
+    memset(&rd, 0, sizeof rd);
+    ASSERT_OK(rjq_queue_promote(q3, "plain", on_count, &p));
+    ASSERT(loop_until_count(e.base, &rd.ran, 1, 10000));
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(0, (long)rd.n);
+    ASSERT_EQ(1, rd.calls);
+    ASSERT_EQ(RJQ_EINVAL, rjq_job_dependencies(NULL, on_dependencies, NULL));
+    worker_stop_wait(e.base, wa);
+    worker_stop_wait(e.base, wb);
+    worker_stop_wait(e.base, wc);
+    env_stop(&e);
+}
+
+/* A record deleted after it released its dependent (retention): the
+ * handler still learns how it ended, from the dependent's own list. */
+TEST(dependency_deleted_after_release_reads_missing_counted_as_it_ended) {
+    test_env e;
+    env_start(&e, "rm");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    enqueue_x_ok(e.base, e.q, "b", 3600000, 0);
+    rjq_queue *q2 = open_queue(&e, "rm2");
+    rjq_dep on[2] = {{"rm", "a"}, {"rm", "b"}};
+    ASSERT_OK(enqueue_after(&e, q2, "c", on, 2, RJQ_AFTER_IGNORE).status);
+    int done = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "b", on_cancel_wait, &done));
+    ASSERT(loop_until(e.base, &done, 5000));
+    long na = 0;
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_with_result, &na, &w));
+    count_wait p = {0};
+    ASSERT_OK(rjq_queue_promote(e.q, "a", on_count, &p));
+    WAIT_FOR(e.base, state_is(&e, q2, "c", "ready"), 10000);
+    worker_stop_wait(e.base, w);
+    /* the records of a and b go (as retention deletes them) */
+    freeReplyObject(server_cmd(e.rc, "HDEL t:{rm}:payload a b"));
+    freeReplyObject(server_cmd(e.rc, "HDEL t:{rm}:state a b"));
+    read_deps rd;
+    memset(&rd, 0, sizeof rd);
+    ASSERT_OK(rjq_worker_start(q2, &wo, read_then_complete, &rd, &w));
+    ASSERT(loop_until_count(e.base, &rd.ran, 1, 10000));
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(2, (long)rd.n);
+    ASSERT_STREQ("rm:a missing completed - -", rd.line[0]);
+    ASSERT_STREQ("rm:b missing ignored - -", rd.line[1]);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* A queue handle opened just now holds its calls until it knows whether
+ * the queue is sharded: an enqueue with dependencies made then was
+ * refused (RJQ_EINVAL, "invalid job options") instead of held; it is
+ * held, with its own copy of the dependencies, and sent once it knows. */
+TEST(enqueue_with_dependencies_on_a_just_opened_queue_is_held_not_refused) {
+    test_env e;
+    env_start(&e, "dh");
+    char qname[8] = "dh2", dq[8] = "dh", did[8] = "a";
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    rjq_queue *q2 = open_queue(&e, qname);
+    rjq_dep on = {dq, did};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.id = "b";
+    o.after = &on;
+    o.n_after = 1;
+    enqueue_wait w;
+    memset(&w, 0, sizeof w);
+    ASSERT_OK(rjq_enqueue(q2, "p", 1, &o, on_enqueue_wait, &w));
+    memset(dq, 'x', 2); /* the caller's strings are its own once the call returned */
+    memset(did, 'x', 1);
+    ASSERT(loop_until(e.base, &w.done, 10000));
+    ASSERT_OK(w.status);
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "b").state);
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{dh}:dependents a"));
+    env_stop(&e);
+}
+
 /* deps_release called as the client calls it (its function). */
 static redisReply *release_fcall(redisContext *rc, const char *q, const char *id, const char *dq,
                                  const char *did, const char *outcome) {

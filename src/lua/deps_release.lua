@@ -35,7 +35,7 @@ if not head then return {0, 0} end
 local policy, delay = string.match(head, '^(%a+) (%d+)$')
 local lines, found, pending = {head}, false, 0
 for line in string.gmatch(string.sub(list, at), '[^\n]+') do
-  if not found and line == 'w' .. entry then
+  if line == 'w' .. entry then -- (every line of it: a dependency listed twice)
     found = true
     if mark ~= 'c' and policy == 'ignore' then line = '-' .. entry else line = mark .. entry end
   elseif string.sub(line, 1, 1) == 'w' then

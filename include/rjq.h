@@ -1531,6 +1531,8 @@ typedef struct rjq_stats {
     long long limit_concurrency, limit_rate, limit_rate_window_ms;
     int exists;                /* 1 when anything of the queue is in Redis (0: it
                                   was never written to, or was deleted) */
+    long long waiting;         /* depth: jobs waiting for their dependencies
+                                  (rjq_job_options.after) */
 } rjq_stats;
 
 typedef void rjq_stats_cb(rjq_client *c, int status, const rjq_stats *stats,
@@ -1919,7 +1921,9 @@ typedef enum rjq_job_state {
     RJQ_STATE_ACTIVE,    /* running, by lease end */
     RJQ_STATE_DEAD,      /* oldest first */
     RJQ_STATE_CANCELLED, /* oldest first (those kept, see dead_max) */
-    RJQ_STATE_COMPLETED  /* oldest first (those kept, see retention_ms) */
+    RJQ_STATE_COMPLETED, /* oldest first (those kept, see retention_ms) */
+    RJQ_STATE_WAITING    /* waiting for their dependencies (rjq_job_options.after),
+                            oldest first */
 } rjq_job_state;
 
 #define RJQ_JOBS_PAGE_MAX 1000

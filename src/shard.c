@@ -1307,11 +1307,11 @@ static void on_shard_stats(rjq_client *c, int status, const rjq_stats *st, void 
         long long *to[] = {&t->enqueued, &t->completed, &t->failed,     &t->retried,
                            &t->dead,     &t->reclaimed, &t->replayed,   &t->ready,
                            &t->delayed,  &t->active,    &t->dead_depth, &t->cancelled,
-                           &t->cancelled_depth};
+                           &t->cancelled_depth, &t->waiting};
         const long long from[] = {st->enqueued, st->completed, st->failed,     st->retried,
                                   st->dead,     st->reclaimed, st->replayed,   st->ready,
                                   st->delayed,  st->active,    st->dead_depth, st->cancelled,
-                                  st->cancelled_depth};
+                                  st->cancelled_depth, st->waiting};
         for (size_t i = 0; i < sizeof to / sizeof to[0]; i++) *to[i] += from[i];
         t->paused |= st->paused;
         t->exists |= st->exists;

@@ -1,14 +1,15 @@
 -- stats: the queue's counters and depths in one atomic read.
 -- KEYS (src/keys.def; bound to these locals): stats, ready, prio, delayed,
---       active, dead, meta, cancelled
+--       active, dead, meta, cancelled, waiting
 -- Returns { enqueued, completed, failed, retried, dead, reclaimed,
 --           replayed, ready, delayed, active, dead_depth, cancelled,
 --           paused (0/1), cancelled_depth, concurrency limit, rate limit
---           starts, its window ms, exists } (limits 0: none; exists 1
+--           starts, its window ms, exists, waiting (for dependencies:
+--           deps_add.lua) } (limits 0: none; exists 1
 --           when any of these keys is there: a queue never written to has
 --           none).
 expect_types({stats, 'hash', ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset', dead, 'zset',
-              meta, 'hash', cancelled, 'zset'})
+              meta, 'hash', cancelled, 'zset', waiting, 'zset'})
 local c = int_fields(stats, 'seq', 'retained', 'failed', 'retried', 'dead', 'reclaimed', 'replayed',
                     'skipped', 'swept', 'cancelled')
 local out = {}
@@ -27,5 +28,7 @@ out[8] = redis.call('LLEN', ready) + redis.call('ZCARD', prio)
 out[9] = redis.call('ZCARD', delayed)
 out[10] = redis.call('ZCARD', active) - (redis.call('ZSCORE', active, ACTIVE_PIN) and 1 or 0)
 out[11] = redis.call('ZCARD', dead)
-out[18] = redis.call('EXISTS', stats, ready, prio, delayed, active, dead, meta, cancelled) > 0 and 1 or 0
+out[18] = redis.call('EXISTS', stats, ready, prio, delayed, active, dead, meta, cancelled, waiting) > 0
+  and 1 or 0
+out[19] = redis.call('ZCARD', waiting)
 return out

@@ -1271,6 +1271,29 @@ typedef void rjq_dependencies_cb(rjq_client *c, int status, const rjq_dep_outcom
  */
 RJQ_API int rjq_job_dependencies(rjq_job *job, rjq_dependencies_cb *cb, void *data);
 
+/* The same for job `id` of q, from any process (an operator's view: rjq
+ * serve's job page). Returns as rjq_job_dependencies, RJQ_EINVAL for q or
+ * cb NULL, RJQ_EJOBID for an invalid id. */
+RJQ_API int rjq_queue_get_dependencies(rjq_queue *q, const char *id, rjq_dependencies_cb *cb,
+                                       void *data);
+
+/* list: the jobs (their queue names and ids) that wait for the job and
+ * that it has not released yet, in the order they registered, at most
+ * 1000; valid during the call. NULL and 0 when none, or unless status is
+ * RJQ_OK. */
+typedef void rjq_dependents_cb(rjq_client *c, int status, const rjq_dep *list, size_t n,
+                               void *data);
+
+/* Read the dependents of job `id` of q not released yet: a dependent is
+ * recorded with its dependency until the dependency finished and released
+ * it (then the dependent's own list, rjq_queue_get_dependencies, says how
+ * it counted). One script call. Returns RJQ_OK, RJQ_EINVAL (q or cb NULL),
+ * RJQ_EJOBID (an invalid id), RJQ_ESHARDED, RJQ_ECLOSED or RJQ_ENOMEM; cb's
+ * status: RJQ_OK, RJQ_EPROTO, RJQ_ENOMEM, RJQ_ECANCELED or a request's
+ * error. */
+RJQ_API int rjq_queue_get_dependents(rjq_queue *q, const char *id, rjq_dependents_cb *cb,
+                                     void *data);
+
 typedef void rjq_done_cb(rjq_client *c, int status, void *data);
 
 /*

@@ -5,13 +5,17 @@
  * one as it is counted), then a call per dependency queue for those jobs'
  * states, results and errors, all sent in one pass (a round trip per
  * master: every script touches one queue's slot, and the calls of one
- * pass go out together). Reads only, nothing to resume.
+ * pass go out together). Reads only, nothing to resume. Also the
+ * dependents of a job not released yet (rjq_queue_get_dependents).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "deps.h"
 #include "validate.h"
+
+/* Dependents handed to an rjq_dependents_cb at most (rjq.h). */
+#define RJQ__DEPENDENTS_SHOWN 1000
 
 typedef struct dread {
     rjq_client *c;
@@ -73,16 +77,16 @@ static const char *state_word(const redisReply *r) {
 static void on_part(rjq_client *c, int status, redisReply *r, void *priv) {
     dpart *p = priv;
     dread *d = p->d;
-    /* { false, (state, result, error) per id } */
+    /* { false, false, (state, result, error) per id } */
     if (status == RJQ_OK &&
-        (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 3 * p->k)) {
+        (r->type != REDIS_REPLY_ARRAY || r->elements != 2 + 3 * p->k)) {
         rjq__errmsg(c, "dependencies: unexpected reply");
         status = RJQ_EPROTO;
     }
     for (size_t j = 0; status == RJQ_OK && j < p->k; j++) {
         size_t i = p->idx[j];
-        const redisReply *st = r->element[1 + 3 * j], *res = r->element[2 + 3 * j],
-                         *er = r->element[3 + 3 * j];
+        const redisReply *st = r->element[2 + 3 * j], *res = r->element[3 + 3 * j],
+                         *er = r->element[4 + 3 * j];
         const char *state = state_word(st);
         int res_ok = res->type == REDIS_REPLY_NIL || res->type == REDIS_REPLY_STRING;
         int er_ok = er->type == REDIS_REPLY_NIL || er->type == REDIS_REPLY_STRING;
@@ -116,12 +120,13 @@ static void on_part(rjq_client *c, int status, redisReply *r, void *priv) {
     dread_step(d, status);
 }
 
-static int send_read(rjq_queue *q, const char *list_of, const char *const *ids, size_t k,
-                     rjq__reply_fn *fn, void *priv) {
+static int send_read(rjq_queue *q, const char *list_of, const char *dependents_of,
+                     const char *const *ids, size_t k, rjq__reply_fn *fn, void *priv) {
     rjq__argv a;
     rjq__argv_init(&a);
     rjq__argv_script_keys(&a, q, RJQ__S_DEPS_READ);
     rjq__argv_str(&a, list_of);
+    rjq__argv_str(&a, dependents_of);
     for (size_t i = 0; i < k; i++) rjq__argv_str(&a, ids[i]);
     int rc = a.oom ? RJQ_ENOMEM
                    : rjq__script(rjq_queue_get_client(q), RJQ__S_DEPS_READ, 0, fn, priv, a.n,
@@ -154,7 +159,7 @@ static int send_parts(dread *d) {
             ids[p->k] = d->id[j];
             p->idx[p->k++] = j;
         }
-        rc = send_read(on, "", ids, p->k, on_part, p);
+        rc = send_read(on, "", "", ids, p->k, on_part, p);
         if (rc != RJQ_OK) {
             free(p);
             break;
@@ -217,9 +222,9 @@ static int parse_list(dread *d, const char *s, size_t len) {
 
 static void on_list(rjq_client *c, int status, redisReply *r, void *priv) {
     dread *d = priv;
-    /* { list or nil } */
+    /* { list or nil, nil } */
     if (status == RJQ_OK &&
-        (r->type != REDIS_REPLY_ARRAY || r->elements != 1 ||
+        (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
          (r->element[0]->type != REDIS_REPLY_NIL && r->element[0]->type != REDIS_REPLY_STRING))) {
         rjq__errmsg(c, "dependencies: unexpected reply");
         status = RJQ_EPROTO;
@@ -236,14 +241,13 @@ const rjq_dep_outcome *rjq_dep_outcome_get(const rjq_dep_outcome *list, size_t i
     return list ? &list[i] : NULL;
 }
 
-int rjq_job_dependencies(rjq_job *job, rjq_dependencies_cb *cb, void *data) {
-    rjq_queue *q = job ? rjq_job_get_queue(job) : NULL;
-    if (q == NULL || cb == NULL) return RJQ_EINVAL;
+/* The read of id's dependencies on q (rjq_job_dependencies,
+ * rjq_queue_get_dependencies). */
+static int read_dependencies(rjq_queue *q, const char *id, rjq_dependencies_cb *cb, void *data) {
     rjq_client *c = rjq_queue_get_client(q);
     int rc = rjq__queue_refuse_front(q, "dependencies");
     if (rc != RJQ_OK) return rc;
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
-    const char *id = rjq_job_get_id(job);
     dread *d = calloc(1, sizeof *d + strlen(id) + 1);
     if (d == NULL) return RJQ_ENOMEM;
     strcpy(d->id0, id);
@@ -253,8 +257,87 @@ int rjq_job_dependencies(rjq_job *job, rjq_dependencies_cb *cb, void *data) {
     d->data = data;
     d->pending = 1;
     rjq__enter(c);
-    rc = send_read(q, d->id0, NULL, 0, on_list, d);
+    rc = send_read(q, d->id0, "", NULL, 0, on_list, d);
     rjq__leave(c);
     if (rc != RJQ_OK) free(d); /* (else send_read's hold of q is d's) */
+    return rc;
+}
+
+int rjq_job_dependencies(rjq_job *job, rjq_dependencies_cb *cb, void *data) {
+    rjq_queue *q = job ? rjq_job_get_queue(job) : NULL;
+    if (q == NULL || cb == NULL) return RJQ_EINVAL;
+    return read_dependencies(q, rjq_job_get_id(job), cb, data);
+}
+
+int rjq_queue_get_dependencies(rjq_queue *q, const char *id, rjq_dependencies_cb *cb,
+                               void *data) {
+    if (q == NULL || cb == NULL) return RJQ_EINVAL;
+    if (!rjq__valid_job_id(id)) return RJQ_EJOBID;
+    return read_dependencies(q, id, cb, data);
+}
+
+/* ---- dependents ----------------------------------------------------------- */
+
+typedef struct dents {
+    rjq_queue *q;
+    rjq_dependents_cb *cb;
+    void *data;
+} dents;
+
+static void on_dependents(rjq_client *c, int status, redisReply *r, void *priv) {
+    dents *d = priv;
+    rjq_dep list[RJQ__DEPENDENTS_SHOWN];
+    size_t n = 0;
+    char *copy = NULL;
+    /* { nil, entry or nil }: the entry's "<queue> <id>" lines */
+    if (status == RJQ_OK &&
+        (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+         (r->element[1]->type != REDIS_REPLY_NIL && r->element[1]->type != REDIS_REPLY_STRING))) {
+        rjq__errmsg(c, "dependents: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    if (status == RJQ_OK && r->element[1]->type == REDIS_REPLY_STRING &&
+        (copy = strndup(r->element[1]->str, r->element[1]->len)) == NULL)
+        status = RJQ_ENOMEM;
+    for (char *p = copy, *next; status == RJQ_OK && p && *p && n < RJQ__DEPENDENTS_SHOWN; p = next) {
+        next = strchr(p, '\n');
+        if (next) *next++ = '\0';
+        char *sp = strchr(p, ' ');
+        if (sp == NULL) {
+            rjq__errmsg(c, "dependents: unexpected entry");
+            status = RJQ_EPROTO;
+            break;
+        }
+        *sp = '\0';
+        if (!rjq__valid_queue_name(p) || !rjq__valid_job_id(sp + 1)) {
+            rjq__errmsg(c, "dependents: unexpected entry");
+            status = RJQ_EPROTO;
+            break;
+        }
+        list[n].queue = p;
+        list[n++].id = sp + 1;
+    }
+    d->cb(c, status, status == RJQ_OK && n ? list : NULL, status == RJQ_OK ? n : 0, d->data);
+    free(copy);
+    rjq__queue_release(d->q);
+    free(d);
+}
+
+int rjq_queue_get_dependents(rjq_queue *q, const char *id, rjq_dependents_cb *cb, void *data) {
+    if (q == NULL || cb == NULL) return RJQ_EINVAL;
+    if (!rjq__valid_job_id(id)) return RJQ_EJOBID;
+    rjq_client *c = rjq_queue_get_client(q);
+    int rc = rjq__queue_refuse_front(q, "dependents");
+    if (rc != RJQ_OK) return rc;
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    dents *d = malloc(sizeof *d);
+    if (d == NULL) return RJQ_ENOMEM;
+    d->q = q;
+    d->cb = cb;
+    d->data = data;
+    rjq__enter(c);
+    rc = send_read(q, "", id, NULL, 0, on_dependents, d);
+    rjq__leave(c);
+    if (rc != RJQ_OK) free(d);
     return rc;
 }

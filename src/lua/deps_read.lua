@@ -4,19 +4,22 @@
 -- how jobs of this queue stand (the dependencies that live here). The
 -- client asks the job's own queue for its list, then every dependency's
 -- queue for its jobs, a call per queue, all sent at once (a round trip
--- per master). Reads only.
--- KEYS (src/keys.def; bound to these locals): cols, deps
--- ARGV: 1 the id of the job whose list to read ('' = none), then the ids
---       of jobs of this queue to read
--- Returns { list or false, then per id: state ('missing' when there is no
+-- per master). Also the dependents of a job of this queue that are not
+-- released yet (rjq_queue_get_dependents). Reads only.
+-- KEYS (src/keys.def; bound to these locals): cols, deps, dependents
+-- ARGV: 1 the id of the job whose list to read ('' = none), 2 the id of
+--       the job whose dependents to read ('' = none), then the ids of jobs
+--       of this queue to read
+-- Returns { list or false, dependents or false, then per id: state ('missing' when there is no
 -- such job), result (completed: '' when it returned nothing; else false),
 -- error (the last failure's text, or false) }.
 local J = columns(cols)
-local out = {false}
+local out = {false, false}
 if ARGV[1] ~= '' then out[1] = redis.call('HMGET', deps, ARGV[1])[1] end
-local n = #ARGV - 1
+if ARGV[2] ~= '' then out[2] = redis.call('HMGET', dependents, ARGV[2])[1] end
+local n = #ARGV - 2
 if n < 1 then return out end
-local ids = {unpack(ARGV, 2)}
+local ids = {unpack(ARGV, 3)}
 local d = redis.call('HMGET', J.d, unpack(ids))
 local s = redis.call('HMGET', J.s, unpack(ids))
 local r = redis.call('HMGET', J.r, unpack(ids))

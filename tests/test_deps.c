@@ -539,3 +539,174 @@ TEST(finishing_a_job_without_dependencies_costs_what_it_did) {
     ASSERT_EQ(FAILURE_COMMANDS, failure);
     env_stop(&e);
 }
+
+/* A handler that counts runs per job id (ids "n<k>", k < 2048) and
+ * completes its job; `order` notes the end of the run of "d". */
+typedef struct runs {
+    int by_id[2048];
+    long total;
+    long d_at;           /* total when "d" ran (0: not yet) */
+} runs;
+
+static void count_and_complete(rjq_job *job, void *data) {
+    runs *r = data;
+    const char *id = rjq_job_get_id(job);
+    r->total++;
+    if (id[0] == 'n') {
+        int k = atoi(id + 1);
+        if (k >= 0 && k < 2048) r->by_id[k]++;
+    }
+    if (strcmp(id, "d") == 0) r->d_at = r->total;
+    ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));
+}
+
+TEST(diamond_runs_its_join_once_after_both_sides) {
+    test_env e;
+    env_start(&e, "dm");
+    rjq_queue *q2 = open_queue(&e, "dm2");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    rjq_dep on_a = {"dm", "a"};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, q2, "c", &on_a, 1, RJQ_AFTER_FAIL).status);
+    rjq_dep on_bc[2] = {{"dm", "b"}, {"dm2", "c"}};
+    ASSERT_OK(enqueue_after(&e, q2, "d", on_bc, 2, RJQ_AFTER_FAIL).status);
+    runs r;
+    memset(&r, 0, sizeof r);
+    rjq_worker_options wo = quiet_worker_options(4);
+    rjq_worker *w1, *w2;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, count_and_complete, &r, &w1));
+    ASSERT_OK(rjq_worker_start(q2, &wo, count_and_complete, &r, &w2));
+    count_wait p = {0};
+    ASSERT_OK(rjq_queue_promote(e.q, "a", on_count, &p));
+    ASSERT(loop_until_count(e.base, &r.total, 4, 10000));
+    ASSERT_EQ(4, r.d_at); /* d last */
+    WAIT_FOR(e.base, state_is(&e, q2, "d", "completed"), 10000);
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{dm}:dependents t:{dm2}:dependents") == 0, 10000);
+    ASSERT_EQ(4, r.total); /* each once */
+    worker_stop_wait(e.base, w1);
+    worker_stop_wait(e.base, w2);
+    env_stop(&e);
+}
+
+/* One job fans out to 1 000 children (of two queues); they fan in to one
+ * parent through 10 joins of 100 each (RJQ_AFTER_MAX a job). */
+TEST(fan_out_to_1000_children_and_in_through_joins_runs_each_once) {
+    test_env e;
+    env_start(&e, "ff");
+    rjq_queue *q2 = open_queue(&e, "ff2");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    rjq_dep on_a = {"ff", "a"};
+    char ids[1000][8];
+    rjq_dep kids[10][100];
+    for (int k = 0; k < 1000; k++) {
+        snprintf(ids[k], sizeof ids[k], "n%d", k);
+        ASSERT_OK(enqueue_after(&e, k % 2 ? q2 : e.q, ids[k], &on_a, 1, RJQ_AFTER_FAIL).status);
+        kids[k / 100][k % 100] = (rjq_dep){k % 2 ? "ff2" : "ff", ids[k]};
+    }
+    char joins[10][8];
+    rjq_dep on_joins[10];
+    for (int j = 0; j < 10; j++) {
+        snprintf(joins[j], sizeof joins[j], "n%d", 1000 + j);
+        ASSERT_OK(enqueue_after(&e, q2, joins[j], kids[j], 100, RJQ_AFTER_FAIL).status);
+        on_joins[j] = (rjq_dep){"ff2", joins[j]};
+    }
+    ASSERT_OK(enqueue_after(&e, e.q, "d", on_joins, 10, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(1011, server_int(e.rc, "ZCARD t:{ff}:waiting") + server_int(e.rc, "ZCARD t:{ff2}:waiting"));
+    runs r;
+    memset(&r, 0, sizeof r);
+    rjq_worker_options wo = quiet_worker_options(16);
+    rjq_worker *w1, *w2;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, count_and_complete, &r, &w1));
+    ASSERT_OK(rjq_worker_start(q2, &wo, count_and_complete, &r, &w2));
+    count_wait p = {0};
+    ASSERT_OK(rjq_queue_promote(e.q, "a", on_count, &p));
+    ASSERT(loop_until_count(e.base, &r.total, 1012, 60000));
+    ASSERT_EQ(1012, r.d_at); /* the parent last */
+    for (int k = 0; k < 1010; k++) ASSERT_EQ(1, r.by_id[k]);
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{ff}:dependents t:{ff2}:dependents") == 0, 10000);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{ff}:waiting") + server_int(e.rc, "ZCARD t:{ff2}:waiting"));
+    ASSERT_EQ(1012, r.total);
+    worker_stop_wait(e.base, w1);
+    worker_stop_wait(e.base, w2);
+    env_stop(&e);
+}
+
+/* Cancelling a waiting job cancels it alone: its dependents apply their
+ * policy; its own dependency, finishing later, releases nothing of it. */
+TEST(cancel_of_a_waiting_job_cancels_it_alone_and_its_dependents_apply_their_policy) {
+    test_env e;
+    env_start(&e, "cw");
+    rjq_queue *q2 = open_queue(&e, "cw2");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    rjq_dep on_a = {"cw", "a"}, on_b = {"cw", "b"};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, q2, "c", &on_b, 1, RJQ_AFTER_RUN).status);
+    ASSERT_OK(enqueue_after(&e, q2, "f", &on_b, 1, RJQ_AFTER_FAIL).status);
+    int done = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "b", on_cancel_wait, &done));
+    ASSERT(loop_until(e.base, &done, 5000));
+    ASSERT_EQ(1, done);
+    ASSERT_STREQ("cancelled", get_info(e.base, e.q, "b").state);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{cw}:waiting"));
+    WAIT_FOR(e.base, state_is(&e, q2, "c", "ready"), 10000); /* run */
+    WAIT_FOR(e.base, state_is(&e, q2, "f", "dead"), 10000);  /* fail */
+    ASSERT_STREQ("dependency cw:b ended cancelled", get_info(e.base, q2, "f").error);
+    ASSERT_STREQ("delayed", get_info(e.base, e.q, "a").state); /* (untouched) */
+    /* a runs: b stays cancelled, nothing runs twice */
+    runs r;
+    memset(&r, 0, sizeof r);
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w1, *w2;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, count_and_complete, &r, &w1));
+    ASSERT_OK(rjq_worker_start(q2, &wo, count_and_complete, &r, &w2));
+    count_wait p = {0};
+    ASSERT_OK(rjq_queue_promote(e.q, "a", on_count, &p));
+    ASSERT(loop_until_count(e.base, &r.total, 2, 10000)); /* a and c */
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{cw}:dependents") == 0, 10000);
+    ASSERT_STREQ("cancelled", get_info(e.base, e.q, "b").state);
+    ASSERT_EQ(0, server_int(e.rc, "LLEN t:{cw}:ready"));
+    ASSERT_EQ(2, r.total);
+    worker_stop_wait(e.base, w1);
+    worker_stop_wait(e.base, w2);
+    env_stop(&e);
+}
+
+/* Replaying a dead dependency re-blocks nothing already released: a job
+ * that ran (policy run) does not run again, one buried (policy fail) stays
+ * dead; the replayed job runs alone. */
+TEST(replay_of_a_dead_dependency_reblocks_nothing_released) {
+    test_env e;
+    env_start(&e, "rp");
+    rjq_queue *q2 = open_queue(&e, "rp2");
+    enqueue_x_ok(e.base, e.q, "a", 0, 0);
+    rjq_dep on_a = {"rp", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "r", &on_a, 1, RJQ_AFTER_RUN).status);
+    ASSERT_OK(enqueue_after(&e, q2, "f", &on_a, 1, RJQ_AFTER_FAIL).status);
+    long buried = 0;
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *wa, *w2;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, bury_it, &buried, &wa));
+    WAIT_FOR(e.base, state_is(&e, q2, "f", "dead"), 10000);
+    WAIT_FOR(e.base, state_is(&e, q2, "r", "ready"), 10000);
+    worker_stop_wait(e.base, wa);
+    runs r;
+    memset(&r, 0, sizeof r);
+    ASSERT_OK(rjq_worker_start(q2, &wo, count_and_complete, &r, &w2));
+    ASSERT(loop_until_count(e.base, &r.total, 1, 10000)); /* r ran */
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{rp}:dependents") == 0, 10000);
+    count_wait p = {0};
+    ASSERT_OK(rjq_queue_replay(e.q, "a", 1, on_count, &p));
+    ASSERT(loop_until(e.base, &p.done, 5000));
+    ASSERT_EQ(1, p.n);
+    ASSERT_OK(rjq_worker_start(e.q, &wo, count_and_complete, &r, &wa));
+    ASSERT(loop_until_count(e.base, &r.total, 2, 10000)); /* a, once more */
+    WAIT_FOR(e.base, state_is(&e, e.q, "a", "completed"), 10000);
+    ASSERT_STREQ("completed", get_info(e.base, q2, "r").state);
+    ASSERT_STREQ("dead", get_info(e.base, q2, "f").state);
+    ASSERT_EQ(0, server_int(e.rc, "LLEN t:{rp2}:ready"));
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{rp2}:waiting"));
+    ASSERT_EQ(2, r.total);
+    worker_stop_wait(e.base, wa);
+    worker_stop_wait(e.base, w2);
+    env_stop(&e);
+}

@@ -247,6 +247,102 @@ void rjq__deps_notify(rjq_queue *q, const char *const *ids, const size_t *lens, 
     send_due(q, 0, "0", 1, ids, lens, n);
 }
 
+/* ---- resume ------------------------------------------------------------- */
+
+/* One registration the resume sweep makes again: dependent id of q on
+ * dependency did of queue dq. */
+typedef struct rewatch {
+    rjq_queue *q, *on;
+    char *id, *dq, *did;
+} rewatch;
+
+static void rewatch_free(rewatch *w) {
+    rjq__queue_release(w->q);
+    rjq__queue_release(w->on);
+    free(w->id);
+    free(w->dq);
+    free(w->did);
+    free(w);
+}
+
+static void on_rewatched(rjq_client *c, int status, redisReply *r, void *priv) {
+    rewatch *w = priv;
+    /* deps_watch.lua: 'waiting' (registered) or how it ended: counted */
+    if (status == RJQ_OK && is_outcome(r) && rjq__accepting(c))
+        (void)send_release(w->q, w->id, strlen(w->id), w->dq, w->did, strlen(w->did), r->str, NULL,
+                           NULL);
+    rewatch_free(w);
+}
+
+static void send_rewatch(rjq_queue *q, const char *id, size_t idlen, const char *dq, size_t dqlen,
+                         const char *did, size_t didlen) {
+    rjq_client *c = rjq_queue_get_client(q);
+    rjq_queue *on = rjq__deps_queue(c, dq, dqlen);
+    rewatch *w = on ? calloc(1, sizeof *w) : NULL;
+    if (w == NULL) return; /* (the next sweep tries again) */
+    w->q = q;
+    w->on = on;
+    w->id = strndup(id, idlen);
+    w->dq = strndup(dq, dqlen);
+    w->did = strndup(did, didlen);
+    if (w->id == NULL || w->dq == NULL || w->did == NULL || !rjq__valid_job_id(w->did)) {
+        free(w->id);
+        free(w->dq);
+        free(w->did);
+        free(w);
+        return;
+    }
+    rjq__argv v;
+    rjq__argv_init(&v);
+    rjq__argv_script_keys(&v, on, RJQ__S_DEPS_WATCH);
+    rjq__argv_str(&v, w->did);
+    rjq__argv_str(&v, rjq_queue_get_name(q));
+    rjq__argv_str(&v, w->id);
+    if (send_script(on, RJQ__S_DEPS_WATCH, RJQ__REQ_RETRY, on_rewatched, w, &v) != RJQ_OK) {
+        free(w->id);
+        free(w->dq);
+        free(w->did);
+        free(w);
+        return;
+    }
+    rjq__queue_hold(q); /* (on: send_script's hold, released with w) */
+}
+
+static void on_resume(rjq_client *c, int status, redisReply *r, void *priv) {
+    rjq_queue *q = priv;
+    /* deps_resume.lua: { id, pending lines, ... } */
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 0)) {
+        rjq__errmsg(c, "deps resume: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    for (size_t i = 0; status == RJQ_OK && i + 1 < r->elements && rjq__accepting(c); i += 2) {
+        const redisReply *id = r->element[i], *list = r->element[i + 1];
+        if (id->type != REDIS_REPLY_STRING || id->len == 0 || id->len > RJQ_JOB_ID_MAX ||
+            list->type != REDIS_REPLY_STRING)
+            continue;
+        const char *p = list->str, *end = list->str + list->len;
+        while (p < end) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            const char *le = nl ? nl : end;
+            const char *sp = memchr(p, ' ', (size_t)(le - p));
+            if (sp && sp > p && sp + 1 < le)
+                send_rewatch(q, id->str, id->len, p, (size_t)(sp - p), sp + 1,
+                             (size_t)(le - sp - 1));
+            p = le + 1;
+        }
+    }
+    rjq__queue_release(q);
+}
+
+void rjq__deps_resume(rjq_queue *q) {
+    if (!rjq__accepting(rjq_queue_get_client(q)) || rjq__queue_front(q)) return;
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_script_keys(&a, q, RJQ__S_DEPS_RESUME);
+    rjq__argv_ll(&a, 100);
+    (void)send_script(q, RJQ__S_DEPS_RESUME, 0, on_resume, q, &a);
+}
+
 /* ---- enqueue ------------------------------------------------------------ */
 
 typedef struct add_ctx {

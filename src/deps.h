@@ -36,6 +36,13 @@ void rjq__deps_notify(rjq_queue *q, const char *const *ids, const size_t *lens, 
  * nothing). */
 void rjq__deps_sweep(rjq_queue *q);
 
+/* The resume sweep: register again the jobs of q waiting for their
+ * dependencies whose registration is due (deps_resume.lua: their
+ * enqueuing client may have died before it registered them), a page of
+ * 100 per call. Run by the periodic visit of q (upkeep.c) when the reclaim
+ * sweep says some are due. */
+void rjq__deps_resume(rjq_queue *q);
+
 /* The client's handle of queue `name` (len bytes), opened when it has
  * none (the library's own, freed with the client); NULL when it is no
  * queue name or out of memory. */

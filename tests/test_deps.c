@@ -710,3 +710,54 @@ TEST(replay_of_a_dead_dependency_reblocks_nothing_released) {
     worker_stop_wait(e.base, w2);
     env_stop(&e);
 }
+
+/* deps_add called alone, as an enqueuing client that died before it
+ * registered the job with its dependencies leaves it; its registration
+ * then made to look a minute old (DEPS_RESUME_MS). */
+static void add_unregistered(redisContext *rc, const char *q, const char *id, const char *dq,
+                             const char *did) {
+    const char *args[] = {id, "p", "", "fail", dq, did};
+    redisReply *r = fcall(rc, RJQ__S_DEPS_ADD, q, args, 6);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->integer == 0);
+    freeReplyObject(r);
+    freeReplyObject(server_cmd(rc, "ZADD t:{%s}:waiting 1 %s", q, id));
+}
+
+TEST(resume_sweep_registers_a_job_whose_enqueuer_died_before_registering_it) {
+    test_env e;
+    env_start(&e, "rs");
+    rjq_queue *q2 = open_queue(&e, "rs2");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    enqueue_x_ok(e.base, e.q, "done", 0, 0);
+    freeReplyObject(server_cmd(e.rc, "HSET t:{rs}:state done %s", "completed 1 tok @1,2,3"));
+    add_unregistered(e.rc, "rs2", "b", "rs", "a");    /* a still pending */
+    add_unregistered(e.rc, "rs2", "c", "rs", "done"); /* finished meanwhile */
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{rs}:dependents")); /* nobody knows of b */
+    /* a worker on rs2: its queue's periodic visit resumes the registrations */
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 50;
+    rjq_worker *w;
+    ran r = {{0}, 0};
+    ASSERT_OK(rjq_worker_start(q2, &wo, complete_it, &r, &w));
+    WAIT_FOR(e.base, server_int(e.rc, "HEXISTS t:{rs}:dependents a") == 1, 10000);
+    ASSERT(loop_until_count(e.base, &r.n, 1, 10000)); /* c: counted at once, ran */
+    ASSERT_STREQ("c", r.order);
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "b").state);
+    /* looked at again only after as long as it had waited (at least a minute) */
+    long long next = server_int(e.rc, "ZSCORE t:{rs2}:waiting b");
+    redisReply *t = server_cmd(e.rc, "TIME");
+    long long now = atoll(t->element[0]->str) * 1000;
+    freeReplyObject(t);
+    ASSERT(next >= now - 5000);
+    /* a finishes: b is released, once */
+    int done = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "a", on_cancel_wait, &done));
+    ASSERT(loop_until(e.base, &done, 5000));
+    WAIT_FOR(e.base, state_is(&e, q2, "b", "dead"), 10000); /* (policy fail) */
+    ASSERT_STREQ("dependency rs:a ended cancelled", get_info(e.base, q2, "b").error);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{rs2}:waiting"));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{rs}:dependents") == 0, 10000);
+    ASSERT_EQ(1, r.n); /* c ran once, b never */
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}

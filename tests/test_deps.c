@@ -761,3 +761,32 @@ TEST(resume_sweep_registers_a_job_whose_enqueuer_died_before_registering_it) {
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }
+
+/* A worker killed between its child's completion and the parent's
+ * release: the completion (the script, as it ran on the server) is all
+ * that happened; the sweep of the child's queue releases the parent, once,
+ * within its period. */
+TEST(completion_whose_worker_died_before_the_release_is_released_by_the_sweep_once) {
+    test_env e;
+    env_start(&e, "dk");
+    rjq_queue *q2 = open_queue(&e, "dk2");
+    plant_active(e.rc, "dk", "a");
+    rjq_dep on_a = {"dk", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
+    const char *done[] = {"t:{dk}:job:", "-1", "0", "0", "0", "a", "1 tok", "r"};
+    redisReply *r = fcall(e.rc, RJQ__S_COMPLETE, "dk", done, 8);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    ASSERT_EQ(3, r->element[0]->integer); /* done, with dependents to release */
+    freeReplyObject(r);
+    ASSERT_STREQ("completed", get_info(e.base, e.q, "a").state);
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "p").state);
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 50;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, never_runs, NULL, &w));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{dk}:dependents") == 0, 10000);
+    ASSERT_STREQ("ready", get_info(e.base, q2, "p").state);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{dk2}:ready")); /* released once */
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}

@@ -845,12 +845,18 @@ typedef struct rjq_header {
  *   The callback's status is an error when a registration failed (the job
  *   was written and may wait until it is enqueued again with the same id:
  *   registering again changes nothing registered already).
- * - A handler reads its dependencies' outcomes with rjq_job_dependencies().
- * - Not built yet (README "Dependencies and batches"): resuming the
- *   registrations of an enqueuing client that died between its two steps,
- *   the count of waiting jobs in rjq_stats and
- *   listings, the CLI's --after, batches and flows. Sharded queues take
- *   no dependencies.
+ * - An enqueuing client that dies between its two steps (or a
+ *   registration that fails) leaves a job no dependency knows of: the
+ *   periodic visit of the job's queue registers it again once its last
+ *   registration is a minute old, then after as long as it had waited (at
+ *   most an hour).
+ * - A handler reads its dependencies' outcomes with rjq_job_dependencies();
+ *   rjq_stats.waiting counts the waiting jobs, RJQ_STATE_WAITING lists them.
+ * - A dependency's record is kept by retention as any job's: deleted before
+ *   it released its dependents (a retention shorter than the sweep
+ *   period), it counts as "missing".
+ * - Not built yet (README "Dependencies and batches"): batches and flows.
+ *   Sharded queues take no dependencies.
  */
 #define RJQ_AFTER_MAX 100
 #define RJQ_AFTER_FAIL 0

@@ -356,7 +356,7 @@ static redisReply *release_fcall(redisContext *rc, const char *q, const char *id
     int n = layout_script_keys(&lk, RJQ__S_DEPS_RELEASE, "t", q, argv, 2);
     snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
     snprintf(wake, sizeof wake, "t:{%s}:wake", q);
-    const char *args[] = {prefix, wake, id, dq, did, outcome, "1000"};
+    const char *args[] = {prefix, wake, "1000", id, dq, did, outcome};
     for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) argv[n++] = args[i];
     redisReply *r = redisCommandArgv(rc, n, argv, NULL);
     ASSERT(r != NULL);

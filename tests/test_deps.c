@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "fixture.h"
 #include "harness.h"
 #include "rjq_scripts.h"
@@ -789,4 +790,74 @@ TEST(completion_whose_worker_died_before_the_release_is_released_by_the_sweep_on
     ASSERT_EQ(1, server_int(e.rc, "LLEN t:{dk2}:ready")); /* released once */
     worker_stop_wait(e.base, w);
     env_stop(&e);
+}
+
+/* The first queue name "x<k>" whose slot master node m serves. */
+static void name_on(const test_cluster *cl, int m, char *out, size_t size) {
+    for (int k = 0; k < 1000; k++) {
+        char key[32];
+        snprintf(out, size, "x%d", k);
+        snprintf(key, sizeof key, "{%s}", out);
+        if (cluster_node_of_key(cl, key) == m) return;
+    }
+    FAIL_AT(__FILE__, __LINE__, "no queue name on master %d", m);
+}
+
+/* A chain across the three masters of the test cluster, the last job
+ * waiting for jobs on the two others and reading their outcomes (a round
+ * trip to each of their masters). */
+TEST(chain_across_three_cluster_masters_runs_in_order_and_reads_outcomes) {
+    test_cluster cl;
+    cluster_start(&cl, 0);
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(cl.url);
+    rjq_client *c = client_new(base, &o);
+    char na[16], nb[16], nc[16];
+    name_on(&cl, 0, na, sizeof na);
+    name_on(&cl, 1, nb, sizeof nb);
+    name_on(&cl, 2, nc, sizeof nc);
+    rjq_queue *qa, *qb, *qc;
+    ASSERT_OK(rjq_queue_open(c, na, NULL, &qa));
+    ASSERT_OK(rjq_queue_open(c, nb, NULL, &qb));
+    ASSERT_OK(rjq_queue_open(c, nc, NULL, &qc));
+    enqueue_x_ok(base, qa, "a", 3600000, 0);
+    rjq_dep on_a = {na, "a"};
+    rjq_dep on_ab[2] = {{na, "a"}, {nb, "b"}};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+    jo.id = "b";
+    jo.after = &on_a;
+    jo.n_after = 1;
+    ASSERT_OK(enqueue_job(base, qb, "p", &jo).status);
+    jo.id = "c";
+    jo.after = on_ab;
+    jo.n_after = 2;
+    ASSERT_OK(enqueue_job(base, qc, "p", &jo).status);
+    ASSERT_STREQ("waiting", get_info(base, qc, "c").state);
+    long na_ran = 0, nb_ran = 0;
+    read_deps rd;
+    memset(&rd, 0, sizeof rd);
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *wa, *wb, *wc;
+    ASSERT_OK(rjq_worker_start(qa, &wo, complete_with_result, &na_ran, &wa));
+    ASSERT_OK(rjq_worker_start(qb, &wo, complete_with_result, &nb_ran, &wb));
+    ASSERT_OK(rjq_worker_start(qc, &wo, read_then_complete, &rd, &wc));
+    count_wait p = {0};
+    ASSERT_OK(rjq_queue_promote(qa, "a", on_count, &p));
+    ASSERT(loop_until_count(base, &rd.ran, 1, 30000));
+    ASSERT_EQ(1, na_ran);
+    ASSERT_EQ(1, nb_ran);
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(2, (long)rd.n);
+    char want[64];
+    snprintf(want, sizeof want, "%s:a completed completed r-a -", na);
+    ASSERT_STREQ(want, rd.line[0]);
+    snprintf(want, sizeof want, "%s:b completed completed r-a -", nb);
+    ASSERT_STREQ(want, rd.line[1]);
+    WAIT_FOR(base, strcmp(get_info(base, qc, "c").state, "completed") == 0, 30000);
+    worker_stop_wait(base, wa);
+    worker_stop_wait(base, wb);
+    worker_stop_wait(base, wc);
+    rjq_client_free(c);
+    event_base_free(base);
+    cluster_stop(&cl);
 }

@@ -377,7 +377,7 @@ static void send_rewatch(rjq_queue *q, const char *id, size_t idlen, const char 
     w->id = strndup(id, idlen);
     w->dq = strndup(dq, dqlen);
     w->did = strndup(did, didlen);
-    if (w->id == NULL || w->dq == NULL || w->did == NULL || !rjq__valid_job_id(w->did)) {
+    if (w->id == NULL || w->dq == NULL || w->did == NULL || !rjq__valid_job_ref(w->did)) {
         free(w->id);
         free(w->dq);
         free(w->did);
@@ -575,7 +575,7 @@ int rjq__deps_check(rjq_client *c, const rjq_job_options *o) {
         return RJQ_EINVAL;
     }
     for (size_t i = 0; i < o->n_after; i++) {
-        if (!rjq__valid_queue_name(o->after[i].queue) || !rjq__valid_job_id(o->after[i].id)) {
+        if (!rjq__valid_queue_name(o->after[i].queue) || !rjq__valid_job_ref(o->after[i].id)) {
             rjq__errmsg(c, "enqueue: dependency %zu: bad queue name or job id", i);
             return RJQ_EINVAL;
         }

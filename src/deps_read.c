@@ -208,7 +208,7 @@ static int parse_list(dread *d, const char *s, size_t len) {
             d->n++;
             return RJQ_ENOMEM;
         }
-        if (!rjq__valid_queue_name(d->qname[d->n]) || !rjq__valid_job_id(d->id[d->n])) {
+        if (!rjq__valid_queue_name(d->qname[d->n]) || !rjq__valid_job_ref(d->id[d->n])) {
             d->n++;
             return RJQ_EPROTO;
         }
@@ -272,7 +272,7 @@ int rjq_job_dependencies(rjq_job *job, rjq_dependencies_cb *cb, void *data) {
 int rjq_queue_get_dependencies(rjq_queue *q, const char *id, rjq_dependencies_cb *cb,
                                void *data) {
     if (q == NULL || cb == NULL) return RJQ_EINVAL;
-    if (!rjq__valid_job_id(id)) return RJQ_EJOBID;
+    if (!rjq__valid_job_ref(id)) return RJQ_EJOBID;
     return read_dependencies(q, id, cb, data);
 }
 
@@ -309,7 +309,7 @@ static void on_dependents(rjq_client *c, int status, redisReply *r, void *priv) 
             break;
         }
         *sp = '\0';
-        if (!rjq__valid_queue_name(p) || !rjq__valid_job_id(sp + 1)) {
+        if (!rjq__valid_queue_name(p) || !rjq__valid_job_ref(sp + 1)) {
             rjq__errmsg(c, "dependents: unexpected entry");
             status = RJQ_EPROTO;
             break;
@@ -325,7 +325,7 @@ static void on_dependents(rjq_client *c, int status, redisReply *r, void *priv) 
 
 int rjq_queue_get_dependents(rjq_queue *q, const char *id, rjq_dependents_cb *cb, void *data) {
     if (q == NULL || cb == NULL) return RJQ_EINVAL;
-    if (!rjq__valid_job_id(id)) return RJQ_EJOBID;
+    if (!rjq__valid_job_ref(id)) return RJQ_EJOBID;
     rjq_client *c = rjq_queue_get_client(q);
     int rc = rjq__queue_refuse_front(q, "dependents");
     if (rc != RJQ_OK) return rc;

@@ -861,3 +861,47 @@ TEST(chain_across_three_cluster_masters_runs_in_order_and_reads_outcomes) {
     event_base_free(base);
     cluster_stop(&cl);
 }
+
+static void on_deps_read(rjq_client *c, int status, const rjq_dep_outcome *deps, size_t n,
+                         void *data) {
+    (void)c;
+    read_deps *rd = data;
+    rd->status = status;
+    rd->n = n;
+    for (size_t i = 0; status == RJQ_OK && i < n && i < 8; i++) {
+        const rjq_dep_outcome *o = rjq_dep_outcome_get(deps, i);
+        snprintf(rd->line[i], sizeof rd->line[i], "%s:%s %s %s", o->queue, o->id, o->state,
+                 o->counted);
+    }
+    rd->ran++;
+}
+
+/* A server-assigned (all-digit) id names a dependency, and a dependent
+ * with one is read (both were refused as invalid job ids: RJQ_EINVAL at
+ * the enqueue, 400 on the dashboard's job page of a numbered job). */
+TEST(dependency_on_a_server_assigned_id_waits_and_reads) {
+    test_env e;
+    env_start(&e, "dn");
+    rjq_job_options d = RJQ_JOB_OPTIONS_INIT;
+    d.delay_ms = 3600000;
+    enqueue_wait a = enqueue_job(e.base, e.q, "p", &d);
+    ASSERT_OK(a.status);
+    rjq_dep on_a = {"dn", a.id};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.after = &on_a;
+    o.n_after = 1;
+    enqueue_wait b = enqueue_job(e.base, e.q, "p", &o); /* itself numbered */
+    ASSERT_OK(b.status);
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, b.id).state);
+    read_deps rd;
+    memset(&rd, 0, sizeof rd);
+    ASSERT_OK(rjq_queue_get_dependencies(e.q, b.id, on_deps_read, &rd));
+    ASSERT(loop_until_count(e.base, &rd.ran, 1, 10000));
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(1, (long)rd.n);
+    char want[300];
+    snprintf(want, sizeof want, "dn:%s delayed pending", a.id);
+    ASSERT_STREQ(want, rd.line[0]);
+    ASSERT_EQ(RJQ_EJOBID, rjq_queue_get_dependencies(e.q, "a b", on_deps_read, &rd));
+    env_stop(&e);
+}

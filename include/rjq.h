@@ -845,11 +845,18 @@ typedef struct rjq_header {
  *   The callback's status is an error when a registration failed (the job
  *   was written and may wait until it is enqueued again with the same id:
  *   registering again changes nothing registered already).
- * - Not built yet (README "Dependencies and batches"): resuming the
- *   registrations of an enqueuing client that died between its two steps,
- *   rjq_job_dependencies, the count of waiting jobs in rjq_stats and
- *   listings, the CLI's --after, batches and flows. Sharded queues take
- *   no dependencies.
+ * - An enqueuing client that dies between its two steps (or a
+ *   registration that fails) leaves a job no dependency knows of: the
+ *   periodic visit of the job's queue registers it again once its last
+ *   registration is a minute old, then after as long as it had waited (at
+ *   most an hour).
+ * - A handler reads its dependencies' outcomes with rjq_job_dependencies();
+ *   rjq_stats.waiting counts the waiting jobs, RJQ_STATE_WAITING lists them.
+ * - A dependency's record is kept by retention as any job's: deleted before
+ *   it released its dependents (a retention shorter than the sweep
+ *   period), it counts as "missing".
+ * - Not built yet (README "Dependencies and batches"): batches and flows.
+ *   Sharded queues take no dependencies.
  */
 #define RJQ_AFTER_MAX 100
 #define RJQ_AFTER_FAIL 0
@@ -1223,6 +1230,76 @@ RJQ_API const char *rjq_job_get_header(const rjq_job *job, const char *key);
 RJQ_API int rjq_job_get_header_at(const rjq_job *job, size_t i, const char **key,
                                   const char **value);
 
+/* One dependency of a job as rjq_job_dependencies() reads it. */
+typedef struct rjq_dep_outcome {
+    const char *queue;  /* the dependency's queue name and id, as given to */
+    const char *id;     /* rjq_job_options.after */
+    const char *state;  /* its state now: "completed", "dead", "cancelled",
+                           or "missing" (no such job: it never existed, or
+                           its record was deleted since it released this
+                           one); another state only for a job that was
+                           replayed after it released this one */
+    const void *result; /* completed: its result (result_len bytes, may be
+                           0); else NULL */
+    size_t result_len;
+    const char *error;  /* its last failure's text, or NULL */
+    const char *counted; /* how this job counted it when it finished:
+                            "completed", "dead", "cancelled", "missing",
+                            "ignored" (dropped by RJQ_AFTER_IGNORE), or
+                            "pending" (not counted: the job was not
+                            released by its dependencies, e.g. replayed) */
+} rjq_dep_outcome;
+
+/* Element i of the list an rjq_dependencies_cb gets (never list[i] for
+ * i > 0). */
+RJQ_API const rjq_dep_outcome *rjq_dep_outcome_get(const rjq_dep_outcome *list, size_t i);
+
+/* deps: the job's dependencies in the order of its `after` (n of them; 0
+ * and NULL for a job enqueued without after), valid during the call;
+ * NULL unless status is RJQ_OK. */
+typedef void rjq_dependencies_cb(rjq_client *c, int status, const rjq_dep_outcome *deps,
+                                 size_t n, void *data);
+
+/*
+ * Read the outcomes of the job's dependencies (README "Dependencies and
+ * batches"), for a handler whose job was enqueued with `after`: a read of
+ * the job's list on its own queue, then one call per dependency queue,
+ * all sent together (a round trip per master). The job may be finished
+ * before cb runs (the call keeps what it needs); cb is called once,
+ * also with RJQ_ECANCELED when the client is freed first. A dependency's
+ * record stays at least until it released this job (retention then may
+ * delete it: state "missing", counted still says how it ended).
+ * Returns RJQ_OK, RJQ_EINVAL (job or cb NULL, or a job detached from its
+ * worker), RJQ_ESHARDED (a sharded queue's job: they take no
+ * dependencies), RJQ_ECLOSED (the client is closing) or RJQ_ENOMEM. cb's status:
+ * RJQ_OK, RJQ_EPROTO (a reply rjq cannot read), RJQ_ENOMEM, RJQ_ECANCELED,
+ * or a request's error (RJQ_ECONN, RJQ_ETIMEDOUT, RJQ_EAUTH, ...).
+ */
+RJQ_API int rjq_job_dependencies(rjq_job *job, rjq_dependencies_cb *cb, void *data);
+
+/* The same for job `id` of q, from any process (an operator's view: rjq
+ * serve's job page). Returns as rjq_job_dependencies, RJQ_EINVAL for q or
+ * cb NULL, RJQ_EJOBID for an invalid id. */
+RJQ_API int rjq_queue_get_dependencies(rjq_queue *q, const char *id, rjq_dependencies_cb *cb,
+                                       void *data);
+
+/* list: the jobs (their queue names and ids) that wait for the job and
+ * that it has not released yet, in the order they registered, at most
+ * 1000; valid during the call. NULL and 0 when none, or unless status is
+ * RJQ_OK. */
+typedef void rjq_dependents_cb(rjq_client *c, int status, const rjq_dep *list, size_t n,
+                               void *data);
+
+/* Read the dependents of job `id` of q not released yet: a dependent is
+ * recorded with its dependency until the dependency finished and released
+ * it (then the dependent's own list, rjq_queue_get_dependencies, says how
+ * it counted). One script call. Returns RJQ_OK, RJQ_EINVAL (q or cb NULL),
+ * RJQ_EJOBID (an invalid id), RJQ_ESHARDED, RJQ_ECLOSED or RJQ_ENOMEM; cb's
+ * status: RJQ_OK, RJQ_EPROTO, RJQ_ENOMEM, RJQ_ECANCELED or a request's
+ * error. */
+RJQ_API int rjq_queue_get_dependents(rjq_queue *q, const char *id, rjq_dependents_cb *cb,
+                                     void *data);
+
 typedef void rjq_done_cb(rjq_client *c, int status, void *data);
 
 /*
@@ -1508,6 +1585,8 @@ typedef struct rjq_stats {
      * job's record went (retention, the dead cap, a delete), and the
      * earliest server time (ms) one of them is let go (0: none) */
     long long dedup_reserved, dedup_next_release_ms;
+    long long waiting;         /* depth: jobs waiting for their dependencies
+                                  (rjq_job_options.after) */
 } rjq_stats;
 
 typedef void rjq_stats_cb(rjq_client *c, int status, const rjq_stats *stats,
@@ -1896,7 +1975,9 @@ typedef enum rjq_job_state {
     RJQ_STATE_ACTIVE,    /* running, by lease end */
     RJQ_STATE_DEAD,      /* oldest first */
     RJQ_STATE_CANCELLED, /* oldest first (those kept, see dead_max) */
-    RJQ_STATE_COMPLETED  /* oldest first (those kept, see retention_ms) */
+    RJQ_STATE_COMPLETED, /* oldest first (those kept, see retention_ms) */
+    RJQ_STATE_WAITING    /* waiting for their dependencies (rjq_job_options.after),
+                            oldest first */
 } rjq_job_state;
 
 #define RJQ_JOBS_PAGE_MAX 1000

@@ -69,8 +69,8 @@ static int send_admin(rjq_queue *q, int script, rjq__reply_fn *fn, admin_cb cb, 
 }
 
 /* The state words of the scripts, indexed by rjq_job_state. */
-static const char *const state_names[] = {"ready", "delayed", "active",
-                                          "dead",  "cancelled", "completed"};
+static const char *const state_names[] = {"ready", "delayed",   "active", "dead",
+                                          "cancelled", "completed", "waiting"};
 #define STATES (sizeof state_names / sizeof state_names[0])
 
 static int usable(rjq_queue *q, int has_cb) {
@@ -91,7 +91,7 @@ static void on_stats(rjq_client *c, int status, redisReply *r, void *priv) {
                       &s.delayed,   &s.active,           &s.dead_depth, &s.cancelled,
                       &paused,      &s.cancelled_depth,  &s.limit_concurrency,
                       &s.limit_rate, &s.limit_rate_window_ms, &exists,
-                      &s.dedup_reserved, &s.dedup_next_release_ms};
+                      &s.dedup_reserved, &s.dedup_next_release_ms, &s.waiting};
     size_t nf = sizeof f / sizeof f[0];
     if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != nf))
         status = RJQ_EPROTO;

@@ -23,10 +23,8 @@
 
 /* ---- queues by name ---------------------------------------------------- */
 
-/* The client's handle of queue `name` (len bytes), opened when it has
- * none (the library's own handle, freed with the client). NULL when it is
- * no queue name or out of memory. */
-static rjq_queue *queue_named(rjq_client *c, const char *name, size_t len) {
+/* (deps.h) */
+rjq_queue *rjq__deps_queue(rjq_client *c, const char *name, size_t len) {
     for (rjq_queue *q = rjq__queue_first(c); q; q = rjq__queue_next(q)) {
         const char *n = rjq_queue_get_name(q);
         if (!rjq__queue_closed(q) && !rjq__queue_front(q) && strlen(n) == len &&
@@ -51,18 +49,35 @@ static int send_script(rjq_queue *q, int script, int flags, rjq__reply_fn *fn, v
 
 /* ---- release ------------------------------------------------------------ */
 
-/* One job of a deps_due answer: its dependents' releases in flight. */
-typedef struct due {
-    rjq_queue *q;        /* the finished job's queue */
-    int pending, failed;
+/* The finished jobs of one deps_due answer, their dependents' releases in
+ * flight: a deps_release call per dependents' queue, then one deps_done
+ * for the jobs whose every release went through. */
+typedef struct due_job {
     char *id, *list;     /* its id, its dependents entry as read */
+    int failed;
+} due_job;
+
+typedef struct due {
+    rjq_queue *q;        /* the finished jobs' queue */
+    int pending;
+    size_t n;
+    due_job *jobs;
 } due;
 
+/* One release of a deps_release call: dependent `id` of the call's queue
+ * on dependency `did` of queue `dq`, which ended `outcome` (static). */
+typedef struct rel_item {
+    size_t job;          /* its finished job in the due (d->jobs) */
+    char *id;
+    const char *dq, *did, *outcome;
+} rel_item;
+
 typedef struct release {
-    due *d;              /* NULL: the enqueue's own release (see add_ctx) */
+    due *d;              /* NULL: the enqueue's or the resume's own */
     struct add_ctx *a;
-    rjq_queue *q;        /* the dependent's queue */
-    char *id;            /* the dependent's id */
+    rjq_queue *q;        /* the dependents' queue */
+    size_t k;
+    rel_item *items;
 } release;
 
 static void add_step_done(struct add_ctx *a, int status);
@@ -74,112 +89,118 @@ static void on_done(rjq_client *c, int status, redisReply *r, void *priv) {
 
 static void due_end(due *d) {
     rjq_client *c = rjq_queue_get_client(d->q);
-    if (!d->failed && rjq__accepting(c)) {
-        rjq__argv a;
-        rjq__argv_init(&a);
-        rjq__argv_script_keys(&a, d->q, RJQ__S_DEPS_DONE);
-        rjq__argv_str(&a, d->id);
-        rjq__argv_str(&a, d->list);
-        (void)send_script(d->q, RJQ__S_DEPS_DONE, RJQ__REQ_RETRY, on_done, d->q, &a);
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_script_keys(&a, d->q, RJQ__S_DEPS_DONE);
+    size_t done = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        if (d->jobs[i].failed) continue; /* (kept for the sweep) */
+        rjq__argv_str(&a, d->jobs[i].id);
+        rjq__argv_str(&a, d->jobs[i].list);
+        done++;
     }
+    if (done && rjq__accepting(c))
+        (void)send_script(d->q, RJQ__S_DEPS_DONE, RJQ__REQ_RETRY, on_done, d->q, &a);
+    else
+        rjq__argv_free(&a);
     rjq__queue_release(d->q);
-    free(d->id);
-    free(d->list);
+    for (size_t i = 0; i < d->n; i++) {
+        free(d->jobs[i].id);
+        free(d->jobs[i].list);
+    }
+    free(d->jobs);
     free(d);
+}
+
+static void release_free(release *rl) {
+    for (size_t i = 0; i < rl->k; i++) free(rl->items[i].id);
+    free(rl->items);
+    free(rl);
 }
 
 static void on_released(rjq_client *c, int status, redisReply *r, void *priv) {
     release *rl = priv;
-    /* deps_release.lua: { code 0..3, more 0/1 } */
-    if (status == RJQ_OK &&
-        (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-         r->element[0]->type != REDIS_REPLY_INTEGER || r->element[0]->integer < 0 ||
-         r->element[0]->integer > 3 || r->element[1]->type != REDIS_REPLY_INTEGER ||
-         r->element[1]->integer < 0 || r->element[1]->integer > 1)) {
-        rjq__errmsg(c, "deps release: unexpected reply");
+    /* deps_release.lua: { code 0..3, more 0/1 } per release */
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != 2 * rl->k))
         status = RJQ_EPROTO;
+    for (size_t i = 0; status == RJQ_OK && i < 2 * rl->k; i += 2) {
+        const redisReply *code = r->element[i], *more = r->element[i + 1];
+        if (code->type != REDIS_REPLY_INTEGER || code->integer < 0 || code->integer > 3 ||
+            more->type != REDIS_REPLY_INTEGER || more->integer < 0 || more->integer > 1)
+            status = RJQ_EPROTO;
     }
-    if (status == RJQ_OK && r->element[1]->integer == 1 && rjq__accepting(c)) {
-        /* buried by its policy, with dependents of its own */
-        const char *id = rl->id;
-        size_t len = strlen(id);
-        rjq__deps_notify(rl->q, &id, &len, 1);
+    if (status == RJQ_EPROTO) rjq__errmsg(c, "deps release: unexpected reply");
+    for (size_t i = 0; status == RJQ_OK && i < rl->k && rjq__accepting(c); i++) {
+        if (r->element[2 * i + 1]->integer == 1) {
+            /* buried by its policy, with dependents of its own */
+            const char *id = rl->items[i].id;
+            size_t len = strlen(id);
+            rjq__deps_notify(rl->q, &id, &len, 1);
+        }
     }
     if (rl->d) {
-        if (status != RJQ_OK) rl->d->failed = 1;
+        if (status != RJQ_OK)
+            for (size_t i = 0; i < rl->k; i++) rl->d->jobs[rl->items[i].job].failed = 1;
         if (--rl->d->pending == 0) due_end(rl->d);
     }
     if (rl->a) add_step_done(rl->a, status);
     rjq__queue_release(rl->q);
-    free(rl->id);
-    free(rl);
+    release_free(rl);
 }
 
-/* Send deps_release of dependency (dq, did) ended `outcome` to job id of
- * queue q. */
-static int send_release(rjq_queue *q, const char *id, size_t idlen, const char *dq,
-                        const char *did, size_t didlen, const char *outcome, due *d,
-                        struct add_ctx *ac) {
-    release *rl = calloc(1, sizeof *rl);
-    if (rl == NULL || (rl->id = strndup(id, idlen)) == NULL) {
-        free(rl);
-        return RJQ_ENOMEM;
-    }
-    rl->d = d;
-    rl->a = ac;
-    rl->q = q;
+/* Send the k releases of rl (to its queue) in one deps_release call;
+ * rl is the call's (freed) whatever it returns. */
+static int send_releases(release *rl) {
+    rjq_queue *q = rl->q;
     rjq__argv a;
     rjq__argv_init(&a);
     rjq__argv_script_keys(&a, q, RJQ__S_DEPS_RELEASE);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
-    rjq__argv_add(&a, id, idlen);
-    rjq__argv_str(&a, dq);
-    rjq__argv_add(&a, did, didlen);
-    rjq__argv_str(&a, outcome);
     rjq__argv_ll(&a, rjq__queue_dead_max(q));
-    int rc = send_script(q, RJQ__S_DEPS_RELEASE, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_released, rl, &a);
-    if (rc != RJQ_OK) {
-        free(rl->id);
-        free(rl);
+    for (size_t i = 0; i < rl->k; i++) {
+        rjq__argv_str(&a, rl->items[i].id);
+        rjq__argv_str(&a, rl->items[i].dq);
+        rjq__argv_str(&a, rl->items[i].did);
+        rjq__argv_str(&a, rl->items[i].outcome);
     }
+    int rc = send_script(q, RJQ__S_DEPS_RELEASE, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_released, rl,
+                         &a);
+    if (rc != RJQ_OK) release_free(rl);
     return rc;
 }
 
-/* Release the dependents (list: "<queue> <id>" lines) of job `id` of q,
- * which ended `outcome`. */
-static void release_all(rjq_queue *q, const redisReply *id, const char *outcome,
-                        const redisReply *list) {
-    rjq_client *c = rjq_queue_get_client(q);
-    due *d = calloc(1, sizeof *d);
-    if (d == NULL || (d->id = strndup(id->str, id->len)) == NULL ||
-        (d->list = strndup(list->str, list->len)) == NULL) {
-        if (d) free(d->id);
-        free(d);
-        return;
+/* The outcome word as a static string (is_outcome checked it). */
+static const char *outcome_word(const char *s, size_t len) {
+    static const char *const known[] = {"completed", "dead", "cancelled", "missing"};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (len == strlen(known[i]) && memcmp(s, known[i], len) == 0) return known[i];
+    return NULL;
+}
+
+/* Send deps_release of dependency (dq, did) ended `outcome` to job id of
+ * queue q (one release: the enqueue's or the resume's). */
+static int send_release(rjq_queue *q, const char *id, size_t idlen, const char *dq,
+                        const char *did, size_t didlen, const char *outcome, due *d,
+                        struct add_ctx *ac) {
+    (void)didlen;
+    release *rl = calloc(1, sizeof *rl);
+    rel_item *it = rl ? calloc(1, sizeof *it) : NULL;
+    const char *word = outcome_word(outcome, strlen(outcome));
+    if (it == NULL || word == NULL || (it->id = strndup(id, idlen)) == NULL) {
+        free(it);
+        free(rl);
+        return RJQ_ENOMEM;
     }
-    d->q = q;
-    rjq__queue_hold(q);
-    d->pending = 1; /* this loop's own, dropped below */
-    const char *p = list->str, *end = list->str + list->len;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *le = nl ? nl : end;
-        const char *sp = memchr(p, ' ', (size_t)(le - p));
-        rjq_queue *dq = sp && sp > p && sp + 1 < le ? queue_named(c, p, (size_t)(sp - p)) : NULL;
-        if (dq == NULL) {
-            d->failed = 1; /* (kept for the sweep) */
-        } else {
-            d->pending++;
-            if (send_release(dq, sp + 1, (size_t)(le - sp - 1), rjq_queue_get_name(q), id->str,
-                             id->len, outcome, d, NULL) != RJQ_OK) {
-                d->pending--;
-                d->failed = 1;
-            }
-        }
-        p = le + 1;
-    }
-    if (--d->pending == 0) due_end(d);
+    it->dq = dq;
+    it->did = did;
+    it->outcome = word;
+    rl->d = d;
+    rl->a = ac;
+    rl->q = q;
+    rl->k = 1;
+    rl->items = it;
+    return send_releases(rl);
 }
 
 static int is_outcome(const redisReply *r) {
@@ -188,6 +209,81 @@ static int is_outcome(const redisReply *r) {
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (r->len == strlen(known[i]) && memcmp(r->str, known[i], r->len) == 0) return 1;
     return 0;
+}
+
+/* The releases of a deps_due answer r ({ cursor, (id, outcome,
+ * dependents)... }) of q: a deps_release call per dependents' queue (all
+ * of its releases), then deps_done for the jobs all of whose releases went
+ * through. What fails stays recorded, for the sweep. */
+static void release_all(rjq_queue *q, const redisReply *r) {
+    rjq_client *c = rjq_queue_get_client(q);
+    size_t njobs = (r->elements - 1) / 3;
+    due *d = calloc(1, sizeof *d);
+    if (d == NULL || (d->jobs = calloc(njobs, sizeof *d->jobs)) == NULL) {
+        free(d);
+        return;
+    }
+    d->q = q;
+    rjq__queue_hold(q);
+    d->pending = 1; /* this call's own, dropped below */
+    /* the releases, grouped by the dependents' queue as they are found */
+    release **calls = NULL;
+    size_t ncalls = 0;
+    for (size_t i = 1; i + 2 < r->elements; i += 3) {
+        const redisReply *id = r->element[i], *oc = r->element[i + 1], *list = r->element[i + 2];
+        if (id->type != REDIS_REPLY_STRING || id->len == 0 || id->len > RJQ_JOB_ID_MAX ||
+            !is_outcome(oc) || list->type != REDIS_REPLY_STRING)
+            continue; /* (not rjq's: left for nobody) */
+        due_job *j = &d->jobs[d->n];
+        j->id = strndup(id->str, id->len);
+        j->list = strndup(list->str, list->len);
+        if (j->id == NULL || j->list == NULL) {
+            free(j->id);
+            free(j->list);
+            continue;
+        }
+        size_t ji = d->n++;
+        const char *outcome = outcome_word(oc->str, oc->len);
+        const char *p = list->str, *end = list->str + list->len;
+        while (p < end) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            const char *le = nl ? nl : end;
+            const char *sp = memchr(p, ' ', (size_t)(le - p));
+            rjq_queue *dq = sp && sp > p && sp + 1 < le ? rjq__deps_queue(c, p, (size_t)(sp - p)) : NULL;
+            release *rl = NULL;
+            for (size_t k = 0; dq && k < ncalls; k++)
+                if (calls[k]->q == dq) rl = calls[k];
+            release **more = dq && rl == NULL ? realloc(calls, (ncalls + 1) * sizeof *calls) : NULL;
+            if (more) calls = more;
+            if (more && (rl = calloc(1, sizeof *rl)) != NULL) {
+                rl->d = d;
+                rl->q = dq;
+                calls[ncalls++] = rl;
+            }
+            rel_item *items = rl ? realloc(rl->items, (rl->k + 1) * sizeof *items) : NULL;
+            char *did = items ? strndup(sp + 1, (size_t)(le - sp - 1)) : NULL;
+            if (items) rl->items = items;
+            if (did == NULL) {
+                j->failed = 1; /* (kept for the sweep) */
+            } else {
+                items[rl->k++] = (rel_item){ji, did, rjq_queue_get_name(q), j->id, outcome};
+            }
+            p = le + 1;
+        }
+    }
+    for (size_t k = 0; k < ncalls; k++) {
+        release *rl = calls[k];
+        int rc = RJQ_ENOMEM;
+        d->pending++;
+        if (rl->k == 0) release_free(rl);
+        else rc = send_releases(rl);
+        if (rc != RJQ_OK) {
+            d->pending--;
+            for (size_t i = 0; i < d->n; i++) d->jobs[i].failed = 1; /* (the sweep repeats them) */
+        }
+    }
+    free(calls);
+    if (--d->pending == 0) due_end(d);
 }
 
 static void send_due(rjq_queue *q, int scan, const char *cursor, size_t clen,
@@ -209,13 +305,7 @@ static void on_due(rjq_client *c, int status, redisReply *r, void *priv) {
         rjq__errmsg(c, "deps due: unexpected reply");
         status = RJQ_EPROTO;
     }
-    for (size_t i = 1; status == RJQ_OK && i + 2 < r->elements && rjq__accepting(c); i += 3) {
-        const redisReply *id = r->element[i], *oc = r->element[i + 1], *list = r->element[i + 2];
-        if (id->type != REDIS_REPLY_STRING || id->len == 0 || id->len > RJQ_JOB_ID_MAX ||
-            !is_outcome(oc) || list->type != REDIS_REPLY_STRING)
-            continue; /* (not rjq's: left for nobody) */
-        release_all(q, id, oc->str, list);
-    }
+    if (status == RJQ_OK && r->elements > 1 && rjq__accepting(c)) release_all(q, r);
     const redisReply *cur = status == RJQ_OK ? r->element[0] : NULL;
     if (scan && cur && cur->type == REDIS_REPLY_STRING && cur->len > 0 && cur->len < 24 &&
         strspn(cur->str, "0123456789") == cur->len && !(cur->len == 1 && cur->str[0] == '0') &&
@@ -247,6 +337,102 @@ void rjq__deps_sweep(rjq_queue *q) {
 void rjq__deps_notify(rjq_queue *q, const char *const *ids, const size_t *lens, size_t n) {
     if (n == 0 || !rjq__accepting(rjq_queue_get_client(q))) return;
     send_due(q, 0, "0", 1, ids, lens, n);
+}
+
+/* ---- resume ------------------------------------------------------------- */
+
+/* One registration the resume sweep makes again: dependent id of q on
+ * dependency did of queue dq. */
+typedef struct rewatch {
+    rjq_queue *q, *on;
+    char *id, *dq, *did;
+} rewatch;
+
+static void rewatch_free(rewatch *w) {
+    rjq__queue_release(w->q);
+    rjq__queue_release(w->on);
+    free(w->id);
+    free(w->dq);
+    free(w->did);
+    free(w);
+}
+
+static void on_rewatched(rjq_client *c, int status, redisReply *r, void *priv) {
+    rewatch *w = priv;
+    /* deps_watch.lua: 'waiting' (registered) or how it ended: counted */
+    if (status == RJQ_OK && is_outcome(r) && rjq__accepting(c))
+        (void)send_release(w->q, w->id, strlen(w->id), w->dq, w->did, strlen(w->did), r->str, NULL,
+                           NULL);
+    rewatch_free(w);
+}
+
+static void send_rewatch(rjq_queue *q, const char *id, size_t idlen, const char *dq, size_t dqlen,
+                         const char *did, size_t didlen) {
+    rjq_client *c = rjq_queue_get_client(q);
+    rjq_queue *on = rjq__deps_queue(c, dq, dqlen);
+    rewatch *w = on ? calloc(1, sizeof *w) : NULL;
+    if (w == NULL) return; /* (the next sweep tries again) */
+    w->q = q;
+    w->on = on;
+    w->id = strndup(id, idlen);
+    w->dq = strndup(dq, dqlen);
+    w->did = strndup(did, didlen);
+    if (w->id == NULL || w->dq == NULL || w->did == NULL || !rjq__valid_job_ref(w->did)) {
+        free(w->id);
+        free(w->dq);
+        free(w->did);
+        free(w);
+        return;
+    }
+    rjq__argv v;
+    rjq__argv_init(&v);
+    rjq__argv_script_keys(&v, on, RJQ__S_DEPS_WATCH);
+    rjq__argv_str(&v, w->did);
+    rjq__argv_str(&v, rjq_queue_get_name(q));
+    rjq__argv_str(&v, w->id);
+    if (send_script(on, RJQ__S_DEPS_WATCH, RJQ__REQ_RETRY, on_rewatched, w, &v) != RJQ_OK) {
+        free(w->id);
+        free(w->dq);
+        free(w->did);
+        free(w);
+        return;
+    }
+    rjq__queue_hold(q); /* (on: send_script's hold, released with w) */
+}
+
+static void on_resume(rjq_client *c, int status, redisReply *r, void *priv) {
+    rjq_queue *q = priv;
+    /* deps_resume.lua: { id, pending lines, ... } */
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 0)) {
+        rjq__errmsg(c, "deps resume: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    for (size_t i = 0; status == RJQ_OK && i + 1 < r->elements && rjq__accepting(c); i += 2) {
+        const redisReply *id = r->element[i], *list = r->element[i + 1];
+        if (id->type != REDIS_REPLY_STRING || id->len == 0 || id->len > RJQ_JOB_ID_MAX ||
+            list->type != REDIS_REPLY_STRING)
+            continue;
+        const char *p = list->str, *end = list->str + list->len;
+        while (p < end) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            const char *le = nl ? nl : end;
+            const char *sp = memchr(p, ' ', (size_t)(le - p));
+            if (sp && sp > p && sp + 1 < le)
+                send_rewatch(q, id->str, id->len, p, (size_t)(sp - p), sp + 1,
+                             (size_t)(le - sp - 1));
+            p = le + 1;
+        }
+    }
+    rjq__queue_release(q);
+}
+
+void rjq__deps_resume(rjq_queue *q) {
+    if (!rjq__accepting(rjq_queue_get_client(q)) || rjq__queue_front(q)) return;
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_script_keys(&a, q, RJQ__S_DEPS_RESUME);
+    rjq__argv_ll(&a, 100);
+    (void)send_script(q, RJQ__S_DEPS_RESUME, 0, on_resume, q, &a);
 }
 
 /* ---- enqueue ------------------------------------------------------------ */
@@ -339,7 +525,7 @@ static void on_added(rjq_client *c, int status, redisReply *r, void *priv) {
      * existed: a call sent again after a lost reply registers it then;
      * registering twice changes nothing) */
     for (size_t i = 0; status == RJQ_OK && i < a->n; i++) {
-        rjq_queue *on = rjq__accepting(c) ? queue_named(c, a->dq[i], strlen(a->dq[i])) : NULL;
+        rjq_queue *on = rjq__accepting(c) ? rjq__deps_queue(c, a->dq[i], strlen(a->dq[i])) : NULL;
         watch_ctx *w = on ? malloc(sizeof *w) : NULL;
         if (w == NULL) {
             status = on ? RJQ_ENOMEM : RJQ_ECLOSED;
@@ -365,9 +551,22 @@ static void on_added(rjq_client *c, int status, redisReply *r, void *priv) {
     add_step_done(a, status);
 }
 
-int rjq__deps_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *o,
-                      rjq_enqueue_cb *cb, void *data) {
-    rjq_client *c = rjq_queue_get_client(q);
+rjq_dep *rjq__deps_dup(const rjq_dep *a, size_t n) {
+    size_t bytes = n * sizeof *a;
+    for (size_t i = 0; i < n; i++) bytes += strlen(a[i].queue) + strlen(a[i].id) + 2;
+    rjq_dep *out = malloc(bytes ? bytes : 1);
+    if (out == NULL) return NULL;
+    char *p = (char *)(out + n);
+    for (size_t i = 0; i < n; i++) {
+        size_t lq = strlen(a[i].queue) + 1, li = strlen(a[i].id) + 1;
+        out[i].queue = memcpy(p, a[i].queue, lq);
+        out[i].id = memcpy(p + lq, a[i].id, li);
+        p += lq + li;
+    }
+    return out;
+}
+
+int rjq__deps_check(rjq_client *c, const rjq_job_options *o) {
     if (o->after == NULL || o->n_after == 0 || o->n_after > RJQ_AFTER_MAX || o->debounce ||
         o->after_policy < RJQ_AFTER_FAIL || o->after_policy > RJQ_AFTER_IGNORE ||
         (o->id != NULL && !rjq__valid_job_id(o->id))) {
@@ -376,12 +575,20 @@ int rjq__deps_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_j
         return RJQ_EINVAL;
     }
     for (size_t i = 0; i < o->n_after; i++) {
-        if (!rjq__valid_queue_name(o->after[i].queue) || !rjq__valid_job_id(o->after[i].id)) {
+        if (!rjq__valid_queue_name(o->after[i].queue) || !rjq__valid_job_ref(o->after[i].id)) {
             rjq__errmsg(c, "enqueue: dependency %zu: bad queue name or job id", i);
             return RJQ_EINVAL;
         }
     }
-    int rc = rjq__queue_refuse_front(q, "enqueue with dependencies");
+    return RJQ_OK;
+}
+
+int rjq__deps_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *o,
+                      rjq_enqueue_cb *cb, void *data) {
+    rjq_client *c = rjq_queue_get_client(q);
+    int rc = rjq__deps_check(c, o);
+    if (rc != RJQ_OK) return rc;
+    rc = rjq__queue_refuse_front(q, "enqueue with dependencies");
     if (rc != RJQ_OK) return rc;
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     rjq_job_options rest = *o; /* the options the enqueue script knows */

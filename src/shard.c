@@ -18,6 +18,7 @@
 #include "admin.h"
 #include "shard.h"
 #include "await.h"
+#include "deps.h"
 #include "enqueue.h"
 #include "headers.h"
 #include "shard.h"
@@ -288,6 +289,7 @@ static void held_free(held *h) {
     free(h->payload);
     free((char *)h->jo.id);
     free((void *)h->jo.headers);
+    free((void *)h->jo.after);
     for (size_t i = 0; h->items && i < h->n; i++) {
         free((void *)h->items[i].payload);
         free((char *)h->jos[i].id);
@@ -911,6 +913,15 @@ static int hold_enqueue(rjq_queue *q, const void *payload, size_t len,
     it.payload = payload;
     it.len = len;
     it.opts = o;
+    rjq_job_options plain; /* (dependencies: checked by deps.c, the rest as any) */
+    if (o && (o->after || o->n_after)) {
+        if (rjq__deps_check(c, o) != RJQ_OK) return RJQ_EINVAL;
+        plain = *o;
+        plain.after = NULL;
+        plain.n_after = 0;
+        plain.after_policy = 0;
+        it.opts = &plain;
+    }
     char enc[RJQ__OPTS_MAX + 1];
     int rc = rjq__enqueue_check(q, &it, enc);
     if (rc != RJQ_OK) return rc;
@@ -922,7 +933,9 @@ static int hold_enqueue(rjq_queue *q, const void *payload, size_t len,
         h->jo = *o;
         h->has_jo = 1;
         h->jo.headers = NULL; /* (a copy, as the id) */
+        h->jo.after = NULL;   /* (a copy too) */
         if (o->id && (h->jo.id = strdup(o->id)) == NULL) goto oom;
+        if (o->n_after && (h->jo.after = rjq__deps_dup(o->after, o->n_after)) == NULL) goto oom;
         if (o->nheaders && (h->jo.headers = rjq__headers_dup(o->headers, o->nheaders)) == NULL)
             goto oom;
     }
@@ -1316,11 +1329,11 @@ static void on_shard_stats(rjq_client *c, int status, const rjq_stats *st, void 
         long long *to[] = {&t->enqueued, &t->completed, &t->failed,     &t->retried,
                            &t->dead,     &t->reclaimed, &t->replayed,   &t->ready,
                            &t->delayed,  &t->active,    &t->dead_depth, &t->cancelled,
-                           &t->cancelled_depth};
+                           &t->cancelled_depth, &t->waiting};
         const long long from[] = {st->enqueued, st->completed, st->failed,     st->retried,
                                   st->dead,     st->reclaimed, st->replayed,   st->ready,
                                   st->delayed,  st->active,    st->dead_depth, st->cancelled,
-                                  st->cancelled_depth};
+                                  st->cancelled_depth, st->waiting};
         for (size_t i = 0; i < sizeof to / sizeof to[0]; i++) *to[i] += from[i];
         t->paused |= st->paused;
         t->exists |= st->exists;

@@ -590,7 +590,8 @@ static void on_visited(rjq_client *c, int status, redisReply *r, void *priv) {
     if (rjq__closing(c)) return;
     if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
                              r->element[1]->type != REDIS_REPLY_INTEGER ||
-                             r->element[2]->type != REDIS_REPLY_INTEGER)) {
+                             r->element[2]->type != REDIS_REPLY_INTEGER ||
+                             r->element[2]->integer < 0 || r->element[2]->integer > 3)) {
         rjq__errmsg(c, "reclaim: unexpected reply");
         status = RJQ_EPROTO;
     }
@@ -598,7 +599,8 @@ static void on_visited(rjq_client *c, int status, redisReply *r, void *priv) {
         rjq__background_failed(c, status, "reclaim");
         return;
     }
-    if (r->element[2]->integer == 1) rjq__deps_sweep(v->q); /* (deps.c) */
+    if (r->element[2]->integer & 1) rjq__deps_sweep(v->q);  /* (deps.c) */
+    if (r->element[2]->integer & 2) rjq__deps_resume(v->q); /* (deps.c) */
     if (r->element[1]->integer > 0 && wanted(v)) v->ops->waiting(v->q, v->arg);
 }
 

@@ -98,6 +98,15 @@ int rjq__valid_job_id(const char *id) {
     return !digits; /* all-digit ids are the server-assigned ones */
 }
 
+int rjq__valid_job_ref(const char *id) {
+    if (id == NULL) return 0;
+    size_t n = strlen(id);
+    if (n == 0 || n > RJQ_JOB_ID_MAX) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!name_byte_ok((unsigned char)id[i])) return 0;
+    return 1;
+}
+
 int rjq__valid_client_name(const char *name) {
     size_t n = strlen(name);
     if (n == 0 || n > 128) return 0;

@@ -14,6 +14,9 @@
 
 int rjq__valid_queue_name(const char *name);
 int rjq__valid_job_id(const char *id);
+/* 1 when id names a job, a caller's id or a server-assigned number (as
+ * rjq__valid_job_id, digits allowed), else 0. */
+int rjq__valid_job_ref(const char *id);
 int rjq__valid_client_name(const char *name);
 /* Encode job options as the enqueue script expects them ("" = defaults;
  * "delay,priority,max_attempts,backoff[;timeout]").

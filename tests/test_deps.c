@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "fixture.h"
 #include "harness.h"
 #include "rjq_scripts.h"
@@ -193,6 +194,160 @@ TEST(dead_dependency_under_policy_fail_buries_its_chain) {
     env_stop(&e);
 }
 
+/* What a handler read with rjq_job_dependencies (copies). */
+typedef struct read_deps {
+    int status, calls;
+    size_t n;
+    char line[8][128]; /* "<queue>:<id> <state> <counted> <result|-> <error|->" */
+    long ran;
+} read_deps;
+
+typedef struct read_job {
+    read_deps *rd;
+    rjq_job *job;
+} read_job;
+
+static void on_dependencies(rjq_client *c, int status, const rjq_dep_outcome *deps, size_t n,
+                            void *data) {
+    (void)c;
+    read_job *rj = data;
+    read_deps *rd = rj->rd;
+    rd->status = status;
+    rd->calls++;
+    rd->n = n;
+    for (size_t i = 0; status == RJQ_OK && i < n && i < 8; i++) {
+        const rjq_dep_outcome *o = rjq_dep_outcome_get(deps, i);
+        snprintf(rd->line[i], sizeof rd->line[i], "%s:%s %s %s %.*s %s", o->queue, o->id, o->state,
+                 o->counted, o->result ? (int)o->result_len : 1,
+                 o->result ? (const char *)o->result : "-", o->error ? o->error : "-");
+    }
+    ASSERT_OK(rjq_job_complete(rj->job, "ok", 2, NULL, NULL));
+    free(rj);
+    rd->ran++;
+}
+
+/* A handler that reads its dependencies, then completes its job. */
+static void read_then_complete(rjq_job *job, void *data) {
+    read_job *rj = malloc(sizeof *rj);
+    ASSERT(rj != NULL);
+    rj->rd = data;
+    rj->job = job;
+    ASSERT_OK(rjq_job_dependencies(job, on_dependencies, rj));
+}
+
+static void complete_with_result(rjq_job *job, void *data) {
+    (*(long *)data)++;
+    ASSERT_OK(rjq_job_complete(job, "r-a", 3, NULL, NULL));
+}
+
+TEST(handler_reads_its_dependencies_outcomes_across_queues) {
+    test_env e;
+    env_start(&e, "rd");
+    rjq_queue *q2 = open_queue(&e, "rd2");
+    rjq_queue *q3 = open_queue(&e, "rd3");
+    enqueue_x_ok(e.base, e.q, "a", 0, 0);
+    enqueue_x_ok(e.base, q2, "b", 3600000, 0);
+    /* (a listed twice: both lines are counted by its one release) */
+    rjq_dep on[4] = {{"rd", "a"}, {"rd2", "b"}, {"rd2", "nosuch"}, {"rd", "a"}};
+    ASSERT_OK(enqueue_after(&e, q3, "c", on, 4, RJQ_AFTER_RUN).status);
+    enqueue_x_ok(e.base, q3, "plain", 3600000, 0);
+    long na = 0, nb = 0;
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *wa, *wb, *wc;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_with_result, &na, &wa));
+    ASSERT(loop_until_count(e.base, &na, 1, 10000));
+    ASSERT_OK(rjq_worker_start(q2, &wo, bury_it, &nb, &wb));
+    count_wait p = {0};
+    ASSERT_OK(rjq_queue_promote(q2, "b", on_count, &p));
+    ASSERT(loop_until_count(e.base, &nb, 1, 10000));
+    read_deps rd;
+    memset(&rd, 0, sizeof rd);
+    ASSERT_OK(rjq_worker_start(q3, &wo, read_then_complete, &rd, &wc));
+    ASSERT(loop_until_count(e.base, &rd.ran, 1, 10000));
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(4, (long)rd.n);
+    ASSERT_STREQ("rd:a completed completed r-a -", rd.line[0]);
+    ASSERT_STREQ("rd2:b dead dead - boom", rd.line[1]);
+    ASSERT_STREQ("rd2:nosuch missing missing - -", rd.line[2]);
+    ASSERT_STREQ("rd:a completed completed r-a -", rd.line[3]);
+    WAIT_FOR(e.base, state_is(&e, q3, "c", "completed"), 10000);
+    /* a job without dependencies reads none */
+    memset(&rd, 0, sizeof rd);
+    ASSERT_OK(rjq_queue_promote(q3, "plain", on_count, &p));
+    ASSERT(loop_until_count(e.base, &rd.ran, 1, 10000));
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(0, (long)rd.n);
+    ASSERT_EQ(1, rd.calls);
+    ASSERT_EQ(RJQ_EINVAL, rjq_job_dependencies(NULL, on_dependencies, NULL));
+    worker_stop_wait(e.base, wa);
+    worker_stop_wait(e.base, wb);
+    worker_stop_wait(e.base, wc);
+    env_stop(&e);
+}
+
+/* A record deleted after it released its dependent (retention): the
+ * handler still learns how it ended, from the dependent's own list. */
+TEST(dependency_deleted_after_release_reads_missing_counted_as_it_ended) {
+    test_env e;
+    env_start(&e, "rm");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    enqueue_x_ok(e.base, e.q, "b", 3600000, 0);
+    rjq_queue *q2 = open_queue(&e, "rm2");
+    rjq_dep on[2] = {{"rm", "a"}, {"rm", "b"}};
+    ASSERT_OK(enqueue_after(&e, q2, "c", on, 2, RJQ_AFTER_IGNORE).status);
+    int done = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "b", on_cancel_wait, &done));
+    ASSERT(loop_until(e.base, &done, 5000));
+    long na = 0;
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_with_result, &na, &w));
+    count_wait p = {0};
+    ASSERT_OK(rjq_queue_promote(e.q, "a", on_count, &p));
+    WAIT_FOR(e.base, state_is(&e, q2, "c", "ready"), 10000);
+    worker_stop_wait(e.base, w);
+    /* the records of a and b go (as retention deletes them) */
+    freeReplyObject(server_cmd(e.rc, "HDEL t:{rm}:payload a b"));
+    freeReplyObject(server_cmd(e.rc, "HDEL t:{rm}:state a b"));
+    read_deps rd;
+    memset(&rd, 0, sizeof rd);
+    ASSERT_OK(rjq_worker_start(q2, &wo, read_then_complete, &rd, &w));
+    ASSERT(loop_until_count(e.base, &rd.ran, 1, 10000));
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(2, (long)rd.n);
+    ASSERT_STREQ("rm:a missing completed - -", rd.line[0]);
+    ASSERT_STREQ("rm:b missing ignored - -", rd.line[1]);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* A queue handle opened just now holds its calls until it knows whether
+ * the queue is sharded: an enqueue with dependencies made then was
+ * refused (RJQ_EINVAL, "invalid job options") instead of held; it is
+ * held, with its own copy of the dependencies, and sent once it knows. */
+TEST(enqueue_with_dependencies_on_a_just_opened_queue_is_held_not_refused) {
+    test_env e;
+    env_start(&e, "dh");
+    char qname[8] = "dh2", dq[8] = "dh", did[8] = "a";
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    rjq_queue *q2 = open_queue(&e, qname);
+    rjq_dep on = {dq, did};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.id = "b";
+    o.after = &on;
+    o.n_after = 1;
+    enqueue_wait w;
+    memset(&w, 0, sizeof w);
+    ASSERT_OK(rjq_enqueue(q2, "p", 1, &o, on_enqueue_wait, &w));
+    memset(dq, 'x', 2); /* the caller's strings are its own once the call returned */
+    memset(did, 'x', 1);
+    ASSERT(loop_until(e.base, &w.done, 10000));
+    ASSERT_OK(w.status);
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "b").state);
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{dh}:dependents a"));
+    env_stop(&e);
+}
+
 /* deps_release called as the client calls it (its function). */
 static redisReply *release_fcall(redisContext *rc, const char *q, const char *id, const char *dq,
                                  const char *did, const char *outcome) {
@@ -204,7 +359,7 @@ static redisReply *release_fcall(redisContext *rc, const char *q, const char *id
     int n = layout_script_keys(&lk, RJQ__S_DEPS_RELEASE, "t", q, argv, 2);
     snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
     snprintf(wake, sizeof wake, "t:{%s}:wake", q);
-    const char *args[] = {prefix, wake, id, dq, did, outcome, "1000"};
+    const char *args[] = {prefix, wake, "1000", id, dq, did, outcome};
     for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) argv[n++] = args[i];
     redisReply *r = redisCommandArgv(rc, n, argv, NULL);
     ASSERT(r != NULL);
@@ -385,5 +540,370 @@ TEST(finishing_a_job_without_dependencies_costs_what_it_did) {
     printf("commands: completion %lld, failure to dead %lld\n", completion, failure);
     ASSERT_EQ(COMPLETION_COMMANDS, completion);
     ASSERT_EQ(FAILURE_COMMANDS, failure);
+    env_stop(&e);
+}
+
+/* A handler that counts runs per job id (ids "n<k>", k < 2048) and
+ * completes its job; `order` notes the end of the run of "d". */
+typedef struct runs {
+    int by_id[2048];
+    long total;
+    long d_at;           /* total when "d" ran (0: not yet) */
+} runs;
+
+static void count_and_complete(rjq_job *job, void *data) {
+    runs *r = data;
+    const char *id = rjq_job_get_id(job);
+    r->total++;
+    if (id[0] == 'n') {
+        int k = atoi(id + 1);
+        if (k >= 0 && k < 2048) r->by_id[k]++;
+    }
+    if (strcmp(id, "d") == 0) r->d_at = r->total;
+    ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));
+}
+
+TEST(diamond_runs_its_join_once_after_both_sides) {
+    test_env e;
+    env_start(&e, "dm");
+    rjq_queue *q2 = open_queue(&e, "dm2");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    rjq_dep on_a = {"dm", "a"};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, q2, "c", &on_a, 1, RJQ_AFTER_FAIL).status);
+    rjq_dep on_bc[2] = {{"dm", "b"}, {"dm2", "c"}};
+    ASSERT_OK(enqueue_after(&e, q2, "d", on_bc, 2, RJQ_AFTER_FAIL).status);
+    runs r;
+    memset(&r, 0, sizeof r);
+    rjq_worker_options wo = quiet_worker_options(4);
+    rjq_worker *w1, *w2;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, count_and_complete, &r, &w1));
+    ASSERT_OK(rjq_worker_start(q2, &wo, count_and_complete, &r, &w2));
+    count_wait p = {0};
+    ASSERT_OK(rjq_queue_promote(e.q, "a", on_count, &p));
+    ASSERT(loop_until_count(e.base, &r.total, 4, 10000));
+    ASSERT_EQ(4, r.d_at); /* d last */
+    WAIT_FOR(e.base, state_is(&e, q2, "d", "completed"), 10000);
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{dm}:dependents t:{dm2}:dependents") == 0, 10000);
+    ASSERT_EQ(4, r.total); /* each once */
+    worker_stop_wait(e.base, w1);
+    worker_stop_wait(e.base, w2);
+    env_stop(&e);
+}
+
+/* One job fans out to 1 000 children (of two queues); they fan in to one
+ * parent through 10 joins of 100 each (RJQ_AFTER_MAX a job). */
+TEST(fan_out_to_1000_children_and_in_through_joins_runs_each_once) {
+    test_env e;
+    env_start(&e, "ff");
+    rjq_queue *q2 = open_queue(&e, "ff2");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    rjq_dep on_a = {"ff", "a"};
+    char ids[1000][8];
+    rjq_dep kids[10][100];
+    for (int k = 0; k < 1000; k++) {
+        snprintf(ids[k], sizeof ids[k], "n%d", k);
+        ASSERT_OK(enqueue_after(&e, k % 2 ? q2 : e.q, ids[k], &on_a, 1, RJQ_AFTER_FAIL).status);
+        kids[k / 100][k % 100] = (rjq_dep){k % 2 ? "ff2" : "ff", ids[k]};
+    }
+    char joins[10][8];
+    rjq_dep on_joins[10];
+    for (int j = 0; j < 10; j++) {
+        snprintf(joins[j], sizeof joins[j], "n%d", 1000 + j);
+        ASSERT_OK(enqueue_after(&e, q2, joins[j], kids[j], 100, RJQ_AFTER_FAIL).status);
+        on_joins[j] = (rjq_dep){"ff2", joins[j]};
+    }
+    ASSERT_OK(enqueue_after(&e, e.q, "d", on_joins, 10, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(1011, server_int(e.rc, "ZCARD t:{ff}:waiting") + server_int(e.rc, "ZCARD t:{ff2}:waiting"));
+    runs r;
+    memset(&r, 0, sizeof r);
+    rjq_worker_options wo = quiet_worker_options(16);
+    rjq_worker *w1, *w2;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, count_and_complete, &r, &w1));
+    ASSERT_OK(rjq_worker_start(q2, &wo, count_and_complete, &r, &w2));
+    count_wait p = {0};
+    ASSERT_OK(rjq_queue_promote(e.q, "a", on_count, &p));
+    ASSERT(loop_until_count(e.base, &r.total, 1012, 60000));
+    ASSERT_EQ(1012, r.d_at); /* the parent last */
+    for (int k = 0; k < 1010; k++) ASSERT_EQ(1, r.by_id[k]);
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{ff}:dependents t:{ff2}:dependents") == 0, 10000);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{ff}:waiting") + server_int(e.rc, "ZCARD t:{ff2}:waiting"));
+    ASSERT_EQ(1012, r.total);
+    worker_stop_wait(e.base, w1);
+    worker_stop_wait(e.base, w2);
+    env_stop(&e);
+}
+
+/* Cancelling a waiting job cancels it alone: its dependents apply their
+ * policy; its own dependency, finishing later, releases nothing of it. */
+TEST(cancel_of_a_waiting_job_cancels_it_alone_and_its_dependents_apply_their_policy) {
+    test_env e;
+    env_start(&e, "cw");
+    rjq_queue *q2 = open_queue(&e, "cw2");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    rjq_dep on_a = {"cw", "a"}, on_b = {"cw", "b"};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, q2, "c", &on_b, 1, RJQ_AFTER_RUN).status);
+    ASSERT_OK(enqueue_after(&e, q2, "f", &on_b, 1, RJQ_AFTER_FAIL).status);
+    int done = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "b", on_cancel_wait, &done));
+    ASSERT(loop_until(e.base, &done, 5000));
+    ASSERT_EQ(1, done);
+    ASSERT_STREQ("cancelled", get_info(e.base, e.q, "b").state);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{cw}:waiting"));
+    WAIT_FOR(e.base, state_is(&e, q2, "c", "ready"), 10000); /* run */
+    WAIT_FOR(e.base, state_is(&e, q2, "f", "dead"), 10000);  /* fail */
+    ASSERT_STREQ("dependency cw:b ended cancelled", get_info(e.base, q2, "f").error);
+    ASSERT_STREQ("delayed", get_info(e.base, e.q, "a").state); /* (untouched) */
+    /* a runs: b stays cancelled, nothing runs twice */
+    runs r;
+    memset(&r, 0, sizeof r);
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w1, *w2;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, count_and_complete, &r, &w1));
+    ASSERT_OK(rjq_worker_start(q2, &wo, count_and_complete, &r, &w2));
+    count_wait p = {0};
+    ASSERT_OK(rjq_queue_promote(e.q, "a", on_count, &p));
+    ASSERT(loop_until_count(e.base, &r.total, 2, 10000)); /* a and c */
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{cw}:dependents") == 0, 10000);
+    ASSERT_STREQ("cancelled", get_info(e.base, e.q, "b").state);
+    ASSERT_EQ(0, server_int(e.rc, "LLEN t:{cw}:ready"));
+    ASSERT_EQ(2, r.total);
+    worker_stop_wait(e.base, w1);
+    worker_stop_wait(e.base, w2);
+    env_stop(&e);
+}
+
+/* Replaying a dead dependency re-blocks nothing already released: a job
+ * that ran (policy run) does not run again, one buried (policy fail) stays
+ * dead; the replayed job runs alone. */
+TEST(replay_of_a_dead_dependency_reblocks_nothing_released) {
+    test_env e;
+    env_start(&e, "rp");
+    rjq_queue *q2 = open_queue(&e, "rp2");
+    enqueue_x_ok(e.base, e.q, "a", 0, 0);
+    rjq_dep on_a = {"rp", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "r", &on_a, 1, RJQ_AFTER_RUN).status);
+    ASSERT_OK(enqueue_after(&e, q2, "f", &on_a, 1, RJQ_AFTER_FAIL).status);
+    long buried = 0;
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *wa, *w2;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, bury_it, &buried, &wa));
+    WAIT_FOR(e.base, state_is(&e, q2, "f", "dead"), 10000);
+    WAIT_FOR(e.base, state_is(&e, q2, "r", "ready"), 10000);
+    worker_stop_wait(e.base, wa);
+    runs r;
+    memset(&r, 0, sizeof r);
+    ASSERT_OK(rjq_worker_start(q2, &wo, count_and_complete, &r, &w2));
+    ASSERT(loop_until_count(e.base, &r.total, 1, 10000)); /* r ran */
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{rp}:dependents") == 0, 10000);
+    count_wait p = {0};
+    ASSERT_OK(rjq_queue_replay(e.q, "a", 1, on_count, &p));
+    ASSERT(loop_until(e.base, &p.done, 5000));
+    ASSERT_EQ(1, p.n);
+    ASSERT_OK(rjq_worker_start(e.q, &wo, count_and_complete, &r, &wa));
+    ASSERT(loop_until_count(e.base, &r.total, 2, 10000)); /* a, once more */
+    WAIT_FOR(e.base, state_is(&e, e.q, "a", "completed"), 10000);
+    ASSERT_STREQ("completed", get_info(e.base, q2, "r").state);
+    ASSERT_STREQ("dead", get_info(e.base, q2, "f").state);
+    ASSERT_EQ(0, server_int(e.rc, "LLEN t:{rp2}:ready"));
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{rp2}:waiting"));
+    ASSERT_EQ(2, r.total);
+    worker_stop_wait(e.base, wa);
+    worker_stop_wait(e.base, w2);
+    env_stop(&e);
+}
+
+/* deps_add called alone, as an enqueuing client that died before it
+ * registered the job with its dependencies leaves it; its registration
+ * then made to look a minute old (DEPS_RESUME_MS). */
+static void add_unregistered(redisContext *rc, const char *q, const char *id, const char *dq,
+                             const char *did) {
+    const char *args[] = {id, "p", "", "fail", dq, did};
+    redisReply *r = fcall(rc, RJQ__S_DEPS_ADD, q, args, 6);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->integer == 0);
+    freeReplyObject(r);
+    freeReplyObject(server_cmd(rc, "ZADD t:{%s}:waiting 1 %s", q, id));
+}
+
+TEST(resume_sweep_registers_a_job_whose_enqueuer_died_before_registering_it) {
+    test_env e;
+    env_start(&e, "rs");
+    rjq_queue *q2 = open_queue(&e, "rs2");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    enqueue_x_ok(e.base, e.q, "done", 0, 0);
+    freeReplyObject(server_cmd(e.rc, "HSET t:{rs}:state done %s", "completed 1 tok @1,2,3"));
+    add_unregistered(e.rc, "rs2", "b", "rs", "a");    /* a still pending */
+    add_unregistered(e.rc, "rs2", "c", "rs", "done"); /* finished meanwhile */
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{rs}:dependents")); /* nobody knows of b */
+    /* a worker on rs2: its queue's periodic visit resumes the registrations */
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 50;
+    rjq_worker *w;
+    ran r = {{0}, 0};
+    ASSERT_OK(rjq_worker_start(q2, &wo, complete_it, &r, &w));
+    WAIT_FOR(e.base, server_int(e.rc, "HEXISTS t:{rs}:dependents a") == 1, 10000);
+    ASSERT(loop_until_count(e.base, &r.n, 1, 10000)); /* c: counted at once, ran */
+    ASSERT_STREQ("c", r.order);
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "b").state);
+    /* looked at again only after as long as it had waited (at least a minute) */
+    long long next = server_int(e.rc, "ZSCORE t:{rs2}:waiting b");
+    redisReply *t = server_cmd(e.rc, "TIME");
+    long long now = atoll(t->element[0]->str) * 1000;
+    freeReplyObject(t);
+    ASSERT(next >= now - 5000);
+    /* a finishes: b is released, once */
+    int done = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "a", on_cancel_wait, &done));
+    ASSERT(loop_until(e.base, &done, 5000));
+    WAIT_FOR(e.base, state_is(&e, q2, "b", "dead"), 10000); /* (policy fail) */
+    ASSERT_STREQ("dependency rs:a ended cancelled", get_info(e.base, q2, "b").error);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{rs2}:waiting"));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{rs}:dependents") == 0, 10000);
+    ASSERT_EQ(1, r.n); /* c ran once, b never */
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* A worker killed between its child's completion and the parent's
+ * release: the completion (the script, as it ran on the server) is all
+ * that happened; the sweep of the child's queue releases the parent, once,
+ * within its period. */
+TEST(completion_whose_worker_died_before_the_release_is_released_by_the_sweep_once) {
+    test_env e;
+    env_start(&e, "dk");
+    rjq_queue *q2 = open_queue(&e, "dk2");
+    plant_active(e.rc, "dk", "a");
+    rjq_dep on_a = {"dk", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
+    const char *done[] = {"t:{dk}:job:", "-1", "0", "0", "0", "a", "1 tok", "r"};
+    redisReply *r = fcall(e.rc, RJQ__S_COMPLETE, "dk", done, 8);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    ASSERT_EQ(3, r->element[0]->integer); /* done, with dependents to release */
+    freeReplyObject(r);
+    ASSERT_STREQ("completed", get_info(e.base, e.q, "a").state);
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "p").state);
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 50;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, never_runs, NULL, &w));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{dk}:dependents") == 0, 10000);
+    ASSERT_STREQ("ready", get_info(e.base, q2, "p").state);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{dk2}:ready")); /* released once */
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* The first queue name "x<k>" whose slot master node m serves. */
+static void name_on(const test_cluster *cl, int m, char *out, size_t size) {
+    for (int k = 0; k < 1000; k++) {
+        char key[32];
+        snprintf(out, size, "x%d", k);
+        snprintf(key, sizeof key, "{%s}", out);
+        if (cluster_node_of_key(cl, key) == m) return;
+    }
+    FAIL_AT(__FILE__, __LINE__, "no queue name on master %d", m);
+}
+
+/* A chain across the three masters of the test cluster, the last job
+ * waiting for jobs on the two others and reading their outcomes (a round
+ * trip to each of their masters). */
+TEST(chain_across_three_cluster_masters_runs_in_order_and_reads_outcomes) {
+    test_cluster cl;
+    cluster_start(&cl, 0);
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(cl.url);
+    rjq_client *c = client_new(base, &o);
+    char na[16], nb[16], nc[16];
+    name_on(&cl, 0, na, sizeof na);
+    name_on(&cl, 1, nb, sizeof nb);
+    name_on(&cl, 2, nc, sizeof nc);
+    rjq_queue *qa, *qb, *qc;
+    ASSERT_OK(rjq_queue_open(c, na, NULL, &qa));
+    ASSERT_OK(rjq_queue_open(c, nb, NULL, &qb));
+    ASSERT_OK(rjq_queue_open(c, nc, NULL, &qc));
+    enqueue_x_ok(base, qa, "a", 3600000, 0);
+    rjq_dep on_a = {na, "a"};
+    rjq_dep on_ab[2] = {{na, "a"}, {nb, "b"}};
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+    jo.id = "b";
+    jo.after = &on_a;
+    jo.n_after = 1;
+    ASSERT_OK(enqueue_job(base, qb, "p", &jo).status);
+    jo.id = "c";
+    jo.after = on_ab;
+    jo.n_after = 2;
+    ASSERT_OK(enqueue_job(base, qc, "p", &jo).status);
+    ASSERT_STREQ("waiting", get_info(base, qc, "c").state);
+    long na_ran = 0, nb_ran = 0;
+    read_deps rd;
+    memset(&rd, 0, sizeof rd);
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *wa, *wb, *wc;
+    ASSERT_OK(rjq_worker_start(qa, &wo, complete_with_result, &na_ran, &wa));
+    ASSERT_OK(rjq_worker_start(qb, &wo, complete_with_result, &nb_ran, &wb));
+    ASSERT_OK(rjq_worker_start(qc, &wo, read_then_complete, &rd, &wc));
+    count_wait p = {0};
+    ASSERT_OK(rjq_queue_promote(qa, "a", on_count, &p));
+    ASSERT(loop_until_count(base, &rd.ran, 1, 30000));
+    ASSERT_EQ(1, na_ran);
+    ASSERT_EQ(1, nb_ran);
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(2, (long)rd.n);
+    char want[64];
+    snprintf(want, sizeof want, "%s:a completed completed r-a -", na);
+    ASSERT_STREQ(want, rd.line[0]);
+    snprintf(want, sizeof want, "%s:b completed completed r-a -", nb);
+    ASSERT_STREQ(want, rd.line[1]);
+    WAIT_FOR(base, strcmp(get_info(base, qc, "c").state, "completed") == 0, 30000);
+    worker_stop_wait(base, wa);
+    worker_stop_wait(base, wb);
+    worker_stop_wait(base, wc);
+    rjq_client_free(c);
+    event_base_free(base);
+    cluster_stop(&cl);
+}
+
+static void on_deps_read(rjq_client *c, int status, const rjq_dep_outcome *deps, size_t n,
+                         void *data) {
+    (void)c;
+    read_deps *rd = data;
+    rd->status = status;
+    rd->n = n;
+    for (size_t i = 0; status == RJQ_OK && i < n && i < 8; i++) {
+        const rjq_dep_outcome *o = rjq_dep_outcome_get(deps, i);
+        snprintf(rd->line[i], sizeof rd->line[i], "%s:%s %s %s", o->queue, o->id, o->state,
+                 o->counted);
+    }
+    rd->ran++;
+}
+
+/* A server-assigned (all-digit) id names a dependency, and a dependent
+ * with one is read (both were refused as invalid job ids: RJQ_EINVAL at
+ * the enqueue, 400 on the dashboard's job page of a numbered job). */
+TEST(dependency_on_a_server_assigned_id_waits_and_reads) {
+    test_env e;
+    env_start(&e, "dn");
+    rjq_job_options d = RJQ_JOB_OPTIONS_INIT;
+    d.delay_ms = 3600000;
+    enqueue_wait a = enqueue_job(e.base, e.q, "p", &d);
+    ASSERT_OK(a.status);
+    rjq_dep on_a = {"dn", a.id};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.after = &on_a;
+    o.n_after = 1;
+    enqueue_wait b = enqueue_job(e.base, e.q, "p", &o); /* itself numbered */
+    ASSERT_OK(b.status);
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, b.id).state);
+    read_deps rd;
+    memset(&rd, 0, sizeof rd);
+    ASSERT_OK(rjq_queue_get_dependencies(e.q, b.id, on_deps_read, &rd));
+    ASSERT(loop_until_count(e.base, &rd.ran, 1, 10000));
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(1, (long)rd.n);
+    char want[300];
+    snprintf(want, sizeof want, "dn:%s delayed pending", a.id);
+    ASSERT_STREQ(want, rd.line[0]);
+    ASSERT_EQ(RJQ_EJOBID, rjq_queue_get_dependencies(e.q, "a b", on_deps_read, &rd));
     env_stop(&e);
 }

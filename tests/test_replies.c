@@ -81,15 +81,19 @@ TEST(stats_with_a_count_out_of_range_end_in_eproto) {
     test_env e;
     env_start(&e, "hostile");
     replace_function(&e, RJQ__S_STATS,
-                     "return {-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0}");
+                     "return {-5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}");
     stats_wait s = stats_of(e.base, e.q);
     ASSERT_EQ(RJQ_EPROTO, s.status);
     replace_function(&e, RJQ__S_STATS,
-                     "return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -9223372036854775808, 1, 0, 0}");
+                     "return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -9223372036854775808, 1, 0, 0, 0}");
     s = stats_of(e.base, e.q);
     ASSERT_EQ(RJQ_EPROTO, s.status);
     replace_function(&e, RJQ__S_STATS, /* (a negative dedup count) */
-                     "return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, -1, 0}");
+                     "return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, -1, 0, 0}");
+    s = stats_of(e.base, e.q);
+    ASSERT_EQ(RJQ_EPROTO, s.status);
+    replace_function(&e, RJQ__S_STATS, /* (a negative waiting depth) */
+                     "return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, -1}");
     s = stats_of(e.base, e.q);
     ASSERT_EQ(RJQ_EPROTO, s.status);
     env_stop(&e);

@@ -82,7 +82,7 @@ expect_line "delayed 0"
 expect_line "dead_depth 0"
 expect_line "cancelled 0"
 expect_line "paused 0"
-check; [ "$(wc -l <"$DIR/out")" -eq 19 ] || fail "expected 19 stats lines (dedup_reserved, dedup_next_release_ms included)"
+check; [ "$(wc -l <"$DIR/out")" -eq 20 ] || fail "expected 20 stats lines (dedup_reserved, dedup_next_release_ms, waiting included)"
 
 run stats q --json
 expect_ok
@@ -90,7 +90,7 @@ expect_out_re '^\{"enqueued":1,.*"ready":1,.*"dead_depth":0,.*"paused":0\}$'
 check; [ "$(wc -l <"$DIR/out")" -eq 1 ] || fail "expected one JSON line"
 if command -v python3 >/dev/null; then
     check
-    python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ready"]==1 and d["paused"]==0 and len(d)==19 and d["dedup_reserved"]==0' \
+    python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ready"]==1 and d["paused"]==0 and len(d)==20 and d["dedup_reserved"]==0' \
         <"$DIR/out" 2>/dev/null || fail "stats --json is not the expected JSON object"
 fi
 
@@ -369,6 +369,36 @@ expect_out "not paused"
 run stats pq --json
 expect_out_re '"paused":0'
 
+# dependencies (issue 39): --after waits, listed as waiting, counted in stats
+run enqueue depa one --id a1 --delay 3600000
+expect_ok
+run enqueue depb two --id b1 --after depa:a1,depa:nosuch --after-policy ignore
+expect_ok
+expect_out "b1"
+run job depb b1
+expect_line "state waiting"
+run jobs depb waiting
+expect_out "b1"
+run stats depb
+expect_line "waiting 1"
+run stats depb --json
+expect_out_re '"waiting":1'
+run enqueue depb three --after depa
+expect_rc 2
+expect_err_has "--after: dependency 'depa' is not QUEUE:ID"
+run enqueue depb three --after depa:a1 --after-policy maybe
+expect_rc 2
+expect_err_has "--after-policy: 'maybe' is none of fail, run, ignore"
+run enqueue depb three --after-policy run
+expect_rc 2
+expect_err_has "--after-policy needs --after"
+run cancel depa a1
+expect_ok
+run job depb b1
+expect_line "state ready"
+run stats depb
+expect_line "waiting 0"
+
 run limit pq --concurrency 4 --rate 50/2000
 expect_ok
 expect_out "limits set"
@@ -464,8 +494,11 @@ run jobs lq completed
 expect_ok
 expect_out ""
 run jobs lq waiting
+expect_ok
+expect_out ""
+run jobs lq sleeping
 expect_rc 2
-expect_err_has "unknown state 'waiting'"
+expect_err_has "unknown state 'sleeping'"
 run jobs lq ready --limit 1001
 expect_rc 2
 run metrics 'a{b}'

@@ -95,6 +95,18 @@ head -c 1000 /dev/zero | tr '\0' b >"$DIR/limit"
 req POST /v1/queues/t/jobs --data-binary @"$DIR/limit"; expect 201   # at the limit: taken
 printf '\xff\xfe\x00\x01' >"$DIR/binary"
 req POST "/v1/queues/bin/jobs?id=b1" --data-binary @"$DIR/binary"; expect 201
+# dependencies (issue 39): ?after= waits for other jobs, of any queue
+req POST "/v1/queues/zdeps/jobs?id=dep-1&after=t:order-7,zdeps:none&after_policy=run" --data d; expect 201 '"id":"dep-1"'
+req GET /v1/queues/zdeps/jobs/dep-1; expect 200 '"state":"waiting"'
+req GET /v1/queues/zdeps; expect 200 '"waiting":1'
+req GET /v1/queues/zdeps/jobs/dep-1/dependencies; expect 200 '"queue":"zdeps","id":"none","state":"missing","counted":"missing"'
+req GET /v1/queues/zdeps/jobs/dep-1/dependencies; expect 200 '"queue":"t","id":"order-7","state":"ready","counted":"pending"'
+req GET /v1/queues/t/jobs/order-7/dependencies; expect 200 '"dependents":.."queue":"zdeps","id":"dep-1"'
+req POST /v1/queues/t/jobs/order-7/dependencies; expect 405
+req POST "/v1/queues/zdeps/jobs?after=t" --data d; expect 400 "dependency 't' is not QUEUE:ID"
+req POST "/v1/queues/zdeps/jobs?after=t:x&wait=1" --data d; expect 400 'after cannot be used with wait'
+req POST "/v1/queues/zdeps/jobs?after_policy=run" --data d; expect 400 'after_policy needs after'
+req POST "/v1/queues/zdeps/jobs?after=t:x&after_policy=no" --data d; expect 400 'none of fail, run, ignore'
 
 # ---- a short wait never loses the enqueue's answer ---------------------------------------
 # With Redis stopped, every enqueue's reply comes after its wait ran out:

@@ -46,7 +46,7 @@ done | "$RJQ" --prefix search enqueue sh - >/dev/null || fail "enqueue sh"
 start_serve main
 
 # bad input: clear 400s, unknown searches 404, wrong methods 405
-for q in "" "text=" "text=x&states=waiting" "text=x&states=ready," "text=x&count=0" \
+for q in "" "text=" "text=x&states=sleeping" "text=x&states=ready," "text=x&count=0" \
          "text=x&count=1001" "text=x&max=0" "text=x&max=abc"; do
     CHECKS=$((CHECKS + 1))
     get -X POST "$BASE/v1/queues/s/search?$q"

@@ -23,7 +23,9 @@ TEST(states_parse_names_commas_and_refuses_unknown_or_empty_parts) {
     ASSERT_EQ(-1, search_states_parse("ready,", &m));
     ASSERT_EQ(-1, search_states_parse(",ready", &m));
     ASSERT_EQ(-1, search_states_parse("ready,,dead", &m));
-    ASSERT_EQ(-1, search_states_parse("waiting", &m));
+    ASSERT_EQ(0, search_states_parse("waiting", &m)); /* (for dependencies) */
+    ASSERT_EQ(1u << RJQ_STATE_WAITING, m);
+    ASSERT_EQ(-1, search_states_parse("sleeping", &m));
     ASSERT_EQ(-1, search_states_parse("readyreadyreadyready", &m));
 }
 

@@ -132,7 +132,8 @@ static const cmdhelp cmds[] = {
      "rjq metrics orders emails"},
     {"enqueue",
      "enqueue QUEUE PAYLOAD [--id ID] [--delay MS] [--priority N] [--attempts N]\n"
-     "           [--timeout MS] [--dedup MS] [--debounce] [--json]\n"
+     "           [--timeout MS] [--dedup MS] [--debounce]\n"
+     "           [--after Q:ID[,Q:ID...] [--after-policy fail|run|ignore]] [--json]\n"
      "       rjq [options] enqueue QUEUE - [--delay MS] [--priority N] [--attempts N]\n"
      "           [--timeout MS]",
      "Enqueue one job and print its id; with PAYLOAD -, one job per line of standard\n"
@@ -144,7 +145,10 @@ static const cmdhelp cmds[] = {
      "  --attempts N   runs before the job is dead (default 3)\n"
      "  --timeout MS   a run longer than this fails as timed out\n"
      "  --dedup MS     keep the id reserved this long after the job ends (with --id)\n"
-     "  --debounce     a waiting job of that id takes this payload, due --delay from now\n",
+     "  --debounce     a waiting job of that id takes this payload, due --delay from now\n"
+     "  --after Q:ID,...  wait (state waiting) until these jobs of any queues finished\n"
+     "  --after-policy P  a dependency that ended dead, cancelled or missing: fail\n"
+     "                 (default: this job goes dead), run (runs anyway), ignore\n",
      "rjq enqueue orders '{\"order\":42}' --id order-42 --attempts 3"},
     {"job", "job QUEUE ID [--json]",
      "A job's state, attempts, payload, result, error and times. At a terminal, control\n"
@@ -153,8 +157,8 @@ static const cmdhelp cmds[] = {
      "  --json         one JSON object\n",
      "rjq job orders order-42"},
     {"jobs", "jobs QUEUE STATE [--offset N] [--limit N] [--json]",
-     "The job ids of a state (ready, delayed, active, dead, cancelled, completed), in\n"
-     "queue order.\n"
+     "The job ids of a state (ready, delayed, active, dead, cancelled, completed,\n"
+     "waiting: for their dependencies), in queue order.\n"
      "\n"
      "  --offset N     skip the first N\n"
      "  --limit N      at most N (default 100, at most 1000)\n"

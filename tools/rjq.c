@@ -30,6 +30,7 @@
 #include <rjq/libevent.h>
 
 #include "acl.h"
+#include "after.h"
 #include "connopts.h"
 #include "help.h"
 #include "log.h"
@@ -785,9 +786,11 @@ static int enqueue_stdin(cli *t, const rjq_job_options *o) {
 static int cmd_enqueue(cli *t, int argc, char **argv) {
     char *pos[2];
     const char *id = NULL, *delay = NULL, *prio = NULL, *attempts = NULL, *timeout = NULL,
-               *dedup = NULL;
+               *dedup = NULL, *after = NULL, *policy = NULL;
     int debounce = 0;
     const optdef defs[] = {{"--id", &id, NULL},
+                           {"--after", &after, NULL},
+                           {"--after-policy", &policy, NULL},
                            {"--delay", &delay, NULL},
                            {"--priority", &prio, NULL},
                            {"--attempts", &attempts, NULL},
@@ -807,7 +810,24 @@ static int cmd_enqueue(cli *t, int argc, char **argv) {
         return usage_error("%s needs --id", dedup ? "--dedup" : "--debounce");
     int from_stdin = strcmp(pos[1], "-") == 0;
     if (from_stdin && id) return usage_error("%s cannot be used with stdin payloads", "--id");
+    if (from_stdin && after) return usage_error("%s cannot be used with stdin payloads", "--after");
+    if (policy && after == NULL) return usage_error("%s needs --after", "--after-policy");
+    if (after && debounce) return usage_error("%s cannot be used with --debounce", "--after");
+    int pol = RJQ_AFTER_FAIL;
+    if (policy && after_policy_parse(policy, &pol) != 0)
+        return usage_error("--after-policy: '%s' is none of fail, run, ignore", policy);
+    after_list deps;
+    char why[160];
+    if (after && after_parse(after, &deps, why, sizeof why) != 0) {
+        after_free(&deps);
+        return usage_error("--after: %s", why);
+    }
     rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    if (after) {
+        o.after = deps.deps;
+        o.n_after = deps.n;
+        o.after_policy = pol;
+    }
     o.id = id;
     o.delay_ms = d;
     o.priority = (int)p;
@@ -815,9 +835,14 @@ static int cmd_enqueue(cli *t, int argc, char **argv) {
     o.timeout_ms = to;
     o.dedup_ms = dd;
     o.debounce = debounce;
-    if (cli_open(t, pos[0])) return 1;
+    if (cli_open(t, pos[0])) {
+        if (after) after_free(&deps);
+        return 1;
+    }
     if (from_stdin) return enqueue_stdin(t, &o);
-    return send_and_wait(t, rjq_enqueue(t->q, pos[1], strlen(pos[1]), &o, on_enqueued, t));
+    rc = send_and_wait(t, rjq_enqueue(t->q, pos[1], strlen(pos[1]), &o, on_enqueued, t));
+    if (after) after_free(&deps);
+    return rc;
 }
 
 /* ---- job ---------------------------------------------------------------------- */
@@ -1426,7 +1451,7 @@ static int cmd_jobs(cli *t, int argc, char **argv) {
     rjq_job_state st;
     if (job_state_parse(pos[1], &st) != 0)
         return usage_error("unknown state '%s' (ready, delayed, active, dead, cancelled, "
-                           "completed)", pos[1]);
+                           "completed, waiting)", pos[1]);
     if (cli_open(t, pos[0])) return 1;
     return send_and_wait(t, rjq_queue_list_jobs(t->q, st, (long)off, (long)lim, on_dead, t));
 }

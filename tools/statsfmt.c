@@ -24,6 +24,7 @@ const stat_field stat_fields[] = {
     {"limit_rate_window_ms", offsetof(rjq_stats, limit_rate_window_ms), STAT_OTHER, NULL},
     {"dedup_reserved", offsetof(rjq_stats, dedup_reserved), STAT_OTHER, NULL},
     {"dedup_next_release_ms", offsetof(rjq_stats, dedup_next_release_ms), STAT_OTHER, NULL},
+    {"waiting", offsetof(rjq_stats, waiting), STAT_DEPTH, "waiting"},
 };
 const size_t stat_nfields = sizeof stat_fields / sizeof stat_fields[0];
 
@@ -32,7 +33,8 @@ static const struct {
     rjq_job_state state;
 } states[] = {{"ready", RJQ_STATE_READY},         {"delayed", RJQ_STATE_DELAYED},
               {"active", RJQ_STATE_ACTIVE},       {"dead", RJQ_STATE_DEAD},
-              {"cancelled", RJQ_STATE_CANCELLED}, {"completed", RJQ_STATE_COMPLETED}};
+              {"cancelled", RJQ_STATE_CANCELLED}, {"completed", RJQ_STATE_COMPLETED},
+              {"waiting", RJQ_STATE_WAITING}};
 
 const char *job_state_name(rjq_job_state st) {
     for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)

@@ -6,8 +6,9 @@
 --   active     by lease end
 --   dead, cancelled   oldest first
 --   completed  oldest first (the retention index: entries of ids)
+--   waiting    (for dependencies, deps_add.lua) oldest first
 -- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, active,
---       dead, cancelled, completed
+--       dead, cancelled, completed, waiting
 -- ARGV: 1 state (one of the above), 2 offset, 3 limit (<= 1000)
 -- Returns the ids; an unknown state is an error. Reads only.
 local state, offset, limit = ARGV[1], tonumber(ARGV[2]), math.min(tonumber(ARGV[3]), 1000)
@@ -54,6 +55,8 @@ elseif state == 'dead' then
   zpage(dead, offset, limit)
 elseif state == 'cancelled' then
   zpage(cancelled, offset, limit)
+elseif state == 'waiting' then
+  zpage(waiting, offset, limit)
 elseif state == 'completed' then
   -- entries "<time ms> <id> <id> ...", oldest first: skip offset ids
   local skip, at, total = offset, 0, typed('list', 'LLEN', completed)

@@ -3,7 +3,7 @@
 -- leaving the list between two pages (claimed, retried, cancelled) never
 -- make the next page skip or repeat one. A cursor names the last job
 -- listed by its place, not its rank:
---   "z<score> <id>"  in a sorted set (delayed, active, dead, cancelled, and
+--   "z<score> <id>"  in a sorted set (delayed, active, dead, cancelled, waiting, and
 --                    the prio set of ready): the next page starts after
 --                    (score, id) in the set's order, whether or not that
 --                    job is still there (a binary search in its ties)
@@ -13,7 +13,7 @@
 --   "c <id>"         in the completed index: after the id; when it was
 --                    swept, from the oldest kept
 -- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, active,
---       dead, cancelled, completed
+--       dead, cancelled, completed, waiting
 -- ARGV: 1 state, 2 cursor ('' = from the first job), 3 limit (<= 1000)
 -- Returns { next, ids... }: next is the cursor after the last id listed
 -- when the page is full, '' when the list ended. Reads only.
@@ -108,6 +108,7 @@ elseif state == 'delayed' then zpage(delayed)
 elseif state == 'active' then zpage(active)
 elseif state == 'dead' then zpage(dead)
 elseif state == 'cancelled' then zpage(cancelled)
+elseif state == 'waiting' then zpage(waiting)
 elseif state == 'completed' then
   -- entries "<time ms> <id> <id> ...", oldest first, read once. seeking:
   -- passing over the ids up to the cursor's (the page starts after it);

@@ -612,6 +612,10 @@ local OUTCOME_MESSAGE_BYTES = 65536
 -- cancel.lua) to release the dependents (deps_due.lua). A script that
 -- reads DEPS_TOLD clears it first (it lives on between calls).
 local DEPS_MARK = '~deps'
+-- A job waiting for its dependencies this long after its registration is
+-- registered again by the sweep (deps_resume.lua): its enqueuing client
+-- may have died between deps_add and deps_watch (ms).
+local DEPS_RESUME_MS = 60000
 local DEPS_TOLD = {}
 
 -- Publish (or queue, see above) an outcome of the job named k to every

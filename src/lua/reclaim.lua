@@ -6,7 +6,7 @@
 -- sweep_completed), so records go away even when no completions come.
 -- KEYS (src/keys.def; bound to these locals): active, ready, prio, dead,
 --       stats, guard, completed, cols, monitored, events, push, delayed,
---       meta, deadlines, dedup, dependents
+--       meta, deadlines, dedup, dependents, waiting
 -- ARGV: 1 job name prefix, 2 wake channel, 3 guard ms (0: no guard),
 --       4 max jobs, 5 dead cap, 6 retention ms, 7 completed cap, 8 look
 --       (1: also say how many jobs wait), 9 jitter in [0,1) (backoff)
@@ -26,8 +26,10 @@
 -- the jobs ready or due } (a client's periodic visit: its idle workers
 -- claim when jobs wait that no doorbell announced to them; a paused queue
 -- has none for them, and 1 when this sweeper holds the guard and jobs of
--- the queue have dependents recorded, else 0: the client then sweeps
--- their releases, deps_due.lua).
+-- the queue have dependents recorded, plus 2 when jobs waiting for their
+-- dependencies are due for a registration again (deps_resume.lua), else
+-- 0: the client then sweeps their releases, deps_due.lua, and resumes
+-- their registrations).
 local prefix, wake, guard_ms, limit, dead_max = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local retention, cap, look, jitter = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8] == '1', tonumber(ARGV[9])
 local J = columns(cols, prefix)
@@ -41,6 +43,9 @@ local function result(n)
   if not look then return n end
   -- (the sweeper, holding the guard, also sweeps the dependents' releases)
   local d = n >= 0 and redis.call('EXISTS', dependents) or 0
+  if n >= 0 and #typed('zset', 'ZRANGEBYSCORE', waiting, '-inf', now - DEPS_RESUME_MS, 'LIMIT', 0, 1) > 0 then
+    d = d + 2
+  end
   if redis.call('HEXISTS', meta, 'paused') == 1 then return {n, 0, d} end
   return {n, redis.call('LLEN', ready) + redis.call('ZCARD', prio) +
              typed('zset', 'ZCOUNT', delayed, '-inf', now), d}

@@ -1,17 +1,18 @@
 -- stats: the queue's counters and depths in one atomic read.
 -- KEYS (src/keys.def; bound to these locals): stats, ready, prio, delayed,
---       active, dead, meta, cancelled, dedup
+--       active, dead, meta, cancelled, dedup, waiting
 -- Returns { enqueued, completed, failed, retried, dead, reclaimed,
 --           replayed, ready, delayed, active, dead_depth, cancelled,
 --           paused (0/1), cancelled_depth, concurrency limit, rate limit
 --           starts, its window ms, exists, ids reserved by dedup, the
---           earliest time one of them is let go (ms; 0: none) } (limits 0:
---           none; exists 1 when any of the first eight keys is there: a
---           queue never written to has none; the reserved ids: those of
---           jobs whose record went before their dedup time was over, whose
---           time is not over yet).
+--           earliest time one of them is let go (ms; 0: none), waiting (for
+--           dependencies: deps_add.lua) } (limits 0: none; exists 1 when
+--           any of the first eight keys or waiting is there: a queue never
+--           written to has none; the reserved ids: those of jobs whose
+--           record went before their dedup time was over, whose time is not
+--           over yet).
 expect_types({stats, 'hash', ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset', dead, 'zset',
-              meta, 'hash', cancelled, 'zset', dedup, 'zset'})
+              meta, 'hash', cancelled, 'zset', dedup, 'zset', waiting, 'zset'})
 local c = int_fields(stats, 'seq', 'retained', 'failed', 'retried', 'dead', 'reclaimed', 'replayed',
                     'skipped', 'swept', 'cancelled')
 local out = {}
@@ -30,10 +31,12 @@ out[8] = redis.call('LLEN', ready) + redis.call('ZCARD', prio)
 out[9] = redis.call('ZCARD', delayed)
 out[10] = redis.call('ZCARD', active) - (redis.call('ZSCORE', active, ACTIVE_PIN) and 1 or 0)
 out[11] = redis.call('ZCARD', dead)
-out[18] = redis.call('EXISTS', stats, ready, prio, delayed, active, dead, meta, cancelled) > 0 and 1 or 0
+out[18] = redis.call('EXISTS', stats, ready, prio, delayed, active, dead, meta, cancelled, waiting) > 0
+  and 1 or 0
 local now = now_ms()
 out[19] = redis.call('ZCOUNT', dedup, '(' .. int(now), '+inf')
 local next_ = out[19] > 0 and redis.call('ZRANGEBYSCORE', dedup, '(' .. int(now), '+inf', 'WITHSCORES',
                                          'LIMIT', 0, 1) or {}
 out[20] = next_[2] and tonumber(next_[2]) or 0
+out[21] = redis.call('ZCARD', waiting)
 return out

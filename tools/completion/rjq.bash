@@ -26,7 +26,7 @@ _rjq_command_options() {
     queues) echo --after --limit ;;
     processes | jobs | dead) echo --offset --limit ;;
     top | cluster) echo --interval ;;
-    enqueue) echo --id --delay --priority --attempts --timeout --dedup --debounce ;;
+    enqueue) echo --id --delay --priority --attempts --timeout --dedup --debounce --after --after-policy ;;
     purge) echo --yes ;;
     replay) echo --all --limit ;;
     pause | resume) echo --create ;;

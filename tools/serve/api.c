@@ -54,6 +54,8 @@ typedef struct call {
     rjq_stats st;     /* settings: the stats read first; ?shards=1: the sum */
     int want_shards;  /* GET /v1/queues/{q}?shards=1 */
     int waiting, failed; /* ?shards=1: shards' stats out, the first error */
+    json_t *deps;     /* .../dependencies: the first half of the reply */
+    char job_id[RJQ_JOB_ID_MAX + 1]; /* .../dependencies: the job */
     struct shard_call {
         struct call *c;
         int i;
@@ -74,6 +76,7 @@ typedef struct parked {
 
 static void call_free(call *c) {
     if (c->q) c->q->refs--;
+    json_decref(c->deps);
     free(c->rest);
     free(c);
 }
@@ -468,6 +471,58 @@ static void on_job(rjq_client *cl, int status, const rjq_job_info *ji, void *dat
     call_free(c);
 }
 
+/* GET /v1/queues/{q}/jobs/{id}/dependencies: {"dependencies": [{queue,
+ * id, state, counted, error}], "dependents": [{queue, id}]}: the job's
+ * dependencies (its list, rjq_queue_get_dependencies), then its
+ * dependents not released yet (rjq_queue_get_dependents). */
+static void on_dependents(rjq_client *cl, int status, const rjq_dep *list, size_t n, void *data) {
+    call *c = data;
+    (void)cl;
+    struct evhttp_request *req = call_reply(c, status);
+    json_t *o = c->deps;
+    c->deps = NULL;
+    if (req) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < n; i++)
+            json_array_append_new(a, json_pack("{so so}", "queue", json_name(list[i].queue), "id",
+                                               json_name(list[i].id)));
+        if (o && a) json_object_set_new(o, "dependents", a);
+        else json_decref(a);
+        if (o) reply_json(req, 200, o);
+        else reply_error(req, 503, "out of memory");
+        o = NULL;
+    }
+    json_decref(o);
+    call_free(c);
+}
+
+static void on_dependencies(rjq_client *cl, int status, const rjq_dep_outcome *deps, size_t n,
+                            void *data) {
+    call *c = data;
+    (void)cl;
+    if (status != RJQ_OK) {
+        (void)call_reply(c, status); /* (answers the error) */
+        call_free(c);
+        return;
+    }
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++) {
+        const rjq_dep_outcome *d = rjq_dep_outcome_get(deps, i);
+        json_array_append_new(a, json_pack("{so so ss ss so}", "queue", json_name(d->queue), "id",
+                                           json_name(d->id), "state", d->state, "counted",
+                                           d->counted, "error",
+                                           d->error ? json_bytes(d->error, strlen(d->error))
+                                                    : json_null()));
+    }
+    c->deps = a ? json_pack("{so}", "dependencies", a) : NULL;
+    int rc = rjq_queue_get_dependents(c->q->q, c->job_id, on_dependents, c);
+    if (rc != RJQ_OK) {
+        json_decref(c->deps);
+        c->deps = NULL;
+        call_refused(c, rc);
+    }
+}
+
 /* The replies of the actions that end in a count. */
 static void on_count(rjq_client *cl, int status, long long n, void *data) {
     call *c = data;
@@ -786,6 +841,13 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
                 call_sent(c, rjq_queue_delete(q->q, g.v[2], on_count, c));
         } else {
             method_not_allowed(req, "GET, DELETE");
+        }
+    } else if (strcmp(g.v[3], "dependencies") == 0) {
+        if (!method(req, EVHTTP_REQ_GET)) method_not_allowed(req, "GET");
+        else if (strlen(g.v[2]) > RJQ_JOB_ID_MAX) reply_rjq_error(req, RJQ_EJOBID, NULL);
+        else if ((c = call_new(s, req, q, "dependencies"))) {
+            strcpy(c->job_id, g.v[2]);
+            call_sent(c, rjq_queue_get_dependencies(q->q, g.v[2], on_dependencies, c));
         }
     } else if (strcmp(g.v[3], "run-now") == 0) {
         if (!method(req, EVHTTP_REQ_POST)) method_not_allowed(req, "POST");

@@ -2,7 +2,9 @@
  * rjq serve: POST /v1/queues/{q}/jobs, the body is the job's payload.
  *
  * Options in the query: id (or the Idempotency-Key header), delay,
- * priority, attempts, timeout, dedup (ms). Without ?wait it answers the
+ * priority, attempts, timeout, dedup (ms), after (the job waits for these
+ * jobs: "QUEUE:ID[,QUEUE:ID...]", not with wait) and after_policy (fail,
+ * run or ignore: rjq_job_options.after_policy). Without ?wait it answers the
  * enqueue: 201 {"id"} (200 with "existed" when the id was there). With
  * ?wait=MS it answers when the job ends: 200 with the result bytes, 502
  * with the error when it died, 409 when it was cancelled, 202 {"id",
@@ -22,6 +24,8 @@
  * printable ASCII) is ignored, as the W3C spec asks of an invalid one.
  */
 #include "server.h"
+
+#include "after.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -205,21 +209,46 @@ int enqueue_handle(server *s, struct evhttp_request *req, const char *name, sque
         reply_error(req, 400, "dedup needs an id");
         return 0;
     }
+    const char *after = query_get(args, "after"), *policy = query_get(args, "after_policy");
+    after_list deps = {.n = 0};
+    if (after || policy) {
+        char why[160];
+        if (after == NULL || wait >= 0) {
+            reply_error(req, 400, after ? "after cannot be used with wait"
+                                        : "after_policy needs after");
+            return 0;
+        }
+        if (policy && after_policy_parse(policy, &jo.after_policy) != 0) {
+            reply_error(req, 400, "after_policy: '%s' is none of fail, run, ignore", policy);
+            return 0;
+        }
+        if (after_parse(after, &deps, why, sizeof why) != 0) {
+            after_free(&deps);
+            reply_error(req, 400, "after: %s", why);
+            return 0;
+        }
+        jo.after = deps.deps;
+        jo.n_after = deps.n;
+    }
+    int ret = 0;
     if (jo.id && !valid_id(jo.id)) {
         reply_rjq_error(req, RJQ_EJOBID, NULL);
-        return 0;
+        goto done;
     }
     int orc = q ? RJQ_OK : queues_get(s, name, &q);
     if (orc == RJQ_OK) queues_touch(q);
     if (orc == RJQ_EBUSY) {
         reply_error(req, 503, "too many queues served (--max-queues %ld)", s->o.max_queues);
-        return 0;
+        goto done;
     }
     if (orc != RJQ_OK) {
         reply_rjq_error(req, orc, NULL);
-        return 0;
+        goto done;
     }
-    if (!q->known) return 1; /* (its layout is being read: parked, routed again) */
+    if (!q->known) { /* (its layout is being read: parked, routed again) */
+        ret = 1;
+        goto done;
+    }
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
     const unsigned char *body = len ? evbuffer_pullup(in, -1) : (const unsigned char *)"";
@@ -227,14 +256,14 @@ int enqueue_handle(server *s, struct evhttp_request *req, const char *name, sque
     if (w == NULL || body == NULL) {
         free(w);
         reply_error(req, 503, "out of memory");
-        return 0;
+        goto done;
     }
     w->s = s;
     w->q = q;
     if (jo.id && (w->given_id = strdup(jo.id)) == NULL) {
         free(w);
         reply_error(req, 503, "out of memory");
-        return 0;
+        goto done;
     }
     int rc;
     if (wait >= 0) {
@@ -248,7 +277,7 @@ int enqueue_handle(server *s, struct evhttp_request *req, const char *name, sque
         free(w->given_id);
         free(w);
         reply_rjq_error(req, rc, rjq_client_get_errmsg(s->c));
-        return 0;
+        goto done;
     }
     /* (the callbacks never run inside the calls above: w is ours here) */
     q->refs++;
@@ -258,7 +287,9 @@ int enqueue_handle(server *s, struct evhttp_request *req, const char *name, sque
     s->nwaiters++;
     /* (a plain enqueue's callback still comes and frees w) */
     held_start(s, &w->h, req, wait >= 0 ? waiter_gone : NULL, 0);
-    return 0;
+done:
+    after_free(&deps); /* (the library copied them) */
+    return ret;
 }
 
 void enqueue_cancel_all(server *s) {

@@ -117,7 +117,7 @@ static json_t *status_json(const search *x, size_t from) {
         json_array_append_new(m, e);
     }
     json_t *states = json_array();
-    for (int i = 0; states && i < 6; i++)
+    for (int i = 0; states && i < 7; i++)
         if (x->st.states & (1u << i))
             json_array_append_new(states, json_string(job_state_name((rjq_job_state)i)));
     double end = x->ended_at ? x->ended_at : serve_now_s();

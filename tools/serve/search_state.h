@@ -11,7 +11,7 @@
 
 #include "rjq.h"
 
-#define SEARCH_STATES_ALL 0x3fu /* one bit per rjq_job_state */
+#define SEARCH_STATES_ALL 0x7fu /* one bit per rjq_job_state */
 
 typedef struct search_match {
     char *id;

@@ -754,6 +754,8 @@ function jobPage(main, name, id) {
     try {
       const r = await api('GET', `/v1/queues/${enc(name)}/jobs/${enc(id)}`);
       const j = r.data;
+      let deps = { dependencies: [], dependents: [] };
+      try { deps = (await api('GET', `/v1/queues/${enc(name)}/jobs/${enc(id)}/dependencies`)).data; } catch (e) { /* (an older server) */ }
       const row = (k, label, v) => el('tr', { 'data-field': k }, el('th', {}, label), el('td', {}, v));
       const dur = (a, b) => (a && b ? ms(b - a) : '–');
       box.replaceChildren(
@@ -769,6 +771,8 @@ function jobPage(main, name, id) {
           row('worker', 'worker', workerText(j.worker)))),
         el('h3', {}, 'attempts'), attemptsTable(j.attempts_history || []),
         el('h3', {}, 'headers'), headersTable(j.headers || {}),
+        el('h3', {}, 'dependencies'), dependenciesTable(deps.dependencies || []),
+        el('h3', {}, 'dependents'), dependentsList(deps.dependents || []),
         el('h3', {}, 'error'), j.error === null ? el('span', { class: 'muted' }, 'none') : bytesView(j.error),
         el('h3', {}, 'payload'), bytesView(j.payload),
         el('h3', {}, 'result'), bytesView(j.result));
@@ -779,6 +783,25 @@ function jobPage(main, name, id) {
   load();
   connectEvents('queues=' + name);
   return { onJob(e) { if (e.queue === name && e.id === id) load(); } };
+}
+
+// The jobs a job waits for (rjq_job_options.after): their state now and
+// how the job counted each.
+function dependenciesTable(list) {
+  if (!list.length) return el('p', { class: 'muted', id: 'dependencies' }, 'none');
+  const link = d => el('a', { href: `#/q/${enc(d.queue)}/job/${enc(d.id)}` }, `${d.queue}:${d.id}`);
+  return el('table', { class: 'kv dependencies', id: 'dependencies' },
+    el('thead', {}, el('tr', {}, ['job', 'state', 'counted as', 'error'].map(h => el('th', {}, h)))),
+    el('tbody', {}, list.map(d => el('tr', { 'data-dep': `${d.queue}:${d.id}` },
+      el('td', {}, link(d)), el('td', {}, el('span', { class: 'badge st-' + d.state }, d.state)),
+      el('td', {}, d.counted), el('td', {}, d.error === null ? '–' : d.error)))));
+}
+
+// The jobs waiting for this one that it has not released yet.
+function dependentsList(list) {
+  if (!list.length) return el('p', { class: 'muted', id: 'dependents' }, 'none waiting');
+  return el('ul', { class: 'dependents', id: 'dependents' }, list.map(d => el('li', { 'data-dep': `${d.queue}:${d.id}` },
+    el('a', { href: `#/q/${enc(d.queue)}/job/${enc(d.id)}` }, `${d.queue}:${d.id}`))));
 }
 
 // A job's headers (traceparent, tracestate, the producer's own keys).

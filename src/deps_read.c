@@ -1,0 +1,343 @@
+/*
+ * rjq_job_dependencies (rjq.h; script deps_read.lua): a handler reads how
+ * its job's dependencies stand. Two steps: the job's list of dependencies
+ * from its own queue (deps_add.lua wrote it, deps_release.lua marks each
+ * one as it is counted), then a call per dependency queue for those jobs'
+ * states, results and errors, all sent in one pass (a round trip per
+ * master: every script touches one queue's slot, and the calls of one
+ * pass go out together). Reads only, nothing to resume. Also the
+ * dependents of a job not released yet (rjq_queue_get_dependents).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "deps.h"
+#include "validate.h"
+
+/* Dependents handed to an rjq_dependents_cb at most (rjq.h). */
+#define RJQ__DEPENDENTS_SHOWN 1000
+
+typedef struct dread {
+    rjq_client *c;
+    rjq_queue *q;                /* the job's queue (held) */
+    rjq_dependencies_cb *cb;
+    void *data;
+    int status, pending;
+    size_t n;
+    rjq_dep_outcome *out;        /* n; strings owned by copies below */
+    char **qname, **id, **err;   /* n each */
+    void **result;               /* n (a byte copy + NUL) */
+    char id0[];                  /* the job's id */
+} dread;
+
+/* The read of one dependency queue: the dependencies at idx[0..k). */
+typedef struct dpart {
+    dread *d;
+    rjq_queue *on;
+    size_t k;
+    size_t idx[];
+} dpart;
+
+static void dread_free(dread *d) {
+    for (size_t i = 0; i < d->n; i++) {
+        free(d->qname[i]);
+        free(d->id[i]);
+        free(d->err[i]);
+        free(d->result[i]);
+    }
+    free(d->qname);
+    free(d->id);
+    free(d->err);
+    free(d->result);
+    free(d->out);
+    free(d);
+}
+
+/* One step ended: once none is pending, cb gets the outcome. */
+static void dread_step(dread *d, int status) {
+    if (status != RJQ_OK && d->status == RJQ_OK) d->status = status;
+    if (--d->pending > 0) return;
+    d->cb(d->c, d->status, d->status == RJQ_OK && d->n ? d->out : NULL,
+          d->status == RJQ_OK ? d->n : 0, d->data);
+    rjq__queue_release(d->q);
+    dread_free(d);
+}
+
+/* The state word of a reply (deps_read.lua), as a static string; NULL when
+ * it is none of rjq's. */
+static const char *state_word(const redisReply *r) {
+    static const char *const known[] = {"ready",     "delayed", "active",  "completed",
+                                        "dead",      "cancelled", "waiting", "missing"};
+    if (r->type != REDIS_REPLY_STRING) return NULL;
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (r->len == strlen(known[i]) && memcmp(r->str, known[i], r->len) == 0) return known[i];
+    return NULL;
+}
+
+static void on_part(rjq_client *c, int status, redisReply *r, void *priv) {
+    dpart *p = priv;
+    dread *d = p->d;
+    /* { false, false, (state, result, error) per id } */
+    if (status == RJQ_OK &&
+        (r->type != REDIS_REPLY_ARRAY || r->elements != 2 + 3 * p->k)) {
+        rjq__errmsg(c, "dependencies: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    for (size_t j = 0; status == RJQ_OK && j < p->k; j++) {
+        size_t i = p->idx[j];
+        const redisReply *st = r->element[2 + 3 * j], *res = r->element[3 + 3 * j],
+                         *er = r->element[4 + 3 * j];
+        const char *state = state_word(st);
+        int res_ok = res->type == REDIS_REPLY_NIL || res->type == REDIS_REPLY_STRING;
+        int er_ok = er->type == REDIS_REPLY_NIL || er->type == REDIS_REPLY_STRING;
+        if (state == NULL || !res_ok || !er_ok ||
+            (res->type == REDIS_REPLY_STRING) != (strcmp(state, "completed") == 0)) {
+            rjq__errmsg(c, "dependencies: unexpected reply");
+            status = RJQ_EPROTO;
+            break;
+        }
+        d->out[i].state = state;
+        if (res->type == REDIS_REPLY_STRING) {
+            if ((d->result[i] = malloc(res->len + 1)) == NULL) {
+                status = RJQ_ENOMEM;
+                break;
+            }
+            memcpy(d->result[i], res->str, res->len);
+            ((char *)d->result[i])[res->len] = '\0';
+            d->out[i].result = d->result[i];
+            d->out[i].result_len = res->len;
+        }
+        if (er->type == REDIS_REPLY_STRING) {
+            if ((d->err[i] = strndup(er->str, er->len)) == NULL) {
+                status = RJQ_ENOMEM;
+                break;
+            }
+            d->out[i].error = d->err[i];
+        }
+    }
+    rjq__queue_release(p->on);
+    free(p);
+    dread_step(d, status);
+}
+
+static int send_read(rjq_queue *q, const char *list_of, const char *dependents_of,
+                     const char *const *ids, size_t k, rjq__reply_fn *fn, void *priv) {
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_script_keys(&a, q, RJQ__S_DEPS_READ);
+    rjq__argv_str(&a, list_of);
+    rjq__argv_str(&a, dependents_of);
+    for (size_t i = 0; i < k; i++) rjq__argv_str(&a, ids[i]);
+    int rc = a.oom ? RJQ_ENOMEM
+                   : rjq__script(rjq_queue_get_client(q), RJQ__S_DEPS_READ, 0, fn, priv, a.n,
+                                 a.v, a.len);
+    rjq__argv_free(&a);
+    if (rc == RJQ_OK) rjq__queue_hold(q);
+    return rc;
+}
+
+/* Send the read of every dependency queue: one call per queue. */
+static int send_parts(dread *d) {
+    char *seen = calloc(d->n, 1);
+    const char **ids = malloc(d->n * sizeof *ids);
+    int rc = seen && ids ? RJQ_OK : RJQ_ENOMEM;
+    for (size_t i = 0; rc == RJQ_OK && i < d->n; i++) {
+        if (seen[i]) continue;
+        dpart *p = malloc(sizeof *p + d->n * sizeof p->idx[0]);
+        rjq_queue *on = p ? rjq__deps_queue(d->c, d->qname[i], strlen(d->qname[i])) : NULL;
+        if (on == NULL) {
+            free(p);
+            rc = RJQ_ENOMEM;
+            break;
+        }
+        p->d = d;
+        p->on = on;
+        p->k = 0;
+        for (size_t j = i; j < d->n; j++) {
+            if (seen[j] || strcmp(d->qname[j], d->qname[i]) != 0) continue;
+            seen[j] = 1;
+            ids[p->k] = d->id[j];
+            p->idx[p->k++] = j;
+        }
+        rc = send_read(on, "", "", ids, p->k, on_part, p);
+        if (rc != RJQ_OK) {
+            free(p);
+            break;
+        }
+        d->pending++;
+    }
+    free(seen);
+    free(ids);
+    return rc;
+}
+
+/* How a mark of the list (deps_add.lua) counted the dependency. */
+static const char *counted_word(char mark) {
+    switch (mark) {
+    case 'w': return "pending";
+    case 'c': return "completed";
+    case 'd': return "dead";
+    case 'x': return "cancelled";
+    case 'm': return "missing";
+    case '-': return "ignored";
+    default: return NULL;
+    }
+}
+
+/* Read the list "<policy> <delay>\n<mark> <queue> <id>..." into d. */
+static int parse_list(dread *d, const char *s, size_t len) {
+    const char *p = memchr(s, '\n', len), *end = s + len;
+    size_t n = 0;
+    for (const char *x = p; x && x < end; x = memchr(x + 1, '\n', (size_t)(end - x - 1))) n++;
+    if (p == NULL || n == 0 || n > RJQ_AFTER_MAX) return RJQ_EPROTO;
+    d->out = calloc(n, sizeof *d->out);
+    d->qname = calloc(n, sizeof *d->qname);
+    d->id = calloc(n, sizeof *d->id);
+    d->err = calloc(n, sizeof *d->err);
+    d->result = calloc(n, sizeof *d->result);
+    if (!d->out || !d->qname || !d->id || !d->err || !d->result) return RJQ_ENOMEM;
+    for (p++; p <= end && d->n < n; d->n++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        const char *sp = le - p > 2 && p[1] == ' ' ? memchr(p + 2, ' ', (size_t)(le - p - 2)) : NULL;
+        const char *counted = counted_word(*p);
+        if (sp == NULL || counted == NULL) return RJQ_EPROTO;
+        d->qname[d->n] = strndup(p + 2, (size_t)(sp - p - 2));
+        d->id[d->n] = strndup(sp + 1, (size_t)(le - sp - 1));
+        if (!d->qname[d->n] || !d->id[d->n]) {
+            d->n++;
+            return RJQ_ENOMEM;
+        }
+        if (!rjq__valid_queue_name(d->qname[d->n]) || !rjq__valid_job_ref(d->id[d->n])) {
+            d->n++;
+            return RJQ_EPROTO;
+        }
+        d->out[d->n].queue = d->qname[d->n];
+        d->out[d->n].id = d->id[d->n];
+        d->out[d->n].counted = counted;
+        p = le + 1;
+    }
+    return d->n == n ? RJQ_OK : RJQ_EPROTO;
+}
+
+static void on_list(rjq_client *c, int status, redisReply *r, void *priv) {
+    dread *d = priv;
+    /* { list or nil, nil } */
+    if (status == RJQ_OK &&
+        (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+         (r->element[0]->type != REDIS_REPLY_NIL && r->element[0]->type != REDIS_REPLY_STRING))) {
+        rjq__errmsg(c, "dependencies: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    if (status == RJQ_OK && r->element[0]->type == REDIS_REPLY_STRING) {
+        status = parse_list(d, r->element[0]->str, r->element[0]->len);
+        if (status == RJQ_EPROTO) rjq__errmsg(c, "dependencies: unexpected list");
+        if (status == RJQ_OK) status = rjq__accepting(c) ? send_parts(d) : RJQ_ECANCELED;
+    }
+    dread_step(d, status);
+}
+
+const rjq_dep_outcome *rjq_dep_outcome_get(const rjq_dep_outcome *list, size_t i) {
+    return list ? &list[i] : NULL;
+}
+
+/* The read of id's dependencies on q (rjq_job_dependencies,
+ * rjq_queue_get_dependencies). */
+static int read_dependencies(rjq_queue *q, const char *id, rjq_dependencies_cb *cb, void *data) {
+    rjq_client *c = rjq_queue_get_client(q);
+    int rc = rjq__queue_refuse_front(q, "dependencies");
+    if (rc != RJQ_OK) return rc;
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    dread *d = calloc(1, sizeof *d + strlen(id) + 1);
+    if (d == NULL) return RJQ_ENOMEM;
+    strcpy(d->id0, id);
+    d->c = c;
+    d->q = q;
+    d->cb = cb;
+    d->data = data;
+    d->pending = 1;
+    rjq__enter(c);
+    rc = send_read(q, d->id0, "", NULL, 0, on_list, d);
+    rjq__leave(c);
+    if (rc != RJQ_OK) free(d); /* (else send_read's hold of q is d's) */
+    return rc;
+}
+
+int rjq_job_dependencies(rjq_job *job, rjq_dependencies_cb *cb, void *data) {
+    rjq_queue *q = job ? rjq_job_get_queue(job) : NULL;
+    if (q == NULL || cb == NULL) return RJQ_EINVAL;
+    return read_dependencies(q, rjq_job_get_id(job), cb, data);
+}
+
+int rjq_queue_get_dependencies(rjq_queue *q, const char *id, rjq_dependencies_cb *cb,
+                               void *data) {
+    if (q == NULL || cb == NULL) return RJQ_EINVAL;
+    if (!rjq__valid_job_ref(id)) return RJQ_EJOBID;
+    return read_dependencies(q, id, cb, data);
+}
+
+/* ---- dependents ----------------------------------------------------------- */
+
+typedef struct dents {
+    rjq_queue *q;
+    rjq_dependents_cb *cb;
+    void *data;
+} dents;
+
+static void on_dependents(rjq_client *c, int status, redisReply *r, void *priv) {
+    dents *d = priv;
+    rjq_dep list[RJQ__DEPENDENTS_SHOWN];
+    size_t n = 0;
+    char *copy = NULL;
+    /* { nil, entry or nil }: the entry's "<queue> <id>" lines */
+    if (status == RJQ_OK &&
+        (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+         (r->element[1]->type != REDIS_REPLY_NIL && r->element[1]->type != REDIS_REPLY_STRING))) {
+        rjq__errmsg(c, "dependents: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    if (status == RJQ_OK && r->element[1]->type == REDIS_REPLY_STRING &&
+        (copy = strndup(r->element[1]->str, r->element[1]->len)) == NULL)
+        status = RJQ_ENOMEM;
+    for (char *p = copy, *next; status == RJQ_OK && p && *p && n < RJQ__DEPENDENTS_SHOWN; p = next) {
+        next = strchr(p, '\n');
+        if (next) *next++ = '\0';
+        char *sp = strchr(p, ' ');
+        if (sp == NULL) {
+            rjq__errmsg(c, "dependents: unexpected entry");
+            status = RJQ_EPROTO;
+            break;
+        }
+        *sp = '\0';
+        if (!rjq__valid_queue_name(p) || !rjq__valid_job_ref(sp + 1)) {
+            rjq__errmsg(c, "dependents: unexpected entry");
+            status = RJQ_EPROTO;
+            break;
+        }
+        list[n].queue = p;
+        list[n++].id = sp + 1;
+    }
+    d->cb(c, status, status == RJQ_OK && n ? list : NULL, status == RJQ_OK ? n : 0, d->data);
+    free(copy);
+    rjq__queue_release(d->q);
+    free(d);
+}
+
+int rjq_queue_get_dependents(rjq_queue *q, const char *id, rjq_dependents_cb *cb, void *data) {
+    if (q == NULL || cb == NULL) return RJQ_EINVAL;
+    if (!rjq__valid_job_ref(id)) return RJQ_EJOBID;
+    rjq_client *c = rjq_queue_get_client(q);
+    int rc = rjq__queue_refuse_front(q, "dependents");
+    if (rc != RJQ_OK) return rc;
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    dents *d = malloc(sizeof *d);
+    if (d == NULL) return RJQ_ENOMEM;
+    d->q = q;
+    d->cb = cb;
+    d->data = data;
+    rjq__enter(c);
+    rc = send_read(q, "", id, NULL, 0, on_dependents, d);
+    rjq__leave(c);
+    if (rc != RJQ_OK) free(d);
+    return rc;
+}

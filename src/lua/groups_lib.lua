@@ -1,0 +1,259 @@
+
+-- ---- Job groups (README "Groups"; genqueue.lua, gconf.lua, gstats.lua,
+-- the group step of claim.lua; src/groups.c) -------------------------------
+-- A job may carry a group (a tenant id). Its ready place is then its
+-- group's own, never the queue's ready/prio, so a plain queue (no group
+-- jobs) pays nothing: its scripts find no group key and skip the step.
+-- Every key of the groups is a name under the prefix G = "<prefix>:{Q}:g:"
+-- (KEYS 'groups', src/keys.def):
+--   G..'r:'..g   list  ready ids of group g, priority 0, FIFO
+--   G..'p:'..g   zset  ready ids of g of other priorities (scores as prio's)
+--   G..'a:'..g   set   ids of g's active jobs (its concurrency slots)
+--   G..'ring'    zset  the groups that can start work now (ready jobs, not
+--                      paused, below their limit) -> their turn: a claim
+--                      serves them lowest turn first, `weight` jobs each,
+--                      and a group served that can start more takes the
+--                      next turn (the back of the ring): round-robin
+--   G..'all'     zset  every group with ready jobs or active ones -> its
+--                      number of ready jobs (depth; listing by depth)
+--   G..'conf'    hash  group -> "<limit> <weight> <paused>" ('-': the
+--                      defaults'); '*' -> the defaults "<limit> <weight>"
+--                      ('-' limit: none; '-' weight: 1)
+--   G..'credit'  hash  a weighted group whose turn is not over -> the
+--                      jobs it may still start in it
+--   G..'job'     hash  id -> its group, while the job lives (HDEL when it
+--                      completes or dies)
+--   G..'delayed' zset  id -> due time (ms) of the groups' delayed jobs
+--                      (their own delay or a retry's backoff): a claim
+--                      makes the due ones ready in their group
+-- A group at its limit or paused leaves the ring, so it costs no claim
+-- anything; a slot freed (complete, fail, reclaim: GROUPS.release) or a
+-- resume puts it back and rings the doorbell when the ring was empty.
+-- The meta field 'groups' (set by the first group job's enqueue) tells
+-- claim.lua, which reads meta anyway, to serve the groups.
+local GROUPS = {}
+GROUPS.NAME = '^[%w_.:@%-]+$' -- (1..64 bytes: src/validate.c)
+
+-- the wake channel of the queue whose group prefix is G ("...:g:")
+function GROUPS.wake(G) return string.sub(G, 1, -3) .. 'wake' end
+
+-- parse "<limit> <weight> <paused>": limit (nil: '-'), weight (nil: '-'),
+-- paused (bool)
+local function gconf_parse(v)
+  if not v then return nil, nil, false end
+  local l, w, p = string.match(v, '^(%S+) (%S+) ?(%d?)$')
+  return tonumber(l), tonumber(w), p == '1'
+end
+GROUPS.parse = gconf_parse
+
+-- group g's limit (nil: none), weight, paused; c: the call's cache
+function GROUPS.conf(G, g, c)
+  if c.noconf == nil then c.noconf = redis.call('EXISTS', G .. 'conf') == 0 end
+  if c.noconf then return nil, 1, false end
+  local v = redis.call('HMGET', G .. 'conf', g, '*')
+  local l, w, p = gconf_parse(v[1])
+  local dl, dw = gconf_parse(v[2])
+  l = l or dl
+  if l and l <= 0 then l = nil end
+  return l, math.max(w or dw or 1, 1), p
+end
+
+-- group g's active count, its stale members dropped when it looks full
+-- (a job that left active by a path that does not release slots: its
+-- state is no longer active)
+function GROUPS.active(G, J, g, limit)
+  local a = G .. 'a:' .. g
+  local n = redis.call('SCARD', a)
+  if not limit or n < limit then return n end
+  local ids = redis.call('SMEMBERS', a)
+  local s = redis.call('HMGET', J.s, unpack(ids))
+  local stale = {}
+  for i, id in ipairs(ids) do
+    if not s[i] or string.sub(s[i], 1, 7) ~= 'active ' then stale[#stale + 1] = id end
+  end
+  if #stale > 0 then redis.call('SREM', a, unpack(stale)) end
+  return n - #stale
+end
+
+-- the next turn of the ring: after its last (read once per call, c)
+function GROUPS.next_turn(G, c)
+  if not c.turn then
+    local t = redis.call('ZRANGE', G .. 'ring', -1, -1, 'WITHSCORES')
+    c.turn = t[2] and tonumber(t[2]) or 0
+  end
+  c.turn = c.turn + 1
+  return c.turn
+end
+
+-- Put group g in the ring when it can start work (ready jobs, not paused,
+-- below its limit); out of it when not. Rings the doorbell when the ring
+-- was empty.
+function GROUPS.offer(G, J, g, c)
+  local ring = G .. 'ring'
+  local depth = tonumber(redis.call('ZSCORE', G .. 'all', g) or '0')
+  local limit, _, paused = GROUPS.conf(G, g, c)
+  if depth <= 0 or paused or (limit and GROUPS.active(G, J, g, limit) >= limit) then
+    redis.call('ZREM', ring, g)
+    if depth <= 0 and redis.call('SCARD', G .. 'a:' .. g) == 0 then redis.call('ZREM', G .. 'all', g) end
+    return
+  end
+  if redis.call('ZSCORE', ring, g) then return end
+  redis.call('ZADD', ring, GROUPS.next_turn(G, c), g)
+  if redis.call('ZCARD', ring) == 1 then redis.call(PUB or pub_mode(), GROUPS.wake(G), '1') end
+end
+
+-- Make job id (priority p) ready in group g (head: first of its class;
+-- seq: its rank for p ~= 0, nil: a new one from stats).
+function GROUPS.push(G, J, g, id, p, head, stats, c, seq)
+  if p == 0 then
+    if head then redis.call('LPUSH', G .. 'r:' .. g, id) else redis.call('RPUSH', G .. 'r:' .. g, id) end
+  else
+    if head then seq = 0 elseif not seq then
+      redis.call('HINCRBY', stats, 'skipped', 1)
+      seq = redis.call('HINCRBY', stats, 'seq', 1)
+    end
+    redis.call('ZADD', G .. 'p:' .. g, prio_score(p, seq), id)
+  end
+  redis.call('ZINCRBY', G .. 'all', 1, g)
+  GROUPS.offer(G, J, g, c)
+end
+
+-- The groups of ids (id -> group, for those that have one).
+function GROUPS.of(G, ids)
+  local by = {}
+  if #ids == 0 then return by end
+  local v = redis.call('HMGET', G .. 'job', unpack(ids))
+  for i, id in ipairs(ids) do if v[i] then by[id] = v[i] end end
+  return by
+end
+
+-- Jobs ids left active (complete, fail, reclaim): their slots are freed
+-- and their groups offered again. Returns id -> group.
+function GROUPS.release(G, J, ids, c)
+  local by = GROUPS.of(G, ids)
+  local per = {}
+  for id, g in pairs(by) do
+    per[g] = per[g] or {}
+    per[g][#per[g] + 1] = id
+  end
+  for g, list in pairs(per) do
+    redis.call('SREM', G .. 'a:' .. g, unpack(list))
+    GROUPS.offer(G, J, g, c)
+  end
+  return by
+end
+
+-- After a job of group g was failed or returned (fail_job, return_lost
+-- with the group's keys: GROUPS.q): ready in the group again (counted,
+-- offered), delayed (nothing more), or dead (its group entry dropped).
+function GROUPS.after(G, J, g, id, c)
+  local st = state_of(redis.call('HGET', J.s, id))
+  if st == 'ready' then
+    redis.call('ZINCRBY', G .. 'all', 1, g)
+    GROUPS.offer(G, J, g, c)
+  elseif st ~= 'delayed' then
+    redis.call('HDEL', G .. 'job', id)
+  end
+end
+
+-- A copy of the queue table q (fail_job, return_lost) that puts a job of
+-- group g back in its group.
+function GROUPS.q(G, q, g)
+  local r = {}
+  for k, v in pairs(q) do r[k] = v end
+  r.ready, r.prio, r.delayed = G .. 'r:' .. g, G .. 'p:' .. g, G .. 'delayed'
+  return r
+end
+
+-- The groups' delayed jobs due by now become ready in their groups.
+function GROUPS.promote(G, J, now, stats, c)
+  local due = redis.call('ZRANGEBYSCORE', G .. 'delayed', '-inf', now, 'LIMIT', 0, 1000)
+  if #due == 0 then return end
+  redis.call('ZREM', G .. 'delayed', unpack(due))
+  local by = GROUPS.of(G, due)
+  local o, s = redis.call('HMGET', J.o, unpack(due)), redis.call('HMGET', J.s, unpack(due))
+  for i, id in ipairs(due) do
+    local g = by[id]
+    local st, a, _t, tm = state_of(s[i])
+    if g and st == 'delayed' then
+      redis.call('HSET', J.s, id, state_value('ready', num(a), nil, tm))
+      GROUPS.push(G, J, g, id, (parse_options(o[i])), false, stats, c)
+    end
+  end
+end
+
+-- ms until the groups' next delayed job is due (nil: none)
+function GROUPS.next_due(G, now)
+  local nx = redis.call('ZRANGE', G .. 'delayed', 0, 0, 'WITHSCORES')
+  if nx[2] then return math.max(0, tonumber(nx[2]) - now) end
+  return nil
+end
+
+-- Take up to `want` ready jobs of the groups, round-robin over the ring
+-- (several groups per call; priorities then FIFO within a group), each
+-- counted in its group's slots. Returns the ids and whether the ring
+-- still holds groups (work left that others may start).
+function GROUPS.take(G, J, want, now, stats)
+  local c = {}
+  GROUPS.promote(G, J, now, stats, c)
+  local ring, all = G .. 'ring', G .. 'all'
+  local ids, by = {}, {}
+  local rounds = 0
+  while #ids < want and rounds < 4 do
+    rounds = rounds + 1
+    local heads = redis.call('ZRANGE', ring, 0, want - #ids - 1)
+    if #heads == 0 then break end
+    for _, g in ipairs(heads) do
+      if #ids >= want then break end
+      local limit, weight, paused = GROUPS.conf(G, g, c)
+      -- a weighted group keeps its turn until it started `weight` jobs in
+      -- it (across claims: what is left of its turn is its credit)
+      local credit = weight
+      if weight > 1 then credit = tonumber(redis.call('HGET', G .. 'credit', g) or weight) end
+      local n = math.min(want - #ids, credit)
+      local a = 0
+      if limit then
+        a = GROUPS.active(G, J, g, limit)
+        n = math.min(n, limit - a)
+      end
+      local got = {}
+      if not paused and n > 0 then got = take_ready(G .. 'r:' .. g, G .. 'p:' .. g, n) end
+      -- only jobs still ready start (a cancel leaves its id behind)
+      local k = 0
+      if #got > 0 then
+        local s = redis.call('HMGET', J.s, unpack(got))
+        local mine = {}
+        for i, id in ipairs(got) do
+          if s[i] and string.sub(s[i], 1, 6) == 'ready ' then
+            mine[#mine + 1] = id; ids[#ids + 1] = id; by[id] = g
+          end
+        end
+        k = #mine
+        if k > 0 then redis.call('SADD', G .. 'a:' .. g, unpack(mine)) end
+      end
+      local depth
+      if #got > 0 then depth = tonumber(redis.call('ZINCRBY', all, -#got, g))
+      elseif not paused and n > 0 then depth = 0 -- (its count was off: it has none)
+      else depth = tonumber(redis.call('ZSCORE', all, g) or '0') end
+      if #got < n and depth > 0 then -- (the same: it has no more)
+        redis.call('ZADD', all, 0, g); depth = 0
+      end
+      if depth > 0 and not paused and (not limit or a + k < limit) then
+        if #got > 0 and credit - #got > 0 then
+          redis.call('HSET', G .. 'credit', g, credit - #got) -- (its turn goes on)
+        elseif #got > 0 then
+          if weight > 1 then redis.call('HDEL', G .. 'credit', g) end
+          redis.call('ZADD', ring, GROUPS.next_turn(G, c), g)
+        end
+      else
+        redis.call('ZREM', ring, g)
+        if depth <= 0 and a + k == 0 and redis.call('SCARD', G .. 'a:' .. g) == 0 then
+          redis.call('ZREM', all, g)
+        elseif depth <= 0 then
+          redis.call('ZADD', all, 0, g)
+        end
+      end
+    end
+  end
+  return ids, redis.call('EXISTS', ring) == 1
+end

@@ -125,11 +125,12 @@ int rjq__groups_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq
     if (text) rjq__argv_add(&v, text, tlen);
     else rjq__argv_str(&v, opts);
     rjq__argv_str(&v, o->group);
-    free(text);
     rjq__queue_register(q);
     /* a job with a caller's id may be sent again (genqueue reports it
-     * existing); a numbered one not */
+     * existing); a numbered one not. (The arguments point at text: freed
+     * once sent.) */
     rc = send_script(q, RJQ__S_GENQUEUE, (o->id ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE, on_added, a, &v);
+    free(text);
     if (rc != RJQ_OK) free(a);
     return rc;
 }

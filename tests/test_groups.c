@@ -40,6 +40,14 @@ static void complete_noting(rjq_job *job, void *data) {
     ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));
 }
 
+/* A handler that notes its job's group header and completes it. */
+static void complete_noting_group(rjq_job *job, void *data) {
+    char *seen = data;
+    const char *g = rjq_job_get_header(job, "rjq.group");
+    snprintf(seen, 32, "%s", g ? g : "(none)");
+    ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));
+}
+
 static long index_of(const ran *r, const char *payload) {
     for (long i = 0; i < r->n && i < 200; i++)
         if (strcmp(r->order[i], payload) == 0) return i;
@@ -403,5 +411,24 @@ TEST(a_plain_queue_claims_and_completes_without_touching_group_keys) {
     ASSERT(k->type == REDIS_REPLY_ARRAY && k->elements == 0);
     freeReplyObject(k);
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{gn}:meta groups"));
+    env_stop(&e);
+}
+
+TEST(a_group_jobs_handler_reads_its_group_and_its_own_headers) {
+    test_env e;
+    env_start(&e, "gh");
+    rjq_header hs[] = {{"traceparent", "00-abc-def-01"}};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.group = "tenant-7";
+    o.headers = hs;
+    o.nheaders = 1;
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    char seen[32] = "";
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_noting_group, seen, &w));
+    WAIT_FOR(e.base, seen[0] != '\0', 10000);
+    ASSERT_STREQ("tenant-7", seen);
+    worker_stop_wait(e.base, w);
     env_stop(&e);
 }

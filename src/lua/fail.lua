@@ -42,8 +42,8 @@ local q = {ready = ready, prio = prio, delayed = delayed, dead = dead, stats = s
 redis.call('ZREM', active, id)
 -- a job of a group: its slot is freed, a retry waits in its group
 -- (README "Groups", groups_lib.lua)
-local gc = {}
-local g = GROUPS.release(groups, J, {id}, gc)[id]
+local gc, g = {}, nil
+if GROUPS.hinted(v[2]) then g = GROUPS.release(groups, J, {id}, gc)[id] end
 if g then q = GROUPS.q(groups, q, g) end
 DEPS_TOLD[1] = false
 local r = fail_job(J, q, id, tok, attempts, v[2], err, fatal, delay, tm)

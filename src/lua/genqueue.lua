@@ -16,8 +16,11 @@ local J = columns(cols)
 if #g == 0 or #g > 64 or not string.match(g, GROUPS.NAME) then
   return redis.error_reply('ERR rjq genqueue: bad group name')
 end
+-- (its group rides as its last header: GROUPS.hinted in groups_lib.lua)
+if opts == '' then opts = '0,0,3,' end
+opts = opts .. '\n' .. GROUPS.HEADER .. g
 local delay, p, stored = 0, 0, false
-if opts ~= '' then
+do
   local d, p_, s, _, debounce = job_options(opts)
   if not d or debounce then return redis.error_reply('ERR rjq genqueue: bad job options') end
   delay, p, stored = d, p_, s

@@ -118,6 +118,17 @@ function GROUPS.push(G, J, g, id, p, head, stats, c, seq)
   GROUPS.offer(G, J, g, c)
 end
 
+-- A group job carries its group as the last line of its headers in the
+-- options column, "rjq.group=<name>" (genqueue.lua; its handler reads it
+-- as the header rjq.group): the scripts that read the column anyway (fail,
+-- reclaim) learn from it, at no command, that a job may have a group; the
+-- groups' job hash has the last word. (A job whose own headers name
+-- rjq.group only costs that hash's read.)
+GROUPS.HEADER = 'rjq.group='
+function GROUPS.hinted(o)
+  return o and string.find(o, GROUPS.HEADER, 1, true) ~= nil
+end
+
 -- The groups of ids (id -> group, for those that have one).
 function GROUPS.of(G, ids)
   local by = {}

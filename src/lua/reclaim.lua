@@ -69,13 +69,11 @@ local q = {ready = ready, prio = prio, delayed = delayed, dead = dead, stats = s
 local n, timed_out = 0, 0
 -- jobs of groups: their slots are freed, and they go back to their groups
 -- (README "Groups", groups_lib.lua)
-local gc = {}
-local gby = GROUPS.release(groups, J, ids, gc)
-local q0 = q
+local gc, q0 = {}, q
 for i, id in ipairs(ids) do
   local v = fields(J, id, 's', 'o')
   local state, attempts, tok, tm = state_of(v[1])
-  local g = gby[id]
+  local g = GROUPS.hinted(v[2]) and GROUPS.release(groups, J, {id}, gc)[id]
   q = g and GROUPS.q(groups, q0, g) or q0
   if state == 'active' then
     local e = ends[i] and tonumber(ends[i])

@@ -432,3 +432,19 @@ TEST(a_group_jobs_handler_reads_its_group_and_its_own_headers) {
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }
+
+TEST(a_group_job_enqueued_while_the_queue_is_opening_waits_and_goes_to_its_group) {
+    test_env e;
+    env_open(&e, "go", NULL); /* (the queue's layout not read yet: the enqueue is held) */
+    char group[16] = "early";
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.group = group;
+    enqueue_wait w;
+    memset(&w, 0, sizeof w);
+    ASSERT_OK(rjq_enqueue(e.q, "x", 1, &o, on_enqueue_wait, &w));
+    memset(group, 0, sizeof group); /* (copied during the call) */
+    WAIT_FOR(e.base, w.done, 10000);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{go}:g:r:early"));
+    env_stop(&e);
+}

@@ -318,7 +318,7 @@ local ids, nhi, nplain, np = peek_ready(ready, prio, room)
 local gids, gmore = nil, false
 if mv[4] and #ids < room then
   check_all()
-  gids, gmore = GROUPS.take(groups, J, room - #ids, now, stats)
+  gids, gmore = GROUPS.take(groups, J, room - #ids, now, stats, mv[4] == '2')
 end
 local all = ids
 if gids and #gids > 0 then
@@ -331,7 +331,9 @@ end
 -- ready when prio alone filled the claim.
 local more = want > 0 and #ids == want and
              (typed('list', 'LLEN', ready) > nplain or np > #ids - nplain)
-if gids and #all == want and gmore then more = true end
+-- (groups left in the ring: a full claim, or one that stopped after its
+-- rounds of visits, wakes the workers to claim again)
+if gids and gmore then more = true end
 local got = 0
 if #all > 0 then
   local d, o, s = load_jobs(J, all, no_payload)

@@ -14,8 +14,9 @@
 --                      serves them lowest turn first, `weight` jobs each,
 --                      and a group served that can start more takes the
 --                      next turn (the back of the ring): round-robin
---   G..'all'     zset  every group with ready jobs or active ones -> its
---                      number of ready jobs (depth; listing by depth)
+--   G..'all'     zset  every group with jobs -> how many it has (ready,
+--                      delayed or active: counted at the enqueue, uncounted
+--                      when one completes or dies; listing by size)
 --   G..'conf'    hash  group -> "<limit> <weight> <paused>" ('-': the
 --                      defaults'); '*' -> the defaults "<limit> <weight>"
 --                      ('-' limit: none; '-' weight: 1)
@@ -90,16 +91,21 @@ end
 -- was empty.
 function GROUPS.offer(G, J, g, c)
   local ring = G .. 'ring'
-  local depth = tonumber(redis.call('ZSCORE', G .. 'all', g) or '0')
   local limit, _, paused = GROUPS.conf(G, g, c)
-  if depth <= 0 or paused or (limit and GROUPS.active(G, J, g, limit) >= limit) then
+  if paused or (limit and GROUPS.active(G, J, g, limit) >= limit) then
     redis.call('ZREM', ring, g)
-    if depth <= 0 and redis.call('SCARD', G .. 'a:' .. g) == 0 then redis.call('ZREM', G .. 'all', g) end
     return
   end
   if redis.call('ZSCORE', ring, g) then return end
+  if redis.call('LLEN', G .. 'r:' .. g) == 0 and redis.call('ZCARD', G .. 'p:' .. g) == 0 then return end
   redis.call('ZADD', ring, GROUPS.next_turn(G, c), g)
   if redis.call('ZCARD', ring) == 1 then redis.call(PUB or pub_mode(), GROUPS.wake(G), '1') end
+end
+
+-- Count n jobs more (n < 0: fewer) of group g; a group with none leaves
+-- the index of groups.
+function GROUPS.count(G, g, n)
+  if tonumber(redis.call('ZINCRBY', G .. 'all', n, g)) <= 0 then redis.call('ZREM', G .. 'all', g) end
 end
 
 -- Make job id (priority p) ready in group g (head: first of its class;
@@ -114,7 +120,6 @@ function GROUPS.push(G, J, g, id, p, head, stats, c, seq)
     end
     redis.call('ZADD', G .. 'p:' .. g, prio_score(p, seq), id)
   end
-  redis.call('ZINCRBY', G .. 'all', 1, g)
   GROUPS.offer(G, J, g, c)
 end
 
@@ -139,8 +144,9 @@ function GROUPS.of(G, ids)
 end
 
 -- Jobs ids left active (complete, fail, reclaim): their slots are freed
--- and their groups offered again. Returns id -> group.
-function GROUPS.release(G, J, ids, c)
+-- and their groups offered again; done: they are over (complete), so no
+-- longer counted. Returns id -> group.
+function GROUPS.release(G, J, ids, c, done)
   local by = GROUPS.of(G, ids)
   local per = {}
   for id, g in pairs(by) do
@@ -149,7 +155,10 @@ function GROUPS.release(G, J, ids, c)
   end
   for g, list in pairs(per) do
     redis.call('SREM', G .. 'a:' .. g, unpack(list))
-    GROUPS.offer(G, J, g, c)
+    if done then GROUPS.count(G, g, -#list) end
+    -- only a group with a limit can be out of the ring for want of a slot
+    -- (one without stays in while it has ready jobs: GROUPS.take)
+    if GROUPS.conf(G, g, c) then GROUPS.offer(G, J, g, c) end
   end
   return by
 end
@@ -160,10 +169,10 @@ end
 function GROUPS.after(G, J, g, id, c)
   local st = state_of(redis.call('HGET', J.s, id))
   if st == 'ready' then
-    redis.call('ZINCRBY', G .. 'all', 1, g)
     GROUPS.offer(G, J, g, c)
   elseif st ~= 'delayed' then
     redis.call('HDEL', G .. 'job', id)
+    GROUPS.count(G, g, -1)
   end
 end
 
@@ -204,15 +213,17 @@ end
 -- (several groups per call; priorities then FIFO within a group), each
 -- counted in its group's slots. Returns the ids and whether the ring
 -- still holds groups (work left that others may start).
-function GROUPS.take(G, J, want, now, stats)
+function GROUPS.take(G, J, want, now, stats, has_prio)
   local c = {}
   GROUPS.promote(G, J, now, stats, c)
-  local ring, all = G .. 'ring', G .. 'all'
-  local ids, by = {}, {}
+  local ring = G .. 'ring'
+  local ids, by, cnt = {}, {}, {}
   local rounds = 0
-  while #ids < want and rounds < 4 do
+  -- (a few groups more than wanted per round: a group whose jobs ran out
+  -- since its last turn is found empty, and leaves, at its next visit)
+  while #ids < want and rounds < 8 do
     rounds = rounds + 1
-    local heads = redis.call('ZRANGE', ring, 0, want - #ids - 1)
+    local heads = redis.call('ZRANGE', ring, 0, want - #ids + 7)
     if #heads == 0 then break end
     for _, g in ipairs(heads) do
       if #ids >= want then break end
@@ -222,49 +233,49 @@ function GROUPS.take(G, J, want, now, stats)
       local credit = weight
       if weight > 1 then credit = tonumber(redis.call('HGET', G .. 'credit', g) or weight) end
       local n = math.min(want - #ids, credit)
-      local a = 0
+      local a = cnt[g] or 0 -- (its slots: those this call took count too)
       if limit then
-        a = GROUPS.active(G, J, g, limit)
+        a = a + GROUPS.active(G, J, g, limit)
         n = math.min(n, limit - a)
       end
       local got = {}
-      if not paused and n > 0 then got = take_ready(G .. 'r:' .. g, G .. 'p:' .. g, n) end
-      -- only jobs still ready start (a cancel leaves its id behind)
-      local k = 0
-      if #got > 0 then
-        local s = redis.call('HMGET', J.s, unpack(got))
-        local mine = {}
-        for i, id in ipairs(got) do
-          if s[i] and string.sub(s[i], 1, 6) == 'ready ' then
-            mine[#mine + 1] = id; ids[#ids + 1] = id; by[id] = g
-          end
-        end
-        k = #mine
-        if k > 0 then redis.call('SADD', G .. 'a:' .. g, unpack(mine)) end
+      if not paused and n > 0 then
+        -- (priorities within a group: only on a queue that has had group
+        -- jobs of a priority other than 0, meta groups '2')
+        if has_prio then got = take_ready(G .. 'r:' .. g, G .. 'p:' .. g, n)
+        else got = redis.call('LPOP', G .. 'r:' .. g, n) or {} end
       end
-      local depth
-      if #got > 0 then depth = tonumber(redis.call('ZINCRBY', all, -#got, g))
-      elseif not paused and n > 0 then depth = 0 -- (its count was off: it has none)
-      else depth = tonumber(redis.call('ZSCORE', all, g) or '0') end
-      if #got < n and depth > 0 then -- (the same: it has no more)
-        redis.call('ZADD', all, 0, g); depth = 0
-      end
-      if depth > 0 and not paused and (not limit or a + k < limit) then
-        if #got > 0 and credit - #got > 0 then
-          redis.call('HSET', G .. 'credit', g, credit - #got) -- (its turn goes on)
-        elseif #got > 0 then
+      for _, id in ipairs(got) do ids[#ids + 1] = id; by[#ids] = g end
+      cnt[g] = (cnt[g] or 0) + #got
+      -- a group that gave all it was asked for may have more: it stays (at
+      -- the back, or at the head while its weighted turn goes on); one
+      -- that gave less has no more, one paused or at its limit leaves
+      if #got == n and n > 0 and not paused and (not limit or a + #got < limit) then
+        if credit - #got > 0 then
+          redis.call('HSET', G .. 'credit', g, credit - #got)
+        else
           if weight > 1 then redis.call('HDEL', G .. 'credit', g) end
           redis.call('ZADD', ring, GROUPS.next_turn(G, c), g)
         end
       else
         redis.call('ZREM', ring, g)
-        if depth <= 0 and a + k == 0 and redis.call('SCARD', G .. 'a:' .. g) == 0 then
-          redis.call('ZREM', all, g)
-        elseif depth <= 0 then
-          redis.call('ZADD', all, 0, g)
-        end
+        if weight > 1 then redis.call('HDEL', G .. 'credit', g) end
       end
     end
   end
-  return ids, redis.call('EXISTS', ring) == 1
+  -- only jobs still ready start (a cancel leaves its id behind); each
+  -- takes a slot of its group
+  if #ids == 0 then return ids, redis.call('EXISTS', ring) == 1 end
+  local s = redis.call('HMGET', J.s, unpack(ids))
+  local out, per = {}, {}
+  for i, id in ipairs(ids) do
+    if s[i] and string.sub(s[i], 1, 6) == 'ready ' then
+      out[#out + 1] = id
+      local g = by[i]
+      per[g] = per[g] or {}
+      per[g][#per[g] + 1] = id
+    end
+  end
+  for g, list in pairs(per) do redis.call('SADD', G .. 'a:' .. g, unpack(list)) end
+  return out, redis.call('EXISTS', ring) == 1
 end

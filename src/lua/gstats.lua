@@ -1,5 +1,6 @@
--- gstats: the groups by depth (ready jobs, most first), each with its
--- active count and settings (README "Groups"; groups_lib.lua).
+-- gstats: the groups by size (their jobs ready, delayed or active, most
+-- first: the index G..'all'), each with its depth (ready jobs), active
+-- count and settings (README "Groups"; groups_lib.lua).
 -- KEYS (src/keys.def; bound to these locals): groups
 -- ARGV: 1 offset, 2 count (1..1000), 3 one group's name ('' = the list)
 -- Returns { total groups listed in the depth index, then 6 per group:
@@ -16,7 +17,7 @@ local c = {}
 for _, g in ipairs(names) do
   local limit, weight, paused = GROUPS.conf(groups, g, c)
   out[#out + 1] = g
-  out[#out + 1] = math.max(tonumber(redis.call('ZSCORE', all, g) or '0'), 0)
+  out[#out + 1] = redis.call('LLEN', groups .. 'r:' .. g) + redis.call('ZCARD', groups .. 'p:' .. g)
   out[#out + 1] = redis.call('SCARD', groups .. 'a:' .. g)
   out[#out + 1] = limit or -1
   out[#out + 1] = weight

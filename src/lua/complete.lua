@@ -186,7 +186,7 @@ if #gone > 0 then
   if #told > 0 then call_all('HDEL', J.n, told) end
   -- the group slots these jobs held (groups_lib.lua)
   if has_groups then
-    local by = GROUPS.release(groups, J, gone, {}, true)
+    local by = GROUPS.release(groups, J, gone, {})
     local done = {}
     for id in pairs(by) do done[#done + 1] = id end
     if #done > 0 then call_all('HDEL', gjob, done) end

@@ -37,7 +37,7 @@ local qtimes = int(now) .. ',,'
 redis.call('HSET', J.d, id, payload)
 if stored then redis.call('HSET', J.o, id, stored) end
 redis.call('HSET', groups .. 'job', id, g)
-GROUPS.count(groups, g, 1)
+GROUPS.list(groups, g)
 -- (meta groups: '1' group jobs, '2' of priorities other than 0 too: the
 -- claim then reads each group's priority set, GROUPS.take)
 if p ~= 0 then redis.call('HSET', meta, 'groups', '2') else redis.call('HSETNX', meta, 'groups', '1') end

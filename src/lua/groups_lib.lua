@@ -14,9 +14,9 @@
 --                      serves them lowest turn first, `weight` jobs each,
 --                      and a group served that can start more takes the
 --                      next turn (the back of the ring): round-robin
---   G..'all'     zset  every group with jobs -> how many it has (ready,
---                      delayed or active: counted at the enqueue, uncounted
---                      when one completes or dies; listing by size)
+--   G..'all'     zset  the groups that have had jobs lately, score 0 (an
+--                      enqueue adds its group, the listing drops those with
+--                      nothing left: gstats.lua)
 --   G..'conf'    hash  group -> "<limit> <weight> <paused>" ('-': the
 --                      defaults'); '*' -> the defaults "<limit> <weight>"
 --                      ('-' limit: none; '-' weight: 1)
@@ -102,10 +102,10 @@ function GROUPS.offer(G, J, g, c)
   if redis.call('ZCARD', ring) == 1 then redis.call(PUB or pub_mode(), GROUPS.wake(G), '1') end
 end
 
--- Count n jobs more (n < 0: fewer) of group g; a group with none leaves
--- the index of groups.
-function GROUPS.count(G, g, n)
-  if tonumber(redis.call('ZINCRBY', G .. 'all', n, g)) <= 0 then redis.call('ZREM', G .. 'all', g) end
+-- Group g has jobs: listed (no command on the claims' or completions'
+-- path: the listing counts, gstats.lua).
+function GROUPS.list(G, g)
+  redis.call('ZADD', G .. 'all', 'NX', 0, g)
 end
 
 -- Make job id (priority p) ready in group g (head: first of its class;
@@ -144,9 +144,8 @@ function GROUPS.of(G, ids)
 end
 
 -- Jobs ids left active (complete, fail, reclaim): their slots are freed
--- and their groups offered again; done: they are over (complete), so no
--- longer counted. Returns id -> group.
-function GROUPS.release(G, J, ids, c, done)
+-- and their groups offered again. Returns id -> group.
+function GROUPS.release(G, J, ids, c)
   local by = GROUPS.of(G, ids)
   local per = {}
   for id, g in pairs(by) do
@@ -155,7 +154,6 @@ function GROUPS.release(G, J, ids, c, done)
   end
   for g, list in pairs(per) do
     redis.call('SREM', G .. 'a:' .. g, unpack(list))
-    if done then GROUPS.count(G, g, -#list) end
     -- only a group with a limit can be out of the ring for want of a slot
     -- (one without stays in while it has ready jobs: GROUPS.take)
     if GROUPS.conf(G, g, c) then GROUPS.offer(G, J, g, c) end
@@ -172,7 +170,6 @@ function GROUPS.after(G, J, g, id, c)
     GROUPS.offer(G, J, g, c)
   elseif st ~= 'delayed' then
     redis.call('HDEL', G .. 'job', id)
-    GROUPS.count(G, g, -1)
   end
 end
 
@@ -197,6 +194,7 @@ function GROUPS.promote(G, J, now, stats, c)
     local st, a, _t, tm = state_of(s[i])
     if g and st == 'delayed' then
       redis.call('HSET', J.s, id, state_value('ready', num(a), nil, tm))
+      GROUPS.list(G, g) -- (the listing may have dropped it meanwhile)
       GROUPS.push(G, J, g, id, (parse_options(o[i])), false, stats, c)
     end
   end
@@ -225,6 +223,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio)
     rounds = rounds + 1
     local heads = redis.call('ZRANGE', ring, 0, want - #ids + 7)
     if #heads == 0 then break end
+    local back, out_ = {}, {} -- (the round's moves in the ring: one ZADD, one ZREM)
     for _, g in ipairs(heads) do
       if #ids >= want then break end
       local limit, weight, paused = GROUPS.conf(G, g, c)
@@ -255,13 +254,15 @@ function GROUPS.take(G, J, want, now, stats, has_prio)
           redis.call('HSET', G .. 'credit', g, credit - #got)
         else
           if weight > 1 then redis.call('HDEL', G .. 'credit', g) end
-          redis.call('ZADD', ring, GROUPS.next_turn(G, c), g)
+          back[#back + 1] = GROUPS.next_turn(G, c); back[#back + 1] = g
         end
       else
-        redis.call('ZREM', ring, g)
+        out_[#out_ + 1] = g
         if weight > 1 then redis.call('HDEL', G .. 'credit', g) end
       end
     end
+    if #back > 0 then redis.call('ZADD', ring, unpack(back)) end
+    if #out_ > 0 then redis.call('ZREM', ring, unpack(out_)) end
   end
   -- only jobs still ready start (a cancel leaves its id behind); each
   -- takes a slot of its group

@@ -451,3 +451,29 @@ TEST(a_group_job_enqueued_while_the_queue_is_opening_waits_and_goes_to_its_group
     ASSERT_EQ(1, server_int(e.rc, "LLEN t:{go}:g:r:early"));
     env_stop(&e);
 }
+
+TEST(cancelling_a_running_group_job_frees_its_slot) {
+    test_env e;
+    env_start(&e, "gk");
+    set_limits(&e, "a", 1, 0);
+    ASSERT_OK(enqueue_in(&e, e.q, "first", "a", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "second", "a", 0).status);
+    last_held h = {NULL, 0};
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_last_handler, &h, &w));
+    WAIT_FOR(e.base, h.started == 1, 10000);
+    wait_worker_started(e.base, e.c, e.q, e.rc, "gk");
+    ASSERT_EQ(1, h.started); /* (the limit) */
+    char jid[64];
+    snprintf(jid, sizeof jid, "%s", rjq_job_get_id(h.job));
+    rjq_job *old = h.job;
+    ASSERT_OK(rjq_queue_cancel(e.q, jid, NULL, NULL));
+    /* its slot freed: "second" starts */
+    WAIT_FOR(e.base, h.started == 2, 10000);
+    ASSERT_OK(rjq_job_complete(old, "", 0, NULL, NULL)); /* (refused: cancelled) */
+    ASSERT_STREQ("cancelled", get_info(e.base, e.q, jid).state);
+    ASSERT_OK(rjq_job_complete(h.job, "", 0, NULL, NULL));
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}

@@ -63,6 +63,7 @@ static struct config {
     int port;
     long n, bulk, bulk_window, window, conc, rate, secs, depth, warm, timeout_s;
     long payload_bytes;       /* PAYLOAD_BYTES: each payload's length (0: tiny) */
+    long groups;              /* JOB_GROUPS: drain jobs spread over this many job groups (0: none) */
     size_t payload_max;       /* room for one payload and its NUL */
     long long retention_ms;
     long long history_flush_ms; /* HISTORY_FLUSH_MS: the queue's history (-1: off) */
@@ -108,6 +109,7 @@ static void load_config(void) {
     C.rate = env_long("RATE", 1000);
     C.secs = env_long("SECS", 10);
     C.depth = env_long("DEPTH", 0);
+    C.groups = env_long("JOB_GROUPS", 0); /* (not GROUPS: a bash variable) */
     C.warm = env_long("WARM", 10);
     C.timeout_s = env_long("TIMEOUT", 120);
     C.retention_ms = env_signed("RETENTION_MS");
@@ -610,7 +612,13 @@ static void enq_pump_single(void) {
     if (p == NULL) p = payload_buf();
     while (E.inflight < C.window && E.next < E.total) {
         int len = payload(p, E.next);
-        int rc = rjq_enqueue(queue, p, (size_t)len, NULL, on_single, NULL);
+        rjq_job_options go = RJQ_JOB_OPTIONS_INIT; /* JOB_GROUPS: job groups (README "Groups") */
+        char g[32];
+        if (C.groups > 0) {
+            snprintf(g, sizeof g, "g%ld", E.next % C.groups);
+            go.group = g;
+        }
+        int rc = rjq_enqueue(queue, p, (size_t)len, C.groups > 0 ? &go : NULL, on_single, NULL);
         E.next++;
         E.inflight++;
         if (rc != RJQ_OK) enq_finish(1, rc, 0);
@@ -799,6 +807,10 @@ static int case_drain(long depth) {
     if (depth < C.n) depth = C.n;
     if (depth > C.n) snprintf(name, sizeof name, "drain(c=%ld,depth=%ld)", C.conc, depth);
     else snprintf(name, sizeof name, "drain(c=%ld)", C.conc);
+    if (C.groups > 0) {
+        size_t used = strlen(name) - 1; /* (before the ')') */
+        snprintf(name + used, sizeof name - used, ",groups=%ld)", C.groups);
+    }
     clean_queue();
     /* pre-enqueue (not timed) */
     loop_init(0);
@@ -806,7 +818,7 @@ static int case_drain(long depth) {
     static snap m0, m1;
     redis_snap(&m0);
     double t0 = now_s();
-    long got = enqueue_all(depth, 1, "pre-enqueue");
+    long got = enqueue_all(depth, C.groups == 0, "pre-enqueue"); /* (group jobs: one call each) */
     double el = now_s() - t0;
     redis_snap(&m1);
     client_close();

@@ -940,6 +940,13 @@ typedef struct rjq_job_options {
                              dead or cancelled (or that does not exist) does */
     int reserved2;        /* keep 0 (room for a later field: RJQ_EINVAL
                              when set) */
+    /* The job's group (a tenant id; README "Groups", "Job groups" below):
+     * 1..RJQ_GROUP_NAME_MAX bytes of [A-Za-z0-9_.:@-]; NULL: none. Only
+     * rjq_enqueue() takes it (a batch item, an await's enqueue or a
+     * schedule with a group: RJQ_EINVAL), not with a debounce, a
+     * dependency or on a sharded queue's handle (RJQ_EINVAL,
+     * RJQ_ESHARDED). */
+    const char *group;
 } rjq_job_options;
 #define RJQ_JOB_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_job_options)
 
@@ -1724,6 +1731,65 @@ typedef struct rjq_limits {
  */
 RJQ_API int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *l, rjq_count_cb *cb,
                                  void *data);
+
+/*
+ * Job groups (README "Groups"). A job enqueued with rjq_job_options.group
+ * waits in its group; the queue's claims (every worker, unchanged) start
+ * the ready jobs of the groups round-robin, up to `weight` jobs of a group
+ * per turn, priorities then FIFO within a group, after the queue's jobs
+ * without a group, several groups in one claim. Per group, enforced by the
+ * claim script across any number of worker processes: a concurrency limit
+ * (at most N of its jobs active; a slot is freed when one completes,
+ * fails or is reclaimed) and pause/resume. A group at its limit or paused
+ * costs no claim anything: it leaves the round-robin until a slot frees
+ * or it resumes (then the doorbell rings). The queue's own pause and
+ * limits apply to group jobs too. Retries and reclaimed jobs go back to
+ * their group. A queue with no group jobs pays nothing for the feature.
+ * Not built yet: per-group rate limits and bounds, groups on sharded
+ * queues, group jobs in batches, awaits, schedules and dependencies.
+ */
+#define RJQ_GROUP_NAME_MAX 64
+
+/* Set group's limits (group NULL: the defaults of every group, which a
+ * group's own settings override). concurrency: at most this many of its
+ * jobs active, 0 none, < 0 the defaults' (for the defaults: none); weight:
+ * jobs it may start per turn of the round-robin, <= 0 the defaults'
+ * (defaults: 1). cb (may be NULL) gets the number of groups looked at
+ * again. RJQ_EINVAL for a bad group name, RJQ_ESHARDED on a sharded
+ * queue's handle, RJQ_ECLOSED, RJQ_ENOMEM. */
+RJQ_API int rjq_queue_set_group_limits(rjq_queue *q, const char *group, int concurrency, int weight,
+                                       rjq_count_cb *cb, void *data);
+
+/* Pause (paused 1) or resume (0) one group: a paused group starts nothing
+ * (its jobs wait; running ones finish). cb (may be NULL) gets 1. Codes as
+ * rjq_queue_set_group_limits (group must not be NULL). */
+RJQ_API int rjq_queue_pause_group(rjq_queue *q, const char *group, int paused, rjq_count_cb *cb,
+                                  void *data);
+
+/* One group as rjq_queue_list_groups gives it (strings valid during the
+ * callback). */
+typedef struct rjq_group_info {
+    const char *name;
+    long long depth;    /* ready jobs waiting in it */
+    long long active;   /* its jobs running */
+    int concurrency;    /* its limit in effect; -1 none */
+    int weight;         /* its jobs per turn in effect */
+    int paused;
+    int reserved;
+} rjq_group_info;
+
+/* total: the groups with ready or active jobs; list: up to the count
+ * asked, deepest first. */
+typedef void rjq_groups_cb(rjq_client *c, int status, long long total, const rjq_group_info *list,
+                           size_t n, void *data);
+
+/* The queue's groups by depth (ready jobs, most first), from offset, at
+ * most count (1..1000) of them; group non-NULL: that one group only
+ * (listed with zeros when it has nothing). RJQ_EINVAL (bad range, bad
+ * name, cb NULL), RJQ_ESHARDED, RJQ_ECLOSED, RJQ_ENOMEM; the callback gets
+ * RJQ_EPROTO for a reply that is not the script's. */
+RJQ_API int rjq_queue_list_groups(rjq_queue *q, const char *group, long offset, long count,
+                                  rjq_groups_cb *cb, void *data);
 
 /* state: for RJQ_OK the state the job left ("ready", "delayed",
  * "active"), for RJQ_ESTATE the final one it already had ("completed",

@@ -78,6 +78,7 @@
 #include <string.h>
 
 #include "deps.h"
+#include "groups.h"
 #include "enqueue.h"
 #include "headers.h"
 #include "history.h"
@@ -1228,6 +1229,7 @@ int rjq__enqueue_one(rjq_queue *q, const void *payload, size_t len, const rjq_jo
     const rjq_job_options *o;
     if (rjq__job_options_in(rjq_queue_get_client(q), opts, &copy, &o) != RJQ_OK) return RJQ_EINVAL;
     if (o && (o->after || o->n_after)) return rjq__deps_enqueue(q, payload, len, o, cb, data);
+    if (o && o->group) return rjq__groups_enqueue(q, payload, len, o, cb, data);
     rjq_enqueue_item it = {sizeof it, payload, len, o}; /* (this library's: no items_in) */
     return enqueue_items(q, &it, 1, cb, data);
 }

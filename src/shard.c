@@ -288,6 +288,7 @@ static void held_free(held *h) {
     if (h->a) rjq__await_unreserve(h->a, RJQ_OK); /* (a call refused: no callback) */
     free(h->payload);
     free((char *)h->jo.id);
+    free((char *)h->jo.group);
     free((void *)h->jo.headers);
     free((void *)h->jo.after);
     for (size_t i = 0; h->items && i < h->n; i++) {
@@ -913,13 +914,15 @@ static int hold_enqueue(rjq_queue *q, const void *payload, size_t len,
     it.payload = payload;
     it.len = len;
     it.opts = o;
-    rjq_job_options plain; /* (dependencies: checked by deps.c, the rest as any) */
-    if (o && (o->after || o->n_after)) {
-        if (rjq__deps_check(c, o) != RJQ_OK) return RJQ_EINVAL;
+    rjq_job_options plain; /* (dependencies: checked by deps.c; a job group is
+                            * checked when it is sent: groups.c; the rest as any) */
+    if (o && (o->after || o->n_after || o->group)) {
+        if ((o->after || o->n_after) && rjq__deps_check(c, o) != RJQ_OK) return RJQ_EINVAL;
         plain = *o;
         plain.after = NULL;
         plain.n_after = 0;
         plain.after_policy = 0;
+        plain.group = NULL;
         it.opts = &plain;
     }
     char enc[RJQ__OPTS_MAX + 1];
@@ -934,8 +937,10 @@ static int hold_enqueue(rjq_queue *q, const void *payload, size_t len,
         h->has_jo = 1;
         h->jo.headers = NULL; /* (a copy, as the id) */
         h->jo.after = NULL;   /* (a copy too) */
+        h->jo.group = NULL;   /* (the same) */
         if (o->id && (h->jo.id = strdup(o->id)) == NULL) goto oom;
         if (o->n_after && (h->jo.after = rjq__deps_dup(o->after, o->n_after)) == NULL) goto oom;
+        if (o->group && (h->jo.group = strdup(o->group)) == NULL) goto oom;
         if (o->nheaders && (h->jo.headers = rjq__headers_dup(o->headers, o->nheaders)) == NULL)
             goto oom;
     }
@@ -953,6 +958,10 @@ int rjq_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_job_opt
     rjq_job_options copy;
     const rjq_job_options *o;
     if (rjq__job_options_in(rjq_queue_get_client(q), opts, &copy, &o) != RJQ_OK) return RJQ_EINVAL;
+    if (o && o->group) { /* (not built yet: README "Groups") */
+        rjq__errmsg(rjq_queue_get_client(q), "enqueue: job groups on a sharded queue are not built yet");
+        return RJQ_ESHARDED;
+    }
     char idbuf[RJQ__SHARD_ID_MAX];
     rjq_queue *to;
     int rc = route_job(q, l, &copy, &o, idbuf, &to);
@@ -1271,6 +1280,10 @@ int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_j
     rjq_job_options copy;
     const rjq_job_options *o;
     if (rjq__job_options_in(rjq_queue_get_client(q), opts, &copy, &o) != RJQ_OK) return RJQ_EINVAL;
+    if (o && o->group) { /* (not built yet: README "Groups") */
+        rjq__errmsg(rjq_queue_get_client(q), "enqueue: job groups on a sharded queue are not built yet");
+        return RJQ_ESHARDED;
+    }
     char idbuf[RJQ__SHARD_ID_MAX];
     rjq_queue *to;
     int rc = route_job(q, l, &copy, &o, idbuf, &to);

@@ -19,7 +19,7 @@ RJQ__ENDS_AT_(rjq_io_ops, resolve_cancel);
 RJQ__ENDS_AT_(rjq_tls_options, reserved);
 RJQ__ENDS_AT_(rjq_client_options, password);
 RJQ__ENDS_AT_(rjq_queue_options, history_flush_ms);
-RJQ__ENDS_AT_(rjq_job_options, reserved2);
+RJQ__ENDS_AT_(rjq_job_options, group);
 RJQ__ENDS_AT_(rjq_enqueue_item, opts);
 RJQ__ENDS_AT_(rjq_worker_options, on_job_finish);
 RJQ__ENDS_AT_(rjq_await_options, on_progress);
@@ -81,6 +81,19 @@ int rjq__valid_queue_name(const char *name) {
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)name[i];
         if (!name_byte_ok(ch) || ch == '{' || ch == '}') return 0;
+    }
+    return 1;
+}
+
+int rjq__valid_group_name(const char *g) {
+    if (g == NULL) return 0;
+    size_t n = strlen(g);
+    if (n == 0 || n > RJQ_GROUP_NAME_MAX) return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)g[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_' || ch == '.' || ch == ':' || ch == '@' || ch == '-'))
+            return 0;
     }
     return 1;
 }
@@ -165,6 +178,7 @@ int rjq__encode_job_options(const rjq_job_options *o, char *buf) {
     buf[0] = '\0';
     if (o == NULL) return RJQ_OK;
     if (o->reserved != 0 || o->reserved2 != 0) return RJQ_EINVAL; /* (a later field, unknown here) */
+    if (o->group != NULL) return RJQ_EINVAL; /* (groups.c takes it off first) */
     if (o->after != NULL || o->n_after != 0 || o->after_policy != 0)
         return RJQ_EINVAL; /* (dependencies: deps.c takes them off first) */
     if (o->delay_ms < 0 || o->delay_ms > RJQ_DELAY_MAX || o->priority < RJQ_PRIORITY_MIN ||

@@ -17,6 +17,9 @@ int rjq__valid_job_id(const char *id);
 /* 1 when id names a job, a caller's id or a server-assigned number (as
  * rjq__valid_job_id, digits allowed), else 0. */
 int rjq__valid_job_ref(const char *id);
+/* A job group's name (rjq.h rjq_job_options.group): 1..RJQ_GROUP_NAME_MAX
+ * bytes of [A-Za-z0-9_.:@-] (groups_lib.lua GROUPS.NAME). */
+int rjq__valid_group_name(const char *g);
 int rjq__valid_client_name(const char *name);
 /* Encode job options as the enqueue script expects them ("" = defaults;
  * "delay,priority,max_attempts,backoff[;timeout]").

@@ -69,13 +69,13 @@
 #define PRODUCER_SCRIPTS                                                                  \
     "+exists +hdel +hexists +hincrby +hmget +hrandfield +hset +hsetnx +llen +lpop +lrem " \
     "+pexpire +pubsub|numsub +pubsub|shardnumsub +rpush +type +zadd +zcard +zmscore +zpopmin +zrange +zrangebyscore +zrem " \
-    "+zremrangebylex +zremrangebyrank +zremrangebyscore +zscore"
+    "+zremrangebylex +zremrangebyrank +zremrangebyscore +zscore +scard +smembers +srem"
 #define WORKER_SCRIPTS                                                                    \
     "+del +exists +get +hdel +hexists +hgetall +hincrby +hlen +hmget +hrandfield +hscan +hset +hsetnx +lindex " \
     "+llen +lpop +lpos +lpush +lrange +lrem +pexpire +pttl +pubsub|numsub +pubsub|shardnumsub +rpush +set +type +zadd +zcard +zcount +zmscore " \
     "+zpopmin +zrange "                                                                    \
     "+zrangebylex +zrangebyscore +zrem +zremrangebylex +zremrangebyrank +zremrangebyscore "  \
-    "+zscore +unlink"
+    "+zscore +unlink +sadd +scard +smembers +srem"
 #define MONITOR_SCRIPTS                                                                   \
     "+exists +hexists +hgetall +hlen +hmget +hscan +llen +lpos +lrange +type +zcard +zcount +zrangebyscore +zscore"
 

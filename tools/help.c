@@ -133,7 +133,8 @@ static const cmdhelp cmds[] = {
     {"enqueue",
      "enqueue QUEUE PAYLOAD [--id ID] [--delay MS] [--priority N] [--attempts N]\n"
      "           [--timeout MS] [--dedup MS] [--debounce]\n"
-     "           [--after Q:ID[,Q:ID...] [--after-policy fail|run|ignore]] [--json]\n"
+     "           [--after Q:ID[,Q:ID...] [--after-policy fail|run|ignore]] [--group G]\n"
+     "           [--json]\n"
      "       rjq [options] enqueue QUEUE - [--delay MS] [--priority N] [--attempts N]\n"
      "           [--timeout MS]",
      "Enqueue one job and print its id; with PAYLOAD -, one job per line of standard\n"
@@ -148,7 +149,9 @@ static const cmdhelp cmds[] = {
      "  --debounce     a waiting job of that id takes this payload, due --delay from now\n"
      "  --after Q:ID,...  wait (state waiting) until these jobs of any queues finished\n"
      "  --after-policy P  a dependency that ended dead, cancelled or missing: fail\n"
-     "                 (default: this job goes dead), run (runs anyway), ignore\n",
+     "                 (default: this job goes dead), run (runs anyway), ignore\n"
+     "  --group G      the job's group (a tenant): groups are served round-robin, each\n"
+     "                 with its own limits (rjq group); not with stdin payloads\n",
      "rjq enqueue orders '{\"order\":42}' --id order-42 --attempts 3"},
     {"job", "job QUEUE ID [--json]",
      "A job's state, attempts, payload, result, error and times. At a terminal, control\n"
@@ -204,6 +207,24 @@ static const cmdhelp cmds[] = {
      "End a job for good (state cancelled); a running job's worker is told. Fails when\n"
      "the job had finished.\n",
      "rjq cancel orders order-42"},
+    {"groups", "groups QUEUE [GROUP] [--limit N] [--json]",
+     "The queue's job groups, deepest first: each one's ready jobs (depth), running\n"
+     "jobs (active) and settings; \"groups N\" first (how many have work). With GROUP:\n"
+     "that one.\n"
+     "\n"
+     "  --limit N      at most N groups (default 20, at most 1000)\n"
+     "  --json         one JSON object\n",
+     "rjq groups orders"},
+    {"group", "group QUEUE GROUP [--concurrency N] [--weight N] [--pause|--resume]",
+     "Set a job group's settings; GROUP '*' sets the defaults of every group (a\n"
+     "group's own settings override them). Without an option: back to the defaults.\n"
+     "\n"
+     "  --concurrency N  at most N of its jobs running at once, across all workers\n"
+     "                   (0: none)\n"
+     "  --weight N       jobs it may start per turn of the round-robin (default 1)\n"
+     "  --pause          start none of its jobs until --resume\n"
+     "  --resume         start them again\n",
+     "rjq group orders tenant-42 --concurrency 2"},
     {"limit", "limit QUEUE [--concurrency N] [--rate N[/MS]] [--create]",
      "At most N jobs active at once, at most N starts per MS ms; no option lifts the\n"
      "limits.\n"

@@ -786,11 +786,12 @@ static int enqueue_stdin(cli *t, const rjq_job_options *o) {
 static int cmd_enqueue(cli *t, int argc, char **argv) {
     char *pos[2];
     const char *id = NULL, *delay = NULL, *prio = NULL, *attempts = NULL, *timeout = NULL,
-               *dedup = NULL, *after = NULL, *policy = NULL;
+               *dedup = NULL, *after = NULL, *policy = NULL, *group = NULL;
     int debounce = 0;
     const optdef defs[] = {{"--id", &id, NULL},
                            {"--after", &after, NULL},
                            {"--after-policy", &policy, NULL},
+                           {"--group", &group, NULL},
                            {"--delay", &delay, NULL},
                            {"--priority", &prio, NULL},
                            {"--attempts", &attempts, NULL},
@@ -809,7 +810,8 @@ static int cmd_enqueue(cli *t, int argc, char **argv) {
     if ((dedup || debounce) && id == NULL)
         return usage_error("%s needs --id", dedup ? "--dedup" : "--debounce");
     int from_stdin = strcmp(pos[1], "-") == 0;
-    if (from_stdin && id) return usage_error("%s cannot be used with stdin payloads", "--id");
+    if (from_stdin && (id || group))
+        return usage_error("%s cannot be used with stdin payloads", id ? "--id" : "--group");
     if (from_stdin && after) return usage_error("%s cannot be used with stdin payloads", "--after");
     if (policy && after == NULL) return usage_error("%s needs --after", "--after-policy");
     if (after && debounce) return usage_error("%s cannot be used with --debounce", "--after");
@@ -835,6 +837,7 @@ static int cmd_enqueue(cli *t, int argc, char **argv) {
     o.timeout_ms = to;
     o.dedup_ms = dd;
     o.debounce = debounce;
+    o.group = group;
     if (cli_open(t, pos[0])) {
         if (after) after_free(&deps);
         return 1;
@@ -1657,6 +1660,77 @@ static int cmd_limit(cli *t, int argc, char **argv) {
     return send_and_wait(t, rjq_queue_set_limits(t->q, &l, on_limited, t));
 }
 
+/* ---- job groups (README "Groups") ----------------------------------------------- */
+
+/* rjq groups QUEUE [GROUP] [--limit N] [--json]: the groups by depth. */
+static void on_groups(rjq_client *c, int status, long long total, const rjq_group_info *list, size_t n,
+                      void *data) {
+    cli *t = data;
+    (void)c;
+    if (!reply_ok(t, status)) return;
+    if (t->json) printf("{\"total\":%lld,\"groups\":[", total);
+    else printf("groups %lld\n", total);
+    for (size_t i = 0; i < n; i++) {
+        const rjq_group_info *g = &list[i];
+        if (t->json) {
+            if (i) putchar(',');
+            fputs("{\"name\":", stdout);
+            print_json_string(g->name, strlen(g->name));
+            printf(",\"depth\":%lld,\"active\":%lld,\"concurrency\":%d,\"weight\":%d,\"paused\":%s}",
+                   g->depth, g->active, g->concurrency, g->weight, g->paused ? "true" : "false");
+        } else {
+            printf("%s depth %lld active %lld", g->name, g->depth, g->active);
+            if (g->concurrency >= 0) printf(" concurrency %d", g->concurrency);
+            if (g->weight != 1) printf(" weight %d", g->weight);
+            if (g->paused) fputs(" paused", stdout);
+            putchar('\n');
+        }
+    }
+    if (t->json) puts("]}");
+}
+
+static int cmd_groups(cli *t, int argc, char **argv) {
+    char *pos[2] = {NULL, NULL};
+    const char *limit = NULL;
+    int npos;
+    const optdef defs[] = {{"--limit", &limit, NULL}, {"--json", NULL, &t->json}, {NULL, NULL, NULL}};
+    long long lim = 20;
+    int rc = parse_args(argc, argv, defs, pos, 1, 2, &npos);
+    if (rc || (rc = parse_ll("--limit", limit, 1, 1000, &lim))) return rc;
+    if (cli_open(t, pos[0])) return 1;
+    return send_and_wait(t, rjq_queue_list_groups(t->q, npos > 1 ? pos[1] : NULL, 0, (long)lim, on_groups, t));
+}
+
+static void on_group_set(rjq_client *c, int status, long long n, void *data) {
+    cli *t = data;
+    (void)c;
+    (void)n;
+    if (reply_ok(t, status)) puts("ok");
+}
+
+/* rjq group QUEUE GROUP|'*' [--concurrency N] [--weight N] [--pause|--resume] */
+static int cmd_group(cli *t, int argc, char **argv) {
+    char *pos[2];
+    const char *conc = NULL, *weight = NULL;
+    int pause = 0, resume = 0;
+    const optdef defs[] = {{"--concurrency", &conc, NULL}, {"--weight", &weight, NULL},
+                           {"--pause", NULL, &pause},      {"--resume", NULL, &resume},
+                           {NULL, NULL, NULL}};
+    long long cn = -1, wn = 0;
+    int rc = parse_args(argc, argv, defs, pos, 2, 2, NULL);
+    if (rc || (rc = parse_ll("--concurrency", conc, 0, INT_MAX, &cn)) ||
+        (rc = parse_ll("--weight", weight, 1, INT_MAX, &wn)))
+        return rc;
+    int all = strcmp(pos[1], "*") == 0;
+    if ((pause || resume) && (all || conc || weight || (pause && resume)))
+        return usage_error("%s", "--pause or --resume, of one group, alone");
+    if (cli_open(t, pos[0])) return 1;
+    if (pause || resume)
+        return send_and_wait(t, rjq_queue_pause_group(t->q, pos[1], pause, on_group_set, t));
+    return send_and_wait(t, rjq_queue_set_group_limits(t->q, all ? NULL : pos[1], (int)cn, (int)wn,
+                                                       on_group_set, t));
+}
+
 /* ---- the index of declared JSON fields ------------------------------------------- */
 
 /* rjq index QUEUE [FIELD...] [--drop] [--no-fill] */
@@ -2017,6 +2091,7 @@ static const struct {
     {"purge", cmd_purge},     {"version", cmd_version}, {"acl", cmd_acl},
     {"serve", cmd_serve},     {"processes", cmd_processes}, {"shards", cmd_shards},
     {"index", cmd_index},     {"find", cmd_find},
+    {"groups", cmd_groups},   {"group", cmd_group},
 };
 
 /* A TLS option (--tls ...): 1 taken (*i moved past its value), 0 not one,

@@ -9,7 +9,8 @@
 -- `most` are kept (the oldest records are deleted past that); awaiting
 -- producers are told ('cancelled').
 -- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, active,
---       stats, cancelled, cols, monitored, events, push, dedup, waiting
+--       stats, cancelled, cols, monitored, events, push, dedup, waiting,
+--       groups
 -- ARGV: 1 job name prefix, 2 id, 3 most cancelled jobs kept
 -- Returns { code, state, told }: 1 cancelled (state: the one it left:
 -- ready, delayed, active or waiting), 0 no such job, 2 already finished
@@ -48,6 +49,12 @@ redis.call('HSET', J.s, id, state_value('cancelled', attempts, state == 'active'
                                         times_ended(tm, t)))
 redis.call('ZADD', cancelled, t, id)
 redis.call('HINCRBY', stats, 'cancelled', 1)
+-- a job of a group (README "Groups"): a running one frees its slot; a
+-- waiting one's id is left in its group, where a claim drops it
+if GROUPS.hinted(v[3]) then
+  if state == 'active' then GROUPS.release(groups, J, {id}, {}) end
+  redis.call('HDEL', groups .. 'job', id)
+end
 local emit = monitor(monitored, events)
 emit('cancelled', id)
 DEPS_TOLD[1] = false

@@ -92,7 +92,7 @@ local function check_all()
 end
 -- (a read before any write: its type check is the command's own, see typed)
 local first = typed('zset', 'ZRANGEBYLEX', held, held_range(tok .. ' ')) -- a re-send's first run
-local mv = typed('hash', 'HMGET', meta, 'paused', 'concurrency', 'rate')
+local mv = typed('hash', 'HMGET', meta, 'paused', 'concurrency', 'rate', 'groups')
 local paused, conc, rmax, rwin = mv[1], tonumber(mv[2]), limits_rate(mv[3])
 if mv[2] and not string.match(mv[2], '^%d+$') then int_fields(meta, 'concurrency') end -- (refused)
 if rmax then expect_types({starts, 'zset'}) end -- (before the first write)
@@ -312,14 +312,31 @@ if rmax then
 end
 
 local ids, nhi, nplain, np = peek_ready(ready, prio, room)
+-- Job groups (README "Groups", groups_lib.lua): on a queue that has had
+-- group jobs (meta field 'groups'), the room the ready jobs leave goes to
+-- the groups, round-robin; gids start with them (after them in the reply).
+local gids, gmore = nil, false
+if mv[4] and #ids < room then
+  check_all()
+  gids, gmore = GROUPS.take(groups, J, room - #ids, now, stats, mv[4] == '2')
+end
+local all = ids
+if gids and #gids > 0 then
+  all = {}
+  for i = 1, #ids do all[i] = ids[i] end
+  for i = 1, #gids do all[#all + 1] = gids[i] end
+end
 -- A claim that filled `want` and left work behind rings the doorbell
 -- (below); that read comes before the first write, where it also checks
 -- ready when prio alone filled the claim.
 local more = want > 0 and #ids == want and
              (typed('list', 'LLEN', ready) > nplain or np > #ids - nplain)
+-- (groups left in the ring: a full claim, or one that stopped after its
+-- rounds of visits, wakes the workers to claim again)
+if gids and gmore then more = true end
 local got = 0
-if #ids > 0 then
-  local d, o, s = load_jobs(J, ids, no_payload)
+if #all > 0 then
+  local d, o, s = load_jobs(J, all, no_payload)
   -- idle is written when the claim comes back short (fewer jobs start
   -- than it wants: a record missing or an id twice makes it short too) or
   -- resets, deadlines for jobs with a timeout
@@ -329,7 +346,7 @@ if #ids > 0 then
     if timeouts then expect_types({deadlines, 'zset'}) end
   end
   got = start_jobs(J, {active = active, held = held, deadlines = deadlines, emit = emit, now = now, tok = tok,
-                       deadline = int(now + lease), also = rec, before_write = before_write}, ids, d, o, s, out)
+                       deadline = int(now + lease), also = rec, before_write = before_write}, all, d, o, s, out)
   unready(ready, prio, ids, nhi, nplain)
   if rmax and got > 0 then
     -- one entry per start (its token and id: unique), at this call's time;
@@ -379,6 +396,8 @@ if got < want then
   end
   local nx = redis.call('ZRANGE', delayed, 0, 0, 'WITHSCORES')
   if nx[2] then out[1] = math.max(0, tonumber(nx[2]) - now) end
+  local gnx = gids and GROUPS.next_due(groups, now) -- (the groups' delayed jobs)
+  if gnx and (out[1] < 0 or gnx < out[1]) then out[1] = gnx end
   if freed and (out[1] < 0 or freed < out[1]) then out[1] = math.max(freed, 0) end
   -- held back behind a waiter that was noticed: back when its grace ends
   local back = fair and fair.held and fair.wake

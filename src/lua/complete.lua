@@ -54,12 +54,16 @@ local stamp = int(now) -- formatted once: number->string costs per call
 -- deadlines, ready and prio are asked (ready and prio with their type
 -- check: a wrongly typed key exists) and the monitor key is what the
 -- count leaves.
-local probe = {monitored, deadlines}
-if offers > 0 then probe[3] = ready; probe[4] = prio end
+-- (and whether jobs of groups live: the groups' job hash, README "Groups")
+local gjob = groups .. 'job'
+local probe = {monitored, deadlines, gjob}
+if offers > 0 then probe[4] = ready; probe[5] = prio end
 local exist = redis.call('EXISTS', unpack(probe))
-local has_deadlines, monitored_on, waiting = false, false, false
+local has_deadlines, monitored_on, waiting, has_groups = false, false, false, false
 if exist > 0 then
   has_deadlines = redis.call('EXISTS', deadlines) == 1
+  has_groups = redis.call('EXISTS', gjob) == 1
+  if has_groups then exist = exist - 1 end
   local w = 0
   if offers > 0 then
     local nr, np = typed('list', 'LLEN', ready), typed('zset', 'ZCARD', prio)
@@ -183,6 +187,13 @@ if #gone > 0 then
     if emit ~= UNMONITORED then emit('completed', ids[i]) end
   end
   if #told > 0 then call_all('HDEL', J.n, told) end
+  -- the group slots these jobs held (groups_lib.lua)
+  if has_groups then
+    local by = GROUPS.release(groups, J, gone, {})
+    local done = {}
+    for id in pairs(by) do done[#done + 1] = id end
+    if #done > 0 then call_all('HDEL', gjob, done) end
+  end
 end
 
 if offers > 0 then

@@ -40,7 +40,13 @@ end
 local q = {ready = ready, prio = prio, delayed = delayed, dead = dead, stats = stats, wake = wake, now = now,
            jitter = jitter, dead_max = dead_max, emit = monitor(monitored, events)}
 redis.call('ZREM', active, id)
+-- a job of a group: its slot is freed, a retry waits in its group
+-- (README "Groups", groups_lib.lua)
+local gc, g = {}, nil
+if GROUPS.hinted(v[2]) then g = GROUPS.release(groups, J, {id}, gc)[id] end
+if g then q = GROUPS.q(groups, q, g) end
 DEPS_TOLD[1] = false
 local r = fail_job(J, q, id, tok, attempts, v[2], err, fatal, delay, tm)
+if g then GROUPS.after(groups, J, g, id, gc) end
 if r == 2 and DEPS_TOLD[1] then return 5 end
 return r

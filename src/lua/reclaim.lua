@@ -72,9 +72,14 @@ redis.call('ZREM', active, unpack(ids))
 local q = {ready = ready, prio = prio, delayed = delayed, dead = dead, stats = stats, wake = wake, now = now,
            jitter = jitter, dead_max = dead_max, emit = monitor(monitored, events)}
 local n, timed_out = 0, 0
+-- jobs of groups: their slots are freed, and they go back to their groups
+-- (README "Groups", groups_lib.lua)
+local gc, q0 = {}, q
 for i, id in ipairs(ids) do
   local v = fields(J, id, 's', 'o')
   local state, attempts, tok, tm = state_of(v[1])
+  local g = GROUPS.hinted(v[2]) and GROUPS.release(groups, J, {id}, gc)[id]
+  q = g and GROUPS.q(groups, q0, g) or q0
   if state == 'active' then
     local e = ends[i] and tonumber(ends[i])
     local tmo = select(4, parse_options(v[2])) -- (an entry of a job without one is stale)
@@ -93,6 +98,7 @@ for i, id in ipairs(ids) do
       n = n + 1
       return_lost(J, q, id, attempts, v[2], 'lease expired', tok, tm)
     end
+    if g then GROUPS.after(groups, J, g, id, gc) end
   end
 end
 drop_past_deadlines()

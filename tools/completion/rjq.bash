@@ -3,7 +3,7 @@
 # Installed as share/bash-completion/completions/rjq; or source this file.
 
 _rjq_commands="queues processes top cluster stats shards metrics enqueue job jobs dead delete purge replay
-reclaim pause resume cancel limit index find schedule unschedule schedules scheduler serve acl version
+reclaim pause resume cancel limit groups group index find schedule unschedule schedules scheduler serve acl version
 help"
 _rjq_global_options="-u --url -h -p -a --pass --user -n --prefix -t --tls --cacert --cacertdir
 --cacert-dir --cert --key --sni --insecure --json --help --version"
@@ -12,7 +12,7 @@ _rjq_global_values=" -u --url -h -p -a --pass --user -n --prefix -t --cacert --c
 --cacert-dir --cert --key --sni "
 # the command options that take a value
 _rjq_command_values=" --after --limit --offset --interval --id --delay --priority --attempts
---timeout --dedup --concurrency --rate --every --cron --utc-offset --payload --catchup --missed
+--timeout --dedup --group --weight --concurrency --rate --every --cron --utc-offset --payload --catchup --missed
 --lease --listen --queues --token-file --max-body --wait-max --max-queues --max-requests
 --max-waiting --request-timeout --queue-idle --role --log-format "
 
@@ -26,7 +26,9 @@ _rjq_command_options() {
     queues) echo --after --limit ;;
     processes | jobs | dead) echo --offset --limit ;;
     top | cluster) echo --interval ;;
-    enqueue) echo --id --delay --priority --attempts --timeout --dedup --debounce --after --after-policy ;;
+    enqueue) echo --id --delay --priority --attempts --timeout --dedup --debounce --after --after-policy --group ;;
+    groups) echo --limit ;;
+    group) echo --concurrency --weight --pause --resume ;;
     purge) echo --yes ;;
     replay) echo --all --limit ;;
     pause | resume) echo --create ;;

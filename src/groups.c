@@ -1,0 +1,279 @@
+/*
+ * Job groups (README "Groups", rjq.h "Job groups"; scripts genqueue.lua,
+ * gconf.lua, gstats.lua and the group step of claim.lua, all on
+ * groups_lib.lua): the enqueue of a job with a group, a group's limits and
+ * pause, and the listing of groups by depth. The claims that start group
+ * jobs are the queue's own: a worker needs nothing of this file.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "groups.h"
+#include "headers.h"
+#include "validate.h"
+
+static int send_script(rjq_queue *q, int script, int flags, rjq__reply_fn *fn, void *priv, rjq__argv *a) {
+    rjq_client *c = rjq_queue_get_client(q);
+    int rc = RJQ_ENOMEM;
+    rjq__enter(c);
+    if (!a->oom) rc = rjq__script(c, script, flags, fn, priv, a->n, a->v, a->len);
+    rjq__argv_free(a);
+    if (rc == RJQ_OK) rjq__queue_hold(q);
+    rjq__leave(c);
+    return rc;
+}
+
+static int usable(rjq_queue *q, int cb_ok) {
+    if (q == NULL || !cb_ok) return RJQ_EINVAL;
+    if (!rjq__accepting(rjq_queue_get_client(q))) return RJQ_ECLOSED;
+    return rjq__queue_refuse_front(q, "job groups");
+}
+
+/* ---- enqueue ------------------------------------------------------------ */
+
+typedef struct add_ctx {
+    rjq_queue *q;
+    rjq_enqueue_cb *cb;
+    void *data;
+} add_ctx;
+
+static void on_added(rjq_client *c, int status, redisReply *r, void *priv) {
+    add_ctx *a = priv;
+    /* genqueue.lua: { id, existed } */
+    if (status == RJQ_OK &&
+        (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+         r->element[0]->type != REDIS_REPLY_STRING || r->element[0]->len == 0 ||
+         r->element[0]->len > RJQ_JOB_ID_MAX || memchr(r->element[0]->str, '\0', r->element[0]->len) ||
+         r->element[1]->type != REDIS_REPLY_INTEGER || r->element[1]->integer < 0 ||
+         r->element[1]->integer > 1)) {
+        rjq__errmsg(c, "enqueue: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    rjq_enqueued out = {NULL, 0, 0};
+    char id[RJQ_JOB_ID_MAX + 1];
+    if (status == RJQ_OK) {
+        memcpy(id, r->element[0]->str, r->element[0]->len);
+        id[r->element[0]->len] = '\0';
+        out.id = id;
+        out.existed = (int)r->element[1]->integer;
+    }
+    rjq_queue *q = a->q;
+    if (a->cb) a->cb(c, status, status == RJQ_OK ? &out : NULL, status == RJQ_OK ? 1 : 0, a->data);
+    free(a);
+    rjq__queue_release(q);
+}
+
+int rjq__groups_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *o,
+                        rjq_enqueue_cb *cb, void *data) {
+    rjq_client *c = rjq_queue_get_client(q);
+    if (!rjq__valid_group_name(o->group) || o->debounce || o->after || o->n_after) {
+        rjq__errmsg(c, "enqueue: a group is 1..%d bytes of [A-Za-z0-9_.:@-], without debounce "
+                       "or dependencies", RJQ_GROUP_NAME_MAX);
+        return RJQ_EINVAL;
+    }
+    if (payload == NULL && len > 0) return RJQ_EINVAL;
+    if (len > rjq__client_max_payload(c)) {
+        rjq__errmsg(c, "payload of %zu bytes exceeds max_payload %zu", len, rjq__client_max_payload(c));
+        return RJQ_ETOOBIG;
+    }
+    if (o->id && !rjq__valid_job_id(o->id)) {
+        rjq__errmsg(c, "job ids are 1..%d bytes without spaces or control characters, "
+                       "and not all digits", RJQ_JOB_ID_MAX);
+        return RJQ_EJOBID;
+    }
+    int rc = rjq__queue_refuse_front(q, "enqueue with a group");
+    if (rc != RJQ_OK) return rc;
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    rjq_job_options rest = *o; /* the options the scripts know */
+    rest.group = NULL;
+    if (rest.timeout_ms == 0) rest.timeout_ms = rjq__queue_job_timeout_ms(q);
+    char opts[RJQ__OPTS_MAX];
+    if (rjq__encode_job_options(&rest, opts) != RJQ_OK) {
+        rjq__errmsg(c, "invalid job options (delay, priority, attempts, backoff or timeout)");
+        return RJQ_EINVAL;
+    }
+    char *text = NULL; /* the options, then '\n' and the headers (headers.h) */
+    size_t tlen = 0;
+    if (o->nheaders || o->headers) {
+        char why[160];
+        if (o->nheaders == 0 || rjq__headers_check(o->headers, o->nheaders, why, sizeof why) != RJQ_OK) {
+            rjq__errmsg(c, "%s", o->nheaders ? why : "job headers: headers set with nheaders 0");
+            return RJQ_EINVAL;
+        }
+        if (opts[0] == '\0') strcpy(opts, "0,0,3,"); /* the defaults, spelt out */
+        size_t ol = strlen(opts), hl = rjq__headers_text_len(o->headers, o->nheaders);
+        tlen = ol + 1 + hl;
+        text = malloc(tlen);
+        if (text == NULL) return RJQ_ENOMEM;
+        memcpy(text, opts, ol);
+        text[ol] = '\n';
+        rjq__headers_text(o->headers, o->nheaders, text + ol + 1);
+    }
+    add_ctx *a = malloc(sizeof *a);
+    if (a == NULL) {
+        free(text);
+        return RJQ_ENOMEM;
+    }
+    a->q = q;
+    a->cb = cb;
+    a->data = data;
+    rjq__argv v;
+    rjq__argv_init(&v);
+    rjq__argv_script_keys(&v, q, RJQ__S_GENQUEUE);
+    rjq__argv_str(&v, o->id ? o->id : "");
+    rjq__argv_add(&v, payload ? payload : "", len);
+    if (text) rjq__argv_add(&v, text, tlen);
+    else rjq__argv_str(&v, opts);
+    rjq__argv_str(&v, o->group);
+    rjq__queue_register(q);
+    /* a job with a caller's id may be sent again (genqueue reports it
+     * existing); a numbered one not. (The arguments point at text: freed
+     * once sent.) */
+    rc = send_script(q, RJQ__S_GENQUEUE, (o->id ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE, on_added, a, &v);
+    free(text);
+    if (rc != RJQ_OK) free(a);
+    return rc;
+}
+
+/* ---- settings ----------------------------------------------------------- */
+
+typedef struct count_ctx {
+    rjq_queue *q;
+    rjq_count_cb *cb;
+    void *data;
+} count_ctx;
+
+static void on_count(rjq_client *c, int status, redisReply *r, void *priv) {
+    count_ctx *x = priv;
+    long long n = 0;
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_INTEGER || r->integer < 0)) {
+        rjq__errmsg(c, "groups: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    if (status == RJQ_OK) n = r->integer;
+    rjq_queue *q = x->q;
+    if (x->cb) x->cb(c, status, n, x->data);
+    free(x);
+    rjq__queue_release(q);
+}
+
+static int send_conf(rjq_queue *q, const char *group, const char *what, long long l, long long w,
+                     rjq_count_cb *cb, void *data) {
+    count_ctx *x = malloc(sizeof *x);
+    if (x == NULL) return RJQ_ENOMEM;
+    x->q = q;
+    x->cb = cb;
+    x->data = data;
+    rjq__argv v;
+    rjq__argv_init(&v);
+    rjq__argv_script_keys(&v, q, RJQ__S_GCONF);
+    rjq__argv_str(&v, group ? group : "*");
+    rjq__argv_str(&v, what);
+    if (strcmp(what, "limits") == 0) {
+        if (l < 0) rjq__argv_str(&v, "-");
+        else rjq__argv_ll(&v, l);
+        if (w <= 0) rjq__argv_str(&v, "-");
+        else rjq__argv_ll(&v, w);
+    }
+    rjq__queue_register(q);
+    int rc = send_script(q, RJQ__S_GCONF, RJQ__REQ_RETRY, on_count, x, &v);
+    if (rc != RJQ_OK) free(x);
+    return rc;
+}
+
+int rjq_queue_set_group_limits(rjq_queue *q, const char *group, int concurrency, int weight,
+                               rjq_count_cb *cb, void *data) {
+    int rc = usable(q, 1);
+    if (rc != RJQ_OK) return rc;
+    if (group && !rjq__valid_group_name(group)) return RJQ_EINVAL;
+    return send_conf(q, group, "limits", concurrency, weight, cb, data);
+}
+
+int rjq_queue_pause_group(rjq_queue *q, const char *group, int paused, rjq_count_cb *cb, void *data) {
+    int rc = usable(q, 1);
+    if (rc != RJQ_OK) return rc;
+    if (!rjq__valid_group_name(group)) return RJQ_EINVAL;
+    return send_conf(q, group, paused ? "pause" : "resume", 0, 0, cb, data);
+}
+
+/* ---- listing ------------------------------------------------------------ */
+
+typedef struct list_ctx {
+    rjq_queue *q;
+    rjq_groups_cb *cb;
+    void *data;
+    long count;
+} list_ctx;
+
+static int int_in(const redisReply *e, long long lo, long long hi) {
+    return e->type == REDIS_REPLY_INTEGER && e->integer >= lo && e->integer <= hi;
+}
+
+static void on_list(rjq_client *c, int status, redisReply *r, void *priv) {
+    list_ctx *x = priv;
+    rjq_group_info *list = NULL;
+    size_t n = 0;
+    long long total = 0;
+    /* gstats.lua: { total, then 6 per group } */
+    if (status == RJQ_OK) {
+        int ok = r->type == REDIS_REPLY_ARRAY && r->elements >= 1 && (r->elements - 1) % 6 == 0 &&
+                 (long long)(r->elements - 1) / 6 <= x->count && int_in(r->element[0], 0, RJQ__TIME_MAX);
+        for (size_t i = 1; ok && i < r->elements; i += 6) {
+            redisReply **e = &r->element[i];
+            ok = e[0]->type == REDIS_REPLY_STRING && e[0]->len > 0 && e[0]->len <= RJQ_GROUP_NAME_MAX &&
+                 !memchr(e[0]->str, '\0', e[0]->len) && int_in(e[1], 0, RJQ__TIME_MAX) &&
+                 int_in(e[2], 0, RJQ__TIME_MAX) && int_in(e[3], -1, 2147483647) &&
+                 int_in(e[4], 1, 2147483647) && int_in(e[5], 0, 1);
+        }
+        if (!ok) {
+            rjq__errmsg(c, "groups: unexpected reply");
+            status = RJQ_EPROTO;
+        }
+    }
+    if (status == RJQ_OK) {
+        total = r->element[0]->integer;
+        n = (r->elements - 1) / 6;
+        list = n ? calloc(n, sizeof *list) : NULL;
+        if (n && list == NULL) status = RJQ_ENOMEM;
+    }
+    if (status == RJQ_OK) {
+        for (size_t k = 0; k < n; k++) {
+            redisReply **e = &r->element[1 + 6 * k];
+            /* (names end where the reply's strings do: hiredis NUL-terminates them) */
+            list[k].name = e[0]->str;
+            list[k].depth = e[1]->integer;
+            list[k].active = e[2]->integer;
+            list[k].concurrency = (int)e[3]->integer;
+            list[k].weight = (int)e[4]->integer;
+            list[k].paused = (int)e[5]->integer;
+        }
+    }
+    rjq_queue *q = x->q;
+    x->cb(c, status, total, status == RJQ_OK ? list : NULL, status == RJQ_OK ? n : 0, x->data);
+    free(list);
+    free(x);
+    rjq__queue_release(q);
+}
+
+int rjq_queue_list_groups(rjq_queue *q, const char *group, long offset, long count, rjq_groups_cb *cb,
+                          void *data) {
+    int rc = usable(q, cb != NULL);
+    if (rc != RJQ_OK) return rc;
+    if (offset < 0 || count < 1 || count > 1000 || (group && !rjq__valid_group_name(group)))
+        return RJQ_EINVAL;
+    list_ctx *x = malloc(sizeof *x);
+    if (x == NULL) return RJQ_ENOMEM;
+    x->q = q;
+    x->cb = cb;
+    x->data = data;
+    x->count = group ? 1 : count;
+    rjq__argv v;
+    rjq__argv_init(&v);
+    rjq__argv_script_keys(&v, q, RJQ__S_GSTATS);
+    rjq__argv_ll(&v, offset);
+    rjq__argv_ll(&v, count);
+    rjq__argv_str(&v, group ? group : "");
+    rc = send_script(q, RJQ__S_GSTATS, RJQ__REQ_RETRY, on_list, x, &v);
+    if (rc != RJQ_OK) free(x);
+    return rc;
+}

@@ -1,0 +1,53 @@
+-- genqueue: enqueue a job of a group (README "Groups"; groups_lib.lua):
+-- its columns as enqueue.lua writes them, its group in the groups' job
+-- hash, and its place in its group's ready list (or prio set), or in the
+-- groups' delayed set; the group enters the round-robin ring when it can
+-- start work (the doorbell rings when the ring was empty, or when a
+-- delayed job became the groups' earliest). No push delivery: a group's
+-- limits are the claim's to apply (claim.lua). The queue's meta field
+-- 'groups' is set, so claims serve the groups from then on.
+-- KEYS (src/keys.def; bound to these locals): stats, cols, meta, groups
+-- ARGV: 1 id ('' = assign the next number), 2 payload, 3 options ('' =
+--       defaults, else as enqueue.lua takes them; no debounce), 4 group
+-- Returns { id, existed }: an id that exists is reported (existed = 1)
+-- and nothing is written.
+local id, payload, opts, g = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local J = columns(cols)
+if #g == 0 or #g > 64 or not string.match(g, GROUPS.NAME) then
+  return redis.error_reply('ERR rjq genqueue: bad group name')
+end
+-- (its group rides as its last header: GROUPS.hinted in groups_lib.lua)
+if opts == '' then opts = '0,0,3,' end
+opts = opts .. '\n' .. GROUPS.HEADER .. g
+local delay, p, stored = 0, 0, false
+do
+  local d, p_, s, _, debounce = job_options(opts)
+  if not d or debounce then return redis.error_reply('ERR rjq genqueue: bad job options') end
+  delay, p, stored = d, p_, s
+end
+expect_types({stats, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash', meta, 'hash', groups .. 'job', 'hash',
+              groups .. 'r:' .. g, 'list', groups .. 'p:' .. g, 'zset', groups .. 'ring', 'zset',
+              groups .. 'all', 'zset', groups .. 'delayed', 'zset', groups .. 'conf', 'hash'})
+int_fields(stats, 'seq', 'skipped')
+if id ~= '' and redis.call('HEXISTS', J.d, id) == 1 then return {id, 1} end
+local seq = redis.call('HINCRBY', stats, 'seq', 1)
+if id == '' then id = int(seq) end
+local now = now_ms()
+local qtimes = int(now) .. ',,'
+redis.call('HSET', J.d, id, payload)
+if stored then redis.call('HSET', J.o, id, stored) end
+redis.call('HSET', groups .. 'job', id, g)
+GROUPS.list(groups, g)
+-- (meta groups: '1' group jobs, '2' of priorities other than 0 too: the
+-- claim then reads each group's priority set, GROUPS.take)
+if p ~= 0 then redis.call('HSET', meta, 'groups', '2') else redis.call('HSETNX', meta, 'groups', '1') end
+if delay > 0 then
+  redis.call('HSET', J.s, id, state_value('delayed', '0', nil, qtimes))
+  if push_delayed(groups .. 'delayed', id, now + delay) then
+    redis.call(PUB or pub_mode(), GROUPS.wake(groups), '1')
+  end
+else
+  redis.call('HSET', J.s, id, state_value('ready', '0', nil, qtimes))
+  GROUPS.push(groups, J, g, id, p, false, stats, {}, seq)
+end
+return {id, 0}

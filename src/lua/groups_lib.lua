@@ -1,0 +1,282 @@
+
+-- ---- Job groups (README "Groups"; genqueue.lua, gconf.lua, gstats.lua,
+-- the group step of claim.lua; src/groups.c) -------------------------------
+-- A job may carry a group (a tenant id). Its ready place is then its
+-- group's own, never the queue's ready/prio, so a plain queue (no group
+-- jobs) pays nothing: its scripts find no group key and skip the step.
+-- Every key of the groups is a name under the prefix G = "<prefix>:{Q}:g:"
+-- (KEYS 'groups', src/keys.def):
+--   G..'r:'..g   list  ready ids of group g, priority 0, FIFO
+--   G..'p:'..g   zset  ready ids of g of other priorities (scores as prio's)
+--   G..'a:'..g   set   ids of g's active jobs (its concurrency slots)
+--   G..'ring'    zset  the groups that can start work now (ready jobs, not
+--                      paused, below their limit) -> their turn: a claim
+--                      serves them lowest turn first, `weight` jobs each,
+--                      and a group served that can start more takes the
+--                      next turn (the back of the ring): round-robin
+--   G..'all'     zset  the groups that have had jobs lately, score 0 (an
+--                      enqueue adds its group, the listing drops those with
+--                      nothing left: gstats.lua)
+--   G..'conf'    hash  group -> "<limit> <weight> <paused>" ('-': the
+--                      defaults'); '*' -> the defaults "<limit> <weight>"
+--                      ('-' limit: none; '-' weight: 1)
+--   G..'credit'  hash  a weighted group whose turn is not over -> the
+--                      jobs it may still start in it
+--   G..'job'     hash  id -> its group, while the job lives (HDEL when it
+--                      completes or dies)
+--   G..'delayed' zset  id -> due time (ms) of the groups' delayed jobs
+--                      (their own delay or a retry's backoff): a claim
+--                      makes the due ones ready in their group
+-- A group at its limit or paused leaves the ring, so it costs no claim
+-- anything; a slot freed (complete, fail, reclaim: GROUPS.release) or a
+-- resume puts it back and rings the doorbell when the ring was empty.
+-- The meta field 'groups' (set by the first group job's enqueue) tells
+-- claim.lua, which reads meta anyway, to serve the groups.
+local GROUPS = {}
+GROUPS.NAME = '^[%w_.:@%-]+$' -- (1..64 bytes: src/validate.c)
+
+-- the wake channel of the queue whose group prefix is G ("...:g:")
+function GROUPS.wake(G) return string.sub(G, 1, -3) .. 'wake' end
+
+-- parse "<limit> <weight> <paused>": limit (nil: '-'), weight (nil: '-'),
+-- paused (bool)
+local function gconf_parse(v)
+  if not v then return nil, nil, false end
+  local l, w, p = string.match(v, '^(%S+) (%S+) ?(%d?)$')
+  return tonumber(l), tonumber(w), p == '1'
+end
+GROUPS.parse = gconf_parse
+
+-- group g's limit (nil: none), weight, paused; c: the call's cache
+function GROUPS.conf(G, g, c)
+  if c.noconf == nil then c.noconf = redis.call('EXISTS', G .. 'conf') == 0 end
+  if c.noconf then return nil, 1, false end
+  local v = redis.call('HMGET', G .. 'conf', g, '*')
+  local l, w, p = gconf_parse(v[1])
+  local dl, dw = gconf_parse(v[2])
+  l = l or dl
+  if l and l <= 0 then l = nil end
+  return l, math.max(w or dw or 1, 1), p
+end
+
+-- group g's active count, its stale members dropped when it looks full
+-- (a job that left active by a path that does not release slots: its
+-- state is no longer active)
+function GROUPS.active(G, J, g, limit)
+  local a = G .. 'a:' .. g
+  local n = redis.call('SCARD', a)
+  if not limit or n < limit then return n end
+  local ids = redis.call('SMEMBERS', a)
+  local s = redis.call('HMGET', J.s, unpack(ids))
+  local stale = {}
+  for i, id in ipairs(ids) do
+    if not s[i] or string.sub(s[i], 1, 7) ~= 'active ' then stale[#stale + 1] = id end
+  end
+  if #stale > 0 then redis.call('SREM', a, unpack(stale)) end
+  return n - #stale
+end
+
+-- the next turn of the ring: after its last (read once per call, c)
+function GROUPS.next_turn(G, c)
+  if not c.turn then
+    local t = redis.call('ZRANGE', G .. 'ring', -1, -1, 'WITHSCORES')
+    c.turn = t[2] and tonumber(t[2]) or 0
+  end
+  c.turn = c.turn + 1
+  return c.turn
+end
+
+-- Put group g in the ring when it can start work (ready jobs, not paused,
+-- below its limit); out of it when not. Rings the doorbell when the ring
+-- was empty.
+function GROUPS.offer(G, J, g, c)
+  local ring = G .. 'ring'
+  local limit, _, paused = GROUPS.conf(G, g, c)
+  if paused or (limit and GROUPS.active(G, J, g, limit) >= limit) then
+    redis.call('ZREM', ring, g)
+    return
+  end
+  if redis.call('ZSCORE', ring, g) then return end
+  if redis.call('LLEN', G .. 'r:' .. g) == 0 and redis.call('ZCARD', G .. 'p:' .. g) == 0 then return end
+  redis.call('ZADD', ring, GROUPS.next_turn(G, c), g)
+  if redis.call('ZCARD', ring) == 1 then redis.call(PUB or pub_mode(), GROUPS.wake(G), '1') end
+end
+
+-- Group g has jobs: listed (no command on the claims' or completions'
+-- path: the listing counts, gstats.lua).
+function GROUPS.list(G, g)
+  redis.call('ZADD', G .. 'all', 'NX', 0, g)
+end
+
+-- Make job id (priority p) ready in group g (head: first of its class;
+-- seq: its rank for p ~= 0, nil: a new one from stats).
+function GROUPS.push(G, J, g, id, p, head, stats, c, seq)
+  if p == 0 then
+    if head then redis.call('LPUSH', G .. 'r:' .. g, id) else redis.call('RPUSH', G .. 'r:' .. g, id) end
+  else
+    if head then seq = 0 elseif not seq then
+      redis.call('HINCRBY', stats, 'skipped', 1)
+      seq = redis.call('HINCRBY', stats, 'seq', 1)
+    end
+    redis.call('ZADD', G .. 'p:' .. g, prio_score(p, seq), id)
+  end
+  GROUPS.offer(G, J, g, c)
+end
+
+-- A group job carries its group as the last line of its headers in the
+-- options column, "rjq.group=<name>" (genqueue.lua; its handler reads it
+-- as the header rjq.group): the scripts that read the column anyway (fail,
+-- reclaim) learn from it, at no command, that a job may have a group; the
+-- groups' job hash has the last word. (A job whose own headers name
+-- rjq.group only costs that hash's read.)
+GROUPS.HEADER = 'rjq.group='
+function GROUPS.hinted(o)
+  return o and string.find(o, GROUPS.HEADER, 1, true) ~= nil
+end
+
+-- The groups of ids (id -> group, for those that have one).
+function GROUPS.of(G, ids)
+  local by = {}
+  if #ids == 0 then return by end
+  local v = redis.call('HMGET', G .. 'job', unpack(ids))
+  for i, id in ipairs(ids) do if v[i] then by[id] = v[i] end end
+  return by
+end
+
+-- Jobs ids left active (complete, fail, reclaim): their slots are freed
+-- and their groups offered again. Returns id -> group.
+function GROUPS.release(G, J, ids, c)
+  local by = GROUPS.of(G, ids)
+  local per = {}
+  for id, g in pairs(by) do
+    per[g] = per[g] or {}
+    per[g][#per[g] + 1] = id
+  end
+  for g, list in pairs(per) do
+    redis.call('SREM', G .. 'a:' .. g, unpack(list))
+    -- only a group with a limit can be out of the ring for want of a slot
+    -- (one without stays in while it has ready jobs: GROUPS.take)
+    if GROUPS.conf(G, g, c) then GROUPS.offer(G, J, g, c) end
+  end
+  return by
+end
+
+-- After a job of group g was failed or returned (fail_job, return_lost
+-- with the group's keys: GROUPS.q): ready in the group again (counted,
+-- offered), delayed (nothing more), or dead (its group entry dropped).
+function GROUPS.after(G, J, g, id, c)
+  local st = state_of(redis.call('HGET', J.s, id))
+  if st == 'ready' then
+    GROUPS.offer(G, J, g, c)
+  elseif st ~= 'delayed' then
+    redis.call('HDEL', G .. 'job', id)
+  end
+end
+
+-- A copy of the queue table q (fail_job, return_lost) that puts a job of
+-- group g back in its group.
+function GROUPS.q(G, q, g)
+  local r = {}
+  for k, v in pairs(q) do r[k] = v end
+  r.ready, r.prio, r.delayed = G .. 'r:' .. g, G .. 'p:' .. g, G .. 'delayed'
+  return r
+end
+
+-- The groups' delayed jobs due by now become ready in their groups.
+function GROUPS.promote(G, J, now, stats, c)
+  local due = redis.call('ZRANGEBYSCORE', G .. 'delayed', '-inf', now, 'LIMIT', 0, 1000)
+  if #due == 0 then return end
+  redis.call('ZREM', G .. 'delayed', unpack(due))
+  local by = GROUPS.of(G, due)
+  local o, s = redis.call('HMGET', J.o, unpack(due)), redis.call('HMGET', J.s, unpack(due))
+  for i, id in ipairs(due) do
+    local g = by[id]
+    local st, a, _t, tm = state_of(s[i])
+    if g and st == 'delayed' then
+      redis.call('HSET', J.s, id, state_value('ready', num(a), nil, tm))
+      GROUPS.list(G, g) -- (the listing may have dropped it meanwhile)
+      GROUPS.push(G, J, g, id, (parse_options(o[i])), false, stats, c)
+    end
+  end
+end
+
+-- ms until the groups' next delayed job is due (nil: none)
+function GROUPS.next_due(G, now)
+  local nx = redis.call('ZRANGE', G .. 'delayed', 0, 0, 'WITHSCORES')
+  if nx[2] then return math.max(0, tonumber(nx[2]) - now) end
+  return nil
+end
+
+-- Take up to `want` ready jobs of the groups, round-robin over the ring
+-- (several groups per call; priorities then FIFO within a group), each
+-- counted in its group's slots. Returns the ids and whether the ring
+-- still holds groups (work left that others may start).
+function GROUPS.take(G, J, want, now, stats, has_prio)
+  local c = {}
+  GROUPS.promote(G, J, now, stats, c)
+  local ring = G .. 'ring'
+  local ids, by, cnt = {}, {}, {}
+  local rounds = 0
+  -- (a few groups more than wanted per round: a group whose jobs ran out
+  -- since its last turn is found empty, and leaves, at its next visit)
+  while #ids < want and rounds < 8 do
+    rounds = rounds + 1
+    local heads = redis.call('ZRANGE', ring, 0, want - #ids + 7)
+    if #heads == 0 then break end
+    local back, out_ = {}, {} -- (the round's moves in the ring: one ZADD, one ZREM)
+    for _, g in ipairs(heads) do
+      if #ids >= want then break end
+      local limit, weight, paused = GROUPS.conf(G, g, c)
+      -- a weighted group keeps its turn until it started `weight` jobs in
+      -- it (across claims: what is left of its turn is its credit)
+      local credit = weight
+      if weight > 1 then credit = tonumber(redis.call('HGET', G .. 'credit', g) or weight) end
+      local n = math.min(want - #ids, credit)
+      local a = cnt[g] or 0 -- (its slots: those this call took count too)
+      if limit then
+        a = a + GROUPS.active(G, J, g, limit)
+        n = math.min(n, limit - a)
+      end
+      local got = {}
+      if not paused and n > 0 then
+        -- (priorities within a group: only on a queue that has had group
+        -- jobs of a priority other than 0, meta groups '2')
+        if has_prio then got = take_ready(G .. 'r:' .. g, G .. 'p:' .. g, n)
+        else got = redis.call('LPOP', G .. 'r:' .. g, n) or {} end
+      end
+      for _, id in ipairs(got) do ids[#ids + 1] = id; by[#ids] = g end
+      cnt[g] = (cnt[g] or 0) + #got
+      -- a group that gave all it was asked for may have more: it stays (at
+      -- the back, or at the head while its weighted turn goes on); one
+      -- that gave less has no more, one paused or at its limit leaves
+      if #got == n and n > 0 and not paused and (not limit or a + #got < limit) then
+        if credit - #got > 0 then
+          redis.call('HSET', G .. 'credit', g, credit - #got)
+        else
+          if weight > 1 then redis.call('HDEL', G .. 'credit', g) end
+          back[#back + 1] = GROUPS.next_turn(G, c); back[#back + 1] = g
+        end
+      else
+        out_[#out_ + 1] = g
+        if weight > 1 then redis.call('HDEL', G .. 'credit', g) end
+      end
+    end
+    if #back > 0 then redis.call('ZADD', ring, unpack(back)) end
+    if #out_ > 0 then redis.call('ZREM', ring, unpack(out_)) end
+  end
+  -- only jobs still ready start (a cancel leaves its id behind); each
+  -- takes a slot of its group
+  if #ids == 0 then return ids, redis.call('EXISTS', ring) == 1 end
+  local s = redis.call('HMGET', J.s, unpack(ids))
+  local out, per = {}, {}
+  for i, id in ipairs(ids) do
+    if s[i] and string.sub(s[i], 1, 6) == 'ready ' then
+      out[#out + 1] = id
+      local g = by[i]
+      per[g] = per[g] or {}
+      per[g][#per[g] + 1] = id
+    end
+  end
+  for g, list in pairs(per) do redis.call('SADD', G .. 'a:' .. g, unpack(list)) end
+  return out, redis.call('EXISTS', ring) == 1
+end

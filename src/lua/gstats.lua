@@ -1,0 +1,51 @@
+-- gstats: the groups by depth (ready jobs, most first), each with its
+-- active count and settings (README "Groups"; groups_lib.lua). The list
+-- is made here, from the groups listed in G..'all' (at most LOOK of them:
+-- a listing costs three reads per group, nothing on the jobs' path);
+-- groups with nothing ready, delayed or active leave it.
+-- KEYS (src/keys.def; bound to these locals): groups
+-- ARGV: 1 offset, 2 count (1..1000), 3 one group's name ('' = the list)
+-- Returns { groups with jobs (of those looked at), then 6 per group:
+-- name, depth, active, concurrency (-1 none), weight, paused (0/1) }.
+local LOOK = 10000
+local offset, count, one = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+if not offset or not count or offset < 0 or count < 1 or count > 1000 then
+  return redis.error_reply('ERR rjq gstats: bad range')
+end
+local all = groups .. 'all'
+local names
+if one ~= '' then names = {one} else names = redis.call('ZRANGE', all, 0, LOOK - 1) end
+-- groups with a delayed job (their jobs wait in the groups' delayed set)
+local later = {}
+if one == '' and redis.call('EXISTS', groups .. 'delayed') == 1 then
+  local d = redis.call('ZRANGE', groups .. 'delayed', 0, LOOK - 1)
+  if #d > 0 then
+    local v = redis.call('HMGET', groups .. 'job', unpack(d))
+    for i = 1, #d do if v[i] then later[v[i]] = true end end
+  end
+end
+local rows, gone = {}, {}
+for _, g in ipairs(names) do
+  local depth = redis.call('LLEN', groups .. 'r:' .. g) + redis.call('ZCARD', groups .. 'p:' .. g)
+  local active = redis.call('SCARD', groups .. 'a:' .. g)
+  if depth > 0 or active > 0 or one ~= '' then rows[#rows + 1] = {g, depth, active}
+  elseif not later[g] then gone[#gone + 1] = g end
+end
+if #gone > 0 then redis.call('ZREM', all, unpack(gone)) end
+table.sort(rows, function(a, b)
+  if a[2] ~= b[2] then return a[2] > b[2] end
+  return a[1] < b[1]
+end)
+local out = {#rows}
+local c = {}
+for i = offset + 1, math.min(offset + count, #rows) do
+  local g = rows[i][1]
+  local limit, weight, paused = GROUPS.conf(groups, g, c)
+  out[#out + 1] = g
+  out[#out + 1] = rows[i][2]
+  out[#out + 1] = rows[i][3]
+  out[#out + 1] = limit or -1
+  out[#out + 1] = weight
+  out[#out + 1] = paused and 1 or 0
+end
+return out

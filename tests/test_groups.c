@@ -1,0 +1,500 @@
+/*
+ * Job groups (issue 40, README "Groups", rjq.h "Job groups"): round-robin
+ * across groups (a group with 90% of the jobs does not starve the others),
+ * FIFO and priorities within a group, a per-group concurrency limit that
+ * holds across workers of separate clients, pause of one group stopping
+ * only it, nothing lost when a group job's lease is reclaimed, and a
+ * plain queue paying nothing for the feature.
+ */
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "harness.h"
+#include "rjq_scripts.h"
+#include "server.h"
+#include "waits.h"
+
+static enqueue_wait enqueue_in(test_env *e, rjq_queue *q, const char *payload, const char *group,
+                               int priority) {
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.group = group;
+    o.priority = priority;
+    return enqueue_job(e->base, q, payload, &o);
+}
+
+/* A handler that completes its job at once, noting the payloads in order. */
+typedef struct ran {
+    char order[200][16];
+    long n;
+} ran;
+
+static void complete_noting(rjq_job *job, void *data) {
+    ran *r = data;
+    size_t len;
+    const char *p = rjq_job_get_payload(job, &len);
+    if (r->n < 200) snprintf(r->order[r->n], sizeof r->order[0], "%.*s", (int)len, p);
+    r->n++;
+    ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));
+}
+
+/* A handler that notes its job's group header and completes it. */
+static void complete_noting_group(rjq_job *job, void *data) {
+    char *seen = data;
+    const char *g = rjq_job_get_header(job, "rjq.group");
+    snprintf(seen, 32, "%s", g ? g : "(none)");
+    ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));
+}
+
+static long index_of(const ran *r, const char *payload) {
+    for (long i = 0; i < r->n && i < 200; i++)
+        if (strcmp(r->order[i], payload) == 0) return i;
+    return -1;
+}
+
+static void on_set(rjq_client *c, int status, long long n, void *data) {
+    (void)c;
+    (void)n;
+    ASSERT_OK(status);
+    (*(int *)data)++;
+}
+
+static void set_limits(test_env *e, const char *group, int conc, int weight) {
+    int done = 0;
+    ASSERT_OK(rjq_queue_set_group_limits(e->q, group, conc, weight, on_set, &done));
+    WAIT_FOR(e->base, done == 1, 10000);
+}
+
+static void pause_group(test_env *e, const char *group, int paused) {
+    int done = 0;
+    ASSERT_OK(rjq_queue_pause_group(e->q, group, paused, on_set, &done));
+    WAIT_FOR(e->base, done == 1, 10000);
+}
+
+typedef struct groups_wait {
+    int done, status;
+    long long total;
+    size_t n;
+    char name[8][RJQ_GROUP_NAME_MAX + 1];
+    long long depth[8], active[8];
+    int paused[8];
+} groups_wait;
+
+static void on_groups(rjq_client *c, int status, long long total, const rjq_group_info *l, size_t n,
+                      void *data) {
+    (void)c;
+    groups_wait *g = data;
+    g->done++;
+    g->status = status;
+    g->total = total;
+    g->n = n;
+    for (size_t i = 0; i < n && i < 8; i++) {
+        snprintf(g->name[i], sizeof g->name[i], "%s", l[i].name);
+        g->depth[i] = l[i].depth;
+        g->active[i] = l[i].active;
+        g->paused[i] = l[i].paused;
+    }
+}
+
+static groups_wait groups_of(test_env *e, const char *one) {
+    groups_wait g;
+    memset(&g, 0, sizeof g);
+    ASSERT_OK(rjq_queue_list_groups(e->q, one, 0, 8, on_groups, &g));
+    WAIT_FOR(e->base, g.done == 1, 10000);
+    ASSERT_OK(g.status);
+    return g;
+}
+
+TEST(a_group_with_90_percent_of_the_jobs_does_not_starve_the_others) {
+    test_env e;
+    env_start(&e, "gf");
+    char p[16], g[16];
+    for (int i = 0; i < 90; i++) {
+        snprintf(p, sizeof p, "big-%d", i);
+        ASSERT_OK(enqueue_in(&e, e.q, p, "big", 0).status);
+    }
+    for (int i = 0; i < 10; i++) {
+        snprintf(p, sizeof p, "s%d", i);
+        snprintf(g, sizeof g, "small%d", i);
+        ASSERT_OK(enqueue_in(&e, e.q, p, g, 0).status);
+    }
+    groups_wait l = groups_of(&e, NULL);
+    ASSERT_EQ(11, l.total);
+    ASSERT_STREQ("big", l.name[0]);
+    ASSERT_EQ(90, l.depth[0]);
+    ran r;
+    memset(&r, 0, sizeof r);
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_noting, &r, &w));
+    WAIT_FOR(e.base, r.n == 100, 20000);
+    /* round-robin: every small group's job starts within the first turn of
+     * the 11 groups, however many the big one has */
+    for (int i = 0; i < 10; i++) {
+        snprintf(p, sizeof p, "s%d", i);
+        long at = index_of(&r, p);
+        ASSERT(at >= 0 && at < 11);
+    }
+    /* FIFO within the big group */
+    long last = -1;
+    for (int i = 0; i < 90; i++) {
+        snprintf(p, sizeof p, "big-%d", i);
+        long at = index_of(&r, p);
+        ASSERT(at > last);
+        last = at;
+    }
+    worker_stop_wait(e.base, w);
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gf}:g:job t:{gf}:g:ring") == 0, 10000);
+    l = groups_of(&e, NULL); /* (the listing drops the groups with nothing left) */
+    ASSERT_EQ(0, l.total);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gf}:g:all"));
+    env_stop(&e);
+}
+
+TEST(priorities_within_a_group_and_weights_across_groups) {
+    test_env e;
+    env_start(&e, "gp");
+    set_limits(&e, "heavy", -1, 3);
+    ASSERT_OK(enqueue_in(&e, e.q, "h-low", "heavy", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "h-1", "heavy", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "h-2", "heavy", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "h-high", "heavy", 5).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "l-1", "light", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "l-2", "light", 0).status);
+    ran r;
+    memset(&r, 0, sizeof r);
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_noting, &r, &w));
+    WAIT_FOR(e.base, r.n == 6, 10000);
+    /* heavy's turn takes 3 (its weight), highest priority first, then
+     * light's turn 1, then the rest */
+    ASSERT_STREQ("h-high", r.order[0]);
+    ASSERT_STREQ("h-low", r.order[1]);
+    ASSERT_STREQ("h-1", r.order[2]);
+    ASSERT_STREQ("l-1", r.order[3]);
+    ASSERT_STREQ("h-2", r.order[4]);
+    ASSERT_STREQ("l-2", r.order[5]);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* Jobs held for a while, then completed; the running count per group as
+ * the clients see it: up at the start, down once the completion's reply
+ * came (so never below what the server counts). */
+typedef struct busy {
+    struct event_base *base;
+    redisContext *rc;
+    int running[2], max[2];
+    long long max_server[2];
+    long started, done;
+} busy;
+
+/* The jobs of group g active on the server now, by the queue's active set
+ * and the groups' job hash (not by the slots the claim counts with). */
+static long long active_in(redisContext *rc, const char *g) {
+    static const char *count =
+        "local n = 0 for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do "
+        "if redis.call('HGET', KEYS[2], id) == ARGV[1] then n = n + 1 end end return n";
+    redisReply *r = redisCommand(rc, "EVAL %s 2 t:{gc}:active t:{gc}:g:job %s", count, g);
+    ASSERT(r != NULL && r->type == REDIS_REPLY_INTEGER);
+    long long n = r->integer;
+    freeReplyObject(r);
+    return n;
+}
+
+typedef struct held {
+    busy *b;
+    rjq_job *job;
+    int g;
+} held;
+
+static void on_completed(rjq_client *c, int status, void *data) {
+    (void)c;
+    held *h = data;
+    ASSERT_OK(status);
+    h->b->running[h->g]--;
+    h->b->done++;
+    free(h);
+}
+
+static void finish_later(evutil_socket_t fd, short what, void *data) {
+    (void)fd;
+    (void)what;
+    held *h = data;
+    ASSERT_OK(rjq_job_complete(h->job, "", 0, on_completed, h));
+}
+
+static void hold_a_while(rjq_job *job, void *data) {
+    busy *b = data;
+    size_t len;
+    const char *p = rjq_job_get_payload(job, &len);
+    held *h = malloc(sizeof *h);
+    ASSERT(h != NULL);
+    h->b = b;
+    h->job = job;
+    h->g = p[0] == 'a' ? 0 : 1;
+    b->started++;
+    if (++b->running[h->g] > b->max[h->g]) b->max[h->g] = b->running[h->g];
+    long long n = active_in(b->rc, h->g ? "b" : "a"); /* (just after a start: the most) */
+    if (n > b->max_server[h->g]) b->max_server[h->g] = n;
+    struct timeval tv = {0, 15000}; /* (the job's work: 15 ms) */
+    ASSERT(event_base_once(b->base, -1, EV_TIMEOUT, finish_later, h, &tv) == 0);
+}
+
+TEST(group_concurrency_holds_across_three_clients) {
+    test_env e;
+    env_start(&e, "gc");
+    set_limits(&e, NULL, 2, 0); /* every group: 2 at once */
+    set_limits(&e, "b", 3, 0);  /* b's own */
+    char p[16];
+    for (int i = 0; i < 40; i++) {
+        snprintf(p, sizeof p, "a%d", i);
+        ASSERT_OK(enqueue_in(&e, e.q, p, "a", 0).status);
+        snprintf(p, sizeof p, "b%d", i);
+        ASSERT_OK(enqueue_in(&e, e.q, p, "b", 0).status);
+    }
+    busy b;
+    memset(&b, 0, sizeof b);
+    b.base = e.base;
+    b.rc = e.rc;
+    rjq_client *cs[3];
+    rjq_queue *qs[3];
+    rjq_worker *ws[3];
+    rjq_worker_options wo = quiet_worker_options(4);
+    for (int i = 0; i < 3; i++) {
+        cs[i] = client_for(e.base, &e.s);
+        ASSERT_OK(rjq_queue_open(cs[i], "gc", NULL, &qs[i]));
+        ASSERT_OK(rjq_worker_start(qs[i], &wo, hold_a_while, &b, &ws[i]));
+    }
+    WAIT_FOR(e.base, b.done == 80, 30000);
+    /* (the clients' own count may see one more: a completion's reply can
+     * come after the start its freed slot allowed) */
+    printf("max active on the server: a %lld (limit 2), b %lld (limit 3); in the clients: a %d, b %d\n",
+           b.max_server[0], b.max_server[1], b.max[0], b.max[1]);
+    ASSERT(b.max_server[0] >= 1 && b.max_server[0] <= 2);
+    ASSERT(b.max_server[1] >= 1 && b.max_server[1] <= 3);
+    groups_wait l = groups_of(&e, "a");
+    ASSERT_EQ(0, l.active[0]);
+    ASSERT_EQ(0, l.depth[0]);
+    for (int i = 0; i < 3; i++) {
+        worker_stop_wait(e.base, ws[i]);
+        rjq_client_free(cs[i]);
+    }
+    env_stop(&e);
+}
+
+TEST(pausing_one_group_stops_only_it) {
+    test_env e;
+    env_start(&e, "gz");
+    pause_group(&e, "a", 1);
+    char p[16];
+    for (int i = 0; i < 5; i++) {
+        snprintf(p, sizeof p, "a%d", i);
+        ASSERT_OK(enqueue_in(&e, e.q, p, "a", 0).status);
+        snprintf(p, sizeof p, "b%d", i);
+        ASSERT_OK(enqueue_in(&e, e.q, p, "b", 0).status);
+    }
+    ran r;
+    memset(&r, 0, sizeof r);
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_noting, &r, &w));
+    WAIT_FOR(e.base, r.n == 5, 10000);
+    wait_worker_started(e.base, e.c, e.q, e.rc, "gz"); /* (its claims since have run) */
+    ASSERT_EQ(5, r.n);
+    for (int i = 0; i < 5; i++) ASSERT_EQ('b', r.order[i][0]);
+    groups_wait l = groups_of(&e, "a");
+    ASSERT_EQ(5, l.depth[0]);
+    ASSERT_EQ(1, l.paused[0]);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{gz}:g:ring")); /* (costs no claim) */
+    pause_group(&e, "a", 0); /* resumes: the doorbell wakes the idle worker */
+    WAIT_FOR(e.base, r.n == 10, 10000);
+    for (int i = 5; i < 10; i++) ASSERT_EQ('a', r.order[i][0]);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* Run script s on queue q with args (after the keys); returns the reply. */
+static redisReply *fcall(redisContext *rc, int s, const char *q, const char **args, size_t n) {
+    layout_keys lk;
+    const char *argv[64];
+    argv[0] = "FCALL";
+    argv[1] = rjq__scripts[s].function;
+    int k = layout_script_keys(&lk, s, "t", q, argv, 2);
+    for (size_t i = 0; i < n; i++) argv[k++] = args[i];
+    redisReply *r = redisCommandArgv(rc, k, argv, NULL);
+    ASSERT(r != NULL && r->type != REDIS_REPLY_ERROR);
+    return r;
+}
+
+TEST(a_reclaimed_group_job_goes_back_to_its_group_and_frees_its_slot) {
+    test_env e;
+    env_start(&e, "gr");
+    set_limits(&e, "a", 1, 0);
+    ASSERT_OK(enqueue_in(&e, e.q, "first", "a", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "second", "a", 0).status);
+    /* a worker that then hangs claims (the claim script, as a worker sends
+     * it; the library is loaded: set_limits ran a script): the limit lets
+     * one start */
+    const char *claim[] = {"t:{gr}:job:", "5", "60000", "cx.w.1", "t:{gr}:wake", "w ch", "1", "0", "0", "1"};
+    redisReply *r = fcall(e.rc, RJQ__S_CLAIM, "gr", claim, 10);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
+    ASSERT_STREQ("first", r->element[5]->str);
+    char jid[64];
+    snprintf(jid, sizeof jid, "%s", r->element[4]->str);
+    freeReplyObject(r);
+    groups_wait l = groups_of(&e, "a");
+    ASSERT_EQ(1, l.depth[0]);
+    ASSERT_EQ(1, l.active[0]);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{gr}:g:ring")); /* (at its limit: out of the ring) */
+    /* its lease runs out: the sweep returns it to the head of its group
+     * and frees its slot */
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{gr}:active 1 %s", jid));
+    count_wait cw = {0, 0, 0};
+    ASSERT_OK(rjq_queue_reclaim(e.q, on_count, &cw));
+    WAIT_FOR(e.base, cw.done == 1, 10000);
+    ASSERT_EQ(1, cw.n);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, jid).state);
+    l = groups_of(&e, "a");
+    ASSERT_EQ(2, l.depth[0]);
+    ASSERT_EQ(0, l.active[0]);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{gr}:g:ring"));
+    ASSERT_EQ(0, server_int(e.rc, "LLEN t:{gr}:ready")); /* (not the queue's ready) */
+    ran rn;
+    memset(&rn, 0, sizeof rn);
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_noting, &rn, &w));
+    WAIT_FOR(e.base, rn.n == 2, 10000);
+    ASSERT_STREQ("first", rn.order[0]);
+    ASSERT_STREQ("second", rn.order[1]);
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gr}:g:job t:{gr}:g:a:a") == 0, 10000);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+TEST(a_failed_group_job_is_retried_in_its_group) {
+    test_env e;
+    env_start(&e, "gt");
+    set_limits(&e, "a", 1, 0);
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.group = "a";
+    o.backoff.type = RJQ_BACKOFF_FIXED;
+    o.backoff.base_ms = 1;
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    last_held h = {NULL, 0};
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_last_handler, &h, &w));
+    WAIT_FOR(e.base, h.started == 1, 10000);
+    ASSERT_OK(rjq_job_fail(h.job, "boom", 0, -1, NULL, NULL));
+    /* retried after its backoff, through the groups' delayed set */
+    WAIT_FOR(e.base, h.started == 2, 10000);
+    ASSERT_EQ(1, server_int(e.rc, "SCARD t:{gt}:g:a:a"));
+    ASSERT_OK(rjq_job_complete(h.job, "", 0, NULL, NULL));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gt}:g:job t:{gt}:g:a:a") == 0, 10000);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+TEST(bad_group_names_and_unsupported_combinations_are_refused) {
+    test_env e;
+    env_start(&e, "gb");
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.group = "has space";
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));
+    o.group = "";
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));
+    o.group = "ok";
+    rjq_enqueue_item it = {sizeof it, "x", 1, &o};
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_batch(e.q, &it, 1, NULL, NULL));
+    o.id = "dup";
+    o.debounce = 1;
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_pause_group(e.q, NULL, 1, NULL, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_groups(e.q, NULL, 0, 0, on_groups, NULL));
+    ASSERT_EQ(0, server_int(e.rc, "DBSIZE"));
+    env_stop(&e);
+}
+
+TEST(a_plain_queue_claims_and_completes_without_touching_group_keys) {
+    test_env e;
+    env_start(&e, "gn");
+    for (int i = 0; i < 5; i++) enqueue_x_ok(e.base, e.q, NULL, 0, 0);
+    ran r;
+    memset(&r, 0, sizeof r);
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_noting, &r, &w));
+    WAIT_FOR(e.base, r.n == 5, 10000);
+    worker_stop_wait(e.base, w);
+    redisReply *k = server_cmd(e.rc, "KEYS t:{gn}:g:*");
+    ASSERT(k->type == REDIS_REPLY_ARRAY && k->elements == 0);
+    freeReplyObject(k);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{gn}:meta groups"));
+    env_stop(&e);
+}
+
+TEST(a_group_jobs_handler_reads_its_group_and_its_own_headers) {
+    test_env e;
+    env_start(&e, "gh");
+    rjq_header hs[] = {{"traceparent", "00-abc-def-01"}};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.group = "tenant-7";
+    o.headers = hs;
+    o.nheaders = 1;
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    char seen[32] = "";
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_noting_group, seen, &w));
+    WAIT_FOR(e.base, seen[0] != '\0', 10000);
+    ASSERT_STREQ("tenant-7", seen);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+TEST(a_group_job_enqueued_while_the_queue_is_opening_waits_and_goes_to_its_group) {
+    test_env e;
+    env_open(&e, "go", NULL); /* (the queue's layout not read yet: the enqueue is held) */
+    char group[16] = "early";
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.group = group;
+    enqueue_wait w;
+    memset(&w, 0, sizeof w);
+    ASSERT_OK(rjq_enqueue(e.q, "x", 1, &o, on_enqueue_wait, &w));
+    memset(group, 0, sizeof group); /* (copied during the call) */
+    WAIT_FOR(e.base, w.done, 10000);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{go}:g:r:early"));
+    env_stop(&e);
+}
+
+TEST(cancelling_a_running_group_job_frees_its_slot) {
+    test_env e;
+    env_start(&e, "gk");
+    set_limits(&e, "a", 1, 0);
+    ASSERT_OK(enqueue_in(&e, e.q, "first", "a", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "second", "a", 0).status);
+    last_held h = {NULL, 0};
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_last_handler, &h, &w));
+    WAIT_FOR(e.base, h.started == 1, 10000);
+    wait_worker_started(e.base, e.c, e.q, e.rc, "gk");
+    ASSERT_EQ(1, h.started); /* (the limit) */
+    char jid[64];
+    snprintf(jid, sizeof jid, "%s", rjq_job_get_id(h.job));
+    rjq_job *old = h.job;
+    ASSERT_OK(rjq_queue_cancel(e.q, jid, NULL, NULL));
+    /* its slot freed: "second" starts */
+    WAIT_FOR(e.base, h.started == 2, 10000);
+    ASSERT_OK(rjq_job_complete(old, "", 0, NULL, NULL)); /* (refused: cancelled) */
+    ASSERT_STREQ("cancelled", get_info(e.base, e.q, jid).state);
+    ASSERT_OK(rjq_job_complete(h.job, "", 0, NULL, NULL));
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}

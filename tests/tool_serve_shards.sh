@@ -88,6 +88,9 @@ same "$(json 'len(set(d["ids"])) == 12 and not any(x.isdigit() for x in d["ids"]
 req GET /v1/queues/sq/jobs/e; expect 200 '"payload":"p-e"'
 req GET "/v1/queues/sq/jobs/$ANON_ID"; expect 200 '"payload":"anon"'
 req GET /v1/queues/sq/jobs/42; expect 409 'sharded'
+# a sharded queue takes no job with dependencies: its job's lists are
+# empty and say so (the dashboard's job page reads them), not a refusal
+req GET /v1/queues/sq/jobs/e/dependencies; expect 200 '"sharded":true'
 req POST /v1/queues/sq/jobs/b/cancel; expect 200 '"cancelled":true'
 req POST "/v1/queues/sq/purge?state=cancelled"; expect 200 '"deleted":1'
 req POST /v1/queues/sq/pause; expect 200 '"changed":true'

@@ -2316,6 +2316,138 @@ RJQ_API int rjq_queue_count_shards(const rjq_queue *q);
 RJQ_API rjq_queue *rjq_queue_get_shard(rjq_queue *q, int i);
 
 /* ------------------------------------------------------------------------
+ * Batches (README "Dependencies and batches"; src/batch.c, batch.lua). A
+ * batch groups jobs enqueued over time, of any queues of the same client
+ * prefix (on any masters of a cluster). It lives in one queue's slot, the
+ * queue whose handle created it (its "batch queue"), and is named there by
+ * its id. Its creator adds members (rjq_batch_enqueue) and then seals it
+ * (rjq_batch_seal: no more members). Once it is sealed and every member
+ * has finished (completed, dead or cancelled; a member whose record was
+ * deleted counts as dead), it ends: its state becomes "dead" when a member
+ * died, else "completed", and its completion jobs are enqueued, in the
+ * batch queue: on_complete always, on_success only when no member died.
+ * Each has the batch's payload for it and the headers rjq.batch (its id),
+ * rjq.batch.total, rjq.batch.completed, rjq.batch.dead,
+ * rjq.batch.cancelled and rjq.batch.on ("complete" or "success"); its id
+ * is "batch:<batch id>:complete" (or ":success"). A batch sealed after
+ * every member finished ends at its seal; one sealed with no members ends
+ * at once, completed, with zero counts.
+ * - Cost: O(1) Redis work per member (a mark per member, counters in the
+ *   batch's record; no list of members is read by any completion).
+ * - Across queues and masters, as dependencies are: a member's enqueue is
+ *   the job's enqueue, then its registration on its own queue, then its
+ *   add to the batch (each idempotent; a member that finished before the
+ *   add is counted by the add). The client that finishes a member tells
+ *   the batch (an idempotent step: a member is counted once); one that
+ *   dies before it told it is replaced by the dependencies' sweep of the
+ *   member's queue (rjq.h "Dependencies": the reclaim sweep of a client
+ *   whose workers work on that queue).
+ * - A finished batch keeps its record and member marks (not deleted yet).
+ * ---------------------------------------------------------------------- */
+
+typedef struct rjq_batch_options {
+    size_t size; /* RJQ_BATCH_OPTIONS_INIT sets it */
+    /* The batch's id (as a job id: 1..RJQ_JOB_ID_MAX bytes, no blanks, not
+     * all digits); NULL: the next number of the batch queue. Creating an
+     * id that exists changes nothing (the callback gets it all the same). */
+    const char *id;
+    /* The on_complete job's payload (on_complete_len bytes, binary-safe,
+     * may be empty), NULL: no on_complete job. */
+    const void *on_complete;
+    size_t on_complete_len;
+    /* The on_success job's payload, NULL: none. */
+    const void *on_success;
+    size_t on_success_len;
+} rjq_batch_options;
+#define RJQ_BATCH_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_batch_options)
+
+/* A batch's id (NUL-terminated; valid during the callback), NULL on error. */
+typedef void rjq_batch_cb(rjq_client *c, int status, const char *id, void *data);
+
+/*
+ * Create a batch in q (a plain queue's handle) with options o (NULL: no
+ * completion jobs, a numbered id). cb (may be NULL) gets RJQ_OK and the
+ * batch's id, or RJQ_ECONN, RJQ_ETIMEDOUT, RJQ_EOOM, RJQ_EAUTH,
+ * RJQ_EREDIS, RJQ_EWRONGTYPE, RJQ_EPROTO, RJQ_ENOMEM, RJQ_ECANCELED (the
+ * client was freed first) and a NULL id. Returns RJQ_OK (cb will be
+ * called) or, cb not called: RJQ_EINVAL (q NULL, a bad id or options
+ * size), RJQ_ESHARDED (q is a sharded queue's handle), RJQ_ECLOSED,
+ * RJQ_ENOMEM.
+ */
+RJQ_API int rjq_batch_create(rjq_queue *q, const rjq_batch_options *o, rjq_batch_cb *cb,
+                             void *data);
+
+/*
+ * Enqueue a job into queue q (any plain queue's handle of the same client)
+ * as a member of batch `id` of batch queue bq: rjq_enqueue(q, payload, len,
+ * o) (every option of it, dependencies included), then the member's
+ * registration on q and its add to the batch. cb (may be NULL) gets, as
+ * rjq_enqueue's, RJQ_OK and the job (n == 1; existed 1 when an id given
+ * in o existed: it joins the batch all the same, once), or an error and
+ * n == 0: rjq_enqueue's callback errors, RJQ_ENOTFOUND (no such batch),
+ * RJQ_ESTATE (the batch was sealed). With an error after the enqueue
+ * (RJQ_ENOTFOUND, RJQ_ESTATE, an error of the registration or the add),
+ * the job was enqueued but is not a member: enqueued again with the same
+ * id (o->id) it joins. Returns RJQ_OK (cb will be called) or, cb not
+ * called: rjq_enqueue's codes, RJQ_EINVAL also for bq NULL or a bad id,
+ * RJQ_ESHARDED (q or bq is a sharded queue's handle).
+ */
+RJQ_API int rjq_batch_enqueue(rjq_queue *bq, const char *id, rjq_queue *q, const void *payload,
+                              size_t len, const rjq_job_options *o, rjq_enqueue_cb *cb,
+                              void *data);
+
+/*
+ * Seal batch `id` of bq: it takes no more members, and ends once every
+ * member finished (at once when they have). Sealing it again changes
+ * nothing (RJQ_OK). cb (may be NULL) gets RJQ_OK, RJQ_ENOTFOUND (no such
+ * batch), or RJQ_ECONN, RJQ_ETIMEDOUT, RJQ_EOOM, RJQ_EAUTH, RJQ_EREDIS,
+ * RJQ_EWRONGTYPE, RJQ_EPROTO, RJQ_ENOMEM, RJQ_ECANCELED. Returns RJQ_OK
+ * (cb will be called) or, cb not called: RJQ_EINVAL (bq NULL, a bad id),
+ * RJQ_ESHARDED, RJQ_ECLOSED, RJQ_ENOMEM.
+ */
+RJQ_API int rjq_batch_seal(rjq_queue *bq, const char *id, rjq_done_cb *cb, void *data);
+
+/* A batch's status (valid during the callback). */
+typedef struct rjq_batch_info {
+    const char *id;
+    const char *state;       /* "pending", "completed" or "dead" */
+    int sealed;              /* 1 once rjq_batch_seal went through */
+    long long total;         /* members added */
+    long long completed, dead, cancelled; /* members finished so far, by outcome */
+    long long created_ms;    /* server clock, ms since the epoch */
+    long long ended_ms;      /* when it ended; 0 while pending */
+} rjq_batch_info;
+
+typedef void rjq_batch_info_cb(rjq_client *c, int status, const rjq_batch_info *info,
+                               void *data);
+
+/*
+ * Read batch `id` of bq. cb gets RJQ_OK and its status, or RJQ_ENOTFOUND
+ * (no such batch), RJQ_ECONN, RJQ_ETIMEDOUT, RJQ_EAUTH, RJQ_EREDIS,
+ * RJQ_EWRONGTYPE, RJQ_EPROTO (a record that is not rjq's), RJQ_ENOMEM,
+ * RJQ_ECANCELED, and a NULL info. Returns RJQ_OK (cb will be called) or,
+ * cb not called: RJQ_EINVAL (bq NULL, cb NULL, a bad id), RJQ_ESHARDED,
+ * RJQ_ECLOSED, RJQ_ENOMEM.
+ */
+RJQ_API int rjq_batch_get(rjq_queue *bq, const char *id, rjq_batch_info_cb *cb, void *data);
+
+/*
+ * Wait for batch `id` of bq to end, as rjq_enqueue_await does for one job:
+ * cb gets RJQ_OK and its final status (state "completed" or "dead"), or
+ * RJQ_ETIMEDOUT when timeout_ms (> 0) passed first (info: its status as
+ * last read, NULL when never read), RJQ_ENOTFOUND (no such batch), the
+ * errors of rjq_batch_get other than a lost connection (a read that fails
+ * with RJQ_ECONN is made again), or RJQ_ECANCELED (the client was freed
+ * first). The status is read at once, then every 50 ms doubling up to a
+ * second until it ends (one read of the batch's record each time: no
+ * subscription). Returns RJQ_OK (cb will be called) or, cb not called:
+ * RJQ_EINVAL (bq NULL, cb NULL, a bad id, timeout_ms <= 0),
+ * RJQ_ESHARDED, RJQ_ECLOSED, RJQ_ENOMEM.
+ */
+RJQ_API int rjq_batch_await(rjq_queue *bq, const char *id, long timeout_ms,
+                            rjq_batch_info_cb *cb, void *data);
+
+/* ------------------------------------------------------------------------
  * Deprecated names (README "Naming"): the names before the verb rule, each
  * the function it names in its message, behaving exactly as it; removed at
  * 1.0. Using one warns (-Wdeprecated-declarations).

@@ -116,10 +116,11 @@ static void on_released(rjq_client *c, int status, redisReply *r, void *priv) {
 }
 
 /* Send deps_release of dependency (dq, did) ended `outcome` to job id of
- * queue q. */
+ * queue q; with batch, batch.lua's release of member (dq, did) to batch id
+ * of q instead (its reply has deps_release's shape). */
 static int send_release(rjq_queue *q, const char *id, size_t idlen, const char *dq,
                         const char *did, size_t didlen, const char *outcome, due *d,
-                        struct add_ctx *ac) {
+                        struct add_ctx *ac, int batch) {
     release *rl = calloc(1, sizeof *rl);
     if (rl == NULL || (rl->id = strndup(id, idlen)) == NULL) {
         free(rl);
@@ -130,6 +131,22 @@ static int send_release(rjq_queue *q, const char *id, size_t idlen, const char *
     rl->q = q;
     rjq__argv a;
     rjq__argv_init(&a);
+    if (batch) {
+        rjq__argv_script_keys(&a, q, RJQ__S_BATCH);
+        rjq__argv_str(&a, "release");
+        rjq__argv_key(&a, q, RJQ__K_JOB);
+        rjq__argv_key(&a, q, RJQ__K_WAKE);
+        rjq__argv_add(&a, id, idlen);
+        rjq__argv_str(&a, dq);
+        rjq__argv_add(&a, did, didlen);
+        rjq__argv_str(&a, outcome);
+        int rc = send_script(q, RJQ__S_BATCH, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_released, rl, &a);
+        if (rc != RJQ_OK) {
+            free(rl->id);
+            free(rl);
+        }
+        return rc;
+    }
     rjq__argv_script_keys(&a, q, RJQ__S_DEPS_RELEASE);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
@@ -165,14 +182,18 @@ static void release_all(rjq_queue *q, const redisReply *id, const char *outcome,
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *le = nl ? nl : end;
-        const char *sp = memchr(p, ' ', (size_t)(le - p));
-        rjq_queue *dq = sp && sp > p && sp + 1 < le ? queue_named(c, p, (size_t)(sp - p)) : NULL;
+        /* "{b}<queue> <id>": batch <id> of <queue> (batch.c; no queue
+         * name has a brace) */
+        int batch = le - p > 3 && memcmp(p, "{b}", 3) == 0;
+        const char *qn = batch ? p + 3 : p;
+        const char *sp = memchr(qn, ' ', (size_t)(le - qn));
+        rjq_queue *dq = sp && sp > qn && sp + 1 < le ? queue_named(c, qn, (size_t)(sp - qn)) : NULL;
         if (dq == NULL) {
             d->failed = 1; /* (kept for the sweep) */
         } else {
             d->pending++;
             if (send_release(dq, sp + 1, (size_t)(le - sp - 1), rjq_queue_get_name(q), id->str,
-                             id->len, outcome, d, NULL) != RJQ_OK) {
+                             id->len, outcome, d, NULL, batch) != RJQ_OK) {
                 d->pending--;
                 d->failed = 1;
             }
@@ -305,7 +326,7 @@ static void on_watched(rjq_client *c, int status, redisReply *r, void *priv) {
         a->pending++;
         int rc = rjq__accepting(c)
                      ? send_release(a->q, a->id, strlen(a->id), a->dq[w->i], a->did[w->i],
-                                    strlen(a->did[w->i]), r->str, NULL, a)
+                                    strlen(a->did[w->i]), r->str, NULL, a, 0)
                      : RJQ_ECLOSED;
         if (rc != RJQ_OK) {
             a->pending--;

@@ -848,8 +848,8 @@ typedef struct rjq_header {
  * - Not built yet (README "Dependencies and batches"): resuming the
  *   registrations of an enqueuing client that died between its two steps,
  *   rjq_job_dependencies, the count of waiting jobs in rjq_stats and
- *   listings, the CLI's --after, batches and flows. Sharded queues take
- *   no dependencies.
+ *   listings, the CLI's --after and flows (batches: "Batches" below).
+ *   Sharded queues take no dependencies.
  */
 #define RJQ_AFTER_MAX 100
 #define RJQ_AFTER_FAIL 0

@@ -38,7 +38,7 @@
 -- still finds its mark.
 local op, prefix, wake, bid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local MARKS = {completed = 'c', dead = 'd', cancelled = 'x', missing = 'm'}
-expect_types({batches, 'hash', batchm, 'hash'})
+-- (batches and batchm: their first reads, typed(), check their types)
 
 local function parse(rec)
   local st, se, t, c, d, x, cr, en, fl =
@@ -98,6 +98,7 @@ end
 if op == 'create' then
   local flags = ARGV[5]
   if flags == '' then flags = '-' end
+  expect_types({batches, 'hash'})
   if bid ~= '' and redis.call('HEXISTS', batches, bid) == 1 then return {bid, 1} end
   if bid == '' then bid = int(typed('hash', 'HINCRBY', batches, '0', 1)) end
   local t = int(now_ms())
@@ -109,7 +110,7 @@ if op == 'create' then
   return {bid, 0}
 end
 
-local rec = redis.call('HMGET', batches, bid)[1]
+local rec = typed('hash', 'HMGET', batches, bid)[1]
 if op == 'get' then return rec or false end
 if not rec then
   if op == 'release' then return {0, 0} end
@@ -132,7 +133,7 @@ local mark = MARKS[outcome]
 if op == 'add' then
   if b.sealed then return -1 end
   if outcome ~= '' and not mark then return redis.error_reply('ERR rjq batch: bad outcome') end
-  local m = redis.call('HMGET', batchm, field)[1]
+  local m = typed('hash', 'HMGET', batchm, field)[1]
   if m == 'a' or m == 'f' then return 0 end
   b.total = b.total + 1
   if m then mark = string.sub(m, 2) end -- released before its add
@@ -148,9 +149,10 @@ end
 
 if op == 'release' then
   if not mark then return redis.error_reply('ERR rjq batch: bad outcome') end
-  local m = redis.call('HMGET', batchm, field)[1]
+  local m = typed('hash', 'HMGET', batchm, field)[1]
   if m == 'a' then
-    if b.sealed then checks_to_end() end
+    -- (the keys an end writes are checked only when this release ends it)
+    if b.sealed and b.c + b.d + b.x + 1 >= b.total then checks_to_end() end
     redis.call('HSET', batchm, field, 'f')
     count(b, mark)
     local ended = maybe_end(b)

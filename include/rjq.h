@@ -848,8 +848,8 @@ typedef struct rjq_header {
  * - Not built yet (README "Dependencies and batches"): resuming the
  *   registrations of an enqueuing client that died between its two steps,
  *   rjq_job_dependencies, the count of waiting jobs in rjq_stats and
- *   listings, the CLI's --after and flows (batches: "Batches" below).
- *   Sharded queues take no dependencies.
+ *   listings, the CLI's --after (batches: "Batches" below; trees:
+ *   rjq_enqueue_flow). Sharded queues take no dependencies.
  */
 #define RJQ_AFTER_MAX 100
 #define RJQ_AFTER_FAIL 0
@@ -2446,6 +2446,55 @@ RJQ_API int rjq_batch_get(rjq_queue *bq, const char *id, rjq_batch_info_cb *cb, 
  */
 RJQ_API int rjq_batch_await(rjq_queue *bq, const char *id, long timeout_ms,
                             rjq_batch_info_cb *cb, void *data);
+
+/* ------------------------------------------------------------------------
+ * Trees in one call (README "Dependencies and batches"; src/flow.c): a
+ * parent job and its children, of any queues of the same client (on any
+ * masters of a cluster). The children are enqueued first; once every one
+ * is written, the parent is enqueued with the children as its
+ * dependencies (rjq_job_options.after, its after_policy as given), so it
+ * runs when they finished. The parent is created last: a failure, or a
+ * crash, before it leaves no parent waiting on a child that was never
+ * created (the children written by then are plain jobs, run as any).
+ * Called again with the same ids (every child and the parent given an
+ * id), it resumes: the children that exist are reported existing, and the
+ * parent is then written (or reported existing).
+ * A child may have dependencies of its own (its opts->after), so deeper
+ * trees are built bottom up, one level per call.
+ * ---------------------------------------------------------------------- */
+
+typedef struct rjq_flow_child {
+    size_t size;                /* RJQ_FLOW_CHILD_INIT sets it */
+    rjq_queue *queue;           /* the child's queue: a plain queue's handle of the client */
+    const void *payload;        /* len bytes, binary-safe, may be empty */
+    size_t len;
+    const rjq_job_options *opts; /* NULL: defaults */
+} rjq_flow_child;
+#define RJQ_FLOW_CHILD_INIT RJQ_SIZED_INIT_(rjq_flow_child)
+
+/* parent: the parent's id (existed 1 when its id existed); children[i]:
+ * child i's, in the order given (n of them). Both NULL on error. */
+typedef void rjq_flow_cb(rjq_client *c, int status, const rjq_enqueued *parent,
+                         const rjq_enqueued *children, size_t n, void *data);
+
+/*
+ * Enqueue the parent (payload, len, o: rjq_enqueue's, o->after left NULL)
+ * into q after its n children (1..RJQ_AFTER_MAX). cb (may be NULL) gets
+ * RJQ_OK with every id, or the first error of a child's enqueue (the
+ * parent was not written), or of the parent's (as rjq_enqueue's callback
+ * with dependencies: its registrations may have failed), and NULLs.
+ * Returns RJQ_OK (cb will be called) or, cb not called and nothing sent:
+ * RJQ_EINVAL (q NULL, n out of range, a NULL child or child queue, a
+ * child queue of another client, o->after set, a child's bad options or
+ * id, a struct's bad size), RJQ_ESHARDED (q or a child's queue is
+ * sharded), RJQ_ECLOSED, RJQ_ENOMEM, or the code rjq_enqueue returned for
+ * the first child. A later child's enqueue refused when it is called
+ * (the children before it sent) ends through cb with its code, with no
+ * parent. The parent's options (its headers too) are copied.
+ */
+RJQ_API int rjq_enqueue_flow(rjq_queue *q, const void *payload, size_t len,
+                             const rjq_job_options *o, const rjq_flow_child *const *children,
+                             size_t n, rjq_flow_cb *cb, void *data);
 
 /* ------------------------------------------------------------------------
  * Deprecated names (README "Naming"): the names before the verb rule, each

@@ -6,9 +6,12 @@
  * before it told the batch is replaced by the dependencies' sweep; across
  * masters of the test cluster; rjq_batch_await; a 100 000-member batch.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -420,6 +423,78 @@ TEST(sweep_tells_the_batch_of_a_member_whose_finisher_died_before_telling_it) {
     ASSERT_EQ(1, server_int(e.rc, "LLEN t:{bw}:ready")); /* on_complete, once */
     worker_stop_wait(e.base, w);
     env_stop(&e);
+}
+
+/* The child's worker: completes its job, and dies (SIGKILL) as soon as
+ * the completion is applied (its reply came), before it told the batch
+ * (the releases go out only after a deps_due reply it never reads). */
+static void on_completed_die(rjq_client *c, int status, void *data) {
+    (void)c, (void)status, (void)data;
+    raise(SIGKILL);
+}
+
+static void complete_and_die(rjq_job *job, void *data) {
+    (void)data;
+    rjq_job_complete(job, "ok", 2, on_completed_die, NULL);
+}
+
+static void run_dying_child(const test_server *s) {
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, s);
+    rjq_queue *q = queue_for(c, "bk-m");
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, complete_and_die, NULL, &w));
+    event_base_dispatch(base); /* until it kills itself */
+    _exit(3);
+}
+
+/* A worker process SIGKILLed between its member's completion and the
+ * batch's notification: the member is completed, its batch untold; the
+ * dependencies' sweep (a worker of another client on the member's queue)
+ * tells it, once. */
+TEST(a_worker_killed_between_completion_and_notification_is_replaced_by_the_sweep) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    {
+        /* the batch, its member and its seal, by a client gone before the fork */
+        struct event_base *base = event_base_new();
+        rjq_client *c = client_for(base, &s);
+        rjq_queue *bq = queue_for(c, "bk"), *mq = queue_for(c, "bk-m");
+        ASSERT_OK(create_batch(base, bq, "killed", 1, 0).status);
+        ASSERT_OK(add_member(base, bq, "killed", mq, "m", 0).status);
+        ASSERT_EQ(1, seal(base, bq, "killed"));
+        rjq_client_free(c);
+        event_base_free(base);
+    }
+    pid_t child = fork_child();
+    if (child == 0) run_dying_child(&s);
+    int status = reap(child, 30000);
+    ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    redisContext *rc = server_connect(&s);
+    redisReply *st = server_cmd(rc, "HGET t:{bk-m}:state m");
+    ASSERT(st->type == REDIS_REPLY_STRING && strncmp(st->str, "completed", 9) == 0);
+    freeReplyObject(st);
+    ASSERT_EQ(1, server_int(rc, "HEXISTS t:{bk-m}:dependents m")); /* untold */
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *bq = queue_for(c, "bk"), *mq = queue_for(c, "bk-m");
+    ASSERT_STREQ("pending", get_batch(base, bq, "killed").state);
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 50;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(mq, &wo, never_runs, NULL, &w));
+    WAIT_FOR(base, server_int(rc, "EXISTS t:{bk-m}:dependents") == 0, 20000);
+    got g = get_batch(base, bq, "killed");
+    ASSERT_STREQ("completed", g.state);
+    ASSERT_EQ(1, g.total);
+    ASSERT_EQ(1, g.completed);
+    ASSERT_EQ(1, server_int(rc, "LLEN t:{bk}:ready")); /* on_complete, once */
+    worker_stop_wait(base, w);
+    rjq_client_free(c);
+    event_base_free(base);
+    redisFree(rc);
+    server_stop_guarded(&s);
 }
 
 typedef struct awaited {

@@ -431,11 +431,12 @@ static void waiter_end(waiter *w, int status, const rjq_batch_info *info) {
 
 static void on_poll(rjq__timer *t) {
     waiter *w = t->owner;
-    rjq__enter(w->c);
-    int rc = rjq__accepting(w->c) ? send_get(w->q, w->id, NULL, NULL, w) : RJQ_ECLOSED;
+    rjq_client *c = w->c; /* (w may be freed below) */
+    rjq__enter(c);
+    int rc = rjq__accepting(c) ? send_get(w->q, w->id, NULL, NULL, w) : RJQ_ECLOSED;
     if (rc == RJQ_OK) w->reading = 1;
     else waiter_end(w, rc == RJQ_ECLOSED ? RJQ_ECANCELED : rc, NULL);
-    rjq__leave(w->c);
+    rjq__leave(c);
 }
 
 static void waiter_read(waiter *w, int status, const rjq_batch_info *info) {

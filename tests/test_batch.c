@@ -16,6 +16,7 @@
 #include <event2/event.h>
 
 #include "cluster.h"
+#include "failalloc.h"
 #include "fixture.h"
 #include "harness.h"
 #include "rjq_scripts.h"
@@ -682,5 +683,53 @@ TEST(a_batch_of_100000_jobs_ends_once_each_counted_at_a_cost_per_job_of_one) {
     ASSERT_EQ(BIG + 1, g.total);
     ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{bg}:payload batch:big:complete"));
     worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* Every allocation of a member's enqueue and of an await call made to
+ * fail in turn (armed around the call, as the other tests do: a
+ * connection's own allocation failing in the loop aborts by the
+ * rjq_io_ops contract): each call either is refused at once (no
+ * callback) or calls back exactly once; nothing leaks (ASan, valgrind).
+ * The batch's counts stay those of the members that joined. (Armed across
+ * the loop, an earlier form found an await's poll using its freed
+ * waiter.) */
+TEST(an_allocation_failing_anywhere_in_a_batch_call_ends_it_once) {
+    test_env e;
+    env_start(&e, "bo");
+    ASSERT_OK(create_batch(e.base, e.q, "oom", 0, 0).status);
+    long joined = 0, sent = 0;
+    for (long n = 0;; n++) {
+        char id[32];
+        snprintf(id, sizeof id, "m%ld", n);
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+        o.id = id;
+        o.delay_ms = 3600000;
+        added a = {0};
+        failalloc_arm_once(n);
+        int rc = rjq_batch_enqueue(e.q, "oom", e.q, "x", 1, &o, on_added, &a);
+        failalloc_disarm();
+        if (rc == RJQ_OK) ASSERT(loop_until_count(e.base, &a.calls, 1, 10000));
+        ASSERT_EQ(rc == RJQ_OK ? 1 : 0, a.calls);
+        if (rc == RJQ_OK) sent++;
+        if (rc == RJQ_OK && a.status == RJQ_OK) joined++;
+        if (failalloc_failures() == 0) break;
+        ASSERT(n < 1000);
+    }
+    ASSERT(joined >= 1);
+    for (long n = 0;; n++) {
+        awaited w = {0};
+        failalloc_arm_once(n);
+        int rc = rjq_batch_await(e.q, "oom", 1, on_awaited, &w);
+        failalloc_disarm();
+        if (rc == RJQ_OK) ASSERT(loop_until_count(e.base, &w.calls, 1, 10000));
+        ASSERT_EQ(rc == RJQ_OK ? 1 : 0, w.calls);
+        if (failalloc_failures() == 0) break;
+        ASSERT(n < 1000);
+    }
+    got g = get_batch(e.base, e.q, "oom");
+    /* every member reported joined counts; one whose callback failed may
+     * have joined (a failure after its add was written) or not */
+    ASSERT(g.total >= joined && g.total <= sent);
     env_stop(&e);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "failalloc.h"
 #include "fixture.h"
 #include "harness.h"
 #include "server.h"
@@ -180,5 +181,47 @@ TEST(bad_flows_are_refused_with_nothing_written) {
     ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_flow(e.q, "p", 1, NULL, one, 1, on_flow_ignored, NULL));
     (void)get_info(e.base, e.q, "none"); /* (a round trip: anything sent ran by now) */
     ASSERT_EQ(keys, server_int(e.rc, "DBSIZE"));
+    env_stop(&e);
+}
+
+/* Every allocation of a flow's call made to fail in turn (armed around
+ * the call): refused at once (no callback) or called back exactly once;
+ * a parent exists only where its child was written; nothing leaks (ASan,
+ * valgrind). */
+TEST(an_allocation_failing_anywhere_in_a_flow_ends_it_once_with_no_parent_unless_told) {
+    test_env e;
+    env_start(&e, "fo");
+    rjq_queue *qa;
+    ASSERT_OK(rjq_queue_open(e.c, "fo-a", NULL, &qa));
+    for (long n = 0;; n++) {
+        char pid[32], kid[32];
+        snprintf(pid, sizeof pid, "p%ld", n);
+        snprintf(kid, sizeof kid, "k%ld", n);
+        rjq_job_options po = RJQ_JOB_OPTIONS_INIT, ko = RJQ_JOB_OPTIONS_INIT;
+        po.id = pid;
+        rjq_header h = {"trace", "t-1"};
+        po.headers = &h;
+        po.nheaders = 1;
+        ko.id = kid;
+        ko.delay_ms = 3600000;
+        rjq_flow_child c1 = RJQ_FLOW_CHILD_INIT;
+        c1.queue = qa;
+        c1.payload = "c";
+        c1.len = 1;
+        c1.opts = &ko;
+        const rjq_flow_child *kids[] = {&c1};
+        flowed f = {0};
+        failalloc_arm_once(n);
+        int rc = rjq_enqueue_flow(e.q, "p", 1, &po, kids, 1, on_flow, &f);
+        failalloc_disarm();
+        if (rc == RJQ_OK) ASSERT(loop_until_count(e.base, &f.calls, 1, 10000));
+        ASSERT_EQ(rc == RJQ_OK ? 1 : 0, f.calls);
+        /* a parent only where a child was written before it */
+        if (server_int(e.rc, "HEXISTS t:{fo}:payload %s", pid) == 1)
+            ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{fo-a}:payload %s", kid));
+        if (rc == RJQ_OK && f.status == RJQ_OK) ASSERT_STREQ("waiting", get_info(e.base, e.q, pid).state);
+        if (failalloc_failures() == 0) break;
+        ASSERT(n < 1000);
+    }
     env_stop(&e);
 }

@@ -6,7 +6,8 @@
  *   with the dependent "{b}<batch queue> <batch id>" (the job's finisher,
  *   or the dependencies' sweep, then tells the batch: deps.c sends
  *   batch.lua's release for such an entry), then batch.lua's add on the
- *   batch queue, with the member's outcome when it had finished already.
+ *   batch queue, with the member's outcome when it had finished already
+ *   (the adds of one loop turn gathered: one call per batch, on_flush).
  * The batch counts each member once whichever of its add and release comes
  * first. Reads: rjq_batch_get, and rjq_batch_await, which reads the
  * batch's record until it ended (a feature: the client's destruction ends
@@ -133,7 +134,22 @@ typedef struct member_ctx {
     void *data;
     rjq_enqueued out;
     char *bid, *id;
+    char outcome[16];        /* how it ended when registered ('' waiting) */
+    struct member_ctx *next; /* in the adds gathered for the next call */
 } member_ctx;
+
+/* The client's batch state (a feature): the adds gathered in this loop
+ * turn (sent together, one call per batch, by a 0 ms timer) and the
+ * awaits reading their batches. */
+typedef struct batch_state {
+    rjq_client *c;
+    member_ctx *adds, **adds_end;
+    rjq__timer flush;
+    int timer_ok;
+    struct waiter *waiting;
+} batch_state;
+
+static batch_state *state_of(rjq_client *c);
 
 static void member_end(rjq_client *c, member_ctx *m, int status) {
     if (m->cb) m->cb(c, status, status == RJQ_OK ? &m->out : NULL, status == RJQ_OK ? 1 : 0, m->data);
@@ -144,23 +160,100 @@ static void member_end(rjq_client *c, member_ctx *m, int status) {
     free(m);
 }
 
-static void on_member_added(rjq_client *c, int status, redisReply *r, void *priv) {
-    member_ctx *m = priv;
-    rjq__queue_release(m->bq); /* (send_batch's hold) */
-    /* batch.lua add: 1 added, 0 added already, -1 sealed, -2 no such batch */
-    if (status == RJQ_OK &&
-        (r->type != REDIS_REPLY_INTEGER || r->integer < -2 || r->integer > 1)) {
+/* One call's adds (members m[0..n-1], all of batch bid of bq). */
+typedef struct add_call {
+    size_t n;
+    member_ctx *m[];
+} add_call;
+
+static void on_members_added(rjq_client *c, int status, redisReply *r, void *priv) {
+    add_call *a = priv;
+    rjq__queue_release(a->m[0]->bq); /* (send_batch's hold) */
+    /* batch.lua add: per member 1 added, 0 added already, -1 sealed; or
+     * -2 (no such batch) */
+    if (status == RJQ_OK && r->type == REDIS_REPLY_INTEGER && r->integer == -2) {
+        rjq__errmsg(c, "no batch %s: its jobs were enqueued outside any", a->m[0]->bid);
+        status = RJQ_ENOTFOUND;
+    }
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != a->n)) {
         rjq__errmsg(c, "batch add: unexpected reply");
         status = RJQ_EPROTO;
     }
-    if (status == RJQ_OK && r->integer == -1) {
-        rjq__errmsg(c, "batch %s is sealed: job %s was enqueued outside it", m->bid, m->id);
-        status = RJQ_ESTATE;
-    } else if (status == RJQ_OK && r->integer == -2) {
-        rjq__errmsg(c, "no batch %s: job %s was enqueued outside any", m->bid, m->id);
-        status = RJQ_ENOTFOUND;
+    for (size_t i = 0; i < a->n; i++) {
+        member_ctx *m = a->m[i];
+        int st = status;
+        const redisReply *e = st == RJQ_OK ? r->element[i] : NULL;
+        if (st == RJQ_OK && (e->type != REDIS_REPLY_INTEGER || e->integer < -1 || e->integer > 1)) {
+            rjq__errmsg(c, "batch add: unexpected reply");
+            st = RJQ_EPROTO;
+        }
+        if (st == RJQ_OK && e->integer == -1) {
+            rjq__errmsg(c, "batch %s is sealed: job %s was enqueued outside it", m->bid, m->id);
+            st = RJQ_ESTATE;
+        }
+        member_end(c, m, st);
     }
-    member_end(c, m, status);
+    free(a);
+}
+
+/* At most this many members in one add call. */
+#define ADDS_PER_CALL 500
+
+/* The gathered adds go: one call per batch (of ADDS_PER_CALL at most). */
+static void on_flush(rjq__timer *t) {
+    batch_state *st = t->owner;
+    rjq_client *c = st->c;
+    rjq__enter(c);
+    while (st->adds) {
+        member_ctx *first = st->adds;
+        size_t n = 0;
+        for (member_ctx *m = first; m && n < ADDS_PER_CALL; m = m->next)
+            if (m->bq == first->bq && strcmp(m->bid, first->bid) == 0) n++;
+        add_call *a = malloc(sizeof *a + n * sizeof a->m[0]);
+        const char **args = malloc(3 * n * sizeof *args);
+        size_t *lens = malloc(3 * n * sizeof *lens);
+        a = a && args && lens ? a : (free(a), NULL);
+        /* take them off the list */
+        size_t k = 0;
+        for (member_ctx **pp = &st->adds; *pp && k < n;) {
+            member_ctx *m = *pp;
+            if (m->bq != first->bq || strcmp(m->bid, first->bid) != 0) {
+                pp = &m->next;
+                continue;
+            }
+            *pp = m->next;
+            m->next = NULL;
+            if (a) {
+                const char *name = rjq_queue_get_name(m->q);
+                a->m[k] = m;
+                args[3 * k] = name;
+                lens[3 * k] = strlen(name);
+                args[3 * k + 1] = m->id;
+                lens[3 * k + 1] = strlen(m->id);
+                args[3 * k + 2] = m->outcome;
+                lens[3 * k + 2] = strlen(m->outcome);
+            } else {
+                member_end(c, m, RJQ_ENOMEM);
+            }
+            k++;
+        }
+        st->adds_end = &st->adds;
+        for (member_ctx *m = st->adds; m; m = m->next) st->adds_end = &m->next;
+        if (a) {
+            a->n = n;
+            int rc = rjq__accepting(c) ? send_batch(first->bq, "add", first->bid,
+                                                   RJQ__REQ_RETRY | RJQ__REQ_DURABLE,
+                                                   on_members_added, a, 3 * n, args, lens)
+                                       : RJQ_ECLOSED;
+            if (rc != RJQ_OK) {
+                for (size_t i = 0; i < n; i++) member_end(c, a->m[i], rc);
+                free(a);
+            }
+        }
+        free(args);
+        free(lens);
+    }
+    rjq__leave(c);
 }
 
 static int is_outcome(const redisReply *r) {
@@ -184,13 +277,16 @@ static void on_member_watched(rjq_client *c, int status, redisReply *r, void *pr
         }
     }
     if (status == RJQ_OK && !rjq__accepting(c)) status = RJQ_ECLOSED;
+    batch_state *st = status == RJQ_OK ? state_of(c) : NULL;
+    if (status == RJQ_OK && st == NULL) status = RJQ_ENOMEM;
     if (status == RJQ_OK) {
-        const char *name = rjq_queue_get_name(m->q);
-        const char *args[3] = {name, m->id, waiting ? "" : r->str};
-        size_t lens[3] = {strlen(name), strlen(m->id), waiting ? 0 : r->len};
-        status = send_batch(m->bq, "add", m->bid, RJQ__REQ_RETRY | RJQ__REQ_DURABLE,
-                            on_member_added, m, 3, args, lens);
-        if (status == RJQ_OK) return;
+        /* gathered: the adds of this loop turn go together (on_flush) */
+        if (!waiting) memcpy(m->outcome, r->str, r->len + 1); /* (is_outcome: < 16 bytes) */
+        m->next = NULL;
+        *st->adds_end = m;
+        st->adds_end = &m->next;
+        rjq__timer_start(c, &st->flush, 0);
+        return;
     }
     member_end(c, m, status);
 }
@@ -405,14 +501,23 @@ typedef struct waiter {
     char *id;
 } waiter;
 
-typedef struct waiters {
-    waiter *head;
-} waiters;
+static void state_abort(rjq_client *c, void *state);
+static void state_cancel(rjq_client *c, void *state);
+static void state_close(rjq_client *c, void *state);
+static const rjq__feature batch_feature = {
+    .name = "batches", .abort = state_abort, .cancel = state_cancel, .close = state_close};
 
-static void waiters_cancel(rjq_client *c, void *state);
-static void waiters_close(rjq_client *c, void *state);
-static const rjq__feature waiters_feature = {
-    .name = "batch awaits", .cancel = waiters_cancel, .close = waiters_close};
+static batch_state *state_of(rjq_client *c) {
+    batch_state *st = rjq__feature_ensure(c, &batch_feature, sizeof *st);
+    if (st == NULL) return NULL;
+    if (!st->timer_ok) {
+        if (rjq__timer_setup(c, &st->flush, on_flush, st) != RJQ_OK) return NULL;
+        st->timer_ok = 1;
+        st->c = c;
+        st->adds_end = &st->adds;
+    }
+    return st;
+}
 
 /* The end of an await: its callback, once. */
 static void waiter_end(waiter *w, int status, const rjq_batch_info *info) {
@@ -466,7 +571,7 @@ int rjq_batch_await(rjq_queue *bq, const char *id, long timeout_ms, rjq_batch_in
     if (rc == RJQ_OK && (id == NULL || timeout_ms <= 0)) rc = RJQ_EINVAL;
     if (rc != RJQ_OK) return rc;
     rjq_client *c = rjq_queue_get_client(bq);
-    waiters *ws = rjq__feature_ensure(c, &waiters_feature, sizeof *ws);
+    batch_state *ws = state_of(c);
     waiter *w = ws ? calloc(1, sizeof *w) : NULL;
     if (w == NULL || (w->id = strdup(id)) == NULL) {
         free(w);
@@ -492,22 +597,36 @@ int rjq_batch_await(rjq_queue *bq, const char *id, long timeout_ms, rjq_batch_in
     }
     w->reading = 1;
     rjq__queue_hold(bq);
-    w->next = ws->head;
-    if (ws->head) ws->head->prev = &w->next;
-    w->prev = &ws->head;
-    ws->head = w;
+    w->next = ws->waiting;
+    if (ws->waiting) ws->waiting->prev = &w->next;
+    w->prev = &ws->waiting;
+    ws->waiting = w;
     return RJQ_OK;
 }
 
-/* The client's destruction (requests cancelled already: no read is in
- * flight): the waiting ones end with RJQ_ECANCELED. */
-static void waiters_cancel(rjq_client *c, void *state) {
-    (void)c;
-    waiters *ws = state;
-    while (ws->head) waiter_end(ws->head, RJQ_ECANCELED, NULL);
+/* The client's destruction, before requests are cancelled: the adds not
+ * sent yet end with RJQ_ECANCELED. */
+static void state_abort(rjq_client *c, void *state) {
+    batch_state *st = state;
+    if (st->timer_ok) rjq__timer_stop(c, &st->flush);
+    while (st->adds) {
+        member_ctx *m = st->adds;
+        st->adds = m->next;
+        member_end(c, m, RJQ_ECANCELED);
+    }
+    st->adds_end = &st->adds;
 }
 
-static void waiters_close(rjq_client *c, void *state) {
-    (void)c;
-    free(state);
+/* After requests were cancelled (no read is in flight): the waiting
+ * awaits end with RJQ_ECANCELED. */
+static void state_cancel(rjq_client *c, void *state) {
+    batch_state *st = state;
+    state_abort(c, st); /* (an add gathered by a cancelled request's callback) */
+    while (st->waiting) waiter_end(st->waiting, RJQ_ECANCELED, NULL);
+}
+
+static void state_close(rjq_client *c, void *state) {
+    batch_state *st = state;
+    if (st->timer_ok) rjq__timer_teardown(c, &st->flush);
+    free(st);
 }

@@ -18,9 +18,11 @@
 --   create  5 flags ('', 'c', 's', 'cs': which completion jobs), 6 the
 --           on_complete payload, 7 the on_success payload
 --           -> { id, existed 0/1 }
---   add     5 member's queue, 6 its id, 7 its outcome if it finished
---           already ('completed', 'dead', 'cancelled', 'missing'), else ''
---           -> 1 added, 0 added already, -1 sealed, -2 no such batch
+--   add     per member (any number of them, in threes): its queue, its
+--           id, its outcome if it finished already ('completed', 'dead',
+--           'cancelled', 'missing'), else ''
+--           -> per member 1 added, 0 added already, -1 sealed; or -2 (no
+--           such batch)
 --   release 5 member's queue, 6 its id, 7 its outcome
 --           -> { code, 0 }: 0 nothing changed, 1 counted, 2 counted and
 --           the batch ended (the shape of deps_release.lua's reply)
@@ -127,26 +129,44 @@ if op == 'seal' then
   return ended and 2 or 1
 end
 
+if op == 'add' then
+  -- members in threes: its queue, its id, its outcome ('' still waiting)
+  if #ARGV < 7 or (#ARGV - 4) % 3 ~= 0 then return redis.error_reply('ERR rjq batch: bad add') end
+  for i = 7, #ARGV, 3 do
+    if ARGV[i] ~= '' and not MARKS[ARGV[i]] then return redis.error_reply('ERR rjq batch: bad outcome') end
+  end
+  local out = {}
+  if b.sealed then
+    for i = 5, #ARGV, 3 do out[#out + 1] = -1 end
+    return out
+  end
+  local changed = false
+  for i = 5, #ARGV, 3 do
+    local field = bid .. ' ' .. ARGV[i] .. ' ' .. ARGV[i + 1]
+    local mark = MARKS[ARGV[i + 2]]
+    local m = typed('hash', 'HMGET', batchm, field)[1]
+    if m == 'a' or m == 'f' then
+      out[#out + 1] = 0
+    else
+      b.total = b.total + 1
+      if m then mark = string.sub(m, 2) end -- released before its add
+      if mark then
+        count(b, mark)
+        redis.call('HSET', batchm, field, 'f')
+      else
+        redis.call('HSET', batchm, field, 'a')
+      end
+      changed = true
+      out[#out + 1] = 1
+    end
+  end
+  if changed then store(b) end
+  return out
+end
+
 local field = bid .. ' ' .. ARGV[5] .. ' ' .. ARGV[6]
 local outcome = ARGV[7]
 local mark = MARKS[outcome]
-if op == 'add' then
-  if b.sealed then return -1 end
-  if outcome ~= '' and not mark then return redis.error_reply('ERR rjq batch: bad outcome') end
-  local m = typed('hash', 'HMGET', batchm, field)[1]
-  if m == 'a' or m == 'f' then return 0 end
-  b.total = b.total + 1
-  if m then mark = string.sub(m, 2) end -- released before its add
-  if mark then
-    count(b, mark)
-    redis.call('HSET', batchm, field, 'f')
-  else
-    redis.call('HSET', batchm, field, 'a')
-  end
-  store(b)
-  return 1
-end
-
 if op == 'release' then
   if not mark then return redis.error_reply('ERR rjq batch: bad outcome') end
   local m = typed('hash', 'HMGET', batchm, field)[1]

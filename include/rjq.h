@@ -855,8 +855,8 @@ typedef struct rjq_header {
  * - A dependency's record is kept by retention as any job's: deleted before
  *   it released its dependents (a retention shorter than the sweep
  *   period), it counts as "missing".
- * - Not built yet (README "Dependencies and batches"): batches and flows.
- *   Sharded queues take no dependencies.
+ * - Batches: "Batches" below; trees: rjq_enqueue_flow. Sharded queues
+ *   take no dependencies.
  */
 #define RJQ_AFTER_MAX 100
 #define RJQ_AFTER_FAIL 0
@@ -2486,6 +2486,187 @@ RJQ_API int rjq_queue_count_shards(const rjq_queue *q);
  * on each, or the calls a sharded handle refuses); for a plain q, q itself
  * at i 0. NULL when i is out of range or q NULL. */
 RJQ_API rjq_queue *rjq_queue_get_shard(rjq_queue *q, int i);
+
+/* ------------------------------------------------------------------------
+ * Batches (README "Dependencies and batches"; src/batch.c, batch.lua). A
+ * batch groups jobs enqueued over time, of any queues of the same client
+ * prefix (on any masters of a cluster). It lives in one queue's slot, the
+ * queue whose handle created it (its "batch queue"), and is named there by
+ * its id. Its creator adds members (rjq_batch_enqueue) and then seals it
+ * (rjq_batch_seal: no more members). Once it is sealed and every member
+ * has finished (completed, dead or cancelled; a member whose record was
+ * deleted counts as dead), it ends: its state becomes "dead" when a member
+ * died, else "completed", and its completion jobs are enqueued, in the
+ * batch queue: on_complete always, on_success only when no member died.
+ * Each has the batch's payload for it and the headers rjq.batch (its id),
+ * rjq.batch.total, rjq.batch.completed, rjq.batch.dead,
+ * rjq.batch.cancelled and rjq.batch.on ("complete" or "success"); its id
+ * is "batch:<batch id>:complete" (or ":success"). A batch sealed after
+ * every member finished ends at its seal; one sealed with no members ends
+ * at once, completed, with zero counts.
+ * - Cost: O(1) Redis work per member (a mark per member, counters in the
+ *   batch's record; no list of members is read by any completion).
+ * - Across queues and masters, as dependencies are: a member's enqueue is
+ *   the job's enqueue, then its registration on its own queue, then its
+ *   add to the batch (each idempotent; a member that finished before the
+ *   add is counted by the add). The client that finishes a member tells
+ *   the batch (an idempotent step: a member is counted once); one that
+ *   dies before it told it is replaced by the dependencies' sweep of the
+ *   member's queue (rjq.h "Dependencies": the reclaim sweep of a client
+ *   whose workers work on that queue).
+ * - A finished batch keeps its record and member marks (not deleted yet).
+ * ---------------------------------------------------------------------- */
+
+typedef struct rjq_batch_options {
+    size_t size; /* RJQ_BATCH_OPTIONS_INIT sets it */
+    /* The batch's id (as a job id: 1..RJQ_JOB_ID_MAX bytes, no blanks, not
+     * all digits); NULL: the next number of the batch queue. Creating an
+     * id that exists changes nothing (the callback gets it all the same). */
+    const char *id;
+    /* The on_complete job's payload (on_complete_len bytes, binary-safe,
+     * may be empty), NULL: no on_complete job. */
+    const void *on_complete;
+    size_t on_complete_len;
+    /* The on_success job's payload, NULL: none. */
+    const void *on_success;
+    size_t on_success_len;
+} rjq_batch_options;
+#define RJQ_BATCH_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_batch_options)
+
+/* A batch's id (NUL-terminated; valid during the callback), NULL on error. */
+typedef void rjq_batch_cb(rjq_client *c, int status, const char *id, void *data);
+
+/*
+ * Create a batch in q (a plain queue's handle) with options o (NULL: no
+ * completion jobs, a numbered id). cb (may be NULL) gets RJQ_OK and the
+ * batch's id, or RJQ_ECONN, RJQ_ETIMEDOUT, RJQ_EOOM, RJQ_EAUTH,
+ * RJQ_EREDIS, RJQ_EWRONGTYPE, RJQ_EPROTO, RJQ_ENOMEM, RJQ_ECANCELED (the
+ * client was freed first) and a NULL id. Returns RJQ_OK (cb will be
+ * called) or, cb not called: RJQ_EINVAL (q NULL, a bad id or options
+ * size), RJQ_ESHARDED (q is a sharded queue's handle), RJQ_ECLOSED,
+ * RJQ_ENOMEM.
+ */
+RJQ_API int rjq_batch_create(rjq_queue *q, const rjq_batch_options *o, rjq_batch_cb *cb,
+                             void *data);
+
+/*
+ * Enqueue a job into queue q (any plain queue's handle of the same client)
+ * as a member of batch `id` of batch queue bq: rjq_enqueue(q, payload, len,
+ * o) (every option of it, dependencies included), then the member's
+ * registration on q and its add to the batch. cb (may be NULL) gets, as
+ * rjq_enqueue's, RJQ_OK and the job (n == 1; existed 1 when an id given
+ * in o existed: it joins the batch all the same, once), or an error and
+ * n == 0: rjq_enqueue's callback errors, RJQ_ENOTFOUND (no such batch),
+ * RJQ_ESTATE (the batch was sealed). With an error after the enqueue
+ * (RJQ_ENOTFOUND, RJQ_ESTATE, an error of the registration or the add),
+ * the job was enqueued but is not a member: enqueued again with the same
+ * id (o->id) it joins. Returns RJQ_OK (cb will be called) or, cb not
+ * called: rjq_enqueue's codes, RJQ_EINVAL also for bq NULL or a bad id,
+ * RJQ_ESHARDED (q or bq is a sharded queue's handle).
+ */
+RJQ_API int rjq_batch_enqueue(rjq_queue *bq, const char *id, rjq_queue *q, const void *payload,
+                              size_t len, const rjq_job_options *o, rjq_enqueue_cb *cb,
+                              void *data);
+
+/*
+ * Seal batch `id` of bq: it takes no more members, and ends once every
+ * member finished (at once when they have). Sealing it again changes
+ * nothing (RJQ_OK). cb (may be NULL) gets RJQ_OK, RJQ_ENOTFOUND (no such
+ * batch), or RJQ_ECONN, RJQ_ETIMEDOUT, RJQ_EOOM, RJQ_EAUTH, RJQ_EREDIS,
+ * RJQ_EWRONGTYPE, RJQ_EPROTO, RJQ_ENOMEM, RJQ_ECANCELED. Returns RJQ_OK
+ * (cb will be called) or, cb not called: RJQ_EINVAL (bq NULL, a bad id),
+ * RJQ_ESHARDED, RJQ_ECLOSED, RJQ_ENOMEM.
+ */
+RJQ_API int rjq_batch_seal(rjq_queue *bq, const char *id, rjq_done_cb *cb, void *data);
+
+/* A batch's status (valid during the callback). */
+typedef struct rjq_batch_info {
+    const char *id;
+    const char *state;       /* "pending", "completed" or "dead" */
+    int sealed;              /* 1 once rjq_batch_seal went through */
+    long long total;         /* members added */
+    long long completed, dead, cancelled; /* members finished so far, by outcome */
+    long long created_ms;    /* server clock, ms since the epoch */
+    long long ended_ms;      /* when it ended; 0 while pending */
+} rjq_batch_info;
+
+typedef void rjq_batch_info_cb(rjq_client *c, int status, const rjq_batch_info *info,
+                               void *data);
+
+/*
+ * Read batch `id` of bq. cb gets RJQ_OK and its status, or RJQ_ENOTFOUND
+ * (no such batch), RJQ_ECONN, RJQ_ETIMEDOUT, RJQ_EAUTH, RJQ_EREDIS,
+ * RJQ_EWRONGTYPE, RJQ_EPROTO (a record that is not rjq's), RJQ_ENOMEM,
+ * RJQ_ECANCELED, and a NULL info. Returns RJQ_OK (cb will be called) or,
+ * cb not called: RJQ_EINVAL (bq NULL, cb NULL, a bad id), RJQ_ESHARDED,
+ * RJQ_ECLOSED, RJQ_ENOMEM.
+ */
+RJQ_API int rjq_batch_get(rjq_queue *bq, const char *id, rjq_batch_info_cb *cb, void *data);
+
+/*
+ * Wait for batch `id` of bq to end, as rjq_enqueue_await does for one job:
+ * cb gets RJQ_OK and its final status (state "completed" or "dead"), or
+ * RJQ_ETIMEDOUT when timeout_ms (> 0) passed first (info: its status as
+ * last read, NULL when never read), RJQ_ENOTFOUND (no such batch), the
+ * errors of rjq_batch_get other than a lost connection (a read that fails
+ * with RJQ_ECONN is made again), or RJQ_ECANCELED (the client was freed
+ * first). The status is read at once, then every 50 ms doubling up to a
+ * second until it ends (one read of the batch's record each time: no
+ * subscription). Returns RJQ_OK (cb will be called) or, cb not called:
+ * RJQ_EINVAL (bq NULL, cb NULL, a bad id, timeout_ms <= 0),
+ * RJQ_ESHARDED, RJQ_ECLOSED, RJQ_ENOMEM.
+ */
+RJQ_API int rjq_batch_await(rjq_queue *bq, const char *id, long timeout_ms,
+                            rjq_batch_info_cb *cb, void *data);
+
+/* ------------------------------------------------------------------------
+ * Trees in one call (README "Dependencies and batches"; src/flow.c): a
+ * parent job and its children, of any queues of the same client (on any
+ * masters of a cluster). The children are enqueued first; once every one
+ * is written, the parent is enqueued with the children as its
+ * dependencies (rjq_job_options.after, its after_policy as given), so it
+ * runs when they finished. The parent is created last: a failure, or a
+ * crash, before it leaves no parent waiting on a child that was never
+ * created (the children written by then are plain jobs, run as any).
+ * Called again with the same ids (every child and the parent given an
+ * id), it resumes: the children that exist are reported existing, and the
+ * parent is then written (or reported existing).
+ * A child may have dependencies of its own (its opts->after), so deeper
+ * trees are built bottom up, one level per call.
+ * ---------------------------------------------------------------------- */
+
+typedef struct rjq_flow_child {
+    size_t size;                /* RJQ_FLOW_CHILD_INIT sets it */
+    rjq_queue *queue;           /* the child's queue: a plain queue's handle of the client */
+    const void *payload;        /* len bytes, binary-safe, may be empty */
+    size_t len;
+    const rjq_job_options *opts; /* NULL: defaults */
+} rjq_flow_child;
+#define RJQ_FLOW_CHILD_INIT RJQ_SIZED_INIT_(rjq_flow_child)
+
+/* parent: the parent's id (existed 1 when its id existed); children[i]:
+ * child i's, in the order given (n of them). Both NULL on error. */
+typedef void rjq_flow_cb(rjq_client *c, int status, const rjq_enqueued *parent,
+                         const rjq_enqueued *children, size_t n, void *data);
+
+/*
+ * Enqueue the parent (payload, len, o: rjq_enqueue's, o->after left NULL)
+ * into q after its n children (1..RJQ_AFTER_MAX). cb (may be NULL) gets
+ * RJQ_OK with every id, or the first error of a child's enqueue (the
+ * parent was not written), or of the parent's (as rjq_enqueue's callback
+ * with dependencies: its registrations may have failed), and NULLs.
+ * Returns RJQ_OK (cb will be called) or, cb not called and nothing sent:
+ * RJQ_EINVAL (q NULL, n out of range, a NULL child or child queue, a
+ * child queue of another client, o->after set, a child's bad options or
+ * id, a struct's bad size), RJQ_ESHARDED (q or a child's queue is
+ * sharded), RJQ_ECLOSED, RJQ_ENOMEM, or the code rjq_enqueue returned for
+ * the first child. A later child's enqueue refused when it is called
+ * (the children before it sent) ends through cb with its code, with no
+ * parent. The parent's options (its headers too) are copied.
+ */
+RJQ_API int rjq_enqueue_flow(rjq_queue *q, const void *payload, size_t len,
+                             const rjq_job_options *o, const rjq_flow_child *const *children,
+                             size_t n, rjq_flow_cb *cb, void *data);
 
 /* ------------------------------------------------------------------------
  * Deprecated names (README "Naming"): the names before the verb rule, each

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "deps.h"
 #include "validate.h"
 
@@ -78,6 +79,8 @@ typedef struct release {
     rjq_queue *q;        /* the dependents' queue */
     size_t k;
     rel_item *items;
+    int batch;           /* batch.lua's release of one member (k 1) to batch
+                          * items[0].id of q, instead of deps_release */
 } release;
 
 static void add_step_done(struct add_ctx *a, int status);
@@ -154,6 +157,22 @@ static int send_releases(release *rl) {
     rjq_queue *q = rl->q;
     rjq__argv a;
     rjq__argv_init(&a);
+    if (rl->batch) {
+        /* member (dq, did) ended outcome, to batch id of q (batch.c); its
+         * reply has deps_release's shape */
+        RJQ_ASSERT(rl->k == 1);
+        rjq__argv_script_keys(&a, q, RJQ__S_BATCH);
+        rjq__argv_str(&a, "release");
+        rjq__argv_key(&a, q, RJQ__K_JOB);
+        rjq__argv_key(&a, q, RJQ__K_WAKE);
+        rjq__argv_str(&a, rl->items[0].id);
+        rjq__argv_str(&a, rl->items[0].dq);
+        rjq__argv_str(&a, rl->items[0].did);
+        rjq__argv_str(&a, rl->items[0].outcome);
+        int rc = send_script(q, RJQ__S_BATCH, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_released, rl, &a);
+        if (rc != RJQ_OK) release_free(rl);
+        return rc;
+    }
     rjq__argv_script_keys(&a, q, RJQ__S_DEPS_RELEASE);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
@@ -248,16 +267,21 @@ static void release_all(rjq_queue *q, const redisReply *r) {
         while (p < end) {
             const char *nl = memchr(p, '\n', (size_t)(end - p));
             const char *le = nl ? nl : end;
-            const char *sp = memchr(p, ' ', (size_t)(le - p));
-            rjq_queue *dq = sp && sp > p && sp + 1 < le ? rjq__deps_queue(c, p, (size_t)(sp - p)) : NULL;
+            /* "{b}<queue> <id>": batch <id> of <queue> (batch.c; no queue
+             * name has a brace), told alone; the others grouped by queue */
+            int batch = le - p > 3 && memcmp(p, "{b}", 3) == 0;
+            const char *qn = batch ? p + 3 : p;
+            const char *sp = memchr(qn, ' ', (size_t)(le - qn));
+            rjq_queue *dq = sp && sp > qn && sp + 1 < le ? rjq__deps_queue(c, qn, (size_t)(sp - qn)) : NULL;
             release *rl = NULL;
-            for (size_t k = 0; dq && k < ncalls; k++)
-                if (calls[k]->q == dq) rl = calls[k];
+            for (size_t k = 0; dq && !batch && k < ncalls; k++)
+                if (calls[k]->q == dq && !calls[k]->batch) rl = calls[k];
             release **more = dq && rl == NULL ? realloc(calls, (ncalls + 1) * sizeof *calls) : NULL;
             if (more) calls = more;
             if (more && (rl = calloc(1, sizeof *rl)) != NULL) {
                 rl->d = d;
                 rl->q = dq;
+                rl->batch = batch;
                 calls[ncalls++] = rl;
             }
             rel_item *items = rl ? realloc(rl->items, (rl->k + 1) * sizeof *items) : NULL;

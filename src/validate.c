@@ -25,6 +25,8 @@ RJQ__ENDS_AT_(rjq_worker_options, on_job_finish);
 RJQ__ENDS_AT_(rjq_await_options, on_progress);
 RJQ__ENDS_AT_(rjq_limits, rate_window_ms);
 RJQ__ENDS_AT_(rjq_schedule, reserved);
+RJQ__ENDS_AT_(rjq_batch_options, on_success_len);
+RJQ__ENDS_AT_(rjq_flow_child, opts);
 
 int rjq__sized_check(const void *src, size_t known, const char *what, char *why, size_t whylen) {
     size_t size;

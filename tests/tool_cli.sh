@@ -356,6 +356,44 @@ run cancel pq
 expect_rc 2
 run job pq c1
 expect_line "state cancelled"
+
+# ---- batch: made, filled, read, sealed, ended by its members' cancels ----------------------
+run batch bq --create --id b1 --on-complete done --on-success good
+expect_ok
+expect_out "b1"
+run batch bq b1 --add bm --payload one --job-id m1
+expect_ok
+expect_out "m1"
+run batch bq b1 --add bm --payload two
+expect_ok
+expect_out_re '^[0-9]+$'
+M2=$OUT
+run --json batch bq b1
+expect_out_re '"state":"pending","sealed":false,"total":2,"completed":0'
+run batch bq b1 --seal
+expect_ok
+expect_out "sealed"
+run batch bq b1 --add bm --payload three
+expect_rc 1
+expect_err_has "is sealed"
+run batch bq b1 --await 1
+expect_rc 1
+run cancel bm m1
+run batch bq b1 --await 1 --seal
+expect_rc 2
+run cancel bm "$M2"
+run batch bq b1 --await 10000
+expect_ok
+expect_line "state completed"
+expect_line "sealed yes"
+expect_line "cancelled 2"
+run jobs bq ready
+expect_line "batch:b1:complete"
+expect_line "batch:b1:success"
+run batch bq nope
+expect_rc 1
+run batch bq b1 --add bm
+expect_rc 2
 run stats pq
 expect_line "cancelled 2"
 expect_line "cancelled_depth 2"

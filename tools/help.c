@@ -54,6 +54,7 @@ static const char overview[] =
     "  pause        start no job of a queue until resumed\n"
     "  resume       start jobs again\n"
     "  cancel       end a job for good\n"
+    "  batch        make, fill, seal, read or await a batch of jobs\n"
     "  limit        a queue's concurrency and rate limits\n"
     "  index        declare the JSON fields a queue indexes; its coverage\n"
     "  find         the jobs whose indexed field has a value\n"
@@ -203,6 +204,18 @@ static const cmdhelp cmds[] = {
      "\n"
      "  --create       act on a queue that has nothing in Redis yet (else an error)\n",
      "rjq resume orders"},
+    {"batch", "batch QUEUE ID [--add MQUEUE --payload P [--job-id J] | --seal | --await MS]\n"
+              "       batch QUEUE --create [--id ID] [--on-complete P] [--on-success P]",
+     "A batch of jobs (README \"Dependencies and batches\"), kept in QUEUE's keys. Without an\n"
+     "option: its state (pending, completed, dead), whether it is sealed, its counts.\n"
+     "\n"
+     "  --create          make a batch (prints its id; numbered unless --id)\n"
+     "  --on-complete P   the payload of its job enqueued in QUEUE when it ends\n"
+     "  --on-success P    the same, only when no member died\n"
+     "  --add MQUEUE      enqueue a member into MQUEUE with --payload P (prints its id)\n"
+     "  --seal            no more members: it ends once every member finished\n"
+     "  --await MS        wait up to MS ms for it to end, then print it\n",
+     "rjq batch reports --create --on-complete done"},
     {"cancel", "cancel QUEUE ID",
      "End a job for good (state cancelled); a running job's worker is told. Fails when\n"
      "the job had finished.\n",

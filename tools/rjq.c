@@ -848,6 +848,98 @@ static int cmd_enqueue(cli *t, int argc, char **argv) {
     return rc;
 }
 
+/* ---- batch -------------------------------------------------------------------- */
+
+static void on_batch_made(rjq_client *c, int status, const char *id, void *data) {
+    cli *t = data;
+    (void)c;
+    if (!reply_ok(t, status)) return;
+    if (t->json) {
+        fputs("{\"batch\":", stdout);
+        print_json_string(id, strlen(id));
+        puts("}");
+    } else {
+        puts(id);
+    }
+}
+
+static void on_batch_sealed(rjq_client *c, int status, void *data) {
+    cli *t = data;
+    (void)c;
+    if (reply_ok(t, status)) print_word(t, "batch", "sealed", "sealed");
+}
+
+static void on_batch_info(rjq_client *c, int status, const rjq_batch_info *b, void *data) {
+    cli *t = data;
+    (void)c;
+    if (!reply_ok(t, status)) return;
+    print_field(t, 1, "batch", b->id, strlen(b->id));
+    print_field(t, 0, "state", b->state, strlen(b->state));
+    if (t->json) printf(",\"sealed\":%s", b->sealed ? "true" : "false");
+    else printf("sealed %s\n", b->sealed ? "yes" : "no");
+    print_num(t, 0, "total", b->total);
+    print_num(t, 0, "completed", b->completed);
+    print_num(t, 0, "dead", b->dead);
+    print_num(t, 0, "cancelled", b->cancelled);
+    print_time(t, "created_ms", b->created_ms);
+    print_time(t, "ended_ms", b->ended_ms);
+    end_object(t);
+}
+
+static int cmd_batch(cli *t, int argc, char **argv) {
+    char *pos[2];
+    const char *bid = NULL, *on_complete = NULL, *on_success = NULL, *add = NULL,
+               *payload = NULL, *job_id = NULL, *await = NULL;
+    int create = 0, seal = 0, npos = 0;
+    const optdef defs[] = {{"--create", NULL, &create},
+                           {"--id", &bid, NULL},
+                           {"--on-complete", &on_complete, NULL},
+                           {"--on-success", &on_success, NULL},
+                           {"--add", &add, NULL},
+                           {"--payload", &payload, NULL},
+                           {"--job-id", &job_id, NULL},
+                           {"--seal", NULL, &seal},
+                           {"--await", &await, NULL},
+                           {NULL, NULL, NULL}};
+    long long wait_ms = 0;
+    int rc = parse_args(argc, argv, defs, pos, 1, 2, &npos);
+    if (rc || (rc = parse_ll("--await", await, 1, LONG_MAX, &wait_ms))) return rc;
+    if (create) {
+        if (npos != 1 || add || seal || await || payload || job_id)
+            return usage_error("%s takes QUEUE and --id, --on-complete, --on-success only",
+                               "--create");
+        rjq_batch_options o = RJQ_BATCH_OPTIONS_INIT;
+        o.id = bid;
+        o.on_complete = on_complete;
+        o.on_complete_len = on_complete ? strlen(on_complete) : 0;
+        o.on_success = on_success;
+        o.on_success_len = on_success ? strlen(on_success) : 0;
+        if (cli_open(t, pos[0])) return 1;
+        return send_and_wait(t, rjq_batch_create(t->q, &o, on_batch_made, t));
+    }
+    if (npos != 2) return usage_error("%s", "missing argument: QUEUE ID");
+    if (bid || on_complete || on_success)
+        return usage_error("%s", "--id, --on-complete and --on-success go with --create");
+    if ((add != NULL) != (payload != NULL) || (job_id && !add))
+        return usage_error("%s", "--add QUEUE goes with --payload (and --job-id)");
+    if ((add != NULL) + seal + (await != NULL) > 1)
+        return usage_error("%s", "one of --add, --seal, --await");
+    if (cli_open(t, pos[0])) return 1;
+    if (seal) return send_and_wait(t, rjq_batch_seal(t->q, pos[1], on_batch_sealed, t));
+    if (await)
+        return send_and_wait(t, rjq_batch_await(t->q, pos[1], (long)wait_ms, on_batch_info, t));
+    if (add) {
+        rjq_queue *mq;
+        int orc = rjq_queue_open(t->c, add, NULL, &mq);
+        if (orc != RJQ_OK) return sent(t, orc);
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+        o.id = job_id;
+        return send_and_wait(t, rjq_batch_enqueue(t->q, pos[1], mq, payload, strlen(payload), &o,
+                                                  on_enqueued, t));
+    }
+    return send_and_wait(t, rjq_batch_get(t->q, pos[1], on_batch_info, t));
+}
+
 /* ---- job ---------------------------------------------------------------------- */
 
 static void on_job(rjq_client *c, int status, const rjq_job_info *j, void *data) {
@@ -2090,7 +2182,7 @@ static const struct {
     {"metrics", cmd_metrics}, {"jobs", cmd_jobs}, {"delete", cmd_delete},
     {"purge", cmd_purge},     {"version", cmd_version}, {"acl", cmd_acl},
     {"serve", cmd_serve},     {"processes", cmd_processes}, {"shards", cmd_shards},
-    {"index", cmd_index},     {"find", cmd_find},
+    {"index", cmd_index},     {"find", cmd_find},  {"batch", cmd_batch},
     {"groups", cmd_groups},   {"group", cmd_group},
 };
 

@@ -847,8 +847,8 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
         else if (strlen(g.v[2]) > RJQ_JOB_ID_MAX) reply_rjq_error(req, RJQ_EJOBID, NULL);
         else if ((c = call_new(s, req, q, "dependencies"))) {
             strcpy(c->job_id, g.v[2]);
-            int rc = rjq_queue_get_dependencies(q->q, g.v[2], on_dependencies, c);
-            if (rc == RJQ_ESHARDED) {
+            int drc = rjq_queue_get_dependencies(q->q, g.v[2], on_dependencies, c);
+            if (drc == RJQ_ESHARDED) {
                 /* a sharded queue takes no job with dependencies (an
                  * enqueue with them is refused: RJQ_ESHARDED), so its
                  * handle has no lists to read: empty ones, and "sharded",
@@ -858,7 +858,7 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
                                                     "sharded", 1));
                 call_free(c);
             } else {
-                call_sent(c, rc);
+                call_sent(c, drc);
             }
         }
     } else if (strcmp(g.v[3], "run-now") == 0) {

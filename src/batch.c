@@ -1,0 +1,632 @@
+/*
+ * Batches (rjq.h "Batches"; script batch.lua). A batch lives in its batch
+ * queue's slot; a member joins in steps the client carries, each
+ * idempotent, as a dependency does (deps.c):
+ *   rjq_enqueue of the job on its queue, then deps_watch on that queue
+ *   with the dependent "{b}<batch queue> <batch id>" (the job's finisher,
+ *   or the dependencies' sweep, then tells the batch: deps.c sends
+ *   batch.lua's release for such an entry), then batch.lua's add on the
+ *   batch queue, with the member's outcome when it had finished already
+ *   (the adds of one loop turn gathered: one call per batch, on_flush).
+ * The batch counts each member once whichever of its add and release comes
+ * first. Reads: rjq_batch_get, and rjq_batch_await, which reads the
+ * batch's record until it ended (a feature: the client's destruction ends
+ * the waiting ones with RJQ_ECANCELED).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "queue.h"
+#include "validate.h"
+
+/* A batch id: a job id, or a number the batch queue assigned. */
+static int valid_batch_id(const char *id) {
+    if (id == NULL) return 0;
+    if (rjq__valid_job_id(id)) return 1;
+    size_t n = strlen(id);
+    return n > 0 && n <= 20 && strspn(id, "0123456789") == n;
+}
+
+static int usable(rjq_queue *q, const char *id, int has_cb) {
+    if (q == NULL || !has_cb || (id != NULL && !valid_batch_id(id))) {
+        if (q) rjq__errmsg(rjq_queue_get_client(q), "batch: bad arguments (id, callback)");
+        return RJQ_EINVAL;
+    }
+    int rc = rjq__queue_refuse_front(q, "a batch call");
+    if (rc != RJQ_OK) return rc;
+    return rjq__accepting(rjq_queue_get_client(q)) ? RJQ_OK : RJQ_ECLOSED;
+}
+
+/* batch.lua's call `op` on q for batch id, then the op's own arguments
+ * (nargs of them). */
+static int send_batch(rjq_queue *q, const char *op, const char *id, int flags, rjq__reply_fn *fn,
+                      void *priv, size_t nargs, const char *const *args, const size_t *lens) {
+    rjq_client *c = rjq_queue_get_client(q);
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_script_keys(&a, q, RJQ__S_BATCH);
+    rjq__argv_str(&a, op);
+    rjq__argv_key(&a, q, RJQ__K_JOB);
+    rjq__argv_key(&a, q, RJQ__K_WAKE);
+    rjq__argv_str(&a, id);
+    for (size_t i = 0; i < nargs; i++) rjq__argv_add(&a, args[i], lens[i]);
+    rjq__enter(c);
+    int rc = a.oom ? RJQ_ENOMEM : rjq__script(c, RJQ__S_BATCH, flags, fn, priv, a.n, a.v, a.len);
+    rjq__leave(c);
+    rjq__argv_free(&a);
+    if (rc == RJQ_OK) rjq__queue_hold(q);
+    return rc;
+}
+
+/* ---- create ------------------------------------------------------------- */
+
+typedef struct create_ctx {
+    rjq_queue *q;
+    rjq_batch_cb *cb;
+    void *data;
+} create_ctx;
+
+static void on_created(rjq_client *c, int status, redisReply *r, void *priv) {
+    create_ctx *x = priv;
+    /* batch.lua create: { id, existed } */
+    if (status == RJQ_OK &&
+        (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+         r->element[0]->type != REDIS_REPLY_STRING || r->element[0]->len == 0 ||
+         r->element[0]->len > RJQ_JOB_ID_MAX || r->element[1]->type != REDIS_REPLY_INTEGER)) {
+        rjq__errmsg(c, "batch create: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    char id[RJQ_JOB_ID_MAX + 1];
+    if (status == RJQ_OK) {
+        memcpy(id, r->element[0]->str, r->element[0]->len);
+        id[r->element[0]->len] = '\0';
+    }
+    if (x->cb) x->cb(c, status, status == RJQ_OK ? id : NULL, x->data);
+    rjq__queue_release(x->q);
+    free(x);
+}
+
+int rjq_batch_create(rjq_queue *q, const rjq_batch_options *given, rjq_batch_cb *cb, void *data) {
+    int rc = usable(q, NULL, 1);
+    if (rc != RJQ_OK) return rc;
+    rjq_client *c = rjq_queue_get_client(q);
+    rjq_batch_options o = RJQ_BATCH_OPTIONS_INIT;
+    if (given) {
+        char why[256];
+        rc = rjq__sized_take(&o, sizeof o, given, "rjq_batch_options", why, sizeof why);
+        if (rc != RJQ_OK) {
+            rjq__errmsg(c, "%s", why);
+            return rc;
+        }
+    }
+    if (o.id != NULL && !rjq__valid_job_id(o.id)) {
+        rjq__errmsg(c, "batch create: bad id (a job id: no blanks, not all digits)");
+        return RJQ_EINVAL;
+    }
+    create_ctx *x = malloc(sizeof *x);
+    if (x == NULL) return RJQ_ENOMEM;
+    x->q = q;
+    x->cb = cb;
+    x->data = data;
+    char flags[3] = {0};
+    size_t nf = 0;
+    if (o.on_complete) flags[nf++] = 'c';
+    if (o.on_success) flags[nf++] = 's';
+    const char *args[3] = {flags, o.on_complete ? o.on_complete : "",
+                           o.on_success ? o.on_success : ""};
+    size_t lens[3] = {nf, o.on_complete ? o.on_complete_len : 0,
+                      o.on_success ? o.on_success_len : 0};
+    rjq__queue_register(q);
+    /* a caller's id may be sent again (create reports it existing); a
+     * numbered one not */
+    rc = send_batch(q, "create", o.id ? o.id : "", (o.id ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
+                    on_created, x, 3, args, lens);
+    if (rc != RJQ_OK) free(x);
+    return rc;
+}
+
+/* ---- members ------------------------------------------------------------ */
+
+typedef struct member_ctx {
+    rjq_queue *bq, *q;
+    rjq_enqueue_cb *cb;
+    void *data;
+    rjq_enqueued out;
+    char *bid, *id;
+    char outcome[16];        /* how it ended when registered ('' waiting) */
+    struct member_ctx *next; /* in the adds gathered for the next call */
+} member_ctx;
+
+/* The client's batch state (a feature): the adds gathered in this loop
+ * turn (sent together, one call per batch, by a 0 ms timer) and the
+ * awaits reading their batches. */
+typedef struct batch_state {
+    rjq_client *c;
+    member_ctx *adds, **adds_end;
+    rjq__timer flush;
+    int timer_ok;
+    struct waiter *waiting;
+} batch_state;
+
+static batch_state *state_of(rjq_client *c);
+
+static void member_end(rjq_client *c, member_ctx *m, int status) {
+    if (m->cb) m->cb(c, status, status == RJQ_OK ? &m->out : NULL, status == RJQ_OK ? 1 : 0, m->data);
+    rjq__queue_release(m->bq);
+    rjq__queue_release(m->q);
+    free(m->bid);
+    free(m->id);
+    free(m);
+}
+
+/* One call's adds (members m[0..n-1], all of batch bid of bq). */
+typedef struct add_call {
+    size_t n;
+    member_ctx *m[];
+} add_call;
+
+static void on_members_added(rjq_client *c, int status, redisReply *r, void *priv) {
+    add_call *a = priv;
+    rjq__queue_release(a->m[0]->bq); /* (send_batch's hold) */
+    /* batch.lua add: per member 1 added, 0 added already, -1 sealed; or
+     * -2 (no such batch) */
+    if (status == RJQ_OK && r->type == REDIS_REPLY_INTEGER && r->integer == -2) {
+        rjq__errmsg(c, "no batch %s: its jobs were enqueued outside any", a->m[0]->bid);
+        status = RJQ_ENOTFOUND;
+    }
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != a->n)) {
+        rjq__errmsg(c, "batch add: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    for (size_t i = 0; i < a->n; i++) {
+        member_ctx *m = a->m[i];
+        int st = status;
+        const redisReply *e = st == RJQ_OK ? r->element[i] : NULL;
+        if (st == RJQ_OK && (e->type != REDIS_REPLY_INTEGER || e->integer < -1 || e->integer > 1)) {
+            rjq__errmsg(c, "batch add: unexpected reply");
+            st = RJQ_EPROTO;
+        }
+        if (st == RJQ_OK && e->integer == -1) {
+            rjq__errmsg(c, "batch %s is sealed: job %s was enqueued outside it", m->bid, m->id);
+            st = RJQ_ESTATE;
+        }
+        member_end(c, m, st);
+    }
+    free(a);
+}
+
+/* At most this many members in one add call. */
+#define ADDS_PER_CALL 500
+
+/* The gathered adds go: one call per batch (of ADDS_PER_CALL at most). */
+static void on_flush(rjq__timer *t) {
+    batch_state *st = t->owner;
+    rjq_client *c = st->c;
+    rjq__enter(c);
+    while (st->adds) {
+        member_ctx *first = st->adds;
+        size_t n = 0;
+        for (member_ctx *m = first; m && n < ADDS_PER_CALL; m = m->next)
+            if (m->bq == first->bq && strcmp(m->bid, first->bid) == 0) n++;
+        add_call *a = malloc(sizeof *a + n * sizeof a->m[0]);
+        const char **args = malloc(3 * n * sizeof *args);
+        size_t *lens = malloc(3 * n * sizeof *lens);
+        a = a && args && lens ? a : (free(a), NULL);
+        /* take them off the list */
+        size_t k = 0;
+        for (member_ctx **pp = &st->adds; *pp && k < n;) {
+            member_ctx *m = *pp;
+            if (m->bq != first->bq || strcmp(m->bid, first->bid) != 0) {
+                pp = &m->next;
+                continue;
+            }
+            *pp = m->next;
+            m->next = NULL;
+            if (a) {
+                const char *name = rjq_queue_get_name(m->q);
+                a->m[k] = m;
+                args[3 * k] = name;
+                lens[3 * k] = strlen(name);
+                args[3 * k + 1] = m->id;
+                lens[3 * k + 1] = strlen(m->id);
+                args[3 * k + 2] = m->outcome;
+                lens[3 * k + 2] = strlen(m->outcome);
+            } else {
+                member_end(c, m, RJQ_ENOMEM);
+            }
+            k++;
+        }
+        st->adds_end = &st->adds;
+        for (member_ctx *m = st->adds; m; m = m->next) st->adds_end = &m->next;
+        if (a) {
+            a->n = n;
+            int rc = rjq__accepting(c) ? send_batch(first->bq, "add", first->bid,
+                                                   RJQ__REQ_RETRY | RJQ__REQ_DURABLE,
+                                                   on_members_added, a, 3 * n, args, lens)
+                                       : RJQ_ECLOSED;
+            if (rc != RJQ_OK) {
+                for (size_t i = 0; i < n; i++) member_end(c, a->m[i], rc);
+                free(a);
+            }
+        }
+        free(args);
+        free(lens);
+    }
+    rjq__leave(c);
+}
+
+static int is_outcome(const redisReply *r) {
+    static const char *const known[] = {"completed", "dead", "cancelled", "missing"};
+    if (r->type != REDIS_REPLY_STRING) return 0;
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (r->len == strlen(known[i]) && memcmp(r->str, known[i], r->len) == 0) return 1;
+    return 0;
+}
+
+static void on_member_watched(rjq_client *c, int status, redisReply *r, void *priv) {
+    member_ctx *m = priv;
+    rjq__queue_release(m->q); /* (the watch's hold) */
+    /* deps_watch.lua: 'waiting' or how it ended */
+    int waiting = 0;
+    if (status == RJQ_OK) {
+        waiting = r->type == REDIS_REPLY_STRING && r->len == 7 && memcmp(r->str, "waiting", 7) == 0;
+        if (!waiting && !is_outcome(r)) {
+            rjq__errmsg(c, "batch watch: unexpected reply");
+            status = RJQ_EPROTO;
+        }
+    }
+    if (status == RJQ_OK && !rjq__accepting(c)) status = RJQ_ECLOSED;
+    batch_state *st = status == RJQ_OK ? state_of(c) : NULL;
+    if (status == RJQ_OK && st == NULL) status = RJQ_ENOMEM;
+    if (status == RJQ_OK) {
+        /* gathered: the adds of this loop turn go together (on_flush) */
+        if (!waiting) memcpy(m->outcome, r->str, r->len + 1); /* (is_outcome: < 16 bytes) */
+        m->next = NULL;
+        *st->adds_end = m;
+        st->adds_end = &m->next;
+        rjq__timer_start(c, &st->flush, 0);
+        return;
+    }
+    member_end(c, m, status);
+}
+
+static void on_member_enqueued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n,
+                               void *data) {
+    member_ctx *m = data;
+    if (status == RJQ_OK && (n != 1 || jobs == NULL || jobs[0].id == NULL)) status = RJQ_EPROTO;
+    if (status == RJQ_OK && (m->id = strdup(jobs[0].id)) == NULL) status = RJQ_ENOMEM;
+    if (status == RJQ_OK && !rjq__accepting(c)) status = RJQ_ECLOSED;
+    if (status != RJQ_OK) {
+        member_end(c, m, status);
+        return;
+    }
+    m->out = jobs[0];
+    m->out.id = m->id;
+    /* the batch among the job's dependents: its finisher tells the batch */
+    size_t blen = strlen(rjq_queue_get_name(m->bq));
+    char *entry = malloc(blen + 4);
+    rjq__argv a;
+    rjq__argv_init(&a);
+    if (entry) {
+        memcpy(entry, "{b}", 3);
+        memcpy(entry + 3, rjq_queue_get_name(m->bq), blen + 1);
+        rjq__argv_script_keys(&a, m->q, RJQ__S_DEPS_WATCH);
+        rjq__argv_str(&a, m->id);
+        rjq__argv_str(&a, entry);
+        rjq__argv_str(&a, m->bid);
+    }
+    rjq__enter(c);
+    status = entry == NULL || a.oom ? RJQ_ENOMEM
+                                    : rjq__script(c, RJQ__S_DEPS_WATCH, RJQ__REQ_RETRY,
+                                                  on_member_watched, m, a.n, a.v, a.len);
+    rjq__leave(c);
+    rjq__argv_free(&a);
+    free(entry);
+    if (status == RJQ_OK) {
+        rjq__queue_hold(m->q);
+        return;
+    }
+    member_end(c, m, status);
+}
+
+int rjq_batch_enqueue(rjq_queue *bq, const char *id, rjq_queue *q, const void *payload,
+                      size_t len, const rjq_job_options *o, rjq_enqueue_cb *cb, void *data) {
+    int rc = usable(bq, id, 1);
+    if (rc == RJQ_OK && id == NULL) rc = RJQ_EINVAL;
+    if (rc == RJQ_OK && (q == NULL || rjq_queue_get_client(q) != rjq_queue_get_client(bq))) {
+        rjq__errmsg(rjq_queue_get_client(bq), "batch enqueue: no queue, or another client's");
+        rc = RJQ_EINVAL;
+    }
+    if (rc == RJQ_OK) rc = rjq__queue_refuse_front(q, "a batch member's enqueue");
+    if (rc != RJQ_OK) return rc;
+    member_ctx *m = calloc(1, sizeof *m);
+    if (m == NULL || (m->bid = strdup(id)) == NULL) {
+        free(m);
+        return RJQ_ENOMEM;
+    }
+    m->bq = bq;
+    m->q = q;
+    m->cb = cb;
+    m->data = data;
+    rjq__queue_hold(bq);
+    rjq__queue_hold(q);
+    rc = rjq_enqueue(q, payload, len, o, on_member_enqueued, m);
+    if (rc != RJQ_OK) {
+        rjq__queue_release(bq);
+        rjq__queue_release(q);
+        free(m->bid);
+        free(m);
+    }
+    return rc;
+}
+
+/* ---- seal --------------------------------------------------------------- */
+
+typedef struct seal_ctx {
+    rjq_queue *q;
+    rjq_done_cb *cb;
+    void *data;
+} seal_ctx;
+
+static void on_sealed(rjq_client *c, int status, redisReply *r, void *priv) {
+    seal_ctx *x = priv;
+    /* batch.lua seal: 2 sealed and ended, 1 sealed, 0 sealed already, -2 no such batch */
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_INTEGER || r->integer < -2 ||
+                             r->integer > 2 || r->integer == -1)) {
+        rjq__errmsg(c, "batch seal: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    if (status == RJQ_OK && r->integer == -2) status = RJQ_ENOTFOUND;
+    if (x->cb) x->cb(c, status, x->data);
+    rjq__queue_release(x->q);
+    free(x);
+}
+
+int rjq_batch_seal(rjq_queue *bq, const char *id, rjq_done_cb *cb, void *data) {
+    int rc = usable(bq, id, 1);
+    if (rc == RJQ_OK && id == NULL) rc = RJQ_EINVAL;
+    if (rc != RJQ_OK) return rc;
+    seal_ctx *x = malloc(sizeof *x);
+    if (x == NULL) return RJQ_ENOMEM;
+    x->q = bq;
+    x->cb = cb;
+    x->data = data;
+    rc = send_batch(bq, "seal", id, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_sealed, x, 0, NULL, NULL);
+    if (rc != RJQ_OK) free(x);
+    return rc;
+}
+
+/* ---- status ------------------------------------------------------------- */
+
+/* One number of a record: digits only, at most 2^62. */
+static int record_num(const char **p, long long *out) {
+    const char *s = *p;
+    size_t n = strspn(s, "0123456789");
+    if (n == 0 || n > 19) return -1;
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end != s + n || v > RJQ__TIME_MAX) return -1;
+    *out = v;
+    *p = s + n;
+    if (**p == ' ') (*p)++;
+    else if (**p != '\0') return -1;
+    return 0;
+}
+
+/* batch.lua's record into info (its strings point into state, which
+ * holds at least 16 bytes). 0, or -1 for a record that is not rjq's. */
+static int parse_record(const redisReply *r, rjq_batch_info *info, char *state) {
+    if (r->type != REDIS_REPLY_STRING || r->len > 300 || memchr(r->str, '\0', r->len)) return -1;
+    const char *p = r->str;
+    size_t sl = strcspn(p, " ");
+    if (!((sl == 7 && memcmp(p, "pending", 7) == 0) || (sl == 9 && memcmp(p, "completed", 9) == 0) ||
+          (sl == 4 && memcmp(p, "dead", 4) == 0)) || p[sl] != ' ')
+        return -1;
+    memcpy(state, p, sl);
+    state[sl] = '\0';
+    info->state = state;
+    p += sl + 1;
+    long long sealed;
+    long long *nums[] = {&sealed, &info->total, &info->completed, &info->dead, &info->cancelled,
+                         &info->created_ms, &info->ended_ms};
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+        if (record_num(&p, nums[i]) != 0) return -1;
+    if (sealed > 1) return -1;
+    info->sealed = (int)sealed;
+    return 0; /* (the flags that follow are the script's) */
+}
+
+typedef struct get_ctx {
+    rjq_queue *q;
+    rjq_batch_info_cb *cb;
+    void *data;
+    struct waiter *w;        /* rjq_batch_await's (else NULL) */
+    char id[];
+} get_ctx;
+
+static void waiter_read(struct waiter *w, int status, const rjq_batch_info *info);
+
+static void on_got(rjq_client *c, int status, redisReply *r, void *priv) {
+    get_ctx *x = priv;
+    rjq_batch_info info;
+    char state[16];
+    memset(&info, 0, sizeof info);
+    info.id = x->id;
+    if (status == RJQ_OK && r->type == REDIS_REPLY_NIL) {
+        status = RJQ_ENOTFOUND;
+    } else if (status == RJQ_OK && parse_record(r, &info, state) != 0) {
+        rjq__errmsg(c, "batch: its record is not rjq's (or an unexpected reply)");
+        status = RJQ_EPROTO;
+    }
+    if (x->w) waiter_read(x->w, status, status == RJQ_OK ? &info : NULL);
+    else x->cb(c, status, status == RJQ_OK ? &info : NULL, x->data);
+    rjq__queue_release(x->q);
+    free(x);
+}
+
+static int send_get(rjq_queue *q, const char *id, rjq_batch_info_cb *cb, void *data,
+                    struct waiter *w) {
+    size_t n = strlen(id);
+    get_ctx *x = malloc(sizeof *x + n + 1);
+    if (x == NULL) return RJQ_ENOMEM;
+    x->q = q;
+    x->cb = cb;
+    x->data = data;
+    x->w = w;
+    memcpy(x->id, id, n + 1);
+    int rc = send_batch(q, "get", id, RJQ__REQ_RETRY, on_got, x, 0, NULL, NULL);
+    if (rc != RJQ_OK) free(x);
+    return rc;
+}
+
+int rjq_batch_get(rjq_queue *bq, const char *id, rjq_batch_info_cb *cb, void *data) {
+    int rc = usable(bq, id, cb != NULL);
+    if (rc == RJQ_OK && id == NULL) rc = RJQ_EINVAL;
+    return rc != RJQ_OK ? rc : send_get(bq, id, cb, data, NULL);
+}
+
+/* ---- await: the record read until the batch ended ---------------------- */
+
+typedef struct waiter {
+    struct waiter *next, **prev;
+    rjq_client *c;
+    rjq_queue *q;
+    rjq_batch_info_cb *cb;
+    void *data;
+    rjq__timer poll;
+    uint64_t deadline, gap;
+    int reading;             /* a read is in flight */
+    char *id;
+} waiter;
+
+static void state_abort(rjq_client *c, void *state);
+static void state_cancel(rjq_client *c, void *state);
+static void state_close(rjq_client *c, void *state);
+static const rjq__feature batch_feature = {
+    .name = "batches", .abort = state_abort, .cancel = state_cancel, .close = state_close};
+
+static batch_state *state_of(rjq_client *c) {
+    batch_state *st = rjq__feature_ensure(c, &batch_feature, sizeof *st);
+    if (st == NULL) return NULL;
+    if (!st->timer_ok) {
+        if (rjq__timer_setup(c, &st->flush, on_flush, st) != RJQ_OK) return NULL;
+        st->timer_ok = 1;
+        st->c = c;
+        st->adds_end = &st->adds;
+    }
+    return st;
+}
+
+/* The end of an await: its callback, once. */
+static void waiter_end(waiter *w, int status, const rjq_batch_info *info) {
+    if (w->prev) {
+        *w->prev = w->next;
+        if (w->next) w->next->prev = w->prev;
+        w->prev = NULL;
+    }
+    rjq__timer_stop(w->c, &w->poll);
+    rjq__timer_teardown(w->c, &w->poll);
+    w->cb(w->c, status, info, w->data);
+    rjq__queue_release(w->q);
+    free(w->id);
+    free(w);
+}
+
+static void on_poll(rjq__timer *t) {
+    waiter *w = t->owner;
+    rjq_client *c = w->c; /* (w may be freed below) */
+    rjq__enter(c);
+    int rc = rjq__accepting(c) ? send_get(w->q, w->id, NULL, NULL, w) : RJQ_ECLOSED;
+    if (rc == RJQ_OK) w->reading = 1;
+    else waiter_end(w, rc == RJQ_ECLOSED ? RJQ_ECANCELED : rc, NULL);
+    rjq__leave(c);
+}
+
+static void waiter_read(waiter *w, int status, const rjq_batch_info *info) {
+    w->reading = 0;
+    uint64_t now = rjq__now_ms();
+    if (status == RJQ_OK && strcmp(info->state, "pending") != 0) {
+        waiter_end(w, RJQ_OK, info);
+        return;
+    }
+    if (status != RJQ_OK && status != RJQ_ECONN) {
+        waiter_end(w, status, NULL);
+        return;
+    }
+    if (now >= w->deadline) {
+        waiter_end(w, RJQ_ETIMEDOUT, info);
+        return;
+    }
+    uint64_t gap = w->gap;
+    if (gap > w->deadline - now) gap = w->deadline - now;
+    w->gap = w->gap * 2 > 1000 ? 1000 : w->gap * 2;
+    rjq__timer_start(w->c, &w->poll, gap);
+}
+
+int rjq_batch_await(rjq_queue *bq, const char *id, long timeout_ms, rjq_batch_info_cb *cb,
+                    void *data) {
+    int rc = usable(bq, id, cb != NULL);
+    if (rc == RJQ_OK && (id == NULL || timeout_ms <= 0)) rc = RJQ_EINVAL;
+    if (rc != RJQ_OK) return rc;
+    rjq_client *c = rjq_queue_get_client(bq);
+    batch_state *ws = state_of(c);
+    waiter *w = ws ? calloc(1, sizeof *w) : NULL;
+    if (w == NULL || (w->id = strdup(id)) == NULL) {
+        free(w);
+        return RJQ_ENOMEM;
+    }
+    if (rjq__timer_setup(c, &w->poll, on_poll, w) != RJQ_OK) {
+        free(w->id);
+        free(w);
+        return RJQ_ENOMEM;
+    }
+    w->c = c;
+    w->q = bq;
+    w->cb = cb;
+    w->data = data;
+    w->gap = 50;
+    w->deadline = rjq__now_ms() + (uint64_t)timeout_ms;
+    rc = send_get(bq, id, NULL, NULL, w);
+    if (rc != RJQ_OK) {
+        rjq__timer_teardown(c, &w->poll);
+        free(w->id);
+        free(w);
+        return rc;
+    }
+    w->reading = 1;
+    rjq__queue_hold(bq);
+    w->next = ws->waiting;
+    if (ws->waiting) ws->waiting->prev = &w->next;
+    w->prev = &ws->waiting;
+    ws->waiting = w;
+    return RJQ_OK;
+}
+
+/* The client's destruction, before requests are cancelled: the adds not
+ * sent yet end with RJQ_ECANCELED. */
+static void state_abort(rjq_client *c, void *state) {
+    batch_state *st = state;
+    if (st->timer_ok) rjq__timer_stop(c, &st->flush);
+    while (st->adds) {
+        member_ctx *m = st->adds;
+        st->adds = m->next;
+        member_end(c, m, RJQ_ECANCELED);
+    }
+    st->adds_end = &st->adds;
+}
+
+/* After requests were cancelled (no read is in flight): the waiting
+ * awaits end with RJQ_ECANCELED. */
+static void state_cancel(rjq_client *c, void *state) {
+    batch_state *st = state;
+    state_abort(c, st); /* (an add gathered by a cancelled request's callback) */
+    while (st->waiting) waiter_end(st->waiting, RJQ_ECANCELED, NULL);
+}
+
+static void state_close(rjq_client *c, void *state) {
+    batch_state *st = state;
+    if (st->timer_ok) rjq__timer_teardown(c, &st->flush);
+    free(st);
+}

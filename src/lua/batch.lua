@@ -1,0 +1,187 @@
+-- batch: a batch of jobs of any queues (rjq.h "Batches", src/batch.c,
+-- src/deps.c). The batch lives in this queue's slot: its record in
+-- batches, each member's mark in batchm (one field per member, written
+-- once by its add and once by its release: O(1) per job, no list read by
+-- each completion). A member joins in the client's steps on its own queue
+-- (the job enqueued, then deps_watch.lua records the batch among its
+-- dependents as "{b}<this queue> <batch id>"), then 'add' here; when it
+-- finishes its finisher (or the dependency sweep) sends 'release' here,
+-- idempotent: a member is counted once, whichever of add and release
+-- comes first. Once the batch is sealed and every member counted, it
+-- ends (completed, or dead when a member died) and its completion jobs
+-- are enqueued in this queue: on_complete always, on_success when none
+-- died, each with the counts in its headers.
+-- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, stats,
+--       cols, monitored, events, batches, batchm
+-- ARGV: 1 op, 2 job name prefix, 3 wake channel, 4 batch id ('' with
+--       create: assign the next number), then by op:
+--   create  5 flags ('', 'c', 's', 'cs': which completion jobs), 6 the
+--           on_complete payload, 7 the on_success payload
+--           -> { id, existed 0/1 }
+--   add     per member (any number of them, in threes): its queue, its
+--           id, its outcome if it finished already ('completed', 'dead',
+--           'cancelled', 'missing'), else ''
+--           -> per member 1 added, 0 added already, -1 sealed; or -2 (no
+--           such batch)
+--   release 5 member's queue, 6 its id, 7 its outcome
+--           -> { code, 0 }: 0 nothing changed, 1 counted, 2 counted and
+--           the batch ended (the shape of deps_release.lua's reply)
+--   seal    -> 1 sealed (2: and it ended), 0 sealed already, -2 no such
+--   get     -> the record (below), or false
+-- The record (batches, field id): "<state> <sealed 0/1> <total>
+-- <completed> <dead> <cancelled> <created ms> <ended ms> <flags>", state
+-- pending, completed or dead; flags '-' or which completion jobs it has
+-- ('c', 's', 'cs'), their payloads in fields "<id> c" and "<id> s" until
+-- it ends (ids have no blanks). Field "0" numbers the batches (assigned
+-- ids are all digits, a caller's never are). Member marks (batchm, field
+-- "<batch id> <queue> <id>"): 'a' added, waiting; 'f' counted; 'r<mark>'
+-- released before its add, not counted yet (mark c, d, x, m as in
+-- deps_add.lua); kept once the batch ended, so a release sent again
+-- still finds its mark.
+local op, prefix, wake, bid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local MARKS = {completed = 'c', dead = 'd', cancelled = 'x', missing = 'm'}
+-- (batches and batchm: their first reads, typed(), check their types)
+
+local function parse(rec)
+  local st, se, t, c, d, x, cr, en, fl =
+    string.match(rec, '^(%a+) ([01]) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%S+)$')
+  if not st then error({err = 'WRONGTYPE batch ' .. bid .. ' of ' .. batches .. ' is not rjq\'s'}) end
+  return {state = st, sealed = se == '1', total = tonumber(t), c = tonumber(c), d = tonumber(d),
+          x = tonumber(x), created = cr, ended = en, flags = fl}
+end
+
+local function store(b)
+  redis.call('HSET', batches, bid, table.concat({b.state, b.sealed and '1' or '0', int(b.total),
+    int(b.c), int(b.d), int(b.x), b.created, b.ended, b.flags}, ' '))
+end
+
+local function count(b, mark)
+  if mark == 'c' then b.c = b.c + 1
+  elseif mark == 'x' then b.x = b.x + 1
+  else b.d = b.d + 1 end -- dead, or missing (its record was deleted)
+end
+
+-- The batch ends when sealed with every member counted: its completion
+-- jobs are enqueued here. Returns true when it ended.
+local function maybe_end(b)
+  if b.state ~= 'pending' or not b.sealed or b.c + b.d + b.x < b.total then return false end
+  local J = columns(cols, prefix) -- (types checked first: checks_to_end)
+  b.state = b.d > 0 and 'dead' or 'completed'
+  b.ended = int(now_ms())
+  local heads = 'rjq.batch=' .. bid .. '\nrjq.batch.total=' .. int(b.total) ..
+    '\nrjq.batch.completed=' .. int(b.c) .. '\nrjq.batch.dead=' .. int(b.d) ..
+    '\nrjq.batch.cancelled=' .. int(b.x)
+  local make = nil
+  for _, k in ipairs({'c', 's'}) do
+    local want = string.find(b.flags, k, 1, true) and (k == 'c' or b.d == 0)
+    local pay = redis.call('HMGET', batches, bid .. ' ' .. k)[1]
+    local jid = 'batch:' .. bid .. (k == 'c' and ':complete' or ':success')
+    if want and pay and redis.call('HEXISTS', J.d, jid) == 0 then
+      make = make or job_maker(J, ready, prio, delayed, wake, monitor(monitored, events),
+                               redis.call('LLEN', ready) == 0 and redis.call('ZCARD', prio) == 0)
+      local seq = redis.call('HINCRBY', stats, 'seq', 1)
+      make.add(jid, pay, '0,,\n' .. heads .. '\nrjq.batch.on=' ..
+               (k == 'c' and 'complete' or 'success'), 0, 0, seq)
+    end
+  end
+  if make then make.finish(nil, false) end
+  redis.call('HDEL', batches, bid .. ' c', bid .. ' s')
+  return true
+end
+
+-- The keys an end writes, checked before a script's first write when the
+-- batch may end (it is sealed).
+local function checks_to_end()
+  local J = columns(cols, prefix)
+  expect_types({ready, 'list', prio, 'zset', delayed, 'zset', J.d, 'hash', J.s, 'hash', J.o, 'hash'})
+  int_fields(stats, 'seq')
+end
+
+if op == 'create' then
+  local flags = ARGV[5]
+  if flags == '' then flags = '-' end
+  expect_types({batches, 'hash'})
+  if bid ~= '' and redis.call('HEXISTS', batches, bid) == 1 then return {bid, 1} end
+  if bid == '' then bid = int(typed('hash', 'HINCRBY', batches, '0', 1)) end
+  local t = int(now_ms())
+  local b = {state = 'pending', sealed = false, total = 0, c = 0, d = 0, x = 0, created = t,
+             ended = '0', flags = flags}
+  store(b)
+  if string.find(flags, 'c', 1, true) then redis.call('HSET', batches, bid .. ' c', ARGV[6]) end
+  if string.find(flags, 's', 1, true) then redis.call('HSET', batches, bid .. ' s', ARGV[7]) end
+  return {bid, 0}
+end
+
+local rec = typed('hash', 'HMGET', batches, bid)[1]
+if op == 'get' then return rec or false end
+if not rec then
+  if op == 'release' then return {0, 0} end
+  return -2
+end
+local b = parse(rec)
+
+if op == 'seal' then
+  if b.sealed then return 0 end
+  checks_to_end()
+  b.sealed = true
+  local ended = maybe_end(b)
+  store(b)
+  return ended and 2 or 1
+end
+
+if op == 'add' then
+  -- members in threes: its queue, its id, its outcome ('' still waiting)
+  if #ARGV < 7 or (#ARGV - 4) % 3 ~= 0 then return redis.error_reply('ERR rjq batch: bad add') end
+  for i = 7, #ARGV, 3 do
+    if ARGV[i] ~= '' and not MARKS[ARGV[i]] then return redis.error_reply('ERR rjq batch: bad outcome') end
+  end
+  local out = {}
+  if b.sealed then
+    for i = 5, #ARGV, 3 do out[#out + 1] = -1 end
+    return out
+  end
+  local changed = false
+  for i = 5, #ARGV, 3 do
+    local field = bid .. ' ' .. ARGV[i] .. ' ' .. ARGV[i + 1]
+    local mark = MARKS[ARGV[i + 2]]
+    local m = typed('hash', 'HMGET', batchm, field)[1]
+    if m == 'a' or m == 'f' then
+      out[#out + 1] = 0
+    else
+      b.total = b.total + 1
+      if m then mark = string.sub(m, 2) end -- released before its add
+      if mark then
+        count(b, mark)
+        redis.call('HSET', batchm, field, 'f')
+      else
+        redis.call('HSET', batchm, field, 'a')
+      end
+      changed = true
+      out[#out + 1] = 1
+    end
+  end
+  if changed then store(b) end
+  return out
+end
+
+local field = bid .. ' ' .. ARGV[5] .. ' ' .. ARGV[6]
+local outcome = ARGV[7]
+local mark = MARKS[outcome]
+if op == 'release' then
+  if not mark then return redis.error_reply('ERR rjq batch: bad outcome') end
+  local m = typed('hash', 'HMGET', batchm, field)[1]
+  if m == 'a' then
+    -- (the keys an end writes are checked only when this release ends it)
+    if b.sealed and b.c + b.d + b.x + 1 >= b.total then checks_to_end() end
+    redis.call('HSET', batchm, field, 'f')
+    count(b, mark)
+    local ended = maybe_end(b)
+    store(b)
+    return {ended and 2 or 1, 0}
+  end
+  -- not added yet: kept for its add (an unsealed batch only: a sealed one
+  -- takes no more members)
+  if not m and not b.sealed then redis.call('HSET', batchm, field, 'r' .. mark) end
+  return {0, 0}
+end
+return redis.error_reply('ERR rjq batch: unknown op')

@@ -1,0 +1,736 @@
+/*
+ * Batches (issue 39, rjq.h "Batches"): members of any queues counted once
+ * each, whichever of their add and release comes first; sealed before or
+ * after its members finished; on_complete always, on_success only when no
+ * member died, with the counts in their headers; a finisher that died
+ * before it told the batch is replaced by the dependencies' sweep; across
+ * masters of the test cluster; rjq_batch_await; a 100 000-member batch.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "cluster.h"
+#include "failalloc.h"
+#include "fixture.h"
+#include "harness.h"
+#include "rjq_scripts.h"
+#include "server.h"
+#include "waits.h"
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static void complete_it(rjq_job *job, void *data) {
+    long *n = data;
+    (*n)++;
+    ASSERT_OK(rjq_job_complete(job, "ok", 2, NULL, NULL));
+}
+
+static void bury_it(rjq_job *job, void *data) {
+    long *n = data;
+    (*n)++;
+    ASSERT_OK(rjq_job_fail(job, "boom", RJQ_FAIL_FATAL, 0, NULL, NULL));
+}
+
+typedef struct made {
+    long calls;
+    int status;
+    char id[64];
+} made;
+
+static void on_made(rjq_client *c, int status, const char *id, void *data) {
+    made *m = data;
+    (void)c;
+    m->calls++;
+    m->status = status;
+    if (status == RJQ_OK) {
+        ASSERT(id != NULL);
+        snprintf(m->id, sizeof m->id, "%s", id);
+    } else {
+        ASSERT(id == NULL);
+    }
+}
+
+static made create_batch(struct event_base *base, rjq_queue *q, const char *id, int complete,
+                         int success) {
+    rjq_batch_options o = RJQ_BATCH_OPTIONS_INIT;
+    o.id = id;
+    if (complete) {
+        o.on_complete = "all done";
+        o.on_complete_len = 8;
+    }
+    if (success) {
+        o.on_success = "all good";
+        o.on_success_len = 8;
+    }
+    made m = {0};
+    ASSERT_OK(rjq_batch_create(q, &o, on_made, &m));
+    ASSERT(loop_until_count(base, &m.calls, 1, 10000));
+    return m;
+}
+
+typedef struct added {
+    long calls;
+    int status;
+    char id[64];
+} added;
+
+static void on_added(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    added *a = data;
+    (void)c;
+    a->calls++;
+    a->status = status;
+    if (status == RJQ_OK) {
+        ASSERT_EQ(1, n);
+        snprintf(a->id, sizeof a->id, "%s", jobs[0].id);
+    } else {
+        ASSERT_EQ(0, n);
+    }
+}
+
+/* Member `id` (NULL: numbered) of batch bid of bq into q, delayed by delay_ms. */
+static added add_member(struct event_base *base, rjq_queue *bq, const char *bid, rjq_queue *q,
+                        const char *id, long long delay_ms) {
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.id = id;
+    o.delay_ms = delay_ms;
+    added a = {0};
+    ASSERT_OK(rjq_batch_enqueue(bq, bid, q, "m", 1, &o, on_added, &a));
+    ASSERT(loop_until_count(base, &a.calls, 1, 10000));
+    return a;
+}
+
+static long seal(struct event_base *base, rjq_queue *bq, const char *bid) {
+    long done = 0; /* (on_done_ok asserts RJQ_OK) */
+    ASSERT_OK(rjq_batch_seal(bq, bid, on_done_ok, &done));
+    ASSERT(loop_until_count(base, &done, 1, 10000));
+    return done;
+}
+
+typedef struct got {
+    long calls;
+    int status;
+    char state[16];
+    int sealed;
+    long long total, completed, dead, cancelled, ended_ms;
+} got;
+
+static void on_got(rjq_client *c, int status, const rjq_batch_info *info, void *data) {
+    got *g = data;
+    (void)c;
+    g->calls++;
+    g->status = status;
+    if (info) {
+        snprintf(g->state, sizeof g->state, "%s", info->state);
+        g->sealed = info->sealed;
+        g->total = info->total;
+        g->completed = info->completed;
+        g->dead = info->dead;
+        g->cancelled = info->cancelled;
+        g->ended_ms = info->ended_ms;
+    }
+}
+
+static got get_batch(struct event_base *base, rjq_queue *bq, const char *bid) {
+    got g = {0};
+    ASSERT_OK(rjq_batch_get(bq, bid, on_got, &g));
+    ASSERT(loop_until_count(base, &g.calls, 1, 10000));
+    return g;
+}
+
+static int batch_state_is(struct event_base *base, rjq_queue *bq, const char *bid, const char *st) {
+    got g = get_batch(base, bq, bid);
+    return g.status == RJQ_OK && strcmp(g.state, st) == 0;
+}
+
+/* The headers of job id of queue q as stored (options column), "" when none. */
+static void headers_of(redisContext *rc, const char *q, const char *id, char *out, size_t size) {
+    redisReply *r = server_cmd(rc, "HGET t:{%s}:options %s", q, id);
+    const char *nl = r->type == REDIS_REPLY_STRING ? strchr(r->str, '\n') : NULL;
+    snprintf(out, size, "%s", nl ? nl + 1 : "");
+    freeReplyObject(r);
+}
+
+/* batch.lua called directly on queue q (the keys the client passes). */
+static redisReply *batch_fcall(redisContext *rc, const char *q, const char *op, const char *bid,
+                               const char *a5, const char *a6, const char *a7) {
+    char prefix[64], wake[64];
+    layout_keys lk;
+    const char *argv[48];
+    argv[0] = "FCALL";
+    argv[1] = rjq__scripts[RJQ__S_BATCH].function;
+    int n = layout_script_keys(&lk, RJQ__S_BATCH, "t", q, argv, 2);
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
+    snprintf(wake, sizeof wake, "t:{%s}:wake", q);
+    const char *args[] = {op, prefix, wake, bid, a5, a6, a7};
+    size_t na = a5 ? 7 : 4;
+    for (size_t i = 0; i < na; i++) argv[n++] = args[i];
+    redisReply *r = redisCommandArgv(rc, n, argv, NULL);
+    ASSERT(r != NULL && r->type != REDIS_REPLY_ERROR);
+    return r;
+}
+
+/* batch.lua add's answer for its one member. */
+static long long add_code(redisReply *r) {
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+           r->element[0]->type == REDIS_REPLY_INTEGER);
+    long long v = r->element[0]->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+static long long release_code(redisReply *r) {
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    long long v = r->element[0]->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+/* ---- tests ---------------------------------------------------------------- */
+
+TEST(sealed_before_its_jobs_finished_enqueues_on_complete_and_on_success_with_counts) {
+    test_env e;
+    env_start(&e, "ba");
+    rjq_queue *q2;
+    ASSERT_OK(rjq_queue_open(e.c, "ba2", NULL, &q2));
+    made b = create_batch(e.base, e.q, NULL, 1, 1);
+    ASSERT_OK(b.status);
+    ASSERT_STREQ("1", b.id); /* numbered */
+    /* members held back an hour, on two queues */
+    ASSERT_OK(add_member(e.base, e.q, b.id, e.q, "m1", 3600000).status);
+    ASSERT_OK(add_member(e.base, e.q, b.id, q2, "m2", 3600000).status);
+    added m3 = add_member(e.base, e.q, b.id, q2, NULL, 3600000);
+    ASSERT_OK(m3.status);
+    ASSERT_EQ(1, seal(e.base, e.q, b.id));
+    got g = get_batch(e.base, e.q, b.id);
+    ASSERT_OK(g.status);
+    ASSERT_STREQ("pending", g.state);
+    ASSERT_EQ(1, g.sealed);
+    ASSERT_EQ(3, g.total);
+    ASSERT_EQ(0, g.completed);
+    /* sealed: no more members */
+    added late = add_member(e.base, e.q, b.id, q2, "late", 3600000);
+    ASSERT_EQ(RJQ_ESTATE, late.status);
+    count_wait p = {0};
+    ASSERT_OK(rjq_queue_promote(e.q, "m1", on_count, &p));
+    ASSERT_OK(rjq_queue_promote(q2, "m2", on_count, &p));
+    ASSERT_OK(rjq_queue_promote(q2, m3.id, on_count, &p));
+    long ran2 = 0;
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w2;
+    ASSERT_OK(rjq_worker_start(q2, &wo, complete_it, &ran2, &w2));
+    ASSERT(loop_until_count(e.base, &ran2, 2, 10000));
+    WAIT_FOR(e.base, get_batch(e.base, e.q, b.id).completed == 2, 10000);
+    ASSERT_STREQ("pending", get_batch(e.base, e.q, b.id).state);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{ba}:payload batch:1:complete"));
+    /* the last member: the batch ends, its completion jobs are enqueued here */
+    long ran1 = 0;
+    rjq_worker *w1;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, &ran1, &w1));
+    WAIT_FOR(e.base, batch_state_is(e.base, e.q, b.id, "completed"), 10000);
+    /* m1, then the two completion jobs */
+    ASSERT(loop_until_count(e.base, &ran1, 3, 10000));
+    g = get_batch(e.base, e.q, b.id);
+    ASSERT_EQ(3, g.completed);
+    ASSERT_EQ(0, g.dead);
+    ASSERT(g.ended_ms > 0);
+    char h[512];
+    headers_of(e.rc, "ba", "batch:1:complete", h, sizeof h);
+    ASSERT_STREQ("rjq.batch=1\nrjq.batch.total=3\nrjq.batch.completed=3\nrjq.batch.dead=0\n"
+                 "rjq.batch.cancelled=0\nrjq.batch.on=complete", h);
+    headers_of(e.rc, "ba", "batch:1:success", h, sizeof h);
+    ASSERT(strstr(h, "rjq.batch.on=success") != NULL);
+    WAIT_FOR(e.base, strcmp(get_info(e.base, e.q, "batch:1:success").state, "completed") == 0, 10000);
+    ASSERT_STREQ("completed", get_info(e.base, e.q, "batch:1:complete").state);
+    /* the payloads went with the end; the members' dependents entries too */
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{ba}:batches %s", "1 c"));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{ba}:dependents") == 0, 10000);
+    worker_stop_wait(e.base, w1);
+    worker_stop_wait(e.base, w2);
+    env_stop(&e);
+}
+
+TEST(sealed_after_its_jobs_finished_ends_at_its_seal) {
+    test_env e;
+    env_start(&e, "bs");
+    made b = create_batch(e.base, e.q, "late-seal", 1, 0);
+    ASSERT_OK(b.status);
+    long ran = 0;
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, &ran, &w));
+    for (int i = 0; i < 5; i++) ASSERT_OK(add_member(e.base, e.q, b.id, e.q, NULL, 0).status);
+    ASSERT(loop_until_count(e.base, &ran, 5, 10000));
+    WAIT_FOR(e.base, get_batch(e.base, e.q, b.id).completed == 5, 10000);
+    got g = get_batch(e.base, e.q, b.id);
+    ASSERT_STREQ("pending", g.state); /* not sealed: it may get more */
+    ASSERT_EQ(0, g.sealed);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{bs}:payload batch:late-seal:complete"));
+    ASSERT_EQ(1, seal(e.base, e.q, b.id));
+    g = get_batch(e.base, e.q, b.id);
+    ASSERT_STREQ("completed", g.state);
+    ASSERT_EQ(5, g.total);
+    ASSERT(loop_until_count(e.base, &ran, 6, 10000)); /* the on_complete job */
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{bs}:payload batch:late-seal:complete"));
+    /* sealed again: nothing changes, no second completion job */
+    ASSERT_EQ(1, seal(e.base, e.q, b.id));
+    ASSERT_EQ(1, server_int(e.rc, "HGET t:{bs}:stats seq") - 5);
+    /* an empty batch ends at its seal, completed */
+    made empty = create_batch(e.base, e.q, "empty", 1, 1);
+    ASSERT_EQ(1, seal(e.base, e.q, empty.id));
+    g = get_batch(e.base, e.q, "empty");
+    ASSERT_STREQ("completed", g.state);
+    ASSERT_EQ(0, g.total);
+    ASSERT(loop_until_count(e.base, &ran, 8, 10000));
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+TEST(a_dead_member_makes_the_batch_dead_and_skips_on_success) {
+    test_env e;
+    env_start(&e, "bd");
+    rjq_queue *qd;
+    ASSERT_OK(rjq_queue_open(e.c, "bd-bad", NULL, &qd));
+    made b = create_batch(e.base, e.q, "with-dead", 1, 1);
+    ASSERT_OK(add_member(e.base, e.q, b.id, e.q, "ok1", 3600000).status);
+    ASSERT_OK(add_member(e.base, e.q, b.id, qd, "bad1", 0).status);
+    ASSERT_OK(add_member(e.base, e.q, b.id, e.q, "gone1", 3600000).status);
+    ASSERT_EQ(1, seal(e.base, e.q, b.id));
+    long buried = 0, ran = 0;
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *wd, *w;
+    ASSERT_OK(rjq_worker_start(qd, &wo, bury_it, &buried, &wd));
+    ASSERT(loop_until_count(e.base, &buried, 1, 10000));
+    ASSERT_OK(rjq_queue_cancel(e.q, "gone1", NULL, NULL));
+    WAIT_FOR(e.base, get_batch(e.base, e.q, b.id).cancelled == 1, 10000);
+    count_wait p = {0};
+    ASSERT_OK(rjq_queue_promote(e.q, "ok1", on_count, &p));
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, &ran, &w));
+    WAIT_FOR(e.base, batch_state_is(e.base, e.q, b.id, "dead"), 10000);
+    got g = get_batch(e.base, e.q, b.id);
+    ASSERT_EQ(1, g.completed);
+    ASSERT_EQ(1, g.dead);
+    ASSERT_EQ(1, g.cancelled);
+    ASSERT(loop_until_count(e.base, &ran, 2, 10000)); /* ok1, on_complete */
+    char h[512];
+    headers_of(e.rc, "bd", "batch:with-dead:complete", h, sizeof h);
+    ASSERT(strstr(h, "rjq.batch.dead=1\nrjq.batch.cancelled=1") != NULL);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{bd}:payload batch:with-dead:success"));
+    worker_stop_wait(e.base, w);
+    worker_stop_wait(e.base, wd);
+    env_stop(&e);
+}
+
+/* The script's own idempotence: an add or release sent again counts
+ * nothing more; a release that comes before its add is counted by the
+ * add; a release to a sealed batch of a job never added changes nothing. */
+TEST(add_and_release_sent_again_or_out_of_order_count_each_member_once) {
+    test_env e;
+    env_start(&e, "bi");
+    made b = create_batch(e.base, e.q, "idem", 1, 0);
+    ASSERT_OK(b.status);
+    ASSERT_EQ(1, add_code(batch_fcall(e.rc, "bi", "add", "idem", "q1", "a", "")));
+    ASSERT_EQ(0, add_code(batch_fcall(e.rc, "bi", "add", "idem", "q1", "a", ""))); /* again */
+    ASSERT_EQ(1, release_code(batch_fcall(e.rc, "bi", "release", "idem", "q1", "a", "completed")));
+    ASSERT_EQ(0, release_code(batch_fcall(e.rc, "bi", "release", "idem", "q1", "a", "completed")));
+    /* released before its add: counted by the add, once */
+    ASSERT_EQ(0, release_code(batch_fcall(e.rc, "bi", "release", "idem", "q2", "b", "dead")));
+    ASSERT_EQ(0, get_batch(e.base, e.q, "idem").dead);
+    ASSERT_EQ(1, add_code(batch_fcall(e.rc, "bi", "add", "idem", "q2", "b", "")));
+    ASSERT_EQ(0, release_code(batch_fcall(e.rc, "bi", "release", "idem", "q2", "b", "dead")));
+    got g = get_batch(e.base, e.q, "idem");
+    ASSERT_EQ(2, g.total);
+    ASSERT_EQ(1, g.completed);
+    ASSERT_EQ(1, g.dead);
+    ASSERT_EQ(1, seal(e.base, e.q, "idem"));
+    ASSERT_STREQ("dead", get_batch(e.base, e.q, "idem").state);
+    /* ended: a release of a job it never had changes nothing */
+    ASSERT_EQ(0, release_code(batch_fcall(e.rc, "bi", "release", "idem", "q3", "c", "completed")));
+    ASSERT_EQ(2, get_batch(e.base, e.q, "idem").total);
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{bi}:payload batch:idem:complete"));
+    /* a batch that does not exist */
+    ASSERT_EQ(RJQ_ENOTFOUND, get_batch(e.base, e.q, "none").status);
+    added a = add_member(e.base, e.q, "none", e.q, "x", 3600000);
+    ASSERT_EQ(RJQ_ENOTFOUND, a.status);
+    env_stop(&e);
+}
+
+TEST(bad_batch_calls_are_refused_with_nothing_written) {
+    test_env e;
+    env_start(&e, "bb");
+    long long keys = server_int(e.rc, "DBSIZE");
+    rjq_batch_options o = RJQ_BATCH_OPTIONS_INIT;
+    o.id = "1234"; /* all digits: the assigned ones */
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_create(e.q, &o, NULL, NULL));
+    o.id = "a b";
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_create(e.q, &o, NULL, NULL));
+    o.id = NULL;
+    o.size = 0;
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_create(e.q, &o, NULL, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_create(NULL, NULL, NULL, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_seal(e.q, NULL, NULL, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_seal(e.q, "a b", NULL, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_get(e.q, "x", NULL, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_await(e.q, "x", 0, on_got, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_enqueue(e.q, "x", NULL, "p", 1, NULL, NULL, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_enqueue(e.q, NULL, e.q, "p", 1, NULL, NULL, NULL));
+    (void)get_batch(e.base, e.q, "x"); /* (a round trip: anything sent ran by now) */
+    ASSERT_EQ(keys, server_int(e.rc, "DBSIZE"));
+    env_stop(&e);
+}
+
+/* The cancel script called directly, as a client that dies before it
+ * carries the releases would leave it. */
+static void cancel_fcall(redisContext *rc, const char *q, const char *id) {
+    char prefix[48];
+    layout_keys lk;
+    const char *argv[48];
+    argv[0] = "FCALL";
+    argv[1] = rjq__scripts[RJQ__S_CANCEL].function;
+    int n = layout_script_keys(&lk, RJQ__S_CANCEL, "t", q, argv, 2);
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
+    const char *args[] = {prefix, id, "1000"};
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) argv[n++] = args[i];
+    redisReply *r = redisCommandArgv(rc, n, argv, NULL);
+    ASSERT(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    ASSERT_EQ(1, r->element[0]->integer);
+    ASSERT_EQ(1, r->element[2]->integer); /* it had dependents to tell */
+    freeReplyObject(r);
+}
+
+/* A member finished by a client that died before it told the batch: the
+ * dependencies' sweep of the member's queue tells it, once. */
+TEST(sweep_tells_the_batch_of_a_member_whose_finisher_died_before_telling_it) {
+    test_env e;
+    env_start(&e, "bw");
+    rjq_queue *qm;
+    ASSERT_OK(rjq_queue_open(e.c, "bw-m", NULL, &qm));
+    made b = create_batch(e.base, e.q, "swept", 1, 0);
+    ASSERT_OK(add_member(e.base, e.q, b.id, qm, "a", 3600000).status);
+    ASSERT_EQ(1, seal(e.base, e.q, b.id));
+    cancel_fcall(e.rc, "bw-m", "a");
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{bw-m}:dependents a")); /* untold */
+    ASSERT_STREQ("pending", get_batch(e.base, e.q, b.id).state);
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 50;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(qm, &wo, never_runs, NULL, &w));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{bw-m}:dependents") == 0, 10000);
+    got g = get_batch(e.base, e.q, b.id);
+    ASSERT_STREQ("completed", g.state);
+    ASSERT_EQ(1, g.cancelled);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{bw}:ready")); /* on_complete, once */
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* The child's worker: completes its job, and dies (SIGKILL) as soon as
+ * the completion is applied (its reply came), before it told the batch
+ * (the releases go out only after a deps_due reply it never reads). */
+static void on_completed_die(rjq_client *c, int status, void *data) {
+    (void)c, (void)status, (void)data;
+    raise(SIGKILL);
+}
+
+static void complete_and_die(rjq_job *job, void *data) {
+    (void)data;
+    rjq_job_complete(job, "ok", 2, on_completed_die, NULL);
+}
+
+static void run_dying_child(const test_server *s) {
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, s);
+    rjq_queue *q = queue_for(c, "bk-m");
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, complete_and_die, NULL, &w));
+    event_base_dispatch(base); /* until it kills itself */
+    _exit(3);
+}
+
+/* A worker process SIGKILLed between its member's completion and the
+ * batch's notification: the member is completed, its batch untold; the
+ * dependencies' sweep (a worker of another client on the member's queue)
+ * tells it, once. */
+TEST(a_worker_killed_between_completion_and_notification_is_replaced_by_the_sweep) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    {
+        /* the batch, its member and its seal, by a client gone before the fork */
+        struct event_base *base = event_base_new();
+        rjq_client *c = client_for(base, &s);
+        rjq_queue *bq = queue_for(c, "bk"), *mq = queue_for(c, "bk-m");
+        ASSERT_OK(create_batch(base, bq, "killed", 1, 0).status);
+        ASSERT_OK(add_member(base, bq, "killed", mq, "m", 0).status);
+        ASSERT_EQ(1, seal(base, bq, "killed"));
+        rjq_client_free(c);
+        event_base_free(base);
+    }
+    pid_t child = fork_child();
+    if (child == 0) run_dying_child(&s);
+    int status = reap(child, 30000);
+    ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    redisContext *rc = server_connect(&s);
+    redisReply *st = server_cmd(rc, "HGET t:{bk-m}:state m");
+    ASSERT(st->type == REDIS_REPLY_STRING && strncmp(st->str, "completed", 9) == 0);
+    freeReplyObject(st);
+    ASSERT_EQ(1, server_int(rc, "HEXISTS t:{bk-m}:dependents m")); /* untold */
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, &s);
+    rjq_queue *bq = queue_for(c, "bk"), *mq = queue_for(c, "bk-m");
+    ASSERT_STREQ("pending", get_batch(base, bq, "killed").state);
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 50;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(mq, &wo, never_runs, NULL, &w));
+    WAIT_FOR(base, server_int(rc, "EXISTS t:{bk-m}:dependents") == 0, 20000);
+    got g = get_batch(base, bq, "killed");
+    ASSERT_STREQ("completed", g.state);
+    ASSERT_EQ(1, g.total);
+    ASSERT_EQ(1, g.completed);
+    ASSERT_EQ(1, server_int(rc, "LLEN t:{bk}:ready")); /* on_complete, once */
+    worker_stop_wait(base, w);
+    rjq_client_free(c);
+    event_base_free(base);
+    redisFree(rc);
+    server_stop_guarded(&s);
+}
+
+typedef struct awaited {
+    long calls;
+    int status;
+    char state[16];
+    long long completed;
+    int had_info;
+} awaited;
+
+static void on_awaited(rjq_client *c, int status, const rjq_batch_info *info, void *data) {
+    awaited *a = data;
+    (void)c;
+    a->calls++;
+    a->status = status;
+    a->had_info = info != NULL;
+    if (info) {
+        snprintf(a->state, sizeof a->state, "%s", info->state);
+        a->completed = info->completed;
+    }
+}
+
+TEST(await_gives_the_batch_outcome_once_it_ended) {
+    test_env e;
+    env_start(&e, "bt");
+    made b = create_batch(e.base, e.q, "aw", 0, 0);
+    for (int i = 0; i < 3; i++) ASSERT_OK(add_member(e.base, e.q, b.id, e.q, NULL, 0).status);
+    awaited a = {0}, early = {0}, none = {0};
+    ASSERT_OK(rjq_batch_await(e.q, b.id, 30000, on_awaited, &a));
+    ASSERT_OK(rjq_batch_await(e.q, b.id, 1, on_awaited, &early));
+    ASSERT_OK(rjq_batch_await(e.q, "none", 30000, on_awaited, &none));
+    ASSERT(loop_until_count(e.base, &none.calls, 1, 10000));
+    ASSERT_EQ(RJQ_ENOTFOUND, none.status);
+    ASSERT(loop_until_count(e.base, &early.calls, 1, 10000));
+    ASSERT_EQ(RJQ_ETIMEDOUT, early.status);
+    ASSERT_EQ(0, a.calls);
+    long ran = 0;
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, &ran, &w));
+    ASSERT(loop_until_count(e.base, &ran, 3, 10000));
+    ASSERT_EQ(0, a.calls); /* not sealed */
+    ASSERT_EQ(1, seal(e.base, e.q, b.id));
+    ASSERT(loop_until_count(e.base, &a.calls, 1, 10000));
+    ASSERT_OK(a.status);
+    ASSERT_STREQ("completed", a.state);
+    ASSERT_EQ(3, a.completed);
+    /* a batch awaited while the client is freed: ECANCELED, once */
+    made p = create_batch(e.base, e.q, "pending", 0, 0);
+    ASSERT_OK(p.status);
+    awaited cut = {0};
+    ASSERT_OK(rjq_batch_await(e.q, "pending", 60000, on_awaited, &cut));
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+    ASSERT_EQ(1, cut.calls);
+    ASSERT_EQ(RJQ_ECANCELED, cut.status);
+}
+
+/* A batch on one master, members on the two others: each finishing
+ * client tells the batch across masters; a member whose finisher died
+ * before telling (its cancel run directly on its master) is told by the
+ * sweep. */
+TEST(members_on_other_masters_of_the_cluster_are_counted_once_each) {
+    test_cluster cl;
+    cluster_start(&cl, 0);
+    char names[CLUSTER_MASTERS][32];
+    cluster_spread_names(&cl, "bc", names, 1);
+    struct event_base *base = event_base_new();
+    rjq_client_options co = client_options(cl.url);
+    rjq_client *c = client_new(base, &co);
+    rjq_queue *bq, *q1, *q2;
+    ASSERT_OK(rjq_queue_open(c, names[0], NULL, &bq));
+    ASSERT_OK(rjq_queue_open(c, names[1], NULL, &q1));
+    ASSERT_OK(rjq_queue_open(c, names[2], NULL, &q2));
+    made b = create_batch(base, bq, "across", 1, 1);
+    ASSERT_OK(b.status);
+    for (int i = 0; i < 4; i++) ASSERT_OK(add_member(base, bq, b.id, i % 2 ? q1 : q2, NULL, 0).status);
+    ASSERT_OK(add_member(base, bq, b.id, q2, "cut", 3600000).status);
+    ASSERT_EQ(1, seal(base, bq, b.id));
+    long ran = 0;
+    rjq_worker_options wo = quiet_worker_options(2);
+    wo.reclaim_ms = 50;
+    rjq_worker *w1, *w2, *w0;
+    ASSERT_OK(rjq_worker_start(q1, &wo, complete_it, &ran, &w1));
+    ASSERT_OK(rjq_worker_start(q2, &wo, complete_it, &ran, &w2));
+    ASSERT(loop_until_count(base, &ran, 4, 20000));
+    WAIT_FOR(base, get_batch(base, bq, b.id).completed == 4, 20000);
+    ASSERT_STREQ("pending", get_batch(base, bq, b.id).state);
+    /* "cut" cancelled by a client that never tells (the script on its master) */
+    char key[64];
+    snprintf(key, sizeof key, "t:{%s}:ready", names[2]);
+    redisContext *rc2 = cluster_connect(&cl, cluster_node_of_key(&cl, key));
+    cancel_fcall(rc2, names[2], "cut");
+    WAIT_FOR(base, batch_state_is(base, bq, b.id, "completed"), 20000);
+    got g = get_batch(base, bq, b.id);
+    ASSERT_EQ(5, g.total);
+    ASSERT_EQ(4, g.completed);
+    ASSERT_EQ(1, g.cancelled);
+    long done = 0;
+    ASSERT_OK(rjq_worker_start(bq, &wo, complete_it, &done, &w0));
+    ASSERT(loop_until_count(base, &done, 2, 20000)); /* on_complete and on_success */
+    snprintf(key, sizeof key, "t:{%s}:ready", names[0]);
+    redisContext *rc0 = cluster_connect(&cl, cluster_node_of_key(&cl, key));
+    ASSERT_EQ(2, server_int(rc0, "HGET t:{%s}:stats seq", names[0])); /* each once */
+    redisFree(rc0);
+    redisFree(rc2);
+    worker_stop_wait(base, w0);
+    worker_stop_wait(base, w1);
+    worker_stop_wait(base, w2);
+    rjq_client_free(c);
+    event_base_free(base);
+    cluster_stop(&cl);
+}
+
+/* 100 000 members, enqueued through rjq_batch_enqueue and run by workers:
+ * the batch ends completed, counted once each, and a member's release
+ * runs as many commands in this batch as in a batch of one (O(1) per
+ * job). */
+enum { BIG = 100000 };
+
+typedef struct big_adds {
+    long done, failed;
+} big_adds;
+
+static void on_big_added(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
+    big_adds *a = data;
+    (void)c, (void)jobs, (void)n;
+    a->done++;
+    if (status != RJQ_OK) a->failed++;
+}
+
+static long long commands_run(redisContext *rc) {
+    redisReply *r = server_cmd(rc, "INFO commandstats");
+    ASSERT(r->type == REDIS_REPLY_STRING);
+    long long total = 0;
+    for (const char *p = r->str; (p = strstr(p, "cmdstat_")) != NULL; p++) {
+        if (strncmp(p, "cmdstat_info:", 13) == 0) continue;
+        const char *cc = strstr(p, "calls=");
+        ASSERT(cc != NULL);
+        total += atoll(cc + 6);
+    }
+    freeReplyObject(r);
+    return total;
+}
+
+/* The commands of one release of a member to batch bid (added just before). */
+static long long release_commands(redisContext *rc, const char *q, const char *bid) {
+    ASSERT_EQ(1, add_code(batch_fcall(rc, q, "add", bid, "probe", "p", "")));
+    long long before = commands_run(rc);
+    ASSERT_EQ(1, release_code(batch_fcall(rc, q, "release", bid, "probe", "p", "completed")));
+    return commands_run(rc) - before - 1; /* (the FCALL) */
+}
+
+TEST(a_batch_of_100000_jobs_ends_once_each_counted_at_a_cost_per_job_of_one) {
+    test_env e;
+    env_start(&e, "bg");
+    made small = create_batch(e.base, e.q, "small", 0, 0);
+    long long small_cost = release_commands(e.rc, "bg", small.id);
+    made b = create_batch(e.base, e.q, "big", 1, 0);
+    rjq_queue *qm;
+    ASSERT_OK(rjq_queue_open(e.c, "bg-m", NULL, &qm));
+    big_adds a = {0};
+    for (long i = 0; i < BIG; i++) {
+        ASSERT_OK(rjq_batch_enqueue(e.q, b.id, qm, "x", 1, NULL, on_big_added, &a));
+        if (i % 1000 == 999) ASSERT(loop_until_count(e.base, &a.done, i + 1 - 2000 > 0 ? i + 1 - 2000 : 0, 60000));
+    }
+    ASSERT(loop_until_count(e.base, &a.done, BIG, 60000));
+    ASSERT_EQ(0, a.failed);
+    ASSERT_EQ(BIG, get_batch(e.base, e.q, b.id).total);
+    /* a release in a batch of 100 000 costs what it costs in a batch of one */
+    long long big_cost = release_commands(e.rc, "bg", b.id);
+    printf("commands per release: batch of 1: %lld, of 100 000: %lld\n", small_cost, big_cost);
+    ASSERT_EQ(small_cost, big_cost);
+    long ran = 0;
+    rjq_worker_options wo = quiet_worker_options(64);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(qm, &wo, complete_it, &ran, &w));
+    ASSERT_EQ(1, seal(e.base, e.q, b.id));
+    ASSERT(loop_until_count(e.base, &ran, BIG, 120000));
+    WAIT_FOR(e.base, batch_state_is(e.base, e.q, b.id, "completed"), 60000);
+    got g = get_batch(e.base, e.q, b.id);
+    ASSERT_EQ(BIG + 1, g.completed); /* (and the probe) */
+    ASSERT_EQ(BIG + 1, g.total);
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{bg}:payload batch:big:complete"));
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* Every allocation of a member's enqueue and of an await call made to
+ * fail in turn (armed around the call, as the other tests do: a
+ * connection's own allocation failing in the loop aborts by the
+ * rjq_io_ops contract): each call either is refused at once (no
+ * callback) or calls back exactly once; nothing leaks (ASan, valgrind).
+ * The batch's counts stay those of the members that joined. (Armed across
+ * the loop, an earlier form found an await's poll using its freed
+ * waiter.) */
+TEST(an_allocation_failing_anywhere_in_a_batch_call_ends_it_once) {
+    test_env e;
+    env_start(&e, "bo");
+    ASSERT_OK(create_batch(e.base, e.q, "oom", 0, 0).status);
+    long joined = 0, sent = 0;
+    for (long n = 0;; n++) {
+        char id[32];
+        snprintf(id, sizeof id, "m%ld", n);
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+        o.id = id;
+        o.delay_ms = 3600000;
+        added a = {0};
+        failalloc_arm_once(n);
+        int rc = rjq_batch_enqueue(e.q, "oom", e.q, "x", 1, &o, on_added, &a);
+        failalloc_disarm();
+        if (rc == RJQ_OK) ASSERT(loop_until_count(e.base, &a.calls, 1, 10000));
+        ASSERT_EQ(rc == RJQ_OK ? 1 : 0, a.calls);
+        if (rc == RJQ_OK) sent++;
+        if (rc == RJQ_OK && a.status == RJQ_OK) joined++;
+        if (failalloc_failures() == 0) break;
+        ASSERT(n < 1000);
+    }
+    ASSERT(joined >= 1);
+    for (long n = 0;; n++) {
+        awaited w = {0};
+        failalloc_arm_once(n);
+        int rc = rjq_batch_await(e.q, "oom", 1, on_awaited, &w);
+        failalloc_disarm();
+        if (rc == RJQ_OK) ASSERT(loop_until_count(e.base, &w.calls, 1, 10000));
+        ASSERT_EQ(rc == RJQ_OK ? 1 : 0, w.calls);
+        if (failalloc_failures() == 0) break;
+        ASSERT(n < 1000);
+    }
+    got g = get_batch(e.base, e.q, "oom");
+    /* every member reported joined counts; one whose callback failed may
+     * have joined (a failure after its add was written) or not */
+    ASSERT(g.total >= joined && g.total <= sent);
+    env_stop(&e);
+}

@@ -1,0 +1,227 @@
+/*
+ * Trees in one call (issue 39, rjq.h "Trees in one call"):
+ * rjq_enqueue_flow writes the children first, across queues, then the
+ * parent with them as its dependencies; a child that fails leaves no
+ * parent (created last), and the same call made again resumes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "failalloc.h"
+#include "fixture.h"
+#include "harness.h"
+#include "server.h"
+#include "waits.h"
+
+typedef struct ran {
+    char order[256];
+    long n;
+} ran;
+
+static void complete_it(rjq_job *job, void *data) {
+    ran *r = data;
+    const char *id = rjq_job_get_id(job);
+    if (strlen(r->order) + strlen(id) + 2 < sizeof r->order) {
+        if (r->order[0]) strcat(r->order, ",");
+        strcat(r->order, id);
+    }
+    r->n++;
+    ASSERT_OK(rjq_job_complete(job, NULL, 0, NULL, NULL));
+}
+
+typedef struct flowed {
+    long calls;
+    int status;
+    char parent[64];
+    int parent_existed;
+    char kids[4][64];
+    int kid_existed[4];
+    size_t n;
+} flowed;
+
+static void on_flow(rjq_client *c, int status, const rjq_enqueued *parent,
+                    const rjq_enqueued *children, size_t n, void *data) {
+    flowed *f = data;
+    (void)c;
+    f->calls++;
+    f->status = status;
+    f->n = n;
+    if (status != RJQ_OK) {
+        ASSERT(parent == NULL && children == NULL && n == 0);
+        return;
+    }
+    snprintf(f->parent, sizeof f->parent, "%s", parent->id);
+    f->parent_existed = parent->existed;
+    for (size_t i = 0; i < n && i < 4; i++) {
+        snprintf(f->kids[i], sizeof f->kids[i], "%s", children[i].id);
+        f->kid_existed[i] = children[i].existed;
+    }
+}
+
+/* A parent p on q after children a (on qa, given id) and one numbered
+ * child on qb. */
+static flowed run_flow(test_env *e, rjq_queue *qa, rjq_queue *qb, const char *pid) {
+    rjq_job_options ka = RJQ_JOB_OPTIONS_INIT, po = RJQ_JOB_OPTIONS_INIT;
+    ka.id = "a";
+    po.id = pid;
+    rjq_header h = {"trace", "t-1"};
+    po.headers = &h;
+    po.nheaders = 1;
+    rjq_flow_child c1 = RJQ_FLOW_CHILD_INIT, c2 = RJQ_FLOW_CHILD_INIT;
+    c1.queue = qa;
+    c1.payload = "ca";
+    c1.len = 2;
+    c1.opts = &ka;
+    rjq_job_options kb = RJQ_JOB_OPTIONS_INIT;
+    kb.id = "b";
+    c2.queue = qb;
+    c2.payload = "cb";
+    c2.len = 2;
+    c2.opts = &kb;
+    const rjq_flow_child *kids[] = {&c1, &c2};
+    flowed f = {0};
+    ASSERT_OK(rjq_enqueue_flow(e->q, "parent", 6, &po, kids, 2, on_flow, &f));
+    ASSERT(loop_until_count(e->base, &f.calls, 1, 10000));
+    return f;
+}
+
+TEST(flow_writes_children_across_queues_then_the_parent_that_runs_after_them) {
+    test_env e;
+    env_start(&e, "fp");
+    rjq_queue *qa, *qb;
+    ASSERT_OK(rjq_queue_open(e.c, "fa", NULL, &qa));
+    ASSERT_OK(rjq_queue_open(e.c, "fb", NULL, &qb));
+    flowed f = run_flow(&e, qa, qb, "p");
+    ASSERT_OK(f.status);
+    ASSERT_STREQ("p", f.parent);
+    ASSERT_EQ(2, f.n);
+    ASSERT_STREQ("a", f.kids[0]);
+    ASSERT_STREQ("b", f.kids[1]);
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "p").state);
+    redisReply *d = server_cmd(e.rc, "HGET t:{fp}:deps p");
+    ASSERT(d->type == REDIS_REPLY_STRING && strstr(d->str, "\nw fa a\nw fb b") != NULL);
+    freeReplyObject(d);
+    ran r = {{0}, 0};
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *wa, *wb, *wp;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, &r, &wp));
+    ASSERT_OK(rjq_worker_start(qa, &wo, complete_it, &r, &wa));
+    ASSERT(loop_until_count(e.base, &r.n, 1, 10000));
+    ASSERT_STREQ("a", r.order);
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "p").state); /* b still pending */
+    ASSERT_OK(rjq_worker_start(qb, &wo, complete_it, &r, &wb));
+    ASSERT(loop_until_count(e.base, &r.n, 3, 10000));
+    ASSERT_STREQ("a,b,p", r.order);
+    ASSERT_STREQ("completed", get_info(e.base, e.q, "p").state);
+    /* (the parent's headers are copied for its enqueue after the call; a
+     * job with dependencies does not store headers yet: deps.c's enqueue
+     * encodes the options without them) */
+    worker_stop_wait(e.base, wa);
+    worker_stop_wait(e.base, wb);
+    worker_stop_wait(e.base, wp);
+    env_stop(&e);
+}
+
+/* A child whose enqueue fails leaves no parent; fixed and called again,
+ * the flow resumes: the child written already is reported existing. */
+TEST(a_child_that_fails_leaves_no_parent_and_the_same_call_again_resumes) {
+    test_env e;
+    env_start(&e, "fr");
+    rjq_queue *qa, *qb;
+    ASSERT_OK(rjq_queue_open(e.c, "fra", NULL, &qa));
+    ASSERT_OK(rjq_queue_open(e.c, "frb", NULL, &qb));
+    freeReplyObject(server_cmd(e.rc, "SET t:{frb}:stats broken")); /* b's enqueue fails */
+    flowed f = run_flow(&e, qa, qb, "p");
+    ASSERT_EQ(RJQ_EWRONGTYPE, f.status);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{fr}:payload p")); /* no parent */
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{fr}:deps t:{fr}:waiting"));
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{fra}:payload a")); /* a plain job now */
+    freeReplyObject(server_cmd(e.rc, "DEL t:{frb}:stats"));
+    f = run_flow(&e, qa, qb, "p");
+    ASSERT_OK(f.status);
+    ASSERT_EQ(1, f.kid_existed[0]); /* a: written by the first call */
+    ASSERT_EQ(0, f.kid_existed[1]);
+    ASSERT_EQ(0, f.parent_existed);
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "p").state);
+    env_stop(&e);
+}
+
+static void on_flow_ignored(rjq_client *c, int status, const rjq_enqueued *parent,
+                            const rjq_enqueued *children, size_t n, void *data) {
+    (void)c, (void)status, (void)parent, (void)children, (void)n, (void)data;
+    FAIL_AT(__FILE__, __LINE__, "a refused flow called back");
+}
+
+TEST(bad_flows_are_refused_with_nothing_written) {
+    test_env e;
+    env_start(&e, "fx");
+    long long keys = server_int(e.rc, "DBSIZE");
+    rjq_flow_child c1 = RJQ_FLOW_CHILD_INIT;
+    c1.queue = e.q;
+    const rjq_flow_child *one[] = {&c1};
+    const rjq_flow_child *none[] = {NULL};
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_flow(e.q, "p", 1, NULL, one, 0, on_flow_ignored, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_flow(e.q, "p", 1, NULL, none, 1, on_flow_ignored, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_flow(NULL, "p", 1, NULL, one, 1, on_flow_ignored, NULL));
+    rjq_dep d = {"fx", "z"};
+    rjq_job_options po = RJQ_JOB_OPTIONS_INIT;
+    po.after = &d;
+    po.n_after = 1;
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_flow(e.q, "p", 1, &po, one, 1, on_flow_ignored, NULL));
+    rjq_job_options ko = RJQ_JOB_OPTIONS_INIT;
+    ko.id = "a b";
+    c1.opts = &ko;
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_flow(e.q, "p", 1, NULL, one, 1, on_flow_ignored, NULL));
+    c1.opts = NULL;
+    c1.queue = NULL;
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_flow(e.q, "p", 1, NULL, one, 1, on_flow_ignored, NULL));
+    c1.queue = e.q;
+    c1.size = 0;
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_flow(e.q, "p", 1, NULL, one, 1, on_flow_ignored, NULL));
+    (void)get_info(e.base, e.q, "none"); /* (a round trip: anything sent ran by now) */
+    ASSERT_EQ(keys, server_int(e.rc, "DBSIZE"));
+    env_stop(&e);
+}
+
+/* Every allocation of a flow's call made to fail in turn (armed around
+ * the call): refused at once (no callback) or called back exactly once;
+ * a parent exists only where its child was written; nothing leaks (ASan,
+ * valgrind). */
+TEST(an_allocation_failing_anywhere_in_a_flow_ends_it_once_with_no_parent_unless_told) {
+    test_env e;
+    env_start(&e, "fo");
+    rjq_queue *qa;
+    ASSERT_OK(rjq_queue_open(e.c, "fo-a", NULL, &qa));
+    for (long n = 0;; n++) {
+        char pid[32], kid[32];
+        snprintf(pid, sizeof pid, "p%ld", n);
+        snprintf(kid, sizeof kid, "k%ld", n);
+        rjq_job_options po = RJQ_JOB_OPTIONS_INIT, ko = RJQ_JOB_OPTIONS_INIT;
+        po.id = pid;
+        rjq_header h = {"trace", "t-1"};
+        po.headers = &h;
+        po.nheaders = 1;
+        ko.id = kid;
+        ko.delay_ms = 3600000;
+        rjq_flow_child c1 = RJQ_FLOW_CHILD_INIT;
+        c1.queue = qa;
+        c1.payload = "c";
+        c1.len = 1;
+        c1.opts = &ko;
+        const rjq_flow_child *kids[] = {&c1};
+        flowed f = {0};
+        failalloc_arm_once(n);
+        int rc = rjq_enqueue_flow(e.q, "p", 1, &po, kids, 1, on_flow, &f);
+        failalloc_disarm();
+        if (rc == RJQ_OK) ASSERT(loop_until_count(e.base, &f.calls, 1, 10000));
+        ASSERT_EQ(rc == RJQ_OK ? 1 : 0, f.calls);
+        /* a parent only where a child was written before it */
+        if (server_int(e.rc, "HEXISTS t:{fo}:payload %s", pid) == 1)
+            ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{fo-a}:payload %s", kid));
+        if (rc == RJQ_OK && f.status == RJQ_OK) ASSERT_STREQ("waiting", get_info(e.base, e.q, pid).state);
+        if (failalloc_failures() == 0) break;
+        ASSERT(n < 1000);
+    }
+    env_stop(&e);
+}

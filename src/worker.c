@@ -48,8 +48,10 @@
  *   claiming, asked, fetching and ids_only are what the lists of claims and
  *   fetches in flight add up to; running and expired are the lengths of
  *   the lists of running and expired jobs, each job on its place's list;
- *   running + asked + fetching + offered <= concurrency (offered: the push
- *   ledger's; fetching: claimed jobs whose payloads are on the way);
+ *   running + asked + registering + fetching + offered <= concurrency
+ *   (offered: the push ledger's; registering: the slots a shards group's
+ *   member's claims in flight register beyond those they leave unfilled;
+ *   fetching: claimed jobs whose payloads are on the way);
  *   0 <= expired <= concurrency (timed-out handles the user still holds,
  *   their slots freed: see rjq__w_expire());
  *   a stopping worker sends no claim but its last recovering one;

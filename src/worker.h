@@ -57,10 +57,11 @@ void rjq__worker_unreserve(rjq_worker *w, int status);
 
 /* A claim's reply (claim.lua): [next due, slots registered, token,
  * deadline, then 4 per job: id, payload (nil: read later), attempt, max
- * attempts]. 1 when it is one for a claim of `asked` jobs with every
+ * attempts]. 1 when it is one for a claim of `asked` jobs that may
+ * register `extra` slots beyond those it did not fill, with every
  * number and length in range, else 0 (the claim ends with RJQ_EPROTO).
  * Pure, for tests (unit_replies, tests/fuzz). */
-int rjq__claim_reply_ok(const redisReply *r, int asked);
+int rjq__claim_reply_ok(const redisReply *r, int asked, int extra);
 /* Job i of a reply rjq__claim_reply_ok accepted; 1 when its payload was
  * left out (nil), else 0. */
 int rjq__claim_reply_job(const redisReply *r, size_t i, rjq__pushed *d);

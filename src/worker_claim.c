@@ -48,10 +48,11 @@ static int max_ok(const redisReply *e) {
     return nl && rjq__parse_ll(e->str, (size_t)(nl - e->str), 0, RJQ__ATTEMPTS_MAX, &m) == 0;
 }
 
-/* (worker.h) A claim registers at most the slots it did not fill; next
+/* (worker.h) A claim registers at most the slots it did not fill and its
+ * extra ones (only when it came back short); next
  * due is -1 (nothing delayed), -2 (paused) or ms from now; the token is
  * one a job handle can hold. */
-int rjq__claim_reply_ok(const redisReply *r, int asked) {
+int rjq__claim_reply_ok(const redisReply *r, int asked, int extra) {
     if (r->type != REDIS_REPLY_ARRAY || r->elements < CLAIM_HEAD ||
         (r->elements - CLAIM_HEAD) % CLAIM_PER_JOB != 0 || !in_range(r->element[0], -2, RJQ__TIME_MAX) ||
         r->element[1]->type != REDIS_REPLY_INTEGER || r->element[2]->type != REDIS_REPLY_STRING ||
@@ -59,7 +60,9 @@ int rjq__claim_reply_ok(const redisReply *r, int asked) {
         !in_range(r->element[3], 1, RJQ__TIME_MAX))
         return 0;
     long long got = (long long)(r->elements - CLAIM_HEAD) / CLAIM_PER_JOB, registered = r->element[1]->integer;
-    if (got > asked || registered < 0 || registered > asked - got) return 0;
+    if (got > asked || extra < 0 || registered < 0 ||
+        registered > (got < asked ? asked - got + extra : 0))
+        return 0;
     for (size_t i = CLAIM_HEAD; i < r->elements; i += CLAIM_PER_JOB) {
         redisReply **e = &r->element[i];
         if (e[0]->type != REDIS_REPLY_STRING || e[0]->len == 0 ||
@@ -92,6 +95,7 @@ static claim_ctx claim_unlink(rjq_worker *w, void *priv) {
     free(priv);
     w->claiming--;
     w->asked -= x.asked;
+    w->registering -= x.extra;
     w->ids_only -= x.ids_only;
     return x;
 }
@@ -100,7 +104,7 @@ static claim_ctx claim_unlink(rjq_worker *w, void *priv) {
  * registration is told the claim's outcome. Returns the status. */
 static int claim_parse(rjq_client *c, rjq_worker *w, const claim_ctx *x, int status,
                        const redisReply *r) {
-    if (status == RJQ_OK && !rjq__claim_reply_ok(r, x->asked)) {
+    if (status == RJQ_OK && !rjq__claim_reply_ok(r, x->asked, x->extra)) {
         rjq__errmsg(c, "claim: unexpected reply");
         status = RJQ_EPROTO;
     }
@@ -241,7 +245,7 @@ static void on_claimed(rjq_client *c, int status, redisReply *r, void *priv) {
  * under the worker's held prefix. Once sent it joins the worker's claims
  * in flight (counted in claiming, asked, ids_only: rjq__w_check); a claim
  * that could not be sent changes nothing. */
-int rjq__w_send_claim(rjq_worker *w, int want, int reset) {
+int rjq__w_send_claim(rjq_worker *w, int want, int extra, int reset) {
     rjq_client *c = client_of(w);
     rjq_queue *q = w->q;
     /* (want 0: a stopping worker's last recovery, see rjq__w_check_stopped()) */
@@ -251,6 +255,7 @@ int rjq__w_send_claim(rjq_worker *w, int want, int reset) {
     if (ctx == NULL) return RJQ_ENOMEM;
     ctx->w = w;
     ctx->asked = want;
+    ctx->extra = extra;
     ctx->epoch = rjq__reg_claim_epoch(w->reg, reset);
     ctx->recovers = rjq__reg_claim_recovers(w->reg, reset);
     ctx->ids_only = w->payload_avg >= CLAIM_INLINE_MAX || w->ids_only > 0;
@@ -271,6 +276,7 @@ int rjq__w_send_claim(rjq_worker *w, int want, int reset) {
     rjq__argv_str(&a, reset ? "1" : "0");
     rjq__argv_str(&a, ctx->recovers ? "1" : "0");
     rjq__argv_str(&a, ctx->ids_only ? "0" : "1");
+    rjq__argv_ll(&a, extra);
     /* what it knows of: the tokens it holds jobs of, or has yet to forget */
     for (const rjq__tok *t = ctx->recovers ? rjq__held_first(w->held) : NULL; t;
          t = rjq__held_next(t))
@@ -287,6 +293,7 @@ int rjq__w_send_claim(rjq_worker *w, int want, int reset) {
     RJQ__W_LIST_PUSH(&w->claims, ctx);
     w->claiming++;
     w->asked += want;
+    w->registering += extra;
     w->ids_only += ctx->ids_only;
     rjq__w_check(w);
     return RJQ_OK;
@@ -295,7 +302,7 @@ int rjq__w_send_claim(rjq_worker *w, int want, int reset) {
 /* (w->recover) A stopping worker's last recovering claim: it takes no
  * job, and replaces the registration (see rjq__w_check_stopped). */
 int rjq__w_recover(rjq_worker *w) {
-    return rjq__w_send_claim(w, 0, 1);
+    return rjq__w_send_claim(w, 0, 0, 1);
 }
 
 /* Jobs per claim: all of the capacity when idle, half while hungry. */
@@ -319,12 +326,23 @@ void rjq__w_claim_up_to(rjq_worker *w, int cap) {
     while (w->state == W_ACTIVE && !rjq__closing(c) && w->claiming < limit && cap > 0) {
         int reset = rjq__reg_out_of_step(w->reg);
         if (reset && w->claiming) return; /* on_claimed comes back here */
-        int slots = rjq__w_own_free(w) + (reset ? rjq__reg_offered(w->reg) : 0);
+        int own = rjq__w_own_free(w) + (reset ? rjq__reg_offered(w->reg) : 0);
+        int slots = own;
         if (w->g && rjq__w_group_free(w->g) < slots) slots = rjq__w_group_free(w->g);
         if (slots > cap) slots = cap;
         if (slots <= 0) return;
         int want = slots < chunk ? slots : chunk;
-        if (rjq__w_send_claim(w, want, reset) != RJQ_OK) {
+        /* A shards group's member whose claim the group's budget (or the
+         * scheduler's turn) made smaller than its own free slots: should
+         * it come back short, it registers them all, as its first claim
+         * did, not only those it asked for. Registrations are outside
+         * the budget (a push beyond it goes back, and the member claims);
+         * registering only the asked ones left a member with 1 of its 8
+         * slots registered and 7 free but not asking, so push delivery to
+         * its shard ran one job at a time until its next claim. Not a
+         * claim cut to a chunk (hungry: the other half follows it). */
+        int extra = w->g && w->g->shards && want == slots && own <= CLAIM_MAX ? own - want : 0;
+        if (rjq__w_send_claim(w, want, extra, reset) != RJQ_OK) {
             retry_later(w);
             return;
         }

@@ -177,6 +177,7 @@ struct rjq_worker {
     int finishing;            /* finish requests in flight */
     int claiming;             /* claims in flight */
     int asked;                /* jobs those claims asked for */
+    int registering;          /* slots they register beyond those (their extra) */
     int fetching;             /* claimed jobs whose payloads are being read */
     int ids_only;             /* ids-only claims and fetches in flight */
     long payload_avg;         /* recent payloads' length (moving average) */
@@ -291,6 +292,8 @@ typedef struct fetch {
 typedef struct claim_ctx {
     rjq_worker *w;
     int asked;
+    int extra;                /* slots it registers beyond those it leaves unfilled
+                               * (a shards group's member: rjq__w_claim_up_to) */
     unsigned epoch;
     int recovers;             /* it recovers jobs pushed unheard */
     int ids_only;             /* it asked for ids only (payloads: fetch) */
@@ -379,7 +382,7 @@ void rjq__w_fetch_notice(rjq_worker *w, const char *token, size_t toklen, const 
                          size_t idlen);
 
 /* ---- worker_claim.c ---- */
-int rjq__w_send_claim(rjq_worker *w, int want, int reset);
+int rjq__w_send_claim(rjq_worker *w, int want, int extra, int reset);
 /* A stopping worker's last recovering claim (w->recover). */
 int rjq__w_recover(rjq_worker *w);
 int rjq__w_claim_chunk(const rjq_worker *w);

@@ -24,7 +24,7 @@ int rjq__w_group_used(const group *g) {
  * place's list; claims and fetches in flight (a walk: test builds only). */
 static void check_lists(const rjq_worker *w) {
 #ifdef RJQ_ASSERTS
-    int n = 0, asked = 0, ids_only = 0, fetching = 0;
+    int n = 0, asked = 0, extra = 0, ids_only = 0, fetching = 0;
     for (int k = 0; k < 2; k++) {
         n = 0;
         for (const rjq_job *j = k ? w->expired_jobs : w->jobs; j; j = j->next, n++)
@@ -36,9 +36,10 @@ static void check_lists(const rjq_worker *w) {
     for (const claim_ctx *x = w->claims; x; x = x->next, n++) {
         RJQ_ASSERT(x->w == w && (x->next == NULL || x->next->prev == x));
         asked += x->asked;
+        extra += x->extra;
         ids_only += x->ids_only;
     }
-    RJQ_ASSERT(n == w->claiming && asked == w->asked);
+    RJQ_ASSERT(n == w->claiming && asked == w->asked && extra == w->registering);
     for (const fetch *f = w->fetches; f; f = f->next, ids_only++) {
         RJQ_ASSERT(f->w == w && (f->next == NULL || f->next->prev == f));
         fetching += (int)f->n;
@@ -61,8 +62,10 @@ void rjq__w_check(const rjq_worker *w) {
     RJQ_ASSERT(w->g == NULL || rjq__w_group_used(w->g) <= w->g->concurrency);
     RJQ_ASSERT(w->claiming >= 0 && w->claiming <= CLAIMS_IN_FLIGHT);
     RJQ_ASSERT(w->asked >= 0 && (w->claiming > 0 || w->asked == 0));
+    RJQ_ASSERT(w->registering >= 0 && (w->claiming > 0 || w->registering == 0));
     RJQ_ASSERT(w->fetching >= 0 && w->ids_only >= 0);
-    RJQ_ASSERT(w->running + w->asked + w->fetching + rjq__reg_offered(w->reg) <= w->concurrency);
+    RJQ_ASSERT(w->running + w->asked + w->registering + w->fetching + rjq__reg_offered(w->reg) <=
+               w->concurrency);
     RJQ_ASSERT(w->extend.busy >= 0 && w->deregister.busy >= 0);
     RJQ_ASSERT(w->state != W_ACTIVE || w->deregister.busy == 0); /* (sent by stop) */
     RJQ_ASSERT(w->reg != NULL && w->held != NULL);               /* (until detach) */
@@ -82,9 +85,11 @@ void rjq__w_set_mode(rjq_worker *w, cmode to) {
     w->mode = to;
 }
 
-/* Its own free slots (its registered ones taken), not counting the group's. */
+/* Its own free slots (its registered ones taken, and those its claims in
+ * flight register), not counting the group's. */
 int rjq__w_own_free(const rjq_worker *w) {
-    return w->concurrency - w->running - w->asked - w->fetching - rjq__reg_offered(w->reg);
+    return w->concurrency - w->running - w->asked - w->registering - w->fetching -
+           rjq__reg_offered(w->reg);
 }
 
 int rjq__w_group_free(const group *g) {

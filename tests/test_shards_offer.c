@@ -266,3 +266,100 @@ TEST(a_group_member_passed_by_for_want_of_slots_no_longer_wants_to_claim) {
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }
+
+/* Jobs held by the worker until the test completes them, in arrival order
+ * (payload "hold"; others complete at once and are counted). */
+typedef struct keeper {
+    rjq_job *held[2 * CONC];
+    long nheld;
+    long ran;
+} keeper;
+
+static void keep_or_run(rjq_job *job, void *data) {
+    keeper *k = data;
+    size_t len;
+    const char *p = rjq_job_get_payload(job, &len);
+    if (len == 4 && memcmp(p, "hold", 4) == 0) {
+        ASSERT(k->nheld < 2 * CONC);
+        k->held[k->nheld++] = job;
+        return;
+    }
+    k->ran++;
+    ASSERT_OK(rjq_job_complete(job, NULL, 0, NULL, NULL));
+}
+
+/* The member idle: no claim in flight or owed, its registration in step. */
+static int member_idle(const rjq_worker *m) {
+    return m->claiming == 0 && !m->g_want && m->mode == CL_IDLE && !rjq__w_rung(m) &&
+           !rjq__reg_out_of_step(m->reg);
+}
+
+/* A member of a sharded queue's worker whose claim the group's budget made
+ * short of its own free slots (1 of 8: the other 7 were taken by another
+ * shard's jobs) and that came back short registers all of its free slots
+ * for pushes, not only the one it asked for: with 1 of 8 registered and 7
+ * free but not asking to claim, push delivery to its shard ran one job at
+ * a time until its next claim. Once the other shard's jobs finished, 7
+ * jobs enqueued on its shard are all pushed to it at once. */
+TEST(a_shard_member_whose_claim_the_budget_made_short_registers_all_its_free_slots) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "so_short");
+    ASSERT_OK(declare_shards(e.base, q, 3));
+    keeper k = {0};
+    rjq_worker_options wo = quiet_worker_options(CONC);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, keep_or_run, &k, &w));
+    /* every member's first claim made and its slots registered */
+    for (int s = 0; s < 3; s++) enqueue_n(&e, rjq_queue_get_shard(q, s), "warm", 1);
+    ASSERT(loop_until_count(e.base, &k.ran, 3, 20000));
+    group *g = w->g;
+    ASSERT(g != NULL && g->n == 3);
+    rjq_worker *m0 = NULL, *m1 = NULL;
+    for (int i = 0; i < g->n; i++) {
+        if (g->m[i]->q == rjq_queue_get_shard(q, 0)) m0 = g->m[i];
+        if (g->m[i]->q == rjq_queue_get_shard(q, 1)) m1 = g->m[i];
+    }
+    ASSERT(m0 != NULL && m1 != NULL);
+    /* 7 slots taken by shard 1's jobs, the last by one of shard 0 */
+    enqueue_n(&e, rjq_queue_get_shard(q, 1), "hold", CONC - 1);
+    ASSERT(loop_until_count(e.base, &k.nheld, CONC - 1, 20000));
+    enqueue_n(&e, rjq_queue_get_shard(q, 0), "hold", 1);
+    ASSERT(loop_until_count(e.base, &k.nheld, CONC, 20000));
+    ASSERT_EQ(CONC - 1, m1->running);
+    ASSERT_EQ(1, m0->running);
+    /* a job for shard 0 with no slot free: handed back, shard 0 claims
+     * once a slot frees, with the one slot the group has then */
+    enqueue_n(&e, rjq_queue_get_shard(q, 0), "run", 1);
+    subscriber_barrier(e.base, e.c, e.rc);
+    ASSERT_OK(rjq_job_complete(k.held[0], NULL, 0, NULL, NULL));
+    k.held[0] = NULL;
+    ASSERT(loop_until_count(e.base, &k.ran, 4, 20000));
+    WAIT_FOR(e.base, member_idle(m0) && member_idle(m1) && m1->finishing == 0, 10000);
+    /* its last claim was short (one slot of the group's), and it
+     * registered every slot of its own not running a job */
+    ASSERT_EQ(1, m0->running);
+    ASSERT_EQ(CONC - 1, rjq__reg_offered(m0->reg));
+    ASSERT_EQ(0, rjq__w_own_free(m0));
+    /* shard 1's jobs finish: the group's slots are free but for one */
+    for (int i = 1; i < CONC - 1; i++) {
+        ASSERT_OK(rjq_job_complete(k.held[i], NULL, 0, NULL, NULL));
+        k.held[i] = NULL;
+    }
+    WAIT_FOR(e.base, m1->running == 0 && m1->finishing == 0 && member_idle(m1) && member_idle(m0),
+             10000);
+    ASSERT_EQ(CONC - 1, rjq__w_group_free(g));
+    /* 7 jobs on shard 0: pushed to its registration by the enqueue itself,
+     * all 7 start without a claim */
+    enqueue_n(&e, rjq_queue_get_shard(q, 0), "hold", CONC - 1);
+    subscriber_barrier(e.base, e.c, e.rc);
+    ASSERT_EQ(2 * CONC - 1, k.nheld);
+    ASSERT_EQ(CONC, m0->running);
+    for (long i = CONC - 1; i < k.nheld; i++)
+        if (k.held[i]) ASSERT_OK(rjq_job_complete(k.held[i], NULL, 0, NULL, NULL));
+    WAIT_FOR(e.base, m0->running == 0 && m0->finishing == 0, 10000);
+    rjq_stats st = get_stats(e.base, q);
+    ASSERT_EQ(0, st.ready + st.active + st.delayed);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}

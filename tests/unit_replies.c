@@ -79,16 +79,16 @@ static redisReply *claim_reply(long long next, long long deadline, redisReply *p
  * reply is malformed: the claim ends with RJQ_EPROTO. */
 TEST(claim_reply_with_a_deadline_of_int64_min_is_malformed) {
     redisReply *r = claim_reply(-1, LLONG_MIN, str("payload"), 1, 3);
-    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
     reply_free(r);
     r = arr(4, num(-1), num(1), str("c1.2.3"), num(LLONG_MIN)); /* an empty claim too */
-    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
     reply_free(r);
 }
 
 TEST(claim_reply_in_range_is_read) {
     redisReply *r = claim_reply(-1, 1700000000000LL, str("payload"), 2, 5);
-    ASSERT_EQ(1, rjq__claim_reply_ok(r, 1));
+    ASSERT_EQ(1, rjq__claim_reply_ok(r, 1, 0));
     rjq__pushed d;
     ASSERT_EQ(0, rjq__claim_reply_job(r, 0, &d));
     ASSERT_EQ(5, d.idlen);
@@ -102,12 +102,26 @@ TEST(claim_reply_in_range_is_read) {
     reply_free(r);
     /* a payload left out (nil: read later); paused (-2); the next job due */
     r = claim_reply(-2, 1700000000000LL, nil(), 1, 3);
-    ASSERT_EQ(1, rjq__claim_reply_ok(r, 1));
+    ASSERT_EQ(1, rjq__claim_reply_ok(r, 1, 0));
     ASSERT_EQ(1, rjq__claim_reply_job(r, 0, &d));
     ASSERT_EQ(250, d.wait_ms);
     reply_free(r);
     r = arr(4, num(1500), num(2), str("c1.2.3"), num(1700000000000LL));
-    ASSERT_EQ(1, rjq__claim_reply_ok(r, 2));
+    ASSERT_EQ(1, rjq__claim_reply_ok(r, 2, 0));
+    reply_free(r);
+}
+
+/* A sharded queue's worker's short claim registers its extra slots too
+ * (claim.lua ARGV 11), no more; a filled claim registers none. */
+TEST(claim_reply_registers_at_most_the_unfilled_and_extra_slots) {
+    redisReply *r = arr(4, num(-1), num(8), str("c1.2.3"), num(1700000000000LL));
+    ASSERT_EQ(1, rjq__claim_reply_ok(r, 1, 7));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 6));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
+    reply_free(r);
+    r = arr(9, num(-1), num(1), str("c1.2.3"), num(1700000000000LL), str("job-1"), str("p"),
+            num(1), num(3), num(250));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 7)); /* filled: nothing registered */
     reply_free(r);
 }
 
@@ -130,53 +144,53 @@ TEST(claim_reply_numbers_out_of_range_are_malformed) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         redisReply *r = claim_reply(bad[i].next, bad[i].deadline, str("p"), bad[i].attempt, bad[i].max);
-        if (rjq__claim_reply_ok(r, 1) != 0)
+        if (rjq__claim_reply_ok(r, 1, 0) != 0)
             FAIL_AT(__FILE__, __LINE__, "case %zu accepted", i);
         reply_free(r);
     }
     /* registered beyond the slots left, more jobs than asked, a token no
      * job handle holds, an empty id, wrong types */
     redisReply *r = arr(4, num(-1), num(-1), str("c1.2.3"), num(1700000000000LL));
-    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
     reply_free(r);
     r = arr(4, num(-1), num(LLONG_MAX), str("c1.2.3"), num(1700000000000LL));
-    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
     reply_free(r);
     r = claim_reply(-1, 1700000000000LL, str("p"), 1, 3);
-    ASSERT_EQ(0, rjq__claim_reply_ok(r, 0));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 0, 0));
     reply_free(r);
     char tok[80];
     memset(tok, 'x', sizeof tok - 1);
     tok[sizeof tok - 1] = '\0';
     r = arr(4, num(-1), num(0), str(tok), num(1700000000000LL));
-    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
     reply_free(r);
     r = arr(4, num(-1), num(0), str(""), num(1700000000000LL));
-    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
     reply_free(r);
     r = arr(9, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), str(""), str("p"), num(1),
             num(3), num(-1));
-    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
     reply_free(r);
     r = arr(9, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), num(7), str("p"), num(1),
             num(3), num(-1));
-    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
     reply_free(r);
     r = arr(8, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), str("j"), str("p"), num(1),
             num(3)); /* (the format before the wait) */
-    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
     reply_free(r);
     /* the wait: -1 (not known) .. 2^62 */
     r = arr(9, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), str("j"), str("p"), num(1),
             num(3), num(-2));
-    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
     reply_free(r);
     r = arr(9, num(-1), num(0), str("c1.2.3"), num(1700000000000LL), str("j"), str("p"), num(1),
             num(3), num(RJQ__TIME_MAX + 1));
-    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
     reply_free(r);
     r = str("OK");
-    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1));
+    ASSERT_EQ(0, rjq__claim_reply_ok(r, 1, 0));
     reply_free(r);
 }
 

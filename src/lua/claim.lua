@@ -8,7 +8,7 @@
 -- is spent by a lost reply.
 -- A recovering claim (after the worker's push channel was resubscribed,
 -- when pushes may have been lost) first takes over the jobs held under the
--- worker's other tokens that it does not name as known (ARGV 11..): up to
+-- worker's other tokens that it does not name as known (ARGV 12..): up to
 -- `want` of them go under this claim's token with a fresh lease (the rest
 -- back to the queue, attempt undone), then it claims for the slots left.
 -- (Pushed jobs have no member in the held index: they are found by a scan
@@ -51,8 +51,12 @@
 --       ("<client>.<worker>.<unique>", new for every call), 5 wake channel,
 --       6 the worker's idle field, 7 its registration epoch, 8 reset (1:
 --       replace the registration), 9 recover (1/0), 10 payloads (1: in
---       the reply; 0: not, the worker reads them itself), 11.. the tokens
---       the worker holds jobs of (a recovering claim leaves those alone)
+--       the reply; 0: not, the worker reads them itself), 11 extra: slots
+--       registered beyond the unfilled ones when the claim comes back short
+--       (a sharded queue's worker, whose claim its slot budget made smaller
+--       than the slots it has for this shard; 0 or absent: none), 12.. the
+--       tokens the worker holds jobs of (a recovering claim leaves those
+--       alone)
 -- Returns { next, registered, token, deadline, then 5 per job: id, payload,
 -- attempt, max_attempts (for a job with headers the string "<max>\n<headers
 -- text>", max_of in lib.lua), wait (ms from its enqueue to this first
@@ -75,6 +79,7 @@
 local prefix, want, lease, tok, wake = ARGV[1], math.min(tonumber(ARGV[2]), 1000), tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local field, epoch, reset, recover = ARGV[6], ARGV[7], ARGV[8] == '1', ARGV[9] == '1'
 local no_payload = ARGV[10] == '0'
+local extra = math.max(0, math.min(tonumber(ARGV[11] or '0') or 0, 1000))
 local J = columns(cols, prefix)
 -- Wrongly typed keys are refused before the first write. The common call
 -- (not re-sent, no recovery, not paused, no limits, nothing due) reads
@@ -170,7 +175,7 @@ local rec
 if recover then
   rec = {}
   local known = {[tok] = true}
-  for i = 11, #ARGV do known[ARGV[i]] = true end
+  for i = 12, #ARGV do known[ARGV[i]] = true end
   local st, za, deadline = {}, {}, int(now + lease)
   local mine, seen = string.match(tok, '^[^.]+%.[^.]+%.'), {}
   -- the worker's claims (and an older client's pushes) by their held
@@ -392,7 +397,7 @@ if got < want then
   if conc or rmax then
     if reset then offer_slots(idle, field, epoch, lease, 0, true) end
   else
-    out[2] = offer_slots(idle, field, epoch, lease, want - got, reset)
+    out[2] = offer_slots(idle, field, epoch, lease, want - got + extra, reset)
   end
   local nx = redis.call('ZRANGE', delayed, 0, 0, 'WITHSCORES')
   if nx[2] then out[1] = math.max(0, tonumber(nx[2]) - now) end

@@ -14,7 +14,7 @@ static void touch_reply(const redisReply *r) {
 }
 
 static void check(const redisReply *r, int asked) {
-    if (!rjq__claim_reply_ok(r, asked)) return;
+    if (!rjq__claim_reply_ok(r, asked, 0)) return;
     /* what on_claimed does with an accepted reply, and must not overflow */
     size_t got = (r->elements - 4) / 4;
     MUST((long long)got <= asked);

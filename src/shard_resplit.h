@@ -1,0 +1,27 @@
+/*
+ * One re-split of a sharded queue's whole-queue concurrency over its
+ * shards by demand (shard_resplit.c, docs/sharding.md 6b), made through
+ * the shards' own calls: the step a re-splitter repeats.
+ */
+#ifndef RJQ_SHARD_RESPLIT_H
+#define RJQ_SHARD_RESPLIT_H
+
+#include "rjq.h"
+
+/* Re-split the whole-queue concurrency and rate of `whole` (each 0: not
+ * re-split, kept as read; else at least the shard count; the rate's
+ * window is each shard's own) of the sharded queue q (a handle that knows
+ * its layout) over its shards by demand: read every shard's stats (its
+ * shares: limit_concurrency, limit_rate; its demand: ready + delayed),
+ * lower the shares above their targets (rjq__split_lower), once every
+ * lowering was answered read the shards again (active; for the rate its
+ * starts in the window and a second more, ZCOUNT of its starts) and raise
+ * by what that leaves (rjq__split_raise). Not to be run by two clients at
+ * once (the caller holds the queue's re-split lease). cb once: RJQ_OK and
+ * the shards whose shares changed, or the first error (a shard without
+ * the limit re-split, or with a share above the whole: RJQ_EINVAL).
+ * Returns RJQ_OK, RJQ_EINVAL (not a sharded handle, no figure, a figure
+ * below the count), RJQ_ENOMEM, or a send's error (cb not called). */
+int rjq__shard_resplit(rjq_queue *q, const rjq_limits *whole, rjq_count_cb *cb, void *data);
+
+#endif /* RJQ_SHARD_RESPLIT_H */

@@ -16,6 +16,25 @@
  *     attempts> <wait ms or ->\n" followed by the id bytes: the worker reads that
  *     payload itself (the jobs of one message share their fencing token
  *     and their lease's end, in server time).
+ * Push format 8 (this client registers it): a payload of at least 2 KiB
+ * (PUSH_SPLIT_MIN in lib.lua) is announced as "<id len> ><payload len>
+ * ..." and its bytes are not in the message: they follow it as a message
+ * of their own, one per such job, in job order (one script publishes them
+ * all: nothing comes between them on the channel). The server publishes
+ * the payload as the Lua string it already is, never copying it into a
+ * new one (Redis' Lua hashes every byte of every string it makes). The
+ * listener keeps the message (a copy; its `pending`) until its payloads
+ * came, copies all but the last and reads the last in place. A payload
+ * that never comes whole (the subscription dropped between the messages,
+ * a length that differs) loses the push: its worker claims and recovers
+ * the jobs (rjq__reg_lost), as for any lost push. A format 7 message
+ * (an older enqueue's: it pushes only to format 7 registrations, so not
+ * to this client's) is read the same way: it has no "><length>".
+ * A format 7 worker (an older client) still gets one message from this
+ * enqueue: it registers format 7, and push_to_idle writes that format
+ * for it. An older enqueue drops format 8 registrations: in a mixed
+ * deployment, newer workers hear the doorbell and claim the older
+ * producers' jobs (a round trip more), never a message they cannot read.
  * An unconfirmed push, one the server sent without knowing that this
  * worker's subscription is the one that hears it (a publish's receiver
  * count is node-local: a copy may arrive by replication after the server

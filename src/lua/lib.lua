@@ -1409,7 +1409,10 @@ end
 -- payload bytes, or for a payload too big to push (PUSH_INLINE_MAX, _TOTAL)
 -- "<id len> - <attempt> <max attempts> <wait>\n" and the id bytes; a job
 -- with headers has "<max attempts>+<headers length>" and its headers text
--- right after its id (format 7; the jobs of a
+-- right after its id (format 7); for a format 8 registration a payload of
+-- at least PUSH_SPLIT_MIN bytes has "><payload length>" and is left out
+-- of the message: it follows it as a message of its own (in job order),
+-- published from its own Lua string (format 8; the jobs of a
 -- message share their token, see start_jobs, and their lease's end, in
 -- server time). A worker whose
 -- channel has no subscriber (its client is

@@ -16,6 +16,25 @@
  *     attempts> <wait ms or ->\n" followed by the id bytes: the worker reads that
  *     payload itself (the jobs of one message share their fencing token
  *     and their lease's end, in server time).
+ * Push format 8 (this client registers it): a payload of at least 2 KiB
+ * (PUSH_SPLIT_MIN in lib.lua) is announced as "<id len> ><payload len>
+ * ..." and its bytes are not in the message: they follow it as a message
+ * of their own, one per such job, in job order (one script publishes them
+ * all: nothing comes between them on the channel). The server publishes
+ * the payload as the Lua string it already is, never copying it into a
+ * new one (Redis' Lua hashes every byte of every string it makes). The
+ * listener keeps the message (a copy; its `pending`) until its payloads
+ * came, copies all but the last and reads the last in place. A payload
+ * that never comes whole (the subscription dropped between the messages,
+ * a length that differs) loses the push: its worker claims and recovers
+ * the jobs (rjq__reg_lost), as for any lost push. A format 7 message
+ * (an older enqueue's: it pushes only to format 7 registrations, so not
+ * to this client's) is read the same way: it has no "><length>".
+ * A format 7 worker (an older client) still gets one message from this
+ * enqueue: it registers format 7, and push_to_idle writes that format
+ * for it. An older enqueue drops format 8 registrations: in a mixed
+ * deployment, newer workers hear the doorbell and claim the older
+ * producers' jobs (a round trip more), never a message they cannot read.
  * An unconfirmed push, one the server sent without knowing that this
  * worker's subscription is the one that hears it (a publish's receiver
  * count is node-local: a copy may arrive by replication after the server
@@ -51,10 +70,22 @@
  * every message to the registration it names, on whichever handle (the
  * registrations' ids are unique in the process, so in the client: they
  * also name the workers in their fencing tokens). */
+/* A message of jobs whose payloads follow (push format 8), kept while
+ * they arrive. */
+typedef struct pending {
+    char *msg;                /* a copy of the message: its jobs point into it */
+    rjq__push_head h;
+    rjq__pushed *jobs;
+    size_t next;              /* the job whose payload comes next */
+    size_t left;              /* payloads still to come */
+    char **copies;            /* of payloads that came (h.follow of them; all but the last) */
+} pending;
+
 typedef struct part {
     char *channel;
     rjq__reg *regs;           /* registrations of this handle */
     int listening;            /* this handle is the channel's listener (one per name) */
+    pending *wait;            /* a message waiting for its payloads (the listener's) */
 } part;
 
 static atomic_uint last_reg_id;
@@ -188,15 +219,24 @@ static int parse_word(const char **p, const char *end, char stop, const char **w
     return 0;
 }
 
+/* The longest payload that may follow as a message of its own: Redis'
+ * longest string. */
+#define FOLLOW_MAX (512ULL << 20)
+
 /* One job's header and bytes (its token is the message's). A payload
  * left out ("-" for its length) is NULL: the worker reads it. */
 static int parse_job(const char **p, const char *end, rjq__pushed *d) {
     unsigned long long idlen, len = 0, attempt, max;
-    int left_out = 0;
+    int left_out = 0, follows = 0;
     if (parse_num(p, end, ' ', &idlen)) return -1;
     if (end - *p >= 2 && (*p)[0] == '-' && (*p)[1] == ' ') {
         left_out = 1;
         *p += 2;
+    } else if (end - *p >= 1 && (*p)[0] == '>') {
+        /* format 8: the payload follows as a message of its own */
+        ++*p;
+        if (parse_num(p, end, ' ', &len) || len == 0) return -1;
+        follows = 1;
     } else if (parse_num(p, end, ' ', &len)) {
         return -1;
     }
@@ -216,18 +256,19 @@ static int parse_job(const char **p, const char *end, rjq__pushed *d) {
     } else if (parse_num(p, end, '\n', &wait) || wait > (unsigned long long)RJQ__TIME_MAX) {
         return -1;
     }
+    unsigned long long here = follows ? 0 : len; /* the payload's bytes in this message */
     if (idlen == 0 || attempt > RJQ__ATTEMPTS_MAX || max > RJQ__ATTEMPTS_MAX ||
         (size_t)(end - *p) < idlen || (size_t)(end - *p) - idlen < hlen ||
-        (size_t)(end - *p) - idlen - hlen < len)
+        (size_t)(end - *p) - idlen - hlen < here || len > FOLLOW_MAX)
         return -1;
     d->id = *p, d->idlen = (size_t)idlen;
     d->headers = hlen ? d->id + idlen : NULL, d->hlen = (size_t)hlen;
-    d->payload = left_out ? NULL : d->id + idlen + hlen, d->len = (size_t)len;
+    d->payload = left_out || follows ? NULL : d->id + idlen + hlen, d->len = (size_t)len;
     d->attempt = (int)attempt;
     d->max_attempts = (int)max;
     d->wait_ms = no_wait ? -1 : (long long)wait;
-    *p = d->id + idlen + hlen + len;
-    return 0;
+    *p = d->id + idlen + hlen + here;
+    return follows;
 }
 
 /* The registration of that id on any handle of q's queue in its client. */
@@ -325,7 +366,10 @@ int rjq__push_parse(const char *msg, size_t len, rjq__push_head *h, rjq__pushed 
     h->n = (size_t)n;
     if ((*jobs = malloc(h->n * sizeof **jobs)) == NULL) return RJQ_ENOMEM;
     size_t got = 0;
-    while (got < h->n && parse_job(&p, end, &(*jobs)[got]) == 0) {
+    int rc;
+    h->follow = 0;
+    while (got < h->n && (rc = parse_job(&p, end, &(*jobs)[got])) >= 0) {
+        h->follow += (size_t)rc;
         (*jobs)[got].token = h->token, (*jobs)[got].toklen = h->toklen;
         (*jobs)[got].deadline = (long long)deadline;
         (*jobs)[got].check = h->check;
@@ -337,12 +381,118 @@ int rjq__push_parse(const char *msg, size_t len, rjq__push_head *h, rjq__pushed 
     return RJQ_EPROTO;
 }
 
+/* The jobs of a message, whole, to the registration it names. */
+static void deliver(rjq_queue *q, part *pp, const rjq__push_head *h, rjq__pushed *jobs) {
+    rjq__reg *r = find_reg(q, h->worker);
+    if (r && h->epoch < r->ignore_below) {
+        /* a recovering claim returned (or returns) these jobs */
+    } else if (r) {
+        r->ops->take(r->arg, (unsigned)h->epoch, jobs, h->n);
+    } else { /* left: hand them back and drop what is left of its registration */
+        char *field = make_field(pp, h->worker);
+        rjq__push_release(q, field, jobs, h->n); /* (a push's token has no held member) */
+        free(field);
+    }
+}
+
+static void pending_free(pending *w) {
+    if (w == NULL) return;
+    for (size_t i = 0; i < w->h.follow; i++) free(w->copies[i]);
+    free(w->copies);
+    free(w->jobs);
+    free(w->msg);
+    free(w);
+}
+
+/* The job whose payload comes next, from `from` on. */
+static size_t next_follow(const pending *w, size_t from) {
+    while (from < w->h.n && !(w->jobs[from].payload == NULL && w->jobs[from].len > 0)) from++;
+    return from;
+}
+
+/* Keep a message whose payloads follow (its jobs rebased on a copy).
+ * Out of memory: dropped, as a lost push (the registration recovers). */
+static int pending_start(part *pp, const char *msg, size_t len, const rjq__push_head *h,
+                         rjq__pushed *jobs) {
+    pending *w = calloc(1, sizeof *w);
+    if (w == NULL || (w->msg = malloc(len ? len : 1)) == NULL ||
+        (w->copies = calloc(h->follow, sizeof *w->copies)) == NULL) {
+        if (w) free(w->msg);
+        free(w);
+        free(jobs);
+        return RJQ_ENOMEM;
+    }
+    memcpy(w->msg, msg, len);
+    w->h = *h;
+    w->h.token = w->msg + (h->token - msg);
+    for (size_t i = 0; i < h->n; i++) {
+        jobs[i].id = w->msg + (jobs[i].id - msg);
+        jobs[i].token = w->h.token;
+        if (jobs[i].headers) jobs[i].headers = w->msg + (jobs[i].headers - msg);
+        if (jobs[i].payload) jobs[i].payload = w->msg + (jobs[i].payload - msg);
+    }
+    w->jobs = jobs;
+    w->left = h->follow;
+    w->next = next_follow(w, 0);
+    pp->wait = w;
+    return RJQ_OK;
+}
+
+/* A push lost on the way (a payload that never came whole): its worker
+ * claims, and the claim recovers the jobs pushed to it unheard. */
+static void push_lost(rjq_queue *q, unsigned long long worker) {
+    rjq__reg *r = find_reg(q, worker);
+    if (r == NULL) return; /* left: the lease brings them back */
+    rjq__reg_lost(r);
+    r->ops->resync(r->arg);
+}
+
+/* The next message after one whose payloads follow: the next of them. */
+static void on_payload(rjq_client *c, rjq_queue *q, part *pp, const char *channel,
+                       const char *msg, size_t len) {
+    pending *w = pp->wait;
+    rjq__pushed *d = &w->jobs[w->next];
+    if (len != d->len) {
+        rjq__errmsg(c, "push on %s: a payload of %zu bytes where %zu were due", channel, len,
+                    d->len);
+        pp->wait = NULL;
+        push_lost(q, w->h.worker);
+        pending_free(w);
+        return;
+    }
+    if (--w->left > 0) {
+        size_t k = w->h.follow - w->left - 1;
+        if ((w->copies[k] = malloc(len)) == NULL) {
+            pp->wait = NULL;
+            push_lost(q, w->h.worker);
+            pending_free(w);
+            return;
+        }
+        memcpy(w->copies[k], msg, len);
+        d->payload = w->copies[k];
+        w->next = next_follow(w, w->next + 1);
+        return;
+    }
+    d->payload = msg; /* the last one: read in place */
+    pp->wait = NULL;
+    deliver(q, pp, &w->h, w->jobs);
+    pending_free(w);
+}
+
 static void on_push(rjq_client *c, const char *channel, const char *msg, size_t len,
                     void *arg) {
     rjq_queue *q = arg;
     part *pp = rjq__queue_part(q, RJQ__PART_PUSH);
     if (msg == NULL) {
+        /* (re)subscribed: a message still waiting for its payloads lost
+         * them, and resync_all has its worker recover its jobs */
+        pending_free(pp->wait);
+        pp->wait = NULL;
         resync_all(q);
+        return;
+    }
+    if (pp->wait) { /* (whatever its first byte: a payload is binary) */
+        on_payload(c, q, pp, channel, msg, len);
         return;
     }
     if (len > 0 && msg[0] == '!') {
@@ -354,16 +504,11 @@ static void on_push(rjq_client *c, const char *channel, const char *msg, size_t 
     int rc = rjq__push_parse(msg, len, &h, &jobs);
     if (rc == RJQ_EPROTO) rjq__errmsg(c, "push on %s: malformed message", channel);
     if (rc != RJQ_OK) return; /* its jobs come back when their lease expires */
-    rjq__reg *r = find_reg(q, h.worker);
-    if (r && h.epoch < r->ignore_below) {
-        /* a recovering claim returned (or returns) these jobs */
-    } else if (r) {
-        r->ops->take(r->arg, (unsigned)h.epoch, jobs, h.n);
-    } else { /* left: hand them back and drop what is left of its registration */
-        char *field = make_field(pp, h.worker);
-        rjq__push_release(q, field, jobs, h.n); /* (a push's token has no held member) */
-        free(field);
+    if (h.follow > 0) {
+        if (pending_start(pp, msg, len, &h, jobs) != RJQ_OK) push_lost(q, h.worker);
+        return;
     }
+    deliver(q, pp, &h, jobs);
     free(jobs);
 }
 
@@ -373,6 +518,7 @@ static void part_close(rjq_queue *q, void *state) {
     part *p = state;
     (void)q;
     RJQ_ASSERT(p->regs == NULL); /* the workers left first */
+    pending_free(p->wait);
     free(p->channel);
     free(p);
 }
@@ -389,11 +535,17 @@ static void part_release(rjq_queue *q, void *state) {
         if (h == q || hp == NULL || hp->listening || strcmp(rjq_queue_get_name(h), rjq_queue_get_name(q)))
             continue;
         /* (out of memory: its workers go on with doorbells and claims) */
-        if (rjq__subscribe(c, hp->channel, on_push, h) == RJQ_OK) hp->listening = 1;
+        if (rjq__subscribe(c, hp->channel, on_push, h) == RJQ_OK) {
+            hp->listening = 1;
+            hp->wait = p->wait; /* its payloads come on, to the new listener */
+            p->wait = NULL;
+        }
         break;
     }
     rjq__unsubscribe(c, p->channel, q);
     p->listening = 0;
+    pending_free(p->wait); /* (no listener left: nobody waits for them) */
+    p->wait = NULL;
 }
 
 static const rjq__part_ops part_ops = {NULL, NULL, NULL, part_close, part_release};

@@ -94,7 +94,11 @@ int rjq__push_release(rjq_queue *q, const char *field, const rjq__pushed *jobs, 
 
 /* Parsing the push channel's messages (pure, for tests: unit_replies,
  * tests/fuzz). A message of jobs: its head, and its jobs in *jobs (n of
- * them, pointing into msg; free() it). RJQ_OK, RJQ_EPROTO when malformed
+ * them, pointing into msg; free() it). A job whose payload follows as a
+ * message of its own (push format 8: "><length>" in its line; h->follow
+ * counts them; their messages come next on the channel, in job order)
+ * has a NULL payload and its length in len (> 0; a payload left out has
+ * len 0). RJQ_OK, RJQ_EPROTO when malformed
  * (a number or length out of range, bytes left over; *jobs NULL) or
  * RJQ_ENOMEM. */
 typedef struct rjq__push_head {
@@ -102,6 +106,7 @@ typedef struct rjq__push_head {
     const char *token;
     size_t toklen, n;
     int check;                /* " ?" after the deadline: an unconfirmed push */
+    size_t follow;            /* jobs whose payloads follow as messages of their own */
 } rjq__push_head;
 int rjq__push_parse(const char *msg, size_t len, rjq__push_head *h, rjq__pushed **jobs);
 /* A notice ("!cancel <token> <id>"): RJQ_OK, RJQ_EPROTO when malformed,

@@ -147,6 +147,56 @@ void proxy_blackhole(proxy *p) {
         if (p->pairs[i].cli || p->pairs[i].srv) p->pairs[i].dead = 1;
 }
 
+size_t proxy_sub_held(proxy *p) {
+    size_t n = 0;
+    for (int i = 0; i < PROXY_PAIRS; i++) {
+        proxy_pair *pp = &p->pairs[i];
+        if (pp->srv && pp->is_sub) n += evbuffer_get_length(bufferevent_get_input(pp->srv));
+    }
+    return n;
+}
+
+/* The length of a whole RESP bulk string "$<n>\r\n<n bytes>\r\n" at b
+ * (0: not whole). */
+static size_t bulk_len(const unsigned char *b, size_t len) {
+    size_t i = 1, n = 0;
+    if (len < 4 || b[0] != '$') return 0;
+    for (; i < len && b[i] >= '0' && b[i] <= '9'; i++) n = n * 10 + (size_t)(b[i] - '0');
+    if (i + 2 > len || b[i] != '\r' || len - i - 2 < n + 2) return 0;
+    return i + 2 + n + 2;
+}
+
+static void close_when_written(struct bufferevent *bev, void *arg) {
+    (void)bev;
+    proxy_pair_close(arg);
+}
+
+int proxy_sub_pass_one_and_cut(proxy *p) {
+    for (int i = 0; i < PROXY_PAIRS; i++) {
+        proxy_pair *pp = &p->pairs[i];
+        if (!pp->srv || !pp->cli || !pp->is_sub || pp->dead) continue;
+        struct evbuffer *in = bufferevent_get_input(pp->srv);
+        size_t len = evbuffer_get_length(in);
+        if (len == 0) continue;
+        const unsigned char *b = evbuffer_pullup(in, -1);
+        /* "*3\r\n" (">3\r\n": RESP3) and its three bulk strings */
+        if (len < 4 || (b[0] != '*' && b[0] != '>') || b[1] != '3' || b[2] != '\r') return -1;
+        size_t at = 4;
+        for (int k = 0; k < 3; k++) {
+            size_t n = bulk_len(b + at, len - at);
+            if (n == 0) return -1;
+            at += n;
+        }
+        bufferevent_write(pp->cli, b, at);
+        pp->dead = 1; /* nothing more either way */
+        bufferevent_free(pp->srv);
+        pp->srv = NULL;
+        bufferevent_setcb(pp->cli, NULL, close_when_written, proxy_on_event, pp);
+        return 1;
+    }
+    return 0;
+}
+
 void proxy_stop(proxy *p) {
     if (p->trickle_ev) event_free(p->trickle_ev);
     p->trickle_ev = NULL;

@@ -53,6 +53,14 @@ void proxy_hold(proxy *p, int on);
 void proxy_hold_sub(proxy *p, int on);
 void proxy_trickle(proxy *p, size_t bytes, long every_ms);
 void proxy_blackhole(proxy *p);
+/* Bytes held back on subscriber connections (proxy_hold_sub). */
+size_t proxy_sub_held(proxy *p);
+/* On the first subscriber connection holding bytes: pass on its first
+ * held message (a RESP array of three bulk strings) alone, then close it
+ * (Redis' side at once, the client's once that message is written): a
+ * subscription dropped between two messages. 1: done; 0: nothing held;
+ * -1: the held bytes start with no whole message. */
+int proxy_sub_pass_one_and_cut(proxy *p);
 void proxy_stop(proxy *p);
 
 /* env_start with the proxy between the client and Redis, and opts (may be

@@ -431,6 +431,36 @@ TEST(registration_of_another_push_format_gets_no_push) {
     push_stop(&e);
 }
 
+/* A registration in the previous push format (7: a worker of the previous
+ * rjq on the same queue) is still pushed to, in one message that carries
+ * its payload (format 8 sends a payload of 2 KiB or more as a message of
+ * its own, which a format 7 worker cannot read). Our worker reads both. */
+TEST(registration_of_the_previous_push_format_gets_one_message) {
+    push_env e;
+    char field[256];
+    long epoch = 0;
+    start_one_slot(&e, "fm7", field, sizeof field, &epoch);
+    ASSERT(wait_registration(e.env.base, e.env.rc, "fm7", 1));
+    ASSERT_EQ(1, registration(e.env.rc, "fm7", field, sizeof field, &epoch));
+    char v[64];
+    snprintf(v, sizeof v, "1 %ld 30000 7", epoch);
+    freeReplyObject(server_cmd(e.env.rc, "HSET t:{fm7}:idle %s %s", field, v));
+    long long claims = claims_run(e.env.rc), pubs = server_calls(e.env.rc, "publish");
+    static char big[16384];
+    memset(big, 'b', sizeof big);
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+    jo.id = "old";
+    ASSERT_OK(rjq_enqueue(e.env.q, big, sizeof big, &jo, NULL, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 1, 5000));
+    ASSERT_STREQ("old", e.h.last_id);
+    ASSERT_EQ(claims, claims_run(e.env.rc));                       /* pushed */
+    ASSERT_EQ(1, server_calls(e.env.rc, "publish") - pubs);         /* in one message */
+    long done = 0;
+    release_one(&e.h, &done);
+    ASSERT(loop_until_count(e.env.base, &done, 1, 5000));
+    push_stop(&e);
+}
+
 /* A new job pushed at once to an idle worker has its state written once,
  * active under the push's token: not first "ready 0" and then active
  * (one command less per pushed job). The enqueue's HSETs: the payload and

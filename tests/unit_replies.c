@@ -286,6 +286,38 @@ TEST(push_message_numbers_out_of_range_are_malformed) {
     ASSERT_EQ(RJQ_EPROTO, rjq__push_parse_notice("!cancel c1.3.9", 14, &n));
 }
 
+TEST(push_message_payloads_that_follow_are_announced_with_their_length) {
+    /* push format 8: "><length>": the payload comes as a message of its own */
+    rjq__push_head h;
+    rjq__pushed *jobs;
+    ASSERT_EQ(RJQ_OK, push("3 1 2 c1.3.9 1700000000000\n2 >4096 1 3 7\njb2 3 1 3+2 -\njchhabc",
+                           &h, &jobs));
+    ASSERT_EQ(2, h.n);
+    ASSERT_EQ(1, h.follow);
+    ASSERT(jobs[0].payload == NULL);
+    ASSERT_EQ(4096, jobs[0].len);
+    ASSERT(memcmp(jobs[0].id, "jb", 2) == 0);
+    ASSERT(memcmp(jobs[1].payload, "abc", 3) == 0);
+    ASSERT(memcmp(jobs[1].headers, "hh", 2) == 0);
+    free(jobs);
+    /* the old format (7), one message, still reads: nothing follows */
+    ASSERT_EQ(RJQ_OK, push("3 1 1 c1.3.9 1700000000000\n2 3 1 3 7\njbabc", &h, &jobs));
+    ASSERT_EQ(0, h.follow);
+    free(jobs);
+    static const char *bad[] = {
+        "3 1 1 c1.3.9 1700000000000\n2 >0 1 3 7\njb",         /* an empty payload never follows */
+        "3 1 1 c1.3.9 1700000000000\n2 > 1 3 7\njb",
+        "3 1 1 c1.3.9 1700000000000\n2 >-3 1 3 7\njb",
+        "3 1 1 c1.3.9 1700000000000\n2 >536870913 1 3 7\njb", /* past Redis' longest string */
+        "3 1 1 c1.3.9 1700000000000\n2 >18446744073709551615 1 3 7\njb",
+        "3 1 1 c1.3.9 1700000000000\n2 >3 1 3 7\njbabc",      /* its bytes here too: left over */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (push(bad[i], &h, &jobs) != RJQ_EPROTO || jobs != NULL)
+            FAIL_AT(__FILE__, __LINE__, "\"%s\" accepted", bad[i]);
+    }
+}
+
 /* ---- outcome and event messages --------------------------------------------------- */
 
 TEST(framed_outcome_lengths_past_the_message_are_malformed) {

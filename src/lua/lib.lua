@@ -1326,13 +1326,22 @@ end
 -- (woken by the doorbell or the poll, after a reconnect), and it hands
 -- back (release.lua) jobs pushed under an old epoch it has no room for.
 -- <format> is PUSH_FORMAT, the push message format the worker reads: an
--- enqueue pushes only to registrations of its own format and drops the
--- others (that worker then hears the doorbell and claims), so clients of
+-- enqueue pushes only to registrations of a format it writes (its own, or
+-- PUSH_OLD_FORMAT below) and drops the others (that worker then hears the doorbell and claims), so clients of
 -- two versions on one queue never push to each other (a refused push
 -- would have spent an attempt of its jobs). (7: a push writes no held
 -- member, and its worker sends none of its tokens to be forgotten: a
 -- format 6 enqueue, which writes one, pushes to no format 7 worker.)
-local PUSH_FORMAT = '7'
+local PUSH_FORMAT = '8'
+-- (8: a payload of at least PUSH_SPLIT_MIN bytes follows its message as a
+-- message of its own, "><length>" in its job's line, so the payload is
+-- published from the Lua string it already is and never copied into a
+-- new one (Redis' Lua hashes every byte of every string it makes). A
+-- format 7 registration, an older client's, is still pushed to, in one
+-- message; an older enqueue drops format 8 registrations, whose workers
+-- then hear the doorbell and claim.)
+local PUSH_OLD_FORMAT = '7'
+local PUSH_SPLIT_MIN = 2048
 
 -- A push carries a job's payload only while it is small: at most
 -- PUSH_INLINE_MAX bytes, and at most PUSH_INLINE_TOTAL bytes of payloads
@@ -1363,8 +1372,13 @@ local function reset_idle(idle, meta)
 end
 
 -- The value of a registration.
-local function registration(slots, epoch, lease)
-  return slots .. ' ' .. epoch .. ' ' .. lease .. ' ' .. PUSH_FORMAT
+local function registration(slots, epoch, lease, format)
+  return slots .. ' ' .. epoch .. ' ' .. lease .. ' ' .. (format or PUSH_FORMAT)
+end
+
+-- A registration's format that this enqueue can push to (nil: none).
+local function push_format_ok(format)
+  return format == PUSH_FORMAT or format == PUSH_OLD_FORMAT
 end
 
 -- Register `slots` free slots of worker `field`: reset replaces the
@@ -1399,7 +1413,10 @@ end
 -- payload bytes, or for a payload too big to push (PUSH_INLINE_MAX, _TOTAL)
 -- "<id len> - <attempt> <max attempts> <wait>\n" and the id bytes; a job
 -- with headers has "<max attempts>+<headers length>" and its headers text
--- right after its id (format 7; the jobs of a
+-- right after its id (format 7); for a format 8 registration a payload of
+-- at least PUSH_SPLIT_MIN bytes has "><payload length>" and is left out
+-- of the message: it follows it as a message of its own (in job order),
+-- published from its own Lua string (format 8; the jobs of a
 -- message share their token, see start_jobs, and their lease's end, in
 -- server time). A worker whose
 -- channel has no subscriber (its client is
@@ -1434,7 +1451,7 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
     local wid, ch = string.match(field, '^(%S+) (.+)$')
     local slots, epoch, lease, format = string.match(v, '^(%d+) (%S+) (%d+) (%S+)$')
     slots = tonumber(slots or 0)
-    if not plan and (not ch or slots < 1 or format ~= PUSH_FORMAT or
+    if not plan and (not ch or slots < 1 or not push_format_ok(format) or
        numsub(ch) == 0) then
       redis.call('HDEL', idle, field)
     else
@@ -1450,13 +1467,14 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
                                u = first and first.u, after_lease = first and first.after}, ids, d, o, s, out)
       plan, first = nil, nil
       if slots - n > 0 then
-        redis.call('HSET', idle, field, registration(slots - n, epoch, lease))
+        redis.call('HSET', idle, field, registration(slots - n, epoch, lease, format))
       else
         redis.call('HDEL', idle, field)
       end
       budget = budget - #ids
       if n > 0 then
         local msg = {wid .. ' ' .. epoch .. ' ' .. n .. ' ' .. tok .. ' ' .. deadline .. '\n'}
+        local split, after = format == PUSH_FORMAT, nil -- payloads sent as messages of their own
         for i = 1, #out, 5 do
           local p = out[i + 1]
           local len = #p
@@ -1472,11 +1490,17 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
           end
           if len <= PUSH_INLINE_MAX and len <= inline_left then
             inline_left = inline_left - len
-            msg[#msg + 1] = num(#out[i]) .. ' ' .. num(len) .. ' ' .. num(out[i + 2]) .. ' ' ..
-                            m .. ' ' .. wait .. '\n'
+            local own = split and len >= PUSH_SPLIT_MIN
+            msg[#msg + 1] = num(#out[i]) .. (own and ' >' or ' ') .. num(len) .. ' ' ..
+                            num(out[i + 2]) .. ' ' .. m .. ' ' .. wait .. '\n'
             msg[#msg + 1] = out[i]
             if h then msg[#msg + 1] = h end
-            msg[#msg + 1] = p
+            if own then
+              after = after or {}
+              after[#after + 1] = p
+            else
+              msg[#msg + 1] = p
+            end
           else
             msg[#msg + 1] = num(#out[i]) .. ' - ' .. num(out[i + 2]) .. ' ' .. m .. ' ' ..
                             wait .. '\n'
@@ -1485,6 +1509,11 @@ local function push_to_idle(J, active, idle, tbase, budget, emit, pick, take, de
           end
         end
         redis.call(PUB or pub_mode(), ch, table.concat(msg))
+        -- the payloads of "><length>" jobs, in their order, right after
+        -- (one script: nothing comes between them on the channel)
+        if after then
+          for i = 1, #after do redis.call(PUB, ch, after[i]) end
+        end
       end
     end
   end
@@ -1503,7 +1532,7 @@ local function push_plan(pick, tbase, budget, sv, now)
   local wid, ch = string.match(pick[1], '^(%S+) (.+)$')
   local slots, _, _, format = string.match(pick[2], '^(%d+) (%S+) (%d+) (%S+)$')
   slots = tonumber(slots or 0)
-  if not ch or slots < 1 or format ~= PUSH_FORMAT or numsub(ch) == 0 then return nil end
+  if not ch or slots < 1 or not push_format_ok(format) or numsub(ch) == 0 then return nil end
   local tok = string.match(ch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. 1
   local _, a, _t, tm = state_of(sv)
   return math.min(slots, budget), 'active ' .. num(a + 1) .. ' ' .. tok .. ' @' .. times_started(tm, int(now))

@@ -1,0 +1,155 @@
+/* Push format 8 (src/push.c, push_to_idle in src/lua/lib.lua): a payload
+ * of at least PUSH_SPLIT_MIN bytes follows its job's message as a message
+ * of its own. Its bytes arrive whole and binary-safe, several in one push
+ * too, a payload too big to push is read by the worker, and a push whose
+ * payload message is lost (the subscription dropped between the two)
+ * loses no job: the worker's recovering claim brings it back. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "harness.h"
+#include "proxy.h"
+#include "server.h"
+
+/* A payload of len bytes, every byte value in it (NUL, "\r\n", a leading
+ * '!' as a notice's), seeded so two payloads differ. */
+static char *make_bytes(size_t len, unsigned seed) {
+    char *b = malloc(len ? len : 1);
+    ASSERT(b != NULL);
+    for (size_t i = 0; i < len; i++) b[i] = (char)(unsigned char)((i * 7 + seed) & 0xff);
+    if (len > 0) b[0] = '!';
+    return b;
+}
+
+#define MAX_SEEN 8
+
+typedef struct seen {
+    long jobs;
+    struct {
+        size_t len;
+        unsigned seed;
+        int whole;
+    } got[MAX_SEEN];
+} seen;
+
+/* Which make_bytes(len, seed) the job's payload is, if any (seeds
+ * 1..MAX_SEEN). */
+static void check_handler(rjq_job *job, void *data) {
+    seen *s = data;
+    size_t len;
+    const char *p = rjq_job_get_payload(job, &len);
+    ASSERT(s->jobs < MAX_SEEN);
+    long k = s->jobs++;
+    s->got[k].len = len;
+    s->got[k].whole = 0;
+    for (unsigned seed = 1; seed <= MAX_SEEN && !s->got[k].whole; seed++) {
+        char *want = make_bytes(len, seed);
+        if (memcmp(p, want, len) == 0) s->got[k].whole = 1, s->got[k].seed = seed;
+        free(want);
+    }
+    ASSERT_OK(rjq_job_complete(job, NULL, 0, NULL, NULL));
+}
+
+static int saw(const seen *s, size_t len, unsigned seed) {
+    for (long k = 0; k < s->jobs; k++)
+        if (s->got[k].whole && s->got[k].len == len && s->got[k].seed == seed) return 1;
+    return 0;
+}
+
+/* One job pushed to the idle worker (registered): it runs with its bytes
+ * whole. Returns the publishes the push took. */
+static long long push_one(test_env *e, seen *s, size_t len, unsigned seed) {
+    long before = s->jobs;
+    long long pubs = server_calls(e->rc, "publish");
+    char *b = make_bytes(len, seed);
+    ASSERT_OK(rjq_enqueue(e->q, b, len, NULL, NULL, NULL));
+    free(b);
+    ASSERT(loop_until_count(e->base, &s->jobs, before + 1, 10000));
+    ASSERT(saw(s, len, seed));
+    return server_calls(e->rc, "publish") - pubs;
+}
+
+TEST(pushed_payloads_of_16_kib_and_1_mib_arrive_whole_and_binary_safe) {
+    test_env e;
+    env_start(&e, "ps");
+    seen s;
+    memset(&s, 0, sizeof s);
+    rjq_worker_options wo = quiet_worker_options(3);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, check_handler, &s, &w));
+    wait_worker_started(e.base, e.c, e.q, e.rc, "ps");
+    /* 16 KiB (the largest payload pushed): its own message after its job's */
+    ASSERT(push_one(&e, &s, 16384, 1) >= 2);
+    /* small: in its job's message, as before */
+    push_one(&e, &s, 18, 2);
+    /* 1 MiB: too big to push, its id is, and the worker reads it */
+    push_one(&e, &s, 1 << 20, 3);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+TEST(several_payloads_that_follow_one_push_reach_their_own_jobs) {
+    test_env e;
+    env_start(&e, "pm");
+    seen s;
+    memset(&s, 0, sizeof s);
+    rjq_worker_options wo = quiet_worker_options(4);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, check_handler, &s, &w));
+    wait_worker_started(e.base, e.c, e.q, e.rc, "pm");
+    /* one batch, one push: big, small, big, big (three follow) */
+    static const size_t lens[] = {16384, 5, 4096, 9000};
+    rjq_enqueue_item items[4];
+    char *bytes[4];
+    for (int i = 0; i < 4; i++) {
+        bytes[i] = make_bytes(lens[i], (unsigned)i + 1);
+        items[i] = (rjq_enqueue_item)RJQ_ENQUEUE_ITEM_INIT;
+        items[i].payload = bytes[i];
+        items[i].len = lens[i];
+    }
+    long long pubs = server_calls(e.rc, "publish");
+    ASSERT_OK(rjq_enqueue_batch(e.q, items, 4, NULL, NULL));
+    for (int i = 0; i < 4; i++) free(bytes[i]);
+    ASSERT(loop_until_count(e.base, &s.jobs, 4, 10000));
+    for (int i = 0; i < 4; i++) ASSERT(saw(&s, lens[i], (unsigned)i + 1));
+    ASSERT(server_calls(e.rc, "publish") - pubs >= 4); /* (the head, then three payloads) */
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+static int cut_after_head(void *arg) {
+    return proxy_sub_pass_one_and_cut(arg) == 1;
+}
+
+TEST(push_whose_payload_message_is_lost_loses_no_job) {
+    test_env e;
+    proxy p;
+    env_start_proxied(&e, &p, "pl", NULL);
+    seen s;
+    memset(&s, 0, sizeof s);
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.lease_ms = 60000; /* its end is no way back in this test */
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, check_handler, &s, &w));
+    wait_worker_started(e.base, e.c, e.q, e.rc, "pl");
+    /* the push's messages wait in the proxy; only the first (the job's
+     * head) gets through, then the subscription drops */
+    proxy_hold_sub(&p, 1);
+    long long pubs = server_calls(e.rc, "publish");
+    char *b = make_bytes(16384, 5);
+    ASSERT_OK(rjq_enqueue(e.q, b, 16384, NULL, NULL, NULL));
+    free(b);
+    ASSERT(loop_until_cond(e.base, cut_after_head, &p, 10000));
+    ASSERT(server_calls(e.rc, "publish") - pubs >= 2); /* (a head, then its payload) */
+    ASSERT_EQ(0, s.jobs); /* (not without its payload) */
+    proxy_hold_sub(&p, 0); /* (the new subscriber connection flows) */
+    /* resubscribed, the worker's recovering claim brings the job back
+     * (its lease ends in a minute, the reclaim sweep in 10: only recovery
+     * is this quick) */
+    ASSERT(loop_until_count(e.base, &s.jobs, 1, 10000));
+    ASSERT(saw(&s, 16384, 5));
+    ASSERT_EQ(1, s.jobs);
+    worker_stop_wait(e.base, w);
+    env_stop_proxied(&e, &p);
+}

@@ -114,6 +114,20 @@ local now = now_ms()
 local emit = monitor(monitored, events, now)
 local out = {-1, 0, tok, now + lease} -- a number: an integer reply
 
+-- The wait of a job this claim returns that it did not start itself (one a
+-- recovery takes over, never heard of by its worker), from its times
+-- (state_text's tm), which stay: ms from its enqueue to its start, when
+-- that start was its first (attempt a is 1), as the push or claim that
+-- started it gave it (start_jobs); else -1. A start after this call's
+-- time (times written behind rjq's back) is not known either: -1.
+local function first_wait(a, tm)
+  if a ~= 1 then return -1 end
+  local q, s = times_split(tm)
+  q, s = tonumber(q), tonumber(s)
+  if not q or not s or s < q or s > now then return -1 end
+  return s - q -- (a number: an integer reply)
+end
+
 -- The jobs among ids still active under token t, as parallel lists (ids,
 -- payloads, attempts, options, lease deadlines, times).
 local function still_held(ids, t)
@@ -204,8 +218,9 @@ if recover then
           want = want - 1
           rec[#rec + 1] = id
           out[#out + 1] = id; out[#out + 1] = d[i]; out[#out + 1] = a[i]
-          out[#out + 1] = max_of(o[i]); out[#out + 1] = -1
-          -- (its times stay: the start is that of the push it never ran)
+          -- (its times stay: the start is that of the push it never ran, and
+          -- so does its wait: the worker counts it once, here)
+          out[#out + 1] = max_of(o[i]); out[#out + 1] = first_wait(a[i], tms[i] or nil)
           st[#st + 1] = id; st[#st + 1] = state_value('active', a[i], tok, tms[i] or nil)
           za[#za + 1] = deadline; za[#za + 1] = id
           if ends[i] and tonumber(ends[i]) < now + lease and select(4, parse_options(o[i])) then

@@ -49,6 +49,20 @@ static void on_stopped(rjq_worker *w, int status, void *data) {
     *(int *)data = 1;
 }
 
+/* on_job_start: the starts the handler's jobs got, and the last one's
+ * wait_ms. */
+typedef struct starts {
+    long n;
+    long long wait_ms;
+} starts;
+
+static void note_start(rjq_job *job, long long wait_ms, void *data) {
+    (void)job;
+    starts *s = ((runs *)data)->starts;
+    s->n++;
+    s->wait_ms = wait_ms;
+}
+
 static void enqueue_n(test_env *e, rjq_queue *q, int n) {
     for (int i = 0; i < n; i++) ASSERT_OK(rjq_enqueue(q, "x", 1, NULL, NULL, NULL));
     (void)get_stats(e->base, q); /* a round trip: they ran */
@@ -239,14 +253,17 @@ TEST(resent_claim_returns_its_lease_end_uncapped_so_a_lost_lease_is_not_told_as_
 
 /* A job pushed to an idle worker whose message was lost with the
  * subscriber connection: the worker's next claim after resubscribing
- * recovers it (it runs with its attempt unchanged), instead of it waiting
- * out its lease. */
+ * recovers it (it runs with its attempt unchanged, and on_job_start gets
+ * the push's wait), instead of it waiting out its lease. */
 TEST(push_lost_with_the_subscriber_connection_is_recovered) {
     test_env e;
     proxy p;
     env_start_proxied(&e, &p, "lostpush", NULL);
+    starts st = {0, -2};
     runs r = {0};
+    r.starts = &st;
     rjq_worker_options wo = quiet_worker_options(2);
+    wo.on_job_start = note_start;
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
     wait_registered(&e, "lostpush", 1); /* idle and registered for pushes */
@@ -264,25 +281,13 @@ TEST(push_lost_with_the_subscriber_connection_is_recovered) {
     ASSERT_EQ(1, r.ran);
     ASSERT_EQ(1, r.attempt_max);
     ASSERT_EQ(1, state_attempts(&e, "lostpush", 1));
+    ASSERT_EQ(1, st.n);
+    ASSERT(st.wait_ms >= 0); /* the lost push's, kept */
     /* its member of the held index goes (with the completion, or a forget) */
     WAIT_FOR(e.base, server_held_members(e.rc, "lostpush") == 0, 5000);
     ASSERT_EQ(0, server_held_members(e.rc, "lostpush"));
 
     env_stop_proxied(&e, &p);
-}
-
-/* on_job_start: the starts the handler's jobs got, and the last one's
- * wait_ms. */
-typedef struct starts {
-    long n;
-    long long wait_ms;
-} starts;
-
-static void note_start(rjq_job *job, long long wait_ms, void *data) {
-    (void)job;
-    starts *s = ((runs *)data)->starts;
-    s->n++;
-    s->wait_ms = wait_ms;
 }
 
 /* A job pushed at enqueue to an idle worker while the worker's recovering

@@ -54,6 +54,7 @@ static void on_stopped(rjq_worker *w, int status, void *data) {
 typedef struct starts {
     long n;
     long long wait_ms;
+    long unknown;             /* starts with wait_ms -1 */
 } starts;
 
 static void note_start(rjq_job *job, long long wait_ms, void *data) {
@@ -61,6 +62,7 @@ static void note_start(rjq_job *job, long long wait_ms, void *data) {
     starts *s = ((runs *)data)->starts;
     s->n++;
     s->wait_ms = wait_ms;
+    if (wait_ms < 0) s->unknown++;
 }
 
 static void enqueue_n(test_env *e, rjq_queue *q, int n) {
@@ -135,7 +137,8 @@ static long long state_attempts(test_env *e, const char *queue, long long id) {
 /* A claim ran in Redis; its reply was held by the proxy and lost with the
  * connection (CLIENT KILL). The claim is re-sent on the new connection and,
  * by its token, returns the jobs its first run started: they run at once,
- * with the attempt they were claimed with. (Without it they sat in active
+ * with the attempt they were claimed with and the wait that run gave them
+ * (on_job_start; it was -1). (Without it they sat in active
  * under a token nobody held until the lease ended, and the reclaim spent
  * an attempt.) */
 TEST(claim_whose_reply_was_lost_runs_its_jobs_with_their_attempt) {
@@ -145,8 +148,11 @@ TEST(claim_whose_reply_was_lost_runs_its_jobs_with_their_attempt) {
     /* A first worker makes the queue's push channel subscribed, so that the
      * worker under test starts with nothing to recover: only the claim's
      * re-send can bring its jobs back. */
+    starts st = {0, -2, 0};
     runs r = {0};
+    r.starts = &st;
     rjq_worker_options wo = quiet_worker_options(5);
+    wo.on_job_start = note_start;
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
     wait_registered(&e, "lostclaim", 1);
@@ -164,6 +170,8 @@ TEST(claim_whose_reply_was_lost_runs_its_jobs_with_their_attempt) {
     ASSERT(loop_until_count(e.base, &r.done, 5, 5000));
     ASSERT_EQ(5, r.ran);
     ASSERT_EQ(1, r.attempt_max);
+    ASSERT_EQ(5, st.n);
+    ASSERT_EQ(0, st.unknown); /* their waits, from the first run */
     for (long long id = 1; id <= 5; id++) ASSERT_EQ(1, state_attempts(&e, "lostclaim", id));
     ASSERT_EQ(0, server_held_members(e.rc, "lostclaim"));
 
@@ -259,7 +267,7 @@ TEST(push_lost_with_the_subscriber_connection_is_recovered) {
     test_env e;
     proxy p;
     env_start_proxied(&e, &p, "lostpush", NULL);
-    starts st = {0, -2};
+    starts st = {0, -2, 0};
     runs r = {0};
     r.starts = &st;
     rjq_worker_options wo = quiet_worker_options(2);
@@ -307,7 +315,7 @@ TEST(job_pushed_while_a_recovering_claim_is_in_flight_runs_once_with_its_wait) {
     test_env e;
     proxy p;
     env_start_proxied(&e, &p, "pushwait", NULL);
-    starts st = {0, -2};
+    starts st = {0, -2, 0};
     runs r = {0};
     r.starts = &st;
     rjq_worker_options wo = quiet_worker_options(2);

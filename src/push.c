@@ -257,10 +257,16 @@ static char *make_field(const part *p, unsigned long long id) {
     return field;
 }
 
-/* (Re)subscribed: pushes may have been lost. Each registration is marked
- * out of step and to recover, and its worker told (it claims, replacing
- * the registration and recovering what was pushed to it unheard). */
-static void resync_all(rjq_queue *q) {
+/* (Re)subscribed: pushes may have been lost when missable (the channel
+ * was subscribed before: core.h). Each registration is marked out of step
+ * and, when missable, to recover, and its worker told (it claims,
+ * replacing the registration and recovering what was pushed to it
+ * unheard). The channel's first subscription recovers nothing: a push
+ * needs a subscriber (PUBSUB NUMSUB, push_to_idle), so every push to it
+ * comes after its confirmation, and a recovering claim would only take
+ * over, under its own token, a job whose push message is on its way (the
+ * worker's first claim registers its slots before that confirmation). */
+static void resync_all(rjq_queue *q, int missable) {
     const char *name = rjq_queue_get_name(q);
     for (rjq_queue *h = rjq__queue_first(rjq_queue_get_client(q)); h; h = rjq__queue_next(h)) {
         part *p = rjq__queue_part(h, RJQ__PART_PUSH);
@@ -268,7 +274,7 @@ static void resync_all(rjq_queue *q) {
         for (rjq__reg *r = p->regs, *next; r; r = next) {
             next = r->next;
             r->out_of_step = 1;
-            r->lost = 1;
+            if (missable) r->lost = 1;
             r->ops->resync(r->arg);
         }
     }
@@ -342,7 +348,7 @@ static void on_push(rjq_client *c, const char *channel, const char *msg, size_t 
     rjq_queue *q = arg;
     part *pp = rjq__queue_part(q, RJQ__PART_PUSH);
     if (msg == NULL) {
-        resync_all(q);
+        resync_all(q, len != 0);
         return;
     }
     if (len > 0 && msg[0] == '!') {

@@ -55,13 +55,14 @@ typedef struct starts {
     long n;
     long long wait_ms;
     long unknown;             /* starts with wait_ms -1 */
+    char token[RJQ__TOKEN_MAX]; /* the last one's fencing token (white-box) */
 } starts;
 
 static void note_start(rjq_job *job, long long wait_ms, void *data) {
-    (void)job;
     starts *s = ((runs *)data)->starts;
     s->n++;
     s->wait_ms = wait_ms;
+    snprintf(s->token, sizeof s->token, "%s", job->token);
     if (wait_ms < 0) s->unknown++;
 }
 
@@ -148,7 +149,7 @@ TEST(claim_whose_reply_was_lost_runs_its_jobs_with_their_attempt) {
     /* A first worker makes the queue's push channel subscribed, so that the
      * worker under test starts with nothing to recover: only the claim's
      * re-send can bring its jobs back. */
-    starts st = {0, -2, 0};
+    starts st = {0, -2, 0, ""};
     runs r = {0};
     r.starts = &st;
     rjq_worker_options wo = quiet_worker_options(5);
@@ -267,7 +268,7 @@ TEST(push_lost_with_the_subscriber_connection_is_recovered) {
     test_env e;
     proxy p;
     env_start_proxied(&e, &p, "lostpush", NULL);
-    starts st = {0, -2, 0};
+    starts st = {0, -2, 0, ""};
     runs r = {0};
     r.starts = &st;
     rjq_worker_options wo = quiet_worker_options(2);
@@ -315,7 +316,7 @@ TEST(job_pushed_while_a_recovering_claim_is_in_flight_runs_once_with_its_wait) {
     test_env e;
     proxy p;
     env_start_proxied(&e, &p, "pushwait", NULL);
-    starts st = {0, -2, 0};
+    starts st = {0, -2, 0, ""};
     runs r = {0};
     r.starts = &st;
     rjq_worker_options wo = quiet_worker_options(2);
@@ -350,6 +351,95 @@ TEST(job_pushed_while_a_recovering_claim_is_in_flight_runs_once_with_its_wait) {
     ASSERT_EQ(1, state_attempts(&e, "pushwait", 1));
     WAIT_FOR(e.base, server_held_members(e.rc, "pushwait") == 0, 5000);
     ASSERT_EQ(0, server_held_members(e.rc, "pushwait"));
+    env_stop_proxied(&e, &p);
+}
+
+static void on_outcome_count(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    (void)c, (void)o;
+    ASSERT_OK(status);
+    (*(long *)data)++;
+}
+
+/* A probe channel's listener (white-box): at its confirmation, which
+ * arrives right behind the worker's push channel's, whether the worker's
+ * next claim would recover. */
+typedef struct probe {
+    rjq_worker *w;
+    int confirmed;
+    int recovers;
+} probe;
+
+static void on_probe(rjq_client *c, const char *ch, const char *msg, size_t len, void *arg) {
+    probe *pr = arg;
+    (void)c, (void)ch, (void)len;
+    if (msg != NULL || pr->confirmed++) return;
+    pr->recovers = rjq__reg_claim_recovers(pr->w->reg, 1);
+}
+
+/* The reply channels (of awaits) Redis has subscribers on. */
+static size_t reply_channels(test_env *e) {
+    redisReply *r = server_cmd(e->rc, "PUBSUB CHANNELS *reply*");
+    size_t n = r->type == REDIS_REPLY_ARRAY ? r->elements : 0;
+    freeReplyObject(r);
+    return n;
+}
+
+/* 1 when tok is a push's token ("<client>.<worker>.<10 characters>p<n>",
+ * enqueue.c), not a claim's. */
+static int push_token(const char *tok) {
+    const char *last = strrchr(tok, '.');
+    if (last == NULL || strlen(last + 1) < 12 || last[11] != 'p') return 0;
+    for (const char *d = last + 12; *d; d++)
+        if (*d < '0' || *d > '9') return 0;
+    return 1;
+}
+
+/* A worker starts and a producer awaits a job at once (examples/traces.c):
+ * the worker's first claim registers its slots before its push channel's
+ * subscription is confirmed, and the await's enqueue goes out when its
+ * reply channel's confirmation arrives, right behind the push channel's.
+ * The job is pushed to the worker. The push channel's first confirmation
+ * tells of nothing missed (no push to it can have been made before its
+ * subscription reached Redis: a push needs a subscriber), so the claim it
+ * makes the worker send replaces the registration without recovering: it
+ * leaves the pushed job alone, and the job runs under the push's token
+ * with the push's wait. (Every confirmation used to make the next claim
+ * recover: sent right behind the enqueue, it took the job over under its
+ * own token before the worker read the push, a second start in Redis.) */
+TEST(first_subscription_of_a_push_channel_recovers_nothing_so_a_push_runs_under_its_token) {
+    test_env e;
+    proxy p;
+    env_start_proxied(&e, &p, "firstsub", NULL);
+    starts st = {0, -2, 0, ""};
+    runs r = {0};
+    r.starts = &st;
+    rjq_worker_options wo = quiet_worker_options(2);
+    wo.on_job_start = note_start;
+    rjq_worker *w = NULL;
+    proxy_hold_sub(&p, 1); /* the confirmations wait */
+    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
+    probe pr = {w, 0, -1};
+    ASSERT_OK(rjq__subscribe(e.c, "t:{firstsub}:probe", on_probe, &pr));
+    WAIT_FOR(e.base,
+             server_int(e.rc, "HLEN t:{firstsub}:idle") >= 1 && registrations_subscribed(&e, "firstsub") &&
+                 server_numsub(e.rc, "t:{firstsub}:probe") == 1,
+             5000);
+    long outcomes = 0;
+    ASSERT_OK(rjq_enqueue_await(e.q, "x", 1, NULL, NULL, on_outcome_count, &outcomes, NULL));
+    /* its reply channel subscribed in Redis (the confirmation held) */
+    WAIT_FOR(e.base, reply_channels(&e) >= 1, 5000);
+    ASSERT_EQ(0, server_active_jobs(e.rc, "firstsub"));
+    proxy_hold_sub(&p, 0);
+
+    ASSERT(loop_until_count(e.base, &outcomes, 1, 5000));
+    ASSERT(loop_until_count(e.base, &r.done, 1, 5000)); /* (on_done_ok: accepted) */
+    ASSERT_EQ(1, pr.confirmed);
+    ASSERT_EQ(0, pr.recovers); /* (it was 1) */
+    ASSERT_EQ(1, r.ran);
+    ASSERT_EQ(1, st.n);
+    ASSERT(push_token(st.token));
+    ASSERT(st.wait_ms >= 0);
+    ASSERT_EQ(1, state_attempts(&e, "firstsub", 1));
     env_stop_proxied(&e, &p);
 }
 

@@ -272,7 +272,11 @@ void rjq__send_now(rjq_client *c);
 /* ---- channels (pubsub.c) -------------------------------------------------- */
 
 /* A message on a channel; msg NULL: the subscription was (re)confirmed on
- * a (new) subscriber connection, so messages may have been missed. */
+ * a (new) subscriber connection, so messages may have been missed: those
+ * sent before it reached the server, and, when len is 1, messages sent to
+ * an earlier subscription of the name (a connection or link lost, the
+ * channel moved or refused) that never arrived. len 0: the name's first
+ * subscription since its first listener came, nothing sent to it missed. */
 typedef void rjq__message_fn(rjq_client *c, const char *channel, const char *msg, size_t len,
                              void *arg);
 

@@ -62,6 +62,10 @@ struct rjq__channel {
     rjq__refused_fn *refused_fn; /* the channel was refused (may be NULL) */
     void *arg;
     int confirmed;            /* SUBSCRIBE confirmed on the current conn */
+    int sent;                 /* a SUBSCRIBE (SSUBSCRIBE) of its name went out */
+    int missable;             /* its name was subscribed again (a connection or
+                               * link lost, moved, refused): messages sent to an
+                               * earlier subscription may never arrive */
     int refused;              /* the server refused it: not subscribed on reconnect */
     int classic;              /* on the classic subscriber even on a cluster */
     int slot;                 /* its key slot (cluster) */
@@ -172,18 +176,52 @@ static void set_confirmed(rjq_client *c, const char *name, int confirmed) {
         if (strcmp(o->name, name) == 0) o->confirmed = confirmed;
 }
 
+/* A subscription of ch's name went out (ch may not be in the list yet):
+ * one that went out before makes its messages missable. */
+static void note_sent(rjq_client *c, rjq__channel *ch) {
+    int again = ch->sent;
+    for (rjq__channel *o = c->channels; o; o = o->next)
+        if (strcmp(o->name, ch->name) == 0 && o->sent) again = 1;
+    for (rjq__channel *o = c->channels; o; o = o->next)
+        if (strcmp(o->name, ch->name) == 0) o->sent = 1, o->missable |= again;
+    ch->sent = 1, ch->missable |= again;
+}
+
+/* The subscription of name was lost where it went out (a sharded link
+ * subscribes it again by itself). */
+static void note_lost(rjq_client *c, const char *name) {
+    for (rjq__channel *o = c->channels; o; o = o->next)
+        if (strcmp(o->name, name) == 0 && o->sent) o->missable = 1;
+}
+
+/* What a confirmation of name tells its listeners (rjq__message_fn's len
+ * with msg NULL): 1 when messages may have been missed (its name was
+ * subscribed before, see missable), 0 for its first subscription, which
+ * no message sent after it reached the server can miss. */
+static size_t missable_of(const rjq_client *c, const char *name) {
+    for (const rjq__channel *o = c->channels; o; o = o->next)
+        if (strcmp(o->name, name) == 0 && o->missable) return 1;
+    return 0;
+}
+
 /* Subscribe ch's name where it goes now (ch may not be in the list yet).
  * A cluster slot whose master is not known yet waits for the refresh
  * asked for here (on_table). RJQ_OK, RJQ_ENOMEM, RJQ_EINVAL (the loop glue
  * cannot watch a sharded link: errmsg says so). */
 static int want(rjq_client *c, rjq__channel *ch) {
-    if (classic_ch(c, ch)) return send_subscribe(c, ch->name);
+    if (classic_ch(c, ch)) {
+        int sends = c->sub.ac != NULL; /* (else sent on connect: sub_setup) */
+        int rc = send_subscribe(c, ch->name);
+        if (rc == RJQ_OK && sends) note_sent(c, ch);
+        return rc;
+    }
     if (!sharded_ch(c, ch)) return RJQ_OK; /* sent once the mode is known (on_mode) */
     int rc;
     rjq__shardlink *l = rjq__route_sublink(c, ch->slot, &rc);
     if (l == NULL && rc == RJQ_OK) rjq__route_refresh(c);
     if (l != NULL) rc = rjq__shardlink_subscribe(l, ch->name, strlen(ch->name));
     if (rc != RJQ_OK) l = NULL;
+    if (l != NULL) note_sent(c, ch);
     set_link(c, ch->name, l);
     ch->link = l;
     return rc;
@@ -215,6 +253,8 @@ static int subscribe(rjq_client *c, const char *name, rjq__message_fn *fn,
         }
     } else {
         ch->link = link_of(c, name);
+        for (rjq__channel *o = c->channels; o; o = o->next) /* (what the name's went through) */
+            if (strcmp(o->name, name) == 0) ch->sent |= o->sent, ch->missable |= o->missable;
     }
     mark_refused(c, name, 0); /* a new listener tries a refused channel again */
     ch->confirmed = rjq__channel_confirmed(c, name);
@@ -268,8 +308,9 @@ static int sub_setup(rjq__conn *conn) {
     for (rjq__channel *ch = c->channels; ch; ch = ch->next) {
         if (!classic_ch(c, ch)) continue; /* (sharded, or sent once the mode is known) */
         ch->confirmed = 0;
-        if (!ch->refused && !has_listener_before(c, ch) && send_subscribe(c, ch->name) != RJQ_OK)
-            return RJQ_ENOMEM;
+        if (ch->refused || has_listener_before(c, ch)) continue;
+        if (send_subscribe(c, ch->name) != RJQ_OK) return RJQ_ENOMEM;
+        note_sent(c, ch);
     }
     return RJQ_OK;
 }
@@ -339,7 +380,7 @@ static void sub_down(rjq__conn *conn, int fail, const char *why) {
     char *name = fail == RJQ_EAUTH ? sent_pop(c->sub_sent) : NULL;
     sent_clear(c->sub_sent);
     for (rjq__channel *ch = c->channels; ch; ch = ch->next)
-        if (classic_ch(c, ch)) ch->confirmed = 0;
+        if (classic_ch(c, ch)) ch->confirmed = 0, ch->missable |= ch->sent;
     if (fail != RJQ_EAUTH) {
         free(name);
         return;
@@ -445,10 +486,11 @@ static void on_sevent(rjq__shardlink *l, void *arg, const char *channel, size_t 
     case RJQ__SHARDLINK_SUBSCRIBED:
         for (rjq__channel *o = c->channels; o; o = o->next)
             if (strcmp(o->name, name) == 0) o->redirects = 0;
-        dispatch(c, name, NULL, 0); /* confirmed: listeners re-check state */
+        dispatch(c, name, NULL, missable_of(c, name)); /* confirmed: listeners re-check state */
         break;
     case RJQ__SHARDLINK_LOST: /* the link subscribes it again by itself */
         set_confirmed(c, name, 0);
+        note_lost(c, name);
         rjq__route_refresh(c); /* (its node may have failed over) */
         break;
     case RJQ__SHARDLINK_UNSUBSCRIBED: /* its slot moved: where to? */
@@ -529,7 +571,7 @@ void rjq__pubsub_free(rjq_client *c) {
 }
 
 /* Deliver to every listener of `name` (msg NULL: the subscription was
- * confirmed). A listener may remove itself or others from inside fn, so
+ * confirmed, len missable_of's). A listener may remove itself or others from inside fn, so
  * the listeners are snapshotted first and each is checked before its call. */
 static void dispatch(rjq_client *c, const char *name, const char *msg, size_t len) {
     size_t n = 0;
@@ -574,7 +616,8 @@ static void on_message(redisAsyncContext *ac, void *reply, void *priv) {
         dispatch(c, name->str, body->str, body->len);
     } else if (strcmp(kind->str, "subscribe") == 0) {
         free(sent_pop(c->sub_sent)); /* (in order: this one) */
-        dispatch(c, name->str, NULL, 0); /* confirmed: listeners re-check state */
+        /* confirmed: listeners re-check state */
+        dispatch(c, name->str, NULL, missable_of(c, name->str));
     }
     rjq__leave(c);
 }

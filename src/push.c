@@ -298,10 +298,16 @@ static char *make_field(const part *p, unsigned long long id) {
     return field;
 }
 
-/* (Re)subscribed: pushes may have been lost. Each registration is marked
- * out of step and to recover, and its worker told (it claims, replacing
- * the registration and recovering what was pushed to it unheard). */
-static void resync_all(rjq_queue *q) {
+/* (Re)subscribed: pushes may have been lost when missable (the channel
+ * was subscribed before: core.h). Each registration is marked out of step
+ * and, when missable, to recover, and its worker told (it claims,
+ * replacing the registration and recovering what was pushed to it
+ * unheard). The channel's first subscription recovers nothing: a push
+ * needs a subscriber (PUBSUB NUMSUB, push_to_idle), so every push to it
+ * comes after its confirmation, and a recovering claim would only take
+ * over, under its own token, a job whose push message is on its way (the
+ * worker's first claim registers its slots before that confirmation). */
+static void resync_all(rjq_queue *q, int missable) {
     const char *name = rjq_queue_get_name(q);
     for (rjq_queue *h = rjq__queue_first(rjq_queue_get_client(q)); h; h = rjq__queue_next(h)) {
         part *p = rjq__queue_part(h, RJQ__PART_PUSH);
@@ -309,7 +315,7 @@ static void resync_all(rjq_queue *q) {
         for (rjq__reg *r = p->regs, *next; r; r = next) {
             next = r->next;
             r->out_of_step = 1;
-            r->lost = 1;
+            if (missable) r->lost = 1;
             r->ops->resync(r->arg);
         }
     }
@@ -485,10 +491,13 @@ static void on_push(rjq_client *c, const char *channel, const char *msg, size_t 
     part *pp = rjq__queue_part(q, RJQ__PART_PUSH);
     if (msg == NULL) {
         /* (re)subscribed: a message still waiting for its payloads lost
-         * them, and resync_all has its worker recover its jobs */
+         * them, and resync_all has its worker recover its jobs (as it
+         * does whenever messages to an earlier subscription may have been
+         * missed: len 1) */
+        int cut = pp->wait != NULL;
         pending_free(pp->wait);
         pp->wait = NULL;
-        resync_all(q);
+        resync_all(q, len != 0 || cut);
         return;
     }
     if (pp->wait) { /* (whatever its first byte: a payload is binary) */

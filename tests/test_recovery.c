@@ -13,6 +13,7 @@
 #include <hiredis/hiredis.h>
 
 #include "core.h" /* white-box: rjq__channel_confirmed */
+#include "worker_private.h" /* white-box: a registration's pushes lost */
 #include "fixture.h"
 #include "harness.h"
 #include "proxy.h"
@@ -28,6 +29,7 @@ typedef struct runs {
     rjq_job *held[64];
     long nheld;
     long done;
+    struct starts *starts;    /* (on_job_start's, when set) */
 } runs;
 
 static void on_run(rjq_job *job, void *data) {
@@ -45,6 +47,22 @@ static void on_stopped(rjq_worker *w, int status, void *data) {
     (void)w;
     ASSERT_OK(status);
     *(int *)data = 1;
+}
+
+/* on_job_start: the starts the handler's jobs got, and the last one's
+ * wait_ms. */
+typedef struct starts {
+    long n;
+    long long wait_ms;
+    long unknown;             /* starts with wait_ms -1 */
+} starts;
+
+static void note_start(rjq_job *job, long long wait_ms, void *data) {
+    (void)job;
+    starts *s = ((runs *)data)->starts;
+    s->n++;
+    s->wait_ms = wait_ms;
+    if (wait_ms < 0) s->unknown++;
 }
 
 static void enqueue_n(test_env *e, rjq_queue *q, int n) {
@@ -119,7 +137,8 @@ static long long state_attempts(test_env *e, const char *queue, long long id) {
 /* A claim ran in Redis; its reply was held by the proxy and lost with the
  * connection (CLIENT KILL). The claim is re-sent on the new connection and,
  * by its token, returns the jobs its first run started: they run at once,
- * with the attempt they were claimed with. (Without it they sat in active
+ * with the attempt they were claimed with and the wait that run gave them
+ * (on_job_start; it was -1). (Without it they sat in active
  * under a token nobody held until the lease ended, and the reclaim spent
  * an attempt.) */
 TEST(claim_whose_reply_was_lost_runs_its_jobs_with_their_attempt) {
@@ -129,8 +148,11 @@ TEST(claim_whose_reply_was_lost_runs_its_jobs_with_their_attempt) {
     /* A first worker makes the queue's push channel subscribed, so that the
      * worker under test starts with nothing to recover: only the claim's
      * re-send can bring its jobs back. */
+    starts st = {0, -2, 0};
     runs r = {0};
+    r.starts = &st;
     rjq_worker_options wo = quiet_worker_options(5);
+    wo.on_job_start = note_start;
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
     wait_registered(&e, "lostclaim", 1);
@@ -148,6 +170,8 @@ TEST(claim_whose_reply_was_lost_runs_its_jobs_with_their_attempt) {
     ASSERT(loop_until_count(e.base, &r.done, 5, 5000));
     ASSERT_EQ(5, r.ran);
     ASSERT_EQ(1, r.attempt_max);
+    ASSERT_EQ(5, st.n);
+    ASSERT_EQ(0, st.unknown); /* their waits, from the first run */
     for (long long id = 1; id <= 5; id++) ASSERT_EQ(1, state_attempts(&e, "lostclaim", id));
     ASSERT_EQ(0, server_held_members(e.rc, "lostclaim"));
 
@@ -237,14 +261,17 @@ TEST(resent_claim_returns_its_lease_end_uncapped_so_a_lost_lease_is_not_told_as_
 
 /* A job pushed to an idle worker whose message was lost with the
  * subscriber connection: the worker's next claim after resubscribing
- * recovers it (it runs with its attempt unchanged), instead of it waiting
- * out its lease. */
+ * recovers it (it runs with its attempt unchanged, and on_job_start gets
+ * the push's wait), instead of it waiting out its lease. */
 TEST(push_lost_with_the_subscriber_connection_is_recovered) {
     test_env e;
     proxy p;
     env_start_proxied(&e, &p, "lostpush", NULL);
+    starts st = {0, -2, 0};
     runs r = {0};
+    r.starts = &st;
     rjq_worker_options wo = quiet_worker_options(2);
+    wo.on_job_start = note_start;
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
     wait_registered(&e, "lostpush", 1); /* idle and registered for pushes */
@@ -262,10 +289,148 @@ TEST(push_lost_with_the_subscriber_connection_is_recovered) {
     ASSERT_EQ(1, r.ran);
     ASSERT_EQ(1, r.attempt_max);
     ASSERT_EQ(1, state_attempts(&e, "lostpush", 1));
+    ASSERT_EQ(1, st.n);
+    ASSERT(st.wait_ms >= 0); /* the lost push's, kept */
     /* its member of the held index goes (with the completion, or a forget) */
     WAIT_FOR(e.base, server_held_members(e.rc, "lostpush") == 0, 5000);
     ASSERT_EQ(0, server_held_members(e.rc, "lostpush"));
 
+    env_stop_proxied(&e, &p);
+}
+
+/* A job pushed at enqueue to an idle worker while the worker's recovering
+ * claim is on its way (as after a worker's start, when the confirmation of
+ * its push channel's subscription arrives after its first claim registered
+ * its slots: pushes may have been lost, the next claim recovers). The
+ * order is made: the enqueue goes ahead of the recovering claim on the
+ * client's command connection, and the push message is held by the proxy
+ * until the claim's reply is in. The claim takes the pushed job over under
+ * its own token (the worker had not heard of the push); the push message
+ * then arrives and is left alone (its epoch is older than the recovering
+ * claim's). The job runs once, under the claim's token, its completion is
+ * accepted, its attempt is spent once, and its wait is the push's (the
+ * claim reply used to give -1: the wait was missing from on_job_start and
+ * the history). */
+TEST(job_pushed_while_a_recovering_claim_is_in_flight_runs_once_with_its_wait) {
+    test_env e;
+    proxy p;
+    env_start_proxied(&e, &p, "pushwait", NULL);
+    starts st = {0, -2, 0};
+    runs r = {0};
+    r.starts = &st;
+    rjq_worker_options wo = quiet_worker_options(2);
+    wo.on_job_start = note_start;
+    rjq_worker *w = NULL;
+    proxy_hold_sub(&p, 1); /* the subscription's confirmation waits */
+    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
+    /* the first claim registered the worker's slots; Redis has the
+     * subscriber (its confirmation is held) */
+    WAIT_FOR(e.base,
+             server_int(e.rc, "HLEN t:{pushwait}:idle") >= 1 && registrations_subscribed(&e, "pushwait"),
+             5000);
+    long long claims = server_script_calls(e.rc);
+    ASSERT_OK(rjq_enqueue(e.q, "x", 1, NULL, NULL, NULL));
+    /* (white-box) what the confirmation does to the registration, now:
+     * its next claim recovers; it is sent after the enqueue */
+    rjq__reg_lost(w->reg);
+    rjq__w_poke(w);
+    ASSERT(loop_until_count(e.base, &r.done, 1, 5000)); /* (on_done_ok: accepted) */
+    ASSERT(server_script_calls(e.rc) >= claims + 2); /* the enqueue, the claim */
+    ASSERT_EQ(1, r.ran);
+    ASSERT_EQ(1, st.n);
+    ASSERT_EQ(1, r.attempt_max);
+    ASSERT(st.wait_ms >= 0);
+    ASSERT_EQ(1, state_attempts(&e, "pushwait", 1));
+
+    proxy_hold_sub(&p, 0); /* the confirmation, then the push message: run nothing */
+    wait_worker_started(e.base, e.c, e.q, e.rc, "pushwait"); /* the claims settled */
+    ASSERT_EQ(1, r.ran);
+    ASSERT_EQ(1, st.n);
+    ASSERT_EQ(0, server_active_jobs(e.rc, "pushwait"));
+    ASSERT_EQ(1, state_attempts(&e, "pushwait", 1));
+    WAIT_FOR(e.base, server_held_members(e.rc, "pushwait") == 0, 5000);
+    ASSERT_EQ(0, server_held_members(e.rc, "pushwait"));
+    env_stop_proxied(&e, &p);
+}
+
+static void on_outcome_count(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    (void)c, (void)o;
+    ASSERT_OK(status);
+    (*(long *)data)++;
+}
+
+/* A probe channel's listener (white-box): at its confirmation, which
+ * arrives right behind the worker's push channel's, whether the worker's
+ * next claim would recover. */
+typedef struct probe {
+    rjq_worker *w;
+    int confirmed;
+    int recovers;
+} probe;
+
+static void on_probe(rjq_client *c, const char *ch, const char *msg, size_t len, void *arg) {
+    probe *pr = arg;
+    (void)c, (void)ch, (void)len;
+    if (msg != NULL || pr->confirmed++) return;
+    pr->recovers = rjq__reg_claim_recovers(pr->w->reg, 1);
+}
+
+/* The reply channels (of awaits) Redis has subscribers on. */
+static size_t reply_channels(test_env *e) {
+    redisReply *r = server_cmd(e->rc, "PUBSUB CHANNELS *reply*");
+    size_t n = r->type == REDIS_REPLY_ARRAY ? r->elements : 0;
+    freeReplyObject(r);
+    return n;
+}
+
+/* A worker starts and a producer awaits a job at once (examples/traces.c):
+ * the worker's first claim registers its slots before its push channel's
+ * subscription is confirmed, and the await's enqueue goes out when its
+ * reply channel's confirmation arrives, right behind the push channel's.
+ * The job is pushed to the worker. The push channel's first confirmation
+ * tells of nothing missed (no push to it can have been made before its
+ * subscription reached Redis: a push needs a subscriber), so the claim it
+ * makes the worker send replaces the registration without recovering (no
+ * scan of active; it leaves the pushed job alone). The job runs once, in
+ * its first attempt, with its wait. (Every confirmation used to make the
+ * next claim recover: sent right behind the enqueue, it took the job over
+ * under its own token before the worker read the push.) */
+TEST(first_subscription_of_a_push_channel_makes_no_recovering_claim) {
+    test_env e;
+    proxy p;
+    env_start_proxied(&e, &p, "firstsub", NULL);
+    starts st = {0, -2, 0};
+    runs r = {0};
+    r.starts = &st;
+    rjq_worker_options wo = quiet_worker_options(2);
+    wo.on_job_start = note_start;
+    rjq_worker *w = NULL;
+    proxy_hold_sub(&p, 1); /* the confirmations wait */
+    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
+    probe pr = {w, 0, -1};
+    ASSERT_OK(rjq__subscribe(e.c, "t:{firstsub}:probe", on_probe, &pr));
+    WAIT_FOR(e.base,
+             server_int(e.rc, "HLEN t:{firstsub}:idle") >= 1 && registrations_subscribed(&e, "firstsub") &&
+                 server_numsub(e.rc, "t:{firstsub}:probe") == 1,
+             5000);
+    long outcomes = 0;
+    ASSERT_OK(rjq_enqueue_await(e.q, "x", 1, NULL, NULL, on_outcome_count, &outcomes, NULL));
+    /* its reply channel subscribed in Redis (the confirmation held) */
+    WAIT_FOR(e.base, reply_channels(&e) >= 1, 5000);
+    ASSERT_EQ(0, server_active_jobs(e.rc, "firstsub"));
+    proxy_hold_sub(&p, 0);
+
+    ASSERT(loop_until_count(e.base, &outcomes, 1, 5000));
+    ASSERT(loop_until_count(e.base, &r.done, 1, 5000)); /* (on_done_ok: accepted) */
+    ASSERT_EQ(1, pr.confirmed);
+    ASSERT_EQ(0, pr.recovers); /* (it was 1) */
+    ASSERT_EQ(1, r.ran);
+    ASSERT_EQ(1, st.n);
+    /* (under its push's token, unless the claim the confirmation made
+     * held the worker's slots when the push arrived: then it was handed
+     * back and claimed again, its attempt undone, its wait kept) */
+    ASSERT(st.wait_ms >= 0);
+    ASSERT_EQ(1, state_attempts(&e, "firstsub", 1));
     env_stop_proxied(&e, &p);
 }
 
@@ -659,6 +824,46 @@ TEST(recovering_claim_finds_pushed_jobs_by_their_state) {
     freeReplyObject(st);
     st = server_cmd(rc, "HGET t:{lua}:state j1");
     ASSERT(strncmp(st->str, "active 1 c1.1.D", 15) == 0);
+    freeReplyObject(st);
+    redisFree(rc);
+    server_stop_guarded(&s);
+}
+
+/* A recovering claim that takes over a pushed job gives it the wait the
+ * push gave it (ms from its enqueue to that start, from the job's times,
+ * which stay), when the push was its first run: the worker counts it in
+ * on_job_start and the history as it would have counted the push's. A
+ * later attempt's wait, or one whose times are not known (or make no
+ * sense: a start after the claim's time), is -1. */
+TEST(recovering_claim_gives_a_taken_over_push_its_wait) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    long long now = server_now_ms(rc);
+    freeReplyObject(server_cmd(rc, "HSET t:{lua}:payload j1 x j2 y j3 z j4 w"));
+    char v[4][96];
+    snprintf(v[0], sizeof v[0], "active 1 c1.1.Aa0Bb1Cc2Dp1 @%lld,%lld,", now - 900, now - 650);
+    snprintf(v[1], sizeof v[1], "active 2 c1.1.Aa0Bb1Cc2Dp2 @%lld,%lld,%lld", now - 900, now - 100,
+             now - 500);
+    snprintf(v[2], sizeof v[2], "active 1 c1.1.Aa0Bb1Cc2Dp3");
+    snprintf(v[3], sizeof v[3], "active 1 c1.1.Aa0Bb1Cc2Dp4 @%lld,%lld,", now - 900, now + 3600000);
+    for (int i = 0; i < 4; i++) freeReplyObject(server_cmd(rc, "HSET t:{lua}:state j%d %s", i + 1, v[i]));
+    freeReplyObject(server_cmd(rc, "ZADD t:{lua}:active 9999999999999 j1 9999999999999 j2 "
+                                   "9999999999999 j3 9999999999999 j4"));
+    redisReply *r = claim_eval(rc, "c1.1.D", 4, 1);
+    ASSERT_EQ(4 + 4 * 5, r->elements);
+    for (size_t i = 4; i < r->elements; i += 5) {
+        const char *id = r->element[i]->str;
+        long long wait = r->element[i + 4]->integer;
+        if (strcmp(id, "j1") == 0) ASSERT_EQ(250, wait);
+        else ASSERT_EQ(-1, wait); /* a later attempt, no times, a start yet to come */
+    }
+    freeReplyObject(r);
+    redisReply *st = server_cmd(rc, "HGET t:{lua}:state j1");
+    char want[128];
+    snprintf(want, sizeof want, "active 1 c1.1.D @%lld,%lld,", now - 900, now - 650); /* its times stay */
+    ASSERT(strncmp(st->str, "active 1 c1.1.D", 15) == 0);
+    ASSERT(strstr(st->str, want + 15) != NULL);
     freeReplyObject(st);
     redisFree(rc);
     server_stop_guarded(&s);

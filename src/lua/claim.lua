@@ -11,6 +11,10 @@
 -- worker's other tokens that it does not name as known (ARGV 12..): up to
 -- `want` of them go under this claim's token with a fresh lease (the rest
 -- back to the queue, attempt undone), then it claims for the slots left.
+-- A job pushed between the claim's send and its run is among them (the
+-- worker could not name its token yet): it runs once, under this claim's
+-- token (the push message, of the registration's older epoch, is then left
+-- alone by the worker, src/push.c), its attempt, start and wait the push's.
 -- (Pushed jobs have no member in the held index: they are found by a scan
 -- of active, active_under in lib.lua.)
 -- Its member is written even when it got nothing, so a re-send never
@@ -59,8 +63,10 @@
 --       alone)
 -- Returns { next, registered, token, deadline, then 5 per job: id, payload,
 -- attempt, max_attempts (for a job with headers the string "<max>\n<headers
--- text>", max_of in lib.lua), wait (ms from its enqueue to this first
--- start; -1: a later run or not known) } where the payload of a job this call started
+-- text>", max_of in lib.lua), wait (ms from its enqueue to its first
+-- start, when this call's job is in its first attempt: that start is this
+-- call's, or for a job recovered or returned again its push's or first
+-- run's, first_wait below; -1: a later run or not known) } where the payload of a job this call started
 -- is nil when ARGV 10 is 0: the worker reads the payloads with one HMGET
 -- of the payload column, so their bytes never pass through Lua (which
 -- hashes every byte of a string that enters it, and copies it in and out:
@@ -119,6 +125,21 @@ local now = now_ms()
 local emit = monitor(monitored, events, now)
 local out = {-1, 0, tok, now + lease} -- a number: an integer reply
 
+-- The wait of a job this call returns that it did not start itself (one a
+-- recovery takes over, never heard of by its worker, or one a re-sent
+-- claim's first run started, whose reply was lost), from its times
+-- (state_text's tm), which stay: ms from its enqueue to its start, when
+-- that start was its first (attempt a is 1), as the push or claim that
+-- started it gave it (start_jobs); else -1. A start after this call's
+-- time (times written behind rjq's back) is not known either: -1.
+local function first_wait(a, tm)
+  if a ~= 1 then return -1 end
+  local q, s = times_split(tm)
+  q, s = tonumber(q), tonumber(s)
+  if not q or not s or s < q or s > now then return -1 end
+  return s - q -- (a number: an integer reply)
+end
+
 -- The jobs among ids still active under token t, as parallel lists (ids,
 -- payloads, attempts, options, lease deadlines, times).
 local function still_held(ids, t)
@@ -139,7 +160,7 @@ end
 if #first > 0 then
   check_all()
   local _, ids = held_split(first[1])
-  local keep, d, a, o, dl = still_held(ids, tok)
+  local keep, d, a, o, dl, tms = still_held(ids, tok)
   -- deadline: the lease's end its first run gave (the worker takes deadline
   -- - lease for the claim's start, see extend.lua). A job's score is no
   -- measure of it: capped by its run time's end (start_jobs), or extended
@@ -150,7 +171,8 @@ if #first > 0 then
   for i, id in ipairs(keep) do
     out[#out + 1] = id; out[#out + 1] = d[i]; out[#out + 1] = a[i]
     local _, _m, _b, tmo = parse_options(o[i])
-    out[#out + 1] = max_of(o[i]); out[#out + 1] = -1
+    -- (its wait: the first run's, whose reply the worker never read)
+    out[#out + 1] = max_of(o[i]); out[#out + 1] = first_wait(a[i], tms[i] or nil)
     if tmo and ends[i] then
       local t = tonumber(ends[i]) - tmo + lease
       if not by_end or t > by_end then by_end = t end
@@ -209,8 +231,9 @@ if recover then
           want = want - 1
           rec[#rec + 1] = id
           out[#out + 1] = id; out[#out + 1] = d[i]; out[#out + 1] = a[i]
-          out[#out + 1] = max_of(o[i]); out[#out + 1] = -1
-          -- (its times stay: the start is that of the push it never ran)
+          -- (its times stay: the start is that of the push it never ran, and
+          -- so does its wait: the worker counts it once, here)
+          out[#out + 1] = max_of(o[i]); out[#out + 1] = first_wait(a[i], tms[i] or nil)
           st[#st + 1] = id; st[#st + 1] = state_value('active', a[i], tok, tms[i] or nil)
           za[#za + 1] = deadline; za[#za + 1] = id
           if ends[i] and tonumber(ends[i]) < now + lease and select(4, parse_options(o[i])) then

@@ -907,3 +907,74 @@ TEST(dependency_on_a_server_assigned_id_waits_and_reads) {
     ASSERT_EQ(RJQ_EJOBID, rjq_queue_get_dependencies(e.q, "a b", on_deps_read, &rd));
     env_stop(&e);
 }
+
+/* A job enqueued with dependencies has an entry in the deps hash; it goes
+ * with the job's record, however the record is forgotten: a delete, the
+ * cap of cancelled jobs, the dead cap (a burial by the policy 'fail'), the
+ * retention of completed jobs. */
+TEST(forgetting_a_job_with_dependencies_deletes_its_deps_entry) {
+    test_env e;
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
+    qo.dead_max = 1;      /* (cancelled ones too) */
+    qo.completed_max = 1; /* past it, the completion's sweep deletes */
+    env_start_queue(&e, "fg", &qo);
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0); /* pending: its dependents wait */
+    rjq_dep on_a = {"fg", "a"};
+    const char *ids[] = {"b", "c", "d", "x", "y"};
+    for (size_t i = 0; i < 5; i++)
+        ASSERT_OK(enqueue_after(&e, e.q, ids[i], &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(5, server_int(e.rc, "HLEN t:{fg}:deps"));
+    /* delete of a cancelled waiting job */
+    int done = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "b", on_cancel_wait, &done));
+    ASSERT(loop_until(e.base, &done, 5000));
+    ASSERT_EQ(1, done);
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{fg}:deps b")); /* (kept with its record) */
+    count_wait cw = {0};
+    ASSERT_OK(rjq_queue_delete(e.q, "b", on_count, &cw));
+    ASSERT(loop_until(e.base, &cw.done, 5000));
+    ASSERT_OK(cw.status);
+    ASSERT_EQ(1, (long)cw.n);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{fg}:deps b"));
+    /* the cancelled cap: d's cancel forgets c */
+    done = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "c", on_cancel_wait, &done));
+    ASSERT(loop_until(e.base, &done, 5000));
+    done = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "d", on_cancel_wait, &done));
+    ASSERT(loop_until(e.base, &done, 5000));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{fg}:payload c"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{fg}:deps c"));
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{fg}:deps d"));
+    /* the dead cap: x and y buried by their policy when a dies; each burial
+     * forgets the oldest dead job (a, then the first of x and y) */
+    long dead = 0;
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, bury_it, &dead, &w));
+    count_wait p = {0};
+    ASSERT_OK(rjq_queue_promote(e.q, "a", on_count, &p));
+    ASSERT(loop_until_count(e.base, &dead, 1, 10000));
+    WAIT_FOR(e.base, server_int(e.rc, "ZCARD t:{fg}:waiting") == 0, 10000);
+    WAIT_FOR(e.base, server_int(e.rc, "HEXISTS t:{fg}:payload x") +
+                             server_int(e.rc, "HEXISTS t:{fg}:payload y") == 1, 10000);
+    ASSERT_EQ(server_int(e.rc, "HEXISTS t:{fg}:payload x"), server_int(e.rc, "HEXISTS t:{fg}:deps x"));
+    ASSERT_EQ(server_int(e.rc, "HEXISTS t:{fg}:payload y"), server_int(e.rc, "HEXISTS t:{fg}:deps y"));
+    ASSERT_EQ(2, server_int(e.rc, "HLEN t:{fg}:deps")); /* d's and the one buried last's */
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{fg}:deps d"));
+    worker_stop_wait(e.base, w);
+    /* retention: r after a completed job, run and completed, then forgotten
+     * past the cap of completed jobs */
+    enqueue_x_ok(e.base, e.q, "k", 0, 0);
+    ASSERT_OK(enqueue_after(&e, e.q, "r", &(rjq_dep){"fg", "k"}, 1, RJQ_AFTER_FAIL).status);
+    ran r = {{0}, 0};
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, &r, &w));
+    ASSERT(loop_until_count(e.base, &r.n, 2, 10000));
+    ASSERT_STREQ("k,r", r.order);
+    enqueue_x_ok(e.base, e.q, "s", 0, 0);
+    ASSERT(loop_until_count(e.base, &r.n, 3, 10000));
+    WAIT_FOR(e.base, server_int(e.rc, "HEXISTS t:{fg}:payload r") == 0, 10000);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{fg}:deps r"));
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}

@@ -17,6 +17,7 @@
 typedef struct ran {
     char order[256];
     long n;
+    char traces[256]; /* each job's header "trace" ('-' for none), in order */
 } ran;
 
 static void complete_it(rjq_job *job, void *data) {
@@ -25,6 +26,11 @@ static void complete_it(rjq_job *job, void *data) {
     if (strlen(r->order) + strlen(id) + 2 < sizeof r->order) {
         if (r->order[0]) strcat(r->order, ",");
         strcat(r->order, id);
+    }
+    const char *t = rjq_job_get_header(job, "trace");
+    if (strlen(r->traces) + (t ? strlen(t) : 1) + 2 < sizeof r->traces) {
+        if (r->traces[0]) strcat(r->traces, ",");
+        strcat(r->traces, t ? t : "-");
     }
     r->n++;
     ASSERT_OK(rjq_job_complete(job, NULL, 0, NULL, NULL));
@@ -102,7 +108,7 @@ TEST(flow_writes_children_across_queues_then_the_parent_that_runs_after_them) {
     redisReply *d = server_cmd(e.rc, "HGET t:{fp}:deps p");
     ASSERT(d->type == REDIS_REPLY_STRING && strstr(d->str, "\nw fa a\nw fb b") != NULL);
     freeReplyObject(d);
-    ran r = {{0}, 0};
+    ran r = {{0}, 0, {0}};
     rjq_worker_options wo = quiet_worker_options(1);
     rjq_worker *wa, *wb, *wp;
     ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, &r, &wp));
@@ -114,9 +120,9 @@ TEST(flow_writes_children_across_queues_then_the_parent_that_runs_after_them) {
     ASSERT(loop_until_count(e.base, &r.n, 3, 10000));
     ASSERT_STREQ("a,b,p", r.order);
     ASSERT_STREQ("completed", get_info(e.base, e.q, "p").state);
-    /* (the parent's headers are copied for its enqueue after the call; a
-     * job with dependencies does not store headers yet: deps.c's enqueue
-     * encodes the options without them) */
+    /* the parent's headers are kept with its dependencies (its handler
+     * reads them); the children had none */
+    ASSERT_STREQ("-,-,t-1", r.traces);
     worker_stop_wait(e.base, wa);
     worker_stop_wait(e.base, wb);
     worker_stop_wait(e.base, wp);

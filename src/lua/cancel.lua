@@ -10,7 +10,7 @@
 -- producers are told ('cancelled').
 -- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, active,
 --       stats, cancelled, cols, monitored, events, push, dedup, waiting,
---       groups
+--       groups, deps
 -- ARGV: 1 job name prefix, 2 id, 3 most cancelled jobs kept
 -- Returns { code, state, told }: 1 cancelled (state: the one it left:
 -- ready, delayed, active or waiting), 0 no such job, 2 already finished
@@ -19,8 +19,9 @@
 local prefix, id, most = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local J = columns(cols, prefix)
 J.u = dedup
+J.dp = deps
 expect_types({ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset', stats, 'hash',
-              cancelled, 'zset', J.s, 'hash', J.d, 'hash', J.o, 'hash', J.n, 'hash', J.u, 'zset',
+              cancelled, 'zset', J.s, 'hash', J.d, 'hash', J.o, 'hash', J.n, 'hash', J.u, 'zset', J.dp, 'hash',
               waiting, 'zset'})
 local v = fields(J, id, 'd', 's', 'o', 'n')
 if not v[1] then return {0, '', 0} end

@@ -16,7 +16,7 @@
 -- completed while no sweep or other worker took it: its token still
 -- matches, and the token is what fences it.
 -- KEYS (src/keys.def; bound to these locals): active, completed, stats,
---       ready, prio, idle, cols, monitored, events, held, dedup, deadlines
+--       ready, prio, idle, cols, monitored, events, held, dedup, deadlines, deps
 -- ARGV: 1 job name prefix, 2 retention ms (-1: no age limit), 3 most
 --       completed jobs kept (<= 0: no count limit), 4 number of offers,
 --       5 number of tokens to forget, then per offer: idle field, epoch,
@@ -35,6 +35,7 @@ local FORGET = OFFERS + 4 * offers -- of the first token to forget
 local FIRST = FORGET + tonumber(ARGV[5]) -- of the first job
 local J = columns(cols, prefix)
 J.u = dedup
+J.dp = deps
 -- Wrongly typed keys are refused before the first write: the reads below
 -- check theirs, the first three writes check their own (the count of
 -- retained jobs, whose reply says whether the retention sweep is due, then

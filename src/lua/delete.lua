@@ -4,13 +4,14 @@
 -- dedup time stays reserved until it is over). Waiting and running jobs
 -- are not deleted here: cancelling them tells their awaits and workers;
 -- completed jobs leave by their retention.
--- KEYS (src/keys.def; bound to these locals): dead, cancelled, cols, dedup
+-- KEYS (src/keys.def; bound to these locals): dead, cancelled, cols, dedup, deps
 -- ARGV: 1 'id', 'dead' or 'cancelled'; 2 the id, or n (<= 1000)
 -- Returns, for an id: 1 deleted, -1 no such job, -2 it is in another
 -- state; for a set: how many were deleted.
 local J = columns(cols)
 J.u = dedup
-expect_types({dead, 'zset', cancelled, 'zset', J.u, 'zset', J.d, 'hash', J.s, 'hash', J.o, 'hash',
+J.dp = deps
+expect_types({dead, 'zset', cancelled, 'zset', J.u, 'zset', J.dp, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash',
               J.r, 'hash', J.e, 'hash', J.f, 'hash', J.n, 'hash'})
 if ARGV[1] == 'id' then
   local id = ARGV[2]

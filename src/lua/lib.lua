@@ -825,7 +825,8 @@ end
 -- Delete the records of finished jobs ids (finished: when each finished,
 -- ms). An id whose job has a dedup time not yet over stays reserved in
 -- the dedup set (J.u, which every script that deletes records declares)
--- until then.
+-- until then. A job enqueued with dependencies loses their entry (J.dp,
+-- the deps hash, declared by the same scripts) with its record.
 local function forget_jobs(J, ids, finished)
   if #ids == 0 then return end
   local o = hmget_sparse(J.o, ids)
@@ -840,6 +841,7 @@ local function forget_jobs(J, ids, finished)
     end
   end
   if #za > 0 then call_all('ZADD', J.u, za, 2, 'zset') end
+  call_all('HDEL', J.dp, ids, 1, 'hash')
   delete_jobs(J, ids)
 end
 
@@ -1005,7 +1007,7 @@ end
 -- entries go, so a little less may remain. kept: the number of ids in the
 -- index when the caller knows it (nil: read it).
 local function sweep_completed(J, completed, stats, retention, cap, now, budget, kept)
-  expect_types({J.u, 'zset'}) -- (forget_jobs writes it; checked before this sweep's writes)
+  expect_types({J.u, 'zset', J.dp, 'hash'}) -- (forget_jobs writes them; checked before this sweep's writes)
   kept = kept or int_fields(stats, 'retained', 'swept')[1] or 0
   local limit = cap
   if cap > 0 and kept > cap then limit = cap - cap_slack(cap) end

@@ -6,7 +6,7 @@
 -- sweep_completed), so records go away even when no completions come.
 -- KEYS (src/keys.def; bound to these locals): active, ready, prio, dead,
 --       stats, guard, completed, cols, monitored, events, push, delayed,
---       meta, deadlines, dedup, dependents, waiting
+--       meta, deadlines, dedup, dependents, waiting, groups, deps
 -- ARGV: 1 job name prefix, 2 wake channel, 3 guard ms (0: no guard),
 --       4 max jobs, 5 dead cap, 6 retention ms, 7 completed cap, 8 look
 --       (1: also say how many jobs wait), 9 jitter in [0,1) (backoff)
@@ -34,10 +34,11 @@ local prefix, wake, guard_ms, limit, dead_max = ARGV[1], ARGV[2], tonumber(ARGV[
 local retention, cap, look, jitter = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8] == '1', tonumber(ARGV[9])
 local J = columns(cols, prefix)
 J.u = dedup
+J.dp = deps
 -- (every column: the retention sweep deletes records in all of them)
 expect_types({active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash', completed, 'list',
               J.d, 'hash', J.s, 'hash', J.o, 'hash', J.r, 'hash', J.e, 'hash', J.f, 'hash', J.n, 'hash',
-              delayed, 'zset', deadlines, 'zset', J.u, 'zset', J.a, 'hash'})
+              delayed, 'zset', deadlines, 'zset', J.u, 'zset', J.dp, 'hash', J.a, 'hash'})
 local now = now_ms()
 local function result(n)
   if not look then return n end

@@ -498,3 +498,85 @@ TEST(cancelling_a_running_group_job_frees_its_slot) {
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }
+
+/* rjq_stats.ready counts the queue's group jobs that are ready (the group
+ * scripts' 'gready' counter): enqueued, started, reclaimed, cancelled,
+ * retried and drained, beside the queue's own ready jobs. */
+TEST(queue_stats_ready_counts_its_groups_ready_jobs) {
+    test_env e;
+    env_start(&e, "gs");
+    set_limits(&e, "a", 1, 0);
+    ASSERT_OK(enqueue_in(&e, e.q, "a1", "a", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "a2", "a", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "b1", "b", 3).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "plain", NULL, 0).status);
+    ASSERT_EQ(4, get_stats(e.base, e.q).ready);
+    /* a claim (as a worker sends it) takes one group job and the plain one
+     * ("a" is limited to one) */
+    const char *claim[] = {"t:{gs}:job:", "5", "60000", "cx.w.1", "t:{gs}:wake", "w ch", "1", "0", "0", "1"};
+    redisReply *r = fcall(e.rc, RJQ__S_CLAIM, "gs", claim, 10);
+    ASSERT(r->type == REDIS_REPLY_ARRAY);
+    size_t got = (r->elements - 4) / 5;
+    char a1[64] = "";
+    for (size_t i = 0; i < got; i++)
+        if (strcmp(r->element[4 + 5 * i + 1]->str, "a1") == 0)
+            snprintf(a1, sizeof a1, "%s", r->element[4 + 5 * i]->str);
+    freeReplyObject(r);
+    ASSERT_EQ(3, (long long)got); /* plain, a1, b1 */
+    ASSERT(a1[0] != '\0');
+    rjq_stats st = get_stats(e.base, e.q);
+    ASSERT_EQ(1, st.ready); /* a2 */
+    ASSERT_EQ(3, st.active);
+    /* a1's lease runs out: back in its group, ready again */
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{gs}:active 1 %s", a1));
+    count_wait cw = {0, 0, 0};
+    ASSERT_OK(rjq_queue_reclaim(e.q, on_count, &cw));
+    WAIT_FOR(e.base, cw.done == 1, 10000);
+    ASSERT_EQ(2, get_stats(e.base, e.q).ready);
+    /* a cancelled ready group job is ready no more (its id stays in its
+     * group's list until a claim drops it) */
+    ASSERT_OK(rjq_queue_cancel(e.q, a1, NULL, NULL));
+    WAIT_FOR(e.base, strcmp(get_info(e.base, e.q, a1).state, "cancelled") == 0, 10000);
+    ASSERT_EQ(1, get_stats(e.base, e.q).ready);
+    ASSERT_EQ(2, server_int(e.rc, "LLEN t:{gs}:g:r:a"));
+    /* a worker drains the rest: nothing ready, the counter back at 0 (its
+     * claim finds a1's left-behind id first: counted against "a"'s limit
+     * of 1 in that call, the group left the ring and a2 never started) */
+    ran rn;
+    memset(&rn, 0, sizeof rn);
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_noting, &rn, &w));
+    WAIT_FOR(e.base, rn.n == 1, 10000);
+    ASSERT_STREQ("a2", rn.order[0]);
+    WAIT_FOR(e.base, server_int(e.rc, "LLEN t:{gs}:g:r:a") == 0, 10000);
+    ASSERT_EQ(0, get_stats(e.base, e.q).ready);
+    ASSERT_EQ(0, server_int(e.rc, "HGET t:{gs}:stats gready"));
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* The listing only reads (a read-only monitor user runs it: test_acl):
+ * a listed group left with nothing is not shown and stays in the list;
+ * the completion that empties a group drops it. */
+TEST(listing_groups_only_reads_and_the_completion_that_empties_a_group_unlists_it) {
+    test_env e;
+    env_start(&e, "gl");
+    ASSERT_OK(enqueue_in(&e, e.q, "x", "busy", 0).status);
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{gl}:g:all 0 stale")); /* (listed, nothing left) */
+    groups_wait l = groups_of(&e, NULL);
+    ASSERT_EQ(1, l.total);
+    ASSERT_STREQ("busy", l.name[0]);
+    ASSERT_EQ(2, server_int(e.rc, "ZCARD t:{gl}:g:all")); /* (not written) */
+    ran rn;
+    memset(&rn, 0, sizeof rn);
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_noting, &rn, &w));
+    WAIT_FOR(e.base, rn.n == 1, 10000);
+    WAIT_FOR(e.base, server_int(e.rc, "ZCARD t:{gl}:g:all") == 1, 10000); /* (busy dropped) */
+    ASSERT_EQ(0, server_int(e.rc, "ZRANK t:{gl}:g:all stale"));
+    ASSERT_EQ(0, groups_of(&e, NULL).total);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}

@@ -580,3 +580,78 @@ TEST(listing_groups_only_reads_and_the_completion_that_empties_a_group_unlists_i
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }
+
+static void on_done_status(rjq_client *c, int status, void *data) {
+    (void)c;
+    int *d = data;
+    d[0]++;
+    d[1] = status;
+}
+
+/* A group job reclaimed while its worker still holds it (lease lost, or
+ * run time over: timed_out, its handle told RJQ_ETIMEDOUT and expired),
+ * and given to the same worker again: finishing the first run's handle is
+ * refused (fenced), leaves the second run alone (it runs on and its
+ * completion is the one accepted) and trips no assertion of the worker's
+ * job lists (rjq__w_job_move). */
+static void old_handle_after_the_same_worker_got_the_job_again(const char *qn, int timed_out,
+                                                               const char *group) {
+    test_env e;
+    env_start(&e, qn);
+    if (group) set_limits(&e, group, 1, 0);
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.group = group;
+    o.timeout_ms = 60000;
+    o.backoff.type = RJQ_BACKOFF_FIXED;
+    o.backoff.base_ms = 1;
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    last_held h = {NULL, 0};
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_last_handler, &h, &w));
+    WAIT_FOR(e.base, h.started == 1, 10000);
+    rjq_job *old = h.job;
+    char jid[64];
+    snprintf(jid, sizeof jid, "%s", rjq_job_get_id(old));
+    /* its lease (or run time) is over: the sweep returns it to its group,
+     * the same worker (a free slot) claims it again */
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{%s}:active 1 %s", qn, jid));
+    if (timed_out) freeReplyObject(server_cmd(e.rc, "ZADD t:{%s}:deadlines 1 %s", qn, jid));
+    count_wait cw = {0, 0, 0};
+    ASSERT_OK(rjq_queue_reclaim(e.q, on_count, &cw));
+    WAIT_FOR(e.base, cw.done == 1, 10000);
+    if (timed_out) WAIT_FOR(e.base, rjq_job_get_notice(old) == RJQ_ETIMEDOUT, 10000);
+    WAIT_FOR(e.base, h.started == 2, 10000);
+    rjq_job *again = h.job;
+    ASSERT(again != old);
+    ASSERT_STREQ(jid, rjq_job_get_id(again));
+    ASSERT_EQ(2, rjq_job_get_attempt(again));
+    int d1[2] = {0, 0};
+    ASSERT_OK(rjq_job_complete(old, "old", 3, on_done_status, d1));
+    WAIT_FOR(e.base, d1[0] == 1, 10000);
+    ASSERT(d1[1] != RJQ_OK);
+    ASSERT_STREQ("active", get_info(e.base, e.q, jid).state);
+    if (group) ASSERT_EQ(1, server_int(e.rc, "SCARD t:{%s}:g:a:a", qn));
+    ASSERT_EQ(0, rjq_job_get_notice(again));
+    int d2[2] = {0, 0};
+    ASSERT_OK(rjq_job_complete(again, "new", 3, on_done_status, d2));
+    WAIT_FOR(e.base, d2[0] == 1, 10000);
+    ASSERT_OK(d2[1]);
+    ASSERT_STREQ("completed", get_info(e.base, e.q, jid).state);
+    if (group) WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{%s}:g:job t:{%s}:g:a:a", qn, qn) == 0, 10000);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+TEST(finishing_a_reclaimed_jobs_old_handle_after_the_same_worker_got_it_again_is_fenced) {
+    old_handle_after_the_same_worker_got_the_job_again("gz", 0, "a");
+}
+
+/* (not group-specific: the same for a job of no group) */
+TEST(finishing_a_reclaimed_plain_jobs_old_handle_after_the_same_worker_got_it_again_is_fenced) {
+    old_handle_after_the_same_worker_got_the_job_again("gx", 0, NULL);
+}
+
+TEST(finishing_a_timed_out_jobs_old_handle_after_the_same_worker_got_it_again_is_fenced) {
+    old_handle_after_the_same_worker_got_the_job_again("gy", 1, "a");
+}

@@ -655,3 +655,46 @@ TEST(finishing_a_reclaimed_plain_jobs_old_handle_after_the_same_worker_got_it_ag
 TEST(finishing_a_timed_out_jobs_old_handle_after_the_same_worker_got_it_again_is_fenced) {
     old_handle_after_the_same_worker_got_the_job_again("gy", 1, "a");
 }
+
+/* A handler that finishes the handle noted in old at its second start. */
+typedef struct finish_old_inside {
+    rjq_job *old, *cur;
+    long started;
+    int d[2];
+} finish_old_inside;
+
+static void finish_old_in_handler(rjq_job *job, void *data) {
+    finish_old_inside *f = data;
+    f->started++;
+    if (f->started == 2 && f->old) ASSERT_OK(rjq_job_complete(f->old, "old", 3, on_done_status, f->d));
+    f->cur = job;
+}
+
+/* The same, the old handle finished from inside the handler of the job's
+ * next run (in the claim reply's loop that made the new handle). */
+TEST(finishing_an_old_handle_inside_the_handler_of_its_jobs_next_run_is_fenced) {
+    test_env e;
+    env_start(&e, "gw");
+    set_limits(&e, "a", 1, 0);
+    ASSERT_OK(enqueue_in(&e, e.q, "x", "a", 0).status);
+    finish_old_inside f;
+    memset(&f, 0, sizeof f);
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, finish_old_in_handler, &f, &w));
+    WAIT_FOR(e.base, f.started == 1, 10000);
+    f.old = f.cur;
+    char jid[64];
+    snprintf(jid, sizeof jid, "%s", rjq_job_get_id(f.old));
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{gw}:active 1 %s", jid));
+    count_wait cw = {0, 0, 0};
+    ASSERT_OK(rjq_queue_reclaim(e.q, on_count, &cw));
+    WAIT_FOR(e.base, f.started == 2 && f.d[0] == 1, 10000);
+    ASSERT(f.d[1] != RJQ_OK);
+    int d2[2] = {0, 0};
+    ASSERT_OK(rjq_job_complete(f.cur, "new", 3, on_done_status, d2));
+    WAIT_FOR(e.base, d2[0] == 1, 10000);
+    ASSERT_OK(d2[1]);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}

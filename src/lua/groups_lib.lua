@@ -116,9 +116,11 @@ end
 -- does it: the completion, failure, cancel or claim that emptied it; one
 -- with delayed jobs only is listed again when they become ready,
 -- GROUPS.promote).
+-- (A group in the ring has ready jobs: one read settles the common case of
+-- a completion in a group with a backlog.)
 function GROUPS.tidy(G, g)
-  if redis.call('SCARD', G .. 'a:' .. g) > 0 or redis.call('LLEN', G .. 'r:' .. g) > 0 or
-     redis.call('ZCARD', G .. 'p:' .. g) > 0 then return end
+  if redis.call('ZSCORE', G .. 'ring', g) or redis.call('SCARD', G .. 'a:' .. g) > 0 or
+     redis.call('LLEN', G .. 'r:' .. g) > 0 or redis.call('ZCARD', G .. 'p:' .. g) > 0 then return end
   redis.call('ZREM', G .. 'all', g)
 end
 

@@ -1579,7 +1579,7 @@ RJQ_API long long rjq_monitor_get_time(const rjq_monitor *m);
 typedef struct rjq_stats {
     /* counters since the queue was created */
     long long enqueued, completed, failed, retried, dead, reclaimed, replayed;
-    /* current depths */
+    /* current depths (ready: the queue's own ready jobs and its groups') */
     long long ready, delayed, active, dead_depth;
     long long cancelled;       /* counter: jobs cancelled */
     long long cancelled_depth; /* cancelled jobs kept (see dead_max) */
@@ -1787,7 +1787,8 @@ typedef void rjq_groups_cb(rjq_client *c, int status, long long total, const rjq
  * most count (1..1000) of them; group non-NULL: that one group only
  * (listed with zeros when it has nothing). RJQ_EINVAL (bad range, bad
  * name, cb NULL), RJQ_ESHARDED, RJQ_ECLOSED, RJQ_ENOMEM; the callback gets
- * RJQ_EPROTO for a reply that is not the script's. */
+ * RJQ_EPROTO for a reply that is not the script's. It only reads (the
+ * monitor role of `rjq acl` runs it). */
 RJQ_API int rjq_queue_list_groups(rjq_queue *q, const char *group, long offset, long count,
                                   rjq_groups_cb *cb, void *data);
 

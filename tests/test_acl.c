@@ -235,6 +235,17 @@ static int processes_of(struct event_base *base, rjq_client *monitor, const char
 }
 
 /* The jobs the schedule "tick" has fired on queue jobs (their payloads). */
+static long groups_listed;
+static void on_groups_listed(rjq_client *c, int status, long long total, const rjq_group_info *l,
+                             size_t n, void *data) {
+    (void)c;
+    (void)data;
+    ASSERT_OK(status);
+    ASSERT_EQ(1, total); /* (tenant-1: ready) */
+    ASSERT(n == 1 && strcmp(l[0].name, "tenant-1") == 0 && l[0].depth == 1);
+    groups_listed++;
+}
+
 static long long ticks_fired(redisContext *admin) {
     redisReply *r = server_cmd(admin, "HSCAN t:{jobs}:payload 0 MATCH tick@* COUNT 10000");
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
@@ -321,6 +332,20 @@ TEST(each_acl_role_does_its_job_and_nothing_else) {
     /* and reads Redis' memory and eviction policy (INFO) */
     ASSERT_OK(rjq_client_get_memory(monitor, on_memory_read, NULL));
     ASSERT(loop_until_count(base, &memory_read, 1, 5000));
+    /* and lists a queue's job groups (the listing only reads): a group
+     * with a ready job, one with a delayed job only, one listed with
+     * nothing left (left as it is) */
+    rjq_queue *pg = queue_for(producer, "gjobs");
+    rjq_job_options grouped = RJQ_JOB_OPTIONS_INIT;
+    grouped.group = "tenant-1";
+    ASSERT_OK(enqueue_job(base, pg, "x", &grouped).status);
+    grouped.group = "tenant-2";
+    grouped.delay_ms = 60000;
+    ASSERT_OK(enqueue_job(base, pg, "x", &grouped).status);
+    freeReplyObject(server_cmd(admin, "ZADD t:{gjobs}:g:all 0 tenant-0"));
+    ASSERT_OK(rjq_queue_list_groups(queue_for(monitor, "gjobs"), NULL, 0, 10, on_groups_listed, NULL));
+    ASSERT(loop_until_count(base, &groups_listed, 1, 5000));
+    ASSERT_EQ(3, server_int(admin, "ZCARD t:{gjobs}:g:all"));
 
     /* controls: the producer cancels; the worker role also pauses,
      * resumes, limits and cancels; the monitor does none of it */

@@ -498,3 +498,203 @@ TEST(cancelling_a_running_group_job_frees_its_slot) {
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }
+
+/* rjq_stats.ready counts the queue's group jobs that are ready (the group
+ * scripts' 'gready' counter): enqueued, started, reclaimed, cancelled,
+ * retried and drained, beside the queue's own ready jobs. */
+TEST(queue_stats_ready_counts_its_groups_ready_jobs) {
+    test_env e;
+    env_start(&e, "gs");
+    set_limits(&e, "a", 1, 0);
+    ASSERT_OK(enqueue_in(&e, e.q, "a1", "a", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "a2", "a", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "b1", "b", 3).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "plain", NULL, 0).status);
+    ASSERT_EQ(4, get_stats(e.base, e.q).ready);
+    /* a claim (as a worker sends it) takes one group job and the plain one
+     * ("a" is limited to one) */
+    const char *claim[] = {"t:{gs}:job:", "5", "60000", "cx.w.1", "t:{gs}:wake", "w ch", "1", "0", "0", "1"};
+    redisReply *r = fcall(e.rc, RJQ__S_CLAIM, "gs", claim, 10);
+    ASSERT(r->type == REDIS_REPLY_ARRAY);
+    size_t got = (r->elements - 4) / 5;
+    char a1[64] = "";
+    for (size_t i = 0; i < got; i++)
+        if (strcmp(r->element[4 + 5 * i + 1]->str, "a1") == 0)
+            snprintf(a1, sizeof a1, "%s", r->element[4 + 5 * i]->str);
+    freeReplyObject(r);
+    ASSERT_EQ(3, (long long)got); /* plain, a1, b1 */
+    ASSERT(a1[0] != '\0');
+    rjq_stats st = get_stats(e.base, e.q);
+    ASSERT_EQ(1, st.ready); /* a2 */
+    ASSERT_EQ(3, st.active);
+    /* a1's lease runs out: back in its group, ready again */
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{gs}:active 1 %s", a1));
+    count_wait cw = {0, 0, 0};
+    ASSERT_OK(rjq_queue_reclaim(e.q, on_count, &cw));
+    WAIT_FOR(e.base, cw.done == 1, 10000);
+    ASSERT_EQ(2, get_stats(e.base, e.q).ready);
+    /* a cancelled ready group job is ready no more (its id stays in its
+     * group's list until a claim drops it) */
+    ASSERT_OK(rjq_queue_cancel(e.q, a1, NULL, NULL));
+    WAIT_FOR(e.base, strcmp(get_info(e.base, e.q, a1).state, "cancelled") == 0, 10000);
+    ASSERT_EQ(1, get_stats(e.base, e.q).ready);
+    ASSERT_EQ(2, server_int(e.rc, "LLEN t:{gs}:g:r:a"));
+    /* a worker drains the rest: nothing ready, the counter back at 0 (its
+     * claim finds a1's left-behind id first: counted against "a"'s limit
+     * of 1 in that call, the group left the ring and a2 never started) */
+    ran rn;
+    memset(&rn, 0, sizeof rn);
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_noting, &rn, &w));
+    WAIT_FOR(e.base, rn.n == 1, 10000);
+    ASSERT_STREQ("a2", rn.order[0]);
+    WAIT_FOR(e.base, server_int(e.rc, "LLEN t:{gs}:g:r:a") == 0, 10000);
+    ASSERT_EQ(0, get_stats(e.base, e.q).ready);
+    ASSERT_EQ(0, server_int(e.rc, "HGET t:{gs}:stats gready"));
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* The listing only reads (a read-only monitor user runs it: test_acl):
+ * a listed group left with nothing is not shown and stays in the list;
+ * the completion that empties a group drops it. */
+TEST(listing_groups_only_reads_and_the_completion_that_empties_a_group_unlists_it) {
+    test_env e;
+    env_start(&e, "gl");
+    ASSERT_OK(enqueue_in(&e, e.q, "x", "busy", 0).status);
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{gl}:g:all 0 stale")); /* (listed, nothing left) */
+    groups_wait l = groups_of(&e, NULL);
+    ASSERT_EQ(1, l.total);
+    ASSERT_STREQ("busy", l.name[0]);
+    ASSERT_EQ(2, server_int(e.rc, "ZCARD t:{gl}:g:all")); /* (not written) */
+    ran rn;
+    memset(&rn, 0, sizeof rn);
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_noting, &rn, &w));
+    WAIT_FOR(e.base, rn.n == 1, 10000);
+    WAIT_FOR(e.base, server_int(e.rc, "ZCARD t:{gl}:g:all") == 1, 10000); /* (busy dropped) */
+    ASSERT_EQ(0, server_int(e.rc, "ZRANK t:{gl}:g:all stale"));
+    ASSERT_EQ(0, groups_of(&e, NULL).total);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+static void on_done_status(rjq_client *c, int status, void *data) {
+    (void)c;
+    int *d = data;
+    d[0]++;
+    d[1] = status;
+}
+
+/* A group job reclaimed while its worker still holds it (lease lost, or
+ * run time over: timed_out, its handle told RJQ_ETIMEDOUT and expired),
+ * and given to the same worker again: finishing the first run's handle is
+ * refused (fenced), leaves the second run alone (it runs on and its
+ * completion is the one accepted) and trips no assertion of the worker's
+ * job lists (rjq__w_job_move). */
+static void old_handle_after_the_same_worker_got_the_job_again(const char *qn, int timed_out,
+                                                               const char *group) {
+    test_env e;
+    env_start(&e, qn);
+    if (group) set_limits(&e, group, 1, 0);
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.group = group;
+    o.timeout_ms = 60000;
+    o.backoff.type = RJQ_BACKOFF_FIXED;
+    o.backoff.base_ms = 1;
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    last_held h = {NULL, 0};
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_last_handler, &h, &w));
+    WAIT_FOR(e.base, h.started == 1, 10000);
+    rjq_job *old = h.job;
+    char jid[64];
+    snprintf(jid, sizeof jid, "%s", rjq_job_get_id(old));
+    /* its lease (or run time) is over: the sweep returns it to its group,
+     * the same worker (a free slot) claims it again */
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{%s}:active 1 %s", qn, jid));
+    if (timed_out) freeReplyObject(server_cmd(e.rc, "ZADD t:{%s}:deadlines 1 %s", qn, jid));
+    count_wait cw = {0, 0, 0};
+    ASSERT_OK(rjq_queue_reclaim(e.q, on_count, &cw));
+    WAIT_FOR(e.base, cw.done == 1, 10000);
+    if (timed_out) WAIT_FOR(e.base, rjq_job_get_notice(old) == RJQ_ETIMEDOUT, 10000);
+    WAIT_FOR(e.base, h.started == 2, 10000);
+    rjq_job *again = h.job;
+    ASSERT(again != old);
+    ASSERT_STREQ(jid, rjq_job_get_id(again));
+    ASSERT_EQ(2, rjq_job_get_attempt(again));
+    int d1[2] = {0, 0};
+    ASSERT_OK(rjq_job_complete(old, "old", 3, on_done_status, d1));
+    WAIT_FOR(e.base, d1[0] == 1, 10000);
+    ASSERT(d1[1] != RJQ_OK);
+    ASSERT_STREQ("active", get_info(e.base, e.q, jid).state);
+    if (group) ASSERT_EQ(1, server_int(e.rc, "SCARD t:{%s}:g:a:a", qn));
+    ASSERT_EQ(0, rjq_job_get_notice(again));
+    int d2[2] = {0, 0};
+    ASSERT_OK(rjq_job_complete(again, "new", 3, on_done_status, d2));
+    WAIT_FOR(e.base, d2[0] == 1, 10000);
+    ASSERT_OK(d2[1]);
+    ASSERT_STREQ("completed", get_info(e.base, e.q, jid).state);
+    if (group) WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{%s}:g:job t:{%s}:g:a:a", qn, qn) == 0, 10000);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+TEST(finishing_a_reclaimed_jobs_old_handle_after_the_same_worker_got_it_again_is_fenced) {
+    old_handle_after_the_same_worker_got_the_job_again("gz", 0, "a");
+}
+
+/* (not group-specific: the same for a job of no group) */
+TEST(finishing_a_reclaimed_plain_jobs_old_handle_after_the_same_worker_got_it_again_is_fenced) {
+    old_handle_after_the_same_worker_got_the_job_again("gx", 0, NULL);
+}
+
+TEST(finishing_a_timed_out_jobs_old_handle_after_the_same_worker_got_it_again_is_fenced) {
+    old_handle_after_the_same_worker_got_the_job_again("gy", 1, "a");
+}
+
+/* A handler that finishes the handle noted in old at its second start. */
+typedef struct finish_old_inside {
+    rjq_job *old, *cur;
+    long started;
+    int d[2];
+} finish_old_inside;
+
+static void finish_old_in_handler(rjq_job *job, void *data) {
+    finish_old_inside *f = data;
+    f->started++;
+    if (f->started == 2 && f->old) ASSERT_OK(rjq_job_complete(f->old, "old", 3, on_done_status, f->d));
+    f->cur = job;
+}
+
+/* The same, the old handle finished from inside the handler of the job's
+ * next run (in the claim reply's loop that made the new handle). */
+TEST(finishing_an_old_handle_inside_the_handler_of_its_jobs_next_run_is_fenced) {
+    test_env e;
+    env_start(&e, "gw");
+    set_limits(&e, "a", 1, 0);
+    ASSERT_OK(enqueue_in(&e, e.q, "x", "a", 0).status);
+    finish_old_inside f;
+    memset(&f, 0, sizeof f);
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, finish_old_in_handler, &f, &w));
+    WAIT_FOR(e.base, f.started == 1, 10000);
+    f.old = f.cur;
+    char jid[64];
+    snprintf(jid, sizeof jid, "%s", rjq_job_get_id(f.old));
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{gw}:active 1 %s", jid));
+    count_wait cw = {0, 0, 0};
+    ASSERT_OK(rjq_queue_reclaim(e.q, on_count, &cw));
+    WAIT_FOR(e.base, f.started == 2 && f.d[0] == 1, 10000);
+    ASSERT(f.d[1] != RJQ_OK);
+    int d2[2] = {0, 0};
+    ASSERT_OK(rjq_job_complete(f.cur, "new", 3, on_done_status, d2));
+    WAIT_FOR(e.base, d2[0] == 1, 10000);
+    ASSERT_OK(d2[1]);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}

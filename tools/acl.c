@@ -77,7 +77,7 @@
     "+zrangebylex +zrangebyscore +zrem +zremrangebylex +zremrangebyrank +zremrangebyscore "  \
     "+zscore +unlink +sadd +scard +smembers +srem"
 #define MONITOR_SCRIPTS                                                                   \
-    "+exists +hexists +hgetall +hlen +hmget +hscan +llen +lpos +lrange +type +zcard +zcount +zrangebyscore +zscore"
+    "+exists +hexists +hgetall +hlen +hmget +hscan +llen +lpos +lrange +scard +type +zcard +zcount +zrangebyscore +zscore"
 
 static int fits(const char *s) {
     if (s[0] == '\0') return 0;

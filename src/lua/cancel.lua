@@ -51,10 +51,13 @@ redis.call('HSET', J.s, id, state_value('cancelled', attempts, state == 'active'
 redis.call('ZADD', cancelled, t, id)
 redis.call('HINCRBY', stats, 'cancelled', 1)
 -- a job of a group (README "Groups"): a running one frees its slot; a
--- waiting one's id is left in its group, where a claim drops it
+-- waiting one's id is left in its group, where a claim drops it (no
+-- longer counted ready: 'gready', groups_lib.lua)
 if GROUPS.hinted(v[3]) then
   if state == 'active' then GROUPS.release(groups, J, {id}, {}) end
-  redis.call('HDEL', groups .. 'job', id)
+  if redis.call('HDEL', groups .. 'job', id) == 1 and state == 'ready' then
+    redis.call('HINCRBY', stats, 'gready', -1)
+  end
 end
 local emit = monitor(monitored, events)
 emit('cancelled', id)

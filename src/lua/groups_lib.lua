@@ -15,8 +15,9 @@
 --                      and a group served that can start more takes the
 --                      next turn (the back of the ring): round-robin
 --   G..'all'     zset  the groups that have had jobs lately, score 0 (an
---                      enqueue adds its group, the listing drops those with
---                      nothing left: gstats.lua)
+--                      enqueue adds its group; the writer that empties a
+--                      group drops it, GROUPS.tidy: the listing, gstats.lua,
+--                      only reads, so a read-only monitor user can run it)
 --   G..'conf'    hash  group -> "<limit> <weight> <paused>" ('-': the
 --                      defaults'); '*' -> the defaults "<limit> <weight>"
 --                      ('-' limit: none; '-' weight: 1)
@@ -32,6 +33,10 @@
 -- resume puts it back and rings the doorbell when the ring was empty.
 -- The meta field 'groups' (set by the first group job's enqueue) tells
 -- claim.lua, which reads meta anyway, to serve the groups.
+-- The queue's stats hash field 'gready' counts the group jobs in state
+-- ready (made ready: GROUPS.push, GROUPS.after; started: GROUPS.take;
+-- cancelled: cancel.lua), so stats.lua adds them to the queue's ready
+-- depth at one read.
 local GROUPS = {}
 GROUPS.NAME = '^[%w_.:@%-]+$' -- (1..64 bytes: src/validate.c)
 
@@ -102,10 +107,21 @@ function GROUPS.offer(G, J, g, c)
   if redis.call('ZCARD', ring) == 1 then redis.call(PUB or pub_mode(), GROUPS.wake(G), '1') end
 end
 
--- Group g has jobs: listed (no command on the claims' or completions'
--- path: the listing counts, gstats.lua).
+-- Group g has jobs: listed (the listing, gstats.lua, reads the list).
 function GROUPS.list(G, g)
   redis.call('ZADD', G .. 'all', 'NX', 0, g)
+end
+
+-- Group g left with nothing active or ready leaves the listing (a writer
+-- does it: the completion, failure, cancel or claim that emptied it; one
+-- with delayed jobs only is listed again when they become ready,
+-- GROUPS.promote).
+-- (A group in the ring has ready jobs: one read settles the common case of
+-- a completion in a group with a backlog.)
+function GROUPS.tidy(G, g)
+  if redis.call('ZSCORE', G .. 'ring', g) or redis.call('SCARD', G .. 'a:' .. g) > 0 or
+     redis.call('LLEN', G .. 'r:' .. g) > 0 or redis.call('ZCARD', G .. 'p:' .. g) > 0 then return end
+  redis.call('ZREM', G .. 'all', g)
 end
 
 -- Make job id (priority p) ready in group g (head: first of its class;
@@ -120,6 +136,7 @@ function GROUPS.push(G, J, g, id, p, head, stats, c, seq)
     end
     redis.call('ZADD', G .. 'p:' .. g, prio_score(p, seq), id)
   end
+  redis.call('HINCRBY', stats, 'gready', 1)
   GROUPS.offer(G, J, g, c)
 end
 
@@ -157,16 +174,21 @@ function GROUPS.release(G, J, ids, c)
     -- only a group with a limit can be out of the ring for want of a slot
     -- (one without stays in while it has ready jobs: GROUPS.take)
     if GROUPS.conf(G, g, c) then GROUPS.offer(G, J, g, c) end
+    GROUPS.tidy(G, g)
   end
   return by
 end
 
 -- After a job of group g was failed or returned (fail_job, return_lost
 -- with the group's keys: GROUPS.q): ready in the group again (counted,
--- offered), delayed (nothing more), or dead (its group entry dropped).
-function GROUPS.after(G, J, g, id, c)
+-- offered, listed again: GROUPS.release may have dropped it), delayed
+-- (nothing more), or dead (its group entry dropped). stats: the queue's
+-- stats hash ('gready').
+function GROUPS.after(G, J, g, id, c, stats)
   local st = state_of(redis.call('HGET', J.s, id))
   if st == 'ready' then
+    redis.call('HINCRBY', stats, 'gready', 1)
+    GROUPS.list(G, g)
     GROUPS.offer(G, J, g, c)
   elseif st ~= 'delayed' then
     redis.call('HDEL', G .. 'job', id)
@@ -215,7 +237,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio)
   local c = {}
   GROUPS.promote(G, J, now, stats, c)
   local ring = G .. 'ring'
-  local ids, by, cnt = {}, {}, {}
+  local ids, by, cnt, dry = {}, {}, {}, {}
   local rounds = 0
   -- (a few groups more than wanted per round: a group whose jobs ran out
   -- since its last turn is found empty, and leaves, at its next visit)
@@ -259,6 +281,8 @@ function GROUPS.take(G, J, want, now, stats, has_prio)
       else
         out_[#out_ + 1] = g
         if weight > 1 then redis.call('HDEL', G .. 'credit', g) end
+        -- (ran dry with nothing taken now: perhaps empty, GROUPS.tidy)
+        if #got < n and cnt[g] == 0 then dry[#dry + 1] = g end
       end
     end
     if #back > 0 then redis.call('ZADD', ring, unpack(back)) end
@@ -266,17 +290,25 @@ function GROUPS.take(G, J, want, now, stats, has_prio)
   end
   -- only jobs still ready start (a cancel leaves its id behind); each
   -- takes a slot of its group
+  for _, g in ipairs(dry) do GROUPS.tidy(G, g) end
   if #ids == 0 then return ids, redis.call('EXISTS', ring) == 1 end
   local s = redis.call('HMGET', J.s, unpack(ids))
-  local out, per = {}, {}
+  local out, per, stale = {}, {}, {}
   for i, id in ipairs(ids) do
+    local g = by[i]
     if s[i] and string.sub(s[i], 1, 6) == 'ready ' then
       out[#out + 1] = id
-      local g = by[i]
       per[g] = per[g] or {}
       per[g][#per[g] + 1] = id
+    else
+      stale[g] = true
     end
   end
   for g, list in pairs(per) do redis.call('SADD', G .. 'a:' .. g, unpack(list)) end
+  -- a group whose left-behind ids (cancelled) counted against its limit in
+  -- this call may have left the ring with slots free: offered again (it
+  -- would wait for a release that never comes)
+  for g in pairs(stale) do GROUPS.offer(G, J, g, c) end
+  if #out > 0 then redis.call('HINCRBY', stats, 'gready', -#out) end
   return out, redis.call('EXISTS', ring) == 1
 end

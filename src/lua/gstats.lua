@@ -1,8 +1,9 @@
 -- gstats: the groups by depth (ready jobs, most first), each with its
 -- active count and settings (README "Groups"; groups_lib.lua). The list
 -- is made here, from the groups listed in G..'all' (at most LOOK of them:
--- a listing costs three reads per group, nothing on the jobs' path);
--- groups with nothing ready, delayed or active leave it.
+-- a listing costs three reads per group); groups with nothing ready or
+-- active are not shown. It only reads (a monitor user runs it): the
+-- writers that empty a group drop it from G..'all' (GROUPS.tidy).
 -- KEYS (src/keys.def; bound to these locals): groups
 -- ARGV: 1 offset, 2 count (1..1000), 3 one group's name ('' = the list)
 -- Returns { groups with jobs (of those looked at), then 6 per group:
@@ -15,23 +16,12 @@ end
 local all = groups .. 'all'
 local names
 if one ~= '' then names = {one} else names = redis.call('ZRANGE', all, 0, LOOK - 1) end
--- groups with a delayed job (their jobs wait in the groups' delayed set)
-local later = {}
-if one == '' and redis.call('EXISTS', groups .. 'delayed') == 1 then
-  local d = redis.call('ZRANGE', groups .. 'delayed', 0, LOOK - 1)
-  if #d > 0 then
-    local v = redis.call('HMGET', groups .. 'job', unpack(d))
-    for i = 1, #d do if v[i] then later[v[i]] = true end end
-  end
-end
-local rows, gone = {}, {}
+local rows = {}
 for _, g in ipairs(names) do
   local depth = redis.call('LLEN', groups .. 'r:' .. g) + redis.call('ZCARD', groups .. 'p:' .. g)
   local active = redis.call('SCARD', groups .. 'a:' .. g)
-  if depth > 0 or active > 0 or one ~= '' then rows[#rows + 1] = {g, depth, active}
-  elseif not later[g] then gone[#gone + 1] = g end
+  if depth > 0 or active > 0 or one ~= '' then rows[#rows + 1] = {g, depth, active} end
 end
-if #gone > 0 then redis.call('ZREM', all, unpack(gone)) end
 table.sort(rows, function(a, b)
   if a[2] ~= b[2] then return a[2] > b[2] end
   return a[1] < b[1]

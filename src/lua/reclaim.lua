@@ -99,7 +99,7 @@ for i, id in ipairs(ids) do
       n = n + 1
       return_lost(J, q, id, attempts, v[2], 'lease expired', tok, tm)
     end
-    if g then GROUPS.after(groups, J, g, id, gc) end
+    if g then GROUPS.after(groups, J, g, id, gc, stats) end
   end
 end
 drop_past_deadlines()

@@ -14,7 +14,7 @@
 expect_types({stats, 'hash', ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset', dead, 'zset',
               meta, 'hash', cancelled, 'zset', dedup, 'zset', waiting, 'zset'})
 local c = int_fields(stats, 'seq', 'retained', 'failed', 'retried', 'dead', 'reclaimed', 'replayed',
-                    'skipped', 'swept', 'cancelled')
+                    'skipped', 'swept', 'cancelled', 'gready')
 local out = {}
 for i = 1, 7 do out[i] = c[i] or 0 end
 out[12] = c[10] or 0
@@ -27,7 +27,9 @@ out[16], out[17] = out[16] or 0, out[17] or 0
 -- derived counters (see stats in lib.lua)
 out[1] = out[1] - (c[8] or 0) -- enqueued = seq - skipped
 out[2] = out[2] + (c[9] or 0) -- completed = retained + swept
-out[8] = redis.call('LLEN', ready) + redis.call('ZCARD', prio)
+-- (ready: the queue's own and its groups' ready jobs, counted by the group
+-- scripts: 'gready', groups_lib.lua)
+out[8] = redis.call('LLEN', ready) + redis.call('ZCARD', prio) + math.max(c[11] or 0, 0)
 out[9] = redis.call('ZCARD', delayed)
 out[10] = redis.call('ZCARD', active) - (redis.call('ZSCORE', active, ACTIVE_PIN) and 1 or 0)
 out[11] = redis.call('ZCARD', dead)

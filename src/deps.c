@@ -622,13 +622,10 @@ int rjq__deps_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_j
     rest.after_policy = 0;
     char opts[RJQ__OPTS_MAX];
     if (rjq__encode_job_options(&rest, opts) != RJQ_OK) return RJQ_EINVAL;
-    if (o->nheaders || o->headers) { /* (headers.h: their text follows the options') */
-        char why[160];
-        if (o->nheaders == 0 || rjq__headers_check(o->headers, o->nheaders, why, sizeof why) != RJQ_OK) {
-            rjq__errmsg(c, "%s", o->nheaders ? why : "job headers: headers set with nheaders 0");
-            return RJQ_EINVAL;
-        }
-        if (opts[0] == '\0') strcpy(opts, "0,0,3,"); /* the defaults, spelt out */
+    char why[160]; /* (headers.h: their text follows the options') */
+    if (rjq__headers_options_check(o, opts, why, sizeof why) != RJQ_OK) {
+        rjq__errmsg(c, "%s", why);
+        return RJQ_EINVAL;
     }
     add_ctx *a = calloc(1, sizeof *a);
     if (a == NULL) return RJQ_ENOMEM;
@@ -655,21 +652,18 @@ int rjq__deps_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_j
     rjq__argv_script_keys(&v, q, RJQ__S_DEPS_ADD);
     rjq__argv_str(&v, o->id ? o->id : "");
     rjq__argv_add(&v, payload ? payload : "", len);
-    char *t = NULL; /* with headers: the options, '\n', their text (as enqueue.c's put_options) */
+    char *t = NULL; /* with headers: the options, '\n', their text (headers.h) */
     if (o->nheaders == 0) {
         rjq__argv_str(&v, opts);
     } else {
-        size_t ol = strlen(opts), hl = rjq__headers_text_len(o->headers, o->nheaders);
-        t = malloc(ol + 1 + hl);
+        size_t tlen;
+        t = rjq__headers_options_text(opts, o->headers, o->nheaders, &tlen);
         if (t == NULL) {
             rjq__argv_free(&v);
             add_free(a);
             return RJQ_ENOMEM;
         }
-        memcpy(t, opts, ol);
-        t[ol] = '\n';
-        rjq__headers_text(o->headers, o->nheaders, t + ol + 1);
-        rjq__argv_add(&v, t, ol + 1 + hl);
+        rjq__argv_add(&v, t, tlen);
     }
     rjq__argv_str(&v, policies[o->after_policy]);
     for (size_t i = 0; i < a->n; i++) {

@@ -199,13 +199,10 @@ int rjq__enqueue_check(rjq_queue *q, const rjq_enqueue_item *it, char *opts) {
         rjq__errmsg(c, "invalid job options (delay, priority, attempts, backoff or timeout)");
         return RJQ_EINVAL;
     }
-    if (o.nheaders || o.headers) { /* (headers.h: their text follows the options') */
-        char why[160];
-        if (o.nheaders == 0 || rjq__headers_check(o.headers, o.nheaders, why, sizeof why) != RJQ_OK) {
-            rjq__errmsg(c, "%s", o.nheaders ? why : "job headers: headers set with nheaders 0");
-            return RJQ_EINVAL;
-        }
-        if (opts[0] == '\0') strcpy(opts, "0,0,3,"); /* the defaults, spelt out */
+    char why[160]; /* (headers.h: their text follows the options') */
+    if (rjq__headers_options_check(&o, opts, why, sizeof why) != RJQ_OK) {
+        rjq__errmsg(c, "%s", why);
+        return RJQ_EINVAL;
     }
     return RJQ_OK;
 }
@@ -217,16 +214,13 @@ static void put_options(rjq__buf *a, const char *opts, const rjq_job_options *o)
         rjq__buf_arg_str(a, opts);
         return;
     }
-    size_t ol = strlen(opts), hl = rjq__headers_text_len(o->headers, o->nheaders);
-    char *t = malloc(ol + 1 + hl);
+    size_t len;
+    char *t = rjq__headers_options_text(opts, o->headers, o->nheaders, &len);
     if (t == NULL) {
         a->oom = 1;
         return;
     }
-    memcpy(t, opts, ol);
-    t[ol] = '\n';
-    rjq__headers_text(o->headers, o->nheaders, t + ol + 1);
-    rjq__buf_arg(a, t, ol + 1 + hl);
+    rjq__buf_arg(a, t, len);
     free(t);
 }
 

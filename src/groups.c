@@ -94,21 +94,14 @@ int rjq__groups_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq
     }
     char *text = NULL; /* the options, then '\n' and the headers (headers.h) */
     size_t tlen = 0;
-    if (o->nheaders || o->headers) {
-        char why[160];
-        if (o->nheaders == 0 || rjq__headers_check(o->headers, o->nheaders, why, sizeof why) != RJQ_OK) {
-            rjq__errmsg(c, "%s", o->nheaders ? why : "job headers: headers set with nheaders 0");
-            return RJQ_EINVAL;
-        }
-        if (opts[0] == '\0') strcpy(opts, "0,0,3,"); /* the defaults, spelt out */
-        size_t ol = strlen(opts), hl = rjq__headers_text_len(o->headers, o->nheaders);
-        tlen = ol + 1 + hl;
-        text = malloc(tlen);
-        if (text == NULL) return RJQ_ENOMEM;
-        memcpy(text, opts, ol);
-        text[ol] = '\n';
-        rjq__headers_text(o->headers, o->nheaders, text + ol + 1);
+    char why[160];
+    if (rjq__headers_options_check(o, opts, why, sizeof why) != RJQ_OK) {
+        rjq__errmsg(c, "%s", why);
+        return RJQ_EINVAL;
     }
+    if (o->nheaders &&
+        (text = rjq__headers_options_text(opts, o->headers, o->nheaders, &tlen)) == NULL)
+        return RJQ_ENOMEM;
     add_ctx *a = malloc(sizeof *a);
     if (a == NULL) {
         free(text);

@@ -74,6 +74,28 @@ void rjq__headers_text(const rjq_header *h, size_t n, char *out) {
     }
 }
 
+int rjq__headers_options_check(const rjq_job_options *o, char *opts, char *why, size_t whylen) {
+    if (o->nheaders == 0 && o->headers == NULL) return RJQ_OK;
+    if (o->nheaders == 0) {
+        snprintf(why, whylen, "job headers: headers set with nheaders 0");
+        return RJQ_EINVAL;
+    }
+    if (rjq__headers_check(o->headers, o->nheaders, why, whylen) != RJQ_OK) return RJQ_EINVAL;
+    if (opts[0] == '\0') strcpy(opts, "0,0,3,"); /* the defaults, spelt out */
+    return RJQ_OK;
+}
+
+char *rjq__headers_options_text(const char *opts, const rjq_header *h, size_t n, size_t *len) {
+    size_t ol = strlen(opts), hl = rjq__headers_text_len(h, n);
+    char *t = malloc(ol + 1 + hl);
+    if (t == NULL) return NULL;
+    memcpy(t, opts, ol);
+    t[ol] = '\n';
+    rjq__headers_text(h, n, t + ol + 1);
+    *len = ol + 1 + hl;
+    return t;
+}
+
 rjq_header *rjq__headers_dup(const rjq_header *h, size_t n) {
     if (n == 0) return NULL;
     size_t bytes = n * sizeof *h;

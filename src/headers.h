@@ -25,6 +25,18 @@ size_t rjq__headers_text_len(const rjq_header *h, size_t n);
 /* Write that text at out (rjq__headers_text_len bytes; no NUL). */
 void rjq__headers_text(const rjq_header *h, size_t n, char *out);
 
+/* A job's headers o->headers/o->nheaders before its options are sent:
+ * RJQ_OK when it has none or they pass rjq__headers_check, else
+ * RJQ_EINVAL (why says what). With headers, an empty options text opts
+ * (RJQ__OPTS_MAX bytes) is spelt out as the defaults, so that their text
+ * has options to follow. */
+int rjq__headers_options_check(const rjq_job_options *o, char *opts, char *why, size_t whylen);
+
+/* The options argument of a job with headers: opts, '\n', then h[0..n)'s
+ * text, in one allocation (free() it) of *len bytes (no NUL), or NULL
+ * (out of memory). */
+char *rjq__headers_options_text(const char *opts, const rjq_header *h, size_t n, size_t *len);
+
 /* A copy of checked h[0..n) in one allocation (free() it), or NULL (out
  * of memory; n 0 gives NULL too). */
 rjq_header *rjq__headers_dup(const rjq_header *h, size_t n);

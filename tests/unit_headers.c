@@ -1,5 +1,8 @@
 /* Unit tests for job headers' checks, text and reading back
  * (src/headers.c). No Redis. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "harness.h"
 #include "headers.h"
 
@@ -61,6 +64,39 @@ TEST(headers_read_skips_what_is_no_header) {
     ASSERT(h != NULL);
     ASSERT_EQ(RJQ_HEADERS_MAX, (long)n);
     free(h);
+}
+
+TEST(a_jobs_options_text_with_headers_spells_out_default_options) {
+    const rjq_header h[] = {{"traceparent", "00-ab-cd-01"}, {"k", "v"}};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    char opts[64] = "", why[160];
+    /* no headers: nothing checked, the options left as they are */
+    ASSERT_OK(rjq__headers_options_check(&o, opts, why, sizeof why));
+    ASSERT_STREQ("", opts);
+    /* headers: the empty options spelt out, so their text has options to follow */
+    o.headers = h;
+    o.nheaders = 2;
+    ASSERT_OK(rjq__headers_options_check(&o, opts, why, sizeof why));
+    ASSERT_STREQ("0,0,3,", opts);
+    size_t len = 0;
+    char *t = rjq__headers_options_text(opts, h, 2, &len);
+    ASSERT(t != NULL);
+    ASSERT_EQ((long)strlen("0,0,3,\ntraceparent=00-ab-cd-01\nk=v"), (long)len);
+    ASSERT_EQ(0, memcmp("0,0,3,\ntraceparent=00-ab-cd-01\nk=v", t, len));
+    free(t);
+    /* given options stay */
+    strcpy(opts, "5,1,2,");
+    ASSERT_OK(rjq__headers_options_check(&o, opts, why, sizeof why));
+    ASSERT_STREQ("5,1,2,", opts);
+    /* headers without a count, or bad ones: refused with a reason */
+    o.nheaders = 0;
+    ASSERT_EQ(RJQ_EINVAL, rjq__headers_options_check(&o, opts, why, sizeof why));
+    ASSERT(strstr(why, "nheaders 0") != NULL);
+    const rjq_header bad[] = {{"a=b", "v"}};
+    o.headers = bad;
+    o.nheaders = 1;
+    ASSERT_EQ(RJQ_EINVAL, rjq__headers_options_check(&o, opts, why, sizeof why));
+    ASSERT(strstr(why, "key") != NULL);
 }
 
 TEST(headers_check_limits) {

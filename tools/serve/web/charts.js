@@ -25,6 +25,26 @@ function chartLabel(v, unit) {
   return v >= 1000 ? `${+(v / 1000).toFixed(1)}k` : `${+v.toFixed(v < 10 ? 1 : 0)}`;
 }
 
+// A chart's figure: its title, the svg, and a legend of its series (each
+// one's name, with its total unless totals is false).
+function chartBox(title, svg, series, totals) {
+  const legend = document.createElement('div');
+  legend.className = 'legend';
+  for (const s of series) {
+    const sw = document.createElement('span');
+    sw.className = 'swatch ' + s.cls;
+    const total = s.values.reduce((a, v) => a + (v || 0), 0);
+    sw.textContent = totals ? `${s.name} (${chartLabel(total, '')})` : s.name;
+    legend.append(sw);
+  }
+  const box = document.createElement('figure');
+  box.className = 'chartbox';
+  const cap = document.createElement('figcaption');
+  cap.textContent = title;
+  box.append(cap, svg, legend);
+  return box;
+}
+
 // series: [{name, cls, values (null: no point)}], t: the points' times (ms)
 function lineChart(id, title, t, series, unit) {
   const all = series.flatMap(s => s.values.filter(v => v !== null));
@@ -54,21 +74,7 @@ function lineChart(id, title, t, series, unit) {
     s.values.forEach((v, i) => { if (v === null) flush(); else run.push([x(i).toFixed(1), y(v).toFixed(1)]); });
     flush();
   }
-  const legend = document.createElement('div');
-  legend.className = 'legend';
-  for (const s of series) {
-    const sw = document.createElement('span');
-    sw.className = 'swatch ' + s.cls;
-    const total = s.values.reduce((a, v) => a + (v || 0), 0);
-    sw.textContent = unit === 's' ? s.name : `${s.name} (${chartLabel(total, '')})`;
-    legend.append(sw);
-  }
-  const box = document.createElement('figure');
-  box.className = 'chartbox';
-  const cap = document.createElement('figcaption');
-  cap.textContent = title;
-  box.append(cap, svg, legend);
-  return box;
+  return chartBox(title, svg, series, unit !== 's');
 }
 
 // A bucket's bound (seconds; null: +Inf) as a short label.
@@ -105,20 +111,7 @@ function histogramChart(id, title, bounds, series) {
     if ((i - lo) % every === 0)
       svg.append(svgEl('text', { x: x0.toFixed(1), y: CHART_H - 2, class: 'tick' }, boundLabel(bounds[i], bounds[i - 1])));
   }
-  const legend = document.createElement('div');
-  legend.className = 'legend';
-  for (const s of series) {
-    const sw = document.createElement('span');
-    sw.className = 'swatch ' + s.cls;
-    sw.textContent = `${s.name} (${chartLabel(s.values.reduce((a, v) => a + v, 0), '')})`;
-    legend.append(sw);
-  }
-  const box = document.createElement('figure');
-  box.className = 'chartbox';
-  const cap = document.createElement('figcaption');
-  cap.textContent = title;
-  box.append(cap, svg, legend);
-  return box;
+  return chartBox(title, svg, series, true);
 }
 
 function historyCharts(name) {

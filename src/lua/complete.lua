@@ -63,15 +63,17 @@ local exist = redis.call('EXISTS', unpack(probe))
 local has_deadlines, monitored_on, waiting, has_groups = false, false, false, false
 if exist > 0 then
   has_deadlines = redis.call('EXISTS', deadlines) == 1
-  has_groups = redis.call('EXISTS', gjob) == 1
-  if has_groups then exist = exist - 1 end
   local w = 0
   if offers > 0 then
     local nr, np = typed('list', 'LLEN', ready), typed('zset', 'ZCARD', prio)
     waiting = nr > 0 or np > 0
     w = (nr > 0 and 1 or 0) + (np > 0 and 1 or 0)
   end
-  monitored_on = exist - w - (has_deadlines and 1 or 0) > 0
+  -- what the count leaves is the monitor key and the groups' job hash:
+  -- asked only when it leaves exactly one of them
+  local rest = exist - w - (has_deadlines and 1 or 0)
+  has_groups = rest == 2 or (rest == 1 and redis.call('EXISTS', gjob) == 1)
+  monitored_on = rest - (has_groups and 1 or 0) > 0
 end
 local emit = monitor(monitored, events, nil, monitored_on)
 

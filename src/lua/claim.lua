@@ -49,7 +49,7 @@
 -- limits.lua clears it.)
 -- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, active,
 --       stats, idle, cols, monitored, events, held, meta, deadlines, starts,
---       waiters
+--       waiters, groups
 -- ARGV: 1 job name prefix, 2 want (<= 1000: unpack() below holds 2*want
 --       values, and Lua's limit is ~8000), 3 lease ms, 4 token
 --       ("<client>.<worker>.<unique>", new for every call), 5 wake channel,

@@ -16,7 +16,8 @@
 -- completed while no sweep or other worker took it: its token still
 -- matches, and the token is what fences it.
 -- KEYS (src/keys.def; bound to these locals): active, completed, stats,
---       ready, prio, idle, cols, monitored, events, held, dedup, deadlines, deps
+--       ready, prio, idle, cols, monitored, events, held, dedup, deadlines, groups,
+--       deps
 -- ARGV: 1 job name prefix, 2 retention ms (-1: no age limit), 3 most
 --       completed jobs kept (<= 0: no count limit), 4 number of offers,
 --       5 number of tokens to forget, then per offer: idle field, epoch,

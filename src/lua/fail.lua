@@ -5,7 +5,7 @@
 -- nothing changes: the reclaim sweep fails it as timed out (that is the
 -- attempt's outcome, whatever the late failure said).
 -- KEYS (src/keys.def; bound to these locals): active, ready, prio, delayed,
---       dead, stats, cols, monitored, events, dedup, deadlines, deps
+--       dead, stats, cols, monitored, events, dedup, deadlines, groups, deps
 -- ARGV: 1 job name prefix, 2 wake channel, 3 id, 4 token, 5 error text,
 --       6 fatal (0/1), 7 retry delay ms (-1: the job's backoff),
 --       8 jitter in [0,1), 9 dead cap

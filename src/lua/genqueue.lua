@@ -19,12 +19,8 @@ end
 -- (its group rides as its last header: GROUPS.hinted in groups_lib.lua)
 if opts == '' then opts = '0,0,3,' end
 opts = opts .. '\n' .. GROUPS.HEADER .. g
-local delay, p, stored = 0, 0, false
-do
-  local d, p_, s, _, debounce = job_options(opts)
-  if not d or debounce then return redis.error_reply('ERR rjq genqueue: bad job options') end
-  delay, p, stored = d, p_, s
-end
+local delay, p, stored, _, debounce = job_options(opts)
+if not delay or debounce then return redis.error_reply('ERR rjq genqueue: bad job options') end
 expect_types({stats, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash', meta, 'hash', groups .. 'job', 'hash',
               groups .. 'r:' .. g, 'list', groups .. 'p:' .. g, 'zset', groups .. 'ring', 'zset',
               groups .. 'all', 'zset', groups .. 'delayed', 'zset', groups .. 'conf', 'hash'})

@@ -310,17 +310,11 @@ static void on_member_enqueued(rjq_client *c, int status, const rjq_enqueued *jo
         rjq__argv_str(&a, entry);
         rjq__argv_str(&a, m->bid);
     }
-    rjq__enter(c);
-    status = entry == NULL || a.oom ? RJQ_ENOMEM
-                                    : rjq__script(c, RJQ__S_DEPS_WATCH, RJQ__REQ_RETRY,
-                                                  on_member_watched, m, a.n, a.v, a.len);
-    rjq__leave(c);
-    rjq__argv_free(&a);
+    status = entry ? rjq__queue_script(m->q, RJQ__S_DEPS_WATCH, RJQ__REQ_RETRY, on_member_watched,
+                                       m, &a)
+                   : RJQ_ENOMEM; /* (a: nothing added, nothing to free) */
     free(entry);
-    if (status == RJQ_OK) {
-        rjq__queue_hold(m->q);
-        return;
-    }
+    if (status == RJQ_OK) return;
     member_end(c, m, status);
 }
 

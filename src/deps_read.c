@@ -251,9 +251,7 @@ static int read_dependencies(rjq_queue *q, const char *id, rjq_dependencies_cb *
     d->cb = cb;
     d->data = data;
     d->pending = 1;
-    rjq__enter(c);
     rc = send_read(q, d->id0, "", NULL, 0, on_list, d);
-    rjq__leave(c);
     if (rc != RJQ_OK) free(d); /* (else send_read's hold of q is d's) */
     return rc;
 }
@@ -330,9 +328,7 @@ int rjq_queue_get_dependents(rjq_queue *q, const char *id, rjq_dependents_cb *cb
     d->q = q;
     d->cb = cb;
     d->data = data;
-    rjq__enter(c);
     rc = send_read(q, "", id, NULL, 0, on_dependents, d);
-    rjq__leave(c);
     if (rc != RJQ_OK) free(d);
     return rc;
 }

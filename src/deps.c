@@ -161,7 +161,8 @@ static int send_releases(release *rl) {
         rjq__argv_str(&a, rl->items[0].dq);
         rjq__argv_str(&a, rl->items[0].did);
         rjq__argv_str(&a, rl->items[0].outcome);
-        int rc = rjq__queue_script(q, RJQ__S_BATCH, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_released, rl, &a);
+        int rc = rjq__queue_script(q, RJQ__S_BATCH, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_released,
+                                   rl, &a);
         if (rc != RJQ_OK) release_free(rl);
         return rc;
     }
@@ -175,8 +176,8 @@ static int send_releases(release *rl) {
         rjq__argv_str(&a, rl->items[i].did);
         rjq__argv_str(&a, rl->items[i].outcome);
     }
-    int rc = rjq__queue_script(q, RJQ__S_DEPS_RELEASE, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_released, rl,
-                         &a);
+    int rc = rjq__queue_script(q, RJQ__S_DEPS_RELEASE, RJQ__REQ_RETRY | RJQ__REQ_DURABLE,
+                               on_released, rl, &a);
     if (rc != RJQ_OK) release_free(rl);
     return rc;
 }
@@ -665,8 +666,8 @@ int rjq__deps_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_j
     rjq__queue_register(q);
     /* a job with a caller's id may be sent again (deps_add reports it
      * existing and the registrations follow anyway); a numbered one not */
-    rc = rjq__queue_script(q, RJQ__S_DEPS_ADD, (o->id ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE, on_added, a,
-              &v);
+    rc = rjq__queue_script(q, RJQ__S_DEPS_ADD, (o->id ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
+                           on_added, a, &v);
     rjq__leave(c);
     free(t);
     if (rc != RJQ_OK) add_free(a);

@@ -111,7 +111,8 @@ int rjq__groups_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq
     /* a job with a caller's id may be sent again (genqueue reports it
      * existing); a numbered one not. (The arguments point at text: freed
      * once sent.) */
-    rc = rjq__queue_script(q, RJQ__S_GENQUEUE, (o->id ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE, on_added, a, &v);
+    rc = rjq__queue_script(q, RJQ__S_GENQUEUE, (o->id ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
+                           on_added, a, &v);
     free(text);
     if (rc != RJQ_OK) free(a);
     return rc;

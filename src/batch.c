@@ -42,7 +42,6 @@ static int usable(rjq_queue *q, const char *id, int has_cb) {
  * (nargs of them). */
 static int send_batch(rjq_queue *q, const char *op, const char *id, int flags, rjq__reply_fn *fn,
                       void *priv, size_t nargs, const char *const *args, const size_t *lens) {
-    rjq_client *c = rjq_queue_get_client(q);
     rjq__argv a;
     rjq__argv_init(&a);
     rjq__argv_script_keys(&a, q, RJQ__S_BATCH);
@@ -51,12 +50,7 @@ static int send_batch(rjq_queue *q, const char *op, const char *id, int flags, r
     rjq__argv_key(&a, q, RJQ__K_WAKE);
     rjq__argv_str(&a, id);
     for (size_t i = 0; i < nargs; i++) rjq__argv_add(&a, args[i], lens[i]);
-    rjq__enter(c);
-    int rc = a.oom ? RJQ_ENOMEM : rjq__script(c, RJQ__S_BATCH, flags, fn, priv, a.n, a.v, a.len);
-    rjq__leave(c);
-    rjq__argv_free(&a);
-    if (rc == RJQ_OK) rjq__queue_hold(q);
-    return rc;
+    return rjq__queue_script(q, RJQ__S_BATCH, flags, fn, priv, &a);
 }
 
 /* ---- create ------------------------------------------------------------- */
@@ -316,17 +310,11 @@ static void on_member_enqueued(rjq_client *c, int status, const rjq_enqueued *jo
         rjq__argv_str(&a, entry);
         rjq__argv_str(&a, m->bid);
     }
-    rjq__enter(c);
-    status = entry == NULL || a.oom ? RJQ_ENOMEM
-                                    : rjq__script(c, RJQ__S_DEPS_WATCH, RJQ__REQ_RETRY,
-                                                  on_member_watched, m, a.n, a.v, a.len);
-    rjq__leave(c);
-    rjq__argv_free(&a);
+    status = entry ? rjq__queue_script(m->q, RJQ__S_DEPS_WATCH, RJQ__REQ_RETRY, on_member_watched,
+                                       m, &a)
+                   : RJQ_ENOMEM; /* (a: nothing added, nothing to free) */
     free(entry);
-    if (status == RJQ_OK) {
-        rjq__queue_hold(m->q);
-        return;
-    }
+    if (status == RJQ_OK) return;
     member_end(c, m, status);
 }
 

@@ -40,15 +40,6 @@ rjq_queue *rjq__deps_queue(rjq_client *c, const char *name, size_t len) {
     return q;
 }
 
-static int send_script(rjq_queue *q, int script, int flags, rjq__reply_fn *fn, void *priv, rjq__argv *a) {
-    int rc = a->oom ? RJQ_ENOMEM
-                    : rjq__script(rjq_queue_get_client(q), script, flags, fn, priv, a->n, a->v,
-                                  a->len);
-    rjq__argv_free(a);
-    if (rc == RJQ_OK) rjq__queue_hold(q);
-    return rc;
-}
-
 /* ---- release ------------------------------------------------------------ */
 
 /* The finished jobs of one deps_due answer, their dependents' releases in
@@ -104,7 +95,7 @@ static void due_end(due *d) {
         done++;
     }
     if (done && rjq__accepting(c))
-        (void)send_script(d->q, RJQ__S_DEPS_DONE, RJQ__REQ_RETRY, on_done, d->q, &a);
+        (void)rjq__queue_script(d->q, RJQ__S_DEPS_DONE, RJQ__REQ_RETRY, on_done, d->q, &a);
     else
         rjq__argv_free(&a);
     rjq__queue_release(d->q);
@@ -170,7 +161,8 @@ static int send_releases(release *rl) {
         rjq__argv_str(&a, rl->items[0].dq);
         rjq__argv_str(&a, rl->items[0].did);
         rjq__argv_str(&a, rl->items[0].outcome);
-        int rc = send_script(q, RJQ__S_BATCH, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_released, rl, &a);
+        int rc = rjq__queue_script(q, RJQ__S_BATCH, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_released,
+                                   rl, &a);
         if (rc != RJQ_OK) release_free(rl);
         return rc;
     }
@@ -184,8 +176,8 @@ static int send_releases(release *rl) {
         rjq__argv_str(&a, rl->items[i].did);
         rjq__argv_str(&a, rl->items[i].outcome);
     }
-    int rc = send_script(q, RJQ__S_DEPS_RELEASE, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_released, rl,
-                         &a);
+    int rc = rjq__queue_script(q, RJQ__S_DEPS_RELEASE, RJQ__REQ_RETRY | RJQ__REQ_DURABLE,
+                               on_released, rl, &a);
     if (rc != RJQ_OK) release_free(rl);
     return rc;
 }
@@ -351,7 +343,7 @@ static void send_due(rjq_queue *q, int scan, const char *cursor, size_t clen,
     rjq__argv_str(&a, scan ? "scan" : "");
     rjq__argv_add(&a, cursor, clen);
     for (size_t i = 0; i < n; i++) rjq__argv_add(&a, ids[i], lens[i]);
-    if (send_script(q, RJQ__S_DEPS_DUE, RJQ__REQ_RETRY, on_due, dc, &a) != RJQ_OK) free(dc);
+    if (rjq__queue_script(q, RJQ__S_DEPS_DUE, RJQ__REQ_RETRY, on_due, dc, &a) != RJQ_OK) free(dc);
 }
 
 void rjq__deps_sweep(rjq_queue *q) {
@@ -415,14 +407,14 @@ static void send_rewatch(rjq_queue *q, const char *id, size_t idlen, const char 
     rjq__argv_str(&v, w->did);
     rjq__argv_str(&v, rjq_queue_get_name(q));
     rjq__argv_str(&v, w->id);
-    if (send_script(on, RJQ__S_DEPS_WATCH, RJQ__REQ_RETRY, on_rewatched, w, &v) != RJQ_OK) {
+    if (rjq__queue_script(on, RJQ__S_DEPS_WATCH, RJQ__REQ_RETRY, on_rewatched, w, &v) != RJQ_OK) {
         free(w->id);
         free(w->dq);
         free(w->did);
         free(w);
         return;
     }
-    rjq__queue_hold(q); /* (on: send_script's hold, released with w) */
+    rjq__queue_hold(q); /* (on: rjq__queue_script's hold, released with w) */
 }
 
 static void on_resume(rjq_client *c, int status, redisReply *r, void *priv) {
@@ -457,7 +449,7 @@ void rjq__deps_resume(rjq_queue *q) {
     rjq__argv_init(&a);
     rjq__argv_script_keys(&a, q, RJQ__S_DEPS_RESUME);
     rjq__argv_ll(&a, 100);
-    (void)send_script(q, RJQ__S_DEPS_RESUME, 0, on_resume, q, &a);
+    (void)rjq__queue_script(q, RJQ__S_DEPS_RESUME, 0, on_resume, q, &a);
 }
 
 /* ---- enqueue ------------------------------------------------------------ */
@@ -565,7 +557,7 @@ static void on_added(rjq_client *c, int status, redisReply *r, void *priv) {
         rjq__argv_str(&v, a->did[i]);
         rjq__argv_str(&v, rjq_queue_get_name(a->q));
         rjq__argv_str(&v, a->id);
-        int rc = send_script(on, RJQ__S_DEPS_WATCH, RJQ__REQ_RETRY, on_watched, w, &v);
+        int rc = rjq__queue_script(on, RJQ__S_DEPS_WATCH, RJQ__REQ_RETRY, on_watched, w, &v);
         if (rc != RJQ_OK) {
             free(w);
             status = rc;
@@ -674,8 +666,8 @@ int rjq__deps_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_j
     rjq__queue_register(q);
     /* a job with a caller's id may be sent again (deps_add reports it
      * existing and the registrations follow anyway); a numbered one not */
-    rc = send_script(q, RJQ__S_DEPS_ADD, (o->id ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE, on_added, a,
-              &v);
+    rc = rjq__queue_script(q, RJQ__S_DEPS_ADD, (o->id ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
+                           on_added, a, &v);
     rjq__leave(c);
     free(t);
     if (rc != RJQ_OK) add_free(a);

@@ -128,12 +128,7 @@ static int send_read(rjq_queue *q, const char *list_of, const char *dependents_o
     rjq__argv_str(&a, list_of);
     rjq__argv_str(&a, dependents_of);
     for (size_t i = 0; i < k; i++) rjq__argv_str(&a, ids[i]);
-    int rc = a.oom ? RJQ_ENOMEM
-                   : rjq__script(rjq_queue_get_client(q), RJQ__S_DEPS_READ, 0, fn, priv, a.n,
-                                 a.v, a.len);
-    rjq__argv_free(&a);
-    if (rc == RJQ_OK) rjq__queue_hold(q);
-    return rc;
+    return rjq__queue_script(q, RJQ__S_DEPS_READ, 0, fn, priv, &a);
 }
 
 /* Send the read of every dependency queue: one call per queue. */
@@ -256,9 +251,7 @@ static int read_dependencies(rjq_queue *q, const char *id, rjq_dependencies_cb *
     d->cb = cb;
     d->data = data;
     d->pending = 1;
-    rjq__enter(c);
     rc = send_read(q, d->id0, "", NULL, 0, on_list, d);
-    rjq__leave(c);
     if (rc != RJQ_OK) free(d); /* (else send_read's hold of q is d's) */
     return rc;
 }
@@ -335,9 +328,7 @@ int rjq_queue_get_dependents(rjq_queue *q, const char *id, rjq_dependents_cb *cb
     d->q = q;
     d->cb = cb;
     d->data = data;
-    rjq__enter(c);
     rc = send_read(q, "", id, NULL, 0, on_dependents, d);
-    rjq__leave(c);
     if (rc != RJQ_OK) free(d);
     return rc;
 }

@@ -12,17 +12,6 @@
 #include "headers.h"
 #include "validate.h"
 
-static int send_script(rjq_queue *q, int script, int flags, rjq__reply_fn *fn, void *priv, rjq__argv *a) {
-    rjq_client *c = rjq_queue_get_client(q);
-    int rc = RJQ_ENOMEM;
-    rjq__enter(c);
-    if (!a->oom) rc = rjq__script(c, script, flags, fn, priv, a->n, a->v, a->len);
-    rjq__argv_free(a);
-    if (rc == RJQ_OK) rjq__queue_hold(q);
-    rjq__leave(c);
-    return rc;
-}
-
 static int usable(rjq_queue *q, int cb_ok) {
     if (q == NULL || !cb_ok) return RJQ_EINVAL;
     if (!rjq__accepting(rjq_queue_get_client(q))) return RJQ_ECLOSED;
@@ -122,7 +111,8 @@ int rjq__groups_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq
     /* a job with a caller's id may be sent again (genqueue reports it
      * existing); a numbered one not. (The arguments point at text: freed
      * once sent.) */
-    rc = send_script(q, RJQ__S_GENQUEUE, (o->id ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE, on_added, a, &v);
+    rc = rjq__queue_script(q, RJQ__S_GENQUEUE, (o->id ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
+                           on_added, a, &v);
     free(text);
     if (rc != RJQ_OK) free(a);
     return rc;
@@ -169,7 +159,7 @@ static int send_conf(rjq_queue *q, const char *group, const char *what, long lon
         else rjq__argv_ll(&v, w);
     }
     rjq__queue_register(q);
-    int rc = send_script(q, RJQ__S_GCONF, RJQ__REQ_RETRY, on_count, x, &v);
+    int rc = rjq__queue_script(q, RJQ__S_GCONF, RJQ__REQ_RETRY, on_count, x, &v);
     if (rc != RJQ_OK) free(x);
     return rc;
 }
@@ -266,7 +256,7 @@ int rjq_queue_list_groups(rjq_queue *q, const char *group, long offset, long cou
     rjq__argv_ll(&v, offset);
     rjq__argv_ll(&v, count);
     rjq__argv_str(&v, group ? group : "");
-    rc = send_script(q, RJQ__S_GSTATS, RJQ__REQ_RETRY, on_list, x, &v);
+    rc = rjq__queue_script(q, RJQ__S_GSTATS, RJQ__REQ_RETRY, on_list, x, &v);
     if (rc != RJQ_OK) free(x);
     return rc;
 }

@@ -128,6 +128,18 @@ void rjq__queue_release(rjq_queue *q) {
     if (--q->holds == 0 && q->closed) rjq__queue_kick(q); /* freed by its tick */
 }
 
+int rjq__queue_script(rjq_queue *q, int script, int flags, rjq__reply_fn *fn, void *priv,
+                      rjq__argv *a) {
+    rjq_client *c = rjq_queue_get_client(q);
+    int rc = RJQ_ENOMEM;
+    rjq__enter(c);
+    if (!a->oom) rc = rjq__script(c, script, flags, fn, priv, a->n, a->v, a->len);
+    if (rc == RJQ_OK) rjq__queue_hold(q);
+    rjq__leave(c);
+    rjq__argv_free(a);
+    return rc;
+}
+
 void rjq__queue_use(rjq_queue *q) {
     q->users++;
 }

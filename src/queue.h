@@ -65,6 +65,12 @@ void rjq__queue_register(rjq_queue *q);
  * inside the caller). Not during client destruction: everything goes then. */
 void rjq__queue_hold(rjq_queue *q);
 void rjq__queue_release(rjq_queue *q);
+/* Send script on q's client with a's arguments (a is freed, RJQ_ENOMEM if
+ * building it ran out of memory), q held on success until the reply's
+ * callback releases it. The client is entered around the send: sending may
+ * flush enqueues whose callbacks free it. */
+int rjq__queue_script(rjq_queue *q, int script, int flags, rjq__reply_fn *fn, void *priv,
+                      rjq__argv *a);
 /* Use: a handle started on q (worker, monitor, scheduler) until it is
  * stopped; rjq_queue_close refuses (RJQ_EBUSY) while any is. */
 void rjq__queue_use(rjq_queue *q);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "headers.h"
 #include "queue.h"
 #include "validate.h"
 
@@ -26,8 +27,7 @@ typedef struct flow {
     rjq_queue **kq;          /* their queues */
     char *parent_id;
     char *opts_id;
-    rjq_header *hdrs;        /* the parent's headers (copies), nhdrs of them */
-    size_t nhdrs;
+    rjq_header *hdrs;        /* the parent's headers (one copy: rjq__headers_dup) */
 } flow;
 
 typedef struct kid_ctx {
@@ -45,10 +45,6 @@ static void flow_free(flow *f) {
     free(f->payload);
     free(f->parent_id);
     free(f->opts_id);
-    for (size_t i = 0; i < f->nhdrs; i++) {
-        free((char *)f->hdrs[i].key);
-        free((char *)f->hdrs[i].value);
-    }
     free(f->hdrs);
     rjq__queue_release(f->q);
     free(f);
@@ -127,6 +123,12 @@ int rjq_enqueue_flow(rjq_queue *q, const void *payload, size_t len, const rjq_jo
         rjq__errmsg(c, "enqueue flow: the parent's dependencies are its children (after unset)");
         return RJQ_EINVAL;
     }
+    if ((po.nheaders || po.headers) &&
+        (po.nheaders == 0 || rjq__headers_check(po.headers, po.nheaders, why, sizeof why) != RJQ_OK)) {
+        /* (checked before any child is written, not when the parent is) */
+        rjq__errmsg(c, "enqueue flow: %s", po.nheaders ? why : "job headers: headers set with nheaders 0");
+        return RJQ_EINVAL;
+    }
     int rc = rjq__queue_refuse_front(q, "enqueue flow");
     if (rc != RJQ_OK) return rc;
     rjq_flow_child kid[RJQ_AFTER_MAX];
@@ -172,16 +174,8 @@ int rjq_enqueue_flow(rjq_queue *q, const void *payload, size_t len, const rjq_jo
     f->n = n;
     if (len) memcpy(f->payload, payload, len);
     f->o.id = f->opts_id;
-    if (po.headers && po.nheaders > 0 && po.nheaders <= RJQ_HEADERS_MAX) {
-        /* (read when the parent is sent, after this call: copied) */
-        f->hdrs = calloc(po.nheaders, sizeof *f->hdrs);
-        int oom = f->hdrs == NULL;
-        for (size_t i = 0; !oom && i < po.nheaders; i++, f->nhdrs++) {
-            f->hdrs[i].key = po.headers[i].key ? strdup(po.headers[i].key) : NULL;
-            f->hdrs[i].value = po.headers[i].value ? strdup(po.headers[i].value) : NULL;
-            oom = (po.headers[i].key && !f->hdrs[i].key) || (po.headers[i].value && !f->hdrs[i].value);
-        }
-        if (oom) {
+    if (po.nheaders) { /* (read when the parent is sent, after this call: copied) */
+        if ((f->hdrs = rjq__headers_dup(po.headers, po.nheaders)) == NULL) {
             f->n = 0;
             flow_free(f);
             return RJQ_ENOMEM;

@@ -185,6 +185,13 @@ TEST(bad_flows_are_refused_with_nothing_written) {
     c1.queue = e.q;
     c1.size = 0;
     ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_flow(e.q, "p", 1, NULL, one, 1, on_flow_ignored, NULL));
+    c1.size = sizeof c1;
+    /* a bad parent header: refused before any child is written */
+    const rjq_header bad[] = {{"a=b", "v"}};
+    rjq_job_options ho = RJQ_JOB_OPTIONS_INIT;
+    ho.headers = bad;
+    ho.nheaders = 1;
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue_flow(e.q, "p", 1, &ho, one, 1, on_flow_ignored, NULL));
     (void)get_info(e.base, e.q, "none"); /* (a round trip: anything sent ran by now) */
     ASSERT_EQ(keys, server_int(e.rc, "DBSIZE"));
     env_stop(&e);

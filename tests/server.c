@@ -23,6 +23,7 @@
 #include <rjq/libevent.h>
 
 #include "harness.h"
+#include "rjq_scripts.h" /* server_cancel_fcall */
 #include "shard.h" /* rjq__queue_learning */
 
 /* Bind a loopback socket to port (0: any free one) and return the port
@@ -704,6 +705,23 @@ long long server_active_jobs(redisContext *rc, const char *q) {
 
 long long server_held_members(redisContext *rc, const char *q) {
     return server_int(rc, "ZLEXCOUNT t:{%s}:held - (~", q);
+}
+
+void server_cancel_fcall(redisContext *rc, const char *q, const char *id) {
+    char prefix[48];
+    layout_keys lk;
+    const char *argv[48];
+    argv[0] = "FCALL";
+    argv[1] = rjq__scripts[RJQ__S_CANCEL].function;
+    int n = layout_script_keys(&lk, RJQ__S_CANCEL, "t", q, argv, 2);
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
+    const char *args[] = {prefix, id, "1000"};
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) argv[n++] = args[i];
+    redisReply *r = redisCommandArgv(rc, n, argv, NULL);
+    ASSERT(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    ASSERT_EQ(1, r->element[0]->integer);
+    ASSERT_EQ(1, r->element[2]->integer); /* it had dependents to tell */
+    freeReplyObject(r);
 }
 
 void server_assert_only_declaration(redisContext *rc, const char *q) {

@@ -97,6 +97,11 @@ long long server_now_ms(redisContext *rc);
 long long server_active_jobs(redisContext *rc, const char *q);
 /* Members of queue q's held index (its pin member excluded). */
 long long server_held_members(redisContext *rc, const char *q);
+/* The cancel script called directly on job id of queue q (key prefix "t"),
+ * as a client that dies before it carries the releases would leave it: the
+ * job is cancelled, its dependents (jobs, or a batch) are not told. Asserts
+ * that it was cancelled and had dependents to tell. */
+void server_cancel_fcall(redisContext *rc, const char *q, const char *id);
 /* Assert that queue q (key prefix "t") has no key but its shard declaration
  * t:{q}:shards: nothing unsharded was written. */
 void server_assert_only_declaration(redisContext *rc, const char *q);

@@ -384,25 +384,6 @@ TEST(bad_batch_calls_are_refused_with_nothing_written) {
     env_stop(&e);
 }
 
-/* The cancel script called directly, as a client that dies before it
- * carries the releases would leave it. */
-static void cancel_fcall(redisContext *rc, const char *q, const char *id) {
-    char prefix[48];
-    layout_keys lk;
-    const char *argv[48];
-    argv[0] = "FCALL";
-    argv[1] = rjq__scripts[RJQ__S_CANCEL].function;
-    int n = layout_script_keys(&lk, RJQ__S_CANCEL, "t", q, argv, 2);
-    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
-    const char *args[] = {prefix, id, "1000"};
-    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) argv[n++] = args[i];
-    redisReply *r = redisCommandArgv(rc, n, argv, NULL);
-    ASSERT(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3);
-    ASSERT_EQ(1, r->element[0]->integer);
-    ASSERT_EQ(1, r->element[2]->integer); /* it had dependents to tell */
-    freeReplyObject(r);
-}
-
 /* A member finished by a client that died before it told the batch: the
  * dependencies' sweep of the member's queue tells it, once. */
 TEST(sweep_tells_the_batch_of_a_member_whose_finisher_died_before_telling_it) {
@@ -413,7 +394,7 @@ TEST(sweep_tells_the_batch_of_a_member_whose_finisher_died_before_telling_it) {
     made b = create_batch(e.base, e.q, "swept", 1, 0);
     ASSERT_OK(add_member(e.base, e.q, b.id, qm, "a", 3600000).status);
     ASSERT_EQ(1, seal(e.base, e.q, b.id));
-    cancel_fcall(e.rc, "bw-m", "a");
+    server_cancel_fcall(e.rc, "bw-m", "a");
     ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{bw-m}:dependents a")); /* untold */
     ASSERT_STREQ("pending", get_batch(e.base, e.q, b.id).state);
     rjq_worker_options wo = quiet_worker_options(1);
@@ -591,7 +572,7 @@ TEST(members_on_other_masters_of_the_cluster_are_counted_once_each) {
     char key[64];
     snprintf(key, sizeof key, "t:{%s}:ready", names[2]);
     redisContext *rc2 = cluster_connect(&cl, cluster_node_of_key(&cl, key));
-    cancel_fcall(rc2, names[2], "cut");
+    server_cancel_fcall(rc2, names[2], "cut");
     WAIT_FOR(base, batch_state_is(base, bq, b.id, "completed"), 20000);
     got g = get_batch(base, bq, b.id);
     ASSERT_EQ(5, g.total);

@@ -435,26 +435,6 @@ TEST(bad_dependencies_are_refused_with_nothing_written) {
     env_stop(&e);
 }
 
-/* The cancel script called directly, as a client that dies before it
- * carries the releases would leave it: the dependency is cancelled, its
- * dependents are not told. */
-static void cancel_fcall(redisContext *rc, const char *q, const char *id) {
-    char prefix[48];
-    layout_keys lk;
-    const char *argv[48];
-    argv[0] = "FCALL";
-    argv[1] = rjq__scripts[RJQ__S_CANCEL].function;
-    int n = layout_script_keys(&lk, RJQ__S_CANCEL, "t", q, argv, 2);
-    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
-    const char *args[] = {prefix, id, "1000"};
-    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) argv[n++] = args[i];
-    redisReply *r = redisCommandArgv(rc, n, argv, NULL);
-    ASSERT(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3);
-    ASSERT_EQ(1, r->element[0]->integer);
-    ASSERT_EQ(1, r->element[2]->integer); /* it had dependents to release */
-    freeReplyObject(r);
-}
-
 TEST(sweep_releases_dependents_whose_finisher_died_before_telling_them) {
     test_env e;
     env_start(&e, "ds");
@@ -462,7 +442,7 @@ TEST(sweep_releases_dependents_whose_finisher_died_before_telling_them) {
     enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
     rjq_dep on_a = {"ds", "a"};
     ASSERT_OK(enqueue_after(&e, q2, "b", &on_a, 1, RJQ_AFTER_RUN).status);
-    cancel_fcall(e.rc, "ds", "a");
+    server_cancel_fcall(e.rc, "ds", "a");
     ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{ds}:dependents a")); /* untold */
     ASSERT_STREQ("waiting", get_info(e.base, q2, "b").state);
     /* a worker on ds: its queue's periodic visit sweeps */

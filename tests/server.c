@@ -707,18 +707,24 @@ long long server_held_members(redisContext *rc, const char *q) {
     return server_int(rc, "ZLEXCOUNT t:{%s}:held - (~", q);
 }
 
+redisReply *server_fcall(redisContext *rc, int s, const char *q, const char **args, size_t n) {
+    layout_keys lk;
+    const char *argv[64];
+    argv[0] = "FCALL";
+    argv[1] = rjq__scripts[s].function;
+    int k = layout_script_keys(&lk, s, "t", q, argv, 2);
+    for (size_t i = 0; i < n; i++) argv[k++] = args[i];
+    redisReply *r = redisCommandArgv(rc, k, argv, NULL);
+    ASSERT(r != NULL && r->type != REDIS_REPLY_ERROR);
+    return r;
+}
+
 void server_cancel_fcall(redisContext *rc, const char *q, const char *id) {
     char prefix[48];
-    layout_keys lk;
-    const char *argv[48];
-    argv[0] = "FCALL";
-    argv[1] = rjq__scripts[RJQ__S_CANCEL].function;
-    int n = layout_script_keys(&lk, RJQ__S_CANCEL, "t", q, argv, 2);
     snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
     const char *args[] = {prefix, id, "1000"};
-    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) argv[n++] = args[i];
-    redisReply *r = redisCommandArgv(rc, n, argv, NULL);
-    ASSERT(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    redisReply *r = server_fcall(rc, RJQ__S_CANCEL, q, args, 3);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
     ASSERT_EQ(1, r->element[0]->integer);
     ASSERT_EQ(1, r->element[2]->integer); /* it had dependents to tell */
     freeReplyObject(r);

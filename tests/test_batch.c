@@ -160,19 +160,10 @@ static void headers_of(redisContext *rc, const char *q, const char *id, char *ou
 static redisReply *batch_fcall(redisContext *rc, const char *q, const char *op, const char *bid,
                                const char *a5, const char *a6, const char *a7) {
     char prefix[64], wake[64];
-    layout_keys lk;
-    const char *argv[48];
-    argv[0] = "FCALL";
-    argv[1] = rjq__scripts[RJQ__S_BATCH].function;
-    int n = layout_script_keys(&lk, RJQ__S_BATCH, "t", q, argv, 2);
     snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
     snprintf(wake, sizeof wake, "t:{%s}:wake", q);
     const char *args[] = {op, prefix, wake, bid, a5, a6, a7};
-    size_t na = a5 ? 7 : 4;
-    for (size_t i = 0; i < na; i++) argv[n++] = args[i];
-    redisReply *r = redisCommandArgv(rc, n, argv, NULL);
-    ASSERT(r != NULL && r->type != REDIS_REPLY_ERROR);
-    return r;
+    return server_fcall(rc, RJQ__S_BATCH, q, args, a5 ? 7 : 4);
 }
 
 /* batch.lua add's answer for its one member. */

@@ -483,19 +483,6 @@ static void plant_active(redisContext *rc, const char *q, const char *j) {
     freeReplyObject(server_cmd(rc, "ZADD t:{%s}:active 99999999999999 %s", q, j));
 }
 
-/* Run script s on queue q with args (after the keys); returns the reply. */
-static redisReply *fcall(redisContext *rc, int s, const char *q, const char **args, size_t n) {
-    layout_keys lk;
-    const char *argv[64];
-    argv[0] = "FCALL";
-    argv[1] = rjq__scripts[s].function;
-    int k = layout_script_keys(&lk, s, "t", q, argv, 2);
-    for (size_t i = 0; i < n; i++) argv[k++] = args[i];
-    redisReply *r = redisCommandArgv(rc, k, argv, NULL);
-    ASSERT(r != NULL && r->type != REDIS_REPLY_ERROR);
-    return r;
-}
-
 /* The commands a plain job's completion and failure run are what they
  * were before dependencies (counted on main, 8ad0e37, with the same
  * test): the finishing scripts learn of dependents from the watchers
@@ -507,13 +494,13 @@ TEST(finishing_a_job_without_dependencies_costs_what_it_did) {
     plant_active(e.rc, "pc", "k");
     long long before = commands_run(e.rc);
     const char *done[] = {"t:{pc}:job:", "-1", "0", "0", "0", "j", "1 tok", "r"};
-    redisReply *r = fcall(e.rc, RJQ__S_COMPLETE, "pc", done, 8);
+    redisReply *r = server_fcall(e.rc, RJQ__S_COMPLETE, "pc", done, 8);
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
     freeReplyObject(r);
     long long completion = commands_run(e.rc) - before - 1; /* (the FCALL) */
     before = commands_run(e.rc);
     const char *failed[] = {"t:{pc}:job:", "t:{pc}:wake", "k", "tok", "boom", "1", "-1", "0", "1000"};
-    r = fcall(e.rc, RJQ__S_FAIL, "pc", failed, 9);
+    r = server_fcall(e.rc, RJQ__S_FAIL, "pc", failed, 9);
     ASSERT(r->type == REDIS_REPLY_INTEGER && r->integer == 2);
     freeReplyObject(r);
     long long failure = commands_run(e.rc) - before - 1;
@@ -700,7 +687,7 @@ TEST(replay_of_a_dead_dependency_reblocks_nothing_released) {
 static void add_unregistered(redisContext *rc, const char *q, const char *id, const char *dq,
                              const char *did) {
     const char *args[] = {id, "p", "", "fail", dq, did};
-    redisReply *r = fcall(rc, RJQ__S_DEPS_ADD, q, args, 6);
+    redisReply *r = server_fcall(rc, RJQ__S_DEPS_ADD, q, args, 6);
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->integer == 0);
     freeReplyObject(r);
     freeReplyObject(server_cmd(rc, "ZADD t:{%s}:waiting 1 %s", q, id));
@@ -757,7 +744,7 @@ TEST(completion_whose_worker_died_before_the_release_is_released_by_the_sweep_on
     rjq_dep on_a = {"dk", "a"};
     ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
     const char *done[] = {"t:{dk}:job:", "-1", "0", "0", "0", "a", "1 tok", "r"};
-    redisReply *r = fcall(e.rc, RJQ__S_COMPLETE, "dk", done, 8);
+    redisReply *r = server_fcall(e.rc, RJQ__S_COMPLETE, "dk", done, 8);
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
     ASSERT_EQ(3, r->element[0]->integer); /* done, with dependents to release */
     freeReplyObject(r);

@@ -318,19 +318,6 @@ TEST(pausing_one_group_stops_only_it) {
     env_stop(&e);
 }
 
-/* Run script s on queue q with args (after the keys); returns the reply. */
-static redisReply *fcall(redisContext *rc, int s, const char *q, const char **args, size_t n) {
-    layout_keys lk;
-    const char *argv[64];
-    argv[0] = "FCALL";
-    argv[1] = rjq__scripts[s].function;
-    int k = layout_script_keys(&lk, s, "t", q, argv, 2);
-    for (size_t i = 0; i < n; i++) argv[k++] = args[i];
-    redisReply *r = redisCommandArgv(rc, k, argv, NULL);
-    ASSERT(r != NULL && r->type != REDIS_REPLY_ERROR);
-    return r;
-}
-
 TEST(a_reclaimed_group_job_goes_back_to_its_group_and_frees_its_slot) {
     test_env e;
     env_start(&e, "gr");
@@ -341,7 +328,7 @@ TEST(a_reclaimed_group_job_goes_back_to_its_group_and_frees_its_slot) {
      * it; the library is loaded: set_limits ran a script): the limit lets
      * one start */
     const char *claim[] = {"t:{gr}:job:", "5", "60000", "cx.w.1", "t:{gr}:wake", "w ch", "1", "0", "0", "1"};
-    redisReply *r = fcall(e.rc, RJQ__S_CLAIM, "gr", claim, 10);
+    redisReply *r = server_fcall(e.rc, RJQ__S_CLAIM, "gr", claim, 10);
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
     ASSERT_STREQ("first", r->element[5]->str);
     char jid[64];
@@ -509,7 +496,7 @@ TEST(queue_stats_ready_counts_its_groups_ready_jobs) {
     /* a claim (as a worker sends it) takes one group job and the plain one
      * ("a" is limited to one) */
     const char *claim[] = {"t:{gs}:job:", "5", "60000", "cx.w.1", "t:{gs}:wake", "w ch", "1", "0", "0", "1"};
-    redisReply *r = fcall(e.rc, RJQ__S_CLAIM, "gs", claim, 10);
+    redisReply *r = server_fcall(e.rc, RJQ__S_CLAIM, "gs", claim, 10);
     ASSERT(r->type == REDIS_REPLY_ARRAY);
     size_t got = (r->elements - 4) / 5;
     char a1[64] = "";

@@ -114,6 +114,9 @@ void server_assert_only_declaration(redisContext *rc, const char *q);
 long long server_info_number(redisContext *rc, const char *section, const char *needle);
 /* The number of calls of one command in INFO commandstats (0 if none). */
 long long server_calls(redisContext *rc, const char *command);
+/* Every command the server ran (INFO commandstats: those of scripts
+ * included; INFO itself left out). */
+long long server_commands_run(redisContext *rc);
 /* Write schedule `name` of queue q (key prefix "t") as schedule `from`
  * (its spec, payload "copied", due now) directly, as another program
  * might: no check of the name. */

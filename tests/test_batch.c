@@ -602,26 +602,12 @@ static void on_big_added(rjq_client *c, int status, const rjq_enqueued *jobs, si
     if (status != RJQ_OK) a->failed++;
 }
 
-static long long commands_run(redisContext *rc) {
-    redisReply *r = server_cmd(rc, "INFO commandstats");
-    ASSERT(r->type == REDIS_REPLY_STRING);
-    long long total = 0;
-    for (const char *p = r->str; (p = strstr(p, "cmdstat_")) != NULL; p++) {
-        if (strncmp(p, "cmdstat_info:", 13) == 0) continue;
-        const char *cc = strstr(p, "calls=");
-        ASSERT(cc != NULL);
-        total += atoll(cc + 6);
-    }
-    freeReplyObject(r);
-    return total;
-}
-
 /* The commands of one release of a member to batch bid (added just before). */
 static long long release_commands(redisContext *rc, const char *q, const char *bid) {
     ASSERT_EQ(1, add_code(batch_fcall(rc, q, "add", bid, "probe", "p", "")));
-    long long before = commands_run(rc);
+    long long before = server_commands_run(rc);
     ASSERT_EQ(1, release_code(batch_fcall(rc, q, "release", bid, "probe", "p", "completed")));
-    return commands_run(rc) - before - 1; /* (the FCALL) */
+    return server_commands_run(rc) - before - 1; /* (the FCALL) */
 }
 
 TEST(a_batch_of_100000_jobs_ends_once_each_counted_at_a_cost_per_job_of_one) {

@@ -460,22 +460,6 @@ TEST(sweep_releases_dependents_whose_finisher_died_before_telling_them) {
     env_stop(&e);
 }
 
-/* Commands the server ran (INFO commandstats: every command, those of
- * scripts included; INFO itself left out). */
-static long long commands_run(redisContext *rc) {
-    redisReply *r = server_cmd(rc, "INFO commandstats");
-    ASSERT(r->type == REDIS_REPLY_STRING);
-    long long total = 0;
-    for (const char *p = r->str; (p = strstr(p, "cmdstat_")) != NULL; p++) {
-        if (strncmp(p, "cmdstat_info:", 13) == 0) continue;
-        const char *c = strstr(p, "calls=");
-        ASSERT(c != NULL);
-        total += atoll(c + 6);
-    }
-    freeReplyObject(r);
-    return total;
-}
-
 /* Job j of queue q as a claim leaves it: active, attempt 1, token "tok". */
 static void plant_active(redisContext *rc, const char *q, const char *j) {
     freeReplyObject(server_cmd(rc, "HSET t:{%s}:payload %s x", q, j));
@@ -492,18 +476,18 @@ TEST(finishing_a_job_without_dependencies_costs_what_it_did) {
     env_start(&e, "pc");
     plant_active(e.rc, "pc", "j");
     plant_active(e.rc, "pc", "k");
-    long long before = commands_run(e.rc);
+    long long before = server_commands_run(e.rc);
     const char *done[] = {"t:{pc}:job:", "-1", "0", "0", "0", "j", "1 tok", "r"};
     redisReply *r = server_fcall(e.rc, RJQ__S_COMPLETE, "pc", done, 8);
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
     freeReplyObject(r);
-    long long completion = commands_run(e.rc) - before - 1; /* (the FCALL) */
-    before = commands_run(e.rc);
+    long long completion = server_commands_run(e.rc) - before - 1; /* (the FCALL) */
+    before = server_commands_run(e.rc);
     const char *failed[] = {"t:{pc}:job:", "t:{pc}:wake", "k", "tok", "boom", "1", "-1", "0", "1000"};
     r = server_fcall(e.rc, RJQ__S_FAIL, "pc", failed, 9);
     ASSERT(r->type == REDIS_REPLY_INTEGER && r->integer == 2);
     freeReplyObject(r);
-    long long failure = commands_run(e.rc) - before - 1;
+    long long failure = server_commands_run(e.rc) - before - 1;
     printf("commands: completion %lld, failure to dead %lld\n", completion, failure);
     ASSERT_EQ(COMPLETION_COMMANDS, completion);
     ASSERT_EQ(FAILURE_COMMANDS, failure);

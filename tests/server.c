@@ -23,7 +23,6 @@
 #include <rjq/libevent.h>
 
 #include "harness.h"
-#include "rjq_scripts.h" /* server_cancel_fcall */
 #include "shard.h" /* rjq__queue_learning */
 
 /* Bind a loopback socket to port (0: any free one) and return the port
@@ -719,29 +718,6 @@ long long server_active_jobs(redisContext *rc, const char *q) {
 
 long long server_held_members(redisContext *rc, const char *q) {
     return server_int(rc, "ZLEXCOUNT t:{%s}:held - (~", q);
-}
-
-redisReply *server_fcall(redisContext *rc, int s, const char *q, const char **args, size_t n) {
-    layout_keys lk;
-    const char *argv[64];
-    argv[0] = "FCALL";
-    argv[1] = rjq__scripts[s].function;
-    int k = layout_script_keys(&lk, s, "t", q, argv, 2);
-    for (size_t i = 0; i < n; i++) argv[k++] = args[i];
-    redisReply *r = redisCommandArgv(rc, k, argv, NULL);
-    ASSERT(r != NULL && r->type != REDIS_REPLY_ERROR);
-    return r;
-}
-
-void server_cancel_fcall(redisContext *rc, const char *q, const char *id) {
-    char prefix[48];
-    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
-    const char *args[] = {prefix, id, "1000"};
-    redisReply *r = server_fcall(rc, RJQ__S_CANCEL, q, args, 3);
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
-    ASSERT_EQ(1, r->element[0]->integer);
-    ASSERT_EQ(1, r->element[2]->integer); /* it had dependents to tell */
-    freeReplyObject(r);
 }
 
 void server_assert_only_declaration(redisContext *rc, const char *q) {

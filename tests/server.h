@@ -103,7 +103,8 @@ long long server_held_members(redisContext *rc, const char *q);
  * that it was cancelled and had dependents to tell. */
 /* Run script s (an RJQ__S_* of generated/rjq_scripts.h) on queue q (key
  * prefix "t") with its keys as src/keys.def lays them out and args (n, after
- * the keys); asserts that it answered without an error; returns the reply. */
+ * the keys); asserts that it answered without an error; returns the reply.
+ * (In harness.c, beside layout_script_keys.) */
 redisReply *server_fcall(redisContext *rc, int s, const char *q, const char **args, size_t n);
 void server_cancel_fcall(redisContext *rc, const char *q, const char *id);
 /* Assert that queue q (key prefix "t") has no key but its shard declaration

@@ -1,5 +1,7 @@
 #include "harness.h"
 #include "rjq_keys.h" /* layout_script_keys: the generated key layout */
+#include "rjq_scripts.h" /* server_fcall */
+#include "server.h"
 
 #include <signal.h>
 
@@ -104,4 +106,29 @@ int loop_empty(struct event_base *base) {
 void quiet_for(struct event_base *base, long ms, const char *why) {
     (void)why; /* the reason is for the reader of the test */
     run_for_ms(base, (double)ms, 0);
+}
+
+/* (server.h's; here beside layout_script_keys, so that a program of
+ * rjq_testlib without the harness's main, pg_cluster, links without it) */
+redisReply *server_fcall(redisContext *rc, int s, const char *q, const char **args, size_t n) {
+    layout_keys lk;
+    const char *argv[64];
+    argv[0] = "FCALL";
+    argv[1] = rjq__scripts[s].function;
+    int k = layout_script_keys(&lk, s, "t", q, argv, 2);
+    for (size_t i = 0; i < n; i++) argv[k++] = args[i];
+    redisReply *r = redisCommandArgv(rc, k, argv, NULL);
+    ASSERT(r != NULL && r->type != REDIS_REPLY_ERROR);
+    return r;
+}
+
+void server_cancel_fcall(redisContext *rc, const char *q, const char *id) {
+    char prefix[48];
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
+    const char *args[] = {prefix, id, "1000"};
+    redisReply *r = server_fcall(rc, RJQ__S_CANCEL, q, args, 3);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    ASSERT_EQ(1, r->element[0]->integer);
+    ASSERT_EQ(1, r->element[2]->integer); /* it had dependents to tell */
+    freeReplyObject(r);
 }

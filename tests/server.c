@@ -499,6 +499,20 @@ long long server_calls(redisContext *rc, const char *command) {
     return server_info_number(rc, "commandstats", needle);
 }
 
+long long server_commands_run(redisContext *rc) {
+    redisReply *r = server_cmd(rc, "INFO commandstats");
+    ASSERT(r->type == REDIS_REPLY_STRING);
+    long long total = 0;
+    for (const char *p = r->str; (p = strstr(p, "cmdstat_")) != NULL; p++) {
+        if (strncmp(p, "cmdstat_info:", 13) == 0) continue;
+        const char *c = strstr(p, "calls=");
+        ASSERT(c != NULL);
+        total += atoll(c + 6);
+    }
+    freeReplyObject(r);
+    return total;
+}
+
 void server_copy_schedule(redisContext *rc, const char *q, const char *from, const char *name) {
     redisReply *spec = server_cmd(rc, "HGET t:{%s}:schedules %s", q, from);
     ASSERT_EQ(REDIS_REPLY_STRING, spec->type);

@@ -97,6 +97,16 @@ long long server_now_ms(redisContext *rc);
 long long server_active_jobs(redisContext *rc, const char *q);
 /* Members of queue q's held index (its pin member excluded). */
 long long server_held_members(redisContext *rc, const char *q);
+/* The cancel script called directly on job id of queue q (key prefix "t"),
+ * as a client that dies before it carries the releases would leave it: the
+ * job is cancelled, its dependents (jobs, or a batch) are not told. Asserts
+ * that it was cancelled and had dependents to tell. */
+/* Run script s (an RJQ__S_* of generated/rjq_scripts.h) on queue q (key
+ * prefix "t") with its keys as src/keys.def lays them out and args (n, after
+ * the keys); asserts that it answered without an error; returns the reply.
+ * (In harness.c, beside layout_script_keys.) */
+redisReply *server_fcall(redisContext *rc, int s, const char *q, const char **args, size_t n);
+void server_cancel_fcall(redisContext *rc, const char *q, const char *id);
 /* Assert that queue q (key prefix "t") has no key but its shard declaration
  * t:{q}:shards: nothing unsharded was written. */
 void server_assert_only_declaration(redisContext *rc, const char *q);
@@ -105,6 +115,9 @@ void server_assert_only_declaration(redisContext *rc, const char *q);
 long long server_info_number(redisContext *rc, const char *section, const char *needle);
 /* The number of calls of one command in INFO commandstats (0 if none). */
 long long server_calls(redisContext *rc, const char *command);
+/* Every command the server ran (INFO commandstats: those of scripts
+ * included; INFO itself left out). */
+long long server_commands_run(redisContext *rc);
 /* Write schedule `name` of queue q (key prefix "t") as schedule `from`
  * (its spec, payload "copied", due now) directly, as another program
  * might: no check of the name. */

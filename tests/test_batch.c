@@ -160,19 +160,10 @@ static void headers_of(redisContext *rc, const char *q, const char *id, char *ou
 static redisReply *batch_fcall(redisContext *rc, const char *q, const char *op, const char *bid,
                                const char *a5, const char *a6, const char *a7) {
     char prefix[64], wake[64];
-    layout_keys lk;
-    const char *argv[48];
-    argv[0] = "FCALL";
-    argv[1] = rjq__scripts[RJQ__S_BATCH].function;
-    int n = layout_script_keys(&lk, RJQ__S_BATCH, "t", q, argv, 2);
     snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
     snprintf(wake, sizeof wake, "t:{%s}:wake", q);
     const char *args[] = {op, prefix, wake, bid, a5, a6, a7};
-    size_t na = a5 ? 7 : 4;
-    for (size_t i = 0; i < na; i++) argv[n++] = args[i];
-    redisReply *r = redisCommandArgv(rc, n, argv, NULL);
-    ASSERT(r != NULL && r->type != REDIS_REPLY_ERROR);
-    return r;
+    return server_fcall(rc, RJQ__S_BATCH, q, args, a5 ? 7 : 4);
 }
 
 /* batch.lua add's answer for its one member. */
@@ -384,25 +375,6 @@ TEST(bad_batch_calls_are_refused_with_nothing_written) {
     env_stop(&e);
 }
 
-/* The cancel script called directly, as a client that dies before it
- * carries the releases would leave it. */
-static void cancel_fcall(redisContext *rc, const char *q, const char *id) {
-    char prefix[48];
-    layout_keys lk;
-    const char *argv[48];
-    argv[0] = "FCALL";
-    argv[1] = rjq__scripts[RJQ__S_CANCEL].function;
-    int n = layout_script_keys(&lk, RJQ__S_CANCEL, "t", q, argv, 2);
-    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
-    const char *args[] = {prefix, id, "1000"};
-    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) argv[n++] = args[i];
-    redisReply *r = redisCommandArgv(rc, n, argv, NULL);
-    ASSERT(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3);
-    ASSERT_EQ(1, r->element[0]->integer);
-    ASSERT_EQ(1, r->element[2]->integer); /* it had dependents to tell */
-    freeReplyObject(r);
-}
-
 /* A member finished by a client that died before it told the batch: the
  * dependencies' sweep of the member's queue tells it, once. */
 TEST(sweep_tells_the_batch_of_a_member_whose_finisher_died_before_telling_it) {
@@ -413,7 +385,7 @@ TEST(sweep_tells_the_batch_of_a_member_whose_finisher_died_before_telling_it) {
     made b = create_batch(e.base, e.q, "swept", 1, 0);
     ASSERT_OK(add_member(e.base, e.q, b.id, qm, "a", 3600000).status);
     ASSERT_EQ(1, seal(e.base, e.q, b.id));
-    cancel_fcall(e.rc, "bw-m", "a");
+    server_cancel_fcall(e.rc, "bw-m", "a");
     ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{bw-m}:dependents a")); /* untold */
     ASSERT_STREQ("pending", get_batch(e.base, e.q, b.id).state);
     rjq_worker_options wo = quiet_worker_options(1);
@@ -591,7 +563,7 @@ TEST(members_on_other_masters_of_the_cluster_are_counted_once_each) {
     char key[64];
     snprintf(key, sizeof key, "t:{%s}:ready", names[2]);
     redisContext *rc2 = cluster_connect(&cl, cluster_node_of_key(&cl, key));
-    cancel_fcall(rc2, names[2], "cut");
+    server_cancel_fcall(rc2, names[2], "cut");
     WAIT_FOR(base, batch_state_is(base, bq, b.id, "completed"), 20000);
     got g = get_batch(base, bq, b.id);
     ASSERT_EQ(5, g.total);
@@ -630,26 +602,12 @@ static void on_big_added(rjq_client *c, int status, const rjq_enqueued *jobs, si
     if (status != RJQ_OK) a->failed++;
 }
 
-static long long commands_run(redisContext *rc) {
-    redisReply *r = server_cmd(rc, "INFO commandstats");
-    ASSERT(r->type == REDIS_REPLY_STRING);
-    long long total = 0;
-    for (const char *p = r->str; (p = strstr(p, "cmdstat_")) != NULL; p++) {
-        if (strncmp(p, "cmdstat_info:", 13) == 0) continue;
-        const char *cc = strstr(p, "calls=");
-        ASSERT(cc != NULL);
-        total += atoll(cc + 6);
-    }
-    freeReplyObject(r);
-    return total;
-}
-
 /* The commands of one release of a member to batch bid (added just before). */
 static long long release_commands(redisContext *rc, const char *q, const char *bid) {
     ASSERT_EQ(1, add_code(batch_fcall(rc, q, "add", bid, "probe", "p", "")));
-    long long before = commands_run(rc);
+    long long before = server_commands_run(rc);
     ASSERT_EQ(1, release_code(batch_fcall(rc, q, "release", bid, "probe", "p", "completed")));
-    return commands_run(rc) - before - 1; /* (the FCALL) */
+    return server_commands_run(rc) - before - 1; /* (the FCALL) */
 }
 
 TEST(a_batch_of_100000_jobs_ends_once_each_counted_at_a_cost_per_job_of_one) {

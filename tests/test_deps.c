@@ -435,26 +435,6 @@ TEST(bad_dependencies_are_refused_with_nothing_written) {
     env_stop(&e);
 }
 
-/* The cancel script called directly, as a client that dies before it
- * carries the releases would leave it: the dependency is cancelled, its
- * dependents are not told. */
-static void cancel_fcall(redisContext *rc, const char *q, const char *id) {
-    char prefix[48];
-    layout_keys lk;
-    const char *argv[48];
-    argv[0] = "FCALL";
-    argv[1] = rjq__scripts[RJQ__S_CANCEL].function;
-    int n = layout_script_keys(&lk, RJQ__S_CANCEL, "t", q, argv, 2);
-    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
-    const char *args[] = {prefix, id, "1000"};
-    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) argv[n++] = args[i];
-    redisReply *r = redisCommandArgv(rc, n, argv, NULL);
-    ASSERT(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3);
-    ASSERT_EQ(1, r->element[0]->integer);
-    ASSERT_EQ(1, r->element[2]->integer); /* it had dependents to release */
-    freeReplyObject(r);
-}
-
 TEST(sweep_releases_dependents_whose_finisher_died_before_telling_them) {
     test_env e;
     env_start(&e, "ds");
@@ -462,7 +442,7 @@ TEST(sweep_releases_dependents_whose_finisher_died_before_telling_them) {
     enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
     rjq_dep on_a = {"ds", "a"};
     ASSERT_OK(enqueue_after(&e, q2, "b", &on_a, 1, RJQ_AFTER_RUN).status);
-    cancel_fcall(e.rc, "ds", "a");
+    server_cancel_fcall(e.rc, "ds", "a");
     ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{ds}:dependents a")); /* untold */
     ASSERT_STREQ("waiting", get_info(e.base, q2, "b").state);
     /* a worker on ds: its queue's periodic visit sweeps */
@@ -480,40 +460,11 @@ TEST(sweep_releases_dependents_whose_finisher_died_before_telling_them) {
     env_stop(&e);
 }
 
-/* Commands the server ran (INFO commandstats: every command, those of
- * scripts included; INFO itself left out). */
-static long long commands_run(redisContext *rc) {
-    redisReply *r = server_cmd(rc, "INFO commandstats");
-    ASSERT(r->type == REDIS_REPLY_STRING);
-    long long total = 0;
-    for (const char *p = r->str; (p = strstr(p, "cmdstat_")) != NULL; p++) {
-        if (strncmp(p, "cmdstat_info:", 13) == 0) continue;
-        const char *c = strstr(p, "calls=");
-        ASSERT(c != NULL);
-        total += atoll(c + 6);
-    }
-    freeReplyObject(r);
-    return total;
-}
-
 /* Job j of queue q as a claim leaves it: active, attempt 1, token "tok". */
 static void plant_active(redisContext *rc, const char *q, const char *j) {
     freeReplyObject(server_cmd(rc, "HSET t:{%s}:payload %s x", q, j));
     freeReplyObject(server_cmd(rc, "HSET t:{%s}:state %s %s", q, j, "active 1 tok @1,2,"));
     freeReplyObject(server_cmd(rc, "ZADD t:{%s}:active 99999999999999 %s", q, j));
-}
-
-/* Run script s on queue q with args (after the keys); returns the reply. */
-static redisReply *fcall(redisContext *rc, int s, const char *q, const char **args, size_t n) {
-    layout_keys lk;
-    const char *argv[64];
-    argv[0] = "FCALL";
-    argv[1] = rjq__scripts[s].function;
-    int k = layout_script_keys(&lk, s, "t", q, argv, 2);
-    for (size_t i = 0; i < n; i++) argv[k++] = args[i];
-    redisReply *r = redisCommandArgv(rc, k, argv, NULL);
-    ASSERT(r != NULL && r->type != REDIS_REPLY_ERROR);
-    return r;
 }
 
 /* The commands a plain job's completion and failure run are what they
@@ -525,18 +476,18 @@ TEST(finishing_a_job_without_dependencies_costs_what_it_did) {
     env_start(&e, "pc");
     plant_active(e.rc, "pc", "j");
     plant_active(e.rc, "pc", "k");
-    long long before = commands_run(e.rc);
+    long long before = server_commands_run(e.rc);
     const char *done[] = {"t:{pc}:job:", "-1", "0", "0", "0", "j", "1 tok", "r"};
-    redisReply *r = fcall(e.rc, RJQ__S_COMPLETE, "pc", done, 8);
+    redisReply *r = server_fcall(e.rc, RJQ__S_COMPLETE, "pc", done, 8);
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
     freeReplyObject(r);
-    long long completion = commands_run(e.rc) - before - 1; /* (the FCALL) */
-    before = commands_run(e.rc);
+    long long completion = server_commands_run(e.rc) - before - 1; /* (the FCALL) */
+    before = server_commands_run(e.rc);
     const char *failed[] = {"t:{pc}:job:", "t:{pc}:wake", "k", "tok", "boom", "1", "-1", "0", "1000"};
-    r = fcall(e.rc, RJQ__S_FAIL, "pc", failed, 9);
+    r = server_fcall(e.rc, RJQ__S_FAIL, "pc", failed, 9);
     ASSERT(r->type == REDIS_REPLY_INTEGER && r->integer == 2);
     freeReplyObject(r);
-    long long failure = commands_run(e.rc) - before - 1;
+    long long failure = server_commands_run(e.rc) - before - 1;
     printf("commands: completion %lld, failure to dead %lld\n", completion, failure);
     ASSERT_EQ(COMPLETION_COMMANDS, completion);
     ASSERT_EQ(FAILURE_COMMANDS, failure);
@@ -720,7 +671,7 @@ TEST(replay_of_a_dead_dependency_reblocks_nothing_released) {
 static void add_unregistered(redisContext *rc, const char *q, const char *id, const char *dq,
                              const char *did) {
     const char *args[] = {id, "p", "", "fail", dq, did};
-    redisReply *r = fcall(rc, RJQ__S_DEPS_ADD, q, args, 6);
+    redisReply *r = server_fcall(rc, RJQ__S_DEPS_ADD, q, args, 6);
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->integer == 0);
     freeReplyObject(r);
     freeReplyObject(server_cmd(rc, "ZADD t:{%s}:waiting 1 %s", q, id));
@@ -777,7 +728,7 @@ TEST(completion_whose_worker_died_before_the_release_is_released_by_the_sweep_on
     rjq_dep on_a = {"dk", "a"};
     ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
     const char *done[] = {"t:{dk}:job:", "-1", "0", "0", "0", "a", "1 tok", "r"};
-    redisReply *r = fcall(e.rc, RJQ__S_COMPLETE, "dk", done, 8);
+    redisReply *r = server_fcall(e.rc, RJQ__S_COMPLETE, "dk", done, 8);
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
     ASSERT_EQ(3, r->element[0]->integer); /* done, with dependents to release */
     freeReplyObject(r);

@@ -40,6 +40,16 @@ static void complete_noting(rjq_job *job, void *data) {
     ASSERT_OK(rjq_job_complete(job, "", 0, NULL, NULL));
 }
 
+/* A worker of the given concurrency on e's queue running complete_noting
+ * into r (cleared first). */
+static rjq_worker *start_noting(test_env *e, ran *r, int concurrency) {
+    memset(r, 0, sizeof *r);
+    rjq_worker_options wo = quiet_worker_options(concurrency);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e->q, &wo, complete_noting, r, &w));
+    return w;
+}
+
 /* A handler that notes its job's group header and completes it. */
 static void complete_noting_group(rjq_job *job, void *data) {
     char *seen = data;
@@ -125,10 +135,7 @@ TEST(a_group_with_90_percent_of_the_jobs_does_not_starve_the_others) {
     ASSERT_STREQ("big", l.name[0]);
     ASSERT_EQ(90, l.depth[0]);
     ran r;
-    memset(&r, 0, sizeof r);
-    rjq_worker_options wo = quiet_worker_options(1);
-    rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_noting, &r, &w));
+    rjq_worker *w = start_noting(&e, &r, 1);
     WAIT_FOR(e.base, r.n == 100, 20000);
     /* round-robin: every small group's job starts within the first turn of
      * the 11 groups, however many the big one has */
@@ -164,10 +171,7 @@ TEST(priorities_within_a_group_and_weights_across_groups) {
     ASSERT_OK(enqueue_in(&e, e.q, "l-1", "light", 0).status);
     ASSERT_OK(enqueue_in(&e, e.q, "l-2", "light", 0).status);
     ran r;
-    memset(&r, 0, sizeof r);
-    rjq_worker_options wo = quiet_worker_options(1);
-    rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_noting, &r, &w));
+    rjq_worker *w = start_noting(&e, &r, 1);
     WAIT_FOR(e.base, r.n == 6, 10000);
     /* heavy's turn takes 3 (its weight), highest priority first, then
      * light's turn 1, then the rest */
@@ -298,10 +302,7 @@ TEST(pausing_one_group_stops_only_it) {
         ASSERT_OK(enqueue_in(&e, e.q, p, "b", 0).status);
     }
     ran r;
-    memset(&r, 0, sizeof r);
-    rjq_worker_options wo = quiet_worker_options(2);
-    rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_noting, &r, &w));
+    rjq_worker *w = start_noting(&e, &r, 2);
     WAIT_FOR(e.base, r.n == 5, 10000);
     wait_worker_started(e.base, e.c, e.q, e.rc, "gz"); /* (its claims since have run) */
     ASSERT_EQ(5, r.n);
@@ -317,19 +318,6 @@ TEST(pausing_one_group_stops_only_it) {
     env_stop(&e);
 }
 
-/* Run script s on queue q with args (after the keys); returns the reply. */
-static redisReply *fcall(redisContext *rc, int s, const char *q, const char **args, size_t n) {
-    layout_keys lk;
-    const char *argv[64];
-    argv[0] = "FCALL";
-    argv[1] = rjq__scripts[s].function;
-    int k = layout_script_keys(&lk, s, "t", q, argv, 2);
-    for (size_t i = 0; i < n; i++) argv[k++] = args[i];
-    redisReply *r = redisCommandArgv(rc, k, argv, NULL);
-    ASSERT(r != NULL && r->type != REDIS_REPLY_ERROR);
-    return r;
-}
-
 TEST(a_reclaimed_group_job_goes_back_to_its_group_and_frees_its_slot) {
     test_env e;
     env_start(&e, "gr");
@@ -340,7 +328,7 @@ TEST(a_reclaimed_group_job_goes_back_to_its_group_and_frees_its_slot) {
      * it; the library is loaded: set_limits ran a script): the limit lets
      * one start */
     const char *claim[] = {"t:{gr}:job:", "5", "60000", "cx.w.1", "t:{gr}:wake", "w ch", "1", "0", "0", "1"};
-    redisReply *r = fcall(e.rc, RJQ__S_CLAIM, "gr", claim, 10);
+    redisReply *r = server_fcall(e.rc, RJQ__S_CLAIM, "gr", claim, 10);
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
     ASSERT_STREQ("first", r->element[5]->str);
     char jid[64];
@@ -364,10 +352,7 @@ TEST(a_reclaimed_group_job_goes_back_to_its_group_and_frees_its_slot) {
     ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{gr}:g:ring"));
     ASSERT_EQ(0, server_int(e.rc, "LLEN t:{gr}:ready")); /* (not the queue's ready) */
     ran rn;
-    memset(&rn, 0, sizeof rn);
-    rjq_worker_options wo = quiet_worker_options(2);
-    rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_noting, &rn, &w));
+    rjq_worker *w = start_noting(&e, &rn, 2);
     WAIT_FOR(e.base, rn.n == 2, 10000);
     ASSERT_STREQ("first", rn.order[0]);
     ASSERT_STREQ("second", rn.order[1]);
@@ -425,10 +410,7 @@ TEST(a_plain_queue_claims_and_completes_without_touching_group_keys) {
     env_start(&e, "gn");
     for (int i = 0; i < 5; i++) enqueue_x_ok(e.base, e.q, NULL, 0, 0);
     ran r;
-    memset(&r, 0, sizeof r);
-    rjq_worker_options wo = quiet_worker_options(2);
-    rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_noting, &r, &w));
+    rjq_worker *w = start_noting(&e, &r, 2);
     WAIT_FOR(e.base, r.n == 5, 10000);
     worker_stop_wait(e.base, w);
     redisReply *k = server_cmd(e.rc, "KEYS t:{gn}:g:*");
@@ -514,7 +496,7 @@ TEST(queue_stats_ready_counts_its_groups_ready_jobs) {
     /* a claim (as a worker sends it) takes one group job and the plain one
      * ("a" is limited to one) */
     const char *claim[] = {"t:{gs}:job:", "5", "60000", "cx.w.1", "t:{gs}:wake", "w ch", "1", "0", "0", "1"};
-    redisReply *r = fcall(e.rc, RJQ__S_CLAIM, "gs", claim, 10);
+    redisReply *r = server_fcall(e.rc, RJQ__S_CLAIM, "gs", claim, 10);
     ASSERT(r->type == REDIS_REPLY_ARRAY);
     size_t got = (r->elements - 4) / 5;
     char a1[64] = "";
@@ -543,10 +525,7 @@ TEST(queue_stats_ready_counts_its_groups_ready_jobs) {
      * claim finds a1's left-behind id first: counted against "a"'s limit
      * of 1 in that call, the group left the ring and a2 never started) */
     ran rn;
-    memset(&rn, 0, sizeof rn);
-    rjq_worker_options wo = quiet_worker_options(2);
-    rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_noting, &rn, &w));
+    rjq_worker *w = start_noting(&e, &rn, 2);
     WAIT_FOR(e.base, rn.n == 1, 10000);
     ASSERT_STREQ("a2", rn.order[0]);
     WAIT_FOR(e.base, server_int(e.rc, "LLEN t:{gs}:g:r:a") == 0, 10000);
@@ -569,10 +548,7 @@ TEST(listing_groups_only_reads_and_the_completion_that_empties_a_group_unlists_i
     ASSERT_STREQ("busy", l.name[0]);
     ASSERT_EQ(2, server_int(e.rc, "ZCARD t:{gl}:g:all")); /* (not written) */
     ran rn;
-    memset(&rn, 0, sizeof rn);
-    rjq_worker_options wo = quiet_worker_options(1);
-    rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_noting, &rn, &w));
+    rjq_worker *w = start_noting(&e, &rn, 1);
     WAIT_FOR(e.base, rn.n == 1, 10000);
     WAIT_FOR(e.base, server_int(e.rc, "ZCARD t:{gl}:g:all") == 1, 10000); /* (busy dropped) */
     ASSERT_EQ(0, server_int(e.rc, "ZRANK t:{gl}:g:all stale"));

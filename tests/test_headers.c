@@ -394,19 +394,6 @@ TEST(job_finish_hook_called_for_a_job_finished_after_its_client_went) {
 
 /* ---- what headers cost ------------------------------------------------------ */
 
-/* Every command Redis ran (scripts' own included), INFO's excluded. */
-static long long commands_run(redisContext *rc) {
-    redisReply *r = redisCommand(rc, "INFO commandstats");
-    ASSERT(r && r->type == REDIS_REPLY_STRING);
-    long long n = 0;
-    for (const char *p = r->str; (p = strstr(p, "cmdstat_")) != NULL; p++) {
-        const char *calls = strstr(p, ":calls=");
-        if (strncmp(p, "cmdstat_info:", 13) != 0 && calls) n += atoll(calls + 7);
-    }
-    freeReplyObject(r);
-    return n;
-}
-
 static long jobs_done;
 
 static void complete_it(rjq_job *job, void *data) {
@@ -420,12 +407,12 @@ static long long one_job_costs(test_env *e, const rjq_job_options *o) {
     long long cost = 0;
     for (int k = 0; k < 2; k++) {
         wait_worker_started(e->base, e->c, e->q, e->rc, rjq_queue_get_name(e->q));
-        long long before = commands_run(e->rc);
+        long long before = server_commands_run(e->rc);
         long target = jobs_done + 1;
         ASSERT_OK(enqueue_job(e->base, e->q, "x", o).status);
         ASSERT(loop_until_count(e->base, &jobs_done, target, 5000));
         wait_worker_started(e->base, e->c, e->q, e->rc, rjq_queue_get_name(e->q));
-        cost = commands_run(e->rc) - before;
+        cost = server_commands_run(e->rc) - before;
     }
     return cost;
 }
@@ -526,7 +513,7 @@ TEST(enqueue_await_outcome_returns_the_headers_enqueued_with_no_command_more) {
         o.nheaders = with ? 3 : 0;
         for (int k = 0; k < 2; k++) { /* the second of each is measured */
             wait_worker_started(e.base, e.c, e.q, e.rc, "ha");
-            long long before = commands_run(e.rc);
+            long long before = server_commands_run(e.rc);
             awaited_headers a;
             memset(&a, 0, sizeof a);
             ASSERT_OK(rjq_enqueue_await(e.q, "x", 1, &o, NULL, on_awaited_headers, &a, NULL));
@@ -535,7 +522,7 @@ TEST(enqueue_await_outcome_returns_the_headers_enqueued_with_no_command_more) {
             if (with) check_awaited_three(&a);
             else ASSERT_EQ(0, (long)a.n);
             wait_worker_started(e.base, e.c, e.q, e.rc, "ha");
-            cost[with] = commands_run(e.rc) - before;
+            cost[with] = server_commands_run(e.rc) - before;
         }
     }
     fprintf(stderr, "commands per awaited job: options %lld, options and headers %lld\n", cost[0],

@@ -65,6 +65,18 @@ static void note_start(rjq_job *job, long long wait_ms, void *data) {
     if (wait_ms < 0) s->unknown++;
 }
 
+/* Worker options of the given concurrency whose on_job_start notes into st
+ * (wait_ms -2 until a start) for a handler on_run running into r (both
+ * cleared first). */
+static rjq_worker_options noting_starts(runs *r, starts *st, int concurrency) {
+    *st = (starts){0, -2, 0};
+    *r = (runs){0};
+    r->starts = st;
+    rjq_worker_options wo = quiet_worker_options(concurrency);
+    wo.on_job_start = note_start;
+    return wo;
+}
+
 static void enqueue_n(test_env *e, rjq_queue *q, int n) {
     for (int i = 0; i < n; i++) ASSERT_OK(rjq_enqueue(q, "x", 1, NULL, NULL, NULL));
     (void)get_stats(e->base, q); /* a round trip: they ran */
@@ -148,11 +160,9 @@ TEST(claim_whose_reply_was_lost_runs_its_jobs_with_their_attempt) {
     /* A first worker makes the queue's push channel subscribed, so that the
      * worker under test starts with nothing to recover: only the claim's
      * re-send can bring its jobs back. */
-    starts st = {0, -2, 0};
-    runs r = {0};
-    r.starts = &st;
-    rjq_worker_options wo = quiet_worker_options(5);
-    wo.on_job_start = note_start;
+    starts st;
+    runs r;
+    rjq_worker_options wo = noting_starts(&r, &st, 5);
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
     wait_registered(&e, "lostclaim", 1);
@@ -267,11 +277,9 @@ TEST(push_lost_with_the_subscriber_connection_is_recovered) {
     test_env e;
     proxy p;
     env_start_proxied(&e, &p, "lostpush", NULL);
-    starts st = {0, -2, 0};
-    runs r = {0};
-    r.starts = &st;
-    rjq_worker_options wo = quiet_worker_options(2);
-    wo.on_job_start = note_start;
+    starts st;
+    runs r;
+    rjq_worker_options wo = noting_starts(&r, &st, 2);
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
     wait_registered(&e, "lostpush", 1); /* idle and registered for pushes */
@@ -315,11 +323,9 @@ TEST(job_pushed_while_a_recovering_claim_is_in_flight_runs_once_with_its_wait) {
     test_env e;
     proxy p;
     env_start_proxied(&e, &p, "pushwait", NULL);
-    starts st = {0, -2, 0};
-    runs r = {0};
-    r.starts = &st;
-    rjq_worker_options wo = quiet_worker_options(2);
-    wo.on_job_start = note_start;
+    starts st;
+    runs r;
+    rjq_worker_options wo = noting_starts(&r, &st, 2);
     rjq_worker *w = NULL;
     proxy_hold_sub(&p, 1); /* the subscription's confirmation waits */
     ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
@@ -399,11 +405,9 @@ TEST(first_subscription_of_a_push_channel_makes_no_recovering_claim) {
     test_env e;
     proxy p;
     env_start_proxied(&e, &p, "firstsub", NULL);
-    starts st = {0, -2, 0};
-    runs r = {0};
-    r.starts = &st;
-    rjq_worker_options wo = quiet_worker_options(2);
-    wo.on_job_start = note_start;
+    starts st;
+    runs r;
+    rjq_worker_options wo = noting_starts(&r, &st, 2);
     rjq_worker *w = NULL;
     proxy_hold_sub(&p, 1); /* the confirmations wait */
     ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));

@@ -31,20 +31,6 @@ static void on_awaited(rjq_client *c, int status, const rjq_outcome *o, void *da
     (*done)++;
 }
 
-/* Every command's calls in INFO commandstats but INFO's own. */
-static long long server_commands(redisContext *rc) {
-    redisReply *r = redisCommand(rc, "INFO commandstats");
-    ASSERT(r != NULL && r->type == REDIS_REPLY_STRING);
-    long long n = 0;
-    for (const char *p = r->str; (p = strstr(p, "cmdstat_")) != NULL; p++) {
-        const char *calls = strstr(p, ":calls=");
-        ASSERT(calls != NULL);
-        if (strncmp(p, "cmdstat_info:", 13) != 0) n += atoll(calls + 7);
-    }
-    freeReplyObject(r);
-    return n;
-}
-
 typedef struct cost {
     long long calls, commands;
 } cost;
@@ -58,12 +44,12 @@ static cost awaited_cost(test_env *e, rjq_queue *q) {
     ASSERT_OK(rjq_worker_start(q, &wo, complete_now, NULL, &w));
     cost before = {0, 0};
     for (int i = 0; i < WARM + JOBS; i++) {
-        if (i == WARM) before = (cost){server_script_calls(e->rc), server_commands(e->rc)};
+        if (i == WARM) before = (cost){server_script_calls(e->rc), server_commands_run(e->rc)};
         int done = 0;
         ASSERT_OK(rjq_enqueue_await(q, "j", 1, NULL, NULL, on_awaited, &done, NULL));
         ASSERT(loop_until(e->base, &done, 20000));
     }
-    cost c = {server_script_calls(e->rc) - before.calls, server_commands(e->rc) - before.commands};
+    cost c = {server_script_calls(e->rc) - before.calls, server_commands_run(e->rc) - before.commands};
     worker_stop_wait(e->base, w);
     rjq_stats st = get_stats(e->base, q);
     ASSERT_EQ(WARM + JOBS, st.completed);
@@ -101,10 +87,10 @@ TEST(awaited_jobs_on_a_sharded_queue_cost_the_script_calls_of_a_plain_queues) {
 static long long enqueue_commands(test_env *e, rjq_queue *q) {
     long long before = 0;
     for (int i = 0; i < WARM + JOBS; i++) {
-        if (i == WARM) before = server_commands(e->rc);
+        if (i == WARM) before = server_commands_run(e->rc);
         ASSERT_OK(enqueue_job(e->base, q, "j", NULL).status);
     }
-    return server_commands(e->rc) - before;
+    return server_commands_run(e->rc) - before;
 }
 
 /* An anonymous job of a sharded queue gets an id made for it alone

@@ -483,6 +483,47 @@ TEST(job_pushed_at_once_has_its_state_written_once) {
     push_stop(&e);
 }
 
+/* The commands an awaited job runs (docs/scripts.md: what each script does
+ * per job, and why): rjq_enqueue_await to an idle registered worker (the
+ * job pushed at once), completed with an empty result (its freed slot
+ * offered again), FCALLs included. A command more on this path fails here;
+ * a cut lowers these. */
+#define AWAITED_ENQUEUE_COMMANDS 12
+#define AWAITED_COMPLETE_COMMANDS 13
+
+static void count_outcome(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    (void)c, (void)o;
+    ASSERT_OK(status);
+    (*(long *)data)++;
+}
+
+TEST(awaited_job_runs_its_counted_commands_to_enqueue_and_to_complete) {
+    push_env e;
+    push_start(&e, "aw", 2, 0);
+    long outcomes = 0, done = 0;
+    long long enq = 0, cmp = 0;
+    for (int k = 0; k < 2; k++) { /* the second is counted: the first subscribes the reply channel */
+        ASSERT(wait_registration(e.env.base, e.env.rc, "aw", 2));
+        long long before = server_commands_run(e.env.rc);
+        ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, count_outcome, &outcomes, NULL));
+        ASSERT(loop_until_count(e.env.base, &e.h.handled, k + 1, 5000));
+        enq = server_commands_run(e.env.rc) - before;
+        ASSERT_EQ(1, e.h.n);
+        rjq_job *j = e.h.jobs[0];
+        e.h.n = 0;
+        before = server_commands_run(e.env.rc);
+        ASSERT_OK(rjq_job_complete(j, NULL, 0, on_done_ok, &done));
+        ASSERT(loop_until_count(e.env.base, &outcomes, k + 1, 5000));
+        ASSERT(loop_until_count(e.env.base, &done, k + 1, 5000));
+        cmp = server_commands_run(e.env.rc) - before;
+    }
+    printf("commands per awaited job: enqueue %lld, complete %lld\n", enq, cmp);
+    ASSERT_EQ(AWAITED_ENQUEUE_COMMANDS, enq);
+    ASSERT_EQ(AWAITED_COMPLETE_COMMANDS, cmp);
+    ASSERT_EQ(2, registration(e.env.rc, "aw", NULL, 0, NULL)); /* the slot offered again */
+    push_stop(&e);
+}
+
 /* PUBLISH msg (len bytes) on ch, heard by one subscriber. */
 static void publish_bytes(redisContext *rc, const char *ch, const char *msg, size_t len) {
     redisReply *r = redisCommand(rc, "PUBLISH %s %b", ch, msg, len);

@@ -88,8 +88,16 @@ until redis-cli -p "$CG_PORT" ping > /dev/null 2>&1; do
 done
 redis-cli -p "$CG_PORT" -x FUNCTION LOAD < "$OUT/floor.lua" > /dev/null
 
-keys() { local k=""; for i in $(seq 1 "$1"); do k="$k {q}:k$i"; done; echo "$k"; }
-args() { local a="xxxxxxxxxxxxxxxxxx {q}:push:c {q}:reply:c:framed"; for i in $(seq 4 "$1"); do a="$a a$i"; done; echo "$a"; }
+# $1 keys, then $2 arguments (an 18-byte payload, the push channel, the
+# reply channel, then fillers), as the words of the array `words`
+kv() {
+  words=()
+  local i
+  for i in $(seq 1 "$1"); do words+=("{q}:k$i"); done
+  words+=(xxxxxxxxxxxxxxxxxx "{q}:push:c" "{q}:reply:c:framed")
+  for i in $(seq 4 "$2"); do words+=("a$i"); done
+  words=("${words[@]:0:$(($1 + $2))}")
+}
 
 # Instructions per call of a command (redis-benchmark, one connection,
 # one command at a time), after 100 unmeasured.
@@ -119,9 +127,13 @@ echo "| call | instr/call | less a PING |"
 echo "|---|---:|---:|"
 printf "| %-34s | %8.1fk | %8.1fk |\n" "PING" "$ping" 0
 row e0 "FCALL, 0 keys, 0 args, no command" FCALL f_empty 0
-row e22 "FCALL, 22 keys, 14 args, no command" FCALL f_empty 22 $(keys 22) $(args 14)
-row e23 "FCALL, 23 keys, 12 args, no command" FCALL f_empty 23 $(keys 23) $(args 12)
-row enq "enqueue: 22 keys, 14 args, 11 commands" FCALL f_enqueue 22 $(keys 22) $(args 14)
-row cmp "complete: 23 keys, 12 args, 12 commands" FCALL f_complete 23 $(keys 23) $(args 12)
-row enqf "floor enqueue: 3 keys, 2 args, 4 commands" FCALL f_enqueue_floor 3 $(keys 3) $(args 2)
-row cmpf "floor complete: 4 keys, 1 arg, 4 commands" FCALL f_complete_floor 4 $(keys 4) "{q}:reply:c:framed"
+kv 22 14
+row e22 "FCALL, 22 keys, 14 args, no command" FCALL f_empty 22 "${words[@]}"
+row enq "enqueue: 22 keys, 14 args, 11 commands" FCALL f_enqueue 22 "${words[@]}"
+kv 23 12
+row e23 "FCALL, 23 keys, 12 args, no command" FCALL f_empty 23 "${words[@]}"
+row cmp "complete: 23 keys, 12 args, 12 commands" FCALL f_complete 23 "${words[@]}"
+kv 3 2
+row enqf "floor enqueue: 3 keys, 2 args, 4 commands" FCALL f_enqueue_floor 3 "${words[@]}"
+kv 4 0
+row cmpf "floor complete: 4 keys, 1 arg, 4 commands" FCALL f_complete_floor 4 "${words[@]}" "{q}:reply:c:framed"

@@ -10,7 +10,9 @@
  *
  * and the busiest groups of each queue served, for /metrics: the first
  * --metrics-groups K (default 10) of the listing, read with each stats
- * refresh (1 s) while K > 0. The listing's script reads three keys per
+ * refresh (1 s) while K > 0 and /metrics was scraped within the last
+ * METRICS_WANTED_S (the first scrape after a pause has no group series: a
+ * second later they are there). The listing's script reads three keys per
  * group with jobs (at most 10 000 groups: gstats.lua), so a queue of many
  * groups costs Redis that much per refresh; K only bounds what is kept and
  * written, and the label set: at most K groups per queue in /metrics.
@@ -22,6 +24,8 @@
 #include <string.h>
 
 #include "statsfmt.h"
+
+#define METRICS_WANTED_S 600.0 /* the groups are read this long after a scrape */
 
 /* ---- the busiest groups, at each refresh --------------------------------------- */
 
@@ -49,6 +53,10 @@ static void on_top(rjq_client *c, int status, long long total, const rjq_group_i
 }
 
 void groups_refresh(server *s, squeue *q) {
+    if (s->metrics_at == 0 || serve_now_s() - s->metrics_at > METRICS_WANTED_S) {
+        groups_forget(q); /* (nobody scrapes: nothing read, nothing old kept) */
+        return;
+    }
     if (s->o.metrics_groups <= 0 || q->gtop_reading || !q->have || !q->s.exists || q->nshards > 1)
         return; /* (a sharded queue's handle lists no groups: RJQ_ESHARDED) */
     if (rjq_queue_list_groups(q->q, NULL, 0, s->o.metrics_groups, on_top, q) == RJQ_OK)

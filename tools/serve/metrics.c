@@ -25,7 +25,7 @@
  * each queue with the most ready jobs rjq_group_jobs{queue,group,state}
  * (state ready or active) and rjq_group_paused{queue,group}; the other
  * groups have no series of their own (their jobs are in rjq_jobs): at most
- * K group labels per queue.
+ * K group labels per queue. They are read while scrapes come (groups.c).
  */
 #include "server.h"
 
@@ -105,6 +105,7 @@ static void gauge(FILE *out, const char *name, const char *type, const char *hel
 
 void metrics_handle(server *s, struct evhttp_request *req) {
     queues_watch_all(s); /* (a scrape every --queue-idle keeps every queue watched) */
+    s->metrics_at = serve_now_s(); /* (the groups are read while scrapes come: groups.c) */
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);

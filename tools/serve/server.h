@@ -120,6 +120,7 @@ typedef struct server {
     char *list_after;        /* where the listing goes on (owned) */
     size_t nhandles;         /* queue handles open (one per queue served) */
     double all_until;        /* every queue is watched until then (a listing, /metrics) */
+    double metrics_at;       /* the last GET /metrics (monotonic s; 0: none yet) */
     timing_map times;        /* job id -> enqueue and start times */
     /* enqueue.c */
     struct waiter *waiters;

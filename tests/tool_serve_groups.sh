@@ -32,7 +32,7 @@ enq gq big 6; enq gq g1 4; enq gq g2 3; enq gq g3 2; enq gq g4 1
 "$RJQ" --prefix sg enqueue plain x >/dev/null || fail "enqueue plain"
 "$RJQ" --prefix sg group gq g1 --concurrency 2 >/dev/null || fail "rjq group --concurrency"
 
-start_serve rw --queues 'gq,plain,gw' --metrics-groups 3
+start_serve rw --queues 'gq,plain,gw,sh' --metrics-groups 3
 
 # ---- the listing ----------------------------------------------------------------------
 get "$BASE/v1/queues/gq/groups"
@@ -56,6 +56,11 @@ get "$BASE/v1/queues/gq/groups/bad%20name"
 check; [ "$CODE" = 400 ] || fail "a bad group name: $CODE $BODY"
 get "$BASE/v1/queues/plain/groups"
 check; [ "$CODE $(json '(d["total"], d["groups"])')" = "200 (0, [])" ] || fail "plain has no group: $CODE $BODY"
+# a sharded queue takes no group job yet: an empty list, "sharded" (not an error)
+"$RJQ" --prefix sg shards sh 2 >/dev/null || fail "rjq shards"
+get "$BASE/v1/queues/sh/groups"
+check; [ "$CODE $(json '(d["total"], d["groups"], d["sharded"])')" = "200 (0, [], True)" ] ||
+    fail "a sharded queue's groups: $CODE $BODY"
 get -X DELETE "$BASE/v1/queues/gq/groups"
 check; [ "$CODE" = 405 ] || fail "DELETE groups: $CODE"
 

@@ -5,6 +5,7 @@
  *                                                 (rjq_queue_list_groups; limit 1..1000,
  *                                                 default 20)
  *   GET  /v1/queues/{q}/groups/{g}                one group (zeros when it has nothing)
+ *                                                 (a sharded queue: none, "sharded": true)
  *   POST /v1/queues/{q}/groups/{g}/pause, /resume pause or resume one group
  *                                                 (rjq_queue_pause_group)
  *
@@ -238,5 +239,19 @@ void groups_handle(server *s, struct evhttp_request *req, squeue *q, const char 
     c->one = group != NULL;
     c->offset = offset;
     if (group) strcpy(c->group, group);
-    gcall_sent(c, rjq_queue_list_groups(q->q, group, (long)offset, (long)limit, on_list, c));
+    int rc = rjq_queue_list_groups(q->q, group, (long)offset, (long)limit, on_list, c);
+    if (rc == RJQ_ESHARDED) {
+        /* a sharded queue's handle takes no group job (an enqueue with a
+         * group is refused: RJQ_ESHARDED), so it has none to list: an
+         * empty list, and "sharded", rather than a refusal (the dashboard's
+         * queue page asks every queue) */
+        struct evhttp_request *r = held_end(&c->h);
+        if (r && group) reply_json(r, 200, groups_info_json(group, 0, 0, -1, 1, 0));
+        else if (r)
+            reply_json(r, 200, json_pack("{so si sI s[] sb}", "queue", json_name(q->name), "total", 0,
+                                         "offset", (json_int_t)offset, "groups", "sharded", 1));
+        gcall_free(c);
+        return;
+    }
+    gcall_sent(c, rc);
 }

@@ -129,6 +129,9 @@ check; [ "$CODE $(json 'd["paused"]')" = "200 False" ] || fail "resume g2: $CODE
 get "$BASE/v1/queues/gq/groups/g2"
 check; [ "$(json 'd["paused"]')" = False ] || fail "g2 resumed: $BODY"
 
+# (a clean stop: exit 0, and under ASan no leak nor error report)
+check; stop_serve_clean rw || FAILURES=$((FAILURES + 1))
+
 # ---- --read-only refuses the pause; --metrics-groups 0 writes no group series -----------
 start_serve ro --queues 'gq' --read-only --metrics-groups 0
 get -X POST "$BASE/v1/queues/gq/groups/g2/pause"
@@ -141,6 +144,7 @@ for _ in $(seq 400); do
     sleep 0.05
 done
 check; grep -q 'rjq_group\|rjq_queue_groups' "$DIR/m" && fail "--metrics-groups 0: group series"
+check; stop_serve_clean ro || FAILURES=$((FAILURES + 1))
 check; out=$("$RJQ" serve --metrics-groups 101 2>&1); rc=$?
 [ $rc = 2 ] || fail "--metrics-groups 101 refused: $rc $out"
 

@@ -15,7 +15,9 @@
  * METRICS_WANTED_S (the first scrape after a pause has no group series: a
  * second later they are there). The listing's script reads three keys per
  * group with jobs (at most 10 000 groups: gstats.lua), so a queue of many
- * groups costs Redis that much per refresh; K only bounds what is kept and
+ * groups costs Redis that much per read (tests/test_groups_wait.c prints
+ * it for 10 000 groups): a queue of N > 1000 groups is read every N / 1000
+ * seconds instead of every second. K only bounds what is kept and
  * written, and the label set: at most K groups per queue in /metrics.
  */
 #include "server.h"
@@ -51,6 +53,9 @@ static void on_top(rjq_client *c, int status, long long total, const rjq_group_i
     q->ngtop = n;
     q->gtotal = total;
     q->gtop_have = 1;
+    /* a listing costs Redis three reads per group: a queue of N > 1000
+     * groups is read every N / 1000 s (10 s for 10 000), not every second */
+    q->gtop_next = serve_now_s() + (total > 1000 ? (double)total / 1000.0 : 0.0);
 }
 
 void groups_refresh(server *s, squeue *q) {
@@ -58,13 +63,15 @@ void groups_refresh(server *s, squeue *q) {
         groups_forget(q); /* (nobody scrapes: nothing read, nothing old kept) */
         return;
     }
-    if (s->o.metrics_groups <= 0 || q->gtop_reading || !q->have || !q->s.exists || q->nshards > 1)
+    if (s->o.metrics_groups <= 0 || q->gtop_reading || !q->have || !q->s.exists || q->nshards > 1 ||
+        serve_now_s() < q->gtop_next)
         return; /* (a sharded queue's handle lists no groups: RJQ_ESHARDED) */
     if (rjq_queue_list_groups(q->q, NULL, 0, s->o.metrics_groups, on_top, q) == RJQ_OK)
         q->gtop_reading = 1;
 }
 
 void groups_forget(squeue *q) {
+    q->gtop_next = 0;
     free(q->gtop);
     q->gtop = NULL;
     q->ngtop = 0;

@@ -85,6 +85,7 @@ typedef struct squeue {
     size_t ngtop;
     long long gtotal;     /* its groups with jobs */
     int gtop_have, gtop_reading;
+    double gtop_next;     /* not read again before (monotonic s) */
     struct squeue *hnext; /* hash chain */
     struct squeue *next;  /* all queues, in the order served */
 } squeue;

@@ -22,7 +22,8 @@
  * bottom, with its last minutes from the stored history (README "History":
  * every process's counts, across restarts of top) and its busiest job
  * groups (README "Groups": the TOP_GROUPS with the most ready jobs, their
- * running jobs, PAUSED); q quits.
+ * running jobs, PAUSED; read with each refresh, a queue of N > 1000 groups
+ * every N/1000 s); q quits.
  *
  * Only the public API (rjq.h) and libevent are used.
  */
@@ -100,6 +101,7 @@ struct top {
     char grp_name[201];
     char grp_line[512];
     int grp_have, grp_reading;
+    double grp_next;       /* not read again before (monotonic s) */
     unsigned long refreshes;
     char status[160];
     int quit;
@@ -467,6 +469,9 @@ static void on_groups(rjq_client *c, int status, long long total, const rjq_grou
                      i ? "," : "", list[i].name, list[i].depth, list[i].active,
                      list[i].paused ? " PAUSED" : "");
     t->grp_have = 1;
+    /* a listing costs Redis three reads per group: N > 1000 groups are
+     * read every N / 1000 s (10 s for 10 000) */
+    t->grp_next = now_s() + (total > 1000 ? (double)total / 1000.0 : 0.0);
     if (!t->quit && !t->refreshing) draw(t);
 }
 
@@ -474,7 +479,11 @@ static void on_groups(rjq_client *c, int status, long long total, const rjq_grou
 static void read_groups(top *t) {
     if (t->grp_reading || (size_t)t->sel >= t->n || t->rows[t->sel]->q == NULL) return;
     const row *r = t->rows[t->sel];
-    if (strcmp(t->grp_name, r->name) != 0) t->grp_have = 0;
+    if (strcmp(t->grp_name, r->name) != 0) {
+        t->grp_have = 0;
+        t->grp_next = 0;
+    }
+    if (t->grp_have && now_s() < t->grp_next) return;
     snprintf(t->grp_name, sizeof t->grp_name, "%s", r->name);
     if (rjq_queue_list_groups(r->q, NULL, 0, TOP_GROUPS, on_groups, t) == RJQ_OK)
         t->grp_reading = 1;

@@ -138,11 +138,20 @@ get -X POST "$BASE/v1/queues/gq/groups/g2/pause"
 check; [ "$CODE" = 403 ] || fail "read-only pause: $CODE $BODY"
 get "$BASE/v1/queues/gq/groups?limit=1"
 check; [ "$CODE $(json '[g["name"] for g in d["groups"]]')" = "200 ['g4']" ] || fail "read-only listing: $CODE $BODY"
-for _ in $(seq 400); do
-    scrape
-    grep -q '^rjq_jobs{queue="gq"' "$DIR/m" && break
-    sleep 0.05
+# after a scrape, two refreshes that read gq's stats (each sees one more
+# job): a group read sent with the first would be in by the second
+scrape
+N=$(sed -n 's/^rjq_jobs_enqueued_total{queue="gq"} //p' "$DIR/m")
+N=${N:-$("$RJQ" --prefix sg stats gq | sed -n 's/^enqueued *//p')}
+for k in 1 2; do
+    "$RJQ" --prefix sg enqueue gq "late-$k" --group late >/dev/null || fail "enqueue late"
+    for _ in $(seq 400); do
+        scrape
+        grep -qxF "rjq_jobs_enqueued_total{queue=\"gq\"} $((N + k))" "$DIR/m" && break
+        sleep 0.05
+    done
 done
+has "rjq_jobs_enqueued_total{queue=\"gq\"} $((N + 2))"
 check; grep -q 'rjq_group\|rjq_queue_groups' "$DIR/m" && fail "--metrics-groups 0: group series"
 check; stop_serve_clean ro || FAILURES=$((FAILURES + 1))
 check; out=$("$RJQ" serve --metrics-groups 101 2>&1); rc=$?

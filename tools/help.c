@@ -299,7 +299,7 @@ static const cmdhelp cmds[] = {
      "           [--token-file FILE] [--max-body BYTES] [--wait-max MS] [--max-queues N]\n"
      "           [--max-requests N] [--max-waiting N] [--request-timeout MS]\n"
      "           [--queue-idle MS] [--demo] [--log-format text|json] [--access-log]\n"
-     "           [--metrics-shards]",
+     "           [--metrics-shards] [--metrics-groups K]",
      "The HTTP API, the dashboard (/) and /metrics, until SIGINT/SIGTERM; prints\n"
      "\"listening on ADDR:PORT\" once it accepts. The connection options come before\n"
      "serve (rjq -h HOST -p PORT serve ...). See rjq(1) for the API.\n"
@@ -319,7 +319,9 @@ static const cmdhelp cmds[] = {
      "  --demo                 a demo worker pool on the queue \"demo\", driven from the page\n"
      "  --log-format F         text (default) or json: one JSON object per log line\n"
      "  --access-log           a log line per request answered (default: none)\n"
-     "  --metrics-shards       /metrics: each shard of a sharded queue too (label shard)\n",
+     "  --metrics-shards       /metrics: each shard of a sharded queue too (label shard)\n"
+     "  --metrics-groups K     /metrics: the K busiest groups of each queue (label group;\n"
+     "                         default 10, at most 100; 0: none)\n",
      "rjq -h redis.internal -p 6380 serve --listen 0.0.0.0:8080 --read-only"},
     {"acl", "acl [--queues PATTERN] [--role producer|worker|monitor|bridge] [--json]",
      "Print the ACL SETUSER lines of rjq's roles for the prefix (--prefix) and the queues\n"

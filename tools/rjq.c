@@ -1462,12 +1462,12 @@ static int cmd_top(cli *t, int argc, char **argv) {
 /* rjq serve [--listen ADDR:PORT] [--queues PATTERN] [--read-only]
  * [--token-file F] [--max-body BYTES] [--wait-max MS] [--max-queues N]
  * [--max-requests N] [--max-waiting N] [--request-timeout MS] [--queue-idle MS]
- * [--log-format text|json] [--access-log] [--metrics-shards]: the HTTP API, the dashboard and
+ * [--log-format text|json] [--access-log] [--metrics-shards] [--metrics-groups K]: the HTTP API, the dashboard and
  * /metrics (serve/). */
 static int cmd_serve(cli *t, int argc, char **argv) {
     const char *listen = NULL, *queues = NULL, *token = NULL, *body = NULL, *wait = NULL,
                *maxq = NULL, *maxr = NULL, *maxw = NULL, *rto = NULL, *idle = NULL,
-               *logf = NULL;
+               *logf = NULL, *mgroups = NULL;
     int read_only = 0, demo = 0, access_log = 0, metrics_shards = 0;
     const optdef defs[] = {{"--listen", &listen, NULL},     {"--queues", &queues, NULL},
                            {"--demo", NULL, &demo},
@@ -1478,8 +1478,10 @@ static int cmd_serve(cli *t, int argc, char **argv) {
                            {"--queue-idle", &idle, NULL},
                            {"--log-format", &logf, NULL},   {"--access-log", NULL, &access_log},
                            {"--metrics-shards", NULL, &metrics_shards},
+                           {"--metrics-groups", &mgroups, NULL},
                            {NULL, NULL, NULL}};
-    long long mb = 16 << 20, wm = 600000, mq = 1000, mr = 10000, mw = 0, rt = 30000, qi = 60000;
+    long long mb = 16 << 20, wm = 600000, mq = 1000, mr = 10000, mw = 0, rt = 30000, qi = 60000,
+              mg = 10;
     int rc = parse_args(argc, argv, defs, NULL, 0, 0, NULL);
     if (rc || (rc = parse_ll("--max-body", body, 1, 512LL << 20, &mb)) ||
         (rc = parse_ll("--wait-max", wait, 1, 86400000, &wm)) ||
@@ -1487,7 +1489,8 @@ static int cmd_serve(cli *t, int argc, char **argv) {
         (rc = parse_ll("--max-requests", maxr, 1, 1000000, &mr)) ||
         (rc = parse_ll("--max-waiting", maxw, 0, LONG_MAX, &mw)) ||
         (rc = parse_ll("--request-timeout", rto, 0, 86400000, &rt)) ||
-        (rc = parse_ll("--queue-idle", idle, 100, 86400000, &qi)))
+        (rc = parse_ll("--queue-idle", idle, 100, 86400000, &qi)) ||
+        (rc = parse_ll("--metrics-groups", mgroups, 0, 100, &mg)))
         return rc;
     if (queues && queues[0] == '\0') return usage_error("--queues %s: empty pattern", queues);
     log_format lf = LOG_TEXT;
@@ -1510,6 +1513,7 @@ static int cmd_serve(cli *t, int argc, char **argv) {
     so.queue_idle_ms = (long)qi;
     so.access_log = access_log;
     so.metrics_shards = metrics_shards;
+    so.metrics_groups = (int)mg;
     rjq_client_options o;
     client_options(t, &o);
     o.name = "rjq-serve";

@@ -20,7 +20,10 @@
  *
  * Keys: up/down (or k/j) pick a queue, whose every number shows at the
  * bottom, with its last minutes from the stored history (README "History":
- * every process's counts, across restarts of top); q quits.
+ * every process's counts, across restarts of top) and its busiest job
+ * groups (README "Groups": the TOP_GROUPS with the most ready jobs, their
+ * running jobs, PAUSED; read with each refresh, a queue of N > 1000 groups
+ * every N/1000 s); q quits.
  *
  * Only the public API (rjq.h) and libevent are used.
  */
@@ -45,6 +48,7 @@
 #define EVENT_DELAY_MS 100
 #define SWEEP_EVERY 60               /* refreshes between two timing sweeps */
 #define HIST_MINUTES 5               /* the picked queue's stored minutes shown */
+#define TOP_GROUPS 5                 /* the picked queue's busiest groups shown */
 
 typedef struct top top;
 
@@ -92,6 +96,12 @@ struct top {
     char hist_name[201];
     rjq_history_point hist;
     int hist_have, hist_reading;
+    /* the picked queue's busiest groups (README "Groups"): the first
+     * TOP_GROUPS of rjq_queue_list_groups, read with each refresh, as text */
+    char grp_name[201];
+    char grp_line[512];
+    int grp_have, grp_reading;
+    double grp_next;       /* not read again before (monotonic s) */
     unsigned long refreshes;
     char status[160];
     int quit;
@@ -162,7 +172,7 @@ static void draw(top *t) {
              "DELAYED", "ACTIVE", "DEAD", "DONE", "IN/s", "DONE/s", "FAIL/s", "WAIT ms", "RUN ms",
              "DONE/s HISTORY");
     attroff(A_BOLD);
-    int first = 3, room = h - first - 5;
+    int first = 3, room = h - first - 6;
     int top_row = t->sel >= room ? t->sel - room + 1 : 0;
     for (int i = 0; i < room && (size_t)(top_row + i) < t->n; i++) {
         const row *r = t->rows[top_row + i];
@@ -211,6 +221,8 @@ static void draw(top *t) {
                                "failed %lld; wait p50 %s p99 %s ms, run p50 %s p99 %s ms",
                      HIST_MINUTES, p->enqueued, p->completed, p->failed, hw50, hw99, hr50, hr99);
         }
+        if (t->grp_have && strcmp(t->grp_name, r->name) == 0 && t->grp_line[0])
+            put_line(h - 6, "%s", t->grp_line);
         put_line(h - 4, "%s: enqueued %lld, completed %lld, failed %lld, retried %lld, "
                            "dead %lld, reclaimed %lld, replayed %lld, cancelled %lld",
                  r->name, s->enqueued, s->completed, s->failed, s->retried, s->dead,
@@ -437,6 +449,46 @@ static void on_history(rjq_client *c, int status, const rjq_history_point *list,
     if (!t->quit && !t->refreshing) draw(t);
 }
 
+static void on_groups(rjq_client *c, int status, long long total, const rjq_group_info *list,
+                      size_t n, void *data) {
+    top *t = data;
+    (void)c;
+    t->grp_reading = 0;
+    if (status != RJQ_OK) { /* (a sharded queue's handle: RJQ_ESHARDED) */
+        t->grp_line[0] = '\0';
+        return;
+    }
+    size_t len = 0, size = sizeof t->grp_line;
+    int k = 0;
+    if (total > 0)
+        k = snprintf(t->grp_line, size, "  busiest groups (%lld with jobs):", total);
+    else
+        t->grp_line[0] = '\0';
+    for (size_t i = 0; k >= 0 && (len += (size_t)k) < size && i < n; i++)
+        k = snprintf(t->grp_line + len, size - len, "%s %s ready %lld active %lld%s",
+                     i ? "," : "", list[i].name, list[i].depth, list[i].active,
+                     list[i].paused ? " PAUSED" : "");
+    t->grp_have = 1;
+    /* a listing costs Redis three reads per group: N > 1000 groups are
+     * read every N / 1000 s (10 s for 10 000) */
+    t->grp_next = now_s() + (total > 1000 ? (double)total / 1000.0 : 0.0);
+    if (!t->quit && !t->refreshing) draw(t);
+}
+
+/* Read the picked queue's busiest groups (one read at a time). */
+static void read_groups(top *t) {
+    if (t->grp_reading || (size_t)t->sel >= t->n || t->rows[t->sel]->q == NULL) return;
+    const row *r = t->rows[t->sel];
+    if (strcmp(t->grp_name, r->name) != 0) {
+        t->grp_have = 0;
+        t->grp_next = 0;
+    }
+    if (t->grp_have && now_s() < t->grp_next) return;
+    snprintf(t->grp_name, sizeof t->grp_name, "%s", r->name);
+    if (rjq_queue_list_groups(r->q, NULL, 0, TOP_GROUPS, on_groups, t) == RJQ_OK)
+        t->grp_reading = 1;
+}
+
 /* Read the picked queue's last minutes (one read at a time). */
 static void read_history(top *t) {
     if (t->hist_reading || (size_t)t->sel >= t->n || t->rows[t->sel]->q == NULL) return;
@@ -450,6 +502,7 @@ static void read_history(top *t) {
 static void refresh_now(top *t) {
     if (t->refreshing || t->quit) return;
     read_history(t);
+    read_groups(t);
     t->refreshing = t->listing = 1;
     t->status[0] = '\0';
     if (rjq_client_list_queues(t->c, NULL, MAX_QUEUES, on_names, t) != RJQ_OK) t->refreshing = t->listing = 0;

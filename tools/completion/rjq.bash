@@ -46,7 +46,7 @@ _rjq_command_options() {
     serve)
         echo --listen --queues --read-only --token-file --max-body --wait-max --max-queues \
             --max-requests --max-waiting --request-timeout --queue-idle --demo --log-format \
-            --access-log --metrics-shards
+            --access-log --metrics-shards --metrics-groups
         ;;
     acl) echo --queues --role ;;
     esac

@@ -25,6 +25,7 @@
  *   POST   /v1/queues/{q}/reclaim             run a lease sweep now
  *   POST   /v1/queues/{q}/search, GET|DELETE /v1/queues/{q}/search/{id}   (search.c)
  *   GET    /v1/queues/{q}/history?range=1h|24h|30d   the stored history (history.c)
+ *   GET    /v1/queues/{q}/groups[/{g}], POST .../groups/{g}/pause, /resume   (groups.c)
  */
 #include "server.h"
 
@@ -766,6 +767,10 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
         return;
     }
     call *c = NULL;
+    if (g.n >= 2 && strcmp(g.v[1], "groups") == 0) { /* groups.c */
+        groups_handle(s, req, q, g.n >= 3 ? g.v[2] : NULL, g.n >= 4 ? g.v[3] : NULL, args);
+        return;
+    }
     if (g.n >= 2 && g.n <= 3 && strcmp(g.v[1], "search") == 0) { /* search.c */
         search_handle(s, req, q, g.n == 3 ? g.v[2] : NULL, args);
         return;

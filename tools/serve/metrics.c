@@ -19,6 +19,13 @@
  * only with --metrics-shards: rjq_shard_jobs{queue,shard,state} and
  * rjq_shard_jobs_total{queue,shard,transition}, shard the index 0..N-1
  * (at most RJQ_SHARDS_MAX per queue: the label sets stay bounded).
+ *
+ * Job groups (README "Groups"; groups.c): rjq_queue_groups{queue}, the
+ * groups with jobs, and for the --metrics-groups K (default 10) groups of
+ * each queue with the most ready jobs rjq_group_jobs{queue,group,state}
+ * (state ready or active) and rjq_group_paused{queue,group}; the other
+ * groups have no series of their own (their jobs are in rjq_jobs): at most
+ * K group labels per queue. They are read while scrapes come (groups.c).
  */
 #include "server.h"
 
@@ -98,6 +105,7 @@ static void gauge(FILE *out, const char *name, const char *type, const char *hel
 
 void metrics_handle(server *s, struct evhttp_request *req) {
     queues_watch_all(s); /* (a scrape every --queue-idle keeps every queue watched) */
+    s->metrics_at = serve_now_s(); /* (the groups are read while scrapes come: groups.c) */
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
@@ -123,6 +131,7 @@ void metrics_handle(server *s, struct evhttp_request *req) {
         fprintf(out, "\"} %d\n", q->known ? q->nshards : 1);
     }
     if (s->o.metrics_shards) shard_series(out, s);
+    groups_metrics(out, s, listed);
     prom_family(out, "rjq_queue_latency_seconds", "gauge",
                 "Age of the job next in claim order (the oldest ready job of the highest "
                 "priority waiting): now, by this server's clock, minus its enqueue time "

@@ -483,6 +483,7 @@ static void let_go(server *s, squeue *q, squeue *before) {
     if (q->plain) rjq_queue_close(q->plain);
     if (rjq_queue_close(q->q) == RJQ_OK) s->nhandles--;
     timing_forget_owner(&s->times, &q->t);
+    groups_forget(q);
     free(q->name);
     free(q);
 }
@@ -528,7 +529,7 @@ static void on_refresh(evutil_socket_t fd, short what, void *arg) {
         /* (a shard of a sharded queue stays only while requests name it) */
         if (all && queues_shard_of(s, q->name, NULL) == NULL) q->used_at = now;
         if (now - q->used_at > idle && q->refs == 0 && !q->refreshing && !q->reading_head &&
-            !q->htotal_reading &&
+            !q->htotal_reading && !q->gtop_reading &&
             !q->opening && !q->shard_reading && q->parked == NULL) {
             let_go(s, q, before);
             continue;
@@ -540,6 +541,7 @@ static void on_refresh(evutil_socket_t fd, short what, void *arg) {
         }
         if (!q->refreshing && rjq_queue_get_stats(q->q, on_stats, q) == RJQ_OK) q->refreshing = 1;
         history_read_totals(q);
+        groups_refresh(s, q);
         if (s->o.metrics_shards) read_shards(q);
     }
     if (s->nsse_processes && !s->reading_processes &&
@@ -584,6 +586,7 @@ void queues_free(server *s) {
     while (s->queues) {
         squeue *q = s->queues;
         s->queues = q->next;
+        groups_forget(q);
         free(q->name);
         free(q);
     }

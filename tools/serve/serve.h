@@ -25,6 +25,8 @@ typedef struct serve_options {
                                 first byte, else 408 (0: no such deadline) */
     int access_log;          /* a log line per request answered (access.c) */
     int metrics_shards;      /* /metrics: each shard's series too (label shard) */
+    int metrics_groups;      /* /metrics: the busiest groups of each queue, at most
+                                this many (0: none, no group read) */
 } serve_options;
 
 /* Open a client with co (its on_event is the server's) and serve on base

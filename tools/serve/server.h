@@ -14,6 +14,7 @@
  *              (their logic: search_state.c)
  *   sse.c      GET /v1/events (Server-Sent Events)
  *   metrics.c  GET /metrics (Prometheus text)
+ *   groups.c   /v1/queues/{q}/groups, the busiest groups in /metrics
  *   demo.c     --demo: a worker pool in the server and its controls
  *   static.c   the dashboard's files (assets.c, generated from web/ at build time)
  */
@@ -21,6 +22,7 @@
 #define RJQ_TOOLS_SERVE_SERVER_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/queue.h>
 
 #include <event2/event.h>
@@ -34,6 +36,13 @@
 #define SERVE_QUEUE_BUCKETS 1024
 
 typedef struct answered_count answered_count;
+
+/* One of a queue's busiest groups (groups.c, for /metrics). */
+typedef struct serve_group {
+    char name[RJQ_GROUP_NAME_MAX + 1];
+    long long depth, active;
+    int concurrency, weight, paused;
+} serve_group;
 
 /* A queue served: its handle, monitor and latest numbers. */
 typedef struct squeue {
@@ -71,6 +80,12 @@ typedef struct squeue {
     struct shard_read shard_mon[RJQ_SHARDS_MAX];
     rjq_history_point htotal; /* the stored history's totals (history.c: /metrics) */
     int htotal_have, htotal_reading;
+    /* groups.c: its busiest groups (--metrics-groups), read at each refresh */
+    serve_group *gtop;    /* ngtop of them, deepest first (owned) */
+    size_t ngtop;
+    long long gtotal;     /* its groups with jobs */
+    int gtop_have, gtop_reading;
+    double gtop_next;     /* not read again before (monotonic s) */
     struct squeue *hnext; /* hash chain */
     struct squeue *next;  /* all queues, in the order served */
 } squeue;
@@ -106,6 +121,7 @@ typedef struct server {
     char *list_after;        /* where the listing goes on (owned) */
     size_t nhandles;         /* queue handles open (one per queue served) */
     double all_until;        /* every queue is watched until then (a listing, /metrics) */
+    double metrics_at;       /* the last GET /metrics (monotonic s; 0: none yet) */
     timing_map times;        /* job id -> enqueue and start times */
     /* enqueue.c */
     struct waiter *waiters;
@@ -354,6 +370,20 @@ void search_handle(server *s, struct evhttp_request *req, squeue *q, const char 
 int search_path(const char *path);
 /* search.c: end and free every search (after the client is freed). */
 void search_free_all(server *s);
+/* groups.c: a request under /v1/queues/{q}/groups (group: the segment
+ * after it, action the one after that; NULL for none). */
+void groups_handle(server *s, struct evhttp_request *req, squeue *q, const char *group,
+                   const char *action, const struct evkeyvalq *args);
+/* groups.c: read q's busiest groups (at each refresh; --metrics-groups 0: never). */
+void groups_refresh(server *s, squeue *q);
+/* groups.c: free what was read of q's groups. */
+void groups_forget(squeue *q);
+/* groups.c: the families of the busiest groups in /metrics (listed: the
+ * queues of their own there). */
+void groups_metrics(FILE *out, server *s, int (*listed)(const server *, const squeue *));
+/* groups.c: one group as the API's JSON (concurrency < 0: null). */
+json_t *groups_info_json(const char *name, long long depth, long long active, int concurrency,
+                         int weight, int paused);
 /* metrics.c: GET /metrics. */
 void metrics_handle(server *s, struct evhttp_request *req);
 /* assets.c: GET of a dashboard file; 0 when path is not one. */

@@ -478,6 +478,7 @@ function queuePage(main, name, tab, offset) {
   const settings = el('div', { class: 'settings', id: 'settings' });
   const procs = el('div', { class: 'qprocs', id: 'queue-processes' });
   const shards = el('div', { class: 'shards', id: 'shards' });
+  const groups = el('div', { class: 'groups', id: 'groups' });
   const enqueueForm = canAct() ? el('form', { class: 'enqueue', id: 'enqueue' },
     el('textarea', { name: 'payload', rows: 2, placeholder: 'payload (text or JSON)' }),
     el('label', {}, 'priority ', el('input', { name: 'priority', type: 'number', value: 0 })),
@@ -498,7 +499,7 @@ function queuePage(main, name, tab, offset) {
   const staleNote = el('p', { class: 'warning bad', id: 'queue-stale', hidden: true });
   const page = el('div', { class: 'qpage', id: 'queue-page' },
     el('p', { class: 'crumbs' }, el('a', { href: '#/' }, 'queues'), ' / ', name),
-    head, staleNote, shards, charts, enqueueForm, tabs,
+    head, staleNote, shards, groups, charts, enqueueForm, tabs,
     el('div', { class: 'cols' },
       el('div', { class: 'jobs' }, bulk, el('table', { class: 'ids rows' }, listHead, list), pager),
       el('div', { class: 'side' }, el('h3', {}, 'settings'), settings,
@@ -626,8 +627,51 @@ function queuePage(main, name, tab, offset) {
     shardsTimer = setTimeout(() => { shardsTimer = null; loadShards(); },
                              Math.max(0, 2000 - (Date.now() - shardsAt)));
   }
+  // job groups (README "Groups"): the busiest (most ready jobs) with
+  // their running jobs, limits and pause (GET /v1/queues/{q}/groups)
+  const GROUPS_SHOWN = 10;
+  function drawGroups(d) {
+    if (!d || !d.groups || d.groups.length === 0) { groups.replaceChildren(); return; }
+    const gpath = (g, verb) => `/v1/queues/${enc(name)}/groups/${enc(g)}/${verb}`;
+    groups.replaceChildren(el('h3', {}, `busiest groups (${plural(d.total, 'group')} with jobs` +
+        (d.total > d.groups.length ? `, the first ${d.groups.length} shown` : '') + ')'),
+      el('table', { class: 'grouptable', id: 'group-table' },
+        el('thead', {}, el('tr', {}, ['group', 'ready', 'active', 'concurrency', 'weight', '', '']
+          .map(h => el('th', {}, h)))),
+        el('tbody', {}, d.groups.map(g => el('tr', { 'data-group': g.name },
+          el('td', {}, g.name),
+          el('td', { class: 'num', 'data-stat': 'ready' }, fmt(g.depth)),
+          el('td', { class: 'num', 'data-stat': 'active' }, fmt(g.active)),
+          el('td', { class: 'num' }, g.concurrency === null ? 'none' : fmt(g.concurrency)),
+          el('td', { class: 'num' }, fmt(g.weight)),
+          el('td', {}, g.paused ? el('span', { class: 'badge paused' }, 'paused') : ''),
+          el('td', {}, g.paused ? action('resume', () => groupAct(g.name, gpath(g.name, 'resume')))
+                                : action('pause', () => groupAct(g.name, gpath(g.name, 'pause')))))))));
+  }
+  async function groupAct(g, path) {
+    const r = await api('POST', path);
+    toast(`group ${g} ${r.data.paused ? 'paused' : 'resumed'}`);
+    loadGroups();
+  }
+  let groupsAt = 0, groupsTimer = null, groupsTotal = 0;
+  async function loadGroups() {
+    groupsAt = Date.now();
+    try {
+      const d = (await api('GET', `/v1/queues/${enc(name)}/groups?limit=${GROUPS_SHOWN}`)).data;
+      groupsTotal = d.total;
+      drawGroups(d);
+    } catch (e) { groups.replaceChildren(); }
+  }
+  /* as the shard table: follows the stats every 2 s at most (a listing
+   * reads three keys per group in Redis: N > 2000 groups every N ms) */
+  function groupsSoon() {
+    if (groupsTimer) return;
+    groupsTimer = setTimeout(() => { groupsTimer = null; loadGroups(); },
+                             Math.max(0, Math.max(2000, groupsTotal) - (Date.now() - groupsAt)));
+  }
   async function loadHead() {
     loadSettings();
+    loadGroups();
     try {
       const r = await api('GET', `/v1/queues/${enc(name)}?shards=1`);
       state.queues.set(name, r.data);
@@ -701,6 +745,7 @@ function queuePage(main, name, tab, offset) {
           `Redis unreachable${state.redisDownSince ? ' since ' + clock(state.redisDownSince) : ''}: ` +
           'the queue\'s figures cannot be read (the server retries).'));
         shards.replaceChildren();
+        groups.replaceChildren();
       } else if (back) {
         loadHead();
         refresh();
@@ -712,6 +757,7 @@ function queuePage(main, name, tab, offset) {
       if (q.name !== name) return;
       if (settings.dataset.paused !== String(q.stats.paused)) loadSettings(); /* paused elsewhere */
       drawHead(q);
+      groupsSoon();
       if (q.shards > 1) shardsSoon();
       if (q.shards > 1) soon(); /* (no job events from a sharded queue: the list follows its stats) */
     },
@@ -727,6 +773,7 @@ function queuePage(main, name, tab, offset) {
     close() {
       if (pending) clearTimeout(pending);
       if (shardsTimer) clearTimeout(shardsTimer);
+      if (groupsTimer) clearTimeout(groupsTimer);
     },
   };
 }

@@ -1,0 +1,64 @@
+// The queue page's busiest job groups, in a real browser: run by
+// tests/dashboard_groups.sh, which enqueues tenants' jobs in groups acme
+// (7), globex (3, concurrency 2) and initech (1), a plain queue's job, and
+// starts rjq serve (no worker: the jobs wait). Env: BASE, CHROMIUM, ART.
+import { check, api, until, openPage, shotShowsOn, finish } from './lib.mjs';
+
+const { BASE, ART } = process.env;
+const { browser, page, errors: consoleErrors } = await openPage();
+const row = (g) => `#group-table tr[data-group="${g}"]`;
+const cell = async (g, stat) => Number((await page.textContent(`${row(g)} td[data-stat="${stat}"]`)).replace(/,/g, ''));
+
+try {
+  await page.goto(BASE + '/#/q/tenants');
+  await until('the page lists the 3 groups', async () =>
+    (await page.locator('#group-table tbody tr').count()) === 3);
+  const names = await page.locator('#group-table tbody tr').evaluateAll(rs => rs.map(r => r.dataset.group));
+  check(JSON.stringify(names) === '["acme","globex","initech"]', 'deepest first: ' + names);
+  check(await cell('acme', 'ready') === 7 && await cell('acme', 'active') === 0, 'acme: 7 ready, 0 active');
+  check((await page.textContent(`${row('globex')} td:nth-child(4)`)) === '2', 'globex: concurrency 2');
+  check((await page.textContent(`${row('acme')} td:nth-child(4)`)) === 'none', 'acme: no limit');
+  check(/3 groups with jobs/.test(await page.textContent('#groups h3')), 'the heading counts 3 groups');
+  await shotShowsOn(page, 'groups-queue', [`${row('acme')}`, `${row('initech')}`,
+    `${row('globex')} button[data-action="pause"]`]);
+
+  // pause globex from the page: only it is paused
+  await page.click(`${row('globex')} button[data-action="pause"]`);
+  await until('globex shows paused', async () =>
+    (await page.locator(`${row('globex')} .badge.paused`).count()) === 1 &&
+    (await page.locator(`${row('globex')} button[data-action="resume"]`).count()) === 1);
+  const g = await api('GET', '/v1/queues/tenants/groups');
+  check(JSON.stringify(g.data.groups.filter(x => x.paused).map(x => x.name)) === '["globex"]',
+    'the API: only globex paused: ' + JSON.stringify(g.data));
+  const q = await api('GET', '/v1/queues/tenants');
+  check(q.data.stats.paused === false, 'the queue itself is not paused');
+  check((await page.locator('#paused').count()) === 0, 'no queue paused badge');
+  await page.screenshot({ path: `${ART}/groups-paused.png`, fullPage: true });
+  await page.click(`${row('globex')} button[data-action="resume"]`);
+  await until('globex resumed', async () =>
+    (await page.locator(`${row('globex')} .badge.paused`).count()) === 0 &&
+    (await page.locator(`${row('globex')} button[data-action="pause"]`).count()) === 1);
+  check((await api('GET', '/v1/queues/tenants/groups/globex')).data.paused === false, 'the API: globex resumed');
+
+  // the table follows the queue: initech grows past acme (the CLI enqueues
+  // them: POST .../jobs takes no group)
+  const { execSync } = await import('node:child_process');
+  for (let i = 0; i < 9; i++) execSync(`${process.env.RJQ} enqueue tenants more-${i} --group initech`);
+  await until('initech, 10 ready, first', async () =>
+    (await page.locator('#group-table tbody tr').first().getAttribute('data-group')) === 'initech' &&
+    await cell('initech', 'ready') === 10);
+
+  // a queue without groups: no table
+  await page.goto(BASE + '/#/q/plain');
+  await until('plain\'s page', async () => (await page.locator('.qhead h1').textContent()).startsWith('plain'));
+  await until('plain\'s stats read', async () =>
+    (await page.locator('.qhead [data-stat="ready"] b').textContent()) === '1');
+  check((await page.locator('#group-table').count()) === 0, 'plain has no group table');
+  check(consoleErrors.length === 0, 'console errors: ' + consoleErrors.join(' | '));
+} catch (e) {
+  check(false, 'exception: ' + (e.stack || e));
+  await page.screenshot({ path: `${ART}/groups-failure.png`, fullPage: true }).catch(() => {});
+} finally {
+  await browser.close();
+}
+finish();

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The dashboard's queue page and job groups (README "Groups") in a real
+# browser (chromium + playwright-core, as tests/dashboard.sh): the busiest
+# groups, deepest first, with their ready and running jobs, limits and
+# pause; a group paused and resumed from the page (only it: the queue is
+# not); the table follows new jobs; a queue without groups has no table.
+# Screenshot, checked for what it must show: <build>/artifacts/groups-queue.png.
+# Skipped (with the reason) only where chromium or npm cannot be installed.
+set -u
+SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
+# shellcheck source=tests/serve_test.bash
+. "$SRC/tests/serve_test.bash"
+serve_test dg dashboard-groups browser
+
+enq() { # enq QUEUE GROUP N
+    for i in $(seq "$3"); do
+        "$RJQ" --prefix dg enqueue "$1" "$2-$i" --group "$2" >/dev/null || { echo "FAIL: enqueue"; exit 1; }
+    done
+}
+enq tenants acme 7; enq tenants globex 3; enq tenants initech 1
+"$RJQ" --prefix dg group tenants globex --concurrency 2 >/dev/null || { echo "FAIL: rjq group"; exit 1; }
+"$RJQ" --prefix dg enqueue plain x >/dev/null || { echo "FAIL: enqueue plain"; exit 1; }
+start_serve rw
+cp "$SRC/tests/dashboard/groups.mjs" "$PW/groups.mjs" # resolves playwright-core from $PW
+BASE=$BASE CHROMIUM=$CHROMIUM ART=$ART RJQ="$RJQ --prefix dg" timeout 120 node "$PW/groups.mjs"
+RC=$?
+[ "$RC" = 0 ] || { echo "server log:"; tail -20 "$DIR/rw.err"; }
+stop_serve_clean rw || RC=1
+exit $RC

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# rjq serve and job groups (README "Groups"):
+#   - GET /v1/queues/{q}/groups: the groups with jobs, deepest first, each
+#     with its ready and running jobs, limits and pause; ?offset= &limit=;
+#     /groups/{g}: one group (zeros when it has none); a bad name is 400;
+#   - POST /v1/queues/{q}/groups/{g}/pause, /resume pause that group only
+#     (no other group, nor the queue); refused (403) by --read-only;
+#   - /metrics: rjq_queue_groups{queue} and, for the --metrics-groups K
+#     busiest groups only (a bounded label set), rjq_group_jobs{queue,group,
+#     state} and rjq_group_paused{queue,group}; promtool finds nothing to
+#     say; --metrics-groups 0 writes no group series.
+# Skipped (77) when promtool or serve is missing.
+set -u
+SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
+command -v promtool >/dev/null || {
+    echo "SKIP: promtool is missing (Debian package prometheus: scripts/install-deps.sh)"; exit 77; }
+# shellcheck source=tests/serve_test.bash
+. "$SRC/tests/serve_test.bash"
+serve_test sg serve-groups worker
+has() { check; grep -qxF "$1" "$DIR/m" || fail "no line '$1' in /metrics"; }
+scrape() { curl -s -o "$DIR/m" "$BASE/metrics"; }
+# json EXPR: evaluate a Python expression over the last BODY as d
+json() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$DIR/b" "$1"; }
+
+# 5 groups of gq: big 6 ready jobs, g1 4, g2 3, g3 2, g4 1; plain has none
+enq() { # enq QUEUE GROUP N
+    for i in $(seq "$3"); do
+        "$RJQ" --prefix sg enqueue "$1" "job-$2-$i" --group "$2" >/dev/null || fail "enqueue $2"
+    done
+}
+enq gq big 6; enq gq g1 4; enq gq g2 3; enq gq g3 2; enq gq g4 1
+"$RJQ" --prefix sg enqueue plain x >/dev/null || fail "enqueue plain"
+"$RJQ" --prefix sg group gq g1 --concurrency 2 >/dev/null || fail "rjq group --concurrency"
+
+start_serve rw --queues 'gq,plain,gw,sh' --metrics-groups 3
+
+# ---- the listing ----------------------------------------------------------------------
+get "$BASE/v1/queues/gq/groups"
+check; [ "$CODE" = 200 ] || fail "GET groups: $CODE $BODY"
+check; [ "$(json '(d["queue"], d["total"], d["offset"], [(g["name"], g["depth"], g["active"]) for g in d["groups"]])')" = \
+    "('gq', 5, 0, [('big', 6, 0), ('g1', 4, 0), ('g2', 3, 0), ('g3', 2, 0), ('g4', 1, 0)])" ] ||
+    fail "the groups, deepest first: $BODY"
+check; [ "$(json '[(g["concurrency"], g["weight"], g["paused"]) for g in d["groups"][:2]]')" = \
+    "[(None, 1, False), (2, 1, False)]" ] || fail "settings: big has no limit, g1 2: $BODY"
+get "$BASE/v1/queues/gq/groups?offset=1&limit=2"
+check; [ "$(json '[g["name"] for g in d["groups"]], d["total"]')" = "(['g1', 'g2'], 5)" ] ||
+    fail "offset 1 limit 2: $BODY"
+get "$BASE/v1/queues/gq/groups?limit=0"
+check; [ "$CODE" = 400 ] || fail "limit=0: $CODE $BODY"
+get "$BASE/v1/queues/gq/groups/g3"
+check; [ "$(json '(d["name"], d["depth"], d["paused"])')" = "('g3', 2, False)" ] || fail "one group: $BODY"
+get "$BASE/v1/queues/gq/groups/nobody"
+check; [ "$CODE $(json '(d["name"], d["depth"], d["active"])')" = "200 ('nobody', 0, 0)" ] ||
+    fail "a group without jobs: $CODE $BODY"
+get "$BASE/v1/queues/gq/groups/bad%20name"
+check; [ "$CODE" = 400 ] || fail "a bad group name: $CODE $BODY"
+get "$BASE/v1/queues/plain/groups"
+check; [ "$CODE $(json '(d["total"], d["groups"])')" = "200 (0, [])" ] || fail "plain has no group: $CODE $BODY"
+# a sharded queue takes no group job yet: an empty list, "sharded" (not an error)
+"$RJQ" --prefix sg shards sh 2 >/dev/null || fail "rjq shards"
+get "$BASE/v1/queues/sh/groups"
+check; [ "$CODE $(json '(d["total"], d["groups"], d["sharded"])')" = "200 (0, [], True)" ] ||
+    fail "a sharded queue's groups: $CODE $BODY"
+get -X DELETE "$BASE/v1/queues/gq/groups"
+check; [ "$CODE" = 405 ] || fail "DELETE groups: $CODE"
+
+# ---- pause and resume of one group ------------------------------------------------------
+get -X POST "$BASE/v1/queues/gq/groups/g2/pause"
+check; [ "$CODE $(json '(d["group"], d["paused"])')" = "200 ('g2', True)" ] ||
+    fail "pause g2: $CODE $BODY"
+get -X POST "$BASE/v1/queues/gq/groups/g2/pause"
+check; [ "$CODE $(json 'd["paused"]')" = "200 True" ] || fail "pause g2 again: $CODE $BODY"
+get "$BASE/v1/queues/gq/groups"
+check; [ "$(json '[g["name"] for g in d["groups"] if g["paused"]]')" = "['g2']" ] ||
+    fail "only g2 paused: $BODY"
+get "$BASE/v1/queues/gq"
+check; [ "$(json 'd["stats"]["paused"]')" = False ] || fail "the queue itself is not paused: $BODY"
+get -X GET "$BASE/v1/queues/gq/groups/g2/pause"
+check; [ "$CODE" = 405 ] || fail "GET .../pause: $CODE"
+get -X POST "$BASE/v1/queues/gq/groups/g2/stop"
+check; [ "$CODE" = 404 ] || fail "an unknown group action: $CODE"
+
+# ---- /metrics: the 3 busiest groups only ------------------------------------------------
+# a running job of a group: gw's worker runs it (active 1)
+"$WORKER" -r "$redis_url" -P sg gw >"$DIR/worker.log" 2>&1 &
+PIDS+=($!)
+"$RJQ" --prefix sg enqueue gw "sleep:60000:x" --group runner >/dev/null || fail "enqueue gw"
+for _ in $(seq 400); do
+    scrape
+    grep -qxF 'rjq_queue_groups{queue="gq"} 5' "$DIR/m" &&
+        grep -qxF 'rjq_group_jobs{queue="gw",group="runner",state="active"} 1' "$DIR/m" &&
+        grep -qxF 'rjq_group_paused{queue="gq",group="g2"} 1' "$DIR/m" && break
+    sleep 0.05
+done
+check; promtool check metrics <"$DIR/m" >"$DIR/promtool.out" 2>&1 ||
+    fail "promtool check metrics: $(cat "$DIR/promtool.out")"
+check; [ -s "$DIR/promtool.out" ] && fail "promtool has something to say: $(cat "$DIR/promtool.out")"
+has 'rjq_queue_groups{queue="gq"} 5'
+has 'rjq_queue_groups{queue="plain"} 0'
+has 'rjq_queue_groups{queue="gw"} 1'
+has 'rjq_group_jobs{queue="gq",group="big",state="ready"} 6'
+has 'rjq_group_jobs{queue="gq",group="big",state="active"} 0'
+has 'rjq_group_jobs{queue="gq",group="g1",state="ready"} 4'
+has 'rjq_group_jobs{queue="gq",group="g2",state="ready"} 3'
+has 'rjq_group_paused{queue="gq",group="g2"} 1'
+has 'rjq_group_paused{queue="gq",group="big"} 0'
+has 'rjq_group_jobs{queue="gw",group="runner",state="ready"} 0'
+has 'rjq_group_jobs{queue="gw",group="runner",state="active"} 1'
+check; labels=$(grep -o '^rjq_group_[a-z_]*{queue="gq",group="[^"]*"' "$DIR/m" | sed 's/.*group="//' | sort -u | tr '\n' ' ')
+[ "$labels" = 'big" g1" g2" ' ] || fail "gq's group labels are its 3 busiest: $labels"
+check; grep -q 'queue="plain",group=' "$DIR/m" && fail "a group series for plain"
+for f in rjq_queue_groups rjq_group_jobs rjq_group_paused; do
+    check; [ "$(grep -c "^# TYPE $f gauge" "$DIR/m")" = 1 ] || fail "family $f declared once as a gauge"
+done
+check; grep -q '^# HELP rjq_group_jobs .*the 3 groups with the most ready jobs' "$DIR/m" ||
+    fail "rjq_group_jobs' help names K: $(grep 'HELP rjq_group_jobs' "$DIR/m")"
+# the busiest change: g4 grows past the others and enters, g2 leaves
+enq gq g4 9
+for _ in $(seq 400); do
+    scrape
+    grep -qxF 'rjq_group_jobs{queue="gq",group="g4",state="ready"} 10' "$DIR/m" && break
+    sleep 0.05
+done
+has 'rjq_group_jobs{queue="gq",group="g4",state="ready"} 10'
+check; grep -q 'group="g2"' "$DIR/m" && fail "g2 (4th now) still has series"
+# resumed
+get -X POST "$BASE/v1/queues/gq/groups/g2/resume"
+check; [ "$CODE $(json 'd["paused"]')" = "200 False" ] || fail "resume g2: $CODE $BODY"
+get "$BASE/v1/queues/gq/groups/g2"
+check; [ "$(json 'd["paused"]')" = False ] || fail "g2 resumed: $BODY"
+
+# (a clean stop: exit 0, and under ASan no leak nor error report)
+check; stop_serve_clean rw || FAILURES=$((FAILURES + 1))
+
+# ---- --read-only refuses the pause; --metrics-groups 0 writes no group series -----------
+start_serve ro --queues 'gq' --read-only --metrics-groups 0
+get -X POST "$BASE/v1/queues/gq/groups/g2/pause"
+check; [ "$CODE" = 403 ] || fail "read-only pause: $CODE $BODY"
+get "$BASE/v1/queues/gq/groups?limit=1"
+check; [ "$CODE $(json '[g["name"] for g in d["groups"]]')" = "200 ['g4']" ] || fail "read-only listing: $CODE $BODY"
+# after a scrape, two refreshes that read gq's stats (each sees one more
+# job): a group read sent with the first would be in by the second
+scrape
+N=$(sed -n 's/^rjq_jobs_enqueued_total{queue="gq"} //p' "$DIR/m")
+N=${N:-$("$RJQ" --prefix sg stats gq | sed -n 's/^enqueued *//p')}
+for k in 1 2; do
+    "$RJQ" --prefix sg enqueue gq "late-$k" --group late >/dev/null || fail "enqueue late"
+    for _ in $(seq 400); do
+        scrape
+        grep -qxF "rjq_jobs_enqueued_total{queue=\"gq\"} $((N + k))" "$DIR/m" && break
+        sleep 0.05
+    done
+done
+has "rjq_jobs_enqueued_total{queue=\"gq\"} $((N + 2))"
+check; grep -q 'rjq_group\|rjq_queue_groups' "$DIR/m" && fail "--metrics-groups 0: group series"
+check; stop_serve_clean ro || FAILURES=$((FAILURES + 1))
+check; out=$("$RJQ" serve --metrics-groups 101 2>&1); rc=$?
+[ $rc = 2 ] || fail "--metrics-groups 101 refused: $rc $out"
+
+echo "$CHECKS checks, $FAILURES failures"
+[ "$FAILURES" = 0 ]

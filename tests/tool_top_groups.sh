@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# rjq top and job groups (README "Groups"), driven in a private tmux server
+# as tests/tool_top.sh: the picked queue's busiest groups (most ready jobs
+# first, at most 5) with their running jobs and PAUSED, followed as they
+# change; a queue without groups shows no such line.
+#
+# Env: RJQ_BUILD (build dir holding the rjq binary).
+set -u
+
+BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}
+RJQ_BIN="$BUILD/rjq"
+die() { echo "FATAL: $*" >&2; exit 1; }
+[ -x "$RJQ_BIN" ] || die "$RJQ_BIN is not built"
+command -v tmux >/dev/null || die "tmux not found (scripts/install-deps.sh installs it)"
+"$RJQ_BIN" help | grep -q "^  top " || die "this rjq has no top (built without ncursesw)"
+
+# shellcheck source=scripts/redis-private.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/redis-private.sh"
+DIR=$(mktemp -d "${TMPDIR:-/tmp}/rjq-top-groups.XXXXXX") || die "mktemp failed"
+TMUX_CMD=(tmux -S "$DIR/tmux.sock")
+cleanup() {
+    "${TMUX_CMD[@]}" kill-server 2>/dev/null # our private tmux server only
+    redis_private_stop
+    rm -rf "$DIR"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+redis_private_start "$DIR" || die "could not start redis-server"
+export RJQ_URL=$redis_url
+
+FAILURES=0
+fail() { FAILURES=$((FAILURES + 1)); echo "FAIL: $*"; echo "--- screen:"; cat "$DIR/screen"; }
+screen() { "${TMUX_CMD[@]}" capture-pane -p -t top >"$DIR/screen" 2>/dev/null; }
+wait_screen() { # wait_screen REGEX: until a line of the screen matches it (5 s)
+    for _ in $(seq 50); do
+        screen
+        grep -qE -- "$1" "$DIR/screen" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+enq() { # enq QUEUE GROUP N
+    for i in $(seq "$3"); do "$RJQ_BIN" enqueue "$1" "$2-$i" --group "$2" >/dev/null || die "enqueue"; done
+}
+
+# 7 groups of a-tenants (the first row, picked): 5 are shown, deepest first
+enq a-tenants big 6; enq a-tenants t1 5; enq a-tenants t2 4; enq a-tenants t3 3
+enq a-tenants t4 2; enq a-tenants t5 1; enq a-tenants t6 1
+"$RJQ_BIN" enqueue b-plain x >/dev/null || die "enqueue"
+
+"${TMUX_CMD[@]}" new-session -d -s top -x 200 -y 24 \
+    "RJQ_URL=$RJQ_URL '$RJQ_BIN' top --interval 300; echo \$? >'$DIR/rc'; sleep 5"
+wait_screen '^a-tenants +22 ' || fail "a-tenants with its 22 group jobs ready"
+wait_screen '^  busiest groups \(7 with jobs\): big ready 6 active 0, t1 ready 5 active 0, t2 ready 4 active 0, t3 ready 3 active 0, t4 ready 2 active 0$' ||
+    fail "the picked queue's 5 busiest groups"
+# followed: t6 grows to the top and is paused
+enq a-tenants t6 9
+"$RJQ_BIN" group a-tenants t6 --pause >/dev/null || die "rjq group --pause"
+wait_screen '^  busiest groups \(7 with jobs\): t6 ready 10 active 0 PAUSED, big ready 6 active 0,' ||
+    fail "t6, grown and paused, first"
+# a queue without groups: no groups line
+"${TMUX_CMD[@]}" send-keys -t top Down
+wait_screen '^b-plain: enqueued 1' || fail "down picks b-plain"
+# (a refresh after the pick: its groups' read is sent before its stats')
+"$RJQ_BIN" enqueue b-plain y >/dev/null || die "enqueue"
+wait_screen '^b-plain: enqueued 2' || fail "b-plain's second job seen"
+grep -q 'busiest groups' "$DIR/screen" && fail "b-plain shows a groups line"
+"${TMUX_CMD[@]}" send-keys -t top Up
+wait_screen '^  busiest groups \(7 with jobs\): t6 ready 10' || fail "up: a-tenants' groups again"
+"${TMUX_CMD[@]}" send-keys -t top q
+for _ in $(seq 50); do [ -s "$DIR/rc" ] && break; sleep 0.1; done
+[ "$(cat "$DIR/rc" 2>/dev/null)" = 0 ] || fail "q quits with exit 0 (got '$(cat "$DIR/rc" 2>/dev/null)')"
+
+echo "tool_top_groups: $FAILURES failed"
+[ "$FAILURES" -eq 0 ]

@@ -327,7 +327,8 @@ static const adapter noting_adapter = {pl_client_new, pl_turn_noting, pl_close};
  * rjq_client_handle_io() call that saw it waiting reads all of it, not 16
  * KiB per call with a loop turn (an epoll_wait) between each (the 16 KiB
  * awaited job's extra turn, bench/README.md). Jobs one at a time, so
- * nothing else big comes meanwhile: what a call leaves is under 16 KiB. */
+ * nothing else big comes meanwhile: what a call leaves is under 16 KiB.
+ * The results are each payload as it was when its call returned. */
 TEST(io_ops_reads_a_big_message_in_the_call_that_saw_it) {
     test_server s;
     server_start_guarded(&s, NULL);
@@ -346,7 +347,12 @@ TEST(io_ops_reads_a_big_message_in_the_call_that_saw_it) {
     big_calls = 0;
     big_left = 0;
     for (long i = 0; i < 6; i++) {
+        payload[0] = 'a';
         ASSERT_OK(rjq_enqueue_await(q, payload, len, NULL, NULL, ad_on_await, &n, NULL));
+        /* the caller's payload is the caller's again once the call
+         * returned (sent at once from it once the channel is confirmed:
+         * no copy kept, and no pointer to it either) */
+        payload[0] = 'x';
         ad_run_until_count(&noting_adapter, &n.awaited, i + 1, 20000);
     }
     ASSERT_EQ(6, n.await_ok);

@@ -616,7 +616,8 @@ static void on_message(redisAsyncContext *ac, void *reply, void *priv) {
         /* (a sole listener may take the body: rjq__message_reply) */
         redisReply *was = c->msg_body;
         size_t n = 0;
-        for (rjq__channel *ch = c->channels; ch && n < 2; ch = ch->next) n += strcmp(ch->name, name->str) == 0;
+        for (rjq__channel *ch = c->channels; ch && n < 2; ch = ch->next)
+            n += strcmp(ch->name, name->str) == 0;
         c->msg_body = n == 1 ? body : NULL;
         dispatch(c, name->str, body->str, body->len);
         c->msg_body = was;

@@ -321,9 +321,9 @@ static void pl_turn_noting(void) {
 
 static const adapter noting_adapter = {pl_client_new, pl_turn_noting, pl_close};
 
-/* A message of 40 KiB (an awaited job's push to the idle worker, its
- * payload as a message of its own, and its outcome back, the result being
- * the payload) comes from Redis in one write: the one
+/* A reply or message of 40 KiB (the worker's read of an awaited job's
+ * payload, too big to be pushed, and the job's outcome back, the result
+ * being the payload) comes from Redis in one write: the one
  * rjq_client_handle_io() call that saw it waiting reads all of it, not 16
  * KiB per call with a loop turn (an epoll_wait) between each (the 16 KiB
  * awaited job's extra turn, bench/README.md). Jobs one at a time, so

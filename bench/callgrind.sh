@@ -16,6 +16,10 @@
 #   rjq cases:  rjq-18 rjq-1k rjq-16k (awaited jobs one at a time:
 #               rjq-bench awaited-seq at PAYLOAD_BYTES 18, 1024, 16384)
 #               rjq-drain (rjq-bench drain, tiny jobs, c=50)
+#               ref-drain (rjq-bench reference: the plain-command reference
+#               the drain is compared with, LPUSH, LMOVE, LREM DRAIN_N each
+#               by redis-benchmark, PIPELINE 16, CLIENTS 50; a "job" is one
+#               of each)
 #   peer cases: bee-18 bee-1k bee-16k bull-18 bull-1k bull-16k (callgrind/
 #               seq_*.js of the peers), bee-drain bull-drain
 #   default: rjq-18 rjq-1k rjq-16k rjq-drain bee-18 bee-1k bee-16k bee-drain
@@ -72,7 +76,7 @@ if [ $need_peers = 1 ] && [ -z "${PEERS:-}" ]; then
 fi
 [ $need_peers = 0 ] || [ -d "$PEERS/node_modules" ] || { echo "callgrind.sh: no $PEERS/node_modules" >&2; exit 1; }
 for c in "${cases[@]}"; do
-  case $c in rjq-*) [ -x "$RJQ_BENCH" ] || { echo "callgrind.sh: no $RJQ_BENCH (make build)" >&2; exit 1; } ;; esac
+  case $c in rjq-* | ref-*) [ -x "$RJQ_BENCH" ] || { echo "callgrind.sh: no $RJQ_BENCH (make build)" >&2; exit 1; } ;; esac
 done
 
 # cg_mark.sh (the peers' method): commandstats before and after, callgrind
@@ -147,6 +151,7 @@ run_case() {
     *-18) pb=18 ;; *-1k) pb=1024 ;; *-16k) pb=16384 ;;
   esac
   case $c in *-drain) jobs=$DRAIN_N; kind=drain ;; *) jobs=$N; kind=awaited ;; esac
+  [ "$c" = ref-drain ] && kind=plain
   export CG_TAG=$c
   [ "${REPORT:-0}" = 1 ] || {
   rm -f "$OUT/$c".* "$OUT/$c"-idle.*
@@ -154,6 +159,8 @@ run_case() {
   case $c in
     rjq-drain) # (small pre-enqueue batches: a batch of 1000 may take > 10 s under callgrind)
       REDIS_PORT=$CG_PORT N=$jobs BULK=${BULK:-100} BULK_WINDOW=${BULK_WINDOW:-2} "$RJQ_BENCH" drain > "$OUT/$c.json" 2> "$OUT/$c.err" ;;
+    ref-drain) # the plain-command reference (rjq-bench reference: LPUSH, LMOVE, LREM, N each)
+      REDIS_PORT=$CG_PORT N=$jobs "$RJQ_BENCH" reference > "$OUT/$c.json" 2> "$OUT/$c.err" ;;
     rjq-*) REDIS_PORT=$CG_PORT N=$jobs PAYLOAD_BYTES=$pb CG_IDLE_S=${CG_IDLE_S:-10} RECLAIM_MS=${RECLAIM_MS:-60000} \
              "$RJQ_BENCH" awaited-seq > "$OUT/$c.json" 2> "$OUT/$c.err" ;;
     bee-drain | bull-drain)

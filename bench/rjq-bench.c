@@ -277,15 +277,22 @@ static void cg_mark(const char *what) {
  * timed phase starts and dumps them where it ends, so the dump holds the
  * client's instructions of that phase only (outside valgrind: nothing).
  * The script starts valgrind with instrumentation off (the untimed
- * pre-enqueue runs faster so): the zero turns it on. */
-static void cg_client(int dump) {
+ * pre-enqueue runs faster so): the zero turns it on. awaited-seq: the
+ * producer's dump is "timed phase", its worker process's "worker" (zeroed
+ * when it is ready, so its dump also holds the WARM jobs and the idle
+ * waits around them: 10 of N jobs). */
+static void cg_client_as(int dump, const char *who) {
     const char *m = getenv("CG_CLIENT");
     if (m == NULL || strcmp(m, "1") != 0) return;
-    if (dump) CALLGRIND_DUMP_STATS_AT("timed phase");
+    if (dump) CALLGRIND_DUMP_STATS_AT(who);
     else {
         CALLGRIND_START_INSTRUMENTATION;
         CALLGRIND_ZERO_STATS;
     }
+}
+
+static void cg_client(int dump) {
+    cg_client_as(dump, "timed phase");
 }
 
 /* Per-command breakdown of a timed phase (CMDSTATS=1), on stderr. Commands
@@ -872,7 +879,9 @@ static int serve_worker(int ready_fd, int stop_fd) {
     event_add(ev, NULL);
     if (write(ready_fd, "r", 1) != 1) die("worker: cannot signal readiness");
     close(ready_fd);
+    cg_client_as(0, NULL);
     loop_until(&serve_stop_requested, 0);
+    cg_client_as(1, "worker");
     event_free(ev);
     D.stopped = 0;
     if (rjq_worker_stop(w, on_stopped, NULL) == RJQ_OK) loop_until(&D.stopped, 10);
@@ -1135,6 +1144,7 @@ static int case_awaited_seq(void) {
     static snap r0, r1;
     redis_snap(&r0);
     cg_mark("zero");
+    cg_client(0);
     double cpu0 = cpu_s();
     L.t0 = now_s();
     progress(name, &L.finished, L.total);
@@ -1142,6 +1152,7 @@ static int case_awaited_seq(void) {
     loop_until(&L.all_done, (double)C.timeout_s);
     progress_end();
     double cpu = cpu_s() - cpu0, elapsed = now_s() - L.t0;
+    cg_client(1);
     cg_mark("dump");
     redis_snap(&r1);
 
@@ -1256,9 +1267,11 @@ static int case_reference(void) {
     snap a, b;
     double rps[3];
     redis_snap(&a);
+    cg_mark("zero"); /* bench/callgrind.sh ref-drain */
     double t0 = now_s();
     double jobs = reference_jobs_per_s(rps);
     double elapsed = now_s() - t0;
+    cg_mark("dump");
     redis_snap(&b);
     jbegin(case_name, C.n, 1);
     jadd(",\"elapsed_s\":%.3f,\"jobs_per_s\":%.0f,\"lpush_per_s\":%.0f,\"lmove_per_s\":%.0f,"

@@ -302,6 +302,15 @@ int rjq__subscribe_checked(rjq_client *c, const char *name, rjq__message_fn *fn,
  * the client itself PUBLISHes, and the awaits' client-wide reply channel. */
 int rjq__subscribe_classic(rjq_client *c, const char *name, rjq__message_fn *fn,
                            rjq__refused_fn *refused_fn, void *arg);
+/* Inside a listener's call for a message of msg (its bytes as given):
+ * the message's string reply, whose bytes the listener may take over
+ * (rjq__reply_take_str, replyarena.h), so a payload that came as a
+ * message of its own is not copied again; once taken, msg is the
+ * taker's. NULL when they may not be taken (the channel has other
+ * listeners, who read them after this one; a sharded link's message): copy
+ * them. */
+struct redisReply *rjq__message_reply(rjq_client *c, const char *msg);
+
 /* How channels are subscribed: 1 sharded (SSUBSCRIBE on a link per master:
  * a Redis Cluster; the scripts SPUBLISH), 0 classic (SUBSCRIBE on the
  * subscriber connection), -1 not known yet (the command connection's

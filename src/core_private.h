@@ -314,6 +314,7 @@ struct rjq_client {
     int sending_later;        /* on_retry_timer is sending `later` */
     rjq__channel *channels;
     struct rjq__sent_list *sub_sent; /* SUBSCRIBEs not yet confirmed (pubsub.c) */
+    struct redisReply *msg_body;     /* the message a sole listener hears (rjq__message_reply) */
     rjq__timer resub_timer;   /* tries refused channels again (pubsub.c) */
     rjq__timer watchdog;      /* liveness.c */
     char live_channel[256];   /* the subscriber connection's probe channel */

@@ -127,7 +127,15 @@ static void flush_later(io_glue *g) {
  * itself while it connects, a TLS session (its privctx, 1.x), and once
  * the context has an error. A failed read is set on the context as
  * hiredis sets it (__redisSetError's codes and words), and hiredis' read,
- * which returns at once on a context's error, drops the connection. */
+ * which returns at once on a context's error, drops the connection.
+ * A read that got all it asked for is followed by another once its
+ * replies ran (rjq__readin_asked): a push or a fetch of 16 KiB and more
+ * comes from Redis in one write, and was read 16 KiB per loop turn, each
+ * turn an epoll_wait more (bench/README.md "The 16 KiB awaited job's
+ * tail"). At most DRAIN_MAX bytes per call, so that one busy connection
+ * does not keep the others waiting. */
+#define DRAIN_MAX (1u << 20)
+
 static void do_read(io_watch *w) {
     redisAsyncContext *ac = w->ac;
     redisContext *c = &ac->c;
@@ -135,11 +143,15 @@ static void do_read(io_watch *w) {
         redisAsyncHandleRead(ac); /* may end w */
         return;
     }
-    ssize_t n = rjq__readin(c->reader, c->fd);
-    if (n > 0) {
+    size_t got = 0, asked;
+    ssize_t n;
+    while ((n = rjq__readin_asked(c->reader, c->fd, &asked)) > 0) {
         if (ac->ev.addRead) ac->ev.addRead(ac->ev.data);
         redisProcessCallbacks(ac); /* may end w */
-        return;
+        got += (size_t)n;
+        /* (w stays while the dispatch holds it: ended, it is dead) */
+        if (w->dead || w->ac != ac || w->g->closed || (size_t)n < asked || got >= DRAIN_MAX) return;
+        if (!(c->flags & REDIS_CONNECTED) || c->err) return;
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
     if (n == 0) {

@@ -613,13 +613,25 @@ static void on_message(redisAsyncContext *ac, void *reply, void *priv) {
     rjq__enter(c);
     conn->last_io_ms = rjq__now_ms();
     if (strcmp(kind->str, "message") == 0 && body->type == REDIS_REPLY_STRING) {
+        /* (a sole listener may take the body: rjq__message_reply) */
+        redisReply *was = c->msg_body;
+        size_t n = 0;
+        for (rjq__channel *ch = c->channels; ch && n < 2; ch = ch->next)
+            n += strcmp(ch->name, name->str) == 0;
+        c->msg_body = n == 1 ? body : NULL;
         dispatch(c, name->str, body->str, body->len);
+        c->msg_body = was;
     } else if (strcmp(kind->str, "subscribe") == 0) {
         free(sent_pop(c->sub_sent)); /* (in order: this one) */
         /* confirmed: listeners re-check state */
         dispatch(c, name->str, NULL, missable_of(c, name->str));
     }
     rjq__leave(c);
+}
+
+struct redisReply *rjq__message_reply(rjq_client *c, const char *msg) {
+    redisReply *b = c->msg_body;
+    return b && msg && b->str == msg ? b : NULL;
 }
 
 int rjq__channel_refused(const rjq_client *c, const char *name) {

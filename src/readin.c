@@ -27,6 +27,11 @@ static size_t bulk_missing(const redisReader *r) {
 }
 
 ssize_t rjq__readin(redisReader *r, int fd) {
+    return rjq__readin_asked(r, fd, NULL);
+}
+
+ssize_t rjq__readin_asked(redisReader *r, int fd, size_t *asked) {
+    if (asked) *asked = 0;
     if (r->err) {
         errno = EINVAL;
         return -1;
@@ -63,6 +68,7 @@ ssize_t rjq__readin(redisReader *r, int fd) {
         r->buf = buf = more;
     }
     size_t len = sdslen(buf);
+    if (asked) *asked = want;
     ssize_t n = read(fd, buf + len, want);
     if (n <= 0) return n;
     sdsIncrLen(buf, (int)n); /* (n <= 1 MiB) also ends it with a NUL */

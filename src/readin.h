@@ -42,4 +42,12 @@
  * never) is let go, as redisReaderFeed does beyond maxbuf. */
 ssize_t rjq__readin(redisReader *r, int fd);
 
+/* rjq__readin, also telling in *asked how many bytes the read asked for
+ * (0 when it read nothing: r in error, no room). A read that got all it
+ * asked for may have left more behind (a push of 16 KiB and more comes in
+ * one write from Redis): the caller reads again once the reader has
+ * parsed what came, rather than waiting for the loop to say the socket is
+ * readable (ioglue.c do_read). */
+ssize_t rjq__readin_asked(redisReader *r, int fd, size_t *asked);
+
 #endif

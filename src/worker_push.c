@@ -38,7 +38,11 @@ static void take_pushed(void *arg, unsigned epoch, const rjq__pushed *d, size_t 
             f[nfetch++] = d[i];
             continue;
         }
-        rjq_job *j = room ? rjq__w_new_job(w, &d[i], tok) : NULL;
+        /* a payload that came as a message of its own (push format 8),
+         * the last of its message's, is read in place: the handle takes
+         * its bytes rather than a copy (rjq__message_reply) */
+        rjq_job *j = room ? rjq__w_new_job_from(w, &d[i], tok, rjq__message_reply(client_of(w), d[i].payload))
+                          : NULL;
         if (j) jobs[made++] = j;
         else if (back) back[nback++] = d[i];
     }

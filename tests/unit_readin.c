@@ -372,3 +372,42 @@ TEST(readin_bulk_heads_from_the_network_are_range_checked) {
         close(fds[1]);
     }
 }
+
+/* rjq__readin_asked tells what each read asked for: a read that got all
+ * of it (more may be waiting: the caller reads again) and one that got
+ * less (all there was) are told apart; nothing read asks nothing. */
+TEST(readin_asked_tells_a_full_read_from_a_short_one) {
+    int fds[2];
+    pair(fds);
+    redisReader *r = redisReaderCreate();
+    size_t n = 20000, asked = 99;
+    char *s = malloc(n + 64);
+    ASSERT(s != NULL);
+    int h = sprintf(s, "$%zu\r\n", n);
+    memset(s + h, 'q', n);
+    memcpy(s + h + n, "\r\n", 2);
+    size_t whole = (size_t)h + n + 2;
+    write_all(r, fds, s, whole);
+    ASSERT_EQ(RJQ__READIN_ROOM, (size_t)rjq__readin_asked(r, fds[0], &asked));
+    ASSERT_EQ(RJQ__READIN_ROOM, asked); /* full: read again */
+    void *rep = NULL;
+    ASSERT_EQ(REDIS_OK, redisReaderGetReply(r, &rep));
+    ASSERT(rep == NULL);
+    ASSERT_EQ(whole - RJQ__READIN_ROOM, (size_t)rjq__readin_asked(r, fds[0], &asked));
+    ASSERT_EQ(whole - RJQ__READIN_ROOM + RJQ__READIN_PEEK, asked); /* short: all there was */
+    ASSERT_EQ(REDIS_OK, redisReaderGetReply(r, &rep));
+    ASSERT(rep != NULL);
+    ASSERT_EQ(n, (size_t)((redisReply *)rep)->len);
+    freeReplyObject(rep);
+    ASSERT_EQ(-1, (int)rjq__readin_asked(r, fds[0], &asked));
+    ASSERT(errno == EAGAIN || errno == EWOULDBLOCK);
+    ASSERT_EQ(RJQ__READIN_ROOM, asked);
+    r->err = REDIS_ERR_PROTOCOL; /* a reader in error: nothing read, nothing asked */
+    ASSERT_EQ(-1, (int)rjq__readin_asked(r, fds[0], &asked));
+    ASSERT_EQ(0, asked);
+    r->err = 0;
+    redisReaderFree(r);
+    close(fds[0]);
+    close(fds[1]);
+    free(s);
+}

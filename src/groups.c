@@ -107,6 +107,7 @@ int rjq__groups_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq
     if (text) rjq__argv_add(&v, text, tlen);
     else rjq__argv_str(&v, opts);
     rjq__argv_str(&v, o->group);
+    rjq__argv_ll(&v, rjq__queue_max_waiting(q)); /* (the queue's bound counts group jobs) */
     rjq__queue_register(q);
     /* a job with a caller's id may be sent again (genqueue reports it
      * existing); a numbered one not. (The arguments point at text: freed

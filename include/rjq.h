@@ -2226,7 +2226,8 @@ typedef void rjq_page_cb(rjq_client *c, int status, const char *const *ids, size
  * call that only reads: O(log n + limit) for the sorted sets, O(position +
  * limit) for the ready list and the completed index. A cursor is opaque
  * text: pass back only one a call gave. (Job groups' ready and delayed
- * jobs are not in these pages yet: rjq_queue_list_jobs lists them.)
+ * jobs come after the queue's own, as rjq_queue_list_jobs lists them; a
+ * cancelled group job's id, left in its group, is passed over.)
  * RJQ_EINVAL for a bad state, limit
  * or cursor, RJQ_ESHARDED on a sharded queue (list
  * each shard: rjq_queue_get_shard), RJQ_ECLOSED when the client is being

@@ -846,3 +846,75 @@ TEST(an_idle_worker_of_several_queues_starts_a_group_job_it_was_rung_for) {
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }
+
+typedef struct cpage {
+    int done, status;
+    char ids[1024];
+    char next[300];
+} cpage;
+
+static void on_cpage(rjq_client *c, int status, const char *const *ids, size_t n, const char *next,
+                     void *data) {
+    cpage *p = data;
+    (void)c;
+    p->done++;
+    p->status = status;
+    p->ids[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        size_t used = strlen(p->ids);
+        snprintf(p->ids + used, sizeof p->ids - used, "%s%s", i ? "," : "", ids[i]);
+    }
+    snprintf(p->next, sizeof p->next, "%s", next ? next : "");
+}
+
+/* Every page of `limit` after the cursor, joined "a,b|c,d|e" (pages split
+ * by '|'); between the first two pages `between` runs (may be NULL). */
+static const char *cursor_pages(test_env *e, rjq_job_state st, long limit, void (*between)(test_env *)) {
+    static char all[2048];
+    all[0] = '\0';
+    char after[300] = "";
+    for (int k = 0; k < 50; k++) {
+        cpage p;
+        memset(&p, 0, sizeof p);
+        ASSERT_OK(rjq_queue_list_jobs_after(e->q, st, after, limit, on_cpage, &p));
+        WAIT_FOR(e->base, p.done == 1, 10000);
+        ASSERT_OK(p.status);
+        size_t used = strlen(all);
+        snprintf(all + used, sizeof all - used, "%s%s", k ? "|" : "", p.ids);
+        if (p.next[0] == '\0') return all;
+        snprintf(after, sizeof after, "%s", p.next);
+        if (k == 0 && between) between(e);
+    }
+    FAIL_AT(__FILE__, __LINE__, "no end of the pages");
+    return all;
+}
+
+static void cancel_a2(test_env *e) {
+    ASSERT_OK(rjq_queue_cancel(e->q, "a2", NULL, NULL));
+    WAIT_FOR(e->base, strcmp(get_info(e->base, e->q, "a2").state, "cancelled") == 0, 10000);
+}
+
+TEST(cursor_pages_list_group_jobs_after_the_queues_own_and_skip_a_cancelled_one) {
+    test_env e;
+    env_start(&e, "gk");
+    ASSERT_OK(enqueue_id_in(&e, "b1", "beta", 0, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "plain", NULL, 0, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "a1", "alpha", 0, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "a2", "alpha", 0, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "a-hi", "alpha", 5, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "a-lo", "alpha", -2, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "b2", "beta", 0, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "d-own", NULL, 0, 50000).status);
+    ASSERT_OK(enqueue_id_in(&e, "d-g", "beta", 0, 60000).status);
+    /* the order of rjq_queue_list_jobs, in pages of 2 */
+    ASSERT_STREQ("plain,a-hi|a1,a2|a-lo,b1|b2", cursor_pages(&e, RJQ_STATE_READY, 2, NULL));
+    ASSERT_STREQ("plain,a-hi,a1,a2,a-lo,b1,b2", cursor_pages(&e, RJQ_STATE_READY, 100, NULL));
+    ASSERT_STREQ("d-own|d-g|", cursor_pages(&e, RJQ_STATE_DELAYED, 1, NULL)); /* (a full page has a next) */
+    /* a cancelled group job (its id left in its group) is left out, the
+     * pages go on past it */
+    ASSERT_STREQ("plain,a-hi|a1,a-lo|b1,b2|", cursor_pages(&e, RJQ_STATE_READY, 2, cancel_a2));
+    /* a group cursor is checked as any */
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs_after(e.q, RJQ_STATE_READY, "gbad name l x", 2, on_cpage, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs_after(e.q, RJQ_STATE_READY, "galpha c x", 2, on_cpage, NULL));
+    env_stop(&e);
+}

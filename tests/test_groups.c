@@ -4,7 +4,11 @@
  * FIFO and priorities within a group, a per-group concurrency limit that
  * holds across workers of separate clients, pause of one group stopping
  * only it, nothing lost when a group job's lease is reclaimed, and a
- * plain queue paying nothing for the feature.
+ * plain queue paying nothing for the feature. The queue's figures count
+ * its group jobs: the ready and delayed listings (by offset and by
+ * cursor), its bound (max_waiting), its ready, delayed and active depths
+ * around a reclaim. An idle worker of several queues starts a group job
+ * it was rung for.
  */
 #include <event2/event.h>
 #include <stdio.h>

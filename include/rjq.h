@@ -943,9 +943,11 @@ typedef struct rjq_job_options {
     /* The job's group (a tenant id; README "Groups", "Job groups" below):
      * 1..RJQ_GROUP_NAME_MAX bytes of [A-Za-z0-9_.:@-]; NULL: none. Only
      * rjq_enqueue() takes it (a batch item, an await's enqueue or a
-     * schedule with a group: RJQ_EINVAL), not with a debounce, a
-     * dependency or on a sharded queue's handle (RJQ_EINVAL,
-     * RJQ_ESHARDED). */
+     * schedule with a group: RJQ_EINVAL), not with a debounce or a
+     * dependency (RJQ_EINVAL). On a sharded queue's handle the job goes to
+     * its group's shard (crc16(group) mod N): an id given with it must
+     * route there too (crc16(id) mod N the same, else RJQ_EINVAL, nothing
+     * written); an anonymous one gets a made id that does. */
     const char *group;
 } rjq_job_options;
 #define RJQ_JOB_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_job_options)
@@ -1579,7 +1581,8 @@ RJQ_API long long rjq_monitor_get_time(const rjq_monitor *m);
 typedef struct rjq_stats {
     /* counters since the queue was created */
     long long enqueued, completed, failed, retried, dead, reclaimed, replayed;
-    /* current depths (ready: the queue's own ready jobs and its groups') */
+    /* current depths (ready, delayed: the queue's own jobs and its
+     * groups') */
     long long ready, delayed, active, dead_depth;
     long long cancelled;       /* counter: jobs cancelled */
     long long cancelled_depth; /* cancelled jobs kept (see dead_max) */
@@ -1743,10 +1746,14 @@ RJQ_API int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *l, rjq_count_cb
  * fails or is reclaimed) and pause/resume. A group at its limit or paused
  * costs no claim anything: it leaves the round-robin until a slot frees
  * or it resumes (then the doorbell rings). The queue's own pause and
- * limits apply to group jobs too. Retries and reclaimed jobs go back to
- * their group. A queue with no group jobs pays nothing for the feature.
- * Not built yet: per-group rate limits and bounds, groups on sharded
- * queues, group jobs in batches, awaits, schedules and dependencies.
+ * limits apply to group jobs too, and so does its bound (max_waiting:
+ * group jobs waiting count). Retries and reclaimed jobs go back to their
+ * group. A queue with no group jobs pays nothing for the feature. On a
+ * sharded queue a group lives on one shard (crc16(group) mod N, as a job
+ * id): its limits and pause are exact; the calls below route a group's
+ * settings to its shard, the defaults of every group to every shard, and
+ * merge the listing over the shards. Not built yet: per-group rate limits
+ * and bounds, group jobs in batches, awaits, schedules and dependencies.
  */
 #define RJQ_GROUP_NAME_MAX 64
 
@@ -1755,8 +1762,9 @@ RJQ_API int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *l, rjq_count_cb
  * jobs active, 0 none, < 0 the defaults' (for the defaults: none); weight:
  * jobs it may start per turn of the round-robin, <= 0 the defaults'
  * (defaults: 1). cb (may be NULL) gets the number of groups looked at
- * again. RJQ_EINVAL for a bad group name, RJQ_ESHARDED on a sharded
- * queue's handle, RJQ_ECLOSED, RJQ_ENOMEM. */
+ * again (on a sharded queue: the group's shard's answer; for the defaults
+ * the sum over the shards, each written, or the first error). RJQ_EINVAL
+ * for a bad group name, RJQ_ECLOSED, RJQ_ENOMEM. */
 RJQ_API int rjq_queue_set_group_limits(rjq_queue *q, const char *group, int concurrency, int weight,
                                        rjq_count_cb *cb, void *data);
 
@@ -1785,8 +1793,11 @@ typedef void rjq_groups_cb(rjq_client *c, int status, long long total, const rjq
 
 /* The queue's groups by depth (ready jobs, most first), from offset, at
  * most count (1..1000) of them; group non-NULL: that one group only
- * (listed with zeros when it has nothing). RJQ_EINVAL (bad range, bad
- * name, cb NULL), RJQ_ESHARDED, RJQ_ECLOSED, RJQ_ENOMEM; the callback gets
+ * (listed with zeros when it has nothing). On a sharded queue every
+ * shard's first offset + count groups, merged by depth (each group is on
+ * one shard: listed once; total: the sum). RJQ_EINVAL (bad range, offset
+ * + count above 1000 on a sharded queue, bad name, cb NULL), RJQ_ECLOSED,
+ * RJQ_ENOMEM; the callback gets
  * RJQ_EPROTO for a reply that is not the script's. It only reads (the
  * monitor role of `rjq acl` runs it). */
 RJQ_API int rjq_queue_list_groups(rjq_queue *q, const char *group, long offset, long count,
@@ -2037,8 +2048,11 @@ RJQ_API int rjq_queue_get_slot(const rjq_queue *q);
 /* The states rjq_queue_list_jobs() lists. */
 typedef enum rjq_job_state {
     RJQ_STATE_READY,     /* waiting, in claim order: higher priorities first,
-                            FIFO within one */
-    RJQ_STATE_DELAYED,   /* delayed or waiting for a retry, by due time */
+                            FIFO within one; then the ready jobs of its
+                            job groups, group by group in the order of
+                            their names, each in its claim order */
+    RJQ_STATE_DELAYED,   /* delayed or waiting for a retry, by due time
+                            (then its groups' such jobs, by due time) */
     RJQ_STATE_ACTIVE,    /* running, by lease end */
     RJQ_STATE_DEAD,      /* oldest first */
     RJQ_STATE_CANCELLED, /* oldest first (those kept, see dead_max) */
@@ -2211,7 +2225,10 @@ typedef void rjq_page_cb(rjq_client *c, int status, const char *const *ids, size
  * likewise, so the next page may repeat some, never skip one.) One script
  * call that only reads: O(log n + limit) for the sorted sets, O(position +
  * limit) for the ready list and the completed index. A cursor is opaque
- * text: pass back only one a call gave. RJQ_EINVAL for a bad state, limit
+ * text: pass back only one a call gave. (Job groups' ready and delayed
+ * jobs come after the queue's own, as rjq_queue_list_jobs lists them; a
+ * cancelled group job's id, left in its group, is passed over.)
+ * RJQ_EINVAL for a bad state, limit
  * or cursor, RJQ_ESHARDED on a sharded queue (list
  * each shard: rjq_queue_get_shard), RJQ_ECLOSED when the client is being
  * freed. */

@@ -851,12 +851,23 @@ static void on_page(rjq_client *c, int status, redisReply *r, void *priv) {
     free(ctx);
 }
 
-/* A cursor jobs_after.lua made: "z<score> <id>", "l <id>" or "c <id>". */
+/* A cursor jobs_after.lua made: "z<score> <id>", "l <id>", "c <id>",
+ * "d<score> <id>" (the job groups' delayed set), or "g<group> " and a "z"
+ * or "l" one (a job group's ready job). */
 static int page_cursor_ok(const char *k) {
     const char *sp = strchr(k, ' ');
+    if (k[0] == 'g') {
+        char g[RJQ_GROUP_NAME_MAX + 1];
+        if (sp == NULL || sp == k + 1 || sp - k - 1 > RJQ_GROUP_NAME_MAX) return 0;
+        memcpy(g, k + 1, (size_t)(sp - k - 1));
+        g[sp - k - 1] = '\0';
+        if (!rjq__valid_group_name(g) || (sp[1] != 'z' && sp[1] != 'l')) return 0;
+        k = sp + 1;
+        sp = strchr(k, ' ');
+    }
     if (sp == NULL || sp[1] == '\0' || strlen(sp + 1) > RJQ_JOB_ID_MAX) return 0;
     if (k[0] == 'l' || k[0] == 'c') return sp == k + 1;
-    if (k[0] != 'z' || sp == k + 1 || sp - k > 40) return 0;
+    if ((k[0] != 'z' && k[0] != 'd') || sp == k + 1 || sp - k > 40) return 0;
     char num[48], *end;
     memcpy(num, k + 1, (size_t)(sp - k - 1));
     num[sp - k - 1] = '\0';

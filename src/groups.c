@@ -107,6 +107,7 @@ int rjq__groups_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq
     if (text) rjq__argv_add(&v, text, tlen);
     else rjq__argv_str(&v, opts);
     rjq__argv_str(&v, o->group);
+    rjq__argv_ll(&v, rjq__queue_max_waiting(q)); /* (the queue's bound counts group jobs) */
     rjq__queue_register(q);
     /* a job with a caller's id may be sent again (genqueue reports it
      * existing); a numbered one not. (The arguments point at text: freed
@@ -164,15 +165,15 @@ static int send_conf(rjq_queue *q, const char *group, const char *what, long lon
     return rc;
 }
 
-int rjq_queue_set_group_limits(rjq_queue *q, const char *group, int concurrency, int weight,
-                               rjq_count_cb *cb, void *data) {
+int rjq__groups_set_limits(rjq_queue *q, const char *group, int concurrency, int weight,
+                           rjq_count_cb *cb, void *data) {
     int rc = usable(q, 1);
     if (rc != RJQ_OK) return rc;
     if (group && !rjq__valid_group_name(group)) return RJQ_EINVAL;
     return send_conf(q, group, "limits", concurrency, weight, cb, data);
 }
 
-int rjq_queue_pause_group(rjq_queue *q, const char *group, int paused, rjq_count_cb *cb, void *data) {
+int rjq__groups_pause(rjq_queue *q, const char *group, int paused, rjq_count_cb *cb, void *data) {
     int rc = usable(q, 1);
     if (rc != RJQ_OK) return rc;
     if (!rjq__valid_group_name(group)) return RJQ_EINVAL;
@@ -238,8 +239,8 @@ static void on_list(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq__queue_release(q);
 }
 
-int rjq_queue_list_groups(rjq_queue *q, const char *group, long offset, long count, rjq_groups_cb *cb,
-                          void *data) {
+int rjq__groups_list(rjq_queue *q, const char *group, long offset, long count, rjq_groups_cb *cb,
+                     void *data) {
     int rc = usable(q, cb != NULL);
     if (rc != RJQ_OK) return rc;
     if (offset < 0 || count < 1 || count > 1000 || (group && !rjq__valid_group_name(group)))

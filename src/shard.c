@@ -897,6 +897,51 @@ static int route_job(rjq_queue *q, layout *l, rjq_job_options *copy, const rjq_j
     return RJQ_OK;
 }
 
+/* The shard of a job group: by its name's hash, as a job id's (every job
+ * of the group there, so the group's limits, pause and ring are one
+ * shard's: exact; README "Groups", docs/sharding.md section 4). */
+static int group_shard(const layout *l, const char *group) {
+    return (int)(rjq__crc16(group, strlen(group)) % (unsigned)l->n);
+}
+
+rjq_queue *rjq__queue_group_shard(rjq_queue *q, const char *group) {
+    layout *l = layout_of(q);
+    return l && group ? l->sub[group_shard(l, group)] : q;
+}
+
+/* route_job for a job with a group (o->group set): its group's shard. A
+ * caller id must route there too (every by-id call on the front goes to
+ * its id's shard): else RJQ_EINVAL, nothing sent. An anonymous job gets a
+ * made id that routes to the group's shard (shard_ids.c), as route_job
+ * gives one to the next shard. (A dedup or debounce without an id goes
+ * as it is: the shard's check refuses it, as on a plain queue.) RJQ_OK,
+ * RJQ_EINVAL or RJQ_ENOMEM. */
+static int route_group_job(rjq_queue *q, layout *l, rjq_job_options *copy,
+                           const rjq_job_options **o, char *idbuf, rjq_queue **to) {
+    const rjq_job_options *g = *o;
+    rjq_client *c = rjq_queue_get_client(q);
+    int i = group_shard(l, g->group);
+    *to = l->sub[i];
+    if (g->id) {
+        if (shard_for(l, g->id) == *to) return RJQ_OK;
+        rjq__errmsg(c, "enqueue: queue %s is sharded and group %s is on shard %d: a job id of "
+                       "the group must route there too (crc16(id) mod %d == %d; or no id)",
+                    rjq_queue_get_name(q), g->group, i, l->n, i);
+        return RJQ_EINVAL;
+    }
+    if (g->dedup_ms || g->debounce) return RJQ_OK;
+    int at = rjq__shard_id_make(c, l->n, i, idbuf);
+    if (at < 0) return at;
+    if (at != i) { /* (64 n ids tried in vain: less likely than e^-64) */
+        rjq__errmsg(c, "enqueue: no id found for group %s's shard", g->group);
+        return RJQ_EINVAL;
+    }
+    if (g != copy) *copy = *g;
+    copy->id = idbuf;
+    *o = copy;
+    return RJQ_OK;
+}
+
 /* The job's id is the one route_job made (idbuf): tell the enqueue it
  * needs no look-up (rjq__enqueue_made_ids; said none again after the call). */
 static void made_ids(rjq_client *c, const rjq_job_options *o, const char *idbuf) {
@@ -958,13 +1003,10 @@ int rjq_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_job_opt
     rjq_job_options copy;
     const rjq_job_options *o;
     if (rjq__job_options_in(rjq_queue_get_client(q), opts, &copy, &o) != RJQ_OK) return RJQ_EINVAL;
-    if (o && o->group) { /* (not built yet: README "Groups") */
-        rjq__errmsg(rjq_queue_get_client(q), "enqueue: job groups on a sharded queue are not built yet");
-        return RJQ_ESHARDED;
-    }
     char idbuf[RJQ__SHARD_ID_MAX];
     rjq_queue *to;
-    int rc = route_job(q, l, &copy, &o, idbuf, &to);
+    int rc = o && o->group ? route_group_job(q, l, &copy, &o, idbuf, &to)
+                           : route_job(q, l, &copy, &o, idbuf, &to);
     if (rc != RJQ_OK) return rc;
     rjq_client *c = rjq_queue_get_client(q);
     rjq__enter(c); /* (a callback may free the client: not before the made id is let go) */
@@ -1280,13 +1322,10 @@ int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_j
     rjq_job_options copy;
     const rjq_job_options *o;
     if (rjq__job_options_in(rjq_queue_get_client(q), opts, &copy, &o) != RJQ_OK) return RJQ_EINVAL;
-    if (o && o->group) { /* (not built yet: README "Groups") */
-        rjq__errmsg(rjq_queue_get_client(q), "enqueue: job groups on a sharded queue are not built yet");
-        return RJQ_ESHARDED;
-    }
     char idbuf[RJQ__SHARD_ID_MAX];
     rjq_queue *to;
-    int rc = route_job(q, l, &copy, &o, idbuf, &to);
+    int rc = o && o->group ? route_group_job(q, l, &copy, &o, idbuf, &to)
+                           : route_job(q, l, &copy, &o, idbuf, &to);
     if (rc != RJQ_OK) return rc;
     rjq_client *c = rjq_queue_get_client(q);
     rjq__enter(c);

@@ -22,4 +22,9 @@ typedef void rjq__learnt_fn(rjq_client *c, int status, void *data);
  * held); RJQ_ENOMEM or RJQ_ECLOSED (fn not called). */
 int rjq__queue_when_learnt(rjq_queue *q, rjq__learnt_fn *fn, void *data);
 
+/* The queue that holds job group `group`'s jobs and keys: on a sharded
+ * queue's handle that knows its layout the shard crc16(group) mod N (as
+ * rjq_enqueue routes a job of the group); else q itself. */
+rjq_queue *rjq__queue_group_shard(rjq_queue *q, const char *group);
+
 #endif /* RJQ_SHARD_H */

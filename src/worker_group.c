@@ -29,9 +29,14 @@ static int m_room(const rjq_worker *m) {
 }
 
 /* How many its own slots would let it claim (its registered ones are
- * kept for pushes unless the claim replaces the registration). */
+ * kept for pushes unless the claim replaces the registration, or it heard
+ * the doorbell: work that was not pushed, such as a job group's, README
+ * "Groups", which rjq__w_claim_up_to takes its offered slots back for, as
+ * a worker of one queue does; before, an idle member whose slots were all
+ * registered never claimed it). */
 static int m_own(const rjq_worker *m) {
-    return rjq__w_own_free(m) + (rjq__reg_out_of_step(m->reg) ? rjq__reg_offered(m->reg) : 0);
+    int back = rjq__reg_out_of_step(m->reg) || rjq__w_rung(m);
+    return rjq__w_own_free(m) + (back ? rjq__reg_offered(m->reg) : 0);
 }
 
 /* Give the group's free slots to its members. Strict: in queue order, a

@@ -4,7 +4,11 @@
  * FIFO and priorities within a group, a per-group concurrency limit that
  * holds across workers of separate clients, pause of one group stopping
  * only it, nothing lost when a group job's lease is reclaimed, and a
- * plain queue paying nothing for the feature.
+ * plain queue paying nothing for the feature. The queue's figures count
+ * its group jobs: the ready and delayed listings (by offset and by
+ * cursor), its bound (max_waiting), its ready, delayed and active depths
+ * around a reclaim. An idle worker of several queues starts a group job
+ * it was rung for.
  */
 #include <event2/event.h>
 #include <stdio.h>
@@ -340,12 +344,19 @@ TEST(a_reclaimed_group_job_goes_back_to_its_group_and_frees_its_slot) {
     ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{gr}:g:ring")); /* (at its limit: out of the ring) */
     /* its lease runs out: the sweep returns it to the head of its group
      * and frees its slot */
+    rjq_stats before = get_stats(e.base, e.q);
+    ASSERT_EQ(1, before.ready);
+    ASSERT_EQ(1, before.active);
     freeReplyObject(server_cmd(e.rc, "ZADD t:{gr}:active 1 %s", jid));
     count_wait cw = {0, 0, 0};
     ASSERT_OK(rjq_queue_reclaim(e.q, on_count, &cw));
     WAIT_FOR(e.base, cw.done == 1, 10000);
     ASSERT_EQ(1, cw.n);
     ASSERT_STREQ("ready", get_info(e.base, e.q, jid).state);
+    rjq_stats st = get_stats(e.base, e.q); /* (the queue's depths count it ready again) */
+    ASSERT_EQ(2, st.ready);
+    ASSERT_EQ(0, st.active);
+    ASSERT_EQ(1, st.reclaimed);
     l = groups_of(&e, "a");
     ASSERT_EQ(2, l.depth[0]);
     ASSERT_EQ(0, l.active[0]);
@@ -672,5 +683,242 @@ TEST(finishing_an_old_handle_inside_the_handler_of_its_jobs_next_run_is_fenced) 
     WAIT_FOR(e.base, d2[0] == 1, 10000);
     ASSERT_OK(d2[1]);
     worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* ---- group jobs in the queue's listings, bound and depths ---------------- */
+
+typedef struct page {
+    int done, status;
+    char ids[1024]; /* "a,b,c" */
+} page;
+
+static void on_page(rjq_client *c, int status, const char *const *ids, size_t n, void *data) {
+    page *p = data;
+    (void)c;
+    p->done++;
+    p->status = status;
+    p->ids[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        size_t used = strlen(p->ids);
+        snprintf(p->ids + used, sizeof p->ids - used, "%s%s", i ? "," : "", ids[i]);
+    }
+}
+
+static const char *list(test_env *e, rjq_job_state state, long offset, long limit) {
+    static page p;
+    memset(&p, 0, sizeof p);
+    ASSERT_OK(rjq_queue_list_jobs(e->q, state, offset, limit, on_page, &p));
+    WAIT_FOR(e->base, p.done == 1, 10000);
+    ASSERT_OK(p.status);
+    return p.ids;
+}
+
+static enqueue_wait enqueue_id_in(test_env *e, const char *id, const char *group, int priority,
+                                  long long delay_ms) {
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.id = id;
+    o.group = group;
+    o.priority = priority;
+    o.delay_ms = delay_ms;
+    return enqueue_job(e->base, e->q, "x", &o);
+}
+
+TEST(ready_listing_shows_group_jobs_after_the_queues_own_in_claim_order_per_group) {
+    test_env e;
+    env_start(&e, "gj");
+    ASSERT_OK(enqueue_id_in(&e, "b1", "beta", 0, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "plain", NULL, 0, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "a1", "alpha", 0, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "a2", "alpha", 0, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "a-hi", "alpha", 5, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "a-lo", "alpha", -2, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "b2", "beta", 0, 0).status);
+    /* the queue's own first, then group by group (names' order), each in
+     * its claim order (priorities, FIFO) */
+    ASSERT_STREQ("plain,a-hi,a1,a2,a-lo,b1,b2", list(&e, RJQ_STATE_READY, 0, 100));
+    ASSERT_STREQ("a2,a-lo,b1", list(&e, RJQ_STATE_READY, 3, 3)); /* pages across groups */
+    ASSERT_STREQ("b2", list(&e, RJQ_STATE_READY, 6, 3));
+    ASSERT_STREQ("", list(&e, RJQ_STATE_READY, 7, 3));
+    /* a cancelled group job is left out (its id stays in its group's list) */
+    ASSERT_OK(rjq_queue_cancel(e.q, "a1", NULL, NULL));
+    WAIT_FOR(e.base, strcmp(get_info(e.base, e.q, "a1").state, "cancelled") == 0, 10000);
+    ASSERT_EQ(2, server_int(e.rc, "LLEN t:{gj}:g:r:alpha")); /* (a1, a2) */
+    ASSERT_STREQ("plain,a-hi,a2,a-lo,b1,b2", list(&e, RJQ_STATE_READY, 0, 100));
+    ASSERT_EQ(6, get_stats(e.base, e.q).ready); /* (the listing and the depth agree) */
+    env_stop(&e);
+}
+
+TEST(a_bounded_queue_counts_group_jobs_and_refuses_a_group_job_past_its_bound) {
+    test_env e;
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
+    qo.max_waiting = 4;
+    env_start_queue(&e, "gw", &qo);
+    ASSERT_OK(enqueue_id_in(&e, "g1", "a", 0, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "g2", "b", 3, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "g3", "a", 0, 60000).status); /* (a delayed group job counts) */
+    ASSERT_OK(enqueue_id_in(&e, "p1", NULL, 0, 0).status);
+    long long seq = server_int(e.rc, "HGET t:{gw}:stats seq");
+    /* full: a group job and a plain one are refused, nothing written */
+    ASSERT_EQ(RJQ_EFULL, enqueue_id_in(&e, "g4", "c", 0, 0).status);
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "max_waiting 4") != NULL);
+    ASSERT_EQ(RJQ_EFULL, enqueue_id_in(&e, "p2", NULL, 0, 0).status);
+    ASSERT_EQ(seq, server_int(e.rc, "HGET t:{gw}:stats seq"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{gw}:payload g4"));
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gw}:g:r:c"));
+    /* an id that exists is reported as it is, not refused */
+    enqueue_wait again = enqueue_id_in(&e, "g1", "a", 0, 0);
+    ASSERT_OK(again.status);
+    ASSERT_EQ(1, again.existed);
+    /* a started group job waits no more: room for one */
+    ran r;
+    set_limits(&e, "a", 0, 0);
+    pause_group(&e, "b", 1);
+    rjq_worker *w = start_noting(&e, &r, 2);
+    WAIT_FOR(e.base, r.n == 2, 10000); /* p1, g1 */
+    worker_stop_wait(e.base, w);
+    ASSERT_OK(enqueue_id_in(&e, "g4", "c", 0, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "p2", NULL, 0, 0).status);
+    ASSERT_EQ(RJQ_EFULL, enqueue_id_in(&e, "g5", "c", 0, 0).status);
+    /* a cancelled delayed group job waits no more either */
+    ASSERT_OK(rjq_queue_cancel(e.q, "g3", NULL, NULL));
+    WAIT_FOR(e.base, strcmp(get_info(e.base, e.q, "g3").state, "cancelled") == 0, 10000);
+    ASSERT_OK(enqueue_id_in(&e, "g5", "c", 0, 0).status);
+    env_stop(&e);
+}
+
+TEST(delayed_depth_and_listing_count_group_jobs_waiting_a_delay_or_a_backoff) {
+    test_env e;
+    env_start(&e, "gd");
+    ASSERT_OK(enqueue_id_in(&e, "own", NULL, 0, 50000).status);
+    ASSERT_OK(enqueue_id_in(&e, "later", "a", 0, 60000).status);
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.id = "retried";
+    o.group = "b";
+    o.backoff.type = RJQ_BACKOFF_FIXED;
+    o.backoff.base_ms = 3600000;
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    last_held h = {NULL, 0};
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_last_handler, &h, &w));
+    WAIT_FOR(e.base, h.started == 1, 10000);
+    rjq_stats st = get_stats(e.base, e.q);
+    ASSERT_EQ(1, st.active);
+    ASSERT_EQ(2, st.delayed);
+    long failed = 0;
+    ASSERT_OK(rjq_job_fail(h.job, "boom", 0, -1, on_done_ok, &failed));
+    WAIT_FOR(e.base, failed == 1, 10000);
+    /* waiting for its backoff, in the groups' delayed set */
+    st = get_stats(e.base, e.q);
+    ASSERT_EQ(0, st.active);
+    ASSERT_EQ(3, st.delayed);
+    ASSERT_EQ(0, st.ready);
+    ASSERT_STREQ("own,later,retried", list(&e, RJQ_STATE_DELAYED, 0, 10));
+    ASSERT_STREQ("later", list(&e, RJQ_STATE_DELAYED, 1, 1));
+    ASSERT_STREQ("retried", list(&e, RJQ_STATE_DELAYED, 2, 5));
+    /* cancelled: out of the depth and the listing */
+    ASSERT_OK(rjq_queue_cancel(e.q, "later", NULL, NULL));
+    WAIT_FOR(e.base, strcmp(get_info(e.base, e.q, "later").state, "cancelled") == 0, 10000);
+    ASSERT_EQ(2, get_stats(e.base, e.q).delayed);
+    ASSERT_STREQ("own,retried", list(&e, RJQ_STATE_DELAYED, 0, 10));
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* An idle worker of several queues (rjq_worker_start_queues: each slot
+ * registered for pushes) starts a group job enqueued later: the doorbell
+ * rings (group jobs are not pushed) and the member that heard it claims
+ * with its registered slots, as a worker of one queue does (before: it
+ * never claimed; the job waited for ever). */
+TEST(an_idle_worker_of_several_queues_starts_a_group_job_it_was_rung_for) {
+    test_env e;
+    env_start(&e, "gm");
+    rjq_queue *other;
+    ASSERT_OK(rjq_queue_open(e.c, "gm2", NULL, &other));
+    rjq_queue *qs[2] = {e.q, other};
+    int weights[2] = {1, 1};
+    ran r;
+    memset(&r, 0, sizeof r);
+    rjq_worker_options wo = quiet_worker_options(4);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start_queues(qs, 2, RJQ_WORKER_WEIGHTED, weights, &wo, complete_noting, &r, &w));
+    WAIT_FOR(e.base, server_int(e.rc, "HLEN t:{gm}:idle") > 0, 10000); /* (idle, registered) */
+    ASSERT_OK(enqueue_in(&e, e.q, "late", "a", 0).status);
+    WAIT_FOR(e.base, r.n == 1, 10000);
+    ASSERT_STREQ("late", r.order[0]);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+typedef struct cpage {
+    int done, status;
+    char ids[1024];
+    char next[300];
+} cpage;
+
+static void on_cpage(rjq_client *c, int status, const char *const *ids, size_t n, const char *next,
+                     void *data) {
+    cpage *p = data;
+    (void)c;
+    p->done++;
+    p->status = status;
+    p->ids[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        size_t used = strlen(p->ids);
+        snprintf(p->ids + used, sizeof p->ids - used, "%s%s", i ? "," : "", ids[i]);
+    }
+    snprintf(p->next, sizeof p->next, "%s", next ? next : "");
+}
+
+/* Every page of `limit` after the cursor, joined "a,b|c,d|e" (pages split
+ * by '|'); between the first two pages `between` runs (may be NULL). */
+static const char *cursor_pages(test_env *e, rjq_job_state st, long limit, void (*between)(test_env *)) {
+    static char all[2048];
+    all[0] = '\0';
+    char after[300] = "";
+    for (int k = 0; k < 50; k++) {
+        cpage p;
+        memset(&p, 0, sizeof p);
+        ASSERT_OK(rjq_queue_list_jobs_after(e->q, st, after, limit, on_cpage, &p));
+        WAIT_FOR(e->base, p.done == 1, 10000);
+        ASSERT_OK(p.status);
+        size_t used = strlen(all);
+        snprintf(all + used, sizeof all - used, "%s%s", k ? "|" : "", p.ids);
+        if (p.next[0] == '\0') return all;
+        snprintf(after, sizeof after, "%s", p.next);
+        if (k == 0 && between) between(e);
+    }
+    FAIL_AT(__FILE__, __LINE__, "no end of the pages");
+    return all;
+}
+
+static void cancel_a2(test_env *e) {
+    ASSERT_OK(rjq_queue_cancel(e->q, "a2", NULL, NULL));
+    WAIT_FOR(e->base, strcmp(get_info(e->base, e->q, "a2").state, "cancelled") == 0, 10000);
+}
+
+TEST(cursor_pages_list_group_jobs_after_the_queues_own_and_skip_a_cancelled_one) {
+    test_env e;
+    env_start(&e, "gk");
+    ASSERT_OK(enqueue_id_in(&e, "b1", "beta", 0, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "plain", NULL, 0, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "a1", "alpha", 0, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "a2", "alpha", 0, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "a-hi", "alpha", 5, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "a-lo", "alpha", -2, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "b2", "beta", 0, 0).status);
+    ASSERT_OK(enqueue_id_in(&e, "d-own", NULL, 0, 50000).status);
+    ASSERT_OK(enqueue_id_in(&e, "d-g", "beta", 0, 60000).status);
+    /* the order of rjq_queue_list_jobs, in pages of 2 */
+    ASSERT_STREQ("plain,a-hi|a1,a2|a-lo,b1|b2", cursor_pages(&e, RJQ_STATE_READY, 2, NULL));
+    ASSERT_STREQ("plain,a-hi,a1,a2,a-lo,b1,b2", cursor_pages(&e, RJQ_STATE_READY, 100, NULL));
+    ASSERT_STREQ("d-own|d-g|", cursor_pages(&e, RJQ_STATE_DELAYED, 1, NULL)); /* (a full page has a next) */
+    /* a cancelled group job (its id left in its group) is left out, the
+     * pages go on past it */
+    ASSERT_STREQ("plain,a-hi|a1,a-lo|b1,b2|", cursor_pages(&e, RJQ_STATE_READY, 2, cancel_a2));
+    /* a group cursor is checked as any */
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs_after(e.q, RJQ_STATE_READY, "gbad name l x", 2, on_cpage, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs_after(e.q, RJQ_STATE_READY, "galpha c x", 2, on_cpage, NULL));
     env_stop(&e);
 }

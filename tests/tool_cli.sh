@@ -539,6 +539,26 @@ expect_rc 2
 expect_err_has "unknown state 'sleeping'"
 run jobs lq ready --limit 1001
 expect_rc 2
+# group jobs (README "Groups"): listed after the queue's own, with their group
+run enqueue gq one --group acme
+expect_ok
+g_one=$OUT
+run enqueue gq two
+g_two=$OUT
+run enqueue gq three --group acme --delay 60000
+g_three=$OUT
+run jobs gq ready
+expect_ok
+expect_out "$g_two
+$g_one group acme"
+run jobs gq delayed
+expect_out "$g_three group acme"
+run jobs gq ready --json
+expect_ok
+expect_out "[\"$g_two\",\"$g_one\"]"
+run stats gq
+expect_line "ready 2"
+expect_line "delayed 1"
 run metrics 'a{b}'
 expect_rc 1
 expect_err_has "invalid queue name"
@@ -1122,6 +1142,25 @@ expect_rc 1
 expect_err_has "cannot be split"
 run limit sq
 expect_ok
+# job groups on a sharded queue: each group on one shard, listed once
+run enqueue sq ga1 --group acme
+expect_ok
+run enqueue sq ga2 --group acme
+expect_ok
+run enqueue sq gz1 --group zeta
+expect_ok
+run groups sq
+expect_ok
+expect_out "$(printf 'groups 2\nacme depth 2 active 0\nzeta depth 1 active 0')"
+run group sq '*' --concurrency 2
+expect_ok
+run group sq acme --pause
+expect_ok
+run groups sq acme
+expect_ok
+expect_out "$(printf 'groups 1\nacme depth 2 active 0 concurrency 2 paused')"
+check; [ "$(redis-cli -p "$PORT" --scan --pattern 'rjq:{sq~*}:g:r:acme' | wc -l)" -eq 1 ] \
+    || fail "group acme's jobs on more than one shard"
 run shards sq 0
 expect_rc 2
 run queues

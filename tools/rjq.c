@@ -67,6 +67,7 @@ typedef struct cli {
     rjq_client *c;
     rjq_queue *q;
     int pending;             /* replies still expected */
+    struct jobs_page *jobs_page; /* rjq jobs: the page being read */
     int failed;              /* an error was reported */
     int timed_out;           /* gave up waiting (-t passed, or no use waiting) */
     int waiting;             /* in wait_replies: a hopeless connection ends the wait */
@@ -1537,6 +1538,70 @@ static int cmd_serve(cli *t, int argc, char **argv) {
 }
 
 /* rjq jobs QUEUE STATE [--offset N] [--limit N]: one id per line. */
+/* rjq jobs QUEUE ready|delayed|active (text): each id, a group job's
+ * followed by its group ("<id> group <name>"), read from its record
+ * (rjq_queue_get_job, the header rjq.group): one read per id, sent
+ * together. A job gone meanwhile is printed as it was listed. */
+typedef struct job_row {
+    cli *t;
+    char *id, *group;
+} job_row;
+
+typedef struct jobs_page {
+    job_row *rows;
+    size_t n;
+    int ok;
+} jobs_page;
+
+static void on_row_info(rjq_client *c, int status, const rjq_job_info *info, void *data) {
+    job_row *r = data;
+    (void)c;
+    r->t->pending--;
+    if (status != RJQ_OK || info == NULL) return; /* (gone meanwhile, or the client closing) */
+    for (size_t i = 0; i < info->nheaders; i++)
+        if (strcmp(info->headers[i].key, "rjq.group") == 0 && r->group == NULL)
+            r->group = strdup(info->headers[i].value);
+}
+
+static void on_job_ids(rjq_client *c, int status, const char *const *ids, size_t n, void *data) {
+    cli *t = data;
+    jobs_page *pg = t->jobs_page;
+    (void)c;
+    if (!reply_ok(t, status)) return;
+    pg->ok = 1;
+    if (n == 0) return;
+    if ((pg->rows = calloc(n, sizeof *pg->rows)) == NULL) {
+        report(t, RJQ_ENOMEM, NULL);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        job_row *r = &pg->rows[pg->n];
+        r->t = t;
+        if ((r->id = strdup(ids[i])) == NULL) break;
+        pg->n++;
+        if (sent(t, rjq_queue_get_job(t->q, ids[i], on_row_info, r))) break;
+    }
+}
+
+static int jobs_with_groups(cli *t, rjq_job_state st, long off, long lim) {
+    jobs_page pg = {NULL, 0, 0};
+    t->jobs_page = &pg;
+    int rc = send_and_wait(t, rjq_queue_list_jobs(t->q, st, off, lim, on_job_ids, t));
+    if (rc == 0 && pg.ok) {
+        for (size_t i = 0; i < pg.n; i++) {
+            if (pg.rows[i].group) printf("%s group %s\n", pg.rows[i].id, pg.rows[i].group);
+            else puts(pg.rows[i].id);
+        }
+    }
+    for (size_t i = 0; i < pg.n; i++) {
+        free(pg.rows[i].id);
+        free(pg.rows[i].group);
+    }
+    free(pg.rows);
+    t->jobs_page = NULL;
+    return rc;
+}
+
 static int cmd_jobs(cli *t, int argc, char **argv) {
     char *pos[2];
     const char *offset = NULL, *limit = NULL;
@@ -1552,6 +1617,8 @@ static int cmd_jobs(cli *t, int argc, char **argv) {
         return usage_error("unknown state '%s' (ready, delayed, active, dead, cancelled, "
                            "completed, waiting)", pos[1]);
     if (cli_open(t, pos[0])) return 1;
+    if (!t->json && (st == RJQ_STATE_READY || st == RJQ_STATE_DELAYED || st == RJQ_STATE_ACTIVE))
+        return jobs_with_groups(t, st, (long)off, (long)lim);
     return send_and_wait(t, rjq_queue_list_jobs(t->q, st, (long)off, (long)lim, on_dead, t));
 }
 

@@ -51,10 +51,13 @@ redis.call('HSET', J.s, id, state_value('cancelled', attempts, state == 'active'
 redis.call('ZADD', cancelled, t, id)
 redis.call('HINCRBY', stats, 'cancelled', 1)
 -- a job of a group (README "Groups"): a running one frees its slot; a
--- waiting one's id is left in its group, where a claim drops it (no
--- longer counted ready: 'gready', groups_lib.lua)
+-- ready one's id is left in its group, where a claim drops it (no
+-- longer counted ready: 'gready', groups_lib.lua), a delayed one leaves
+-- the groups' delayed set
 if GROUPS.hinted(v[3]) then
   if state == 'active' then GROUPS.release(groups, J, {id}, {}) end
+  -- (a delayed one leaves the groups' delayed set: counted in the depths)
+  if state == 'delayed' then redis.call('ZREM', groups .. 'delayed', id) end
   if redis.call('HDEL', groups .. 'job', id) == 1 and state == 'ready' then
     redis.call('HINCRBY', stats, 'gready', -1)
   end

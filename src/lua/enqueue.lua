@@ -3,7 +3,7 @@
 -- (push_to_idle in lib.lua), else the doorbell rings.
 -- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, stats,
 --       active, idle, cols, monitored, events, deadlines, dedup,
---       reserved, meta
+--       reserved, meta, groups (read for the bound only)
 -- ARGV: 1 job name prefix, 2 wake channel, 3 reply channel of an awaiting
 --       producer ('' for none), 4 token base for pushed jobs (unique per
 --       call), 5 max waiting jobs (0: no bound), 6 jobs without an id in
@@ -265,8 +265,9 @@ end
 local admitted = {} -- the indexes of the jobs admitted, in order
 for i = 1, n do admitted[i] = i end
 if max_waiting > 0 and (not part or part == '1') then
+  -- (its groups' jobs wait too: GROUPS.waiting, groups_lib.lua)
   local waiting = typed('list', 'LLEN', ready) + typed('zset', 'ZCARD', prio) +
-                  typed('zset', 'ZCARD', delayed)
+                  typed('zset', 'ZCARD', delayed) + GROUPS.waiting(groups, stats)
   local function over(adds)
     return string.format('RJQFULL the queue has %d waiting jobs; %d more '
       .. 'would pass max_waiting %d', waiting, adds, max_waiting)

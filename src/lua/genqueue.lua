@@ -6,12 +6,18 @@
 -- delayed job became the groups' earliest). No push delivery: a group's
 -- limits are the claim's to apply (claim.lua). The queue's meta field
 -- 'groups' is set, so claims serve the groups from then on.
--- KEYS (src/keys.def; bound to these locals): stats, cols, meta, groups
+-- KEYS (src/keys.def; bound to these locals): stats, cols, meta, groups,
+--       ready, prio, delayed
 -- ARGV: 1 id ('' = assign the next number), 2 payload, 3 options ('' =
---       defaults, else as enqueue.lua takes them; no debounce), 4 group
+--       defaults, else as enqueue.lua takes them; no debounce), 4 group,
+--       5 the queue's max waiting jobs (0 or absent: no bound)
 -- Returns { id, existed }: an id that exists is reported (existed = 1)
--- and nothing is written.
+-- and nothing is written. A bounded queue (ARGV 5 > 0) that has that
+-- many jobs waiting (its own ready and delayed ones and its groups',
+-- GROUPS.waiting) refuses the job: the error "RJQFULL ..." (RJQ_EFULL),
+-- nothing written.
 local id, payload, opts, g = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local max_waiting = tonumber(ARGV[5] or '0') or 0
 local J = columns(cols)
 if #g == 0 or #g > 64 or not string.match(g, GROUPS.NAME) then
   return redis.error_reply('ERR rjq genqueue: bad group name')
@@ -26,6 +32,14 @@ expect_types({stats, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash', meta, 'hash'
               groups .. 'all', 'zset', groups .. 'delayed', 'zset', groups .. 'conf', 'hash'})
 int_fields(stats, 'seq', 'skipped')
 if id ~= '' and redis.call('HEXISTS', J.d, id) == 1 then return {id, 1} end
+if max_waiting > 0 then
+  local waiting = typed('list', 'LLEN', ready) + typed('zset', 'ZCARD', prio) +
+                  typed('zset', 'ZCARD', delayed) + GROUPS.waiting(groups, stats)
+  if waiting + 1 > max_waiting then
+    return redis.error_reply(string.format('RJQFULL the queue has %d waiting jobs; 1 more '
+      .. 'would pass max_waiting %d', waiting, max_waiting))
+  end
+end
 local seq = redis.call('HINCRBY', stats, 'seq', 1)
 if id == '' then id = int(seq) end
 local now = now_ms()

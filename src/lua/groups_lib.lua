@@ -222,6 +222,17 @@ function GROUPS.promote(G, J, now, stats, c)
   end
 end
 
+-- The queue's group jobs that wait (for its bound, enqueue.lua and
+-- genqueue.lua; its depths, stats.lua): ready ones (the stats field
+-- 'gready', stats: the queue's stats hash) and delayed ones (their own
+-- delay or a retry's backoff, G..'delayed'). Returns ready, delayed (the
+-- sum is the first value's use: waiting).
+function GROUPS.waiting(G, stats)
+  local r = math.max(tonumber(redis.call('HGET', stats, 'gready') or '0') or 0, 0)
+  local d = redis.call('ZCARD', G .. 'delayed')
+  return r + d, r, d
+end
+
 -- ms until the groups' next delayed job is due (nil: none)
 function GROUPS.next_due(G, now)
   local nx = redis.call('ZRANGE', G .. 'delayed', 0, 0, 'WITHSCORES')

@@ -1,6 +1,6 @@
 -- stats: the queue's counters and depths in one atomic read.
 -- KEYS (src/keys.def; bound to these locals): stats, ready, prio, delayed,
---       active, dead, meta, cancelled, dedup, waiting
+--       active, dead, meta, cancelled, dedup, waiting, groups
 -- Returns { enqueued, completed, failed, retried, dead, reclaimed,
 --           replayed, ready, delayed, active, dead_depth, cancelled,
 --           paused (0/1), cancelled_depth, concurrency limit, rate limit
@@ -30,7 +30,8 @@ out[2] = out[2] + (c[9] or 0) -- completed = retained + swept
 -- (ready: the queue's own and its groups' ready jobs, counted by the group
 -- scripts: 'gready', groups_lib.lua)
 out[8] = redis.call('LLEN', ready) + redis.call('ZCARD', prio) + math.max(c[11] or 0, 0)
-out[9] = redis.call('ZCARD', delayed)
+-- (delayed: the queue's own and its groups' delayed jobs, groups_lib.lua)
+out[9] = redis.call('ZCARD', delayed) + redis.call('ZCARD', groups .. 'delayed')
 out[10] = redis.call('ZCARD', active) - (redis.call('ZSCORE', active, ACTIVE_PIN) and 1 or 0)
 out[11] = redis.call('ZCARD', dead)
 out[18] = redis.call('EXISTS', stats, ready, prio, delayed, active, dead, meta, cancelled, waiting) > 0

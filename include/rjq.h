@@ -2607,14 +2607,22 @@ RJQ_API int rjq_batch_get(rjq_queue *bq, const char *id, rjq_batch_info_cb *cb, 
 /*
  * Wait for batch `id` of bq to end, as rjq_enqueue_await does for one job:
  * cb gets RJQ_OK and its final status (state "completed" or "dead"), or
- * RJQ_ETIMEDOUT when timeout_ms (> 0) passed first (info: its status as
- * last read, NULL when never read), RJQ_ENOTFOUND (no such batch), the
- * errors of rjq_batch_get other than a lost connection (a read that fails
- * with RJQ_ECONN is made again), or RJQ_ECANCELED (the client was freed
- * first). The status is read at once, then every 50 ms doubling up to a
- * second until it ends (one read of the batch's record each time: no
- * subscription). Returns RJQ_OK (cb will be called) or, cb not called:
- * RJQ_EINVAL (bq NULL, cb NULL, a bad id, timeout_ms <= 0),
+ * RJQ_ETIMEDOUT when timeout_ms (> 0) passed first (info: its status read
+ * then, NULL when that read failed), RJQ_ENOTFOUND (no such batch), the
+ * errors of rjq_batch_get other than a lost connection, or RJQ_ECANCELED
+ * (the client was freed first). It is one of the client's awaits (counted
+ * by rjq_client_count_awaits, ended by rjq_client_free), on the client's
+ * reply channel, as rjq_queue_await is: once the channel's subscription is
+ * confirmed, one script call answers from the batch's record or adds the
+ * channel to the batch's watchers, atomically (an end that comes between
+ * the subscription and that call is read from the record); the call that
+ * ends the batch publishes its status there. The awaits of one loop pass
+ * are watched together (one call per batch queue), and watched again after
+ * the subscriber connection came back (an end published while it was down
+ * is read from the record). No polling. At the timeout the record is read
+ * once for info (a batch found ended then gives RJQ_OK; a read that fails
+ * gives RJQ_ETIMEDOUT and NULL). Returns RJQ_OK (cb will be called) or, cb
+ * not called: RJQ_EINVAL (bq NULL, cb NULL, a bad id, timeout_ms <= 0),
  * RJQ_ESHARDED, RJQ_ECLOSED, RJQ_ENOMEM.
  */
 RJQ_API int rjq_batch_await(rjq_queue *bq, const char *id, long timeout_ms,

@@ -9,14 +9,19 @@
  *   batch queue, with the member's outcome when it had finished already
  *   (the adds of one loop turn gathered: one call per batch, on_flush).
  * The batch counts each member once whichever of its add and release comes
- * first. Reads: rjq_batch_get, and rjq_batch_await, which reads the
- * batch's record until it ended (a feature: the client's destruction ends
- * the waiting ones with RJQ_ECANCELED).
+ * first. Reads: rjq_batch_get, and rjq_batch_await, an await of the
+ * client's awaits (await.c, rjq__await_other): batch.lua's watch answers
+ * from the record or adds the client's reply channel to the batch's
+ * watchers, atomically, once the channel's subscription is confirmed;
+ * the call that ends the batch publishes its record there (lib.lua
+ * notify); a resubscription watches again. At its timeout the record is
+ * read once more, for the status the callback gets.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "await.h"
 #include "queue.h"
 #include "validate.h"
 
@@ -133,14 +138,12 @@ typedef struct member_ctx {
 } member_ctx;
 
 /* The client's batch state (a feature): the adds gathered in this loop
- * turn (sent together, one call per batch, by a 0 ms timer) and the
- * awaits reading their batches. */
+ * turn (sent together, one call per batch, by a 0 ms timer). */
 typedef struct batch_state {
     rjq_client *c;
     member_ctx *adds, **adds_end;
     rjq__timer flush;
     int timer_ok;
-    struct waiter *waiting;
 } batch_state;
 
 static batch_state *state_of(rjq_client *c);
@@ -405,9 +408,12 @@ static int record_num(const char **p, long long *out) {
 
 /* batch.lua's record into info (its strings point into state, which
  * holds at least 16 bytes). 0, or -1 for a record that is not rjq's. */
-static int parse_record(const redisReply *r, rjq_batch_info *info, char *state) {
-    if (r->type != REDIS_REPLY_STRING || r->len > 300 || memchr(r->str, '\0', r->len)) return -1;
-    const char *p = r->str;
+static int parse_text(const char *text, size_t len, rjq_batch_info *info, char *state) {
+    if (text == NULL || len > 300 || memchr(text, '\0', len)) return -1;
+    char rec[301];
+    memcpy(rec, text, len);
+    rec[len] = '\0';
+    const char *p = rec;
     size_t sl = strcspn(p, " ");
     if (!((sl == 7 && memcmp(p, "pending", 7) == 0) || (sl == 9 && memcmp(p, "completed", 9) == 0) ||
           (sl == 4 && memcmp(p, "dead", 4) == 0)) || p[sl] != ' ')
@@ -426,15 +432,18 @@ static int parse_record(const redisReply *r, rjq_batch_info *info, char *state) 
     return 0; /* (the flags that follow are the script's) */
 }
 
+static int parse_record(const redisReply *r, rjq_batch_info *info, char *state) {
+    if (r->type != REDIS_REPLY_STRING) return -1;
+    return parse_text(r->str, r->len, info, state);
+}
+
 typedef struct get_ctx {
     rjq_queue *q;
     rjq_batch_info_cb *cb;
     void *data;
-    struct waiter *w;        /* rjq_batch_await's (else NULL) */
+    int timed_out;           /* rjq_batch_await's read at its timeout */
     char id[];
 } get_ctx;
-
-static void waiter_read(struct waiter *w, int status, const rjq_batch_info *info);
 
 static void on_got(rjq_client *c, int status, redisReply *r, void *priv) {
     get_ctx *x = priv;
@@ -448,21 +457,26 @@ static void on_got(rjq_client *c, int status, redisReply *r, void *priv) {
         rjq__errmsg(c, "batch: its record is not rjq's (or an unexpected reply)");
         status = RJQ_EPROTO;
     }
-    if (x->w) waiter_read(x->w, status, status == RJQ_OK ? &info : NULL);
-    else x->cb(c, status, status == RJQ_OK ? &info : NULL, x->data);
+    if (x->timed_out) {
+        /* the await's timeout: its status then (ended meanwhile: RJQ_OK) */
+        int ended = status == RJQ_OK && strcmp(info.state, "pending") != 0;
+        x->cb(c, ended ? RJQ_OK : RJQ_ETIMEDOUT, status == RJQ_OK ? &info : NULL, x->data);
+    } else {
+        x->cb(c, status, status == RJQ_OK ? &info : NULL, x->data);
+    }
     rjq__queue_release(x->q);
     free(x);
 }
 
 static int send_get(rjq_queue *q, const char *id, rjq_batch_info_cb *cb, void *data,
-                    struct waiter *w) {
+                    int timed_out) {
     size_t n = strlen(id);
     get_ctx *x = malloc(sizeof *x + n + 1);
     if (x == NULL) return RJQ_ENOMEM;
     x->q = q;
     x->cb = cb;
     x->data = data;
-    x->w = w;
+    x->timed_out = timed_out;
     memcpy(x->id, id, n + 1);
     int rc = send_batch(q, "get", id, RJQ__REQ_RETRY, on_got, x, 0, NULL, NULL);
     if (rc != RJQ_OK) free(x);
@@ -472,22 +486,83 @@ static int send_get(rjq_queue *q, const char *id, rjq_batch_info_cb *cb, void *d
 int rjq_batch_get(rjq_queue *bq, const char *id, rjq_batch_info_cb *cb, void *data) {
     int rc = usable(bq, id, cb != NULL);
     if (rc == RJQ_OK && id == NULL) rc = RJQ_EINVAL;
-    return rc != RJQ_OK ? rc : send_get(bq, id, cb, data, NULL);
+    return rc != RJQ_OK ? rc : send_get(bq, id, cb, data, 0);
 }
 
-/* ---- await: the record read until the batch ended ---------------------- */
+/* ---- await: over the client's reply channel (await.c) ------------------ */
+
+/* The table key of batch id of q: "<batches key> <id>" (no job key is
+ * that: a job's is "...:job:<id>"), as batch.lua's end publishes it. */
+static char *await_key(rjq_queue *q, const char *id, size_t idlen, size_t *idoff) {
+    size_t klen;
+    const char *k = rjq__queue_key(q, RJQ__K_BATCHES, &klen);
+    char *key = malloc(klen + 1 + idlen + 1);
+    if (key == NULL) return NULL;
+    memcpy(key, k, klen);
+    key[klen] = ' ';
+    memcpy(key + klen + 1, id, idlen);
+    key[klen + 1 + idlen] = '\0';
+    *idoff = klen + 1;
+    return key;
+}
+
+/* batch.lua's watch: op, prefix, wake, then the channel (in the id's
+ * place) and the ids (await.c appends them). */
+static void await_args(rjq__argv *v, rjq_queue *q, const char *channel) {
+    rjq__argv_str(v, "watch");
+    rjq__argv_key(v, q, RJQ__K_JOB);
+    rjq__argv_key(v, q, RJQ__K_WAKE);
+    rjq__argv_str(v, channel);
+}
+
+static const rjq__await_kind batch_await_kind = {await_key, RJQ__S_BATCH, await_args};
 
 typedef struct waiter {
-    struct waiter *next, **prev;
-    rjq_client *c;
     rjq_queue *q;
     rjq_batch_info_cb *cb;
     void *data;
-    rjq__timer poll;
-    uint64_t deadline, gap;
-    int reading;             /* a read is in flight */
-    char *id;
 } waiter;
+
+/* The await's end (await.c calls it once): the record it was answered
+ * with, or an error; at its timeout one more read gives the status. */
+static void on_awaited(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    waiter *w = data;
+    if (status == RJQ_OK && o == NULL) status = RJQ_EPROTO; /* (await.c gives one with a key) */
+    if (status == RJQ_OK) {
+        rjq_batch_info info;
+        char state[16];
+        memset(&info, 0, sizeof info);
+        info.id = o->id;
+        if (parse_text(o->result, o->result_len, &info, state) == 0) {
+            w->cb(c, RJQ_OK, &info, w->data);
+        } else {
+            rjq__errmsg(c, "batch: its record is not rjq's (or an unexpected message)");
+            w->cb(c, RJQ_EPROTO, NULL, w->data);
+        }
+    } else if (status == RJQ_ETIMEDOUT) {
+        int rc = rjq__accepting(c) && o && o->id ? send_get(w->q, o->id, w->cb, w->data, 1)
+                                                 : RJQ_ECLOSED;
+        if (rc != RJQ_OK) w->cb(c, RJQ_ETIMEDOUT, NULL, w->data);
+    } else {
+        w->cb(c, status, NULL, w->data);
+    }
+    free(w);
+}
+
+int rjq_batch_await(rjq_queue *bq, const char *id, long timeout_ms, rjq_batch_info_cb *cb,
+                    void *data) {
+    int rc = usable(bq, id, cb != NULL);
+    if (rc == RJQ_OK && (id == NULL || timeout_ms <= 0)) rc = RJQ_EINVAL;
+    if (rc != RJQ_OK) return rc;
+    waiter *w = malloc(sizeof *w);
+    if (w == NULL) return RJQ_ENOMEM;
+    w->q = bq;
+    w->cb = cb;
+    w->data = data;
+    rc = rjq__await_other(bq, &batch_await_kind, id, timeout_ms, on_awaited, w);
+    if (rc != RJQ_OK) free(w);
+    return rc;
+}
 
 static void state_abort(rjq_client *c, void *state);
 static void state_cancel(rjq_client *c, void *state);
@@ -507,91 +582,6 @@ static batch_state *state_of(rjq_client *c) {
     return st;
 }
 
-/* The end of an await: its callback, once. */
-static void waiter_end(waiter *w, int status, const rjq_batch_info *info) {
-    if (w->prev) {
-        *w->prev = w->next;
-        if (w->next) w->next->prev = w->prev;
-        w->prev = NULL;
-    }
-    rjq__timer_stop(w->c, &w->poll);
-    rjq__timer_teardown(w->c, &w->poll);
-    w->cb(w->c, status, info, w->data);
-    rjq__queue_release(w->q);
-    free(w->id);
-    free(w);
-}
-
-static void on_poll(rjq__timer *t) {
-    waiter *w = t->owner;
-    rjq_client *c = w->c; /* (w may be freed below) */
-    rjq__enter(c);
-    int rc = rjq__accepting(c) ? send_get(w->q, w->id, NULL, NULL, w) : RJQ_ECLOSED;
-    if (rc == RJQ_OK) w->reading = 1;
-    else waiter_end(w, rc == RJQ_ECLOSED ? RJQ_ECANCELED : rc, NULL);
-    rjq__leave(c);
-}
-
-static void waiter_read(waiter *w, int status, const rjq_batch_info *info) {
-    w->reading = 0;
-    uint64_t now = rjq__now_ms();
-    if (status == RJQ_OK && strcmp(info->state, "pending") != 0) {
-        waiter_end(w, RJQ_OK, info);
-        return;
-    }
-    if (status != RJQ_OK && status != RJQ_ECONN) {
-        waiter_end(w, status, NULL);
-        return;
-    }
-    if (now >= w->deadline) {
-        waiter_end(w, RJQ_ETIMEDOUT, info);
-        return;
-    }
-    uint64_t gap = w->gap;
-    if (gap > w->deadline - now) gap = w->deadline - now;
-    w->gap = w->gap * 2 > 1000 ? 1000 : w->gap * 2;
-    rjq__timer_start(w->c, &w->poll, gap);
-}
-
-int rjq_batch_await(rjq_queue *bq, const char *id, long timeout_ms, rjq_batch_info_cb *cb,
-                    void *data) {
-    int rc = usable(bq, id, cb != NULL);
-    if (rc == RJQ_OK && (id == NULL || timeout_ms <= 0)) rc = RJQ_EINVAL;
-    if (rc != RJQ_OK) return rc;
-    rjq_client *c = rjq_queue_get_client(bq);
-    batch_state *ws = state_of(c);
-    waiter *w = ws ? calloc(1, sizeof *w) : NULL;
-    if (w == NULL || (w->id = strdup(id)) == NULL) {
-        free(w);
-        return RJQ_ENOMEM;
-    }
-    if (rjq__timer_setup(c, &w->poll, on_poll, w) != RJQ_OK) {
-        free(w->id);
-        free(w);
-        return RJQ_ENOMEM;
-    }
-    w->c = c;
-    w->q = bq;
-    w->cb = cb;
-    w->data = data;
-    w->gap = 50;
-    w->deadline = rjq__now_ms() + (uint64_t)timeout_ms;
-    rc = send_get(bq, id, NULL, NULL, w);
-    if (rc != RJQ_OK) {
-        rjq__timer_teardown(c, &w->poll);
-        free(w->id);
-        free(w);
-        return rc;
-    }
-    w->reading = 1;
-    rjq__queue_hold(bq);
-    w->next = ws->waiting;
-    if (ws->waiting) ws->waiting->prev = &w->next;
-    w->prev = &ws->waiting;
-    ws->waiting = w;
-    return RJQ_OK;
-}
-
 /* The client's destruction, before requests are cancelled: the adds not
  * sent yet end with RJQ_ECANCELED. */
 static void state_abort(rjq_client *c, void *state) {
@@ -605,12 +595,11 @@ static void state_abort(rjq_client *c, void *state) {
     st->adds_end = &st->adds;
 }
 
-/* After requests were cancelled (no read is in flight): the waiting
- * awaits end with RJQ_ECANCELED. */
+/* After requests were cancelled (the awaits end with the client's
+ * awaits, await.c). */
 static void state_cancel(rjq_client *c, void *state) {
     batch_state *st = state;
     state_abort(c, st); /* (an add gathered by a cancelled request's callback) */
-    while (st->waiting) waiter_end(st->waiting, RJQ_ECANCELED, NULL);
 }
 
 static void state_close(rjq_client *c, void *state) {

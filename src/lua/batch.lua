@@ -28,6 +28,14 @@
 --           the batch ended (the shape of deps_release.lua's reply)
 --   seal    -> 1 sealed (2: and it ended), 0 sealed already, -2 no such
 --   get     -> the record (below), or false
+--   watch   (an awaiting client, rjq_batch_await: ARGV 4 is its reply
+--           channel, 5... the batch ids) -> per id { code, body, '' } as
+--           watch.lua answers: 0 no such batch, 1 ended (body: the
+--           record), 3 pending, the channel now among its watchers (field
+--           "<id> w", space-separated); the call that ends the batch
+--           publishes its record to them (notify, kind 'completed', name
+--           "<batches key> <id>") and drops the field. Run only once the
+--           channel's subscription is confirmed: no end falls in between.
 -- The record (batches, field id): "<state> <sealed 0/1> <total>
 -- <completed> <dead> <cancelled> <created ms> <ended ms> <flags>", state
 -- pending, completed or dead; flags '-' or which completion jobs it has
@@ -50,9 +58,13 @@ local function parse(rec)
           x = tonumber(x), created = cr, ended = en, flags = fl}
 end
 
+local function record(b)
+  return table.concat({b.state, b.sealed and '1' or '0', int(b.total), int(b.c), int(b.d),
+    int(b.x), b.created, b.ended, b.flags}, ' ')
+end
+
 local function store(b)
-  redis.call('HSET', batches, bid, table.concat({b.state, b.sealed and '1' or '0', int(b.total),
-    int(b.c), int(b.d), int(b.x), b.created, b.ended, b.flags}, ' '))
+  redis.call('HSET', batches, bid, record(b))
 end
 
 local function count(b, mark)
@@ -85,7 +97,10 @@ local function maybe_end(b)
     end
   end
   if make then make.finish(nil, false) end
-  redis.call('HDEL', batches, bid .. ' c', bid .. ' s')
+  -- the awaiting clients hear of its end (the record as stored after this)
+  local chs = redis.call('HMGET', batches, bid .. ' w')[1]
+  if chs then notify(chs, batches .. ' ' .. bid, 'completed', record(b)) end
+  redis.call('HDEL', batches, bid .. ' c', bid .. ' s', bid .. ' w')
   return true
 end
 
@@ -110,6 +125,33 @@ if op == 'create' then
   if string.find(flags, 'c', 1, true) then redis.call('HSET', batches, bid .. ' c', ARGV[6]) end
   if string.find(flags, 's', 1, true) then redis.call('HSET', batches, bid .. ' s', ARGV[7]) end
   return {bid, 0}
+end
+
+if op == 'watch' then
+  local ch = ARGV[4]
+  local out, fv = {}, {}
+  for i = 5, #ARGV do
+    bid = ARGV[i] -- (parse names it)
+    local r = typed('hash', 'HMGET', batches, bid, bid .. ' w')
+    local b = r[1] and parse(r[1])
+    if not b then
+      out[#out + 1] = 0; out[#out + 1] = ''
+    elseif b.state ~= 'pending' then
+      out[#out + 1] = 1; out[#out + 1] = r[1]
+    else
+      local n = fv[bid] or r[2] or ''
+      if not string.find(' ' .. n .. ' ', ' ' .. ch .. ' ', 1, true) then
+        n = n == '' and ch or n .. ' ' .. ch
+        if not fv[bid] then fv[#fv + 1] = bid end
+        fv[bid] = n
+      end
+      out[#out + 1] = 3; out[#out + 1] = ''
+    end
+    out[#out + 1] = ''
+  end
+  -- (written after every record was read and checked: an error writes nothing)
+  for _, id in ipairs(fv) do redis.call('HSET', batches, id .. ' w', fv[id]) end
+  return out
 end
 
 local rec = typed('hash', 'HMGET', batches, bid)[1]

@@ -2515,7 +2515,12 @@ RJQ_API rjq_queue *rjq_queue_get_shard(rjq_queue *q, int i);
  *   dies before it told it is replaced by the dependencies' sweep of the
  *   member's queue (rjq.h "Dependencies": the reclaim sweep of a client
  *   whose workers work on that queue).
- * - A finished batch keeps its record and member marks (not deleted yet).
+ * - Retention: a finished batch's record and member marks are deleted
+ *   retention_ms after it ended (default 24 h; -1: kept until
+ *   rjq_batch_delete): reads after that find no batch, and its keys go at
+ *   a later batch call on its batch queue (create, add, seal, a member's
+ *   release, delete: each deletes up to 16 that are due). A member that
+ *   finishes after its batch was deleted changes nothing.
  * ---------------------------------------------------------------------- */
 
 typedef struct rjq_batch_options {
@@ -2531,6 +2536,10 @@ typedef struct rjq_batch_options {
     /* The on_success job's payload, NULL: none. */
     const void *on_success;
     size_t on_success_len;
+    /* How long the batch's record is kept once it ended (ms): 0 the
+     * default, 86400000 (24 h); -1 kept until rjq_batch_delete; other
+     * negative values are refused (RJQ_EINVAL). */
+    long long retention_ms;
 } rjq_batch_options;
 #define RJQ_BATCH_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_batch_options)
 
@@ -2580,6 +2589,22 @@ RJQ_API int rjq_batch_enqueue(rjq_queue *bq, const char *id, rjq_queue *q, const
  */
 RJQ_API int rjq_batch_seal(rjq_queue *bq, const char *id, rjq_done_cb *cb, void *data);
 
+/*
+ * Delete batch `id` of bq: its record, its completion jobs' payloads (a
+ * pending batch's: they will not be enqueued) and its members' marks. A
+ * pending batch is refused (RJQ_ESTATE) unless force is non-zero: its
+ * members go on as plain jobs (their finishes find no batch) and its
+ * awaits (rjq_batch_await) end with RJQ_ENOTFOUND. An ended batch's
+ * completion jobs, already enqueued, stay. cb (may be NULL) gets RJQ_OK,
+ * RJQ_ENOTFOUND (no such batch), RJQ_ESTATE (pending, not forced), or
+ * RJQ_ECONN, RJQ_ETIMEDOUT, RJQ_EOOM, RJQ_EAUTH, RJQ_EREDIS,
+ * RJQ_EWRONGTYPE, RJQ_EPROTO, RJQ_ENOMEM, RJQ_ECANCELED. Returns RJQ_OK (cb
+ * will be called) or, cb not called: RJQ_EINVAL (bq NULL, a bad id),
+ * RJQ_ESHARDED, RJQ_ECLOSED, RJQ_ENOMEM.
+ */
+RJQ_API int rjq_batch_delete(rjq_queue *bq, const char *id, int force, rjq_done_cb *cb,
+                             void *data);
+
 /* A batch's status (valid during the callback). */
 typedef struct rjq_batch_info {
     const char *id;
@@ -2609,8 +2634,9 @@ RJQ_API int rjq_batch_get(rjq_queue *bq, const char *id, rjq_batch_info_cb *cb, 
  * cb gets RJQ_OK and its final status (state "completed" or "dead"), or
  * RJQ_ETIMEDOUT when timeout_ms (> 0) passed first (info: its status read
  * then, NULL when that read failed), RJQ_ENOTFOUND (no such batch), the
- * errors of rjq_batch_get other than a lost connection, or RJQ_ECANCELED
- * (the client was freed first). It is one of the client's awaits (counted
+ * errors of rjq_batch_get other than a lost connection (RJQ_ENOTFOUND too
+ * when a forced rjq_batch_delete deleted it while awaited), or
+ * RJQ_ECANCELED (the client was freed first). It is one of the client's awaits (counted
  * by rjq_client_count_awaits, ended by rjq_client_free), on the client's
  * reply channel, as rjq_queue_await is: once the channel's subscription is
  * confirmed, one script call answers from the batch's record or adds the

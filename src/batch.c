@@ -18,6 +18,7 @@
  * read once more, for the status the callback gets.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,6 +104,10 @@ int rjq_batch_create(rjq_queue *q, const rjq_batch_options *given, rjq_batch_cb 
         rjq__errmsg(c, "batch create: bad id (a job id: no blanks, not all digits)");
         return RJQ_EINVAL;
     }
+    if (o.retention_ms < -1) {
+        rjq__errmsg(c, "batch create: bad retention_ms (0 the default, -1 kept, or ms)");
+        return RJQ_EINVAL;
+    }
     create_ctx *x = malloc(sizeof *x);
     if (x == NULL) return RJQ_ENOMEM;
     x->q = q;
@@ -112,15 +117,17 @@ int rjq_batch_create(rjq_queue *q, const rjq_batch_options *given, rjq_batch_cb 
     size_t nf = 0;
     if (o.on_complete) flags[nf++] = 'c';
     if (o.on_success) flags[nf++] = 's';
-    const char *args[3] = {flags, o.on_complete ? o.on_complete : "",
-                           o.on_success ? o.on_success : ""};
-    size_t lens[3] = {nf, o.on_complete ? o.on_complete_len : 0,
-                      o.on_success ? o.on_success_len : 0};
+    char keep[24] = "";
+    if (o.retention_ms != 0) snprintf(keep, sizeof keep, "%lld", o.retention_ms);
+    const char *args[4] = {flags, o.on_complete ? o.on_complete : "",
+                           o.on_success ? o.on_success : "", keep};
+    size_t lens[4] = {nf, o.on_complete ? o.on_complete_len : 0,
+                      o.on_success ? o.on_success_len : 0, strlen(keep)};
     rjq__queue_register(q);
     /* a caller's id may be sent again (create reports it existing); a
      * numbered one not */
     rc = send_batch(q, "create", o.id ? o.id : "", (o.id ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
-                    on_created, x, 3, args, lens);
+                    on_created, x, 4, args, lens);
     if (rc != RJQ_OK) free(x);
     return rc;
 }
@@ -358,6 +365,7 @@ typedef struct seal_ctx {
     rjq_queue *q;
     rjq_done_cb *cb;
     void *data;
+    char *id; /* (delete's, for its message) */
 } seal_ctx;
 
 static void on_sealed(rjq_client *c, int status, redisReply *r, void *priv) {
@@ -378,13 +386,58 @@ int rjq_batch_seal(rjq_queue *bq, const char *id, rjq_done_cb *cb, void *data) {
     int rc = usable(bq, id, 1);
     if (rc == RJQ_OK && id == NULL) rc = RJQ_EINVAL;
     if (rc != RJQ_OK) return rc;
-    seal_ctx *x = malloc(sizeof *x);
+    seal_ctx *x = calloc(1, sizeof *x);
     if (x == NULL) return RJQ_ENOMEM;
     x->q = bq;
     x->cb = cb;
     x->data = data;
     rc = send_batch(bq, "seal", id, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_sealed, x, 0, NULL, NULL);
     if (rc != RJQ_OK) free(x);
+    return rc;
+}
+
+/* ---- delete --------------------------------------------------------------- */
+
+static void on_deleted(rjq_client *c, int status, redisReply *r, void *priv) {
+    seal_ctx *x = priv;
+    /* batch.lua delete: 1 deleted, -1 pending (not forced), -2 no such batch */
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_INTEGER || r->integer < -2 ||
+                             r->integer > 1 || r->integer == 0)) {
+        rjq__errmsg(c, "batch delete: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    if (status == RJQ_OK && r->integer == -2) status = RJQ_ENOTFOUND;
+    if (status == RJQ_OK && r->integer == -1) {
+        rjq__errmsg(c, "batch %s is pending: not deleted (force it to delete it all the same)",
+                    x->id);
+        status = RJQ_ESTATE;
+    }
+    if (x->cb) x->cb(c, status, x->data);
+    rjq__queue_release(x->q);
+    free(x->id);
+    free(x);
+}
+
+int rjq_batch_delete(rjq_queue *bq, const char *id, int force, rjq_done_cb *cb, void *data) {
+    int rc = usable(bq, id, 1);
+    if (rc == RJQ_OK && id == NULL) rc = RJQ_EINVAL;
+    if (rc != RJQ_OK) return rc;
+    seal_ctx *x = calloc(1, sizeof *x);
+    if (x == NULL || (x->id = strdup(id)) == NULL) {
+        free(x);
+        return RJQ_ENOMEM;
+    }
+    x->q = bq;
+    x->cb = cb;
+    x->data = data;
+    const char *arg = force ? "1" : "";
+    size_t len = strlen(arg);
+    rc = send_batch(bq, "delete", id, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_deleted, x, 1, &arg,
+                    &len);
+    if (rc != RJQ_OK) {
+        free(x->id);
+        free(x);
+    }
     return rc;
 }
 
@@ -544,7 +597,8 @@ static void on_awaited(rjq_client *c, int status, const rjq_outcome *o, void *da
                                                  : RJQ_ECLOSED;
         if (rc != RJQ_OK) w->cb(c, RJQ_ETIMEDOUT, NULL, w->data);
     } else {
-        w->cb(c, status, NULL, w->data);
+        /* ('cancelled': a forced delete took it) */
+        w->cb(c, status == RJQ_EJOBCANCELED ? RJQ_ENOTFOUND : status, NULL, w->data);
     }
     free(w);
 }

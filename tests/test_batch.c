@@ -743,6 +743,118 @@ TEST(a_batch_await_callback_that_cancels_an_await_or_frees_the_client_ends_each_
     env_stop(&e);
 }
 
+/* ---- retention and deletion ------------------------------------------------ */
+
+static made create_kept(struct event_base *base, rjq_queue *q, const char *id, long long keep) {
+    rjq_batch_options o = RJQ_BATCH_OPTIONS_INIT;
+    o.id = id;
+    o.on_complete = "done";
+    o.on_complete_len = 4;
+    o.retention_ms = keep;
+    made m = {0};
+    ASSERT_OK(rjq_batch_create(q, &o, on_made, &m));
+    ASSERT(loop_until_count(base, &m.calls, 1, 10000));
+    return m;
+}
+
+typedef struct done_status {
+    long calls;
+    int status;
+} done_status;
+
+static void on_done_status(rjq_client *c, int status, void *data) {
+    done_status *d = data;
+    (void)c;
+    d->calls++;
+    d->status = status;
+}
+
+static int delete_batch(struct event_base *base, rjq_queue *bq, const char *bid, int force) {
+    done_status d = {0};
+    ASSERT_OK(rjq_batch_delete(bq, bid, force, on_done_status, &d));
+    ASSERT(loop_until_count(base, &d.calls, 1, 10000));
+    return d.status;
+}
+
+/* An ended batch is kept for its retention (the default 24 h, a shorter
+ * one, or -1: until deleted); past it reads find no batch and the next
+ * batch call on its queue deletes its record and its members' marks. */
+TEST(an_ended_batch_is_kept_for_its_retention_then_deleted_with_its_marks) {
+    test_env e;
+    env_start(&e, "br");
+    ASSERT_OK(create_kept(e.base, e.q, "short", 1).status);
+    ASSERT_OK(create_kept(e.base, e.q, "usual", 0).status);
+    ASSERT_OK(create_kept(e.base, e.q, "kept", -1).status);
+    for (int i = 0; i < 2; i++) ASSERT_OK(add_member(e.base, e.q, "short", e.q, NULL, 0).status);
+    ASSERT_EQ(1, server_int(e.rc, "EXISTS t:{br}:bm:short"));
+    long ran = 0;
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, &ran, &w));
+    ASSERT(loop_until_count(e.base, &ran, 2, 10000));
+    ASSERT_EQ(1, seal(e.base, e.q, "short"));
+    ASSERT_EQ(1, seal(e.base, e.q, "usual"));
+    ASSERT_EQ(1, seal(e.base, e.q, "kept"));
+    ASSERT(loop_until_count(e.base, &ran, 5, 10000)); /* the three on_complete jobs */
+    got u = get_batch(e.base, e.q, "usual");
+    ASSERT_OK(u.status);
+    ASSERT_EQ(u.ended_ms + 86400000, server_int(e.rc, "ZSCORE t:{br}:batchend usual"));
+    ASSERT_EQ(0, server_int(e.rc, "ZSCORE t:{br}:batchend kept")); /* (nil: not listed) */
+    wait_server_clock(e.base, e.rc, 5);
+    ASSERT_EQ(RJQ_ENOTFOUND, get_batch(e.base, e.q, "short").status);
+    awaited gone = {0};
+    ASSERT_OK(rjq_batch_await(e.q, "short", 30000, on_awaited, &gone));
+    ASSERT(loop_until_count(e.base, &gone.calls, 1, 10000));
+    ASSERT_EQ(RJQ_ENOTFOUND, gone.status);
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{br}:batches short")); /* (reads delete nothing) */
+    ASSERT_OK(create_kept(e.base, e.q, "next", 0).status); /* a batch call: the sweep */
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{br}:batches short"));
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{br}:bm:short"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{br}:batchend")); /* usual's */
+    ASSERT_OK(get_batch(e.base, e.q, "usual").status);
+    ASSERT_OK(get_batch(e.base, e.q, "kept").status);
+    /* the completion jobs, already enqueued, stayed */
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{br}:state batch:short:complete"));
+    worker_stop_wait(e.base, w);
+    rjq_batch_options bad = RJQ_BATCH_OPTIONS_INIT;
+    bad.retention_ms = -2;
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_create(e.q, &bad, on_made, NULL));
+    env_stop(&e);
+}
+
+/* rjq_batch_delete refuses a pending batch unless forced; forced, its
+ * awaits end (RJQ_ENOTFOUND), its completion job is never enqueued and a
+ * member's release finds no batch; an ended batch is deleted as asked. */
+TEST(deleting_a_pending_batch_is_refused_unless_forced_and_an_ended_one_goes) {
+    test_env e;
+    env_start(&e, "bd");
+    ASSERT_OK(create_kept(e.base, e.q, "p", 0).status);
+    ASSERT_OK(add_member(e.base, e.q, "p", e.q, "later", 3600000).status);
+    ASSERT_EQ(RJQ_ESTATE, delete_batch(e.base, e.q, "p", 0));
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "pending") != NULL);
+    ASSERT_STREQ("pending", get_batch(e.base, e.q, "p").state);
+    awaited a = {0};
+    ASSERT_OK(rjq_batch_await(e.q, "p", 60000, on_awaited, &a));
+    wait_watched(e.base, e.rc, "bd", "p");
+    ASSERT_EQ(1, seal(e.base, e.q, "p"));
+    ASSERT_OK(delete_batch(e.base, e.q, "p", 1));
+    ASSERT(loop_until_count(e.base, &a.calls, 1, 10000));
+    ASSERT_EQ(RJQ_ENOTFOUND, a.status);
+    ASSERT_EQ(RJQ_ENOTFOUND, get_batch(e.base, e.q, "p").status);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{bd}:bm:p"));
+    ASSERT_EQ(0, server_int(e.rc, "HLEN t:{bd}:batches"));
+    /* its member finishing later: the release finds no batch */
+    ASSERT_EQ(0, release_code(batch_fcall(e.rc, "bd", "release", "p", "bd", "later", "completed")));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{bd}:state batch:p:complete"));
+    ASSERT_EQ(RJQ_ENOTFOUND, delete_batch(e.base, e.q, "p", 1));
+    ASSERT_OK(create_kept(e.base, e.q, "ended", -1).status);
+    ASSERT_EQ(1, seal(e.base, e.q, "ended"));
+    ASSERT_OK(delete_batch(e.base, e.q, "ended", 0));
+    ASSERT_EQ(RJQ_ENOTFOUND, get_batch(e.base, e.q, "ended").status);
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_delete(e.q, "bad id", 0, NULL, NULL));
+    env_stop(&e);
+}
+
 /* A batch on one master, members on the two others: each finishing
  * client tells the batch across masters; a member whose finisher died
  * before telling (its cancel run directly on its master) is told by the

@@ -1293,7 +1293,9 @@ RJQ_API int rjq_queue_get_dependencies(rjq_queue *q, const char *id, rjq_depende
 /* list: the jobs (their queue names and ids) that wait for the job and
  * that it has not released yet, in the order they registered, at most
  * 1000; valid during the call. NULL and 0 when none, or unless status is
- * RJQ_OK. */
+ * RJQ_OK. A batch the job is a member of and has not told yet ("Batches")
+ * is one too: its queue is "{b}" then the batch queue's name (no queue
+ * name has a brace), its id the batch's. */
 typedef void rjq_dependents_cb(rjq_client *c, int status, const rjq_dep *list, size_t n,
                                void *data);
 
@@ -2614,6 +2616,10 @@ typedef struct rjq_batch_info {
     long long completed, dead, cancelled; /* members finished so far, by outcome */
     long long created_ms;    /* server clock, ms since the epoch */
     long long ended_ms;      /* when it ended; 0 while pending */
+    /* Its completion jobs: 1 when it has an on_complete (an on_success)
+     * job, enqueued when it ends (on_success: when none died), with the id
+     * "batch:<id>:complete" ("batch:<id>:success"). */
+    int has_on_complete, has_on_success;
 } rjq_batch_info;
 
 typedef void rjq_batch_info_cb(rjq_client *c, int status, const rjq_batch_info *info,

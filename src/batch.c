@@ -482,7 +482,12 @@ static int parse_text(const char *text, size_t len, rjq_batch_info *info, char *
         if (record_num(&p, nums[i]) != 0) return -1;
     if (sealed > 1) return -1;
     info->sealed = (int)sealed;
-    return 0; /* (the flags that follow are the script's) */
+    /* the flags: '-' or which completion jobs it has */
+    size_t fl = strcspn(p, " ");
+    if (fl == 0) return -1;
+    info->has_on_complete = memchr(p, 'c', fl) != NULL;
+    info->has_on_success = memchr(p, 's', fl) != NULL;
+    return 0;
 }
 
 static int parse_record(const redisReply *r, rjq_batch_info *info, char *state) {

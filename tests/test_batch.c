@@ -118,6 +118,7 @@ typedef struct got {
     char state[16];
     int sealed;
     long long total, completed, dead, cancelled, ended_ms;
+    int on_complete, on_success;
 } got;
 
 static void on_got(rjq_client *c, int status, const rjq_batch_info *info, void *data) {
@@ -133,6 +134,8 @@ static void on_got(rjq_client *c, int status, const rjq_batch_info *info, void *
         g->dead = info->dead;
         g->cancelled = info->cancelled;
         g->ended_ms = info->ended_ms;
+        g->on_complete = info->has_on_complete;
+        g->on_success = info->has_on_success;
     }
 }
 
@@ -852,6 +855,52 @@ TEST(deleting_a_pending_batch_is_refused_unless_forced_and_an_ended_one_goes) {
     ASSERT_OK(delete_batch(e.base, e.q, "ended", 0));
     ASSERT_EQ(RJQ_ENOTFOUND, get_batch(e.base, e.q, "ended").status);
     ASSERT_EQ(RJQ_EINVAL, rjq_batch_delete(e.q, "bad id", 0, NULL, NULL));
+    env_stop(&e);
+}
+
+typedef struct dents_seen {
+    long calls;
+    int status;
+    size_t n;
+    char queue[64], id[64];
+} dents_seen;
+
+static void on_dents(rjq_client *c, int status, const rjq_dep *list, size_t n, void *data) {
+    dents_seen *d = data;
+    (void)c;
+    d->calls++;
+    d->status = status;
+    d->n = n;
+    if (n) {
+        snprintf(d->queue, sizeof d->queue, "%s", list[0].queue);
+        snprintf(d->id, sizeof d->id, "%s", list[0].id);
+    }
+}
+
+/* A member not finished yet lists its batch among its dependents (queue
+ * "{b}<batch queue>", the batch's id: the dashboard's job page links it;
+ * this read failed with RJQ_EPROTO before); a batch's status says which
+ * completion jobs it has. */
+TEST(a_members_dependents_name_its_batch_and_the_status_its_completion_jobs) {
+    test_env e;
+    env_start(&e, "bl");
+    ASSERT_OK(create_batch(e.base, e.q, "both", 1, 1).status);
+    ASSERT_OK(create_batch(e.base, e.q, "none", 0, 0).status);
+    ASSERT_OK(add_member(e.base, e.q, "both", e.q, "mem", 3600000).status);
+    dents_seen d = {0};
+    ASSERT_OK(rjq_queue_get_dependents(e.q, "mem", on_dents, &d));
+    ASSERT(loop_until_count(e.base, &d.calls, 1, 10000));
+    ASSERT_OK(d.status);
+    ASSERT_EQ(1, (long long)d.n);
+    ASSERT_STREQ("{b}bl", d.queue);
+    ASSERT_STREQ("both", d.id);
+    got g = get_batch(e.base, e.q, "both");
+    ASSERT_OK(g.status);
+    ASSERT_EQ(1, g.on_complete);
+    ASSERT_EQ(1, g.on_success);
+    g = get_batch(e.base, e.q, "none");
+    ASSERT_EQ(0, g.on_complete);
+    ASSERT_EQ(0, g.on_success);
     env_stop(&e);
 }
 

@@ -2520,8 +2520,8 @@ RJQ_API rjq_queue *rjq_queue_get_shard(rjq_queue *q, int i);
  * - Retention: a finished batch's record and member marks are deleted
  *   retention_ms after it ended (default 24 h; -1: kept until
  *   rjq_batch_delete): reads after that find no batch, and its keys go at
- *   a later batch call on its batch queue (create, add, seal, a member's
- *   release, delete: each deletes up to 16 that are due). A member that
+ *   a later batch call on its batch queue (create, add, seal, delete: each
+ *   deletes up to 16 that are due). A member that
  *   finishes after its batch was deleted changes nothing.
  * ---------------------------------------------------------------------- */
 

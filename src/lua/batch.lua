@@ -53,8 +53,9 @@
 -- Retention: an ended batch is listed in batchend, scored when its record
 -- goes (ended + its retention, "<id> k" or BATCH_RETENTION_MS; -1: not
 -- listed, kept until deleted). Reads (get, watch) find no batch past that
--- time; every call but get and watch first deletes up to SWEEP of those
--- due (record, fields, marks hash): one ZRANGEBYSCORE when none is.
+-- time; every create, add, seal and delete first deletes up to SWEEP of
+-- those due (record, fields, marks hash): a TIME and one ZRANGEBYSCORE
+-- when none is (not a release: a member's finish costs what it did).
 local op, prefix, wake, bid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local BATCH_RETENTION_MS = 86400000 -- rjq.h rjq_batch_options.retention_ms
 local SWEEP = 16
@@ -139,8 +140,8 @@ local function expired(id)
   return t and tonumber(t) <= now_ms()
 end
 
--- The ended batches whose records are due go (a few per call; every
--- call but get and watch, before its own work).
+-- The ended batches whose records are due go (a few per call: create,
+-- add, seal, delete, before their own work).
 local function sweep()
   local due = typed('zset', 'ZRANGEBYSCORE', batchend, '-inf', int(now_ms()), 'LIMIT', 0, SWEEP)
   for _, id in ipairs(due) do forget(id) end
@@ -195,7 +196,8 @@ if op == 'watch' then
   return out
 end
 
-if op ~= 'get' then sweep() end
+-- (not in a release: a member's finish pays no more than its count)
+if op ~= 'get' and op ~= 'release' then sweep() end
 local rec = typed('hash', 'HMGET', batches, bid)[1]
 if op == 'get' then
   if rec and string.sub(rec, 1, 8) ~= 'pending ' and expired(bid) then return false end

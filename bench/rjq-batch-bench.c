@@ -8,6 +8,13 @@
  * commands included) per job, and the wall time.
  *
  *   rjq-batch-bench PORT N plain|batch    (a server on 127.0.0.1:PORT)
+ *
+ * awaits: N empty batches, each awaited (rjq_batch_await), left pending
+ * for 3 s, then sealed (each ends at its seal), until every await got its
+ * end: Redis' CPU and commands from the first await to the last end, per
+ * batch (the seals' own calls included), and the script calls.
+ *
+ *   rjq-batch-bench PORT N awaits
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +27,7 @@
 #include <rjq/libevent.h>
 
 static struct event_base *base;
-static long added, ran, ended;
+static long added, ran, ended, created;
 static char batch_id[64];
 
 static void die(const char *what, int rc) {
@@ -44,11 +51,21 @@ static void on_created(rjq_client *c, int status, const char *id, void *data) {
     (void)c, (void)data;
     if (status != RJQ_OK) die("batch create", status);
     snprintf(batch_id, sizeof batch_id, "%s", id);
+    created++;
 }
 
 static void on_sealed(rjq_client *c, int status, void *data) {
     (void)c, (void)data;
     if (status != RJQ_OK) die("seal", status);
+}
+
+static long awaited;
+
+static void on_awaited(rjq_client *c, int status, const rjq_batch_info *b, void *data) {
+    (void)c, (void)data;
+    if (status != RJQ_OK) die("await", status);
+    if (strcmp(b->state, "completed") != 0) die("batch not completed", RJQ_EPROTO);
+    awaited++;
 }
 
 static void on_ended(rjq_client *c, int status, const rjq_batch_info *b, void *data) {
@@ -66,13 +83,13 @@ static void until(const long *v, long want) {
  * of INFO commandstats but INFO's own), from a synchronous connection. */
 typedef struct redis_numbers {
     double cpu;
-    long long calls;
+    long long calls, fcalls;
 } redis_numbers;
 
 static redisContext *sync_rc;
 
 static redis_numbers numbers(void) {
-    redis_numbers n = {0, 0};
+    redis_numbers n = {0, 0, 0};
     redisReply *r = redisCommand(sync_rc, "INFO all");
     if (r == NULL || r->type != REDIS_REPLY_STRING) die("INFO", RJQ_EREDIS);
     const char *p;
@@ -82,6 +99,8 @@ static redis_numbers numbers(void) {
         if (strncmp(p, "cmdstat_info:", 13) == 0) continue;
         const char *cc = strstr(p, "calls=");
         if (cc) n.calls += atoll(cc + 6);
+        if (cc && (strncmp(p, "cmdstat_fcall:", 14) == 0 || strncmp(p, "cmdstat_evalsha:", 16) == 0))
+            n.fcalls += atoll(cc + 6);
     }
     freeReplyObject(r);
     return n;
@@ -94,8 +113,9 @@ static double now_s(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4 || (strcmp(argv[3], "plain") != 0 && strcmp(argv[3], "batch") != 0)) {
-        fprintf(stderr, "usage: rjq-batch-bench PORT N plain|batch\n");
+    if (argc != 4 || (strcmp(argv[3], "plain") != 0 && strcmp(argv[3], "batch") != 0 &&
+                      strcmp(argv[3], "awaits") != 0)) {
+        fprintf(stderr, "usage: rjq-batch-bench PORT N plain|batch|awaits\n");
         return 2;
     }
     long n = atol(argv[2]);
@@ -114,6 +134,43 @@ int main(int argc, char **argv) {
     rjq_queue *bq, *q;
     if ((rc = rjq_queue_open(c, "bb", NULL, &bq)) || (rc = rjq_queue_open(c, "bm", NULL, &q)))
         die("queue", rc);
+    if (strcmp(argv[3], "awaits") == 0) {
+        for (long i = 0; i < n; i++) {
+            char id[32];
+            snprintf(id, sizeof id, "w%ld", i);
+            rjq_batch_options bo = RJQ_BATCH_OPTIONS_INIT;
+            bo.id = id;
+            if ((rc = rjq_batch_create(bq, &bo, on_created, NULL))) die("batch create", rc);
+        }
+        until(&created, n);
+        redis_numbers before = numbers();
+        double t0 = now_s();
+        for (long i = 0; i < n; i++) {
+            char id[32];
+            snprintf(id, sizeof id, "w%ld", i);
+            if ((rc = rjq_batch_await(bq, id, 600000, on_awaited, NULL))) die("await", rc);
+        }
+        struct timeval three = {3, 0};
+        event_base_loopexit(base, &three);
+        event_base_dispatch(base);
+        for (long i = 0; i < n; i++) {
+            char id[32];
+            snprintf(id, sizeof id, "w%ld", i);
+            if ((rc = rjq_batch_seal(bq, id, on_sealed, NULL))) die("seal", rc);
+        }
+        until(&awaited, n);
+        double t1 = now_s();
+        redis_numbers after = numbers();
+        printf("awaits: %ld batches awaited 3 s then sealed, in %.2f s; Redis CPU %.1f us/batch, "
+               "%.2f commands/batch, %.2f script calls/batch (the seal's 1 included)\n",
+               n, t1 - t0, (after.cpu - before.cpu) * 1e6 / (double)n,
+               (double)(after.calls - before.calls) / (double)n,
+               (double)(after.fcalls - before.fcalls) / (double)n);
+        rjq_client_free(c);
+        event_base_free(base);
+        redisFree(sync_rc);
+        return 0;
+    }
     redis_numbers before = numbers();
     double t0 = now_s();
     if (batch) {

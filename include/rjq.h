@@ -1295,7 +1295,9 @@ RJQ_API int rjq_queue_get_dependencies(rjq_queue *q, const char *id, rjq_depende
 /* list: the jobs (their queue names and ids) that wait for the job and
  * that it has not released yet, in the order they registered, at most
  * 1000; valid during the call. NULL and 0 when none, or unless status is
- * RJQ_OK. */
+ * RJQ_OK. A batch the job is a member of and has not told yet ("Batches")
+ * is one too: its queue is "{b}" then the batch queue's name (no queue
+ * name has a brace), its id the batch's. */
 typedef void rjq_dependents_cb(rjq_client *c, int status, const rjq_dep *list, size_t n,
                                void *data);
 
@@ -2532,7 +2534,12 @@ RJQ_API rjq_queue *rjq_queue_get_shard(rjq_queue *q, int i);
  *   dies before it told it is replaced by the dependencies' sweep of the
  *   member's queue (rjq.h "Dependencies": the reclaim sweep of a client
  *   whose workers work on that queue).
- * - A finished batch keeps its record and member marks (not deleted yet).
+ * - Retention: a finished batch's record and member marks are deleted
+ *   retention_ms after it ended (default 24 h; -1: kept until
+ *   rjq_batch_delete): reads after that find no batch, and its keys go at
+ *   a later batch call on its batch queue (create, add, seal, delete: each
+ *   deletes up to 16 that are due). A member that
+ *   finishes after its batch was deleted changes nothing.
  * ---------------------------------------------------------------------- */
 
 typedef struct rjq_batch_options {
@@ -2548,6 +2555,10 @@ typedef struct rjq_batch_options {
     /* The on_success job's payload, NULL: none. */
     const void *on_success;
     size_t on_success_len;
+    /* How long the batch's record is kept once it ended (ms): 0 the
+     * default, 86400000 (24 h); -1 kept until rjq_batch_delete; other
+     * negative values are refused (RJQ_EINVAL). */
+    long long retention_ms;
 } rjq_batch_options;
 #define RJQ_BATCH_OPTIONS_INIT RJQ_SIZED_INIT_(rjq_batch_options)
 
@@ -2597,6 +2608,22 @@ RJQ_API int rjq_batch_enqueue(rjq_queue *bq, const char *id, rjq_queue *q, const
  */
 RJQ_API int rjq_batch_seal(rjq_queue *bq, const char *id, rjq_done_cb *cb, void *data);
 
+/*
+ * Delete batch `id` of bq: its record, its completion jobs' payloads (a
+ * pending batch's: they will not be enqueued) and its members' marks. A
+ * pending batch is refused (RJQ_ESTATE) unless force is non-zero: its
+ * members go on as plain jobs (their finishes find no batch) and its
+ * awaits (rjq_batch_await) end with RJQ_ENOTFOUND. An ended batch's
+ * completion jobs, already enqueued, stay. cb (may be NULL) gets RJQ_OK,
+ * RJQ_ENOTFOUND (no such batch), RJQ_ESTATE (pending, not forced), or
+ * RJQ_ECONN, RJQ_ETIMEDOUT, RJQ_EOOM, RJQ_EAUTH, RJQ_EREDIS,
+ * RJQ_EWRONGTYPE, RJQ_EPROTO, RJQ_ENOMEM, RJQ_ECANCELED. Returns RJQ_OK (cb
+ * will be called) or, cb not called: RJQ_EINVAL (bq NULL, a bad id),
+ * RJQ_ESHARDED, RJQ_ECLOSED, RJQ_ENOMEM.
+ */
+RJQ_API int rjq_batch_delete(rjq_queue *bq, const char *id, int force, rjq_done_cb *cb,
+                             void *data);
+
 /* A batch's status (valid during the callback). */
 typedef struct rjq_batch_info {
     const char *id;
@@ -2606,6 +2633,10 @@ typedef struct rjq_batch_info {
     long long completed, dead, cancelled; /* members finished so far, by outcome */
     long long created_ms;    /* server clock, ms since the epoch */
     long long ended_ms;      /* when it ended; 0 while pending */
+    /* Its completion jobs: 1 when it has an on_complete (an on_success)
+     * job, enqueued when it ends (on_success: when none died), with the id
+     * "batch:<id>:complete" ("batch:<id>:success"). */
+    int has_on_complete, has_on_success;
 } rjq_batch_info;
 
 typedef void rjq_batch_info_cb(rjq_client *c, int status, const rjq_batch_info *info,
@@ -2624,14 +2655,23 @@ RJQ_API int rjq_batch_get(rjq_queue *bq, const char *id, rjq_batch_info_cb *cb, 
 /*
  * Wait for batch `id` of bq to end, as rjq_enqueue_await does for one job:
  * cb gets RJQ_OK and its final status (state "completed" or "dead"), or
- * RJQ_ETIMEDOUT when timeout_ms (> 0) passed first (info: its status as
- * last read, NULL when never read), RJQ_ENOTFOUND (no such batch), the
- * errors of rjq_batch_get other than a lost connection (a read that fails
- * with RJQ_ECONN is made again), or RJQ_ECANCELED (the client was freed
- * first). The status is read at once, then every 50 ms doubling up to a
- * second until it ends (one read of the batch's record each time: no
- * subscription). Returns RJQ_OK (cb will be called) or, cb not called:
- * RJQ_EINVAL (bq NULL, cb NULL, a bad id, timeout_ms <= 0),
+ * RJQ_ETIMEDOUT when timeout_ms (> 0) passed first (info: its status read
+ * then, NULL when that read failed), RJQ_ENOTFOUND (no such batch), the
+ * errors of rjq_batch_get other than a lost connection (RJQ_ENOTFOUND too
+ * when a forced rjq_batch_delete deleted it while awaited), or
+ * RJQ_ECANCELED (the client was freed first). It is one of the client's awaits (counted
+ * by rjq_client_count_awaits, ended by rjq_client_free), on the client's
+ * reply channel, as rjq_queue_await is: once the channel's subscription is
+ * confirmed, one script call answers from the batch's record or adds the
+ * channel to the batch's watchers, atomically (an end that comes between
+ * the subscription and that call is read from the record); the call that
+ * ends the batch publishes its status there. The awaits of one loop pass
+ * are watched together (one call per batch queue), and watched again after
+ * the subscriber connection came back (an end published while it was down
+ * is read from the record). No polling. At the timeout the record is read
+ * once for info (a batch found ended then gives RJQ_OK; a read that fails
+ * gives RJQ_ETIMEDOUT and NULL). Returns RJQ_OK (cb will be called) or, cb
+ * not called: RJQ_EINVAL (bq NULL, cb NULL, a bad id, timeout_ms <= 0),
  * RJQ_ESHARDED, RJQ_ECLOSED, RJQ_ENOMEM.
  */
 RJQ_API int rjq_batch_await(rjq_queue *bq, const char *id, long timeout_ms,

@@ -110,6 +110,7 @@ struct rjq_await {
     rjq_client *c;
     awaits *s;
     rjq_queue *q;
+    const rjq__await_kind *kind; /* NULL: a job's await; else another feature's (rjq__await_other) */
     rchan *rc;               /* its reply channel; NULL until the mode is known */
     aw_state state;          /* (set_state) */
     int inflight;            /* pins: requests and loops that point at it */
@@ -313,10 +314,14 @@ static void discard(rjq_await *a) {
 }
 
 static int set_key(rjq_await *a, const char *id, size_t idlen) {
-    a->key = rjq__job_key(a->q, id, idlen);
-    if (a->key == NULL) return RJQ_ENOMEM;
     size_t plen;
-    rjq__queue_key(a->q, RJQ__K_JOB, &plen);
+    if (a->kind) {
+        a->key = a->kind->key(a->q, id, idlen, &plen);
+    } else {
+        a->key = rjq__job_key(a->q, id, idlen);
+        rjq__queue_key(a->q, RJQ__K_JOB, &plen);
+    }
+    if (a->key == NULL) return RJQ_ENOMEM;
     a->id = a->key + plen;
     a->entry.key = a->key;
     return RJQ_OK;
@@ -850,13 +855,16 @@ static int watch_chunk(rjq_client *c, rjq_await **list, size_t n) {
     watch_batch *b = malloc(sizeof *b + n * sizeof b->a[0]);
     rjq__argv v;
     rjq__argv_init(&v);
+    const rjq__await_kind *kind = list[0]->kind; /* (a chunk is of one kind) */
+    int script = kind ? kind->script : RJQ__S_WATCH;
     if (b) {
-        rjq__argv_script_keys(&v, list[0]->q, RJQ__S_WATCH);
-        rjq__argv_str(&v, list[0]->rc->name);
+        rjq__argv_script_keys(&v, list[0]->q, script);
+        if (kind) kind->args(&v, list[0]->q, list[0]->rc->name);
+        else rjq__argv_str(&v, list[0]->rc->name);
         for (size_t i = 0; i < n; i++) rjq__argv_str(&v, list[i]->id);
     }
     int rc = b == NULL || v.oom ? RJQ_ENOMEM
-                                : rjq__script(c, RJQ__S_WATCH, 0, on_watched, b, v.n, v.v, v.len);
+                                : rjq__script(c, script, 0, on_watched, b, v.n, v.v, v.len);
     rjq__argv_free(&v);
     if (rc != RJQ_OK) {
         free(b);
@@ -872,12 +880,14 @@ static int watch_chunk(rjq_client *c, rjq_await **list, size_t n) {
 }
 
 /* Watch awaits (any queues; the caller holds a pin on each): chunks of
- * one queue each. */
+ * one queue and kind each. */
 static void send_watch(rjq_client *c, rjq_await **list, size_t n) {
     size_t i = 0;
     while (i < n) {
         size_t j = i + 1;
-        while (j < n && j - i < WATCH_BATCH && list[j]->q == list[i]->q) j++;
+        while (j < n && j - i < WATCH_BATCH && list[j]->q == list[i]->q &&
+               list[j]->kind == list[i]->kind)
+            j++;
         int rc = watch_chunk(c, list + i, j - i);
         if (rc == RJQ_ECLOSED) rc = RJQ_ECANCELED; /* the client is being freed */
         for (size_t k = i; rc != RJQ_OK && k < j; k++) resolve(list[k], rc, NULL, 0, NULL);
@@ -887,7 +897,10 @@ static void send_watch(rjq_client *c, rjq_await **list, size_t n) {
 
 static int by_queue(const void *x, const void *y) {
     const rjq_await *a = *(rjq_await *const *)x, *b = *(rjq_await *const *)y;
-    return a->q < b->q ? -1 : a->q > b->q;
+    if (a->q != b->q) return a->q < b->q ? -1 : 1;
+    /* (then by kind: a chunk is of one) */
+    uintptr_t ka = (uintptr_t)a->kind, kb = (uintptr_t)b->kind;
+    return ka < kb ? -1 : ka > kb;
 }
 
 /* Send held enqueues and watch the awaits that need it (all when `all`),
@@ -1012,6 +1025,27 @@ int rjq__queue_await_one(rjq_queue *q, const char *id, const rjq_await_options *
     if (id == NULL || id[0] == '\0' || strlen(id) > RJQ_JOB_ID_MAX) return RJQ_EJOBID;
     rjq__enter(c);
     int rc = queue_await(q, id, aw, cb, data, out);
+    rjq__leave(c);
+    return rc;
+}
+
+/* ---- another feature's awaits (batch.c) ------------------------------------ */
+
+int rjq__await_other(rjq_queue *q, const rjq__await_kind *kind, const char *id, long timeout_ms,
+                     rjq_await_cb *cb, void *data) {
+    rjq_client *c = rjq_queue_get_client(q);
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    rjq_await_options aw = RJQ_AWAIT_OPTIONS_INIT;
+    aw.timeout_ms = timeout_ms;
+    rjq__enter(c);
+    int rc = RJQ_ENOMEM;
+    awaits *s = state_of(c);
+    rjq_await *a = s ? new_await(s, q, &aw, cb, data) : NULL;
+    if (a) {
+        a->kind = kind;
+        rc = begin_watch(s, a, id);
+        if (rc != RJQ_OK) discard(a); /* an error return: the callback is never called */
+    }
     rjq__leave(c);
     return rc;
 }

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "argv.h"
 #include "rjq.h"
 
 /* The client's reply channel ("" before the first await), its enqueues in
@@ -49,5 +50,29 @@ int rjq__await_start_reserved(rjq_await *a, rjq_queue *q, const void *payload, s
 /* End reserved a, never started: its callback gets status (RJQ_OK: none,
  * the call that made it is refused). */
 void rjq__await_unreserve(rjq_await *a, int status);
+
+/* Awaits of something other than a job (batch.c: a batch's end), on the
+ * same reply channel, table, resubscription, timeout and destruction
+ * rules as a job's await by id. The feature gives:
+ * - key: the table key of thing id (idlen bytes) of q, malloc'd, with
+ *   *idoff the offset of id's copy inside it (NULL: out of memory); the
+ *   script that ends the thing publishes a 'completed' outcome under that
+ *   key (lib.lua notify) to the channels it was watched for, its body the
+ *   text handed to the callback as the outcome's result;
+ * - script, args: the script call that watches ids of q for a reply
+ *   channel: script's keys, then args(v, q, channel) appends what goes
+ *   before the ids; it answers as watch.lua does, per id { code, body,
+ *   '' }: 0 no such thing, 1 ended (body: the text), 3 watched.
+ * The callback gets rjq_await_cb's status (RJQ_OK with the text as the
+ * result, RJQ_ENOTFOUND, RJQ_ETIMEDOUT, RJQ_ECANCELED, a watch's error).
+ * Counted by rjq_client_count_awaits. Returns RJQ_OK (cb will be called
+ * once), or RJQ_ECLOSED, RJQ_ENOMEM (cb not called). */
+typedef struct rjq__await_kind {
+    char *(*key)(rjq_queue *q, const char *id, size_t idlen, size_t *idoff);
+    int script;
+    void (*args)(rjq__argv *v, rjq_queue *q, const char *channel);
+} rjq__await_kind;
+int rjq__await_other(rjq_queue *q, const rjq__await_kind *kind, const char *id, long timeout_ms,
+                     rjq_await_cb *cb, void *data);
 
 #endif

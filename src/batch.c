@@ -9,14 +9,20 @@
  *   batch queue, with the member's outcome when it had finished already
  *   (the adds of one loop turn gathered: one call per batch, on_flush).
  * The batch counts each member once whichever of its add and release comes
- * first. Reads: rjq_batch_get, and rjq_batch_await, which reads the
- * batch's record until it ended (a feature: the client's destruction ends
- * the waiting ones with RJQ_ECANCELED).
+ * first. Reads: rjq_batch_get, and rjq_batch_await, an await of the
+ * client's awaits (await.c, rjq__await_other): batch.lua's watch answers
+ * from the record or adds the client's reply channel to the batch's
+ * watchers, atomically, once the channel's subscription is confirmed;
+ * the call that ends the batch publishes its record there (lib.lua
+ * notify); a resubscription watches again. At its timeout the record is
+ * read once more, for the status the callback gets.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "await.h"
 #include "queue.h"
 #include "validate.h"
 
@@ -98,6 +104,10 @@ int rjq_batch_create(rjq_queue *q, const rjq_batch_options *given, rjq_batch_cb 
         rjq__errmsg(c, "batch create: bad id (a job id: no blanks, not all digits)");
         return RJQ_EINVAL;
     }
+    if (o.retention_ms < -1) {
+        rjq__errmsg(c, "batch create: bad retention_ms (0 the default, -1 kept, or ms)");
+        return RJQ_EINVAL;
+    }
     create_ctx *x = malloc(sizeof *x);
     if (x == NULL) return RJQ_ENOMEM;
     x->q = q;
@@ -107,15 +117,17 @@ int rjq_batch_create(rjq_queue *q, const rjq_batch_options *given, rjq_batch_cb 
     size_t nf = 0;
     if (o.on_complete) flags[nf++] = 'c';
     if (o.on_success) flags[nf++] = 's';
-    const char *args[3] = {flags, o.on_complete ? o.on_complete : "",
-                           o.on_success ? o.on_success : ""};
-    size_t lens[3] = {nf, o.on_complete ? o.on_complete_len : 0,
-                      o.on_success ? o.on_success_len : 0};
+    char keep[24] = "";
+    if (o.retention_ms != 0) snprintf(keep, sizeof keep, "%lld", o.retention_ms);
+    const char *args[4] = {flags, o.on_complete ? o.on_complete : "",
+                           o.on_success ? o.on_success : "", keep};
+    size_t lens[4] = {nf, o.on_complete ? o.on_complete_len : 0,
+                      o.on_success ? o.on_success_len : 0, strlen(keep)};
     rjq__queue_register(q);
     /* a caller's id may be sent again (create reports it existing); a
      * numbered one not */
     rc = send_batch(q, "create", o.id ? o.id : "", (o.id ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
-                    on_created, x, 3, args, lens);
+                    on_created, x, 4, args, lens);
     if (rc != RJQ_OK) free(x);
     return rc;
 }
@@ -133,14 +145,12 @@ typedef struct member_ctx {
 } member_ctx;
 
 /* The client's batch state (a feature): the adds gathered in this loop
- * turn (sent together, one call per batch, by a 0 ms timer) and the
- * awaits reading their batches. */
+ * turn (sent together, one call per batch, by a 0 ms timer). */
 typedef struct batch_state {
     rjq_client *c;
     member_ctx *adds, **adds_end;
     rjq__timer flush;
     int timer_ok;
-    struct waiter *waiting;
 } batch_state;
 
 static batch_state *state_of(rjq_client *c);
@@ -355,6 +365,7 @@ typedef struct seal_ctx {
     rjq_queue *q;
     rjq_done_cb *cb;
     void *data;
+    char *id; /* (delete's, for its message) */
 } seal_ctx;
 
 static void on_sealed(rjq_client *c, int status, redisReply *r, void *priv) {
@@ -375,13 +386,58 @@ int rjq_batch_seal(rjq_queue *bq, const char *id, rjq_done_cb *cb, void *data) {
     int rc = usable(bq, id, 1);
     if (rc == RJQ_OK && id == NULL) rc = RJQ_EINVAL;
     if (rc != RJQ_OK) return rc;
-    seal_ctx *x = malloc(sizeof *x);
+    seal_ctx *x = calloc(1, sizeof *x);
     if (x == NULL) return RJQ_ENOMEM;
     x->q = bq;
     x->cb = cb;
     x->data = data;
     rc = send_batch(bq, "seal", id, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_sealed, x, 0, NULL, NULL);
     if (rc != RJQ_OK) free(x);
+    return rc;
+}
+
+/* ---- delete --------------------------------------------------------------- */
+
+static void on_deleted(rjq_client *c, int status, redisReply *r, void *priv) {
+    seal_ctx *x = priv;
+    /* batch.lua delete: 1 deleted, -1 pending (not forced), -2 no such batch */
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_INTEGER || r->integer < -2 ||
+                             r->integer > 1 || r->integer == 0)) {
+        rjq__errmsg(c, "batch delete: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    if (status == RJQ_OK && r->integer == -2) status = RJQ_ENOTFOUND;
+    if (status == RJQ_OK && r->integer == -1) {
+        rjq__errmsg(c, "batch %s is pending: not deleted (force it to delete it all the same)",
+                    x->id);
+        status = RJQ_ESTATE;
+    }
+    if (x->cb) x->cb(c, status, x->data);
+    rjq__queue_release(x->q);
+    free(x->id);
+    free(x);
+}
+
+int rjq_batch_delete(rjq_queue *bq, const char *id, int force, rjq_done_cb *cb, void *data) {
+    int rc = usable(bq, id, 1);
+    if (rc == RJQ_OK && id == NULL) rc = RJQ_EINVAL;
+    if (rc != RJQ_OK) return rc;
+    seal_ctx *x = calloc(1, sizeof *x);
+    if (x == NULL || (x->id = strdup(id)) == NULL) {
+        free(x);
+        return RJQ_ENOMEM;
+    }
+    x->q = bq;
+    x->cb = cb;
+    x->data = data;
+    const char *arg = force ? "1" : "";
+    size_t len = strlen(arg);
+    rc = send_batch(bq, "delete", id, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_deleted, x, 1, &arg,
+                    &len);
+    if (rc != RJQ_OK) {
+        free(x->id);
+        free(x);
+    }
     return rc;
 }
 
@@ -405,9 +461,12 @@ static int record_num(const char **p, long long *out) {
 
 /* batch.lua's record into info (its strings point into state, which
  * holds at least 16 bytes). 0, or -1 for a record that is not rjq's. */
-static int parse_record(const redisReply *r, rjq_batch_info *info, char *state) {
-    if (r->type != REDIS_REPLY_STRING || r->len > 300 || memchr(r->str, '\0', r->len)) return -1;
-    const char *p = r->str;
+static int parse_text(const char *text, size_t len, rjq_batch_info *info, char *state) {
+    if (text == NULL || len > 300 || memchr(text, '\0', len)) return -1;
+    char rec[301];
+    memcpy(rec, text, len);
+    rec[len] = '\0';
+    const char *p = rec;
     size_t sl = strcspn(p, " ");
     if (!((sl == 7 && memcmp(p, "pending", 7) == 0) || (sl == 9 && memcmp(p, "completed", 9) == 0) ||
           (sl == 4 && memcmp(p, "dead", 4) == 0)) || p[sl] != ' ')
@@ -423,18 +482,26 @@ static int parse_record(const redisReply *r, rjq_batch_info *info, char *state) 
         if (record_num(&p, nums[i]) != 0) return -1;
     if (sealed > 1) return -1;
     info->sealed = (int)sealed;
-    return 0; /* (the flags that follow are the script's) */
+    /* the flags: '-' or which completion jobs it has */
+    size_t fl = strcspn(p, " ");
+    if (fl == 0) return -1;
+    info->has_on_complete = memchr(p, 'c', fl) != NULL;
+    info->has_on_success = memchr(p, 's', fl) != NULL;
+    return 0;
+}
+
+static int parse_record(const redisReply *r, rjq_batch_info *info, char *state) {
+    if (r->type != REDIS_REPLY_STRING) return -1;
+    return parse_text(r->str, r->len, info, state);
 }
 
 typedef struct get_ctx {
     rjq_queue *q;
     rjq_batch_info_cb *cb;
     void *data;
-    struct waiter *w;        /* rjq_batch_await's (else NULL) */
+    int timed_out;           /* rjq_batch_await's read at its timeout */
     char id[];
 } get_ctx;
-
-static void waiter_read(struct waiter *w, int status, const rjq_batch_info *info);
 
 static void on_got(rjq_client *c, int status, redisReply *r, void *priv) {
     get_ctx *x = priv;
@@ -448,21 +515,26 @@ static void on_got(rjq_client *c, int status, redisReply *r, void *priv) {
         rjq__errmsg(c, "batch: its record is not rjq's (or an unexpected reply)");
         status = RJQ_EPROTO;
     }
-    if (x->w) waiter_read(x->w, status, status == RJQ_OK ? &info : NULL);
-    else x->cb(c, status, status == RJQ_OK ? &info : NULL, x->data);
+    if (x->timed_out) {
+        /* the await's timeout: its status then (ended meanwhile: RJQ_OK) */
+        int ended = status == RJQ_OK && strcmp(info.state, "pending") != 0;
+        x->cb(c, ended ? RJQ_OK : RJQ_ETIMEDOUT, status == RJQ_OK ? &info : NULL, x->data);
+    } else {
+        x->cb(c, status, status == RJQ_OK ? &info : NULL, x->data);
+    }
     rjq__queue_release(x->q);
     free(x);
 }
 
 static int send_get(rjq_queue *q, const char *id, rjq_batch_info_cb *cb, void *data,
-                    struct waiter *w) {
+                    int timed_out) {
     size_t n = strlen(id);
     get_ctx *x = malloc(sizeof *x + n + 1);
     if (x == NULL) return RJQ_ENOMEM;
     x->q = q;
     x->cb = cb;
     x->data = data;
-    x->w = w;
+    x->timed_out = timed_out;
     memcpy(x->id, id, n + 1);
     int rc = send_batch(q, "get", id, RJQ__REQ_RETRY, on_got, x, 0, NULL, NULL);
     if (rc != RJQ_OK) free(x);
@@ -472,22 +544,84 @@ static int send_get(rjq_queue *q, const char *id, rjq_batch_info_cb *cb, void *d
 int rjq_batch_get(rjq_queue *bq, const char *id, rjq_batch_info_cb *cb, void *data) {
     int rc = usable(bq, id, cb != NULL);
     if (rc == RJQ_OK && id == NULL) rc = RJQ_EINVAL;
-    return rc != RJQ_OK ? rc : send_get(bq, id, cb, data, NULL);
+    return rc != RJQ_OK ? rc : send_get(bq, id, cb, data, 0);
 }
 
-/* ---- await: the record read until the batch ended ---------------------- */
+/* ---- await: over the client's reply channel (await.c) ------------------ */
+
+/* The table key of batch id of q: "<batches key> <id>" (no job key is
+ * that: a job's is "...:job:<id>"), as batch.lua's end publishes it. */
+static char *await_key(rjq_queue *q, const char *id, size_t idlen, size_t *idoff) {
+    size_t klen;
+    const char *k = rjq__queue_key(q, RJQ__K_BATCHES, &klen);
+    char *key = malloc(klen + 1 + idlen + 1);
+    if (key == NULL) return NULL;
+    memcpy(key, k, klen);
+    key[klen] = ' ';
+    memcpy(key + klen + 1, id, idlen);
+    key[klen + 1 + idlen] = '\0';
+    *idoff = klen + 1;
+    return key;
+}
+
+/* batch.lua's watch: op, prefix, wake, then the channel (in the id's
+ * place) and the ids (await.c appends them). */
+static void await_args(rjq__argv *v, rjq_queue *q, const char *channel) {
+    rjq__argv_str(v, "watch");
+    rjq__argv_key(v, q, RJQ__K_JOB);
+    rjq__argv_key(v, q, RJQ__K_WAKE);
+    rjq__argv_str(v, channel);
+}
+
+static const rjq__await_kind batch_await_kind = {await_key, RJQ__S_BATCH, await_args};
 
 typedef struct waiter {
-    struct waiter *next, **prev;
-    rjq_client *c;
     rjq_queue *q;
     rjq_batch_info_cb *cb;
     void *data;
-    rjq__timer poll;
-    uint64_t deadline, gap;
-    int reading;             /* a read is in flight */
-    char *id;
 } waiter;
+
+/* The await's end (await.c calls it once): the record it was answered
+ * with, or an error; at its timeout one more read gives the status. */
+static void on_awaited(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    waiter *w = data;
+    if (status == RJQ_OK && o == NULL) status = RJQ_EPROTO; /* (await.c gives one with a key) */
+    if (status == RJQ_OK) {
+        rjq_batch_info info;
+        char state[16];
+        memset(&info, 0, sizeof info);
+        info.id = o->id;
+        if (parse_text(o->result, o->result_len, &info, state) == 0) {
+            w->cb(c, RJQ_OK, &info, w->data);
+        } else {
+            rjq__errmsg(c, "batch: its record is not rjq's (or an unexpected message)");
+            w->cb(c, RJQ_EPROTO, NULL, w->data);
+        }
+    } else if (status == RJQ_ETIMEDOUT) {
+        int rc = rjq__accepting(c) && o && o->id ? send_get(w->q, o->id, w->cb, w->data, 1)
+                                                 : RJQ_ECLOSED;
+        if (rc != RJQ_OK) w->cb(c, RJQ_ETIMEDOUT, NULL, w->data);
+    } else {
+        /* ('cancelled': a forced delete took it) */
+        w->cb(c, status == RJQ_EJOBCANCELED ? RJQ_ENOTFOUND : status, NULL, w->data);
+    }
+    free(w);
+}
+
+int rjq_batch_await(rjq_queue *bq, const char *id, long timeout_ms, rjq_batch_info_cb *cb,
+                    void *data) {
+    int rc = usable(bq, id, cb != NULL);
+    if (rc == RJQ_OK && (id == NULL || timeout_ms <= 0)) rc = RJQ_EINVAL;
+    if (rc != RJQ_OK) return rc;
+    waiter *w = malloc(sizeof *w);
+    if (w == NULL) return RJQ_ENOMEM;
+    w->q = bq;
+    w->cb = cb;
+    w->data = data;
+    rc = rjq__await_other(bq, &batch_await_kind, id, timeout_ms, on_awaited, w);
+    if (rc != RJQ_OK) free(w);
+    return rc;
+}
 
 static void state_abort(rjq_client *c, void *state);
 static void state_cancel(rjq_client *c, void *state);
@@ -507,91 +641,6 @@ static batch_state *state_of(rjq_client *c) {
     return st;
 }
 
-/* The end of an await: its callback, once. */
-static void waiter_end(waiter *w, int status, const rjq_batch_info *info) {
-    if (w->prev) {
-        *w->prev = w->next;
-        if (w->next) w->next->prev = w->prev;
-        w->prev = NULL;
-    }
-    rjq__timer_stop(w->c, &w->poll);
-    rjq__timer_teardown(w->c, &w->poll);
-    w->cb(w->c, status, info, w->data);
-    rjq__queue_release(w->q);
-    free(w->id);
-    free(w);
-}
-
-static void on_poll(rjq__timer *t) {
-    waiter *w = t->owner;
-    rjq_client *c = w->c; /* (w may be freed below) */
-    rjq__enter(c);
-    int rc = rjq__accepting(c) ? send_get(w->q, w->id, NULL, NULL, w) : RJQ_ECLOSED;
-    if (rc == RJQ_OK) w->reading = 1;
-    else waiter_end(w, rc == RJQ_ECLOSED ? RJQ_ECANCELED : rc, NULL);
-    rjq__leave(c);
-}
-
-static void waiter_read(waiter *w, int status, const rjq_batch_info *info) {
-    w->reading = 0;
-    uint64_t now = rjq__now_ms();
-    if (status == RJQ_OK && strcmp(info->state, "pending") != 0) {
-        waiter_end(w, RJQ_OK, info);
-        return;
-    }
-    if (status != RJQ_OK && status != RJQ_ECONN) {
-        waiter_end(w, status, NULL);
-        return;
-    }
-    if (now >= w->deadline) {
-        waiter_end(w, RJQ_ETIMEDOUT, info);
-        return;
-    }
-    uint64_t gap = w->gap;
-    if (gap > w->deadline - now) gap = w->deadline - now;
-    w->gap = w->gap * 2 > 1000 ? 1000 : w->gap * 2;
-    rjq__timer_start(w->c, &w->poll, gap);
-}
-
-int rjq_batch_await(rjq_queue *bq, const char *id, long timeout_ms, rjq_batch_info_cb *cb,
-                    void *data) {
-    int rc = usable(bq, id, cb != NULL);
-    if (rc == RJQ_OK && (id == NULL || timeout_ms <= 0)) rc = RJQ_EINVAL;
-    if (rc != RJQ_OK) return rc;
-    rjq_client *c = rjq_queue_get_client(bq);
-    batch_state *ws = state_of(c);
-    waiter *w = ws ? calloc(1, sizeof *w) : NULL;
-    if (w == NULL || (w->id = strdup(id)) == NULL) {
-        free(w);
-        return RJQ_ENOMEM;
-    }
-    if (rjq__timer_setup(c, &w->poll, on_poll, w) != RJQ_OK) {
-        free(w->id);
-        free(w);
-        return RJQ_ENOMEM;
-    }
-    w->c = c;
-    w->q = bq;
-    w->cb = cb;
-    w->data = data;
-    w->gap = 50;
-    w->deadline = rjq__now_ms() + (uint64_t)timeout_ms;
-    rc = send_get(bq, id, NULL, NULL, w);
-    if (rc != RJQ_OK) {
-        rjq__timer_teardown(c, &w->poll);
-        free(w->id);
-        free(w);
-        return rc;
-    }
-    w->reading = 1;
-    rjq__queue_hold(bq);
-    w->next = ws->waiting;
-    if (ws->waiting) ws->waiting->prev = &w->next;
-    w->prev = &ws->waiting;
-    ws->waiting = w;
-    return RJQ_OK;
-}
-
 /* The client's destruction, before requests are cancelled: the adds not
  * sent yet end with RJQ_ECANCELED. */
 static void state_abort(rjq_client *c, void *state) {
@@ -605,12 +654,11 @@ static void state_abort(rjq_client *c, void *state) {
     st->adds_end = &st->adds;
 }
 
-/* After requests were cancelled (no read is in flight): the waiting
- * awaits end with RJQ_ECANCELED. */
+/* After requests were cancelled (the awaits end with the client's
+ * awaits, await.c). */
 static void state_cancel(rjq_client *c, void *state) {
     batch_state *st = state;
     state_abort(c, st); /* (an add gathered by a cancelled request's callback) */
-    while (st->waiting) waiter_end(st->waiting, RJQ_ECANCELED, NULL);
 }
 
 static void state_close(rjq_client *c, void *state) {

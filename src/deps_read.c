@@ -302,7 +302,9 @@ static void on_dependents(rjq_client *c, int status, redisReply *r, void *priv) 
             break;
         }
         *sp = '\0';
-        if (!rjq__valid_queue_name(p) || !rjq__valid_job_ref(sp + 1)) {
+        /* (a batch the job is a member of: "{b}<batch queue> <batch id>") */
+        const char *qn = strncmp(p, "{b}", 3) == 0 ? p + 3 : p;
+        if (!rjq__valid_queue_name(qn) || !rjq__valid_job_ref(sp + 1)) {
             rjq__errmsg(c, "dependents: unexpected entry");
             status = RJQ_EPROTO;
             break;

@@ -25,7 +25,7 @@ RJQ__ENDS_AT_(rjq_worker_options, on_job_finish);
 RJQ__ENDS_AT_(rjq_await_options, on_progress);
 RJQ__ENDS_AT_(rjq_limits, rate_window_ms);
 RJQ__ENDS_AT_(rjq_schedule, reserved);
-RJQ__ENDS_AT_(rjq_batch_options, on_success_len);
+RJQ__ENDS_AT_(rjq_batch_options, retention_ms);
 RJQ__ENDS_AT_(rjq_flow_child, opts);
 
 int rjq__sized_check(const void *src, size_t known, const char *what, char *why, size_t whylen) {

@@ -118,6 +118,7 @@ typedef struct got {
     char state[16];
     int sealed;
     long long total, completed, dead, cancelled, ended_ms;
+    int on_complete, on_success;
 } got;
 
 static void on_got(rjq_client *c, int status, const rjq_batch_info *info, void *data) {
@@ -133,6 +134,8 @@ static void on_got(rjq_client *c, int status, const rjq_batch_info *info, void *
         g->dead = info->dead;
         g->cancelled = info->cancelled;
         g->ended_ms = info->ended_ms;
+        g->on_complete = info->has_on_complete;
+        g->on_success = info->has_on_success;
     }
 }
 
@@ -529,6 +532,378 @@ TEST(await_gives_the_batch_outcome_once_it_ended) {
     ASSERT_EQ(RJQ_ECANCELED, cut.status);
 }
 
+/* ---- rjq_batch_await over the reply channel ------------------------------- */
+
+/* The watchers field of batch bid of q: its awaiting clients' channels. */
+static long long batch_watched(redisContext *rc, const char *q, const char *bid) {
+    char field[128];
+    snprintf(field, sizeof field, "%s w", bid);
+    return server_int(rc, "HEXISTS t:{%s}:batches %s", q, field);
+}
+
+/* Run the loop until batch bid of q has a watcher (the await's watch ran:
+ * its channel's subscription was confirmed first). */
+static void wait_watched(struct event_base *base, redisContext *rc, const char *q,
+                         const char *bid) {
+    for (int i = 0; i < 1000 && batch_watched(rc, q, bid) == 0; i++) loop_for(base, 10);
+    ASSERT_EQ(1, batch_watched(rc, q, bid));
+}
+
+/* An ended batch is answered from its record by the watch; a pending one
+ * is watched (its channel among the batch's watchers, no read of its
+ * record again) and hears the end the seal publishes; the watchers go with
+ * the end. */
+TEST(batch_await_answers_an_ended_batch_from_its_record_and_hears_a_later_end_published) {
+    test_env e;
+    env_start(&e, "bw");
+    ASSERT_OK(create_batch(e.base, e.q, "before", 0, 0).status);
+    ASSERT_EQ(1, seal(e.base, e.q, "before")); /* no members: ended at its seal */
+    awaited before = {0};
+    ASSERT_OK(rjq_batch_await(e.q, "before", 30000, on_awaited, &before));
+    ASSERT(loop_until_count(e.base, &before.calls, 1, 10000));
+    ASSERT_OK(before.status);
+    ASSERT_STREQ("completed", before.state);
+
+    made b = create_batch(e.base, e.q, "after", 0, 0);
+    ASSERT_OK(add_member(e.base, e.q, b.id, e.q, NULL, 0).status);
+    awaited after = {0}, twice = {0};
+    ASSERT_OK(rjq_batch_await(e.q, "after", 30000, on_awaited, &after));
+    ASSERT_OK(rjq_batch_await(e.q, "after", 30000, on_awaited, &twice));
+    wait_watched(e.base, e.rc, "bw", "after");
+    /* one channel for the client's awaits, named once */
+    redisReply *r = server_cmd(e.rc, "HGET t:{bw}:batches %s", "after w");
+    ASSERT(r->type == REDIS_REPLY_STRING && strchr(r->str, ' ') == NULL);
+    freeReplyObject(r);
+    ASSERT_EQ(0, after.calls);
+    long ran = 0;
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, &ran, &w));
+    ASSERT(loop_until_count(e.base, &ran, 1, 10000));
+    ASSERT_EQ(1, seal(e.base, e.q, "after"));
+    ASSERT(loop_until_count(e.base, &after.calls, 1, 10000));
+    ASSERT(loop_until_count(e.base, &twice.calls, 1, 10000));
+    ASSERT_OK(after.status);
+    ASSERT_OK(twice.status);
+    ASSERT_STREQ("completed", after.state);
+    ASSERT_EQ(1, after.completed);
+    ASSERT_EQ(0, batch_watched(e.rc, "bw", "after"));
+    loop_for(e.base, 50);
+    ASSERT_EQ(1, after.calls);
+    ASSERT_EQ(1, twice.calls);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* The batch ends while the client's subscriber connection is down (killed,
+ * the end published to nobody): the resubscription watches it again and
+ * the await gets the end from the record, once. */
+TEST(batch_await_gets_an_end_published_while_its_pubsub_connection_was_killed) {
+    test_env e;
+    env_start(&e, "bk");
+    ASSERT_OK(create_batch(e.base, e.q, "k", 0, 0).status);
+    awaited a = {0};
+    ASSERT_OK(rjq_batch_await(e.q, "k", 60000, on_awaited, &a));
+    wait_watched(e.base, e.rc, "bk", "k");
+    ASSERT(server_int(e.rc, "CLIENT KILL TYPE pubsub") >= 1);
+    /* sealed before the loop runs again: the client cannot have
+     * resubscribed yet, the end's message reaches nobody */
+    freeReplyObject(batch_fcall(e.rc, "bk", "seal", "k", NULL, NULL, NULL));
+    ASSERT_EQ(0, batch_watched(e.rc, "bk", "k"));
+    ASSERT(loop_until_count(e.base, &a.calls, 1, 20000));
+    ASSERT_OK(a.status);
+    ASSERT_STREQ("completed", a.state);
+    loop_for(e.base, 50);
+    ASSERT_EQ(1, a.calls);
+    env_stop(&e);
+}
+
+enum { MANY = 1000 };
+
+/* 1000 awaits made in one loop pass (half of their batches ended already)
+ * are watched in one script call, and each ends once when its batch does
+ * (the other half sealed in one pass: their ends published). */
+TEST(a_thousand_batch_awaits_at_once_are_watched_in_one_call_and_end_once_each) {
+    test_env e;
+    env_start(&e, "bm");
+    for (int i = 0; i < MANY; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "m%d", i);
+        freeReplyObject(batch_fcall(e.rc, "bm", "create", id, "", "", ""));
+        if (i % 2) freeReplyObject(batch_fcall(e.rc, "bm", "seal", id, NULL, NULL, NULL));
+    }
+    awaited *a = calloc(MANY, sizeof *a);
+    ASSERT(a != NULL);
+    /* the reply channel subscribed first (a warm-up await) */
+    awaited warm = {0};
+    ASSERT_OK(rjq_batch_await(e.q, "m1", 30000, on_awaited, &warm));
+    ASSERT(loop_until_count(e.base, &warm.calls, 1, 10000));
+    long long calls = server_calls(e.rc, "fcall");
+    for (int i = 0; i < MANY; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "m%d", i);
+        ASSERT_OK(rjq_batch_await(e.q, id, 60000, on_awaited, &a[i]));
+    }
+    ASSERT_EQ(MANY, rjq_client_count_awaits(e.c));
+    long answered = 0;
+    for (int t = 0; t < 2000 && answered < MANY / 2; t++) {
+        loop_for(e.base, 10);
+        answered = 0;
+        for (int i = 0; i < MANY; i++) answered += a[i].calls;
+    }
+    ASSERT_EQ(MANY / 2, answered);
+    /* one watch call (not one per await; the client's own upkeep aside) */
+    ASSERT(server_calls(e.rc, "fcall") - calls <= 3);
+    for (int i = 0; i < MANY; i += 2) ASSERT_EQ(0, a[i].calls);
+    long sealed = 0;
+    for (int i = 0; i < MANY; i += 2) {
+        char id[32];
+        snprintf(id, sizeof id, "m%d", i);
+        ASSERT_OK(rjq_batch_seal(e.q, id, on_done_ok, &sealed));
+    }
+    ASSERT(loop_until_count(e.base, &sealed, MANY / 2, 20000));
+    for (int t = 0; t < 2000 && answered < MANY; t++) {
+        loop_for(e.base, 10);
+        answered = 0;
+        for (int i = 0; i < MANY; i++) answered += a[i].calls;
+    }
+    ASSERT_EQ(MANY, answered);
+    for (int i = 0; i < MANY; i++) {
+        ASSERT_EQ(1, a[i].calls);
+        ASSERT_OK(a[i].status);
+        ASSERT_STREQ("completed", a[i].state);
+    }
+    ASSERT_EQ(0, rjq_client_count_awaits(e.c));
+    free(a);
+    env_stop(&e);
+}
+
+/* What a batch await's callback does to the others. */
+typedef struct inside {
+    test_env *e;
+    awaited seen;
+    rjq_await *cancel;  /* a job's await to cancel */
+    int free_client;    /* free the client */
+} inside;
+
+static void on_inside(rjq_client *c, int status, const rjq_batch_info *info, void *data) {
+    inside *x = data;
+    on_awaited(c, status, info, &x->seen);
+    if (x->cancel) ASSERT_OK(rjq_await_cancel(x->cancel));
+    if (x->free_client) {
+        rjq_client_free(c);
+        x->e->c = NULL;
+    }
+}
+
+typedef struct job_awaited {
+    long calls;
+    int status;
+} job_awaited;
+
+static void on_job_awaited(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    job_awaited *j = data;
+    (void)c, (void)o;
+    j->calls++;
+    j->status = status;
+}
+
+/* From inside a batch await's callback: a job's await cancelled (it ends
+ * once, RJQ_ECANCELED), then the client freed (every other await, of a
+ * batch or a job, ends once with RJQ_ECANCELED; nothing leaks: ASan). */
+TEST(a_batch_await_callback_that_cancels_an_await_or_frees_the_client_ends_each_once) {
+    test_env e;
+    env_start(&e, "bf");
+    ASSERT_OK(create_batch(e.base, e.q, "one", 0, 0).status);
+    ASSERT_OK(create_batch(e.base, e.q, "two", 0, 0).status);
+    ASSERT_OK(create_batch(e.base, e.q, "left", 0, 0).status);
+    job_awaited j1 = {0}, j2 = {0};
+    rjq_await *h1;
+    rjq_job_options later = RJQ_JOB_OPTIONS_INIT;
+    later.delay_ms = 3600000; /* (pending until the client goes) */
+    ASSERT_OK(rjq_enqueue_await(e.q, "j", 1, &later, NULL, on_job_awaited, &j1, &h1));
+    ASSERT_OK(rjq_enqueue_await(e.q, "j", 1, &later, NULL, on_job_awaited, &j2, NULL));
+    inside one = {&e, {0}, h1, 0}, two = {&e, {0}, NULL, 1};
+    awaited left = {0};
+    ASSERT_OK(rjq_batch_await(e.q, "one", 60000, on_inside, &one));
+    ASSERT_OK(rjq_batch_await(e.q, "two", 60000, on_inside, &two));
+    ASSERT_OK(rjq_batch_await(e.q, "left", 60000, on_awaited, &left));
+    wait_watched(e.base, e.rc, "bf", "two");
+    ASSERT_EQ(1, seal(e.base, e.q, "one"));
+    ASSERT(loop_until_count(e.base, &one.seen.calls, 1, 10000));
+    ASSERT_EQ(1, j1.calls);
+    ASSERT_EQ(RJQ_ECANCELED, j1.status);
+    freeReplyObject(batch_fcall(e.rc, "bf", "seal", "two", NULL, NULL, NULL));
+    ASSERT(loop_until_count(e.base, &two.seen.calls, 1, 10000));
+    ASSERT(e.c == NULL);
+    ASSERT_OK(two.seen.status);
+    ASSERT_EQ(1, left.calls);
+    ASSERT_EQ(RJQ_ECANCELED, left.status);
+    ASSERT_EQ(1, j2.calls);
+    ASSERT_EQ(RJQ_ECANCELED, j2.status);
+    ASSERT_EQ(1, one.seen.calls);
+    ASSERT_EQ(1, j1.calls);
+    env_stop(&e);
+}
+
+/* ---- retention and deletion ------------------------------------------------ */
+
+static made create_kept(struct event_base *base, rjq_queue *q, const char *id, long long keep) {
+    rjq_batch_options o = RJQ_BATCH_OPTIONS_INIT;
+    o.id = id;
+    o.on_complete = "done";
+    o.on_complete_len = 4;
+    o.retention_ms = keep;
+    made m = {0};
+    ASSERT_OK(rjq_batch_create(q, &o, on_made, &m));
+    ASSERT(loop_until_count(base, &m.calls, 1, 10000));
+    return m;
+}
+
+typedef struct done_status {
+    long calls;
+    int status;
+} done_status;
+
+static void on_done_status(rjq_client *c, int status, void *data) {
+    done_status *d = data;
+    (void)c;
+    d->calls++;
+    d->status = status;
+}
+
+static int delete_batch(struct event_base *base, rjq_queue *bq, const char *bid, int force) {
+    done_status d = {0};
+    ASSERT_OK(rjq_batch_delete(bq, bid, force, on_done_status, &d));
+    ASSERT(loop_until_count(base, &d.calls, 1, 10000));
+    return d.status;
+}
+
+/* An ended batch is kept for its retention (the default 24 h, a shorter
+ * one, or -1: until deleted); past it reads find no batch and the next
+ * batch call on its queue deletes its record and its members' marks. */
+TEST(an_ended_batch_is_kept_for_its_retention_then_deleted_with_its_marks) {
+    test_env e;
+    env_start(&e, "br");
+    ASSERT_OK(create_kept(e.base, e.q, "short", 1).status);
+    ASSERT_OK(create_kept(e.base, e.q, "usual", 0).status);
+    ASSERT_OK(create_kept(e.base, e.q, "kept", -1).status);
+    for (int i = 0; i < 2; i++) ASSERT_OK(add_member(e.base, e.q, "short", e.q, NULL, 0).status);
+    ASSERT_EQ(1, server_int(e.rc, "EXISTS t:{br}:bm:short"));
+    long ran = 0;
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, &ran, &w));
+    ASSERT(loop_until_count(e.base, &ran, 2, 10000));
+    ASSERT_EQ(1, seal(e.base, e.q, "short"));
+    ASSERT_EQ(1, seal(e.base, e.q, "usual"));
+    ASSERT_EQ(1, seal(e.base, e.q, "kept"));
+    ASSERT(loop_until_count(e.base, &ran, 5, 10000)); /* the three on_complete jobs */
+    got u = get_batch(e.base, e.q, "usual");
+    ASSERT_OK(u.status);
+    ASSERT_EQ(u.ended_ms + 86400000, server_int(e.rc, "ZSCORE t:{br}:batchend usual"));
+    ASSERT_EQ(0, server_int(e.rc, "ZSCORE t:{br}:batchend kept")); /* (nil: not listed) */
+    wait_server_clock(e.base, e.rc, 5);
+    ASSERT_EQ(RJQ_ENOTFOUND, get_batch(e.base, e.q, "short").status);
+    awaited gone = {0};
+    ASSERT_OK(rjq_batch_await(e.q, "short", 30000, on_awaited, &gone));
+    ASSERT(loop_until_count(e.base, &gone.calls, 1, 10000));
+    ASSERT_EQ(RJQ_ENOTFOUND, gone.status);
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{br}:batches short")); /* (reads delete nothing) */
+    ASSERT_OK(create_kept(e.base, e.q, "next", 0).status); /* a batch call: the sweep */
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{br}:batches short"));
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{br}:bm:short"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{br}:batchend")); /* usual's */
+    ASSERT_OK(get_batch(e.base, e.q, "usual").status);
+    ASSERT_OK(get_batch(e.base, e.q, "kept").status);
+    /* the completion jobs, already enqueued, stayed */
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{br}:state batch:short:complete"));
+    worker_stop_wait(e.base, w);
+    rjq_batch_options bad = RJQ_BATCH_OPTIONS_INIT;
+    bad.retention_ms = -2;
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_create(e.q, &bad, on_made, NULL));
+    env_stop(&e);
+}
+
+/* rjq_batch_delete refuses a pending batch unless forced; forced, its
+ * awaits end (RJQ_ENOTFOUND), its completion job is never enqueued and a
+ * member's release finds no batch; an ended batch is deleted as asked. */
+TEST(deleting_a_pending_batch_is_refused_unless_forced_and_an_ended_one_goes) {
+    test_env e;
+    env_start(&e, "bd");
+    ASSERT_OK(create_kept(e.base, e.q, "p", 0).status);
+    ASSERT_OK(add_member(e.base, e.q, "p", e.q, "later", 3600000).status);
+    ASSERT_EQ(RJQ_ESTATE, delete_batch(e.base, e.q, "p", 0));
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "pending") != NULL);
+    ASSERT_STREQ("pending", get_batch(e.base, e.q, "p").state);
+    awaited a = {0};
+    ASSERT_OK(rjq_batch_await(e.q, "p", 60000, on_awaited, &a));
+    wait_watched(e.base, e.rc, "bd", "p");
+    ASSERT_EQ(1, seal(e.base, e.q, "p"));
+    ASSERT_OK(delete_batch(e.base, e.q, "p", 1));
+    ASSERT(loop_until_count(e.base, &a.calls, 1, 10000));
+    ASSERT_EQ(RJQ_ENOTFOUND, a.status);
+    ASSERT_EQ(RJQ_ENOTFOUND, get_batch(e.base, e.q, "p").status);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{bd}:bm:p"));
+    ASSERT_EQ(0, server_int(e.rc, "HLEN t:{bd}:batches"));
+    /* its member finishing later: the release finds no batch */
+    ASSERT_EQ(0, release_code(batch_fcall(e.rc, "bd", "release", "p", "bd", "later", "completed")));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{bd}:state batch:p:complete"));
+    ASSERT_EQ(RJQ_ENOTFOUND, delete_batch(e.base, e.q, "p", 1));
+    ASSERT_OK(create_kept(e.base, e.q, "ended", -1).status);
+    ASSERT_EQ(1, seal(e.base, e.q, "ended"));
+    ASSERT_OK(delete_batch(e.base, e.q, "ended", 0));
+    ASSERT_EQ(RJQ_ENOTFOUND, get_batch(e.base, e.q, "ended").status);
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_delete(e.q, "bad id", 0, NULL, NULL));
+    env_stop(&e);
+}
+
+typedef struct dents_seen {
+    long calls;
+    int status;
+    size_t n;
+    char queue[64], id[64];
+} dents_seen;
+
+static void on_dents(rjq_client *c, int status, const rjq_dep *list, size_t n, void *data) {
+    dents_seen *d = data;
+    (void)c;
+    d->calls++;
+    d->status = status;
+    d->n = n;
+    if (n) {
+        snprintf(d->queue, sizeof d->queue, "%s", list[0].queue);
+        snprintf(d->id, sizeof d->id, "%s", list[0].id);
+    }
+}
+
+/* A member not finished yet lists its batch among its dependents (queue
+ * "{b}<batch queue>", the batch's id: the dashboard's job page links it;
+ * this read failed with RJQ_EPROTO before); a batch's status says which
+ * completion jobs it has. */
+TEST(a_members_dependents_name_its_batch_and_the_status_its_completion_jobs) {
+    test_env e;
+    env_start(&e, "bl");
+    ASSERT_OK(create_batch(e.base, e.q, "both", 1, 1).status);
+    ASSERT_OK(create_batch(e.base, e.q, "none", 0, 0).status);
+    ASSERT_OK(add_member(e.base, e.q, "both", e.q, "mem", 3600000).status);
+    dents_seen d = {0};
+    ASSERT_OK(rjq_queue_get_dependents(e.q, "mem", on_dents, &d));
+    ASSERT(loop_until_count(e.base, &d.calls, 1, 10000));
+    ASSERT_OK(d.status);
+    ASSERT_EQ(1, (long long)d.n);
+    ASSERT_STREQ("{b}bl", d.queue);
+    ASSERT_STREQ("both", d.id);
+    got g = get_batch(e.base, e.q, "both");
+    ASSERT_OK(g.status);
+    ASSERT_EQ(1, g.on_complete);
+    ASSERT_EQ(1, g.on_success);
+    g = get_batch(e.base, e.q, "none");
+    ASSERT_EQ(0, g.on_complete);
+    ASSERT_EQ(0, g.on_success);
+    env_stop(&e);
+}
+
 /* A batch on one master, members on the two others: each finishing
  * client tells the batch across masters; a member whose finisher died
  * before telling (its cancel run directly on its master) is told by the
@@ -559,8 +934,15 @@ TEST(members_on_other_masters_of_the_cluster_are_counted_once_each) {
     ASSERT(loop_until_count(base, &ran, 4, 20000));
     WAIT_FOR(base, get_batch(base, bq, b.id).completed == 4, 20000);
     ASSERT_STREQ("pending", get_batch(base, bq, b.id).state);
-    /* "cut" cancelled by a client that never tells (the script on its master) */
+    /* awaited on the batch queue's master (its own reply channel there,
+     * SPUBLISH): watched, then the end published */
     char key[64];
+    snprintf(key, sizeof key, "t:{%s}:ready", names[0]);
+    redisContext *rc0 = cluster_connect(&cl, cluster_node_of_key(&cl, key));
+    awaited aw = {0};
+    ASSERT_OK(rjq_batch_await(bq, b.id, 60000, on_awaited, &aw));
+    wait_watched(base, rc0, names[0], b.id);
+    /* "cut" cancelled by a client that never tells (the script on its master) */
     snprintf(key, sizeof key, "t:{%s}:ready", names[2]);
     redisContext *rc2 = cluster_connect(&cl, cluster_node_of_key(&cl, key));
     server_cancel_fcall(rc2, names[2], "cut");
@@ -569,11 +951,12 @@ TEST(members_on_other_masters_of_the_cluster_are_counted_once_each) {
     ASSERT_EQ(5, g.total);
     ASSERT_EQ(4, g.completed);
     ASSERT_EQ(1, g.cancelled);
+    ASSERT(loop_until_count(base, &aw.calls, 1, 20000));
+    ASSERT_OK(aw.status);
+    ASSERT_STREQ("completed", aw.state);
     long done = 0;
     ASSERT_OK(rjq_worker_start(bq, &wo, complete_it, &done, &w0));
     ASSERT(loop_until_count(base, &done, 2, 20000)); /* on_complete and on_success */
-    snprintf(key, sizeof key, "t:{%s}:ready", names[0]);
-    redisContext *rc0 = cluster_connect(&cl, cluster_node_of_key(&cl, key));
     ASSERT_EQ(2, server_int(rc0, "HGET t:{%s}:stats seq", names[0])); /* each once */
     redisFree(rc0);
     redisFree(rc2);

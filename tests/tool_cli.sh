@@ -394,6 +394,25 @@ run batch bq nope
 expect_rc 1
 run batch bq b1 --add bm
 expect_rc 2
+# deleted: a pending one only with --force
+run batch bq --create --id b2 --retention -1
+expect_ok
+run batch bq b2 --delete
+expect_rc 1
+expect_err_has "pending"
+run batch bq b2 --force
+expect_rc 2
+run batch bq b2 --delete --force
+expect_ok
+expect_out "deleted"
+run batch bq b2
+expect_rc 1
+run batch bq b1 --delete
+expect_ok
+run batch bq b1 --delete
+expect_rc 1
+run batch bq --create --retention -2
+expect_rc 2
 run stats pq
 expect_line "cancelled 2"
 expect_line "cancelled_depth 2"

@@ -54,7 +54,7 @@ static const char overview[] =
     "  pause        start no job of a queue until resumed\n"
     "  resume       start jobs again\n"
     "  cancel       end a job for good\n"
-    "  batch        make, fill, seal, read or await a batch of jobs\n"
+    "  batch        make, fill, seal, read, await or delete a batch of jobs\n"
     "  limit        a queue's concurrency and rate limits\n"
     "  index        declare the JSON fields a queue indexes; its coverage\n"
     "  find         the jobs whose indexed field has a value\n"
@@ -204,8 +204,9 @@ static const cmdhelp cmds[] = {
      "\n"
      "  --create       act on a queue that has nothing in Redis yet (else an error)\n",
      "rjq resume orders"},
-    {"batch", "batch QUEUE ID [--add MQUEUE --payload P [--job-id J] | --seal | --await MS]\n"
-              "       batch QUEUE --create [--id ID] [--on-complete P] [--on-success P]",
+    {"batch", "batch QUEUE ID [--add MQUEUE --payload P [--job-id J] | --seal | --await MS |\n"
+              "       --delete [--force]]\n"
+              "       batch QUEUE --create [--id ID] [--on-complete P] [--on-success P] [--retention MS]",
      "A batch of jobs (README \"Dependencies and batches\"), kept in QUEUE's keys. Without an\n"
      "option: its state (pending, completed, dead), whether it is sealed, its counts.\n"
      "\n"
@@ -214,7 +215,12 @@ static const cmdhelp cmds[] = {
      "  --on-success P    the same, only when no member died\n"
      "  --add MQUEUE      enqueue a member into MQUEUE with --payload P (prints its id)\n"
      "  --seal            no more members: it ends once every member finished\n"
-     "  --await MS        wait up to MS ms for it to end, then print it\n",
+     "  --await MS        wait up to MS ms for it to end, then print it\n"
+     "  --retention MS    keep it MS ms once it ended (default 86400000, 24 h; -1: until\n"
+     "                    deleted)\n"
+     "  --delete          delete it (its record and member marks); refused while pending\n"
+     "  --force           with --delete: a pending one too (its members go on as plain\n"
+     "                    jobs, its completion jobs are never enqueued)\n",
      "rjq batch reports --create --on-complete done"},
     {"cancel", "cancel QUEUE ID",
      "End a job for good (state cancelled); a running job's worker is told. Fails when\n"

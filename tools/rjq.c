@@ -870,6 +870,12 @@ static void on_batch_sealed(rjq_client *c, int status, void *data) {
     if (reply_ok(t, status)) print_word(t, "batch", "sealed", "sealed");
 }
 
+static void on_batch_deleted(rjq_client *c, int status, void *data) {
+    cli *t = data;
+    (void)c;
+    if (reply_ok(t, status)) print_word(t, "batch", "deleted", "deleted");
+}
+
 static void on_batch_info(rjq_client *c, int status, const rjq_batch_info *b, void *data) {
     cli *t = data;
     (void)c;
@@ -890,8 +896,8 @@ static void on_batch_info(rjq_client *c, int status, const rjq_batch_info *b, vo
 static int cmd_batch(cli *t, int argc, char **argv) {
     char *pos[2];
     const char *bid = NULL, *on_complete = NULL, *on_success = NULL, *add = NULL,
-               *payload = NULL, *job_id = NULL, *await = NULL;
-    int create = 0, seal = 0, npos = 0;
+               *payload = NULL, *job_id = NULL, *await = NULL, *retention = NULL;
+    int create = 0, seal = 0, del = 0, force = 0, npos = 0;
     const optdef defs[] = {{"--create", NULL, &create},
                            {"--id", &bid, NULL},
                            {"--on-complete", &on_complete, NULL},
@@ -901,15 +907,22 @@ static int cmd_batch(cli *t, int argc, char **argv) {
                            {"--job-id", &job_id, NULL},
                            {"--seal", NULL, &seal},
                            {"--await", &await, NULL},
+                           {"--retention", &retention, NULL},
+                           {"--delete", NULL, &del},
+                           {"--force", NULL, &force},
                            {NULL, NULL, NULL}};
-    long long wait_ms = 0;
+    long long wait_ms = 0, keep = 0;
     int rc = parse_args(argc, argv, defs, pos, 1, 2, &npos);
-    if (rc || (rc = parse_ll("--await", await, 1, LONG_MAX, &wait_ms))) return rc;
+    if (rc || (rc = parse_ll("--await", await, 1, LONG_MAX, &wait_ms)) ||
+        (rc = parse_ll("--retention", retention, -1, LLONG_MAX, &keep)))
+        return rc;
     if (create) {
-        if (npos != 1 || add || seal || await || payload || job_id)
-            return usage_error("%s takes QUEUE and --id, --on-complete, --on-success only",
+        if (npos != 1 || add || seal || await || payload || job_id || del || force)
+            return usage_error("%s takes QUEUE and --id, --on-complete, --on-success, "
+                               "--retention only",
                                "--create");
         rjq_batch_options o = RJQ_BATCH_OPTIONS_INIT;
+        o.retention_ms = keep;
         o.id = bid;
         o.on_complete = on_complete;
         o.on_complete_len = on_complete ? strlen(on_complete) : 0;
@@ -919,13 +932,16 @@ static int cmd_batch(cli *t, int argc, char **argv) {
         return send_and_wait(t, rjq_batch_create(t->q, &o, on_batch_made, t));
     }
     if (npos != 2) return usage_error("%s", "missing argument: QUEUE ID");
-    if (bid || on_complete || on_success)
-        return usage_error("%s", "--id, --on-complete and --on-success go with --create");
+    if (bid || on_complete || on_success || retention)
+        return usage_error("%s", "--id, --on-complete, --on-success and --retention go with --create");
     if ((add != NULL) != (payload != NULL) || (job_id && !add))
         return usage_error("%s", "--add QUEUE goes with --payload (and --job-id)");
-    if ((add != NULL) + seal + (await != NULL) > 1)
-        return usage_error("%s", "one of --add, --seal, --await");
+    if ((add != NULL) + seal + (await != NULL) + del > 1)
+        return usage_error("%s", "one of --add, --seal, --await, --delete");
+    if (force && !del) return usage_error("%s", "--force goes with --delete");
     if (cli_open(t, pos[0])) return 1;
+    if (del)
+        return send_and_wait(t, rjq_batch_delete(t->q, pos[1], force, on_batch_deleted, t));
     if (seal) return send_and_wait(t, rjq_batch_seal(t->q, pos[1], on_batch_sealed, t));
     if (await)
         return send_and_wait(t, rjq_batch_await(t->q, pos[1], (long)wait_ms, on_batch_info, t));

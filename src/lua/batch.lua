@@ -1,8 +1,8 @@
 -- batch: a batch of jobs of any queues (rjq.h "Batches", src/batch.c,
 -- src/deps.c). The batch lives in this queue's slot: its record in
--- batches, each member's mark in batchm (one field per member, written
--- once by its add and once by its release: O(1) per job, no list read by
--- each completion). A member joins in the client's steps on its own queue
+-- batches, each member's mark in the batch's marks hash (batchm .. id,
+-- one field per member, written once by its add and once by its release:
+-- O(1) per job, no list read by each completion). A member joins in the client's steps on its own queue
 -- (the job enqueued, then deps_watch.lua records the batch among its
 -- dependents as "{b}<this queue> <batch id>"), then 'add' here; when it
 -- finishes its finisher (or the dependency sweep) sends 'release' here,
@@ -12,11 +12,12 @@
 -- are enqueued in this queue: on_complete always, on_success when none
 -- died, each with the counts in its headers.
 -- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, stats,
---       cols, monitored, events, batches, batchm
+--       cols, monitored, events, batches, batchm (a prefix), batchend
 -- ARGV: 1 op, 2 job name prefix, 3 wake channel, 4 batch id ('' with
 --       create: assign the next number), then by op:
 --   create  5 flags ('', 'c', 's', 'cs': which completion jobs), 6 the
---           on_complete payload, 7 the on_success payload
+--           on_complete payload, 7 the on_success payload, 8 its
+--           retention (ms; -1 kept until deleted; '' the default)
 --           -> { id, existed 0/1 }
 --   add     per member (any number of them, in threes): its queue, its
 --           id, its outcome if it finished already ('completed', 'dead',
@@ -28,19 +29,38 @@
 --           the batch ended (the shape of deps_release.lua's reply)
 --   seal    -> 1 sealed (2: and it ended), 0 sealed already, -2 no such
 --   get     -> the record (below), or false
+--   delete  5 '1': also a pending batch -> 1 deleted, -1 pending (not
+--           forced), -2 no such batch. A pending batch's awaiting clients
+--           hear 'cancelled'; its members' releases find no batch.
+--   watch   (an awaiting client, rjq_batch_await: ARGV 4 is its reply
+--           channel, 5... the batch ids) -> per id { code, body, '' } as
+--           watch.lua answers: 0 no such batch, 1 ended (body: the
+--           record), 3 pending, the channel now among its watchers (field
+--           "<id> w", space-separated); the call that ends the batch
+--           publishes its record to them (notify, kind 'completed', name
+--           "<batches key> <id>") and drops the field. Run only once the
+--           channel's subscription is confirmed: no end falls in between.
 -- The record (batches, field id): "<state> <sealed 0/1> <total>
 -- <completed> <dead> <cancelled> <created ms> <ended ms> <flags>", state
 -- pending, completed or dead; flags '-' or which completion jobs it has
 -- ('c', 's', 'cs'), their payloads in fields "<id> c" and "<id> s" until
 -- it ends (ids have no blanks). Field "0" numbers the batches (assigned
--- ids are all digits, a caller's never are). Member marks (batchm, field
--- "<batch id> <queue> <id>"): 'a' added, waiting; 'f' counted; 'r<mark>'
+-- ids are all digits, a caller's never are). Member marks (hash batchm ..
+-- id, field "<queue> <id>"): 'a' added, waiting; 'f' counted; 'r<mark>'
 -- released before its add, not counted yet (mark c, d, x, m as in
 -- deps_add.lua); kept once the batch ended, so a release sent again
 -- still finds its mark.
+-- Retention: an ended batch is listed in batchend, scored when its record
+-- goes (ended + its retention, "<id> k" or BATCH_RETENTION_MS; -1: not
+-- listed, kept until deleted). Reads (get, watch) find no batch past that
+-- time; every create, add, seal and delete first deletes up to SWEEP of
+-- those due (record, fields, marks hash): a TIME and one ZRANGEBYSCORE
+-- when none is (not a release: a member's finish costs what it did).
 local op, prefix, wake, bid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local BATCH_RETENTION_MS = 86400000 -- rjq.h rjq_batch_options.retention_ms
+local SWEEP = 16
 local MARKS = {completed = 'c', dead = 'd', cancelled = 'x', missing = 'm'}
--- (batches and batchm: their first reads, typed(), check their types)
+-- (batches, batchend and the marks: their first reads, typed(), check their types)
 
 local function parse(rec)
   local st, se, t, c, d, x, cr, en, fl =
@@ -50,9 +70,13 @@ local function parse(rec)
           x = tonumber(x), created = cr, ended = en, flags = fl}
 end
 
+local function record(b)
+  return table.concat({b.state, b.sealed and '1' or '0', int(b.total), int(b.c), int(b.d),
+    int(b.x), b.created, b.ended, b.flags}, ' ')
+end
+
 local function store(b)
-  redis.call('HSET', batches, bid, table.concat({b.state, b.sealed and '1' or '0', int(b.total),
-    int(b.c), int(b.d), int(b.x), b.created, b.ended, b.flags}, ' '))
+  redis.call('HSET', batches, bid, record(b))
 end
 
 local function count(b, mark)
@@ -85,7 +109,12 @@ local function maybe_end(b)
     end
   end
   if make then make.finish(nil, false) end
-  redis.call('HDEL', batches, bid .. ' c', bid .. ' s')
+  -- the awaiting clients hear of its end (the record as stored after this)
+  local chs = redis.call('HMGET', batches, bid .. ' w')[1]
+  if chs then notify(chs, batches .. ' ' .. bid, 'completed', record(b)) end
+  redis.call('HDEL', batches, bid .. ' c', bid .. ' s', bid .. ' w')
+  local keep = tonumber(redis.call('HMGET', batches, bid .. ' k')[1] or BATCH_RETENTION_MS)
+  if keep and keep >= 0 then redis.call('ZADD', batchend, int(tonumber(b.ended) + keep), bid) end
   return true
 end
 
@@ -95,12 +124,38 @@ local function checks_to_end()
   local J = columns(cols, prefix)
   expect_types({ready, 'list', prio, 'zset', delayed, 'zset', J.d, 'hash', J.s, 'hash', J.o, 'hash'})
   int_fields(stats, 'seq')
+  expect_types({batchend, 'zset'})
+end
+
+-- Batch id gone: its record, fields and member marks.
+local function forget(id)
+  redis.call('HDEL', batches, id, id .. ' c', id .. ' s', id .. ' w', id .. ' k')
+  redis.call('UNLINK', batchm .. id)
+  redis.call('ZREM', batchend, id)
+end
+
+-- An ended batch whose record is past its retention reads as none.
+local function expired(id)
+  local t = typed('zset', 'ZSCORE', batchend, id)
+  return t and tonumber(t) <= now_ms()
+end
+
+-- The ended batches whose records are due go (a few per call: create,
+-- add, seal, delete, before their own work).
+local function sweep()
+  local due = typed('zset', 'ZRANGEBYSCORE', batchend, '-inf', int(now_ms()), 'LIMIT', 0, SWEEP)
+  for _, id in ipairs(due) do forget(id) end
 end
 
 if op == 'create' then
   local flags = ARGV[5]
   if flags == '' then flags = '-' end
+  local keep = ARGV[8] or ''
+  if keep ~= '' and (not string.match(keep, '^%-?%d+$') or tonumber(keep) < -1) then
+    return redis.error_reply('ERR rjq batch: bad retention')
+  end
   expect_types({batches, 'hash'})
+  sweep()
   if bid ~= '' and redis.call('HEXISTS', batches, bid) == 1 then return {bid, 1} end
   if bid == '' then bid = int(typed('hash', 'HINCRBY', batches, '0', 1)) end
   local t = int(now_ms())
@@ -109,16 +164,62 @@ if op == 'create' then
   store(b)
   if string.find(flags, 'c', 1, true) then redis.call('HSET', batches, bid .. ' c', ARGV[6]) end
   if string.find(flags, 's', 1, true) then redis.call('HSET', batches, bid .. ' s', ARGV[7]) end
+  if keep ~= '' then redis.call('HSET', batches, bid .. ' k', keep) end
   return {bid, 0}
 end
 
+if op == 'watch' then
+  local ch = ARGV[4]
+  local out, fv = {}, {}
+  for i = 5, #ARGV do
+    bid = ARGV[i] -- (parse names it)
+    local r = typed('hash', 'HMGET', batches, bid, bid .. ' w')
+    local b = r[1] and parse(r[1])
+    if b and b.state ~= 'pending' and expired(bid) then b = nil end
+    if not b then
+      out[#out + 1] = 0; out[#out + 1] = ''
+    elseif b.state ~= 'pending' then
+      out[#out + 1] = 1; out[#out + 1] = r[1]
+    else
+      local n = fv[bid] or r[2] or ''
+      if not string.find(' ' .. n .. ' ', ' ' .. ch .. ' ', 1, true) then
+        n = n == '' and ch or n .. ' ' .. ch
+        if not fv[bid] then fv[#fv + 1] = bid end
+        fv[bid] = n
+      end
+      out[#out + 1] = 3; out[#out + 1] = ''
+    end
+    out[#out + 1] = ''
+  end
+  -- (written after every record was read and checked: an error writes nothing)
+  for _, id in ipairs(fv) do redis.call('HSET', batches, id .. ' w', fv[id]) end
+  return out
+end
+
+-- (not in a release: a member's finish pays no more than its count)
+if op ~= 'get' and op ~= 'release' then sweep() end
 local rec = typed('hash', 'HMGET', batches, bid)[1]
-if op == 'get' then return rec or false end
+if op == 'get' then
+  if rec and string.sub(rec, 1, 8) ~= 'pending ' and expired(bid) then return false end
+  return rec or false
+end
+local marks = batchm .. bid -- (the batch's member marks)
 if not rec then
   if op == 'release' then return {0, 0} end
   return -2
 end
 local b = parse(rec)
+
+if op == 'delete' then
+  if b.state == 'pending' then
+    if ARGV[5] ~= '1' then return -1 end
+    -- its awaiting clients hear that it went
+    local chs = redis.call('HMGET', batches, bid .. ' w')[1]
+    if chs then notify(chs, batches .. ' ' .. bid, 'cancelled', '') end
+  end
+  forget(bid)
+  return 1
+end
 
 if op == 'seal' then
   if b.sealed then return 0 end
@@ -142,9 +243,9 @@ if op == 'add' then
   end
   local changed = false
   for i = 5, #ARGV, 3 do
-    local field = bid .. ' ' .. ARGV[i] .. ' ' .. ARGV[i + 1]
+    local field = ARGV[i] .. ' ' .. ARGV[i + 1]
     local mark = MARKS[ARGV[i + 2]]
-    local m = typed('hash', 'HMGET', batchm, field)[1]
+    local m = typed('hash', 'HMGET', marks, field)[1]
     if m == 'a' or m == 'f' then
       out[#out + 1] = 0
     else
@@ -152,9 +253,9 @@ if op == 'add' then
       if m then mark = string.sub(m, 2) end -- released before its add
       if mark then
         count(b, mark)
-        redis.call('HSET', batchm, field, 'f')
+        redis.call('HSET', marks, field, 'f')
       else
-        redis.call('HSET', batchm, field, 'a')
+        redis.call('HSET', marks, field, 'a')
       end
       changed = true
       out[#out + 1] = 1
@@ -164,16 +265,16 @@ if op == 'add' then
   return out
 end
 
-local field = bid .. ' ' .. ARGV[5] .. ' ' .. ARGV[6]
+local field = ARGV[5] .. ' ' .. ARGV[6]
 local outcome = ARGV[7]
 local mark = MARKS[outcome]
 if op == 'release' then
   if not mark then return redis.error_reply('ERR rjq batch: bad outcome') end
-  local m = typed('hash', 'HMGET', batchm, field)[1]
+  local m = typed('hash', 'HMGET', marks, field)[1]
   if m == 'a' then
     -- (the keys an end writes are checked only when this release ends it)
     if b.sealed and b.c + b.d + b.x + 1 >= b.total then checks_to_end() end
-    redis.call('HSET', batchm, field, 'f')
+    redis.call('HSET', marks, field, 'f')
     count(b, mark)
     local ended = maybe_end(b)
     store(b)
@@ -181,7 +282,7 @@ if op == 'release' then
   end
   -- not added yet: kept for its add (an unsealed batch only: a sealed one
   -- takes no more members)
-  if not m and not b.sealed then redis.call('HSET', batchm, field, 'r' .. mark) end
+  if not m and not b.sealed then redis.call('HSET', marks, field, 'r' .. mark) end
   return {0, 0}
 end
 return redis.error_reply('ERR rjq batch: unknown op')

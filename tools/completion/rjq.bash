@@ -37,7 +37,7 @@ _rjq_command_options() {
     limit) echo --concurrency --rate --create ;;
     index) echo --drop --no-fill --create ;;
     find) echo --limit ;;
-    batch) echo --create --id --on-complete --on-success --add --payload --job-id --seal --await ;;
+    batch) echo --create --id --on-complete --on-success --retention --add --payload --job-id --seal --await --delete --force ;;
     schedule)
         echo --every --cron --utc-offset --payload --catchup --missed --priority --attempts \
             --timeout

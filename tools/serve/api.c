@@ -524,6 +524,52 @@ static void on_dependencies(rjq_client *cl, int status, const rjq_dep_outcome *d
     }
 }
 
+/* GET .../batches/{id}: a batch's status, counts and completion jobs. */
+static void on_batch(rjq_client *cl, int status, const rjq_batch_info *b, void *data) {
+    call *c = data;
+    (void)cl;
+    struct evhttp_request *req = call_reply(c, status);
+    if (req && status == RJQ_ENOTFOUND) {
+        reply_error(req, 404, "no such batch (or it expired)");
+    } else if (req) {
+        /* its completion jobs: each one's id, and whether it was enqueued
+         * (the batch ended; on_success only when none died) */
+        json_t *jobs = json_array();
+        int ended = strcmp(b->state, "pending") != 0;
+        for (int k = 0; jobs && k < 2; k++) {
+            if (!(k == 0 ? b->has_on_complete : b->has_on_success)) continue;
+            char id[RJQ_JOB_ID_MAX + 32];
+            snprintf(id, sizeof id, "batch:%s:%s", b->id, k == 0 ? "complete" : "success");
+            json_array_append_new(jobs, json_pack("{ss so sb}", "on", k == 0 ? "complete" : "success",
+                                                  "id", json_name(id), "enqueued",
+                                                  ended && (k == 0 || b->dead == 0)));
+        }
+        json_t *o = jobs ? json_pack("{so so ss sb sI sI sI sI so so so}", "queue",
+                                     json_name(c->q->name), "batch", json_name(b->id), "state",
+                                     b->state, "sealed", b->sealed, "total", (json_int_t)b->total,
+                                     "completed", (json_int_t)b->completed, "dead",
+                                     (json_int_t)b->dead, "cancelled", (json_int_t)b->cancelled,
+                                     "created_ms", json_time(b->created_ms), "ended_ms",
+                                     json_time(b->ended_ms), "completion", jobs)
+                         : NULL;
+        if (o) reply_json(req, 200, o);
+        else reply_error(req, 503, "out of memory");
+    }
+    call_free(c);
+}
+
+/* DELETE .../batches/{id}[?force=1]. */
+static void on_batch_deleted(rjq_client *cl, int status, void *data) {
+    call *c = data;
+    (void)cl;
+    struct evhttp_request *req = call_reply(c, status);
+    if (req && status == RJQ_ENOTFOUND) reply_error(req, 404, "no such batch (or it expired)");
+    else if (req && status == RJQ_ESTATE)
+        reply_error(req, 409, "the batch is pending: add ?force=1 to delete it all the same");
+    else if (req) reply_json(req, 200, json_pack("{sb}", "deleted", 1));
+    call_free(c);
+}
+
 /* The replies of the actions that end in a count. */
 static void on_count(rjq_client *cl, int status, long long n, void *data) {
     call *c = data;
@@ -834,6 +880,19 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
                 c->state = st;
                 call_sent(c, rjq_queue_purge(q->q, st, RJQ_JOBS_PAGE_MAX, on_count, c));
             }
+        }
+    } else if (g.n == 3 && strcmp(g.v[1], "batches") == 0) {
+        const char *force = query_get(args, "force");
+        if (method(req, EVHTTP_REQ_GET)) {
+            if ((c = call_new(s, req, q, "batch")))
+                call_sent(c, rjq_batch_get(q->q, g.v[2], on_batch, c));
+        } else if (!method(req, EVHTTP_REQ_DELETE)) {
+            method_not_allowed(req, "GET, DELETE");
+        } else if (force && strcmp(force, "0") && strcmp(force, "1")) {
+            reply_error(req, 400, "force must be 0 or 1");
+        } else if ((c = call_new(s, req, q, "batch deleted"))) {
+            call_sent(c, rjq_batch_delete(q->q, g.v[2], force && strcmp(force, "1") == 0,
+                                          on_batch_deleted, c));
         }
     } else if (strcmp(g.v[1], "jobs") != 0) {
         reply_error(req, 404, "no such route");

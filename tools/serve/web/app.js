@@ -805,6 +805,11 @@ function jobPage(main, name, id) {
       try { deps = (await api('GET', `/v1/queues/${enc(name)}/jobs/${enc(id)}/dependencies`)).data; } catch (e) { /* (an older server) */ }
       const row = (k, label, v) => el('tr', { 'data-field': k }, el('th', {}, label), el('td', {}, v));
       const dur = (a, b) => (a && b ? ms(b - a) : '–');
+      // its batch, when it knows it: a member's (among its dependents until
+      // it told the batch) or a completion job's (its header rjq.batch)
+      const member = (deps.dependents || []).find(d => d.queue.startsWith('{b}'));
+      const batch = member ? { queue: member.queue.slice(3), id: member.id }
+        : j.headers && j.headers['rjq.batch'] ? { queue: name, id: j.headers['rjq.batch'] } : null;
       box.replaceChildren(
         el('h1', {}, 'job ', id, ' ', el('span', { class: 'badge st-' + j.state, id: 'jobstate' }, j.state)),
         el('div', { class: 'actions' }, jobActions(name, id, j.state, load)),
@@ -815,7 +820,9 @@ function jobPage(main, name, id) {
           row('ended', 'finished', when(j.ended_ms)),
           row('wait', 'waited', dur(j.enqueued_ms, j.started_ms)),
           row('run', 'ran', dur(j.started_ms, j.ended_ms)),
-          row('worker', 'worker', workerText(j.worker)))),
+          row('worker', 'worker', workerText(j.worker)),
+          batch ? row('batch', 'batch', el('a', { id: 'batch-link', href: `#/q/${enc(batch.queue)}/batch/${enc(batch.id)}` },
+            `${batch.id} (${batch.queue})`)) : null)),
         el('h3', {}, 'attempts'), attemptsTable(j.attempts_history || []),
         el('h3', {}, 'headers'), headersTable(j.headers || {}),
         el('h3', {}, 'dependencies'), dependenciesTable(deps.dependencies || []),
@@ -844,11 +851,79 @@ function dependenciesTable(list) {
       el('td', {}, d.counted), el('td', {}, d.error === null ? '–' : d.error)))));
 }
 
-// The jobs waiting for this one that it has not released yet.
+// The jobs waiting for this one that it has not released yet (and its
+// batch, "{b}<batch queue>", until it told it).
 function dependentsList(list) {
   if (!list.length) return el('p', { class: 'muted', id: 'dependents' }, 'none waiting');
-  return el('ul', { class: 'dependents', id: 'dependents' }, list.map(d => el('li', { 'data-dep': `${d.queue}:${d.id}` },
-    el('a', { href: `#/q/${enc(d.queue)}/job/${enc(d.id)}` }, `${d.queue}:${d.id}`))));
+  return el('ul', { class: 'dependents', id: 'dependents' }, list.map(d => d.queue.startsWith('{b}')
+    ? el('li', { 'data-batch': `${d.queue.slice(3)}:${d.id}` }, 'batch ',
+      el('a', { href: `#/q/${enc(d.queue.slice(3))}/batch/${enc(d.id)}` }, `${d.id} (${d.queue.slice(3)})`))
+    : el('li', { 'data-dep': `${d.queue}:${d.id}` },
+      el('a', { href: `#/q/${enc(d.queue)}/job/${enc(d.id)}` }, `${d.queue}:${d.id}`))));
+}
+
+// ---- a batch (GET /v1/queues/{q}/batches/{id}) ------------------------------
+
+// Its state, counts and completion jobs; read again on its queue's job
+// events (its completion jobs) and every 2 s while pending (its members
+// may be on other queues).
+function batchPage(main, name, id) {
+  const box = el('div', { class: 'batch' });
+  const path = `/v1/queues/${enc(name)}/batches/${enc(id)}`;
+  let timer = null;
+  main.append(el('p', { class: 'crumbs' }, el('a', { href: '#/' }, 'queues'), ' / ',
+    el('a', { href: '#/q/' + enc(name) }, name), ' / batch ', id), box);
+  async function load() {
+    if (timer) clearTimeout(timer);
+    timer = null;
+    try {
+      const b = (await api('GET', path)).data;
+      const row = (k, label, v) => el('tr', { 'data-field': k }, el('th', {}, label), el('td', {}, v));
+      const done = b.completed + b.dead + b.cancelled;
+      const del = action('delete', async () => {
+        if (b.state === 'pending' && !confirm(`batch ${id} is pending: delete it all the same?`)) return;
+        await api('DELETE', path + (b.state === 'pending' ? '?force=1' : ''));
+        toast(`deleted batch ${id}`);
+        location.hash = '#/q/' + enc(name);
+      }, 'danger');
+      box.replaceChildren(
+        el('h1', {}, 'batch ', id, ' ', el('span', { class: 'badge st-' + b.state, id: 'batchstate' }, b.state)),
+        el('div', { class: 'actions' }, del),
+        el('div', { class: 'bar', id: 'batch-bar', title: `${done} of ${b.total} finished` },
+          ['completed', 'dead', 'cancelled'].map(k => {
+            const seg = el('span', { class: 'seg st-' + k, 'data-seg': k });
+            seg.style.width = `${b.total ? (100 * b[k] / b.total) : 0}%`; /* (CSSOM: the CSP allows no inline style) */
+            return seg;
+          })),
+        el('table', { class: 'kv batchinfo', id: 'batchinfo' }, el('tbody', {},
+          row('sealed', 'sealed', b.sealed ? 'yes' : 'no (takes more members)'),
+          row('total', 'members', String(b.total)),
+          row('finished', 'finished', `${done} of ${b.total}`),
+          row('completed', 'completed', String(b.completed)),
+          row('dead', 'dead', String(b.dead)),
+          row('cancelled', 'cancelled', String(b.cancelled)),
+          row('created', 'created', when(b.created_ms)),
+          row('ended', 'ended', when(b.ended_ms)))),
+        el('h3', {}, 'completion jobs'), completionList(name, b));
+      if (b.state === 'pending') timer = setTimeout(load, 2000);
+    } catch (e) {
+      box.replaceChildren(el('h1', {}, 'batch ', id), el('p', { class: 'bad', id: 'batch-error' }, e.message));
+    }
+  }
+  load();
+  connectEvents('queues=' + name);
+  return {
+    onJob(e) { if (e.queue === name && e.id.startsWith(`batch:${id}:`)) load(); },
+    close() { if (timer) clearTimeout(timer); timer = null; },
+  };
+}
+
+// A batch's completion jobs: a link once enqueued, else when it will be.
+function completionList(name, b) {
+  if (!b.completion.length) return el('p', { class: 'muted', id: 'completion' }, 'none');
+  return el('ul', { class: 'completion', id: 'completion' }, b.completion.map(c => el('li', { 'data-on': c.on },
+    `on ${c.on}: `, c.enqueued ? el('a', { href: `#/q/${enc(name)}/job/${enc(c.id)}` }, c.id)
+      : el('span', { class: 'muted' }, b.state === 'pending' ? `${c.id} (when it ends)` : `${c.id} (not enqueued: a member died)`))));
 }
 
 // A job's headers (traceparent, tracestate, the producer's own keys).
@@ -1126,6 +1201,8 @@ function route() {
     state.view = searchPage(main, parts[1], parts.slice(3).join('/'));
   else if (parts[0] === 'q' && parts[1] && parts[2] === 'job' && parts[3] !== undefined)
     state.view = jobPage(main, parts[1], parts.slice(3).join('/'));
+  else if (parts[0] === 'q' && parts[1] && parts[2] === 'batch' && parts[3] !== undefined)
+    state.view = batchPage(main, parts[1], parts.slice(3).join('/'));
   else if (parts[0] === 'q' && parts[1])
     state.view = queuePage(main, parts[1], parts[2], parseInt(parts[3] || '0', 10));
   else

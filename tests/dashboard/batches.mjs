@@ -1,0 +1,66 @@
+// The batch page and the serve API behind it: run by
+// tests/dashboard_batches.sh, which made batch b1 of queue bq (members m1,
+// m2 of queue mq, sealed, waiting: no worker) and started rjq serve.
+// Env: BASE, CHROMIUM, ART.
+import { check, until, api, openPage, shotShowsOn, finish } from './lib.mjs';
+
+const { BASE, ART } = process.env;
+
+const { browser, page, errors: consoleErrors } = await openPage();
+
+try {
+  // the API
+  let r = await api('GET', '/v1/queues/bq/batches/b1');
+  check(r.status === 200, 'GET a batch: ' + r.status);
+  const b = r.data || {};
+  check(b.batch === 'b1' && b.queue === 'bq' && b.state === 'pending' && b.sealed === true &&
+        b.total === 2 && b.completed === 0 && b.dead === 0 && b.cancelled === 0 && b.ended_ms === null,
+        'its status and counts: ' + JSON.stringify(b));
+  check(JSON.stringify(b.completion) === JSON.stringify([
+    { on: 'complete', id: 'batch:b1:complete', enqueued: false },
+    { on: 'success', id: 'batch:b1:success', enqueued: false }]), 'its completion jobs: ' + JSON.stringify(b.completion));
+  r = await api('GET', '/v1/queues/bq/batches/nope');
+  check(r.status === 404, 'no such batch: 404, got ' + r.status);
+  r = await api('DELETE', '/v1/queues/bq/batches/b1');
+  check(r.status === 409 && /pending/.test(r.data && r.data.error), 'a pending batch is not deleted unforced: ' +
+        r.status + ' ' + JSON.stringify(r.data));
+
+  // a member's job page links to its batch
+  await page.goto(BASE + '/#/q/mq/job/m1');
+  await until('the member\'s page links to its batch', async () =>
+    (await page.getAttribute('#batch-link', 'href')) === '#/q/bq/batch/b1');
+  check((await page.textContent('#dependents li[data-batch="bq:b1"]')).includes('b1'), 'the batch among its dependents');
+  await page.click('#batch-link');
+  await until('the batch page shows it pending', async () => (await page.textContent('#batchstate')) === 'pending');
+  check((await page.textContent('#batchinfo tr[data-field="finished"] td')) === '0 of 2', 'none finished yet');
+  check((await page.textContent('#completion li[data-on="complete"]')).includes('when it ends'), 'on_complete not yet');
+
+  // its members cancelled through the API: the page follows it to its end
+  for (const m of ['m1', 'm2'])
+    check((await api('POST', `/v1/queues/mq/jobs/${m}/cancel`)).status === 200, 'cancel ' + m);
+  await until('the batch page shows it completed', async () => (await page.textContent('#batchstate')) === 'completed');
+  check((await page.textContent('#batchinfo tr[data-field="cancelled"] td')) === '2', 'two cancelled');
+  check((await page.textContent('#batchinfo tr[data-field="finished"] td')) === '2 of 2', 'both finished');
+  await until('the completion jobs are links', async () =>
+    (await page.getAttribute('#completion li[data-on="success"] a', 'href')) === '#/q/bq/job/batch%3Ab1%3Asuccess');
+  check(await page.$eval('#batch-bar span[data-seg="cancelled"]', e => e.getBoundingClientRect().width > 100),
+    'the bar shows the cancelled members');
+  await shotShowsOn(page, 'batches-batch', ['#batchstate', '#batchinfo', '#completion li[data-on="complete"] a',
+    '#batch-bar']);
+
+  // the completion job's page links back (its header rjq.batch)
+  await page.click('#completion li[data-on="complete"] a');
+  await until('the completion job\'s page links to its batch', async () =>
+    (await page.getAttribute('#batch-link', 'href')) === '#/q/bq/batch/b1');
+
+  r = await api('DELETE', '/v1/queues/bq/batches/b1');
+  check(r.status === 200 && r.data && r.data.deleted === true, 'an ended batch deleted: ' + r.status);
+  check((await api('GET', '/v1/queues/bq/batches/b1')).status === 404, 'gone once deleted');
+  check(consoleErrors.length === 0, 'console errors: ' + consoleErrors.join(' | '));
+} catch (e) {
+  check(false, 'exception: ' + (e.stack || e));
+  await page.screenshot({ path: `${ART}/batches-failure.png`, fullPage: true }).catch(() => {});
+} finally {
+  await browser.close();
+}
+finish();

@@ -490,7 +490,10 @@ TEST(job_pushed_at_once_has_its_state_written_once) {
  * per job, and why): rjq_enqueue_await to an idle registered worker (the
  * job pushed at once), completed with an empty result (its freed slot
  * offered again), FCALLs included. A command more on this path fails here;
- * a cut lowers these. */
+ * a cut lowers these. The job goes through the lean pair (enqueue_one.lua,
+ * complete_one.lua: docs/scripts.md "The lean pair"), which runs the same
+ * commands as the general scripts with far less Lua: the slow log shows
+ * which functions ran. */
 #define AWAITED_ENQUEUE_COMMANDS 12
 #define AWAITED_COMPLETE_COMMANDS 13
 

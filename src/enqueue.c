@@ -517,10 +517,60 @@ static int flush_parts(rjq_queue *q, batch *b, sent_batch *s) {
     return rc;
 }
 
+/* The argument at *p (RESP "$<len>\r\n<bytes>\r\n"): its bytes and length;
+ * *p moves past it. */
+static const char *next_arg(const char **p, size_t *len) {
+    const char *a = *p + 1;
+    *len = (size_t)strtoul(a, NULL, 10);
+    a = strchr(a, '\n') + 1;
+    *p = a + *len + 2;
+    return a;
+}
+
+/* The lean call of one job (enqueue_one.lua, docs/scripts.md "The lean
+ * pair"): a batch of one new anonymous job with default options, ready at
+ * once, on a queue whose bound is off and whose index fields are known to
+ * be none (all the general script branches on that the client sends).
+ * Returns 1 when the batch is not such a job (sent the usual way), else
+ * the send's status. The reply is the general script's ({id, 0}), and
+ * the call is not re-sent (an anonymous job's is not either). */
+static int send_one(rjq_queue *q, batch *b, sent_batch *s) {
+    if (b->n != 1 || b->made || b->all_ids || rjq__queue_max_waiting(q) != 0 || index_of(q)[0])
+        return 1;
+    size_t idlen, plen, olen, clen, len;
+    const char *at = b->args.p + b->items[0].off;
+    next_arg(&at, &idlen);
+    const char *payload = next_arg(&at, &plen);
+    next_arg(&at, &olen);
+    if (idlen != 0 || olen != 0) return 1;
+    /* the reply channel: the fixed arguments' last (start_batch) */
+    at = b->args.p;
+    next_arg(&at, &len); /* (the number of keys) */
+    for (int i = 0; i < rjq__scripts[RJQ__S_ENQUEUE].nkeys + 2; i++) next_arg(&at, &len);
+    const char *ch = next_arg(&at, &clen);
+    rjq__buf a = {0};
+    rjq__buf_script_keys(&a, q, RJQ__S_ENQUEUE_ONE);
+    rjq__buf_key(&a, q, RJQ__K_WAKE);
+    rjq__buf_arg(&a, ch, clen);
+    char tbase[16]; /* (call_args) */
+    rjq__random_word(rjq_queue_get_client(q), tbase, 10);
+    strcat(tbase, "p");
+    rjq__buf_arg_str(&a, tbase);
+    rjq__buf_arg(&a, payload, plen);
+    int rc = a.oom ? RJQ_ENOMEM
+                   : rjq__script_buf(rjq_queue_get_client(q), RJQ__S_ENQUEUE_ONE, RJQ__REQ_DURABLE,
+                                     on_enqueued, s, 1 + rjq__scripts[RJQ__S_ENQUEUE_ONE].nkeys + 4,
+                                     &a);
+    rjq__buf_free(&a);
+    return rc;
+}
+
 /* The batch the usual way: one script call, or several in one
  * transaction. */
 static int send_usual(rjq_queue *q, batch *b, sent_batch *s) {
     rjq_client *c = rjq_queue_get_client(q);
+    int one = send_one(q, b, s);
+    if (one != 1) return one;
     if (b->n > 1 && b->args.len > RJQ__ENQUEUE_BYTES) return flush_parts(q, b, s);
     rjq__buf_arg_str(&b->args, index_of(q)); /* (the last argument) */
     if (b->args.oom) return RJQ_ENOMEM;

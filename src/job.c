@@ -43,6 +43,7 @@ typedef struct part {
     rjq__buf args;
     size_t start;
     const rjq__finish_ops *ops; /* their owner's hooks (one owner: the worker layer) */
+    uint64_t lean_off_until;  /* complete_one.lua answered -1: complete.lua until then */
 } part;
 
 typedef struct complete_batch {
@@ -50,6 +51,8 @@ typedef struct complete_batch {
     rjq_queue *q;             /* (for the releases of dependents: deps.c) */
     size_t n, noffers;
     rjq__offer *offers;       /* freed slots offered for push delivery */
+    char *again;              /* sent to complete_one.lua: its job's arguments, */
+    size_t again_len;         /* ... for complete.lua when that one answers < 0 */
     item items[];
 } complete_batch;
 
@@ -111,8 +114,30 @@ static void release_dependents(complete_batch *b, redisReply *r) {
     }
 }
 
+static int send_general(rjq_queue *q, complete_batch *b, const char *args, size_t alen);
+
+/* After complete_one.lua answered -1: the queue's completions go to
+ * complete.lua for this long (ms) before the lean call is tried again. */
+#define LEAN_OFF_MS 2000
+
 static void on_completed(rjq_client *c, int status, redisReply *r, void *priv) {
     complete_batch *b = priv;
+    if (b->again != NULL && status == RJQ_OK && r->type == REDIS_REPLY_INTEGER &&
+        (r->integer == -1 || r->integer == -2)) {
+        /* not for the lean call (complete_one.lua): the same completion
+         * to complete.lua */
+        part *p = rjq__queue_part(b->q, RJQ__PART_FINISH);
+        if (r->integer == -1 && p != NULL) p->lean_off_until = rjq__now_ms() + LEAN_OFF_MS;
+        char *args = b->again;
+        b->again = NULL;
+        status = rjq__closing(c) ? RJQ_ECANCELED : send_general(b->q, b, args, b->again_len);
+        free(args);
+        if (status == RJQ_OK) return;
+        rjq__errmsg(c, "complete: %s", rjq_strerror(status));
+        r = NULL;
+    }
+    free(b->again);
+    b->again = NULL;
     if (status == RJQ_OK && !reply_ok(r, b->n, b->noffers)) {
         rjq__errmsg(c, "complete: unexpected reply");
         status = RJQ_EPROTO;
@@ -141,8 +166,50 @@ static size_t batch_size(const part *p) {
     return n;
 }
 
+/* The lean call (complete_one.lua, docs/scripts.md "The lean pair") for a
+ * batch of one job with at most one offer and no tokens to forget, unless
+ * the queue's last answer sent its completions to complete.lua for a
+ * while: returns 1 when it is not for this batch, else the send's status. */
+static int send_one(rjq_queue *q, complete_batch *b, const char *args, size_t alen) {
+    part *p = rjq__queue_part(q, RJQ__PART_FINISH);
+    if (b->n != 1 || b->noffers > 1 || rjq__held_pending(q) != 0 ||
+        (p != NULL && p->lean_off_until > rjq__now_ms()))
+        return 1;
+    if ((b->again = malloc(alen)) == NULL) return RJQ_ENOMEM;
+    memcpy(b->again, args, alen);
+    b->again_len = alen;
+    rjq__buf a = {0};
+    int argc = 1 + rjq__script_keys[RJQ__S_COMPLETE_ONE].n + 10;
+    rjq__buf_script_keys(&a, q, RJQ__S_COMPLETE_ONE);
+    rjq__buf_key(&a, q, RJQ__K_JOB);
+    rjq__buf_ll(&a, rjq__queue_retention_ms(q));
+    rjq__buf_ll(&a, rjq__queue_completed_max(q));
+    if (b->noffers == 1) {
+        rjq__buf_arg_str(&a, b->offers[0].field);
+        rjq__buf_ll(&a, b->offers[0].epoch);
+        rjq__buf_ll(&a, b->offers[0].lease_ms);
+        rjq__buf_ll(&a, b->offers[0].slots);
+    } else {
+        for (int i = 0; i < 4; i++) rjq__buf_arg_str(&a, "");
+    }
+    rjq__buf_raw(&a, args, alen);
+    int rc = rjq__script_resp(rjq_queue_get_client(q), RJQ__S_COMPLETE_ONE,
+                              RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_completed, b, argc, &a);
+    rjq__buf_free(&a);
+    if (rc != RJQ_OK) {
+        free(b->again);
+        b->again = NULL;
+    }
+    return rc;
+}
+
 /* (args: the items' arguments, in RESP form: see part) */
 static int send_batch(rjq_queue *q, complete_batch *b, const char *args, size_t alen) {
+    int rc = send_one(q, b, args, alen);
+    return rc == 1 ? send_general(q, b, args, alen) : rc;
+}
+
+static int send_general(rjq_queue *q, complete_batch *b, const char *args, size_t alen) {
     rjq__buf a = {0}; /* the arguments in RESP form: no argv, no printf */
     int argc = 1 + rjq__script_keys[RJQ__S_COMPLETE].n;
     rjq__buf_script_keys(&a, q, RJQ__S_COMPLETE);
@@ -205,6 +272,7 @@ static void flush_some(rjq_queue *q, part *p) {
     b->ops = p->ops;
     b->q = q;
     b->n = n;
+    b->again = NULL;
     memcpy(b->items, p->pending, n * sizeof b->items[0]);
     p->n -= n;
     memmove(p->pending, p->pending + n, p->n * sizeof p->pending[0]);

@@ -1044,9 +1044,10 @@ TEST(replies_of_unexpected_shape_end_in_eproto) {
     snprintf(lib, sizeof lib,
              "%.*s\n"
              "redis.register_function('%s', function(KEYS, ARGV) return {1, 1} end)\n"
+             "redis.register_function('%s', function(KEYS, ARGV) return {1, 1} end)\n"
              "redis.register_function('%s', function(KEYS, ARGV) return {'code', 'body'} end)\n",
              (int)namelen, rjq__library, rjq__scripts[RJQ__S_ENQUEUE].function,
-             rjq__scripts[RJQ__S_WATCH].function);
+             rjq__scripts[RJQ__S_ENQUEUE_ONE].function, rjq__scripts[RJQ__S_WATCH].function);
     const char *argv[4] = {"FUNCTION", "LOAD", "REPLACE", lib};
     redisReply *r = redisCommandArgv(e.rc, 4, argv, NULL);
     ASSERT(r != NULL && r->type == REDIS_REPLY_STRING);

@@ -9,9 +9,12 @@
  * No timing assertion: waits are safety nets; workers use a 60 s safety
  * poll so it is never what delivers a job.
  */
+#include <strings.h>
+
 #include "core.h" /* white-box: rjq__channel_confirmed */
 #include "fixture.h"
 #include "harness.h"
+#include "rjq_scripts.h"
 #include "server.h"
 #include "waits.h"
 
@@ -487,7 +490,10 @@ TEST(job_pushed_at_once_has_its_state_written_once) {
  * per job, and why): rjq_enqueue_await to an idle registered worker (the
  * job pushed at once), completed with an empty result (its freed slot
  * offered again), FCALLs included. A command more on this path fails here;
- * a cut lowers these. */
+ * a cut lowers these. The job goes through the lean pair (enqueue_one.lua,
+ * complete_one.lua: docs/scripts.md "The lean pair"), which runs the same
+ * commands as the general scripts with far less Lua: the slow log shows
+ * which functions ran. */
 #define AWAITED_ENQUEUE_COMMANDS 12
 #define AWAITED_COMPLETE_COMMANDS 13
 
@@ -497,13 +503,43 @@ static void count_outcome(rjq_client *c, int status, const rjq_outcome *o, void 
     (*(long *)data)++;
 }
 
+/* The server's slow log records every command from here on (its
+ * arguments name the function an FCALL runs). */
+static void log_every_command(redisContext *rc) {
+    freeReplyObject(server_cmd(rc, "CONFIG SET slowlog-log-slower-than 0"));
+    freeReplyObject(server_cmd(rc, "CONFIG SET slowlog-max-len 4096"));
+    freeReplyObject(server_cmd(rc, "SLOWLOG RESET"));
+}
+
+/* How many calls of script s (FCALL of its function) the slow log holds. */
+static long fcalls_of(redisContext *rc, int s) {
+    redisReply *r = server_cmd(rc, "SLOWLOG GET 4096");
+    ASSERT(r->type == REDIS_REPLY_ARRAY);
+    long n = 0;
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        ASSERT(e->type == REDIS_REPLY_ARRAY && e->elements >= 4);
+        const redisReply *a = e->element[3];
+        if (a->type == REDIS_REPLY_ARRAY && a->elements >= 2 &&
+            strcasecmp(a->element[0]->str, "fcall") == 0 &&
+            strcmp(a->element[1]->str, rjq__scripts[s].function) == 0)
+            n++;
+    }
+    freeReplyObject(r);
+    return n;
+}
+
 TEST(awaited_job_runs_its_counted_commands_to_enqueue_and_to_complete) {
     push_env e;
     push_start(&e, "aw", 2, 0);
+    log_every_command(e.env.rc);
     long outcomes = 0, done = 0;
     long long enq = 0, cmp = 0;
     for (int k = 0; k < 2; k++) { /* the second is counted: the first subscribes the reply channel */
         ASSERT(wait_registration(e.env.base, e.env.rc, "aw", 2));
+        /* (the handle's first enqueue learns the queue's index fields: the
+         * general script, enqueue.c index_of) */
+        if (k == 1) freeReplyObject(server_cmd(e.env.rc, "SLOWLOG RESET"));
         long long before = server_commands_run(e.env.rc);
         ASSERT_OK(rjq_enqueue_await(e.env.q, "x", 1, NULL, NULL, count_outcome, &outcomes, NULL));
         ASSERT(loop_until_count(e.env.base, &e.h.handled, k + 1, 5000));
@@ -521,7 +557,109 @@ TEST(awaited_job_runs_its_counted_commands_to_enqueue_and_to_complete) {
     ASSERT_EQ(AWAITED_ENQUEUE_COMMANDS, enq);
     ASSERT_EQ(AWAITED_COMPLETE_COMMANDS, cmp);
     ASSERT_EQ(2, registration(e.env.rc, "aw", NULL, 0, NULL)); /* the slot offered again */
+    /* the lean pair ran (docs/scripts.md "The lean pair"), never the general scripts */
+    ASSERT_EQ(1, fcalls_of(e.env.rc, RJQ__S_ENQUEUE_ONE));
+    ASSERT_EQ(0, fcalls_of(e.env.rc, RJQ__S_ENQUEUE));
+    ASSERT_EQ(1, fcalls_of(e.env.rc, RJQ__S_COMPLETE_ONE));
+    ASSERT_EQ(0, fcalls_of(e.env.rc, RJQ__S_COMPLETE));
     push_stop(&e);
+}
+
+/* Where the lean pair does not apply, the general scripts run: a bounded
+ * queue's enqueue (the client knows), and the completions of a queue
+ * with run-time limits (complete_one.lua answers -1 with nothing written:
+ * the completion goes again to complete.lua, and the queue's next ones go
+ * there at once for a while). The jobs complete all the same, their
+ * producers told. */
+TEST(lean_pair_not_taken_for_a_bounded_queue_nor_by_completions_of_a_queue_with_timeouts) {
+    push_env e;
+    push_start(&e, "nl", 2, 0);
+    log_every_command(e.env.rc);
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
+    qo.max_waiting = 100;
+    rjq_queue *bq;
+    ASSERT_OK(rjq_queue_open(e.env.c, "nl", &qo, &bq));
+    long outcomes = 0, done = 0;
+    /* (each handle's first enqueue learns the queue's index fields: the
+     * general script, enqueue.c index_of) */
+    ASSERT_OK(rjq_enqueue(bq, "w", 1, NULL, NULL, NULL));
+    ASSERT_OK(rjq_enqueue(e.env.q, "w", 1, NULL, NULL, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 2, 5000));
+    release_one(&e.h, &done);
+    release_one(&e.h, &done);
+    ASSERT(loop_until_count(e.env.base, &done, 2, 5000));
+    ASSERT(wait_registration(e.env.base, e.env.rc, "nl", 2));
+    freeReplyObject(server_cmd(e.env.rc, "SLOWLOG RESET"));
+    ASSERT_OK(rjq_enqueue_await(bq, "b", 1, NULL, NULL, count_outcome, &outcomes, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 3, 5000));
+    ASSERT_EQ(1, fcalls_of(e.env.rc, RJQ__S_ENQUEUE));
+    ASSERT_EQ(0, fcalls_of(e.env.rc, RJQ__S_ENQUEUE_ONE));
+    /* a job with a timeout running: the queue has deadlines */
+    rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
+    jo.timeout_ms = 600000;
+    ASSERT_OK(rjq_enqueue_await(e.env.q, "t", 1, &jo, NULL, count_outcome, &outcomes, NULL));
+    ASSERT(loop_until_count(e.env.base, &e.h.handled, 4, 5000));
+    ASSERT_EQ(1, server_int(e.env.rc, "EXISTS t:{nl}:deadlines"));
+    release_one(&e.h, &done); /* b: lean call answered -1, then complete.lua */
+    ASSERT(loop_until_count(e.env.base, &outcomes, 1, 5000));
+    ASSERT(loop_until_count(e.env.base, &done, 3, 5000));
+    ASSERT_EQ(1, fcalls_of(e.env.rc, RJQ__S_COMPLETE_ONE));
+    ASSERT_EQ(1, fcalls_of(e.env.rc, RJQ__S_COMPLETE));
+    release_one(&e.h, &done); /* t: to complete.lua at once */
+    ASSERT(loop_until_count(e.env.base, &outcomes, 2, 5000));
+    ASSERT(loop_until_count(e.env.base, &done, 4, 5000));
+    ASSERT_EQ(1, fcalls_of(e.env.rc, RJQ__S_COMPLETE_ONE));
+    ASSERT_EQ(2, fcalls_of(e.env.rc, RJQ__S_COMPLETE));
+    ASSERT_EQ(4, server_int(e.env.rc, "HGET t:{nl}:stats retained"));
+    push_stop(&e);
+}
+
+static void on_cancelled(rjq_client *c, int status, const char *state, void *data) {
+    (void)c;
+    ASSERT_OK(status);
+    ASSERT(state != NULL && strcmp(state, "ready") == 0);
+    (*(long *)data)++;
+}
+
+static void on_cancel_outcome(rjq_client *c, int status, const rjq_outcome *o, void *data) {
+    (void)c, (void)o;
+    ASSERT_EQ(RJQ_EJOBCANCELED, status);
+    (*(long *)data)++;
+}
+
+/* A job the lean enqueue wrote is any other job to the other scripts: no
+ * idle worker, so it waits ready with enqueue.lua's state and watchers;
+ * an await by id registers on it, a cancel takes it off the queue, and
+ * both its awaits end cancelled. (Reclaim after a lease runs out, and
+ * retries, run on lean jobs throughout test_recovery and test_retry.) */
+TEST(job_written_by_the_lean_enqueue_is_awaited_by_id_and_cancelled) {
+    test_env e;
+    env_start(&e, "lc");
+    log_every_command(e.rc);
+    long ended = 0, cancelled = 0;
+    /* (the handle's first enqueue learns the queue's index fields: the
+     * general script, enqueue.c index_of) */
+    ASSERT_OK(rjq_enqueue(e.q, "first", 5, NULL, NULL, NULL));
+    ASSERT(loop_until_server_int(e.base, e.rc, 1, 5000, "LLEN t:{lc}:ready"));
+    ASSERT_OK(rjq_enqueue_await(e.q, "p", 1, NULL, NULL, on_cancel_outcome, &ended, NULL));
+    ASSERT(loop_until_server_int(e.base, e.rc, 2, 5000, "LLEN t:{lc}:ready"));
+    ASSERT_EQ(1, fcalls_of(e.rc, RJQ__S_ENQUEUE_ONE));
+    redisReply *r = server_cmd(e.rc, "LINDEX t:{lc}:ready 1");
+    ASSERT(r->type == REDIS_REPLY_STRING);
+    char id[32];
+    snprintf(id, sizeof id, "%s", r->str);
+    freeReplyObject(r);
+    r = server_cmd(e.rc, "HGET t:{lc}:state %s", id);
+    ASSERT(r->type == REDIS_REPLY_STRING && strncmp(r->str, "ready 0 @", 9) == 0 &&
+           r->str[r->len - 1] == ',' && r->str[r->len - 2] == ',');
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{lc}:watchers %s", id));
+    ASSERT_OK(rjq_queue_await(e.q, id, NULL, on_cancel_outcome, &ended, NULL));
+    ASSERT_OK(rjq_queue_cancel(e.q, id, on_cancelled, &cancelled));
+    ASSERT(loop_until_count(e.base, &cancelled, 1, 5000));
+    ASSERT(loop_until_count(e.base, &ended, 2, 5000));
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{lc}:ready"));
+    env_stop(&e);
 }
 
 /* PUBLISH msg (len bytes) on ch, heard by one subscriber. */

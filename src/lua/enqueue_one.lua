@@ -1,0 +1,133 @@
+-- enqueue_one: the lean enqueue of ONE new anonymous job with default
+-- options, ready at once, of priority 0 (rjq_enqueue_await, or an
+-- rjq_enqueue alone in its loop turn), on a queue whose producer passes
+-- no index fields and sets no bound (enqueue.c decides: what it sends
+-- tells it all). It writes exactly what enqueue.lua writes for that job
+-- (the same columns, state values, lease, watchers, registration and push
+-- message: lib.lua job_maker, push_plan, start_jobs, push_to_idle), so
+-- every other script handles the job as one of enqueue.lua's; it only
+-- skips enqueue.lua's general machinery (options, ids, bounds, batches of
+-- several calls, payloads ahead, index), whose Lua is most of an awaited
+-- job's Redis work (docs/scripts.md, "The lean pair").
+-- Where enqueue.lua would push jobs already waiting to an idle worker
+-- (from_ready: a race, the queue had jobs ready and a registration), this
+-- script leaves its job ready and rings the doorbell: the idle workers
+-- then claim (a worker woken by the doorbell registers again).
+-- KEYS (src/keys.def; bound to these locals): ready, prio, stats, active,
+--       idle, monitored, events, pcol (payload column), scol (state
+--       column), wcol (watchers column)
+-- ARGV: 1 wake channel, 2 reply channel of an awaiting producer ('' for
+--       none), 3 token base for a push (unique per call), 4 payload.
+-- Returns { id, 0 } as enqueue.lua does for a new job.
+local wake, ch, tbase, payload = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+
+-- Reads first (each checks its key's type): the worker to push to, and
+-- whether jobs wait and a monitor listens with one EXISTS (enqueue.lua).
+local pick = typed('hash', 'HRANDFIELD', idle, 1, 'WITHVALUES')
+local exist = redis.call('EXISTS', ready, prio, monitored)
+local nothing_ready, monitored_on = true, false
+if exist > 0 then
+  local nr, np = typed('list', 'LLEN', ready), typed('zset', 'ZCARD', prio)
+  nothing_ready = nr == 0 and np == 0
+  monitored_on = exist - (nr > 0 and 1 or 0) - (np > 0 and 1 or 0) > 0
+end
+local picked = #pick > 0 and pick[1] ~= CONTROL_MARK
+-- a registration to push to (push_plan's test); a stale one is dropped
+local wid, wch, slots, epoch, lease, format
+local stale = false
+if picked and nothing_ready then
+  wid, wch = string.match(pick[1], '^(%S+) (.+)$')
+  slots, epoch, lease, format = string.match(pick[2], '^(%d+) (%S+) (%d+) (%S+)$')
+  slots = tonumber(slots or 0)
+  if not wch or slots < 1 or not push_format_ok(format) or numsub(wch) == 0 then
+    wid, stale = nil, true
+  end
+end
+
+local now = now_ms()
+local stamp = int(now)
+local emit = monitor(monitored, events, now, monitored_on)
+-- Writes: the first ones check their own types and are undone when a
+-- later one is refused (undoable, lib.lua), as enqueue.lua's usual call.
+local u = undoable()
+local seq = u.call('hash', function(r)
+  if r == 1 then return function() redis.call('HDEL', stats, 'seq') end end
+  return function() redis.call('HINCRBY', stats, 'seq', -1) end
+end, 'HINCRBY', stats, 'seq', 1)
+local id = int(seq)
+-- the keys written after the next one, checked by TYPE when the undo of
+-- a write is not exact (a field was there: behind rjq's back)
+local rest = {pcol, 'hash', scol, 'hash'}
+if wid then rest[#rest + 1] = active; rest[#rest + 1] = 'zset' end
+if ch ~= '' then rest[#rest + 1] = wcol; rest[#rest + 1] = 'hash' end
+local at = 1
+local function write(want, undo, cmd, key, ...)
+  at = at + 2
+  if not u then return redis.call(cmd, key, ...) end
+  local r = u.call(want, undo, cmd, key, ...)
+  if not u.exact then
+    local spec = {}
+    for i = at, #rest do spec[#spec + 1] = rest[i] end
+    u.check(spec)
+    u = nil
+  end
+  return r
+end
+if rank_window_in(seq, seq) then -- (see "Order within a priority")
+  u.check(rest)
+  u = nil
+  renumber_prio(prio)
+end
+local function hdel(key)
+  return function(r)
+    if r ~= 1 then return nil end
+    return function() redis.call('HDEL', key, id) end
+  end
+end
+write('hash', hdel(pcol), 'HSET', pcol, id, payload)
+local tok, deadline
+if wid then
+  tok = string.match(wch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. '1'
+  deadline = int(now + tonumber(lease))
+  write('hash', hdel(scol), 'HSET', scol, id, 'active 1 ' .. tok .. ' @' .. stamp .. ',' .. stamp .. ',')
+  write('zset', function(r)
+    if r == 1 then return function() redis.call('ZREM', active, id) end end
+    if r == 2 then return function() redis.call('ZREM', active, id, ACTIVE_PIN) end end
+    return nil
+  end, 'ZADD', active, '+inf', ACTIVE_PIN, deadline, id)
+else
+  write('hash', hdel(scol), 'HSET', scol, id, 'ready 0 @' .. stamp .. ',,')
+end
+if ch ~= '' then -- (last: not undone)
+  write('hash', nil, 'HSET', wcol, id, ch, WATCHERS_PIN, '')
+end
+if emit ~= UNMONITORED then emit('enqueued', id) end
+
+if wid then
+  if emit ~= UNMONITORED then emit('active', id) end
+  if slots > 1 then
+    redis.call('HSET', idle, pick[1], registration(slots - 1, epoch, lease, format))
+  else
+    redis.call('HDEL', idle, pick[1])
+  end
+  -- the push message of one job (push_to_idle): its wait is 0, it was
+  -- enqueued now
+  local head = wid .. ' ' .. epoch .. ' 1 ' .. tok .. ' ' .. deadline .. '\n'
+  local len, m = #payload, num(DEFAULT_MAX_ATTEMPTS)
+  local pub = PUB or pub_mode()
+  if len > PUSH_INLINE_MAX then
+    redis.call(pub, wch, head .. num(#id) .. ' - 1 ' .. m .. ' 0\n' .. id)
+  elseif format == PUSH_FORMAT and len >= PUSH_SPLIT_MIN then
+    redis.call(pub, wch, head .. num(#id) .. ' >' .. num(len) .. ' 1 ' .. m .. ' 0\n' .. id)
+    redis.call(pub, wch, payload)
+  else
+    redis.call(pub, wch, head .. num(#id) .. ' ' .. num(len) .. ' 1 ' .. m .. ' 0\n' .. id .. payload)
+  end
+else
+  if stale then redis.call('HDEL', idle, pick[1]) end
+  redis.call('RPUSH', ready, id)
+  -- the doorbell: the queue had nothing ready, or it had and a worker is
+  -- idle (enqueue.lua would push a waiting job to it)
+  if nothing_ready or picked then redis.call(PUB or pub_mode(), wake, '1') end
+end
+return {id, 0}

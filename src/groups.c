@@ -5,6 +5,7 @@
  * pause, and the listing of groups by depth. The claims that start group
  * jobs are the queue's own: a worker needs nothing of this file.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,7 +141,14 @@ static void on_count(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq__queue_release(q);
 }
 
-static int send_conf(rjq_queue *q, const char *group, const char *what, long long l, long long w,
+/* gconf.lua's arguments after the group and what: concurrency, weight,
+ * then (rjq_queue_limit_group) rate and bound; NULL: not sent. */
+typedef struct conf_args {
+    char l[24], w[24], r[48], b[24];
+    int all; /* rate and bound sent too */
+} conf_args;
+
+static int send_conf(rjq_queue *q, const char *group, const char *what, const conf_args *ca,
                      rjq_count_cb *cb, void *data) {
     count_ctx *x = malloc(sizeof *x);
     if (x == NULL) return RJQ_ENOMEM;
@@ -152,11 +160,13 @@ static int send_conf(rjq_queue *q, const char *group, const char *what, long lon
     rjq__argv_script_keys(&v, q, RJQ__S_GCONF);
     rjq__argv_str(&v, group ? group : "*");
     rjq__argv_str(&v, what);
-    if (strcmp(what, "limits") == 0) {
-        if (l < 0) rjq__argv_str(&v, "-");
-        else rjq__argv_ll(&v, l);
-        if (w <= 0) rjq__argv_str(&v, "-");
-        else rjq__argv_ll(&v, w);
+    if (ca) {
+        rjq__argv_str(&v, ca->l);
+        rjq__argv_str(&v, ca->w);
+        if (ca->all) {
+            rjq__argv_str(&v, ca->r);
+            rjq__argv_str(&v, ca->b);
+        }
     }
     rjq__queue_register(q);
     int rc = rjq__queue_script(q, RJQ__S_GCONF, RJQ__REQ_RETRY, on_count, x, &v);
@@ -169,14 +179,49 @@ int rjq_queue_set_group_limits(rjq_queue *q, const char *group, int concurrency,
     int rc = usable(q, 1);
     if (rc != RJQ_OK) return rc;
     if (group && !rjq__valid_group_name(group)) return RJQ_EINVAL;
-    return send_conf(q, group, "limits", concurrency, weight, cb, data);
+    conf_args ca = {.all = 0};
+    if (concurrency < 0) strcpy(ca.l, "-");
+    else snprintf(ca.l, sizeof ca.l, "%d", concurrency);
+    if (weight <= 0) strcpy(ca.w, "-");
+    else snprintf(ca.w, sizeof ca.w, "%d", weight);
+    return send_conf(q, group, "limits", &ca, cb, data);
+}
+
+/* A field of rjq_group_limits as gconf.lua takes it: 0 '-' (the
+ * defaults'), RJQ_GROUP_NONE '0' (none), else the number (1..max). */
+static int conf_field(long v, long max, char *out, size_t n) {
+    if (v == 0) snprintf(out, n, "-");
+    else if (v == RJQ_GROUP_NONE) snprintf(out, n, "0");
+    else if (v > 0 && v <= max) snprintf(out, n, "%ld", v);
+    else return RJQ_EINVAL;
+    return RJQ_OK;
+}
+
+int rjq_queue_limit_group(rjq_queue *q, const char *group, const rjq_group_limits *l, rjq_count_cb *cb,
+                          void *data) {
+    int rc = usable(q, l != NULL);
+    if (rc != RJQ_OK) return rc;
+    if (group && !rjq__valid_group_name(group)) return RJQ_EINVAL;
+    rjq_group_limits in = RJQ_GROUP_LIMITS_INIT;
+    if (rjq__sized_in(rjq_queue_get_client(q), &in, sizeof in, l, "rjq_group_limits") != RJQ_OK)
+        return RJQ_EINVAL;
+    const long big = 2147483647L;
+    conf_args ca = {.all = 1};
+    long win = in.rate_window_ms ? in.rate_window_ms : 1000;
+    if (conf_field(in.concurrency, big, ca.l, sizeof ca.l) != RJQ_OK ||
+        conf_field(in.weight < 0 ? 0 : in.weight, big, ca.w, sizeof ca.w) != RJQ_OK ||
+        conf_field(in.rate, big, ca.r, sizeof ca.r) != RJQ_OK ||
+        conf_field(in.max_waiting, big, ca.b, sizeof ca.b) != RJQ_OK || win < 0 || win > big)
+        return RJQ_EINVAL;
+    if (in.rate > 0) snprintf(ca.r, sizeof ca.r, "%ld/%ld", in.rate, win);
+    return send_conf(q, group, "limits", &ca, cb, data);
 }
 
 int rjq_queue_pause_group(rjq_queue *q, const char *group, int paused, rjq_count_cb *cb, void *data) {
     int rc = usable(q, 1);
     if (rc != RJQ_OK) return rc;
     if (!rjq__valid_group_name(group)) return RJQ_EINVAL;
-    return send_conf(q, group, paused ? "pause" : "resume", 0, 0, cb, data);
+    return send_conf(q, group, paused ? "pause" : "resume", NULL, cb, data);
 }
 
 /* ---- listing ------------------------------------------------------------ */

@@ -3,10 +3,14 @@
  * across groups (a group with 90% of the jobs does not starve the others),
  * FIFO and priorities within a group, a per-group concurrency limit that
  * holds across workers of separate clients, pause of one group stopping
- * only it, nothing lost when a group job's lease is reclaimed, and a
- * plain queue paying nothing for the feature.
+ * only it, nothing lost when a group job's lease is reclaimed, a plain
+ * queue paying nothing for the feature, a per-group rate limit that holds
+ * across worker processes (and spares the other groups), and a bound on a
+ * group's ready jobs refusing an enqueue with nothing written.
  */
 #include <event2/event.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -672,5 +676,224 @@ TEST(finishing_an_old_handle_inside_the_handler_of_its_jobs_next_run_is_fenced) 
     WAIT_FOR(e.base, d2[0] == 1, 10000);
     ASSERT_OK(d2[1]);
     worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* ---- per-group rate limit and bound ------------------------------------------------ */
+
+static void limit_group(test_env *e, const char *group, const rjq_group_limits *l) {
+    int done = 0;
+    ASSERT_OK(rjq_queue_limit_group(e->q, group, l, on_set, &done));
+    WAIT_FOR(e->base, done == 1, 10000);
+}
+
+/* A child process with one worker of the given concurrency completing its
+ * jobs at once; runs until killed. Quiet: no safety poll, no visits, so
+ * only what the scripts tell it (the doorbell, a claim's "next") wakes it. */
+static pid_t spawn_completing_worker(const test_server *s, const char *qname, int concurrency) {
+    pid_t pid = fork_child();
+    if (pid != 0) return pid;
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, s);
+    rjq_worker_options wo = quiet_worker_options(concurrency);
+    rjq_worker *w;
+    static ran r;
+    memset(&r, 0, sizeof r);
+    ASSERT_OK(rjq_worker_start(queue_for(c, qname), &wo, complete_noting, &r, &w));
+    serve_until_killed(base, 60000);
+}
+
+/* Start times (server time, from the monitor) of the jobs whose ids begin
+ * with 'r' (the rate-limited group) and 'f' (a free one). */
+typedef struct group_starts {
+    rjq_monitor *m;
+    long long r[400], f[400];
+    long nr, nf, f_before_r_done; /* f's starts seen before r's last */
+} group_starts;
+
+static void on_group_start(rjq_client *c, const char *ev, const char *id, void *data) {
+    group_starts *s = data;
+    (void)c;
+    if (strcmp(ev, "active") != 0) return;
+    long long t = rjq_monitor_get_time(s->m);
+    if (id[0] == 'r' && s->nr < 400) s->r[s->nr++] = t;
+    if (id[0] == 'f' && s->nf < 400) s->f[s->nf++] = t;
+}
+
+typedef struct monitored_poll {
+    test_env *e;
+    const char *queue;
+    char channel[64];
+} monitored_poll;
+
+static int is_monitored(void *arg) {
+    monitored_poll *p = arg;
+    return server_int(p->e->rc, "EXISTS t:{%s}:monitored", p->queue) == 1 &&
+           server_numsub(p->e->rc, p->channel) == 1;
+}
+
+#define RATED_JOBS 200
+#define FREE_JOBS 100
+
+TEST(group_rate_limit_of_50_per_second_holds_over_3_worker_processes_and_spares_other_groups) {
+    test_env e;
+    env_start(&e, "gq");
+    static group_starts s;
+    memset(&s, 0, sizeof s);
+    ASSERT_OK(rjq_queue_monitor(e.q, on_group_start, &s, &s.m));
+    monitored_poll mp = {&e, "gq", "t:{gq}:events"};
+    ASSERT(loop_until_cond(e.base, is_monitored, &mp, 20000)); /* (a missed start never comes) */
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    l.rate = 50;
+    l.rate_window_ms = 1000;
+    limit_group(&e, "r", &l);
+    groups_wait gw = groups_of(&e, "r");
+    ASSERT_EQ(1, gw.n);
+    char id[16];
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.id = id;
+    for (int i = 0; i < RATED_JOBS; i++) {
+        snprintf(id, sizeof id, "r%d", i);
+        o.group = "r";
+        ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+        if (i < FREE_JOBS) {
+            snprintf(id, sizeof id, "f%d", i);
+            o.group = "f";
+            ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+        }
+    }
+    pid_t pids[3];
+    for (int k = 0; k < 3; k++) pids[k] = spawn_completing_worker(&e.s, "gq", 10);
+    /* the workers never poll (quiet: every 60 s) and their jobs end at
+     * once: past the first window only a claim's "next start at T" wakes
+     * them, so all starting long before a poll is the wake working */
+    WAIT_FOR(e.base, s.nr == RATED_JOBS && s.nf == FREE_JOBS, 45000);
+    for (int k = 0; k < 3; k++) {
+        kill(pids[k], SIGKILL);
+        reap(pids[k], 5000);
+    }
+    /* never more than 50 of r's starts in any second (server time) */
+    long most = 0;
+    for (long i = 0, j = 0; i < s.nr; i++) {
+        ASSERT(i == 0 || s.r[i] >= s.r[i - 1]);
+        while (s.r[j] <= s.r[i] - 1000) j++;
+        if (i - j + 1 > most) most = i - j + 1;
+    }
+    ASSERT(most <= 50);
+    /* the free group was not held to r's rate: all its jobs started while
+     * r's still waited for their windows (r needs 3 windows past its first) */
+    ASSERT(s.f[FREE_JOBS - 1] < s.r[RATED_JOBS - 1]);
+    double span_s = (double)(s.r[RATED_JOBS - 1] - s.r[0]) / 1000.0;
+    double rate = (double)(RATED_JOBS - 50) / span_s;
+    fprintf(stderr, "group rate 50/s over 3 processes: %ld starts of r in %.3f s after the first, "
+                    "%.1f/s sustained (%+.1f%%), most in one second %ld; f's %d done %.3f s after r's first\n",
+            s.nr, span_s, rate, (rate / 50.0 - 1) * 100, most, FREE_JOBS,
+            (double)(s.f[FREE_JOBS - 1] - s.r[0]) / 1000.0);
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gq}:g:job") == 0, 10000);
+    env_stop(&e);
+}
+
+TEST(a_group_rate_limit_set_as_the_default_applies_to_every_group_and_a_group_may_lift_it) {
+    test_env e;
+    env_start(&e, "gd");
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    l.rate = 2;
+    l.rate_window_ms = 600000; /* (no second window within the test) */
+    limit_group(&e, NULL, &l);
+    rjq_group_limits none = RJQ_GROUP_LIMITS_INIT;
+    none.rate = RJQ_GROUP_NONE;
+    limit_group(&e, "free", &none);
+    char p[16];
+    for (int i = 0; i < 5; i++) {
+        snprintf(p, sizeof p, "a%d", i);
+        ASSERT_OK(enqueue_in(&e, e.q, p, "a", 0).status);
+        snprintf(p, sizeof p, "b%d", i);
+        ASSERT_OK(enqueue_in(&e, e.q, p, "b", 0).status);
+        snprintf(p, sizeof p, "free%d", i);
+        ASSERT_OK(enqueue_in(&e, e.q, p, "free", 0).status);
+    }
+    ran r;
+    rjq_worker *w = start_noting(&e, &r, 4);
+    WAIT_FOR(e.base, r.n == 2 + 2 + 5, 10000);
+    wait_worker_started(e.base, e.c, e.q, e.rc, "gd"); /* (its claims since have run) */
+    ASSERT_EQ(9, r.n);
+    /* a and b wait for their windows: out of the ring, in the rated set */
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{gd}:g:ring"));
+    ASSERT_EQ(2, server_int(e.rc, "ZCARD t:{gd}:g:rated"));
+    ASSERT_EQ(3, groups_of(&e, "a").depth[0]);
+    /* lifted for a: offered again, and its jobs start */
+    limit_group(&e, "a", &none);
+    WAIT_FOR(e.base, r.n == 12, 10000);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+static void on_full(rjq_client *c, int status, const rjq_enqueued *out, size_t n, void *data) {
+    (void)c, (void)out, (void)n;
+    int *d = data;
+    d[0]++;
+    d[1] = status;
+}
+
+TEST(an_enqueue_past_a_groups_max_waiting_is_refused_with_nothing_written) {
+    test_env e;
+    env_start(&e, "gm");
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    l.max_waiting = 3;
+    limit_group(&e, "a", &l);
+    for (int i = 0; i < 3; i++) ASSERT_OK(enqueue_in(&e, e.q, "x", "a", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "x", "b", 0).status); /* (another group: no bound) */
+    redisReply *before = server_cmd(e.rc, "DUMP t:{gm}:stats");
+    long long keys = server_int(e.rc, "DBSIZE");
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.group = "a";
+    o.priority = 5; /* (its priority set counts too) */
+    int d[2] = {0, 0};
+    ASSERT_OK(rjq_enqueue(e.q, "y", 1, &o, on_full, d));
+    WAIT_FOR(e.base, d[0] == 1, 10000);
+    ASSERT_EQ(RJQ_EFULL, d[1]);
+    redisReply *after = server_cmd(e.rc, "DUMP t:{gm}:stats");
+    ASSERT(before->len == after->len && memcmp(before->str, after->len ? after->str : "", after->len) == 0);
+    freeReplyObject(before);
+    freeReplyObject(after);
+    ASSERT_EQ(keys, server_int(e.rc, "DBSIZE"));
+    ASSERT_EQ(3, groups_of(&e, "a").depth[0]);
+    /* a job started makes room for one more */
+    ran r;
+    rjq_worker *w = start_noting(&e, &r, 1);
+    WAIT_FOR(e.base, r.n == 4, 10000);
+    worker_stop_wait(e.base, w);
+    for (int i = 0; i < 3; i++) ASSERT_OK(enqueue_in(&e, e.q, "x", "a", 0).status);
+    d[0] = 0;
+    ASSERT_OK(rjq_enqueue(e.q, "y", 1, &o, on_full, d));
+    WAIT_FOR(e.base, d[0] == 1, 10000);
+    ASSERT_EQ(RJQ_EFULL, d[1]);
+    /* the bound lifted: taken */
+    rjq_group_limits none = RJQ_GROUP_LIMITS_INIT;
+    limit_group(&e, "a", &none);
+    ASSERT_OK(enqueue_in(&e, e.q, "x", "a", 0).status);
+    ASSERT_EQ(4, groups_of(&e, "a").depth[0]);
+    env_stop(&e);
+}
+
+TEST(bad_group_limits_are_refused) {
+    test_env e;
+    env_start(&e, "gv");
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_limit_group(e.q, "a", NULL, NULL, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_limit_group(e.q, "bad name", &l, NULL, NULL));
+    l.rate = -5;
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_limit_group(e.q, "a", &l, NULL, NULL));
+    l.rate = 5;
+    l.rate_window_ms = -1;
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_limit_group(e.q, "a", &l, NULL, NULL));
+    l.rate_window_ms = 0;
+#if LONG_MAX > 2147483647L
+    l.max_waiting = 2147483648L;
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_limit_group(e.q, "a", &l, NULL, NULL));
+#endif
+    l.max_waiting = -2;
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_limit_group(e.q, "a", &l, NULL, NULL));
+    ASSERT_EQ(0, server_int(e.rc, "DBSIZE"));
     env_stop(&e);
 }

@@ -10,7 +10,11 @@
 -- ARGV: 1 id ('' = assign the next number), 2 payload, 3 options ('' =
 --       defaults, else as enqueue.lua takes them; no debounce), 4 group
 -- Returns { id, existed }: an id that exists is reported (existed = 1)
--- and nothing is written.
+-- and nothing is written. A group with a bound on its ready jobs (gconf
+-- max_waiting) that has that many refuses the job, nothing written: the
+-- error RJQFULL, as a bounded queue's (enqueue.lua; RJQ_EFULL). A delayed
+-- job is refused the same (its group's ready jobs are counted when it is
+-- enqueued, not when it becomes ready).
 local id, payload, opts, g = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local J = columns(cols)
 if #g == 0 or #g > 64 or not string.match(g, GROUPS.NAME) then
@@ -26,6 +30,15 @@ expect_types({stats, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash', meta, 'hash'
               groups .. 'all', 'zset', groups .. 'delayed', 'zset', groups .. 'conf', 'hash'})
 int_fields(stats, 'seq', 'skipped')
 if id ~= '' and redis.call('HEXISTS', J.d, id) == 1 then return {id, 1} end
+local gc = {} -- (the call's cache of the groups' settings)
+local bound = select(6, GROUPS.conf(groups, g, gc))
+if bound then
+  local waiting = redis.call('LLEN', groups .. 'r:' .. g) + redis.call('ZCARD', groups .. 'p:' .. g)
+  if waiting >= bound then
+    return redis.error_reply(string.format('RJQFULL the group %s has %d waiting jobs; one more '
+      .. 'would pass its max_waiting %d', g, waiting, bound))
+  end
+end
 local seq = redis.call('HINCRBY', stats, 'seq', 1)
 if id == '' then id = int(seq) end
 local now = now_ms()
@@ -44,6 +57,6 @@ if delay > 0 then
   end
 else
   redis.call('HSET', J.s, id, state_value('ready', '0', nil, qtimes))
-  GROUPS.push(groups, J, g, id, p, false, stats, {}, seq)
+  GROUPS.push(groups, J, g, id, p, false, stats, gc, seq)
 end
 return {id, 0}

@@ -679,6 +679,49 @@ TEST(finishing_an_old_handle_inside_the_handler_of_its_jobs_next_run_is_fenced) 
     env_stop(&e);
 }
 
+/* The reclaim sweep frees the slots of all its group jobs at once (one
+ * SREM per group, not per job) and learns the state it left each in from
+ * its own moves (no read of the state it just wrote). */
+TEST(reclaiming_jobs_of_two_groups_frees_their_slots_once_per_group) {
+    test_env e;
+    env_start(&e, "gk");
+    set_limits(&e, "a", 3, 0);
+    char p[16];
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "a%d", i);
+        ASSERT_OK(enqueue_in(&e, e.q, p, "a", 0).status);
+        snprintf(p, sizeof p, "b%d", i);
+        ASSERT_OK(enqueue_in(&e, e.q, p, "b", 0).status);
+    }
+    /* a worker that then hangs claims all six (the claim script, as a
+     * worker sends it) */
+    const char *claim[] = {"t:{gk}:job:", "6", "60000", "cx.w.1", "t:{gk}:wake", "w ch", "1", "0", "0", "1"};
+    redisReply *r = server_fcall(e.rc, RJQ__S_CLAIM, "gk", claim, 10);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 6);
+    for (size_t i = 4; i < r->elements; i += 5)
+        freeReplyObject(server_cmd(e.rc, "ZADD t:{gk}:active 1 %s", r->element[i]->str));
+    freeReplyObject(r);
+    ASSERT_EQ(3, server_int(e.rc, "SCARD t:{gk}:g:a:a"));
+    ASSERT_EQ(0, get_stats(e.base, e.q).ready);
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    count_wait cw = {0, 0, 0};
+    ASSERT_OK(rjq_queue_reclaim(e.q, on_count, &cw));
+    WAIT_FOR(e.base, cw.done == 1, 10000);
+    ASSERT_EQ(6, cw.n);
+    ASSERT_EQ(2, server_calls(e.rc, "srem"));     /* (one per group; 6 per job before) */
+    ASSERT_EQ(0, server_calls(e.rc, "hget"));     /* (the states were not read back) */
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gk}:g:a:a t:{gk}:g:a:b"));
+    ASSERT_EQ(6, get_stats(e.base, e.q).ready);
+    ASSERT_EQ(3, groups_of(&e, "a").depth[0]);
+    ASSERT_EQ(3, groups_of(&e, "b").depth[0]);
+    ran rn;
+    rjq_worker *w = start_noting(&e, &rn, 2);
+    WAIT_FOR(e.base, rn.n == 6, 10000);
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gk}:g:job t:{gk}:g:all") == 0, 10000);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
 /* ---- per-group rate limit and bound ------------------------------------------------ */
 
 static void limit_group(test_env *e, const char *group, const rjq_group_limits *l) {

@@ -205,20 +205,29 @@ function GROUPS.release(G, J, ids, c)
   return by
 end
 
--- After a job of group g was failed or returned (fail_job, return_lost
--- with the group's keys: GROUPS.q): ready in the group again (counted,
--- offered, listed again: GROUPS.release may have dropped it), delayed
+-- After jobs of groups were failed or returned (fail_job, return_lost
+-- with the group's keys: GROUPS.q), each {group, id, the state they left
+-- it in}: ready in the group again (counted, the group offered and listed
+-- again: GROUPS.release may have dropped it; once per group), delayed
 -- (nothing more), or dead (its group entry dropped). stats: the queue's
 -- stats hash ('gready').
-function GROUPS.after(G, J, g, id, c, stats)
-  local st = state_of(redis.call('HGET', J.s, id))
-  if st == 'ready' then
-    redis.call('HINCRBY', stats, 'gready', 1)
+function GROUPS.after(G, J, done, c, stats)
+  local ready, groups, gone = 0, {}, {}
+  for _, d in ipairs(done) do
+    local g, id, st = d[1], d[2], d[3]
+    if st == 'ready' then
+      ready = ready + 1
+      if not groups[g] then groups[g] = true; groups[#groups + 1] = g end
+    elseif st ~= 'delayed' then
+      gone[#gone + 1] = id
+    end
+  end
+  if ready > 0 then redis.call('HINCRBY', stats, 'gready', ready) end
+  for _, g in ipairs(groups) do
     GROUPS.list(G, g)
     GROUPS.offer(G, J, g, c)
-  elseif st ~= 'delayed' then
-    redis.call('HDEL', G .. 'job', id)
   end
+  if #gone > 0 then redis.call('HDEL', G .. 'job', unpack(gone)) end
 end
 
 -- A copy of the queue table q (fail_job, return_lost) that puts a job of

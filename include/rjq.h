@@ -1810,6 +1810,9 @@ typedef struct rjq_group_info {
     int weight;         /* its jobs per turn in effect */
     int paused;
     int reserved;
+    long rate;           /* its rate limit in effect: starts ... (0: none) */
+    long rate_window_ms; /* ... per this many ms (0: none) */
+    long max_waiting;    /* its bound on ready jobs in effect (0: none) */
 } rjq_group_info;
 
 /* total: the groups with ready or active jobs; list: up to the count

@@ -242,16 +242,18 @@ static void on_list(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq_group_info *list = NULL;
     size_t n = 0;
     long long total = 0;
-    /* gstats.lua: { total, then 6 per group } */
+    /* gstats.lua: { total, then PER per group } */
+    enum { PER = 9 };
     if (status == RJQ_OK) {
-        int ok = r->type == REDIS_REPLY_ARRAY && r->elements >= 1 && (r->elements - 1) % 6 == 0 &&
-                 (long long)(r->elements - 1) / 6 <= x->count && int_in(r->element[0], 0, RJQ__TIME_MAX);
-        for (size_t i = 1; ok && i < r->elements; i += 6) {
+        int ok = r->type == REDIS_REPLY_ARRAY && r->elements >= 1 && (r->elements - 1) % PER == 0 &&
+                 (long long)(r->elements - 1) / PER <= x->count && int_in(r->element[0], 0, RJQ__TIME_MAX);
+        for (size_t i = 1; ok && i < r->elements; i += PER) {
             redisReply **e = &r->element[i];
             ok = e[0]->type == REDIS_REPLY_STRING && e[0]->len > 0 && e[0]->len <= RJQ_GROUP_NAME_MAX &&
                  !memchr(e[0]->str, '\0', e[0]->len) && int_in(e[1], 0, RJQ__TIME_MAX) &&
                  int_in(e[2], 0, RJQ__TIME_MAX) && int_in(e[3], -1, 2147483647) &&
-                 int_in(e[4], 1, 2147483647) && int_in(e[5], 0, 1);
+                 int_in(e[4], 1, 2147483647) && int_in(e[5], 0, 1) && int_in(e[6], 0, 2147483647) &&
+                 int_in(e[7], 0, 2147483647) && int_in(e[8], 0, 2147483647);
         }
         if (!ok) {
             rjq__errmsg(c, "groups: unexpected reply");
@@ -260,13 +262,13 @@ static void on_list(rjq_client *c, int status, redisReply *r, void *priv) {
     }
     if (status == RJQ_OK) {
         total = r->element[0]->integer;
-        n = (r->elements - 1) / 6;
+        n = (r->elements - 1) / PER;
         list = n ? calloc(n, sizeof *list) : NULL;
         if (n && list == NULL) status = RJQ_ENOMEM;
     }
     if (status == RJQ_OK) {
         for (size_t k = 0; k < n; k++) {
-            redisReply **e = &r->element[1 + 6 * k];
+            redisReply **e = &r->element[1 + PER * k];
             /* (names end where the reply's strings do: hiredis NUL-terminates them) */
             list[k].name = e[0]->str;
             list[k].depth = e[1]->integer;
@@ -274,6 +276,9 @@ static void on_list(rjq_client *c, int status, redisReply *r, void *priv) {
             list[k].concurrency = (int)e[3]->integer;
             list[k].weight = (int)e[4]->integer;
             list[k].paused = (int)e[5]->integer;
+            list[k].rate = (long)e[6]->integer;
+            list[k].rate_window_ms = (long)e[7]->integer;
+            list[k].max_waiting = (long)e[8]->integer;
         }
     }
     rjq_queue *q = x->q;

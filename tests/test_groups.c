@@ -94,6 +94,7 @@ typedef struct groups_wait {
     char name[8][RJQ_GROUP_NAME_MAX + 1];
     long long depth[8], active[8];
     int paused[8];
+    long rate[8], window[8], bound[8];
 } groups_wait;
 
 static void on_groups(rjq_client *c, int status, long long total, const rjq_group_info *l, size_t n,
@@ -109,6 +110,9 @@ static void on_groups(rjq_client *c, int status, long long total, const rjq_grou
         g->depth[i] = l[i].depth;
         g->active[i] = l[i].active;
         g->paused[i] = l[i].paused;
+        g->rate[i] = l[i].rate;
+        g->window[i] = l[i].rate_window_ms;
+        g->bound[i] = l[i].max_waiting;
     }
 }
 
@@ -792,6 +796,9 @@ TEST(group_rate_limit_of_50_per_second_holds_over_3_worker_processes_and_spares_
     limit_group(&e, "r", &l);
     groups_wait gw = groups_of(&e, "r");
     ASSERT_EQ(1, gw.n);
+    ASSERT_EQ(50, gw.rate[0]);
+    ASSERT_EQ(1000, gw.window[0]);
+    ASSERT_EQ(0, gw.bound[0]);
     char id[16];
     rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.id = id;
@@ -863,7 +870,11 @@ TEST(a_group_rate_limit_set_as_the_default_applies_to_every_group_and_a_group_ma
     /* a and b wait for their windows: out of the ring, in the rated set */
     ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{gd}:g:ring"));
     ASSERT_EQ(2, server_int(e.rc, "ZCARD t:{gd}:g:rated"));
-    ASSERT_EQ(3, groups_of(&e, "a").depth[0]);
+    groups_wait gw = groups_of(&e, "a");
+    ASSERT_EQ(3, gw.depth[0]);
+    ASSERT_EQ(2, gw.rate[0]); /* (the defaults') */
+    ASSERT_EQ(600000, gw.window[0]);
+    ASSERT_EQ(0, groups_of(&e, "free").rate[0]);
     /* lifted for a: offered again, and its jobs start */
     limit_group(&e, "a", &none);
     WAIT_FOR(e.base, r.n == 12, 10000);
@@ -901,6 +912,7 @@ TEST(an_enqueue_past_a_groups_max_waiting_is_refused_with_nothing_written) {
     freeReplyObject(after);
     ASSERT_EQ(keys, server_int(e.rc, "DBSIZE"));
     ASSERT_EQ(3, groups_of(&e, "a").depth[0]);
+    ASSERT_EQ(3, groups_of(&e, "a").bound[0]);
     /* a job started makes room for one more */
     ran r;
     rjq_worker *w = start_noting(&e, &r, 1);

@@ -1776,12 +1776,16 @@ static void on_groups(rjq_client *c, int status, long long total, const rjq_grou
             if (i) putchar(',');
             fputs("{\"name\":", stdout);
             print_json_string(g->name, strlen(g->name));
-            printf(",\"depth\":%lld,\"active\":%lld,\"concurrency\":%d,\"weight\":%d,\"paused\":%s}",
-                   g->depth, g->active, g->concurrency, g->weight, g->paused ? "true" : "false");
+            printf(",\"depth\":%lld,\"active\":%lld,\"concurrency\":%d,\"weight\":%d,\"paused\":%s,"
+                   "\"rate\":%ld,\"rate_window_ms\":%ld,\"max_waiting\":%ld}",
+                   g->depth, g->active, g->concurrency, g->weight, g->paused ? "true" : "false", g->rate,
+                   g->rate_window_ms, g->max_waiting);
         } else {
             printf("%s depth %lld active %lld", g->name, g->depth, g->active);
             if (g->concurrency >= 0) printf(" concurrency %d", g->concurrency);
             if (g->weight != 1) printf(" weight %d", g->weight);
+            if (g->rate) printf(" rate %ld/%ld", g->rate, g->rate_window_ms);
+            if (g->max_waiting) printf(" max_waiting %ld", g->max_waiting);
             if (g->paused) fputs(" paused", stdout);
             putchar('\n');
         }

@@ -1746,7 +1746,9 @@ RJQ_API int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *l, rjq_count_cb
  * group at its limit or paused costs no claim anything: it leaves the
  * round-robin until a slot frees, its rate window turns (a claim that
  * comes back short tells its worker when, as the queue's own rate limit
- * does) or it resumes (then the doorbell rings). The queue's own pause and
+ * does) or it resumes (then the doorbell rings). A group job enqueued
+ * while a worker has free slots registered is pushed to it when its
+ * group's limits let the round-robin start one (README "Groups"). The queue's own pause and
  * limits apply to group jobs too. Retries and reclaimed jobs go back to
  * their group. A queue with no group jobs pays nothing for the feature.
  * Not built yet: groups on sharded queues, group jobs in batches, awaits,

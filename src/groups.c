@@ -108,6 +108,10 @@ int rjq__groups_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq
     if (text) rjq__argv_add(&v, text, tlen);
     else rjq__argv_str(&v, opts);
     rjq__argv_str(&v, o->group);
+    char tbase[16]; /* the token base of a job pushed to an idle worker */
+    rjq__random_word(c, tbase, 10);
+    strcat(tbase, "p");
+    rjq__argv_str(&v, tbase);
     rjq__queue_register(q);
     /* a job with a caller's id may be sent again (genqueue reports it
      * existing); a numbered one not. (The arguments point at text: freed

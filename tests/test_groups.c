@@ -952,3 +952,109 @@ TEST(bad_group_limits_are_refused) {
     ASSERT_EQ(0, server_int(e.rc, "DBSIZE"));
     env_stop(&e);
 }
+
+/* ---- push delivery of group jobs -------------------------------------------------- */
+
+/* Slots of the single registration in queue q's idle hash whose push
+ * channel is subscribed (-1: none, or not subscribed yet). */
+static long registered_slots(redisContext *rc, const char *q) {
+    redisReply *r = server_cmd(rc, "HGETALL t:{%s}:idle", q);
+    long slots = -1;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2) {
+        const char *ch = strchr(r->element[0]->str, ' ');
+        if (ch && server_numsub(rc, ch + 1) >= 1) slots = atol(r->element[1]->str);
+    }
+    freeReplyObject(r);
+    return slots;
+}
+
+/* The claim script's calls so far: only a claim reads the held index with
+ * ZRANGEBYLEX (its re-send check). */
+static long long claims_run(redisContext *rc) {
+    return server_calls(rc, "zrangebylex");
+}
+
+typedef struct holding {
+    rjq_job *job[8];
+    char id[8][16];
+    long n;
+} holding;
+
+static void hold_noting(rjq_job *job, void *data) {
+    holding *h = data;
+    if (h->n < 8) {
+        h->job[h->n] = job;
+        snprintf(h->id[h->n], sizeof h->id[0], "%s", rjq_job_get_id(job));
+    }
+    h->n++;
+}
+
+TEST(an_idle_worker_gets_group_jobs_pushed_within_their_groups_limits) {
+    test_env e;
+    env_start(&e, "gp");
+    set_limits(&e, "a", 1, 0);
+    static holding h;
+    memset(&h, 0, sizeof h);
+    rjq_worker_options wo = quiet_worker_options(3);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_noting, &h, &w));
+    WAIT_FOR(e.base, registered_slots(e.rc, "gp") == 3, 10000);
+    long long claims = claims_run(e.rc);
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.group = "a";
+    o.id = "a1";
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    WAIT_FOR(e.base, h.n == 1, 10000);
+    ASSERT_STREQ("a1", h.id[0]);
+    o.id = "a2"; /* (a is at its limit: not pushed, it waits in its group) */
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    o.group = "b";
+    o.id = "b1";
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    WAIT_FOR(e.base, h.n == 2, 10000);
+    ASSERT_STREQ("b1", h.id[1]);
+    ASSERT_EQ(claims, claims_run(e.rc)); /* (pushed: no claim ran) */
+    ASSERT_EQ(1, registered_slots(e.rc, "gp"));
+    groups_wait l = groups_of(&e, "a");
+    ASSERT_EQ(1, l.depth[0]);
+    ASSERT_EQ(1, l.active[0]);
+    ASSERT_EQ(1, get_stats(e.base, e.q).ready);
+    /* a's slot freed: a2 starts */
+    ASSERT_OK(rjq_job_complete(h.job[0], "", 0, NULL, NULL));
+    WAIT_FOR(e.base, h.n == 3, 10000);
+    ASSERT_STREQ("a2", h.id[2]);
+    ASSERT_OK(rjq_job_complete(h.job[1], "", 0, NULL, NULL));
+    ASSERT_OK(rjq_job_complete(h.job[2], "", 0, NULL, NULL));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gp}:g:job t:{gp}:g:all") == 0, 10000);
+    ASSERT_EQ(0, get_stats(e.base, e.q).ready);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+TEST(a_group_at_its_rate_limit_gets_nothing_pushed) {
+    test_env e;
+    env_start(&e, "gu");
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    l.rate = 1;
+    l.rate_window_ms = 600000;
+    limit_group(&e, "a", &l);
+    static holding h;
+    memset(&h, 0, sizeof h);
+    rjq_worker_options wo = quiet_worker_options(3);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_noting, &h, &w));
+    WAIT_FOR(e.base, registered_slots(e.rc, "gu") == 3, 10000);
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.group = "a";
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    WAIT_FOR(e.base, h.n == 1, 10000);
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    o.group = "b";
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    WAIT_FOR(e.base, h.n == 2, 10000);
+    ASSERT_EQ(1, groups_of(&e, "a").depth[0]); /* (its second job waits for its window) */
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{gu}:g:rated"));
+    for (int i = 0; i < 2; i++) ASSERT_OK(rjq_job_complete(h.job[i], "", 0, NULL, NULL));
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}

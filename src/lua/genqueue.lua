@@ -3,19 +3,24 @@
 -- hash, and its place in its group's ready list (or prio set), or in the
 -- groups' delayed set; the group enters the round-robin ring when it can
 -- start work (the doorbell rings when the ring was empty, or when a
--- delayed job became the groups' earliest). No push delivery: a group's
--- limits are the claim's to apply (claim.lua). The queue's meta field
+-- delayed job became the groups' earliest). Push delivery: when a worker
+-- registered idle slots (lib.lua offer_slots; none on a paused or limited
+-- queue: CONTROL_MARK), one job is pushed to it (push_to_idle), the one
+-- the claim would start next (GROUPS.take: the ring's next turn, within
+-- its group's limits; not always the new job). The queue's meta field
 -- 'groups' is set, so claims serve the groups from then on.
--- KEYS (src/keys.def; bound to these locals): stats, cols, meta, groups
+-- KEYS (src/keys.def; bound to these locals): stats, cols, meta, groups,
+--       active, idle, monitored, events, deadlines
 -- ARGV: 1 id ('' = assign the next number), 2 payload, 3 options ('' =
---       defaults, else as enqueue.lua takes them; no debounce), 4 group
+--       defaults, else as enqueue.lua takes them; no debounce), 4 group,
+--       5 token base for a pushed job (unique per call; absent: no push)
 -- Returns { id, existed }: an id that exists is reported (existed = 1)
 -- and nothing is written. A group with a bound on its ready jobs (gconf
 -- max_waiting) that has that many refuses the job, nothing written: the
 -- error RJQFULL, as a bounded queue's (enqueue.lua; RJQ_EFULL). A delayed
 -- job is refused the same (its group's ready jobs are counted when it is
 -- enqueued, not when it becomes ready).
-local id, payload, opts, g = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local id, payload, opts, g, tbase = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local J = columns(cols)
 if #g == 0 or #g > 64 or not string.match(g, GROUPS.NAME) then
   return redis.error_reply('ERR rjq genqueue: bad group name')
@@ -39,6 +44,13 @@ if bound then
       .. 'would pass its max_waiting %d', g, waiting, bound))
   end
 end
+-- an idle worker to push to (read, and the keys a push writes checked,
+-- before the first write)
+local pick = {}
+if tbase and delay == 0 then
+  pick = typed('hash', 'HRANDFIELD', idle, 1, 'WITHVALUES')
+  if #pick > 0 and pick[1] ~= CONTROL_MARK then expect_types({active, 'zset', deadlines, 'zset'}) end
+end
 local seq = redis.call('HINCRBY', stats, 'seq', 1)
 if id == '' then id = int(seq) end
 local now = now_ms()
@@ -57,6 +69,25 @@ if delay > 0 then
   end
 else
   redis.call('HSET', J.s, id, state_value('ready', '0', nil, qtimes))
+  gc.hold = #pick > 0 -- (the doorbell: only for work the push leaves)
   GROUPS.push(groups, J, g, id, p, false, stats, gc, seq)
+  if #pick > 0 then
+    local has_prio = p ~= 0 or redis.call('HGET', meta, 'groups') == '2'
+    local function take(n)
+      local ids = GROUPS.take(groups, J, n, now, stats, has_prio, tbase .. 'g')
+      if #ids == 0 then return ids end
+      return ids, load_jobs(J, ids)
+    end
+    push_to_idle(J, active, idle, tbase, 1, monitor(monitored, events, now), pick, take, deadlines, now)
+    -- the ring was empty: g alone was in it, and stays only with jobs left
+    -- (a group left in the ring is one a worker was woken for)
+    if gc.bell then
+      if redis.call('EXISTS', groups .. 'r:' .. g, groups .. 'p:' .. g) == 0 then
+        redis.call('ZREM', groups .. 'ring', g)
+      elseif redis.call('EXISTS', groups .. 'ring') == 1 then
+        redis.call(PUB or pub_mode(), GROUPS.wake(groups), '1')
+      end
+    end
+  end
 end
 return {id, 0}

@@ -117,7 +117,8 @@ end
 
 -- Put group g in the ring when it can start work (ready jobs, not paused,
 -- below its limit); out of it when not. Rings the doorbell when the ring
--- was empty.
+-- was empty (c.hold: notes it in c.bell instead, for a caller that may
+-- push the work to an idle worker itself, genqueue.lua).
 function GROUPS.offer(G, J, g, c)
   local ring = G .. 'ring'
   local limit, _, paused, rate = GROUPS.conf(G, g, c)
@@ -130,7 +131,9 @@ function GROUPS.offer(G, J, g, c)
   if rate and redis.call('ZSCORE', G .. 'rated', g) then return end
   if redis.call('LLEN', G .. 'r:' .. g) == 0 and redis.call('ZCARD', G .. 'p:' .. g) == 0 then return end
   redis.call('ZADD', ring, GROUPS.next_turn(G, c), g)
-  if redis.call('ZCARD', ring) == 1 then redis.call(PUB or pub_mode(), GROUPS.wake(G), '1') end
+  if redis.call('ZCARD', ring) == 1 then
+    if c.hold then c.bell = true else redis.call(PUB or pub_mode(), GROUPS.wake(G), '1') end
+  end
 end
 
 -- Group g has jobs: listed (the listing, gstats.lua, reads the list).

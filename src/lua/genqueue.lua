@@ -84,6 +84,7 @@ else
     if gc.bell then
       if redis.call('EXISTS', groups .. 'r:' .. g, groups .. 'p:' .. g) == 0 then
         redis.call('ZREM', groups .. 'ring', g)
+        redis.call('HDEL', groups .. 'credit', g) -- (its weighted turn ends, as a claim ends it)
       elseif redis.call('EXISTS', groups .. 'ring') == 1 then
         redis.call(PUB or pub_mode(), GROUPS.wake(groups), '1')
       end

@@ -818,6 +818,8 @@ TEST(group_rate_limit_of_50_per_second_holds_over_3_worker_processes_and_spares_
      * once: past the first window only a claim's "next start at T" wakes
      * them, so all starting long before a poll is the wake working */
     WAIT_FOR(e.base, s.nr == RATED_JOBS && s.nf == FREE_JOBS, 45000);
+    /* (all completed before the workers go: nothing of them left active) */
+    WAIT_FOR(e.base, server_int(e.rc, "HGET t:{gq}:stats retained") == RATED_JOBS + FREE_JOBS, 10000);
     for (int k = 0; k < 3; k++) {
         kill(pids[k], SIGKILL);
         reap(pids[k], 5000);
@@ -839,7 +841,7 @@ TEST(group_rate_limit_of_50_per_second_holds_over_3_worker_processes_and_spares_
                     "%.1f/s sustained (%+.1f%%), most in one second %ld; f's %d done %.3f s after r's first\n",
             s.nr, span_s, rate, (rate / 50.0 - 1) * 100, most, FREE_JOBS,
             (double)(s.f[FREE_JOBS - 1] - s.r[0]) / 1000.0);
-    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gq}:g:job") == 0, 10000);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gq}:g:job"));
     env_stop(&e);
 }
 

@@ -1745,17 +1745,23 @@ RJQ_API int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *l, rjq_count_cb
  * without a group, several groups in one claim. Per group, enforced by the
  * claim script across any number of worker processes: a concurrency limit
  * (at most N of its jobs active; a slot is freed when one completes,
- * fails or is reclaimed) and pause/resume. A group at its limit or paused
- * costs no claim anything: it leaves the round-robin until a slot frees
- * or it resumes (then the doorbell rings). The queue's own pause and
+ * fails or is reclaimed), a rate limit (at most N starts in any window of
+ * its length, server time), a bound on its ready jobs (an enqueue past it
+ * is refused, RJQ_EFULL) and pause/resume (rjq_queue_limit_group). A
+ * group at its limit or paused costs no claim anything: it leaves the
+ * round-robin until a slot frees, its rate window turns (a claim that
+ * comes back short tells its worker when, as the queue's own rate limit
+ * does) or it resumes (then the doorbell rings). A group job enqueued
+ * while a worker has free slots registered is pushed to it when its
+ * group's limits let the round-robin start one (README "Groups"). The queue's own pause and
  * limits apply to group jobs too, and so does its bound (max_waiting:
- * group jobs waiting count). Retries and reclaimed jobs go back to their
- * group. A queue with no group jobs pays nothing for the feature. On a
- * sharded queue a group lives on one shard (crc16(group) mod N, as a job
- * id): its limits and pause are exact; the calls below route a group's
+ * group jobs waiting count). Retries and reclaimed jobs go back to
+ * their group. A queue with no group jobs pays nothing for the feature.
+ * On a sharded queue a group lives on one shard (crc16(group) mod N, as a
+ * job id): its limits and pause are exact; the calls below route a group's
  * settings to its shard, the defaults of every group to every shard, and
- * merge the listing over the shards. Not built yet: per-group rate limits
- * and bounds, group jobs in batches, awaits, schedules and dependencies.
+ * merge the listing over the shards. Not built yet: group jobs in batches,
+ * awaits, schedules and dependencies.
  */
 #define RJQ_GROUP_NAME_MAX 64
 
@@ -1763,12 +1769,43 @@ RJQ_API int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *l, rjq_count_cb
  * group's own settings override). concurrency: at most this many of its
  * jobs active, 0 none, < 0 the defaults' (for the defaults: none); weight:
  * jobs it may start per turn of the round-robin, <= 0 the defaults'
- * (defaults: 1). cb (may be NULL) gets the number of groups looked at
- * again (on a sharded queue: the group's shard's answer; for the defaults
- * the sum over the shards, each written, or the first error). RJQ_EINVAL
- * for a bad group name, RJQ_ECLOSED, RJQ_ENOMEM. */
+ * (defaults: 1); its rate and bound unchanged (rjq_queue_limit_group sets
+ * all). cb (may be NULL) gets the number of groups looked at again (on a
+ * sharded queue: the group's shard's answer; for the defaults the sum over
+ * the shards, each written, or the first error). RJQ_EINVAL for a bad
+ * group name, RJQ_ECLOSED, RJQ_ENOMEM. */
 RJQ_API int rjq_queue_set_group_limits(rjq_queue *q, const char *group, int concurrency, int weight,
                                        rjq_count_cb *cb, void *data);
+
+/* A group's limits, or the defaults of every group (rjq_queue_limit_group).
+ * Zero (RJQ_GROUP_LIMITS_INIT) in a field: the defaults' (for the
+ * defaults: none, weight 1); RJQ_GROUP_NONE: none, whatever the defaults
+ * say (for the defaults: none). */
+typedef struct rjq_group_limits {
+    size_t size;         /* RJQ_GROUP_LIMITS_INIT sets it */
+    long concurrency;    /* at most this many of its jobs active at once */
+    long weight;         /* jobs it may start per turn of the round-robin (< 0: 1) */
+    long rate;           /* at most this many starts ... */
+    long rate_window_ms; /* ... in any window of this length (sliding, server
+                            time); 0 means 1000 */
+    long max_waiting;    /* at most this many ready jobs (its own delay or a
+                            retry's backoff not counted): an enqueue that would
+                            pass it is refused, RJQ_EFULL, nothing written */
+} rjq_group_limits;
+#define RJQ_GROUP_LIMITS_INIT RJQ_SIZED_INIT_(rjq_group_limits)
+#define RJQ_GROUP_NONE (-1L)
+
+/* Set group's limits (group NULL: the defaults of every group, which a
+ * group's own settings override), all of them (a field at zero follows
+ * the defaults; its pause is kept). From the reply on, claims start only
+ * what they allow; an enqueue, only what max_waiting does. cb (may be
+ * NULL) gets the number of groups looked at again (on a sharded queue:
+ * the group's shard's answer; for the defaults the sum over the shards,
+ * each written, or the first error). RJQ_EINVAL for a bad group name, l
+ * NULL, a bad size, a number above INT_MAX or below zero (other than
+ * RJQ_GROUP_NONE; a window: none below zero), RJQ_ECLOSED, RJQ_ENOMEM. */
+RJQ_API int rjq_queue_limit_group(rjq_queue *q, const char *group, const rjq_group_limits *l,
+                                  rjq_count_cb *cb, void *data);
 
 /* Pause (paused 1) or resume (0) one group: a paused group starts nothing
  * (its jobs wait; running ones finish). cb (may be NULL) gets 1. Codes as
@@ -1786,6 +1823,9 @@ typedef struct rjq_group_info {
     int weight;         /* its jobs per turn in effect */
     int paused;
     int reserved;
+    long rate;           /* its rate limit in effect: starts ... (0: none) */
+    long rate_window_ms; /* ... per this many ms (0: none) */
+    long max_waiting;    /* its bound on ready jobs in effect (0: none) */
 } rjq_group_info;
 
 /* total: the groups with ready or active jobs; list: up to the count

@@ -5,6 +5,7 @@
  * pause, and the listing of groups by depth. The claims that start group
  * jobs are the queue's own: a worker needs nothing of this file.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +109,10 @@ int rjq__groups_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq
     else rjq__argv_str(&v, opts);
     rjq__argv_str(&v, o->group);
     rjq__argv_ll(&v, rjq__queue_max_waiting(q)); /* (the queue's bound counts group jobs) */
+    char tbase[16]; /* the token base of a job pushed to an idle worker */
+    rjq__random_word(c, tbase, 10);
+    strcat(tbase, "p");
+    rjq__argv_str(&v, tbase);
     rjq__queue_register(q);
     /* a job with a caller's id may be sent again (genqueue reports it
      * existing); a numbered one not. (The arguments point at text: freed
@@ -141,7 +146,14 @@ static void on_count(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq__queue_release(q);
 }
 
-static int send_conf(rjq_queue *q, const char *group, const char *what, long long l, long long w,
+/* gconf.lua's arguments after the group and what: concurrency, weight,
+ * then (rjq_queue_limit_group) rate and bound; NULL: not sent. */
+typedef struct conf_args {
+    char l[24], w[24], r[48], b[24];
+    int all; /* rate and bound sent too */
+} conf_args;
+
+static int send_conf(rjq_queue *q, const char *group, const char *what, const conf_args *ca,
                      rjq_count_cb *cb, void *data) {
     count_ctx *x = malloc(sizeof *x);
     if (x == NULL) return RJQ_ENOMEM;
@@ -153,11 +165,13 @@ static int send_conf(rjq_queue *q, const char *group, const char *what, long lon
     rjq__argv_script_keys(&v, q, RJQ__S_GCONF);
     rjq__argv_str(&v, group ? group : "*");
     rjq__argv_str(&v, what);
-    if (strcmp(what, "limits") == 0) {
-        if (l < 0) rjq__argv_str(&v, "-");
-        else rjq__argv_ll(&v, l);
-        if (w <= 0) rjq__argv_str(&v, "-");
-        else rjq__argv_ll(&v, w);
+    if (ca) {
+        rjq__argv_str(&v, ca->l);
+        rjq__argv_str(&v, ca->w);
+        if (ca->all) {
+            rjq__argv_str(&v, ca->r);
+            rjq__argv_str(&v, ca->b);
+        }
     }
     rjq__queue_register(q);
     int rc = rjq__queue_script(q, RJQ__S_GCONF, RJQ__REQ_RETRY, on_count, x, &v);
@@ -170,14 +184,47 @@ int rjq__groups_set_limits(rjq_queue *q, const char *group, int concurrency, int
     int rc = usable(q, 1);
     if (rc != RJQ_OK) return rc;
     if (group && !rjq__valid_group_name(group)) return RJQ_EINVAL;
-    return send_conf(q, group, "limits", concurrency, weight, cb, data);
+    conf_args ca = {.all = 0};
+    if (concurrency < 0) strcpy(ca.l, "-");
+    else snprintf(ca.l, sizeof ca.l, "%d", concurrency);
+    if (weight <= 0) strcpy(ca.w, "-");
+    else snprintf(ca.w, sizeof ca.w, "%d", weight);
+    return send_conf(q, group, "limits", &ca, cb, data);
+}
+
+/* A field of rjq_group_limits as gconf.lua takes it: 0 '-' (the
+ * defaults'), RJQ_GROUP_NONE '0' (none), else the number (1..max). */
+static int conf_field(long v, long max, char *out, size_t n) {
+    if (v == 0) snprintf(out, n, "-");
+    else if (v == RJQ_GROUP_NONE) snprintf(out, n, "0");
+    else if (v > 0 && v <= max) snprintf(out, n, "%ld", v);
+    else return RJQ_EINVAL;
+    return RJQ_OK;
+}
+
+int rjq__groups_limit(rjq_queue *q, const char *group, const rjq_group_limits *l, rjq_count_cb *cb,
+                      void *data) {
+    int rc = usable(q, l != NULL);
+    if (rc != RJQ_OK) return rc;
+    if (group && !rjq__valid_group_name(group)) return RJQ_EINVAL;
+    rjq_group_limits in = *l;
+    const long big = 2147483647L;
+    conf_args ca = {.all = 1};
+    long win = in.rate_window_ms ? in.rate_window_ms : 1000;
+    if (conf_field(in.concurrency, big, ca.l, sizeof ca.l) != RJQ_OK ||
+        conf_field(in.weight < 0 ? 0 : in.weight, big, ca.w, sizeof ca.w) != RJQ_OK ||
+        conf_field(in.rate, big, ca.r, sizeof ca.r) != RJQ_OK ||
+        conf_field(in.max_waiting, big, ca.b, sizeof ca.b) != RJQ_OK || win < 0 || win > big)
+        return RJQ_EINVAL;
+    if (in.rate > 0) snprintf(ca.r, sizeof ca.r, "%ld/%ld", in.rate, win);
+    return send_conf(q, group, "limits", &ca, cb, data);
 }
 
 int rjq__groups_pause(rjq_queue *q, const char *group, int paused, rjq_count_cb *cb, void *data) {
     int rc = usable(q, 1);
     if (rc != RJQ_OK) return rc;
     if (!rjq__valid_group_name(group)) return RJQ_EINVAL;
-    return send_conf(q, group, paused ? "pause" : "resume", 0, 0, cb, data);
+    return send_conf(q, group, paused ? "pause" : "resume", NULL, cb, data);
 }
 
 /* ---- listing ------------------------------------------------------------ */
@@ -198,16 +245,18 @@ static void on_list(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq_group_info *list = NULL;
     size_t n = 0;
     long long total = 0;
-    /* gstats.lua: { total, then 6 per group } */
+    /* gstats.lua: { total, then PER per group } */
+    enum { PER = 9 };
     if (status == RJQ_OK) {
-        int ok = r->type == REDIS_REPLY_ARRAY && r->elements >= 1 && (r->elements - 1) % 6 == 0 &&
-                 (long long)(r->elements - 1) / 6 <= x->count && int_in(r->element[0], 0, RJQ__TIME_MAX);
-        for (size_t i = 1; ok && i < r->elements; i += 6) {
+        int ok = r->type == REDIS_REPLY_ARRAY && r->elements >= 1 && (r->elements - 1) % PER == 0 &&
+                 (long long)(r->elements - 1) / PER <= x->count && int_in(r->element[0], 0, RJQ__TIME_MAX);
+        for (size_t i = 1; ok && i < r->elements; i += PER) {
             redisReply **e = &r->element[i];
             ok = e[0]->type == REDIS_REPLY_STRING && e[0]->len > 0 && e[0]->len <= RJQ_GROUP_NAME_MAX &&
                  !memchr(e[0]->str, '\0', e[0]->len) && int_in(e[1], 0, RJQ__TIME_MAX) &&
                  int_in(e[2], 0, RJQ__TIME_MAX) && int_in(e[3], -1, 2147483647) &&
-                 int_in(e[4], 1, 2147483647) && int_in(e[5], 0, 1);
+                 int_in(e[4], 1, 2147483647) && int_in(e[5], 0, 1) && int_in(e[6], 0, 2147483647) &&
+                 int_in(e[7], 0, 2147483647) && int_in(e[8], 0, 2147483647);
         }
         if (!ok) {
             rjq__errmsg(c, "groups: unexpected reply");
@@ -216,13 +265,13 @@ static void on_list(rjq_client *c, int status, redisReply *r, void *priv) {
     }
     if (status == RJQ_OK) {
         total = r->element[0]->integer;
-        n = (r->elements - 1) / 6;
+        n = (r->elements - 1) / PER;
         list = n ? calloc(n, sizeof *list) : NULL;
         if (n && list == NULL) status = RJQ_ENOMEM;
     }
     if (status == RJQ_OK) {
         for (size_t k = 0; k < n; k++) {
-            redisReply **e = &r->element[1 + 6 * k];
+            redisReply **e = &r->element[1 + PER * k];
             /* (names end where the reply's strings do: hiredis NUL-terminates them) */
             list[k].name = e[0]->str;
             list[k].depth = e[1]->integer;
@@ -230,6 +279,9 @@ static void on_list(rjq_client *c, int status, redisReply *r, void *priv) {
             list[k].concurrency = (int)e[3]->integer;
             list[k].weight = (int)e[4]->integer;
             list[k].paused = (int)e[5]->integer;
+            list[k].rate = (long)e[6]->integer;
+            list[k].rate_window_ms = (long)e[7]->integer;
+            list[k].max_waiting = (long)e[8]->integer;
         }
     }
     rjq_queue *q = x->q;

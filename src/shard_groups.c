@@ -22,13 +22,14 @@
 
 /* ---- calls made before the layout is known ---------------------------------- */
 
-enum { P_LIMITS, P_PAUSE, P_LIST };
+enum { P_LIMITS, P_LIMIT, P_PAUSE, P_LIST };
 
 typedef struct pending {
     rjq_queue *q;
     int kind;
     char *group; /* a copy; NULL: none */
     int a, b;    /* concurrency, weight; paused */
+    rjq_group_limits lim; /* P_LIMIT's, read in whole */
     long offset, count;
     rjq_count_cb *count_cb;
     rjq_groups_cb *groups_cb;
@@ -87,22 +88,24 @@ static void on_fan_part(rjq_client *c, int status, long long n, void *data) {
     if (--f->waiting == 0) fan_done(c, f);
 }
 
-/* The defaults' limits on every shard: a shard whose call cannot be sent
- * ends the sending; none sent: its error returned (cb never called); else
- * cb once every sent call answered (the first error, or the sum). */
-static int limits_everywhere(rjq_queue *q, int n, int concurrency, int weight, rjq_count_cb *cb,
-                             void *data) {
+/* The defaults' limits (p: P_LIMITS or P_LIMIT) on every shard: a shard
+ * whose call cannot be sent ends the sending; none sent: its error
+ * returned (cb never called); else p's cb once every sent call answered
+ * (the first error, or the sum). */
+static int limits_everywhere(rjq_queue *q, int n, const pending *p) {
     rjq_client *c = rjq_queue_get_client(q);
     fan *f = calloc(1, sizeof *f);
     if (f == NULL) return RJQ_ENOMEM;
-    f->cb = cb;
-    f->data = data;
+    f->cb = p->count_cb;
+    f->data = p->data;
     int rc = RJQ_OK, sent = 0;
     rjq__enter(c);
     f->waiting = 1;
     for (int k = 0; k < n && rjq__accepting(c); k++) {
         f->waiting++;
-        rc = rjq__groups_set_limits(rjq_queue_get_shard(q, k), NULL, concurrency, weight, on_fan_part, f);
+        rjq_queue *to = rjq_queue_get_shard(q, k);
+        rc = p->kind == P_LIMIT ? rjq__groups_limit(to, NULL, &p->lim, on_fan_part, f)
+                                : rjq__groups_set_limits(to, NULL, p->a, p->b, on_fan_part, f);
         if (rc != RJQ_OK) {
             f->waiting--;
             f->status = rc;
@@ -221,8 +224,11 @@ static int run(rjq_queue *q, const pending *p) {
     rjq_queue *to = p->group ? rjq__queue_group_shard(q, p->group) : q;
     switch (p->kind) {
     case P_LIMITS:
-        if (n > 1 && p->group == NULL) return limits_everywhere(q, n, p->a, p->b, p->count_cb, p->data);
+        if (n > 1 && p->group == NULL) return limits_everywhere(q, n, p);
         return rjq__groups_set_limits(to, p->group, p->a, p->b, p->count_cb, p->data);
+    case P_LIMIT:
+        if (n > 1 && p->group == NULL) return limits_everywhere(q, n, p);
+        return rjq__groups_limit(to, p->group, &p->lim, p->count_cb, p->data);
     case P_PAUSE:
         return rjq__groups_pause(to, p->group, p->a, p->count_cb, p->data);
     default:
@@ -244,6 +250,16 @@ int rjq_queue_set_group_limits(rjq_queue *q, const char *group, int concurrency,
                                rjq_count_cb *cb, void *data) {
     pending p = {.q = q, .kind = P_LIMITS, .group = (char *)group, .a = concurrency, .b = weight,
                  .count_cb = cb, .data = data};
+    return call(q, &p);
+}
+
+int rjq_queue_limit_group(rjq_queue *q, const char *group, const rjq_group_limits *l, rjq_count_cb *cb,
+                          void *data) {
+    if (q == NULL || l == NULL) return RJQ_EINVAL;
+    pending p = {.q = q, .kind = P_LIMIT, .group = (char *)group, .count_cb = cb, .data = data};
+    p.lim = (rjq_group_limits)RJQ_GROUP_LIMITS_INIT;
+    if (rjq__sized_in(rjq_queue_get_client(q), &p.lim, sizeof p.lim, l, "rjq_group_limits") != RJQ_OK)
+        return RJQ_EINVAL;
     return call(q, &p);
 }
 

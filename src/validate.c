@@ -24,6 +24,7 @@ RJQ__ENDS_AT_(rjq_enqueue_item, opts);
 RJQ__ENDS_AT_(rjq_worker_options, on_job_finish);
 RJQ__ENDS_AT_(rjq_await_options, on_progress);
 RJQ__ENDS_AT_(rjq_limits, rate_window_ms);
+RJQ__ENDS_AT_(rjq_group_limits, max_waiting);
 RJQ__ENDS_AT_(rjq_schedule, reserved);
 RJQ__ENDS_AT_(rjq_batch_options, retention_ms);
 RJQ__ENDS_AT_(rjq_flow_child, opts);

@@ -3,14 +3,18 @@
  * across groups (a group with 90% of the jobs does not starve the others),
  * FIFO and priorities within a group, a per-group concurrency limit that
  * holds across workers of separate clients, pause of one group stopping
- * only it, nothing lost when a group job's lease is reclaimed, and a
- * plain queue paying nothing for the feature. The queue's figures count
- * its group jobs: the ready and delayed listings (by offset and by
- * cursor), its bound (max_waiting), its ready, delayed and active depths
- * around a reclaim. An idle worker of several queues starts a group job
- * it was rung for.
+ * only it, nothing lost when a group job's lease is reclaimed, a plain
+ * queue paying nothing for the feature, a per-group rate limit that holds
+ * across worker processes (and spares the other groups), and a bound on a
+ * group's ready jobs refusing an enqueue with nothing written. The queue's
+ * figures count its group jobs: the ready and delayed listings (by offset
+ * and by cursor), its bound (max_waiting), its ready, delayed and active
+ * depths around a reclaim. An idle worker of several queues starts a group
+ * job it was rung for.
  */
 #include <event2/event.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +98,7 @@ typedef struct groups_wait {
     char name[8][RJQ_GROUP_NAME_MAX + 1];
     long long depth[8], active[8];
     int paused[8];
+    long rate[8], window[8], bound[8];
 } groups_wait;
 
 static void on_groups(rjq_client *c, int status, long long total, const rjq_group_info *l, size_t n,
@@ -109,6 +114,9 @@ static void on_groups(rjq_client *c, int status, long long total, const rjq_grou
         g->depth[i] = l[i].depth;
         g->active[i] = l[i].active;
         g->paused[i] = l[i].paused;
+        g->rate[i] = l[i].rate;
+        g->window[i] = l[i].rate_window_ms;
+        g->bound[i] = l[i].max_waiting;
     }
 }
 
@@ -920,5 +928,381 @@ TEST(cursor_pages_list_group_jobs_after_the_queues_own_and_skip_a_cancelled_one)
     /* a group cursor is checked as any */
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs_after(e.q, RJQ_STATE_READY, "gbad name l x", 2, on_cpage, NULL));
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs_after(e.q, RJQ_STATE_READY, "galpha c x", 2, on_cpage, NULL));
+
+/* The reclaim sweep frees the slots of all its group jobs at once (one
+ * SREM per group, not per job) and learns the state it left each in from
+ * its own moves (no read of the state it just wrote). */
+TEST(reclaiming_jobs_of_two_groups_frees_their_slots_once_per_group) {
+    test_env e;
+    env_start(&e, "gk");
+    set_limits(&e, "a", 3, 0);
+    char p[16];
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "a%d", i);
+        ASSERT_OK(enqueue_in(&e, e.q, p, "a", 0).status);
+        snprintf(p, sizeof p, "b%d", i);
+        ASSERT_OK(enqueue_in(&e, e.q, p, "b", 0).status);
+    }
+    /* a worker that then hangs claims all six (the claim script, as a
+     * worker sends it) */
+    const char *claim[] = {"t:{gk}:job:", "6", "60000", "cx.w.1", "t:{gk}:wake", "w ch", "1", "0", "0", "1"};
+    redisReply *r = server_fcall(e.rc, RJQ__S_CLAIM, "gk", claim, 10);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 6);
+    for (size_t i = 4; i < r->elements; i += 5)
+        freeReplyObject(server_cmd(e.rc, "ZADD t:{gk}:active 1 %s", r->element[i]->str));
+    freeReplyObject(r);
+    ASSERT_EQ(3, server_int(e.rc, "SCARD t:{gk}:g:a:a"));
+    ASSERT_EQ(0, get_stats(e.base, e.q).ready);
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    count_wait cw = {0, 0, 0};
+    ASSERT_OK(rjq_queue_reclaim(e.q, on_count, &cw));
+    WAIT_FOR(e.base, cw.done == 1, 10000);
+    ASSERT_EQ(6, cw.n);
+    ASSERT_EQ(2, server_calls(e.rc, "srem"));     /* (one per group; 6 per job before) */
+    ASSERT_EQ(0, server_calls(e.rc, "hget"));     /* (the states were not read back) */
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gk}:g:a:a t:{gk}:g:a:b"));
+    ASSERT_EQ(6, get_stats(e.base, e.q).ready);
+    ASSERT_EQ(3, groups_of(&e, "a").depth[0]);
+    ASSERT_EQ(3, groups_of(&e, "b").depth[0]);
+    ran rn;
+    rjq_worker *w = start_noting(&e, &rn, 2);
+    WAIT_FOR(e.base, rn.n == 6, 10000);
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gk}:g:job t:{gk}:g:all") == 0, 10000);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* ---- per-group rate limit and bound ------------------------------------------------ */
+
+static void limit_group(test_env *e, const char *group, const rjq_group_limits *l) {
+    int done = 0;
+    ASSERT_OK(rjq_queue_limit_group(e->q, group, l, on_set, &done));
+    WAIT_FOR(e->base, done == 1, 10000);
+}
+
+/* A child process with one worker of the given concurrency completing its
+ * jobs at once; runs until killed. Quiet: no safety poll, no visits, so
+ * only what the scripts tell it (the doorbell, a claim's "next") wakes it. */
+static pid_t spawn_completing_worker(const test_server *s, const char *qname, int concurrency) {
+    pid_t pid = fork_child();
+    if (pid != 0) return pid;
+    struct event_base *base = event_base_new();
+    rjq_client *c = client_for(base, s);
+    rjq_worker_options wo = quiet_worker_options(concurrency);
+    rjq_worker *w;
+    static ran r;
+    memset(&r, 0, sizeof r);
+    ASSERT_OK(rjq_worker_start(queue_for(c, qname), &wo, complete_noting, &r, &w));
+    serve_until_killed(base, 60000);
+}
+
+/* Start times (server time, from the monitor) of the jobs whose ids begin
+ * with 'r' (the rate-limited group) and 'f' (a free one). */
+typedef struct group_starts {
+    rjq_monitor *m;
+    long long r[400], f[400];
+    long nr, nf, f_before_r_done; /* f's starts seen before r's last */
+} group_starts;
+
+static void on_group_start(rjq_client *c, const char *ev, const char *id, void *data) {
+    group_starts *s = data;
+    (void)c;
+    if (strcmp(ev, "active") != 0) return;
+    long long t = rjq_monitor_get_time(s->m);
+    if (id[0] == 'r' && s->nr < 400) s->r[s->nr++] = t;
+    if (id[0] == 'f' && s->nf < 400) s->f[s->nf++] = t;
+}
+
+typedef struct monitored_poll {
+    test_env *e;
+    const char *queue;
+    char channel[64];
+} monitored_poll;
+
+static int is_monitored(void *arg) {
+    monitored_poll *p = arg;
+    return server_int(p->e->rc, "EXISTS t:{%s}:monitored", p->queue) == 1 &&
+           server_numsub(p->e->rc, p->channel) == 1;
+}
+
+#define RATED_JOBS 200
+#define FREE_JOBS 100
+
+TEST(group_rate_limit_of_50_per_second_holds_over_3_worker_processes_and_spares_other_groups) {
+    test_env e;
+    env_start(&e, "gq");
+    static group_starts s;
+    memset(&s, 0, sizeof s);
+    ASSERT_OK(rjq_queue_monitor(e.q, on_group_start, &s, &s.m));
+    monitored_poll mp = {&e, "gq", "t:{gq}:events"};
+    ASSERT(loop_until_cond(e.base, is_monitored, &mp, 20000)); /* (a missed start never comes) */
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    l.rate = 50;
+    l.rate_window_ms = 1000;
+    limit_group(&e, "r", &l);
+    groups_wait gw = groups_of(&e, "r");
+    ASSERT_EQ(1, gw.n);
+    ASSERT_EQ(50, gw.rate[0]);
+    ASSERT_EQ(1000, gw.window[0]);
+    ASSERT_EQ(0, gw.bound[0]);
+    char id[16];
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.id = id;
+    for (int i = 0; i < RATED_JOBS; i++) {
+        snprintf(id, sizeof id, "r%d", i);
+        o.group = "r";
+        ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+        if (i < FREE_JOBS) {
+            snprintf(id, sizeof id, "f%d", i);
+            o.group = "f";
+            ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+        }
+    }
+    pid_t pids[3];
+    for (int k = 0; k < 3; k++) pids[k] = spawn_completing_worker(&e.s, "gq", 10);
+    /* the workers never poll (quiet: every 60 s) and their jobs end at
+     * once: past the first window only a claim's "next start at T" wakes
+     * them, so all starting long before a poll is the wake working */
+    WAIT_FOR(e.base, s.nr == RATED_JOBS && s.nf == FREE_JOBS, 45000);
+    /* (all completed before the workers go: nothing of them left active) */
+    WAIT_FOR(e.base, server_int(e.rc, "HGET t:{gq}:stats retained") == RATED_JOBS + FREE_JOBS, 10000);
+    for (int k = 0; k < 3; k++) {
+        kill(pids[k], SIGKILL);
+        reap(pids[k], 5000);
+    }
+    /* never more than 50 of r's starts in any second (server time) */
+    long most = 0;
+    for (long i = 0, j = 0; i < s.nr; i++) {
+        ASSERT(i == 0 || s.r[i] >= s.r[i - 1]);
+        while (s.r[j] <= s.r[i] - 1000) j++;
+        if (i - j + 1 > most) most = i - j + 1;
+    }
+    ASSERT(most <= 50);
+    /* the free group was not held to r's rate: all its jobs started while
+     * r's still waited for their windows (r needs 3 windows past its first) */
+    ASSERT(s.f[FREE_JOBS - 1] < s.r[RATED_JOBS - 1]);
+    double span_s = (double)(s.r[RATED_JOBS - 1] - s.r[0]) / 1000.0;
+    double rate = (double)(RATED_JOBS - 50) / span_s;
+    fprintf(stderr, "group rate 50/s over 3 processes: %ld starts of r in %.3f s after the first, "
+                    "%.1f/s sustained (%+.1f%%), most in one second %ld; f's %d done %.3f s after r's first\n",
+            s.nr, span_s, rate, (rate / 50.0 - 1) * 100, most, FREE_JOBS,
+            (double)(s.f[FREE_JOBS - 1] - s.r[0]) / 1000.0);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gq}:g:job"));
+    env_stop(&e);
+}
+
+TEST(a_group_rate_limit_set_as_the_default_applies_to_every_group_and_a_group_may_lift_it) {
+    test_env e;
+    env_start(&e, "gd");
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    l.rate = 2;
+    l.rate_window_ms = 600000; /* (no second window within the test) */
+    limit_group(&e, NULL, &l);
+    rjq_group_limits none = RJQ_GROUP_LIMITS_INIT;
+    none.rate = RJQ_GROUP_NONE;
+    limit_group(&e, "free", &none);
+    char p[16];
+    for (int i = 0; i < 5; i++) {
+        snprintf(p, sizeof p, "a%d", i);
+        ASSERT_OK(enqueue_in(&e, e.q, p, "a", 0).status);
+        snprintf(p, sizeof p, "b%d", i);
+        ASSERT_OK(enqueue_in(&e, e.q, p, "b", 0).status);
+        snprintf(p, sizeof p, "free%d", i);
+        ASSERT_OK(enqueue_in(&e, e.q, p, "free", 0).status);
+    }
+    ran r;
+    rjq_worker *w = start_noting(&e, &r, 4);
+    WAIT_FOR(e.base, r.n == 2 + 2 + 5, 10000);
+    wait_worker_started(e.base, e.c, e.q, e.rc, "gd"); /* (its claims since have run) */
+    ASSERT_EQ(9, r.n);
+    /* a and b wait for their windows: out of the ring, in the rated set */
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{gd}:g:ring"));
+    ASSERT_EQ(2, server_int(e.rc, "ZCARD t:{gd}:g:rated"));
+    groups_wait gw = groups_of(&e, "a");
+    ASSERT_EQ(3, gw.depth[0]);
+    ASSERT_EQ(2, gw.rate[0]); /* (the defaults') */
+    ASSERT_EQ(600000, gw.window[0]);
+    ASSERT_EQ(0, groups_of(&e, "free").rate[0]);
+    /* lifted for a: offered again, and its jobs start */
+    limit_group(&e, "a", &none);
+    WAIT_FOR(e.base, r.n == 12, 10000);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+static void on_full(rjq_client *c, int status, const rjq_enqueued *out, size_t n, void *data) {
+    (void)c, (void)out, (void)n;
+    int *d = data;
+    d[0]++;
+    d[1] = status;
+}
+
+TEST(an_enqueue_past_a_groups_max_waiting_is_refused_with_nothing_written) {
+    test_env e;
+    env_start(&e, "gm");
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    l.max_waiting = 3;
+    limit_group(&e, "a", &l);
+    for (int i = 0; i < 3; i++) ASSERT_OK(enqueue_in(&e, e.q, "x", "a", 0).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "x", "b", 0).status); /* (another group: no bound) */
+    redisReply *before = server_cmd(e.rc, "DUMP t:{gm}:stats");
+    long long keys = server_int(e.rc, "DBSIZE");
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.group = "a";
+    o.priority = 5; /* (its priority set counts too) */
+    int d[2] = {0, 0};
+    ASSERT_OK(rjq_enqueue(e.q, "y", 1, &o, on_full, d));
+    WAIT_FOR(e.base, d[0] == 1, 10000);
+    ASSERT_EQ(RJQ_EFULL, d[1]);
+    redisReply *after = server_cmd(e.rc, "DUMP t:{gm}:stats");
+    ASSERT(before->len == after->len && memcmp(before->str, after->len ? after->str : "", after->len) == 0);
+    freeReplyObject(before);
+    freeReplyObject(after);
+    ASSERT_EQ(keys, server_int(e.rc, "DBSIZE"));
+    ASSERT_EQ(3, groups_of(&e, "a").depth[0]);
+    ASSERT_EQ(3, groups_of(&e, "a").bound[0]);
+    /* a job started makes room for one more */
+    ran r;
+    rjq_worker *w = start_noting(&e, &r, 1);
+    WAIT_FOR(e.base, r.n == 4, 10000);
+    worker_stop_wait(e.base, w);
+    for (int i = 0; i < 3; i++) ASSERT_OK(enqueue_in(&e, e.q, "x", "a", 0).status);
+    d[0] = 0;
+    ASSERT_OK(rjq_enqueue(e.q, "y", 1, &o, on_full, d));
+    WAIT_FOR(e.base, d[0] == 1, 10000);
+    ASSERT_EQ(RJQ_EFULL, d[1]);
+    /* the bound lifted: taken */
+    rjq_group_limits none = RJQ_GROUP_LIMITS_INIT;
+    limit_group(&e, "a", &none);
+    ASSERT_OK(enqueue_in(&e, e.q, "x", "a", 0).status);
+    ASSERT_EQ(4, groups_of(&e, "a").depth[0]);
+    env_stop(&e);
+}
+
+TEST(bad_group_limits_are_refused) {
+    test_env e;
+    env_start(&e, "gv");
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_limit_group(e.q, "a", NULL, NULL, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_limit_group(e.q, "bad name", &l, NULL, NULL));
+    l.rate = -5;
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_limit_group(e.q, "a", &l, NULL, NULL));
+    l.rate = 5;
+    l.rate_window_ms = -1;
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_limit_group(e.q, "a", &l, NULL, NULL));
+    l.rate_window_ms = 0;
+#if LONG_MAX > 2147483647L
+    l.max_waiting = 2147483648L;
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_limit_group(e.q, "a", &l, NULL, NULL));
+#endif
+    l.max_waiting = -2;
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_limit_group(e.q, "a", &l, NULL, NULL));
+    ASSERT_EQ(0, server_int(e.rc, "DBSIZE"));
+    env_stop(&e);
+}
+
+/* ---- push delivery of group jobs -------------------------------------------------- */
+
+/* Slots of the single registration in queue q's idle hash whose push
+ * channel is subscribed (-1: none, or not subscribed yet). */
+static long registered_slots(redisContext *rc, const char *q) {
+    redisReply *r = server_cmd(rc, "HGETALL t:{%s}:idle", q);
+    long slots = -1;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2) {
+        const char *ch = strchr(r->element[0]->str, ' ');
+        if (ch && server_numsub(rc, ch + 1) >= 1) slots = atol(r->element[1]->str);
+    }
+    freeReplyObject(r);
+    return slots;
+}
+
+/* The claim script's calls so far: only a claim reads the held index with
+ * ZRANGEBYLEX (its re-send check). */
+static long long claims_run(redisContext *rc) {
+    return server_calls(rc, "zrangebylex");
+}
+
+typedef struct holding {
+    rjq_job *job[8];
+    char id[8][16];
+    long n;
+} holding;
+
+static void hold_noting(rjq_job *job, void *data) {
+    holding *h = data;
+    if (h->n < 8) {
+        h->job[h->n] = job;
+        snprintf(h->id[h->n], sizeof h->id[0], "%s", rjq_job_get_id(job));
+    }
+    h->n++;
+}
+
+TEST(an_idle_worker_gets_group_jobs_pushed_within_their_groups_limits) {
+    test_env e;
+    env_start(&e, "gp");
+    set_limits(&e, "a", 1, 0);
+    static holding h;
+    memset(&h, 0, sizeof h);
+    rjq_worker_options wo = quiet_worker_options(3);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_noting, &h, &w));
+    WAIT_FOR(e.base, registered_slots(e.rc, "gp") == 3, 10000);
+    long long claims = claims_run(e.rc);
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.group = "a";
+    o.id = "a1";
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    WAIT_FOR(e.base, h.n == 1, 10000);
+    ASSERT_STREQ("a1", h.id[0]);
+    o.id = "a2"; /* (a is at its limit: not pushed, it waits in its group) */
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    o.group = "b";
+    o.id = "b1";
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    WAIT_FOR(e.base, h.n == 2, 10000);
+    ASSERT_STREQ("b1", h.id[1]);
+    ASSERT_EQ(claims, claims_run(e.rc)); /* (pushed: no claim ran) */
+    ASSERT_EQ(1, registered_slots(e.rc, "gp"));
+    groups_wait l = groups_of(&e, "a");
+    ASSERT_EQ(1, l.depth[0]);
+    ASSERT_EQ(1, l.active[0]);
+    ASSERT_EQ(1, get_stats(e.base, e.q).ready);
+    /* a's slot freed: a2 starts */
+    ASSERT_OK(rjq_job_complete(h.job[0], "", 0, NULL, NULL));
+    WAIT_FOR(e.base, h.n == 3, 10000);
+    ASSERT_STREQ("a2", h.id[2]);
+    ASSERT_OK(rjq_job_complete(h.job[1], "", 0, NULL, NULL));
+    ASSERT_OK(rjq_job_complete(h.job[2], "", 0, NULL, NULL));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gp}:g:job t:{gp}:g:all") == 0, 10000);
+    ASSERT_EQ(0, get_stats(e.base, e.q).ready);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+TEST(a_group_at_its_rate_limit_gets_nothing_pushed) {
+    test_env e;
+    env_start(&e, "gu");
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    l.rate = 1;
+    l.rate_window_ms = 600000;
+    limit_group(&e, "a", &l);
+    static holding h;
+    memset(&h, 0, sizeof h);
+    rjq_worker_options wo = quiet_worker_options(3);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_noting, &h, &w));
+    WAIT_FOR(e.base, registered_slots(e.rc, "gu") == 3, 10000);
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.group = "a";
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    WAIT_FOR(e.base, h.n == 1, 10000);
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    o.group = "b";
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    WAIT_FOR(e.base, h.n == 2, 10000);
+    ASSERT_EQ(1, groups_of(&e, "a").depth[0]); /* (its second job waits for its window) */
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{gu}:g:rated"));
+    for (int i = 0; i < 2; i++) ASSERT_OK(rjq_job_complete(h.job[i], "", 0, NULL, NULL));
+    worker_stop_wait(e.base, w);
     env_stop(&e);
 }

@@ -234,13 +234,18 @@ static const cmdhelp cmds[] = {
      "  --limit N      at most N groups (default 20, at most 1000)\n"
      "  --json         one JSON object\n",
      "rjq groups orders"},
-    {"group", "group QUEUE GROUP [--concurrency N] [--weight N] [--pause|--resume]",
+    {"group", "group QUEUE GROUP [--concurrency N] [--weight N] [--rate N[/MS]] [--max-waiting N] "
+              "[--pause|--resume]",
      "Set a job group's settings; GROUP '*' sets the defaults of every group (a\n"
      "group's own settings override them). Without an option: back to the defaults.\n"
      "\n"
      "  --concurrency N  at most N of its jobs running at once, across all workers\n"
      "                   (0: none)\n"
      "  --weight N       jobs it may start per turn of the round-robin (default 1)\n"
+     "  --rate N[/MS]    at most N of its jobs started per MS ms (default 1000),\n"
+     "                   across all workers (0: none)\n"
+     "  --max-waiting N  at most N of its jobs ready: an enqueue past it is refused\n"
+     "                   as by a full queue (0: none)\n"
      "  --pause          start none of its jobs until --resume\n"
      "  --resume         start them again\n",
      "rjq group orders tenant-42 --concurrency 2"},

@@ -1813,6 +1813,23 @@ static void on_limited(rjq_client *c, int status, long long n, void *data) {
                    t->limits_set ? "limits set" : "limits lifted");
 }
 
+/* --rate N[/MS] (rjq limit, rjq group): *rn starts per *rw ms (*rw kept
+ * without /MS). */
+static int parse_rate(const char *rate, long long max, long long *rn, long long *rw) {
+    char num[32];
+    const char *slash = strchr(rate, '/');
+    size_t len = slash ? (size_t)(slash - rate) : strlen(rate);
+    if (len == 0 || len >= sizeof num) return usage_error("--rate is N or N/MS, not '%s'", rate);
+    memcpy(num, rate, len);
+    num[len] = '\0';
+    int rc;
+    if ((rc = parse_ll("--rate", num, 0, max, rn)) ||
+        (slash && (rc = parse_ll("--rate's window", slash + 1, 1,
+                                 max < RJQ_DELAY_MAX ? max : RJQ_DELAY_MAX, rw))))
+        return rc;
+    return 0;
+}
+
 static int cmd_limit(cli *t, int argc, char **argv) {
     char *pos[1];
     const char *conc = NULL, *rate = NULL;
@@ -1822,17 +1839,8 @@ static int cmd_limit(cli *t, int argc, char **argv) {
     long long cn = 0, rn = 0, rw = 1000;
     int rc = parse_args(argc, argv, defs, pos, 1, 1, NULL);
     if (rc || (rc = parse_ll("--concurrency", conc, 1, LONG_MAX, &cn))) return rc;
-    if (rate) {
-        char num[32];
-        const char *slash = strchr(rate, '/');
-        size_t len = slash ? (size_t)(slash - rate) : strlen(rate);
-        if (len == 0 || len >= sizeof num) return usage_error("--rate is N or N/MS, not '%s'", rate);
-        memcpy(num, rate, len);
-        num[len] = '\0';
-        if ((rc = parse_ll("--rate", num, 1, LONG_MAX, &rn)) ||
-            (slash && (rc = parse_ll("--rate's window", slash + 1, 1, RJQ_DELAY_MAX, &rw))))
-            return rc;
-    }
+    if (rate && (rc = parse_rate(rate, LONG_MAX, &rn, &rw))) return rc;
+    if (rate && rn == 0) return usage_error("--rate is N or N/MS with N >= 1, not '%s'", rate);
     rjq_limits l = {sizeof(rjq_limits), (long)cn, (long)rn, (long)rw};
     t->limits_set = cn || rn;
     if (cli_open(t, pos[0]) || require_queue(t, pos[0], create)) return 1;
@@ -1855,12 +1863,16 @@ static void on_groups(rjq_client *c, int status, long long total, const rjq_grou
             if (i) putchar(',');
             fputs("{\"name\":", stdout);
             print_json_string(g->name, strlen(g->name));
-            printf(",\"depth\":%lld,\"active\":%lld,\"concurrency\":%d,\"weight\":%d,\"paused\":%s}",
-                   g->depth, g->active, g->concurrency, g->weight, g->paused ? "true" : "false");
+            printf(",\"depth\":%lld,\"active\":%lld,\"concurrency\":%d,\"weight\":%d,\"paused\":%s,"
+                   "\"rate\":%ld,\"rate_window_ms\":%ld,\"max_waiting\":%ld}",
+                   g->depth, g->active, g->concurrency, g->weight, g->paused ? "true" : "false", g->rate,
+                   g->rate_window_ms, g->max_waiting);
         } else {
             printf("%s depth %lld active %lld", g->name, g->depth, g->active);
             if (g->concurrency >= 0) printf(" concurrency %d", g->concurrency);
             if (g->weight != 1) printf(" weight %d", g->weight);
+            if (g->rate) printf(" rate %ld/%ld", g->rate, g->rate_window_ms);
+            if (g->max_waiting) printf(" max_waiting %ld", g->max_waiting);
             if (g->paused) fputs(" paused", stdout);
             putchar('\n');
         }
@@ -1887,27 +1899,38 @@ static void on_group_set(rjq_client *c, int status, long long n, void *data) {
     if (reply_ok(t, status)) puts("ok");
 }
 
-/* rjq group QUEUE GROUP|'*' [--concurrency N] [--weight N] [--pause|--resume] */
+/* rjq group QUEUE GROUP|'*' [--concurrency N] [--weight N] [--rate N[/MS]]
+ * [--max-waiting N] [--pause|--resume]: every setting not given follows
+ * the defaults (0: none, whatever the defaults say). */
 static int cmd_group(cli *t, int argc, char **argv) {
     char *pos[2];
-    const char *conc = NULL, *weight = NULL;
+    const char *conc = NULL, *weight = NULL, *rate = NULL, *bound = NULL;
     int pause = 0, resume = 0;
     const optdef defs[] = {{"--concurrency", &conc, NULL}, {"--weight", &weight, NULL},
+                           {"--rate", &rate, NULL},        {"--max-waiting", &bound, NULL},
                            {"--pause", NULL, &pause},      {"--resume", NULL, &resume},
                            {NULL, NULL, NULL}};
-    long long cn = -1, wn = 0;
+    long long cn = -1, wn = 0, rn = -1, rw = 1000, bn = -1;
     int rc = parse_args(argc, argv, defs, pos, 2, 2, NULL);
     if (rc || (rc = parse_ll("--concurrency", conc, 0, INT_MAX, &cn)) ||
-        (rc = parse_ll("--weight", weight, 1, INT_MAX, &wn)))
+        (rc = parse_ll("--weight", weight, 1, INT_MAX, &wn)) ||
+        (rc = parse_ll("--max-waiting", bound, 0, INT_MAX, &bn)) ||
+        (rate && (rc = parse_rate(rate, INT_MAX, &rn, &rw))))
         return rc;
     int all = strcmp(pos[1], "*") == 0;
-    if ((pause || resume) && (all || conc || weight || (pause && resume)))
+    if ((pause || resume) && (all || conc || weight || rate || bound || (pause && resume)))
         return usage_error("%s", "--pause or --resume, of one group, alone");
     if (cli_open(t, pos[0])) return 1;
     if (pause || resume)
         return send_and_wait(t, rjq_queue_pause_group(t->q, pos[1], pause, on_group_set, t));
-    return send_and_wait(t, rjq_queue_set_group_limits(t->q, all ? NULL : pos[1], (int)cn, (int)wn,
-                                                       on_group_set, t));
+    /* (not given: the defaults', 0 in the struct; given as 0: none) */
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    l.concurrency = cn < 0 ? 0 : cn == 0 ? RJQ_GROUP_NONE : (long)cn;
+    l.weight = (long)wn;
+    l.rate = rn < 0 ? 0 : rn == 0 ? RJQ_GROUP_NONE : (long)rn;
+    l.rate_window_ms = (long)rw;
+    l.max_waiting = bn < 0 ? 0 : bn == 0 ? RJQ_GROUP_NONE : (long)bn;
+    return send_and_wait(t, rjq_queue_limit_group(t->q, all ? NULL : pos[1], &l, on_group_set, t));
 }
 
 /* ---- the index of declared JSON fields ------------------------------------------- */

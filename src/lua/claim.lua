@@ -346,7 +346,7 @@ local ids, nhi, nplain, np = peek_ready(ready, prio, room)
 local gids, gmore = nil, false
 if mv[4] and #ids < room then
   check_all()
-  gids, gmore = GROUPS.take(groups, J, room - #ids, now, stats, mv[4] == '2')
+  gids, gmore = GROUPS.take(groups, J, room - #ids, now, stats, mv[4] == '2', tok)
 end
 local all = ids
 if gids and #gids > 0 then

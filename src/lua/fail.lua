@@ -47,7 +47,7 @@ local gc, g = {}, nil
 if GROUPS.hinted(v[2]) then g = GROUPS.release(groups, J, {id}, gc)[id] end
 if g then q = GROUPS.q(groups, q, g) end
 DEPS_TOLD[1] = false
-local r = fail_job(J, q, id, tok, attempts, v[2], err, fatal, delay, tm)
-if g then GROUPS.after(groups, J, g, id, gc, stats) end
+local r, st = fail_job(J, q, id, tok, attempts, v[2], err, fatal, delay, tm)
+if g then GROUPS.after(groups, J, {{g, id, st}}, gc, stats) end
 if r == 2 and DEPS_TOLD[1] then return 5 end
 return r

@@ -18,9 +18,20 @@
 --                      enqueue adds its group; the writer that empties a
 --                      group drops it, GROUPS.tidy: the listing, gstats.lua,
 --                      only reads, so a read-only monitor user can run it)
---   G..'conf'    hash  group -> "<limit> <weight> <paused>" ('-': the
---                      defaults'); '*' -> the defaults "<limit> <weight>"
---                      ('-' limit: none; '-' weight: 1)
+--   G..'conf'    hash  group -> "<limit> <weight> <paused>[ <rate>
+--                      <bound>]" ('-': the defaults'; '0': none); rate
+--                      "<starts>/<window ms>"; '*' -> the defaults
+--                      "<limit> <weight>[ 0 <rate> <bound>]" ('-': none;
+--                      '-' weight: 1)
+--   G..'s:'..g   zset  the starts of rate-limited group g in its window
+--                      (member "<token> <id>", score its start ms; expires
+--                      a window after its last start)
+--   G..'rated'   zset  the groups at their rate limit -> the ms their
+--                      window lets the next start in: out of the ring
+--                      until then; a claim (GROUPS.take) offers the due
+--                      ones again, and a claim that comes back short
+--                      tells its worker when the first is due
+--                      (GROUPS.next_due): no polling
 --   G..'credit'  hash  a weighted group whose turn is not over -> the
 --                      jobs it may still start in it
 --   G..'job'     hash  id -> its group, while the job lives (HDEL when it
@@ -43,25 +54,38 @@ GROUPS.NAME = '^[%w_.:@%-]+$' -- (1..64 bytes: src/validate.c)
 -- the wake channel of the queue whose group prefix is G ("...:g:")
 function GROUPS.wake(G) return string.sub(G, 1, -3) .. 'wake' end
 
--- parse "<limit> <weight> <paused>": limit (nil: '-'), weight (nil: '-'),
--- paused (bool)
+-- parse "<limit> <weight> <paused>[ <rate> <bound>]": limit (nil: '-'),
+-- weight (nil: '-'), paused (bool), rate starts and window (nil: '-'; 0:
+-- none), bound (nil: '-')
 local function gconf_parse(v)
   if not v then return nil, nil, false end
-  local l, w, p = string.match(v, '^(%S+) (%S+) ?(%d?)$')
-  return tonumber(l), tonumber(w), p == '1'
+  local l, w, p, r, b = string.match(v, '^(%S+) (%S+) ?(%d?) ?(%S*) ?(%S*)$')
+  local rn, rw = string.match(r or '', '^(%d+)/(%d+)$')
+  if r == '0' then rn, rw = 0, 0 end
+  return tonumber(l), tonumber(w), p == '1', tonumber(rn), tonumber(rw), tonumber(b)
 end
 GROUPS.parse = gconf_parse
 
--- group g's limit (nil: none), weight, paused; c: the call's cache
-function GROUPS.conf(G, g, c)
+-- the call's cache c: whether the queue's groups have no settings at all
+function GROUPS.noconf(G, c)
   if c.noconf == nil then c.noconf = redis.call('EXISTS', G .. 'conf') == 0 end
-  if c.noconf then return nil, 1, false end
+  return c.noconf
+end
+
+-- group g's limit (nil: none), weight, paused, rate (starts, window ms;
+-- nil: none) and bound on ready jobs (nil: none); c: the call's cache
+function GROUPS.conf(G, g, c)
+  if GROUPS.noconf(G, c) then return nil, 1, false end
   local v = redis.call('HMGET', G .. 'conf', g, '*')
-  local l, w, p = gconf_parse(v[1])
-  local dl, dw = gconf_parse(v[2])
+  local l, w, p, rn, rw, b = gconf_parse(v[1])
+  local dl, dw, _, drn, drw, db = gconf_parse(v[2])
   l = l or dl
   if l and l <= 0 then l = nil end
-  return l, math.max(w or dw or 1, 1), p
+  if not rn then rn, rw = drn, drw end
+  if rn and rn <= 0 then rn = nil end
+  b = b or db
+  if b and b <= 0 then b = nil end
+  return l, math.max(w or dw or 1, 1), p, rn, rn and rw, b
 end
 
 -- group g's active count, its stale members dropped when it looks full
@@ -93,18 +117,23 @@ end
 
 -- Put group g in the ring when it can start work (ready jobs, not paused,
 -- below its limit); out of it when not. Rings the doorbell when the ring
--- was empty.
+-- was empty (c.hold: notes it in c.bell instead, for a caller that may
+-- push the work to an idle worker itself, genqueue.lua).
 function GROUPS.offer(G, J, g, c)
   local ring = G .. 'ring'
-  local limit, _, paused = GROUPS.conf(G, g, c)
+  local limit, _, paused, rate = GROUPS.conf(G, g, c)
   if paused or (limit and GROUPS.active(G, J, g, limit) >= limit) then
     redis.call('ZREM', ring, g)
     return
   end
   if redis.call('ZSCORE', ring, g) then return end
+  -- (at its rate limit: the claim that finds its window turned offers it)
+  if rate and redis.call('ZSCORE', G .. 'rated', g) then return end
   if redis.call('LLEN', G .. 'r:' .. g) == 0 and redis.call('ZCARD', G .. 'p:' .. g) == 0 then return end
   redis.call('ZADD', ring, GROUPS.next_turn(G, c), g)
-  if redis.call('ZCARD', ring) == 1 then redis.call(PUB or pub_mode(), GROUPS.wake(G), '1') end
+  if redis.call('ZCARD', ring) == 1 then
+    if c.hold then c.bell = true else redis.call(PUB or pub_mode(), GROUPS.wake(G), '1') end
+  end
 end
 
 -- Group g has jobs: listed (the listing, gstats.lua, reads the list).
@@ -179,20 +208,29 @@ function GROUPS.release(G, J, ids, c)
   return by
 end
 
--- After a job of group g was failed or returned (fail_job, return_lost
--- with the group's keys: GROUPS.q): ready in the group again (counted,
--- offered, listed again: GROUPS.release may have dropped it), delayed
+-- After jobs of groups were failed or returned (fail_job, return_lost
+-- with the group's keys: GROUPS.q), each {group, id, the state they left
+-- it in}: ready in the group again (counted, the group offered and listed
+-- again: GROUPS.release may have dropped it; once per group), delayed
 -- (nothing more), or dead (its group entry dropped). stats: the queue's
 -- stats hash ('gready').
-function GROUPS.after(G, J, g, id, c, stats)
-  local st = state_of(redis.call('HGET', J.s, id))
-  if st == 'ready' then
-    redis.call('HINCRBY', stats, 'gready', 1)
+function GROUPS.after(G, J, done, c, stats)
+  local ready, groups, gone = 0, {}, {}
+  for _, d in ipairs(done) do
+    local g, id, st = d[1], d[2], d[3]
+    if st == 'ready' then
+      ready = ready + 1
+      if not groups[g] then groups[g] = true; groups[#groups + 1] = g end
+    elseif st ~= 'delayed' then
+      gone[#gone + 1] = id
+    end
+  end
+  if ready > 0 then redis.call('HINCRBY', stats, 'gready', ready) end
+  for _, g in ipairs(groups) do
     GROUPS.list(G, g)
     GROUPS.offer(G, J, g, c)
-  elseif st ~= 'delayed' then
-    redis.call('HDEL', G .. 'job', id)
   end
+  if #gone > 0 then redis.call('HDEL', G .. 'job', unpack(gone)) end
 end
 
 -- A copy of the queue table q (fail_job, return_lost) that puts a job of
@@ -233,22 +271,61 @@ function GROUPS.waiting(G, stats)
   return r + d, r, d
 end
 
--- ms until the groups' next delayed job is due (nil: none)
+-- ms until the groups' next delayed job is due or the first group at its
+-- rate limit may start again (nil: neither)
 function GROUPS.next_due(G, now)
-  local nx = redis.call('ZRANGE', G .. 'delayed', 0, 0, 'WITHSCORES')
-  if nx[2] then return math.max(0, tonumber(nx[2]) - now) end
-  return nil
+  local due
+  for _, k in ipairs({'delayed', 'rated'}) do
+    local nx = redis.call('ZRANGE', G .. k, 0, 0, 'WITHSCORES')
+    if nx[2] then
+      local t = math.max(0, tonumber(nx[2]) - now)
+      if not due or t < due then due = t end
+    end
+  end
+  return due
+end
+
+-- The groups whose rate window turned by now: offered again (they left
+-- the ring at their rate limit). Only on a queue with group settings.
+local function unrate(G, J, now, c)
+  if GROUPS.noconf(G, c) then return end
+  local due = redis.call('ZRANGEBYSCORE', G .. 'rated', '-inf', now, 'LIMIT', 0, 1000)
+  if #due == 0 then return end
+  redis.call('ZREM', G .. 'rated', unpack(due))
+  for _, g in ipairs(due) do GROUPS.offer(G, J, g, c) end
+end
+
+-- Group g's starts in its rate window (rwin ms) by now, its log trimmed.
+local function rate_used(G, g, now, rwin)
+  local k = G .. 's:' .. g
+  redis.call('ZREMRANGEBYSCORE', k, '-inf', now - rwin)
+  return redis.call('ZCARD', k)
+end
+
+-- Group g (rate rmax per rwin ms) has used its rate with this call's
+-- starts (used: in its log before, mine: this call's): out of the ring
+-- until its window lets the next start in (when the entry that leaves one
+-- less than rmax in the window expires; this call's start at now).
+local function rate_wait(G, g, now, rmax, rwin, used, mine)
+  local k, t = used + mine - rmax, now + rwin
+  if k < used then
+    local e = redis.call('ZRANGE', G .. 's:' .. g, k, k, 'WITHSCORES')
+    if e[2] then t = tonumber(e[2]) + rwin end
+  end
+  redis.call('ZADD', G .. 'rated', math.max(t, now + 1), g)
 end
 
 -- Take up to `want` ready jobs of the groups, round-robin over the ring
 -- (several groups per call; priorities then FIFO within a group), each
 -- counted in its group's slots. Returns the ids and whether the ring
 -- still holds groups (work left that others may start).
-function GROUPS.take(G, J, want, now, stats, has_prio)
+function GROUPS.take(G, J, want, now, stats, has_prio, tok)
   local c = {}
   GROUPS.promote(G, J, now, stats, c)
+  unrate(G, J, now, c)
   local ring = G .. 'ring'
   local ids, by, cnt, dry = {}, {}, {}, {}
+  local used, rwins = {}, {} -- (rate-limited groups: starts in the window, window)
   local rounds = 0
   -- (a few groups more than wanted per round: a group whose jobs ran out
   -- since its last turn is found empty, and leaves, at its next visit)
@@ -259,7 +336,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio)
     local back, out_ = {}, {} -- (the round's moves in the ring: one ZADD, one ZREM)
     for _, g in ipairs(heads) do
       if #ids >= want then break end
-      local limit, weight, paused = GROUPS.conf(G, g, c)
+      local limit, weight, paused, rmax, rwin = GROUPS.conf(G, g, c)
       -- a weighted group keeps its turn until it started `weight` jobs in
       -- it (across claims: what is left of its turn is its credit)
       local credit = weight
@@ -269,6 +346,14 @@ function GROUPS.take(G, J, want, now, stats, has_prio)
       if limit then
         a = a + GROUPS.active(G, J, g, limit)
         n = math.min(n, limit - a)
+      end
+      -- its rate: at most rmax starts in any window of rwin ms (its log's
+      -- and this call's)
+      local r = 0
+      if rmax then
+        if not used[g] then used[g], rwins[g] = rate_used(G, g, now, rwin), rwin end
+        r = used[g] + (cnt[g] or 0)
+        n = math.min(n, rmax - r)
       end
       local got = {}
       if not paused and n > 0 then
@@ -282,7 +367,8 @@ function GROUPS.take(G, J, want, now, stats, has_prio)
       -- a group that gave all it was asked for may have more: it stays (at
       -- the back, or at the head while its weighted turn goes on); one
       -- that gave less has no more, one paused or at its limit leaves
-      if #got == n and n > 0 and not paused and (not limit or a + #got < limit) then
+      if #got == n and n > 0 and not paused and (not limit or a + #got < limit) and
+         (not rmax or r + #got < rmax) then
         if credit - #got > 0 then
           redis.call('HSET', G .. 'credit', g, credit - #got)
         else
@@ -292,6 +378,9 @@ function GROUPS.take(G, J, want, now, stats, has_prio)
       else
         out_[#out_ + 1] = g
         if weight > 1 then redis.call('HDEL', G .. 'credit', g) end
+        if rmax and not paused and r + #got >= rmax then
+          rate_wait(G, g, now, rmax, rwin, used[g], r - used[g] + #got)
+        end
         -- (ran dry with nothing taken now: perhaps empty, GROUPS.tidy)
         if #got < n and cnt[g] == 0 then dry[#dry + 1] = g end
       end
@@ -315,11 +404,23 @@ function GROUPS.take(G, J, want, now, stats, has_prio)
       stale[g] = true
     end
   end
-  for g, list in pairs(per) do redis.call('SADD', G .. 'a:' .. g, unpack(list)) end
+  for g, list in pairs(per) do
+    redis.call('SADD', G .. 'a:' .. g, unpack(list))
+    if rwins[g] then -- (its starts logged: its rate window)
+      local za = {}
+      for _, id in ipairs(list) do za[#za + 1] = now; za[#za + 1] = tok .. ' ' .. id end
+      redis.call('ZADD', G .. 's:' .. g, unpack(za))
+      redis.call('PEXPIRE', G .. 's:' .. g, rwins[g])
+    end
+  end
   -- a group whose left-behind ids (cancelled) counted against its limit in
   -- this call may have left the ring with slots free: offered again (it
-  -- would wait for a release that never comes)
-  for g in pairs(stale) do GROUPS.offer(G, J, g, c) end
+  -- would wait for a release that never comes; its rate is looked at again
+  -- by the next claim)
+  for g in pairs(stale) do
+    if rwins[g] then redis.call('ZREM', G .. 'rated', g) end
+    GROUPS.offer(G, J, g, c)
+  end
   if #out > 0 then redis.call('HINCRBY', stats, 'gready', -#out) end
   return out, redis.call('EXISTS', ring) == 1
 end

@@ -6,8 +6,9 @@
 -- writers that empty a group drop it from G..'all' (GROUPS.tidy).
 -- KEYS (src/keys.def; bound to these locals): groups
 -- ARGV: 1 offset, 2 count (1..1000), 3 one group's name ('' = the list)
--- Returns { groups with jobs (of those looked at), then 6 per group:
--- name, depth, active, concurrency (-1 none), weight, paused (0/1) }.
+-- Returns { groups with jobs (of those looked at), then 9 per group:
+-- name, depth, active, concurrency (-1 none), weight, paused (0/1), rate
+-- (starts; 0 none), its window (ms; 0 none), max_waiting (0 none) }.
 local LOOK = 10000
 local offset, count, one = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 if not offset or not count or offset < 0 or count < 1 or count > 1000 then
@@ -30,12 +31,15 @@ local out = {#rows}
 local c = {}
 for i = offset + 1, math.min(offset + count, #rows) do
   local g = rows[i][1]
-  local limit, weight, paused = GROUPS.conf(groups, g, c)
+  local limit, weight, paused, rate, win, bound = GROUPS.conf(groups, g, c)
   out[#out + 1] = g
   out[#out + 1] = rows[i][2]
   out[#out + 1] = rows[i][3]
   out[#out + 1] = limit or -1
   out[#out + 1] = weight
   out[#out + 1] = paused and 1 or 0
+  out[#out + 1] = rate or 0
+  out[#out + 1] = rate and win or 0
+  out[#out + 1] = bound or 0
 end
 return out

@@ -908,19 +908,21 @@ local function return_lost(J, q, id, attempts, o, err, tok, tm)
   local p, max = parse_options(o)
   if attempts >= max then
     bury(J, q.dead, q.stats, id, attempts, q.now, err, q.dead_max, emit, tok, tm)
-  else
-    -- without the lost holder's token, which fences nothing now
-    redis.call('HSET', J.s, id, state_value('ready', attempts, nil, tm))
-    redis.call('HSET', J.e, id, err)
-    push_ready(q.ready, q.prio, q.stats, q.wake, id, p, true)
+    return 'dead'
   end
+  -- without the lost holder's token, which fences nothing now
+  redis.call('HSET', J.s, id, state_value('ready', attempts, nil, tm))
+  redis.call('HSET', J.e, id, err)
+  push_ready(q.ready, q.prio, q.stats, q.wake, id, p, true)
+  return 'ready'
 end
 
 -- A failure of job `id` (out of the active set; attempts: its count, o:
 -- its options column) recorded as token tok (failtoken) in queue q (see
 -- above): dead when fatal or its attempts are spent, else retried after
 -- `delay` ms (< 0: its backoff, with q.jitter); tm: its times. Returns 1
--- retried, 2 dead.
+-- retried, 2 dead; then the state it left the job in.
+-- (return_lost above returns that state: 'ready' or 'dead'.)
 local function fail_job(J, q, id, tok, attempts, o, err, fatal, delay, tm)
   local ready, prio, delayed, dead, stats, wake = q.ready, q.prio, q.delayed, q.dead, q.stats, q.wake
   local now, emit = q.now, q.emit
@@ -933,7 +935,7 @@ local function fail_job(J, q, id, tok, attempts, o, err, fatal, delay, tm)
   if fatal or attempts >= max then
     -- (the attempt's token: tok's first word, see reclaim.lua)
     bury(J, dead, stats, id, attempts, now, err, q.dead_max, emit, string.match(tok, '^%S+'), tm)
-    return 2
+    return 2, 'dead'
   end
   if delay < 0 then delay = backoff_ms(backoff, attempts, q.jitter) end
   redis.call('HINCRBY', stats, 'retried', 1)
@@ -942,11 +944,11 @@ local function fail_job(J, q, id, tok, attempts, o, err, fatal, delay, tm)
   if delay > 0 then
     redis.call('HSET', J.s, id, state_value('delayed', attempts, nil, tm))
     if push_delayed(delayed, id, now + delay) then redis.call(PUB or pub_mode(), wake, '1') end
-  else
-    redis.call('HSET', J.s, id, state_value('ready', attempts, nil, tm))
-    push_ready(ready, prio, stats, wake, id, p, false)
+    return 1, 'delayed'
   end
-  return 1
+  redis.call('HSET', J.s, id, state_value('ready', attempts, nil, tm))
+  push_ready(ready, prio, stats, wake, id, p, false)
+  return 1, 'ready'
 end
 
 -- Add the jobs ids, completed at `stamp`, to the retention index (one

@@ -73,14 +73,22 @@ redis.call('ZREM', active, unpack(ids))
 local q = {ready = ready, prio = prio, delayed = delayed, dead = dead, stats = stats, wake = wake, now = now,
            jitter = jitter, dead_max = dead_max, emit = monitor(monitored, events)}
 local n, timed_out = 0, 0
--- jobs of groups: their slots are freed, and they go back to their groups
--- (README "Groups", groups_lib.lua)
+-- jobs of groups: their slots are freed (for all of them at once), and
+-- they go back to their groups (README "Groups", groups_lib.lua)
 local gc, q0 = {}, q
+local s, o = redis.call('HMGET', J.s, unpack(ids)), redis.call('HMGET', J.o, unpack(ids))
+local hinted = {}
 for i, id in ipairs(ids) do
-  local v = fields(J, id, 's', 'o')
+  if GROUPS.hinted(o[i]) then hinted[#hinted + 1] = id end
+end
+local gof = GROUPS.release(groups, J, hinted, gc)
+local gdone = {}
+for i, id in ipairs(ids) do
+  local v = {s[i], o[i]}
   local state, attempts, tok, tm = state_of(v[1])
-  local g = GROUPS.hinted(v[2]) and GROUPS.release(groups, J, {id}, gc)[id]
+  local g = gof[id]
   q = g and GROUPS.q(groups, q0, g) or q0
+  local st
   if state == 'active' then
     local e = ends[i] and tonumber(ends[i])
     local tmo = select(4, parse_options(v[2])) -- (an entry of a job without one is stale)
@@ -93,15 +101,16 @@ for i, id in ipairs(ids) do
       end
       -- failtoken "<token> timeout": the holder's extension tells it (extend.lua),
       -- and its own late failure is refused (fail.lua)
-      fail_job(J, q, id, (tok or '') .. ' timeout', attempts, v[2], 'timed out after ' .. int(tmo) .. ' ms',
-               false, -1, tm)
+      st = select(2, fail_job(J, q, id, (tok or '') .. ' timeout', attempts, v[2],
+                              'timed out after ' .. int(tmo) .. ' ms', false, -1, tm))
     else
       n = n + 1
-      return_lost(J, q, id, attempts, v[2], 'lease expired', tok, tm)
+      st = return_lost(J, q, id, attempts, v[2], 'lease expired', tok, tm)
     end
-    if g then GROUPS.after(groups, J, g, id, gc, stats) end
+    if g then gdone[#gdone + 1] = {g, id, st} end
   end
 end
+if #gdone > 0 then GROUPS.after(groups, J, gdone, gc, stats) end
 drop_past_deadlines()
 if n > 0 then redis.call('HINCRBY', stats, 'reclaimed', n) end
 return result(n + timed_out)

@@ -928,6 +928,8 @@ TEST(cursor_pages_list_group_jobs_after_the_queues_own_and_skip_a_cancelled_one)
     /* a group cursor is checked as any */
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs_after(e.q, RJQ_STATE_READY, "gbad name l x", 2, on_cpage, NULL));
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs_after(e.q, RJQ_STATE_READY, "galpha c x", 2, on_cpage, NULL));
+    env_stop(&e);
+}
 
 /* The reclaim sweep frees the slots of all its group jobs at once (one
  * SREM per group, not per job) and learns the state it left each in from

@@ -3,7 +3,9 @@
 # browser (chromium + playwright-core, as tests/dashboard.sh): the busiest
 # groups, deepest first, with their ready and running jobs, limits and
 # pause; a group paused and resumed from the page (only it: the queue is
-# not); the table follows new jobs; a queue without groups has no table.
+# not); the table follows new jobs; a sharded queue's table is its shards'
+# groups merged, and a group paused from it is paused on its own shard; a
+# queue without groups has no table.
 # Screenshot, checked for what it must show: <build>/artifacts/groups-queue.png.
 # Skipped (with the reason) only where chromium or npm cannot be installed.
 set -u
@@ -20,6 +22,8 @@ enq() { # enq QUEUE GROUP N
 enq tenants acme 7; enq tenants globex 3; enq tenants initech 1
 "$RJQ" --prefix dg group tenants globex --concurrency 2 >/dev/null || { echo "FAIL: rjq group"; exit 1; }
 "$RJQ" --prefix dg enqueue plain x >/dev/null || { echo "FAIL: enqueue plain"; exit 1; }
+"$RJQ" --prefix dg shards sharded 2 >/dev/null || { echo "FAIL: rjq shards"; exit 1; }
+enq sharded s1 4; enq sharded s2 3; enq sharded s3 2; enq sharded s4 1
 start_serve rw
 cp "$SRC/tests/dashboard/groups.mjs" "$PW/groups.mjs" # resolves playwright-core from $PW
 BASE=$BASE CHROMIUM=$CHROMIUM ART=$ART RJQ="$RJQ --prefix dg" timeout 120 node "$PW/groups.mjs"

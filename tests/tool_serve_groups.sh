@@ -8,7 +8,11 @@
 #   - /metrics: rjq_queue_groups{queue} and, for the --metrics-groups K
 #     busiest groups only (a bounded label set), rjq_group_jobs{queue,group,
 #     state} and rjq_group_paused{queue,group}; promtool finds nothing to
-#     say; --metrics-groups 0 writes no group series.
+#     say; --metrics-groups 0 writes no group series;
+#   - a sharded queue (groups on both shards): listed merged by depth, each
+#     group once (offset + limit above 1000 is 400), a group paused from
+#     serve on its own shard only, its busiest groups in /metrics under the
+#     queue's name.
 # Skipped (77) when promtool or serve is missing.
 set -u
 SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
@@ -31,6 +35,13 @@ enq() { # enq QUEUE GROUP N
 enq gq big 6; enq gq g1 4; enq gq g2 3; enq gq g3 2; enq gq g4 1
 "$RJQ" --prefix sg enqueue plain x >/dev/null || fail "enqueue plain"
 "$RJQ" --prefix sg group gq g1 --concurrency 2 >/dev/null || fail "rjq group --concurrency"
+# sh: a sharded queue (2 shards), each group on one shard (crc16(group) mod
+# 2): s1 and s3 on sh~0-0, s2 and s4 on sh~1-0 (checked below)
+"$RJQ" --prefix sg shards sh 2 >/dev/null || fail "rjq shards"
+enq sh s1 5; enq sh s2 4; enq sh s3 3; enq sh s4 2
+shard_groups() { "$RJQ" --prefix sg groups "$1" | tail -n +2 | cut -d' ' -f1 | tr '\n' ' '; }
+check; [ "$(shard_groups 'sh~0-0')/$(shard_groups 'sh~1-0')" = "s1 s3 /s2 s4 " ] ||
+    fail "sh's groups on both shards: $(shard_groups 'sh~0-0')/$(shard_groups 'sh~1-0')"
 
 start_serve rw --queues 'gq,plain,gw,sh' --metrics-groups 3
 
@@ -56,11 +67,20 @@ get "$BASE/v1/queues/gq/groups/bad%20name"
 check; [ "$CODE" = 400 ] || fail "a bad group name: $CODE $BODY"
 get "$BASE/v1/queues/plain/groups"
 check; [ "$CODE $(json '(d["total"], d["groups"])')" = "200 (0, [])" ] || fail "plain has no group: $CODE $BODY"
-# a sharded queue takes no group job yet: an empty list, "sharded" (not an error)
-"$RJQ" --prefix sg shards sh 2 >/dev/null || fail "rjq shards"
+# a sharded queue: its shards' groups merged by depth, each once
 get "$BASE/v1/queues/sh/groups"
-check; [ "$CODE $(json '(d["total"], d["groups"], d["sharded"])')" = "200 (0, [], True)" ] ||
-    fail "a sharded queue's groups: $CODE $BODY"
+check; [ "$CODE $(json '(d["queue"], d["total"], [(g["name"], g["depth"]) for g in d["groups"]], "sharded" in d)')" = \
+    "200 ('sh', 4, [('s1', 5), ('s2', 4), ('s3', 3), ('s4', 2)], False)" ] ||
+    fail "a sharded queue's groups, merged: $CODE $BODY"
+get "$BASE/v1/queues/sh/groups?offset=1&limit=2"
+check; [ "$(json '[g["name"] for g in d["groups"]], d["total"]')" = "(['s2', 's3'], 4)" ] ||
+    fail "sh: offset 1 limit 2: $BODY"
+get "$BASE/v1/queues/sh/groups/s4"
+check; [ "$CODE $(json '(d["name"], d["depth"])')" = "200 ('s4', 2)" ] || fail "sh: one group: $CODE $BODY"
+get "$BASE/v1/queues/sh/groups?offset=990&limit=20"
+check; if [ "$CODE" != 400 ] || ! grep -q 'offset + limit is at most 1000' "$DIR/b"; then
+    fail "sh: offset + limit above 1000: $CODE $BODY"
+fi
 get -X DELETE "$BASE/v1/queues/gq/groups"
 check; [ "$CODE" = 405 ] || fail "DELETE groups: $CODE"
 
@@ -75,6 +95,16 @@ check; [ "$(json '[g["name"] for g in d["groups"] if g["paused"]]')" = "['g2']" 
     fail "only g2 paused: $BODY"
 get "$BASE/v1/queues/gq"
 check; [ "$(json 'd["stats"]["paused"]')" = False ] || fail "the queue itself is not paused: $BODY"
+# a group of the sharded queue: paused on its shard (sh~1-0), and only it
+get -X POST "$BASE/v1/queues/sh/groups/s2/pause"
+check; [ "$CODE $(json '(d["queue"], d["group"], d["paused"])')" = "200 ('sh', 's2', True)" ] ||
+    fail "pause sh's s2: $CODE $BODY"
+get "$BASE/v1/queues/sh/groups"
+check; [ "$(json '[g["name"] for g in d["groups"] if g["paused"]]')" = "['s2']" ] ||
+    fail "sh: only s2 paused: $BODY"
+check; "$RJQ" --prefix sg groups 'sh~1-0' | grep -qx 's2 depth 4 active 0 paused' ||
+    fail "s2 paused on its shard: $("$RJQ" --prefix sg groups 'sh~1-0')"
+check; "$RJQ" --prefix sg groups 'sh~0-0' | grep -q paused && fail "a group of sh~0-0 paused"
 get -X GET "$BASE/v1/queues/gq/groups/g2/pause"
 check; [ "$CODE" = 405 ] || fail "GET .../pause: $CODE"
 get -X POST "$BASE/v1/queues/gq/groups/g2/stop"
@@ -89,7 +119,8 @@ for _ in $(seq 400); do
     scrape
     grep -qxF 'rjq_queue_groups{queue="gq"} 5' "$DIR/m" &&
         grep -qxF 'rjq_group_jobs{queue="gw",group="runner",state="active"} 1' "$DIR/m" &&
-        grep -qxF 'rjq_group_paused{queue="gq",group="g2"} 1' "$DIR/m" && break
+        grep -qxF 'rjq_group_paused{queue="gq",group="g2"} 1' "$DIR/m" &&
+        grep -qxF 'rjq_group_paused{queue="sh",group="s2"} 1' "$DIR/m" && break
     sleep 0.05
 done
 check; promtool check metrics <"$DIR/m" >"$DIR/promtool.out" 2>&1 ||
@@ -109,6 +140,16 @@ has 'rjq_group_jobs{queue="gw",group="runner",state="active"} 1'
 check; labels=$(grep -o '^rjq_group_[a-z_]*{queue="gq",group="[^"]*"' "$DIR/m" | sed 's/.*group="//' | sort -u | tr '\n' ' ')
 [ "$labels" = 'big" g1" g2" ' ] || fail "gq's group labels are its 3 busiest: $labels"
 check; grep -q 'queue="plain",group=' "$DIR/m" && fail "a group series for plain"
+# the sharded queue: one queue label, its 3 busiest groups over both shards
+has 'rjq_queue_groups{queue="sh"} 4'
+has 'rjq_group_jobs{queue="sh",group="s1",state="ready"} 5'
+has 'rjq_group_jobs{queue="sh",group="s2",state="ready"} 4'
+has 'rjq_group_jobs{queue="sh",group="s3",state="ready"} 3'
+has 'rjq_group_paused{queue="sh",group="s2"} 1'
+has 'rjq_group_paused{queue="sh",group="s1"} 0'
+check; labels=$(grep -o '^rjq_group_[a-z_]*{queue="sh",group="[^"]*"' "$DIR/m" | sed 's/.*group="//' | sort -u | tr '\n' ' ')
+[ "$labels" = 's1" s2" s3" ' ] || fail "sh's group labels are its 3 busiest: $labels"
+check; grep -q 'queue="sh~' "$DIR/m" && fail "a series of sh's shards' names"
 for f in rjq_queue_groups rjq_group_jobs rjq_group_paused; do
     check; [ "$(grep -c "^# TYPE $f gauge" "$DIR/m")" = 1 ] || fail "family $f declared once as a gauge"
 done

@@ -2,7 +2,8 @@
 # rjq top and job groups (README "Groups"), driven in a private tmux server
 # as tests/tool_top.sh: the picked queue's busiest groups (most ready jobs
 # first, at most 5) with their running jobs and PAUSED, followed as they
-# change; a queue without groups shows no such line.
+# change; a queue without groups shows no such line; a sharded queue's
+# groups are its shards' merged.
 #
 # Env: RJQ_BUILD (build dir holding the rjq binary).
 set -u
@@ -47,6 +48,11 @@ enq() { # enq QUEUE GROUP N
 enq a-tenants big 6; enq a-tenants t1 5; enq a-tenants t2 4; enq a-tenants t3 3
 enq a-tenants t4 2; enq a-tenants t5 1; enq a-tenants t6 1
 "$RJQ_BIN" enqueue b-plain x >/dev/null || die "enqueue"
+# c-sharded: a sharded queue (2 shards), its groups on both (crc16(group)
+# mod 2: s1 and s3 on c-sharded~0-0, s2 and s4 on c-sharded~1-0)
+"$RJQ_BIN" shards c-sharded 2 >/dev/null || die "shards"
+enq c-sharded s1 4; enq c-sharded s2 3; enq c-sharded s3 2; enq c-sharded s4 1
+[ "$("$RJQ_BIN" groups 'c-sharded~1-0' | head -1)" = "groups 2" ] || die "c-sharded's groups on both shards"
 
 "${TMUX_CMD[@]}" new-session -d -s top -x 200 -y 24 \
     "RJQ_URL=$RJQ_URL '$RJQ_BIN' top --interval 300; echo \$? >'$DIR/rc'; sleep 5"
@@ -67,6 +73,13 @@ wait_screen '^b-plain: enqueued 2' || fail "b-plain's second job seen"
 grep -q 'busiest groups' "$DIR/screen" && fail "b-plain shows a groups line"
 "${TMUX_CMD[@]}" send-keys -t top Up
 wait_screen '^  busiest groups \(7 with jobs\): t6 ready 10' || fail "up: a-tenants' groups again"
+# a sharded queue (one row): its shards' groups merged, each once; a group
+# paused on its shard shows PAUSED
+"$RJQ_BIN" group c-sharded s2 --pause >/dev/null || die "rjq group --pause"
+"${TMUX_CMD[@]}" send-keys -t top Down Down
+wait_screen '^c-sharded: enqueued 10' || fail "down down picks c-sharded"
+wait_screen '^  busiest groups \(4 with jobs\): s1 ready 4 active 0, s2 ready 3 active 0 PAUSED, s3 ready 2 active 0, s4 ready 1 active 0$' ||
+    fail "c-sharded's groups, merged over its shards"
 "${TMUX_CMD[@]}" send-keys -t top q
 for _ in $(seq 50); do [ -s "$DIR/rc" ] && break; sleep 0.1; done
 [ "$(cat "$DIR/rc" 2>/dev/null)" = 0 ] || fail "q quits with exit 0 (got '$(cat "$DIR/rc" 2>/dev/null)')"

@@ -23,7 +23,7 @@
  * every process's counts, across restarts of top) and its busiest job
  * groups (README "Groups": the TOP_GROUPS with the most ready jobs, their
  * running jobs, PAUSED; read with each refresh, a queue of N > 1000 groups
- * every N/1000 s); q quits.
+ * every N/1000 s; a sharded queue's merged over its shards); q quits.
  *
  * Only the public API (rjq.h) and libevent are used.
  */
@@ -454,7 +454,7 @@ static void on_groups(rjq_client *c, int status, long long total, const rjq_grou
     top *t = data;
     (void)c;
     t->grp_reading = 0;
-    if (status != RJQ_OK) { /* (a sharded queue's handle: RJQ_ESHARDED) */
+    if (status != RJQ_OK) { /* (a sharded queue's handle merges its shards' lists) */
         t->grp_line[0] = '\0';
         return;
     }

@@ -1,7 +1,8 @@
 // The queue page's busiest job groups, in a real browser: run by
 // tests/dashboard_groups.sh, which enqueues tenants' jobs in groups acme
-// (7), globex (3, concurrency 2) and initech (1), a plain queue's job, and
-// starts rjq serve (no worker: the jobs wait). Env: BASE, CHROMIUM, ART.
+// (7), globex (3, concurrency 2) and initech (1), a plain queue's job, a
+// sharded queue's (2 shards) groups s1..s4 (4..1 jobs), and starts rjq
+// serve (no worker: the jobs wait). Env: BASE, CHROMIUM, ART.
 import { check, api, until, openPage, shotShowsOn, finish } from './lib.mjs';
 
 const { BASE, ART } = process.env;
@@ -47,6 +48,27 @@ try {
   await until('initech, 10 ready, first', async () =>
     (await page.locator('#group-table tbody tr').first().getAttribute('data-group')) === 'initech' &&
     await cell('initech', 'ready') === 10);
+
+  // a sharded queue (2 shards, its groups on both: s1 and s3 on sharded~0-0,
+  // s2 and s4 on sharded~1-0): one table of its shards' groups merged, and a
+  // group paused from the page on its own shard
+  await page.goto(BASE + '/#/q/sharded');
+  await until('sharded\'s 4 groups', async () =>
+    (await page.locator('#group-table tbody tr').count()) === 4);
+  const snames = await page.locator('#group-table tbody tr').evaluateAll(rs => rs.map(r => r.dataset.group));
+  check(JSON.stringify(snames) === '["s1","s2","s3","s4"]', 'sharded: merged, deepest first: ' + snames);
+  check(await cell('s1', 'ready') === 4 && await cell('s4', 'ready') === 1, 'sharded: s1 4 ready, s4 1');
+  check(/4 groups with jobs/.test(await page.textContent('#groups h3')), 'sharded: the heading counts 4 groups');
+  await page.click(`${row('s2')} button[data-action="pause"]`);
+  await until('s2 shows paused', async () =>
+    (await page.locator(`${row('s2')} .badge.paused`).count()) === 1);
+  const shard1 = await api('GET', '/v1/queues/' + encodeURIComponent('sharded~1-0') + '/groups');
+  check(JSON.stringify(shard1.data.groups.map(x => [x.name, x.paused])) === '[["s2",true],["s4",false]]',
+    's2 paused on its shard: ' + JSON.stringify(shard1.data));
+  const shard0 = await api('GET', '/v1/queues/' + encodeURIComponent('sharded~0-0') + '/groups');
+  check(JSON.stringify(shard0.data.groups.map(x => [x.name, x.paused])) === '[["s1",false],["s3",false]]',
+    'the other shard\'s groups not paused: ' + JSON.stringify(shard0.data));
+  await page.screenshot({ path: `${ART}/groups-sharded.png`, fullPage: true });
 
   // a queue without groups: no table
   await page.goto(BASE + '/#/q/plain');

@@ -5,9 +5,12 @@
  *                                                 (rjq_queue_list_groups; limit 1..1000,
  *                                                 default 20)
  *   GET  /v1/queues/{q}/groups/{g}                one group (zeros when it has nothing)
- *                                                 (a sharded queue: none, "sharded": true)
  *   POST /v1/queues/{q}/groups/{g}/pause, /resume pause or resume one group
  *                                                 (rjq_queue_pause_group)
+ *
+ * On a sharded queue the library does the routing (README "Groups"): the
+ * listing is every shard's merged by depth, each group once (offset +
+ * limit at most 1000, else 400), and a group's pause goes to its shard.
  *
  * and the busiest groups of each queue served, for /metrics: the first
  * --metrics-groups K (default 10) of the listing, read with each stats
@@ -63,9 +66,9 @@ void groups_refresh(server *s, squeue *q) {
         groups_forget(q); /* (nobody scrapes: nothing read, nothing old kept) */
         return;
     }
-    if (s->o.metrics_groups <= 0 || q->gtop_reading || !q->have || !q->s.exists || q->nshards > 1 ||
+    if (s->o.metrics_groups <= 0 || q->gtop_reading || !q->have || !q->s.exists ||
         serve_now_s() < q->gtop_next)
-        return; /* (a sharded queue's handle lists no groups: RJQ_ESHARDED) */
+        return; /* (a sharded queue's handle merges its shards' lists) */
     if (rjq_queue_list_groups(q->q, NULL, 0, s->o.metrics_groups, on_top, q) == RJQ_OK)
         q->gtop_reading = 1;
 }
@@ -241,24 +244,15 @@ void groups_handle(server *s, struct evhttp_request *req, squeue *q, const char 
     if (!group && (query_ll(req, args, "offset", 0, RJQ_JOBS_OFFSET_MAX, 0, &offset) ||
                    query_ll(req, args, "limit", 1, 1000, 20, &limit)))
         return; /* (answered) */
+    if (!group && q->nshards > 1 && offset + limit > 1000) {
+        /* (the library refuses it: each shard's first offset + limit are merged) */
+        reply_error(req, 400, "queue %s is sharded: offset + limit is at most 1000", q->name);
+        return;
+    }
     gcall *c = gcall_new(s, req, q);
     if (c == NULL) return;
     c->one = group != NULL;
     c->offset = offset;
     if (group) strcpy(c->group, group);
-    int rc = rjq_queue_list_groups(q->q, group, (long)offset, (long)limit, on_list, c);
-    if (rc == RJQ_ESHARDED) {
-        /* a sharded queue's handle takes no group job (an enqueue with a
-         * group is refused: RJQ_ESHARDED), so it has none to list: an
-         * empty list, and "sharded", rather than a refusal (the dashboard's
-         * queue page asks every queue) */
-        struct evhttp_request *r = held_end(&c->h);
-        if (r && group) reply_json(r, 200, groups_info_json(group, 0, 0, -1, 1, 0));
-        else if (r)
-            reply_json(r, 200, json_pack("{so si sI s[] sb}", "queue", json_name(q->name), "total", 0,
-                                         "offset", (json_int_t)offset, "groups", "sharded", 1));
-        gcall_free(c);
-        return;
-    }
-    gcall_sent(c, rc);
+    gcall_sent(c, rjq_queue_list_groups(q->q, group, (long)offset, (long)limit, on_list, c));
 }

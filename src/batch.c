@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deps.h"
 #include "queue.h"
 #include "validate.h"
 
@@ -64,10 +65,7 @@ typedef struct create_ctx {
 static void on_created(rjq_client *c, int status, redisReply *r, void *priv) {
     create_ctx *x = priv;
     /* batch.lua create: { id, existed } */
-    if (status == RJQ_OK &&
-        (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-         r->element[0]->type != REDIS_REPLY_STRING || r->element[0]->len == 0 ||
-         r->element[0]->len > RJQ_JOB_ID_MAX || r->element[1]->type != REDIS_REPLY_INTEGER)) {
+    if (status == RJQ_OK && !rjq__reply_id_existed(r, 1)) {
         rjq__errmsg(c, "batch create: unexpected reply");
         status = RJQ_EPROTO;
     }
@@ -250,32 +248,16 @@ static void on_flush(rjq__timer *t) {
     rjq__leave(c);
 }
 
-static int is_outcome(const redisReply *r) {
-    static const char *const known[] = {"completed", "dead", "cancelled", "missing"};
-    if (r->type != REDIS_REPLY_STRING) return 0;
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (r->len == strlen(known[i]) && memcmp(r->str, known[i], r->len) == 0) return 1;
-    return 0;
-}
-
-static void on_member_watched(rjq_client *c, int status, redisReply *r, void *priv) {
+static void on_member_watched(rjq_client *c, int status, const char *outcome, void *priv) {
     member_ctx *m = priv;
     rjq__queue_release(m->q); /* (the watch's hold) */
-    /* deps_watch.lua: 'waiting' or how it ended */
-    int waiting = 0;
-    if (status == RJQ_OK) {
-        waiting = r->type == REDIS_REPLY_STRING && r->len == 7 && memcmp(r->str, "waiting", 7) == 0;
-        if (!waiting && !is_outcome(r)) {
-            rjq__errmsg(c, "batch watch: unexpected reply");
-            status = RJQ_EPROTO;
-        }
-    }
+    /* outcome: NULL waiting, or how it ended (deps.h: < 16 bytes) */
     if (status == RJQ_OK && !rjq__accepting(c)) status = RJQ_ECLOSED;
     batch_state *st = status == RJQ_OK ? state_of(c) : NULL;
     if (status == RJQ_OK && st == NULL) status = RJQ_ENOMEM;
     if (status == RJQ_OK) {
         /* gathered: the adds of this loop turn go together (on_flush) */
-        if (!waiting) memcpy(m->outcome, r->str, r->len + 1); /* (is_outcome: < 16 bytes) */
+        if (outcome) snprintf(m->outcome, sizeof m->outcome, "%s", outcome);
         m->next = NULL;
         *st->adds_end = m;
         st->adds_end = &m->next;
@@ -297,24 +279,20 @@ static void on_member_enqueued(rjq_client *c, int status, const rjq_enqueued *jo
     }
     m->out = jobs[0];
     m->out.id = m->id;
-    /* the batch among the job's dependents: its finisher tells the batch */
+    /* the batch among the job's dependents: its finisher tells the batch
+     * (registrations gathered by deps.c) */
     size_t blen = strlen(rjq_queue_get_name(m->bq));
     char *entry = malloc(blen + 4);
-    rjq__argv a;
-    rjq__argv_init(&a);
     if (entry) {
         memcpy(entry, "{b}", 3);
         memcpy(entry + 3, rjq_queue_get_name(m->bq), blen + 1);
-        rjq__argv_script_keys(&a, m->q, RJQ__S_DEPS_WATCH);
-        rjq__argv_str(&a, m->id);
-        rjq__argv_str(&a, entry);
-        rjq__argv_str(&a, m->bid);
     }
-    status = entry ? rjq__queue_script(m->q, RJQ__S_DEPS_WATCH, RJQ__REQ_RETRY, on_member_watched,
-                                       m, &a)
-                   : RJQ_ENOMEM; /* (a: nothing added, nothing to free) */
+    status = entry ? rjq__deps_watch(m->q, m->id, entry, m->bid, on_member_watched, m) : RJQ_ENOMEM;
     free(entry);
-    if (status == RJQ_OK) return;
+    if (status == RJQ_OK) {
+        rjq__queue_hold(m->q); /* (released by on_member_watched) */
+        return;
+    }
     member_end(c, m, status);
 }
 

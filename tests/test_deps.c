@@ -670,8 +670,8 @@ TEST(replay_of_a_dead_dependency_reblocks_nothing_released) {
  * then made to look a minute old (DEPS_RESUME_MS). */
 static void add_unregistered(redisContext *rc, const char *q, const char *id, const char *dq,
                              const char *did) {
-    const char *args[] = {id, "p", "", "fail", dq, did};
-    redisReply *r = server_fcall(rc, RJQ__S_DEPS_ADD, q, args, 6);
+    const char *args[] = {id, "p", "", "fail", "1", dq, did};
+    redisReply *r = server_fcall(rc, RJQ__S_DEPS_ADD, q, args, 7);
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->integer == 0);
     freeReplyObject(r);
     freeReplyObject(server_cmd(rc, "ZADD t:{%s}:waiting 1 %s", q, id));
@@ -729,8 +729,10 @@ TEST(completion_whose_worker_died_before_the_release_is_released_by_the_sweep_on
     ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
     const char *done[] = {"t:{dk}:job:", "-1", "0", "0", "0", "a", "1 tok", "r"};
     redisReply *r = server_fcall(e.rc, RJQ__S_COMPLETE, "dk", done, 8);
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
-    ASSERT_EQ(3, r->element[0]->integer); /* done, with dependents to release */
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    ASSERT_EQ(3, r->element[0]->integer); /* done, with dependents to release: */
+    ASSERT_STREQ("a", r->element[1]->str);     /* its id and its entry, in the reply */
+    ASSERT_STREQ("dk2 p", r->element[2]->str); /* (no deps_due call) */
     freeReplyObject(r);
     ASSERT_STREQ("completed", get_info(e.base, e.q, "a").state);
     ASSERT_STREQ("waiting", get_info(e.base, q2, "p").state);

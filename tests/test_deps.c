@@ -747,6 +747,40 @@ TEST(completion_whose_worker_died_before_the_release_is_released_by_the_sweep_on
     env_stop(&e);
 }
 
+/* Retention (rjq.h "Dependencies"): a finished dependency's record stays
+ * until its dependents are released. A dependency on a queue that keeps
+ * completed jobs 1 ms completes and its worker dies before the release
+ * (the completion as the script ran it); the queue's periodic visit
+ * sweeps its completed jobs before it sweeps their dependents' releases:
+ * the dependent is released, as after a completed dependency, not buried
+ * as after a "missing" one; once released, the record goes. */
+TEST(dependency_past_its_retention_is_kept_until_its_dependent_is_released) {
+    test_env e;
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
+    qo.retention_ms = 1;
+    env_start_queue(&e, "rz", &qo);
+    rjq_queue *q2 = open_queue(&e, "rz2");
+    plant_active(e.rc, "rz", "a");
+    rjq_dep on_a = {"rz", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
+    const char *done[] = {"t:{rz}:job:", "1", "0", "0", "0", "a", "1 tok", "r"};
+    redisReply *r = server_fcall(e.rc, RJQ__S_COMPLETE, "rz", done, 8);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->integer == 3);
+    freeReplyObject(r);
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 50;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, never_runs, NULL, &w));
+    WAIT_FOR(e.base, !state_is(&e, q2, "p", "waiting"), 10000);
+    ASSERT_STREQ("ready", get_info(e.base, q2, "p").state); /* (policy fail: not "dead") */
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{rz2}:ready"));
+    /* released: the dependency's record goes with a later sweep */
+    WAIT_FOR(e.base, server_int(e.rc, "HEXISTS t:{rz}:state a") == 0, 10000);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{rz}:dependents"));
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
 /* The first queue name "x<k>" whose slot master node m serves. */
 static void name_on(const test_cluster *cl, int m, char *out, size_t size) {
     for (int k = 0; k < 1000; k++) {

@@ -39,6 +39,7 @@ local FIRST = FORGET + tonumber(ARGV[5]) -- of the first job
 local J = columns(cols, prefix)
 J.u = dedup
 J.dp = deps
+J.dt = dependents -- (the retention sweep keeps the records of jobs with dependents to release)
 -- Wrongly typed keys are refused before the first write: the reads below
 -- check theirs, the first three writes check their own (the count of
 -- retained jobs, whose reply says whether the retention sweep is due, then
@@ -216,8 +217,14 @@ end
 -- Dependents (only for jobs that have some: a plain completion runs no
 -- command here): each job of code 3 with its dependents entry.
 if with_deps and #with_deps > 0 then
-  local lists = hmget(dependents, with_deps, 'hash')
-  for k, id in ipairs(with_deps) do out[#out + 1] = id; out[#out + 1] = lists[k] or '' end
+  -- (after the writes: a wrongly typed hash gives no entries, the sweep's
+  -- deps_due.lua then refuses it)
+  for i = 1, #with_deps, CHUNK do
+    local last = math.min(i + CHUNK - 1, #with_deps)
+    local lists = redis.pcall('HMGET', dependents, unpack(with_deps, i, last))
+    if lists.err then lists = {} end
+    for k = i, last do out[#out + 1] = with_deps[k]; out[#out + 1] = lists[k - i + 1] or '' end
+  end
 end
 
 for i = FORGET, FIRST - 1 do

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_call.h"
 #include "deps.h"
 #include "queue.h"
 #include "validate.h"
@@ -37,21 +38,6 @@ static int usable(rjq_queue *q, const char *id, int has_cb) {
     int rc = rjq__queue_refuse_front(q, "a batch call");
     if (rc != RJQ_OK) return rc;
     return rjq__accepting(rjq_queue_get_client(q)) ? RJQ_OK : RJQ_ECLOSED;
-}
-
-/* batch.lua's call `op` on q for batch id, then the op's own arguments
- * (nargs of them). */
-static int send_batch(rjq_queue *q, const char *op, const char *id, int flags, rjq__reply_fn *fn,
-                      void *priv, size_t nargs, const char *const *args, const size_t *lens) {
-    rjq__argv a;
-    rjq__argv_init(&a);
-    rjq__argv_script_keys(&a, q, RJQ__S_BATCH);
-    rjq__argv_str(&a, op);
-    rjq__argv_key(&a, q, RJQ__K_JOB);
-    rjq__argv_key(&a, q, RJQ__K_WAKE);
-    rjq__argv_str(&a, id);
-    for (size_t i = 0; i < nargs; i++) rjq__argv_add(&a, args[i], lens[i]);
-    return rjq__queue_script(q, RJQ__S_BATCH, flags, fn, priv, &a);
 }
 
 /* ---- create ------------------------------------------------------------- */
@@ -112,7 +98,7 @@ int rjq_batch_create(rjq_queue *q, const rjq_batch_options *given, rjq_batch_cb 
     rjq__queue_register(q);
     /* a caller's id may be sent again (create reports it existing); a
      * numbered one not */
-    rc = send_batch(q, "create", o.id ? o.id : "", (o.id ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
+    rc = rjq__batch_call(q, "create", o.id ? o.id : "", (o.id ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
                     on_created, x, 3, args, lens);
     if (rc != RJQ_OK) free(x);
     return rc;
@@ -160,7 +146,7 @@ typedef struct add_call {
 
 static void on_members_added(rjq_client *c, int status, redisReply *r, void *priv) {
     add_call *a = priv;
-    rjq__queue_release(a->m[0]->bq); /* (send_batch's hold) */
+    rjq__queue_release(a->m[0]->bq); /* (rjq__batch_call's hold) */
     /* batch.lua add: per member 1 added, 0 added already, -1 sealed; or
      * -2 (no such batch) */
     if (status == RJQ_OK && r->type == REDIS_REPLY_INTEGER && r->integer == -2) {
@@ -233,7 +219,7 @@ static void on_flush(rjq__timer *t) {
         for (member_ctx *m = st->adds; m; m = m->next) st->adds_end = &m->next;
         if (a) {
             a->n = n;
-            int rc = rjq__accepting(c) ? send_batch(first->bq, "add", first->bid,
+            int rc = rjq__accepting(c) ? rjq__batch_call(first->bq, "add", first->bid,
                                                    RJQ__REQ_RETRY | RJQ__REQ_DURABLE,
                                                    on_members_added, a, 3 * n, args, lens)
                                        : RJQ_ECLOSED;
@@ -358,7 +344,7 @@ int rjq_batch_seal(rjq_queue *bq, const char *id, rjq_done_cb *cb, void *data) {
     x->q = bq;
     x->cb = cb;
     x->data = data;
-    rc = send_batch(bq, "seal", id, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_sealed, x, 0, NULL, NULL);
+    rc = rjq__batch_call(bq, "seal", id, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_sealed, x, 0, NULL, NULL);
     if (rc != RJQ_OK) free(x);
     return rc;
 }
@@ -442,7 +428,7 @@ static int send_get(rjq_queue *q, const char *id, rjq_batch_info_cb *cb, void *d
     x->data = data;
     x->w = w;
     memcpy(x->id, id, n + 1);
-    int rc = send_batch(q, "get", id, RJQ__REQ_RETRY, on_got, x, 0, NULL, NULL);
+    int rc = rjq__batch_call(q, "get", id, RJQ__REQ_RETRY, on_got, x, 0, NULL, NULL);
     if (rc != RJQ_OK) free(x);
     return rc;
 }

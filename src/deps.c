@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_call.h"
 #include "check.h"
 #include "deps.h"
 #include "headers.h"
@@ -147,25 +148,19 @@ static void on_released(rjq_client *c, int status, redisReply *r, void *priv) {
  * rl is the call's (freed) whatever it returns. */
 static int send_releases(release *rl) {
     rjq_queue *q = rl->q;
-    rjq__argv a;
-    rjq__argv_init(&a);
     if (rl->batch) {
         /* member (dq, did) ended outcome, to batch id of q (batch.c); its
          * reply has deps_release's shape */
         RJQ_ASSERT(rl->k == 1);
-        rjq__argv_script_keys(&a, q, RJQ__S_BATCH);
-        rjq__argv_str(&a, "release");
-        rjq__argv_key(&a, q, RJQ__K_JOB);
-        rjq__argv_key(&a, q, RJQ__K_WAKE);
-        rjq__argv_str(&a, rl->items[0].id);
-        rjq__argv_str(&a, rl->items[0].dq);
-        rjq__argv_str(&a, rl->items[0].did);
-        rjq__argv_str(&a, rl->items[0].outcome);
-        int rc = rjq__queue_script(q, RJQ__S_BATCH, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_released,
-                                   rl, &a);
+        const char *args[] = {rl->items[0].dq, rl->items[0].did, rl->items[0].outcome};
+        size_t lens[] = {strlen(args[0]), strlen(args[1]), strlen(args[2])};
+        int rc = rjq__batch_call(q, "release", rl->items[0].id, RJQ__REQ_RETRY | RJQ__REQ_DURABLE,
+                                 on_released, rl, 3, args, lens);
         if (rc != RJQ_OK) release_free(rl);
         return rc;
     }
+    rjq__argv a;
+    rjq__argv_init(&a);
     rjq__argv_script_keys(&a, q, RJQ__S_DEPS_RELEASE);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);

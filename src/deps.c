@@ -5,15 +5,24 @@
  *   enqueue:  deps_add on the job's queue (the job, waiting, each
  *             dependency pending), then deps_watch on each dependency's
  *             queue; a dependency that had finished is answered at once,
- *             and counted with deps_release on the job's queue;
- *   finish:   the finishing script says the job had dependents (job.c,
- *             admin.c call rjq__deps_notify); deps_due reads them,
- *             deps_release goes to each dependent's queue, and once every
- *             one went through, deps_done drops the list.
+ *             and counted with deps_release on the job's queue. Both are
+ *             gathered (the feature's state): the jobs enqueued in one
+ *             loop turn go in one deps_add per queue, the registrations
+ *             in one deps_watch per dependency's queue (rjq__deps_watch,
+ *             batch members' too), at the end of the turn or before the
+ *             client's next request (before_send);
+ *   finish:   a completion's reply carries its jobs' dependents (job.c
+ *             calls rjq__deps_release); the other finishing scripts say
+ *             the job had dependents (job.c, admin.c call
+ *             rjq__deps_notify) and deps_due reads them. deps_release goes
+ *             to each dependent's queue (batch.lua's release to a batch:
+ *             rjq__batch_call), and once every one went through,
+ *             deps_done drops the lists.
  * A release that fails leaves the list in place, as does a finisher that
  * dies before it told the dependents: the sweep (rjq__deps_sweep, from the
  * queue's periodic visit) finds it and sends the releases again, which
- * change nothing already counted.
+ * change nothing already counted. The retention sweep keeps a completed
+ * job's record while its list is there (lib.lua sweep_completed).
  */
 #include <stdlib.h>
 #include <string.h>

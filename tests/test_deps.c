@@ -494,6 +494,39 @@ TEST(finishing_a_job_without_dependencies_costs_what_it_did) {
     env_stop(&e);
 }
 
+/* The commands of a completion whose retention sweep deletes one record
+ * (cap 1: the second completion sweeps the first job), on queue q. */
+static long long sweeping_completion_commands(test_env *e, const char *q) {
+    plant_active(e->rc, q, "j");
+    plant_active(e->rc, q, "k");
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
+    const char *first[] = {prefix, "-1", "1", "0", "0", "j", "1 tok", "r"};
+    freeReplyObject(server_fcall(e->rc, RJQ__S_COMPLETE, q, first, 8));
+    long long before = server_commands_run(e->rc);
+    const char *second[] = {prefix, "-1", "1", "0", "0", "k", "1 tok", "r"};
+    redisReply *r = server_fcall(e->rc, RJQ__S_COMPLETE, q, second, 8);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
+    freeReplyObject(r);
+    long long n = server_commands_run(e->rc) - before - 1; /* (the FCALL) */
+    ASSERT_EQ(0, server_int(e->rc, "HEXISTS t:{%s}:state j", q)); /* swept */
+    return n;
+}
+
+/* The retention sweep of a queue where no job waited for dependencies
+ * (no deps hash: its TYPE says so) sends no HDEL there; where one did, the
+ * record's deps entry goes with it (one HDEL more). */
+TEST(retention_sweep_sends_no_deps_hdel_on_a_queue_without_dependencies) {
+    test_env e;
+    env_start(&e, "rh");
+    long long plain = sweeping_completion_commands(&e, "rh");
+    freeReplyObject(server_cmd(e.rc, "HSET t:{rh2}:deps other x"));
+    long long with_deps = sweeping_completion_commands(&e, "rh2");
+    printf("commands: sweeping completion %lld, with a deps hash %lld\n", plain, with_deps);
+    ASSERT_EQ(plain + 1, with_deps);
+    env_stop(&e);
+}
+
 /* A handler that counts runs per job id (ids "n<k>", k < 2048) and
  * completes its job; `order` notes the end of the run of "d". */
 typedef struct runs {

@@ -1013,7 +1013,9 @@ local function sweep_completed(J, completed, stats, retention, cap, now, budget,
   -- forget_jobs sends no HDEL there)
   expect_types({J.u, 'zset'})
   local t = redis.call('TYPE', J.dp)['ok']
-  if t ~= 'none' then expect_types({J.dp, 'hash'}) end
+  if t ~= 'none' and t ~= 'hash' then
+    error({err = 'WRONGTYPE ' .. J.dp .. ' holds a ' .. t .. ', rjq expects a hash'})
+  end
   J.dp_none = t == 'none'
   kept = kept or int_fields(stats, 'retained', 'swept')[1] or 0
   local limit = cap

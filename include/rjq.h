@@ -818,12 +818,17 @@ typedef struct rjq_header {
  *   queue's slot). A dependency that already finished when it is
  *   registered (or that does not exist: its outcome is "missing", handled
  *   like dead) is counted at once, so no outcome falls between the two.
+ *   The client gathers these calls: the jobs with dependencies enqueued in
+ *   one loop turn are written by one call per queue, and registered by one
+ *   call per dependency's queue (sent at the end of the turn, or before
+ *   the client's next request, whichever comes first).
  * - When a dependency finishes (completed, dead, cancelled), the script
- *   that finished it tells its caller, and the finishing client (the
- *   worker's completion or failure, rjq_queue_cancel's caller) sends
- *   an idempotent release to each dependent's queue: each dependency is
- *   counted once, a release sent again changes nothing. The dependency's
- *   list of dependents is dropped once every one was released.
+ *   that finished it tells its caller (a completion's reply carries the
+ *   dependents), and the finishing client (the worker's completion or
+ *   failure, rjq_queue_cancel's caller) sends an idempotent release to
+ *   each dependent's queue: each dependency is counted once, a release
+ *   sent again changes nothing. The dependency's list of dependents is
+ *   dropped once every one was released.
  * - Policies, for a dependency that ended dead, cancelled or missing:
  *   RJQ_AFTER_FAIL buries the job (dead, error "dependency <queue>:<id>
  *   ended <outcome>"; its own dependents apply their policies in turn),
@@ -852,9 +857,12 @@ typedef struct rjq_header {
  *   most an hour).
  * - A handler reads its dependencies' outcomes with rjq_job_dependencies();
  *   rjq_stats.waiting counts the waiting jobs, RJQ_STATE_WAITING lists them.
- * - A dependency's record is kept by retention as any job's: deleted before
- *   it released its dependents (a retention shorter than the sweep
- *   period), it counts as "missing".
+ * - Retention: a completed dependency's record stays until its
+ *   dependents are released (the retention sweep keeps it, then deletes
+ *   it at a later sweep). A dead or cancelled dependency dropped by its
+ *   cap first, or a dependency deleted before the dependent was registered
+ *   (a retention shorter than the time between the two enqueues), counts
+ *   as "missing".
  * - Batches: "Batches" below; trees: rjq_enqueue_flow. Sharded queues
  *   take no dependencies.
  */

@@ -23,6 +23,8 @@
 #include <string.h>
 
 #include "await.h"
+#include "batch_call.h"
+#include "deps.h"
 #include "queue.h"
 #include "validate.h"
 
@@ -44,21 +46,6 @@ static int usable(rjq_queue *q, const char *id, int has_cb) {
     return rjq__accepting(rjq_queue_get_client(q)) ? RJQ_OK : RJQ_ECLOSED;
 }
 
-/* batch.lua's call `op` on q for batch id, then the op's own arguments
- * (nargs of them). */
-static int send_batch(rjq_queue *q, const char *op, const char *id, int flags, rjq__reply_fn *fn,
-                      void *priv, size_t nargs, const char *const *args, const size_t *lens) {
-    rjq__argv a;
-    rjq__argv_init(&a);
-    rjq__argv_script_keys(&a, q, RJQ__S_BATCH);
-    rjq__argv_str(&a, op);
-    rjq__argv_key(&a, q, RJQ__K_JOB);
-    rjq__argv_key(&a, q, RJQ__K_WAKE);
-    rjq__argv_str(&a, id);
-    for (size_t i = 0; i < nargs; i++) rjq__argv_add(&a, args[i], lens[i]);
-    return rjq__queue_script(q, RJQ__S_BATCH, flags, fn, priv, &a);
-}
-
 /* ---- create ------------------------------------------------------------- */
 
 typedef struct create_ctx {
@@ -70,10 +57,7 @@ typedef struct create_ctx {
 static void on_created(rjq_client *c, int status, redisReply *r, void *priv) {
     create_ctx *x = priv;
     /* batch.lua create: { id, existed } */
-    if (status == RJQ_OK &&
-        (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-         r->element[0]->type != REDIS_REPLY_STRING || r->element[0]->len == 0 ||
-         r->element[0]->len > RJQ_JOB_ID_MAX || r->element[1]->type != REDIS_REPLY_INTEGER)) {
+    if (status == RJQ_OK && !rjq__reply_id_existed(r, 1)) {
         rjq__errmsg(c, "batch create: unexpected reply");
         status = RJQ_EPROTO;
     }
@@ -126,8 +110,8 @@ int rjq_batch_create(rjq_queue *q, const rjq_batch_options *given, rjq_batch_cb 
     rjq__queue_register(q);
     /* a caller's id may be sent again (create reports it existing); a
      * numbered one not */
-    rc = send_batch(q, "create", o.id ? o.id : "", (o.id ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
-                    on_created, x, 4, args, lens);
+    rc = rjq__batch_call(q, "create", o.id ? o.id : "", (o.id ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
+                         on_created, x, 4, args, lens);
     if (rc != RJQ_OK) free(x);
     return rc;
 }
@@ -172,7 +156,7 @@ typedef struct add_call {
 
 static void on_members_added(rjq_client *c, int status, redisReply *r, void *priv) {
     add_call *a = priv;
-    rjq__queue_release(a->m[0]->bq); /* (send_batch's hold) */
+    rjq__queue_release(a->m[0]->bq); /* (rjq__batch_call's hold) */
     /* batch.lua add: per member 1 added, 0 added already, -1 sealed; or
      * -2 (no such batch) */
     if (status == RJQ_OK && r->type == REDIS_REPLY_INTEGER && r->integer == -2) {
@@ -245,7 +229,7 @@ static void on_flush(rjq__timer *t) {
         for (member_ctx *m = st->adds; m; m = m->next) st->adds_end = &m->next;
         if (a) {
             a->n = n;
-            int rc = rjq__accepting(c) ? send_batch(first->bq, "add", first->bid,
+            int rc = rjq__accepting(c) ? rjq__batch_call(first->bq, "add", first->bid,
                                                    RJQ__REQ_RETRY | RJQ__REQ_DURABLE,
                                                    on_members_added, a, 3 * n, args, lens)
                                        : RJQ_ECLOSED;
@@ -260,32 +244,16 @@ static void on_flush(rjq__timer *t) {
     rjq__leave(c);
 }
 
-static int is_outcome(const redisReply *r) {
-    static const char *const known[] = {"completed", "dead", "cancelled", "missing"};
-    if (r->type != REDIS_REPLY_STRING) return 0;
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (r->len == strlen(known[i]) && memcmp(r->str, known[i], r->len) == 0) return 1;
-    return 0;
-}
-
-static void on_member_watched(rjq_client *c, int status, redisReply *r, void *priv) {
+static void on_member_watched(rjq_client *c, int status, const char *outcome, void *priv) {
     member_ctx *m = priv;
     rjq__queue_release(m->q); /* (the watch's hold) */
-    /* deps_watch.lua: 'waiting' or how it ended */
-    int waiting = 0;
-    if (status == RJQ_OK) {
-        waiting = r->type == REDIS_REPLY_STRING && r->len == 7 && memcmp(r->str, "waiting", 7) == 0;
-        if (!waiting && !is_outcome(r)) {
-            rjq__errmsg(c, "batch watch: unexpected reply");
-            status = RJQ_EPROTO;
-        }
-    }
+    /* outcome: NULL waiting, or how it ended (deps.h: < 16 bytes) */
     if (status == RJQ_OK && !rjq__accepting(c)) status = RJQ_ECLOSED;
     batch_state *st = status == RJQ_OK ? state_of(c) : NULL;
     if (status == RJQ_OK && st == NULL) status = RJQ_ENOMEM;
     if (status == RJQ_OK) {
         /* gathered: the adds of this loop turn go together (on_flush) */
-        if (!waiting) memcpy(m->outcome, r->str, r->len + 1); /* (is_outcome: < 16 bytes) */
+        if (outcome) snprintf(m->outcome, sizeof m->outcome, "%s", outcome);
         m->next = NULL;
         *st->adds_end = m;
         st->adds_end = &m->next;
@@ -307,24 +275,20 @@ static void on_member_enqueued(rjq_client *c, int status, const rjq_enqueued *jo
     }
     m->out = jobs[0];
     m->out.id = m->id;
-    /* the batch among the job's dependents: its finisher tells the batch */
+    /* the batch among the job's dependents: its finisher tells the batch
+     * (registrations gathered by deps.c) */
     size_t blen = strlen(rjq_queue_get_name(m->bq));
     char *entry = malloc(blen + 4);
-    rjq__argv a;
-    rjq__argv_init(&a);
     if (entry) {
         memcpy(entry, "{b}", 3);
         memcpy(entry + 3, rjq_queue_get_name(m->bq), blen + 1);
-        rjq__argv_script_keys(&a, m->q, RJQ__S_DEPS_WATCH);
-        rjq__argv_str(&a, m->id);
-        rjq__argv_str(&a, entry);
-        rjq__argv_str(&a, m->bid);
     }
-    status = entry ? rjq__queue_script(m->q, RJQ__S_DEPS_WATCH, RJQ__REQ_RETRY, on_member_watched,
-                                       m, &a)
-                   : RJQ_ENOMEM; /* (a: nothing added, nothing to free) */
+    status = entry ? rjq__deps_watch(m->q, m->id, entry, m->bid, on_member_watched, m) : RJQ_ENOMEM;
     free(entry);
-    if (status == RJQ_OK) return;
+    if (status == RJQ_OK) {
+        rjq__queue_hold(m->q); /* (released by on_member_watched) */
+        return;
+    }
     member_end(c, m, status);
 }
 
@@ -391,7 +355,7 @@ int rjq_batch_seal(rjq_queue *bq, const char *id, rjq_done_cb *cb, void *data) {
     x->q = bq;
     x->cb = cb;
     x->data = data;
-    rc = send_batch(bq, "seal", id, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_sealed, x, 0, NULL, NULL);
+    rc = rjq__batch_call(bq, "seal", id, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_sealed, x, 0, NULL, NULL);
     if (rc != RJQ_OK) free(x);
     return rc;
 }
@@ -432,8 +396,8 @@ int rjq_batch_delete(rjq_queue *bq, const char *id, int force, rjq_done_cb *cb, 
     x->data = data;
     const char *arg = force ? "1" : "";
     size_t len = strlen(arg);
-    rc = send_batch(bq, "delete", id, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_deleted, x, 1, &arg,
-                    &len);
+    rc = rjq__batch_call(bq, "delete", id, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_deleted, x, 1, &arg,
+                         &len);
     if (rc != RJQ_OK) {
         free(x->id);
         free(x);
@@ -536,7 +500,7 @@ static int send_get(rjq_queue *q, const char *id, rjq_batch_info_cb *cb, void *d
     x->data = data;
     x->timed_out = timed_out;
     memcpy(x->id, id, n + 1);
-    int rc = send_batch(q, "get", id, RJQ__REQ_RETRY, on_got, x, 0, NULL, NULL);
+    int rc = rjq__batch_call(q, "get", id, RJQ__REQ_RETRY, on_got, x, 0, NULL, NULL);
     if (rc != RJQ_OK) free(x);
     return rc;
 }

@@ -5,19 +5,29 @@
  *   enqueue:  deps_add on the job's queue (the job, waiting, each
  *             dependency pending), then deps_watch on each dependency's
  *             queue; a dependency that had finished is answered at once,
- *             and counted with deps_release on the job's queue;
- *   finish:   the finishing script says the job had dependents (job.c,
- *             admin.c call rjq__deps_notify); deps_due reads them,
- *             deps_release goes to each dependent's queue, and once every
- *             one went through, deps_done drops the list.
+ *             and counted with deps_release on the job's queue. Both are
+ *             gathered (the feature's state): the jobs enqueued in one
+ *             loop turn go in one deps_add per queue, the registrations
+ *             in one deps_watch per dependency's queue (rjq__deps_watch,
+ *             batch members' too), at the end of the turn or before the
+ *             client's next request (before_send);
+ *   finish:   a completion's reply carries its jobs' dependents (job.c
+ *             calls rjq__deps_release); the other finishing scripts say
+ *             the job had dependents (job.c, admin.c call
+ *             rjq__deps_notify) and deps_due reads them. deps_release goes
+ *             to each dependent's queue (batch.lua's release to a batch:
+ *             rjq__batch_call), and once every one went through,
+ *             deps_done drops the lists.
  * A release that fails leaves the list in place, as does a finisher that
  * dies before it told the dependents: the sweep (rjq__deps_sweep, from the
  * queue's periodic visit) finds it and sends the releases again, which
- * change nothing already counted.
+ * change nothing already counted. The retention sweep keeps a completed
+ * job's record while its list is there (lib.lua sweep_completed).
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_call.h"
 #include "check.h"
 #include "deps.h"
 #include "headers.h"
@@ -147,25 +157,19 @@ static void on_released(rjq_client *c, int status, redisReply *r, void *priv) {
  * rl is the call's (freed) whatever it returns. */
 static int send_releases(release *rl) {
     rjq_queue *q = rl->q;
-    rjq__argv a;
-    rjq__argv_init(&a);
     if (rl->batch) {
         /* member (dq, did) ended outcome, to batch id of q (batch.c); its
          * reply has deps_release's shape */
         RJQ_ASSERT(rl->k == 1);
-        rjq__argv_script_keys(&a, q, RJQ__S_BATCH);
-        rjq__argv_str(&a, "release");
-        rjq__argv_key(&a, q, RJQ__K_JOB);
-        rjq__argv_key(&a, q, RJQ__K_WAKE);
-        rjq__argv_str(&a, rl->items[0].id);
-        rjq__argv_str(&a, rl->items[0].dq);
-        rjq__argv_str(&a, rl->items[0].did);
-        rjq__argv_str(&a, rl->items[0].outcome);
-        int rc = rjq__queue_script(q, RJQ__S_BATCH, RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_released,
-                                   rl, &a);
+        const char *args[] = {rl->items[0].dq, rl->items[0].did, rl->items[0].outcome};
+        size_t lens[] = {strlen(args[0]), strlen(args[1]), strlen(args[2])};
+        int rc = rjq__batch_call(q, "release", rl->items[0].id, RJQ__REQ_RETRY | RJQ__REQ_DURABLE,
+                                 on_released, rl, 3, args, lens);
         if (rc != RJQ_OK) release_free(rl);
         return rc;
     }
+    rjq__argv a;
+    rjq__argv_init(&a);
     rjq__argv_script_keys(&a, q, RJQ__S_DEPS_RELEASE);
     rjq__argv_key(&a, q, RJQ__K_JOB);
     rjq__argv_key(&a, q, RJQ__K_WAKE);
@@ -223,13 +227,13 @@ static int is_outcome(const redisReply *r) {
     return 0;
 }
 
-/* The releases of a deps_due answer r ({ cursor, (id, outcome,
- * dependents)... }) of q: a deps_release call per dependents' queue (all
- * of its releases), then deps_done for the jobs all of whose releases went
- * through. What fails stays recorded, for the sweep. */
-static void release_all(rjq_queue *q, const redisReply *r) {
+/* The releases of the n finished jobs f of q: a deps_release call per
+ * dependents' queue (all of its releases), then deps_done for the jobs
+ * all of whose releases went through. What fails stays recorded, for the
+ * sweep. */
+void rjq__deps_release(rjq_queue *q, const rjq__deps_finished *f, size_t njobs) {
     rjq_client *c = rjq_queue_get_client(q);
-    size_t njobs = (r->elements - 1) / 3;
+    if (njobs == 0 || !rjq__accepting(c)) return;
     due *d = calloc(1, sizeof *d);
     if (d == NULL || (d->jobs = calloc(njobs, sizeof *d->jobs)) == NULL) {
         free(d);
@@ -241,22 +245,20 @@ static void release_all(rjq_queue *q, const redisReply *r) {
     /* the releases, grouped by the dependents' queue as they are found */
     release **calls = NULL;
     size_t ncalls = 0;
-    for (size_t i = 1; i + 2 < r->elements; i += 3) {
-        const redisReply *id = r->element[i], *oc = r->element[i + 1], *list = r->element[i + 2];
-        if (id->type != REDIS_REPLY_STRING || id->len == 0 || id->len > RJQ_JOB_ID_MAX ||
-            !is_outcome(oc) || list->type != REDIS_REPLY_STRING)
-            continue; /* (not rjq's: left for nobody) */
+    for (size_t i = 0; i < njobs; i++) {
+        const char *outcome = outcome_word(f[i].outcome, strlen(f[i].outcome));
+        if (f[i].idlen == 0 || f[i].idlen > RJQ_JOB_ID_MAX || outcome == NULL || f[i].llen == 0)
+            continue; /* (not rjq's, or no dependents left: nothing to do) */
         due_job *j = &d->jobs[d->n];
-        j->id = strndup(id->str, id->len);
-        j->list = strndup(list->str, list->len);
+        j->id = strndup(f[i].id, f[i].idlen);
+        j->list = strndup(f[i].list, f[i].llen);
         if (j->id == NULL || j->list == NULL) {
             free(j->id);
             free(j->list);
             continue;
         }
         size_t ji = d->n++;
-        const char *outcome = outcome_word(oc->str, oc->len);
-        const char *p = list->str, *end = list->str + list->len;
+        const char *p = j->list, *end = j->list + f[i].llen;
         while (p < end) {
             const char *nl = memchr(p, '\n', (size_t)(end - p));
             const char *le = nl ? nl : end;
@@ -322,7 +324,17 @@ static void on_due(rjq_client *c, int status, redisReply *r, void *priv) {
         rjq__errmsg(c, "deps due: unexpected reply");
         status = RJQ_EPROTO;
     }
-    if (status == RJQ_OK && r->elements > 1 && rjq__accepting(c)) release_all(q, r);
+    size_t n = status == RJQ_OK ? (r->elements - 1) / 3 : 0, k = 0;
+    rjq__deps_finished *f = n ? malloc(n * sizeof *f) : NULL;
+    for (size_t i = 1; f && i + 2 < r->elements; i += 3) {
+        const redisReply *id = r->element[i], *oc = r->element[i + 1], *list = r->element[i + 2];
+        if (id->type != REDIS_REPLY_STRING || !is_outcome(oc) || list->type != REDIS_REPLY_STRING)
+            continue; /* (not rjq's: left for nobody) */
+        f[k++] = (rjq__deps_finished){id->str, id->len, outcome_word(oc->str, oc->len), list->str,
+                                      list->len};
+    }
+    if (k && rjq__accepting(c)) rjq__deps_release(q, f, k);
+    free(f);
     const redisReply *cur = status == RJQ_OK ? r->element[0] : NULL;
     if (scan && cur && cur->type == REDIS_REPLY_STRING && cur->len > 0 && cur->len < 24 &&
         strspn(cur->str, "0123456789") == cur->len && !(cur->len == 1 && cur->str[0] == '0') &&
@@ -356,31 +368,358 @@ void rjq__deps_notify(rjq_queue *q, const char *const *ids, const size_t *lens, 
     send_due(q, 0, "0", 1, ids, lens, n);
 }
 
+/* ---- gathering: the calls of one loop turn together ----------------------- */
+
+/* A registration (deps_watch.lua) waiting for its call: dependent `dep_id`
+ * of queue `entry` (a queue name, or "{b}<queue>" for a batch: batch.c)
+ * on job did of queue on. */
+typedef struct watch_req {
+    rjq_queue *on;        /* held */
+    char *did, *entry, *dep_id;
+    rjq__deps_watch_cb *cb;
+    void *priv;
+    struct watch_req *next;
+} watch_req;
+
+/* A job with dependencies (rjq_enqueue) from its enqueue to its callback:
+ * its deps_add (gathered with the others of its queue), then its
+ * registrations (gathered per dependency's queue). */
+typedef struct add_ctx {
+    rjq_queue *q;         /* held until the callback */
+    rjq_enqueue_cb *cb;
+    void *data;
+    int pending, status;
+    int retry;            /* a caller's id: its deps_add may be sent again */
+    rjq_enqueued out;
+    char *id;             /* the caller's ("" none), then the job's */
+    char *payload, *opts; /* deps_add's arguments (opts: with headers' text) */
+    size_t len, olen;
+    const char *policy;   /* static */
+    size_t n;
+    char **dq, **did;     /* the dependencies (copies) */
+    struct add_ctx *next; /* in the gathered adds */
+} add_ctx;
+
+typedef struct deps_state {
+    rjq_client *c;
+    add_ctx *adds, **adds_end;
+    watch_req *watches, **watches_end;
+    rjq__timer flush;
+    int timer_ok;
+} deps_state;
+
+static void add_free(add_ctx *a) {
+    for (size_t i = 0; i < a->n; i++) {
+        free(a->dq[i]);
+        free(a->did[i]);
+    }
+    free(a->dq);
+    free(a->did);
+    free(a->id);
+    free(a->payload);
+    free(a->opts);
+    free(a);
+}
+
+static void add_step_done(add_ctx *a, int status) {
+    if (status != RJQ_OK && a->status == RJQ_OK) a->status = status;
+    if (--a->pending > 0) return;
+    rjq_client *c = rjq_queue_get_client(a->q);
+    if (a->cb) a->cb(c, a->status, a->status == RJQ_OK ? &a->out : NULL, 1, a->data);
+    rjq__queue_release(a->q);
+    add_free(a);
+}
+
+static void watch_end(rjq_client *c, watch_req *w, int status, const char *outcome) {
+    w->cb(c, status, outcome, w->priv);
+    rjq__queue_release(w->on);
+    free(w->did);
+    free(w->entry);
+    free(w->dep_id);
+    free(w);
+}
+
+/* At most this many jobs (or registrations) in one call. */
+#define PER_CALL 500
+
+/* One deps_add or deps_watch call's requests, in order. */
+typedef struct gathered {
+    rjq_queue *q;
+    size_t n;
+    void *r[];            /* add_ctx or watch_req */
+} gathered;
+
+static void on_added(rjq_client *c, int status, redisReply *r, void *priv);
+static void on_watches(rjq_client *c, int status, redisReply *r, void *priv);
+
+static int add_like(const add_ctx *x, const add_ctx *y) {
+    return x->q == y->q && x->retry == y->retry;
+}
+
+static int watch_like(const watch_req *x, const watch_req *y) {
+    return x->on == y->on;
+}
+
+static void send_adds(deps_state *st) {
+    rjq_client *c = st->c;
+    while (st->adds) {
+        add_ctx *first = st->adds;
+        size_t n = 0;
+        for (add_ctx *x = first; x && n < PER_CALL; x = x->next)
+            if (add_like(x, first)) n++;
+        gathered *g = malloc(sizeof *g + n * sizeof g->r[0]);
+        size_t k = 0;
+        add_ctx *lost = NULL; /* (out of memory: ended below) */
+        for (add_ctx **pp = &st->adds; *pp && k < n;) {
+            add_ctx *x = *pp;
+            if (!add_like(x, first)) {
+                pp = &x->next;
+                continue;
+            }
+            *pp = x->next;
+            x->next = NULL;
+            if (g) {
+                g->r[k] = x;
+            } else {
+                x->next = lost;
+                lost = x;
+            }
+            k++;
+        }
+        st->adds_end = &st->adds;
+        for (add_ctx *x = st->adds; x; x = x->next) st->adds_end = &x->next;
+        while (lost) {
+            add_ctx *x = lost;
+            lost = x->next;
+            add_step_done(x, RJQ_ENOMEM);
+        }
+        if (g == NULL) continue;
+        g->q = first->q;
+        g->n = n;
+        rjq__argv v;
+        rjq__argv_init(&v);
+        rjq__argv_script_keys(&v, g->q, RJQ__S_DEPS_ADD);
+        for (size_t i = 0; i < n; i++) {
+            add_ctx *a = g->r[i];
+            rjq__argv_str(&v, a->id);
+            rjq__argv_add(&v, a->payload ? a->payload : "", a->len);
+            rjq__argv_add(&v, a->opts, a->olen);
+            rjq__argv_str(&v, a->policy);
+            rjq__argv_ll(&v, (long long)a->n);
+            for (size_t j = 0; j < a->n; j++) {
+                rjq__argv_str(&v, a->dq[j]);
+                rjq__argv_str(&v, a->did[j]);
+            }
+        }
+        /* jobs with a caller's id may be sent again (deps_add reports
+         * them existing and the registrations follow anyway); numbered
+         * ones not */
+        int rc = rjq__accepting(c)
+                     ? rjq__queue_script(g->q, RJQ__S_DEPS_ADD,
+                                         (first->retry ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
+                                         on_added, g, &v)
+                     : (rjq__argv_free(&v), RJQ_ECLOSED);
+        if (rc != RJQ_OK) {
+            for (size_t i = 0; i < n; i++) add_step_done(g->r[i], rc);
+            free(g);
+        }
+    }
+}
+
+static void send_watches(deps_state *st) {
+    rjq_client *c = st->c;
+    while (st->watches) {
+        watch_req *first = st->watches;
+        size_t n = 0;
+        for (watch_req *x = first; x && n < PER_CALL; x = x->next)
+            if (watch_like(x, first)) n++;
+        gathered *g = malloc(sizeof *g + n * sizeof g->r[0]);
+        size_t k = 0;
+        watch_req *lost = NULL;
+        for (watch_req **pp = &st->watches; *pp && k < n;) {
+            watch_req *x = *pp;
+            if (!watch_like(x, first)) {
+                pp = &x->next;
+                continue;
+            }
+            *pp = x->next;
+            x->next = NULL;
+            if (g) {
+                g->r[k] = x;
+            } else {
+                x->next = lost;
+                lost = x;
+            }
+            k++;
+        }
+        st->watches_end = &st->watches;
+        for (watch_req *x = st->watches; x; x = x->next) st->watches_end = &x->next;
+        while (lost) {
+            watch_req *x = lost;
+            lost = x->next;
+            watch_end(c, x, RJQ_ENOMEM, NULL);
+        }
+        if (g == NULL) continue;
+        g->q = first->on;
+        g->n = n;
+        rjq__argv v;
+        rjq__argv_init(&v);
+        rjq__argv_script_keys(&v, g->q, RJQ__S_DEPS_WATCH);
+        for (size_t i = 0; i < n; i++) {
+            watch_req *w = g->r[i];
+            rjq__argv_str(&v, w->did);
+            rjq__argv_str(&v, w->entry);
+            rjq__argv_str(&v, w->dep_id);
+        }
+        int rc = rjq__accepting(c) ? rjq__queue_script(g->q, RJQ__S_DEPS_WATCH, RJQ__REQ_RETRY,
+                                                       on_watches, g, &v)
+                                   : (rjq__argv_free(&v), RJQ_ECLOSED);
+        if (rc != RJQ_OK) {
+            for (size_t i = 0; i < n; i++) watch_end(c, g->r[i], rc, NULL);
+            free(g);
+        }
+    }
+}
+
+/* Everything gathered goes (the adds first: their replies gather
+ * registrations for the next turn). */
+static void flush_all(deps_state *st) {
+    send_adds(st);
+    send_watches(st);
+}
+
+static void on_flush(rjq__timer *t) {
+    deps_state *st = t->owner;
+    rjq__enter(st->c);
+    flush_all(st);
+    rjq__leave(st->c);
+}
+
+/* A later request of the client goes after what is gathered (one that
+ * reads or cancels a job just enqueued must find it). */
+static void before_send(rjq_client *c, void *state, int slot, int link) {
+    (void)c, (void)slot, (void)link;
+    flush_all(state);
+}
+
+static void state_abort(rjq_client *c, void *state) {
+    deps_state *st = state;
+    if (st->timer_ok) rjq__timer_stop(c, &st->flush);
+    while (st->adds) {
+        add_ctx *a = st->adds;
+        st->adds = a->next;
+        add_step_done(a, RJQ_ECANCELED);
+    }
+    st->adds_end = &st->adds;
+    while (st->watches) {
+        watch_req *w = st->watches;
+        st->watches = w->next;
+        watch_end(c, w, RJQ_ECANCELED, NULL);
+    }
+    st->watches_end = &st->watches;
+}
+
+static void state_close(rjq_client *c, void *state) {
+    deps_state *st = state;
+    if (st->timer_ok) rjq__timer_teardown(c, &st->flush);
+    free(st);
+}
+
+static const rjq__feature deps_feature = {.name = "deps",
+                                          .before_send = before_send,
+                                          .abort = state_abort,
+                                          .cancel = state_abort, /* (gathered by a cancelled
+                                                                  * request's callback) */
+                                          .close = state_close};
+
+static deps_state *state_of(rjq_client *c) {
+    deps_state *st = rjq__feature_ensure(c, &deps_feature, sizeof *st);
+    if (st == NULL) return NULL;
+    if (!st->timer_ok) {
+        if (rjq__timer_setup(c, &st->flush, on_flush, st) != RJQ_OK) return NULL;
+        st->timer_ok = 1;
+        st->c = c;
+        st->adds_end = &st->adds;
+        st->watches_end = &st->watches;
+    }
+    return st;
+}
+
+/* Gathered work waits for the end of the loop turn, or for the next
+ * request of the client, whichever comes first. */
+static void gathered_more(deps_state *st) {
+    rjq__timer_start(st->c, &st->flush, 0);
+    rjq__want_flush(st->c);
+}
+
+/* (deps.h) */
+int rjq__deps_watch(rjq_queue *on, const char *did, const char *entry, const char *dep_id,
+                    rjq__deps_watch_cb *cb, void *priv) {
+    rjq_client *c = rjq_queue_get_client(on);
+    if (!rjq__accepting(c)) return RJQ_ECLOSED;
+    deps_state *st = state_of(c);
+    watch_req *w = st ? calloc(1, sizeof *w) : NULL;
+    if (w == NULL) return RJQ_ENOMEM;
+    w->did = strdup(did);
+    w->entry = strdup(entry);
+    w->dep_id = strdup(dep_id);
+    if (w->did == NULL || w->entry == NULL || w->dep_id == NULL) {
+        free(w->did);
+        free(w->entry);
+        free(w->dep_id);
+        free(w);
+        return RJQ_ENOMEM;
+    }
+    w->on = on;
+    w->cb = cb;
+    w->priv = priv;
+    rjq__queue_hold(on);
+    *st->watches_end = w;
+    st->watches_end = &w->next;
+    gathered_more(st);
+    return RJQ_OK;
+}
+
+static void on_watches(rjq_client *c, int status, redisReply *r, void *priv) {
+    gathered *g = priv;
+    /* deps_watch.lua: per registration 'waiting' or how its job ended */
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != g->n))
+        status = RJQ_EPROTO;
+    for (size_t i = 0; status == RJQ_OK && i < g->n; i++) {
+        const redisReply *e = r->element[i];
+        if (!is_outcome(e) && !(e->type == REDIS_REPLY_STRING && e->len == 7 &&
+                                memcmp(e->str, "waiting", 7) == 0))
+            status = RJQ_EPROTO;
+    }
+    if (status == RJQ_EPROTO) rjq__errmsg(c, "deps watch: unexpected reply");
+    for (size_t i = 0; i < g->n; i++) {
+        const char *oc = status == RJQ_OK ? r->element[i]->str : NULL;
+        watch_end(c, g->r[i], status, oc && strcmp(oc, "waiting") != 0 ? oc : NULL);
+    }
+    rjq__queue_release(g->q);
+    free(g);
+}
+
 /* ---- resume ------------------------------------------------------------- */
 
 /* One registration the resume sweep makes again: dependent id of q on
  * dependency did of queue dq. */
 typedef struct rewatch {
-    rjq_queue *q, *on;
+    rjq_queue *q;
     char *id, *dq, *did;
 } rewatch;
 
-static void rewatch_free(rewatch *w) {
+static void on_rewatched(rjq_client *c, int status, const char *outcome, void *priv) {
+    rewatch *w = priv;
+    /* finished: counted now */
+    if (status == RJQ_OK && outcome && rjq__accepting(c))
+        (void)send_release(w->q, w->id, strlen(w->id), w->dq, w->did, strlen(w->did), outcome,
+                           NULL, NULL);
     rjq__queue_release(w->q);
-    rjq__queue_release(w->on);
     free(w->id);
     free(w->dq);
     free(w->did);
     free(w);
-}
-
-static void on_rewatched(rjq_client *c, int status, redisReply *r, void *priv) {
-    rewatch *w = priv;
-    /* deps_watch.lua: 'waiting' (registered) or how it ended: counted */
-    if (status == RJQ_OK && is_outcome(r) && rjq__accepting(c))
-        (void)send_release(w->q, w->id, strlen(w->id), w->dq, w->did, strlen(w->did), r->str, NULL,
-                           NULL);
-    rewatch_free(w);
 }
 
 static void send_rewatch(rjq_queue *q, const char *id, size_t idlen, const char *dq, size_t dqlen,
@@ -390,31 +729,18 @@ static void send_rewatch(rjq_queue *q, const char *id, size_t idlen, const char 
     rewatch *w = on ? calloc(1, sizeof *w) : NULL;
     if (w == NULL) return; /* (the next sweep tries again) */
     w->q = q;
-    w->on = on;
     w->id = strndup(id, idlen);
     w->dq = strndup(dq, dqlen);
     w->did = strndup(did, didlen);
-    if (w->id == NULL || w->dq == NULL || w->did == NULL || !rjq__valid_job_ref(w->did)) {
+    if (w->id == NULL || w->dq == NULL || w->did == NULL || !rjq__valid_job_ref(w->did) ||
+        rjq__deps_watch(on, w->did, rjq_queue_get_name(q), w->id, on_rewatched, w) != RJQ_OK) {
         free(w->id);
         free(w->dq);
         free(w->did);
         free(w);
         return;
     }
-    rjq__argv v;
-    rjq__argv_init(&v);
-    rjq__argv_script_keys(&v, on, RJQ__S_DEPS_WATCH);
-    rjq__argv_str(&v, w->did);
-    rjq__argv_str(&v, rjq_queue_get_name(q));
-    rjq__argv_str(&v, w->id);
-    if (rjq__queue_script(on, RJQ__S_DEPS_WATCH, RJQ__REQ_RETRY, on_rewatched, w, &v) != RJQ_OK) {
-        free(w->id);
-        free(w->dq);
-        free(w->did);
-        free(w);
-        return;
-    }
-    rjq__queue_hold(q); /* (on: rjq__queue_script's hold, released with w) */
+    rjq__queue_hold(q);
 }
 
 static void on_resume(rjq_client *c, int status, redisReply *r, void *priv) {
@@ -454,93 +780,42 @@ void rjq__deps_resume(rjq_queue *q) {
 
 /* ---- enqueue ------------------------------------------------------------ */
 
-typedef struct add_ctx {
-    rjq_queue *q;
-    rjq_enqueue_cb *cb;
-    void *data;
-    int pending, status;
-    rjq_enqueued out;
-    char *id;
-    size_t n;
-    char **dq, **did;    /* the dependencies (copies) */
-} add_ctx;
-
-static void add_free(add_ctx *a) {
-    for (size_t i = 0; i < a->n; i++) {
-        free(a->dq[i]);
-        free(a->did[i]);
-    }
-    free(a->dq);
-    free(a->did);
-    free(a->id);
-    free(a);
-}
-
-static void add_step_done(add_ctx *a, int status) {
-    if (status != RJQ_OK && a->status == RJQ_OK) a->status = status;
-    if (--a->pending > 0) return;
-    rjq_client *c = rjq_queue_get_client(a->q);
-    if (a->cb) a->cb(c, a->status, a->status == RJQ_OK ? &a->out : NULL, 1, a->data);
-    rjq__queue_release(a->q);
-    add_free(a);
-}
-
 typedef struct watch_ctx {
     add_ctx *a;
     size_t i;
-    rjq_queue *on;       /* the dependency's queue */
 } watch_ctx;
 
-static void on_watched(rjq_client *c, int status, redisReply *r, void *priv) {
+static void on_watched(rjq_client *c, int status, const char *outcome, void *priv) {
     watch_ctx *w = priv;
     add_ctx *a = w->a;
-    /* deps_watch.lua: 'waiting' or how it ended */
-    int waiting = 0;
-    if (status == RJQ_OK) {
-        waiting = r->type == REDIS_REPLY_STRING && r->len == 7 && memcmp(r->str, "waiting", 7) == 0;
-        if (!waiting && !is_outcome(r)) {
-            rjq__errmsg(c, "deps watch: unexpected reply");
-            status = RJQ_EPROTO;
-        }
-    }
-    if (status == RJQ_OK && !waiting) {
+    if (status == RJQ_OK && outcome) {
         /* finished before it was registered: counted now */
         a->pending++;
         int rc = rjq__accepting(c)
                      ? send_release(a->q, a->id, strlen(a->id), a->dq[w->i], a->did[w->i],
-                                    strlen(a->did[w->i]), r->str, NULL, a)
+                                    strlen(a->did[w->i]), outcome, NULL, a)
                      : RJQ_ECLOSED;
         if (rc != RJQ_OK) {
             a->pending--;
             status = rc;
         }
     }
-    rjq__queue_release(w->on);
     free(w);
     add_step_done(a, status);
 }
 
-static void on_added(rjq_client *c, int status, redisReply *r, void *priv) {
-    add_ctx *a = priv;
-    /* deps_add.lua: { id, existed } */
-    if (status == RJQ_OK &&
-        (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-         r->element[0]->type != REDIS_REPLY_STRING || r->element[0]->len == 0 ||
-         r->element[0]->len > RJQ_JOB_ID_MAX || r->element[1]->type != REDIS_REPLY_INTEGER ||
-         r->element[1]->integer < 0 || r->element[1]->integer > 1)) {
-        rjq__errmsg(c, "enqueue: unexpected reply");
-        status = RJQ_EPROTO;
-    }
+/* Job a written (id, existed): its registration with each dependency's
+ * queue (also for a job that existed: a call sent again after a lost
+ * reply registers it then; registering twice changes nothing). */
+static void add_written(rjq_client *c, add_ctx *a, int status, const redisReply *id,
+                        const redisReply *existed) {
     if (status == RJQ_OK) {
         free(a->id);
-        a->id = strndup(r->element[0]->str, r->element[0]->len);
+        a->id = strndup(id->str, id->len);
         if (a->id == NULL) status = RJQ_ENOMEM;
         a->out.id = a->id;
-        a->out.existed = (int)r->element[1]->integer;
+        a->out.existed = (int)existed->integer;
     }
-    /* registration with each dependency's queue (also for a job that
-     * existed: a call sent again after a lost reply registers it then;
-     * registering twice changes nothing) */
     for (size_t i = 0; status == RJQ_OK && i < a->n; i++) {
         rjq_queue *on = rjq__accepting(c) ? rjq__deps_queue(c, a->dq[i], strlen(a->dq[i])) : NULL;
         watch_ctx *w = on ? malloc(sizeof *w) : NULL;
@@ -550,14 +825,7 @@ static void on_added(rjq_client *c, int status, redisReply *r, void *priv) {
         }
         w->a = a;
         w->i = i;
-        w->on = on;
-        rjq__argv v;
-        rjq__argv_init(&v);
-        rjq__argv_script_keys(&v, on, RJQ__S_DEPS_WATCH);
-        rjq__argv_str(&v, a->did[i]);
-        rjq__argv_str(&v, rjq_queue_get_name(a->q));
-        rjq__argv_str(&v, a->id);
-        int rc = rjq__queue_script(on, RJQ__S_DEPS_WATCH, RJQ__REQ_RETRY, on_watched, w, &v);
+        int rc = rjq__deps_watch(on, a->did[i], rjq_queue_get_name(a->q), a->id, on_watched, w);
         if (rc != RJQ_OK) {
             free(w);
             status = rc;
@@ -566,6 +834,20 @@ static void on_added(rjq_client *c, int status, redisReply *r, void *priv) {
         a->pending++;
     }
     add_step_done(a, status);
+}
+
+static void on_added(rjq_client *c, int status, redisReply *r, void *priv) {
+    gathered *g = priv;
+    /* deps_add.lua: { id, existed } per job */
+    if (status == RJQ_OK && !rjq__reply_id_existed(r, g->n)) {
+        rjq__errmsg(c, "enqueue: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    for (size_t i = 0; i < g->n; i++)
+        add_written(c, g->r[i], status, status == RJQ_OK ? r->element[2 * i] : NULL,
+                    status == RJQ_OK ? r->element[2 * i + 1] : NULL);
+    rjq__queue_release(g->q);
+    free(g);
 }
 
 rjq_dep *rjq__deps_dup(const rjq_dep *a, size_t n) {
@@ -619,57 +901,43 @@ int rjq__deps_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_j
         rjq__errmsg(c, "%s", why);
         return RJQ_EINVAL;
     }
-    add_ctx *a = calloc(1, sizeof *a);
+    static const char *const policies[] = {"fail", "run", "ignore"};
+    deps_state *st = state_of(c);
+    add_ctx *a = st ? calloc(1, sizeof *a) : NULL;
     if (a == NULL) return RJQ_ENOMEM;
     a->q = q;
     a->cb = cb;
     a->data = data;
     a->pending = 1;
+    a->retry = o->id != NULL;
+    a->policy = policies[o->after_policy];
+    a->len = len;
+    a->id = strdup(o->id ? o->id : "");
+    a->payload = len ? malloc(len) : NULL;
+    if (a->payload) memcpy(a->payload, payload, len);
+    /* with headers: the options, '\n', their text (headers.h) */
+    a->opts = o->nheaders == 0 ? strdup(opts)
+                               : rjq__headers_options_text(opts, o->headers, o->nheaders, &a->olen);
+    if (o->nheaders == 0 && a->opts) a->olen = strlen(a->opts);
     a->dq = calloc(o->n_after, sizeof *a->dq);
     a->did = calloc(o->n_after, sizeof *a->did);
-    rc = a->dq && a->did ? RJQ_OK : RJQ_ENOMEM;
+    rc = a->id && (len == 0 || a->payload) && a->opts && a->dq && a->did ? RJQ_OK : RJQ_ENOMEM;
     for (size_t i = 0; rc == RJQ_OK && i < o->n_after; i++, a->n++) {
         a->dq[i] = strdup(o->after[i].queue);
         a->did[i] = strdup(o->after[i].id);
         if (a->dq[i] == NULL || a->did[i] == NULL) rc = RJQ_ENOMEM;
     }
     if (rc != RJQ_OK) {
-        if (a->dq && a->did) a->n++; /* (the pair that failed) */
+        if (a->dq && a->did && a->n < o->n_after) a->n++; /* (the pair that failed) */
         add_free(a);
         return rc;
     }
-    static const char *const policies[] = {"fail", "run", "ignore"};
-    rjq__argv v;
-    rjq__argv_init(&v);
-    rjq__argv_script_keys(&v, q, RJQ__S_DEPS_ADD);
-    rjq__argv_str(&v, o->id ? o->id : "");
-    rjq__argv_add(&v, payload ? payload : "", len);
-    char *t = NULL; /* with headers: the options, '\n', their text (headers.h) */
-    if (o->nheaders == 0) {
-        rjq__argv_str(&v, opts);
-    } else {
-        size_t tlen;
-        t = rjq__headers_options_text(opts, o->headers, o->nheaders, &tlen);
-        if (t == NULL) {
-            rjq__argv_free(&v);
-            add_free(a);
-            return RJQ_ENOMEM;
-        }
-        rjq__argv_add(&v, t, tlen);
-    }
-    rjq__argv_str(&v, policies[o->after_policy]);
-    for (size_t i = 0; i < a->n; i++) {
-        rjq__argv_str(&v, a->dq[i]);
-        rjq__argv_str(&v, a->did[i]);
-    }
     rjq__enter(c);
     rjq__queue_register(q);
-    /* a job with a caller's id may be sent again (deps_add reports it
-     * existing and the registrations follow anyway); a numbered one not */
-    rc = rjq__queue_script(q, RJQ__S_DEPS_ADD, (o->id ? RJQ__REQ_RETRY : 0) | RJQ__REQ_DURABLE,
-                           on_added, a, &v);
+    rjq__queue_hold(q);
+    *st->adds_end = a;
+    st->adds_end = &a->next;
+    gathered_more(st);
     rjq__leave(c);
-    free(t);
-    if (rc != RJQ_OK) add_free(a);
-    return rc;
+    return RJQ_OK;
 }

@@ -27,6 +27,23 @@ rjq_dep *rjq__deps_dup(const rjq_dep *a, size_t n);
  * q's dependents column, for the sweep). */
 void rjq__deps_notify(rjq_queue *q, const char *const *ids, const size_t *lens, size_t n);
 
+/* A finished job with dependents, as its finishing script told it: its id
+ * (idlen bytes), how it ended ("completed", "dead", "cancelled" or
+ * "missing"), its dependents entry ("<queue> <id>" lines, llen bytes). */
+typedef struct rjq__deps_finished {
+    const char *id;
+    size_t idlen;
+    const char *outcome;
+    const char *list;
+    size_t llen;
+} rjq__deps_finished;
+
+/* Release the dependents of the n finished jobs f of q (a call per
+ * dependents' queue, then deps_done for the jobs all of whose releases
+ * went through; fire and forget: what fails stays recorded, for the
+ * sweep). For a completion, whose reply carries the entries. */
+void rjq__deps_release(rjq_queue *q, const rjq__deps_finished *f, size_t n);
+
 /* The sweep: release the dependents of every finished job of q whose
  * list is still recorded (its finisher died before it told them, or a
  * release failed): a scan of q's dependents column, a page per call. Run
@@ -42,6 +59,20 @@ void rjq__deps_sweep(rjq_queue *q);
  * 100 per call. Run by the periodic visit of q (upkeep.c) when the reclaim
  * sweep says some are due. */
 void rjq__deps_resume(rjq_queue *q);
+
+/* How a registration (rjq__deps_watch) went: status RJQ_OK with outcome
+ * NULL (registered: the job's finisher will tell the dependent) or how
+ * the job had ended ("completed", "dead", "cancelled", "missing": the
+ * caller counts it), or an error (nothing known). */
+typedef void rjq__deps_watch_cb(rjq_client *c, int status, const char *outcome, void *priv);
+
+/* Register dependent dep_id of `entry` (its queue's name, or "{b}<batch
+ * queue>" for a batch: batch.c) with job did of queue on (deps_watch.lua).
+ * Gathered: the registrations of one loop turn go in one call per queue
+ * on (before any later request of the client). RJQ_OK (cb called once
+ * later) or RJQ_ENOMEM / RJQ_ECLOSED (never called). */
+int rjq__deps_watch(rjq_queue *on, const char *did, const char *entry, const char *dep_id,
+                    rjq__deps_watch_cb *cb, void *priv);
 
 /* The client's handle of queue `name` (len bytes), opened when it has
  * none (the library's own, freed with the client); NULL when it is no

@@ -30,12 +30,7 @@ typedef struct add_ctx {
 static void on_added(rjq_client *c, int status, redisReply *r, void *priv) {
     add_ctx *a = priv;
     /* genqueue.lua: { id, existed } */
-    if (status == RJQ_OK &&
-        (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-         r->element[0]->type != REDIS_REPLY_STRING || r->element[0]->len == 0 ||
-         r->element[0]->len > RJQ_JOB_ID_MAX || memchr(r->element[0]->str, '\0', r->element[0]->len) ||
-         r->element[1]->type != REDIS_REPLY_INTEGER || r->element[1]->integer < 0 ||
-         r->element[1]->integer > 1)) {
+    if (status == RJQ_OK && !rjq__reply_id_existed(r, 1)) {
         rjq__errmsg(c, "enqueue: unexpected reply");
         status = RJQ_EPROTO;
     }

@@ -80,8 +80,9 @@ static void finish_items(rjq_client *c, const rjq__finish_ops *ops, item *items,
 }
 
 /* One code per job (0 lease lost, 1 done, 2 cancelled, 3 done with
- * dependents to release), then one per offer (0 or 1), then the id of
- * each job of code 3: any other reply is of the wrong shape. */
+ * dependents to release), then one per offer (0 or 1), then for each job
+ * of code 3 its id and its dependents entry: any other reply is of the
+ * wrong shape. */
 static int reply_ok(const redisReply *r, size_t n, size_t noffers) {
     if (r->type != REDIS_REPLY_ARRAY || r->elements < n + noffers) return 0;
     size_t with_deps = 0;
@@ -91,26 +92,27 @@ static int reply_ok(const redisReply *r, size_t n, size_t noffers) {
             return 0;
         if (i < n && r->element[i]->integer == 3) with_deps++;
     }
-    if (r->elements != n + noffers + with_deps) return 0;
-    for (size_t i = n + noffers; i < r->elements; i++)
+    if (r->elements != n + noffers + 2 * with_deps) return 0;
+    for (size_t i = n + noffers; i < r->elements; i += 2)
         if (r->element[i]->type != REDIS_REPLY_STRING || r->element[i]->len == 0 ||
-            r->element[i]->len > RJQ_JOB_ID_MAX)
+            r->element[i]->len > RJQ_JOB_ID_MAX || r->element[i + 1]->type != REDIS_REPLY_STRING)
             return 0;
     return 1;
 }
 
-/* The jobs of a completion that have dependents: released (deps.c). */
+/* The jobs of a completion that have dependents: released (deps.c), from
+ * the entries the reply carries. */
 static void release_dependents(complete_batch *b, redisReply *r) {
-    size_t first = b->n + b->noffers, n = r->elements - first;
-    const char *ids[64];
-    size_t lens[64];
+    size_t first = b->n + b->noffers, n = (r->elements - first) / 2;
+    rjq__deps_finished f[64];
     for (size_t i = 0; i < n; i += 64) {
         size_t k = n - i < 64 ? n - i : 64;
         for (size_t j = 0; j < k; j++) {
-            ids[j] = r->element[first + i + j]->str;
-            lens[j] = r->element[first + i + j]->len;
+            const redisReply *id = r->element[first + 2 * (i + j)];
+            const redisReply *list = r->element[first + 2 * (i + j) + 1];
+            f[j] = (rjq__deps_finished){id->str, id->len, "completed", list->str, list->len};
         }
-        rjq__deps_notify(b->q, ids, lens, k);
+        rjq__deps_release(b->q, f, k);
     }
 }
 

@@ -71,6 +71,11 @@ void rjq__queue_release(rjq_queue *q);
  * flush enqueues whose callbacks free it. */
 int rjq__queue_script(rjq_queue *q, int script, int flags, rjq__reply_fn *fn, void *priv,
                       rjq__argv *a);
+/* 1 when r is what a script that writes jobs (or a batch) replies for n of
+ * them: { id, existed } each, an id of 1..RJQ_JOB_ID_MAX bytes without a
+ * NUL, existed 0 or 1 (deps_add.lua, genqueue.lua, batch.lua create); else
+ * 0 (the caller reports RJQ_EPROTO). */
+int rjq__reply_id_existed(const redisReply *r, size_t n);
 /* Use: a handle started on q (worker, monitor, scheduler) until it is
  * stopped; rjq_queue_close refuses (RJQ_EBUSY) while any is. */
 void rjq__queue_use(rjq_queue *q);

@@ -494,6 +494,39 @@ TEST(finishing_a_job_without_dependencies_costs_what_it_did) {
     env_stop(&e);
 }
 
+/* The commands of a completion whose retention sweep deletes one record
+ * (cap 1: the second completion sweeps the first job), on queue q. */
+static long long sweeping_completion_commands(test_env *e, const char *q) {
+    plant_active(e->rc, q, "j");
+    plant_active(e->rc, q, "k");
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
+    const char *first[] = {prefix, "-1", "1", "0", "0", "j", "1 tok", "r"};
+    freeReplyObject(server_fcall(e->rc, RJQ__S_COMPLETE, q, first, 8));
+    long long before = server_commands_run(e->rc);
+    const char *second[] = {prefix, "-1", "1", "0", "0", "k", "1 tok", "r"};
+    redisReply *r = server_fcall(e->rc, RJQ__S_COMPLETE, q, second, 8);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
+    freeReplyObject(r);
+    long long n = server_commands_run(e->rc) - before - 1; /* (the FCALL) */
+    ASSERT_EQ(0, server_int(e->rc, "HEXISTS t:{%s}:state j", q)); /* swept */
+    return n;
+}
+
+/* The retention sweep of a queue where no job waited for dependencies
+ * (no deps hash: its TYPE says so) sends no HDEL there; where one did, the
+ * record's deps entry goes with it (one HDEL more). */
+TEST(retention_sweep_sends_no_deps_hdel_on_a_queue_without_dependencies) {
+    test_env e;
+    env_start(&e, "rh");
+    long long plain = sweeping_completion_commands(&e, "rh");
+    freeReplyObject(server_cmd(e.rc, "HSET t:{rh2}:deps other x"));
+    long long with_deps = sweeping_completion_commands(&e, "rh2");
+    printf("commands: sweeping completion %lld, with a deps hash %lld\n", plain, with_deps);
+    ASSERT_EQ(plain + 1, with_deps);
+    env_stop(&e);
+}
+
 /* A handler that counts runs per job id (ids "n<k>", k < 2048) and
  * completes its job; `order` notes the end of the run of "d". */
 typedef struct runs {
@@ -670,8 +703,8 @@ TEST(replay_of_a_dead_dependency_reblocks_nothing_released) {
  * then made to look a minute old (DEPS_RESUME_MS). */
 static void add_unregistered(redisContext *rc, const char *q, const char *id, const char *dq,
                              const char *did) {
-    const char *args[] = {id, "p", "", "fail", dq, did};
-    redisReply *r = server_fcall(rc, RJQ__S_DEPS_ADD, q, args, 6);
+    const char *args[] = {id, "p", "", "fail", "1", dq, did};
+    redisReply *r = server_fcall(rc, RJQ__S_DEPS_ADD, q, args, 7);
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->integer == 0);
     freeReplyObject(r);
     freeReplyObject(server_cmd(rc, "ZADD t:{%s}:waiting 1 %s", q, id));
@@ -729,8 +762,10 @@ TEST(completion_whose_worker_died_before_the_release_is_released_by_the_sweep_on
     ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
     const char *done[] = {"t:{dk}:job:", "-1", "0", "0", "0", "a", "1 tok", "r"};
     redisReply *r = server_fcall(e.rc, RJQ__S_COMPLETE, "dk", done, 8);
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
-    ASSERT_EQ(3, r->element[0]->integer); /* done, with dependents to release */
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    ASSERT_EQ(3, r->element[0]->integer); /* done, with dependents to release: */
+    ASSERT_STREQ("a", r->element[1]->str);     /* its id and its entry, in the reply */
+    ASSERT_STREQ("dk2 p", r->element[2]->str); /* (no deps_due call) */
     freeReplyObject(r);
     ASSERT_STREQ("completed", get_info(e.base, e.q, "a").state);
     ASSERT_STREQ("waiting", get_info(e.base, q2, "p").state);
@@ -741,6 +776,40 @@ TEST(completion_whose_worker_died_before_the_release_is_released_by_the_sweep_on
     WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{dk}:dependents") == 0, 10000);
     ASSERT_STREQ("ready", get_info(e.base, q2, "p").state);
     ASSERT_EQ(1, server_int(e.rc, "LLEN t:{dk2}:ready")); /* released once */
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* Retention (rjq.h "Dependencies"): a finished dependency's record stays
+ * until its dependents are released. A dependency on a queue that keeps
+ * completed jobs 1 ms completes and its worker dies before the release
+ * (the completion as the script ran it); the queue's periodic visit
+ * sweeps its completed jobs before it sweeps their dependents' releases:
+ * the dependent is released, as after a completed dependency, not buried
+ * as after a "missing" one; once released, the record goes. */
+TEST(dependency_past_its_retention_is_kept_until_its_dependent_is_released) {
+    test_env e;
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
+    qo.retention_ms = 1;
+    env_start_queue(&e, "rz", &qo);
+    rjq_queue *q2 = open_queue(&e, "rz2");
+    plant_active(e.rc, "rz", "a");
+    rjq_dep on_a = {"rz", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
+    const char *done[] = {"t:{rz}:job:", "1", "0", "0", "0", "a", "1 tok", "r"};
+    redisReply *r = server_fcall(e.rc, RJQ__S_COMPLETE, "rz", done, 8);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->integer == 3);
+    freeReplyObject(r);
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 50;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, never_runs, NULL, &w));
+    WAIT_FOR(e.base, !state_is(&e, q2, "p", "waiting"), 10000);
+    ASSERT_STREQ("ready", get_info(e.base, q2, "p").state); /* (policy fail: not "dead") */
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{rz2}:ready"));
+    /* released: the dependency's record goes with a later sweep */
+    WAIT_FOR(e.base, server_int(e.rc, "HEXISTS t:{rz}:state a") == 0, 10000);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{rz}:dependents"));
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }

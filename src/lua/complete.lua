@@ -17,7 +17,7 @@
 -- matches, and the token is what fences it.
 -- KEYS (src/keys.def; bound to these locals): active, completed, stats,
 --       ready, prio, idle, cols, monitored, events, held, dedup, deadlines, groups,
---       deps
+--       deps, dependents
 -- ARGV: 1 job name prefix, 2 retention ms (-1: no age limit), 3 most
 --       completed jobs kept (<= 0: no count limit), 4 number of offers,
 --       5 number of tokens to forget, then per offer: idle field, epoch,
@@ -26,10 +26,12 @@
 --       see the state column in lib.lua), result.
 -- Returns one code per job: 1 done (or already done with this token),
 -- 0 lease lost (or its run time is over), 2 cancelled (cancel.lua), 3
--- done and it has dependents to release (deps_due.lua); then one per offer: 1
+-- done and it has dependents to release; then one per offer: 1
 -- registered, 0 not (work is waiting, the queue is paused or limited, or
 -- the worker's registration has another epoch: the worker then claims);
--- then the id of each job of code 3, in job order.
+-- then per job of code 3, in job order, its id and its dependents entry
+-- ("<queue> <id>" lines, deps_watch.lua; '' when gone), which the client
+-- releases (deps.c: no deps_due.lua call).
 local prefix, retention, cap, offers = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local OFFERS = 6 -- ARGV index of the first offer
 local FORGET = OFFERS + 4 * offers -- of the first token to forget
@@ -37,6 +39,7 @@ local FIRST = FORGET + tonumber(ARGV[5]) -- of the first job
 local J = columns(cols, prefix)
 J.u = dedup
 J.dp = deps
+J.dt = dependents -- (the retention sweep keeps the records of jobs with dependents to release)
 -- Wrongly typed keys are refused before the first write: the reads below
 -- check theirs, the first three writes check their own (the count of
 -- retained jobs, whose reply says whether the retention sweep is due, then
@@ -211,8 +214,17 @@ if offers > 0 then
   end
 end
 
-if with_deps then
-  for _, id in ipairs(with_deps) do out[#out + 1] = id end
+-- Dependents (only for jobs that have some: a plain completion runs no
+-- command here): each job of code 3 with its dependents entry.
+if with_deps and #with_deps > 0 then
+  -- (after the writes: a wrongly typed hash gives no entries, the sweep's
+  -- deps_due.lua then refuses it)
+  for i = 1, #with_deps, CHUNK do
+    local last = math.min(i + CHUNK - 1, #with_deps)
+    local lists = redis.pcall('HMGET', dependents, unpack(with_deps, i, last))
+    if lists.err then lists = {} end
+    for k = i, last do out[#out + 1] = with_deps[k]; out[#out + 1] = lists[k - i + 1] or '' end
+  end
 end
 
 for i = FORGET, FIRST - 1 do

@@ -1,45 +1,83 @@
--- deps_add: enqueue a job that waits for other jobs (its dependencies,
--- rjq.h "Dependencies"). The job is written in state "waiting" (listed in
--- the waiting set, id -> enqueue time) with its list of dependencies, each
--- pending; it becomes ready (or delayed by its own delay) once
--- deps_release.lua has counted every one of them. Only this queue's slot
--- is touched: the client then registers the job with each dependency's
--- queue (deps_watch.lua), a separate call on that queue.
+-- deps_add: enqueue jobs that wait for other jobs (their dependencies,
+-- rjq.h "Dependencies"), those of one client's loop turn on this queue
+-- together (deps.c gathers them). Each job is written in state "waiting"
+-- (listed in the waiting set, id -> enqueue time) with its list of
+-- dependencies, each pending; it becomes ready (or delayed by its own
+-- delay) once deps_release.lua has counted every one of them. Only this
+-- queue's slot is touched: the client then registers the jobs with their
+-- dependencies' queues (deps_watch.lua, a call per dependency's queue).
 -- KEYS (src/keys.def; bound to these locals): stats, cols, waiting, deps
--- ARGV: 1 id ('' = assign the next number), 2 payload, 3 options ('' =
---       defaults, else as enqueue.lua takes them), 4 policy ('fail',
---       'run' or 'ignore'), then per dependency: its queue, its id.
+-- ARGV: per job: its id ('' = assign the next number), payload, options
+--       ('' = defaults, else as enqueue.lua takes them), policy ('fail',
+--       'run' or 'ignore'), the number n of its dependencies, then n
+--       times: the dependency's queue, its id.
 -- The dependencies column value: "<policy> <delay ms>", then a line per
 -- dependency "<mark> <queue> <id>", mark 'w' while it is pending, else how
 -- it ended: 'c' completed, 'd' dead, 'x' cancelled, 'm' missing (no such
 -- job), '-' dropped by the policy 'ignore' (names and ids have no blanks:
 -- src/validate.c).
--- Returns { id, existed }: an id that exists is reported (existed = 1)
--- and nothing is written.
-local id, payload, opts, policy = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+-- Returns { id, existed } per job: an id that exists is reported
+-- (existed = 1) and nothing of that job is written. Bad arguments are
+-- refused before any write.
 local J = columns(cols)
-if policy ~= 'fail' and policy ~= 'run' and policy ~= 'ignore' then
-  return redis.error_reply('ERR rjq deps_add: bad policy')
+local jobs, i = {}, 1
+while i <= #ARGV do
+  local id, payload, opts, policy, n = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4])
+  if policy ~= 'fail' and policy ~= 'run' and policy ~= 'ignore' then
+    return redis.error_reply('ERR rjq deps_add: bad policy')
+  end
+  if not n or n < 1 or i + 4 + 2 * n > #ARGV then
+    return redis.error_reply('ERR rjq deps_add: no dependencies')
+  end
+  local delay, stored = 0, false
+  if opts ~= '' then
+    local d, _, s, _, debounce = job_options(opts)
+    if not d or debounce then return redis.error_reply('ERR rjq deps_add: bad job options') end
+    delay, stored = d, s
+  end
+  local lines = {policy .. ' ' .. int(delay)}
+  for k = i + 5, i + 4 + 2 * n, 2 do lines[#lines + 1] = 'w ' .. ARGV[k] .. ' ' .. ARGV[k + 1] end
+  jobs[#jobs + 1] = {id, payload, stored, table.concat(lines, '\n')}
+  i = i + 5 + 2 * n
 end
-local delay, stored = 0, false
-if opts ~= '' then
-  local d, _, s, _, debounce = job_options(opts)
-  if not d or debounce then return redis.error_reply('ERR rjq deps_add: bad job options') end
-  delay, stored = d, s
-end
-if #ARGV < 6 or #ARGV % 2 ~= 0 then return redis.error_reply('ERR rjq deps_add: no dependencies') end
+if #jobs == 0 then return redis.error_reply('ERR rjq deps_add: no dependencies') end
 expect_types({stats, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash', waiting, 'zset', deps, 'hash'})
 int_fields(stats, 'seq', 'skipped')
-if id ~= '' and redis.call('HEXISTS', J.d, id) == 1 then return {id, 1} end
-local seq = redis.call('HINCRBY', stats, 'seq', 1)
-if id == '' then id = int(seq) end
-local t = now_ms()
-local stamp = int(t)
-local lines = {policy .. ' ' .. int(delay)}
-for i = 5, #ARGV, 2 do lines[#lines + 1] = 'w ' .. ARGV[i] .. ' ' .. ARGV[i + 1] end
-redis.call('HSET', J.d, id, payload)
-redis.call('HSET', J.s, id, state_value('waiting', '0', nil, stamp .. ',,'))
-if stored then redis.call('HSET', J.o, id, stored) end
-redis.call('HSET', deps, id, table.concat(lines, '\n'))
-redis.call('ZADD', waiting, stamp, id)
-return {id, 0}
+-- which caller ids exist (one HMGET); numbered ids from one HINCRBY
+local given = {}
+for _, j in ipairs(jobs) do if j[1] ~= '' then given[#given + 1] = j[1] end end
+local have = {}
+if #given > 0 then
+  local p = hmget(J.d, given)
+  for k, id in ipairs(given) do if p[k] then have[id] = true end end
+end
+local fresh = 0
+for _, j in ipairs(jobs) do if j[1] == '' or not have[j[1]] then fresh = fresh + 1 end end
+local stamp = int(now_ms())
+local waiting_v = state_value('waiting', '0', nil, stamp .. ',,')
+local seq = fresh > 0 and redis.call('HINCRBY', stats, 'seq', fresh) - fresh or 0
+local d, s, o, dp, w, out = {}, {}, {}, {}, {}, {}
+for _, j in ipairs(jobs) do
+  local id = j[1]
+  if id ~= '' and have[id] then
+    out[#out + 1] = id; out[#out + 1] = 1
+  else
+    seq = seq + 1
+    if id == '' then id = int(seq) end
+    have[id] = true -- (a caller's id twice in one call: written once)
+    d[#d + 1] = id; d[#d + 1] = j[2]
+    s[#s + 1] = id; s[#s + 1] = waiting_v
+    if j[3] then o[#o + 1] = id; o[#o + 1] = j[3] end
+    dp[#dp + 1] = id; dp[#dp + 1] = j[4]
+    w[#w + 1] = stamp; w[#w + 1] = id
+    out[#out + 1] = id; out[#out + 1] = 0
+  end
+end
+if #d > 0 then
+  call_all('HSET', J.d, d, 2)
+  call_all('HSET', J.s, s, 2)
+  if #o > 0 then call_all('HSET', J.o, o, 2) end
+  call_all('HSET', deps, dp, 2)
+  call_all('ZADD', waiting, w, 2)
+end
+return out

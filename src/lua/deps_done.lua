@@ -5,11 +5,12 @@
 -- KEYS (src/keys.def; bound to these locals): dependents
 -- ARGV: per job: its id, the dependents entry that was released
 -- Returns how many entries went.
-local gone = 0
-for i = 1, #ARGV, 2 do
-  if redis.call('HMGET', dependents, ARGV[i])[1] == ARGV[i + 1] then
-    redis.call('HDEL', dependents, ARGV[i])
-    gone = gone + 1
-  end
+local ids = {}
+for i = 1, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
+if #ids == 0 then return 0 end
+local have, drop = hmget(dependents, ids, 'hash'), {}
+for k, id in ipairs(ids) do
+  if have[k] and have[k] == ARGV[2 * k] then drop[#drop + 1] = id end
 end
-return gone
+if #drop > 0 then call_all('HDEL', dependents, drop) end
+return #drop

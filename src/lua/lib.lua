@@ -841,7 +841,8 @@ local function forget_jobs(J, ids, finished)
     end
   end
   if #za > 0 then call_all('ZADD', J.u, za, 2, 'zset') end
-  call_all('HDEL', J.dp, ids, 1, 'hash')
+  -- (J.dp_none: the caller found the deps hash absent, sweep_completed)
+  if not J.dp_none then call_all('HDEL', J.dp, ids, 1, 'hash') end
   delete_jobs(J, ids)
 end
 
@@ -1009,7 +1010,15 @@ end
 -- entries go, so a little less may remain. kept: the number of ids in the
 -- index when the caller knows it (nil: read it).
 local function sweep_completed(J, completed, stats, retention, cap, now, budget, kept)
-  expect_types({J.u, 'zset', J.dp, 'hash'}) -- (forget_jobs writes them; checked before this sweep's writes)
+  -- (forget_jobs writes them; checked before this sweep's writes: a deps
+  -- hash found absent, no job of the queue waited for dependencies, so
+  -- forget_jobs sends no HDEL there)
+  expect_types({J.u, 'zset'})
+  local t = redis.call('TYPE', J.dp)['ok']
+  if t ~= 'none' and t ~= 'hash' then
+    error({err = 'WRONGTYPE ' .. J.dp .. ' holds a ' .. t .. ', rjq expects a hash'})
+  end
+  J.dp_none = t == 'none'
   kept = kept or int_fields(stats, 'retained', 'swept')[1] or 0
   local limit = cap
   if cap > 0 and kept > cap then limit = cap - cap_slack(cap) end
@@ -1021,6 +1030,21 @@ local function sweep_completed(J, completed, stats, retention, cap, now, budget,
     if not ((retention >= 0 and stamp <= now - retention) or (cap > 0 and kept - #old > limit)) then break end
     redis.call('LPOP', completed)
     for id in string.gmatch(head, ' (%S+)') do old[#old + 1] = id; at[#old] = stamp end
+  end
+  -- A job whose dependents are not all released yet keeps its record
+  -- (rjq.h "Dependencies": their release, by its finisher or the sweep,
+  -- reads how it ended): indexed again, as completed now. J.dt: the
+  -- queue's dependents hash (deps_watch.lua) when the caller declares it.
+  -- (after the caller's writes: a wrongly typed hash keeps nothing)
+  if J.dt and #old > 0 and redis.call('EXISTS', J.dt) == 1 and redis.call('TYPE', J.dt)['ok'] == 'hash' then
+    local have, o2, a2, keep = hmget(J.dt, old), {}, {}, {}
+    for i, id in ipairs(old) do
+      if have[i] then keep[#keep + 1] = id else o2[#o2 + 1] = id; a2[#o2] = at[i] end
+    end
+    if #keep > 0 then
+      redis.call('RPUSH', completed, int(now) .. ' ' .. table.concat(keep, ' '))
+      old, at, empty = o2, a2, false
+    end
   end
   -- (a count of 0 is deleted, not stored: see count_retained)
   if empty and kept ~= #old then

@@ -35,6 +35,7 @@ local retention, cap, look, jitter = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[
 local J = columns(cols, prefix)
 J.u = dedup
 J.dp = deps
+J.dt = dependents -- (the retention sweep keeps the records of jobs with dependents to release)
 -- (every column: the retention sweep deletes records in all of them)
 expect_types({active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash', completed, 'list',
               J.d, 'hash', J.s, 'hash', J.o, 'hash', J.r, 'hash', J.e, 'hash', J.f, 'hash', J.n, 'hash',

@@ -18,6 +18,7 @@
 #include "fixture.h"
 #include "harness.h"
 #include "server.h"
+#include "shard.h"
 #include "shard_resplit.h"
 #include "waits.h"
 
@@ -77,12 +78,19 @@ static void enqueue_on(test_env *e, rjq_queue *q, int s, int n) {
     ASSERT(loop_until_count(e->base, &queued, n, 10000));
 }
 
+static void shards_of(rjq_queue *q, rjq_queue **sub) {
+    ASSERT_EQ(SHARDS, rjq_queue_count_shards(q));
+    for (int i = 0; i < SHARDS; i++) sub[i] = rjq_queue_get_shard(q, i);
+}
+
 static long long resplit_to(test_env *e, rjq_queue *q, long concurrency, long rate) {
     rjq_limits whole = RJQ_LIMITS_INIT;
     whole.concurrency = concurrency;
     whole.rate = rate;
     count_wait w = {0};
-    ASSERT_OK(rjq__shard_resplit(q, &whole, on_count, &w));
+    rjq_queue *sub[SHARDS];
+    shards_of(q, sub);
+    ASSERT_OK(rjq__shard_resplit(sub, SHARDS, &whole, 0, on_count, &w));
     ASSERT(loop_until(e->base, &w.done, 10000));
     ASSERT_EQ(1, w.done);
     ASSERT_OK(w.status);
@@ -109,6 +117,7 @@ TEST(a_concurrency_re_split_follows_the_work_and_never_exceeds_the_whole) {
     ASSERT(loop_until(e.base, &lw.done, 10000));
     ASSERT_OK(lw.status);
     holder h = {.q = q};
+    ASSERT_OK(rjq__queue_resplit_every(q, -1, 0)); /* (the step alone: no periodic re-splitter) */
     rjq_worker_options wo = quiet_worker_options(10);
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, hold, &h, &w));
@@ -157,11 +166,14 @@ TEST(a_re_split_of_a_queue_without_a_concurrency_limit_is_refused) {
     ASSERT_OK(declare_shards(e.base, q, SHARDS));
     count_wait w = {0};
     rjq_limits whole = RJQ_LIMITS_INIT;
-    ASSERT_EQ(RJQ_EINVAL, rjq__shard_resplit(q, &whole, on_count, &w)); /* no figure */
+    rjq_queue *sub[SHARDS];
+    shards_of(q, sub);
+    ASSERT_EQ(RJQ_EINVAL, rjq__shard_resplit(sub, SHARDS, &whole, 0, on_count, &w)); /* no figure */
     whole.concurrency = SHARDS - 1;
-    ASSERT_EQ(RJQ_EINVAL, rjq__shard_resplit(q, &whole, on_count, &w));
+    ASSERT_EQ(RJQ_EINVAL, rjq__shard_resplit(sub, SHARDS, &whole, 0, on_count, &w));
     whole.concurrency = WHOLE;
-    ASSERT_OK(rjq__shard_resplit(q, &whole, on_count, &w));
+    ASSERT_EQ(RJQ_EINVAL, rjq__shard_resplit(sub, 1, &whole, 0, on_count, &w)); /* one shard */
+    ASSERT_OK(rjq__shard_resplit(sub, SHARDS, &whole, 0, on_count, &w));
     ASSERT(loop_until(e.base, &w.done, 10000));
     ASSERT_EQ(1, w.done);
     ASSERT_EQ(RJQ_EINVAL, w.status);

@@ -23,6 +23,7 @@
 #include "harness.h"
 #include "server.h"
 #include "shard.h"
+#include "slot.h"
 #include "waits.h"
 
 enum { SHARDS = 3, HOLD_MAX = 64 };
@@ -255,5 +256,75 @@ TEST(the_re_split_lease_holder_killed_mid_run_is_taken_over_and_the_whole_holds)
                     "takeover\n", most, WHOLE, most0, most1);
     kill(other, SIGKILL);
     reap(other, 5000);
+    env_stop(&e);
+}
+
+/* ---- bounds: the static split kept ------------------------------------------------ */
+
+static void on_enqueue_count(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n,
+                             void *data) {
+    long *counts = data; /* [0] answers, [1] taken, [2] refused full */
+    (void)c, (void)jobs, (void)n;
+    counts[0]++;
+    if (status == RJQ_OK) counts[1]++;
+    else if (status == RJQ_EFULL) counts[2]++;
+    else FAIL_AT(__FILE__, __LINE__, "enqueue: %s", rjq_strerror(status));
+}
+
+/* The bound (a producer's max_waiting) is not re-split (docs/sharding.md
+ * section 4): with the re-splitter moving the concurrency shares to the
+ * one shard with work, a producer's bound of 10 over 3 shards still takes
+ * 4 jobs whose ids route to shard 0 and refuses the rest (RJQ_EFULL) while
+ * the other shards are empty; anonymous jobs fill those: 10 in all. */
+TEST(a_bound_keeps_its_static_split_while_the_limits_are_re_split) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "rsd_bound");
+    ASSERT_OK(declare_shards(e.base, q, SHARDS));
+    set_whole(e.base, q, 6);
+    count_wait pw = {0};
+    ASSERT_OK(rjq_queue_pause(q, on_count, &pw)); /* (the jobs stay waiting) */
+    ASSERT(loop_until(e.base, &pw.done, 10000));
+    ASSERT_OK(rjq__queue_resplit_every(q, PERIOD_MS, LEASE_MS));
+    rjq_worker_options wo = quiet_worker_options(10);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, never_runs, NULL, &w));
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
+    qo.max_waiting = 10;
+    open_wait ow = {0};
+    ASSERT_OK(rjq_queue_open_async(e.c, "rsd_bound", &qo, on_open_wait, &ow));
+    ASSERT(loop_until(e.base, &ow.done, 20000));
+    ASSERT_OK(ow.status);
+    /* 10 jobs whose ids route to shard 0: its share of the bound, 4, taken */
+    char ids[10][16];
+    rjq_job_options jo[10];
+    long counts[3] = {0};
+    for (int i = 0, k = 0; i < 10; k++) {
+        snprintf(ids[i], sizeof ids[i], "b-%d", k);
+        if (rjq__crc16(ids[i], strlen(ids[i])) % SHARDS != 0) continue;
+        jo[i] = (rjq_job_options)RJQ_JOB_OPTIONS_INIT;
+        jo[i].id = ids[i];
+        ASSERT_OK(rjq_enqueue(ow.q, "x", 1, &jo[i], on_enqueue_count, counts));
+        i++;
+    }
+    ASSERT(loop_until_count(e.base, &counts[0], 10, 20000));
+    ASSERT_EQ(4, counts[1]);
+    ASSERT_EQ(6, counts[2]);
+    /* the re-splitter gives shard 0 the concurrency (6 less one per idle
+     * shard): the bound's shares stay, shard 0 still full */
+    ASSERT(loop_until_server_int(e.base, e.rc, 4, 20000, "HGET t:{%s}:meta concurrency",
+                                 rjq_queue_get_name(rjq_queue_get_shard(q, 0))));
+    memset(counts, 0, sizeof counts);
+    ASSERT_OK(rjq_enqueue(ow.q, "x", 1, &jo[9], on_enqueue_count, counts));
+    ASSERT(loop_until_count(e.base, &counts[0], 1, 20000));
+    ASSERT_EQ(1, counts[2]);
+    /* anonymous jobs fill the other shards' shares: 10 waiting in all */
+    memset(counts, 0, sizeof counts);
+    for (int i = 0; i < 10; i++)
+        ASSERT_OK(rjq_enqueue(ow.q, "x", 1, NULL, on_enqueue_count, counts));
+    ASSERT(loop_until_count(e.base, &counts[0], 10, 20000));
+    ASSERT_EQ(6, counts[1]);
+    ASSERT_EQ(10, get_stats(e.base, q).ready);
+    worker_stop_wait(e.base, w);
     env_stop(&e);
 }

@@ -7,7 +7,8 @@
  * calling anything, never more active than the whole (summed on the
  * server at every poll); the process holding the re-split lease killed
  * mid-run: another takes the lease over once it ran out, goes on
- * re-splitting, and the whole still holds.
+ * re-splitting, and the whole still holds; a rate with work on one shard
+ * re-split by the workers alone; a bound's static split kept.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include "core.h"
 #include "fixture.h"
 #include "harness.h"
+#include "rate_load.h"
 #include "server.h"
 #include "shard.h"
 #include "slot.h"
@@ -326,5 +328,47 @@ TEST(a_bound_keeps_its_static_split_while_the_limits_are_re_split) {
     ASSERT_EQ(6, counts[1]);
     ASSERT_EQ(10, get_stats(e.base, q).ready);
     worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* ---- rate: no call -------------------------------------------------------------- */
+
+/* A rate of RATE/s over 3 shards with every job on shard 0 and 3 worker
+ * processes (each re-splitting on its default period, one at a time):
+ * nobody calls anything, yet once the first window has passed shard 0
+ * starts the whole less one per idle shard within 5%, and never more
+ * than RATE in any second (the jobs' start times, the server's clock). */
+TEST(a_rate_is_re_split_to_the_one_busy_shard_without_a_call) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "rsd_rate");
+    ASSERT_OK(declare_shards(e.base, q, SHARDS));
+    rjq_limits l = RJQ_LIMITS_INIT;
+    l.rate = RATE;
+    l.rate_window_ms = 1000;
+    count_wait lw = {0};
+    ASSERT_OK(rjq_queue_set_limits(q, &l, on_count, &lw));
+    ASSERT(loop_until(e.base, &lw.done, 10000));
+    ASSERT_OK(lw.status);
+    rjq_queue *s0 = rjq_queue_get_shard(q, 0);
+    static char ids[RATE_JOBS][RATE_ID_MAX];
+    rate_enqueue_ids(e.base, s0, ids, RATE_JOBS);
+    ASSERT_EQ(RATE / SHARDS + 1, (long)get_stats(e.base, s0).limit_rate); /* (static) */
+    pid_t pids[3];
+    for (int k = 0; k < 3; k++) pids[k] = rate_spawn_worker(&e.s, "rsd_rate", SHARDS);
+    double end = wait_deadline(120000);
+    while (server_int(e.rc, "HGET t:{%s}:stats retained", rjq_queue_get_name(s0)) < RATE_JOBS)
+        ASSERT(wait_poll(e.base, end, 50));
+    for (int k = 0; k < 3; k++) {
+        kill(pids[k], SIGKILL);
+        reap(pids[k], 5000);
+    }
+    ASSERT_EQ(RATE - (SHARDS - 1), (long)get_stats(e.base, s0).limit_rate);
+    char what[80];
+    snprintf(what, sizeof what, "rate %d/s over %d shards, work on one, re-split by the workers",
+             RATE, SHARDS);
+    rate_figures f = rate_measure(e.base, s0, ids, RATE_JOBS, 1000, RATE_WINDOW_MS, what);
+    ASSERT(f.most <= RATE);
+    ASSERT(f.per_s >= (RATE - (SHARDS - 1)) * 0.95 && f.per_s <= RATE * 1.05);
     env_stop(&e);
 }

@@ -1364,9 +1364,16 @@ typedef struct summing {
     void *data;
     int waiting, status, got;
     rjq_stats sum;
+    int has_whole;    /* the whole-queue limits stored (rjq_queue_set_limits): */
+    rjq_limits whole; /* shown instead of the shares' sum, which a re-split moves */
 } summing;
 
 static void sum_done(rjq_client *c, summing *s) {
+    if (s->status == RJQ_OK && s->has_whole) {
+        s->sum.limit_concurrency = s->whole.concurrency;
+        s->sum.limit_rate = s->whole.rate;
+        if (s->whole.rate) s->sum.limit_rate_window_ms = s->whole.rate_window_ms;
+    }
     if (s->status == RJQ_OK) s->cb(c, RJQ_OK, &s->sum, s->data);
     else s->cb(c, s->status, NULL, s->data);
     free(s);
@@ -1389,7 +1396,8 @@ static void on_shard_stats(rjq_client *c, int status, const rjq_stats *st, void 
         t->paused |= st->paused;
         t->exists |= st->exists;
         /* limits: split over the shards (rjq_queue_set_limits), so summed;
-         * the window is shard 0's */
+         * the window is shard 0's (the stored whole figures replace them:
+         * on_whole_read) */
         t->limit_concurrency += st->limit_concurrency;
         t->limit_rate += st->limit_rate;
         if (s->got++ == 0) t->limit_rate_window_ms = st->limit_rate_window_ms;
@@ -1399,6 +1407,20 @@ static void on_shard_stats(rjq_client *c, int status, const rjq_stats *st, void 
             (t->dedup_next_release_ms == 0 || st->dedup_next_release_ms < t->dedup_next_release_ms))
             t->dedup_next_release_ms = st->dedup_next_release_ms;
     }
+    if (--s->waiting == 0) sum_done(c, s);
+}
+
+/* The stored whole-queue limits (nil: none stored, the shares' sum). */
+static void on_whole_read(rjq_client *c, int status, redisReply *r, void *priv) {
+    summing *s = priv;
+    if (status == RJQ_OK && r->type == REDIS_REPLY_STRING) {
+        status = rjq__shard_limits_parse(r->str, r->len, &s->whole);
+        s->has_whole = status == RJQ_OK;
+        if (status != RJQ_OK) rjq__errmsg(c, "a sharded queue's stored limits are not readable");
+    } else if (status == RJQ_OK && r->type != REDIS_REPLY_NIL) {
+        status = RJQ_EPROTO;
+    }
+    if (status != RJQ_OK && s->status == RJQ_OK) s->status = status;
     if (--s->waiting == 0) sum_done(c, s);
 }
 
@@ -1428,6 +1450,15 @@ int rjq_queue_get_stats(rjq_queue *q, rjq_stats_cb *cb, void *data) {
         free(s);
         rjq__leave(c);
         return rc != RJQ_OK ? rc : RJQ_ECLOSED;
+    }
+    const char *argv[] = {"GET", rjq__queue_key(q, RJQ__K_SHARDLIMITS, NULL)};
+    if (rc == RJQ_OK && rjq__accepting(c)) {
+        s->waiting++;
+        if ((rc = rjq__command_in(c, rjq__queue_slot(q), 0, on_whole_read, s, 2, argv, NULL)) !=
+            RJQ_OK) {
+            s->waiting--;
+            s->status = rc;
+        }
     }
     if (--s->waiting == 0) sum_done(c, s);
     rjq__leave(c);

@@ -133,6 +133,8 @@ TEST(a_concurrency_re_split_follows_the_work_and_never_exceeds_the_whole) {
     ASSERT_EQ(3, resplit(&e, q));
     ASSERT_EQ(4, share_of_shard(&e, q, 0));
     ASSERT_EQ(1, share_of_shard(&e, q, 1));
+    /* the queue's stats show the whole figure stored, not the shares' 6 */
+    ASSERT_EQ(WHOLE, get_stats(e.base, q).limit_concurrency);
     ASSERT(loop_until_count(e.base, &h.on[0], 4, 10000));
     /* shard 1's jobs finish: the next re-split gives shard 0 the rest */
     finish_shard(&e, &h, 1);

@@ -52,12 +52,11 @@ static void destroy(rjq__resplitter *d) {
  * stopped one is freed here. */
 static int replied(rjq__resplitter *d) {
     d->busy = 0;
-    if (rjq__closing(d->c)) return 0; /* (freed with the front's layout) */
-    if (d->stopping) {
+    if (d->stopping) { /* (its handle closed: nothing else frees it, the client's end neither) */
         destroy(d);
         return 0;
     }
-    return 1;
+    return !rjq__closing(d->c); /* (else freed with the front's layout) */
 }
 
 static void sleep_for(rjq__resplitter *d, long long ms) {

@@ -380,3 +380,34 @@ TEST(a_rate_is_re_split_to_the_one_busy_shard_without_a_call) {
     ASSERT(f.per_s >= (RATE - (SHARDS - 1)) * 0.95 && f.per_s <= RATE * 1.05);
     env_stop(&e);
 }
+
+/* ---- lifetime ------------------------------------------------------------------- */
+
+/* A re-splitter whose handle is closed while its call is in flight is
+ * freed by that call's end, also when the client goes before the reply
+ * (the sanitized build's leak check guards it): a re-splitter every
+ * millisecond, so that one is nearly always in flight. */
+TEST(a_re_splitter_closed_with_its_handle_mid_call_is_freed_once) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "rsd_life");
+    ASSERT_OK(declare_shards(e.base, q, SHARDS));
+    set_whole(e.base, q, 6);
+    rjq_client_options o = client_options(e.s.url);
+    for (int round = 0; round < 6; round++) {
+        rjq_client *b = client_new(e.base, &o);
+        rjq_queue *qb = open_learnt(e.base, b, "rsd_life");
+        ASSERT_OK(rjq__queue_resplit_every(qb, 1, 0));
+        rjq_worker_options wo = quiet_worker_options(2);
+        rjq_worker *w;
+        ASSERT_OK(rjq_worker_start(qb, &wo, never_runs, NULL, &w));
+        double end = wait_deadline(10000);
+        while (!rjq__queue_resplit_leading(qb)) ASSERT(wait_poll(e.base, end, 1));
+        loop_for(e.base, round * 3);
+        worker_stop_wait(e.base, w);
+        ASSERT_OK(rjq_queue_close(qb));
+        if (round % 2) loop_turn(e.base); /* (odd rounds: the reply may come first) */
+        rjq_client_free(b);
+    }
+    env_stop(&e);
+}

@@ -3,7 +3,9 @@
  * one timer, as the scheduler's (scheduler.c), with one call in flight:
  *   lease  (resplit.lua) take or keep the re-split lease; a standby waits
  *          for the holder's lease to run out; the holder gets the stored
- *          whole-queue limits;
+ *          whole-queue limits; none stored (the queue never limited
+ *          through its sharded handle): no lease taken, asked again after
+ *          half a lease;
  *   step   with figures stored: one re-split (rjq__shard_resplit), its
  *          raises sent only within half the lease from the lease call's
  *          send (past that the lease may be another's: lowerings only);
@@ -101,9 +103,8 @@ static int lease_reply_ok(const redisReply *r) {
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 3) return 0;
     for (int i = 0; i < 2; i++)
         if (r->element[i]->type != REDIS_REPLY_INTEGER) return 0;
-    if (r->element[0]->integer != 0 && r->element[0]->integer != 1) return 0;
-    if (r->element[0]->integer == 0)
-        return r->element[2]->type == REDIS_REPLY_INTEGER;
+    if (r->element[0]->integer < 0 || r->element[0]->integer > 2) return 0;
+    if (r->element[0]->integer != 1) return r->element[2]->type == REDIS_REPLY_INTEGER;
     return r->element[2]->type == REDIS_REPLY_STRING;
 }
 
@@ -114,6 +115,10 @@ static void on_lease(rjq_client *c, int status, redisReply *r, void *priv) {
     if (status == RJQ_OK && !lease_reply_ok(r)) status = RJQ_EPROTO;
     if (status == RJQ_OK) {
         d->leading = r->element[0]->integer == 1;
+        if (r->element[0]->integer == 2) { /* no limits stored: look again less often */
+            sleep_for(d, d->lease_ms / 2);
+            return;
+        }
         if (!d->leading) { /* standby: until the holder's lease runs out */
             long long left = r->element[2]->integer;
             sleep_for(d, left > 0 ? left + 1 : d->period_ms);
@@ -122,7 +127,7 @@ static void on_lease(rjq_client *c, int status, redisReply *r, void *priv) {
         const redisReply *f = r->element[2];
         if (f->len > 0) status = rjq__shard_limits_parse(f->str, f->len, &whole);
         if (status == RJQ_OK && whole.concurrency == 0 && whole.rate == 0) {
-            sleep_for(d, d->period_ms); /* no whole-queue limits: nothing to re-split */
+            sleep_for(d, d->lease_ms / 2); /* limits lifted: nothing to re-split (lease kept) */
             return;
         }
     }

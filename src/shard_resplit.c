@@ -27,7 +27,7 @@ struct resplit {
     rjq_client *c;
     rjq_queue *sub[RJQ_SHARDS_MAX]; /* the shards' handles, held during the step */
     uint64_t raise_by;              /* no raise sent after this (rjq__now_ms; 0: none) */
-    int n, phase, waiting, status, changed;
+    int n, phase, waiting, status, changed, lowered;
     long whole, whole_rate;
     rjq_count_cb *cb;
     void *data;
@@ -68,9 +68,8 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *st, void *data)
             r->demand[p->i] = st->ready + st->delayed;
             r->rate[p->i] = st->limit_rate;
             r->window[p->i] = st->limit_rate_window_ms;
-        } else {
-            r->used[p->i] = st->active;
         }
+        r->used[p->i] = st->active; /* (read with the share it runs under) */
     }
     part_done(c, r, status);
 }
@@ -153,7 +152,12 @@ static void run_phase(rjq_client *c, resplit *r) {
                 rjq__split_raise(r->whole_rate, r->n, r->rate, r->rused, r->rtarget, r->rnext) < 0)
                 memcpy(r->rnext, r->rate, sizeof r->rnext);
         }
-        for (int i = 0; i < r->n && r->status == RJQ_OK; i++) {
+        /* nothing lowered: the first reads' active counts, each read with
+         * the share it still has, bound each shard's use as a re-read
+         * would (only this step changes shares); the rate's starts are
+         * read in the re-read only */
+        int skip = r->phase == RS_REREAD && r->lowered == 0 && r->whole_rate == 0;
+        for (int i = 0; i < r->n && r->status == RJQ_OK && !skip; i++) {
             int rc = RJQ_OK;
             if (r->phase == RS_READ || r->phase == RS_REREAD) {
                 rc = rjq__queue_stats_one(r->sub[i], on_stats, &r->part[i]);
@@ -163,7 +167,7 @@ static void run_phase(rjq_client *c, resplit *r) {
                 }
             } else if (r->next[i] != r->share[i] || r->rnext[i] != r->rate[i]) {
                 rc = send_share(r, i);
-                if (rc == RJQ_OK) r->changed++;
+                if (rc == RJQ_OK) r->changed++, r->lowered += r->phase == RS_LOWER;
             } else {
                 continue;
             }

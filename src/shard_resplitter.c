@@ -9,7 +9,10 @@
  *   step   with figures stored: one re-split (rjq__shard_resplit), its
  *          raises sent only within half the lease from the lease call's
  *          send (past that the lease may be another's: lowerings only);
- *   sleep  the period, then lease again (the renewal).
+ *   sleep  the period, then lease again (the renewal); after steps that
+ *          changed no share, twice as long each time up to half the
+ *          lease (an idle or steady queue costs less), the period again
+ *          once one changes a share.
  * A holder that dies leaves the shares as its last call left them (a
  * valid split: lowerings first, raises bounded by what was given back);
  * the next holder takes over once its lease ran out.
@@ -31,6 +34,7 @@ struct rjq__resplitter {
     long period_ms, lease_ms;
     char token[48];
     int leading;
+    long quiet_ms; /* the sleep after a step that changed nothing (doubles up to half the lease) */
     int busy;     /* a lease call or a step in flight */
     int stopping; /* freed while busy: its reply frees it */
     uint64_t lease_sent;
@@ -92,10 +96,19 @@ int rjq__shard_limits_parse(const char *s, size_t len, rjq_limits *out) {
 
 static void on_step(rjq_client *c, int status, long long n, void *data) {
     rjq__resplitter *d = data;
-    (void)n;
     if (!replied(d)) return;
     /* (RJQ_ETIMEDOUT: its raises were left for the next step) */
     if (status != RJQ_OK && status != RJQ_ETIMEDOUT) rjq__background_failed(c, status, "re-split");
+    /* shares that stay put: steps further apart, up to half the lease
+     * (its renewal); a change: the period again */
+    if (status == RJQ_OK && n == 0) {
+        d->quiet_ms = d->quiet_ms ? d->quiet_ms * 2 : d->period_ms * 2;
+        if (d->quiet_ms > d->lease_ms / 2) d->quiet_ms = d->lease_ms / 2;
+        if (d->quiet_ms < d->period_ms) d->quiet_ms = d->period_ms;
+        sleep_for(d, d->quiet_ms);
+        return;
+    }
+    d->quiet_ms = 0;
     sleep_for(d, d->period_ms);
 }
 

@@ -2362,7 +2362,8 @@ RJQ_API int rjq_scheduler_is_leading(const rjq_scheduler *s);
  * has more active jobs, nor more starts in any window, than it says, at
  * no cost per job (each claim reads its own shard's share). The shares
  * then follow the work: a process with a worker on the sharded queue
- * re-splits them by demand every 250 ms while it holds the queue's
+ * re-splits them by demand every 250 ms (up to 1 s apart while nothing
+ * changes) while it holds the queue's
  * re-split lease (one process at a time; another takes over within 2 s
  * of its end), giving the shards with jobs waiting the figure less one
  * per shard without (each keeps 1), lowering before raising so that the

@@ -353,7 +353,8 @@ TEST(a_rate_is_re_split_to_the_one_busy_shard_without_a_call) {
     rjq_queue *s0 = rjq_queue_get_shard(q, 0);
     static char ids[RATE_JOBS][RATE_ID_MAX];
     rate_enqueue_ids(e.base, s0, ids, RATE_JOBS);
-    ASSERT_EQ(RATE / SHARDS + (RATE % SHARDS > 0), (long)get_stats(e.base, s0).limit_rate); /* (static) */
+    long share0 = (long)get_stats(e.base, s0).limit_rate;
+    ASSERT_EQ(RATE / SHARDS + (RATE % SHARDS > 0), share0); /* (the static split) */
     pid_t pids[3];
     for (int k = 0; k < 3; k++) pids[k] = rate_spawn_worker(&e.s, "rsd_rate", SHARDS);
     /* shard 0's share, read while it has work (once it has none the

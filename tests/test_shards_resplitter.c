@@ -214,7 +214,9 @@ static long retained(redisContext *rc, rjq_queue *q, int s) {
 }
 
 TEST(the_re_split_lease_holder_killed_mid_run_is_taken_over_and_the_whole_holds) {
-    enum { WHOLE = 6, JOBS0 = 300, JOBS1 = 300 };
+    /* (shard 1's work outlasts shard 0's, its orphans' return included:
+     * shard 1 gets the whole less 2 only once shard 0 has nothing left) */
+    enum { WHOLE = 6, JOBS0 = 300, JOBS1 = 1000 };
     test_env e;
     env_start(&e, NULL);
     rjq_queue *q = open_learnt(e.base, e.c, "rsd_kill");
@@ -243,12 +245,16 @@ TEST(the_re_split_lease_holder_killed_mid_run_is_taken_over_and_the_whole_holds)
     pid_t other = leader == pids[0] ? pids[1] : pids[0];
     /* the work moves to shard 1: the other process takes the lease over
      * once it ran out and gives shard 1 the whole less one per idle shard */
-    enqueue_on(e.base, q, 1, JOBS1);
+    for (int k = 0; k < JOBS1; k += 500) enqueue_on(e.base, q, 1, 500);
     long most1 = 0;
     end = wait_deadline(60000);
     while (most1 < WHOLE - (SHARDS - 1) || lease_holder(e.rc, "rsd_kill") != other ||
            retained(e.rc, q, 0) + retained(e.rc, q, 1) < JOBS0 + JOBS1) {
-        ASSERT(wait_poll(e.base, end, 2));
+        if (!wait_poll(e.base, end, 2))
+            FAIL_AT(__FILE__, __LINE__, "shard 1 reached %ld, lease holder %d (other %d), "
+                    "retained %ld + %ld, active %ld + %ld", most1,
+                    (int)lease_holder(e.rc, "rsd_kill"), (int)other, retained(e.rc, q, 0),
+                    retained(e.rc, q, 1), shard_active(e.rc, q, 0), shard_active(e.rc, q, 1));
         long a = server_active(e.rc, q), a1 = shard_active(e.rc, q, 1);
         if (a > most) most = a;
         if (a1 > most1) most1 = a1;

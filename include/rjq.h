@@ -1739,8 +1739,9 @@ typedef struct rjq_limits {
  * round the three. A limited queue has no push delivery (jobs wait in the queue for claims):
  * limits cost their queue the push's latency, and nothing to others. cb
  * (may be NULL) gets 1. RJQ_EINVAL for negative numbers. A sharded queue's
- * limits are split over its shards (see "Sharded queues" below; RJQ_EINVAL
- * for a concurrency or rate below its shard count).
+ * limits are stored whole and split over its shards, the shares re-split
+ * by demand (see "Sharded queues" below; RJQ_EINVAL for a concurrency or
+ * rate below its shard count).
  */
 RJQ_API int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *l, rjq_count_cb *cb,
                                  void *data);
@@ -2415,24 +2416,28 @@ RJQ_API int rjq_scheduler_is_leading(const rjq_scheduler *s);
  * rjq_worker_start (one worker of every shard, its concurrency shared:
  * rjq_worker_start_queues in weighted order, equal weights; rjq_job_get_queue()
  * is the job's shard) and rjq_queue_get_stats (summed over the shards; paused
- * when any shard is; limits: the sum of the shards' shares, the window
- * the first shard's). Priorities and FIFO order hold within a shard, not
+ * when any shard is; limits: the whole queue's stored by
+ * rjq_queue_set_limits, or when none is stored the sum of the shards'
+ * shares, the window the first shard's). Priorities and FIFO order hold within a shard, not
  * across shards.
  *
- * Limits: rjq_queue_set_limits on a sharded handle splits the whole
- * queue's concurrency and rate over the N shards, statically (shard i
- * gets figure / N, the first figure % N shards one more; the window is
- * each shard's): the shares add up to the figure, so the whole queue
- * never has more active jobs, nor more starts in any window, than it
- * says, at no cost per job (each claim reads its own shard's share).
- * Under load on every shard the figure is reached (a rate of 1000/s over
- * 3 shards starts 1000 a second); a shard with less work than its share
- * leaves the rest of its share unused (the whole queue then starts or
- * runs less than the figure; the shares are not moved between shards).
- * A concurrency or rate below N cannot be split (a share of 0 would be
- * no limit): RJQ_EINVAL, nothing sent. cb gets 1 once every shard took
- * its share; on an error the first one, the shards that answered having
- * taken theirs (call again). A bounded queue's max_waiting (the options
+ * Limits: rjq_queue_set_limits on a sharded handle stores the whole
+ * queue's concurrency and rate with the declaration (every client reads
+ * the same figures) and splits them over the N shards (shard i gets
+ * figure / N, the first figure % N shards one more; the window is each
+ * shard's): the shares add up to the figure, so the whole queue never
+ * has more active jobs, nor more starts in any window, than it says, at
+ * no cost per job (each claim reads its own shard's share). The shares
+ * then follow the work: a process with a worker on the sharded queue
+ * re-splits them by demand every 250 ms (up to 1 s apart while nothing
+ * changes) while it holds the queue's
+ * re-split lease (one process at a time; another takes over within 2 s
+ * of its end), giving the shards with jobs waiting the figure less one
+ * per shard without (each keeps 1), lowering before raising so that the
+ * figure still holds. A concurrency or rate below N cannot be split (a
+ * share of 0 would be no limit): RJQ_EINVAL, nothing sent. cb gets 1 once
+ * the figures are stored and every shard took its share; on an error the
+ * first one, the shards that answered having taken theirs (call again). A bounded queue's max_waiting (the options
  * of the handle that learns the layout) is split the same way, each
  * shard at least 1: the queue never holds more waiting jobs than the
  * bound (n when it is below n), and an enqueue whose own shard is full

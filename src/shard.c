@@ -23,6 +23,7 @@
 #include "headers.h"
 #include "shard.h"
 #include "shard_ids.h"
+#include "shard_resplitter.h"
 #include "slot.h"
 #include "validate.h"
 #include "worker.h"
@@ -49,6 +50,8 @@ typedef struct layout {
     rjq_queue_options opts; /* the handle's, for its shards' handles */
     int has_opts;
     held *held, **held_end; /* calls made while it was not learnt, in call order */
+    rjq__resplitter *rs;    /* made with its first worker (shard_resplitter.h) */
+    long rs_period, rs_lease; /* its timing (0: the defaults) */
 } layout;
 
 static void held_end_all(rjq_queue *q, layout *l, int status);
@@ -56,6 +59,8 @@ static void held_end_all(rjq_queue *q, layout *l, int status);
 static void layout_release(rjq_queue *q, void *state) {
     layout *l = state;
     (void)q;
+    rjq__resplitter_free(l->rs);
+    l->rs = NULL;
     for (int i = 0; i < l->n; i++) rjq_queue_close(l->sub[i]); /* (EBUSY: goes with the client) */
     l->n = 0;
 }
@@ -65,8 +70,10 @@ static void layout_cancel(rjq_queue *q, void *state) {
 }
 
 static void layout_close(rjq_queue *q, void *state) {
+    layout *l = state;
     (void)q;
-    free(state);
+    rjq__resplitter_free(l->rs);
+    free(l);
 }
 
 static void layout_tick(rjq_queue *q, void *state);
@@ -184,9 +191,11 @@ static int layout_apply(rjq_queue *q, const decl *d, const rjq_queue_options *op
         l->state = L_LEARNT;
         rjq__queue_kick(q); /* (its tick starts the calls held) */
     }
-    layout_release(q, l); /* the old shards (empty: a change of N needs it) */
+    /* the old shards (empty: a change of N needs it) */
+    for (int i = 0; i < l->n; i++) rjq_queue_close(l->sub[i]);
     for (int i = 0; i < d->n; i++) l->sub[i] = sub[i];
     l->n = d->n;
+    if (l->rs) rjq__resplitter_shards(l->rs, l->sub, l->n);
     rjq__queue_set_front(q, d->n > 0);
     /* (named in the registry: rjq queues lists the sharded queue, its
      * shards too, as they are written to) */
@@ -437,13 +446,40 @@ static int held_start_workers(held *h) {
     return rjq__worker_start_reserved(h->w, h->qs, h->nq, h->order, h->weights, &h->wo);
 }
 
+/* A worker starts on front q: from now on this process re-splits q's
+ * limit shares by demand when it holds q's re-split lease (one
+ * re-splitter per handle, made with its first worker; out of memory:
+ * none, the shares stay as they are). */
+static void resplitter_want(rjq_queue *q, layout *l) {
+    if (l->rs_period < 0) return; /* (tests of the step alone: none) */
+    if (l->rs || (l->rs = rjq__resplitter_new(q, l->rs_period, l->rs_lease)) == NULL) return;
+    rjq__resplitter_shards(l->rs, l->sub, l->n);
+}
+
+int rjq__queue_resplit_every(rjq_queue *q, long period_ms, long lease_ms) {
+    layout *l = layout_make(q);
+    if (l == NULL) return RJQ_ENOMEM;
+    l->rs_period = period_ms;
+    l->rs_lease = lease_ms;
+    return RJQ_OK;
+}
+
+int rjq__queue_resplit_leading(const rjq_queue *q) {
+    const layout *l = rjq__queue_part(q, RJQ__PART_SHARDS);
+    return l && l->rs ? rjq__resplitter_leading(l->rs) : 0;
+}
+
 /* Start reserved worker h->w on q's shards (or on q, plain; H_WORKERS:
  * held_start_workers, 1 too). RJQ_OK, or an error with it still reserved. */
 static int held_start_worker(rjq_queue *q, held *h) {
     if (h->kind == H_WORKERS) return held_start_workers(h);
     layout *l = layout_of(q);
-    if (l) return rjq__worker_start_reserved(h->w, l->sub, (size_t)l->n, RJQ__WORKER_SHARDS, NULL,
-                                             &h->wo);
+    if (l) {
+        int rc = rjq__worker_start_reserved(h->w, l->sub, (size_t)l->n, RJQ__WORKER_SHARDS, NULL,
+                                            &h->wo);
+        if (rc == RJQ_OK) resplitter_want(q, l);
+        return rc;
+    }
     return rjq__worker_start_reserved(h->w, &q, 1, RJQ_WORKER_STRICT, NULL, &h->wo);
 }
 
@@ -1273,8 +1309,10 @@ int rjq_worker_start(rjq_queue *q, const rjq_worker_options *opts, rjq_handler_f
     if (l == NULL) return rjq__worker_start_one(q, opts, handler, data, out);
     int weights[RJQ_SHARDS_MAX];
     for (int i = 0; i < l->n; i++) weights[i] = 1;
-    return rjq__worker_start_queues_now(l->sub, (size_t)l->n, RJQ__WORKER_SHARDS, weights, opts,
-                                        handler, data, out);
+    int rc = rjq__worker_start_queues_now(l->sub, (size_t)l->n, RJQ__WORKER_SHARDS, weights, opts,
+                                          handler, data, out);
+    if (rc == RJQ_OK) resplitter_want(q, l);
+    return rc;
 }
 
 int rjq_worker_start_queues(rjq_queue *const *queues, size_t n, rjq_worker_order order,
@@ -1365,9 +1403,16 @@ typedef struct summing {
     void *data;
     int waiting, status, got;
     rjq_stats sum;
+    int has_whole;    /* the whole-queue limits stored (rjq_queue_set_limits): */
+    rjq_limits whole; /* shown instead of the shares' sum, which a re-split moves */
 } summing;
 
 static void sum_done(rjq_client *c, summing *s) {
+    if (s->status == RJQ_OK && s->has_whole) {
+        s->sum.limit_concurrency = s->whole.concurrency;
+        s->sum.limit_rate = s->whole.rate;
+        if (s->whole.rate) s->sum.limit_rate_window_ms = s->whole.rate_window_ms;
+    }
     if (s->status == RJQ_OK) s->cb(c, RJQ_OK, &s->sum, s->data);
     else s->cb(c, s->status, NULL, s->data);
     free(s);
@@ -1390,7 +1435,8 @@ static void on_shard_stats(rjq_client *c, int status, const rjq_stats *st, void 
         t->paused |= st->paused;
         t->exists |= st->exists;
         /* limits: split over the shards (rjq_queue_set_limits), so summed;
-         * the window is shard 0's */
+         * the window is shard 0's (the stored whole figures replace them:
+         * on_whole_read) */
         t->limit_concurrency += st->limit_concurrency;
         t->limit_rate += st->limit_rate;
         if (s->got++ == 0) t->limit_rate_window_ms = st->limit_rate_window_ms;
@@ -1400,6 +1446,20 @@ static void on_shard_stats(rjq_client *c, int status, const rjq_stats *st, void 
             (t->dedup_next_release_ms == 0 || st->dedup_next_release_ms < t->dedup_next_release_ms))
             t->dedup_next_release_ms = st->dedup_next_release_ms;
     }
+    if (--s->waiting == 0) sum_done(c, s);
+}
+
+/* The stored whole-queue limits (nil: none stored, the shares' sum). */
+static void on_whole_read(rjq_client *c, int status, redisReply *r, void *priv) {
+    summing *s = priv;
+    if (status == RJQ_OK && r->type == REDIS_REPLY_STRING) {
+        status = rjq__shard_limits_parse(r->str, r->len, &s->whole);
+        s->has_whole = status == RJQ_OK;
+        if (status != RJQ_OK) rjq__errmsg(c, "a sharded queue's stored limits are not readable");
+    } else if (status == RJQ_OK && r->type != REDIS_REPLY_NIL) {
+        status = RJQ_EPROTO;
+    }
+    if (status != RJQ_OK && s->status == RJQ_OK) s->status = status;
     if (--s->waiting == 0) sum_done(c, s);
 }
 
@@ -1429,6 +1489,15 @@ int rjq_queue_get_stats(rjq_queue *q, rjq_stats_cb *cb, void *data) {
         free(s);
         rjq__leave(c);
         return rc != RJQ_OK ? rc : RJQ_ECLOSED;
+    }
+    const char *argv[] = {"GET", rjq__queue_key(q, RJQ__K_SHARDLIMITS, NULL)};
+    if (rc == RJQ_OK && rjq__accepting(c)) {
+        s->waiting++;
+        if ((rc = rjq__command_in(c, rjq__queue_slot(q), 0, on_whole_read, s, 2, argv, NULL)) !=
+            RJQ_OK) {
+            s->waiting--;
+            s->status = rc;
+        }
     }
     if (--s->waiting == 0) sum_done(c, s);
     rjq__leave(c);
@@ -1520,11 +1589,12 @@ static void on_fan_part(rjq_client *c, int status, long long n, void *data) {
     if (--f->waiting == 0) fan_done(c, f);
 }
 
-/* Send the call to every shard of l; cb once, when each has answered.
- * A shard whose call cannot be sent ends the sending: nothing sent, its
- * error is returned (cb never called); else cb gets it. */
-static int fan_out(rjq_queue *q, layout *l, fan_send_fn *send, const void *arg, int any,
-                   rjq_count_cb *cb, void *data) {
+/* Send the call to every shard of l (first, when not NULL, on q before
+ * them: its n not counted); cb once, when each has answered. A call that
+ * cannot be sent ends the sending: nothing sent, its error is returned (cb
+ * never called); else cb gets it. */
+static int fan_out_after(rjq_queue *q, layout *l, fan_send_fn *first, fan_send_fn *send,
+                         const void *arg, int any, rjq_count_cb *cb, void *data) {
     rjq_client *c = rjq_queue_get_client(q);
     fan *f = calloc(1, sizeof *f);
     if (f == NULL) return RJQ_ENOMEM;
@@ -1534,7 +1604,16 @@ static int fan_out(rjq_queue *q, layout *l, fan_send_fn *send, const void *arg, 
     int rc = RJQ_OK, sent = 0;
     rjq__enter(c);
     f->waiting = 1;
-    for (int k = 0; k < l->n && rjq__accepting(c); k++) {
+    if (first) { /* (on q itself, before the shards: its n not counted) */
+        f->waiting++;
+        if ((rc = first(q, arg, on_fan_part, f)) != RJQ_OK) {
+            free(f);
+            rjq__leave(c);
+            return rc;
+        }
+        sent = 1; /* (its answer ends f: not freed here) */
+    }
+    for (int k = 0; k < l->n && rjq__accepting(c) && rc == RJQ_OK; k++) {
         f->waiting++;
         if ((rc = send(l->sub[k], arg, on_fan_part, f)) != RJQ_OK) {
             f->waiting--;
@@ -1551,6 +1630,11 @@ static int fan_out(rjq_queue *q, layout *l, fan_send_fn *send, const void *arg, 
     if (--f->waiting == 0) fan_done(c, f);
     rjq__leave(c);
     return RJQ_OK;
+}
+
+static int fan_out(rjq_queue *q, layout *l, fan_send_fn *send, const void *arg, int any,
+                   rjq_count_cb *cb, void *data) {
+    return fan_out_after(q, l, NULL, send, arg, any, cb, data);
 }
 
 static int send_pause(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *data) {
@@ -1645,11 +1729,43 @@ static int send_limits(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *
     return rjq__queue_limits_one(sub, &part, cb, data);
 }
 
-/* A sharded queue's limits are split statically over its shards
- * (docs/sharding.md section 4): each claim script still reads its own
- * shard's, so nothing is added per job, and the shares add up to the
- * whole queue's figure. A figure below the shard count cannot be split
- * (a share of 0 is no limit): RJQ_EINVAL. */
+/* The whole-queue figures, stored with the declaration (src/keys.def
+ * SHARDLIMITS, Q's own slot) for every client's re-splitter
+ * (shard_resplitter.c): "1 <concurrency> <rate> <window ms>". */
+typedef struct whole_set {
+    rjq_count_cb *cb;
+    void *data;
+} whole_set;
+
+static void on_whole_set(rjq_client *c, int status, redisReply *r, void *priv) {
+    whole_set *w = priv;
+    if (status == RJQ_OK && (r == NULL || r->type != REDIS_REPLY_STATUS)) status = RJQ_EPROTO;
+    w->cb(c, status, 0, w->data);
+    free(w);
+}
+
+static int send_whole(rjq_queue *q, const void *arg, rjq_count_cb *cb, void *data) {
+    const limits_arg *a = arg;
+    whole_set *w = malloc(sizeof *w);
+    if (w == NULL) return RJQ_ENOMEM;
+    *w = (whole_set){cb, data};
+    char val[96];
+    snprintf(val, sizeof val, "1 %ld %ld %ld", a->lim.concurrency, a->lim.rate,
+             a->lim.rate_window_ms ? a->lim.rate_window_ms : 1000);
+    const char *argv[] = {"SET", rjq__queue_key(q, RJQ__K_SHARDLIMITS, NULL), val};
+    int rc = rjq__command_in(rjq_queue_get_client(q), rjq__queue_slot(q), 0, on_whole_set, w, 3,
+                             argv, NULL);
+    if (rc != RJQ_OK) free(w);
+    return rc;
+}
+
+/* A sharded queue's limits are stored whole with its declaration (read
+ * by the re-splitter of whichever client holds the re-split lease) and
+ * split statically over its shards (docs/sharding.md section 4), which
+ * that re-splitter then moves by demand: each claim script still reads
+ * its own shard's share, so nothing is added per job, and the shares add
+ * up to the whole queue's figure. A figure below the shard count cannot
+ * be split (a share of 0 is no limit): RJQ_EINVAL. */
 int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *lim, rjq_count_cb *cb, void *data) {
     if (gated(q)) { /* held, then split (or not) as on a handle that knows its layout */
         held *h = held_new(H_LIMITS, (any_fn *)cb, data);
@@ -1677,8 +1793,12 @@ int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *lim, rjq_count_cb *cb, 
                        "split among them", rjq_queue_get_name(q), l->n);
         return RJQ_EINVAL;
     }
-    if (a.lim.concurrency < 0 || a.lim.rate < 0) return RJQ_EINVAL; /* (the rest: each shard's) */
-    return fan_out(q, l, send_limits, &a, 1, cb, data);
+    if (a.lim.concurrency < 0 || a.lim.rate < 0 || a.lim.rate_window_ms < 0 ||
+        a.lim.rate_window_ms > RJQ_DELAY_MAX)
+        return RJQ_EINVAL;
+    /* the whole figures first (every re-splitter reads them), then the
+     * static split (the shares a re-splitter moves from) */
+    return fan_out_after(q, l, send_whole, send_limits, &a, 1, cb, data);
 }
 
 /* ---- listings: every shard's page, merged by enqueue time ------------------------ */

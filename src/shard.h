@@ -27,4 +27,12 @@ int rjq__queue_when_learnt(rjq_queue *q, rjq__learnt_fn *fn, void *data);
  * rjq_enqueue routes a job of the group); else q itself. */
 rjq_queue *rjq__queue_group_shard(rjq_queue *q, const char *group);
 
+/* The timing of the re-splitter a worker on q (a sharded queue's handle)
+ * starts (shard_resplitter.h: 0, 0 for the defaults; a period below 0:
+ * none), set before the worker starts (tests). RJQ_OK or RJQ_ENOMEM. */
+int rjq__queue_resplit_every(rjq_queue *q, long period_ms, long lease_ms);
+
+/* 1 when q's re-splitter holds q's re-split lease (as of its last call). */
+int rjq__queue_resplit_leading(const rjq_queue *q);
+
 #endif /* RJQ_SHARD_H */

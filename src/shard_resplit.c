@@ -3,6 +3,7 @@
  * demand (shard_resplit.h): stats of every shard, the lowerings, stats
  * (and the rate's starts) again, the raises; the plan is shard_split.c's.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +24,10 @@ typedef struct rs_part {
 } rs_part;
 
 struct resplit {
-    rjq_queue *q;
-    int n, phase, waiting, status, changed;
+    rjq_client *c;
+    rjq_queue *sub[RJQ_SHARDS_MAX]; /* the shards' handles, held during the step */
+    uint64_t raise_by;              /* no raise sent after this (rjq__now_ms; 0: none) */
+    int n, phase, waiting, status, changed, lowered;
     long whole, whole_rate;
     rjq_count_cb *cb;
     void *data;
@@ -37,6 +40,12 @@ struct resplit {
 };
 
 static void run_phase(rjq_client *c, resplit *r);
+
+static void resplit_free(resplit *r) {
+    if (!rjq__closing(r->c)) /* (during the client's end everything goes with it) */
+        for (int i = 0; i < r->n; i++) rjq__queue_release(r->sub[i]);
+    free(r);
+}
 
 static void part_done(rjq_client *c, resplit *r, int status) {
     if (status != RJQ_OK && r->status == RJQ_OK) r->status = status; /* the first error */
@@ -59,9 +68,8 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *st, void *data)
             r->demand[p->i] = st->ready + st->delayed;
             r->rate[p->i] = st->limit_rate;
             r->window[p->i] = st->limit_rate_window_ms;
-        } else {
-            r->used[p->i] = st->active;
         }
+        r->used[p->i] = st->active; /* (read with the share it runs under) */
     }
     part_done(c, r, status);
 }
@@ -83,7 +91,7 @@ static void on_starts(rjq_client *c, int status, redisReply *rep, void *data) {
  * time less the window and a second (more than the window holds: a raise
  * never hands out what a start still in it took); no time known: all. */
 static int send_starts(rjq_client *c, resplit *r, int i) {
-    rjq_queue *sub = rjq_queue_get_shard(r->q, i);
+    rjq_queue *sub = r->sub[i];
     size_t klen;
     const char *key = rjq__queue_key(sub, RJQ__K_STARTS, &klen);
     long long now = rjq__server_now(c);
@@ -106,7 +114,7 @@ static int send_share(resplit *r, int i) {
     lim.concurrency = r->whole ? r->next[i] : r->share[i];
     lim.rate = r->whole_rate ? r->rnext[i] : r->rate[i];
     lim.rate_window_ms = r->rate[i] ? r->window[i] : 0;
-    return rjq__queue_limits_one(rjq_queue_get_shard(r->q, i), &lim, on_set, &r->part[i]);
+    return rjq__queue_limits_one(r->sub[i], &lim, on_set, &r->part[i]);
 }
 
 /* Send the phase's calls (each shard's stats, or the changed shares);
@@ -114,9 +122,12 @@ static int send_share(resplit *r, int i) {
  * caller's callback and the end. */
 static void run_phase(rjq_client *c, resplit *r) {
     for (;;) {
+        if (r->phase == RS_RAISE && r->raise_by && rjq__now_ms() > r->raise_by &&
+            r->status == RJQ_OK)
+            r->status = RJQ_ETIMEDOUT; /* (the lease may be another's by now: lowerings only) */
         if (r->status != RJQ_OK || r->phase == RS_DONE) {
             if (r->cb) r->cb(c, r->status, r->status == RJQ_OK ? r->changed : 0, r->data);
-            free(r);
+            resplit_free(r);
             return;
         }
         r->waiting = 1; /* (held while sending: a reply in the same turn ends nothing) */
@@ -141,17 +152,22 @@ static void run_phase(rjq_client *c, resplit *r) {
                 rjq__split_raise(r->whole_rate, r->n, r->rate, r->rused, r->rtarget, r->rnext) < 0)
                 memcpy(r->rnext, r->rate, sizeof r->rnext);
         }
-        for (int i = 0; i < r->n && r->status == RJQ_OK; i++) {
+        /* nothing lowered: the first reads' active counts, each read with
+         * the share it still has, bound each shard's use as a re-read
+         * would (only this step changes shares); the rate's starts are
+         * read in the re-read only */
+        int skip = r->phase == RS_REREAD && r->lowered == 0 && r->whole_rate == 0;
+        for (int i = 0; i < r->n && r->status == RJQ_OK && !skip; i++) {
             int rc = RJQ_OK;
             if (r->phase == RS_READ || r->phase == RS_REREAD) {
-                rc = rjq__queue_stats_one(rjq_queue_get_shard(r->q, i), on_stats, &r->part[i]);
+                rc = rjq__queue_stats_one(r->sub[i], on_stats, &r->part[i]);
                 if (rc == RJQ_OK && r->phase == RS_REREAD && r->whole_rate) {
                     r->waiting++;
                     rc = send_starts(c, r, i);
                 }
             } else if (r->next[i] != r->share[i] || r->rnext[i] != r->rate[i]) {
                 rc = send_share(r, i);
-                if (rc == RJQ_OK) r->changed++;
+                if (rc == RJQ_OK) r->changed++, r->lowered += r->phase == RS_LOWER;
             } else {
                 continue;
             }
@@ -163,26 +179,32 @@ static void run_phase(rjq_client *c, resplit *r) {
     }
 }
 
-int rjq__shard_resplit(rjq_queue *q, const rjq_limits *whole, rjq_count_cb *cb, void *data) {
-    int n = rjq_queue_count_shards(q);
-    if (n < 2 || whole == NULL || whole->concurrency < 0 || whole->rate < 0 ||
+int rjq__shard_resplit(rjq_queue *const *shards, int n, const rjq_limits *whole,
+                       uint64_t raise_by, rjq_count_cb *cb, void *data) {
+    if (shards == NULL || n < 2 || n > RJQ_SHARDS_MAX || whole == NULL ||
+        whole->concurrency < 0 || whole->rate < 0 ||
         (whole->concurrency == 0 && whole->rate == 0) ||
         (whole->concurrency && whole->concurrency < n) || (whole->rate && whole->rate < n))
         return RJQ_EINVAL;
+    for (int i = 0; i < n; i++)
+        if (shards[i] == NULL) return RJQ_EINVAL;
+    rjq_client *c = rjq_queue_get_client(shards[0]);
     resplit *r = calloc(1, sizeof *r);
     if (r == NULL) return RJQ_ENOMEM;
-    r->q = q, r->n = n, r->whole = whole->concurrency, r->whole_rate = whole->rate;
-    r->cb = cb, r->data = data;
-    for (int i = 0; i < n; i++) r->part[i] = (rs_part){r, i};
+    r->c = c, r->n = n, r->whole = whole->concurrency, r->whole_rate = whole->rate;
+    r->raise_by = raise_by, r->cb = cb, r->data = data;
+    for (int i = 0; i < n; i++) r->part[i] = (rs_part){r, i}, r->sub[i] = shards[i];
     /* the first reads: a send that fails before any went is the caller's */
-    int rc = rjq__queue_stats_one(rjq_queue_get_shard(q, 0), on_stats, &r->part[0]);
+    int rc = rjq__queue_stats_one(r->sub[0], on_stats, &r->part[0]);
     if (rc != RJQ_OK) {
         free(r);
         return rc;
     }
+    /* (held: a layout changed meanwhile closes its shards' handles) */
+    for (int i = 0; i < n; i++) rjq__queue_hold(r->sub[i]);
     r->waiting = 1;
     for (int i = 1; i < n; i++) {
-        rc = rjq__queue_stats_one(rjq_queue_get_shard(q, i), on_stats, &r->part[i]);
+        rc = rjq__queue_stats_one(r->sub[i], on_stats, &r->part[i]);
         if (rc != RJQ_OK) {
             r->status = rc; /* (cb gets it once those sent answered) */
             break;

@@ -108,7 +108,9 @@ long long server_held_members(redisContext *rc, const char *q);
 redisReply *server_fcall(redisContext *rc, int s, const char *q, const char **args, size_t n);
 void server_cancel_fcall(redisContext *rc, const char *q, const char *id);
 /* Assert that queue q (key prefix "t") has no key but its shard declaration
- * t:{q}:shards: nothing unsharded was written. */
+ * t:{q}:shards and the keys kept with it (its whole-queue limits
+ * t:{q}:shardlimits, its re-split lease t:{q}:resplit): nothing unsharded
+ * was written. */
 void server_assert_only_declaration(redisContext *rc, const char *q);
 /* The number after needle (e.g. "errorstat_NOSCRIPT:count=") in INFO
  * section (0 if absent). */

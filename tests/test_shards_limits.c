@@ -14,6 +14,7 @@
 
 #include "fixture.h"
 #include "harness.h"
+#include "rate_load.h"
 #include "server.h"
 #include "waits.h"
 
@@ -61,36 +62,11 @@ static void enqueue_anonymous(test_env *e, rjq_queue *q, int n) {
 
 /* ---- rate ------------------------------------------------------------------------ */
 
-#ifdef __SANITIZE_ADDRESS__
-/* the sanitized build's workers do not sustain 1000 jobs a second on a
- * loaded 2-core machine (about 600 measured): the same promise, at a
- * figure they keep up with */
-#define RATE 300
-#else
-#define RATE 1000
-#endif
-#define RATE_WINDOW_MS 4000          /* the starts counted: those in 4 s from the first */
-#define RATE_JOBS (RATE * 54 / 10)   /* every shard still has work past 5 s */
-#define RATE_WORKERS 3       /* worker processes (each of all the shards) */
+#define RATE_WORKERS 3 /* worker processes (each of all the shards) */
 
 static void complete_now(rjq_job *job, void *data) {
     (void)data;
     ASSERT_OK(rjq_job_complete(job, NULL, 0, NULL, NULL));
-}
-
-/* A child process with a worker of every shard of queue `name` whose jobs
- * complete at once; runs until killed. */
-static pid_t spawn_rate_worker(const test_server *s, const char *name) {
-    pid_t pid = fork_child();
-    if (pid != 0) return pid;
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, s);
-    rjq_queue *q = open_learnt(base, c, name);
-    ASSERT_EQ(SHARDS, rjq_queue_count_shards(q));
-    rjq_worker_options wo = quiet_worker_options(100);
-    rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(q, &wo, complete_now, NULL, &w));
-    serve_until_killed(base, 120000);
 }
 
 typedef struct completed_poll {
@@ -106,11 +82,6 @@ static int all_completed(void *arg) {
         n += server_int(p->rc, "HGET t:{%s}:stats retained",
                         rjq_queue_get_name(rjq_queue_get_shard(p->q, i)));
     return n >= RATE_JOBS;
-}
-
-static int by_time(const void *a, const void *b) {
-    long long x = *(const long long *)a, y = *(const long long *)b;
-    return (x > y) - (x < y);
 }
 
 TEST(rate_limit_of_1000_per_second_over_3_shards_starts_1000_per_second_within_5_percent) {
@@ -135,28 +106,12 @@ TEST(rate_limit_of_1000_per_second_over_3_shards_starts_1000_per_second_within_5
 
     /* load on every shard first (ids: each goes to its id's shard), then
      * worker processes of all the shards */
-    static char ids[RATE_JOBS][16];
-    static rjq_job_options o[1000];
-    static rjq_enqueue_item items[1000];
-    for (int at = 0; at < RATE_JOBS; at += 1000) {
-        int k = RATE_JOBS - at < 1000 ? RATE_JOBS - at : 1000;
-        for (int i = 0; i < k; i++) {
-            snprintf(ids[at + i], sizeof ids[at + i], "r-%d", at + i);
-            o[i] = (rjq_job_options)RJQ_JOB_OPTIONS_INIT;
-            o[i].id = ids[at + i];
-            items[i] = (rjq_enqueue_item)RJQ_ENQUEUE_ITEM_INIT;
-            items[i].payload = "x";
-            items[i].len = 1;
-            items[i].opts = &o[i];
-        }
-        long target = batches + 1;
-        ASSERT_OK(rjq_enqueue_batch(q, items, (size_t)k, on_batched, NULL));
-        ASSERT(loop_until_count(e.base, &batches, target, 20000));
-    }
+    static char ids[RATE_JOBS][RATE_ID_MAX];
+    rate_enqueue_ids(e.base, q, ids, RATE_JOBS);
     for (int i = 0; i < SHARDS; i++) /* (a third each but for the hash's spread) */
         ASSERT(get_stats(e.base, rjq_queue_get_shard(q, i)).ready > RATE_JOBS / SHARDS * 9 / 10);
     pid_t pids[RATE_WORKERS];
-    for (int k = 0; k < RATE_WORKERS; k++) pids[k] = spawn_rate_worker(&e.s, "shl_rate");
+    for (int k = 0; k < RATE_WORKERS; k++) pids[k] = rate_spawn_worker(&e.s, "shl_rate", SHARDS);
     completed_poll cp = {e.rc, q};
     double end = wait_deadline(120000);
     while (!all_completed(&cp)) ASSERT(wait_poll(e.base, end, 50));
@@ -168,28 +123,11 @@ TEST(rate_limit_of_1000_per_second_over_3_shards_starts_1000_per_second_within_5
     /* the promise, from each job's start time (the server's clock, as the
      * claim script recorded it): over RATE_WINDOW_MS from the first start,
      * RATE per second within 5% */
-    static long long t[RATE_JOBS];
-    for (int i = 0; i < RATE_JOBS; i++) {
-        info_wait w = get_info(e.base, q, ids[i]);
-        ASSERT_OK(w.status);
-        ASSERT_STREQ("completed", w.state);
-        ASSERT(w.started_ms > 0);
-        t[i] = w.started_ms;
-    }
-    qsort(t, RATE_JOBS, sizeof t[0], by_time);
-    long long t0 = t[0];
-    long in_window = 0, most = 0;
-    for (long i = 0, j = 0; i < RATE_JOBS; i++) {
-        if (t[i] < t0 + RATE_WINDOW_MS) in_window++;
-        while (t[j] <= t[i] - 1000) j++;
-        if (i - j + 1 > most) most = i - j + 1;
-    }
-    double per_s = (double)in_window * 1000.0 / RATE_WINDOW_MS;
-    fprintf(stderr, "rate limit %d/s over %d shards: %ld starts in the %d ms from the first, "
-                    "%.1f/s; most in any 1000 ms: %ld\n",
-            RATE, SHARDS, in_window, RATE_WINDOW_MS, per_s, most);
-    ASSERT(most <= RATE); /* the shares add up to the whole: never more, in any second */
-    ASSERT(per_s >= RATE * 0.95 && per_s <= RATE * 1.05);
+    char what[64];
+    snprintf(what, sizeof what, "rate limit %d/s over %d shards", RATE, SHARDS);
+    rate_figures f = rate_measure(e.base, q, ids, RATE_JOBS, 0, RATE_WINDOW_MS, what);
+    ASSERT(f.most <= RATE); /* the shares add up to the whole: never more, in any second */
+    ASSERT(f.per_s >= RATE * 0.95 && f.per_s <= RATE * 1.05);
     env_stop(&e);
 }
 

@@ -17,7 +17,9 @@
 
 #include "fixture.h"
 #include "harness.h"
+#include "rate_load.h"
 #include "server.h"
+#include "shard.h"
 #include "shard_resplit.h"
 #include "waits.h"
 
@@ -77,12 +79,19 @@ static void enqueue_on(test_env *e, rjq_queue *q, int s, int n) {
     ASSERT(loop_until_count(e->base, &queued, n, 10000));
 }
 
+static void shards_of(rjq_queue *q, rjq_queue **sub) {
+    ASSERT_EQ(SHARDS, rjq_queue_count_shards(q));
+    for (int i = 0; i < SHARDS; i++) sub[i] = rjq_queue_get_shard(q, i);
+}
+
 static long long resplit_to(test_env *e, rjq_queue *q, long concurrency, long rate) {
     rjq_limits whole = RJQ_LIMITS_INIT;
     whole.concurrency = concurrency;
     whole.rate = rate;
     count_wait w = {0};
-    ASSERT_OK(rjq__shard_resplit(q, &whole, on_count, &w));
+    rjq_queue *sub[SHARDS];
+    shards_of(q, sub);
+    ASSERT_OK(rjq__shard_resplit(sub, SHARDS, &whole, 0, on_count, &w));
     ASSERT(loop_until(e->base, &w.done, 10000));
     ASSERT_EQ(1, w.done);
     ASSERT_OK(w.status);
@@ -109,6 +118,7 @@ TEST(a_concurrency_re_split_follows_the_work_and_never_exceeds_the_whole) {
     ASSERT(loop_until(e.base, &lw.done, 10000));
     ASSERT_OK(lw.status);
     holder h = {.q = q};
+    ASSERT_OK(rjq__queue_resplit_every(q, -1, 0)); /* (the step alone: no periodic re-splitter) */
     rjq_worker_options wo = quiet_worker_options(10);
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, hold, &h, &w));
@@ -123,6 +133,8 @@ TEST(a_concurrency_re_split_follows_the_work_and_never_exceeds_the_whole) {
     ASSERT_EQ(3, resplit(&e, q));
     ASSERT_EQ(4, share_of_shard(&e, q, 0));
     ASSERT_EQ(1, share_of_shard(&e, q, 1));
+    /* the queue's stats show the whole figure stored, not the shares' 6 */
+    ASSERT_EQ(WHOLE, get_stats(e.base, q).limit_concurrency);
     ASSERT(loop_until_count(e.base, &h.on[0], 4, 10000));
     /* shard 1's jobs finish: the next re-split gives shard 0 the rest */
     finish_shard(&e, &h, 1);
@@ -157,11 +169,14 @@ TEST(a_re_split_of_a_queue_without_a_concurrency_limit_is_refused) {
     ASSERT_OK(declare_shards(e.base, q, SHARDS));
     count_wait w = {0};
     rjq_limits whole = RJQ_LIMITS_INIT;
-    ASSERT_EQ(RJQ_EINVAL, rjq__shard_resplit(q, &whole, on_count, &w)); /* no figure */
+    rjq_queue *sub[SHARDS];
+    shards_of(q, sub);
+    ASSERT_EQ(RJQ_EINVAL, rjq__shard_resplit(sub, SHARDS, &whole, 0, on_count, &w)); /* no figure */
     whole.concurrency = SHARDS - 1;
-    ASSERT_EQ(RJQ_EINVAL, rjq__shard_resplit(q, &whole, on_count, &w));
+    ASSERT_EQ(RJQ_EINVAL, rjq__shard_resplit(sub, SHARDS, &whole, 0, on_count, &w));
     whole.concurrency = WHOLE;
-    ASSERT_OK(rjq__shard_resplit(q, &whole, on_count, &w));
+    ASSERT_EQ(RJQ_EINVAL, rjq__shard_resplit(sub, 1, &whole, 0, on_count, &w)); /* one shard */
+    ASSERT_OK(rjq__shard_resplit(sub, SHARDS, &whole, 0, on_count, &w));
     ASSERT(loop_until(e.base, &w.done, 10000));
     ASSERT_EQ(1, w.done);
     ASSERT_EQ(RJQ_EINVAL, w.status);
@@ -170,45 +185,7 @@ TEST(a_re_split_of_a_queue_without_a_concurrency_limit_is_refused) {
 
 /* ---- rate ------------------------------------------------------------------------ */
 
-#ifdef __SANITIZE_ADDRESS__
-#define RATE 300 /* (as test_shards_limits: what the sanitized workers sustain) */
-#else
-#define RATE 1000
-#endif
-#define RATE_WINDOW_MS 4000        /* the starts counted: those in 4 s from the first */
-#define RATE_JOBS (RATE * 54 / 10) /* work past 5 s */
 #define RATE_WORKERS 3
-
-static void complete_now(rjq_job *job, void *data) {
-    (void)data;
-    ASSERT_OK(rjq_job_complete(job, NULL, 0, NULL, NULL));
-}
-
-static pid_t spawn_rate_worker(const test_server *s, const char *name) {
-    pid_t pid = fork_child();
-    if (pid != 0) return pid;
-    struct event_base *base = event_base_new();
-    rjq_client *c = client_for(base, s);
-    rjq_queue *q = open_learnt(base, c, name);
-    ASSERT_EQ(SHARDS, rjq_queue_count_shards(q));
-    rjq_worker_options wo = quiet_worker_options(100);
-    rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(q, &wo, complete_now, NULL, &w));
-    serve_until_killed(base, 120000);
-}
-
-static long batches;
-
-static void on_batched(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
-    (void)c, (void)jobs, (void)data, (void)n;
-    ASSERT_OK(status);
-    batches++;
-}
-
-static int by_time(const void *a, const void *b) {
-    long long x = *(const long long *)a, y = *(const long long *)b;
-    return (x > y) - (x < y);
-}
 
 TEST(a_rate_re_split_gives_the_one_busy_shard_the_whole_rate_and_never_more) {
     test_env e;
@@ -224,31 +201,15 @@ TEST(a_rate_re_split_gives_the_one_busy_shard_the_whole_rate_and_never_more) {
     ASSERT_OK(lw.status);
     /* every job on shard 0 */
     rjq_queue *s0 = rjq_queue_get_shard(q, 0);
-    static char ids[RATE_JOBS][16];
-    static rjq_job_options o[1000];
-    static rjq_enqueue_item items[1000];
-    for (int at = 0; at < RATE_JOBS; at += 1000) {
-        int k = RATE_JOBS - at < 1000 ? RATE_JOBS - at : 1000;
-        for (int i = 0; i < k; i++) {
-            snprintf(ids[at + i], sizeof ids[at + i], "r-%d", at + i);
-            o[i] = (rjq_job_options)RJQ_JOB_OPTIONS_INIT;
-            o[i].id = ids[at + i];
-            items[i] = (rjq_enqueue_item)RJQ_ENQUEUE_ITEM_INIT;
-            items[i].payload = "x";
-            items[i].len = 1;
-            items[i].opts = &o[i];
-        }
-        long target = batches + 1;
-        ASSERT_OK(rjq_enqueue_batch(s0, items, (size_t)k, on_batched, NULL));
-        ASSERT(loop_until_count(e.base, &batches, target, 20000));
-    }
+    static char ids[RATE_JOBS][RATE_ID_MAX];
+    rate_enqueue_ids(e.base, s0, ids, RATE_JOBS);
     /* the re-split: shards 1 and 2 down to 1, shard 0 up to the rest */
     ASSERT_EQ(SHARDS, resplit_to(&e, q, 0, RATE));
     ASSERT_EQ(RATE - (SHARDS - 1), (long)get_stats(e.base, s0).limit_rate);
     ASSERT_EQ(1, (long)get_stats(e.base, rjq_queue_get_shard(q, 1)).limit_rate);
     ASSERT_EQ(RATE, (long)get_stats(e.base, q).limit_rate);
     pid_t pids[RATE_WORKERS];
-    for (int k = 0; k < RATE_WORKERS; k++) pids[k] = spawn_rate_worker(&e.s, "rs_rate");
+    for (int k = 0; k < RATE_WORKERS; k++) pids[k] = rate_spawn_worker(&e.s, "rs_rate", SHARDS);
     double end = wait_deadline(120000);
     while (server_int(e.rc, "HGET t:{%s}:stats retained", rjq_queue_get_name(s0)) < RATE_JOBS)
         ASSERT(wait_poll(e.base, end, 50));
@@ -256,26 +217,10 @@ TEST(a_rate_re_split_gives_the_one_busy_shard_the_whole_rate_and_never_more) {
         kill(pids[k], SIGKILL);
         reap(pids[k], 5000);
     }
-    static long long t[RATE_JOBS];
-    for (int i = 0; i < RATE_JOBS; i++) {
-        info_wait w = get_info(e.base, s0, ids[i]);
-        ASSERT_OK(w.status);
-        ASSERT(w.started_ms > 0);
-        t[i] = w.started_ms;
-    }
-    qsort(t, RATE_JOBS, sizeof t[0], by_time);
-    long long t0 = t[0];
-    long in_window = 0, most = 0;
-    for (long i = 0, j = 0; i < RATE_JOBS; i++) {
-        if (t[i] < t0 + RATE_WINDOW_MS) in_window++;
-        while (t[j] <= t[i] - 1000) j++;
-        if (i - j + 1 > most) most = i - j + 1;
-    }
-    double per_s = (double)in_window * 1000.0 / RATE_WINDOW_MS;
-    fprintf(stderr, "rate %d/s over %d shards re-split to one: %ld starts in the %d ms from the "
-                    "first, %.1f/s; most in any 1000 ms: %ld\n",
-            RATE, SHARDS, in_window, RATE_WINDOW_MS, per_s, most);
-    ASSERT(most <= RATE);
-    ASSERT(per_s >= RATE * 0.95 && per_s <= RATE * 1.05);
+    char what[80];
+    snprintf(what, sizeof what, "rate %d/s over %d shards re-split to one", RATE, SHARDS);
+    rate_figures f = rate_measure(e.base, s0, ids, RATE_JOBS, 0, RATE_WINDOW_MS, what);
+    ASSERT(f.most <= RATE);
+    ASSERT(f.per_s >= RATE * 0.95 && f.per_s <= RATE * 1.05);
     env_stop(&e);
 }

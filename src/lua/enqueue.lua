@@ -73,20 +73,15 @@
 -- without a look-up (the anonymous path's cost); '\t' (or in a batch of
 -- several calls) looked up as any caller id: the call was sent again after
 -- a lost connection and may have run (src/enqueue.c, "Made ids").
-local function unmark_made_ids(first, later, single)
-  local new = {}
-  for i = first, #ARGV - 1, 3 do
-    local b = string.byte(ARGV[i], 1)
-    if b == 32 or b == 9 then
-      ARGV[i] = string.sub(ARGV[i], 2)
-      if b == 32 and single then new[ARGV[i]] = true end
-    end
+-- unmark_made_id takes the mark off ARGV[i], an id; a ' ' id is recorded
+-- in new (when given): written without a look-up. The call's own ids are
+-- unmarked in the options' pass below, later calls' ids before it.
+local function unmark_made_id(i, new)
+  local b = string.byte(ARGV[i], 1)
+  if b == 32 or b == 9 then
+    ARGV[i] = string.sub(ARGV[i], 2)
+    if b == 32 and new then new[ARGV[i]] = true end
   end
-  for i = later, first - 1 do
-    local b = string.byte(ARGV[i], 1)
-    if b == 32 or b == 9 then ARGV[i] = string.sub(ARGV[i], 2) end
-  end
-  return new
 end
 
 local wrote = false -- the call wrote (beyond the payloads written ahead)
@@ -140,7 +135,9 @@ if mark then
   end
 end
 local n = (#ARGV - FIRST) / 3
-local made = unmark_made_ids(FIRST, LATER, not mark and not reserved)
+local made = {} -- the call's made ids written without a look-up (a call of its own)
+local made_new = not mark and not reserved and made or nil
+for i = LATER, FIRST - 1 do unmark_made_id(i) end
 local ifields = ARGV[#ARGV] ~= '' and index_fields(meta) or nil
 local ix_ids, ix_p = {}, {} -- the jobs to index and their payloads
 
@@ -154,6 +151,7 @@ local deb, joins = {}, {}
 -- rows: each text is read once, its first job's reading serves the others)
 local first_with = {}
 for i = 1, n do
+  unmark_made_id(FIRST + 3 * i - 3, made_new)
   local o = ARGV[FIRST + 3 * i - 1]
   local f = first_with[o]
   if f then

@@ -477,6 +477,17 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- A lease in the queue's slot (the scheduler's, tick.lua; a sharded
+-- queue's re-splitter's, resplit.lua): one holder at a time, the key holds
+-- its token with an expiry. Takes or keeps it for token for ms and returns
+-- true; held by another: false and the ms left of its lease.
+local function lease_take(key, token, ms)
+  local holder = redis.call('GET', key)
+  if holder and holder ~= token then return false, redis.call('PTTL', key) end
+  redis.call('SET', key, token, 'PX', ms)
+  return true
+end
+
 -- The score of a job of priority p with sequence number seq (0: at the
 -- head of its class). See "Order within a priority" above.
 local function prio_score(p, seq)

@@ -11,9 +11,8 @@
 local token, lease_ms, most = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 expect_types({schedlease, 'string', schednext, 'zset', schedules, 'hash'})
 local now = now_ms()
-local holder = redis.call('GET', schedlease)
-if holder and holder ~= token then return {0, now, redis.call('PTTL', schedlease)} end
-redis.call('SET', schedlease, token, 'PX', lease_ms)
+local held, left = lease_take(schedlease, token, lease_ms)
+if not held then return {0, now, left} end
 local due = redis.call('ZRANGEBYSCORE', schednext, '-inf', now, 'WITHSCORES', 'LIMIT', 0, most)
 local later = redis.call('ZRANGEBYSCORE', schednext, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
 local out = {1, now, later[2] and tonumber(later[2]) or -1}

@@ -842,7 +842,9 @@ typedef struct rjq_header {
  *   of the dependency's queue (the reclaim sweep of a client whose
  *   workers work on that queue, rjq_worker_options.reclaim_ms), so a
  *   dependent waits at most about one such period longer, and is
- *   released once.
+ *   released once. The sweep reads only the dependencies that finished
+ *   and whose dependents are not all released yet (indexed by the finish
+ *   itself): none while there are none.
  * - Codes: rjq_enqueue's; RJQ_EINVAL also for more than RJQ_AFTER_MAX
  *   dependencies, a bad queue name (empty, over 200 bytes, blanks or
  *   braces) or job id of one, an unknown policy, a debounce with

@@ -21,7 +21,9 @@
  * A release that fails leaves the list in place, as does a finisher that
  * dies before it told the dependents: the sweep (rjq__deps_sweep, from the
  * queue's periodic visit) finds it and sends the releases again, which
- * change nothing already counted. The retention sweep keeps a completed
+ * change nothing already counted. The finishing script indexes such a job
+ * (depsfin, until deps_done), so the sweep pages through those only, and
+ * the visit sends none while the index is empty (reclaim.lua). The retention sweep keeps a completed
  * job's record while its list is there (lib.lua sweep_completed).
  */
 #include <stdlib.h>

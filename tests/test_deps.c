@@ -780,6 +780,46 @@ TEST(completion_whose_worker_died_before_the_release_is_released_by_the_sweep_on
     env_stop(&e);
 }
 
+/* The periodic sweep reads only the jobs that finished with dependents
+ * not all released (depsfin): once every finished dependency's dependents
+ * were released, its visits read nothing, however many dependents entries
+ * of unfinished jobs are recorded (before, it paged through every entry
+ * each period: one HSCAN a visit at least). */
+TEST(sweep_reads_nothing_once_every_finished_dependency_was_released) {
+    test_env e;
+    env_start(&e, "dz");
+    rjq_queue *q2 = open_queue(&e, "dz2");
+    /* a dependency not finished: its dependents entry stays */
+    enqueue_x_ok(e.base, e.q, "u", 3600000, 0);
+    rjq_dep on_u = {"dz", "u"};
+    ASSERT_OK(enqueue_after(&e, q2, "w", &on_u, 1, RJQ_AFTER_RUN).status);
+    /* one whose worker died between its completion and the release */
+    plant_active(e.rc, "dz", "a");
+    rjq_dep on_a = {"dz", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
+    const char *done[] = {"t:{dz}:job:", "-1", "0", "0", "0", "a", "1 tok", "r"};
+    redisReply *r = server_fcall(e.rc, RJQ__S_COMPLETE, "dz", done, 8);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->integer == 3);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{dz}:depsfin")); /* indexed by the completion */
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 50;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, never_runs, NULL, &w));
+    WAIT_FOR(e.base, server_int(e.rc, "ZCARD t:{dz}:depsfin") == 0, 10000);
+    ASSERT_STREQ("ready", get_info(e.base, q2, "p").state); /* released by the sweep */
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{dz2}:ready"));
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{dz}:dependents u")); /* (still recorded) */
+    /* five more visits (each asks whether depsfin exists): no scan */
+    long long scans = server_calls(e.rc, "zrange") + server_calls(e.rc, "hscan");
+    long long visits = server_calls(e.rc, "exists");
+    WAIT_FOR(e.base, server_calls(e.rc, "exists") >= visits + 5, 10000);
+    ASSERT_EQ(scans, server_calls(e.rc, "zrange") + server_calls(e.rc, "hscan"));
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "w").state);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
 /* Retention (rjq.h "Dependencies"): a finished dependency's record stays
  * until its dependents are released. A dependency on a queue that keeps
  * completed jobs 1 ms completes and its worker dies before the release

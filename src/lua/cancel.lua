@@ -10,7 +10,7 @@
 -- producers are told ('cancelled').
 -- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, active,
 --       stats, cancelled, cols, monitored, events, push, dedup, waiting,
---       groups, deps
+--       groups, deps, depsfin
 -- ARGV: 1 job name prefix, 2 id, 3 most cancelled jobs kept
 -- Returns { code, state, told }: 1 cancelled (state: the one it left:
 -- ready, delayed, active or waiting), 0 no such job, 2 already finished
@@ -20,6 +20,7 @@ local prefix, id, most = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local J = columns(cols, prefix)
 J.u = dedup
 J.dp = deps
+J.df = depsfin -- (a job finished with dependents is indexed for the sweep: notify_finished)
 expect_types({ready, 'list', prio, 'zset', delayed, 'zset', active, 'zset', stats, 'hash',
               cancelled, 'zset', J.s, 'hash', J.d, 'hash', J.o, 'hash', J.n, 'hash', J.u, 'zset', J.dp, 'hash',
               waiting, 'zset'})

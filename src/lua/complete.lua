@@ -17,7 +17,7 @@
 -- matches, and the token is what fences it.
 -- KEYS (src/keys.def; bound to these locals): active, completed, stats,
 --       ready, prio, idle, cols, monitored, events, held, dedup, deadlines, groups,
---       deps, dependents
+--       deps, dependents, depsfin
 -- ARGV: 1 job name prefix, 2 retention ms (-1: no age limit), 3 most
 --       completed jobs kept (<= 0: no count limit), 4 number of offers,
 --       5 number of tokens to forget, then per offer: idle field, epoch,
@@ -39,6 +39,7 @@ local FIRST = FORGET + tonumber(ARGV[5]) -- of the first job
 local J = columns(cols, prefix)
 J.u = dedup
 J.dp = deps
+J.df = depsfin
 J.dt = dependents -- (the retention sweep keeps the records of jobs with dependents to release)
 -- Wrongly typed keys are refused before the first write: the reads below
 -- check theirs, the first three writes check their own (the count of
@@ -225,6 +226,10 @@ if with_deps and #with_deps > 0 then
     if lists.err then lists = {} end
     for k = i, last do out[#out + 1] = with_deps[k]; out[#out + 1] = lists[k - i + 1] or '' end
   end
+  -- indexed for the sweep until their releases went through (deps_done.lua)
+  local t, sv = now_ms(), {}
+  for _, id in ipairs(with_deps) do sv[#sv + 1] = t; sv[#sv + 1] = id end
+  for i = 1, #sv, 2 * CHUNK do redis.pcall('ZADD', depsfin, unpack(sv, i, math.min(i + 2 * CHUNK - 1, #sv))) end
 end
 
 for i = FORGET, FIRST - 1 do

@@ -1,8 +1,9 @@
 -- deps_done: every dependent of these finished jobs was released
--- (deps_release.lua): their dependents entries go. An entry that grew
--- since it was read (it cannot once its job finished: deps_watch.lua
--- answers a finished job at once) is kept.
--- KEYS (src/keys.def; bound to these locals): dependents
+-- (deps_release.lua): their dependents entries go, and their ids leave
+-- depsfin (the sweep reads them no more). An entry that grew since it was
+-- read (it cannot once its job finished: deps_watch.lua answers a
+-- finished job at once) is kept.
+-- KEYS (src/keys.def; bound to these locals): dependents, depsfin
 -- ARGV: per job: its id, the dependents entry that was released
 -- Returns how many entries went.
 local ids = {}
@@ -13,4 +14,7 @@ for k, id in ipairs(ids) do
   if have[k] and have[k] == ARGV[2 * k] then drop[#drop + 1] = id end
 end
 if #drop > 0 then call_all('HDEL', dependents, drop) end
+local unindex = {} -- (those dropped, and those whose entry had gone already)
+for k, id in ipairs(ids) do if not have[k] or have[k] == ARGV[2 * k] then unindex[#unindex + 1] = id end end
+call_all('ZREM', depsfin, unindex, 1, 'zset')
 return #drop

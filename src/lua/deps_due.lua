@@ -1,9 +1,12 @@
 -- deps_due: the dependents to release of jobs of this queue that have
 -- finished (dependents column, deps_watch.lua): asked by the client that
--- finished them (ids given), or by the sweep (ARGV 1 a cursor: HSCAN of
--- the column, a page at a time), which finds those whose finisher died
--- before it told them. A job not finished yet is skipped.
--- KEYS (src/keys.def; bound to these locals): cols, dependents
+-- finished them (ids given), or by the sweep (ARGV 1 'scan', 2 a cursor:
+-- the offset of a page of 100 in depsfin, the jobs that finished with
+-- dependents not all released yet), which finds those whose finisher died
+-- before it told them: it reads only those, none once every finished
+-- job's dependents were released (deps_done.lua). A job not finished yet
+-- is skipped; an index entry without a dependents entry is dropped.
+-- KEYS (src/keys.def; bound to these locals): cols, dependents, depsfin
 -- ARGV: 1 '' (ids follow) or 'scan', 2 the scan cursor, then the ids
 -- Returns { cursor, id, outcome, dependents, ... }: cursor '0' when the
 -- scan is over (or no scan), per finished job its outcome ('completed',
@@ -11,9 +14,17 @@
 local J = columns(cols)
 local ids, lists, cursor = {}, {}, '0'
 if ARGV[1] == 'scan' then
-  local page = redis.call('HSCAN', dependents, ARGV[2], 'COUNT', 100)
-  cursor = page[1]
-  for i = 1, #page[2], 2 do ids[#ids + 1] = page[2][i]; lists[#ids] = page[2][i + 1] end
+  -- (by rank: an entry that leaves meanwhile shifts the rest, which the
+  -- next period reads)
+  local from = math.max(math.floor(tonumber(ARGV[2]) or 0), 0)
+  ids = typed('zset', 'ZRANGE', depsfin, from, from + 99)
+  local stale = {}
+  if #ids > 0 then
+    lists = typed('hash', 'HMGET', dependents, unpack(ids))
+    for i, id in ipairs(ids) do if not lists[i] then stale[#stale + 1] = id end end
+    if #stale > 0 then redis.call('ZREM', depsfin, unpack(stale)) end
+  end
+  if #ids == 100 and from + 100 - #stale > 0 then cursor = tostring(from + 100 - #stale) end
 else
   for i = 3, #ARGV do ids[#ids + 1] = ARGV[i] end
   if #ids > 0 then lists = redis.call('HMGET', dependents, unpack(ids)) end

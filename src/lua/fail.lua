@@ -5,7 +5,8 @@
 -- nothing changes: the reclaim sweep fails it as timed out (that is the
 -- attempt's outcome, whatever the late failure said).
 -- KEYS (src/keys.def; bound to these locals): active, ready, prio, delayed,
---       dead, stats, cols, monitored, events, dedup, deadlines, groups, deps
+--       dead, stats, cols, monitored, events, dedup, deadlines, groups, deps,
+--       depsfin
 -- ARGV: 1 job name prefix, 2 wake channel, 3 id, 4 token, 5 error text,
 --       6 fatal (0/1), 7 retry delay ms (-1: the job's backoff),
 --       8 jitter in [0,1), 9 dead cap
@@ -17,6 +18,7 @@ local prefix, wake, id, tok, err = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local fatal, delay, jitter, dead_max = ARGV[6] == '1', tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 local J = columns(cols, prefix)
 J.u = dedup
+J.df = depsfin -- (a job buried with dependents is indexed for the sweep: notify_finished)
 J.dp = deps -- (forget_jobs past the dead cap: its HDEL refuses a wrongly typed key, as the columns' do)
 expect_types({active, 'zset', ready, 'list', prio, 'zset', delayed, 'zset', dead, 'zset', stats, 'hash',
               J.s, 'hash', J.e, 'hash', J.f, 'hash', J.u, 'zset', J.a, 'hash'})

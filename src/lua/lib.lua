@@ -661,9 +661,15 @@ end
 -- The last outcome of job id (chs: its watchers, false when none): told,
 -- and the watchers go with it (the column holds unfinished jobs only).
 -- complete.lua does the same for a batch with one HDEL.
+-- A job with dependents (DEPS_MARK among its watchers) goes in J.df (the
+-- depsfin index, which every script that can finish such a job declares),
+-- so the sweep finds it if its finisher dies before telling them.
 local function notify_finished(J, id, chs, kind, body)
   if not chs then return end
   notify(chs, J.prefix .. id, kind, body)
+  if J.df and string.find(chs, DEPS_MARK, 1, true) then
+    redis.pcall('ZADD', J.df, now_ms(), id) -- (a wrongly typed index: the sweep's deps_due refuses it)
+  end
   redis.call('HDEL', J.n, id)
 end
 

@@ -5,7 +5,7 @@
 -- the held index (lib.lua) go too. Its pushed jobs (no member: push_to_idle)
 -- are found by a scan of active (active_under), once no member is left.
 -- KEYS (src/keys.def; bound to these locals): held, active, ready, prio,
---       dead, stats, cols, monitored, events, dedup, deps
+--       dead, stats, cols, monitored, events, dedup, deps, depsfin
 -- ARGV: 1 job name prefix, 2 wake channel, 3 the client's token prefix
 --       "<client>.", 4 most members per call, 5 dead cap, 6 the sweep's
 --       lease end (server ms): a call that runs later does nothing (the
@@ -20,6 +20,7 @@ if now >= tonumber(ARGV[6]) then return {0, 0} end
 local J = columns(cols, prefix)
 J.u = dedup
 J.dp = deps
+J.df = depsfin -- (a job finished with dependents is indexed for the sweep: notify_finished)
 expect_types({held, 'zset', active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash',
               J.s, 'hash', J.e, 'hash', J.u, 'zset', J.dp, 'hash', J.a, 'hash'})
 local members = held_members(held, who, limit)

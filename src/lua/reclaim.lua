@@ -6,7 +6,7 @@
 -- sweep_completed), so records go away even when no completions come.
 -- KEYS (src/keys.def; bound to these locals): active, ready, prio, dead,
 --       stats, guard, completed, cols, monitored, events, push, delayed,
---       meta, deadlines, dedup, dependents, waiting, groups, deps
+--       meta, deadlines, dedup, dependents, waiting, groups, deps, depsfin
 -- ARGV: 1 job name prefix, 2 wake channel, 3 guard ms (0: no guard),
 --       4 max jobs, 5 dead cap, 6 retention ms, 7 completed cap, 8 look
 --       (1: also say how many jobs wait), 9 jitter in [0,1) (backoff)
@@ -26,7 +26,7 @@
 -- the jobs ready or due } (a client's periodic visit: its idle workers
 -- claim when jobs wait that no doorbell announced to them; a paused queue
 -- has none for them, and 1 when this sweeper holds the guard and jobs of
--- the queue have dependents recorded, plus 2 when jobs waiting for their
+-- the queue finished with dependents not all released (depsfin), plus 2 when jobs waiting for their
 -- dependencies are due for a registration again (deps_resume.lua), else
 -- 0: the client then sweeps their releases, deps_due.lua, and resumes
 -- their registrations).
@@ -35,6 +35,7 @@ local retention, cap, look, jitter = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[
 local J = columns(cols, prefix)
 J.u = dedup
 J.dp = deps
+J.df = depsfin -- (a job finished with dependents is indexed for the sweep: notify_finished)
 J.dt = dependents -- (the retention sweep keeps the records of jobs with dependents to release)
 -- (every column: the retention sweep deletes records in all of them)
 expect_types({active, 'zset', ready, 'list', prio, 'zset', dead, 'zset', stats, 'hash', completed, 'list',
@@ -44,7 +45,7 @@ local now = now_ms()
 local function result(n)
   if not look then return n end
   -- (the sweeper, holding the guard, also sweeps the dependents' releases)
-  local d = n >= 0 and redis.call('EXISTS', dependents) or 0
+  local d = n >= 0 and redis.call('EXISTS', depsfin) or 0
   if n >= 0 and #typed('zset', 'ZRANGEBYSCORE', waiting, '-inf', now - DEPS_RESUME_MS, 'LIMIT', 0, 1) > 0 then
     d = d + 2
   end

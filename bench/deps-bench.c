@@ -10,6 +10,10 @@
  *   fanin N   N children (N <= 10 000), joins of 100 children each, one
  *             parent after the joins (RJQ_AFTER_MAX per job): the parent
  *             runs once every child ran
+ *   idle N    N children delayed an hour, N parents each after one of
+ *             them, then a worker of the children's queue idles 5 s
+ *             (reclaim_ms 100): the periodic visits' dependents sweep,
+ *             with N dependents entries of unfinished jobs recorded
  * REDIS_URL as the examples. Prints the wall time.
  */
 #if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
@@ -47,6 +51,8 @@ static void handler(rjq_job *job, void *data) {
     if (++a->ran == a->want) event_base_loopbreak(a->base);
 }
 
+static long long child_delay_ms; /* (idle) */
+
 static void plain_batch(app *a, rjq_queue *q, long n, const char *prefix) {
     static rjq_enqueue_item items[1000];
     static rjq_job_options opts[1000];
@@ -59,6 +65,7 @@ static void plain_batch(app *a, rjq_queue *q, long n, const char *prefix) {
             snprintf(ids[j], sizeof ids[j], "%s%ld", prefix, i + j);
             opts[j] = o;
             opts[j].id = ids[j];
+            opts[j].delay_ms = child_delay_ms;
             items[j] = it;
             items[j].payload = "x";
             items[j].len = 1;
@@ -87,7 +94,7 @@ static double now_s(void) {
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: deps-bench plain|single|dep|fanin N\n");
+        fprintf(stderr, "usage: deps-bench plain|single|dep|fanin|idle N\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -116,7 +123,8 @@ int main(int argc, char **argv) {
             if (++a.pending >= 500) event_base_dispatch(a.base);
         }
         a.want = 2 * n;
-    } else if (strcmp(mode, "dep") == 0) {
+    } else if (strcmp(mode, "dep") == 0 || strcmp(mode, "idle") == 0) {
+        if (strcmp(mode, "idle") == 0) child_delay_ms = 3600000;
         plain_batch(&a, qc, n, "c");
         for (long i = 0; i < n; i++) {
             snprintf(id, sizeof id, "c%ld", i);
@@ -148,6 +156,20 @@ int main(int argc, char **argv) {
     }
     if (a.pending) event_base_dispatch(a.base);
     double t1 = now_s();
+    if (strcmp(mode, "idle") == 0) {
+        rjq_worker_options wi = RJQ_WORKER_OPTIONS_INIT;
+        wi.reclaim_ms = 100;
+        rjq_worker *w;
+        if (rjq_worker_start(qc, &wi, handler, &a, &w) != RJQ_OK) return 1;
+        struct timeval idle = {5, 0};
+        event_base_loopexit(a.base, &idle);
+        event_base_dispatch(a.base);
+        printf("idle %ld: enqueue %.3f s, idle %.3f s%s\n", n, t1 - t0, now_s() - t1,
+               a.failed ? " (FAILURES)" : "");
+        rjq_client_free(a.c);
+        event_base_free(a.base);
+        return a.failed;
+    }
     rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 64;
     rjq_worker *w1, *w2;

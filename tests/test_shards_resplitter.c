@@ -64,6 +64,16 @@ static void hold(rjq_job *job, void *data) {
     if (++h->active > h->most) h->most = h->active;
 }
 
+/* One sample of the active jobs on the server: the most of all the shards'
+ * sum (never above whole) in *most, the most of shard s's in *most_s. */
+static void sample_active(redisContext *rc, rjq_queue *q, int s, long whole, long *most,
+                          long *most_s) {
+    long a = server_active(rc, q), as = shard_active(rc, q, s);
+    if (a > *most) *most = a;
+    if (as > *most_s) *most_s = as;
+    ASSERT(a <= whole);
+}
+
 /* Run until h runs `want` jobs of shard s, the server's active sum read at
  * every poll and never above whole; then a few more periods, still at
  * want (no more is ever given). */
@@ -200,10 +210,7 @@ TEST(the_re_split_lease_holder_killed_mid_run_is_taken_over_and_the_whole_holds)
     double end = wait_deadline(30000);
     while (most0 < WHOLE - (SHARDS - 1)) {
         ASSERT(wait_poll(e.base, end, 2));
-        long a = server_active(e.rc, q), a0 = shard_active(e.rc, q, 0);
-        if (a > most) most = a;
-        if (a0 > most0) most0 = a0;
-        ASSERT(a <= WHOLE);
+        sample_active(e.rc, q, 0, WHOLE, &most, &most0);
     }
     /* the lease holder killed mid-run (its jobs still active) */
     pid_t leader = lease_holder(e.rc, "rsd_kill");
@@ -224,10 +231,7 @@ TEST(the_re_split_lease_holder_killed_mid_run_is_taken_over_and_the_whole_holds)
                     "retained %ld + %ld, active %ld + %ld", most1,
                     (int)lease_holder(e.rc, "rsd_kill"), (int)other, retained(e.rc, q, 0),
                     retained(e.rc, q, 1), shard_active(e.rc, q, 0), shard_active(e.rc, q, 1));
-        long a = server_active(e.rc, q), a1 = shard_active(e.rc, q, 1);
-        if (a > most) most = a;
-        if (a1 > most1) most1 = a1;
-        ASSERT(a <= WHOLE);
+        sample_active(e.rc, q, 1, WHOLE, &most, &most1);
     }
     fprintf(stderr, "most active: %ld (whole %d); shard 0 reached %ld, shard 1 %ld after the "
                     "takeover\n", most, WHOLE, most0, most1);

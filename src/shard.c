@@ -1565,9 +1565,6 @@ int rjq_queue_promote(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data
 
 /* ---- whole-queue calls: every shard, one callback -------------------------------- */
 
-/* One shard's part of a fanned-out call: the per-queue call on sub. */
-typedef int fan_send_fn(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *data);
-
 typedef struct fan {
     rjq_count_cb *cb;
     void *data;
@@ -1593,7 +1590,7 @@ static void on_fan_part(rjq_client *c, int status, long long n, void *data) {
  * them: its n not counted); cb once, when each has answered. A call that
  * cannot be sent ends the sending: nothing sent, its error is returned (cb
  * never called); else cb gets it. */
-static int fan_out_after(rjq_queue *q, layout *l, fan_send_fn *first, fan_send_fn *send,
+static int fan_out_after(rjq_queue *q, layout *l, rjq__fan_send_fn *first, rjq__fan_send_fn *send,
                          const void *arg, int any, rjq_count_cb *cb, void *data) {
     rjq_client *c = rjq_queue_get_client(q);
     fan *f = calloc(1, sizeof *f);
@@ -1632,9 +1629,16 @@ static int fan_out_after(rjq_queue *q, layout *l, fan_send_fn *first, fan_send_f
     return RJQ_OK;
 }
 
-static int fan_out(rjq_queue *q, layout *l, fan_send_fn *send, const void *arg, int any,
+static int fan_out(rjq_queue *q, layout *l, rjq__fan_send_fn *send, const void *arg, int any,
                    rjq_count_cb *cb, void *data) {
     return fan_out_after(q, l, NULL, send, arg, any, cb, data);
+}
+
+int rjq__queue_fan_out(rjq_queue *q, rjq__fan_send_fn *send, const void *arg, rjq_count_cb *cb,
+                       void *data) {
+    layout *l = layout_of(q);
+    if (l == NULL) return send(q, arg, cb, data);
+    return fan_out(q, l, send, arg, 0, cb, data);
 }
 
 static int send_pause(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *data) {

@@ -22,6 +22,19 @@ typedef void rjq__learnt_fn(rjq_client *c, int status, void *data);
  * held); RJQ_ENOMEM or RJQ_ECLOSED (fn not called). */
 int rjq__queue_when_learnt(rjq_queue *q, rjq__learnt_fn *fn, void *data);
 
+/* One shard's part of a call sent to every shard: the per-queue call on
+ * sub, with arg; RJQ_OK when sent (cb then called once), else its error. */
+typedef int rjq__fan_send_fn(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *data);
+
+/* send(shard, arg, ...) to every shard of q (a handle that knows its
+ * layout; a plain queue's handle: send(q, arg, cb, data) alone); cb once,
+ * when each sent call has answered: the first error, or the sum of their
+ * counts. A call that cannot be sent ends the sending: none sent, its error
+ * (RJQ_ECLOSED when the client stops accepting) is returned and cb never
+ * called; else RJQ_OK (or RJQ_ENOMEM, cb not called). */
+int rjq__queue_fan_out(rjq_queue *q, rjq__fan_send_fn *send, const void *arg, rjq_count_cb *cb,
+                       void *data);
+
 /* The queue that holds job group `group`'s jobs and keys: on a sharded
  * queue's handle that knows its layout the shard crc16(group) mod N (as
  * rjq_enqueue routes a job of the group); else q itself. */

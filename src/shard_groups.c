@@ -69,58 +69,13 @@ static int hold(rjq_queue *q, const pending *p) {
 
 /* ---- the defaults of every group: every shard --------------------------------- */
 
-typedef struct fan {
-    rjq_count_cb *cb;
-    void *data;
-    int waiting, status;
-    long long n;
-} fan;
-
-static void fan_done(rjq_client *c, fan *f) {
-    if (f->cb) f->cb(c, f->status, f->status == RJQ_OK ? f->n : 0, f->data);
-    free(f);
-}
-
-static void on_fan_part(rjq_client *c, int status, long long n, void *data) {
-    fan *f = data;
-    if (status != RJQ_OK && f->status == RJQ_OK) f->status = status; /* (the first error) */
-    if (status == RJQ_OK) f->n += n;
-    if (--f->waiting == 0) fan_done(c, f);
-}
-
-/* The defaults' limits (p: P_LIMITS or P_LIMIT) on every shard: a shard
- * whose call cannot be sent ends the sending; none sent: its error
- * returned (cb never called); else p's cb once every sent call answered
- * (the first error, or the sum). */
-static int limits_everywhere(rjq_queue *q, int n, const pending *p) {
-    rjq_client *c = rjq_queue_get_client(q);
-    fan *f = calloc(1, sizeof *f);
-    if (f == NULL) return RJQ_ENOMEM;
-    f->cb = p->count_cb;
-    f->data = p->data;
-    int rc = RJQ_OK, sent = 0;
-    rjq__enter(c);
-    f->waiting = 1;
-    for (int k = 0; k < n && rjq__accepting(c); k++) {
-        f->waiting++;
-        rjq_queue *to = rjq_queue_get_shard(q, k);
-        rc = p->kind == P_LIMIT ? rjq__groups_limit(to, NULL, &p->lim, on_fan_part, f)
-                                : rjq__groups_set_limits(to, NULL, p->a, p->b, on_fan_part, f);
-        if (rc != RJQ_OK) {
-            f->waiting--;
-            f->status = rc;
-            break;
-        }
-        sent++;
-    }
-    if (sent == 0) {
-        free(f);
-        rjq__leave(c);
-        return rc != RJQ_OK ? rc : RJQ_ECLOSED;
-    }
-    if (--f->waiting == 0) fan_done(c, f);
-    rjq__leave(c);
-    return RJQ_OK;
+/* The defaults' limits (p: P_LIMITS or P_LIMIT) on one shard, a part of
+ * rjq__queue_fan_out: on every shard, p's cb once with the first error or
+ * the sum. */
+static int send_limits(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *data) {
+    const pending *p = arg;
+    return p->kind == P_LIMIT ? rjq__groups_limit(sub, NULL, &p->lim, cb, data)
+                              : rjq__groups_set_limits(sub, NULL, p->a, p->b, cb, data);
 }
 
 /* ---- the listing: every shard's first groups, merged by depth ------------------ */
@@ -224,10 +179,12 @@ static int run(rjq_queue *q, const pending *p) {
     rjq_queue *to = p->group ? rjq__queue_group_shard(q, p->group) : q;
     switch (p->kind) {
     case P_LIMITS:
-        if (n > 1 && p->group == NULL) return limits_everywhere(q, n, p);
+        if (n > 1 && p->group == NULL)
+            return rjq__queue_fan_out(q, send_limits, p, p->count_cb, p->data);
         return rjq__groups_set_limits(to, p->group, p->a, p->b, p->count_cb, p->data);
     case P_LIMIT:
-        if (n > 1 && p->group == NULL) return limits_everywhere(q, n, p);
+        if (n > 1 && p->group == NULL)
+            return rjq__queue_fan_out(q, send_limits, p, p->count_cb, p->data);
         return rjq__groups_limit(to, p->group, &p->lim, p->count_cb, p->data);
     case P_PAUSE:
         return rjq__groups_pause(to, p->group, p->a, p->count_cb, p->data);

@@ -91,35 +91,6 @@ static void pause_group(test_env *e, const char *group, int paused) {
     WAIT_FOR(e->base, done == 1, 10000);
 }
 
-typedef struct groups_wait {
-    int done, status;
-    long long total;
-    size_t n;
-    char name[8][RJQ_GROUP_NAME_MAX + 1];
-    long long depth[8], active[8];
-    int paused[8];
-    long rate[8], window[8], bound[8];
-} groups_wait;
-
-static void on_groups(rjq_client *c, int status, long long total, const rjq_group_info *l, size_t n,
-                      void *data) {
-    (void)c;
-    groups_wait *g = data;
-    g->done++;
-    g->status = status;
-    g->total = total;
-    g->n = n;
-    for (size_t i = 0; i < n && i < 8; i++) {
-        snprintf(g->name[i], sizeof g->name[i], "%s", l[i].name);
-        g->depth[i] = l[i].depth;
-        g->active[i] = l[i].active;
-        g->paused[i] = l[i].paused;
-        g->rate[i] = l[i].rate;
-        g->window[i] = l[i].rate_window_ms;
-        g->bound[i] = l[i].max_waiting;
-    }
-}
-
 static groups_wait groups_of(test_env *e, const char *one) {
     groups_wait g;
     memset(&g, 0, sizeof g);

@@ -15,6 +15,7 @@
 #include "cluster.h"
 #include "fixture.h"
 #include "harness.h"
+#include "rate_load.h"
 #include "server.h"
 #include "waits.h"
 
@@ -75,12 +76,7 @@ TEST(concurrency_limit_of_a_sharded_queue_over_3_masters_holds_for_the_whole_que
         ASSERT(node >= 0 && cluster_is_master(&cl, node));
         ASSERT_EQ(0, seen[node]++);
     }
-    rjq_limits lim = RJQ_LIMITS_INIT;
-    lim.concurrency = CONC;
-    count_wait cw = {0};
-    ASSERT_OK(rjq_queue_set_limits(q, &lim, on_count, &cw));
-    ASSERT(loop_until(base, &cw.done, 10000));
-    ASSERT_OK(cw.status);
+    limits_set(base, q, CONC, 0, 0);
     ASSERT_EQ(CONC, get_stats(base, q).limit_concurrency);
 
     conc_log *l = &held_log;

@@ -31,32 +31,6 @@
 #define PAUSED 3 /* the group paused */
 #define HOLD_MS 20
 
-typedef struct groups_wait {
-    int done, status;
-    long long total;
-    size_t n;
-    char name[32][RJQ_GROUP_NAME_MAX + 1];
-    long long depth[32], active[32];
-    int paused[32], concurrency[32];
-} groups_wait;
-
-static void on_groups(rjq_client *c, int status, long long total, const rjq_group_info *l, size_t n,
-                      void *data) {
-    (void)c;
-    groups_wait *g = data;
-    g->done++;
-    g->status = status;
-    g->total = total;
-    g->n = n;
-    for (size_t i = 0; i < n && i < 32; i++) {
-        snprintf(g->name[i], sizeof g->name[i], "%s", l[i].name);
-        g->depth[i] = l[i].depth;
-        g->active[i] = l[i].active;
-        g->paused[i] = l[i].paused;
-        g->concurrency[i] = l[i].concurrency;
-    }
-}
-
 static groups_wait groups_of(struct event_base *base, rjq_queue *q, const char *one, long offset,
                              long count) {
     groups_wait g;

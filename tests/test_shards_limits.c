@@ -8,8 +8,6 @@
  * holds as a whole, a dedup window holds across retries, and a monitor of
  * a sharded queue gets every shard's events.
  */
-#include <signal.h>
-
 #include <event2/event.h>
 
 #include "fixture.h"
@@ -19,46 +17,6 @@
 #include "waits.h"
 
 #define SHARDS 3
-
-static long long set_limits_on(test_env *e, rjq_queue *q, long concurrency, long rate,
-                               long window) {
-    rjq_limits l = RJQ_LIMITS_INIT;
-    l.concurrency = concurrency;
-    l.rate = rate;
-    l.rate_window_ms = window;
-    count_wait w = {0};
-    ASSERT_OK(rjq_queue_set_limits(q, &l, on_count, &w));
-    ASSERT(loop_until(e->base, &w.done, 10000));
-    loop_turn(e->base);
-    ASSERT_EQ(1, w.done);
-    ASSERT_OK(w.status);
-    return w.n;
-}
-
-static long batches;
-
-static void on_batched(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
-    (void)c, (void)jobs, (void)data;
-    ASSERT_OK(status);
-    ASSERT(n > 0);
-    batches++;
-}
-
-/* n anonymous jobs, in batches of 1000 (each split over the shards, in turn). */
-static void enqueue_anonymous(test_env *e, rjq_queue *q, int n) {
-    static rjq_enqueue_item items[1000];
-    for (int at = 0; at < n; at += 1000) {
-        int k = n - at < 1000 ? n - at : 1000;
-        for (int i = 0; i < k; i++) {
-            items[i] = (rjq_enqueue_item)RJQ_ENQUEUE_ITEM_INIT;
-            items[i].payload = "x";
-            items[i].len = 1;
-        }
-        long target = batches + 1;
-        ASSERT_OK(rjq_enqueue_batch(q, items, (size_t)k, on_batched, NULL));
-        ASSERT(loop_until_count(e->base, &batches, target, 20000));
-    }
-}
 
 /* ---- rate ------------------------------------------------------------------------ */
 
@@ -91,7 +49,7 @@ TEST(rate_limit_of_1000_per_second_over_3_shards_starts_1000_per_second_within_5
     ASSERT_OK(declare_shards(e.base, q, SHARDS));
 
     /* the whole queue's figure, split 334 + 333 + 333 over the shards */
-    ASSERT_EQ(1, set_limits_on(&e, q, 0, RATE, 1000));
+    ASSERT_EQ(1, limits_set(e.base, q, 0, RATE, 1000));
     rjq_stats st = get_stats(e.base, q);
     ASSERT_EQ(RATE, st.limit_rate);
     ASSERT_EQ(1000, st.limit_rate_window_ms);
@@ -115,10 +73,7 @@ TEST(rate_limit_of_1000_per_second_over_3_shards_starts_1000_per_second_within_5
     completed_poll cp = {e.rc, q};
     double end = wait_deadline(120000);
     while (!all_completed(&cp)) ASSERT(wait_poll(e.base, end, 50));
-    for (int k = 0; k < RATE_WORKERS; k++) {
-        kill(pids[k], SIGKILL);
-        reap(pids[k], 5000);
-    }
+    rate_kill_workers(pids, RATE_WORKERS);
 
     /* the promise, from each job's start time (the server's clock, as the
      * claim script recorded it): over RATE_WINDOW_MS from the first start,
@@ -165,7 +120,7 @@ TEST(concurrency_limit_over_3_shards_and_3_workers_never_has_more_active_than_th
     env_start(&e, NULL);
     rjq_queue *q = open_learnt(e.base, e.c, "shl_conc");
     ASSERT_OK(declare_shards(e.base, q, SHARDS));
-    ASSERT_EQ(1, set_limits_on(&e, q, CONC, 0, 0));
+    ASSERT_EQ(1, limits_set(e.base, q, CONC, 0, 0));
     ASSERT_EQ(CONC, get_stats(e.base, q).limit_concurrency);
     long shares = 0;
     for (int i = 0; i < SHARDS; i++) {
@@ -197,7 +152,7 @@ TEST(concurrency_limit_over_3_shards_and_3_workers_never_has_more_active_than_th
         rjq_worker_options wo = quiet_worker_options(10);
         ASSERT_OK(rjq_worker_start(qk, &wo, held_handler, l, &w[k]));
     }
-    enqueue_anonymous(&e, q, CONC_JOBS);
+    rate_enqueue_ids(e.base, q, NULL, CONC_JOBS);
     ASSERT(loop_until_count(e.base, &l->done, CONC_JOBS, 60000));
     for (int k = 0; k < 3; k++) worker_stop_wait(e.base, w[k]);
     fprintf(stderr, "concurrency %d over %d shards and 3 workers of 10: at most %ld active\n",
@@ -210,7 +165,7 @@ TEST(concurrency_limit_over_3_shards_and_3_workers_never_has_more_active_than_th
     ASSERT_EQ(CONC_JOBS, st.completed);
 
     /* lifted on every shard */
-    ASSERT_EQ(1, set_limits_on(&e, q, 0, 0, 0));
+    ASSERT_EQ(1, limits_set(e.base, q, 0, 0, 0));
     for (int i = 0; i < SHARDS; i++)
         ASSERT_EQ(0, get_stats(e.base, rjq_queue_get_shard(q, i)).limit_concurrency);
     for (int k = 0; k < 3; k++) rjq_client_free(wc[k]);
@@ -218,16 +173,6 @@ TEST(concurrency_limit_over_3_shards_and_3_workers_never_has_more_active_than_th
 }
 
 /* ---- bounded size ---------------------------------------------------------------- */
-
-static void on_enqueue_count(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n,
-                             void *data) {
-    long *counts = data; /* [0] answers, [1] taken, [2] refused full */
-    (void)c, (void)jobs, (void)n;
-    counts[0]++;
-    if (status == RJQ_OK) counts[1]++;
-    else if (status == RJQ_EFULL) counts[2]++;
-    else FAIL_AT(__FILE__, __LINE__, "enqueue: %s", rjq_strerror(status));
-}
 
 TEST(bounded_sharded_queue_holds_its_bound_as_a_whole) {
     test_env e;

@@ -10,7 +10,6 @@
  * idle shard) within 5%, never more than 1000 in any second, by the
  * jobs' start times on the server's clock.
  */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,27 +57,6 @@ static void finish_shard(test_env *e, holder *h, int s) {
     loop_turn(e->base);
 }
 
-static void on_queued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
-    long *got = data;
-    (void)c, (void)jobs;
-    ASSERT_OK(status);
-    *got += (long)n;
-}
-
-static void enqueue_on(test_env *e, rjq_queue *q, int s, int n) {
-    rjq_enqueue_item it[32];
-    char payload[2] = {(char)('0' + s), 0};
-    ASSERT(n <= 32);
-    for (int i = 0; i < n; i++) {
-        it[i] = (rjq_enqueue_item)RJQ_ENQUEUE_ITEM_INIT;
-        it[i].payload = payload;
-        it[i].len = 1;
-    }
-    long queued = 0;
-    ASSERT_OK(rjq_enqueue_batch(rjq_queue_get_shard(q, s), it, (size_t)n, on_queued, &queued));
-    ASSERT(loop_until_count(e->base, &queued, n, 10000));
-}
-
 static void shards_of(rjq_queue *q, rjq_queue **sub) {
     ASSERT_EQ(SHARDS, rjq_queue_count_shards(q));
     for (int i = 0; i < SHARDS; i++) sub[i] = rjq_queue_get_shard(q, i);
@@ -111,22 +89,17 @@ TEST(a_concurrency_re_split_follows_the_work_and_never_exceeds_the_whole) {
     env_start(&e, NULL);
     rjq_queue *q = open_learnt(e.base, e.c, "rs_conc");
     ASSERT_OK(declare_shards(e.base, q, SHARDS));
-    rjq_limits l = RJQ_LIMITS_INIT;
-    l.concurrency = WHOLE;
-    count_wait lw = {0};
-    ASSERT_OK(rjq_queue_set_limits(q, &l, on_count, &lw));
-    ASSERT(loop_until(e.base, &lw.done, 10000));
-    ASSERT_OK(lw.status);
+    limits_set(e.base, q, WHOLE, 0, 0);
     holder h = {.q = q};
     ASSERT_OK(rjq__queue_resplit_every(q, -1, 0)); /* (the step alone: no periodic re-splitter) */
     rjq_worker_options wo = quiet_worker_options(10);
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, hold, &h, &w));
     /* shard 1 runs 2 (its static share), then has no more work */
-    enqueue_on(&e, q, 1, 2);
+    enqueue_on_shard(e.base, q, 1, 2);
     ASSERT(loop_until_count(e.base, &h.on[1], 2, 10000));
     /* work on shard 0 only: 3 run (its static share) */
-    enqueue_on(&e, q, 0, 20);
+    enqueue_on_shard(e.base, q, 0, 20);
     ASSERT(loop_until_count(e.base, &h.on[0], 3, 10000));
     /* shards 1 and 2 lowered to 1; shard 1 still runs 2: shard 0 gets
      * only the one slot shard 2 gave back */
@@ -143,7 +116,7 @@ TEST(a_concurrency_re_split_follows_the_work_and_never_exceeds_the_whole) {
     ASSERT(loop_until_count(e.base, &h.on[0], WHOLE - (SHARDS - 1), 10000));
     /* the work moves to shard 2: shard 0's jobs finish and it has none
      * waiting once they are gone (its ready ones run and are finished) */
-    enqueue_on(&e, q, 2, 20);
+    enqueue_on_shard(e.base, q, 2, 20);
     while (1) {
         finish_shard(&e, &h, 0);
         rjq_stats st = get_stats(e.base, rjq_queue_get_shard(q, 0));
@@ -192,13 +165,7 @@ TEST(a_rate_re_split_gives_the_one_busy_shard_the_whole_rate_and_never_more) {
     env_start(&e, NULL);
     rjq_queue *q = open_learnt(e.base, e.c, "rs_rate");
     ASSERT_OK(declare_shards(e.base, q, SHARDS));
-    rjq_limits l = RJQ_LIMITS_INIT;
-    l.rate = RATE;
-    l.rate_window_ms = 1000;
-    count_wait lw = {0};
-    ASSERT_OK(rjq_queue_set_limits(q, &l, on_count, &lw));
-    ASSERT(loop_until(e.base, &lw.done, 10000));
-    ASSERT_OK(lw.status);
+    limits_set(e.base, q, 0, RATE, 1000);
     /* every job on shard 0 */
     rjq_queue *s0 = rjq_queue_get_shard(q, 0);
     static char ids[RATE_JOBS][RATE_ID_MAX];
@@ -213,10 +180,7 @@ TEST(a_rate_re_split_gives_the_one_busy_shard_the_whole_rate_and_never_more) {
     double end = wait_deadline(120000);
     while (server_int(e.rc, "HGET t:{%s}:stats retained", rjq_queue_get_name(s0)) < RATE_JOBS)
         ASSERT(wait_poll(e.base, end, 50));
-    for (int k = 0; k < RATE_WORKERS; k++) {
-        kill(pids[k], SIGKILL);
-        reap(pids[k], 5000);
-    }
+    rate_kill_workers(pids, RATE_WORKERS);
     char what[80];
     snprintf(what, sizeof what, "rate %d/s over %d shards re-split to one", RATE, SHARDS);
     rate_figures f = rate_measure(e.base, s0, ids, RATE_JOBS, 0, RATE_WINDOW_MS, what);

@@ -45,37 +45,6 @@ static long server_active(redisContext *rc, rjq_queue *q) {
     return n;
 }
 
-static void on_queued(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n, void *data) {
-    long *got = data;
-    (void)c, (void)jobs;
-    ASSERT_OK(status);
-    *got += (long)n;
-}
-
-/* n jobs straight onto shard s (its own handle): work on that shard only. */
-static void enqueue_on(struct event_base *base, rjq_queue *q, int s, int n) {
-    static rjq_enqueue_item it[500];
-    char payload[2] = {(char)('0' + s), 0};
-    ASSERT(n <= 500);
-    for (int i = 0; i < n; i++) {
-        it[i] = (rjq_enqueue_item)RJQ_ENQUEUE_ITEM_INIT;
-        it[i].payload = payload;
-        it[i].len = 1;
-    }
-    long queued = 0;
-    ASSERT_OK(rjq_enqueue_batch(rjq_queue_get_shard(q, s), it, (size_t)n, on_queued, &queued));
-    ASSERT(loop_until_count(base, &queued, n, 10000));
-}
-
-static void set_whole(struct event_base *base, rjq_queue *q, long concurrency) {
-    rjq_limits l = RJQ_LIMITS_INIT;
-    l.concurrency = concurrency;
-    count_wait w = {0};
-    ASSERT_OK(rjq_queue_set_limits(q, &l, on_count, &w));
-    ASSERT(loop_until(base, &w.done, 10000));
-    ASSERT_OK(w.status);
-}
-
 /* ---- two clients: the figure stored, learnt, obeyed ------------------------------- */
 
 typedef struct holder {
@@ -93,6 +62,16 @@ static void hold(rjq_job *job, void *data) {
     h->held[h->nheld++] = job;
     h->on[p[0] - '0']++;
     if (++h->active > h->most) h->most = h->active;
+}
+
+/* One sample of the active jobs on the server: the most of all the shards'
+ * sum (never above whole) in *most, the most of shard s's in *most_s. */
+static void sample_active(redisContext *rc, rjq_queue *q, int s, long whole, long *most,
+                          long *most_s) {
+    long a = server_active(rc, q), as = shard_active(rc, q, s);
+    if (a > *most) *most = a;
+    if (as > *most_s) *most_s = as;
+    ASSERT(a <= whole);
 }
 
 /* Run until h runs `want` jobs of shard s, the server's active sum read at
@@ -125,19 +104,19 @@ TEST(a_whole_queue_limit_set_by_one_client_is_obeyed_by_anothers_workers) {
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(qb, &wo, hold, &h, &w));
     /* client a sets the whole-queue figure: stored with the declaration */
-    set_whole(e.base, q, 6);
+    limits_set(e.base, q, 6, 0, 0);
     redisReply *r = server_cmd(e.rc, "GET t:{rsd_two}:shardlimits");
     ASSERT(r && r->type == REDIS_REPLY_STRING);
     ASSERT_STREQ("1 6 0 1000", r->str);
     freeReplyObject(r);
     /* work on shard 0 only: b's re-splitter, reading 6 from the store,
      * gives it 6 less one per idle shard (its static share: 2) */
-    enqueue_on(e.base, q, 0, 40);
+    enqueue_on_shard(e.base, q, 0, 40);
     reach(&e, q, &h, 0, 6 - (SHARDS - 1), 6);
     ASSERT(server_int(e.rc, "EXISTS t:{rsd_two}:resplit") == 1);
     ASSERT(rjq__queue_resplit_leading(qb));
     /* a changes the figure: b's workers follow the new one */
-    set_whole(e.base, q, 9);
+    limits_set(e.base, q, 9, 0, 0);
     reach(&e, q, &h, 0, 9 - (SHARDS - 1), 9);
     rjq_stats st = get_stats(e.base, q);
     ASSERT_EQ(9, st.limit_concurrency);
@@ -221,20 +200,17 @@ TEST(the_re_split_lease_holder_killed_mid_run_is_taken_over_and_the_whole_holds)
     env_start(&e, NULL);
     rjq_queue *q = open_learnt(e.base, e.c, "rsd_kill");
     ASSERT_OK(declare_shards(e.base, q, SHARDS));
-    set_whole(e.base, q, WHOLE);
+    limits_set(e.base, q, WHOLE, 0, 0);
     pid_t pids[2];
     for (int k = 0; k < 2; k++) pids[k] = spawn_worker(&e.s, "rsd_kill");
     /* work on shard 0 only: with nobody calling anything, it reaches the
      * whole less one per idle shard (static: 2), never more in all */
-    enqueue_on(e.base, q, 0, JOBS0);
+    enqueue_on_shard(e.base, q, 0, JOBS0);
     long most = 0, most0 = 0;
     double end = wait_deadline(30000);
     while (most0 < WHOLE - (SHARDS - 1)) {
         ASSERT(wait_poll(e.base, end, 2));
-        long a = server_active(e.rc, q), a0 = shard_active(e.rc, q, 0);
-        if (a > most) most = a;
-        if (a0 > most0) most0 = a0;
-        ASSERT(a <= WHOLE);
+        sample_active(e.rc, q, 0, WHOLE, &most, &most0);
     }
     /* the lease holder killed mid-run (its jobs still active) */
     pid_t leader = lease_holder(e.rc, "rsd_kill");
@@ -245,7 +221,7 @@ TEST(the_re_split_lease_holder_killed_mid_run_is_taken_over_and_the_whole_holds)
     pid_t other = leader == pids[0] ? pids[1] : pids[0];
     /* the work moves to shard 1: the other process takes the lease over
      * once it ran out and gives shard 1 the whole less one per idle shard */
-    for (int k = 0; k < JOBS1; k += 500) enqueue_on(e.base, q, 1, 500);
+    for (int k = 0; k < JOBS1; k += 500) enqueue_on_shard(e.base, q, 1, 500);
     long most1 = 0;
     end = wait_deadline(60000);
     while (most1 < WHOLE - (SHARDS - 1) || lease_holder(e.rc, "rsd_kill") != other ||
@@ -255,10 +231,7 @@ TEST(the_re_split_lease_holder_killed_mid_run_is_taken_over_and_the_whole_holds)
                     "retained %ld + %ld, active %ld + %ld", most1,
                     (int)lease_holder(e.rc, "rsd_kill"), (int)other, retained(e.rc, q, 0),
                     retained(e.rc, q, 1), shard_active(e.rc, q, 0), shard_active(e.rc, q, 1));
-        long a = server_active(e.rc, q), a1 = shard_active(e.rc, q, 1);
-        if (a > most) most = a;
-        if (a1 > most1) most1 = a1;
-        ASSERT(a <= WHOLE);
+        sample_active(e.rc, q, 1, WHOLE, &most, &most1);
     }
     fprintf(stderr, "most active: %ld (whole %d); shard 0 reached %ld, shard 1 %ld after the "
                     "takeover\n", most, WHOLE, most0, most1);
@@ -268,16 +241,6 @@ TEST(the_re_split_lease_holder_killed_mid_run_is_taken_over_and_the_whole_holds)
 }
 
 /* ---- bounds: the static split kept ------------------------------------------------ */
-
-static void on_enqueue_count(rjq_client *c, int status, const rjq_enqueued *jobs, size_t n,
-                             void *data) {
-    long *counts = data; /* [0] answers, [1] taken, [2] refused full */
-    (void)c, (void)jobs, (void)n;
-    counts[0]++;
-    if (status == RJQ_OK) counts[1]++;
-    else if (status == RJQ_EFULL) counts[2]++;
-    else FAIL_AT(__FILE__, __LINE__, "enqueue: %s", rjq_strerror(status));
-}
 
 /* The bound (a producer's max_waiting) is not re-split (docs/sharding.md
  * section 4): with the re-splitter moving the concurrency shares to the
@@ -289,7 +252,7 @@ TEST(a_bound_keeps_its_static_split_while_the_limits_are_re_split) {
     env_start(&e, NULL);
     rjq_queue *q = open_learnt(e.base, e.c, "rsd_bound");
     ASSERT_OK(declare_shards(e.base, q, SHARDS));
-    set_whole(e.base, q, 6);
+    limits_set(e.base, q, 6, 0, 0);
     count_wait pw = {0};
     ASSERT_OK(rjq_queue_pause(q, on_count, &pw)); /* (the jobs stay waiting) */
     ASSERT(loop_until(e.base, &pw.done, 10000));
@@ -349,13 +312,7 @@ TEST(a_rate_is_re_split_to_the_one_busy_shard_without_a_call) {
     env_start(&e, NULL);
     rjq_queue *q = open_learnt(e.base, e.c, "rsd_rate");
     ASSERT_OK(declare_shards(e.base, q, SHARDS));
-    rjq_limits l = RJQ_LIMITS_INIT;
-    l.rate = RATE;
-    l.rate_window_ms = 1000;
-    count_wait lw = {0};
-    ASSERT_OK(rjq_queue_set_limits(q, &l, on_count, &lw));
-    ASSERT(loop_until(e.base, &lw.done, 10000));
-    ASSERT_OK(lw.status);
+    limits_set(e.base, q, 0, RATE, 1000);
     rjq_queue *s0 = rjq_queue_get_shard(q, 0);
     static char ids[RATE_JOBS][RATE_ID_MAX];
     rate_enqueue_ids(e.base, s0, ids, RATE_JOBS);
@@ -374,10 +331,7 @@ TEST(a_rate_is_re_split_to_the_one_busy_shard_without_a_call) {
         freeReplyObject(r);
         if (share > most_share) most_share = share;
     }
-    for (int k = 0; k < 3; k++) {
-        kill(pids[k], SIGKILL);
-        reap(pids[k], 5000);
-    }
+    rate_kill_workers(pids, 3);
     ASSERT_EQ(RATE - (SHARDS - 1), most_share);
     char what[80];
     snprintf(what, sizeof what, "rate %d/s over %d shards, work on one, re-split by the workers",
@@ -399,7 +353,7 @@ TEST(a_re_splitter_closed_with_its_handle_mid_call_is_freed_once) {
     env_start(&e, NULL);
     rjq_queue *q = open_learnt(e.base, e.c, "rsd_life");
     ASSERT_OK(declare_shards(e.base, q, SHARDS));
-    set_whole(e.base, q, 6);
+    limits_set(e.base, q, 6, 0, 0);
     rjq_client_options o = client_options(e.s.url);
     for (int round = 0; round < 6; round++) {
         rjq_client *b = client_new(e.base, &o);

@@ -120,6 +120,26 @@ void on_count(rjq_client *c, int status, long long n, void *data) {
     w->n = n;
 }
 
+void on_groups(rjq_client *c, int status, long long total, const rjq_group_info *l, size_t n,
+               void *data) {
+    (void)c;
+    groups_wait *g = data;
+    g->done++;
+    g->status = status;
+    g->total = total;
+    g->n = n;
+    for (size_t i = 0; i < n && i < GROUPS_WAIT_MAX; i++) {
+        snprintf(g->name[i], sizeof g->name[i], "%s", l[i].name);
+        g->depth[i] = l[i].depth;
+        g->active[i] = l[i].active;
+        g->paused[i] = l[i].paused;
+        g->concurrency[i] = l[i].concurrency;
+        g->rate[i] = l[i].rate;
+        g->window[i] = l[i].rate_window_ms;
+        g->bound[i] = l[i].max_waiting;
+    }
+}
+
 void on_open_wait(rjq_client *c, int status, rjq_queue *q, void *data) {
     open_wait *w = data;
     (void)c;

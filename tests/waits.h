@@ -81,6 +81,21 @@ typedef struct count_wait {
 
 void on_count(rjq_client *c, int status, long long n, void *data);
 
+/* rjq_queue_list_groups: the first GROUPS_WAIT_MAX rows kept. */
+#define GROUPS_WAIT_MAX 32
+typedef struct groups_wait {
+    int done, status;
+    long long total;
+    size_t n;
+    char name[GROUPS_WAIT_MAX][RJQ_GROUP_NAME_MAX + 1];
+    long long depth[GROUPS_WAIT_MAX], active[GROUPS_WAIT_MAX];
+    int paused[GROUPS_WAIT_MAX], concurrency[GROUPS_WAIT_MAX];
+    long rate[GROUPS_WAIT_MAX], window[GROUPS_WAIT_MAX], bound[GROUPS_WAIT_MAX];
+} groups_wait;
+
+void on_groups(rjq_client *c, int status, long long total, const rjq_group_info *l, size_t n,
+               void *data);
+
 /* rjq_queue_open_async */
 typedef struct open_wait {
     int done, status;

@@ -41,9 +41,7 @@ static int usable(rjq_queue *q, const char *id, int has_cb) {
         if (q) rjq__errmsg(rjq_queue_get_client(q), "batch: bad arguments (id, callback)");
         return RJQ_EINVAL;
     }
-    int rc = rjq__queue_refuse_front(q, "a batch call");
-    if (rc != RJQ_OK) return rc;
-    return rjq__accepting(rjq_queue_get_client(q)) ? RJQ_OK : RJQ_ECLOSED;
+    return rjq__queue_usable(q, "a batch call");
 }
 
 /* ---- create ------------------------------------------------------------- */

@@ -889,9 +889,8 @@ int rjq__deps_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_j
     rjq_client *c = rjq_queue_get_client(q);
     int rc = rjq__deps_check(c, o);
     if (rc != RJQ_OK) return rc;
-    rc = rjq__queue_refuse_front(q, "enqueue with dependencies");
+    rc = rjq__queue_usable(q, "enqueue with dependencies");
     if (rc != RJQ_OK) return rc;
-    if (!rjq__accepting(c)) return RJQ_ECLOSED;
     rjq_job_options rest = *o; /* the options the enqueue script knows */
     rest.after = NULL;
     rest.n_after = 0;

@@ -240,9 +240,8 @@ const rjq_dep_outcome *rjq_dep_outcome_get(const rjq_dep_outcome *list, size_t i
  * rjq_queue_get_dependencies). */
 static int read_dependencies(rjq_queue *q, const char *id, rjq_dependencies_cb *cb, void *data) {
     rjq_client *c = rjq_queue_get_client(q);
-    int rc = rjq__queue_refuse_front(q, "dependencies");
+    int rc = rjq__queue_usable(q, "dependencies");
     if (rc != RJQ_OK) return rc;
-    if (!rjq__accepting(c)) return RJQ_ECLOSED;
     dread *d = calloc(1, sizeof *d + strlen(id) + 1);
     if (d == NULL) return RJQ_ENOMEM;
     strcpy(d->id0, id);
@@ -321,10 +320,8 @@ static void on_dependents(rjq_client *c, int status, redisReply *r, void *priv) 
 int rjq_queue_get_dependents(rjq_queue *q, const char *id, rjq_dependents_cb *cb, void *data) {
     if (q == NULL || cb == NULL) return RJQ_EINVAL;
     if (!rjq__valid_job_ref(id)) return RJQ_EJOBID;
-    rjq_client *c = rjq_queue_get_client(q);
-    int rc = rjq__queue_refuse_front(q, "dependents");
+    int rc = rjq__queue_usable(q, "dependents");
     if (rc != RJQ_OK) return rc;
-    if (!rjq__accepting(c)) return RJQ_ECLOSED;
     dents *d = malloc(sizeof *d);
     if (d == NULL) return RJQ_ENOMEM;
     d->q = q;

@@ -13,10 +13,10 @@
 #include "headers.h"
 #include "validate.h"
 
+/* q's check for a group call (queue.h); cb_ok 0: no callback. A sharded
+ * queue's calls reach here on its shards (shard_groups.c). */
 static int usable(rjq_queue *q, int cb_ok) {
-    if (q == NULL || !cb_ok) return RJQ_EINVAL;
-    if (!rjq__accepting(rjq_queue_get_client(q))) return RJQ_ECLOSED;
-    return rjq__queue_refuse_front(q, "job groups");
+    return cb_ok ? rjq__queue_usable(q, "job groups") : RJQ_EINVAL;
 }
 
 /* ---- enqueue ------------------------------------------------------------ */
@@ -66,9 +66,8 @@ int rjq__groups_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq
                        "and not all digits", RJQ_JOB_ID_MAX);
         return RJQ_EJOBID;
     }
-    int rc = rjq__queue_refuse_front(q, "enqueue with a group");
+    int rc = rjq__queue_usable(q, "enqueue with a group");
     if (rc != RJQ_OK) return rc;
-    if (!rjq__accepting(c)) return RJQ_ECLOSED;
     rjq_job_options rest = *o; /* the options the scripts know */
     rest.group = NULL;
     if (rest.timeout_ms == 0) rest.timeout_ms = rjq__queue_job_timeout_ms(q);

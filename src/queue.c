@@ -176,6 +176,13 @@ int rjq__queue_refuse_front(const rjq_queue *q, const char *what) {
     return RJQ_ESHARDED;
 }
 
+int rjq__queue_usable(const rjq_queue *q, const char *what) {
+    if (q == NULL) return RJQ_EINVAL;
+    int rc = rjq__queue_refuse_front(q, what);
+    if (rc != RJQ_OK) return rc;
+    return rjq__accepting(q->c) ? RJQ_OK : RJQ_ECLOSED;
+}
+
 int rjq__queue_closed(const rjq_queue *q) {
     return q->closed;
 }

@@ -89,6 +89,11 @@ int rjq__queue_front(const rjq_queue *q);
 /* RJQ_OK for a queue that is not a front; for a front RJQ_ESHARDED, with
  * rjq_client_get_errmsg() naming the call `what`. */
 int rjq__queue_refuse_front(const rjq_queue *q, const char *what);
+/* The check a call acting on q's own keys makes once its own arguments
+ * are checked: RJQ_EINVAL for no q, RJQ_ESHARDED for a front (as
+ * rjq__queue_refuse_front, naming `what`), RJQ_ECLOSED when q's client
+ * takes no more calls, else RJQ_OK. */
+int rjq__queue_usable(const rjq_queue *q, const char *what);
 /* 1 once rjq_queue_close was called on q (it only finishes its work). */
 int rjq__queue_closed(const rjq_queue *q);
 

@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "admin.h"
-#include "shard.h"
 #include "await.h"
 #include "deps.h"
 #include "enqueue.h"
@@ -1391,8 +1390,10 @@ int rjq_queue_await(rjq_queue *q, const char *id, const rjq_await_options *aw, r
     if (l == NULL) return rjq__queue_await_one(q, id, aw, cb, data, out);
     if (id == NULL || id[0] == '\0') return RJQ_EJOBID;
     if (id[strspn(id, "0123456789")] == '\0') {
-        rjq__errmsg(rjq_queue_get_client(q), "queue %s is sharded: a server-assigned id names a job "
-                    "of one shard (await it on its shard: rjq_queue_get_shard)", rjq_queue_get_name(q));
+        rjq__errmsg(rjq_queue_get_client(q),
+                    "queue %s is sharded: a server-assigned id names a job of one shard (await it "
+                    "on its shard: rjq_queue_get_shard)",
+                    rjq_queue_get_name(q));
         return RJQ_ESHARDED;
     }
     return rjq__queue_await_one(shard_for(l, id), id, aw, cb, data, out);
@@ -1511,8 +1512,9 @@ int rjq_queue_get_stats(rjq_queue *q, rjq_stats_cb *cb, void *data) {
  * cannot be known: RJQ_ESHARDED. */
 static int shard_of_id(rjq_queue *q, layout *l, const char *id, rjq_queue **to) {
     if (id[strspn(id, "0123456789")] == '\0') {
-        rjq__errmsg(rjq_queue_get_client(q), "queue %s is sharded: a server-assigned id names a job "
-                    "of one shard (use the call on its shard: rjq_queue_get_shard)",
+        rjq__errmsg(rjq_queue_get_client(q),
+                    "queue %s is sharded: a server-assigned id names a job of one shard (use the "
+                    "call on its shard: rjq_queue_get_shard)",
                     rjq_queue_get_name(q));
         return RJQ_ESHARDED;
     }

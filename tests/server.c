@@ -114,8 +114,8 @@ int free_port(void) {
         if (ports_fd >= 0) (void)fchmod(ports_fd, 0666); /* (whoever runs tests next) */
     }
     int base = PORT_BASE, span = ephemeral_port_low() - BUS_OFFSET - PORT_BASE;
-    if (span < 1000) /* (an ephemeral range this low leaves no room: any port whose bus port fits) */
-        base = 1024, span = 65536 - BUS_OFFSET - 1024;
+    /* (an ephemeral range this low leaves no room: any port whose bus port fits) */
+    if (span < 1000) base = 1024, span = 65536 - BUS_OFFSET - 1024;
     unsigned start = pick_from();
     for (int i = 0; i < span; i++) {
         int port = base + (int)((start + (unsigned)i) % (unsigned)span), bus = port + BUS_OFFSET;
@@ -248,7 +248,8 @@ static int answering(test_server *s, const launched *l) {
         /* (checked on every pass: our server may fail after that line) */
         int listening = redis_listening(&s->pid, l->log, l->from, "Server initialized");
         if (listening == 0) return 0;
-        if (listening == 1 && s->tls && tcp_listening(s->port)) return 1; /* TLS: listening is enough */
+        /* TLS: listening is enough */
+        if (listening == 1 && s->tls && tcp_listening(s->port)) return 1;
         if (listening == 1 && !s->tls) {
             redisContext *rc = redisConnect(s->bind[0] ? s->bind : "127.0.0.1", s->port);
             redisReply *r = rc && !rc->err ? redisCommand(rc, "PING") : NULL;
@@ -338,8 +339,9 @@ void server_start_tls(test_server *s, int client_certs) {
     ASSERT(mkdtemp(s->dir) != NULL);
     s->tls = 1;
     char cmd[512], cert[200], key[200], ca[200];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s/certs' && bash '%s/tests/certs/make_certs.sh' '%s/certs'",
-             s->dir, RJQ_SOURCE_DIR, s->dir);
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s/certs' && bash '%s/tests/certs/make_certs.sh' '%s/certs'", s->dir,
+             RJQ_SOURCE_DIR, s->dir);
     if (system(cmd) != 0) FAIL_AT(__FILE__, __LINE__, "could not make certificates: %s", cmd);
     snprintf(cert, sizeof cert, "%s/certs/server.crt", s->dir);
     snprintf(key, sizeof key, "%s/certs/server.key", s->dir);
@@ -525,7 +527,8 @@ void server_copy_schedule(redisContext *rc, const char *q, const char *from, con
 long long server_numsub(redisContext *rc, const char *channel) {
     redisReply *r = server_cmd(rc, "PUBSUB NUMSUB %s", channel);
     long long n = -1;
-    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->type == REDIS_REPLY_INTEGER)
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[1]->type == REDIS_REPLY_INTEGER)
         n = r->element[1]->integer;
     freeReplyObject(r);
     return n;
@@ -641,7 +644,8 @@ static int script_calls_reached(void *arg) {
     return server_script_calls(p->rc) >= p->n;
 }
 
-int loop_until_script_calls(struct event_base *base, redisContext *rc, long long n, long timeout_ms) {
+int loop_until_script_calls(struct event_base *base, redisContext *rc, long long n,
+                            long timeout_ms) {
     count_poll p = {rc, NULL, n};
     return loop_until_cond(base, script_calls_reached, &p, timeout_ms);
 }
@@ -681,7 +685,8 @@ rjq_client_options client_options(const char *url) {
     o.prefix = "t";
     o.reconnect_min_ms = 20;
     o.reconnect_max_ms = 200;
-    o.connect_timeout_ms = 2000; /* (a client sweeps others after liveness + this + the backoff cap) */
+    /* (a client sweeps others after liveness + this + the backoff cap) */
+    o.connect_timeout_ms = 2000;
     return o;
 }
 

@@ -369,6 +369,58 @@ TEST(calls_that_do_not_span_shards_refuse_a_sharded_handle) {
     env_stop(&e);
 }
 
+static void on_batch_never(rjq_client *c, int status, const char *id, void *data) {
+    (void)c, (void)status, (void)id, (void)data;
+    FAIL_AT(__FILE__, __LINE__, "a refused call's callback ran");
+}
+
+static void on_dependencies_never(rjq_client *c, int status, const rjq_dep_outcome *deps,
+                                  size_t n, void *data) {
+    (void)c, (void)status, (void)deps, (void)n, (void)data;
+    FAIL_AT(__FILE__, __LINE__, "a refused call's callback ran");
+}
+
+static void on_dependents_never(rjq_client *c, int status, const rjq_dep *list, size_t n,
+                                void *data) {
+    (void)c, (void)status, (void)list, (void)n, (void)data;
+    FAIL_AT(__FILE__, __LINE__, "a refused call's callback ran");
+}
+
+static void on_no_dependents(rjq_client *c, int status, const rjq_dep *list, size_t n,
+                             void *data) {
+    (void)c, (void)list;
+    ASSERT_OK(status);
+    ASSERT_EQ(0, (long)n);
+    ++*(int *)data;
+}
+
+/* The calls of batch.c and deps_read.c acting on one queue's keys share
+ * one check (rjq__queue_usable): a sharded handle is refused, naming the
+ * call, no callback; the shard's handle passes it. */
+TEST(batch_and_dependency_calls_refuse_a_sharded_handle_with_the_shared_check) {
+    test_env e;
+    env_start(&e, NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "sh_usable");
+    ASSERT_OK(declare_shards(e.base, q, 2));
+    ASSERT_EQ(RJQ_ESHARDED, rjq_batch_create(q, NULL, on_batch_never, NULL));
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "a batch call") != NULL);
+    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_get_dependencies(q, "j-1", on_dependencies_never, NULL));
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "split into shards and dependencies") != NULL);
+    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_get_dependents(q, "j-1", on_dependents_never, NULL));
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "split into shards and dependents") != NULL);
+    /* the argument checks come first */
+    ASSERT_EQ(RJQ_EJOBID, rjq_queue_get_dependents(q, "", on_dependents_never, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_get_dependents(NULL, "j-1", on_dependents_never, NULL));
+    loop_turn(e.base);
+    /* a shard's handle is a plain queue's */
+    int done = 0;
+    ASSERT_OK(rjq_queue_get_dependents(rjq_queue_get_shard(q, 0), "j-1", on_no_dependents, &done));
+    ASSERT(loop_until(e.base, &done, 10000));
+    loop_turn(e.base);
+    ASSERT_EQ(1, done);
+    env_stop(&e);
+}
+
 typedef struct cancel_wait {
     int done, status;
     char state[32];

@@ -1756,7 +1756,7 @@ RJQ_API int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *l, rjq_count_cb
  * without a group, several groups in one claim. Per group, enforced by the
  * claim script across any number of worker processes: a concurrency limit
  * (at most N of its jobs active; a slot is freed when one completes,
- * fails or is reclaimed), a rate limit (at most N starts in any window of
+ * fails, is reclaimed or is handed back), a rate limit (at most N starts in any window of
  * its length, server time), a bound on its ready jobs (an enqueue past it
  * is refused, RJQ_EFULL) and pause/resume (rjq_queue_limit_group). A
  * group at its limit or paused costs no claim anything: it leaves the
@@ -1766,8 +1766,9 @@ RJQ_API int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *l, rjq_count_cb
  * while a worker has free slots registered is pushed to it when its
  * group's limits let the round-robin start one (README "Groups"). The queue's own pause and
  * limits apply to group jobs too, and so does its bound (max_waiting:
- * group jobs waiting count). Retries and reclaimed jobs go back to
- * their group. A queue with no group jobs pays nothing for the feature.
+ * group jobs waiting count). Retries, reclaimed jobs, jobs handed back
+ * unstarted and those the orphan sweep returns go back to their group
+ * (their slots freed), and a promoted delayed one becomes ready in it. A queue with no group jobs pays nothing for the feature.
  * On a sharded queue a group lives on one shard (crc16(group) mod N, as a
  * job id): its limits and pause are exact; the calls below route a group's
  * settings to its shard, the defaults of every group to every shard, and
@@ -2297,8 +2298,8 @@ RJQ_API int rjq_queue_delete(rjq_queue *q, const char *id, rjq_count_cb *cb, voi
 
 /* Run a delayed job now (an operator's "run now"), from any process: a job
  * waiting in the delayed set (delayed at enqueue, or waiting for a retry's
- * backoff) becomes ready at once, last of its priority class, as if its
- * due time had come: one script, so it is never both or neither; its
+ * backoff) becomes ready at once, last of its priority class (a job of a
+ * group: in its group), as if its due time had come: one script, so it is never both or neither; its
  * attempts, last error and times stay. cb (may be NULL) gets 1, or
  * RJQ_ENOTFOUND (no such job) or RJQ_ESTATE (it is not delayed: ready,
  * running or finished; nothing changes). Returns RJQ_EJOBID for an invalid

@@ -1279,3 +1279,121 @@ TEST(a_group_at_its_rate_limit_gets_nothing_pushed) {
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }
+
+/* Group a (limit 1) with jobs "first" and "second" in queue qn: a worker
+ * that claims by the claim script (token tok) takes "first", whose id goes
+ * in jid (the library is loaded: set_limits ran a script). */
+static void claim_first_of_limited_group(test_env *e, const char *qn, const char *tok, char *jid,
+                                         size_t len) {
+    set_limits(e, "a", 1, 0);
+    ASSERT_OK(enqueue_in(e, e->q, "first", "a", 0).status);
+    ASSERT_OK(enqueue_in(e, e->q, "second", "a", 0).status);
+    char prefix[64], wake[64];
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", qn);
+    snprintf(wake, sizeof wake, "t:{%s}:wake", qn);
+    const char *claim[] = {prefix, "5", "60000", tok, wake, "w ch", "1", "0", "0", "1"};
+    redisReply *r = server_fcall(e->rc, RJQ__S_CLAIM, qn, claim, 10);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
+    ASSERT_STREQ("first", r->element[5]->str);
+    snprintf(jid, len, "%s", r->element[4]->str);
+    freeReplyObject(r);
+}
+
+/* After "first" (jid) went back: it waits at the head of group a, not in
+ * the queue's ready list, its slot is free and the group is in the ring.
+ * A third job's enqueue looks at the group again; a claim for 5 then
+ * starts only "first": the group's limit of 1 still holds (a job that
+ * waited in the queue's ready list, its slot dropped as no longer active,
+ * started beside the group's next one). */
+static void first_is_back_in_its_group_and_the_limit_holds(test_env *e, const char *qn,
+                                                           const char *jid) {
+    ASSERT_STREQ("ready", get_info(e->base, e->q, jid).state);
+    ASSERT_EQ(0, server_int(e->rc, "LLEN t:{%s}:ready", qn)); /* (not the queue's ready) */
+    ASSERT_EQ(2, server_int(e->rc, "LLEN t:{%s}:g:r:a", qn));
+    ASSERT_EQ(0, server_int(e->rc, "SCARD t:{%s}:g:a:a", qn));
+    ASSERT_EQ(1, server_int(e->rc, "ZCARD t:{%s}:g:ring", qn));
+    rjq_stats st = get_stats(e->base, e->q);
+    ASSERT_EQ(2, st.ready);
+    ASSERT_EQ(0, st.active);
+    groups_wait l = groups_of(e, "a");
+    ASSERT_EQ(2, l.depth[0]);
+    ASSERT_EQ(0, l.active[0]);
+    ASSERT_OK(enqueue_in(e, e->q, "third", "a", 0).status);
+    char prefix[64], wake[64];
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", qn);
+    snprintf(wake, sizeof wake, "t:{%s}:wake", qn);
+    const char *claim[] = {prefix, "5", "60000", "cy.w.1", wake, "w ch", "1", "0", "0", "1"};
+    redisReply *r = server_fcall(e->rc, RJQ__S_CLAIM, qn, claim, 10);
+    ASSERT(r->type == REDIS_REPLY_ARRAY);
+    ASSERT_EQ(4 + 5, (long)r->elements); /* (one job: the limit) */
+    ASSERT_STREQ(jid, r->element[4]->str);
+    ASSERT_STREQ("first", r->element[5]->str);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(e->rc, "SCARD t:{%s}:g:a:a", qn));
+    ASSERT_EQ(1, get_stats(e->base, e->q).active);
+}
+
+TEST(a_handed_back_group_job_returns_to_its_group_and_its_limit_holds) {
+    test_env e;
+    env_start(&e, "gh");
+    char jid[64];
+    claim_first_of_limited_group(&e, "gh", "cx.w.1", jid, sizeof jid);
+    /* its worker stops before starting it: release.lua hands it back */
+    const char *rel[] = {"t:{gh}:job:", "t:{gh}:wake", "", jid, "cx.w.1"};
+    redisReply *r = server_fcall(e.rc, RJQ__S_RELEASE, "gh", rel, 5);
+    ASSERT(r->type == REDIS_REPLY_INTEGER);
+    ASSERT_EQ(1, r->integer);
+    freeReplyObject(r);
+    ASSERT_EQ(0, get_info(e.base, e.q, jid).attempts); /* (the push's attempt undone) */
+    first_is_back_in_its_group_and_the_limit_holds(&e, "gh", jid);
+    env_stop(&e);
+}
+
+TEST(an_orphaned_group_job_returns_to_its_group_and_its_limit_holds) {
+    test_env e;
+    env_start(&e, "go");
+    char jid[64];
+    claim_first_of_limited_group(&e, "go", "cx.w.1", jid, sizeof jid);
+    /* its client cx is found dead: the orphan sweep returns its jobs */
+    const char *orph[] = {"t:{go}:job:", "t:{go}:wake", "cx.", "100", "1000", "99999999999999"};
+    redisReply *r = server_fcall(e.rc, RJQ__S_ORPHANS, "go", orph, 6);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    ASSERT_EQ(1, r->element[0]->integer);
+    freeReplyObject(r);
+    first_is_back_in_its_group_and_the_limit_holds(&e, "go", jid);
+    env_stop(&e);
+}
+
+TEST(promoting_a_delayed_group_job_makes_it_ready_in_its_group) {
+    test_env e;
+    env_start(&e, "gp");
+    ASSERT_OK(enqueue_id_in(&e, "d1", "a", 0, 3600000).status);
+    ASSERT_OK(enqueue_id_in(&e, "r1", "a", 0, 0).status);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{gp}:g:delayed"));
+    count_wait cw = {0, 0, 0};
+    ASSERT_OK(rjq_queue_promote(e.q, "d1", on_count, &cw));
+    WAIT_FOR(e.base, cw.done == 1, 10000);
+    ASSERT_OK(cw.status);
+    ASSERT_EQ(1, cw.n);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "d1").state);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{gp}:g:delayed"));
+    ASSERT_EQ(0, server_int(e.rc, "LLEN t:{gp}:ready")); /* (its group's, not the queue's) */
+    ASSERT_EQ(2, server_int(e.rc, "LLEN t:{gp}:g:r:a"));
+    rjq_stats st = get_stats(e.base, e.q);
+    ASSERT_EQ(2, st.ready);
+    ASSERT_EQ(0, st.delayed);
+    ASSERT_EQ(2, groups_of(&e, "a").depth[0]);
+    /* a job not delayed (ready in its group) is refused, nothing changes */
+    count_wait cw2 = {0, 0, 0};
+    ASSERT_OK(rjq_queue_promote(e.q, "r1", on_count, &cw2));
+    WAIT_FOR(e.base, cw2.done == 1, 10000);
+    ASSERT_EQ(RJQ_ESTATE, cw2.status);
+    /* last of its class in its group: after r1 */
+    ASSERT_STREQ("r1,d1", list(&e, RJQ_STATE_READY, 0, 10));
+    ran rn;
+    rjq_worker *w = start_noting(&e, &rn, 1);
+    WAIT_FOR(e.base, rn.n == 2, 10000);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gp}:g:job t:{gp}:g:a:a"));
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}

@@ -242,6 +242,15 @@ function GROUPS.q(G, q, g)
   return r
 end
 
+-- Delayed job id of group g (attempts a, times tm, options column o),
+-- out of the groups' delayed set, becomes ready in its group, last of its
+-- priority class (GROUPS.promote; promote.lua, an operator's "run now").
+function GROUPS.ready(G, J, g, id, a, tm, o, stats, c)
+  redis.call('HSET', J.s, id, state_value('ready', num(a), nil, tm))
+  GROUPS.list(G, g) -- (the listing may have dropped it meanwhile)
+  GROUPS.push(G, J, g, id, (parse_options(o)), false, stats, c)
+end
+
 -- The groups' delayed jobs due by now become ready in their groups.
 function GROUPS.promote(G, J, now, stats, c)
   local due = redis.call('ZRANGEBYSCORE', G .. 'delayed', '-inf', now, 'LIMIT', 0, 1000)
@@ -252,11 +261,7 @@ function GROUPS.promote(G, J, now, stats, c)
   for i, id in ipairs(due) do
     local g = by[id]
     local st, a, _t, tm = state_of(s[i])
-    if g and st == 'delayed' then
-      redis.call('HSET', J.s, id, state_value('ready', num(a), nil, tm))
-      GROUPS.list(G, g) -- (the listing may have dropped it meanwhile)
-      GROUPS.push(G, J, g, id, (parse_options(o[i])), false, stats, c)
-    end
+    if g and st == 'delayed' then GROUPS.ready(G, J, g, id, a, tm, o[i], stats, c) end
   end
 end
 

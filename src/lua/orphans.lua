@@ -4,8 +4,10 @@
 -- them: the attempt counts; dead when attempts are spent. Its members of
 -- the held index (lib.lua) go too. Its pushed jobs (no member: push_to_idle)
 -- are found by a scan of active (active_under), once no member is left.
+-- A job of a group goes back to its group (its slot freed, the group
+-- offered again: GROUPS.release, GROUPS.after), as reclaim.lua returns it.
 -- KEYS (src/keys.def; bound to these locals): held, active, ready, prio,
---       dead, stats, cols, monitored, events, dedup, deps, depsfin
+--       dead, stats, cols, monitored, events, dedup, deps, depsfin, groups
 -- ARGV: 1 job name prefix, 2 wake channel, 3 the client's token prefix
 --       "<client>.", 4 most members per call, 5 dead cap, 6 the sweep's
 --       lease end (server ms): a call that runs later does nothing (the
@@ -44,16 +46,16 @@ end
 if #members > 0 or #scanned > 0 then int_fields(stats, 'dead', 'reclaimed') end
 local q = {ready = ready, prio = prio, dead = dead, stats = stats, wake = wake, now = now, dead_max = dead_max,
            emit = monitor(monitored, events)}
-local n = 0
+-- the jobs to return: {id, attempts, token, times}
+local lost, took = {}, {}
 for _, m in ipairs(members) do
   local t, ids = held_split(m)
   local s = hmget(J.s, ids)
   for i, id in ipairs(ids) do
     local state, attempts, t2, tm = state_of(s[i])
-    if state == 'active' and t2 == t then
-      n = n + 1
-      redis.call('ZREM', active, id)
-      return_lost(J, q, id, attempts, redis.call('HMGET', J.o, id)[1], 'worker lost', t, tm)
+    if state == 'active' and t2 == t and not took[id] then
+      took[id] = true
+      lost[#lost + 1] = {id, attempts, t, tm}
     end
   end
   redis.call('ZREM', held, m)
@@ -61,9 +63,30 @@ end
 for i = 1, #scanned, 2 do
   local t, id = scanned[i], scanned[i + 1]
   local _, attempts, _t, tm = state_of(redis.call('HMGET', J.s, id)[1])
-  n = n + 1
-  redis.call('ZREM', active, id)
-  return_lost(J, q, id, attempts, redis.call('HMGET', J.o, id)[1], 'worker lost', t, tm)
+  lost[#lost + 1] = {id, attempts, t, tm}
+end
+local n = #lost
+if n > 0 then
+  -- jobs of groups: their slots are freed (for all of them at once), and
+  -- they go back to their groups, as reclaim.lua returns them (README
+  -- "Groups", groups_lib.lua)
+  local ids = {}
+  for i, l in ipairs(lost) do ids[i] = l[1] end
+  local o = redis.call('HMGET', J.o, unpack(ids))
+  local hinted = {}
+  for i, id in ipairs(ids) do
+    if GROUPS.hinted(o[i]) then hinted[#hinted + 1] = id end
+  end
+  local gc = {}
+  local gof = GROUPS.release(groups, J, hinted, gc)
+  local gdone = {}
+  for i, l in ipairs(lost) do
+    local id, g = l[1], gof[l[1]]
+    redis.call('ZREM', active, id)
+    local st = return_lost(J, g and GROUPS.q(groups, q, g) or q, id, l[2], o[i], 'worker lost', l[3], l[4])
+    if g then gdone[#gdone + 1] = {g, id, st} end
+  end
+  if #gdone > 0 then GROUPS.after(groups, J, gdone, gc, stats) end
 end
 if n > 0 then redis.call('HINCRBY', stats, 'reclaimed', n) end
 return {n, more and 1 or 0}

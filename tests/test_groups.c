@@ -667,32 +667,6 @@ TEST(finishing_an_old_handle_inside_the_handler_of_its_jobs_next_run_is_fenced) 
 
 /* ---- group jobs in the queue's listings, bound and depths ---------------- */
 
-typedef struct page {
-    int done, status;
-    char ids[1024]; /* "a,b,c" */
-} page;
-
-static void on_page(rjq_client *c, int status, const char *const *ids, size_t n, void *data) {
-    page *p = data;
-    (void)c;
-    p->done++;
-    p->status = status;
-    p->ids[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        size_t used = strlen(p->ids);
-        snprintf(p->ids + used, sizeof p->ids - used, "%s%s", i ? "," : "", ids[i]);
-    }
-}
-
-static const char *list(test_env *e, rjq_job_state state, long offset, long limit) {
-    static page p;
-    memset(&p, 0, sizeof p);
-    ASSERT_OK(rjq_queue_list_jobs(e->q, state, offset, limit, on_page, &p));
-    WAIT_FOR(e->base, p.done == 1, 10000);
-    ASSERT_OK(p.status);
-    return p.ids;
-}
-
 static enqueue_wait enqueue_id_in(test_env *e, const char *id, const char *group, int priority,
                                   long long delay_ms) {
     rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
@@ -715,15 +689,15 @@ TEST(ready_listing_shows_group_jobs_after_the_queues_own_in_claim_order_per_grou
     ASSERT_OK(enqueue_id_in(&e, "b2", "beta", 0, 0).status);
     /* the queue's own first, then group by group (names' order), each in
      * its claim order (priorities, FIFO) */
-    ASSERT_STREQ("plain,a-hi,a1,a2,a-lo,b1,b2", list(&e, RJQ_STATE_READY, 0, 100));
-    ASSERT_STREQ("a2,a-lo,b1", list(&e, RJQ_STATE_READY, 3, 3)); /* pages across groups */
-    ASSERT_STREQ("b2", list(&e, RJQ_STATE_READY, 6, 3));
-    ASSERT_STREQ("", list(&e, RJQ_STATE_READY, 7, 3));
+    ASSERT_STREQ("plain,a-hi,a1,a2,a-lo,b1,b2", list_ids(e.base, e.q, RJQ_STATE_READY, 0, 100));
+    ASSERT_STREQ("a2,a-lo,b1", list_ids(e.base, e.q, RJQ_STATE_READY, 3, 3)); /* pages across groups */
+    ASSERT_STREQ("b2", list_ids(e.base, e.q, RJQ_STATE_READY, 6, 3));
+    ASSERT_STREQ("", list_ids(e.base, e.q, RJQ_STATE_READY, 7, 3));
     /* a cancelled group job is left out (its id stays in its group's list) */
     ASSERT_OK(rjq_queue_cancel(e.q, "a1", NULL, NULL));
     WAIT_FOR(e.base, strcmp(get_info(e.base, e.q, "a1").state, "cancelled") == 0, 10000);
     ASSERT_EQ(2, server_int(e.rc, "LLEN t:{gj}:g:r:alpha")); /* (a1, a2) */
-    ASSERT_STREQ("plain,a-hi,a2,a-lo,b1,b2", list(&e, RJQ_STATE_READY, 0, 100));
+    ASSERT_STREQ("plain,a-hi,a2,a-lo,b1,b2", list_ids(e.base, e.q, RJQ_STATE_READY, 0, 100));
     ASSERT_EQ(6, get_stats(e.base, e.q).ready); /* (the listing and the depth agree) */
     env_stop(&e);
 }
@@ -793,14 +767,14 @@ TEST(delayed_depth_and_listing_count_group_jobs_waiting_a_delay_or_a_backoff) {
     ASSERT_EQ(0, st.active);
     ASSERT_EQ(3, st.delayed);
     ASSERT_EQ(0, st.ready);
-    ASSERT_STREQ("own,later,retried", list(&e, RJQ_STATE_DELAYED, 0, 10));
-    ASSERT_STREQ("later", list(&e, RJQ_STATE_DELAYED, 1, 1));
-    ASSERT_STREQ("retried", list(&e, RJQ_STATE_DELAYED, 2, 5));
+    ASSERT_STREQ("own,later,retried", list_ids(e.base, e.q, RJQ_STATE_DELAYED, 0, 10));
+    ASSERT_STREQ("later", list_ids(e.base, e.q, RJQ_STATE_DELAYED, 1, 1));
+    ASSERT_STREQ("retried", list_ids(e.base, e.q, RJQ_STATE_DELAYED, 2, 5));
     /* cancelled: out of the depth and the listing */
     ASSERT_OK(rjq_queue_cancel(e.q, "later", NULL, NULL));
     WAIT_FOR(e.base, strcmp(get_info(e.base, e.q, "later").state, "cancelled") == 0, 10000);
     ASSERT_EQ(2, get_stats(e.base, e.q).delayed);
-    ASSERT_STREQ("own,retried", list(&e, RJQ_STATE_DELAYED, 0, 10));
+    ASSERT_STREQ("own,retried", list_ids(e.base, e.q, RJQ_STATE_DELAYED, 0, 10));
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }
@@ -1389,7 +1363,7 @@ TEST(promoting_a_delayed_group_job_makes_it_ready_in_its_group) {
     WAIT_FOR(e.base, cw2.done == 1, 10000);
     ASSERT_EQ(RJQ_ESTATE, cw2.status);
     /* last of its class in its group: after r1 */
-    ASSERT_STREQ("r1,d1", list(&e, RJQ_STATE_READY, 0, 10));
+    ASSERT_STREQ("r1,d1", list_ids(e.base, e.q, RJQ_STATE_READY, 0, 10));
     ran rn;
     rjq_worker *w = start_noting(&e, &rn, 1);
     WAIT_FOR(e.base, rn.n == 2, 10000);

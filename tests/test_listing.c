@@ -11,33 +11,6 @@
 
 #include <unistd.h>
 
-typedef struct page {
-    int done, status;
-    char ids[1024];           /* "a,b,c" */
-} page;
-
-static void on_page(rjq_client *c, int status, const char *const *ids, size_t n, void *data) {
-    page *p = data;
-    (void)c;
-    p->done++;
-    p->status = status;
-    p->ids[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        size_t used = strlen(p->ids);
-        snprintf(p->ids + used, sizeof p->ids - used, "%s%s", i ? "," : "", ids[i]);
-    }
-}
-
-/* The ids of page (state, offset, limit) as "a,b,c". */
-static const char *list(test_env *e, rjq_queue *q, rjq_job_state state, long offset, long limit) {
-    static page p;
-    memset(&p, 0, sizeof p);
-    ASSERT_OK(rjq_queue_list_jobs(q, state, offset, limit, on_page, &p));
-    ASSERT(loop_until(e->base, &p.done, 5000));
-    ASSERT_OK(p.status);
-    return p.ids;
-}
-
 TEST(ready_jobs_are_listed_in_claim_order_across_priorities_and_pages) {
     test_env e;
     env_start(&e, "ls");
@@ -52,21 +25,21 @@ TEST(ready_jobs_are_listed_in_claim_order_across_priorities_and_pages) {
     enqueue_x_ok(e.base, e.q, "z3", 0, 0);
     enqueue_x_ok(e.base, e.q, "d1", 60000, 0);
     enqueue_x_ok(e.base, e.q, "d2", 30000, 0);
-    ASSERT_STREQ("p9,p5a,p5b,z1,z2,z3,n3", list(&e, e.q, RJQ_STATE_READY, 0, 100));
-    ASSERT_STREQ("p9,p5a,p5b", list(&e, e.q, RJQ_STATE_READY, 0, 3));
-    ASSERT_STREQ("p5b,z1", list(&e, e.q, RJQ_STATE_READY, 2, 2)); /* across segments */
-    ASSERT_STREQ("z3,n3", list(&e, e.q, RJQ_STATE_READY, 5, 10));
-    ASSERT_STREQ("n3", list(&e, e.q, RJQ_STATE_READY, 6, 1));
-    ASSERT_STREQ("", list(&e, e.q, RJQ_STATE_READY, 7, 5));
-    ASSERT_STREQ("d2,d1", list(&e, e.q, RJQ_STATE_DELAYED, 0, 100));
-    ASSERT_STREQ("d1", list(&e, e.q, RJQ_STATE_DELAYED, 1, 100));
-    ASSERT_STREQ("", list(&e, e.q, RJQ_STATE_ACTIVE, 0, 100));
+    ASSERT_STREQ("p9,p5a,p5b,z1,z2,z3,n3", list_ids(e.base, e.q, RJQ_STATE_READY, 0, 100));
+    ASSERT_STREQ("p9,p5a,p5b", list_ids(e.base, e.q, RJQ_STATE_READY, 0, 3));
+    ASSERT_STREQ("p5b,z1", list_ids(e.base, e.q, RJQ_STATE_READY, 2, 2)); /* across segments */
+    ASSERT_STREQ("z3,n3", list_ids(e.base, e.q, RJQ_STATE_READY, 5, 10));
+    ASSERT_STREQ("n3", list_ids(e.base, e.q, RJQ_STATE_READY, 6, 1));
+    ASSERT_STREQ("", list_ids(e.base, e.q, RJQ_STATE_READY, 7, 5));
+    ASSERT_STREQ("d2,d1", list_ids(e.base, e.q, RJQ_STATE_DELAYED, 0, 100));
+    ASSERT_STREQ("d1", list_ids(e.base, e.q, RJQ_STATE_DELAYED, 1, 100));
+    ASSERT_STREQ("", list_ids(e.base, e.q, RJQ_STATE_ACTIVE, 0, 100));
     /* bad arguments, refused before anything is sent */
-    page p = {0};
-    ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs(e.q, (rjq_job_state)99, 0, 10, on_page, &p));
-    ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs(e.q, RJQ_STATE_READY, 0, 0, on_page, &p));
-    ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs(e.q, RJQ_STATE_READY, 0, RJQ_JOBS_PAGE_MAX + 1, on_page, &p));
-    ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs(e.q, RJQ_STATE_READY, -1, 10, on_page, &p));
+    names_wait p = {0};
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs(e.q, (rjq_job_state)99, 0, 10, on_names_wait, &p));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs(e.q, RJQ_STATE_READY, 0, 0, on_names_wait, &p));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs(e.q, RJQ_STATE_READY, 0, RJQ_JOBS_PAGE_MAX + 1, on_names_wait, &p));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs(e.q, RJQ_STATE_READY, -1, 10, on_names_wait, &p));
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_list_jobs(e.q, RJQ_STATE_READY, 0, 10, NULL, NULL));
     ASSERT_EQ(0, p.done);
     env_stop(&e);
@@ -114,17 +87,17 @@ TEST(active_dead_cancelled_and_completed_jobs_are_listed_in_their_order) {
     WAIT_FOR(e.base, x.done >= 3 && x.held != NULL, 5000);
     ASSERT_EQ(3, x.done);
     ASSERT(x.held != NULL);
-    ASSERT_STREQ("", list(&e, e.q, RJQ_STATE_READY, 0, 100));
-    ASSERT_STREQ("x3", list(&e, e.q, RJQ_STATE_ACTIVE, 0, 100));
-    ASSERT_STREQ("x2", list(&e, e.q, RJQ_STATE_DEAD, 0, 100));
-    ASSERT_STREQ("c1", list(&e, e.q, RJQ_STATE_CANCELLED, 0, 100));
-    ASSERT_STREQ("x1,x4", list(&e, e.q, RJQ_STATE_COMPLETED, 0, 100));
-    ASSERT_STREQ("x4", list(&e, e.q, RJQ_STATE_COMPLETED, 1, 100));
-    ASSERT_STREQ("x1", list(&e, e.q, RJQ_STATE_COMPLETED, 0, 1));
+    ASSERT_STREQ("", list_ids(e.base, e.q, RJQ_STATE_READY, 0, 100));
+    ASSERT_STREQ("x3", list_ids(e.base, e.q, RJQ_STATE_ACTIVE, 0, 100));
+    ASSERT_STREQ("x2", list_ids(e.base, e.q, RJQ_STATE_DEAD, 0, 100));
+    ASSERT_STREQ("c1", list_ids(e.base, e.q, RJQ_STATE_CANCELLED, 0, 100));
+    ASSERT_STREQ("x1,x4", list_ids(e.base, e.q, RJQ_STATE_COMPLETED, 0, 100));
+    ASSERT_STREQ("x4", list_ids(e.base, e.q, RJQ_STATE_COMPLETED, 1, 100));
+    ASSERT_STREQ("x1", list_ids(e.base, e.q, RJQ_STATE_COMPLETED, 0, 1));
     ASSERT_OK(rjq_job_complete(x.held, "ok", 2, on_done_ok, &x.done));
     ASSERT(loop_until_count(e.base, &x.done, 4, 5000));
-    ASSERT_STREQ("x1,x4,x3", list(&e, e.q, RJQ_STATE_COMPLETED, 0, 100));
-    ASSERT_STREQ("", list(&e, e.q, RJQ_STATE_ACTIVE, 0, 100));
+    ASSERT_STREQ("x1,x4,x3", list_ids(e.base, e.q, RJQ_STATE_COMPLETED, 0, 100));
+    ASSERT_STREQ("", list_ids(e.base, e.q, RJQ_STATE_ACTIVE, 0, 100));
     env_stop(&e);
 }
 
@@ -183,17 +156,17 @@ TEST(dead_and_cancelled_jobs_are_deleted_by_id_or_purged_oldest_first) {
     int cancelled = 0;
     ASSERT_OK(rjq_queue_cancel(e.q, "c1", on_cancelled, &cancelled));
     ASSERT(loop_until(e.base, &cancelled, 5000));
-    ASSERT_STREQ("a0,a1,a2,a3", list(&e, e.q, RJQ_STATE_DEAD, 0, 100));
+    ASSERT_STREQ("a0,a1,a2,a3", list_ids(e.base, e.q, RJQ_STATE_DEAD, 0, 100));
 
     counted k = delete_one(&e, "a2");
     ASSERT_OK(k.status);
     ASSERT_EQ(1, k.n);
-    ASSERT_STREQ("a0,a1,a3", list(&e, e.q, RJQ_STATE_DEAD, 0, 100));
+    ASSERT_STREQ("a0,a1,a3", list_ids(e.base, e.q, RJQ_STATE_DEAD, 0, 100));
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{del}:payload a2"));
     ASSERT_EQ(RJQ_ENOTFOUND, delete_one(&e, "a2").status);
     ASSERT_EQ(RJQ_ESTATE, delete_one(&e, "waits").status);
     ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{del}:payload waits")); /* untouched */
-    ASSERT_STREQ("waits", list(&e, e.q, RJQ_STATE_DELAYED, 0, 100));
+    ASSERT_STREQ("waits", list_ids(e.base, e.q, RJQ_STATE_DELAYED, 0, 100));
 
     k = delete_one(&e, "a0"); /* its id stays reserved: dedup_ms */
     ASSERT_OK(k.status);
@@ -204,11 +177,11 @@ TEST(dead_and_cancelled_jobs_are_deleted_by_id_or_purged_oldest_first) {
     k = purge(&e, RJQ_STATE_DEAD, 1); /* the oldest */
     ASSERT_OK(k.status);
     ASSERT_EQ(1, k.n);
-    ASSERT_STREQ("a3", list(&e, e.q, RJQ_STATE_DEAD, 0, 100));
+    ASSERT_STREQ("a3", list_ids(e.base, e.q, RJQ_STATE_DEAD, 0, 100));
     ASSERT_EQ(1, purge(&e, RJQ_STATE_DEAD, 1000).n);
     ASSERT_EQ(0, purge(&e, RJQ_STATE_DEAD, 1000).n);
     ASSERT_EQ(1, purge(&e, RJQ_STATE_CANCELLED, 1000).n);
-    ASSERT_STREQ("", list(&e, e.q, RJQ_STATE_CANCELLED, 0, 100));
+    ASSERT_STREQ("", list_ids(e.base, e.q, RJQ_STATE_CANCELLED, 0, 100));
     ASSERT_EQ(0, get_stats(e.base, e.q).dead_depth);
     counted bad = {0};
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_purge(e.q, RJQ_STATE_READY, 10, on_counted, &bad));
@@ -220,9 +193,9 @@ TEST(dead_and_cancelled_jobs_are_deleted_by_id_or_purged_oldest_first) {
 
 /* The names rjq_client_list_queues() gives as "a,b,c". */
 static const char *queues(test_env *e, const char *after, long limit) {
-    static page p;
+    static names_wait p;
     memset(&p, 0, sizeof p);
-    ASSERT_OK(rjq_client_list_queues(e->c, after, limit, on_page, &p));
+    ASSERT_OK(rjq_client_list_queues(e->c, after, limit, on_names_wait, &p));
     ASSERT(loop_until(e->base, &p.done, 5000));
     ASSERT_OK(p.status);
     return p.ids;
@@ -231,9 +204,9 @@ static const char *queues(test_env *e, const char *after, long limit) {
 /* Are the names rjq_client_list_queues() gives `want`? (A read may meet the
  * reconnect: an error is a no.) */
 static int queues_read_back(test_env *e, const char *want) {
-    static page p;
+    static names_wait p;
     memset(&p, 0, sizeof p);
-    ASSERT_OK(rjq_client_list_queues(e->c, NULL, 10, on_page, &p));
+    ASSERT_OK(rjq_client_list_queues(e->c, NULL, 10, on_names_wait, &p));
     ASSERT(loop_until(e->base, &p.done, 5000));
     return p.status == RJQ_OK && strcmp(p.ids, want) == 0;
 }
@@ -258,8 +231,8 @@ TEST(queues_written_to_are_listed_by_name_paged_and_again_after_redis_lost_them)
     ASSERT_STREQ("alpha,beta", queues(&e, NULL, 2));
     ASSERT_STREQ("gamma", queues(&e, "beta", 2));
     ASSERT_STREQ("", queues(&e, "gamma", 2));
-    ASSERT_EQ(RJQ_EINVAL, rjq_client_list_queues(e.c, NULL, 0, on_page, NULL));
-    ASSERT_EQ(RJQ_EINVAL, rjq_client_list_queues(e.c, NULL, RJQ_JOBS_PAGE_MAX + 1, on_page, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_list_queues(e.c, NULL, 0, on_names_wait, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_client_list_queues(e.c, NULL, RJQ_JOBS_PAGE_MAX + 1, on_names_wait, NULL));
     /* a Redis restarted empty learns them back from the client */
     server_restart(&e.s, NULL);
     redisFree(e.rc);

@@ -198,6 +198,29 @@ void on_schedules_wait(rjq_client *c, int status, const rjq_schedule_info *l, si
     }
 }
 
+void on_names_wait(rjq_client *c, int status, const char *const *ids, size_t n, void *data) {
+    names_wait *p = data;
+    (void)c;
+    p->done++;
+    p->status = status;
+    p->ids[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        size_t used = strlen(p->ids);
+        snprintf(p->ids + used, sizeof p->ids - used, "%s%s", i ? "," : "", ids[i]);
+    }
+}
+
+const char *list_ids(struct event_base *base, rjq_queue *q, rjq_job_state state, long offset,
+                     long limit) {
+    static names_wait p;
+    memset(&p, 0, sizeof p);
+    ASSERT_OK(rjq_queue_list_jobs(q, state, offset, limit, on_names_wait, &p));
+    ASSERT(loop_until(base, &p.done, 10000));
+    ASSERT_EQ(1, p.done);
+    ASSERT_OK(p.status);
+    return p.ids;
+}
+
 schedules_wait schedules_of(struct event_base *base, rjq_queue *q) {
     schedules_wait w;
     memset(&w, 0, sizeof w);

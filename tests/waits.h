@@ -73,6 +73,19 @@ enqueue_wait enqueue_x(struct event_base *base, rjq_queue *q, const char *id, lo
 void enqueue_x_ok(struct event_base *base, rjq_queue *q, const char *id, long long delay,
                   int priority);
 
+/* rjq_queue_list_jobs, rjq_client_list_queues: the names given, as "a,b,c". */
+typedef struct names_wait {
+    int done, status;
+    char ids[1024];
+} names_wait;
+
+void on_names_wait(rjq_client *c, int status, const char *const *ids, size_t n, void *data);
+
+/* rjq_queue_list_jobs: the ids of page (state, offset, limit) of q as
+ * "a,b,c" (RJQ_OK asserted; a static buffer, valid until the next call). */
+const char *list_ids(struct event_base *base, rjq_queue *q, rjq_job_state state, long offset,
+                     long limit);
+
 /* Calls that answer with a number (rjq_queue_replay, rjq_queue_reclaim). */
 typedef struct count_wait {
     int done, status;

@@ -91,6 +91,16 @@ static void pause_group(test_env *e, const char *group, int paused) {
     WAIT_FOR(e->base, done == 1, 10000);
 }
 
+/* The claim script as a worker sends it, for up to n jobs of queue qn,
+ * with token tok (the library loaded: a script ran). */
+static redisReply *claim_as_worker(test_env *e, const char *qn, const char *n, const char *tok) {
+    char prefix[64], wake[64];
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", qn);
+    snprintf(wake, sizeof wake, "t:{%s}:wake", qn);
+    const char *claim[] = {prefix, n, "60000", tok, wake, "w ch", "1", "0", "0", "1"};
+    return server_fcall(e->rc, RJQ__S_CLAIM, qn, claim, 10);
+}
+
 static groups_wait groups_of(test_env *e, const char *one) {
     groups_wait g;
     memset(&g, 0, sizeof g);
@@ -310,8 +320,7 @@ TEST(a_reclaimed_group_job_goes_back_to_its_group_and_frees_its_slot) {
     /* a worker that then hangs claims (the claim script, as a worker sends
      * it; the library is loaded: set_limits ran a script): the limit lets
      * one start */
-    const char *claim[] = {"t:{gr}:job:", "5", "60000", "cx.w.1", "t:{gr}:wake", "w ch", "1", "0", "0", "1"};
-    redisReply *r = server_fcall(e.rc, RJQ__S_CLAIM, "gr", claim, 10);
+    redisReply *r = claim_as_worker(&e, "gr", "5", "cx.w.1");
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
     ASSERT_STREQ("first", r->element[5]->str);
     char jid[64];
@@ -485,8 +494,7 @@ TEST(queue_stats_ready_counts_its_groups_ready_jobs) {
     ASSERT_EQ(4, get_stats(e.base, e.q).ready);
     /* a claim (as a worker sends it) takes one group job and the plain one
      * ("a" is limited to one) */
-    const char *claim[] = {"t:{gs}:job:", "5", "60000", "cx.w.1", "t:{gs}:wake", "w ch", "1", "0", "0", "1"};
-    redisReply *r = server_fcall(e.rc, RJQ__S_CLAIM, "gs", claim, 10);
+    redisReply *r = claim_as_worker(&e, "gs", "5", "cx.w.1");
     ASSERT(r->type == REDIS_REPLY_ARRAY);
     size_t got = (r->elements - 4) / 5;
     char a1[64] = "";
@@ -892,8 +900,7 @@ TEST(reclaiming_jobs_of_two_groups_frees_their_slots_once_per_group) {
     }
     /* a worker that then hangs claims all six (the claim script, as a
      * worker sends it) */
-    const char *claim[] = {"t:{gk}:job:", "6", "60000", "cx.w.1", "t:{gk}:wake", "w ch", "1", "0", "0", "1"};
-    redisReply *r = server_fcall(e.rc, RJQ__S_CLAIM, "gk", claim, 10);
+    redisReply *r = claim_as_worker(&e, "gk", "6", "cx.w.1");
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 6);
     for (size_t i = 4; i < r->elements; i += 5)
         freeReplyObject(server_cmd(e.rc, "ZADD t:{gk}:active 1 %s", r->element[i]->str));
@@ -1262,11 +1269,7 @@ static void claim_first_of_limited_group(test_env *e, const char *qn, const char
     set_limits(e, "a", 1, 0);
     ASSERT_OK(enqueue_in(e, e->q, "first", "a", 0).status);
     ASSERT_OK(enqueue_in(e, e->q, "second", "a", 0).status);
-    char prefix[64], wake[64];
-    snprintf(prefix, sizeof prefix, "t:{%s}:job:", qn);
-    snprintf(wake, sizeof wake, "t:{%s}:wake", qn);
-    const char *claim[] = {prefix, "5", "60000", tok, wake, "w ch", "1", "0", "0", "1"};
-    redisReply *r = server_fcall(e->rc, RJQ__S_CLAIM, qn, claim, 10);
+    redisReply *r = claim_as_worker(e, qn, "5", tok);
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
     ASSERT_STREQ("first", r->element[5]->str);
     snprintf(jid, len, "%s", r->element[4]->str);
@@ -1293,11 +1296,7 @@ static void first_is_back_in_its_group_and_the_limit_holds(test_env *e, const ch
     ASSERT_EQ(2, l.depth[0]);
     ASSERT_EQ(0, l.active[0]);
     ASSERT_OK(enqueue_in(e, e->q, "third", "a", 0).status);
-    char prefix[64], wake[64];
-    snprintf(prefix, sizeof prefix, "t:{%s}:job:", qn);
-    snprintf(wake, sizeof wake, "t:{%s}:wake", qn);
-    const char *claim[] = {prefix, "5", "60000", "cy.w.1", wake, "w ch", "1", "0", "0", "1"};
-    redisReply *r = server_fcall(e->rc, RJQ__S_CLAIM, qn, claim, 10);
+    redisReply *r = claim_as_worker(e, qn, "5", "cy.w.1");
     ASSERT(r->type == REDIS_REPLY_ARRAY);
     ASSERT_EQ(4 + 5, (long)r->elements); /* (one job: the limit) */
     ASSERT_STREQ(jid, r->element[4]->str);

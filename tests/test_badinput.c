@@ -1288,7 +1288,7 @@ static void first_of_held_jobs_completed(test_env *env, const char *q, const rjq
     env_start_queue(env, q, qo);
     enq_wait e = {0};
     for (int i = 0; i < njobs; i++) ASSERT_OK(rjq_enqueue(env->q, "x", 1, NULL, on_enq, &e));
-    for (int i = 0; i < 1000 && e.calls < njobs; i++) loop_for(env->base, 10);
+    WAIT_FOR(env->base, e.calls >= njobs, 10000);
     ASSERT_EQ(njobs, e.calls);
     rjq_worker *w = NULL;
     rjq_worker_options wo = quiet_worker_options(1);
@@ -1297,6 +1297,17 @@ static void first_of_held_jobs_completed(test_env *env, const char *q, const rjq
     ASSERT_OK(rjq_job_complete(h->job, "", 0, on_held_done, h));
     ASSERT(loop_until(env->base, &h->done, 10000));
     ASSERT_OK(h->done_status);
+}
+
+/* The same with two jobs: then the worker holds the second, whose id goes
+ * in id. */
+static void second_held_after_first_completed(test_env *env, const char *q,
+                                              const rjq_queue_options *qo, held_job *h, char *id,
+                                              size_t len) {
+    first_of_held_jobs_completed(env, q, qo, 2, h);
+    WAIT_FOR(env->base, h->handled >= 2, 10000);
+    ASSERT_EQ(2, h->handled);
+    snprintf(id, len, "%s", rjq_job_get_id(h->job));
 }
 
 /* A completion due to sweep the retention (here past completed_max)
@@ -1311,11 +1322,8 @@ TEST(completion_due_to_sweep_on_wrongtype_column_writes_nothing) {
     rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.completed_max = 1;
     held_job h = {0};
-    first_of_held_jobs_completed(&env, "sw", &qo, 2, &h);
-    for (int i = 0; i < 1000 && h.handled < 2; i++) loop_for(env.base, 10);
-    ASSERT_EQ(2, h.handled);
     char id[32];
-    snprintf(id, sizeof id, "%s", rjq_job_get_id(h.job));
+    second_held_after_first_completed(&env, "sw", &qo, &h, id, sizeof id);
 
     plant_wrongtype(env.rc, "t:{sw}:error", "SET %s x");
     h.done = 0;
@@ -1350,11 +1358,8 @@ TEST(completion_due_to_sweep_with_a_non_numeric_swept_counter_writes_nothing) {
     rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
     qo.completed_max = 1;
     held_job h = {0};
-    first_of_held_jobs_completed(&env, "sc", &qo, 2, &h);
-    for (int i = 0; i < 1000 && h.handled < 2; i++) loop_for(env.base, 10);
-    ASSERT_EQ(2, h.handled);
     char id[32];
-    snprintf(id, sizeof id, "%s", rjq_job_get_id(h.job));
+    second_held_after_first_completed(&env, "sc", &qo, &h, id, sizeof id);
 
     freeReplyObject(server_cmd(env.rc, "HSET t:{sc}:stats swept 12abc"));
     h.done = 0;
@@ -1512,7 +1517,7 @@ TEST(non_numeric_counter_refused_with_its_key_named) {
 
     /* rjq_job_fail: the count of failures */
     enqueue_x_ok(env.base, env.q, NULL, 0, 0);
-    for (int i = 0; i < 1000 && h.handled < 2; i++) loop_for(env.base, 10);
+    WAIT_FOR(env.base, h.handled >= 2, 10000);
     ASSERT_EQ(2, h.handled);
     get_stats(env.base, env.q);
     garble(&env, "failed");

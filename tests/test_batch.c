@@ -545,7 +545,7 @@ static long long batch_watched(redisContext *rc, const char *q, const char *bid)
  * its channel's subscription was confirmed first). */
 static void wait_watched(struct event_base *base, redisContext *rc, const char *q,
                          const char *bid) {
-    for (int i = 0; i < 1000 && batch_watched(rc, q, bid) == 0; i++) loop_for(base, 10);
+    WAIT_FOR(base, batch_watched(rc, q, bid) != 0, 10000);
     ASSERT_EQ(1, batch_watched(rc, q, bid));
 }
 
@@ -588,7 +588,7 @@ TEST(batch_await_answers_an_ended_batch_from_its_record_and_hears_a_later_end_pu
     ASSERT_STREQ("completed", after.state);
     ASSERT_EQ(1, after.completed);
     ASSERT_EQ(0, batch_watched(e.rc, "bw", "after"));
-    loop_for(e.base, 50);
+    quiet_for(e.base, 50, "a second answer");
     ASSERT_EQ(1, after.calls);
     ASSERT_EQ(1, twice.calls);
     worker_stop_wait(e.base, w);
@@ -613,12 +613,19 @@ TEST(batch_await_gets_an_end_published_while_its_pubsub_connection_was_killed) {
     ASSERT(loop_until_count(e.base, &a.calls, 1, 20000));
     ASSERT_OK(a.status);
     ASSERT_STREQ("completed", a.state);
-    loop_for(e.base, 50);
+    quiet_for(e.base, 50, "a second answer");
     ASSERT_EQ(1, a.calls);
     env_stop(&e);
 }
 
 enum { MANY = 1000 };
+
+/* The answers the MANY awaits at a got so far. */
+static long answered_of(const awaited *a) {
+    long n = 0;
+    for (int i = 0; i < MANY; i++) n += a[i].calls;
+    return n;
+}
 
 /* 1000 awaits made in one loop pass (half of their batches ended already)
  * are watched in one script call, and each ends once when its batch does
@@ -645,13 +652,8 @@ TEST(a_thousand_batch_awaits_at_once_are_watched_in_one_call_and_end_once_each) 
         ASSERT_OK(rjq_batch_await(e.q, id, 60000, on_awaited, &a[i]));
     }
     ASSERT_EQ(MANY, rjq_client_count_awaits(e.c));
-    long answered = 0;
-    for (int t = 0; t < 2000 && answered < MANY / 2; t++) {
-        loop_for(e.base, 10);
-        answered = 0;
-        for (int i = 0; i < MANY; i++) answered += a[i].calls;
-    }
-    ASSERT_EQ(MANY / 2, answered);
+    WAIT_FOR(e.base, answered_of(a) >= MANY / 2, 20000);
+    ASSERT_EQ(MANY / 2, answered_of(a));
     /* one watch call (not one per await; the client's own upkeep aside) */
     ASSERT(server_calls(e.rc, "fcall") - calls <= 3);
     for (int i = 0; i < MANY; i += 2) ASSERT_EQ(0, a[i].calls);
@@ -662,12 +664,8 @@ TEST(a_thousand_batch_awaits_at_once_are_watched_in_one_call_and_end_once_each) 
         ASSERT_OK(rjq_batch_seal(e.q, id, on_done_ok, &sealed));
     }
     ASSERT(loop_until_count(e.base, &sealed, MANY / 2, 20000));
-    for (int t = 0; t < 2000 && answered < MANY; t++) {
-        loop_for(e.base, 10);
-        answered = 0;
-        for (int i = 0; i < MANY; i++) answered += a[i].calls;
-    }
-    ASSERT_EQ(MANY, answered);
+    WAIT_FOR(e.base, answered_of(a) >= MANY, 20000);
+    ASSERT_EQ(MANY, answered_of(a));
     for (int i = 0; i < MANY; i++) {
         ASSERT_EQ(1, a[i].calls);
         ASSERT_OK(a[i].status);

@@ -1084,13 +1084,6 @@ TEST(a_group_rate_limit_set_as_the_default_applies_to_every_group_and_a_group_ma
     env_stop(&e);
 }
 
-static void on_full(rjq_client *c, int status, const rjq_enqueued *out, size_t n, void *data) {
-    (void)c, (void)out, (void)n;
-    int *d = data;
-    d[0]++;
-    d[1] = status;
-}
-
 TEST(an_enqueue_past_a_groups_max_waiting_is_refused_with_nothing_written) {
     test_env e;
     env_start(&e, "gm");
@@ -1104,10 +1097,7 @@ TEST(an_enqueue_past_a_groups_max_waiting_is_refused_with_nothing_written) {
     rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.group = "a";
     o.priority = 5; /* (its priority set counts too) */
-    int d[2] = {0, 0};
-    ASSERT_OK(rjq_enqueue(e.q, "y", 1, &o, on_full, d));
-    WAIT_FOR(e.base, d[0] == 1, 10000);
-    ASSERT_EQ(RJQ_EFULL, d[1]);
+    ASSERT_EQ(RJQ_EFULL, enqueue_job(e.base, e.q, "y", &o).status);
     redisReply *after = server_cmd(e.rc, "DUMP t:{gm}:stats");
     ASSERT(before->len == after->len && memcmp(before->str, after->len ? after->str : "", after->len) == 0);
     freeReplyObject(before);
@@ -1121,10 +1111,7 @@ TEST(an_enqueue_past_a_groups_max_waiting_is_refused_with_nothing_written) {
     WAIT_FOR(e.base, r.n == 4, 10000);
     worker_stop_wait(e.base, w);
     for (int i = 0; i < 3; i++) ASSERT_OK(enqueue_in(&e, e.q, "x", "a", 0).status);
-    d[0] = 0;
-    ASSERT_OK(rjq_enqueue(e.q, "y", 1, &o, on_full, d));
-    WAIT_FOR(e.base, d[0] == 1, 10000);
-    ASSERT_EQ(RJQ_EFULL, d[1]);
+    ASSERT_EQ(RJQ_EFULL, enqueue_job(e.base, e.q, "y", &o).status);
     /* the bound lifted: taken */
     rjq_group_limits none = RJQ_GROUP_LIMITS_INIT;
     limit_group(&e, "a", &none);

@@ -72,23 +72,22 @@ static long index_of(const ran *r, const char *payload) {
     return -1;
 }
 
-static void on_set(rjq_client *c, int status, long long n, void *data) {
-    (void)c;
-    (void)n;
-    ASSERT_OK(status);
-    (*(int *)data)++;
+/* Run the loop until the call w waits for was answered, with RJQ_OK. */
+static void answered_ok(test_env *e, count_wait *w) {
+    WAIT_FOR(e->base, w->done == 1, 10000);
+    ASSERT_OK(w->status);
 }
 
 static void set_limits(test_env *e, const char *group, int conc, int weight) {
-    int done = 0;
-    ASSERT_OK(rjq_queue_set_group_limits(e->q, group, conc, weight, on_set, &done));
-    WAIT_FOR(e->base, done == 1, 10000);
+    count_wait w = {0, 0, 0};
+    ASSERT_OK(rjq_queue_set_group_limits(e->q, group, conc, weight, on_count, &w));
+    answered_ok(e, &w);
 }
 
 static void pause_group(test_env *e, const char *group, int paused) {
-    int done = 0;
-    ASSERT_OK(rjq_queue_pause_group(e->q, group, paused, on_set, &done));
-    WAIT_FOR(e->base, done == 1, 10000);
+    count_wait w = {0, 0, 0};
+    ASSERT_OK(rjq_queue_pause_group(e->q, group, paused, on_count, &w));
+    answered_ok(e, &w);
 }
 
 /* The claim script as a worker sends it, for up to n jobs of queue qn,
@@ -929,9 +928,9 @@ TEST(reclaiming_jobs_of_two_groups_frees_their_slots_once_per_group) {
 /* ---- per-group rate limit and bound ------------------------------------------------ */
 
 static void limit_group(test_env *e, const char *group, const rjq_group_limits *l) {
-    int done = 0;
-    ASSERT_OK(rjq_queue_limit_group(e->q, group, l, on_set, &done));
-    WAIT_FOR(e->base, done == 1, 10000);
+    count_wait w = {0, 0, 0};
+    ASSERT_OK(rjq_queue_limit_group(e->q, group, l, on_count, &w));
+    answered_ok(e, &w);
 }
 
 /* A child process with one worker of the given concurrency completing its

@@ -435,6 +435,16 @@ TEST(bad_dependencies_are_refused_with_nothing_written) {
     env_stop(&e);
 }
 
+/* A worker on q that runs nothing, its queue's periodic visit (which
+ * sweeps the dependents) every 50 ms. */
+static rjq_worker *sweeping_worker(rjq_queue *q) {
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 50;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q, &wo, never_runs, NULL, &w));
+    return w;
+}
+
 TEST(sweep_releases_dependents_whose_finisher_died_before_telling_them) {
     test_env e;
     env_start(&e, "ds");
@@ -446,10 +456,7 @@ TEST(sweep_releases_dependents_whose_finisher_died_before_telling_them) {
     ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{ds}:dependents a")); /* untold */
     ASSERT_STREQ("waiting", get_info(e.base, q2, "b").state);
     /* a worker on ds: its queue's periodic visit sweeps */
-    rjq_worker_options wo = quiet_worker_options(1);
-    wo.reclaim_ms = 50;
-    rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, never_runs, NULL, &w));
+    rjq_worker *w = sweeping_worker(e.q);
     WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{ds}:dependents") == 0, 10000);
     ASSERT_STREQ("ready", get_info(e.base, q2, "b").state);
     ASSERT_EQ(1, server_int(e.rc, "LLEN t:{ds2}:ready")); /* released once */
@@ -769,10 +776,7 @@ TEST(completion_whose_worker_died_before_the_release_is_released_by_the_sweep_on
     freeReplyObject(r);
     ASSERT_STREQ("completed", get_info(e.base, e.q, "a").state);
     ASSERT_STREQ("waiting", get_info(e.base, q2, "p").state);
-    rjq_worker_options wo = quiet_worker_options(1);
-    wo.reclaim_ms = 50;
-    rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, never_runs, NULL, &w));
+    rjq_worker *w = sweeping_worker(e.q);
     WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{dk}:dependents") == 0, 10000);
     ASSERT_STREQ("ready", get_info(e.base, q2, "p").state);
     ASSERT_EQ(1, server_int(e.rc, "LLEN t:{dk2}:ready")); /* released once */
@@ -802,10 +806,7 @@ TEST(sweep_reads_nothing_once_every_finished_dependency_was_released) {
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->integer == 3);
     freeReplyObject(r);
     ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{dz}:depsfin")); /* indexed by the completion */
-    rjq_worker_options wo = quiet_worker_options(1);
-    wo.reclaim_ms = 50;
-    rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, never_runs, NULL, &w));
+    rjq_worker *w = sweeping_worker(e.q);
     WAIT_FOR(e.base, server_int(e.rc, "ZCARD t:{dz}:depsfin") == 0, 10000);
     ASSERT_STREQ("ready", get_info(e.base, q2, "p").state); /* released by the sweep */
     ASSERT_EQ(1, server_int(e.rc, "LLEN t:{dz2}:ready"));
@@ -840,10 +841,7 @@ TEST(dependency_past_its_retention_is_kept_until_its_dependent_is_released) {
     redisReply *r = server_fcall(e.rc, RJQ__S_COMPLETE, "rz", done, 8);
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->integer == 3);
     freeReplyObject(r);
-    rjq_worker_options wo = quiet_worker_options(1);
-    wo.reclaim_ms = 50;
-    rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, never_runs, NULL, &w));
+    rjq_worker *w = sweeping_worker(e.q);
     WAIT_FOR(e.base, !state_is(&e, q2, "p", "waiting"), 10000);
     ASSERT_STREQ("ready", get_info(e.base, q2, "p").state); /* (policy fail: not "dead") */
     ASSERT_EQ(1, server_int(e.rc, "LLEN t:{rz2}:ready"));

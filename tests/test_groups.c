@@ -310,21 +310,27 @@ TEST(pausing_one_group_stops_only_it) {
     env_stop(&e);
 }
 
+/* Group a (limit 1) with jobs "first" and "second" in queue qn: a worker
+ * that claims by the claim script (token tok) takes "first", whose id goes
+ * in jid (the library is loaded: set_limits ran a script). */
+static void claim_first_of_limited_group(test_env *e, const char *qn, const char *tok, char *jid,
+                                         size_t len) {
+    set_limits(e, "a", 1, 0);
+    ASSERT_OK(enqueue_in(e, e->q, "first", "a", 0).status);
+    ASSERT_OK(enqueue_in(e, e->q, "second", "a", 0).status);
+    redisReply *r = claim_as_worker(e, qn, "5", tok);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
+    ASSERT_STREQ("first", r->element[5]->str);
+    snprintf(jid, len, "%s", r->element[4]->str);
+    freeReplyObject(r);
+}
+
 TEST(a_reclaimed_group_job_goes_back_to_its_group_and_frees_its_slot) {
     test_env e;
     env_start(&e, "gr");
-    set_limits(&e, "a", 1, 0);
-    ASSERT_OK(enqueue_in(&e, e.q, "first", "a", 0).status);
-    ASSERT_OK(enqueue_in(&e, e.q, "second", "a", 0).status);
-    /* a worker that then hangs claims (the claim script, as a worker sends
-     * it; the library is loaded: set_limits ran a script): the limit lets
-     * one start */
-    redisReply *r = claim_as_worker(&e, "gr", "5", "cx.w.1");
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
-    ASSERT_STREQ("first", r->element[5]->str);
+    /* a worker that then hangs claims: the limit lets one start */
     char jid[64];
-    snprintf(jid, sizeof jid, "%s", r->element[4]->str);
-    freeReplyObject(r);
+    claim_first_of_limited_group(&e, "gr", "cx.w.1", jid, sizeof jid);
     groups_wait l = groups_of(&e, "a");
     ASSERT_EQ(1, l.depth[0]);
     ASSERT_EQ(1, l.active[0]);
@@ -1245,21 +1251,6 @@ TEST(a_group_at_its_rate_limit_gets_nothing_pushed) {
     for (int i = 0; i < 2; i++) ASSERT_OK(rjq_job_complete(h.job[i], "", 0, NULL, NULL));
     worker_stop_wait(e.base, w);
     env_stop(&e);
-}
-
-/* Group a (limit 1) with jobs "first" and "second" in queue qn: a worker
- * that claims by the claim script (token tok) takes "first", whose id goes
- * in jid (the library is loaded: set_limits ran a script). */
-static void claim_first_of_limited_group(test_env *e, const char *qn, const char *tok, char *jid,
-                                         size_t len) {
-    set_limits(e, "a", 1, 0);
-    ASSERT_OK(enqueue_in(e, e->q, "first", "a", 0).status);
-    ASSERT_OK(enqueue_in(e, e->q, "second", "a", 0).status);
-    redisReply *r = claim_as_worker(e, qn, "5", tok);
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
-    ASSERT_STREQ("first", r->element[5]->str);
-    snprintf(jid, len, "%s", r->element[4]->str);
-    freeReplyObject(r);
 }
 
 /* After "first" (jid) went back: it waits at the head of group a, not in

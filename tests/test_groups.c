@@ -829,11 +829,7 @@ static void on_cpage(rjq_client *c, int status, const char *const *ids, size_t n
     (void)c;
     p->done++;
     p->status = status;
-    p->ids[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        size_t used = strlen(p->ids);
-        snprintf(p->ids + used, sizeof p->ids - used, "%s%s", i ? "," : "", ids[i]);
-    }
+    join_ids(p->ids, sizeof p->ids, ids, n);
     snprintf(p->next, sizeof p->next, "%s", next ? next : "");
 }
 

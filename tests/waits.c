@@ -198,16 +198,20 @@ void on_schedules_wait(rjq_client *c, int status, const rjq_schedule_info *l, si
     }
 }
 
+void join_ids(char *out, size_t cap, const char *const *ids, size_t n) {
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        size_t used = strlen(out);
+        snprintf(out + used, cap - used, "%s%s", i ? "," : "", ids[i]);
+    }
+}
+
 void on_names_wait(rjq_client *c, int status, const char *const *ids, size_t n, void *data) {
     names_wait *p = data;
     (void)c;
     p->done++;
     p->status = status;
-    p->ids[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        size_t used = strlen(p->ids);
-        snprintf(p->ids + used, sizeof p->ids - used, "%s%s", i ? "," : "", ids[i]);
-    }
+    join_ids(p->ids, sizeof p->ids, ids, n);
 }
 
 const char *list_ids(struct event_base *base, rjq_queue *q, rjq_job_state state, long offset,

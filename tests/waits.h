@@ -73,6 +73,9 @@ enqueue_wait enqueue_x(struct event_base *base, rjq_queue *q, const char *id, lo
 void enqueue_x_ok(struct event_base *base, rjq_queue *q, const char *id, long long delay,
                   int priority);
 
+/* The n ids joined as "a,b,c" in out (cap bytes, cut short to fit). */
+void join_ids(char *out, size_t cap, const char *const *ids, size_t n);
+
 /* rjq_queue_list_jobs, rjq_client_list_queues: the names given, as "a,b,c". */
 typedef struct names_wait {
     int done, status;

@@ -34,18 +34,8 @@ trap 'exit 1' INT TERM # (killed by a timeout: the private tmux server goes too)
 redis_private_start "$DIR" || die "could not start redis-server"
 export RJQ_URL=$redis_url
 
-FAILURES=0
-fail() { FAILURES=$((FAILURES + 1)); echo "FAIL: $*"; echo "--- screen:"; cat "$DIR/screen"; }
-screen() { "${TMUX_CMD[@]}" capture-pane -p -t top >"$DIR/screen" 2>/dev/null; }
-# wait_screen REGEX: until the screen shows a line matching it (5 s)
-wait_screen() {
-    for _ in $(seq 50); do
-        screen
-        grep -qE -- "$1" "$DIR/screen" && return 0
-        sleep 0.1
-    done
-    return 1
-}
+# shellcheck source=tests/top_helpers.bash
+. "$(dirname "${BASH_SOURCE[0]}")/top_helpers.bash"
 
 "$RJQ_BIN" enqueue alpha one >/dev/null || die "enqueue"
 for p in one two; do "$RJQ_BIN" enqueue beta "$p" >/dev/null || die "enqueue"; done

@@ -29,17 +29,8 @@ trap 'exit 1' INT TERM
 redis_private_start "$DIR" || die "could not start redis-server"
 export RJQ_URL=$redis_url
 
-FAILURES=0
-fail() { FAILURES=$((FAILURES + 1)); echo "FAIL: $*"; echo "--- screen:"; cat "$DIR/screen"; }
-screen() { "${TMUX_CMD[@]}" capture-pane -p -t top >"$DIR/screen" 2>/dev/null; }
-wait_screen() { # wait_screen REGEX: until a line of the screen matches it (5 s)
-    for _ in $(seq 50); do
-        screen
-        grep -qE -- "$1" "$DIR/screen" && return 0
-        sleep 0.1
-    done
-    return 1
-}
+# shellcheck source=tests/top_helpers.bash
+. "$(dirname "${BASH_SOURCE[0]}")/top_helpers.bash"
 enq() { # enq QUEUE GROUP N
     for i in $(seq "$3"); do "$RJQ_BIN" enqueue "$1" "$2-$i" --group "$2" >/dev/null || die "enqueue"; done
 }

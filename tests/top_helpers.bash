@@ -1,0 +1,17 @@
+# shellcheck shell=bash
+# What tests/tool_top.sh and tests/tool_top_groups.sh share: the failure
+# count, and reading the screen of rjq top running in session "top" of the
+# private tmux server TMUX_CMD (its copy in $DIR/screen).
+
+FAILURES=0
+fail() { FAILURES=$((FAILURES + 1)); echo "FAIL: $*"; echo "--- screen:"; cat "$DIR/screen"; }
+screen() { "${TMUX_CMD[@]}" capture-pane -p -t top >"$DIR/screen" 2>/dev/null; }
+# wait_screen REGEX: until the screen shows a line matching it (5 s)
+wait_screen() {
+    for _ in $(seq 50); do
+        screen
+        grep -qE -- "$1" "$DIR/screen" && return 0
+        sleep 0.1
+    done
+    return 1
+}

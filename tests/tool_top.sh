@@ -131,7 +131,7 @@ if [ -x "$WORKER" ]; then
     worker_pid=
 fi
 "${TMUX_CMD[@]}" send-keys -t top q
-for _ in $(seq 50); do [ -s "$DIR/rc" ] && break; sleep 0.1; done
+for _ in $(seq 200); do [ -s "$DIR/rc" ] && break; sleep 0.1; done
 [ "$(cat "$DIR/rc" 2>/dev/null)" = 0 ] || fail "q quits with exit 0 (got '$(cat "$DIR/rc" 2>/dev/null)')"
 
 echo "tool_top: $FAILURES failed"

@@ -6,9 +6,10 @@
 FAILURES=0
 fail() { FAILURES=$((FAILURES + 1)); echo "FAIL: $*"; echo "--- screen:"; cat "$DIR/screen"; }
 screen() { "${TMUX_CMD[@]}" capture-pane -p -t top >"$DIR/screen" 2>/dev/null; }
-# wait_screen REGEX: until the screen shows a line matching it (5 s)
+# wait_screen REGEX: until the screen shows a line matching it (at most 20 s:
+# a bound for a loaded machine, not a time the check waits for)
 wait_screen() {
-    for _ in $(seq 50); do
+    for _ in $(seq 200); do
         screen
         grep -qE -- "$1" "$DIR/screen" && return 0
         sleep 0.1

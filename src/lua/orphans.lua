@@ -73,12 +73,8 @@ if n > 0 then
   local ids = {}
   for i, l in ipairs(lost) do ids[i] = l[1] end
   local o = redis.call('HMGET', J.o, unpack(ids))
-  local hinted = {}
-  for i, id in ipairs(ids) do
-    if GROUPS.hinted(o[i]) then hinted[#hinted + 1] = id end
-  end
   local gc = {}
-  local gof = GROUPS.release(groups, J, hinted, gc)
+  local gof = GROUPS.release_hinted(groups, J, ids, o, gc)
   local gdone = {}
   for i, l in ipairs(lost) do
     local id, g = l[1], gof[l[1]]

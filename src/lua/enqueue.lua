@@ -188,18 +188,8 @@ if own then
   end
 end
 local idle_pick = typed('hash', 'HRANDFIELD', idle, 1, 'WITHVALUES')
--- Whether jobs wait and a monitor listens, with one EXISTS: a list or a
--- sorted set exists while it has members, so 0 (the usual case) answers
--- LLEN ready, ZCARD prio and the monitor's EXISTS at once; else ready and
--- prio are read (with their type check: a wrongly typed key exists) and
--- the monitor key is what the count leaves.
-local exist = redis.call('EXISTS', ready, prio, monitored)
-local nothing_ready, monitored_on = true, false
-if exist > 0 then
-  local nr, np = typed('list', 'LLEN', ready), typed('zset', 'ZCARD', prio)
-  nothing_ready = nr == 0 and np == 0
-  monitored_on = exist - (nr > 0 and 1 or 0) - (np > 0 and 1 or 0) > 0
-end
+-- Whether jobs wait and a monitor listens, with one EXISTS (lib.lua)
+local nothing_ready, monitored_on = ready_and_monitored(ready, prio, monitored)
 local spec = {}
 -- the job columns (J.s: every new job's state, its enqueue time)
 local col_spec = {J.d, 'hash', J.s, 'hash'}

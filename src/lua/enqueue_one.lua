@@ -24,13 +24,7 @@ local wake, ch, tbase, payload = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 -- Reads first (each checks its key's type): the worker to push to, and
 -- whether jobs wait and a monitor listens with one EXISTS (enqueue.lua).
 local pick = typed('hash', 'HRANDFIELD', idle, 1, 'WITHVALUES')
-local exist = redis.call('EXISTS', ready, prio, monitored)
-local nothing_ready, monitored_on = true, false
-if exist > 0 then
-  local nr, np = typed('list', 'LLEN', ready), typed('zset', 'ZCARD', prio)
-  nothing_ready = nr == 0 and np == 0
-  monitored_on = exist - (nr > 0 and 1 or 0) - (np > 0 and 1 or 0) > 0
-end
+local nothing_ready, monitored_on = ready_and_monitored(ready, prio, monitored)
 local picked = #pick > 0 and pick[1] ~= CONTROL_MARK
 -- a registration to push to (push_plan's test); a stale one is dropped
 local wid, wch, slots, epoch, lease, format

@@ -208,6 +208,18 @@ function GROUPS.release(G, J, ids, c)
   return by
 end
 
+-- GROUPS.release of those of ids whose options column (o, parallel to ids)
+-- names a group (GROUPS.hinted: a plain job costs no read): the jobs
+-- handed back, orphaned or reclaimed (release.lua, orphans.lua,
+-- reclaim.lua). Returns id -> group.
+function GROUPS.release_hinted(G, J, ids, o, c)
+  local hinted = {}
+  for i, id in ipairs(ids) do
+    if GROUPS.hinted(o[i]) then hinted[#hinted + 1] = id end
+  end
+  return GROUPS.release(G, J, hinted, c)
+end
+
 -- After jobs of groups were failed or returned (fail_job, return_lost
 -- with the group's keys: GROUPS.q), each {group, id, the state they left
 -- it in}: ready in the group again (counted, the group offered and listed

@@ -34,6 +34,8 @@ if state == 'ready' then
   local plain = typed('list', 'LLEN', ready)
   local low = redis.call('ZCARD', prio) - high
   local pos, left = offset, limit
+  -- one segment of len ids in the listing's order: fetch(from, n) appends
+  -- the page's part of it (the queue's segments and each group's)
   local function segment(len, fetch)
     if left > 0 and pos < len then
       local n = math.min(len - pos, left)
@@ -45,11 +47,8 @@ if state == 'ready' then
     end
   end
   segment(high, function(from, n) zpage(prio, from, n) end)
-  segment(plain, function(from, n)
-    for _, id in ipairs(redis.call('LRANGE', ready, int(from), int(from + n - 1))) do
-      out[#out + 1] = id
-    end
-  end)
+  local function append(into, ids) for _, id in ipairs(ids) do into[#into + 1] = id end end
+  segment(plain, function(from, n) append(out, redis.call('LRANGE', ready, int(from), int(from + n - 1))) end)
   segment(low, function(from, n) zpage(prio, high + from, n) end)
   -- then the groups' (groups_lib.lua: a group with ready jobs is listed
   -- in G..'all', score 0: by name), each in claim order as above; only
@@ -64,19 +63,9 @@ if state == 'ready' then
     local gn = redis.call('LLEN', r)
     local ids = {}
     pos = skip
-    local function gseg(len, fetch)
-      if left > 0 and pos < len then
-        local n = math.min(len - pos, left)
-        for _, id in ipairs(fetch(pos, n)) do ids[#ids + 1] = id end
-        left = left - n
-        pos = 0
-      else
-        pos = pos - len
-      end
-    end
-    gseg(gh, function(from, n) return redis.call('ZRANGE', p, int(from), int(from + n - 1)) end)
-    gseg(gn, function(from, n) return redis.call('LRANGE', r, int(from), int(from + n - 1)) end)
-    gseg(gl, function(from, n) return redis.call('ZRANGE', p, int(gh + from), int(gh + from + n - 1)) end)
+    segment(gh, function(from, n) append(ids, redis.call('ZRANGE', p, int(from), int(from + n - 1))) end)
+    segment(gn, function(from, n) append(ids, redis.call('LRANGE', r, int(from), int(from + n - 1))) end)
+    segment(gl, function(from, n) append(ids, redis.call('ZRANGE', p, int(gh + from), int(gh + from + n - 1))) end)
     skip = pos
     if #ids > 0 then
       -- (a cancelled job's id stays in its group until a claim drops it:

@@ -190,6 +190,19 @@ end
 -- chunks of `step` values (a multiple of the group width).
 local CHUNK = 1000
 
+-- Whether jobs wait (nothing_ready: false) and a monitor listens, with
+-- one EXISTS: a list or a sorted set exists while it has members, so 0
+-- (the usual case) answers LLEN ready, ZCARD prio and the monitor's EXISTS
+-- at once; else ready and prio are read (with their type check: a wrongly
+-- typed key exists) and the monitor key is what the count leaves
+-- (enqueue.lua, enqueue_one.lua). Returns nothing_ready, monitored_on.
+local function ready_and_monitored(ready, prio, monitored)
+  local exist = redis.call('EXISTS', ready, prio, monitored)
+  if exist == 0 then return true, false end
+  local nr, np = typed('list', 'LLEN', ready), typed('zset', 'ZCARD', prio)
+  return nr == 0 and np == 0, exist - (nr > 0 and 1 or 0) - (np > 0 and 1 or 0) > 0
+end
+
 -- cmd key args..., in chunks of CHUNK groups of `width` values (from
 -- args[from], default 1). With want (the key's type), a wrongly typed key
 -- is refused as typed() does.

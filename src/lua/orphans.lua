@@ -72,21 +72,17 @@ if n > 0 then
   -- "Groups", groups_lib.lua)
   local ids = {}
   for i, l in ipairs(lost) do ids[i] = l[1] end
-  local o = redis.call('HMGET', J.o, unpack(ids))
-  local hinted = {}
-  for i, id in ipairs(ids) do
-    if GROUPS.hinted(o[i]) then hinted[#hinted + 1] = id end
-  end
+  local o = hmget(J.o, ids)
+  call_all('ZREM', active, ids)
   local gc = {}
-  local gof = GROUPS.release(groups, J, hinted, gc)
+  local gof = GROUPS.release_hinted(groups, J, ids, o, gc)
   local gdone = {}
   for i, l in ipairs(lost) do
     local id, g = l[1], gof[l[1]]
-    redis.call('ZREM', active, id)
     local st = return_lost(J, g and GROUPS.q(groups, q, g) or q, id, l[2], o[i], 'worker lost', l[3], l[4])
     if g then gdone[#gdone + 1] = {g, id, st} end
   end
   if #gdone > 0 then GROUPS.after(groups, J, gdone, gc, stats) end
+  redis.call('HINCRBY', stats, 'reclaimed', n)
 end
-if n > 0 then redis.call('HINCRBY', stats, 'reclaimed', n) end
 return {n, more and 1 or 0}

@@ -79,11 +79,7 @@ local n, timed_out = 0, 0
 -- they go back to their groups (README "Groups", groups_lib.lua)
 local gc, q0 = {}, q
 local s, o = redis.call('HMGET', J.s, unpack(ids)), redis.call('HMGET', J.o, unpack(ids))
-local hinted = {}
-for i, id in ipairs(ids) do
-  if GROUPS.hinted(o[i]) then hinted[#hinted + 1] = id end
-end
-local gof = GROUPS.release(groups, J, hinted, gc)
+local gof = GROUPS.release_hinted(groups, J, ids, o, gc)
 local gdone = {}
 for i, id in ipairs(ids) do
   local v = {s[i], o[i]}

@@ -372,21 +372,51 @@ void rjq__deps_notify(rjq_queue *q, const char *const *ids, const size_t *lens, 
 
 /* ---- gathering: the calls of one loop turn together ----------------------- */
 
+/* A gathered request's place in its list (the first member of each). */
+typedef struct gather_link {
+    struct gather_link *next;
+} gather_link;
+
+typedef struct gather_list {
+    gather_link *head, **end;
+} gather_list;
+
+static void list_init(gather_list *l) {
+    l->head = NULL;
+    l->end = &l->head;
+}
+
+static void list_append(gather_list *l, gather_link *x) {
+    x->next = NULL;
+    *l->end = x;
+    l->end = &x->next;
+}
+
+static gather_link *list_pop(gather_list *l) {
+    gather_link *x = l->head;
+    if (x == NULL) return NULL;
+    l->head = x->next;
+    if (l->head == NULL) l->end = &l->head;
+    x->next = NULL;
+    return x;
+}
+
 /* A registration (deps_watch.lua) waiting for its call: dependent `dep_id`
  * of queue `entry` (a queue name, or "{b}<queue>" for a batch: batch.c)
  * on job did of queue on. */
 typedef struct watch_req {
+    gather_link link;     /* in the gathered registrations (first) */
     rjq_queue *on;        /* held */
     char *did, *entry, *dep_id;
     rjq__deps_watch_cb *cb;
     void *priv;
-    struct watch_req *next;
 } watch_req;
 
 /* A job with dependencies (rjq_enqueue) from its enqueue to its callback:
  * its deps_add (gathered with the others of its queue), then its
  * registrations (gathered per dependency's queue). */
 typedef struct add_ctx {
+    gather_link link;     /* in the gathered adds (first) */
     rjq_queue *q;         /* held until the callback */
     rjq_enqueue_cb *cb;
     void *data;
@@ -399,13 +429,12 @@ typedef struct add_ctx {
     const char *policy;   /* static */
     size_t n;
     char **dq, **did;     /* the dependencies (copies) */
-    struct add_ctx *next; /* in the gathered adds */
 } add_ctx;
 
 typedef struct deps_state {
     rjq_client *c;
-    add_ctx *adds, **adds_end;
-    watch_req *watches, **watches_end;
+    gather_list adds;     /* add_ctx */
+    gather_list watches;  /* watch_req */
     rjq__timer flush;
     int timer_ok;
 } deps_state;
@@ -454,50 +483,63 @@ typedef struct gathered {
 static void on_added(rjq_client *c, int status, redisReply *r, void *priv);
 static void on_watches(rjq_client *c, int status, redisReply *r, void *priv);
 
-static int add_like(const add_ctx *x, const add_ctx *y) {
-    return x->q == y->q && x->retry == y->retry;
+static int add_like(const gather_link *x, const gather_link *y) {
+    const add_ctx *a = (const add_ctx *)x, *b = (const add_ctx *)y;
+    return a->q == b->q && a->retry == b->retry;
 }
 
-static int watch_like(const watch_req *x, const watch_req *y) {
-    return x->on == y->on;
+static int watch_like(const gather_link *x, const gather_link *y) {
+    return ((const watch_req *)x)->on == ((const watch_req *)y)->on;
+}
+
+/* Takes from l, in order, at most PER_CALL requests like its first into a
+ * new gathered (its q left to the caller). Out of memory: NULL, and the
+ * ones it would have taken are in *lost, for the caller to end. */
+static gathered *take_like(gather_list *l, int (*like)(const gather_link *, const gather_link *),
+                           gather_link **lost) {
+    gather_link *first = l->head;
+    size_t n = 0;
+    for (gather_link *x = first; x && n < PER_CALL; x = x->next)
+        if (like(x, first)) n++;
+    gathered *g = malloc(sizeof *g + n * sizeof g->r[0]);
+    size_t k = 0;
+    gather_link **pp = &l->head;
+    *lost = NULL;
+    while (*pp && k < n) {
+        gather_link *x = *pp;
+        if (!like(x, first)) {
+            pp = &x->next;
+            continue;
+        }
+        *pp = x->next;
+        x->next = NULL;
+        if (g) {
+            g->r[k] = x;
+        } else {
+            x->next = *lost;
+            *lost = x;
+        }
+        k++;
+    }
+    if (*pp == NULL) l->end = pp; /* (its last was taken) */
+    if (g) g->n = n;
+    return g;
 }
 
 static void send_adds(deps_state *st) {
     rjq_client *c = st->c;
-    while (st->adds) {
-        add_ctx *first = st->adds;
-        size_t n = 0;
-        for (add_ctx *x = first; x && n < PER_CALL; x = x->next)
-            if (add_like(x, first)) n++;
-        gathered *g = malloc(sizeof *g + n * sizeof g->r[0]);
-        size_t k = 0;
-        add_ctx *lost = NULL; /* (out of memory: ended below) */
-        for (add_ctx **pp = &st->adds; *pp && k < n;) {
-            add_ctx *x = *pp;
-            if (!add_like(x, first)) {
-                pp = &x->next;
-                continue;
-            }
-            *pp = x->next;
-            x->next = NULL;
-            if (g) {
-                g->r[k] = x;
-            } else {
-                x->next = lost;
-                lost = x;
-            }
-            k++;
-        }
-        st->adds_end = &st->adds;
-        for (add_ctx *x = st->adds; x; x = x->next) st->adds_end = &x->next;
+    while (st->adds.head) {
+        gather_link *lost;
+        gathered *g = take_like(&st->adds, add_like, &lost);
         while (lost) {
-            add_ctx *x = lost;
-            lost = x->next;
+            add_ctx *x = (add_ctx *)lost;
+            lost = lost->next;
             add_step_done(x, RJQ_ENOMEM);
         }
         if (g == NULL) continue;
+        const add_ctx *first = g->r[0];
+        size_t n = g->n;
         g->q = first->q;
-        g->n = n;
         rjq__argv v;
         rjq__argv_init(&v);
         rjq__argv_script_keys(&v, g->q, RJQ__S_DEPS_ADD);
@@ -530,40 +572,17 @@ static void send_adds(deps_state *st) {
 
 static void send_watches(deps_state *st) {
     rjq_client *c = st->c;
-    while (st->watches) {
-        watch_req *first = st->watches;
-        size_t n = 0;
-        for (watch_req *x = first; x && n < PER_CALL; x = x->next)
-            if (watch_like(x, first)) n++;
-        gathered *g = malloc(sizeof *g + n * sizeof g->r[0]);
-        size_t k = 0;
-        watch_req *lost = NULL;
-        for (watch_req **pp = &st->watches; *pp && k < n;) {
-            watch_req *x = *pp;
-            if (!watch_like(x, first)) {
-                pp = &x->next;
-                continue;
-            }
-            *pp = x->next;
-            x->next = NULL;
-            if (g) {
-                g->r[k] = x;
-            } else {
-                x->next = lost;
-                lost = x;
-            }
-            k++;
-        }
-        st->watches_end = &st->watches;
-        for (watch_req *x = st->watches; x; x = x->next) st->watches_end = &x->next;
+    while (st->watches.head) {
+        gather_link *lost;
+        gathered *g = take_like(&st->watches, watch_like, &lost);
         while (lost) {
-            watch_req *x = lost;
-            lost = x->next;
+            watch_req *x = (watch_req *)lost;
+            lost = lost->next;
             watch_end(c, x, RJQ_ENOMEM, NULL);
         }
         if (g == NULL) continue;
-        g->q = first->on;
-        g->n = n;
+        size_t n = g->n;
+        g->q = ((const watch_req *)g->r[0])->on;
         rjq__argv v;
         rjq__argv_init(&v);
         rjq__argv_script_keys(&v, g->q, RJQ__S_DEPS_WATCH);
@@ -607,18 +626,10 @@ static void before_send(rjq_client *c, void *state, int slot, int link) {
 static void state_abort(rjq_client *c, void *state) {
     deps_state *st = state;
     if (st->timer_ok) rjq__timer_stop(c, &st->flush);
-    while (st->adds) {
-        add_ctx *a = st->adds;
-        st->adds = a->next;
-        add_step_done(a, RJQ_ECANCELED);
-    }
-    st->adds_end = &st->adds;
-    while (st->watches) {
-        watch_req *w = st->watches;
-        st->watches = w->next;
-        watch_end(c, w, RJQ_ECANCELED, NULL);
-    }
-    st->watches_end = &st->watches;
+    for (gather_link *x; (x = list_pop(&st->adds)) != NULL;)
+        add_step_done((add_ctx *)x, RJQ_ECANCELED);
+    for (gather_link *x; (x = list_pop(&st->watches)) != NULL;)
+        watch_end(c, (watch_req *)x, RJQ_ECANCELED, NULL);
 }
 
 static void state_close(rjq_client *c, void *state) {
@@ -641,8 +652,8 @@ static deps_state *state_of(rjq_client *c) {
         if (rjq__timer_setup(c, &st->flush, on_flush, st) != RJQ_OK) return NULL;
         st->timer_ok = 1;
         st->c = c;
-        st->adds_end = &st->adds;
-        st->watches_end = &st->watches;
+        list_init(&st->adds);
+        list_init(&st->watches);
     }
     return st;
 }
@@ -676,8 +687,7 @@ int rjq__deps_watch(rjq_queue *on, const char *did, const char *entry, const cha
     w->cb = cb;
     w->priv = priv;
     rjq__queue_hold(on);
-    *st->watches_end = w;
-    st->watches_end = &w->next;
+    list_append(&st->watches, &w->link);
     gathered_more(st);
     return RJQ_OK;
 }
@@ -936,8 +946,7 @@ int rjq__deps_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_j
     rjq__enter(c);
     rjq__queue_register(q);
     rjq__queue_hold(q);
-    *st->adds_end = a;
-    st->adds_end = &a->next;
+    list_append(&st->adds, &a->link);
     gathered_more(st);
     rjq__leave(c);
     return RJQ_OK;

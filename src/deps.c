@@ -32,6 +32,7 @@
 #include "batch_call.h"
 #include "check.h"
 #include "deps.h"
+#include "gather.h"
 #include "headers.h"
 #include "validate.h"
 
@@ -372,40 +373,11 @@ void rjq__deps_notify(rjq_queue *q, const char *const *ids, const size_t *lens, 
 
 /* ---- gathering: the calls of one loop turn together ----------------------- */
 
-/* A gathered request's place in its list (the first member of each). */
-typedef struct gather_link {
-    struct gather_link *next;
-} gather_link;
-
-typedef struct gather_list {
-    gather_link *head, **end;
-} gather_list;
-
-static void list_init(gather_list *l) {
-    l->head = NULL;
-    l->end = &l->head;
-}
-
-static void list_append(gather_list *l, gather_link *x) {
-    x->next = NULL;
-    *l->end = x;
-    l->end = &x->next;
-}
-
-static gather_link *list_pop(gather_list *l) {
-    gather_link *x = l->head;
-    if (x == NULL) return NULL;
-    l->head = x->next;
-    if (l->head == NULL) l->end = &l->head;
-    x->next = NULL;
-    return x;
-}
-
 /* A registration (deps_watch.lua) waiting for its call: dependent `dep_id`
  * of queue `entry` (a queue name, or "{b}<queue>" for a batch: batch.c)
  * on job did of queue on. */
 typedef struct watch_req {
-    gather_link link;     /* in the gathered registrations (first) */
+    rjq__gather_link link;     /* in the gathered registrations (first) */
     rjq_queue *on;        /* held */
     char *did, *entry, *dep_id;
     rjq__deps_watch_cb *cb;
@@ -416,7 +388,7 @@ typedef struct watch_req {
  * its deps_add (gathered with the others of its queue), then its
  * registrations (gathered per dependency's queue). */
 typedef struct add_ctx {
-    gather_link link;     /* in the gathered adds (first) */
+    rjq__gather_link link;     /* in the gathered adds (first) */
     rjq_queue *q;         /* held until the callback */
     rjq_enqueue_cb *cb;
     void *data;
@@ -433,8 +405,8 @@ typedef struct add_ctx {
 
 typedef struct deps_state {
     rjq_client *c;
-    gather_list adds;     /* add_ctx */
-    gather_list watches;  /* watch_req */
+    rjq__gather_list adds;     /* add_ctx */
+    rjq__gather_list watches;  /* watch_req */
     rjq__timer flush;
     int timer_ok;
 } deps_state;
@@ -483,45 +455,22 @@ typedef struct gathered {
 static void on_added(rjq_client *c, int status, redisReply *r, void *priv);
 static void on_watches(rjq_client *c, int status, redisReply *r, void *priv);
 
-static int add_like(const gather_link *x, const gather_link *y) {
+static int add_like(const rjq__gather_link *x, const rjq__gather_link *y) {
     const add_ctx *a = (const add_ctx *)x, *b = (const add_ctx *)y;
     return a->q == b->q && a->retry == b->retry;
 }
 
-static int watch_like(const gather_link *x, const gather_link *y) {
+static int watch_like(const rjq__gather_link *x, const rjq__gather_link *y) {
     return ((const watch_req *)x)->on == ((const watch_req *)y)->on;
 }
 
-/* Takes from l, in order, at most PER_CALL requests like its first into a
- * new gathered (its q left to the caller). Out of memory: NULL, and the
- * ones it would have taken are in *lost, for the caller to end. */
-static gathered *take_like(gather_list *l, int (*like)(const gather_link *, const gather_link *),
-                           gather_link **lost) {
-    gather_link *first = l->head;
-    size_t n = 0;
-    for (gather_link *x = first; x && n < PER_CALL; x = x->next)
-        if (like(x, first)) n++;
+/* Takes the next call's requests off l (those like its first): NULL out
+ * of memory, and the ones it would have taken are in *lost. */
+static gathered *take_like(rjq__gather_list *l, rjq__gather_like_fn *like,
+                           rjq__gather_link **lost) {
+    size_t n = rjq__gather_count(l, like, PER_CALL);
     gathered *g = malloc(sizeof *g + n * sizeof g->r[0]);
-    size_t k = 0;
-    gather_link **pp = &l->head;
-    *lost = NULL;
-    while (*pp && k < n) {
-        gather_link *x = *pp;
-        if (!like(x, first)) {
-            pp = &x->next;
-            continue;
-        }
-        *pp = x->next;
-        x->next = NULL;
-        if (g) {
-            g->r[k] = x;
-        } else {
-            x->next = *lost;
-            *lost = x;
-        }
-        k++;
-    }
-    if (*pp == NULL) l->end = pp; /* (its last was taken) */
+    rjq__gather_take(l, like, n, g ? g->r : NULL, lost);
     if (g) g->n = n;
     return g;
 }
@@ -529,7 +478,7 @@ static gathered *take_like(gather_list *l, int (*like)(const gather_link *, cons
 static void send_adds(deps_state *st) {
     rjq_client *c = st->c;
     while (st->adds.head) {
-        gather_link *lost;
+        rjq__gather_link *lost;
         gathered *g = take_like(&st->adds, add_like, &lost);
         while (lost) {
             add_ctx *x = (add_ctx *)lost;
@@ -573,7 +522,7 @@ static void send_adds(deps_state *st) {
 static void send_watches(deps_state *st) {
     rjq_client *c = st->c;
     while (st->watches.head) {
-        gather_link *lost;
+        rjq__gather_link *lost;
         gathered *g = take_like(&st->watches, watch_like, &lost);
         while (lost) {
             watch_req *x = (watch_req *)lost;
@@ -626,9 +575,9 @@ static void before_send(rjq_client *c, void *state, int slot, int link) {
 static void state_abort(rjq_client *c, void *state) {
     deps_state *st = state;
     if (st->timer_ok) rjq__timer_stop(c, &st->flush);
-    for (gather_link *x; (x = list_pop(&st->adds)) != NULL;)
+    for (rjq__gather_link *x; (x = rjq__gather_pop(&st->adds)) != NULL;)
         add_step_done((add_ctx *)x, RJQ_ECANCELED);
-    for (gather_link *x; (x = list_pop(&st->watches)) != NULL;)
+    for (rjq__gather_link *x; (x = rjq__gather_pop(&st->watches)) != NULL;)
         watch_end(c, (watch_req *)x, RJQ_ECANCELED, NULL);
 }
 
@@ -652,8 +601,8 @@ static deps_state *state_of(rjq_client *c) {
         if (rjq__timer_setup(c, &st->flush, on_flush, st) != RJQ_OK) return NULL;
         st->timer_ok = 1;
         st->c = c;
-        list_init(&st->adds);
-        list_init(&st->watches);
+        rjq__gather_init(&st->adds);
+        rjq__gather_init(&st->watches);
     }
     return st;
 }
@@ -687,7 +636,7 @@ int rjq__deps_watch(rjq_queue *on, const char *did, const char *entry, const cha
     w->cb = cb;
     w->priv = priv;
     rjq__queue_hold(on);
-    list_append(&st->watches, &w->link);
+    rjq__gather_append(&st->watches, &w->link);
     gathered_more(st);
     return RJQ_OK;
 }
@@ -946,7 +895,7 @@ int rjq__deps_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_j
     rjq__enter(c);
     rjq__queue_register(q);
     rjq__queue_hold(q);
-    list_append(&st->adds, &a->link);
+    rjq__gather_append(&st->adds, &a->link);
     gathered_more(st);
     rjq__leave(c);
     return RJQ_OK;

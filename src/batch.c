@@ -580,10 +580,11 @@ int rjq_batch_await(rjq_queue *bq, const char *id, long timeout_ms, rjq_batch_in
 }
 
 static void state_abort(rjq_client *c, void *state);
-static void state_cancel(rjq_client *c, void *state);
 static void state_close(rjq_client *c, void *state);
+/* (cancel: after requests were cancelled, an add gathered by a cancelled
+ * request's callback; the awaits end with the client's awaits, await.c) */
 static const rjq__feature batch_feature = {
-    .name = "batches", .abort = state_abort, .cancel = state_cancel, .close = state_close};
+    .name = "batches", .abort = state_abort, .cancel = state_abort, .close = state_close};
 
 static batch_state *state_of(rjq_client *c) {
     batch_state *st = rjq__feature_ensure(c, &batch_feature, sizeof *st);
@@ -604,13 +605,6 @@ static void state_abort(rjq_client *c, void *state) {
     if (st->timer_ok) rjq__timer_stop(c, &st->flush);
     for (rjq__gather_link *x; (x = rjq__gather_pop(&st->adds)) != NULL;)
         member_end(c, (member_ctx *)x, RJQ_ECANCELED);
-}
-
-/* After requests were cancelled (the awaits end with the client's
- * awaits, await.c). */
-static void state_cancel(rjq_client *c, void *state) {
-    batch_state *st = state;
-    state_abort(c, st); /* (an add gathered by a cancelled request's callback) */
 }
 
 static void state_close(rjq_client *c, void *state) {

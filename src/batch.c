@@ -25,6 +25,7 @@
 #include "await.h"
 #include "batch_call.h"
 #include "deps.h"
+#include "gather.h"
 #include "queue.h"
 #include "validate.h"
 
@@ -117,20 +118,20 @@ int rjq_batch_create(rjq_queue *q, const rjq_batch_options *given, rjq_batch_cb 
 /* ---- members ------------------------------------------------------------ */
 
 typedef struct member_ctx {
+    rjq__gather_link link;   /* in the adds gathered for the next call (first) */
     rjq_queue *bq, *q;
     rjq_enqueue_cb *cb;
     void *data;
     rjq_enqueued out;
     char *bid, *id;
     char outcome[16];        /* how it ended when registered ('' waiting) */
-    struct member_ctx *next; /* in the adds gathered for the next call */
 } member_ctx;
 
 /* The client's batch state (a feature): the adds gathered in this loop
  * turn (sent together, one call per batch, by a 0 ms timer). */
 typedef struct batch_state {
     rjq_client *c;
-    member_ctx *adds, **adds_end;
+    rjq__gather_list adds;   /* member_ctx */
     rjq__timer flush;
     int timer_ok;
 } batch_state;
@@ -149,16 +150,17 @@ static void member_end(rjq_client *c, member_ctx *m, int status) {
 /* One call's adds (members m[0..n-1], all of batch bid of bq). */
 typedef struct add_call {
     size_t n;
-    member_ctx *m[];
+    void *m[];               /* member_ctx */
 } add_call;
 
 static void on_members_added(rjq_client *c, int status, redisReply *r, void *priv) {
     add_call *a = priv;
-    rjq__queue_release(a->m[0]->bq); /* (rjq__batch_call's hold) */
+    const member_ctx *first = a->m[0];
+    rjq__queue_release(first->bq); /* (rjq__batch_call's hold) */
     /* batch.lua add: per member 1 added, 0 added already, -1 sealed; or
      * -2 (no such batch) */
     if (status == RJQ_OK && r->type == REDIS_REPLY_INTEGER && r->integer == -2) {
-        rjq__errmsg(c, "no batch %s: its jobs were enqueued outside any", a->m[0]->bid);
+        rjq__errmsg(c, "no batch %s: its jobs were enqueued outside any", first->bid);
         status = RJQ_ENOTFOUND;
     }
     if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != a->n)) {
@@ -185,46 +187,40 @@ static void on_members_added(rjq_client *c, int status, redisReply *r, void *pri
 /* At most this many members in one add call. */
 #define ADDS_PER_CALL 500
 
+static int member_like(const rjq__gather_link *x, const rjq__gather_link *first) {
+    const member_ctx *m = (const member_ctx *)x, *f = (const member_ctx *)first;
+    return m->bq == f->bq && strcmp(m->bid, f->bid) == 0;
+}
+
 /* The gathered adds go: one call per batch (of ADDS_PER_CALL at most). */
 static void on_flush(rjq__timer *t) {
     batch_state *st = t->owner;
     rjq_client *c = st->c;
     rjq__enter(c);
-    while (st->adds) {
-        member_ctx *first = st->adds;
-        size_t n = 0;
-        for (member_ctx *m = first; m && n < ADDS_PER_CALL; m = m->next)
-            if (m->bq == first->bq && strcmp(m->bid, first->bid) == 0) n++;
+    while (st->adds.head) {
+        size_t n = rjq__gather_count(&st->adds, member_like, ADDS_PER_CALL);
         add_call *a = malloc(sizeof *a + n * sizeof a->m[0]);
         const char **args = malloc(3 * n * sizeof *args);
         size_t *lens = malloc(3 * n * sizeof *lens);
         a = a && args && lens ? a : (free(a), NULL);
-        /* take them off the list */
-        size_t k = 0;
-        for (member_ctx **pp = &st->adds; *pp && k < n;) {
-            member_ctx *m = *pp;
-            if (m->bq != first->bq || strcmp(m->bid, first->bid) != 0) {
-                pp = &m->next;
-                continue;
-            }
-            *pp = m->next;
-            m->next = NULL;
-            if (a) {
-                const char *name = rjq_queue_get_name(m->q);
-                a->m[k] = m;
-                args[3 * k] = name;
-                lens[3 * k] = strlen(name);
-                args[3 * k + 1] = m->id;
-                lens[3 * k + 1] = strlen(m->id);
-                args[3 * k + 2] = m->outcome;
-                lens[3 * k + 2] = strlen(m->outcome);
-            } else {
-                member_end(c, m, RJQ_ENOMEM);
-            }
-            k++;
+        rjq__gather_link *lost;
+        rjq__gather_take(&st->adds, member_like, n, a ? a->m : NULL, &lost);
+        while (lost) {
+            member_ctx *m = (member_ctx *)lost;
+            lost = lost->next;
+            member_end(c, m, RJQ_ENOMEM);
         }
-        st->adds_end = &st->adds;
-        for (member_ctx *m = st->adds; m; m = m->next) st->adds_end = &m->next;
+        const member_ctx *first = a ? a->m[0] : NULL;
+        for (size_t k = 0; a && k < n; k++) {
+            const member_ctx *m = a->m[k];
+            const char *name = rjq_queue_get_name(m->q);
+            args[3 * k] = name;
+            lens[3 * k] = strlen(name);
+            args[3 * k + 1] = m->id;
+            lens[3 * k + 1] = strlen(m->id);
+            args[3 * k + 2] = m->outcome;
+            lens[3 * k + 2] = strlen(m->outcome);
+        }
         if (a) {
             a->n = n;
             int rc = rjq__accepting(c) ? rjq__batch_call(first->bq, "add", first->bid,
@@ -252,9 +248,7 @@ static void on_member_watched(rjq_client *c, int status, const char *outcome, vo
     if (status == RJQ_OK) {
         /* gathered: the adds of this loop turn go together (on_flush) */
         if (outcome) snprintf(m->outcome, sizeof m->outcome, "%s", outcome);
-        m->next = NULL;
-        *st->adds_end = m;
-        st->adds_end = &m->next;
+        rjq__gather_append(&st->adds, &m->link);
         rjq__timer_start(c, &st->flush, 0);
         return;
     }
@@ -586,10 +580,11 @@ int rjq_batch_await(rjq_queue *bq, const char *id, long timeout_ms, rjq_batch_in
 }
 
 static void state_abort(rjq_client *c, void *state);
-static void state_cancel(rjq_client *c, void *state);
 static void state_close(rjq_client *c, void *state);
+/* (cancel: after requests were cancelled, an add gathered by a cancelled
+ * request's callback; the awaits end with the client's awaits, await.c) */
 static const rjq__feature batch_feature = {
-    .name = "batches", .abort = state_abort, .cancel = state_cancel, .close = state_close};
+    .name = "batches", .abort = state_abort, .cancel = state_abort, .close = state_close};
 
 static batch_state *state_of(rjq_client *c) {
     batch_state *st = rjq__feature_ensure(c, &batch_feature, sizeof *st);
@@ -598,7 +593,7 @@ static batch_state *state_of(rjq_client *c) {
         if (rjq__timer_setup(c, &st->flush, on_flush, st) != RJQ_OK) return NULL;
         st->timer_ok = 1;
         st->c = c;
-        st->adds_end = &st->adds;
+        rjq__gather_init(&st->adds);
     }
     return st;
 }
@@ -608,19 +603,8 @@ static batch_state *state_of(rjq_client *c) {
 static void state_abort(rjq_client *c, void *state) {
     batch_state *st = state;
     if (st->timer_ok) rjq__timer_stop(c, &st->flush);
-    while (st->adds) {
-        member_ctx *m = st->adds;
-        st->adds = m->next;
-        member_end(c, m, RJQ_ECANCELED);
-    }
-    st->adds_end = &st->adds;
-}
-
-/* After requests were cancelled (the awaits end with the client's
- * awaits, await.c). */
-static void state_cancel(rjq_client *c, void *state) {
-    batch_state *st = state;
-    state_abort(c, st); /* (an add gathered by a cancelled request's callback) */
+    for (rjq__gather_link *x; (x = rjq__gather_pop(&st->adds)) != NULL;)
+        member_end(c, (member_ctx *)x, RJQ_ECANCELED);
 }
 
 static void state_close(rjq_client *c, void *state) {

@@ -32,6 +32,7 @@
 #include "batch_call.h"
 #include "check.h"
 #include "deps.h"
+#include "gather.h"
 #include "headers.h"
 #include "validate.h"
 
@@ -376,17 +377,18 @@ void rjq__deps_notify(rjq_queue *q, const char *const *ids, const size_t *lens, 
  * of queue `entry` (a queue name, or "{b}<queue>" for a batch: batch.c)
  * on job did of queue on. */
 typedef struct watch_req {
+    rjq__gather_link link;     /* in the gathered registrations (first) */
     rjq_queue *on;        /* held */
     char *did, *entry, *dep_id;
     rjq__deps_watch_cb *cb;
     void *priv;
-    struct watch_req *next;
 } watch_req;
 
 /* A job with dependencies (rjq_enqueue) from its enqueue to its callback:
  * its deps_add (gathered with the others of its queue), then its
  * registrations (gathered per dependency's queue). */
 typedef struct add_ctx {
+    rjq__gather_link link;     /* in the gathered adds (first) */
     rjq_queue *q;         /* held until the callback */
     rjq_enqueue_cb *cb;
     void *data;
@@ -399,13 +401,12 @@ typedef struct add_ctx {
     const char *policy;   /* static */
     size_t n;
     char **dq, **did;     /* the dependencies (copies) */
-    struct add_ctx *next; /* in the gathered adds */
 } add_ctx;
 
 typedef struct deps_state {
     rjq_client *c;
-    add_ctx *adds, **adds_end;
-    watch_req *watches, **watches_end;
+    rjq__gather_list adds;     /* add_ctx */
+    rjq__gather_list watches;  /* watch_req */
     rjq__timer flush;
     int timer_ok;
 } deps_state;
@@ -454,50 +455,40 @@ typedef struct gathered {
 static void on_added(rjq_client *c, int status, redisReply *r, void *priv);
 static void on_watches(rjq_client *c, int status, redisReply *r, void *priv);
 
-static int add_like(const add_ctx *x, const add_ctx *y) {
-    return x->q == y->q && x->retry == y->retry;
+static int add_like(const rjq__gather_link *x, const rjq__gather_link *y) {
+    const add_ctx *a = (const add_ctx *)x, *b = (const add_ctx *)y;
+    return a->q == b->q && a->retry == b->retry;
 }
 
-static int watch_like(const watch_req *x, const watch_req *y) {
-    return x->on == y->on;
+static int watch_like(const rjq__gather_link *x, const rjq__gather_link *y) {
+    return ((const watch_req *)x)->on == ((const watch_req *)y)->on;
+}
+
+/* Takes the next call's requests off l (those like its first): NULL out
+ * of memory, and the ones it would have taken are in *lost. */
+static gathered *take_like(rjq__gather_list *l, rjq__gather_like_fn *like,
+                           rjq__gather_link **lost) {
+    size_t n = rjq__gather_count(l, like, PER_CALL);
+    gathered *g = malloc(sizeof *g + n * sizeof g->r[0]);
+    rjq__gather_take(l, like, n, g ? g->r : NULL, lost);
+    if (g) g->n = n;
+    return g;
 }
 
 static void send_adds(deps_state *st) {
     rjq_client *c = st->c;
-    while (st->adds) {
-        add_ctx *first = st->adds;
-        size_t n = 0;
-        for (add_ctx *x = first; x && n < PER_CALL; x = x->next)
-            if (add_like(x, first)) n++;
-        gathered *g = malloc(sizeof *g + n * sizeof g->r[0]);
-        size_t k = 0;
-        add_ctx *lost = NULL; /* (out of memory: ended below) */
-        for (add_ctx **pp = &st->adds; *pp && k < n;) {
-            add_ctx *x = *pp;
-            if (!add_like(x, first)) {
-                pp = &x->next;
-                continue;
-            }
-            *pp = x->next;
-            x->next = NULL;
-            if (g) {
-                g->r[k] = x;
-            } else {
-                x->next = lost;
-                lost = x;
-            }
-            k++;
-        }
-        st->adds_end = &st->adds;
-        for (add_ctx *x = st->adds; x; x = x->next) st->adds_end = &x->next;
+    while (st->adds.head) {
+        rjq__gather_link *lost;
+        gathered *g = take_like(&st->adds, add_like, &lost);
         while (lost) {
-            add_ctx *x = lost;
-            lost = x->next;
+            add_ctx *x = (add_ctx *)lost;
+            lost = lost->next;
             add_step_done(x, RJQ_ENOMEM);
         }
         if (g == NULL) continue;
+        const add_ctx *first = g->r[0];
+        size_t n = g->n;
         g->q = first->q;
-        g->n = n;
         rjq__argv v;
         rjq__argv_init(&v);
         rjq__argv_script_keys(&v, g->q, RJQ__S_DEPS_ADD);
@@ -530,40 +521,17 @@ static void send_adds(deps_state *st) {
 
 static void send_watches(deps_state *st) {
     rjq_client *c = st->c;
-    while (st->watches) {
-        watch_req *first = st->watches;
-        size_t n = 0;
-        for (watch_req *x = first; x && n < PER_CALL; x = x->next)
-            if (watch_like(x, first)) n++;
-        gathered *g = malloc(sizeof *g + n * sizeof g->r[0]);
-        size_t k = 0;
-        watch_req *lost = NULL;
-        for (watch_req **pp = &st->watches; *pp && k < n;) {
-            watch_req *x = *pp;
-            if (!watch_like(x, first)) {
-                pp = &x->next;
-                continue;
-            }
-            *pp = x->next;
-            x->next = NULL;
-            if (g) {
-                g->r[k] = x;
-            } else {
-                x->next = lost;
-                lost = x;
-            }
-            k++;
-        }
-        st->watches_end = &st->watches;
-        for (watch_req *x = st->watches; x; x = x->next) st->watches_end = &x->next;
+    while (st->watches.head) {
+        rjq__gather_link *lost;
+        gathered *g = take_like(&st->watches, watch_like, &lost);
         while (lost) {
-            watch_req *x = lost;
-            lost = x->next;
+            watch_req *x = (watch_req *)lost;
+            lost = lost->next;
             watch_end(c, x, RJQ_ENOMEM, NULL);
         }
         if (g == NULL) continue;
-        g->q = first->on;
-        g->n = n;
+        size_t n = g->n;
+        g->q = ((const watch_req *)g->r[0])->on;
         rjq__argv v;
         rjq__argv_init(&v);
         rjq__argv_script_keys(&v, g->q, RJQ__S_DEPS_WATCH);
@@ -607,18 +575,10 @@ static void before_send(rjq_client *c, void *state, int slot, int link) {
 static void state_abort(rjq_client *c, void *state) {
     deps_state *st = state;
     if (st->timer_ok) rjq__timer_stop(c, &st->flush);
-    while (st->adds) {
-        add_ctx *a = st->adds;
-        st->adds = a->next;
-        add_step_done(a, RJQ_ECANCELED);
-    }
-    st->adds_end = &st->adds;
-    while (st->watches) {
-        watch_req *w = st->watches;
-        st->watches = w->next;
-        watch_end(c, w, RJQ_ECANCELED, NULL);
-    }
-    st->watches_end = &st->watches;
+    for (rjq__gather_link *x; (x = rjq__gather_pop(&st->adds)) != NULL;)
+        add_step_done((add_ctx *)x, RJQ_ECANCELED);
+    for (rjq__gather_link *x; (x = rjq__gather_pop(&st->watches)) != NULL;)
+        watch_end(c, (watch_req *)x, RJQ_ECANCELED, NULL);
 }
 
 static void state_close(rjq_client *c, void *state) {
@@ -641,8 +601,8 @@ static deps_state *state_of(rjq_client *c) {
         if (rjq__timer_setup(c, &st->flush, on_flush, st) != RJQ_OK) return NULL;
         st->timer_ok = 1;
         st->c = c;
-        st->adds_end = &st->adds;
-        st->watches_end = &st->watches;
+        rjq__gather_init(&st->adds);
+        rjq__gather_init(&st->watches);
     }
     return st;
 }
@@ -676,8 +636,7 @@ int rjq__deps_watch(rjq_queue *on, const char *did, const char *entry, const cha
     w->cb = cb;
     w->priv = priv;
     rjq__queue_hold(on);
-    *st->watches_end = w;
-    st->watches_end = &w->next;
+    rjq__gather_append(&st->watches, &w->link);
     gathered_more(st);
     return RJQ_OK;
 }
@@ -936,8 +895,7 @@ int rjq__deps_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_j
     rjq__enter(c);
     rjq__queue_register(q);
     rjq__queue_hold(q);
-    *st->adds_end = a;
-    st->adds_end = &a->next;
+    rjq__gather_append(&st->adds, &a->link);
     gathered_more(st);
     rjq__leave(c);
     return RJQ_OK;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "enqueue.h"
 #include "groups.h"
 #include "headers.h"
 #include "validate.h"
@@ -56,33 +57,18 @@ int rjq__groups_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq
                        "or dependencies", RJQ_GROUP_NAME_MAX);
         return RJQ_EINVAL;
     }
-    if (payload == NULL && len > 0) return RJQ_EINVAL;
-    if (len > rjq__client_max_payload(c)) {
-        rjq__errmsg(c, "payload of %zu bytes exceeds max_payload %zu", len, rjq__client_max_payload(c));
-        return RJQ_ETOOBIG;
-    }
-    if (o->id && !rjq__valid_job_id(o->id)) {
-        rjq__errmsg(c, "job ids are 1..%d bytes without spaces or control characters, "
-                       "and not all digits", RJQ_JOB_ID_MAX);
-        return RJQ_EJOBID;
-    }
-    int rc = rjq__queue_usable(q, "enqueue with a group");
-    if (rc != RJQ_OK) return rc;
     rjq_job_options rest = *o; /* the options the scripts know */
     rest.group = NULL;
-    if (rest.timeout_ms == 0) rest.timeout_ms = rjq__queue_job_timeout_ms(q);
+    rjq_enqueue_item it = RJQ_ENQUEUE_ITEM_INIT;
+    it.payload = payload;
+    it.len = len;
+    it.opts = &rest;
     char opts[RJQ__OPTS_MAX];
-    if (rjq__encode_job_options(&rest, opts) != RJQ_OK) {
-        rjq__errmsg(c, "invalid job options (delay, priority, attempts, backoff or timeout)");
-        return RJQ_EINVAL;
-    }
+    int rc = rjq__enqueue_check(q, &it, opts);
+    if (rc == RJQ_OK) rc = rjq__queue_usable(q, "enqueue with a group");
+    if (rc != RJQ_OK) return rc;
     char *text = NULL; /* the options, then '\n' and the headers (headers.h) */
     size_t tlen = 0;
-    char why[160];
-    if (rjq__headers_options_check(o, opts, why, sizeof why) != RJQ_OK) {
-        rjq__errmsg(c, "%s", why);
-        return RJQ_EINVAL;
-    }
     if (o->nheaders &&
         (text = rjq__headers_options_text(opts, o->headers, o->nheaders, &tlen)) == NULL)
         return RJQ_ENOMEM;

@@ -30,12 +30,12 @@ src=${RJQ_SOURCE:?}/src
 objdir=$build/CMakeFiles/rjq_obj.dir/src
 
 ranks=(
-    "timer url validate headers error argv resp tls cron check slot slotmap ssbook replyarena readin" # 0 leaves
+    "timer url validate headers error argv resp tls cron check slot slotmap ssbook replyarena readin gather" # 0 leaves
     "runtime"                                     # 1 core: depth, timers, features
     "conn sentinel shardlink route"               # 2 core: connections, where the master is, routing by slot
     "request reqstate scripts txn durable pubsub" # 3 core: the connections' owners
     "client liveness masters ioglue"              # 4 core: the public lifetime, the watchdog, each master, rjq_io_ops
-    "queue enqueue held push worker worker_state worker_stop worker_fetch worker_claim worker_group worker_wake worker_notice worker_lease worker_push worker_job reclaim upkeep job await await_table await_early monitor admin index processes schedule scheduler shard shard_ids shard_split shard_resplit shard_resplitter shard_groups history history_math history_read deps deps_read groups batch batch_call flow" # 5
+    "queue enqueue enqueue_check held push worker worker_state worker_stop worker_fetch worker_claim worker_group worker_wake worker_notice worker_lease worker_push worker_job reclaim upkeep job await await_table await_early monitor admin index processes schedule scheduler shard shard_ids shard_split shard_resplit shard_resplitter shard_groups history history_math history_read deps deps_read groups batch batch_call flow" # 5
     "deprecated"                                  # 6 the deprecated names: each calls its new name
 )
 # The request layer's files: the only ones that see request_private.h.

@@ -32,6 +32,7 @@
 #include "batch_call.h"
 #include "check.h"
 #include "deps.h"
+#include "enqueue.h"
 #include "gather.h"
 #include "headers.h"
 #include "validate.h"
@@ -854,13 +855,12 @@ int rjq__deps_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_j
     rest.after = NULL;
     rest.n_after = 0;
     rest.after_policy = 0;
-    char opts[RJQ__OPTS_MAX];
-    if (rjq__encode_job_options(&rest, opts) != RJQ_OK) return RJQ_EINVAL;
-    char why[160]; /* (headers.h: their text follows the options') */
-    if (rjq__headers_options_check(o, opts, why, sizeof why) != RJQ_OK) {
-        rjq__errmsg(c, "%s", why);
-        return RJQ_EINVAL;
-    }
+    rjq_enqueue_item it = RJQ_ENQUEUE_ITEM_INIT;
+    it.payload = payload;
+    it.len = len;
+    it.opts = &rest;
+    char opts[RJQ__OPTS_MAX]; /* (the payload, its size, the id, the queue's default timeout) */
+    if ((rc = rjq__enqueue_check(q, &it, opts)) != RJQ_OK) return rc;
     static const char *const policies[] = {"fail", "run", "ignore"};
     deps_state *st = state_of(c);
     add_ctx *a = st ? calloc(1, sizeof *a) : NULL;

@@ -435,6 +435,46 @@ TEST(bad_dependencies_are_refused_with_nothing_written) {
     env_stop(&e);
 }
 
+/* A job with dependencies is checked as any enqueue (rjq__enqueue_check):
+ * a NULL payload with a length and one over max_payload are refused with
+ * nothing written, and the queue's job_timeout_ms is its timeout as it is
+ * a plain job's (its stored options are the plain job's). */
+TEST(job_with_dependencies_is_checked_and_stored_as_any_enqueue) {
+    test_env e;
+    rjq_queue_options qo = RJQ_QUEUE_OPTIONS_INIT;
+    qo.job_timeout_ms = 4321;
+    env_start_queue(&e, "dk", &qo);
+    long long keys = server_int(e.rc, "DBSIZE");
+    rjq_dep dep = {"dk", "pending"};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.after = &dep;
+    o.n_after = 1;
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, NULL, 5, &o, on_enqueue_wait, NULL));
+    rjq_client_options co = client_options(e.s.url);
+    co.max_payload = 4;
+    rjq_client *small = client_new(e.base, &co);
+    rjq_queue *sq;
+    ASSERT_OK(rjq_queue_open(small, "dk", NULL, &sq));
+    ASSERT_EQ(RJQ_ETOOBIG, rjq_enqueue(sq, "12345", 5, &o, on_enqueue_wait, NULL));
+    ASSERT(strstr(rjq_client_get_errmsg(small), "exceeds max_payload 4") != NULL);
+    rjq_client_free(small);
+    ASSERT_EQ(keys, server_int(e.rc, "DBSIZE")); /* (nothing sent) */
+    ASSERT_OK(enqueue_after(&e, e.q, "waits", &dep, 1, RJQ_AFTER_FAIL).status);
+    rjq_job_options plain = RJQ_JOB_OPTIONS_INIT;
+    plain.id = "plain";
+    plain.delay_ms = 3600000; /* (not run: its options only) */
+    ASSERT_OK(enqueue_job(e.base, e.q, "p", &plain).status);
+    redisReply *a = server_cmd(e.rc, "HGET t:{dk}:options waits");
+    redisReply *b = server_cmd(e.rc, "HGET t:{dk}:options plain");
+    ASSERT_EQ(REDIS_REPLY_STRING, a->type);
+    ASSERT_EQ(REDIS_REPLY_STRING, b->type);
+    ASSERT(strstr(a->str, "4321") != NULL);
+    ASSERT_STREQ(b->str, a->str);
+    freeReplyObject(a);
+    freeReplyObject(b);
+    env_stop(&e);
+}
+
 /* A worker on q that runs nothing, its queue's periodic visit (which
  * sweeps the dependents) every 50 ms. */
 static rjq_worker *sweeping_worker(rjq_queue *q) {

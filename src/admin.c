@@ -292,6 +292,11 @@ int rjq__queue_resume_one(rjq_queue *q, rjq_count_cb *cb, void *data) {
 /* ---- limits ------------------------------------------------------------------ */
 
 int rjq__queue_limits_one(rjq_queue *q, const rjq_limits *l, rjq_count_cb *cb, void *data) {
+    return rjq__queue_limits_fenced(q, l, -1, cb, data);
+}
+
+int rjq__queue_limits_fenced(rjq_queue *q, const rjq_limits *l, long long epoch, rjq_count_cb *cb,
+                             void *data) {
     int rc = usable(q, 1);
     if (rc != RJQ_OK) return rc;
     rjq_limits copy = RJQ_LIMITS_INIT;
@@ -308,6 +313,7 @@ int rjq__queue_limits_one(rjq_queue *q, const rjq_limits *l, rjq_count_cb *cb, v
     rjq__argv_ll(&a, l->concurrency);
     rjq__argv_ll(&a, l->rate);
     rjq__argv_ll(&a, l->rate_window_ms ? l->rate_window_ms : 1000);
+    if (epoch >= 0) rjq__argv_ll(&a, epoch);
     rc = send_admin(q, RJQ__S_LIMITS, on_count, (admin_cb){.count = cb}, data, &a);
     if (rc == RJQ_OK) rjq__queue_register(q); /* a queue set up is listed */
     return rc;

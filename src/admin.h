@@ -24,6 +24,11 @@ int rjq__queue_reclaim_one(rjq_queue *q, rjq_count_cb *cb, void *data);
 int rjq__queue_pause_one(rjq_queue *q, rjq_count_cb *cb, void *data);
 int rjq__queue_resume_one(rjq_queue *q, rjq_count_cb *cb, void *data);
 int rjq__queue_limits_one(rjq_queue *q, const rjq_limits *l, rjq_count_cb *cb, void *data);
+/* The same on a shard, fenced by epoch (>= 0; -1: none, as _one): refused
+ * by the shard when it holds a newer epoch (limits.lua), cb's n then 0
+ * (1 when written). */
+int rjq__queue_limits_fenced(rjq_queue *q, const rjq_limits *l, long long epoch, rjq_count_cb *cb,
+                             void *data);
 int rjq__queue_jobs_one(rjq_queue *q, rjq_job_state state, long offset, long limit,
                         rjq_ids_cb *cb, void *data);
 int rjq__queue_dead_one(rjq_queue *q, long offset, long limit, rjq_ids_cb *cb, void *data);

@@ -1454,7 +1454,7 @@ static void on_shard_stats(rjq_client *c, int status, const rjq_stats *st, void 
 static void on_whole_read(rjq_client *c, int status, redisReply *r, void *priv) {
     summing *s = priv;
     if (status == RJQ_OK && r->type == REDIS_REPLY_STRING) {
-        status = rjq__shard_limits_parse(r->str, r->len, &s->whole);
+        status = rjq__shard_limits_parse(r->str, r->len, &s->whole, NULL);
         s->has_whole = status == RJQ_OK;
         if (status != RJQ_OK) rjq__errmsg(c, "a sharded queue's stored limits are not readable");
     } else if (status == RJQ_OK && r->type != REDIS_REPLY_NIL) {
@@ -1722,7 +1722,8 @@ int rjq_queue_purge(rjq_queue *q, rjq_job_state state, long limit, rjq_count_cb 
 
 typedef struct limits_arg {
     const layout *l;
-    rjq_limits lim; /* the whole queue's */
+    rjq_limits lim;   /* the whole queue's */
+    long long epoch;  /* the change's (wholelimits.lua) */
 } limits_arg;
 
 static int send_limits(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *data) {
@@ -1732,37 +1733,80 @@ static int send_limits(rjq_queue *sub, const void *arg, rjq_count_cb *cb, void *
     rjq_limits part = a->lim;
     part.concurrency = share_of(a->lim.concurrency, a->l->n, i);
     part.rate = share_of(a->lim.rate, a->l->n, i);
-    return rjq__queue_limits_one(sub, &part, cb, data);
+    return rjq__queue_limits_fenced(sub, &part, a->epoch, cb, data);
 }
 
-/* The whole-queue figures, stored with the declaration (src/keys.def
- * SHARDLIMITS, Q's own slot) for every client's re-splitter
- * (shard_resplitter.c): "1 <concurrency> <rate> <window ms>". */
-typedef struct whole_set {
+/* A change of the whole-queue figures (src/keys.def SHARDLIMITS, Q's own
+ * slot, read by every client's re-splitter: shard_resplitter.c), fenced
+ * against a re-split step in flight (docs/sharding.md 6b): wholelimits.lua
+ * 'begin' gives the change its epoch; every shard's static share is
+ * written with it (a shard holding a newer epoch refuses: a newer change
+ * won there); then 'set' stores "1 <concurrency> <rate> <window ms>
+ * <epoch>". A step writes with the epoch of the figures it read, so once
+ * the change reached a shard a step that read older figures writes
+ * nothing there, and a step that reads these figures finds every shard
+ * already split for them. q held throughout. */
+typedef struct limits_change {
+    rjq_queue *q;
+    rjq_limits lim;
+    long long epoch;
     rjq_count_cb *cb;
     void *data;
-} whole_set;
+} limits_change;
 
-static void on_whole_set(rjq_client *c, int status, redisReply *r, void *priv) {
-    whole_set *w = priv;
-    if (status == RJQ_OK && (r == NULL || r->type != REDIS_REPLY_STATUS)) status = RJQ_EPROTO;
-    w->cb(c, status, 0, w->data);
-    free(w);
+static void change_end(rjq_client *c, limits_change *ch, int status) {
+    if (ch->cb) ch->cb(c, status, status == RJQ_OK, ch->data);
+    if (!rjq__closing(c)) rjq__queue_release(ch->q);
+    free(ch);
 }
 
-static int send_whole(rjq_queue *q, const void *arg, rjq_count_cb *cb, void *data) {
-    const limits_arg *a = arg;
-    whole_set *w = malloc(sizeof *w);
-    if (w == NULL) return RJQ_ENOMEM;
-    *w = (whole_set){cb, data};
-    char val[96];
-    snprintf(val, sizeof val, "1 %ld %ld %ld", a->lim.concurrency, a->lim.rate,
-             a->lim.rate_window_ms ? a->lim.rate_window_ms : 1000);
-    const char *argv[] = {"SET", rjq__queue_key(q, RJQ__K_SHARDLIMITS, NULL), val};
-    int rc = rjq__command_in(rjq_queue_get_client(q), rjq__queue_slot(q), 0, on_whole_set, w, 3,
-                             argv, NULL);
-    if (rc != RJQ_OK) free(w);
+/* wholelimits.lua: 'begin' (set 0) or 'set' (1) the change's figures. */
+static int send_whole(limits_change *ch, int set, rjq__reply_fn *fn) {
+    rjq_client *c = rjq_queue_get_client(ch->q);
+    rjq__argv a;
+    rjq__argv_init(&a);
+    rjq__argv_script_keys(&a, ch->q, RJQ__S_WHOLELIMITS);
+    rjq__argv_str(&a, set ? "set" : "begin");
+    if (set) {
+        rjq__argv_ll(&a, ch->lim.concurrency);
+        rjq__argv_ll(&a, ch->lim.rate);
+        rjq__argv_ll(&a, ch->lim.rate_window_ms ? ch->lim.rate_window_ms : 1000);
+        rjq__argv_ll(&a, ch->epoch);
+    }
+    int rc = a.oom ? RJQ_ENOMEM : rjq__script(c, RJQ__S_WHOLELIMITS, 0, fn, ch, a.n, a.v, a.len);
+    rjq__argv_free(&a);
     return rc;
+}
+
+static void on_whole_stored(rjq_client *c, int status, redisReply *r, void *priv) {
+    /* (0: a newer change stored its figures first: its shares won too) */
+    if (status == RJQ_OK &&
+        (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer < 0 || r->integer > 1))
+        status = RJQ_EPROTO;
+    change_end(c, priv, status);
+}
+
+static void on_shares_set(rjq_client *c, int status, long long n, void *data) {
+    limits_change *ch = data;
+    (void)n; /* (a shard that refused: a newer change wrote it; its figures follow) */
+    if (status == RJQ_OK && !rjq__accepting(c)) status = RJQ_ECLOSED;
+    if (status == RJQ_OK) status = send_whole(ch, 1, on_whole_stored);
+    if (status != RJQ_OK) change_end(c, ch, status);
+}
+
+static void on_epoch(rjq_client *c, int status, redisReply *r, void *priv) {
+    limits_change *ch = priv;
+    if (status == RJQ_OK && (r == NULL || r->type != REDIS_REPLY_INTEGER || r->integer < 1 ||
+                             r->integer > RJQ__TIME_MAX))
+        status = RJQ_EPROTO;
+    layout *l = status == RJQ_OK && !rjq__closing(c) ? layout_of(ch->q) : NULL;
+    if (status == RJQ_OK && l == NULL) status = RJQ_ECLOSED; /* (its handle closed meanwhile) */
+    if (status == RJQ_OK) {
+        ch->epoch = r->integer;
+        limits_arg a = {.l = l, .lim = ch->lim, .epoch = ch->epoch};
+        status = fan_out(ch->q, l, send_limits, &a, 1, on_shares_set, ch);
+    }
+    if (status != RJQ_OK) change_end(c, ch, status);
 }
 
 /* A sharded queue's limits are stored whole with its declaration (read
@@ -1802,9 +1846,19 @@ int rjq_queue_set_limits(rjq_queue *q, const rjq_limits *lim, rjq_count_cb *cb, 
     if (a.lim.concurrency < 0 || a.lim.rate < 0 || a.lim.rate_window_ms < 0 ||
         a.lim.rate_window_ms > RJQ_DELAY_MAX)
         return RJQ_EINVAL;
-    /* the whole figures first (every re-splitter reads them), then the
-     * static split (the shares a re-splitter moves from) */
-    return fan_out_after(q, l, send_whole, send_limits, &a, 1, cb, data);
+    /* the change's epoch, the static split with it (the shares a
+     * re-splitter moves from), then the whole figures (what every
+     * re-splitter reads): limits_change */
+    limits_change *ch = calloc(1, sizeof *ch);
+    if (ch == NULL) return RJQ_ENOMEM;
+    *ch = (limits_change){.q = q, .lim = a.lim, .cb = cb, .data = data};
+    rjq__queue_hold(q);
+    int rc = send_whole(ch, 0, on_epoch);
+    if (rc != RJQ_OK) {
+        rjq__queue_release(q);
+        free(ch);
+    }
+    return rc;
 }
 
 /* ---- listings: every shard's page, merged by enqueue time ------------------------ */

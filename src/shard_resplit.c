@@ -27,6 +27,7 @@ struct resplit {
     rjq_client *c;
     rjq_queue *sub[RJQ_SHARDS_MAX]; /* the shards' handles, held during the step */
     uint64_t raise_by;              /* no raise sent after this (rjq__now_ms; 0: none) */
+    long long epoch;                /* the figures' (wholelimits.lua), each write's fence; -1 */
     int n, phase, waiting, status, changed, lowered;
     long whole, whole_rate;
     rjq_count_cb *cb;
@@ -104,8 +105,11 @@ static int send_starts(rjq_client *c, resplit *r, int i) {
 }
 
 static void on_set(rjq_client *c, int status, long long n, void *data) {
-    (void)n;
-    part_done(c, ((rs_part *)data)->r, status);
+    resplit *r = ((rs_part *)data)->r;
+    /* refused for its epoch: a change of the figures reached the shard
+     * after this step read them; no more writes (the change's split stands) */
+    if (status == RJQ_OK && n == 0 && r->epoch >= 0) status = RJQ_ECANCELED;
+    part_done(c, r, status);
 }
 
 /* Set shard i's concurrency share to next[i] (its rate as read). */
@@ -114,7 +118,7 @@ static int send_share(resplit *r, int i) {
     lim.concurrency = r->whole ? r->next[i] : r->share[i];
     lim.rate = r->whole_rate ? r->rnext[i] : r->rate[i];
     lim.rate_window_ms = r->rate[i] ? r->window[i] : 0;
-    return rjq__queue_limits_one(r->sub[i], &lim, on_set, &r->part[i]);
+    return rjq__queue_limits_fenced(r->sub[i], &lim, r->epoch, on_set, &r->part[i]);
 }
 
 /* Send the phase's calls (each shard's stats, or the changed shares);
@@ -179,7 +183,7 @@ static void run_phase(rjq_client *c, resplit *r) {
     }
 }
 
-int rjq__shard_resplit(rjq_queue *const *shards, int n, const rjq_limits *whole,
+int rjq__shard_resplit(rjq_queue *const *shards, int n, const rjq_limits *whole, long long epoch,
                        uint64_t raise_by, rjq_count_cb *cb, void *data) {
     if (shards == NULL || n < 2 || n > RJQ_SHARDS_MAX || whole == NULL ||
         whole->concurrency < 0 || whole->rate < 0 ||
@@ -192,7 +196,7 @@ int rjq__shard_resplit(rjq_queue *const *shards, int n, const rjq_limits *whole,
     resplit *r = calloc(1, sizeof *r);
     if (r == NULL) return RJQ_ENOMEM;
     r->c = c, r->n = n, r->whole = whole->concurrency, r->whole_rate = whole->rate;
-    r->raise_by = raise_by, r->cb = cb, r->data = data;
+    r->raise_by = raise_by, r->cb = cb, r->data = data, r->epoch = epoch < 0 ? -1 : epoch;
     for (int i = 0; i < n; i++) r->part[i] = (rs_part){r, i}, r->sub[i] = shards[i];
     /* the first reads: a send that fails before any went is the caller's */
     int rc = rjq__queue_stats_one(r->sub[0], on_stats, &r->part[0]);

@@ -20,7 +20,11 @@
  * again (active; for the rate its starts in the window and a second more,
  * ZCOUNT of its starts) and raise by what that leaves (rjq__split_raise).
  * Not to be run by two clients at once (the caller holds the queue's
- * re-split lease): raise_by (rjq__now_ms; 0: none) is when that lease may
+ * re-split lease): epoch (>= 0) is the stored figures' (wholelimits.lua),
+ * sent with every share written: a shard that a newer change of the
+ * figures has written refuses it, and the step ends there with
+ * RJQ_ECANCELED (its other writes stand or are the change's to
+ * overwrite); -1: writes not fenced. raise_by (rjq__now_ms; 0: none) is when that lease may
  * no longer be the caller's, past which no raise is sent (cb gets
  * RJQ_ETIMEDOUT; the lowerings made stand: still a valid split). cb once:
  * RJQ_OK and the shards whose shares changed, or the first error (a shard
@@ -28,7 +32,7 @@
  * RJQ_EINVAL). Returns RJQ_OK, RJQ_EINVAL (not 2..RJQ_SHARDS_MAX shards, no
  * figure, a figure below the count), RJQ_ENOMEM, or a send's error (cb
  * not called). */
-int rjq__shard_resplit(rjq_queue *const *shards, int n, const rjq_limits *whole,
+int rjq__shard_resplit(rjq_queue *const *shards, int n, const rjq_limits *whole, long long epoch,
                        uint64_t raise_by, rjq_count_cb *cb, void *data);
 
 #endif /* RJQ_SHARD_RESPLIT_H */

@@ -70,35 +70,44 @@ static void sleep_for(rjq__resplitter *d, long long ms) {
     rjq__timer_start(d->c, &d->timer, (uint64_t)ms);
 }
 
-int rjq__shard_limits_parse(const char *s, size_t len, rjq_limits *out) {
+int rjq__shard_limits_parse(const char *s, size_t len, rjq_limits *out, long long *epoch) {
     char buf[96], *end;
-    long long v[4];
+    long long v[5] = {0};
     if (s == NULL || len == 0 || len >= sizeof buf) return RJQ_EPROTO;
     memcpy(buf, s, len);
     buf[len] = '\0';
     if (strlen(buf) != len) return RJQ_EPROTO;
     char *p = buf;
-    for (int i = 0; i < 4; i++) {
+    /* "1 C R W E"; an older library's value has no epoch E (0) */
+    for (int i = 0; i < 5; i++) {
         if (*p < '0' || *p > '9') return RJQ_EPROTO; /* (no sign, no blank) */
         v[i] = strtoll(p, &end, 10);
-        if (end == p || (i < 3 && *end != ' ') || (i == 3 && *end != '\0')) return RJQ_EPROTO;
-        p = end + (i < 3);
+        if (end == p || (*end != ' ' && *end != '\0') || (i < 3 && *end != ' ') ||
+            (i == 4 && *end != '\0'))
+            return RJQ_EPROTO;
+        if (*end == '\0') break;
+        p = end + 1;
     }
-    if (v[0] != 1 || v[1] > INT32_MAX || v[2] > INT32_MAX || v[3] < 1 || v[3] > RJQ_DELAY_MAX)
+    if (v[0] != 1 || v[1] > INT32_MAX || v[2] > INT32_MAX || v[3] < 1 || v[3] > RJQ_DELAY_MAX ||
+        v[4] < 0 || v[4] > RJQ__TIME_MAX)
         return RJQ_EPROTO;
     rjq_limits l = RJQ_LIMITS_INIT;
     l.concurrency = (long)v[1];
     l.rate = (long)v[2];
     l.rate_window_ms = (long)v[3];
     *out = l;
+    if (epoch) *epoch = v[4];
     return RJQ_OK;
 }
 
 static void on_step(rjq_client *c, int status, long long n, void *data) {
     rjq__resplitter *d = data;
     if (!replied(d)) return;
-    /* (RJQ_ETIMEDOUT: its raises were left for the next step) */
-    if (status != RJQ_OK && status != RJQ_ETIMEDOUT) rjq__background_failed(c, status, "re-split");
+    /* (RJQ_ETIMEDOUT: its raises were left for the next step; RJQ_ECANCELED:
+     * the figures changed since its lease call read them, the next reads
+     * the new ones) */
+    if (status != RJQ_OK && status != RJQ_ETIMEDOUT && status != RJQ_ECANCELED)
+        rjq__background_failed(c, status, "re-split");
     /* shares that stay put: steps further apart, up to half the lease
      * (its renewal); a change: the period again */
     if (status == RJQ_OK && n == 0) {
@@ -125,6 +134,7 @@ static void on_lease(rjq_client *c, int status, redisReply *r, void *priv) {
     rjq__resplitter *d = priv;
     if (!replied(d)) return;
     rjq_limits whole = RJQ_LIMITS_INIT;
+    long long epoch = 0;
     if (status == RJQ_OK && !lease_reply_ok(r)) status = RJQ_EPROTO;
     if (status == RJQ_OK) {
         d->leading = r->element[0]->integer == 1;
@@ -138,7 +148,7 @@ static void on_lease(rjq_client *c, int status, redisReply *r, void *priv) {
             return;
         }
         const redisReply *f = r->element[2];
-        if (f->len > 0) status = rjq__shard_limits_parse(f->str, f->len, &whole);
+        if (f->len > 0) status = rjq__shard_limits_parse(f->str, f->len, &whole, &epoch);
         if (status == RJQ_OK && whole.concurrency == 0 && whole.rate == 0) {
             sleep_for(d, d->lease_ms / 2); /* limits lifted: nothing to re-split (lease kept) */
             return;
@@ -146,8 +156,8 @@ static void on_lease(rjq_client *c, int status, redisReply *r, void *priv) {
     }
     if (status == RJQ_EPROTO) rjq__errmsg(c, "re-split: unexpected reply");
     if (status == RJQ_OK && d->n >= 2) {
-        status = rjq__shard_resplit(d->sub, d->n, &whole, d->lease_sent + (uint64_t)d->lease_ms / 2,
-                                    on_step, d);
+        status = rjq__shard_resplit(d->sub, d->n, &whole, epoch,
+                                    d->lease_sent + (uint64_t)d->lease_ms / 2, on_step, d);
         if (status == RJQ_OK) {
             d->busy = 1;
             return;

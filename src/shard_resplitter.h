@@ -36,9 +36,9 @@ int rjq__resplitter_leading(const rjq__resplitter *d);
  * call sent. */
 void rjq__resplitter_free(rjq__resplitter *d);
 
-/* The stored whole-queue limits "1 <concurrency> <rate> <window ms>"
- * (src/keys.def SHARDLIMITS) of len bytes, never trusted: RJQ_OK and *out,
- * or RJQ_EPROTO. */
-int rjq__shard_limits_parse(const char *s, size_t len, rjq_limits *out);
+/* The stored whole-queue limits "1 <concurrency> <rate> <window ms>
+ * <epoch>" (src/keys.def SHARDLIMITS; no epoch: 0) of len bytes, never
+ * trusted: RJQ_OK, *out and *epoch (when not NULL), or RJQ_EPROTO. */
+int rjq__shard_limits_parse(const char *s, size_t len, rjq_limits *out, long long *epoch);
 
 #endif /* RJQ_SHARD_RESPLITTER_H */

@@ -16,6 +16,7 @@
 
 #include "fixture.h"
 #include "harness.h"
+#include "proxy.h"
 #include "rate_load.h"
 #include "server.h"
 #include "shard.h"
@@ -69,7 +70,7 @@ static long long resplit_to(test_env *e, rjq_queue *q, long concurrency, long ra
     count_wait w = {0};
     rjq_queue *sub[SHARDS];
     shards_of(q, sub);
-    ASSERT_OK(rjq__shard_resplit(sub, SHARDS, &whole, 0, on_count, &w));
+    ASSERT_OK(rjq__shard_resplit(sub, SHARDS, &whole, -1, 0, on_count, &w));
     ASSERT(loop_until(e->base, &w.done, 10000));
     ASSERT_EQ(1, w.done);
     ASSERT_OK(w.status);
@@ -144,16 +145,101 @@ TEST(a_re_split_of_a_queue_without_a_concurrency_limit_is_refused) {
     rjq_limits whole = RJQ_LIMITS_INIT;
     rjq_queue *sub[SHARDS];
     shards_of(q, sub);
-    ASSERT_EQ(RJQ_EINVAL, rjq__shard_resplit(sub, SHARDS, &whole, 0, on_count, &w)); /* no figure */
+    ASSERT_EQ(RJQ_EINVAL, rjq__shard_resplit(sub, SHARDS, &whole, -1, 0, on_count, &w)); /* no figure */
     whole.concurrency = SHARDS - 1;
-    ASSERT_EQ(RJQ_EINVAL, rjq__shard_resplit(sub, SHARDS, &whole, 0, on_count, &w));
+    ASSERT_EQ(RJQ_EINVAL, rjq__shard_resplit(sub, SHARDS, &whole, -1, 0, on_count, &w));
     whole.concurrency = WHOLE;
-    ASSERT_EQ(RJQ_EINVAL, rjq__shard_resplit(sub, 1, &whole, 0, on_count, &w)); /* one shard */
-    ASSERT_OK(rjq__shard_resplit(sub, SHARDS, &whole, 0, on_count, &w));
+    ASSERT_EQ(RJQ_EINVAL, rjq__shard_resplit(sub, 1, &whole, -1, 0, on_count, &w)); /* one shard */
+    ASSERT_OK(rjq__shard_resplit(sub, SHARDS, &whole, -1, 0, on_count, &w));
     ASSERT(loop_until(e.base, &w.done, 10000));
     ASSERT_EQ(1, w.done);
     ASSERT_EQ(RJQ_EINVAL, w.status);
     env_stop(&e);
+}
+
+/* A whole-queue limit lowered while a re-split step is in flight: the
+ * step read the old figure (30, the change's epoch 1) and, its replies
+ * held in a proxy, writes after the change to 9 (epoch 2) answered. Its
+ * writes carry epoch 1 and every shard, written by the change with 2,
+ * refuses them: the step ends RJQ_ECANCELED and the shares stay the
+ * change's 3 + 3 + 3. (Whether the step's reads ran before or after the
+ * change, unfenced it would lower shards 1 and 2 to 1 and raise shard 0
+ * to 28: the queue then ran 28 + 2 active.) A step with the new figure
+ * then moves them, and a worker with room for 40 runs 7 on shard 0, the
+ * server's active jobs never above 9 at any start. */
+TEST(a_limit_lowered_while_a_re_split_step_is_in_flight_is_never_exceeded) {
+    test_env e;
+    proxy p;
+    env_start_proxied(&e, &p, "rs_fence_env", NULL);
+    rjq_queue *q = open_learnt(e.base, e.c, "rs_fence"); /* (the step's client: proxied) */
+    ASSERT_OK(declare_shards(e.base, q, SHARDS));
+    limits_set(e.base, q, 30, 0, 0);
+    ASSERT_EQ(30, get_stats(e.base, q).limit_concurrency);
+    enqueue_on_shard(e.base, q, 0, 40); /* (work on shard 0 only) */
+    rjq_queue *sub[SHARDS];
+    shards_of(q, sub);
+    for (int i = 0; i < SHARDS; i++) ASSERT_EQ(10, share_of_shard(&e, q, i));
+    /* the changer: another client, straight to the server */
+    rjq_client_options o = client_options(e.s.url);
+    rjq_client *d = client_new(e.base, &o);
+    rjq_queue *qd = open_learnt(e.base, d, "rs_fence");
+    ASSERT_OK(rjq__queue_resplit_every(qd, -1, 0)); /* (no periodic re-splitter) */
+    /* the step reads the shards (their replies held) with the old figure */
+    long long calls = server_script_calls(e.rc);
+    proxy_hold(&p, 1);
+    rjq_limits old = RJQ_LIMITS_INIT;
+    old.concurrency = 30;
+    count_wait w = {0};
+    ASSERT_OK(rjq__shard_resplit(sub, SHARDS, &old, 1, 0, on_count, &w));
+    ASSERT(loop_until_script_calls(e.base, e.rc, calls + SHARDS, 10000)); /* (read) */
+    /* the figure lowered meanwhile, by the other client */
+    limits_set(e.base, qd, 9, 0, 0);
+    ASSERT(!w.done);
+    proxy_hold(&p, 0);
+    ASSERT(loop_until(e.base, &w.done, 10000));
+    ASSERT_EQ(RJQ_ECANCELED, w.status);
+    long sum = 0;
+    for (int i = 0; i < SHARDS; i++) {
+        ASSERT_EQ(3, share_of_shard(&e, qd, i));
+        sum += share_of_shard(&e, qd, i);
+    }
+    ASSERT_EQ(9, sum);
+    redisReply *r = server_cmd(e.rc, "GET t:{rs_fence}:shardlimits");
+    ASSERT(r && r->type == REDIS_REPLY_STRING);
+    ASSERT_STREQ("1 9 0 1000 2", r->str);
+    freeReplyObject(r);
+    /* a step with the new figure (epoch 2) is not refused: 7 + 1 + 1 */
+    rjq_queue *subd[SHARDS];
+    shards_of(qd, subd);
+    rjq_limits now = RJQ_LIMITS_INIT;
+    now.concurrency = 9;
+    count_wait w2 = {0};
+    ASSERT_OK(rjq__shard_resplit(subd, SHARDS, &now, 2, 0, on_count, &w2));
+    ASSERT(loop_until(e.base, &w2.done, 10000));
+    ASSERT_OK(w2.status);
+    ASSERT_EQ(7, share_of_shard(&e, qd, 0));
+    /* a stale step again (epoch 1, after the change): refused at its
+     * first write, nothing moved */
+    count_wait w3 = {0};
+    ASSERT_OK(rjq__shard_resplit(subd, SHARDS, &old, 1, 0, on_count, &w3));
+    ASSERT(loop_until(e.base, &w3.done, 10000));
+    ASSERT_EQ(RJQ_ECANCELED, w3.status);
+    ASSERT_EQ(7, share_of_shard(&e, qd, 0));
+    ASSERT_EQ(1, share_of_shard(&e, qd, 1));
+    /* the server runs what the new figure allows, never more */
+    holder h = {.q = qd};
+    rjq_worker_options wo = quiet_worker_options(40);
+    rjq_worker *wk;
+    ASSERT_OK(rjq_worker_start(qd, &wo, hold, &h, &wk));
+    ASSERT(loop_until_count(e.base, &h.on[0], 7, 10000));
+    long long active = 0;
+    for (int i = 0; i < SHARDS; i++) active += server_active_jobs(e.rc, rjq_queue_get_name(subd[i]));
+    ASSERT(active <= 9);
+    ASSERT(h.most <= 9);
+    finish_shard(&e, &h, 0);
+    worker_stop_wait(e.base, wk);
+    rjq_client_free(d);
+    env_stop_proxied(&e, &p);
 }
 
 /* ---- rate ------------------------------------------------------------------------ */

@@ -107,7 +107,7 @@ TEST(a_whole_queue_limit_set_by_one_client_is_obeyed_by_anothers_workers) {
     limits_set(e.base, q, 6, 0, 0);
     redisReply *r = server_cmd(e.rc, "GET t:{rsd_two}:shardlimits");
     ASSERT(r && r->type == REDIS_REPLY_STRING);
-    ASSERT_STREQ("1 6 0 1000", r->str);
+    ASSERT_STREQ("1 6 0 1000 1", r->str); /* (the first change: epoch 1) */
     freeReplyObject(r);
     /* work on shard 0 only: b's re-splitter, reading 6 from the store,
      * gives it 6 less one per idle shard (its static share: 2) */

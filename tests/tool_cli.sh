@@ -1182,10 +1182,11 @@ check; [ "$(redis-cli -p "$PORT" --scan --pattern 'rjq:{sq~*}:g:r:acme' | wc -l)
     || fail "group acme's jobs on more than one shard"
 run shards sq 0
 expect_rc 2
-run queues
+run queues # one queue: its shards (registered by their own writes) not listed
 expect_ok
 expect_line "sq"
-expect_line "sq~0-0"
+check; ! grep -q '^sq~' "$DIR/out" || fail "rjq queues lists sq's shards"
+check; redis-cli -p "$PORT" ZSCORE rjq:queues 'sq~0-0' | grep -q . || fail "sq~0-0 not in the registry"
 
 # ---- index, find: the index of declared JSON fields ----------------------------------------
 run enqueue ix '{"customer":"acme","n":1}'

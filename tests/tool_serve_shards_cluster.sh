@@ -3,6 +3,10 @@
 # one entry (shards 3), its jobs spread over its shards, and
 # GET /v1/queues/Q?shards=1 names each shard's master: three distinct
 # masters, each one of the cluster's (the slot table `rjq cluster` prints).
+# The CLI on the cluster shows the same one queue (issue 35 "Tests": the CLI
+# and dashboard show one queue; the dashboard reads these same routes):
+# `rjq stats` sums the masters, `--shards` adds each shard, `rjq jobs` lists
+# every shard's jobs once, `rjq queues` names the queue once.
 set -u
 SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
 # shellcheck source=tests/serve_test.bash
@@ -101,5 +105,17 @@ for _ in $(seq 400); do # (the registry is read once someone lists the queues)
     sleep 0.05
 done
 same "$(json '[(q["name"], q["shards"]) for q in d["queues"]]')" "[('hq', 3)]" "the list: hq once"
+# ---- the CLI, on the same cluster -----------------------------------------------------------
+OUT=$("$RJQ" --prefix sc stats hq 2>"$DIR/err") || fail "rjq stats hq: $(cat "$DIR/err")"
+same "$(grep -c '^ready 9$' <<<"$OUT")" 1 "rjq stats hq: ready 9 (summed over the masters)"
+same "$(grep -c '^shards 3$' <<<"$OUT")" 1 "rjq stats hq: shards 3"
+OUT=$("$RJQ" --prefix sc stats hq --shards --json 2>"$DIR/err") || fail "rjq stats --shards: $(cat "$DIR/err")"
+same "$(wc -l <<<"$OUT")" 4 "rjq stats hq --shards --json: the sum and 3 shards"
+same "$(grep -o '"ready":[0-9]*' <<<"$OUT" | tail -3 | awk -F: '{s += $2} END {print s}')" 9 \
+    "the shards' ready add up"
+OUT=$("$RJQ" --prefix sc jobs hq ready 2>"$DIR/err") || fail "rjq jobs hq ready: $(cat "$DIR/err")"
+same "$(sort <<<"$OUT" | paste -sd' ')" "a b c d e f g h i" "rjq jobs hq ready: each job once"
+OUT=$("$RJQ" --prefix sc queues 2>"$DIR/err") || fail "rjq queues: $(cat "$DIR/err")"
+same "$(grep -c 'hq' <<<"$OUT")" 1 "rjq queues: hq once, its shards not"
 echo "$CHECKS checks, $FAILURES failures"
 [ "$FAILURES" = 0 ]

@@ -1090,6 +1090,45 @@ static int list_queues(cli *t, namelist *names, const char *after, long long lim
     return 0;
 }
 
+/* A sharded queue is one queue to the tool (README "Sharded queues"): the
+ * registry also names its shards (their workers and enqueues register
+ * them), so a listed name "<B>~<rest>" whose B is listed too is left out
+ * when B's layout (B opened: its declaration read) names it a shard of
+ * B. hide[i] set for those. Returns 0 or 1 (reported). */
+static int hide_shards(cli *t, const namelist *names, char *hide) {
+    for (size_t i = 0; i < names->n; i++) {
+        const char *p = names->buf + names->off[i];
+        size_t blen = names->len[i], b = 0;
+        while (blen > 0 && p[blen - 1] != '~') blen--;
+        if (blen-- <= 1 || hide[i]) continue; /* (no '~', or nothing before it) */
+        while (b < names->n && (names->len[b] != blen || memcmp(names->buf + names->off[b], p,
+                                                                 blen) != 0))
+            b++;
+        if (b == names->n) continue; /* (its base not listed: shown) */
+        char *base = malloc(blen + 1);
+        if (base) memcpy(base, p, blen), base[blen] = '\0';
+        if (base == NULL) {
+            report(t, RJQ_ENOMEM, "queues");
+            return 1;
+        }
+        t->q = NULL;
+        int rc = send_and_wait(t, rjq_queue_open_async(t->c, base, NULL, on_queue_opened, t));
+        free(base);
+        if (rc || t->q == NULL) return 1;
+        int n = rjq_queue_count_shards(t->q);
+        for (int k = 0; n > 1 && k < n; k++) {
+            const char *sn = rjq_queue_get_name(rjq_queue_get_shard(t->q, k));
+            for (size_t j = 0; j < names->n; j++)
+                if (names->len[j] == strlen(sn) && memcmp(names->buf + names->off[j], sn,
+                                                          names->len[j]) == 0)
+                    hide[j] = 1;
+        }
+        rjq_queue_close(t->q);
+        t->q = NULL;
+    }
+    return 0;
+}
+
 static int cmd_queues(cli *t, int argc, char **argv) {
     const char *after = NULL, *limit = NULL;
     const optdef defs[] = {{"--after", &after, NULL}, {"--limit", &limit, NULL}, {NULL, NULL, NULL}};
@@ -1099,13 +1138,20 @@ static int cmd_queues(cli *t, int argc, char **argv) {
     if (cli_open(t, NULL)) return 1;
     namelist names = {0};
     rc = list_queues(t, &names, after, lim);
+    char *hide = rc == 0 ? calloc(names.n + 1, 1) : NULL;
+    if (rc == 0 && hide == NULL) {
+        report(t, RJQ_ENOMEM, "queues");
+        rc = 1;
+    }
+    if (rc == 0) rc = hide_shards(t, &names, hide);
     if (rc == 0) { /* the list, whole */
         if (t->json) putchar('[');
-        for (size_t i = 0; i < names.n; i++) {
+        for (size_t i = 0, shown = 0; i < names.n; i++) {
             const char *p = names.buf + names.off[i];
             size_t len = names.len[i];
+            if (hide[i]) continue;
             if (t->json) {
-                if (i) putchar(',');
+                if (shown++) putchar(',');
                 print_json_string(p, len);
             } else {
                 print_bytes(t, p, len);
@@ -1114,6 +1160,7 @@ static int cmd_queues(cli *t, int argc, char **argv) {
         }
         if (t->json) puts("]");
     }
+    free(hide);
     namelist_free(&names);
     free(t->after);
     t->after = NULL;

@@ -4,7 +4,11 @@
  * 4; the standalone figures are tests/test_shards_limits.c): a concurrency
  * of 7 over 3 shards, one on each master, split 3 + 2 + 2, with 2 worker
  * clients of 10 slots each: never more than 7 jobs active at once, more
- * than one shard's share at some moment, every job run once.
+ * than one shard's share at some moment, every job run once. And a rate of
+ * 1000/s over the 3 shards, each on its own master, with 3 worker
+ * processes: 1000 starts a second within 5%, never more than 1000 in any
+ * second (the jobs' start times, each master's clock as its claim script
+ * recorded it).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +118,44 @@ TEST(concurrency_limit_of_a_sharded_queue_over_3_masters_holds_for_the_whole_que
     ASSERT_EQ(JOBS, st.completed);
     ASSERT_EQ(0, st.ready + st.active + st.delayed);
     for (int k = 0; k < 2; k++) rjq_client_free(wc[k]);
+    rjq_client_free(c);
+    event_base_free(base);
+    cluster_stop(&cl);
+}
+
+TEST(rate_limit_of_a_sharded_queue_over_3_masters_holds_for_the_whole_queue) {
+    test_cluster cl;
+    cluster_start(&cl, 0);
+    struct event_base *base = event_base_new();
+    rjq_client_options o = client_options(cl.url);
+    rjq_client *c = client_new(base, &o);
+    rjq_queue *q = open_learnt(base, c, "shcr");
+    ASSERT_OK(declare_shards(base, q, SHARDS));
+    int seen[CLUSTER_NODES] = {0}; /* (one shard on each master) */
+    for (int i = 0; i < SHARDS; i++) {
+        char key[128];
+        snprintf(key, sizeof key, "{%s}", rjq_queue_get_name(rjq_queue_get_shard(q, i)));
+        int node = cluster_node_of_key(&cl, key);
+        ASSERT(node >= 0 && cluster_is_master(&cl, node));
+        ASSERT_EQ(0, seen[node]++);
+    }
+    ASSERT_EQ(1, limits_set(base, q, 0, RATE, 1000));
+    ASSERT_EQ(RATE, get_stats(base, q).limit_rate);
+    /* load on every shard (ids: each on its id's shard), then 3 worker
+     * processes of the whole queue (each with its re-splitter) */
+    static char ids[RATE_JOBS][RATE_ID_MAX];
+    rate_enqueue_ids(base, q, ids, RATE_JOBS);
+    enum { WORKERS = 3 };
+    pid_t pids[WORKERS];
+    for (int k = 0; k < WORKERS; k++) pids[k] = rate_spawn_worker(&cl.node[0], "shcr", SHARDS);
+    double end = wait_deadline(120000);
+    while (get_stats(base, q).completed < RATE_JOBS) ASSERT(wait_poll(base, end, 50));
+    rate_kill_workers(pids, WORKERS);
+    char what[80];
+    snprintf(what, sizeof what, "rate limit %d/s over %d shards on 3 masters", RATE, SHARDS);
+    rate_figures f = rate_measure(base, q, ids, RATE_JOBS, 0, RATE_WINDOW_MS, what);
+    ASSERT(f.most <= RATE); /* the shares add up to the whole: never more, in any second */
+    ASSERT(f.per_s >= RATE * 0.95 && f.per_s <= RATE * 1.05);
     rjq_client_free(c);
     event_base_free(base);
     cluster_stop(&cl);

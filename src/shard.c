@@ -1588,12 +1588,11 @@ static void on_fan_part(rjq_client *c, int status, long long n, void *data) {
     if (--f->waiting == 0) fan_done(c, f);
 }
 
-/* Send the call to every shard of l (first, when not NULL, on q before
- * them: its n not counted); cb once, when each has answered. A call that
- * cannot be sent ends the sending: nothing sent, its error is returned (cb
- * never called); else cb gets it. */
-static int fan_out_after(rjq_queue *q, layout *l, rjq__fan_send_fn *first, rjq__fan_send_fn *send,
-                         const void *arg, int any, rjq_count_cb *cb, void *data) {
+/* Send the call to every shard of l; cb once, when each has answered. A
+ * call that cannot be sent ends the sending: nothing sent, its error is
+ * returned (cb never called); else cb gets it. */
+static int fan_out(rjq_queue *q, layout *l, rjq__fan_send_fn *send, const void *arg, int any,
+                   rjq_count_cb *cb, void *data) {
     rjq_client *c = rjq_queue_get_client(q);
     fan *f = calloc(1, sizeof *f);
     if (f == NULL) return RJQ_ENOMEM;
@@ -1603,15 +1602,6 @@ static int fan_out_after(rjq_queue *q, layout *l, rjq__fan_send_fn *first, rjq__
     int rc = RJQ_OK, sent = 0;
     rjq__enter(c);
     f->waiting = 1;
-    if (first) { /* (on q itself, before the shards: its n not counted) */
-        f->waiting++;
-        if ((rc = first(q, arg, on_fan_part, f)) != RJQ_OK) {
-            free(f);
-            rjq__leave(c);
-            return rc;
-        }
-        sent = 1; /* (its answer ends f: not freed here) */
-    }
     for (int k = 0; k < l->n && rjq__accepting(c) && rc == RJQ_OK; k++) {
         f->waiting++;
         if ((rc = send(l->sub[k], arg, on_fan_part, f)) != RJQ_OK) {
@@ -1629,11 +1619,6 @@ static int fan_out_after(rjq_queue *q, layout *l, rjq__fan_send_fn *first, rjq__
     if (--f->waiting == 0) fan_done(c, f);
     rjq__leave(c);
     return RJQ_OK;
-}
-
-static int fan_out(rjq_queue *q, layout *l, rjq__fan_send_fn *send, const void *arg, int any,
-                   rjq_count_cb *cb, void *data) {
-    return fan_out_after(q, l, NULL, send, arg, any, cb, data);
 }
 
 int rjq__queue_fan_out(rjq_queue *q, rjq__fan_send_fn *send, const void *arg, rjq_count_cb *cb,

@@ -197,7 +197,6 @@ TEST(monitor_resync_follows_each_gap_of_subscription_or_flag) {
     rjq_job_options o = {.size = sizeof(rjq_job_options), .id = "after-cut"};
     ASSERT_OK(rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));
     WAIT_FOR(e.base, has("enqueued after-cut"), 20000);
-    ASSERT(has("enqueued after-cut"));
     /* the flag lapsed: the next refresh finds it gone and says so */
     freeReplyObject(server_cmd(e.rc, "DEL t:{mon3}:monitored"));
     ASSERT(loop_until_count(e.base, &resyncs, 3, 15000));
@@ -205,7 +204,6 @@ TEST(monitor_resync_follows_each_gap_of_subscription_or_flag) {
     o.id = "after-lapse";
     ASSERT_OK(rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));
     WAIT_FOR(e.base, has("enqueued after-lapse"), 20000);
-    ASSERT(has("enqueued after-lapse"));
     ASSERT_EQ(3, resyncs);
     env_stop(&e);
 }

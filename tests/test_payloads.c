@@ -152,7 +152,6 @@ TEST(claimed_job_without_payload_is_not_run_and_left_to_its_lease) {
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(e.q, &wo, gone_handler, &x, &w));
     WAIT_FOR(e.base, x.held != NULL, 20000);
-    ASSERT(x.held != NULL);
     /* while the worker has no free slot: a job without payload, one with */
     rjq_job_options ov = {.size = sizeof(rjq_job_options), .id = "victim", .max_attempts = 1};
     ASSERT_EQ(0, enqueue_job(e.base, e.q, "v", &ov).status);
@@ -775,7 +774,6 @@ TEST(claim_reply_that_stops_arriving_still_times_out) {
     start_huge_over_a_slow_link(&e, &p, &x, "stall", &o);
     /* part of the reply arrived: then nothing more */
     WAIT_FOR(e.base, p.trickled >= (64u << 10), 20000);
-    ASSERT(p.trickled >= (64u << 10));
     proxy_blackhole(&p);
     wait_completed_or_dropped(e.base, &x);
     ASSERT_EQ(1, x.drops[RJQ_CONN_COMMAND]);

@@ -319,7 +319,6 @@ TEST(a_closed_handle_is_no_longer_visited_by_the_upkeep) {
      * and valgrind see none of the freed one's memory read) */
     long long before = script_calls(e.rc);
     WAIT_FOR(e.base, script_calls(e.rc) >= before + 10, 40000);
-    ASSERT(script_calls(e.rc) >= before + 10);
     env_stop(&e);
 }
 

@@ -725,6 +725,18 @@ void wait_layout_known(struct event_base *base, rjq_queue *q) {
     ASSERT(loop_until_cond(base, layout_known, q, 20000));
 }
 
+void wait_replica_synced(redisContext *rc) {
+    double end = mono_ms() + 30000;
+    for (;;) {
+        redisReply *r = server_cmd(rc, "INFO replication");
+        int up = strstr(r->str, "master_link_status:up") != NULL;
+        freeReplyObject(r);
+        if (up) return;
+        ASSERT(mono_ms() < end);
+        sleep_ms(10);
+    }
+}
+
 long long server_active_jobs(redisContext *rc, const char *q) {
     return server_int(rc, "ZCOUNT t:{%s}:active -inf (+inf", q);
 }

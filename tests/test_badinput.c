@@ -1598,7 +1598,7 @@ TEST(non_numeric_counter_never_loses_a_job_moved_by_sweep_claim_or_replay) {
     ASSERT_OK(rjq_worker_start(env.q, &wo, hold_handler, &h, &w));
     ASSERT(loop_until(env.base, &h.handled, 10000));
     long long ends = server_int(env.rc, "ZSCORE t:{g}:active slow");
-    while (server_now_ms(env.rc) <= ends) loop_for(env.base, 10);
+    ASSERT(loop_until_server_ms(env.base, env.rc, ends, 20000)); /* its run time is over */
     garble(&env, "failed");
     count_wait cw = count_call(&env, 0, NULL);
     ASSERT_EQ(RJQ_EWRONGTYPE, cw.status);

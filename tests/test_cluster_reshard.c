@@ -478,7 +478,7 @@ TEST(master_restarted_with_its_data_work_resumes_and_others_never_stop) {
         snprintf(payload, sizeof payload, "kept:%d", k);
         await_one(q[victim], &f, &awaits, &cap, payload);
     }
-    for (int k = 0; get_stats(base, q[victim]).ready != 10; k++) ASSERT(k < 10000);
+    WAIT_FOR(base, get_stats(base, q[victim]).ready == 10, 60000);
 
     cluster_shutdown_node(&cl, victim);
     /* the others go on, also once the cluster says the victim failed */

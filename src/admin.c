@@ -74,9 +74,7 @@ static const char *const state_names[] = {"ready", "delayed",   "active", "dead"
 #define STATES (sizeof state_names / sizeof state_names[0])
 
 static int usable(rjq_queue *q, int has_cb) {
-    if (q == NULL || !has_cb) return RJQ_EINVAL;
-    if (!rjq__accepting(rjq_queue_get_client(q))) return RJQ_ECLOSED;
-    return rjq__queue_refuse_front(q, "this call");
+    return has_cb ? rjq__queue_usable(q, "this call") : RJQ_EINVAL;
 }
 
 /* ---- stats ------------------------------------------------------------- */

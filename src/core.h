@@ -90,6 +90,9 @@ void rjq__timer_stop(rjq_client *c, rjq__timer *t);
 uint64_t rjq__random(rjq_client *c);
 /* n random letters and digits (base 62: ~5.95 bits each) and a NUL into out. */
 void rjq__random_word(rjq_client *c, char *out, int n);
+/* A lease holder's token (the scheduler's, the re-splitter's):
+ * "<client id>.<12 random letters and digits>" into out (size bytes). */
+void rjq__holder_token(rjq_client *c, char *out, size_t size);
 /* A random fraction in [0,1) as decimal text (e.g. a script's jitter);
  * out holds at least 16 bytes. */
 void rjq__random_fraction(rjq_client *c, char *out, size_t len);
@@ -196,6 +199,8 @@ void rjq__want_flush(rjq_client *c);
  * RJQ_ECANCELED and rjq__closing() is true: start no new work then.
  */
 typedef void rjq__reply_fn(rjq_client *c, int status, redisReply *reply, void *priv);
+/* A reply function for a call whose answer nobody reads (a lease given up). */
+void rjq__ignore_reply(rjq_client *c, int status, redisReply *reply, void *priv);
 
 /* May be re-sent after a reconnect or a transient server error instead of
  * failing: only for requests that are idempotent (token-checked). */

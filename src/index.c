@@ -20,12 +20,6 @@ typedef struct index_ctx {
     void *data;
 } index_ctx;
 
-static int usable(rjq_queue *q) {
-    if (q == NULL) return RJQ_EINVAL;
-    if (!rjq__accepting(rjq_queue_get_client(q))) return RJQ_ECLOSED;
-    return rjq__queue_refuse_front(q, "this call");
-}
-
 /* A count of the reply: an integer in 0..RJQ__TIME_MAX. */
 static int count_ok(const redisReply *e) {
     return e->type == REDIS_REPLY_INTEGER && e->integer >= 0 && e->integer <= RJQ__TIME_MAX;
@@ -92,7 +86,7 @@ int rjq_queue_set_index(rjq_queue *q, const char *const *fields, size_t n, rjq_i
         for (size_t j = 0; j < i; j++)
             if (strcmp(fields[i], fields[j]) == 0) return RJQ_EINVAL;
     }
-    int rc = usable(q);
+    int rc = rjq__queue_usable(q, "this call");
     if (rc != RJQ_OK) return rc;
     rjq__argv a;
     rjq__argv_init(&a);
@@ -110,7 +104,7 @@ int rjq_queue_set_index(rjq_queue *q, const char *const *fields, size_t n, rjq_i
 
 int rjq_queue_get_index(rjq_queue *q, rjq_index_cb *cb, void *data) {
     if (cb == NULL) return RJQ_EINVAL;
-    int rc = usable(q);
+    int rc = rjq__queue_usable(q, "this call");
     if (rc != RJQ_OK) return rc;
     rjq__argv a;
     rjq__argv_init(&a);
@@ -150,7 +144,7 @@ int rjq_queue_fill_index(rjq_queue *q, const char *cursor, long count, rjq_index
     if (cb == NULL || cursor == NULL || !rjq__hscan_cursor_ok(cursor, strlen(cursor)) ||
         count < 1 || count > RJQ_SEARCH_COUNT_MAX)
         return RJQ_EINVAL;
-    int rc = usable(q);
+    int rc = rjq__queue_usable(q, "this call");
     if (rc != RJQ_OK) return rc;
     rjq__argv a;
     rjq__argv_init(&a);
@@ -207,7 +201,7 @@ int rjq_queue_find(rjq_queue *q, const char *field, const void *value, size_t le
         value == NULL || len == 0 || len > RJQ_INDEX_VALUE_MAX ||
         strlen(after) > RJQ_JOB_ID_MAX || limit < 1 || limit > RJQ_JOBS_PAGE_MAX)
         return RJQ_EINVAL;
-    int rc = usable(q);
+    int rc = rjq__queue_usable(q, "this call");
     if (rc != RJQ_OK) return rc;
     rjq__argv a;
     rjq__argv_init(&a);

@@ -55,6 +55,16 @@ void rjq__random_word(rjq_client *c, char *out, int n) {
     out[n] = '\0';
 }
 
+void rjq__holder_token(rjq_client *c, char *out, size_t size) {
+    char word[16];
+    rjq__random_word(c, word, 12);
+    snprintf(out, size, "%s.%s", rjq__client_id(c), word);
+}
+
+void rjq__ignore_reply(rjq_client *c, int status, redisReply *reply, void *priv) {
+    (void)c, (void)status, (void)reply, (void)priv;
+}
+
 void rjq__random_fraction(rjq_client *c, char *out, size_t len) {
     snprintf(out, len, "%.6f", (double)(rjq__random(c) >> 11) / 9007199254740992.0);
 }

@@ -452,9 +452,7 @@ int rjq_scheduler_start(rjq_queue *q, long lease_ms, rjq_scheduler **out) {
     s->q = q;
     s->lease_ms = lease_ms ? lease_ms : 3000;
     if (s->lease_ms < 30) s->lease_ms = 30;
-    char word[16];
-    rjq__random_word(c, word, 12);
-    snprintf(s->token, sizeof s->token, "%s.%s", rjq__client_id(c), word);
+    rjq__holder_token(c, s->token, sizeof s->token);
     if (rjq__timer_setup(c, &s->timer, on_timer, s) != RJQ_OK) {
         free(s);
         return RJQ_ENOMEM;
@@ -467,10 +465,6 @@ int rjq_scheduler_start(rjq_queue *q, long lease_ms, rjq_scheduler **out) {
     return RJQ_OK;
 }
 
-static void ignore(rjq_client *c, int status, redisReply *r, void *priv) {
-    (void)c, (void)status, (void)r, (void)priv;
-}
-
 int rjq_scheduler_stop(rjq_scheduler *s) {
     if (s == NULL) return RJQ_EINVAL;
     if (s->stopping) return RJQ_EBUSY;
@@ -480,7 +474,7 @@ int rjq_scheduler_stop(rjq_scheduler *s) {
         rjq__argv_init(&a);
         rjq__argv_script_keys(&a, s->q, RJQ__S_UNLEASE);
         rjq__argv_str(&a, s->token);
-        if (!a.oom) rjq__script(c, RJQ__S_UNLEASE, 0, ignore, NULL, a.n, a.v, a.len);
+        if (!a.oom) rjq__script(c, RJQ__S_UNLEASE, 0, rjq__ignore_reply, NULL, a.n, a.v, a.len);
         rjq__argv_free(&a);
     }
     rjq__timer_stop(c, &s->timer);

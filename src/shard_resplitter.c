@@ -196,9 +196,7 @@ rjq__resplitter *rjq__resplitter_new(rjq_queue *front, long period_ms, long leas
     d->period_ms = period_ms > 0 ? period_ms : RJQ__RESPLIT_PERIOD_MS;
     d->lease_ms = lease_ms > 0 ? lease_ms : RJQ__RESPLIT_LEASE_MS;
     if (d->lease_ms < 2 * d->period_ms) d->lease_ms = 2 * d->period_ms;
-    char word[16];
-    rjq__random_word(c, word, 12);
-    snprintf(d->token, sizeof d->token, "%s.%s", rjq__client_id(c), word);
+    rjq__holder_token(c, d->token, sizeof d->token);
     if (rjq__timer_setup(c, &d->timer, on_timer, d) != RJQ_OK) {
         free(d);
         return NULL;
@@ -216,17 +214,13 @@ int rjq__resplitter_leading(const rjq__resplitter *d) {
     return d->leading;
 }
 
-static void ignore(rjq_client *c, int status, redisReply *r, void *priv) {
-    (void)c, (void)status, (void)r, (void)priv;
-}
-
 void rjq__resplitter_free(rjq__resplitter *d) {
     if (d == NULL) return;
     if (rjq__closing(d->c)) { /* (its call in flight was cancelled: nothing answers it) */
         destroy(d);
         return;
     }
-    if (d->leading && rjq__accepting(d->c)) send_lease(d, 0, ignore, NULL); /* another at once */
+    if (d->leading && rjq__accepting(d->c)) send_lease(d, 0, rjq__ignore_reply, NULL); /* another at once */
     rjq__timer_stop(d->c, &d->timer);
     d->n = 0;
     if (d->busy) d->stopping = 1; /* freed by the reply */

@@ -707,14 +707,34 @@ rjq_queue *queue_for(rjq_client *c, const char *name) {
     return q;
 }
 
+/* (loop_until_cond, not WAIT_FOR: rjq_testlib's programs without the
+ * harness, pg_cluster, link these) */
+static int is_connected(void *c) {
+    return rjq_client_is_connected(c);
+}
+
 void wait_connected(struct event_base *base, rjq_client *c) {
-    for (int i = 0; i < 500 && !rjq_client_is_connected(c); i++) loop_for(base, 10);
-    ASSERT(rjq_client_is_connected(c));
+    ASSERT(loop_until_cond(base, is_connected, c, 20000));
+}
+
+static int layout_known(void *q) {
+    return !rjq__queue_learning(q);
 }
 
 void wait_layout_known(struct event_base *base, rjq_queue *q) {
-    for (int i = 0; i < 1000 && rjq__queue_learning(q); i++) loop_for(base, 10);
-    ASSERT(!rjq__queue_learning(q));
+    ASSERT(loop_until_cond(base, layout_known, q, 20000));
+}
+
+void wait_replica_synced(redisContext *rc) {
+    double end = mono_ms() + 30000;
+    for (;;) {
+        redisReply *r = server_cmd(rc, "INFO replication");
+        int up = strstr(r->str, "master_link_status:up") != NULL;
+        freeReplyObject(r);
+        if (up) return;
+        ASSERT(mono_ms() < end);
+        sleep_ms(10);
+    }
 }
 
 long long server_active_jobs(redisContext *rc, const char *q) {

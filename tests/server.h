@@ -92,6 +92,9 @@ redisReply *server_cmd(redisContext *rc, const char *fmt, ...)
 long long server_int(redisContext *rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The server's clock in ms (the clock the scripts use). */
 long long server_now_ms(redisContext *rc);
+/* Wait until the replica rc is connected to reports its link to its
+ * master up (INFO replication: synced); 30 s fail the test. */
+void wait_replica_synced(redisContext *rc);
 /* Jobs in the active set of queue q (key prefix "t"), without the member
  * that keeps the set a skiplist (ACTIVE_PIN in src/lua/lib.lua). */
 long long server_active_jobs(redisContext *rc, const char *q);

@@ -531,7 +531,7 @@ TEST(ten_thousand_concurrent_awaits_resolve_with_right_results) {
         ASSERT_OK(rjq_enqueue_await(e.pq, payloads[i], strlen(payloads[i]), NULL, NULL, on_outcome, &r[i], NULL));
     ASSERT_EQ(N, rjq_client_count_awaits(e.pc));
     /* all enqueued on the server, and their replies processed */
-    for (int i = 0; i < 3000 && llen(e.rc, "ten") < N; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, llen(e.rc, "ten") >= N, 60000);
     ASSERT_EQ(N, llen(e.rc, "ten"));
     sync_client(e.base, e.pq);
     ASSERT_EQ(0, resolved);
@@ -885,13 +885,13 @@ TEST(free_client_with_awaits_pending_cancels_each_once) {
         ASSERT_OK(rjq_queue_await(qa, id, NULL, on_outcome, &ra[A1 + i], NULL));
     }
     /* (held by the handle until its layout is read: rjq_queue_open) */
-    for (int i = 0; i < 3000 && llen(e.rc, "free") < A1; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, llen(e.rc, "free") >= A1, 60000);
     ASSERT_EQ(A1, llen(e.rc, "free"));
     ASSERT_EQ(A1 + A2, rjq_client_count_awaits(ca));
     sync_client(e.base, qa);
     ASSERT_EQ(0, resolved);
     ASSERT(kill_pubsub(e.rc) >= 1);
-    for (int i = 0; i < 500 && aev.sub_down == 0; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, aev.sub_down != 0, 20000);
     ASSERT_EQ(1, aev.sub_down);
     for (int i = 0; i < A3; i++) {
         char p[32];
@@ -964,7 +964,7 @@ TEST(free_client_with_awaits_pending_cancels_each_once) {
     }
     ASSERT_OK(rjq_await_cancel(h[0])); /* waiting for the subscription */
     ASSERT_EQ(1, rc3[0].calls);
-    for (int i = 0; i < 500 && llen(e.rc, "cancel") < 3; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, llen(e.rc, "cancel") >= 3, 20000);
     ASSERT_EQ(3, llen(e.rc, "cancel"));
     ASSERT_OK(rjq_await_cancel(h[1])); /* enqueued: in flight or watching */
     ASSERT_EQ(1, rc3[1].calls);
@@ -1268,7 +1268,7 @@ TEST(outcomes_of_one_completion_call_travel_in_one_message) {
         rec_set(&r[i], RJQ_OK, "r:%s", p);
         ASSERT_OK(rjq_enqueue_await(e.pq, p, (size_t)n, NULL, NULL, on_outcome, &r[i], NULL));
     }
-    for (int i = 0; i < 1000 && w.nheld < N; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, w.nheld >= N, 20000);
     ASSERT_EQ(N, (long long)w.nheld);
     ASSERT_EQ(N, server_int(e.rc, "HLEN t:{om}:watchers") - 1); /* and the pin */
     redisReply *enc = server_cmd(e.rc, "OBJECT ENCODING t:{om}:watchers");
@@ -1310,7 +1310,7 @@ TEST(outcomes_of_one_completion_call_travel_in_one_message) {
         int n = snprintf(p, sizeof p, "big:%d", BIG);
         ASSERT_OK(rjq_enqueue_await(e.pq, p, (size_t)n, NULL, NULL, on_outcome, &r[i], NULL));
     }
-    for (int i = 0; i < 1000 && w.nheld < N + 3; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, w.nheld >= N + 3, 20000);
     ASSERT_EQ(N + 3, (long long)w.nheld);
     ASSERT_EQ(3, (long long)release(&w, 3));
     ASSERT(loop_until_count(e.base, &resolved, N + 3, 10000));

@@ -257,7 +257,7 @@ TEST(invalid_job_ids_and_options_rejected) {
     ok.id = "123a";
     ok.priority = RJQ_PRIORITY_MAX;
     ASSERT_OK(rjq_enqueue(env.q, "p", 1, &ok, on_enq, &e));
-    for (int i = 0; i < 1000 && e.calls < 2; i++) loop_for(env.base, 10);
+    WAIT_FOR(env.base, e.calls >= 2, 20000);
     ASSERT_EQ(2, e.calls);
     ASSERT_OK(e.status);
     ASSERT_EQ(2, stats_of(env.base, env.q).s.enqueued);
@@ -721,7 +721,7 @@ static void claim_refused_by_wrongtype_job(const char *q, const char *key,
     wo.poll_ms = 50; /* a failed claim is tried again after poll_ms */
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(env.q, &wo, count_handled, &handled, &w));
-    for (int i = 0; i < 1000 && !strstr(rjq_client_get_errmsg(env.c), key); i++) loop_for(env.base, 10);
+    WAIT_FOR(env.base, strstr(rjq_client_get_errmsg(env.c), key) != NULL, 20000);
     ASSERT(strstr(rjq_client_get_errmsg(env.c), "WRONGTYPE") != NULL);
     /* a few more tries (each a script call, refused) */
     ASSERT(loop_until_script_calls(env.base, env.rc, server_script_calls(env.rc) + 3, 10000));
@@ -730,7 +730,7 @@ static void claim_refused_by_wrongtype_job(const char *q, const char *key,
     ASSERT_STREQ(before, after);
 
     restore(env.rc);
-    for (int i = 0; i < 1000 && handled == 0; i++) loop_for(env.base, 10);
+    WAIT_FOR(env.base, handled != 0, 20000);
     ASSERT_EQ(1, handled);
     env_stop(&env);
 }
@@ -802,7 +802,7 @@ TEST(claim_promoting_a_due_priority_job_on_wrongtype_stats_changes_nothing) {
     wo.poll_ms = 50; /* each poll claims again */
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(env.q, &wo, count_handled, &handled, &w));
-    for (int i = 0; i < 1000 && !strstr(rjq_client_get_errmsg(env.c), "t:{p}:stats"); i++) loop_for(env.base, 10);
+    WAIT_FOR(env.base, strstr(rjq_client_get_errmsg(env.c), "t:{p}:stats") != NULL, 20000);
     ASSERT(strstr(rjq_client_get_errmsg(env.c), "WRONGTYPE") != NULL);
     ASSERT(strstr(rjq_client_get_errmsg(env.c), "t:{p}:stats") != NULL);
     /* a few more polls (each a script call, refused) */
@@ -812,7 +812,7 @@ TEST(claim_promoting_a_due_priority_job_on_wrongtype_stats_changes_nothing) {
     ASSERT_STREQ(before, after);
 
     freeReplyObject(server_cmd(env.rc, "DEL t:{p}:stats"));
-    for (int i = 0; i < 1000 && handled == 0; i++) loop_for(env.base, 10);
+    WAIT_FOR(env.base, handled != 0, 20000);
     ASSERT_EQ(1, handled);
 
     env_stop(&env);
@@ -1598,7 +1598,7 @@ TEST(non_numeric_counter_never_loses_a_job_moved_by_sweep_claim_or_replay) {
     ASSERT_OK(rjq_worker_start(env.q, &wo, hold_handler, &h, &w));
     ASSERT(loop_until(env.base, &h.handled, 10000));
     long long ends = server_int(env.rc, "ZSCORE t:{g}:active slow");
-    while (server_now_ms(env.rc) <= ends) loop_for(env.base, 10);
+    ASSERT(loop_until_server_ms(env.base, env.rc, ends, 20000)); /* its run time is over */
     garble(&env, "failed");
     count_wait cw = count_call(&env, 0, NULL);
     ASSERT_EQ(RJQ_EWRONGTYPE, cw.status);
@@ -1636,7 +1636,7 @@ TEST(non_numeric_counter_never_loses_a_job_moved_by_sweep_claim_or_replay) {
     ASSERT_EQ(0, handled);
     ASSERT(server_int(env.rc, "ZSCORE t:{g}:delayed due") > 0); /* still delayed */
     ungarble(&env, "skipped");
-    for (int i = 0; i < 1000 && handled == 0; i++) loop_for(env.base, 10);
+    WAIT_FOR(env.base, handled != 0, 20000);
     ASSERT_EQ(1, handled);
     stop_and_wait(&env, w2);
 
@@ -1695,7 +1695,7 @@ TEST(garbled_last_turn_of_the_waiters_refuses_the_claim_before_it_starts_jobs) {
     ASSERT_STREQ(before, after);
     ASSERT_EQ(0, handled);
     freeReplyObject(server_cmd(env.rc, "HDEL t:{wg}:waiters #"));
-    for (int i = 0; i < 1000 && handled < 3; i++) loop_for(env.base, 10);
+    WAIT_FOR(env.base, handled >= 3, 20000);
     ASSERT_EQ(3, handled);
     env_stop(&env);
 }

@@ -374,7 +374,7 @@ TEST(master_added_later_gets_the_library_and_runs_a_resharded_queue) {
     redisFree(rc);
     ASSERT_EQ(0, libraries(&cl, added));
     pid_t pid = cluster_reshard_start(&cl, from, added, 16);
-    while (!cluster_reshard_done(&cl, pid)) loop_for(base, 5);
+    WAIT_FOR(base, cluster_reshard_done(&cl, pid), 120000);
     ASSERT_EQ(added, cluster_owner(&cl, 0, slot));
 
     /* the work goes on, on the new master, with the library the client loaded */
@@ -478,7 +478,7 @@ TEST(master_restarted_with_its_data_work_resumes_and_others_never_stop) {
         snprintf(payload, sizeof payload, "kept:%d", k);
         await_one(q[victim], &f, &awaits, &cap, payload);
     }
-    for (int k = 0; get_stats(base, q[victim]).ready != 10; k++) ASSERT(k < 10000);
+    WAIT_FOR(base, get_stats(base, q[victim]).ready == 10, 60000);
 
     cluster_shutdown_node(&cl, victim);
     /* the others go on, also once the cluster says the victim failed */

@@ -229,12 +229,8 @@ TEST(slot_migrated_mid_run_moved_and_ask_followed) {
     ASSERT(moved > 0);
     await_n(q, 50, "asked", &t);
     redisContext *rt = cluster_connect(&cl, to);
-    long long asking = 0;
-    for (int k = 0; k < 1000 && asking == 0; k++) { /* the event: ASKING reaches the target */
-        loop_for(base, 10);
-        asking = server_calls(rt, "asking");
-    }
-    ASSERT(asking > 0);
+    /* the event: ASKING reaches the target */
+    WAIT_FOR(base, server_calls(rt, "asking") > 0, 30000);
     ASSERT(server_info_number(rt, "errorstats", "errorstat_TRYAGAIN:count=") > 0);
     ASSERT_EQ(0, server_info_number(rt, "errorstats", "errorstat_MOVED:count="));
     redisFree(rt);
@@ -329,8 +325,7 @@ TEST(master_killed_replica_promoted_work_resumes_and_others_go_on) {
     /* the dead master's queue: awaited now, answered once its replica took
      * over and the client read the new table */
     await_n(q[victim], 10, "victim", &resumed);
-    for (int k = 0; k < 3000 && !cluster_is_master(&cl, promoted); k++) loop_for(base, 10);
-    ASSERT(cluster_is_master(&cl, promoted));
+    WAIT_FOR(base, cluster_is_master(&cl, promoted), 60000);
     if (!loop_until_count(base, &resumed.done, 10, 60000))
         FAIL_AT(__FILE__, __LINE__, "%ld of 10 awaits on the failed-over queue answered", resumed.done);
     if (resumed.bad) FAIL_AT(__FILE__, __LINE__, "%ld awaits failed: %s (%s)", resumed.bad,

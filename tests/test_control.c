@@ -1149,7 +1149,7 @@ TEST(dedup_window_keeps_an_id_reserved_after_its_record_is_deleted) {
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{dd}:payload once"));
     ASSERT_EQ(seq + 1, server_int(e.rc, "HGET t:{dd}:stats seq")); /* no job: skipped */
     ASSERT_EQ(0, enqueue_opts(&e, "again", &plain).existed); /* no dedup: a new job */
-    sleep_ms(1500);
+    ASSERT(loop_until_server_ms(e.base, e.rc, until, 20000)); /* the reservation's end */
     st = stats_of(e.base, e.q); /* (its entry may still be there: not counted) */
     ASSERT_EQ(0, st.s.dedup_reserved);
     ASSERT_EQ(0, st.s.dedup_next_release_ms);
@@ -1243,7 +1243,8 @@ TEST(debounce_replaces_a_waiting_jobs_payload_and_pushes_it_back) {
     enqueue_wait r = enqueue_opts(&e, "v1", &o);
     ASSERT_EQ(0, r.existed);
     long long due1 = server_int(e.rc, "ZSCORE t:{db}:delayed d");
-    sleep_ms(100);
+    /* 100 ms of the server's clock since the first */
+    ASSERT(loop_until_server_ms(e.base, e.rc, due1 - o.delay_ms + 100, 20000));
     r = enqueue_opts(&e, "v2", &o);
     ASSERT_EQ(1, r.existed);
     ASSERT_EQ(1, r.replaced);

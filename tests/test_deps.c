@@ -514,6 +514,37 @@ static void plant_active(redisContext *rc, const char *q, const char *j) {
     freeReplyObject(server_cmd(rc, "ZADD t:{%s}:active 99999999999999 %s", q, j));
 }
 
+/* Complete job j of queue q, planted by plant_active, as its worker's
+ * completion would (one FCALL of the completion script: lease "1 tok",
+ * result "r"), keeping completed jobs retention_ms ("-1": no age limit)
+ * and at most cap of them ("0": no cap). The script's reply, to free. */
+static redisReply *complete_planted(redisContext *rc, const char *q, const char *j,
+                                    const char *retention_ms, const char *cap) {
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
+    const char *args[] = {prefix, retention_ms, cap, "0", "0", j, "1 tok", "r"};
+    return server_fcall(rc, RJQ__S_COMPLETE, q, args, 8);
+}
+
+/* Job a of queue q (e's) and its dependent p on q2 (policy) as a worker
+ * killed between a's completion and p's release leaves them: the
+ * completion script ran (keeping completed jobs retention_ms), nothing
+ * more; its reply told of the dependent to release. */
+static void completed_before_its_release(test_env *e, const char *q, rjq_queue *q2, int policy,
+                                         const char *retention_ms) {
+    plant_active(e->rc, q, "a");
+    rjq_dep on_a = {q, "a"};
+    ASSERT_OK(enqueue_after(e, q2, "p", &on_a, 1, policy).status);
+    redisReply *r = complete_planted(e->rc, q, "a", retention_ms, "0");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    ASSERT_EQ(3, r->element[0]->integer); /* done, with dependents to release: */
+    ASSERT_STREQ("a", r->element[1]->str); /* its id and its entry, in the reply */
+    char entry[64];
+    snprintf(entry, sizeof entry, "%s p", rjq_queue_get_name(q2));
+    ASSERT_STREQ(entry, r->element[2]->str); /* (no deps_due call) */
+    freeReplyObject(r);
+}
+
 /* The commands a plain job's completion and failure run are what they
  * were before dependencies (counted on main, 8ad0e37, with the same
  * test): the finishing scripts learn of dependents from the watchers
@@ -524,8 +555,7 @@ TEST(finishing_a_job_without_dependencies_costs_what_it_did) {
     plant_active(e.rc, "pc", "j");
     plant_active(e.rc, "pc", "k");
     long long before = server_commands_run(e.rc);
-    const char *done[] = {"t:{pc}:job:", "-1", "0", "0", "0", "j", "1 tok", "r"};
-    redisReply *r = server_fcall(e.rc, RJQ__S_COMPLETE, "pc", done, 8);
+    redisReply *r = complete_planted(e.rc, "pc", "j", "-1", "0");
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
     freeReplyObject(r);
     long long completion = server_commands_run(e.rc) - before - 1; /* (the FCALL) */
@@ -546,13 +576,9 @@ TEST(finishing_a_job_without_dependencies_costs_what_it_did) {
 static long long sweeping_completion_commands(test_env *e, const char *q) {
     plant_active(e->rc, q, "j");
     plant_active(e->rc, q, "k");
-    char prefix[32];
-    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
-    const char *first[] = {prefix, "-1", "1", "0", "0", "j", "1 tok", "r"};
-    freeReplyObject(server_fcall(e->rc, RJQ__S_COMPLETE, q, first, 8));
+    freeReplyObject(complete_planted(e->rc, q, "j", "-1", "1"));
     long long before = server_commands_run(e->rc);
-    const char *second[] = {prefix, "-1", "1", "0", "0", "k", "1 tok", "r"};
-    redisReply *r = server_fcall(e->rc, RJQ__S_COMPLETE, q, second, 8);
+    redisReply *r = complete_planted(e->rc, q, "k", "-1", "1");
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
     freeReplyObject(r);
     long long n = server_commands_run(e->rc) - before - 1; /* (the FCALL) */
@@ -804,16 +830,7 @@ TEST(completion_whose_worker_died_before_the_release_is_released_by_the_sweep_on
     test_env e;
     env_start(&e, "dk");
     rjq_queue *q2 = open_queue(&e, "dk2");
-    plant_active(e.rc, "dk", "a");
-    rjq_dep on_a = {"dk", "a"};
-    ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
-    const char *done[] = {"t:{dk}:job:", "-1", "0", "0", "0", "a", "1 tok", "r"};
-    redisReply *r = server_fcall(e.rc, RJQ__S_COMPLETE, "dk", done, 8);
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
-    ASSERT_EQ(3, r->element[0]->integer); /* done, with dependents to release: */
-    ASSERT_STREQ("a", r->element[1]->str);     /* its id and its entry, in the reply */
-    ASSERT_STREQ("dk2 p", r->element[2]->str); /* (no deps_due call) */
-    freeReplyObject(r);
+    completed_before_its_release(&e, "dk", q2, RJQ_AFTER_FAIL, "-1");
     ASSERT_STREQ("completed", get_info(e.base, e.q, "a").state);
     ASSERT_STREQ("waiting", get_info(e.base, q2, "p").state);
     rjq_worker *w = sweeping_worker(e.q);
@@ -838,13 +855,7 @@ TEST(sweep_reads_nothing_once_every_finished_dependency_was_released) {
     rjq_dep on_u = {"dz", "u"};
     ASSERT_OK(enqueue_after(&e, q2, "w", &on_u, 1, RJQ_AFTER_RUN).status);
     /* one whose worker died between its completion and the release */
-    plant_active(e.rc, "dz", "a");
-    rjq_dep on_a = {"dz", "a"};
-    ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
-    const char *done[] = {"t:{dz}:job:", "-1", "0", "0", "0", "a", "1 tok", "r"};
-    redisReply *r = server_fcall(e.rc, RJQ__S_COMPLETE, "dz", done, 8);
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->integer == 3);
-    freeReplyObject(r);
+    completed_before_its_release(&e, "dz", q2, RJQ_AFTER_FAIL, "-1");
     ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{dz}:depsfin")); /* indexed by the completion */
     rjq_worker *w = sweeping_worker(e.q);
     WAIT_FOR(e.base, server_int(e.rc, "ZCARD t:{dz}:depsfin") == 0, 10000);
@@ -874,13 +885,7 @@ TEST(dependency_past_its_retention_is_kept_until_its_dependent_is_released) {
     qo.retention_ms = 1;
     env_start_queue(&e, "rz", &qo);
     rjq_queue *q2 = open_queue(&e, "rz2");
-    plant_active(e.rc, "rz", "a");
-    rjq_dep on_a = {"rz", "a"};
-    ASSERT_OK(enqueue_after(&e, q2, "p", &on_a, 1, RJQ_AFTER_FAIL).status);
-    const char *done[] = {"t:{rz}:job:", "1", "0", "0", "0", "a", "1 tok", "r"};
-    redisReply *r = server_fcall(e.rc, RJQ__S_COMPLETE, "rz", done, 8);
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->integer == 3);
-    freeReplyObject(r);
+    completed_before_its_release(&e, "rz", q2, RJQ_AFTER_FAIL, "1");
     rjq_worker *w = sweeping_worker(e.q);
     WAIT_FOR(e.base, !state_is(&e, q2, "p", "waiting"), 10000);
     ASSERT_STREQ("ready", get_info(e.base, q2, "p").state); /* (policy fail: not "dead") */

@@ -29,14 +29,7 @@ static void pair_start(pair *p) {
     const char *replica_args[] = {"--replicaof", "127.0.0.1", port, NULL};
     server_start_guarded(&p->replica, replica_args);
     p->on_replica = server_connect(&p->replica);
-    for (int i = 0;; i++) { /* synced */
-        redisReply *r = server_cmd(p->on_replica, "INFO replication");
-        int up = strstr(r->str, "master_link_status:up") != NULL;
-        freeReplyObject(r);
-        if (up) break;
-        ASSERT(i < 500);
-        sleep_ms(10);
-    }
+    wait_replica_synced(p->on_replica);
 }
 
 static void pair_stop(pair *p) {

@@ -1500,7 +1500,15 @@ static void paused_past_lease_case(const char *qname, long liveness_ms) {
     rjq_queue *q = queue_for(c, qname);
     push_two_to_the_stopped_child(base, q, rc, qname);
 
-    sleep_ms(1300); /* their lease (1 s) ends */
+    /* their lease (1 s) ends: the server's clock 300 ms past the last
+     * deadline (the woken worker's estimate of that clock lags by the
+     * replies' trip: it must find the lease over, not nearly over) */
+    redisReply *last =
+        server_cmd(rc, "ZREVRANGEBYSCORE t:{%s}:active (+inf -inf WITHSCORES LIMIT 0 1", qname);
+    ASSERT(last->type == REDIS_REPLY_ARRAY && last->elements == 2);
+    long long lease_end = atoll(last->element[1]->str);
+    freeReplyObject(last);
+    ASSERT(loop_until_server_ms(base, rc, lease_end + 300, 20000));
     count_wait rw = {0};
     ASSERT_OK(rjq_queue_reclaim(q, on_count, &rw));
     ASSERT(loop_until(base, &rw.done, 5000));

@@ -468,7 +468,7 @@ TEST(delayed_job_not_before_due_and_promptly_after) {
     enqueue_sync(base, q, "b", &o);
     long long due150 = zscore(x.rc, "t:{delay}:delayed", "d150");
 
-    for (int i = 0; i < 1000 && x.handled < 2; i++) loop_for(base, 10);
+    WAIT_FOR(base, x.handled >= 2, 20000);
     ASSERT_EQ(2, x.handled);
     ASSERT_STREQ("d150", x.order[0]);
     ASSERT_STREQ("d300", x.order[1]);
@@ -532,7 +532,7 @@ TEST(priorities_strict_order_fifo_within_priority) {
     wo.concurrency = 1;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, prio_handler, NULL, &w));
-    for (int i = 0; i < 1000 && prio_handled < PRIO_N; i++) loop_for(base, 10);
+    WAIT_FOR(base, prio_handled >= PRIO_N, 20000);
     ASSERT_EQ(PRIO_N, prio_handled);
     for (int i = 0; i < PRIO_N; i++) {
         if (strcmp(names[order[i]], prio_seen[i]) != 0)
@@ -572,13 +572,13 @@ TEST(idle_worker_woken_by_doorbell_and_no_blocking_commands) {
     ASSERT_EQ(0, bell_handled);
 
     enqueue_sync(base, pq, "one", NULL);
-    for (int i = 0; i < 1000 && bell_handled < 1; i++) loop_for(base, 10);
+    WAIT_FOR(base, bell_handled >= 1, 20000);
     ASSERT_EQ(1, bell_handled);
 
     /* Idle again: the next doorbell wakes it again. */
     wait_worker_started(base, env.c, env.q, rc, "bell");
     enqueue_sync(base, pq, "two", NULL);
-    for (int i = 0; i < 1000 && bell_handled < 2; i++) loop_for(base, 10);
+    WAIT_FOR(base, bell_handled >= 2, 20000);
     ASSERT_EQ(2, bell_handled);
 
     /* INFO commandstats counts commands run inside scripts too. */
@@ -762,7 +762,7 @@ static void enqueue_n(struct event_base *base, rjq_queue *q, int n) {
         snprintf(p, sizeof p, "job%d", i);
         ASSERT_OK(rjq_enqueue(q, p, strlen(p), NULL, count_enq, &k));
     }
-    for (int i = 0; i < 1000 && k.calls < n; i++) loop_for(base, 10);
+    WAIT_FOR(base, k.calls >= n, 20000);
     ASSERT_EQ(n, k.calls);
     ASSERT_OK(k.status);
 }
@@ -1074,7 +1074,7 @@ TEST(held_job_after_client_free_reports_eclosed) {
     wo.concurrency = 2;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, hold_handler, NULL, &w));
-    for (int i = 0; i < 1000 && held_n < 2; i++) loop_for(base, 10);
+    WAIT_FOR(base, held_n >= 2, 20000);
     ASSERT_EQ(2, held_n);
     ASSERT(rjq_job_get_worker(held_jobs[0]) == w);
     char id0[64];
@@ -1208,7 +1208,7 @@ TEST(counters_and_depths_agree) {
     /* The replayed D/E jobs come first; make the holder hold whatever it gets. */
     rjq_worker *w2;
     ASSERT_OK(rjq_worker_start(q, &wo, hold_handler, NULL, &w2));
-    for (int i = 0; i < 1000 && held_n < 1; i++) loop_for(base, 10);
+    WAIT_FOR(base, held_n >= 1, 20000);
     ASSERT_EQ(1, held_n);
     st = get_stats(base, q); /* a round trip after its claim's answer */
     ASSERT_EQ(1, held_n); /* concurrency 1: nothing more is claimed */
@@ -1294,8 +1294,7 @@ TEST(running_job_keeps_its_lease_by_extension) {
     rjq_worker_options wo = {.size = sizeof(rjq_worker_options), .concurrency = 1, .lease_ms = 600, .reclaim_ms = 100};
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(q, &wo, keep_handler, NULL, &w));
-    for (int i = 0; i < 500 && long_job == NULL; i++) loop_for(base, 10);
-    ASSERT(long_job != NULL);
+    WAIT_FOR(base, long_job != NULL, 20000);
     /* Six times (four leases at least): once the server's clock is past
      * the lease's end as it was, a sweep takes nothing back (it was
      * extended meanwhile). */
@@ -1352,7 +1351,7 @@ TEST(empty_result_is_not_stored_and_reads_back_empty) {
     rjq_worker_options wo = quiet_worker_options(2);
     ASSERT_OK(rjq_worker_start(env.q, &wo, er_handler, NULL, &w));
     ASSERT(loop_until_count(env.base, &er_done, 2, 5000));
-    for (int i = 0; i < 500 && get_stats(env.base, env.q).completed < 2; i++) loop_for(env.base, 10);
+    WAIT_FOR(env.base, get_stats(env.base, env.q).completed >= 2, 20000);
     ASSERT_EQ(2, get_stats(env.base, env.q).completed);
 
     ASSERT_EQ(0, server_int(env.rc, "HEXISTS t:{empty}:result empty"));

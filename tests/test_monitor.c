@@ -196,16 +196,14 @@ TEST(monitor_resync_follows_each_gap_of_subscription_or_flag) {
     ASSERT(loop_until_count(e.base, &resyncs, 2, 10000));
     rjq_job_options o = {.size = sizeof(rjq_job_options), .id = "after-cut"};
     ASSERT_OK(rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));
-    for (int i = 0; i < 500 && !has("enqueued after-cut"); i++) loop_for(e.base, 10);
-    ASSERT(has("enqueued after-cut"));
+    WAIT_FOR(e.base, has("enqueued after-cut"), 20000);
     /* the flag lapsed: the next refresh finds it gone and says so */
     freeReplyObject(server_cmd(e.rc, "DEL t:{mon3}:monitored"));
     ASSERT(loop_until_count(e.base, &resyncs, 3, 15000));
     ASSERT_EQ(1, server_int(e.rc, "EXISTS t:{mon3}:monitored"));
     o.id = "after-lapse";
     ASSERT_OK(rjq_enqueue(e.q, "x", 1, &o, NULL, NULL));
-    for (int i = 0; i < 500 && !has("enqueued after-lapse"); i++) loop_for(e.base, 10);
-    ASSERT(has("enqueued after-lapse"));
+    WAIT_FOR(e.base, has("enqueued after-lapse"), 20000);
     ASSERT_EQ(3, resyncs);
     env_stop(&e);
 }

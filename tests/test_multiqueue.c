@@ -8,7 +8,6 @@
 #include "fixture.h"
 #include "harness.h"
 #include "server.h"
-#include "shard.h"
 #include "waits.h"
 
 #define MAX_STARTS 8192
@@ -377,7 +376,8 @@ TEST(start_queues_out_of_memory_leaves_nothing) {
     int weights[] = {2, 1};
     /* both layouts read first (a worker of a handle still reading its
      * layout is held: its start's allocations come later) */
-    while (rjq__queue_learning(high) || rjq__queue_learning(low)) loop_turn(e.base);
+    wait_layout_known(e.base, high);
+    wait_layout_known(e.base, low);
     long n = 0;
     for (;; n++) {
         memset(&l, 0, sizeof l);

@@ -89,7 +89,7 @@ static void drain_backlog(const char *queue, int mixed, int concurrency, long n)
     rjq_worker_options wo = quiet_worker_options(concurrency);
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(e.q, &wo, check_handler, &x, &w));
-    for (int k = 0; k < 1000 && x.completed < n; k++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, x.completed >= n, 20000);
     ASSERT_EQ(n, x.completed);
     ASSERT_EQ(n, x.handled);
     ASSERT_EQ(0, x.bad);
@@ -151,8 +151,7 @@ TEST(claimed_job_without_payload_is_not_run_and_left_to_its_lease) {
     wo.reclaim_ms = 100;
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(e.q, &wo, gone_handler, &x, &w));
-    for (int k = 0; k < 500 && x.held == NULL; k++) loop_for(e.base, 10);
-    ASSERT(x.held != NULL);
+    WAIT_FOR(e.base, x.held != NULL, 20000);
     /* while the worker has no free slot: a job without payload, one with */
     rjq_job_options ov = {.size = sizeof(rjq_job_options), .id = "victim", .max_attempts = 1};
     ASSERT_EQ(0, enqueue_job(e.base, e.q, "v", &ov).status);
@@ -162,7 +161,7 @@ TEST(claimed_job_without_payload_is_not_run_and_left_to_its_lease) {
     rjq_job_options oa = {.size = sizeof(rjq_job_options), .id = "after"};
     ASSERT_EQ(0, enqueue_job(e.base, e.q, "a", &oa).status);
     ASSERT_OK(rjq_job_complete(x.held, "ok", 2, on_done_ok, &x.completed));
-    for (int k = 0; k < 500 && get_stats(e.base, e.q).dead < 1; k++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, get_stats(e.base, e.q).dead >= 1, 20000);
     rjq_stats s = get_stats(e.base, e.q);
     ASSERT_EQ(1, s.dead);
     ASSERT_EQ(2, s.completed);
@@ -276,12 +275,12 @@ static void stop_while_reading(int free_client) {
     rjq_worker_options wo = quiet_worker_options(4);
     ASSERT_OK(rjq_worker_start(e.q, &wo, big_handler, &x, &x.big));
     ASSERT_EQ(0, enqueue_job(e.base, e.q, big, NULL).status);
-    for (int k = 0; k < 500 && x.big_completed < 1; k++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, x.big_completed >= 1, 20000);
     ASSERT_EQ(1, x.big_completed);
     int paused = 0;
     ASSERT_OK(rjq_queue_pause(e.q, on_counted, &paused));
     ASSERT_OK(rjq_queue_pause(small, on_counted, &paused));
-    for (int k = 0; k < 500 && paused < 2; k++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, paused >= 2, 20000);
     for (int i = 0; i < 4; i++) ASSERT_OK(rjq_enqueue(e.q, big, sizeof big - 1, NULL, NULL, NULL));
     ASSERT_EQ(0, enqueue_job(e.base, small, "s", NULL).status);
     rjq_worker *sw = NULL;
@@ -292,10 +291,10 @@ static void stop_while_reading(int free_client) {
     wait_scripts_settled(&e, e.q);
     ASSERT_OK(rjq_queue_resume(e.q, NULL, NULL));
     ASSERT_OK(rjq_queue_resume(small, NULL, NULL));
-    for (int k = 0; k < 500 && x.small_handled < 1; k++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, x.small_handled >= 1, 20000);
     ASSERT_EQ(1, x.small_handled);
     if (!free_client) {
-        for (int k = 0; k < 500 && !x.stopped; k++) loop_for(e.base, 10);
+        WAIT_FOR(e.base, x.stopped, 20000);
         ASSERT_EQ(1, x.stopped);
         ASSERT_EQ(1, x.big_handled); /* only the first */
         rjq_stats s = get_stats(e.base, e.q);
@@ -365,11 +364,11 @@ TEST(refused_payload_read_hands_the_jobs_back_at_once) {
     rjq_worker *w = NULL;
     ASSERT_OK(rjq_worker_start(e.q, &wo, refused_handler, &x, &w));
     ASSERT_EQ(0, enqueue_job(e.base, e.q, big, NULL).status); /* its average: big */
-    for (int k = 0; k < 500 && x.completed < 1; k++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, x.completed >= 1, 20000);
     ASSERT_EQ(1, x.completed);
     int paused = 0;
     ASSERT_OK(rjq_queue_pause(e.q, on_counted, &paused));
-    for (int k = 0; k < 500 && paused < 1; k++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, paused >= 1, 20000);
     rjq_job_options o = {.size = sizeof(rjq_job_options), .id = "x"};
     long long calls = server_script_calls(e.rc);
     ASSERT_EQ(0, enqueue_job(e.base, e.q, big, &o).status);
@@ -395,12 +394,12 @@ TEST(refused_payload_read_hands_the_jobs_back_at_once) {
 
     freeReplyObject(server_cmd(e.rc, "DEL t:{ff}:payload"));
     freeReplyObject(server_cmd(e.rc, "RENAME t:{ff}:saved t:{ff}:payload"));
-    for (int k = 0; k < 500 && x.handled_x < 1; k++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, x.handled_x >= 1, 20000);
     ASSERT_EQ(1, x.handled_x);
     ASSERT_EQ(1, x.attempt_x); /* the refused read spent no attempt */
     ASSERT_EQ((long)sizeof big - 1, x.len_x);
     /* its completion answered (freeing the client first would cancel it) */
-    for (int k = 0; k < 500 && x.completed < 2; k++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, x.completed >= 2, 20000);
     ASSERT_EQ(2, x.completed);
     env_stop_proxied(&e, &p);
 }
@@ -487,7 +486,7 @@ TEST(requests_made_while_the_output_is_full_wait_in_order) {
     ASSERT(e.c->room.n >= 2);
     ASSERT_EQ(0, x.calls);
     ASSERT_EQ(0, kill(e.s.pid, SIGCONT));
-    for (int k = 0; k < 1000 && !last.done; k++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, last.done, 20000);
     ASSERT_EQ(1, last.done);
     ASSERT_OK(last.status);
     ASSERT_EQ(BATCHES, x.calls);
@@ -527,7 +526,7 @@ TEST(requests_waiting_for_room_keep_their_order_through_a_reconnect) {
     server_restart(&e.s, NULL);
     redisFree(e.rc);
     e.rc = server_connect(&e.s);
-    for (int k = 0; k < 2000 && x.calls < BATCHES; k++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, x.calls >= BATCHES, 40000);
     ASSERT_EQ(BATCHES, x.calls);
     redisReply *r = server_cmd(e.rc, "LRANGE t:{roomloss}:ready 0 -1");
     ASSERT_EQ(BATCHES * JOBS, (long)r->elements);
@@ -564,7 +563,7 @@ TEST(requests_waiting_for_room_go_when_the_output_is_written) {
     ready_firsts(e.rc, "t:{drained}:ready", got, sizeof got);
     ASSERT_STREQ("b0j0 b1j0 b2j0 ", got);
     proxy_hold(&p, 0);
-    for (int k = 0; k < 500 && x.calls < BATCHES; k++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, x.calls >= BATCHES, 20000);
     ASSERT_EQ(BATCHES, x.calls);
     free_id_batches(&batches);
     env_stop_proxied(&e, &p);
@@ -624,7 +623,7 @@ TEST(requests_waiting_for_room_keep_their_order_through_busy_retries) {
     /* "a" was answered BUSY: a new request now waits behind it, and the
      * batches (in flight, or waiting for room) must not overtake one
      * another or fall behind it when their BUSY comes */
-    for (int i = 0; i < 5000 && e.c->later.n == 0; i++) loop_for(e.base, 1);
+    WAIT_FOR(e.base, e.c->later.n != 0, 20000);
     ASSERT(e.c->later.n > 0);
     ASSERT_OK(rjq_enqueue(e.q, "n", 1, &no, busy_cb, NULL));
     /* The script ends while every request waits for its next try, none in
@@ -638,7 +637,7 @@ TEST(requests_waiting_for_room_keep_their_order_through_busy_retries) {
     ASSERT_EQ(0, e.c->room.n);
     freeReplyObject(server_cmd(e.rc, "SCRIPT KILL"));
     ASSERT_EQ(0, reap(child, 5000));
-    for (int k = 0; k < 2000 && busy_calls < BATCHES + 2; k++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, busy_calls >= BATCHES + 2, 40000);
     ASSERT_EQ(BATCHES + 2, busy_calls);
     ASSERT_EQ(BATCHES * JOBS + 2, server_int(e.rc, "LLEN t:{busy}:ready"));
     char got[256];
@@ -760,7 +759,7 @@ TEST(claim_reply_slower_than_liveness_is_started_not_handed_back) {
     o.liveness_ms = 2000;
     start_huge_over_a_slow_link(&e, &p, &x, "live", &o);
     /* (handed back, it would be claimed again: each claim takes as long) */
-    for (int k = 0; k < 2000 && x.completed < 1; k++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, x.completed >= 1, 40000);
     assert_huge_ran_once_and_stop(&e, &p, &x);
 }
 
@@ -774,8 +773,7 @@ TEST(claim_reply_that_stops_arriving_still_times_out) {
     o.command_timeout_ms = 1000;
     start_huge_over_a_slow_link(&e, &p, &x, "stall", &o);
     /* part of the reply arrived: then nothing more */
-    for (int k = 0; k < 1000 && p.trickled < (64u << 10); k++) loop_for(e.base, 10);
-    ASSERT(p.trickled >= (64u << 10));
+    WAIT_FOR(e.base, p.trickled >= (64u << 10), 20000);
     proxy_blackhole(&p);
     wait_completed_or_dropped(e.base, &x);
     ASSERT_EQ(1, x.drops[RJQ_CONN_COMMAND]);
@@ -783,7 +781,7 @@ TEST(claim_reply_that_stops_arriving_still_times_out) {
     ASSERT_EQ(0, x.handled);
     /* the re-sent claim, over a working connection, brings it */
     proxy_trickle(&p, 0, 0);
-    for (int k = 0; k < 3000 && x.completed < 1; k++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, x.completed >= 1, 60000);
     ASSERT_EQ(1, x.completed);
     ASSERT_EQ(1, x.handled);
     ASSERT_EQ(0, x.bad);
@@ -932,7 +930,7 @@ static rjq_worker *idle_worker(test_env *e, const char *queue, int concurrency,
     ASSERT_OK(rjq_worker_start(e->q, &wo, handler, data, &w));
     char key[64];
     snprintf(key, sizeof key, "t:{%s}:idle", queue);
-    for (int k = 0; k < 500 && server_int(e->rc, "HLEN %s", key) < 1; k++) loop_for(e->base, 10);
+    WAIT_FOR(e->base, server_int(e->rc, "HLEN %s", key) >= 1, 20000);
     ASSERT_EQ(1, server_int(e->rc, "HLEN %s", key));
     return w;
 }

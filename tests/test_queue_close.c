@@ -29,7 +29,7 @@ static int handles(const rjq_client *c) {
 
 /* Run the loop until the client has n handles (the timeout a safety net). */
 static void wait_handles(test_env *e, int n) {
-    for (int i = 0; i < 2000 && handles(e->c) != n; i++) loop_for(e->base, 10);
+    WAIT_FOR(e->base, handles(e->c) == n, 40000);
     ASSERT_EQ(n, handles(e->c));
 }
 
@@ -156,7 +156,7 @@ TEST(work_asked_before_close_ends_once_each_and_then_the_handle_is_freed) {
     ASSERT_OK(rjq_queue_close(q)); /* nothing of it sent yet */
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_close(q)); /* (still there: its work holds it) */
     ASSERT_EQ(2, handles(e.c));
-    for (int i = 0; i < 2000 && t.enqueued + t.awaited + t.stats < 8; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, t.enqueued + t.awaited + t.stats >= 8, 40000);
     ASSERT_EQ(5, t.enqueued);
     ASSERT_EQ(2, t.awaited);
     ASSERT_EQ(1, t.stats);
@@ -183,7 +183,7 @@ TEST(enqueues_of_a_closed_handle_end_once_each_before_it_is_freed) {
     for (int i = 0; i < 4; i++)
         ASSERT_OK(rjq_enqueue(q, big, sizeof big, NULL, count_enqueued, &t));
     ASSERT_OK(rjq_queue_close(q));
-    for (int i = 0; i < 2000 && t.enqueued < 4; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, t.enqueued >= 4, 40000);
     ASSERT_EQ(4, t.enqueued);
     ASSERT_EQ(0, t.bad);
     wait_handles(&e, 1);
@@ -233,7 +233,7 @@ TEST(closing_a_handle_from_inside_its_own_callbacks_is_safe) {
     inside a = {0, 0, 0, -1};
     ASSERT_OK(rjq_queue_open(e.c, "qc4", NULL, &a.q));
     for (int i = 0; i < 3; i++) ASSERT_OK(rjq_enqueue(a.q, "x", 1, NULL, close_in_enqueue_cb, &a));
-    for (int i = 0; i < 2000 && a.calls < 3; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, a.calls >= 3, 40000);
     ASSERT_EQ(3, a.calls);
     ASSERT_EQ(1, a.closes);
     ASSERT_OK(a.rc);
@@ -244,7 +244,7 @@ TEST(closing_a_handle_from_inside_its_own_callbacks_is_safe) {
     ASSERT_OK(rjq_queue_open(e.c, "qc4", NULL, &b.q));
     for (int i = 0; i < 2; i++)
         ASSERT_OK(rjq_enqueue_await(b.q, "y", 1, NULL, NULL, close_in_await_cb, &b, NULL));
-    for (int i = 0; i < 2000 && b.calls < 2; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, b.calls >= 2, 40000);
     ASSERT_EQ(2, b.calls);
     ASSERT_OK(b.rc);
     wait_handles(&e, 1);
@@ -318,8 +318,7 @@ TEST(a_closed_handle_is_no_longer_visited_by_the_upkeep) {
     /* qb's visits go on (each looks at every queue the upkeep visits: ASan
      * and valgrind see none of the freed one's memory read) */
     long long before = script_calls(e.rc);
-    for (int i = 0; i < 2000 && script_calls(e.rc) < before + 10; i++) loop_for(e.base, 10);
-    ASSERT(script_calls(e.rc) >= before + 10);
+    WAIT_FOR(e.base, script_calls(e.rc) >= before + 10, 40000);
     env_stop(&e);
 }
 

@@ -138,6 +138,33 @@ static void kill_held(test_env *e, proxy *p, int sub) {
     else proxy_hold(p, 0);
 }
 
+/* A first worker (options wo, handler on_run into r) registers for pushes
+ * on queue and stops: the queue's push channel is subscribed, so that the
+ * worker started next has nothing to recover (only a claim's re-send can
+ * bring its jobs back). */
+static void stop_a_first_worker(test_env *e, const char *queue, const rjq_worker_options *wo,
+                                runs *r) {
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(e->q, wo, on_run, r, &w));
+    wait_registered(e, queue, 1);
+    int stopped = 0;
+    ASSERT_OK(rjq_worker_stop(w, on_stopped, &stopped));
+    ASSERT(loop_until(e->base, &stopped, 20000));
+}
+
+/* Start a worker (options wo, handler on_run into r) whose first claim
+ * takes the n jobs of queue in Redis while its reply is held by the proxy
+ * and then lost with the connection (CLIENT KILL): the claim is re-sent. */
+static void start_with_claim_reply_lost(test_env *e, proxy *p, const char *queue, long long n,
+                                        const rjq_worker_options *wo, runs *r) {
+    rjq_worker *w = NULL;
+    proxy_hold(p, 1);
+    ASSERT_OK(rjq_worker_start(e->q, wo, on_run, r, &w));
+    wait_active(e, queue, n);
+    ASSERT_EQ(0, r->ran); /* the reply is held */
+    kill_held(e, p, 0);
+}
+
 static long long state_attempts(test_env *e, const char *queue, long long id) {
     redisReply *r = server_cmd(e->rc, "HGET t:{%s}:state %lld", queue, id);
     long long a = -1;
@@ -163,19 +190,10 @@ TEST(claim_whose_reply_was_lost_runs_its_jobs_with_their_attempt) {
     starts st;
     runs r;
     rjq_worker_options wo = noting_starts(&r, &st, 5);
-    rjq_worker *w = NULL;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
-    wait_registered(&e, "lostclaim", 1);
-    int stopped = 0;
-    ASSERT_OK(rjq_worker_stop(w, on_stopped, &stopped));
-    ASSERT(loop_until(e.base, &stopped, 5000));
+    stop_a_first_worker(&e, "lostclaim", &wo, &r);
     enqueue_n(&e, e.q, 5);
 
-    proxy_hold(&p, 1);
-    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
-    wait_active(&e, "lostclaim", 5);
-    ASSERT_EQ(0, r.ran); /* the reply is held */
-    kill_held(&e, &p, 0);
+    start_with_claim_reply_lost(&e, &p, "lostclaim", 5, &wo, &r);
 
     ASSERT(loop_until_count(e.base, &r.done, 5, 5000));
     ASSERT_EQ(5, r.ran);
@@ -219,12 +237,7 @@ TEST(resent_claim_returns_its_lease_end_uncapped_so_a_lost_lease_is_not_told_as_
     runs r = {0};
     r.keep = 1;
     rjq_worker_options wo = quiet_worker_options(2);
-    rjq_worker *w = NULL;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
-    wait_registered(&e, "capped", 1);
-    int stopped = 0;
-    ASSERT_OK(rjq_worker_stop(w, on_stopped, &stopped));
-    ASSERT(loop_until(e.base, &stopped, 5000));
+    stop_a_first_worker(&e, "capped", &wo, &r);
     rjq_job_options oa = RJQ_JOB_OPTIONS_INIT, ob = RJQ_JOB_OPTIONS_INIT;
     oa.id = "a";
     oa.timeout_ms = 5500;
@@ -240,11 +253,7 @@ TEST(resent_claim_returns_its_lease_end_uncapped_so_a_lost_lease_is_not_told_as_
     wo.on_notice = note_notice;
     memset(notice_of, 0, sizeof notice_of);
     notices_seen = 0;
-    proxy_hold(&p, 1);
-    ASSERT_OK(rjq_worker_start(e.q, &wo, on_run, &r, &w));
-    wait_active(&e, "capped", 2);
-    ASSERT_EQ(0, r.ran); /* the reply is held */
-    kill_held(&e, &p, 0);
+    start_with_claim_reply_lost(&e, &p, "capped", 2, &wo, &r);
     ASSERT(loop_until_count(e.base, &r.ran, 2, 5000)); /* the re-send brought both */
     ASSERT_EQ(2, r.nheld);
     rjq_job *a = strcmp(rjq_job_get_id(r.held[0]), "a") == 0 ? r.held[0] : r.held[1];

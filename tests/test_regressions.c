@@ -358,7 +358,7 @@ TEST(finish_job_during_client_free_returns_eclosed_without_leak) {
     wo.concurrency = 2;
     rjq_worker *w;
     ASSERT_OK(rjq_worker_start(e.q, &wo, fin_handler, NULL, &w));
-    for (int i = 0; i < 500 && fin_nheld < 2; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, fin_nheld >= 2, 20000);
     ASSERT_EQ(2, fin_nheld);
 
     fin_complete_rc = fin_fail_rc = 12345;
@@ -456,7 +456,7 @@ TEST(doorbell_heard_while_claim_in_flight_is_not_lost) {
         marked = bell_mark(e.base, marker, id);
     }
     ASSERT(marked); /* both subscriptions are confirmed */
-    for (int i = 0; i < 500 && bell_nheld < 3; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, bell_nheld >= 3, 20000);
     ASSERT_EQ(3, bell_nheld); /* one claim filled all it asked for: hungry */
 
     proxy_hold(&p, 1);
@@ -606,7 +606,7 @@ TEST(stale_outcomes_do_not_pile_up_while_enqueues_are_in_flight) {
 
     proxy_hold(&p, 1); /* the enqueue's reply will wait in the proxy */
     ASSERT_OK(rjq_enqueue_await(e.q, "x", 1, NULL, NULL, flood_cb, NULL, NULL));
-    for (int i = 0; i < 500 && aw_inspect(c).inflight == 0; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, aw_inspect(c).inflight != 0, 20000);
     ASSERT_EQ(1, aw_inspect(c).inflight);
 
     for (int i = 0; i < 3000; i++) {
@@ -615,13 +615,13 @@ TEST(stale_outcomes_do_not_pile_up_while_enqueues_are_in_flight) {
         ASSERT_EQ(1, r->integer);
         freeReplyObject(r);
     }
-    for (int i = 0; i < 300 && aw_inspect(c).early < 1024; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, aw_inspect(c).early >= 1024, 20000);
     quiet_for(e.base, 100, "anything still coming: the table is full, so a marker message "
                            "would be dropped as well; nothing marks the last one read");
     ASSERT_EQ(1024, aw_inspect(c).early);
 
     proxy_hold(&p, 0);
-    for (int i = 0; i < 500 && aw_inspect(c).inflight > 0; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, aw_inspect(c).inflight == 0, 20000);
     ASSERT_EQ(0, aw_inspect(c).inflight);
     ASSERT_EQ(0, aw_inspect(c).early);
     ASSERT_EQ(0, flood_calls);
@@ -664,8 +664,7 @@ TEST(resent_failure_after_the_job_moved_on_is_recognised) {
     ASSERT_OK(rjq_enqueue(e.q, "x", 1, &jo, NULL, NULL));
     rjq_worker *wa, *wb;
     ASSERT_OK(rjq_worker_start(e.q, NULL, fres_hold, NULL, &wa));
-    for (int i = 0; i < 500 && fres_held == NULL; i++) loop_for(e.base, 10);
-    ASSERT(fres_held != NULL);
+    WAIT_FOR(e.base, fres_held != NULL, 20000);
     char token[64];
     snprintf(token, sizeof token, "%s", rjq_job_get_token(fres_held));
     ASSERT_OK(rjq_worker_stop(wa, NULL, NULL)); /* A claims nothing more */
@@ -673,8 +672,7 @@ TEST(resent_failure_after_the_job_moved_on_is_recognised) {
     fres_held = NULL;
     ASSERT(loop_until(e.base, &fres_failed, 5000));
     ASSERT_OK(rjq_worker_start(qb, NULL, fres_hold, NULL, &wb));
-    for (int i = 0; i < 500 && fres_held == NULL; i++) loop_for(e.base, 10);
-    ASSERT(fres_held != NULL);
+    WAIT_FOR(e.base, fres_held != NULL, 20000);
     ASSERT(strcmp(token, rjq_job_get_token(fres_held)) != 0); /* B holds it now */
 
     const char *argv[48];
@@ -747,7 +745,7 @@ TEST(await_whose_early_outcome_was_pushed_out_by_the_cap_still_resolves) {
     ASSERT_OK(rjq_enqueue_await(e.q, "x", 1, &jo, NULL, lost_await_cb, NULL, NULL));
     /* The job runs and completes; its outcome reaches the reply channel
      * before the enqueue's reply and is kept early. */
-    for (int i = 0; i < 500 && aw_inspect(c).early == 0; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, aw_inspect(c).early != 0, 20000);
     ASSERT_EQ(1, aw_inspect(c).early);
     ASSERT_EQ(1, aw_inspect(c).inflight);
     ASSERT_EQ(0, lost_calls);
@@ -758,11 +756,11 @@ TEST(await_whose_early_outcome_was_pushed_out_by_the_cap_still_resolves) {
                                    aw_inspect(c).channel, i);
         freeReplyObject(r);
     }
-    for (int i = 0; i < 300 && aw_inspect(c).dropped < 77; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, aw_inspect(c).dropped >= 77, 20000);
     ASSERT(aw_inspect(c).dropped >= 77); /* 1 + 1100 kept, 1024 at most */
 
     proxy_hold(&p, 0);
-    for (int i = 0; i < 500 && lost_calls == 0; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, lost_calls != 0, 20000);
     ASSERT_EQ(1, lost_calls);
     ASSERT_OK(lost_status);
     ASSERT_STREQ("R", lost_result);
@@ -1019,7 +1017,7 @@ TEST(enqueue_with_an_id_whose_reply_was_lost_is_sent_again) {
     kill_command_connection(e.rc, "rjq");
     ASSERT(loop_until(e.base, &lost_down, 5000)); /* the held replies died with it */
     proxy_hold(&p, 0); /* the new connection's replies flow */
-    for (int i = 0; i < 500 && (with_id.calls == 0 || without.calls == 0); i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, with_id.calls != 0 && without.calls != 0, 20000);
     ASSERT_EQ(1, with_id.calls);
     ASSERT_OK(with_id.status);
     ASSERT_STREQ("keep", with_id.id);
@@ -1078,7 +1076,7 @@ TEST(batch_of_several_calls_whose_reply_was_lost_is_sent_again_whole) {
     kill_command_connection(e.rc, "rjq");
     ASSERT(loop_until(e.base, &lost_down, 5000)); /* the held replies died with it */
     proxy_hold(&p, 0);
-    for (int i = 0; i < 500 && (a.calls == 0 || b.calls == 0); i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, a.calls != 0 && b.calls != 0, 20000);
     ASSERT_EQ(1, a.calls);
     ASSERT_OK(a.status);
     ASSERT_EQ(N, a.n);
@@ -1121,14 +1119,14 @@ TEST(claim_arriving_after_stop_hands_its_jobs_back) {
     rjq_worker *w;
     rjq_worker_options wo = quiet_worker_options(2);
     ASSERT_OK(rjq_worker_start(e.q, &wo, late_handler, NULL, &w));
-    for (int i = 0; i < 500 && server_active_jobs(e.rc, "late") < 2; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, server_active_jobs(e.rc, "late") >= 2, 20000);
     ASSERT_EQ(2, server_active_jobs(e.rc, "late"));
     ASSERT_OK(rjq_worker_stop(w, late_stop_cb, NULL));
     proxy_hold(&p, 0);
     ASSERT(loop_until(e.base, &late_stopped, 5000));
     ASSERT_OK(late_stop_status);
     ASSERT_EQ(0, late_handled);
-    for (int i = 0; i < 500 && server_active_jobs(e.rc, "late") > 0; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, server_active_jobs(e.rc, "late") == 0, 20000);
     ASSERT_EQ(0, server_active_jobs(e.rc, "late"));
     ASSERT_EQ(2, server_int(e.rc, "LLEN t:{late}:ready"));
     redisReply *r = server_cmd(e.rc, "HGET t:{late}:state l1");
@@ -1217,10 +1215,10 @@ TEST(claim_replies_read_together_do_not_wait_for_each_other) {
      * 7 and 8 the second's. */
     ls.peek_at = 7;
     proxy_hold(&p, 0);
-    for (int i = 0; i < 500 && ls.calls < 12; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, ls.calls >= 12, 20000);
     ASSERT_EQ(12, ls.calls);
     ASSERT_EQ(1, ls.peeked_complete);
-    for (int i = 0; i < 500 && get_stats(e.base, e.q).completed < 12; i++) loop_for(e.base, 10);
+    WAIT_FOR(e.base, get_stats(e.base, e.q).completed >= 12, 20000);
     rjq_stats s = get_stats(e.base, e.q);
     ASSERT_EQ(12, s.completed);
     ASSERT_EQ(0, s.active);

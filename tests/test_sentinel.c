@@ -127,14 +127,7 @@ static void cluster_start(cluster *k) {
                                   NULL};
     server_start_guarded(&k->replica, replica_args);
     redisContext *rc = server_connect(&k->replica);
-    for (int i = 0;; i++) { /* synced */
-        redisReply *r = server_cmd(rc, "INFO replication");
-        int up = strstr(r->str, "master_link_status:up") != NULL;
-        freeReplyObject(r);
-        if (up) break;
-        ASSERT(i < 500);
-        sleep_ms(10);
-    }
+    wait_replica_synced(rc);
     redisFree(rc);
     for (int i = 0; i < 3; i++) sentinel_start(&k->sentinels[i], k->master.port);
     for (int i = 0; i < 1500; i++) {

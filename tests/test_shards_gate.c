@@ -33,9 +33,8 @@ static void count_handler(rjq_job *job, void *data) {
 
 /* Run the loop until neither handle is reading its layout. */
 static void wait_learnt(struct event_base *base, rjq_queue *a, rjq_queue *b) {
-    for (int i = 0; i < 20000 && (rjq__queue_learning(a) || (b && rjq__queue_learning(b))); i++)
-        loop_turn(base);
-    ASSERT(!rjq__queue_learning(a) && !(b && rjq__queue_learning(b)));
+    wait_layout_known(base, a);
+    if (b) wait_layout_known(base, b);
 }
 
 /* rjq_worker_start_queues on rjq_queue_open handles, made at once: a

@@ -198,7 +198,7 @@ static void expect_refused(const char *url, const rjq_tls_options *t, const char
     struct event_base *base = event_base_new();
     rjq_client_options o = tls_client_options(url, t);
     rjq_client *c = client_new(base, &o);
-    for (int i = 0; i < 500 && errors_seen == 0; i++) loop_for(base, 10);
+    WAIT_FOR(base, errors_seen != 0, 20000);
     ASSERT(errors_seen > 0);
     ASSERT_EQ(0, rjq_client_is_connected(c));
     if (strstr(events, needle) == NULL)

@@ -1327,7 +1327,7 @@ local function start_jobs(J, c, ids, d, o, s, out)
       local v, q, _, a_, q_
       if s[i] then _, _, a_, q_ = string.find(s[i], '^ready (%d+) @(%d*),%d*,%d*$') end
       if a_ then
-        a = tonumber(a_) + 1
+        a = a_ == '0' and 1 or tonumber(a_) + 1 -- (a string compare: no number parsed)
         local h = heads[a]
         if not h then h = 'active ' .. num(a) .. ' ' .. tok .. ' @'; heads[a] = h end
         v = h .. q_ .. ',' .. started .. ','

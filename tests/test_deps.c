@@ -1082,7 +1082,8 @@ TEST(forgetting_a_job_with_dependencies_deletes_its_deps_entry) {
  * visit of their queue registers them again (deps_resume.lua), finds the
  * dependency missing and applies each one's policy: fail buries it with an
  * error naming the dependency and saying it was removed, run runs it,
- * ignore drops it from the list and runs it. */
+ * ignore drops it from the list and runs it; the removed job's dependents
+ * entry goes. */
 TEST(dependency_removed_before_it_finished_applies_each_dependents_policy) {
     test_env e;
     env_start(&e, "rm");
@@ -1113,6 +1114,9 @@ TEST(dependency_removed_before_it_finished_applies_each_dependents_policy) {
     ASSERT_STREQ("completed", get_info(e.base, q2, "r").state);
     ASSERT_STREQ("completed", get_info(e.base, q2, "i").state);
     ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{rm2}:waiting"));
+    /* the removed job's dependents entry went with the registration that
+     * found it missing (nothing would ever finish it) */
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{rm}:dependents a"));
     /* ignore: dropped from its list ('-'); run: counted ('m', missing) */
     redisReply *li = server_cmd(e.rc, "HGET t:{rm2}:deps i");
     redisReply *lr = server_cmd(e.rc, "HGET t:{rm2}:deps r");

@@ -603,8 +603,9 @@ static int reply_text(const redisReply *e, size_t max) {
 static void on_listed(rjq_client *c, int status, redisReply *r, void *priv) {
     list_ctx *x = priv;
     /* batch.lua list: { cursor, id, record, ... } */
-    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 1 ||
-                             r->elements > 1 + 2 * 1000 || !reply_text(r->element[0], LIST_CURSOR_MAX))) {
+    if (status == RJQ_OK &&
+        (r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 1 || r->elements > 1 + 2 * 1000 ||
+         !reply_text(r->element[0], LIST_CURSOR_MAX))) {
         rjq__errmsg(c, "batch list: unexpected reply");
         status = RJQ_EPROTO;
     }

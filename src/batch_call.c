@@ -19,7 +19,8 @@ int rjq__batch_call(rjq_queue *q, const char *op, const char *id, int flags, rjq
 static void on_swept(rjq_client *c, int status, redisReply *r, void *priv) {
     (void)r; /* (rjq__batch_call's hold released below) */
     /* (a failure: the next visit sweeps again) */
-    if (status != RJQ_OK && status != RJQ_ECANCELED) rjq__background_failed(c, status, "batch sweep");
+    if (status != RJQ_OK && status != RJQ_ECANCELED)
+        rjq__background_failed(c, status, "batch sweep");
     rjq__queue_release(priv);
 }
 

@@ -1029,54 +1029,6 @@ TEST(a_batch_of_100000_jobs_ends_once_each_counted_at_a_cost_per_job_of_one) {
     env_stop(&e);
 }
 
-/* Every allocation of a member's enqueue and of an await call made to
- * fail in turn (armed around the call, as the other tests do: a
- * connection's own allocation failing in the loop aborts by the
- * rjq_io_ops contract): each call either is refused at once (no
- * callback) or calls back exactly once; nothing leaks (ASan, valgrind).
- * The batch's counts stay those of the members that joined. (Armed across
- * the loop, an earlier form found an await's poll using its freed
- * waiter.) */
-TEST(an_allocation_failing_anywhere_in_a_batch_call_ends_it_once) {
-    test_env e;
-    env_start(&e, "bo");
-    ASSERT_OK(create_batch(e.base, e.q, "oom", 0, 0).status);
-    long joined = 0, sent = 0;
-    for (long n = 0;; n++) {
-        char id[32];
-        snprintf(id, sizeof id, "m%ld", n);
-        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
-        o.id = id;
-        o.delay_ms = 3600000;
-        added a = {0};
-        failalloc_arm_once(n);
-        int rc = rjq_batch_enqueue(e.q, "oom", e.q, "x", 1, &o, on_added, &a);
-        failalloc_disarm();
-        if (rc == RJQ_OK) ASSERT(loop_until_count(e.base, &a.calls, 1, 10000));
-        ASSERT_EQ(rc == RJQ_OK ? 1 : 0, a.calls);
-        if (rc == RJQ_OK) sent++;
-        if (rc == RJQ_OK && a.status == RJQ_OK) joined++;
-        if (failalloc_failures() == 0) break;
-        ASSERT(n < 1000);
-    }
-    ASSERT(joined >= 1);
-    for (long n = 0;; n++) {
-        awaited w = {0};
-        failalloc_arm_once(n);
-        int rc = rjq_batch_await(e.q, "oom", 1, on_awaited, &w);
-        failalloc_disarm();
-        if (rc == RJQ_OK) ASSERT(loop_until_count(e.base, &w.calls, 1, 10000));
-        ASSERT_EQ(rc == RJQ_OK ? 1 : 0, w.calls);
-        if (failalloc_failures() == 0) break;
-        ASSERT(n < 1000);
-    }
-    got g = get_batch(e.base, e.q, "oom");
-    /* every member reported joined counts; one whose callback failed may
-     * have joined (a failure after its add was written) or not */
-    ASSERT(g.total >= joined && g.total <= sent);
-    env_stop(&e);
-}
-
 /* ---- listing (rjq_batch_list) and the periodic sweep ----------------------- */
 
 typedef struct listed_page {
@@ -1130,6 +1082,67 @@ static const char *page_ids(const listed_page *p, char *out, size_t size) {
 static void create_next_ms(test_env *e, const char *id) {
     wait_server_clock(e->base, e->rc, 1);
     ASSERT_OK(create_batch(e->base, e->q, id, 0, 0).status);
+}
+
+/* Every allocation of a member's enqueue and of an await call made to
+ * fail in turn, and of a listing (armed around the call, as the other tests do: a
+ * connection's own allocation failing in the loop aborts by the
+ * rjq_io_ops contract): each call either is refused at once (no
+ * callback) or calls back exactly once; nothing leaks (ASan, valgrind).
+ * The batch's counts stay those of the members that joined. (Armed across
+ * the loop, an earlier form found an await's poll using its freed
+ * waiter.) */
+TEST(an_allocation_failing_anywhere_in_a_batch_call_ends_it_once) {
+    test_env e;
+    env_start(&e, "bo");
+    ASSERT_OK(create_batch(e.base, e.q, "oom", 0, 0).status);
+    long joined = 0, sent = 0;
+    for (long n = 0;; n++) {
+        char id[32];
+        snprintf(id, sizeof id, "m%ld", n);
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+        o.id = id;
+        o.delay_ms = 3600000;
+        added a = {0};
+        failalloc_arm_once(n);
+        int rc = rjq_batch_enqueue(e.q, "oom", e.q, "x", 1, &o, on_added, &a);
+        failalloc_disarm();
+        if (rc == RJQ_OK) ASSERT(loop_until_count(e.base, &a.calls, 1, 10000));
+        ASSERT_EQ(rc == RJQ_OK ? 1 : 0, a.calls);
+        if (rc == RJQ_OK) sent++;
+        if (rc == RJQ_OK && a.status == RJQ_OK) joined++;
+        if (failalloc_failures() == 0) break;
+        ASSERT(n < 1000);
+    }
+    ASSERT(joined >= 1);
+    for (long n = 0;; n++) {
+        awaited w = {0};
+        failalloc_arm_once(n);
+        int rc = rjq_batch_await(e.q, "oom", 1, on_awaited, &w);
+        failalloc_disarm();
+        if (rc == RJQ_OK) ASSERT(loop_until_count(e.base, &w.calls, 1, 10000));
+        ASSERT_EQ(rc == RJQ_OK ? 1 : 0, w.calls);
+        if (failalloc_failures() == 0) break;
+        ASSERT(n < 1000);
+    }
+    for (long n = 0;; n++) {
+        listed_page *p = calloc(1, sizeof *p);
+        ASSERT(p != NULL);
+        failalloc_arm_once(n);
+        int rc = rjq_batch_list(e.q, NULL, NULL, 10, on_listed_page, p);
+        failalloc_disarm();
+        if (rc == RJQ_OK) ASSERT(loop_until_count(e.base, &p->calls, 1, 10000));
+        ASSERT_EQ(rc == RJQ_OK ? 1 : 0, p->calls);
+        int failures = failalloc_failures();
+        free(p);
+        if (failures == 0) break;
+        ASSERT(n < 1000);
+    }
+    got g = get_batch(e.base, e.q, "oom");
+    /* every member reported joined counts; one whose callback failed may
+     * have joined (a failure after its add was written) or not */
+    ASSERT(g.total >= joined && g.total <= sent);
+    env_stop(&e);
 }
 
 TEST(batch_list_gives_batches_newest_first_in_pages_by_cursor_none_skipped_or_repeated) {

@@ -1330,3 +1330,33 @@ TEST(an_ended_batch_past_its_retention_is_deleted_by_the_periodic_visit_without_
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }
+
+/* The visit's reclaim call says when an ended batch is due (4 among its
+ * flags), reading one entry of batchend; a wrongly typed batchend stops
+ * no reclaim (the batch calls refuse it, not the visit). */
+static long long visit_flags(redisContext *rc, const char *q) {
+    char prefix[64], wake[64];
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
+    snprintf(wake, sizeof wake, "t:{%s}:wake", q);
+    const char *args[] = {prefix, wake, "0", "1000", "1000", "3600000", "0", "1", "0.5"};
+    redisReply *r = server_fcall(rc, RJQ__S_RECLAIM, q, args, 9);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+           r->element[2]->type == REDIS_REPLY_INTEGER);
+    long long v = r->element[2]->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+TEST(the_visit_says_when_an_ended_batch_is_due_and_a_wrongly_typed_batchend_stops_no_reclaim) {
+    test_env e;
+    env_start(&e, "bw");
+    ASSERT_EQ(0, visit_flags(e.rc, "bw"));
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{bw}:batchend 99999999999999 later"));
+    ASSERT_EQ(0, visit_flags(e.rc, "bw"));
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{bw}:batchend 1 due"));
+    ASSERT_EQ(4, visit_flags(e.rc, "bw"));
+    freeReplyObject(server_cmd(e.rc, "DEL t:{bw}:batchend"));
+    freeReplyObject(server_cmd(e.rc, "SET t:{bw}:batchend x"));
+    ASSERT_EQ(0, visit_flags(e.rc, "bw"));
+    env_stop(&e);
+}

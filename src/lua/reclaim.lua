@@ -51,9 +51,9 @@ local function result(n)
   if n >= 0 and #typed('zset', 'ZRANGEBYSCORE', waiting, '-inf', now - DEPS_RESUME_MS, 'LIMIT', 0, 1) > 0 then
     d = d + 2
   end
-  if n >= 0 and #typed('zset', 'ZRANGEBYSCORE', batchend, '-inf', now, 'LIMIT', 0, 1) > 0 then
-    d = d + 4
-  end
+  -- (a wrongly typed batchend stops no reclaim: the batch calls refuse it)
+  local due = n >= 0 and redis.pcall('ZRANGEBYSCORE', batchend, '-inf', now, 'LIMIT', 0, 1)
+  if due and not due.err and #due > 0 then d = d + 4 end
   if redis.call('HEXISTS', meta, 'paused') == 1 then return {n, 0, d} end
   return {n, redis.call('LLEN', ready) + redis.call('ZCARD', prio) +
              typed('zset', 'ZCOUNT', delayed, '-inf', now), d}

@@ -1360,3 +1360,20 @@ TEST(the_visit_says_when_an_ended_batch_is_due_and_a_wrongly_typed_batchend_stop
     ASSERT_EQ(0, visit_flags(e.rc, "bw"));
     env_stop(&e);
 }
+
+/* A batch made by an rjq older than the listing's index (none of its
+ * entries) is listed in no state, also once it ended, and ends as before. */
+TEST(a_batch_made_before_the_listing_index_is_listed_in_no_state_and_ends_as_before) {
+    test_env e;
+    env_start(&e, "bn");
+    ASSERT_OK(create_batch(e.base, e.q, "old", 0, 0).status);
+    freeReplyObject(server_cmd(e.rc, "DEL t:{bn}:batchlist")); /* (as an older rjq left it) */
+    seal(e.base, e.q, "old");
+    ASSERT(batch_state_is(e.base, e.q, "old", "completed"));
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{bn}:batchlist"));
+    listed_page *c = list_page(e.base, e.q, "completed", NULL, 10);
+    ASSERT_EQ(0, c->n);
+    free(c);
+    ASSERT_OK(delete_batch(e.base, e.q, "old", 0));
+    env_stop(&e);
+}

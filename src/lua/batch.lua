@@ -137,9 +137,11 @@ local function maybe_end(b)
   local chs = redis.call('HMGET', batches, bid .. ' w')[1]
   if chs then notify(chs, batches .. ' ' .. bid, 'completed', record(b)) end
   redis.call('HDEL', batches, bid .. ' c', bid .. ' s', bid .. ' w')
+  -- (its state entry moves; a batch made before the index has none)
   local lk = list_key(b.created, bid)
-  redis.call('ZREM', batchlist, 'p:' .. lk)
-  redis.call('ZADD', batchlist, 0, LETTER[b.state] .. ':' .. lk)
+  if redis.call('ZREM', batchlist, 'p:' .. lk) == 1 then
+    redis.call('ZADD', batchlist, 0, LETTER[b.state] .. ':' .. lk)
+  end
   local keep = tonumber(redis.call('HMGET', batches, bid .. ' k')[1] or BATCH_RETENTION_MS)
   if keep and keep >= 0 then redis.call('ZADD', batchend, int(tonumber(b.ended) + keep), bid) end
   return true

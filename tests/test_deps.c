@@ -1081,3 +1081,55 @@ TEST(forgetting_a_job_with_dependencies_deletes_its_deps_entry) {
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }
+
+/* A dependency whose record is removed before it finished (deleted
+ * outside rjq, lost): its dependents do not wait for ever. The periodic
+ * visit of their queue registers them again (deps_resume.lua), finds the
+ * dependency missing and applies each one's policy: fail buries it with an
+ * error naming the dependency and saying it was removed, run runs it,
+ * ignore drops it from the list and runs it; the removed job's dependents
+ * entry goes. */
+TEST(dependency_removed_before_it_finished_applies_each_dependents_policy) {
+    test_env e;
+    env_start(&e, "rm");
+    rjq_queue *q2 = open_queue(&e, "rm2");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0); /* held back: delayed an hour */
+    rjq_dep on_a = {"rm", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "f", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, q2, "r", &on_a, 1, RJQ_AFTER_RUN).status);
+    ASSERT_OK(enqueue_after(&e, q2, "i", &on_a, 1, RJQ_AFTER_IGNORE).status);
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{rm}:dependents a"));
+    /* a goes, unfinished, every column of it */
+    const char *cols[] = {"payload", "state", "options", "watchers"};
+    for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++)
+        freeReplyObject(server_cmd(e.rc, "HDEL t:{rm}:%s a", cols[k]));
+    freeReplyObject(server_cmd(e.rc, "ZREM t:{rm}:delayed a"));
+    ASSERT_EQ(RJQ_ENOTFOUND, get_info(e.base, e.q, "a").status);
+    /* their registrations made to look a minute old (DEPS_RESUME_MS) */
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{rm2}:waiting 1 f 1 r 1 i"));
+    ran r = {{0}, 0};
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 50;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q2, &wo, complete_it, &r, &w));
+    ASSERT(loop_until_count(e.base, &r.n, 2, 10000)); /* r and i ran */
+    WAIT_FOR(e.base, state_is(&e, q2, "f", "dead"), 10000);
+    ASSERT_STREQ("dependency rm:a was removed (no record of it)", get_info(e.base, q2, "f").error);
+    ASSERT(strstr(r.order, "r") != NULL && strstr(r.order, "i") != NULL);
+    ASSERT_STREQ("completed", get_info(e.base, q2, "r").state);
+    ASSERT_STREQ("completed", get_info(e.base, q2, "i").state);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{rm2}:waiting"));
+    /* the removed job's dependents entry went with the registration that
+     * found it missing (nothing would ever finish it) */
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{rm}:dependents a"));
+    /* ignore: dropped from its list ('-'); run: counted ('m', missing) */
+    redisReply *li = server_cmd(e.rc, "HGET t:{rm2}:deps i");
+    redisReply *lr = server_cmd(e.rc, "HGET t:{rm2}:deps r");
+    ASSERT(li->type == REDIS_REPLY_STRING && strstr(li->str, "\n- rm a") != NULL);
+    ASSERT(lr->type == REDIS_REPLY_STRING && strstr(lr->str, "\nm rm a") != NULL);
+    freeReplyObject(li);
+    freeReplyObject(lr);
+    ASSERT_EQ(2, r.n); /* f never ran */
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}

@@ -78,7 +78,8 @@ local function release(id, dq, did, outcome)
     gone[#gone + 1] = id
     DEPS_TOLD[1] = false
     bury(J, dead, stats, id, tonumber(attempts), now_ms(),
-         'dependency ' .. dq .. ':' .. did .. ' ended ' .. outcome, dead_max, emit, nil, tm)
+         'dependency ' .. dq .. ':' .. did .. (outcome == 'missing' and ' was removed (no record of it)'
+                                                or ' ended ' .. outcome), dead_max, emit, nil, tm)
     return 3, DEPS_TOLD[1] and 1 or 0
   end
   if not is_dirty[id] then is_dirty[id] = true; dirty[#dirty + 1] = id end

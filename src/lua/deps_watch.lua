@@ -11,7 +11,10 @@
 -- ARGV: per registration: the id of the job of this queue, the
 --       dependent's queue, the dependent's id
 -- Returns per registration the outcome so far: 'waiting' (registered),
--- 'completed', 'dead', 'cancelled', or 'missing' (no such job).
+-- 'completed', 'dead', 'cancelled', or 'missing' (no such job). A missing
+-- job's dependents entry, left when its record was removed before it
+-- finished, goes: nothing will finish it, and each of its dependents
+-- learns it is missing from its own registration (the resume sweep's).
 local J = columns(cols)
 if #ARGV < 3 or #ARGV % 3 ~= 0 then return redis.error_reply('ERR rjq deps_watch: bad arguments') end
 expect_types({J.d, 'hash', J.s, 'hash', J.n, 'hash', dependents, 'hash'})
@@ -20,11 +23,12 @@ for i = 1, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
 local s, n = hmget(J.s, ids), hmget(J.n, ids)
 local have = hmget(dependents, ids)
 -- order: the jobs given dependents (first seen); had/list: their entry as read, as written
-local out, order, had, list, marks = {}, {}, {}, {}, {}
+local out, order, had, list, marks, stale = {}, {}, {}, {}, {}, {}
 for k, id in ipairs(ids) do
   local state = state_of(s[k])
   if not s[k] and redis.call('HEXISTS', J.d, id) == 0 then
     out[k] = 'missing'
+    if have[k] then stale[#stale + 1] = id end
   elseif state == 'completed' or state == 'dead' or state == 'cancelled' then
     out[k] = state
   else
@@ -52,5 +56,6 @@ for _, id in ipairs(order) do
   if list[id] ~= had[id] then fv[#fv + 1] = id; fv[#fv + 1] = list[id] end
 end
 if #fv > 0 then call_all('HSET', dependents, fv, 2) end
+if #stale > 0 then call_all('HDEL', dependents, stale) end
 if #marks > 0 then set_watchers(J, marks) end
 return out

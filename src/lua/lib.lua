@@ -1020,6 +1020,8 @@ function DEPS.release(J, Q, rel, from)
     for k, id in ipairs(uniq) do S[id] = sv[k]; O[id] = ov[k]; L[id] = lv[k] end
   end
   local dirty, is_dirty, st, gone, rpush = {}, {}, {}, {}, {}
+  local now -- (the server's time, read once, when a job is buried or delayed)
+  local function clock() now = now or now_ms(); return now end
 
   local function release(id, dq, did, outcome)
     local mark = MARKS[outcome]
@@ -1048,7 +1050,7 @@ function DEPS.release(J, Q, rel, from)
       S[id] = false
       gone[#gone + 1] = id
       DEPS_TOLD[1] = false
-      bury(J, Q.dead, Q.stats, id, tonumber(attempts), now_ms(),
+      bury(J, Q.dead, Q.stats, id, tonumber(attempts), clock(),
            'dependency ' .. dq .. ':' .. did .. ' ended ' .. outcome, Q.dead_max, Q.emit, nil, tm)
       return 3, DEPS_TOLD[1] and 1 or 0
     end
@@ -1059,7 +1061,7 @@ function DEPS.release(J, Q, rel, from)
     if delay > 0 then
       S[id] = state_value('delayed', attempts, nil, tm)
       st[#st + 1] = id; st[#st + 1] = S[id]
-      if push_delayed(Q.delayed, id, now_ms() + delay) then redis.call(PUB or pub_mode(), Q.wake, '1') end
+      if push_delayed(Q.delayed, id, clock() + delay) then redis.call(PUB or pub_mode(), Q.wake, '1') end
     else
       S[id] = state_value('ready', attempts, nil, tm)
       st[#st + 1] = id; st[#st + 1] = S[id]
@@ -1164,14 +1166,6 @@ end
 -- 'completed': a completed dependency buries nothing). Returns { id, entry
 -- left ('' none) } per job of ids, in order.
 function DEPS.finished(J, Q, ids, outcome)
-  local lists = {}
-  for i = 1, #ids, CHUNK do
-    local last = math.min(i + CHUNK - 1, #ids)
-    -- (a wrongly typed hash gives no entries: the sweep's deps_due.lua refuses it)
-    local part = redis.pcall('HMGET', Q.dependents, unpack(ids, i, last))
-    if part.err then part = {} end
-    for k = i, last do lists[k] = part[k - i + 1] or false end
-  end
   local here, ok = DEPS.queue(J), nil
   local function writable() -- (asked once, when a line names this queue)
     local spec = {Q.ready, 'list', Q.prio, 'zset', Q.delayed, 'zset', Q.waiting, 'zset', Q.deps, 'hash',
@@ -1185,43 +1179,65 @@ function DEPS.finished(J, Q, ids, outcome)
     for i = 1, 3 do if v[i] and not string.match(v[i], '^%-?%d+$') then return false end end
     return true
   end
-  local out, todo, t = {}, {}, 1
-  for k, id in ipairs(ids) do todo[k] = {id, outcome, lists[k], true} end
-  while t <= #todo do
-    local id, oc, list, mine = todo[t][1], todo[t][2], todo[t][3], todo[t][4]
-    t = t + 1
-    local rel, rest = {}, {}
-    if list and here then
-      for line in string.gmatch(list, '[^\n]+') do
-        local qn, did = string.match(line, '^(%S+) (%S+)$')
-        if qn == here then
-          if ok == nil then ok = writable() end
-          if not ok then rel = {}; break end
-          rel[#rel + 1] = did; rel[#rel + 1] = here; rel[#rel + 1] = id; rel[#rel + 1] = oc
-        else
-          rest[#rest + 1] = line
+  -- Rounds: the jobs ids, then those the policy 'fail' buried in the
+  -- round before (their dependents of this queue next); each round's
+  -- releases in one DEPS.release, its writes a command each.
+  local out, round, oc, first = {}, ids, outcome, true
+  while #round > 0 do
+    local lists = {}
+    for i = 1, #round, CHUNK do
+      local last = math.min(i + CHUNK - 1, #round)
+      -- (a wrongly typed hash gives no entries: the sweep's deps_due.lua refuses it)
+      local part = redis.pcall('HMGET', Q.dependents, unpack(round, i, last))
+      if part.err then part = {} end
+      for k = i, last do lists[k] = part[k - i + 1] or false end
+    end
+    local rel, left, drop, keep, index, unindex = {}, {}, {}, {}, {}, {}
+    for k, id in ipairs(round) do
+      local list, rest, mine = lists[k], {}, 0
+      if list and here then
+        for line in string.gmatch(list, '[^\n]+') do
+          local qn, did = string.match(line, '^(%S+) (%S+)$')
+          if qn == here and ok == nil then ok = writable() end
+          if qn == here and ok then
+            rel[#rel + 1] = did; rel[#rel + 1] = here; rel[#rel + 1] = id; rel[#rel + 1] = oc
+            mine = mine + 1
+          else
+            rest[#rest + 1] = line
+          end
         end
       end
+      left[k] = list or ''
+      if mine > 0 then
+        left[k] = table.concat(rest, '\n')
+        if left[k] ~= '' then keep[#keep + 1] = id; keep[#keep + 1] = left[k] else drop[#drop + 1] = id end
+      end
+      if left[k] ~= '' then index[#index + 1] = id
+      elseif oc ~= 'completed' then unindex[#unindex + 1] = id end -- (its burial indexed it)
     end
-    local left = list or ''
+    local nextr = {}
     if #rel > 0 then
       local r = DEPS.release(J, Q, rel)
       for j = 2, #r, 2 do
-        if r[j] == 1 then -- buried, with dependents of its own
-          local l = redis.pcall('HMGET', Q.dependents, rel[2 * j - 3])
-          todo[#todo + 1] = {rel[2 * j - 3], 'dead', not l.err and l[1] or false, false}
-        end
+        if r[j] == 1 then nextr[#nextr + 1] = rel[2 * j - 3] end -- buried, with dependents of its own
       end
-      left = table.concat(rest, '\n')
-      if left ~= '' then redis.call('HSET', Q.dependents, id, left)
-      else redis.call('HDEL', Q.dependents, id) end
+      if #drop > 0 then call_all('HDEL', Q.dependents, drop) end
+      if #keep > 0 then call_all('HSET', Q.dependents, keep, 2) end
     end
-    if left ~= '' then
-      redis.pcall('ZADD', Q.depsfin, now_ms(), id) -- (a wrongly typed index: the sweep's deps_due refuses it)
-    elseif oc ~= 'completed' then
-      redis.pcall('ZREM', Q.depsfin, id) -- (its burial indexed it)
+    -- indexed for the sweep while dependents of other queues are left
+    -- (deps_done.lua drops them); a wrongly typed index: deps_due refuses it
+    if #index > 0 then
+      local t, sv = now_ms(), {}
+      for _, id in ipairs(index) do sv[#sv + 1] = t; sv[#sv + 1] = id end
+      for i = 1, #sv, 2 * CHUNK do redis.pcall('ZADD', Q.depsfin, unpack(sv, i, math.min(i + 2 * CHUNK - 1, #sv))) end
     end
-    if mine then out[#out + 1] = id; out[#out + 1] = left end
+    for i = 1, #unindex, CHUNK do
+      redis.pcall('ZREM', Q.depsfin, unpack(unindex, i, math.min(i + CHUNK - 1, #unindex)))
+    end
+    if first then
+      for k, id in ipairs(round) do out[#out + 1] = id; out[#out + 1] = left[k] end
+    end
+    round, oc, first = nextr, 'dead', false
   end
   return out
 end

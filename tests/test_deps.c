@@ -669,6 +669,31 @@ TEST(same_queue_dependent_is_released_by_its_dependencys_completion_once) {
     env_stop(&e);
 }
 
+/* A key the release would write holds a wrong type (written behind rjq's
+ * back): the completion still completes, counts nothing in its queue
+ * (nothing cut off halfway) and leaves the whole entry to the client's
+ * deps_release, which refuses it as before (the sweep tries again). */
+TEST(same_queue_release_with_a_wrongly_typed_key_is_left_whole_to_the_client) {
+    test_env e;
+    env_start(&e, "sw");
+    plant_active(e.rc, "sw", "a");
+    rjq_dep on_a = {"sw", "a"};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    freeReplyObject(server_cmd(e.rc, "SET t:{sw}:delayed x"));
+    const char *one[] = {"a"};
+    redisReply *r = complete_fcall(e.rc, "sw", one, 1);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    ASSERT_EQ(3, r->element[0]->integer);
+    ASSERT_STREQ("sw b", r->element[2]->str);
+    freeReplyObject(r);
+    ASSERT_STREQ("completed", get_info(e.base, e.q, "a").state);
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "b").state);
+    ASSERT(deps_line(e.rc, "sw", "b", "\nw sw a"));
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{sw}:dependents a"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{sw}:depsfin")); /* for the sweep */
+    env_stop(&e);
+}
+
 /* (same_queue_release_costs_a_fixed_number_of_commands) */
 #define SAME_QUEUE_RELEASE_COMMANDS 30
 

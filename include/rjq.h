@@ -828,7 +828,11 @@ typedef struct rjq_header {
  *   failure, rjq_queue_cancel's caller) sends an idempotent release to
  *   each dependent's queue: each dependency is counted once, a release
  *   sent again changes nothing. The dependency's list of dependents is
- *   dropped once every one was released.
+ *   dropped once every one was released. A dependent in the dependency's
+ *   own queue is registered by the job's write itself, and released by
+ *   the completion or the failure to dead of the dependency, in that same
+ *   script (no call of the client's; a completion sent again after a lost
+ *   reply releases nothing twice).
  * - Policies, for a dependency that ended dead, cancelled or missing:
  *   RJQ_AFTER_FAIL buries the job (dead, error "dependency <queue>:<id>
  *   ended <outcome>", or "dependency <queue>:<id> was removed (no record

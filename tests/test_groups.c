@@ -1249,6 +1249,98 @@ TEST(a_group_at_its_rate_limit_gets_nothing_pushed) {
     env_stop(&e);
 }
 
+/* Idle workers whose every waiting job is of a group at its limit (its
+ * concurrency, or its rate) run no claim while their client's reclaim
+ * visits (every 50 ms, script calls of their own) come and go: the group
+ * is out of the ring and nothing rings. Returns the claims run over
+ * `visits` script calls more (the visits and their own reads). */
+static long long claims_over_visits(test_env *e, long visits) {
+    long long claims = claims_run(e->rc), commands = server_commands_run(e->rc);
+    long long calls = server_script_calls(e->rc);
+    ASSERT(loop_until_script_calls(e->base, e->rc, calls + visits, 20000));
+    long long n = claims_run(e->rc) - claims;
+    fprintf(stderr, "  claims over %ld script calls (reclaim visits, 50 ms): %lld; "
+                    "commands over them: %lld\n", visits, n,
+            server_commands_run(e->rc) - commands);
+    return n;
+}
+
+TEST(idle_workers_with_a_group_at_its_limit_claim_nothing_until_a_slot_frees) {
+    test_env e;
+    env_start(&e, "gz");
+    set_limits(&e, "a", 1, 0);
+    static holding h;
+    memset(&h, 0, sizeof h);
+    rjq_worker_options wo = quiet_worker_options(3);
+    wo.reclaim_ms = 50;
+    rjq_worker *w1, *w2;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_noting, &h, &w1));
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_noting, &h, &w2));
+    WAIT_FOR(e.base, server_int(e.rc, "HLEN t:{gz}:idle") == 2, 10000);
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.group = "a";
+    o.id = "a1";
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    WAIT_FOR(e.base, h.n == 1, 10000);
+    o.id = "a2"; /* (a is at its limit: a2 and a3 wait in their group) */
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    o.id = "a3";
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    ASSERT_EQ(0, claims_over_visits(&e, 20));
+    ASSERT_EQ(1, h.n);
+    ASSERT_EQ(2, get_stats(e.base, e.q).ready);
+    /* a's slot freed: the next of a starts, on the completion's doorbell */
+    ASSERT_OK(rjq_job_complete(h.job[0], "", 0, NULL, NULL));
+    WAIT_FOR(e.base, h.n == 2, 10000);
+    ASSERT_STREQ("a2", h.id[1]);
+    ASSERT_EQ(0, claims_over_visits(&e, 20)); /* (at its limit again) */
+    ASSERT_OK(rjq_job_complete(h.job[1], "", 0, NULL, NULL));
+    WAIT_FOR(e.base, h.n == 3, 10000);
+    ASSERT_STREQ("a3", h.id[2]);
+    ASSERT_OK(rjq_job_complete(h.job[2], "", 0, NULL, NULL));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gz}:g:job t:{gz}:g:all") == 0, 10000);
+    worker_stop_wait(e.base, w1);
+    worker_stop_wait(e.base, w2);
+    env_stop(&e);
+}
+
+/* A group at its rate limit after a push (the enqueue's push started its
+ * last allowed job: no claim came back short to tell a worker when its
+ * window turns) still starts its next job when the window turns, the idle
+ * workers claiming nothing meanwhile. */
+TEST(a_group_at_its_rate_limit_after_a_push_starts_again_when_its_window_turns) {
+    test_env e;
+    env_start(&e, "gw");
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    l.rate = 1;
+    l.rate_window_ms = 1500;
+    limit_group(&e, "a", &l);
+    static holding h;
+    memset(&h, 0, sizeof h);
+    rjq_worker_options wo = quiet_worker_options(3);
+    wo.reclaim_ms = 50;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_noting, &h, &w));
+    WAIT_FOR(e.base, registered_slots(e.rc, "gw") == 3, 10000);
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.group = "a";
+    o.id = "a1";
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    WAIT_FOR(e.base, h.n == 1, 10000);
+    o.id = "a2";
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{gw}:g:rated"));
+    long long claims = claims_run(e.rc);
+    WAIT_FOR(e.base, h.n == 2, 20000);
+    ASSERT_STREQ("a2", h.id[1]);
+    long long n = claims_run(e.rc) - claims;
+    fprintf(stderr, "  claims while a waited for its window: %lld\n", n);
+    ASSERT(n <= 4); /* (the doorbell's, the window's turn's: no polling) */
+    for (int i = 0; i < 2; i++) ASSERT_OK(rjq_job_complete(h.job[i], "", 0, NULL, NULL));
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
 /* After "first" (jid) went back: it waits at the head of group a, not in
  * the queue's ready list, its slot is free and the group is in the ring.
  * A third job's enqueue looks at the group again; a claim for 5 then

@@ -102,5 +102,6 @@ else
       end
     end
   end
+  GROUPS.rated_bell(groups, g, gc)
 end
 return {id, 0}

@@ -128,11 +128,24 @@ function GROUPS.offer(G, J, g, c)
   end
   if redis.call('ZSCORE', ring, g) then return end
   -- (at its rate limit: the claim that finds its window turned offers it)
-  if rate and redis.call('ZSCORE', G .. 'rated', g) then return end
+  if rate and redis.call('ZSCORE', G .. 'rated', g) then c.rated = g; return end
   if redis.call('LLEN', G .. 'r:' .. g) == 0 and redis.call('ZCARD', G .. 'p:' .. g) == 0 then return end
   redis.call('ZADD', ring, GROUPS.next_turn(G, c), g)
   if redis.call('ZCARD', ring) == 1 then
     if c.hold then c.bell = true else redis.call(PUB or pub_mode(), GROUPS.wake(G), '1') end
+  end
+end
+
+-- After an enqueue made a job ready in group g (GROUPS.push; genqueue.lua):
+-- a group waiting for its rate window (GROUPS.offer noted it, c.rated)
+-- whose first waiting job this is rings the doorbell, so that an idle
+-- worker claims, comes back short and learns when the window turns
+-- (GROUPS.next_due): the group may have gone to wait by a push (no claim
+-- came back short to tell a worker), and nothing else would wake one then.
+function GROUPS.rated_bell(G, g, c)
+  if c.rated ~= g then return end
+  if redis.call('LLEN', G .. 'r:' .. g) + redis.call('ZCARD', G .. 'p:' .. g) == 1 then
+    redis.call(PUB or pub_mode(), GROUPS.wake(G), '1')
   end
 end
 

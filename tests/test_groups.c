@@ -313,6 +313,28 @@ TEST(pausing_one_group_stops_only_it) {
 /* Group a (limit 1) with jobs "first" and "second" in queue qn: a worker
  * that claims by the claim script (token tok) takes "first", whose id goes
  * in jid (the library is loaded: set_limits ran a script). */
+/* Every group listed in queue qn's g:all is in its depth index exactly
+ * when it has ready ids, at minus their count (the ids in its ready list
+ * and priority set). */
+static void depth_index_matches(redisContext *rc, const char *qn) {
+    redisReply *all = server_cmd(rc, "ZRANGE t:{%s}:g:all 0 -1", qn);
+    ASSERT(all->type == REDIS_REPLY_ARRAY);
+    for (size_t i = 0; i < all->elements; i++) {
+        const char *g = all->element[i]->str;
+        long long real = server_int(rc, "LLEN t:{%s}:g:r:%s", qn, g) +
+                         server_int(rc, "ZCARD t:{%s}:g:p:%s", qn, g);
+        redisReply *sc = server_cmd(rc, "ZSCORE t:{%s}:g:depth %s", qn, g);
+        if (real > 0) {
+            ASSERT(sc->type == REDIS_REPLY_STRING);
+            ASSERT_EQ(-real, atoll(sc->str));
+        } else {
+            ASSERT(sc->type == REDIS_REPLY_NIL);
+        }
+        freeReplyObject(sc);
+    }
+    freeReplyObject(all);
+}
+
 static void claim_first_of_limited_group(test_env *e, const char *qn, const char *tok, char *jid,
                                          size_t len) {
     set_limits(e, "a", 1, 0);
@@ -353,6 +375,7 @@ TEST(a_reclaimed_group_job_goes_back_to_its_group_and_frees_its_slot) {
     l = groups_of(&e, "a");
     ASSERT_EQ(2, l.depth[0]);
     ASSERT_EQ(0, l.active[0]);
+    depth_index_matches(e.rc, "gr");
     ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{gr}:g:ring"));
     ASSERT_EQ(0, server_int(e.rc, "LLEN t:{gr}:ready")); /* (not the queue's ready) */
     ran rn;
@@ -361,6 +384,7 @@ TEST(a_reclaimed_group_job_goes_back_to_its_group_and_frees_its_slot) {
     ASSERT_STREQ("first", rn.order[0]);
     ASSERT_STREQ("second", rn.order[1]);
     WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gr}:g:job t:{gr}:g:a:a") == 0, 10000);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gr}:g:depth"));
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }
@@ -385,6 +409,7 @@ TEST(a_failed_group_job_is_retried_in_its_group) {
     ASSERT_EQ(1, server_int(e.rc, "SCARD t:{gt}:g:a:a"));
     ASSERT_OK(rjq_job_complete(h.job, "", 0, NULL, NULL));
     WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gt}:g:job t:{gt}:g:a:a") == 0, 10000);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gt}:g:depth")); /* (in and out of it again) */
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }
@@ -1360,6 +1385,7 @@ static void first_is_back_in_its_group_and_the_limit_holds(test_env *e, const ch
     groups_wait l = groups_of(e, "a");
     ASSERT_EQ(2, l.depth[0]);
     ASSERT_EQ(0, l.active[0]);
+    depth_index_matches(e->rc, qn);
     ASSERT_OK(enqueue_in(e, e->q, "third", "a", 0).status);
     redisReply *r = claim_as_worker(e, qn, "5", "cy.w.1");
     ASSERT(r->type == REDIS_REPLY_ARRAY);
@@ -1433,5 +1459,84 @@ TEST(promoting_a_delayed_group_job_makes_it_ready_in_its_group) {
     WAIT_FOR(e.base, rn.n == 2, 10000);
     ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gp}:g:job t:{gp}:g:a:a"));
     worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* ---- the depth index of the listing ------------------------------------------------ */
+
+TEST(listing_groups_reads_a_page_of_the_depth_index_kept_by_enqueues_claims_and_hand_backs) {
+    test_env e;
+    env_start(&e, "gi");
+    char g[32];
+    for (int i = 0; i < 300; i++) {
+        snprintf(g, sizeof g, "g%03d", i);
+        ASSERT_OK(enqueue_in(&e, e.q, "x", g, 0).status);
+    }
+    for (int i = 0; i < 5; i++) ASSERT_OK(enqueue_in(&e, e.q, "x", "deep", 0).status);
+    for (int i = 0; i < 3; i++) ASSERT_OK(enqueue_in(&e, e.q, "x", "mid", i % 2).status);
+    depth_index_matches(e.rc, "gi");
+    /* the 8 busiest of 302 groups: a page of the index, not 3 reads a group */
+    long long cmds0 = server_commands_run(e.rc);
+    groups_wait l = groups_of(&e, NULL);
+    long long cmds = server_commands_run(e.rc) - cmds0 - 1; /* (the FCALL_RO) */
+    fprintf(stderr, "  listing the 8 busiest of 302 groups: %lld commands\n", cmds);
+    ASSERT(cmds < 40);
+    ASSERT_EQ(302, l.total);
+    ASSERT_STREQ("deep", l.name[0]);
+    ASSERT_EQ(5, l.depth[0]);
+    ASSERT_STREQ("mid", l.name[1]);
+    ASSERT_EQ(3, l.depth[1]);
+    ASSERT_STREQ("g000", l.name[2]); /* (ties by name) */
+    ASSERT_EQ(1, l.depth[2]);
+    /* a claim takes one job of each group (one ZMSCORE, one ZADD, one
+     * ZREM for the index) */
+    redisReply *r = claim_as_worker(&e, "gi", "302", "cx.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 302);
+    char jid[64];
+    snprintf(jid, sizeof jid, "%s", r->element[4]->str);
+    freeReplyObject(r);
+    depth_index_matches(e.rc, "gi");
+    l = groups_of(&e, NULL);
+    ASSERT_EQ(302, l.total); /* (the groups emptied run their job: listed after) */
+    ASSERT_STREQ("deep", l.name[0]);
+    ASSERT_EQ(4, l.depth[0]);
+    ASSERT_EQ(1, l.active[0]);
+    ASSERT_STREQ("mid", l.name[1]);
+    ASSERT_EQ(2, l.depth[1]);
+    ASSERT_STREQ("g000", l.name[2]); /* (running only: after, by name) */
+    ASSERT_EQ(0, l.depth[2]);
+    /* the last page: the groups with running jobs only, by name, depth 0 */
+    groups_wait last;
+    memset(&last, 0, sizeof last);
+    ASSERT_OK(rjq_queue_list_groups(e.q, NULL, 301, 8, on_groups, &last));
+    WAIT_FOR(e.base, last.done == 1, 10000);
+    ASSERT_OK(last.status);
+    ASSERT_EQ(1, (long)last.n);
+    ASSERT_EQ(0, last.depth[0]);
+    ASSERT_EQ(1, last.active[0]);
+    /* a hand-back makes its job ready again: counted */
+    const char *rel[] = {"t:{gi}:job:", "t:{gi}:wake", "", jid, "cx.w.1"};
+    r = server_fcall(e.rc, RJQ__S_RELEASE, "gi", rel, 5);
+    ASSERT(r->type == REDIS_REPLY_INTEGER && r->integer == 1);
+    freeReplyObject(r);
+    depth_index_matches(e.rc, "gi");
+    /* an index lost (a queue of an older version): the listing reads the
+     * groups it misses, and their next claim writes them again */
+    freeReplyObject(server_cmd(e.rc, "DEL t:{gi}:g:depth"));
+    l = groups_of(&e, NULL);
+    ASSERT_EQ(302, l.total);
+    ASSERT_STREQ("deep", l.name[0]);
+    ASSERT_EQ(4, l.depth[0]);
+    ASSERT_STREQ("mid", l.name[1]);
+    ASSERT_STREQ("g000", l.name[2]); /* (handed back: ready again) */
+    ASSERT_EQ(1, l.depth[2]);
+    /* a group entering the index is counted from its keys */
+    ASSERT_OK(enqueue_in(&e, e.q, "x", "deep", 0).status);
+    ASSERT_EQ(-5, server_int(e.rc, "ZSCORE t:{gi}:g:depth deep"));
+    r = claim_as_worker(&e, "gi", "1000", "cx.w.2");
+    ASSERT(r->type == REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
+    depth_index_matches(e.rc, "gi");
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gi}:g:depth"));
     env_stop(&e);
 }

@@ -32,6 +32,15 @@
 --                      ones again, and a claim that comes back short
 --                      tells its worker when the first is due
 --                      (GROUPS.next_due): no polling
+--   G..'depth'   zset  the groups with ready ids -> minus their count (the
+--                      ids in G..'r:'..g and G..'p:'..g; ascending: the
+--                      deepest first, ties by name): the listing's index
+--                      (gstats.lua reads a page of it, not every group).
+--                      Written where ids enter or leave a group's ready
+--                      place: GROUPS.push (+1), GROUPS.after (per group),
+--                      GROUPS.take (one ZMSCORE and one ZADD per claim);
+--                      a group missing from it is read and written at its
+--                      next claim (GROUPS.taken)
 --   G..'credit'  hash  a weighted group whose turn is not over -> the
 --                      jobs it may still start in it
 --   G..'job'     hash  id -> its group, while the job lives (HDEL when it
@@ -166,6 +175,37 @@ function GROUPS.tidy(G, g)
   redis.call('ZREM', G .. 'all', g)
 end
 
+-- The depth index (G..'depth'): n more ids ready in group g. A group
+-- that enters it is counted from its keys (it may have had ready ids
+-- before: a queue of an older version, without the index).
+function GROUPS.deepen(G, g, n)
+  if tonumber(redis.call('ZADD', G .. 'depth', 'INCR', -n, g)) == -n then
+    local d = redis.call('LLEN', G .. 'r:' .. g) + redis.call('ZCARD', G .. 'p:' .. g)
+    if d ~= n then redis.call('ZADD', G .. 'depth', -d, g) end
+  end
+end
+
+-- The depth index after a claim took cnt[g] ready ids of each group g
+-- (LPOP: a cancelled job's id left behind counts, as in the index) and
+-- found the groups of dry (no id taken) empty: one ZMSCORE, one ZADD and
+-- one ZREM at most per claim. A group the index misses, or counts short,
+-- is read (its real depth: a queue of an older version) and written.
+function GROUPS.taken(G, cnt, dry)
+  local k, names, gone = G .. 'depth', {}, {}
+  for g, n in pairs(cnt) do if n > 0 then names[#names + 1] = g end end
+  for _, g in ipairs(dry) do gone[#gone + 1] = g end
+  if #names > 0 then
+    local v, za = redis.call('ZMSCORE', k, unpack(names)), {}
+    for i, g in ipairs(names) do
+      local d = v[i] and -tonumber(v[i]) - cnt[g]
+      if not d or d < 0 then d = redis.call('LLEN', G .. 'r:' .. g) + redis.call('ZCARD', G .. 'p:' .. g) end
+      if d > 0 then za[#za + 1] = -d; za[#za + 1] = g else gone[#gone + 1] = g end
+    end
+    if #za > 0 then redis.call('ZADD', k, unpack(za)) end
+  end
+  if #gone > 0 then redis.call('ZREM', k, unpack(gone)) end
+end
+
 -- Make job id (priority p) ready in group g (head: first of its class;
 -- seq: its rank for p ~= 0, nil: a new one from stats).
 function GROUPS.push(G, J, g, id, p, head, stats, c, seq)
@@ -179,6 +219,7 @@ function GROUPS.push(G, J, g, id, p, head, stats, c, seq)
     redis.call('ZADD', G .. 'p:' .. g, prio_score(p, seq), id)
   end
   redis.call('HINCRBY', stats, 'gready', 1)
+  GROUPS.deepen(G, g, 1)
   GROUPS.offer(G, J, g, c)
 end
 
@@ -240,18 +281,20 @@ end
 -- (nothing more), or dead (its group entry dropped). stats: the queue's
 -- stats hash ('gready').
 function GROUPS.after(G, J, done, c, stats)
-  local ready, groups, gone = 0, {}, {}
+  local ready, groups, gone, per = 0, {}, {}, {}
   for _, d in ipairs(done) do
     local g, id, st = d[1], d[2], d[3]
     if st == 'ready' then
       ready = ready + 1
-      if not groups[g] then groups[g] = true; groups[#groups + 1] = g end
+      if not per[g] then per[g] = 0; groups[#groups + 1] = g end
+      per[g] = per[g] + 1
     elseif st ~= 'delayed' then
       gone[#gone + 1] = id
     end
   end
   if ready > 0 then redis.call('HINCRBY', stats, 'gready', ready) end
   for _, g in ipairs(groups) do
+    GROUPS.deepen(G, g, per[g])
     GROUPS.list(G, g)
     GROUPS.offer(G, J, g, c)
   end
@@ -421,6 +464,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
   -- only jobs still ready start (a cancel leaves its id behind); each
   -- takes a slot of its group
   for _, g in ipairs(dry) do GROUPS.tidy(G, g) end
+  GROUPS.taken(G, cnt, dry)
   if #ids == 0 then return ids, redis.call('EXISTS', ring) == 1 end
   local s = redis.call('HMGET', J.s, unpack(ids))
   local out, per, stale = {}, {}, {}

@@ -1413,6 +1413,40 @@ TEST(a_handed_back_group_job_returns_to_its_group_and_its_limit_holds) {
     env_stop(&e);
 }
 
+/* A job handed back unstarted does not count against its group's rate: its
+ * start leaves the rate log, and the group, out of the ring for its
+ * window, starts it again at the next claim (before, it waited the window:
+ * ten minutes here). */
+TEST(a_handed_back_group_job_leaves_its_groups_rate_log) {
+    test_env e;
+    env_start(&e, "gk");
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    l.rate = 1;
+    l.rate_window_ms = 600000;
+    limit_group(&e, "a", &l);
+    ASSERT_OK(enqueue_in(&e, e.q, "first", "a", 0).status);
+    redisReply *r = claim_as_worker(&e, "gk", "5", "cx.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
+    char jid[64];
+    snprintf(jid, sizeof jid, "%s", r->element[4]->str);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{gk}:g:s:a"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{gk}:g:rated"));
+    const char *rel[] = {"t:{gk}:job:", "t:{gk}:wake", "", jid, "cx.w.1"};
+    r = server_fcall(e.rc, RJQ__S_RELEASE, "gk", rel, 5);
+    ASSERT(r->type == REDIS_REPLY_INTEGER && r->integer == 1);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{gk}:g:s:a"));
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{gk}:g:rated"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{gk}:g:ring"));
+    r = claim_as_worker(&e, "gk", "5", "cx.w.2");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
+    ASSERT_STREQ(jid, r->element[4]->str);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{gk}:g:s:a")); /* (its start now) */
+    env_stop(&e);
+}
+
 TEST(an_orphaned_group_job_returns_to_its_group_and_its_limit_holds) {
     test_env e;
     env_start(&e, "go");

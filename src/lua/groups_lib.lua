@@ -301,6 +301,29 @@ function GROUPS.after(G, J, done, c, stats)
   if #gone > 0 then redis.call('HDEL', G .. 'job', unpack(gone)) end
 end
 
+-- Jobs handed back unstarted (release.lua), each {group, id, ...}: their
+-- starts leave their groups' rate logs (a job that did not run does not
+-- count against its group's rate), and a group that waited for its window
+-- leaves G..'rated', to be offered again (GROUPS.after; the next claim
+-- counts its window again). A log holds the window's starts: at most the
+-- rate's, read only for a group with a rate.
+function GROUPS.unlog(G, done, c)
+  for _, d in ipairs(done) do
+    local g, id = d[1], d[2]
+    if select(4, GROUPS.conf(G, g, c)) then
+      local k, tail = G .. 's:' .. g, ' ' .. id
+      local m = redis.call('ZRANGE', k, 0, -1)
+      for i = #m, 1, -1 do
+        if string.sub(m[i], -#tail) == tail then
+          redis.call('ZREM', k, m[i])
+          redis.call('ZREM', G .. 'rated', g)
+          break
+        end
+      end
+    end
+  end
+end
+
 -- A copy of the queue table q (fail_job, return_lost) that puts a job of
 -- group g back in its group.
 function GROUPS.q(G, q, g)

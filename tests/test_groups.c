@@ -315,7 +315,8 @@ TEST(pausing_one_group_stops_only_it) {
  * in jid (the library is loaded: set_limits ran a script). */
 /* Every group listed in queue qn's g:all is in its depth index exactly
  * when it has ready ids, at minus their count (the ids in its ready list
- * and priority set). */
+ * and priority set), and in g:busy exactly when it has none but runs
+ * jobs; no other group is in either. */
 static void depth_index_matches(redisContext *rc, const char *qn) {
     redisReply *all = server_cmd(rc, "ZRANGE t:{%s}:g:all 0 -1", qn);
     ASSERT(all->type == REDIS_REPLY_ARRAY);
@@ -331,7 +332,13 @@ static void depth_index_matches(redisContext *rc, const char *qn) {
             ASSERT(sc->type == REDIS_REPLY_NIL);
         }
         freeReplyObject(sc);
+        long long running_only = real == 0 && server_int(rc, "SCARD t:{%s}:g:a:%s", qn, g) > 0;
+        redisReply *b = server_cmd(rc, "ZSCORE t:{%s}:g:busy %s", qn, g);
+        ASSERT_EQ(running_only, (long long)(b->type == REDIS_REPLY_STRING));
+        freeReplyObject(b);
     }
+    ASSERT_EQ((long long)all->elements >= server_int(rc, "ZCARD t:{%s}:g:depth", qn) +
+                                              server_int(rc, "ZCARD t:{%s}:g:busy", qn), 1);
     freeReplyObject(all);
 }
 
@@ -1554,9 +1561,6 @@ TEST(listing_groups_reads_a_page_of_the_depth_index_kept_by_enqueues_claims_and_
     ASSERT(r->type == REDIS_REPLY_INTEGER && r->integer == 1);
     freeReplyObject(r);
     depth_index_matches(e.rc, "gi");
-    /* an index lost (a queue of an older version): the listing reads the
-     * groups it misses, and their next claim writes them again */
-    freeReplyObject(server_cmd(e.rc, "DEL t:{gi}:g:depth"));
     l = groups_of(&e, NULL);
     ASSERT_EQ(302, l.total);
     ASSERT_STREQ("deep", l.name[0]);
@@ -1564,9 +1568,13 @@ TEST(listing_groups_reads_a_page_of_the_depth_index_kept_by_enqueues_claims_and_
     ASSERT_STREQ("mid", l.name[1]);
     ASSERT_STREQ("g000", l.name[2]); /* (handed back: ready again) */
     ASSERT_EQ(1, l.depth[2]);
-    /* a group entering the index is counted from its keys */
+    ASSERT_EQ(3 + 299, l.total);
+    /* a group entering the index is counted from its keys (an index that
+     * lost it, here by hand) */
+    freeReplyObject(server_cmd(e.rc, "ZREM t:{gi}:g:depth deep"));
     ASSERT_OK(enqueue_in(&e, e.q, "x", "deep", 0).status);
     ASSERT_EQ(-5, server_int(e.rc, "ZSCORE t:{gi}:g:depth deep"));
+    depth_index_matches(e.rc, "gi");
     r = claim_as_worker(&e, "gi", "1000", "cx.w.2");
     ASSERT(r->type == REDIS_REPLY_ARRAY);
     freeReplyObject(r);

@@ -41,6 +41,12 @@
 --                      GROUPS.take (one ZMSCORE and one ZADD per claim);
 --                      a group missing from it is read and written at its
 --                      next claim (GROUPS.taken)
+--   G..'busy'    zset  the groups with running jobs and no ready ids,
+--                      score 0 (by name): listed after the index's
+--                      (GROUPS.busy when a claim empties a group it
+--                      started jobs of; out when the group enters the
+--                      index, GROUPS.deepen, or leaves the listing,
+--                      GROUPS.tidy)
 --   G..'credit'  hash  a weighted group whose turn is not over -> the
 --                      jobs it may still start in it
 --   G..'job'     hash  id -> its group, while the job lives (HDEL when it
@@ -173,6 +179,7 @@ function GROUPS.tidy(G, g)
   if redis.call('ZSCORE', G .. 'ring', g) or redis.call('SCARD', G .. 'a:' .. g) > 0 or
      redis.call('LLEN', G .. 'r:' .. g) > 0 or redis.call('ZCARD', G .. 'p:' .. g) > 0 then return end
   redis.call('ZREM', G .. 'all', g)
+  redis.call('ZREM', G .. 'busy', g)
 end
 
 -- The depth index (G..'depth'): n more ids ready in group g. A group
@@ -182,6 +189,7 @@ function GROUPS.deepen(G, g, n)
   if tonumber(redis.call('ZADD', G .. 'depth', 'INCR', -n, g)) == -n then
     local d = redis.call('LLEN', G .. 'r:' .. g) + redis.call('ZCARD', G .. 'p:' .. g)
     if d ~= n then redis.call('ZADD', G .. 'depth', -d, g) end
+    redis.call('ZREM', G .. 'busy', g)
   end
 end
 
@@ -204,6 +212,20 @@ function GROUPS.taken(G, cnt, dry)
     if #za > 0 then redis.call('ZADD', k, unpack(za)) end
   end
   if #gone > 0 then redis.call('ZREM', k, unpack(gone)) end
+  return gone
+end
+
+-- The groups a claim emptied (gone, GROUPS.taken) that run jobs: the
+-- index's rows with running jobs only (per: the call's started ids by
+-- group; one whose ids taken were all cancelled ones is read).
+function GROUPS.busy(G, cnt, gone, per)
+  local za = {}
+  for _, g in ipairs(gone) do
+    if cnt[g] and cnt[g] > 0 and (per[g] or redis.call('SCARD', G .. 'a:' .. g) > 0) then
+      za[#za + 1] = 0; za[#za + 1] = g
+    end
+  end
+  if #za > 0 then redis.call('ZADD', G .. 'busy', unpack(za)) end
 end
 
 -- Make job id (priority p) ready in group g (head: first of its class;
@@ -487,7 +509,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
   -- only jobs still ready start (a cancel leaves its id behind); each
   -- takes a slot of its group
   for _, g in ipairs(dry) do GROUPS.tidy(G, g) end
-  GROUPS.taken(G, cnt, dry)
+  local gone = GROUPS.taken(G, cnt, dry)
   if #ids == 0 then return ids, redis.call('EXISTS', ring) == 1 end
   local s = redis.call('HMGET', J.s, unpack(ids))
   local out, per, stale = {}, {}, {}
@@ -501,6 +523,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
       stale[g] = true
     end
   end
+  GROUPS.busy(G, cnt, gone, per)
   for g, list in pairs(per) do
     redis.call('SADD', G .. 'a:' .. g, unpack(list))
     if rwins[g] then -- (its starts logged: its rate window)

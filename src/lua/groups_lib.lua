@@ -32,6 +32,21 @@
 --                      ones again, and a claim that comes back short
 --                      tells its worker when the first is due
 --                      (GROUPS.next_due): no polling
+--   G..'depth'   zset  the groups with ready ids -> minus their count (the
+--                      ids in G..'r:'..g and G..'p:'..g; ascending: the
+--                      deepest first, ties by name): the listing's index
+--                      (gstats.lua reads a page of it, not every group).
+--                      Written where ids enter or leave a group's ready
+--                      place: GROUPS.push (+1), GROUPS.after (per group),
+--                      GROUPS.take (one ZMSCORE and one ZADD per claim);
+--                      a group missing from it is read and written at its
+--                      next claim (GROUPS.taken)
+--   G..'busy'    zset  the groups with running jobs and no ready ids,
+--                      score 0 (by name): listed after the index's
+--                      (GROUPS.busy when a claim empties a group it
+--                      started jobs of; out when the group enters the
+--                      index, GROUPS.deepen, or leaves the listing,
+--                      GROUPS.tidy)
 --   G..'credit'  hash  a weighted group whose turn is not over -> the
 --                      jobs it may still start in it
 --   G..'job'     hash  id -> its group, while the job lives (HDEL when it
@@ -128,11 +143,24 @@ function GROUPS.offer(G, J, g, c)
   end
   if redis.call('ZSCORE', ring, g) then return end
   -- (at its rate limit: the claim that finds its window turned offers it)
-  if rate and redis.call('ZSCORE', G .. 'rated', g) then return end
+  if rate and redis.call('ZSCORE', G .. 'rated', g) then c.rated = g; return end
   if redis.call('LLEN', G .. 'r:' .. g) == 0 and redis.call('ZCARD', G .. 'p:' .. g) == 0 then return end
   redis.call('ZADD', ring, GROUPS.next_turn(G, c), g)
   if redis.call('ZCARD', ring) == 1 then
     if c.hold then c.bell = true else redis.call(PUB or pub_mode(), GROUPS.wake(G), '1') end
+  end
+end
+
+-- After an enqueue made a job ready in group g (GROUPS.push; genqueue.lua):
+-- a group waiting for its rate window (GROUPS.offer noted it, c.rated)
+-- whose first waiting job this is rings the doorbell, so that an idle
+-- worker claims, comes back short and learns when the window turns
+-- (GROUPS.next_due): the group may have gone to wait by a push (no claim
+-- came back short to tell a worker), and nothing else would wake one then.
+function GROUPS.rated_bell(G, g, c)
+  if c.rated ~= g then return end
+  if redis.call('LLEN', G .. 'r:' .. g) + redis.call('ZCARD', G .. 'p:' .. g) == 1 then
+    redis.call(PUB or pub_mode(), GROUPS.wake(G), '1')
   end
 end
 
@@ -151,6 +179,53 @@ function GROUPS.tidy(G, g)
   if redis.call('ZSCORE', G .. 'ring', g) or redis.call('SCARD', G .. 'a:' .. g) > 0 or
      redis.call('LLEN', G .. 'r:' .. g) > 0 or redis.call('ZCARD', G .. 'p:' .. g) > 0 then return end
   redis.call('ZREM', G .. 'all', g)
+  redis.call('ZREM', G .. 'busy', g)
+end
+
+-- The depth index (G..'depth'): n more ids ready in group g. A group
+-- that enters it is counted from its keys (it may have had ready ids
+-- before: a queue of an older version, without the index).
+function GROUPS.deepen(G, g, n)
+  if tonumber(redis.call('ZADD', G .. 'depth', 'INCR', -n, g)) == -n then
+    local d = redis.call('LLEN', G .. 'r:' .. g) + redis.call('ZCARD', G .. 'p:' .. g)
+    if d ~= n then redis.call('ZADD', G .. 'depth', -d, g) end
+    redis.call('ZREM', G .. 'busy', g)
+  end
+end
+
+-- The depth index after a claim took cnt[g] ready ids of each group g
+-- (LPOP: a cancelled job's id left behind counts, as in the index) and
+-- found the groups of dry (no id taken) empty: one ZMSCORE, one ZADD and
+-- one ZREM at most per claim. A group the index misses, or counts short,
+-- is read (its real depth: a queue of an older version) and written.
+function GROUPS.taken(G, cnt, dry)
+  local k, names, gone = G .. 'depth', {}, {}
+  for g, n in pairs(cnt) do if n > 0 then names[#names + 1] = g end end
+  for _, g in ipairs(dry) do gone[#gone + 1] = g end
+  if #names > 0 then
+    local v, za = redis.call('ZMSCORE', k, unpack(names)), {}
+    for i, g in ipairs(names) do
+      local d = v[i] and -tonumber(v[i]) - cnt[g]
+      if not d or d < 0 then d = redis.call('LLEN', G .. 'r:' .. g) + redis.call('ZCARD', G .. 'p:' .. g) end
+      if d > 0 then za[#za + 1] = -d; za[#za + 1] = g else gone[#gone + 1] = g end
+    end
+    if #za > 0 then redis.call('ZADD', k, unpack(za)) end
+  end
+  if #gone > 0 then redis.call('ZREM', k, unpack(gone)) end
+  return gone
+end
+
+-- The groups a claim emptied (gone, GROUPS.taken) that run jobs: the
+-- index's rows with running jobs only (per: the call's started ids by
+-- group; one whose ids taken were all cancelled ones is read).
+function GROUPS.busy(G, cnt, gone, per)
+  local za = {}
+  for _, g in ipairs(gone) do
+    if cnt[g] and cnt[g] > 0 and (per[g] or redis.call('SCARD', G .. 'a:' .. g) > 0) then
+      za[#za + 1] = 0; za[#za + 1] = g
+    end
+  end
+  if #za > 0 then redis.call('ZADD', G .. 'busy', unpack(za)) end
 end
 
 -- Make job id (priority p) ready in group g (head: first of its class;
@@ -166,6 +241,7 @@ function GROUPS.push(G, J, g, id, p, head, stats, c, seq)
     redis.call('ZADD', G .. 'p:' .. g, prio_score(p, seq), id)
   end
   redis.call('HINCRBY', stats, 'gready', 1)
+  GROUPS.deepen(G, g, 1)
   GROUPS.offer(G, J, g, c)
 end
 
@@ -227,22 +303,47 @@ end
 -- (nothing more), or dead (its group entry dropped). stats: the queue's
 -- stats hash ('gready').
 function GROUPS.after(G, J, done, c, stats)
-  local ready, groups, gone = 0, {}, {}
+  local ready, groups, gone, per = 0, {}, {}, {}
   for _, d in ipairs(done) do
     local g, id, st = d[1], d[2], d[3]
     if st == 'ready' then
       ready = ready + 1
-      if not groups[g] then groups[g] = true; groups[#groups + 1] = g end
+      if not per[g] then per[g] = 0; groups[#groups + 1] = g end
+      per[g] = per[g] + 1
     elseif st ~= 'delayed' then
       gone[#gone + 1] = id
     end
   end
   if ready > 0 then redis.call('HINCRBY', stats, 'gready', ready) end
   for _, g in ipairs(groups) do
+    GROUPS.deepen(G, g, per[g])
     GROUPS.list(G, g)
     GROUPS.offer(G, J, g, c)
   end
   if #gone > 0 then redis.call('HDEL', G .. 'job', unpack(gone)) end
+end
+
+-- Jobs handed back unstarted (release.lua), each {group, id, ...}: their
+-- starts leave their groups' rate logs (a job that did not run does not
+-- count against its group's rate), and a group that waited for its window
+-- leaves G..'rated', to be offered again (GROUPS.after; the next claim
+-- counts its window again). A log holds the window's starts: at most the
+-- rate's, read only for a group with a rate.
+function GROUPS.unlog(G, done, c)
+  for _, d in ipairs(done) do
+    local g, id = d[1], d[2]
+    if select(4, GROUPS.conf(G, g, c)) then
+      local k, tail = G .. 's:' .. g, ' ' .. id
+      local m = redis.call('ZRANGE', k, 0, -1)
+      for i = #m, 1, -1 do
+        if string.sub(m[i], -#tail) == tail then
+          redis.call('ZREM', k, m[i])
+          redis.call('ZREM', G .. 'rated', g)
+          break
+        end
+      end
+    end
+  end
 end
 
 -- A copy of the queue table q (fail_job, return_lost) that puts a job of
@@ -408,6 +509,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
   -- only jobs still ready start (a cancel leaves its id behind); each
   -- takes a slot of its group
   for _, g in ipairs(dry) do GROUPS.tidy(G, g) end
+  local gone = GROUPS.taken(G, cnt, dry)
   if #ids == 0 then return ids, redis.call('EXISTS', ring) == 1 end
   local s = redis.call('HMGET', J.s, unpack(ids))
   local out, per, stale = {}, {}, {}
@@ -421,6 +523,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
       stale[g] = true
     end
   end
+  GROUPS.busy(G, cnt, gone, per)
   for g, list in pairs(per) do
     redis.call('SADD', G .. 'a:' .. g, unpack(list))
     if rwins[g] then -- (its starts logged: its rate window)

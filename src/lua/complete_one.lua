@@ -107,7 +107,13 @@ if s and string.find(s, head, 1, true) == 1 and (#s == hl or string.byte(s, hl +
     lean_refuse(x, active, 'zset')
   end
   if rlate then redis.call('HSET', rcol, id, r) end
-  redis.call('HSET', scol, id, 'completed ' .. tail .. ' @' .. times_ended(state_times(s), stamp))
+  -- the state with its end time: a pushed job's "<head> @<enqueued>,<start>,"
+  -- takes its times as they are (no captures: times_ended's value)
+  if string.find(s, '^ @%d*,%d*,$', hl + 1) then
+    redis.call('HSET', scol, id, 'completed ' .. tail .. string.sub(s, hl + 1) .. stamp)
+  else
+    redis.call('HSET', scol, id, 'completed ' .. tail .. ' @' .. times_ended(state_times(s), stamp))
+  end
   if n then
     -- one framed reply channel (an awaiting client's): its outcome message,
     -- published here as finish() would publish it (notify, OUTCOMES)

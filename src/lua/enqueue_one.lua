@@ -66,7 +66,7 @@ end
 local tok, deadline
 if wid then
   tok = string.match(wch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. '1'
-  deadline = int(now + tonumber(lease))
+  deadline = int(now + lease) -- (lease: digits, coerced)
   x = redis.pcall('HSET', scol, id, 'active 1 ' .. tok .. ' @' .. stamp .. ',' .. stamp .. ',')
 else
   x = redis.pcall('HSET', scol, id, 'ready 0 @' .. stamp .. ',,')

@@ -23,7 +23,8 @@ local wake, ch, tbase, payload = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
 -- Reads first (each checks its key's type): the worker to push to, and
 -- whether jobs wait and a monitor listens with one EXISTS (enqueue.lua).
-local pick = typed('hash', 'HRANDFIELD', idle, 1, 'WITHVALUES')
+local pick = redis.pcall('HRANDFIELD', idle, 1, 'WITHVALUES')
+if pick.err then lean_refuse(pick, idle, 'hash') end
 local nothing_ready, monitored_on = ready_and_monitored(ready, prio, monitored)
 local picked = #pick > 0 and pick[1] ~= CONTROL_MARK
 -- a registration to push to (push_plan's test); a stale one is dropped
@@ -38,7 +39,8 @@ if picked and nothing_ready then
   end
 end
 
-local now = now_ms()
+local t = redis.call('TIME') -- (now_ms(), inline: a call and two tonumbers less)
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local stamp = int(now)
 -- Writes: the counter first (it checks its own type: refused, nothing
 -- was written); each later one checks its own type too and, refused,

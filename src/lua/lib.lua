@@ -1296,6 +1296,56 @@ local function sweep_due(completed, kept, added, retention, cap, now)
   return (head and tonumber(string.match(head, '^%d+')) or now) <= now - retention
 end
 
+-- The lean pair's undo (enqueue_one.lua, complete_one.lua; docs/scripts.md
+-- "The lean pair"): undoable()'s promise (a write refused for its key's
+-- type undoes the call's earlier writes, newest first, and refuses the
+-- call with nothing written) without its tables and closures per call:
+-- these run only when a write is refused or not exactly undoable.
+-- A write's error e (redis.pcall's reply) on key, which rjq expects to
+-- hold want (nil: e as it is), refused as u.call refuses it.
+local function lean_refuse(e, key, want)
+  if want and string.sub(e.err, 1, 9) == 'WRONGTYPE' then expect_types({key, want}) end
+  error(e)
+end
+
+-- enqueue_one.lua's first w exact writes undone, newest first: 1 the
+-- counter (seq: its reply), 2 the payload, 3 the state, 4 the lease (zr:
+-- its ZADD's reply).
+local function enqueue_one_undo(w, stats, seq, id, pcol, scol, active, zr)
+  if w >= 4 then
+    if zr == 2 then redis.call('ZREM', active, id, ACTIVE_PIN) else redis.call('ZREM', active, id) end
+  end
+  if w >= 3 then redis.call('HDEL', scol, id) end
+  if w >= 2 then redis.call('HDEL', pcol, id) end
+  if seq == 1 then redis.call('HDEL', stats, 'seq') else redis.call('HINCRBY', stats, 'seq', -1) end
+end
+
+-- enqueue_one.lua, when a write's undo is not exact (its field was there:
+-- behind rjq's back) or before a renumbering: the keys it writes after
+-- the counter checked by TYPE (active and wcol: false when not written),
+-- its w exact writes undone when one is wrongly typed. Returns 0 (the
+-- writes from here on are not undone).
+local function enqueue_one_check(w, stats, seq, id, pcol, scol, active, wcol, zr)
+  local spec = {pcol, 'hash', scol, 'hash'}
+  if active then spec[#spec + 1] = active; spec[#spec + 1] = 'zset' end
+  if wcol then spec[#spec + 1] = wcol; spec[#spec + 1] = 'hash' end
+  local ok, e = pcall(expect_types, spec)
+  if not ok then
+    enqueue_one_undo(w, stats, seq, id, pcol, scol, active, zr)
+    error(e, 0) -- (as u.guard: pcall may hand over the error as text)
+  end
+  return 0
+end
+
+-- complete_one.lua's writes undone, newest first: the result (rcol, id;
+-- nil: not written, or not exactly), the retention index entry (nil: not
+-- written), the count of retained jobs (kept: its reply).
+local function complete_one_undo(stats, kept, completed, entry, rcol, id)
+  if rcol then redis.call('HDEL', rcol, id) end
+  if entry then redis.call('LREM', completed, -1, entry) end
+  if kept == 1 then redis.call('HDEL', stats, 'retained') else redis.call('HINCRBY', stats, 'retained', -1) end
+end
+
 -- Retention: delete the records of completed jobs, oldest entry of the
 -- index first, while the entry is older than `retention` ms (-1: no age
 -- limit) or more than `cap` jobs are kept (<= 0: no count limit; past it,

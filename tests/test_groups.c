@@ -25,6 +25,12 @@
 #include "server.h"
 #include "waits.h"
 
+/* (a_group_jobs_claim_and_completion_cost_no_command_per_job_beyond_its_groups_pop: before
+ * the active counts, 39 and 23 -- a SADD per group in the claim, a SREM and a ZSCORE
+ * per group in the completion) */
+#define GROUP_CLAIM_COMMANDS_4 37
+#define GROUP_COMPLETION_COMMANDS 18
+
 static enqueue_wait enqueue_in(test_env *e, rjq_queue *q, const char *payload, const char *group,
                                int priority) {
     rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
@@ -913,7 +919,8 @@ TEST(reclaiming_jobs_of_two_groups_frees_their_slots_once_per_group) {
     ASSERT_OK(rjq_queue_reclaim(e.q, on_count, &cw));
     WAIT_FOR(e.base, cw.done == 1, 10000);
     ASSERT_EQ(6, cw.n);
-    ASSERT_EQ(2, server_calls(e.rc, "srem"));     /* (one per group; 6 per job before) */
+    ASSERT_EQ(1, server_calls(e.rc, "srem"));     /* (a's: b has no limit, no slots) */
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gk}:g:act"));
     ASSERT_EQ(0, server_calls(e.rc, "hget"));     /* (the states were not read back) */
     ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gk}:g:a:a t:{gk}:g:a:b"));
     ASSERT_EQ(6, get_stats(e.base, e.q).ready);
@@ -1341,5 +1348,138 @@ TEST(promoting_a_delayed_group_job_makes_it_ready_in_its_group) {
     WAIT_FOR(e.base, rn.n == 2, 10000);
     ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gp}:g:job t:{gp}:g:a:a"));
     worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* ---- the drain's cost: slots only for limited groups, counts per call ----------------- */
+
+/* A group without a concurrency limit keeps no slot set (its active count
+ * alone, one hash for every group: the listing's active column); a limit
+ * set while its jobs run counts them at once (gconf.lua fills the slot set
+ * from the running jobs), so the limit holds, whether set on the group or
+ * as the default; a group whose limit is lifted drops its set. */
+TEST(a_limit_set_on_a_group_whose_jobs_run_without_one_counts_them_at_once) {
+    test_env e;
+    env_start(&e, "gs");
+    char p[16];
+    for (int i = 0; i < 8; i++) {
+        snprintf(p, sizeof p, "a%d", i);
+        ASSERT_OK(enqueue_in(&e, e.q, p, "a", 0).status);
+    }
+    redisReply *r = claim_as_worker(&e, "gs", "3", "cx.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 3);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gs}:g:a:a")); /* (no limit: no slots) */
+    ASSERT_EQ(3, groups_of(&e, "a").active[0]);
+    set_limits(&e, "a", 2, 0);
+    ASSERT_EQ(3, server_int(e.rc, "SCARD t:{gs}:g:a:a"));
+    r = claim_as_worker(&e, "gs", "3", "cx.w.2"); /* (3 run, limit 2: none starts) */
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4);
+    freeReplyObject(r);
+    set_limits(&e, "a", -1, 0); /* lifted: no slots kept */
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gs}:g:a:a"));
+    r = claim_as_worker(&e, "gs", "1", "cx.w.3");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
+    freeReplyObject(r);
+    set_limits(&e, NULL, 5, 0); /* every group: 5 at once; 4 run */
+    ASSERT_EQ(4, server_int(e.rc, "SCARD t:{gs}:g:a:a"));
+    r = claim_as_worker(&e, "gs", "3", "cx.w.4");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5); /* (one slot left) */
+    freeReplyObject(r);
+    groups_wait l = groups_of(&e, "a");
+    ASSERT_EQ(5, l.active[0]);
+    ASSERT_EQ(3, l.depth[0]);
+    env_stop(&e);
+}
+
+/* The id and "<attempt> <token>" of each of the n jobs a claim reply r
+ * started, as the completion script takes them (the state's tail). */
+static const char **completion_args(test_env *e, const char *qn, redisReply *r, size_t n) {
+    const char **a = calloc(5 + 3 * n, sizeof *a);
+    ASSERT(a != NULL);
+    char *prefix = malloc(64);
+    ASSERT(prefix != NULL);
+    snprintf(prefix, 64, "t:{%s}:job:", qn);
+    a[0] = prefix, a[1] = "-1", a[2] = "0", a[3] = "0", a[4] = "0";
+    for (size_t k = 0; k < n; k++) {
+        const char *id = r->element[4 + 5 * k]->str;
+        redisReply *s = server_cmd(e->rc, "HGET t:{%s}:state %s", qn, id);
+        ASSERT(s->type == REDIS_REPLY_STRING);
+        char *tail = malloc(64);
+        ASSERT(tail != NULL);
+        int attempt = 0;
+        char tok[48];
+        ASSERT(sscanf(s->str, "active %d %47s", &attempt, tok) == 2);
+        snprintf(tail, 64, "%d %s", attempt, tok);
+        freeReplyObject(s);
+        a[5 + 3 * k] = strdup(id), a[6 + 3 * k] = tail, a[7 + 3 * k] = "r";
+        ASSERT(a[5 + 3 * k] != NULL);
+    }
+    return a;
+}
+
+static void free_completion_args(const char **a, size_t n) {
+    free((void *)a[0]);
+    for (size_t k = 0; k < n; k++) {
+        free((void *)a[5 + 3 * k]);
+        free((void *)a[6 + 3 * k]);
+    }
+    free(a);
+}
+
+/* The commands of a claim of one job from each of n groups (no settings;
+ * each group holds two) and of those jobs' completion in one call, on
+ * queue qn. */
+static void group_drain_commands(test_env *e, const char *qn, size_t n, long long *claim,
+                                 long long *done) {
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(e->c, qn, NULL, &q));
+    char p[16], g[16], cnt[16];
+    for (int round = 0; round < 2; round++)
+        for (size_t i = 0; i < n; i++) {
+            snprintf(p, sizeof p, "p%zu.%d", i, round);
+            snprintf(g, sizeof g, "g%zu", i);
+            ASSERT_OK(enqueue_in(e, q, p, g, 0).status);
+        }
+    snprintf(cnt, sizeof cnt, "%zu", n);
+    long long before = server_commands_run(e->rc);
+    redisReply *r = claim_as_worker(e, qn, cnt, "cx.w.1");
+    *claim = server_commands_run(e->rc) - before - 1; /* (the FCALL) */
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * n);
+    for (size_t k = 0; k < n; k++) { /* (round-robin: the first job of every group) */
+        ASSERT(strncmp(r->element[5 + 5 * k]->str, "p", 1) == 0);
+        ASSERT(strstr(r->element[5 + 5 * k]->str, ".0") != NULL);
+    }
+    const char **a = completion_args(e, qn, r, n);
+    freeReplyObject(r);
+    before = server_commands_run(e->rc);
+    r = server_fcall(e->rc, RJQ__S_COMPLETE, qn, a, 5 + 3 * n);
+    *done = server_commands_run(e->rc) - before - 1;
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == n);
+    for (size_t k = 0; k < n; k++) ASSERT_EQ(1, r->element[k]->integer);
+    freeReplyObject(r);
+    free_completion_args(a, n);
+    ASSERT_EQ(0, server_int(e->rc, "HLEN t:{%s}:g:act", qn)); /* (nothing runs) */
+    ASSERT_EQ((long long)n, server_int(e->rc, "ZCARD t:{%s}:g:all", qn)); /* (one job left each) */
+    ASSERT_OK(rjq_queue_close(q));
+}
+
+/* A claim of group jobs costs one LPOP per group it visits beyond a fixed
+ * number of commands, and their completion a fixed number whatever the
+ * groups (the active counts, the ring's check and the job hash: one
+ * command each per call, not per job; before: a SADD per group in the
+ * claim, a SREM and a ZSCORE per group in the completion). */
+TEST(a_group_jobs_claim_and_completion_cost_no_command_per_job_beyond_its_groups_pop) {
+    test_env e;
+    env_start(&e, "gd");
+    long long claim4, done4, claim8, done8; /* (8 jobs: server_fcall's 64 arguments) */
+    group_drain_commands(&e, "gd", 4, &claim4, &done4);
+    group_drain_commands(&e, "gd2", 8, &claim8, &done8);
+    printf("commands: claim of 4 groups' jobs %lld, their completion %lld; of 8: %lld, %lld\n",
+           claim4, done4, claim8, done8);
+    ASSERT_EQ(claim4 + 4, claim8); /* (one LPOP per group more) */
+    ASSERT_EQ(done4, done8);
+    ASSERT_EQ(GROUP_CLAIM_COMMANDS_4, claim4);
+    ASSERT_EQ(GROUP_COMPLETION_COMMANDS, done4);
     env_stop(&e);
 }

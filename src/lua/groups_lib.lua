@@ -8,7 +8,13 @@
 -- (KEYS 'groups', src/keys.def):
 --   G..'r:'..g   list  ready ids of group g, priority 0, FIFO
 --   G..'p:'..g   zset  ready ids of g of other priorities (scores as prio's)
---   G..'a:'..g   set   ids of g's active jobs (its concurrency slots)
+--   G..'a:'..g   set   ids of g's active jobs (its concurrency slots), for a
+--                      group with a concurrency limit only (gconf.lua
+--                      fills it when a limit is set, drops it when none)
+--   G..'act'     hash  group -> its active jobs' count, for every group
+--                      (the listing's active column, GROUPS.tidy; one
+--                      HMGET and one HSET per claim or completion, not a
+--                      command per job)
 --   G..'ring'    zset  the groups that can start work now (ready jobs, not
 --                      paused, below their limit) -> their turn: a claim
 --                      serves them lowest turn first, `weight` jobs each,
@@ -88,9 +94,9 @@ function GROUPS.conf(G, g, c)
   return l, math.max(w or dw or 1, 1), p, rn, rn and rw, b
 end
 
--- group g's active count, its stale members dropped when it looks full
--- (a job that left active by a path that does not release slots: its
--- state is no longer active)
+-- group g's active count, from its slot set (g has a limit), its stale
+-- members dropped when it looks full (a job that left active by a path
+-- that does not release slots: its state is no longer active)
 function GROUPS.active(G, J, g, limit)
   local a = G .. 'a:' .. g
   local n = redis.call('SCARD', a)
@@ -136,6 +142,35 @@ function GROUPS.offer(G, J, g, c)
   end
 end
 
+-- The slot sets of the groups gs (gconf.lua, after their settings
+-- changed; active: the queue's active zset): a group with a limit now
+-- holds its jobs that run (those claimed while it had none were not
+-- added), one without has none (its completions no longer remove
+-- theirs); the active counts are set from the same jobs. c: the call's
+-- cache (GROUPS.conf).
+function GROUPS.resync(G, active, gs, c)
+  local want = {}
+  for _, g in ipairs(gs) do want[g] = true end
+  local mine, n = {}, {}
+  local ids = redis.call('ZRANGE', active, 0, -1)
+  if #ids > 0 and redis.call('EXISTS', G .. 'job') == 1 then
+    local of = hmget(G .. 'job', ids)
+    for i, id in ipairs(ids) do
+      local g = of[i]
+      if g and want[g] then
+        mine[g] = mine[g] or {}
+        mine[g][#mine[g] + 1] = id
+      end
+    end
+  end
+  for _, g in ipairs(gs) do
+    redis.call('DEL', G .. 'a:' .. g)
+    local list = mine[g] or {}
+    if #list > 0 and GROUPS.conf(G, g, c) then call_all('SADD', G .. 'a:' .. g, list) end
+    if #list > 0 then redis.call('HSET', G .. 'act', g, #list) else redis.call('HDEL', G .. 'act', g) end
+  end
+end
+
 -- Group g has jobs: listed (the listing, gstats.lua, reads the list).
 function GROUPS.list(G, g)
   redis.call('ZADD', G .. 'all', 'NX', 0, g)
@@ -147,10 +182,39 @@ end
 -- GROUPS.promote).
 -- (A group in the ring has ready jobs: one read settles the common case of
 -- a completion in a group with a backlog.)
-function GROUPS.tidy(G, g)
-  if redis.call('ZSCORE', G .. 'ring', g) or redis.call('SCARD', G .. 'a:' .. g) > 0 or
-     redis.call('LLEN', G .. 'r:' .. g) > 0 or redis.call('ZCARD', G .. 'p:' .. g) > 0 then return end
-  redis.call('ZREM', G .. 'all', g)
+-- (gs: several groups, one ZMSCORE of the ring; idle: their active counts
+-- are known to be 0, GROUPS.release, else read in one HMGET)
+function GROUPS.tidy(G, g, gs, idle)
+  gs = gs or {g}
+  if #gs == 0 then return end
+  local r = redis.call('ZMSCORE', G .. 'ring', unpack(gs))
+  local a = not idle and redis.call('HMGET', G .. 'act', unpack(gs)) or {}
+  for i, h in ipairs(gs) do
+    if not r[i] and not a[i] and redis.call('LLEN', G .. 'r:' .. h) == 0 and
+       redis.call('ZCARD', G .. 'p:' .. h) == 0 then
+      redis.call('ZREM', G .. 'all', h)
+    end
+  end
+end
+
+-- Add d[g] to the active count of each group g of gs (G..'act': one read,
+-- one write; a count that reaches 0 leaves the hash). Returns the groups
+-- of gs left with nothing active.
+function GROUPS.count(G, gs, d)
+  local k = G .. 'act'
+  local v, set, del, idle = hmget(k, gs), {}, {}, {}
+  for i, g in ipairs(gs) do
+    local n = (tonumber(v[i]) or 0) + d[g]
+    if n > 0 then
+      set[#set + 1] = g; set[#set + 1] = n
+    else
+      idle[#idle + 1] = g
+      if v[i] then del[#del + 1] = g end
+    end
+  end
+  if #set > 0 then call_all('HSET', k, set, 2) end
+  if #del > 0 then call_all('HDEL', k, del) end
+  return idle
 end
 
 -- Make job id (priority p) ready in group g (head: first of its class;
@@ -193,18 +257,25 @@ end
 -- and their groups offered again. Returns id -> group.
 function GROUPS.release(G, J, ids, c)
   local by = GROUPS.of(G, ids)
-  local per = {}
+  local per, gs, d = {}, {}, {}
   for id, g in pairs(by) do
-    per[g] = per[g] or {}
+    if not per[g] then per[g] = {}; gs[#gs + 1] = g; d[g] = 0 end
     per[g][#per[g] + 1] = id
+    d[g] = d[g] - 1
   end
-  for g, list in pairs(per) do
-    redis.call('SREM', G .. 'a:' .. g, unpack(list))
-    -- only a group with a limit can be out of the ring for want of a slot
-    -- (one without stays in while it has ready jobs: GROUPS.take)
-    if GROUPS.conf(G, g, c) then GROUPS.offer(G, J, g, c) end
-    GROUPS.tidy(G, g)
+  if #gs == 0 then return by end
+  local idle = GROUPS.count(G, gs, d)
+  for _, g in ipairs(gs) do
+    -- only a group with a limit has slots, and can be out of the ring for
+    -- want of one (one without stays in while it has ready jobs:
+    -- GROUPS.take)
+    if GROUPS.conf(G, g, c) then
+      redis.call('SREM', G .. 'a:' .. g, unpack(per[g]))
+      GROUPS.offer(G, J, g, c)
+    end
   end
+  -- (a group with jobs still active stays listed: nothing read)
+  GROUPS.tidy(G, nil, idle, true)
   return by
 end
 
@@ -334,7 +405,7 @@ end
 
 -- Take up to `want` ready jobs of the groups, round-robin over the ring
 -- (several groups per call; priorities then FIFO within a group), each
--- counted in its group's slots. Returns the ids and whether the ring
+-- counted in its group's active count (and slots: a group with a limit). Returns the ids and whether the ring
 -- still holds groups (work left that others may start).
 function GROUPS.take(G, J, want, now, stats, has_prio, tok)
   local c = {}
@@ -343,6 +414,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
   local ring = G .. 'ring'
   local ids, by, cnt, dry = {}, {}, {}, {}
   local used, rwins = {}, {} -- (rate-limited groups: starts in the window, window)
+  local lim = {} -- (the groups' limits: only a limited group has a slot set)
   local rounds = 0
   -- (a few groups more than wanted per round: a group whose jobs ran out
   -- since its last turn is found empty, and leaves, at its next visit)
@@ -360,6 +432,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
       if weight > 1 then credit = tonumber(redis.call('HGET', G .. 'credit', g) or weight) end
       local n = math.min(want - #ids, credit)
       local a = cnt[g] or 0 -- (its slots: those this call took count too)
+      lim[g] = limit
       if limit then
         a = a + GROUPS.active(G, J, g, limit)
         n = math.min(n, limit - a)
@@ -407,22 +480,24 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
   end
   -- only jobs still ready start (a cancel leaves its id behind); each
   -- takes a slot of its group
-  for _, g in ipairs(dry) do GROUPS.tidy(G, g) end
+  GROUPS.tidy(G, nil, dry)
   if #ids == 0 then return ids, redis.call('EXISTS', ring) == 1 end
   local s = redis.call('HMGET', J.s, unpack(ids))
-  local out, per, stale = {}, {}, {}
+  local out, per, stale, gs, d = {}, {}, {}, {}, {}
   for i, id in ipairs(ids) do
     local g = by[i]
     if s[i] and string.sub(s[i], 1, 6) == 'ready ' then
       out[#out + 1] = id
-      per[g] = per[g] or {}
+      if not per[g] then per[g] = {}; gs[#gs + 1] = g; d[g] = 0 end
       per[g][#per[g] + 1] = id
+      d[g] = d[g] + 1
     else
       stale[g] = true
     end
   end
+  if #gs > 0 then GROUPS.count(G, gs, d) end
   for g, list in pairs(per) do
-    redis.call('SADD', G .. 'a:' .. g, unpack(list))
+    if lim[g] then redis.call('SADD', G .. 'a:' .. g, unpack(list)) end
     if rwins[g] then -- (its starts logged: its rate window)
       local za = {}
       for _, id in ipairs(list) do za[#za + 1] = now; za[#za + 1] = tok .. ' ' .. id end

@@ -1483,3 +1483,52 @@ TEST(a_group_jobs_claim_and_completion_cost_no_command_per_job_beyond_its_groups
     ASSERT_EQ(GROUP_COMPLETION_COMMANDS, done4);
     env_stop(&e);
 }
+
+/* The payloads of a claim reply r (after its 4 fields, 5 per job), joined
+ * by ','. */
+static const char *claimed_payloads(redisReply *r) {
+    static char out[512];
+    out[0] = '\0';
+    for (size_t i = 5; i < r->elements; i += 5) {
+        if (out[0]) strncat(out, ",", sizeof out - strlen(out) - 1);
+        strncat(out, r->element[i]->str, sizeof out - strlen(out) - 1);
+    }
+    return out;
+}
+
+/* A claim that wants more jobs than the ring has groups takes several
+ * turns of each group at once, one LPOP per group: each group's jobs in
+ * its FIFO order, the reply in turn order (each group's first turn, then its
+ * second), the weights' shares (b weight 2: twice a's) and the limits
+ * (c at most 2) as turn by turn; what is left of the room is served as
+ * before (a's next turn) in the same claim. */
+TEST(a_claim_wanting_more_than_the_rings_groups_takes_several_turns_per_pop_in_fifo_order) {
+    test_env e;
+    env_start(&e, "gm");
+    set_limits(&e, "b", -1, 2);
+    set_limits(&e, "c", 2, 0);
+    char p[16];
+    for (int i = 0; i < 6; i++)
+        for (const char *g = "abc"; *g; g++) {
+            char gn[2] = {*g, '\0'};
+            snprintf(p, sizeof p, "%c%d", *g, i);
+            ASSERT_OK(enqueue_in(&e, e.q, p, gn, 0).status);
+        }
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    /* room 9 over a (1), b (2), c (1): two rounds at once (a 2, b 4, c 2:
+     * its limit), then one more round for the 1 left: a's third */
+    redisReply *r = claim_as_worker(&e, "gm", "9", "cx.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 9);
+    ASSERT_STREQ("a0,b0,b1,c0,a1,b2,b3,c1,a2", claimed_payloads(r)); /* (as turn by turn) */
+    freeReplyObject(r);
+    ASSERT_EQ(4, server_calls(e.rc, "lpop")); /* (a, b, c; then a) */
+    groups_wait l = groups_of(&e, "c");
+    ASSERT_EQ(2, l.active[0]);
+    ASSERT_EQ(4, l.depth[0]);
+    /* the ring goes on where it stopped: b, then a (c at its limit) */
+    r = claim_as_worker(&e, "gm", "3", "cx.w.2");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 3);
+    ASSERT_STREQ("b4,b5,a3", claimed_payloads(r));
+    freeReplyObject(r);
+    env_stop(&e);
+}

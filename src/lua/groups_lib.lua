@@ -415,6 +415,14 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
   local ids, by, cnt, dry = {}, {}, {}, {}
   local used, rwins = {}, {} -- (rate-limited groups: starts in the window, window)
   local lim = {} -- (the groups' limits: only a limited group has a slot set)
+  -- a weighted group keeps its turn until it started `weight` jobs in it
+  -- (across claims: what is left of its turn is its credit)
+  local function turn_of(g)
+    local limit, weight, paused, rmax, rwin = GROUPS.conf(G, g, c)
+    local credit = weight
+    if weight > 1 then credit = tonumber(redis.call('HGET', G .. 'credit', g) or weight) end
+    return {limit, weight, paused, rmax, rwin, credit}
+  end
   local rounds = 0
   -- (a few groups more than wanted per round: a group whose jobs ran out
   -- since its last turn is found empty, and leaves, at its next visit)
@@ -423,14 +431,25 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
     local heads = redis.call('ZRANGE', ring, 0, want - #ids + 7)
     if #heads == 0 then break end
     local back, out_ = {}, {} -- (the round's moves in the ring: one ZADD, one ZREM)
-    for _, g in ipairs(heads) do
+    -- The whole ring within the room (fewer groups than jobs wanted):
+    -- `mult` rounds of turns at once, each group taking what is left of
+    -- its turn and mult - 1 whole turns with one pop; the round's jobs
+    -- are then put in turn order (below), as rounds one by one take them.
+    local start, turns, index, mult = #ids, {}, {}, 1
+    if #heads < want - #ids then
+      local sc, sw = 0, 0
+      for i, g in ipairs(heads) do
+        turns[i], index[g] = turn_of(g), i
+        sc, sw = sc + turns[i][6], sw + turns[i][2]
+      end
+      if want - #ids >= sc then mult = 1 + math.floor((want - #ids - sc) / sw) end
+    end
+    for i, g in ipairs(heads) do
       if #ids >= want then break end
-      local limit, weight, paused, rmax, rwin = GROUPS.conf(G, g, c)
-      -- a weighted group keeps its turn until it started `weight` jobs in
-      -- it (across claims: what is left of its turn is its credit)
-      local credit = weight
-      if weight > 1 then credit = tonumber(redis.call('HGET', G .. 'credit', g) or weight) end
-      local n = math.min(want - #ids, credit)
+      local t = turns[i] or turn_of(g)
+      local limit, weight, paused, rmax, rwin, credit = t[1], t[2], t[3], t[4], t[5], t[6]
+      local turn = credit + (mult - 1) * weight
+      local n = math.min(want - #ids, turn)
       local a = cnt[g] or 0 -- (its slots: those this call took count too)
       lim[g] = limit
       if limit then
@@ -459,8 +478,8 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
       -- that gave less has no more, one paused or at its limit leaves
       if #got == n and n > 0 and not paused and (not limit or a + #got < limit) and
          (not rmax or r + #got < rmax) then
-        if credit - #got > 0 then
-          redis.call('HSET', G .. 'credit', g, credit - #got)
+        if turn - #got > 0 then
+          redis.call('HSET', G .. 'credit', g, (turn - #got - 1) % weight + 1)
         else
           if weight > 1 then redis.call('HDEL', G .. 'credit', g) end
           back[#back + 1] = GROUPS.next_turn(G, c); back[#back + 1] = g
@@ -477,6 +496,24 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
     end
     if #back > 0 then redis.call('ZADD', ring, unpack(back)) end
     if #out_ > 0 then redis.call('ZREM', ring, unpack(out_)) end
+    if mult > 1 then -- (turn order: each group's jobs of its first turn, then of its second...)
+      local blocks, j = {}, start + 1
+      while j <= #ids do
+        local k = j
+        while k < #ids and by[k + 1] == by[j] do k = k + 1 end
+        local t = turns[index[by[j]]]
+        blocks[#blocks + 1] = {j, k, t[6], t[2]} -- (from, to, first turn's size, a turn's)
+        j = k + 1
+      end
+      local nid, nby = {}, {}
+      while #nid < #ids - start do
+        for _, b in ipairs(blocks) do
+          for x = b[1], math.min(b[1] + b[3] - 1, b[2]) do nid[#nid + 1] = ids[x]; nby[#nby + 1] = by[x] end
+          b[1], b[3] = b[1] + b[3], b[4]
+        end
+      end
+      for x = 1, #nid do ids[start + x] = nid[x]; by[start + x] = nby[x] end
+    end
   end
   -- only jobs still ready start (a cancel leaves its id behind); each
   -- takes a slot of its group

@@ -421,7 +421,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
     local limit, weight, paused, rmax, rwin = GROUPS.conf(G, g, c)
     local credit = weight
     if weight > 1 then credit = tonumber(redis.call('HGET', G .. 'credit', g) or weight) end
-    return {limit, weight, paused, rmax, rwin, credit}
+    return limit, weight, paused, rmax, rwin, credit
   end
   local rounds = 0
   -- (a few groups more than wanted per round: a group whose jobs ran out
@@ -439,15 +439,17 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
     if #heads < want - #ids then
       local sc, sw = 0, 0
       for i, g in ipairs(heads) do
-        turns[i], index[g] = turn_of(g), i
+        turns[i], index[g] = {turn_of(g)}, i
         sc, sw = sc + turns[i][6], sw + turns[i][2]
       end
       if want - #ids >= sc then mult = 1 + math.floor((want - #ids - sc) / sw) end
     end
     for i, g in ipairs(heads) do
       if #ids >= want then break end
-      local t = turns[i] or turn_of(g)
-      local limit, weight, paused, rmax, rwin, credit = t[1], t[2], t[3], t[4], t[5], t[6]
+      local limit, weight, paused, rmax, rwin, credit
+      local t = turns[i]
+      if t then limit, weight, paused, rmax, rwin, credit = t[1], t[2], t[3], t[4], t[5], t[6]
+      else limit, weight, paused, rmax, rwin, credit = turn_of(g) end
       local turn = credit + (mult - 1) * weight
       local n = math.min(want - #ids, turn)
       local a = cnt[g] or 0 -- (its slots: those this call took count too)

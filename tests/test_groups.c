@@ -920,7 +920,7 @@ TEST(reclaiming_jobs_of_two_groups_frees_their_slots_once_per_group) {
     WAIT_FOR(e.base, cw.done == 1, 10000);
     ASSERT_EQ(6, cw.n);
     ASSERT_EQ(1, server_calls(e.rc, "srem"));     /* (a's: b has no limit, no slots) */
-    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gk}:g:act"));
+    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{gk}:g:act")); /* (its pin alone: none runs) */
     ASSERT_EQ(0, server_calls(e.rc, "hget"));     /* (the states were not read back) */
     ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gk}:g:a:a t:{gk}:g:a:b"));
     ASSERT_EQ(6, get_stats(e.base, e.q).ready);
@@ -1459,7 +1459,10 @@ static void group_drain_commands(test_env *e, const char *qn, size_t n, long lon
     for (size_t k = 0; k < n; k++) ASSERT_EQ(1, r->element[k]->integer);
     freeReplyObject(r);
     free_completion_args(a, n);
-    ASSERT_EQ(0, server_int(e->rc, "HLEN t:{%s}:g:act", qn)); /* (nothing runs) */
+    ASSERT_EQ(1, server_int(e->rc, "HLEN t:{%s}:g:act", qn)); /* (its pin alone: nothing runs) */
+    redisReply *enc = server_cmd(e->rc, "OBJECT ENCODING t:{%s}:g:act", qn);
+    ASSERT_STREQ("hashtable", enc->str); /* (its pin: no listpack scanned per group) */
+    freeReplyObject(enc);
     ASSERT_EQ((long long)n, server_int(e->rc, "ZCARD t:{%s}:g:all", qn)); /* (one job left each) */
     ASSERT_OK(rjq_queue_close(q));
 }

@@ -11,7 +11,8 @@
 --   G..'a:'..g   set   ids of g's active jobs (its concurrency slots), for a
 --                      group with a concurrency limit only (gconf.lua
 --                      fills it when a limit is set, drops it when none)
---   G..'act'     hash  group -> its active jobs' count, for every group
+--   G..'act'     hash  group -> its active jobs' count, for every group, and
+--                      '~' -> a pin (GROUPS.count)
 --                      (the listing's active column, GROUPS.tidy; one
 --                      HMGET and one HSET per claim or completion, not a
 --                      command per job)
@@ -197,19 +198,27 @@ function GROUPS.tidy(G, g, gs, idle)
   end
 end
 
+-- (its field '~', no group's name, has a value longer than
+-- hash-max-listpack-value: the hash is a hashtable from its first write,
+-- where a listpack's HMGET and HSET of a claim's groups would scan it per
+-- field: callgrind, a drain of 1 000 groups, +8% Redis instructions per job)
+local ACT_PIN = 'rjq: keeps this hash a hashtable (longer than hash-max-listpack-value)'
+
 -- Add d[g] to the active count of each group g of gs (G..'act': one read,
 -- one write; a count that reaches 0 leaves the hash). Returns the groups
 -- of gs left with nothing active.
 function GROUPS.count(G, gs, d)
-  local k = G .. 'act'
-  local v, set, del, idle = hmget(k, gs), {}, {}, {}
+  local k, f = G .. 'act', {'~'}
+  for i, g in ipairs(gs) do f[i + 1] = g end
+  local v, set, del, idle = hmget(k, f), {}, {}, {}
+  if not v[1] then set[1] = '~'; set[2] = ACT_PIN end
   for i, g in ipairs(gs) do
-    local n = (tonumber(v[i]) or 0) + d[g]
+    local n = (tonumber(v[i + 1]) or 0) + d[g]
     if n > 0 then
-      set[#set + 1] = g; set[#set + 1] = n
+      set[#set + 1] = g; set[#set + 1] = num(n)
     else
       idle[#idle + 1] = g
-      if v[i] then del[#del + 1] = g end
+      if v[i + 1] then del[#del + 1] = g end
     end
   end
   if #set > 0 then call_all('HSET', k, set, 2) end

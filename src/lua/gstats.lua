@@ -20,7 +20,7 @@ if one ~= '' then names = {one} else names = redis.call('ZRANGE', all, 0, LOOK -
 local rows = {}
 for _, g in ipairs(names) do
   local depth = redis.call('LLEN', groups .. 'r:' .. g) + redis.call('ZCARD', groups .. 'p:' .. g)
-  local active = tonumber(redis.call('HGET', groups .. 'act', g)) or 0
+  local active = tonumber(redis.call('HMGET', groups .. 'act', g)[1]) or 0
   if depth > 0 or active > 0 or one ~= '' then rows[#rows + 1] = {g, depth, active} end
 end
 table.sort(rows, function(a, b)

@@ -1434,7 +1434,7 @@ static void group_drain_commands(test_env *e, const char *qn, size_t n, long lon
                                  long long *done) {
     rjq_queue *q;
     ASSERT_OK(rjq_queue_open(e->c, qn, NULL, &q));
-    char p[16], g[16], cnt[16];
+    char p[48], g[32], cnt[32];
     for (int round = 0; round < 2; round++)
         for (size_t i = 0; i < n; i++) {
             snprintf(p, sizeof p, "p%zu.%d", i, round);

@@ -266,15 +266,17 @@ end
 -- and their groups offered again. Returns id -> group.
 function GROUPS.release(G, J, ids, c)
   local by = GROUPS.of(G, ids)
-  local per, gs, d = {}, {}, {}
+  -- (each group's ids: only on a queue with group settings, where a group
+  -- may have a limit)
+  local gs, d, per = {}, {}, not GROUPS.noconf(G, c) and {}
   for id, g in pairs(by) do
-    if not per[g] then per[g] = {}; gs[#gs + 1] = g; d[g] = 0 end
-    per[g][#per[g] + 1] = id
+    if not d[g] then gs[#gs + 1] = g; d[g] = 0 end
     d[g] = d[g] - 1
+    if per then per[g] = per[g] or {}; per[g][#per[g] + 1] = id end
   end
   if #gs == 0 then return by end
   local idle = GROUPS.count(G, gs, d)
-  for _, g in ipairs(gs) do
+  for _, g in ipairs(per and gs or {}) do
     -- only a group with a limit has slots, and can be out of the ring for
     -- want of one (one without stays in while it has ready jobs:
     -- GROUPS.take)
@@ -536,9 +538,12 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
     local g = by[i]
     if s[i] and string.sub(s[i], 1, 6) == 'ready ' then
       out[#out + 1] = id
-      if not per[g] then per[g] = {}; gs[#gs + 1] = g; d[g] = 0 end
-      per[g][#per[g] + 1] = id
+      if not d[g] then gs[#gs + 1] = g; d[g] = 0 end
       d[g] = d[g] + 1
+      if lim[g] or rwins[g] then -- (its slots or its rate log: its ids)
+        per[g] = per[g] or {}
+        per[g][#per[g] + 1] = id
+      end
     else
       stale[g] = true
     end

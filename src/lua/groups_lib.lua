@@ -152,7 +152,7 @@ end
 function GROUPS.resync(G, active, gs, c)
   local want = {}
   for _, g in ipairs(gs) do want[g] = true end
-  local mine, n = {}, {}
+  local mine = {}
   local ids = redis.call('ZRANGE', active, 0, -1)
   if #ids > 0 and redis.call('EXISTS', G .. 'job') == 1 then
     local of = hmget(G .. 'job', ids)
@@ -188,8 +188,12 @@ end
 function GROUPS.tidy(G, g, gs, idle)
   gs = gs or {g}
   if #gs == 0 then return end
-  local r = redis.call('ZMSCORE', G .. 'ring', unpack(gs))
-  local a = not idle and redis.call('HMGET', G .. 'act', unpack(gs)) or {}
+  local r = {}
+  for i = 1, #gs, CHUNK do
+    local part = redis.call('ZMSCORE', G .. 'ring', unpack(gs, i, math.min(i + CHUNK - 1, #gs)))
+    for j = 1, #part do r[#r + 1] = part[j] end
+  end
+  local a = not idle and hmget(G .. 'act', gs) or {}
   for i, h in ipairs(gs) do
     if not r[i] and not a[i] and redis.call('LLEN', G .. 'r:' .. h) == 0 and
        redis.call('ZCARD', G .. 'p:' .. h) == 0 then

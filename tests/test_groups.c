@@ -25,6 +25,12 @@
 #include "server.h"
 #include "waits.h"
 
+/* (a_group_jobs_claim_and_completion_cost_no_command_per_job_beyond_its_groups_pop: before
+ * the active counts, 39 and 23 -- a SADD per group in the claim, a SREM and a ZSCORE
+ * per group in the completion) */
+#define GROUP_CLAIM_COMMANDS_4 37
+#define GROUP_COMPLETION_COMMANDS 18
+
 static enqueue_wait enqueue_in(test_env *e, rjq_queue *q, const char *payload, const char *group,
                                int priority) {
     rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
@@ -332,7 +338,9 @@ static void depth_index_matches(redisContext *rc, const char *qn) {
             ASSERT(sc->type == REDIS_REPLY_NIL);
         }
         freeReplyObject(sc);
-        long long running_only = real == 0 && server_int(rc, "SCARD t:{%s}:g:a:%s", qn, g) > 0;
+        redisReply *ac = server_cmd(rc, "HGET t:{%s}:g:act %s", qn, g); /* (its running count) */
+        long long running_only = real == 0 && ac->type == REDIS_REPLY_STRING && atoll(ac->str) > 0;
+        freeReplyObject(ac);
         redisReply *b = server_cmd(rc, "ZSCORE t:{%s}:g:busy %s", qn, g);
         ASSERT_EQ(running_only, (long long)(b->type == REDIS_REPLY_STRING));
         freeReplyObject(b);
@@ -945,7 +953,8 @@ TEST(reclaiming_jobs_of_two_groups_frees_their_slots_once_per_group) {
     ASSERT_OK(rjq_queue_reclaim(e.q, on_count, &cw));
     WAIT_FOR(e.base, cw.done == 1, 10000);
     ASSERT_EQ(6, cw.n);
-    ASSERT_EQ(2, server_calls(e.rc, "srem"));     /* (one per group; 6 per job before) */
+    ASSERT_EQ(1, server_calls(e.rc, "srem"));     /* (a's: b has no limit, no slots) */
+    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{gk}:g:act")); /* (its pin alone: none runs) */
     ASSERT_EQ(0, server_calls(e.rc, "hget"));     /* (the states were not read back) */
     ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gk}:g:a:a t:{gk}:g:a:b"));
     ASSERT_EQ(6, get_stats(e.base, e.q).ready);
@@ -1580,5 +1589,190 @@ TEST(listing_groups_reads_a_page_of_the_depth_index_kept_by_enqueues_claims_and_
     freeReplyObject(r);
     depth_index_matches(e.rc, "gi");
     ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gi}:g:depth"));
+    env_stop(&e);
+}
+
+/* ---- the drain's cost: slots only for limited groups, counts per call ----------------- */
+
+/* A group without a concurrency limit keeps no slot set (its active count
+ * alone, one hash for every group: the listing's active column); a limit
+ * set while its jobs run counts them at once (gconf.lua fills the slot set
+ * from the running jobs), so the limit holds, whether set on the group or
+ * as the default; a group whose limit is lifted drops its set. */
+TEST(a_limit_set_on_a_group_whose_jobs_run_without_one_counts_them_at_once) {
+    test_env e;
+    env_start(&e, "gs");
+    char p[16];
+    for (int i = 0; i < 8; i++) {
+        snprintf(p, sizeof p, "a%d", i);
+        ASSERT_OK(enqueue_in(&e, e.q, p, "a", 0).status);
+    }
+    redisReply *r = claim_as_worker(&e, "gs", "3", "cx.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 3);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gs}:g:a:a")); /* (no limit: no slots) */
+    ASSERT_EQ(3, groups_of(&e, "a").active[0]);
+    set_limits(&e, "a", 2, 0);
+    ASSERT_EQ(3, server_int(e.rc, "SCARD t:{gs}:g:a:a"));
+    r = claim_as_worker(&e, "gs", "3", "cx.w.2"); /* (3 run, limit 2: none starts) */
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4);
+    freeReplyObject(r);
+    set_limits(&e, "a", -1, 0); /* lifted: no slots kept */
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gs}:g:a:a"));
+    r = claim_as_worker(&e, "gs", "1", "cx.w.3");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
+    freeReplyObject(r);
+    set_limits(&e, NULL, 5, 0); /* every group: 5 at once; 4 run */
+    ASSERT_EQ(4, server_int(e.rc, "SCARD t:{gs}:g:a:a"));
+    r = claim_as_worker(&e, "gs", "3", "cx.w.4");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5); /* (one slot left) */
+    freeReplyObject(r);
+    groups_wait l = groups_of(&e, "a");
+    ASSERT_EQ(5, l.active[0]);
+    ASSERT_EQ(3, l.depth[0]);
+    env_stop(&e);
+}
+
+/* The id and "<attempt> <token>" of each of the n jobs a claim reply r
+ * started, as the completion script takes them (the state's tail). */
+static const char **completion_args(test_env *e, const char *qn, redisReply *r, size_t n) {
+    const char **a = calloc(5 + 3 * n, sizeof *a);
+    ASSERT(a != NULL);
+    char *prefix = malloc(64);
+    ASSERT(prefix != NULL);
+    snprintf(prefix, 64, "t:{%s}:job:", qn);
+    a[0] = prefix, a[1] = "-1", a[2] = "0", a[3] = "0", a[4] = "0";
+    for (size_t k = 0; k < n; k++) {
+        const char *id = r->element[4 + 5 * k]->str;
+        redisReply *s = server_cmd(e->rc, "HGET t:{%s}:state %s", qn, id);
+        ASSERT(s->type == REDIS_REPLY_STRING);
+        char *tail = malloc(64);
+        ASSERT(tail != NULL);
+        int attempt = 0;
+        char tok[48];
+        ASSERT(sscanf(s->str, "active %d %47s", &attempt, tok) == 2);
+        snprintf(tail, 64, "%d %s", attempt, tok);
+        freeReplyObject(s);
+        a[5 + 3 * k] = strdup(id), a[6 + 3 * k] = tail, a[7 + 3 * k] = "r";
+        ASSERT(a[5 + 3 * k] != NULL);
+    }
+    return a;
+}
+
+static void free_completion_args(const char **a, size_t n) {
+    free((void *)a[0]);
+    for (size_t k = 0; k < n; k++) {
+        free((void *)a[5 + 3 * k]);
+        free((void *)a[6 + 3 * k]);
+    }
+    free(a);
+}
+
+/* The commands of a claim of one job from each of n groups (no settings;
+ * each group holds two) and of those jobs' completion in one call, on
+ * queue qn. */
+static void group_drain_commands(test_env *e, const char *qn, size_t n, long long *claim,
+                                 long long *done) {
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(e->c, qn, NULL, &q));
+    char p[48], g[32], cnt[32];
+    for (int round = 0; round < 2; round++)
+        for (size_t i = 0; i < n; i++) {
+            snprintf(p, sizeof p, "p%zu.%d", i, round);
+            snprintf(g, sizeof g, "g%zu", i);
+            ASSERT_OK(enqueue_in(e, q, p, g, 0).status);
+        }
+    snprintf(cnt, sizeof cnt, "%zu", n);
+    long long before = server_commands_run(e->rc);
+    redisReply *r = claim_as_worker(e, qn, cnt, "cx.w.1");
+    *claim = server_commands_run(e->rc) - before - 1; /* (the FCALL) */
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * n);
+    for (size_t k = 0; k < n; k++) { /* (round-robin: the first job of every group) */
+        ASSERT(strncmp(r->element[5 + 5 * k]->str, "p", 1) == 0);
+        ASSERT(strstr(r->element[5 + 5 * k]->str, ".0") != NULL);
+    }
+    const char **a = completion_args(e, qn, r, n);
+    freeReplyObject(r);
+    before = server_commands_run(e->rc);
+    r = server_fcall(e->rc, RJQ__S_COMPLETE, qn, a, 5 + 3 * n);
+    *done = server_commands_run(e->rc) - before - 1;
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == n);
+    for (size_t k = 0; k < n; k++) ASSERT_EQ(1, r->element[k]->integer);
+    freeReplyObject(r);
+    free_completion_args(a, n);
+    ASSERT_EQ(1, server_int(e->rc, "HLEN t:{%s}:g:act", qn)); /* (its pin alone: nothing runs) */
+    redisReply *enc = server_cmd(e->rc, "OBJECT ENCODING t:{%s}:g:act", qn);
+    ASSERT_STREQ("hashtable", enc->str); /* (its pin: no listpack scanned per group) */
+    freeReplyObject(enc);
+    ASSERT_EQ((long long)n, server_int(e->rc, "ZCARD t:{%s}:g:all", qn)); /* (one job left each) */
+    ASSERT_OK(rjq_queue_close(q));
+}
+
+/* A claim of group jobs costs one LPOP per group it visits beyond a fixed
+ * number of commands, and their completion a fixed number whatever the
+ * groups (the active counts, the ring's check and the job hash: one
+ * command each per call, not per job; before: a SADD per group in the
+ * claim, a SREM and a ZSCORE per group in the completion). */
+TEST(a_group_jobs_claim_and_completion_cost_no_command_per_job_beyond_its_groups_pop) {
+    test_env e;
+    env_start(&e, "gd");
+    long long claim4, done4, claim8, done8; /* (8 jobs: server_fcall's 64 arguments) */
+    group_drain_commands(&e, "gd", 4, &claim4, &done4);
+    group_drain_commands(&e, "gd2", 8, &claim8, &done8);
+    printf("commands: claim of 4 groups' jobs %lld, their completion %lld; of 8: %lld, %lld\n",
+           claim4, done4, claim8, done8);
+    ASSERT_EQ(claim4 + 4, claim8); /* (one LPOP per group more) */
+    ASSERT_EQ(done4, done8);
+    ASSERT_EQ(GROUP_CLAIM_COMMANDS_4, claim4);
+    ASSERT_EQ(GROUP_COMPLETION_COMMANDS, done4);
+    env_stop(&e);
+}
+
+/* The payloads of a claim reply r (after its 4 fields, 5 per job), joined
+ * by ','. */
+static const char *claimed_payloads(redisReply *r) {
+    static char out[512];
+    out[0] = '\0';
+    for (size_t i = 5; i < r->elements; i += 5) {
+        if (out[0]) strncat(out, ",", sizeof out - strlen(out) - 1);
+        strncat(out, r->element[i]->str, sizeof out - strlen(out) - 1);
+    }
+    return out;
+}
+
+/* A claim that wants more jobs than the ring has groups takes several
+ * turns of each group at once, one LPOP per group: each group's jobs in
+ * its FIFO order, the reply in turn order (each group's first turn, then its
+ * second), the weights' shares (b weight 2: twice a's) and the limits
+ * (c at most 2) as turn by turn; what is left of the room is served as
+ * before (a's next turn) in the same claim. */
+TEST(a_claim_wanting_more_than_the_rings_groups_takes_several_turns_per_pop_in_fifo_order) {
+    test_env e;
+    env_start(&e, "gm");
+    set_limits(&e, "b", -1, 2);
+    set_limits(&e, "c", 2, 0);
+    char p[16];
+    for (int i = 0; i < 6; i++)
+        for (const char *g = "abc"; *g; g++) {
+            char gn[2] = {*g, '\0'};
+            snprintf(p, sizeof p, "%c%d", *g, i);
+            ASSERT_OK(enqueue_in(&e, e.q, p, gn, 0).status);
+        }
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    /* room 9 over a (1), b (2), c (1): two rounds at once (a 2, b 4, c 2:
+     * its limit), then one more round for the 1 left: a's third */
+    redisReply *r = claim_as_worker(&e, "gm", "9", "cx.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 9);
+    ASSERT_STREQ("a0,b0,b1,c0,a1,b2,b3,c1,a2", claimed_payloads(r)); /* (as turn by turn) */
+    freeReplyObject(r);
+    ASSERT_EQ(4, server_calls(e.rc, "lpop")); /* (a, b, c; then a) */
+    groups_wait l = groups_of(&e, "c");
+    ASSERT_EQ(2, l.active[0]);
+    ASSERT_EQ(4, l.depth[0]);
+    /* the ring goes on where it stopped: b, then a (c at its limit) */
+    r = claim_as_worker(&e, "gm", "3", "cx.w.2");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 3);
+    ASSERT_STREQ("b4,b5,a3", claimed_payloads(r));
+    freeReplyObject(r);
     env_stop(&e);
 }

@@ -3,7 +3,8 @@
 -- the depth index G..'depth' (the groups with ready ids, kept by the
 -- writers: GROUPS.deepen, GROUPS.taken), then of G..'busy' (the groups
 -- with running jobs only, by name; GROUPS.busy, GROUPS.tidy): O(K log n)
--- for K rows, one SCARD per row, whatever the number of groups. It only
+-- for K rows, and one HMGET of their running counts (g:act), whatever the
+-- number of groups. It only
 -- reads (a monitor user runs it).
 -- KEYS (src/keys.def; bound to these locals): groups
 -- ARGV: 1 offset, 2 count (1..1000), 3 one group's name ('' = the list)
@@ -17,7 +18,7 @@ end
 local rows, total = {}, 0
 if one ~= '' then
   local depth = redis.call('LLEN', groups .. 'r:' .. one) + redis.call('ZCARD', groups .. 'p:' .. one)
-  rows[1], total = {one, depth, redis.call('SCARD', groups .. 'a:' .. one)}, 1
+  rows[1], total = {one, depth, 0}, 1
 else
   local idx, busy = groups .. 'depth', groups .. 'busy'
   local nd, nb = redis.call('ZCARD', idx), redis.call('ZCARD', busy)
@@ -26,16 +27,22 @@ else
     local page = redis.call('ZRANGE', idx, offset, offset + count - 1, 'WITHSCORES')
     for i = 1, #page, 2 do
       local g = page[i]
-      rows[#rows + 1] = {g, math.max(-tonumber(page[i + 1]), 0), redis.call('SCARD', groups .. 'a:' .. g)}
+      rows[#rows + 1] = {g, math.max(-tonumber(page[i + 1]), 0), 0}
     end
   end
   -- then the groups with running jobs only, by name
   local from = math.max(offset - nd, 0)
   if #rows < count and from < nb then
     for _, g in ipairs(redis.call('ZRANGE', busy, from, from + count - #rows - 1)) do
-      rows[#rows + 1] = {g, 0, redis.call('SCARD', groups .. 'a:' .. g)}
+      rows[#rows + 1] = {g, 0, 0}
     end
   end
+end
+-- their running counts, one read (g:act: every group's, GROUPS.count)
+if #rows > 0 then
+  local names = {}
+  for i, row in ipairs(rows) do names[i] = row[1] end
+  for i, v in ipairs(hmget(groups .. 'act', names)) do rows[i][3] = tonumber(v) or 0 end
 end
 local out = {total}
 local c = {}

@@ -27,8 +27,9 @@
 
 /* (a_group_jobs_claim_and_completion_cost_no_command_per_job_beyond_its_groups_pop: before
  * the active counts, 39 and 23 -- a SADD per group in the claim, a SREM and a ZSCORE
- * per group in the completion) */
-#define GROUP_CLAIM_COMMANDS_4 37
+ * per group in the completion; the listing's depth index then adds a ZMSCORE and a
+ * ZADD per claim, not per group: 37 -> 39) */
+#define GROUP_CLAIM_COMMANDS_4 39
 #define GROUP_COMPLETION_COMMANDS 18
 
 static enqueue_wait enqueue_in(test_env *e, rjq_queue *q, const char *payload, const char *group,

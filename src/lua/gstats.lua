@@ -4,8 +4,7 @@
 -- writers: GROUPS.deepen, GROUPS.taken), then of G..'busy' (the groups
 -- with running jobs only, by name; GROUPS.busy, GROUPS.tidy): O(K log n)
 -- for K rows, and one HMGET of their running counts (g:act), whatever the
--- number of groups. It only
--- reads (a monitor user runs it).
+-- number of groups. It only reads (a monitor user runs it).
 -- KEYS (src/keys.def; bound to these locals): groups
 -- ARGV: 1 offset, 2 count (1..1000), 3 one group's name ('' = the list)
 -- Returns { groups with jobs (ready or running), then 9 per group:

@@ -711,16 +711,19 @@ function queuePage(main, name, tab, offset) {
   async function loadHead() {
     loadSettings();
     loadGroups();
-    loadBatches();
+    let sharded = false;
     try {
       const r = await api('GET', `/v1/queues/${enc(name)}?shards=1`);
       state.queues.set(name, r.data);
       drawHead(r.data);
       drawShards(r.data);
       shardsAt = Date.now();
+      sharded = r.data.shards > 1;
     } catch (e) {
       head.replaceChildren(el('h1', {}, name), el('p', { class: 'bad' }, e.message));
     }
+    /* (a sharded queue holds no batch: its batch calls are refused, 409) */
+    if (!sharded) loadBatches();
   }
 
   let pending = null;

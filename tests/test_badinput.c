@@ -1241,6 +1241,58 @@ TEST(claim_of_an_id_twice_on_wrongtype_idle_writes_nothing) {
     env_stop(&env);
 }
 
+/* The ready list of queue q, its ids joined by spaces, into out. */
+static void ready_ids(redisContext *rc, const char *q, char *out, size_t cap) {
+    redisReply *r = server_cmd(rc, "LRANGE t:{%s}:ready 0 -1", q);
+    ASSERT_EQ(REDIS_REPLY_ARRAY, r->type);
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < r->elements; i++) {
+        used += (size_t)snprintf(out + used, cap - used, "%s%s", i ? " " : "", r->element[i]->str);
+        ASSERT(used < cap);
+    }
+    freeReplyObject(r);
+}
+
+/* A claim takes its ready ids (LPOP) before it reads their records and
+ * writes active: refused after that (a wrongly typed key), it puts them
+ * back at the head of ready in their order, so nothing is lost or
+ * reordered, whether it took some of the list or all of it (the list's
+ * key gone and made again). */
+TEST(claim_refused_after_taking_ready_ids_puts_them_back_in_order) {
+    test_env env;
+    env_start(&env, "ub");
+    char ids[256];
+    freeReplyObject(server_cmd(env.rc, "HSET t:{ub}:payload a x b x c x"));
+    freeReplyObject(server_cmd(env.rc, "RPUSH t:{ub}:ready a b c"));
+    plant_wrongtype(env.rc, "t:{ub}:active", "SET %s x");
+    claim_fcall_refused(env.rc, "ub", "2", "0", "t:{ub}:active"); /* a and b taken, c left */
+    ready_ids(env.rc, "ub", ids, sizeof ids);
+    ASSERT_STREQ("a b c", ids);
+    claim_fcall_refused(env.rc, "ub", "5", "1", "t:{ub}:active"); /* all taken */
+    ready_ids(env.rc, "ub", ids, sizeof ids);
+    ASSERT_STREQ("a b c", ids);
+    /* a wrongly typed payload column refuses it on the records' read */
+    freeReplyObject(server_cmd(env.rc, "DEL t:{ub}:active"));
+    freeReplyObject(server_cmd(env.rc, "RENAME t:{ub}:payload t:{ub}:saved"));
+    freeReplyObject(server_cmd(env.rc, "SET t:{ub}:payload x"));
+    claim_fcall_refused(env.rc, "ub", "2", "0", "t:{ub}:payload");
+    ready_ids(env.rc, "ub", ids, sizeof ids);
+    ASSERT_STREQ("a b c", ids);
+
+    freeReplyObject(server_cmd(env.rc, "DEL t:{ub}:payload"));
+    freeReplyObject(server_cmd(env.rc, "RENAME t:{ub}:saved t:{ub}:payload"));
+    redisReply *r = claim_fcall(env.rc, "ub", "2", "0");
+    ASSERT_EQ(REDIS_REPLY_ARRAY, r->type);
+    ASSERT_EQ(4 + 2 * 5, (long)r->elements);
+    ASSERT_STREQ("a", r->element[4]->str);
+    ASSERT_STREQ("b", r->element[9]->str);
+    freeReplyObject(r);
+    ready_ids(env.rc, "ub", ids, sizeof ids);
+    ASSERT_STREQ("c", ids);
+    env_stop(&env);
+}
+
 /* A refused claim tells monitors nothing: its events come after its first
  * write (finish() publishes a failed call's events too). */
 TEST(claim_refused_by_wrongtype_active_tells_monitors_nothing) {

@@ -26,17 +26,21 @@
 typedef struct item {
     rjq_worker *w;            /* the job's owner, told through its part's ops */
     size_t bytes;             /* its three arguments in its part's args */
+    size_t tail_bytes;        /* ... of which its tail, the first, */
+    size_t id_bytes;          /* ... and its id, the second (then its result) */
     size_t result_len;
     rjq_done_cb *cb;
     void *data;
 } item;
 
 /* The queue's completions waiting for its tick. Each one's arguments of
- * the complete script (its id; "<attempt> <token>": how the job's state
- * ends while this claim holds it, complete.lua; its result) are written
+ * the complete script ("<attempt> <token>": how the job's state ends
+ * while this claim holds it, complete.lua; its id; its result) are written
  * in RESP form when it is made, the pending ones' one after the other in
  * args from `start` on: no allocation per job, the result copied once
- * before the request's own buffer. */
+ * before the request's own buffer. A request takes them in its own order:
+ * complete.lua each run of one tail as the tail once, the run's count,
+ * then id and result per job; complete_one.lua id, tail, result. */
 typedef struct part {
     item *pending;
     size_t n, cap;
@@ -194,7 +198,10 @@ static int send_one(rjq_queue *q, complete_batch *b, const char *args, size_t al
     } else {
         for (int i = 0; i < 4; i++) rjq__buf_arg_str(&a, "");
     }
-    rjq__buf_raw(&a, args, alen);
+    const item *it = &b->items[0]; /* (args: its tail, id, result) */
+    rjq__buf_raw(&a, args + it->tail_bytes, it->id_bytes);
+    rjq__buf_raw(&a, args, it->tail_bytes);
+    rjq__buf_raw(&a, args + it->tail_bytes + it->id_bytes, alen - it->tail_bytes - it->id_bytes);
     int rc = rjq__script_resp(rjq_queue_get_client(q), RJQ__S_COMPLETE_ONE,
                               RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_completed, b, argc, &a);
     rjq__buf_free(&a);
@@ -238,8 +245,23 @@ static int send_general(rjq_queue *q, complete_batch *b, const char *args, size_
     argc += held.n;
     if (held.oom) a.oom = 1;
     rjq__argv_free(&held);
-    rjq__buf_raw(&a, args, alen);
-    argc += 3 * (int)b->n;
+    /* the jobs in runs of one tail (a claim's jobs share it: sent once) */
+    size_t at = 0;
+    for (size_t i = 0; i < b->n;) {
+        const item *first = &b->items[i];
+        size_t j = i + 1, end = at + first->bytes;
+        while (j < b->n && b->items[j].tail_bytes == first->tail_bytes &&
+               memcmp(args + end, args + at, first->tail_bytes) == 0)
+            end += b->items[j++].bytes;
+        rjq__buf_raw(&a, args + at, first->tail_bytes);
+        rjq__buf_ll(&a, (long long)(j - i));
+        for (size_t o = at; i < j; o += b->items[i++].bytes)
+            rjq__buf_raw(&a, args + o + b->items[i].tail_bytes, b->items[i].bytes - b->items[i].tail_bytes);
+        argc += 2;
+        at = end;
+    }
+    RJQ_ASSERT(at == alen);
+    argc += 2 * (int)b->n;
     int rc = rjq__script_resp(rjq_queue_get_client(q), RJQ__S_COMPLETE,
                               RJQ__REQ_RETRY | RJQ__REQ_DURABLE, on_completed, b, argc, &a);
     rjq__buf_free(&a);
@@ -348,8 +370,10 @@ int rjq__finish_complete(const rjq__finish *f, const void *result, size_t len, r
     taillen += toklen;
     /* its arguments in RESP form, the result copied once */
     size_t at = p->args.len;
-    rjq__buf_arg_str(&p->args, f->id);
     rjq__buf_arg(&p->args, tail, taillen);
+    size_t tail_at = p->args.len;
+    rjq__buf_arg_str(&p->args, f->id);
+    size_t id_at = p->args.len;
     rjq__buf_arg(&p->args, result, len);
     if (p->args.oom) { /* (what was written of it is dropped) */
         p->args.oom = 0;
@@ -359,6 +383,8 @@ int rjq__finish_complete(const rjq__finish *f, const void *result, size_t len, r
     item *it = &p->pending[p->n++];
     it->w = f->w;
     it->bytes = p->args.len - at;
+    it->tail_bytes = tail_at - at;
+    it->id_bytes = id_at - tail_at;
     it->result_len = len;
     it->cb = cb;
     it->data = data;

@@ -1296,6 +1296,122 @@ TEST(claim_of_an_id_twice_on_wrongtype_idle_writes_nothing) {
     env_stop(&env);
 }
 
+/* The ready list of queue q, its ids joined by spaces, into out. */
+static void ready_ids(redisContext *rc, const char *q, char *out, size_t cap) {
+    redisReply *r = server_cmd(rc, "LRANGE t:{%s}:ready 0 -1", q);
+    ASSERT_EQ(REDIS_REPLY_ARRAY, r->type);
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < r->elements; i++) {
+        used += (size_t)snprintf(out + used, cap - used, "%s%s", i ? " " : "", r->element[i]->str);
+        ASSERT(used < cap);
+    }
+    freeReplyObject(r);
+}
+
+/* A claim takes its ready ids (LPOP) before it reads their records and
+ * writes active: refused after that (a wrongly typed key), it puts them
+ * back at the head of ready in their order, so nothing is lost or
+ * reordered, whether it took some of the list or all of it (the list's
+ * key gone and made again). */
+TEST(claim_refused_after_taking_ready_ids_puts_them_back_in_order) {
+    test_env env;
+    env_start(&env, "ub");
+    char ids[256];
+    freeReplyObject(server_cmd(env.rc, "HSET t:{ub}:payload a x b x c x"));
+    freeReplyObject(server_cmd(env.rc, "RPUSH t:{ub}:ready a b c"));
+    plant_wrongtype(env.rc, "t:{ub}:active", "SET %s x");
+    claim_fcall_refused(env.rc, "ub", "2", "0", "t:{ub}:active"); /* a and b taken, c left */
+    ready_ids(env.rc, "ub", ids, sizeof ids);
+    ASSERT_STREQ("a b c", ids);
+    claim_fcall_refused(env.rc, "ub", "5", "1", "t:{ub}:active"); /* all taken */
+    ready_ids(env.rc, "ub", ids, sizeof ids);
+    ASSERT_STREQ("a b c", ids);
+    /* a wrongly typed payload column refuses it on the records' read */
+    freeReplyObject(server_cmd(env.rc, "DEL t:{ub}:active"));
+    freeReplyObject(server_cmd(env.rc, "RENAME t:{ub}:payload t:{ub}:saved"));
+    freeReplyObject(server_cmd(env.rc, "SET t:{ub}:payload x"));
+    claim_fcall_refused(env.rc, "ub", "2", "0", "t:{ub}:payload");
+    ready_ids(env.rc, "ub", ids, sizeof ids);
+    ASSERT_STREQ("a b c", ids);
+
+    freeReplyObject(server_cmd(env.rc, "DEL t:{ub}:payload"));
+    freeReplyObject(server_cmd(env.rc, "RENAME t:{ub}:saved t:{ub}:payload"));
+    redisReply *r = claim_fcall(env.rc, "ub", "2", "0");
+    ASSERT_EQ(REDIS_REPLY_ARRAY, r->type);
+    ASSERT_EQ(4 + 2 * 5, (long)r->elements);
+    ASSERT_STREQ("a", r->element[4]->str);
+    ASSERT_STREQ("b", r->element[9]->str);
+    freeReplyObject(r);
+    ready_ids(env.rc, "ub", ids, sizeof ids);
+    ASSERT_STREQ("c", ids);
+    env_stop(&env);
+}
+
+/* The completion script called directly on queue q with its jobs' args
+ * (after the 5 fixed ones: no offers, no tokens to forget); the reply. */
+static redisReply *complete_fcall(redisContext *rc, const char *q, const char **jobs, int n) {
+    char prefix[48];
+    layout_keys lk;
+    const char *argv[64];
+    argv[0] = "FCALL";
+    argv[1] = rjq__scripts[RJQ__S_COMPLETE].function;
+    int k = layout_script_keys(&lk, RJQ__S_COMPLETE, "t", q, argv, 2);
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
+    const char *fixed[] = {prefix, "-1", "0", "0", "0"};
+    for (int i = 0; i < 5; i++) argv[k++] = fixed[i];
+    for (int i = 0; i < n; i++) argv[k++] = jobs[i];
+    redisReply *r = redisCommandArgv(rc, k, argv, NULL);
+    ASSERT(r != NULL);
+    return r;
+}
+
+/* A completion sends each run of jobs of one tail ("<attempt> <token>",
+ * shared by a claim's jobs) once, with the run's count: runs of two
+ * claims interleaved each check their own jobs' tokens (a wrong one is
+ * lease lost), and the results go to their jobs. A run cut short or
+ * without a count is refused with nothing written. */
+TEST(completion_runs_of_one_tail_fence_each_job_by_its_run) {
+    test_env env;
+    env_start(&env, "rn");
+    const char *ids[] = {"a", "b", "c", "d"};
+    const char *toks[] = {"t1", "t1", "t2", "t1"};
+    for (int i = 0; i < 4; i++) {
+        freeReplyObject(server_cmd(env.rc, "HSET t:{rn}:state %s %s", ids[i],
+                                   strcmp(toks[i], "t1") ? "active 1 t2 @1,2," : "active 1 t1 @1,2,"));
+        freeReplyObject(server_cmd(env.rc, "ZADD t:{rn}:active 99999999999999 %s", ids[i]));
+    }
+    static char before[8192], after[8192];
+    snapshot(env.rc, before, sizeof before);
+    const char *bad[][4] = {{"1 t1", "2", "a", "ra"}, {"1 t1", "x", "a", "ra"}, {"1 t1", "0", "a", "ra"}};
+    for (int i = 0; i < 3; i++) {
+        redisReply *r = complete_fcall(env.rc, "rn", bad[i], 4);
+        ASSERT_EQ(REDIS_REPLY_ERROR, r->type);
+        freeReplyObject(r);
+        snapshot(env.rc, after, sizeof after);
+        ASSERT_STREQ(before, after);
+    }
+    const char *jobs[] = {"1 t1", "2", "a", "ra", "b", "rb", "1 t2", "1", "c", "rc",
+                          "1 t2", "1", "d", "rd"}; /* d: under t1, sent under t2 */
+    redisReply *r = complete_fcall(env.rc, "rn", jobs, 14);
+    ASSERT_EQ(REDIS_REPLY_ARRAY, r->type);
+    ASSERT_EQ(4, (long)r->elements);
+    long want[] = {1, 1, 1, 0};
+    for (int i = 0; i < 4; i++) ASSERT_EQ(want[i], r->element[i]->integer);
+    freeReplyObject(r);
+    const char *res[] = {"ra", "rb", "rc"};
+    for (int i = 0; i < 3; i++) {
+        redisReply *v = server_cmd(env.rc, "HGET t:{rn}:result %s", ids[i]);
+        ASSERT_STREQ(res[i], v->str);
+        freeReplyObject(v);
+        v = server_cmd(env.rc, "HGET t:{rn}:state %s", ids[i]);
+        ASSERT(strncmp(v->str, i == 2 ? "completed 1 t2 @1,2," : "completed 1 t1 @1,2,", 20) == 0);
+        freeReplyObject(v);
+    }
+    ASSERT_EQ(0, server_int(env.rc, "HEXISTS t:{rn}:result d"));
+    env_stop(&env);
+}
+
 /* A refused claim tells monitors nothing: its events come after its first
  * write (finish() publishes a failed call's events too). */
 TEST(claim_refused_by_wrongtype_active_tells_monitors_nothing) {

@@ -522,8 +522,8 @@ static redisReply *complete_planted(redisContext *rc, const char *q, const char 
                                     const char *retention_ms, const char *cap) {
     char prefix[32];
     snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
-    const char *args[] = {prefix, retention_ms, cap, "0", "0", j, "1 tok", "r"};
-    return server_fcall(rc, RJQ__S_COMPLETE, q, args, 8);
+    const char *args[] = {prefix, retention_ms, cap, "0", "0", "1 tok", "1", j, "r"}; /* (a run of 1 job) */
+    return server_fcall(rc, RJQ__S_COMPLETE, q, args, 9);
 }
 
 /* Job a of queue q (e's) and its dependent p on q2 (policy) as a worker

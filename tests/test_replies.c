@@ -296,7 +296,10 @@ TEST(completion_code_out_of_range_ends_in_eproto) {
                              "local offers = tonumber(ARGV[4]) "
                              "local first = 6 + 4 * offers + tonumber(ARGV[5]) "
                              "local out = {} "
-                             "for i = first, #ARGV, 3 do out[#out + 1] = 7 end "
+                             "while first <= #ARGV do "
+                             "local n = tonumber(ARGV[first + 1]) "
+                             "for i = 1, n do out[#out + 1] = 7 end "
+                             "first = first + 2 + 2 * n end "
                              "for i = 1, offers do out[#out + 1] = 3 end "
                              "return out");
 }

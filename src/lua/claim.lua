@@ -89,8 +89,9 @@ local extra = math.max(0, math.min(tonumber(ARGV[11] or '0') or 0, 1000))
 local J = columns(cols, prefix)
 -- Wrongly typed keys are refused before the first write. The common call
 -- (not re-sent, no recovery, not paused, no limits, nothing due) reads
--- ready, prio and the job columns first (peek_ready, load_jobs: typed) and
--- its first write is ZADD active (start_jobs, typed), so it checks with
+-- prio and the job columns first and takes the ready ids (peek_ready,
+-- load_jobs: typed; a refusal after the ids' LPOP puts them back, undoing
+-- below) and its next write is ZADD active (start_jobs, typed), so it checks with
 -- TYPE only idle and deadlines, when it will write them (a third of a
 -- drain's Redis calls were TYPE). Every other path checks all of them at
 -- its start (check_all).
@@ -340,13 +341,27 @@ if rmax then
 end
 
 local ids, nhi, nplain, np = peek_ready(ready, prio, room)
+-- The ready ids are taken already (each enters Lua once): what refuses
+-- the call before its next write (a key's type: check_all, load_jobs,
+-- start_jobs' before_write and ZADD active) runs through undoing, which
+-- puts them back at the head of ready, in their order, and refuses it.
+local function refused_or(ok, ...)
+  if not ok then reready(ready, ids, nhi, nplain); error((...), 0) end
+  return ...
+end
+local function undoing(f)
+  if nplain == 0 then return f() end
+  return refused_or(pcall(f))
+end
 -- Job groups (README "Groups", groups_lib.lua): on a queue that has had
 -- group jobs (meta field 'groups'), the room the ready jobs leave goes to
 -- the groups, round-robin; gids start with them (after them in the reply).
 local gids, gmore = nil, false
 if mv[4] and #ids < room then
-  check_all()
-  gids, gmore = GROUPS.take(groups, J, room - #ids, now, stats, mv[4] == '2', tok)
+  gids, gmore = undoing(function()
+    check_all()
+    return GROUPS.take(groups, J, room - #ids, now, stats, mv[4] == '2', tok)
+  end)
 end
 local all = ids
 if gids and #gids > 0 then
@@ -358,13 +373,13 @@ end
 -- (below); that read comes before the first write, where it also checks
 -- ready when prio alone filled the claim.
 local more = want > 0 and #ids == want and
-             (typed('list', 'LLEN', ready) > nplain or np > #ids - nplain)
+             (typed('list', 'LLEN', ready) > 0 or np > #ids - nplain)
 -- (groups left in the ring: a full claim, or one that stopped after its
 -- rounds of visits, wakes the workers to claim again)
 if gids and gmore then more = true end
 local got = 0
 if #all > 0 then
-  local d, o, s = load_jobs(J, all, no_payload)
+  local d, o, s = undoing(function() return load_jobs(J, all, no_payload) end)
   -- idle is written when the claim comes back short (fewer jobs start
   -- than it wants: a record missing or an id twice makes it short too) or
   -- resets, deadlines for jobs with a timeout
@@ -373,8 +388,10 @@ if #all > 0 then
     if n < want or reset then expect_types({idle, 'hash'}) end
     if timeouts then expect_types({deadlines, 'zset'}) end
   end
-  got = start_jobs(J, {active = active, held = held, deadlines = deadlines, emit = emit, now = now, tok = tok,
-                       deadline = int(now + lease), also = rec, before_write = before_write}, all, d, o, s, out)
+  got = undoing(function()
+    return start_jobs(J, {active = active, held = held, deadlines = deadlines, emit = emit, now = now, tok = tok,
+                          deadline = int(now + lease), also = rec, before_write = before_write}, all, d, o, s, out)
+  end)
   unready(ready, prio, ids, nhi, nplain)
   if rmax and got > 0 then
     -- one entry per start (its token and id: unique), at this call's time;

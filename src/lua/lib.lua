@@ -1409,12 +1409,16 @@ end
 
 
 -- Up to `want` ready ids in claim order (strict priority: positive
--- priorities, then priority 0 FIFO, then negative), read only: the ids,
--- how many of them came from prio first (nhi) and from the head of ready
--- (nplain; the rest came from prio), and the size of prio. Its reads
--- check the type of prio, and of ready unless prio alone filled `want`
--- (typed), so a script that calls it before its first write needs no
--- TYPE for those; unready() then takes the ids.
+-- priorities, then priority 0 FIFO, then negative): the ids, how many of
+-- them came from prio first (nhi) and from the head of ready (nplain; the
+-- rest came from prio), and the size of prio. The ids of ready are taken
+-- (LPOP with a count: each id enters Lua once, where a read and a later
+-- LPOP made it twice); those of prio are only read. Its commands check
+-- the type of prio, and of ready unless prio alone filled `want` (typed:
+-- a refused LPOP writes nothing), so a script that calls it before its
+-- first other write needs no TYPE for those. unready() then takes the
+-- prio ids; a call refused before it wrote anything else puts the ready
+-- ids back with reready() (the LPOP is its only write then).
 local function peek_ready(ready, prio, want)
   local ids, nplain = {}, 0
   if want <= 0 then return ids, 0, 0, 0 end
@@ -1422,7 +1426,7 @@ local function peek_ready(ready, prio, want)
   if np > 0 then ids = redis.call('ZRANGEBYSCORE', prio, '-inf', '(0', 'LIMIT', 0, want) end
   local nhi = #ids
   if #ids < want then
-    local plain = typed('list', 'LRANGE', ready, 0, want - #ids - 1)
+    local plain = typed('list', 'LPOP', ready, want - #ids) or {} -- (false: ready was empty)
     nplain = #plain
     for i = 1, nplain do ids[nhi + i] = plain[i] end
   end
@@ -1433,16 +1437,24 @@ local function peek_ready(ready, prio, want)
   return ids, nhi, nplain, np
 end
 
--- Take the ids peek_ready() found off ready and prio (the commands of
--- take_ready: no role of `rjq acl` needs another).
+-- Take the ids peek_ready() found off prio (those of ready it took
+-- itself; the commands of take_ready: no role of `rjq acl` needs another).
 local function unready(ready, prio, ids, nhi, nplain)
-  if nplain > 0 then redis.call('LPOP', ready, nplain) end
   if #ids > nplain then
     local p = {}
     for i = 1, nhi do p[i] = ids[i] end
     for i = nhi + nplain + 1, #ids do p[#p + 1] = ids[i] end
     redis.call('ZREM', prio, unpack(p))
   end
+end
+
+-- Put the ids peek_ready() took off ready back at its head, in their
+-- order (a call refused after it: nothing lost, nothing reordered).
+local function reready(ready, ids, nhi, nplain)
+  if nplain == 0 then return end
+  local back = {}
+  for i = 1, nplain do back[i] = ids[nhi + nplain + 1 - i] end -- (LPUSH puts the last first)
+  redis.call('LPUSH', ready, unpack(back))
 end
 
 -- Take up to `want` ready ids in claim order, as peek_ready() and

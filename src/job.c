@@ -403,24 +403,60 @@ typedef struct fail_ctx {
     char id[];                /* (for the releases of dependents: deps.c) */
 } fail_ctx;
 
+/* fail.lua's array reply: 5, then (id, dependents entry) pairs, at least
+ * one; any other array is of the wrong shape. */
+static int fail_entries_ok(const redisReply *r) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 || r->elements % 2 == 0 ||
+        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[0]->integer != 5)
+        return 0;
+    for (size_t i = 1; i < r->elements; i += 2)
+        if (r->element[i]->type != REDIS_REPLY_STRING || r->element[i]->len == 0 ||
+            r->element[i]->len > RJQ_JOB_ID_MAX || r->element[i + 1]->type != REDIS_REPLY_STRING)
+            return 0;
+    return 1;
+}
+
+/* The dependents of the jobs a failure left dead (its own, and those its
+ * death buried by their policy 'fail'): released (deps.c), from the
+ * entries the reply carries (fail_entries_ok). */
+static void release_dead(rjq_queue *q, const redisReply *r) {
+    size_t n = (r->elements - 1) / 2;
+    rjq__deps_finished f[64];
+    for (size_t i = 0; i < n; i += 64) {
+        size_t k = n - i < 64 ? n - i : 64;
+        for (size_t j = 0; j < k; j++) {
+            const redisReply *id = r->element[1 + 2 * (i + j)], *list = r->element[2 + 2 * (i + j)];
+            f[j] = (rjq__deps_finished){id->str, id->len, "dead", list->str, list->len};
+        }
+        rjq__deps_release(q, f, k);
+    }
+}
+
 static void on_failed(rjq_client *c, int status, redisReply *r, void *priv) {
     fail_ctx *f = priv;
     RJQ_ASSERT(status != RJQ_OK || r != NULL); /* a success comes with its reply */
     /* fail.lua: 0 lease lost, 1 retry scheduled, 2 dead, 3 already
      * failed with this token, 4 cancelled, 5 dead with dependents to
-     * release; any other number is no answer */
-    if (status == RJQ_OK && (r->type != REDIS_REPLY_INTEGER || r->integer < 0 || r->integer > 5)) {
+     * release (deps_due reads them); or { 5, (id, dependents entry)... }:
+     * dead, with the entries of it and of the jobs its death buried; any
+     * other reply is no answer */
+    long long code = status == RJQ_OK && r->type == REDIS_REPLY_INTEGER ? r->integer
+                     : status == RJQ_OK && fail_entries_ok(r)           ? 5
+                                                                      : -1;
+    if (status == RJQ_OK && (code < 0 || code > 5)) {
         rjq__errmsg(c, "fail: unexpected reply");
         status = RJQ_EPROTO;
     }
-    if (status == RJQ_OK && r->integer == 5 && !rjq__closing(c)) {
+    if (status == RJQ_OK && code == 5 && r->type == REDIS_REPLY_INTEGER && !rjq__closing(c)) {
         const char *id = f->id;
         size_t len = strlen(id);
         rjq__deps_notify(f->q, &id, &len, 1);
+    } else if (status == RJQ_OK && code == 5 && !rjq__closing(c)) {
+        release_dead(f->q, r);
     }
     if (status == RJQ_OK)
-        status = r->integer == 0             ? RJQ_ELEASELOST
-                 : r->integer == 4             ? RJQ_EJOBCANCELED
+        status = code == 0                   ? RJQ_ELEASELOST
+                 : code == 4                   ? RJQ_EJOBCANCELED
                  : rjq__write_short(c)         ? RJQ_EREPLICAS
                                                : RJQ_OK;
     if (f->cause) status = f->cause;

@@ -622,12 +622,27 @@ static redisReply *complete_fcall(redisContext *rc, const char *q, const char *c
 
 /* fail.lua as the client calls it: planted active job id of q failed for
  * good (fatal). Returns its code. */
+/* (fail_fcall: the entries of its last array reply, "id=entry;...") */
+static char fail_entries[256];
+
 static long long fail_fcall(redisContext *rc, const char *q, const char *id) {
     char prefix[48], wake[48];
     snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
     snprintf(wake, sizeof wake, "t:{%s}:wake", q);
     const char *args[] = {prefix, wake, id, "tok", "boom", "1", "-1", "0", "1000"};
     redisReply *r = server_fcall(rc, RJQ__S_FAIL, q, args, 9);
+    fail_entries[0] = '\0';
+    if (r->type == REDIS_REPLY_ARRAY) { /* { 5, (id, dependents entry)... } */
+        ASSERT(r->elements >= 3 && r->elements % 2 == 1);
+        ASSERT_EQ(5, r->element[0]->integer);
+        for (size_t i = 1; i < r->elements; i += 2) {
+            size_t at = strlen(fail_entries);
+            snprintf(fail_entries + at, sizeof fail_entries - at, "%s%s=%s", at ? ";" : "",
+                     r->element[i]->str, r->element[i + 1]->str);
+        }
+        freeReplyObject(r);
+        return 5;
+    }
     ASSERT(r->type == REDIS_REPLY_INTEGER);
     long long code = r->integer;
     freeReplyObject(r);
@@ -767,6 +782,7 @@ TEST(same_queue_policies_apply_in_the_failing_script) {
     ASSERT_OK(enqueue_after(&e, q2, "o", &on_a, 1, RJQ_AFTER_RUN).status);
     ASSERT_OK(enqueue_after(&e, e.q, "h", &on_a2, 1, RJQ_AFTER_FAIL).status);
     ASSERT_EQ(5, fail_fcall(e.rc, "sp", "a")); /* o (sp2) left to the client */
+    ASSERT_STREQ("a=sp2 o", fail_entries);      /* (in the reply: no deps_due call) */
     ASSERT_STREQ("dead", get_info(e.base, e.q, "f").state);
     ASSERT_STREQ("dependency sp:a ended dead", get_info(e.base, e.q, "f").error);
     ASSERT_STREQ("dead", get_info(e.base, e.q, "g").state);
@@ -789,6 +805,51 @@ TEST(same_queue_policies_apply_in_the_failing_script) {
     ASSERT_STREQ("dead", get_info(e.base, e.q, "h").state);
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{sp}:dependents a2"));
     ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{sp}:depsfin"));
+    env_stop(&e);
+}
+
+/* A job of the failing job's queue buried by its policy 'fail' in the
+ * failing script, whose own dependent waits on another queue: the
+ * failure's reply carries the buried job's entry, so the worker's client
+ * releases that dependent at once. The queue's periodic visit (the sweep)
+ * is an hour away here: a release left to the sweep never comes within
+ * the wait. */
+TEST(dependent_on_another_queue_of_a_job_buried_by_a_failure_is_released_at_once) {
+    test_env e;
+    env_start(&e, "fb");
+    rjq_queue *q2 = open_queue(&e, "fb2");
+    plant_active(e.rc, "fb", "a");
+    rjq_dep on_a = {"fb", "a"}, on_f = {"fb", "f"};
+    ASSERT_OK(enqueue_after(&e, e.q, "f", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, q2, "o", &on_f, 1, RJQ_AFTER_RUN).status);
+    /* unit: the script's reply names f (a's only dependent is f, here) */
+    ASSERT_EQ(5, fail_fcall(e.rc, "fb", "a"));
+    ASSERT_STREQ("f=fb2 o", fail_entries);
+    ASSERT_STREQ("dead", get_info(e.base, e.q, "f").state);
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "o").state);
+
+    /* through a worker's failure: released without the sweep */
+    enqueue_x_ok(e.base, e.q, "b", 0, 0);
+    rjq_dep on_b = {"fb", "b"}, on_g = {"fb", "g"};
+    ASSERT_OK(enqueue_after(&e, e.q, "g", &on_b, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, q2, "p", &on_g, 1, RJQ_AFTER_RUN).status);
+    long buried = 0;
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 3600000; /* no sweep during the test */
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, bury_it, &buried, &w));
+    WAIT_FOR(e.base, state_is(&e, q2, "p", "ready"), 10000);
+    ASSERT_EQ(1, buried); /* only b ran */
+    ASSERT_STREQ("dead", get_info(e.base, e.q, "g").state);
+    ASSERT_STREQ("dependency fb:b ended dead", get_info(e.base, e.q, "g").error);
+    ASSERT(deps_line(e.rc, "fb2", "p", "\nd fb g"));
+    /* its release went through: nothing left for the sweep but f's (the
+     * script's reply above was told to no client) */
+    WAIT_FOR(e.base, server_int(e.rc, "HEXISTS t:{fb}:dependents g") == 0, 10000);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{fb}:depsfin"));
+    ASSERT_EQ(0, server_int(e.rc, "ZRANK t:{fb}:depsfin f"));
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{fb2}:ready")); /* p, once */
+    worker_stop_wait(e.base, w);
     env_stop(&e);
 }
 

@@ -307,3 +307,11 @@ TEST(completion_code_out_of_range_ends_in_eproto) {
 TEST(failure_code_out_of_range_ends_in_eproto) {
     finish_code_out_of_range(1, RJQ__S_FAIL, "return 9");
 }
+
+/* fail.lua's array reply is { 5, (id, dependents entry)... }: an entry
+ * without its id's pair, an empty id or another code is no answer. */
+TEST(failure_entries_of_the_wrong_shape_end_in_eproto) {
+    finish_code_out_of_range(1, RJQ__S_FAIL, "return {5, 'a'}");
+    finish_code_out_of_range(1, RJQ__S_FAIL, "return {5, '', 'q b'}");
+    finish_code_out_of_range(1, RJQ__S_FAIL, "return {2, 'a', 'q b'}");
+}

@@ -45,7 +45,6 @@ J.u = dedup
 J.dp = deps
 J.df = depsfin
 J.dt = dependents -- (the retention sweep keeps the records of jobs with dependents to release)
-J.wt = waiting -- (the waiting set: DEPS.finished below; the name `waiting` is taken below)
 -- Wrongly typed keys are refused before the first write: the reads below
 -- check theirs, the first three writes check their own (the count of
 -- retained jobs, whose reply says whether the retention sweep is due, then
@@ -70,13 +69,13 @@ local gjob = groups .. 'job'
 local probe = {monitored, deadlines, gjob}
 if offers > 0 then probe[4] = ready; probe[5] = prio end
 local exist = redis.call('EXISTS', unpack(probe))
-local has_deadlines, monitored_on, waiting, has_groups = false, false, false, false
+local has_deadlines, monitored_on, work_waits, has_groups = false, false, false, false
 if exist > 0 then
   has_deadlines = redis.call('EXISTS', deadlines) == 1
   local w = 0
   if offers > 0 then
     local nr, np = typed('list', 'LLEN', ready), typed('zset', 'ZCARD', prio)
-    waiting = nr > 0 or np > 0
+    work_waits = nr > 0 or np > 0
     w = (nr > 0 and 1 or 0) + (np > 0 and 1 or 0)
   end
   -- what the count leaves is the monitor key and the groups' job hash:
@@ -123,14 +122,14 @@ end
 -- Idle workers offer their slots only while no work is waiting; then
 -- their registrations are read here, before the first write (idle_v:
 -- field -> value, false when absent).
--- (waiting: read above)
+-- (work_waits: read above)
 local idle_v = {}
-if offers > 0 and not waiting then
+if offers > 0 and not work_waits then
   local f = {}
   for i = OFFERS, FORGET - 1, 4 do f[#f + 1] = ARGV[i] end
   f[#f + 1] = CONTROL_MARK -- a paused or limited queue takes no offers
   local v = typed('hash', 'HMGET', idle, unpack(f))
-  if v[#f] then waiting = true end
+  if v[#f] then work_waits = true end
   for j = 1, #f - 1 do idle_v[f[j]] = v[j] end
 end
 -- (Per-job appends use a counter: #t is a search on every call.) The
@@ -232,7 +231,7 @@ end
 if offers > 0 then
   for i = OFFERS, FORGET - 1, 4 do
     local got = 0
-    if not waiting then
+    if not work_waits then
       got, idle_v[ARGV[i]] = offer_slots(idle, ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3]),
                                          false, idle_v[ARGV[i]])
     end
@@ -247,7 +246,7 @@ end
 -- their releases went through: deps_done.lua), the others of code 1.
 if with_deps and #with_deps > 0 then
   local left = DEPS.finished(J, {ready = ready, prio = prio, delayed = delayed, stats = stats,
-                                 waiting = J.wt, deps = deps, dependents = dependents,
+                                 waiting = waiting, deps = deps, dependents = dependents,
                                  depsfin = depsfin, wake = wake, emit = emit}, with_deps, 'completed')
   local j = 0
   for i = 1, #ids do

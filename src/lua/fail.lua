@@ -12,9 +12,13 @@
 --       8 jitter in [0,1), 9 dead cap
 -- Returns 0 lease lost (or its run time is over), 1 retry scheduled, 2
 -- dead, 3 already failed with this token (a retried call whose first
--- reply was lost), 4 cancelled (cancel.lua), 5 dead and it has
--- dependents of other queues to release (deps_due.lua; those waiting in
--- this queue are counted by this call: DEPS.finished in lib.lua).
+-- reply was lost), 4 cancelled (cancel.lua); or, dead with dependents of
+-- other queues to release, { 5, then per job with some, its id and its
+-- dependents entry ("<queue> <id>" lines, deps_watch.lua) }: the job's,
+-- and those of the jobs its death buried here by their policy 'fail'
+-- (all dead), which the client releases (deps.c: no deps_due.lua call).
+-- Those waiting in this queue are counted by this call (DEPS.finished in
+-- lib.lua).
 local prefix, wake, id, tok, err = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local fatal, delay, jitter, dead_max = ARGV[6] == '1', tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 local J = columns(cols, prefix)
@@ -53,9 +57,11 @@ DEPS_TOLD[1] = false
 local r, st = fail_job(J, q, id, tok, attempts, v[2], err, fatal, delay, tm)
 if g then GROUPS.after(groups, J, {{g, id, st}}, gc, stats) end
 if r == 2 and DEPS_TOLD[1] then
-  local left = DEPS.finished(J, {ready = ready, prio = prio, delayed = delayed, stats = stats, waiting = waiting,
+  local left, buried = DEPS.finished(J, {ready = ready, prio = prio, delayed = delayed, stats = stats, waiting = waiting,
                                  deps = deps, dead = dead, dependents = dependents, depsfin = depsfin, wake = wake,
                                  dead_max = dead_max, emit = q.emit}, {id}, 'dead')
-  return left[2] ~= '' and 5 or 2
+  local out = left[2] ~= '' and {5, id, left[2]} or {5}
+  for i = 1, #buried do out[#out + 1] = buried[i] end
+  return #out > 1 and out or 2
 end
 return r

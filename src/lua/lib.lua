@@ -1167,7 +1167,10 @@ end
 -- deps_release.lua refuses it, as before. Q: as DEPS.release, with
 -- dependents and depsfin (dead and dead_max only for an outcome other than
 -- 'completed': a completed dependency buries nothing). Returns { id, entry
--- left ('' none) } per job of ids, in order.
+-- left ('' none) } per job of ids, in order, then { id, entry left, ... }
+-- of the jobs the cascade buried that have an entry left (dependents of
+-- other queues: the caller's reply carries them, as its own jobs', so the
+-- client releases them at once, not the sweep a period later).
 function DEPS.finished(J, Q, ids, outcome)
   local here, ok = DEPS.queue(J), nil
   local function writable() -- (asked once, when a line names this queue)
@@ -1185,7 +1188,7 @@ function DEPS.finished(J, Q, ids, outcome)
   -- Rounds: the jobs ids, then those the policy 'fail' buried in the
   -- round before (their dependents of this queue next); each round's
   -- releases in one DEPS.release, its writes a command each.
-  local out, round, oc, first = {}, ids, outcome, true
+  local out, buried, round, oc, first = {}, {}, ids, outcome, true
   while #round > 0 do
     local lists = {}
     for i = 1, #round, CHUNK do
@@ -1237,12 +1240,13 @@ function DEPS.finished(J, Q, ids, outcome)
     for i = 1, #unindex, CHUNK do
       redis.pcall('ZREM', Q.depsfin, unpack(unindex, i, math.min(i + CHUNK - 1, #unindex)))
     end
-    if first then
-      for k, id in ipairs(round) do out[#out + 1] = id; out[#out + 1] = left[k] end
+    for k, id in ipairs(round) do
+      if first then out[#out + 1] = id; out[#out + 1] = left[k]
+      elseif left[k] ~= '' then buried[#buried + 1] = id; buried[#buried + 1] = left[k] end
     end
     round, oc, first = nextr, 'dead', false
   end
-  return out
+  return out, buried
 end
 
 -- Add the jobs ids, completed at `stamp`, to the retention index (one

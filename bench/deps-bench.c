@@ -7,6 +7,9 @@
  *             (ids c<i>, p<i>), then both run: (dep - plain) / N is the
  *             cost of a job with one dependency, (single - plain) / N that
  *             of a job enqueued alone
+ *   same N    as dep, the parents in the children's queue (ids c<i>,
+ *             p<i>): deps_add registers them, the children's completions
+ *             release them (no deps_watch, deps_release, deps_done calls)
  *   fanin N   N children (N <= 10 000), joins of 100 children each, one
  *             parent after the joins (RJQ_AFTER_MAX per job): the parent
  *             runs once every child ran
@@ -94,7 +97,7 @@ static double now_s(void) {
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: deps-bench plain|single|dep|fanin|idle N\n");
+        fprintf(stderr, "usage: deps-bench plain|single|dep|same|fanin|idle N\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -123,14 +126,15 @@ int main(int argc, char **argv) {
             if (++a.pending >= 500) event_base_dispatch(a.base);
         }
         a.want = 2 * n;
-    } else if (strcmp(mode, "dep") == 0 || strcmp(mode, "idle") == 0) {
+    } else if (strcmp(mode, "dep") == 0 || strcmp(mode, "idle") == 0 ||
+               strcmp(mode, "same") == 0) {
         if (strcmp(mode, "idle") == 0) child_delay_ms = 3600000;
         plain_batch(&a, qc, n, "c");
         for (long i = 0; i < n; i++) {
             snprintf(id, sizeof id, "c%ld", i);
             snprintf(id2, sizeof id2, "p%ld", i);
             rjq_dep on = {"bc", id};
-            after(&a, qp, id2, &on, 1);
+            after(&a, strcmp(mode, "same") == 0 ? qc : qp, id2, &on, 1);
         }
         a.want = 2 * n;
     } else {

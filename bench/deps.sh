@@ -29,4 +29,5 @@ run() { # mode n jobs
 run plain "$n" "$n"
 run single "$n" "$((2 * n))"
 run dep "$n" "$((2 * n))"
+run same "$n" "$((2 * n))"
 run fanin 10000 10101

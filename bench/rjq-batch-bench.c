@@ -15,6 +15,13 @@
  * batch (the seals' own calls included), and the script calls.
  *
  *   rjq-batch-bench PORT N awaits
+ *
+ * list: N empty batches created (their Redis CPU and commands per create),
+ * then 200 listing pages of 20 (rjq_batch_list, state any, each from the
+ * newest) and 200 of state dead (none is): Redis' CPU and commands per
+ * page, which should not grow with N.
+ *
+ *   rjq-batch-bench PORT N list
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,7 +66,19 @@ static void on_sealed(rjq_client *c, int status, void *data) {
     if (status != RJQ_OK) die("seal", status);
 }
 
-static long awaited;
+static long awaited, pages;
+
+static void on_page(rjq_client *c, int status, const rjq_batch_info *b, size_t n,
+                    const char *next, void *data) {
+    (void)c, (void)b, (void)next;
+    if (status != RJQ_OK) die("list", status);
+    if (n != (size_t)*(long *)data) die("a page of another size", RJQ_EPROTO);
+    pages++;
+}
+
+/* list mode (see the head): pages of 20 of state st (NULL: any), each
+ * expected to hold want batches. */
+static void list_pages(rjq_queue *bq, const char *st, long want, const char *what);
 
 static void on_awaited(rjq_client *c, int status, const rjq_batch_info *b, void *data) {
     (void)c, (void)data;
@@ -114,8 +133,8 @@ static double now_s(void) {
 
 int main(int argc, char **argv) {
     if (argc != 4 || (strcmp(argv[3], "plain") != 0 && strcmp(argv[3], "batch") != 0 &&
-                      strcmp(argv[3], "awaits") != 0)) {
-        fprintf(stderr, "usage: rjq-batch-bench PORT N plain|batch|awaits\n");
+                      strcmp(argv[3], "awaits") != 0 && strcmp(argv[3], "list") != 0)) {
+        fprintf(stderr, "usage: rjq-batch-bench PORT N plain|batch|awaits|list\n");
         return 2;
     }
     long n = atol(argv[2]);
@@ -134,6 +153,28 @@ int main(int argc, char **argv) {
     rjq_queue *bq, *q;
     if ((rc = rjq_queue_open(c, "bb", NULL, &bq)) || (rc = rjq_queue_open(c, "bm", NULL, &q)))
         die("queue", rc);
+    if (strcmp(argv[3], "list") == 0) {
+        redis_numbers before = numbers();
+        for (long i = 0; i < n; i++) {
+            char id[32];
+            snprintf(id, sizeof id, "l%ld", i);
+            rjq_batch_options bo = RJQ_BATCH_OPTIONS_INIT;
+            bo.id = id;
+            if ((rc = rjq_batch_create(bq, &bo, on_created, NULL))) die("batch create", rc);
+            if (i % 1000 == 999) until(&created, i + 1 - 2000 > 0 ? i + 1 - 2000 : 0);
+        }
+        until(&created, n);
+        redis_numbers after = numbers();
+        printf("list: %ld batches created; Redis CPU %.1f us/create, %.2f commands/create\n", n,
+               (after.cpu - before.cpu) * 1e6 / (double)n,
+               (double)(after.calls - before.calls) / (double)n);
+        list_pages(bq, NULL, n < 20 ? n : 20, "any");
+        list_pages(bq, "dead", 0, "dead (none)");
+        rjq_client_free(c);
+        event_base_free(base);
+        redisFree(sync_rc);
+        return 0;
+    }
     if (strcmp(argv[3], "awaits") == 0) {
         for (long i = 0; i < n; i++) {
             char id[32];
@@ -204,4 +245,17 @@ int main(int argc, char **argv) {
     event_base_free(base);
     redisFree(sync_rc);
     return 0;
+}
+
+static void list_pages(rjq_queue *bq, const char *st, long want, const char *what) {
+    redis_numbers before = numbers();
+    pages = 0;
+    for (long i = 0; i < 200; i++) {
+        int rc = rjq_batch_list(bq, st, NULL, 20, on_page, &want);
+        if (rc != RJQ_OK) die("list", rc);
+        until(&pages, i + 1);
+    }
+    redis_numbers after = numbers();
+    printf("list: 200 pages of 20, state %s; Redis CPU %.1f us/page, %.2f commands/page\n", what,
+           (after.cpu - before.cpu) * 1e6 / 200.0, (double)(after.calls - before.calls) / 200.0);
 }

@@ -828,10 +828,16 @@ typedef struct rjq_header {
  *   failure, rjq_queue_cancel's caller) sends an idempotent release to
  *   each dependent's queue: each dependency is counted once, a release
  *   sent again changes nothing. The dependency's list of dependents is
- *   dropped once every one was released.
+ *   dropped once every one was released. A dependent in the dependency's
+ *   own queue is registered by the job's write itself, and released by
+ *   the completion or the failure to dead of the dependency, in that same
+ *   script (no call of the client's; a completion sent again after a lost
+ *   reply releases nothing twice).
  * - Policies, for a dependency that ended dead, cancelled or missing:
  *   RJQ_AFTER_FAIL buries the job (dead, error "dependency <queue>:<id>
- *   ended <outcome>"; its own dependents apply their policies in turn),
+ *   ended <outcome>", or "dependency <queue>:<id> was removed (no record
+ *   of it)" for a missing one; its own dependents apply their policies in
+ *   turn),
  *   RJQ_AFTER_RUN counts it as done, RJQ_AFTER_IGNORE drops it from the
  *   job's list.
  * - Cancelling a waiting job cancels it alone (its dependents apply their
@@ -864,7 +870,11 @@ typedef struct rjq_header {
  *   it at a later sweep). A dead or cancelled dependency dropped by its
  *   cap first, or a dependency deleted before the dependent was registered
  *   (a retention shorter than the time between the two enqueues), counts
- *   as "missing".
+ *   as "missing". So does a dependency whose record was removed before it
+ *   finished (deleted outside rjq, or lost): the periodic visit of the
+ *   dependent's queue registers each waiting job again (as above: a minute
+ *   after its registration, then after as long as it had waited, at most
+ *   an hour), which finds the dependency missing and applies the policy.
  * - Batches: "Batches" below; trees: rjq_enqueue_flow. Sharded queues
  *   take no dependencies.
  */
@@ -2732,6 +2742,34 @@ RJQ_API int rjq_batch_get(rjq_queue *bq, const char *id, rjq_batch_info_cb *cb, 
  */
 RJQ_API int rjq_batch_await(rjq_queue *bq, const char *id, long timeout_ms,
                             rjq_batch_info_cb *cb, void *data);
+
+/* A page of batches (batches[0..n-1], valid during the callback), and the
+ * cursor of the next page (NUL-terminated; NULL once the listing is over). */
+typedef void rjq_batches_cb(rjq_client *c, int status, const rjq_batch_info *batches, size_t n,
+                            const char *next, void *data);
+
+/*
+ * List the batches of batch queue bq, newest created first: those in state
+ * `state` ("pending", "completed", "dead"; NULL: any), at most limit
+ * (1..1000) per page, from the cursor `after` (NULL or "": the newest; else
+ * a `next` a call gave: opaque, at most RJQ_JOB_ID_MAX + 16 bytes). cb
+ * gets RJQ_OK, the page (n may be less than limit, 0 too, while next is not
+ * NULL: an ended batch past its retention is left out) and next, or
+ * RJQ_ECONN, RJQ_ETIMEDOUT, RJQ_EAUTH, RJQ_EREDIS, RJQ_EWRONGTYPE,
+ * RJQ_EPROTO (a record that is not rjq's), RJQ_ENOMEM, RJQ_ECANCELED, with
+ * n 0. One script call that only reads, O(log b + limit) for b batches of
+ * the queue, whatever their states (an index by state and creation, written
+ * with each batch's record: O(1) more per create, end and delete). A batch
+ * that changes state between two pages leaves one listing for another; a
+ * cursor names a place in the list, so none that stayed is skipped or
+ * repeated. Batches created by an rjq older than the index (none of its
+ * entries) are not listed. Returns RJQ_OK (cb will be called) or, cb not called: RJQ_EINVAL
+ * (bq NULL, cb NULL, a bad state, limit or cursor), RJQ_ESHARDED (bq is a
+ * sharded queue's handle: list each shard's, rjq_queue_get_shard),
+ * RJQ_ECLOSED, RJQ_ENOMEM.
+ */
+RJQ_API int rjq_batch_list(rjq_queue *bq, const char *state, const char *after, long limit,
+                           rjq_batches_cb *cb, void *data);
 
 /* ------------------------------------------------------------------------
  * Trees in one call (README "Dependencies and batches"; src/flow.c): a

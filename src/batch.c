@@ -579,6 +579,103 @@ int rjq_batch_await(rjq_queue *bq, const char *id, long timeout_ms, rjq_batch_in
     return rc;
 }
 
+/* ---- list ---------------------------------------------------------------- */
+
+/* A listing cursor: batch.lua's "<15 digits>:<id>". */
+#define LIST_CURSOR_MAX (RJQ_JOB_ID_MAX + 16)
+
+typedef struct list_ctx {
+    rjq_queue *q;
+    rjq_batches_cb *cb;
+    void *data;
+} list_ctx;
+
+/* One listed batch as the callback sees it (its strings in it). */
+typedef struct listed {
+    char id[RJQ_JOB_ID_MAX + 1];
+    char state[16];
+} listed;
+
+static int reply_text(const redisReply *e, size_t max) {
+    return e->type == REDIS_REPLY_STRING && e->len <= max && memchr(e->str, '\0', e->len) == NULL;
+}
+
+static void on_listed(rjq_client *c, int status, redisReply *r, void *priv) {
+    list_ctx *x = priv;
+    /* batch.lua list: { cursor, id, record, ... } */
+    if (status == RJQ_OK &&
+        (r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 1 || r->elements > 1 + 2 * 1000 ||
+         !reply_text(r->element[0], LIST_CURSOR_MAX))) {
+        rjq__errmsg(c, "batch list: unexpected reply");
+        status = RJQ_EPROTO;
+    }
+    size_t n = status == RJQ_OK ? r->elements / 2 : 0;
+    rjq_batch_info *infos = NULL;
+    listed *names = NULL;
+    if (status == RJQ_OK && n > 0) {
+        infos = calloc(n, sizeof *infos);
+        names = calloc(n, sizeof *names);
+        if (infos == NULL || names == NULL) status = RJQ_ENOMEM;
+    }
+    for (size_t i = 0; status == RJQ_OK && i < n; i++) {
+        const redisReply *id = r->element[1 + 2 * i];
+        if (!reply_text(id, RJQ_JOB_ID_MAX) || id->len == 0 ||
+            parse_record(r->element[2 + 2 * i], &infos[i], names[i].state) != 0) {
+            rjq__errmsg(c, "batch list: a record that is not rjq's (or an unexpected reply)");
+            status = RJQ_EPROTO;
+            break;
+        }
+        memcpy(names[i].id, id->str, id->len);
+        names[i].id[id->len] = '\0';
+        infos[i].id = names[i].id;
+    }
+    char next[LIST_CURSOR_MAX + 1] = "";
+    if (status == RJQ_OK) {
+        memcpy(next, r->element[0]->str, r->element[0]->len);
+        next[r->element[0]->len] = '\0';
+    }
+    if (status == RJQ_OK) x->cb(c, RJQ_OK, infos, n, next[0] ? next : NULL, x->data);
+    else x->cb(c, status, NULL, 0, NULL, x->data);
+    free(infos);
+    free(names);
+    rjq__queue_release(x->q);
+    free(x);
+}
+
+int rjq_batch_list(rjq_queue *bq, const char *state, const char *after, long limit,
+                   rjq_batches_cb *cb, void *data) {
+    int rc = usable(bq, NULL, cb != NULL);
+    if (rc != RJQ_OK) return rc;
+    if (state && strcmp(state, "pending") != 0 && strcmp(state, "completed") != 0 &&
+        strcmp(state, "dead") != 0)
+        rc = RJQ_EINVAL;
+    if (limit < 1 || limit > 1000) rc = RJQ_EINVAL;
+    if (after && after[0]) {
+        size_t n = strlen(after), d = strspn(after, "0123456789");
+        if (n > LIST_CURSOR_MAX || d != 15 || after[d] != ':' || !valid_batch_id(after + d + 1))
+            rc = RJQ_EINVAL;
+    }
+    if (rc != RJQ_OK) {
+        rjq__errmsg(rjq_queue_get_client(bq),
+                    "batch list: bad arguments (state pending, completed, dead or NULL; "
+                    "limit 1..1000; a cursor a listing gave)");
+        return rc;
+    }
+    list_ctx *x = malloc(sizeof *x);
+    if (x == NULL) return RJQ_ENOMEM;
+    x->q = bq;
+    x->cb = cb;
+    x->data = data;
+    char lim[24];
+    snprintf(lim, sizeof lim, "%ld", limit);
+    const char *args[2] = {after ? after : "", lim};
+    size_t lens[2] = {strlen(args[0]), strlen(lim)};
+    rc = rjq__batch_call(bq, "list", state ? state : "", RJQ__REQ_RETRY, on_listed, x, 2, args,
+                         lens);
+    if (rc != RJQ_OK) free(x);
+    return rc;
+}
+
 static void state_abort(rjq_client *c, void *state);
 static void state_close(rjq_client *c, void *state);
 /* (cancel: after requests were cancelled, an add gathered by a cancelled

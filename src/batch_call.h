@@ -16,4 +16,9 @@
 int rjq__batch_call(rjq_queue *q, const char *op, const char *id, int flags, rjq__reply_fn *fn,
                     void *priv, size_t nargs, const char *const *args, const size_t *lens);
 
+/* The queue's periodic visit (upkeep.c) found ended batches of q past
+ * their retention: one batch.lua sweep deletes up to 16 of them (nothing
+ * is sent while the client closes). */
+void rjq__batch_sweep(rjq_queue *q);
+
 #endif /* RJQ_BATCH_CALL_H */

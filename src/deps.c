@@ -493,6 +493,7 @@ static void send_adds(deps_state *st) {
         rjq__argv v;
         rjq__argv_init(&v);
         rjq__argv_script_keys(&v, g->q, RJQ__S_DEPS_ADD);
+        rjq__argv_key(&v, g->q, RJQ__K_JOB);
         for (size_t i = 0; i < n; i++) {
             add_ctx *a = g->r[i];
             rjq__argv_str(&v, a->id);
@@ -768,17 +769,22 @@ static void on_watched(rjq_client *c, int status, const char *outcome, void *pri
 
 /* Job a written (id, existed): its registration with each dependency's
  * queue (also for a job that existed: a call sent again after a lost
- * reply registers it then; registering twice changes nothing). */
+ * reply registers it then; registering twice changes nothing). existed 2:
+ * written, and deps_add registered it with its dependencies of its own
+ * queue already (all unfinished): only the others here. */
 static void add_written(rjq_client *c, add_ctx *a, int status, const redisReply *id,
                         const redisReply *existed) {
+    const char *own = NULL;
     if (status == RJQ_OK) {
         free(a->id);
         a->id = strndup(id->str, id->len);
         if (a->id == NULL) status = RJQ_ENOMEM;
         a->out.id = a->id;
-        a->out.existed = (int)existed->integer;
+        a->out.existed = existed->integer == 1;
+        if (existed->integer == 2) own = rjq_queue_get_name(a->q);
     }
     for (size_t i = 0; status == RJQ_OK && i < a->n; i++) {
+        if (own && strcmp(a->dq[i], own) == 0) continue; /* (registered by deps_add) */
         rjq_queue *on = rjq__accepting(c) ? rjq__deps_queue(c, a->dq[i], strlen(a->dq[i])) : NULL;
         watch_ctx *w = on ? malloc(sizeof *w) : NULL;
         if (w == NULL) {
@@ -800,8 +806,8 @@ static void add_written(rjq_client *c, add_ctx *a, int status, const redisReply 
 
 static void on_added(rjq_client *c, int status, redisReply *r, void *priv) {
     gathered *g = priv;
-    /* deps_add.lua: { id, existed } per job */
-    if (status == RJQ_OK && !rjq__reply_id_existed(r, g->n)) {
+    /* deps_add.lua: { id, existed (0, 1, or 2: see add_written) } per job */
+    if (status == RJQ_OK && !rjq__reply_id_code(r, g->n, 2)) {
         rjq__errmsg(c, "enqueue: unexpected reply");
         status = RJQ_EPROTO;
     }

@@ -141,12 +141,16 @@ int rjq__queue_script(rjq_queue *q, int script, int flags, rjq__reply_fn *fn, vo
 }
 
 int rjq__reply_id_existed(const redisReply *r, size_t n) {
+    return rjq__reply_id_code(r, n, 1);
+}
+
+int rjq__reply_id_code(const redisReply *r, size_t n, long long max) {
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 * n) return 0;
     for (size_t i = 0; i < n; i++) {
         const redisReply *id = r->element[2 * i], *existed = r->element[2 * i + 1];
         if (id->type != REDIS_REPLY_STRING || id->len == 0 || id->len > RJQ_JOB_ID_MAX ||
             memchr(id->str, '\0', id->len) || existed->type != REDIS_REPLY_INTEGER ||
-            existed->integer < 0 || existed->integer > 1)
+            existed->integer < 0 || existed->integer > max)
             return 0;
     }
     return 1;

@@ -73,9 +73,11 @@ int rjq__queue_script(rjq_queue *q, int script, int flags, rjq__reply_fn *fn, vo
                       rjq__argv *a);
 /* 1 when r is what a script that writes jobs (or a batch) replies for n of
  * them: { id, existed } each, an id of 1..RJQ_JOB_ID_MAX bytes without a
- * NUL, existed 0 or 1 (deps_add.lua, genqueue.lua, batch.lua create); else
- * 0 (the caller reports RJQ_EPROTO). */
+ * NUL, existed 0 or 1 (genqueue.lua, batch.lua create); else 0 (the caller
+ * reports RJQ_EPROTO). rjq__reply_id_code: existed 0..max (deps_add.lua's
+ * 2). */
 int rjq__reply_id_existed(const redisReply *r, size_t n);
+int rjq__reply_id_code(const redisReply *r, size_t n, long long max);
 /* Use: a handle started on q (worker, monitor, scheduler) until it is
  * stopped; rjq_queue_close refuses (RJQ_EBUSY) while any is. */
 void rjq__queue_use(rjq_queue *q);

@@ -50,6 +50,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "batch_call.h"
 #include "deps.h"
 #include "reclaim.h"
 #include "upkeep.h"
@@ -591,7 +592,7 @@ static void on_visited(rjq_client *c, int status, redisReply *r, void *priv) {
     if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
                              r->element[1]->type != REDIS_REPLY_INTEGER ||
                              r->element[2]->type != REDIS_REPLY_INTEGER ||
-                             r->element[2]->integer < 0 || r->element[2]->integer > 3)) {
+                             r->element[2]->integer < 0 || r->element[2]->integer > 7)) {
         rjq__errmsg(c, "reclaim: unexpected reply");
         status = RJQ_EPROTO;
     }
@@ -601,6 +602,7 @@ static void on_visited(rjq_client *c, int status, redisReply *r, void *priv) {
     }
     if (r->element[2]->integer & 1) rjq__deps_sweep(v->q);  /* (deps.c) */
     if (r->element[2]->integer & 2) rjq__deps_resume(v->q); /* (deps.c) */
+    if (r->element[2]->integer & 4) rjq__batch_sweep(v->q); /* (batch_call.c) */
     if (r->element[1]->integer > 0 && wanted(v)) v->ops->waiting(v->q, v->arg);
 }
 

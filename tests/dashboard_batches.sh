@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The dashboard's batch page in a real browser (Debian's chromium, headless,
 # playwright-core as tests/dashboard.sh installs it), and the serve API it
-# reads (GET/DELETE /v1/queues/{q}/batches/{id}): a member's job page links
-# to its batch; the batch page shows its state, counts and completion jobs
+# reads (GET /v1/queues/{q}/batches, GET/DELETE /v1/queues/{q}/batches/{id}):
+# the queue page lists its batches (by state), each linked to its page; a
+# member's job page links to its batch; the batch page shows its state, counts and completion jobs
 # and follows the batch to its end (its members cancelled through the API);
 # a completion job's page links back. Screenshot, checked for the elements
-# it must show: <build>/artifacts/batches-batch.png.
+# it must show: <build>/artifacts/batches-batch.png, batches-list.png.
 # Skipped (with the reason) only where chromium or npm cannot be installed.
 set -u
 BUILD=${RJQ_BUILD:?RJQ_BUILD must name the build directory}

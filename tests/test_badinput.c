@@ -694,6 +694,61 @@ TEST(pushed_awaited_enqueue_on_wrongtype_active_writes_nothing) {
     pushed_enqueue_on_wrongtype_active(0, 1);
 }
 
+/* A pushed job's completion takes the lean script (complete_one.lua,
+ * docs/scripts.md "The lean pair"), whose writes check their own keys'
+ * types (no TYPE call, not even of the result column): the count of
+ * retained jobs first, then the retention index, the result and the
+ * lease's removal, each undone when a later one is refused. A wrongly
+ * typed key (with result_there, the result field already there, so its
+ * write cannot be undone exactly and the lease set is checked by TYPE
+ * before anything else is written) refuses the completion with nothing
+ * written and nothing announced to the awaiting producer. */
+static void pushed_complete_on_wrongtype(const char *key, int result_there) {
+    test_env env;
+    env_start(&env, "pc");
+    held_job h = {0};
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w = NULL;
+    ASSERT_OK(rjq_worker_start(env.q, &wo, hold_handler, &h, &w));
+    wait_idle_settled(&env, "pc"); /* registered: the enqueue pushes to it */
+    held_job a = {0};
+    ASSERT_OK(rjq_enqueue_await(env.q, "y", 1, NULL, NULL, on_held_outcome, &a, NULL));
+    ASSERT(loop_until(env.base, &h.handled, 10000));
+    const char *id = rjq_job_get_id(h.job);
+    if (result_there) freeReplyObject(server_cmd(env.rc, "HSET t:{pc}:result %s old", id));
+    plant_wrongtype(env.rc, key, "SET %s x");
+    static char before[8192], after[8192];
+    snapshot(env.rc, before, sizeof before);
+    ASSERT_OK(rjq_job_complete(h.job, "res", 3, on_held_done, &h));
+    ASSERT(loop_until(env.base, &h.done, 10000));
+    ASSERT_EQ(RJQ_EWRONGTYPE, h.done_status);
+    subscriber_barrier(env.base, env.c, env.rc); /* an outcome published would have come */
+    snapshot(env.rc, after, sizeof after);
+    /* (the worker may claim with the slot the refused completion kept) */
+    snapshot_without(before, "t:{pc}:idle");
+    snapshot_without(after, "t:{pc}:idle");
+    ASSERT_STREQ(before, after);
+    ASSERT_EQ(0, a.awaited);
+    env_stop(&env);
+}
+
+TEST(pushed_complete_on_wrongtype_result_column_writes_nothing) {
+    pushed_complete_on_wrongtype("t:{pc}:result", 0);
+}
+
+TEST(pushed_complete_on_wrongtype_completed_index_writes_nothing) {
+    pushed_complete_on_wrongtype("t:{pc}:completed", 0);
+}
+
+TEST(pushed_complete_on_wrongtype_stats_writes_nothing) {
+    pushed_complete_on_wrongtype("t:{pc}:stats", 0);
+}
+
+TEST(pushed_complete_on_wrongtype_active_writes_nothing) {
+    pushed_complete_on_wrongtype("t:{pc}:active", 0);
+    pushed_complete_on_wrongtype("t:{pc}:active", 1);
+}
+
 static void count_handled(rjq_job *job, void *data) {
     ++*(int *)data;
     ASSERT_OK(rjq_job_complete(job, NULL, 0, NULL, NULL));

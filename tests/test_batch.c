@@ -1029,8 +1029,63 @@ TEST(a_batch_of_100000_jobs_ends_once_each_counted_at_a_cost_per_job_of_one) {
     env_stop(&e);
 }
 
+/* ---- listing (rjq_batch_list) and the periodic sweep ----------------------- */
+
+typedef struct listed_page {
+    long calls;
+    int status;
+    size_t n;
+    char ids[1000][32];
+    char states[1000][16];
+    long long created[1000];
+    char next[128];
+    int has_next;
+} listed_page;
+
+static void on_listed_page(rjq_client *c, int status, const rjq_batch_info *b, size_t n,
+                           const char *next, void *data) {
+    listed_page *p = data;
+    (void)c;
+    p->calls++;
+    p->status = status;
+    p->n = n;
+    ASSERT(status == RJQ_OK || (b == NULL && n == 0 && next == NULL));
+    for (size_t i = 0; i < n && i < 1000; i++) {
+        snprintf(p->ids[i], sizeof p->ids[i], "%s", b[i].id);
+        snprintf(p->states[i], sizeof p->states[i], "%s", b[i].state);
+        p->created[i] = b[i].created_ms;
+    }
+    p->has_next = next != NULL;
+    snprintf(p->next, sizeof p->next, "%s", next ? next : "");
+}
+
+static listed_page *list_page(struct event_base *base, rjq_queue *bq, const char *state,
+                              const char *after, long limit) {
+    listed_page *p = calloc(1, sizeof *p);
+    ASSERT(p != NULL);
+    ASSERT_OK(rjq_batch_list(bq, state, after, limit, on_listed_page, p));
+    ASSERT(loop_until_count(base, &p->calls, 1, 10000));
+    ASSERT_OK(p->status);
+    return p;
+}
+
+/* The page's ids joined by spaces. */
+static const char *page_ids(const listed_page *p, char *out, size_t size) {
+    out[0] = '\0';
+    for (size_t i = 0; i < p->n; i++)
+        snprintf(out + strlen(out), size - strlen(out), "%s%s", i ? " " : "", p->ids[i]);
+    return out;
+}
+
+/* A batch created in a later millisecond of the server's clock than the
+ * one before (waits for the clock, not for a fixed time). */
+static void create_next_ms(test_env *e, const char *id) {
+    wait_server_clock(e->base, e->rc, 1);
+    ASSERT_OK(create_batch(e->base, e->q, id, 0, 0).status);
+}
+
 /* Every allocation of a member's enqueue and of an await call made to
- * fail in turn (armed around the call, as the other tests do: a
+ * fail in turn, and of a listing (armed around the call, as the other tests do: a
  * connection's own allocation failing in the loop aborts by the
  * rjq_io_ops contract): each call either is refused at once (no
  * callback) or calls back exactly once; nothing leaks (ASan, valgrind).
@@ -1070,9 +1125,255 @@ TEST(an_allocation_failing_anywhere_in_a_batch_call_ends_it_once) {
         if (failalloc_failures() == 0) break;
         ASSERT(n < 1000);
     }
+    for (long n = 0;; n++) {
+        listed_page *p = calloc(1, sizeof *p);
+        ASSERT(p != NULL);
+        failalloc_arm_once(n);
+        int rc = rjq_batch_list(e.q, NULL, NULL, 10, on_listed_page, p);
+        failalloc_disarm();
+        if (rc == RJQ_OK) ASSERT(loop_until_count(e.base, &p->calls, 1, 10000));
+        ASSERT_EQ(rc == RJQ_OK ? 1 : 0, p->calls);
+        int failures = failalloc_failures();
+        free(p);
+        if (failures == 0) break;
+        ASSERT(n < 1000);
+    }
     got g = get_batch(e.base, e.q, "oom");
     /* every member reported joined counts; one whose callback failed may
      * have joined (a failure after its add was written) or not */
     ASSERT(g.total >= joined && g.total <= sent);
+    env_stop(&e);
+}
+
+TEST(batch_list_gives_batches_newest_first_in_pages_by_cursor_none_skipped_or_repeated) {
+    test_env e;
+    env_start(&e, "bl");
+    const char *names[] = {"b1", "b2", "b3", "b4", "b5"};
+    for (int i = 0; i < 5; i++) create_next_ms(&e, names[i]);
+    char buf[256];
+    listed_page *p1 = list_page(e.base, e.q, NULL, NULL, 2);
+    ASSERT_STREQ("b5 b4", page_ids(p1, buf, sizeof buf));
+    ASSERT(p1->has_next);
+    ASSERT(p1->created[0] > p1->created[1]);
+    /* between two pages: one listed already and one not listed yet are
+     * deleted, a newer one is created; the next page goes on from its place */
+    ASSERT_OK(delete_batch(e.base, e.q, "b4", 1));
+    ASSERT_OK(delete_batch(e.base, e.q, "b2", 1));
+    create_next_ms(&e, "b6");
+    listed_page *p2 = list_page(e.base, e.q, NULL, p1->next, 2);
+    ASSERT_STREQ("b3 b1", page_ids(p2, buf, sizeof buf));
+    ASSERT(p2->has_next); /* (a full page: the next one says it is over) */
+    listed_page *p3 = list_page(e.base, e.q, NULL, p2->next, 2);
+    ASSERT_EQ(0, p3->n);
+    ASSERT(!p3->has_next);
+    listed_page *all = list_page(e.base, e.q, NULL, "", 1000);
+    ASSERT_STREQ("b6 b5 b3 b1", page_ids(all, buf, sizeof buf));
+    ASSERT(!all->has_next);
+    free(p1);
+    free(p2);
+    free(p3);
+    free(all);
+    env_stop(&e);
+}
+
+/* Each state's listing holds the batches in it, as they end; a batch's
+ * index entries are two, written with its record (O(1) per batch). */
+TEST(batch_list_by_state_follows_each_batch_as_it_ends) {
+    test_env e;
+    env_start(&e, "bs");
+    create_next_ms(&e, "p");
+    create_next_ms(&e, "c");
+    create_next_ms(&e, "d");
+    ASSERT_EQ(6, server_int(e.rc, "ZCARD t:{bs}:batchlist"));
+    char buf[256];
+    listed_page *pend = list_page(e.base, e.q, "pending", NULL, 10);
+    ASSERT_STREQ("d c p", page_ids(pend, buf, sizeof buf));
+    ASSERT_STREQ("pending", pend->states[0]);
+    /* c: sealed empty, it ends completed; d: a member that died, dead */
+    seal(e.base, e.q, "c");
+    ASSERT(batch_state_is(e.base, e.q, "c", "completed"));
+    ASSERT_EQ(1, add_code(batch_fcall(e.rc, "bs", "add", "d", "bs", "x", "dead")));
+    seal(e.base, e.q, "d");
+    ASSERT(batch_state_is(e.base, e.q, "d", "dead"));
+    listed_page *pp = list_page(e.base, e.q, "pending", NULL, 10);
+    listed_page *cc = list_page(e.base, e.q, "completed", NULL, 10);
+    listed_page *dd = list_page(e.base, e.q, "dead", NULL, 10);
+    listed_page *any = list_page(e.base, e.q, NULL, NULL, 10);
+    ASSERT_STREQ("p", page_ids(pp, buf, sizeof buf));
+    ASSERT_STREQ("c", page_ids(cc, buf, sizeof buf));
+    ASSERT_STREQ("completed", cc->states[0]);
+    ASSERT_STREQ("d", page_ids(dd, buf, sizeof buf));
+    ASSERT_STREQ("dead", dd->states[0]);
+    ASSERT_STREQ("d c p", page_ids(any, buf, sizeof buf));
+    ASSERT_EQ(6, server_int(e.rc, "ZCARD t:{bs}:batchlist")); /* two per batch */
+    free(pend);
+    free(pp);
+    free(cc);
+    free(dd);
+    free(any);
+    env_stop(&e);
+}
+
+/* A page reads its state's entries only: a dead batch among 2000 pending
+ * ones is found with a page of one, and the listing of dead ones is over
+ * after it. */
+TEST(batch_list_of_a_state_reads_that_states_entries_whatever_the_others) {
+    test_env e;
+    env_start(&e, "bo");
+    create_next_ms(&e, "gone");
+    ASSERT_EQ(1, add_code(batch_fcall(e.rc, "bo", "add", "gone", "bo", "x", "dead")));
+    seal(e.base, e.q, "gone");
+    for (int i = 0; i < 2000; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "open-%d", i);
+        redisReply *r = batch_fcall(e.rc, "bo", "create", id, "", "", "");
+        ASSERT(r->type == REDIS_REPLY_ARRAY);
+        freeReplyObject(r);
+    }
+    ASSERT_EQ(2001, server_int(e.rc, "ZLEXCOUNT t:{bo}:batchlist [a: [a;"));
+    ASSERT_EQ(2000, server_int(e.rc, "ZLEXCOUNT t:{bo}:batchlist [p: [p;"));
+    char buf[64];
+    listed_page *d = list_page(e.base, e.q, "dead", NULL, 1);
+    ASSERT_STREQ("gone", page_ids(d, buf, sizeof buf));
+    listed_page *d2 = list_page(e.base, e.q, "dead", d->next, 1);
+    ASSERT_EQ(0, d2->n);
+    ASSERT(!d2->has_next);
+    free(d);
+    free(d2);
+    env_stop(&e);
+}
+
+/* An ended batch past its retention is not listed (as rjq_batch_get finds
+ * none), and its index entries go with its record; so do a deleted one's. */
+TEST(batch_list_leaves_out_batches_past_their_retention_and_deleted_ones) {
+    test_env e;
+    env_start(&e, "bx");
+    ASSERT_OK(create_kept(e.base, e.q, "short", 1).status);
+    create_next_ms(&e, "stays");
+    seal(e.base, e.q, "short");
+    wait_server_clock(e.base, e.rc, 5);
+    char buf[64];
+    listed_page *p = list_page(e.base, e.q, NULL, NULL, 10);
+    ASSERT_STREQ("stays", page_ids(p, buf, sizeof buf));
+    listed_page *c = list_page(e.base, e.q, "completed", NULL, 10);
+    ASSERT_EQ(0, c->n);
+    ASSERT_EQ(4, server_int(e.rc, "ZCARD t:{bx}:batchlist")); /* (reads delete nothing) */
+    seal(e.base, e.q, "stays"); /* a batch call: it sweeps "short" */
+    ASSERT_EQ(2, server_int(e.rc, "ZCARD t:{bx}:batchlist"));
+    ASSERT_OK(delete_batch(e.base, e.q, "stays", 0));
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{bx}:batchlist"));
+    free(p);
+    free(c);
+    env_stop(&e);
+}
+
+static void on_list_never(rjq_client *c, int status, const rjq_batch_info *b, size_t n,
+                          const char *next, void *data) {
+    (void)c, (void)status, (void)b, (void)n, (void)next, (void)data;
+    ASSERT(0);
+}
+
+TEST(batch_list_refuses_bad_arguments_with_no_call) {
+    test_env e;
+    env_start(&e, "bb");
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_list(NULL, NULL, NULL, 10, on_list_never, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_list(e.q, NULL, NULL, 10, NULL, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_list(e.q, "waiting", NULL, 10, on_list_never, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_list(e.q, NULL, NULL, 0, on_list_never, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_list(e.q, NULL, NULL, 1001, on_list_never, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_list(e.q, NULL, "nope", 10, on_list_never, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_batch_list(e.q, NULL, "000000000000001:a b", 10, on_list_never, NULL));
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "batch list") != NULL);
+    loop_turn(e.base);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{bb}:batchlist"));
+    env_stop(&e);
+}
+
+/* The client freed with a listing in flight: its callback gets
+ * RJQ_ECANCELED (or its answer, when it came first), once. */
+TEST(batch_list_in_flight_when_the_client_is_freed_ends_once) {
+    test_env e;
+    env_start(&e, "bf");
+    listed_page *p = calloc(1, sizeof *p);
+    ASSERT_OK(rjq_batch_list(e.q, NULL, NULL, 10, on_listed_page, p));
+    rjq_client_free(e.c);
+    e.c = NULL;
+    ASSERT_EQ(1, p->calls);
+    ASSERT(p->status == RJQ_ECANCELED || p->status == RJQ_OK);
+    free(p);
+    env_stop(&e);
+}
+
+/* With no batch call at all (no create, add, seal or delete), an ended
+ * batch past its retention is deleted by the queue's periodic visit (a
+ * worker's), with its marks and index entries. */
+TEST(an_ended_batch_past_its_retention_is_deleted_by_the_periodic_visit_without_a_batch_call) {
+    test_env e;
+    env_start(&e, "bv");
+    ASSERT_OK(create_kept(e.base, e.q, "short", 1).status);
+    ASSERT_OK(create_kept(e.base, e.q, "long", 0).status);
+    ASSERT_EQ(1, add_code(batch_fcall(e.rc, "bv", "add", "short", "bv", "x", "completed")));
+    ASSERT_EQ(1, seal(e.base, e.q, "long"));
+    ASSERT_EQ(1, seal(e.base, e.q, "short")); /* (last: no later batch call sweeps it) */
+    ASSERT_EQ(1, server_int(e.rc, "EXISTS t:{bv}:bm:short"));
+    wait_server_clock(e.base, e.rc, 5);
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 50;
+    long ran = 0;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, &ran, &w));
+    WAIT_FOR(e.base, server_int(e.rc, "HEXISTS t:{bv}:batches short") == 0, 10000);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{bv}:bm:short"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{bv}:batchend"));   /* long's: not due */
+    ASSERT_EQ(2, server_int(e.rc, "ZCARD t:{bv}:batchlist"));  /* long's */
+    ASSERT_OK(get_batch(e.base, e.q, "long").status);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* The visit's reclaim call says when an ended batch is due (4 among its
+ * flags), reading one entry of batchend; a wrongly typed batchend stops
+ * no reclaim (the batch calls refuse it, not the visit). */
+static long long visit_flags(redisContext *rc, const char *q) {
+    char prefix[64], wake[64];
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
+    snprintf(wake, sizeof wake, "t:{%s}:wake", q);
+    const char *args[] = {prefix, wake, "0", "1000", "1000", "3600000", "0", "1", "0.5"};
+    redisReply *r = server_fcall(rc, RJQ__S_RECLAIM, q, args, 9);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+           r->element[2]->type == REDIS_REPLY_INTEGER);
+    long long v = r->element[2]->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+TEST(the_visit_says_when_an_ended_batch_is_due_and_a_wrongly_typed_batchend_stops_no_reclaim) {
+    test_env e;
+    env_start(&e, "bw");
+    ASSERT_EQ(0, visit_flags(e.rc, "bw"));
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{bw}:batchend 99999999999999 later"));
+    ASSERT_EQ(0, visit_flags(e.rc, "bw"));
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{bw}:batchend 1 due"));
+    ASSERT_EQ(4, visit_flags(e.rc, "bw"));
+    freeReplyObject(server_cmd(e.rc, "DEL t:{bw}:batchend"));
+    freeReplyObject(server_cmd(e.rc, "SET t:{bw}:batchend x"));
+    ASSERT_EQ(0, visit_flags(e.rc, "bw"));
+    env_stop(&e);
+}
+
+/* A batch made by an rjq older than the listing's index (none of its
+ * entries) is listed in no state, also once it ended, and ends as before. */
+TEST(a_batch_made_before_the_listing_index_is_listed_in_no_state_and_ends_as_before) {
+    test_env e;
+    env_start(&e, "bn");
+    ASSERT_OK(create_batch(e.base, e.q, "old", 0, 0).status);
+    freeReplyObject(server_cmd(e.rc, "DEL t:{bn}:batchlist")); /* (as an older rjq left it) */
+    seal(e.base, e.q, "old");
+    ASSERT(batch_state_is(e.base, e.q, "old", "completed"));
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{bn}:batchlist"));
+    listed_page *c = list_page(e.base, e.q, "completed", NULL, 10);
+    ASSERT_EQ(0, c->n);
+    free(c);
+    ASSERT_OK(delete_batch(e.base, e.q, "old", 0));
     env_stop(&e);
 }

@@ -600,6 +600,247 @@ TEST(retention_sweep_sends_no_deps_hdel_on_a_queue_without_dependencies) {
     env_stop(&e);
 }
 
+/* ---- dependents of the same queue: counted by their dependency's own
+ * finishing script (complete.lua, fail.lua: DEPS.finished in lib.lua) and
+ * registered by their own enqueue (deps_add.lua: DEPS.register). */
+
+/* complete.lua as the client calls it: planted active jobs ids (n of them,
+ * token "tok") of queue q completed in one call, no offers. */
+static redisReply *complete_fcall(redisContext *rc, const char *q, const char *const *ids,
+                                  size_t n) {
+    char prefix[48];
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
+    const char *args[32] = {prefix, "-1", "0", "0", "0"};
+    size_t k = 5;
+    for (size_t i = 0; i < n && k + 3 <= 32; i++) {
+        args[k++] = ids[i];
+        args[k++] = "1 tok";
+        args[k++] = "r";
+    }
+    return server_fcall(rc, RJQ__S_COMPLETE, q, args, k);
+}
+
+/* fail.lua as the client calls it: planted active job id of q failed for
+ * good (fatal). Returns its code. */
+static long long fail_fcall(redisContext *rc, const char *q, const char *id) {
+    char prefix[48], wake[48];
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
+    snprintf(wake, sizeof wake, "t:{%s}:wake", q);
+    const char *args[] = {prefix, wake, id, "tok", "boom", "1", "-1", "0", "1000"};
+    redisReply *r = server_fcall(rc, RJQ__S_FAIL, q, args, 9);
+    ASSERT(r->type == REDIS_REPLY_INTEGER);
+    long long code = r->integer;
+    freeReplyObject(r);
+    return code;
+}
+
+/* Whether job id's dependencies list (deps column) of queue q has line. */
+static int deps_line(redisContext *rc, const char *q, const char *id, const char *line) {
+    redisReply *d = server_cmd(rc, "HGET t:{%s}:deps %s", q, id);
+    int yes = d->type == REDIS_REPLY_STRING && strstr(d->str, line) != NULL;
+    freeReplyObject(d);
+    return yes;
+}
+
+/* A dependent of the same queue is registered by its own enqueue (one
+ * script call: no deps_watch) and released by its dependency's completion
+ * in that call: the reply leaves the client nothing to do for it (code 1,
+ * no entry), the dependents entry goes, nothing is indexed for the sweep.
+ * A dependent of another queue of the same job stays the client's (code
+ * 3, its entry left alone). A completion sent again after a lost reply
+ * releases nothing twice. */
+TEST(same_queue_dependent_is_released_by_its_dependencys_completion_once) {
+    test_env e;
+    env_start(&e, "sq");
+    rjq_queue *q2 = open_queue(&e, "sq2");
+    plant_active(e.rc, "sq", "a");
+    plant_active(e.rc, "sq", "k");
+    rjq_dep on_a = {"sq", "a"}, on_k = {"sq", "k"};
+    ASSERT_OK(enqueue_after(&e, q2, "warm", &on_k, 1, RJQ_AFTER_FAIL).status); /* (handles opened) */
+    long long calls = server_script_calls(e.rc);
+    enqueue_wait w = enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL);
+    ASSERT_OK(w.status);
+    ASSERT_EQ(0, w.existed);
+    ASSERT_EQ(calls + 1, server_script_calls(e.rc)); /* deps_add alone */
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{sq}:dependents a"));
+    ASSERT_OK(enqueue_after(&e, e.q, "c", &on_k, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "b").state);
+    const char *both[] = {"a", "k"};
+    redisReply *r = complete_fcall(e.rc, "sq", both, 2);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4);
+    ASSERT_EQ(1, r->element[0]->integer);       /* a: its dependent released here */
+    ASSERT_EQ(3, r->element[1]->integer);       /* k: one left, of another queue */
+    ASSERT_STREQ("k", r->element[2]->str);
+    ASSERT_STREQ("sq2 warm", r->element[3]->str); /* (c's line gone from it) */
+    freeReplyObject(r);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "c").state);
+    ASSERT(deps_line(e.rc, "sq", "b", "\nc sq a"));
+    ASSERT_EQ(2, server_int(e.rc, "LLEN t:{sq}:ready"));
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{sq}:waiting"));
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{sq}:dependents a"));
+    redisReply *left = server_cmd(e.rc, "HGET t:{sq}:dependents k");
+    ASSERT(left->type == REDIS_REPLY_STRING);
+    ASSERT_STREQ("sq2 warm", left->str);
+    freeReplyObject(left);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{sq}:depsfin")); /* k only */
+    /* sent again (its reply lost): nothing released twice */
+    r = complete_fcall(e.rc, "sq", both, 2);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    ASSERT_EQ(1, r->element[0]->integer);
+    ASSERT_EQ(1, r->element[1]->integer);
+    freeReplyObject(r);
+    ASSERT_EQ(2, server_int(e.rc, "LLEN t:{sq}:ready"));
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "warm").state); /* (the client's) */
+    env_stop(&e);
+}
+
+/* A key the release would write holds a wrong type (written behind rjq's
+ * back): the completion still completes, counts nothing in its queue
+ * (nothing cut off halfway) and leaves the whole entry to the client's
+ * deps_release, which refuses it as before (the sweep tries again). */
+TEST(same_queue_release_with_a_wrongly_typed_key_is_left_whole_to_the_client) {
+    test_env e;
+    env_start(&e, "sw");
+    plant_active(e.rc, "sw", "a");
+    rjq_dep on_a = {"sw", "a"};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    freeReplyObject(server_cmd(e.rc, "SET t:{sw}:delayed x"));
+    const char *one[] = {"a"};
+    redisReply *r = complete_fcall(e.rc, "sw", one, 1);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    ASSERT_EQ(3, r->element[0]->integer);
+    ASSERT_STREQ("sw b", r->element[2]->str);
+    freeReplyObject(r);
+    ASSERT_STREQ("completed", get_info(e.base, e.q, "a").state);
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "b").state);
+    ASSERT(deps_line(e.rc, "sw", "b", "\nw sw a"));
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{sw}:dependents a"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{sw}:depsfin")); /* for the sweep */
+    env_stop(&e);
+}
+
+/* (same_queue_release_costs_a_fixed_number_of_commands) */
+#define SAME_QUEUE_RELEASE_COMMANDS 30
+
+/* The commands a completion runs to release one dependent of its queue,
+ * over a plain completion's (COMPLETION_COMMANDS): fixed, and instead of
+ * the client's deps_release and deps_done calls. */
+TEST(same_queue_release_costs_a_fixed_number_of_commands) {
+    test_env e;
+    env_start(&e, "sc");
+    plant_active(e.rc, "sc", "a");
+    rjq_dep on_a = {"sc", "a"};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    long long before = server_commands_run(e.rc);
+    const char *one[] = {"a"};
+    redisReply *r = complete_fcall(e.rc, "sc", one, 1);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->integer == 1);
+    freeReplyObject(r);
+    long long n = server_commands_run(e.rc) - before - 1; /* (the FCALL) */
+    printf("commands: completion releasing a dependent of its queue %lld (plain %d)\n", n,
+           COMPLETION_COMMANDS);
+    ASSERT_EQ(SAME_QUEUE_RELEASE_COMMANDS, n);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
+    env_stop(&e);
+}
+
+/* The policies applied by the dependency's own failing script when it
+ * ends dead: 'fail' buries (and a dependent of the buried job, of the same
+ * queue, is buried next in the same call), 'run' releases, 'ignore' drops
+ * the line (its job waits for its other dependency). A dependent of
+ * another queue is left to the client (code 5); with none left, the
+ * failure is a plain death (code 2). */
+TEST(same_queue_policies_apply_in_the_failing_script) {
+    test_env e;
+    env_start(&e, "sp");
+    rjq_queue *q2 = open_queue(&e, "sp2");
+    plant_active(e.rc, "sp", "a");
+    plant_active(e.rc, "sp", "a2");
+    enqueue_x_ok(e.base, e.q, "x", 3600000, 0);
+    rjq_dep on_a = {"sp", "a"}, on_f = {"sp", "f"}, a_x[2] = {{"sp", "a"}, {"sp", "x"}};
+    rjq_dep on_a2 = {"sp", "a2"};
+    ASSERT_OK(enqueue_after(&e, e.q, "f", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "g", &on_f, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "r", &on_a, 1, RJQ_AFTER_RUN).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "i", a_x, 2, RJQ_AFTER_IGNORE).status);
+    ASSERT_OK(enqueue_after(&e, q2, "o", &on_a, 1, RJQ_AFTER_RUN).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "h", &on_a2, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_EQ(5, fail_fcall(e.rc, "sp", "a")); /* o (sp2) left to the client */
+    ASSERT_STREQ("dead", get_info(e.base, e.q, "f").state);
+    ASSERT_STREQ("dependency sp:a ended dead", get_info(e.base, e.q, "f").error);
+    ASSERT_STREQ("dead", get_info(e.base, e.q, "g").state);
+    ASSERT_STREQ("dependency sp:f ended dead", get_info(e.base, e.q, "g").error);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "r").state);
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "i").state);
+    ASSERT(deps_line(e.rc, "sp", "i", "\n- sp a"));
+    ASSERT(deps_line(e.rc, "sp", "r", "\nd sp a"));
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{sp}:ready"));
+    ASSERT_EQ(2, server_int(e.rc, "ZCARD t:{sp}:waiting")); /* i, and h (a2 pending) */
+    redisReply *left = server_cmd(e.rc, "HGET t:{sp}:dependents a");
+    ASSERT(left->type == REDIS_REPLY_STRING);
+    ASSERT_STREQ("sp2 o", left->str);
+    freeReplyObject(left);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{sp}:dependents f")); /* g counted, gone */
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{sp}:depsfin"));         /* a, for o */
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "o").state);
+    /* a2's only dependent is of its queue: a plain death for the client */
+    ASSERT_EQ(2, fail_fcall(e.rc, "sp", "a2"));
+    ASSERT_STREQ("dead", get_info(e.base, e.q, "h").state);
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{sp}:dependents a2"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{sp}:depsfin"));
+    env_stop(&e);
+}
+
+/* A dependent of the same queue with a delay of its own is delayed by it
+ * once its dependency completed (not made ready). */
+TEST(same_queue_dependent_with_its_own_delay_is_delayed_by_it) {
+    test_env e;
+    env_start(&e, "sd");
+    plant_active(e.rc, "sd", "a");
+    rjq_dep on_a = {"sd", "a"};
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.id = "b";
+    o.after = &on_a;
+    o.n_after = 1;
+    o.delay_ms = 3600000;
+    ASSERT_OK(enqueue_job(e.base, e.q, "p", &o).status);
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "b").state);
+    const char *one[] = {"a"};
+    freeReplyObject(complete_fcall(e.rc, "sd", one, 1));
+    ASSERT_STREQ("delayed", get_info(e.base, e.q, "b").state);
+    ASSERT_EQ(0, server_int(e.rc, "LLEN t:{sd}:ready"));
+    redisReply *t = server_cmd(e.rc, "TIME");
+    long long now = atoll(t->element[0]->str) * 1000;
+    freeReplyObject(t);
+    ASSERT(server_int(e.rc, "ZSCORE t:{sd}:delayed b") >= now + 3500000);
+    env_stop(&e);
+}
+
+/* A chain within one queue, run by a worker: each job runs once, in order,
+ * released by its dependency's completion (nothing left for the sweep). */
+TEST(same_queue_chain_runs_in_order_released_by_the_completions) {
+    test_env e;
+    env_start(&e, "sh");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    rjq_dep on_a = {"sh", "a"}, on_b = {"sh", "b"};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "c", &on_b, 1, RJQ_AFTER_FAIL).status);
+    ran r = {{0}, 0};
+    rjq_worker_options wo = quiet_worker_options(2);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, &r, &w));
+    count_wait p = {0};
+    ASSERT_OK(rjq_queue_promote(e.q, "a", on_count, &p));
+    ASSERT(loop_until_count(e.base, &r.n, 3, 10000));
+    ASSERT_STREQ("a,b,c", r.order);
+    WAIT_FOR(e.base, state_is(&e, e.q, "c", "completed"), 10000);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{sh}:dependents t:{sh}:depsfin t:{sh}:waiting"));
+    ASSERT_EQ(3, r.n);
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
 /* A handler that counts runs per job id (ids "n<k>", k < 2048) and
  * completes its job; `order` notes the end of the run of "d". */
 typedef struct runs {
@@ -776,8 +1017,10 @@ TEST(replay_of_a_dead_dependency_reblocks_nothing_released) {
  * then made to look a minute old (DEPS_RESUME_MS). */
 static void add_unregistered(redisContext *rc, const char *q, const char *id, const char *dq,
                              const char *did) {
-    const char *args[] = {id, "p", "", "fail", "1", dq, did};
-    redisReply *r = server_fcall(rc, RJQ__S_DEPS_ADD, q, args, 7);
+    char prefix[48];
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
+    const char *args[] = {prefix, id, "p", "", "fail", "1", dq, did};
+    redisReply *r = server_fcall(rc, RJQ__S_DEPS_ADD, q, args, 8);
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->integer == 0);
     freeReplyObject(r);
     freeReplyObject(server_cmd(rc, "ZADD t:{%s}:waiting 1 %s", q, id));
@@ -1078,6 +1321,58 @@ TEST(forgetting_a_job_with_dependencies_deletes_its_deps_entry) {
     ASSERT(loop_until_count(e.base, &r.n, 3, 10000));
     WAIT_FOR(e.base, server_int(e.rc, "HEXISTS t:{fg}:payload r") == 0, 10000);
     ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{fg}:deps r"));
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* A dependency whose record is removed before it finished (deleted
+ * outside rjq, lost): its dependents do not wait for ever. The periodic
+ * visit of their queue registers them again (deps_resume.lua), finds the
+ * dependency missing and applies each one's policy: fail buries it with an
+ * error naming the dependency and saying it was removed, run runs it,
+ * ignore drops it from the list and runs it; the removed job's dependents
+ * entry goes. */
+TEST(dependency_removed_before_it_finished_applies_each_dependents_policy) {
+    test_env e;
+    env_start(&e, "rm");
+    rjq_queue *q2 = open_queue(&e, "rm2");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0); /* held back: delayed an hour */
+    rjq_dep on_a = {"rm", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "f", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, q2, "r", &on_a, 1, RJQ_AFTER_RUN).status);
+    ASSERT_OK(enqueue_after(&e, q2, "i", &on_a, 1, RJQ_AFTER_IGNORE).status);
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{rm}:dependents a"));
+    /* a goes, unfinished, every column of it */
+    const char *cols[] = {"payload", "state", "options", "watchers"};
+    for (size_t k = 0; k < sizeof cols / sizeof cols[0]; k++)
+        freeReplyObject(server_cmd(e.rc, "HDEL t:{rm}:%s a", cols[k]));
+    freeReplyObject(server_cmd(e.rc, "ZREM t:{rm}:delayed a"));
+    ASSERT_EQ(RJQ_ENOTFOUND, get_info(e.base, e.q, "a").status);
+    /* their registrations made to look a minute old (DEPS_RESUME_MS) */
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{rm2}:waiting 1 f 1 r 1 i"));
+    ran r = {{0}, 0};
+    rjq_worker_options wo = quiet_worker_options(1);
+    wo.reclaim_ms = 50;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(q2, &wo, complete_it, &r, &w));
+    ASSERT(loop_until_count(e.base, &r.n, 2, 10000)); /* r and i ran */
+    WAIT_FOR(e.base, state_is(&e, q2, "f", "dead"), 10000);
+    ASSERT_STREQ("dependency rm:a was removed (no record of it)", get_info(e.base, q2, "f").error);
+    ASSERT(strstr(r.order, "r") != NULL && strstr(r.order, "i") != NULL);
+    ASSERT_STREQ("completed", get_info(e.base, q2, "r").state);
+    ASSERT_STREQ("completed", get_info(e.base, q2, "i").state);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{rm2}:waiting"));
+    /* the removed job's dependents entry went with the registration that
+     * found it missing (nothing would ever finish it) */
+    ASSERT_EQ(0, server_int(e.rc, "HEXISTS t:{rm}:dependents a"));
+    /* ignore: dropped from its list ('-'); run: counted ('m', missing) */
+    redisReply *li = server_cmd(e.rc, "HGET t:{rm2}:deps i");
+    redisReply *lr = server_cmd(e.rc, "HGET t:{rm2}:deps r");
+    ASSERT(li->type == REDIS_REPLY_STRING && strstr(li->str, "\n- rm a") != NULL);
+    ASSERT(lr->type == REDIS_REPLY_STRING && strstr(lr->str, "\nm rm a") != NULL);
+    freeReplyObject(li);
+    freeReplyObject(lr);
+    ASSERT_EQ(2, r.n); /* f never ran */
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }

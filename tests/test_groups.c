@@ -25,6 +25,12 @@
 #include "server.h"
 #include "waits.h"
 
+/* (a_group_jobs_claim_and_completion_cost_no_command_per_job_beyond_its_groups_pop: before
+ * the active counts, 39 and 23 -- a SADD per group in the claim, a SREM and a ZSCORE
+ * per group in the completion) */
+#define GROUP_CLAIM_COMMANDS_4 37
+#define GROUP_COMPLETION_COMMANDS 18
+
 static enqueue_wait enqueue_in(test_env *e, rjq_queue *q, const char *payload, const char *group,
                                int priority) {
     rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
@@ -313,6 +319,37 @@ TEST(pausing_one_group_stops_only_it) {
 /* Group a (limit 1) with jobs "first" and "second" in queue qn: a worker
  * that claims by the claim script (token tok) takes "first", whose id goes
  * in jid (the library is loaded: set_limits ran a script). */
+/* Every group listed in queue qn's g:all is in its depth index exactly
+ * when it has ready ids, at minus their count (the ids in its ready list
+ * and priority set), and in g:busy exactly when it has none but runs
+ * jobs; no other group is in either. */
+static void depth_index_matches(redisContext *rc, const char *qn) {
+    redisReply *all = server_cmd(rc, "ZRANGE t:{%s}:g:all 0 -1", qn);
+    ASSERT(all->type == REDIS_REPLY_ARRAY);
+    for (size_t i = 0; i < all->elements; i++) {
+        const char *g = all->element[i]->str;
+        long long real = server_int(rc, "LLEN t:{%s}:g:r:%s", qn, g) +
+                         server_int(rc, "ZCARD t:{%s}:g:p:%s", qn, g);
+        redisReply *sc = server_cmd(rc, "ZSCORE t:{%s}:g:depth %s", qn, g);
+        if (real > 0) {
+            ASSERT(sc->type == REDIS_REPLY_STRING);
+            ASSERT_EQ(-real, atoll(sc->str));
+        } else {
+            ASSERT(sc->type == REDIS_REPLY_NIL);
+        }
+        freeReplyObject(sc);
+        redisReply *ac = server_cmd(rc, "HGET t:{%s}:g:act %s", qn, g); /* (its running count) */
+        long long running_only = real == 0 && ac->type == REDIS_REPLY_STRING && atoll(ac->str) > 0;
+        freeReplyObject(ac);
+        redisReply *b = server_cmd(rc, "ZSCORE t:{%s}:g:busy %s", qn, g);
+        ASSERT_EQ(running_only, (long long)(b->type == REDIS_REPLY_STRING));
+        freeReplyObject(b);
+    }
+    ASSERT_EQ((long long)all->elements >= server_int(rc, "ZCARD t:{%s}:g:depth", qn) +
+                                              server_int(rc, "ZCARD t:{%s}:g:busy", qn), 1);
+    freeReplyObject(all);
+}
+
 static void claim_first_of_limited_group(test_env *e, const char *qn, const char *tok, char *jid,
                                          size_t len) {
     set_limits(e, "a", 1, 0);
@@ -353,6 +390,7 @@ TEST(a_reclaimed_group_job_goes_back_to_its_group_and_frees_its_slot) {
     l = groups_of(&e, "a");
     ASSERT_EQ(2, l.depth[0]);
     ASSERT_EQ(0, l.active[0]);
+    depth_index_matches(e.rc, "gr");
     ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{gr}:g:ring"));
     ASSERT_EQ(0, server_int(e.rc, "LLEN t:{gr}:ready")); /* (not the queue's ready) */
     ran rn;
@@ -361,6 +399,7 @@ TEST(a_reclaimed_group_job_goes_back_to_its_group_and_frees_its_slot) {
     ASSERT_STREQ("first", rn.order[0]);
     ASSERT_STREQ("second", rn.order[1]);
     WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gr}:g:job t:{gr}:g:a:a") == 0, 10000);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gr}:g:depth"));
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }
@@ -385,6 +424,7 @@ TEST(a_failed_group_job_is_retried_in_its_group) {
     ASSERT_EQ(1, server_int(e.rc, "SCARD t:{gt}:g:a:a"));
     ASSERT_OK(rjq_job_complete(h.job, "", 0, NULL, NULL));
     WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gt}:g:job t:{gt}:g:a:a") == 0, 10000);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gt}:g:depth")); /* (in and out of it again) */
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }
@@ -913,7 +953,8 @@ TEST(reclaiming_jobs_of_two_groups_frees_their_slots_once_per_group) {
     ASSERT_OK(rjq_queue_reclaim(e.q, on_count, &cw));
     WAIT_FOR(e.base, cw.done == 1, 10000);
     ASSERT_EQ(6, cw.n);
-    ASSERT_EQ(2, server_calls(e.rc, "srem"));     /* (one per group; 6 per job before) */
+    ASSERT_EQ(1, server_calls(e.rc, "srem"));     /* (a's: b has no limit, no slots) */
+    ASSERT_EQ(1, server_int(e.rc, "HLEN t:{gk}:g:act")); /* (its pin alone: none runs) */
     ASSERT_EQ(0, server_calls(e.rc, "hget"));     /* (the states were not read back) */
     ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gk}:g:a:a t:{gk}:g:a:b"));
     ASSERT_EQ(6, get_stats(e.base, e.q).ready);
@@ -1249,6 +1290,98 @@ TEST(a_group_at_its_rate_limit_gets_nothing_pushed) {
     env_stop(&e);
 }
 
+/* Idle workers whose every waiting job is of a group at its limit (its
+ * concurrency, or its rate) run no claim while their client's reclaim
+ * visits (every 50 ms, script calls of their own) come and go: the group
+ * is out of the ring and nothing rings. Returns the claims run over
+ * `visits` script calls more (the visits and their own reads). */
+static long long claims_over_visits(test_env *e, long visits) {
+    long long claims = claims_run(e->rc), commands = server_commands_run(e->rc);
+    long long calls = server_script_calls(e->rc);
+    ASSERT(loop_until_script_calls(e->base, e->rc, calls + visits, 20000));
+    long long n = claims_run(e->rc) - claims;
+    fprintf(stderr, "  claims over %ld script calls (reclaim visits, 50 ms): %lld; "
+                    "commands over them: %lld\n", visits, n,
+            server_commands_run(e->rc) - commands);
+    return n;
+}
+
+TEST(idle_workers_with_a_group_at_its_limit_claim_nothing_until_a_slot_frees) {
+    test_env e;
+    env_start(&e, "gz");
+    set_limits(&e, "a", 1, 0);
+    static holding h;
+    memset(&h, 0, sizeof h);
+    rjq_worker_options wo = quiet_worker_options(3);
+    wo.reclaim_ms = 50;
+    rjq_worker *w1, *w2;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_noting, &h, &w1));
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_noting, &h, &w2));
+    WAIT_FOR(e.base, server_int(e.rc, "HLEN t:{gz}:idle") == 2, 10000);
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.group = "a";
+    o.id = "a1";
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    WAIT_FOR(e.base, h.n == 1, 10000);
+    o.id = "a2"; /* (a is at its limit: a2 and a3 wait in their group) */
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    o.id = "a3";
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    ASSERT_EQ(0, claims_over_visits(&e, 20));
+    ASSERT_EQ(1, h.n);
+    ASSERT_EQ(2, get_stats(e.base, e.q).ready);
+    /* a's slot freed: the next of a starts, on the completion's doorbell */
+    ASSERT_OK(rjq_job_complete(h.job[0], "", 0, NULL, NULL));
+    WAIT_FOR(e.base, h.n == 2, 10000);
+    ASSERT_STREQ("a2", h.id[1]);
+    ASSERT_EQ(0, claims_over_visits(&e, 20)); /* (at its limit again) */
+    ASSERT_OK(rjq_job_complete(h.job[1], "", 0, NULL, NULL));
+    WAIT_FOR(e.base, h.n == 3, 10000);
+    ASSERT_STREQ("a3", h.id[2]);
+    ASSERT_OK(rjq_job_complete(h.job[2], "", 0, NULL, NULL));
+    WAIT_FOR(e.base, server_int(e.rc, "EXISTS t:{gz}:g:job t:{gz}:g:all") == 0, 10000);
+    worker_stop_wait(e.base, w1);
+    worker_stop_wait(e.base, w2);
+    env_stop(&e);
+}
+
+/* A group at its rate limit after a push (the enqueue's push started its
+ * last allowed job: no claim came back short to tell a worker when its
+ * window turns) still starts its next job when the window turns, the idle
+ * workers claiming nothing meanwhile. */
+TEST(a_group_at_its_rate_limit_after_a_push_starts_again_when_its_window_turns) {
+    test_env e;
+    env_start(&e, "gw");
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    l.rate = 1;
+    l.rate_window_ms = 1500;
+    limit_group(&e, "a", &l);
+    static holding h;
+    memset(&h, 0, sizeof h);
+    rjq_worker_options wo = quiet_worker_options(3);
+    wo.reclaim_ms = 50;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_noting, &h, &w));
+    WAIT_FOR(e.base, registered_slots(e.rc, "gw") == 3, 10000);
+    rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+    o.group = "a";
+    o.id = "a1";
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    WAIT_FOR(e.base, h.n == 1, 10000);
+    o.id = "a2";
+    ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{gw}:g:rated"));
+    long long claims = claims_run(e.rc);
+    WAIT_FOR(e.base, h.n == 2, 20000);
+    ASSERT_STREQ("a2", h.id[1]);
+    long long n = claims_run(e.rc) - claims;
+    fprintf(stderr, "  claims while a waited for its window: %lld\n", n);
+    ASSERT(n <= 4); /* (the doorbell's, the window's turn's: no polling) */
+    for (int i = 0; i < 2; i++) ASSERT_OK(rjq_job_complete(h.job[i], "", 0, NULL, NULL));
+    worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
 /* After "first" (jid) went back: it waits at the head of group a, not in
  * the queue's ready list, its slot is free and the group is in the ring.
  * A third job's enqueue looks at the group again; a claim for 5 then
@@ -1268,6 +1401,7 @@ static void first_is_back_in_its_group_and_the_limit_holds(test_env *e, const ch
     groups_wait l = groups_of(e, "a");
     ASSERT_EQ(2, l.depth[0]);
     ASSERT_EQ(0, l.active[0]);
+    depth_index_matches(e->rc, qn);
     ASSERT_OK(enqueue_in(e, e->q, "third", "a", 0).status);
     redisReply *r = claim_as_worker(e, qn, "5", "cy.w.1");
     ASSERT(r->type == REDIS_REPLY_ARRAY);
@@ -1292,6 +1426,40 @@ TEST(a_handed_back_group_job_returns_to_its_group_and_its_limit_holds) {
     freeReplyObject(r);
     ASSERT_EQ(0, get_info(e.base, e.q, jid).attempts); /* (the push's attempt undone) */
     first_is_back_in_its_group_and_the_limit_holds(&e, "gh", jid);
+    env_stop(&e);
+}
+
+/* A job handed back unstarted does not count against its group's rate: its
+ * start leaves the rate log, and the group, out of the ring for its
+ * window, starts it again at the next claim (before, it waited the window:
+ * ten minutes here). */
+TEST(a_handed_back_group_job_leaves_its_groups_rate_log) {
+    test_env e;
+    env_start(&e, "gk");
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    l.rate = 1;
+    l.rate_window_ms = 600000;
+    limit_group(&e, "a", &l);
+    ASSERT_OK(enqueue_in(&e, e.q, "first", "a", 0).status);
+    redisReply *r = claim_as_worker(&e, "gk", "5", "cx.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
+    char jid[64];
+    snprintf(jid, sizeof jid, "%s", r->element[4]->str);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{gk}:g:s:a"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{gk}:g:rated"));
+    const char *rel[] = {"t:{gk}:job:", "t:{gk}:wake", "", jid, "cx.w.1"};
+    r = server_fcall(e.rc, RJQ__S_RELEASE, "gk", rel, 5);
+    ASSERT(r->type == REDIS_REPLY_INTEGER && r->integer == 1);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{gk}:g:s:a"));
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{gk}:g:rated"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{gk}:g:ring"));
+    r = claim_as_worker(&e, "gk", "5", "cx.w.2");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
+    ASSERT_STREQ(jid, r->element[4]->str);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{gk}:g:s:a")); /* (its start now) */
     env_stop(&e);
 }
 
@@ -1341,5 +1509,270 @@ TEST(promoting_a_delayed_group_job_makes_it_ready_in_its_group) {
     WAIT_FOR(e.base, rn.n == 2, 10000);
     ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gp}:g:job t:{gp}:g:a:a"));
     worker_stop_wait(e.base, w);
+    env_stop(&e);
+}
+
+/* ---- the depth index of the listing ------------------------------------------------ */
+
+TEST(listing_groups_reads_a_page_of_the_depth_index_kept_by_enqueues_claims_and_hand_backs) {
+    test_env e;
+    env_start(&e, "gi");
+    char g[32];
+    for (int i = 0; i < 300; i++) {
+        snprintf(g, sizeof g, "g%03d", i);
+        ASSERT_OK(enqueue_in(&e, e.q, "x", g, 0).status);
+    }
+    for (int i = 0; i < 5; i++) ASSERT_OK(enqueue_in(&e, e.q, "x", "deep", 0).status);
+    for (int i = 0; i < 3; i++) ASSERT_OK(enqueue_in(&e, e.q, "x", "mid", i % 2).status);
+    depth_index_matches(e.rc, "gi");
+    /* the 8 busiest of 302 groups: a page of the index, not 3 reads a group */
+    long long cmds0 = server_commands_run(e.rc);
+    groups_wait l = groups_of(&e, NULL);
+    long long cmds = server_commands_run(e.rc) - cmds0 - 1; /* (the FCALL_RO) */
+    fprintf(stderr, "  listing the 8 busiest of 302 groups: %lld commands\n", cmds);
+    ASSERT(cmds < 40);
+    ASSERT_EQ(302, l.total);
+    ASSERT_STREQ("deep", l.name[0]);
+    ASSERT_EQ(5, l.depth[0]);
+    ASSERT_STREQ("mid", l.name[1]);
+    ASSERT_EQ(3, l.depth[1]);
+    ASSERT_STREQ("g000", l.name[2]); /* (ties by name) */
+    ASSERT_EQ(1, l.depth[2]);
+    /* a claim takes one job of each group (one ZMSCORE, one ZADD, one
+     * ZREM for the index) */
+    redisReply *r = claim_as_worker(&e, "gi", "302", "cx.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 302);
+    char jid[64];
+    snprintf(jid, sizeof jid, "%s", r->element[4]->str);
+    freeReplyObject(r);
+    depth_index_matches(e.rc, "gi");
+    l = groups_of(&e, NULL);
+    ASSERT_EQ(302, l.total); /* (the groups emptied run their job: listed after) */
+    ASSERT_STREQ("deep", l.name[0]);
+    ASSERT_EQ(4, l.depth[0]);
+    ASSERT_EQ(1, l.active[0]);
+    ASSERT_STREQ("mid", l.name[1]);
+    ASSERT_EQ(2, l.depth[1]);
+    ASSERT_STREQ("g000", l.name[2]); /* (running only: after, by name) */
+    ASSERT_EQ(0, l.depth[2]);
+    /* the last page: the groups with running jobs only, by name, depth 0 */
+    groups_wait last;
+    memset(&last, 0, sizeof last);
+    ASSERT_OK(rjq_queue_list_groups(e.q, NULL, 301, 8, on_groups, &last));
+    WAIT_FOR(e.base, last.done == 1, 10000);
+    ASSERT_OK(last.status);
+    ASSERT_EQ(1, (long)last.n);
+    ASSERT_EQ(0, last.depth[0]);
+    ASSERT_EQ(1, last.active[0]);
+    /* a hand-back makes its job ready again: counted */
+    const char *rel[] = {"t:{gi}:job:", "t:{gi}:wake", "", jid, "cx.w.1"};
+    r = server_fcall(e.rc, RJQ__S_RELEASE, "gi", rel, 5);
+    ASSERT(r->type == REDIS_REPLY_INTEGER && r->integer == 1);
+    freeReplyObject(r);
+    depth_index_matches(e.rc, "gi");
+    l = groups_of(&e, NULL);
+    ASSERT_EQ(302, l.total);
+    ASSERT_STREQ("deep", l.name[0]);
+    ASSERT_EQ(4, l.depth[0]);
+    ASSERT_STREQ("mid", l.name[1]);
+    ASSERT_STREQ("g000", l.name[2]); /* (handed back: ready again) */
+    ASSERT_EQ(1, l.depth[2]);
+    ASSERT_EQ(3 + 299, l.total);
+    /* a group entering the index is counted from its keys (an index that
+     * lost it, here by hand) */
+    freeReplyObject(server_cmd(e.rc, "ZREM t:{gi}:g:depth deep"));
+    ASSERT_OK(enqueue_in(&e, e.q, "x", "deep", 0).status);
+    ASSERT_EQ(-5, server_int(e.rc, "ZSCORE t:{gi}:g:depth deep"));
+    depth_index_matches(e.rc, "gi");
+    r = claim_as_worker(&e, "gi", "1000", "cx.w.2");
+    ASSERT(r->type == REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
+    depth_index_matches(e.rc, "gi");
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gi}:g:depth"));
+    env_stop(&e);
+}
+
+/* ---- the drain's cost: slots only for limited groups, counts per call ----------------- */
+
+/* A group without a concurrency limit keeps no slot set (its active count
+ * alone, one hash for every group: the listing's active column); a limit
+ * set while its jobs run counts them at once (gconf.lua fills the slot set
+ * from the running jobs), so the limit holds, whether set on the group or
+ * as the default; a group whose limit is lifted drops its set. */
+TEST(a_limit_set_on_a_group_whose_jobs_run_without_one_counts_them_at_once) {
+    test_env e;
+    env_start(&e, "gs");
+    char p[16];
+    for (int i = 0; i < 8; i++) {
+        snprintf(p, sizeof p, "a%d", i);
+        ASSERT_OK(enqueue_in(&e, e.q, p, "a", 0).status);
+    }
+    redisReply *r = claim_as_worker(&e, "gs", "3", "cx.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 3);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gs}:g:a:a")); /* (no limit: no slots) */
+    ASSERT_EQ(3, groups_of(&e, "a").active[0]);
+    set_limits(&e, "a", 2, 0);
+    ASSERT_EQ(3, server_int(e.rc, "SCARD t:{gs}:g:a:a"));
+    r = claim_as_worker(&e, "gs", "3", "cx.w.2"); /* (3 run, limit 2: none starts) */
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4);
+    freeReplyObject(r);
+    set_limits(&e, "a", -1, 0); /* lifted: no slots kept */
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gs}:g:a:a"));
+    r = claim_as_worker(&e, "gs", "1", "cx.w.3");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
+    freeReplyObject(r);
+    set_limits(&e, NULL, 5, 0); /* every group: 5 at once; 4 run */
+    ASSERT_EQ(4, server_int(e.rc, "SCARD t:{gs}:g:a:a"));
+    r = claim_as_worker(&e, "gs", "3", "cx.w.4");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5); /* (one slot left) */
+    freeReplyObject(r);
+    groups_wait l = groups_of(&e, "a");
+    ASSERT_EQ(5, l.active[0]);
+    ASSERT_EQ(3, l.depth[0]);
+    env_stop(&e);
+}
+
+/* The id and "<attempt> <token>" of each of the n jobs a claim reply r
+ * started, as the completion script takes them (the state's tail). */
+static const char **completion_args(test_env *e, const char *qn, redisReply *r, size_t n) {
+    const char **a = calloc(5 + 3 * n, sizeof *a);
+    ASSERT(a != NULL);
+    char *prefix = malloc(64);
+    ASSERT(prefix != NULL);
+    snprintf(prefix, 64, "t:{%s}:job:", qn);
+    a[0] = prefix, a[1] = "-1", a[2] = "0", a[3] = "0", a[4] = "0";
+    for (size_t k = 0; k < n; k++) {
+        const char *id = r->element[4 + 5 * k]->str;
+        redisReply *s = server_cmd(e->rc, "HGET t:{%s}:state %s", qn, id);
+        ASSERT(s->type == REDIS_REPLY_STRING);
+        char *tail = malloc(64);
+        ASSERT(tail != NULL);
+        int attempt = 0;
+        char tok[48];
+        ASSERT(sscanf(s->str, "active %d %47s", &attempt, tok) == 2);
+        snprintf(tail, 64, "%d %s", attempt, tok);
+        freeReplyObject(s);
+        a[5 + 3 * k] = strdup(id), a[6 + 3 * k] = tail, a[7 + 3 * k] = "r";
+        ASSERT(a[5 + 3 * k] != NULL);
+    }
+    return a;
+}
+
+static void free_completion_args(const char **a, size_t n) {
+    free((void *)a[0]);
+    for (size_t k = 0; k < n; k++) {
+        free((void *)a[5 + 3 * k]);
+        free((void *)a[6 + 3 * k]);
+    }
+    free(a);
+}
+
+/* The commands of a claim of one job from each of n groups (no settings;
+ * each group holds two) and of those jobs' completion in one call, on
+ * queue qn. */
+static void group_drain_commands(test_env *e, const char *qn, size_t n, long long *claim,
+                                 long long *done) {
+    rjq_queue *q;
+    ASSERT_OK(rjq_queue_open(e->c, qn, NULL, &q));
+    char p[48], g[32], cnt[32];
+    for (int round = 0; round < 2; round++)
+        for (size_t i = 0; i < n; i++) {
+            snprintf(p, sizeof p, "p%zu.%d", i, round);
+            snprintf(g, sizeof g, "g%zu", i);
+            ASSERT_OK(enqueue_in(e, q, p, g, 0).status);
+        }
+    snprintf(cnt, sizeof cnt, "%zu", n);
+    long long before = server_commands_run(e->rc);
+    redisReply *r = claim_as_worker(e, qn, cnt, "cx.w.1");
+    *claim = server_commands_run(e->rc) - before - 1; /* (the FCALL) */
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * n);
+    for (size_t k = 0; k < n; k++) { /* (round-robin: the first job of every group) */
+        ASSERT(strncmp(r->element[5 + 5 * k]->str, "p", 1) == 0);
+        ASSERT(strstr(r->element[5 + 5 * k]->str, ".0") != NULL);
+    }
+    const char **a = completion_args(e, qn, r, n);
+    freeReplyObject(r);
+    before = server_commands_run(e->rc);
+    r = server_fcall(e->rc, RJQ__S_COMPLETE, qn, a, 5 + 3 * n);
+    *done = server_commands_run(e->rc) - before - 1;
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == n);
+    for (size_t k = 0; k < n; k++) ASSERT_EQ(1, r->element[k]->integer);
+    freeReplyObject(r);
+    free_completion_args(a, n);
+    ASSERT_EQ(1, server_int(e->rc, "HLEN t:{%s}:g:act", qn)); /* (its pin alone: nothing runs) */
+    redisReply *enc = server_cmd(e->rc, "OBJECT ENCODING t:{%s}:g:act", qn);
+    ASSERT_STREQ("hashtable", enc->str); /* (its pin: no listpack scanned per group) */
+    freeReplyObject(enc);
+    ASSERT_EQ((long long)n, server_int(e->rc, "ZCARD t:{%s}:g:all", qn)); /* (one job left each) */
+    ASSERT_OK(rjq_queue_close(q));
+}
+
+/* A claim of group jobs costs one LPOP per group it visits beyond a fixed
+ * number of commands, and their completion a fixed number whatever the
+ * groups (the active counts, the ring's check and the job hash: one
+ * command each per call, not per job; before: a SADD per group in the
+ * claim, a SREM and a ZSCORE per group in the completion). */
+TEST(a_group_jobs_claim_and_completion_cost_no_command_per_job_beyond_its_groups_pop) {
+    test_env e;
+    env_start(&e, "gd");
+    long long claim4, done4, claim8, done8; /* (8 jobs: server_fcall's 64 arguments) */
+    group_drain_commands(&e, "gd", 4, &claim4, &done4);
+    group_drain_commands(&e, "gd2", 8, &claim8, &done8);
+    printf("commands: claim of 4 groups' jobs %lld, their completion %lld; of 8: %lld, %lld\n",
+           claim4, done4, claim8, done8);
+    ASSERT_EQ(claim4 + 4, claim8); /* (one LPOP per group more) */
+    ASSERT_EQ(done4, done8);
+    ASSERT_EQ(GROUP_CLAIM_COMMANDS_4, claim4);
+    ASSERT_EQ(GROUP_COMPLETION_COMMANDS, done4);
+    env_stop(&e);
+}
+
+/* The payloads of a claim reply r (after its 4 fields, 5 per job), joined
+ * by ','. */
+static const char *claimed_payloads(redisReply *r) {
+    static char out[512];
+    out[0] = '\0';
+    for (size_t i = 5; i < r->elements; i += 5) {
+        if (out[0]) strncat(out, ",", sizeof out - strlen(out) - 1);
+        strncat(out, r->element[i]->str, sizeof out - strlen(out) - 1);
+    }
+    return out;
+}
+
+/* A claim that wants more jobs than the ring has groups takes several
+ * turns of each group at once, one LPOP per group: each group's jobs in
+ * its FIFO order, the reply in turn order (each group's first turn, then its
+ * second), the weights' shares (b weight 2: twice a's) and the limits
+ * (c at most 2) as turn by turn; what is left of the room is served as
+ * before (a's next turn) in the same claim. */
+TEST(a_claim_wanting_more_than_the_rings_groups_takes_several_turns_per_pop_in_fifo_order) {
+    test_env e;
+    env_start(&e, "gm");
+    set_limits(&e, "b", -1, 2);
+    set_limits(&e, "c", 2, 0);
+    char p[16];
+    for (int i = 0; i < 6; i++)
+        for (const char *g = "abc"; *g; g++) {
+            char gn[2] = {*g, '\0'};
+            snprintf(p, sizeof p, "%c%d", *g, i);
+            ASSERT_OK(enqueue_in(&e, e.q, p, gn, 0).status);
+        }
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    /* room 9 over a (1), b (2), c (1): two rounds at once (a 2, b 4, c 2:
+     * its limit), then one more round for the 1 left: a's third */
+    redisReply *r = claim_as_worker(&e, "gm", "9", "cx.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 9);
+    ASSERT_STREQ("a0,b0,b1,c0,a1,b2,b3,c1,a2", claimed_payloads(r)); /* (as turn by turn) */
+    freeReplyObject(r);
+    ASSERT_EQ(4, server_calls(e.rc, "lpop")); /* (a, b, c; then a) */
+    groups_wait l = groups_of(&e, "c");
+    ASSERT_EQ(2, l.active[0]);
+    ASSERT_EQ(4, l.depth[0]);
+    /* the ring goes on where it stopped: b, then a (c at its limit) */
+    r = claim_as_worker(&e, "gm", "3", "cx.w.2");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5 * 3);
+    ASSERT_STREQ("b4,b5,a3", claimed_payloads(r));
+    freeReplyObject(r);
     env_stop(&e);
 }

@@ -1484,3 +1484,92 @@ TEST(job_info_has_server_times_of_enqueue_last_start_and_end) {
     ASSERT_EQ(0, i.ended_ms);
     env_stop(&env);
 }
+
+/* ---- state values of another shape: the long way ----------------------- */
+
+/* The claim reads a ready job's state with one find, and the completion a
+ * claimed job's with one compare and one find (start_jobs in lib.lua,
+ * complete.lua), where the value has the shape the scripts write; one of
+ * another shape (an older rjq's, without times) takes the long way. Both
+ * ways must write the same values: attempts counted from the state, the
+ * enqueue time kept, the start and the end added where known, the token
+ * still fencing the completion. */
+static const char *const sv_ids[3] = {"sv-now", "sv-old", "sv-oldclaim"};
+
+typedef struct sv_ctx {
+    redisContext *rc;
+    long completed;
+    char tok[3][96];
+} sv_ctx;
+
+static void sv_handler(rjq_job *job, void *data) {
+    sv_ctx *x = data;
+    for (int i = 0; i < 3; i++)
+        if (strcmp(rjq_job_get_id(job), sv_ids[i]) == 0)
+            snprintf(x->tok[i], sizeof x->tok[i], "%s", rjq_job_get_token(job));
+    if (strcmp(rjq_job_get_id(job), "sv-oldclaim") == 0) { /* its claim's value as an older rjq wrote it */
+        char v[160];
+        snprintf(v, sizeof v, "active %d %s", rjq_job_get_attempt(job), rjq_job_get_token(job));
+        freeReplyObject(server_cmd(x->rc, "HSET t:{sv}:state sv-oldclaim %s", v));
+    }
+    ASSERT_OK(rjq_job_complete(job, "", 0, on_done_ok, &x->completed));
+}
+
+/* The state of job id of queue sv, in buf. */
+static const char *sv_state(redisContext *rc, const char *id, char *buf, size_t cap) {
+    redisReply *r = server_cmd(rc, "HGET t:{sv}:state %s", id);
+    ASSERT(r->type == REDIS_REPLY_STRING);
+    snprintf(buf, cap, "%s", r->str);
+    freeReplyObject(r);
+    return buf;
+}
+
+TEST(states_of_another_shape_are_claimed_and_completed_as_the_usual_ones) {
+    test_env env;
+    env_start(&env, "sv");
+    for (int i = 0; i < 3; i++) {
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+        o.id = sv_ids[i];
+        enqueue_sync(env.base, env.q, "p", &o);
+    }
+    char v[256], want[256];
+    long long q = 0;
+    ASSERT_EQ(1, sscanf(sv_state(env.rc, "sv-now", v, sizeof v), "ready 0 @%lld,,", &q));
+    ASSERT(q > 0);
+    /* an older rjq's ready job, run twice before: no times */
+    freeReplyObject(server_cmd(env.rc, "HSET t:{sv}:state sv-old %s", "ready 2"));
+
+    sv_ctx x = {.rc = env.rc};
+    rjq_worker_options wo = quiet_worker_options(3);
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(env.q, &wo, sv_handler, &x, &w));
+    ASSERT(loop_until_count(env.base, &x.completed, 3, 20000));
+
+    /* the usual: its enqueue time kept, its start and end added */
+    long long s = 0, e = 0;
+    snprintf(want, sizeof want, "completed 1 %s @%lld,%%lld,%%lld", x.tok[0], q);
+    ASSERT_EQ(2, sscanf(sv_state(env.rc, "sv-now", v, sizeof v), want, &s, &e));
+    ASSERT(q <= s && s <= e);
+    snprintf(want, sizeof want, "completed 1 %s @%lld,%lld,%lld", x.tok[0], q, s, e);
+    ASSERT_STREQ(want, v);
+    /* the older value: its third attempt, no enqueue time, a start and an end */
+    snprintf(want, sizeof want, "completed 3 %s @,%%lld,%%lld", x.tok[1]);
+    ASSERT_EQ(2, sscanf(sv_state(env.rc, "sv-old", v, sizeof v), want, &s, &e));
+    ASSERT(0 < s && s <= e);
+    snprintf(want, sizeof want, "completed 3 %s @,%lld,%lld", x.tok[1], s, e);
+    ASSERT_STREQ(want, v);
+    /* the older claim's value (no times): completed by its token, its end added */
+    snprintf(want, sizeof want, "completed 1 %s @,,%%lld", x.tok[2]);
+    ASSERT_EQ(1, sscanf(sv_state(env.rc, "sv-oldclaim", v, sizeof v), want, &e));
+    ASSERT(e > 0);
+    snprintf(want, sizeof want, "completed 1 %s @,,%lld", x.tok[2], e);
+    ASSERT_STREQ(want, v);
+
+    rjq_stats st = get_stats(env.base, env.q);
+    ASSERT_EQ(3, st.completed);
+    ASSERT_EQ(0, st.ready + st.active);
+    cb_count stopped = {0};
+    ASSERT_OK(rjq_worker_stop(w, count_stopped, &stopped));
+    ASSERT(loop_until(env.base, &stopped.calls, 10000));
+    env_stop(&env);
+}

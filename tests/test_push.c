@@ -496,6 +496,9 @@ TEST(job_pushed_at_once_has_its_state_written_once) {
  * which functions ran. */
 #define AWAITED_ENQUEUE_COMMANDS 12
 #define AWAITED_COMPLETE_COMMANDS 13
+/* completed with a result: one HSET more (the result column's own HSET
+ * checks its type: no TYPE before it, floor36) */
+#define AWAITED_COMPLETE_WITH_RESULT_COMMANDS 14
 
 static void count_outcome(rjq_client *c, int status, const rjq_outcome *o, void *data) {
     (void)c, (void)o;
@@ -534,8 +537,10 @@ TEST(awaited_job_runs_its_counted_commands_to_enqueue_and_to_complete) {
     push_start(&e, "aw", 2, 0);
     log_every_command(e.env.rc);
     long outcomes = 0, done = 0;
-    long long enq = 0, cmp = 0;
-    for (int k = 0; k < 2; k++) { /* the second is counted: the first subscribes the reply channel */
+    long long enq = 0, cmp = 0, cmp_result = 0;
+    /* the second and third are counted (the first subscribes the reply
+     * channel); the third is completed with a result */
+    for (int k = 0; k < 3; k++) {
         ASSERT(wait_registration(e.env.base, e.env.rc, "aw", 2));
         /* (the handle's first enqueue learns the queue's index fields: the
          * general script, enqueue.c index_of) */
@@ -548,19 +553,29 @@ TEST(awaited_job_runs_its_counted_commands_to_enqueue_and_to_complete) {
         rjq_job *j = e.h.jobs[0];
         e.h.n = 0;
         before = server_commands_run(e.env.rc);
-        ASSERT_OK(rjq_job_complete(j, NULL, 0, on_done_ok, &done));
+        if (k == 2) {
+            ASSERT_OK(rjq_job_complete(j, "r", 1, on_done_ok, &done));
+        } else {
+            ASSERT_OK(rjq_job_complete(j, NULL, 0, on_done_ok, &done));
+        }
         ASSERT(loop_until_count(e.env.base, &outcomes, k + 1, 5000));
         ASSERT(loop_until_count(e.env.base, &done, k + 1, 5000));
-        cmp = server_commands_run(e.env.rc) - before;
+        if (k == 2) {
+            cmp_result = server_commands_run(e.env.rc) - before;
+        } else {
+            cmp = server_commands_run(e.env.rc) - before;
+        }
     }
-    printf("commands per awaited job: enqueue %lld, complete %lld\n", enq, cmp);
+    printf("commands per awaited job: enqueue %lld, complete %lld (with a result %lld)\n", enq, cmp,
+           cmp_result);
     ASSERT_EQ(AWAITED_ENQUEUE_COMMANDS, enq);
     ASSERT_EQ(AWAITED_COMPLETE_COMMANDS, cmp);
+    ASSERT_EQ(AWAITED_COMPLETE_WITH_RESULT_COMMANDS, cmp_result);
     ASSERT_EQ(2, registration(e.env.rc, "aw", NULL, 0, NULL)); /* the slot offered again */
     /* the lean pair ran (docs/scripts.md "The lean pair"), never the general scripts */
-    ASSERT_EQ(1, fcalls_of(e.env.rc, RJQ__S_ENQUEUE_ONE));
+    ASSERT_EQ(2, fcalls_of(e.env.rc, RJQ__S_ENQUEUE_ONE));
     ASSERT_EQ(0, fcalls_of(e.env.rc, RJQ__S_ENQUEUE));
-    ASSERT_EQ(1, fcalls_of(e.env.rc, RJQ__S_COMPLETE_ONE));
+    ASSERT_EQ(2, fcalls_of(e.env.rc, RJQ__S_COMPLETE_ONE));
     ASSERT_EQ(0, fcalls_of(e.env.rc, RJQ__S_COMPLETE));
     push_stop(&e);
 }

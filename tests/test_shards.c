@@ -374,6 +374,12 @@ static void on_batch_never(rjq_client *c, int status, const char *id, void *data
     FAIL_AT(__FILE__, __LINE__, "a refused call's callback ran");
 }
 
+static void on_batches_never(rjq_client *c, int status, const rjq_batch_info *b, size_t n,
+                             const char *next, void *data) {
+    (void)c, (void)status, (void)b, (void)n, (void)next, (void)data;
+    FAIL_AT(__FILE__, __LINE__, "a refused call's callback ran");
+}
+
 static void on_dependencies_never(rjq_client *c, int status, const rjq_dep_outcome *deps,
                                   size_t n, void *data) {
     (void)c, (void)status, (void)deps, (void)n, (void)data;
@@ -403,6 +409,8 @@ TEST(batch_and_dependency_calls_refuse_a_sharded_handle_with_the_shared_check) {
     rjq_queue *q = open_learnt(e.base, e.c, "sh_usable");
     ASSERT_OK(declare_shards(e.base, q, 2));
     ASSERT_EQ(RJQ_ESHARDED, rjq_batch_create(q, NULL, on_batch_never, NULL));
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "a batch call") != NULL);
+    ASSERT_EQ(RJQ_ESHARDED, rjq_batch_list(q, NULL, NULL, 10, on_batches_never, NULL));
     ASSERT(strstr(rjq_client_get_errmsg(e.c), "a batch call") != NULL);
     ASSERT_EQ(RJQ_ESHARDED, rjq_queue_get_dependencies(q, "j-1", on_dependencies_never, NULL));
     ASSERT(strstr(rjq_client_get_errmsg(e.c), "split into shards and dependencies") != NULL);

@@ -390,6 +390,26 @@ expect_line "cancelled 2"
 run jobs bq ready
 expect_line "batch:b1:complete"
 expect_line "batch:b1:success"
+# listed: newest first, by state, limited
+run batch bq --create --id b3
+expect_ok
+run batches bq
+expect_ok
+expect_out "$(printf '%s\n' 'b3 pending 0/0 completed 0 dead 0 cancelled 0 (not sealed)' \
+                      'b1 completed 2/2 completed 0 dead 0 cancelled 2')"
+run batches bq --state completed
+expect_out "b1 completed 2/2 completed 0 dead 0 cancelled 2"
+run batches bq --state dead
+expect_ok
+expect_out ""
+run batches bq --limit 1
+expect_out "b3 pending 0/0 completed 0 dead 0 cancelled 0 (not sealed)"
+run --json batches bq --state completed
+expect_out_re '^\[\{"batch":"b1","state":"completed","sealed":true,"total":2,"completed":0,"dead":0,"cancelled":2,"created_ms":[0-9]+,"ended_ms":[0-9]+\}\]$'
+run batches bq --state nope
+expect_rc 2
+run batch bq b3 --delete --force
+expect_ok
 run batch bq nope
 expect_rc 1
 run batch bq b1 --add bm

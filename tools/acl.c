@@ -69,7 +69,7 @@
 #define PRODUCER_SCRIPTS                                                                  \
     "+exists +hdel +hexists +hincrby +hmget +hrandfield +hset +hsetnx +llen +lpop +lrem " \
     "+pexpire +pubsub|numsub +pubsub|shardnumsub +rpush +type +zadd +zcard +zmscore +zpopmin +zrange +zrangebyscore +zrem " \
-    "+zremrangebylex +zremrangebyrank +zremrangebyscore +zscore +scard +smembers +srem"
+    "+zremrangebylex +zremrangebyrank +zremrangebyscore +zscore +sadd +scard +smembers +srem"
 #define WORKER_SCRIPTS                                                                    \
     "+del +exists +get +hdel +hexists +hgetall +hincrby +hlen +hmget +hrandfield +hscan +hset +hsetnx +lindex " \
     "+llen +lpop +lpos +lpush +lrange +lrem +pexpire +pttl +pubsub|numsub +pubsub|shardnumsub +rpush +set +type +zadd +zcard +zcount +zmscore " \

@@ -222,6 +222,15 @@ static const cmdhelp cmds[] = {
      "  --force           with --delete: a pending one too (its members go on as plain\n"
      "                    jobs, its completion jobs are never enqueued)\n",
      "rjq batch reports --create --on-complete done"},
+    {"batches", "batches QUEUE [--state S] [--limit N] [--json]",
+     "List the batches kept in QUEUE's keys, newest created first: per batch its id, state,\n"
+     "members finished of its total and its counts (README \"Dependencies and batches\").\n"
+     "An ended batch past its retention is not listed.\n"
+     "\n"
+     "  --state S      only those in state S: pending, completed or dead\n"
+     "  --limit N      at most N of them (default 100)\n"
+     "  --json         an array of batch objects\n",
+     "rjq batches reports --state pending"},
     {"cancel", "cancel QUEUE ID",
      "End a job for good (state cancelled); a running job's worker is told. Fails when\n"
      "the job had finished.\n",

@@ -957,6 +957,71 @@ static int cmd_batch(cli *t, int argc, char **argv) {
     return send_and_wait(t, rjq_batch_get(t->q, pos[1], on_batch_info, t));
 }
 
+/* rjq batches QUEUE [--state S] [--limit N]: the queue's batches, newest
+ * first, paged through rjq_batch_list until N were listed (or none is
+ * left). Plain: a line per batch "ID STATE FINISHED/TOTAL completed C dead D
+ * cancelled X"; --json: an array of batch objects (as rjq batch's). */
+static void on_batches(rjq_client *c, int status, const rjq_batch_info *b, size_t n,
+                       const char *next, void *data) {
+    cli *t = data;
+    (void)c;
+    free(t->after);
+    t->after = NULL;
+    t->last_page = 0;
+    if (!reply_ok(t, status)) return;
+    for (size_t i = 0; i < n; i++, t->count++) {
+        if (t->json) {
+            fputs(t->count ? "," : "", stdout);
+            print_field(t, 1, "batch", b[i].id, strlen(b[i].id));
+            print_field(t, 0, "state", b[i].state, strlen(b[i].state));
+            printf(",\"sealed\":%s", b[i].sealed ? "true" : "false");
+            print_num(t, 0, "total", b[i].total);
+            print_num(t, 0, "completed", b[i].completed);
+            print_num(t, 0, "dead", b[i].dead);
+            print_num(t, 0, "cancelled", b[i].cancelled);
+            print_time(t, "created_ms", b[i].created_ms);
+            print_time(t, "ended_ms", b[i].ended_ms);
+            putchar('}');
+        } else {
+            print_bytes(t, b[i].id, strlen(b[i].id));
+            printf(" %s %lld/%lld completed %lld dead %lld cancelled %lld%s\n", b[i].state,
+                   b[i].completed + b[i].dead + b[i].cancelled, b[i].total, b[i].completed,
+                   b[i].dead, b[i].cancelled, b[i].sealed ? "" : " (not sealed)");
+        }
+    }
+    if (next && (t->after = strdup(next)) == NULL) {
+        report(t, RJQ_ENOMEM, "out of memory");
+        return;
+    }
+    t->last_page = 1;
+}
+
+static int cmd_batches(cli *t, int argc, char **argv) {
+    char *pos[1];
+    const char *state = NULL, *limit = NULL;
+    const optdef defs[] = {{"--state", &state, NULL}, {"--limit", &limit, NULL},
+                           {"--json", NULL, &t->json}, {NULL, NULL, NULL}};
+    long long lim = 100;
+    int rc = parse_args(argc, argv, defs, pos, 1, 1, NULL);
+    if (rc || (rc = parse_ll("--limit", limit, 1, LLONG_MAX, &lim))) return rc;
+    if (state && strcmp(state, "pending") && strcmp(state, "completed") && strcmp(state, "dead"))
+        return usage_error("unknown batch state '%s' (pending, completed, dead)", state);
+    if (cli_open(t, pos[0])) return 1;
+    if (t->json) putchar('[');
+    t->count = 0;
+    do {
+        long page = lim - t->count > 1000 ? 1000 : (long)(lim - t->count);
+        char *after = t->after;
+        t->after = NULL;
+        rc = send_and_wait(t, rjq_batch_list(t->q, state, after, page, on_batches, t));
+        free(after);
+    } while (rc == 0 && !t->failed && t->last_page && t->after && t->count < lim);
+    if (t->json && rc == 0 && !t->failed) puts("]");
+    free(t->after);
+    t->after = NULL;
+    return rc || t->failed;
+}
+
 /* ---- job ---------------------------------------------------------------------- */
 
 static void on_job(rjq_client *c, int status, const rjq_job_info *j, void *data) {
@@ -2339,7 +2404,7 @@ static const struct {
     {"metrics", cmd_metrics}, {"jobs", cmd_jobs}, {"delete", cmd_delete},
     {"purge", cmd_purge},     {"version", cmd_version}, {"acl", cmd_acl},
     {"serve", cmd_serve},     {"processes", cmd_processes}, {"shards", cmd_shards},
-    {"index", cmd_index},     {"find", cmd_find},  {"batch", cmd_batch},
+    {"index", cmd_index},     {"find", cmd_find},  {"batch", cmd_batch}, {"batches", cmd_batches},
     {"groups", cmd_groups},   {"group", cmd_group},
 };
 

@@ -22,8 +22,8 @@
  * bottom, with its last minutes from the stored history (README "History":
  * every process's counts, across restarts of top) and its busiest job
  * groups (README "Groups": the TOP_GROUPS with the most ready jobs, their
- * running jobs, PAUSED; read with each refresh, a queue of N > 1000 groups
- * every N/1000 s; a sharded queue's merged over its shards); q quits.
+ * running jobs, PAUSED; read with each refresh; a sharded queue's merged
+ * over its shards); q quits.
  *
  * Only the public API (rjq.h) and libevent are used.
  */
@@ -469,9 +469,8 @@ static void on_groups(rjq_client *c, int status, long long total, const rjq_grou
                      i ? "," : "", list[i].name, list[i].depth, list[i].active,
                      list[i].paused ? " PAUSED" : "");
     t->grp_have = 1;
-    /* a listing costs Redis three reads per group: N > 1000 groups are
-     * read every N / 1000 s (10 s for 10 000) */
-    t->grp_next = now_s() + (total > 1000 ? (double)total / 1000.0 : 0.0);
+    /* (a listing reads a page of the depth index: every refresh) */
+    t->grp_next = now_s();
     if (!t->quit && !t->refreshing) draw(t);
 }
 

@@ -12,7 +12,8 @@
 -- are enqueued in this queue: on_complete always, on_success when none
 -- died, each with the counts in its headers.
 -- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, stats,
---       cols, monitored, events, batches, batchm (a prefix), batchend
+--       cols, monitored, events, batches, batchm (a prefix), batchend,
+--       batchlist
 -- ARGV: 1 op, 2 job name prefix, 3 wake channel, 4 batch id ('' with
 --       create: assign the next number), then by op:
 --   create  5 flags ('', 'c', 's', 'cs': which completion jobs), 6 the
@@ -40,6 +41,15 @@
 --           publishes its record to them (notify, kind 'completed', name
 --           "<batches key> <id>") and drops the field. Run only once the
 --           channel's subscription is confirmed: no end falls in between.
+--   list    (rjq_batch_list: ARGV 4 the state, '' any, 'pending',
+--           'completed' or 'dead'; 5 the cursor, '' from the newest; 6 the
+--           page size, 1..1000) -> { cursor, id, record, ... }: the page's
+--           batches, newest created first; cursor '' once the listing is
+--           over. Reads `limit` entries of the index and their records,
+--           whatever the number of batches (batchlist, below); an ended
+--           batch past its retention is left out (as get leaves it).
+--   sweep   (the queue's periodic visit, upkeep.c; ARGV 4 '') -> how many
+--           ended batches past their retention were deleted (up to SWEEP).
 -- The record (batches, field id): "<state> <sealed 0/1> <total>
 -- <completed> <dead> <cancelled> <created ms> <ended ms> <flags>", state
 -- pending, completed or dead; flags '-' or which completion jobs it has
@@ -55,7 +65,14 @@
 -- listed, kept until deleted). Reads (get, watch) find no batch past that
 -- time; every create, add, seal and delete first deletes up to SWEEP of
 -- those due (record, fields, marks hash): a TIME and one ZRANGEBYSCORE
--- when none is (not a release: a member's finish costs what it did).
+-- when none is (not a release: a member's finish costs what it did); so
+-- does the queue's periodic visit (op sweep), when reclaim.lua found one
+-- due, so batches go with no batch call made.
+-- The listing's index (batchlist, score 0, read by lex range): per batch
+-- "a:<key>" and "<p|c|d>:<key>" (its state: pending, completed, dead),
+-- <key> = "<999999999999999 - created ms, 15 digits>:<id>" (newest
+-- first); written with the record: create adds both, the end moves the
+-- state entry, forget removes them (O(1) each).
 local op, prefix, wake, bid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local BATCH_RETENTION_MS = 86400000 -- rjq.h rjq_batch_options.retention_ms
 local SWEEP = 16
@@ -77,6 +94,13 @@ end
 
 local function store(b)
   redis.call('HSET', batches, bid, record(b))
+end
+
+-- A batch's key in the listing's index (created: its created ms).
+local LETTER = {pending = 'p', completed = 'c', dead = 'd'}
+local function list_key(created, id)
+  local v = int(999999999999999 - tonumber(created))
+  return string.rep('0', 15 - #v) .. v .. ':' .. id
 end
 
 local function count(b, mark)
@@ -113,6 +137,11 @@ local function maybe_end(b)
   local chs = redis.call('HMGET', batches, bid .. ' w')[1]
   if chs then notify(chs, batches .. ' ' .. bid, 'completed', record(b)) end
   redis.call('HDEL', batches, bid .. ' c', bid .. ' s', bid .. ' w')
+  -- (its state entry moves; a batch made before the index has none)
+  local lk = list_key(b.created, bid)
+  if redis.call('ZREM', batchlist, 'p:' .. lk) == 1 then
+    redis.call('ZADD', batchlist, 0, LETTER[b.state] .. ':' .. lk)
+  end
   local keep = tonumber(redis.call('HMGET', batches, bid .. ' k')[1] or BATCH_RETENTION_MS)
   if keep and keep >= 0 then redis.call('ZADD', batchend, int(tonumber(b.ended) + keep), bid) end
   return true
@@ -124,11 +153,18 @@ local function checks_to_end()
   local J = columns(cols, prefix)
   expect_types({ready, 'list', prio, 'zset', delayed, 'zset', J.d, 'hash', J.s, 'hash', J.o, 'hash'})
   int_fields(stats, 'seq')
-  expect_types({batchend, 'zset'})
+  expect_types({batchend, 'zset', batchlist, 'zset'})
 end
 
--- Batch id gone: its record, fields and member marks.
+-- Batch id gone: its record, fields, member marks and listing entries.
+-- (callers check batchlist's type before their first write)
 local function forget(id)
+  local rec = redis.call('HMGET', batches, id)[1]
+  local cr = rec and string.match(rec, '^%a+ [01] %d+ %d+ %d+ %d+ (%d+) ')
+  if cr then
+    local lk = list_key(cr, id)
+    redis.call('ZREM', batchlist, 'a:' .. lk, 'p:' .. lk, 'c:' .. lk, 'd:' .. lk)
+  end
   redis.call('HDEL', batches, id, id .. ' c', id .. ' s', id .. ' w', id .. ' k')
   redis.call('UNLINK', batchm .. id)
   redis.call('ZREM', batchend, id)
@@ -144,7 +180,39 @@ end
 -- add, seal, delete, before their own work).
 local function sweep()
   local due = typed('zset', 'ZRANGEBYSCORE', batchend, '-inf', int(now_ms()), 'LIMIT', 0, SWEEP)
+  if #due > 0 then expect_types({batches, 'hash', batchlist, 'zset'}) end
   for _, id in ipairs(due) do forget(id) end
+  return #due
+end
+
+if op == 'sweep' then return sweep() end
+
+if op == 'list' then
+  local L = LETTER[bid] or (bid == '' and 'a')
+  local after, limit = ARGV[5] or '', tonumber(ARGV[6])
+  if not L or not limit or limit < 1 or limit > 1000 or limit ~= math.floor(limit) or
+     (after ~= '' and not string.match(after, '^%d+:%S+$')) then
+    return redis.error_reply('ERR rjq batch: bad list arguments')
+  end
+  expect_types({batches, 'hash', batchend, 'zset'})
+  local from = after == '' and ('[' .. L .. ':') or ('(' .. L .. ':' .. after)
+  local keys = typed('zset', 'ZRANGEBYLEX', batchlist, from, '[' .. L .. ';', 'LIMIT', 0, limit)
+  local out = {''}
+  if #keys == 0 then return out end
+  local ids = {}
+  for i, k in ipairs(keys) do ids[i] = string.match(k, '^%a:%d+:(.+)$') or '' end
+  local recs = redis.call('HMGET', batches, unpack(ids))
+  local now = now_ms()
+  for i, id in ipairs(ids) do
+    local r = recs[i]
+    if r and string.sub(r, 1, 8) ~= 'pending ' then
+      local t = redis.call('ZSCORE', batchend, id)
+      if t and tonumber(t) <= now then r = nil end -- (past its retention: none)
+    end
+    if r then out[#out + 1] = id; out[#out + 1] = r end
+  end
+  if #keys == limit then out[1] = string.sub(keys[#keys], 3) end
+  return out
 end
 
 if op == 'create' then
@@ -154,7 +222,7 @@ if op == 'create' then
   if keep ~= '' and (not string.match(keep, '^%-?%d+$') or tonumber(keep) < -1) then
     return redis.error_reply('ERR rjq batch: bad retention')
   end
-  expect_types({batches, 'hash'})
+  expect_types({batches, 'hash', batchlist, 'zset'})
   sweep()
   if bid ~= '' and redis.call('HEXISTS', batches, bid) == 1 then return {bid, 1} end
   if bid == '' then bid = int(typed('hash', 'HINCRBY', batches, '0', 1)) end
@@ -162,6 +230,8 @@ if op == 'create' then
   local b = {state = 'pending', sealed = false, total = 0, c = 0, d = 0, x = 0, created = t,
              ended = '0', flags = flags}
   store(b)
+  local lk = list_key(t, bid)
+  redis.call('ZADD', batchlist, 0, 'a:' .. lk, 0, 'p:' .. lk)
   if string.find(flags, 'c', 1, true) then redis.call('HSET', batches, bid .. ' c', ARGV[6]) end
   if string.find(flags, 's', 1, true) then redis.call('HSET', batches, bid .. ' s', ARGV[7]) end
   if keep ~= '' then redis.call('HSET', batches, bid .. ' k', keep) end
@@ -211,6 +281,7 @@ end
 local b = parse(rec)
 
 if op == 'delete' then
+  expect_types({batchlist, 'zset'})
   if b.state == 'pending' then
     if ARGV[5] ~= '1' then return -1 end
     -- its awaiting clients hear that it went

@@ -25,10 +25,11 @@
 -- Returns complete.lua's reply: the job's code (1 done, or already done
 -- with this token; 0 lease lost; 2 cancelled), then, with an offer, 1
 -- registered or 0 not; or -1 or -2 (see above).
-local prefix, retention, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local prefix = ARGV[1]
 local field, id, tail, r = ARGV[4], ARGV[8], ARGV[9], ARGV[10]
 local NOT_LEAN, NOT_THIS = -1, -2
-local now = now_ms()
+local t = redis.call('TIME') -- (now_ms(), inline: a call and two tonumbers less)
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local stamp = int(now)
 -- Whether a monitor listens, jobs have run-time limits or groups, and
 -- (for an offer) jobs wait: one EXISTS, as complete.lua.
@@ -49,51 +50,102 @@ if exist > 0 then
     monitored_on = true
   end
 end
-local s = typed('hash', 'HMGET', scol, id)[1]
-local n = typed('hash', 'HMGET', wcol, id)[1]
+-- (typed(), inline: each read checks its key's type)
+local x = redis.pcall('HMGET', scol, id)
+if x.err then lean_refuse(x, scol, 'hash') end
+local s = x[1]
+x = redis.pcall('HMGET', wcol, id)
+if x.err then lean_refuse(x, wcol, 'hash') end
+local n = x[1]
 if n and string.find(n, DEPS_MARK, 1, true) then return NOT_THIS end
 -- the offer's registration, read before the first write (complete.lua)
 local v = false
 if field ~= '' and not waiting then
-  local got = typed('hash', 'HMGET', idle, field, CONTROL_MARK)
+  local got = redis.pcall('HMGET', idle, field, CONTROL_MARK)
+  if got.err then lean_refuse(got, idle, 'hash') end
   v = got[1]
   if got[2] then waiting = true end
 end
--- the token check by the head of the state value (complete.lua's is())
-local function is(head)
-  return s and string.find(s, head, 1, true) == 1 and (#s == #head or string.byte(s, #head + 1) == 32)
-end
+-- the token check by the head of the state value (complete.lua's is()),
+-- written out: no closure per call
 local code = 0
-local done_v = 'completed ' .. tail
-if is('active ' .. tail) then
-  -- the first write counts the retained jobs; undone (nothing written)
-  -- when the sweep is due: complete.lua sweeps
-  local u = undoable()
-  local kept = count_retained(stats, 1, u)
-  if u.guard(sweep_due, completed, kept, 1, retention, cap, now) then
-    if kept == 1 then redis.call('HDEL', stats, 'retained')
-    else redis.call('HINCRBY', stats, 'retained', -1) end
+local head = 'active ' .. tail
+local hl = #head
+local failed -- a refused PUBLISH of the outcome (finish() returns it, after the writes)
+if s and string.find(s, head, 1, true) == 1 and (#s == hl or string.byte(s, hl + 1) == 32) then
+  -- the first write counts the retained jobs (it checks its own type:
+  -- refused, nothing was written); undone (nothing written) when the
+  -- sweep is due: complete.lua sweeps
+  local kept = typed('hash', 'HINCRBY', stats, 'retained', 1)
+  local ok, due = pcall(sweep_due, completed, kept, 1, ARGV[2] + 0, ARGV[3] + 0, now)
+  if not ok or due then
+    complete_one_undo(stats, kept)
+    if not ok then error(due, 0) end
     return NOT_THIS
   end
-  if r ~= '' then u.check({rcol, 'hash'}) end
-  index_completed(completed, stamp, {id}, u)
-  u.call('zset', nil, 'ZREM', active, id) -- (not undone)
-  redis.call('HSET', scol, id, done_v .. ' @' .. times_ended(state_times(s), stamp))
-  if r ~= '' then redis.call('HSET', rcol, id, r) end -- (empty results are not stored)
+  -- then the writes that check their own types, each undone when a later
+  -- one is refused (lib.lua complete_one_undo; undoable()'s promise): the
+  -- retention index entry, the result (its own HSET checks the column:
+  -- no TYPE), the lease's removal
+  local entry = stamp .. ' ' .. id
+  x = redis.pcall('RPUSH', completed, entry)
+  if type(x) == 'table' then
+    complete_one_undo(stats, kept)
+    lean_refuse(x, completed, 'list')
+  end
+  local rk, rlate -- the result written (undone by HDEL); to write after the lease's removal
+  if r ~= '' then -- (empty results are not stored)
+    x = redis.pcall('HSETNX', rcol, id, r)
+    if type(x) == 'table' then
+      complete_one_undo(stats, kept, completed, entry)
+      lean_refuse(x, rcol, 'hash')
+    end
+    if x == 1 then
+      rk = rcol
+    else -- (the field was there, behind rjq's back: overwritten once active is checked)
+      local ok2, e = pcall(expect_types, {active, 'zset'})
+      if not ok2 then complete_one_undo(stats, kept, completed, entry); error(e, 0) end
+      rlate = true
+    end
+  end
+  x = redis.pcall('ZREM', active, id) -- (not undone)
+  if type(x) == 'table' then
+    complete_one_undo(stats, kept, completed, entry, rk, id)
+    lean_refuse(x, active, 'zset')
+  end
+  if rlate then redis.call('HSET', rcol, id, r) end
+  -- the state with its end time: a pushed job's "<head> @<enqueued>,<start>,"
+  -- takes its times as they are (no captures: times_ended's value)
+  if string.find(s, '^ @%d*,%d*,$', hl + 1) then
+    redis.call('HSET', scol, id, 'completed ' .. tail .. string.sub(s, hl + 1) .. stamp)
+  else
+    redis.call('HSET', scol, id, 'completed ' .. tail .. ' @' .. times_ended(state_times(s), stamp))
+  end
   if n then
-    notify(n, prefix .. id, 'completed', r)
+    -- one framed reply channel (an awaiting client's): its outcome message,
+    -- published here as finish() would publish it (notify, OUTCOMES)
+    if string.find(n, ' ', 1, true) == nil and string.find(n, ':reply:%x+:framed$') then
+      local k, kind, body = prefix .. id, 'completed', r
+      if #body > INLINE_RESULT_MAX then kind, body = 'big', '' end
+      local p = redis.pcall(PUB or pub_mode(), n, '+' .. kind .. ' ' .. num(#k) .. ' ' .. int(#body) .. '\n' .. k .. body)
+      if type(p) == 'table' and p.err then failed = p end
+    else
+      notify(n, prefix .. id, 'completed', r)
+    end
     redis.call('HDEL', wcol, id)
   end
   if monitored_on then monitor(monitored, events, now, true)('completed', id) end
   code = 1
-elseif is(done_v) then
+elseif s and string.find(s, 'completed ' .. tail, 1, true) == 1
+       and (#s == hl + 3 or string.byte(s, hl + 4) == 32) then
   code = 1 -- a retried completion whose first reply was lost
-elseif is('cancelled ' .. tail) then
+elseif s and string.find(s, 'cancelled ' .. tail, 1, true) == 1
+       and (#s == hl + 3 or string.byte(s, hl + 4) == 32) then
   code = 2
 end
-if field == '' then return {code} end
+if field == '' then return failed or {code} end
 local got = 0
 if not waiting then
-  got = offer_slots(idle, field, ARGV[5], ARGV[6], tonumber(ARGV[7]), false, v)
+  got = offer_slots(idle, field, ARGV[5], ARGV[6], ARGV[7] + 0, false, v)
 end
-return {code, got > 0 and 1 or 0}
+return failed or {code, got > 0 and 1 or 0}

@@ -5,9 +5,13 @@
 -- dependencies, each pending; it becomes ready (or delayed by its own
 -- delay) once deps_release.lua has counted every one of them. Only this
 -- queue's slot is touched: the client then registers the jobs with their
--- dependencies' queues (deps_watch.lua, a call per dependency's queue).
--- KEYS (src/keys.def; bound to these locals): stats, cols, waiting, deps
--- ARGV: per job: its id ('' = assign the next number), payload, options
+-- dependencies' queues (deps_watch.lua, a call per dependency's queue),
+-- but a dependency of this queue is registered here (DEPS.register,
+-- lib.lua: its finishing script then releases the job in its own call).
+-- KEYS (src/keys.def; bound to these locals): stats, cols, waiting, deps,
+--       dependents
+-- ARGV: 1 job name prefix (of this queue), then per job: its id ('' =
+--       assign the next number), payload, options
 --       ('' = defaults, else as enqueue.lua takes them), policy ('fail',
 --       'run' or 'ignore'), the number n of its dependencies, then n
 --       times: the dependency's queue, its id.
@@ -17,10 +21,14 @@
 -- job), '-' dropped by the policy 'ignore' (names and ids have no blanks:
 -- src/validate.c).
 -- Returns { id, existed } per job: an id that exists is reported
--- (existed = 1) and nothing of that job is written. Bad arguments are
--- refused before any write.
-local J = columns(cols)
-local jobs, i = {}, 1
+-- (existed = 1) and nothing of that job is written; existed = 2: written,
+-- and registered here with each of its dependencies of this queue, all
+-- unfinished (the client registers only the others; 0: it registers all,
+-- and counts those that had finished). Bad arguments are refused before
+-- any write.
+local J = columns(cols, ARGV[1])
+local here = DEPS.queue(J)
+local jobs, i, mine = {}, 2, false
 while i <= #ARGV do
   local id, payload, opts, policy, n = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], tonumber(ARGV[i + 4])
   if policy ~= 'fail' and policy ~= 'run' and policy ~= 'ignore' then
@@ -36,12 +44,16 @@ while i <= #ARGV do
     delay, stored = d, s
   end
   local lines = {policy .. ' ' .. int(delay)}
-  for k = i + 5, i + 4 + 2 * n, 2 do lines[#lines + 1] = 'w ' .. ARGV[k] .. ' ' .. ARGV[k + 1] end
-  jobs[#jobs + 1] = {id, payload, stored, table.concat(lines, '\n')}
+  for k = i + 5, i + 4 + 2 * n, 2 do
+    lines[#lines + 1] = 'w ' .. ARGV[k] .. ' ' .. ARGV[k + 1]
+    if ARGV[k] == here then mine = true end
+  end
+  jobs[#jobs + 1] = {id, payload, stored, table.concat(lines, '\n'), i + 5, n}
   i = i + 5 + 2 * n
 end
 if #jobs == 0 then return redis.error_reply('ERR rjq deps_add: no dependencies') end
 expect_types({stats, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash', waiting, 'zset', deps, 'hash'})
+if mine then expect_types({J.n, 'hash', dependents, 'hash'}) end
 int_fields(stats, 'seq', 'skipped')
 -- which caller ids exist (one HMGET); numbered ids from one HINCRBY
 local given = {}
@@ -57,6 +69,7 @@ local stamp = int(now_ms())
 local waiting_v = state_value('waiting', '0', nil, stamp .. ',,')
 local seq = fresh > 0 and redis.call('HINCRBY', stats, 'seq', fresh) - fresh or 0
 local d, s, o, dp, w, out = {}, {}, {}, {}, {}, {}
+local regs, of = {}, {} -- registrations with jobs of this queue; of: their job's place in out
 for _, j in ipairs(jobs) do
   local id = j[1]
   if id ~= '' and have[id] then
@@ -71,6 +84,12 @@ for _, j in ipairs(jobs) do
     dp[#dp + 1] = id; dp[#dp + 1] = j[4]
     w[#w + 1] = stamp; w[#w + 1] = id
     out[#out + 1] = id; out[#out + 1] = 0
+    for k = j[5], j[5] + 2 * j[6] - 1, 2 do
+      if mine and ARGV[k] == here then
+        regs[#regs + 1] = ARGV[k + 1]; regs[#regs + 1] = here; regs[#regs + 1] = id
+        of[#of + 1] = #out
+      end
+    end
   end
 end
 if #d > 0 then
@@ -79,5 +98,10 @@ if #d > 0 then
   if #o > 0 then call_all('HSET', J.o, o, 2) end
   call_all('HSET', deps, dp, 2)
   call_all('ZADD', waiting, w, 2)
+end
+if #regs > 0 then
+  local r, all = DEPS.register(J, dependents, regs), {}
+  for m, at in ipairs(of) do all[at] = all[at] ~= false and r[m] == 'waiting' end
+  for at, yes in pairs(all) do if yes then out[at] = 2 end end
 end
 return out

@@ -23,7 +23,8 @@ local wake, ch, tbase, payload = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
 -- Reads first (each checks its key's type): the worker to push to, and
 -- whether jobs wait and a monitor listens with one EXISTS (enqueue.lua).
-local pick = typed('hash', 'HRANDFIELD', idle, 1, 'WITHVALUES')
+local pick = redis.pcall('HRANDFIELD', idle, 1, 'WITHVALUES')
+if pick.err then lean_refuse(pick, idle, 'hash') end
 local nothing_ready, monitored_on = ready_and_monitored(ready, prio, monitored)
 local picked = #pick > 0 and pick[1] ~= CONTROL_MARK
 -- a registration to push to (push_plan's test); a stale one is dropped
@@ -38,63 +39,66 @@ if picked and nothing_ready then
   end
 end
 
-local now = now_ms()
+local t = redis.call('TIME') -- (now_ms(), inline: a call and two tonumbers less)
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local stamp = int(now)
-local emit = monitor(monitored, events, now, monitored_on)
--- Writes: the first ones check their own types and are undone when a
--- later one is refused (undoable, lib.lua), as enqueue.lua's usual call.
-local u = undoable()
-local seq = u.call('hash', function(r)
-  if r == 1 then return function() redis.call('HDEL', stats, 'seq') end end
-  return function() redis.call('HINCRBY', stats, 'seq', -1) end
-end, 'HINCRBY', stats, 'seq', 1)
+-- Writes: the counter first (it checks its own type: refused, nothing
+-- was written); each later one checks its own type too and, refused,
+-- undoes the exact writes before it (w of them: lib.lua
+-- enqueue_one_undo), as enqueue.lua's usual call does through undoable().
+-- A write whose undo is not exact (its field was there: behind rjq's
+-- back) has the keys written after it checked by TYPE
+-- (enqueue_one_check; w is 0 from then on).
+local seq = typed('hash', 'HINCRBY', stats, 'seq', 1)
 local id = int(seq)
--- the keys written after the next one, checked by TYPE when the undo of
--- a write is not exact (a field was there: behind rjq's back)
-local rest = {pcol, 'hash', scol, 'hash'}
-if wid then rest[#rest + 1] = active; rest[#rest + 1] = 'zset' end
-if ch ~= '' then rest[#rest + 1] = wcol; rest[#rest + 1] = 'hash' end
-local at = 1
-local function write(want, undo, cmd, key, ...)
-  at = at + 2
-  if not u then return redis.call(cmd, key, ...) end
-  local r = u.call(want, undo, cmd, key, ...)
-  if not u.exact then
-    local spec = {}
-    for i = at, #rest do spec[#spec + 1] = rest[i] end
-    u.check(spec)
-    u = nil
-  end
-  return r
-end
+local lkey, wkey = wid and active, ch ~= '' and wcol -- (false: not written)
+local w = 1
 if rank_window_in(seq, seq) then -- (see "Order within a priority")
-  u.check(rest)
-  u = nil
+  w = enqueue_one_check(w, stats, seq, id, pcol, scol, lkey, wkey)
   renumber_prio(prio)
 end
-local function hdel(key)
-  return function(r)
-    if r ~= 1 then return nil end
-    return function() redis.call('HDEL', key, id) end
-  end
+local x = redis.pcall('HSET', pcol, id, payload)
+if type(x) == 'table' then
+  if w > 0 then enqueue_one_undo(w, stats, seq, id, pcol, scol, lkey) end
+  lean_refuse(x, pcol, 'hash')
 end
-write('hash', hdel(pcol), 'HSET', pcol, id, payload)
+if w > 0 then
+  if x == 1 then w = 2 else w = enqueue_one_check(w, stats, seq, id, pcol, scol, lkey, wkey) end
+end
 local tok, deadline
 if wid then
   tok = string.match(wch, '([^:]+)$') .. '.' .. wid .. '.' .. tbase .. '1'
-  deadline = int(now + tonumber(lease))
-  write('hash', hdel(scol), 'HSET', scol, id, 'active 1 ' .. tok .. ' @' .. stamp .. ',' .. stamp .. ',')
-  write('zset', function(r)
-    if r == 1 then return function() redis.call('ZREM', active, id) end end
-    if r == 2 then return function() redis.call('ZREM', active, id, ACTIVE_PIN) end end
-    return nil
-  end, 'ZADD', active, '+inf', ACTIVE_PIN, deadline, id)
+  deadline = int(now + lease) -- (lease: digits, coerced)
+  x = redis.pcall('HSET', scol, id, 'active 1 ' .. tok .. ' @' .. stamp .. ',' .. stamp .. ',')
 else
-  write('hash', hdel(scol), 'HSET', scol, id, 'ready 0 @' .. stamp .. ',,')
+  x = redis.pcall('HSET', scol, id, 'ready 0 @' .. stamp .. ',,')
 end
-if ch ~= '' then -- (last: not undone)
-  write('hash', nil, 'HSET', wcol, id, ch, WATCHERS_PIN, '')
+if type(x) == 'table' then
+  if w > 0 then enqueue_one_undo(w, stats, seq, id, pcol, scol, lkey) end
+  lean_refuse(x, scol, 'hash')
 end
+if w > 0 then
+  if x == 1 then w = 3 else w = enqueue_one_check(w, stats, seq, id, pcol, scol, lkey, wkey) end
+end
+if wid then
+  x = redis.pcall('ZADD', active, '+inf', ACTIVE_PIN, deadline, id)
+  if type(x) == 'table' then
+    if w > 0 then enqueue_one_undo(w, stats, seq, id, pcol, scol, lkey) end
+    lean_refuse(x, active, 'zset')
+  end
+  if w > 0 then
+    if x == 1 or x == 2 then w = 4 else w = enqueue_one_check(w, stats, seq, id, pcol, scol, lkey, wkey) end
+  end
+end
+if wkey then -- (last: not undone)
+  local zr = x
+  x = redis.pcall('HSET', wcol, id, ch, WATCHERS_PIN, '')
+  if type(x) == 'table' then
+    if w > 0 then enqueue_one_undo(w, stats, seq, id, pcol, scol, lkey, zr) end
+    lean_refuse(x, wcol, 'hash')
+  end
+end
+local emit = monitor(monitored, events, now, monitored_on)
 if emit ~= UNMONITORED then emit('enqueued', id) end
 
 if wid then

@@ -6,14 +6,15 @@
 -- attempt's outcome, whatever the late failure said).
 -- KEYS (src/keys.def; bound to these locals): active, ready, prio, delayed,
 --       dead, stats, cols, monitored, events, dedup, deadlines, groups, deps,
---       depsfin
+--       depsfin, waiting, dependents
 -- ARGV: 1 job name prefix, 2 wake channel, 3 id, 4 token, 5 error text,
 --       6 fatal (0/1), 7 retry delay ms (-1: the job's backoff),
 --       8 jitter in [0,1), 9 dead cap
 -- Returns 0 lease lost (or its run time is over), 1 retry scheduled, 2
 -- dead, 3 already failed with this token (a retried call whose first
 -- reply was lost), 4 cancelled (cancel.lua), 5 dead and it has
--- dependents to release (deps_due.lua).
+-- dependents of other queues to release (deps_due.lua; those waiting in
+-- this queue are counted by this call: DEPS.finished in lib.lua).
 local prefix, wake, id, tok, err = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local fatal, delay, jitter, dead_max = ARGV[6] == '1', tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 local J = columns(cols, prefix)
@@ -51,5 +52,10 @@ if g then q = GROUPS.q(groups, q, g) end
 DEPS_TOLD[1] = false
 local r, st = fail_job(J, q, id, tok, attempts, v[2], err, fatal, delay, tm)
 if g then GROUPS.after(groups, J, {{g, id, st}}, gc, stats) end
-if r == 2 and DEPS_TOLD[1] then return 5 end
+if r == 2 and DEPS_TOLD[1] then
+  local left = DEPS.finished(J, {ready = ready, prio = prio, delayed = delayed, stats = stats, waiting = waiting,
+                                 deps = deps, dead = dead, dependents = dependents, depsfin = depsfin, wake = wake,
+                                 dead_max = dead_max, emit = q.emit}, {id}, 'dead')
+  return left[2] ~= '' and 5 or 2
+end
 return r

@@ -1,6 +1,6 @@
 -- gconf: set a group's settings, or the defaults of every group
 -- (README "Groups"; groups_lib.lua, the conf hash).
--- KEYS (src/keys.def; bound to these locals): cols, groups
+-- KEYS (src/keys.def; bound to these locals): cols, groups, active
 -- ARGV: 1 group ('*': the defaults of every group), 2 what: 'limits' then
 --       3 concurrency ('-': the defaults'/none; 0 none), 4 weight ('-':
 --       the defaults'/1), 5 rate ("<starts>/<window ms>", '0' none,
@@ -11,6 +11,9 @@
 -- one that can start work now enters the ring (the doorbell rings when
 -- it was empty), one paused or at its new limit leaves it; one waiting
 -- for its rate window is offered too (the next claim looks at its rate).
+-- The slot sets and active counts of the groups affected are made again
+-- from the queue's running jobs (GROUPS.resync: only a group with a limit
+-- has a slot set).
 -- Returns the number of groups offered again.
 local g, what = ARGV[1], ARGV[2]
 local J = columns(cols)
@@ -18,7 +21,8 @@ if g ~= '*' and (#g == 0 or #g > 64 or not string.match(g, GROUPS.NAME)) then
   return redis.error_reply('ERR rjq gconf: bad group name')
 end
 local conf = groups .. 'conf'
-expect_types({conf, 'hash', groups .. 'ring', 'zset', groups .. 'all', 'zset', groups .. 'rated', 'zset'})
+expect_types({conf, 'hash', groups .. 'ring', 'zset', groups .. 'all', 'zset', groups .. 'rated', 'zset',
+              active, 'zset'})
 local function n_or_dash(v)
   if v == '-' or string.match(v or '', '^%d+$') then return v end
   return nil
@@ -55,11 +59,9 @@ end
 -- offered now, and the next claim looks at its rate again)
 if g == '*' then redis.call('DEL', groups .. 'rated') else redis.call('ZREM', groups .. 'rated', g) end
 local c, n = {}, 0
-if g == '*' then
-  for _, name in ipairs(redis.call('ZRANGE', groups .. 'all', 0, -1)) do
-    GROUPS.offer(groups, J, name, c); n = n + 1
-  end
-else
-  GROUPS.offer(groups, J, g, c); n = 1
+local gs = g == '*' and redis.call('ZRANGE', groups .. 'all', 0, -1) or {g}
+GROUPS.resync(groups, active, gs, c)
+for _, name in ipairs(gs) do
+  GROUPS.offer(groups, J, name, c); n = n + 1
 end
 return n

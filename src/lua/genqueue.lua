@@ -36,7 +36,8 @@ local delay, p, stored, _, debounce = job_options(opts)
 if not delay or debounce then return redis.error_reply('ERR rjq genqueue: bad job options') end
 expect_types({stats, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash', meta, 'hash', groups .. 'job', 'hash',
               groups .. 'r:' .. g, 'list', groups .. 'p:' .. g, 'zset', groups .. 'ring', 'zset',
-              groups .. 'all', 'zset', groups .. 'delayed', 'zset', groups .. 'conf', 'hash'})
+              groups .. 'all', 'zset', groups .. 'delayed', 'zset', groups .. 'conf', 'hash',
+              groups .. 'depth', 'zset', groups .. 'busy', 'zset'})
 int_fields(stats, 'seq', 'skipped')
 if id ~= '' and redis.call('HEXISTS', J.d, id) == 1 then return {id, 1} end
 if max_waiting > 0 then
@@ -102,5 +103,6 @@ else
       end
     end
   end
+  GROUPS.rated_bell(groups, g, gc)
 end
 return {id, 0}

@@ -8,7 +8,14 @@
 -- (KEYS 'groups', src/keys.def):
 --   G..'r:'..g   list  ready ids of group g, priority 0, FIFO
 --   G..'p:'..g   zset  ready ids of g of other priorities (scores as prio's)
---   G..'a:'..g   set   ids of g's active jobs (its concurrency slots)
+--   G..'a:'..g   set   ids of g's active jobs (its concurrency slots), for a
+--                      group with a concurrency limit only (gconf.lua
+--                      fills it when a limit is set, drops it when none)
+--   G..'act'     hash  group -> its active jobs' count, for every group, and
+--                      '~' -> a pin (GROUPS.count)
+--                      (the listing's active column, GROUPS.tidy; one
+--                      HMGET and one HSET per claim or completion, not a
+--                      command per job)
 --   G..'ring'    zset  the groups that can start work now (ready jobs, not
 --                      paused, below their limit) -> their turn: a claim
 --                      serves them lowest turn first, `weight` jobs each,
@@ -32,6 +39,21 @@
 --                      ones again, and a claim that comes back short
 --                      tells its worker when the first is due
 --                      (GROUPS.next_due): no polling
+--   G..'depth'   zset  the groups with ready ids -> minus their count (the
+--                      ids in G..'r:'..g and G..'p:'..g; ascending: the
+--                      deepest first, ties by name): the listing's index
+--                      (gstats.lua reads a page of it, not every group).
+--                      Written where ids enter or leave a group's ready
+--                      place: GROUPS.push (+1), GROUPS.after (per group),
+--                      GROUPS.take (one ZMSCORE and one ZADD per claim);
+--                      a group missing from it is read and written at its
+--                      next claim (GROUPS.taken)
+--   G..'busy'    zset  the groups with running jobs and no ready ids,
+--                      score 0 (by name): listed after the index's
+--                      (GROUPS.busy when a claim empties a group it
+--                      started jobs of; out when the group enters the
+--                      index, GROUPS.deepen, or leaves the listing,
+--                      GROUPS.tidy)
 --   G..'credit'  hash  a weighted group whose turn is not over -> the
 --                      jobs it may still start in it
 --   G..'job'     hash  id -> its group, while the job lives (HDEL when it
@@ -88,9 +110,9 @@ function GROUPS.conf(G, g, c)
   return l, math.max(w or dw or 1, 1), p, rn, rn and rw, b
 end
 
--- group g's active count, its stale members dropped when it looks full
--- (a job that left active by a path that does not release slots: its
--- state is no longer active)
+-- group g's active count, from its slot set (g has a limit), its stale
+-- members dropped when it looks full (a job that left active by a path
+-- that does not release slots: its state is no longer active)
 function GROUPS.active(G, J, g, limit)
   local a = G .. 'a:' .. g
   local n = redis.call('SCARD', a)
@@ -128,11 +150,53 @@ function GROUPS.offer(G, J, g, c)
   end
   if redis.call('ZSCORE', ring, g) then return end
   -- (at its rate limit: the claim that finds its window turned offers it)
-  if rate and redis.call('ZSCORE', G .. 'rated', g) then return end
+  if rate and redis.call('ZSCORE', G .. 'rated', g) then c.rated = g; return end
   if redis.call('LLEN', G .. 'r:' .. g) == 0 and redis.call('ZCARD', G .. 'p:' .. g) == 0 then return end
   redis.call('ZADD', ring, GROUPS.next_turn(G, c), g)
   if redis.call('ZCARD', ring) == 1 then
     if c.hold then c.bell = true else redis.call(PUB or pub_mode(), GROUPS.wake(G), '1') end
+  end
+end
+
+-- After an enqueue made a job ready in group g (GROUPS.push; genqueue.lua):
+-- a group waiting for its rate window (GROUPS.offer noted it, c.rated)
+-- whose first waiting job this is rings the doorbell, so that an idle
+-- worker claims, comes back short and learns when the window turns
+-- (GROUPS.next_due): the group may have gone to wait by a push (no claim
+-- came back short to tell a worker), and nothing else would wake one then.
+function GROUPS.rated_bell(G, g, c)
+  if c.rated ~= g then return end
+  if redis.call('LLEN', G .. 'r:' .. g) + redis.call('ZCARD', G .. 'p:' .. g) == 1 then
+    redis.call(PUB or pub_mode(), GROUPS.wake(G), '1')
+  end
+end
+
+-- The slot sets of the groups gs (gconf.lua, after their settings
+-- changed; active: the queue's active zset): a group with a limit now
+-- holds its jobs that run (those claimed while it had none were not
+-- added), one without has none (its completions no longer remove
+-- theirs); the active counts are set from the same jobs. c: the call's
+-- cache (GROUPS.conf).
+function GROUPS.resync(G, active, gs, c)
+  local want = {}
+  for _, g in ipairs(gs) do want[g] = true end
+  local mine = {}
+  local ids = redis.call('ZRANGE', active, 0, -1)
+  if #ids > 0 and redis.call('EXISTS', G .. 'job') == 1 then
+    local of = hmget(G .. 'job', ids)
+    for i, id in ipairs(ids) do
+      local g = of[i]
+      if g and want[g] then
+        mine[g] = mine[g] or {}
+        mine[g][#mine[g] + 1] = id
+      end
+    end
+  end
+  for _, g in ipairs(gs) do
+    redis.call('DEL', G .. 'a:' .. g)
+    local list = mine[g] or {}
+    if #list > 0 and GROUPS.conf(G, g, c) then call_all('SADD', G .. 'a:' .. g, list) end
+    if #list > 0 then redis.call('HSET', G .. 'act', g, #list) else redis.call('HDEL', G .. 'act', g) end
   end
 end
 
@@ -141,16 +205,104 @@ function GROUPS.list(G, g)
   redis.call('ZADD', G .. 'all', 'NX', 0, g)
 end
 
+-- The depth index (G..'depth'): n more ids ready in group g. A group
+-- that enters it is counted from its keys (it may have had ready ids
+-- before: a queue of an older version, without the index).
+function GROUPS.deepen(G, g, n)
+  if tonumber(redis.call('ZADD', G .. 'depth', 'INCR', -n, g)) == -n then
+    local d = redis.call('LLEN', G .. 'r:' .. g) + redis.call('ZCARD', G .. 'p:' .. g)
+    if d ~= n then redis.call('ZADD', G .. 'depth', -d, g) end
+    redis.call('ZREM', G .. 'busy', g)
+  end
+end
+
+-- The depth index after a claim took cnt[g] ready ids of each group g
+-- (LPOP: a cancelled job's id left behind counts, as in the index) and
+-- found the groups of dry (no id taken) empty: one ZMSCORE, one ZADD and
+-- one ZREM at most per claim. A group the index misses, or counts short,
+-- is read (its real depth: a queue of an older version) and written.
+function GROUPS.taken(G, cnt, dry)
+  local k, names, gone = G .. 'depth', {}, {}
+  for g, n in pairs(cnt) do if n > 0 then names[#names + 1] = g end end
+  for _, g in ipairs(dry) do gone[#gone + 1] = g end
+  if #names > 0 then
+    local v, za = redis.call('ZMSCORE', k, unpack(names)), {}
+    for i, g in ipairs(names) do
+      local d = v[i] and -tonumber(v[i]) - cnt[g]
+      if not d or d < 0 then d = redis.call('LLEN', G .. 'r:' .. g) + redis.call('ZCARD', G .. 'p:' .. g) end
+      if d > 0 then za[#za + 1] = -d; za[#za + 1] = g else gone[#gone + 1] = g end
+    end
+    if #za > 0 then redis.call('ZADD', k, unpack(za)) end
+  end
+  if #gone > 0 then redis.call('ZREM', k, unpack(gone)) end
+  return gone
+end
+
+-- The groups a claim emptied (gone, GROUPS.taken) that run jobs: the
+-- index's rows with running jobs only (per: the call's started ids by
+-- group; one whose ids taken were all cancelled ones is read).
+function GROUPS.busy(G, cnt, gone, per)
+  local za = {}
+  for _, g in ipairs(gone) do
+    if cnt[g] and cnt[g] > 0 and (per[g] or (tonumber(redis.call('HMGET', G .. 'act', g)[1]) or 0) > 0) then
+      za[#za + 1] = 0; za[#za + 1] = g
+    end
+  end
+  if #za > 0 then redis.call('ZADD', G .. 'busy', unpack(za)) end
+end
+
 -- Group g left with nothing active or ready leaves the listing (a writer
 -- does it: the completion, failure, cancel or claim that emptied it; one
 -- with delayed jobs only is listed again when they become ready,
 -- GROUPS.promote).
 -- (A group in the ring has ready jobs: one read settles the common case of
 -- a completion in a group with a backlog.)
-function GROUPS.tidy(G, g)
-  if redis.call('ZSCORE', G .. 'ring', g) or redis.call('SCARD', G .. 'a:' .. g) > 0 or
-     redis.call('LLEN', G .. 'r:' .. g) > 0 or redis.call('ZCARD', G .. 'p:' .. g) > 0 then return end
-  redis.call('ZREM', G .. 'all', g)
+-- (gs: several groups, one ZMSCORE of the ring; idle: their active counts
+-- are known to be 0, GROUPS.release, else read in one HMGET)
+function GROUPS.tidy(G, g, gs, idle)
+  gs = gs or {g}
+  if #gs == 0 then return end
+  local r = {}
+  for i = 1, #gs, CHUNK do
+    local part = redis.call('ZMSCORE', G .. 'ring', unpack(gs, i, math.min(i + CHUNK - 1, #gs)))
+    for j = 1, #part do r[#r + 1] = part[j] end
+  end
+  local a = not idle and hmget(G .. 'act', gs) or {}
+  for i, h in ipairs(gs) do
+    if not r[i] and not a[i] and redis.call('LLEN', G .. 'r:' .. h) == 0 and
+       redis.call('ZCARD', G .. 'p:' .. h) == 0 then
+      redis.call('ZREM', G .. 'all', h)
+      redis.call('ZREM', G .. 'busy', h)
+    end
+  end
+end
+
+-- (its field '~', no group's name, has a value longer than
+-- hash-max-listpack-value: the hash is a hashtable from its first write,
+-- where a listpack's HMGET and HSET of a claim's groups would scan it per
+-- field: callgrind, a drain of 1 000 groups, +8% Redis instructions per job)
+local ACT_PIN = 'rjq: keeps this hash a hashtable (longer than hash-max-listpack-value)'
+
+-- Add d[g] to the active count of each group g of gs (G..'act': one read,
+-- one write; a count that reaches 0 leaves the hash). Returns the groups
+-- of gs left with nothing active.
+function GROUPS.count(G, gs, d)
+  local k, f = G .. 'act', {'~'}
+  for i, g in ipairs(gs) do f[i + 1] = g end
+  local v, set, del, idle = hmget(k, f), {}, {}, {}
+  if not v[1] then set[1] = '~'; set[2] = ACT_PIN end
+  for i, g in ipairs(gs) do
+    local n = (tonumber(v[i + 1]) or 0) + d[g]
+    if n > 0 then
+      set[#set + 1] = g; set[#set + 1] = num(n)
+    else
+      idle[#idle + 1] = g
+      if v[i + 1] then del[#del + 1] = g end
+    end
+  end
+  if #set > 0 then call_all('HSET', k, set, 2) end
+  if #del > 0 then call_all('HDEL', k, del) end
+  return idle
 end
 
 -- Make job id (priority p) ready in group g (head: first of its class;
@@ -166,6 +318,7 @@ function GROUPS.push(G, J, g, id, p, head, stats, c, seq)
     redis.call('ZADD', G .. 'p:' .. g, prio_score(p, seq), id)
   end
   redis.call('HINCRBY', stats, 'gready', 1)
+  GROUPS.deepen(G, g, 1)
   GROUPS.offer(G, J, g, c)
 end
 
@@ -193,18 +346,27 @@ end
 -- and their groups offered again. Returns id -> group.
 function GROUPS.release(G, J, ids, c)
   local by = GROUPS.of(G, ids)
-  local per = {}
+  -- (each group's ids: only on a queue with group settings, where a group
+  -- may have a limit)
+  local gs, d, per = {}, {}, not GROUPS.noconf(G, c) and {}
   for id, g in pairs(by) do
-    per[g] = per[g] or {}
-    per[g][#per[g] + 1] = id
+    if not d[g] then gs[#gs + 1] = g; d[g] = 0 end
+    d[g] = d[g] - 1
+    if per then per[g] = per[g] or {}; per[g][#per[g] + 1] = id end
   end
-  for g, list in pairs(per) do
-    redis.call('SREM', G .. 'a:' .. g, unpack(list))
-    -- only a group with a limit can be out of the ring for want of a slot
-    -- (one without stays in while it has ready jobs: GROUPS.take)
-    if GROUPS.conf(G, g, c) then GROUPS.offer(G, J, g, c) end
-    GROUPS.tidy(G, g)
+  if #gs == 0 then return by end
+  local idle = GROUPS.count(G, gs, d)
+  for _, g in ipairs(per and gs or {}) do
+    -- only a group with a limit has slots, and can be out of the ring for
+    -- want of one (one without stays in while it has ready jobs:
+    -- GROUPS.take)
+    if GROUPS.conf(G, g, c) then
+      redis.call('SREM', G .. 'a:' .. g, unpack(per[g]))
+      GROUPS.offer(G, J, g, c)
+    end
   end
+  -- (a group with jobs still active stays listed: nothing read)
+  GROUPS.tidy(G, nil, idle, true)
   return by
 end
 
@@ -227,22 +389,47 @@ end
 -- (nothing more), or dead (its group entry dropped). stats: the queue's
 -- stats hash ('gready').
 function GROUPS.after(G, J, done, c, stats)
-  local ready, groups, gone = 0, {}, {}
+  local ready, groups, gone, per = 0, {}, {}, {}
   for _, d in ipairs(done) do
     local g, id, st = d[1], d[2], d[3]
     if st == 'ready' then
       ready = ready + 1
-      if not groups[g] then groups[g] = true; groups[#groups + 1] = g end
+      if not per[g] then per[g] = 0; groups[#groups + 1] = g end
+      per[g] = per[g] + 1
     elseif st ~= 'delayed' then
       gone[#gone + 1] = id
     end
   end
   if ready > 0 then redis.call('HINCRBY', stats, 'gready', ready) end
   for _, g in ipairs(groups) do
+    GROUPS.deepen(G, g, per[g])
     GROUPS.list(G, g)
     GROUPS.offer(G, J, g, c)
   end
   if #gone > 0 then redis.call('HDEL', G .. 'job', unpack(gone)) end
+end
+
+-- Jobs handed back unstarted (release.lua), each {group, id, ...}: their
+-- starts leave their groups' rate logs (a job that did not run does not
+-- count against its group's rate), and a group that waited for its window
+-- leaves G..'rated', to be offered again (GROUPS.after; the next claim
+-- counts its window again). A log holds the window's starts: at most the
+-- rate's, read only for a group with a rate.
+function GROUPS.unlog(G, done, c)
+  for _, d in ipairs(done) do
+    local g, id = d[1], d[2]
+    if select(4, GROUPS.conf(G, g, c)) then
+      local k, tail = G .. 's:' .. g, ' ' .. id
+      local m = redis.call('ZRANGE', k, 0, -1)
+      for i = #m, 1, -1 do
+        if string.sub(m[i], -#tail) == tail then
+          redis.call('ZREM', k, m[i])
+          redis.call('ZREM', G .. 'rated', g)
+          break
+        end
+      end
+    end
+  end
 end
 
 -- A copy of the queue table q (fail_job, return_lost) that puts a job of
@@ -334,7 +521,7 @@ end
 
 -- Take up to `want` ready jobs of the groups, round-robin over the ring
 -- (several groups per call; priorities then FIFO within a group), each
--- counted in its group's slots. Returns the ids and whether the ring
+-- counted in its group's active count (and slots: a group with a limit). Returns the ids and whether the ring
 -- still holds groups (work left that others may start).
 function GROUPS.take(G, J, want, now, stats, has_prio, tok)
   local c = {}
@@ -343,6 +530,15 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
   local ring = G .. 'ring'
   local ids, by, cnt, dry = {}, {}, {}, {}
   local used, rwins = {}, {} -- (rate-limited groups: starts in the window, window)
+  local lim = {} -- (the groups' limits: only a limited group has a slot set)
+  -- a weighted group keeps its turn until it started `weight` jobs in it
+  -- (across claims: what is left of its turn is its credit)
+  local function turn_of(g)
+    local limit, weight, paused, rmax, rwin = GROUPS.conf(G, g, c)
+    local credit = weight
+    if weight > 1 then credit = tonumber(redis.call('HGET', G .. 'credit', g) or weight) end
+    return limit, weight, paused, rmax, rwin, credit
+  end
   local rounds = 0
   -- (a few groups more than wanted per round: a group whose jobs ran out
   -- since its last turn is found empty, and leaves, at its next visit)
@@ -351,15 +547,29 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
     local heads = redis.call('ZRANGE', ring, 0, want - #ids + 7)
     if #heads == 0 then break end
     local back, out_ = {}, {} -- (the round's moves in the ring: one ZADD, one ZREM)
-    for _, g in ipairs(heads) do
+    -- The whole ring within the room (fewer groups than jobs wanted):
+    -- `mult` rounds of turns at once, each group taking what is left of
+    -- its turn and mult - 1 whole turns with one pop; the round's jobs
+    -- are then put in turn order (below), as rounds one by one take them.
+    local start, turns, index, mult = #ids, {}, {}, 1
+    if #heads < want - #ids then
+      local sc, sw = 0, 0
+      for i, g in ipairs(heads) do
+        turns[i], index[g] = {turn_of(g)}, i
+        sc, sw = sc + turns[i][6], sw + turns[i][2]
+      end
+      if want - #ids >= sc then mult = 1 + math.floor((want - #ids - sc) / sw) end
+    end
+    for i, g in ipairs(heads) do
       if #ids >= want then break end
-      local limit, weight, paused, rmax, rwin = GROUPS.conf(G, g, c)
-      -- a weighted group keeps its turn until it started `weight` jobs in
-      -- it (across claims: what is left of its turn is its credit)
-      local credit = weight
-      if weight > 1 then credit = tonumber(redis.call('HGET', G .. 'credit', g) or weight) end
-      local n = math.min(want - #ids, credit)
+      local limit, weight, paused, rmax, rwin, credit
+      local t = turns[i]
+      if t then limit, weight, paused, rmax, rwin, credit = t[1], t[2], t[3], t[4], t[5], t[6]
+      else limit, weight, paused, rmax, rwin, credit = turn_of(g) end
+      local turn = credit + (mult - 1) * weight
+      local n = math.min(want - #ids, turn)
       local a = cnt[g] or 0 -- (its slots: those this call took count too)
+      lim[g] = limit
       if limit then
         a = a + GROUPS.active(G, J, g, limit)
         n = math.min(n, limit - a)
@@ -386,8 +596,8 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
       -- that gave less has no more, one paused or at its limit leaves
       if #got == n and n > 0 and not paused and (not limit or a + #got < limit) and
          (not rmax or r + #got < rmax) then
-        if credit - #got > 0 then
-          redis.call('HSET', G .. 'credit', g, credit - #got)
+        if turn - #got > 0 then
+          redis.call('HSET', G .. 'credit', g, (turn - #got - 1) % weight + 1)
         else
           if weight > 1 then redis.call('HDEL', G .. 'credit', g) end
           back[#back + 1] = GROUPS.next_turn(G, c); back[#back + 1] = g
@@ -404,25 +614,50 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
     end
     if #back > 0 then redis.call('ZADD', ring, unpack(back)) end
     if #out_ > 0 then redis.call('ZREM', ring, unpack(out_)) end
+    if mult > 1 then -- (turn order: each group's jobs of its first turn, then of its second...)
+      local blocks, j = {}, start + 1
+      while j <= #ids do
+        local k = j
+        while k < #ids and by[k + 1] == by[j] do k = k + 1 end
+        local t = turns[index[by[j]]]
+        blocks[#blocks + 1] = {j, k, t[6], t[2]} -- (from, to, first turn's size, a turn's)
+        j = k + 1
+      end
+      local nid, nby = {}, {}
+      while #nid < #ids - start do
+        for _, b in ipairs(blocks) do
+          for x = b[1], math.min(b[1] + b[3] - 1, b[2]) do nid[#nid + 1] = ids[x]; nby[#nby + 1] = by[x] end
+          b[1], b[3] = b[1] + b[3], b[4]
+        end
+      end
+      for x = 1, #nid do ids[start + x] = nid[x]; by[start + x] = nby[x] end
+    end
   end
   -- only jobs still ready start (a cancel leaves its id behind); each
   -- takes a slot of its group
-  for _, g in ipairs(dry) do GROUPS.tidy(G, g) end
+  GROUPS.tidy(G, nil, dry)
+  local gone = GROUPS.taken(G, cnt, dry)
   if #ids == 0 then return ids, redis.call('EXISTS', ring) == 1 end
   local s = redis.call('HMGET', J.s, unpack(ids))
-  local out, per, stale = {}, {}, {}
+  local out, per, stale, gs, d = {}, {}, {}, {}, {}
   for i, id in ipairs(ids) do
     local g = by[i]
     if s[i] and string.sub(s[i], 1, 6) == 'ready ' then
       out[#out + 1] = id
-      per[g] = per[g] or {}
-      per[g][#per[g] + 1] = id
+      if not d[g] then gs[#gs + 1] = g; d[g] = 0 end
+      d[g] = d[g] + 1
+      if lim[g] or rwins[g] then -- (its slots or its rate log: its ids)
+        per[g] = per[g] or {}
+        per[g][#per[g] + 1] = id
+      end
     else
       stale[g] = true
     end
   end
+  if #gs > 0 then GROUPS.count(G, gs, d) end
+  GROUPS.busy(G, cnt, gone, per)
   for g, list in pairs(per) do
-    redis.call('SADD', G .. 'a:' .. g, unpack(list))
+    if lim[g] then redis.call('SADD', G .. 'a:' .. g, unpack(list)) end
     if rwins[g] then -- (its starts logged: its rate window)
       local za = {}
       for _, id in ipairs(list) do za[#za + 1] = now; za[#za + 1] = tok .. ' ' .. id end

@@ -1,35 +1,52 @@
 -- gstats: the groups by depth (ready jobs, most first), each with its
--- active count and settings (README "Groups"; groups_lib.lua). The list
--- is made here, from the groups listed in G..'all' (at most LOOK of them:
--- a listing costs three reads per group); groups with nothing ready or
--- active are not shown. It only reads (a monitor user runs it): the
--- writers that empty a group drop it from G..'all' (GROUPS.tidy).
+-- active count and settings (README "Groups"; groups_lib.lua): a page of
+-- the depth index G..'depth' (the groups with ready ids, kept by the
+-- writers: GROUPS.deepen, GROUPS.taken), then of G..'busy' (the groups
+-- with running jobs only, by name; GROUPS.busy, GROUPS.tidy): O(K log n)
+-- for K rows, and one HMGET of their running counts (g:act), whatever the
+-- number of groups. It only
+-- reads (a monitor user runs it).
 -- KEYS (src/keys.def; bound to these locals): groups
 -- ARGV: 1 offset, 2 count (1..1000), 3 one group's name ('' = the list)
--- Returns { groups with jobs (of those looked at), then 9 per group:
+-- Returns { groups with jobs (ready or running), then 9 per group:
 -- name, depth, active, concurrency (-1 none), weight, paused (0/1), rate
 -- (starts; 0 none), its window (ms; 0 none), max_waiting (0 none) }.
-local LOOK = 10000
 local offset, count, one = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 if not offset or not count or offset < 0 or count < 1 or count > 1000 then
   return redis.error_reply('ERR rjq gstats: bad range')
 end
-local all = groups .. 'all'
-local names
-if one ~= '' then names = {one} else names = redis.call('ZRANGE', all, 0, LOOK - 1) end
-local rows = {}
-for _, g in ipairs(names) do
-  local depth = redis.call('LLEN', groups .. 'r:' .. g) + redis.call('ZCARD', groups .. 'p:' .. g)
-  local active = redis.call('SCARD', groups .. 'a:' .. g)
-  if depth > 0 or active > 0 or one ~= '' then rows[#rows + 1] = {g, depth, active} end
+local rows, total = {}, 0
+if one ~= '' then
+  local depth = redis.call('LLEN', groups .. 'r:' .. one) + redis.call('ZCARD', groups .. 'p:' .. one)
+  rows[1], total = {one, depth, 0}, 1
+else
+  local idx, busy = groups .. 'depth', groups .. 'busy'
+  local nd, nb = redis.call('ZCARD', idx), redis.call('ZCARD', busy)
+  total = nd + nb
+  if offset < nd then
+    local page = redis.call('ZRANGE', idx, offset, offset + count - 1, 'WITHSCORES')
+    for i = 1, #page, 2 do
+      local g = page[i]
+      rows[#rows + 1] = {g, math.max(-tonumber(page[i + 1]), 0), 0}
+    end
+  end
+  -- then the groups with running jobs only, by name
+  local from = math.max(offset - nd, 0)
+  if #rows < count and from < nb then
+    for _, g in ipairs(redis.call('ZRANGE', busy, from, from + count - #rows - 1)) do
+      rows[#rows + 1] = {g, 0, 0}
+    end
+  end
 end
-table.sort(rows, function(a, b)
-  if a[2] ~= b[2] then return a[2] > b[2] end
-  return a[1] < b[1]
-end)
-local out = {#rows}
+-- their running counts, one read (g:act: every group's, GROUPS.count)
+if #rows > 0 then
+  local names = {}
+  for i, row in ipairs(rows) do names[i] = row[1] end
+  for i, v in ipairs(hmget(groups .. 'act', names)) do rows[i][3] = tonumber(v) or 0 end
+end
+local out = {total}
 local c = {}
-for i = offset + 1, math.min(offset + count, #rows) do
+for i = 1, #rows do
   local g = rows[i][1]
   local limit, weight, paused, rate, win, bound = GROUPS.conf(groups, g, c)
   out[#out + 1] = g

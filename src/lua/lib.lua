@@ -982,6 +982,269 @@ local function fail_job(J, q, id, tok, attempts, o, err, fatal, delay, tm)
   return 1, 'ready'
 end
 
+-- Dependencies in the script that finishes their dependency (issue 39,
+-- bench/README.md "Dependencies"): deps_release.lua's and deps_watch.lua's
+-- work as functions, so a script of the dependents' own queue does it in
+-- the same call: complete.lua and fail.lua release the dependents of the
+-- jobs they finish that wait in their queue (DEPS.finished), deps_add.lua
+-- registers a job with its dependencies of its queue (DEPS.register); the
+-- client carries only the steps to other queues.
+local DEPS = {}
+DEPS.MARKS = {completed = 'c', dead = 'd', cancelled = 'x', missing = 'm'}
+
+-- Count dependencies of waiting jobs of J's queue as finished: rel = { the
+-- waiting job's id, the dependency's queue, its id, its outcome ('completed',
+-- 'dead', 'cancelled' or 'missing'), ... }, from index `from` (default 1).
+-- Q: the queue's keys ready, prio, delayed, stats, waiting, deps, dead
+-- (their types checked, and stats' counters seq, skipped, dead, by the
+-- caller), wake (its channel), dead_max (the dead cap), emit (monitor()).
+-- Idempotent: a dependency is counted once. Returns { code, more } per
+-- release: code 0 nothing changed (not waiting for it, or counted already),
+-- 1 counted (others pending), 2 released (ready, or delayed by its own
+-- delay), 3 buried by the policy 'fail'; more 1 when the job buried has
+-- dependents of its own to release (DEPS_TOLD), else 0.
+-- What it reads, once for all its releases (a job released twice in one
+-- call sees its first release: these are kept up to date): the state (S),
+-- options (O) and dependencies (L) of each job; the writes of jobs counted
+-- or released go at the end, a command each (dirty: the jobs whose list
+-- changed, in order; st: their new states; rpush: the jobs made ready with
+-- priority 0, in order).
+function DEPS.release(J, Q, rel, from)
+  local MARKS, deps = DEPS.MARKS, Q.deps
+  local uniq, S, O, L = {}, {}, {}, {}
+  for i = from or 1, #rel, 4 do
+    if S[rel[i]] == nil then uniq[#uniq + 1] = rel[i]; S[rel[i]] = false end
+  end
+  do
+    local sv, ov, lv = hmget(J.s, uniq), hmget_sparse(J.o, uniq), hmget(deps, uniq)
+    for k, id in ipairs(uniq) do S[id] = sv[k]; O[id] = ov[k]; L[id] = lv[k] end
+  end
+  local dirty, is_dirty, st, gone, rpush = {}, {}, {}, {}, {}
+  local now -- (the server's time, read once, when a job is buried or delayed)
+  local function clock() now = now or now_ms(); return now end
+
+  local function release(id, dq, did, outcome)
+    local mark = MARKS[outcome]
+    local list = L[id]
+    local state, attempts, _, tm = state_text(S[id] or nil)
+    if not S[id] or state ~= 'waiting' or not list then return 0, 0 end
+    local entry = ' ' .. dq .. ' ' .. did
+    local head, at = string.match(list, '^([^\n]*)\n()')
+    if not head then return 0, 0 end
+    local policy, delay = string.match(head, '^(%a+) (%d+)$')
+    local lines, found, pending = {head}, false, 0
+    for line in string.gmatch(string.sub(list, at), '[^\n]+') do
+      if line == 'w' .. entry then -- (every line of it: a dependency listed twice)
+        found = true
+        if mark ~= 'c' and policy == 'ignore' then line = '-' .. entry else line = mark .. entry end
+      elseif string.sub(line, 1, 1) == 'w' then
+        pending = pending + 1
+      end
+      lines[#lines + 1] = line
+    end
+    if not found then return 0, 0 end
+    L[id] = table.concat(lines, '\n')
+    if mark ~= 'c' and policy == 'fail' then
+      redis.call('HSET', deps, id, L[id])
+      is_dirty[id] = nil
+      S[id] = false
+      gone[#gone + 1] = id
+      DEPS_TOLD[1] = false
+      bury(J, Q.dead, Q.stats, id, tonumber(attempts), clock(),
+           'dependency ' .. dq .. ':' .. did .. (outcome == 'missing' and ' was removed (no record of it)'
+                                                  or ' ended ' .. outcome), Q.dead_max, Q.emit, nil, tm)
+      return 3, DEPS_TOLD[1] and 1 or 0
+    end
+    if not is_dirty[id] then is_dirty[id] = true; dirty[#dirty + 1] = id end
+    if pending > 0 then return 1, 0 end
+    gone[#gone + 1] = id
+    delay = tonumber(delay) or 0
+    if delay > 0 then
+      S[id] = state_value('delayed', attempts, nil, tm)
+      st[#st + 1] = id; st[#st + 1] = S[id]
+      if push_delayed(Q.delayed, id, clock() + delay) then redis.call(PUB or pub_mode(), Q.wake, '1') end
+    else
+      S[id] = state_value('ready', attempts, nil, tm)
+      st[#st + 1] = id; st[#st + 1] = S[id]
+      local p = (parse_options(O[id]))
+      if p == 0 then rpush[#rpush + 1] = id else push_ready(Q.ready, Q.prio, Q.stats, Q.wake, id, p, false) end
+    end
+    return 2, 0
+  end
+
+  local out = {}
+  for i = from or 1, #rel, 4 do
+    local code, more = release(rel[i], rel[i + 1], rel[i + 2], rel[i + 3])
+    out[#out + 1] = code
+    out[#out + 1] = more
+  end
+  local fv = {}
+  for _, id in ipairs(dirty) do
+    if is_dirty[id] then fv[#fv + 1] = id; fv[#fv + 1] = L[id] end
+  end
+  if #fv > 0 then call_all('HSET', deps, fv, 2) end
+  if #st > 0 then call_all('HSET', J.s, st, 2) end
+  if #gone > 0 then call_all('ZREM', Q.waiting, gone) end
+  if #rpush > 0 then
+    -- (as push_ready: the doorbell when the queue had nothing ready)
+    local n = 0
+    for i = 1, #rpush, CHUNK do n = redis.call('RPUSH', Q.ready, unpack(rpush, i, math.min(i + CHUNK - 1, #rpush))) end
+    if n == #rpush and redis.call('ZCARD', Q.prio) == 0 then redis.call(PUB or pub_mode(), Q.wake, '1') end
+  end
+  return out
+end
+
+-- Register dependents with jobs of J's queue (deps_watch.lua): regs = { the
+-- job's id, the dependent's queue, the dependent's id, ... } (the types of
+-- J.d, J.s, J.n and dependents checked by the caller). Race-free like
+-- watch.lua: a job that has finished is answered from its state at once
+-- (the caller then counts it, DEPS.release); one still unfinished records
+-- the dependent in its dependents entry and the mark DEPS_MARK among its
+-- watchers, so the script that finishes it has its dependents released.
+-- Idempotent: a dependent registered twice is recorded once. Returns per
+-- registration the outcome so far: 'waiting' (registered), 'completed',
+-- 'dead', 'cancelled', or 'missing' (no such job).
+function DEPS.register(J, dependents, regs)
+  local ids = {}
+  for i = 1, #regs, 3 do ids[#ids + 1] = regs[i] end
+  local s, n = hmget(J.s, ids), hmget(J.n, ids)
+  local have = hmget(dependents, ids)
+  -- order: the jobs given dependents (first seen); had/list: their entry as read, as written
+  local out, order, had, list, marks, stale = {}, {}, {}, {}, {}, {}
+  for k, id in ipairs(ids) do
+    local state = state_of(s[k])
+    if not s[k] and redis.call('HEXISTS', J.d, id) == 0 then
+      out[k] = 'missing'
+      if have[k] then stale[#stale + 1] = id end
+    elseif state == 'completed' or state == 'dead' or state == 'cancelled' then
+      out[k] = state
+    else
+      out[k] = 'waiting'
+      local entry = regs[3 * k - 1] .. ' ' .. regs[3 * k]
+      if had[id] == nil then
+        order[#order + 1] = id
+        had[id] = have[k] or false
+        list[id] = have[k] or false
+        local w = n[k] or ''
+        if not string.find(' ' .. w .. ' ', ' ' .. DEPS_MARK .. ' ', 1, true) then
+          marks[#marks + 1] = id; marks[#marks + 1] = w == '' and DEPS_MARK or w .. ' ' .. DEPS_MARK
+        end
+      end
+      local l = list[id]
+      if not l then
+        list[id] = entry
+      elseif not string.find('\n' .. l .. '\n', '\n' .. entry .. '\n', 1, true) then
+        list[id] = l .. '\n' .. entry
+      end
+    end
+  end
+  local fv = {}
+  for _, id in ipairs(order) do
+    if list[id] ~= had[id] then fv[#fv + 1] = id; fv[#fv + 1] = list[id] end
+  end
+  if #fv > 0 then call_all('HSET', dependents, fv, 2) end
+  if #stale > 0 then call_all('HDEL', dependents, stale) end
+  if #marks > 0 then set_watchers(J, marks) end
+  return out
+end
+
+-- The name of J's queue, from its job name prefix "<prefix>:{Q}:job:"
+-- (queue.c; no queue name has a brace): what the dependents entries of its
+-- own jobs say.
+function DEPS.queue(J)
+  return J.prefix and string.match(J.prefix, ':{([^{}]*)}:job:$')
+end
+
+-- The dependents of jobs ids of J's queue, which this script just finished
+-- (`outcome`; DEPS_TOLD said they have some): those that wait in this
+-- queue (entry lines naming it) are counted here (DEPS.release), and their
+-- lines leave the dependents entries; the rest (other queues, batches)
+-- stay for the client (deps.c), the job indexed in depsfin for the sweep
+-- until deps_done.lua. A job buried by its policy 'fail' with dependents
+-- of its own is taken next, as 'dead' (its lines of other queues left for
+-- the sweep). When a key the release writes holds a wrong type (or a
+-- counter is no integer), nothing is counted here: the client's
+-- deps_release.lua refuses it, as before. Q: as DEPS.release, with
+-- dependents and depsfin (dead and dead_max only for an outcome other than
+-- 'completed': a completed dependency buries nothing). Returns { id, entry
+-- left ('' none) } per job of ids, in order.
+function DEPS.finished(J, Q, ids, outcome)
+  local here, ok = DEPS.queue(J), nil
+  local function writable() -- (asked once, when a line names this queue)
+    local spec = {Q.ready, 'list', Q.prio, 'zset', Q.delayed, 'zset', Q.waiting, 'zset', Q.deps, 'hash',
+                  J.o, 'hash'}
+    if Q.dead then spec[13] = Q.dead; spec[14] = 'zset'; spec[15] = J.e; spec[16] = 'hash' end
+    for i = 1, #spec, 2 do
+      local t = redis.call('TYPE', spec[i])['ok']
+      if t ~= 'none' and t ~= spec[i + 1] then return false end
+    end
+    local v = redis.call('HMGET', Q.stats, 'seq', 'skipped', 'dead')
+    for i = 1, 3 do if v[i] and not string.match(v[i], '^%-?%d+$') then return false end end
+    return true
+  end
+  -- Rounds: the jobs ids, then those the policy 'fail' buried in the
+  -- round before (their dependents of this queue next); each round's
+  -- releases in one DEPS.release, its writes a command each.
+  local out, round, oc, first = {}, ids, outcome, true
+  while #round > 0 do
+    local lists = {}
+    for i = 1, #round, CHUNK do
+      local last = math.min(i + CHUNK - 1, #round)
+      -- (a wrongly typed hash gives no entries: the sweep's deps_due.lua refuses it)
+      local part = redis.pcall('HMGET', Q.dependents, unpack(round, i, last))
+      if part.err then part = {} end
+      for k = i, last do lists[k] = part[k - i + 1] or false end
+    end
+    local rel, left, drop, keep, index, unindex = {}, {}, {}, {}, {}, {}
+    for k, id in ipairs(round) do
+      local list, rest, mine = lists[k], {}, 0
+      if list and here then
+        for line in string.gmatch(list, '[^\n]+') do
+          local qn, did = string.match(line, '^(%S+) (%S+)$')
+          if qn == here and ok == nil then ok = writable() end
+          if qn == here and ok then
+            rel[#rel + 1] = did; rel[#rel + 1] = here; rel[#rel + 1] = id; rel[#rel + 1] = oc
+            mine = mine + 1
+          else
+            rest[#rest + 1] = line
+          end
+        end
+      end
+      left[k] = list or ''
+      if mine > 0 then
+        left[k] = table.concat(rest, '\n')
+        if left[k] ~= '' then keep[#keep + 1] = id; keep[#keep + 1] = left[k] else drop[#drop + 1] = id end
+      end
+      if left[k] ~= '' then index[#index + 1] = id
+      elseif oc ~= 'completed' then unindex[#unindex + 1] = id end -- (its burial indexed it)
+    end
+    local nextr = {}
+    if #rel > 0 then
+      local r = DEPS.release(J, Q, rel)
+      for j = 2, #r, 2 do
+        if r[j] == 1 then nextr[#nextr + 1] = rel[2 * j - 3] end -- buried, with dependents of its own
+      end
+      if #drop > 0 then call_all('HDEL', Q.dependents, drop) end
+      if #keep > 0 then call_all('HSET', Q.dependents, keep, 2) end
+    end
+    -- indexed for the sweep while dependents of other queues are left
+    -- (deps_done.lua drops them); a wrongly typed index: deps_due refuses it
+    if #index > 0 then
+      local t, sv = now_ms(), {}
+      for _, id in ipairs(index) do sv[#sv + 1] = t; sv[#sv + 1] = id end
+      for i = 1, #sv, 2 * CHUNK do redis.pcall('ZADD', Q.depsfin, unpack(sv, i, math.min(i + 2 * CHUNK - 1, #sv))) end
+    end
+    for i = 1, #unindex, CHUNK do
+      redis.pcall('ZREM', Q.depsfin, unpack(unindex, i, math.min(i + CHUNK - 1, #unindex)))
+    end
+    if first then
+      for k, id in ipairs(round) do out[#out + 1] = id; out[#out + 1] = left[k] end
+    end
+    round, oc, first = nextr, 'dead', false
+  end
+  return out
+end
+
 -- Add the jobs ids, completed at `stamp`, to the retention index (one
 -- entry per call: cheaper than a sorted-set member per job); the caller
 -- counts them (stats field retained). Through u (undoable()): the push
@@ -1031,6 +1294,56 @@ local function sweep_due(completed, kept, added, retention, cap, now)
   end
   local head = redis.call('LINDEX', completed, 0)
   return (head and tonumber(string.match(head, '^%d+')) or now) <= now - retention
+end
+
+-- The lean pair's undo (enqueue_one.lua, complete_one.lua; docs/scripts.md
+-- "The lean pair"): undoable()'s promise (a write refused for its key's
+-- type undoes the call's earlier writes, newest first, and refuses the
+-- call with nothing written) without its tables and closures per call:
+-- these run only when a write is refused or not exactly undoable.
+-- A write's error e (redis.pcall's reply) on key, which rjq expects to
+-- hold want (nil: e as it is), refused as u.call refuses it.
+local function lean_refuse(e, key, want)
+  if want and string.sub(e.err, 1, 9) == 'WRONGTYPE' then expect_types({key, want}) end
+  error(e)
+end
+
+-- enqueue_one.lua's first w exact writes undone, newest first: 1 the
+-- counter (seq: its reply), 2 the payload, 3 the state, 4 the lease (zr:
+-- its ZADD's reply).
+local function enqueue_one_undo(w, stats, seq, id, pcol, scol, active, zr)
+  if w >= 4 then
+    if zr == 2 then redis.call('ZREM', active, id, ACTIVE_PIN) else redis.call('ZREM', active, id) end
+  end
+  if w >= 3 then redis.call('HDEL', scol, id) end
+  if w >= 2 then redis.call('HDEL', pcol, id) end
+  if seq == 1 then redis.call('HDEL', stats, 'seq') else redis.call('HINCRBY', stats, 'seq', -1) end
+end
+
+-- enqueue_one.lua, when a write's undo is not exact (its field was there:
+-- behind rjq's back) or before a renumbering: the keys it writes after
+-- the counter checked by TYPE (active and wcol: false when not written),
+-- its w exact writes undone when one is wrongly typed. Returns 0 (the
+-- writes from here on are not undone).
+local function enqueue_one_check(w, stats, seq, id, pcol, scol, active, wcol, zr)
+  local spec = {pcol, 'hash', scol, 'hash'}
+  if active then spec[#spec + 1] = active; spec[#spec + 1] = 'zset' end
+  if wcol then spec[#spec + 1] = wcol; spec[#spec + 1] = 'hash' end
+  local ok, e = pcall(expect_types, spec)
+  if not ok then
+    enqueue_one_undo(w, stats, seq, id, pcol, scol, active, zr)
+    error(e, 0) -- (as u.guard: pcall may hand over the error as text)
+  end
+  return 0
+end
+
+-- complete_one.lua's writes undone, newest first: the result (rcol, id;
+-- nil: not written, or not exactly), the retention index entry (nil: not
+-- written), the count of retained jobs (kept: its reply).
+local function complete_one_undo(stats, kept, completed, entry, rcol, id)
+  if rcol then redis.call('HDEL', rcol, id) end
+  if entry then redis.call('LREM', completed, -1, entry) end
+  if kept == 1 then redis.call('HDEL', stats, 'retained') else redis.call('HINCRBY', stats, 'retained', -1) end
 end
 
 -- Retention: delete the records of completed jobs, oldest entry of the
@@ -1312,6 +1625,7 @@ local function start_jobs(J, c, ids, d, o, s, out)
   local za, st, n, k, seen = {'+inf', ACTIVE_PIN}, {}, 0, #out, {}
   local started = int(now or now_ms()) -- (the jobs' start time, see the state column)
   local dz -- ZADD arguments for deadlines
+  local heads, startn = {}, tonumber(started) -- attempt -> "active <attempt> <tok> @"
   for i, id in ipairs(ids) do
     -- (an id twice in ids, which only a change behind rjq's back can do,
     -- starts once: the copies would share a token)
@@ -1320,17 +1634,32 @@ local function start_jobs(J, c, ids, d, o, s, out)
       -- a job never started is "ready 0" (no state: made before job times)
       -- and mostly has no options
       local a, max, tmo, tm = 1, DEFAULT_MAX_ATTEMPTS, nil, nil
-      if s[i] then
-        local _s, a_, _t, tm_ = state_of(s[i])
-        a, tm = a_ + 1, tm_
+      -- a ready job's state, as the scripts write it, is read with one
+      -- find (its attempts and enqueue time; state_of and times_split made
+      -- this loop 30k Redis instructions per job, 14k this way, callgrind:
+      -- bench/README.md "per-job Lua"); other values take the long way
+      local v, q, _, a_, q_
+      if s[i] then _, _, a_, q_ = string.find(s[i], '^ready (%d+) @(%d*),%d*,%d*$') end
+      if a_ then
+        a = a_ == '0' and 1 or tonumber(a_) + 1 -- (a string compare: no number parsed)
+        local h = heads[a]
+        if not h then h = 'active ' .. num(a) .. ' ' .. tok .. ' @'; heads[a] = h end
+        v = h .. q_ .. ',' .. started .. ','
+        q = a == 1 and tonumber(q_) or nil
+      elseif s[i] then
+        local _s, a2, _t, tm_ = state_of(s[i])
+        a, tm = a2 + 1, tm_
       end
       if o[i] then
         local _, m_, _b, t_, _u, h_ = parse_options(o[i])
         max, tmo = m_, t_
         if h_ then max = max_of(o[i]) end -- (with its headers: the worker reads both)
       end
-      -- (the value is made per job: its times are its own)
-      local v = 'active ' .. num(a) .. ' ' .. tok .. ' @' .. times_started(tm, started)
+      if not a_ then
+        -- (the value is made per job: its times are its own)
+        v = 'active ' .. num(a) .. ' ' .. tok .. ' @' .. times_started(tm, started)
+        q = a == 1 and tonumber((times_split(tm))) or nil
+      end
       za[2 * n + 3] = deadline; za[2 * n + 4] = id
       if tmo and deadlines then
         local ends = now + tmo
@@ -1342,8 +1671,7 @@ local function start_jobs(J, c, ids, d, o, s, out)
       out[k + 1] = id; out[k + 2] = d and d[i] or false; out[k + 3] = a; out[k + 4] = max
       -- its wait (enqueue to first start, ms; -1: a later run, or not known):
       -- the worker's history counts it (src/history.c)
-      local q = a == 1 and tonumber((times_split(tm))) or nil
-      out[k + 5] = q and math.max(started - q, 0) or -1
+      out[k + 5] = q and math.max(startn - q, 0) or -1
       hi[base + n + 1] = id
       n, k = n + 1, k + 5
     end

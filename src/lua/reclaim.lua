@@ -6,7 +6,8 @@
 -- sweep_completed), so records go away even when no completions come.
 -- KEYS (src/keys.def; bound to these locals): active, ready, prio, dead,
 --       stats, guard, completed, cols, monitored, events, push, delayed,
---       meta, deadlines, dedup, dependents, waiting, groups, deps, depsfin
+--       meta, deadlines, dedup, dependents, waiting, groups, deps, depsfin,
+--       batchend
 -- ARGV: 1 job name prefix, 2 wake channel, 3 guard ms (0: no guard),
 --       4 max jobs, 5 dead cap, 6 retention ms, 7 completed cap, 8 look
 --       (1: also say how many jobs wait), 9 jitter in [0,1) (backoff)
@@ -27,9 +28,10 @@
 -- claim when jobs wait that no doorbell announced to them; a paused queue
 -- has none for them, and 1 when this sweeper holds the guard and jobs of
 -- the queue finished with dependents not all released (depsfin), plus 2 when jobs waiting for their
--- dependencies are due for a registration again (deps_resume.lua), else
--- 0: the client then sweeps their releases, deps_due.lua, and resumes
--- their registrations).
+-- dependencies are due for a registration again (deps_resume.lua), plus 4
+-- when ended batches of the queue are past their retention (batchend),
+-- else 0: the client then sweeps their releases, deps_due.lua, resumes
+-- their registrations, and deletes those batches, batch.lua's sweep).
 local prefix, wake, guard_ms, limit, dead_max = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local retention, cap, look, jitter = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8] == '1', tonumber(ARGV[9])
 local J = columns(cols, prefix)
@@ -65,6 +67,9 @@ local function result(n)
   if n >= 0 and #typed('zset', 'ZRANGEBYSCORE', waiting, '-inf', now - DEPS_RESUME_MS, 'LIMIT', 0, 1) > 0 then
     d = d + 2
   end
+  -- (a wrongly typed batchend stops no reclaim: the batch calls refuse it)
+  local due = n >= 0 and redis.pcall('ZRANGEBYSCORE', batchend, '-inf', now, 'LIMIT', 0, 1)
+  if due and not due.err and #due > 0 then d = d + 4 end
   if redis.call('HEXISTS', meta, 'paused') == 1 then return {n, 0, d} end
   return {n, redis.call('LLEN', ready) + redis.call('ZCARD', prio) +
              typed('zset', 'ZCOUNT', delayed, '-inf', now), d}

@@ -4,7 +4,8 @@
 -- fencing token. A stale registration of the worker is dropped too.
 -- A job of a group goes back to the head of its group (its slot freed,
 -- the group offered again: GROUPS.release, GROUPS.after), not to the
--- queue's ready list, so its group's limits and order hold.
+-- queue's ready list, so its group's limits and order hold; its start
+-- leaves its group's rate log (GROUPS.unlog).
 -- KEYS (src/keys.def; bound to these locals): active, ready, prio, stats,
 --       idle, cols, monitored, events, groups
 -- ARGV: 1 job name prefix, 2 wake channel, 3 the worker's idle field ('' for
@@ -44,5 +45,6 @@ for _, b in ipairs(back) do
     hand_back(J, active, ready, prio, stats, wake, id, b[2], b[3], emit, b[4])
   end
 end
+GROUPS.unlog(groups, gdone, gc)
 if #gdone > 0 then GROUPS.after(groups, J, gdone, gc, stats) end
 return #back

@@ -25,6 +25,35 @@ try {
   check(r.status === 409 && /pending/.test(r.data && r.data.error), 'a pending batch is not deleted unforced: ' +
         r.status + ' ' + JSON.stringify(r.data));
 
+  // the listing (GET /v1/queues/{q}/batches) and the queue page's list of batches
+  r = await api('GET', '/v1/queues/bq/batches');
+  const l = r.data || {};
+  check(r.status === 200 && l.queue === 'bq' && l.batches && l.batches.length === 1 &&
+        l.batches[0].batch === 'b1' && l.batches[0].state === 'pending' && l.batches[0].total === 2 &&
+        l.batches[0].sealed === true && l.next === null, 'the listing: ' + r.status + ' ' + JSON.stringify(l));
+  r = await api('GET', '/v1/queues/bq/batches?state=completed');
+  check(r.status === 200 && r.data.batches.length === 0, 'none completed yet: ' + JSON.stringify(r.data));
+  r = await api('GET', '/v1/queues/bq/batches?state=nope');
+  check(r.status === 400, 'a bad state: 400, got ' + r.status);
+  r = await api('GET', '/v1/queues/bq/batches?after=nope');
+  check(r.status === 400, 'a bad cursor: 400, got ' + r.status);
+  await page.goto(BASE + '/#/q/bq');
+  await until('the queue page lists its batch, linked to its page', async () =>
+    (await page.getAttribute('#batch-list tr[data-batch="b1"] a', 'href')) === '#/q/bq/batch/b1');
+  check((await page.textContent('#batch-list tr[data-batch="b1"] td[data-field="finished"]')) === '0 of 2',
+    'its members finished, of its total');
+  check(!(await page.textContent('#batches')).includes('null') && (await page.$('#batches-more')) === null,
+    'one page: no "more", nothing but the list: ' + await page.textContent('#batches'));
+  check((await page.getAttribute('#batch-filter button[data-state="any"]', 'aria-pressed')) === 'true',
+    'the filter shows "any" chosen');
+  await shotShowsOn(page, 'batches-list', ['#batch-list tr[data-batch="b1"]', '#batch-filter']);
+  await page.click('#batch-filter button[data-state="completed"]');
+  await until('the completed filter lists none', async () => (await page.$('#no-batches')) !== null);
+  await page.click('#batch-filter button[data-state="any"]');
+  await until('the batch listed again', async () => (await page.$('#batch-list tr[data-batch="b1"]')) !== null);
+  await page.click('#batch-list tr[data-batch="b1"] a');
+  await until('its link opens the batch page', async () => (await page.textContent('#batchstate')) === 'pending');
+
   // a member's job page links to its batch
   await page.goto(BASE + '/#/q/mq/job/m1');
   await until('the member\'s page links to its batch', async () =>
@@ -47,6 +76,10 @@ try {
     'the bar shows the cancelled members');
   await shotShowsOn(page, 'batches-batch', ['#batchstate', '#batchinfo', '#completion li[data-on="complete"] a',
     '#batch-bar']);
+
+  r = await api('GET', '/v1/queues/bq/batches?state=completed');
+  check(r.status === 200 && r.data.batches.length === 1 && r.data.batches[0].batch === 'b1' &&
+        r.data.batches[0].cancelled === 2, 'listed completed once it ended: ' + JSON.stringify(r.data));
 
   // the completion job's page links back (its header rjq.batch)
   await page.click('#completion li[data-on="complete"] a');

@@ -3,7 +3,7 @@
 # Installed as share/bash-completion/completions/rjq; or source this file.
 
 _rjq_commands="queues processes top cluster stats shards metrics enqueue job jobs dead delete purge replay
-reclaim pause resume cancel batch limit groups group index find schedule unschedule schedules scheduler serve acl version
+reclaim pause resume cancel batch batches limit groups group index find schedule unschedule schedules scheduler serve acl version
 help"
 _rjq_global_options="-u --url -h -p -a --pass --user -n --prefix -t --tls --cacert --cacertdir
 --cacert-dir --cert --key --sni --insecure --json --help --version"
@@ -15,7 +15,7 @@ _rjq_command_values=" --after --limit --offset --interval --id --delay --priorit
 --timeout --dedup --group --weight --concurrency --rate --every --cron --utc-offset --payload --catchup --missed
 --lease --listen --queues --token-file --max-body --wait-max --max-queues --max-requests
 --max-waiting --request-timeout --queue-idle --role --log-format --on-complete --on-success --add
---job-id --await "
+--job-id --await --state "
 
 # (one line each, so that a match on " $word " finds the names at line ends)
 _rjq_global_values=${_rjq_global_values//$'\n'/ }
@@ -37,6 +37,7 @@ _rjq_command_options() {
     limit) echo --concurrency --rate --create ;;
     index) echo --drop --no-fill --create ;;
     find) echo --limit ;;
+    batches) echo --state --limit ;;
     batch) echo --create --id --on-complete --on-success --retention --add --payload --job-id --seal --await --delete --force ;;
     schedule)
         echo --every --cron --utc-offset --payload --catchup --missed --priority --attempts \
@@ -131,7 +132,7 @@ _rjq() {
         help) ((npos == 0)) && what=commands ;;
         metrics) what=queues ;;
         stats | shards | enqueue | job | jobs | dead | delete | purge | replay | reclaim | pause | resume | \
-            cancel | batch | limit | index | find | schedule | unschedule | schedules | scheduler)
+            cancel | batch | batches | limit | index | find | schedule | unschedule | schedules | scheduler)
             ((npos == 0)) && what=queues
             [[ $cmd == jobs && $npos == 1 ]] && what="ready delayed active dead cancelled completed"
             [[ $cmd == purge && $npos == 1 ]] && what="dead cancelled"

@@ -26,6 +26,10 @@
  *   POST   /v1/queues/{q}/search, GET|DELETE /v1/queues/{q}/search/{id}   (search.c)
  *   GET    /v1/queues/{q}/history?range=1h|24h|30d   the stored history (history.c)
  *   GET    /v1/queues/{q}/groups[/{g}], POST .../groups/{g}/pause, /resume   (groups.c)
+ *   GET    /v1/queues/{q}/batches[?state=&limit=&after=]   the queue's batches, newest
+ *                                          first (rjq_batch_list): "next" the next page's
+ *                                          cursor (null: the end)
+ *   GET    /v1/queues/{q}/batches/{id}, DELETE .../batches/{id}[?force=1]   one batch
  */
 #include "server.h"
 
@@ -558,6 +562,44 @@ static void on_batch(rjq_client *cl, int status, const rjq_batch_info *b, void *
     call_free(c);
 }
 
+/* GET .../batches: a page of the queue's batches, newest first. */
+static void on_batches(rjq_client *cl, int status, const rjq_batch_info *b, size_t n,
+                       const char *next, void *data) {
+    call *c = data;
+    (void)cl;
+    struct evhttp_request *req = call_reply(c, status);
+    if (req) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < n; i++)
+            json_array_append_new(
+                a, json_pack("{so ss sb sI sI sI sI so so}", "batch", json_name(b[i].id), "state",
+                             b[i].state, "sealed", b[i].sealed, "total", (json_int_t)b[i].total,
+                             "completed", (json_int_t)b[i].completed, "dead",
+                             (json_int_t)b[i].dead, "cancelled", (json_int_t)b[i].cancelled,
+                             "created_ms", json_time(b[i].created_ms), "ended_ms",
+                             json_time(b[i].ended_ms)));
+        json_t *o = a ? json_pack("{so so so}", "queue", json_name(c->q->name), "batches", a,
+                                  "next", next ? json_string(next) : json_null())
+                      : NULL;
+        if (o) reply_json(req, 200, o);
+        else reply_error(req, 503, "out of memory");
+    }
+    call_free(c);
+}
+
+static void list_batches(server *s, struct evhttp_request *req, squeue *q,
+                         const struct evkeyvalq *args) {
+    const char *st = query_get(args, "state"), *after = query_get(args, "after");
+    long long limit;
+    if (st && strcmp(st, "pending") && strcmp(st, "completed") && strcmp(st, "dead")) {
+        reply_error(req, 400, "state must be pending, completed or dead");
+        return;
+    }
+    if (query_ll(req, args, "limit", 1, 1000, JOBS_DEFAULT, &limit)) return;
+    call *c = call_new(s, req, q, "batches");
+    if (c) call_sent(c, rjq_batch_list(q->q, st, after, (long)limit, on_batches, c));
+}
+
 /* DELETE .../batches/{id}[?force=1]. */
 static void on_batch_deleted(rjq_client *cl, int status, void *data) {
     call *c = data;
@@ -840,6 +882,9 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
         } else {
             method_not_allowed(req, "GET, POST");
         }
+    } else if (g.n == 2 && strcmp(g.v[1], "batches") == 0) {
+        if (method(req, EVHTTP_REQ_GET)) list_batches(s, req, q, args);
+        else method_not_allowed(req, "GET");
     } else if (g.n == 2) {
         const char *a = g.v[1];
         long long limit = RJQ_JOBS_PAGE_MAX;

@@ -16,11 +16,10 @@
  * --metrics-groups K (default 10) of the listing, read with each stats
  * refresh (1 s) while K > 0 and /metrics was scraped within the last
  * METRICS_WANTED_S (the first scrape after a pause has no group series: a
- * second later they are there). The listing's script reads three keys per
- * group with jobs (at most 10 000 groups: gstats.lua), so a queue of many
- * groups costs Redis that much per read (tests/test_groups_wait.c prints
- * it for 10 000 groups): a queue of N > 1000 groups is read every N / 1000
- * seconds instead of every second. K only bounds what is kept and
+ * second later they are there). The listing's script reads a page of the
+ * groups' depth index (gstats.lua: its cost does not grow with the number
+ * of groups; tests/test_groups_wait.c prints it for 10 000 groups), so
+ * every queue is read every second. K only bounds what is kept and
  * written, and the label set: at most K groups per queue in /metrics.
  */
 #include "server.h"
@@ -56,9 +55,8 @@ static void on_top(rjq_client *c, int status, long long total, const rjq_group_i
     q->ngtop = n;
     q->gtotal = total;
     q->gtop_have = 1;
-    /* a listing costs Redis three reads per group: a queue of N > 1000
-     * groups is read every N / 1000 s (10 s for 10 000), not every second */
-    q->gtop_next = serve_now_s() + (total > 1000 ? (double)total / 1000.0 : 0.0);
+    /* (a listing reads a page of the depth index: every refresh) */
+    q->gtop_next = serve_now_s();
 }
 
 void groups_refresh(server *s, squeue *q) {
@@ -94,8 +92,8 @@ static void series_start(FILE *out, const char *family, const squeue *q, const s
 void groups_metrics(FILE *out, server *s, int (*listed)(const server *, const squeue *)) {
     if (s->o.metrics_groups <= 0) return;
     prom_family(out, "rjq_queue_groups", "gauge",
-                "Job groups of the queue with ready or running jobs (README \"Groups\"; of the "
-                "first 10000 groups listed), read at each refresh (1 s).");
+                "Job groups of the queue with ready or running jobs (README \"Groups\"), read "
+                "at each refresh (1 s).");
     for (squeue *q = s->queues; q; q = q->next) {
         if (!q->gtop_have || !listed(s, q)) continue;
         fprintf(out, "rjq_queue_groups{queue=\"");

@@ -479,6 +479,7 @@ function queuePage(main, name, tab, offset) {
   const procs = el('div', { class: 'qprocs', id: 'queue-processes' });
   const shards = el('div', { class: 'shards', id: 'shards' });
   const groups = el('div', { class: 'groups', id: 'groups' });
+  const batches = el('div', { class: 'batches', id: 'batches' });
   const enqueueForm = canAct() ? el('form', { class: 'enqueue', id: 'enqueue' },
     el('textarea', { name: 'payload', rows: 2, placeholder: 'payload (text or JSON)' }),
     el('label', {}, 'priority ', el('input', { name: 'priority', type: 'number', value: 0 })),
@@ -499,7 +500,7 @@ function queuePage(main, name, tab, offset) {
   const staleNote = el('p', { class: 'warning bad', id: 'queue-stale', hidden: true });
   const page = el('div', { class: 'qpage', id: 'queue-page' },
     el('p', { class: 'crumbs' }, el('a', { href: '#/' }, 'queues'), ' / ', name),
-    head, staleNote, shards, groups, charts, enqueueForm, tabs,
+    head, staleNote, shards, groups, batches, charts, enqueueForm, tabs,
     el('div', { class: 'cols' },
       el('div', { class: 'jobs' }, bulk, el('table', { class: 'ids rows' }, listHead, list), pager),
       el('div', { class: 'side' }, el('h3', {}, 'settings'), settings,
@@ -630,6 +631,7 @@ function queuePage(main, name, tab, offset) {
   // job groups (README "Groups"): the busiest (most ready jobs) with
   // their running jobs, limits and pause (GET /v1/queues/{q}/groups)
   const GROUPS_SHOWN = 10;
+  const BATCHES_SHOWN = 20;
   function drawGroups(d) {
     if (!d || !d.groups || d.groups.length === 0) { groups.replaceChildren(); return; }
     const gpath = (g, verb) => `/v1/queues/${enc(name)}/groups/${enc(g)}/${verb}`;
@@ -653,25 +655,63 @@ function queuePage(main, name, tab, offset) {
     toast(`group ${g} ${r.data.paused ? 'paused' : 'resumed'}`);
     loadGroups();
   }
-  let groupsAt = 0, groupsTimer = null, groupsTotal = 0;
+  let groupsAt = 0, groupsTimer = null;
   async function loadGroups() {
     groupsAt = Date.now();
     try {
       const d = (await api('GET', `/v1/queues/${enc(name)}/groups?limit=${GROUPS_SHOWN}`)).data;
-      groupsTotal = d.total;
       drawGroups(d);
     } catch (e) { groups.replaceChildren(); }
   }
   /* as the shard table: follows the stats every 2 s at most (a listing
-   * reads three keys per group in Redis: N > 2000 groups every N ms) */
+   * reads a page of the groups' depth index, whatever their number) */
   function groupsSoon() {
     if (groupsTimer) return;
     groupsTimer = setTimeout(() => { groupsTimer = null; loadGroups(); },
-                             Math.max(0, Math.max(2000, groupsTotal) - (Date.now() - groupsAt)));
+                             Math.max(0, 2000 - (Date.now() - groupsAt)));
+  }
+  // the queue's batches, newest first (GET /v1/queues/{q}/batches: a page
+  // of BATCHES_SHOWN, 'more' reads the next by its cursor), each a link to
+  // its batch page; hidden while the queue has none
+  let batchState = '', batchRows = [], batchNext = null;
+  function drawBatches() {
+    if (!batchRows.length && !batchState) { batches.replaceChildren(); return; }
+    const filter = el('nav', { class: 'tabs', id: 'batch-filter' }, ['', 'pending', 'completed', 'dead'].map(st =>
+      el('button', { type: 'button', class: st === batchState ? 'on' : '', 'data-state': st || 'any',
+        'aria-pressed': String(st === batchState),
+        onclick: () => { batchState = st; loadBatches(); } }, st || 'any')));
+    batches.replaceChildren(el('h3', {}, 'batches'), filter,
+      batchRows.length ? el('table', { class: 'batchlist', id: 'batch-list' },
+        el('thead', {}, el('tr', {}, ['batch', 'state', 'finished', 'completed', 'dead', 'cancelled', 'created']
+          .map(h => el('th', {}, h)))),
+        el('tbody', {}, batchRows.map(b => el('tr', { 'data-batch': b.batch },
+          el('td', {}, el('a', { href: `#/q/${enc(name)}/batch/${enc(b.batch)}` }, b.batch)),
+          el('td', {}, el('span', { class: 'badge st-' + b.state }, b.state)),
+          el('td', { class: 'num', 'data-field': 'finished' },
+            `${fmt(b.completed + b.dead + b.cancelled)} of ${fmt(b.total)}` + (b.sealed ? '' : ' (not sealed)')),
+          el('td', { class: 'num' }, fmt(b.completed)),
+          el('td', { class: 'num' }, fmt(b.dead)),
+          el('td', { class: 'num' }, fmt(b.cancelled)),
+          el('td', {}, clock(b.created_ms))))))
+        : el('p', { class: 'muted', id: 'no-batches' }, `no ${batchState} batch`),
+      ...(batchNext ? [el('button', { type: 'button', id: 'batches-more', onclick: () => loadBatches(batchNext) },
+        'more')] : []));
+  }
+  async function loadBatches(after) {
+    const qs = new URLSearchParams({ limit: BATCHES_SHOWN });
+    if (batchState) qs.set('state', batchState);
+    if (after) qs.set('after', after);
+    try {
+      const d = (await api('GET', `/v1/queues/${enc(name)}/batches?${qs}`)).data;
+      batchRows = after ? batchRows.concat(d.batches) : d.batches;
+      batchNext = d.next;
+      drawBatches();
+    } catch (e) { batches.replaceChildren(); }
   }
   async function loadHead() {
     loadSettings();
     loadGroups();
+    loadBatches();
     try {
       const r = await api('GET', `/v1/queues/${enc(name)}?shards=1`);
       state.queues.set(name, r.data);

@@ -1,0 +1,133 @@
+#!/bin/bash
+# bench/callgrind_lean.sh: Redis instructions per call of the lean pair
+# (enqueue_one.lua, complete_one.lua), one script call at a time, before
+# and after a change, with no client background (bench/README.md "The
+# lean pair's Lua").
+#
+# bench/callgrind.sh measures a whole awaited job through rjq-bench, and
+# with it the clients' clock-driven background (liveness beats, sweeps),
+# which grows with the machine's load: runs minutes apart differ by
+# 10-30%. This loads the function library of two source trees into one
+# redis-server under callgrind and sends each case as a file of commands
+# (redis-cli, one connection): N calls after N unmeasured, the counters
+# zeroed before and dumped after: no client background; two runs differ
+# by a few k (the Lua heap and string table differ with what ran before).
+#   enqueue_one of an awaited job with no worker registered (the job goes
+#     to ready: the counter, payload, state, watchers, the doorbell);
+#   complete_one of an active job with a watcher (an empty result, then
+#     a 3-byte one; no offer), less the cost of its set-up commands
+#     (HSET state, ZADD active, HSET watchers per job, measured alone).
+#
+# Usage: bench/callgrind_lean.sh [BEFORE [AFTER]]
+#   BEFORE, AFTER: git revisions of this repository (default: main, and
+#   the working tree for AFTER)
+# Environment: N (2000), CG_PORT (17751), OUT (mktemp)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+BEFORE=${1:-main}
+AFTER=${2:-}
+N=${N:-2000}
+P=${CG_PORT:-17751}
+OUT=${OUT:-$(mktemp -d /tmp/rjq-lean.XXXXXX)}
+mkdir -p "$OUT"
+
+# The function library of a tree (src/lua, src/keys.def, cmake/), as
+# cmake/embed_lua.cmake makes it, written to $2/lib.lua.
+library() {
+  local tree=$1 dir=$2
+  mkdir -p "$dir/gen"
+  local list
+  list=$(sed -n '/^set(RJQ_LUA_SCRIPTS/,/)/p' "$tree/CMakeLists.txt" | tr -d '\n' |
+         sed 's/set(RJQ_LUA_SCRIPTS//; s/)//' | tr -s ' ' ',' | sed 's/^,//; s/,$//')
+  cmake -DLUA_DIR="$tree/src/lua" -DSCRIPTS="$list" -DOUT_C="$dir/gen/rjq_scripts.c" \
+        -DOUT_H="$dir/gen/rjq_scripts.h" -DKEYS_DEF="$tree/src/keys.def" \
+        -DOUT_KEYS_H="$dir/gen/rjq_keys.h" -DOUT_KEYS_C="$dir/gen/rjq_keys.c" \
+        -P "$tree/cmake/embed_lua.cmake"
+  printf '#include <stdio.h>\n#include "rjq_scripts.h"\nint main(void) { fwrite(rjq__library, 1, rjq__library_len, stdout); return 0; }\n' > "$dir/print.c"
+  cc -I"$dir/gen" -o "$dir/print" "$dir/print.c" "$dir/gen/rjq_scripts.c"
+  "$dir/print" > "$dir/lib.lua"
+}
+mkdir -p "$OUT/b/tree" "$OUT/a"
+git -C "$root" archive "$BEFORE" CMakeLists.txt src/lua src/keys.def cmake | tar -x -C "$OUT/b/tree"
+library "$OUT/b/tree" "$OUT/b"
+if [ -n "$AFTER" ]; then
+  mkdir -p "$OUT/a/tree"
+  git -C "$root" archive "$AFTER" CMakeLists.txt src/lua src/keys.def cmake | tar -x -C "$OUT/a/tree"
+  library "$OUT/a/tree" "$OUT/a"
+else
+  library "$root" "$OUT/a"
+fi
+fb=$(grep -o 'rjq_[0-9a-f]*_' "$OUT/b/lib.lua" | head -1)
+fa=$(grep -o 'rjq_[0-9a-f]*_' "$OUT/a/lib.lua" | head -1)
+[ "$fb" != "$fa" ] || { echo "callgrind_lean.sh: the two trees have the same scripts" >&2; exit 1; }
+
+valgrind --tool=callgrind --callgrind-out-file="$OUT/redis.%p.cg" \
+  redis-server --port "$P" --bind 127.0.0.1 --save '' --appendonly no --dir "$OUT" \
+  > "$OUT/redis.log" 2>&1 &
+pid=$!
+stop() { kill "$pid" 2> /dev/null || true; wait "$pid" 2> /dev/null || true; }
+trap stop EXIT
+until redis-cli -p "$P" ping > /dev/null 2>&1; do
+  kill -0 "$pid" 2> /dev/null || { echo "callgrind_lean.sh: redis-server died: $OUT/redis.log" >&2; exit 1; }
+  sleep 0.2
+done
+redis-cli -p "$P" -x FUNCTION LOAD < "$OUT/b/lib.lua" > /dev/null
+redis-cli -p "$P" -x FUNCTION LOAD < "$OUT/a/lib.lua" > /dev/null
+
+# Instructions of one run of a command file (after one unmeasured run of
+# the same commands for other jobs: $3).
+measure() { # tag file warm-up-file
+  redis-cli -p "$P" < "$3" > /dev/null
+  callgrind_control -z "$pid" > /dev/null 2>&1
+  redis-cli -p "$P" < "$2" > /dev/null
+  callgrind_control --dump="$1" "$pid" > /dev/null 2>&1
+  local f
+  f=$(grep -l "^desc: Trigger: dump $1\$" "$OUT"/redis.$pid.cg.* | tail -1)
+  awk '/^(totals|summary):/ { print $2; exit }' "$f"
+}
+# The commands of N jobs from id $4 on: kind, function prefix, queue, first id, result
+gen() {
+  local kind=$1 fn=$2 q=$3 from=$4 res=${5:-}
+  local i
+  for i in $(seq "$from" $((from + N - 1))); do
+    case $kind in
+      enq) echo "FCALL ${fn}enqueue_one 10 {$q}:ready {$q}:prio {$q}:stats {$q}:active {$q}:idle {$q}:monitored {$q}:events {$q}:payload {$q}:state {$q}:watchers {$q}:wake {$q}:reply:c:framed t$i xxxxxxxxxxxxxxxxxx" ;;
+      setup | cmp)
+        echo "HSET {$q}:state $i \"active 1 c.w.t1 @1764000000000,1764000000000,\""
+        echo "ZADD {$q}:active 1764000030000 $i"
+        echo "HSET {$q}:watchers $i {$q}:reply:c:framed"
+        [ "$kind" = setup ] ||
+          echo "FCALL ${fn}complete_one 13 {$q}:active {$q}:completed {$q}:stats {$q}:ready {$q}:prio {$q}:idle {$q}:monitored {$q}:events {$q}:deadlines {$q}:g {$q}:state {$q}:result {$q}:watchers t:{$q}: -1 0 \"\" \"\" \"\" 0 $i \"1 c.w.t1\" $res" ;;
+    esac
+  done
+}
+per() { awk -v x="$1" -v s="${2:-0}" -v n="$N" 'BEGIN { printf "%.1fk", (x - s) / n / 1000 }'; }
+echo "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') under callgrind, $N calls per case, before $BEFORE, after ${AFTER:-the working tree}; output in $OUT"
+echo
+echo "| call | before | after |"
+echo "|---|---:|---:|"
+declare -A r
+for v in b a; do
+  fn=$fb; [ $v = a ] && fn=$fa
+  gen enq "$fn" "q$v" 1 > "$OUT/enq1_$v.txt"
+  gen enq "$fn" "q$v" $((N + 1)) > "$OUT/enq2_$v.txt"
+  r[$v]=$(per "$(measure "enq$v" "$OUT/enq2_$v.txt" "$OUT/enq1_$v.txt")")
+done
+echo "| enqueue_one, awaited, no worker (the job to ready) | ${r[b]} | ${r[a]} |"
+k=0
+for res in '""' xyz; do
+  k=$((k + 1))
+  for v in b a; do
+    fn=$fb; [ $v = a ] && fn=$fa
+    q=c$k$v
+    gen setup "$fn" "$q" 1 > "$OUT/s1_$q.txt"
+    gen setup "$fn" "$q" $((N + 1)) > "$OUT/s2_$q.txt"
+    gen cmp "$fn" "$q" $((2 * N + 1)) "$res" > "$OUT/c1_$q.txt"
+    gen cmp "$fn" "$q" $((3 * N + 1)) "$res" > "$OUT/c2_$q.txt"
+    s=$(measure "s$q" "$OUT/s2_$q.txt" "$OUT/s1_$q.txt")
+    c=$(measure "c$q" "$OUT/c2_$q.txt" "$OUT/c1_$q.txt")
+    r[$v]=$(per "$c" "$s")
+  done
+  echo "| complete_one, an active job with a watcher, result $res (less its set-up) | ${r[b]} | ${r[a]} |"
+done

@@ -112,10 +112,11 @@ void quiet_for(struct event_base *base, long ms, const char *why) {
  * rjq_testlib without the harness's main, pg_cluster, links without it) */
 redisReply *server_fcall(redisContext *rc, int s, const char *q, const char **args, size_t n) {
     layout_keys lk;
-    const char *argv[64];
+    const char *argv[160];
     argv[0] = "FCALL";
     argv[1] = rjq__scripts[s].function;
     int k = layout_script_keys(&lk, s, "t", q, argv, 2);
+    ASSERT(n <= sizeof argv / sizeof *argv - (size_t)k);
     for (size_t i = 0; i < n; i++) argv[k++] = args[i];
     redisReply *r = redisCommandArgv(rc, k, argv, NULL);
     ASSERT(r != NULL && r->type != REDIS_REPLY_ERROR);

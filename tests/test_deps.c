@@ -610,11 +610,12 @@ static redisReply *complete_fcall(redisContext *rc, const char *q, const char *c
                                   size_t n) {
     char prefix[48];
     snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
-    const char *args[32] = {prefix, "-1", "0", "0", "0"};
-    size_t k = 5;
-    for (size_t i = 0; i < n && k + 3 <= 32; i++) {
+    char count[24];
+    snprintf(count, sizeof count, "%zu", n);
+    const char *args[32] = {prefix, "-1", "0", "0", "0", "1 tok", count}; /* (one run: one tail) */
+    size_t k = 7;
+    for (size_t i = 0; i < n && k + 2 <= 32; i++) {
         args[k++] = ids[i];
-        args[k++] = "1 tok";
         args[k++] = "r";
     }
     return server_fcall(rc, RJQ__S_COMPLETE, q, args, k);

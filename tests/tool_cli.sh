@@ -854,6 +854,14 @@ run help
 expect_ok
 COMMANDS=$(sed -n '/^commands:$/,/^$/p' "$DIR/out" | awk 'NF > 1 {print $1}')
 check; [ "$(echo "$COMMANDS" | wc -l)" -ge 20 ] || fail "rjq help lists the commands"
+# help_lists_every_command: each command of tools/rjq.c's table is in the list
+# (shards, batches, groups and group were missing)
+TABLE=$(sed -n '/^} commands\[\] = {$/,/^};$/p' "$(dirname "${BASH_SOURCE[0]}")/../tools/rjq.c" |
+        grep -o '{"[a-z]*", cmd_' | cut -d'"' -f2)
+check; [ "$(echo "$TABLE" | wc -l)" -ge 20 ] || fail "tools/rjq.c's command table read"
+for c in $TABLE; do
+    echo "$COMMANDS" | grep -qx "$c" || fail "rjq help lists the command $c"
+done
 for c in $COMMANDS; do
     run help "$c"
     expect_ok

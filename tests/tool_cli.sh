@@ -410,8 +410,13 @@ run batches bq --state nope
 expect_rc 2
 run batch bq b3 --delete --force
 expect_ok
+# batch_not_found_says_batch: not rjq_strerror's "no such job"
 run batch bq nope
 expect_rc 1
+expect_err_has "rjq: batch: no such batch"
+run batch bq nope --seal
+expect_rc 1
+expect_err_has "rjq: batch: no such batch"
 run batch bq b1 --add bm
 expect_rc 2
 # deleted: a pending one only with --force
@@ -420,6 +425,7 @@ expect_ok
 run batch bq b2 --delete
 expect_rc 1
 expect_err_has "pending"
+expect_err_has "the batch is not in a state"
 run batch bq b2 --force
 expect_rc 2
 run batch bq b2 --delete --force
@@ -469,6 +475,11 @@ expect_err_has "--after-policy: 'maybe' is none of fail, run, ignore"
 run enqueue depb three --after-policy run
 expect_rc 2
 expect_err_has "--after-policy needs --after"
+# after_with_group_is_a_usage_error: not the library's "invalid job options
+# (delay, priority, ...)"
+run enqueue depb three --after depa:a1 --group g1
+expect_rc 2
+expect_err_has "--after cannot be used with --group"
 run cancel depa a1
 expect_ok
 run job depb b1
@@ -1206,6 +1217,15 @@ expect_ok
 run groups sq acme
 expect_ok
 expect_out "$(printf 'groups 1\nacme depth 2 active 0 concurrency 2 paused')"
+# group_without_option_keeps_pause: back to the defaults' settings, still paused
+run group sq acme
+expect_ok
+run groups sq acme
+expect_out "$(printf 'groups 1\nacme depth 2 active 0 concurrency 2 paused')"
+# group_bad_name_says_why: not a bare "invalid argument"
+run group sq 'bad name' --concurrency 1
+expect_rc 1
+expect_err_has "1..64 bytes of [A-Za-z0-9_.:@-]"
 check; [ "$(redis-cli -p "$PORT" --scan --pattern 'rjq:{sq~*}:g:r:acme' | wc -l)" -eq 1 ] \
     || fail "group acme's jobs on more than one shard"
 run shards sq 0

@@ -250,7 +250,8 @@ static const cmdhelp cmds[] = {
     {"group", "group QUEUE GROUP [--concurrency N] [--weight N] [--rate N[/MS]] [--max-waiting N] "
               "[--pause|--resume]",
      "Set a job group's settings; GROUP '*' sets the defaults of every group (a\n"
-     "group's own settings override them). Without an option: back to the defaults.\n"
+     "group's own settings override them). Without an option: back to the defaults\n"
+     "(a paused group stays paused: --resume).\n"
      "\n"
      "  --concurrency N  at most N of its jobs running at once, across all workers\n"
      "                   (0: none)\n"

@@ -152,12 +152,22 @@ static void display_url(const cli *t, char *out, size_t size) {
 
 /* ---- errors --------------------------------------------------------------- */
 
+/* A code's text; rjq batch's not-found and state errors are about the
+ * batch, not a job (rjq_strerror's "no such job"). */
+static const char *code_text(const cli *t, int code) {
+    if (t->what && strcmp(t->what, "batch") == 0) {
+        if (code == RJQ_ENOTFOUND) return "no such batch";
+        if (code == RJQ_ESTATE) return "the batch is not in a state that allows this";
+    }
+    return rjq_strerror(code);
+}
+
 static void report(cli *t, int code, const char *detail) {
     t->failed = 1;
     if (detail && detail[0])
-        fprintf(stderr, "rjq: %s: %s (%s)\n", t->what, rjq_strerror(code), detail);
+        fprintf(stderr, "rjq: %s: %s (%s)\n", t->what, code_text(t, code), detail);
     else
-        fprintf(stderr, "rjq: %s: %s\n", t->what, rjq_strerror(code));
+        fprintf(stderr, "rjq: %s: %s\n", t->what, code_text(t, code));
 }
 
 /* Report an error code with the client's detail; a request that failed
@@ -816,6 +826,7 @@ static int cmd_enqueue(cli *t, int argc, char **argv) {
     if (from_stdin && after) return usage_error("%s cannot be used with stdin payloads", "--after");
     if (policy && after == NULL) return usage_error("%s needs --after", "--after-policy");
     if (after && debounce) return usage_error("%s cannot be used with --debounce", "--after");
+    if (after && group) return usage_error("%s cannot be used with --group", "--after");
     int pol = RJQ_AFTER_FAIL;
     if (policy && after_policy_parse(policy, &pol) != 0)
         return usage_error("--after-policy: '%s' is none of fail, run, ignore", policy);

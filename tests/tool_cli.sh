@@ -1165,6 +1165,8 @@ check; [ "$(grep -o '"ready":[0-9]*' "$DIR/out" | tail -3 | awk -F: '{s += $2} E
 run shards sq 4
 expect_rc 1
 expect_err_has "changes only while it is empty"
+# shards_busy_says_the_count: not rjq_strerror's "already in progress"
+expect_err_has "rjq: shards: the shard count cannot change now"
 # whole-queue calls act on every shard, calls by id on the id's shard
 run pause sq
 expect_ok

@@ -153,12 +153,15 @@ static void display_url(const cli *t, char *out, size_t size) {
 /* ---- errors --------------------------------------------------------------- */
 
 /* A code's text; rjq batch's not-found and state errors are about the
- * batch, not a job (rjq_strerror's "no such job"). */
+ * batch, not a job (rjq_strerror's "no such job"), rjq shards' EBUSY about
+ * the count. */
 static const char *code_text(const cli *t, int code) {
     if (t->what && strcmp(t->what, "batch") == 0) {
         if (code == RJQ_ENOTFOUND) return "no such batch";
         if (code == RJQ_ESTATE) return "the batch is not in a state that allows this";
     }
+    if (t->what && strcmp(t->what, "shards") == 0 && code == RJQ_EBUSY)
+        return "the shard count cannot change now"; /* (not "already in progress") */
     return rjq_strerror(code);
 }
 

@@ -1141,6 +1141,12 @@ expect_out "$(printf 'shards 3\nshard sq~0-0\nshard sq~1-0\nshard sq~2-0')"
 run shards sq --json
 expect_ok
 expect_out '{"shards":3,"names":["sq~0-0","sq~1-0","sq~2-0"]}'
+# stats_of_a_declared_empty_sharded_queue: zeros and its shard count, not
+# "does not exist"
+run stats sq
+expect_ok
+expect_line "ready 0"
+expect_line "shards 3"
 for i in 1 2 3 4 5 6; do run enqueue sq "job $i" --id "sid-$i"; expect_ok; done
 run enqueue sq anonymous
 expect_ok

@@ -562,7 +562,7 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) 
     if (t->shard_name) {
         if (t->json) printf("{\"shard\":\"%s\"", t->shard_name);
         else printf("shard %s\n", t->shard_name);
-    } else if (!s->exists) {
+    } else if (!s->exists && rjq_queue_count_shards(t->q) <= 1) { /* (declared shards: it exists) */
         t->failed = 1;
         fprintf(stderr, "rjq: %s: queue '%s' does not exist (nothing of it is in Redis)\n",
                 t->what, rjq_queue_get_name(t->q));

@@ -390,6 +390,13 @@ expect_line "cancelled 2"
 run jobs bq ready
 expect_line "batch:b1:complete"
 expect_line "batch:b1:success"
+# job_shows_its_headers: a completion job's rjq.batch headers
+run job bq batch:b1:complete
+expect_ok
+expect_line "header rjq.batch b1"
+expect_line "header rjq.batch.on complete"
+run job bq batch:b1:complete --json
+expect_out_re '"headers":\{[^}]*"rjq.batch":"b1"'
 # listed: newest first, by state, limited
 run batch bq --create --id b3
 expect_ok

@@ -159,8 +159,9 @@ static const cmdhelp cmds[] = {
      "                 with its own limits (rjq group); not with stdin payloads\n",
      "rjq enqueue orders '{\"order\":42}' --id order-42 --attempts 3"},
     {"job", "job QUEUE ID [--json]",
-     "A job's state, attempts, payload, result, error and times. At a terminal, control\n"
-     "characters and bytes that are not UTF-8 are shown escaped (\\n, \\xNN, \\\\).\n"
+     "A job's state, attempts, payload, result, error, times and headers (\"header KEY\n"
+     "VALUE\" lines). At a terminal, control characters and bytes that are not UTF-8\n"
+     "are shown escaped (\\n, \\xNN, \\\\).\n"
      "\n"
      "  --json         one JSON object\n",
      "rjq job orders order-42"},

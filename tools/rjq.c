@@ -1052,6 +1052,28 @@ static void on_job(rjq_client *c, int status, const rjq_job_info *j, void *data)
     print_time(t, "enqueued_ms", j->enqueued_ms);
     print_time(t, "started_ms", j->started_ms);
     print_time(t, "ended_ms", j->ended_ms);
+    /* its headers (a batch's completion job's rjq.batch...): a "header KEY
+     * VALUE" line each, "headers":{...} in JSON; none: nothing, as before */
+    if (j->headers && j->nheaders) {
+        if (t->json) fputs(",\"headers\":{", stdout);
+        for (size_t i = 0; i < j->nheaders; i++) {
+            const char *k = j->headers[i].key ? j->headers[i].key : "";
+            const char *v = j->headers[i].value ? j->headers[i].value : "";
+            if (t->json) {
+                if (i) putchar(',');
+                print_json_string(k, strlen(k));
+                putchar(':');
+                print_json_string(v, strlen(v));
+            } else {
+                fputs("header ", stdout);
+                print_bytes(t, k, strlen(k));
+                putchar(' ');
+                print_bytes(t, v, strlen(v));
+                putchar('\n');
+            }
+        }
+        if (t->json) putchar('}');
+    }
     end_object(t);
 }
 

@@ -219,6 +219,7 @@ static const cmdhelp cmds[] = {
      "  --on-complete P   the payload of its job enqueued in QUEUE when it ends\n"
      "  --on-success P    the same, only when no member died\n"
      "  --add MQUEUE      enqueue a member into MQUEUE with --payload P (prints its id)\n"
+     "  --job-id J        with --add: the member's job id (else the server numbers it)\n"
      "  --seal            no more members: it ends once every member finished\n"
      "  --await MS        wait up to MS ms for it to end, then print it\n"
      "  --retention MS    keep it MS ms once it ended (default 86400000, 24 h; -1: until\n"

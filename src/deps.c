@@ -834,6 +834,10 @@ rjq_dep *rjq__deps_dup(const rjq_dep *a, size_t n) {
 }
 
 int rjq__deps_check(rjq_client *c, const rjq_job_options *o) {
+    if (o->group != NULL && o->after != NULL) {
+        rjq__errmsg(c, "enqueue: a job with dependencies takes no group (rjq_job_options.group)");
+        return RJQ_EINVAL;
+    }
     if (o->after == NULL || o->n_after == 0 || o->n_after > RJQ_AFTER_MAX || o->debounce ||
         o->after_policy < RJQ_AFTER_FAIL || o->after_policy > RJQ_AFTER_IGNORE ||
         (o->id != NULL && !rjq__valid_job_id(o->id))) {

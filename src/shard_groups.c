@@ -195,7 +195,12 @@ static int run(rjq_queue *q, const pending *p) {
 }
 
 static int call(rjq_queue *q, const pending *p) {
-    if (q == NULL || (p->group && !rjq__valid_group_name(p->group))) return RJQ_EINVAL;
+    if (q == NULL) return RJQ_EINVAL;
+    if (p->group && !rjq__valid_group_name(p->group)) {
+        rjq__errmsg(rjq_queue_get_client(q), "group '%.80s': a group is 1..%d bytes of "
+                    "[A-Za-z0-9_.:@-]", p->group, RJQ_GROUP_NAME_MAX);
+        return RJQ_EINVAL;
+    }
     if (rjq__queue_learning(q)) {
         if (!rjq__accepting(rjq_queue_get_client(q))) return RJQ_ECLOSED;
         return hold(q, p);

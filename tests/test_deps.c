@@ -424,6 +424,12 @@ TEST(bad_dependencies_are_refused_with_nothing_written) {
     o.debounce = 1;
     ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "p", 1, &o, on_enqueue_wait, NULL));
     o.debounce = 0;
+    /* a group with dependencies: the message says so (it named "delay,
+     * priority, attempts, backoff or timeout": after_with_group_names_the_group) */
+    o.group = "g";
+    ASSERT_EQ(RJQ_EINVAL, rjq_enqueue(e.q, "p", 1, &o, on_enqueue_wait, NULL));
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "no group") != NULL);
+    o.group = NULL;
     /* a batch item with dependencies */
     rjq_enqueue_item it = RJQ_ENQUEUE_ITEM_INIT;
     it.payload = "p";

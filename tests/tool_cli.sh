@@ -390,6 +390,13 @@ expect_line "cancelled 2"
 run jobs bq ready
 expect_line "batch:b1:complete"
 expect_line "batch:b1:success"
+# job_shows_its_headers: a completion job's rjq.batch headers
+run job bq batch:b1:complete
+expect_ok
+expect_line "header rjq.batch b1"
+expect_line "header rjq.batch.on complete"
+run job bq batch:b1:complete --json
+expect_out_re '"headers":\{[^}]*"rjq.batch":"b1"'
 # listed: newest first, by state, limited
 run batch bq --create --id b3
 expect_ok
@@ -410,8 +417,13 @@ run batches bq --state nope
 expect_rc 2
 run batch bq b3 --delete --force
 expect_ok
+# batch_not_found_says_batch: not rjq_strerror's "no such job"
 run batch bq nope
 expect_rc 1
+expect_err_has "rjq: batch: no such batch"
+run batch bq nope --seal
+expect_rc 1
+expect_err_has "rjq: batch: no such batch"
 run batch bq b1 --add bm
 expect_rc 2
 # deleted: a pending one only with --force
@@ -420,6 +432,7 @@ expect_ok
 run batch bq b2 --delete
 expect_rc 1
 expect_err_has "pending"
+expect_err_has "the batch is not in a state"
 run batch bq b2 --force
 expect_rc 2
 run batch bq b2 --delete --force
@@ -469,6 +482,11 @@ expect_err_has "--after-policy: 'maybe' is none of fail, run, ignore"
 run enqueue depb three --after-policy run
 expect_rc 2
 expect_err_has "--after-policy needs --after"
+# after_with_group_is_a_usage_error: not the library's "invalid job options
+# (delay, priority, ...)"
+run enqueue depb three --after depa:a1 --group g1
+expect_rc 2
+expect_err_has "--after cannot be used with --group"
 run cancel depa a1
 expect_ok
 run job depb b1
@@ -854,6 +872,14 @@ run help
 expect_ok
 COMMANDS=$(sed -n '/^commands:$/,/^$/p' "$DIR/out" | awk 'NF > 1 {print $1}')
 check; [ "$(echo "$COMMANDS" | wc -l)" -ge 20 ] || fail "rjq help lists the commands"
+# help_lists_every_command: each command of tools/rjq.c's table is in the list
+# (shards, batches, groups and group were missing)
+TABLE=$(sed -n '/^} commands\[\] = {$/,/^};$/p' "$(dirname "${BASH_SOURCE[0]}")/../tools/rjq.c" |
+        grep -o '{"[a-z]*", cmd_' | cut -d'"' -f2)
+check; [ "$(echo "$TABLE" | wc -l)" -ge 20 ] || fail "tools/rjq.c's command table read"
+for c in $TABLE; do
+    echo "$COMMANDS" | grep -qx "$c" || fail "rjq help lists the command $c"
+done
 for c in $COMMANDS; do
     run help "$c"
     expect_ok
@@ -1122,6 +1148,12 @@ expect_out "$(printf 'shards 3\nshard sq~0-0\nshard sq~1-0\nshard sq~2-0')"
 run shards sq --json
 expect_ok
 expect_out '{"shards":3,"names":["sq~0-0","sq~1-0","sq~2-0"]}'
+# stats_of_a_declared_empty_sharded_queue: zeros and its shard count, not
+# "does not exist"
+run stats sq
+expect_ok
+expect_line "ready 0"
+expect_line "shards 3"
 for i in 1 2 3 4 5 6; do run enqueue sq "job $i" --id "sid-$i"; expect_ok; done
 run enqueue sq anonymous
 expect_ok
@@ -1146,6 +1178,8 @@ check; [ "$(grep -o '"ready":[0-9]*' "$DIR/out" | tail -3 | awk -F: '{s += $2} E
 run shards sq 4
 expect_rc 1
 expect_err_has "changes only while it is empty"
+# shards_busy_says_the_count: not rjq_strerror's "already in progress"
+expect_err_has "rjq: shards: the shard count cannot change now"
 # whole-queue calls act on every shard, calls by id on the id's shard
 run pause sq
 expect_ok
@@ -1198,6 +1232,15 @@ expect_ok
 run groups sq acme
 expect_ok
 expect_out "$(printf 'groups 1\nacme depth 2 active 0 concurrency 2 paused')"
+# group_without_option_keeps_pause: back to the defaults' settings, still paused
+run group sq acme
+expect_ok
+run groups sq acme
+expect_out "$(printf 'groups 1\nacme depth 2 active 0 concurrency 2 paused')"
+# group_bad_name_says_why: not a bare "invalid argument"
+run group sq 'bad name' --concurrency 1
+expect_rc 1
+expect_err_has "1..64 bytes of [A-Za-z0-9_.:@-]"
 check; [ "$(redis-cli -p "$PORT" --scan --pattern 'rjq:{sq~*}:g:r:acme' | wc -l)" -eq 1 ] \
     || fail "group acme's jobs on more than one shard"
 run shards sq 0

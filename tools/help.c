@@ -42,6 +42,7 @@ static const char overview[] =
     "  top          a live view of every queue\n"
     "  cluster      each master: its slots, replicas, queues and share of the work\n"
     "  stats        a queue's counters and depths\n"
+    "  shards       declare a queue's shard count; its shards\n"
     "  metrics      queues' counters and depths in Prometheus' text format\n"
     "  enqueue      enqueue a job, or one per stdin line\n"
     "  job          a job's state, attempts, payload, result, error\n"
@@ -55,7 +56,10 @@ static const char overview[] =
     "  resume       start jobs again\n"
     "  cancel       end a job for good\n"
     "  batch        make, fill, seal, read, await or delete a batch of jobs\n"
+    "  batches      list a queue's batches\n"
     "  limit        a queue's concurrency and rate limits\n"
+    "  groups       a queue's job groups, deepest first\n"
+    "  group        set a job group's limits, weight, pause\n"
     "  index        declare the JSON fields a queue indexes; its coverage\n"
     "  find         the jobs whose indexed field has a value\n"
     "  schedule     set a repeatable or cron job\n"
@@ -155,8 +159,9 @@ static const cmdhelp cmds[] = {
      "                 with its own limits (rjq group); not with stdin payloads\n",
      "rjq enqueue orders '{\"order\":42}' --id order-42 --attempts 3"},
     {"job", "job QUEUE ID [--json]",
-     "A job's state, attempts, payload, result, error and times. At a terminal, control\n"
-     "characters and bytes that are not UTF-8 are shown escaped (\\n, \\xNN, \\\\).\n"
+     "A job's state, attempts, payload, result, error, times and headers (\"header KEY\n"
+     "VALUE\" lines). At a terminal, control characters and bytes that are not UTF-8\n"
+     "are shown escaped (\\n, \\xNN, \\\\).\n"
      "\n"
      "  --json         one JSON object\n",
      "rjq job orders order-42"},
@@ -214,6 +219,7 @@ static const cmdhelp cmds[] = {
      "  --on-complete P   the payload of its job enqueued in QUEUE when it ends\n"
      "  --on-success P    the same, only when no member died\n"
      "  --add MQUEUE      enqueue a member into MQUEUE with --payload P (prints its id)\n"
+     "  --job-id J        with --add: the member's job id (else the server numbers it)\n"
      "  --seal            no more members: it ends once every member finished\n"
      "  --await MS        wait up to MS ms for it to end, then print it\n"
      "  --retention MS    keep it MS ms once it ended (default 86400000, 24 h; -1: until\n"
@@ -246,7 +252,8 @@ static const cmdhelp cmds[] = {
     {"group", "group QUEUE GROUP [--concurrency N] [--weight N] [--rate N[/MS]] [--max-waiting N] "
               "[--pause|--resume]",
      "Set a job group's settings; GROUP '*' sets the defaults of every group (a\n"
-     "group's own settings override them). Without an option: back to the defaults.\n"
+     "group's own settings override them). Without an option: back to the defaults\n"
+     "(a paused group stays paused: --resume).\n"
      "\n"
      "  --concurrency N  at most N of its jobs running at once, across all workers\n"
      "                   (0: none)\n"

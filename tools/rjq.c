@@ -152,12 +152,25 @@ static void display_url(const cli *t, char *out, size_t size) {
 
 /* ---- errors --------------------------------------------------------------- */
 
+/* A code's text; rjq batch's not-found and state errors are about the
+ * batch, not a job (rjq_strerror's "no such job"), rjq shards' EBUSY about
+ * the count. */
+static const char *code_text(const cli *t, int code) {
+    if (t->what && strcmp(t->what, "batch") == 0) {
+        if (code == RJQ_ENOTFOUND) return "no such batch";
+        if (code == RJQ_ESTATE) return "the batch is not in a state that allows this";
+    }
+    if (t->what && strcmp(t->what, "shards") == 0 && code == RJQ_EBUSY)
+        return "the shard count cannot change now"; /* (not "already in progress") */
+    return rjq_strerror(code);
+}
+
 static void report(cli *t, int code, const char *detail) {
     t->failed = 1;
     if (detail && detail[0])
-        fprintf(stderr, "rjq: %s: %s (%s)\n", t->what, rjq_strerror(code), detail);
+        fprintf(stderr, "rjq: %s: %s (%s)\n", t->what, code_text(t, code), detail);
     else
-        fprintf(stderr, "rjq: %s: %s\n", t->what, rjq_strerror(code));
+        fprintf(stderr, "rjq: %s: %s\n", t->what, code_text(t, code));
 }
 
 /* Report an error code with the client's detail; a request that failed
@@ -549,7 +562,7 @@ static void on_stats(rjq_client *c, int status, const rjq_stats *s, void *data) 
     if (t->shard_name) {
         if (t->json) printf("{\"shard\":\"%s\"", t->shard_name);
         else printf("shard %s\n", t->shard_name);
-    } else if (!s->exists) {
+    } else if (!s->exists && rjq_queue_count_shards(t->q) <= 1) { /* (declared shards: it exists) */
         t->failed = 1;
         fprintf(stderr, "rjq: %s: queue '%s' does not exist (nothing of it is in Redis)\n",
                 t->what, rjq_queue_get_name(t->q));
@@ -816,6 +829,7 @@ static int cmd_enqueue(cli *t, int argc, char **argv) {
     if (from_stdin && after) return usage_error("%s cannot be used with stdin payloads", "--after");
     if (policy && after == NULL) return usage_error("%s needs --after", "--after-policy");
     if (after && debounce) return usage_error("%s cannot be used with --debounce", "--after");
+    if (after && group) return usage_error("%s cannot be used with --group", "--after");
     int pol = RJQ_AFTER_FAIL;
     if (policy && after_policy_parse(policy, &pol) != 0)
         return usage_error("--after-policy: '%s' is none of fail, run, ignore", policy);
@@ -1038,6 +1052,28 @@ static void on_job(rjq_client *c, int status, const rjq_job_info *j, void *data)
     print_time(t, "enqueued_ms", j->enqueued_ms);
     print_time(t, "started_ms", j->started_ms);
     print_time(t, "ended_ms", j->ended_ms);
+    /* its headers (a batch's completion job's rjq.batch...): a "header KEY
+     * VALUE" line each, "headers":{...} in JSON; none: nothing, as before */
+    if (j->headers && j->nheaders) {
+        if (t->json) fputs(",\"headers\":{", stdout);
+        for (size_t i = 0; i < j->nheaders; i++) {
+            const char *k = j->headers[i].key ? j->headers[i].key : "";
+            const char *v = j->headers[i].value ? j->headers[i].value : "";
+            if (t->json) {
+                if (i) putchar(',');
+                print_json_string(k, strlen(k));
+                putchar(':');
+                print_json_string(v, strlen(v));
+            } else {
+                fputs("header ", stdout);
+                print_bytes(t, k, strlen(k));
+                putchar(' ');
+                print_bytes(t, v, strlen(v));
+                putchar('\n');
+            }
+        }
+        if (t->json) putchar('}');
+    }
     end_object(t);
 }
 

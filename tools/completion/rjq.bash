@@ -15,7 +15,7 @@ _rjq_command_values=" --after --limit --offset --interval --id --delay --priorit
 --timeout --dedup --group --weight --concurrency --rate --every --cron --utc-offset --payload --catchup --missed
 --lease --listen --queues --token-file --max-body --wait-max --max-queues --max-requests
 --max-waiting --request-timeout --queue-idle --role --log-format --on-complete --on-success --add
---job-id --await --state "
+--job-id --await --state --retention --after-policy --metrics-groups "
 
 # (one line each, so that a match on " $word " finds the names at line ends)
 _rjq_global_values=${_rjq_global_values//$'\n'/ }
@@ -29,7 +29,7 @@ _rjq_command_options() {
     top | cluster) echo --interval ;;
     enqueue) echo --id --delay --priority --attempts --timeout --dedup --debounce --after --after-policy --group ;;
     groups) echo --limit ;;
-    group) echo --concurrency --weight --pause --resume ;;
+    group) echo --concurrency --weight --rate --max-waiting --pause --resume ;;
     purge) echo --yes ;;
     replay) echo --all --limit ;;
     pause | resume) echo --create ;;

@@ -5,7 +5,8 @@
 # the queue page lists its batches (by state), each linked to its page; a
 # member's job page links to its batch; the batch page shows its state, counts and completion jobs
 # and follows the batch to its end (its members cancelled through the API);
-# a completion job's page links back. Screenshot, checked for the elements
+# a completion job's page links back; a refresh of the queue page keeps the
+# batches "more" added. Screenshot, checked for the elements
 # it must show: <build>/artifacts/batches-batch.png, batches-list.png.
 # Skipped (with the reason) only where chromium or npm cannot be installed.
 set -u
@@ -30,6 +31,8 @@ serve_setup dashboard-batches
 "$RJQ" --prefix db batch bq b1 --add mq --payload one --job-id m1 >/dev/null || exit 1
 "$RJQ" --prefix db batch bq b1 --add mq --payload two --job-id m2 >/dev/null || exit 1
 "$RJQ" --prefix db batch bq b1 --seal >/dev/null || exit 1
+# queue pq: 25 batches, more than the queue page's page of 20
+for i in $(seq -w 1 25); do "$RJQ" --prefix db batch pq --create --id "p$i" >/dev/null || exit 1; done
 start_serve ba
 cp "$SRC/tests/dashboard/batches.mjs" "$PW/batches.mjs" # resolves playwright-core from $PW
 BASE=$BASE CHROMIUM=$CHROMIUM ART=$ART timeout 120 node "$PW/batches.mjs"

@@ -1361,6 +1361,32 @@ TEST(the_visit_says_when_an_ended_batch_is_due_and_a_wrongly_typed_batchend_stop
     env_stop(&e);
 }
 
+/* A queue that never had a batch pays nothing for them on its periodic
+ * visit: its one EXISTS (depsfin, batchend) finds neither key, and
+ * batchend is not read; once the key exists, its first entry is read. */
+TEST(the_visit_of_a_queue_that_never_had_a_batch_reads_no_batch_key) {
+    test_env e;
+    env_start(&e, "bx");
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    ASSERT_EQ(0, visit_flags(e.rc, "bx"));
+    long long ranges = server_calls(e.rc, "zrangebyscore");
+    ASSERT_EQ(1, server_calls(e.rc, "exists"));
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{bx}:batchend 99999999999999 later"));
+    freeReplyObject(server_cmd(e.rc, "CONFIG RESETSTAT"));
+    ASSERT_EQ(0, visit_flags(e.rc, "bx"));
+    ASSERT_EQ(ranges + 1, server_calls(e.rc, "zrangebyscore")); /* (batchend's first entry) */
+    ASSERT_EQ(1, server_calls(e.rc, "exists"));
+    /* depsfin there, batchend not: the sweep of releases is said, no batch */
+    freeReplyObject(server_cmd(e.rc, "DEL t:{bx}:batchend"));
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{bx}:depsfin 1 j"));
+    ASSERT_EQ(1, visit_flags(e.rc, "bx"));
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{bx}:batchend 1 due"));
+    ASSERT_EQ(5, visit_flags(e.rc, "bx"));
+    freeReplyObject(server_cmd(e.rc, "DEL t:{bx}:depsfin"));
+    ASSERT_EQ(4, visit_flags(e.rc, "bx"));
+    env_stop(&e);
+}
+
 /* A batch made by an rjq older than the listing's index (none of its
  * entries) is listed in no state, also once it ended, and ends as before. */
 TEST(a_batch_made_before_the_listing_index_is_listed_in_no_state_and_ends_as_before) {

@@ -601,6 +601,23 @@ TEST(listing_groups_only_reads_and_the_completion_that_empties_a_group_unlists_i
     env_stop(&e);
 }
 
+/* A group left in g:busy (the listing's "running only" index) with no
+ * running count in g:act (its stale slot members dropped, GROUPS.active,
+ * before any tidy) is neither listed, as running 0, nor counted in the
+ * total; the listing writes nothing (a monitor user runs it). */
+TEST(listing_groups_skips_a_busy_entry_with_nothing_running_and_leaves_it) {
+    test_env e;
+    env_start(&e, "gb");
+    ASSERT_OK(enqueue_in(&e, e.q, "x", "deep", 0).status);
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{gb}:g:busy 0 ghost")); /* (nothing in g:act) */
+    groups_wait l = groups_of(&e, NULL);
+    ASSERT_EQ(1, l.total);
+    ASSERT_EQ(1, l.n);
+    ASSERT_STREQ("deep", l.name[0]);
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{gb}:g:busy")); /* (not written) */
+    env_stop(&e);
+}
+
 static void on_done_status(rjq_client *c, int status, void *data) {
     (void)c;
     int *d = data;

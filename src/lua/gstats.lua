@@ -3,8 +3,8 @@
 -- the depth index G..'depth' (the groups with ready ids, kept by the
 -- writers: GROUPS.deepen, GROUPS.taken), then of G..'busy' (the groups
 -- with running jobs only, by name; GROUPS.busy, GROUPS.tidy): O(K log n)
--- for K rows, and one HMGET of their running counts (g:act), whatever the
--- number of groups. It only reads (a monitor user runs it).
+-- for K rows, and one HMGET of their running counts (g:act; one more for
+-- a page reaching G..'busy'), whatever the number of groups. It only reads (a monitor user runs it).
 -- KEYS (src/keys.def; bound to these locals): groups
 -- ARGV: 1 offset, 2 count (1..1000), 3 one group's name ('' = the list)
 -- Returns { groups with jobs (ready or running), then 9 per group:
@@ -29,11 +29,17 @@ else
       rows[#rows + 1] = {g, math.max(-tonumber(page[i + 1]), 0), 0}
     end
   end
-  -- then the groups with running jobs only, by name
+  -- then the groups with running jobs only, by name; one whose running
+  -- count in g:act is 0 is not shown nor counted (its ids left active by a
+  -- path that left it in G..'busy' until its next tidy: GROUPS.active
+  -- dropped its stale slot members; this script only reads, the total is
+  -- corrected for the entries of the page read)
   local from = math.max(offset - nd, 0)
   if #rows < count and from < nb then
-    for _, g in ipairs(redis.call('ZRANGE', busy, from, from + count - #rows - 1)) do
-      rows[#rows + 1] = {g, 0, 0}
+    local page = redis.call('ZRANGE', busy, from, from + count - #rows - 1)
+    local run = #page > 0 and hmget(groups .. 'act', page) or {}
+    for i, g in ipairs(page) do
+      if (tonumber(run[i]) or 0) > 0 then rows[#rows + 1] = {g, 0, 0} else total = total - 1 end
     end
   end
 end

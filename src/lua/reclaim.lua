@@ -62,14 +62,21 @@ else
 end
 local function result(n)
   if not look then return n end
-  -- (the sweeper, holding the guard, also sweeps the dependents' releases)
-  local d = n >= 0 and redis.call('EXISTS', depsfin) or 0
+  -- (the sweeper, holding the guard, also sweeps the dependents' releases
+  -- and the ended batches: one EXISTS of both keys, so a queue that never
+  -- had a batch reads no more than before batches; batchend's first entry
+  -- is read only when one of them exists, and tells which)
+  local d, e = 0, n >= 0 and redis.call('EXISTS', depsfin, batchend) or 0
+  if e > 0 then
+    -- (a wrongly typed batchend stops no reclaim: the batch calls refuse it)
+    local first = redis.pcall('ZRANGEBYSCORE', batchend, '-inf', '+inf', 'LIMIT', 0, 1, 'WITHSCORES')
+    if first.err or #first > 0 then e = e - 1 end
+    if e > 0 then d = 1 end
+    if not first.err and #first > 0 and tonumber(first[2]) <= now then d = d + 4 end
+  end
   if n >= 0 and #typed('zset', 'ZRANGEBYSCORE', waiting, '-inf', now - DEPS_RESUME_MS, 'LIMIT', 0, 1) > 0 then
     d = d + 2
   end
-  -- (a wrongly typed batchend stops no reclaim: the batch calls refuse it)
-  local due = n >= 0 and redis.pcall('ZRANGEBYSCORE', batchend, '-inf', now, 'LIMIT', 0, 1)
-  if due and not due.err and #due > 0 then d = d + 4 end
   if redis.call('HEXISTS', meta, 'paused') == 1 then return {n, 0, d} end
   return {n, redis.call('LLEN', ready) + redis.call('ZCARD', prio) +
              typed('zset', 'ZCOUNT', delayed, '-inf', now), d}

@@ -54,6 +54,25 @@ try {
   await page.click('#batch-list tr[data-batch="b1"] a');
   await until('its link opens the batch page', async () => (await page.textContent('#batchstate')) === 'pending');
 
+  // queue pq's 25 batches: a page of 20, "more" adds the other 5, and a
+  // refresh (after an action on the page: pause) keeps all 25 shown
+  await page.goto(BASE + '/#/q/pq');
+  const batchRowsShown = () => page.$$eval('#batch-list tbody tr', rs => rs.length);
+  await until('pq lists a page of 20 batches and a "more"', async () =>
+    (await batchRowsShown()) === 20 && (await page.$('#batches-more')) !== null);
+  await page.click('#batches-more');
+  await until('"more" adds the other 5, and no "more" after the last', async () =>
+    (await batchRowsShown()) === 25 && (await page.$('#batches-more')) === null);
+  await page.$eval('#batch-list', e => { e.dataset.before = 'refresh'; });
+  await page.click('.qhead button[data-action="pause"]');
+  await until('pq paused, and its batch list drawn again', async () =>
+    (await page.$('#paused')) !== null && (await page.$('#batch-list')) !== null &&
+    (await page.$('#batch-list[data-before]')) === null);
+  check((await batchRowsShown()) === 25 && (await page.$('#batch-list tr[data-batch="p01"]')) !== null &&
+        (await page.$('#batch-list tr[data-batch="p25"]')) !== null,
+    'a refresh after "more" keeps the rows the user loaded: ' + await batchRowsShown());
+  check((await api('POST', '/v1/queues/pq/resume')).status === 200, 'pq resumed');
+
   // a member's job page links to its batch
   await page.goto(BASE + '/#/q/mq/job/m1');
   await until('the member\'s page links to its batch', async () =>

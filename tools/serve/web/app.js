@@ -672,14 +672,17 @@ function queuePage(main, name, tab, offset) {
   }
   // the queue's batches, newest first (GET /v1/queues/{q}/batches: a page
   // of BATCHES_SHOWN, 'more' reads the next by its cursor), each a link to
-  // its batch page; hidden while the queue has none
-  let batchState = '', batchRows = [], batchNext = null;
+  // its batch page; hidden while the queue has none. A refresh (loadHead,
+  // after an action) reads as many rows as are shown, so the pages 'more'
+  // added stay; choosing a filter goes back to one page. batchSeq: a
+  // reply a later read overtook is dropped (no row twice).
+  let batchState = '', batchRows = [], batchNext = null, batchWant = BATCHES_SHOWN, batchSeq = 0;
   function drawBatches() {
     if (!batchRows.length && !batchState) { batches.replaceChildren(); return; }
     const filter = el('nav', { class: 'tabs', id: 'batch-filter' }, ['', 'pending', 'completed', 'dead'].map(st =>
       el('button', { type: 'button', class: st === batchState ? 'on' : '', 'data-state': st || 'any',
         'aria-pressed': String(st === batchState),
-        onclick: () => { batchState = st; loadBatches(); } }, st || 'any')));
+        onclick: () => { batchState = st; batchWant = BATCHES_SHOWN; loadBatches(); } }, st || 'any')));
     batches.replaceChildren(el('h3', {}, 'batches'), filter,
       batchRows.length ? el('table', { class: 'batchlist', id: 'batch-list' },
         el('thead', {}, el('tr', {}, ['batch', 'state', 'finished', 'completed', 'dead', 'cancelled', 'created']
@@ -698,15 +701,18 @@ function queuePage(main, name, tab, offset) {
         'more')] : []));
   }
   async function loadBatches(after) {
-    const qs = new URLSearchParams({ limit: BATCHES_SHOWN });
+    const seq = ++batchSeq;
+    const qs = new URLSearchParams({ limit: after ? BATCHES_SHOWN : Math.min(batchWant, 1000) });
     if (batchState) qs.set('state', batchState);
     if (after) qs.set('after', after);
     try {
       const d = (await api('GET', `/v1/queues/${enc(name)}/batches?${qs}`)).data;
+      if (seq !== batchSeq) return;
       batchRows = after ? batchRows.concat(d.batches) : d.batches;
       batchNext = d.next;
+      batchWant = Math.max(BATCHES_SHOWN, batchRows.length);
       drawBatches();
-    } catch (e) { batches.replaceChildren(); }
+    } catch (e) { if (seq === batchSeq) batches.replaceChildren(); }
   }
   async function loadHead() {
     loadSettings();

@@ -160,7 +160,7 @@ static void on_members_added(rjq_client *c, int status, redisReply *r, void *pri
     /* batch.lua add: per member 1 added, 0 added already, -1 sealed; or
      * -2 (no such batch) */
     if (status == RJQ_OK && r->type == REDIS_REPLY_INTEGER && r->integer == -2) {
-        rjq__errmsg(c, "no batch %s: its jobs were enqueued outside any", first->bid);
+        rjq__errmsg(c, "no batch %s", first->bid);
         status = RJQ_ENOTFOUND;
     }
     if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != a->n)) {

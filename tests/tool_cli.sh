@@ -426,6 +426,11 @@ expect_rc 1
 expect_err_has "rjq: batch: no such batch"
 run batch bq b1 --add bm
 expect_rc 2
+# batch_add_missing_says_no_batch: not "its jobs were enqueued outside any"
+run batch bq nope --add bm --payload x
+expect_rc 1
+expect_err_has "rjq: batch: no such batch (no batch nope)"
+check; grep -qF "outside" "$DIR/err" && fail "a missing batch's add talks of jobs enqueued outside"
 # deleted: a pending one only with --force
 run batch bq --create --id b2 --retention -1
 expect_ok

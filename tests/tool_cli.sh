@@ -601,6 +601,33 @@ expect_rc 2
 expect_err_has "unknown state 'sleeping'"
 run jobs lq ready --limit 1001
 expect_rc 2
+expect_err_has "rjq: --limit: expected an integer in [1, 1000], got '1001'"
+# dead_limit_like_jobs: rjq dead takes the same --limit (1..1000) and --offset as rjq jobs
+run dead lq --limit 1001
+expect_rc 2
+expect_err_has "rjq: --limit: expected an integer in [1, 1000], got '1001'"
+run dead lq --limit 1000
+expect_ok
+run dead lq --offset 1125899906842625
+expect_rc 2
+expect_err_has "rjq: --offset: expected an integer in [0, 1125899906842624]"
+# range_error_says_real_max: no "[1, 9223372036854775807]"; the real maximum, or "at least"
+run batches lq --limit 0
+expect_rc 2
+expect_err_has "rjq: --limit: expected an integer of at least 1, got '0'"
+run queues --limit 0
+expect_rc 2
+expect_err_has "rjq: --limit: expected an integer of at least 1, got '0'"
+run enqueue lq x --delay 3153600000001
+expect_rc 2
+expect_err_has "rjq: --delay: expected an integer in [0, 3153600000000], got '3153600000001'"
+for args in "batches lq --limit 0" "queues --limit 0" "find lq f v --limit 0" \
+    "replay lq --all --limit 0" "enqueue lq x --delay -1" "batch lq --create --retention -2"; do
+    # shellcheck disable=SC2086
+    run $args
+    expect_rc 2
+    check; grep -qF "9223372036854775807" "$DIR/err" && fail "a range error prints the type's maximum"
+done
 # group jobs (README "Groups"): listed after the queue's own, with their group
 run enqueue gq one --group acme
 expect_ok

@@ -431,8 +431,12 @@ static int parse_ll(const char *name, const char *s, long long lo, long long hi,
     errno = 0;
     long long v = strtoll(s, &end, 10);
     if (errno || end == s || *end != '\0' || v < lo || v > hi) {
-        fprintf(stderr, "rjq: %s: expected an integer in [%lld, %lld], got '%s'\n", name, lo,
-                hi, s);
+        if (hi == LLONG_MAX) /* no maximum of its own: not the type's */
+            fprintf(stderr, "rjq: %s: expected an integer of at least %lld, got '%s'\n", name,
+                    lo, s);
+        else
+            fprintf(stderr, "rjq: %s: expected an integer in [%lld, %lld], got '%s'\n", name,
+                    lo, hi, s);
         return EXIT_USAGE;
     }
     *out = v;
@@ -815,7 +819,7 @@ static int cmd_enqueue(cli *t, int argc, char **argv) {
                            {NULL, NULL, NULL}};
     long long d = 0, p = 0, a = 0, to = 0, dd = 0;
     int rc = parse_args(argc, argv, defs, pos, 2, 2, NULL);
-    if (rc || (rc = parse_ll("--delay", delay, 0, LLONG_MAX, &d)) ||
+    if (rc || (rc = parse_ll("--delay", delay, 0, RJQ_DELAY_MAX, &d)) ||
         (rc = parse_ll("--priority", prio, RJQ_PRIORITY_MIN, RJQ_PRIORITY_MAX, &p)) ||
         (rc = parse_ll("--attempts", attempts, 1, INT_MAX, &a)) ||
         (rc = parse_ll("--timeout", timeout, 1, RJQ_DELAY_MAX, &to)) ||
@@ -1112,8 +1116,8 @@ static int cmd_dead(cli *t, int argc, char **argv) {
                            {"--json", NULL, &t->json}, {NULL, NULL, NULL}};
     long long off = 0, lim = DEAD_LIMIT;
     int rc = parse_args(argc, argv, defs, pos, 1, 1, NULL);
-    if (rc || (rc = parse_ll("--offset", offset, 0, LONG_MAX, &off)) ||
-        (rc = parse_ll("--limit", limit, 1, LONG_MAX - off, &lim)))
+    if (rc || (rc = parse_ll("--offset", offset, 0, RJQ_JOBS_OFFSET_MAX, &off)) ||
+        (rc = parse_ll("--limit", limit, 1, RJQ_JOBS_PAGE_MAX, &lim)))
         return rc;
     if (cli_open(t, pos[0])) return 1;
     return send_and_wait(t, rjq_queue_list_dead(t->q, (long)off, (long)lim, on_dead, t));

@@ -1850,8 +1850,8 @@ typedef struct rjq_group_info {
     long max_waiting;    /* its bound on ready jobs in effect (0: none) */
 } rjq_group_info;
 
-/* total: the groups with ready or active jobs; list: up to the count
- * asked, deepest first. */
+/* total: the groups with ready or active jobs (one group asked for: 1,
+ * or 0 when it has none); list: up to the count asked, deepest first. */
 typedef void rjq_groups_cb(rjq_client *c, int status, long long total, const rjq_group_info *list,
                            size_t n, void *data);
 

@@ -601,6 +601,35 @@ TEST(listing_groups_only_reads_and_the_completion_that_empties_a_group_unlists_i
     env_stop(&e);
 }
 
+/* One group asked for is listed with zeros when it has nothing, and
+ * counted in the total (groups with ready or running jobs) only when it
+ * has work: a ready job, or a running one only. */
+TEST(one_group_total_counts_it_only_with_ready_or_running_jobs) {
+    test_env e;
+    env_start(&e, "g1");
+    groups_wait l = groups_of(&e, "nobody");
+    ASSERT_EQ(0, l.total);
+    ASSERT_EQ(1, (long long)l.n);
+    ASSERT_STREQ("nobody", l.name[0]);
+    ASSERT_EQ(0, l.depth[0]);
+    ASSERT_EQ(0, l.active[0]);
+    ASSERT_OK(enqueue_in(&e, e.q, "x", "one", 0).status);
+    l = groups_of(&e, "one");
+    ASSERT_EQ(1, l.total);
+    ASSERT_EQ(1, l.depth[0]);
+    ASSERT_EQ(0, groups_of(&e, "other").total); /* (another group's work is not counted) */
+    /* its job claimed (as a worker sends it): running only, still counted */
+    redisReply *r = claim_as_worker(&e, "g1", "1", "cx.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY);
+    ASSERT_EQ(1, (long long)(r->elements - 4) / 5);
+    freeReplyObject(r);
+    l = groups_of(&e, "one");
+    ASSERT_EQ(1, l.total);
+    ASSERT_EQ(0, l.depth[0]);
+    ASSERT_EQ(1, l.active[0]);
+    env_stop(&e);
+}
+
 /* A group left in g:busy (the listing's "running only" index) with no
  * running count in g:act (its stale slot members dropped, GROUPS.active,
  * before any tidy) is neither listed, as running 0, nor counted in the

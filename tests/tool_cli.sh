@@ -1269,6 +1269,13 @@ run group sq acme
 expect_ok
 run groups sq acme
 expect_out "$(printf 'groups 1\nacme depth 2 active 0 concurrency 2 paused')"
+# one_group_without_jobs_counts_0: listed with zeros, "groups 0" (README "Groups")
+run groups sq nobody
+expect_ok
+expect_out "$(printf 'groups 0\nnobody depth 0 active 0 concurrency 2')"
+run groups gq nobody
+expect_ok
+expect_out "$(printf 'groups 0\nnobody depth 0 active 0')"
 # group_bad_name_says_why: not a bare "invalid argument"
 run group sq 'bad name' --concurrency 1
 expect_rc 1

@@ -7,8 +7,8 @@
 -- a page reaching G..'busy'), whatever the number of groups. It only reads (a monitor user runs it).
 -- KEYS (src/keys.def; bound to these locals): groups
 -- ARGV: 1 offset, 2 count (1..1000), 3 one group's name ('' = the list)
--- Returns { groups with jobs (ready or running), then 9 per group:
--- name, depth, active, concurrency (-1 none), weight, paused (0/1), rate
+-- Returns { groups with jobs (ready or running; one group: 1 or 0), then
+-- 9 per group: name, depth, active, concurrency (-1 none), weight, paused (0/1), rate
 -- (starts; 0 none), its window (ms; 0 none), max_waiting (0 none) }.
 local offset, count, one = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 if not offset or not count or offset < 0 or count < 1 or count > 1000 then
@@ -17,7 +17,7 @@ end
 local rows, total = {}, 0
 if one ~= '' then
   local depth = redis.call('LLEN', groups .. 'r:' .. one) + redis.call('ZCARD', groups .. 'p:' .. one)
-  rows[1], total = {one, depth, 0}, 1
+  rows[1] = {one, depth, 0} -- (total: 1 once its running count is read, if it has work)
 else
   local idx, busy = groups .. 'depth', groups .. 'busy'
   local nd, nb = redis.call('ZCARD', idx), redis.call('ZCARD', busy)
@@ -49,6 +49,8 @@ if #rows > 0 then
   for i, row in ipairs(rows) do names[i] = row[1] end
   for i, v in ipairs(hmget(groups .. 'act', names)) do rows[i][3] = tonumber(v) or 0 end
 end
+-- one group: listed with zeros when it has nothing, counted only with work
+if one ~= '' and (rows[1][2] > 0 or rows[1][3] > 0) then total = 1 end
 local out = {total}
 local c = {}
 for i = 1, #rows do

@@ -726,12 +726,7 @@ function queuePage(main, name, tab, offset) {
       shardsAt = Date.now();
       sharded = r.data.shards > 1;
     } catch (e) {
-      /* (a queue with nothing but batches has no stats, 404, and is listed
-       * by the stats stream without any: if the stream drew its head first,
-       * it stays, as the stream will not redraw it) */
-      const known = e.status === 404 && state.queues.get(name);
-      if (known && !known.stats) drawHead(known);
-      else head.replaceChildren(el('h1', {}, name), el('p', { class: 'bad' }, e.message));
+      head.replaceChildren(el('h1', {}, name), el('p', { class: 'bad' }, e.message));
     }
     /* (a sharded queue holds no batch: its batch calls are refused, 409) */
     if (!sharded) loadBatches();

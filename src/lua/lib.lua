@@ -1177,13 +1177,8 @@ function DEPS.finished(J, Q, ids, outcome)
     local spec = {Q.ready, 'list', Q.prio, 'zset', Q.delayed, 'zset', Q.waiting, 'zset', Q.deps, 'hash',
                   J.o, 'hash'}
     if Q.dead then spec[13] = Q.dead; spec[14] = 'zset'; spec[15] = J.e; spec[16] = 'hash' end
-    for i = 1, #spec, 2 do
-      local t = redis.call('TYPE', spec[i])['ok']
-      if t ~= 'none' and t ~= spec[i + 1] then return false end
-    end
-    local v = redis.call('HMGET', Q.stats, 'seq', 'skipped', 'dead')
-    for i = 1, 3 do if v[i] and not string.match(v[i], '^%-?%d+$') then return false end end
-    return true
+    -- (deps_release.lua's checks, their refusal caught: nothing is counted here)
+    return (pcall(function() expect_types(spec); int_fields(Q.stats, 'seq', 'skipped', 'dead') end))
   end
   -- Rounds: the jobs ids, then those the policy 'fail' buried in the
   -- round before (their dependents of this queue next); each round's

@@ -239,12 +239,13 @@ function GROUPS.taken(G, cnt, dry)
 end
 
 -- The groups a claim emptied (gone, GROUPS.taken) that run jobs: the
--- index's rows with running jobs only (per: the call's started ids by
--- group; one whose ids taken were all cancelled ones is read).
-function GROUPS.busy(G, cnt, gone, per)
+-- index's rows with running jobs only (d: the call's started jobs by
+-- group, counted by GROUPS.count, so such a group runs some; one whose ids
+-- taken were all cancelled ones is read).
+function GROUPS.busy(G, cnt, gone, d)
   local za = {}
   for _, g in ipairs(gone) do
-    if cnt[g] and cnt[g] > 0 and (per[g] or (tonumber(redis.call('HMGET', G .. 'act', g)[1]) or 0) > 0) then
+    if cnt[g] and cnt[g] > 0 and (d[g] or (tonumber(redis.call('HMGET', G .. 'act', g)[1]) or 0) > 0) then
       za[#za + 1] = 0; za[#za + 1] = g
     end
   end
@@ -655,7 +656,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
     end
   end
   if #gs > 0 then GROUPS.count(G, gs, d) end
-  GROUPS.busy(G, cnt, gone, per)
+  GROUPS.busy(G, cnt, gone, d)
   for g, list in pairs(per) do
     if lim[g] then redis.call('SADD', G .. 'a:' .. g, unpack(list)) end
     if rwins[g] then -- (its starts logged: its rate window)

@@ -528,6 +528,22 @@ static void on_dependencies(rjq_client *cl, int status, const rjq_dep_outcome *d
     }
 }
 
+/* A batch's fields (a page's row; its own page's, after "queue"), set in
+ * o; NULL (o let go of) when memory ran out or o is NULL. */
+static json_t *batch_json(json_t *o, const rjq_batch_info *b) {
+    json_t *f = json_pack("{so ss sb sI sI sI sI so so}", "batch", json_name(b->id), "state",
+                          b->state, "sealed", b->sealed, "total", (json_int_t)b->total,
+                          "completed", (json_int_t)b->completed, "dead", (json_int_t)b->dead,
+                          "cancelled", (json_int_t)b->cancelled, "created_ms",
+                          json_time(b->created_ms), "ended_ms", json_time(b->ended_ms));
+    if (o == NULL || f == NULL || json_object_update(o, f) != 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    json_decref(f);
+    return o;
+}
+
 /* GET .../batches/{id}: a batch's status, counts and completion jobs. */
 static void on_batch(rjq_client *cl, int status, const rjq_batch_info *b, void *data) {
     call *c = data;
@@ -548,14 +564,14 @@ static void on_batch(rjq_client *cl, int status, const rjq_batch_info *b, void *
                                                   "id", json_name(id), "enqueued",
                                                   ended && (k == 0 || b->dead == 0)));
         }
-        json_t *o = jobs ? json_pack("{so so ss sb sI sI sI sI so so so}", "queue",
-                                     json_name(c->q->name), "batch", json_name(b->id), "state",
-                                     b->state, "sealed", b->sealed, "total", (json_int_t)b->total,
-                                     "completed", (json_int_t)b->completed, "dead",
-                                     (json_int_t)b->dead, "cancelled", (json_int_t)b->cancelled,
-                                     "created_ms", json_time(b->created_ms), "ended_ms",
-                                     json_time(b->ended_ms), "completion", jobs)
+        json_t *o = jobs ? batch_json(json_pack("{so}", "queue", json_name(c->q->name)), b)
                          : NULL;
+        if (o && json_object_set_new(o, "completion", jobs) != 0) {
+            json_decref(o);
+            o = NULL;
+        } else if (o == NULL) {
+            json_decref(jobs);
+        }
         if (o) reply_json(req, 200, o);
         else reply_error(req, 503, "out of memory");
     }
@@ -570,14 +586,7 @@ static void on_batches(rjq_client *cl, int status, const rjq_batch_info *b, size
     struct evhttp_request *req = call_reply(c, status);
     if (req) {
         json_t *a = json_array();
-        for (size_t i = 0; a && i < n; i++)
-            json_array_append_new(
-                a, json_pack("{so ss sb sI sI sI sI so so}", "batch", json_name(b[i].id), "state",
-                             b[i].state, "sealed", b[i].sealed, "total", (json_int_t)b[i].total,
-                             "completed", (json_int_t)b[i].completed, "dead",
-                             (json_int_t)b[i].dead, "cancelled", (json_int_t)b[i].cancelled,
-                             "created_ms", json_time(b[i].created_ms), "ended_ms",
-                             json_time(b[i].ended_ms)));
+        for (size_t i = 0; a && i < n; i++) json_array_append_new(a, batch_json(json_object(), &b[i]));
         json_t *o = a ? json_pack("{so so so}", "queue", json_name(c->q->name), "batches", a,
                                   "next", next ? json_string(next) : json_null())
                       : NULL;

@@ -56,6 +56,7 @@ export CG_PORT=${CG_PORT:-17440}
 OUT=${OUT:-$(mktemp -d /tmp/rjq-callgrind.XXXXXX)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
+# shellcheck source=bench/cg_redis.sh
 . "$here/cg_redis.sh"
 SHARED_PEERS=${SHARED_PEERS:-/work/shared/peers}
 

@@ -20,6 +20,7 @@ set -euo pipefail
 N=${N:-2000}
 CG_PORT=${CG_PORT:-17442}
 OUT=${OUT:-$(mktemp -d /tmp/rjq-floor.XXXXXX)}
+# shellcheck source=bench/cg_redis.sh
 . "$(dirname "$0")/cg_redis.sh"
 mkdir -p "$OUT"
 

@@ -30,6 +30,7 @@ AFTER=${2:-}
 N=${N:-2000}
 P=${CG_PORT:-17751}
 OUT=${OUT:-$(mktemp -d /tmp/rjq-lean.XXXXXX)}
+# shellcheck source=bench/cg_redis.sh
 . "$here/cg_redis.sh"
 mkdir -p "$OUT"
 

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the bench scripts that measure redis-server under callgrind
 # (callgrind.sh, callgrind_floor.sh, callgrind_lean.sh): one place for
 # starting it, stopping it on exit and reading a dump's instructions.
@@ -21,6 +22,7 @@ cg_redis_stop() { kill "$CG_REDIS_PID" 2> /dev/null || true; wait "$CG_REDIS_PID
 # The instructions of the dump tagged $1 (its "totals:" line).
 cg_dumped() {
   local f
+  # (CG_REDIS_PID unquoted: "*" matches the files of any pid)
   f=$(grep -l "^desc: Trigger: dump $1\$" "$OUT"/redis.$CG_REDIS_PID.cg.* 2> /dev/null | tail -1)
   [ -n "$f" ] || f=$(ls -t "$OUT"/redis.$CG_REDIS_PID.cg.* | head -1)
   awk '/^(totals|summary):/ { print $2; exit }' "$f"

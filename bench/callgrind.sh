@@ -56,6 +56,8 @@ export CG_PORT=${CG_PORT:-17440}
 OUT=${OUT:-$(mktemp -d /tmp/rjq-callgrind.XXXXXX)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
+# shellcheck source=bench/cg_redis.sh
+. "$here/cg_redis.sh"
 SHARED_PEERS=${SHARED_PEERS:-/work/shared/peers}
 
 cases=("$@")
@@ -89,25 +91,9 @@ export CG_MARK=$mark CG_DIR=$OUT
 if [ "${REPORT:-0}" = 1 ]; then # the table again from the files of an earlier run in $OUT
   CG_REDIS_PID='*'
 else
-valgrind --tool=callgrind --callgrind-out-file="$OUT/redis.%p.cg" \
-  redis-server --port "$CG_PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$OUT" \
-  > "$OUT/redis.log" 2>&1 &
-export CG_REDIS_PID=$!
-stop() { kill "$CG_REDIS_PID" 2> /dev/null || true; wait "$CG_REDIS_PID" 2> /dev/null || true; }
-trap stop EXIT
-until redis-cli -p "$CG_PORT" ping > /dev/null 2>&1; do
-  kill -0 "$CG_REDIS_PID" 2> /dev/null || { echo "callgrind.sh: redis-server died: $OUT/redis.log" >&2; exit 1; }
-  sleep 0.2
-done
+cg_redis_start "$CG_PORT" callgrind.sh
+export CG_REDIS_PID
 fi
-
-# The instructions of the dump tagged $1 (its "totals:" line).
-dumped() {
-  local f
-  f=$(grep -l "^desc: Trigger: dump $1\$" "$OUT"/redis.$CG_REDIS_PID.cg.* 2> /dev/null | tail -1)
-  [ -n "$f" ] || f=$(ls -t "$OUT"/redis.$CG_REDIS_PID.cg.* | head -1)
-  awk '/^(totals|summary):/ { print $2; exit }' "$f"
-}
 window() { awk '{ a = $1 } END { print a }' "$OUT/$1.t1" | awk -v t0="$(cat "$OUT/$1.t0")" '{ printf "%.3f", $1 - t0 }'; }
 
 # The idle server's own work per second (cron, valgrind's own clock), over
@@ -117,7 +103,7 @@ if [ "${REPORT:-0}" != 1 ]; then
   sleep 5
   CG_TAG=idle "$mark" dump 2> /dev/null
 fi
-idle_rate=$(awk -v ir="$(dumped idle)" -v s="$(window idle)" 'BEGIN { printf "%.0f", ir / s }')
+idle_rate=$(awk -v ir="$(cg_dumped idle)" -v s="$(window idle)" 'BEGIN { printf "%.0f", ir / s }')
 
 # Script calls in the window of $1.
 scripts_in() {
@@ -181,7 +167,7 @@ run_case() {
     return 1
   fi
   local ir secs cs rate=$idle_rate
-  ir=$(dumped "$c")
+  ir=$(cg_dumped "$c")
   secs=$(window "$c")
   if [ -s "$OUT/$c-idle.cs1" ]; then
     # The clients' background (rjq-bench awaited-seq: CG_IDLE_S seconds
@@ -191,7 +177,7 @@ run_case() {
     local isecs k
     isecs=$(window "$c-idle")
     k=$(awk -v s="$secs" -v is="$isecs" 'BEGIN { printf "%.4f", s / is }')
-    rate=$(awk -v ir="$(dumped "$c-idle")" -v is="$isecs" 'BEGIN { printf "%.0f", ir / is }')
+    rate=$(awk -v ir="$(cg_dumped "$c-idle")" -v is="$isecs" 'BEGIN { printf "%.0f", ir / is }')
     cs=$(cmds "$c" "$jobs" "$c-idle" "$k" 1)
   else
     cs=$(cmds "$c" "$jobs")

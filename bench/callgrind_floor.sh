@@ -20,6 +20,8 @@ set -euo pipefail
 N=${N:-2000}
 CG_PORT=${CG_PORT:-17442}
 OUT=${OUT:-$(mktemp -d /tmp/rjq-floor.XXXXXX)}
+# shellcheck source=bench/cg_redis.sh
+. "$(dirname "$0")/cg_redis.sh"
 mkdir -p "$OUT"
 
 cat > "$OUT/floor.lua" << 'EOF'
@@ -76,16 +78,8 @@ redis.register_function('f_complete_floor', function(KEYS, ARGV)
 end)
 EOF
 
-valgrind --tool=callgrind --callgrind-out-file="$OUT/redis.%p.cg" \
-  redis-server --port "$CG_PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$OUT" \
-  > "$OUT/redis.log" 2>&1 &
-pid=$!
-stop() { kill "$pid" 2> /dev/null || true; wait "$pid" 2> /dev/null || true; }
-trap stop EXIT
-until redis-cli -p "$CG_PORT" ping > /dev/null 2>&1; do
-  kill -0 "$pid" 2> /dev/null || { echo "callgrind_floor.sh: redis-server died: $OUT/redis.log" >&2; exit 1; }
-  sleep 0.2
-done
+cg_redis_start "$CG_PORT" callgrind_floor.sh
+pid=$CG_REDIS_PID
 redis-cli -p "$CG_PORT" -x FUNCTION LOAD < "$OUT/floor.lua" > /dev/null
 
 # $1 keys, then $2 arguments (an 18-byte payload, the push channel, the
@@ -108,9 +102,7 @@ per_call() {
   callgrind_control -z "$pid" > /dev/null 2>&1
   redis-benchmark -p "$CG_PORT" -n "$N" -c 1 "$@" > /dev/null
   callgrind_control --dump="$tag" "$pid" > /dev/null 2>&1
-  local f
-  f=$(grep -l "^desc: Trigger: dump $tag\$" "$OUT"/redis.$pid.cg.* | tail -1)
-  awk '/^(totals|summary):/ { printf "%.1f", $2 / 1000; exit }' "$f" | awk -v n="$N" '{ printf "%.1f", $1 / n }'
+  cg_dumped "$tag" | awk '{ printf "%.1f", $1 / 1000 }' | awk -v n="$N" '{ printf "%.1f", $1 / n }'
 }
 
 ping=$(per_call ping PING)

@@ -30,6 +30,8 @@ AFTER=${2:-}
 N=${N:-2000}
 P=${CG_PORT:-17751}
 OUT=${OUT:-$(mktemp -d /tmp/rjq-lean.XXXXXX)}
+# shellcheck source=bench/cg_redis.sh
+. "$here/cg_redis.sh"
 mkdir -p "$OUT"
 
 # The function library of a tree (src/lua, src/keys.def, cmake/), as
@@ -62,16 +64,8 @@ fb=$(grep -o 'rjq_[0-9a-f]*_' "$OUT/b/lib.lua" | head -1)
 fa=$(grep -o 'rjq_[0-9a-f]*_' "$OUT/a/lib.lua" | head -1)
 [ "$fb" != "$fa" ] || { echo "callgrind_lean.sh: the two trees have the same scripts" >&2; exit 1; }
 
-valgrind --tool=callgrind --callgrind-out-file="$OUT/redis.%p.cg" \
-  redis-server --port "$P" --bind 127.0.0.1 --save '' --appendonly no --dir "$OUT" \
-  > "$OUT/redis.log" 2>&1 &
-pid=$!
-stop() { kill "$pid" 2> /dev/null || true; wait "$pid" 2> /dev/null || true; }
-trap stop EXIT
-until redis-cli -p "$P" ping > /dev/null 2>&1; do
-  kill -0 "$pid" 2> /dev/null || { echo "callgrind_lean.sh: redis-server died: $OUT/redis.log" >&2; exit 1; }
-  sleep 0.2
-done
+cg_redis_start "$P" callgrind_lean.sh
+pid=$CG_REDIS_PID
 redis-cli -p "$P" -x FUNCTION LOAD < "$OUT/b/lib.lua" > /dev/null
 redis-cli -p "$P" -x FUNCTION LOAD < "$OUT/a/lib.lua" > /dev/null
 
@@ -82,9 +76,7 @@ measure() { # tag file warm-up-file
   callgrind_control -z "$pid" > /dev/null 2>&1
   redis-cli -p "$P" < "$2" > /dev/null
   callgrind_control --dump="$1" "$pid" > /dev/null 2>&1
-  local f
-  f=$(grep -l "^desc: Trigger: dump $1\$" "$OUT"/redis.$pid.cg.* | tail -1)
-  awk '/^(totals|summary):/ { print $2; exit }' "$f"
+  cg_dumped "$1"
 }
 # The commands of N jobs from id $4 on: kind, function prefix, queue, first id, result
 gen() {

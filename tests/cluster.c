@@ -155,6 +155,14 @@ int cluster_node_of_key(const test_cluster *c, const char *key) {
     return cluster_owner(c, asked, (int)slot);
 }
 
+int cluster_master_of_shard(const test_cluster *c, rjq_queue *q, int i) {
+    char key[128];
+    snprintf(key, sizeof key, "{%s}", rjq_queue_get_name(rjq_queue_get_shard(q, i)));
+    int node = cluster_node_of_key(c, key);
+    ASSERT(node >= 0 && cluster_is_master(c, node));
+    return node;
+}
+
 /* Is the cluster settled, as the running nodes say? (see the header) */
 static int settled(const test_cluster *c, char *why, size_t size) {
     static int first[16384], other[16384];

@@ -76,6 +76,9 @@ int cluster_owner(const test_cluster *c, int asked, int slot);
 /* The node serving a key (its slot from CLUSTER KEYSLOT, then cluster_owner
  * as any running node says). */
 int cluster_node_of_key(const test_cluster *c, const char *key);
+/* The master (node index) serving shard i of q: fails the test unless a
+ * running master serves it. */
+int cluster_master_of_shard(const test_cluster *c, rjq_queue *q, int i);
 /* The replica of master m (a running node that replicates it), or -1. */
 int cluster_replica_of(const test_cluster *c, int m);
 /* The calls of command cmd (lower case) on node i (INFO commandstats; 0:

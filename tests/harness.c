@@ -110,7 +110,8 @@ void quiet_for(struct event_base *base, long ms, const char *why) {
 
 /* (server.h's; here beside layout_script_keys, so that a program of
  * rjq_testlib without the harness's main, pg_cluster, links without it) */
-redisReply *server_fcall(redisContext *rc, int s, const char *q, const char **args, size_t n) {
+redisReply *server_fcall_reply(redisContext *rc, int s, const char *q, const char *const *args,
+                               size_t n) {
     layout_keys lk;
     const char *argv[160];
     argv[0] = "FCALL";
@@ -119,7 +120,13 @@ redisReply *server_fcall(redisContext *rc, int s, const char *q, const char **ar
     ASSERT(n <= sizeof argv / sizeof *argv - (size_t)k);
     for (size_t i = 0; i < n; i++) argv[k++] = args[i];
     redisReply *r = redisCommandArgv(rc, k, argv, NULL);
-    ASSERT(r != NULL && r->type != REDIS_REPLY_ERROR);
+    ASSERT(r != NULL);
+    return r;
+}
+
+redisReply *server_fcall(redisContext *rc, int s, const char *q, const char **args, size_t n) {
+    redisReply *r = server_fcall_reply(rc, s, q, args, n);
+    ASSERT(r->type != REDIS_REPLY_ERROR);
     return r;
 }
 

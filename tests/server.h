@@ -109,6 +109,9 @@ long long server_held_members(redisContext *rc, const char *q);
  * the keys); asserts that it answered without an error; returns the reply.
  * (In harness.c, beside layout_script_keys.) */
 redisReply *server_fcall(redisContext *rc, int s, const char *q, const char **args, size_t n);
+/* server_fcall's call, any reply (an error too). */
+redisReply *server_fcall_reply(redisContext *rc, int s, const char *q, const char *const *args,
+                               size_t n);
 void server_cancel_fcall(redisContext *rc, const char *q, const char *id);
 /* Assert that queue q (key prefix "t") has no key but its shard declaration
  * t:{q}:shards and the keys kept with it (its whole-queue limits

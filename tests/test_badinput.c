@@ -1246,19 +1246,11 @@ TEST(claim_filled_by_priority_jobs_on_wrongtype_ready_changes_nothing) {
  * on queue q wanting `want` jobs, with reset 1 or 0; returns the reply. */
 static redisReply *claim_fcall(redisContext *rc, const char *q, const char *want, const char *reset) {
     char prefix[48], wake[48], field[64];
-    layout_keys lk;
-    const char *argv[48];
-    argv[0] = "FCALL";
-    argv[1] = rjq__scripts[RJQ__S_CLAIM].function;
-    int n = layout_script_keys(&lk, RJQ__S_CLAIM, "t", q, argv, 2);
     snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
     snprintf(wake, sizeof wake, "t:{%s}:wake", q);
     snprintf(field, sizeof field, "1 t:{%s}:push:c", q);
     const char *args[] = {prefix, want, "30000", "c.1.x", wake, field, "1", reset, "0", "1"};
-    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) argv[n++] = args[i];
-    redisReply *r = redisCommandArgv(rc, n, argv, NULL);
-    ASSERT(r != NULL);
-    return r;
+    return server_fcall_reply(rc, RJQ__S_CLAIM, q, args, sizeof args / sizeof args[0]);
 }
 
 /* claim_fcall() on a queue with a wrongly typed key (named in the error):
@@ -1352,18 +1344,14 @@ TEST(claim_refused_after_taking_ready_ids_puts_them_back_in_order) {
  * (after the 5 fixed ones: no offers, no tokens to forget); the reply. */
 static redisReply *complete_fcall(redisContext *rc, const char *q, const char **jobs, int n) {
     char prefix[48];
-    layout_keys lk;
-    const char *argv[64];
-    argv[0] = "FCALL";
-    argv[1] = rjq__scripts[RJQ__S_COMPLETE].function;
-    int k = layout_script_keys(&lk, RJQ__S_COMPLETE, "t", q, argv, 2);
     snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
-    const char *fixed[] = {prefix, "-1", "0", "0", "0"};
-    for (int i = 0; i < 5; i++) argv[k++] = fixed[i];
-    for (int i = 0; i < n; i++) argv[k++] = jobs[i];
-    redisReply *r = redisCommandArgv(rc, k, argv, NULL);
-    ASSERT(r != NULL);
-    return r;
+    const char *args[32] = {prefix, "-1", "0", "0", "0"};
+    size_t k = 5;
+    for (int i = 0; i < n; i++) {
+        ASSERT(k < sizeof args / sizeof args[0]);
+        args[k++] = jobs[i];
+    }
+    return server_fcall_reply(rc, RJQ__S_COMPLETE, q, args, k);
 }
 
 /* A completion sends each run of jobs of one tail ("<attempt> <token>",

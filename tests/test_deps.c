@@ -352,18 +352,10 @@ TEST(enqueue_with_dependencies_on_a_just_opened_queue_is_held_not_refused) {
 static redisReply *release_fcall(redisContext *rc, const char *q, const char *id, const char *dq,
                                  const char *did, const char *outcome) {
     char prefix[48], wake[48];
-    layout_keys lk;
-    const char *argv[48];
-    argv[0] = "FCALL";
-    argv[1] = rjq__scripts[RJQ__S_DEPS_RELEASE].function;
-    int n = layout_script_keys(&lk, RJQ__S_DEPS_RELEASE, "t", q, argv, 2);
     snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
     snprintf(wake, sizeof wake, "t:{%s}:wake", q);
     const char *args[] = {prefix, wake, "1000", id, dq, did, outcome};
-    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) argv[n++] = args[i];
-    redisReply *r = redisCommandArgv(rc, n, argv, NULL);
-    ASSERT(r != NULL);
-    return r;
+    return server_fcall_reply(rc, RJQ__S_DEPS_RELEASE, q, args, sizeof args / sizeof args[0]);
 }
 
 TEST(release_sent_again_is_counted_once) {

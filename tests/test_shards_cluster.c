@@ -26,15 +26,6 @@ static void declare(struct event_base *base, rjq_queue *q, int n) {
     ASSERT_EQ(n, rjq_queue_count_shards(q));
 }
 
-/* The master (node index) serving shard i of q. */
-static int master_of_shard(test_cluster *cl, rjq_queue *q, int i) {
-    char key[128];
-    snprintf(key, sizeof key, "{%s}", rjq_queue_get_name(rjq_queue_get_shard(q, i)));
-    int node = cluster_node_of_key(cl, key);
-    ASSERT(node >= 0 && cluster_is_master(cl, node));
-    return node;
-}
-
 #define JOBS 300
 
 typedef struct drain_log {
@@ -117,14 +108,14 @@ TEST(shards_on_distinct_masters_ids_dedup_and_one_worker_drains_them) {
     rjq_queue *q3 = open_learnt(base, c, "shc3");
     declare(base, q3, 3);
     int seen[CLUSTER_NODES] = {0};
-    for (int i = 0; i < 3; i++) seen[master_of_shard(&cl, q3, i)]++;
+    for (int i = 0; i < 3; i++) seen[cluster_master_of_shard(&cl, q3, i)]++;
     for (int m = 0; m < CLUSTER_NODES; m++) ASSERT(seen[m] == 0 || seen[m] == 1);
 
     /* 6 shards: two on each master */
     rjq_queue *q = open_learnt(base, c, "shc6");
     declare(base, q, 6);
     memset(seen, 0, sizeof seen);
-    for (int i = 0; i < 6; i++) seen[master_of_shard(&cl, q, i)]++;
+    for (int i = 0; i < 6; i++) seen[cluster_master_of_shard(&cl, q, i)]++;
     int masters = 0;
     for (int m = 0; m < CLUSTER_NODES; m++) {
         ASSERT(seen[m] == 0 || seen[m] == 2);
@@ -281,7 +272,7 @@ TEST(a_failover_keeps_the_shards_placement_and_their_work) {
     rjq_queue *q = open_learnt(base, c, "shf");
     declare(base, q, 3);
     int before[3];
-    for (int i = 0; i < 3; i++) before[i] = master_of_shard(&cl, q, i);
+    for (int i = 0; i < 3; i++) before[i] = cluster_master_of_shard(&cl, q, i);
     rjq_worker_options wo = RJQ_WORKER_OPTIONS_INIT;
     wo.concurrency = 4;
     rjq_worker *w;
@@ -303,7 +294,7 @@ TEST(a_failover_keeps_the_shards_placement_and_their_work) {
     for (int i = 0; i < 3; i++) {
         ASSERT_STREQ(rjq_queue_get_name(rjq_queue_get_shard(q, i)),
                      rjq_queue_get_name(rjq_queue_get_shard(q2, i)));
-        int m = master_of_shard(&cl, q2, i);
+        int m = cluster_master_of_shard(&cl, q2, i);
         ASSERT_EQ(i == 1 ? promoted : before[i], m);
         seen[m]++;
     }

@@ -73,13 +73,7 @@ TEST(concurrency_limit_of_a_sharded_queue_over_3_masters_holds_for_the_whole_que
     ASSERT_OK(declare_shards(base, q, SHARDS));
     /* one shard on each master */
     int seen[CLUSTER_NODES] = {0};
-    for (int i = 0; i < SHARDS; i++) {
-        char key[128];
-        snprintf(key, sizeof key, "{%s}", rjq_queue_get_name(rjq_queue_get_shard(q, i)));
-        int node = cluster_node_of_key(&cl, key);
-        ASSERT(node >= 0 && cluster_is_master(&cl, node));
-        ASSERT_EQ(0, seen[node]++);
-    }
+    for (int i = 0; i < SHARDS; i++) ASSERT_EQ(0, seen[cluster_master_of_shard(&cl, q, i)]++);
     limits_set(base, q, CONC, 0, 0);
     ASSERT_EQ(CONC, get_stats(base, q).limit_concurrency);
 
@@ -132,13 +126,7 @@ TEST(rate_limit_of_a_sharded_queue_over_3_masters_holds_for_the_whole_queue) {
     rjq_queue *q = open_learnt(base, c, "shcr");
     ASSERT_OK(declare_shards(base, q, SHARDS));
     int seen[CLUSTER_NODES] = {0}; /* (one shard on each master) */
-    for (int i = 0; i < SHARDS; i++) {
-        char key[128];
-        snprintf(key, sizeof key, "{%s}", rjq_queue_get_name(rjq_queue_get_shard(q, i)));
-        int node = cluster_node_of_key(&cl, key);
-        ASSERT(node >= 0 && cluster_is_master(&cl, node));
-        ASSERT_EQ(0, seen[node]++);
-    }
+    for (int i = 0; i < SHARDS; i++) ASSERT_EQ(0, seen[cluster_master_of_shard(&cl, q, i)]++);
     ASSERT_EQ(1, limits_set(base, q, 0, RATE, 1000));
     ASSERT_EQ(RATE, get_stats(base, q).limit_rate);
     /* load on every shard (ids: each on its id's shard), then 3 worker

@@ -130,9 +130,7 @@ if [ -x "$WORKER" ]; then
     wait "$worker_pid" 2>/dev/null
     worker_pid=
 fi
-"${TMUX_CMD[@]}" send-keys -t top q
-for _ in $(seq 200); do [ -s "$DIR/rc" ] && break; sleep 0.1; done
-[ "$(cat "$DIR/rc" 2>/dev/null)" = 0 ] || fail "q quits with exit 0 (got '$(cat "$DIR/rc" 2>/dev/null)')"
+quit_top
 
 echo "tool_top: $FAILURES failed"
 [ "$FAILURES" -eq 0 ]

@@ -71,9 +71,7 @@ wait_screen '^  busiest groups \(7 with jobs\): t6 ready 10' || fail "up: a-tena
 wait_screen '^c-sharded: enqueued 10' || fail "down down picks c-sharded"
 wait_screen '^  busiest groups \(4 with jobs\): s1 ready 4 active 0, s2 ready 3 active 0 PAUSED, s3 ready 2 active 0, s4 ready 1 active 0$' ||
     fail "c-sharded's groups, merged over its shards"
-"${TMUX_CMD[@]}" send-keys -t top q
-for _ in $(seq 200); do [ -s "$DIR/rc" ] && break; sleep 0.1; done
-[ "$(cat "$DIR/rc" 2>/dev/null)" = 0 ] || fail "q quits with exit 0 (got '$(cat "$DIR/rc" 2>/dev/null)')"
+quit_top
 
 echo "tool_top_groups: $FAILURES failed"
 [ "$FAILURES" -eq 0 ]

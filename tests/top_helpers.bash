@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # What tests/tool_top.sh and tests/tool_top_groups.sh share: the failure
-# count, and reading the screen of rjq top running in session "top" of the
-# private tmux server TMUX_CMD (its copy in $DIR/screen).
+# count, reading the screen of rjq top running in session "top" of the
+# private tmux server TMUX_CMD (its copy in $DIR/screen), and quitting it.
 
 FAILURES=0
 fail() { FAILURES=$((FAILURES + 1)); echo "FAIL: $*"; echo "--- screen:"; cat "$DIR/screen"; }
@@ -15,4 +15,11 @@ wait_screen() {
         sleep 0.1
     done
     return 1
+}
+# quit_top: q, then rjq top's exit code (in $DIR/rc, written by the
+# session's command) must be 0 (waited for at most 20 s, as above)
+quit_top() {
+    "${TMUX_CMD[@]}" send-keys -t top q
+    for _ in $(seq 200); do [ -s "$DIR/rc" ] && break; sleep 0.1; done
+    [ "$(cat "$DIR/rc" 2>/dev/null)" = 0 ] || fail "q quits with exit 0 (got '$(cat "$DIR/rc" 2>/dev/null)')"
 }

@@ -29,8 +29,8 @@ typedef union admin_cb {
 typedef struct admin_ctx {
     admin_cb cb;
     void *data;
-    rjq_queue *q;  /* cancel: the job's queue and id (dependents, deps.c) */
-    char *id;
+    rjq_queue *q;  /* the queue (dependents to release: deps.c); NULL for a client's call */
+    char *id;      /* cancel: the job's id */
 } admin_ctx;
 
 /* Send a request for an admin call. Sending may flush enqueues, whose
@@ -47,14 +47,14 @@ static int send_client_request(rjq_client *c, int script, rjq__reply_fn *fn, voi
     return rc;
 }
 
-static int send_client_admin(rjq_client *c, int script, rjq__reply_fn *fn, admin_cb cb,
-                             void *data, rjq__argv *a) {
+static int send_client_admin(rjq_client *c, rjq_queue *q, int script, rjq__reply_fn *fn,
+                             admin_cb cb, void *data, rjq__argv *a) {
     admin_ctx *ctx = malloc(sizeof *ctx);
     int rc = RJQ_ENOMEM;
     if (ctx) {
         ctx->cb = cb;
         ctx->data = data;
-        ctx->q = NULL;
+        ctx->q = q;
         ctx->id = NULL;
         rc = send_client_request(c, script, fn, ctx, a);
     }
@@ -65,7 +65,7 @@ static int send_client_admin(rjq_client *c, int script, rjq__reply_fn *fn, admin
 
 static int send_admin(rjq_queue *q, int script, rjq__reply_fn *fn, admin_cb cb, void *data,
                       rjq__argv *a) {
-    return send_client_admin(rjq_queue_get_client(q), script, fn, cb, data, a);
+    return send_client_admin(rjq_queue_get_client(q), q, script, fn, cb, data, a);
 }
 
 /* The state words of the scripts, indexed by rjq_job_state. */
@@ -121,21 +121,21 @@ int rjq__queue_stats_one(rjq_queue *q, rjq_stats_cb *cb, void *data) {
 static void on_cancel(rjq_client *c, int status, redisReply *r, void *priv) {
     admin_ctx *ctx = priv;
     const char *state = NULL;
+    /* cancel.lua: { code, state, own, then (id, dependents entry) pairs:
+     * the cancelled job's first when own is 1, then those its cancel buried } */
     if (status == RJQ_OK &&
-        (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
          r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_STRING ||
          r->element[0]->integer < 0 || r->element[0]->integer > 2 ||
          r->element[2]->type != REDIS_REPLY_INTEGER || r->element[2]->integer < 0 ||
-         r->element[2]->integer > 1)) {
+         r->element[2]->integer > 1 || !rjq__deps_entries_ok(r, 3) ||
+         (size_t)r->element[2]->integer > (r->elements - 3) / 2)) {
         rjq__errmsg(c, "cancel: unexpected reply");
         status = RJQ_EPROTO;
     }
-    if (status == RJQ_OK && r->element[2]->integer == 1 && ctx->q && !rjq__closing(c)) {
-        /* it had dependents: released (deps.c) */
-        const char *id = ctx->id;
-        size_t len = strlen(id);
-        rjq__deps_notify(ctx->q, &id, &len, 1);
-    }
+    if (status == RJQ_OK && r->elements > 3 && ctx->q && !rjq__closing(c))
+        /* its dependents of other queues, and those of the jobs it buried (deps.c) */
+        rjq__deps_release_entries(ctx->q, r, 3, (size_t)r->element[2]->integer, "cancelled");
     if (status == RJQ_OK) {
         long long code = r->element[0]->integer;
         status = code == 1 ? RJQ_OK : code == 0 ? RJQ_ENOTFOUND : RJQ_ESTATE;
@@ -174,9 +174,37 @@ int rjq__queue_cancel_one(rjq_queue *q, const char *id, rjq_cancel_cb *cb, void 
 
 /* ---- counts: replay, reclaim ------------------------------------------- */
 
+/* A count's reply with dependents of other queues to release: reclaim.lua's
+ * { count, (id, entry) pairs } (all dead) or delete.lua's { count, outcome,
+ * own, pairs } (the first own pairs that outcome, the rest dead). They are
+ * released (deps.c); returns the count's element, or NULL when the reply is
+ * of the wrong shape. */
+static const redisReply *count_released(rjq_client *c, admin_ctx *ctx, const redisReply *r) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1) return NULL;
+    size_t first = 1, own = 0;
+    const char *outcome = "dead";
+    if (r->elements >= 3 && r->element[1]->type == REDIS_REPLY_STRING &&
+        r->element[2]->type == REDIS_REPLY_INTEGER) { /* (delete's: an id is no integer) */
+        const redisReply *o = r->element[1];
+        if (o->len == 9 && memcmp(o->str, "cancelled", 9) == 0) outcome = "cancelled";
+        else if (o->len != 4 || memcmp(o->str, "dead", 4) != 0) return NULL;
+        if (r->element[2]->integer < 0 || (size_t)r->element[2]->integer > (r->elements - 3) / 2)
+            return NULL;
+        first = 3;
+        own = (size_t)r->element[2]->integer;
+    }
+    if (!rjq__deps_entries_ok(r, first)) return NULL;
+    if (ctx->q && !rjq__closing(c)) rjq__deps_release_entries(ctx->q, r, first, own, outcome);
+    return r->element[0];
+}
+
 static void on_count(rjq_client *c, int status, redisReply *r, void *priv) {
     admin_ctx *ctx = priv;
     long long n = 0;
+    if (status == RJQ_OK && r->type == REDIS_REPLY_ARRAY) {
+        r = (redisReply *)count_released(c, ctx, r);
+        if (r == NULL) status = RJQ_EPROTO;
+    }
     if (status == RJQ_OK &&
         (r->type != REDIS_REPLY_INTEGER || r->integer < -2 || r->integer > RJQ__TIME_MAX))
         status = RJQ_EPROTO;
@@ -212,6 +240,7 @@ static int send_delete(rjq_queue *q, const char *what, const char *arg, rjq_coun
     rjq__argv_script_keys(&a, q, RJQ__S_DELETE);
     rjq__argv_str(&a, what);
     rjq__argv_str(&a, arg);
+    rjq__argv_ll(&a, rjq__queue_dead_max(q)); /* (dependents buried by their policy) */
     return send_admin(q, RJQ__S_DELETE, on_count, (admin_cb){.count = cb}, data, &a);
 }
 
@@ -255,6 +284,8 @@ int rjq__queue_reclaim_one(rjq_queue *q, rjq_count_cb *cb, void *data) {
     if (ctx == NULL) return RJQ_ENOMEM;
     ctx->cb.count = cb;
     ctx->data = data;
+    ctx->q = q;
+    ctx->id = NULL;
     rjq_client *c = rjq_queue_get_client(q);
     rjq__enter(c);
     rc = rjq__reclaim_send(q, 0, 0, on_count, ctx);
@@ -769,7 +800,7 @@ static int list_queues(rjq_client *c, const char *after, long limit, rjq_ids_cb 
     rjq__argv_str(&a, "LIMIT");
     rjq__argv_str(&a, "0");
     rjq__argv_ll(&a, limit);
-    int rc = send_client_admin(c, -1, on_ids, (admin_cb){.ids = cb}, data, &a);
+    int rc = send_client_admin(c, NULL, -1, on_ids, (admin_cb){.ids = cb}, data, &a);
     free(from); /* (the command is formatted when sent) */
     return rc;
 }

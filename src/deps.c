@@ -367,6 +367,33 @@ void rjq__deps_sweep(rjq_queue *q) {
     send_due(q, 1, "0", 1, NULL, NULL, 0);
 }
 
+/* (deps.h) */
+int rjq__deps_entries_ok(const redisReply *r, size_t first) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < first || (r->elements - first) % 2 != 0) return 0;
+    for (size_t i = first; i + 1 < r->elements; i += 2)
+        if (r->element[i]->type != REDIS_REPLY_STRING || r->element[i]->len == 0 ||
+            r->element[i]->len > RJQ_JOB_ID_MAX || r->element[i + 1]->type != REDIS_REPLY_STRING)
+            return 0;
+    return 1;
+}
+
+/* (deps.h) */
+void rjq__deps_release_entries(rjq_queue *q, const redisReply *r, size_t first, size_t nown,
+                               const char *outcome) {
+    size_t n = (r->elements - first) / 2;
+    rjq__deps_finished f[64];
+    for (size_t i = 0; i < n; i += 64) {
+        size_t k = n - i < 64 ? n - i : 64;
+        for (size_t j = 0; j < k; j++) {
+            const redisReply *id = r->element[first + 2 * (i + j)];
+            const redisReply *list = r->element[first + 2 * (i + j) + 1];
+            f[j] = (rjq__deps_finished){id->str, id->len, i + j < nown ? outcome : "dead", list->str,
+                                        list->len};
+        }
+        rjq__deps_release(q, f, k);
+    }
+}
+
 void rjq__deps_notify(rjq_queue *q, const char *const *ids, const size_t *lens, size_t n) {
     if (n == 0 || !rjq__accepting(rjq_queue_get_client(q))) return;
     send_due(q, 0, "0", 1, ids, lens, n);

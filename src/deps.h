@@ -44,6 +44,20 @@ typedef struct rjq__deps_finished {
  * sweep). For a completion, whose reply carries the entries. */
 void rjq__deps_release(rjq_queue *q, const rjq__deps_finished *f, size_t n);
 
+/* Whether reply r's elements from `first` on are (id, dependents entry)
+ * pairs, to its end: an even count of them, each id a string of 1 to
+ * RJQ_JOB_ID_MAX bytes, each entry a string (r: an array). 0 otherwise. */
+int rjq__deps_entries_ok(const redisReply *r, size_t first);
+
+/* Release the dependents of the jobs whose (id, entry) pairs reply r
+ * carries from element `first` on (rjq__deps_entries_ok checked them): the
+ * first `nown` pairs' jobs ended `outcome`, the rest "dead" (jobs the
+ * finishing script buried by their policy 'fail'). As rjq__deps_release:
+ * for the scripts that finish or delete jobs (cancel, reclaim, orphans,
+ * delete) and carry those of other queues in their replies. */
+void rjq__deps_release_entries(rjq_queue *q, const redisReply *r, size_t first, size_t nown,
+                               const char *outcome);
+
 /* The sweep: release the dependents of every finished job of q whose
  * list is still recorded (its finisher died before it told them, or a
  * release failed): a scan of q's dependents column, a page per call. Run

@@ -172,12 +172,17 @@ static void sweep_done(sweep *s) {
 static void on_orphans(rjq_client *c, int status, redisReply *r, void *priv) {
     orphan_call *o = priv;
     sweep *s = o->s;
+    /* orphans.lua: { returned, more, then (id, dependents entry) pairs of
+     * the jobs it made dead (and those their death buried) } */
     if (status == RJQ_OK &&
-        (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-         r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER)) {
+        (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+         r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER ||
+         !rjq__deps_entries_ok(r, 2))) {
         rjq__errmsg(c, "orphan sweep: unexpected reply");
         status = RJQ_EPROTO;
     }
+    if (status == RJQ_OK && r->elements > 2 && !rjq__closing(c))
+        rjq__deps_release_entries(o->q, r, 2, 0, "dead"); /* (deps.c) */
     if (status == RJQ_OK && r->element[1]->integer == 1 && !rjq__closing(c)) {
         if (rjq__orphans_send(o->q, s->who, s->until, on_orphans, o) == RJQ_OK)
             return; /* more of its members in this queue */
@@ -589,10 +594,14 @@ static void on_visited(rjq_client *c, int status, redisReply *r, void *priv) {
         return;
     }
     if (rjq__closing(c)) return;
-    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+    /* reclaim.lua with look: { reclaimed, ready, what to sweep, then (id,
+     * dependents entry) pairs of the jobs it made dead (and those their
+     * death buried) } */
+    if (status == RJQ_OK && (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
                              r->element[1]->type != REDIS_REPLY_INTEGER ||
                              r->element[2]->type != REDIS_REPLY_INTEGER ||
-                             r->element[2]->integer < 0 || r->element[2]->integer > 7)) {
+                             r->element[2]->integer < 0 || r->element[2]->integer > 7 ||
+                             !rjq__deps_entries_ok(r, 3))) {
         rjq__errmsg(c, "reclaim: unexpected reply");
         status = RJQ_EPROTO;
     }
@@ -600,6 +609,7 @@ static void on_visited(rjq_client *c, int status, redisReply *r, void *priv) {
         rjq__background_failed(c, status, "reclaim");
         return;
     }
+    if (r->elements > 3) rjq__deps_release_entries(v->q, r, 3, 0, "dead"); /* (deps.c) */
     if (r->element[2]->integer & 1) rjq__deps_sweep(v->q);  /* (deps.c) */
     if (r->element[2]->integer & 2) rjq__deps_resume(v->q); /* (deps.c) */
     if (r->element[2]->integer & 4) rjq__batch_sweep(v->q); /* (batch_call.c) */

@@ -135,8 +135,10 @@ void server_cancel_fcall(redisContext *rc, const char *q, const char *id) {
     snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
     const char *args[] = {prefix, id, "1000"};
     redisReply *r = server_fcall(rc, RJQ__S_CANCEL, q, args, 3);
-    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    /* { 1, state, 1, id, its dependents entry }: dependents to tell */
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 5);
     ASSERT_EQ(1, r->element[0]->integer);
-    ASSERT_EQ(1, r->element[2]->integer); /* it had dependents to tell */
+    ASSERT_EQ(1, r->element[2]->integer);
+    ASSERT_STREQ(id, r->element[3]->str);
     freeReplyObject(r);
 }

@@ -1436,3 +1436,255 @@ TEST(dependency_removed_before_it_finished_applies_each_dependents_policy) {
     worker_stop_wait(e.base, w);
     env_stop(&e);
 }
+
+/* ---- every path that finishes or removes a dependency releases its
+ * dependents at once (cancel, reclaim to dead, the orphan sweep, delete
+ * and purge): those of its queue in that script (DEPS.finished), those of
+ * other queues from the reply by the calling client. No worker sweeps in
+ * these tests (none runs, or its visit is an hour away): a release left
+ * to the sweep never comes. */
+
+/* cancel.lua as the client calls it (dead cap 1000). Its reply, to free. */
+static redisReply *cancel_fcall(redisContext *rc, const char *q, const char *id) {
+    char prefix[48];
+    snprintf(prefix, sizeof prefix, "t:{%s}:job:", q);
+    const char *args[] = {prefix, id, "1000"};
+    return server_fcall(rc, RJQ__S_CANCEL, q, args, 3);
+}
+
+/* Whether job id of queue q failed with error err. */
+static int error_is(test_env *e, rjq_queue *q, const char *id, const char *err) {
+    info_wait i = get_info(e->base, q, id);
+    return strcmp(i.state, "dead") == 0 && strcmp(i.error, err) == 0;
+}
+
+/* Cancelling a dependency (here a waiting job: cancelled alone) applies
+ * the policies of its dependents of its queue in the cancel's own script:
+ * fail buries (and the buried job's dependent of the queue is buried in
+ * that call too), run releases, ignore drops the line. The reply carries
+ * the dependents entries left (other queues): the cancelled job's first,
+ * then those of the jobs it buried. Through rjq_queue_cancel those are
+ * released by the cancelling client at once. */
+TEST(cancel_of_a_dependency_applies_its_queues_policies_in_the_cancel_and_replies_the_rest) {
+    test_env e;
+    env_start(&e, "cs");
+    rjq_queue *q2 = open_queue(&e, "cs2");
+    enqueue_x_ok(e.base, e.q, "x", 3600000, 0);
+    enqueue_x_ok(e.base, e.q, "y", 3600000, 0);
+    rjq_dep on_x = {"cs", "x"}, on_b = {"cs", "b"}, on_f = {"cs", "f"};
+    rjq_dep b_y[2] = {{"cs", "b"}, {"cs", "y"}};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_x, 1, RJQ_AFTER_FAIL).status); /* b waits */
+    ASSERT_OK(enqueue_after(&e, e.q, "f", &on_b, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "g", &on_f, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "r", &on_b, 1, RJQ_AFTER_RUN).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "i", b_y, 2, RJQ_AFTER_IGNORE).status);
+    ASSERT_OK(enqueue_after(&e, q2, "o", &on_b, 1, RJQ_AFTER_RUN).status);
+    ASSERT_OK(enqueue_after(&e, q2, "p", &on_f, 1, RJQ_AFTER_RUN).status);
+    redisReply *r = cancel_fcall(e.rc, "cs", "b");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 7);
+    ASSERT_EQ(1, r->element[0]->integer);
+    ASSERT_STREQ("waiting", r->element[1]->str);
+    ASSERT_EQ(1, r->element[2]->integer); /* b's own entry first */
+    ASSERT_STREQ("b", r->element[3]->str);
+    ASSERT_STREQ("cs2 o", r->element[4]->str);
+    ASSERT_STREQ("f", r->element[5]->str); /* buried by the cancel, with a dependent on cs2 */
+    ASSERT_STREQ("cs2 p", r->element[6]->str);
+    freeReplyObject(r);
+    /* counted in the cancel: no call of the client's yet */
+    ASSERT_STREQ("cancelled", get_info(e.base, e.q, "b").state);
+    ASSERT(error_is(&e, e.q, "f", "dependency cs:b ended cancelled"));
+    ASSERT(error_is(&e, e.q, "g", "dependency cs:f ended dead"));
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "r").state);
+    ASSERT(deps_line(e.rc, "cs", "r", "\nx cs b"));
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "i").state); /* for y */
+    ASSERT(deps_line(e.rc, "cs", "i", "\n- cs b"));
+    ASSERT_EQ(1, server_int(e.rc, "ZCARD t:{cs}:waiting")); /* i */
+    ASSERT_STREQ("delayed", get_info(e.base, e.q, "x").state); /* b's dependency: untouched */
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "o").state); /* (the client's) */
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "p").state);
+    ASSERT_EQ(2, server_int(e.rc, "ZCARD t:{cs}:depsfin")); /* b, f: for the sweep meanwhile */
+
+    /* through rjq_queue_cancel: released by the cancelling client at once */
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    rjq_dep on_a = {"cs", "a"}, on_c = {"cs", "c"};
+    ASSERT_OK(enqueue_after(&e, e.q, "c", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, q2, "s", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, q2, "t", &on_c, 1, RJQ_AFTER_RUN).status);
+    int done = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "a", on_cancel_wait, &done));
+    ASSERT(loop_until(e.base, &done, 5000));
+    ASSERT_EQ(1, done);
+    ASSERT(error_is(&e, e.q, "c", "dependency cs:a ended cancelled"));
+    WAIT_FOR(e.base, error_is(&e, q2, "s", "dependency cs:a ended cancelled"), 10000);
+    WAIT_FOR(e.base, state_is(&e, q2, "t", "ready"), 10000);
+    ASSERT(deps_line(e.rc, "cs2", "t", "\nd cs c"));
+    WAIT_FOR(e.base, server_int(e.rc, "HEXISTS t:{cs}:dependents a") == 0 &&
+                     server_int(e.rc, "HEXISTS t:{cs}:dependents c") == 0, 10000);
+    ASSERT_EQ(1, server_int(e.rc, "LLEN t:{cs2}:ready")); /* t, once */
+    env_stop(&e);
+}
+
+/* Job j of queue q planted active under token tok, its attempts spent (3
+ * of the default 3), its lease ending at `lease` (server ms). */
+static void plant_spent(redisContext *rc, const char *q, const char *j, const char *tok,
+                        const char *lease) {
+    freeReplyObject(server_cmd(rc, "HSET t:{%s}:payload %s x", q, j));
+    freeReplyObject(server_cmd(rc, "HSET t:{%s}:state %s %s%s%s", q, j, "active 3 ", tok, " @1,2,"));
+    freeReplyObject(server_cmd(rc, "ZADD t:{%s}:active %s %s", q, lease, j));
+}
+
+/* A job whose lease expired with its attempts spent is reclaimed dead:
+ * its dependents of its queue apply their policies in the reclaim's
+ * script, the entry of those of other queues is in its reply, and
+ * rjq_queue_reclaim's client releases them at once. */
+TEST(reclaim_to_dead_applies_its_dependents_policies_at_once) {
+    test_env e;
+    env_start(&e, "rd");
+    rjq_queue *q2 = open_queue(&e, "rd2");
+    plant_spent(e.rc, "rd", "a", "tok", "1");
+    rjq_dep on_a = {"rd", "a"};
+    ASSERT_OK(enqueue_after(&e, e.q, "f", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "r", &on_a, 1, RJQ_AFTER_RUN).status);
+    ASSERT_OK(enqueue_after(&e, q2, "o", &on_a, 1, RJQ_AFTER_RUN).status);
+    const char *args[] = {"t:{rd}:job:", "t:{rd}:wake", "0", "1000", "1000", "-1", "0", "0", "0.5"};
+    redisReply *r = server_fcall(e.rc, RJQ__S_RECLAIM, "rd", args, 9);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3); /* { reclaimed, a's entry } */
+    ASSERT_EQ(1, r->element[0]->integer);
+    ASSERT_STREQ("a", r->element[1]->str);
+    ASSERT_STREQ("rd2 o", r->element[2]->str);
+    freeReplyObject(r);
+    ASSERT(error_is(&e, e.q, "a", "lease expired"));
+    ASSERT(error_is(&e, e.q, "f", "dependency rd:a ended dead"));
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "r").state);
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "o").state); /* (the client's) */
+
+    /* through rjq_queue_reclaim: released by its client at once */
+    plant_spent(e.rc, "rd", "b", "tok", "1");
+    rjq_dep on_b = {"rd", "b"};
+    ASSERT_OK(enqueue_after(&e, q2, "p", &on_b, 1, RJQ_AFTER_FAIL).status);
+    count_wait c = {0};
+    ASSERT_OK(rjq_queue_reclaim(e.q, on_count, &c));
+    ASSERT(loop_until(e.base, &c.done, 5000));
+    ASSERT_OK(c.status);
+    ASSERT_EQ(1, c.n);
+    WAIT_FOR(e.base, error_is(&e, q2, "p", "dependency rd:b ended dead"), 10000);
+    WAIT_FOR(e.base, server_int(e.rc, "HEXISTS t:{rd}:dependents b") == 0, 10000);
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "o").state); /* (a's reply went to no client) */
+    env_stop(&e);
+}
+
+/* The periodic visit (reclaim.lua with look, a worker's client's) that
+ * reclaims a job dead counts its dependent of its queue in that script
+ * and carries the entry of its dependent of another queue after the
+ * visit's three figures, which the visiting client releases (upkeep.c). */
+TEST(visit_reply_carries_the_entries_of_the_jobs_it_made_dead) {
+    test_env e;
+    env_start(&e, "rv");
+    rjq_queue *q2 = open_queue(&e, "rv2");
+    plant_spent(e.rc, "rv", "a", "tok", "1");
+    rjq_dep on_a = {"rv", "a"};
+    ASSERT_OK(enqueue_after(&e, e.q, "r", &on_a, 1, RJQ_AFTER_RUN).status);
+    ASSERT_OK(enqueue_after(&e, q2, "o", &on_a, 1, RJQ_AFTER_RUN).status);
+    const char *args[] = {"t:{rv}:job:", "t:{rv}:wake", "0", "1000", "1000", "-1", "0", "1", "0.5"};
+    redisReply *r = server_fcall(e.rc, RJQ__S_RECLAIM, "rv", args, 9);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 5); /* { n, ready, flags, a, entry } */
+    ASSERT_EQ(1, r->element[0]->integer);
+    ASSERT_EQ(1, r->element[1]->integer); /* r, released in the visit */
+    ASSERT_STREQ("a", r->element[3]->str);
+    ASSERT_STREQ("rv2 o", r->element[4]->str);
+    freeReplyObject(r);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "r").state);
+    env_stop(&e);
+}
+
+/* The orphan sweep returns a dead client's job dead (attempts spent): its
+ * dependents of its queue apply their policies in orphans.lua, the entry
+ * of those of other queues follows in its reply. */
+TEST(orphan_sweep_to_dead_applies_its_dependents_policies_in_its_script) {
+    test_env e;
+    env_start(&e, "od");
+    rjq_queue *q2 = open_queue(&e, "od2");
+    plant_spent(e.rc, "od", "a", "cx.ABCDEFGHIJp1", "99999999999999"); /* (a pushed job of cx) */
+    rjq_dep on_a = {"od", "a"};
+    ASSERT_OK(enqueue_after(&e, e.q, "f", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "r", &on_a, 1, RJQ_AFTER_RUN).status);
+    ASSERT_OK(enqueue_after(&e, q2, "o", &on_a, 1, RJQ_AFTER_RUN).status);
+    const char *orph[] = {"t:{od}:job:", "t:{od}:wake", "cx.", "100", "1000", "99999999999999"};
+    redisReply *r = server_fcall(e.rc, RJQ__S_ORPHANS, "od", orph, 6);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4);
+    ASSERT_EQ(1, r->element[0]->integer);
+    ASSERT_EQ(0, r->element[1]->integer);
+    ASSERT_STREQ("a", r->element[2]->str);
+    ASSERT_STREQ("od2 o", r->element[3]->str);
+    freeReplyObject(r);
+    ASSERT(error_is(&e, e.q, "a", "worker lost"));
+    ASSERT(error_is(&e, e.q, "f", "dependency od:a ended dead"));
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "r").state);
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "o").state); /* (the client's) */
+    env_stop(&e);
+}
+
+/* A waiting or ready job is not deleted (rjq_queue_delete: RJQ_ESTATE):
+ * its dependents keep waiting for it, registered. */
+TEST(delete_of_a_waiting_or_ready_dependency_is_refused_and_its_dependents_wait) {
+    test_env e;
+    env_start(&e, "dw");
+    rjq_queue *q2 = open_queue(&e, "dw2");
+    enqueue_x_ok(e.base, e.q, "a", 0, 0); /* ready: no worker */
+    enqueue_x_ok(e.base, e.q, "x", 3600000, 0);
+    rjq_dep on_a = {"dw", "a"}, on_x = {"dw", "x"}, on_w = {"dw", "w"};
+    ASSERT_OK(enqueue_after(&e, e.q, "w", &on_x, 1, RJQ_AFTER_FAIL).status); /* waiting */
+    ASSERT_OK(enqueue_after(&e, q2, "o", &on_a, 1, RJQ_AFTER_RUN).status);
+    ASSERT_OK(enqueue_after(&e, q2, "p", &on_w, 1, RJQ_AFTER_RUN).status);
+    const char *ids[] = {"a", "w"};
+    for (size_t k = 0; k < 2; k++) {
+        count_wait c = {0};
+        ASSERT_OK(rjq_queue_delete(e.q, ids[k], on_count, &c));
+        ASSERT(loop_until(e.base, &c.done, 5000));
+        ASSERT_EQ(RJQ_ESTATE, c.status);
+    }
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "a").state);
+    ASSERT_STREQ("waiting", get_info(e.base, e.q, "w").state);
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "o").state);
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "p").state);
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{dw}:dependents a"));
+    ASSERT_EQ(1, server_int(e.rc, "HEXISTS t:{dw}:dependents w"));
+    env_stop(&e);
+}
+
+/* A dead or cancelled job deleted (purge, delete) before its dependents
+ * were released (its finisher died between the two): they are released
+ * by the deleting client at once, with how it ended (not "missing"). */
+TEST(purge_or_delete_of_a_dependency_not_yet_released_releases_its_dependents_at_once) {
+    test_env e;
+    env_start(&e, "pd");
+    rjq_queue *q2 = open_queue(&e, "pd2");
+    plant_active(e.rc, "pd", "a");
+    rjq_dep on_a = {"pd", "a"};
+    ASSERT_OK(enqueue_after(&e, q2, "o", &on_a, 1, RJQ_AFTER_RUN).status);
+    ASSERT_EQ(5, fail_fcall(e.rc, "pd", "a")); /* dead; its reply told no client */
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "o").state);
+    count_wait c = {0};
+    ASSERT_OK(rjq_queue_purge(e.q, RJQ_STATE_DEAD, 10, on_count, &c));
+    ASSERT(loop_until(e.base, &c.done, 5000));
+    ASSERT_OK(c.status);
+    ASSERT_EQ(1, c.n);
+    WAIT_FOR(e.base, state_is(&e, q2, "o", "ready"), 10000);
+    ASSERT(deps_line(e.rc, "pd2", "o", "\nd pd a")); /* counted dead */
+    WAIT_FOR(e.base, server_int(e.rc, "HEXISTS t:{pd}:dependents a") == 0, 10000);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{pd}:depsfin"));
+
+    enqueue_x_ok(e.base, e.q, "b", 3600000, 0);
+    rjq_dep on_b = {"pd", "b"};
+    ASSERT_OK(enqueue_after(&e, q2, "p", &on_b, 1, RJQ_AFTER_FAIL).status);
+    server_cancel_fcall(e.rc, "pd", "b"); /* cancelled; its reply told no client */
+    ASSERT_STREQ("waiting", get_info(e.base, q2, "p").state);
+    count_wait d = {0};
+    ASSERT_OK(rjq_queue_delete(e.q, "b", on_count, &d));
+    ASSERT(loop_until(e.base, &d.done, 5000));
+    ASSERT_OK(d.status);
+    ASSERT_EQ(1, d.n);
+    WAIT_FOR(e.base, error_is(&e, q2, "p", "dependency pd:b ended cancelled"), 10000);
+    WAIT_FOR(e.base, server_int(e.rc, "HEXISTS t:{pd}:dependents b") == 0, 10000);
+    env_stop(&e);
+}

@@ -8,14 +8,21 @@
 -- it is listed in the cancelled set (id -> time), of which the newest
 -- `most` are kept (the oldest records are deleted past that); awaiting
 -- producers are told ('cancelled').
+-- Its dependents apply their policies at once (README "Dependencies and
+-- batches"): those waiting in this queue are counted here (DEPS.finished in
+-- lib.lua, as complete.lua and fail.lua do), the dependents entries of the
+-- others are in the reply, which the client releases at once (deps.c).
 -- KEYS (src/keys.def; bound to these locals): ready, prio, delayed, active,
 --       stats, cancelled, cols, monitored, events, push, dedup, waiting,
---       groups, deps, depsfin
--- ARGV: 1 job name prefix, 2 id, 3 most cancelled jobs kept
--- Returns { code, state, told }: 1 cancelled (state: the one it left:
+--       groups, deps, depsfin, dead, dependents, wake
+-- ARGV: 1 job name prefix, 2 id, 3 most cancelled (and dead) jobs kept
+-- Returns { code, state, own, ... }: 1 cancelled (state: the one it left:
 -- ready, delayed, active or waiting), 0 no such job, 2 already finished
--- (state: completed, dead or cancelled); told 1 when the job cancelled has
--- dependents to release (deps_due.lua), else 0.
+-- (state: completed, dead or cancelled); then, when dependents of other
+-- queues are left to release, per job with some its id and its dependents
+-- entry ("<queue> <id>" lines): first the cancelled job's (own 1 when it
+-- has one, else 0; outcome cancelled), then those of the jobs of this
+-- queue its cancel buried by their policy 'fail' (outcome dead).
 local prefix, id, most = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local J = columns(cols, prefix)
 J.u = dedup
@@ -67,7 +74,15 @@ local emit = monitor(monitored, events)
 emit('cancelled', id)
 DEPS_TOLD[1] = false
 notify_finished(J, id, v[4], 'cancelled', '')
-local told = DEPS_TOLD[1] and 1 or 0
+local out = {1, state, 0}
+if DEPS_TOLD[1] then
+  local left, buried = DEPS.finished(J, {ready = ready, prio = prio, delayed = delayed, stats = stats,
+                                         waiting = waiting, deps = deps, dead = dead, dependents = dependents,
+                                         depsfin = depsfin, wake = wake, dead_max = most, emit = emit},
+                                     {id}, 'cancelled')
+  if left[2] ~= '' then out[3] = 1; out[4] = id; out[5] = left[2] end
+  for i = 1, #buried do out[#out + 1] = buried[i] end
+end
 local extra = redis.call('ZCARD', cancelled) - most
 if extra > 0 then trim_oldest(J, cancelled, extra) end
-return {1, state, told}
+return out

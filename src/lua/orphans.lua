@@ -6,16 +6,23 @@
 -- are found by a scan of active (active_under), once no member is left.
 -- A job of a group goes back to its group (its slot freed, the group
 -- offered again: GROUPS.release, GROUPS.after), as reclaim.lua returns it.
+-- A job returned dead (attempts spent) with dependents: those waiting in
+-- this queue are counted here (DEPS.finished in lib.lua, as fail.lua
+-- does); the entries of the others follow in the reply, which the client
+-- releases at once (deps.c).
 -- KEYS (src/keys.def; bound to these locals): held, active, ready, prio,
---       dead, stats, cols, monitored, events, dedup, deps, depsfin, groups
+--       dead, stats, cols, monitored, events, dedup, deps, depsfin, groups,
+--       delayed, waiting, dependents
 -- ARGV: 1 job name prefix, 2 wake channel, 3 the client's token prefix
 --       "<client>.", 4 most members per call, 5 dead cap, 6 the sweep's
 --       lease end (server ms): a call that runs later does nothing (the
 --       client may be back and holding new jobs; beat.lua told it to start
 --       none until then)
 -- Returns { jobs returned, 1 when members or jobs are left (call again)
--- else 0 }: at most ARGV 4 members, or ARGV 4 jobs found by the scan, per
--- call.
+-- else 0, then per dead job with dependents of other queues its id and
+-- its dependents entry (also of the jobs of this queue its death buried
+-- by their policy 'fail'), all dead }: at most ARGV 4 members, or ARGV 4
+-- jobs found by the scan, per call.
 local prefix, wake, who, limit, dead_max = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local now = now_ms()
 if now >= tonumber(ARGV[6]) then return {0, 0} end
@@ -76,13 +83,27 @@ if n > 0 then
   call_all('ZREM', active, ids)
   local gc = {}
   local gof = GROUPS.release_hinted(groups, J, ids, o, gc)
-  local gdone = {}
+  local gdone, died = {}, {}
   for i, l in ipairs(lost) do
     local id, g = l[1], gof[l[1]]
+    DEPS_TOLD[1] = false
     local st = return_lost(J, g and GROUPS.q(groups, q, g) or q, id, l[2], o[i], 'worker lost', l[3], l[4])
     if g then gdone[#gdone + 1] = {g, id, st} end
+    if st == 'dead' and DEPS_TOLD[1] then died[#died + 1] = id end -- (dependents to release)
   end
   if #gdone > 0 then GROUPS.after(groups, J, gdone, gc, stats) end
   redis.call('HINCRBY', stats, 'reclaimed', n)
+  if #died > 0 then
+    local out = {n, more and 1 or 0}
+    local left, buried = DEPS.finished(J, {ready = ready, prio = prio, delayed = delayed, stats = stats,
+                                           waiting = waiting, deps = deps, dead = dead, dependents = dependents,
+                                           depsfin = depsfin, wake = wake, dead_max = dead_max, emit = q.emit},
+                                       died, 'dead')
+    for k = 1, #left, 2 do
+      if left[k + 1] ~= '' then out[#out + 1] = left[k]; out[#out + 1] = left[k + 1] end
+    end
+    for k = 1, #buried do out[#out + 1] = buried[k] end
+    return out
+  end
 end
 return {n, more and 1 or 0}

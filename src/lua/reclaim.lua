@@ -32,6 +32,13 @@
 -- when ended batches of the queue are past their retention (batchend),
 -- else 0: the client then sweeps their releases, deps_due.lua, resumes
 -- their registrations, and deletes those batches, batch.lua's sweep).
+-- A job this sweep made dead (attempts spent, or timed out) with
+-- dependents: those waiting in this queue are counted here (DEPS.finished
+-- in lib.lua, as fail.lua does); when dependents of other queues are left,
+-- the reply is the array above (without look: { jobs reclaimed }) followed
+-- by per job its id and its dependents entry (also of the jobs of this
+-- queue its death buried by their policy 'fail'), all dead, which the
+-- client releases at once (deps.c).
 local prefix, wake, guard_ms, limit, dead_max = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local retention, cap, look, jitter = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8] == '1', tonumber(ARGV[9])
 local J = columns(cols, prefix)
@@ -60,8 +67,14 @@ else
                 J.d, 'hash', J.s, 'hash', J.o, 'hash', J.r, 'hash', J.e, 'hash', J.f, 'hash', J.n, 'hash',
                 delayed, 'zset', deadlines, 'zset', J.u, 'zset', J.dp, 'hash', J.a, 'hash'})
 end
+local entries = {} -- (id, dependents entry) of the dead with dependents of other queues
 local function result(n)
-  if not look then return n end
+  if not look then
+    if #entries == 0 then return n end
+    local out = {n}
+    for i = 1, #entries do out[#out + 1] = entries[i] end
+    return out
+  end
   -- (the sweeper, holding the guard, also sweeps the dependents' releases
   -- and the ended batches: one EXISTS of both keys, so a queue that never
   -- had a batch reads no more than before batches; batchend's first entry
@@ -77,9 +90,15 @@ local function result(n)
   if n >= 0 and #typed('zset', 'ZRANGEBYSCORE', waiting, '-inf', now - DEPS_RESUME_MS, 'LIMIT', 0, 1) > 0 then
     d = d + 2
   end
-  if redis.call('HEXISTS', meta, 'paused') == 1 then return {n, 0, d} end
-  return {n, redis.call('LLEN', ready) + redis.call('ZCARD', prio) +
-             typed('zset', 'ZCOUNT', delayed, '-inf', now), d}
+  local out
+  if redis.call('HEXISTS', meta, 'paused') == 1 then
+    out = {n, 0, d}
+  else
+    out = {n, redis.call('LLEN', ready) + redis.call('ZCARD', prio) +
+              typed('zset', 'ZCOUNT', delayed, '-inf', now), d}
+  end
+  for i = 1, #entries do out[#out + 1] = entries[i] end
+  return out
 end
 if guard_ms > 0 and not redis.call('SET', guard, '1', 'NX', 'PX', guard_ms) then
   return result(-1)
@@ -107,7 +126,7 @@ local n, timed_out = 0, 0
 local gc, q0 = {}, q
 local s, o = redis.call('HMGET', J.s, unpack(ids)), redis.call('HMGET', J.o, unpack(ids))
 local gof = GROUPS.release_hinted(groups, J, ids, o, gc)
-local gdone = {}
+local gdone, died = {}, {}
 for i, id in ipairs(ids) do
   local v = {s[i], o[i]}
   local state, attempts, tok, tm = state_of(v[1])
@@ -115,6 +134,7 @@ for i, id in ipairs(ids) do
   q = g and GROUPS.q(groups, q0, g) or q0
   local st
   if state == 'active' then
+    DEPS_TOLD[1] = false
     local e = ends[i] and tonumber(ends[i])
     local tmo = select(4, parse_options(v[2])) -- (an entry of a job without one is stale)
     if e and e <= now and tmo then
@@ -133,9 +153,20 @@ for i, id in ipairs(ids) do
       st = return_lost(J, q, id, attempts, v[2], 'lease expired', tok, tm)
     end
     if g then gdone[#gdone + 1] = {g, id, st} end
+    if st == 'dead' and DEPS_TOLD[1] then died[#died + 1] = id end -- (dependents to release)
   end
 end
 if #gdone > 0 then GROUPS.after(groups, J, gdone, gc, stats) end
+if #died > 0 then
+  local left, buried = DEPS.finished(J, {ready = ready, prio = prio, delayed = delayed, stats = stats,
+                                         waiting = waiting, deps = deps, dead = dead, dependents = dependents,
+                                         depsfin = depsfin, wake = wake, dead_max = dead_max, emit = q0.emit},
+                                     died, 'dead')
+  for k = 1, #left, 2 do
+    if left[k + 1] ~= '' then entries[#entries + 1] = left[k]; entries[#entries + 1] = left[k + 1] end
+  end
+  for k = 1, #buried do entries[#entries + 1] = buried[k] end
+end
 drop_past_deadlines()
 if n > 0 then redis.call('HINCRBY', stats, 'reclaimed', n) end
 return result(n + timed_out)

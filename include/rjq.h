@@ -823,16 +823,21 @@ typedef struct rjq_header {
  *   call per dependency's queue (sent at the end of the turn, or before
  *   the client's next request, whichever comes first).
  * - When a dependency finishes (completed, dead, cancelled), the script
- *   that finished it tells its caller (a completion's reply carries the
- *   dependents), and the finishing client (the worker's completion or
- *   failure, rjq_queue_cancel's caller) sends an idempotent release to
- *   each dependent's queue: each dependency is counted once, a release
- *   sent again changes nothing. The dependency's list of dependents is
- *   dropped once every one was released. A dependent in the dependency's
- *   own queue is registered by the job's write itself, and released by
- *   the completion or the failure to dead of the dependency, in that same
- *   script (no call of the client's; a completion sent again after a lost
- *   reply releases nothing twice).
+ *   that finished it tells its caller (its reply carries the dependents),
+ *   and the finishing client (the worker's completion or failure,
+ *   rjq_queue_cancel's caller, the client whose reclaim or orphan sweep
+ *   made it dead, rjq_queue_reclaim's caller) sends an idempotent release
+ *   to each dependent's queue at once: each dependency is counted once, a
+ *   release sent again changes nothing. The dependency's list of
+ *   dependents is dropped once every one was released. A dead or
+ *   cancelled job deleted (rjq_queue_delete, rjq_queue_purge) before its
+ *   dependents were all released has them released by the deleting
+ *   client, with how it ended. A dependent in the dependency's own queue
+ *   is registered by the job's write itself, and released by the script
+ *   that finishes or deletes the dependency (completion, failure, cancel,
+ *   reclaim, orphan sweep, delete), in that same script (no call of the
+ *   client's; a completion sent again after a lost reply releases nothing
+ *   twice).
  * - Policies, for a dependency that ended dead, cancelled or missing:
  *   RJQ_AFTER_FAIL buries the job (dead, error "dependency <queue>:<id>
  *   ended <outcome>", or "dependency <queue>:<id> was removed (no record

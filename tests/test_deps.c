@@ -1688,3 +1688,38 @@ TEST(purge_or_delete_of_a_dependency_not_yet_released_releases_its_dependents_at
     WAIT_FOR(e.base, server_int(e.rc, "HEXISTS t:{pd}:dependents b") == 0, 10000);
     env_stop(&e);
 }
+
+/* The replay rules with dependents of the dependency's own queue (counted
+ * in its failing script): replaying the dead dependency re-blocks nothing
+ * (the job its death buried stays dead, the one it released stays ready,
+ * nothing waits again); replaying the buried dependent makes it ready at
+ * once, its list keeping how its dependency ended. */
+TEST(replay_of_a_dead_dependency_of_its_queue_reblocks_nothing_and_a_buried_dependent_replayed_runs) {
+    test_env e;
+    env_start(&e, "rq");
+    plant_active(e.rc, "rq", "a");
+    rjq_dep on_a = {"rq", "a"};
+    ASSERT_OK(enqueue_after(&e, e.q, "f", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, e.q, "r", &on_a, 1, RJQ_AFTER_RUN).status);
+    ASSERT_EQ(2, fail_fcall(e.rc, "rq", "a")); /* dead; both counted in its script */
+    ASSERT(error_is(&e, e.q, "f", "dependency rq:a ended dead"));
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "r").state);
+    count_wait c = {0};
+    ASSERT_OK(rjq_queue_replay(e.q, "a", 1, on_count, &c));
+    ASSERT(loop_until(e.base, &c.done, 5000));
+    ASSERT_EQ(1, c.n);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "a").state);
+    ASSERT_STREQ("dead", get_info(e.base, e.q, "f").state); /* stays buried */
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "r").state);
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{rq}:waiting"));
+    ASSERT_EQ(2, server_int(e.rc, "LLEN t:{rq}:ready")); /* r and a, once each */
+    count_wait d = {0};
+    ASSERT_OK(rjq_queue_replay(e.q, "f", 1, on_count, &d));
+    ASSERT(loop_until(e.base, &d.done, 5000));
+    ASSERT_EQ(1, d.n);
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "f").state); /* runs at once */
+    ASSERT(deps_line(e.rc, "rq", "f", "\nd rq a"));          /* how a ended */
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{rq}:waiting"));
+    ASSERT_EQ(3, server_int(e.rc, "LLEN t:{rq}:ready"));
+    env_stop(&e);
+}

@@ -1723,3 +1723,27 @@ TEST(replay_of_a_dead_dependency_of_its_queue_reblocks_nothing_and_a_buried_depe
     ASSERT_EQ(3, server_int(e.rc, "LLEN t:{rq}:ready"));
     env_stop(&e);
 }
+
+/* rjq_queue_cancel of a job whose only dependent waits in its queue: one
+ * script call (the cancel counts it), no deps_due, deps_release or
+ * deps_done call of the client's (before: all three, the release a round
+ * trip after the cancel). */
+TEST(cancel_releasing_a_dependent_of_its_queue_takes_one_script_call) {
+    test_env e;
+    env_start(&e, "c1");
+    enqueue_x_ok(e.base, e.q, "a", 3600000, 0);
+    rjq_dep on_a = {"c1", "a"};
+    ASSERT_OK(enqueue_after(&e, e.q, "b", &on_a, 1, RJQ_AFTER_RUN).status);
+    long long calls = server_script_calls(e.rc), before = server_commands_run(e.rc);
+    int done = 0;
+    ASSERT_OK(rjq_queue_cancel(e.q, "a", on_cancel_wait, &done));
+    ASSERT(loop_until(e.base, &done, 5000));
+    ASSERT_EQ(1, done);
+    long long n = server_commands_run(e.rc) - before - 1; /* (the FCALL) */
+    printf("commands: cancel releasing a dependent of its queue %lld\n", n);
+    /* (a call the client sent before the callback is run before this read's) */
+    ASSERT_STREQ("ready", get_info(e.base, e.q, "b").state);
+    ASSERT_EQ(calls + 2, server_script_calls(e.rc)); /* the cancel, the read */
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{c1}:dependents t:{c1}:depsfin"));
+    env_stop(&e);
+}

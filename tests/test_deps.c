@@ -1747,3 +1747,30 @@ TEST(cancel_releasing_a_dependent_of_its_queue_takes_one_script_call) {
     ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{c1}:dependents t:{c1}:depsfin"));
     env_stop(&e);
 }
+
+/* A job whose run time is over with its attempts spent is failed dead by
+ * the reclaim sweep ("timed out"): its dependents of its queue apply their
+ * policies in that script, the entry of those of other queues is in its
+ * reply (as reclaim_to_dead_applies_its_dependents_policies_at_once). */
+TEST(timeout_to_dead_applies_its_dependents_policies_in_the_reclaim) {
+    test_env e;
+    env_start(&e, "td");
+    rjq_queue *q2 = open_queue(&e, "td2");
+    plant_spent(e.rc, "td", "a", "tok", "1");
+    freeReplyObject(server_cmd(e.rc, "HSET t:{td}:options a 0,3,;1000")); /* a timeout of 1 s */
+    freeReplyObject(server_cmd(e.rc, "ZADD t:{td}:deadlines 1 a"));       /* over */
+    rjq_dep on_a = {"td", "a"};
+    ASSERT_OK(enqueue_after(&e, e.q, "f", &on_a, 1, RJQ_AFTER_FAIL).status);
+    ASSERT_OK(enqueue_after(&e, q2, "o", &on_a, 1, RJQ_AFTER_RUN).status);
+    const char *args[] = {"t:{td}:job:", "t:{td}:wake", "0", "1000", "1000", "-1", "0", "0", "0.5"};
+    redisReply *r = server_fcall(e.rc, RJQ__S_RECLAIM, "td", args, 9);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 3);
+    ASSERT_EQ(1, r->element[0]->integer);
+    ASSERT_STREQ("a", r->element[1]->str);
+    ASSERT_STREQ("td2 o", r->element[2]->str);
+    freeReplyObject(r);
+    ASSERT(error_is(&e, e.q, "a", "timed out after 1000 ms"));
+    ASSERT(error_is(&e, e.q, "f", "dependency td:a ended dead"));
+    ASSERT_EQ(0, server_int(e.rc, "ZCARD t:{td}:waiting"));
+    env_stop(&e);
+}

@@ -27,6 +27,7 @@
 #include "deps.h"
 #include "gather.h"
 #include "queue.h"
+#include "shard.h"
 #include "validate.h"
 
 /* A batch id: a job id, or a number the batch queue assigned. */
@@ -267,6 +268,14 @@ static void on_member_enqueued(rjq_client *c, int status, const rjq_enqueued *jo
     }
     m->out = jobs[0];
     m->out.id = m->id;
+    /* a sharded queue's member is its shard's job: registered there, and
+     * named by its shard in the batch (the queue its finisher tells from) */
+    rjq_queue *sq = rjq__queue_id_shard(m->q, m->id);
+    if (sq != m->q) {
+        rjq__queue_hold(sq);
+        rjq__queue_release(m->q);
+        m->q = sq;
+    }
     /* the batch among the job's dependents: its finisher tells the batch
      * (registrations gathered by deps.c) */
     size_t blen = strlen(rjq_queue_get_name(m->bq));
@@ -292,7 +301,6 @@ int rjq_batch_enqueue(rjq_queue *bq, const char *id, rjq_queue *q, const void *p
         rjq__errmsg(rjq_queue_get_client(bq), "batch enqueue: no queue, or another client's");
         rc = RJQ_EINVAL;
     }
-    if (rc == RJQ_OK) rc = rjq__queue_refuse_front(q, "a batch member's enqueue");
     if (rc != RJQ_OK) return rc;
     member_ctx *m = calloc(1, sizeof *m);
     if (m == NULL || (m->bid = strdup(id)) == NULL) {

@@ -105,7 +105,7 @@ same "$(json '([x for x in d["dependencies"]], [(x["queue"], x["id"]) for x in d
 req GET /v1/queues/plain/jobs/pw/dependencies; expect 200
 same "$(json '[(x["queue"].startswith("sq~"), x["id"], x["state"]) for x in d["dependencies"]]')" \
     "[(True, 'e', 'ready')]" "pw's dependency: e, named by its shard"
-req GET /v1/queues/sq/jobs/42/dependencies; expect 409 'server-assigned'
+req GET /v1/queues/sq/jobs/42/dependencies; expect 409 'sharded' # (as its job page)
 same "$("$RJQ" --prefix ss jobs sq waiting)" dw "rjq jobs sq waiting"
 check; "$RJQ" --prefix ss job sq dw | grep -q '^state *waiting' ||
     fail "rjq job sq dw: $("$RJQ" --prefix ss job sq dw 2>&1)"

@@ -2789,7 +2789,8 @@ RJQ_API int rjq_batch_list(rjq_queue *bq, const char *state, const char *after, 
 
 typedef struct rjq_flow_child {
     size_t size;                /* RJQ_FLOW_CHILD_INIT sets it */
-    rjq_queue *queue;           /* the child's queue: a plain queue's handle of the client */
+    rjq_queue *queue;           /* the child's queue: a handle of the client (a sharded
+                                 * queue's too: the child goes to its shard) */
     const void *payload;        /* len bytes, binary-safe, may be empty */
     size_t len;
     const rjq_job_options *opts; /* NULL: defaults */
@@ -2810,8 +2811,7 @@ typedef void rjq_flow_cb(rjq_client *c, int status, const rjq_enqueued *parent,
  * Returns RJQ_OK (cb will be called) or, cb not called and nothing sent:
  * RJQ_EINVAL (q NULL, n out of range, a NULL child or child queue, a
  * child queue of another client, o->after set, a child's bad options or
- * id, a struct's bad size), RJQ_ESHARDED (q or a child's queue is
- * sharded), RJQ_ECLOSED, RJQ_ENOMEM, or the code rjq_enqueue returned for
+ * id, a struct's bad size), RJQ_ECLOSED, RJQ_ENOMEM, or the code rjq_enqueue returned for
  * the first child. A later child's enqueue refused when it is called
  * (the children before it sent) ends through cb with its code, with no
  * parent. The parent's options (its headers too) are copied.

@@ -7,7 +7,8 @@
  * by that shard's finisher (it was registered on the queue's own slot,
  * where no job is: counted "missing" at once, and its dependent buried);
  * a chain across shards runs in order; a batch's members on a sharded
- * queue are counted by their shards. The same on the test cluster, the
+ * queue are counted by their shards; a flow's parent and children on a
+ * sharded queue. The same on the test cluster, the
  * shards on three masters.
  */
 #include <stdio.h>
@@ -405,6 +406,78 @@ TEST(batch_members_on_a_sharded_queue_are_counted_by_their_shards) {
      * key of one queue): refused, naming the call */
     ASSERT_EQ(RJQ_ESHARDED, rjq_batch_create(s, NULL, on_made, NULL));
     ASSERT(strstr(rjq_client_get_errmsg(e.c), "a batch call") != NULL);
+    env_stop(&e);
+}
+
+typedef struct flowed {
+    long calls;
+    int status;
+    char parent[64], kid[3][64];
+} flowed;
+
+static void on_flow(rjq_client *c, int status, const rjq_enqueued *parent,
+                    const rjq_enqueued *children, size_t n, void *data) {
+    flowed *f = data;
+    (void)c;
+    f->calls++;
+    f->status = status;
+    if (status != RJQ_OK) return;
+    snprintf(f->parent, sizeof f->parent, "%s", parent->id);
+    for (size_t i = 0; i < n && i < 3; i++)
+        snprintf(f->kid[i], sizeof f->kid[i], "%s", rjq_enqueued_get(children, i)->id);
+}
+
+/* A tree whose parent and two of its children are on a sharded queue (it
+ * was refused: RJQ_ESHARDED): each on its shard, the parent released by
+ * the children's shards and by the plain queue's. */
+TEST(flow_with_a_sharded_parent_and_children_runs_the_parent_last) {
+    test_env e;
+    env_start(&e, "sdf_p");
+    rjq_queue *s = open_learnt(e.base, e.c, "sdf_s");
+    ASSERT_OK(declare_shards(e.base, s, 3));
+    rjq_job_options k1o = RJQ_JOB_OPTIONS_INIT, po = RJQ_JOB_OPTIONS_INIT;
+    k1o.id = "k1";
+    po.id = "fp";
+    rjq_flow_child k1 = RJQ_FLOW_CHILD_INIT, k2 = RJQ_FLOW_CHILD_INIT, k3 = RJQ_FLOW_CHILD_INIT;
+    k1.queue = s; /* an id */
+    k1.opts = &k1o;
+    k1.payload = "k";
+    k1.len = 1;
+    k2.queue = s; /* anonymous: an id made for its shard */
+    k2.payload = "k";
+    k2.len = 1;
+    k3.queue = e.q;
+    k3.payload = "k";
+    k3.len = 1;
+    const rjq_flow_child *kids[] = {&k1, &k2, &k3};
+    flowed f = {0};
+    ASSERT_OK(rjq_enqueue_flow(s, "parent", 6, &po, kids, 3, on_flow, &f));
+    ASSERT(loop_until_count(e.base, &f.calls, 1, 10000));
+    ASSERT_OK(f.status);
+    ASSERT_STREQ("fp", f.parent);
+    ASSERT_STREQ("waiting", get_info(e.base, s, "fp").state);
+    read_deps rd = dependencies_of(e.base, s, "fp");
+    ASSERT_OK(rd.status);
+    ASSERT_EQ(3, (long)rd.n);
+    char want[256];
+    snprintf(want, sizeof want, "%s:k1 ready pending", shard_name(e.base, s, "k1"));
+    ASSERT_STREQ(want, rd.line[0]);
+    snprintf(want, sizeof want, "%s:%s ready pending", shard_name(e.base, s, f.kid[1]), f.kid[1]);
+    ASSERT_STREQ(want, rd.line[1]);
+    snprintf(want, sizeof want, "sdf_p:%s ready pending", f.kid[2]);
+    ASSERT_STREQ(want, rd.line[2]);
+    ran rs = {{0}, 0}, rp = {{0}, 0};
+    rjq_worker_options wo = quiet_worker_options(1);
+    rjq_worker *ws, *wp;
+    ASSERT_OK(rjq_worker_start(e.q, &wo, complete_it, &rp, &wp));
+    ASSERT_OK(rjq_worker_start(s, &wo, complete_it, &rs, &ws));
+    ASSERT(loop_until_count(e.base, &rs.n, 3, 10000));
+    ASSERT_EQ(1, rp.n);
+    ASSERT(strcmp(rs.order + strlen(rs.order) - 3, ",fp") == 0); /* the parent last */
+    WAIT_FOR(e.base, state_is(e.base, s, "fp", "completed"), 10000);
+    worker_stop_wait(e.base, ws);
+    worker_stop_wait(e.base, wp);
+    ASSERT_EQ(3, rs.n);
     env_stop(&e);
 }
 

@@ -1105,10 +1105,18 @@ static int route_after(rjq_queue *q, const void *payload, size_t len, const rjq_
     return RJQ_OK;
 }
 
+/* 1 when the caller's options (of its size: an older one may end before
+ * the field) give dependencies. */
+static int gives_after(const rjq_job_options *o) {
+    return o && o->size >= offsetof(rjq_job_options, n_after) + sizeof o->n_after &&
+           (o->after || o->n_after);
+}
+
 int rjq_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *opts,
                 rjq_enqueue_cb *cb, void *data) {
     if (gated(q)) return hold_enqueue_on(q, q, payload, len, opts, cb, data);
     layout *l = layout_of(q);
+    if (l == NULL && !gives_after(opts)) return rjq__enqueue_one(q, payload, len, opts, cb, data);
     rjq_client *c = rjq_queue_get_client(q);
     rjq_job_options copy;
     const rjq_job_options *o;

@@ -43,6 +43,12 @@ static int usable(rjq_queue *q, const char *id, int has_cb) {
         if (q) rjq__errmsg(rjq_queue_get_client(q), "batch: bad arguments (id, callback)");
         return RJQ_EINVAL;
     }
+    if (rjq__queue_front(q)) { /* (README "Sharded queues": members may be there) */
+        rjq__errmsg(rjq_queue_get_client(q), "queue %s is split into shards and a batch call acts "
+                    "on one queue's keys: keep the batch in a plain queue (its members may be "
+                    "jobs of %s)", rjq_queue_get_name(q), rjq_queue_get_name(q));
+        return RJQ_ESHARDED;
+    }
     return rjq__queue_usable(q, "a batch call");
 }
 

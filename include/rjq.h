@@ -880,8 +880,17 @@ typedef struct rjq_header {
  *   dependent's queue registers each waiting job again (as above: a minute
  *   after its registration, then after as long as it had waited, at most
  *   an hour), which finds the dependency missing and applies the policy.
- * - Batches: "Batches" below; trees: rjq_enqueue_flow. Sharded queues
- *   take no dependencies.
+ * - Batches: "Batches" below; trees: rjq_enqueue_flow.
+ * - Sharded queues ("Sharded queues" below): a job enqueued with `after`
+ *   on a sharded queue's handle waits on its shard. A dependency named by
+ *   a sharded queue (its name, not a shard's) is recorded and registered
+ *   as the shard its id routes to ("<name>~<i>-<k>", as the dependent's
+ *   list reads it), whose finisher releases it; the enqueue first learns
+ *   that queue's layout (once per client: a handle of the queue is opened
+ *   when the client has none, the enqueue held until its read answers).
+ *   A server-assigned (all-digit) id of a sharded queue names no shard:
+ *   RJQ_ESHARDED (returned, or the callback's when the layout was being
+ *   read; name the shard's queue instead).
  */
 #define RJQ_AFTER_MAX 100
 #define RJQ_AFTER_FAIL 0
@@ -1020,7 +1029,9 @@ typedef void rjq_enqueue_cb(rjq_client *c, int status, const rjq_enqueued *jobs,
  * is sent again after a reconnect, and its callback gets the outcome
  * (existed is 1 when the first send had written the job).
  * Returns RJQ_EINVAL, RJQ_EJOBID, RJQ_ETOOBIG, RJQ_ECLOSED, RJQ_ENOMEM
- * synchronously (nothing sent).
+ * synchronously (nothing sent); RJQ_ESHARDED for a dependency (opts->after)
+ * named by a server-assigned id of a sharded queue ("Dependencies": cb's
+ * status instead when that queue's layout was being read).
  */
 RJQ_API int rjq_enqueue(rjq_queue *q, const void *payload, size_t len,
                         const rjq_job_options *opts, rjq_enqueue_cb *cb,
@@ -1304,16 +1315,18 @@ typedef void rjq_dependencies_cb(rjq_client *c, int status, const rjq_dep_outcom
  * record stays at least until it released this job (retention then may
  * delete it: state "missing", counted still says how it ended).
  * Returns RJQ_OK, RJQ_EINVAL (job or cb NULL, or a job detached from its
- * worker), RJQ_ESHARDED (a sharded queue's job: they take no
- * dependencies), RJQ_ECLOSED (the client is closing) or RJQ_ENOMEM. cb's status:
+ * worker), RJQ_ECLOSED (the client is closing) or RJQ_ENOMEM (a sharded
+ * queue's job is read on its shard: its handle's). cb's status:
  * RJQ_OK, RJQ_EPROTO (a reply rjq cannot read), RJQ_ENOMEM, RJQ_ECANCELED,
  * or a request's error (RJQ_ECONN, RJQ_ETIMEDOUT, RJQ_EAUTH, ...).
  */
 RJQ_API int rjq_job_dependencies(rjq_job *job, rjq_dependencies_cb *cb, void *data);
 
 /* The same for job `id` of q, from any process (an operator's view: rjq
- * serve's job page). Returns as rjq_job_dependencies, RJQ_EINVAL for q or
- * cb NULL, RJQ_EJOBID for an invalid id. */
+ * serve's job page); on a sharded queue's handle, read on the id's shard
+ * (as rjq_queue_get_job). Returns as rjq_job_dependencies, RJQ_EINVAL for
+ * q or cb NULL, RJQ_EJOBID for an invalid id, RJQ_ESHARDED for a
+ * server-assigned id on a sharded queue. */
 RJQ_API int rjq_queue_get_dependencies(rjq_queue *q, const char *id, rjq_dependencies_cb *cb,
                                        void *data);
 
@@ -1329,8 +1342,10 @@ typedef void rjq_dependents_cb(rjq_client *c, int status, const rjq_dep *list, s
 /* Read the dependents of job `id` of q not released yet: a dependent is
  * recorded with its dependency until the dependency finished and released
  * it (then the dependent's own list, rjq_queue_get_dependencies, says how
- * it counted). One script call. Returns RJQ_OK, RJQ_EINVAL (q or cb NULL),
- * RJQ_EJOBID (an invalid id), RJQ_ESHARDED, RJQ_ECLOSED or RJQ_ENOMEM; cb's
+ * it counted). One script call (a sharded queue's: on the id's shard).
+ * Returns RJQ_OK, RJQ_EINVAL (q or cb NULL), RJQ_EJOBID (an invalid id),
+ * RJQ_ESHARDED (a server-assigned id on a sharded queue), RJQ_ECLOSED or
+ * RJQ_ENOMEM; cb's
  * status: RJQ_OK, RJQ_EPROTO, RJQ_ENOMEM, RJQ_ECANCELED or a request's
  * error. */
 RJQ_API int rjq_queue_get_dependents(rjq_queue *q, const char *id, rjq_dependents_cb *cb,
@@ -2462,7 +2477,8 @@ RJQ_API int rjq_scheduler_is_leading(const rjq_scheduler *s);
  * is refused with RJQ_EFULL although other shards may have room.
  *
  * Calls by id go to the id's shard, as rjq_enqueue picks it:
- * rjq_queue_cancel, rjq_queue_get_job, rjq_queue_delete and rjq_queue_replay
+ * rjq_queue_cancel, rjq_queue_get_job, rjq_queue_delete, rjq_queue_promote,
+ * rjq_queue_get_dependencies, rjq_queue_get_dependents and rjq_queue_replay
  * with an id (the library's made ids of anonymous jobs included). A
  * server-assigned (all digits) id (a job put on a shard's own handle, or
  * by an older library) repeats across shards, so
@@ -2650,8 +2666,10 @@ RJQ_API int rjq_batch_create(rjq_queue *q, const rjq_batch_options *o, rjq_batch
                              void *data);
 
 /*
- * Enqueue a job into queue q (any plain queue's handle of the same client)
- * as a member of batch `id` of batch queue bq: rjq_enqueue(q, payload, len,
+ * Enqueue a job into queue q (any queue's handle of the same client; a
+ * sharded queue's: the job goes to its shard, and is the batch's member
+ * as that shard's job) as a member of batch `id` of batch queue bq (a
+ * plain queue's: a batch's record is one key of one queue): rjq_enqueue(q, payload, len,
  * o) (every option of it, dependencies included), then the member's
  * registration on q and its add to the batch. cb (may be NULL) gets, as
  * rjq_enqueue's, RJQ_OK and the job (n == 1; existed 1 when an id given
@@ -2662,7 +2680,7 @@ RJQ_API int rjq_batch_create(rjq_queue *q, const rjq_batch_options *o, rjq_batch
  * the job was enqueued but is not a member: enqueued again with the same
  * id (o->id) it joins. Returns RJQ_OK (cb will be called) or, cb not
  * called: rjq_enqueue's codes, RJQ_EINVAL also for bq NULL or a bad id,
- * RJQ_ESHARDED (q or bq is a sharded queue's handle).
+ * RJQ_ESHARDED (bq is a sharded queue's handle).
  */
 RJQ_API int rjq_batch_enqueue(rjq_queue *bq, const char *id, rjq_queue *q, const void *payload,
                               size_t len, const rjq_job_options *o, rjq_enqueue_cb *cb,
@@ -2794,7 +2812,8 @@ RJQ_API int rjq_batch_list(rjq_queue *bq, const char *state, const char *after, 
 
 typedef struct rjq_flow_child {
     size_t size;                /* RJQ_FLOW_CHILD_INIT sets it */
-    rjq_queue *queue;           /* the child's queue: a plain queue's handle of the client */
+    rjq_queue *queue;           /* the child's queue: a handle of the client (a sharded
+                                 * queue's too: the child goes to its shard) */
     const void *payload;        /* len bytes, binary-safe, may be empty */
     size_t len;
     const rjq_job_options *opts; /* NULL: defaults */
@@ -2815,9 +2834,9 @@ typedef void rjq_flow_cb(rjq_client *c, int status, const rjq_enqueued *parent,
  * Returns RJQ_OK (cb will be called) or, cb not called and nothing sent:
  * RJQ_EINVAL (q NULL, n out of range, a NULL child or child queue, a
  * child queue of another client, o->after set, a child's bad options or
- * id, a struct's bad size), RJQ_ESHARDED (q or a child's queue is
- * sharded), RJQ_ECLOSED, RJQ_ENOMEM, or the code rjq_enqueue returned for
- * the first child. A later child's enqueue refused when it is called
+ * id, a struct's bad size), RJQ_ECLOSED, RJQ_ENOMEM, or the code
+ * rjq_enqueue returned for the first child. A later child's enqueue
+ * refused when it is called
  * (the children before it sent) ends through cb with its code, with no
  * parent. The parent's options (its headers too) are copied.
  */

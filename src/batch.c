@@ -27,6 +27,7 @@
 #include "deps.h"
 #include "gather.h"
 #include "queue.h"
+#include "shard.h"
 #include "validate.h"
 
 /* A batch id: a job id, or a number the batch queue assigned. */
@@ -41,6 +42,12 @@ static int usable(rjq_queue *q, const char *id, int has_cb) {
     if (q == NULL || !has_cb || (id != NULL && !valid_batch_id(id))) {
         if (q) rjq__errmsg(rjq_queue_get_client(q), "batch: bad arguments (id, callback)");
         return RJQ_EINVAL;
+    }
+    if (rjq__queue_front(q)) { /* (README "Sharded queues": members may be there) */
+        rjq__errmsg(rjq_queue_get_client(q), "queue %s is split into shards and a batch call acts "
+                    "on one queue's keys: keep the batch in a plain queue (its members may be "
+                    "jobs of %s)", rjq_queue_get_name(q), rjq_queue_get_name(q));
+        return RJQ_ESHARDED;
     }
     return rjq__queue_usable(q, "a batch call");
 }
@@ -267,6 +274,14 @@ static void on_member_enqueued(rjq_client *c, int status, const rjq_enqueued *jo
     }
     m->out = jobs[0];
     m->out.id = m->id;
+    /* a sharded queue's member is its shard's job: registered there, and
+     * named by its shard in the batch (the queue its finisher tells from) */
+    rjq_queue *sq = rjq__queue_id_shard(m->q, m->id);
+    if (sq != m->q) {
+        rjq__queue_hold(sq);
+        rjq__queue_release(m->q);
+        m->q = sq;
+    }
     /* the batch among the job's dependents: its finisher tells the batch
      * (registrations gathered by deps.c) */
     size_t blen = strlen(rjq_queue_get_name(m->bq));
@@ -292,7 +307,6 @@ int rjq_batch_enqueue(rjq_queue *bq, const char *id, rjq_queue *q, const void *p
         rjq__errmsg(rjq_queue_get_client(bq), "batch enqueue: no queue, or another client's");
         rc = RJQ_EINVAL;
     }
-    if (rc == RJQ_OK) rc = rjq__queue_refuse_front(q, "a batch member's enqueue");
     if (rc != RJQ_OK) return rc;
     member_ctx *m = calloc(1, sizeof *m);
     if (m == NULL || (m->bid = strdup(id)) == NULL) {

@@ -6,7 +6,9 @@
  * states, results and errors, all sent in one pass (a round trip per
  * master: every script touches one queue's slot, and the calls of one
  * pass go out together). Reads only, nothing to resume. Also the
- * dependents of a job not released yet (rjq_queue_get_dependents).
+ * dependents of a job not released yet (rjq_queue_get_dependents). The
+ * calls by id act on one queue; shard.c routes a sharded queue's to the
+ * id's shard (a worker's job is its shard's already).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -261,8 +263,8 @@ int rjq_job_dependencies(rjq_job *job, rjq_dependencies_cb *cb, void *data) {
     return read_dependencies(q, rjq_job_get_id(job), cb, data);
 }
 
-int rjq_queue_get_dependencies(rjq_queue *q, const char *id, rjq_dependencies_cb *cb,
-                               void *data) {
+int rjq__queue_dependencies_one(rjq_queue *q, const char *id, rjq_dependencies_cb *cb,
+                                void *data) {
     if (q == NULL || cb == NULL) return RJQ_EINVAL;
     if (!rjq__valid_job_ref(id)) return RJQ_EJOBID;
     return read_dependencies(q, id, cb, data);
@@ -317,7 +319,7 @@ static void on_dependents(rjq_client *c, int status, redisReply *r, void *priv) 
     free(d);
 }
 
-int rjq_queue_get_dependents(rjq_queue *q, const char *id, rjq_dependents_cb *cb, void *data) {
+int rjq__queue_dependents_one(rjq_queue *q, const char *id, rjq_dependents_cb *cb, void *data) {
     if (q == NULL || cb == NULL) return RJQ_EINVAL;
     if (!rjq__valid_job_ref(id)) return RJQ_EJOBID;
     int rc = rjq__queue_usable(q, "dependents");

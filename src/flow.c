@@ -4,7 +4,8 @@
  * every one is written, the parent with them as its dependencies (deps.c
  * through rjq_enqueue). The parent is created last, so nothing waits on a
  * child that was never written; the same call made again with the same
- * ids resumes (an existing job is reported, not written again).
+ * ids resumes (an existing job is reported, not written again). Any
+ * queue may be a sharded one: rjq_enqueue routes its jobs.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -129,8 +130,10 @@ int rjq_enqueue_flow(rjq_queue *q, const void *payload, size_t len, const rjq_jo
         rjq__errmsg(c, "enqueue flow: %s", po.nheaders ? why : "job headers: headers set with nheaders 0");
         return RJQ_EINVAL;
     }
-    int rc = rjq__queue_refuse_front(q, "enqueue flow");
-    if (rc != RJQ_OK) return rc;
+    /* (a sharded queue's handle, parent's or child's, is any queue's here:
+     * rjq_enqueue routes each job to its shard, and the parent's
+     * dependencies named by their queues to their ids' shards) */
+    int rc;
     rjq_flow_child kid[RJQ_AFTER_MAX];
     for (size_t i = 0; i < n; i++) {
         kid[i] = (rjq_flow_child)RJQ_FLOW_CHILD_INIT;
@@ -152,7 +155,6 @@ int rjq_enqueue_flow(rjq_queue *q, const void *payload, size_t len, const rjq_jo
             rjq__errmsg(c, "enqueue flow: child %zu: bad job id", i);
             return RJQ_EINVAL;
         }
-        if ((rc = rjq__queue_refuse_front(kid[i].queue, "enqueue flow")) != RJQ_OK) return rc;
     }
     if (!rjq__accepting(c)) return RJQ_ECLOSED;
     flow *f = calloc(1, sizeof *f);

@@ -252,7 +252,7 @@ int rjq_queue_open_async(rjq_client *c, const char *name, const rjq_queue_option
 typedef enum {
     H_ENQUEUE, H_BATCH, H_WORKER, H_STATS, H_CANCEL, H_GET_JOB, H_DELETE, H_PAUSE, H_RESUME,
     H_RECLAIM, H_REPLAY, H_PURGE, H_LIST_JOBS, H_LIST_DEAD, H_ENQUEUE_AWAIT, H_QUEUE_AWAIT,
-    H_LIMITS, H_LEARNT, H_WORKERS, H_PROMOTE
+    H_LIMITS, H_LEARNT, H_WORKERS, H_PROMOTE, H_GET_DEPS, H_GET_DEPENDENTS
 } hkind;
 
 typedef void any_fn(void);
@@ -283,6 +283,8 @@ struct held {
     rjq_worker_order order;
     int parked; /* H_WORKERS: a queue is sharded: never started, ends when stopped */
     rjq_limits lim;         /* H_LIMITS (the whole queue's) */
+    rjq_queue *to;          /* H_ENQUEUE held on a dependency's queue (its layout
+                             * unknown yet): the job's own queue (held) */
 };
 
 /* A held rjq_worker_start or rjq_worker_start_queues (h->w reserved). */
@@ -307,6 +309,7 @@ static void held_free(held *h) {
     free(h->items);
     free(h->jos);
     free(h->id);
+    if (h->to) rjq__queue_release(h->to);
     free(h);
 }
 
@@ -331,6 +334,8 @@ static void held_fail(rjq_client *c, held *h, int status) {
     case H_WORKER:
     case H_WORKERS: break;
     case H_LEARNT: ((rjq__learnt_fn *)h->cb)(c, status, h->data); break;
+    case H_GET_DEPS: ((rjq_dependencies_cb *)h->cb)(c, status, NULL, 0, h->data); break;
+    case H_GET_DEPENDENTS: ((rjq_dependents_cb *)h->cb)(c, status, NULL, 0, h->data); break;
     default: ((rjq_count_cb *)h->cb)(c, status, 0, h->data); break;
     }
 }
@@ -368,7 +373,7 @@ static void held_run(rjq_queue *q, held *h) {
     int rc;
     switch (h->kind) {
     case H_ENQUEUE:
-        rc = rjq_enqueue(q, h->payload, h->len, h->has_jo ? &h->jo : NULL,
+        rc = rjq_enqueue(h->to ? h->to : q, h->payload, h->len, h->has_jo ? &h->jo : NULL,
                          (rjq_enqueue_cb *)h->cb, h->data);
         break;
     case H_BATCH:
@@ -406,6 +411,12 @@ static void held_run(rjq_queue *q, held *h) {
         break;
     case H_LIMITS: rc = rjq_queue_set_limits(q, &h->lim, (rjq_count_cb *)h->cb, h->data); break;
     case H_LEARNT: ((rjq__learnt_fn *)h->cb)(c, RJQ_OK, h->data); return;
+    case H_GET_DEPS:
+        rc = rjq_queue_get_dependencies(q, h->id, (rjq_dependencies_cb *)h->cb, h->data);
+        break;
+    case H_GET_DEPENDENTS:
+        rc = rjq_queue_get_dependents(q, h->id, (rjq_dependents_cb *)h->cb, h->data);
+        break;
     default: rc = RJQ_EINVAL; break;
     }
     if (rc != RJQ_OK) held_fail(c, h, rc);
@@ -932,6 +943,11 @@ static int route_job(rjq_queue *q, layout *l, rjq_job_options *copy, const rjq_j
     return RJQ_OK;
 }
 
+rjq_queue *rjq__queue_id_shard(rjq_queue *q, const char *id) {
+    layout *l = layout_of(q);
+    return l && id && id[0] ? shard_for(l, id) : q;
+}
+
 /* The shard of a job group: by its name's hash, as a job id's (every job
  * of the group there, so the group's limits, pause and ring are one
  * shard's: exact; README "Groups", docs/sharding.md section 4). */
@@ -983,9 +999,11 @@ static void made_ids(rjq_client *c, const rjq_job_options *o, const char *idbuf)
     if (o && o->id == idbuf) rjq__enqueue_made_ids(c, idbuf, 1, 0);
 }
 
-/* rjq_enqueue held: checked now as it would be, its inputs copied. */
-static int hold_enqueue(rjq_queue *q, const void *payload, size_t len,
-                        const rjq_job_options *opts, rjq_enqueue_cb *cb, void *data) {
+/* rjq_enqueue on q held on queue `on` (q itself, or a dependency's queue
+ * whose layout is not known yet: then made on q once it is): checked now
+ * as it would be, its inputs copied. */
+static int hold_enqueue_on(rjq_queue *on, rjq_queue *q, const void *payload, size_t len,
+                           const rjq_job_options *opts, rjq_enqueue_cb *cb, void *data) {
     rjq_client *c = rjq_queue_get_client(q);
     rjq_job_options copy;
     const rjq_job_options *o;
@@ -1024,26 +1042,103 @@ static int hold_enqueue(rjq_queue *q, const void *payload, size_t len,
         if (o->nheaders && (h->jo.headers = rjq__headers_dup(o->headers, o->nheaders)) == NULL)
             goto oom;
     }
-    return hold(q, h);
+    if (on != q) {
+        h->to = q;
+        rjq__queue_hold(q);
+    }
+    return hold(on, h);
 oom:
     if (h) held_free(h);
     return RJQ_ENOMEM;
 }
 
+/* ---- dependencies on a sharded queue ------------------------------------------ */
+
+/* A handle of queue `name` that learns its layout: one of the client's
+ * (a learnt one first), else one opened now (the library's, freed with the
+ * client; its layout read once); NULL when out of memory. */
+static rjq_queue *dep_front(rjq_client *c, const char *name) {
+    rjq_queue *found = NULL;
+    for (rjq_queue *x = rjq__queue_first(c); x; x = rjq__queue_next(x)) {
+        if (rjq__queue_closed(x) || strcmp(rjq_queue_get_name(x), name) != 0 ||
+            rjq__queue_part(x, RJQ__PART_SHARDS) == NULL)
+            continue;
+        if (!gated(x)) return x;
+        if (found == NULL) found = x;
+    }
+    if (found == NULL && rjq_queue_open(c, name, NULL, &found) != RJQ_OK) found = NULL;
+    return found;
+}
+
+/* A job's dependencies (o->after) as its enqueue registers them: one on a
+ * sharded queue names the shard its id routes to, whose finisher releases
+ * it (README "Sharded queues"); the others as they are. RJQ_OK with
+ * *routed NULL (none is on a sharded queue) or out[] filled (o->n_after of
+ * them, names the shards' handles'); 1 when a dependency's queue does not
+ * know its layout yet (the enqueue is held on it: made again once it
+ * does); RJQ_ESHARDED for a server-assigned id on a sharded queue (its
+ * shard cannot be known), RJQ_ENOMEM, RJQ_ECLOSED. */
+static int route_after(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *o,
+                       rjq_enqueue_cb *cb, void *data, rjq_dep *out, const rjq_dep **routed) {
+    rjq_client *c = rjq_queue_get_client(q);
+    *routed = NULL;
+    for (size_t i = 0; i < o->n_after; i++) {
+        const rjq_dep *d = &o->after[i];
+        rjq_queue *f = dep_front(c, d->queue);
+        if (f == NULL) return rjq__accepting(c) ? RJQ_ENOMEM : RJQ_ECLOSED;
+        if (gated(f)) {
+            int rc = hold_enqueue_on(f, q, payload, len, o, cb, data);
+            return rc == RJQ_OK ? 1 : rc;
+        }
+        layout *l = layout_of(f);
+        out[i] = *d;
+        if (l == NULL) continue;
+        if (d->id[strspn(d->id, "0123456789")] == '\0') {
+            rjq__errmsg(c, "enqueue: dependency %zu: queue %s is sharded: a server-assigned id "
+                           "names a job of one shard (name its shard's queue: rjq shards %s)",
+                        i, d->queue, d->queue);
+            return RJQ_ESHARDED;
+        }
+        out[i].queue = rjq_queue_get_name(shard_for(l, d->id));
+        *routed = out;
+    }
+    return RJQ_OK;
+}
+
+/* 1 when the caller's options (of its size: an older one may end before
+ * the field) give dependencies. */
+static int gives_after(const rjq_job_options *o) {
+    return o && o->size >= offsetof(rjq_job_options, n_after) + sizeof o->n_after &&
+           (o->after || o->n_after);
+}
+
 int rjq_enqueue(rjq_queue *q, const void *payload, size_t len, const rjq_job_options *opts,
                 rjq_enqueue_cb *cb, void *data) {
-    if (gated(q)) return hold_enqueue(q, payload, len, opts, cb, data);
+    if (gated(q)) return hold_enqueue_on(q, q, payload, len, opts, cb, data);
     layout *l = layout_of(q);
-    if (l == NULL) return rjq__enqueue_one(q, payload, len, opts, cb, data);
+    if (l == NULL && !gives_after(opts)) return rjq__enqueue_one(q, payload, len, opts, cb, data);
+    rjq_client *c = rjq_queue_get_client(q);
     rjq_job_options copy;
     const rjq_job_options *o;
-    if (rjq__job_options_in(rjq_queue_get_client(q), opts, &copy, &o) != RJQ_OK) return RJQ_EINVAL;
+    if (rjq__job_options_in(c, opts, &copy, &o) != RJQ_OK) return RJQ_EINVAL;
+    rjq_dep out[RJQ_AFTER_MAX];
+    if (o && (o->after || o->n_after)) {
+        if (rjq__deps_check(c, o) != RJQ_OK) return RJQ_EINVAL;
+        const rjq_dep *routed;
+        int rc = route_after(q, payload, len, o, cb, data, out, &routed);
+        if (rc != RJQ_OK) return rc == 1 ? RJQ_OK : rc;
+        if (routed) {
+            if (o != &copy) copy = *o;
+            copy.after = routed;
+            o = &copy;
+        }
+    }
+    if (l == NULL) return rjq__enqueue_one(q, payload, len, o, cb, data);
     char idbuf[RJQ__SHARD_ID_MAX];
     rjq_queue *to;
     int rc = o && o->group ? route_group_job(q, l, &copy, &o, idbuf, &to)
                            : route_job(q, l, &copy, &o, idbuf, &to);
     if (rc != RJQ_OK) return rc;
-    rjq_client *c = rjq_queue_get_client(q);
     rjq__enter(c); /* (a callback may free the client: not before the made id is let go) */
     made_ids(c, o, idbuf);
     rc = rjq__enqueue_one(to, payload, len, o, cb, data);
@@ -1348,7 +1443,7 @@ int rjq_enqueue_await(rjq_queue *q, const void *payload, size_t len, const rjq_j
         if (await_options_ok(q, aw) != RJQ_OK) return RJQ_EINVAL;
         rjq_await *a = NULL;
         int rc = out ? rjq__await_reserve(q, aw, cb, data, &a) : RJQ_OK;
-        if (rc == RJQ_OK) rc = hold_enqueue(q, payload, len, opts, NULL, NULL);
+        if (rc == RJQ_OK) rc = hold_enqueue_on(q, q, payload, len, opts, NULL, NULL);
         if (rc == RJQ_OK) rc = held_as_await(q, H_ENQUEUE_AWAIT, aw, cb, data, a);
         else if (a) rjq__await_unreserve(a, RJQ_OK);
         if (rc == RJQ_OK && out) *out = a;
@@ -1563,6 +1658,32 @@ int rjq_queue_promote(rjq_queue *q, const char *id, rjq_count_cb *cb, void *data
     rjq_queue *to;
     int rc = route_id(q, l, id, &to);
     return rc != RJQ_OK ? rc : rjq__queue_promote_one(to, id, cb, data);
+}
+
+/* The dependency reads by id (deps_read.c): the id's shard, as the job's
+ * other reads (its list of dependencies and its dependents are kept with
+ * it, on its shard). */
+int rjq_queue_get_dependencies(rjq_queue *q, const char *id, rjq_dependencies_cb *cb,
+                               void *data) {
+    if (q == NULL || cb == NULL) return RJQ_EINVAL;
+    if (!rjq__valid_job_ref(id)) return RJQ_EJOBID;
+    if (gated(q)) return hold_call(q, H_GET_DEPS, (any_fn *)cb, data, id);
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_dependencies_one(q, id, cb, data);
+    rjq_queue *to;
+    int rc = shard_of_id(q, l, id, &to);
+    return rc != RJQ_OK ? rc : rjq__queue_dependencies_one(to, id, cb, data);
+}
+
+int rjq_queue_get_dependents(rjq_queue *q, const char *id, rjq_dependents_cb *cb, void *data) {
+    if (q == NULL || cb == NULL) return RJQ_EINVAL;
+    if (!rjq__valid_job_ref(id)) return RJQ_EJOBID;
+    if (gated(q)) return hold_call(q, H_GET_DEPENDENTS, (any_fn *)cb, data, id);
+    layout *l = layout_of(q);
+    if (l == NULL) return rjq__queue_dependents_one(q, id, cb, data);
+    rjq_queue *to;
+    int rc = shard_of_id(q, l, id, &to);
+    return rc != RJQ_OK ? rc : rjq__queue_dependents_one(to, id, cb, data);
 }
 
 /* ---- whole-queue calls: every shard, one callback -------------------------------- */

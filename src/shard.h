@@ -40,6 +40,11 @@ int rjq__queue_fan_out(rjq_queue *q, rjq__fan_send_fn *send, const void *arg, rj
  * rjq_enqueue routes a job of the group); else q itself. */
 rjq_queue *rjq__queue_group_shard(rjq_queue *q, const char *group);
 
+/* The queue that holds job `id` of q: on a sharded queue's handle that
+ * knows its layout the shard its id routes to (as rjq_enqueue routes a
+ * job with that id, or the id it made for an anonymous one); else q. */
+rjq_queue *rjq__queue_id_shard(rjq_queue *q, const char *id);
+
 /* The timing of the re-splitter a worker on q (a sharded queue's handle)
  * starts (shard_resplitter.h: 0, 0 for the defaults; a period below 0:
  * none), set before the worker starts (tests). RJQ_OK or RJQ_ENOMEM. */

@@ -400,10 +400,19 @@ static void on_no_dependents(rjq_client *c, int status, const rjq_dep *list, siz
     ++*(int *)data;
 }
 
-/* The calls of batch.c and deps_read.c acting on one queue's keys share
- * one check (rjq__queue_usable): a sharded handle is refused, naming the
- * call, no callback; the shard's handle passes it. */
-TEST(batch_and_dependency_calls_refuse_a_sharded_handle_with_the_shared_check) {
+static void on_no_dependencies(rjq_client *c, int status, const rjq_dep_outcome *deps, size_t n,
+                               void *data) {
+    (void)c, (void)deps;
+    ASSERT_OK(status);
+    ASSERT_EQ(0, (long)n);
+    ++*(int *)data;
+}
+
+/* The calls of batch.c acting on one queue's keys share one check
+ * (rjq__queue_usable): a sharded handle is refused, naming the call, no
+ * callback. The dependency reads by id go to the id's shard, as the other
+ * calls by id (test_shards_deps.c): a server-assigned id is refused. */
+TEST(batch_calls_refuse_a_sharded_handle_and_dependency_reads_go_to_the_ids_shard) {
     test_env e;
     env_start(&e, NULL);
     rjq_queue *q = open_learnt(e.base, e.c, "sh_usable");
@@ -412,20 +421,20 @@ TEST(batch_and_dependency_calls_refuse_a_sharded_handle_with_the_shared_check) {
     ASSERT(strstr(rjq_client_get_errmsg(e.c), "a batch call") != NULL);
     ASSERT_EQ(RJQ_ESHARDED, rjq_batch_list(q, NULL, NULL, 10, on_batches_never, NULL));
     ASSERT(strstr(rjq_client_get_errmsg(e.c), "a batch call") != NULL);
-    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_get_dependencies(q, "j-1", on_dependencies_never, NULL));
-    ASSERT(strstr(rjq_client_get_errmsg(e.c), "split into shards and dependencies") != NULL);
-    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_get_dependents(q, "j-1", on_dependents_never, NULL));
-    ASSERT(strstr(rjq_client_get_errmsg(e.c), "split into shards and dependents") != NULL);
+    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_get_dependencies(q, "17", on_dependencies_never, NULL));
+    ASSERT(strstr(rjq_client_get_errmsg(e.c), "server-assigned") != NULL);
+    ASSERT_EQ(RJQ_ESHARDED, rjq_queue_get_dependents(q, "17", on_dependents_never, NULL));
     /* the argument checks come first */
     ASSERT_EQ(RJQ_EJOBID, rjq_queue_get_dependents(q, "", on_dependents_never, NULL));
     ASSERT_EQ(RJQ_EINVAL, rjq_queue_get_dependents(NULL, "j-1", on_dependents_never, NULL));
+    ASSERT_EQ(RJQ_EINVAL, rjq_queue_get_dependencies(q, "j-1", NULL, NULL));
     loop_turn(e.base);
-    /* a shard's handle is a plain queue's */
     int done = 0;
-    ASSERT_OK(rjq_queue_get_dependents(rjq_queue_get_shard(q, 0), "j-1", on_no_dependents, &done));
-    ASSERT(loop_until(e.base, &done, 10000));
+    ASSERT_OK(rjq_queue_get_dependents(q, "j-1", on_no_dependents, &done));
+    ASSERT_OK(rjq_queue_get_dependencies(q, "j-1", on_no_dependencies, &done));
+    WAIT_FOR(e.base, done == 2, 10000);
     loop_turn(e.base);
-    ASSERT_EQ(1, done);
+    ASSERT_EQ(2, done);
     env_stop(&e);
 }
 

@@ -15,6 +15,8 @@
 #     the shard label only with --metrics-shards
 #     (rjq_shard_jobs), promtool check clean (when installed); `rjq metrics`
 #     sums a sharded queue named after another;
+#   - dependencies: a job of the sharded queue waiting for another queue's,
+#     and the reverse, read through the queue (its id's shard);
 #   - SIGTERM: exit 0 (under ASan: nothing leaked).
 set -u
 SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
@@ -88,9 +90,25 @@ same "$(json 'len(set(d["ids"])) == 12 and not any(x.isdigit() for x in d["ids"]
 req GET /v1/queues/sq/jobs/e; expect 200 '"payload":"p-e"'
 req GET "/v1/queues/sq/jobs/$ANON_ID"; expect 200 '"payload":"anon"'
 req GET /v1/queues/sq/jobs/42; expect 409 'sharded'
-# a sharded queue takes no job with dependencies: its job's lists are
-# empty and say so (the dashboard's job page reads them), not a refusal
-req GET /v1/queues/sq/jobs/e/dependencies; expect 200 '"sharded":true'
+# dependencies: dw of sq waits for px of plain (its list read on its
+# shard), pw of plain for e of sq (registered with e's shard: e's
+# dependents); the CLI shows dw waiting, through the queue
+"$RJQ" --prefix ss enqueue plain held --id px --delay 3600000 >/dev/null || fail "enqueue px"
+"$RJQ" --prefix ss enqueue sq w --id dw --after plain:px >/dev/null || fail "enqueue dw --after"
+"$RJQ" --prefix ss enqueue plain w --id pw --after sq:e >/dev/null || fail "enqueue pw --after sq:e"
+req GET /v1/queues/sq/jobs/dw/dependencies; expect 200
+same "$(json '[(x["queue"], x["id"], x["state"], x["counted"]) for x in d["dependencies"]]')" \
+    "[('plain', 'px', 'delayed', 'pending')]" "dw's dependencies"
+req GET /v1/queues/sq/jobs/e/dependencies; expect 200
+same "$(json '([x for x in d["dependencies"]], [(x["queue"], x["id"]) for x in d["dependents"]])')" \
+    "([], [('plain', 'pw')])" "e's dependents"
+req GET /v1/queues/plain/jobs/pw/dependencies; expect 200
+same "$(json '[(x["queue"].startswith("sq~"), x["id"], x["state"]) for x in d["dependencies"]]')" \
+    "[(True, 'e', 'ready')]" "pw's dependency: e, named by its shard"
+req GET /v1/queues/sq/jobs/42/dependencies; expect 409 'sharded' # (as its job page)
+same "$("$RJQ" --prefix ss jobs sq waiting)" dw "rjq jobs sq waiting"
+check; "$RJQ" --prefix ss job sq dw | grep -q '^state *waiting' ||
+    fail "rjq job sq dw: $("$RJQ" --prefix ss job sq dw 2>&1)"
 req POST /v1/queues/sq/jobs/b/cancel; expect 200 '"cancelled":true'
 req POST "/v1/queues/sq/purge?state=cancelled"; expect 200 '"deleted":1'
 req POST /v1/queues/sq/pause; expect 200 '"changed":true'

@@ -6,7 +6,9 @@
 # The CLI on the cluster shows the same one queue (issue 35 "Tests": the CLI
 # and dashboard show one queue; the dashboard reads these same routes):
 # `rjq stats` sums the masters, `--shards` adds each shard, `rjq jobs` lists
-# every shard's jobs once, `rjq queues` names the queue once.
+# every shard's jobs once, `rjq queues` names the queue once. Dependencies
+# on and of the sharded queue: `rjq enqueue --after hq:ID`, `rjq jobs hq
+# waiting`, `rjq job`, and serve's dependencies read on the job's shard.
 set -u
 SRC=${RJQ_SOURCE:?RJQ_SOURCE must name the source directory}
 # shellcheck source=tests/serve_test.bash
@@ -117,5 +119,24 @@ OUT=$("$RJQ" --prefix sc jobs hq ready 2>"$DIR/err") || fail "rjq jobs hq ready:
 same "$(sort <<<"$OUT" | paste -sd' ')" "a b c d e f g h i" "rjq jobs hq ready: each job once"
 OUT=$("$RJQ" --prefix sc queues 2>"$DIR/err") || fail "rjq queues: $(cat "$DIR/err")"
 same "$(grep -c 'hq' <<<"$OUT")" 1 "rjq queues: hq once, its shards not"
+# dependencies through the sharded queue, its shards on three masters: w of
+# hq waits for a of hq (another shard, or the same), p of plain waits for
+# w; `rjq jobs hq waiting` and `rjq job` show w waiting, serve reads each
+# list on its shard
+"$RJQ" --prefix sc enqueue hq x --id w --after hq:a >/dev/null 2>"$DIR/err" ||
+    fail "rjq enqueue hq --after hq:a: $(cat "$DIR/err")"
+"$RJQ" --prefix sc enqueue plain x --id p --after hq:w >/dev/null 2>"$DIR/err" ||
+    fail "rjq enqueue plain --after hq:w: $(cat "$DIR/err")"
+OUT=$("$RJQ" --prefix sc jobs hq waiting 2>"$DIR/err") || fail "rjq jobs hq waiting: $(cat "$DIR/err")"
+same "$OUT" w "rjq jobs hq waiting"
+OUT=$("$RJQ" --prefix sc job hq w 2>"$DIR/err") || fail "rjq job hq w: $(cat "$DIR/err")"
+same "$(grep -c '^state *waiting' <<<"$OUT")" 1 "rjq job hq w: waiting"
+OUT=$("$RJQ" --prefix sc job plain p 2>"$DIR/err") || fail "rjq job plain p: $(cat "$DIR/err")"
+same "$(grep -c '^state *waiting' <<<"$OUT")" 1 "rjq job plain p: waiting"
+BODY=$(curl -s "$BASE/v1/queues/hq/jobs/w/dependencies")
+same "$(json '[(x["queue"].startswith("hq~"), x["id"], x["state"], x["counted"]) for x in d["dependencies"]]')" \
+    "[(True, 'a', 'ready', 'pending')]" "w's dependency: a, named by its shard"
+same "$(json '[(x["queue"], x["id"]) for x in d["dependents"]]')" "[('plain', 'p')]" \
+    "w's dependents: p, registered with w's shard"
 echo "$CHECKS checks, $FAILURES failures"
 [ "$FAILURES" = 0 ]

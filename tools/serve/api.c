@@ -965,19 +965,9 @@ static void route(server *s, struct evhttp_request *req, const char *rest, int l
         else if (strlen(g.v[2]) > RJQ_JOB_ID_MAX) reply_rjq_error(req, RJQ_EJOBID, NULL);
         else if ((c = call_new(s, req, q, "dependencies"))) {
             strcpy(c->job_id, g.v[2]);
-            int drc = rjq_queue_get_dependencies(q->q, g.v[2], on_dependencies, c);
-            if (drc == RJQ_ESHARDED) {
-                /* a sharded queue takes no job with dependencies (an
-                 * enqueue with them is refused: RJQ_ESHARDED), so its
-                 * handle has no lists to read: empty ones, and "sharded",
-                 * rather than a refusal (the dashboard's job page) */
-                struct evhttp_request *r = held_end(&c->h);
-                if (r) reply_json(r, 200, json_pack("{s[] s[] sb}", "dependencies", "dependents",
-                                                    "sharded", 1));
-                call_free(c);
-            } else {
-                call_sent(c, drc);
-            }
+            /* (a sharded queue's: read on the id's shard, as its job is;
+             * a server-assigned id there is refused, 409, as its job page) */
+            call_sent(c, rjq_queue_get_dependencies(q->q, g.v[2], on_dependencies, c));
         }
     } else if (strcmp(g.v[3], "run-now") == 0) {
         if (!method(req, EVHTTP_REQ_POST)) method_not_allowed(req, "POST");

@@ -54,9 +54,22 @@ try {
   await page.click('#batch-list tr[data-batch="b1"] a');
   await until('its link opens the batch page', async () => (await page.textContent('#batchstate')) === 'pending');
 
+  // queue pq has nothing but batches: it exists, with zeros (its page's
+  // head, not "does not exist")
+  r = await api('GET', '/v1/queues/pq');
+  check(r.status === 200 && r.data.stats.exists === true && r.data.stats.ready === 0 &&
+        r.data.stats.enqueued === 0, 'a queue with nothing but batches exists with zeros: ' + r.status + ' ' +
+        JSON.stringify(r.data));
+  await page.goto(BASE + '/#/q/pq');
+  await until('pq\'s head shows its zeros and a pause button', async () =>
+    (await page.textContent('.qhead .stat[data-stat="ready"] b')) === '0' &&
+    (await page.textContent('.qhead .stat[data-stat="enqueued"] b')) === '0' &&
+    (await page.$('.qhead button[data-action="pause"]')) !== null);
+  check((await page.$('.qhead .bad')) === null && !(await page.textContent('.qhead')).includes('does not exist'),
+    'no error in pq\'s head: ' + await page.textContent('.qhead'));
+
   // queue pq's 25 batches: a page of 20, "more" adds the other 5, and a
   // refresh (after an action on the page: pause) keeps all 25 shown
-  await page.goto(BASE + '/#/q/pq');
   const batchRowsShown = () => page.$$eval('#batch-list tbody tr', rs => rs.length);
   await until('pq lists a page of 20 batches and a "more"', async () =>
     (await batchRowsShown()) === 20 && (await page.$('#batches-more')) !== null);

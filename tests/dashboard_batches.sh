@@ -6,8 +6,8 @@
 # member's job page links to its batch; the batch page shows its state, counts and completion jobs
 # and follows the batch to its end (its members cancelled through the API);
 # a completion job's page links back; a refresh of the queue page keeps the
-# batches "more" added; a queue with nothing but batches has a head of
-# zeros. Screenshot, checked for the elements
+# batches "more" added, and a "more" still in flight when a refresh lands; a
+# queue with nothing but batches has a head of zeros. Screenshot, checked for the elements
 # it must show: <build>/artifacts/batches-batch.png, batches-list.png.
 # Skipped (with the reason) only where chromium or npm cannot be installed.
 set -u

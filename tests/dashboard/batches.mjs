@@ -86,6 +86,34 @@ try {
     'a refresh after "more" keeps the rows the user loaded: ' + await batchRowsShown());
   check((await api('POST', '/v1/queues/pq/resume')).status === 200, 'pq resumed');
 
+  // a "more" still in flight when a refresh lands is kept: its reply held
+  // back (page.route) until the refresh (after pause) has drawn the list
+  await page.goto(BASE + '/#/');
+  await page.goto(BASE + '/#/q/pq');
+  await until('pq lists a page of 20 batches again', async () =>
+    (await batchRowsShown()) === 20 && (await page.$('#batches-more')) !== null &&
+    (await page.$('.qhead button[data-action="pause"]')) !== null);
+  let release, moreAsked = false;
+  const held = new Promise(res => { release = res; });
+  const isMore = (u) => u.pathname === '/v1/queues/pq/batches' && u.searchParams.has('after');
+  await page.route(isMore, async (route) => { moreAsked = true; await held; await route.continue(); });
+  await page.click('#batches-more');
+  await until('the "more" is asked (its reply held)', async () => moreAsked);
+  const refreshed = page.waitForResponse(res => {
+    const u = new URL(res.url());
+    return u.pathname === '/v1/queues/pq/batches' && !u.searchParams.has('after');
+  });
+  await page.click('.qhead button[data-action="pause"]');
+  const rr = await refreshed;
+  check(new URL(rr.url()).searchParams.get('limit') === '40',
+    'the refresh reads the page "more" asked for too (20 shown, a page of 20 more): ' + rr.url());
+  await until('the refresh drawn (pq paused)', async () => (await page.$('#paused')) !== null);
+  release();
+  await until('all 25 batches shown, no "more": the click in flight was kept', async () =>
+    (await batchRowsShown()) === 25 && (await page.$('#batches-more')) === null);
+  await page.unroute(isMore);
+  check((await api('POST', '/v1/queues/pq/resume')).status === 200, 'pq resumed');
+
   // a member's job page links to its batch
   await page.goto(BASE + '/#/q/mq/job/m1');
   await until('the member\'s page links to its batch', async () =>

@@ -1631,8 +1631,12 @@ typedef struct rjq_stats {
     int paused;                /* 1 while the queue is paused */
     /* the queue's limits (rjq_queue_set_limits); 0: none */
     long long limit_concurrency, limit_rate, limit_rate_window_ms;
-    int exists;                /* 1 when anything of the queue is in Redis (0: it
-                                  was never written to, or was deleted) */
+    int exists;                /* 1 when anything of the queue is in Redis (jobs,
+                                  counters, settings, batches, group settings,
+                                  schedules, dedup reservations, history: a
+                                  queue with nothing but batches exists, with
+                                  zeros); 0: it was never written to, or was
+                                  deleted */
     /* dedup (rjq_job_options.dedup_ms): ids still reserved after their
      * job's record went (retention, the dead cap, a delete), and the
      * earliest server time (ms) one of them is let go (0: none) */

@@ -5,7 +5,8 @@
 # several states, the job page its times and worker, and 3 jobs selected
 # are cancelled at once ("3 jobs cancelled"); "run now" on a delayed row,
 # on two selected and on a delayed job's page makes them ready; pages by
-# cursor (more, first) list 55 jobs once. Screenshots, checked for the
+# cursor (more, first) list 55 jobs once, and a refresh of the first page
+# still in flight when "more" is clicked is not drawn over page 2. Screenshots, checked for the
 # elements they must show: <build>/artifacts/rows-*.png.
 # Skipped (with the reason) only where chromium or npm cannot be installed.
 set -u

@@ -1387,6 +1387,43 @@ TEST(the_visit_of_a_queue_that_never_had_a_batch_reads_no_batch_key) {
     env_stop(&e);
 }
 
+/* rjq.h rjq_stats.exists: "1 when anything of the queue is in Redis". A
+ * queue with nothing but batches (or group settings, schedules, dedup
+ * reservations, history) exists, with zeros: serve's page of it is not a
+ * 404 "does not exist". */
+TEST(stats_of_a_queue_with_nothing_but_batches_say_it_exists_with_zeros) {
+    test_env e;
+    env_start(&e, "bo");
+    ASSERT_EQ(0, get_stats(e.base, e.q).exists);
+    made m = create_batch(e.base, e.q, "b1", 1, 0);
+    ASSERT_EQ(RJQ_OK, m.status);
+    rjq_stats st = get_stats(e.base, e.q);
+    ASSERT_EQ(1, st.exists);
+    ASSERT_EQ(0, st.enqueued);
+    ASSERT_EQ(0, st.ready + st.delayed + st.active + st.dead_depth + st.waiting);
+    ASSERT_EQ(0, st.paused);
+    /* each other key that alone makes a queue */
+    static const char *const only[] = {
+        "ZADD t:{bo}:dedup 99999999999999 j", "HSET t:{bo}:batches 0 1",
+        "HSET t:{bo}:schedules s x",          "HSET t:{bo}:hist:m 1 x",
+        "HSET t:{bo}:hist:h 1 x",             "ZADD t:{bo}:g:all 0 g",
+        "HSET t:{bo}:g:act ~ 0",              "HSET t:{bo}:g:conf * 2",
+    };
+    for (size_t i = 0; i < sizeof only / sizeof only[0]; i++) {
+        freeReplyObject(server_cmd(e.rc, "EVAL %s 0 %s",
+                                   "for _, k in ipairs(redis.call('KEYS', ARGV[1])) do "
+                                   "redis.call('DEL', k) end",
+                                   "t:{bo}:*"));
+        ASSERT_EQ(0, get_stats(e.base, e.q).exists);
+        freeReplyObject(server_cmd(e.rc, only[i]));
+        st = get_stats(e.base, e.q);
+        if (st.exists != 1) fprintf(stderr, "not counted: %s\n", only[i]);
+        ASSERT_EQ(1, st.exists);
+        ASSERT_EQ(0, st.ready + st.delayed + st.active + st.dead_depth + st.waiting);
+    }
+    env_stop(&e);
+}
+
 /* A batch made by an rjq older than the listing's index (none of its
  * entries) is listed in no state, also once it ended, and ends as before. */
 TEST(a_batch_made_before_the_listing_index_is_listed_in_no_state_and_ends_as_before) {

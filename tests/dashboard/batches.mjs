@@ -54,9 +54,22 @@ try {
   await page.click('#batch-list tr[data-batch="b1"] a');
   await until('its link opens the batch page', async () => (await page.textContent('#batchstate')) === 'pending');
 
+  // queue pq has nothing but batches: it exists, with zeros (its page's
+  // head, not "does not exist")
+  r = await api('GET', '/v1/queues/pq');
+  check(r.status === 200 && r.data.stats.exists === true && r.data.stats.ready === 0 &&
+        r.data.stats.enqueued === 0, 'a queue with nothing but batches exists with zeros: ' + r.status + ' ' +
+        JSON.stringify(r.data));
+  await page.goto(BASE + '/#/q/pq');
+  await until('pq\'s head shows its zeros and a pause button', async () =>
+    (await page.textContent('.qhead .stat[data-stat="ready"] b')) === '0' &&
+    (await page.textContent('.qhead .stat[data-stat="enqueued"] b')) === '0' &&
+    (await page.$('.qhead button[data-action="pause"]')) !== null);
+  check((await page.$('.qhead .bad')) === null && !(await page.textContent('.qhead')).includes('does not exist'),
+    'no error in pq\'s head: ' + await page.textContent('.qhead'));
+
   // queue pq's 25 batches: a page of 20, "more" adds the other 5, and a
   // refresh (after an action on the page: pause) keeps all 25 shown
-  await page.goto(BASE + '/#/q/pq');
   const batchRowsShown = () => page.$$eval('#batch-list tbody tr', rs => rs.length);
   await until('pq lists a page of 20 batches and a "more"', async () =>
     (await batchRowsShown()) === 20 && (await page.$('#batches-more')) !== null);
@@ -71,6 +84,34 @@ try {
   check((await batchRowsShown()) === 25 && (await page.$('#batch-list tr[data-batch="p01"]')) !== null &&
         (await page.$('#batch-list tr[data-batch="p25"]')) !== null,
     'a refresh after "more" keeps the rows the user loaded: ' + await batchRowsShown());
+  check((await api('POST', '/v1/queues/pq/resume')).status === 200, 'pq resumed');
+
+  // a "more" still in flight when a refresh lands is kept: its reply held
+  // back (page.route) until the refresh (after pause) has drawn the list
+  await page.goto(BASE + '/#/');
+  await page.goto(BASE + '/#/q/pq');
+  await until('pq lists a page of 20 batches again', async () =>
+    (await batchRowsShown()) === 20 && (await page.$('#batches-more')) !== null &&
+    (await page.$('.qhead button[data-action="pause"]')) !== null);
+  let release, moreAsked = false;
+  const held = new Promise(res => { release = res; });
+  const isMore = (u) => u.pathname === '/v1/queues/pq/batches' && u.searchParams.has('after');
+  await page.route(isMore, async (route) => { moreAsked = true; await held; await route.continue(); });
+  await page.click('#batches-more');
+  await until('the "more" is asked (its reply held)', async () => moreAsked);
+  const refreshed = page.waitForResponse(res => {
+    const u = new URL(res.url());
+    return u.pathname === '/v1/queues/pq/batches' && !u.searchParams.has('after');
+  });
+  await page.click('.qhead button[data-action="pause"]');
+  const rr = await refreshed;
+  check(new URL(rr.url()).searchParams.get('limit') === '40',
+    'the refresh reads the page "more" asked for too (20 shown, a page of 20 more): ' + rr.url());
+  await until('the refresh drawn (pq paused)', async () => (await page.$('#paused')) !== null);
+  release();
+  await until('all 25 batches shown, no "more": the click in flight was kept', async () =>
+    (await batchRowsShown()) === 25 && (await page.$('#batches-more')) === null);
+  await page.unroute(isMore);
   check((await api('POST', '/v1/queues/pq/resume')).status === 200, 'pq resumed');
 
   // a member's job page links to its batch

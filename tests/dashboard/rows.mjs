@@ -158,6 +158,43 @@ try {
   await page.click('#page-first');
   await until('back on the first page', async () => (await page.locator('tr[data-id^="pg-"]').count()) === 50);
 
+  // a refresh of the first page still in flight when "more" is clicked:
+  // its reply (held back with page.route until page 2 is drawn) is not
+  // drawn over page 2 (a MutationObserver sees any first-page row come back)
+  let release, heldFirst = 0;
+  const held = new Promise(res => { release = res; });
+  const isFirstPage = (u) => u.pathname === '/v1/queues/rq/jobs' && u.searchParams.get('state') === 'delayed' &&
+    u.searchParams.get('after') === '';
+  await page.route(isFirstPage, async (route) => { heldFirst++; await held; await route.continue(); });
+  check((await api('POST', '/v1/queues/rq/jobs?id=pg-late&delay=900000', 'p')).status === 201, 'one more delayed job');
+  await until('its event makes the page refresh the first page (held)', async () => heldFirst > 0);
+  await page.click('#page-more');
+  await until('page 2 drawn while the first page\'s reply is held', async () =>
+    (await page.locator('#page-back').count()) === 1 && (await page.locator('tr[data-id="pg-late"]').count()) === 1 &&
+    (await page.locator('tr[data-id="pg-00"]').count()) === 0);
+  await page.evaluate(() => {
+    window.staleFirstPage = false;
+    new MutationObserver(() => {
+      if (document.querySelector('tr[data-id="pg-00"]')) window.staleFirstPage = true;
+    }).observe(document.body, { childList: true, subtree: true });
+  });
+  const firstDone = page.waitForEvent('requestfinished', rq => isFirstPage(new URL(rq.url())));
+  release();
+  await firstDone;
+  // a later refresh (another job's event) as the point after which the held
+  // reply was handled
+  const later = page.waitForEvent('requestfinished', rq => {
+    const u = new URL(rq.url());
+    return u.pathname === '/v1/queues/rq/jobs' && u.searchParams.get('state') === 'delayed' &&
+      u.searchParams.get('after') !== '';
+  });
+  check((await api('POST', '/v1/queues/rq/jobs?id=pg-later&delay=900000', 'p')).status === 201, 'another delayed job');
+  await later;
+  await until('page 2 shows the new job', async () => (await page.locator('tr[data-id="pg-later"]').count()) === 1);
+  check(!(await page.evaluate(() => window.staleFirstPage)) && (await page.locator('#page-back').count()) === 1,
+    'the first page\'s late reply was not drawn over page 2');
+  await page.unroute(isFirstPage);
+
   // select all on the page, then delete the cancelled ones
   await page.goto(BASE + '/#/q/rq/cancelled');
   await until('the cancelled list shows 3 jobs', async () => (await page.locator('tr[data-id^="later-"]').count()) === 3);

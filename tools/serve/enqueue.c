@@ -171,6 +171,15 @@ static int valid_id(const char *id) {
     return !digits;
 }
 
+/* A group name rjq takes (rjq.h, rjq_job_options.group): 1..
+ * RJQ_GROUP_NAME_MAX bytes of [A-Za-z0-9_.:@-], checked before the queue
+ * is opened as the id is. */
+static int valid_group(const char *g) {
+    size_t n = strlen(g);
+    return n >= 1 && n <= RJQ_GROUP_NAME_MAX &&
+           strspn(g, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:@-") == n;
+}
+
 int enqueue_handle(server *s, struct evhttp_request *req, const char *name, squeue *q,
                    const struct evkeyvalq *args) {
     if (s->stopping) {
@@ -183,7 +192,9 @@ int enqueue_handle(server *s, struct evhttp_request *req, const char *name, sque
     }
     rjq_job_options jo = RJQ_JOB_OPTIONS_INIT;
     long long delay, prio, attempts, timeout, dedup, wait;
-    if (query_ll(req, args, "delay", 0, RJQ_DELAY_MAX, 0, &delay) ||
+    if (query_only(req, args, "id delay priority attempts timeout dedup wait after after_policy "
+                              "group") ||
+        query_ll(req, args, "delay", 0, RJQ_DELAY_MAX, 0, &delay) ||
         query_ll(req, args, "priority", RJQ_PRIORITY_MIN, RJQ_PRIORITY_MAX, 0, &prio) ||
         query_ll(req, args, "attempts", 1, 1000000, 0, &attempts) ||
         query_ll(req, args, "timeout", 0, RJQ_DELAY_MAX, 0, &timeout) ||
@@ -210,6 +221,15 @@ int enqueue_handle(server *s, struct evhttp_request *req, const char *name, sque
         return 0;
     }
     const char *after = query_get(args, "after"), *policy = query_get(args, "after_policy");
+    jo.group = query_get(args, "group");
+    if (jo.group && !valid_group(jo.group)) {
+        reply_error(req, 400, "group must be 1..%d bytes of [A-Za-z0-9_.:@-]", RJQ_GROUP_NAME_MAX);
+        return 0;
+    }
+    if (jo.group && (wait >= 0 || after)) { /* (rjq_enqueue_await and dependencies take none) */
+        reply_error(req, 400, "group cannot be used with %s", wait >= 0 ? "wait" : "after");
+        return 0;
+    }
     after_list deps = {.n = 0};
     if (after || policy) {
         char why[160];

@@ -152,6 +152,55 @@ int query_ll(struct evhttp_request *req, const struct evkeyvalq *args, const cha
     return 0;
 }
 
+/* 1 when name is one of takes' space-separated names. */
+static int takes_name(const char *takes, const char *name) {
+    size_t n = strlen(name);
+    for (const char *t = takes; *t;) {
+        size_t len = strcspn(t, " ");
+        if (len == n && memcmp(t, name, n) == 0) return 1;
+        t += len;
+        t += strspn(t, " ");
+    }
+    return 0;
+}
+
+int query_only(struct evhttp_request *req, const struct evkeyvalq *args, const char *takes) {
+    const struct evkeyval *kv;
+    TAILQ_FOREACH(kv, args, next) {
+        if (strcmp(kv->key, "access_token") == 0 || takes_name(takes, kv->key)) continue;
+        json_t *list = json_array();
+        char names[256] = "";
+        size_t used = 0;
+        for (const char *t = takes + strspn(takes, " "); *t && list;) {
+            size_t len = strcspn(t, " ");
+            if (json_array_append_new(list, json_stringn(t, len)) != 0) {
+                json_decref(list);
+                list = NULL;
+            }
+            if (used + len + 3 < sizeof names) {
+                used += (size_t)snprintf(names + used, sizeof names - used, "%s%.*s",
+                                         used ? ", " : "", (int)len, t);
+            }
+            t += len;
+            t += strspn(t, " ");
+        }
+        char msg[512];
+        const char *key = utf8_valid(kv->key, strlen(kv->key)) ? kv->key : "(invalid UTF-8)";
+        snprintf(msg, sizeof msg, "unknown query parameter '%.100s': %s%s", key,
+                 names[0] ? "this route takes " : "this route takes no parameter",
+                 names);
+        if (!utf8_valid(msg, strlen(msg))) /* (the name cut inside a character) */
+            snprintf(msg, sizeof msg, "unknown query parameter: this route takes %s",
+                     names[0] ? names : "no parameter");
+        json_t *o = list ? json_pack("{ss so so}", "error", msg, "parameter",
+                                     json_name(kv->key), "takes", list)
+                         : NULL;
+        reply_json(req, 400, o); /* (NULL: out of memory, a 500) */
+        return -1;
+    }
+    return 0;
+}
+
 int request_alive(struct evhttp_request *req) {
     return evhttp_request_get_connection(req) != NULL;
 }
@@ -474,7 +523,7 @@ static void on_request(struct evhttp_request *req, void *arg) {
      * for one, the probes say nothing about jobs). */
     if (is_get(req) && assets_handle(req, path)) goto out;
     if (strcmp(path, "/healthz") == 0 && is_get(req)) {
-        healthz(s, req);
+        if (query_only(req, &args, "") == 0) healthz(s, req);
         goto out;
     }
     if (!authorized(s, req, &args)) goto out;
@@ -501,7 +550,7 @@ static void on_request(struct evhttp_request *req, void *arg) {
         goto out;
     }
     if (strcmp(path, "/metrics") == 0 && is_get(req)) {
-        metrics_handle(s, req);
+        if (query_only(req, &args, "") == 0) metrics_handle(s, req);
     } else if (strcmp(path, "/v1/events") == 0 && is_get(req)) {
         sse_handle(s, req, &args);
     } else if (s->o.demo && strncmp(path, "/v1/demo", 8) == 0 &&
@@ -510,7 +559,7 @@ static void on_request(struct evhttp_request *req, void *arg) {
     } else if (strcmp(path, "/v1/processes") == 0 && is_get(req)) {
         api_processes(s, req, &args);
     } else if (strcmp(path, "/v1/server") == 0 && is_get(req)) {
-        api_server(s, req);
+        if (query_only(req, &args, "") == 0) api_server(s, req);
     } else if (strncmp(path, "/v1/queues", 10) == 0 && (path[10] == '\0' || path[10] == '/')) {
         api_queues(s, req, path + 10, &args);
     } else {

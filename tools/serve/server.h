@@ -191,6 +191,11 @@ const char *query_get(const struct evkeyvalq *args, const char *name);
  * replying 400. */
 int query_ll(struct evhttp_request *req, const struct evkeyvalq *args, const char *name,
              long long lo, long long hi, long long def, long long *out);
+/* 0 when every query parameter is one of takes (names separated by
+ * spaces; "": none) or access_token (the token, every route); else -1
+ * after replying 400 {"error", "parameter": the first other one, "takes":
+ * [takes' names]}: a parameter no route reads is refused, not dropped. */
+int query_only(struct evhttp_request *req, const struct evkeyvalq *args, const char *takes);
 /* {"redis": bool}: the "server" event of the streams. */
 json_t *server_state_json(const server *s);
 /* 1 when the connection of req is still there. */

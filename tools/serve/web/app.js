@@ -674,7 +674,9 @@ function queuePage(main, name, tab, offset) {
   // of BATCHES_SHOWN, 'more' reads the next by its cursor), each a link to
   // its batch page; hidden while the queue has none. A refresh (loadHead,
   // after an action) reads as many rows as are shown, so the pages 'more'
-  // added stay; choosing a filter goes back to one page. batchSeq: a
+  // added stay, and so does a 'more' still in flight when the refresh
+  // starts (its page is counted in batchWant at the click: the refresh
+  // reads it too); choosing a filter goes back to one page. batchSeq: a
   // reply a later read overtook is dropped (no row twice).
   let batchState = '', batchRows = [], batchNext = null, batchWant = BATCHES_SHOWN, batchSeq = 0;
   function drawBatches() {
@@ -697,8 +699,10 @@ function queuePage(main, name, tab, offset) {
           el('td', { class: 'num' }, fmt(b.cancelled)),
           el('td', {}, clock(b.created_ms))))))
         : el('p', { class: 'muted', id: 'no-batches' }, `no ${batchState} batch`),
-      ...(batchNext ? [el('button', { type: 'button', id: 'batches-more', onclick: () => loadBatches(batchNext) },
-        'more')] : []));
+      ...(batchNext ? [el('button', { type: 'button', id: 'batches-more', onclick: () => {
+        batchWant = batchRows.length + BATCHES_SHOWN; /* (a refresh meanwhile reads this page too) */
+        loadBatches(batchNext);
+      } }, 'more')] : []));
   }
   async function loadBatches(after) {
     const seq = ++batchSeq;
@@ -736,8 +740,12 @@ function queuePage(main, name, tab, offset) {
   // cursor paging: the cursors of the pages shown so far ('' the first);
   // null on a sharded queue (offsets, from the URL)
   const paging = { cursors: offset > 0 ? null : [''] };
+  // listSeq: a reply a later read overtook is dropped (a refresh that
+  // started before a page change must not draw the old page over the new)
+  let listSeq = 0;
   async function refresh() {
     pending = null;
+    const seq = ++listSeq;
     try {
       // by cursor (pages stay right while jobs move); by offset on a sharded queue
       const base = `/v1/queues/${enc(name)}/jobs?state=${tab}&limit=${PAGE}`;
@@ -753,6 +761,7 @@ function queuePage(main, name, tab, offset) {
         catch (e) { if (!/shard/.test(e.message)) throw e; paging.cursors = null; }
       }
       if (!r) r = await api('GET', `${base}&offset=${offset}`);
+      if (seq !== listSeq) return;
       const jobs = r.data.jobs || r.data.ids.map(id => ({ id, state: tab }));
       const onPage = new Set(jobs.map(j => String(j.id)));
       for (const id of [...selected]) if (!onPage.has(id)) selected.delete(id);
@@ -777,7 +786,7 @@ function queuePage(main, name, tab, offset) {
         offset > 0 ? el('a', { href: `#/q/${enc(name)}/${tab}/${Math.max(0, offset - PAGE)}` }, '← newer') : '',
         ` ${offset + 1}–${offset + r.data.ids.length} `,
         r.data.ids.length === PAGE ? el('a', { href: `#/q/${enc(name)}/${tab}/${offset + PAGE}` }, 'more →') : '');
-    } catch (e) { toast(e.message, true); }
+    } catch (e) { if (seq === listSeq) toast(e.message, true); }
   }
   function soon() { if (!pending) pending = setTimeout(refresh, 300); }
 

@@ -2244,3 +2244,52 @@ TEST(promote_of_a_group_job_on_wrongtype_group_keys_writes_nothing) {
     redisFree(rc);
     server_stop_guarded(&s);
 }
+
+/* A completion releasing dependents ignores what it cannot read or index
+ * of them (lib.lua DEPS.finished, try_all): with the dependents hash
+ * wrongly typed it completes the job and hands out no entry (the sweep's
+ * deps_due.lua refuses the key); with the index of jobs whose dependents
+ * of other queues are left (depsfin) wrongly typed it completes the job,
+ * hands out its entry in its reply and leaves the key as it was. */
+TEST(completion_with_dependents_on_wrongtype_dependency_keys_completes_and_leaves_them) {
+    test_env env;
+    env_start(&env, "dk");
+    rjq_queue *other;
+    ASSERT_OK(rjq_queue_open(env.c, "dk2", NULL, &other));
+    rjq_dep on[] = {{"dk", "a"}, {"dk", "b"}};
+    for (int i = 0; i < 2; i++) {
+        freeReplyObject(server_cmd(env.rc, "HSET t:{dk}:payload %s x", on[i].id));
+        freeReplyObject(server_cmd(env.rc, "HSET t:{dk}:state %s %s", on[i].id, "active 1 tok @1,2,"));
+        freeReplyObject(server_cmd(env.rc, "ZADD t:{dk}:active 99999999999999 %s", on[i].id));
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+        char id[8];
+        snprintf(id, sizeof id, "w%d", i);
+        o.id = id;
+        o.after = &on[i];
+        o.n_after = 1;
+        ASSERT_OK(enqueue_job(env.base, other, "p", &o).status); /* (a dependent of another queue) */
+    }
+    const char *keys[] = {"t:{dk}:depsfin", "t:{dk}:dependents"};
+    const char *entry[] = {"dk2 w0", NULL};
+    for (int i = 0; i < 2; i++) {
+        plant_wrongtype(env.rc, keys[i], "SET %s x");
+        const char *jobs[] = {"1 tok", "1", on[i].id, "r"};
+        redisReply *r = complete_fcall(env.rc, "dk", jobs, 4);
+        ASSERT(r->type == REDIS_REPLY_ARRAY);
+        if (entry[i]) { /* (code 3: entries left for the client, after its id) */
+            ASSERT(r->elements == 3 && r->element[0]->integer == 3);
+            ASSERT_STREQ(on[i].id, r->element[1]->str);
+            ASSERT_STREQ(entry[i], r->element[2]->str);
+        } else {
+            ASSERT(r->elements == 1 && r->element[0]->integer == 1);
+        }
+        freeReplyObject(r);
+        ASSERT_STREQ("completed", get_info(env.base, env.q, on[i].id).state);
+        redisReply *v = server_cmd(env.rc, "GET %s", keys[i]);
+        ASSERT_STREQ("x", v->str);
+        freeReplyObject(v);
+        freeReplyObject(server_cmd(env.rc, "DEL %s", keys[i]));
+    }
+    rjq_queue_close(other);
+    env_stop(&env);
+}

@@ -1943,6 +1943,16 @@ static void set_stats_field(redisContext *rc, const char *field, const char *v) 
     freeReplyObject(server_cmd(rc, "HSET t:{g}:stats %s %s", field, v));
 }
 
+/* The script run on queue g with field of t:{g}:stats set to "12abc":
+ * refused naming the field, nothing written. */
+static void refused_for_counter(redisContext *rc, int script, const char *field,
+                                const char *const *args, int nargs) {
+    static char before[8192];
+    set_stats_field(rc, field, "12abc");
+    snapshot(rc, before, sizeof before);
+    assert_refused_naming(rc, eval_script(rc, script, "g", args, nargs), field, before);
+}
+
 /* The orphan sweep (a dead client's jobs go back, or to dead when spent)
  * counts reclaimed and dead: with either not an integer it is refused
  * before it moves a job, naming the key and the field. (It failed after
@@ -1960,13 +1970,9 @@ TEST(orphan_sweep_with_a_non_numeric_counter_moves_no_job_and_names_it) {
     char until[32];
     snprintf(until, sizeof until, "%lld", server_now_ms(rc) + 600000);
     const char *args[] = {"t:{g}:job:", "t:{g}:wake", "c9.", "100", "1000", until};
-    static char before[8192];
     const char *fields[] = {"dead", "reclaimed"};
     for (size_t i = 0; i < 2; i++) {
-        set_stats_field(rc, fields[i], "12abc");
-        snapshot(rc, before, sizeof before);
-        assert_refused_naming(rc, eval_script(rc, RJQ__S_ORPHANS, "g", args, 6), fields[i],
-                              before);
+        refused_for_counter(rc, RJQ__S_ORPHANS, fields[i], args, 6);
         freeReplyObject(server_cmd(rc, "HDEL t:{g}:stats %s", fields[i]));
     }
     redisReply *r = eval_script(rc, RJQ__S_ORPHANS, "g", args, 6);
@@ -1998,13 +2004,10 @@ TEST(fire_with_a_non_numeric_seq_changes_no_schedule_and_names_it) {
     freeReplyObject(server_cmd(rc, "HSET t:{g}:schedules a %s b %s", spec, spec));
     freeReplyObject(server_cmd(rc, "HSET t:{g}:schedpayload a pa b pb"));
     freeReplyObject(server_cmd(rc, "ZADD t:{g}:schednext 1000 a 1000 b"));
-    set_stats_field(rc, "seq", "12abc");
     /* a: never fires again (leaves schednext); b: fires at 1000 */
     const char *args[] = {"t:{g}:job:", "t:{g}:wake", "tok", "a", "1000", spec, "-1", "0",
                           "b", "1000", spec, "2000", "1", "1000"};
-    static char before[8192];
-    snapshot(rc, before, sizeof before);
-    assert_refused_naming(rc, eval_script(rc, RJQ__S_FIRE, "g", args, 14), "seq", before);
+    refused_for_counter(rc, RJQ__S_FIRE, "seq", args, 14);
     set_stats_field(rc, "seq", "0");
     redisReply *r = eval_script(rc, RJQ__S_FIRE, "g", args, 14);
     ASSERT_EQ(REDIS_REPLY_INTEGER, r->type);
@@ -2030,17 +2033,13 @@ TEST(reserve_with_a_non_numeric_counter_counts_nothing_and_names_it) {
     set_stats_field(rc, "seq", "4");
     set_stats_field(rc, "skipped", "1");
     const char *args[] = {"5", "abc"};
-    static char before[8192];
     const char *fields[] = {"seq", "skipped"};
     for (size_t i = 0; i < 2; i++) {
         redisReply *was = server_cmd(rc, "HGET t:{g}:stats %s", fields[i]);
         char keep[32];
         snprintf(keep, sizeof keep, "%s", was->str);
         freeReplyObject(was);
-        set_stats_field(rc, fields[i], "12abc");
-        snapshot(rc, before, sizeof before);
-        assert_refused_naming(rc, eval_script(rc, RJQ__S_RESERVE, "g", args, 2), fields[i],
-                              before);
+        refused_for_counter(rc, RJQ__S_RESERVE, fields[i], args, 2);
         set_stats_field(rc, fields[i], keep);
     }
     redisReply *r = eval_script(rc, RJQ__S_RESERVE, "g", args, 2);
@@ -2196,10 +2195,7 @@ TEST(genqueue_on_wrongtype_group_keys_writes_nothing) {
     freeReplyObject(server_cmd(rc, "HSET t:{g}:g:conf a %s", "1 1 0 5/1000 -"));
     refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:a:a", "set", args, 5);
     refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:rated", "zset", args, 5);
-    static char before[8192];
-    set_stats_field(rc, "gready", "12abc");
-    snapshot(rc, before, sizeof before);
-    assert_refused_naming(rc, eval_script(rc, RJQ__S_GENQUEUE, "g", args, 5), "gready", before);
+    refused_for_counter(rc, RJQ__S_GENQUEUE, "gready", args, 5);
     freeReplyObject(server_cmd(rc, "HDEL t:{g}:stats gready"));
     redisReply *r = eval_script(rc, RJQ__S_GENQUEUE, "g", args, 5);
     ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);

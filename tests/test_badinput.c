@@ -1943,6 +1943,16 @@ static void set_stats_field(redisContext *rc, const char *field, const char *v) 
     freeReplyObject(server_cmd(rc, "HSET t:{g}:stats %s %s", field, v));
 }
 
+/* The script run on queue g with field of t:{g}:stats set to "12abc":
+ * refused naming the field, nothing written. */
+static void refused_for_counter(redisContext *rc, int script, const char *field,
+                                const char *const *args, int nargs) {
+    static char before[8192];
+    set_stats_field(rc, field, "12abc");
+    snapshot(rc, before, sizeof before);
+    assert_refused_naming(rc, eval_script(rc, script, "g", args, nargs), field, before);
+}
+
 /* The orphan sweep (a dead client's jobs go back, or to dead when spent)
  * counts reclaimed and dead: with either not an integer it is refused
  * before it moves a job, naming the key and the field. (It failed after
@@ -1960,13 +1970,9 @@ TEST(orphan_sweep_with_a_non_numeric_counter_moves_no_job_and_names_it) {
     char until[32];
     snprintf(until, sizeof until, "%lld", server_now_ms(rc) + 600000);
     const char *args[] = {"t:{g}:job:", "t:{g}:wake", "c9.", "100", "1000", until};
-    static char before[8192];
     const char *fields[] = {"dead", "reclaimed"};
     for (size_t i = 0; i < 2; i++) {
-        set_stats_field(rc, fields[i], "12abc");
-        snapshot(rc, before, sizeof before);
-        assert_refused_naming(rc, eval_script(rc, RJQ__S_ORPHANS, "g", args, 6), fields[i],
-                              before);
+        refused_for_counter(rc, RJQ__S_ORPHANS, fields[i], args, 6);
         freeReplyObject(server_cmd(rc, "HDEL t:{g}:stats %s", fields[i]));
     }
     redisReply *r = eval_script(rc, RJQ__S_ORPHANS, "g", args, 6);
@@ -1998,13 +2004,10 @@ TEST(fire_with_a_non_numeric_seq_changes_no_schedule_and_names_it) {
     freeReplyObject(server_cmd(rc, "HSET t:{g}:schedules a %s b %s", spec, spec));
     freeReplyObject(server_cmd(rc, "HSET t:{g}:schedpayload a pa b pb"));
     freeReplyObject(server_cmd(rc, "ZADD t:{g}:schednext 1000 a 1000 b"));
-    set_stats_field(rc, "seq", "12abc");
     /* a: never fires again (leaves schednext); b: fires at 1000 */
     const char *args[] = {"t:{g}:job:", "t:{g}:wake", "tok", "a", "1000", spec, "-1", "0",
                           "b", "1000", spec, "2000", "1", "1000"};
-    static char before[8192];
-    snapshot(rc, before, sizeof before);
-    assert_refused_naming(rc, eval_script(rc, RJQ__S_FIRE, "g", args, 14), "seq", before);
+    refused_for_counter(rc, RJQ__S_FIRE, "seq", args, 14);
     set_stats_field(rc, "seq", "0");
     redisReply *r = eval_script(rc, RJQ__S_FIRE, "g", args, 14);
     ASSERT_EQ(REDIS_REPLY_INTEGER, r->type);
@@ -2030,17 +2033,13 @@ TEST(reserve_with_a_non_numeric_counter_counts_nothing_and_names_it) {
     set_stats_field(rc, "seq", "4");
     set_stats_field(rc, "skipped", "1");
     const char *args[] = {"5", "abc"};
-    static char before[8192];
     const char *fields[] = {"seq", "skipped"};
     for (size_t i = 0; i < 2; i++) {
         redisReply *was = server_cmd(rc, "HGET t:{g}:stats %s", fields[i]);
         char keep[32];
         snprintf(keep, sizeof keep, "%s", was->str);
         freeReplyObject(was);
-        set_stats_field(rc, fields[i], "12abc");
-        snapshot(rc, before, sizeof before);
-        assert_refused_naming(rc, eval_script(rc, RJQ__S_RESERVE, "g", args, 2), fields[i],
-                              before);
+        refused_for_counter(rc, RJQ__S_RESERVE, fields[i], args, 2);
         set_stats_field(rc, fields[i], keep);
     }
     redisReply *r = eval_script(rc, RJQ__S_RESERVE, "g", args, 2);
@@ -2088,4 +2087,205 @@ TEST(job_reply_times_out_of_range_end_in_eproto_and_an_older_reply_has_none) {
         ASSERT_EQ(k == 3 ? 7 : 0, i.ended_ms);
     }
     env_stop(&e);
+}
+
+/* A refusal whose message has want, and nothing written (before: the
+ * snapshot taken before the call). */
+static void assert_refused_with(redisContext *rc, redisReply *r, const char *want, const char *before) {
+    static char after[8192];
+    if (r->type != REDIS_REPLY_ERROR || strstr(r->str, want) == NULL)
+        fprintf(stderr, "reply (type %d): %s; wanted: %s\n", r->type, r->str ? r->str : "", want);
+    ASSERT_EQ(REDIS_REPLY_ERROR, r->type);
+    ASSERT(strstr(r->str, want) != NULL);
+    freeReplyObject(r);
+    snapshot(rc, after, sizeof after);
+    ASSERT_STREQ(before, after);
+}
+
+/* The script run with key planted as a string: refused naming the key
+ * (expect_types' message), nothing written; the key deleted again. */
+static void refused_on_wrongtype(redisContext *rc, int script, const char *key, const char *want_type,
+                                 const char *const *args, int nargs) {
+    static char before[8192];
+    char want[160];
+    plant_wrongtype(rc, key, "SET %s x");
+    snapshot(rc, before, sizeof before);
+    snprintf(want, sizeof want, "WRONGTYPE %s holds a string, rjq expects a %s", key, want_type);
+    assert_refused_with(rc, eval_script(rc, script, "g", args, nargs), want, before);
+    freeReplyObject(server_cmd(rc, "DEL %s", key));
+}
+
+/* Setting limits on a shard with an epoch reads the shard's limits_epoch:
+ * one that is no integer (or past 2^53, where Lua's numbers stop being
+ * exact) is refused naming the key and the field, nothing written (it
+ * ended in a Lua error: comparing nil with a number); so is an argument
+ * that is no count, and a wrongly typed meta. */
+TEST(limits_with_a_non_numeric_epoch_changes_nothing_and_names_it) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    const char *args[] = {"t:{g}:wake", "5", "0", "1000", "3"};
+    static char before[8192];
+    const char *bad[] = {"12abc", "-1", "9007199254740992", "1e3", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        freeReplyObject(server_cmd(rc, "HSET t:{g}:meta limits_epoch %s", bad[i]));
+        snapshot(rc, before, sizeof before);
+        assert_refused_with(rc, eval_script(rc, RJQ__S_LIMITS, "g", args, 5),
+                            "WRONGTYPE field limits_epoch of t:{g}:meta", before);
+    }
+    freeReplyObject(server_cmd(rc, "HSET t:{g}:meta limits_epoch 2"));
+    const char *bad_args[][5] = {{"t:{g}:wake", "5", "0", "1000", "x"},
+                                 {"t:{g}:wake", "5", "0", "1000", "9007199254740993"},
+                                 {"t:{g}:wake", "five", "0", "1000", "3"},
+                                 {"t:{g}:wake", "5", "-1", "1000", "3"}};
+    const char *names[] = {"epoch", "epoch", "concurrency", "rate"};
+    for (size_t i = 0; i < 4; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "ERR rjq limits: %s is not an integer", names[i]);
+        snapshot(rc, before, sizeof before);
+        assert_refused_with(rc, eval_script(rc, RJQ__S_LIMITS, "g", bad_args[i], 5), want, before);
+    }
+    refused_on_wrongtype(rc, RJQ__S_LIMITS, "t:{g}:idle", "hash", args, 5);
+    freeReplyObject(server_cmd(rc, "HSET t:{g}:meta limits_epoch 2"));
+    redisReply *r = eval_script(rc, RJQ__S_LIMITS, "g", args, 5);
+    ASSERT_EQ(REDIS_REPLY_INTEGER, r->type);
+    ASSERT_EQ(1, r->integer);
+    freeReplyObject(r);
+    ASSERT_EQ(3, server_int(rc, "HGET t:{g}:meta limits_epoch"));
+    ASSERT_EQ(5, server_int(rc, "HGET t:{g}:meta concurrency"));
+    const char *older[] = {"t:{g}:wake", "7", "0", "1000", "2"}; /* refused for its epoch */
+    r = eval_script(rc, RJQ__S_LIMITS, "g", older, 5);
+    ASSERT_EQ(REDIS_REPLY_INTEGER, r->type);
+    ASSERT_EQ(0, r->integer);
+    freeReplyObject(r);
+    ASSERT_EQ(5, server_int(rc, "HGET t:{g}:meta concurrency"));
+    redisFree(rc);
+    server_stop_guarded(&s);
+}
+
+/* A group's settings read its conf entry type-checked: a wrongly typed
+ * conf is refused naming it, nothing written. */
+TEST(gconf_on_wrongtype_conf_writes_nothing) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    const char *args[] = {"a", "limits", "2", "1"};
+    refused_on_wrongtype(rc, RJQ__S_GCONF, "t:{g}:g:conf", "hash", args, 4);
+    redisReply *r = eval_script(rc, RJQ__S_GCONF, "g", args, 4);
+    ASSERT_EQ(REDIS_REPLY_INTEGER, r->type);
+    ASSERT_EQ(1, r->integer);
+    freeReplyObject(r);
+    r = server_cmd(rc, "HGET t:{g}:g:conf a");
+    ASSERT_STREQ("2 1 0", r->str); /* (limit, weight, not paused) */
+    freeReplyObject(r);
+    redisFree(rc);
+    server_stop_guarded(&s);
+}
+
+/* A group job's enqueue checks the keys it reads and writes before its
+ * first write: the groups' job hash, and for a group with a limit its
+ * slot set and with a rate the rated set (its offer reads them after the
+ * job's columns were written), and a non-numeric gready counter. */
+TEST(genqueue_on_wrongtype_group_keys_writes_nothing) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    const char *args[] = {"", "pay", "", "a", "0"};
+    refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:job", "hash", args, 5);
+    freeReplyObject(server_cmd(rc, "HSET t:{g}:g:conf a %s", "1 1 0 5/1000 -"));
+    refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:a:a", "set", args, 5);
+    refused_on_wrongtype(rc, RJQ__S_GENQUEUE, "t:{g}:g:rated", "zset", args, 5);
+    refused_for_counter(rc, RJQ__S_GENQUEUE, "gready", args, 5);
+    freeReplyObject(server_cmd(rc, "HDEL t:{g}:stats gready"));
+    redisReply *r = eval_script(rc, RJQ__S_GENQUEUE, "g", args, 5);
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    ASSERT_STREQ("1", r->element[0]->str);
+    freeReplyObject(r);
+    ASSERT_EQ(1, server_int(rc, "LLEN t:{g}:g:r:a"));
+    redisFree(rc);
+    server_stop_guarded(&s);
+}
+
+/* Running a delayed group job now checks the groups' keys it reads (the
+ * job hash, the delayed set) and those its group's ready list and ring
+ * write before its first write: a wrongly typed one is refused naming it,
+ * nothing written. (A wrongly typed ready list of the group failed after
+ * the job had left the delayed set: it waited nowhere.) */
+TEST(promote_of_a_group_job_on_wrongtype_group_keys_writes_nothing) {
+    test_server s;
+    server_start_guarded(&s, NULL);
+    redisContext *rc = server_connect(&s);
+    freeReplyObject(server_cmd(rc, "HSET t:{g}:payload j1 x"));
+    freeReplyObject(server_cmd(rc, "HSET t:{g}:state j1 %s", "delayed 0 @5,,"));
+    freeReplyObject(server_cmd(rc, "HSET t:{g}:options j1 %s", "0,,\nrjq.group=a"));
+    freeReplyObject(server_cmd(rc, "HSET t:{g}:g:job j1 a"));
+    freeReplyObject(server_cmd(rc, "ZADD t:{g}:g:delayed 9999999999999 j1"));
+    freeReplyObject(server_cmd(rc, "ZADD t:{g}:g:all 0 a"));
+    const char *args[] = {"t:{g}:wake", "j1"};
+    const char *keys[][2] = {{"t:{g}:g:job", "hash"}, {"t:{g}:g:r:a", "list"}, {"t:{g}:g:ring", "zset"},
+                             {"t:{g}:g:depth", "zset"}};
+    for (size_t i = 0; i < 4; i++) {
+        refused_on_wrongtype(rc, RJQ__S_PROMOTE, keys[i][0], keys[i][1], args, 2);
+        freeReplyObject(server_cmd(rc, "HSET t:{g}:g:job j1 a")); /* (the one of them planted) */
+    }
+    redisReply *r = eval_script(rc, RJQ__S_PROMOTE, "g", args, 2);
+    ASSERT_EQ(REDIS_REPLY_INTEGER, r->type);
+    ASSERT_EQ(1, r->integer);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(rc, "ZCARD t:{g}:g:delayed"));
+    ASSERT_EQ(1, server_int(rc, "LLEN t:{g}:g:r:a"));
+    r = server_cmd(rc, "HGET t:{g}:state j1");
+    ASSERT(r->type == REDIS_REPLY_STRING && strncmp(r->str, "ready 0", 7) == 0);
+    freeReplyObject(r);
+    redisFree(rc);
+    server_stop_guarded(&s);
+}
+
+/* A completion releasing dependents ignores what it cannot read or index
+ * of them (lib.lua DEPS.finished, try_all): with the dependents hash
+ * wrongly typed it completes the job and hands out no entry (the sweep's
+ * deps_due.lua refuses the key); with the index of jobs whose dependents
+ * of other queues are left (depsfin) wrongly typed it completes the job,
+ * hands out its entry in its reply and leaves the key as it was. */
+TEST(completion_with_dependents_on_wrongtype_dependency_keys_completes_and_leaves_them) {
+    test_env env;
+    env_start(&env, "dk");
+    rjq_queue *other;
+    ASSERT_OK(rjq_queue_open(env.c, "dk2", NULL, &other));
+    rjq_dep on[] = {{"dk", "a"}, {"dk", "b"}};
+    for (int i = 0; i < 2; i++) {
+        freeReplyObject(server_cmd(env.rc, "HSET t:{dk}:payload %s x", on[i].id));
+        freeReplyObject(server_cmd(env.rc, "HSET t:{dk}:state %s %s", on[i].id, "active 1 tok @1,2,"));
+        freeReplyObject(server_cmd(env.rc, "ZADD t:{dk}:active 99999999999999 %s", on[i].id));
+        rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
+        char id[8];
+        snprintf(id, sizeof id, "w%d", i);
+        o.id = id;
+        o.after = &on[i];
+        o.n_after = 1;
+        ASSERT_OK(enqueue_job(env.base, other, "p", &o).status); /* (a dependent of another queue) */
+    }
+    const char *keys[] = {"t:{dk}:depsfin", "t:{dk}:dependents"};
+    const char *entry[] = {"dk2 w0", NULL};
+    for (int i = 0; i < 2; i++) {
+        plant_wrongtype(env.rc, keys[i], "SET %s x");
+        const char *jobs[] = {"1 tok", "1", on[i].id, "r"};
+        redisReply *r = complete_fcall(env.rc, "dk", jobs, 4);
+        ASSERT(r->type == REDIS_REPLY_ARRAY);
+        if (entry[i]) { /* (code 3: entries left for the client, after its id) */
+            ASSERT(r->elements == 3 && r->element[0]->integer == 3);
+            ASSERT_STREQ(on[i].id, r->element[1]->str);
+            ASSERT_STREQ(entry[i], r->element[2]->str);
+        } else {
+            ASSERT(r->elements == 1 && r->element[0]->integer == 1);
+        }
+        freeReplyObject(r);
+        ASSERT_STREQ("completed", get_info(env.base, env.q, on[i].id).state);
+        redisReply *v = server_cmd(env.rc, "GET %s", keys[i]);
+        ASSERT_STREQ("x", v->str);
+        freeReplyObject(v);
+        freeReplyObject(server_cmd(env.rc, "DEL %s", keys[i]));
+    }
+    rjq_queue_close(other);
+    env_stop(&env);
 }

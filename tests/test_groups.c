@@ -1267,16 +1267,33 @@ static void hold_noting(rjq_job *job, void *data) {
     h->n++;
 }
 
+/* Group a of e's queue starts at most one job per window_ms. */
+static void rate_group_a(test_env *e, long window_ms) {
+    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
+    l.rate = 1;
+    l.rate_window_ms = window_ms;
+    limit_group(e, "a", &l);
+}
+
+/* A worker of 3 slots on e's queue (named qn) whose handler holds its
+ * jobs in h (zeroed first), its client's visits every reclaim_ms (0: the
+ * quiet default); returned once its 3 idle slots are registered. */
+static rjq_worker *idle_holder(test_env *e, const char *qn, holding *h, long reclaim_ms) {
+    memset(h, 0, sizeof *h);
+    rjq_worker_options wo = quiet_worker_options(3);
+    if (reclaim_ms > 0) wo.reclaim_ms = reclaim_ms;
+    rjq_worker *w;
+    ASSERT_OK(rjq_worker_start(e->q, &wo, hold_noting, h, &w));
+    WAIT_FOR(e->base, registered_slots(e->rc, qn) == 3, 10000);
+    return w;
+}
+
 TEST(an_idle_worker_gets_group_jobs_pushed_within_their_groups_limits) {
     test_env e;
     env_start(&e, "gp");
     set_limits(&e, "a", 1, 0);
     static holding h;
-    memset(&h, 0, sizeof h);
-    rjq_worker_options wo = quiet_worker_options(3);
-    rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_noting, &h, &w));
-    WAIT_FOR(e.base, registered_slots(e.rc, "gp") == 3, 10000);
+    rjq_worker *w = idle_holder(&e, "gp", &h, 0);
     long long claims = claims_run(e.rc);
     rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.group = "a";
@@ -1312,16 +1329,9 @@ TEST(an_idle_worker_gets_group_jobs_pushed_within_their_groups_limits) {
 TEST(a_group_at_its_rate_limit_gets_nothing_pushed) {
     test_env e;
     env_start(&e, "gu");
-    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
-    l.rate = 1;
-    l.rate_window_ms = 600000;
-    limit_group(&e, "a", &l);
+    rate_group_a(&e, 600000);
     static holding h;
-    memset(&h, 0, sizeof h);
-    rjq_worker_options wo = quiet_worker_options(3);
-    rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_noting, &h, &w));
-    WAIT_FOR(e.base, registered_slots(e.rc, "gu") == 3, 10000);
+    rjq_worker *w = idle_holder(&e, "gu", &h, 0);
     rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.group = "a";
     ASSERT_OK(enqueue_job(e.base, e.q, "x", &o).status);
@@ -1399,17 +1409,9 @@ TEST(idle_workers_with_a_group_at_its_limit_claim_nothing_until_a_slot_frees) {
 TEST(a_group_at_its_rate_limit_after_a_push_starts_again_when_its_window_turns) {
     test_env e;
     env_start(&e, "gw");
-    rjq_group_limits l = RJQ_GROUP_LIMITS_INIT;
-    l.rate = 1;
-    l.rate_window_ms = 1500;
-    limit_group(&e, "a", &l);
+    rate_group_a(&e, 1500);
     static holding h;
-    memset(&h, 0, sizeof h);
-    rjq_worker_options wo = quiet_worker_options(3);
-    wo.reclaim_ms = 50;
-    rjq_worker *w;
-    ASSERT_OK(rjq_worker_start(e.q, &wo, hold_noting, &h, &w));
-    WAIT_FOR(e.base, registered_slots(e.rc, "gw") == 3, 10000);
+    rjq_worker *w = idle_holder(&e, "gw", &h, 50);
     rjq_job_options o = RJQ_JOB_OPTIONS_INIT;
     o.group = "a";
     o.id = "a1";

@@ -63,17 +63,28 @@ static void on_batch(rjq_client *c, int status, const rjq_enqueued *jobs, size_t
     *got += (long)n;
 }
 
+/* The test cluster started (cl) and queue qname of SHARDS shards declared
+ * on it through client *c (options *o, on *base), one shard on each
+ * master. */
+static rjq_queue *sharded_one_per_master(test_cluster *cl, struct event_base **base,
+                                         rjq_client_options *o, rjq_client **c, const char *qname) {
+    cluster_start(cl, 0);
+    *base = event_base_new();
+    *o = client_options(cl->url);
+    *c = client_new(*base, o);
+    rjq_queue *q = open_learnt(*base, *c, qname);
+    ASSERT_OK(declare_shards(*base, q, SHARDS));
+    int seen[CLUSTER_NODES] = {0};
+    for (int i = 0; i < SHARDS; i++) ASSERT_EQ(0, seen[cluster_master_of_shard(cl, q, i)]++);
+    return q;
+}
+
 TEST(concurrency_limit_of_a_sharded_queue_over_3_masters_holds_for_the_whole_queue) {
     test_cluster cl;
-    cluster_start(&cl, 0);
-    struct event_base *base = event_base_new();
-    rjq_client_options o = client_options(cl.url);
-    rjq_client *c = client_new(base, &o);
-    rjq_queue *q = open_learnt(base, c, "shcl");
-    ASSERT_OK(declare_shards(base, q, SHARDS));
-    /* one shard on each master */
-    int seen[CLUSTER_NODES] = {0};
-    for (int i = 0; i < SHARDS; i++) ASSERT_EQ(0, seen[cluster_master_of_shard(&cl, q, i)]++);
+    struct event_base *base;
+    rjq_client_options o;
+    rjq_client *c;
+    rjq_queue *q = sharded_one_per_master(&cl, &base, &o, &c, "shcl");
     limits_set(base, q, CONC, 0, 0);
     ASSERT_EQ(CONC, get_stats(base, q).limit_concurrency);
 
@@ -119,14 +130,10 @@ TEST(concurrency_limit_of_a_sharded_queue_over_3_masters_holds_for_the_whole_que
 
 TEST(rate_limit_of_a_sharded_queue_over_3_masters_holds_for_the_whole_queue) {
     test_cluster cl;
-    cluster_start(&cl, 0);
-    struct event_base *base = event_base_new();
-    rjq_client_options o = client_options(cl.url);
-    rjq_client *c = client_new(base, &o);
-    rjq_queue *q = open_learnt(base, c, "shcr");
-    ASSERT_OK(declare_shards(base, q, SHARDS));
-    int seen[CLUSTER_NODES] = {0}; /* (one shard on each master) */
-    for (int i = 0; i < SHARDS; i++) ASSERT_EQ(0, seen[cluster_master_of_shard(&cl, q, i)]++);
+    struct event_base *base;
+    rjq_client_options o;
+    rjq_client *c;
+    rjq_queue *q = sharded_one_per_master(&cl, &base, &o, &c, "shcr");
     ASSERT_EQ(1, limits_set(base, q, 0, RATE, 1000));
     ASSERT_EQ(RATE, get_stats(base, q).limit_rate);
     /* load on every shard (ids: each on its id's shard), then 3 worker

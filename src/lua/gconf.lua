@@ -27,7 +27,7 @@ local function n_or_dash(v)
   if v == '-' or string.match(v or '', '^%d+$') then return v end
   return nil
 end
-local cur = redis.call('HGET', conf, g)
+local cur = redis.call('HMGET', conf, g)[1]
 local l, w, p, r, b = string.match(cur or '', '^(%S+) (%S+) ?(%d?) ?(%S*) ?(%S*)$')
 l, w, p = l or '-', w or '-', (p and p ~= '') and p or '0'
 r, b = (r and r ~= '') and r or '-', (b and b ~= '') and b or '-'

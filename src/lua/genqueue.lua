@@ -38,7 +38,7 @@ expect_types({stats, 'hash', J.d, 'hash', J.s, 'hash', J.o, 'hash', meta, 'hash'
               groups .. 'r:' .. g, 'list', groups .. 'p:' .. g, 'zset', groups .. 'ring', 'zset',
               groups .. 'all', 'zset', groups .. 'delayed', 'zset', groups .. 'conf', 'hash',
               groups .. 'depth', 'zset', groups .. 'busy', 'zset'})
-int_fields(stats, 'seq', 'skipped')
+int_fields(stats, 'seq', 'skipped', 'gready')
 if id ~= '' and redis.call('HEXISTS', J.d, id) == 1 then return {id, 1} end
 if max_waiting > 0 then
   local waiting = typed('list', 'LLEN', ready) + typed('zset', 'ZCARD', prio) +
@@ -49,7 +49,10 @@ if max_waiting > 0 then
   end
 end
 local gc = {} -- (the call's cache of the groups' settings)
-local bound = select(6, GROUPS.conf(groups, g, gc))
+local limit, _, _, rate, _, bound = GROUPS.conf(groups, g, gc)
+-- (what a limited or rated group's offer reads: checked only for such a group)
+if limit then expect_types({groups .. 'a:' .. g, 'set'}) end
+if rate then expect_types({groups .. 'rated', 'zset'}) end
 if bound then
   local waiting = redis.call('LLEN', groups .. 'r:' .. g) + redis.call('ZCARD', groups .. 'p:' .. g)
   if waiting >= bound then
@@ -85,7 +88,7 @@ else
   gc.hold = #pick > 0 -- (the doorbell: only for work the push leaves)
   GROUPS.push(groups, J, g, id, p, false, stats, gc, seq)
   if #pick > 0 then
-    local has_prio = p ~= 0 or redis.call('HGET', meta, 'groups') == '2'
+    local has_prio = p ~= 0 or redis.call('HMGET', meta, 'groups')[1] == '2'
     local function take(n)
       local ids = GROUPS.take(groups, J, n, now, stats, has_prio, tbase .. 'g')
       if #ids == 0 then return ids end

@@ -213,6 +213,21 @@ local function call_all(cmd, key, args, width, want, from)
   end
 end
 
+-- call_all with every chunk's error ignored (a wrongly typed key that
+-- another script refuses: the sweep's deps_due.lua): what a read (HMGET)
+-- gives, one value per arg: false when absent, nil when its chunk failed.
+local function try_all(cmd, key, args, width)
+  local step, out = CHUNK * (width or 1), {}
+  for i = 1, #args, step do
+    local last = math.min(i + step - 1, #args)
+    local r = redis.pcall(cmd, key, unpack(args, i, last))
+    if type(r) == 'table' and not r.err then
+      for k = i, last do out[k] = r[k - i + 1] or false end
+    end
+  end
+  return out
+end
+
 -- HMGET key ids (any number of ids); absent fields are false. With want
 -- ('hash'), a wrongly typed key is refused as typed() does (see there).
 local function hmget(key, ids, want)
@@ -1185,14 +1200,8 @@ function DEPS.finished(J, Q, ids, outcome)
   -- releases in one DEPS.release, its writes a command each.
   local out, buried, round, oc, first = {}, {}, ids, outcome, true
   while #round > 0 do
-    local lists = {}
-    for i = 1, #round, CHUNK do
-      local last = math.min(i + CHUNK - 1, #round)
-      -- (a wrongly typed hash gives no entries: the sweep's deps_due.lua refuses it)
-      local part = redis.pcall('HMGET', Q.dependents, unpack(round, i, last))
-      if part.err then part = {} end
-      for k = i, last do lists[k] = part[k - i + 1] or false end
-    end
+    -- (a wrongly typed hash gives no entries: the sweep's deps_due.lua refuses it)
+    local lists = try_all('HMGET', Q.dependents, round)
     local rel, left, drop, keep, index, unindex = {}, {}, {}, {}, {}, {}
     for k, id in ipairs(round) do
       local list, rest, mine = lists[k], {}, 0
@@ -1230,11 +1239,9 @@ function DEPS.finished(J, Q, ids, outcome)
     if #index > 0 then
       local t, sv = now_ms(), {}
       for _, id in ipairs(index) do sv[#sv + 1] = t; sv[#sv + 1] = id end
-      for i = 1, #sv, 2 * CHUNK do redis.pcall('ZADD', Q.depsfin, unpack(sv, i, math.min(i + 2 * CHUNK - 1, #sv))) end
+      try_all('ZADD', Q.depsfin, sv, 2)
     end
-    for i = 1, #unindex, CHUNK do
-      redis.pcall('ZREM', Q.depsfin, unpack(unindex, i, math.min(i + CHUNK - 1, #unindex)))
-    end
+    if #unindex > 0 then try_all('ZREM', Q.depsfin, unindex) end
     for k, id in ipairs(round) do
       if first then out[#out + 1] = id; out[#out + 1] = left[k]
       elseif left[k] ~= '' then buried[#buried + 1] = id; buried[#buried + 1] = left[k] end

@@ -17,11 +17,29 @@
 -- ARGV: 1 wake channel, 2 concurrency (0: none), 3 rate starts (0: none),
 --       4 rate window ms, 5 epoch (optional: none, no check)
 -- Returns 1, or 0 when refused for its epoch.
-local wake, conc, rmax, rwin = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+-- Every number is checked before the first write: one that is not a
+-- non-negative integer below 2^53 (exact in Lua; rjq writes none larger),
+-- in ARGV or in meta's limits_epoch (written behind rjq's back), refuses
+-- the call with an error that names it, nothing written.
+local EXACT_MAX = 9007199254740992 -- 2^53
+local function count(v, what)
+  local n = string.match(v or '', '^%d+$') and tonumber(v)
+  if not n or n >= EXACT_MAX then
+    error({err = 'ERR rjq limits: ' .. what .. ' is not an integer in [0, 2^53)'})
+  end
+  return n
+end
+local wake = ARGV[1]
+local conc, rmax, rwin = count(ARGV[2], 'concurrency'), count(ARGV[3], 'rate'), count(ARGV[4], 'rate window')
+local epoch = ARGV[5] and count(ARGV[5], 'epoch')
 expect_types({meta, 'hash', idle, 'hash', starts, 'zset'})
-local epoch = tonumber(ARGV[5])
 if epoch then
-  if tonumber(redis.call('HGET', meta, 'limits_epoch') or '0') > epoch then return 0 end
+  local have = int_fields(meta, 'limits_epoch')[1]
+  if have and (have < 0 or have >= EXACT_MAX) then
+    error({err = 'WRONGTYPE field limits_epoch of ' .. meta .. ' is not an integer in [0, 2^53), '
+                 .. 'rjq expects one'})
+  end
+  if (have or 0) > epoch then return 0 end
   redis.call('HSET', meta, 'limits_epoch', int(epoch))
 end
 if conc > 0 then redis.call('HSET', meta, 'concurrency', int(conc))

@@ -20,10 +20,14 @@ if state ~= 'delayed' then return -2 end
 if not redis.call('ZSCORE', delayed, id) then
   -- a job of a group waits in the groups' delayed set: it becomes ready in
   -- its group (README "Groups", groups_lib.lua)
-  local g = GROUPS.hinted(v[3]) and redis.call('ZSCORE', groups .. 'delayed', id) and
-            redis.call('HGET', groups .. 'job', id)
+  local g = GROUPS.hinted(v[3]) and typed('zset', 'ZSCORE', groups .. 'delayed', id) and
+            typed('hash', 'HMGET', groups .. 'job', id)[1]
   if not g then return -2 end
-  int_fields(stats, 'seq', 'skipped')
+  -- (the keys GROUPS.ready writes, checked before the first write)
+  expect_types({groups .. 'r:' .. g, 'list', groups .. 'p:' .. g, 'zset', groups .. 'a:' .. g, 'set',
+                groups .. 'ring', 'zset', groups .. 'all', 'zset', groups .. 'conf', 'hash',
+                groups .. 'rated', 'zset', groups .. 'depth', 'zset', groups .. 'busy', 'zset'})
+  int_fields(stats, 'seq', 'skipped', 'gready')
   redis.call('ZREM', groups .. 'delayed', id)
   GROUPS.ready(groups, J, g, id, tonumber(attempts), tm, v[3], stats, {})
   monitor(monitored, events)('promoted', id)

@@ -127,14 +127,27 @@ function GROUPS.active(G, J, g, limit)
   return n - #stale
 end
 
--- the next turn of the ring: after its last (read once per call, c)
+-- the next turn of the ring: after its last (read once per call, c), as
+-- text: a Lua number passed to redis.call is printed with "%.17g" (Redis
+-- 7.0's script_lua.c), the dearest step of a ZADD of the ring's moves
+-- (callgrind, a drain of 1 000 groups: ~2k instructions per score)
 function GROUPS.next_turn(G, c)
   if not c.turn then
     local t = redis.call('ZRANGE', G .. 'ring', -1, -1, 'WITHSCORES')
-    c.turn = t[2] and tonumber(t[2]) or 0
+    c.turn = t[2] and math.floor(tonumber(t[2]) or 0) or 0
   end
   c.turn = c.turn + 1
-  return c.turn
+  return int(c.turn)
+end
+
+-- -n (n a count) as text, memoised for small n (see next_turn)
+local NEG_TEXT = {}
+local function negnum(n)
+  local s = NEG_TEXT[n]
+  if s then return s end
+  s = int(-n)
+  if n >= 0 and n < 4096 then NEG_TEXT[n] = s end
+  return s
 end
 
 -- Put group g in the ring when it can start work (ready jobs, not paused,
@@ -209,9 +222,9 @@ end
 -- that enters it is counted from its keys (it may have had ready ids
 -- before: a queue of an older version, without the index).
 function GROUPS.deepen(G, g, n)
-  if tonumber(redis.call('ZADD', G .. 'depth', 'INCR', -n, g)) == -n then
+  if tonumber(redis.call('ZADD', G .. 'depth', 'INCR', negnum(n), g)) == -n then
     local d = redis.call('LLEN', G .. 'r:' .. g) + redis.call('ZCARD', G .. 'p:' .. g)
-    if d ~= n then redis.call('ZADD', G .. 'depth', -d, g) end
+    if d ~= n then redis.call('ZADD', G .. 'depth', negnum(d), g) end
     redis.call('ZREM', G .. 'busy', g)
   end
 end
@@ -230,7 +243,7 @@ function GROUPS.taken(G, cnt, dry)
     for i, g in ipairs(names) do
       local d = v[i] and -tonumber(v[i]) - cnt[g]
       if not d or d < 0 then d = redis.call('LLEN', G .. 'r:' .. g) + redis.call('ZCARD', G .. 'p:' .. g) end
-      if d > 0 then za[#za + 1] = -d; za[#za + 1] = g else gone[#gone + 1] = g end
+      if d > 0 then za[#za + 1] = negnum(d); za[#za + 1] = g else gone[#gone + 1] = g end
     end
     if #za > 0 then redis.call('ZADD', k, unpack(za)) end
   end
@@ -256,22 +269,33 @@ end
 -- does it: the completion, failure, cancel or claim that emptied it; one
 -- with delayed jobs only is listed again when they become ready,
 -- GROUPS.promote).
--- (A group in the ring has ready jobs: one read settles the common case of
--- a completion in a group with a backlog.)
--- (gs: several groups, one ZMSCORE of the ring; idle: their active counts
--- are known to be 0, GROUPS.release, else read in one HMGET)
+-- (gs: several groups; idle: their active counts are known to be 0,
+-- GROUPS.release, else read in one HMGET.) Whether a group has ready ids,
+-- cheapest first: one EXISTS of all their lists, whose count settles the
+-- common case (completions in groups with a backlog: every list exists);
+-- else the depth index (one ZMSCORE: a group in it has ready ids), and a
+-- group it misses (empty, or not yet indexed: a queue of an older
+-- version, GROUPS.taken) is asked one EXISTS of its list and priority
+-- set. (Not the ring: its scores, like the index's, come back printed
+-- with "%.17g", and a group in it is in the index or has a list anyway.)
 function GROUPS.tidy(G, g, gs, idle)
   gs = gs or {g}
   if #gs == 0 then return end
+  local n = 0
+  for i = 1, #gs, CHUNK do
+    local keys = {}
+    for j = i, math.min(i + CHUNK - 1, #gs) do keys[#keys + 1] = G .. 'r:' .. gs[j] end
+    n = n + redis.call('EXISTS', unpack(keys))
+  end
+  if n == #gs then return end
   local r = {}
   for i = 1, #gs, CHUNK do
-    local part = redis.call('ZMSCORE', G .. 'ring', unpack(gs, i, math.min(i + CHUNK - 1, #gs)))
+    local part = redis.call('ZMSCORE', G .. 'depth', unpack(gs, i, math.min(i + CHUNK - 1, #gs)))
     for j = 1, #part do r[#r + 1] = part[j] end
   end
   local a = not idle and hmget(G .. 'act', gs) or {}
   for i, h in ipairs(gs) do
-    if not r[i] and not a[i] and redis.call('LLEN', G .. 'r:' .. h) == 0 and
-       redis.call('ZCARD', G .. 'p:' .. h) == 0 then
+    if not r[i] and not a[i] and redis.call('EXISTS', G .. 'r:' .. h, G .. 'p:' .. h) == 0 then
       redis.call('ZREM', G .. 'all', h)
       redis.call('ZREM', G .. 'busy', h)
     end
@@ -471,7 +495,7 @@ end
 -- delay or a retry's backoff, G..'delayed'). Returns ready, delayed (the
 -- sum is the first value's use: waiting).
 function GROUPS.waiting(G, stats)
-  local r = math.max(tonumber(redis.call('HGET', stats, 'gready') or '0') or 0, 0)
+  local r = math.max(tonumber(typed('hash', 'HMGET', stats, 'gready')[1] or '0') or 0, 0)
   local d = redis.call('ZCARD', G .. 'delayed')
   return r + d, r, d
 end
@@ -537,7 +561,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
   local function turn_of(g)
     local limit, weight, paused, rmax, rwin = GROUPS.conf(G, g, c)
     local credit = weight
-    if weight > 1 then credit = tonumber(redis.call('HGET', G .. 'credit', g) or weight) end
+    if weight > 1 then credit = tonumber(typed('hash', 'HMGET', G .. 'credit', g)[1] or weight) or weight end
     return limit, weight, paused, rmax, rwin, credit
   end
   local rounds = 0
@@ -636,8 +660,8 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
   end
   -- only jobs still ready start (a cancel leaves its id behind); each
   -- takes a slot of its group
-  GROUPS.tidy(G, nil, dry)
   local gone = GROUPS.taken(G, cnt, dry)
+  GROUPS.tidy(G, nil, dry) -- (after GROUPS.taken: a dry group has left the index)
   if #ids == 0 then return ids, redis.call('EXISTS', ring) == 1 end
   local s = redis.call('HMGET', J.s, unpack(ids))
   local out, per, stale, gs, d = {}, {}, {}, {}, {}

@@ -569,7 +569,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
   -- since its last turn is found empty, and leaves, at its next visit)
   while #ids < want and rounds < 8 do
     rounds = rounds + 1
-    local heads = redis.call('ZRANGE', ring, 0, want - #ids + 7)
+    local heads = redis.call('ZRANGE', ring, 0, num(want - #ids + 7))
     if #heads == 0 then break end
     local back, out_ = {}, {} -- (the round's moves in the ring: one ZADD, one ZREM)
     -- The whole ring within the room (fewer groups than jobs wanted):
@@ -612,7 +612,7 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
         -- (priorities within a group: only on a queue that has had group
         -- jobs of a priority other than 0, meta groups '2')
         if has_prio then got = take_ready(G .. 'r:' .. g, G .. 'p:' .. g, n)
-        else got = redis.call('LPOP', G .. 'r:' .. g, n) or {} end
+        else got = redis.call('LPOP', G .. 'r:' .. g, num(n)) or {} end -- (text: see next_turn)
       end
       for _, id in ipairs(got) do ids[#ids + 1] = id; by[#ids] = g end
       cnt[g] = (cnt[g] or 0) + #got
@@ -698,6 +698,6 @@ function GROUPS.take(G, J, want, now, stats, has_prio, tok)
     if rwins[g] then redis.call('ZREM', G .. 'rated', g) end
     GROUPS.offer(G, J, g, c)
   end
-  if #out > 0 then redis.call('HINCRBY', stats, 'gready', -#out) end
+  if #out > 0 then redis.call('HINCRBY', stats, 'gready', negnum(#out)) end
   return out, redis.call('EXISTS', ring) == 1
 end

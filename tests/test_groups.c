@@ -1825,3 +1825,46 @@ TEST(a_claim_wanting_more_than_the_rings_groups_takes_several_turns_per_pop_in_f
     freeReplyObject(r);
     env_stop(&e);
 }
+
+/* Complete the n jobs a claim reply r started on queue qn (one call, as a
+ * worker sends it). */
+static void complete_claimed(test_env *e, const char *qn, redisReply *r, size_t n) {
+    const char **a = completion_args(e, qn, r, n);
+    redisReply *d = server_fcall(e->rc, RJQ__S_COMPLETE, qn, a, 5 + 4 * n);
+    ASSERT(d->type == REDIS_REPLY_ARRAY && d->elements == n);
+    for (size_t k = 0; k < n; k++) ASSERT_EQ(1, d->element[k]->integer);
+    freeReplyObject(d);
+    free_completion_args(a, n);
+}
+
+/* The completion that leaves a group with nothing running asks whether it
+ * has ready jobs from its lists' EXISTS, then the depth index; a group the
+ * index misses (a queue written before the index: its entry is made at the
+ * group's next claim) is asked its list and priority set: one whose ready
+ * jobs are all of a priority (no list) stays listed, and leaves the
+ * listing once its last job completed. */
+TEST(a_completion_keeps_listed_a_group_with_ready_jobs_the_depth_index_misses) {
+    test_env e;
+    env_start(&e, "gold");
+    ASSERT_OK(enqueue_in(&e, e.q, "lo", "old", 1).status);
+    ASSERT_OK(enqueue_in(&e, e.q, "hi", "old", 2).status);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gold}:g:r:old")); /* (priority jobs only) */
+    redisReply *r = claim_as_worker(&e, "gold", "1", "cx.w.1");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
+    ASSERT_STREQ("hi", claimed_payloads(r));
+    freeReplyObject(server_cmd(e.rc, "DEL t:{gold}:g:depth")); /* (an older version's queue) */
+    complete_claimed(&e, "gold", r, 1);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "ZRANK t:{gold}:g:all old")); /* (still listed: "lo" waits) */
+    groups_wait l = groups_of(&e, "old");
+    ASSERT_EQ(1, l.total);
+    ASSERT_EQ(1, l.depth[0]);
+    r = claim_as_worker(&e, "gold", "1", "cx.w.2");
+    ASSERT(r->type == REDIS_REPLY_ARRAY && r->elements == 4 + 5);
+    ASSERT_STREQ("lo", claimed_payloads(r));
+    complete_claimed(&e, "gold", r, 1);
+    freeReplyObject(r);
+    ASSERT_EQ(0, server_int(e.rc, "EXISTS t:{gold}:g:all")); /* (emptied: unlisted) */
+    ASSERT_EQ(0, groups_of(&e, NULL).total);
+    env_stop(&e);
+}
